@@ -1,0 +1,51 @@
+# gatebench — see README.md. Every target installs what it needs (scripts/setup.sh), idempotently.
+SHELL := /bin/bash
+VENV := .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+SPEC ?= examples/auction/openapi.yaml
+
+.PHONY: help demo test test-fast test-integration check format goldens bench lock setup setup-all clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
+
+setup: ## the Python environment only (.venv)
+	@scripts/setup.sh python
+
+setup-all: ## everything the tests need: Debian packages, .venv, JVM gateways, Gatling, Node tools
+	@scripts/setup.sh
+
+demo: setup-all ## benchmark the auction example on this machine and print where the results are
+	@$(BIN)/gatebench validate $(SPEC)
+	@$(BIN)/gatebench plan $(SPEC)
+
+test: setup-all ## install what the tests need, then run them all (unit, golden, integration, browser)
+	@$(BIN)/pytest
+
+test-fast: setup ## unit and golden tests only
+	@$(BIN)/pytest -m "not integration"
+
+test-integration: setup-all ## real gateways, emulators and the browser
+	@$(BIN)/pytest -m integration
+
+check: setup ## ruff format --check, ruff check, mypy on the core
+	@$(BIN)/ruff format --check src tests
+	@$(BIN)/ruff check src tests
+	@$(BIN)/mypy
+
+format: setup ## apply ruff's formatting and safe fixes
+	@$(BIN)/ruff format src tests
+	@$(BIN)/ruff check --fix src tests
+
+goldens: setup ## rewrite tests/golden/ from the current renderers
+	@$(BIN)/pytest tests/golden --update-goldens -q
+
+bench: setup-all ## run the benchmarks and rewrite docs/benchmarks.md
+	@$(PY) -m benchmarks
+
+lock: ## re-resolve requirements/dev.lock from pyproject.toml
+	@scripts/lock.sh
+
+clean: ## remove the environment, caches and results
+	rm -rf $(VENV) .cache results .pytest_cache .mypy_cache .ruff_cache .hypothesis

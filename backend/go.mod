@@ -1,0 +1,3 @@
+module gatebench/backend
+
+go 1.22

@@ -1,0 +1,45 @@
+"""gatebench: which API gateway serves *your* API best, under *your* workload, on *your* hardware."""
+
+from __future__ import annotations
+
+from .errors import (
+    GatebenchError,
+    PlanError,
+    Problem,
+    RenderError,
+    RunError,
+    SpecError,
+    SpecSyntaxError,
+    SpecValidationError,
+    StoreError,
+    UnsupportedFeature,
+    UnsupportedHere,
+)
+from .ir import Api, Operation
+from .plan import Plan, build_plan, load_plan
+from .spec import SpecResult, load_spec, read_spec
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Api",
+    "GatebenchError",
+    "Operation",
+    "Plan",
+    "PlanError",
+    "Problem",
+    "RenderError",
+    "RunError",
+    "SpecError",
+    "SpecResult",
+    "SpecSyntaxError",
+    "SpecValidationError",
+    "StoreError",
+    "UnsupportedFeature",
+    "UnsupportedHere",
+    "__version__",
+    "build_plan",
+    "load_plan",
+    "load_spec",
+    "read_spec",
+]

@@ -1,0 +1,1 @@
+"""Command modules of the ``gatebench`` CLI: each has ``add_parser(subparsers)``."""

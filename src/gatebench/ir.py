@@ -1,0 +1,245 @@
+"""The internal representation (IR): one record per operation, whatever the input format.
+
+Renderers, the workload planner and the mock backend read only this. It is built after
+local ``$ref``s are resolved, path-level parameters merged, servers chosen by precedence and
+security made effective, so consumers never re-interpret the source document.
+
+Schemas stay JSON Schema objects. Every ``$ref`` inside them is rewritten to
+``#/schemas/<name>``, a key of :attr:`Api.schemas`, so recursive schemas stay finite.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+HTTP_METHODS = ("GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH", "TRACE")
+ParamLocation = Literal["path", "query", "header", "cookie"]
+SecurityKind = Literal["apiKey", "http", "oauth2", "openIdConnect", "mutualTLS"]
+
+
+@dataclass(frozen=True)
+class Parameter:
+    name: str
+    location: ParamLocation
+    required: bool
+    schema: dict[str, Any]
+    examples: tuple[Any, ...] = ()
+    style: str | None = None
+    explode: bool | None = None
+    pointer: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name,
+            "in": self.location,
+            "required": self.required,
+            "schema": self.schema,
+        }
+        if self.examples:
+            out["examples"] = list(self.examples)
+        if self.style is not None:
+            out["style"] = self.style
+        if self.explode is not None:
+            out["explode"] = self.explode
+        return out
+
+
+@dataclass(frozen=True)
+class MediaType:
+    media_type: str
+    schema: dict[str, Any] | None = None
+    examples: tuple[tuple[str, Any], ...] = ()
+    """``(name, value)`` pairs; a single ``example`` is named ``default``."""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"media_type": self.media_type}
+        if self.schema is not None:
+            out["schema"] = self.schema
+        if self.examples:
+            out["examples"] = dict(self.examples)
+        return out
+
+
+@dataclass(frozen=True)
+class RequestBody:
+    required: bool
+    content: tuple[MediaType, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"required": self.required, "content": [m.to_dict() for m in self.content]}
+
+
+@dataclass(frozen=True)
+class Response:
+    status: str
+    """``"200"``, ``"2XX"`` or ``"default"``."""
+    description: str = ""
+    content: tuple[MediaType, ...] = ()
+    headers: tuple[tuple[str, dict[str, Any]], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"status": self.status, "description": self.description}
+        if self.content:
+            out["content"] = [m.to_dict() for m in self.content]
+        if self.headers:
+            out["headers"] = dict(self.headers)
+        return out
+
+
+@dataclass(frozen=True)
+class SecurityScheme:
+    name: str
+    kind: SecurityKind
+    scheme: str | None = None
+    """For ``http``: ``bearer``, ``basic``, ... (lower case)."""
+    location: Literal["header", "query", "cookie"] | None = None
+    """For ``apiKey``: where the key travels."""
+    param_name: str | None = None
+    """For ``apiKey``: the header, query or cookie name."""
+
+    @property
+    def label(self) -> str:
+        """The effective requirement in one word: bearer, basic, apiKey-header, oauth2, ..."""
+        if self.kind == "http":
+            return self.scheme or "http"
+        if self.kind == "apiKey":
+            return f"apiKey-{self.location}"
+        return self.kind
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "type": self.kind, "label": self.label}
+        if self.scheme is not None:
+            out["scheme"] = self.scheme
+        if self.location is not None:
+            out["in"] = self.location
+        if self.param_name is not None:
+            out["param_name"] = self.param_name
+        return out
+
+
+@dataclass(frozen=True)
+class SecurityRequirement:
+    """One alternative: every scheme listed must be satisfied (``{a: [], b: []}``)."""
+
+    schemes: tuple[SecurityScheme, ...]
+    scopes: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schemes": [s.name for s in self.schemes],
+            "scopes": {k: list(v) for k, v in self.scopes},
+        }
+
+
+@dataclass(frozen=True)
+class Operation:
+    operation_id: str
+    method: str
+    """Upper case: ``GET``."""
+    path_template: str
+    """As written in the description: ``/bid/{auctionId}``."""
+    base_url: str
+    """Effective server: ``https://biwi.com/v2``, ``/v2`` (relative) or ``""``."""
+    path_params: tuple[Parameter, ...] = ()
+    query_params: tuple[Parameter, ...] = ()
+    header_params: tuple[Parameter, ...] = ()
+    cookie_params: tuple[Parameter, ...] = ()
+    request_body: RequestBody | None = None
+    responses: tuple[Response, ...] = ()
+    security: tuple[SecurityRequirement, ...] = ()
+    """Alternatives; empty means no authentication."""
+    operation_id_generated: bool = False
+    summary: str = ""
+    tags: tuple[str, ...] = ()
+    deprecated: bool = False
+    pointer: str = ""
+    source: str = ""
+
+    @property
+    def base_path(self) -> str:
+        """The path part of the server URL, without a trailing slash (``/v2`` or ``""``)."""
+        path = urlsplit(self.base_url).path if "://" in self.base_url else self.base_url
+        path = path.split("?", 1)[0].split("#", 1)[0]
+        if path and not path.startswith("/"):
+            path = "/" + path
+        return path.rstrip("/")
+
+    @property
+    def route_path(self) -> str:
+        """The path a client requests, and the backend receives: base path + template."""
+        return self.base_path + self.path_template
+
+    @property
+    def security_label(self) -> str:
+        """``none``, or the first alternative's schemes joined with ``+`` (``bearer``)."""
+        if not self.security:
+            return "none"
+        return "+".join(s.label for s in self.security[0].schemes) or "none"
+
+    @property
+    def parameters(self) -> tuple[Parameter, ...]:
+        return self.path_params + self.query_params + self.header_params + self.cookie_params
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "operation_id": self.operation_id,
+            "operation_id_generated": self.operation_id_generated,
+            "method": self.method,
+            "path_template": self.path_template,
+            "route_path": self.route_path,
+            "base_url": self.base_url,
+            "path_params": {p.name: p.to_dict() for p in self.path_params},
+            "query_params": {p.name: p.to_dict() for p in self.query_params},
+            "header_params": {p.name: p.to_dict() for p in self.header_params},
+            "cookie_params": {p.name: p.to_dict() for p in self.cookie_params},
+            "request_body": self.request_body.to_dict() if self.request_body else None,
+            "responses": [r.to_dict() for r in self.responses],
+            "security": self.security_label,
+            "security_requirements": [r.to_dict() for r in self.security],
+            "pointer": self.pointer,
+        }
+        if self.source:
+            out["source"] = self.source
+        if self.summary:
+            out["summary"] = self.summary
+        if self.tags:
+            out["tags"] = list(self.tags)
+        if self.deprecated:
+            out["deprecated"] = True
+        return out
+
+
+@dataclass(frozen=True)
+class Api:
+    title: str
+    version: str
+    source_format: str
+    """``openapi-3.0.3``, ``openapi-3.1.0``, ``swagger-2.0``, ``raml-1.0``, ``raml-0.8``."""
+    operations: tuple[Operation, ...]
+    schemas: dict[str, Any] = field(default_factory=dict)
+    security_schemes: tuple[SecurityScheme, ...] = ()
+
+    def operation(self, operation_id: str) -> Operation:
+        for op in self.operations:
+            if op.operation_id == operation_id:
+                return op
+        raise KeyError(operation_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "title": self.title,
+            "version": self.version,
+            "source_format": self.source_format,
+            "operations": [op.to_dict() for op in self.operations],
+            "schemas": self.schemas,
+            "security_schemes": [s.to_dict() for s in self.security_schemes],
+        }
+
+
+def method_rank(method: str) -> int:
+    try:
+        return HTTP_METHODS.index(method)
+    except ValueError:
+        return len(HTTP_METHODS)

@@ -1,0 +1,182 @@
+"""What a benchmark run produces, independent of where it is stored.
+
+The same records are written to SQLite (laptop) and Firestore (cloud), and flattened into
+``(run, target, workload, metric, value)`` rows for BigQuery and CSV::
+
+    runs/{run}                                   RunRecord
+    runs/{run}/measurements/{target}:{workload}:{rep}   Measurement
+    runs/{run}/scores/{target}                   written by the scoring step
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import asdict, dataclass, field, fields
+from enum import StrEnum
+from typing import Any
+
+from .metrics import METRICS
+
+
+class RunStatus(StrEnum):
+    RECEIVED = "received"
+    PARSED = "parsed"
+    RENDERED = "rendered"
+    PROVISIONING = "provisioning"
+    LOADING = "loading"
+    SCORING = "scoring"
+    DONE = "done"
+    FAILED = "failed"
+    PARTIAL = "partial"
+    """Some targets were measured; the run stopped (Ctrl-C) or some targets failed."""
+
+    @property
+    def finished(self) -> bool:
+        return self in (RunStatus.DONE, RunStatus.FAILED, RunStatus.PARTIAL)
+
+
+# The order a run moves through; failed/partial may follow any unfinished step.
+STATUS_ORDER = (
+    RunStatus.RECEIVED,
+    RunStatus.PARSED,
+    RunStatus.RENDERED,
+    RunStatus.PROVISIONING,
+    RunStatus.LOADING,
+    RunStatus.SCORING,
+    RunStatus.DONE,
+)
+
+
+def can_move(current: RunStatus, new: RunStatus) -> bool:
+    """Allowed transitions: forward along STATUS_ORDER, or to failed/partial when unfinished."""
+    if current.finished:
+        return False
+    if new in (RunStatus.FAILED, RunStatus.PARTIAL):
+        return True
+    return STATUS_ORDER.index(new) > STATUS_ORDER.index(current)
+
+
+def run_id_for_object(bucket: str, name: str, generation: str | int) -> str:
+    """The id of the run an uploaded object starts: the same object (same generation)
+    always gives the same id, so a re-delivered event cannot start a second run."""
+    digest = hashlib.sha256(f"gs://{bucket}/{name}#{generation}".encode()).hexdigest()
+    return f"r-{digest[:20]}"
+
+
+def local_run_id(spec_sha256: str, now: float | None = None) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now if now is not None else time.time()))
+    return f"{stamp}-{spec_sha256[:8]}"
+
+
+@dataclass
+class RunRecord:
+    run_id: str
+    spec_uri: str
+    spec_sha256: str
+    status: RunStatus = RunStatus.RECEIVED
+    created_at: float = field(default_factory=time.time)
+    updated_at: float = field(default_factory=time.time)
+    title: str = ""
+    gateways: list[str] = field(default_factory=list)
+    workloads: list[dict[str, Any]] = field(default_factory=list)
+    """One summary per workload: name, operation, method, path, injection."""
+    plan: dict[str, Any] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)
+    """Versions (gateways, Gatling, JDK), machine, seed: what a reader needs to trust it."""
+    failed_step: str | None = None
+    error: str | None = None
+    target_errors: dict[str, str] = field(default_factory=dict)
+    """Targets that failed (config rejected, died mid-run) with the reason and log tail."""
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["status"] = str(self.status)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunRecord:
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["status"] = RunStatus(values.get("status", "received"))
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One measured phase: a target (gateway or ``baseline``) running one workload once.
+
+    Latencies are milliseconds over every request of the phase (OK and KO), computed from
+    the raw per-request records, so percentiles are exact (nearest rank) at Gatling's 1 ms
+    resolution. Throughput is requests completed per second of the measured phase.
+    """
+
+    run_id: str
+    target: str
+    workload: str
+    repetition: int
+    requests: int
+    ok: int
+    ko: int
+    error_pct: float
+    throughput: float
+    min: float
+    mean: float
+    max: float
+    stddev: float
+    p50: float
+    p90: float
+    p95: float
+    p99: float
+    started_at: float = 0.0
+    duration_s: float = 0.0
+    engine: str = "gatling"
+    flags: tuple[str, ...] = ()
+    """``noisy`` (other processes used much CPU), ``tester-bound`` (the load generator was
+    the bottleneck), ``incomplete`` (fewer requests than the workload defines)."""
+    other_cpu_pct: float | None = None
+    tester_cpu_pct: float | None = None
+    errors: tuple[tuple[str, int], ...] = ()
+    """KO reasons and their counts (``status.find.in(200..399), but actually found 409``)."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.target}:{self.workload}:{self.repetition}"
+
+    def metric(self, name: str) -> float:
+        if name not in METRICS:
+            raise KeyError(name)
+        value: float = getattr(self, name)
+        return value
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["flags"] = list(self.flags)
+        data["errors"] = [list(e) for e in self.errors]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Measurement:
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["flags"] = tuple(values.get("flags") or ())
+        values["errors"] = tuple((str(a), int(b)) for a, b in values.get("errors") or ())
+        return cls(**values)
+
+
+def flat_rows(measurements: list[Measurement]) -> list[dict[str, Any]]:
+    """``(run, target, workload, repetition, metric, value)`` rows for BigQuery and CSV."""
+    rows = []
+    for m in measurements:
+        for metric in METRICS:
+            rows.append(
+                {
+                    "run_id": m.run_id,
+                    "target": m.target,
+                    "workload": m.workload,
+                    "repetition": m.repetition,
+                    "metric": metric,
+                    "value": m.metric(metric),
+                }
+            )
+    return rows

@@ -1,0 +1,267 @@
+"""Processes gatebench starts itself: gateways, backends, load engines, emulators.
+
+Each one runs in its own session (process group), logs to its own file, is probed for
+readiness with a real request, and is stopped by its PID (the group it leads): gatebench
+never signals a process it did not start. A :class:`Supervisor` stops everything it started
+on every way out: normal exit, exception, Ctrl-C (SIGINT) and SIGTERM. Children also get
+SIGKILL from the kernel if the gatebench thread that started them dies (``PR_SET_PDEATHSIG``),
+so even ``kill -9`` of gatebench leaves no gateway behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import http.client
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from .errors import RunError
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, delivered as an exception so that ``finally`` blocks (teardown) run."""
+
+
+@dataclass
+class ManagedProcess:
+    name: str
+    argv: list[str]
+    popen: subprocess.Popen[bytes]
+    log_path: Path
+    started_at: float = field(default_factory=time.time)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.poll()
+
+    def stop(self, timeout: float = 5.0) -> int | None:
+        """SIGTERM to the process group, then SIGKILL after ``timeout``. Returns the exit code."""
+        if self.popen.poll() is None:
+            self._signal(signal.SIGTERM)
+            try:
+                self.popen.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self._signal(signal.SIGKILL)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.popen.wait(timeout=timeout)
+        # Descendants that outlived the leader (a forking server) share its group.
+        self._signal(signal.SIGKILL)
+        return self.popen.poll()
+
+    def _signal(self, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.popen.pid, sig)
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            with self.log_path.open("rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                size = fh.tell()
+                fh.seek(max(0, size - 16384))
+                text = fh.read().decode("utf-8", errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+
+def start_process(
+    name: str,
+    argv: Sequence[str],
+    *,
+    log_path: str | os.PathLike[str],
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> ManagedProcess:
+    """Start ``argv`` (never through a shell) in a new session, output to ``log_path``."""
+    log = Path(log_path)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    with log.open("ab") as out:
+        try:
+            popen = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env=full_env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+        except OSError as exc:
+            raise RunError(f"{name}: cannot start {argv[0]}: {exc.strerror or exc}") from None
+    return ManagedProcess(name, list(argv), popen, log)
+
+
+class Supervisor:
+    """Stops every process it started when its ``with`` block ends, however it ends.
+
+    Inside the block SIGTERM raises :class:`Terminated` (a KeyboardInterrupt), so the caller's
+    teardown runs for Ctrl-C and ``kill`` alike. Handlers are only installed from the main
+    thread; the previous handlers are restored on exit.
+    """
+
+    def __init__(self) -> None:
+        self.processes: list[ManagedProcess] = []
+        self._lock = threading.Lock()
+        self._previous: dict[int, Any] = {}
+
+    def start(self, name: str, argv: Sequence[str], **kwargs: Any) -> ManagedProcess:
+        proc = start_process(name, argv, **kwargs)
+        with self._lock:
+            self.processes.append(proc)
+        return proc
+
+    def stop(self, proc: ManagedProcess, timeout: float = 5.0) -> int | None:
+        code = proc.stop(timeout)
+        with self._lock:
+            if proc in self.processes:
+                self.processes.remove(proc)
+        return code
+
+    def stop_all(self, timeout: float = 5.0) -> None:
+        with self._lock:
+            procs = list(reversed(self.processes))
+            self.processes.clear()
+        for proc in procs:
+            proc.stop(timeout)
+
+    def __enter__(self) -> Supervisor:
+        if threading.current_thread() is threading.main_thread():
+            self._previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, _raise_terminated)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            # Teardown must not be cut short by a second Ctrl-C.
+            with _signals_deferred():
+                self.stop_all()
+        finally:
+            for sig, handler in self._previous.items():
+                signal.signal(sig, handler)
+            self._previous.clear()
+
+
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+
+    def remember(signum: int, frame: FrameType | None) -> None:
+        received.append(signum)
+
+    old = {s: signal.signal(s, remember) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on right now (the kernel's choice)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
+def wait_port_free(port: int, timeout: float = 10.0, host: str = "127.0.0.1") -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if port_is_free(port, host):
+            return True
+        time.sleep(0.05)
+    return port_is_free(port, host)
+
+
+def http_probe(host: str, port: int, path: str = "/", timeout: float = 1.0) -> int | None:
+    """The status of one real HTTP GET, or None when nothing answers."""
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        conn.request("GET", path, headers={"User-Agent": "gatebench-readiness"})
+        status: int = conn.getresponse().status
+        return status
+    except (OSError, http.client.HTTPException):
+        return None
+    finally:
+        conn.close()
+
+
+def wait_ready(
+    proc: ManagedProcess,
+    port: int,
+    *,
+    host: str = "127.0.0.1",
+    path: str = "/",
+    timeout: float = 30.0,
+    ready: Callable[[int], bool] = lambda status: True,
+) -> float:
+    """Wait until an HTTP request to the process answers (any status by default).
+
+    Returns the seconds it took. Raises :class:`RunError` with the log tail when the process
+    exits first or the time runs out.
+    """
+    start = time.monotonic()
+    deadline = start + timeout
+    delay = 0.02
+    while True:
+        if not proc.alive():
+            raise RunError(
+                f"{proc.name} exited with code {proc.returncode} before it was ready; "
+                f"last log lines:\n{proc.log_tail()}"
+            )
+        status = http_probe(
+            host, port, path, timeout=min(1.0, max(0.1, deadline - time.monotonic()))
+        )
+        if status is not None and ready(status):
+            return time.monotonic() - start
+        if time.monotonic() >= deadline:
+            raise RunError(
+                f"{proc.name} did not answer on {host}:{port} within {timeout:g}s; "
+                f"last log lines:\n{proc.log_tail()}"
+            )
+        time.sleep(delay)
+        delay = min(delay * 1.5, 0.25)

@@ -1,0 +1,186 @@
+"""Conformance to the OpenAPI / Swagger JSON Schemas, via openapi-spec-validator.
+
+openapi-spec-validator ships the official schemas and validators for Swagger 2.0 and
+OpenAPI 3.0/3.1/3.2. Its fast backend (jsonschema-rs) decides whether a document conforms;
+only when it does not is the Python ``jsonschema`` backend run again, because its errors
+carry the sub-errors needed for a precise message (``'bogus' is not one of [...]`` instead
+of "not valid under any of the given schemas").
+
+Its findings are warnings: what actually blocks a benchmark is reported as an error by the
+IR builder, which is stricter about routes and lenient about everything else. The library's
+second pass (a semantic walk that resolves references itself) runs with ``strict=True``,
+through a resolver that only reads the bundle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+from ..errors import Problem, escape_pointer_token
+from ._reader import Reader
+
+_MAX_FINDINGS = 200
+
+
+def _schema_validators(version: str) -> tuple[Any, Any]:
+    from openapi_spec_validator import schemas
+    from openapi_spec_validator.schemas.backend.jsonschema import create_validator
+
+    table = {
+        "2.0": (schemas.openapi_v2_schema_validator, schemas.schema_v2),
+        "3.0": (schemas.openapi_v30_schema_validator, schemas.schema_v30),
+        "3.1": (schemas.openapi_v31_schema_validator, schemas.schema_v31),
+        "3.2": (schemas.openapi_v32_schema_validator, schemas.schema_v32),
+    }
+    fast, schema = table[version[:3]]
+    return fast, lambda: create_validator(schema)
+
+
+def conformance_problems(data: Any, version: str, source: str) -> list[Problem]:
+    fast, make_detailed = _schema_validators(version)
+    try:
+        if next(iter(fast.iter_errors(data)), None) is None:
+            return []
+        detailed = make_detailed()
+        findings = list(_findings(detailed.iter_errors(data)))
+    except RecursionError:
+        return [
+            Problem(
+                "",
+                "too deeply nested to check against the OpenAPI schema",
+                "warning",
+                source=source,
+            )
+        ]
+    out: list[Problem] = []
+    seen: set[str] = set()
+    for pointer, message in findings:
+        if pointer in seen:
+            continue
+        seen.add(pointer)
+        out.append(Problem(pointer, message, "warning", source=source))
+        if len(out) >= _MAX_FINDINGS:
+            out.append(
+                Problem(
+                    "",
+                    f"more than {_MAX_FINDINGS} schema findings; the rest are not shown",
+                    "warning",
+                    source=source,
+                )
+            )
+            break
+    return out
+
+
+def _findings(errors: Iterator[Any]) -> Iterator[tuple[str, str]]:
+    for error in errors:
+        deepest = _deepest(error)
+        pointer = "".join("/" + escape_pointer_token(str(t)) for t in deepest.absolute_path)
+        yield pointer, _message(deepest)
+
+
+def _deepest(error: Any) -> Any:
+    from jsonschema.exceptions import best_match
+
+    while error.context:
+        # Prefer the branch that is not a Reference Object: "$ref is required" helps nobody.
+        candidates = [e for e in error.context if "'$ref' is a required property" not in e.message]
+        choice = best_match(candidates or error.context)
+        if choice is None:
+            break
+        error = choice
+    return error
+
+
+def _message(error: Any) -> str:
+    validator = error.validator
+    instance = error.instance
+    if validator == "required":
+        missing = [
+            k for k in error.validator_value if isinstance(instance, dict) and k not in instance
+        ]
+        if missing:
+            return f"required property {missing[0]!r} is missing"
+    if validator in ("additionalProperties", "unevaluatedProperties") and isinstance(
+        instance, dict
+    ):
+        return f"unexpected properties: {error.message.split('(')[-1].rstrip(')')}"[:200]
+    if validator == "type":
+        return f"expected {_type_words(error.validator_value)}, got {_short(instance)}"
+    if validator == "enum":
+        return f"{_short(instance)} is not one of {error.validator_value}"[:200]
+    if validator in ("pattern", "patternProperties"):
+        return f"{_short(instance)} does not match {error.validator_value!r}"[:200]
+    return _truncate(error.message)
+
+
+def _type_words(value: Any) -> str:
+    words = {
+        "object": "a mapping",
+        "array": "a list",
+        "string": "a string",
+        "boolean": "a boolean",
+        "integer": "an integer",
+        "number": "a number",
+        "null": "null",
+    }
+    if isinstance(value, list):
+        return " or ".join(words.get(v, str(v)) for v in value)
+    return words.get(value, str(value))
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _truncate(message: str) -> str:
+    return message if len(message) <= 200 else message[:197] + "..."
+
+
+def strict_problems(reader: Reader, version: str) -> list[Problem]:
+    """openapi-spec-validator's semantic walk, reading only from the bundle."""
+    from openapi_spec_validator.validation import validators as v
+
+    classes = {
+        "2.0": v.OpenAPIV2SpecValidator,
+        "3.0": v.OpenAPIV30SpecValidator,
+        "3.1": v.OpenAPIV31SpecValidator,
+        "3.2": v.OpenAPIV32SpecValidator,
+    }
+    base = classes[version[:3]]
+
+    def bundle_handler(uri: str) -> Any:
+        name = uri.removeprefix("gatebench:///")
+        return reader.document(name).data
+
+    class BundleOnly(base):  # type: ignore[misc, valid-type]
+        resolver_handlers: ClassVar[dict[str, Any]] = {"gatebench": bundle_handler}
+
+    entry = reader.bundle.entry
+    validator = BundleOnly(reader.entry.data, base_uri=f"gatebench:///{entry}")
+    out: list[Problem] = []
+    try:
+        for error in validator.iter_errors():
+            path = getattr(error, "absolute_path", None) or []
+            pointer = "".join("/" + escape_pointer_token(str(t)) for t in path)
+            out.append(
+                Problem(pointer, _truncate(str(error).splitlines()[0]), "warning", source=entry)
+            )
+            if len(out) >= _MAX_FINDINGS:
+                break
+    except Exception as exc:  # the library raises its own resolver errors for remote refs
+        out.append(
+            Problem(
+                "",
+                f"openapi-spec-validator stopped: {_truncate(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}",
+                "warning",
+                source=entry,
+            )
+        )
+    return out

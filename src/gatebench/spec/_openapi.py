@@ -1,0 +1,1005 @@
+"""OpenAPI 3.0 / 3.1 / 3.2 and Swagger 2.0 documents to the IR.
+
+Precedence rules, spelled out once:
+
+* **Servers**: operation ``servers`` > path item ``servers`` > document ``servers`` > ``/``.
+  The first server of the winning list is used; its ``{variables}`` take their defaults.
+  Swagger 2.0: ``schemes[0]`` (``http`` when absent) + ``host`` + ``basePath``; without a
+  ``host`` the base URL is the bare ``basePath`` (relative).
+* **Parameters**: path-item parameters apply to every operation of the path; an operation
+  parameter with the same ``name`` and ``in`` replaces it.
+* **Security**: the operation's ``security`` replaces the document's; ``[]`` means none;
+  ``{}`` inside the list is the "no authentication" alternative.
+* **Bodies** (Swagger 2.0): an ``in: body`` parameter becomes a request body for each media
+  type of the operation's ``consumes`` (else the document's, else ``application/json``);
+  ``in: formData`` parameters become one object schema, multipart when a file is among them.
+
+What blocks benchmarking is an error; what does not is a warning, and the operation is kept.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, cast
+
+from ..errors import Problem, Severity, SpecSyntaxError, escape_pointer_token
+from ..ir import (
+    HTTP_METHODS,
+    Api,
+    MediaType,
+    Operation,
+    Parameter,
+    ParamLocation,
+    RequestBody,
+    Response,
+    SecurityRequirement,
+    SecurityScheme,
+    method_rank,
+)
+from ._reader import Document, Reader
+from ._refs import Loc, RefError, Refs
+
+V3_PATH_ITEM_KEYS = {"$ref", "summary", "description", "servers", "parameters"}
+V2_PATH_ITEM_KEYS = {"$ref", "parameters"}
+MAX_PATH_LENGTH = 8192
+_TEMPLATE_VAR = re.compile(r"\{([^{}/]*)\}")
+_BAD_PATH_CHARS = re.compile(r"[\s\x00-\x1f\x7f?#]")
+_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_IGNORED_HEADERS = {"accept", "content-type", "authorization"}
+
+
+@dataclass
+class _Ctx:
+    """What an operation inherits: where it is, its path and path-item settings."""
+
+    path: str
+    path_loc: Loc
+    path_params: list[tuple[Parameter, Loc]]
+    servers: Any
+    servers_loc: Loc | None
+
+
+class OpenApiBuilder:
+    def __init__(self, reader: Reader, doc: Document) -> None:
+        self.reader = reader
+        self.doc = doc
+        self.refs = Refs(reader)
+        self.problems: list[Problem] = []
+        self.schemas: dict[str, Any] = {}
+        self._schema_names: dict[Loc, str] = {}
+        self._schema_queue: list[tuple[Loc, str]] = []
+        self.version = ""
+        self.v2 = False
+        self.root: dict[str, Any] = {}
+        self.security_schemes: dict[str, SecurityScheme] = {}
+
+    # -- problems ---------------------------------------------------------------------------
+
+    def problem(self, loc: Loc, message: str, severity: Severity = "error") -> None:
+        self.problems.append(Problem(loc.pointer, message, severity, source=loc.doc))
+
+    def warn(self, loc: Loc, message: str) -> None:
+        self.problem(loc, message, "warning")
+
+    def note(self, loc: Loc, message: str) -> None:
+        self.problem(loc, message, "note")
+
+    # -- references -------------------------------------------------------------------------
+
+    def deref(self, value: Any, loc: Loc) -> tuple[Any, Loc] | None:
+        """Resolve a Reference Object chain, reporting failures as errors at the ``$ref``."""
+        try:
+            return self.refs.deref(value, loc)
+        except RefError as exc:
+            where = loc
+            if isinstance(value, dict) and "$ref" in value:
+                where = loc.child("$ref")
+            self.problem(where, str(exc))
+        except SpecSyntaxError as exc:
+            self.problems.extend(exc.problems)
+            self.problem(loc.child("$ref"), "the referenced file cannot be read (see above)")
+        return None
+
+    # -- entry point ------------------------------------------------------------------------
+
+    def build(self) -> Api | None:
+        root_loc = Loc(self.doc.name, "")
+        data = self.doc.data
+        if not isinstance(data, dict):
+            self.problem(
+                root_loc,
+                "expected an OpenAPI or Swagger document (a mapping with 'openapi' or "
+                f"'swagger'), got {_kind(data)}",
+            )
+            return None
+        self.root = data
+        if not self._detect_version(root_loc):
+            return None
+        info = data.get("info")
+        title, version = "", ""
+        if isinstance(info, dict):
+            raw_title = info.get("title")
+            title = raw_title if isinstance(raw_title, str) else ""
+            raw_version = info.get("version")
+            version = str(raw_version) if raw_version is not None else ""
+            if not title:
+                self.warn(root_loc.child("info"), "info.title is missing")
+        else:
+            self.warn(root_loc, "the 'info' object is missing")
+        self._read_security_schemes(root_loc)
+        default_security = self._security(data.get("security"), root_loc.child("security"), None)
+        operations = self._read_paths(root_loc, default_security)
+        if self.version.startswith("3.1") or self.version.startswith("3.2"):
+            hooks = data.get("webhooks")
+            if isinstance(hooks, dict) and hooks:
+                self.note(
+                    root_loc.child("webhooks"),
+                    f"{len(hooks)} webhook(s) skipped: webhooks are calls the API makes, not routes",
+                )
+        self._drain_schema_queue()
+        if operations is None:
+            return None
+        operations = self._unique_ids(operations)
+        operations.sort(key=lambda op: (op.route_path, method_rank(op.method), op.operation_id))
+        if not operations:
+            self.warn(root_loc.child("paths"), "the description has no operations to benchmark")
+        return Api(
+            title=title,
+            version=version,
+            source_format=("swagger-" if self.v2 else "openapi-") + self.version,
+            operations=tuple(operations),
+            schemas=self.schemas,
+            security_schemes=tuple(self.security_schemes[k] for k in sorted(self.security_schemes)),
+        )
+
+    def _detect_version(self, root: Loc) -> bool:
+        data = self.root
+        if "swagger" in data:
+            value = data["swagger"]
+            if str(value) != "2.0":
+                self.problem(
+                    root.child("swagger"),
+                    f"unsupported version {value!r}; gatebench reads Swagger '2.0', "
+                    "OpenAPI 3.0, 3.1 and 3.2",
+                )
+                return False
+            if not isinstance(value, str):
+                self.warn(root.child("swagger"), "the version should be the string '2.0'")
+            self.version, self.v2 = "2.0", True
+            return True
+        if "openapi" in data:
+            value = data["openapi"]
+            text = str(value)
+            if not isinstance(value, str):
+                self.warn(root.child("openapi"), f"the version should be a string ('{text}')")
+            if not re.match(r"^3\.[0-2](\.\d+)?(-[\w.]+)?$", text):
+                self.problem(
+                    root.child("openapi"),
+                    f"unsupported version {value!r}; gatebench reads OpenAPI 3.0, 3.1, 3.2 "
+                    "and Swagger '2.0'",
+                )
+                return False
+            self.version = text
+            return True
+        self.problem(
+            root,
+            "not an OpenAPI or Swagger document: neither 'openapi' nor 'swagger' is present",
+        )
+        return False
+
+    # -- security ---------------------------------------------------------------------------
+
+    def _read_security_schemes(self, root: Loc) -> None:
+        if self.v2:
+            loc = root.child("securityDefinitions")
+            table = self.root.get("securityDefinitions")
+        else:
+            components = self.root.get("components")
+            table = components.get("securitySchemes") if isinstance(components, dict) else None
+            loc = root.child("components", "securitySchemes")
+        if table is None:
+            return
+        if not isinstance(table, dict):
+            self.warn(loc, f"expected a mapping of security schemes, got {_kind(table)}")
+            return
+        for name, raw in table.items():
+            resolved = self.deref(raw, loc.child(name))
+            if resolved is None:
+                continue
+            value, vloc = resolved
+            scheme = self._security_scheme(str(name), value, vloc)
+            if scheme is not None:
+                self.security_schemes[str(name)] = scheme
+
+    def _security_scheme(self, name: str, value: Any, loc: Loc) -> SecurityScheme | None:
+        if not isinstance(value, dict):
+            self.warn(loc, f"expected a security scheme object, got {_kind(value)}")
+            return None
+        kind = value.get("type")
+        if self.v2 and kind == "basic":
+            return SecurityScheme(name, "http", scheme="basic")
+        if kind == "apiKey":
+            where = value.get("in")
+            if where not in ("header", "query", "cookie"):
+                self.warn(
+                    loc.child("in"), f"apiKey 'in' must be header, query or cookie; got {where!r}"
+                )
+                return None
+            param = value.get("name")
+            if not isinstance(param, str) or not param:
+                self.warn(
+                    loc.child("name"), "apiKey needs the 'name' of its header, query or cookie"
+                )
+                return None
+            return SecurityScheme(name, "apiKey", location=where, param_name=param)
+        if kind == "http" and not self.v2:
+            scheme = value.get("scheme")
+            if not isinstance(scheme, str):
+                self.warn(
+                    loc.child("scheme"),
+                    "an http security scheme needs 'scheme' (bearer, basic, ...)",
+                )
+                return None
+            return SecurityScheme(name, "http", scheme=scheme.lower())
+        if kind in ("oauth2", "openIdConnect", "mutualTLS"):
+            return SecurityScheme(name, kind)
+        self.warn(loc.child("type"), f"unknown security scheme type {kind!r}")
+        return None
+
+    def _security(
+        self, value: Any, loc: Loc, default: tuple[SecurityRequirement, ...] | None
+    ) -> tuple[SecurityRequirement, ...]:
+        if value is None:
+            return default or ()
+        if not isinstance(value, list):
+            self.warn(loc, f"security must be a list of requirements, got {_kind(value)}")
+            return default or ()
+        out: list[SecurityRequirement] = []
+        for i, req in enumerate(value):
+            if not isinstance(req, dict):
+                self.warn(
+                    loc.child(i), f"a security requirement must be a mapping, got {_kind(req)}"
+                )
+                continue
+            schemes: list[SecurityScheme] = []
+            scopes: list[tuple[str, tuple[str, ...]]] = []
+            for name, scope_list in req.items():
+                scheme = self.security_schemes.get(str(name))
+                if scheme is None:
+                    known = ", ".join(sorted(self.security_schemes)) or "none defined"
+                    self.warn(
+                        loc.child(i, name),
+                        f"unknown security scheme {name!r} ignored (known: {known})",
+                    )
+                    continue
+                schemes.append(scheme)
+                if isinstance(scope_list, list):
+                    scopes.append((str(name), tuple(str(s) for s in scope_list)))
+            if schemes or not req:
+                out.append(SecurityRequirement(tuple(schemes), tuple(scopes)))
+        # An alternative without schemes means "no authentication"; nothing is required then.
+        if any(not r.schemes for r in out) and out and not out[0].schemes:
+            return ()
+        return tuple(out)
+
+    # -- servers ----------------------------------------------------------------------------
+
+    def _base_url(self, ctx: _Ctx, op: dict[str, Any], op_loc: Loc) -> str:
+        if self.v2:
+            return self._v2_base_url()
+        for servers, loc in (
+            (op.get("servers"), op_loc.child("servers")),
+            (ctx.servers, ctx.servers_loc),
+            (self.root.get("servers"), Loc(self.doc.name, "/servers")),
+        ):
+            if servers is None or loc is None:
+                continue
+            if not isinstance(servers, list):
+                self.warn(loc, f"servers must be a list, got {_kind(servers)}")
+                continue
+            if not servers:
+                continue
+            return self._server_url(servers[0], loc.child(0))
+        return ""
+
+    def _server_url(self, server: Any, loc: Loc) -> str:
+        if not isinstance(server, dict) or not isinstance(server.get("url"), str):
+            self.problem(loc, "a server needs a 'url' string")
+            return ""
+        url: str = server["url"]
+        variables = server.get("variables") or {}
+        if not isinstance(variables, dict):
+            self.warn(loc.child("variables"), "server variables must be a mapping")
+            variables = {}
+
+        def substitute(match: re.Match[str]) -> str:
+            name = match.group(1)
+            var = variables.get(name)
+            if not isinstance(var, dict):
+                self.problem(
+                    loc.child("url"), f"server variable {name!r} is not defined in 'variables'"
+                )
+                return ""
+            default = var.get("default")
+            if default is None:
+                self.problem(
+                    loc.child("variables", name), f"server variable {name!r} has no default"
+                )
+                return ""
+            return str(default)
+
+        resolved = _TEMPLATE_VAR.sub(substitute, url)
+        if _BAD_PATH_CHARS.search(resolved.split("?", 1)[0].replace("#", "")):
+            self.problem(
+                loc.child("url"),
+                f"server URL {resolved!r} contains whitespace or control characters",
+            )
+            return ""
+        return resolved
+
+    def _v2_base_url(self) -> str:
+        host = self.root.get("host")
+        base_path = self.root.get("basePath")
+        base_path = base_path if isinstance(base_path, str) else ""
+        if base_path and not base_path.startswith("/"):
+            self.warn(Loc(self.doc.name, "/basePath"), "basePath must start with '/'")
+            base_path = "/" + base_path
+        if not isinstance(host, str) or not host:
+            return base_path
+        schemes = self.root.get("schemes")
+        scheme = "http"
+        if isinstance(schemes, list) and schemes and isinstance(schemes[0], str):
+            scheme = schemes[0].lower()
+        return f"{scheme}://{host}{base_path}"
+
+    # -- paths ------------------------------------------------------------------------------
+
+    def _read_paths(
+        self, root: Loc, default_security: tuple[SecurityRequirement, ...]
+    ) -> list[Operation] | None:
+        paths = self.root.get("paths")
+        loc = root.child("paths")
+        if paths is None:
+            if self.v2 or self.version.startswith("3.0"):
+                self.problem(loc, "the 'paths' object is missing")
+                return None
+            return []
+        if not isinstance(paths, dict):
+            self.problem(loc, f"'paths' must be a mapping of path templates, got {_kind(paths)}")
+            return None
+        operations: list[Operation] = []
+        seen_routes: dict[tuple[str, str], tuple[str, Loc]] = {}
+        for path, raw_item in paths.items():
+            path = str(path)
+            item_loc = loc.child(path)
+            if path.startswith("x-"):
+                continue
+            if not self._check_template(path, item_loc):
+                continue
+            resolved = self.deref(raw_item, item_loc)
+            if resolved is None:
+                continue
+            item, real_loc = resolved
+            if item is None:
+                self.warn(item_loc, "empty path item")
+                continue
+            if not isinstance(item, dict):
+                self.problem(item_loc, f"a path item must be a mapping, got {_kind(item)}")
+                continue
+            ctx = _Ctx(
+                path=path,
+                path_loc=real_loc,
+                path_params=self._parameters(item.get("parameters"), real_loc.child("parameters")),
+                servers=item.get("servers"),
+                servers_loc=real_loc.child("servers") if "servers" in item else None,
+            )
+            allowed = V2_PATH_ITEM_KEYS if self.v2 else V3_PATH_ITEM_KEYS
+            for key, raw_op in item.items():
+                key = str(key)
+                if key.startswith("x-") or key in allowed:
+                    continue
+                if self.version.startswith("3.2") and key in ("query", "additionalOperations"):
+                    self.warn(
+                        real_loc.child(key), f"'{key}' operations are not benchmarked yet; skipped"
+                    )
+                    continue
+                method = key.upper()
+                op_loc = real_loc.child(key)
+                if key not in {m.lower() for m in HTTP_METHODS} or (self.v2 and method == "TRACE"):
+                    hint = (
+                        "; methods are written in lower case"
+                        if key.lower() in {m.lower() for m in HTTP_METHODS}
+                        else ""
+                    )
+                    expected = ", ".join(
+                        m.lower() for m in HTTP_METHODS if not (self.v2 and m == "TRACE")
+                    )
+                    self.problem(
+                        op_loc, f"unknown method {key!r}; expected one of {expected}{hint}"
+                    )
+                    continue
+                op = self._operation(method, raw_op, op_loc, ctx, default_security)
+                if op is None:
+                    continue
+                shape = (_normalise(path), method)
+                if shape in seen_routes:
+                    first_path, _first_loc = seen_routes[shape]
+                    self.problem(
+                        op_loc,
+                        f"{method} {path} is the same route as {method} {first_path} "
+                        "(only variable names differ); a gateway cannot tell them apart",
+                    )
+                    continue
+                seen_routes[shape] = (path, op_loc)
+                operations.append(op)
+        return operations
+
+    def _check_template(self, path: str, loc: Loc) -> bool:
+        if len(path) > MAX_PATH_LENGTH:
+            self.problem(
+                loc, f"the path is {len(path)} characters long; the limit is {MAX_PATH_LENGTH}"
+            )
+            return False
+        if not path.startswith("/"):
+            self.problem(loc, f"a path must start with '/'; got {path!r}")
+            return False
+        bad = _BAD_PATH_CHARS.search(path)
+        if bad:
+            ch = bad.group()
+            what = {"?": "'?'", "#": "'#'"}.get(ch, f"U+{ord(ch):04X} (whitespace or control)")
+            hint = (
+                "; put query parameters in 'parameters'"
+                if ch == "?"
+                else ("; write it percent-encoded" if ch not in "#" else "")
+            )
+            self.problem(loc, f"a path may not contain {what}{hint}")
+            return False
+        if _PERCENT.search(path):
+            self.problem(loc, "'%' in a path must start a %XX escape")
+            return False
+        stripped = _TEMPLATE_VAR.sub("", path)
+        if "{" in stripped or "}" in stripped:
+            self.problem(loc, f"unbalanced '{{' or '}}' in the path template {path!r}")
+            return False
+        names = _TEMPLATE_VAR.findall(path)
+        if any(not n for n in names):
+            self.problem(loc, "empty variable '{}' in the path template")
+            return False
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            self.problem(loc, f"path variable {dupes[0]!r} appears twice in the template")
+            return False
+        return True
+
+    # -- parameters -------------------------------------------------------------------------
+
+    def _parameters(self, value: Any, loc: Loc) -> list[tuple[Parameter, Loc]]:
+        """Raw parameters of a path item or operation, with the body/formData ones of v2."""
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.problem(loc, f"parameters must be a list, got {_kind(value)}")
+            return []
+        out: list[tuple[Parameter, Loc]] = []
+        for i, raw in enumerate(value):
+            resolved = self.deref(raw, loc.child(i))
+            if resolved is None:
+                continue
+            param_value, param_loc = resolved
+            param = self._parameter(param_value, loc.child(i), param_loc)
+            if param is not None:
+                out.append((param, loc.child(i)))
+        return out
+
+    def _parameter(self, value: Any, loc: Loc, real: Loc) -> Parameter | None:
+        if not isinstance(value, dict):
+            self.problem(loc, f"a parameter must be a mapping, got {_kind(value)}")
+            return None
+        name = value.get("name")
+        where = value.get("in")
+        if not isinstance(name, str) or not name:
+            self.problem(loc, "a parameter needs a 'name'")
+            return None
+        allowed = (
+            ("path", "query", "header", "cookie")
+            if not self.v2
+            else ("path", "query", "header", "body", "formData")
+        )
+        if where not in allowed:
+            self.problem(
+                loc.child("in"),
+                f"parameter {name!r}: 'in' must be one of {', '.join(allowed)}; got {where!r}",
+            )
+            return None
+        required = bool(value.get("required", False))
+        if where == "path" and not required:
+            self.warn(loc, f"path parameter {name!r} must be required: true (treated as required)")
+            required = True
+        examples: list[Any] = []
+        if "example" in value:
+            examples.append(value["example"])
+        if "x-example" in value:
+            examples.append(value["x-example"])
+        if isinstance(value.get("examples"), dict):
+            for ex_name, ex in value["examples"].items():
+                got = self.deref(ex, real.child("examples", ex_name))
+                if got is not None and isinstance(got[0], dict) and "value" in got[0]:
+                    examples.append(got[0]["value"])
+        if self.v2:
+            if where == "body":
+                schema = self.schema(value.get("schema", {}), real.child("schema"))
+            else:
+                schema = self.schema(_v2_inline_schema(value), real)
+        elif "schema" in value:
+            schema = self.schema(value["schema"], real.child("schema"))
+        elif isinstance(value.get("content"), dict) and value["content"]:
+            media, media_value = next(iter(value["content"].items()))
+            schema = {}
+            if isinstance(media_value, dict):
+                schema = self.schema(
+                    media_value.get("schema", {}), real.child("content", media, "schema")
+                )
+        else:
+            self.warn(
+                loc, f"parameter {name!r} has neither 'schema' nor 'content'; treated as a string"
+            )
+            schema = {"type": "string"}
+        return Parameter(
+            name=name,
+            # body/formData (Swagger 2.0) ride along here and are split off before the IR.
+            location=cast(ParamLocation, where),
+            required=required,
+            schema=schema,
+            examples=tuple(examples),
+            style=value.get("style") if isinstance(value.get("style"), str) else None,
+            explode=value.get("explode") if isinstance(value.get("explode"), bool) else None,
+            pointer=loc.pointer,
+        )
+
+    # -- operations -------------------------------------------------------------------------
+
+    def _operation(
+        self,
+        method: str,
+        raw: Any,
+        loc: Loc,
+        ctx: _Ctx,
+        default_security: tuple[SecurityRequirement, ...],
+    ) -> Operation | None:
+        if not isinstance(raw, dict):
+            self.problem(loc, f"an operation must be a mapping, got {_kind(raw)}")
+            return None
+        op_id = raw.get("operationId")
+        if op_id is not None and (not isinstance(op_id, str) or not op_id.strip()):
+            self.warn(
+                loc.child("operationId"), "operationId must be a non-empty string; one is generated"
+            )
+            op_id = None
+        merged: dict[tuple[str, str], tuple[Parameter, Loc]] = {}
+        for param, ploc in ctx.path_params:
+            merged[(param.name, param.location)] = (param, ploc)
+        own = self._parameters(raw.get("parameters"), loc.child("parameters"))
+        seen: set[tuple[str, str]] = set()
+        for param, ploc in own:
+            key = (param.name, param.location)
+            if key in seen:
+                self.warn(
+                    ploc,
+                    f"parameter {param.name!r} in {param.location} is listed twice; the later one wins",
+                )
+            seen.add(key)
+            merged[key] = (param, ploc)
+        params = list(merged.values())
+        if not self._check_path_params(ctx.path, params, loc):
+            return None
+        body: RequestBody | None
+        if self.v2:
+            body = self._v2_body(raw, params, loc)
+        else:
+            body = self._request_body(raw.get("requestBody"), loc.child("requestBody"))
+        kept: dict[str, list[Parameter]] = {"path": [], "query": [], "header": [], "cookie": []}
+        for param, ploc in params:
+            if str(param.location) in ("body", "formData"):
+                continue
+            if param.location == "header" and param.name.lower() in _IGNORED_HEADERS:
+                self.note(
+                    ploc,
+                    f"header parameter {param.name!r} is ignored (OpenAPI describes it elsewhere)",
+                )
+                continue
+            kept[param.location].append(param)
+        template_vars = _TEMPLATE_VAR.findall(ctx.path)
+        declared = {p.name for p in kept["path"]}
+        for var in template_vars:
+            if var not in declared:
+                self.warn(
+                    loc,
+                    f"path template variable {var!r} has no path parameter; "
+                    "treated as a required string",
+                )
+                kept["path"].append(
+                    Parameter(var, "path", True, {"type": "string"}, pointer=loc.pointer)
+                )
+        order = {name: i for i, name in enumerate(template_vars)}
+        kept["path"].sort(key=lambda p: order.get(p.name, len(order)))
+        if "callbacks" in raw and isinstance(raw["callbacks"], dict) and raw["callbacks"]:
+            self.note(
+                loc.child("callbacks"),
+                f"{len(raw['callbacks'])} callback(s) skipped: callbacks are calls the API makes, not routes",
+            )
+        summary = raw.get("summary")
+        tags = raw.get("tags")
+        return Operation(
+            operation_id=op_id.strip() if isinstance(op_id, str) else "",
+            operation_id_generated=op_id is None,
+            method=method,
+            path_template=ctx.path,
+            base_url=self._base_url(ctx, raw, loc),
+            path_params=tuple(kept["path"]),
+            query_params=tuple(kept["query"]),
+            header_params=tuple(kept["header"]),
+            cookie_params=tuple(kept["cookie"]),
+            request_body=body,
+            responses=self._responses(raw.get("responses"), loc.child("responses"), raw),
+            security=self._security(raw.get("security"), loc.child("security"), default_security),
+            summary=summary if isinstance(summary, str) else "",
+            tags=tuple(str(t) for t in tags) if isinstance(tags, list) else (),
+            deprecated=raw.get("deprecated") is True,
+            pointer=loc.pointer,
+            source=loc.doc if loc.doc != self.doc.name else "",
+        )
+
+    def _check_path_params(self, path: str, params: list[tuple[Parameter, Loc]], loc: Loc) -> bool:
+        names = set(_TEMPLATE_VAR.findall(path))
+        ok = True
+        for param, ploc in params:
+            if param.location == "path" and param.name not in names:
+                template = ", ".join(sorted(names)) or "none"
+                self.problem(
+                    ploc,
+                    f"path parameter {param.name!r} is not in the path template {path!r} "
+                    f"(its variables: {template})",
+                )
+                ok = False
+        return ok
+
+    # -- bodies -----------------------------------------------------------------------------
+
+    def _request_body(self, value: Any, loc: Loc) -> RequestBody | None:
+        if value is None:
+            return None
+        resolved = self.deref(value, loc)
+        if resolved is None:
+            return None
+        body, real = resolved
+        if not isinstance(body, dict):
+            self.problem(loc, f"requestBody must be a mapping, got {_kind(body)}")
+            return None
+        content = self._content(body.get("content"), real.child("content"))
+        if not content:
+            self.warn(loc, "requestBody has no media types; no body is sent")
+            return None
+        return RequestBody(required=bool(body.get("required", False)), content=content)
+
+    def _content(self, value: Any, loc: Loc) -> tuple[MediaType, ...]:
+        if value is None:
+            return ()
+        if not isinstance(value, dict):
+            self.warn(loc, f"content must be a mapping of media types, got {_kind(value)}")
+            return ()
+        out = []
+        for media, raw in value.items():
+            media = str(media)
+            mloc = loc.child(media)
+            if not isinstance(raw, dict):
+                raw = {}
+            schema = self.schema(raw["schema"], mloc.child("schema")) if "schema" in raw else None
+            examples: list[tuple[str, Any]] = []
+            if "example" in raw:
+                examples.append(("default", raw["example"]))
+            if isinstance(raw.get("examples"), dict):
+                for name, ex in raw["examples"].items():
+                    got = self.deref(ex, mloc.child("examples", name))
+                    if got is None or not isinstance(got[0], dict):
+                        continue
+                    if "value" in got[0]:
+                        examples.append((str(name), got[0]["value"]))
+                    elif "externalValue" in got[0]:
+                        self.note(
+                            mloc.child("examples", name),
+                            "externalValue examples are not fetched; the schema is used instead",
+                        )
+            out.append(MediaType(media, schema, tuple(examples)))
+        return tuple(out)
+
+    def _v2_body(
+        self, raw: dict[str, Any], params: list[tuple[Parameter, Loc]], loc: Loc
+    ) -> RequestBody | None:
+        consumes = raw.get("consumes", self.root.get("consumes"))
+        media_types = [str(m) for m in consumes] if isinstance(consumes, list) and consumes else []
+        body_params = [(p, ploc) for p, ploc in params if str(p.location) == "body"]
+        form_params = [(p, ploc) for p, ploc in params if str(p.location) == "formData"]
+        if body_params and form_params:
+            self.problem(loc, "an operation cannot have both 'body' and 'formData' parameters")
+            return None
+        if len(body_params) > 1:
+            self.problem(body_params[1][1], "an operation can have only one 'body' parameter")
+            return None
+        if body_params:
+            param = body_params[0][0]
+            media_types = media_types or ["application/json"]
+            return RequestBody(
+                required=param.required,
+                content=tuple(
+                    MediaType(m, param.schema, tuple(("default", e) for e in param.examples[:1]))
+                    for m in media_types
+                ),
+            )
+        if form_params:
+            has_file = any(p.schema.get("format") == "binary" for p, _ in form_params)
+            form_types = [
+                m
+                for m in media_types
+                if m in ("multipart/form-data", "application/x-www-form-urlencoded")
+            ]
+            if not form_types:
+                form_types = [
+                    "multipart/form-data" if has_file else "application/x-www-form-urlencoded"
+                ]
+            schema = {
+                "type": "object",
+                "properties": {p.name: p.schema for p, _ in form_params},
+                "required": [p.name for p, _ in form_params if p.required],
+            }
+            if not schema["required"]:
+                del schema["required"]
+            return RequestBody(
+                required=any(p.required for p, _ in form_params),
+                content=tuple(MediaType(m, schema) for m in form_types),
+            )
+        return None
+
+    # -- responses --------------------------------------------------------------------------
+
+    def _responses(self, value: Any, loc: Loc, op: dict[str, Any]) -> tuple[Response, ...]:
+        if value is None:
+            self.warn(loc, "the operation has no responses")
+            return ()
+        if not isinstance(value, dict):
+            self.warn(loc, f"responses must be a mapping, got {_kind(value)}")
+            return ()
+        out = []
+        produces = op.get("produces", self.root.get("produces"))
+        for status, raw in value.items():
+            status = str(status)
+            if status.startswith("x-"):
+                continue
+            rloc = loc.child(status)
+            if not re.match(r"^([1-5]\d\d|[1-5]XX|default)$", status):
+                self.warn(
+                    rloc, f"odd response code {status!r} (expected 100-599, 1XX-5XX or default)"
+                )
+                continue
+            resolved = self.deref(raw, rloc)
+            if resolved is None:
+                continue
+            response, real = resolved
+            if not isinstance(response, dict):
+                self.warn(rloc, f"a response must be a mapping, got {_kind(response)}")
+                continue
+            description = response.get("description")
+            if not isinstance(description, str):
+                self.warn(rloc, "the response has no description")
+                description = ""
+            if self.v2:
+                content = self._v2_response_content(response, real, produces)
+            else:
+                content = self._content(response.get("content"), real.child("content"))
+            headers = self._response_headers(response.get("headers"), real.child("headers"))
+            out.append(Response(status, description, content, headers))
+        return tuple(out)
+
+    def _v2_response_content(
+        self, response: dict[str, Any], loc: Loc, produces: Any
+    ) -> tuple[MediaType, ...]:
+        media_types = [str(m) for m in produces] if isinstance(produces, list) and produces else []
+        raw_examples = response.get("examples")
+        examples: dict[str, Any] = raw_examples if isinstance(raw_examples, dict) else {}
+        schema = (
+            self.schema(response["schema"], loc.child("schema")) if "schema" in response else None
+        )
+        if schema is None and not examples:
+            return ()
+        for media in examples:
+            if str(media) not in media_types:
+                media_types.append(str(media))
+        media_types = media_types or ["application/json"]
+        return tuple(
+            MediaType(m, schema, (("default", examples[m]),) if m in examples else ())
+            for m in media_types
+        )
+
+    def _response_headers(self, value: Any, loc: Loc) -> tuple[tuple[str, dict[str, Any]], ...]:
+        if not isinstance(value, dict):
+            return ()
+        out = []
+        for name, raw in value.items():
+            resolved = self.deref(raw, loc.child(name))
+            if resolved is None or not isinstance(resolved[0], dict):
+                continue
+            header, real = resolved
+            if self.v2:
+                schema = self.schema(_v2_inline_schema(header), real)
+            else:
+                schema = self.schema(header.get("schema", {}), real.child("schema"))
+            out.append((str(name), schema))
+        return tuple(out)
+
+    # -- schemas ----------------------------------------------------------------------------
+
+    def schema(self, value: Any, loc: Loc) -> dict[str, Any]:
+        """A JSON Schema for the IR, with every ``$ref`` rewritten to ``#/schemas/<name>``."""
+        out = self._copy_schema(value, loc, 0)
+        if isinstance(out, bool):
+            return {} if out else {"not": {}}
+        return out if isinstance(out, dict) else {}
+
+    def _copy_schema(self, value: Any, loc: Loc, depth: int) -> Any:
+        if depth > self.reader.limits.max_depth:
+            self.warn(loc, "schema nested too deeply; truncated")
+            return {}
+        if isinstance(value, dict):
+            out: dict[str, Any] = {}
+            for key, item in value.items():
+                if key == "$ref" and isinstance(item, str):
+                    out[key] = self._schema_ref(item, loc)
+                elif key in ("example", "examples", "default", "enum", "const") or key.startswith(
+                    "x-"
+                ):
+                    out[key] = item
+                else:
+                    out[key] = self._copy_schema(item, loc.child(key), depth + 1)
+            return out
+        if isinstance(value, list):
+            return [
+                self._copy_schema(item, loc.child(i), depth + 1) for i, item in enumerate(value)
+            ]
+        return value
+
+    def _schema_ref(self, ref: str, at: Loc) -> str:
+        try:
+            target = self.refs.target(ref, at)
+        except RefError as exc:
+            self.problem(at.child("$ref"), str(exc))
+            return "#/schemas/__unresolved__"
+        name = self._schema_names.get(target)
+        if name is None:
+            name = self._new_schema_name(target)
+            self._schema_names[target] = name
+            self.schemas[name] = {}
+            self._schema_queue.append((target, ref))
+        return f"#/schemas/{name}"
+
+    def _new_schema_name(self, target: Loc) -> str:
+        tokens = [t for t in target.pointer.split("/") if t]
+        base = tokens[-1] if tokens else target.doc.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        base = (
+            re.sub(r"[^A-Za-z0-9._-]", "_", base.replace("~1", "/").replace("~0", "~")) or "schema"
+        )
+        name, n = base, 1
+        while name in self.schemas:
+            n += 1
+            name = f"{base}_{n}"
+        return name
+
+    def _drain_schema_queue(self) -> None:
+        while self._schema_queue:
+            target, ref = self._schema_queue.pop(0)
+            name = self._schema_names[target]
+            try:
+                value = self.refs.get(target, ref)
+            except RefError as exc:
+                self.problem(target, str(exc))
+                continue
+            except SpecSyntaxError as exc:
+                self.problems.extend(exc.problems)
+                continue
+            copied = self._copy_schema(value, target, 0)
+            self.schemas[name] = copied if isinstance(copied, dict | bool) else {}
+
+    # -- operation ids ----------------------------------------------------------------------
+
+    def _unique_ids(self, operations: list[Operation]) -> list[Operation]:
+        from dataclasses import replace
+
+        taken: set[str] = set()
+        out: list[Operation] = []
+        # Explicit ids first, in document order, so generated ones never steal them.
+        for op in operations:
+            if op.operation_id_generated:
+                continue
+            op_id = op.operation_id
+            if op_id in taken:
+                new = _suffix(op_id, taken)
+                self.warn(
+                    Loc(op.source or self.doc.name, op.pointer + "/operationId"),
+                    f"operationId {op_id!r} is used twice; this one is renamed {new!r}",
+                )
+                op = replace(op, operation_id=new)
+            taken.add(op.operation_id)
+            out.append(op)
+        for op in operations:
+            if not op.operation_id_generated:
+                continue
+            op_id = _generated_id(op.method, op.path_template)
+            if op_id in taken:
+                op_id = _suffix(op_id, taken)
+            taken.add(op_id)
+            out.append(replace(op, operation_id=op_id))
+        return out
+
+
+def _suffix(op_id: str, taken: Iterable[str]) -> str:
+    taken_set = set(taken)
+    n = 2
+    while f"{op_id}_{n}" in taken_set:
+        n += 1
+    return f"{op_id}_{n}"
+
+
+def _generated_id(method: str, path: str) -> str:
+    """``GET /pets/{petId}/photos`` → ``get_pets_petId_photos``."""
+    words = [w for w in re.split(r"[^A-Za-z0-9]+", path) if w]
+    return "_".join([method.lower(), *words]) if words else method.lower() + "_root"
+
+
+def _normalise(path: str) -> str:
+    return _TEMPLATE_VAR.sub("{}", path)
+
+
+def _v2_inline_schema(param: dict[str, Any]) -> dict[str, Any]:
+    """Swagger 2.0 non-body parameters and headers carry their schema inline."""
+    keys = (
+        "type",
+        "format",
+        "items",
+        "enum",
+        "default",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "multipleOf",
+    )
+    schema = {k: param[k] for k in keys if k in param}
+    if schema.get("type") == "file":
+        schema = {"type": "string", "format": "binary"}
+    return schema or {"type": "string"}
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return "a string" if isinstance(value, str) else "a number"
+
+
+def close_matches(word: str, options: Iterable[str], n: int = 3) -> list[str]:
+    return difflib.get_close_matches(word, list(options), n=n, cutoff=0.6)
+
+
+__all__ = ["OpenApiBuilder", "close_matches", "escape_pointer_token"]

@@ -1,0 +1,156 @@
+"""Documents of a bundle, parsed once each, with positions for problems on demand."""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import unquote, urlsplit
+
+from ..errors import Problem, SpecSyntaxError
+from ._bundle import Bundle, OutsideBundle, join_inside
+from ._json import load_json
+from ._limits import Limits
+from ._locate import Position, json_positions, nearest, yaml_positions
+from ._text import decode
+from ._yaml import load_yaml
+
+Format = Literal["json", "yaml", "raml", "text"]
+
+
+@dataclass
+class Document:
+    name: str
+    format: Format
+    text: str
+    data: Any
+    _positions: dict[str, Position] | None = field(default=None, repr=False)
+
+    def position(self, pointer: str) -> Position | None:
+        if self.format == "text":
+            return None
+        if self._positions is None:
+            self._positions = (
+                json_positions(self.text) if self.format == "json" else yaml_positions(self.text)
+            )
+        return nearest(self._positions, pointer)
+
+
+def detect_format(name: str, text: str) -> Format:
+    head = text.lstrip("\ufeff")
+    if head.startswith("#%RAML"):
+        return "raml"
+    lower = name.lower()
+    stripped = head.lstrip()
+    if lower.endswith(".json") or (
+        stripped[:1] in ("{", "[") and not lower.endswith((".yaml", ".yml", ".raml"))
+    ):
+        return "json"
+    return "yaml"
+
+
+class Reader:
+    """Parses bundle files on demand; collects parse warnings; locates problems."""
+
+    def __init__(self, bundle: Bundle, limits: Limits) -> None:
+        self.bundle = bundle
+        self.limits = limits
+        self.documents: dict[str, Document] = {}
+        self.warnings: list[Problem] = []
+        self._include_stack: list[str] = []
+
+    @property
+    def entry(self) -> Document:
+        return self.document(self.bundle.entry)
+
+    def document(self, name: str) -> Document:
+        if name in self.documents:
+            return self.documents[name]
+        try:
+            data = self.bundle.read(name)
+        except FileNotFoundError:
+            raise SpecSyntaxError(
+                [Problem("", "no such file in the bundle", source=name)]
+            ) from None
+        except OutsideBundle as exc:
+            raise SpecSyntaxError([Problem("", str(exc), source=name)]) from None
+        text = decode(data, name)
+        fmt = detect_format(name, text)
+        if fmt == "json":
+            value, warnings = load_json(text, name, self.limits)
+        else:
+            hook = self._include_hook(name) if fmt == "raml" or self._include_stack else None
+            value, warnings = load_yaml(text, name, self.limits, include=hook)
+        self.warnings.extend(warnings)
+        doc = Document(name, fmt, text, value)
+        self.documents[name] = doc
+        return doc
+
+    def locate(self, problem: Problem) -> Problem:
+        """Fill in line and column from the problem's document, when they are missing."""
+        if problem.line is not None:
+            return problem
+        name = problem.source or self.bundle.entry
+        doc = self.documents.get(name)
+        if doc is None:
+            return problem
+        pos = doc.position(problem.pointer)
+        if pos is None:
+            return problem
+        return Problem(problem.pointer, problem.message, problem.severity, pos[0], pos[1], name)
+
+    def _include_hook(self, base: str) -> Any:
+        def include(target: str, where: str, line: int, column: int) -> tuple[Any, int]:
+            def fail(message: str) -> SpecSyntaxError:
+                return SpecSyntaxError(
+                    [
+                        Problem(
+                            where,
+                            f"!include {target!r}: {message}",
+                            line=line,
+                            column=column,
+                            source=base,
+                        )
+                    ]
+                )
+
+            parts = urlsplit(target)
+            if parts.scheme or parts.netloc:
+                raise fail(
+                    "remote files are never fetched; put the file in the bundle and use a relative path"
+                )
+            try:
+                name = join_inside(base, unquote(parts.path))
+            except OutsideBundle as exc:
+                raise fail(str(exc)) from None
+            if name in self._include_stack or name == base:
+                raise fail("the file includes itself (directly or through other files)")
+            if len(self._include_stack) >= self.limits.max_include_depth:
+                raise fail(f"more than {self.limits.max_include_depth} nested includes")
+            if not self.bundle.exists(name):
+                raise fail("no such file in the bundle")
+            ext = posixpath.splitext(name)[1].lower()
+            if ext not in (".raml", ".yaml", ".yml", ".json"):
+                raw = self.bundle.read(name)
+                return decode(raw, name), 1
+            self._include_stack.append(base)
+            try:
+                doc = self.document(name)
+            finally:
+                self._include_stack.pop()
+            return doc.data, _count_values(doc.data)
+
+        return include
+
+
+def _count_values(value: Any) -> int:
+    count = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return count

@@ -1,0 +1,124 @@
+"""Local ``$ref`` resolution inside a bundle; remote references are refused, never fetched."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from ..errors import SpecSyntaxError, escape_pointer_token, split_pointer
+from ._bundle import OutsideBundle, join_inside
+from ._reader import Reader
+
+
+@dataclass(frozen=True, order=True)
+class Loc:
+    """A place in the bundle: document name and JSON pointer."""
+
+    doc: str
+    pointer: str
+
+    def child(self, *tokens: str | int) -> Loc:
+        return Loc(self.doc, self.pointer + "".join("/" + escape_pointer_token(t) for t in tokens))
+
+
+class RefError(Exception):
+    """A reference that cannot be followed; the message says why, for the user."""
+
+
+class Refs:
+    def __init__(self, reader: Reader) -> None:
+        self.reader = reader
+
+    def target(self, ref: Any, at: Loc) -> Loc:
+        """Where ``ref`` (found at ``at``) points. Raises :class:`RefError`."""
+        if not isinstance(ref, str):
+            raise RefError(f"$ref must be a string, got {_kind(ref)}")
+        if ref.startswith(("http://", "https://", "//")):
+            raise RefError(
+                f"remote reference {ref!r} is not fetched; put the file in the bundle "
+                "(a folder or zip) and refer to it by a relative path"
+            )
+        parts = urlsplit(ref)
+        if parts.netloc or parts.scheme not in ("", "file"):
+            if len(parts.scheme) == 1:  # C:\...
+                raise RefError(f"{ref!r} is an absolute path; use a path relative to the file")
+            raise RefError(
+                f"remote reference {ref!r} is not fetched; put the file in the bundle "
+                "(a folder or zip) and refer to it by a relative path"
+            )
+        doc = at.doc
+        try:
+            if parts.scheme == "file":
+                doc = self.reader.bundle.name_for_file_uri(unquote(parts.path))
+            elif parts.path:
+                doc = join_inside(at.doc, unquote(parts.path))
+        except OutsideBundle as exc:
+            raise RefError(f"{ref!r} points outside the bundle ({exc})") from None
+        fragment = unquote(parts.fragment)
+        if fragment and not fragment.startswith("/"):
+            raise RefError(
+                f"{ref!r} uses a named anchor; gatebench resolves JSON pointers (#/a/b) only"
+            )
+        return Loc(doc, fragment)
+
+    def get(self, loc: Loc, ref: str = "") -> Any:
+        """The value at ``loc``. Raises :class:`RefError` or SpecSyntaxError (bad target file)."""
+        if loc.doc != self.reader.bundle.entry and not self.reader.bundle.exists(loc.doc):
+            raise RefError(f"cannot resolve {ref!r}: there is no file {loc.doc!r} in the bundle")
+        value = self.reader.document(loc.doc).data
+        walked = ""
+        try:
+            tokens = split_pointer(loc.pointer)
+        except ValueError as exc:
+            raise RefError(f"cannot resolve {ref!r}: {exc}") from None
+        for token in tokens:
+            if isinstance(value, dict):
+                if token not in value:
+                    hint = difflib.get_close_matches(token, [str(k) for k in value], n=1)
+                    extra = f"; did you mean {hint[0]!r}?" if hint else ""
+                    raise RefError(
+                        f"cannot resolve {ref!r}: no {token!r} in {walked or '/'}{extra}"
+                    )
+                value = value[token]
+            elif isinstance(value, list):
+                if not token.isdigit() or int(token) >= len(value):
+                    raise RefError(f"cannot resolve {ref!r}: no item {token!r} in {walked or '/'}")
+                value = value[int(token)]
+            else:
+                raise RefError(
+                    f"cannot resolve {ref!r}: {walked or '/'} is {_kind(value)}, not an object"
+                )
+            walked += "/" + escape_pointer_token(token)
+        return value
+
+    def deref(self, value: Any, at: Loc, max_hops: int = 32) -> tuple[Any, Loc]:
+        """Follow ``$ref`` chains (a Reference Object to another). Raises :class:`RefError`."""
+        seen: list[Loc] = []
+        while isinstance(value, dict) and "$ref" in value:
+            target = self.target(value["$ref"], at)
+            if target in seen or target == at:
+                chain = " -> ".join(_show(x) for x in [*seen, target])
+                raise RefError(f"circular $ref: {chain}")
+            if len(seen) >= max_hops:
+                raise RefError(f"more than {max_hops} chained $refs")
+            seen.append(target)
+            value = self.get(target, value["$ref"])
+            at = target
+        return value, at
+
+
+def _show(loc: Loc) -> str:
+    return f"{loc.doc}#{loc.pointer}"
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
+        type(value), "a number"
+    )
+
+
+__all__ = ["Loc", "RefError", "Refs", "SpecSyntaxError"]
