@@ -579,9 +579,9 @@ class Interpreter:
             if not isinstance(case, dict) or "condition" not in case:
                 raise UnsupportedConstruct(f"step {name!r}: each switch case needs 'condition'")
             actions = set(case) - {"condition"}
-            if len(actions) != 1 or not actions <= {"next", "steps", "return", "raise", "assign"}:
+            if len(actions) != 1 or not actions <= {"next", "steps", "return", "raise"}:
                 raise UnsupportedConstruct(
-                    f"step {name!r}: a switch case takes exactly one of next/steps/return/raise/assign, got {sorted(actions)}"
+                    f"step {name!r}: a switch case takes exactly one of next/steps/return/raise, got {sorted(actions)}"
                 )
             condition = self.evaluate(case["condition"], scope)
             if not isinstance(condition, bool):
@@ -596,10 +596,8 @@ class Interpreter:
                 self._run_steps(case["steps"], scope, prefix)
             elif "return" in case:
                 raise _Return(self.evaluate(case["return"], scope))
-            elif "raise" in case:
-                raise WorkflowError(self.evaluate(case["raise"], scope))
             else:
-                self._assign(case["assign"], scope)
+                raise WorkflowError(self.evaluate(case["raise"], scope))
             return None
         return None
 
