@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PY := $(BIN)/python
 SPEC ?= examples/auction/openapi.yaml
 
-.PHONY: help demo test test-fast test-integration check format goldens bench lock setup setup-all clean
+.PHONY: help demo test test-fast test-integration check format goldens bench lock setup setup-all clean bundle
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -43,6 +43,9 @@ goldens: setup ## rewrite tests/golden/ from the current renderers
 
 bench: setup-all ## run the benchmarks and rewrite docs/benchmarks.md
 	@$(PY) -m benchmarks
+
+bundle: setup ## the Cloud Functions' source archives (build/functions/*.zip, see docs/cloud.md)
+	@$(BIN)/gatebench cloud bundle --functions functions --out build/functions
 
 lock: ## re-resolve requirements/dev.lock from pyproject.toml
 	@scripts/lock.sh

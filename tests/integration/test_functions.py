@@ -1,0 +1,114 @@
+"""The Cloud Functions as deployed (unpacked `make bundle` archives) served by
+functions-framework over real HTTP, reading uploads from the Cloud Storage emulator with the
+real google-cloud-storage client."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cloud.servers import (
+    Endpoint,
+    gcs_env,
+    start_function,
+    start_gcs_emulator,
+    storage_client,
+    unpack_bundle,
+)
+from gatebench.model import run_id_for_object
+from gatebench.procs import Supervisor
+
+ROOT = Path(__file__).resolve().parents[2]
+AUCTION = (ROOT / "examples" / "auction" / "openapi.yaml").read_bytes()
+BUCKET = "gb-uploads"
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    tmp = tmp_path_factory.mktemp("functions")
+    with Supervisor() as supervisor:
+        gcs = start_gcs_emulator(supervisor, tmp / "logs")
+        client: Any = storage_client(gcs)
+        bucket = client.create_bucket(BUCKET)
+        parse = start_function(
+            supervisor, unpack_bundle("parse", tmp), "parse", tmp / "logs", gcs_env(gcs)
+        )
+        yield {"gcs": gcs, "bucket": bucket, "parse": parse}
+
+
+def post(endpoint: Endpoint, body: Any, raw: bytes | None = None) -> tuple[int, Any]:
+    data = raw if raw is not None else json.dumps(body).encode()
+    request = urllib.request.Request(
+        endpoint.url, data=data, headers={"Content-Type": "application/json"}, method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def upload(stack: dict[str, Any], name: str, data: bytes) -> str:
+    blob = stack["bucket"].blob(name)
+    blob.upload_from_string(data, content_type="application/yaml")
+    return str(blob.generation)
+
+
+def test_parse_answers_the_run_id_and_document_of_an_upload(stack: dict[str, Any]) -> None:
+    generation = upload(stack, "specs/auction.yaml", AUCTION)
+    body = {"bucket": BUCKET, "name": "specs/auction.yaml", "execution_id": "exec-1"}
+    status, answer = post(stack["parse"], body)  # no generation: the live one
+    assert status == 200, answer
+    assert answer["generation"] == generation
+    assert answer["run_id"] == run_id_for_object(BUCKET, "specs/auction.yaml", generation)
+    assert answer["gateways"] == ["nginx", "haproxy", "caddy", "envoy", "apache"]
+    fields = answer["document"]["fields"]
+    assert fields["status"] == {"stringValue": "received"}
+    assert fields["execution_id"] == {"stringValue": "exec-1"}
+    # Same generation, same run; a new upload of the same name, a new run.
+    status, again = post(stack["parse"], {**body, "generation": generation})
+    assert again["run_id"] == answer["run_id"]
+    newer = upload(stack, "specs/auction.yaml", AUCTION)
+    status, third = post(stack["parse"], {**body, "generation": newer})
+    assert third["run_id"] != answer["run_id"]
+
+
+def test_parse_answers_400_with_located_errors_and_the_run_id(stack: dict[str, Any]) -> None:
+    broken = AUCTION.replace(b"repetitions: 10 ", b"repetiton: 10 ")
+    generation = upload(stack, "specs/broken.yaml", broken)
+    status, answer = post(stack["parse"], {"bucket": BUCKET, "name": "specs/broken.yaml"})
+    assert status == 400
+    assert answer["run_id"] == run_id_for_object(BUCKET, "specs/broken.yaml", generation)
+    assert [(e["pointer"], e["message"]) for e in answer["errors"]] == [
+        (
+            "/x-gatebench/repetiton",
+            "unknown key 'repetiton' in x-gatebench; did you mean 'repetitions'?",
+        )
+    ]
+    assert answer["document"]["fields"]["status"] == {"stringValue": "received"}
+
+
+def test_parse_rejects_bad_requests_and_missing_objects(stack: dict[str, Any]) -> None:
+    status, answer = post(stack["parse"], None, raw=b"{not json")
+    assert status == 400
+    assert answer["errors"][0]["pointer"] == ""
+    status, answer = post(stack["parse"], {"bucket": "UPPER", "name": "x"})
+    assert status == 400
+    assert answer["errors"][0]["pointer"] == "/bucket"
+    status, answer = post(stack["parse"], {"bucket": BUCKET, "name": "specs/none.yaml"})
+    assert status == 404
+    assert answer == {
+        "errors": [
+            {
+                "pointer": "/name",
+                "message": "gs://gb-uploads/specs/none.yaml: no such object",
+                "severity": "error",
+            }
+        ]
+    }

@@ -1,0 +1,129 @@
+"""The cloud path's core (gatebench.cloud): object references and run ids, parsing an upload
+into a run record, Firestore's REST encoding, and the functions' bundles."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from gatebench.cloud import (
+    ObjectRef,
+    RequestError,
+    firestore_fields,
+    object_from_event,
+    object_from_request,
+    parse_upload,
+    plain_value,
+)
+from gatebench.cloud._bundle import build_bundle, pinned_requirements
+from gatebench.model import RunRecord, run_id_for_object
+
+ROOT = Path(__file__).resolve().parents[2]
+AUCTION = (ROOT / "examples" / "auction" / "openapi.yaml").read_bytes()
+
+
+def test_object_reference_and_run_id() -> None:
+    ref = object_from_request({"bucket": "gb-uploads", "name": "specs/a.yaml", "generation": 17})
+    assert ref == ObjectRef("gb-uploads", "specs/a.yaml", "17")
+    assert ref.uri == "gs://gb-uploads/specs/a.yaml#17"
+    assert ref.run_id == run_id_for_object("gb-uploads", "specs/a.yaml", "17")
+    assert object_from_request({"bucket": "gb-uploads", "name": "x"}).generation is None
+
+
+def test_bad_requests_list_every_problem_with_its_pointer() -> None:
+    with pytest.raises(RequestError) as caught:
+        object_from_request({"bucket": "Bad Bucket", "name": "", "generation": "-1"})
+    assert [(p.pointer, p.message) for p in caught.value.problems] == [
+        ("/bucket", "expected a Cloud Storage bucket name, got 'Bad Bucket'"),
+        ("/name", "expected an object name, got ''"),
+        ("/generation", "expected a positive decimal number, got '-1'"),
+    ]
+    with pytest.raises(RequestError, match="an object-finalized event carries one"):
+        object_from_event({"bucket": "gb-uploads", "name": "specs/a.yaml"})
+
+
+def test_firestore_encoding_round_trips_and_matches_the_rest_shape() -> None:
+    record = {
+        "s": "x",
+        "i": 3,
+        "f": 1.5,
+        "b": True,
+        "n": None,
+        "l": [1, [2, 3]],
+        "m": {"k": "v"},
+    }
+    fields = firestore_fields(record)
+    assert fields["i"] == {"integerValue": "3"}
+    assert fields["l"]["arrayValue"]["values"][1] == {
+        "mapValue": {
+            "fields": {
+                "_nested_list": {
+                    "arrayValue": {"values": [{"integerValue": "2"}, {"integerValue": "3"}]}
+                }
+            }
+        }
+    }
+    assert plain_value({"mapValue": {"fields": fields}}) == record
+
+
+def test_parse_upload_of_the_auction_example() -> None:
+    ref = ObjectRef("gb-uploads", "specs/auction.yaml", "42")
+    outcome = parse_upload(AUCTION, ref, now=1000.0)
+    assert outcome.ok, outcome.message
+    run = outcome.run
+    assert run.run_id == ref.run_id
+    assert run.spec_uri == "gs://gb-uploads/specs/auction.yaml#42"
+    assert run.gateways == ["nginx", "haproxy", "caddy", "envoy", "apache"]
+    assert [w["name"] for w in run.workloads] == ["create-auction", "bid", "retrieve"]
+    assert run.workloads[1]["method"] == "POST"
+    response = outcome.response("exec-9")
+    assert response["run_id"] == ref.run_id
+    assert response["generation"] == "42"
+    document = plain_value({"mapValue": response["document"]})
+    assert document["execution_id"] == "exec-9"
+    assert document["status"] == "received"
+    # What the workflow stores, the result store reads back as the same run.
+    assert RunRecord.from_dict(document) == run
+
+
+def test_parse_upload_of_an_invalid_plan_keeps_the_run_id_and_locates_the_error() -> None:
+    broken = AUCTION.replace(b"repetitions: 10 ", b"repetiton: 10 ")
+    ref = ObjectRef("gb-uploads", "specs/auction.yaml", "43")
+    outcome = parse_upload(broken, ref, now=0.0)
+    assert not outcome.ok
+    response = outcome.response()
+    assert response["run_id"] == ref.run_id
+    (error,) = response["errors"]
+    assert error["pointer"] == "/x-gatebench/repetiton"
+    assert error["message"] == "unknown key 'repetiton' in x-gatebench; did you mean 'repetitions'?"
+    assert response["message"].startswith("auction.yaml:")
+
+
+def test_parse_upload_of_bytes_that_are_no_spec() -> None:
+    outcome = parse_upload(b"\x00\x01 not yaml: [", ObjectRef("b-1", "specs/x.yaml", "1"), now=0.0)
+    assert not outcome.ok
+    assert outcome.response()["errors"]
+
+
+def test_bundles_are_deterministic_and_pin_the_runtime_closure(tmp_path: Path) -> None:
+    requirements = pinned_requirements()
+    names = {r.split("==")[0].lower() for r in requirements}
+    assert {
+        "functions-framework",
+        "google-cloud-firestore",
+        "google-cloud-storage",
+        "pyyaml",
+    } <= names
+    assert not {"pytest", "mypy", "ruff", "hypothesis", "python-hcl2"} & names
+    assert all("==" in r for r in requirements)
+    package = ROOT / "src" / "gatebench"
+    first = build_bundle(ROOT / "functions" / "parse", package, requirements)
+    second = build_bundle(ROOT / "functions" / "parse", package, requirements)
+    assert first == second
+    names_in_zip = zipfile.ZipFile(io.BytesIO(first)).namelist()
+    assert names_in_zip[:1] == ["gatebench/__init__.py"] or "main.py" in names_in_zip
+    assert {"main.py", "requirements.txt", "gatebench/cloud/_parse.py"} <= set(names_in_zip)
+    assert not [n for n in names_in_zip if "__pycache__" in n]
