@@ -7,6 +7,7 @@ laptop: ``gatebench cloud bundle`` builds the functions' archives (``make bundle
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 
@@ -29,10 +30,54 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     bundle.add_argument("--out", default="build/functions", help="where the archives go")
     bundle.set_defaults(handler=run_bundle)
 
+    check = commands.add_parser(
+        "check",
+        help="fail when a run's scores regressed against a baseline (CI)",
+        description="Compare the scores of a workflow result with a baseline. Exits 1 when "
+        "the run did not finish as done, or a target's score dropped by more than "
+        "--tolerance points or is missing.",
+    )
+    check.add_argument("--result", required=True, help="the workflow's result (JSON file)")
+    check.add_argument("--baseline", required=True, help="the scores to hold (JSON file)")
+    check.add_argument(
+        "--tolerance", type=float, default=2.0, help="points a score may drop (default 2)"
+    )
+    check.set_defaults(handler=run_check)
+
 
 def run_bundle(args: argparse.Namespace) -> int:
     from ..cloud._bundle import build_bundles
 
     for path in build_bundles(Path(args.functions), Path(args.out)):
         print(f"{path} ({path.stat().st_size:,} bytes)")
+    return 0
+
+
+def run_check(args: argparse.Namespace) -> int:
+    import json
+
+    from ..cloud._regression import compare, read_scores
+
+    documents = []
+    for path in (args.result, args.baseline):
+        try:
+            documents.append(json.loads(Path(path).read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            print(f"gatebench: {path}: {exc}", file=sys.stderr)
+            return 1
+    status, current = read_scores(documents[0], label=args.result)
+    _, baseline = read_scores(documents[1], label=args.baseline)
+    findings = compare(baseline, current, args.tolerance)
+    for finding in findings:
+        print(finding.line())
+    failed = [f for f in findings if f.regressed]
+    if status not in ("done", None):
+        print(f"the run finished as {status!r}, not 'done'", file=sys.stderr)
+        return 1
+    if failed:
+        print(
+            f"{len(failed)} target(s) regressed by more than {args.tolerance:g} points",
+            file=sys.stderr,
+        )
+        return 1
     return 0
