@@ -3,6 +3,17 @@ output "function_urls" {
   value       = module.functions.urls
 }
 
+output "looker_studio_url" {
+  description = "Looker Studio Linking API URL: a report over the summary view, ready to save."
+  value = join("", [
+    "https://lookerstudio.google.com/reporting/create?r.reportName=gatebench",
+    "&ds.ds0.datasourceName=gatebench%20results&ds.ds0.connector=bigQuery&ds.ds0.type=TABLE",
+    "&ds.ds0.projectId=${var.project_id}",
+    "&ds.ds0.datasetId=${module.results.bigquery.dataset}",
+    "&ds.ds0.tableId=${module.results.bigquery.view}",
+  ])
+}
+
 output "looker_studio_view" {
   description = "The BigQuery view a Looker Studio report reads (project.dataset.view)."
   value       = "${var.project_id}.${module.results.bigquery.dataset}.${module.results.bigquery.view}"
