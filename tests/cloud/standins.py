@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .workflows_interpreter import WorkflowError, error
+from .workflows_interpreter import WorkflowError, error, urllib_transport
 
 DOCS = "googleapis.firestore.v1.projects.databases.documents"
 BUILD_CREATE = "googleapis.cloudbuild.v1.projects.locations.builds.create"
@@ -167,7 +167,8 @@ Handler = Callable[[dict[str, Any]], tuple[int, Any]]
 @dataclass
 class RoutedHttp:
     """An HTTP transport for the interpreter that answers by URL from Python handlers; each
-    handler gets the decoded JSON body and returns (status, JSON body)."""
+    handler gets the decoded JSON body and returns (status, JSON body). URLs without a
+    handler go to real HTTP (a function served by functions-framework)."""
 
     routes: dict[str, Handler]
     calls: list[dict[str, Any]] = field(default_factory=list)
@@ -177,5 +178,7 @@ class RoutedHttp:
     ) -> tuple[int, dict[str, str], bytes]:
         body = json.loads(data) if data else None
         self.calls.append({"method": method, "url": url, "headers": headers, "body": body})
+        if url not in self.routes:
+            return urllib_transport(method, url, headers, data, timeout)
         status, payload = self.routes[url](body)
         return status, {"Content-Type": "application/json"}, json.dumps(payload).encode()

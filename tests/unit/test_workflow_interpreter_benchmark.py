@@ -6,51 +6,21 @@ main paths with the real functions, emulators and build steps."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from cloud.pipeline import WORKFLOW, workflow_env
 from cloud.standins import MemoryFirestore, RecordingBigQuery, RecordingBuilds, RoutedHttp
 from cloud.workflows_interpreter import Clock, Execution, Interpreter
 from gatebench.model import run_id_for_object
 
-ROOT = Path(__file__).resolve().parents[2]
-WORKFLOW = (ROOT / "workflows" / "benchmark.yaml").read_text()
 DOCS = "projects/proj/databases/(default)/documents"
 PARSE, RENDER, SCORE = (f"https://fn.example/{n}" for n in ("parse", "render", "score"))
 
 
-def build_config(name: str) -> str:
-    return json.dumps(yaml.safe_load((ROOT / "cloudbuild" / f"{name}.yaml").read_text()))
-
-
 def env(**overrides: str) -> dict[str, str]:
-    values = {
-        "GOOGLE_CLOUD_PROJECT_ID": "proj",
-        "GOOGLE_CLOUD_WORKFLOW_EXECUTION_ID": "exec-1",
-        "GATEBENCH_FIRESTORE_DATABASE": "(default)",
-        "GATEBENCH_SPEC_PREFIX": "specs/",
-        "GATEBENCH_PARSE_URL": PARSE,
-        "GATEBENCH_RENDER_URL": RENDER,
-        "GATEBENCH_SCORE_URL": SCORE,
-        "GATEBENCH_RUNS_BUCKET": "gb-runs",
-        "GATEBENCH_BQ_DATASET": "gatebench",
-        "GATEBENCH_BQ_TABLE": "measurements",
-        "GATEBENCH_BUILD_LOCATION": "europe-west1",
-        "GATEBENCH_BUILD_SERVICE_ACCOUNT": "projects/proj/serviceAccounts/gb-build@proj.iam.gserviceaccount.com",
-        "GATEBENCH_RUNNER_IMAGE": "europe-docker.pkg.dev/proj/gb/runner:0.1.0",
-        "GATEBENCH_BUILD_PROVISION": build_config("provision"),
-        "GATEBENCH_BUILD_LOAD": build_config("load"),
-        "GATEBENCH_BUILD_TEARDOWN": build_config("teardown"),
-        "GATEBENCH_PROVISION_TIMEOUT_S": "1800",
-        "GATEBENCH_LOAD_TIMEOUT_S": "7200",
-        "GATEBENCH_TEARDOWN_TIMEOUT_S": "1800",
-    }
-    values.update(overrides)
-    return values
+    return workflow_env(parse=PARSE, render=RENDER, score=SCORE, **overrides)
 
 
 class Pipeline:
