@@ -112,8 +112,9 @@ class GatewayScore:
 class ScoreResult:
     profile: Profile
     metrics: tuple[str, ...]
+    """The metrics in the scores (those with a weight above 0)."""
     weights: tuple[tuple[str, float], ...]
-    """The weight each scored metric carried (all 1 in the paper profile)."""
+    """The weight of every metric asked for, 0 included (all 1 in the paper profile)."""
     workloads: tuple[str, ...]
     """The workloads in the means (at least one gateway measured them)."""
     gateways: tuple[GatewayScore, ...]
@@ -375,7 +376,7 @@ def score(
     return ScoreResult(
         profile=profile,
         metrics=active,
-        weights=tuple((m, weight_of[m]) for m in active),
+        weights=tuple((m, weight_of[m]) for m in scored_metrics),
         workloads=tuple(scored_workloads),
         gateways=tuple(results),
         unscored=tuple(unscored),
