@@ -9,7 +9,11 @@ dir=tools/node
 stamp=$dir/node_modules/.gatebench-stamp
 want=$(cat "$dir/package.json" "$dir/package-lock.json" | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then exit 0; fi
-command -v npm >/dev/null || { echo "setup: 'npm' is missing (Node 20+ is needed for tools/node)" >&2; exit 1; }
+command -v node >/dev/null && command -v npm >/dev/null || {
+  echo "setup: 'node' and 'npm' are missing: install Node.js 20 or newer (with npm) for tools/node" >&2; exit 1; }
+major=$(node -p 'process.versions.node.split(".")[0]')
+[ "$major" -ge 20 ] || {
+  echo "setup: Node.js $(node --version) is too old: playwright-core needs Node.js 20 or newer" >&2; exit 1; }
 echo "setup: node tools (npm ci in $dir)"
 # --ignore-scripts: no package needs an install script (protobufjs' only checks versions),
 # and playwright-core must not fetch a browser.

@@ -17,7 +17,7 @@ from ..aggregate import RunSummary, summarize
 from ..metrics import METRICS
 from ..model import Measurement, RunRecord
 from ..score import BASELINE, PROFILES, Profile, ScoreError
-from ._format import fmt_number, fmt_score, fmt_signed
+from ._format import fmt_number, fmt_score, fmt_signed, fmt_value
 
 RESOLUTION_NOTE = (
     "Latencies are whole milliseconds: Gatling records each request's time at 1 ms "
@@ -240,9 +240,11 @@ def _single_gateway_overhead(summary: RunSummary, gateway: str) -> str:
     for w in summary.workloads:
         o = summary.overhead_for(w, gateway, "mean")
         if o is not None:
-            parts.append(
-                f"{fmt_signed('mean', o.difference.estimate, o.difference.half_width)} ms on {w}"
-            )
+            d = o.difference
+            text = fmt_signed("mean", d.estimate, d.half_width)
+            if d.half_width:
+                text += f" ± {fmt_value('mean', d.half_width, d.half_width)}"
+            parts.append(f"{text} ms on {w}")
     if not parts:
         return "The baseline and the gateway share no workload to compare."
     return "Against the baseline its mean latency differs by " + _join(parts) + "."
