@@ -30,8 +30,9 @@ What the paper leaves open, and what gatebench does (docs/scoring.md has worked 
 
 Profile ``robust`` (opt-in) goes beyond the paper: a difference from the best that lies
 inside the 95 % confidence interval of the difference (Welch) is a tie and scores 1; a
-gateway with errors on an endpoint is capped at the lowest endpoint score of the gateways
-without errors there (it never outranks them); metrics carry weights (default 1 each).
+gateway with errors on an endpoint scores at most the lowest endpoint score of the gateways
+without errors there, times its share of successful requests (so it ranks below them, and
+scores 0 when every request failed); metrics carry weights (default 1 each).
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ class EndpointScore:
     """The target has no measurement for this workload (it failed there)."""
     has_errors: bool = False
     capped_from: float | None = None
-    """Robust profile: the score before the errors cap lowered it."""
+    """Robust profile: the score before the errors rule lowered it."""
 
     def metric(self, name: str) -> MetricScore:
         for item in self.metrics:
@@ -315,11 +316,15 @@ def score(
         caps: dict[str, float] = {}
         clean = [g for g in present if g not in with_errors]
         if profile == "robust" and clean and with_errors:
-            floor = min(endpoint[g] for g in clean)
+            # Below the lowest error-free gateway, by the share of requests that failed:
+            # strictly below it (unless it scored 0), and 0 when every request failed.
+            lowest_clean = min(endpoint[g] for g in clean)
             for g in with_errors:
-                if endpoint[g] > floor:
+                ok_share = 1.0 - min(row[g]["error_pct"].mean, 100.0) / 100.0
+                capped = min(endpoint[g], lowest_clean) * ok_share
+                if capped < endpoint[g]:
                     caps[g] = endpoint[g]
-                    endpoint[g] = floor
+                    endpoint[g] = capped
         for g in gateways:
             if g in row:
                 per_gateway[g].append(

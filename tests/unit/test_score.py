@@ -220,25 +220,49 @@ def test_robust_without_repetitions_only_identical_values_tie() -> None:
 
 
 def test_robust_a_gateway_with_errors_never_outranks_one_without() -> None:
-    """b is faster but failed 1 % of requests: capped at a's score on that endpoint."""
+    """b is fastest but failed 1 % of requests: it drops to just below a, the slowest
+    error-free gateway; c (2 % errors, already lower) takes its own share off too."""
     values = {
         "e": {
             "a": {"mean": Sample(20.0), "error_pct": Sample(0.0)},
             "b": {"mean": Sample(10.0), "error_pct": Sample(1.0)},
             "c": {"mean": Sample(40.0), "error_pct": Sample(2.0)},
+            "d": {"mean": Sample(15.0), "error_pct": Sample(0.0)},
         }
     }
     paper = score(values, metrics=("mean",))
     assert paper.gateways[0].target == "b"
     robust = score(values, metrics=("mean",), profile="robust")
-    b, a, c = robust.gateway("b"), robust.gateway("a"), robust.gateway("c")
-    assert a.endpoint("e").score == pytest.approx(50.0)
-    assert b.endpoint("e").score == pytest.approx(50.0)
-    assert b.endpoint("e").capped_from == pytest.approx(100.0)
-    assert b.endpoint("e").has_errors
-    assert c.endpoint("e").score == pytest.approx(25.0)  # already below: not capped
-    assert c.endpoint("e").capped_from is None
-    assert b.score <= a.score
+    a, b, c, d = (robust.gateway(x).endpoint("e") for x in "abcd")
+    assert (a.score, d.score) == (50.0, pytest.approx(200 / 3))
+    assert b.score == pytest.approx(50.0 * 0.99)
+    assert b.capped_from == pytest.approx(100.0)
+    assert b.has_errors
+    assert c.score == pytest.approx(25.0 * 0.98)
+    assert c.capped_from == pytest.approx(25.0)
+    assert a.capped_from is None
+    assert [g.target for g in robust.gateways] == ["d", "a", "b", "c"]
+
+
+def test_robust_a_gateway_whose_every_request_failed_scores_zero() -> None:
+    """Failing fast (0 ms latencies, high throughput) wins the paper score; not the robust one."""
+    fast = dict.fromkeys(METRICS, 1.0) | {"throughput": 2000.0, "error_pct": 100.0}
+    healthy = dict.fromkeys(METRICS, 20.0) | {"throughput": 900.0, "error_pct": 0.0}
+    values = values_from_table({"e": {"failfast": fast, "healthy": healthy}})
+    assert score(values).gateways[0].target == "failfast"
+    robust = score(values, profile="robust")
+    assert [(g.target, g.score) for g in robust.gateways] == [
+        ("healthy", pytest.approx(robust.gateway("healthy").score)),
+        ("failfast", 0.0),
+    ]
+
+
+def test_robust_without_an_error_free_gateway_nothing_is_capped() -> None:
+    values = values_from_table(
+        {"e": {"a": {"mean": 10.0, "error_pct": 1.0}, "b": {"mean": 20.0, "error_pct": 2.0}}}
+    )
+    robust = score(values, metrics=("mean",), profile="robust")
+    assert [(g.target, g.score) for g in robust.gateways] == [("a", 100.0), ("b", 50.0)]
 
 
 def test_robust_weights_change_the_mean() -> None:
