@@ -5,6 +5,7 @@ and stopped by this module)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import signal
 import subprocess
@@ -308,3 +309,28 @@ def test_measurements_written_before_a_crash_are_kept(location: str) -> None:
     assert proc.stdout.split() == [str(i) for i in range(7)]
     with open_store(location) as reader:
         assert [m.repetition for m in reader.measurements("r1")] == list(range(7))
+
+
+def test_the_commands_score_and_report_a_run_from_either_store(
+    location: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """End to end through the CLI: real score documents (nested maps, nulls) round-trip."""
+    from gatebench.cli import main
+    from gatebench.report._synthetic import synthetic_run
+
+    run, ms = synthetic_run(repetitions=2)
+    with open_store(location) as s:
+        s.create_run(run)
+        for m in ms:
+            s.put_measurement(m)
+    assert main(["runs", "--store", location]) == 0
+    assert run.run_id in capsys.readouterr().out
+    assert main(["score", "latest", "--profile", "robust", "--store", location, "--json"]) == 0
+    scored = json.loads(capsys.readouterr().out)
+    with open_store(location) as s:
+        stored = s.scores(run.run_id)
+    assert stored == scored["gateways"]
+    assert main(["report", "latest", "-f", "json", "--store", location]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["profile"] == "robust"
+    assert report["scores"]["gateways"] == stored

@@ -7,7 +7,7 @@ import json
 import sys
 
 from ..metrics import METRICS
-from ..report import rescore
+from ..report import score_run
 from ..score import PROFILES, ScoreError
 from ..store import open_store
 from ._store import add_store_argument, store_location
@@ -57,7 +57,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(args: argparse.Namespace) -> int:
     with open_store(store_location(args)) as store:
         try:
-            report = rescore(store, args.run_id, profile=args.profile, weights=args.weight)
+            report = score_run(store, args.run_id, profile=args.profile, weights=args.weight)
         except ScoreError as exc:
             print(f"gatebench score: {exc}", file=sys.stderr)
             return EXIT_USAGE

@@ -1,7 +1,7 @@
 """Reports of a run: HTML (one self-contained file), Markdown, JSON and CSV (BigQuery rows).
 
 :func:`build_report` decides the content (pure); ``render_*`` lay it out;
-:func:`load_report` and :func:`rescore` are the edges that read (and write) the store.
+:func:`load_report` and :func:`score_run` are the edges that read (and write) the store.
 docs/results.md describes every format and the BigQuery schema.
 """
 
@@ -75,14 +75,15 @@ def load_report(
     return build_report(run, store.measurements(run.run_id), profile=profile, weights=weights)
 
 
-def rescore(
+def score_run(
     store: ResultStore,
     run_id: str,
     *,
     profile: Profile | None = None,
     weights: Sequence[tuple[str, float]] | None = None,
 ) -> Report:
-    """Score a stored run again (the plan's profile unless told) and store the scores."""
+    """Score a stored run (the plan's profile unless told) and store the scores: the
+    runner's scoring step, and ``gatebench score`` to rescore with another profile."""
     run = find_run(store, run_id)
     report = build_report(run, store.measurements(run.run_id), profile=profile, weights=weights)
     store.put_scores(run.run_id, report.summary.scores.to_documents())
@@ -107,6 +108,6 @@ __all__ = [
     "render_html",
     "render_json",
     "render_markdown",
-    "rescore",
     "resolve_scoring",
+    "score_run",
 ]

@@ -47,6 +47,7 @@ th,td{border-bottom:1px solid var(--line);padding:4px 10px;vertical-align:top}
 tbody th{text-align:left;font-weight:600}
 thead th{text-align:left;border-bottom:2px solid #9a9a9a;white-space:nowrap}
 tbody tr:nth-child(even){background:var(--zebra)}
+td{white-space:nowrap}td:last-child{white-space:normal}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 th button{font:inherit;font-weight:600;background:none;border:0;padding:0;cursor:pointer;color:inherit}
 th button::after{content:" \\2195";color:var(--muted);font-weight:400}
@@ -413,7 +414,7 @@ def _overhead(report: Report) -> str:
                 assert o is not None
                 d = o.difference
                 text = fmt_signed(m, d.estimate, d.half_width)
-                if d.half_width is not None:
+                if d.half_width:  # no "± 0": identical repetitions are not infinite precision
                     text += f" ± {fmt_value(m, d.half_width, d.half_width)}"
                 if m != "error_pct" and o.relative_pct is not None:
                     text += f" ({fmt_pct(o.relative_pct)})"

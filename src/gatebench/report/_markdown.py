@@ -117,7 +117,7 @@ def render_markdown(report: Report) -> str:
                     assert o is not None
                     d = o.difference
                     text = fmt_signed(m, d.estimate, d.half_width)
-                    if d.half_width is not None:
+                    if d.half_width:  # no "± 0": identical repetitions are not infinite precision
                         text += f" ± {fmt_value(m, d.half_width, d.half_width)}"
                     if o.relative_pct is not None:
                         text += f" ({fmt_pct(o.relative_pct)})"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import time
 from typing import Any
 
@@ -107,7 +106,3 @@ def check_scores(run_id: str, scores: dict[str, dict[str, Any]]) -> None:
         check_target(target)
         if not isinstance(doc, dict):
             raise StoreError(f"run {run_id!r}: score of {target!r} must be a mapping")
-
-
-def finite_or_none(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
