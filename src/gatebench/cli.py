@@ -19,6 +19,9 @@ COMMANDS = (
     "validate",
     "parse",
     "plan",
+    "runs",
+    "report",
+    "score",
 )
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_RUN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
