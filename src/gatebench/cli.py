@@ -19,6 +19,9 @@ COMMANDS = (
     "validate",
     "parse",
     "plan",
+    "runs",
+    "report",
+    "score",
     "cloud",
 )
 

@@ -24,6 +24,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, cast
+from urllib.parse import urlsplit
 
 from ..errors import Problem, Severity, SpecSyntaxError, escape_pointer_token
 from ..ir import (
@@ -332,6 +333,11 @@ class OpenApiBuilder:
             return str(default)
 
         resolved = _TEMPLATE_VAR.sub(substitute, url)
+        try:
+            urlsplit(resolved)
+        except ValueError as exc:
+            self.problem(loc.child("url"), f"server URL {resolved!r} is not a valid URL ({exc})")
+            return ""
         if _BAD_PATH_CHARS.search(resolved.split("?", 1)[0].replace("#", "")):
             self.problem(
                 loc.child("url"),

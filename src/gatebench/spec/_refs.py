@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from ..errors import SpecSyntaxError, escape_pointer_token, split_pointer
+from ..errors import SpecSyntaxError, closest, escape_pointer_token, split_pointer
 from ._bundle import OutsideBundle, join_inside
 from ._reader import Reader
 
@@ -40,7 +39,10 @@ class Refs:
                 f"remote reference {ref!r} is not fetched; put the file in the bundle "
                 "(a folder or zip) and refer to it by a relative path"
             )
-        parts = urlsplit(ref)
+        try:
+            parts = urlsplit(ref)
+        except ValueError as exc:
+            raise RefError(f"{ref!r} is not a valid reference ({exc})") from None
         if parts.netloc or parts.scheme not in ("", "file"):
             if len(parts.scheme) == 1:  # C:\...
                 raise RefError(f"{ref!r} is an absolute path; use a path relative to the file")
@@ -65,7 +67,11 @@ class Refs:
 
     def get(self, loc: Loc, ref: str = "") -> Any:
         """The value at ``loc``. Raises :class:`RefError` or SpecSyntaxError (bad target file)."""
-        if loc.doc != self.reader.bundle.entry and not self.reader.bundle.exists(loc.doc):
+        try:
+            found = loc.doc == self.reader.bundle.entry or self.reader.bundle.exists(loc.doc)
+        except OutsideBundle as exc:
+            raise RefError(f"{ref!r} points outside the bundle ({exc})") from None
+        if not found:
             raise RefError(f"cannot resolve {ref!r}: there is no file {loc.doc!r} in the bundle")
         value = self.reader.document(loc.doc).data
         walked = ""
@@ -76,8 +82,8 @@ class Refs:
         for token in tokens:
             if isinstance(value, dict):
                 if token not in value:
-                    hint = difflib.get_close_matches(token, [str(k) for k in value], n=1)
-                    extra = f"; did you mean {hint[0]!r}?" if hint else ""
+                    hint = closest(token, [str(k) for k in value])
+                    extra = f"; did you mean {hint!r}?" if hint else ""
                     raise RefError(
                         f"cannot resolve {ref!r}: no {token!r} in {walked or '/'}{extra}"
                     )
