@@ -17,7 +17,7 @@ from gatebench.errors import PlanError
 from gatebench.plan import load_plan
 from gatebench.spec import Limits, SpecResult, read_spec
 
-from ..conftest import EXAMPLES
+from conftest import EXAMPLES
 
 SEEDS: list[tuple[str, bytes]] = [
     ("auction.yaml", (EXAMPLES / "auction" / "openapi.yaml").read_bytes()),
