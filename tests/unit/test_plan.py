@@ -8,12 +8,11 @@ from typing import Any
 import pytest
 import yaml
 
+from conftest import EXAMPLES
 from gatebench.errors import PlanError
 from gatebench.ir import Api
 from gatebench.plan import Plan, build_plan, describe_plan, load_plan
 from gatebench.spec import load_spec
-
-from conftest import EXAMPLES
 
 
 @pytest.fixture(scope="module")
