@@ -64,13 +64,17 @@ def run() -> str:
                 ].append(_time(write))
                 loaded: list[object] = []
                 results["SQLite: read them back"].append(
-                    _time(lambda store=store: loaded.append(store.measurements(record.run_id)))
+                    _time(
+                        lambda store=store, loaded=loaded: loaded.append(
+                            store.measurements(record.run_id)
+                        )
+                    )
                 )
             reports = {}
             for profile in ("paper", "robust"):
                 results[f"summary + score ({profile} profile)"].append(
                     _time(
-                        lambda profile=profile: reports.__setitem__(
+                        lambda profile=profile, reports=reports: reports.__setitem__(
                             profile, build_report(record, measurements, profile=profile, now=0.0)
                         )
                     )
@@ -78,7 +82,11 @@ def run() -> str:
             for fmt in ("html", "json", "csv", "md"):
                 out: list[str] = []
                 results[f"render {fmt}"].append(
-                    _time(lambda fmt=fmt: out.append(render(reports["paper"], fmt)))  # type: ignore[arg-type]
+                    _time(
+                        lambda fmt=fmt, out=out, reports=reports: out.append(
+                            render(reports["paper"], fmt)
+                        )
+                    )  # type: ignore[arg-type]
                 )
                 sizes[fmt] = len(out[0].encode())
     shutil.rmtree(work, ignore_errors=True)
@@ -104,8 +112,7 @@ def run() -> str:
     )
     lines += [
         "",
-        f"Durable writes: {len(measurements) / write_median:,.0f} measurements/s "
-        "(target ≥ 200/s).",
+        f"Durable writes: {len(measurements) / write_median:,.0f} measurements/s (target ≥ 200/s).",
         "",
         "Report sizes: "
         + ", ".join(f"{fmt} {size / 1024:,.0f} KiB" for fmt, size in sizes.items())

@@ -8,12 +8,11 @@ from typing import Any
 import pytest
 import yaml
 
+from conftest import EXAMPLES
 from gatebench.errors import PlanError
 from gatebench.ir import Api
 from gatebench.plan import Plan, build_plan, describe_plan, load_plan
 from gatebench.spec import load_spec
-
-from ..conftest import EXAMPLES
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +62,7 @@ def test_the_auction_example_plan(auction: Api) -> None:
     assert plan.repetitions == 10
     create, bid, retrieve = plan.workloads
     assert (create.injection.kind, create.injection.users) == ("at_once", 50)
-    image = [p for p in create.body.parts if p.name == "image"][0]
+    image = next(p for p in create.body.parts if p.name == "image")
     assert (image.size, image.content_type, image.filename) == (
         8_600_000,
         "image/jpeg",
