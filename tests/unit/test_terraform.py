@@ -278,12 +278,18 @@ def test_build_substitutions_are_all_provided_by_the_workflow() -> None:
         assert len(json.dumps(config, separators=(",", ":"))) < 4096
 
 
-def test_bigquery_schema_matches_flat_rows() -> None:
-    from gatebench.model import Measurement, flat_rows
+def test_bigquery_table_uses_the_report_schema_and_the_view_its_columns() -> None:
+    from gatebench.report import column_names
 
-    schema = json.loads((INFRA / "schemas" / "measurements.json").read_text())
-    measurement = Measurement("r", "nginx", "w", 1, 1, 1, 0, 0.0, 1.0, *([1.0] * 8))
-    row = flat_rows([measurement])[0]
-    assert [c["name"] for c in schema] == list(row)
-    types = {str: "STRING", int: "INT64", float: "FLOAT64"}
-    assert [c["type"] for c in schema] == [types[type(v)] for v in row.values()]
+    results = CONFIG[INFRA / "modules" / "results-store"]
+    table = results.resources[("google_bigquery_table", "measurements")]
+    assert "src/gatebench/report/bigquery_schema.json" in table["schema"]
+    path = (
+        INFRA / "modules" / "results-store" / "../../../src/gatebench/report/bigquery_schema.json"
+    )
+    assert [c["name"] for c in json.loads(path.read_text())] == list(column_names())
+    sql = (INFRA / "modules" / "results-store" / "summary.sql.tftpl").read_text()
+    selected = re.findall(r"^\s+([a-z_]+),?$", sql.split("FROM")[0], re.MULTILINE)
+    assert selected
+    assert set(selected) <= set(column_names())
+    assert "repetition IS NULL" in sql

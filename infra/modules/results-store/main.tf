@@ -37,13 +37,13 @@ resource "google_bigquery_table" "measurements" {
   dataset_id          = google_bigquery_dataset.this.dataset_id
   table_id            = "measurements"
   labels              = var.labels
-  description         = "One row per run, target, workload, repetition and metric (gatebench.model.flat_rows)."
-  schema              = file("${path.module}/../../schemas/measurements.json")
+  description         = "gatebench's flat rows: one number per row (measurements, statistics over repetitions, overhead, scores); docs/results.md."
+  schema              = file("${path.module}/../../../src/gatebench/report/bigquery_schema.json")
   deletion_protection = true
   time_partitioning {
     type = "DAY"
   }
-  clustering = ["run_id", "target", "workload"]
+  clustering = ["run_id", "target", "metric"]
 }
 
 resource "google_bigquery_table" "summary" {
@@ -51,7 +51,7 @@ resource "google_bigquery_table" "summary" {
   dataset_id          = google_bigquery_dataset.this.dataset_id
   table_id            = "measurements_summary"
   labels              = var.labels
-  description         = "Per run, target, workload and metric: repetitions, mean, standard deviation, min and max. Looker Studio reads this view."
+  description         = "The statistics over repetitions and the scores of every run (no per-repetition rows): what a Looker Studio report charts."
   deletion_protection = false
   view {
     use_legacy_sql = false
