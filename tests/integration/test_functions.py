@@ -1,6 +1,6 @@
 """The Cloud Functions as deployed (unpacked `make bundle` archives) served by
-functions-framework over real HTTP, reading uploads from the Cloud Storage emulator with the
-real google-cloud-storage client."""
+functions-framework over real HTTP, with the Cloud Storage emulator and the Firestore
+emulator behind the real google-cloud-storage and google-cloud-firestore clients."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from cloud.firestore import EmulatorFirestore, start_firestore_emulator
 from cloud.servers import (
     Endpoint,
     gcs_env,
@@ -27,6 +28,7 @@ from gatebench.procs import Supervisor
 ROOT = Path(__file__).resolve().parents[2]
 AUCTION = (ROOT / "examples" / "auction" / "openapi.yaml").read_bytes()
 BUCKET = "gb-uploads"
+RUNS = "gb-runs"
 
 
 @pytest.fixture(scope="module")
@@ -36,10 +38,24 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         gcs = start_gcs_emulator(supervisor, tmp / "logs")
         client: Any = storage_client(gcs)
         bucket = client.create_bucket(BUCKET)
-        parse = start_function(
-            supervisor, unpack_bundle("parse", tmp), "parse", tmp / "logs", gcs_env(gcs)
-        )
-        yield {"gcs": gcs, "bucket": bucket, "parse": parse}
+        client.create_bucket(RUNS)
+        _, firestore_host = start_firestore_emulator(supervisor, tmp / "logs")
+        env = {
+            **gcs_env(gcs),
+            "FIRESTORE_EMULATOR_HOST": firestore_host,
+            "GATEBENCH_FIRESTORE_DATABASE": "(default)",
+            "GATEBENCH_RUNS_BUCKET": RUNS,
+        }
+        parse = start_function(supervisor, unpack_bundle("parse", tmp), "parse", tmp / "logs", env)
+        score = start_function(supervisor, unpack_bundle("score", tmp), "score", tmp / "logs", env)
+        yield {
+            "gcs": gcs,
+            "client": client,
+            "bucket": bucket,
+            "parse": parse,
+            "score": score,
+            "firestore": firestore_host,
+        }
 
 
 def post(endpoint: Endpoint, body: Any, raw: bytes | None = None) -> tuple[int, Any]:
@@ -112,3 +128,74 @@ def test_parse_rejects_bad_requests_and_missing_objects(stack: dict[str, Any]) -
             }
         ]
     }
+
+
+def test_score_scores_the_run_the_workflow_created_and_writes_its_rows(
+    stack: dict[str, Any],
+) -> None:
+    import os
+
+    from gatebench.model import Measurement
+    from gatebench.store import open_store
+
+    generation = upload(stack, "specs/score.yaml", AUCTION)
+    status, parsed = post(stack["parse"], {"bucket": BUCKET, "name": "specs/score.yaml"})
+    assert status == 200
+    run_id = parsed["run_id"]
+    # The run document exactly as the workflow creates it (connector → emulator) ...
+    connector = EmulatorFirestore(stack["firestore"])
+    try:
+        connector.create_document(
+            {
+                "parent": "projects/gatebench-test/databases/(default)/documents",
+                "collectionId": "runs",
+                "documentId": run_id,
+                "body": parsed["document"],
+            }
+        )
+    finally:
+        connector.close()
+    # ... and measurements as the ingest step stores them, for two of the six targets.
+    os.environ["FIRESTORE_EMULATOR_HOST"] = stack["firestore"]
+    store = open_store("firestore://gatebench-test")
+    for workload in ("create-auction", "bid", "retrieve"):
+        for target, mean in (("nginx", 5.0), ("haproxy", 7.0)):
+            store.put_measurement(
+                Measurement(
+                    run_id,
+                    target,
+                    workload,
+                    1,
+                    10,
+                    10,
+                    0,
+                    0.0,
+                    20.0,
+                    1.0,
+                    mean,
+                    9.0,
+                    1.0,
+                    mean,
+                    mean,
+                    mean,
+                    mean,
+                )
+            )
+    status, answer = post(stack["score"], {"run_id": run_id})
+    assert status == 200, answer
+    assert answer["status"] == "partial"
+    assert answer["scores"]["nginx"] == 100.0
+    assert answer["scores"]["haproxy"] < 100.0
+    assert store.scores(run_id)
+    assert store.get_run(run_id).spec_uri == f"gs://{BUCKET}/specs/score.yaml#{generation}"
+    rows = stack["client"].bucket(RUNS).blob(f"runs/{run_id}/rows.jsonl").download_as_text()
+    assert len(rows.splitlines()) == answer["rows"] > 0
+
+
+def test_score_rejects_unknown_and_unmeasured_runs(stack: dict[str, Any]) -> None:
+    status, answer = post(stack["score"], {"run_id": "nope"})
+    assert status == 400
+    assert answer["errors"][0]["pointer"] == "/run_id"
+    status, answer = post(stack["score"], {"run_id": "r-" + "0" * 20})
+    assert status == 400
+    assert answer["errors"][0]["message"] == "run 'r-00000000000000000000' does not exist"

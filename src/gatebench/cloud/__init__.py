@@ -8,16 +8,25 @@ from __future__ import annotations
 
 from ._firestore_rest import firestore_fields, firestore_value, plain_value
 from ._http import json_body, problems_reply, reply
-from ._objects import ObjectRef, RequestError, object_from_event, object_from_request
+from ._objects import (
+    ObjectRef,
+    RequestError,
+    object_from_event,
+    object_from_request,
+    run_id_from_request,
+)
 from ._parse import ParseOutcome, parse_upload
+from ._score import NothingMeasured, finish_run
 from ._storage import ObjectMissing, Storage
 
 __all__ = [
+    "NothingMeasured",
     "ObjectMissing",
     "ObjectRef",
     "ParseOutcome",
     "RequestError",
     "Storage",
+    "finish_run",
     "firestore_fields",
     "firestore_value",
     "json_body",
@@ -27,4 +36,5 @@ __all__ = [
     "plain_value",
     "problems_reply",
     "reply",
+    "run_id_from_request",
 ]

@@ -86,3 +86,16 @@ def object_from_event(data: Any) -> ObjectRef:
     if ref.generation is None:
         raise RequestError([Problem("/generation", "an object-finalized event carries one")])
     return ref
+
+
+_RUN_ID = re.compile(r"^r-[0-9a-f]{20}$")
+
+
+def run_id_from_request(body: Any) -> str:
+    """``{"run_id": "r-…"}`` (a cloud run id, see :func:`gatebench.model.run_id_for_object`)."""
+    run_id = body.get("run_id") if isinstance(body, dict) else None
+    if not isinstance(run_id, str) or not _RUN_ID.match(run_id):
+        raise RequestError(
+            [Problem("/run_id", f"expected a run id (r- and 20 hex digits), got {run_id!r}")]
+        )
+    return run_id
