@@ -127,3 +127,48 @@ def test_bundles_are_deterministic_and_pin_the_runtime_closure(tmp_path: Path) -
     assert names_in_zip[:1] == ["gatebench/__init__.py"] or "main.py" in names_in_zip
     assert {"main.py", "requirements.txt", "gatebench/cloud/_parse.py"} <= set(names_in_zip)
     assert not [n for n in names_in_zip if "__pycache__" in n]
+
+
+def test_layout_names_vms_as_infra_vms_does_and_resolves_them() -> None:
+    import hcl2
+
+    from gatebench.cloud._layout import layout_for
+
+    settings = {"prefix": "gb", "zone": "europe-central2-a", "project": "proj", "layout": "dns"}
+    layout = layout_for(settings, "r-0123456789abcdef0123", ["nginx", "kong"])
+    assert layout.backend_url() == (
+        "http://gb-r-0123456789abcdef0123-backend.europe-central2-a.c.proj.internal:8080"
+    )
+    assert layout.gateway_url("kong") == (
+        "http://gb-r-0123456789abcdef0123-gw-kong.europe-central2-a.c.proj.internal:8000"
+    )
+    # The names Terraform gives the VMs (infra/vms/main.tf), with its own locals substituted.
+    with (ROOT / "infra" / "vms" / "main.tf").open() as fh:
+        doc = hcl2.load(fh)
+    local_name = doc["locals"][0]["name"].strip('"')
+    assert local_name == "${var.prefix}-${var.run_id}"
+    names = {}
+    for block in doc["resource"]:
+        for body in block.get('"google_compute_instance"', {}).values():
+            names[body["name"].strip('"')] = body
+    base = "gb-r-0123456789abcdef0123"
+    rendered = {n.replace("${local.name}", base).replace("${each.key}", "kong") for n in names}
+    assert rendered == {
+        layout.vm_name("backend"),
+        layout.vm_name("gateway", "kong"),
+        layout.vm_name("tester"),
+    }
+
+
+def test_loopback_layout_gives_each_machine_its_own_port() -> None:
+    from gatebench.cloud._layout import layout_for
+
+    settings = {"prefix": "gb", "layout": {"kind": "loopback", "base_port": 41000}}
+    layout = layout_for(settings, "r-0123456789abcdef0123", ["nginx", "caddy"])
+    assert layout.backend_url() == "http://127.0.0.1:41000"
+    assert [layout.gateway_url(g) for g in ("nginx", "caddy")] == [
+        "http://127.0.0.1:41001",
+        "http://127.0.0.1:41002",
+    ]
+    with pytest.raises(RequestError, match="layout"):
+        layout_for({"layout": "nfs"}, "r-0123456789abcdef0123", [])
