@@ -95,6 +95,7 @@ resource "google_compute_instance" "gateway" {
     startup-script = templatefile("${path.module}/templates/gateway.sh.tftpl", {
       bucket   = var.runs_bucket
       files    = [for f in each.value.files : { path = f.path, url_object = urlencode(f.object) }]
+      dirs     = each.value.dirs
       mount    = each.value.mount
       image    = each.value.image
       args     = each.value.args
