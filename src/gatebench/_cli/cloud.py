@@ -7,6 +7,7 @@ laptop: ``gatebench cloud bundle`` builds the functions' archives (``make bundle
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -44,6 +45,24 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     check.set_defaults(handler=run_check)
 
+    ready = commands.add_parser(
+        "wait-ready",
+        help="wait until the run's tester reached the targets (provision build)",
+        description="Wait for gs://RUNS_BUCKET/runs/RUN/tester/ready.json, written by the "
+        "tester VM once it reached the targets. Exits 3 on timeout or when no target answered.",
+    )
+    _run_arguments(ready)
+    ready.set_defaults(handler=run_wait_ready)
+
+    load = commands.add_parser(
+        "load",
+        help="start the run's load on its tester and wait for the end (load build)",
+        description="Ask the tester VM to run the load (runs/RUN/tester/load-request.json) "
+        "and wait for runs/RUN/tester/load-done.json. Exits 3 on timeout or a failed load.",
+    )
+    _run_arguments(load)
+    load.set_defaults(handler=run_load)
+
 
 def run_bundle(args: argparse.Namespace) -> int:
     from ..cloud._bundle import build_bundles
@@ -54,8 +73,6 @@ def run_bundle(args: argparse.Namespace) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    import json
-
     from ..cloud._regression import compare, read_scores
 
     documents = []
@@ -80,4 +97,30 @@ def run_check(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    return 0
+
+
+def _run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--run-id", required=True, help="the run (r- and 20 hex digits)")
+    parser.add_argument("--runs-bucket", required=True, help="the deployment's runs bucket")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds (default 900)")
+
+
+def run_wait_ready(args: argparse.Namespace) -> int:
+    from ..cloud import Storage
+    from ..cloud._tester import wait_ready
+
+    ready = wait_ready(Storage(), args.runs_bucket, args.run_id, args.timeout)
+    print(f"reachable: {', '.join(ready.get('reachable') or [])}")
+    for target, reason in sorted((ready.get("unreachable") or {}).items()):
+        print(f"unreachable: {target}: {reason}")
+    return 0
+
+
+def run_load(args: argparse.Namespace) -> int:
+    from ..cloud import Storage
+    from ..cloud._tester import run_load as load
+
+    done = load(Storage(), args.runs_bucket, args.run_id, args.timeout)
+    print(f"load finished: {json.dumps(done, sort_keys=True)}")
     return 0

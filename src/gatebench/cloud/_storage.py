@@ -60,6 +60,16 @@ class Storage:
             raise missing from None
         return data, live
 
+    def read_optional(self, bucket: str, name: str) -> bytes | None:
+        """The live object's bytes, or None when there is no such object."""
+        from google.api_core.exceptions import NotFound
+
+        try:
+            data: bytes = self.client.bucket(bucket).blob(name).download_as_bytes()
+        except NotFound:
+            return None
+        return data
+
     def write(
         self, bucket: str, name: str, data: bytes | str, content_type: str = "application/json"
     ) -> None:
