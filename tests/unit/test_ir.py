@@ -224,7 +224,6 @@ def test_equivalent_templates_with_the_same_method_block(tmp_path: Path) -> None
     ("path", "message"),
     [
         ("pets", "a path must start with '/'; got 'pets'"),
-        ("/pets?x=1", "a path may not contain '?'; put query parameters in 'parameters'"),
         ("/a b", "a path may not contain U+0020 (whitespace or control); write it percent-encoded"),
         ("/a%zz", "'%' in a path must start a %XX escape"),
         ("/a/{b", "unbalanced '{' or '}' in the path template '/a/{b'"),
@@ -235,6 +234,47 @@ def test_bad_path_templates_are_located_errors(tmp_path: Path, path: str, messag
     result = spec(tmp_path, oas({path: {"get": {"responses": OK}}}))
     assert [p.message for p in result.errors] == [message]
     assert result.errors[0].pointer == "/paths/" + path.replace("~", "~0").replace("/", "~1")
+
+
+def test_path_key_suffixes_route_on_the_part_before_them(tmp_path: Path) -> None:
+    # The convention of AWS descriptions in APIs.guru: operations sharing a path told apart
+    # by a '#...' suffix (a header or query discriminator the backend reads).
+    doc = oas(
+        {
+            "/#Action=Start": {"post": {"operationId": "start", "responses": OK}},
+            "/#Action=Stop": {"post": {"operationId": "stop", "responses": OK}},
+            "/tags/{arn}#tagKeys": {
+                "delete": {
+                    "parameters": [
+                        {
+                            "name": "arn",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "string"},
+                        }
+                    ],
+                    "responses": OK,
+                }
+            },
+            "/search?mode=fast": {"get": {"responses": OK}},
+        }
+    )
+    result = spec(tmp_path, doc)
+    api = api_of(result)
+    assert [(o.operation_id, o.method, o.path_template) for o in api.operations] == [
+        ("start", "POST", "/"),
+        ("stop", "POST", "/"),
+        ("get_search", "GET", "/search"),
+        ("delete_tags_arn", "DELETE", "/tags/{arn}"),
+    ]
+    assert api.operations[0].pointer == "/paths/~1#Action=Start/post"
+    assert [(p.pointer, p.message) for p in result.problems if p.severity == "note"] == [
+        (
+            "/paths",
+            "4 path(s) carry a '#...' or '?...' suffix (e.g. '/#Action=Start'); requests never "
+            "send it, so those operations are routed on the part before it",
+        )
+    ]
 
 
 def test_security_default_override_and_none(tmp_path: Path) -> None:
