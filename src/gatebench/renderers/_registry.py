@@ -11,10 +11,20 @@ from functools import cache
 
 from ..errors import RenderError
 from ._base import Renderer
+from .apache import ApacheRenderer
+from .caddy import CaddyRenderer
+from .envoy import EnvoyRenderer
+from .haproxy import HaproxyRenderer
 from .nginx import NginxRenderer
 
 # Sorted by name; the contract test keeps it so.
-RENDERERS: tuple[type[Renderer], ...] = (NginxRenderer,)
+RENDERERS: tuple[type[Renderer], ...] = (
+    ApacheRenderer,
+    CaddyRenderer,
+    EnvoyRenderer,
+    HaproxyRenderer,
+    NginxRenderer,
+)
 
 # Gateways that run here as fast native processes: what a plan selects by default.
 LOCAL_DEFAULT: tuple[str, ...] = ("apache", "caddy", "envoy", "haproxy", "nginx")
