@@ -20,6 +20,9 @@ COMMANDS = (
     "parse",
     "plan",
     "render",
+    "runs",
+    "report",
+    "score",
 )
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_RUN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
