@@ -25,7 +25,12 @@ from gatebench.procs import ManagedProcess, Supervisor, free_port
 from gatebench.renderers import RenderTarget, boot_gateway, get_renderer
 from gatebench.spec import load_spec
 
+# The path constants of tests/conftest.py, repeated on purpose: tests import them by name
+# (`from conftest import ROOT`), and `conftest` is whichever conftest pytest imported last.
 ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data"
+EXAMPLES = ROOT / "examples"
+SHARED = ROOT.parent / "shared"
 
 REPLAY_CASES: dict[str, str] = {
     "adversarial": "tests/data/adversarial/openapi.yaml",
