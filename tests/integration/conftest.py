@@ -7,7 +7,12 @@
 - ``boot``: ``boot(gateway, case_or_api) -> BootedGateway``, boots a rendered gateway in
   front of the echo backend (files in a temporary workdir, checker run, readiness by a real
   request). Stop it with ``booted.stop()`` when done, or leave it to the session.
-- ``REPLAY_CASES``: the API descriptions route replay runs on (examples and adversarial).
+- ``replay_api``: ``replay_api(case) -> Api``, the IR of one of ``REPLAY_CASES`` (the
+  examples, the adversarial specs and the large generated ones).
+- ``replay_case``: a test that takes this argument runs once per ``REPLAY_CASES`` entry.
+
+Tests use these through fixtures, never ``from conftest import ...``: pytest imports every
+conftest.py under the name ``conftest``, so such an import gets whichever was loaded last.
 """
 
 from __future__ import annotations
@@ -49,6 +54,16 @@ def case_api(case: str) -> Api:
     api = load_spec(ROOT / REPLAY_CASES[case]).api
     assert api is not None
     return api
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "replay_case" in metafunc.fixturenames:
+        metafunc.parametrize("replay_case", sorted(REPLAY_CASES))
+
+
+@pytest.fixture(scope="session")
+def replay_api() -> Callable[[str], Api]:
+    return case_api
 
 
 @dataclass
