@@ -1,0 +1,19 @@
+package dev.gatebench.gateway.scg;
+
+import org.springframework.boot.SpringApplication;
+import org.springframework.boot.autoconfigure.SpringBootApplication;
+
+/**
+ * Spring Cloud Gateway as gatebench runs it: the stock WebFlux gateway with no code of its own.
+ *
+ * <p>Routes, port and every proxy setting come from the application.yml that gatebench's
+ * spring-cloud-gateway renderer writes for one API description; it is passed at start with
+ * {@code --spring.config.additional-location=file:/path/application.yml}.
+ */
+@SpringBootApplication
+public class GatebenchSpringCloudGateway {
+
+    public static void main(String[] args) {
+        SpringApplication.run(GatebenchSpringCloudGateway.class, args);
+    }
+}
