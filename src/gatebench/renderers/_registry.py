@@ -16,6 +16,8 @@ from .caddy import CaddyRenderer
 from .envoy import EnvoyRenderer
 from .haproxy import HaproxyRenderer
 from .nginx import NginxRenderer
+from .spring_cloud_gateway import SpringCloudGatewayRenderer
+from .zuul import ZuulRenderer
 
 # Sorted by name; the contract test keeps it so.
 RENDERERS: tuple[type[Renderer], ...] = (
@@ -24,6 +26,8 @@ RENDERERS: tuple[type[Renderer], ...] = (
     EnvoyRenderer,
     HaproxyRenderer,
     NginxRenderer,
+    SpringCloudGatewayRenderer,
+    ZuulRenderer,
 )
 
 # Gateways that run here as fast native processes: what a plan selects by default.

@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.regex.Pattern;
 
+import javax.servlet.DispatcherType;
 import javax.servlet.http.HttpServletRequest;
 
 import com.netflix.zuul.ZuulFilter;
@@ -15,7 +16,8 @@ import org.springframework.http.HttpStatus;
 /**
  * Zuul "pre" filter, right after PreDecorationFilter: the request goes on to the backend only
  * when an operation has its method and its regular expression matches the raw request path
- * (as the client sent it: not decoded, matrix parameters kept). Anything else gets 404.
+ * (as the client sent it: not decoded, matrix parameters kept). Anything else gets 404, and
+ * only the client's own request is ever proxied (never an error or forward dispatch).
  *
  * <p>Zuul's own routes (Ant patterns over the raw path) decide which requests reach Zuul at
  * all; they are written as a superset of the operations, so this filter makes the decision.
@@ -60,16 +62,28 @@ public class OperationMatchFilter extends ZuulFilter {
     public Object run() {
         RequestContext ctx = RequestContext.getCurrentContext();
         HttpServletRequest request = ctx.getRequest();
+        if (request.getDispatcherType() != DispatcherType.REQUEST) {
+            // Tomcat's error dispatch (after a 404 elsewhere) or Zuul's forward to the error
+            // page: the path is the error page's, not the client's, so it is never proxied;
+            // the status already set (404, or the error's) stands.
+            stop(ctx, 0);
+            return null;
+        }
         if (matches(request.getMethod(), request.getRequestURI())) {
             return null;
         }
+        stop(ctx, HttpStatus.NOT_FOUND.value());
+        return null;
+    }
+
+    private static void stop(RequestContext ctx, int status) {
         ctx.setRouteHost(null);
         ctx.remove(FilterConstants.SERVICE_ID_KEY);
         ctx.remove(FilterConstants.FORWARD_TO_KEY);
         ctx.setSendZuulResponse(false);
-        ctx.setResponseStatusCode(HttpStatus.NOT_FOUND.value());
-        ctx.setResponseBody("");
-        return null;
+        if (status != 0) {
+            ctx.setResponseStatusCode(status);
+        }
     }
 
     boolean matches(String method, String rawPath) {

@@ -1,5 +1,11 @@
 package dev.gatebench.gateway.zuul;
 
+import java.io.IOException;
+
+import javax.servlet.ServletException;
+import javax.servlet.http.HttpServletRequest;
+import javax.servlet.http.HttpServletResponse;
+
 import com.netflix.zuul.http.ZuulServlet;
 
 import org.springframework.beans.BeansException;
@@ -13,6 +19,7 @@ import org.springframework.cloud.netflix.zuul.filters.ZuulProperties;
 import org.springframework.cloud.netflix.zuul.web.ZuulHandlerMapping;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.web.servlet.DispatcherServlet;
 
 /**
  * The generic wiring that makes stock Zuul forward what the client sent, unchanged.
@@ -66,6 +73,24 @@ public class ZuulSetup {
                     mapping.setRemoveSemicolonContent(false);
                 }
                 return bean;
+            }
+        };
+    }
+
+    /**
+     * Spring's DispatcherServlet hands TRACE to the handler (Zuul) and then, unless the handler
+     * answered with message/http, appends the servlet container's own TRACE echo to the same
+     * response. This one only dispatches (Spring Boot's is skipped when this name is taken).
+     */
+    @Bean(name = "dispatcherServlet")
+    public DispatcherServlet dispatcherServlet() {
+        return new DispatcherServlet() {
+            private static final long serialVersionUID = 1L;
+
+            @Override
+            protected void doTrace(HttpServletRequest request, HttpServletResponse response)
+                    throws ServletException, IOException {
+                processRequest(request, response);
             }
         };
     }
