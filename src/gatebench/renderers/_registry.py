@@ -14,19 +14,31 @@ from ._base import Renderer
 from .apache import ApacheRenderer
 from .caddy import CaddyRenderer
 from .envoy import EnvoyRenderer
+from .google_api_gateway import GoogleApiGatewayRenderer
 from .haproxy import HaproxyRenderer
+from .kong import KongRenderer
+from .krakend import KrakendRenderer
 from .nginx import NginxRenderer
 from .spring_cloud_gateway import SpringCloudGatewayRenderer
+from .traefik import TraefikRenderer
+from .tyk import TykRenderer
+from .varnish import VarnishRenderer
 from .zuul import ZuulRenderer
 
-# Sorted by name; the contract test keeps it so.
+# Sorted by name; the contract test keeps it so. One line per gateway.
 RENDERERS: tuple[type[Renderer], ...] = (
     ApacheRenderer,
     CaddyRenderer,
     EnvoyRenderer,
+    GoogleApiGatewayRenderer,
     HaproxyRenderer,
+    KongRenderer,
+    KrakendRenderer,
     NginxRenderer,
     SpringCloudGatewayRenderer,
+    TraefikRenderer,
+    TykRenderer,
+    VarnishRenderer,
     ZuulRenderer,
 )
 
