@@ -10,7 +10,7 @@ import org.springframework.context.annotation.Bean;
  *
  * <p>Routes, port and every proxy setting come from the application.yml that gatebench's
  * spring-cloud-gateway renderer writes for one API description; it is passed at start with
- * {@code --spring.config.additional-location=file:/path/application.yml}.
+ * {@code --spring.config.location=file:/path/application.yml}.
  */
 @SpringBootApplication
 public class GatebenchSpringCloudGateway {

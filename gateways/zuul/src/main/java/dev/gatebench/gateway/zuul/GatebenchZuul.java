@@ -10,7 +10,7 @@ import org.springframework.cloud.netflix.zuul.EnableZuulProxy;
  * of its own.
  *
  * <p>Routes, port and proxy settings come from the application.yml that gatebench's zuul
- * renderer writes for one API description ({@code --spring.config.additional-location=...}).
+ * renderer writes for one API description ({@code --spring.config.location=file:...}).
  * The few classes beside this one are generic: they make stock Zuul forward requests unchanged
  * and route by method as well as path (see docs/jvm-gateways.md).
  */
