@@ -17,8 +17,13 @@ for name in spring-cloud-gateway zuul; do
   done
   echo "setup: building $name (mvn package in $src; the first build downloads its dependencies into ~/.m2)"
   started=$(date +%s)
-  mkdir -p "$out"
-  (cd "$src" && mvn -q -B -Dstyle.color=never -DskipTests package)
+  log=$out/build/$name.log
+  mkdir -p "$out/build"
+  if ! (cd "$src" && mvn -q -B -DskipTests package) >"$log" 2>&1; then
+    cat "$log" >&2
+    echo "setup: building $name failed (log: $log)" >&2
+    exit 1
+  fi
   # The poms put their build directory in $out/build/<name> (gatebench.buildDirectory).
   cp "$out/build/$name/$name.jar" "$jar.tmp"
   mv "$jar.tmp" "$jar"
