@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -198,3 +199,57 @@ def test_unrouted_requests_get_404_from_the_gateway(
     reply = _send(booted.port, ReplayRequest("negative", method, target, (("Accept", "*/*"),)))
     assert reply.status == 404
     assert not reply.from_backend
+
+
+def _sockets(pid: int) -> list[tuple[str, str, str]]:
+    """(local address, remote address, state) of every TCP socket process ``pid`` holds, as
+    /proc/net/tcp writes them (hex; state 01 established, 0A listening)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            link = os.readlink(fd)
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[len("socket:[") : -1])
+    out = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[9] in inodes:
+                out.append((fields[1], fields[2], fields[3]))
+    return out
+
+
+def _open_connections(pid: int, remote_port: int) -> int:
+    """Established TCP connections process ``pid`` holds to port ``remote_port``."""
+    return sum(
+        1
+        for _local, remote, state in _sockets(pid)
+        if state == "01" and int(remote.rsplit(":", 1)[1], 16) == remote_port
+    )
+
+
+def test_listens_on_loopback_only(booted: BootedGateway) -> None:
+    listening = [local for local, _remote, state in _sockets(booted.process.pid) if state == "0A"]
+    # Java listens on an IPv6 socket bound to the IPv4-mapped ::ffff:127.0.0.1.
+    loopback = {
+        f"0100007F:{booted.port:04X}",
+        f"0000000000000000FFFF00000100007F:{booted.port:04X}",
+    }
+    assert len(listening) == 1
+    assert listening[0] in loopback
+
+
+def test_backend_connections_are_kept_alive(booted: BootedGateway, echo_backend: int) -> None:
+    client = Client("127.0.0.1", booted.port)
+    req = ReplayRequest("keep-alive", "GET", "/keep-alive", (("Host", REPLAY_HOST),))
+    try:
+        for _ in range(40):
+            reply = client.send(req)
+            assert reply.from_backend
+    finally:
+        client.close()
+    # 40 sequential requests: with keep-alive they reuse a pooled connection that stays open;
+    # without it each would have been closed after its response.
+    assert 1 <= _open_connections(booted.process.pid, echo_backend) <= 4

@@ -263,3 +263,22 @@ def test_cloud_argv_runs_the_jar_from_the_image() -> None:
         "/opt/gatebench/zuul.jar",
         "--spring.config.location=file:/etc/gatebench/application.yml",
     ]
+
+
+@pytest.mark.parametrize("case", ["adversarial", "auction", "petstore", "portable", "templates"])
+@pytest.mark.parametrize("gateway", ["spring-cloud-gateway", "zuul"])
+def test_what_route_replay_boots_is_the_golden(gateway: str, case: str) -> None:
+    """Route replay boots the golden: only the port, the backend and the workdir differ."""
+    golden = (ROOT / "tests" / "golden" / gateway / case / "application.yml").read_text()
+    target = RenderTarget(
+        workdir="/tmp/gatebench-replay-x",
+        listen_port=34567,
+        backend_url="http://127.0.0.1:45678",
+    )
+    rendered = get_renderer(gateway).render(_api(CASES[case]), target)["application.yml"]
+    expected = (
+        golden.replace("  port: 8080\n", "  port: 34567\n")
+        .replace("http://127.0.0.1:9000", "http://127.0.0.1:45678")
+        .replace(f"/srv/gatebench/{gateway}", "/tmp/gatebench-replay-x")
+    )
+    assert rendered == expected
