@@ -22,7 +22,7 @@ from urllib.parse import unquote
 
 import pytest
 import yaml
-from _cases import CASES, ERRORS_FILE, ROOT, case_api, golden_target, render_case
+from _cases import ALL_SPECS, ERRORS_FILE, ROOT, case_api, golden_target, render_case
 from jsonschema import Draft201909Validator
 from openapi_spec_validator import validate
 from referencing import Registry, Resource
@@ -59,13 +59,14 @@ def _draft() -> Any:
     return DRAFT201909
 
 
+@cache
 def _files(gateway: str, case: str) -> dict[str, str] | None:
     files = render_case(get_renderer(gateway), case)
     return None if ERRORS_FILE in files else files
 
 
 def _cases_rendered(gateway: str) -> list[str]:
-    return [c for c in sorted(CASES) if _files(gateway, c) is not None]
+    return [c for c in sorted(ALL_SPECS) if _files(gateway, c) is not None]
 
 
 # -- KrakenD -------------------------------------------------------------------------------
