@@ -19,6 +19,7 @@ COMMANDS = (
     "validate",
     "parse",
     "plan",
+    "render",
     "runs",
     "report",
     "score",
