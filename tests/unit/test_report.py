@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
 from gatebench.metrics import METRICS
 from gatebench.model import Measurement, RunRecord, RunStatus
 from gatebench.report import (
@@ -27,6 +26,7 @@ from gatebench.report import (
 )
 from gatebench.report._format import fmt_ci, fmt_signed, fmt_value
 from gatebench.report._synthetic import synthetic_run
+from paths import ROOT
 
 GOLDEN = ROOT / "tests" / "golden" / "report"
 
