@@ -1,33 +1,97 @@
-"""Gateway renderers: one module per gateway, in an explicit sorted registry."""
+"""Gateway renderers: one IR in, a complete gateway configuration out, one module per gateway.
+
+Public surface (what the engine, the CLI and the cloud functions use)::
+
+    get_renderer("kong")            -> Renderer   (aliases accepted, case-insensitive;
+                                                   unknown → RenderError listing the known)
+    gateway_names()                 -> every registered gateway, sorted
+    gateway_aliases()               -> {alias: name}
+    local_gateway_names()           -> the fast native gateways a plan selects by default
+    all_renderers()                 -> one instance per registered gateway
+    renderer.render(api, target)    -> {relative file name: text}   (pure, deterministic)
+    boot_gateway(name, api, target, supervisor) -> ManagedProcess   (write, check, start, ready)
+
+The contract of a gateway module (``renderers/<name with _>.py``), checked for every registry
+entry by ``tests/golden/test_contract.py``:
+
+1. One :class:`Renderer` subclass with declarative metadata: ``name`` (lower case, the
+   registry key), ``aliases``, ``description`` (one line), ``gateway_version`` (what the
+   output targets and is tested with), ``output_files`` (relative POSIX paths, main config
+   first), ``runs_here`` (a native process on this machine), ``cloud_image`` (a pinned
+   official image for the cloud path; ``None`` only for a managed service),
+   ``check_command`` / ``run_command`` (argv templates with ``{workdir}``, ``{listen_port}``,
+   ... placeholders; element 0 is the program, found by :meth:`Renderer.find_program`),
+   ``readiness_timeout``.
+2. ``render(api, target)`` returns exactly ``output_files``: LF line ends, one final newline
+   (``as_files``), byte-identical for the same input. It takes routes from
+   :meth:`Renderer.routes` (validated, in priority order) and never lets a spec string reach
+   the output unescaped: regexes come from :meth:`Route.regex` (``\\xHH`` escapes), names
+   from :func:`identifier`, and structured formats (YAML/JSON) are written by a serialiser.
+3. Identical semantics (docs/gateways.md, and ``_routes``'s docstring): a request is
+   forwarded iff an operation has its method and its template matches the path; everything
+   else gets 404; path, query, every header (``Authorization`` too, ``Host`` kept where the
+   gateway allows) and bodies of any size are forwarded unchanged over keep-alive
+   connections. What a gateway cannot express raises
+   :class:`~gatebench.errors.UnsupportedFeature` with one located problem per operation
+   (:func:`unsupported`), never a silent drop.
+4. Everything the gateway writes at run time (pid, logs, temporary files, caches) lives in
+   ``target.workdir``, so several instances can run at once.
+5. One golden folder ``tests/golden/<name>/`` with a ``README.md`` stating the mapping rules in
+   prose and one folder per shared case (``make goldens`` writes them). A gateway that runs
+   here is also checked by its own checker and by route replay
+   (``tests/integration/test_route_replay.py``).
+
+Adding a gateway: the module, one line in ``_registry.RENDERERS``, ``make goldens``, the
+README beside the goldens, a section in docs/gateways.md.
+"""
 
 from __future__ import annotations
 
-# name, aliases, runs on this machine as a native process
-_CATALOG: tuple[tuple[str, tuple[str, ...], bool], ...] = (
-    ("apache", ("httpd", "apache2"), True),
-    ("caddy", (), True),
-    ("envoy", (), True),
-    ("google-api-gateway", ("gcp-api-gateway", "api-gateway"), False),
-    ("haproxy", (), True),
-    ("kong", (), False),
-    ("krakend", (), False),
-    ("nginx", (), True),
-    ("spring-cloud-gateway", ("scg", "spring"), True),
-    ("traefik", (), False),
-    ("tyk", (), False),
-    ("varnish", (), True),
-    ("zuul", (), True),
+from ._base import Renderer, RenderTarget, as_files, finish_text
+from ._boot import ConfigRejected, boot_gateway, check_config, start_gateway, write_files
+from ._registry import (
+    RENDERERS,
+    UnknownGateway,
+    all_renderers,
+    gateway_aliases,
+    gateway_names,
+    get_renderer,
+    local_gateway_names,
+)
+from ._routes import (
+    Piece,
+    Route,
+    Segment,
+    encode_literal,
+    escape_regex_char,
+    identifier,
+    routes_for,
+    unsupported,
 )
 
-
-def gateway_names() -> tuple[str, ...]:
-    return tuple(name for name, _, _ in _CATALOG)
-
-
-def gateway_aliases() -> dict[str, str]:
-    return {alias: name for name, aliases, _ in _CATALOG for alias in aliases}
-
-
-def local_gateway_names() -> tuple[str, ...]:
-    """The gateways a plan selects by default: those that run here as processes (fast ones)."""
-    return ("apache", "caddy", "envoy", "haproxy", "nginx")
+__all__ = [
+    "RENDERERS",
+    "ConfigRejected",
+    "Piece",
+    "RenderTarget",
+    "Renderer",
+    "Route",
+    "Segment",
+    "UnknownGateway",
+    "all_renderers",
+    "as_files",
+    "boot_gateway",
+    "check_config",
+    "encode_literal",
+    "escape_regex_char",
+    "finish_text",
+    "gateway_aliases",
+    "gateway_names",
+    "get_renderer",
+    "identifier",
+    "local_gateway_names",
+    "routes_for",
+    "start_gateway",
+    "unsupported",
+    "write_files",
+]

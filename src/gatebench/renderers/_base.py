@@ -1,0 +1,303 @@
+"""The renderer base class and the target a configuration is rendered for.
+
+The contract every gateway module follows is written in ``gatebench.renderers``'s docstring;
+this module holds the code behind it.
+"""
+
+from __future__ import annotations
+
+import abc
+import ipaddress
+import os
+import re
+import shutil
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import ClassVar
+from urllib.parse import urlsplit
+
+from ..errors import Problem, RenderError, UnsupportedFeature, UnsupportedHere
+from ..ir import Api
+from ._routes import Route, routes_for
+
+# A workdir ends up inside configuration files of every syntax: keep it to characters no
+# config language treats specially.
+_SAFE_WORKDIR = re.compile(r"/[A-Za-z0-9._+/-]*")
+_HOSTNAME = re.compile(
+    r"(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
+)
+# Where Debian puts daemons; not always on a non-root PATH.
+_SYSTEM_BIN_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+
+
+@dataclass(frozen=True)
+class RenderTarget:
+    """Where a rendered gateway listens, where it forwards to, and where its files live.
+
+    Every field ends up in configuration files, so each one is validated here, once
+    (:class:`~gatebench.errors.RenderError` on a bad value): renderers may interpolate them.
+    """
+
+    workdir: str
+    """Absolute POSIX path of the folder holding the rendered files (and the gateway's pid,
+    logs and temporary files) when the gateway runs: a local folder, or the folder mounted
+    into the container on the cloud path. Characters: ``A-Za-z0-9._+/-``."""
+    listen_port: int = 8080
+    listen_host: str = "127.0.0.1"
+    """An IPv4 address (``0.0.0.0`` in a container) or a host name."""
+    backend_url: str = "http://127.0.0.1:9000"
+    """``http://host:port`` of the backend (an origin: no path, query or credentials)."""
+    admin_port: int | None = None
+    """A second loopback port for gateways that need one (Varnish's management CLI);
+    ``None`` lets such a gateway pick its own default."""
+    redis_host: str = "127.0.0.1"
+    redis_port: int = 6379
+    """Tyk keeps its state in Redis; the cloud path runs one beside it."""
+    workers: int = 1
+    """Worker processes or threads, for gateways that take a number (nginx
+    ``worker_processes``, HAProxy ``nbthread``, Envoy ``--concurrency``, Caddy
+    ``GOMAXPROCS``); the others keep their own pools (docs/gateways.md)."""
+
+    def __post_init__(self) -> None:
+        problems: list[str] = []
+        if not _SAFE_WORKDIR.fullmatch(self.workdir) or "/../" in self.workdir + "/":
+            problems.append(
+                f"workdir must be an absolute path of A-Za-z0-9._+/- characters; got {self.workdir!r}"
+            )
+        if (
+            not isinstance(self.workers, int)
+            or isinstance(self.workers, bool)
+            or not 0 < self.workers <= 256
+        ):
+            problems.append(f"workers must be an integer from 1 to 256; got {self.workers!r}")
+        for label, port in (
+            ("listen_port", self.listen_port),
+            ("admin_port", self.admin_port),
+            ("redis_port", self.redis_port),
+        ):
+            if port is not None and (
+                not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536
+            ):
+                problems.append(f"{label} must be a TCP port (1-65535); got {port!r}")
+        for label, host in (("listen_host", self.listen_host), ("redis_host", self.redis_host)):
+            if not _valid_host(host):
+                problems.append(f"{label} must be an IPv4 address or a host name; got {host!r}")
+        parts = urlsplit(self.backend_url)
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        if (
+            parts.scheme not in ("http", "https")
+            or not parts.hostname
+            or not _valid_host(parts.hostname)
+            or parts.username is not None
+            or parts.path not in ("", "/")
+            or parts.query
+            or parts.fragment
+            or (parts.port is None and ":" in parts.netloc)
+            or (port is not None and not 0 < port < 65536)
+        ):
+            problems.append(
+                f"backend_url must be http(s)://host:port with no path, query or credentials; "
+                f"got {self.backend_url!r}"
+            )
+        if problems:
+            raise RenderError([Problem("", p) for p in problems])
+
+    @property
+    def backend_scheme(self) -> str:
+        return urlsplit(self.backend_url).scheme
+
+    @property
+    def backend_host(self) -> str:
+        return urlsplit(self.backend_url).hostname or ""
+
+    @property
+    def backend_port(self) -> int:
+        parts = urlsplit(self.backend_url)
+        return parts.port or (443 if parts.scheme == "https" else 80)
+
+    @property
+    def backend_origin(self) -> str:
+        """``http://host:port`` with the port always written."""
+        return f"{self.backend_scheme}://{self.backend_host}:{self.backend_port}"
+
+    @property
+    def listen_address(self) -> str:
+        return f"{self.listen_host}:{self.listen_port}"
+
+    def placeholders(self) -> dict[str, str]:
+        """Values for the ``{...}`` placeholders of command templates."""
+        return {
+            "workdir": self.workdir,
+            "listen_host": self.listen_host,
+            "listen_port": str(self.listen_port),
+            "listen_address": self.listen_address,
+            "admin_port": str(self.admin_port) if self.admin_port is not None else "",
+            "workers": str(self.workers),
+        }
+
+    def path(self, *parts: str) -> str:
+        """An absolute path inside the workdir, for a config file: ``path("logs", "x.log")``."""
+        return str(PurePosixPath(self.workdir, *parts))
+
+
+def _valid_host(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).version == 4
+    except ValueError:
+        return bool(_HOSTNAME.fullmatch(host))
+
+
+class Renderer(abc.ABC):
+    """One gateway: declarative metadata plus a pure :meth:`render`. See the package docstring."""
+
+    name: ClassVar[str]
+    """Canonical lower-case name (``spring-cloud-gateway``); the module is ``spring_cloud_gateway``."""
+    aliases: ClassVar[tuple[str, ...]] = ()
+    description: ClassVar[str]
+    """One line for ``gatebench render --help`` and the docs."""
+    gateway_version: ClassVar[str]
+    """The gateway version the output is written for and tested with (``1.22``)."""
+    output_files: ClassVar[tuple[str, ...]]
+    """Relative POSIX paths :meth:`render` returns, in order (the first is the main config)."""
+    runs_here: ClassVar[bool]
+    """True when the gateway runs as a local process (local path, route replay)."""
+    cloud_image: ClassVar[str | None]
+    """Pinned official container image for the cloud path; ``None`` for a managed service."""
+    check_command: ClassVar[tuple[str, ...] | None] = None
+    """The gateway's own config checker; ``{workdir}`` is replaced; element 0 is the program."""
+    run_command: ClassVar[tuple[str, ...] | None] = None
+    """The gateway in the foreground, same placeholders; ``None`` when it cannot run here."""
+    readiness_timeout: ClassVar[float] = 15.0
+    """Seconds from start to the first answered HTTP request before the boot counts as failed."""
+    install_hint: ClassVar[str] = "run `make setup-all`"
+
+    # -- to implement -----------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        """Every file of a complete configuration: relative path → text (LF, final newline).
+
+        Deterministic: the same IR and target give the same bytes. Raises
+        :class:`~gatebench.errors.UnsupportedFeature` with one located problem per operation
+        the gateway cannot express (never drops one silently).
+        """
+
+    # -- commands ----------------------------------------------------------------------------
+    #
+    # Command templates hold placeholders filled from the target: {workdir}, {listen_host},
+    # {listen_port}, {listen_address}, {admin_port}, {workers}. Pass the target the files
+    # were rendered for; without one, RenderTarget(workdir=workdir) (its defaults) is used.
+
+    def check_argv(
+        self, workdir: str | os.PathLike[str], target: RenderTarget | None = None
+    ) -> list[str] | None:
+        """argv of the gateway's own config checker for files in ``workdir``; ``None`` when the
+        gateway has none here. Raises :class:`UnsupportedHere` when its program is missing."""
+        if self.check_command is None or not self.runs_here:
+            return None
+        return self._argv(self.check_command, workdir, target)
+
+    def run_argv(
+        self, workdir: str | os.PathLike[str], target: RenderTarget | None = None
+    ) -> list[str] | None:
+        """argv that runs the gateway in the foreground with the files in ``workdir``;
+        ``None`` when it cannot run here. Raises :class:`UnsupportedHere` when its program is
+        missing (with the command that installs it)."""
+        if self.run_command is None or not self.runs_here:
+            return None
+        return self._argv(self.run_command, workdir, target)
+
+    def cloud_argv(self, target: RenderTarget) -> list[str] | None:
+        """The container command on the cloud path (program name as is, files mounted at
+        ``target.workdir``); ``None`` means the image's own entrypoint and command."""
+        if self.run_command is None:
+            return None
+        values = target.placeholders()
+        return [_fill(part, values) for part in self.run_command]
+
+    def env(
+        self, workdir: str | os.PathLike[str], target: RenderTarget | None = None
+    ) -> dict[str, str]:
+        """Extra environment variables for the checker and the process."""
+        return {}
+
+    def prepare(self, workdir: Path) -> None:  # noqa: B027 - an optional hook
+        """Create what the gateway expects beside its files (folders) before it starts."""
+
+    def available_here(self) -> str | None:
+        """``None`` when the gateway can run here, else why not (with the install hint)."""
+        if not self.runs_here or self.run_command is None:
+            return f"{self.name} only runs on the cloud path"
+        try:
+            self.run_argv("/")
+            self.check_argv("/")
+        except UnsupportedHere as exc:
+            return str(exc)
+        return None
+
+    def _argv(
+        self,
+        template: tuple[str, ...],
+        workdir: str | os.PathLike[str],
+        target: RenderTarget | None,
+    ) -> list[str]:
+        values = (target or RenderTarget(workdir=str(workdir))).placeholders()
+        values["workdir"] = str(workdir)
+        argv = [_fill(part, values) for part in template]
+        argv[0] = self.find_program(argv[0])
+        return argv
+
+    def find_program(self, program: str) -> str:
+        """An absolute path to ``program``: ``GATEBENCH_<NAME>_BIN`` (``GATEBENCH_NGINX_BIN``),
+        then this Python's own bin folder (PyPI-installed gateways such as Envoy), then PATH
+        and the system sbin/bin folders."""
+        override = os.environ.get(f"GATEBENCH_{re.sub(r'[^A-Z0-9]', '_', program.upper())}_BIN")
+        if override:
+            return override
+        own = Path(sys.executable).parent / program
+        if own.is_file() and os.access(own, os.X_OK):
+            return str(own)
+        found = shutil.which(program) or shutil.which(
+            program, path=os.pathsep.join(_SYSTEM_BIN_DIRS)
+        )
+        if found is None:
+            raise UnsupportedHere(
+                f"{self.name}: {program!r} is not installed here; {self.install_hint}"
+            )
+        return found
+
+    # -- helpers for subclasses -------------------------------------------------------------
+
+    def routes(self, api: Api) -> tuple[Route, ...]:
+        """The IR's routes, validated and in priority order (see ``_routes``)."""
+        return routes_for(api)
+
+    def fail_unsupported(self, problems: list[Problem]) -> None:
+        """Raise every collected problem at once (no-op when there is none)."""
+        if problems:
+            raise UnsupportedFeature(problems)
+
+    def __repr__(self) -> str:
+        return f"<renderer {self.name}>"
+
+
+def _fill(template: str, values: Mapping[str, str]) -> str:
+    out = template
+    for key, value in values.items():
+        out = out.replace("{" + key + "}", value)
+    return out
+
+
+def finish_text(text: str) -> str:
+    """LF line ends, no trailing spaces, exactly one final newline: goldens compare bytes."""
+    lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def as_files(files: Mapping[str, str]) -> dict[str, str]:
+    return {name: finish_text(text) for name, text in files.items()}

@@ -1,0 +1,138 @@
+"""Booting a rendered gateway as a real local process (the local provisioner and route replay).
+
+Steps, each with an error people can act on: write the files into the workdir, run the
+gateway's own checker (a rejected config raises :class:`ConfigRejected` carrying the
+checker's output), start the gateway in the foreground under a
+:class:`~gatebench.procs.Supervisor`, and wait until a real HTTP request is answered.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+
+from ..errors import RunError, UnsupportedHere
+from ..ir import Api
+from ..procs import ManagedProcess, Supervisor, wait_ready
+from ._base import Renderer, RenderTarget
+
+
+class ConfigRejected(RunError):
+    """The gateway's own checker refused a rendered configuration."""
+
+    def __init__(self, gateway: str, argv: list[str], returncode: int, output: str) -> None:
+        self.gateway = gateway
+        self.argv = argv
+        self.returncode = returncode
+        self.output = output
+        super().__init__(
+            f"{gateway}: the configuration was rejected by `{' '.join(argv)}` "
+            f"(exit {returncode}):\n{output.rstrip()}"
+        )
+
+
+def write_files(files: Mapping[str, str], workdir: str | os.PathLike[str]) -> list[Path]:
+    """Write rendered files below ``workdir`` (created); names must stay inside it."""
+    root = Path(workdir)
+    written = []
+    for name, text in sorted(files.items()):
+        rel = PurePosixPath(name)
+        if rel.is_absolute() or ".." in rel.parts or not rel.parts:
+            raise RunError(f"refusing to write {name!r}: not a relative path inside the workdir")
+        path = root.joinpath(*rel.parts)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8", newline="\n")
+        written.append(path)
+    return written
+
+
+def check_config(
+    renderer: Renderer,
+    workdir: str | os.PathLike[str],
+    target: RenderTarget | None = None,
+    *,
+    timeout: float = 120.0,
+) -> str | None:
+    """Run the gateway's checker on the files in ``workdir``.
+
+    Returns its output, or ``None`` when the gateway has no checker here. Raises
+    :class:`ConfigRejected` when the checker fails, :class:`UnsupportedHere` when the
+    program is missing.
+    """
+    argv = renderer.check_argv(workdir, target)
+    if argv is None:
+        return None
+    renderer.prepare(Path(workdir))
+    env = {**os.environ, **renderer.env(workdir, target)}
+    try:
+        done = subprocess.run(
+            argv,
+            cwd=workdir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise RunError(
+            f"{renderer.name}: `{' '.join(argv)}` did not finish within {timeout:g}s"
+        ) from None
+    output = (done.stdout + done.stderr).decode("utf-8", errors="replace")
+    if done.returncode != 0:
+        raise ConfigRejected(renderer.name, argv, done.returncode, output)
+    return output
+
+
+def start_gateway(
+    renderer: Renderer,
+    target: RenderTarget,
+    supervisor: Supervisor,
+    *,
+    log_path: str | os.PathLike[str] | None = None,
+) -> ManagedProcess:
+    """Start the gateway on files already in ``target.workdir``; return once it answers."""
+    workdir = Path(target.workdir)
+    argv = renderer.run_argv(workdir, target)
+    if argv is None:
+        raise UnsupportedHere(f"{renderer.name} cannot run here; it only runs on the cloud path")
+    renderer.prepare(workdir)
+    log = Path(log_path) if log_path is not None else workdir / f"{renderer.name}.out.log"
+    proc = supervisor.start(
+        renderer.name, argv, log_path=log, cwd=workdir, env=renderer.env(workdir, target)
+    )
+    host = "127.0.0.1" if target.listen_host == "0.0.0.0" else target.listen_host
+    try:
+        wait_ready(proc, target.listen_port, host=host, timeout=renderer.readiness_timeout)
+    except BaseException:
+        supervisor.stop(proc)
+        raise
+    return proc
+
+
+def boot_gateway(
+    renderer: Renderer | str,
+    api: Api,
+    target: RenderTarget,
+    supervisor: Supervisor,
+    *,
+    log_path: str | os.PathLike[str] | None = None,
+) -> ManagedProcess:
+    """Render, write, check, start and wait: a ready gateway process proxying ``api``.
+
+    ``target.workdir`` must be a local folder (created when missing). The process belongs to
+    ``supervisor``, which stops it when its block ends; stop it earlier with
+    ``supervisor.stop(proc)``.
+    """
+    from ._registry import get_renderer
+
+    gateway = get_renderer(renderer) if isinstance(renderer, str) else renderer
+    reason = gateway.available_here()
+    if reason is not None:
+        raise UnsupportedHere(reason)
+    files = gateway.render(api, target)
+    write_files(files, target.workdir)
+    check_config(gateway, target.workdir, target)
+    return start_gateway(gateway, target, supervisor, log_path=log_path)

@@ -1,0 +1,67 @@
+"""The registry: the one explicit, sorted list of gateways gatebench knows.
+
+Adding a gateway is one module in this package, one import and one line in ``RENDERERS``
+below, and one golden folder (``tests/golden/<name>/``); the contract test in
+``tests/golden/test_contract.py`` says what is missing.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from ..errors import RenderError
+from ._base import Renderer
+from .nginx import NginxRenderer
+
+# Sorted by name; the contract test keeps it so.
+RENDERERS: tuple[type[Renderer], ...] = (NginxRenderer,)
+
+# Gateways that run here as fast native processes: what a plan selects by default.
+LOCAL_DEFAULT: tuple[str, ...] = ("apache", "caddy", "envoy", "haproxy", "nginx")
+
+
+class UnknownGateway(RenderError):
+    """A gateway name that is neither a registered name nor an alias."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.message = f"no renderer for {name!r}; available: {', '.join(gateway_names())}"
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@cache
+def _instances() -> dict[str, Renderer]:
+    return {cls.name: cls() for cls in RENDERERS}
+
+
+def gateway_names() -> tuple[str, ...]:
+    """Canonical names of every registered gateway, sorted."""
+    return tuple(cls.name for cls in RENDERERS)
+
+
+def gateway_aliases() -> dict[str, str]:
+    """Alias → canonical name (``httpd`` → ``apache``)."""
+    return {alias: cls.name for cls in RENDERERS for alias in cls.aliases}
+
+
+def local_gateway_names() -> tuple[str, ...]:
+    """The gateways a plan selects by default: fast ones that run here as processes."""
+    known = set(gateway_names())
+    return tuple(name for name in LOCAL_DEFAULT if name in known)
+
+
+def all_renderers() -> tuple[Renderer, ...]:
+    return tuple(_instances().values())
+
+
+def get_renderer(name: str) -> Renderer:
+    """The renderer for a name or alias (case-insensitive); an unknown name lists the known."""
+    key = name.strip().lower()
+    key = gateway_aliases().get(key, key)
+    renderer = _instances().get(key)
+    if renderer is None:
+        raise UnknownGateway(name)
+    return renderer

@@ -1,0 +1,406 @@
+"""Route replay: the proof that a running gateway routes exactly like the IR says.
+
+A request matrix is derived from the IR (every operation with sample parameters, query
+strings, an ``Authorization`` header and other client headers, small and large bodies, plus
+negative requests: wrong methods, altered paths). Each request goes once straight to the
+echo backend and once through the gateway; for a request the IR routes, the two echoes must
+agree on everything the client controls (method, raw path, raw query, the client's own
+headers, body digest and length). A request the IR does not route must get 404 from the
+gateway itself, never reaching the backend.
+
+Whether a request is routed is decided by an oracle, :func:`expected_route`, which applies
+the shared semantics (``_routes``) with Python's ``re`` on the same regexes the renderers
+use, so the matrix never hard-codes an outcome. The engine can replay a few requests after
+provisioning as a smoke check; the integration tests replay the whole matrix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..ir import HTTP_METHODS, Api, Operation, Parameter
+from ._routes import Route, routes_for
+
+LARGE_BODY_BYTES = 16 * 1024 * 1024
+REPLAY_HOST = "replay.gatebench.test"
+# Headers a proxy may legitimately change: hop-by-hop ones and body framing.
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "content-length",
+        "expect",
+    }
+)
+# A tricky but valid path parameter: every sub-delimiter, ':' '@', an escape, UTF-8.
+TRICKY_VALUE = "x%20y;z=1,(a)'!*$&+:@~%C3%A9-._"
+_SAFE_SAMPLE = re.compile(r"[A-Za-z0-9._~-]{1,40}")
+_SAFE_QUERY_NAME = re.compile(r"[A-Za-z0-9._~-]{1,40}")
+
+
+@dataclass(frozen=True)
+class ReplayRequest:
+    label: str
+    """What the request tests, for failure messages: ``getUser: sample``."""
+    method: str
+    target: str
+    """Raw request target: path (percent-encoded as a client sends it) and query."""
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes | None = None
+    chunked: bool = False
+    expect_routed: bool = True
+    operation_id: str | None = None
+
+    @property
+    def path(self) -> str:
+        return self.target.split("?", 1)[0]
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def from_backend(self) -> bool:
+        return self.headers.get("x-gatebench-backend") == "echo"
+
+    def echo(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self.body)
+        return data
+
+
+def _deterministic_bytes(size: int, seed: str) -> bytes:
+    out = bytearray()
+    block = hashlib.sha256(seed.encode()).digest()
+    counter = 0
+    while len(out) < size:
+        out += hashlib.sha256(block + counter.to_bytes(8, "big")).digest() * 64
+        counter += 1
+    return bytes(out[:size])
+
+
+def expected_route(routes: Sequence[Route], method: str, path: str) -> Route | None:
+    """The route a request hits under the shared semantics, or None (→ 404)."""
+    for route in routes:
+        if route.method == method and re.fullmatch(_python_regex(route), path):
+            return route
+    return None
+
+
+_REGEX_CACHE: dict[tuple[str, str], re.Pattern[str]] = {}
+
+
+def _python_regex(route: Route) -> re.Pattern[str]:
+    key = (route.method, route.path)
+    pattern = _REGEX_CACHE.get(key)
+    if pattern is None:
+        pattern = re.compile(route.regex(param="[^/?]+", anchor_start="", anchor_end=""))
+        _REGEX_CACHE[key] = pattern
+    return pattern
+
+
+def _sample_value(param: Parameter | None, fallback: str) -> str:
+    if param is not None:
+        for value in (*param.examples, param.schema.get("example"), param.schema.get("default")):
+            if isinstance(value, bool):
+                continue
+            if isinstance(value, int | float | str) and _SAFE_SAMPLE.fullmatch(str(value)):
+                return str(value)
+        enum = param.schema.get("enum")
+        if isinstance(enum, list) and enum and _SAFE_SAMPLE.fullmatch(str(enum[0])):
+            return str(enum[0])
+    return fallback
+
+
+def _query_for(op: Operation) -> str:
+    parts = []
+    for param in op.query_params:
+        if _SAFE_QUERY_NAME.fullmatch(param.name):
+            parts.append(f"{param.name}={_sample_value(param, '7')}")
+    parts += ["gb=1", "gb=2", "sp=a%20b+c", "enc=%C3%A9%2F%3F", "empty="]
+    return "&".join(parts)
+
+
+def _client_headers(op: Operation, n: int) -> tuple[tuple[str, str], ...]:
+    headers = [
+        ("Host", REPLAY_HOST),
+        ("Authorization", f"Bearer replay-token-{n}.abc~+/="),
+        ("X-Gatebench-Replay", f'value with spaces; "quotes", commas, = and {n}'),
+        ("X_Under_Score", "kept"),
+        ("Accept", "application/json"),
+        ("User-Agent", "gatebench-replay/1"),
+    ]
+    for param in op.header_params:
+        if re.fullmatch(r"[A-Za-z0-9-]{1,40}", param.name) and param.name.lower() not in {
+            h.lower() for h, _ in headers
+        }:
+            headers.append((param.name, _sample_value(param, "h1")))
+    return tuple(headers)
+
+
+def _param_values(route: Route, tricky: bool) -> dict[str, str]:
+    by_name = {p.name: p for p in route.operation.path_params}
+    values = {}
+    for i, name in enumerate(route.param_names):
+        values[name] = TRICKY_VALUE if tricky else _sample_value(by_name.get(name), f"v{i}x")
+    return values
+
+
+def _has_body(op: Operation) -> bool:
+    return op.request_body is not None or op.method in ("POST", "PUT", "PATCH")
+
+
+def replay_matrix(api: Api, *, large_body_bytes: int = LARGE_BODY_BYTES) -> list[ReplayRequest]:
+    """Every request of the replay, routed ones first; expectations come from the oracle."""
+    routes = routes_for(api)
+    requests: list[ReplayRequest] = []
+    large_done = False
+    used = {r.method for r in routes}
+    spare = next(
+        m for m in ("PATCH", "PUT", "DELETE", "POST", "GET") if m not in used or m == "GET"
+    )
+    methods = sorted(used | {spare}, key=HTTP_METHODS.index)
+    for n, route in enumerate(routes):
+        op = route.operation
+        label = op.operation_id.replace("\n", "\\n")
+        headers = _client_headers(op, n)
+        samples = [("sample", route.sample_path(_param_values(route, tricky=False)))]
+        if route.param_names:
+            samples.append(("tricky parameter", route.sample_path(_param_values(route, True))))
+        for kind, path in samples:
+            body = None
+            if _has_body(op):
+                body = _deterministic_bytes(1000 + n, f"{label}-{kind}")
+            requests.append(ReplayRequest(f"{label}: {kind}", route.method, path, headers, body))
+        path = samples[0][1]
+        requests.append(
+            ReplayRequest(
+                f"{label}: query string", route.method, f"{path}?{_query_for(op)}", headers
+            )
+        )
+        if _has_body(op) and not large_done and route.method != "HEAD":
+            large_done = True
+            big = _deterministic_bytes(large_body_bytes, "large")
+            requests.append(
+                ReplayRequest(f"{label}: {len(big)}-byte body", route.method, path, headers, big)
+            )
+            requests.append(
+                ReplayRequest(
+                    f"{label}: chunked body", route.method, path, headers, big[:300_000], True
+                )
+            )
+        requests.extend(_negatives(route, path, headers))
+        # Every method of the API on this path: the oracle says which are routed (method-aware
+        # matching: DELETE /users/me reaches DELETE /users/{id}).
+        for method in methods:
+            if method != route.method:
+                requests.append(
+                    ReplayRequest(f"{label}: {method} on its path", method, path, headers)
+                )
+    requests.append(ReplayRequest("unknown path", "GET", "/gatebench-no-such-route", ()))
+    requests.append(
+        ReplayRequest("route only in the query", "GET", "/gatebench-nothing?" + routes[0].path, ())
+        if routes
+        else ReplayRequest("root", "GET", "/", ())
+    )
+    return _dedupe(_with_expectations(routes, requests))
+
+
+def _negatives(
+    route: Route, path: str, headers: tuple[tuple[str, str], ...]
+) -> Iterator[ReplayRequest]:
+    label = route.operation_id.replace("\n", "\\n")
+    altered = [
+        ("extra segment", path.rstrip("/") + "/gatebench-extra"),
+        (
+            "trailing slash toggled",
+            path[:-1] if path.endswith("/") and len(path) > 1 else path + "/",
+        ),
+        ("last character dropped", _drop_last(path)),
+        ("upper-cased", path.upper()),
+        ("prefixed", "/gatebench-prefix" + path),
+    ]
+    if route.param_names:
+        altered.append(("empty parameter", route.sample_path(dict.fromkeys(route.param_names, ""))))
+    for kind, other in altered:
+        if other != path:
+            yield ReplayRequest(f"{label}: {kind}", route.method, other, headers)
+
+
+def _drop_last(path: str) -> str:
+    """The path without its last character (a trailing ``%XX`` counts as one)."""
+    cut = 3 if re.search(r"%[0-9A-Fa-f]{2}$", path) else 1
+    return path[:-cut] or "/x"
+
+
+def _with_expectations(
+    routes: Sequence[Route], requests: list[ReplayRequest]
+) -> list[ReplayRequest]:
+    out = []
+    for req in requests:
+        hit = expected_route(routes, req.method, req.path)
+        out.append(
+            ReplayRequest(
+                req.label,
+                req.method,
+                req.target,
+                req.headers,
+                req.body,
+                req.chunked,
+                hit is not None,
+                hit.operation_id if hit else None,
+            )
+        )
+    return out
+
+
+def _dedupe(requests: list[ReplayRequest]) -> list[ReplayRequest]:
+    seen: set[tuple[str, str, bool, int]] = set()
+    out = []
+    for req in requests:
+        key = (req.method, req.target, req.chunked, len(req.body or b""))
+        if key not in seen:
+            seen.add(key)
+            out.append(req)
+    return out
+
+
+@dataclass
+class Client:
+    """One keep-alive HTTP/1.1 connection, re-opened when the server closes it."""
+
+    host: str
+    port: int
+    timeout: float = 60.0
+    _conn: http.client.HTTPConnection | None = field(default=None, repr=False)
+
+    def send(self, req: ReplayRequest) -> Reply:
+        for attempt in (1, 2):
+            if self._conn is None:
+                self._conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+            conn = self._conn
+            try:
+                conn.putrequest(req.method, req.target, skip_host=True, skip_accept_encoding=True)
+                has_host = any(k.lower() == "host" for k, _ in req.headers)
+                if not has_host:
+                    conn.putheader("Host", f"{self.host}:{self.port}")
+                for name, value in req.headers:
+                    conn.putheader(name, value)
+                body = req.body
+                if body is not None and req.chunked:
+                    conn.putheader("Transfer-Encoding", "chunked")
+                    conn.endheaders()
+                    for start in range(0, len(body), 65536):
+                        chunk = body[start : start + 65536]
+                        conn.send(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                    conn.send(b"0\r\n\r\n")
+                elif body is not None:
+                    conn.putheader("Content-Length", str(len(body)))
+                    conn.endheaders(body)
+                else:
+                    if req.method in ("POST", "PUT", "PATCH"):
+                        conn.putheader("Content-Length", "0")
+                    conn.endheaders()
+                resp = conn.getresponse()
+                data = resp.read()
+                headers = {k.lower(): v for k, v in resp.getheaders()}
+                if resp.will_close:
+                    self.close()
+                return Reply(resp.status, headers, data)
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                self.close()
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+def compare_echoes(req: ReplayRequest, direct: Reply, via: Reply) -> list[str]:
+    """What differs between the direct echo and the echo through the gateway."""
+    problems: list[str] = []
+    if not req.expect_routed:
+        if via.status != 404:
+            problems.append(f"expected 404 (no route), got {via.status}")
+        if via.from_backend:
+            problems.append("the request reached the backend")
+        return problems
+    if via.status != direct.status or not via.from_backend:
+        body = via.body[:200].decode("utf-8", "replace")
+        return [f"expected the backend's {direct.status}, got {via.status}: {body!r}"]
+    if req.method == "HEAD":
+        return problems
+    want, got = direct.echo(), via.echo()
+    for key in ("method", "path", "query", "host", "body_sha256", "body_length"):
+        if want[key] != got[key]:
+            problems.append(f"{key}: sent {want[key]!r}, backend got {got[key]!r}")
+    for name, values in sorted(want["headers"].items()):
+        if name in HOP_BY_HOP:
+            continue
+        if got["headers"].get(name) != values:
+            problems.append(
+                f"header {name}: sent {values!r}, backend got {got['headers'].get(name)!r}"
+            )
+    return problems
+
+
+def replay(
+    matrix: Sequence[ReplayRequest],
+    *,
+    gateway_port: int,
+    backend_port: int,
+    host: str = "127.0.0.1",
+) -> list[str]:
+    """Replay every request; one line per mismatch (``METHOD target [label]: problem``)."""
+    direct_client = Client(host, backend_port)
+    via_client = Client(host, gateway_port)
+    failures: list[str] = []
+    try:
+        for req in matrix:
+            direct = direct_client.send(req)
+            try:
+                via = via_client.send(req)
+            except (OSError, http.client.HTTPException) as exc:
+                failures.append(f"{req.method} {_short(req.target)} [{req.label}]: {exc!r}")
+                via_client.close()
+                continue
+            failures.extend(
+                f"{req.method} {_short(req.target)} [{req.label}]: {problem}"
+                for problem in compare_echoes(req, direct, via)
+            )
+    finally:
+        direct_client.close()
+        via_client.close()
+    return failures
+
+
+def _short(target: str) -> str:
+    return target if len(target) <= 120 else target[:100] + f"...({len(target)} chars)"
+
+
+__all__ = [
+    "HTTP_METHODS",
+    "Client",
+    "ReplayRequest",
+    "Reply",
+    "compare_echoes",
+    "expected_route",
+    "replay",
+    "replay_matrix",
+]

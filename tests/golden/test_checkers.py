@@ -1,0 +1,47 @@
+"""Every golden through the gateway's own checker (integration tier: needs the gateways).
+
+The goldens are rendered for a fixed workdir (``/srv/gatebench/<gateway>``); here each case is
+rendered again for a temporary workdir, shown to equal the golden once the workdir is
+substituted (so what is checked is the golden), written there and checked.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from _cases import CASES, ERRORS_FILE, GOLDEN, golden_target, render_case
+
+from gatebench.renderers import RenderTarget, all_renderers, check_config, write_files
+
+pytestmark = pytest.mark.integration
+
+CHECKED = [r.name for r in all_renderers() if r.runs_here and r.check_command]
+PAIRS = [(g, c) for g in CHECKED for c in sorted(CASES)]
+
+
+@pytest.mark.parametrize(("gateway", "case"), PAIRS, ids=[f"{g}-{c}" for g, c in PAIRS])
+def test_golden_passes_the_gateway_checker(gateway: str, case: str, tmp_path: Path) -> None:
+    from gatebench.renderers import get_renderer
+
+    renderer = get_renderer(gateway)
+    fixed = golden_target(gateway)
+    workdir = tmp_path / gateway
+    target = RenderTarget(
+        workdir=str(workdir),
+        listen_host=fixed.listen_host,
+        listen_port=fixed.listen_port,
+        backend_url=fixed.backend_url,
+        admin_port=fixed.admin_port,
+    )
+    files = render_case(renderer, case, target)
+    if ERRORS_FILE in files:
+        pytest.fail(f"{gateway} refuses case {case!r}, which every native gateway must accept")
+    for name, text in files.items():
+        golden = (GOLDEN / gateway / case / name).read_text()
+        assert text == golden.replace(fixed.workdir, str(workdir)), (
+            f"{gateway}/{case}/{name} differs from its golden beyond the workdir; run `make goldens`"
+        )
+    write_files(files, workdir)
+    output = check_config(renderer, workdir, target)
+    assert output is not None

@@ -1,0 +1,89 @@
+"""Fixtures for tests against real processes; other integration tests may reuse them.
+
+- ``supervisor``: one session-wide :class:`gatebench.procs.Supervisor`; everything started
+  through it is stopped (by PID) when the session ends, even on failure or Ctrl-C.
+- ``echo_backend``: the Go backend in ``echo`` mode, started once per session; returns its
+  port. It answers with what it received (method, raw path, raw query, headers, body digest).
+- ``boot``: ``boot(gateway, case_or_api) -> BootedGateway``, boots a rendered gateway in
+  front of the echo backend (files in a temporary workdir, checker run, readiness by a real
+  request). Stop it with ``booted.stop()`` when done, or leave it to the session.
+- ``REPLAY_CASES``: the API descriptions route replay runs on (examples and adversarial).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from gatebench.backends import start_backend
+from gatebench.ir import Api
+from gatebench.procs import ManagedProcess, Supervisor, free_port
+from gatebench.renderers import RenderTarget, boot_gateway, get_renderer
+from gatebench.spec import load_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+
+REPLAY_CASES: dict[str, str] = {
+    "adversarial": "tests/data/adversarial/openapi.yaml",
+    "auction": "examples/auction/openapi.yaml",
+    "petstore": "examples/petstore/openapi.yaml",
+    "templates": "tests/data/adversarial/templates.yaml",
+}
+
+
+@cache
+def case_api(case: str) -> Api:
+    api = load_spec(ROOT / REPLAY_CASES[case]).api
+    assert api is not None
+    return api
+
+
+@dataclass
+class BootedGateway:
+    gateway: str
+    port: int
+    process: ManagedProcess
+    workdir: Path
+    target: RenderTarget
+    supervisor: Supervisor
+
+    def stop(self) -> None:
+        self.supervisor.stop(self.process)
+
+
+@pytest.fixture(scope="session")
+def supervisor() -> Iterator[Supervisor]:
+    with Supervisor() as sup:
+        yield sup
+
+
+@pytest.fixture(scope="session")
+def echo_backend(supervisor: Supervisor, tmp_path_factory: pytest.TempPathFactory) -> int:
+    _proc, port = start_backend(supervisor, "echo", tmp_path_factory.mktemp("backend"))
+    return port
+
+
+@pytest.fixture(scope="session")
+def boot(
+    supervisor: Supervisor, echo_backend: int, tmp_path_factory: pytest.TempPathFactory
+) -> Callable[[str, str | Api], BootedGateway]:
+    def start(gateway: str, case: str | Api) -> BootedGateway:
+        api = case_api(case) if isinstance(case, str) else case
+        renderer = get_renderer(gateway)
+        label = case if isinstance(case, str) else "api"
+        workdir = tmp_path_factory.mktemp(f"{renderer.name}-{label}")
+        port = free_port()
+        target = RenderTarget(
+            workdir=str(workdir),
+            listen_port=port,
+            backend_url=f"http://127.0.0.1:{echo_backend}",
+            admin_port=free_port(),
+        )
+        proc = boot_gateway(renderer, api, target, supervisor)
+        return BootedGateway(renderer.name, port, proc, workdir, target, supervisor)
+
+    return start

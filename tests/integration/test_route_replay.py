@@ -1,0 +1,49 @@
+"""Route replay, the real proof: every gateway that runs here, booted with its rendered
+configuration in front of the echo backend, must route exactly what the IR says.
+
+One boot per (gateway, case) per session; the whole request matrix of that case is replayed
+through it (gatebench.renderers._replay) and every mismatch is reported at once. A gateway
+that refuses a case must say so in its golden folder too (``errors.txt``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from conftest import REPLAY_CASES, BootedGateway, case_api
+from gatebench.errors import UnsupportedFeature
+from gatebench.renderers import RenderTarget, all_renderers, get_renderer
+from gatebench.renderers._replay import replay, replay_matrix
+
+ROOT_GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+LOCAL = [r.name for r in all_renderers() if r.runs_here]
+PAIRS = [(g, c) for g in LOCAL for c in sorted(REPLAY_CASES)]
+
+
+@pytest.mark.parametrize(("gateway", "case"), PAIRS, ids=[f"{g}-{c}" for g, c in PAIRS])
+def test_route_replay(
+    gateway: str, case: str, boot: Callable[[str, str], BootedGateway], echo_backend: int
+) -> None:
+    api = case_api(case)
+    try:
+        get_renderer(gateway).render(api, RenderTarget(workdir="/tmp/gatebench-probe"))
+    except UnsupportedFeature:
+        assert (ROOT_GOLDEN / gateway / case / "errors.txt").is_file(), (
+            f"{gateway} refuses {case!r} but its golden folder has no errors.txt"
+        )
+        return
+    matrix = replay_matrix(api)
+    assert any(r.expect_routed for r in matrix)
+    assert any(not r.expect_routed for r in matrix)
+    booted = boot(gateway, case)
+    try:
+        failures = replay(matrix, gateway_port=booted.port, backend_port=echo_backend)
+    finally:
+        booted.stop()
+    assert not failures, (
+        f"{gateway} on {case}: {len(failures)} of {len(matrix)} requests differ:\n"
+        + "\n".join(failures[:60])
+    )
