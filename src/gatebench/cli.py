@@ -19,6 +19,7 @@ COMMANDS = (
     "validate",
     "parse",
     "plan",
+    "run",
 )
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_RUN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
