@@ -195,7 +195,7 @@ def _array(
     try:
         item = _value(items, schemas, seen, depth + 1)
     except _Cut:
-        if isinstance(low, int) and low > 0:
+        if isinstance(schema.get("minItems"), int) and schema["minItems"] > 0:
             raise
         return []
     return [item] * count

@@ -65,7 +65,8 @@ def _machine() -> tuple[float, float]:
 
 @dataclass
 class CpuSampler:
-    """Samples the machine and named groups of process groups; ``usage`` interpolates."""
+    """Samples the machine and named groups of process groups (plus gatebench itself, as the
+    last value of each sample); ``usage`` interpolates to any window."""
 
     groups: dict[str, frozenset[int]] = field(default_factory=dict)
     samples: list[CpuSample] = field(default_factory=list)
@@ -84,8 +85,13 @@ class CpuSampler:
             per_pgid = _per_pgid_ticks(all_pgids)
             for name in self.names:
                 ticks[name] = sum(per_pgid.get(g, 0.0) for g in self.groups[name])
+        own = os.times()
+        ticks["self"] = (own.user + own.system) * _HZ
         s = CpuSample(
-            time.time() * 1000.0, total, idle, tuple(ticks[n] for n in self.names)
+            time.time() * 1000.0,
+            total,
+            idle,
+            tuple(ticks[n] for n in (*self.names, "self")),
         )
         self.samples.append(s)
         return s
@@ -129,7 +135,11 @@ class CpuSampler:
 
         tester_pct = share(tester)
         target_pct = sum(share(t) for t in target)
-        others = max(0.0, busy - tester_pct - target_pct)
+        own = max(0.0, 100.0 * (b.groups[-1] - a.groups[-1]) / capacity)
+        # everything ours: the generator, the gateways and backend (all of them, not only the
+        # target: an idle gateway is still ours), and gatebench itself
+        ours = sum(share(n) for n in self.names) + own
+        others = max(0.0, busy - ours)
         return CpuUsage(
             busy_pct=max(0.0, min(100.0, busy)),
             tester_pct=tester_pct,
