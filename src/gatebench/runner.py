@@ -107,7 +107,9 @@ class _Run:
         tmp.write_text(json.dumps(self.record.to_dict(), indent=1) + "\n", encoding="utf-8")
         os.replace(tmp, self.run_dir / "run.json")
 
-    def status(self, status: RunStatus, *, failed_step: str | None = None, error: str | None = None) -> None:
+    def status(
+        self, status: RunStatus, *, failed_step: str | None = None, error: str | None = None
+    ) -> None:
         if not can_move(self.record.status, status):
             return
         self.record.status = status
@@ -285,9 +287,7 @@ def run_benchmark(
                     )
                 if not endpoints:
                     raise RunError("no target could be started; see the reasons per gateway")
-                run.update(
-                    environment=_environment(engine.version(), provisioned, plan, options)
-                )
+                run.update(environment=_environment(engine.version(), provisioned, plan, options))
                 # -- load
                 step = "loading"
                 run.status(RunStatus.LOADING)
@@ -299,7 +299,8 @@ def run_benchmark(
                 )
                 if options.phase_filter is not None:
                     schedule = replace(
-                        schedule, phases=tuple(p for p in schedule.phases if options.phase_filter(p))
+                        schedule,
+                        phases=tuple(p for p in schedule.phases if options.phase_filter(p)),
                     )
                 outcome.schedule = schedule
                 env = dict(record.environment)
@@ -464,10 +465,14 @@ def _load(
     skip_file = run.run_dir / "skip-targets.txt"
     skip_file.write_text("", encoding="utf-8")
     document = render_workload(plan, api, schedule, skip_file=str(skip_file.resolve()))
-    (run.run_dir / "workload.json").write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    (run.run_dir / "workload.json").write_text(
+        json.dumps(document, indent=1) + "\n", encoding="utf-8"
+    )
     by_index = {p.index: p for p in schedule.phases}
     hooks = _Hooks(run, by_index, provisioner, skip_file, len(schedule.phases))
-    cpu_groups: dict[str, list[int]] = {f"gw:{t}": list(e.pgids) for t, e in endpoints.items() if t != BASELINE}
+    cpu_groups: dict[str, list[int]] = {
+        f"gw:{t}": list(e.pgids) for t, e in endpoints.items() if t != BASELINE
+    }
     if backend_pid is not None:
         cpu_groups["backend"] = [backend_pid]
 
@@ -499,7 +504,9 @@ def _load(
             return
         if attempt == 2:
             raise RunError(f"the load engine failed twice: {result.reason}")
-        outcome.notes.append(f"the load engine crashed; retrying {len(left)} phase(s): {result.reason.splitlines()[0]}")
+        outcome.notes.append(
+            f"the load engine crashed; retrying {len(left)} phase(s): {result.reason.splitlines()[0]}"
+        )
         run.display(Progress(step="loading", message="load engine crashed; retrying once"))
         remaining = dict(remaining, phases=left)
 

@@ -94,7 +94,9 @@ def _value(schema: Any, schemas: dict[str, Any], seen: tuple[str, ...], depth: i
         merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
         for part in all_of:
             try:
-                resolved, _ = _resolve(part, schemas, seen) if isinstance(part, dict) else ({}, seen)
+                resolved, _ = (
+                    _resolve(part, schemas, seen) if isinstance(part, dict) else ({}, seen)
+                )
             except _Cut:
                 continue
             merged = _merge(merged, resolved if isinstance(resolved, dict) else {})
@@ -165,7 +167,8 @@ def _object(
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     properties = schema.get("properties")
-    required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    raw_required = schema.get("required")
+    required: list[Any] = raw_required if isinstance(raw_required, list) else []
     if isinstance(properties, dict):
         for name, sub in properties.items():
             if isinstance(sub, dict) and (sub.get("readOnly") is True and name not in required):

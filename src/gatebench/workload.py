@@ -144,7 +144,14 @@ def build_schedule(
             for w in plan.workloads:
                 phases.append(
                     Phase(
-                        len(phases), target, w.name, rep, True, base_urls[target], w.injection, before
+                        len(phases),
+                        target,
+                        w.name,
+                        rep,
+                        True,
+                        base_urls[target],
+                        w.injection,
+                        before,
                     )
                 )
     return Schedule(tuple(phases), seed, tuple(order))
@@ -183,9 +190,7 @@ def render_workload(
     requests: dict[str, dict[str, Any]] = {}
     generators: dict[str, dict[str, Generator]] = {}
     for w in plan.workloads:
-        requests[w.name], generators[w.name] = _request(
-            api.operation(w.operation_id), w, plan, api
-        )
+        requests[w.name], generators[w.name] = _request(api.operation(w.operation_id), w, plan, api)
     secret_env = sorted(
         {
             name
@@ -340,10 +345,16 @@ def _auth(op: Operation, plan: Plan) -> tuple[list[dict[str, Any]], list[list[An
                 }
             )
         elif label == "apiKey-header" and plan.auth.api_key_env and scheme.param_name:
-            headers.append({"header": scheme.param_name, "prefix": "", "env": plan.auth.api_key_env})
+            headers.append(
+                {"header": scheme.param_name, "prefix": "", "env": plan.auth.api_key_env}
+            )
         elif label == "apiKey-cookie" and plan.auth.api_key_env and scheme.param_name:
             headers.append(
-                {"header": "Cookie", "prefix": f"{scheme.param_name}=", "env": plan.auth.api_key_env}
+                {
+                    "header": "Cookie",
+                    "prefix": f"{scheme.param_name}=",
+                    "env": plan.auth.api_key_env,
+                }
             )
         elif label == "apiKey-query" and plan.auth.api_key_env and scheme.param_name:
             query.append([quote(scheme.param_name, safe=""), [{"secret": plan.auth.api_key_env}]])
@@ -487,7 +498,9 @@ def _body(op: Operation, body: BodySpec, api: Api) -> dict[str, Any]:
     if media_type == "application/x-www-form-urlencoded" and isinstance(value, dict):
         from urllib.parse import urlencode
 
-        encoded = urlencode({k: v if isinstance(v, str) else json.dumps(v) for k, v in value.items()})
+        encoded = urlencode(
+            {k: v if isinstance(v, str) else json.dumps(v) for k, v in value.items()}
+        )
         return {"kind": "template", "content_type": media_type, "parts": [{"text": encoded}]}
     if _is_json(media_type) or not isinstance(value, str):
         text = json.dumps(value, ensure_ascii=False)

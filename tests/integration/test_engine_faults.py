@@ -23,7 +23,12 @@ def _token(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(TOKEN_ENV, "t")
 
 
-def _run(tmp_path: Path, supervisor: RecordingSupervisor | None = None, display: Any = None, **overrides: Any) -> Any:
+def _run(
+    tmp_path: Path,
+    supervisor: RecordingSupervisor | None = None,
+    display: Any = None,
+    **overrides: Any,
+) -> Any:
     api, plan = items(**overrides)
     return run_benchmark(
         api,
@@ -36,7 +41,9 @@ def _run(tmp_path: Path, supervisor: RecordingSupervisor | None = None, display:
     )
 
 
-def test_rejected_config_fails_that_gateway_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rejected_config_fails_that_gateway_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from gatebench.renderers import get_renderer
 
     renderer_cls = type(get_renderer("nginx"))
@@ -51,7 +58,8 @@ def test_rejected_config_fails_that_gateway_only(tmp_path: Path, monkeypatch: py
     outcome = _run(tmp_path)
     assert outcome.record.status == RunStatus.PARTIAL
     reason = outcome.record.target_errors["nginx"]
-    assert "nginx: the configuration was rejected by" in reason and "not_a_directive" in reason
+    assert "nginx: the configuration was rejected by" in reason
+    assert "not_a_directive" in reason
     assert {m.target for m in outcome.measurements} == {"baseline"}
     assert len(outcome.measurements) == 4
     assert_torn_down(outcome.run_dir)
@@ -73,7 +81,8 @@ def test_gateway_dying_mid_run_is_marked_failed_and_the_baseline_goes_on(tmp_pat
     reason = outcome.record.target_errors["nginx"]
     assert reason.startswith("nginx exited with code -9 during the run; last log lines:")
     baseline = [m for m in outcome.measurements if m.target == "baseline"]
-    assert len(baseline) == 4 and all(m.ko == 0 for m in baseline)
+    assert len(baseline) == 4
+    assert all(m.ko == 0 for m in baseline)
     saved = json.loads((outcome.run_dir / "run.json").read_text())
     assert "nginx" in saved["target_errors"]
     assert (outcome.run_dir / "skip-targets.txt").read_text() == "nginx\n"
@@ -85,10 +94,13 @@ def test_unreachable_backend_fails_before_any_load(tmp_path: Path) -> None:
     with pytest.raises(RunError) as info:
         _run(tmp_path, backend={"url": f"http://127.0.0.1:{port}"})
     assert str(info.value).startswith(f"backend http://127.0.0.1:{port} is unreachable (")
-    assert str(info.value).endswith("start your service or fix backend.url in the plan — no load was sent")
+    assert str(info.value).endswith(
+        "start your service or fix backend.url in the plan — no load was sent"
+    )
     (run_dir,) = tmp_path.iterdir()
     saved = json.loads((run_dir / "run.json").read_text())
-    assert saved["status"] == "failed" and saved["failed_step"] == "provisioning"
+    assert saved["status"] == "failed"
+    assert saved["failed_step"] == "provisioning"
     assert not (run_dir / "gatling.log").exists()
     assert_torn_down(run_dir)
 
@@ -99,7 +111,12 @@ def _kill_jvm_when(supervisor: RecordingSupervisor, times: int) -> Any:
     kills: list[int] = []
 
     def display(p: Progress) -> None:
-        if p.phase is None or p.phase.repetition != 2 or not p.phase.measured or len(kills) >= times:
+        if (
+            p.phase is None
+            or p.phase.repetition != 2
+            or not p.phase.measured
+            or len(kills) >= times
+        ):
             return
         proc = next(q for q in reversed(supervisor.started) if q.name.startswith("gatling"))
         if proc.pid in kills or not proc.alive():
@@ -114,11 +131,16 @@ def test_engine_crash_is_retried_once(tmp_path: Path) -> None:
     supervisor = RecordingSupervisor()
     display, kills = _kill_jvm_when(supervisor, 1)
     outcome = _run(tmp_path, supervisor, display)
-    assert len(kills) == 1 and len(outcome.engine_runs) == 2
-    assert outcome.engine_runs[0].crashed and not outcome.engine_runs[1].crashed
+    assert len(kills) == 1
+    assert len(outcome.engine_runs) == 2
+    assert outcome.engine_runs[0].crashed
+    assert not outcome.engine_runs[1].crashed
     assert outcome.record.status == RunStatus.DONE
     assert len(outcome.measurements) == 8
-    assert all(m.ko == 0 and m.requests == (60 if m.workload == "read" else 20) for m in outcome.measurements)
+    assert all(
+        m.ko == 0 and m.requests == (60 if m.workload == "read" else 20)
+        for m in outcome.measurements
+    )
     assert any(n.startswith("the load engine crashed; retrying ") for n in outcome.notes)
     assert (outcome.run_dir / "gatling-retry.log").is_file()
     assert_torn_down(outcome.run_dir)
@@ -127,12 +149,15 @@ def test_engine_crash_is_retried_once(tmp_path: Path) -> None:
 def test_engine_crashing_twice_fails_the_run_and_keeps_what_finished(tmp_path: Path) -> None:
     supervisor = RecordingSupervisor()
     display, kills = _kill_jvm_when(supervisor, 2)
-    with pytest.raises(RunError, match="^the load engine failed twice: Gatling exited with code -9 after"):
+    with pytest.raises(
+        RunError, match=r"^the load engine failed twice: Gatling exited with code -9 after"
+    ):
         _run(tmp_path, supervisor, display)
     assert len(kills) == 2
     (run_dir,) = tmp_path.iterdir()
     saved = json.loads((run_dir / "run.json").read_text())
-    assert saved["status"] == "partial" and saved["failed_step"] == "loading"
+    assert saved["status"] == "partial"
+    assert saved["failed_step"] == "loading"
     kept = (run_dir / "measurements.jsonl").read_text().splitlines()
     assert 4 <= len(kept) < 8  # repetition 1 (4 phases) was complete before the first crash
     assert_torn_down(run_dir)

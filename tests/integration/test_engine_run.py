@@ -6,16 +6,17 @@ import json
 from pathlib import Path
 
 import pytest
+from _engine_helpers import ITEMS, TOKEN_ENV, assert_torn_down, items
 
 from gatebench.model import RunStatus
 from gatebench.runner import RunOptions, run_benchmark
 
-from _engine_helpers import ITEMS, TOKEN_ENV, assert_torn_down, items
-
 SECRET = "tok-7f3a9c1e-never-stored"
 
 
-def test_short_run_counts_match_the_workload(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_short_run_counts_match_the_workload(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(TOKEN_ENV, SECRET)
     api, plan = items()
     seen_steps: list[str] = []
@@ -38,7 +39,9 @@ def test_short_run_counts_match_the_workload(tmp_path: Path, monkeypatch: pytest
         expected = 60 if m.workload == "read" else 20
         assert (m.requests, m.ok, m.ko) == (expected, expected, 0), m
         assert m.min <= m.p50 <= m.p90 <= m.p95 <= m.p99 <= m.max
-        assert m.throughput > 0 and m.tester_cpu_pct is not None and m.other_cpu_pct is not None
+        assert m.throughput > 0
+        assert m.tester_cpu_pct is not None
+        assert m.other_cpu_pct is not None
         assert "incomplete" not in m.flags
     # lifecycle, in order
     order = [s for s in seen_steps if s in {str(x) for x in RunStatus}]
@@ -46,12 +49,14 @@ def test_short_run_counts_match_the_workload(tmp_path: Path, monkeypatch: pytest
     # artefacts on disk
     run_dir = outcome.run_dir
     saved = json.loads((run_dir / "run.json").read_text())
-    assert saved["status"] == "done" and saved["environment"]["seed"] == 11
+    assert saved["status"] == "done"
+    assert saved["environment"]["seed"] == 11
     lines = (run_dir / "measurements.jsonl").read_text().splitlines()
     assert len(lines) == 8
     assert (run_dir / "gateways/nginx/nginx.conf").is_file()
     assert (run_dir / "gateways/nginx/nginx.log").is_file()
-    assert (run_dir / "workload.json").is_file() and (run_dir / "mock-backend.json").is_file()
+    assert (run_dir / "workload.json").is_file()
+    assert (run_dir / "mock-backend.json").is_file()
     assert list(run_dir.glob("gatling-results/*/simulation.log"))
     # the token went out as a header (the run is OK) but was never written anywhere
     for path in run_dir.rglob("*"):
@@ -60,13 +65,17 @@ def test_short_run_counts_match_the_workload(tmp_path: Path, monkeypatch: pytest
     assert_torn_down(run_dir)
 
 
-def test_missing_token_fails_before_any_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_token_fails_before_any_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from gatebench.errors import RunError
 
     monkeypatch.delenv(TOKEN_ENV, raising=False)
     api, plan = items()
     with pytest.raises(RunError, match=r"^environment variable ITEMS_TOKEN is not set; "):
-        run_benchmark(api, plan, spec_uri="x", spec_sha256="1" * 64, options=RunOptions(results_dir=tmp_path))
+        run_benchmark(
+            api, plan, spec_uri="x", spec_sha256="1" * 64, options=RunOptions(results_dir=tmp_path)
+        )
     (run_dir,) = tmp_path.iterdir()
     assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
     assert not (run_dir / "gatling.log").exists()

@@ -17,7 +17,9 @@ from _engine_helpers import ITEMS, ROOT, TOKEN_ENV, assert_torn_down, items
 from gatebench.runner import Progress, RunOptions, run_benchmark
 
 
-def test_exception_in_the_middle_tears_everything_down(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_exception_in_the_middle_tears_everything_down(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(TOKEN_ENV, "t")
     api, plan = items()
 
@@ -26,11 +28,18 @@ def test_exception_in_the_middle_tears_everything_down(tmp_path: Path, monkeypat
             raise RuntimeError("boom in the middle of loading")
 
     with pytest.raises(RuntimeError, match="boom in the middle of loading"):
-        run_benchmark(api, plan, spec_uri=str(ITEMS), spec_sha256="3" * 64,
-                      options=RunOptions(results_dir=tmp_path), display=display)
+        run_benchmark(
+            api,
+            plan,
+            spec_uri=str(ITEMS),
+            spec_sha256="3" * 64,
+            options=RunOptions(results_dir=tmp_path),
+            display=display,
+        )
     (run_dir,) = tmp_path.iterdir()
     saved = json.loads((run_dir / "run.json").read_text())
-    assert saved["status"] in ("failed", "partial") and saved["failed_step"] == "loading"
+    assert saved["status"] in ("failed", "partial")
+    assert saved["failed_step"] == "loading"
     assert saved["error"] == "boom in the middle of loading"
     assert_torn_down(run_dir)
 
@@ -38,9 +47,21 @@ def test_exception_in_the_middle_tears_everything_down(tmp_path: Path, monkeypat
 def _start_cli(tmp_path: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, TOKEN_ENV: "t"}
     return subprocess.Popen(
-        [sys.executable, "-m", "gatebench.cli", "run", str(ITEMS), "--repetitions", "6",
-         "--results", str(tmp_path)],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-m",
+            "gatebench.cli",
+            "run",
+            str(ITEMS),
+            "--repetitions",
+            "6",
+            "--results",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
 
 
@@ -57,7 +78,9 @@ def _wait_for_measurements(tmp_path: Path, proc: subprocess.Popen[bytes], count:
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 130)])
-def test_signal_tears_down_and_keeps_completed_measurements(tmp_path: Path, sig: int, code: int) -> None:
+def test_signal_tears_down_and_keeps_completed_measurements(
+    tmp_path: Path, sig: int, code: int
+) -> None:
     proc = _start_cli(tmp_path)
     try:
         run_dir = _wait_for_measurements(tmp_path, proc, 2)

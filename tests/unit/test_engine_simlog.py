@@ -56,7 +56,15 @@ class Writer:
         self.out += struct.pack(">i", 1) + struct.pack(">i", 3) + b"abc"  # one assertion blob
         return self
 
-    def request(self, name: str, start: int, end: int, ok: bool, message: str = "", groups: tuple[str, ...] = ()) -> Writer:
+    def request(
+        self,
+        name: str,
+        start: int,
+        end: int,
+        ok: bool,
+        message: str = "",
+        groups: tuple[str, ...] = (),
+    ) -> Writer:
         self.out += b"\x01" + struct.pack(">i", len(groups))
         for g in groups:
             self.cached(g)
@@ -98,7 +106,9 @@ def sample_log() -> bytes:
 
 def test_reads_every_record_kind() -> None:
     records = SimLogReader().feed(sample_log())
-    assert records[0] == RunHeader("3.15.1", "gatebench.GenericSimulation", 1_700_000_000_000, "", ("s0", "c1"))
+    assert records[0] == RunHeader(
+        "3.15.1", "gatebench.GenericSimulation", 1_700_000_000_000, "", ("s0", "c1")
+    )
     assert records[1] == UserRecord(0, True, 5)
     assert records[2] == RequestRecord((), "p0000", 10, 12, True, "")
     assert records[3].message == records[4].message == "status.find.in(200), found 409"  # type: ignore[union-attr]
@@ -117,20 +127,24 @@ def test_any_chunking_gives_the_same_records() -> None:
         for i in range(0, len(data), size):
             got.extend(reader.feed(data[i : i + size]))
         assert got == expected
-        assert reader.pending == 0 and reader.offset == len(data)
+        assert reader.pending == 0
+        assert reader.offset == len(data)
 
 
 def test_truncated_tail_is_held_back() -> None:
     data = sample_log()
     reader = SimLogReader()
     records = reader.feed(data[:-3])
-    assert len(records) == 8 and reader.pending > 0
+    assert len(records) == 8
+    assert reader.pending > 0
     assert reader.feed(data[-3:])[-1] == UserRecord(0, False, 50)
 
 
 def test_unknown_record_type_names_the_byte() -> None:
     data = bytes(Writer().run([]).out)
-    with pytest.raises(RunError, match=r"unknown record type 9 at byte 71; is this a Gatling 3.13\+ binary log\?"):
+    with pytest.raises(
+        RunError, match=r"unknown record type 9 at byte 71; is this a Gatling 3.13\+ binary log\?"
+    ):
         SimLogReader().feed(data + b"\x09")
 
 

@@ -49,20 +49,65 @@ def test_empty_phase() -> None:
 
 def _m(target: str, rep: int, mean: float) -> Measurement:
     return Measurement(
-        run_id="r", target=target, workload="bid", repetition=rep, requests=50, ok=40, ko=10,
-        error_pct=20.0, throughput=1000.0, min=0, mean=mean, max=30, stddev=2.5,
-        p50=1, p90=5, p95=7, p99=30, flags=("noisy",) if rep == 2 else (),
+        run_id="r",
+        target=target,
+        workload="bid",
+        repetition=rep,
+        requests=50,
+        ok=40,
+        ko=10,
+        error_pct=20.0,
+        throughput=1000.0,
+        min=0,
+        mean=mean,
+        max=30,
+        stddev=2.5,
+        p50=1,
+        p90=5,
+        p95=7,
+        p99=30,
+        flags=("noisy",) if rep == 2 else (),
     )
 
 
 def test_table_averages_repetitions_and_puts_baseline_last() -> None:
     rows = workload_rows([_m("baseline", 1, 1.0), _m("nginx", 1, 2.0), _m("nginx", 2, 3.0)], "bid")
     assert [r.target for r in rows] == ["nginx", "baseline"]
-    assert rows[0].mean == 2.5 and rows[0].repetitions == 2 and rows[0].flags == ("noisy",)
+    assert rows[0].mean == 2.5
+    assert rows[0].repetitions == 2
+    assert rows[0].flags == ("noisy",)
     lines = format_workload_table("bid", "POST /bid/{auctionId}, 50 users at once", rows)
     assert lines[0] == "bid — POST /bid/{auctionId}, 50 users at once"
     assert lines[1].split() == [
-        "target", "reps", "req", "min", "avg", "max", "stddev", "p50", "p90", "p95", "p99",
-        "err", "%", "req/s", "flags",
+        "target",
+        "reps",
+        "req",
+        "min",
+        "avg",
+        "max",
+        "stddev",
+        "p50",
+        "p90",
+        "p95",
+        "p99",
+        "err",
+        "%",
+        "req/s",
+        "flags",
     ]
-    assert lines[2].split() == ["nginx", "2", "50", "0", "2.5", "30", "2.5", "1", "5", "7", "30", "20.0", "1,000", "noisy"]
+    assert lines[2].split() == [
+        "nginx",
+        "2",
+        "50",
+        "0",
+        "2.5",
+        "30",
+        "2.5",
+        "1",
+        "5",
+        "7",
+        "30",
+        "20.0",
+        "1,000",
+        "noisy",
+    ]

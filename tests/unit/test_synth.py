@@ -15,7 +15,9 @@ def test_precedence_const_example_default_enum() -> None:
 
 def test_formats_and_lengths() -> None:
     assert synthesize({"type": "string", "format": "date-time"}) == "2024-01-01T00:00:00Z"
-    assert synthesize({"type": "string", "format": "uuid"}) == "00000000-0000-4000-8000-000000000000"
+    assert (
+        synthesize({"type": "string", "format": "uuid"}) == "00000000-0000-4000-8000-000000000000"
+    )
     assert synthesize({"type": "string", "format": "email"}) == "user@example.com"
     assert synthesize({"type": "string", "minLength": 10}) == "examplexxx"
     assert synthesize({"type": "string", "maxLength": 3}) == "exa"
@@ -46,7 +48,9 @@ def test_objects_arrays_and_type_lists() -> None:
 def test_refs_all_of_one_of() -> None:
     schemas = {
         "Base": {"type": "object", "required": ["id"], "properties": {"id": {"type": "integer"}}},
-        "Named": {"allOf": [{"$ref": "#/schemas/Base"}, {"properties": {"name": {"type": "string"}}}]},
+        "Named": {
+            "allOf": [{"$ref": "#/schemas/Base"}, {"properties": {"name": {"type": "string"}}}]
+        },
     }
     assert synthesize({"$ref": "#/schemas/Named"}, schemas) == {"id": 1, "name": "example"}
     assert synthesize({"oneOf": [{"type": "boolean"}, {"type": "string"}]}) is True

@@ -14,9 +14,14 @@ from gatebench.spec import read_spec
 from gatebench.workload import build_schedule, json_template, quick_plan, render_workload
 
 ROOT = Path(__file__).resolve().parents[2]
-URLS = {"nginx": "http://127.0.0.1:1001", "haproxy": "http://127.0.0.1:1002",
-        "caddy": "http://127.0.0.1:1003", "envoy": "http://127.0.0.1:1004",
-        "apache": "http://127.0.0.1:1005", "baseline": "http://127.0.0.1:2000"}
+URLS = {
+    "nginx": "http://127.0.0.1:1001",
+    "haproxy": "http://127.0.0.1:1002",
+    "caddy": "http://127.0.0.1:1003",
+    "envoy": "http://127.0.0.1:1004",
+    "apache": "http://127.0.0.1:1005",
+    "baseline": "http://127.0.0.1:2000",
+}
 
 
 @cache
@@ -29,7 +34,7 @@ def auction() -> tuple[Api, Plan]:
 
 
 def test_schedule_shuffles_targets_per_repetition_reproducibly() -> None:
-    api, plan = auction()
+    _api, plan = auction()
     urls = {t: URLS.get(t, "http://127.0.0.1:3000") for t in plan.targets}
     a = build_schedule(plan, urls, reset_url="http://127.0.0.1:2000/__gatebench__/reset", seed=7)
     b = build_schedule(plan, urls, reset_url="http://127.0.0.1:2000/__gatebench__/reset", seed=7)
@@ -43,8 +48,10 @@ def test_schedule_shuffles_targets_per_repetition_reproducibly() -> None:
     assert [p.index for p in a.phases] == list(range(len(a.phases)))
     first = a.phases[:per_target]
     assert [p.measured for p in first] == [False] * 3 + [True] * 3
-    assert all(p.before for p in first if p.measured) and not any(p.before for p in first if not p.measured)
-    assert first[0].injection.kind == "concurrent" and first[0].injection.users == 50
+    assert all(p.before for p in first if p.measured)
+    assert not any(p.before for p in first if not p.measured)
+    assert first[0].injection.kind == "concurrent"
+    assert first[0].injection.users == 50
     assert first[0].injection.duration == pytest.approx(1.0)  # 3 s warm-up shared by 3 workloads
 
 
@@ -61,21 +68,32 @@ def test_rendered_document_has_names_of_secrets_only(monkeypatch: pytest.MonkeyP
     doc = render_workload(plan, api, schedule, skip_file="/tmp/skip")
     text = json.dumps(doc)
     assert "very-secret-value" not in text
-    assert doc["format"] == "gatebench-workload/1" and doc["secret_env"] == ["AUCTION_TOKEN"]
+    assert doc["format"] == "gatebench-workload/1"
+    assert doc["secret_env"] == ["AUCTION_TOKEN"]
     by_name = {p["workload"]: p for p in doc["phases"] if p["measured"]}
     bid = by_name["bid"]
     assert bid["request"]["path"] == [{"text": "/bid/"}, {"param": "auctionId", "as": "path"}]
-    assert bid["request"]["auth"] == [{"header": "Authorization", "prefix": "Bearer ", "env": "AUCTION_TOKEN"}]
+    assert bid["request"]["auth"] == [
+        {"header": "Authorization", "prefix": "Bearer ", "env": "AUCTION_TOKEN"}
+    ]
     assert bid["request"]["body"] == {
         "kind": "template",
         "content_type": "application/json",
         "parts": [{"text": '{"bid":'}, {"param": "amount", "as": "json"}, {"text": "}"}],
     }
-    assert bid["params"] == {"auctionId": {"kind": "constant", "value": 1}, "amount": {"kind": "counter", "start": 1, "step": 1}}
+    assert bid["params"] == {
+        "auctionId": {"kind": "constant", "value": 1},
+        "amount": {"kind": "counter", "start": 1, "step": 1},
+    }
     assert bid["request"]["expect"] == [200]
     create = by_name["create-auction"]["request"]["body"]
     assert create["kind"] == "multipart"
-    assert create["parts"][2] == {"name": "image", "size": 8_600_000, "filename": "camera.jpg", "content_type": "image/jpeg"}
+    assert create["parts"][2] == {
+        "name": "image",
+        "size": 8_600_000,
+        "filename": "camera.jpg",
+        "content_type": "image/jpeg",
+    }
     retrieve = by_name["retrieve"]
     assert retrieve["injection"] == {"kind": "sequential", "users": 1, "requests": 400}
     assert retrieve["params"]["auctionId"] == {"kind": "random", "low": 1, "high": 100}
@@ -105,6 +123,8 @@ def test_required_parameters_get_a_constant_from_the_description() -> None:
 def test_quick_plan_is_one_short_repetition() -> None:
     _, plan = auction()
     quick = quick_plan(plan)
-    assert quick.repetitions == 1 and quick.warmup.duration == 1.0
+    assert quick.repetitions == 1
+    assert quick.warmup.duration == 1.0
     kinds = {w.name: w.injection for w in quick.workloads}
-    assert kinds["retrieve"].requests == 100 and kinds["create-auction"].users == 50
+    assert kinds["retrieve"].requests == 100
+    assert kinds["create-auction"].users == 50

@@ -14,6 +14,7 @@ from ..model import Measurement
 from ..plan import describe_injection
 from ..runner import Progress, RunOptions, RunOutcome, run_benchmark
 from ..stats import format_workload_table, workload_rows
+from ..store import ResultStore
 from ._common import add_plan_argument, add_spec_arguments, load
 
 
@@ -71,9 +72,9 @@ class LiveDisplay:
                 self._width = 0
             return
         now = time.monotonic()
-        if p.phase is not None and line.split(":")[0] == self._last_line.split(":")[0]:
-            if now - self._last_plain < 5:
-                return
+        same_phase = p.phase is not None and line.split(":")[0] == self._last_line.split(":")[0]
+        if same_phase and now - self._last_plain < 5:
+            return
         self._last_plain = now
         self._last_line = line
         print(line, file=self.stream, flush=True)
@@ -127,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     return 0 if str(outcome.record.status) == "done" else 3
 
 
-def _default_store(results: Path) -> object | None:
+def _default_store(results: Path) -> ResultStore | None:
     """The SQLite store of the results package, when it is installed here."""
     return None
 
@@ -164,7 +165,9 @@ def report_lines(outcome: RunOutcome) -> list[str]:
     for note_line in outcome.notes:
         lines.append(f"Note: {note_line}")
     lines.append("")
-    lines.append(f"Results: {outcome.run_dir}/ (run.json, measurements.jsonl, workload.json, gateway logs, simulation.log)")
+    lines.append(
+        f"Results: {outcome.run_dir}/ (run.json, measurements.jsonl, workload.json, gateway logs, simulation.log)"
+    )
     return lines
 
 

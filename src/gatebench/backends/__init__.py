@@ -91,7 +91,9 @@ def _check_reachable(url: str, timeout: float = 5.0) -> None:
     parts = urlsplit(url)
     host = parts.hostname or ""
     port = parts.port or (443 if parts.scheme == "https" else 80)
-    conn_cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    conn_cls = (
+        http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    )
     conn = conn_cls(host, port, timeout=timeout)
     try:
         conn.request("GET", parts.path or "/", headers={"User-Agent": "gatebench-check"})
@@ -108,7 +110,9 @@ def _check_reachable(url: str, timeout: float = 5.0) -> None:
 def reset_backend(reset_url: str, timeout: float = 5.0) -> None:
     """Call the backend's reset directly (never through a gateway)."""
     parts = urlsplit(reset_url)
-    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=timeout)
+    conn = http.client.HTTPConnection(
+        parts.hostname or "127.0.0.1", parts.port or 80, timeout=timeout
+    )
     try:
         conn.request("POST", parts.path)
         status = conn.getresponse().status

@@ -33,9 +33,7 @@ def mock_route(op: Operation, api: Api) -> dict[str, Any]:
     content_type = ""
     body = ""
     if response is not None and response.content and status not in (204, 304):
-        media = next(
-            (m for m in response.content if "json" in m.media_type), response.content[0]
-        )
+        media = next((m for m in response.content if "json" in m.media_type), response.content[0])
         content_type = media.media_type
         if media.examples:
             value = media.examples[0][1]

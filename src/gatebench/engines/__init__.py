@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import RunError
+from ..procs import Supervisor
 from ..stats import PhaseSample
 from .cpu import CpuUsage
 
@@ -79,9 +80,16 @@ class LoadEngine(Protocol):
         workdir: Path,
         hooks: Hooks,
         *,
-        cpu_groups: Mapping[str, Sequence[int]] = ...,
+        supervisor: Supervisor,
+        cpu_groups: Mapping[str, Sequence[int]] | None = None,
         target_groups: Callable[[str], Sequence[str]] = ...,
-    ) -> EngineRun: ...
+        name: str = ...,
+        env: Mapping[str, str] | None = None,
+    ) -> EngineRun:
+        """Run every phase of ``document`` in order, as processes of ``supervisor``; files go
+        into ``workdir`` under ``name``. ``cpu_groups`` names process groups whose CPU is
+        accounted (the tester's own group is added); ``target_groups(target)`` lists the
+        groups that make up a target (gateway + backend)."""
 
 
 def get_engine(name: str = "gatling") -> LoadEngine:

@@ -80,7 +80,7 @@ class CpuSampler:
     def sample(self) -> CpuSample:
         total, idle = _machine()
         all_pgids = frozenset().union(*self.groups.values()) if self.groups else frozenset()
-        ticks = {name: 0.0 for name in self.names}
+        ticks = dict.fromkeys(self.names, 0.0)
         if all_pgids:
             per_pgid = _per_pgid_ticks(all_pgids)
             for name in self.names:
@@ -118,7 +118,9 @@ class CpuSampler:
             tuple(lerp(x, y) for x, y in zip(a.groups, b.groups, strict=True)),
         )
 
-    def usage(self, start_ms: float, end_ms: float, tester: str, target: Sequence[str]) -> CpuUsage | None:
+    def usage(
+        self, start_ms: float, end_ms: float, tester: str, target: Sequence[str]
+    ) -> CpuUsage | None:
         """Shares over [start_ms, end_ms] (epoch ms); None without samples around it."""
         a, b = self._at(start_ms), self._at(end_ms)
         if a is None or b is None or b.wall_ms <= a.wall_ms:

@@ -44,8 +44,12 @@ _FLUSH = re.compile(r"^__flush__(\d+)_")
 
 def gatling_paths() -> tuple[Path, Path]:
     """(compiled simulation classes, classpath file); RunError when setup has not run."""
-    classes = Path(os.environ.get("GATEBENCH_GATLING_CLASSES", REPO_ROOT / "gatling/target/test-classes"))
-    cp_file = Path(os.environ.get("GATEBENCH_GATLING_CP", REPO_ROOT / ".cache/gatling/classpath.txt"))
+    classes = Path(
+        os.environ.get("GATEBENCH_GATLING_CLASSES", REPO_ROOT / "gatling/target/test-classes")
+    )
+    cp_file = Path(
+        os.environ.get("GATEBENCH_GATLING_CP", REPO_ROOT / ".cache/gatling/classpath.txt")
+    )
     if not (classes / "gatebench" / "GenericSimulation.class").is_file() or not cp_file.is_file():
         raise RunError(
             "Gatling is not set up (no compiled simulation or classpath); run `make setup-all` "
@@ -138,8 +142,8 @@ class GatlingEngine:
                 local = reported
                 sample = samples[local]
                 if header is not None and sample.first_start is not None:
-                    start_ms = header.start_ms + sample.first_start
-                    end_ms = header.start_ms + (sample.last_end or sample.first_start)
+                    start_ms = float(header.start_ms + sample.first_start)
+                    end_ms = float(header.start_ms + (sample.last_end or sample.first_start))
                 else:
                     start_ms = end_ms = time.time() * 1000.0
                 cpu = sampler.usage(start_ms, end_ms, "tester", target_groups(target_of[local]))
@@ -233,9 +237,7 @@ def _local_index(name: str, index_of: list[int]) -> int | None:
 
 def _tail_text(proc: ManagedProcess) -> str:
     lines = [
-        line
-        for line in proc.log_tail(60).splitlines()
-        if not line.startswith("GATEBENCH progress")
+        line for line in proc.log_tail(60).splitlines() if not line.startswith("GATEBENCH progress")
     ]
     return "\n".join(lines[-15:])
 

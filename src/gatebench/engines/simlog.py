@@ -145,14 +145,18 @@ class SimLogReader:
         if length == 0:
             return ""
         if length < 0:
-            raise RunError(f"simulation.log: negative string length {length} at byte {self.offset + self._pos - 4}")
+            raise RunError(
+                f"simulation.log: negative string length {length} at byte {self.offset + self._pos - 4}"
+            )
         raw = self._take(length)
         coder = self._byte()
         if coder == 0:
             return raw.decode("latin-1")
         if coder == 1:
             return raw.decode("utf-16-le")
-        raise RunError(f"simulation.log: unknown string coder {coder} at byte {self.offset + self._pos - 1}")
+        raise RunError(
+            f"simulation.log: unknown string coder {coder} at byte {self.offset + self._pos - 1}"
+        )
 
     def _cached(self, new_cache: dict[int, str]) -> str:
         index = self._int()

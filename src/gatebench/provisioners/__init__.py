@@ -38,7 +38,9 @@ class Provisioned:
 class Provisioner(Protocol):
     name: str
 
-    def render(self, gateways: list[str], api: Api, backend_url: str, run_dir: Path) -> dict[str, str]:
+    def render(
+        self, gateways: list[str], api: Api, backend_url: str, run_dir: Path
+    ) -> dict[str, str]:
         """Render and write every gateway's configuration; returns failures (gateway → reason)."""
 
     def provision(self, gateways: list[str]) -> Provisioned:

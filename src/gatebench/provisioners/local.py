@@ -30,7 +30,9 @@ class LocalProvisioner:
         self._procs: dict[str, ManagedProcess] = {}
         self._logs: dict[str, Path] = {}
 
-    def render(self, gateways: list[str], api: Api, backend_url: str, run_dir: Path) -> dict[str, str]:
+    def render(
+        self, gateways: list[str], api: Api, backend_url: str, run_dir: Path
+    ) -> dict[str, str]:
         from ..renderers import RenderTarget, get_renderer, write_files
 
         failures: dict[str, str] = {}
