@@ -31,6 +31,7 @@ REPLAY_CASES: dict[str, str] = {
     "adversarial": "tests/data/adversarial/openapi.yaml",
     "auction": "examples/auction/openapi.yaml",
     "petstore": "examples/petstore/openapi.yaml",
+    "portable": "tests/data/adversarial/portable.yaml",
     "templates": "tests/data/adversarial/templates.yaml",
 }
 

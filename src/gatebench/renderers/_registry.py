@@ -11,10 +11,32 @@ from functools import cache
 
 from ..errors import RenderError
 from ._base import Renderer
+from .apache import ApacheRenderer
+from .caddy import CaddyRenderer
+from .envoy import EnvoyRenderer
+from .google_api_gateway import GoogleApiGatewayRenderer
+from .haproxy import HaproxyRenderer
+from .kong import KongRenderer
+from .krakend import KrakendRenderer
 from .nginx import NginxRenderer
+from .traefik import TraefikRenderer
+from .tyk import TykRenderer
+from .varnish import VarnishRenderer
 
-# Sorted by name; the contract test keeps it so.
-RENDERERS: tuple[type[Renderer], ...] = (NginxRenderer,)
+# Sorted by name; the contract test keeps it so. One line per gateway.
+RENDERERS: tuple[type[Renderer], ...] = (
+    ApacheRenderer,
+    CaddyRenderer,
+    EnvoyRenderer,
+    GoogleApiGatewayRenderer,
+    HaproxyRenderer,
+    KongRenderer,
+    KrakendRenderer,
+    NginxRenderer,
+    TraefikRenderer,
+    TykRenderer,
+    VarnishRenderer,
+)
 
 # Gateways that run here as fast native processes: what a plan selects by default.
 LOCAL_DEFAULT: tuple[str, ...] = ("apache", "caddy", "envoy", "haproxy", "nginx")

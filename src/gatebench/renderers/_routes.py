@@ -129,33 +129,36 @@ class Route:
         *,
         param: str = "[^/]+",
         named: Callable[[str], str] | None = None,
-        decoded: bool = False,
+        either: bool = False,
         escape: Callable[[str], str] | None = None,
+        names: Sequence[str] | None = None,
         anchor_start: str = "^",
         anchor_end: str = "$",
     ) -> str:
         """An anchored regular expression for this route's path.
 
         ``param`` is the pattern of one parameter; ``named`` turns a parameter name into a
-        group name (``lambda n: f"?<{n}>"``... see :func:`named_group_pcre`), else groups
-        are not captured. ``decoded`` matches the percent-decoded path (UTF-8 text).
-        ``escape`` turns one literal character into regex syntax (default: ``\\xHH`` for
-        anything not alphanumeric ASCII, which every engine reads the same way).
+        group name (:func:`named_group_pcre`), else groups are not captured; ``names``
+        replaces the parameter names (same order as :attr:`param_names`). ``either``
+        accepts each percent-encoded character also in decoded form (for gateways that match
+        a decoded path, or when it is unknown which one they see); decoded non-ASCII
+        characters are written as themselves. ``escape`` turns one literal ASCII character
+        into regex syntax (default ``\\xHH`` for anything not alphanumeric, which every
+        engine reads the same way).
         """
         esc = escape or escape_regex_char
+        renamed = iter(names) if names is not None else None
         parts: list[str] = []
         for segment in self.segments:
             out = ""
             for piece in segment.pieces:
                 if piece.is_param:
-                    out += f"({named(piece.text)}{param})" if named else f"(?:{param})"
+                    name = next(renamed) if renamed is not None else piece.text
+                    out += f"({named(name)}{param})" if named else f"(?:{param})"
+                elif either:
+                    out += _either_regex(encode_literal(piece.text), esc)
                 else:
-                    text = encode_literal(piece.text)
-                    if decoded:
-                        text = unquote_to_bytes(text).decode("utf-8", "surrogateescape")
-                        out += "".join(esc(ch) for ch in text)
-                    else:
-                        out += _encoded_regex(text, esc)
+                    out += _encoded_regex(encode_literal(piece.text), esc)
             parts.append(out)
         return anchor_start + "/" + "/".join(parts) + anchor_end
 
@@ -184,6 +187,35 @@ def _encoded_regex(text: str, esc: Callable[[str], str]) -> str:
             for digit in text[i + 1 : i + 3]:
                 out += f"[{digit.upper()}{digit.lower()}]" if digit.isalpha() else digit
             i += 3
+        else:
+            out += esc(text[i])
+            i += 1
+    return out
+
+
+def _either_regex(text: str, esc: Callable[[str], str]) -> str:
+    """Like :func:`_encoded_regex`, but each escaped character may also arrive decoded."""
+    out = ""
+    i = 0
+    while i < len(text):
+        if text[i] == "%" and _is_hex2(text, i + 1):
+            # One UTF-8 character: its lead byte says how many escapes it spans.
+            lead = int(text[i + 1 : i + 3], 16)
+            width = 1 if lead < 0x80 else 2 if lead >> 5 == 6 else 3 if lead >> 4 == 14 else 4
+            chunk = text[i : i + 3 * width]
+            try:
+                char = unquote_to_bytes(chunk).decode("utf-8")
+            except UnicodeDecodeError:
+                char = ""
+            if len(char) != 1 or not all(
+                chunk[k] == "%" and _is_hex2(chunk, k + 1) for k in range(0, len(chunk), 3)
+            ):
+                out += _encoded_regex(text[i : i + 3], esc)
+                i += 3
+                continue
+            decoded = esc(char) if char.isascii() else char
+            out += f"(?:{_encoded_regex(chunk, esc)}|{decoded})"
+            i += len(chunk)
         else:
             out += esc(text[i])
             i += 1
@@ -357,6 +389,36 @@ def methods_by_path(routes: Sequence[Route]) -> dict[str, list[Route]]:
     out: dict[str, list[Route]] = {}
     for route in routes:
         out.setdefault(route.path, []).append(route)
+    return out
+
+
+def shared_param_names(routes: Sequence[Route]) -> dict[int, tuple[str, ...]]:
+    """Parameter names that agree across routes, by route index: identifiers, and the same
+    name wherever routes share everything before a parameter.
+
+    Routers built as a tree (KrakenD's gin/httprouter) refuse ``/users/{id}/a`` beside
+    ``/users/{userId}/b``; specification formats (Swagger) treat such paths as one. The name
+    at each position comes from the highest-priority route there; a clash inside one route
+    gets the parameter's position appended.
+    """
+    chosen: dict[tuple[str, ...], str] = {}
+    out: dict[int, tuple[str, ...]] = {}
+    for route in routes:
+        names: list[str] = []
+        prefix: list[str] = []
+        for position, segment in enumerate(route.segments):
+            for k, piece in enumerate(segment.pieces):
+                if piece.is_param:
+                    key = (
+                        *prefix,
+                        "".join("{}" if p.is_param else p.text for p in segment.pieces[:k]),
+                    )
+                    name = chosen.setdefault(key, identifier(piece.text, prefix="p"))
+                    if name in names:
+                        name = f"{name}_{position}_{k}"
+                    names.append(name)
+            prefix.append("/".join("{}" if p.is_param else p.text for p in segment.pieces))
+        out[route.index] = tuple(names)
     return out
 
 

@@ -1,0 +1,134 @@
+"""Apache httpd 2.4 with mod_proxy: its own minimal configuration, mod_rewrite for routing.
+
+Mapping rules (tests/golden/apache/README.md says the same in prose):
+
+- A complete ``httpd.conf`` that loads only what it needs (event MPM, mod_rewrite,
+  mod_proxy, mod_proxy_http) by paths relative to the server root (``-d``: Debian's
+  ``/usr/lib/apache2`` here, ``/usr/local/apache2`` in the official image).
+- Routing matches ``%{THE_REQUEST}``, the raw request line (``GET /path?query HTTP/1.1``):
+  one negated ``RewriteCond`` per route (method, a space, the path regex, then ``?`` or a
+  space), ANDed; when none matches, ``RewriteRule ^ - [R=404,L]``. ``<LocationMatch>``
+  would see the decoded, normalised path instead.
+- A match is proxied by ``ProxyPass / http://backend/ nocanon`` (the raw path goes to the
+  backend unchanged; ``AllowEncodedSlashes NoDecode`` keeps ``%2F``), with
+  ``ProxyPreserveHost On`` and pooled keep-alive connections; bodies unlimited
+  (``LimitRequestBody 0``).
+- Regexes are unquoted tokens of letters, digits, ``\\xHH`` escapes and regex syntax: no
+  spec string can end the directive, add a ``%{...}`` expansion or a new line.
+- Pid, logs, the runtime folder (mutexes) all live in the workdir. ``TRACE`` operations are
+  refused (httpd's core answers TRACE itself).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from ..ir import Api
+from ._base import Renderer, RenderTarget, as_files
+from ._routes import unsupported
+
+_MODULES = (
+    ("mpm_event_module", "mod_mpm_event.so"),
+    ("authz_core_module", "mod_authz_core.so"),
+    ("rewrite_module", "mod_rewrite.so"),
+    ("proxy_module", "mod_proxy.so"),
+    ("proxy_http_module", "mod_proxy_http.so"),
+)
+LOCAL_SERVER_ROOT = "/usr/lib/apache2"
+IMAGE_SERVER_ROOT = "/usr/local/apache2"
+
+
+class ApacheRenderer(Renderer):
+    name = "apache"
+    aliases = ("apache2", "httpd")
+    description = (
+        "Apache httpd 2.4 (mod_proxy): mod_rewrite on the raw request line, ProxyPass nocanon"
+    )
+    gateway_version = "2.4"
+    output_files = ("httpd.conf",)
+    runs_here = True
+    cloud_image = "httpd:2.4.62"
+    check_command: ClassVar[tuple[str, ...] | None] = (
+        "apache2",
+        "-t",
+        "-d",
+        LOCAL_SERVER_ROOT,
+        "-f",
+        "{workdir}/httpd.conf",
+    )
+    run_command: ClassVar[tuple[str, ...] | None] = (
+        "apache2",
+        "-d",
+        LOCAL_SERVER_ROOT,
+        "-f",
+        "{workdir}/httpd.conf",
+        "-DFOREGROUND",
+    )
+    readiness_timeout = 15.0
+    install_hint = "run `scripts/setup.sh apt` (Debian package apache2)"
+
+    def cloud_argv(self, target: RenderTarget) -> list[str] | None:
+        return ["httpd", "-d", IMAGE_SERVER_ROOT, "-f", target.path("httpd.conf"), "-DFOREGROUND"]
+
+    def prepare(self, workdir: Path) -> None:
+        for sub in ("logs", "run"):
+            (workdir / sub).mkdir(parents=True, exist_ok=True)
+
+    def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        routes = self.routes(api)
+        self.fail_unsupported(
+            [
+                unsupported(r, self.name, "httpd's core answers TRACE itself")
+                for r in routes
+                if r.method == "TRACE"
+            ]
+        )
+        conditions = [
+            "RewriteCond %{THE_REQUEST} !^"
+            + route.method
+            + "\\x20"
+            + route.regex(param="[^/?\\x20]+", anchor_start="", anchor_end="(?:\\x3f|\\x20)")
+            for route in routes
+        ]
+        modules = "\n".join(f"LoadModule {name} modules/{file}" for name, file in _MODULES)
+        scheme = target.backend_scheme
+        ssl = "\nSSLProxyEngine On" if scheme == "https" else ""
+        if ssl:
+            modules += "\nLoadModule ssl_module modules/mod_ssl.so"
+        text = f"""\
+# Apache httpd {self.gateway_version} configuration rendered by gatebench: {len(routes)} route(s).
+# Generated file; re-render instead of editing. Server root comes from -d.
+{modules}
+
+ServerName gatebench.local
+Listen {target.listen_address}
+PidFile {target.path("httpd.pid")}
+DefaultRuntimeDir {target.path("run")}
+ErrorLog {target.path("logs", "error.log")}
+LogLevel warn
+User www-data
+Group www-data
+ServerTokens Prod
+KeepAlive On
+MaxKeepAliveRequests 0
+KeepAliveTimeout 60
+Timeout 300
+
+# Forward every header and body unchanged; keep the raw path.
+LimitRequestBody 0
+LimitRequestLine 65536
+LimitRequestFieldSize 65536
+AllowEncodedSlashes NoDecode
+ProxyRequests Off
+ProxyPreserveHost On
+ProxyTimeout 300{ssl}
+
+# Method and raw request line -> 404 unless some route matches.
+RewriteEngine On
+{chr(10).join(conditions)}
+RewriteRule ^ - [R=404,L]
+
+ProxyPass / {scheme}://{target.backend_host}:{target.backend_port}/ nocanon keepalive=On
+"""
+        return as_files({"httpd.conf": text})

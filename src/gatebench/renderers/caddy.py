@@ -1,0 +1,108 @@
+"""Caddy: a Caddyfile whose ``route`` names the matched route in a variable, 404 when none.
+
+Mapping rules (tests/golden/caddy/README.md says the same in prose):
+
+- Each route is a named matcher ``@rN`` = ``method M`` + ``vars_regexp
+  {http.request.uri} `regex``` + "no route chosen yet". ``{http.request.uri}`` is the
+  request target as the client escaped it (Go keeps the raw form of a valid escaping);
+  Caddy's ``path``/``path_regexp`` matchers would see the decoded, cleaned path instead.
+- Inside one ``route`` block (order kept): ``vars @rN gatebench_route rN_id`` per route in
+  priority order, ``respond @unrouted 404``, then one ``reverse_proxy`` to the backend
+  (keep-alive, streaming bodies, ``Host`` and every header passed unchanged).
+- Regexes are backtick-quoted tokens of letters, digits, ``\\xHH`` escapes and regex syntax;
+  names are ``[A-Za-z0-9_]``: no spec string can open a block, a placeholder or a new token.
+- Site address ``:PORT`` plus ``bind HOST`` (an ``http://HOST:PORT`` address would listen on
+  every interface); ``admin off``, ``auto_https off``; Caddy's data and config folders are
+  redirected into the workdir (``XDG_DATA_HOME``, ``XDG_CONFIG_HOME``), ``GOMAXPROCS`` =
+  the target's ``workers``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import ClassVar
+
+from ..ir import Api
+from ._base import Renderer, RenderTarget, as_files
+from ._routes import identifier
+
+
+class CaddyRenderer(Renderer):
+    name = "caddy"
+    description = "Caddy 2 (Caddyfile): method + raw-URI regex matchers, one reverse_proxy"
+    gateway_version = "2.6"
+    output_files = ("Caddyfile",)
+    runs_here = True
+    cloud_image = "caddy:2.6.2"
+    check_command: ClassVar[tuple[str, ...] | None] = (
+        "caddy",
+        "validate",
+        "--config",
+        "{workdir}/Caddyfile",
+        "--adapter",
+        "caddyfile",
+    )
+    run_command: ClassVar[tuple[str, ...] | None] = (
+        "caddy",
+        "run",
+        "--config",
+        "{workdir}/Caddyfile",
+        "--adapter",
+        "caddyfile",
+    )
+    readiness_timeout = 15.0
+    install_hint = "run `scripts/setup.sh apt` (Debian package caddy)"
+
+    def env(
+        self, workdir: str | os.PathLike[str], target: RenderTarget | None = None
+    ) -> dict[str, str]:
+        folder = str(workdir)
+        return {
+            "HOME": folder,
+            "XDG_DATA_HOME": f"{folder}/data",
+            "XDG_CONFIG_HOME": f"{folder}/config",
+            "GOMAXPROCS": str(target.workers if target else 1),
+        }
+
+    def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        routes = self.routes(api)
+        names: set[str] = set()
+        matchers = []
+        setters = []
+        for route in routes:
+            regex = route.regex(param="[^/?]+", anchor_end="(?:\\x3f|$)")
+            value = f"r{route.index}_{identifier(route.operation_id, taken=names)}"
+            matchers.append(
+                f"\t@r{route.index} {{\n"
+                f"\t\tmethod {route.method}\n"
+                "\t\tvars gatebench_route none\n"
+                f"\t\tvars_regexp {{http.request.uri}} `{regex}`\n"
+                "\t}"
+            )
+            setters.append(f"\t\tvars @r{route.index} gatebench_route {value}")
+        upstream = f"{target.backend_scheme}://{target.backend_host}:{target.backend_port}"
+        body = "\n".join(matchers)
+        text = f"""\
+# Caddy {self.gateway_version} configuration rendered by gatebench: {len(routes)} route(s).
+# Generated file; re-render instead of editing.
+{{
+	admin off
+	auto_https off
+}}
+
+:{target.listen_port} {{
+	bind {target.listen_host}
+
+	# Method and raw request URI -> route, first match wins (routes in priority order).
+{body}
+	@unrouted vars gatebench_route none
+
+	route {{
+		vars gatebench_route none
+{chr(10).join(setters)}
+		respond @unrouted 404
+		reverse_proxy {upstream}
+	}}
+}}
+"""
+        return as_files({"Caddyfile": text})

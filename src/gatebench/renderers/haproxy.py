@@ -1,0 +1,98 @@
+"""HAProxy: one frontend that names the matched route in a variable, 404 when none.
+
+Mapping rules (tests/golden/haproxy/README.md says the same in prose):
+
+- Each route is one ``http-request set-var(txn.gatebench_route)`` rule guarded by
+  ``{ method M }`` and ``{ path_reg '...' }``, in priority order, skipped once a route is set.
+  ``path`` is the raw path without the query string, so matching sees what the client sent.
+- No route → ``http-request return status 404``; otherwise the default backend, one server,
+  connections reused (``http-reuse safe`` is HAProxy's default, ``option http-keep-alive``).
+- Regexes are single-quoted (HAProxy does no escape processing inside single quotes) and made
+  only of letters, digits, ``\\xHH`` escapes and regex syntax, so no spec string can end
+  the quote, add a rule or start a comment.
+- Headers, ``Host`` included, and bodies pass unchanged; no ``X-Forwarded-For`` is added.
+- ``maxconn 4000`` (this machine's hard limit on file descriptors is 20000), ``nbthread`` from
+  the target's ``workers``; the pid file lives in the workdir.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from ..ir import Api
+from ._base import Renderer, RenderTarget, as_files
+from ._routes import identifier
+
+
+def _tls(target: RenderTarget) -> str:
+    if target.backend_scheme != "https":
+        return ""
+    return f" ssl verify required ca-file @system-ca sni str({target.backend_host})"
+
+
+class HaproxyRenderer(Renderer):
+    name = "haproxy"
+    description = "HAProxy in HTTP mode: method + raw-path regex rules, one backend"
+    gateway_version = "2.6"
+    output_files = ("haproxy.cfg",)
+    runs_here = True
+    cloud_image = "haproxy:2.6.12"
+    # -dW: zero-warning mode, a warning fails the check like an error.
+    check_command: ClassVar[tuple[str, ...] | None] = (
+        "haproxy",
+        "-c",
+        "-dW",
+        "-f",
+        "{workdir}/haproxy.cfg",
+    )
+    run_command: ClassVar[tuple[str, ...] | None] = (
+        "haproxy",
+        "-db",
+        "-f",
+        "{workdir}/haproxy.cfg",
+    )
+    readiness_timeout = 10.0
+    install_hint = "run `scripts/setup.sh apt` (Debian package haproxy)"
+
+    def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        routes = self.routes(api)
+        names: set[str] = set()
+        rules = []
+        for route in routes:
+            regex = route.regex(param="[^/]+")
+            value = f"r{route.index}_{identifier(route.operation_id, taken=names)}"
+            rules.append(
+                f"    http-request set-var(txn.gatebench_route) str({value}) "
+                f"if {{ method {route.method} }} {{ path_reg '{regex}' }} "
+                "!{ var(txn.gatebench_route) -m found }"
+            )
+        text = f"""\
+# HAProxy {self.gateway_version} configuration rendered by gatebench: {len(routes)} route(s).
+# Generated file; re-render instead of editing.
+global
+    maxconn 4000
+    nbthread {target.workers}
+    pidfile {target.path("haproxy.pid")}
+    tune.bufsize 65536
+    tune.http.maxhdr 256
+
+defaults
+    mode http
+    timeout connect 10s
+    timeout client 300s
+    timeout server 300s
+    timeout http-request 30s
+    timeout http-keep-alive 60s
+    option http-keep-alive
+
+frontend gatebench
+    bind {target.listen_address}
+    # Method and raw path (query excluded) -> route, first match wins.
+{chr(10).join(rules)}
+    http-request return status 404 content-type text/plain string "no route" unless {{ var(txn.gatebench_route) -m found }}
+    default_backend gatebench_backend
+
+backend gatebench_backend
+    server backend {target.backend_host}:{target.backend_port}{_tls(target)}
+"""
+        return as_files({"haproxy.cfg": text})

@@ -1,0 +1,105 @@
+"""Kong Gateway 3.x, DB-less: a declarative ``kong.yml`` and the ``kong.conf`` that loads it.
+
+Mapping rules (tests/golden/kong/README.md says the same in prose):
+
+- One service (``gatebench-backend``, the backend URL, 300 s timeouts, no retries) and one
+  route per operation: ``methods: [M]``, ``paths: ["~/regex$"]`` (Kong 3 reads a path as a
+  regex only with the ``~`` prefix and anchors it at the start; the ``$`` anchors the end),
+  path parameters as named captures ``(?<name>[^/]+)``, ``strip_path: false`` and
+  ``preserve_host: true`` so the backend gets the path and ``Host`` unchanged.
+- Priority: every route has the same matching attributes (methods + paths), so Kong orders
+  them by ``regex_priority``, highest first: the route count minus the route's priority
+  position, so literal segments outrank templates.
+- Kong matches a normalised path (percent-decoded where safe); each percent-encoded
+  character of a literal is therefore accepted in both forms, the decoded one written as
+  itself. ASCII punctuation is written ``\\xHH``.
+- ``kong.conf``: ``database = off``, the declarative file, listen address from the target,
+  no admin listener, unlimited bodies, headers with underscores kept, ``router_flavor =
+  traditional_compatible``, everything Kong writes at run time under ``prefix`` inside the
+  workdir. Both files are written by serialisers (YAML) or from validated values only.
+- Kong cannot run here (no package in the registries this project installs from); the
+  output is checked by structure tests and runs on the cloud path in the official image.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from ..ir import Api
+from ._base import Renderer, RenderTarget, as_files
+from ._routes import identifier, named_group_pcre, shared_param_names
+from .envoy import dump_yaml
+
+
+class KongRenderer(Renderer):
+    name = "kong"
+    description = "Kong Gateway 3.x OSS, DB-less declarative config: one regex route per operation"
+    gateway_version = "3.9"
+    output_files = ("kong.yml", "kong.conf")
+    runs_here = False
+    cloud_image = "kong:3.9.1"
+    run_command: ClassVar[tuple[str, ...] | None] = ("kong", "start", "-c", "{workdir}/kong.conf")
+
+    def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        routes = self.routes(api)
+        names = shared_param_names(routes)
+        taken: set[str] = set()
+        kong_routes: list[dict[str, Any]] = []
+        for route in routes:
+            regex = route.regex(
+                param="[^/]+",
+                named=named_group_pcre,
+                names=names[route.index],
+                either=True,
+                anchor_start="",
+            )
+            kong_routes.append(
+                {
+                    "name": f"r{route.index}-{identifier(route.operation_id, taken=taken)}",
+                    "methods": [route.method],
+                    "paths": ["~" + regex],
+                    "regex_priority": len(routes) - route.index,
+                    "strip_path": False,
+                    "preserve_host": True,
+                    "protocols": ["http", "https"],
+                    "request_buffering": False,
+                    "response_buffering": True,
+                }
+            )
+        service = {
+            "name": "gatebench-backend",
+            "url": target.backend_origin,
+            "connect_timeout": 10000,
+            "read_timeout": 300000,
+            "write_timeout": 300000,
+            "retries": 0,
+            "routes": kong_routes,
+        }
+        declarative = {"_format_version": "3.0", "_transform": True, "services": [service]}
+        header = (
+            f"# Kong {self.gateway_version} declarative configuration rendered by gatebench: "
+            f"{len(routes)} route(s).\n# Generated file; re-render instead of editing.\n"
+        )
+        conf = f"""\
+# Kong {self.gateway_version} configuration rendered by gatebench (DB-less).
+# Generated file; re-render instead of editing.
+prefix = {target.path("kong")}
+database = off
+declarative_config = {target.path("kong.yml")}
+proxy_listen = {target.listen_address} reuseport backlog=4096
+admin_listen = off
+status_listen = off
+router_flavor = traditional_compatible
+nginx_daemon = off
+nginx_worker_processes = {target.workers}
+nginx_http_client_max_body_size = 0
+nginx_http_underscores_in_headers = on
+nginx_http_large_client_header_buffers = 8 64k
+upstream_keepalive_pool_size = 512
+upstream_keepalive_max_requests = 100000
+anonymous_reports = off
+proxy_access_log = off
+proxy_error_log = {target.path("kong", "logs", "error.log")}
+log_level = warn
+"""
+        return as_files({"kong.yml": header + dump_yaml(declarative), "kong.conf": conf})

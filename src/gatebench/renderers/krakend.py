@@ -1,0 +1,151 @@
+"""KrakenD CE 2.x: one endpoint per operation, ``no-op`` proxying, everything forwarded.
+
+Mapping rules (tests/golden/krakend/README.md says the same in prose):
+
+- Config ``version: 3``; one endpoint per operation with its method, the path in decoded
+  form with ``{placeholders}``, and one backend whose ``url_pattern`` is the same path.
+- ``output_encoding`` and the backend ``encoding`` are ``no-op``: bodies and status codes
+  pass unchanged (KrakenD would otherwise parse and re-encode JSON).
+- KrakenD forwards nothing by default: ``input_headers: ["*"]`` and
+  ``input_query_strings: ["*"]`` forward every header (``Authorization`` too) and the whole
+  query string.
+- KrakenD's router (gin) panics when two paths put differently named parameters at the same
+  place (``/users/{id}/a`` beside ``/users/{userId}/b``): parameter names are made to agree
+  by position (``shared_param_names``), in the endpoint and the ``url_pattern`` alike, and
+  reduced to ``[A-Za-z0-9_]``.
+- Router options: no redirects for trailing slashes or case, no 405 (wrong methods get 404
+  like everything else), no health endpoint (``/__health`` would be a route the API lacks).
+- Refused with a located ``UnsupportedFeature`` (KrakenD cannot express them): a parameter
+  sharing a segment with text (``/files/{name}.json``), methods other than GET, POST, PUT,
+  PATCH and DELETE, a path with ``*``, ``?``, ``&``, ``%``, ``:`` or an encoded ``/`` once
+  decoded (the official schema's pattern and KrakenD's documented limits), and paths
+  reserved by KrakenD (``/__health``, ``/__debug``, ``/__echo``, ``/__catchall``,
+  ``/__stats``).
+- The file is JSON written by a serialiser; tests validate it against the official schema.
+  KrakenD cannot run here; it runs on the cloud path in the official image.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+from urllib.parse import unquote
+
+from ..errors import Problem
+from ..ir import Api
+from ._base import Renderer, RenderTarget, as_files
+from ._routes import Route, encode_literal, shared_param_names, unsupported
+
+METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+_FORBIDDEN = "*?&%:"
+_RESERVED = ("/__health", "/__debug", "/__echo", "/__catchall", "/__stats")
+
+
+class KrakendRenderer(Renderer):
+    name = "krakend"
+    description = (
+        "KrakenD CE 2.x: one no-op endpoint per operation, all headers and query forwarded"
+    )
+    gateway_version = "2.13"
+    output_files = ("krakend.json",)
+    runs_here = False
+    cloud_image = "krakend:2.13.1"
+    run_command: ClassVar[tuple[str, ...] | None] = (
+        "krakend",
+        "run",
+        "-c",
+        "{workdir}/krakend.json",
+    )
+
+    def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        routes = self.routes(api)
+        names = shared_param_names(routes)
+        problems: list[Problem] = []
+        endpoints: list[dict[str, Any]] = []
+        for route in routes:
+            path = self._path(route, names[route.index], problems)
+            if path is None:
+                continue
+            endpoints.append(
+                {
+                    "endpoint": path,
+                    "method": route.method,
+                    "output_encoding": "no-op",
+                    "input_headers": ["*"],
+                    "input_query_strings": ["*"],
+                    "timeout": "300s",
+                    "backend": [
+                        {
+                            "url_pattern": path,
+                            "host": [target.backend_origin],
+                            "encoding": "no-op",
+                        }
+                    ],
+                }
+            )
+        self.fail_unsupported(problems)
+        config = {
+            "$schema": "https://www.krakend.io/schema/v2.13/krakend.json",
+            "version": 3,
+            "name": "gatebench",
+            "port": target.listen_port,
+            "listen_ip": target.listen_host,
+            "timeout": "300s",
+            "idle_timeout": "60s",
+            "max_idle_connections_per_host": 512,
+            "disable_rest": False,
+            "extra_config": {
+                "router": {
+                    "disable_redirect_trailing_slash": True,
+                    "disable_redirect_fixed_path": True,
+                    "disable_handle_method_not_allowed": True,
+                    "disable_health": True,
+                    "disable_access_log": True,
+                    "auto_options": False,
+                    "return_error_msg": False,
+                }
+            },
+            "endpoints": endpoints,
+        }
+        return as_files({"krakend.json": json.dumps(config, indent=2, ensure_ascii=False)})
+
+    def _path(self, route: Route, names: tuple[str, ...], problems: list[Problem]) -> str | None:
+        if route.method not in METHODS:
+            problems.append(
+                unsupported(route, self.name, f"KrakenD endpoints take only {', '.join(METHODS)}")
+            )
+            return None
+        if route.has_partial_segments:
+            problems.append(
+                unsupported(
+                    route,
+                    self.name,
+                    "a parameter must fill its whole path segment (KrakenD cannot build words from variables)",
+                )
+            )
+            return None
+        renamed = iter(names)
+        parts = []
+        for segment in route.segments:
+            if segment.is_whole_param:
+                parts.append("{" + next(renamed) + "}")
+                continue
+            text = unquote(encode_literal(segment.literal))
+            bad = sorted({ch for ch in text if ch in _FORBIDDEN or ch == "/"})
+            if bad or any(ord(ch) < 0x20 or ch == "\x7f" for ch in text):
+                shown = " ".join(repr(ch) for ch in bad) or "a control character"
+                problems.append(
+                    unsupported(
+                        route,
+                        self.name,
+                        f"the path may not contain {shown} (KrakenD endpoint paths exclude * ? & % : and encoded '/')",
+                    )
+                )
+                return None
+            parts.append(text)
+        path = "/" + "/".join(parts)
+        for reserved in _RESERVED:
+            if path == reserved or path.startswith(reserved + "/"):
+                problems.append(unsupported(route, self.name, f"{reserved} is reserved by KrakenD"))
+                return None
+        return path

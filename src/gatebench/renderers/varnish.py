@@ -1,0 +1,115 @@
+"""Varnish Cache 7 as a pass-through proxy: VCL routing on the raw URL, no caching.
+
+Mapping rules (tests/golden/varnish/README.md says the same in prose):
+
+- ``vcl_recv`` has one ``if (req.method == "M" && req.url ~ "regex") { return (pass); }``
+  per route in priority order; everything else is ``return (synth(404))``. ``req.url`` is
+  the raw request target, so the regex ends at ``?`` or the end.
+- ``pass`` means nothing is cached: every request reaches the backend, bodies stream both
+  ways, ``Host`` and every header are kept (Varnish adds ``X-Varnish``, ``Via`` and
+  ``X-Forwarded-For``). The backend connection pool keeps connections alive.
+- VCL strings have no escapes and may not hold ``"`` or a newline: regexes are made of
+  letters, digits, ``\\xHH`` escapes and regex syntax only; the method is one of the IR's
+  fixed upper-case names.
+- The listen address and the management port are on the command line (``-a``, ``-T``),
+  filled from the target; the working folder (``-n``) is inside the workdir, ``-j none``
+  keeps the cache process under the caller's user (no jail), ``-s malloc,64m``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import ClassVar
+
+from ..ir import Api
+from ._base import Renderer, RenderTarget, as_files
+from ._routes import unsupported
+
+
+class VarnishRenderer(Renderer):
+    name = "varnish"
+    description = "Varnish Cache 7 in pass mode: VCL method + raw-URL regex, synth 404"
+    gateway_version = "7.1"
+    output_files = ("default.vcl",)
+    runs_here = True
+    cloud_image = "varnish:7.1.2"
+    check_command: ClassVar[tuple[str, ...] | None] = (
+        "varnishd",
+        "-C",
+        "-j",
+        "none",
+        "-f",
+        "{workdir}/default.vcl",
+        "-n",
+        "{workdir}/varnish",
+    )
+    run_command: ClassVar[tuple[str, ...] | None] = (
+        "varnishd",
+        "-F",
+        "-j",
+        "none",
+        "-f",
+        "{workdir}/default.vcl",
+        "-n",
+        "{workdir}/varnish",
+        "-a",
+        "{listen_address}",
+        "-T",
+        "127.0.0.1:{admin_port}",
+        "-s",
+        "malloc,64m",
+        "-p",
+        "http_req_size=65536",
+        "-p",
+        "http_req_hdr_len=65536",
+    )
+    readiness_timeout = 20.0
+    install_hint = "run `scripts/setup.sh apt` (Debian package varnish)"
+
+    def run_argv(
+        self, workdir: str | os.PathLike[str], target: RenderTarget | None = None
+    ) -> list[str] | None:
+        argv = super().run_argv(workdir, target)
+        if argv is not None and (target is None or target.admin_port is None):
+            # No management port requested: none is opened.
+            i = argv.index("-T")
+            argv[i + 1] = "none"
+        return argv
+
+    def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        routes = self.routes(api)
+        self.fail_unsupported(
+            [
+                unsupported(r, self.name, "Varnish does not forward TRACE")
+                for r in routes
+                if r.method == "TRACE"
+            ]
+        )
+        rules = []
+        for route in routes:
+            regex = route.regex(param="[^/?]+", anchor_end="(?:\\x3f|$)")
+            rules.append(
+                f'    if (req.method == "{route.method}" && req.url ~ "{regex}") {{\n'
+                "        return (pass);\n"
+                "    }"
+            )
+        text = f"""\
+# Varnish {self.gateway_version} VCL rendered by gatebench: {len(routes)} route(s), pass-through.
+# Generated file; re-render instead of editing.
+vcl 4.1;
+
+backend default {{
+    .host = "{target.backend_host}";
+    .port = "{target.backend_port}";
+    .connect_timeout = 10s;
+    .first_byte_timeout = 300s;
+    .between_bytes_timeout = 300s;
+}}
+
+sub vcl_recv {{
+    # Method and raw URL -> pass to the backend; first match wins.
+{chr(10).join(rules)}
+    return (synth(404, "Not Found"));
+}}
+"""
+        return as_files({"default.vcl": text})
