@@ -20,6 +20,8 @@ COMMANDS = (
     "parse",
     "plan",
     "run",
+    "load",
+    "ingest",
 )
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_RUN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130

@@ -221,7 +221,7 @@ def run_benchmark(
     if options.repetitions:
         plan = replace(plan, repetitions=options.repetitions)
     run_id = options.run_id or local_run_id(spec_sha256)
-    run_dir = Path(options.results_dir) / run_id
+    run_dir = (Path(options.results_dir) / run_id).resolve()
     record = RunRecord(
         run_id=run_id,
         spec_uri=spec_uri,
@@ -511,4 +511,47 @@ def _load(
         remaining = dict(remaining, phases=left)
 
 
-__all__ = ["BASELINE", "Progress", "RunOptions", "RunOutcome", "measurement_from", "run_benchmark"]
+def ingest_simlog(
+    simlog: str | os.PathLike[str], document: dict[str, Any], run_id: str
+) -> list[Measurement]:
+    """Measurements of the measured phases of a finished ``simulation.log`` written from
+    ``document`` (the cloud path ingests the tester's log this way; no CPU figures)."""
+    from .engines.simlog import RequestRecord, read_simlog
+    from .stats import PhaseSample
+    from .workload import phases_from_document
+
+    phases = {p.id: p for p in phases_from_document(document)}
+    samples: dict[str, PhaseSample] = {}
+    start_ms = 0
+    for record in read_simlog(simlog):
+        if isinstance(record, RequestRecord) and record.name in phases:
+            samples.setdefault(record.name, PhaseSample()).add(
+                record.start, record.end, record.ok, record.message
+            )
+        elif not isinstance(record, RequestRecord) and hasattr(record, "start_ms"):
+            start_ms = record.start_ms
+    out = []
+    for pid, phase in phases.items():
+        sample = samples.get(pid)
+        if not phase.measured or sample is None or sample.first_start is None:
+            continue
+        result = PhaseResult(
+            phase.index,
+            sample,
+            float(start_ms + sample.first_start),
+            float(start_ms + (sample.last_end or sample.first_start)),
+            None,
+        )
+        out.append(measurement_from(run_id, phase, result))
+    return out
+
+
+__all__ = [
+    "BASELINE",
+    "Progress",
+    "RunOptions",
+    "RunOutcome",
+    "ingest_simlog",
+    "measurement_from",
+    "run_benchmark",
+]

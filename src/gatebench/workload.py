@@ -249,6 +249,36 @@ def injection_json(inj: Injection) -> dict[str, Any]:
     return out
 
 
+def injection_from_json(data: dict[str, Any]) -> Injection:
+    duration = data.get("duration_ms")
+    return Injection(
+        kind=data["kind"],
+        users=data.get("users"),
+        rate=data.get("rate"),
+        duration=duration / 1000.0 if duration is not None else None,
+        requests=data.get("requests"),
+    )
+
+
+def phases_from_document(document: dict[str, Any]) -> list[Phase]:
+    """The phases of a workload document (for ingesting a log written elsewhere)."""
+    if document.get("format") != FORMAT:
+        raise RunError(f"not a {FORMAT} document (format: {document.get('format')!r})")
+    return [
+        Phase(
+            index=int(p["index"]),
+            target=str(p["target"]),
+            workload=str(p["workload"]),
+            repetition=int(p["repetition"]),
+            measured=bool(p["measured"]),
+            base_url=str(p["request"]["base_url"]),
+            injection=injection_from_json(p["injection"]),
+            before=tuple(Control(c["url"], c["method"], c["status"]) for c in p["before"]),
+        )
+        for p in document["phases"]
+    ]
+
+
 def generator_json(g: Generator) -> dict[str, Any]:
     if g.kind == "constant":
         return {"kind": "constant", "value": g.value}
@@ -520,8 +550,10 @@ __all__ = [
     "Schedule",
     "build_schedule",
     "generator_json",
+    "injection_from_json",
     "injection_json",
     "json_template",
+    "phases_from_document",
     "quick_plan",
     "render_workload",
     "workload_json_text",

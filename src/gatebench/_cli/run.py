@@ -10,7 +10,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
-from ..model import Measurement
+from ..errors import GatebenchError
+from ..model import Measurement, local_run_id
 from ..plan import describe_injection
 from ..runner import Progress, RunOptions, RunOutcome, run_benchmark
 from ..stats import format_workload_table, workload_rows
@@ -56,10 +57,11 @@ class LiveDisplay:
 
     def __call__(self, p: Progress) -> None:
         if p.phase is not None:
-            line = (
-                f"[{p.step}] {p.phase_number}/{p.phases} {p.phase.label}: "
-                f"{p.done:,} req, {p.rate:,.0f} req/s"
-            )
+            line = f"[{p.step}] {p.phase_number}/{p.phases} {p.phase.label}"
+            if p.done:
+                line += f": {p.done:,} req, {p.rate:,.0f} req/s"
+            if not self.tty and not p.phase.measured:
+                return  # a log file gets the measured phases only
         else:
             line = f"[{p.step}] {p.message}".rstrip()
         if self.tty:
@@ -102,27 +104,38 @@ def run(args: argparse.Namespace) -> int:
         plan = replace(plan, gateways=tuple(wanted))
     spec_path = Path(args.spec)
     digest = hashlib.sha256(spec_path.read_bytes()).hexdigest() if spec_path.is_file() else ""
+    digest = digest or hashlib.sha256(str(spec_path).encode()).hexdigest()
+    run_id = local_run_id(digest)
+    run_dir = Path(args.results) / run_id
     options = RunOptions(
         results_dir=Path(args.results),
         quick=args.quick,
         repetitions=args.repetitions,
         seed=args.seed,
+        run_id=run_id,
     )
     display = LiveDisplay(sys.stderr)
     store = _default_store(Path(args.results))
-    outcome: RunOutcome | None = None
     try:
         outcome = run_benchmark(
             api,
             plan,
             spec_uri=str(spec_path.resolve()),
-            spec_sha256=digest or hashlib.sha256(str(spec_path).encode()).hexdigest(),
+            spec_sha256=digest,
             options=options,
             store=store,
             display=display,
         )
-    finally:
+    except KeyboardInterrupt:
         display.finish()
+        print(f"gatebench: completed measurements kept in {run_dir}/", file=sys.stderr)
+        raise
+    except GatebenchError:
+        display.finish()
+        if run_dir.exists():
+            print(f"gatebench: the run's files are in {run_dir}/", file=sys.stderr)
+        raise
+    display.finish()
     for line in report_lines(outcome):
         print(line)
     return 0 if str(outcome.record.status) == "done" else 3

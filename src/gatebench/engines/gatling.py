@@ -110,6 +110,7 @@ class GatlingEngine:
         env: Mapping[str, str] | None = None,
     ) -> EngineRun:
         """Run every phase of ``document``; report phases through ``hooks`` as they complete."""
+        workdir = workdir.resolve()  # the JVM runs in workdir: paths must not be relative
         workdir.mkdir(parents=True, exist_ok=True)
         workload_file = workdir / f"{name}-workload.json"
         workload_file.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")

@@ -24,6 +24,7 @@ Layout (Gatling's ``LogFileDataWriter.scala``), big-endian throughout:
 
 from __future__ import annotations
 
+import os
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -217,7 +218,7 @@ class SimLogReader:
         )
 
 
-def read_simlog(path: str | Path, chunk_size: int = 1 << 20) -> Iterator[Record]:
+def read_simlog(path: str | os.PathLike[str], chunk_size: int = 1 << 20) -> Iterator[Record]:
     """Every complete record of a log file (a truncated last record is ignored)."""
     reader = SimLogReader()
     with open(path, "rb") as fh:

@@ -493,8 +493,17 @@ public class GenericSimulation extends Simulation {
     return out.toString();
   }
 
-  /** Deterministic filler content (not all zeros, so compression cannot cheat). */
-  static byte[] generated(int size) {
+  private static final Map<Integer, byte[]> GENERATED = new HashMap<>();
+
+  /**
+   * Deterministic filler content (not all zeros, so compression cannot cheat), one shared array
+   * per size: hundreds of phases uploading 8.6 MB share one copy.
+   */
+  static synchronized byte[] generated(int size) {
+    return GENERATED.computeIfAbsent(size, GenericSimulation::fill);
+  }
+
+  private static byte[] fill(int size) {
     byte[] bytes = new byte[size];
     long x = 0x9E3779B97F4A7C15L;
     for (int i = 0; i < size; i++) {
