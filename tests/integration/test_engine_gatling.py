@@ -74,7 +74,7 @@ def _document(port: int) -> dict[str, Any]:
             "injection": {"concurrent": 3, "requests": 90},
         },
     ]
-    plan = build_plan(section, result.api, known_gateways=("nginx",))
+    plan = build_plan(section, result.api)
     base = f"http://127.0.0.1:{port}"
     reset = Control(f"{base}/__gatebench__/reset")
     phases = []

@@ -79,3 +79,34 @@ def test_missing_token_fails_before_any_load(
     (run_dir,) = tmp_path.iterdir()
     assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
     assert not (run_dir / "gatling.log").exists()
+
+
+def test_cli_run_with_a_relative_results_folder(tmp_path: Path) -> None:
+    """`gatebench run` from another folder, results relative to it: tables, then where."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, TOKEN_ENV: "t"}
+    done = subprocess.run(
+        [sys.executable, "-m", "gatebench.cli", "run", str(ITEMS), "--quick", "--results", "out"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.splitlines()
+    assert out[0].startswith("Run ") and ": done (4 measured phases, " in out[0]
+    assert "Latencies in ms (Gatling records whole milliseconds" in out[1]
+    assert any(line.startswith("read — GET /items/{id}, 60 sequential requests") for line in out)
+    assert any(line.startswith("write — POST /items, 20 users at once") for line in out)
+    (run_dir,) = (tmp_path / "out").iterdir()
+    assert out[-1] == (
+        f"Results: {run_dir}/ (run.json, measurements.jsonl, workload.json, gateway logs, "
+        "simulation.log)"
+    )
+    assert "[loading] " in done.stderr
+    assert_torn_down(run_dir)

@@ -368,24 +368,60 @@ public class GenericSimulation extends Simulation {
         .injectOpen(injection(phase.path("injection")));
   }
 
-  private static OpenInjectionStep injection(JsonNode injection) {
+  /**
+   * Gatling's ramp and constant-rate steps work in whole seconds (a 500 ms ramp injects nobody,
+   * 2.5 s at 100/s injects 200 users over 2 s), so a duration that is not a whole number of
+   * seconds gets an explicit arrival schedule instead: user k of n arrives at k × d / n,
+   * users arriving in the same millisecond start together.
+   */
+  private static OpenInjectionStep[] injection(JsonNode injection) {
     String kind = injection.path("kind").asText();
+    long durationMs = injection.path("duration_ms").asLong();
     switch (kind) {
       case "at_once":
-        return atOnceUsers(injection.path("users").asInt());
+        return new OpenInjectionStep[] {atOnceUsers(injection.path("users").asInt())};
       case "ramp":
-        return rampUsers(injection.path("users").asInt())
-            .during(Duration.ofMillis(injection.path("duration_ms").asLong()));
+        {
+          int users = injection.path("users").asInt();
+          return durationMs % 1000 == 0
+              ? new OpenInjectionStep[] {rampUsers(users).during(Duration.ofMillis(durationMs))}
+              : arrivals(users, durationMs);
+        }
       case "constant_rate":
-        return constantUsersPerSec(injection.path("rate").asDouble())
-            .during(Duration.ofMillis(injection.path("duration_ms").asLong()));
-      case "concurrent":
-        return atOnceUsers(injection.path("users").asInt());
-      case "sequential":
-        return atOnceUsers(1);
+        {
+          double rate = injection.path("rate").asDouble();
+          return durationMs % 1000 == 0
+              ? new OpenInjectionStep[] {
+                constantUsersPerSec(rate).during(Duration.ofMillis(durationMs))
+              }
+              : arrivals(Math.round(rate * durationMs / 1000.0), durationMs);
+        }
       default:
         throw new IllegalArgumentException("unknown injection kind " + kind);
     }
+  }
+
+  private static OpenInjectionStep[] arrivals(long users, long durationMs) {
+    List<OpenInjectionStep> steps = new ArrayList<>();
+    long previous = 0;
+    long k = 0;
+    while (k < users) {
+      long at = k * durationMs / users;
+      long together = 0;
+      while (k < users && k * durationMs / users == at) {
+        together++;
+        k++;
+      }
+      if (at > previous) {
+        steps.add(nothingFor(Duration.ofMillis(at - previous)));
+        previous = at;
+      }
+      steps.add(atOnceUsers((int) together));
+    }
+    if (durationMs > previous) {
+      steps.add(nothingFor(Duration.ofMillis(durationMs - previous)));
+    }
+    return steps.toArray(new OpenInjectionStep[0]);
   }
 
   private HttpRequestActionBuilder request(String id, JsonNode spec) {
