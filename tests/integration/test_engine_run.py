@@ -99,7 +99,8 @@ def test_cli_run_with_a_relative_results_folder(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     out = done.stdout.splitlines()
-    assert out[0].startswith("Run ") and ": done (4 measured phases, " in out[0]
+    assert out[0].startswith("Run ")
+    assert ": done (4 measured phases, " in out[0]
     assert "Latencies in ms (Gatling records whole milliseconds" in out[1]
     assert any(line.startswith("read — GET /items/{id}, 60 sequential requests") for line in out)
     assert any(line.startswith("write — POST /items, 20 users at once") for line in out)

@@ -28,7 +28,6 @@ import os
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 from ..errors import RunError
 
