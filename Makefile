@@ -31,13 +31,13 @@ test-integration: setup-all ## real gateways, emulators and the browser
 	@$(BIN)/pytest -m integration
 
 check: setup ## ruff format --check, ruff check, mypy on the core
-	@$(BIN)/ruff format --check src tests
-	@$(BIN)/ruff check src tests
+	@$(BIN)/ruff format --check src tests benchmarks
+	@$(BIN)/ruff check src tests benchmarks
 	@$(BIN)/mypy
 
 format: setup ## apply ruff's formatting and safe fixes
-	@$(BIN)/ruff format src tests
-	@$(BIN)/ruff check --fix src tests
+	@$(BIN)/ruff format src tests benchmarks
+	@$(BIN)/ruff check --fix src tests benchmarks
 
 goldens: setup ## rewrite tests/golden/ from the current renderers
 	@$(BIN)/pytest tests/golden --update-goldens -q

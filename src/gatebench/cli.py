@@ -20,6 +20,9 @@ COMMANDS = (
     "parse",
     "plan",
     "run",
+    "runs",
+    "report",
+    "score",
     "load",
     "ingest",
 )

@@ -146,3 +146,15 @@ class UnsupportedHere(RunError):
 
 class StoreError(GatebenchError):
     """The result store refused an operation."""
+
+
+def closest(word: str, options: Iterable[str]) -> str | None:
+    """The option a typo most likely meant: same letters ignoring case, else a close spelling."""
+    import difflib
+
+    options = list(options)
+    lowered = {o.lower(): o for o in options}
+    if word.lower() in lowered:
+        return lowered[word.lower()]
+    hits = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    return hits[0] if hits else None

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 HTTP_METHODS = ("GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH", "TRACE")
 ParamLocation = Literal["path", "query", "header", "cookie"]
@@ -160,8 +159,7 @@ class Operation:
     @property
     def base_path(self) -> str:
         """The path part of the server URL, without a trailing slash (``/v2`` or ``""``)."""
-        path = urlsplit(self.base_url).path if "://" in self.base_url else self.base_url
-        path = path.split("?", 1)[0].split("#", 1)[0]
+        path = url_path(self.base_url)
         if path and not path.startswith("/"):
             path = "/" + path
         return path.rstrip("/")
@@ -243,3 +241,18 @@ def method_rank(method: str) -> int:
         return HTTP_METHODS.index(method)
     except ValueError:
         return len(HTTP_METHODS)
+
+
+def url_path(url: str) -> str:
+    """The path of an absolute or relative URL, without query or fragment.
+
+    Written out instead of ``urllib.parse.urlsplit``, which raises on malformed hosts
+    (``http://[x``): a server URL from a spec must never crash a consumer of the IR.
+    """
+    rest = url.split("#", 1)[0].split("?", 1)[0]
+    scheme_end = rest.find("://")
+    if scheme_end >= 0:
+        after = rest[scheme_end + 3 :]
+        slash = after.find("/")
+        return after[slash:] if slash >= 0 else ""
+    return rest

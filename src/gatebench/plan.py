@@ -496,15 +496,15 @@ def _backend(value: Any, r: _Reader) -> Backend:
     kind = chosen[0]
     if kind == "url":
         url = r.string(data["url"], ["backend", "url"], "backend.url")
-        if url is not None and not re.match(
-            r"^https?://[A-Za-z0-9.\-\[\]:]+(:\d+)?(/[^\s]*)?$", url
-        ):
-            r.error(["backend", "url"], f"expected an http:// or https:// URL, got {url!r}")
         if url is not None and re.search(r"//[^/]*@", url):
             r.error(
                 ["backend", "url"],
                 "credentials in the URL are never accepted; use auth: {...} with an env variable",
             )
+        elif url is not None and not re.match(
+            r"^https?://[A-Za-z0-9.\-\[\]:]+(:\d+)?(/[^\s]*)?$", url
+        ):
+            r.error(["backend", "url"], f"expected an http:// or https:// URL, got {url!r}")
         return Backend("url", url=url)
     if kind == "builtin":
         name = data["builtin"]
@@ -760,7 +760,7 @@ def find_operation(api: Api, ref: str) -> tuple[Operation | None, list[str]]:
     options = [op.operation_id for op in api.operations] + [
         f"{op.method} {op.path_template}" for op in api.operations
     ]
-    return None, difflib.get_close_matches(ref, options, n=3, cutoff=0.5)
+    return None, difflib.get_close_matches(ref, options, n=3, cutoff=0.6)
 
 
 def _operation(value: Any, r: _Reader, where: list[str | int], api: Api) -> Operation | None:

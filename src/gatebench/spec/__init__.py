@@ -151,7 +151,13 @@ def _follow_benchmark_file(reader: Reader, entry: Document, result: SpecResult) 
         raise SpecSyntaxError(
             [Problem(loc.pointer + "/spec", f"{target!r}: {exc}", source=entry.name)]
         ) from None
-    if not reader.bundle.exists(name):
+    try:
+        found = reader.bundle.exists(name)
+    except OutsideBundle as exc:
+        raise SpecSyntaxError(
+            [Problem(loc.pointer + "/spec", f"{target!r}: {exc}", source=entry.name)]
+        ) from None
+    if not found:
         raise SpecSyntaxError(
             [
                 Problem(

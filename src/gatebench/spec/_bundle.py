@@ -84,13 +84,11 @@ class Bundle:
         return sorted(out)
 
     def exists(self, name: str) -> bool:
+        """Whether the bundle holds ``name``; raises OutsideBundle when a symlink leads out."""
         if self._files is not None:
             return name in self._files
         assert self._root is not None
-        try:
-            return self._safe_path(name).is_file()
-        except OutsideBundle:
-            return False
+        return self._safe_path(name).is_file()
 
     def read(self, name: str) -> bytes:
         if name in self._cache:
@@ -284,7 +282,13 @@ def _pick_entry(bundle: Bundle, entry: str | None) -> str:
             raise SpecSyntaxError(
                 [Problem("", f"--entry {entry!r}: {exc}", source=bundle.label)]
             ) from None
-        if not bundle.exists(clean):
+        try:
+            found = bundle.exists(clean)
+        except OutsideBundle as exc:
+            raise SpecSyntaxError(
+                [Problem("", f"--entry {entry!r}: {exc}", source=bundle.label)]
+            ) from None
+        if not found:
             raise SpecSyntaxError(
                 [
                     Problem(

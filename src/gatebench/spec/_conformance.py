@@ -14,6 +14,7 @@ through a resolver that only reads the bundle.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -77,7 +78,26 @@ def _findings(errors: Iterator[Any]) -> Iterator[tuple[str, str]]:
     for error in errors:
         deepest = _deepest(error)
         pointer = "".join("/" + escape_pointer_token(str(t)) for t in deepest.absolute_path)
+        extra = _unexpected_keys(deepest)
+        if extra:
+            # One finding per unexpected key, located at the key itself.
+            for key in extra:
+                yield pointer + "/" + escape_pointer_token(key), f"unexpected property {key!r}"
+            continue
         yield pointer, _message(deepest)
+
+
+def _unexpected_keys(error: Any) -> list[str]:
+    if error.validator not in ("additionalProperties", "unevaluatedProperties"):
+        return []
+    instance, schema = error.instance, error.schema
+    if not isinstance(instance, dict) or not isinstance(schema, dict):
+        return []
+    known = set(schema.get("properties", {}))
+    patterns = [re.compile(p) for p in schema.get("patternProperties", {})]
+    return [
+        str(k) for k in instance if k not in known and not any(p.search(str(k)) for p in patterns)
+    ]
 
 
 def _deepest(error: Any) -> Any:

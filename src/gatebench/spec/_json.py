@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import Problem, SpecSyntaxError
 from ._limits import Limits
-from ._text import line_col
+from ._text import LineIndex, line_col
 
 _TRAILING_COMMA = re.compile(r'("(?:[^"\\]|\\.)*")|,(\s*[}\]])', re.DOTALL)
 
@@ -47,8 +47,9 @@ def load_json(text: str, source: str, limits: Limits) -> tuple[Any, list[Problem
         if not _is_trailing_comma(exc):
             raise _syntax_error(exc, source) from None
         stripped, positions = _strip_trailing_commas(text)
+        index = LineIndex(text)
         for pos in positions:
-            line, column = line_col(text, pos)
+            line, column = index(pos)
             warnings.append(
                 Problem(
                     "",
@@ -82,7 +83,10 @@ def load_json(text: str, source: str, limits: Limits) -> tuple[Any, list[Problem
         raise SpecSyntaxError(
             [Problem("", f"nesting deeper than {limits.max_depth} levels", source=source)]
         ) from None
-    _check_shape(value, source, limits)
+    if _max_depth(text) > limits.max_depth:
+        raise SpecSyntaxError(
+            [Problem("", f"nesting deeper than {limits.max_depth} levels", source=source)]
+        )
     if duplicates:
         from ._locate import json_duplicate_keys
 
@@ -104,32 +108,21 @@ def _loads(text: str, pairs_hook: Any) -> Any:
     return json.loads(text, object_pairs_hook=pairs_hook, parse_constant=_reject_constant)
 
 
-def _check_shape(value: Any, source: str, limits: Limits) -> None:
-    """Depth and size limits, checked without recursion."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    count = 0
-    while stack:
-        item, depth = stack.pop()
-        count += 1
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+
+
+def _max_depth(text: str) -> int:
+    """Deepest nesting of a JSON text, from its brackets outside strings (no recursion)."""
+    depth = deepest = 0
+    # Runs of the same kind of bracket are counted at once.
+    for run in re.finditer(r"[\[{]+|[\]}]+", _STRINGS.sub("", text)):
+        size = run.end() - run.start()
+        if run.group()[0] in "[{":
+            depth += size
+            deepest = max(deepest, depth)
         else:
-            continue
-        if depth > limits.max_depth:
-            raise SpecSyntaxError(
-                [Problem("", f"nesting deeper than {limits.max_depth} levels", source=source)]
-            )
-        for child in children:
-            if isinstance(child, dict | list):
-                stack.append((child, depth + 1))
-            else:
-                count += 1
-    if count > limits.max_nodes:
-        raise SpecSyntaxError(
-            [Problem("", f"more than {limits.max_nodes:,} values in one document", source=source)]
-        )
+            depth -= size
+    return deepest
 
 
 def _is_trailing_comma(exc: json.JSONDecodeError) -> bool:

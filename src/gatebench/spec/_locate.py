@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import yaml
 
 from ..errors import escape_pointer_token
-from ._text import line_col
+from ._text import LineIndex
 
 Position = tuple[int, int]
 
@@ -42,6 +42,7 @@ def _walk_json(
     stack: list[list[object]] = []
     import json as _json
 
+    line_col = LineIndex(text)
     for match in _JSON_TOKEN.finditer(text):
         tok = match.group()
         if not stack:
@@ -63,7 +64,7 @@ def _walk_json(
                 key = tok
             top[3] = key
             child = ptr + "/" + escape_pointer_token(str(key))
-            pos = line_col(text, match.start())
+            pos = line_col(match.start())
             seen = top[4]
             assert isinstance(seen, set)
             if key in seen:
@@ -79,7 +80,7 @@ def _walk_json(
             assert isinstance(index, int)
             child = f"{ptr}/{index}"
             top[2] = index + 1
-            positions.setdefault(child, line_col(text, match.start()))
+            positions.setdefault(child, line_col(match.start()))
         if tok in "{[":
             stack.append([child, tok == "{", 0, None, set()])
 

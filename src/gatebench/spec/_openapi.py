@@ -24,6 +24,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, cast
+from urllib.parse import urlsplit
 
 from ..errors import Problem, Severity, SpecSyntaxError, escape_pointer_token
 from ..ir import (
@@ -40,7 +41,7 @@ from ..ir import (
     method_rank,
 )
 from ._reader import Document, Reader
-from ._refs import Loc, RefError, Refs
+from ._refs import Loc, RefError, Refs, remote_refs
 
 V3_PATH_ITEM_KEYS = {"$ref", "summary", "description", "servers", "parameters"}
 V2_PATH_ITEM_KEYS = {"$ref", "parameters"}
@@ -129,6 +130,11 @@ class OpenApiBuilder:
                 self.warn(root_loc.child("info"), "info.title is missing")
         else:
             self.warn(root_loc, "the 'info' object is missing")
+        for holder, ref in remote_refs(self.doc.text, data, self.doc.name):
+            try:
+                self.refs.target(ref, holder)
+            except RefError as exc:
+                self.problem(holder.child("$ref"), str(exc))
         self._read_security_schemes(root_loc)
         default_security = self._security(data.get("security"), root_loc.child("security"), None)
         operations = self._read_paths(root_loc, default_security)
@@ -144,7 +150,7 @@ class OpenApiBuilder:
             return None
         operations = self._unique_ids(operations)
         operations.sort(key=lambda op: (op.route_path, method_rank(op.method), op.operation_id))
-        if not operations:
+        if not operations and not any(p.severity == "error" for p in self.problems):
             self.warn(root_loc.child("paths"), "the description has no operations to benchmark")
         return Api(
             title=title,
@@ -332,6 +338,11 @@ class OpenApiBuilder:
             return str(default)
 
         resolved = _TEMPLATE_VAR.sub(substitute, url)
+        try:
+            urlsplit(resolved)
+        except ValueError as exc:
+            self.problem(loc.child("url"), f"server URL {resolved!r} is not a valid URL ({exc})")
+            return ""
         if _BAD_PATH_CHARS.search(resolved.split("?", 1)[0].replace("#", "")):
             self.problem(
                 loc.child("url"),
@@ -372,11 +383,18 @@ class OpenApiBuilder:
             return None
         operations: list[Operation] = []
         seen_routes: dict[tuple[str, str], tuple[str, Loc]] = {}
-        for path, raw_item in paths.items():
-            path = str(path)
-            item_loc = loc.child(path)
-            if path.startswith("x-"):
+        suffixed: list[str] = []
+        for key, raw_item in paths.items():
+            key = str(key)
+            item_loc = loc.child(key)
+            if key.startswith("x-"):
                 continue
+            # Some descriptions (AWS in APIs.guru) tell operations on one path apart with a
+            # "#Action=..." or "?action=..." suffix. Clients never send a fragment and send a
+            # query separately, so the route is the part before it.
+            path, suffix = _split_suffix(key)
+            if suffix:
+                suffixed.append(key)
             if not self._check_template(path, item_loc):
                 continue
             resolved = self.deref(raw_item, item_loc)
@@ -425,7 +443,7 @@ class OpenApiBuilder:
                 if op is None:
                     continue
                 shape = (_normalise(path), method)
-                if shape in seen_routes:
+                if shape in seen_routes and seen_routes[shape][0] != path:
                     first_path, _first_loc = seen_routes[shape]
                     self.problem(
                         op_loc,
@@ -433,8 +451,14 @@ class OpenApiBuilder:
                         "(only variable names differ); a gateway cannot tell them apart",
                     )
                     continue
-                seen_routes[shape] = (path, op_loc)
+                seen_routes.setdefault(shape, (path, op_loc))
                 operations.append(op)
+        if suffixed:
+            self.note(
+                loc,
+                f"{len(suffixed)} path(s) carry a '#...' or '?...' suffix (e.g. {suffixed[0]!r}); "
+                "requests never send it, so those operations are routed on the part before it",
+            )
         return operations
 
     def _check_template(self, path: str, loc: Loc) -> bool:
@@ -954,6 +978,14 @@ def _generated_id(method: str, path: str) -> str:
     """``GET /pets/{petId}/photos`` → ``get_pets_petId_photos``."""
     words = [w for w in re.split(r"[^A-Za-z0-9]+", path) if w]
     return "_".join([method.lower(), *words]) if words else method.lower() + "_root"
+
+
+def _split_suffix(key: str) -> tuple[str, str]:
+    """``/tags/{arn}#tagKeys`` → (``/tags/{arn}``, ``#tagKeys``); a suffix starts at '?' or '#'."""
+    cut = min((i for i in (key.find("?"), key.find("#")) if i > 0), default=-1)
+    if cut < 0:
+        return key, ""
+    return key[:cut], key[cut:]
 
 
 def _normalise(path: str) -> str:

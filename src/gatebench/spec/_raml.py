@@ -269,7 +269,12 @@ class RamlBuilder:
             except OutsideBundle as exc:
                 self.problem(lloc, f"library {path!r}: {exc}")
                 continue
-            if not self.reader.bundle.exists(name):
+            try:
+                found = self.reader.bundle.exists(name)
+            except OutsideBundle as exc:
+                self.problem(lloc, f"library {path!r}: {exc}")
+                continue
+            if not found:
                 self.problem(lloc, f"library {path!r}: no such file in the bundle")
                 continue
             try:
@@ -467,10 +472,9 @@ class RamlBuilder:
             seen.append(name)
             found = self.resource_types.get(name)
             if found is None:
-                known = ", ".join(sorted(self.resource_types)) or "none declared"
-                self.problem(
-                    loc.child("type"), f"unknown resource type {name!r} (declared: {known})"
-                )
+                known = ", ".join(sorted(self.resource_types))
+                listing = f"declared: {known}" if known else "no resource types are declared"
+                self.problem(loc.child("type"), f"unknown resource type {name!r} ({listing})")
                 break
             decl, _dloc = found
             params = {
@@ -516,8 +520,9 @@ class RamlBuilder:
             name, args = _ref_and_args(trait_ref)
             found = self.traits.get(name)
             if found is None:
-                known = ", ".join(sorted(self.traits)) or "none declared"
-                self.problem(loc.child("is"), f"unknown trait {name!r} (declared: {known})")
+                known = ", ".join(sorted(self.traits))
+                listing = f"declared: {known}" if known else "no traits are declared"
+                self.problem(loc.child("is"), f"unknown trait {name!r} ({listing})")
                 return None
             params = {
                 "resourcePath": path,

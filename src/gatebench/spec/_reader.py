@@ -114,7 +114,10 @@ class Reader:
                     ]
                 )
 
-            parts = urlsplit(target)
+            try:
+                parts = urlsplit(target)
+            except ValueError as exc:
+                raise fail(f"not a valid path ({exc})") from None
             if parts.scheme or parts.netloc:
                 raise fail(
                     "remote files are never fetched; put the file in the bundle and use a relative path"
@@ -127,7 +130,11 @@ class Reader:
                 raise fail("the file includes itself (directly or through other files)")
             if len(self._include_stack) >= self.limits.max_include_depth:
                 raise fail(f"more than {self.limits.max_include_depth} nested includes")
-            if not self.bundle.exists(name):
+            try:
+                found = self.bundle.exists(name)
+            except OutsideBundle as exc:
+                raise fail(str(exc)) from None
+            if not found:
                 raise fail("no such file in the bundle")
             ext = posixpath.splitext(name)[1].lower()
             if ext not in (".raml", ".yaml", ".yml", ".json"):

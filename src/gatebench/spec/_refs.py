@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import difflib
+import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from ..errors import SpecSyntaxError, escape_pointer_token, split_pointer
+from ..errors import SpecSyntaxError, closest, escape_pointer_token, split_pointer
 from ._bundle import OutsideBundle, join_inside
 from ._reader import Reader
 
@@ -20,7 +20,13 @@ class Loc:
     pointer: str
 
     def child(self, *tokens: str | int) -> Loc:
-        return Loc(self.doc, self.pointer + "".join("/" + escape_pointer_token(t) for t in tokens))
+        pointer = self.pointer
+        for token in tokens:
+            text = str(token)
+            if "~" in text or "/" in text:
+                text = escape_pointer_token(text)
+            pointer += "/" + text
+        return Loc(self.doc, pointer)
 
 
 class RefError(Exception):
@@ -35,12 +41,17 @@ class Refs:
         """Where ``ref`` (found at ``at``) points. Raises :class:`RefError`."""
         if not isinstance(ref, str):
             raise RefError(f"$ref must be a string, got {_kind(ref)}")
+        if ref.startswith("#/") and "%" not in ref:  # the common case: a pointer into this file
+            return Loc(at.doc, ref[1:])
         if ref.startswith(("http://", "https://", "//")):
             raise RefError(
                 f"remote reference {ref!r} is not fetched; put the file in the bundle "
                 "(a folder or zip) and refer to it by a relative path"
             )
-        parts = urlsplit(ref)
+        try:
+            parts = urlsplit(ref)
+        except ValueError as exc:
+            raise RefError(f"{ref!r} is not a valid reference ({exc})") from None
         if parts.netloc or parts.scheme not in ("", "file"):
             if len(parts.scheme) == 1:  # C:\...
                 raise RefError(f"{ref!r} is an absolute path; use a path relative to the file")
@@ -65,7 +76,11 @@ class Refs:
 
     def get(self, loc: Loc, ref: str = "") -> Any:
         """The value at ``loc``. Raises :class:`RefError` or SpecSyntaxError (bad target file)."""
-        if loc.doc != self.reader.bundle.entry and not self.reader.bundle.exists(loc.doc):
+        try:
+            found = loc.doc == self.reader.bundle.entry or self.reader.bundle.exists(loc.doc)
+        except OutsideBundle as exc:
+            raise RefError(f"{ref!r} points outside the bundle ({exc})") from None
+        if not found:
             raise RefError(f"cannot resolve {ref!r}: there is no file {loc.doc!r} in the bundle")
         value = self.reader.document(loc.doc).data
         walked = ""
@@ -76,8 +91,8 @@ class Refs:
         for token in tokens:
             if isinstance(value, dict):
                 if token not in value:
-                    hint = difflib.get_close_matches(token, [str(k) for k in value], n=1)
-                    extra = f"; did you mean {hint[0]!r}?" if hint else ""
+                    hint = closest(token, [str(k) for k in value])
+                    extra = f"; did you mean {hint!r}?" if hint else ""
                     raise RefError(
                         f"cannot resolve {ref!r}: no {token!r} in {walked or '/'}{extra}"
                     )
@@ -107,6 +122,35 @@ class Refs:
             value = self.get(target, value["$ref"])
             at = target
         return value, at
+
+
+_SCHEMED_REF = re.compile(r"""\$ref["']?\s*:\s*["']?(?:[A-Za-z][A-Za-z0-9+.-]*:|//)""")
+
+
+def remote_refs(text: str, data: Any, doc: str) -> list[tuple[Loc, str]]:
+    """Every ``$ref`` with a scheme or host (``https://``, ``//host``, ``file:``, ``urn:``) in a
+    document, used or not, as (the object holding it, the reference): the caller checks each
+    one with :meth:`Refs.target`, so none is ever fetched and each is reported where it stands.
+
+    A regular expression over the text first decides whether a walk is needed at all, so a
+    description without such references costs one scan.
+    """
+    if not _SCHEMED_REF.search(text):
+        return []
+    found: list[tuple[Loc, str]] = []
+    stack: list[tuple[Any, Loc]] = [(data, Loc(doc, ""))]
+    while stack:
+        value, loc = stack.pop()
+        if isinstance(value, dict):
+            ref = value.get("$ref")
+            if isinstance(ref, str) and re.match(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:|//)", ref):
+                found.append((loc, ref))
+            stack.extend((v, loc.child(k)) for k, v in value.items() if isinstance(v, dict | list))
+        elif isinstance(value, list):
+            stack.extend(
+                (v, loc.child(i)) for i, v in enumerate(value) if isinstance(v, dict | list)
+            )
+    return sorted(found)
 
 
 def _show(loc: Loc) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import codecs
 
 from ..errors import Problem, SpecSyntaxError
@@ -16,10 +17,25 @@ _BOMS = (
 
 
 def line_col(text: str, offset: int) -> tuple[int, int]:
-    """1-based line and column of a character offset."""
+    """1-based line and column of a character offset (for one lookup; see LineIndex)."""
     line = text.count("\n", 0, offset) + 1
     start = text.rfind("\n", 0, offset) + 1
     return line, offset - start + 1
+
+
+class LineIndex:
+    """Line and column of many offsets in one text, each in O(log lines)."""
+
+    def __init__(self, text: str) -> None:
+        self.starts = [0]
+        pos = text.find("\n")
+        while pos >= 0:
+            self.starts.append(pos + 1)
+            pos = text.find("\n", pos + 1)
+
+    def __call__(self, offset: int) -> tuple[int, int]:
+        line = bisect.bisect_right(self.starts, offset)
+        return line, offset - self.starts[line - 1] + 1
 
 
 def decode(data: bytes, source: str) -> str:

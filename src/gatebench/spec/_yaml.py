@@ -11,7 +11,7 @@ Mapping keys are always the key's text: OpenAPI keys are strings (``200``, ``/pe
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -273,8 +273,20 @@ class _Builder:
             return
         self.attach(value, size, event.start_mark)
 
+    def events(self) -> Iterator[Any]:
+        loader = _EventLoader(self.text)
+        try:
+            if hasattr(loader, "raw_parse"):  # libyaml: get_event() returns None at the end
+                while (event := loader.get_event()) is not None:
+                    yield event
+            else:  # pragma: no cover - pure-Python PyYAML
+                while loader.check_event():
+                    yield loader.get_event()
+        finally:
+            loader.dispose()
+
     def run(self) -> Any:
-        for event in yaml.parse(self.text, Loader=_EventLoader):
+        for event in self.events():
             kind = type(event)
             if kind is yaml.ScalarEvent:
                 self.scalar(event)

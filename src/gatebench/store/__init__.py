@@ -1,15 +1,43 @@
 """The result store port: one logical model (``gatebench.model``), two adapters.
 
-SQLite is the embedded default (one file); Firestore is the cloud adapter. One contract
-test suite runs against both. Writes are idempotent: writing the same run, measurement
-(target, workload, repetition) or score again overwrites it.
+SQLite is the embedded default (one file, :class:`SqliteStore`); Firestore is the cloud
+adapter (:class:`FirestoreStore`). One contract test suite runs against both
+(tests/integration/test_store_contract.py). The logical model (DESIGN.md "Storage")::
+
+    runs/{run}                                          a RunRecord
+    runs/{run}/measurements/{target}:{workload}:{rep}   a Measurement
+    runs/{run}/scores/{target}                          a score document (ScoreResult.to_documents)
+
+Rules every adapter keeps:
+
+- Writes are idempotent: writing the same run, measurement (target, workload,
+  repetition) or score again overwrites it; ``create_run`` of an existing id changes nothing.
+- A write is durable when the call returns (SQLite commits with ``synchronous=FULL``;
+  Firestore has committed the write), so measurements completed before a crash are kept.
+- Status changes follow ``model.can_move``; anything else raises ``StoreError``.
+- Measurements and scores belong to an existing run; names cannot contain ``/`` or ``:``
+  (they are the separators of the keys above).
+
+``open_store(location)`` picks the adapter: a file path or ``sqlite:PATH`` → SQLite,
+``firestore://PROJECT[/DATABASE]`` → Firestore. Nothing connects until first use.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from ..errors import StoreError
 from ..model import Measurement, RunRecord, RunStatus
+from ._firestore import FirestoreStore
+from ._sqlite import SCHEMA_VERSION, SqliteStore
+
+DEFAULT_STORE = "results/gatebench.sqlite"
+"""Where results go when nothing else is said: a SQLite file under ``results/``."""
+STORE_ENV = "GATEBENCH_STORE"
+"""Environment variable naming the store (a path or URL) instead of the default."""
 
 
 @runtime_checkable
@@ -30,10 +58,11 @@ class ResultStore(Protocol):
         """Move a run to ``status`` (see ``model.can_move``); raises StoreError otherwise."""
 
     def update_run(self, run_id: str, **fields: Any) -> RunRecord:
-        """Change other fields of a run (environment, target_errors, ...)."""
+        """Change other fields of a run (environment, target_errors, ...); not its id or
+        status. Raises StoreError for an unknown run or field."""
 
     def list_runs(self, limit: int = 50) -> list[RunRecord]:
-        """Newest first."""
+        """Newest first (by ``created_at``, then run id)."""
 
     def put_measurement(self, measurement: Measurement) -> None:
         """Write (or overwrite) one measurement; durable when this returns."""
@@ -41,10 +70,57 @@ class ResultStore(Protocol):
     def measurements(self, run_id: str) -> list[Measurement]:
         """Sorted by target, workload, repetition."""
 
-    def put_scores(self, run_id: str, scores: dict[str, Any]) -> None:
-        """Write (or overwrite) the scores document of every target of a run."""
+    def put_scores(self, run_id: str, scores: Mapping[str, Mapping[str, Any]]) -> None:
+        """Replace the score documents of a run: one per target (``ScoreResult.to_documents``)."""
 
-    def scores(self, run_id: str) -> dict[str, Any] | None: ...
+    def scores(self, run_id: str) -> dict[str, dict[str, Any]] | None:
+        """Target → score document, or None when the run has not been scored."""
 
 
-__all__ = ["ResultStore"]
+def default_store_location() -> str:
+    return os.environ.get(STORE_ENV) or DEFAULT_STORE
+
+
+def open_store(location: str | os.PathLike[str] | None = None) -> SqliteStore | FirestoreStore:
+    """The store at ``location`` (default: ``$GATEBENCH_STORE`` or ``results/gatebench.sqlite``).
+
+    - ``results/x.sqlite``, ``sqlite:results/x.sqlite``, ``sqlite:///abs/x.sqlite``: SQLite
+    - ``firestore://PROJECT`` or ``firestore://PROJECT/DATABASE``: Firestore (the emulator
+      when ``FIRESTORE_EMULATOR_HOST`` is set)
+    """
+    text = os.fspath(location) if location is not None else default_store_location()
+    if not text:
+        raise StoreError("empty store location; give a file path or firestore://PROJECT")
+    if text.startswith("firestore:"):
+        rest = text.removeprefix("firestore:").removeprefix("//")
+        parts = [p for p in rest.split("/") if p]
+        if not 1 <= len(parts) <= 2:
+            raise StoreError(
+                f"store {text!r}: expected firestore://PROJECT or firestore://PROJECT/DATABASE"
+            )
+        return FirestoreStore(parts[0], parts[1] if len(parts) == 2 else "(default)")
+    if text.startswith("sqlite:"):
+        path = text.removeprefix("sqlite:")
+        path = path[2:] if path.startswith("//") else path  # sqlite:///abs → /abs
+        if not path:
+            raise StoreError(f"store {text!r}: expected sqlite:PATH")
+        return SqliteStore(Path(path))
+    scheme = text.split(":", 1)[0] if "://" in text else ""
+    if scheme:
+        raise StoreError(
+            f"store {text!r}: unknown kind {scheme!r}; use a file path, sqlite:PATH or "
+            "firestore://PROJECT[/DATABASE]"
+        )
+    return SqliteStore(Path(text))
+
+
+__all__ = [
+    "DEFAULT_STORE",
+    "SCHEMA_VERSION",
+    "STORE_ENV",
+    "FirestoreStore",
+    "ResultStore",
+    "SqliteStore",
+    "default_store_location",
+    "open_store",
+]

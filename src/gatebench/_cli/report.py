@@ -1,0 +1,56 @@
+"""``gatebench report RUN``: a stored run as HTML, JSON, CSV (BigQuery rows) or Markdown."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..report import FORMATS, load_report, render
+from ..score import PROFILES
+from ..store import open_store
+from ._store import add_store_argument, store_location
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "report",
+        help="write the report of a stored run (html, json, csv, md)",
+        description="Write the report of a stored run. HTML is one self-contained file that "
+        "works offline; CSV holds the flat rows of the BigQuery table (docs/results.md).",
+    )
+    parser.add_argument(
+        "run_id", metavar="RUN", help="a run id (see `gatebench runs`), or 'latest'"
+    )
+    parser.add_argument("--format", "-f", choices=FORMATS, default="html", help="default: html")
+    parser.add_argument(
+        "--output",
+        "-o",
+        metavar="FILE",
+        help="where to write it; '-' for stdout (default: results/RUN/report.html for html, "
+        "stdout for the others)",
+    )
+    parser.add_argument(
+        "--profile",
+        choices=PROFILES,
+        help="scoring profile (default: the one the run was scored with, else its plan's)",
+    )
+    add_store_argument(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    with open_store(store_location(args)) as store:
+        report = load_report(store, args.run_id, profile=args.profile)
+    text = render(report, args.format)
+    output = args.output
+    if output is None and args.format == "html":
+        output = str(Path("results") / report.run.run_id / "report.html")
+    if output is None or output == "-":
+        sys.stdout.write(text)
+        return 0
+    path = Path(output)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    print(path)
+    return 0

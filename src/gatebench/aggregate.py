@@ -1,0 +1,340 @@
+"""From the measurements of a run to what a reader needs: repetitions summarised, scored,
+compared with the baseline, and checked for stability. Pure: no store, no printing.
+
+- Per (workload, target) and metric: mean, sample std dev and a 95 % confidence interval
+  of the mean (Student's t, :mod:`gatebench.confidence`).
+- Scores from the means (:func:`gatebench.score.score`).
+- Per repetition: the same score on that repetition's values alone, the ranks it gives, and
+  how often each gateway ranks first. Only complete repetitions count (every measured
+  cell of the run has that repetition), so an interrupted last round does not count
+  against the gateways it had not reached yet.
+- Overhead against the baseline per endpoint: gateway − baseline per metric, with the
+  confidence interval of the difference (Welch).
+- The leader against the runner-up: the paired difference of their per-repetition global
+  scores, to say whether the win is larger than the run-to-run noise.
+
+A measurement in which no request completed (``requests == 0``) says nothing about
+latency (its latencies would read 0 ms and look best): it counts as missing, and the
+target failed that workload in that repetition.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .confidence import Difference, Sample, paired_difference, welch_difference
+from .metrics import METRICS
+from .model import Measurement
+from .score import BASELINE, Profile, ScoreResult, score
+
+
+@dataclass(frozen=True)
+class CellSummary:
+    """One target on one workload, over its repetitions."""
+
+    workload: str
+    target: str
+    repetitions: tuple[int, ...]
+    metrics: Mapping[str, Sample]
+    requests: int
+    ok: int
+    ko: int
+    flags: Mapping[str, int] = field(default_factory=dict)
+    """Flag → number of repetitions that carry it (``noisy``, ``tester-bound``, ...)."""
+    other_cpu_pct: float | None = None
+    """The highest share of CPU other processes used during one of its repetitions."""
+    tester_cpu_pct: float | None = None
+    """The highest CPU share the load generator used during one of its repetitions."""
+    errors: tuple[tuple[str, int], ...] = ()
+    """KO reasons summed over the repetitions, most frequent first."""
+    engines: tuple[str, ...] = ()
+
+    @property
+    def n(self) -> int:
+        return len(self.repetitions)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "workload": self.workload,
+            "target": self.target,
+            "repetitions": list(self.repetitions),
+            "requests": self.requests,
+            "ok": self.ok,
+            "ko": self.ko,
+            "flags": dict(self.flags),
+            "other_cpu_pct": self.other_cpu_pct,
+            "tester_cpu_pct": self.tester_cpu_pct,
+            "errors": [{"reason": r, "count": c} for r, c in self.errors],
+            "engines": list(self.engines),
+            "metrics": {
+                m: {
+                    "mean": s.mean,
+                    "stddev": s.stddev,
+                    "n": s.n,
+                    "ci95_half_width": s.ci_half_width,
+                }
+                for m, s in self.metrics.items()
+            },
+        }
+
+
+@dataclass(frozen=True)
+class Overhead:
+    """``gateway − baseline`` for one metric on one workload."""
+
+    workload: str
+    target: str
+    metric: str
+    difference: Difference
+    baseline_mean: float
+
+    @property
+    def relative_pct(self) -> float | None:
+        if self.baseline_mean == 0:
+            return None
+        return 100.0 * self.difference.estimate / self.baseline_mean
+
+
+@dataclass(frozen=True)
+class RankStability:
+    target: str
+    ranks: tuple[int, ...]
+    """Rank in each complete repetition, in repetition order."""
+    scores: tuple[float, ...]
+    """Global score in each complete repetition."""
+
+    @property
+    def first(self) -> int:
+        """Repetitions in which it ranked first (a tie for first counts for each)."""
+        return sum(1 for r in self.ranks if r == 1)
+
+    @property
+    def mean_rank(self) -> float | None:
+        return math.fsum(self.ranks) / len(self.ranks) if self.ranks else None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The leader against the runner-up over the complete repetitions (paired)."""
+
+    leader: str
+    runner_up: str
+    difference: Difference
+    """Mean of (leader − runner-up) per-repetition global scores, with its 95 % CI."""
+    repetitions: int
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    run_id: str
+    gateways: tuple[str, ...]
+    baseline: str | None
+    """The baseline target's name when the run measured it."""
+    workloads: tuple[str, ...]
+    repetitions: tuple[int, ...]
+    """Every repetition index seen."""
+    complete_repetitions: tuple[int, ...]
+    cells: Mapping[tuple[str, str], CellSummary]
+    """(workload, target) → summary."""
+    scores: ScoreResult
+    rank_stability: tuple[RankStability, ...]
+    overhead: tuple[Overhead, ...]
+    comparison: Comparison | None
+    empty_measurements: tuple[str, ...] = ()
+    """Keys (target:workload:repetition) of measurements where no request completed."""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        return (*self.gateways, self.baseline) if self.baseline else self.gateways
+
+    def cell(self, workload: str, target: str) -> CellSummary | None:
+        return self.cells.get((workload, target))
+
+    def overhead_for(self, workload: str, target: str, metric: str) -> Overhead | None:
+        for o in self.overhead:
+            if (o.workload, o.target, o.metric) == (workload, target, metric):
+                return o
+        return None
+
+    def flag_counts(self) -> dict[str, int]:
+        total: Counter[str] = Counter()
+        for cell in self.cells.values():
+            total.update(cell.flags)
+        return dict(sorted(total.items()))
+
+
+def summarize(
+    measurements: Iterable[Measurement],
+    *,
+    run_id: str | None = None,
+    gateways: Sequence[str] | None = None,
+    workloads: Sequence[str] | None = None,
+    baseline: str = BASELINE,
+    profile: Profile = "paper",
+    weights: Mapping[str, float] | Sequence[tuple[str, float]] | None = None,
+) -> RunSummary:
+    """Summarise a run's measurements. ``gateways`` and ``workloads`` (from the run record)
+    give the order and say who was expected; by default they come from the measurements."""
+    all_ms = sorted(measurements, key=lambda m: (m.target, m.workload, m.repetition))
+    empty = tuple(m.key for m in all_ms if m.requests <= 0)
+    usable = [m for m in all_ms if m.requests > 0]
+    if run_id is None:
+        run_id = all_ms[0].run_id if all_ms else ""
+    if gateways is None:
+        gateways = sorted({m.target for m in all_ms if m.target != baseline})
+    gateway_list = tuple(g for g in gateways if g != baseline)
+    extra_targets = sorted({m.target for m in all_ms} - set(gateway_list) - {baseline})
+    gateway_list = (*gateway_list, *extra_targets)
+    if workloads is None:
+        workloads = sorted({m.workload for m in all_ms})
+    extra_workloads = sorted({m.workload for m in all_ms} - set(workloads))
+    workload_list = (*workloads, *extra_workloads)
+    has_baseline = any(m.target == baseline for m in all_ms)
+
+    grouped: dict[tuple[str, str], list[Measurement]] = {}
+    for m in usable:
+        grouped.setdefault((m.workload, m.target), []).append(m)
+    cells = {key: _cell(ms) for key, ms in grouped.items()}
+
+    means: dict[str, dict[str, Mapping[str, Sample]]] = {}
+    for (w, t), cell in cells.items():
+        means.setdefault(w, {})[t] = cell.metrics
+    result = score(
+        means,
+        gateways=gateway_list,
+        workloads=workload_list,
+        profile=profile,
+        weights=weights,
+        baseline=baseline,
+    )
+
+    repetitions = tuple(sorted({m.repetition for m in all_ms}))
+    by_rep: dict[int, dict[tuple[str, str], Measurement]] = {}
+    for m in usable:
+        by_rep.setdefault(m.repetition, {})[(m.workload, m.target)] = m
+    expected_cells = {key for key in cells if key[1] != baseline}
+    complete = tuple(
+        r for r in repetitions if expected_cells and expected_cells <= set(by_rep.get(r, {}))
+    )
+    per_rep: list[ScoreResult] = []
+    for r in complete:
+        values: dict[str, dict[str, dict[str, Sample]]] = {}
+        for (w, t), m in by_rep[r].items():
+            values.setdefault(w, {})[t] = {name: Sample(m.metric(name)) for name in METRICS}
+        per_rep.append(
+            score(
+                values,
+                gateways=gateway_list,
+                workloads=workload_list,
+                profile=profile,
+                weights=weights,
+                baseline=baseline,
+            )
+        )
+    stability = tuple(
+        RankStability(
+            g,
+            tuple(res.gateway(g).rank for res in per_rep),
+            tuple(res.gateway(g).score for res in per_rep),
+        )
+        for g in gateway_list
+    )
+    comparison = None
+    if len(result.gateways) >= 2:
+        leader, runner_up = result.gateways[0].target, result.gateways[1].target
+        a = [res.gateway(leader).score for res in per_rep]
+        b = [res.gateway(runner_up).score for res in per_rep]
+        if a:
+            comparison = Comparison(leader, runner_up, paired_difference(a, b), len(a))
+
+    overhead: list[Overhead] = []
+    if has_baseline:
+        for w in workload_list:
+            base = cells.get((w, baseline))
+            if base is None:
+                continue
+            for g in gateway_list:
+                gateway_cell = cells.get((w, g))
+                if gateway_cell is None:
+                    continue
+                for name in METRICS:
+                    overhead.append(
+                        Overhead(
+                            w,
+                            g,
+                            name,
+                            welch_difference(gateway_cell.metrics[name], base.metrics[name]),
+                            base.metrics[name].mean,
+                        )
+                    )
+
+    notes: list[str] = []
+    if empty:
+        notes.append(
+            f"{len(empty)} measurement(s) completed no request and count as missing: "
+            + ", ".join(empty[:5])
+            + (" ..." if len(empty) > 5 else "")
+        )
+    incomplete = [r for r in repetitions if r not in complete]
+    if incomplete and per_rep:
+        notes.append(
+            "repetition(s) "
+            + ", ".join(str(r) for r in incomplete)
+            + " did not measure every target and are left out of the rank stability"
+        )
+    return RunSummary(
+        run_id=run_id,
+        gateways=gateway_list,
+        baseline=baseline if has_baseline else None,
+        workloads=workload_list,
+        repetitions=repetitions,
+        complete_repetitions=complete,
+        cells=cells,
+        scores=result,
+        rank_stability=stability,
+        overhead=tuple(overhead),
+        comparison=comparison,
+        empty_measurements=empty,
+        notes=tuple(notes),
+    )
+
+
+def _cell(ms: list[Measurement]) -> CellSummary:
+    ms = sorted(ms, key=lambda m: m.repetition)
+    flags: Counter[str] = Counter()
+    errors: Counter[str] = Counter()
+    for m in ms:
+        flags.update(set(m.flags))
+        for reason, count in m.errors:
+            errors[reason] += count
+    others = [m.other_cpu_pct for m in ms if m.other_cpu_pct is not None]
+    testers = [m.tester_cpu_pct for m in ms if m.tester_cpu_pct is not None]
+    return CellSummary(
+        workload=ms[0].workload,
+        target=ms[0].target,
+        repetitions=tuple(m.repetition for m in ms),
+        metrics={name: Sample.of([m.metric(name) for m in ms]) for name in METRICS},
+        requests=sum(m.requests for m in ms),
+        ok=sum(m.ok for m in ms),
+        ko=sum(m.ko for m in ms),
+        flags=dict(sorted(flags.items())),
+        other_cpu_pct=max(others) if others else None,
+        tester_cpu_pct=max(testers) if testers else None,
+        errors=tuple(sorted(errors.items(), key=lambda item: (-item[1], item[0]))),
+        engines=tuple(sorted({m.engine for m in ms})),
+    )
+
+
+__all__ = [
+    "CellSummary",
+    "Comparison",
+    "Overhead",
+    "RankStability",
+    "RunSummary",
+    "summarize",
+]

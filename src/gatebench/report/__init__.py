@@ -1,0 +1,113 @@
+"""Reports of a run: HTML (one self-contained file), Markdown, JSON and CSV (BigQuery rows).
+
+:func:`build_report` decides the content (pure); ``render_*`` lay it out;
+:func:`load_report` and :func:`score_run` are the edges that read (and write) the store.
+docs/results.md describes every format and the BigQuery schema.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Literal
+
+from ..errors import StoreError
+from ..model import RunRecord
+from ..score import Profile
+from ..store import ResultStore
+from ._build import RESOLUTION_NOTE, Report, build_report, plan_scoring, resolve_scoring
+from ._flat import bigquery_schema, column_names, flat_rows, measurement_rows, render_csv
+from ._html import render_html
+from ._markdown import render_markdown
+
+Format = Literal["html", "json", "csv", "md"]
+FORMATS: tuple[Format, ...] = ("html", "json", "csv", "md")
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(report.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def render(report: Report, fmt: Format) -> str:
+    if fmt == "html":
+        return render_html(report)
+    if fmt == "json":
+        return render_json(report)
+    if fmt == "csv":
+        return render_csv(report)
+    if fmt == "md":
+        return render_markdown(report)
+    raise ValueError(f"unknown report format {fmt!r}; available: {', '.join(FORMATS)}")
+
+
+def find_run(store: ResultStore, run_id: str) -> RunRecord:
+    """The run named ``run_id`` (``latest``: the newest run), or StoreError saying what exists."""
+    if run_id == "latest":
+        runs = store.list_runs(limit=1)
+        if not runs:
+            raise StoreError("no run is stored yet; `gatebench run SPEC` makes one")
+        return runs[0]
+    run = store.get_run(run_id)
+    if run is None:
+        raise StoreError(f"run {run_id!r} does not exist; `gatebench runs` lists the stored runs")
+    return run
+
+
+def load_report(
+    store: ResultStore,
+    run_id: str,
+    *,
+    profile: Profile | None = None,
+    weights: Sequence[tuple[str, float]] | None = None,
+) -> Report:
+    """Build the report of a stored run. Without ``profile``: the profile the run was last
+    scored with, else its plan's."""
+    run = find_run(store, run_id)
+    if profile is None and weights is None:
+        stored = store.scores(run.run_id)
+        if stored:
+            first = next(iter(stored.values()))
+            if first.get("profile") in ("paper", "robust"):
+                profile = first["profile"]
+                weights = tuple((str(m), float(w)) for m, w in (first.get("weights") or {}).items())
+                if profile == "paper":
+                    weights = ()
+    return build_report(run, store.measurements(run.run_id), profile=profile, weights=weights)
+
+
+def score_run(
+    store: ResultStore,
+    run_id: str,
+    *,
+    profile: Profile | None = None,
+    weights: Sequence[tuple[str, float]] | None = None,
+) -> Report:
+    """Score a stored run (the plan's profile unless told) and store the scores: the
+    runner's scoring step, and ``gatebench score`` to rescore with another profile."""
+    run = find_run(store, run_id)
+    report = build_report(run, store.measurements(run.run_id), profile=profile, weights=weights)
+    store.put_scores(run.run_id, report.summary.scores.to_documents())
+    return report
+
+
+__all__ = [
+    "FORMATS",
+    "RESOLUTION_NOTE",
+    "Format",
+    "Report",
+    "bigquery_schema",
+    "build_report",
+    "column_names",
+    "find_run",
+    "flat_rows",
+    "load_report",
+    "measurement_rows",
+    "plan_scoring",
+    "render",
+    "render_csv",
+    "render_html",
+    "render_json",
+    "render_markdown",
+    "resolve_scoring",
+    "score_run",
+]

@@ -1,0 +1,303 @@
+"""A report's content, decided once, rendered as HTML, Markdown, JSON or CSV.
+
+:func:`build_report` is pure: a run record and its measurements in, a :class:`Report` out
+(summary, scores, verdict and the cautions a reader must see). The renderers only lay it out.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import __version__
+from ..aggregate import RunSummary, summarize
+from ..metrics import METRICS
+from ..model import Measurement, RunRecord
+from ..score import BASELINE, PROFILES, Profile, ScoreError
+from ._format import fmt_number, fmt_score, fmt_signed, fmt_value
+
+RESOLUTION_NOTE = (
+    "Latencies are whole milliseconds: Gatling records each request's time at 1 ms "
+    "resolution, so a 0 ms reading means under 1 ms and no latency here is more precise "
+    "than 1 ms. Intervals are 95 % confidence intervals of the mean over the repetitions "
+    "(Student's t)."
+)
+
+
+@dataclass(frozen=True)
+class Report:
+    run: RunRecord
+    summary: RunSummary
+    profile: Profile
+    weights: tuple[tuple[str, float], ...]
+    verdict: tuple[str, ...]
+    """Sentences: the headline first, then what limits it."""
+    cautions: tuple[str, ...]
+    """What a reader must know before trusting the numbers (flags, failures, notes)."""
+    measurements: tuple[Measurement, ...] = ()
+    """Every measurement of the run, sorted by target, workload, repetition."""
+    generated_at: float = field(default_factory=time.time)
+
+    @property
+    def title(self) -> str:
+        return self.run.title or self.run.spec_uri.rsplit("/", 1)[-1] or self.run.run_id
+
+    def to_dict(self) -> dict[str, Any]:
+        s = self.summary
+        comparison = None
+        if s.comparison is not None:
+            c = s.comparison
+            comparison = {
+                "leader": c.leader,
+                "runner_up": c.runner_up,
+                "repetitions": c.repetitions,
+                "difference": c.difference.estimate,
+                "ci95_low": c.difference.low,
+                "ci95_high": c.difference.high,
+                "significant": c.difference.significant,
+            }
+        data: dict[str, Any] = _json_safe(
+            {
+                "gatebench": __version__,
+                "generated_at": self.generated_at,
+                "run": self.run.to_dict(),
+                "profile": self.profile,
+                "weights": dict(self.weights),
+                "verdict": " ".join(self.verdict),
+                "cautions": list(self.cautions),
+                "resolution_ms": 1,
+                "gateways": list(s.gateways),
+                "baseline": s.baseline,
+                "workloads": list(s.workloads),
+                "repetitions": list(s.repetitions),
+                "complete_repetitions": list(s.complete_repetitions),
+                "cells": [s.cells[k].to_dict() for k in sorted(s.cells)],
+                "scores": s.scores.to_dict(),
+                "rank_stability": [
+                    {
+                        "target": r.target,
+                        "first": r.first,
+                        "repetitions": len(r.ranks),
+                        "mean_rank": r.mean_rank,
+                        "ranks": list(r.ranks),
+                        "scores": list(r.scores),
+                    }
+                    for r in s.rank_stability
+                ],
+                "comparison": comparison,
+                "overhead": [
+                    {
+                        "workload": o.workload,
+                        "target": o.target,
+                        "metric": o.metric,
+                        "difference": o.difference.estimate,
+                        "ci95_low": o.difference.low,
+                        "ci95_high": o.difference.high,
+                        "baseline_mean": o.baseline_mean,
+                        "relative_pct": o.relative_pct,
+                    }
+                    for o in s.overhead
+                ],
+                "empty_measurements": list(s.empty_measurements),
+                "notes": list(s.notes),
+            }
+        )
+        return data
+
+
+def _json_safe(value: Any) -> Any:
+    """NaN and infinities become None: JSON has no such numbers."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def plan_scoring(run: RunRecord) -> tuple[Profile, tuple[tuple[str, float], ...]]:
+    """The scoring the run's plan asked for (``paper`` when it says nothing)."""
+    scoring = run.plan.get("scoring") if isinstance(run.plan, Mapping) else None
+    scoring = scoring if isinstance(scoring, Mapping) else {}
+    profile = scoring.get("profile", "paper")
+    if profile not in PROFILES:
+        raise ScoreError(f"run {run.run_id!r}: unknown scoring profile {profile!r} in its plan")
+    weights = tuple((str(m), float(w)) for m, w in scoring.get("weights") or ())
+    return profile, weights
+
+
+def resolve_scoring(
+    run: RunRecord,
+    profile: Profile | None = None,
+    weights: Sequence[tuple[str, float]] | None = None,
+) -> tuple[Profile, tuple[tuple[str, float], ...]]:
+    """Explicit choices first, then the plan's. The plan's weights follow only its own
+    profile (asking for ``paper`` drops them: the paper weighs every metric equally)."""
+    plan_profile, plan_weights = plan_scoring(run)
+    chosen = profile or plan_profile
+    if weights is not None:
+        return chosen, tuple(weights)
+    return chosen, plan_weights if chosen == plan_profile == "robust" else ()
+
+
+def build_report(
+    run: RunRecord,
+    measurements: Iterable[Measurement],
+    *,
+    profile: Profile | None = None,
+    weights: Sequence[tuple[str, float]] | None = None,
+    now: float | None = None,
+) -> Report:
+    chosen, chosen_weights = resolve_scoring(run, profile, weights)
+    measurements = sorted(measurements, key=lambda m: (m.target, m.workload, m.repetition))
+    gateways = [g for g in run.gateways if g != BASELINE] or None
+    workloads = [str(w["name"]) for w in run.workloads if isinstance(w, Mapping) and "name" in w]
+    summary = summarize(
+        measurements,
+        run_id=run.run_id,
+        gateways=gateways,
+        workloads=workloads or None,
+        profile=chosen,
+        weights=chosen_weights or None,
+    )
+    return Report(
+        run=run,
+        summary=summary,
+        profile=chosen,
+        weights=tuple((m, w) for m, w in summary.scores.weights if chosen == "robust"),
+        verdict=tuple(verdict(summary)),
+        cautions=tuple(cautions(run, summary)),
+        measurements=tuple(measurements),
+        generated_at=now if now is not None else time.time(),
+    )
+
+
+def verdict(summary: RunSummary) -> list[str]:
+    """Who wins, by how much, and whether the repetitions can tell the difference."""
+    result = summary.scores
+    ranked = [g for g in result.gateways if len(g.missing) < max(1, len(result.workloads))]
+    if not result.workloads or not ranked:
+        return ["No gateway was measured: there is nothing to compare yet."]
+    if len(result.gateways) == 1:
+        only = result.gateways[0].target
+        lines = [f"Only {only} was measured, so its score (100) compares it with nothing."]
+        lines.append(_single_gateway_overhead(summary, only))
+        return lines
+    leaders = result.leaders
+    top = result.gateways[0]
+    if len(leaders) > 1:
+        names = _join(leaders)
+        return [f"{names} tie for first place with {fmt_score(top.score)} of 100."]
+    runner = result.gateways[1]
+    others = [f"{g.target} ({fmt_score(g.score)})" for g in result.gateways[1:]]
+    lines = [
+        f"{top.target} scores highest ({fmt_score(top.score)} of 100, {result.profile} "
+        f"profile), ahead of {_join(others)}."
+    ]
+    stability = {r.target: r for r in summary.rank_stability}
+    c = summary.comparison
+    firsts = stability[top.target].first if top.target in stability else 0
+    n = c.repetitions if c else 0
+    if c is None or c.difference.half_width is None:
+        lines.append(
+            "With a single complete repetition there is no measure of run-to-run noise: "
+            "repeat the run (3 or more repetitions) before trusting this order."
+        )
+    else:
+        d = c.difference
+        half = d.half_width or 0.0
+        decimals = 1 if half < 10 else 0
+        interval = (
+            f"{fmt_number(d.estimate, decimals)} points, 95 % CI "
+            f"{fmt_number(d.estimate - half, decimals)} to {fmt_number(d.estimate + half, decimals)}"
+        )
+        if d.significant:
+            lines.append(
+                f"Its lead over {runner.target} ({interval}) is larger than the run-to-run "
+                f"noise; it ranked first in {firsts} of {n} repetitions."
+            )
+        else:
+            lines.append(
+                f"Its lead over {runner.target} is inside the run-to-run noise ({interval}; "
+                f"first in {firsts} of {n} repetitions): treat the two as equal on this evidence."
+            )
+    erring = [e.workload for e in top.endpoints if e.has_errors]
+    if erring:
+        lines.append(f"{top.target} returned errors on {_join(erring)}: check the error column.")
+    if top.missing:
+        lines.append(f"{top.target} has no measurement for {_join(top.missing)}.")
+    return lines
+
+
+def _single_gateway_overhead(summary: RunSummary, gateway: str) -> str:
+    if summary.baseline is None:
+        return "There is no baseline to compare it with; add `baseline: true` to the plan."
+    parts = []
+    for w in summary.workloads:
+        o = summary.overhead_for(w, gateway, "mean")
+        if o is not None:
+            d = o.difference
+            text = fmt_signed("mean", d.estimate, d.half_width)
+            if d.half_width:
+                text += f" ± {fmt_value('mean', d.half_width, d.half_width)}"
+            parts.append(f"{text} ms on {w}")
+    if not parts:
+        return "The baseline and the gateway share no workload to compare."
+    return "Against the baseline its mean latency differs by " + _join(parts) + "."
+
+
+def cautions(run: RunRecord, summary: RunSummary) -> list[str]:
+    out: list[str] = []
+    flags = summary.flag_counts()
+    if flags:
+        described = {
+            "noisy": "other processes used much of the CPU",
+            "tester-bound": "the load generator was the bottleneck",
+            "incomplete": "fewer requests than the workload defines",
+        }
+        parts = [
+            f"{name} in {count} ({described.get(name, 'flagged by the engine')})"
+            for name, count in flags.items()
+        ]
+        out.append(
+            "Flagged measurements (target × workload × repetition): "
+            + "; ".join(parts)
+            + ". Their numbers describe the machine as much as the gateway."
+        )
+    for target, reason in sorted(run.target_errors.items()):
+        first_line = reason.strip().splitlines()[0] if reason.strip() else "no reason given"
+        out.append(f"{target} failed: {first_line}")
+    out.extend(summary.scores.notes)
+    out.extend(summary.notes)
+    if run.status.value not in ("done",):
+        out.append(f"The run's status is '{run.status.value}': the results may be incomplete.")
+    return out
+
+
+def _join(items: Sequence[str]) -> str:
+    items = list(items)
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def metric_label(metric: str) -> str:
+    return {
+        "throughput": "Throughput",
+        "min": "Min",
+        "mean": "Mean",
+        "max": "Max",
+        "stddev": "Std dev",
+        "p50": "p50",
+        "p90": "p90",
+        "p95": "p95",
+        "p99": "p99",
+        "error_pct": "Errors",
+    }.get(metric, metric)
+
+
+LATENCY_METRICS = tuple(m for m in METRICS if m not in ("throughput", "error_pct"))

@@ -1,0 +1,184 @@
+"""Charts as inline SVG, written here: a report must open offline and fetch nothing, and a
+charting library would be hundreds of kilobytes for a few bar charts.
+
+One kind of chart covers the report: horizontal bars in groups (a group per workload, a
+bar per target), with an optional confidence-interval whisker. Horizontal, because target
+names then sit beside their bars in plain text: nothing depends on colour alone, and the
+chart grows downwards with the number of gateways and workloads. Every bar carries its
+number as text, a ``<title>`` tooltip and ``data-*`` attributes; the chart has a
+``<title>`` and ``<desc>`` for screen readers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from html import escape
+
+# Okabe & Ito's palette: distinguishable with the common colour-vision deficiencies.
+PALETTE = (
+    "#0072B2",
+    "#E69F00",
+    "#009E73",
+    "#CC79A7",
+    "#D55E00",
+    "#56B4E9",
+    "#7F6A00",
+    "#000000",
+    "#8C564B",
+    "#17BECF",
+)
+BASELINE_COLOUR = "#8a8a8a"
+
+ROW = 20
+BAR = 13
+GROUP_HEADER = 22
+AXIS = 24
+PLOT_WIDTH = 440
+VALUE_WIDTH = 170
+CHAR = 7.0
+
+
+@dataclass(frozen=True)
+class Bar:
+    label: str
+    value: float
+    text: str
+    """The number as printed beside the bar."""
+    low: float | None = None
+    high: float | None = None
+    hatched: bool = False
+    """Drawn with stripes (the baseline), so it differs by more than colour."""
+    data: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Group:
+    title: str
+    bars: Sequence[Bar]
+
+
+def colours_for(targets: Sequence[str], baseline: str | None) -> dict[str, str]:
+    """A stable colour per target: the report's target order picks from the palette."""
+    out: dict[str, str] = {}
+    for index, target in enumerate(t for t in targets if t != baseline):
+        out[target] = PALETTE[index % len(PALETTE)]
+    if baseline:
+        out[baseline] = BASELINE_COLOUR
+    return out
+
+
+def nice_step(span: float, ticks: int = 5) -> float:
+    """A round tick step (1, 2, 2.5 or 5 × 10^k) giving about ``ticks`` intervals."""
+    if span <= 0:
+        return 1.0
+    raw = span / ticks
+    power: float = 10.0 ** math.floor(math.log10(raw))
+    for m in (1, 2, 2.5, 5, 10):
+        if raw <= m * power:
+            return m * power
+    return 10 * power
+
+
+def _num(x: float) -> str:
+    return f"{x:.1f}".rstrip("0").rstrip(".")
+
+
+def _tick_label(value: float, step: float) -> str:
+    exponent = math.floor(math.log10(step))
+    mantissa = round(step / 10**exponent, 3)
+    decimals = max(0, -exponent + (1 if mantissa == 2.5 else 0))
+    return f"{value:,.{decimals}f}"
+
+
+def hbar_chart(
+    groups: Sequence[Group],
+    *,
+    chart_id: str,
+    title: str,
+    description: str,
+    axis_label: str,
+    colour_of: Callable[[str], str],
+    max_value: float | None = None,
+) -> str:
+    """Grouped horizontal bars; returns one ``<svg>`` element."""
+    labels = [b.label for g in groups for b in g.bars]
+    label_width = min(240.0, max(70.0, 12 + CHAR * max((len(x) for x in labels), default=4)))
+    top = max(
+        [b.value for g in groups for b in g.bars]
+        + [b.high for g in groups for b in g.bars if b.high is not None]
+        + [0.0]
+    )
+    scale_max = max_value if max_value is not None else top
+    step = nice_step(scale_max or 1.0)
+    if max_value is None:
+        scale_max = step * math.ceil((top or 1.0) / step)
+    height = AXIS + sum(GROUP_HEADER + ROW * len(g.bars) for g in groups) + 8
+    width = label_width + PLOT_WIDTH + VALUE_WIDTH
+
+    def x(value: float) -> float:
+        return label_width + PLOT_WIDTH * max(0.0, min(value, scale_max)) / scale_max
+
+    title_id, desc_id, hatch_id = f"{chart_id}-title", f"{chart_id}-desc", f"{chart_id}-hatch"
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" id="{escape(chart_id)}" '
+        f'viewBox="0 0 {_num(width)} {_num(height)}" width="{_num(width)}" height="{_num(height)}" '
+        f'role="img" aria-labelledby="{escape(title_id)} {escape(desc_id)}">',
+        f'<title id="{escape(title_id)}">{escape(title)}</title>',
+        f'<desc id="{escape(desc_id)}">{escape(description)}</desc>',
+        f'<defs><pattern id="{escape(hatch_id)}" width="6" height="6" '
+        'patternUnits="userSpaceOnUse" patternTransform="rotate(45)">'
+        f'<rect width="6" height="6" fill="{BASELINE_COLOUR}" opacity="0.35"/>'
+        f'<line x1="0" y1="0" x2="0" y2="6" stroke="{BASELINE_COLOUR}" stroke-width="3"/>'
+        "</pattern></defs>",
+    ]
+    # Axis: ticks along the top, grid lines through every group.
+    tick = 0.0
+    while tick <= scale_max + step * 1e-9:
+        tx = x(tick)
+        out.append(
+            f'<line class="grid" x1="{_num(tx)}" x2="{_num(tx)}" y1="{AXIS - 4}" '
+            f'y2="{_num(height - 8)}"/>'
+            f'<text class="tick" x="{_num(tx)}" y="{AXIS - 8}" text-anchor="middle">'
+            f"{escape(_tick_label(tick, step))}</text>"
+        )
+        tick += step
+    out.append(f'<text class="axis-label" x="4" y="{AXIS - 8}">{escape(axis_label)}</text>')
+    y = float(AXIS)
+    for group in groups:
+        out.append(
+            f'<text class="group" x="4" y="{_num(y + GROUP_HEADER - 7)}">{escape(group.title)}</text>'
+        )
+        y += GROUP_HEADER
+        for bar in group.bars:
+            mid = y + ROW / 2
+            fill = f"url(#{hatch_id})" if bar.hatched else colour_of(bar.label)
+            attrs = "".join(f' data-{escape(k)}="{escape(v)}"' for k, v in sorted(bar.data.items()))
+            bar_width = max(0.0, x(bar.value) - label_width)
+            out.append(
+                f'<g class="bar-row"{attrs}>'
+                f'<text class="label" x="{_num(label_width - 6)}" y="{_num(mid + 4)}" '
+                f'text-anchor="end">{escape(bar.label)}</text>'
+                f'<rect class="bar" x="{_num(label_width)}" y="{_num(mid - BAR / 2)}" '
+                f'width="{_num(bar_width)}" height="{BAR}" fill="{fill}" '
+                f'stroke="{colour_of(bar.label)}" data-value="{bar.value!r}">'
+                f"<title>{escape(group.title)}, {escape(bar.label)}: {escape(bar.text)}</title></rect>"
+            )
+            end = x(bar.value)
+            if bar.low is not None and bar.high is not None:
+                lo, hi = x(bar.low), x(bar.high)
+                out.append(
+                    f'<path class="whisker" d="M{_num(lo)} {_num(mid)}H{_num(hi)}'
+                    f"M{_num(lo)} {_num(mid - 4)}V{_num(mid + 4)}"
+                    f'M{_num(hi)} {_num(mid - 4)}V{_num(mid + 4)}" '
+                    f'data-low="{bar.low!r}" data-high="{bar.high!r}"/>'
+                )
+                end = max(end, hi)
+            out.append(
+                f'<text class="value" x="{_num(end + 6)}" y="{_num(mid + 4)}">'
+                f"{escape(bar.text)}</text></g>"
+            )
+            y += ROW
+    out.append("</svg>")
+    return "".join(out)

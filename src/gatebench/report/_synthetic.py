@@ -1,0 +1,91 @@
+"""Synthetic runs: deterministic, made-up measurements for tests, benchmarks and examples.
+
+Nothing here is a measurement of anything. Each target gets a base latency and
+throughput, each repetition a little seeded noise, so reports, scores and confidence
+intervals have something realistic-looking to work on without running a gateway.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from ..model import Measurement, RunRecord, RunStatus
+
+
+def synthetic_run(
+    gateways: Sequence[str] = ("nginx", "haproxy", "caddy"),
+    workloads: Sequence[str] = ("create-auction", "bid", "retrieve"),
+    repetitions: int = 5,
+    *,
+    baseline: bool = True,
+    seed: int = 7,
+    run_id: str = "20260101-120000-synthetic",
+    created_at: float = 1_767_268_800.0,
+) -> tuple[RunRecord, list[Measurement]]:
+    rng = random.Random(seed)
+    targets = [*gateways, *(["baseline"] if baseline else [])]
+    run = RunRecord(
+        run_id=run_id,
+        spec_uri="file://examples/auction/openapi.yaml",
+        spec_sha256="0" * 64,
+        status=RunStatus.DONE,
+        created_at=created_at,
+        updated_at=created_at + 600,
+        title="Synthetic auction run",
+        gateways=list(gateways),
+        workloads=[
+            {"name": w, "operation": w, "injection": {"concurrent": 50, "duration": "10s"}}
+            for w in workloads
+        ],
+        plan={"repetitions": repetitions, "baseline": baseline, "scoring": {"profile": "paper"}},
+        environment={
+            "gatling": "3.15.1",
+            "jdk": "17.0.13",
+            "machine": {"cpus": 2, "memory_gib": 24, "os": "Debian 12"},
+            "gateways": {g: f"{1 + i}.{rng.randint(0, 30)}.0" for i, g in enumerate(gateways)},
+            "note": "synthetic data",
+        },
+    )
+    measurements: list[Measurement] = []
+    for w_index, workload in enumerate(workloads):
+        scale = 1.0 + w_index * 1.7
+        for t_index, target in enumerate(targets):
+            # Each gateway is faster on some workloads than on others.
+            speed = 0.55 if target == "baseline" else rng.uniform(0.8, 1.3)
+            for rep in range(repetitions):
+                noise = rng.gauss(1.0, 0.04)
+                mean = 4.0 * scale * speed * noise
+                requests = 4000 + 1000 * w_index
+                ko = rng.choice((0, 0, 0, 1)) * (t_index % 3)
+                duration = 10.0
+                measurements.append(
+                    Measurement(
+                        run_id=run_id,
+                        target=target,
+                        workload=workload,
+                        repetition=rep,
+                        requests=requests,
+                        ok=requests - ko,
+                        ko=ko,
+                        error_pct=100.0 * ko / requests,
+                        throughput=requests / duration / (speed * noise) * 2.0,
+                        min=float(max(0, round(mean * 0.2) - 1)),
+                        mean=round(mean, 3),
+                        max=float(round(mean * 9 + rng.randint(0, 40))),
+                        stddev=round(mean * 0.6 * rng.gauss(1.0, 0.05), 3),
+                        p50=float(round(mean * 0.9)),
+                        p90=float(round(mean * 1.6)),
+                        p95=float(round(mean * 2.1)),
+                        p99=float(round(mean * 3.4)),
+                        started_at=created_at + 60 + rep * 40 + t_index * 10,
+                        duration_s=duration,
+                        flags=("noisy",) if rng.random() < 0.05 else (),
+                        other_cpu_pct=round(rng.uniform(1, 30), 1),
+                        tester_cpu_pct=round(rng.uniform(40, 95), 1),
+                        errors=(("status.find.in(200..399), but actually found 503", ko),)
+                        if ko
+                        else (),
+                    )
+                )
+    return run, measurements

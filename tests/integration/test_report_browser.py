@@ -1,0 +1,131 @@
+"""The HTML report in a real browser: Debian's Chromium driven by playwright-core
+(tools/node/check-page.cjs). No console errors, not one network request, charts drawn
+with data, sortable tables that sort; a screenshot is kept in tests/artifacts/."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import ROOT
+from gatebench.report import build_report, render_html
+from gatebench.report._synthetic import synthetic_run
+
+NODE_TOOLS = ROOT / "tools" / "node"
+CHECK_PAGE = NODE_TOOLS / "check-page.cjs"
+ARTIFACTS = ROOT / "tests" / "artifacts"
+
+PROBE = """
+(() => {
+  const bars = Array.from(document.querySelectorAll("svg.chart rect.bar"));
+  const table = document.querySelector("#scores table.sortable");
+  const names = () => Array.from(table.tBodies[0].rows).map((r) => r.cells[0].textContent.trim());
+  const before = names();
+  const head = table.tHead.rows[0].cells[2];
+  head.querySelector("button").click();
+  const afterOneClick = names();
+  const sortState = head.getAttribute("aria-sort");
+  head.querySelector("button").click();
+  const afterTwoClicks = names();
+  return {
+    charts: document.querySelectorAll("svg.chart").length,
+    bars: bars.length,
+    barsDrawn: bars.filter((b) => Number(b.getAttribute("data-value")) > 0 && b.getBBox().width > 0).length,
+    whiskers: document.querySelectorAll("svg.chart path.whisker").length,
+    chartSizes: Array.from(document.querySelectorAll("svg.chart")).map((s) => {
+      const r = s.getBoundingClientRect();
+      return [Math.round(r.width), Math.round(r.height)];
+    }),
+    labelled: Array.from(document.querySelectorAll("svg.chart")).every(
+      (s) => s.getAttribute("role") === "img" && s.querySelector("title") && s.querySelector("desc")),
+    tables: document.querySelectorAll("table").length,
+    verdict: document.getElementById("verdict").textContent,
+    before, afterOneClick, afterTwoClicks, sortState,
+  };
+})()
+"""
+
+
+def check_page(
+    path: Path, screenshot: Path | None = None, probe: str | None = None, tmp: Path | None = None
+) -> dict[str, Any]:
+    node = shutil.which("node")
+    if node is None or not (NODE_TOOLS / "node_modules" / "playwright-core").is_dir():
+        pytest.fail(
+            "node and tools/node/node_modules are needed: run scripts/setup.d/50-node.sh (`make test` does)"
+        )
+    if not Path("/usr/bin/chromium").exists():
+        pytest.fail(
+            "Debian's chromium is needed: scripts/setup.d/apt-packages.txt lists it (`make test` installs it)"
+        )
+    argv = [node, str(CHECK_PAGE), path.as_uri()]
+    if screenshot is not None:
+        argv += ["--screenshot", str(screenshot)]
+    if probe is not None:
+        assert tmp is not None
+        probe_file = tmp / "probe.js"
+        probe_file.write_text(probe, encoding="utf-8")
+        argv += ["--probe-file", str(probe_file)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
+def test_the_html_report_in_chromium(tmp_path: Path) -> None:
+    run, ms = synthetic_run()
+    report = build_report(run, ms, now=1_767_272_400.0)
+    page = tmp_path / "report.html"
+    page.write_text(render_html(report), encoding="utf-8")
+    screenshot = ARTIFACTS / "report.png"
+    screenshot.unlink(missing_ok=True)
+
+    result = check_page(page, screenshot, PROBE, tmp_path)
+
+    assert result["consoleErrors"] == []
+    assert result["pageErrors"] == []
+    # The only request is the page itself: no font, script, image or beacon left the page.
+    assert result["requests"] == [{"url": page.as_uri(), "resourceType": "document"}]
+    assert result["failedRequests"] == []
+    assert result["title"] == f"gatebench: Synthetic auction run ({run.run_id})"
+
+    probe = result["probe"]
+    s = report.summary
+    gateways, workloads, cells = len(s.gateways), len(s.workloads), len(s.cells)
+    assert probe["charts"] == 3
+    assert probe["bars"] == gateways + gateways * workloads + cells
+    assert probe["barsDrawn"] == probe["bars"]
+    assert probe["whiskers"] == cells
+    assert all(w > 300 and h > 60 for w, h in probe["chartSizes"])
+    assert probe["labelled"] is True
+    assert probe["tables"] >= 8
+    assert probe["verdict"] == " ".join(report.verdict)
+    # The global table starts best-first; one click sorts by score ascending, two descending.
+    best_first = [g.target for g in s.scores.gateways]
+    assert probe["before"] == best_first
+    assert probe["afterOneClick"] == list(reversed(best_first))
+    assert probe["sortState"] == "ascending"
+    assert probe["afterTwoClicks"] == best_first
+
+    data = screenshot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(data) > 50_000
+
+
+def test_the_request_check_sees_a_page_that_fetches(tmp_path: Path) -> None:
+    """Negative control: the same check reports a page that tries to load something."""
+    page = tmp_path / "fetching.html"
+    page.write_text(
+        "<!DOCTYPE html><html><head><title>x</title></head><body>"
+        '<img src="http://gatebench.invalid/pixel.png" alt=""></body></html>',
+        encoding="utf-8",
+    )
+    result = check_page(page)
+    urls = [r["url"] for r in result["requests"]]
+    assert "http://gatebench.invalid/pixel.png" in urls
+    assert "http://gatebench.invalid/pixel.png" in result["failedRequests"]

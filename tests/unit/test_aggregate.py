@@ -1,0 +1,221 @@
+"""Repetitions: t quantiles, confidence intervals, scores from means, rank stability, overhead."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gatebench.aggregate import summarize
+from gatebench.confidence import (
+    Sample,
+    paired_difference,
+    t_cdf,
+    t_critical,
+    t_quantile,
+    welch_difference,
+)
+from gatebench.metrics import METRICS
+from gatebench.model import Measurement
+from gatebench.score import score
+
+# Two-sided 95 % critical values from standard tables (e.g. NIST/SEMATECH e-Handbook 1.3.6.7.2).
+T_TABLE = {
+    1: 12.706,
+    2: 4.303,
+    3: 3.182,
+    4: 2.776,
+    5: 2.571,
+    6: 2.447,
+    7: 2.365,
+    8: 2.306,
+    9: 2.262,
+    10: 2.228,
+    15: 2.131,
+    20: 2.086,
+    29: 2.045,
+    30: 2.042,
+    60: 2.000,
+    100: 1.984,
+}
+
+
+@pytest.mark.parametrize(("df", "expected"), sorted(T_TABLE.items()))
+def test_t_critical_matches_the_table(df: int, expected: float) -> None:
+    assert t_critical(df) == pytest.approx(expected, abs=5e-4)
+
+
+def test_other_quantiles_and_limits() -> None:
+    assert t_quantile(0.95, 10) == pytest.approx(1.812, abs=5e-4)
+    assert t_quantile(0.995, 3) == pytest.approx(5.841, abs=5e-4)
+    assert t_quantile(0.025, 9) == pytest.approx(-2.262, abs=5e-4)
+    assert t_quantile(0.5, 4) == 0.0
+    assert t_quantile(0.975, math.inf) == pytest.approx(1.959964, abs=1e-6)
+    assert t_quantile(0.975, 1) == pytest.approx(math.tan(math.pi * 0.475))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.floats(min_value=0.5001, max_value=0.9999),
+    st.floats(min_value=1.0, max_value=500.0),
+)
+def test_the_quantile_inverts_the_cdf(p: float, df: float) -> None:
+    assert t_cdf(t_quantile(p, df), df) == pytest.approx(p, abs=1e-9)
+
+
+@pytest.mark.parametrize(("p", "df"), [(0.0, 3), (1.0, 3), (0.9, 0)])
+def test_quantile_arguments_are_checked(p: float, df: float) -> None:
+    with pytest.raises(ValueError, match="must be"):
+        t_quantile(p, df)
+
+
+def test_a_sample_mean_stddev_and_interval() -> None:
+    values = [10.0, 12.0, 11.0, 13.0, 9.0]
+    s = Sample.of(values)
+    assert s.mean == 11.0
+    assert s.stddev == pytest.approx(statistics.stdev(values))
+    assert s.ci_half_width == pytest.approx(
+        2.776445 * statistics.stdev(values) / math.sqrt(5), rel=1e-6
+    )
+    assert Sample.of([4.0]).ci_half_width is None
+    with pytest.raises(ValueError, match="at least one value"):
+        Sample.of([])
+
+
+def test_welch_difference() -> None:
+    a = Sample.of([20.1, 19.8, 20.5, 20.0, 19.9])
+    b = Sample.of([18.0, 18.4, 17.9, 18.2, 18.1])
+    d = welch_difference(a, b)
+    se = math.sqrt(a.stddev**2 / 5 + b.stddev**2 / 5)
+    df = se**4 / ((a.stddev**2 / 5) ** 2 / 4 + (b.stddev**2 / 5) ** 2 / 4)
+    assert d.estimate == pytest.approx(20.06 - 18.12, abs=1e-9)
+    assert d.df == pytest.approx(df)
+    assert d.half_width == pytest.approx(t_critical(df) * se)
+    assert d.significant is True
+    assert welch_difference(Sample(1.0), b).half_width is None
+    assert welch_difference(Sample(1.0), b).significant is None
+
+
+def test_paired_difference() -> None:
+    d = paired_difference([10.0, 12.0, 11.0], [9.0, 11.5, 10.0])
+    diffs = [1.0, 0.5, 1.0]
+    assert d.estimate == pytest.approx(statistics.mean(diffs))
+    assert d.half_width == pytest.approx(t_critical(2) * statistics.stdev(diffs) / math.sqrt(3))
+    with pytest.raises(ValueError, match="same length"):
+        paired_difference([1.0], [1.0, 2.0])
+
+
+# -- summaries ---------------------------------------------------------------------------------
+
+
+def m(target: str, workload: str, rep: int, mean: float, **kw: float) -> Measurement:
+    values: dict[str, object] = dict.fromkeys(METRICS, mean)
+    values.update(throughput=1000.0 / mean, error_pct=0.0, requests=100, ok=100, ko=0)
+    values.update(kw)
+    return Measurement(run_id="r", target=target, workload=workload, repetition=rep, **values)  # type: ignore[arg-type]
+
+
+def test_cells_hold_mean_stddev_and_interval_per_metric() -> None:
+    ms = [m("a", "w", r, v) for r, v in enumerate([10.0, 12.0, 14.0])] + [m("b", "w", 0, 20.0)]
+    s = summarize(ms)
+    cell = s.cell("w", "a")
+    assert cell is not None
+    assert cell.repetitions == (0, 1, 2)
+    assert cell.metrics["mean"].mean == 12.0
+    assert cell.metrics["mean"].stddev == 2.0
+    assert cell.metrics["mean"].ci_half_width == pytest.approx(t_critical(2) * 2.0 / math.sqrt(3))
+    assert cell.requests == 300
+    assert s.cell("w", "b").metrics["mean"].ci_half_width is None  # type: ignore[union-attr]
+
+
+def test_scores_come_from_the_means() -> None:
+    ms = [m("a", "w", r, v) for r, v in enumerate([10.0, 30.0])]
+    ms += [m("b", "w", r, v) for r, v in enumerate([15.0, 15.0])]
+    s = summarize(ms)
+    means = {"w": {t: s.cells[("w", t)].metrics for t in ("a", "b")}}
+    assert s.scores == score(means, gateways=("a", "b"), workloads=("w",))
+    # b wins on the means (15 vs 20 ms) though a won repetition 0.
+    assert s.scores.gateways[0].target == "b"
+
+
+def test_rank_stability_counts_first_places_per_repetition() -> None:
+    ms = []
+    for rep, (a, b) in enumerate([(10.0, 11.0), (10.0, 11.0), (12.0, 11.0), (10.0, 10.0)]):
+        ms += [m("a", "w", rep, a), m("b", "w", rep, b)]
+    s = summarize(ms)
+    by_target = {r.target: r for r in s.rank_stability}
+    assert by_target["a"].ranks == (1, 1, 2, 1)
+    assert by_target["b"].ranks == (2, 2, 1, 1)
+    assert (by_target["a"].first, by_target["b"].first) == (3, 2)  # a tie counts for both
+    assert by_target["a"].mean_rank == 1.25
+
+
+def test_an_incomplete_repetition_is_left_out_of_the_ranks() -> None:
+    ms = [m("a", "w", 0, 10.0), m("b", "w", 0, 12.0), m("a", "w", 1, 10.0)]
+    s = summarize(ms)
+    assert s.complete_repetitions == (0,)
+    assert {r.target: r.ranks for r in s.rank_stability} == {"a": (1,), "b": (2,)}
+    assert s.notes == (
+        "repetition(s) 1 did not measure every target and are left out of the rank stability",
+    )
+
+
+def test_a_measurement_without_requests_counts_as_missing() -> None:
+    ms = [m("a", "w", 0, 10.0), m("b", "w", 0, 0.0001, requests=0, ok=0, throughput=0.0)]
+    s = summarize(ms, gateways=["a", "b"])
+    assert s.cell("w", "b") is None
+    assert s.scores.gateway("b").endpoint("w").missing
+    assert s.empty_measurements == ("b:w:0",)
+    assert s.notes[0] == "1 measurement(s) completed no request and count as missing: b:w:0"
+
+
+def test_overhead_against_the_baseline() -> None:
+    ms = [m("a", "w", r, v) for r, v in enumerate([12.0, 13.0, 14.0])]
+    ms += [m("baseline", "w", r, v) for r, v in enumerate([10.0, 10.5, 11.0])]
+    s = summarize(ms)
+    assert s.baseline == "baseline"
+    assert s.gateways == ("a",)
+    o = s.overhead_for("w", "a", "mean")
+    assert o is not None
+    assert o.difference.estimate == pytest.approx(2.5)
+    assert o.relative_pct == pytest.approx(100 * 2.5 / 10.5)
+    assert o.difference.half_width is not None
+    assert o.difference.significant is True
+    assert s.overhead_for("w", "baseline", "mean") is None
+    # The baseline never competes.
+    assert [g.target for g in s.scores.gateways] == ["a"]
+
+
+def test_the_leader_against_the_runner_up() -> None:
+    close, clear = [], []
+    for rep, noise in enumerate([1.0, -1.0, 0.5, -0.5, 0.2]):
+        close += [m("a", "w", rep, 10.0 + noise), m("b", "w", rep, 10.0 - noise)]
+        clear += [m("a", "w", rep, 10.0 + noise * 0.1), m("b", "w", rep, 20.0)]
+    s_close = summarize(close)
+    assert s_close.comparison is not None
+    assert s_close.comparison.difference.significant is False
+    s_clear = summarize(clear)
+    assert s_clear.comparison is not None
+    assert (s_clear.comparison.leader, s_clear.comparison.runner_up) == ("a", "b")
+    assert s_clear.comparison.difference.significant is True
+    assert s_clear.comparison.repetitions == 5
+
+
+def test_flags_and_cpu_are_gathered() -> None:
+    ms = [
+        m("a", "w", 0, 10.0, other_cpu_pct=5.0),
+        m("a", "w", 1, 10.0, other_cpu_pct=40.0, tester_cpu_pct=90.0),
+    ]
+    ms[1] = Measurement(
+        **{**ms[1].to_dict(), "flags": ("noisy", "tester-bound"), "errors": (("timeout", 3),)}
+    )  # type: ignore[arg-type]
+    s = summarize(ms)
+    cell = s.cell("w", "a")
+    assert cell is not None
+    assert dict(cell.flags) == {"noisy": 1, "tester-bound": 1}
+    assert (cell.other_cpu_pct, cell.tester_cpu_pct) == (40.0, 90.0)
+    assert cell.errors == (("timeout", 3),)
+    assert s.flag_counts() == {"noisy": 1, "tester-bound": 1}

@@ -1,0 +1,143 @@
+"""`gatebench validate`, `parse` and `plan`: output lines and exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import EXAMPLES
+from gatebench.cli import main
+
+AUCTION = str(EXAMPLES / "auction" / "openapi.yaml")
+
+
+def test_validate_clean_example(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", AUCTION]) == 0
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == "0 error(s), 0 warning(s); 3 operation(s); plan ok\n"
+
+
+def test_validate_prints_one_line_per_problem_and_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "api.yaml"
+    spec.write_text(
+        "openapi: 3.0.3\n"
+        "info: {title: t, version: 1.0}\n"
+        "paths:\n"
+        "  /bid/{id}:\n"
+        "    post:\n"
+        "      parameters:\n"
+        "        - {name: auctionId, in: path, required: true, schema: {type: integer}}\n"
+        "      responses: {'200': {description: ok}}\n"
+        "    FETCH: {}\n",
+        encoding="utf-8",
+    )
+    assert main(["validate", str(spec)]) == 1
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [
+        "api.yaml:7:11: error: /paths/~1bid~1{id}/post/parameters/0: path parameter 'auctionId' is not in the path template '/bid/{id}' (its variables: id)",
+        "api.yaml:9:5: error: /paths/~1bid~1{id}/FETCH: unknown method 'FETCH'; expected one of get, put, post, delete, options, head, patch, trace",
+        "api.yaml:2:18: warning: /info/version: expected a string, got 1.0",
+    ]
+    assert err == "2 error(s), 1 warning(s)\n"
+
+
+def test_validate_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "api.json"
+    spec.write_text(
+        '{"openapi": "3.0.3", "paths": {"/a": {"get": {"$ref": "https://evil.example/x"}}}}',
+        encoding="utf-8",
+    )
+    assert main(["validate", str(spec), "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["errors"] == [
+        {
+            "pointer": "/paths/~1a/get/$ref",
+            "message": "remote reference 'https://evil.example/x' is not fetched; put the file in the bundle (a folder or zip) and refer to it by a relative path",
+            "severity": "error",
+            "line": 1,
+            "column": 47,
+            "source": "api.json",
+        }
+    ]
+
+
+def test_validate_reports_plan_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = (
+        Path(AUCTION)
+        .read_text(encoding="utf-8")
+        .replace("[nginx, haproxy, caddy, envoy, apache]", "[nginx, kongg]")
+    )
+    spec = tmp_path / "api.yaml"
+    spec.write_text(text, encoding="utf-8")
+    assert main(["validate", str(spec), "-q"]) == 1
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("api.yaml:109:21:")
+    assert line.endswith(
+        ": error: /x-gatebench/gateways/1: unknown gateway 'kongg'; did you mean 'kong'? available: apache, caddy, envoy, google-api-gateway, haproxy, kong, krakend, nginx, spring-cloud-gateway, traefik, tyk, varnish, zuul"
+    )
+
+
+def test_parse_json_is_the_ir(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["parse", AUCTION, "--json"]) == 0
+    ir = json.loads(capsys.readouterr().out)
+    assert [
+        (o["operation_id"], o["method"], o["route_path"], o["security"]) for o in ir["operations"]
+    ] == [
+        ("createAuction", "POST", "/auctions", "bearer"),
+        ("getAuction", "GET", "/auctions/{auctionId}", "bearer"),
+        ("bid", "POST", "/bid/{auctionId}", "bearer"),
+    ]
+    assert ir["operations"][2]["path_params"]["auctionId"]["schema"] == {
+        "type": "integer",
+        "minimum": 1,
+    }
+
+
+def test_parse_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["parse", AUCTION]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "Auction service 1.0 (openapi-3.0.3): 3 operation(s)",
+        "OPERATION      METHOD  PATH                   AUTH",
+        "createAuction  POST    /auctions              bearer",
+        "getAuction     GET     /auctions/{auctionId}  bearer",
+        "bid            POST    /bid/{auctionId}       bearer",
+    ]
+
+
+def test_plan_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", AUCTION]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "Benchmark plan for 'Auction service' (openapi-3.0.3, 3 operations)"
+    assert (
+        "    create-auction  POST /auctions             50 users at once         multipart image 8.6MB"
+        in out
+    )
+
+
+def test_plan_errors_exit_1_on_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "api.yaml"
+    spec.write_text(
+        Path(AUCTION)
+        .read_text(encoding="utf-8")
+        .replace("operation: getAuction", "operation: getAuctions"),
+        encoding="utf-8",
+    )
+    assert main(["plan", str(spec)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1
+    assert err[0].endswith(
+        "error: /x-gatebench/workloads/2/operation: no operation 'getAuctions' in the description; did you mean 'getAuction', 'createAuction'?"
+    )
+
+
+def test_max_bytes_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", AUCTION, "--max-bytes", "1kB"]) == 1
+    assert "the limit is 1,000 (raise it with --max-bytes)" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as info:
+        main(["validate", AUCTION, "--max-bytes", "lots"])
+    assert info.value.code == 2

@@ -1,0 +1,647 @@
+"""Building the IR: precedence rules, security, bodies, ids, and what blocks benchmarking."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gatebench.ir import Api, Operation
+from gatebench.spec import SpecResult, read_spec
+
+
+def spec(tmp_path: Path, doc: dict[str, Any], name: str = "api.json") -> SpecResult:
+    path = tmp_path / name
+    path.write_text(
+        json.dumps(doc) if name.endswith(".json") else yaml.safe_dump(doc), encoding="utf-8"
+    )
+    return read_spec(path)
+
+
+def api_of(result: SpecResult) -> Api:
+    assert result.errors == [], [p.format() for p in result.errors]
+    assert result.api is not None
+    return result.api
+
+
+def op(api: Api, method: str, path: str) -> Operation:
+    for o in api.operations:
+        if (o.method, o.path_template) == (method, path):
+            return o
+    raise AssertionError(f"no {method} {path}")
+
+
+def oas(paths: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": paths, **extra}
+
+
+OK = {"200": {"description": "ok"}}
+
+
+def test_server_precedence_operation_over_path_over_document(tmp_path: Path) -> None:
+    doc = oas(
+        {
+            "/a": {
+                "servers": [{"url": "https://path.example.com/p"}],
+                "get": {"servers": [{"url": "https://op.example.com/o"}], "responses": OK},
+                "post": {"responses": OK},
+            },
+            "/b": {"get": {"responses": OK}},
+        },
+        servers=[{"url": "https://doc.example.com/d"}, {"url": "https://second.example.com"}],
+    )
+    api = api_of(spec(tmp_path, doc))
+    assert op(api, "GET", "/a").base_url == "https://op.example.com/o"
+    assert op(api, "POST", "/a").base_url == "https://path.example.com/p"
+    assert op(api, "GET", "/b").base_url == "https://doc.example.com/d"
+    assert op(api, "GET", "/b").route_path == "/d/b"
+
+
+def test_server_variables_take_their_defaults_and_relative_urls_stay_relative(
+    tmp_path: Path,
+) -> None:
+    doc = oas(
+        {
+            "/a": {"get": {"responses": OK}},
+            "/b": {"get": {"servers": [{"url": "v2/"}], "responses": OK}},
+        },
+        servers=[
+            {
+                "url": "{scheme}://api.example.com/{base}",
+                "variables": {
+                    "scheme": {"default": "https", "enum": ["http", "https"]},
+                    "base": {"default": "v1"},
+                },
+            }
+        ],
+    )
+    api = api_of(spec(tmp_path, doc))
+    assert op(api, "GET", "/a").base_url == "https://api.example.com/v1"
+    assert op(api, "GET", "/b").base_url == "v2/"
+    assert op(api, "GET", "/b").route_path == "/v2/b"
+
+
+def test_server_variable_without_definition_blocks(tmp_path: Path) -> None:
+    doc = oas({"/a": {"get": {"responses": OK}}}, servers=[{"url": "https://{region}.example.com"}])
+    result = spec(tmp_path, doc)
+    assert [(p.pointer, p.message) for p in result.errors] == [
+        ("/servers/0/url", "server variable 'region' is not defined in 'variables'")
+    ]
+
+
+def test_no_servers_means_root(tmp_path: Path) -> None:
+    api = api_of(spec(tmp_path, oas({"/a": {"get": {"responses": OK}}})))
+    assert (api.operations[0].base_url, api.operations[0].route_path) == ("", "/a")
+
+
+def test_swagger_base_path_without_host_is_relative(tmp_path: Path) -> None:
+    doc = {
+        "swagger": "2.0",
+        "info": {"title": "t", "version": "1"},
+        "basePath": "/api",
+        "paths": {"/x": {"get": {"responses": OK}}},
+    }
+    api = api_of(spec(tmp_path, doc))
+    assert (api.operations[0].base_url, api.operations[0].route_path) == ("/api", "/api/x")
+
+
+def test_path_level_parameters_are_merged_and_overridden(tmp_path: Path) -> None:
+    doc = oas(
+        {
+            "/items/{id}": {
+                "parameters": [
+                    {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}},
+                    {"name": "trace", "in": "header", "schema": {"type": "string"}},
+                ],
+                "get": {
+                    "parameters": [
+                        {
+                            "name": "id",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "integer"},
+                        },
+                        {
+                            "name": "q",
+                            "in": "query",
+                            "schema": {"type": "string"},
+                            "example": "abc",
+                        },
+                    ],
+                    "responses": OK,
+                },
+                "delete": {"responses": OK},
+            }
+        }
+    )
+    api = api_of(spec(tmp_path, doc))
+    get = op(api, "GET", "/items/{id}")
+    assert [(p.name, p.schema) for p in get.path_params] == [("id", {"type": "integer"})]
+    assert [p.name for p in get.header_params] == ["trace"]
+    assert [(p.name, p.examples) for p in get.query_params] == [("q", ("abc",))]
+    assert op(api, "DELETE", "/items/{id}").path_params[0].schema == {"type": "string"}
+
+
+def test_path_parameter_missing_from_template_blocks(tmp_path: Path) -> None:
+    doc = oas(
+        {
+            "/bid/{id}": {
+                "post": {
+                    "parameters": [
+                        {
+                            "name": "auctionId",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "integer"},
+                        }
+                    ],
+                    "responses": OK,
+                }
+            }
+        }
+    )
+    result = spec(tmp_path, doc)
+    assert [(p.pointer, p.message) for p in result.errors] == [
+        (
+            "/paths/~1bid~1{id}/post/parameters/0",
+            "path parameter 'auctionId' is not in the path template '/bid/{id}' (its variables: id)",
+        )
+    ]
+    assert result.errors[0].line == 1  # JSON on one line
+
+
+def test_template_variable_without_parameter_is_a_warning(tmp_path: Path) -> None:
+    result = spec(tmp_path, oas({"/u/{name}": {"get": {"responses": OK}}}))
+    api = api_of(result)
+    assert api.operations[0].path_params[0].name == "name"
+    assert [
+        (p.severity, p.message) for p in result.problems if "template variable" in p.message
+    ] == [
+        (
+            "warning",
+            "path template variable 'name' has no path parameter; treated as a required string",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("method", "message"),
+    [
+        (
+            "fetch",
+            "unknown method 'fetch'; expected one of get, put, post, delete, options, head, patch, trace",
+        ),
+        (
+            "GET",
+            "unknown method 'GET'; expected one of get, put, post, delete, options, head, patch, trace; "
+            "methods are written in lower case",
+        ),
+    ],
+)
+def test_unknown_method_blocks(tmp_path: Path, method: str, message: str) -> None:
+    result = spec(tmp_path, oas({"/a": {method: {"responses": OK}}}))
+    assert [(p.pointer, p.message) for p in result.errors] == [(f"/paths/~1a/{method}", message)]
+
+
+def test_equivalent_templates_with_the_same_method_block(tmp_path: Path) -> None:
+    result = spec(
+        tmp_path,
+        oas({"/p/{id}": {"get": {"responses": OK}}, "/p/{petId}": {"get": {"responses": OK}}}),
+    )
+    assert [(p.pointer, p.message) for p in result.errors] == [
+        (
+            "/paths/~1p~1{petId}/get",
+            "GET /p/{petId} is the same route as GET /p/{id} (only variable names differ); "
+            "a gateway cannot tell them apart",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("pets", "a path must start with '/'; got 'pets'"),
+        ("/a b", "a path may not contain U+0020 (whitespace or control); write it percent-encoded"),
+        ("/a%zz", "'%' in a path must start a %XX escape"),
+        ("/a/{b", "unbalanced '{' or '}' in the path template '/a/{b'"),
+        ("/a/{x}/{x}", "path variable 'x' appears twice in the template"),
+    ],
+)
+def test_bad_path_templates_are_located_errors(tmp_path: Path, path: str, message: str) -> None:
+    result = spec(tmp_path, oas({path: {"get": {"responses": OK}}}))
+    assert [p.message for p in result.errors] == [message]
+    assert result.errors[0].pointer == "/paths/" + path.replace("~", "~0").replace("/", "~1")
+
+
+def test_path_key_suffixes_route_on_the_part_before_them(tmp_path: Path) -> None:
+    # The convention of AWS descriptions in APIs.guru: operations sharing a path told apart
+    # by a '#...' suffix (a header or query discriminator the backend reads).
+    doc = oas(
+        {
+            "/#Action=Start": {"post": {"operationId": "start", "responses": OK}},
+            "/#Action=Stop": {"post": {"operationId": "stop", "responses": OK}},
+            "/tags/{arn}#tagKeys": {
+                "delete": {
+                    "parameters": [
+                        {
+                            "name": "arn",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "string"},
+                        }
+                    ],
+                    "responses": OK,
+                }
+            },
+            "/search?mode=fast": {"get": {"responses": OK}},
+        }
+    )
+    result = spec(tmp_path, doc)
+    api = api_of(result)
+    assert [(o.operation_id, o.method, o.path_template) for o in api.operations] == [
+        ("start", "POST", "/"),
+        ("stop", "POST", "/"),
+        ("get_search", "GET", "/search"),
+        ("delete_tags_arn", "DELETE", "/tags/{arn}"),
+    ]
+    assert api.operations[0].pointer == "/paths/~1#Action=Start/post"
+    assert [(p.pointer, p.message) for p in result.problems if p.severity == "note"] == [
+        (
+            "/paths",
+            "4 path(s) carry a '#...' or '?...' suffix (e.g. '/#Action=Start'); requests never "
+            "send it, so those operations are routed on the part before it",
+        )
+    ]
+
+
+def test_security_default_override_and_none(tmp_path: Path) -> None:
+    doc = oas(
+        {
+            "/default": {"get": {"responses": OK}},
+            "/key": {"get": {"security": [{"key": []}], "responses": OK}},
+            "/open": {"get": {"security": [], "responses": OK}},
+            "/optional": {"get": {"security": [{}, {"bearer": []}], "responses": OK}},
+            "/both": {"get": {"security": [{"bearer": [], "key": []}], "responses": OK}},
+        },
+        security=[{"bearer": []}],
+        components={
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "Bearer"},
+                "key": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
+            }
+        },
+    )
+    api = api_of(spec(tmp_path, doc))
+    labels = {o.path_template: o.security_label for o in api.operations}
+    assert labels == {
+        "/default": "bearer",
+        "/key": "apiKey-header",
+        "/open": "none",
+        "/optional": "none",
+        "/both": "bearer+apiKey-header",
+    }
+    key = op(api, "GET", "/key").security[0].schemes[0]
+    assert (key.location, key.param_name) == ("header", "X-API-Key")
+
+
+def test_swagger_security_definitions(tmp_path: Path) -> None:
+    doc = {
+        "swagger": "2.0",
+        "info": {"title": "t", "version": "1"},
+        "securityDefinitions": {
+            "basic": {"type": "basic"},
+            "q": {"type": "apiKey", "in": "query", "name": "key"},
+        },
+        "security": [{"basic": []}],
+        "paths": {
+            "/a": {"get": {"responses": OK}},
+            "/b": {"get": {"security": [{"q": []}], "responses": OK}},
+        },
+    }
+    api = api_of(spec(tmp_path, doc))
+    assert [o.security_label for o in api.operations] == ["basic", "apiKey-query"]
+
+
+def test_unknown_security_scheme_is_a_warning(tmp_path: Path) -> None:
+    result = spec(tmp_path, oas({"/a": {"get": {"security": [{"nope": []}], "responses": OK}}}))
+    api_of(result)
+    assert [(p.pointer, p.message) for p in result.warnings if "security" in p.message] == [
+        (
+            "/paths/~1a/get/security/0/nope",
+            "unknown security scheme 'nope' ignored (known: none defined)",
+        )
+    ]
+
+
+def test_request_bodies_per_media_type_with_examples(tmp_path: Path) -> None:
+    doc = oas(
+        {
+            "/a": {
+                "post": {
+                    "requestBody": {"$ref": "#/components/requestBodies/Body"},
+                    "responses": {
+                        "201": {
+                            "description": "made",
+                            "content": {
+                                "application/json": {
+                                    "examples": {"one": {"$ref": "#/components/examples/One"}}
+                                }
+                            },
+                        }
+                    },
+                }
+            }
+        },
+        components={
+            "requestBodies": {
+                "Body": {
+                    "required": True,
+                    "content": {
+                        "application/json": {
+                            "schema": {"$ref": "#/components/schemas/Thing"},
+                            "example": {"n": 1},
+                        },
+                        "text/plain": {"schema": {"type": "string"}},
+                    },
+                }
+            },
+            "examples": {"One": {"value": {"ok": True}}},
+            "schemas": {"Thing": {"type": "object", "properties": {"n": {"type": "integer"}}}},
+        },
+    )
+    api = api_of(spec(tmp_path, doc))
+    body = api.operations[0].request_body
+    assert body is not None and body.required
+    assert [(m.media_type, m.schema, m.examples) for m in body.content] == [
+        ("application/json", {"$ref": "#/schemas/Thing"}, (("default", {"n": 1}),)),
+        ("text/plain", {"type": "string"}, ()),
+    ]
+    assert api.schemas == {"Thing": {"type": "object", "properties": {"n": {"type": "integer"}}}}
+    assert api.operations[0].responses[0].content[0].examples == (("one", {"ok": True}),)
+
+
+def test_swagger_body_and_form_parameters_become_request_bodies(tmp_path: Path) -> None:
+    doc = {
+        "swagger": "2.0",
+        "info": {"title": "t", "version": "1"},
+        "consumes": ["application/json"],
+        "paths": {
+            "/json": {
+                "post": {
+                    "parameters": [
+                        {"name": "b", "in": "body", "required": True, "schema": {"type": "object"}}
+                    ],
+                    "responses": OK,
+                }
+            },
+            "/upload": {
+                "post": {
+                    "parameters": [
+                        {"name": "file", "in": "formData", "type": "file", "required": True},
+                        {"name": "note", "in": "formData", "type": "string"},
+                    ],
+                    "responses": OK,
+                }
+            },
+        },
+    }
+    api = api_of(spec(tmp_path, doc))
+    json_body = op(api, "POST", "/json").request_body
+    assert json_body is not None
+    assert [(m.media_type, m.schema) for m in json_body.content] == [
+        ("application/json", {"type": "object"})
+    ]
+    upload = op(api, "POST", "/upload").request_body
+    assert upload is not None and upload.content[0].media_type == "multipart/form-data"
+    assert upload.content[0].schema == {
+        "type": "object",
+        "properties": {"file": {"type": "string", "format": "binary"}, "note": {"type": "string"}},
+        "required": ["file"],
+    }
+    assert op(api, "POST", "/upload").parameters == ()
+
+
+def test_operation_ids_are_unique_and_generated(tmp_path: Path) -> None:
+    doc = oas(
+        {
+            "/a": {
+                "get": {"operationId": "same", "responses": OK},
+                "post": {"operationId": "same", "responses": OK},
+            },
+            "/pets/{petId}/photos": {"get": {"responses": OK}},
+            "/": {"get": {"responses": OK}},
+        }
+    )
+    result = spec(tmp_path, doc)
+    api = api_of(result)
+    assert sorted(o.operation_id for o in api.operations) == [
+        "get_pets_petId_photos",
+        "get_root",
+        "same",
+        "same_2",
+    ]
+    assert [p.message for p in result.warnings if "operationId" in p.message] == [
+        "operationId 'same' is used twice; this one is renamed 'same_2'"
+    ]
+    assert op(api, "GET", "/pets/{petId}/photos").operation_id_generated
+
+
+def test_order_is_deterministic_by_route_then_method(tmp_path: Path) -> None:
+    doc = oas(
+        {
+            "/b": {"post": {"responses": OK}, "get": {"responses": OK}},
+            "/a": {"delete": {"responses": OK}},
+        }
+    )
+    api = api_of(spec(tmp_path, doc))
+    assert [(o.method, o.path_template) for o in api.operations] == [
+        ("DELETE", "/a"),
+        ("GET", "/b"),
+        ("POST", "/b"),
+    ]
+
+
+def test_callbacks_are_skipped_with_a_note(tmp_path: Path) -> None:
+    doc = oas(
+        {
+            "/s": {
+                "post": {
+                    "callbacks": {"onEvent": {"{$request.body#/url}": {"post": {"responses": OK}}}},
+                    "responses": OK,
+                }
+            }
+        }
+    )
+    result = spec(tmp_path, doc)
+    assert len(api_of(result).operations) == 1
+    assert [
+        (p.severity, p.pointer, p.message) for p in result.problems if p.severity == "note"
+    ] == [
+        (
+            "note",
+            "/paths/~1s/post/callbacks",
+            "1 callback(s) skipped: callbacks are calls the API makes, not routes",
+        )
+    ]
+
+
+def test_unsupported_version(tmp_path: Path) -> None:
+    result = spec(tmp_path, {"openapi": "4.0.0", "paths": {}})
+    assert [(p.pointer, p.message) for p in result.errors] == [
+        (
+            "/openapi",
+            "unsupported version '4.0.0'; gatebench reads OpenAPI 3.0, 3.1, 3.2 and Swagger '2.0'",
+        )
+    ]
+
+
+def test_schema_conformance_findings_are_warnings(tmp_path: Path) -> None:
+    doc = oas({"/a": {"get": {"responses": OK, "deprecated": "yes"}}})
+    result = spec(tmp_path, doc)
+    assert result.errors == []
+    assert [(p.pointer, p.message) for p in result.warnings] == [
+        ("/paths/~1a/get/deprecated", "expected a boolean, got 'yes'")
+    ]
+
+
+def test_header_parameters_owned_by_openapi_are_noted(tmp_path: Path) -> None:
+    doc = oas(
+        {
+            "/a": {
+                "get": {
+                    "parameters": [
+                        {"name": "Authorization", "in": "header", "schema": {"type": "string"}}
+                    ],
+                    "responses": OK,
+                }
+            }
+        }
+    )
+    result = spec(tmp_path, doc)
+    assert api_of(result).operations[0].header_params == ()
+    assert [p.message for p in result.problems if p.severity == "note"] == [
+        "header parameter 'Authorization' is ignored (OpenAPI describes it elsewhere)"
+    ]
+
+
+def test_ir_json_is_stable(tmp_path: Path) -> None:
+    doc = oas(
+        {
+            "/a/{id}": {
+                "get": {
+                    "parameters": [
+                        {
+                            "name": "id",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "integer"},
+                        }
+                    ],
+                    "responses": OK,
+                }
+            }
+        }
+    )
+    first = json.dumps(api_of(spec(tmp_path, doc)).to_dict(), sort_keys=True)
+    second = json.dumps(api_of(spec(tmp_path, doc, "again.json")).to_dict(), sort_keys=True)
+    assert first == second
+
+
+def test_raml_resource_types_traits_and_security(tmp_path: Path) -> None:
+    (tmp_path / "lib.raml").write_text(
+        "#%RAML 1.0 Library\ntypes:\n  Bid:\n    properties:\n      amount: number\n      note?: string\n",
+        encoding="utf-8",
+    )
+    text = """\
+#%RAML 1.0
+title: Auction
+version: v1
+baseUri: https://api.example.com/{version}
+uses:
+  lib: lib.raml
+securitySchemes:
+  token:
+    type: x-custom
+    describedBy:
+      headers:
+        Authorization: string
+securedBy: [token]
+resourceTypes:
+  collection:
+    get:
+      description: list <<resourcePathName | !pluralize>>
+    post?:
+      body:
+        application/json:
+          type: object
+traits:
+  paged:
+    queryParameters:
+      page?: integer
+/auctions:
+  type: collection
+  get:
+    is: [paged]
+  /{auctionId}:
+    uriParameters:
+      auctionId: integer
+    get:
+      responses:
+        200:
+          body:
+            application/json:
+              example: {"id": 1}
+    /bids:
+      post:
+        securedBy: [null]
+        body:
+          application/json:
+            type: lib.Bid
+"""
+    (tmp_path / "api.raml").write_text(text, encoding="utf-8")
+    result = read_spec(tmp_path / "api.raml")
+    api = api_of(result)
+    summary = [(o.method, o.route_path, o.security_label) for o in api.operations]
+    assert summary == [
+        ("GET", "/v1/auctions", "bearer"),
+        ("GET", "/v1/auctions/{auctionId}", "bearer"),
+        ("POST", "/v1/auctions/{auctionId}/bids", "none"),
+    ]
+    listing = op(api, "GET", "/auctions")
+    assert [(p.name, p.required) for p in listing.query_params] == [("page", False)]
+    bid = op(api, "POST", "/auctions/{auctionId}/bids")
+    assert bid.path_params[0].schema == {"type": "integer"}
+    assert bid.request_body is not None
+    assert bid.request_body.content[0].schema == {"$ref": "#/schemas/lib.Bid"}
+    assert api.schemas["lib.Bid"] == {
+        "type": "object",
+        "properties": {"amount": {"type": "number"}, "note": {"type": "string"}},
+        "required": ["amount"],
+    }
+    assert op(api, "GET", "/auctions/{auctionId}").responses[0].content[0].examples == (
+        ("default", {"id": 1}),
+    )
+
+
+def test_raml_errors_are_located(tmp_path: Path) -> None:
+    (tmp_path / "api.raml").write_text(
+        "#%RAML 1.0\ntitle: x\n/a:\n  type: missing\n  fetch:\n  /{id}:\n    uriParameters:\n      other: string\n    get:\n",
+        encoding="utf-8",
+    )
+    result = read_spec(tmp_path / "api.raml")
+    assert [(p.pointer, p.line, p.message) for p in result.errors] == [
+        ("/~1a/type", 4, "unknown resource type 'missing' (no resource types are declared)"),
+        (
+            "/~1a/fetch",
+            5,
+            "unknown method or property 'fetch'; expected a method (get, put, post, delete, options, head, patch, trace, connect), a nested '/resource' or a resource property",
+        ),
+        (
+            "/~1a/~1{id}/uriParameters/other",
+            8,
+            "URI parameter 'other' is not in the resource path '/a/{id}'",
+        ),
+    ]

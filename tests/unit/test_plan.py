@@ -1,0 +1,570 @@
+"""The benchmark plan: every section, its defaults and its located errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from conftest import EXAMPLES
+from gatebench.errors import PlanError
+from gatebench.ir import Api
+from gatebench.plan import Plan, build_plan, describe_plan, load_plan
+from gatebench.spec import load_spec
+
+
+@pytest.fixture(scope="module")
+def auction() -> Api:
+    result = load_spec(EXAMPLES / "auction" / "openapi.yaml")
+    assert result.api is not None
+    return result.api
+
+
+def section(**overrides: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "gateways": ["nginx"],
+        "workloads": [{"name": "get", "operation": "getAuction", "injection": {"sequential": 10}}],
+        "auth": {"bearer": {"env": "TOKEN"}},
+    }
+    base.update(overrides)
+    return base
+
+
+def plan_errors(api: Api, data: Any) -> list[tuple[str, str]]:
+    with pytest.raises(PlanError) as info:
+        build_plan(data, api)
+    return [(p.pointer, p.message) for p in info.value.errors]
+
+
+def test_defaults(auction: Api) -> None:
+    plan = build_plan(
+        {
+            "workloads": [{"name": "w", "operation": "getAuction", "injection": {"at_once": 5}}],
+            "auth": {"bearer": {"env": "T"}},
+        },
+        auction,
+    )
+    assert plan.gateways == ("apache", "caddy", "envoy", "haproxy", "nginx")
+    assert plan.baseline is True
+    assert plan.repetitions == 3
+    assert plan.warmup.duration == 3.0
+    assert plan.order == "shuffled"
+    assert plan.backend.kind == "mock"
+    assert plan.scoring.profile == "paper"
+    assert plan.targets[-1] == "baseline"
+
+
+def test_the_auction_example_plan(auction: Api) -> None:
+    result = load_spec(EXAMPLES / "auction" / "openapi.yaml")
+    plan = load_plan(result)
+    assert plan.repetitions == 10
+    create, bid, retrieve = plan.workloads
+    assert (create.injection.kind, create.injection.users) == ("at_once", 50)
+    image = next(p for p in create.body.parts if p.name == "image")
+    assert (image.size, image.content_type, image.filename) == (
+        8_600_000,
+        "image/jpeg",
+        "camera.jpg",
+    )
+    assert bid.param("amount") is not None and bid.param("amount").kind == "counter"  # type: ignore[union-attr]
+    assert bid.body.value == {"bid": "${amount}"}
+    assert (retrieve.injection.kind, retrieve.injection.requests) == ("sequential", 400)
+    gen = retrieve.param("auctionId")
+    assert gen is not None and (gen.kind, gen.low, gen.high) == ("random", 1, 100)
+    lines = describe_plan(plan, auction)
+    assert lines[0] == "Benchmark plan for 'Auction service' (openapi-3.0.3, 3 operations)"
+    assert lines[-1] == "  measured phases: 3 workloads × 6 targets × 10 repetitions = 180"
+
+
+def test_operation_by_method_and_path(auction: Api) -> None:
+    plan = build_plan(
+        section(
+            workloads=[
+                {
+                    "name": "b",
+                    "operation": "post /bid/{auctionId}",
+                    "injection": {"at_once": 1},
+                    "params": {"auctionId": 3},
+                }
+            ]
+        ),
+        auction,
+    )
+    assert plan.workloads[0].operation_id == "bid"
+
+
+def test_unknown_gateway_lists_the_known_ones(auction: Api) -> None:
+    assert plan_errors(auction, section(gateways=["nginx", "kongg"])) == [
+        (
+            "/x-gatebench/gateways/1",
+            "unknown gateway 'kongg'; did you mean 'kong'? available: apache, caddy, envoy, "
+            "google-api-gateway, haproxy, kong, krakend, nginx, spring-cloud-gateway, traefik, "
+            "tyk, varnish, zuul",
+        )
+    ]
+
+
+def test_unknown_operation_lists_close_matches(auction: Api) -> None:
+    data = section(
+        workloads=[{"name": "w", "operation": "getAuctions", "injection": {"at_once": 1}}]
+    )
+    assert plan_errors(auction, data) == [
+        (
+            "/x-gatebench/workloads/0/operation",
+            "no operation 'getAuctions' in the description; did you mean 'getAuction', 'createAuction'?",
+        )
+    ]
+
+
+def test_unknown_key_suggests_the_right_one(auction: Api) -> None:
+    assert plan_errors(auction, section(repetiton=10)) == [
+        (
+            "/x-gatebench/repetiton",
+            "unknown key 'repetiton' in x-gatebench; did you mean 'repetitions'?",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (
+            {"infrastructure": {"zone": "europe-central2-a", "credentials": "{...}"}},
+            (
+                "/x-gatebench/infrastructure/credentials",
+                "'credentials' looks like a credential; credentials are never accepted in the "
+                "benchmark description (the cloud path runs as its own service accounts, and "
+                "request tokens come from environment variables: auth: {bearer: {env: NAME}})",
+            ),
+        ),
+        (
+            {"service_account_key": "x"},
+            (
+                "/x-gatebench/service_account_key",
+                "'service_account_key' looks like a credential; credentials are never accepted in "
+                "the benchmark description (the cloud path runs as its own service accounts, and "
+                "request tokens come from environment variables: auth: {bearer: {env: NAME}})",
+            ),
+        ),
+        (
+            {"infrastructure": {"network": "-----BEGIN PRIVATE KEY-----\nabc"}},
+            (
+                "/x-gatebench/infrastructure/network",
+                "this value holds a private key; credentials are never accepted in the benchmark description",
+            ),
+        ),
+        (
+            {"auth": {"bearer": {"token": "abc"}}},
+            (
+                "/x-gatebench/auth/bearer/token",
+                "a token is never written in the description; name the environment variable that "
+                "holds it: auth: {bearer: {env: NAME}}",
+            ),
+        ),
+        (
+            {"auth": {"bearer": "abc"}},
+            (
+                "/x-gatebench/auth/bearer",
+                "write auth: {bearer: {env: NAME}} with the name of an environment variable; a "
+                "literal token is never accepted",
+            ),
+        ),
+    ],
+)
+def test_credentials_are_refused(
+    auction: Api, data: dict[str, Any], expected: tuple[str, str]
+) -> None:
+    assert expected in plan_errors(auction, section(**data))
+
+
+@pytest.mark.parametrize(
+    ("injection", "expected"),
+    [
+        ({"at_once": 50}, ("at_once", 50, None, None, None)),
+        ({"ramp": {"users": 10, "duration": "5s"}}, ("ramp", 10, None, 5.0, None)),
+        (
+            {"constant_rate": {"rate": 20, "duration": "1m"}},
+            ("constant_rate", None, 20.0, 60.0, None),
+        ),
+        ({"concurrent": 5, "duration": "500ms"}, ("concurrent", 5, None, 0.5, None)),
+        ({"concurrent": 5, "requests": 100}, ("concurrent", 5, None, None, 100)),
+        ({"sequential": 400}, ("sequential", 1, None, None, 400)),
+    ],
+)
+def test_injection_profiles(
+    auction: Api, injection: dict[str, Any], expected: tuple[Any, ...]
+) -> None:
+    plan = build_plan(
+        section(workloads=[{"name": "w", "operation": "getAuction", "injection": injection}]),
+        auction,
+    )
+    inj = plan.workloads[0].injection
+    assert (inj.kind, inj.users, inj.rate, inj.duration, inj.requests) == expected
+
+
+@pytest.mark.parametrize(
+    ("injection", "expected"),
+    [
+        (
+            {"at_once": 0},
+            (
+                "/x-gatebench/workloads/0/injection/at_once",
+                "expected a whole number from 1 to 100,000, got 0",
+            ),
+        ),
+        (
+            {"concurrent": 5},
+            (
+                "/x-gatebench/workloads/0/injection",
+                "concurrent users need a 'duration' (such as 30s) or a number of 'requests'",
+            ),
+        ),
+        (
+            {"ramp": {"users": 5, "duration": "soon"}},
+            (
+                "/x-gatebench/workloads/0/injection/ramp/duration",
+                "expected a duration such as '30s', '500ms' or '2m', got 'soon'",
+            ),
+        ),
+        (
+            {"at_once": 1, "sequential": 2},
+            (
+                "/x-gatebench/workloads/0/injection",
+                "give exactly one of at_once, ramp, constant_rate, concurrent, sequential",
+            ),
+        ),
+        (
+            {"burst": 3},
+            (
+                "/x-gatebench/workloads/0/injection/burst",
+                "unknown key 'burst' in injection; expected one of: at_once, ramp, constant_rate, concurrent, sequential, duration, requests",
+            ),
+        ),
+    ],
+)
+def test_injection_errors(
+    auction: Api, injection: dict[str, Any], expected: tuple[str, str]
+) -> None:
+    data = section(workloads=[{"name": "w", "operation": "getAuction", "injection": injection}])
+    assert expected in plan_errors(auction, data)
+
+
+def test_parameter_generators(auction: Api) -> None:
+    params = {
+        "auctionId": {"list": [1, 2, 3], "order": "random"},
+    }
+    plan = build_plan(
+        section(
+            workloads=[
+                {
+                    "name": "w",
+                    "operation": "getAuction",
+                    "params": params,
+                    "injection": {"at_once": 1},
+                }
+            ]
+        ),
+        auction,
+    )
+    gen = plan.workloads[0].param("auctionId")
+    assert gen is not None and (gen.kind, gen.values, gen.random_order) == ("list", (1, 2, 3), True)
+    for raw, kind in (
+        ({"range": [1, 5]}, "range"),
+        ({"random": {"min": 1, "max": 9}}, "random"),
+        ({"counter": {"start": 10, "step": 2}}, "counter"),
+        (7, "constant"),
+    ):
+        plan = build_plan(
+            section(
+                workloads=[
+                    {
+                        "name": "w",
+                        "operation": "getAuction",
+                        "params": {"auctionId": raw},
+                        "injection": {"at_once": 1},
+                    }
+                ]
+            ),
+            auction,
+        )
+        assert plan.workloads[0].params[0][1].kind == kind
+
+
+def test_parameter_errors(auction: Api) -> None:
+    data = section(
+        workloads=[
+            {
+                "name": "w",
+                "operation": "getAuction",
+                "params": {"auctionID": 1, "auctionId": {"range": [5, 1]}},
+                "injection": {"at_once": 1},
+            }
+        ]
+    )
+    assert plan_errors(auction, data) == [
+        (
+            "/x-gatebench/workloads/0/params/auctionId/range",
+            "expected [low, high] whole numbers with low <= high, got [5, 1]",
+        ),
+        (
+            "/x-gatebench/workloads/0/params/auctionID",
+            "'auctionID' is neither a parameter of 'getAuction' (auctionId) nor a ${placeholder} in the body or headers",
+        ),
+    ]
+
+
+def test_placeholder_without_value(auction: Api) -> None:
+    data = section(
+        workloads=[
+            {
+                "name": "b",
+                "operation": "bid",
+                "params": {"auctionId": 1},
+                "body": {"json": {"bid": "${amount}"}},
+                "injection": {"at_once": 1},
+            }
+        ]
+    )
+    assert plan_errors(auction, data) == [
+        ("/x-gatebench/workloads/0", "placeholder ${amount} has no value in params")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [
+        ("example", "example"),
+        ("synthesized", "synthesized"),
+        ({"binary": {"size": "16MiB"}}, "binary"),
+        ({"json": {"bid": 5}}, "json"),
+        ({"text": "hello", "media_type": "text/plain"}, "text"),
+        ("none", "none"),
+    ],
+)
+def test_body_kinds(auction: Api, body: Any, kind: str) -> None:
+    plan = build_plan(
+        section(
+            workloads=[
+                {
+                    "name": "b",
+                    "operation": "bid",
+                    "params": {"auctionId": 1},
+                    "body": body,
+                    "injection": {"at_once": 1},
+                }
+            ]
+        ),
+        auction,
+    )
+    assert plan.workloads[0].body.kind == kind
+
+
+def test_default_body_is_the_example_when_there_is_one(auction: Api) -> None:
+    plan = build_plan(
+        section(
+            workloads=[
+                {
+                    "name": "b",
+                    "operation": "bid",
+                    "params": {"auctionId": 1},
+                    "injection": {"at_once": 1},
+                }
+            ]
+        ),
+        auction,
+    )
+    assert (plan.workloads[0].body.kind, plan.workloads[0].body.media_type) == (
+        "example",
+        "application/json",
+    )
+    plan = build_plan(
+        section(
+            workloads=[{"name": "c", "operation": "createAuction", "injection": {"at_once": 1}}]
+        ),
+        auction,
+    )
+    assert plan.workloads[0].body.kind == "synthesized"
+
+
+def test_body_errors(auction: Api) -> None:
+    data = section(
+        workloads=[
+            {
+                "name": "a",
+                "operation": "createAuction",
+                "body": "example",
+                "injection": {"at_once": 1},
+            },
+            {
+                "name": "b",
+                "operation": "getAuction",
+                "body": "synthesized",
+                "injection": {"at_once": 1},
+            },
+            {
+                "name": "c",
+                "operation": "createAuction",
+                "body": {"multipart": {"f": {"size": "1MB", "filename": "../x"}}},
+                "injection": {"at_once": 1},
+            },
+        ]
+    )
+    assert plan_errors(auction, data) == [
+        (
+            "/x-gatebench/workloads/0/body",
+            "operation 'createAuction' has no request body example; use synthesized, json or binary",
+        ),
+        (
+            "/x-gatebench/workloads/1/body",
+            "operation 'getAuction' declares no request body to synthesize from",
+        ),
+        (
+            "/x-gatebench/workloads/2/body/multipart/f/filename",
+            "a file name may not contain quotes, slashes or line breaks",
+        ),
+    ]
+
+
+def test_headers_may_not_carry_credentials(auction: Api) -> None:
+    data = section(
+        workloads=[
+            {
+                "name": "w",
+                "operation": "getAuction",
+                "headers": {
+                    "Authorization": "Bearer x",
+                    "X-Ok": "1",
+                    "Bad Name": "v",
+                    "X-Multi": "a\nb",
+                },
+                "injection": {"at_once": 1},
+            }
+        ]
+    )
+    assert plan_errors(auction, data) == [
+        (
+            "/x-gatebench/workloads/0/headers/Authorization",
+            "Authorization is never written in the description; use auth: {...} with an environment variable",
+        ),
+        ("/x-gatebench/workloads/0/headers/Bad Name", "'Bad Name' is not a valid HTTP header name"),
+        ("/x-gatebench/workloads/0/headers/X-Multi", "a header value must be a single-line string"),
+    ]
+
+
+def test_missing_auth_for_a_secured_operation_is_a_warning(auction: Api) -> None:
+    data = section(auth=None)
+    del data["auth"]
+    plan = build_plan(data, auction)
+    assert plan.auth.bearer_env is None
+
+
+def test_backend_variants(auction: Api) -> None:
+    assert (
+        build_plan(section(backend={"url": "http://10.0.0.5:8080"}), auction).backend.url
+        == "http://10.0.0.5:8080"
+    )
+    mock = build_plan(
+        section(backend={"mock": {"latency": "5ms", "response_size": "1kB"}}), auction
+    ).backend
+    assert (mock.kind, mock.latency, mock.response_size) == ("mock", 0.005, 1000)
+    assert build_plan(section(backend={"builtin": "auction"}), auction).backend.builtin == "auction"
+    assert plan_errors(auction, section(backend={"url": "http://user:pw@host"})) == [
+        (
+            "/x-gatebench/backend/url",
+            "credentials in the URL are never accepted; use auth: {...} with an env variable",
+        )
+    ]
+    assert plan_errors(auction, section(backend={"url": "x", "mock": True})) == [
+        ("/x-gatebench/backend", "give exactly one of 'url' (your service), 'mock' or 'builtin'")
+    ]
+
+
+def test_infrastructure(auction: Api) -> None:
+    plan = build_plan(
+        section(infrastructure={"project": "my-proj-1", "zone": "europe-central2-a"}), auction
+    )
+    assert plan.infrastructure is not None
+    assert (plan.infrastructure.region, plan.infrastructure.gateway_machine) == (
+        "europe-central2",
+        "n2-standard-2",
+    )
+    assert plan_errors(auction, section(infrastructure={"zone": "mars"})) == [
+        (
+            "/x-gatebench/infrastructure/zone",
+            "expected a zone such as 'europe-central2-a', got 'mars'",
+        )
+    ]
+
+
+def test_scoring(auction: Api) -> None:
+    plan = build_plan(
+        section(scoring={"profile": "robust", "weights": {"p99": 2, "throughput": 1}}), auction
+    )
+    assert plan.scoring.weights == (("p99", 2.0), ("throughput", 1.0))
+    assert plan_errors(auction, section(scoring={"weights": {"p99": 2}})) == [
+        (
+            "/x-gatebench/scoring/weights",
+            "weights apply to the 'robust' profile; the 'paper' profile weighs every metric equally",
+        )
+    ]
+
+
+def test_nothing_to_measure(auction: Api) -> None:
+    assert (
+        "/x-gatebench/gateways",
+        "nothing to measure: no gateways and baseline: false",
+    ) in plan_errors(auction, section(gateways=[], baseline=False))
+
+
+def test_plan_errors_carry_lines(tmp_path: Path) -> None:
+    text = (
+        (EXAMPLES / "auction" / "openapi.yaml")
+        .read_text(encoding="utf-8")
+        .replace("repetitions: 10", "repetitions: ten")
+    )
+    (tmp_path / "api.yaml").write_text(text, encoding="utf-8")
+    with pytest.raises(PlanError) as info:
+        load_plan(load_spec(tmp_path / "api.yaml"))
+    (problem,) = info.value.errors
+    assert problem.pointer == "/x-gatebench/repetitions"
+    assert problem.message == "expected a whole number from 1 to 1,000, got 'ten'"
+    assert (
+        problem.line
+        == text.splitlines().index(
+            "  repetitions: ten            # the paper averaged 10 executions"
+        )
+        + 1
+    )
+
+
+def test_separate_plan_file(tmp_path: Path) -> None:
+    (tmp_path / "bench.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "x-gatebench": {
+                    "gateways": ["haproxy"],
+                    "workloads": [
+                        {"name": "l", "operation": "listPets", "injection": {"at_once": 2}}
+                    ],
+                }
+            }
+        ),
+        encoding="utf-8",
+    )
+    plan = load_plan(
+        load_spec(EXAMPLES / "petstore" / "openapi.yaml"), str(tmp_path / "bench.yaml")
+    )
+    assert isinstance(plan, Plan) and plan.gateways == ("haproxy",)
+
+
+def test_no_plan_says_how_to_add_one(tmp_path: Path) -> None:
+    (tmp_path / "api.yaml").write_text(
+        "openapi: 3.0.3\ninfo: {title: t, version: '1'}\npaths: {}\n", encoding="utf-8"
+    )
+    with pytest.raises(PlanError) as info:
+        load_plan(load_spec(tmp_path / "api.yaml"))
+    assert info.value.errors[0].message == (
+        "no 'x-gatebench' section: add one to the description (see examples/) or pass a benchmark file with --plan"
+    )

@@ -1,0 +1,242 @@
+"""Property: any mutation of a valid description yields an IR or located problems — never
+another exception. Mutations are structural (replace, delete or add values anywhere) and
+textual (arbitrary bytes inserted, removed or replaced in the serialized file)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import EXAMPLES
+from gatebench.errors import PlanError
+from gatebench.plan import load_plan
+from gatebench.spec import Limits, SpecResult, read_spec
+
+SEEDS: list[tuple[str, bytes]] = [
+    ("auction.yaml", (EXAMPLES / "auction" / "openapi.yaml").read_bytes()),
+    ("petstore.yaml", (EXAMPLES / "petstore" / "openapi.yaml").read_bytes()),
+    (
+        "swagger.json",
+        json.dumps(
+            {
+                "swagger": "2.0",
+                "info": {"title": "t", "version": "1"},
+                "host": "h.example.com",
+                "basePath": "/b",
+                "securityDefinitions": {"k": {"type": "apiKey", "in": "header", "name": "X-K"}},
+                "paths": {
+                    "/p/{id}": {
+                        "parameters": [
+                            {"name": "id", "in": "path", "required": True, "type": "integer"}
+                        ],
+                        "get": {
+                            "operationId": "g",
+                            "security": [{"k": []}],
+                            "responses": {
+                                "200": {"description": "ok", "schema": {"$ref": "#/definitions/D"}}
+                            },
+                        },
+                        "post": {
+                            "consumes": ["multipart/form-data"],
+                            "parameters": [{"name": "f", "in": "formData", "type": "file"}],
+                            "responses": {"201": {"description": "c"}},
+                        },
+                    }
+                },
+                "definitions": {
+                    "D": {"type": "object", "properties": {"self": {"$ref": "#/definitions/D"}}}
+                },
+            }
+        ).encode(),
+    ),
+    (
+        "api.raml",
+        b"#%RAML 1.0\ntitle: R\nbaseUri: http://x/{version}\nversion: v1\nresourceTypes:\n  c:\n    get:\n    post?:\n"
+        b"traits:\n  t:\n    queryParameters:\n      q?: string\n/items:\n  type: c\n  post:\n    body:\n      application/json:\n"
+        b"        properties:\n          a: integer\n  /{id}:\n    get:\n      is: [t]\n",
+    ),
+]
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 10**6)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3)
+    ),
+    max_leaves=6,
+)
+interesting_keys = st.sampled_from(
+    [
+        "$ref",
+        "paths",
+        "get",
+        "GET",
+        "parameters",
+        "in",
+        "name",
+        "schema",
+        "servers",
+        "url",
+        "security",
+        "requestBody",
+        "responses",
+        "x-gatebench",
+        "workloads",
+        "operation",
+        "injection",
+        "/{x}",
+        "/a/{b}",
+        "type",
+        "uses",
+        "is",
+        "body",
+        "uriParameters",
+        "definitions",
+        "components",
+    ]
+)
+
+
+def containers(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [path]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out.extend(containers(v, (*path, k)))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out.extend(containers(v, (*path, i)))
+    return out
+
+
+def get_in(value: Any, path: tuple[Any, ...]) -> Any:
+    for token in path:
+        value = value[token]
+    return value
+
+
+@st.composite
+def structural_mutation(draw: st.DrawFn) -> tuple[str, bytes]:
+    name, raw = draw(st.sampled_from(SEEDS))
+    if name.endswith(".raml"):
+        header, body = raw.split(b"\n", 1)
+        data = yaml.safe_load(body)
+    else:
+        data = json.loads(raw) if name.endswith(".json") else yaml.safe_load(raw)
+    for _ in range(draw(st.integers(1, 3))):
+        paths = containers(data)
+        path = draw(st.sampled_from(paths))
+        action = draw(st.sampled_from(["replace", "delete", "add"]))
+        if not path:
+            continue
+        parent = get_in(data, path[:-1])
+        if action == "replace":
+            parent[path[-1]] = draw(json_values)
+        elif action == "delete":
+            del parent[path[-1]]
+        else:
+            target = get_in(data, path)
+            if isinstance(target, dict):
+                target[draw(interesting_keys | st.text(max_size=6))] = draw(json_values)
+            elif isinstance(target, list):
+                target.append(draw(json_values))
+    as_json = draw(st.booleans()) and not name.endswith(".raml")
+    text = json.dumps(data) if as_json else yaml.safe_dump(data, allow_unicode=True)
+    if name.endswith(".raml"):
+        return name, header + b"\n" + text.encode()
+    return ("m.json" if as_json else "m.yaml"), text.encode()
+
+
+@st.composite
+def textual_mutation(draw: st.DrawFn) -> tuple[str, bytes]:
+    name, raw = draw(st.sampled_from(SEEDS))
+    data = bytearray(raw)
+    for _ in range(draw(st.integers(1, 4))):
+        pos = draw(st.integers(0, len(data)))
+        action = draw(st.sampled_from(["insert", "delete", "replace"]))
+        chunk = draw(
+            st.binary(min_size=1, max_size=4)
+            | st.sampled_from(
+                [
+                    b"{",
+                    b"}",
+                    b"[",
+                    b'"',
+                    b"'",
+                    b":",
+                    b"\n",
+                    b"\t",
+                    b"&a",
+                    b"*a",
+                    b"!include x",
+                    b"\x00",
+                    b"\xff",
+                    b"$ref: http://x",
+                ]
+            )
+        )
+        if action == "insert":
+            data[pos:pos] = chunk
+        elif action == "delete":
+            del data[pos : pos + len(chunk)]
+        else:
+            data[pos : pos + len(chunk)] = chunk
+    return name, bytes(data)
+
+
+def check(result: SpecResult) -> None:
+    assert isinstance(result, SpecResult)
+    for problem in result.problems:
+        assert problem.severity in ("error", "warning", "note")
+        assert isinstance(problem.pointer, str) and (
+            problem.pointer == "" or problem.pointer.startswith("/")
+        )
+        assert problem.message
+        assert problem.format()
+    if result.errors:
+        assert result.api is None
+        return
+    assert result.api is not None
+    json.dumps(result.api.to_dict())
+    try:
+        load_plan(result)
+    except PlanError as exc:
+        assert exc.problems
+        for problem in exc.problems:
+            assert problem.pointer == "" or problem.pointer.startswith("/")
+
+
+LIMITS = Limits(max_bytes=2_000_000)
+SETTINGS = settings(
+    max_examples=int(os.environ.get("GATEBENCH_PROPERTY_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+@SETTINGS
+@given(structural_mutation())
+def test_structural_mutations_give_an_ir_or_located_problems(case: tuple[str, bytes]) -> None:
+    name, data = case
+    check(read_spec(data, name=name, limits=LIMITS))
+
+
+@SETTINGS
+@given(textual_mutation())
+def test_textual_mutations_give_an_ir_or_located_problems(case: tuple[str, bytes]) -> None:
+    name, data = case
+    check(read_spec(data, name=name, limits=LIMITS))
+
+
+def test_seeds_are_valid(tmp_path: Path) -> None:
+    for name, data in SEEDS:
+        result = read_spec(data, name=name)
+        assert result.errors == [], (name, [p.format() for p in result.errors])

@@ -1,0 +1,398 @@
+"""Report content and formats: verdict, precision, the BigQuery CSV, JSON, Markdown, HTML."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from gatebench.metrics import METRICS
+from gatebench.model import Measurement, RunRecord, RunStatus
+from gatebench.report import (
+    bigquery_schema,
+    build_report,
+    column_names,
+    render,
+    render_csv,
+    render_html,
+    render_json,
+    render_markdown,
+)
+from gatebench.report._format import fmt_ci, fmt_signed, fmt_value
+from gatebench.report._synthetic import synthetic_run
+
+GOLDEN = ROOT / "tests" / "golden" / "report"
+
+
+@pytest.fixture(scope="module")
+def synthetic() -> tuple[RunRecord, list[Measurement]]:
+    return synthetic_run()
+
+
+@pytest.fixture(scope="module")
+def report(synthetic: tuple[RunRecord, list[Measurement]]):  # type: ignore[no-untyped-def]
+    run, ms = synthetic
+    return build_report(run, ms, now=1_767_272_400.0)
+
+
+def m(target: str, workload: str, rep: int, mean: float, **kw: object) -> Measurement:
+    values: dict[str, object] = dict.fromkeys(METRICS, mean)
+    values.update(throughput=1000.0 / mean, error_pct=0.0, requests=100, ok=100, ko=0)
+    values.update(kw)
+    return Measurement(run_id="r", target=target, workload=workload, repetition=rep, **values)  # type: ignore[arg-type]
+
+
+def run_record(**kw: object) -> RunRecord:
+    values: dict[str, object] = {
+        "run_id": "r",
+        "spec_uri": "file:///a.yaml",
+        "spec_sha256": "0" * 64,
+        "status": RunStatus.DONE,
+        "created_at": 0.0,
+    }
+    values.update(kw)
+    return RunRecord(**values)  # type: ignore[arg-type]
+
+
+# -- precision ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("metric", "value", "half", "expected"),
+    [
+        ("p99", 0.0, None, "<1"),
+        ("min", 0.0, 0.0, "<1"),
+        ("p99", 12.0, None, "12"),
+        ("mean", 1.2549, None, "1.3"),
+        ("mean", 1.26, 0.11, "1.3 ± 0.1"),  # never finer than 0.1 ms
+        ("p95", 412.3, 37.2, "412 ± 37"),
+        ("p95", 4440.0, 0.0, "4,440"),
+        ("throughput", 812.46, 37.1, "812 ± 37"),
+        ("throughput", 81.246, 3.71, "81.2 ± 3.7"),
+        ("throughput", 81.246, None, "81.2"),
+        ("error_pct", 0.0, None, "0"),
+        ("error_pct", 0.25, 0.31, "0.25 ± 0.31"),
+        ("error_pct", 2.0, None, "2.00"),
+    ],
+)
+def test_numbers_never_claim_more_precision_than_measured(
+    metric: str, value: float, half: float | None, expected: str
+) -> None:
+    assert fmt_ci(metric, value, half) == expected
+
+
+def test_differences_are_signed() -> None:
+    assert fmt_signed("mean", 2.46, None) == "+2.5"
+    assert fmt_signed("mean", -0.44, 0.3) == "−0.4"
+    assert fmt_signed("throughput", -123.4, None) == "−123"
+    assert fmt_signed("mean", 0.0, None) == "0.0"
+    assert fmt_value("mean", float("nan")) == "–"
+
+
+# -- verdict -----------------------------------------------------------------------------------
+
+
+def test_verdict_with_a_clear_leader(report) -> None:  # type: ignore[no-untyped-def]
+    text = " ".join(report.verdict)
+    leader = report.summary.scores.gateways[0]
+    assert text.startswith(f"{leader.target} scores highest (")
+    assert "is larger than the run-to-run noise; it ranked first in 5 of 5 repetitions." in text
+
+
+def test_verdict_when_the_lead_is_inside_the_noise() -> None:
+    ms = []
+    for rep, noise in enumerate([1.0, -1.0, 0.5, -0.5]):
+        ms += [m("a", "w", rep, 10.0 + noise * 0.9), m("b", "w", rep, 10.0 - noise)]
+    report = build_report(run_record(gateways=["a", "b"]), ms)
+    assert report.verdict[1].startswith("Its lead over ")
+    assert "is inside the run-to-run noise (" in report.verdict[1]
+    assert report.verdict[1].endswith("treat the two as equal on this evidence.")
+
+
+def test_verdict_with_one_repetition() -> None:
+    report = build_report(run_record(), [m("a", "w", 0, 10.0), m("b", "w", 0, 12.0)])
+    assert report.verdict == (
+        "a scores highest (100 of 100, paper profile), ahead of b (85).",
+        "With a single complete repetition there is no measure of run-to-run noise: repeat "
+        "the run (3 or more repetitions) before trusting this order.",
+    )
+
+
+def test_verdict_with_a_tie() -> None:
+    report = build_report(run_record(), [m("a", "w", 0, 10.0), m("b", "w", 0, 10.0)])
+    assert report.verdict == ("a and b tie for first place with 100 of 100.",)
+
+
+def test_verdict_with_a_single_gateway_speaks_of_the_baseline() -> None:
+    ms = [m("a", "w", r, v) for r, v in enumerate([12.0, 13.0, 14.0])]
+    ms += [m("baseline", "w", r, v) for r, v in enumerate([10.0, 10.5, 11.0])]
+    report = build_report(run_record(gateways=["a"]), ms)
+    assert report.verdict == (
+        "Only a was measured, so its score (100) compares it with nothing.",
+        "Against the baseline its mean latency differs by +2.5 ± 2.1 ms on w.",  # Welch, df ≈ 2.9
+    )
+
+
+def test_verdict_without_measurements() -> None:
+    report = build_report(run_record(gateways=["a", "b"], status=RunStatus.LOADING), [])
+    assert report.verdict == ("No gateway was measured: there is nothing to compare yet.",)
+    assert "The run's status is 'loading': the results may be incomplete." in report.cautions
+
+
+def test_cautions_name_failed_targets_and_flags() -> None:
+    ms = [m("a", "w", 0, 10.0, flags=("tester-bound",))]
+    report = build_report(
+        run_record(gateways=["a", "b"], target_errors={"b": "config rejected\nline 2"}), ms
+    )
+    assert report.cautions[0] == (
+        "Flagged measurements (target × workload × repetition): tester-bound in 1 (the load "
+        "generator was the bottleneck). Their numbers describe the machine as much as the gateway."
+    )
+    assert report.cautions[1] == "b failed: config rejected"
+
+
+def test_the_plan_profile_is_used_unless_told_otherwise() -> None:
+    run = run_record(plan={"scoring": {"profile": "robust", "weights": [["p99", 2.0]]}})
+    ms = [m("a", "w", 0, 10.0), m("b", "w", 0, 12.0)]
+    assert build_report(run, ms).profile == "robust"
+    assert dict(build_report(run, ms).weights)["p99"] == 2.0
+    paper = build_report(run, ms, profile="paper")
+    assert (paper.profile, paper.weights) == ("paper", ())
+
+
+# -- CSV: the BigQuery table -------------------------------------------------------------------
+
+BQ_TYPES = {
+    "STRING",
+    "BYTES",
+    "INTEGER",
+    "INT64",
+    "FLOAT",
+    "FLOAT64",
+    "NUMERIC",
+    "BOOLEAN",
+    "BOOL",
+    "TIMESTAMP",
+    "DATE",
+    "TIME",
+    "DATETIME",
+    "RECORD",
+    "JSON",
+}
+TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?\+00:00$")
+INTEGER = re.compile(r"^-?\d+$")
+FLOAT = re.compile(r"^-?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
+STATISTICS = {
+    "value",
+    "mean",
+    "stddev",
+    "ci95_low",
+    "ci95_high",
+    "overhead",
+    "overhead_ci95_low",
+    "overhead_ci95_high",
+    "metric_score",
+    "endpoint",
+    "global",
+}
+
+
+def test_the_bigquery_schema_file_is_valid() -> None:
+    schema = bigquery_schema()
+    names = [f["name"] for f in schema]
+    assert len(names) == len(set(names))
+    for f in schema:
+        assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,299}", f["name"])
+        assert f["type"] in BQ_TYPES
+        assert f["mode"] in ("NULLABLE", "REQUIRED")
+        assert f["description"]
+
+
+def test_the_csv_loads_into_the_bigquery_schema_unchanged(report) -> None:  # type: ignore[no-untyped-def]
+    text = render_csv(report)
+    assert "\r" not in text
+    rows = list(csv.reader(io.StringIO(text)))
+    header, body = rows[0], rows[1:]
+    assert tuple(header) == column_names()
+    schema = {f["name"]: f for f in bigquery_schema()}
+    for row in body:
+        assert len(row) == len(header)
+        for name, value in zip(header, row, strict=True):
+            field = schema[name]
+            if value == "":
+                assert field["mode"] == "NULLABLE", f"{name} is REQUIRED but empty in {row}"
+                continue
+            kind = field["type"]
+            if kind == "TIMESTAMP":
+                assert TIMESTAMP.match(value), value
+            elif kind == "INTEGER":
+                assert INTEGER.match(value), value
+            elif kind == "FLOAT":
+                assert FLOAT.match(value), value
+                float(value)
+            elif kind == "BOOLEAN":
+                assert value in ("true", "false")
+    by_name = [dict(zip(header, row, strict=True)) for row in body]
+    assert {r["statistic"] for r in by_name} == STATISTICS
+    assert {r["metric"] for r in by_name} == set(METRICS) | {"score", "rank"}
+    values = [r for r in by_name if r["statistic"] == "value"]
+    assert len(values) == len(report.measurements) * len(METRICS)
+    assert {r["is_baseline"] for r in by_name if r["target"] == "baseline"} == {"true"}
+
+
+def test_csv_rows_carry_the_numbers_of_the_report(report) -> None:  # type: ignore[no-untyped-def]
+    rows = [
+        dict(zip(column_names(), r, strict=True))
+        for r in list(csv.reader(io.StringIO(render_csv(report))))[1:]
+    ]
+    g = report.summary.scores.gateways[0]
+    global_row = [
+        r
+        for r in rows
+        if r["target"] == g.target
+        and r["metric"] == "score"
+        and r["statistic"] == "global"
+        and r["repetition"] == ""
+    ]
+    assert len(global_row) == 1
+    assert float(global_row[0]["value"]) == g.score
+    cell = report.summary.cell("bid", "nginx")
+    mean_row = [
+        r
+        for r in rows
+        if (r["target"], r["workload"], r["metric"], r["statistic"])
+        == ("nginx", "bid", "p99", "mean")
+    ]
+    assert float(mean_row[0]["value"]) == cell.metrics["p99"].mean
+    assert mean_row[0]["n"] == "5"
+
+
+# -- JSON and Markdown -------------------------------------------------------------------------
+
+
+def test_json_is_strict_and_complete(report) -> None:  # type: ignore[no-untyped-def]
+    data = json.loads(render_json(report))
+    assert data["verdict"] == " ".join(report.verdict)
+    assert data["scores"]["order"] == [g.target for g in report.summary.scores.gateways]
+    assert data["resolution_ms"] == 1
+    assert len(data["cells"]) == len(report.summary.cells)
+    assert {c["target"] for c in data["cells"]} == {"nginx", "haproxy", "caddy", "baseline"}
+    assert data["rank_stability"][0]["repetitions"] == 5
+
+
+def test_markdown_golden(report, golden) -> None:  # type: ignore[no-untyped-def]
+    golden.check(GOLDEN / "synthetic.md", render_markdown(report))
+
+
+# -- HTML --------------------------------------------------------------------------------------
+
+
+class _Collector(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.scripts = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        if tag == "script":
+            self.scripts += 1
+
+
+def parse(html: str) -> _Collector:
+    c = _Collector()
+    c.feed(html)
+    return c
+
+
+def test_html_is_self_contained(report) -> None:  # type: ignore[no-untyped-def]
+    html = render_html(report)
+    tags = parse(html).tags
+    csp = [a for t, a in tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"]
+    assert csp
+    assert "default-src 'none'" in (csp[0]["content"] or "")
+    for tag, attrs in tags:
+        assert tag not in ("link", "img", "iframe", "object", "embed"), tag
+        for name in ("src", "href"):
+            value = attrs.get(name)
+            assert value is None or value.startswith("#"), (tag, name, value)
+    urls = set(re.findall(r"https?://[^\"'\s<>)]+", html))
+    assert urls == {"http://www.w3.org/2000/svg"}  # the SVG namespace name, never fetched
+
+
+def test_html_has_the_required_sections_and_accessible_structure(report) -> None:  # type: ignore[no-untyped-def]
+    html = render_html(report)
+    tags = parse(html).tags
+    ids = {a.get("id") for _, a in tags}
+    for section in (
+        "verdict",
+        "scores",
+        "workload-scores",
+        "throughput",
+        "latency",
+        "overhead",
+        "stability",
+        "quality",
+        "run",
+        "method",
+    ):
+        assert section in ids, section
+    svgs = [a for t, a in tags if t == "svg"]
+    assert len(svgs) == 3
+    assert all(a.get("role") == "img" and a.get("aria-labelledby") for a in svgs)
+    assert sum(1 for t, _ in tags if t == "caption") >= 8
+    col_heads = [a for t, a in tags if t == "th" and a.get("scope") == "col"]
+    row_heads = [a for t, a in tags if t == "th" and a.get("scope") == "row"]
+    assert col_heads
+    assert row_heads
+    assert "1 ms resolution" in html
+    bars = [a for t, a in tags if t == "rect" and a.get("class") == "bar"]
+    n_cells = len(report.summary.cells)
+    n_gateways = len(report.summary.gateways)
+    assert len(bars) == n_gateways + n_gateways * len(report.summary.workloads) + n_cells
+    whiskers = [a for t, a in tags if t == "path" and a.get("class") == "whisker"]
+    assert len(whiskers) == n_cells
+
+
+def test_html_escapes_everything_from_the_run() -> None:
+    evil = '<script>alert("x")</script>'
+    run = run_record(
+        title=evil, gateways=["a"], environment={"note": evil}, target_errors={"b": evil}
+    )
+    html = render_html(build_report(run, [m("a", "w", 0, 10.0)]))
+    assert evil not in html
+    assert parse(html).scripts == 1
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
+
+
+def test_html_of_an_empty_run_still_renders() -> None:
+    html = render_html(build_report(run_record(status=RunStatus.LOADING), []))
+    assert "No gateway was scored yet." in html
+    assert "Nothing was measured yet." in html
+
+
+def test_render_dispatch(report) -> None:  # type: ignore[no-untyped-def]
+    assert render(report, "md") == render_markdown(report)
+    with pytest.raises(
+        ValueError, match=r"^unknown report format 'pdf'; available: html, json, csv, md$"
+    ):
+        render(report, "pdf")  # type: ignore[arg-type]
+
+
+def test_report_generation_is_deterministic(synthetic: tuple[RunRecord, list[Measurement]]) -> None:
+    run, ms = synthetic
+    a = build_report(run, ms, now=0.0)
+    b = build_report(dataclasses.replace(run), list(reversed(ms)), now=0.0)
+    assert render_html(a) == render_html(b)
+    assert render_csv(a) == render_csv(b)
+
+
+def test_the_golden_folder_is_where_the_docs_say(tmp_path: Path) -> None:
+    assert GOLDEN.parent.name == "golden"

@@ -1,0 +1,152 @@
+"""``gatebench runs``, ``gatebench report`` and ``gatebench score`` against a SQLite store."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from gatebench.cli import main
+from gatebench.report import column_names
+from gatebench.report._synthetic import synthetic_run
+from gatebench.store import SqliteStore
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> str:
+    path = tmp_path / "store.sqlite"
+    run, ms = synthetic_run(repetitions=3)
+    with SqliteStore(path) as store:
+        store.create_run(run)
+        for m in ms:
+            store.put_measurement(m)
+        older, _ = synthetic_run(run_id="older", created_at=run.created_at - 3600)
+        store.create_run(older)
+    return str(path)
+
+
+def test_runs_lists_newest_first(store_path: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["runs", "--store", store_path]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == [
+        "RUN",
+        "STATUS",
+        "CREATED",
+        "(UTC)",
+        "GATEWAYS",
+        "WORKLOADS",
+        "TITLE",
+    ]
+    assert lines[1].startswith(
+        "20260101-120000-synthetic  done    2026-01-01 12:00  nginx,haproxy,caddy"
+    )
+    assert lines[2].startswith("older")
+    assert main(["runs", "--store", store_path, "--json", "--limit", "1"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [r["run_id"] for r in data] == ["20260101-120000-synthetic"]
+
+
+def test_runs_of_an_empty_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "empty.sqlite"
+    assert main(["runs", "--store", str(path)]) == 0
+    assert capsys.readouterr().out == f"no runs in {path}\n"
+
+
+def test_report_html_goes_to_results_by_default(
+    store_path: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", "latest", "--store", store_path]) == 0
+    written = capsys.readouterr().out.strip()
+    assert written == "results/20260101-120000-synthetic/report.html"
+    assert (tmp_path / written).read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv", "md"])
+def test_report_formats_go_to_stdout(
+    store_path: str, fmt: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        main(["report", "20260101-120000-synthetic", "--format", fmt, "--store", store_path]) == 0
+    )
+    out = capsys.readouterr().out
+    if fmt == "json":
+        assert json.loads(out)["run"]["run_id"] == "20260101-120000-synthetic"
+    elif fmt == "csv":
+        assert tuple(next(csv.reader(io.StringIO(out)))) == column_names()
+    else:
+        assert out.startswith("# Synthetic auction run\n")
+
+
+def test_report_to_a_file(
+    store_path: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "out" / "r.md"
+    assert main(["report", "latest", "-f", "md", "-o", str(target), "--store", store_path]) == 0
+    assert capsys.readouterr().out.strip() == str(target)
+    assert target.read_text(encoding="utf-8").startswith("# Synthetic auction run")
+
+
+def test_report_of_an_unknown_run(store_path: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", "nope", "--store", store_path]) == 3
+    assert capsys.readouterr().err == (
+        "gatebench: run 'nope' does not exist; `gatebench runs` lists the stored runs\n"
+    )
+
+
+def test_score_stores_the_scores_and_the_report_follows_them(
+    store_path: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        main(["score", "latest", "--profile", "robust", "--weight", "p99=3", "--store", store_path])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert out.startswith("run 20260101-120000-synthetic, profile robust\nRANK  GATEWAY  SCORE")
+    with SqliteStore(store_path) as store:
+        docs = store.scores("20260101-120000-synthetic")
+    assert docs is not None
+    assert set(docs) == {"nginx", "haproxy", "caddy"}
+    assert {d["profile"] for d in docs.values()} == {"robust"}
+    assert docs["nginx"]["weights"]["p99"] == 3.0
+    # Without --profile, the report uses the profile and weights the run was scored with.
+    assert main(["report", "latest", "-f", "json", "--store", store_path]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["profile"] == "robust"
+    assert data["weights"]["p99"] == 3.0
+    assert data["scores"]["gateways"]["nginx"]["score"] == docs["nginx"]["score"]
+
+
+def test_score_refuses_weights_for_the_paper_profile(
+    store_path: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        main(["score", "latest", "--profile", "paper", "--weight", "p99=3", "--store", store_path])
+        == 2
+    )
+    assert capsys.readouterr().err == (
+        "gatebench score: weights apply to the 'robust' profile; the 'paper' profile weighs "
+        "every metric equally\n"
+    )
+
+
+def test_score_weight_syntax(store_path: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["score", "latest", "--weight", "latency=2", "--store", store_path])
+    assert exc.value.code == 2
+    assert (
+        "expected METRIC=WEIGHT with METRIC one of throughput, min, mean" in capsys.readouterr().err
+    )
+
+
+def test_score_json(store_path: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["score", "latest", "--json", "--store", store_path]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["profile"] == "paper"
+    assert data["order"][0] in ("nginx", "haproxy", "caddy")
