@@ -78,6 +78,8 @@ class RunOutcome:
     engine_runs: list[EngineRun] = field(default_factory=list)
     load_s: float = 0.0
     wall_s: float = 0.0
+    report: Any = None
+    """The results package's Report (scores, verdict) once scored."""
 
 
 class _Run:
@@ -330,6 +332,7 @@ def run_benchmark(
         if not run.measurements:
             raise RunError("no phase was measured")
         run.status(RunStatus.SCORING)
+        _score(run, outcome)
         expected_targets = set(plan.targets)
         if run.record.target_errors or measured_targets != expected_targets:
             run.status(RunStatus.PARTIAL)
@@ -352,6 +355,27 @@ def run_benchmark(
         raise
     outcome.wall_s = time.monotonic() - wall_start
     return outcome
+
+
+def _score(run: _Run, outcome: RunOutcome) -> None:
+    """AGE scoring (the results package): through the store when there is one (the scores are
+    stored with the run), else in memory; ``scores.json`` in the run folder either way."""
+    from .report import build_report, score_run
+    from .score import ScoreError
+
+    try:
+        if run.store is not None:
+            report = score_run(run.store, run.record.run_id)
+        else:
+            report = build_report(run.record, run.measurements)
+    except ScoreError as exc:
+        outcome.notes.append(f"not scored: {exc}")
+        return
+    outcome.report = report
+    documents = report.summary.scores.to_documents()
+    (run.run_dir / "scores.json").write_text(
+        json.dumps(documents, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
 
 
 def _origin(url: str) -> str:

@@ -10,6 +10,7 @@ from _engine_helpers import ITEMS, TOKEN_ENV, assert_torn_down, items
 
 from gatebench.model import RunStatus
 from gatebench.runner import RunOptions, run_benchmark
+from gatebench.store import open_store
 
 SECRET = "tok-7f3a9c1e-never-stored"
 
@@ -20,12 +21,14 @@ def test_short_run_counts_match_the_workload(
     monkeypatch.setenv(TOKEN_ENV, SECRET)
     api, plan = items()
     seen_steps: list[str] = []
+    store = open_store(tmp_path / "store.sqlite")
     outcome = run_benchmark(
         api,
         plan,
         spec_uri=str(ITEMS),
         spec_sha256="0" * 64,
         options=RunOptions(results_dir=tmp_path, seed=11),
+        store=store,
         display=lambda p: seen_steps.append(p.step) if not p.message and p.phase is None else None,
     )
     record = outcome.record
@@ -46,6 +49,13 @@ def test_short_run_counts_match_the_workload(
     # lifecycle, in order
     order = [s for s in seen_steps if s in {str(x) for x in RunStatus}]
     assert order == ["parsed", "rendered", "provisioning", "loading", "scoring", "done"]
+    # written through the store as it went: the same measurements, the run done and scored
+    stored = store.get_run(record.run_id)
+    assert stored is not None and stored.status == RunStatus.DONE
+    assert sorted(m.key for m in store.measurements(record.run_id)) == keys
+    scores = store.scores(record.run_id)
+    assert scores is not None and set(scores) == {"nginx"}
+    assert outcome.report is not None
     # artefacts on disk
     run_dir = outcome.run_dir
     saved = json.loads((run_dir / "run.json").read_text())
@@ -104,10 +114,17 @@ def test_cli_run_with_a_relative_results_folder(tmp_path: Path) -> None:
     assert "Latencies in ms (Gatling records whole milliseconds" in out[1]
     assert any(line.startswith("read — GET /items/{id}, 60 sequential requests") for line in out)
     assert any(line.startswith("write — POST /items, 20 users at once") for line in out)
-    (run_dir,) = (tmp_path / "out").iterdir()
-    assert out[-1] == (
+    (run_dir,) = [p for p in (tmp_path / "out").iterdir() if p.is_dir()]
+    assert out[-2] == (
         f"Results: {run_dir}/ (run.json, measurements.jsonl, workload.json, gateway logs, "
         "simulation.log)"
     )
+    store = tmp_path / "out" / "gatebench.sqlite"
+    assert out[-1] == (
+        f"Stored in out/gatebench.sqlite; `gatebench report {run_dir.name} --store "
+        "out/gatebench.sqlite` writes the HTML report."
+    )
+    assert store.is_file()
+    assert any(line.startswith("Scores (paper profile, 0-100):") for line in out)
     assert "[loading] " in done.stderr
     assert_torn_down(run_dir)

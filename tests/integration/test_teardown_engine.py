@@ -69,7 +69,7 @@ def _wait_for_measurements(tmp_path: Path, proc: subprocess.Popen[bytes], count:
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-        for run_dir in tmp_path.iterdir():
+        for run_dir in (p for p in tmp_path.iterdir() if p.is_dir()):
             jsonl = run_dir / "measurements.jsonl"
             if jsonl.exists() and len(jsonl.read_text().splitlines()) >= count:
                 return run_dir

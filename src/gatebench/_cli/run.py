@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import sys
 import time
 from dataclasses import replace
@@ -11,11 +12,12 @@ from pathlib import Path
 from typing import TextIO
 
 from ..errors import GatebenchError
+from ..ir import Api
 from ..model import Measurement, local_run_id
-from ..plan import describe_injection
+from ..plan import Plan, describe_injection
 from ..runner import Progress, RunOptions, RunOutcome, run_benchmark
 from ..stats import format_workload_table, workload_rows
-from ..store import ResultStore
+from ..store import DEFAULT_STORE, STORE_ENV, ResultStore, open_store
 from ._common import add_plan_argument, add_spec_arguments, load
 
 
@@ -41,6 +43,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument("--seed", type=int, help="seed of the target order and random values")
     parser.add_argument(
         "--results", default="results", metavar="DIR", help="where run folders go (results/)"
+    )
+    parser.add_argument(
+        "--store",
+        metavar="LOCATION",
+        help=f"the result store: a SQLite file, sqlite:PATH or firestore://PROJECT[/DATABASE] "
+        f"(default: ${STORE_ENV}, else DIR/gatebench.sqlite under --results)",
     )
     parser.set_defaults(handler=run)
 
@@ -115,7 +123,21 @@ def run(args: argparse.Namespace) -> int:
         run_id=run_id,
     )
     display = LiveDisplay(sys.stderr)
-    store = _default_store(Path(args.results))
+    with open_store(_store_location(args)) as store:
+        return _run_with_store(args, api, plan, spec_path, digest, run_dir, options, display, store)
+
+
+def _run_with_store(
+    args: argparse.Namespace,
+    api: Api,
+    plan: Plan,
+    spec_path: Path,
+    digest: str,
+    run_dir: Path,
+    options: RunOptions,
+    display: LiveDisplay,
+    store: ResultStore,
+) -> int:
     try:
         outcome = run_benchmark(
             api,
@@ -138,12 +160,18 @@ def run(args: argparse.Namespace) -> int:
     display.finish()
     for line in report_lines(outcome):
         print(line)
+    location = _store_location(args)
+    store_flag = "" if location == DEFAULT_STORE else f" --store {location}"
+    print(
+        f"Stored in {location}; `gatebench report {outcome.record.run_id}{store_flag}` "
+        "writes the HTML report."
+    )
     return 0 if str(outcome.record.status) == "done" else 3
 
 
-def _default_store(results: Path) -> ResultStore | None:
-    """The SQLite store of the results package, when it is installed here."""
-    return None
+def _store_location(args: argparse.Namespace) -> str:
+    """``--store``, else ``$GATEBENCH_STORE``, else ``<--results>/gatebench.sqlite``."""
+    return str(args.store or os.environ.get(STORE_ENV) or Path(args.results) / "gatebench.sqlite")
 
 
 def report_lines(outcome: RunOutcome) -> list[str]:
@@ -173,6 +201,7 @@ def report_lines(outcome: RunOutcome) -> list[str]:
     note = record.environment.get("note") if record.environment else None
     if note:
         lines.append(f"Note: {note}.")
+    lines.extend(_score_lines(outcome))
     for target, reason in sorted(record.target_errors.items()):
         lines.append(f"{target}: FAILED: {reason.splitlines()[0]}")
     for note_line in outcome.notes:
@@ -181,6 +210,20 @@ def report_lines(outcome: RunOutcome) -> list[str]:
     lines.append(
         f"Results: {outcome.run_dir}/ (run.json, measurements.jsonl, workload.json, gateway logs, simulation.log)"
     )
+    return lines
+
+
+def _score_lines(outcome: RunOutcome) -> list[str]:
+    report = outcome.report
+    if report is None:
+        return []
+    result = report.summary.scores
+    lines = ["", f"Scores ({result.profile} profile, 0-100):"]
+    for g in result.gateways:
+        lines.append(f"  {g.rank}. {g.target} {g.score:.0f}")
+    verdict = " ".join(report.verdict)
+    if verdict:
+        lines.append(verdict)
     return lines
 
 
