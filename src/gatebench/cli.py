@@ -19,6 +19,7 @@ COMMANDS = (
     "validate",
     "parse",
     "plan",
+    "render",
     "run",
     "runs",
     "report",

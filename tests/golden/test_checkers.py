@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _cases import CASES, ERRORS_FILE, GOLDEN, golden_target, render_case
+from _cases import CASES, ERRORS_FILE, GOLDEN, LARGE, golden_target, render_case
 
 from gatebench.renderers import RenderTarget, all_renderers, check_config, write_files
 
@@ -45,3 +45,19 @@ def test_golden_passes_the_gateway_checker(gateway: str, case: str, tmp_path: Pa
     write_files(files, workdir)
     output = check_config(renderer, workdir, target)
     assert output is not None
+
+
+LARGE_PAIRS = [(g, c) for g in CHECKED for c in sorted(LARGE)]
+
+
+@pytest.mark.parametrize(("gateway", "case"), LARGE_PAIRS, ids=[f"{g}-{c}" for g, c in LARGE_PAIRS])
+def test_large_specs_pass_the_gateway_checker(gateway: str, case: str, tmp_path: Path) -> None:
+    """Hundreds of operations, odd characters, three input formats: the checker accepts."""
+    from gatebench.renderers import get_renderer
+
+    renderer = get_renderer(gateway)
+    target = RenderTarget(workdir=str(tmp_path / gateway), listen_port=8080, admin_port=8081)
+    files = render_case(renderer, case, target)
+    assert ERRORS_FILE not in files, files.get(ERRORS_FILE, "")[:2000]
+    write_files(files, target.workdir)
+    assert check_config(renderer, target.workdir, target) is not None

@@ -75,7 +75,9 @@ def test_metadata(name: str) -> None:
         )
         assert not renderer.cloud_image.endswith(":latest")
     if renderer.runs_here:
-        assert renderer.run_command, f"renderer {name!r} runs here: declare run_command"
+        assert renderer.run_command or type(renderer).run_argv is not Renderer.run_argv, (
+            f"renderer {name!r} runs here: declare run_command (or override run_argv)"
+        )
         assert renderer.readiness_timeout > 0
     else:
         assert renderer.run_argv("/tmp") is None

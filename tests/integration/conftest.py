@@ -33,6 +33,9 @@ REPLAY_CASES: dict[str, str] = {
     "petstore": "examples/petstore/openapi.yaml",
     "portable": "tests/data/adversarial/portable.yaml",
     "templates": "tests/data/adversarial/templates.yaml",
+    "large-openapi3": "tests/data/adversarial/large/openapi3.yaml",
+    "large-raml": "tests/data/adversarial/large/api.raml",
+    "large-swagger2": "tests/data/adversarial/large/swagger2.json",
 }
 
 

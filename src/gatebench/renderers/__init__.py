@@ -20,8 +20,12 @@ entry by ``tests/golden/test_contract.py``:
    first), ``runs_here`` (a native process on this machine), ``cloud_image`` (a pinned
    official image for the cloud path; ``None`` only for a managed service),
    ``check_command`` / ``run_command`` (argv templates with ``{workdir}``, ``{listen_port}``,
-   ... placeholders; element 0 is the program, found by :meth:`Renderer.find_program`),
-   ``readiness_timeout``.
+   ``{listen_address}``, ``{admin_port}``, ``{workers}`` placeholders; element 0 is the
+   program, found by :meth:`Renderer.find_program`), ``readiness_timeout``. The engine calls
+   ``check_argv(workdir, target)`` / ``run_argv(workdir, target)`` (``None``: no checker /
+   cannot run here) and ``cloud_argv(target)``. A gateway run from a built artefact (a JVM
+   jar) overrides ``run_argv`` and ``env``; ``check_command = None`` means booting is its
+   check (``boot_gateway`` then skips straight to the start and the readiness probe).
 2. ``render(api, target)`` returns exactly ``output_files``: LF line ends, one final newline
    (``as_files``), byte-identical for the same input. It takes routes from
    :meth:`Renderer.routes` (validated, in priority order) and never lets a spec string reach

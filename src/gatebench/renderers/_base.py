@@ -50,8 +50,8 @@ class RenderTarget:
     backend_url: str = "http://127.0.0.1:9000"
     """``http://host:port`` of the backend (an origin: no path, query or credentials)."""
     admin_port: int | None = None
-    """A second loopback port for gateways that need one (Varnish's management CLI);
-    ``None`` lets such a gateway pick its own default."""
+    """A second loopback-only port for a management interface (Varnish's CLI, Envoy's admin);
+    ``None``: no management interface is opened."""
     redis_host: str = "127.0.0.1"
     redis_port: int = 6379
     """Tyk keeps its state in Redis; the cloud path runs one beside it."""

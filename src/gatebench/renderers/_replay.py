@@ -212,7 +212,9 @@ def replay_matrix(api: Api, *, large_body_bytes: int = LARGE_BODY_BYTES) -> list
                 )
     requests.append(ReplayRequest("unknown path", "GET", "/gatebench-no-such-route", ()))
     requests.append(
-        ReplayRequest("route only in the query", "GET", "/gatebench-nothing?" + routes[0].path, ())
+        ReplayRequest(
+            "route only in the query", "GET", "/gatebench-nothing?" + routes[0].sample_path(), ()
+        )
         if routes
         else ReplayRequest("root", "GET", "/", ())
     )

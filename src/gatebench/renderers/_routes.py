@@ -384,6 +384,16 @@ def unsupported(route: Route, gateway: str, message: str, *suffix: str | int) ->
     )
 
 
+def same_route(route: Route, first: Route, gateway: str) -> Problem:
+    """``route`` becomes the same route as ``first`` in ``gateway``'s terms (decoded path)."""
+    return unsupported(
+        route,
+        gateway,
+        f"it is the same route as operation {first.operation_id!r} ({first.method} "
+        f"{first.path}) once the path is decoded",
+    )
+
+
 def methods_by_path(routes: Sequence[Route]) -> dict[str, list[Route]]:
     """Routes grouped by path template, in priority order (first route's position)."""
     out: dict[str, list[Route]] = {}

@@ -32,6 +32,7 @@ from ..errors import Problem
 from ..ir import Api
 from ._base import Renderer, RenderTarget, as_files
 from ._routes import Route, identifier, shared_param_names, unsupported
+from ._routes import same_route as _same_route
 from .envoy import dump_yaml
 
 _LITERAL_OK = re.compile(r"[A-Za-z0-9\-._~!$&'()+,;=@]*")
@@ -53,9 +54,14 @@ class GoogleApiGatewayRenderer(Renderer):
         problems: list[Problem] = []
         paths: dict[str, dict[str, Any]] = {}
         taken: set[str] = set()
+        seen: dict[tuple[str, str], Route] = {}
         for route in routes:
             path = self._path(route, names[route.index], problems)
             if path is None:
+                continue
+            first = seen.setdefault((route.method, path), route)
+            if first is not route:
+                problems.append(_same_route(route, first, self.name))
                 continue
             item = paths.setdefault(path, {})
             operation: dict[str, Any] = {

@@ -34,7 +34,15 @@ from urllib.parse import unquote
 from ..errors import Problem
 from ..ir import Api
 from ._base import Renderer, RenderTarget, as_files
-from ._routes import Route, encode_literal, shared_param_names, unsupported
+from ._routes import (
+    Route,
+    encode_literal,
+    shared_param_names,
+    unsupported,
+)
+from ._routes import (
+    same_route as _same_route,
+)
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 _FORBIDDEN = "*?&%:"
@@ -62,9 +70,14 @@ class KrakendRenderer(Renderer):
         names = shared_param_names(routes)
         problems: list[Problem] = []
         endpoints: list[dict[str, Any]] = []
+        seen: dict[tuple[str, str], Route] = {}
         for route in routes:
             path = self._path(route, names[route.index], problems)
             if path is None:
+                continue
+            first = seen.setdefault((route.method, path), route)
+            if first is not route:
+                problems.append(_same_route(route, first, self.name))
                 continue
             endpoints.append(
                 {

@@ -11,8 +11,8 @@ Mapping rules (tests/golden/tyk/README.md says the same in prose):
 - ``apps/gatebench.json``: one Tyk Classic API, ``use_keyless: true``, listen path ``/``
   with ``strip_listen_path: false`` and ``preserve_host_header: true`` (the backend sees
   the client's path and ``Host``), not versioned, rate limits and quotas off.
-- Routing: the allow list (``extended_paths.white_list``) holds one entry per path
-  template: an anchored regex (Tyk treats regex paths as exact patterns) with one
+- Routing: the allow list (``extended_paths.white_list``) holds one entry per distinct path
+  pattern: an anchored regex (Tyk treats regex paths as exact patterns) with one
   ``no_action`` method action per method of that path. Each percent-encoded character of
   a literal is accepted in both forms (Tyk matches the decoded path).
 - Limitation: Tyk's allow list answers requests it does not allow with **403**, not 404.
@@ -27,7 +27,6 @@ from typing import Any, ClassVar
 
 from ..ir import Api
 from ._base import Renderer, RenderTarget, as_files
-from ._routes import methods_by_path
 
 
 def _json(data: Any) -> str:
@@ -51,25 +50,20 @@ class TykRenderer(Renderer):
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
         routes = self.routes(api)
-        allow: list[dict[str, Any]] = []
-        for group in methods_by_path(routes).values():
-            first = group[0]
-            allow.append(
-                {
-                    "path": first.regex(param="[^/]+", either=True),
-                    "method": "",
-                    "ignore_case": False,
-                    "method_actions": {
-                        route.method: {
-                            "action": "no_action",
-                            "code": 200,
-                            "data": "",
-                            "headers": {},
-                        }
-                        for route in group
-                    },
-                }
+        # One allow-list entry per distinct path pattern, in priority order of first use.
+        by_regex: dict[str, dict[str, Any]] = {}
+        for route in routes:
+            entry = by_regex.setdefault(
+                route.regex(param="[^/]+", either=True),
+                {"path": "", "method": "", "ignore_case": False, "method_actions": {}},
             )
+            entry["method_actions"][route.method] = {
+                "action": "no_action",
+                "code": 200,
+                "data": "",
+                "headers": {},
+            }
+        allow = [{**entry, "path": regex} for regex, entry in by_regex.items()]
         definition = {
             "name": "gatebench",
             "api_id": "gatebench",

@@ -26,6 +26,13 @@ from ._base import Renderer, RenderTarget, as_files
 from ._routes import unsupported
 
 
+def _no_admin_unless_asked(argv: list[str] | None, target: RenderTarget | None) -> list[str] | None:
+    """``-T none`` when the target asks for no management port."""
+    if argv is not None and (target is None or target.admin_port is None):
+        argv[argv.index("-T") + 1] = "none"
+    return argv
+
+
 class VarnishRenderer(Renderer):
     name = "varnish"
     description = "Varnish Cache 7 in pass mode: VCL method + raw-URL regex, synth 404"
@@ -69,12 +76,10 @@ class VarnishRenderer(Renderer):
     def run_argv(
         self, workdir: str | os.PathLike[str], target: RenderTarget | None = None
     ) -> list[str] | None:
-        argv = super().run_argv(workdir, target)
-        if argv is not None and (target is None or target.admin_port is None):
-            # No management port requested: none is opened.
-            i = argv.index("-T")
-            argv[i + 1] = "none"
-        return argv
+        return _no_admin_unless_asked(super().run_argv(workdir, target), target)
+
+    def cloud_argv(self, target: RenderTarget) -> list[str] | None:
+        return _no_admin_unless_asked(super().cloud_argv(target), target)
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
         routes = self.routes(api)

@@ -1,0 +1,139 @@
+"""``gatebench render SPEC --gateway a,b --out DIR``: the configuration of each gateway.
+
+Writes ``DIR/<gateway>/<file>`` for every gateway asked for (``all`` = every registered one).
+A gateway that cannot express the API prints its located problems and is skipped; the exit
+code is then 1. ``--check`` also runs each gateway's own checker where it is installed here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..errors import RenderError, UnsupportedFeature, UnsupportedHere
+from ..renderers import (
+    ConfigRejected,
+    RenderTarget,
+    UnknownGateway,
+    check_config,
+    gateway_names,
+    get_renderer,
+    write_files,
+)
+from ._common import add_spec_arguments, print_problems, read
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "render",
+        help="write each gateway's configuration for an API description",
+        description="Render the configuration of each gateway: DIR/<gateway>/<file>. "
+        f"Gateways: {', '.join(gateway_names())} (or all).",
+    )
+    add_spec_arguments(parser)
+    parser.add_argument(
+        "--gateway",
+        "-g",
+        required=True,
+        metavar="NAMES",
+        help="comma-separated gateway names or aliases, or 'all'",
+    )
+    parser.add_argument("--out", "-o", required=True, metavar="DIR", help="output folder")
+    parser.add_argument("--port", type=int, default=8080, help="listen port (default 8080)")
+    parser.add_argument(
+        "--listen-host", default="127.0.0.1", help="listen address (default 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--backend",
+        default="http://127.0.0.1:9000",
+        metavar="URL",
+        help="backend origin, http(s)://host:port (default http://127.0.0.1:9000)",
+    )
+    parser.add_argument(
+        "--workdir",
+        metavar="PATH",
+        help="absolute folder the files will live in when the gateway runs "
+        "(default: the gateway's output folder)",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="run each gateway's own config checker where it is installed here",
+    )
+    parser.set_defaults(handler=run)
+
+
+def _gateways(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if any(n.lower() == "all" for n in names):
+        return list(gateway_names())
+    out: list[str] = []
+    for name in names:
+        canonical = get_renderer(name).name
+        if canonical not in out:
+            out.append(canonical)
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        gateways = _gateways(args.gateway)
+    except UnknownGateway as exc:
+        print(f"gatebench render: {exc}", file=sys.stderr)
+        return 2
+    if not gateways:
+        print("gatebench render: --gateway names no gateway", file=sys.stderr)
+        return 2
+    result = read(args)
+    if result.errors:
+        print_problems(result.errors, stream=sys.stderr)
+        return 1
+    api = result.api
+    assert api is not None
+    out = Path(args.out).resolve()
+    failed = False
+    for name in gateways:
+        renderer = get_renderer(name)
+        folder = out / name
+        try:
+            target = RenderTarget(
+                workdir=args.workdir or str(folder),
+                listen_host=args.listen_host,
+                listen_port=args.port,
+                backend_url=args.backend,
+            )
+        except RenderError as exc:
+            for problem in exc.problems:
+                print(f"gatebench render: {problem.message}", file=sys.stderr)
+            return 2
+        try:
+            files = renderer.render(api, target)
+        except UnsupportedFeature as exc:
+            print(f"{name}: cannot express this API:", file=sys.stderr)
+            for problem in exc.problems:
+                print(problem.format(result.spec_name or args.spec), file=sys.stderr)
+            failed = True
+            continue
+        write_files(files, folder)
+        status = ""
+        if args.check:
+            status = _check(renderer.name, folder, target)
+            failed = failed or status.startswith("rejected")
+        listing = ", ".join(sorted(files))
+        print(f"{name}: {folder} ({listing}){status}")
+    return 1 if failed else 0
+
+
+def _check(name: str, folder: Path, target: RenderTarget) -> str:
+    renderer = get_renderer(name)
+    if renderer.check_argv(folder, target) is None:
+        return " [no checker here]"
+    try:
+        check_config(renderer, folder, target)
+    except UnsupportedHere as exc:
+        return f" [not checked: {exc}]"
+    except ConfigRejected as exc:
+        print(str(exc), file=sys.stderr)
+        return " rejected by its checker"
+    return " [checker: ok]"

@@ -1,0 +1,129 @@
+"""``gatebench render``, and the committed large specs being what their generator writes."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from gatebench.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+PETSTORE = str(ROOT / "examples" / "petstore" / "openapi.yaml")
+TEMPLATES = str(ROOT / "tests" / "data" / "adversarial" / "templates.yaml")
+
+
+def test_render_writes_one_folder_per_gateway(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["render", PETSTORE, "--gateway", "nginx,httpd,kong", "--out", str(tmp_path)])
+    assert code == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        f"nginx: {tmp_path / 'nginx'} (nginx.conf)",
+        f"apache: {tmp_path / 'apache'} (httpd.conf)",
+        f"kong: {tmp_path / 'kong'} (kong.conf, kong.yml)",
+    ]
+    conf = (tmp_path / "nginx" / "nginx.conf").read_text()
+    assert f"pid {tmp_path / 'nginx' / 'nginx.pid'};" in conf
+    assert "listen 127.0.0.1:8080 backlog=4096;" in conf
+
+
+def test_render_takes_target_options(tmp_path: Path) -> None:
+    code = main(
+        [
+            "render",
+            PETSTORE,
+            "-g",
+            "haproxy",
+            "-o",
+            str(tmp_path),
+            "--port",
+            "9999",
+            "--backend",
+            "http://10.0.0.5:8081",
+            "--workdir",
+            "/srv/gw",
+        ]
+    )
+    assert code == 0
+    conf = (tmp_path / "haproxy" / "haproxy.cfg").read_text()
+    assert "bind 127.0.0.1:9999" in conf
+    assert "server backend 10.0.0.5:8081" in conf
+    assert "pidfile /srv/gw/haproxy.pid" in conf
+
+
+def test_unknown_gateway_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["render", PETSTORE, "-g", "kongg", "-o", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gatebench render: no renderer for 'kongg'; available: apache, caddy,")
+
+
+def test_bad_target_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(["render", PETSTORE, "-g", "nginx", "-o", str(tmp_path), "--backend", "ftp://x"]) == 2
+    )
+    assert capsys.readouterr().err == (
+        "gatebench render: backend_url must be http(s)://host:port with no path, query or "
+        "credentials; got 'ftp://x'\n"
+    )
+
+
+def test_unsupported_gateway_prints_located_problems_and_renders_the_others(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["render", TEMPLATES, "-g", "krakend,nginx", "-o", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.splitlines()[:2] == [
+        "krakend: cannot express this API:",
+        "templates.yaml: error: /paths/~1files~1{name}.json/get: krakend cannot express this "
+        "route (GET /files/{name}.json): a parameter must fill its whole path segment "
+        "(KrakenD cannot build words from variables)",
+    ]
+    assert (tmp_path / "nginx" / "nginx.conf").is_file()
+    assert not (tmp_path / "krakend").exists()
+
+
+def test_large_specs_are_what_the_generator_writes(tmp_path: Path) -> None:
+    path = ROOT / "tests" / "data" / "adversarial" / "generate_large.py"
+    spec = importlib.util.spec_from_file_location("generate_large", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.HERE = tmp_path
+    module.main()
+    for name in ("openapi3.yaml", "swagger2.json", "api.raml"):
+        committed = (path.parent / "large" / name).read_bytes()
+        assert (tmp_path / name).read_bytes() == committed, (
+            f"tests/data/adversarial/large/{name} is stale; run {path.relative_to(ROOT)}"
+        )
+
+
+def test_adversarial_inputs_the_description_refuses_are_located() -> None:
+    """The other outcome of the adversarial spec: not a config, but one located error each."""
+    from gatebench.spec import read_spec
+
+    result = read_spec(ROOT / "tests" / "data" / "adversarial" / "invalid.yaml")
+    got = {p.pointer[:60]: p.message for p in result.errors}
+    expected = {
+        "/paths/~1has space": "a path may not contain U+0020 (whitespace or control); write it percent",
+        "/paths/~1hash#fragment": "a path may not contain '#'",
+        "/paths/~1query?x=1": "a path may not contain '?'; put query parameters in 'parameters'",
+        "/paths/~1bad%zzpercent": "'%' in a path must start a %XX escape",
+        "/paths/~1new\nline": "a path may not contain U+000A (whitespace or control); write it percent",
+        "/paths/~1tab\there": "a path may not contain U+0009 (whitespace or control); write it percent",
+        "/paths/~1unbalanced{brace": "unbalanced '{' or '}' in the path template '/unbalanced{brace'",
+        "/paths/~1empty~1{}": "empty variable '{}' in the path template",
+        "/paths/~1twice~1{id}~1{id}": "path variable 'id' appears twice in the template",
+        "/paths/~1same~1{b}/get": "GET /same/{b} is the same route as GET /same/{a} (only variable names d",
+        "/paths/no-leading-slash": "a path must start with '/'; got 'no-leading-slash'",
+        "/paths/~1long~1" + "c" * 45: "the path is 9006 characters long; the limit is 8192",
+    }
+    assert set(got) == set(expected)
+    for pointer, message in expected.items():
+        assert got[pointer].startswith(message), (pointer, got[pointer])
+    assert all(p.line is not None for p in result.errors)
