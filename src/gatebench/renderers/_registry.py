@@ -19,9 +19,11 @@ from .haproxy import HaproxyRenderer
 from .kong import KongRenderer
 from .krakend import KrakendRenderer
 from .nginx import NginxRenderer
+from .spring_cloud_gateway import SpringCloudGatewayRenderer
 from .traefik import TraefikRenderer
 from .tyk import TykRenderer
 from .varnish import VarnishRenderer
+from .zuul import ZuulRenderer
 
 # Sorted by name; the contract test keeps it so. One line per gateway.
 RENDERERS: tuple[type[Renderer], ...] = (
@@ -33,9 +35,11 @@ RENDERERS: tuple[type[Renderer], ...] = (
     KongRenderer,
     KrakendRenderer,
     NginxRenderer,
+    SpringCloudGatewayRenderer,
     TraefikRenderer,
     TykRenderer,
     VarnishRenderer,
+    ZuulRenderer,
 )
 
 # Gateways that run here as fast native processes: what a plan selects by default.

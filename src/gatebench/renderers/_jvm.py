@@ -1,0 +1,142 @@
+"""What the two JVM gateways (Spring Cloud Gateway, Zuul 1) share: a jar, a java command line
+and a Spring ``application.yml``.
+
+Both run as a generic Spring Boot application built from ``gateways/<name>/`` by
+``scripts/setup.d/45-jvm-gateways.sh`` into ``.cache/jvm-gateways/<name>.jar``: the jar holds
+no routes, everything comes from the rendered ``application.yml``
+(``--spring.config.location``). docs/jvm-gateways.md describes both.
+
+Spring reads every configuration value through its property resolver, so two spec-derived
+shapes would be interpreted rather than taken literally: ``${...}`` (a property placeholder,
+anywhere in a value) and ``#{...}`` (SpEL, in Spring Cloud Gateway predicate arguments).
+The renderers only ever emit identifiers and ``\\xHH``-escaped regexes or percent-encoded
+paths, where neither can occur; :func:`assert_inert` checks it anyway before a value is
+written.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, ClassVar
+
+import yaml
+
+from ..errors import Problem, RenderError, UnsupportedHere
+from ._base import Renderer, RenderTarget
+from ._routes import Route, unsupported
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+JAR_DIR = REPO_ROOT / ".cache" / "jvm-gateways"
+CLOUD_JAR_DIR = "/opt/gatebench"
+"""Where the cloud path's container (``eclipse-temurin`` JRE image) holds the jar."""
+JVM_OPTIONS_ENV = "GATEBENCH_JVM_OPTIONS"
+"""Extra JVM options, whitespace-separated, inserted before ``-jar`` (tests use
+``-XX:TieredStopAtLevel=1`` to halve start-up; never for measured runs)."""
+_JAR = "{jar}"
+_SPRING_EXPRESSION = re.compile(r"\$\{|^#\{")
+
+
+def dump_yaml(data: Any) -> str:
+    """Block-style YAML in insertion order (deterministic), ASCII only, long lines kept."""
+    text: str = yaml.safe_dump(
+        data, sort_keys=False, default_flow_style=False, allow_unicode=False, width=1 << 20
+    )
+    return text
+
+
+def assert_inert(value: str, where: str) -> str:
+    """``value`` unchanged, or :class:`RenderError` when Spring would evaluate part of it."""
+    if _SPRING_EXPRESSION.search(value):
+        raise RenderError(
+            [
+                Problem(
+                    where,
+                    f"internal error: {value!r} would be evaluated by Spring ('${{' or '#{{')",
+                )
+            ]
+        )
+    return value
+
+
+def jar_path(gateway: str) -> Path:
+    """``GATEBENCH_<NAME>_JAR`` (``GATEBENCH_ZUUL_JAR``), else the jar the setup step builds."""
+    override = os.environ.get(f"GATEBENCH_{re.sub(r'[^A-Z0-9]', '_', gateway.upper())}_JAR")
+    return Path(override) if override else JAR_DIR / f"{gateway}.jar"
+
+
+class JvmRenderer(Renderer):
+    """A gateway that is a Spring Boot jar run by ``java``; subclasses set ``name`` etc."""
+
+    runs_here = True
+    # No official image exists for either gateway: the cloud path runs the same jar in the
+    # official JRE image, at CLOUD_JAR_DIR/<name>.jar.
+    cloud_image = "eclipse-temurin:17.0.15_6-jre"
+    check_command: ClassVar[tuple[str, ...] | None] = None
+    """Spring has no offline config checker; booting the jar is the check."""
+    run_command: ClassVar[tuple[str, ...] | None] = (
+        "java",
+        "-Xms256m",
+        "-Xmx512m",
+        "-XX:+ExitOnOutOfMemoryError",
+        "-XX:-UsePerfData",
+        "-Djava.io.tmpdir={workdir}/tmp",
+        "-jar",
+        _JAR,
+        "--spring.config.location=file:{workdir}/application.yml",
+    )
+    output_files = ("application.yml",)
+    readiness_timeout = 120.0
+    install_hint = "run `make setup-all` (or scripts/setup.sh jvm-gateways; needs JDK 17 and Maven)"
+
+    def run_argv(
+        self, workdir: str | os.PathLike[str], target: RenderTarget | None = None
+    ) -> list[str] | None:
+        argv = super().run_argv(workdir, target)
+        if argv is None:
+            return None
+        jar = jar_path(self.name)
+        if not jar.is_file():
+            raise UnsupportedHere(f"{self.name}: {jar} is not built; {self.install_hint}")
+        extra = os.environ.get(JVM_OPTIONS_ENV, "").split()
+        at = argv.index(_JAR)
+        return [*argv[: at - 1], *extra, "-jar", str(jar), *argv[at + 1 :]]
+
+    def cloud_argv(self, target: RenderTarget) -> list[str] | None:
+        argv = super().cloud_argv(target)
+        if argv is None:
+            return None
+        return [f"{CLOUD_JAR_DIR}/{self.name}.jar" if part == _JAR else part for part in argv]
+
+    def prepare(self, workdir: Path) -> None:
+        (workdir / "tmp").mkdir(parents=True, exist_ok=True)
+
+    product: ClassVar[str]
+    """Gateway and version for the file's first line: ``Spring Cloud Gateway 5.0.3``."""
+
+    def header(self, what: str) -> str:
+        return (
+            f"# {self.product} application.yml rendered by gatebench: {what}.\n"
+            "# Generated file; re-render instead of editing. docs/jvm-gateways.md explains "
+            "every setting.\n"
+        )
+
+
+def empty_segment(route: Route) -> bool:
+    """True when the path has an empty segment before its end (``//``).
+
+    Both JVM gateways merge ``//`` into ``/`` when they build the backend request (Spring's
+    UriComponentsBuilder, Zuul's SimpleHostRoutingFilter), so such a route cannot be
+    forwarded unchanged. A trailing slash (a final empty segment) is fine.
+    """
+    last = len(route.segments) - 1
+    return any(s.is_literal and s.literal == "" and i < last for i, s in enumerate(route.segments))
+
+
+def empty_segment_problem(route: Route, gateway: str) -> Problem | None:
+    if not empty_segment(route):
+        return None
+    return unsupported(
+        route, gateway, "an empty path segment ('//'), which it merges into one '/' when forwarding"
+    )
