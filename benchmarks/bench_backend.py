@@ -71,7 +71,10 @@ def run() -> str:
         mock_cfg.write_text(json.dumps(mock_config(api, Backend("mock"))))
         _, mock_port = start_backend(sup, "mock", work, extra_args=["-config", str(mock_cfg)])
         cases = [
-            ("backend auction mode, GET /auctions/7", f"http://127.0.0.1:{auction_port}/auctions/7"),
+            (
+                "backend auction mode, GET /auctions/7",
+                f"http://127.0.0.1:{auction_port}/auctions/7",
+            ),
             ("backend mock mode, GET /auctions/7", f"http://127.0.0.1:{mock_port}/auctions/7"),
         ]
         gw_port = free_port()
@@ -83,7 +86,10 @@ def run() -> str:
         )
         boot_gateway("nginx", api, target, sup)
         cases.append(
-            ("nginx (1 worker) → auction backend, GET /auctions/7", f"http://127.0.0.1:{gw_port}/auctions/7")
+            (
+                "nginx (1 worker) → auction backend, GET /auctions/7",
+                f"http://127.0.0.1:{gw_port}/auctions/7",
+            )
         )
         for label, url in cases:
             rates, others = _measure(url, auth)

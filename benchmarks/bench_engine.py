@@ -78,7 +78,9 @@ def _choice() -> tuple[list[str], float, float]:
     with Supervisor() as sup, tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         _, base, reset = start_plan_backend(sup, plan, api, work)
-        schedule = build_schedule(plan, {"baseline": base}, reset_url=reset, seed=1, repetitions=PHASES)
+        schedule = build_schedule(
+            plan, {"baseline": base}, reset_url=reset, seed=1, repetitions=PHASES
+        )
         doc = render_workload(plan, api, schedule)
         for r in range(REPEATS):
             hooks = _Collect()
@@ -107,19 +109,35 @@ def _overhead() -> tuple[list[str], float]:
         baseline=False,
         warmup={"duration": "1s"},
         workloads=[
-            {"name": "read", "operation": "getItem", "params": {"id": {"range": [1, 10]}},
-             "injection": {"concurrent": 4, "duration": "2s"}},
-            {"name": "write", "operation": "createItem", "params": {"n": {"counter": {"start": 1}}},
-             "body": {"json": {"name": "item-${n}"}}, "injection": {"concurrent": 4, "duration": "2s"}},
-            {"name": "read-one", "operation": "getItem", "params": {"id": 1},
-             "injection": {"concurrent": 1, "duration": "2s"}},
+            {
+                "name": "read",
+                "operation": "getItem",
+                "params": {"id": {"range": [1, 10]}},
+                "injection": {"concurrent": 4, "duration": "2s"},
+            },
+            {
+                "name": "write",
+                "operation": "createItem",
+                "params": {"n": {"counter": {"start": 1}}},
+                "body": {"json": {"name": "item-${n}"}},
+                "injection": {"concurrent": 4, "duration": "2s"},
+            },
+            {
+                "name": "read-one",
+                "operation": "getItem",
+                "params": {"id": 1},
+                "injection": {"concurrent": 1, "duration": "2s"},
+            },
         ],
     )
     os.environ.setdefault("ITEMS_TOKEN", "bench")
     with tempfile.TemporaryDirectory() as tmp, CpuWindow() as cpu:
         start = time.monotonic()
         outcome = run_benchmark(
-            api, plan, spec_uri=str(SPEC), spec_sha256="b" * 64,
+            api,
+            plan,
+            spec_uri=str(SPEC),
+            spec_sha256="b" * 64,
             options=RunOptions(results_dir=Path(tmp), quick=True, repetitions=3, seed=1),
         )
         wall = time.monotonic() - start
@@ -148,7 +166,7 @@ def run() -> str:
     verdict = "within" if pct <= 15 else "ABOVE"
     return "\n".join(
         [
-            f"### One JVM per phase, or one simulation for all\n",
+            "### One JVM per phase, or one simulation for all\n",
             f"{PHASES} phases of 200 sequential GETs on the baseline (mock backend), median of "
             f"{REPEATS}; overhead = wall time − time inside the phases.\n",
             *choice,
