@@ -26,6 +26,11 @@ from gatebench.renderers import RenderTarget, boot_gateway, get_renderer
 from gatebench.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
+# Tests import shared names with `from conftest import ...`; once this file is imported it
+# is the module named `conftest`, so it carries the root conftest's names too.
+DATA = ROOT / "tests" / "data"
+EXAMPLES = ROOT / "examples"
+SHARED = ROOT.parent / "shared"
 
 REPLAY_CASES: dict[str, str] = {
     "adversarial": "tests/data/adversarial/openapi.yaml",
