@@ -21,7 +21,7 @@ def items(**overrides: Any) -> tuple[Api, Plan]:
     result = read_spec(str(ITEMS))
     assert result.api is not None
     section = {**result.benchmark, **overrides}
-    plan = build_plan(section, result.api, known_gateways=("nginx",))
+    plan = build_plan(section, result.api)
     return result.api, plan
 
 

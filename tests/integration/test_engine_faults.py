@@ -161,3 +161,14 @@ def test_engine_crashing_twice_fails_the_run_and_keeps_what_finished(tmp_path: P
     kept = (run_dir / "measurements.jsonl").read_text().splitlines()
     assert 4 <= len(kept) < 8  # repetition 1 (4 phases) was complete before the first crash
     assert_torn_down(run_dir)
+
+
+def test_cloud_only_gateway_is_reported_not_fatal(tmp_path: Path) -> None:
+    outcome = _run(tmp_path, gateways=["kong", "nginx"], repetitions=1)
+    reason = outcome.record.target_errors["kong"]
+    assert reason.startswith("unsupported here (cloud path only): ")
+    assert "kong: runs only on the cloud path; not measured here" in outcome.notes
+    assert {m.target for m in outcome.measurements} == {"nginx", "baseline"}
+    assert (outcome.run_dir / "gateways/kong").is_dir()  # rendered all the same
+    assert outcome.record.status == RunStatus.PARTIAL
+    assert_torn_down(outcome.run_dir)
