@@ -36,7 +36,7 @@ from .ir import Api
 from .model import Measurement, RunRecord, RunStatus, can_move, local_run_id
 from .plan import Plan, describe_injection
 from .procs import Supervisor
-from .provisioners import Endpoint, Provisioned
+from .provisioners import Provisioned
 from .stats import phase_stats
 from .store import ResultStore
 from .workload import Phase, Schedule, build_schedule, quick_plan, render_workload
@@ -262,65 +262,79 @@ def run_benchmark(
                     supervisor, plan, api, run_dir
                 )
                 origin = _origin(backend_url)
-                # -- render
+                # -- render (ports are chosen here, so the load engine can start right away)
                 step = "rendered"
                 failures = provisioner.render(list(plan.gateways), api, origin, run_dir)
                 for gw, reason in failures.items():
                     run.target_failed(gw, reason)
-                run.status(RunStatus.RENDERED)
-                # -- provision
-                step = "provisioning"
-                run.status(RunStatus.PROVISIONING)
-                to_start = [g for g in plan.gateways if g not in failures]
-                for gw in to_start:
-                    display(Progress(step="provisioning", message=gw))
-                provisioned: Provisioned = provisioner.provision(to_start)
-                for gw, reason in provisioned.failures.items():
-                    run.target_failed(gw, reason)
-                for gw, reason in provisioned.unsupported.items():
+                for gw, reason in provisioner.unsupported.items():
                     run.target_failed(gw, f"unsupported here (cloud path only): {reason}")
                     outcome.notes.append(f"{gw}: runs only on the cloud path; not measured here")
-                endpoints: dict[str, Endpoint] = dict(provisioned.endpoints)
+                run.status(RunStatus.RENDERED)
+                planned = provisioner.planned()
+                urls = dict(planned)
                 if plan.baseline:
-                    endpoints[BASELINE] = Endpoint(
-                        BASELINE,
-                        backend_url,
-                        pgids=(backend_proc.pid,) if backend_proc else (),
-                    )
-                if not endpoints:
-                    raise RunError("no target could be started; see the reasons per gateway")
-                run.update(environment=_environment(engine.version(), provisioned, plan, options))
-                # -- load
-                step = "loading"
-                run.status(RunStatus.LOADING)
-                schedule = build_schedule(
-                    plan,
-                    {t: e.base_url for t, e in endpoints.items()},
-                    reset_url=reset_url,
-                    seed=options.seed,
-                )
+                    urls[BASELINE] = backend_url
+                if not urls:
+                    raise RunError("no target can run here; see the reasons per gateway")
+                schedule = build_schedule(plan, urls, reset_url=reset_url, seed=options.seed)
                 if options.phase_filter is not None:
                     schedule = replace(
                         schedule,
                         phases=tuple(p for p in schedule.phases if options.phase_filter(p)),
                     )
                 outcome.schedule = schedule
-                env = dict(record.environment)
-                env["seed"] = schedule.seed
-                env["target_order"] = [list(o) for o in schedule.target_order]
-                run.update(environment=env)
+                run.update(
+                    environment=_environment(engine.version(), plan, options)
+                    | {
+                        "seed": schedule.seed,
+                        "target_order": [list(o) for o in schedule.target_order],
+                    }
+                )
+                backend_pid = backend_proc.pid if backend_proc else None
+                cpu_groups: dict[str, list[int]] = {}
+                if backend_pid is not None:
+                    cpu_groups["backend"] = [backend_pid]
+
+                # -- provision, while the load engine starts (it waits for the go signal)
+                def provision(hooks: _Hooks) -> None:
+                    nonlocal step
+                    step = "provisioning"
+                    run.status(RunStatus.PROVISIONING)
+                    for gw in planned:
+                        display(Progress(step="provisioning", message=gw))
+                    provisioned: Provisioned = provisioner.provision(list(planned))
+                    for gw, reason in provisioned.failures.items():
+                        run.target_failed(gw, reason)
+                        hooks.skip(gw)
+                    for gw, reason in provisioned.unsupported.items():
+                        run.target_failed(gw, f"unsupported here (cloud path only): {reason}")
+                        hooks.skip(gw)
+                    for gw, endpoint in provisioned.endpoints.items():
+                        cpu_groups[f"gw:{gw}"] = list(endpoint.pgids)
+                    if not provisioned.endpoints and not plan.baseline:
+                        raise RunError("no target could be started; see the reasons per gateway")
+                    env = dict(run.record.environment)
+                    env["boot_s"] = {
+                        t: round(e.boot_s, 3) for t, e in provisioned.endpoints.items()
+                    }
+                    run.update(environment=env)
+                    step = "loading"
+                    run.status(RunStatus.LOADING)
+
                 load_start = time.monotonic()
                 _load(
                     run,
                     plan,
                     api,
                     schedule,
-                    endpoints,
                     provisioner,
                     supervisor,
-                    backend_proc.pid if backend_proc else None,
+                    cpu_groups,
+                    backend_pid,
                     options,
                     outcome,
+                    provision,
                 )
                 outcome.load_s = time.monotonic() - load_start
             finally:
@@ -385,16 +399,13 @@ def _origin(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-def _environment(
-    engine_version: str, provisioned: Provisioned, plan: Plan, options: RunOptions
-) -> dict[str, Any]:
+def _environment(engine_version: str, plan: Plan, options: RunOptions) -> dict[str, Any]:
     return {
         "engine": engine_version,
         "machine": f"{os.cpu_count()} cores, {platform.system()} {platform.release()}",
         "python": platform.python_version(),
         "quick": options.quick,
         "repetitions": plan.repetitions,
-        "boot_s": {t: round(e.boot_s, 3) for t, e in provisioned.endpoints.items()},
         "resolution": "Gatling records whole milliseconds",
         "note": (
             "on 2 cores every load generator but wrk uses more CPU than the server it "
@@ -460,6 +471,11 @@ class _Hooks:
             return
         self.run.put(measurement_from(self.run.record.run_id, phase, result))
 
+    def skip(self, target: str) -> None:
+        """Skip the remaining phases of ``target`` (it failed)."""
+        self.failed.add(target)
+        self.skip_file.write_text("\n".join(sorted(self.failed)) + "\n", encoding="utf-8")
+
     def tick(self) -> None:
         now = time.monotonic()
         if now < self._next_check:
@@ -468,8 +484,7 @@ class _Hooks:
         for target in {p.target for p in self.phases.values()} - self.failed - {BASELINE}:
             reason = self.provisioner.failure(target)
             if reason is not None:
-                self.failed.add(target)
-                self.skip_file.write_text("\n".join(sorted(self.failed)) + "\n", encoding="utf-8")
+                self.skip(target)
                 self.run.target_failed(target, reason)
 
 
@@ -478,13 +493,16 @@ def _load(
     plan: Plan,
     api: Api,
     schedule: Schedule,
-    endpoints: dict[str, Endpoint],
     provisioner: Any,
     supervisor: Supervisor,
+    cpu_groups: dict[str, list[int]],
     backend_pid: int | None,
     options: RunOptions,
     outcome: RunOutcome,
+    provision: Callable[[_Hooks], None],
 ) -> None:
+    """Start the load engine, provision while it starts (``provision``), then load; a crash
+    is retried once with the phases not yet complete."""
     engine = get_engine(options.engine)
     skip_file = run.run_dir / "skip-targets.txt"
     skip_file.write_text("", encoding="utf-8")
@@ -494,11 +512,8 @@ def _load(
     )
     by_index = {p.index: p for p in schedule.phases}
     hooks = _Hooks(run, by_index, provisioner, skip_file, len(schedule.phases))
-    cpu_groups: dict[str, list[int]] = {
-        f"gw:{t}": list(e.pgids) for t, e in endpoints.items() if t != BASELINE
-    }
-    if backend_pid is not None:
-        cpu_groups["backend"] = [backend_pid]
+    if hooks.failed:
+        skip_file.write_text("\n".join(sorted(hooks.failed)) + "\n", encoding="utf-8")
 
     def target_groups(target: str) -> list[str]:
         groups = ["backend"] if backend_pid is not None else []
@@ -514,6 +529,7 @@ def _load(
             cpu_groups=cpu_groups,
             target_groups=target_groups,
             name="gatling" if attempt == 1 else "gatling-retry",
+            ready=(lambda: provision(hooks)) if attempt == 1 else None,
         )
         outcome.engine_runs.append(result)
         if result.control_failures:

@@ -85,11 +85,13 @@ class LoadEngine(Protocol):
         target_groups: Callable[[str], Sequence[str]] = ...,
         name: str = ...,
         env: Mapping[str, str] | None = None,
+        ready: Callable[[], None] | None = None,
     ) -> EngineRun:
         """Run every phase of ``document`` in order, as processes of ``supervisor``; files go
         into ``workdir`` under ``name``. ``cpu_groups`` names process groups whose CPU is
         accounted (the tester's own group is added); ``target_groups(target)`` lists the
-        groups that make up a target (gateway + backend)."""
+        groups that make up a target (gateway + backend). With ``ready``, the engine starts,
+        calls ``ready()`` while it initialises (provisioning), then begins the first phase."""
 
 
 def get_engine(name: str = "gatling") -> LoadEngine:

@@ -108,10 +108,19 @@ class GatlingEngine:
         target_groups: Callable[[str], Sequence[str]] = lambda target: (),
         name: str = "gatling",
         env: Mapping[str, str] | None = None,
+        ready: Callable[[], None] | None = None,
     ) -> EngineRun:
-        """Run every phase of ``document``; report phases through ``hooks`` as they complete."""
+        """Run every phase of ``document``; report phases through ``hooks`` as they complete.
+
+        With ``ready``, the JVM starts first and waits for a go file; ``ready()`` runs
+        meanwhile (the runner boots the gateways) and the go file is written when it returns,
+        so the JVM's start-up overlaps provisioning."""
         workdir = workdir.resolve()  # the JVM runs in workdir: paths must not be relative
         workdir.mkdir(parents=True, exist_ok=True)
+        go_file = workdir / f"{name}.go"
+        go_file.unlink(missing_ok=True)
+        if ready is not None:
+            document = dict(document, go_file=str(go_file))
         workload_file = workdir / f"{name}-workload.json"
         workload_file.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
         results_dir = workdir / f"{name}-results"
@@ -123,7 +132,15 @@ class GatlingEngine:
         proc = supervisor.start(
             name, self.argv(workload_file, results_dir), log_path=log_path, cwd=workdir, env=env
         )
+        if ready is not None:
+            try:
+                ready()
+            except BaseException:
+                supervisor.stop(proc)
+                raise
+            go_file.touch()
         sampler = CpuSampler()
+        # read the groups now: ready() may have added the gateways it started
         groups = {k: list(v) for k, v in (cpu_groups or {}).items()}
         groups["tester"] = [proc.pid]
         sampler.set_groups(groups)

@@ -43,6 +43,12 @@ class Provisioner(Protocol):
     ) -> dict[str, str]:
         """Render and write every gateway's configuration; returns failures (gateway → reason)."""
 
+    unsupported: dict[str, str]
+    """Filled by ``render``: gateways that only run on the cloud path, with the reason."""
+
+    def planned(self) -> dict[str, str]:
+        """Base URL of every rendered gateway that will run (known before it starts)."""
+
     def provision(self, gateways: list[str]) -> Provisioned:
         """Start the rendered gateways; one failing does not stop the others."""
 

@@ -29,6 +29,8 @@ class LocalProvisioner:
         self._renderers: dict[str, object] = {}
         self._procs: dict[str, ManagedProcess] = {}
         self._logs: dict[str, Path] = {}
+        self.unsupported: dict[str, str] = {}
+        """Gateways rendered but not runnable here (cloud path only), with the reason."""
 
     def render(
         self, gateways: list[str], api: Api, backend_url: str, run_dir: Path
@@ -52,10 +54,21 @@ class LocalProvisioner:
             except GatebenchError as exc:
                 failures[name] = f"cannot render the configuration: {exc}"
                 continue
+            reason = renderer.available_here()
+            if reason is not None:
+                self.unsupported[name] = reason
+                continue
             self._targets[name] = target
             self._renderers[name] = renderer
             self._logs[name] = workdir / f"{name}.log"
         return failures
+
+    def planned(self) -> dict[str, str]:
+        """Base URLs of the rendered gateways that run here (known before they start)."""
+        return {
+            name: f"http://127.0.0.1:{target.listen_port}"  # type: ignore[attr-defined]
+            for name, target in self._targets.items()
+        }
 
     def provision(self, gateways: list[str]) -> Provisioned:
         from ..renderers import check_config, start_gateway

@@ -138,8 +138,32 @@ public class GenericSimulation extends Simulation {
     for (int k = chain.size() - 2; k >= 0; k--) {
       first = chain.get(k).andThen(first);
     }
+    waitForGo(root.path("go_file").asText(""));
     startProgressPrinter();
     setUp(first).protocols(protocol);
+  }
+
+  /**
+   * The JVM and Gatling take seconds to start; gatebench starts this simulation while the
+   * gateways boot and creates the go file once they answer. Everything costly is built before.
+   */
+  private static void waitForGo(String goFile) throws IOException {
+    if (goFile.isEmpty()) {
+      return;
+    }
+    Path go = Path.of(goFile);
+    long deadline = System.nanoTime() + 30L * 60 * 1_000_000_000L;
+    while (!Files.exists(go)) {
+      if (System.nanoTime() > deadline) {
+        throw new IOException("no go file " + goFile + " after 30 minutes");
+      }
+      try {
+        Thread.sleep(10);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IOException("interrupted while waiting for " + goFile);
+      }
+    }
   }
 
   private static boolean isOpen(JsonNode phase) {
