@@ -7,7 +7,12 @@
 - ``boot``: ``boot(gateway, case_or_api) -> BootedGateway``, boots a rendered gateway in
   front of the echo backend (files in a temporary workdir, checker run, readiness by a real
   request). Stop it with ``booted.stop()`` when done, or leave it to the session.
-- ``REPLAY_CASES``: the API descriptions route replay runs on (examples and adversarial).
+- ``replay_api``: ``replay_api(case) -> Api``, the IR of one of ``REPLAY_CASES`` (the
+  examples, the adversarial specs and the large generated ones).
+- ``replay_case``: a test that takes this argument runs once per ``REPLAY_CASES`` entry.
+
+Tests use these through fixtures, never ``from conftest import ...``: pytest imports every
+conftest.py under the name ``conftest``, so such an import gets whichever was loaded last.
 """
 
 from __future__ import annotations
@@ -25,9 +30,9 @@ from gatebench.procs import ManagedProcess, Supervisor, free_port
 from gatebench.renderers import RenderTarget, boot_gateway, get_renderer
 from gatebench.spec import load_spec
 
+# The path constants of tests/conftest.py, repeated on purpose: tests import them by name
+# (`from conftest import ROOT`), and `conftest` is whichever conftest pytest imported last.
 ROOT = Path(__file__).resolve().parents[2]
-# Tests import shared names with `from conftest import ...`; once this file is imported it
-# is the module named `conftest`, so it carries the root conftest's names too.
 DATA = ROOT / "tests" / "data"
 EXAMPLES = ROOT / "examples"
 SHARED = ROOT.parent / "shared"
@@ -49,6 +54,16 @@ def case_api(case: str) -> Api:
     api = load_spec(ROOT / REPLAY_CASES[case]).api
     assert api is not None
     return api
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "replay_case" in metafunc.fixturenames:
+        metafunc.parametrize("replay_case", sorted(REPLAY_CASES))
+
+
+@pytest.fixture(scope="session")
+def replay_api() -> Callable[[str], Api]:
+    return case_api
 
 
 @dataclass

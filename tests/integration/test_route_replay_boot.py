@@ -4,11 +4,11 @@ files kept inside the workdir, and nothing left running."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from conftest import case_api
 from gatebench.errors import UnsupportedHere
 from gatebench.ir import Api
 from gatebench.procs import Supervisor, free_port, http_probe
@@ -44,9 +44,14 @@ def _target(workdir: Path, backend_port: int = 9) -> RenderTarget:
     )
 
 
-def test_a_rejected_config_carries_the_checker_output(tmp_path: Path) -> None:
+@pytest.fixture
+def petstore(replay_api: Callable[[str], Api]) -> Api:
+    return replay_api("petstore")
+
+
+def test_a_rejected_config_carries_the_checker_output(tmp_path: Path, petstore: Api) -> None:
     with Supervisor() as sup, pytest.raises(ConfigRejected) as info:
-        boot_gateway(BrokenNginx(), case_api("petstore"), _target(tmp_path), sup)
+        boot_gateway(BrokenNginx(), petstore, _target(tmp_path), sup)
     error = info.value
     assert error.gateway == "nginx"
     assert 'unknown directive "bogus_directive"' in error.output
@@ -54,19 +59,19 @@ def test_a_rejected_config_carries_the_checker_output(tmp_path: Path) -> None:
     assert error.returncode != 0
 
 
-def test_cloud_only_gateways_cannot_boot_here(tmp_path: Path) -> None:
+def test_cloud_only_gateways_cannot_boot_here(tmp_path: Path, petstore: Api) -> None:
     with (
         Supervisor() as sup,
         pytest.raises(UnsupportedHere, match="kong only runs on the cloud path"),
     ):
-        boot_gateway("kong", case_api("petstore"), _target(tmp_path), sup)
+        boot_gateway("kong", petstore, _target(tmp_path), sup)
 
 
 @pytest.mark.parametrize("gateway", ["apache", "caddy", "envoy", "haproxy", "nginx", "varnish"])
 def test_two_instances_run_at_once_and_stop_cleanly(
-    gateway: str, tmp_path: Path, echo_backend: int
+    gateway: str, tmp_path: Path, echo_backend: int, petstore: Api
 ) -> None:
-    api = case_api("petstore")
+    api = petstore
     before = set(os.listdir("/run")) if os.path.isdir("/run") else set()
     pids = []
     with Supervisor() as sup:
@@ -83,8 +88,10 @@ def test_two_instances_run_at_once_and_stop_cleanly(
     assert after <= before, f"{gateway} wrote to /run: {sorted(after - before)}"
 
 
-def test_checker_accepts_what_render_writes(tmp_path: Path) -> None:
+def test_checker_accepts_what_render_writes(
+    tmp_path: Path, replay_api: Callable[[str], Api]
+) -> None:
     renderer = get_renderer("haproxy")
     target = _target(tmp_path)
-    write_files(renderer.render(case_api("auction"), target), tmp_path)
+    write_files(renderer.render(replay_api("auction"), target), tmp_path)
     assert check_config(renderer, tmp_path, target) is not None

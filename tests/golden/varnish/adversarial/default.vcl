@@ -1,4 +1,4 @@
-# Varnish 7.1 VCL rendered by gatebench: 20 route(s), pass-through.
+# Varnish 7.1 VCL rendered by gatebench: 22 route(s), pass-through.
 # Generated file; re-render instead of editing.
 vcl 4.1;
 
@@ -18,10 +18,16 @@ sub vcl_recv {
     if (req.method == "GET" && req.url ~ "^/adv/back\x255[Cc]slash(?:\x3f|$)") {
         return (pass);
     }
+    if (req.method == "GET" && req.url ~ "^/adv/fragment(?:\x3f|$)") {
+        return (pass);
+    }
     if (req.method == "PATCH" && req.url ~ "^/adv/html\x253[Cc]tag\x253[Ee]\x26amp\x3d1\x2c2\x21\x40\x3acolon\x7etilde(?:\x3f|$)") {
         return (pass);
     }
     if (req.method == "GET" && req.url ~ "^/adv/pct\x2520enc\x252[Ff]slash\x2541(?:\x3f|$)") {
+        return (pass);
+    }
+    if (req.method == "POST" && req.url ~ "^/adv/query(?:\x3f|$)") {
         return (pass);
     }
     if (req.method == "GET" && req.url ~ "^/adv/regex\x2e\x2a\x2b\x28meta\x29\x255[Bb]x\x255[Dd]\x255[Ee]\x257[Cc](?:\x3f|$)") {
