@@ -6,8 +6,9 @@ Route replay (``test_route_replay.py``) already proves the shared cases; here th
 replay runs on the quirks spec, and a few hand-made requests check what replay leaves
 open: headers the gateway would add or drop (compared exactly, not only the client's own),
 Cookie, a 20 KB header, form and multipart bodies, a GET with a body, a DELETE without one,
-and TRACE. The JVMs start with ``-XX:TieredStopAtLevel=1`` (C1 only: the same code paths,
-half the start-up time).
+and TRACE; that it listens on loopback only and keeps backend connections alive. The
+``boot`` fixture starts the JVMs with ``-XX:TieredStopAtLevel=1`` (C1 only: the same code
+paths, half the start-up time).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import pytest
 
 from conftest import BootedGateway
 from gatebench.ir import Api
-from gatebench.renderers._jvm import JVM_OPTIONS_ENV
 from gatebench.renderers._replay import (
     HOP_BY_HOP,
     REPLAY_HOST,
@@ -64,9 +64,7 @@ def booted(
     boot: Callable[[str, str | Api], BootedGateway],
     quirks_api: Api,
 ) -> Iterator[BootedGateway]:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(JVM_OPTIONS_ENV, "-XX:TieredStopAtLevel=1")
-        gateway = boot(request.param, quirks_api)
+    gateway = boot(request.param, quirks_api)
     yield gateway
     gateway.stop()
 
