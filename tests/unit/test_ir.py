@@ -206,17 +206,79 @@ def test_unknown_method_blocks(tmp_path: Path, method: str, message: str) -> Non
     assert [(p.pointer, p.message) for p in result.errors] == [(f"/paths/~1a/{method}", message)]
 
 
-def test_equivalent_templates_with_the_same_method_block(tmp_path: Path) -> None:
+def test_templates_differing_only_in_variable_names_share_a_route(tmp_path: Path) -> None:
+    # Common in real descriptions (Google's `/v1/{parent}` and `/v1/{name}`): one route for
+    # the gateway, both operations kept; the backend tells them apart.
     result = spec(
         tmp_path,
-        oas({"/p/{id}": {"get": {"responses": OK}}, "/p/{petId}": {"get": {"responses": OK}}}),
+        oas(
+            {
+                "/p/{id}": {"get": {"operationId": "a", "responses": OK}},
+                "/p/{petId}": {"get": {"operationId": "b", "responses": OK}},
+            }
+        ),
     )
-    assert [(p.pointer, p.message) for p in result.errors] == [
+    assert [o.operation_id for o in api_of(result).operations] == ["a", "b"]
+    assert [(p.pointer, p.message) for p in result.warnings if "same route" in p.message] == [
         (
             "/paths/~1p~1{petId}/get",
-            "GET /p/{petId} is the same route as GET /p/{id} (only variable names differ); "
-            "a gateway cannot tell them apart",
+            "GET /p/{petId} has the same route as GET /p/{id} (only variable names differ): "
+            "gateways route both alike and the backend tells them apart",
         )
+    ]
+
+
+def test_a_variable_used_twice_takes_one_value(tmp_path: Path) -> None:
+    result = spec(tmp_path, oas({"/a/{x}/b/{x}": {"get": {"responses": OK}}}))
+    assert [p.name for p in api_of(result).operations[0].path_params] == ["x"]
+    assert "path variable 'x' appears twice in the template; both places take the same value" in [
+        p.message for p in result.warnings
+    ]
+
+
+def test_path_parameters_in_the_query_tail_of_a_key_are_sent_as_query_parameters(
+    tmp_path: Path,
+) -> None:
+    path_param = {"name": "filename", "in": "path", "required": True, "schema": {"type": "string"}}
+    doc = oas(
+        {
+            "/export?filename={filename}": {"get": {"parameters": [path_param], "responses": OK}},
+            "/send/#env/{filename}": {"post": {"parameters": [path_param], "responses": OK}},
+        }
+    )
+    result = spec(tmp_path, doc)
+    api = api_of(result)
+    export = op(api, "GET", "/export")
+    assert (export.path_params, [(p.name, p.location) for p in export.query_params]) == (
+        (),
+        [("filename", "query")],
+    )
+    assert op(api, "POST", "/send/").parameters == ()
+    assert sorted(p.message for p in result.warnings if p.message.startswith("path parameter")) == [
+        "path parameter 'filename' is in the query part of the path key ('?filename={filename}'); it is sent as a query parameter",
+        "path parameter 'filename' only appears after '#' in the path key ('#env/{filename}'), which requests never carry; it is ignored",
+    ]
+
+
+def test_parameters_without_name_or_location_are_ignored_with_a_warning(tmp_path: Path) -> None:
+    doc = oas(
+        {
+            "/a": {
+                "get": {
+                    "parameters": [{"in": "query", "schema": {}}, {"name": "x", "in": "form"}],
+                    "responses": OK,
+                }
+            }
+        }
+    )
+    result = spec(tmp_path, doc)
+    assert api_of(result).operations[0].parameters == ()
+    assert [(p.pointer, p.message) for p in result.warnings if "ignored" in p.message] == [
+        ("/paths/~1a/get/parameters/0", "a parameter without a 'name' cannot be sent; ignored"),
+        (
+            "/paths/~1a/get/parameters/1/in",
+            "parameter 'x': 'in' must be one of path, query, header, cookie; got 'form' (the parameter is ignored)",
+        ),
     ]
 
 
@@ -227,7 +289,6 @@ def test_equivalent_templates_with_the_same_method_block(tmp_path: Path) -> None
         ("/a b", "a path may not contain U+0020 (whitespace or control); write it percent-encoded"),
         ("/a%zz", "'%' in a path must start a %XX escape"),
         ("/a/{b", "unbalanced '{' or '}' in the path template '/a/{b'"),
-        ("/a/{x}/{x}", "path variable 'x' appears twice in the template"),
     ],
 )
 def test_bad_path_templates_are_located_errors(tmp_path: Path, path: str, message: str) -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 from urllib.parse import urlsplit
 
@@ -61,6 +61,8 @@ class _Ctx:
     path_params: list[tuple[Parameter, Loc]]
     servers: Any
     servers_loc: Loc | None
+    suffix: str = ""
+    """A ``?...`` or ``#...`` tail of the path key, which is not part of the route."""
 
 
 class OpenApiBuilder:
@@ -413,6 +415,7 @@ class OpenApiBuilder:
                 path_params=self._parameters(item.get("parameters"), real_loc.child("parameters")),
                 servers=item.get("servers"),
                 servers_loc=real_loc.child("servers") if "servers" in item else None,
+                suffix=suffix,
             )
             allowed = V2_PATH_ITEM_KEYS if self.v2 else V3_PATH_ITEM_KEYS
             for key, raw_op in item.items():
@@ -445,12 +448,12 @@ class OpenApiBuilder:
                 shape = (_normalise(path), method)
                 if shape in seen_routes and seen_routes[shape][0] != path:
                     first_path, _first_loc = seen_routes[shape]
-                    self.problem(
+                    self.warn(
                         op_loc,
-                        f"{method} {path} is the same route as {method} {first_path} "
-                        "(only variable names differ); a gateway cannot tell them apart",
+                        f"{method} {path} has the same route as {method} {first_path} (only "
+                        "variable names differ): gateways route both alike and the backend "
+                        "tells them apart",
                     )
-                    continue
                 seen_routes.setdefault(shape, (path, op_loc))
                 operations.append(op)
         if suffixed:
@@ -494,8 +497,10 @@ class OpenApiBuilder:
             return False
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
-            self.problem(loc, f"path variable {dupes[0]!r} appears twice in the template")
-            return False
+            self.warn(
+                loc,
+                f"path variable {dupes[0]!r} appears twice in the template; both places take the same value",
+            )
         return True
 
     # -- parameters -------------------------------------------------------------------------
@@ -525,7 +530,7 @@ class OpenApiBuilder:
         name = value.get("name")
         where = value.get("in")
         if not isinstance(name, str) or not name:
-            self.problem(loc, "a parameter needs a 'name'")
+            self.warn(loc, "a parameter without a 'name' cannot be sent; ignored")
             return None
         allowed = (
             ("path", "query", "header", "cookie")
@@ -533,9 +538,10 @@ class OpenApiBuilder:
             else ("path", "query", "header", "body", "formData")
         )
         if where not in allowed:
-            self.problem(
+            self.warn(
                 loc.child("in"),
-                f"parameter {name!r}: 'in' must be one of {', '.join(allowed)}; got {where!r}",
+                f"parameter {name!r}: 'in' must be one of {', '.join(allowed)}; got {where!r} "
+                "(the parameter is ignored)",
             )
             return None
         required = bool(value.get("required", False))
@@ -616,9 +622,10 @@ class OpenApiBuilder:
                 )
             seen.add(key)
             merged[key] = (param, ploc)
-        params = list(merged.values())
-        if not self._check_path_params(ctx.path, params, loc):
+        checked = self._check_path_params(ctx, list(merged.values()))
+        if checked is None:
             return None
+        params = checked
         body: RequestBody | None
         if self.v2:
             body = self._v2_body(raw, params, loc)
@@ -635,7 +642,7 @@ class OpenApiBuilder:
                 )
                 continue
             kept[param.location].append(param)
-        template_vars = _TEMPLATE_VAR.findall(ctx.path)
+        template_vars = list(dict.fromkeys(_TEMPLATE_VAR.findall(ctx.path)))
         declared = {p.name for p in kept["path"]}
         for var in template_vars:
             if var not in declared:
@@ -676,19 +683,40 @@ class OpenApiBuilder:
             source=loc.doc if loc.doc != self.doc.name else "",
         )
 
-    def _check_path_params(self, path: str, params: list[tuple[Parameter, Loc]], loc: Loc) -> bool:
-        names = set(_TEMPLATE_VAR.findall(path))
+    def _check_path_params(
+        self, ctx: _Ctx, params: list[tuple[Parameter, Loc]]
+    ) -> list[tuple[Parameter, Loc]] | None:
+        """Declared path parameters must be in the template. One that only appears in the
+        key's ``?...`` tail is sent as a query parameter; in a ``#...`` tail, never sent."""
+        names = set(_TEMPLATE_VAR.findall(ctx.path))
+        in_suffix = set(_TEMPLATE_VAR.findall(ctx.suffix))
+        out: list[tuple[Parameter, Loc]] = []
         ok = True
         for param, ploc in params:
-            if param.location == "path" and param.name not in names:
+            if param.location != "path" or param.name in names:
+                out.append((param, ploc))
+            elif param.name in in_suffix and ctx.suffix.startswith("?"):
+                self.warn(
+                    ploc,
+                    f"path parameter {param.name!r} is in the query part of the path key "
+                    f"({ctx.suffix!r}); it is sent as a query parameter",
+                )
+                out.append((replace(param, location="query"), ploc))
+            elif param.name in in_suffix:
+                self.warn(
+                    ploc,
+                    f"path parameter {param.name!r} only appears after '#' in the path key "
+                    f"({ctx.suffix!r}), which requests never carry; it is ignored",
+                )
+            else:
                 template = ", ".join(sorted(names)) or "none"
                 self.problem(
                     ploc,
-                    f"path parameter {param.name!r} is not in the path template {path!r} "
+                    f"path parameter {param.name!r} is not in the path template {ctx.path!r} "
                     f"(its variables: {template})",
                 )
                 ok = False
-        return ok
+        return out if ok else None
 
     # -- bodies -----------------------------------------------------------------------------
 
@@ -937,8 +965,6 @@ class OpenApiBuilder:
     # -- operation ids ----------------------------------------------------------------------
 
     def _unique_ids(self, operations: list[Operation]) -> list[Operation]:
-        from dataclasses import replace
-
         taken: set[str] = set()
         out: list[Operation] = []
         # Explicit ids first, in document order, so generated ones never steal them.
