@@ -20,9 +20,12 @@ COMMANDS = (
     "parse",
     "plan",
     "render",
+    "run",
     "runs",
     "report",
     "score",
+    "load",
+    "ingest",
 )
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_RUN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
