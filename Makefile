@@ -20,6 +20,7 @@ setup-all: ## everything the tests need: Debian packages, .venv, JVM gateways, G
 demo: setup-all ## benchmark the auction example through 5 gateways + the baseline here (<= 10 min); DEMO_FLAGS=--quick for a smoke run
 	@$(BIN)/gatebench validate $(SPEC)
 	@AUCTION_TOKEN=$${AUCTION_TOKEN:-demo-token} $(BIN)/gatebench run $(SPEC) $(DEMO_FLAGS)
+	@$(BIN)/gatebench report latest
 
 test: setup-all ## install what the tests need, then run them all (unit, golden, integration, browser)
 	@$(BIN)/pytest
