@@ -4,6 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
 SPEC ?= examples/auction/openapi.yaml
+DEMO_FLAGS ?=
 
 .PHONY: help demo test test-fast test-integration check format goldens bench lock setup setup-all clean bundle
 
@@ -16,9 +17,10 @@ setup: ## the Python environment only (.venv)
 setup-all: ## everything the tests need: Debian packages, .venv, JVM gateways, Gatling, Node tools
 	@scripts/setup.sh
 
-demo: setup-all ## benchmark the auction example on this machine and print where the results are
+demo: setup-all ## benchmark the auction example through 5 gateways + the baseline here (<= 10 min); DEMO_FLAGS=--quick for a smoke run
 	@$(BIN)/gatebench validate $(SPEC)
-	@$(BIN)/gatebench plan $(SPEC)
+	@AUCTION_TOKEN=$${AUCTION_TOKEN:-demo-token} $(BIN)/gatebench run $(SPEC) $(DEMO_FLAGS)
+	@$(BIN)/gatebench report latest
 
 test: setup-all ## install what the tests need, then run them all (unit, golden, integration, browser)
 	@$(BIN)/pytest

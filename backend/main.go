@@ -3,8 +3,15 @@
 // It must out-run the gateways in front of it, so it is a small Go server with no
 // dependencies. Modes:
 //
-//	echo  answers every request with what it received: method, raw path, raw query,
-//	      headers and a SHA-256 of the body (route replay compares these).
+//	echo     answers every request with what it received: method, raw path, raw query,
+//	         headers and a SHA-256 of the body (route replay compares these).
+//	mock     answers every operation of a description with its status and example or
+//	         synthesized body, from the JSON routes file -config (rendered by the core);
+//	         optional fixed latency and response size; accepts uploads up to 1 GiB.
+//	auction  the AGE paper's stateful auction service (examples/auction).
+//
+// mock and auction also serve /__gatebench__/reset (POST: back to the initial state) and
+// /__gatebench__/health, which the engine calls directly, never through a gateway.
 //
 // It serves until SIGTERM or SIGINT and prints one "listening on ADDR" line when ready.
 package main
@@ -24,13 +31,25 @@ import (
 
 func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on (host:port)")
-	mode := flag.String("mode", "echo", "echo")
+	mode := flag.String("mode", "echo", "echo, mock or auction")
+	config := flag.String("config", "", "mock mode: the routes file (JSON)")
 	flag.Parse()
 
 	var handler http.Handler
 	switch *mode {
 	case "echo":
 		handler = echoHandler{}
+	case "mock":
+		if *config == "" {
+			log.Fatal("mock mode needs -config FILE")
+		}
+		mock, err := loadMock(*config)
+		if err != nil {
+			log.Fatalf("mock config: %v", err)
+		}
+		handler = withControl(mock, "mock")
+	case "auction":
+		handler = withControl(newAuctionService(), "auction")
 	default:
 		log.Fatalf("unknown mode %q", *mode)
 	}

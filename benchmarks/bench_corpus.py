@@ -17,8 +17,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def run() -> str:
     sys.path.insert(0, str(ROOT / "tests"))
-    from corpus import CORPUS, EXPECTED_ERRORS, corpus_files, count_operations, example_files, load_json
-
+    from corpus import (
+        CORPUS,
+        EXPECTED_ERRORS,
+        corpus_files,
+        count_operations,
+        example_files,
+        load_json,
+    )
     from gatebench.spec import read_spec
 
     files = corpus_files() + example_files()

@@ -7,10 +7,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "tests" / "data"
-EXAMPLES = ROOT / "examples"
-SHARED = ROOT.parent / "shared"
+from paths import ROOT
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

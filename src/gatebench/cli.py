@@ -20,9 +20,12 @@ COMMANDS = (
     "parse",
     "plan",
     "render",
+    "run",
     "runs",
     "report",
     "score",
+    "load",
+    "ingest",
     "cloud",
 )
 

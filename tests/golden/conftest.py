@@ -7,12 +7,7 @@ from pathlib import Path
 
 import pytest
 
-# The path constants of tests/conftest.py, repeated on purpose: tests import them by name
-# (`from conftest import ROOT`), and `conftest` is whichever conftest pytest imported last.
-ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "tests" / "data"
-EXAMPLES = ROOT / "examples"
-SHARED = ROOT.parent / "shared"
+from paths import DATA, EXAMPLES, ROOT, SHARED  # noqa: F401
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

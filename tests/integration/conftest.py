@@ -19,25 +19,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 
 import pytest
 
+from booted import BootedGateway
 from gatebench.backends import start_backend
 from gatebench.ir import Api
-from gatebench.procs import ManagedProcess, Supervisor, free_port
+from gatebench.procs import Supervisor, free_port
 from gatebench.renderers import RenderTarget, boot_gateway, get_renderer
 from gatebench.renderers._jvm import JVM_OPTIONS_ENV
 from gatebench.spec import load_spec
-
-# The path constants of tests/conftest.py, repeated on purpose: tests import them by name
-# (`from conftest import ROOT`), and `conftest` is whichever conftest pytest imported last.
-ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "tests" / "data"
-EXAMPLES = ROOT / "examples"
-SHARED = ROOT.parent / "shared"
+from paths import DATA, EXAMPLES, ROOT, SHARED  # noqa: F401
 
 REPLAY_CASES: dict[str, str] = {
     "adversarial": "tests/data/adversarial/openapi.yaml",
@@ -66,19 +59,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture(scope="session")
 def replay_api() -> Callable[[str], Api]:
     return case_api
-
-
-@dataclass
-class BootedGateway:
-    gateway: str
-    port: int
-    process: ManagedProcess
-    workdir: Path
-    target: RenderTarget
-    supervisor: Supervisor
-
-    def stop(self) -> None:
-        self.supervisor.stop(self.process)
 
 
 @pytest.fixture(scope="session")

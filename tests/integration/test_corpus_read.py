@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from corpus import (
     CORPUS,
     EXAMPLES_CORPUS,
@@ -16,7 +17,6 @@ from corpus import (
     example_files,
     load_json,
 )
-
 from gatebench.spec import read_spec
 
 SAMPLE = corpus_files()[::4]
@@ -53,5 +53,7 @@ def test_readme_example(path: Path) -> None:
 
 
 def test_the_corpus_covers_every_format() -> None:
-    formats = {result.api.source_format[:11] for result in map(read_spec, example_files()) if result.api}
+    formats = {
+        result.api.source_format[:11] for result in map(read_spec, example_files()) if result.api
+    }
     assert {"swagger-2.0", "openapi-3.0", "openapi-3.1"} <= formats

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BootedGateway
+from booted import BootedGateway
 from gatebench.ir import Api
 from gatebench.renderers._replay import (
     HOP_BY_HOP,

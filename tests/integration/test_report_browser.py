@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from conftest import ROOT
 from gatebench.report import build_report, render_html
 from gatebench.report._synthetic import synthetic_run
+from paths import ROOT
 
 NODE_TOOLS = ROOT / "tools" / "node"
 CHECK_PAGE = NODE_TOOLS / "check-page.cjs"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES
 from gatebench.cli import main
+from paths import EXAMPLES
 
 AUCTION = str(EXAMPLES / "auction" / "openapi.yaml")
 

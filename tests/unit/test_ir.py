@@ -286,7 +286,10 @@ def test_parameters_without_name_or_location_are_ignored_with_a_warning(tmp_path
     ("path", "message"),
     [
         ("pets", "a path must start with '/'; got 'pets'"),
-        ("/a b", "a path may not contain U+0020 (whitespace or control); write it percent-encoded"),
+        (
+            "/a\tb",
+            "a path may not contain U+0009 (a control or line-break character); write it percent-encoded",
+        ),
         ("/a%zz", "'%' in a path must start a %XX escape"),
         ("/a/{b", "unbalanced '{' or '}' in the path template '/a/{b'"),
     ],

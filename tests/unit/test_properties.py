@@ -13,10 +13,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import EXAMPLES
 from gatebench.errors import PlanError
 from gatebench.plan import load_plan
 from gatebench.spec import Limits, SpecResult, read_spec
+from paths import EXAMPLES
 
 SEEDS: list[tuple[str, bytes]] = [
     ("auction.yaml", (EXAMPLES / "auction" / "openapi.yaml").read_bytes()),

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import SHARED
 from gatebench.score import ScoreResult, metric_score, score, values_from_table
+from paths import SHARED
 
 # Tables II, III and IV: response times (ms) and error %.
 TABLES = {

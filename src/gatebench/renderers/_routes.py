@@ -294,10 +294,12 @@ def split_template(path: str) -> tuple[Segment, ...]:
 def routes_for(api: Api) -> tuple[Route, ...]:
     """Every operation as a :class:`Route`, highest priority first.
 
+    Operations that share a method and a path shape (only variable names differ, or the
+    same path once the base path is added) share one route: the first operation's.
+
     Raises :class:`UnsupportedFeature` (every problem, located at the operation) for what no
-    gateway can route: a base path with template braces or a bad ``%``, a parameter right
-    after another one in the same segment, or two operations that end up on the same method
-    and path once the base path is added.
+    gateway can route: a base path with template braces or a bad ``%``, or a parameter right
+    after another one in the same segment.
     """
     problems: list[Problem] = []
     routes: list[Route] = []
@@ -320,12 +322,12 @@ def routes_for(api: Api) -> tuple[Route, ...]:
                 _problem(op, where, f"'%' in the path {path!r} must start a %XX escape")
             )
             continue
-        if re.search(r"[\s\x00-\x1f\x7f?#]", path):
+        if re.search(r"[\t\n\r\f\v\x00-\x1f\x7f?#]", path):
             problems.append(
                 _problem(
                     op,
                     where,
-                    f"the path {path!r} contains whitespace, a control character, '?' or '#'",
+                    f"the path {path!r} contains a control character, '?' or '#'",
                 )
             )
             continue
@@ -352,16 +354,9 @@ def routes_for(api: Api) -> tuple[Route, ...]:
             continue
         shape = (op.method, _TEMPLATE_VAR.sub("{}", path))
         if shape in seen:
-            first = seen[shape]
-            problems.append(
-                _problem(
-                    op,
-                    where,
-                    f"{op.method} {path} is the same route as operation "
-                    f"{first.operation_id!r} ({first.method} {first.route_path}) once the "
-                    "base path is added",
-                )
-            )
+            # Several operations on one route (``/v1/{parent}`` and ``/v1/{name}``, or AWS's
+            # ``/#Action=...`` keys): the gateway forwards them alike and the backend tells
+            # them apart, so the first one's route serves all of them.
             continue
         seen[shape] = op
         routes.append(Route(op, op.method, path, segments, 0))

@@ -39,6 +39,7 @@ from ..ir import (
     SecurityRequirement,
     SecurityScheme,
     method_rank,
+    url_path,
 )
 from ._reader import Document, Reader
 from ._refs import Loc, RefError, Refs, remote_refs
@@ -47,7 +48,7 @@ V3_PATH_ITEM_KEYS = {"$ref", "summary", "description", "servers", "parameters"}
 V2_PATH_ITEM_KEYS = {"$ref", "parameters"}
 MAX_PATH_LENGTH = 8192
 _TEMPLATE_VAR = re.compile(r"\{([^{}/]*)\}")
-_BAD_PATH_CHARS = re.compile(r"[\s\x00-\x1f\x7f?#]")
+_BAD_PATH_CHARS = re.compile(r"[\t\n\r\f\v\x00-\x1f\x7f\x85\u2028\u2029?#]")
 _PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _IGNORED_HEADERS = {"accept", "content-type", "authorization"}
 
@@ -78,6 +79,7 @@ class OpenApiBuilder:
         self.v2 = False
         self.root: dict[str, Any] = {}
         self.security_schemes: dict[str, SecurityScheme] = {}
+        self._servers: dict[Loc, str] = {}
 
     # -- problems ---------------------------------------------------------------------------
 
@@ -314,6 +316,12 @@ class OpenApiBuilder:
         return ""
 
     def _server_url(self, server: Any, loc: Loc) -> str:
+        """The URL of one Server Object, resolved (and its problems reported) once."""
+        if loc not in self._servers:
+            self._servers[loc] = self._resolve_server_url(server, loc)
+        return self._servers[loc]
+
+    def _resolve_server_url(self, server: Any, loc: Loc) -> str:
         if not isinstance(server, dict) or not isinstance(server.get("url"), str):
             self.problem(loc, "a server needs a 'url' string")
             return ""
@@ -345,10 +353,11 @@ class OpenApiBuilder:
         except ValueError as exc:
             self.problem(loc.child("url"), f"server URL {resolved!r} is not a valid URL ({exc})")
             return ""
-        if _BAD_PATH_CHARS.search(resolved.split("?", 1)[0].replace("#", "")):
-            self.problem(
+        if _bad_base_path(url_path(resolved)):
+            self.warn(
                 loc.child("url"),
-                f"server URL {resolved!r} contains whitespace or control characters",
+                f"server URL {resolved!r} cannot be a URL (whitespace, control characters or a "
+                "'%' that does not start a %XX escape); ignored, routes start at '/'",
             )
             return ""
         return resolved
@@ -360,6 +369,13 @@ class OpenApiBuilder:
         if base_path and not base_path.startswith("/"):
             self.warn(Loc(self.doc.name, "/basePath"), "basePath must start with '/'")
             base_path = "/" + base_path
+        if _bad_base_path(base_path):
+            self.warn(
+                Loc(self.doc.name, "/basePath"),
+                f"basePath {base_path!r} cannot be a URL path (whitespace, control characters or "
+                "a '%' that does not start a %XX escape); ignored, routes start at '/'",
+            )
+            base_path = ""
         if not isinstance(host, str) or not host:
             return base_path
         schemes = self.root.get("schemes")
@@ -473,10 +489,18 @@ class OpenApiBuilder:
         if not path.startswith("/"):
             self.problem(loc, f"a path must start with '/'; got {path!r}")
             return False
+        if " " in path:
+            self.warn(
+                loc,
+                "the path contains spaces; clients send them percent-encoded (%20), which is "
+                "how the route is matched",
+            )
         bad = _BAD_PATH_CHARS.search(path)
         if bad:
             ch = bad.group()
-            what = {"?": "'?'", "#": "'#'"}.get(ch, f"U+{ord(ch):04X} (whitespace or control)")
+            what = {"?": "'?'", "#": "'#'"}.get(
+                ch, f"U+{ord(ch):04X} (a control or line-break character)"
+            )
             hint = (
                 "; put query parameters in 'parameters'"
                 if ch == "?"
@@ -1004,6 +1028,10 @@ def _generated_id(method: str, path: str) -> str:
     """``GET /pets/{petId}/photos`` → ``get_pets_petId_photos``."""
     words = [w for w in re.split(r"[^A-Za-z0-9]+", path) if w]
     return "_".join([method.lower(), *words]) if words else method.lower() + "_root"
+
+
+def _bad_base_path(path: str) -> bool:
+    return bool(re.search(r"[\s\x00-\x1f\x7f{}]", path) or _PERCENT.search(path))
 
 
 def _split_suffix(key: str) -> tuple[str, str]:

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+)
+
+// ControlPrefix is where the engine talks to the backend directly, never through a gateway:
+// gateways only route the operations of the description, and no API path starts with a
+// segment wrapped in double underscores in practice. POST ControlPrefix+"reset" restores the
+// initial state (the auction service re-seeds its auctions); GET ControlPrefix+"health"
+// answers 200 once the server is serving. GET ControlPrefix+"stats" reports the requests
+// served outside the control prefix since the start or the last reset ({"requests": N}).
+const ControlPrefix = "/__gatebench__/"
+
+type resettable interface {
+	http.Handler
+	Reset()
+}
+
+// withControl serves the control endpoints and passes every other request to h.
+func withControl(h resettable, mode string) http.Handler {
+	var served atomic.Int64
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, ControlPrefix) {
+			h.ServeHTTP(w, r)
+			served.Add(1)
+			return
+		}
+		switch r.URL.Path[len(ControlPrefix):] {
+		case "stats":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = fmt.Fprintf(w, "{\"requests\": %d}\n", served.Load())
+		case "reset":
+			if r.Method != http.MethodPost {
+				w.Header().Set("Allow", "POST")
+				http.Error(w, "reset needs POST", http.StatusMethodNotAllowed)
+				return
+			}
+			h.Reset()
+			served.Store(0)
+			w.WriteHeader(http.StatusNoContent)
+		case "health":
+			w.Header().Set("Content-Type", "text/plain")
+			_, _ = w.Write([]byte("ok " + mode + "\n"))
+		default:
+			http.NotFound(w, r)
+		}
+	})
+}

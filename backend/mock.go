@@ -1,0 +1,152 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+// mockConfig is rendered by the core (gatebench.backends.mock) from the IR: one route per
+// operation, with the status and body to answer. The server never interprets the API
+// description itself.
+type mockConfig struct {
+	LatencyMS    float64     `json:"latency_ms"`
+	ResponseSize *int        `json:"response_size"`
+	Routes       []mockRoute `json:"routes"`
+}
+
+type mockRoute struct {
+	Method      string            `json:"method"`
+	Path        string            `json:"path"`
+	Status      int               `json:"status"`
+	ContentType string            `json:"content_type"`
+	Body        string            `json:"body"`
+	Headers     map[string]string `json:"headers"`
+	segments    []string
+	params      int
+	body        []byte
+}
+
+type mockHandler struct {
+	latency time.Duration
+	routes  []*mockRoute
+}
+
+// maxUpload bounds what one request may send: far above the 16 MB a benchmark needs.
+const maxUpload = 1 << 30
+
+func loadMock(path string) (*mockHandler, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var cfg mockConfig
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	h := &mockHandler{latency: time.Duration(cfg.LatencyMS * float64(time.Millisecond))}
+	for i := range cfg.Routes {
+		rt := &cfg.Routes[i]
+		if !strings.HasPrefix(rt.Path, "/") {
+			return nil, fmt.Errorf("%s: routes[%d].path must start with '/', got %q", path, i, rt.Path)
+		}
+		if rt.Status < 100 || rt.Status > 599 {
+			return nil, fmt.Errorf("%s: routes[%d].status must be 100..599, got %d", path, i, rt.Status)
+		}
+		rt.Method = strings.ToUpper(rt.Method)
+		rt.segments = strings.Split(rt.Path, "/")
+		for _, s := range rt.segments {
+			if isParam(s) {
+				rt.params++
+			}
+		}
+		rt.body = []byte(rt.Body)
+		if cfg.ResponseSize != nil {
+			rt.body = resize(rt.body, *cfg.ResponseSize)
+		}
+		h.routes = append(h.routes, rt)
+	}
+	// A literal segment wins over a template parameter (/pets/mine before /pets/{id}).
+	sort.SliceStable(h.routes, func(a, b int) bool { return h.routes[a].params < h.routes[b].params })
+	return h, nil
+}
+
+// resize pads a body with spaces (JSON stays valid) or cuts it to exactly n bytes.
+func resize(body []byte, n int) []byte {
+	if len(body) >= n {
+		return body[:n]
+	}
+	out := make([]byte, n)
+	copy(out, body)
+	for i := len(body); i < n; i++ {
+		out[i] = ' '
+	}
+	return out
+}
+
+func isParam(segment string) bool {
+	return strings.HasPrefix(segment, "{") && strings.HasSuffix(segment, "}") && len(segment) > 2
+}
+
+func (rt *mockRoute) matches(segments []string) bool {
+	if len(segments) != len(rt.segments) {
+		return false
+	}
+	for i, s := range rt.segments {
+		if isParam(s) {
+			if segments[i] == "" {
+				return false
+			}
+		} else if s != segments[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (h *mockHandler) Reset() {}
+
+func (h *mockHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Read the whole upload: a gateway in front must forward every byte.
+	if _, err := io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, maxUpload)); err != nil {
+		http.Error(w, "reading body: "+err.Error(), http.StatusRequestEntityTooLarge)
+		return
+	}
+	segments := strings.Split(r.URL.Path, "/")
+	var allowed []string
+	for _, rt := range h.routes {
+		if !rt.matches(segments) {
+			continue
+		}
+		if rt.Method != r.Method {
+			allowed = append(allowed, rt.Method)
+			continue
+		}
+		if h.latency > 0 {
+			time.Sleep(h.latency)
+		}
+		for name, value := range rt.Headers {
+			w.Header().Set(name, value)
+		}
+		if rt.ContentType != "" {
+			w.Header().Set("Content-Type", rt.ContentType)
+		}
+		w.Header().Set("X-Gatebench-Backend", "mock")
+		w.WriteHeader(rt.Status)
+		if r.Method != http.MethodHead {
+			_, _ = w.Write(rt.body)
+		}
+		return
+	}
+	if allowed != nil {
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	http.NotFound(w, r)
+}

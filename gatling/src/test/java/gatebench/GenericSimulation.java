@@ -1,0 +1,756 @@
+package gatebench;
+
+import static io.gatling.javaapi.core.CoreDsl.*;
+import static io.gatling.javaapi.http.HttpDsl.*;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.gatling.javaapi.core.ChainBuilder;
+import io.gatling.javaapi.core.OpenInjectionStep;
+import io.gatling.javaapi.core.PopulationBuilder;
+import io.gatling.javaapi.core.ScenarioBuilder;
+import io.gatling.javaapi.core.Session;
+import io.gatling.javaapi.core.Simulation;
+import io.gatling.javaapi.http.HttpProtocolBuilder;
+import io.gatling.javaapi.http.HttpRequestActionBuilder;
+import java.io.File;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Function;
+
+/**
+ * The only simulation gatebench runs. It reads the workload JSON named by the system property
+ * {@code gatebench.workload} (rendered by gatebench.workload from the benchmark plan) and runs
+ * its phases one after the other.
+ *
+ * <p>Phases follow each other without Gatling's scenario chaining where possible: chaining
+ * ({@code andThen}) starts the next scenario on the injector's next one-second tick, which would
+ * cost up to a second per phase. Consecutive phases with a fixed number of users (at_once,
+ * sequential, concurrent) share one scenario of W users (W = the largest user count among them),
+ * separated by rendez-vous points: all W users meet, the first user runs the control step (flush
+ * marker, backend reset, start marker), all meet again, then the phase's users send its
+ * requests while the others go straight to the next rendez-vous. Open-model phases (ramp,
+ * constant_rate) need Gatling's own injection, so each is a scenario of its own, chained.
+ *
+ * <p>Request records are named after their phase id ("p0007"), so the Python side splits the
+ * binary simulation.log by phase. Control requests are named "__control__". At each control step
+ * the first user closes a group whose name is about 8 KB long: writing that record makes Gatling's
+ * log writer flush its 8 KB buffer, so every earlier phase is on disk (and can be stored) while
+ * later phases run. Its name, "__flush__N", proves that phases before N are complete.
+ *
+ * <p>Secrets: auth values are read from environment variables once, here, and only ever sent
+ * as headers; they are never written to a file or printed.
+ *
+ * <p>stdout protocol (one line each, read by gatebench.engines.gatling): {@code GATEBENCH start
+ * INDEX EPOCH_MS}, {@code GATEBENCH end INDEX EPOCH_MS}, {@code GATEBENCH progress INDEX DONE}
+ * (every second) and {@code GATEBENCH finished EPOCH_MS}.
+ */
+public class GenericSimulation extends Simulation {
+
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final String CONTROL = "__control__";
+  private static final int FLUSH_NAME_LENGTH = 8000;
+
+  private final List<LongAdder> done = new ArrayList<>();
+  private final Map<String, String> secrets = new HashMap<>();
+  private volatile Set<String> skipped = Collections.emptySet();
+  private volatile int current = -1;
+  private int phaseCount;
+
+  public GenericSimulation() throws IOException {
+    String path = System.getProperty("gatebench.workload");
+    if (path == null || path.isEmpty()) {
+      throw new IllegalArgumentException("set -Dgatebench.workload=FILE (the workload JSON)");
+    }
+    JsonNode root = JSON.readTree(new File(path));
+    if (!"gatebench-workload/1".equals(root.path("format").asText())) {
+      throw new IllegalArgumentException(path + ": not a gatebench-workload/1 file");
+    }
+    for (JsonNode name : root.path("secret_env")) {
+      String value = System.getenv(name.asText());
+      if (value == null || value.isEmpty()) {
+        throw new IllegalArgumentException(
+            "environment variable " + name.asText() + " is not set (the plan's auth needs it)");
+      }
+      secrets.put(name.asText(), value);
+    }
+    String skipFile = root.path("skip_file").asText("");
+    if (!skipFile.isEmpty()) {
+      watchSkipFile(Path.of(skipFile));
+    }
+
+    HttpProtocolBuilder protocol =
+        http.disableWarmUp()
+            .disableCaching()
+            .disableFollowRedirect()
+            .disableAutoReferer()
+            .disableAutoOrigin()
+            .disableUrlEncoding()
+            .userAgentHeader("gatebench");
+
+    JsonNode phases = root.path("phases");
+    phaseCount = phases.size();
+    for (int i = 0; i < phaseCount; i++) {
+      done.add(new LongAdder());
+    }
+    // Segments: runs of consecutive fixed-user phases, and single open-model phases.
+    List<PopulationBuilder> chain = new ArrayList<>();
+    int i = 0;
+    if (phaseCount > 0 && isOpen(phases.get(0))) {
+      chain.add(controlScenario("c0", 0, phases.get(0).path("before")));
+    }
+    while (i < phaseCount) {
+      if (isOpen(phases.get(i))) {
+        JsonNode next = i + 1 < phaseCount ? phases.get(i + 1) : null;
+        chain.add(openScenario(i, phases.get(i)));
+        if (next != null && isOpen(next)) {
+          chain.add(controlScenario("c" + (i + 1), i + 1, next.path("before")));
+        }
+        i++;
+      } else {
+        int j = i;
+        while (j < phaseCount && !isOpen(phases.get(j))) {
+          j++;
+        }
+        chain.add(closedSegment(phases, i, j));
+        i = j;
+      }
+    }
+    if (phaseCount == 0 || isOpen(phases.get(phaseCount - 1))) {
+      chain.add(controlScenario("c" + phaseCount, phaseCount, JSON.createArrayNode()));
+    }
+    PopulationBuilder first = chain.get(chain.size() - 1);
+    for (int k = chain.size() - 2; k >= 0; k--) {
+      first = chain.get(k).andThen(first);
+    }
+    waitForGo(root.path("go_file").asText(""));
+    startProgressPrinter();
+    setUp(first).protocols(protocol);
+  }
+
+  /**
+   * The JVM and Gatling take seconds to start; gatebench starts this simulation while the
+   * gateways boot and creates the go file once they answer. Everything costly is built before.
+   */
+  private static void waitForGo(String goFile) throws IOException {
+    if (goFile.isEmpty()) {
+      return;
+    }
+    Path go = Path.of(goFile);
+    long deadline = System.nanoTime() + 30L * 60 * 1_000_000_000L;
+    while (!Files.exists(go)) {
+      if (System.nanoTime() > deadline) {
+        throw new IOException("no go file " + goFile + " after 30 minutes");
+      }
+      try {
+        Thread.sleep(10);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IOException("interrupted while waiting for " + goFile);
+      }
+    }
+  }
+
+  private static boolean isOpen(JsonNode phase) {
+    String kind = phase.path("injection").path("kind").asText();
+    return kind.equals("ramp") || kind.equals("constant_rate");
+  }
+
+  private static int usersOf(JsonNode phase) {
+    JsonNode injection = phase.path("injection");
+    return injection.path("kind").asText().equals("sequential")
+        ? 1
+        : Math.max(1, injection.path("users").asInt(1));
+  }
+
+  // -- control steps between phases ----------------------------------------------------------
+
+  /**
+   * What runs before phase {@code index} (or after the last one when index == phase count):
+   * the end marker of the previous phase, the flush group, the backend calls, the start marker.
+   * When the next phase is open-model, its start marker comes from its first user instead.
+   */
+  private ChainBuilder control(int index, JsonNode before, boolean startMarker) {
+    String flushName = "__flush__" + index + "_" + "x".repeat(FLUSH_NAME_LENGTH);
+    ChainBuilder steps =
+        exec(
+            session -> {
+              if (index > 0) {
+                marker("end " + (index - 1) + " " + System.currentTimeMillis());
+              }
+              return session;
+            });
+    steps = steps.group(session -> flushName).on(exec(session -> session));
+    for (JsonNode call : before) {
+      String method = call.path("method").asText("POST");
+      String url = call.path("url").asText();
+      int expect = call.path("status").asInt(204);
+      steps =
+          steps.exec(
+              http(CONTROL)
+                  .httpRequest(session -> method, session -> url)
+                  .check(status().is(expect)));
+    }
+    if (startMarker || index >= phaseCount) {
+      steps =
+          steps.exec(
+              session -> {
+                startMarker(index);
+                return session;
+              });
+    }
+    return steps;
+  }
+
+  private void startMarker(int index) {
+    current = index;
+    marker(
+        (index < phaseCount ? "start " + index + " " : "finished ") + System.currentTimeMillis());
+  }
+
+  private PopulationBuilder controlScenario(String name, int index, JsonNode before) {
+    return scenario(name).exec(control(index, before, false)).injectOpen(atOnceUsers(1));
+  }
+
+  private PopulationBuilder closedSegment(JsonNode phases, int from, int to) {
+    int width = 1;
+    for (int i = from; i < to; i++) {
+      width = Math.max(width, usersOf(phases.get(i)));
+    }
+    final int users = width;
+    AtomicLong ids = new AtomicLong();
+    ChainBuilder steps =
+        exec(session -> session.set("gb.user", ids.getAndIncrement()));
+    for (int i = from; i < to; i++) {
+      JsonNode phase = phases.get(i);
+      int phaseUsers = usersOf(phase);
+      String target = phase.path("target").asText();
+      steps =
+          steps
+              .rendezVous(users)
+              .doIf(session -> session.getLong("gb.user") == 0)
+              .then(control(i, phase.path("before"), true))
+              .rendezVous(users)
+              .doIf(
+                  session ->
+                      session.getLong("gb.user") < phaseUsers && !skipped.contains(target))
+              .then(closedPhase(i, phase));
+    }
+    JsonNode next = to < phases.size() ? phases.get(to) : null;
+    steps =
+        steps
+            .rendezVous(users)
+            .doIf(session -> session.getLong("gb.user") == 0)
+            .then(
+                control(
+                    to, next == null ? JSON.createArrayNode() : next.path("before"), false));
+    return scenario("s" + from).exec(steps).injectOpen(atOnceUsers(users));
+  }
+
+  private static void marker(String text) {
+    System.out.println("GATEBENCH " + text);
+    System.out.flush();
+  }
+
+  private void startProgressPrinter() {
+    Thread printer =
+        new Thread(
+            () -> {
+              while (true) {
+                try {
+                  Thread.sleep(1000);
+                } catch (InterruptedException e) {
+                  return;
+                }
+                int index = current;
+                if (index >= 0 && index < done.size()) {
+                  marker("progress " + index + " " + done.get(index).sum());
+                }
+              }
+            },
+            "gatebench-progress");
+    printer.setDaemon(true);
+    printer.start();
+  }
+
+  private void watchSkipFile(Path file) {
+    Thread watcher =
+        new Thread(
+            () -> {
+              long seen = -1;
+              while (true) {
+                try {
+                  Thread.sleep(200);
+                  if (Files.exists(file)) {
+                    long modified = Files.getLastModifiedTime(file).toMillis() ^ Files.size(file);
+                    if (modified != seen) {
+                      seen = modified;
+                      Set<String> names = new HashSet<>();
+                      for (String line : Files.readAllLines(file, StandardCharsets.UTF_8)) {
+                        if (!line.isBlank()) {
+                          names.add(line.strip());
+                        }
+                      }
+                      skipped = names;
+                    }
+                  }
+                } catch (InterruptedException e) {
+                  return;
+                } catch (IOException e) {
+                  // the file is being replaced; read it next time
+                }
+              }
+            },
+            "gatebench-skip-watcher");
+    watcher.setDaemon(true);
+    watcher.start();
+  }
+
+  // -- one phase ------------------------------------------------------------------------------
+
+  private ChainBuilder oneRequest(int index, JsonNode phase) {
+    Iterator<Map<String, Object>> feeder =
+        new Values(phase.path("params"), phase.path("seed").asLong(index));
+    LongAdder counter = done.get(index);
+    return feed(feeder)
+        .exec(request(phase.path("id").asText(), phase.path("request")))
+        .exec(
+            session -> {
+              counter.increment();
+              return session;
+            });
+  }
+
+  /** The requests of one user of a fixed-user phase (at_once, sequential, concurrent). */
+  private ChainBuilder closedPhase(int index, JsonNode phase) {
+    JsonNode injection = phase.path("injection");
+    String kind = injection.path("kind").asText();
+    String target = phase.path("target").asText();
+    ChainBuilder one = oneRequest(index, phase);
+    switch (kind) {
+      case "at_once":
+        return one;
+      case "sequential":
+        return repeat(injection.path("requests").asInt()).on(one);
+      case "concurrent":
+        {
+          long budget = injection.path("requests").asLong(Long.MAX_VALUE);
+          long durationMs = injection.path("duration_ms").asLong(Long.MAX_VALUE);
+          AtomicLong remaining = new AtomicLong(budget);
+          AtomicLong deadline = new AtomicLong(Long.MIN_VALUE);
+          return exec(session -> {
+                long end =
+                    durationMs == Long.MAX_VALUE
+                        ? Long.MAX_VALUE
+                        : System.nanoTime() + durationMs * 1_000_000L;
+                deadline.compareAndSet(Long.MIN_VALUE, end);
+                return session;
+              })
+              .asLongAs(
+                  session ->
+                      !skipped.contains(target)
+                          && System.nanoTime() < deadline.get()
+                          && remaining.getAndDecrement() > 0)
+              .on(one);
+        }
+      default:
+        throw new IllegalArgumentException(phase.path("id").asText() + ": unknown kind " + kind);
+    }
+  }
+
+  private PopulationBuilder openScenario(int index, JsonNode phase) {
+    String target = phase.path("target").asText();
+    java.util.concurrent.atomic.AtomicBoolean started =
+        new java.util.concurrent.atomic.AtomicBoolean();
+    ChainBuilder steps =
+        exec(
+                session -> {
+                  if (started.compareAndSet(false, true)) {
+                    startMarker(index);
+                  }
+                  return session;
+                })
+            .doIf(session -> !skipped.contains(target))
+            .then(oneRequest(index, phase));
+    return scenario(phase.path("id").asText())
+        .exec(steps)
+        .injectOpen(injection(phase.path("injection")));
+  }
+
+  /**
+   * Gatling's ramp and constant-rate steps work in whole seconds (a 500 ms ramp injects nobody,
+   * 2.5 s at 100/s injects 200 users over 2 s), so a duration that is not a whole number of
+   * seconds gets an explicit arrival schedule instead: user k of n arrives at k × d / n,
+   * users arriving in the same millisecond start together.
+   */
+  private static OpenInjectionStep[] injection(JsonNode injection) {
+    String kind = injection.path("kind").asText();
+    long durationMs = injection.path("duration_ms").asLong();
+    switch (kind) {
+      case "at_once":
+        return new OpenInjectionStep[] {atOnceUsers(injection.path("users").asInt())};
+      case "ramp":
+        {
+          int users = injection.path("users").asInt();
+          return durationMs % 1000 == 0
+              ? new OpenInjectionStep[] {rampUsers(users).during(Duration.ofMillis(durationMs))}
+              : arrivals(users, durationMs);
+        }
+      case "constant_rate":
+        {
+          double rate = injection.path("rate").asDouble();
+          return durationMs % 1000 == 0
+              ? new OpenInjectionStep[] {
+                constantUsersPerSec(rate).during(Duration.ofMillis(durationMs))
+              }
+              : arrivals(Math.round(rate * durationMs / 1000.0), durationMs);
+        }
+      default:
+        throw new IllegalArgumentException("unknown injection kind " + kind);
+    }
+  }
+
+  private static OpenInjectionStep[] arrivals(long users, long durationMs) {
+    List<OpenInjectionStep> steps = new ArrayList<>();
+    long previous = 0;
+    long k = 0;
+    while (k < users) {
+      long at = k * durationMs / users;
+      long together = 0;
+      while (k < users && k * durationMs / users == at) {
+        together++;
+        k++;
+      }
+      if (at > previous) {
+        steps.add(nothingFor(Duration.ofMillis(at - previous)));
+        previous = at;
+      }
+      steps.add(atOnceUsers((int) together));
+    }
+    if (durationMs > previous) {
+      steps.add(nothingFor(Duration.ofMillis(durationMs - previous)));
+    }
+    return steps.toArray(new OpenInjectionStep[0]);
+  }
+
+  private HttpRequestActionBuilder request(String id, JsonNode spec) {
+    String method = spec.path("method").asText();
+    String base = spec.path("base_url").asText();
+    Template path = new Template(secrets, spec.path("path"));
+    List<String[]> query = new ArrayList<>();
+    List<Template> queryValues = new ArrayList<>();
+    for (JsonNode pair : spec.path("query")) {
+      query.add(new String[] {pair.get(0).asText()});
+      queryValues.add(new Template(secrets, pair.get(1)));
+    }
+    Function<Session, String> url =
+        session -> {
+          StringBuilder out = new StringBuilder(base).append(path.render(session));
+          for (int q = 0; q < query.size(); q++) {
+            out.append(q == 0 ? '?' : '&').append(query.get(q)[0]).append('=');
+            out.append(queryValues.get(q).render(session));
+          }
+          return out.toString();
+        };
+    HttpRequestActionBuilder req = http(id).httpRequest(session -> method, url);
+    for (JsonNode header : spec.path("headers")) {
+      String name = header.get(0).asText();
+      Template value = new Template(secrets, header.get(1));
+      req = req.header(name, value::render);
+    }
+    JsonNode auth = spec.path("auth");
+    for (JsonNode header : auth) {
+      // [header name, prefix, env var(s) joined by the Basic rule]
+      String name = header.path("header").asText();
+      String value = secretValue(header);
+      req = req.header(name, session -> value);
+    }
+    JsonNode body = spec.path("body");
+    String bodyKind = body.path("kind").asText("none");
+    switch (bodyKind) {
+      case "none":
+        break;
+      case "template":
+        {
+          Template template = new Template(secrets, body.path("parts"));
+          req = req.body(StringBody(template::render));
+          break;
+        }
+      case "bytes":
+        {
+          byte[] bytes = generated(body.path("size").asInt());
+          req = req.body(ByteArrayBody(session -> bytes));
+          break;
+        }
+      case "base64":
+        {
+          byte[] bytes = Base64.getDecoder().decode(body.path("data").asText());
+          req = req.body(ByteArrayBody(session -> bytes));
+          break;
+        }
+      case "multipart":
+        for (JsonNode part : body.path("parts")) {
+          String partName = part.path("name").asText();
+          if (part.has("size")) {
+            byte[] bytes = generated(part.path("size").asInt());
+            String fileName = part.path("filename").asText(partName + ".bin");
+            String type = part.path("content_type").asText("application/octet-stream");
+            req =
+                req.bodyPart(
+                    ByteArrayBodyPart(session -> partName, session -> bytes)
+                        .fileName(session -> fileName)
+                        .contentType(session -> type));
+          } else {
+            Template value = new Template(secrets, part.path("parts"));
+            req = req.bodyPart(StringBodyPart(session -> partName, value::render));
+          }
+        }
+        req = req.asMultipartForm();
+        break;
+      default:
+        throw new IllegalArgumentException(id + ": unknown body kind " + bodyKind);
+    }
+    if (body.has("content_type") && !"multipart".equals(bodyKind)) {
+      String type = body.path("content_type").asText();
+      req = req.header("Content-Type", session -> type);
+    }
+    List<Integer> expect = new ArrayList<>();
+    for (JsonNode code : spec.path("expect")) {
+      expect.add(code.asInt());
+    }
+    req = expect.isEmpty() ? req.check(status().lt(400)) : req.check(status().in(expect));
+    return req.requestTimeout(Duration.ofMillis(spec.path("timeout_ms").asLong(60000)));
+  }
+
+  private String secretValue(JsonNode header) {
+    StringBuilder out = new StringBuilder(header.path("prefix").asText(""));
+    JsonNode env = header.path("env");
+    if (env.isArray()) {
+      // Basic: base64(user:password)
+      String user = secrets.get(env.get(0).asText());
+      String password = secrets.get(env.get(1).asText());
+      out.append(
+          Base64.getEncoder()
+              .encodeToString((user + ":" + password).getBytes(StandardCharsets.UTF_8)));
+    } else {
+      out.append(secrets.get(env.asText()));
+    }
+    return out.toString();
+  }
+
+  private static final Map<Integer, byte[]> GENERATED = new HashMap<>();
+
+  /**
+   * Deterministic filler content (not all zeros, so compression cannot cheat), one shared array
+   * per size: hundreds of phases uploading 8.6 MB share one copy.
+   */
+  static synchronized byte[] generated(int size) {
+    return GENERATED.computeIfAbsent(size, GenericSimulation::fill);
+  }
+
+  private static byte[] fill(int size) {
+    byte[] bytes = new byte[size];
+    long x = 0x9E3779B97F4A7C15L;
+    for (int i = 0; i < size; i++) {
+      x ^= x << 13;
+      x ^= x >>> 7;
+      x ^= x << 17;
+      bytes[i] = (byte) x;
+    }
+    return bytes;
+  }
+
+  // -- values ---------------------------------------------------------------------------------
+
+  /**
+   * A string made of literal text and parameter values. Each part is {"text": "..."} (used as
+   * is: the core escaped it already) or {"param": NAME, "as": ENCODING} with ENCODING one of
+   * "path" (percent-encoded path segment), "query" (percent-encoded query value), "raw" (as is),
+   * "json" (a JSON value: numbers stay numbers) or "json-string" (inside a JSON string).
+   */
+  static final class Template {
+    private final Map<String, String> secrets;
+    private final String[] texts;
+    private final String[] params;
+    private final String[] encodings;
+
+    Template(Map<String, String> secrets, JsonNode parts) {
+      this.secrets = secrets;
+      int n = parts.size();
+      texts = new String[n];
+      params = new String[n];
+      encodings = new String[n];
+      for (int i = 0; i < n; i++) {
+        JsonNode part = parts.get(i);
+        if (part.has("param")) {
+          params[i] = part.path("param").asText();
+          encodings[i] = part.path("as").asText("raw");
+        } else if (part.has("secret")) {
+          // an API key sent in the query string: percent-encoded, never stored
+          texts[i] = percentEncode(secrets.getOrDefault(part.path("secret").asText(), ""));
+        } else {
+          texts[i] = part.path("text").asText();
+        }
+      }
+    }
+
+    String render(Session session) {
+      StringBuilder out = new StringBuilder();
+      for (int i = 0; i < texts.length; i++) {
+        if (params[i] == null) {
+          out.append(texts[i]);
+          continue;
+        }
+        Object value = session.get("gb." + params[i]);
+        out.append(encode(value, encodings[i]));
+      }
+      return out.toString();
+    }
+
+    private static String encode(Object value, String encoding) {
+      String text = value instanceof JsonNode ? ((JsonNode) value).asText() : String.valueOf(value);
+      switch (encoding) {
+        case "path":
+        case "query":
+          return percentEncode(text);
+        case "json":
+          try {
+            return JSON.writeValueAsString(value);
+          } catch (IOException e) {
+            throw new IllegalStateException(e);
+          }
+        case "json-string":
+          try {
+            String quoted = JSON.writeValueAsString(text);
+            return quoted.substring(1, quoted.length() - 1);
+          } catch (IOException e) {
+            throw new IllegalStateException(e);
+          }
+        default:
+          return text;
+      }
+    }
+
+    private static String percentEncode(String text) {
+      StringBuilder out = new StringBuilder();
+      for (byte b : text.getBytes(StandardCharsets.UTF_8)) {
+        int c = b & 0xff;
+        if ((c >= 'a' && c <= 'z')
+            || (c >= 'A' && c <= 'Z')
+            || (c >= '0' && c <= '9')
+            || c == '-'
+            || c == '.'
+            || c == '_'
+            || c == '~') {
+          out.append((char) c);
+        } else {
+          out.append('%').append(Character.toUpperCase(Character.forDigit(c >> 4, 16)));
+          out.append(Character.toUpperCase(Character.forDigit(c & 0xf, 16)));
+        }
+      }
+      return out.toString();
+    }
+  }
+
+  /**
+   * The plan's generators, one value per parameter per request: constant, list (in order,
+   * cycling, or random), range (low..high cycling), random (uniform in low..high), counter.
+   */
+  static final class Values implements Iterator<Map<String, Object>> {
+    private final List<String> names = new ArrayList<>();
+    private final List<JsonNode> specs = new ArrayList<>();
+    private final long[] positions;
+    private final Random random;
+
+    Values(JsonNode params, long seed) {
+      params.fields().forEachRemaining(e -> {
+        names.add(e.getKey());
+        specs.add(e.getValue());
+      });
+      positions = new long[names.size()];
+      random = new Random(seed);
+    }
+
+    @Override
+    public boolean hasNext() {
+      return true;
+    }
+
+    @Override
+    public synchronized Map<String, Object> next() {
+      Map<String, Object> out = new HashMap<>();
+      for (int i = 0; i < names.size(); i++) {
+        JsonNode spec = specs.get(i);
+        Object value;
+        long n = positions[i]++;
+        switch (spec.path("kind").asText()) {
+          case "constant":
+            value = plain(spec.path("value"));
+            break;
+          case "list":
+            {
+              JsonNode values = spec.path("values");
+              int at =
+                  spec.path("random").asBoolean(false)
+                      ? random.nextInt(values.size())
+                      : (int) (n % values.size());
+              value = plain(values.get(at));
+              break;
+            }
+          case "range":
+            {
+              long low = spec.path("low").asLong();
+              long span = spec.path("high").asLong() - low + 1;
+              value = low + (n % span);
+              break;
+            }
+          case "random":
+            {
+              long low = spec.path("low").asLong();
+              long span = spec.path("high").asLong() - low + 1;
+              value = low + (long) Math.floor(random.nextDouble() * span);
+              break;
+            }
+          case "counter":
+            value = spec.path("start").asLong() + n * spec.path("step").asLong(1);
+            break;
+          default:
+            throw new IllegalArgumentException("unknown generator " + spec.path("kind").asText());
+        }
+        out.put("gb." + names.get(i), value);
+      }
+      return out;
+    }
+
+    private static Object plain(JsonNode node) {
+      if (node.isIntegralNumber()) {
+        return node.asLong();
+      }
+      if (node.isNumber()) {
+        return node.asDouble();
+      }
+      if (node.isBoolean()) {
+        return node.asBoolean();
+      }
+      if (node.isTextual()) {
+        return node.asText();
+      }
+      return node;
+    }
+  }
+}

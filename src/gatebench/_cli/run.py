@@ -1,0 +1,246 @@
+"""``gatebench run SPEC``: benchmark every target locally, live progress, the final tables."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import TextIO
+
+from ..errors import GatebenchError
+from ..ir import Api
+from ..model import Measurement, local_run_id
+from ..plan import Plan, describe_injection
+from ..runner import Progress, RunOptions, RunOutcome, run_benchmark
+from ..stats import format_workload_table, workload_rows
+from ..store import DEFAULT_STORE, STORE_ENV, ResultStore, open_store
+from ._common import add_plan_argument, add_spec_arguments, load
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "run",
+        help="benchmark the gateways of a plan on this machine",
+        description="Render, start every gateway that runs here, drive the plan's workloads "
+        "through each one and through no gateway (the baseline) with Gatling, print one table "
+        "per workload and save everything under results/<run-id>/.",
+    )
+    add_spec_arguments(parser)
+    add_plan_argument(parser)
+    parser.add_argument("--quick", action="store_true", help="one short repetition (smoke run)")
+    parser.add_argument(
+        "--repetitions", type=int, metavar="N", help="override the plan's repetitions"
+    )
+    parser.add_argument(
+        "--gateways",
+        metavar="A,B",
+        help="measure only these gateways of the plan (comma-separated; 'none' for baseline only)",
+    )
+    parser.add_argument("--seed", type=int, help="seed of the target order and random values")
+    parser.add_argument(
+        "--results", default="results", metavar="DIR", help="where run folders go (results/)"
+    )
+    parser.add_argument(
+        "--store",
+        metavar="LOCATION",
+        help=f"the result store: a SQLite file, sqlite:PATH or firestore://PROJECT[/DATABASE] "
+        f"(default: ${STORE_ENV}, else DIR/gatebench.sqlite under --results)",
+    )
+    parser.set_defaults(handler=run)
+
+
+class LiveDisplay:
+    """One status line, rewritten in place on a terminal; plain lines otherwise."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+        self._last_line = ""
+        self._last_plain = 0.0
+        self._width = 0
+
+    def __call__(self, p: Progress) -> None:
+        if p.phase is not None:
+            line = f"[{p.step}] {p.phase_number}/{p.phases} {p.phase.label}"
+            if p.done:
+                line += f": {p.done:,} req, {p.rate:,.0f} req/s"
+            if not self.tty and not p.phase.measured:
+                return  # a log file gets the measured phases only
+        else:
+            line = f"[{p.step}] {p.message}".rstrip()
+        if self.tty:
+            pad = max(0, self._width - len(line))
+            self.stream.write("\r" + line + " " * pad)
+            self._width = len(line)
+            self.stream.flush()
+            if p.phase is None:
+                self.stream.write("\n")
+                self._width = 0
+            return
+        now = time.monotonic()
+        same_phase = p.phase is not None and line.split(":")[0] == self._last_line.split(":")[0]
+        if same_phase and now - self._last_plain < 5:
+            return
+        self._last_plain = now
+        self._last_line = line
+        print(line, file=self.stream, flush=True)
+
+    def finish(self) -> None:
+        if self.tty and self._width:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def run(args: argparse.Namespace) -> int:
+    result, plan = load(args)
+    api = result.api
+    assert api is not None
+    if args.gateways:
+        wanted = [] if args.gateways == "none" else [g.strip() for g in args.gateways.split(",")]
+        unknown = [g for g in wanted if g not in plan.gateways]
+        if unknown:
+            print(
+                f"gatebench: --gateways: {unknown[0]!r} is not in the plan "
+                f"({', '.join(plan.gateways)})",
+                file=sys.stderr,
+            )
+            return 2
+        plan = replace(plan, gateways=tuple(wanted))
+    spec_path = Path(args.spec)
+    digest = hashlib.sha256(spec_path.read_bytes()).hexdigest() if spec_path.is_file() else ""
+    digest = digest or hashlib.sha256(str(spec_path).encode()).hexdigest()
+    run_id = local_run_id(digest)
+    run_dir = Path(args.results) / run_id
+    options = RunOptions(
+        results_dir=Path(args.results),
+        quick=args.quick,
+        repetitions=args.repetitions,
+        seed=args.seed,
+        run_id=run_id,
+    )
+    display = LiveDisplay(sys.stderr)
+    with open_store(_store_location(args)) as store:
+        return _run_with_store(args, api, plan, spec_path, digest, run_dir, options, display, store)
+
+
+def _run_with_store(
+    args: argparse.Namespace,
+    api: Api,
+    plan: Plan,
+    spec_path: Path,
+    digest: str,
+    run_dir: Path,
+    options: RunOptions,
+    display: LiveDisplay,
+    store: ResultStore,
+) -> int:
+    try:
+        outcome = run_benchmark(
+            api,
+            plan,
+            spec_uri=str(spec_path.resolve()),
+            spec_sha256=digest,
+            options=options,
+            store=store,
+            display=display,
+        )
+    except KeyboardInterrupt:
+        display.finish()
+        print(f"gatebench: completed measurements kept in {run_dir}/", file=sys.stderr)
+        raise
+    except GatebenchError:
+        display.finish()
+        if run_dir.exists():
+            print(f"gatebench: the run's files are in {run_dir}/", file=sys.stderr)
+        raise
+    display.finish()
+    for line in report_lines(outcome):
+        print(line)
+    location = _store_location(args)
+    store_flag = "" if location == DEFAULT_STORE else f" --store {location}"
+    print(
+        f"Stored in {location}; `gatebench report {outcome.record.run_id}{store_flag}` "
+        "writes the HTML report."
+    )
+    return 0 if str(outcome.record.status) == "done" else 3
+
+
+def _store_location(args: argparse.Namespace) -> str:
+    """``--store``, else ``$GATEBENCH_STORE``, else ``<--results>/gatebench.sqlite``."""
+    return str(args.store or os.environ.get(STORE_ENV) or Path(args.results) / "gatebench.sqlite")
+
+
+def report_lines(outcome: RunOutcome) -> list[str]:
+    record = outcome.record
+    lines = [
+        f"Run {record.run_id}: {record.status} ({len(outcome.measurements)} measured phases, "
+        f"{outcome.wall_s:.0f}s)",
+        "Latencies in ms (Gatling records whole milliseconds; the columns average the "
+        "repetitions); err % = KO / requests; req/s = requests / phase duration.",
+    ]
+    for workload in record.workloads:
+        rows = workload_rows(outcome.measurements, workload["name"])
+        if not rows:
+            continue
+        lines.append("")
+        lines.extend(
+            format_workload_table(
+                workload["name"],
+                f"{workload['method']} {workload['path']}, {workload['injection']}",
+                rows,
+            )
+        )
+    flagged = [m for m in outcome.measurements if m.flags]
+    if flagged:
+        lines.append("")
+        lines.append(_flag_note(flagged))
+    note = record.environment.get("note") if record.environment else None
+    if note:
+        lines.append(f"Note: {note}.")
+    lines.extend(_score_lines(outcome))
+    for target, reason in sorted(record.target_errors.items()):
+        lines.append(f"{target}: FAILED: {reason.splitlines()[0]}")
+    for note_line in outcome.notes:
+        lines.append(f"Note: {note_line}")
+    lines.append("")
+    lines.append(
+        f"Results: {outcome.run_dir}/ (run.json, measurements.jsonl, workload.json, gateway logs, simulation.log)"
+    )
+    return lines
+
+
+def _score_lines(outcome: RunOutcome) -> list[str]:
+    report = outcome.report
+    if report is None:
+        return []
+    result = report.summary.scores
+    lines = ["", f"Scores ({result.profile} profile, 0-100):"]
+    for g in result.gateways:
+        lines.append(f"  {g.rank}. {g.target} {g.score:.0f}")
+    verdict = " ".join(report.verdict)
+    if verdict:
+        lines.append(verdict)
+    return lines
+
+
+def _flag_note(flagged: list[Measurement]) -> str:
+    counts: dict[str, int] = {}
+    for m in flagged:
+        for f in m.flags:
+            counts[f] = counts.get(f, 0) + 1
+    parts = []
+    meaning = {
+        "noisy": "other processes used > 20 % of the machine",
+        "tester-bound": "the machine was ≥ 85 % busy and Gatling used more CPU than the target",
+        "incomplete": "fewer requests than the workload defines",
+    }
+    for flag, n in sorted(counts.items()):
+        parts.append(f"{flag} ×{n} ({meaning.get(flag, flag)})")
+    return "Flags: " + "; ".join(parts) + "."
+
+
+__all__ = ["describe_injection"]

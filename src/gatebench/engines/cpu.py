@@ -1,0 +1,180 @@
+"""CPU used during a phase: by the whole machine, the load generator, the target, and others.
+
+On a 2-core machine the load generator competes with the gateway it loads, and other work on
+the box swings results by ±10–40 % (docs/engine.md). Every measured phase therefore records
+how much CPU the rest of the machine used and how much the load generator used, from
+``/proc/stat`` (machine) and ``/proc/<pid>/stat`` (our process groups), sampled by the engine
+while it runs and interpolated to the phase's exact start and end.
+
+Percentages are of the whole machine (all cores): 50 % on 2 cores is one core.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+NOISY_OTHERS_PCT = 20.0
+"""A phase is ``noisy`` when processes that are not part of the benchmark (not the load
+generator, not the gateway, not the backend) used more than this share of the machine."""
+TESTER_BOUND_BUSY_PCT = 85.0
+"""A phase is ``tester-bound`` when the machine was this busy (or more) and the load generator
+used more CPU than the target (gateway + backend): the generator, not the gateway, was what
+ran out of CPU first."""
+
+_HZ = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_NCPU = os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class CpuSample:
+    wall_ms: float
+    total: float
+    idle: float
+    groups: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class CpuUsage:
+    """CPU shares over one window, % of the whole machine."""
+
+    busy_pct: float
+    tester_pct: float
+    target_pct: float
+    others_pct: float
+    window_s: float
+
+    def flags(self) -> tuple[str, ...]:
+        out = []
+        if self.others_pct > NOISY_OTHERS_PCT:
+            out.append("noisy")
+        if self.busy_pct >= TESTER_BOUND_BUSY_PCT and self.tester_pct > self.target_pct:
+            out.append("tester-bound")
+        return tuple(out)
+
+
+def _machine() -> tuple[float, float]:
+    with open("/proc/stat", encoding="ascii") as fh:
+        parts = [float(x) for x in fh.readline().split()[1:]]
+    idle = parts[3] + (parts[4] if len(parts) > 4 else 0.0)
+    return sum(parts[:8]), idle
+
+
+@dataclass
+class CpuSampler:
+    """Samples the machine and named groups of process groups (plus gatebench itself, as the
+    last value of each sample); ``usage`` interpolates to any window."""
+
+    groups: dict[str, frozenset[int]] = field(default_factory=dict)
+    samples: list[CpuSample] = field(default_factory=list)
+    names: tuple[str, ...] = ()
+
+    def set_groups(self, groups: Mapping[str, Sequence[int]]) -> None:
+        self.groups = {k: frozenset(v) for k, v in groups.items()}
+        self.names = tuple(sorted(self.groups))
+        self.samples.clear()
+
+    def sample(self) -> CpuSample:
+        total, idle = _machine()
+        all_pgids = frozenset().union(*self.groups.values()) if self.groups else frozenset()
+        ticks = dict.fromkeys(self.names, 0.0)
+        if all_pgids:
+            per_pgid = _per_pgid_ticks(all_pgids)
+            for name in self.names:
+                ticks[name] = sum(per_pgid.get(g, 0.0) for g in self.groups[name])
+        own = os.times()
+        ticks["self"] = (own.user + own.system) * _HZ
+        s = CpuSample(
+            time.time() * 1000.0,
+            total,
+            idle,
+            tuple(ticks[n] for n in (*self.names, "self")),
+        )
+        self.samples.append(s)
+        return s
+
+    def _at(self, wall_ms: float) -> CpuSample | None:
+        if not self.samples:
+            return None
+        times = [s.wall_ms for s in self.samples]
+        i = bisect.bisect_left(times, wall_ms)
+        if i <= 0:
+            return self.samples[0]
+        if i >= len(self.samples):
+            return self.samples[-1]
+        a, b = self.samples[i - 1], self.samples[i]
+        f = (wall_ms - a.wall_ms) / (b.wall_ms - a.wall_ms) if b.wall_ms > a.wall_ms else 0.0
+
+        def lerp(x: float, y: float) -> float:
+            return x + (y - x) * f
+
+        return CpuSample(
+            wall_ms,
+            lerp(a.total, b.total),
+            lerp(a.idle, b.idle),
+            tuple(lerp(x, y) for x, y in zip(a.groups, b.groups, strict=True)),
+        )
+
+    def usage(
+        self, start_ms: float, end_ms: float, tester: str, target: Sequence[str]
+    ) -> CpuUsage | None:
+        """Shares over [start_ms, end_ms] (epoch ms); None without samples around it."""
+        a, b = self._at(start_ms), self._at(end_ms)
+        if a is None or b is None or b.wall_ms <= a.wall_ms:
+            return None
+        d_total = b.total - a.total
+        busy = 100.0 * (d_total - (b.idle - a.idle)) / d_total if d_total > 0 else 0.0
+        capacity = (b.wall_ms - a.wall_ms) / 1000.0 * _HZ * _NCPU
+
+        def share(name: str) -> float:
+            if name not in self.names:
+                return 0.0
+            i = self.names.index(name)
+            return max(0.0, 100.0 * (b.groups[i] - a.groups[i]) / capacity)
+
+        tester_pct = share(tester)
+        target_pct = sum(share(t) for t in target)
+        own = max(0.0, 100.0 * (b.groups[-1] - a.groups[-1]) / capacity)
+        # everything ours: the generator, the gateways and backend (all of them, not only the
+        # target: an idle gateway is still ours), and gatebench itself
+        ours = sum(share(n) for n in self.names) + own
+        others = max(0.0, busy - ours)
+        return CpuUsage(
+            busy_pct=max(0.0, min(100.0, busy)),
+            tester_pct=tester_pct,
+            target_pct=target_pct,
+            others_pct=others,
+            window_s=(end_ms - start_ms) / 1000.0,
+        )
+
+
+def _per_pgid_ticks(pgids: frozenset[int]) -> dict[int, float]:
+    out: dict[int, float] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", encoding="ascii", errors="replace") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        fields = data[data.rfind(")") + 2 :].split()
+        try:
+            pgrp = int(fields[2])
+            if pgrp in pgids:
+                out[pgrp] = out.get(pgrp, 0.0) + sum(float(x) for x in fields[11:15])
+        except (IndexError, ValueError):
+            continue
+    return out
+
+
+__all__ = [
+    "NOISY_OTHERS_PCT",
+    "TESTER_BOUND_BUSY_PCT",
+    "CpuSample",
+    "CpuSampler",
+    "CpuUsage",
+]

@@ -1,0 +1,127 @@
+"""The local provisioner: gateways as supervised processes on free loopback ports.
+
+Built on the renderers' boot helpers (``write_files``, ``check_config``, ``start_gateway``):
+render and write into ``<run>/gateways/<name>/``, run the gateway's own checker, start it in
+the foreground under the caller's :class:`~gatebench.procs.Supervisor`, wait for a real HTTP
+answer. Each gateway gets one worker (``RenderTarget.workers = 1``): on a 2-core machine the
+load generator needs the other core. Gateways that only run on the cloud path (Kong, KrakenD,
+Tyk, ...) raise :class:`~gatebench.errors.UnsupportedHere`, which is reported, not fatal.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from ..errors import GatebenchError, UnsupportedHere
+from ..ir import Api
+from ..procs import ManagedProcess, Supervisor, free_port
+from . import Endpoint, Provisioned
+
+
+class LocalProvisioner:
+    name = "local"
+
+    def __init__(self, supervisor: Supervisor, *, workers: int = 1) -> None:
+        self.supervisor = supervisor
+        self.workers = workers
+        self._targets: dict[str, object] = {}
+        self._renderers: dict[str, object] = {}
+        self._procs: dict[str, ManagedProcess] = {}
+        self._logs: dict[str, Path] = {}
+        self.unsupported: dict[str, str] = {}
+        """Gateways rendered but not runnable here (cloud path only), with the reason."""
+
+    def render(
+        self, gateways: list[str], api: Api, backend_url: str, run_dir: Path
+    ) -> dict[str, str]:
+        from ..renderers import RenderTarget, get_renderer, write_files
+
+        failures: dict[str, str] = {}
+        for name in gateways:
+            workdir = (run_dir / "gateways" / name).resolve()
+            try:
+                renderer = get_renderer(name)
+                target = RenderTarget(
+                    workdir=str(workdir),
+                    listen_port=free_port(),
+                    backend_url=backend_url,
+                    admin_port=free_port(),
+                    workers=self.workers,
+                )
+                files = renderer.render(api, target)
+                write_files(files, workdir)
+            except GatebenchError as exc:
+                failures[name] = f"cannot render the configuration: {exc}"
+                continue
+            reason = renderer.available_here()
+            if reason is not None:
+                self.unsupported[name] = reason
+                continue
+            self._targets[name] = target
+            self._renderers[name] = renderer
+            self._logs[name] = workdir / f"{name}.log"
+        return failures
+
+    def planned(self) -> dict[str, str]:
+        """Base URLs of the rendered gateways that run here (known before they start)."""
+        return {
+            name: f"http://127.0.0.1:{target.listen_port}"  # type: ignore[attr-defined]
+            for name, target in self._targets.items()
+        }
+
+    def provision(self, gateways: list[str]) -> Provisioned:
+        from ..renderers import check_config, start_gateway
+
+        out = Provisioned()
+        for name in gateways:
+            if name not in self._targets:
+                continue
+            renderer = self._renderers[name]
+            target = self._targets[name]
+            started = time.monotonic()
+            try:
+                reason = renderer.available_here()  # type: ignore[attr-defined]
+                if reason is not None:
+                    raise UnsupportedHere(reason)
+                check_config(renderer, target.workdir, target)  # type: ignore[arg-type, attr-defined]
+                proc = start_gateway(
+                    renderer,  # type: ignore[arg-type]
+                    target,  # type: ignore[arg-type]
+                    self.supervisor,
+                    log_path=self._logs[name],
+                )
+            except UnsupportedHere as exc:
+                out.unsupported[name] = str(exc)
+                continue
+            except GatebenchError as exc:
+                out.failures[name] = str(exc)
+                continue
+            self._procs[name] = proc
+            port = target.listen_port  # type: ignore[attr-defined]
+            out.endpoints[name] = Endpoint(
+                target=name,
+                base_url=f"http://127.0.0.1:{port}",
+                pgids=(proc.pid,),
+                log_path=self._logs[name],
+                config_dir=Path(target.workdir),  # type: ignore[attr-defined]
+                boot_s=time.monotonic() - started,
+            )
+        return out
+
+    def failure(self, target: str) -> str | None:
+        proc = self._procs.get(target)
+        if proc is None or proc.alive():
+            return None
+        return (
+            f"{target} exited with code {proc.returncode} during the run; "
+            f"last log lines:\n{proc.log_tail(15)}"
+        )
+
+    def teardown(self) -> None:
+        for proc in list(self._procs.values()):
+            self.supervisor.stop(proc)
+        self._procs.clear()
+
+
+__all__ = ["LocalProvisioner"]

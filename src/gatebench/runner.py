@@ -1,0 +1,597 @@
+"""The local benchmark run: render, provision, load every target, ingest, tear down.
+
+Steps follow the run lifecycle (``received → parsed → rendered → provisioning → loading →
+scoring → done | failed | partial``); each transition is written to ``run.json`` in the run
+folder and, when a :class:`~gatebench.store.ResultStore` is given, to the store. Every
+measured phase is written as soon as the engine proves it complete (``measurements.jsonl``
+and ``store.put_measurement``), so a crash or Ctrl-C keeps what finished.
+
+Protocol (docs/engine.md): the backend and every gateway start once; the schedule lists,
+for each repetition, the targets in a shuffled order, each with its warm-up (excluded) and
+one measured phase per workload, the backend reset before each measured phase. One Gatling
+JVM runs the whole schedule (docs/benchmarks.md has the measurement behind that choice).
+
+Faults: a gateway whose config is rejected or that will not start is marked failed with the
+reason and the others go on; one that dies mid-run is marked failed with its log tail and
+its remaining phases are skipped; an unreachable backend fails the run before any load; a
+load-engine crash is retried once for the phases not yet complete, then marked failed;
+Ctrl-C (or SIGTERM) tears everything down and the run ends ``partial`` with what finished.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .backends import start_plan_backend
+from .engines import EngineEvent, EngineRun, PhaseResult, get_engine
+from .errors import RunError
+from .ir import Api
+from .model import Measurement, RunRecord, RunStatus, can_move, local_run_id
+from .plan import Plan, describe_injection
+from .procs import Supervisor
+from .provisioners import Provisioned
+from .stats import phase_stats
+from .store import ResultStore
+from .workload import Phase, Schedule, build_schedule, quick_plan, render_workload
+
+BASELINE = "baseline"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    results_dir: Path = Path("results")
+    quick: bool = False
+    repetitions: int | None = None
+    seed: int | None = None
+    engine: str = "gatling"
+    run_id: str | None = None
+    phase_filter: Callable[[Phase], bool] | None = None
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What the live display shows."""
+
+    step: str
+    message: str = ""
+    phase: Phase | None = None
+    phase_number: int = 0
+    phases: int = 0
+    done: int = 0
+    rate: float = 0.0
+
+
+@dataclass
+class RunOutcome:
+    record: RunRecord
+    measurements: list[Measurement]
+    run_dir: Path
+    schedule: Schedule | None = None
+    notes: list[str] = field(default_factory=list)
+    engine_runs: list[EngineRun] = field(default_factory=list)
+    load_s: float = 0.0
+    wall_s: float = 0.0
+    report: Any = None
+    """The results package's Report (scores, verdict) once scored."""
+
+
+class _Run:
+    """The state of one run while it goes: record, folder, store, display."""
+
+    def __init__(
+        self,
+        record: RunRecord,
+        run_dir: Path,
+        store: ResultStore | None,
+        display: Callable[[Progress], None],
+    ) -> None:
+        self.record = record
+        self.run_dir = run_dir
+        self.store = store
+        self.display = display
+        self.measurements: list[Measurement] = []
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "measurements.jsonl").touch()
+        if store is not None:
+            store.create_run(record)
+        self._save()
+
+    def _save(self) -> None:
+        self.record.updated_at = time.time()
+        tmp = self.run_dir / "run.json.tmp"
+        tmp.write_text(json.dumps(self.record.to_dict(), indent=1) + "\n", encoding="utf-8")
+        os.replace(tmp, self.run_dir / "run.json")
+
+    def status(
+        self, status: RunStatus, *, failed_step: str | None = None, error: str | None = None
+    ) -> None:
+        if not can_move(self.record.status, status):
+            return
+        self.record.status = status
+        if failed_step is not None:
+            self.record.failed_step = failed_step
+        if error is not None:
+            self.record.error = error
+        self._save()
+        if self.store is not None:
+            self.store.set_status(self.record.run_id, status, failed_step=failed_step, error=error)
+        self.display(Progress(step=str(status)))
+
+    def update(self, **fields: Any) -> None:
+        for key, value in fields.items():
+            setattr(self.record, key, value)
+        self._save()
+        if self.store is not None:
+            self.store.update_run(self.record.run_id, **fields)
+
+    def target_failed(self, target: str, reason: str) -> None:
+        errors = dict(self.record.target_errors)
+        errors[target] = reason
+        self.update(target_errors=errors)
+        self.display(Progress(step="loading", message=f"{target} failed: {reason.splitlines()[0]}"))
+
+    def put(self, m: Measurement) -> None:
+        self.measurements.append(m)
+        with (self.run_dir / "measurements.jsonl").open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(m.to_dict()) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        if self.store is not None:
+            self.store.put_measurement(m)
+
+
+def measurement_from(run_id: str, phase: Phase, result: PhaseResult) -> Measurement:
+    """The contract with scoring: one Measurement per measured phase."""
+    s = phase_stats(result.sample)
+    flags: list[str] = []
+    if result.cpu is not None:
+        flags.extend(result.cpu.flags())
+    expected = phase.injection.expected_requests
+    if expected is not None and s.requests < expected:
+        flags.append("incomplete")
+    return Measurement(
+        run_id=run_id,
+        target=phase.target,
+        workload=phase.workload,
+        repetition=phase.repetition,
+        requests=s.requests,
+        ok=s.ok,
+        ko=s.ko,
+        error_pct=s.error_pct,
+        throughput=s.throughput,
+        min=s.min,
+        mean=s.mean,
+        max=s.max,
+        stddev=s.stddev,
+        p50=s.p50,
+        p90=s.p90,
+        p95=s.p95,
+        p99=s.p99,
+        started_at=result.start_ms / 1000.0,
+        duration_s=s.duration_s,
+        engine="gatling",
+        flags=tuple(flags),
+        other_cpu_pct=None if result.cpu is None else round(result.cpu.others_pct, 1),
+        tester_cpu_pct=None if result.cpu is None else round(result.cpu.tester_pct, 1),
+        errors=s.errors[:10],
+    )
+
+
+def _check_secrets(plan: Plan) -> None:
+    names = [
+        n
+        for n in (
+            plan.auth.bearer_env,
+            plan.auth.basic_username_env,
+            plan.auth.basic_password_env,
+            plan.auth.api_key_env,
+        )
+        if n
+    ]
+    missing = [n for n in names if not os.environ.get(n)]
+    if missing:
+        raise RunError(
+            f"environment variable {missing[0]} is not set; the plan's auth reads the credential "
+            f"from it when requests are sent (export {missing[0]}=...)"
+        )
+
+
+def run_benchmark(
+    api: Api,
+    plan: Plan,
+    *,
+    spec_uri: str,
+    spec_sha256: str,
+    options: RunOptions = RunOptions(),
+    store: ResultStore | None = None,
+    display: Callable[[Progress], None] = lambda p: None,
+    supervisor_factory: Callable[[], Supervisor] = Supervisor,
+) -> RunOutcome:
+    """Run the whole benchmark locally. Raises nothing for target faults (they are recorded);
+    RunError for a run-level failure (after recording it); KeyboardInterrupt passes through
+    after teardown, with the run marked partial."""
+    wall_start = time.monotonic()
+    if options.quick:
+        plan = quick_plan(plan)
+    if options.repetitions:
+        plan = replace(plan, repetitions=options.repetitions)
+    run_id = options.run_id or local_run_id(spec_sha256)
+    run_dir = (Path(options.results_dir) / run_id).resolve()
+    record = RunRecord(
+        run_id=run_id,
+        spec_uri=spec_uri,
+        spec_sha256=spec_sha256,
+        title=api.title,
+        gateways=list(plan.gateways),
+        workloads=[
+            {
+                "name": w.name,
+                "operation": w.operation_id,
+                "method": api.operation(w.operation_id).method,
+                "path": api.operation(w.operation_id).route_path,
+                "injection": describe_injection(w.injection),
+            }
+            for w in plan.workloads
+        ],
+        plan=plan.to_dict(),
+    )
+    run = _Run(record, run_dir, store, display)
+    outcome = RunOutcome(record, run.measurements, run_dir)
+    run.status(RunStatus.PARSED)
+    step = "rendered"
+    try:
+        engine = get_engine(options.engine)
+        engine.check()
+        _check_secrets(plan)
+        with supervisor_factory() as supervisor:
+            from .provisioners.local import LocalProvisioner
+
+            provisioner = LocalProvisioner(supervisor)
+            try:
+                # -- backend first: the configs point at it; unreachable → no load at all
+                step = "provisioning"
+                display(Progress(step="provisioning", message="backend"))
+                backend_proc, backend_url, reset_url = start_plan_backend(
+                    supervisor, plan, api, run_dir
+                )
+                origin = _origin(backend_url)
+                # -- render (ports are chosen here, so the load engine can start right away)
+                step = "rendered"
+                failures = provisioner.render(list(plan.gateways), api, origin, run_dir)
+                for gw, reason in failures.items():
+                    run.target_failed(gw, reason)
+                for gw, reason in provisioner.unsupported.items():
+                    run.target_failed(gw, f"unsupported here (cloud path only): {reason}")
+                    outcome.notes.append(f"{gw}: runs only on the cloud path; not measured here")
+                run.status(RunStatus.RENDERED)
+                planned = provisioner.planned()
+                urls = dict(planned)
+                if plan.baseline:
+                    urls[BASELINE] = backend_url
+                if not urls:
+                    raise RunError("no target can run here; see the reasons per gateway")
+                schedule = build_schedule(plan, urls, reset_url=reset_url, seed=options.seed)
+                if options.phase_filter is not None:
+                    schedule = replace(
+                        schedule,
+                        phases=tuple(p for p in schedule.phases if options.phase_filter(p)),
+                    )
+                outcome.schedule = schedule
+                run.update(
+                    environment=_environment(engine.version(), plan, options)
+                    | {
+                        "seed": schedule.seed,
+                        "target_order": [list(o) for o in schedule.target_order],
+                    }
+                )
+                backend_pid = backend_proc.pid if backend_proc else None
+                cpu_groups: dict[str, list[int]] = {}
+                if backend_pid is not None:
+                    cpu_groups["backend"] = [backend_pid]
+
+                # -- provision, while the load engine starts (it waits for the go signal)
+                def provision(hooks: _Hooks) -> None:
+                    nonlocal step
+                    step = "provisioning"
+                    run.status(RunStatus.PROVISIONING)
+                    for gw in planned:
+                        display(Progress(step="provisioning", message=gw))
+                    provisioned: Provisioned = provisioner.provision(list(planned))
+                    for gw, reason in provisioned.failures.items():
+                        run.target_failed(gw, reason)
+                        hooks.skip(gw)
+                    for gw, reason in provisioned.unsupported.items():
+                        run.target_failed(gw, f"unsupported here (cloud path only): {reason}")
+                        hooks.skip(gw)
+                    for gw, endpoint in provisioned.endpoints.items():
+                        cpu_groups[f"gw:{gw}"] = list(endpoint.pgids)
+                    if not provisioned.endpoints and not plan.baseline:
+                        raise RunError("no target could be started; see the reasons per gateway")
+                    env = dict(run.record.environment)
+                    env["boot_s"] = {
+                        t: round(e.boot_s, 3) for t, e in provisioned.endpoints.items()
+                    }
+                    run.update(environment=env)
+                    step = "loading"
+                    run.status(RunStatus.LOADING)
+
+                load_start = time.monotonic()
+                _load(
+                    run,
+                    plan,
+                    api,
+                    schedule,
+                    provisioner,
+                    supervisor,
+                    cpu_groups,
+                    backend_pid,
+                    options,
+                    outcome,
+                    provision,
+                )
+                outcome.load_s = time.monotonic() - load_start
+            finally:
+                display(Progress(step="teardown"))
+                provisioner.teardown()
+        # -- scoring (the scoring step of the results package plugs in here)
+        step = "scoring"
+        measured_targets = {m.target for m in run.measurements}
+        if not run.measurements:
+            raise RunError("no phase was measured")
+        run.status(RunStatus.SCORING)
+        _score(run, outcome)
+        expected_targets = set(plan.targets)
+        if run.record.target_errors or measured_targets != expected_targets:
+            run.status(RunStatus.PARTIAL)
+        else:
+            run.status(RunStatus.DONE)
+    except KeyboardInterrupt:
+        run.status(
+            RunStatus.PARTIAL if run.measurements else RunStatus.FAILED,
+            failed_step=step,
+            error="interrupted (Ctrl-C or SIGTERM); completed measurements kept",
+        )
+        outcome.wall_s = time.monotonic() - wall_start
+        raise
+    except Exception as exc:
+        run.status(
+            RunStatus.PARTIAL if run.measurements else RunStatus.FAILED,
+            failed_step=step,
+            error=str(exc),
+        )
+        raise
+    outcome.wall_s = time.monotonic() - wall_start
+    return outcome
+
+
+def _score(run: _Run, outcome: RunOutcome) -> None:
+    """AGE scoring (the results package): through the store when there is one (the scores are
+    stored with the run), else in memory; ``scores.json`` in the run folder either way."""
+    from .report import build_report, score_run
+    from .score import ScoreError
+
+    try:
+        if run.store is not None:
+            report = score_run(run.store, run.record.run_id)
+        else:
+            report = build_report(run.record, run.measurements)
+    except ScoreError as exc:
+        outcome.notes.append(f"not scored: {exc}")
+        return
+    outcome.report = report
+    documents = report.summary.scores.to_documents()
+    (run.run_dir / "scores.json").write_text(
+        json.dumps(documents, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+
+
+def _origin(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def _environment(engine_version: str, plan: Plan, options: RunOptions) -> dict[str, Any]:
+    return {
+        "engine": engine_version,
+        "machine": f"{os.cpu_count()} cores, {platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "quick": options.quick,
+        "repetitions": plan.repetitions,
+        "resolution": "Gatling records whole milliseconds",
+        "note": (
+            "on 2 cores every load generator but wrk uses more CPU than the server it "
+            "loads: results measure the shared machine, not only the gateway"
+            if (os.cpu_count() or 1) <= 4
+            else ""
+        ),
+    }
+
+
+class _Hooks:
+    """The engine's callbacks: live progress, measurements as they complete, health checks."""
+
+    def __init__(
+        self,
+        run: _Run,
+        phases: dict[int, Phase],
+        provisioner: Any,
+        skip_file: Path,
+        total: int,
+    ) -> None:
+        self.run = run
+        self.phases = phases
+        self.provisioner = provisioner
+        self.skip_file = skip_file
+        self.total = total
+        self.failed: set[str] = set(run.record.target_errors)
+        self.completed: set[int] = set()
+        self._last: tuple[int, int, float] | None = None
+        self._rate = 0.0
+        self._next_check = 0.0
+
+    def on_event(self, event: EngineEvent) -> None:
+        phase = self.phases.get(event.phase)
+        if phase is None:
+            return
+        now = time.monotonic()
+        if event.kind == "start":
+            self._last = (event.phase, 0, now)
+            self._rate = 0.0
+        elif event.kind == "progress" and self._last is not None:
+            last_phase, last_done, last_t = self._last
+            if last_phase == event.phase and now > last_t:
+                self._rate = (event.done - last_done) / (now - last_t)
+            self._last = (event.phase, event.done, now)
+        self.run.display(
+            Progress(
+                step="loading",
+                phase=phase,
+                phase_number=sorted(self.phases).index(event.phase) + 1,
+                phases=self.total,
+                done=event.done,
+                rate=self._rate,
+            )
+        )
+
+    def on_phase(self, result: PhaseResult) -> None:
+        self.completed.add(result.phase)
+        phase = self.phases.get(result.phase)
+        if phase is None or not phase.measured or phase.target in self.failed:
+            return
+        if result.sample.requests == 0:
+            return
+        self.run.put(measurement_from(self.run.record.run_id, phase, result))
+
+    def skip(self, target: str) -> None:
+        """Skip the remaining phases of ``target`` (it failed)."""
+        self.failed.add(target)
+        self.skip_file.write_text("\n".join(sorted(self.failed)) + "\n", encoding="utf-8")
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        if now < self._next_check:
+            return
+        self._next_check = now + 0.5
+        for target in {p.target for p in self.phases.values()} - self.failed - {BASELINE}:
+            reason = self.provisioner.failure(target)
+            if reason is not None:
+                self.skip(target)
+                self.run.target_failed(target, reason)
+
+
+def _load(
+    run: _Run,
+    plan: Plan,
+    api: Api,
+    schedule: Schedule,
+    provisioner: Any,
+    supervisor: Supervisor,
+    cpu_groups: dict[str, list[int]],
+    backend_pid: int | None,
+    options: RunOptions,
+    outcome: RunOutcome,
+    provision: Callable[[_Hooks], None],
+) -> None:
+    """Start the load engine, provision while it starts (``provision``), then load; a crash
+    is retried once with the phases not yet complete."""
+    engine = get_engine(options.engine)
+    skip_file = run.run_dir / "skip-targets.txt"
+    skip_file.write_text("", encoding="utf-8")
+    document = render_workload(plan, api, schedule, skip_file=str(skip_file.resolve()))
+    (run.run_dir / "workload.json").write_text(
+        json.dumps(document, indent=1) + "\n", encoding="utf-8"
+    )
+    by_index = {p.index: p for p in schedule.phases}
+    hooks = _Hooks(run, by_index, provisioner, skip_file, len(schedule.phases))
+    if hooks.failed:
+        skip_file.write_text("\n".join(sorted(hooks.failed)) + "\n", encoding="utf-8")
+
+    def target_groups(target: str) -> list[str]:
+        groups = ["backend"] if backend_pid is not None else []
+        return groups if target == BASELINE else [f"gw:{target}", *groups]
+
+    remaining = document
+    for attempt in (1, 2):
+        result = engine.run(
+            remaining,
+            run.run_dir,
+            hooks,
+            supervisor=supervisor,
+            cpu_groups=cpu_groups,
+            target_groups=target_groups,
+            name="gatling" if attempt == 1 else "gatling-retry",
+            ready=(lambda: provision(hooks)) if attempt == 1 else None,
+        )
+        outcome.engine_runs.append(result)
+        if result.control_failures:
+            raise RunError(
+                "the backend did not accept its reset (is it still running?): "
+                + result.control_failures[0]
+            )
+        if not result.crashed:
+            return
+        left = [p for p in remaining["phases"] if p["index"] not in hooks.completed]
+        if not left:
+            return
+        if attempt == 2:
+            raise RunError(f"the load engine failed twice: {result.reason}")
+        outcome.notes.append(
+            f"the load engine crashed; retrying {len(left)} phase(s): {result.reason.splitlines()[0]}"
+        )
+        run.display(Progress(step="loading", message="load engine crashed; retrying once"))
+        remaining = dict(remaining, phases=left)
+
+
+def ingest_simlog(
+    simlog: str | os.PathLike[str], document: dict[str, Any], run_id: str
+) -> list[Measurement]:
+    """Measurements of the measured phases of a finished ``simulation.log`` written from
+    ``document`` (the cloud path ingests the tester's log this way; no CPU figures)."""
+    from .engines.simlog import RequestRecord, read_simlog
+    from .stats import PhaseSample
+    from .workload import phases_from_document
+
+    phases = {p.id: p for p in phases_from_document(document)}
+    samples: dict[str, PhaseSample] = {}
+    start_ms = 0
+    for record in read_simlog(simlog):
+        if isinstance(record, RequestRecord) and record.name in phases:
+            samples.setdefault(record.name, PhaseSample()).add(
+                record.start, record.end, record.ok, record.message
+            )
+        elif not isinstance(record, RequestRecord) and hasattr(record, "start_ms"):
+            start_ms = record.start_ms
+    out = []
+    for pid, phase in phases.items():
+        sample = samples.get(pid)
+        if not phase.measured or sample is None or sample.first_start is None:
+            continue
+        result = PhaseResult(
+            phase.index,
+            sample,
+            float(start_ms + sample.first_start),
+            float(start_ms + (sample.last_end or sample.first_start)),
+            None,
+        )
+        out.append(measurement_from(run_id, phase, result))
+    return out
+
+
+__all__ = [
+    "BASELINE",
+    "Progress",
+    "RunOptions",
+    "RunOutcome",
+    "ingest_simlog",
+    "measurement_from",
+    "run_benchmark",
+]

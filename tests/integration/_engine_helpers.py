@@ -1,0 +1,81 @@
+"""Shared helpers of the engine's integration tests (real gateways, real Gatling)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from gatebench.ir import Api
+from gatebench.plan import Plan, build_plan
+from gatebench.procs import ManagedProcess, Supervisor, port_is_free, wait_port_free
+from gatebench.spec import read_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+ITEMS = ROOT / "tests/data/engine/items.yaml"
+TOKEN_ENV = "ITEMS_TOKEN"
+
+
+def items(**overrides: Any) -> tuple[Api, Plan]:
+    result = read_spec(str(ITEMS))
+    assert result.api is not None
+    section = {**result.benchmark, **overrides}
+    plan = build_plan(section, result.api)
+    return result.api, plan
+
+
+class RecordingSupervisor(Supervisor):
+    """A real Supervisor that also remembers what it started, so a test can kill one of its
+    processes (a gateway, the JVM) to inject a fault."""
+
+    started: list[ManagedProcess]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started = []
+
+    def start(self, name: str, argv: Any, **kwargs: Any) -> ManagedProcess:
+        proc = super().start(name, argv, **kwargs)
+        self.started.append(proc)
+        return proc
+
+    def named(self, name: str) -> ManagedProcess:
+        return next(p for p in reversed(self.started) if p.name == name)
+
+
+def processes_mentioning(text: str) -> list[str]:
+    """Command lines of live processes that mention ``text`` (a run folder)."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            raw = Path(f"/proc/{entry.name}/cmdline").read_bytes()
+        except OSError:
+            continue
+        cmd = raw.replace(b"\0", b" ").decode(errors="replace")
+        if text in cmd:
+            found.append(f"{entry.name}: {cmd[:200]}")
+    return found
+
+
+def ports_of_run(run_dir: Path) -> set[int]:
+    from urllib.parse import urlsplit
+
+    ports: set[int] = set()
+    workload = run_dir / "workload.json"
+    if workload.exists():
+        doc = json.loads(workload.read_text())
+        for phase in doc["phases"]:
+            ports.add(urlsplit(phase["request"]["base_url"]).port or 80)
+            for call in phase["before"]:
+                ports.add(urlsplit(call["url"]).port or 80)
+    return ports
+
+
+def assert_torn_down(run_dir: Path) -> None:
+    assert processes_mentioning(str(run_dir.resolve())) == []
+    for port in ports_of_run(run_dir):
+        assert wait_port_free(port, timeout=5), f"port {port} is still bound"
+        assert port_is_free(port)

@@ -1,0 +1,130 @@
+"""A short real run through nginx and the baseline: Gatling, the mock backend, real counts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from _engine_helpers import ITEMS, TOKEN_ENV, assert_torn_down, items
+
+from gatebench.model import RunStatus
+from gatebench.runner import RunOptions, run_benchmark
+from gatebench.store import open_store
+
+SECRET = "tok-7f3a9c1e-never-stored"
+
+
+def test_short_run_counts_match_the_workload(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(TOKEN_ENV, SECRET)
+    api, plan = items()
+    seen_steps: list[str] = []
+    store = open_store(tmp_path / "store.sqlite")
+    outcome = run_benchmark(
+        api,
+        plan,
+        spec_uri=str(ITEMS),
+        spec_sha256="0" * 64,
+        options=RunOptions(results_dir=tmp_path, seed=11),
+        store=store,
+        display=lambda p: seen_steps.append(p.step) if not p.message and p.phase is None else None,
+    )
+    record = outcome.record
+    assert record.status == RunStatus.DONE, record.error
+    # every (target, workload, repetition) measured, with exactly the requests it defines
+    keys = sorted(m.key for m in outcome.measurements)
+    assert keys == sorted(
+        f"{t}:{w}:{r}" for t in ("nginx", "baseline") for w in ("read", "write") for r in (1, 2)
+    )
+    for m in outcome.measurements:
+        expected = 60 if m.workload == "read" else 20
+        assert (m.requests, m.ok, m.ko) == (expected, expected, 0), m
+        assert m.min <= m.p50 <= m.p90 <= m.p95 <= m.p99 <= m.max
+        assert m.throughput > 0
+        assert m.tester_cpu_pct is not None
+        assert m.other_cpu_pct is not None
+        assert "incomplete" not in m.flags
+    # lifecycle, in order
+    order = [s for s in seen_steps if s in {str(x) for x in RunStatus}]
+    assert order == ["parsed", "rendered", "provisioning", "loading", "scoring", "done"]
+    # written through the store as it went: the same measurements, the run done and scored
+    stored = store.get_run(record.run_id)
+    assert stored is not None and stored.status == RunStatus.DONE
+    assert sorted(m.key for m in store.measurements(record.run_id)) == keys
+    scores = store.scores(record.run_id)
+    assert scores is not None and set(scores) == {"nginx"}
+    assert outcome.report is not None
+    # artefacts on disk
+    run_dir = outcome.run_dir
+    saved = json.loads((run_dir / "run.json").read_text())
+    assert saved["status"] == "done"
+    assert saved["environment"]["seed"] == 11
+    lines = (run_dir / "measurements.jsonl").read_text().splitlines()
+    assert len(lines) == 8
+    assert (run_dir / "gateways/nginx/nginx.conf").is_file()
+    assert (run_dir / "gateways/nginx/nginx.log").is_file()
+    assert (run_dir / "workload.json").is_file()
+    assert (run_dir / "mock-backend.json").is_file()
+    assert list(run_dir.glob("gatling-results/*/simulation.log"))
+    # the token went out as a header (the run is OK) but was never written anywhere
+    for path in run_dir.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), f"the token leaked into {path}"
+    assert_torn_down(run_dir)
+
+
+def test_missing_token_fails_before_any_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gatebench.errors import RunError
+
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    api, plan = items()
+    with pytest.raises(RunError, match=r"^environment variable ITEMS_TOKEN is not set; "):
+        run_benchmark(
+            api, plan, spec_uri="x", spec_sha256="1" * 64, options=RunOptions(results_dir=tmp_path)
+        )
+    (run_dir,) = tmp_path.iterdir()
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
+    assert not (run_dir / "gatling.log").exists()
+
+
+def test_cli_run_with_a_relative_results_folder(tmp_path: Path) -> None:
+    """`gatebench run` from another folder, results relative to it: tables, then where."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, TOKEN_ENV: "t"}
+    done = subprocess.run(
+        [sys.executable, "-m", "gatebench.cli", "run", str(ITEMS), "--quick", "--results", "out"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.splitlines()
+    assert out[0].startswith("Run ")
+    assert ": done (4 measured phases, " in out[0]
+    assert "Latencies in ms (Gatling records whole milliseconds" in out[1]
+    assert any(line.startswith("read — GET /items/{id}, 60 sequential requests") for line in out)
+    assert any(line.startswith("write — POST /items, 20 users at once") for line in out)
+    (run_dir,) = [p for p in (tmp_path / "out").iterdir() if p.is_dir()]
+    assert out[-2] == (
+        f"Results: {run_dir}/ (run.json, measurements.jsonl, workload.json, gateway logs, "
+        "simulation.log)"
+    )
+    store = tmp_path / "out" / "gatebench.sqlite"
+    assert out[-1] == (
+        f"Stored in out/gatebench.sqlite; `gatebench report {run_dir.name} --store "
+        "out/gatebench.sqlite` writes the HTML report."
+    )
+    assert store.is_file()
+    assert any(line.startswith("Scores (paper profile, 0-100):") for line in out)
+    assert "[loading] " in done.stderr
+    assert_torn_down(run_dir)

@@ -1,0 +1,52 @@
+"""CPU accounting per phase: interpolation between samples, shares, and the flags."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from gatebench.engines import cpu as cpu_mod
+from gatebench.engines.cpu import CpuSample, CpuSampler, CpuUsage
+
+
+def test_flags_thresholds() -> None:
+    quiet = CpuUsage(busy_pct=50, tester_pct=30, target_pct=15, others_pct=5, window_s=1)
+    assert quiet.flags() == ()
+    assert CpuUsage(50, 10, 10, 20.5, 1).flags() == ("noisy",)
+    assert CpuUsage(85, 50, 30, 5, 1).flags() == ("tester-bound",)
+    assert CpuUsage(84.9, 50, 30, 5, 1).flags() == ()
+    assert CpuUsage(95, 30, 40, 25, 1).flags() == ("noisy",)  # saturated, but by the target
+
+
+def test_usage_interpolates_between_samples(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cpu_mod, "_HZ", 100)
+    monkeypatch.setattr(cpu_mod, "_NCPU", 2)
+    sampler = CpuSampler()
+    sampler.names = ("gw", "tester")
+    # 2 cores × 100 Hz = 200 ticks/s. From t=0 to t=1000 ms: 150 busy ticks of 200,
+    # tester 60 ticks, gateway 40 ticks, gatebench itself 10 ticks.
+    sampler.samples = [
+        CpuSample(0.0, 1000.0, 500.0, (0.0, 0.0, 0.0)),
+        CpuSample(1000.0, 1200.0, 550.0, (40.0, 60.0, 10.0)),
+    ]
+    usage = sampler.usage(0.0, 1000.0, "tester", ["gw"])
+    assert usage is not None
+    assert usage.busy_pct == pytest.approx(75.0)
+    assert usage.tester_pct == pytest.approx(30.0)
+    assert usage.target_pct == pytest.approx(20.0)
+    assert usage.others_pct == pytest.approx(75.0 - 30 - 20 - 5)
+    half = sampler.usage(250.0, 750.0, "tester", ["gw"])  # linear inside the window
+    assert half is not None and half.tester_pct == pytest.approx(30.0)
+    assert sampler.usage(0.0, 0.0, "tester", ["gw"]) is None
+
+
+def test_real_sample_sees_our_own_process_group() -> None:
+    sampler = CpuSampler()
+    sampler.set_groups({"me": [os.getpgrp()]})
+    first = sampler.sample()
+    sum(i * i for i in range(300_000))  # burn a little CPU
+    second = sampler.sample()
+    assert second.total > first.total
+    assert second.groups[-1] >= first.groups[-1]  # gatebench itself (last value)
+    assert len(second.groups) == 2

@@ -1,0 +1,113 @@
+"""Exact statistics from raw records: nearest-rank percentiles, population std dev, tables."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gatebench.model import Measurement
+from gatebench.stats import (
+    PhaseSample,
+    format_workload_table,
+    nearest_rank,
+    phase_stats,
+    workload_rows,
+)
+
+
+def test_nearest_rank_is_an_observed_value() -> None:
+    values = list(range(1, 101))  # 1..100
+    assert nearest_rank(values, 50) == 50
+    assert nearest_rank(values, 90) == 90
+    assert nearest_rank(values, 99) == 99
+    assert nearest_rank([0, 0, 0, 7], 95) == 7
+    assert nearest_rank([3], 50) == 3
+    assert nearest_rank([], 50) == 0
+
+
+def test_phase_stats() -> None:
+    sample = PhaseSample()
+    for i, latency in enumerate([1, 2, 3, 4, 10]):
+        sample.add(100 + i, 100 + i + latency, ok=latency < 10, message="status 409")
+    s = phase_stats(sample)
+    assert (s.requests, s.ok, s.ko) == (5, 4, 1)
+    assert s.error_pct == pytest.approx(20.0)
+    assert (s.min, s.max, s.mean) == (1.0, 10.0, 4.0)
+    assert s.stddev == pytest.approx(math.sqrt((9 + 4 + 1 + 0 + 36) / 5))
+    assert (s.p50, s.p90, s.p95, s.p99) == (3.0, 10.0, 10.0, 10.0)
+    # first start 100, last end 104 + 10 = 114: 5 requests in 14 ms
+    assert s.duration_s == pytest.approx(0.014)
+    assert s.throughput == pytest.approx(5 / 0.014)
+    assert s.errors == (("status 409", 1),)
+
+
+def test_empty_phase() -> None:
+    s = phase_stats(PhaseSample())
+    assert (s.requests, s.throughput, s.p99) == (0, 0.0, 0.0)
+
+
+def _m(target: str, rep: int, mean: float) -> Measurement:
+    return Measurement(
+        run_id="r",
+        target=target,
+        workload="bid",
+        repetition=rep,
+        requests=50,
+        ok=40,
+        ko=10,
+        error_pct=20.0,
+        throughput=1000.0,
+        min=0,
+        mean=mean,
+        max=30,
+        stddev=2.5,
+        p50=1,
+        p90=5,
+        p95=7,
+        p99=30,
+        flags=("noisy",) if rep == 2 else (),
+    )
+
+
+def test_table_averages_repetitions_and_puts_baseline_last() -> None:
+    rows = workload_rows([_m("baseline", 1, 1.0), _m("nginx", 1, 2.0), _m("nginx", 2, 3.0)], "bid")
+    assert [r.target for r in rows] == ["nginx", "baseline"]
+    assert rows[0].mean == 2.5
+    assert rows[0].repetitions == 2
+    assert rows[0].flags == ("noisy",)
+    lines = format_workload_table("bid", "POST /bid/{auctionId}, 50 users at once", rows)
+    assert lines[0] == "bid — POST /bid/{auctionId}, 50 users at once"
+    assert lines[1].split() == [
+        "target",
+        "reps",
+        "req",
+        "min",
+        "avg",
+        "max",
+        "stddev",
+        "p50",
+        "p90",
+        "p95",
+        "p99",
+        "err",
+        "%",
+        "req/s",
+        "flags",
+    ]
+    assert lines[2].split() == [
+        "nginx",
+        "2",
+        "50",
+        "0",
+        "2.5",
+        "30",
+        "2.5",
+        "1",
+        "5",
+        "7",
+        "30",
+        "20.0",
+        "1,000",
+        "noisy",
+    ]

@@ -1,0 +1,77 @@
+"""The JSON-Schema example synthesizer: deterministic, recursion-safe, honours constraints."""
+
+from __future__ import annotations
+
+from gatebench.synth import synthesize
+
+
+def test_precedence_const_example_default_enum() -> None:
+    assert synthesize({"type": "string", "const": "c", "example": "e"}) == "c"
+    assert synthesize({"type": "string", "example": "e", "default": "d"}) == "e"
+    assert synthesize({"type": "string", "examples": ["x", "y"]}) == "x"
+    assert synthesize({"type": "integer", "default": 7, "enum": [1, 2]}) == 7
+    assert synthesize({"enum": ["red", "green"]}) == "red"
+
+
+def test_formats_and_lengths() -> None:
+    assert synthesize({"type": "string", "format": "date-time"}) == "2024-01-01T00:00:00Z"
+    assert (
+        synthesize({"type": "string", "format": "uuid"}) == "00000000-0000-4000-8000-000000000000"
+    )
+    assert synthesize({"type": "string", "format": "email"}) == "user@example.com"
+    assert synthesize({"type": "string", "minLength": 10}) == "examplexxx"
+    assert synthesize({"type": "string", "maxLength": 3}) == "exa"
+
+
+def test_numbers_respect_bounds() -> None:
+    assert synthesize({"type": "integer", "minimum": 5}) == 5
+    assert synthesize({"type": "integer", "minimum": 5, "exclusiveMinimum": True}) == 6
+    assert synthesize({"type": "integer", "exclusiveMinimum": 9}) == 10
+    assert synthesize({"type": "number", "maximum": 0.25}) == 0.25
+    assert synthesize({"type": "integer", "minimum": 3, "multipleOf": 5}) == 5
+    assert synthesize({"type": "number"}) == 1.0
+
+
+def test_objects_arrays_and_type_lists() -> None:
+    schema = {
+        "type": "object",
+        "required": ["id", "tags"],
+        "properties": {
+            "id": {"type": ["integer", "null"]},
+            "tags": {"type": "array", "items": {"type": "string"}, "minItems": 2},
+            "secret": {"type": "string", "readOnly": True},
+        },
+    }
+    assert synthesize(schema) == {"id": 1, "tags": ["example", "example"]}
+
+
+def test_refs_all_of_one_of() -> None:
+    schemas = {
+        "Base": {"type": "object", "required": ["id"], "properties": {"id": {"type": "integer"}}},
+        "Named": {
+            "allOf": [{"$ref": "#/schemas/Base"}, {"properties": {"name": {"type": "string"}}}]
+        },
+    }
+    assert synthesize({"$ref": "#/schemas/Named"}, schemas) == {"id": 1, "name": "example"}
+    assert synthesize({"oneOf": [{"type": "boolean"}, {"type": "string"}]}) is True
+    assert synthesize({"anyOf": [{"$ref": "#/schemas/Base"}]}, schemas) == {"id": 1}
+
+
+def test_recursive_schema_is_finite() -> None:
+    schemas = {
+        "Node": {
+            "type": "object",
+            "required": ["value"],
+            "properties": {
+                "value": {"type": "integer"},
+                "next": {"$ref": "#/schemas/Node"},
+                "children": {"type": "array", "items": {"$ref": "#/schemas/Node"}},
+            },
+        }
+    }
+    assert synthesize({"$ref": "#/schemas/Node"}, schemas) == {"value": 1, "children": []}
+
+
+def test_deterministic() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "number"}}}
+    assert synthesize(schema) == synthesize(schema)

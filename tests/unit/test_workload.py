@@ -1,0 +1,130 @@
+"""The workload document rendered from the plan: schedule, templates, bodies, no secrets."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from gatebench.ir import Api
+from gatebench.plan import Plan, build_plan
+from gatebench.spec import read_spec
+from gatebench.workload import build_schedule, json_template, quick_plan, render_workload
+
+ROOT = Path(__file__).resolve().parents[2]
+URLS = {
+    "nginx": "http://127.0.0.1:1001",
+    "haproxy": "http://127.0.0.1:1002",
+    "caddy": "http://127.0.0.1:1003",
+    "envoy": "http://127.0.0.1:1004",
+    "apache": "http://127.0.0.1:1005",
+    "baseline": "http://127.0.0.1:2000",
+}
+
+
+@cache
+def auction() -> tuple[Api, Plan]:
+    result = read_spec(str(ROOT / "examples/auction/openapi.yaml"))
+    assert result.api is not None
+    # the gateway list is given, so this test does not depend on which renderers exist
+    known = ("apache", "caddy", "envoy", "haproxy", "nginx")
+    return result.api, build_plan(result.benchmark, result.api, known_gateways=known)
+
+
+def test_schedule_shuffles_targets_per_repetition_reproducibly() -> None:
+    _api, plan = auction()
+    urls = {t: URLS.get(t, "http://127.0.0.1:3000") for t in plan.targets}
+    a = build_schedule(plan, urls, reset_url="http://127.0.0.1:2000/__gatebench__/reset", seed=7)
+    b = build_schedule(plan, urls, reset_url="http://127.0.0.1:2000/__gatebench__/reset", seed=7)
+    assert a == b
+    assert len(a.target_order) == plan.repetitions == 10
+    orders = {order for _, order in a.target_order}
+    assert len(orders) > 1  # shuffled, not fixed
+    assert all(sorted(order) == sorted(plan.targets) for _, order in a.target_order)
+    per_target = len(plan.workloads) * 2  # a warm-up and a measured phase per workload
+    assert len(a.phases) == plan.repetitions * len(plan.targets) * per_target
+    assert [p.index for p in a.phases] == list(range(len(a.phases)))
+    first = a.phases[:per_target]
+    assert [p.measured for p in first] == [False] * 3 + [True] * 3
+    assert all(p.before for p in first if p.measured)
+    assert not any(p.before for p in first if not p.measured)
+    assert first[0].injection.kind == "concurrent"
+    assert first[0].injection.users == 50
+    assert first[0].injection.duration == pytest.approx(1.0)  # 3 s warm-up shared by 3 workloads
+
+
+def test_targets_without_a_url_are_left_out() -> None:
+    _, plan = auction()
+    schedule = build_schedule(plan, {"nginx": URLS["nginx"], "baseline": URLS["baseline"]}, seed=1)
+    assert {p.target for p in schedule.phases} == {"nginx", "baseline"}
+
+
+def test_rendered_document_has_names_of_secrets_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AUCTION_TOKEN", "very-secret-value")
+    api, plan = auction()
+    schedule = build_schedule(plan, {"baseline": URLS["baseline"]}, seed=3, repetitions=1)
+    doc = render_workload(plan, api, schedule, skip_file="/tmp/skip")
+    text = json.dumps(doc)
+    assert "very-secret-value" not in text
+    assert doc["format"] == "gatebench-workload/1"
+    assert doc["secret_env"] == ["AUCTION_TOKEN"]
+    by_name = {p["workload"]: p for p in doc["phases"] if p["measured"]}
+    bid = by_name["bid"]
+    assert bid["request"]["path"] == [{"text": "/bid/"}, {"param": "auctionId", "as": "path"}]
+    assert bid["request"]["auth"] == [
+        {"header": "Authorization", "prefix": "Bearer ", "env": "AUCTION_TOKEN"}
+    ]
+    assert bid["request"]["body"] == {
+        "kind": "template",
+        "content_type": "application/json",
+        "parts": [{"text": '{"bid":'}, {"param": "amount", "as": "json"}, {"text": "}"}],
+    }
+    assert bid["params"] == {
+        "auctionId": {"kind": "constant", "value": 1},
+        "amount": {"kind": "counter", "start": 1, "step": 1},
+    }
+    assert bid["request"]["expect"] == [200]
+    create = by_name["create-auction"]["request"]["body"]
+    assert create["kind"] == "multipart"
+    assert create["parts"][2] == {
+        "name": "image",
+        "size": 8_600_000,
+        "filename": "camera.jpg",
+        "content_type": "image/jpeg",
+    }
+    retrieve = by_name["retrieve"]
+    assert retrieve["injection"] == {"kind": "sequential", "users": 1, "requests": 400}
+    assert retrieve["params"]["auctionId"] == {"kind": "random", "low": 1, "high": 100}
+    assert retrieve["request"]["base_url"] == URLS["baseline"]
+
+
+def test_json_template_keeps_types_and_escapes_text() -> None:
+    parts = json_template({"a": "${x}", "b": 'say "${y}"!', "c": [1, None, "plain"]})
+    assert parts == [
+        {"text": '{"a":'},
+        {"param": "x", "as": "json"},
+        {"text": ',"b":"say \\"'},
+        {"param": "y", "as": "json-string"},
+        {"text": '\\"!","c":[1,null,"plain"]}'},
+    ]
+
+
+def test_required_parameters_get_a_constant_from_the_description() -> None:
+    api, plan = auction()
+    w = next(w for w in plan.workloads if w.name == "retrieve")
+    plan2 = type(plan)(**{**plan.__dict__, "workloads": (type(w)(**{**w.__dict__, "params": ()}),)})
+    schedule = build_schedule(plan2, {"baseline": URLS["baseline"]}, seed=1, repetitions=1)
+    doc = render_workload(plan2, api, schedule)
+    assert doc["phases"][-1]["params"] == {"auctionId": {"kind": "constant", "value": 1}}
+
+
+def test_quick_plan_is_one_short_repetition() -> None:
+    _, plan = auction()
+    quick = quick_plan(plan)
+    assert quick.repetitions == 1
+    assert quick.warmup.duration == 1.0
+    kinds = {w.name: w.injection for w in quick.workloads}
+    assert kinds["retrieve"].requests == 100
+    assert kinds["create-auction"].users == 50
