@@ -24,9 +24,14 @@ COPY src/ src/
 # Exact versions from the lock; only what the runtime and the cloud extra need.
 RUN python -m pip install --no-cache-dir --constraint requirements/dev.lock ".[cloud]"
 
+# The same steps as scripts/setup.d/40-gatling.sh: the test classpath resolved once and the
+# generic simulation compiled; gatebench starts java with them (GATEBENCH_GATLING_*).
 COPY gatling/ gatling/
-RUN cd gatling && mvn -q -B dependency:go-offline dependency:build-classpath \
-      -Dmdep.includeScope=test -Dmdep.outputFile=/opt/gatebench/gatling/classpath.txt
+RUN mvn -q -B -Dmaven.repo.local=/opt/gatebench/m2 -f gatling/pom.xml dependency:build-classpath \
+      -Dmdep.includeScope=test -Dmdep.outputFile=/opt/gatebench/gatling/classpath.txt \
+ && mvn -q -B -Dmaven.repo.local=/opt/gatebench/m2 -f gatling/pom.xml test-compile
+ENV GATEBENCH_GATLING_CLASSES=/opt/gatebench/gatling/target/test-classes \
+    GATEBENCH_GATLING_CP=/opt/gatebench/gatling/classpath.txt
 
 COPY infra/vms/ infra/vms/
 RUN terraform -chdir=infra/vms providers mirror /opt/gatebench/terraform-providers \

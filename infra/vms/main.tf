@@ -48,10 +48,9 @@ resource "google_compute_instance" "backend" {
 
   metadata = {
     startup-script = templatefile("${path.module}/templates/runner.sh.tftpl", {
-      registry   = local.registry
-      image      = var.runner_image
-      entrypoint = "/usr/local/bin/gatebench-backend"
-      args       = var.backend.args
+      registry = local.registry
+      image    = var.runner_image
+      args     = var.backend.args
     })
   }
 }
@@ -143,10 +142,9 @@ resource "google_compute_instance" "tester" {
 
   metadata = {
     startup-script = templatefile("${path.module}/templates/runner.sh.tftpl", {
-      registry   = local.registry
-      image      = var.runner_image
-      entrypoint = "/usr/local/bin/gatebench"
-      args       = var.tester.args
+      registry = local.registry
+      image    = var.runner_image
+      args     = var.tester.args
     })
   }
 

@@ -1,7 +1,7 @@
 # Written per run by `gatebench cloud vm-vars` (run.tfvars.json); see gatebench/cloud/_vms.py.
 
 variable "backend" {
-  description = "The backend VM (null when the spec benchmarks an existing service by URL)."
+  description = "The backend VM: the runner image's `cloud backend ...` (null when the spec benchmarks an existing service by URL)."
   type = object({
     machine_type = string
     port         = number

@@ -182,3 +182,65 @@ class RoutedHttp:
             return urllib_transport(method, url, headers, data, timeout)
         status, payload = self.routes[url](body)
         return status, {"Content-Type": "application/json"}, json.dumps(payload).encode()
+
+
+@dataclass
+class BigQueryLoads:
+    """The one stand-in for BigQuery (no emulator exists): ``jobs.insert`` load jobs read
+    their newline-delimited JSON from the emulated bucket and every row is checked against
+    the table's schema (src/gatebench/report/bigquery_schema.json: names, required fields,
+    types), then recorded. A job id seen before answers 409, as BigQuery does."""
+
+    storage: Any
+    schema: list[dict[str, Any]]
+    jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def connectors(self) -> dict[str, Callable[[dict[str, Any]], Any]]:
+        return {BQ_JOBS_INSERT: self.insert}
+
+    def insert(self, args: dict[str, Any]) -> dict[str, Any]:
+        body = args["body"]
+        job_id = body["jobReference"]["jobId"]
+        if job_id in self.jobs:
+            raise http_error(409, f"Already Exists: Job {job_id}", "ALREADY_EXISTS")
+        load = body["configuration"]["load"]
+        assert load["sourceFormat"] == "NEWLINE_DELIMITED_JSON"
+        rows = []
+        for uri in load["sourceUris"]:
+            bucket, name = uri.removeprefix("gs://").split("/", 1)
+            data = self.storage.read_optional(bucket, name)
+            if data is None:
+                raise http_error(404, f"Not found: URI {uri}", "NOT_FOUND")
+            rows += [json.loads(line) for line in data.decode().splitlines() if line]
+        errors = [e for row in rows for e in self.check(row)]
+        self.jobs[job_id] = copy.deepcopy(body)
+        if errors:
+            return {
+                "jobReference": body["jobReference"],
+                "status": {"state": "DONE", "errorResult": {"message": errors[0]}},
+            }
+        self.rows += rows
+        return {"jobReference": body["jobReference"], "status": {"state": "DONE"}}
+
+    def check(self, row: dict[str, Any]) -> list[str]:
+        columns = {c["name"]: c for c in self.schema}
+        errors = [f"no such field: {k}" for k in row if k not in columns]
+        kinds = {
+            "STRING": str,
+            "INTEGER": int,
+            "FLOAT": (int, float),
+            "BOOLEAN": bool,
+            "TIMESTAMP": str,
+        }
+        for name, column in columns.items():
+            value = row.get(name)
+            if value is None:
+                if column.get("mode") == "REQUIRED":
+                    errors.append(f"missing required field: {name}")
+                continue
+            if not isinstance(value, kinds[column["type"]]) or (
+                column["type"] != "BOOLEAN" and isinstance(value, bool)
+            ):
+                errors.append(f"{name}: {value!r} is not {column['type']}")
+        return errors

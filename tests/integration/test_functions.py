@@ -48,12 +48,16 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         }
         parse = start_function(supervisor, unpack_bundle("parse", tmp), "parse", tmp / "logs", env)
         score = start_function(supervisor, unpack_bundle("score", tmp), "score", tmp / "logs", env)
+        ingest = start_function(
+            supervisor, tmp / "score" / "src", "ingest", tmp / "logs", env, signature="cloudevent"
+        )
         yield {
             "gcs": gcs,
             "client": client,
             "bucket": bucket,
             "parse": parse,
             "score": score,
+            "ingest": ingest,
             "firestore": firestore_host,
         }
 
@@ -199,3 +203,68 @@ def test_score_rejects_unknown_and_unmeasured_runs(stack: dict[str, Any]) -> Non
     status, answer = post(stack["score"], {"run_id": "r-" + "0" * 20})
     assert status == 400
     assert answer["errors"][0]["message"] == "run 'r-00000000000000000000' does not exist"
+
+
+def test_ingest_stores_the_measurements_of_a_raw_log_from_a_binary_cloudevent(
+    stack: dict[str, Any],
+) -> None:
+    """Eventarc delivers object-finalized events to a function in CloudEvents binary mode:
+    the attributes as ce-* headers, the object resource as the JSON body."""
+    import os
+
+    from cloud.simlog import SimLogWriter
+    from gatebench.cloud import ObjectRef, parse_upload
+    from gatebench.cloud._render import render_run
+    from gatebench.store import open_store
+
+    ref = ObjectRef(BUCKET, "specs/ingest.yaml", "5")
+    run = parse_upload(AUCTION, ref, now=1.0).run
+    os.environ["FIRESTORE_EMULATOR_HOST"] = stack["firestore"]
+    store = open_store("firestore://gatebench-test")
+    store.create_run(run)
+    settings = {"prefix": "gb", "project": "p", "zone": "z", "layout": "dns"}
+    workload = render_run(AUCTION, ref, settings, RUNS).workload
+    measured = [p for p in workload["phases"] if p["measured"]][:2]
+    log = SimLogWriter()
+    for phase in measured:
+        for i in range(10):
+            log.request(phase["id"], 100 * phase["index"] + i, 100 * phase["index"] + i + 3)
+    runs = stack["client"].bucket(RUNS)
+    runs.blob(f"runs/{run.run_id}/workload.json").upload_from_string(json.dumps(workload))
+    name = f"runs/{run.run_id}/raw/gatling/simulation.log"
+    blob = runs.blob(name)
+    blob.upload_from_string(log.bytes())
+
+    def deliver(object_name: str, generation: str) -> int:
+        body = {
+            "bucket": RUNS,
+            "name": object_name,
+            "generation": generation,
+            "kind": "storage#object",
+        }
+        request = urllib.request.Request(
+            stack["ingest"].url,
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={
+                "Content-Type": "application/json",
+                "ce-id": f"evt-{generation}",
+                "ce-specversion": "1.0",
+                "ce-type": "google.cloud.storage.object.v1.finalized",
+                "ce-source": f"//storage.googleapis.com/projects/_/buckets/{RUNS}",
+                "ce-subject": f"objects/{object_name}",
+                "ce-time": "2026-01-01T00:00:00Z",
+            },
+        )
+        with urllib.request.urlopen(request, timeout=30) as resp:
+            return int(resp.status)
+
+    assert deliver(name, str(blob.generation)) == 200
+    stored = store.measurements(run.run_id)
+    assert [(m.target, m.workload, m.requests) for m in stored] == sorted(
+        (p["target"], p["workload"], 10) for p in measured
+    )
+    # Any other object of the runs bucket is ignored; a repeated event changes nothing.
+    assert deliver(f"runs/{run.run_id}/workload.json", "1") == 200
+    assert deliver(name, str(blob.generation)) == 200
+    assert len(store.measurements(run.run_id)) == len(measured)

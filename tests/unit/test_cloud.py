@@ -163,12 +163,62 @@ def test_layout_names_vms_as_infra_vms_does_and_resolves_them() -> None:
 def test_loopback_layout_gives_each_machine_its_own_port() -> None:
     from gatebench.cloud._layout import layout_for
 
-    settings = {"prefix": "gb", "layout": {"kind": "loopback", "base_port": 41000}}
+    settings = {
+        "prefix": "gb",
+        "layout": {"kind": "loopback", "base_port": 41000, "root": "/tmp/vms"},
+    }
     layout = layout_for(settings, "r-0123456789abcdef0123", ["nginx", "caddy"])
     assert layout.backend_url() == "http://127.0.0.1:41000"
     assert [layout.gateway_url(g) for g in ("nginx", "caddy")] == [
         "http://127.0.0.1:41001",
         "http://127.0.0.1:41002",
     ]
+    assert layout.gateway_workdir("caddy") == "/tmp/vms/r-0123456789abcdef0123/gw-caddy"
     with pytest.raises(RequestError, match="layout"):
         layout_for({"layout": "nfs"}, "r-0123456789abcdef0123", [])
+
+
+def test_vm_vars_are_exactly_the_variables_of_infra_vms() -> None:
+    import hcl2
+
+    from gatebench.cloud._render import render_run
+    from gatebench.cloud._vms import vm_vars
+
+    settings = {
+        "project": "proj",
+        "prefix": "gb",
+        "zone": "europe-central2-a",
+        "layout": "dns",
+        "subnetwork": "projects/proj/regions/r/subnetworks/s",
+        "tags": {"tester": "t", "gateway": "g", "backend": "b"},
+        "accounts": {"tester": "t@x", "gateway": "g@x", "backend": "b@x"},
+        "runner_image": "r/runner:1",
+        "limits": {"vm_lifetime": 3600},
+    }
+    ref = ObjectRef("gb-uploads", "specs/auction.yaml", "9")
+    rendered = render_run(AUCTION, ref, settings, "gb-runs")
+    assert rendered.failures == {}
+    values = vm_vars(settings, rendered.fleet, ref.run_id, "gb-runs")
+    with (ROOT / "infra" / "vms" / "variables.tf").open() as fh:
+        declared = {
+            k.strip('"'): v for block in hcl2.load(fh)["variable"] for k, v in block.items()
+        }
+    assert set(values) == set(declared)
+    gateway_type = declared["gateways"]["type"]
+    for key in next(iter(values["gateways"].values())):
+        assert f"{key} " in gateway_type or f"{key}=" in gateway_type.replace(" ", "")
+    nginx = values["gateways"]["nginx"]
+    assert nginx["mount"] == "/etc/gatebench"
+    assert nginx["args"][:3] == ["nginx", "-p", "/etc/gatebench/"]
+    assert values["tester"]["args"] == [
+        "cloud",
+        "tester",
+        "--run-id",
+        ref.run_id,
+        "--runs-bucket",
+        "gb-runs",
+    ]
+    # The same run renders to the same bytes (a retried render writes the same objects).
+    assert render_run(AUCTION, ref, settings, "gb-runs").objects() == rendered.objects()
+    empty = vm_vars(settings, None, ref.run_id, "gb-runs")
+    assert (empty["gateways"], empty["backend"], empty["tester"]) == ({}, None, None)

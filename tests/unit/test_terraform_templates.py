@@ -76,7 +76,6 @@ GATEWAY = {
 RUNNER = {
     "registry": "europe-central2-docker.pkg.dev",
     "image": "europe-central2-docker.pkg.dev/proj/gb-gatebench/runner:0.1.0",
-    "entrypoint": "/usr/local/bin/gatebench",
     "args": [
         "cloud",
         "tester",

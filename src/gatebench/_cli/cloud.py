@@ -63,6 +63,41 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     _run_arguments(load)
     load.set_defaults(handler=run_load)
 
+    vars_ = commands.add_parser(
+        "vm-vars",
+        help="write the Terraform variables of the run's VMs (provision and teardown builds)",
+        description="Combine the deployment settings and the run's fleet (runs/RUN/fleet.json) "
+        "into the variables of infra/vms, write them to --out and save them in the bucket. "
+        "With --saved: the saved variables (an empty fleet when there are none).",
+    )
+    _run_arguments(vars_)
+    vars_.add_argument("--out", required=True, help="the .tfvars.json file to write")
+    vars_.add_argument("--saved", action="store_true", help="use what provisioning saved")
+    vars_.set_defaults(handler=run_vm_vars)
+
+    backend = commands.add_parser(
+        "backend",
+        help="run the run's backend (the backend VM's command)",
+        description="Start the backend the plan asks for (built-in or mock, from "
+        "runs/RUN/backend.json) and serve until stopped.",
+    )
+    _run_arguments(backend)
+    backend.set_defaults(handler=run_backend)
+
+    tester = commands.add_parser(
+        "tester",
+        help="reach the targets, then run the load when asked (the tester VM's command)",
+        description="Probe every target of runs/RUN/workload.json and write tester/ready.json; "
+        "wait for tester/load-request.json; run the load with Gatling; upload the raw log to "
+        "runs/RUN/raw/ and write tester/load-done.json.",
+    )
+    _run_arguments(tester)
+    tester.add_argument("--workdir", default="/var/tmp/gatebench", help="local scratch folder")
+    tester.add_argument(
+        "--ready-timeout", type=float, default=600.0, help="seconds to wait for the targets"
+    )
+    tester.set_defaults(handler=run_tester)
+
 
 def run_bundle(args: argparse.Namespace) -> int:
     from ..cloud._bundle import build_bundles
@@ -124,3 +159,52 @@ def run_load(args: argparse.Namespace) -> int:
     done = load(Storage(), args.runs_bucket, args.run_id, args.timeout)
     print(f"load finished: {json.dumps(done, sort_keys=True)}")
     return 0
+
+
+def run_vm_vars(args: argparse.Namespace) -> int:
+    from ..cloud import Storage, read_settings
+    from ..cloud._vms import VARS_OBJECT, vm_vars
+
+    storage = Storage()
+    saved_name = VARS_OBJECT.format(run_id=args.run_id)
+    if args.saved:
+        saved = storage.read_optional(args.runs_bucket, saved_name)
+        if saved is not None:
+            Path(args.out).write_bytes(saved)
+            print(f"{args.out}: the variables provisioning saved")
+            return 0
+        fleet = None
+    else:
+        data = storage.read_optional(args.runs_bucket, f"runs/{args.run_id}/fleet.json")
+        if data is None:
+            print(
+                f"gatebench: runs/{args.run_id}/fleet.json is missing (render first)",
+                file=sys.stderr,
+            )
+            return 3
+        fleet = json.loads(data)
+    values = vm_vars(read_settings(storage, args.runs_bucket), fleet, args.run_id, args.runs_bucket)
+    text = json.dumps(values, indent=1, sort_keys=True) + "\n"
+    Path(args.out).write_text(text, encoding="utf-8")
+    if fleet is not None:
+        storage.write(args.runs_bucket, saved_name, text)
+    print(
+        f"{args.out}: {len(values['gateways'])} gateway VM(s)"
+        + (", backend" if values["backend"] else "")
+        + (", tester" if values["tester"] else "")
+    )
+    return 0
+
+
+def run_backend(args: argparse.Namespace) -> int:
+    from ..cloud import Storage
+    from ..cloud._roles import serve_backend
+
+    return serve_backend(Storage(), args.runs_bucket, args.run_id)
+
+
+def run_tester(args: argparse.Namespace) -> int:
+    from ..cloud import Storage
+    from ..cloud._roles import run_tester as tester
+
+    return tester(Storage(), args.runs_bucket, args.run_id, Path(args.workdir), args.ready_timeout)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ._firestore_rest import firestore_fields, firestore_value, plain_value
 from ._http import json_body, problems_reply, reply
+from ._ingest import ingest_object, ingest_run
 from ._objects import (
     ObjectRef,
     RequestError,
@@ -16,7 +17,9 @@ from ._objects import (
     run_id_from_request,
 )
 from ._parse import ParseOutcome, parse_upload
+from ._render import RenderedRun, render_run
 from ._score import NothingMeasured, finish_run
+from ._settings import read_settings
 from ._storage import ObjectMissing, Storage
 
 __all__ = [
@@ -24,17 +27,22 @@ __all__ = [
     "ObjectMissing",
     "ObjectRef",
     "ParseOutcome",
+    "RenderedRun",
     "RequestError",
     "Storage",
     "finish_run",
     "firestore_fields",
     "firestore_value",
+    "ingest_object",
+    "ingest_run",
     "json_body",
     "object_from_event",
     "object_from_request",
     "parse_upload",
     "plain_value",
     "problems_reply",
+    "read_settings",
+    "render_run",
     "reply",
     "run_id_from_request",
 ]

@@ -20,6 +20,7 @@ from ..errors import Problem
 from ._objects import RequestError
 
 GATEWAY_PORT = 8000
+CONTAINER_WORKDIR = "/etc/gatebench"
 BACKEND_PORT = 8080
 
 
@@ -32,6 +33,19 @@ class Layout:
     zone: str = ""
     project: str = ""
     base_port: int = 0
+    root: str = ""
+    """Loopback only: the folder standing in for the VMs' disks."""
+
+    @property
+    def listen_host(self) -> str:
+        """What gateways and the backend bind: every interface of a VM, or loopback."""
+        return "127.0.0.1" if self.kind == "loopback" else "0.0.0.0"
+
+    def gateway_workdir(self, gateway: str) -> str:
+        """Where a gateway's files are when it runs: the container mount on a VM."""
+        if self.kind == "loopback":
+            return f"{self.root}/{self.run_id}/gw-{gateway}"
+        return CONTAINER_WORKDIR
 
     def vm_name(self, role: Literal["backend", "tester", "gateway"], gateway: str = "") -> str:
         base = f"{self.prefix}-{self.run_id}"
@@ -69,6 +83,9 @@ def layout_for(
             [Problem("/layout", f"expected 'dns' or {{'kind': 'loopback', ...}}, got {raw!r}")]
         )
     base_port = int(raw.get("base_port", 0)) if isinstance(raw, dict) else 0
+    root = str(raw.get("root", "")) if isinstance(raw, dict) else ""
+    if kind == "loopback" and not root.startswith("/"):
+        raise RequestError([Problem("/layout/root", f"expected an absolute folder, got {root!r}")])
     if kind == "loopback" and not 1024 <= base_port <= 65535 - 1 - len(gateways):
         raise RequestError(
             [Problem("/layout/base_port", f"expected a free port range start, got {base_port}")]
@@ -81,4 +98,5 @@ def layout_for(
         zone=zone or str(settings.get("zone", "")),
         project=str(settings.get("project", "")),
         base_port=base_port,
+        root=root,
     )
