@@ -26,6 +26,7 @@ COMMANDS = (
     "score",
     "load",
     "ingest",
+    "serve",
 )
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_RUN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
