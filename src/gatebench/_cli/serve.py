@@ -92,6 +92,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def serve(args: argparse.Namespace) -> int:
     from ..web import SiteConfig, build_server, default_frontend_dir, is_loopback
+    from ..web._queue import become_subreaper
 
     frontend = Path(args.frontend) if args.frontend else default_frontend_dir()
     if not (frontend / "index.html").is_file():
@@ -111,6 +112,9 @@ def serve(args: argparse.Namespace) -> int:
         )
     results = Path(args.results)
     location = str(args.store or os.environ.get(STORE_ENV) or results / "gatebench.sqlite")
+    # This process runs nothing but the queue: whatever a dead worker leaves below it is
+    # re-parented here and stopped by PID after the run (RunQueue.sweep).
+    sweep = become_subreaper()
     with open_store(location) as store:
         server = build_server(
             host=args.host,
@@ -123,6 +127,7 @@ def serve(args: argparse.Namespace) -> int:
             upload_method=args.upload,
             site=site,
             stop_timeout=args.stop_timeout,
+            sweep=sweep,
         )
         address, port = server.server_address[:2]
         host = address.decode() if isinstance(address, bytes) else address

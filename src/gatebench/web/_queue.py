@@ -17,6 +17,7 @@ import collections
 import contextlib
 import ctypes
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -34,6 +35,7 @@ from ._uploads import CheckedUpload
 from ._views import run_summary
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child
@@ -41,6 +43,46 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child
     # its runner's own children follow it the same way.
     with contextlib.suppress(Exception):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def become_subreaper() -> bool:
+    """Make this process the one orphans below it are re-parented to (Linux), so that
+    processes a dead worker leaves behind (an nginx worker whose master was killed) stay
+    findable and can be stopped by PID. Only for a process that runs nothing but the queue
+    (``gatebench serve``): :meth:`RunQueue.sweep` stops every process below it."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        return bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+    except OSError:
+        return False
+
+
+def processes_below(pid: int) -> dict[int, str]:
+    """Live processes whose parent chain leads to ``pid``, with their command lines."""
+    parents: dict[int, int] = {}
+    names: dict[int, str] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry.name}/stat").read_text()
+            cmd = Path(f"/proc/{entry.name}/cmdline").read_bytes()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] == "Z":
+            continue
+        parents[int(entry.name)] = int(fields[1])
+        names[int(entry.name)] = cmd.replace(b"\0", b" ").decode(errors="replace").strip()[:120]
+    found: dict[int, str] = {}
+    frontier = [pid]
+    while frontier:
+        current = frontier.pop()
+        for child, parent in parents.items():
+            if parent == current and child not in found:
+                found[child] = names[child]
+                frontier.append(child)
+    return found
 
 
 @dataclass
@@ -84,6 +126,7 @@ class RunQueue:
         *,
         python: str = sys.executable,
         stop_timeout: float = 60.0,
+        sweep: bool = False,
         log: Callable[[str], None] = lambda line: None,
     ) -> None:
         self.store = store
@@ -91,6 +134,8 @@ class RunQueue:
         self.results_dir = Path(results_dir)
         self.python = python
         self.stop_timeout = stop_timeout
+        self.sweep_leftovers = sweep
+        """After each worker, stop whatever it left below this process (see become_subreaper)."""
         self.log = log
         self._pending: collections.deque[QueuedRun] = collections.deque()
         self._active: QueuedRun | None = None
@@ -241,6 +286,8 @@ class RunQueue:
         self._read_progress(job, process.stdout)
         job.exit_code = process.wait()
         self.log(f"run {job.run_id}: worker exited with code {job.exit_code}")
+        if self.sweep_leftovers:
+            self.sweep(job.run_id)
         self._settle(job, _tail(log_path) or f"the worker exited with code {job.exit_code}")
 
     def _read_progress(self, job: QueuedRun, stream: IO[bytes]) -> None:
@@ -262,12 +309,36 @@ class RunQueue:
                 job.run_id, RunStatus.FAILED, failed_step="received", error=reason
             )
         elif not run.status.finished:
+            kept = bool(self.store.measurements(job.run_id))
             self.store.set_status(
                 job.run_id,
-                RunStatus.FAILED,
+                RunStatus.PARTIAL if kept else RunStatus.FAILED,
                 failed_step=str(run.status),
                 error=f"the worker stopped without finishing the run: {reason}",
             )
+
+    def sweep(self, run_id: str, grace: float = 3.0) -> list[str]:
+        """Stop every process still below this one once a worker is gone: SIGTERM, then
+        SIGKILL after ``grace``; each is reaped. Normally there is none (the runner tears
+        down); a worker killed mid-run can leave some. Returns what was found."""
+        left = processes_below(os.getpid())
+        if not left:
+            return []
+        self.log(
+            f"run {run_id}: stopping {len(left)} leftover process(es): {', '.join(left.values())}"
+        )
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+            for pid in processes_below(os.getpid()):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, sig)
+            deadline = time.monotonic() + wait
+            while time.monotonic() < deadline and processes_below(os.getpid()):
+                _reap(left)
+                time.sleep(0.05)
+            _reap(left)
+            if not processes_below(os.getpid()):
+                break
+        return list(left.values())
 
     # -- stopping --------------------------------------------------------------------------
 
@@ -288,6 +359,13 @@ class RunQueue:
         if self._thread is not None:
             self._thread.join(self.stop_timeout + 10)
         return active
+
+
+def _reap(pids: dict[int, str]) -> None:
+    """Collect the exit status of those that became our children (re-parented orphans)."""
+    for pid in pids:
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
 
 
 def _terminate(process: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
@@ -332,4 +410,4 @@ class DirectUploads:
         )
 
 
-__all__ = ["DirectUploads", "QueuedRun", "RunQueue"]
+__all__ = ["DirectUploads", "QueuedRun", "RunQueue", "become_subreaper", "processes_below"]

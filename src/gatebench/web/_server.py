@@ -97,6 +97,7 @@ class Handler(BaseHTTPRequestHandler):
     sys_version = ""
     protocol_version = "HTTP/1.1"
     server: GatebenchHTTPServer
+    _body_read = False
 
     # Every method goes through one dispatcher, so unknown ones get a clean 405.
     def do_GET(self) -> None:
@@ -130,11 +131,17 @@ class Handler(BaseHTTPRequestHandler):
         return {k.lower(): v for k, v in self.headers.items()}
 
     def _dispatch(self) -> None:
+        self._body_read = False
         try:
             reply = self._route()
         except Exception as exc:  # one broken request must not take the server down
             self.app.log(f"{self.command} {self.path[:200]}: internal error: {exc!r}")
             reply = Reply.error(500, "internal error; see the server's log")
+        sent_body = (
+            self.headers.get("Content-Length", "0") != "0" or "Transfer-Encoding" in self.headers
+        )
+        if sent_body and not self._body_read:
+            self.close_connection = True  # an unread body must not be parsed as the next request
         self._send(reply)
 
     def _route(self) -> Reply:
@@ -179,6 +186,7 @@ class Handler(BaseHTTPRequestHandler):
         if length > self.app.max_bytes:
             self.close_connection = True  # the body is never read
             return too_large(length, self.app.max_bytes)
+        self._body_read = True
         return self.rfile.read(length)
 
     def _upload(self, route: str, query: Mapping[str, str], headers: Mapping[str, str]) -> Reply:
@@ -313,10 +321,15 @@ def build_server(
     upload_method: str = "direct",
     site: SiteConfig | None = None,
     stop_timeout: float = 60.0,
+    start_queue: bool = True,
+    sweep: bool = False,
     log: Callable[[str], None] = lambda line: print(f"gatebench serve: {line}", file=sys.stderr),
 ) -> GatebenchHTTPServer:
-    """The server, bound and ready for ``serve_forever``; its queue is started."""
-    queue = RunQueue(store, store_location, results_dir, stop_timeout=stop_timeout, log=log)
+    """The server, bound and ready for ``serve_forever``; its queue is started unless
+    ``start_queue`` is false (runs then wait in the queue: tests of the HTTP layer)."""
+    queue = RunQueue(
+        store, store_location, results_dir, stop_timeout=stop_timeout, sweep=sweep, log=log
+    )
     bucket = None
     if upload_method == "signed-url":
         bucket = LocalBucket(results_dir / "uploads" / "bucket", queue, max_bytes)
@@ -332,7 +345,8 @@ def build_server(
         log=log,
     )
     server = GatebenchHTTPServer((host, port), app)
-    queue.start()
+    if start_queue:
+        queue.start()
     return server
 
 

@@ -281,8 +281,10 @@ class UrlSigner(Protocol):
         """``gs://BUCKET``: runs started by an object record ``BUCKET_URI/NAME#GENERATION``."""
 
     def sign_put(
-        self, object_name: str, content_type: str, headers: Mapping[str, str], expires_s: int
-    ) -> str: ...
+        self, object_name: str, content_type: str, headers: Mapping[str, str], expires_at: float
+    ) -> str:
+        """A URL that accepts one ``PUT`` of ``object_name`` with exactly these headers
+        (``Content-Type`` and ``headers``) until ``expires_at`` (epoch seconds)."""
 
 
 _OBJECT_NAME = re.compile(r"^.*?\d{8}-\d{6}-[0-9a-f]{8}-(?P<name>[^/]+)$")
@@ -320,7 +322,7 @@ class SignedUploads:
         name = object_name_for(upload, now, self.prefix)
         content_type = content_type_for(upload.name)
         headers = {METADATA_HEADER: upload.request.to_metadata()}
-        url = self.signer.sign_put(name, content_type, headers, self.expires_s)
+        url = self.signer.sign_put(name, content_type, headers, now + self.expires_s)
         return Reply.json(
             200,
             {
@@ -361,11 +363,9 @@ class HmacSigner:
         object_name: str,
         content_type: str,
         headers: Mapping[str, str],
-        expires_s: int,
-        *,
-        now: float | None = None,
+        expires_at: float,
     ) -> str:
-        expires = int((now if now is not None else time.time()) + expires_s)
+        expires = int(expires_at)
         mac = self._mac(object_name, content_type, headers.get(METADATA_HEADER, ""), expires)
         query = urlencode({"expires": expires, "signature": mac})
         return f"{self.base_url.rstrip('/')}/{quote(object_name)}?{query}"
