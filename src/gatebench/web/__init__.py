@@ -38,6 +38,7 @@ from ._site import SITE_FORMAT, SiteConfig, SiteConfigError, default_frontend_di
 from ._static import resolve_static
 from ._uploads import (
     METADATA_HEADER,
+    TICKET_SECONDS,
     UPLOAD_PREFIX,
     CheckedUpload,
     HmacSigner,
@@ -61,6 +62,7 @@ __all__ = [
     "READ_ROUTES",
     "RUN_ID",
     "SITE_FORMAT",
+    "TICKET_SECONDS",
     "UPLOAD_PREFIX",
     "UPLOAD_ROUTES",
     "VIEW_FORMAT",

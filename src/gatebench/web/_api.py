@@ -155,7 +155,8 @@ def list_runs(
     limit = int(raw)
     wanted = query.get("spec_uri")
     queued = live.queued_runs() if live is not None else []
-    stored = store.list_runs(limit=MAX_LIST if wanted else limit)
+    # The run an upload started is among the newest: no need to read more to find it.
+    stored = store.list_runs(limit=max(limit, DEFAULT_LIST) if wanted else limit)
     runs = queued + [_summary_with_live(r, live) for r in stored]
     if wanted:
         runs = [r for r in runs if r["spec_uri"].split("#", 1)[0] == wanted.split("#", 1)[0]]

@@ -395,6 +395,7 @@ class HmacSigner:
 
 __all__ = [
     "METADATA_HEADER",
+    "TICKET_SECONDS",
     "UPLOAD_PREFIX",
     "CheckedUpload",
     "HmacSigner",
