@@ -3,7 +3,7 @@
 
 import { drawChart } from "./charts.js";
 import { fill, h, statusBadge, when } from "./dom.js";
-import { drawTable } from "./tables.js";
+import { drawTables } from "./tables.js";
 
 function runCard(label, run) {
   return h(
@@ -68,7 +68,7 @@ export function comparePage(ctx, a, b) {
           h("figure", {}, h("figcaption", {}, "Run B"), drawChart(chartB, "b-")),
         ),
       ),
-      h("section", { "aria-labelledby": "cmp-tables-h" }, h("h2", { id: "cmp-tables-h" }, "Scores and metrics"), view.tables.map((t) => drawTable(t))),
+      h("section", { "aria-labelledby": "cmp-tables-h" }, h("h2", { id: "cmp-tables-h" }, "Scores and metrics"), drawTables(view.tables)),
       h("p", { class: "legend" }, view.resolution),
     );
     body.removeAttribute("aria-busy");

@@ -6,22 +6,35 @@ import { ApiError, sleep } from "./api.js";
 import { drawChart } from "./charts.js";
 import { fill, h, statusBadge, when } from "./dom.js";
 import { progressText } from "./runs.js";
-import { drawTable } from "./tables.js";
+import { drawTables } from "./tables.js";
 
 const STEPS = ["received", "parsed", "rendered", "provisioning", "loading", "scoring", "done"];
 
-function steps(run) {
+// The cloud pipeline names the stage that failed ("parse"); the local runner the step.
+const STAGE_STEP = { parse: "parsed", render: "rendered", provision: "provisioning", load: "loading", score: "scoring" };
+
+/** Where a run is along the steps, in words: done, current, to do, stopped here, not reached. */
+export function stepState(run, index) {
+  if (run.status === "queued") return "to do";
+  if (run.status === "done") return "done";
+  if (run.finished) {
+    // A run that stopped says where; a partial run that went to the end stopped at "done".
+    const stop = run.failed_step ? STEPS.indexOf(STAGE_STEP[run.failed_step] || run.failed_step) : STEPS.length - 1;
+    if (stop < 0) return "not reached";
+    if (index < stop) return "done";
+    if (index === stop) return run.failed_step ? "stopped here" : run.status;
+    return "not reached";
+  }
   const at = STEPS.indexOf(run.status);
-  const stoppedAt = run.failed_step ? STEPS.indexOf(run.failed_step) : -1;
+  return index < at ? "done" : index === at ? "current" : "to do";
+}
+
+function steps(run) {
   return h(
     "ol",
     { class: "steps", "aria-label": "Run steps" },
     STEPS.map((step, i) => {
-      let state = "to do";
-      if (run.status === "queued") state = "to do";
-      else if (run.finished && run.status !== "done") state = i < Math.max(stoppedAt, 0) ? "done" : i === stoppedAt ? "stopped here" : "not reached";
-      else if (i < at || run.status === "done") state = "done";
-      else if (i === at) state = "current";
+      const state = stepState(run, i);
       return h("li", { class: `step step-${state.replace(/ /g, "-")}` }, `${step} `, h("span", { class: "state" }, `(${state})`));
     }),
   );
@@ -68,17 +81,21 @@ export function resultsBlock(view, api) {
       h("aside", { class: "cautions", "aria-label": "Cautions" }, h("strong", {}, "Before you trust these numbers"), h("ul", {}, view.cautions.map((c) => h("li", {}, c)))),
     );
   }
+  const chart = (id) => (charts[id] ? drawChart(charts[id]) : null);
+  const legend = (id) => (charts[id] ? h("p", { class: "legend" }, charts[id].legend) : null);
   if (charts.scores || byId("scores").length) {
-    out.push(section("scores", "Scores", charts.scores ? drawChart(charts.scores) : null, byId("scores").map((t) => drawTable(t)), charts["workload-scores"] ? drawChart(charts["workload-scores"]) : null, byId("workload-scores").map((t) => drawTable(t))));
+    out.push(
+      section("scores", "Scores", chart("scores"), legend("scores"), drawTables(byId("scores")), chart("workload-scores"), drawTables(byId("workload-scores"))),
+    );
   }
   if (charts.throughput) {
-    out.push(section("throughput", "Throughput per endpoint", drawChart(charts.throughput), h("p", { class: "legend" }, charts.throughput.legend)));
+    out.push(section("throughput", "Throughput per endpoint", chart("throughput"), legend("throughput")));
   }
   if (charts.latency) {
-    out.push(section("latency", "Latency percentiles", drawChart(charts.latency), h("p", { class: "legend" }, charts.latency.legend), byId("latency").map((t) => drawTable(t))));
+    out.push(section("latency", "Latency percentiles", chart("latency"), legend("latency"), drawTables(byId("latency"))));
   }
   if (byId("overhead").length) {
-    out.push(section("overhead", "Overhead against the baseline", byId("overhead").map((t) => drawTable(t))));
+    out.push(section("overhead", "Overhead against the baseline", drawTables(byId("overhead"))));
   }
   out.push(
     section(

@@ -32,8 +32,18 @@ function makeSortable(table) {
   });
 }
 
+/** Several tables; a legend shared with the table before is not repeated. */
+export function drawTables(views, idPrefix = "") {
+  let previous = null;
+  return views.map((view) => {
+    const block = drawTable(view, idPrefix, view.legend !== previous);
+    previous = view.legend;
+    return block;
+  });
+}
+
 /** A <table> for a table view: {id, caption, legend, columns, rows}. */
-export function drawTable(view, idPrefix = "") {
+export function drawTable(view, idPrefix = "", withLegend = true) {
   const head = h(
     "tr",
     {},
@@ -73,5 +83,6 @@ export function drawTable(view, idPrefix = "") {
     body,
   );
   makeSortable(table);
-  return h("div", { class: "table-block" }, view.legend ? h("p", { class: "legend" }, view.legend) : null, h("div", { class: "scroll" }, table));
+  const legend = withLegend && view.legend ? h("p", { class: "legend" }, view.legend) : null;
+  return h("div", { class: "table-block" }, legend, h("div", { class: "scroll" }, table));
 }

@@ -87,6 +87,10 @@ async function withPage(options, body) {
     });
     const page = context.pages()[0] || (await context.newPage());
     page.setDefaultTimeout(30000);
+    // File choosers are intercepted from the start: enabling interception is itself
+    // asynchronous, so a listener added just before the key press could miss the dialog.
+    result.choosers = [];
+    page.on("filechooser", (chooser) => result.choosers.push(chooser));
     page.on("console", (m) => {
       if (m.type() === "error" || m.type() === "warning") result.consoleErrors.push(`${m.type()}: ${m.text()}`);
     });
@@ -121,6 +125,16 @@ async function tabTo(page, selector, max = 40) {
     if (await page.evaluate((s) => document.activeElement && document.activeElement.matches(s), selector)) return i;
   }
   throw new Error(`Tab never reached ${selector}`);
+}
+
+/** The file chooser the last key press opened. */
+async function waitForChooser(page, result, timeoutMs = 10000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (result.choosers.length) return result.choosers.shift();
+    await page.waitForTimeout(50);
+  }
+  throw new Error("the key press did not open a file chooser");
 }
 
 /** Watch the run page until the run finishes; the statuses seen, in order. */
@@ -188,7 +202,9 @@ const scenarios = {
   async "keyboard-upload"(page, options, result) {
     result.screenshots = [];
     result.tabsToFile = await tabTo(page, "#spec-file");
-    const [chooser] = await Promise.all([page.waitForEvent("filechooser"), page.keyboard.press("Space")]);
+    await page.keyboard.press("Space");
+    const chooser = await waitForChooser(page, result);
+    result.chooserFrom = await chooser.element().evaluate((el) => el.id);
     await chooser.setFiles(options.spec);
     await page.waitForSelector("#check-ok");
     result.summaryBefore = await page.textContent("#check-ok");
@@ -277,6 +293,7 @@ const scenarios = {
   const scenario = scenarios[options.scenario];
   if (!scenario) throw new Error(`unknown scenario ${options.scenario}; known: ${Object.keys(scenarios).join(", ")}`);
   const result = await withPage(options, (page, res) => scenario(page, options, res));
+  delete result.choosers;
   process.stdout.write(JSON.stringify(result) + "\n");
   if (result.error) process.exit(2);
 })().catch((error) => {

@@ -125,6 +125,7 @@ def test_keyboard_only_upload_of_the_petstore_runs_to_done(dashboard: Serve) -> 
     result = scenario("keyboard-upload", dashboard, spec=str(PETSTORE))
     assert_clean(result, dashboard)
     assert result["tabsToFile"] <= 8  # skip link, header links, then the file input
+    assert result["chooserFrom"] == "spec-file"  # Space on the focused input opened it
     assert result["unlabelled"] == []
     assert "Repetitions: 3" in result["summaryBefore"]
     assert "Repetitions: 1 (quick run)" in result["summary"]
