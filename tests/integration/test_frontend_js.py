@@ -67,7 +67,15 @@ def test_step_states_status_words_and_axis_steps(tmp_path: Path) -> None:
     assert out["done"] == [done] * 7
     assert out["queued"] == [todo] * 7
     stopped, unreached = "stopped here", "not reached"
-    assert out["failedAtProvisioning"] == [done, done, done, stopped, unreached, unreached, unreached]
+    assert out["failedAtProvisioning"] == [
+        done,
+        done,
+        done,
+        stopped,
+        unreached,
+        unreached,
+        unreached,
+    ]
     assert out["failedAtParseStage"] == [done, stopped] + [unreached] * 5
     assert out["partialAtTheEnd"] == [done] * 6 + ["partial"]
     assert out["partialInterrupted"] == [done] * 4 + [stopped, unreached, unreached]

@@ -47,7 +47,9 @@ def test_export_needs_both_endpoints(tmp_path: Path, capsys: pytest.CaptureFixtu
     )
 
 
-def test_a_bad_endpoint_is_a_located_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_bad_endpoint_is_a_located_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code = main(
         [
             "serve",
