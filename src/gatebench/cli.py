@@ -26,6 +26,7 @@ COMMANDS = (
     "score",
     "load",
     "ingest",
+    "cloud",
     "serve",
 )
 
