@@ -59,6 +59,7 @@ function statusPanel(run) {
     );
   }
   if (run.error) parts.push(h("p", { class: "error" }, `Stopped at ${run.failed_step || "?"}: ${run.error}`));
+  if (run.teardown && run.teardown !== "ok") parts.push(h("p", { class: "error" }, `Teardown: ${run.teardown}`));
   const failures = Object.entries(run.target_errors || {});
   if (failures.length) {
     parts.push(h("ul", { class: "target-errors" }, failures.map(([t, reason]) => h("li", {}, `${t} failed: ${reason}`))));

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,7 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from paths import ROOT
+import pytest
+
+from paths import ARTIFACTS, ROOT
 
 T = TypeVar("T")
 PETSTORE = ROOT / "examples" / "petstore" / "openapi.yaml"
@@ -41,7 +44,7 @@ class Serve:
     proc: subprocess.Popen[str]
     url: str
     results: Path
-    store: Path
+    store: Path | str
 
     def api(self, path: str) -> Any:
         with urllib.request.urlopen(self.url + "api/" + path, timeout=10) as response:
@@ -76,7 +79,9 @@ class Serve:
         return self.proc.returncode, err
 
 
-def start_serve(tmp: Path, *extra: str, store: Path | None = None) -> Serve:
+def start_serve(
+    tmp: Path, *extra: str, store: Path | str | None = None, env: dict[str, str] | None = None
+) -> Serve:
     """``gatebench serve --port 0`` in its own process; returns once it prints its URL."""
     results = tmp / "results"
     store = store or results / "gatebench.sqlite"
@@ -95,6 +100,7 @@ def start_serve(tmp: Path, *extra: str, store: Path | None = None) -> Serve:
             *extra,
         ],
         cwd=ROOT,
+        env={**os.environ, **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -163,3 +169,62 @@ def alive(pids: dict[int, str]) -> list[str]:
         if now[:160] == cmd and state != "Z":
             out.append(f"{pid}: {cmd}")
     return out
+
+
+# -- the browser ------------------------------------------------------------------------------
+
+NODE_TOOLS = ROOT / "tools" / "node"
+E2E = Path(__file__).with_name("frontend_e2e.cjs")
+
+
+def scenario(name: str, serve: Serve, **options: str) -> dict[str, Any]:
+    node = shutil.which("node")
+    if node is None or not (NODE_TOOLS / "node_modules" / "playwright-core").is_dir():
+        pytest.fail(
+            "node and tools/node/node_modules are needed: run scripts/setup.d/50-node.sh (`make test` does)"
+        )
+    if not Path("/usr/bin/chromium").exists():
+        pytest.fail(
+            "Debian's chromium is needed: scripts/setup.d/apt-packages.txt lists it (`make test` installs it)"
+        )
+    argv = [node, str(E2E), name, "--base", serve.url, "--artifacts", str(ARTIFACTS)]
+    for key, value in options.items():
+        argv += [f"--{key.replace('_', '-')}", value]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=420, check=False)
+    result: dict[str, Any] = json.loads(proc.stdout) if proc.stdout.strip() else {}
+    assert proc.returncode == 0, (
+        f"{name}: {result.get('error') or proc.stderr}\n"
+        f"console: {result.get('consoleErrors')}\npage errors: {result.get('pageErrors')}\n"
+        f"screenshot: {result.get('failureScreenshot')}"
+    )
+    return result
+
+
+def assert_clean(result: dict[str, Any], serve: Serve, console: list[str] | None = None) -> None:
+    """No script error, no failed request, and nothing fetched from anywhere but the server."""
+    assert result["pageErrors"] == []
+    assert result["consoleErrors"] == (console or [])
+    assert result["failedRequests"] == []
+    outside = [r["url"] for r in result["requests"] if not r["url"].startswith(serve.url)]
+    assert outside == []
+
+
+def assert_screenshot(path: str) -> None:
+    data = Path(path).read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(data) > 20_000
+
+
+def seed_two_runs(location: str, run_a: str, run_b: str) -> None:
+    """Two synthetic runs (five repetitions each), scored, in the store at ``location``."""
+    from gatebench.report import score_run
+    from gatebench.report._synthetic import synthetic_run
+    from gatebench.store import open_store
+
+    with open_store(location) as store:
+        for seed, run_id, created in ((7, run_a, 1_767_268_800.0), (11, run_b, 1_767_355_200.0)):
+            run, measurements = synthetic_run(seed=seed, run_id=run_id, created_at=created)
+            store.create_run(run)
+            for m in measurements:
+                store.put_measurement(m)
+            score_run(store, run_id)

@@ -6,65 +6,27 @@ running real benchmarks. Screenshots are kept in tests/artifacts/."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from _frontend_helpers import PETSTORE, Serve, broken_petstore, start_serve
+from _frontend_helpers import (
+    PETSTORE,
+    Serve,
+    assert_clean,
+    assert_screenshot,
+    broken_petstore,
+    scenario,
+    seed_two_runs,
+    start_serve,
+)
 
 from gatebench.procs import free_port
-from gatebench.report import score_run
-from gatebench.report._synthetic import synthetic_run
-from gatebench.store import SqliteStore
-from paths import ARTIFACTS, ROOT
 
-NODE_TOOLS = ROOT / "tools" / "node"
-E2E = Path(__file__).with_name("frontend_e2e.cjs")
 RUN_A, RUN_B = "20260101-120000-synthetic-a", "20260102-120000-synthetic-b"
 EXPECTED_400 = (
     "error: Failed to load resource: the server responded with a status of 400 (Bad Request)"
 )
-
-
-def scenario(name: str, serve: Serve, **options: str) -> dict[str, Any]:
-    node = shutil.which("node")
-    if node is None or not (NODE_TOOLS / "node_modules" / "playwright-core").is_dir():
-        pytest.fail(
-            "node and tools/node/node_modules are needed: run scripts/setup.d/50-node.sh (`make test` does)"
-        )
-    if not Path("/usr/bin/chromium").exists():
-        pytest.fail(
-            "Debian's chromium is needed: scripts/setup.d/apt-packages.txt lists it (`make test` installs it)"
-        )
-    argv = [node, str(E2E), name, "--base", serve.url, "--artifacts", str(ARTIFACTS)]
-    for key, value in options.items():
-        argv += [f"--{key.replace('_', '-')}", value]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=420, check=False)
-    result: dict[str, Any] = json.loads(proc.stdout) if proc.stdout.strip() else {}
-    assert proc.returncode == 0, (
-        f"{name}: {result.get('error') or proc.stderr}\n"
-        f"console: {result.get('consoleErrors')}\npage errors: {result.get('pageErrors')}\n"
-        f"screenshot: {result.get('failureScreenshot')}"
-    )
-    return result
-
-
-def assert_clean(result: dict[str, Any], serve: Serve, console: list[str] | None = None) -> None:
-    """No script error, no failed request, and nothing fetched from anywhere but the server."""
-    assert result["pageErrors"] == []
-    assert result["consoleErrors"] == (console or [])
-    assert result["failedRequests"] == []
-    outside = [r["url"] for r in result["requests"] if not r["url"].startswith(serve.url)]
-    assert outside == []
-
-
-def assert_screenshot(path: str) -> None:
-    data = Path(path).read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    assert len(data) > 20_000
 
 
 @pytest.fixture(scope="module")
@@ -72,13 +34,7 @@ def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
     """A server whose store already holds two (synthetic) runs to compare."""
     tmp = tmp_path_factory.mktemp("dashboard")
     store_path = tmp / "store.sqlite"
-    with SqliteStore(store_path) as store:
-        for seed, run_id, created in ((7, RUN_A, 1_767_268_800.0), (11, RUN_B, 1_767_355_200.0)):
-            run, measurements = synthetic_run(seed=seed, run_id=run_id, created_at=created)
-            store.create_run(run)
-            for m in measurements:
-                store.put_measurement(m)
-            score_run(store, run_id)
+    seed_two_runs(str(store_path), RUN_A, RUN_B)
     serve = start_serve(tmp, store=store_path)
     yield serve
     code, err = serve.stop()

@@ -31,6 +31,7 @@ from ._api import (
     list_runs,
 )
 from ._bucket import LocalBucket
+from ._gcs import GcsSigner
 from ._queue import DirectUploads, QueuedRun, RunQueue
 from ._reply import Reply
 from ._server import App, GatebenchHTTPServer, build_server, is_loopback
@@ -70,6 +71,7 @@ __all__ = [
     "CheckedUpload",
     "Cors",
     "DirectUploads",
+    "GcsSigner",
     "GatebenchHTTPServer",
     "HmacSigner",
     "LiveRuns",

@@ -173,6 +173,7 @@ def run_summary(run: RunRecord) -> dict[str, Any]:
         ],
         "failed_step": run.failed_step,
         "error": run.error,
+        "teardown": run.teardown,
         "target_errors": {
             t: (reason.strip().splitlines() or ["no reason given"])[0]
             for t, reason in sorted(run.target_errors.items())
