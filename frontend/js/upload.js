@@ -179,7 +179,9 @@ export function uploadForm(ctx) {
     event.preventDefault();
     dropZone.classList.remove("dragging");
     const dropped = event.dataTransfer && event.dataTransfer.files[0];
-    if (dropped) choose(dropped);
+    if (!dropped) return;
+    fileInput.files = event.dataTransfer.files; // the input names the dropped file too
+    choose(dropped);
   });
 
   const form = h(
