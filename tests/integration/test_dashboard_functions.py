@@ -1,23 +1,22 @@
 """The dashboard's Cloud Functions as deployed (unpacked `make bundle` archives of
 functions/read and functions/upload, and functions/parse) served by functions-framework over
-real HTTP, with the Cloud Storage emulator (gcp-storage-emulator) and the Firestore emulator
-(npm @firestore-emulator/server) behind the real google-cloud-storage and
+real HTTP, with a Cloud Storage emulator (fake-gcs-server: it keeps a signed PUT's
+``x-goog-meta-*`` headers as the object's metadata, as Cloud Storage does) and the Firestore
+emulator (npm @firestore-emulator/server) behind the real google-cloud-storage and
 google-cloud-firestore clients.
 
 - upload: a real V4 signed URL (the function signs with a throw-away service-account key
   given as GOOGLE_APPLICATION_CREDENTIALS, as a key file signs; on Cloud Functions IAM
   signBlob signs instead), verified with the key's public half; the PUT with the ticket's
-  headers lands the spec in the emulator;
-- parse: the object's ``gatebench`` metadata (the run request the ticket signed) applied to
-  the plan, and a broken one answered as located errors;
-- read: every route answers byte for byte what ``gatebench serve`` answers over the same
-  runs (seeded into Firestore and into SQLite);
+  headers lands the spec in the emulator with the run request as its ``gatebench`` metadata;
+- parse: that metadata applied to the plan of the object the PUT created, and a broken one
+  answered as located errors;
+- read: every route answers what ``gatebench serve`` answers over the same runs (seeded
+  into Firestore and into SQLite);
 - CORS preflights and bad requests, with exact messages.
 
-Not covered here: the emulator keeps no ``x-goog-meta-*`` header of an XML-API PUT (it
-keeps JSON-API metadata), so the metadata the parse test reads is set through the JSON API
-with the exact value the signed header carries; it checks no signature either (the test
-verifies it); Cloud Run's IAM in front of the functions cannot run here.
+Not covered here: the emulator checks no signature (the test verifies it with the public
+key) and has no CORS of its own; Cloud Run's IAM in front of the functions cannot run here.
 """
 
 from __future__ import annotations
@@ -38,8 +37,8 @@ from cloud.firestore import start_firestore_emulator
 from cloud.servers import (
     Endpoint,
     gcs_env,
+    start_fake_gcs,
     start_function,
-    start_gcs_emulator,
     storage_client,
     unpack_bundle,
 )
@@ -88,7 +87,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     logs = tmp / "logs"
     database = f"d{uuid.uuid4().hex[:12]}"
     with Supervisor() as supervisor:
-        gcs = start_gcs_emulator(supervisor, logs)
+        gcs = start_fake_gcs(supervisor, logs)
         client: Any = storage_client(gcs)
         bucket = client.create_bucket(UPLOADS)
         _, firestore_host = start_firestore_emulator(supervisor, logs)
@@ -165,11 +164,7 @@ def test_the_upload_function_signs_a_put_that_lands_the_spec(stack: dict[str, An
     assert blob is not None
     assert blob.download_as_bytes() == PETSTORE.read_bytes()
     assert blob.content_type == "application/yaml"
-
-    # Cloud Storage keeps the signed header as the object's metadata `gatebench`; this
-    # emulator drops it from XML PUTs, so it is set through the JSON API, same value.
-    blob.metadata = {"gatebench": put["headers"]["x-goog-meta-gatebench"]}
-    blob.patch()
+    assert blob.metadata == {"gatebench": '{"gateways":["nginx"],"quick":true}'}
     parsed = call(
         stack["parse"],
         "POST",
