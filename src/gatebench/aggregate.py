@@ -12,6 +12,10 @@ compared with the baseline, and checked for stability. Pure: no store, no printi
   confidence interval of the difference (Welch).
 - The leader against the runner-up: the paired difference of their per-repetition global
   scores, to say whether the win is larger than the run-to-run noise.
+- Tester-bound throughput: when a gateway's cell is flagged ``tester-bound`` in at least half
+  of its repetitions (its throughput reached 80 % of the load engine's ceiling, or the
+  generator ran out of CPU), that workload's throughput ranks the generator, not the
+  gateways: it is left out of the score, for every gateway (docs/trust.md).
 
 A measurement in which no request completed (``requests == 0``) says nothing about
 latency (its latencies would read 0 ms and look best): it counts as missing, and the
@@ -30,6 +34,7 @@ from .confidence import Difference, Sample, paired_difference, welch_difference
 from .metrics import METRICS
 from .model import Measurement
 from .score import BASELINE, Profile, ScoreResult, score
+from .trust import tester_bound_cells
 
 
 @dataclass(frozen=True)
@@ -147,6 +152,8 @@ class RunSummary:
     empty_measurements: tuple[str, ...] = ()
     """Keys (target:workload:repetition) of measurements where no request completed."""
     notes: tuple[str, ...] = ()
+    tester_bound: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """workload → gateways whose throughput there is tester-bound (not scored there)."""
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -204,6 +211,8 @@ def summarize(
     means: dict[str, dict[str, Mapping[str, Sample]]] = {}
     for (w, t), cell in cells.items():
         means.setdefault(w, {})[t] = cell.metrics
+    bound = tester_bound_cells(cells, gateway_list)
+    left_out = dict.fromkeys(bound, ("throughput",))
     result = score(
         means,
         gateways=gateway_list,
@@ -211,6 +220,7 @@ def summarize(
         profile=profile,
         weights=weights,
         baseline=baseline,
+        left_out=left_out,
     )
 
     repetitions = tuple(sorted({m.repetition for m in all_ms}))
@@ -234,6 +244,7 @@ def summarize(
                 profile=profile,
                 weights=weights,
                 baseline=baseline,
+                left_out=left_out,
             )
         )
     stability = tuple(
@@ -274,6 +285,13 @@ def summarize(
                     )
 
     notes: list[str] = []
+    for w, names in bound.items():
+        notes.append(
+            f"throughput on {w} is not scored: {', '.join(names)} "
+            f"{'was' if len(names) == 1 else 'were'} tester-bound (within 20 % of the load "
+            "engine's ceiling, or the generator ran out of CPU) in at least half of the "
+            "repetitions, so the number ranks the load generator, not the gateways"
+        )
     if empty:
         notes.append(
             f"{len(empty)} measurement(s) completed no request and count as missing: "
@@ -301,6 +319,7 @@ def summarize(
         comparison=comparison,
         empty_measurements=empty,
         notes=tuple(notes),
+        tester_bound=bound,
     )
 
 
