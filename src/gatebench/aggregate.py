@@ -12,10 +12,10 @@ compared with the baseline, and checked for stability. Pure: no store, no printi
   confidence interval of the difference (Welch).
 - The leader against the runner-up: the paired difference of their per-repetition global
   scores, to say whether the win is larger than the run-to-run noise.
-- Tester-bound throughput: when a gateway's cell is flagged ``tester-bound`` in at least half
-  of its repetitions (its throughput reached 80 % of the load engine's ceiling, or the
-  generator ran out of CPU), that workload's throughput ranks the generator, not the
-  gateways: it is left out of the score, for every gateway (docs/trust.md).
+- Tester-bound throughput: when a gateway's throughput reached 80 % of the load engine's
+  ceiling for a workload (``ceiling``, measured by the run) in at least half of its
+  repetitions, that workload's throughput ranks the generator, not the gateways: it is left
+  out of the score, for every gateway (docs/trust.md).
 
 A measurement in which no request completed (``requests == 0``) says nothing about
 latency (its latencies would read 0 ms and look best): it counts as missing, and the
@@ -34,7 +34,7 @@ from .confidence import Difference, Sample, paired_difference, welch_difference
 from .metrics import METRICS
 from .model import Measurement
 from .score import BASELINE, Profile, ScoreResult, score
-from .trust import tester_bound_cells
+from .trust import bound_by_tester
 
 
 @dataclass(frozen=True)
@@ -184,9 +184,11 @@ def summarize(
     baseline: str = BASELINE,
     profile: Profile = "paper",
     weights: Mapping[str, float] | Sequence[tuple[str, float]] | None = None,
+    ceiling: Mapping[str, float] | None = None,
 ) -> RunSummary:
     """Summarise a run's measurements. ``gateways`` and ``workloads`` (from the run record)
-    give the order and say who was expected; by default they come from the measurements."""
+    give the order and say who was expected; by default they come from the measurements.
+    ``ceiling``: workload → the load engine's throughput against the ceiling server."""
     all_ms = sorted(measurements, key=lambda m: (m.target, m.workload, m.repetition))
     empty = tuple(m.key for m in all_ms if m.requests <= 0)
     usable = [m for m in all_ms if m.requests > 0]
@@ -211,7 +213,7 @@ def summarize(
     means: dict[str, dict[str, Mapping[str, Sample]]] = {}
     for (w, t), cell in cells.items():
         means.setdefault(w, {})[t] = cell.metrics
-    bound = tester_bound_cells(cells, gateway_list)
+    bound = bound_by_tester(usable, gateway_list, ceiling or {})
     left_out = dict.fromkeys(bound, ("throughput",))
     result = score(
         means,
@@ -288,9 +290,8 @@ def summarize(
     for w, names in bound.items():
         notes.append(
             f"throughput on {w} is not scored: {', '.join(names)} "
-            f"{'was' if len(names) == 1 else 'were'} tester-bound (within 20 % of the load "
-            "engine's ceiling, or the generator ran out of CPU) in at least half of the "
-            "repetitions, so the number ranks the load generator, not the gateways"
+            f"reached 80 % of the load engine's ceiling there in at least half of the "
+            "repetitions (tester-bound), so the number ranks the load generator, not the gateways"
         )
     if empty:
         notes.append(

@@ -8,9 +8,10 @@ each workload's own injection profile, and stores it with the run (``environment
 A measurement whose throughput reaches :data:`TESTER_BOUND_SHARE` (80 %) of its workload's
 ceiling is flagged ``tester-bound``: the number describes the generator as much as the
 gateway. The engine's CPU accounting sets the same flag when the machine was saturated and
-the generator, not the target, used the CPU (``engines/cpu.py``). A workload's throughput is
-not scored (for any gateway) when some gateway's cell is tester-bound in at least half of its
-repetitions (:func:`tester_bound_cells`): ranking on it would rank the generator.
+the generator used more CPU than the target (``engines/cpu.py``). A workload's throughput is
+not scored (for any gateway) when some gateway reached 80 % of the ceiling in at least half of
+its repetitions (:func:`bound_by_tester`): ranking on it would rank the generator. The CPU
+flag stays a caution: on a shared machine it also fires when other work filled the CPU.
 
 **A second engine.** Gatling and wrk run the same closed-model phases against the same
 targets (``gatebench run --cross-check wrk``); :func:`compare_engines` pairs their cells.
@@ -36,7 +37,7 @@ from .metrics import METRICS
 from .model import Measurement
 
 if TYPE_CHECKING:
-    from .aggregate import CellSummary, RunSummary
+    from .aggregate import RunSummary
 
 CEILING_TARGET = "ceiling"
 """The pseudo-target of the ceiling phases (never a gateway, never stored as a measurement)."""
@@ -120,16 +121,33 @@ def is_tester_bound(flagged: int, repetitions: int) -> bool:
     return flagged > 0 and 2 * flagged >= repetitions
 
 
-def tester_bound_cells(
-    cells: Mapping[tuple[str, str], CellSummary], gateways: Iterable[str]
+def bound_by_tester(
+    measurements: Iterable[Measurement],
+    gateways: Iterable[str],
+    ceiling: Mapping[str, float],
+    share: float = TESTER_BOUND_SHARE,
 ) -> dict[str, tuple[str, ...]]:
-    """workload → the gateways whose throughput there is tester-bound (sorted); only
-    workloads with at least one."""
+    """workload → the gateways whose throughput there is tester-bound: it reached ``share`` of
+    the engine's ceiling for that workload in at least half of its repetitions. Only workloads
+    with at least one such gateway.
+
+    Only the ceiling decides this, not the CPU accounting's flag of the same name: on a shared
+    machine that one also fires when other processes, not the generator, filled the CPU, and
+    it would then hide throughput that the gateways did set (docs/trust.md)."""
     wanted = set(gateways)
+    near: dict[tuple[str, str], int] = {}
+    total: dict[tuple[str, str], int] = {}
+    for m in measurements:
+        if m.target not in wanted or m.requests <= 0:
+            continue
+        key = (m.workload, m.target)
+        total[key] = total.get(key, 0) + 1
+        if near_ceiling(m.throughput, ceiling.get(m.workload), share):
+            near[key] = near.get(key, 0) + 1
     out: dict[str, list[str]] = {}
-    for (workload, target), cell in cells.items():
-        if target in wanted and is_tester_bound(cell.flags.get("tester-bound", 0), cell.n):
-            out.setdefault(workload, []).append(target)
+    for key, count in near.items():
+        if is_tester_bound(count, total[key]):
+            out.setdefault(key[0], []).append(key[1])
     return {w: tuple(sorted(ts)) for w, ts in sorted(out.items())}
 
 
@@ -384,6 +402,7 @@ __all__ = [
     "Reproducibility",
     "Variation",
     "agreement_summary",
+    "bound_by_tester",
     "ceiling_of",
     "coefficient_of_variation",
     "compare_engines",
@@ -392,5 +411,4 @@ __all__ = [
     "is_tester_bound",
     "near_ceiling",
     "reproducibility",
-    "tester_bound_cells",
 ]

@@ -25,6 +25,7 @@ from ..trust import (
     ceiling_of,
     compare_engines,
     cross_check_of,
+    near_ceiling,
 )
 from ._format import fmt_number, fmt_score, fmt_signed, fmt_value
 
@@ -44,8 +45,8 @@ class Headroom:
     target: str
     throughput: float
     ceiling: float
-    tester_bound: int
-    """Repetitions flagged ``tester-bound`` (by the ceiling or by the CPU accounting)."""
+    near_ceiling: int
+    """Repetitions whose throughput reached the tester-bound share of the ceiling."""
     repetitions: int
 
     @property
@@ -80,7 +81,7 @@ class Trust:
                     "throughput": h.throughput,
                     "ceiling": h.ceiling,
                     "share_pct": h.share_pct,
-                    "tester_bound": h.tester_bound,
+                    "near_ceiling": h.near_ceiling,
                     "repetitions": h.repetitions,
                 }
                 for h in self.headroom
@@ -102,16 +103,14 @@ def build_trust(run: RunRecord, summary: RunSummary, measurements: Sequence[Meas
             top = ceiling.throughput(w)
             if top is None:
                 continue
-            headroom.append(
-                Headroom(
-                    w,
-                    t,
-                    cell.metrics["throughput"].mean,
-                    top,
-                    cell.flags.get("tester-bound", 0),
-                    cell.n,
-                )
+            near = sum(
+                1
+                for m in measurements
+                if (m.workload, m.target) == (w, t)
+                and m.requests > 0
+                and near_ceiling(m.throughput, top, ceiling.share)
             )
+            headroom.append(Headroom(w, t, cell.metrics["throughput"].mean, top, near, cell.n))
     check = cross_check_of(run.environment)
     second: str | None = None
     agreements: tuple[Agreement, ...] = ()
@@ -263,6 +262,7 @@ def build_report(
     measurements = sorted(measurements, key=lambda m: (m.target, m.workload, m.repetition))
     gateways = [g for g in run.gateways if g != BASELINE] or None
     workloads = [str(w["name"]) for w in run.workloads if isinstance(w, Mapping) and "name" in w]
+    ceiling = ceiling_of(run.environment)
     summary = summarize(
         measurements,
         run_id=run.run_id,
@@ -270,6 +270,7 @@ def build_report(
         workloads=workloads or None,
         profile=chosen,
         weights=chosen_weights or None,
+        ceiling={w: p.throughput for w, p in ceiling.workloads.items()} if ceiling else None,
     )
     trust = build_trust(run, summary, measurements)
     return Report(
