@@ -51,10 +51,10 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from ..errors import Problem, RunError, UnsupportedFeature, pointer
-from ..procs import ManagedProcess, Supervisor
+from ..procs import Supervisor
 from ..stats import PhaseSample
 from . import EngineEvent, EngineRun, Hooks, PhaseResult
-from .cpu import CpuSampler
+from .cpu import CpuSampler, exited_unreaped
 
 LUA_SCRIPT = Path(__file__).with_name("wrk_phase.lua")
 POLL_S = 0.2
@@ -326,7 +326,7 @@ def render_phase_data(
         "secret_headers": secret_headers,
         "body": body,
         "params": params,
-        "static": not params,
+        "static": all(g["kind"] == "constant" for g in params.values()),
         "seed": int(phase.get("seed", 0)) % (2**52),
         "threads": threads,
         "connections": connections,
@@ -576,7 +576,7 @@ class WrkEngine:
         sampler.set_groups(groups)
         try:
             sampler.sample()
-            while not _exited(proc):
+            while not exited_unreaped(proc.pid):
                 time.sleep(POLL_S)
                 sampler.sample()
                 hooks.tick()
@@ -602,14 +602,6 @@ class WrkEngine:
         hooks.on_event(EngineEvent("end", index, at_ms=end_ms))
         cpu = sampler.usage(start_ms, end_ms, "tester", target_groups(str(phase["target"])))
         return PhaseResult(index, sample, start_ms, end_ms, cpu)
-
-
-def _exited(proc: ManagedProcess) -> bool:
-    """Whether the process ended, without reaping it (its CPU times stay readable)."""
-    try:
-        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    except ChildProcessError:
-        return True
 
 
 def _skipped(skip_file: Path | None, target: str) -> bool:
