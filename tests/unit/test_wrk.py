@@ -248,6 +248,12 @@ def test_a_histogram_that_does_not_add_up_is_refused() -> None:
         sample_from_result(result, [200], 60000)
 
 
+def test_a_histogram_read_at_the_wrong_place_is_refused() -> None:
+    check = {"ffi_min": 0, "ffi_max": 7, "min": 5000, "max": 5000, "count": 10, "limit": 1}
+    with pytest.raises(RunError, match=r"^the script read wrk's latency histogram at the wrong"):
+        sample_from_result(_result(histogram_check=check), [200], 60000)
+
+
 def _result(**fields: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
         "format": "gatebench-wrk/1",

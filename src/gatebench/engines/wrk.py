@@ -415,6 +415,12 @@ def sample_from_result(
     script's JSON."""
     requests = int(result["requests"])
     errors = result["errors"]
+    check = result.get("histogram_check")
+    if check and (check["ffi_min"], check["ffi_max"]) != (check["min"], check["max"]):
+        raise RunError(
+            "the script read wrk's latency histogram at the wrong place (min/max "
+            f"{check['ffi_min']}/{check['ffi_max']} µs, wrk says {check['min']}/{check['max']} µs)"
+        )
     raw = {int(v): int(c) for v, c in result["latency_us"]}
     recorded = remove_correction(
         raw,
