@@ -226,6 +226,7 @@ def report_lines(outcome: RunOutcome) -> list[str]:
     if note:
         lines.append(f"Note: {note}.")
     lines.extend(_score_lines(outcome))
+    lines.extend(_trust_lines(outcome))
     for target, reason in sorted(record.target_errors.items()):
         lines.append(f"{target}: FAILED: {reason.splitlines()[0]}")
     for note_line in outcome.notes:
@@ -235,6 +236,26 @@ def report_lines(outcome: RunOutcome) -> list[str]:
         f"Results: {outcome.run_dir}/ (run.json, measurements.jsonl, workload.json, gateway logs, simulation.log)"
     )
     return lines
+
+
+def _trust_lines(outcome: RunOutcome) -> list[str]:
+    """The engine's ceiling and the second engine's agreement (docs/trust.md)."""
+    report = outcome.report
+    if report is None:
+        return []
+    trust = report.trust
+    lines = []
+    if trust.ceiling is not None and trust.ceiling.workloads:
+        points = ", ".join(
+            f"{w} {p.throughput:,.0f} req/s" for w, p in trust.ceiling.workloads.items()
+        )
+        lines.append(
+            f"Engine ceiling ({trust.ceiling.engine} against {trust.ceiling.server}): {points}; "
+            "a measurement within 20 % of it is tester-bound."
+        )
+    if trust.second_engine is not None:
+        lines.append(trust.summary or f"Cross-check: {trust.second_engine_note}")
+    return ["", *lines] if lines else []
 
 
 def _score_lines(outcome: RunOutcome) -> list[str]:
