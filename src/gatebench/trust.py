@@ -284,11 +284,23 @@ def agreement_summary(agreements: Sequence[Agreement]) -> str:
     bad = [a for a in agreements if not a.agrees]
     if not bad:
         return text + "."
-    worst = max(bad, key=lambda a: max(a.throughput_gap_pct, a.p50_gap_pct))
+
+    def failing_gap(a: Agreement) -> float:
+        return max(
+            0.0 if a.throughput_agrees else a.throughput_gap_pct,
+            0.0 if a.p50_agrees else a.p50_gap_pct,
+        )
+
+    worst = max(bad, key=failing_gap)
+    gaps = []
+    if not worst.throughput_agrees:
+        gaps.append(f"throughput {worst.throughput_gap_pct:.0f} %")
+    if not worst.p50_agrees:
+        gaps.append(f"p50 {worst.p50_gap_pct:.0f} %")
     bound = sum(1 for a in bad if a.tester_bound)
     text += (
         f"; they disagree on {len(bad)} (largest gap: {worst.target} · {worst.workload}, "
-        f"throughput {worst.throughput_gap_pct:.0f} %, p50 {worst.p50_gap_pct:.0f} %)"
+        f"{', '.join(gaps)})"
     )
     if bound:
         text += f", {bound} of them where {first.engine} was tester-bound"

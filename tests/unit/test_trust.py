@@ -190,6 +190,12 @@ def test_compare_engines_pairs_cells_by_target_and_workload() -> None:
         "wrk and gatling agree within 10 % on throughput and p50 in 1 of 2 target × workload "
         "cell(s); they disagree on 1 (largest gap: b · w, throughput 25 %, p50 20 %)."
     )
+    # a p50 inside Gatling's resolution is not a gap, however large in %
+    fast = [m("x", "w", 1, throughput=300.0, p50=0.0)]
+    fast_other = [m("x", "w", 1, throughput=500.0, p50=0.05, engine="wrk")]
+    assert agreement_summary(compare_engines(fast, fast_other)).endswith(
+        "they disagree on 1 (largest gap: x · w, throughput 40 %)."
+    )
 
 
 # -- the report -------------------------------------------------------------------------------
@@ -233,7 +239,7 @@ def test_the_report_shows_headroom_and_the_second_engine() -> None:
     assert report.cautions[0] == (
         "The second engine does not confirm every number: wrk and gatling agree within 10 % on "
         "throughput and p50 in 1 of 2 target × workload cell(s); they disagree on 1 (largest "
-        'gap: a · w, throughput 40 %, p50 40 %). See "Trust" below.'
+        'gap: a · w, throughput 40 %). See "Trust" below.'
     )
     md = render_markdown(report)
     assert "| w | a | 900 | 1,000 | 90 % | 2 of 2 |" in md
