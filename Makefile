@@ -6,7 +6,7 @@ PY := $(BIN)/python
 SPEC ?= examples/auction/openapi.yaml
 DEMO_FLAGS ?=
 
-.PHONY: help demo test test-fast test-integration check format goldens bench lock setup setup-all clean
+.PHONY: help demo test test-fast test-integration check format goldens bench lock setup setup-all clean bundle
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -20,6 +20,7 @@ setup-all: ## everything the tests need: Debian packages, .venv, JVM gateways, G
 demo: setup-all ## benchmark the auction example through 5 gateways + the baseline here (<= 10 min); DEMO_FLAGS=--quick for a smoke run
 	@$(BIN)/gatebench validate $(SPEC)
 	@AUCTION_TOKEN=$${AUCTION_TOKEN:-demo-token} $(BIN)/gatebench run $(SPEC) $(DEMO_FLAGS)
+	@$(BIN)/gatebench report latest
 
 test: setup-all ## install what the tests need, then run them all (unit, golden, integration, browser)
 	@$(BIN)/pytest
@@ -44,6 +45,9 @@ goldens: setup ## rewrite tests/golden/ from the current renderers
 
 bench: setup-all ## run the benchmarks and rewrite docs/benchmarks.md
 	@$(PY) -m benchmarks
+
+bundle: setup ## the Cloud Functions' source archives (build/functions/*.zip, see docs/cloud.md)
+	@$(BIN)/gatebench cloud bundle --functions functions --out build/functions
 
 lock: ## re-resolve requirements/dev.lock from pyproject.toml
 	@scripts/lock.sh

@@ -26,6 +26,8 @@ COMMANDS = (
     "score",
     "load",
     "ingest",
+    "cloud",
+    "serve",
 )
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_RUN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130

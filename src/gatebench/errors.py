@@ -11,8 +11,11 @@ HTTP 400 ``{"errors": [{"pointer": ..., "message": ...}]}``::
     │   └── UnsupportedFeature     valid, but gatebench or a gateway cannot express it
     ├── PlanError                  the x-gatebench section or benchmark file is wrong
     ├── RenderError                a gateway configuration cannot be produced
+    │   └── UnknownGateway         no renderer by that name (renderers._registry)
     ├── RunError                   provisioning, load or teardown failed
-    │   └── UnsupportedHere        the gateway only runs on the cloud path
+    │   ├── UnsupportedHere        the gateway only runs on the cloud path
+    │   └── ConfigRejected         the gateway's own checker refused its config (renderers._boot)
+    ├── ScoreError                 measurements cannot be scored (score.py)
     └── StoreError                 the result store refused an operation
 """
 
@@ -73,7 +76,7 @@ class Problem:
             where += f":{self.line}"
             if self.column is not None:
                 where += f":{self.column}"
-        return f"{where}: {self.severity}: {self.pointer or '/'}: {self.message}"
+        return f"{where}: {self.severity}: {_printable(self.pointer) or '/'}: {_printable(self.message)}"
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -88,6 +91,25 @@ class Problem:
         if self.source is not None:
             out["source"] = self.source
         return out
+
+
+_CONTROL = {i: f"\\x{i:02x}" for i in (*range(0x20), 0x7F)} | {
+    0x0A: "\\n",
+    0x09: "\\t",
+    0x0D: "\\r",
+}
+
+
+def _printable(text: str, limit: int = 300) -> str:
+    """One line, of bounded length: control characters escaped, long runs shortened.
+
+    Spec strings reach messages (a path key with a newline, a 9,000-character path); a
+    problem must still print as one readable line. ``to_dict`` keeps the exact text.
+    """
+    text = text.translate(_CONTROL)
+    if len(text) > limit:
+        text = text[: limit - 40] + f"…({len(text) - limit + 40} more characters)…" + text[-20:]
+    return text
 
 
 class GatebenchError(Exception):

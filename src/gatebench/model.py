@@ -88,6 +88,12 @@ class RunRecord:
     error: str | None = None
     target_errors: dict[str, str] = field(default_factory=dict)
     """Targets that failed (config rejected, died mid-run) with the reason and log tail."""
+    status_times: dict[str, float] = field(default_factory=dict)
+    """When the run entered each status (epoch seconds): the run's history."""
+    execution_id: str | None = None
+    """Cloud path: the Workflows execution that owns the run (re-delivered events find it)."""
+    teardown: str | None = None
+    """Cloud path: ``ok`` or ``failed: reason`` once teardown has run."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -3,9 +3,14 @@
 Each one runs in its own session (process group), logs to its own file, is probed for
 readiness with a real request, and is stopped by its PID (the group it leads): gatebench
 never signals a process it did not start. A :class:`Supervisor` stops everything it started
-on every way out: normal exit, exception, Ctrl-C (SIGINT) and SIGTERM. Children also get
-SIGKILL from the kernel if the gatebench thread that started them dies (``PR_SET_PDEATHSIG``),
-so even ``kill -9`` of gatebench leaves no gateway behind.
+on every way out: normal exit, exception, Ctrl-C (SIGINT) and SIGTERM, by signalling the
+whole process group, so a gateway's own worker processes go too.
+
+``kill -9`` of gatebench itself runs no cleanup. The kernel still sends SIGKILL to each
+process gatebench started directly (``PR_SET_PDEATHSIG``, armed in the child), so
+single-process gateways (HAProxy, Envoy, Caddy, the JVM gateways) and the engines die with
+it; the worker processes of gateways that fork (nginx, Apache, Varnish) are not its children
+and can outlive it. ``gatebench serve`` sweeps such leftovers by PID after each run.
 """
 
 from __future__ import annotations

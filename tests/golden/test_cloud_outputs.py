@@ -22,41 +22,14 @@ from urllib.parse import unquote
 
 import pytest
 import yaml
-from _cases import ALL_SPECS, ERRORS_FILE, ROOT, case_api, golden_target, render_case
-from jsonschema import Draft201909Validator
+from _cases import ALL_SPECS, ERRORS_FILE, case_api, golden_target, render_case
+from krakend_schema import krakend_validator
 from openapi_spec_validator import validate
-from referencing import Registry, Resource
 
 from gatebench.renderers import get_renderer
 from gatebench.renderers._replay import replay_matrix
 
-SCHEMA_DIR = ROOT.parent / "shared" / "schemas" / "krakend-v2.13"
-SCHEMA_BASE = "https://www.krakend.io/schema/v2.13/"
-
 Router = Callable[[str, str], bool]
-
-
-@cache
-def krakend_validator() -> Draft201909Validator:
-    """The official KrakenD schema, every https ``$id`` resolved to its local file."""
-    assert (SCHEMA_DIR / "endpoint.json").is_file(), f"the KrakenD schema is missing in {SCHEMA_DIR}"
-    resources = []
-    for path in sorted(SCHEMA_DIR.rglob("*.json")):
-        data = json.loads(path.read_text())
-        uri = SCHEMA_BASE + path.relative_to(SCHEMA_DIR).as_posix()
-        if path.name == "_root.json":
-            continue
-        resources.append((uri, Resource.from_contents(data, default_specification=_draft())))
-    registry: Registry[Any] = Registry().with_resources(resources)
-    root = json.loads((SCHEMA_DIR / "krakend.json").read_text())
-    root.setdefault("$id", SCHEMA_BASE + "krakend.json")
-    return Draft201909Validator(root, registry=registry)
-
-
-def _draft() -> Any:
-    from referencing.jsonschema import DRAFT201909
-
-    return DRAFT201909
 
 
 @cache

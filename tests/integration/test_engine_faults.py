@@ -146,14 +146,32 @@ def test_engine_crash_is_retried_once(tmp_path: Path) -> None:
     assert_torn_down(outcome.run_dir)
 
 
+class KillRetrySupervisor(RecordingSupervisor):
+    """Kills the retry JVM as soon as it starts: the second crash, without racing the
+    retry's (short) phases."""
+
+    def __init__(self, kills: list[int]) -> None:
+        super().__init__()
+        self.kills = kills
+
+    def start(self, name: str, argv: Any, **kwargs: Any) -> Any:
+        proc = super().start(name, argv, **kwargs)
+        if name.startswith("gatling-retry"):
+            self.kills.append(proc.pid)
+            os.killpg(proc.pid, signal.SIGKILL)
+        return proc
+
+
 def test_engine_crashing_twice_fails_the_run_and_keeps_what_finished(tmp_path: Path) -> None:
-    supervisor = RecordingSupervisor()
-    display, kills = _kill_jvm_when(supervisor, 2)
+    retry_kills: list[int] = []
+    supervisor = KillRetrySupervisor(retry_kills)
+    display, first_kills = _kill_jvm_when(supervisor, 1)
     with pytest.raises(
         RunError, match=r"^the load engine failed twice: Gatling exited with code -9 after"
     ):
         _run(tmp_path, supervisor, display)
-    assert len(kills) == 2
+    assert len(first_kills) == 1  # the first JVM, at repetition 2
+    assert len(retry_kills) == 1  # the retry JVM, as it started
     (run_dir,) = tmp_path.iterdir()
     saved = json.loads((run_dir / "run.json").read_text())
     assert saved["status"] == "partial"

@@ -144,6 +144,11 @@ def test_status_follows_the_lifecycle(store: ResultStore) -> None:
         "nginx exited with code 1",
     )
     assert failed.updated_at > 1000.0
+    order = ["parsed", "rendered", "loading", "failed"]
+    assert set(failed.status_times) == set(order)
+    times = [failed.status_times[s] for s in order]
+    assert times == sorted(times)
+    assert failed.status_times["failed"] == failed.updated_at
     assert store.get_run("r1") == failed
 
 

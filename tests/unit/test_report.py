@@ -397,3 +397,18 @@ def test_report_generation_is_deterministic(synthetic: tuple[RunRecord, list[Mea
 
 def test_the_golden_folder_is_where_the_docs_say(tmp_path: Path) -> None:
     assert GOLDEN.parent.name == "golden"
+
+
+def test_verdict_separates_errors_everyone_had_from_the_leaders_own() -> None:
+    ms = [
+        m("a", "w", 0, 10.0, error_pct=80.0, ko=80, ok=20),
+        m("b", "w", 0, 12.0, error_pct=85.0, ko=85, ok=15),
+        m("a", "v", 0, 10.0, error_pct=5.0, ko=5, ok=95),
+        m("b", "v", 0, 12.0),
+    ]
+    verdict = build_report(run_record(gateways=["a", "b"]), ms).verdict
+    assert (
+        "Every gateway returned errors on w: the workload or the backend refuses those "
+        "requests, so compare the error column rather than the latencies."
+    ) in verdict
+    assert "a returned errors on v: check the error column." in verdict

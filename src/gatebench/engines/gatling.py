@@ -177,7 +177,7 @@ class GatlingEngine:
                         local = _local_index(record.name, index_of)
                         if local is not None:
                             samples[local].add(record.start, record.end, record.ok, record.message)
-                    elif not record.ok:
+                    elif not record.ok and record.name == "__control__":
                         result.control_failures.append(record.message)
                 elif isinstance(record, GroupRecord) and record.groups:
                     match = _FLUSH.match(record.groups[-1])

@@ -341,8 +341,19 @@ def verdict(summary: RunSummary) -> list[str]:
             "generator, not the gateways, set it there (tester-bound)."
         )
     erring = [e.workload for e in top.endpoints if e.has_errors]
-    if erring:
-        lines.append(f"{top.target} returned errors on {_join(erring)}: check the error column.")
+    everyone = [
+        w
+        for w in erring
+        if all(any(e.workload == w and e.has_errors for e in g.endpoints) for g in ranked)
+    ]
+    alone = [w for w in erring if w not in everyone]
+    if everyone:
+        lines.append(
+            f"Every gateway returned errors on {_join(everyone)}: the workload or the backend "
+            "refuses those requests, so compare the error column rather than the latencies."
+        )
+    if alone:
+        lines.append(f"{top.target} returned errors on {_join(alone)}: check the error column.")
     if top.missing:
         lines.append(f"{top.target} has no measurement for {_join(top.missing)}.")
     return lines

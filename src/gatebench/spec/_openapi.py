@@ -79,6 +79,7 @@ class OpenApiBuilder:
         self.v2 = False
         self.root: dict[str, Any] = {}
         self.security_schemes: dict[str, SecurityScheme] = {}
+        self._servers: dict[Loc, str] = {}
 
     # -- problems ---------------------------------------------------------------------------
 
@@ -315,6 +316,12 @@ class OpenApiBuilder:
         return ""
 
     def _server_url(self, server: Any, loc: Loc) -> str:
+        """The URL of one Server Object, resolved (and its problems reported) once."""
+        if loc not in self._servers:
+            self._servers[loc] = self._resolve_server_url(server, loc)
+        return self._servers[loc]
+
+    def _resolve_server_url(self, server: Any, loc: Loc) -> str:
         if not isinstance(server, dict) or not isinstance(server.get("url"), str):
             self.problem(loc, "a server needs a 'url' string")
             return ""

@@ -328,6 +328,11 @@ def load_yaml(
         message = exc.problem or "invalid YAML"
         if exc.context:
             message = f"{message} ({exc.context})"
+        if exc.context == "while scanning a simple key":
+            message += (
+                "; a YAML key longer than 1,024 characters must be written as an explicit "
+                "key ('? key' on one line, ': value' on the next)"
+            )
         raise SpecSyntaxError(
             [
                 Problem(

@@ -73,7 +73,12 @@ def moved(
             f"run {run.run_id!r}: cannot move from {run.status.value!r} to "
             f"{status.value!r} (allowed: {why})"
         )
-    changes: dict[str, Any] = {"status": status, "updated_at": now or time.time()}
+    when = now or time.time()
+    changes: dict[str, Any] = {
+        "status": status,
+        "updated_at": when,
+        "status_times": {**run.status_times, status.value: when},
+    }
     if failed_step is not None:
         changes["failed_step"] = failed_step
     if error is not None:

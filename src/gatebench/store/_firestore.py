@@ -163,8 +163,10 @@ class FirestoreStore:
             snap = ref.get(transaction=transaction)
             if not snap.exists:
                 raise no_such_run(run_id)
-            new = change(RunRecord.from_dict(decode(snap.to_dict() or {})))
-            transaction.set(ref, encode(new.to_dict()))
+            stored = snap.to_dict() or {}
+            new = change(RunRecord.from_dict(decode(stored)))
+            # Fields the model does not know (written by other tools) are kept, not dropped.
+            transaction.set(ref, {**stored, **encode(new.to_dict())})
             return new
 
         result: RunRecord = self._call(what, lambda: apply(self.client.transaction()))

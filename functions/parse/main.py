@@ -1,0 +1,28 @@
+"""Cloud Function `parse` (HTTP, called by workflows/benchmark.yaml with OIDC).
+
+Request: {"bucket", "name", "generation"?, "execution_id"?}. Reads the uploaded spec and
+answers its run id and run document (200), or the same with every located problem (400),
+or 404 when the object does not exist. See gatebench.cloud.parse_upload.
+"""
+
+import time
+
+import functions_framework
+
+from gatebench import cloud
+
+_storage = cloud.Storage()  # builds its client on first use
+
+
+@functions_framework.http
+def parse(request):
+    try:
+        body = cloud.json_body(request)
+        ref = cloud.object_from_request(body)
+        data, generation = _storage.read(ref)
+    except cloud.ObjectMissing as exc:
+        return cloud.problems_reply(exc, 404)
+    except cloud.RequestError as exc:
+        return cloud.problems_reply(exc, 400)
+    outcome = cloud.parse_upload(data, ref.at(generation), now=time.time())
+    return cloud.reply(outcome.response(body.get("execution_id")), 200 if outcome.ok else 400)

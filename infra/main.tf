@@ -1,0 +1,160 @@
+# gatebench on Google Cloud: uploads bucket → Eventarc → Workflows → Cloud Functions →
+# Cloud Build + per-run VMs (infra/vms) → Firestore and BigQuery. See infra/README.md.
+
+locals {
+  labels = merge(var.labels, { app = "gatebench" })
+  builds = {
+    for name in ["provision", "load", "teardown"] :
+    name => jsonencode(yamldecode(file("${path.module}/../cloudbuild/${name}.yaml")))
+  }
+  # What the functions and the Cloud Build steps read about this deployment
+  # (gs://RUNS_BUCKET/pipeline/settings.json). No secrets: names and limits only.
+  settings = {
+    project       = var.project_id
+    region        = var.region
+    zone          = var.zone
+    prefix        = var.prefix
+    network       = module.network.network
+    subnetwork    = module.network.subnetwork
+    tags          = module.network.tags
+    runner_image  = module.runner.image
+    accounts      = module.runner.vm_service_accounts
+    labels        = local.labels
+    limits        = var.limits
+    layout        = "dns"
+    uploads       = module.uploads.name
+    spec_prefix   = var.spec_prefix
+    bigquery      = module.results.bigquery
+    firestore_db  = module.results.firestore_database
+    raw_retention = var.raw_log_retention_days
+  }
+}
+
+module "uploads" {
+  source     = "./modules/bucket"
+  project_id = var.project_id
+  name       = "${var.prefix}-uploads-${var.project_id}"
+  location   = var.region
+  labels     = local.labels
+  cors = {
+    origins = var.upload_origins
+    methods = ["GET", "HEAD", "POST", "PUT"]
+  }
+  iam = {
+    "roles/storage.objectCreator" = var.users
+    "roles/storage.objectViewer"  = concat(var.users, [module.functions.service_account_member])
+  }
+  depends_on = [google_project_service.enabled]
+}
+
+module "runs" {
+  source     = "./modules/bucket"
+  project_id = var.project_id
+  name       = "${var.prefix}-runs-${var.project_id}"
+  location   = var.region
+  labels     = local.labels
+  lifecycle_rules = [{
+    age_days = var.raw_log_retention_days
+    prefixes = ["runs/"]
+    suffixes = ["/simulation.log"]
+  }]
+  iam = {
+    # Functions write configs, rows and scores; builds write state, saved variables and
+    # markers; the tester writes raw logs (never overwriting); gateways read their config.
+    "roles/storage.objectAdmin"   = [module.functions.service_account_member, module.runner.build_member]
+    "roles/storage.objectCreator" = [module.runner.tester_member]
+    # The workflow's BigQuery load job reads rows; the functions' builder reads sources.
+    "roles/storage.objectViewer" = concat(var.users, [
+      module.runner.tester_member,
+      module.runner.gateway_member,
+      module.workflow.service_account_member,
+      module.functions.builder_member,
+    ])
+  }
+  depends_on = [google_project_service.enabled]
+}
+
+module "network" {
+  source     = "./modules/network"
+  project_id = var.project_id
+  prefix     = var.prefix
+  region     = var.region
+  depends_on = [google_project_service.enabled]
+}
+
+module "results" {
+  source             = "./modules/results-store"
+  project_id         = var.project_id
+  prefix             = var.prefix
+  firestore_location = var.firestore_location
+  bigquery_location  = var.bigquery_location
+  labels             = local.labels
+  writers            = [module.workflow.service_account_member]
+  readers            = var.users
+  firestore_users    = [module.workflow.service_account_member, module.functions.service_account_member]
+  depends_on         = [google_project_service.enabled]
+}
+
+module "runner" {
+  source     = "./modules/runner"
+  project_id = var.project_id
+  prefix     = var.prefix
+  region     = var.region
+  image_tag  = var.runner_image_tag
+  labels     = local.labels
+  depends_on = [google_project_service.enabled]
+}
+
+module "functions" {
+  source      = "./modules/functions"
+  project_id  = var.project_id
+  prefix      = var.prefix
+  region      = var.region
+  labels      = local.labels
+  bundles_dir = var.function_bundles_dir
+  runs_bucket = module.runs.name
+  env = {
+    GATEBENCH_RUNS_BUCKET        = module.runs.name
+    GATEBENCH_FIRESTORE_DATABASE = module.results.firestore_database
+  }
+  depends_on = [google_project_service.enabled]
+}
+
+module "workflow" {
+  source         = "./modules/workflow"
+  project_id     = var.project_id
+  prefix         = var.prefix
+  region         = var.region
+  labels         = local.labels
+  source_file    = "${path.module}/../workflows/benchmark.yaml"
+  uploads_bucket = module.uploads.name
+  invoke         = module.functions.http_services
+  build_account  = module.runner.build_service_account
+  env = {
+    GATEBENCH_PARSE_URL             = module.functions.urls.parse
+    GATEBENCH_RENDER_URL            = module.functions.urls.render
+    GATEBENCH_SCORE_URL             = module.functions.urls.score
+    GATEBENCH_RUNS_BUCKET           = module.runs.name
+    GATEBENCH_SPEC_PREFIX           = var.spec_prefix
+    GATEBENCH_FIRESTORE_DATABASE    = module.results.firestore_database
+    GATEBENCH_BQ_DATASET            = module.results.bigquery.dataset
+    GATEBENCH_BQ_TABLE              = module.results.bigquery.table
+    GATEBENCH_BUILD_LOCATION        = var.region
+    GATEBENCH_BUILD_SERVICE_ACCOUNT = module.runner.build_service_account.id
+    GATEBENCH_RUNNER_IMAGE          = module.runner.image
+    GATEBENCH_BUILD_PROVISION       = local.builds.provision
+    GATEBENCH_BUILD_LOAD            = local.builds.load
+    GATEBENCH_BUILD_TEARDOWN        = local.builds.teardown
+    GATEBENCH_PROVISION_TIMEOUT_S   = tostring(var.limits.provision_s)
+    GATEBENCH_LOAD_TIMEOUT_S        = tostring(var.limits.load_s)
+    GATEBENCH_TEARDOWN_TIMEOUT_S    = tostring(var.limits.teardown_s)
+  }
+  depends_on = [google_project_service.enabled]
+}
+
+resource "google_storage_bucket_object" "settings" {
+  name         = "pipeline/settings.json"
+  bucket       = module.runs.name
+  content_type = "application/json"
+  content      = jsonencode(local.settings)
+}

@@ -1,0 +1,108 @@
+# The Cloud Functions (gen2, Python 3.12): parse, render and score are HTTP functions the
+# workflow calls with OIDC; ingest runs on every object finalized in the runs bucket and
+# stores the measurement of each raw log as it lands. Each is a thin handler over the
+# gatebench core (functions/*/main.py); `make bundle` builds the source archives.
+
+locals {
+  functions = {
+    parse  = { bundle = "parse", entry = "parse", memory = "512M", timeout = 300, max = 5 }
+    render = { bundle = "render", entry = "render", memory = "512M", timeout = 300, max = 5 }
+    score  = { bundle = "score", entry = "score", memory = "1Gi", timeout = 1800, max = 5 }
+    ingest = { bundle = "score", entry = "ingest", memory = "1Gi", timeout = 540, max = 10 }
+  }
+  bundles = toset([for f in values(local.functions) : f.bundle])
+}
+
+resource "google_service_account" "runtime" {
+  project      = var.project_id
+  account_id   = "${var.prefix}-functions"
+  display_name = "gatebench functions: parse, render, score, ingest"
+}
+
+resource "google_service_account" "builder" {
+  project      = var.project_id
+  account_id   = "${var.prefix}-fn-build"
+  display_name = "gatebench functions: builds the functions' containers"
+}
+
+resource "google_project_iam_member" "builder" {
+  for_each = toset(["roles/cloudbuild.builds.builder", "roles/logging.logWriter"])
+  project  = var.project_id
+  role     = each.value
+  member   = google_service_account.builder.member
+}
+
+resource "google_storage_bucket_object" "source" {
+  for_each = local.bundles
+  bucket   = var.runs_bucket
+  # The archive's hash in the name redeploys a function when its code changes.
+  name   = "pipeline/functions/${each.key}-${filemd5("${var.bundles_dir}/${each.key}.zip")}.zip"
+  source = "${var.bundles_dir}/${each.key}.zip"
+}
+
+resource "google_service_account" "ingest_trigger" {
+  project      = var.project_id
+  account_id   = "${var.prefix}-ingest-trigger"
+  display_name = "gatebench: delivers runs-bucket events to the ingest function"
+}
+
+resource "google_project_iam_member" "ingest_trigger_receiver" {
+  project = var.project_id
+  role    = "roles/eventarc.eventReceiver"
+  member  = google_service_account.ingest_trigger.member
+}
+
+resource "google_cloudfunctions2_function" "this" {
+  for_each    = local.functions
+  project     = var.project_id
+  name        = "${var.prefix}-${each.key}"
+  location    = var.region
+  description = "gatebench ${each.key}"
+  labels      = var.labels
+
+  build_config {
+    runtime         = "python312"
+    entry_point     = each.value.entry
+    service_account = google_service_account.builder.id
+    source {
+      storage_source {
+        bucket = var.runs_bucket
+        object = google_storage_bucket_object.source[each.value.bundle].name
+      }
+    }
+  }
+
+  service_config {
+    service_account_email          = google_service_account.runtime.email
+    available_memory               = each.value.memory
+    timeout_seconds                = each.value.timeout
+    max_instance_count             = each.value.max
+    ingress_settings               = "ALLOW_INTERNAL_ONLY"
+    all_traffic_on_latest_revision = true
+    environment_variables          = merge(var.env, { GATEBENCH_PROJECT = var.project_id })
+  }
+
+  dynamic "event_trigger" {
+    for_each = each.key == "ingest" ? [1] : []
+    content {
+      trigger_region        = var.region
+      event_type            = "google.cloud.storage.object.v1.finalized"
+      retry_policy          = "RETRY_POLICY_DO_NOT_RETRY"
+      service_account_email = google_service_account.ingest_trigger.email
+      event_filters {
+        attribute = "bucket"
+        value     = var.runs_bucket
+      }
+    }
+  }
+
+  depends_on = [google_project_iam_member.builder]
+}
+
+resource "google_cloud_run_v2_service_iam_member" "ingest_invoker" {
+  project  = var.project_id
+  location = var.region
+  name     = google_cloudfunctions2_function.this["ingest"].service_config[0].service
+  role     = "roles/run.invoker"
+  member   = google_service_account.ingest_trigger.member
+}

@@ -1,0 +1,30 @@
+output "http_services" {
+  description = "The Cloud Run services behind the HTTP functions (for run.invoker grants)."
+  value = {
+    for name in ["parse", "render", "score"] :
+    name => google_cloudfunctions2_function.this[name].service_config[0].service
+  }
+}
+
+output "service_account_email" {
+  description = "Runtime service account of the functions."
+  value       = google_service_account.runtime.email
+}
+
+output "service_account_member" {
+  description = "IAM member of the functions' runtime service account."
+  value       = google_service_account.runtime.member
+}
+
+output "urls" {
+  description = "HTTPS endpoints of the HTTP functions."
+  value = {
+    for name in ["parse", "render", "score"] :
+    name => google_cloudfunctions2_function.this[name].service_config[0].uri
+  }
+}
+
+output "builder_member" {
+  description = "IAM member of the service account that builds the functions (reads their sources)."
+  value       = google_service_account.builder.member
+}

@@ -1,0 +1,68 @@
+# The benchmark network: VMs have no external address; Cloud NAT lets gateway VMs pull their
+# official images. Ingress is closed except the three paths a benchmark needs, by network
+# tag: tester → gateway, gateway → backend, and tester → backend (the no-gateway baseline).
+
+locals {
+  tags = {
+    tester  = "${var.prefix}-tester"
+    gateway = "${var.prefix}-gateway"
+    backend = "${var.prefix}-backend"
+  }
+}
+
+resource "google_compute_network" "this" {
+  project                 = var.project_id
+  name                    = "${var.prefix}-bench"
+  auto_create_subnetworks = false
+}
+
+resource "google_compute_subnetwork" "this" {
+  project                  = var.project_id
+  name                     = "${var.prefix}-bench-${var.region}"
+  region                   = var.region
+  network                  = google_compute_network.this.id
+  ip_cidr_range            = var.cidr
+  private_ip_google_access = true
+}
+
+resource "google_compute_router" "this" {
+  project = var.project_id
+  name    = "${var.prefix}-bench"
+  region  = var.region
+  network = google_compute_network.this.id
+}
+
+resource "google_compute_router_nat" "this" {
+  project                            = var.project_id
+  name                               = "${var.prefix}-bench"
+  router                             = google_compute_router.this.name
+  region                             = var.region
+  nat_ip_allocate_option             = "AUTO_ONLY"
+  source_subnetwork_ip_ranges_to_nat = "ALL_SUBNETWORKS_ALL_IP_RANGES"
+}
+
+resource "google_compute_firewall" "tester_to_gateway" {
+  project     = var.project_id
+  name        = "${var.prefix}-tester-to-gateway"
+  network     = google_compute_network.this.id
+  direction   = "INGRESS"
+  source_tags = [local.tags.tester]
+  target_tags = [local.tags.gateway]
+  allow {
+    protocol = "tcp"
+    ports    = [tostring(var.ports.gateway)]
+  }
+}
+
+resource "google_compute_firewall" "to_backend" {
+  project     = var.project_id
+  name        = "${var.prefix}-to-backend"
+  network     = google_compute_network.this.id
+  direction   = "INGRESS"
+  source_tags = [local.tags.gateway, local.tags.tester]
+  target_tags = [local.tags.backend]
+  allow {
+    protocol = "tcp"
+    ports    = [tostring(var.ports.backend)]
+  }
+}

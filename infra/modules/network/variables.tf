@@ -1,0 +1,29 @@
+variable "cidr" {
+  description = "Range of the benchmark subnet."
+  type        = string
+  default     = "10.80.0.0/20"
+}
+
+variable "ports" {
+  description = "Ports the gateways and the backend listen on (the per-run VM config uses the same)."
+  type = object({
+    gateway = optional(number, 8000)
+    backend = optional(number, 8080)
+  })
+  default = {}
+}
+
+variable "prefix" {
+  description = "Prefix of resource names and network tags."
+  type        = string
+}
+
+variable "project_id" {
+  description = "Project of the network."
+  type        = string
+}
+
+variable "region" {
+  description = "Region of the subnet, router and NAT."
+  type        = string
+}

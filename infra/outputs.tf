@@ -1,0 +1,40 @@
+output "function_urls" {
+  description = "HTTPS endpoints of the parse, render and score functions (invoked by the workflow with OIDC)."
+  value       = module.functions.urls
+}
+
+output "looker_studio_url" {
+  description = "Looker Studio Linking API URL: a report over the summary view, ready to save."
+  value = join("", [
+    "https://lookerstudio.google.com/reporting/create?r.reportName=gatebench",
+    "&ds.ds0.datasourceName=gatebench%20results&ds.ds0.connector=bigQuery&ds.ds0.type=TABLE",
+    "&ds.ds0.projectId=${var.project_id}",
+    "&ds.ds0.datasetId=${module.results.bigquery.dataset}",
+    "&ds.ds0.tableId=${module.results.bigquery.view}",
+  ])
+}
+
+output "looker_studio_view" {
+  description = "The BigQuery view a Looker Studio report reads (project.dataset.view)."
+  value       = "${var.project_id}.${module.results.bigquery.dataset}.${module.results.bigquery.view}"
+}
+
+output "runner_image" {
+  description = "The runner image the builds and VMs run; push it with `make runner-image`."
+  value       = module.runner.image
+}
+
+output "runs_bucket" {
+  description = "Bucket for run artefacts (rendered configs, raw logs, rows, Terraform state of the VMs) and the static frontend."
+  value       = module.runs.name
+}
+
+output "uploads_bucket" {
+  description = "Upload a spec to gs://BUCKET/<spec_prefix>NAME.yaml to start a run."
+  value       = module.uploads.name
+}
+
+output "workflow" {
+  description = "The workflow to run by hand: gcloud workflows run NAME --location REGION --data '{\"bucket\": ..., \"name\": ...}'."
+  value       = module.workflow.name
+}

@@ -1,0 +1,122 @@
+variable "bigquery_location" {
+  description = "Location of the BigQuery dataset (a multi-region such as EU or US, or a region)."
+  type        = string
+  default     = "EU"
+}
+
+variable "firestore_location" {
+  description = "Location of the Firestore database (for example eur3, nam5 or a region)."
+  type        = string
+  default     = "eur3"
+}
+
+variable "function_bundles_dir" {
+  description = "Folder holding the functions' source archives built by `make bundle` (parse.zip, render.zip, score.zip)."
+  type        = string
+  default     = "../build/functions"
+}
+
+variable "labels" {
+  description = "Labels added to every resource that takes labels."
+  type        = map(string)
+  default     = {}
+}
+
+variable "limits" {
+  description = "Upper bounds of one run, in seconds: each build's timeout, and the longest estimated load the parse function accepts."
+  type = object({
+    provision_s = optional(number, 1800)
+    load_s      = optional(number, 21600)
+    teardown_s  = optional(number, 1800)
+    vm_lifetime = optional(number, 43200)
+  })
+  default = {}
+  validation {
+    condition     = var.limits.load_s >= 60 && var.limits.load_s <= 86400 && var.limits.provision_s >= 60 && var.limits.teardown_s >= 60
+    error_message = "limits: provision_s and teardown_s are at least 60 s; load_s is 60..86400 s (one day)."
+  }
+  validation {
+    condition     = var.limits.vm_lifetime > var.limits.provision_s + var.limits.load_s + var.limits.teardown_s
+    error_message = "limits.vm_lifetime (VMs delete themselves after it) must exceed provision_s + load_s + teardown_s."
+  }
+}
+
+variable "prefix" {
+  description = "Prefix of every resource name (lowercase letters, digits and dashes; starts with a letter; at most 12 characters)."
+  type        = string
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{0,10}[a-z0-9]$", var.prefix))
+    error_message = "prefix: 2 to 12 characters, lowercase letters, digits and dashes, starting with a letter and not ending with a dash (for example \"gb\" or \"gatebench\")."
+  }
+}
+
+variable "project_id" {
+  description = "The Google Cloud project everything is created in."
+  type        = string
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{4,28}[a-z0-9]$", var.project_id))
+    error_message = "project_id: a project id (6 to 30 lowercase letters, digits and dashes)."
+  }
+}
+
+variable "region" {
+  description = "Region of the buckets, functions, workflow, builds and the benchmark network."
+  type        = string
+  default     = "europe-central2"
+}
+
+variable "runner_image_tag" {
+  description = "Tag of the gatebench runner image in the project's Artifact Registry (built by `make runner-image`); the Cloud Build steps and the tester and backend VMs run it."
+  type        = string
+  default     = "0.1.0"
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$", var.runner_image_tag))
+    error_message = "runner_image_tag: a Docker tag (letters, digits, _ . -; at most 128 characters)."
+  }
+}
+
+variable "spec_prefix" {
+  description = "Objects uploaded under this prefix of the uploads bucket start a run."
+  type        = string
+  default     = "specs/"
+  validation {
+    condition     = can(regex("^[a-z0-9][a-z0-9_-]*/$", var.spec_prefix))
+    error_message = "spec_prefix: lowercase letters, digits, _ and -, ending with a slash (for example \"specs/\")."
+  }
+}
+
+variable "raw_log_retention_days" {
+  description = "Raw load-generator logs (runs/*/raw/**/simulation.log) are deleted after this many days; results stay in Firestore and BigQuery."
+  type        = number
+  default     = 30
+  validation {
+    condition     = var.raw_log_retention_days >= 1 && var.raw_log_retention_days <= 3650
+    error_message = "raw_log_retention_days: 1 to 3650."
+  }
+}
+
+variable "upload_origins" {
+  description = "Origins allowed to upload specs from a browser (CORS on the uploads bucket): the static frontend's origin, and http://localhost:PORT for `gatebench serve`."
+  type        = list(string)
+  default     = ["https://storage.cloud.google.com"]
+  validation {
+    condition     = alltrue([for o in var.upload_origins : can(regex("^(https://[a-z0-9.-]+|http://(localhost|127\\.0\\.0\\.1)(:[0-9]+)?)$", o))])
+    error_message = "upload_origins: https://HOST origins, or http://localhost[:PORT]; never \"*\"."
+  }
+}
+
+variable "users" {
+  description = "Principals (user:, group: or serviceAccount:) who may upload specs, read run artefacts and query the results view."
+  type        = list(string)
+  default     = []
+  validation {
+    condition     = alltrue([for m in var.users : can(regex("^(user|group|serviceAccount):[^@\\s]+@[^@\\s]+$", m))])
+    error_message = "users: \"user:EMAIL\", \"group:EMAIL\" or \"serviceAccount:EMAIL\"; allUsers and allAuthenticatedUsers are refused."
+  }
+}
+
+variable "zone" {
+  description = "Default zone of the benchmark VMs (a spec's x-gatebench.infrastructure.zone overrides it; it must be in `region`)."
+  type        = string
+  default     = "europe-central2-a"
+}

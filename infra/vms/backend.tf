@@ -1,0 +1,10 @@
+# State lives in the runs bucket under tfstate/runs/RUN_ID; the build passes bucket and prefix
+# (`terraform init -backend-config=bucket=... -backend-config=prefix=...`).
+terraform {
+  backend "gcs" {}
+}
+
+provider "google" {
+  project = var.project
+  zone    = var.zone
+}

@@ -1,0 +1,118 @@
+# Written per run by `gatebench cloud vm-vars` (run.tfvars.json); see gatebench/cloud/_vms.py.
+
+variable "backend" {
+  description = "The backend VM: the runner image's `cloud backend ...` (null when the spec benchmarks an existing service by URL)."
+  type = object({
+    machine_type = string
+    port         = number
+    args         = list(string)
+  })
+  default = null
+}
+
+variable "gateways" {
+  description = "One VM per gateway: its official image pinned by version, the rendered files fetched from the runs bucket into `mount` (with the folders the gateway expects beside them), the container's arguments, and helper containers (Tyk's Redis)."
+  type = map(object({
+    machine_type = string
+    image        = string
+    port         = number
+    mount        = string
+    files = list(object({
+      object = string
+      path   = string
+    }))
+    dirs = list(string)
+    args = list(string)
+    sidecars = list(object({
+      name  = string
+      image = string
+      args  = list(string)
+    }))
+  }))
+  default = {}
+  validation {
+    condition     = alltrue([for g in values(var.gateways) : can(regex("^[a-z0-9][a-z0-9./_-]*(:[A-Za-z0-9._-]+)?(@sha256:[a-f0-9]{64})?$", g.image)) && length(regexall(":", g.image)) >= 1])
+    error_message = "gateways[*].image: an image pinned by tag or digest (for example nginx:1.27.3)."
+  }
+  validation {
+    condition     = alltrue(flatten([for g in values(var.gateways) : [for a in concat(g.args, g.dirs, [g.mount], [for f in g.files : f.path]) : !can(regex("['\\n\\r]", a))]]))
+    error_message = "gateways: arguments and paths may not contain quotes or newlines (they are quoted into the VM's startup script)."
+  }
+}
+
+variable "labels" {
+  description = "Labels of every VM (gatebench-run is added)."
+  type        = map(string)
+  default     = {}
+}
+
+variable "max_run_duration_s" {
+  description = "Every VM deletes itself after this many seconds, even if teardown never ran."
+  type        = number
+}
+
+variable "prefix" {
+  description = "Prefix of the deployment (VM names start with it)."
+  type        = string
+}
+
+variable "project" {
+  description = "Project of the VMs."
+  type        = string
+}
+
+variable "run_id" {
+  description = "The run these VMs serve (gatebench.model.run_id_for_object)."
+  type        = string
+  validation {
+    condition     = can(regex("^r-[0-9a-f]{20}$", var.run_id))
+    error_message = "run_id: r- and 20 hexadecimal digits."
+  }
+}
+
+variable "runner_image" {
+  description = "The gatebench runner image (tester and backend)."
+  type        = string
+}
+
+variable "runs_bucket" {
+  description = "Bucket holding the rendered configs and receiving raw logs."
+  type        = string
+}
+
+variable "service_accounts" {
+  description = "Emails of the tester, gateway and backend service accounts."
+  type = object({
+    tester  = string
+    gateway = string
+    backend = string
+  })
+}
+
+variable "subnetwork" {
+  description = "Self link of the benchmark subnet."
+  type        = string
+}
+
+variable "tags" {
+  description = "Network tags that the firewall rules of infra/modules/network match."
+  type = object({
+    tester  = string
+    gateway = string
+    backend = string
+  })
+}
+
+variable "tester" {
+  description = "The tester VM: machine type and the runner image's arguments (`cloud tester ...`). Null: no tester (an empty fleet, for teardown)."
+  type = object({
+    machine_type = string
+    args         = list(string)
+  })
+  default = null
+}
+
+variable "zone" {
+  description = "Zone of the VMs."
+  type        = string
+}

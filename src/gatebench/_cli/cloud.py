@@ -1,0 +1,210 @@
+"""``gatebench cloud ...``: the commands of the Google Cloud path that are not functions.
+
+The Cloud Build steps (cloudbuild/*.yaml) and the VMs run these, and so can anyone on a
+laptop: ``gatebench cloud bundle`` builds the functions' archives (``make bundle``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "cloud",
+        help="commands of the Google Cloud path (builds, VMs, packaging)",
+        description="Commands the cloud pipeline runs (docs/cloud.md).",
+    )
+    commands = parser.add_subparsers(dest="cloud_command", metavar="COMMAND")
+    commands.required = True
+
+    bundle = commands.add_parser(
+        "bundle",
+        help="build each function's deployable source archive",
+        description="Zip functions/NAME/main.py with the gatebench package and pinned "
+        "requirements into OUT/NAME.zip, for Cloud Functions (Python 3.12).",
+    )
+    bundle.add_argument("--functions", default="functions", help="folder of the functions")
+    bundle.add_argument("--out", default="build/functions", help="where the archives go")
+    bundle.set_defaults(handler=run_bundle)
+
+    check = commands.add_parser(
+        "check",
+        help="fail when a run's scores regressed against a baseline (CI)",
+        description="Compare the scores of a workflow result with a baseline. Exits 1 when "
+        "the run did not finish as done, or a target's score dropped by more than "
+        "--tolerance points or is missing.",
+    )
+    check.add_argument("--result", required=True, help="the workflow's result (JSON file)")
+    check.add_argument("--baseline", required=True, help="the scores to hold (JSON file)")
+    check.add_argument(
+        "--tolerance", type=float, default=2.0, help="points a score may drop (default 2)"
+    )
+    check.set_defaults(handler=run_check)
+
+    ready = commands.add_parser(
+        "wait-ready",
+        help="wait until the run's tester reached the targets (provision build)",
+        description="Wait for gs://RUNS_BUCKET/runs/RUN/tester/ready.json, written by the "
+        "tester VM once it reached the targets. Exits 3 on timeout or when no target answered.",
+    )
+    _run_arguments(ready)
+    ready.set_defaults(handler=run_wait_ready)
+
+    load = commands.add_parser(
+        "load",
+        help="start the run's load on its tester and wait for the end (load build)",
+        description="Ask the tester VM to run the load (runs/RUN/tester/load-request.json) "
+        "and wait for runs/RUN/tester/load-done.json. Exits 3 on timeout or a failed load.",
+    )
+    _run_arguments(load)
+    load.set_defaults(handler=run_load)
+
+    vars_ = commands.add_parser(
+        "vm-vars",
+        help="write the Terraform variables of the run's VMs (provision and teardown builds)",
+        description="Combine the deployment settings and the run's fleet (runs/RUN/fleet.json) "
+        "into the variables of infra/vms, write them to --out and save them in the bucket. "
+        "With --saved: the saved variables (an empty fleet when there are none).",
+    )
+    _run_arguments(vars_)
+    vars_.add_argument("--out", required=True, help="the .tfvars.json file to write")
+    vars_.add_argument("--saved", action="store_true", help="use what provisioning saved")
+    vars_.set_defaults(handler=run_vm_vars)
+
+    backend = commands.add_parser(
+        "backend",
+        help="run the run's backend (the backend VM's command)",
+        description="Start the backend the plan asks for (built-in or mock, from "
+        "runs/RUN/backend.json) and serve until stopped.",
+    )
+    _run_arguments(backend)
+    backend.set_defaults(handler=run_backend)
+
+    tester = commands.add_parser(
+        "tester",
+        help="reach the targets, then run the load when asked (the tester VM's command)",
+        description="Probe every target of runs/RUN/workload.json and write tester/ready.json; "
+        "wait for tester/load-request.json; run the load with Gatling; upload the raw log to "
+        "runs/RUN/raw/ and write tester/load-done.json.",
+    )
+    _run_arguments(tester)
+    tester.add_argument("--workdir", default="/var/tmp/gatebench", help="local scratch folder")
+    tester.add_argument(
+        "--ready-timeout", type=float, default=600.0, help="seconds to wait for the targets"
+    )
+    tester.set_defaults(handler=run_tester)
+
+
+def run_bundle(args: argparse.Namespace) -> int:
+    from ..cloud._bundle import build_bundles
+
+    for path in build_bundles(Path(args.functions), Path(args.out)):
+        print(f"{path} ({path.stat().st_size:,} bytes)")
+    return 0
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from ..cloud._regression import compare, read_scores
+
+    documents = []
+    for path in (args.result, args.baseline):
+        try:
+            documents.append(json.loads(Path(path).read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            print(f"gatebench: {path}: {exc}", file=sys.stderr)
+            return 1
+    status, current = read_scores(documents[0], label=args.result)
+    _, baseline = read_scores(documents[1], label=args.baseline)
+    findings = compare(baseline, current, args.tolerance)
+    for finding in findings:
+        print(finding.line())
+    failed = [f for f in findings if f.regressed]
+    if status not in ("done", None):
+        print(f"the run finished as {status!r}, not 'done'", file=sys.stderr)
+        return 1
+    if failed:
+        print(
+            f"{len(failed)} target(s) regressed by more than {args.tolerance:g} points",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--run-id", required=True, help="the run (r- and 20 hex digits)")
+    parser.add_argument("--runs-bucket", required=True, help="the deployment's runs bucket")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds (default 900)")
+
+
+def run_wait_ready(args: argparse.Namespace) -> int:
+    from ..cloud import Storage
+    from ..cloud._tester import wait_ready
+
+    ready = wait_ready(Storage(), args.runs_bucket, args.run_id, args.timeout)
+    print(f"reachable: {', '.join(ready.get('reachable') or [])}")
+    for target, reason in sorted((ready.get("unreachable") or {}).items()):
+        print(f"unreachable: {target}: {reason}")
+    return 0
+
+
+def run_load(args: argparse.Namespace) -> int:
+    from ..cloud import Storage
+    from ..cloud._tester import run_load as load
+
+    done = load(Storage(), args.runs_bucket, args.run_id, args.timeout)
+    print(f"load finished: {json.dumps(done, sort_keys=True)}")
+    return 0
+
+
+def run_vm_vars(args: argparse.Namespace) -> int:
+    from ..cloud import Storage, read_settings
+    from ..cloud._vms import VARS_OBJECT, vm_vars
+
+    storage = Storage()
+    saved_name = VARS_OBJECT.format(run_id=args.run_id)
+    if args.saved:
+        saved = storage.read_optional(args.runs_bucket, saved_name)
+        if saved is not None:
+            Path(args.out).write_bytes(saved)
+            print(f"{args.out}: the variables provisioning saved")
+            return 0
+        fleet = None
+    else:
+        data = storage.read_optional(args.runs_bucket, f"runs/{args.run_id}/fleet.json")
+        if data is None:
+            print(
+                f"gatebench: runs/{args.run_id}/fleet.json is missing (render first)",
+                file=sys.stderr,
+            )
+            return 3
+        fleet = json.loads(data)
+    values = vm_vars(read_settings(storage, args.runs_bucket), fleet, args.run_id, args.runs_bucket)
+    text = json.dumps(values, indent=1, sort_keys=True) + "\n"
+    Path(args.out).write_text(text, encoding="utf-8")
+    if fleet is not None:
+        storage.write(args.runs_bucket, saved_name, text)
+    print(
+        f"{args.out}: {len(values['gateways'])} gateway VM(s)"
+        + (", backend" if values["backend"] else "")
+        + (", tester" if values["tester"] else "")
+    )
+    return 0
+
+
+def run_backend(args: argparse.Namespace) -> int:
+    from ..cloud import Storage
+    from ..cloud._roles import serve_backend
+
+    return serve_backend(Storage(), args.runs_bucket, args.run_id)
+
+
+def run_tester(args: argparse.Namespace) -> int:
+    from ..cloud import Storage
+    from ..cloud._roles import run_tester as tester
+
+    return tester(Storage(), args.runs_bucket, args.run_id, Path(args.workdir), args.ready_timeout)

@@ -1,0 +1,48 @@
+"""The cloud path's own core: what the Cloud Functions, the Cloud Build steps and the VMs
+need beyond the shared core (object references and run ids, parsing an upload into a run
+record, Firestore's REST encoding for the workflow, Cloud Storage access, the functions'
+HTTP edge and their deployable bundles). Decisions stay pure; clients are built on first use.
+"""
+
+from __future__ import annotations
+
+from ._firestore_rest import firestore_fields, firestore_value, plain_value
+from ._http import json_body, problems_reply, reply
+from ._ingest import ingest_object, ingest_run
+from ._objects import (
+    ObjectRef,
+    RequestError,
+    object_from_event,
+    object_from_request,
+    run_id_from_request,
+)
+from ._parse import ParseOutcome, parse_upload
+from ._render import RenderedRun, render_run
+from ._score import NothingMeasured, finish_run
+from ._settings import read_settings
+from ._storage import ObjectMissing, Storage
+
+__all__ = [
+    "NothingMeasured",
+    "ObjectMissing",
+    "ObjectRef",
+    "ParseOutcome",
+    "RenderedRun",
+    "RequestError",
+    "Storage",
+    "finish_run",
+    "firestore_fields",
+    "firestore_value",
+    "ingest_object",
+    "ingest_run",
+    "json_body",
+    "object_from_event",
+    "object_from_request",
+    "parse_upload",
+    "plain_value",
+    "problems_reply",
+    "read_settings",
+    "render_run",
+    "reply",
+    "run_id_from_request",
+]

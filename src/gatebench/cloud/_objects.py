@@ -1,0 +1,101 @@
+"""Which uploaded object a request or an event is about, and the run id it gives.
+
+The workflow receives either the Eventarc "object finalized" CloudEvent (its ``data`` is
+Cloud Storage's object resource) or ``{"bucket", "name"[, "generation"]}`` from
+``gcloud workflows run --data``, and passes the same three fields to the functions. A run is
+one object *generation*: the same upload delivered twice gives the same run id
+(:func:`gatebench.model.run_id_for_object`), a new upload of the same name a new one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..errors import Problem, ProblemsError
+from ..model import run_id_for_object
+
+# Cloud Storage's own rules: bucket names 3-222 characters of [a-z0-9._-]; object names up
+# to 1024 bytes of UTF-8 without carriage return or line feed.
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")
+_GENERATION = re.compile(r"^[1-9][0-9]{0,19}$")
+
+
+class RequestError(ProblemsError):
+    """A function's request (or event) is not what it expects; answered with HTTP 400."""
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    bucket: str
+    name: str
+    generation: str | None = None
+    """A decimal string (Cloud Storage's int64 in JSON); None: the object's live version."""
+
+    @property
+    def uri(self) -> str:
+        base = f"gs://{self.bucket}/{self.name}"
+        return f"{base}#{self.generation}" if self.generation else base
+
+    @property
+    def run_id(self) -> str:
+        if self.generation is None:
+            raise ValueError(f"{self.uri}: the run id needs the object's generation")
+        return run_id_for_object(self.bucket, self.name, self.generation)
+
+    def at(self, generation: str | int) -> ObjectRef:
+        return replace(self, generation=str(generation))
+
+
+def object_from_request(body: Any) -> ObjectRef:
+    """``{"bucket": ..., "name": ..., "generation": ...}``; every problem located."""
+    if not isinstance(body, dict):
+        raise RequestError([Problem("", "expected a JSON object with bucket, name, generation")])
+    problems: list[Problem] = []
+    bucket, name, generation = body.get("bucket"), body.get("name"), body.get("generation")
+    if not isinstance(bucket, str) or not _BUCKET.match(bucket):
+        problems.append(Problem("/bucket", f"expected a Cloud Storage bucket name, got {bucket!r}"))
+    if (
+        not isinstance(name, str)
+        or not name
+        or len(name.encode()) > 1024
+        or "\r" in name
+        or "\n" in name
+    ):
+        problems.append(Problem("/name", f"expected an object name, got {name!r}"))
+    if isinstance(generation, int) and not isinstance(generation, bool):
+        generation = str(generation)
+    if generation is not None and not (
+        isinstance(generation, str) and _GENERATION.match(generation)
+    ):
+        problems.append(
+            Problem("/generation", f"expected a positive decimal number, got {generation!r}")
+        )
+    if problems:
+        raise RequestError(problems)
+    assert isinstance(bucket, str)
+    assert isinstance(name, str)
+    assert generation is None or isinstance(generation, str)
+    return ObjectRef(bucket, name, generation)
+
+
+def object_from_event(data: Any) -> ObjectRef:
+    """The object of a ``google.cloud.storage.object.v1.finalized`` event (its ``data``)."""
+    ref = object_from_request(data)
+    if ref.generation is None:
+        raise RequestError([Problem("/generation", "an object-finalized event carries one")])
+    return ref
+
+
+_RUN_ID = re.compile(r"^r-[0-9a-f]{20}$")
+
+
+def run_id_from_request(body: Any) -> str:
+    """``{"run_id": "r-…"}`` (a cloud run id, see :func:`gatebench.model.run_id_for_object`)."""
+    run_id = body.get("run_id") if isinstance(body, dict) else None
+    if not isinstance(run_id, str) or not _RUN_ID.match(run_id):
+        raise RequestError(
+            [Problem("/run_id", f"expected a run id (r- and 20 hex digits), got {run_id!r}")]
+        )
+    return run_id

@@ -1,0 +1,205 @@
+"""The render step of the cloud path: a parsed run → every gateway's configuration, the
+machines to create (the "fleet") and the workload the tester will run.
+
+Everything that addresses a machine comes from the run's :class:`Layout`, so it is decided
+here, before any VM exists. Pure apart from asking each renderer which folders it wants
+beside its files (its ``prepare`` hook, run in a scratch folder). The same run rendered
+twice gives the same bytes: the workload's seed is the plan's, or derived from the run id.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..backends import CONTROL_PREFIX
+from ..backends.mock import mock_config
+from ..errors import GatebenchError, PlanError, Problem, RenderError
+from ..ir import Api
+from ..plan import Plan, load_plan
+from ..renderers import RenderTarget, get_renderer
+from ..runner import BASELINE
+from ..spec import read_spec
+from ._layout import Layout, layout_for
+from ._objects import ObjectRef, RequestError
+
+REDIS_IMAGE = "redis:7.4.1"
+"""Tyk keeps its state in Redis: a pinned official image beside it on the gateway VM."""
+DEFAULT_MACHINE = "n2-standard-2"
+
+
+def config_object(run_id: str, gateway: str, path: str) -> str:
+    return f"runs/{run_id}/configs/{gateway}/{path}"
+
+
+def run_object(run_id: str, name: str) -> str:
+    return f"runs/{run_id}/{name}"
+
+
+@dataclass
+class RenderedRun:
+    run_id: str
+    configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Gateway → relative path → text."""
+    fleet: dict[str, Any] = field(default_factory=dict)
+    workload: dict[str, Any] = field(default_factory=dict)
+    backend: dict[str, Any] | None = None
+    """What the backend VM runs (``gatebench cloud backend``), None for the user's own URL."""
+    mock: dict[str, Any] | None = None
+    failures: dict[str, str] = field(default_factory=dict)
+
+    def objects(self) -> dict[str, str]:
+        """Every object to write to the runs bucket: name → text."""
+        out = {
+            config_object(self.run_id, gw, path): text
+            for gw, files in self.configs.items()
+            for path, text in files.items()
+        }
+        out[run_object(self.run_id, "fleet.json")] = _json(self.fleet)
+        out[run_object(self.run_id, "workload.json")] = _json(self.workload)
+        if self.backend is not None:
+            out[run_object(self.run_id, "backend.json")] = _json(self.backend)
+        if self.mock is not None:
+            out[run_object(self.run_id, "mock-backend.json")] = _json(self.mock)
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "gateways": {gw: sorted(files) for gw, files in self.configs.items()},
+            "failures": self.failures,
+            "phases": len(self.workload.get("phases", [])),
+        }
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _prepared_dirs(renderer: Any) -> list[str]:
+    """The folders a gateway wants beside its files (created by its ``prepare`` hook)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        renderer.prepare(root)
+        return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_dir())
+
+
+def _machines(plan: Plan) -> tuple[str, str, str]:
+    infra = plan.infrastructure
+    if infra is None:
+        return DEFAULT_MACHINE, DEFAULT_MACHINE, DEFAULT_MACHINE
+    return infra.gateway_machine, infra.tester_machine, infra.backend_machine
+
+
+def render_run(
+    data: bytes, ref: ObjectRef, settings: dict[str, Any], runs_bucket: str
+) -> RenderedRun:
+    """Render the run of the uploaded object ``ref`` (``data`` its bytes)."""
+    run_id = ref.run_id
+    result = read_spec(data, name=ref.name.rsplit("/", 1)[-1] or "spec")
+    if result.errors or result.api is None:
+        raise RequestError(result.errors or [Problem("", "the description has errors")])
+    try:
+        plan = load_plan(result)
+    except PlanError as exc:
+        raise RequestError(exc.problems) from None
+    api = result.api
+    zone = (plan.infrastructure.zone if plan.infrastructure else None) or settings.get("zone")
+    layout = layout_for(settings, run_id, list(plan.gateways), zone=zone)
+    rendered = RenderedRun(run_id)
+    gateway_machine, tester_machine, backend_machine = _machines(plan)
+    gateways: dict[str, Any] = {}
+    backend_url = _backend_url(plan, layout)
+    for name in plan.gateways:
+        try:
+            entry, files = _render_gateway(name, api, layout, backend_url, run_id)
+        except GatebenchError as exc:
+            problems = getattr(exc, "problems", None)
+            reason = "; ".join(p.message for p in problems) if problems else str(exc)
+            rendered.failures[name] = reason
+            continue
+        entry["machine_type"] = gateway_machine
+        gateways[name] = entry
+        rendered.configs[name] = files
+    role_args = ["--run-id", run_id, "--runs-bucket", runs_bucket]
+    if plan.backend.kind != "url":
+        mode = "mock" if plan.backend.kind == "mock" else (plan.backend.builtin or "auction")
+        rendered.backend = {
+            "mode": mode,
+            "listen": f"{layout.listen_host}:{layout.backend_port()}",
+            "config_object": run_object(run_id, "mock-backend.json") if mode == "mock" else None,
+        }
+        if mode == "mock":
+            rendered.mock = mock_config(api, plan.backend)
+    rendered.fleet = {
+        "run_id": run_id,
+        "zone": layout.zone,
+        "backend": None
+        if rendered.backend is None
+        else {
+            "machine_type": backend_machine,
+            "port": layout.backend_port(),
+            "args": ["cloud", "backend", *role_args],
+        },
+        "gateways": gateways,
+        "tester": {"machine_type": tester_machine, "args": ["cloud", "tester", *role_args]},
+        "failures": rendered.failures,
+    }
+    rendered.workload = _workload(plan, api, layout, list(gateways), backend_url, rendered, run_id)
+    return rendered
+
+
+def _backend_url(plan: Plan, layout: Layout) -> str:
+    if plan.backend.kind == "url":
+        return (plan.backend.url or "").rstrip("/")
+    return layout.backend_url()
+
+
+def _render_gateway(
+    name: str, api: Api, layout: Layout, backend_url: str, run_id: str
+) -> tuple[dict[str, Any], dict[str, str]]:
+    renderer = get_renderer(name)
+    if renderer.cloud_image is None:
+        raise RenderError(f"{name} is a managed service: there is no image to run on a VM")
+    target = RenderTarget(
+        workdir=layout.gateway_workdir(name),
+        listen_host=layout.listen_host,
+        listen_port=layout.gateway_port(name),
+        backend_url=backend_url,
+    )
+    files = renderer.render(api, target)
+    entry = {
+        "image": renderer.cloud_image,
+        "port": layout.gateway_port(name),
+        "mount": target.workdir,
+        "files": [{"object": config_object(run_id, name, p), "path": p} for p in sorted(files)],
+        "dirs": _prepared_dirs(renderer),
+        "args": renderer.cloud_argv(target) or [],
+        "sidecars": [{"name": "redis", "image": REDIS_IMAGE, "args": []}] if name == "tyk" else [],
+    }
+    return entry, files
+
+
+def _workload(
+    plan: Plan,
+    api: Api,
+    layout: Layout,
+    gateways: list[str],
+    backend_url: str,
+    rendered: RenderedRun,
+    run_id: str,
+) -> dict[str, Any]:
+    from ..workload import build_schedule, render_workload
+
+    base_urls = {g: layout.gateway_url(g) for g in gateways}
+    if plan.baseline:
+        base_urls[BASELINE] = backend_url
+    reset = f"{backend_url}{CONTROL_PREFIX}reset" if rendered.backend is not None else None
+    if rendered.backend is not None and rendered.backend["mode"] not in ("mock", "auction"):
+        reset = None
+    seed = plan.seed if plan.seed is not None else int(run_id[2:10], 16)
+    schedule = build_schedule(plan, base_urls, reset_url=reset, seed=seed)
+    return render_workload(plan, api, schedule)

@@ -1,0 +1,148 @@
+"""What the run's own VMs run (the runner image's ``gatebench cloud backend`` and
+``gatebench cloud tester``); on one machine the local provisioner runs the same commands.
+
+The tester is the only machine that reaches every other one, so it checks the targets
+answer, runs the load when the load build asks (through the bucket, see ``_tester``), and
+uploads the load engine's raw log, from which the ingest step computes the measurements.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..backends import backend_binary
+from ..engines import EngineEvent, PhaseResult, get_engine
+from ..errors import GatebenchError, RunError
+from ..procs import Supervisor, http_probe
+from ._storage import Storage
+from ._tester import Clock, read_marker, wait_for_marker, write_marker
+
+BUILTIN_TOKEN = "gatebench-builtin"
+"""The credential sent to gatebench's own backends when the spec names a secret the tester
+does not have: they accept any non-empty token (examples/auction/README.md)."""
+REQUEST_TIMEOUT_S = 86400.0
+RAW_OBJECT = "runs/{run_id}/raw/{name}/simulation.log"
+
+
+def _read_json(storage: Storage, bucket: str, name: str) -> Any:
+    data = storage.read_optional(bucket, name)
+    if data is None:
+        raise RunError(f"gs://{bucket}/{name} is missing")
+    return json.loads(data)
+
+
+def serve_backend(storage: Storage, bucket: str, run_id: str) -> int:
+    """Run the plan's backend in the foreground (the backend VM's container)."""
+    spec = _read_json(storage, bucket, f"runs/{run_id}/backend.json")
+    argv = [str(backend_binary()), "-listen", spec["listen"], "-mode", spec["mode"]]
+    with tempfile.TemporaryDirectory() as scratch, Supervisor() as supervisor:
+        if spec.get("config_object"):
+            config = Path(scratch) / "mock-backend.json"
+            config.write_bytes(
+                json.dumps(_read_json(storage, bucket, spec["config_object"])).encode()
+            )
+            argv += ["-config", str(config)]
+        proc = supervisor.start("backend", argv, log_path=Path(scratch) / "backend.log")
+        code = proc.popen.wait()
+        sys.stderr.write(proc.log_tail())
+        return code
+
+
+class _Quiet:
+    def on_event(self, event: EngineEvent) -> None:
+        pass
+
+    def on_phase(self, result: PhaseResult) -> None:
+        pass
+
+    def tick(self) -> None:
+        pass
+
+
+def probe_targets(
+    document: dict[str, Any], timeout: float, clock: Clock
+) -> tuple[list[str], dict[str, str]]:
+    """(targets that answered an HTTP request, {target: why not}) within ``timeout``."""
+    urls: dict[str, str] = {}
+    for phase in document.get("phases", []):
+        urls.setdefault(phase["target"], phase["request"]["base_url"])
+    reachable: list[str] = []
+    deadline = clock.now() + timeout
+    pending = dict(urls)
+    while pending:
+        for target, url in list(pending.items()):
+            parts = urlsplit(url)
+            if http_probe(parts.hostname or "", parts.port or 80, "/") is not None:
+                reachable.append(target)
+                del pending[target]
+        if not pending or clock.now() >= deadline:
+            break
+        clock.sleep(1.0)
+    unreachable = {t: f"{u} did not answer within {timeout:g}s" for t, u in pending.items()}
+    return sorted(reachable), unreachable
+
+
+def run_tester(
+    storage: Storage,
+    bucket: str,
+    run_id: str,
+    workdir: Path,
+    ready_timeout: float,
+    clock: Clock | None = None,
+) -> int:
+    clock = clock or Clock()
+    workdir.mkdir(parents=True, exist_ok=True)
+    document = _read_json(storage, bucket, f"runs/{run_id}/workload.json")
+    reachable, unreachable = probe_targets(document, ready_timeout, clock)
+    write_marker(
+        storage, bucket, run_id, "ready", {"reachable": reachable, "unreachable": unreachable}
+    )
+    if not reachable:
+        return 3
+    skip_file = workdir / "skip-targets.txt"
+    skip_file.write_text("".join(f"{t}\n" for t in sorted(unreachable)), encoding="utf-8")
+    document = dict(document, skip_file=str(skip_file.resolve()))
+    if read_marker(storage, bucket, run_id, "load-done") is not None:
+        return 0  # a restarted tester: the load happened already
+    wait_for_marker(storage, bucket, run_id, "load-request", REQUEST_TIMEOUT_S, clock=clock)
+    done = _load(storage, bucket, run_id, workdir, document)
+    write_marker(storage, bucket, run_id, "load-done", done)
+    return 0 if done["ok"] else 3
+
+
+def _load(
+    storage: Storage, bucket: str, run_id: str, workdir: Path, document: dict[str, Any]
+) -> dict[str, Any]:
+    env = {}
+    missing = [name for name in document.get("secret_env", []) if not os.environ.get(name)]
+    if missing and storage.read_optional(bucket, f"runs/{run_id}/backend.json") is None:
+        return {"ok": False, "reason": f"the tester has no value for {', '.join(missing)}"}
+    env = dict.fromkeys(missing, BUILTIN_TOKEN)
+    started = time.time()
+    try:
+        with Supervisor() as supervisor:
+            result = get_engine().run(
+                document, workdir, _Quiet(), supervisor=supervisor, name="gatling", env=env
+            )
+    except GatebenchError as exc:
+        return {"ok": False, "reason": str(exc)}
+    raw = []
+    if result.raw_log is not None and result.raw_log.exists():
+        name = RAW_OBJECT.format(run_id=run_id, name="gatling")
+        storage.write(bucket, name, result.raw_log.read_bytes(), "application/octet-stream")
+        raw.append(name)
+    ok = not result.crashed and bool(raw)
+    return {
+        "ok": ok,
+        "reason": None if ok else (result.reason or "the load engine wrote no raw log"),
+        "raw": raw,
+        "completed": len(result.completed),
+        "seconds": round(time.time() - started, 1),
+    }

@@ -1,0 +1,48 @@
+"""The variables of infra/vms for one run (``run.tfvars.json``): the deployment's settings
+(network, service accounts, image, limits) plus the run's fleet from the render step.
+
+The provision build saves them as ``runs/RUN/vms.tfvars.json``; teardown destroys with the
+saved ones, or with an empty fleet when provisioning never got that far (then the state is
+empty too, and destroy has nothing to do).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import Problem
+from ._objects import RequestError
+
+VARS_OBJECT = "runs/{run_id}/vms.tfvars.json"
+
+
+def vm_vars(
+    settings: dict[str, Any], fleet: dict[str, Any] | None, run_id: str, runs_bucket: str
+) -> dict[str, Any]:
+    missing = [
+        key
+        for key in ("project", "prefix", "subnetwork", "tags", "accounts", "runner_image", "limits")
+        if key not in settings
+    ]
+    if missing:
+        raise RequestError(
+            [Problem(f"/{k}", "missing from the deployment settings") for k in missing]
+        )
+    fleet = fleet or {}
+    limits = settings["limits"]
+    return {
+        "project": settings["project"],
+        "zone": fleet.get("zone") or settings.get("zone", ""),
+        "prefix": settings["prefix"],
+        "run_id": run_id,
+        "subnetwork": settings["subnetwork"],
+        "tags": settings["tags"],
+        "labels": settings.get("labels", {}),
+        "service_accounts": settings["accounts"],
+        "runner_image": settings["runner_image"],
+        "runs_bucket": runs_bucket,
+        "max_run_duration_s": int(limits.get("vm_lifetime", 43200)),
+        "backend": fleet.get("backend"),
+        "gateways": fleet.get("gateways", {}),
+        "tester": fleet.get("tester"),
+    }

@@ -1,0 +1,413 @@
+"""The local server's run queue: uploads run one at a time, each in a worker process.
+
+A checked upload is saved under ``<results>/uploads/<run-id>/`` and waits its turn; the
+queue's thread then starts ``python -m gatebench.web._worker`` (the same runner as
+``gatebench run``, writing to the same store) and reads its progress lines for the live
+status. Stopping the queue (Ctrl-C or SIGTERM to ``gatebench serve``) drops the runs still
+waiting and sends SIGTERM to the worker, whose runner tears down everything it started and
+marks the run ``partial`` (or ``failed`` when nothing was measured).
+
+A worker that dies without saying why (killed, a crash before the runner started) leaves
+its run recorded as ``failed`` with the worker log's last lines, never stuck ``loading``.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from ..model import RunRecord, RunStatus, local_run_id
+from ..store import ResultStore
+from ._reply import Reply
+from ._uploads import CheckedUpload
+from ._views import run_summary
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child
+    # The worker gets SIGKILL if the server's queue thread dies (kill -9 of the server);
+    # its runner's own children follow it the same way.
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def become_subreaper() -> bool:
+    """Make this process the one orphans below it are re-parented to (Linux), so that
+    processes a dead worker leaves behind (an nginx worker whose master was killed) stay
+    findable and can be stopped by PID. Only for a process that runs nothing but the queue
+    (``gatebench serve``): :meth:`RunQueue.sweep` stops every process below it."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        return bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+    except OSError:
+        return False
+
+
+def processes_below(pid: int) -> dict[int, str]:
+    """Live processes whose parent chain leads to ``pid``, with their command lines."""
+    parents: dict[int, int] = {}
+    names: dict[int, str] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry.name}/stat").read_text()
+            cmd = Path(f"/proc/{entry.name}/cmdline").read_bytes()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] == "Z":
+            continue
+        parents[int(entry.name)] = int(fields[1])
+        names[int(entry.name)] = cmd.replace(b"\0", b" ").decode(errors="replace").strip()[:120]
+    found: dict[int, str] = {}
+    frontier = [pid]
+    while frontier:
+        current = frontier.pop()
+        for child, parent in parents.items():
+            if parent == current and child not in found:
+                found[child] = names[child]
+                frontier.append(child)
+    return found
+
+
+@dataclass
+class QueuedRun:
+    run_id: str
+    upload: CheckedUpload
+    spec_path: Path
+    spec_uri: str
+    folder: Path
+    created_at: float = field(default_factory=time.time)
+    progress: dict[str, Any] | None = None
+    process: subprocess.Popen[bytes] | None = None
+    exit_code: int | None = None
+
+    def record(self) -> RunRecord:
+        """The run as the runner will record it, for the time before it does."""
+        plan = self.upload.run_plan
+        summary = self.upload.summary()
+        return RunRecord(
+            run_id=self.run_id,
+            spec_uri=self.spec_uri,
+            spec_sha256=self.upload.sha256,
+            created_at=self.created_at,
+            updated_at=self.created_at,
+            title=self.upload.api.title,
+            gateways=list(plan.gateways),
+            workloads=summary["workloads"],
+            plan=json.loads(json.dumps(plan.to_dict())),
+            environment={"quick": self.upload.request.quick},
+        )
+
+
+class RunQueue:
+    """One run at a time; implements :class:`~gatebench.web.LiveRuns` for the read API."""
+
+    def __init__(
+        self,
+        store: ResultStore,
+        store_location: str,
+        results_dir: Path,
+        *,
+        python: str = sys.executable,
+        stop_timeout: float = 60.0,
+        sweep: bool = False,
+        log: Callable[[str], None] = lambda line: None,
+    ) -> None:
+        self.store = store
+        self.store_location = store_location
+        self.results_dir = Path(results_dir)
+        self.python = python
+        self.stop_timeout = stop_timeout
+        self.sweep_leftovers = sweep
+        """After each worker, stop whatever it left below this process (see become_subreaper)."""
+        self.log = log
+        self._pending: collections.deque[QueuedRun] = collections.deque()
+        self._active: QueuedRun | None = None
+        self._ids: set[str] = set()
+        self._cond = threading.Condition()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+
+    # -- submitting ------------------------------------------------------------------------
+
+    def submit(
+        self, upload: CheckedUpload, *, spec_uri: str | None = None, spec_path: Path | None = None
+    ) -> QueuedRun:
+        """Save the upload (unless ``spec_path`` holds it already) and queue its run."""
+        with self._cond:
+            if self._stopping:
+                from ..errors import RunError
+
+                raise RunError("the server is stopping; no new run is accepted")
+            run_id = self._new_id(upload.sha256)
+            folder = self.results_dir / "uploads" / run_id
+            folder.mkdir(parents=True, exist_ok=True)
+            if spec_path is None:
+                spec_path = folder / upload.name
+                spec_path.write_bytes(upload.data)
+            job = QueuedRun(
+                run_id=run_id,
+                upload=upload,
+                spec_path=spec_path.resolve(),
+                spec_uri=spec_uri or str(spec_path.resolve()),
+                folder=folder,
+            )
+            self._pending.append(job)
+            self._ids.add(run_id)
+            self._cond.notify_all()
+        self.log(f"queued run {run_id} ({upload.name}, position {self.position(run_id)})")
+        return job
+
+    def _new_id(self, sha256: str) -> str:
+        base = local_run_id(sha256)
+        run_id, n = base, 1
+        while run_id in self._ids or self.store.get_run(run_id) is not None:
+            n += 1
+            run_id = f"{base}-{n}"
+        return run_id
+
+    def position(self, run_id: str) -> int | None:
+        """1 for the next run to start, 2 after it, ...; None when not waiting."""
+        with self._cond:
+            for index, job in enumerate(self._pending):
+                if job.run_id == run_id:
+                    return index + 1
+        return None
+
+    # -- LiveRuns --------------------------------------------------------------------------
+
+    def queued_runs(self) -> list[dict[str, Any]]:
+        """Newest first: the last run queued, ..., the next to start, then the one starting
+        (until the runner has recorded it in the store)."""
+        with self._cond:
+            pending = list(self._pending)
+            active = self._active
+        out = [
+            run_summary(job.record()) | {"status": "queued", "queue_position": index + 1}
+            for index, job in enumerate(pending)
+        ]
+        out.reverse()
+        if active is not None and self.store.get_run(active.run_id) is None:
+            out.append(run_summary(active.record()) | {"progress": active.progress})
+        return out
+
+    def live_status(self, run_id: str) -> dict[str, Any] | None:
+        with self._cond:
+            active = self._active
+        if active is not None and active.run_id == run_id:
+            return {"progress": active.progress}
+        position = self.position(run_id)
+        return None if position is None else {"status": "queued", "queue_position": position}
+
+    # -- running ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="gatebench-run-queue", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and not self._stopping:
+                    self._cond.wait()
+                if self._stopping:
+                    return
+                job = self._pending.popleft()
+                self._active = job
+            try:
+                self._run(job)
+            except Exception as exc:  # the queue must outlive one broken run
+                self.log(f"run {job.run_id}: the queue could not run it: {exc}")
+                self._settle(job, f"the server could not start the run: {exc}")
+            finally:
+                with self._cond:
+                    self._active = None
+                    self._cond.notify_all()
+
+    def worker_argv(self, job: QueuedRun) -> list[str]:
+        argv = [
+            self.python,
+            "-m",
+            "gatebench.web._worker",
+            "--spec",
+            str(job.spec_path),
+            "--name",
+            job.upload.name,
+            "--spec-uri",
+            job.spec_uri,
+            "--run-id",
+            job.run_id,
+            "--results",
+            str(self.results_dir),
+            "--store",
+            self.store_location,
+        ]
+        request = job.upload.request
+        if request.quick:
+            argv.append("--quick")
+        if request.gateways is not None:
+            argv += ["--gateways", ",".join(request.gateways) or "none"]
+        return argv
+
+    def _run(self, job: QueuedRun) -> None:
+        log_path = job.folder / "worker.log"
+        self.log(f"starting run {job.run_id}")
+        with log_path.open("ab") as log:
+            process = subprocess.Popen(
+                self.worker_argv(job),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                start_new_session=True,  # Ctrl-C in the terminal reaches the server only
+                preexec_fn=_die_with_parent,
+            )
+        with self._cond:
+            job.process = process
+            stopping = self._stopping
+        if stopping:  # shutdown began between popleft and Popen
+            _terminate(process)
+        assert process.stdout is not None
+        self._read_progress(job, process.stdout)
+        job.exit_code = process.wait()
+        self.log(f"run {job.run_id}: worker exited with code {job.exit_code}")
+        if self.sweep_leftovers:
+            self.sweep(job.run_id)
+        self._settle(job, _tail(log_path) or f"the worker exited with code {job.exit_code}")
+
+    def _read_progress(self, job: QueuedRun, stream: IO[bytes]) -> None:
+        for raw in stream:
+            try:
+                event = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(event, dict) and event.get("event") == "progress":
+                event.pop("event")
+                job.progress = event
+
+    def _settle(self, job: QueuedRun, reason: str) -> None:
+        """Make sure the run is recorded as finished once its worker is gone."""
+        run = self.store.get_run(job.run_id)
+        if run is None:
+            self.store.create_run(job.record())
+            self.store.set_status(
+                job.run_id, RunStatus.FAILED, failed_step="received", error=reason
+            )
+        elif not run.status.finished:
+            kept = bool(self.store.measurements(job.run_id))
+            self.store.set_status(
+                job.run_id,
+                RunStatus.PARTIAL if kept else RunStatus.FAILED,
+                failed_step=str(run.status),
+                error=f"the worker stopped without finishing the run: {reason}",
+            )
+
+    def sweep(self, run_id: str, grace: float = 3.0) -> list[str]:
+        """Stop every process still below this one once a worker is gone: SIGTERM, then
+        SIGKILL after ``grace``; each is reaped. Normally there is none (the runner tears
+        down); a worker killed mid-run can leave some. Returns what was found."""
+        left = processes_below(os.getpid())
+        if not left:
+            return []
+        self.log(
+            f"run {run_id}: stopping {len(left)} leftover process(es): {', '.join(left.values())}"
+        )
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+            for pid in processes_below(os.getpid()):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, sig)
+            deadline = time.monotonic() + wait
+            while time.monotonic() < deadline and processes_below(os.getpid()):
+                _reap(left)
+                time.sleep(0.05)
+            _reap(left)
+            if not processes_below(os.getpid()):
+                break
+        return list(left.values())
+
+    # -- stopping --------------------------------------------------------------------------
+
+    def shutdown(self) -> QueuedRun | None:
+        """Drop waiting runs, stop the running one (its runner tears down), join the thread.
+        Returns the run that was stopped, if any."""
+        with self._cond:
+            self._stopping = True
+            dropped = list(self._pending)
+            self._pending.clear()
+            active = self._active
+            self._cond.notify_all()
+        for job in dropped:
+            self.log(f"run {job.run_id} was waiting; dropped (its upload stays in {job.folder})")
+        if active is not None and active.process is not None:
+            self.log(f"stopping run {active.run_id} (SIGTERM to worker {active.process.pid})")
+            _terminate(active.process, self.stop_timeout)
+        if self._thread is not None:
+            self._thread.join(self.stop_timeout + 10)
+        return active
+
+
+def _reap(pids: dict[int, str]) -> None:
+    """Collect the exit status of those that became our children (re-parented orphans)."""
+    for pid in pids:
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+def _terminate(process: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
+    """SIGTERM (the runner tears down), then SIGKILL after ``timeout``."""
+    with contextlib.suppress(ProcessLookupError):
+        process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        process.wait(timeout=10)
+
+
+def _tail(path: Path, lines: int = 8) -> str:
+    try:
+        text = path.read_bytes()[-8192:].decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+@dataclass
+class DirectUploads:
+    """The local acceptor: a valid upload is queued at once (202 with its run id)."""
+
+    queue: RunQueue
+    method: str = "direct"
+
+    def accept(self, upload: CheckedUpload) -> Reply:
+        job = self.queue.submit(upload)
+        return Reply.json(
+            202,
+            {
+                "ok": True,
+                "method": "direct",
+                "run_id": job.run_id,
+                "status": "queued",
+                "queue_position": self.queue.position(job.run_id),
+            },
+            headers=[("Location", f"runs/{job.run_id}")],
+        )
+
+
+__all__ = ["DirectUploads", "QueuedRun", "RunQueue", "become_subreaper", "processes_below"]

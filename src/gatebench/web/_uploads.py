@@ -1,0 +1,414 @@
+"""Uploaded specs: checked before anything runs, then queued (local) or signed for the bucket (GCP).
+
+:func:`check_upload` is the content check both edges share: the bytes must read as an API
+description with a valid ``x-gatebench`` plan (``read_spec`` + ``load_plan``: every problem
+located, credentials refused by the plan). What happens to a valid upload is an
+:class:`UploadAcceptor`: the local server queues a run; on Google Cloud
+:class:`SignedUploads` answers a signed URL the browser PUTs the bytes to, and the bucket's
+"object finalized" event starts the pipeline.
+
+The run options a person picks in the form (a quick smoke run, a subset of the plan's
+gateways) travel as a :class:`RunRequest`: query parameters to the local server, and the
+object's ``x-goog-meta-gatebench`` metadata on GCP (signed into the URL, so the browser
+cannot change it), which the cloud parse step reads back with
+:func:`run_request_from_metadata`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import posixpath
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+from urllib.parse import quote, urlencode
+
+from ..errors import PlanError, Problem, ProblemsError
+from ..ir import Api
+from ..plan import Plan, describe_injection, find_operation, load_plan
+from ..spec import DEFAULT_LIMITS, Limits, SpecResult, read_spec
+from ._reply import Reply
+
+METADATA_HEADER = "x-goog-meta-gatebench"
+"""The object metadata that carries a :class:`RunRequest` (Cloud Storage's custom metadata)."""
+UPLOAD_PREFIX = "specs/"
+"""Objects under this prefix start a run when they land in the uploads bucket."""
+TICKET_SECONDS = 900
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+_CONTENT_TYPES = {
+    ".json": "application/json",
+    ".yaml": "application/yaml",
+    ".yml": "application/yaml",
+    ".raml": "application/raml+yaml",
+    ".zip": "application/zip",
+}
+
+
+class UploadRejected(ProblemsError):
+    """An upload that must not run: every located problem, answered with HTTP 400."""
+
+
+# -- what the person asked for --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """Choices made in the upload form on top of the spec's own plan."""
+
+    quick: bool = False
+    """``--quick``: one short repetition (``workload.quick_plan``)."""
+    gateways: tuple[str, ...] | None = None
+    """Measure only these gateways of the plan (``()``: the baseline only); None: all."""
+
+    def to_metadata(self) -> str:
+        """The ``x-goog-meta-gatebench`` value: compact, sorted JSON."""
+        data: dict[str, Any] = {"quick": self.quick}
+        if self.gateways is not None:
+            data["gateways"] = list(self.gateways)
+        return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+    def to_query(self) -> dict[str, str]:
+        out = {"quick": "1" if self.quick else "0"}
+        if self.gateways is not None:
+            out["gateways"] = ",".join(self.gateways) or "none"
+        return out
+
+    def select(self, plan: Plan) -> Plan:
+        """The plan with only the chosen gateways (the caller checked them: :func:`check_upload`)."""
+        if self.gateways is None:
+            return plan
+        return replace(plan, gateways=tuple(g for g in plan.gateways if g in self.gateways))
+
+    def apply(self, plan: Plan) -> Plan:
+        """The plan as it will run: chosen gateways, then the quick profile when asked."""
+        from ..workload import quick_plan
+
+        chosen = self.select(plan)
+        return quick_plan(chosen) if self.quick else chosen
+
+
+def run_request_from_query(query: Mapping[str, str]) -> RunRequest:
+    """``?quick=1&gateways=nginx,caddy`` (``gateways=none``: the baseline only)."""
+    problems: list[Problem] = []
+    quick = _flag(query.get("quick"), "quick", problems)
+    gateways: tuple[str, ...] | None = None
+    raw = query.get("gateways")
+    if raw is not None:
+        names = [] if raw.strip() == "none" else [g.strip() for g in raw.split(",") if g.strip()]
+        gateways = tuple(dict.fromkeys(names))
+    if problems:
+        raise UploadRejected(problems)
+    return RunRequest(quick=quick, gateways=gateways)
+
+
+def run_request_from_metadata(value: str | None) -> RunRequest:
+    """The :class:`RunRequest` an uploaded object carries (its ``gatebench`` metadata); no
+    metadata (``gcloud storage cp``) is the plan as written."""
+    if value is None or value == "":
+        return RunRequest()
+    try:
+        data = json.loads(value)
+    except ValueError as exc:
+        raise UploadRejected(
+            [Problem("", f"metadata {METADATA_HEADER}: not JSON ({exc})")]
+        ) from None
+    if not isinstance(data, dict) or set(data) - {"quick", "gateways"}:
+        raise UploadRejected(
+            [
+                Problem(
+                    "",
+                    f"metadata {METADATA_HEADER}: expected an object with 'quick' and "
+                    f"'gateways', got {value[:200]!r}",
+                )
+            ]
+        )
+    quick = data.get("quick", False)
+    gateways = data.get("gateways")
+    problems = []
+    if not isinstance(quick, bool):
+        problems.append(Problem("/quick", f"expected true or false, got {quick!r}"))
+    if gateways is not None and not (
+        isinstance(gateways, list) and all(isinstance(g, str) for g in gateways)
+    ):
+        problems.append(Problem("/gateways", f"expected a list of names, got {gateways!r}"))
+    if problems:
+        raise UploadRejected(problems)
+    return RunRequest(quick=bool(quick), gateways=None if gateways is None else tuple(gateways))
+
+
+def _flag(value: str | None, name: str, problems: list[Problem]) -> bool:
+    if value is None or value.lower() in ("", "0", "false", "no", "off"):
+        return False
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    problems.append(Problem("", f"query parameter '{name}': expected 1 or 0, got {value!r}"))
+    return False
+
+
+# -- the content check ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CheckedUpload:
+    """An upload that reads as a description with a valid plan, ready to run."""
+
+    name: str
+    """A safe file name (letters, digits, ``._-``), derived from the uploaded one."""
+    data: bytes
+    sha256: str
+    api: Api
+    plan: Plan
+    """The plan as written in the spec."""
+    request: RunRequest
+    spec: SpecResult
+
+    @property
+    def run_plan(self) -> Plan:
+        return self.request.apply(self.plan)
+
+    def summary(self, *, local_gateways: Sequence[str] | None = None) -> dict[str, Any]:
+        """What the form shows before anything runs: the plan as it will run."""
+        plan = self.run_plan
+        workloads = []
+        for w in plan.workloads:
+            op, _ = find_operation(self.api, w.operation_id)
+            workloads.append(
+                {
+                    "name": w.name,
+                    "operation": w.operation_id,
+                    "method": op.method if op else None,
+                    "path": op.route_path if op else None,
+                    "injection": describe_injection(w.injection),
+                }
+            )
+        out: dict[str, Any] = {
+            "ok": True,
+            "name": self.name,
+            "sha256": self.sha256,
+            "title": self.api.title,
+            "gateways": list(self.plan.gateways),
+            "selected": list(plan.gateways),
+            "baseline": plan.baseline,
+            "repetitions": plan.repetitions,
+            "quick": self.request.quick,
+            "workloads": workloads,
+            "backend": plan.backend.kind,
+            "warnings": [p.to_dict() for p in self.spec.warnings],
+        }
+        if local_gateways is not None:
+            out["cloud_only"] = [g for g in plan.gateways if g not in local_gateways]
+        return out
+
+
+def safe_name(name: str | None) -> str:
+    """The uploaded file's base name, reduced to ``[A-Za-z0-9._-]`` (never a path, never hidden)."""
+    base = posixpath.basename((name or "").replace("\\", "/"))
+    cleaned = _SAFE_NAME.sub("-", base).strip(".-")[:80]
+    return cleaned or "spec.yaml"
+
+
+def content_type_for(name: str) -> str:
+    return _CONTENT_TYPES.get(posixpath.splitext(name)[1].lower(), "application/octet-stream")
+
+
+def check_upload(
+    data: bytes,
+    name: str | None,
+    request: RunRequest = RunRequest(),
+    *,
+    limits: Limits = DEFAULT_LIMITS,
+) -> CheckedUpload:
+    """Read ``data`` as an API description with its plan; raise :class:`UploadRejected` with
+    every located problem (and the warnings) when it cannot run."""
+    filename = safe_name(name)
+    if not data.strip():
+        raise UploadRejected([Problem("", "the upload is empty", source=filename)])
+    result = read_spec(data, name=filename, limits=limits)
+    if result.errors or result.api is None:
+        raise UploadRejected(result.problems)
+    try:
+        plan = load_plan(result)
+    except PlanError as exc:
+        raise UploadRejected([*exc.problems, *result.warnings]) from None
+    if request.gateways is not None:
+        unknown = [g for g in request.gateways if g not in plan.gateways]
+        if unknown:
+            raise UploadRejected(
+                [
+                    Problem(
+                        "",
+                        f"gateways: {unknown[0]!r} is not in the plan; choose among "
+                        f"{', '.join(plan.gateways) or '(none)'}",
+                    )
+                ]
+            )
+        if not request.gateways and not plan.baseline:
+            raise UploadRejected(
+                [Problem("", "choose at least one gateway: this plan has no baseline")]
+            )
+    return CheckedUpload(
+        name=filename,
+        data=data,
+        sha256=hashlib.sha256(data).hexdigest(),
+        api=result.api,
+        plan=plan,
+        request=request,
+        spec=result,
+    )
+
+
+# -- what happens to a valid upload ---------------------------------------------------------
+
+
+class UploadAcceptor(Protocol):
+    """Turns a checked upload into the answer of ``POST {upload}/uploads``."""
+
+    method: str
+    """``direct`` (the run is queued) or ``signed-url`` (the browser PUTs to a signed URL)."""
+
+    def accept(self, upload: CheckedUpload) -> Reply: ...
+
+
+class UrlSigner(Protocol):
+    """Signs a PUT of one object. On GCP: Cloud Storage V4 signing (docs/frontend.md)."""
+
+    @property
+    def bucket_uri(self) -> str:
+        """``gs://BUCKET``: runs started by an object record ``BUCKET_URI/NAME#GENERATION``."""
+
+    def sign_put(
+        self, object_name: str, content_type: str, headers: Mapping[str, str], expires_at: float
+    ) -> str:
+        """A URL that accepts one ``PUT`` of ``object_name`` with exactly these headers
+        (``Content-Type`` and ``headers``) until ``expires_at`` (epoch seconds)."""
+
+
+_OBJECT_NAME = re.compile(r"^.*?\d{8}-\d{6}-[0-9a-f]{8}-(?P<name>[^/]+)$")
+
+
+def upload_name_from_object(object_name: str) -> str:
+    """The uploaded file's name inside an object name :func:`object_name_for` made."""
+    found = _OBJECT_NAME.match(object_name)
+    return found.group("name") if found else safe_name(object_name)
+
+
+def object_name_for(upload: CheckedUpload, now: float, prefix: str = UPLOAD_PREFIX) -> str:
+    """``specs/20260101-120000-1a2b3c4d-petstore.yaml``: unique per content and second."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now))
+    return f"{prefix}{stamp}-{upload.sha256[:8]}-{upload.name}"
+
+
+@dataclass
+class SignedUploads:
+    """GCP's acceptor: a signed PUT for ``specs/...`` in the uploads bucket.
+
+    The answer tells the browser exactly what to send (URL, method, headers: the content
+    type and the run request are part of the signature) and which ``spec_uri`` the run
+    will carry, so the page can find it with ``GET {api}/runs?spec_uri=...``.
+    """
+
+    signer: UrlSigner
+    prefix: str = UPLOAD_PREFIX
+    expires_s: int = TICKET_SECONDS
+    clock: Any = time.time
+    method: str = "signed-url"
+
+    def accept(self, upload: CheckedUpload) -> Reply:
+        now = float(self.clock())
+        name = object_name_for(upload, now, self.prefix)
+        content_type = content_type_for(upload.name)
+        headers = {METADATA_HEADER: upload.request.to_metadata()}
+        url = self.signer.sign_put(name, content_type, headers, now + self.expires_s)
+        return Reply.json(
+            200,
+            {
+                "ok": True,
+                "method": "signed-url",
+                "put": {
+                    "url": url,
+                    "method": "PUT",
+                    "headers": {"Content-Type": content_type, **headers},
+                },
+                "object": name,
+                "spec_uri": f"{self.signer.bucket_uri.rstrip('/')}/{name}",
+                "expires_at": now + self.expires_s,
+                "sha256": upload.sha256,
+            },
+        )
+
+
+@dataclass(frozen=True)
+class HmacSigner:
+    """A signer for the local server's stand-in bucket (``PUT /bucket/NAME``): an HMAC over
+    method, object, content type, metadata and expiry, checked by :meth:`verify`. It plays
+    the part Cloud Storage's V4 signature plays on GCP, so the browser's signed-URL code
+    path runs locally too."""
+
+    secret: bytes
+    base_url: str
+    """Where the PUT goes: ``http://127.0.0.1:PORT/bucket``."""
+    bucket_uri: str
+    """What runs record as their spec's location (``file:///.../bucket``)."""
+
+    def _mac(self, object_name: str, content_type: str, metadata: str, expires: int) -> str:
+        message = "\n".join(["PUT", object_name, content_type, metadata, str(expires)])
+        return hmac.new(self.secret, message.encode("utf-8"), hashlib.sha256).hexdigest()
+
+    def sign_put(
+        self,
+        object_name: str,
+        content_type: str,
+        headers: Mapping[str, str],
+        expires_at: float,
+    ) -> str:
+        expires = int(expires_at)
+        mac = self._mac(object_name, content_type, headers.get(METADATA_HEADER, ""), expires)
+        query = urlencode({"expires": expires, "signature": mac})
+        return f"{self.base_url.rstrip('/')}/{quote(object_name)}?{query}"
+
+    def verify(
+        self,
+        object_name: str,
+        query: Mapping[str, str],
+        headers: Mapping[str, str],
+        *,
+        now: float | None = None,
+    ) -> str | None:
+        """None when the PUT matches its signature; else why not (answered with 403)."""
+        try:
+            expires = int(query.get("expires", ""))
+        except ValueError:
+            return "the URL has no valid 'expires'"
+        content_type = headers.get("content-type", "")
+        metadata = headers.get(METADATA_HEADER, "")
+        expected = self._mac(object_name, content_type, metadata, expires)
+        if not hmac.compare_digest(expected, query.get("signature", "")):
+            return "the signature does not match this object, content type and metadata"
+        if (now if now is not None else time.time()) > expires:
+            return "the signed URL has expired"
+        return None
+
+
+__all__ = [
+    "METADATA_HEADER",
+    "TICKET_SECONDS",
+    "UPLOAD_PREFIX",
+    "CheckedUpload",
+    "HmacSigner",
+    "RunRequest",
+    "SignedUploads",
+    "UploadAcceptor",
+    "UploadRejected",
+    "UrlSigner",
+    "check_upload",
+    "content_type_for",
+    "object_name_for",
+    "run_request_from_metadata",
+    "run_request_from_query",
+    "safe_name",
+    "upload_name_from_object",
+]

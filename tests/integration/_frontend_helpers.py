@@ -1,0 +1,230 @@
+"""Helpers of the dashboard's integration tests: a real ``gatebench serve`` process, its
+HTTP API, and the processes it started."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from paths import ARTIFACTS, ROOT
+
+T = TypeVar("T")
+PETSTORE = ROOT / "examples" / "petstore" / "openapi.yaml"
+
+
+def unreachable_petstore() -> bytes:
+    """The petstore with a backend nobody listens on: its run fails within a second, at
+    provisioning, before any load (a real run through the real runner)."""
+    text = PETSTORE.read_text(encoding="utf-8")
+    return text.replace("    mock: {latency: 1ms}", "    url: http://127.0.0.1:9").encode()
+
+
+def broken_petstore() -> str:
+    text = PETSTORE.read_text(encoding="utf-8")
+    return text.replace("operation: listPets", "operation: listPetz").replace(
+        "repetitions: 3", "repetitions: -1"
+    )
+
+
+@dataclass
+class Serve:
+    proc: subprocess.Popen[str]
+    url: str
+    results: Path
+    store: Path | str
+
+    def api(self, path: str) -> Any:
+        with urllib.request.urlopen(self.url + "api/" + path, timeout=10) as response:
+            return json.loads(response.read())
+
+    def upload(self, body: bytes, query: str) -> tuple[int, Any]:
+        request = urllib.request.Request(
+            f"{self.url}api/uploads?{query}",
+            data=body,
+            method="POST",
+            headers={"X-Gatebench": "1", "Content-Type": "application/octet-stream"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read())
+
+    def run(self, run_id: str) -> dict[str, Any]:
+        run: dict[str, Any] = self.api(f"runs/{run_id}")["run"]
+        return run
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 120) -> tuple[int, str]:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            _, err = self.proc.communicate(timeout=timeout)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait(10)
+        return self.proc.returncode, err
+
+
+def start_serve(
+    tmp: Path, *extra: str, store: Path | str | None = None, env: dict[str, str] | None = None
+) -> Serve:
+    """``gatebench serve --port 0`` in its own process; returns once it prints its URL."""
+    results = tmp / "results"
+    store = store or results / "gatebench.sqlite"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gatebench.cli",
+            "serve",
+            "--port",
+            "0",
+            "--results",
+            str(results),
+            "--store",
+            str(store),
+            *extra,
+        ],
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if "http://" not in line:
+        proc.kill()
+        raise AssertionError(
+            f"gatebench serve did not start: {line}{proc.stderr.read() if proc.stderr else ''}"
+        )
+    url = line.split()[2]
+    return Serve(proc, url, results, store)
+
+
+def wait_for(what: str, check: Callable[[], T | None], timeout: float, interval: float = 0.2) -> T:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def descendants(pid: int) -> dict[int, str]:
+    """Every live process below ``pid`` (by parent id, through /proc), with its command line."""
+    parents: dict[int, int] = {}
+    commands: dict[int, str] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry.name}/stat").read_text()
+            cmd = Path(f"/proc/{entry.name}/cmdline").read_bytes()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        parents[int(entry.name)] = ppid
+        commands[int(entry.name)] = cmd.replace(b"\0", b" ").decode(errors="replace")[:160]
+    found: dict[int, str] = {}
+    frontier = [pid]
+    while frontier:
+        current = frontier.pop()
+        for child, parent in parents.items():
+            if parent == current and child not in found:
+                found[child] = commands[child]
+                frontier.append(child)
+    return found
+
+
+def alive(pids: dict[int, str]) -> list[str]:
+    """Those of ``pids`` still running (and still the same command)."""
+    out = []
+    for pid, cmd in pids.items():
+        try:
+            now = (
+                Path(f"/proc/{pid}/cmdline")
+                .read_bytes()
+                .replace(b"\0", b" ")
+                .decode(errors="replace")
+            )
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if now[:160] == cmd and state != "Z":
+            out.append(f"{pid}: {cmd}")
+    return out
+
+
+# -- the browser ------------------------------------------------------------------------------
+
+NODE_TOOLS = ROOT / "tools" / "node"
+E2E = Path(__file__).with_name("frontend_e2e.cjs")
+
+
+def scenario(name: str, serve: Serve, **options: str) -> dict[str, Any]:
+    node = shutil.which("node")
+    if node is None or not (NODE_TOOLS / "node_modules" / "playwright-core").is_dir():
+        pytest.fail(
+            "node and tools/node/node_modules are needed: run scripts/setup.d/50-node.sh (`make test` does)"
+        )
+    if not Path("/usr/bin/chromium").exists():
+        pytest.fail(
+            "Debian's chromium is needed: scripts/setup.d/apt-packages.txt lists it (`make test` installs it)"
+        )
+    argv = [node, str(E2E), name, "--base", serve.url, "--artifacts", str(ARTIFACTS)]
+    for key, value in options.items():
+        argv += [f"--{key.replace('_', '-')}", value]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=420, check=False)
+    result: dict[str, Any] = json.loads(proc.stdout) if proc.stdout.strip() else {}
+    assert proc.returncode == 0, (
+        f"{name}: {result.get('error') or proc.stderr}\n"
+        f"console: {result.get('consoleErrors')}\npage errors: {result.get('pageErrors')}\n"
+        f"screenshot: {result.get('failureScreenshot')}"
+    )
+    return result
+
+
+def assert_clean(result: dict[str, Any], serve: Serve, console: list[str] | None = None) -> None:
+    """No script error, no failed request, and nothing fetched from anywhere but the server."""
+    assert result["pageErrors"] == []
+    assert result["consoleErrors"] == (console or [])
+    assert result["failedRequests"] == []
+    outside = [r["url"] for r in result["requests"] if not r["url"].startswith(serve.url)]
+    assert outside == []
+
+
+def assert_screenshot(path: str) -> None:
+    data = Path(path).read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(data) > 20_000
+
+
+def seed_two_runs(location: str, run_a: str, run_b: str) -> None:
+    """Two synthetic runs (five repetitions each), scored, in the store at ``location``."""
+    from gatebench.report import score_run
+    from gatebench.report._synthetic import synthetic_run
+    from gatebench.store import open_store
+
+    with open_store(location) as store:
+        for seed, run_id, created in ((7, run_a, 1_767_268_800.0), (11, run_b, 1_767_355_200.0)):
+            run, measurements = synthetic_run(seed=seed, run_id=run_id, created_at=created)
+            store.create_run(run)
+            for m in measurements:
+                store.put_measurement(m)
+            score_run(store, run_id)

@@ -1,0 +1,81 @@
+"""Real third-party descriptions through every renderer and every checker available here.
+
+Render: a sample of the APIs.guru corpus and ReadMe's examples through all renderers: a
+config, or a located UnsupportedFeature — never another exception; KrakenD's output valid
+against its official schema. Check: a smaller sample through each gateway's own checker
+(`nginx -t`, `haproxy -c`, `caddy validate`, `envoy --mode validate`, `apache2 -t`,
+`varnishd -C`): no config a checker rejects.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from corpus import CORPUS, EXAMPLES_CORPUS, EXPECTED_ERRORS, corpus_files, example_files
+from gatebench.errors import UnsupportedFeature
+from gatebench.renderers import RenderTarget, all_renderers, check_config, write_files
+from gatebench.spec import read_spec
+from krakend_schema import krakend_validator
+
+RENDER_SAMPLE = [
+    p for p in corpus_files()[::40] if str(p.relative_to(CORPUS)) not in EXPECTED_ERRORS
+] + [e for e in example_files() if e.suffix == ".yaml"]
+CHECK_SAMPLE = corpus_files()[7::200] + [
+    e
+    for e in example_files()
+    if e.suffix == ".yaml" and e.stem in ("petstore", "readme", "train-travel")
+]
+CHECKED = [r for r in all_renderers() if r.runs_here and r.check_command]
+
+
+def _name(path: Path) -> str:
+    base = EXAMPLES_CORPUS if EXAMPLES_CORPUS in path.parents else CORPUS
+    return str(path.relative_to(base))
+
+
+def _api(path: Path):  # type: ignore[no-untyped-def]
+    result = read_spec(path)
+    assert result.errors == [], [p.format() for p in result.errors[:3]]
+    assert result.api is not None
+    return result.api
+
+
+@pytest.mark.parametrize("path", RENDER_SAMPLE, ids=_name)
+def test_every_renderer_gives_a_config_or_located_refusals(path: Path, tmp_path: Path) -> None:
+    api = _api(path)
+    target = RenderTarget(workdir=str(tmp_path))
+    for renderer in all_renderers():
+        try:
+            files = renderer.render(api, target)
+        except UnsupportedFeature as refusal:
+            assert refusal.problems, renderer.name
+            for problem in refusal.problems:
+                assert problem.pointer.startswith("/"), (renderer.name, problem.format())
+            continue
+        assert files, renderer.name
+        if renderer.name == "krakend":
+            errors = list(krakend_validator().iter_errors(json.loads(files["krakend.json"])))
+            assert errors == [], [e.message for e in errors[:3]]
+
+
+@pytest.mark.parametrize(
+    ("path", "gateway"),
+    [(p, r.name) for p in CHECK_SAMPLE for r in CHECKED],
+    ids=lambda v: v if isinstance(v, str) else _name(v),
+)
+def test_the_gateway_checker_accepts_the_config(path: Path, gateway: str, tmp_path: Path) -> None:
+    renderer = next(r for r in CHECKED if r.name == gateway)
+    api = _api(path)
+    target = RenderTarget(workdir=str(tmp_path))
+    try:
+        files = renderer.render(api, target)
+    except UnsupportedFeature as refusal:
+        # The other acceptable outcome: located reasons instead of a config.
+        assert refusal.problems
+        assert all(p.pointer.startswith("/") for p in refusal.problems)
+        return
+    write_files(files, tmp_path)
+    assert check_config(renderer, tmp_path, target) is not None

@@ -1,0 +1,233 @@
+"""The dashboard's Google Cloud side against the local stand-ins (no Google Cloud here):
+
+- a real Cloud Storage V4 signed URL (google-cloud-storage, signing with a throw-away
+  service-account key) for the upload API's ticket: its signature covers exactly the
+  headers the ticket tells the browser to send, and a PUT with them lands the spec in the
+  Cloud Storage emulator (gcp-storage-emulator);
+- the read API over Firestore (the npm emulator, the real google-cloud-firestore client)
+  answers exactly what it answers over SQLite, and the dashboard in Chromium reads two
+  runs from it.
+
+Not covered: the emulator neither checks signatures nor keeps ``x-goog-meta-*`` metadata,
+and it has no CORS, so the browser's cross-origin PUT to Cloud Storage cannot run here
+(the signed-URL page flow runs against ``gatebench serve --upload signed-url`` instead:
+test_frontend_browser.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlsplit
+
+import pytest
+from _frontend_helpers import PETSTORE, assert_clean, scenario, seed_two_runs, start_serve
+from firestore_emulator import firestore_emulator, missing
+
+from cloud.servers import start_gcs_emulator, storage_client
+from gatebench.procs import Supervisor
+from gatebench.store import open_store
+from gatebench.web import (
+    GcsSigner,
+    RunRequest,
+    SignedUploads,
+    handle_read,
+    handle_upload,
+    run_request_from_metadata,
+)
+
+BUCKET = "gb-uploads-test"
+RUN_A, RUN_B = "20260101-120000-fs-a", "20260102-120000-fs-b"
+
+
+def _service_account() -> Any:
+    """A service-account credential with a key made for this test (it signs locally)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from google.oauth2 import service_account
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+    info = {
+        "type": "service_account",
+        "project_id": "gatebench-test",
+        "private_key_id": "test",
+        "private_key": pem,
+        "client_email": "gb-upload@gatebench-test.iam.gserviceaccount.com",
+        "client_id": "1",
+        "token_uri": "https://oauth2.googleapis.com/token",
+    }
+    return service_account.Credentials.from_service_account_info(info), key.public_key()
+
+
+@pytest.fixture(scope="module")
+def gcs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    tmp = tmp_path_factory.mktemp("gcs")
+    previous = os.environ.get("STORAGE_EMULATOR_HOST")
+    try:
+        with Supervisor() as supervisor:
+            endpoint = start_gcs_emulator(supervisor, tmp / "logs")
+            client: Any = storage_client(endpoint)  # sets STORAGE_EMULATOR_HOST
+            client.create_bucket(BUCKET)
+            yield endpoint.url
+    finally:
+        if previous is None:
+            os.environ.pop("STORAGE_EMULATOR_HOST", None)
+        else:
+            os.environ["STORAGE_EMULATOR_HOST"] = previous
+
+
+def _verify_v4(url: str, headers: dict[str, str], public_key: Any) -> None:
+    """Recompute the V4 string to sign from the URL and the headers the page will send, and
+    check the signature with the key's public half: it covers these headers and no other."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import padding
+
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    signature = bytes.fromhex(query.pop("X-Goog-Signature"))
+    signed = query["X-Goog-SignedHeaders"].split(";")
+    lowered = {k.lower(): v for k, v in headers.items()} | {"host": parts.netloc}
+    canonical_headers = "".join(f"{name}:{lowered[name]}\n" for name in signed)
+    canonical_query = "&".join(
+        f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in sorted(query.items())
+    )
+    canonical_request = "\n".join(
+        [
+            "PUT",
+            parts.path,
+            canonical_query,
+            canonical_headers,
+            ";".join(signed),
+            "UNSIGNED-PAYLOAD",
+        ]
+    )
+    scope = query["X-Goog-Credential"].split("/", 1)[1]
+    to_sign = "\n".join(
+        [
+            "GOOG4-RSA-SHA256",
+            query["X-Goog-Date"],
+            scope,
+            hashlib.sha256(canonical_request.encode()).hexdigest(),
+        ]
+    )
+    public_key.verify(signature, to_sign.encode(), padding.PKCS1v15(), hashes.SHA256())
+
+
+def test_a_cloud_storage_signed_url_takes_the_upload(gcs: str) -> None:
+    credentials, public_key = _service_account()
+    signer = GcsSigner(
+        BUCKET, credentials=credentials, project="gatebench-test", api_access_endpoint=gcs
+    )
+    reply = handle_upload(
+        "POST",
+        "uploads",
+        {"name": "petstore.yaml", "quick": "1", "gateways": "nginx"},
+        PETSTORE.read_bytes(),
+        accept=SignedUploads(signer),
+    )
+    assert reply.status == 200, reply.payload()
+    ticket = reply.payload()
+    put = ticket["put"]
+    assert ticket["spec_uri"] == f"gs://{BUCKET}/{ticket['object']}"
+    query = dict(parse_qsl(urlsplit(put["url"]).query))
+    assert query["X-Goog-Algorithm"] == "GOOG4-RSA-SHA256"
+    assert query["X-Goog-SignedHeaders"] == "content-type;host;x-goog-meta-gatebench"
+    assert 890 <= int(query["X-Goog-Expires"]) <= 900
+    assert query["X-Goog-Credential"].startswith(
+        "gb-upload@gatebench-test.iam.gserviceaccount.com/"
+    )
+    _verify_v4(put["url"], put["headers"], public_key)
+    # Another run request in the metadata header would not match the signature.
+    from cryptography.exceptions import InvalidSignature
+
+    tampered = {**put["headers"], "x-goog-meta-gatebench": '{"quick":false}'}
+    with pytest.raises(InvalidSignature):
+        _verify_v4(put["url"], tampered, public_key)
+
+    # The PUT the page makes, with exactly the ticket's headers.
+    parts = urlsplit(put["url"])
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    body = PETSTORE.read_bytes()
+    conn.request("PUT", f"{parts.path}?{parts.query}", body, put["headers"])
+    response = conn.getresponse()
+    response.read()
+    conn.close()
+    assert response.status == 200
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import storage
+
+    client = storage.Client(project="gatebench-test", credentials=AnonymousCredentials())
+    blob = client.bucket(BUCKET).get_blob(ticket["object"])
+    assert blob is not None
+    assert blob.download_as_bytes() == body
+    assert blob.content_type == "application/yaml"
+    # What the parse step reads back from the object's metadata (the emulator drops
+    # custom metadata, so it is read from the header the signature fixed).
+    assert run_request_from_metadata(put["headers"]["x-goog-meta-gatebench"]) == RunRequest(
+        quick=True, gateways=("nginx",)
+    )
+
+
+@pytest.fixture(scope="module")
+def firestore_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    reason = missing()
+    if reason:
+        pytest.fail(reason)
+    with firestore_emulator(tmp_path_factory.mktemp("firestore")) as host:
+        yield host
+
+
+def test_the_read_api_answers_the_same_over_firestore_and_sqlite(
+    firestore_host: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FIRESTORE_EMULATOR_HOST", firestore_host)
+    firestore = f"firestore://gatebench-test/t{uuid.uuid4().hex[:12]}"
+    sqlite = str(tmp_path / "s.sqlite")
+    for location in (firestore, sqlite):
+        seed_two_runs(location, RUN_A, RUN_B)
+    paths = [
+        ("runs", {}),
+        (f"runs/{RUN_A}", {}),
+        (f"runs/{RUN_B}/view", {}),
+        ("compare", {"a": RUN_A, "b": RUN_B}),
+        ("runs", {"spec_uri": "file://examples/auction/openapi.yaml"}),
+        ("runs/20990101-000000-none", {}),
+    ]
+    with open_store(firestore) as fs, open_store(sqlite) as sq:
+        for path, query in paths:
+            from_firestore = handle_read(fs, "GET", path, query)
+            from_sqlite = handle_read(sq, "GET", path, query)
+            assert from_firestore.status == from_sqlite.status, path
+            assert from_firestore.payload() == from_sqlite.payload(), path
+    with open_store(firestore) as fs:
+        listed = handle_read(fs, "GET", "runs", {}).payload()["runs"]
+    assert [r["run_id"] for r in listed] == [RUN_B, RUN_A]
+
+
+def test_the_dashboard_reads_runs_from_firestore(
+    firestore_host: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``gatebench serve --store firestore://...``: the read path the cloud read function
+    takes (handle_read over FirestoreStore), in the browser."""
+    monkeypatch.setenv("FIRESTORE_EMULATOR_HOST", firestore_host)  # the server inherits it
+    firestore = f"firestore://gatebench-test/t{uuid.uuid4().hex[:12]}"
+    seed_two_runs(firestore, RUN_A, RUN_B)
+    serve = start_serve(tmp_path, store=firestore)
+    try:
+        result = scenario("compare", serve, run_a=RUN_A, run_b=RUN_B)
+    finally:
+        code, err = serve.stop()
+    assert code == 0, err
+    assert_clean(result, serve)
+    assert result["url"].endswith(f"#/compare/{RUN_A}/{RUN_B}")
+    assert [c["whiskers"] for c in result["charts"]] == [12, 12]

@@ -1,0 +1,231 @@
+"""The whole cloud pipeline on this machine: workflows/benchmark.yaml executed by the
+interpreter, with
+
+- the parse, render and score functions as deployed (`make bundle` archives, unpacked) under
+  functions-framework, over real HTTP with OIDC headers;
+- Cloud Storage and Firestore as emulators behind the real Google clients;
+- cloudbuild/{provision,load,teardown}.yaml run step by step (tests/cloud/localbuild.py):
+  the `gatebench cloud ...` steps are this checkout's CLI, and the Terraform steps go to the
+  local provisioner standing in for the VMs (tests/cloud/localvms.py): the backend, nginx
+  and the tester (Gatling) as local processes on a loopback layout;
+- BigQuery as the one stand-in (tests/cloud/standins.py BigQueryLoads: rows checked
+  against the table schema).
+
+Three runs: the auction example with a quick workload runs to `done` with scores in
+Firestore and rows in BigQuery, and its re-delivered event starts nothing; a run whose only
+gateway never comes up fails at provision and is torn down; a run whose provisioning
+outlasts its build timeout fails at provision and is torn down.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from cloud.firestore import EmulatorFirestore, start_firestore_emulator
+from cloud.localbuild import LocalCloudBuild
+from cloud.localvms import LocalVms
+from cloud.pipeline import WORKFLOW, workflow_env
+from cloud.servers import start_function, start_gcs_emulator, storage_client, unpack_bundle
+from cloud.standins import BigQueryLoads
+from cloud.workflows_interpreter import Execution, Interpreter
+from gatebench.cloud import Storage
+from gatebench.model import run_id_for_object
+from gatebench.procs import Supervisor, free_port, port_is_free
+from gatebench.report import bigquery_schema
+
+ROOT = Path(__file__).resolve().parents[2]
+PROJECT = "gatebench-test"
+UPLOADS, RUNS = "gb-uploads", "gb-runs"
+IMAGE = "europe-central2-docker.pkg.dev/gatebench-test/gb-gatebench/runner:0.1.0"
+
+
+def quick_auction(gateways: list[str]) -> bytes:
+    """The auction example with a workload of a few seconds: one repetition, a 1 s warm-up,
+    at most 100 requests per workload (what `gatebench run --quick` runs)."""
+    doc = yaml.safe_load((ROOT / "examples" / "auction" / "openapi.yaml").read_text())
+    bench = doc["x-gatebench"]
+    bench.update(gateways=gateways, repetitions=1, warmup={"duration": "1s"}, seed=7)
+    retrieve = bench["workloads"][2]
+    retrieve["injection"] = {"sequential": 100}
+    return yaml.safe_dump(doc, sort_keys=False).encode()
+
+
+def port_range(count: int) -> int:
+    for _ in range(50):
+        base = free_port()
+        if base + count < 65000 and all(port_is_free(base + i) for i in range(count)):
+            return base
+    raise RuntimeError("no free port range")
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    tmp = tmp_path_factory.mktemp("pipeline")
+    logs = tmp / "logs"
+    with Supervisor() as supervisor:
+        gcs = start_gcs_emulator(supervisor, logs)
+        client: Any = storage_client(gcs)
+        uploads = client.create_bucket(UPLOADS)
+        runs = client.create_bucket(RUNS)
+        settings = {
+            "project": PROJECT,
+            "prefix": "gb",
+            "zone": "local",
+            "layout": {"kind": "loopback", "base_port": port_range(8), "root": str(tmp / "disks")},
+            "subnetwork": "local",
+            "tags": {"tester": "gb-tester", "gateway": "gb-gateway", "backend": "gb-backend"},
+            "accounts": {"tester": "t@x", "gateway": "g@x", "backend": "b@x"},
+            "runner_image": IMAGE,
+            "limits": {"vm_lifetime": 3600},
+            "labels": {"app": "gatebench"},
+        }
+        runs.blob("pipeline/settings.json").upload_from_string(json.dumps(settings))
+        _, firestore_host = start_firestore_emulator(supervisor, logs)
+        env = {
+            "STORAGE_EMULATOR_HOST": gcs.url,
+            "FIRESTORE_EMULATOR_HOST": firestore_host,
+            "GATEBENCH_PROJECT": PROJECT,
+            "GATEBENCH_FIRESTORE_DATABASE": "(default)",
+            "GATEBENCH_RUNS_BUCKET": RUNS,
+        }
+        urls = {
+            name: start_function(supervisor, unpack_bundle(name, tmp), name, logs, env).url
+            for name in ("parse", "render", "score")
+        }
+        os.environ.update(env)
+        storage = Storage(PROJECT)
+        vms = LocalVms(supervisor, storage, tmp, env)
+        builds = LocalCloudBuild(tmp / "builds", IMAGE, vms, env=env, project=PROJECT)
+        firestore = EmulatorFirestore(firestore_host)
+        bigquery = BigQueryLoads(storage, list(bigquery_schema()))
+        try:
+            yield {
+                "uploads": uploads,
+                "urls": urls,
+                "vms": vms,
+                "builds": builds,
+                "firestore": firestore,
+                "bigquery": bigquery,
+                "storage": storage,
+            }
+        finally:
+            vms.close()
+            firestore.close()
+
+
+def upload(world: dict[str, Any], name: str, data: bytes) -> dict[str, Any]:
+    blob = world["uploads"].blob(name)
+    blob.upload_from_string(data, content_type="application/yaml")
+    return {
+        "specversion": "1.0",
+        "type": "google.cloud.storage.object.v1.finalized",
+        "source": f"//storage.googleapis.com/projects/_/buckets/{UPLOADS}",
+        "subject": f"objects/{name}",
+        "id": f"evt-{blob.generation}",
+        "data": {"bucket": UPLOADS, "name": name, "generation": str(blob.generation)},
+    }
+
+
+def run(world: dict[str, Any], event: dict[str, Any], execution: str, **env: str) -> Execution:
+    urls = world["urls"]
+    values = workflow_env(
+        parse=urls["parse"],
+        render=urls["render"],
+        score=urls["score"],
+        runs_bucket=RUNS,
+        GOOGLE_CLOUD_PROJECT_ID=PROJECT,
+        GOOGLE_CLOUD_WORKFLOW_EXECUTION_ID=execution,
+        GATEBENCH_RUNNER_IMAGE=IMAGE,
+        GATEBENCH_PROVISION_TIMEOUT_S=env.pop("provision_timeout", "300"),
+        GATEBENCH_LOAD_TIMEOUT_S="600",
+        GATEBENCH_TEARDOWN_TIMEOUT_S="120",
+    )
+    connectors = {
+        **world["firestore"].connectors(),
+        **world["builds"].connectors(),
+        **world["bigquery"].connectors(),
+    }
+    return Interpreter(WORKFLOW, env=values, connectors=connectors).run(event)
+
+
+def stored_run(run_id: str) -> dict[str, Any]:
+    from google.cloud import firestore
+
+    snapshot = firestore.Client(project=PROJECT).collection("runs").document(run_id).get()
+    assert snapshot.exists
+    return dict(snapshot.to_dict() or {})
+
+
+def run_processes(world: dict[str, Any], run_id: str) -> list[str]:
+    return [p.name for p in world["vms"].running() if p.name.startswith(run_id)]
+
+
+def test_the_auction_example_runs_to_done_and_a_redelivered_event_starts_nothing(
+    world: dict[str, Any],
+) -> None:
+    from gatebench.store import open_store
+
+    event = upload(world, "specs/auction.yaml", quick_auction(["nginx"]))
+    run_id = run_id_for_object(UPLOADS, "specs/auction.yaml", event["data"]["generation"])
+    execution = run(world, event, "exec-ok")
+    assert execution.state == "SUCCEEDED", execution.error
+    assert execution.result["run_id"] == run_id
+    assert execution.result["status"] == "done"
+    assert execution.result["teardown"] == "ok"
+    assert set(execution.result["scores"]) == {"nginx"}
+    doc = stored_run(run_id)
+    assert doc["status"] == "done"
+    order = sorted(doc["status_times"], key=doc["status_times"].get)
+    assert order == ["parsed", "rendered", "provisioning", "loading", "scoring", "done"]
+    store = open_store(f"firestore://{PROJECT}")
+    assert {(m.target, m.workload) for m in store.measurements(run_id)} == {
+        (t, w) for t in ("nginx", "baseline") for w in ("create-auction", "bid", "retrieve")
+    }
+    assert store.scores(run_id)
+    rows = [r for r in world["bigquery"].rows if r["run_id"] == run_id]
+    assert rows
+    assert {r["target"] for r in rows} == {"nginx", "baseline"}
+    assert run_processes(world, run_id) == []  # teardown stopped every "VM"
+    builds = [b for b in world["builds"].builds if b["substitutions"]["_RUN_ID"] == run_id]
+    assert [b["status"] for b in builds] == ["SUCCESS"] * 3
+    again = run(world, event, "exec-again")
+    assert again.result == {"run_id": run_id, "duplicate": True, "status": "done"}
+    assert len([b for b in world["builds"].builds if b["substitutions"]["_RUN_ID"] == run_id]) == 3
+
+
+def test_a_gateway_that_never_comes_up_fails_the_run_at_provision_then_teardown(
+    world: dict[str, Any],
+) -> None:
+    spec = yaml.safe_load(quick_auction(["tyk"]))
+    spec["x-gatebench"]["baseline"] = False
+    event = upload(world, "specs/tyk-only.yaml", yaml.safe_dump(spec).encode())
+    run_id = run_id_for_object(UPLOADS, "specs/tyk-only.yaml", event["data"]["generation"])
+    execution = run(world, event, "exec-fail")
+    assert execution.state == "FAILED"
+    assert execution.error["step"] == "provision"
+    assert "the tester reached no target" in execution.error["message"]
+    doc = stored_run(run_id)
+    assert (doc["status"], doc["failed_step"], doc["teardown"]) == ("failed", "provision", "ok")
+    assert run_processes(world, run_id) == []
+
+
+def test_a_provisioning_that_outlasts_its_timeout_is_torn_down(world: dict[str, Any]) -> None:
+    # Tyk never comes up here, so the tester keeps waiting for it (20 s) while nginx, the
+    # backend and the tester run: the provision build's 8 s timeout passes first.
+    event = upload(world, "specs/slow.yaml", quick_auction(["nginx", "tyk"]))
+    run_id = run_id_for_object(UPLOADS, "specs/slow.yaml", event["data"]["generation"])
+    execution = run(world, event, "exec-timeout", provision_timeout="8")
+    assert execution.state == "FAILED"
+    assert execution.error["step"] == "provision"
+    assert "finished with status TIMEOUT" in execution.error["message"]
+    assert "wait-ready" in execution.error["message"]
+    doc = stored_run(run_id)
+    assert (doc["status"], doc["failed_step"], doc["teardown"]) == ("failed", "provision", "ok")
+    assert run_processes(world, run_id) == []

@@ -1,0 +1,226 @@
+"""The cloud path's core (gatebench.cloud): object references and run ids, parsing an upload
+into a run record, Firestore's REST encoding, and the functions' bundles."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from gatebench.cloud import (
+    ObjectRef,
+    RequestError,
+    firestore_fields,
+    object_from_event,
+    object_from_request,
+    parse_upload,
+    plain_value,
+)
+from gatebench.cloud._bundle import build_bundle, pinned_requirements
+from gatebench.model import RunRecord, run_id_for_object
+
+ROOT = Path(__file__).resolve().parents[2]
+AUCTION = (ROOT / "examples" / "auction" / "openapi.yaml").read_bytes()
+
+
+def test_object_reference_and_run_id() -> None:
+    ref = object_from_request({"bucket": "gb-uploads", "name": "specs/a.yaml", "generation": 17})
+    assert ref == ObjectRef("gb-uploads", "specs/a.yaml", "17")
+    assert ref.uri == "gs://gb-uploads/specs/a.yaml#17"
+    assert ref.run_id == run_id_for_object("gb-uploads", "specs/a.yaml", "17")
+    assert object_from_request({"bucket": "gb-uploads", "name": "x"}).generation is None
+
+
+def test_bad_requests_list_every_problem_with_its_pointer() -> None:
+    with pytest.raises(RequestError) as caught:
+        object_from_request({"bucket": "Bad Bucket", "name": "", "generation": "-1"})
+    assert [(p.pointer, p.message) for p in caught.value.problems] == [
+        ("/bucket", "expected a Cloud Storage bucket name, got 'Bad Bucket'"),
+        ("/name", "expected an object name, got ''"),
+        ("/generation", "expected a positive decimal number, got '-1'"),
+    ]
+    with pytest.raises(RequestError, match="an object-finalized event carries one"):
+        object_from_event({"bucket": "gb-uploads", "name": "specs/a.yaml"})
+
+
+def test_firestore_encoding_round_trips_and_matches_the_rest_shape() -> None:
+    record = {
+        "s": "x",
+        "i": 3,
+        "f": 1.5,
+        "b": True,
+        "n": None,
+        "l": [1, [2, 3]],
+        "m": {"k": "v"},
+    }
+    fields = firestore_fields(record)
+    assert fields["i"] == {"integerValue": "3"}
+    assert fields["l"]["arrayValue"]["values"][1] == {
+        "mapValue": {
+            "fields": {
+                "_nested_list": {
+                    "arrayValue": {"values": [{"integerValue": "2"}, {"integerValue": "3"}]}
+                }
+            }
+        }
+    }
+    assert plain_value({"mapValue": {"fields": fields}}) == record
+
+
+def test_parse_upload_of_the_auction_example() -> None:
+    ref = ObjectRef("gb-uploads", "specs/auction.yaml", "42")
+    outcome = parse_upload(AUCTION, ref, now=1000.0)
+    assert outcome.ok, outcome.message
+    run = outcome.run
+    assert run.run_id == ref.run_id
+    assert run.spec_uri == "gs://gb-uploads/specs/auction.yaml#42"
+    assert run.gateways == ["nginx", "haproxy", "caddy", "envoy", "apache"]
+    assert [w["name"] for w in run.workloads] == ["create-auction", "bid", "retrieve"]
+    assert run.workloads[1]["method"] == "POST"
+    response = outcome.response("exec-9")
+    assert response["run_id"] == ref.run_id
+    assert response["generation"] == "42"
+    document = plain_value({"mapValue": response["document"]})
+    assert document["execution_id"] == "exec-9"
+    assert document["status"] == "received"
+    # What the workflow stores, the result store reads back as the same run (now owned by
+    # the execution).
+    assert RunRecord.from_dict(document) == dataclasses.replace(run, execution_id="exec-9")
+
+
+def test_parse_upload_of_an_invalid_plan_keeps_the_run_id_and_locates_the_error() -> None:
+    broken = AUCTION.replace(b"repetitions: 10 ", b"repetiton: 10 ")
+    ref = ObjectRef("gb-uploads", "specs/auction.yaml", "43")
+    outcome = parse_upload(broken, ref, now=0.0)
+    assert not outcome.ok
+    response = outcome.response()
+    assert response["run_id"] == ref.run_id
+    (error,) = response["errors"]
+    assert error["pointer"] == "/x-gatebench/repetiton"
+    assert error["message"] == "unknown key 'repetiton' in x-gatebench; did you mean 'repetitions'?"
+    assert response["message"].startswith("auction.yaml:")
+
+
+def test_parse_upload_of_bytes_that_are_no_spec() -> None:
+    outcome = parse_upload(b"\x00\x01 not yaml: [", ObjectRef("b-1", "specs/x.yaml", "1"), now=0.0)
+    assert not outcome.ok
+    assert outcome.response()["errors"]
+
+
+def test_bundles_are_deterministic_and_pin_the_runtime_closure(tmp_path: Path) -> None:
+    requirements = pinned_requirements()
+    names = {r.split("==")[0].lower() for r in requirements}
+    assert {
+        "functions-framework",
+        "google-cloud-firestore",
+        "google-cloud-storage",
+        "pyyaml",
+    } <= names
+    assert not {"pytest", "mypy", "ruff", "hypothesis", "python-hcl2"} & names
+    assert all("==" in r for r in requirements)
+    package = ROOT / "src" / "gatebench"
+    first = build_bundle(ROOT / "functions" / "parse", package, requirements)
+    second = build_bundle(ROOT / "functions" / "parse", package, requirements)
+    assert first == second
+    names_in_zip = zipfile.ZipFile(io.BytesIO(first)).namelist()
+    assert names_in_zip[:1] == ["gatebench/__init__.py"] or "main.py" in names_in_zip
+    assert {"main.py", "requirements.txt", "gatebench/cloud/_parse.py"} <= set(names_in_zip)
+    assert not [n for n in names_in_zip if "__pycache__" in n]
+
+
+def test_layout_names_vms_as_infra_vms_does_and_resolves_them() -> None:
+    import hcl2
+
+    from gatebench.cloud._layout import layout_for
+
+    settings = {"prefix": "gb", "zone": "europe-central2-a", "project": "proj", "layout": "dns"}
+    layout = layout_for(settings, "r-0123456789abcdef0123", ["nginx", "kong"])
+    assert layout.backend_url() == (
+        "http://gb-r-0123456789abcdef0123-backend.europe-central2-a.c.proj.internal:8080"
+    )
+    assert layout.gateway_url("kong") == (
+        "http://gb-r-0123456789abcdef0123-gw-kong.europe-central2-a.c.proj.internal:8000"
+    )
+    # The names Terraform gives the VMs (infra/vms/main.tf), with its own locals substituted.
+    with (ROOT / "infra" / "vms" / "main.tf").open() as fh:
+        doc = hcl2.load(fh)
+    local_name = doc["locals"][0]["name"].strip('"')
+    assert local_name == "${var.prefix}-${var.run_id}"
+    names = {}
+    for block in doc["resource"]:
+        for body in block.get('"google_compute_instance"', {}).values():
+            names[body["name"].strip('"')] = body
+    base = "gb-r-0123456789abcdef0123"
+    rendered = {n.replace("${local.name}", base).replace("${each.key}", "kong") for n in names}
+    assert rendered == {
+        layout.vm_name("backend"),
+        layout.vm_name("gateway", "kong"),
+        layout.vm_name("tester"),
+    }
+
+
+def test_loopback_layout_gives_each_machine_its_own_port() -> None:
+    from gatebench.cloud._layout import layout_for
+
+    settings = {
+        "prefix": "gb",
+        "layout": {"kind": "loopback", "base_port": 41000, "root": "/tmp/vms"},
+    }
+    layout = layout_for(settings, "r-0123456789abcdef0123", ["nginx", "caddy"])
+    assert layout.backend_url() == "http://127.0.0.1:41000"
+    assert [layout.gateway_url(g) for g in ("nginx", "caddy")] == [
+        "http://127.0.0.1:41001",
+        "http://127.0.0.1:41002",
+    ]
+    assert layout.gateway_workdir("caddy") == "/tmp/vms/r-0123456789abcdef0123/gw-caddy"
+    with pytest.raises(RequestError, match="layout"):
+        layout_for({"layout": "nfs"}, "r-0123456789abcdef0123", [])
+
+
+def test_vm_vars_are_exactly_the_variables_of_infra_vms() -> None:
+    import hcl2
+
+    from gatebench.cloud._render import render_run
+    from gatebench.cloud._vms import vm_vars
+
+    settings = {
+        "project": "proj",
+        "prefix": "gb",
+        "zone": "europe-central2-a",
+        "layout": "dns",
+        "subnetwork": "projects/proj/regions/r/subnetworks/s",
+        "tags": {"tester": "t", "gateway": "g", "backend": "b"},
+        "accounts": {"tester": "t@x", "gateway": "g@x", "backend": "b@x"},
+        "runner_image": "r/runner:1",
+        "limits": {"vm_lifetime": 3600},
+    }
+    ref = ObjectRef("gb-uploads", "specs/auction.yaml", "9")
+    rendered = render_run(AUCTION, ref, settings, "gb-runs")
+    assert rendered.failures == {}
+    values = vm_vars(settings, rendered.fleet, ref.run_id, "gb-runs")
+    with (ROOT / "infra" / "vms" / "variables.tf").open() as fh:
+        declared = {
+            k.strip('"'): v for block in hcl2.load(fh)["variable"] for k, v in block.items()
+        }
+    assert set(values) == set(declared)
+    gateway_type = declared["gateways"]["type"]
+    for key in next(iter(values["gateways"].values())):
+        assert f"{key} " in gateway_type or f"{key}=" in gateway_type.replace(" ", "")
+    nginx = values["gateways"]["nginx"]
+    assert nginx["mount"] == "/etc/gatebench"
+    assert nginx["args"][:3] == ["nginx", "-p", "/etc/gatebench/"]
+    assert values["tester"]["args"] == [
+        "cloud",
+        "tester",
+        "--run-id",
+        ref.run_id,
+        "--runs-bucket",
+        "gb-runs",
+    ]
+    # The same run renders to the same bytes (a retried render writes the same objects).
+    assert render_run(AUCTION, ref, settings, "gb-runs").objects() == rendered.objects()
+    empty = vm_vars(settings, None, ref.run_id, "gb-runs")
+    assert (empty["gateways"], empty["backend"], empty["tester"]) == ({}, None, None)

@@ -1,0 +1,93 @@
+"""``gatebench serve``'s command line: exporting the site for a bucket, and its refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gatebench.cli import main
+from gatebench.web import SiteConfig, is_loopback
+
+
+def test_export_writes_the_site_with_a_gcp_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dest = tmp_path / "site"
+    code = main(
+        [
+            "serve",
+            "--export",
+            str(dest),
+            "--api",
+            "https://europe-central2-p.cloudfunctions.net/gb-read/",
+            "--upload-endpoint",
+            "https://europe-central2-p.cloudfunctions.net/gb-upload/",
+        ]
+    )
+    assert code == 0
+    config = json.loads((dest / "config.json").read_text())
+    assert SiteConfig.from_dict(config) == SiteConfig(
+        mode="gcp",
+        api="https://europe-central2-p.cloudfunctions.net/gb-read/",
+        upload_endpoint="https://europe-central2-p.cloudfunctions.net/gb-upload/",
+        upload_method="signed-url",
+    )
+    assert (dest / "index.html").is_file()
+    out = capsys.readouterr().out
+    assert out.startswith("gatebench serve: wrote ")
+    assert out.rstrip().endswith(f"files to {dest}/ (config.json: gcp)")
+
+
+def test_export_needs_both_endpoints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--export", str(tmp_path / "x"), "--api", "https://a.example/"]) == 2
+    assert capsys.readouterr().err == (
+        "gatebench serve --export: give --api URL and --upload-endpoint URL (or --site-config FILE)\n"
+    )
+
+
+def test_a_bad_endpoint_is_a_located_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        [
+            "serve",
+            "--export",
+            str(tmp_path / "x"),
+            "--api",
+            "ftp://a.example/",
+            "--upload-endpoint",
+            "https://a.example/up/",
+        ]
+    )
+    assert code == 1
+    assert capsys.readouterr().err == (
+        "the command line: error: /api: expected a relative path or an http(s) URL ending in "
+        "'/', got 'ftp://a.example/'\n"
+    )
+
+
+def test_a_missing_frontend_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--frontend", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        f"gatebench serve: {tmp_path}/index.html not found; pass --frontend DIR\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.0.0.2", True),
+        ("localhost", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("192.168.1.10", False),
+        ("example.com", False),
+    ],
+)
+def test_what_counts_as_loopback(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback

@@ -1,0 +1,341 @@
+"""``gatebench serve`` over real HTTP (an in-process server on a free loopback port):
+status codes, the size limit, path traversal, the host and cross-site checks, and the
+upload paths. The queue is not started here, so accepted uploads wait in it (their runs
+are the integration tests' job: tests/integration/test_serve_runs.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+
+from gatebench.store import SqliteStore
+from gatebench.web import GatebenchHTTPServer, SiteConfig, build_server, export_site
+from paths import EXAMPLES, ROOT
+
+PETSTORE = (EXAMPLES / "petstore" / "openapi.yaml").read_bytes()
+BROKEN = PETSTORE.replace(b"operation: listPets", b"operation: listPetz")
+MAX = 200_000
+
+
+@dataclass
+class Served:
+    server: GatebenchHTTPServer
+    frontend: Path
+    results: Path
+
+    @property
+    def port(self) -> int:
+        return self.server.server_address[1]
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        *,
+        host: str | None = None,
+    ) -> tuple[int, dict[str, str], bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            # putrequest sends the path exactly as given: no normalisation of '..' or '%2e'.
+            conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+            conn.putheader("Host", host or f"127.0.0.1:{self.port}")
+            for name, value in (headers or {}).items():
+                conn.putheader(name, value)
+            if body is not None and "Content-Length" not in (headers or {}):
+                conn.putheader("Content-Length", str(len(body)))
+            conn.endheaders()
+            if body:
+                # The server may answer before reading it (413) and close the connection.
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    conn.send(body)
+            response = conn.getresponse()
+            return (
+                response.status,
+                {k.lower(): v for k, v in response.getheaders()},
+                response.read(),
+            )
+        finally:
+            conn.close()
+
+    def json(
+        self, method: str, path: str, body: bytes | None = None, **headers: str
+    ) -> tuple[int, Any]:
+        status, _, data = self.request(method, path, body, headers)
+        return status, json.loads(data) if data else None
+
+    def upload(self, route: str, body: bytes, query: str = "name=petstore.yaml") -> tuple[int, Any]:
+        return self.json("POST", f"/api/{route}?{query}", body, **{"X-Gatebench": "1"})
+
+
+def _serve(tmp_path: Path, **kwargs: Any) -> Iterator[Served]:
+    frontend = tmp_path / "frontend"
+    export_site(ROOT / "frontend", frontend, SiteConfig())
+    (tmp_path / "secret.txt").write_text("outside", encoding="utf-8")
+    os.symlink(tmp_path / "secret.txt", frontend / "leak.txt")
+    os.symlink(frontend / "index.html", frontend / "inside.html")
+    results = tmp_path / "results"
+    with SqliteStore(results / "s.sqlite") as store:
+        server = build_server(
+            host="127.0.0.1",
+            port=0,
+            frontend=frontend,
+            store=store,
+            store_location=str(results / "s.sqlite"),
+            results_dir=results,
+            max_bytes=MAX,
+            start_queue=False,
+            log=lambda line: None,
+            **kwargs,
+        )
+        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+        thread.start()
+        try:
+            yield Served(server, frontend, results)
+        finally:
+            server.shutdown()
+            server.server_close()
+            thread.join(5)
+            server.app.queue.shutdown()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    yield from _serve(tmp_path)
+
+
+@pytest.fixture
+def signed(tmp_path: Path) -> Iterator[Served]:
+    yield from _serve(tmp_path, upload_method="signed-url")
+
+
+def test_the_site_and_its_config(served: Served) -> None:
+    status, headers, body = served.request("GET", "/")
+    assert status == 200
+    assert headers["content-type"] == "text/html; charset=utf-8"
+    assert body == (served.frontend / "index.html").read_bytes()
+    assert headers["content-security-policy"].startswith("default-src 'none'; script-src 'self'")
+    assert headers["x-content-type-options"] == "nosniff"
+    assert headers["x-frame-options"] == "DENY"
+    status, headers, _ = served.request("GET", "/js/app.js")
+    assert (status, headers["content-type"]) == (200, "text/javascript; charset=utf-8")
+    status, headers, body = served.request("HEAD", "/js/app.js")
+    assert status == 200
+    assert body == b""
+    assert int(headers["content-length"]) == (served.frontend / "js" / "app.js").stat().st_size
+    status, config = served.json("GET", "/config.json")
+    assert status == 200
+    assert config == SiteConfig(max_bytes=MAX).to_dict()
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/../secret.txt",
+        "/../../../../etc/passwd",
+        "/%2e%2e/secret.txt",
+        "/%2E%2E%2Fsecret.txt",
+        "/js/%2e%2e/%2e%2e/secret.txt",
+        "/%252e%252e/secret.txt",
+        "/..%5csecret.txt",
+        "//etc/passwd",
+        "/etc/passwd",
+        "/%2fetc%2fpasswd",
+        "/index.html%00.txt",
+        "/leak.txt",
+        "/inside.html",
+        "/js/",
+        "/config.json/../index.html",
+    ],
+)
+def test_traversal_attempts_are_not_found(served: Served, path: str) -> None:
+    status, _, body = served.request("GET", path)
+    assert status == 404, path
+    assert b"outside" not in body
+    assert b"root:" not in body
+
+
+@pytest.mark.parametrize(
+    ("path", "status"),
+    [
+        ("/api/runs/..", 400),
+        ("/api/runs/../../secret.txt", 400),
+        ("/api/runs/%2e%2e%2f%2e%2e%2fsecret.txt", 400),
+        ("/api/runs/..%2fsecret.txt/view", 400),
+        ("/api/runs/20990101-000000-none", 404),
+        ("/api/nothing", 404),
+    ],
+)
+def test_api_paths_that_are_not_runs(served: Served, path: str, status: int) -> None:
+    got, body = served.json("GET", path)
+    assert got == status, path
+    assert body["errors"][0]["message"]
+
+
+def test_an_absolute_form_request_target_is_refused(served: Served) -> None:
+    status, _, _ = served.request("GET", "http://evil.example/")
+    assert status == 400
+
+
+def test_methods(served: Served) -> None:
+    assert served.request("POST", "/index.html", b"")[0] == 405
+    assert served.request("DELETE", "/api/runs")[0] == 405
+    status, headers, _ = served.request("GET", "/api/uploads")
+    assert (status, headers["allow"]) == (405, "POST")
+    status, headers, _ = served.request("PUT", "/bucket/specs/x.yaml", b"x")  # direct: no bucket
+    assert (status, headers["allow"], headers["connection"]) == (405, "GET, HEAD", "close")
+
+
+def test_requests_for_another_host_are_refused(served: Served) -> None:
+    """A page on a rebound DNS name cannot talk to the loopback server."""
+    status, headers, body = served.request("GET", "/api/runs", host="attacker.example:8321")
+    assert status == 421
+    assert json.loads(body)["errors"][0]["message"] == (
+        "this server answers only requests addressed to 127.0.0.1 or localhost"
+    )
+    assert headers["connection"] == "close"
+    assert served.request("GET", "/", host=f"localhost:{served.port}")[0] == 200
+
+
+def test_uploads_need_the_page_header_and_its_origin(served: Served) -> None:
+    status, body = served.json("POST", "/api/validate?name=p.yaml", PETSTORE)
+    assert status == 403
+    assert body["errors"][0]["message"].startswith("uploads need the X-Gatebench header")
+    status, body = served.json(
+        "POST",
+        "/api/validate?name=p.yaml",
+        PETSTORE,
+        **{"X-Gatebench": "1", "Origin": "http://evil.example"},
+    )
+    assert (status, body["errors"][0]["message"]) == (
+        403,
+        "origin 'http://evil.example' may not upload here",
+    )
+    status, body = served.json(
+        "POST",
+        "/api/validate?name=p.yaml",
+        PETSTORE,
+        **{"X-Gatebench": "1", "Origin": f"http://127.0.0.1:{served.port}"},
+    )
+    assert status == 200
+
+
+def test_size_limit_and_length(served: Served) -> None:
+    # Declared too large: refused from the header, the body is never read.
+    status, headers, body = served.request(
+        "POST",
+        "/api/uploads?name=big.yaml",
+        b"",
+        {"X-Gatebench": "1", "Content-Length": str(MAX + 1)},
+    )
+    assert status == 413
+    assert json.loads(body)["errors"][0]["message"] == (
+        f"the upload is {MAX + 1:,} bytes; the limit is {MAX:,} (--max-bytes)"
+    )
+    assert headers["connection"] == "close"
+    # Actually sent too large.
+    status, _, _ = served.request(
+        "POST", "/api/uploads?name=big.yaml", b"a: 1\n" * (MAX // 4), {"X-Gatebench": "1"}
+    )
+    assert status == 413
+    status, _, _ = served.request("POST", "/api/uploads?name=p.yaml", None, {"X-Gatebench": "1"})
+    assert status == 411
+    status, _, _ = served.request(
+        "POST",
+        "/api/uploads?name=p.yaml",
+        b"0\r\n\r\n",
+        {"X-Gatebench": "1", "Transfer-Encoding": "chunked", "Content-Length": "5"},
+    )
+    assert status == 411
+
+
+def test_content_checks(served: Served) -> None:
+    status, body = served.upload("uploads", b"\x89PNG\r\n\x1a\n", "name=logo.png")
+    assert status == 400
+    assert body["errors"] == [
+        {
+            "pointer": "",
+            "message": "byte 0x89 at offset 0 is not valid UTF-8; save the file as UTF-8",
+            "severity": "error",
+            "line": 1,
+            "column": 1,
+            "source": "logo.png",
+        }
+    ]
+    status, body = served.upload("uploads", BROKEN)
+    assert status == 400
+    assert [(e["pointer"], e["line"]) for e in body["errors"]] == [
+        ("/x-gatebench/workloads/0/operation", 113)
+    ]
+    status, listed = served.json("GET", "/api/runs")
+    assert listed == {"runs": []}  # nothing was queued
+
+
+def test_valid_uploads_queue_one_after_the_other(served: Served) -> None:
+    status, first = served.upload("uploads", PETSTORE, "name=petstore.yaml&quick=1")
+    assert status == 202
+    assert first["status"] == "queued"
+    assert first["queue_position"] == 1
+    status, second = served.upload("uploads", PETSTORE, "name=petstore.yaml&gateways=nginx")
+    assert status == 202
+    assert second["queue_position"] == 2
+    assert second["run_id"] != first["run_id"]
+    assert second["run_id"].startswith(
+        first["run_id"][:16]
+    )  # same second: a suffix keeps them apart
+    status, listed = served.json("GET", "/api/runs")
+    runs = listed["runs"]
+    assert [(r["run_id"], r["status"], r["queue_position"]) for r in runs] == [
+        (second["run_id"], "queued", 2),
+        (first["run_id"], "queued", 1),
+    ]
+    assert runs[0]["gateways"] == ["nginx"]
+    assert runs[1]["quick"] is True
+    status, got = served.json("GET", f"/api/runs/{first['run_id']}")
+    assert (status, got["run"]["status"]) == (200, "queued")
+    saved = served.results / "uploads" / first["run_id"] / "petstore.yaml"
+    assert saved.read_bytes() == PETSTORE
+
+
+def _put(served: Served, ticket: dict[str, Any], body: bytes, **override: str) -> int:
+    url = urlsplit(ticket["put"]["url"])
+    headers = {**ticket["put"]["headers"], **override}
+    return served.request("PUT", f"{url.path}?{url.query}", body, headers)[0]
+
+
+def test_signed_url_uploads(signed: Served) -> None:
+    status, config = signed.json("GET", "/config.json")
+    assert config["upload"]["method"] == "signed-url"
+    status, ticket = signed.upload("uploads", PETSTORE, "name=petstore.yaml&quick=1")
+    assert status == 200
+    assert ticket["put"]["url"].startswith(f"http://127.0.0.1:{signed.port}/bucket/specs/")
+    assert ticket["spec_uri"].startswith((signed.results / "uploads" / "bucket").resolve().as_uri())
+    query = dict(parse_qsl(urlsplit(ticket["put"]["url"]).query))
+    assert set(query) == {"expires", "signature"}
+    # Tampering with what was signed is refused.
+    assert _put(signed, ticket, PETSTORE, **{"x-goog-meta-gatebench": '{"quick":false}'}) == 403
+    assert _put(signed, ticket, PETSTORE, **{"Content-Type": "text/plain"}) == 403
+    listed = signed.json("GET", f"/api/runs?spec_uri={ticket['spec_uri']}")[1]["runs"]
+    assert listed == []
+    assert _put(signed, ticket, PETSTORE) == 200
+    # One upload per URL, like x-goog-if-generation-match: 0.
+    assert _put(signed, ticket, PETSTORE) == 412
+    listed = signed.json("GET", f"/api/runs?spec_uri={ticket['spec_uri']}")[1]["runs"]
+    assert len(listed) == 1
+    assert listed[0]["status"] == "queued"
+    assert listed[0]["quick"] is True
+    stored = signed.results / "uploads" / "bucket" / ticket["object"]
+    assert stored.read_bytes() == PETSTORE
+    bad_name = signed.request("PUT", "/bucket/specs/..%2f..%2fx.yaml?expires=1&signature=x", b"x")
+    assert bad_name[0] == 400

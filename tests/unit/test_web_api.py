@@ -1,0 +1,393 @@
+"""The read and upload APIs as pure handlers (gatebench.web): what the local server and the
+cloud functions answer, over a real SQLite store; the content check; signed-URL tickets."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gatebench.model import RunRecord, RunStatus
+from gatebench.report import score_run
+from gatebench.report._synthetic import synthetic_run
+from gatebench.store import SqliteStore
+from gatebench.web import (
+    CheckedUpload,
+    Cors,
+    HmacSigner,
+    Reply,
+    RunRequest,
+    SignedUploads,
+    UploadRejected,
+    check_upload,
+    handle_read,
+    handle_upload,
+    run_request_from_metadata,
+    run_request_from_query,
+    safe_name,
+    upload_name_from_object,
+)
+from paths import EXAMPLES
+
+PETSTORE = (EXAMPLES / "petstore" / "openapi.yaml").read_bytes()
+BROKEN = PETSTORE.replace(b"operation: listPets", b"operation: listPetz").replace(
+    b"repetitions: 3", b"repetitions: -1"
+)
+T0 = 1_767_268_800.0  # 2026-01-01 12:00:00 UTC
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
+    with SqliteStore(tmp_path / "s.sqlite") as s:
+        for seed, run_id, created in (
+            (7, "20260101-120000-aaaa", T0),
+            (11, "20260102-120000-bbbb", T0 + 86400),
+        ):
+            run, ms = synthetic_run(seed=seed, run_id=run_id, created_at=created)
+            s.create_run(run)
+            for m in ms:
+                s.put_measurement(m)
+            score_run(s, run_id)
+        yield s
+
+
+def get(store: SqliteStore, path: str, **query: str) -> Reply:
+    return handle_read(store, "GET", path, query)
+
+
+class QueueAcceptor:
+    """Records accepted uploads instead of running them (the HTTP tests use the real queue)."""
+
+    method = "direct"
+
+    def __init__(self) -> None:
+        self.accepted: list[CheckedUpload] = []
+
+    def accept(self, upload: CheckedUpload) -> Reply:
+        self.accepted.append(upload)
+        return Reply.json(202, {"run_id": "r-1"})
+
+
+# -- read API ---------------------------------------------------------------------------------
+
+
+def test_list_runs_newest_first_with_limit_and_spec_uri(store: SqliteStore) -> None:
+    reply = get(store, "runs")
+    assert reply.status == 200
+    runs = reply.payload()["runs"]
+    assert [r["run_id"] for r in runs] == ["20260102-120000-bbbb", "20260101-120000-aaaa"]
+    assert runs[0]["status"] == "done"
+    assert [r["run_id"] for r in get(store, "/runs/", limit="1").payload()["runs"]] == [
+        "20260102-120000-bbbb"
+    ]
+    store.create_run(RunRecord("r-gcs", "gs://b/specs/x.yaml#17", "f" * 64, created_at=T0 - 1))
+    found = get(store, "runs", spec_uri="gs://b/specs/x.yaml").payload()["runs"]
+    assert [r["run_id"] for r in found] == ["r-gcs"]
+    assert get(store, "runs", spec_uri="gs://b/specs/y.yaml").payload()["runs"] == []
+    bad = get(store, "runs", limit="0")
+    assert bad.status == 400
+    assert bad.payload()["errors"][0]["message"] == (
+        "limit: expected a whole number from 1 to 200, got '0'"
+    )
+
+
+def test_get_run_view_report_and_compare(store: SqliteStore) -> None:
+    run = get(store, "runs/20260101-120000-aaaa").payload()["run"]
+    assert run["title"] == "Synthetic auction run"
+    assert run["finished"] is True
+    view = get(store, "runs/20260101-120000-aaaa/view")
+    assert view.status == 200
+    assert view.payload()["format"] == "gatebench-view/1"
+    html = get(store, "runs/20260101-120000-aaaa/report")
+    assert html.content_type == "text/html; charset=utf-8"
+    assert html.body.startswith(b"<!DOCTYPE html>")
+    csv = get(store, "runs/20260101-120000-aaaa/report", format="csv")
+    assert ("Content-Disposition", 'attachment; filename="20260101-120000-aaaa.csv"') in csv.headers
+    compared = get(store, "compare", a="20260101-120000-aaaa", b="20260102-120000-bbbb")
+    assert compared.status == 200
+    assert compared.payload()["b"]["run_id"] == "20260102-120000-bbbb"
+
+
+def test_read_errors_are_located_and_exact(store: SqliteStore) -> None:
+    missing = get(store, "runs/20990101-000000-none")
+    assert (missing.status, missing.payload()["errors"][0]["message"]) == (
+        404,
+        "run '20990101-000000-none' does not exist",
+    )
+    for path in ("runs/..", "runs/%2e%2e", "runs/a%2fb/view", "runs/.hidden"):
+        reply = get(store, path)
+        assert reply.status == 400, path
+        assert reply.payload()["errors"][0]["message"].endswith("is not a run id")
+    fmt = get(store, "runs/20260101-120000-aaaa/report", format="pdf")
+    assert (fmt.status, fmt.payload()["errors"][0]["message"]) == (
+        400,
+        "format: expected one of html, json, csv, md, got 'pdf'",
+    )
+    compare = get(store, "compare", a="20260101-120000-aaaa")
+    assert compare.status == 400
+    assert compare.payload()["errors"] == [
+        {"pointer": "/b", "message": "expected a run id, got ''", "severity": "error"}
+    ]
+    unknown = get(store, "runs/20260101-120000-aaaa/delete")
+    assert unknown.status == 404
+    assert unknown.payload()["errors"][0]["message"] == (
+        "no API route 'runs/20260101-120000-aaaa/delete'; routes: runs, runs/{id}, "
+        "runs/{id}/view, runs/{id}/report, compare?a=ID&b=ID"
+    )
+    post = handle_read(store, "POST", "runs", {})
+    assert post.status == 405
+    assert ("Allow", "GET, HEAD") in post.headers
+
+
+def test_cors_for_the_bucket_served_frontend(store: SqliteStore) -> None:
+    cors = Cors(("https://storage.cloud.google.com",))
+    ok = handle_read(
+        store, "OPTIONS", "runs", {}, cors=cors, origin="https://storage.cloud.google.com"
+    )
+    assert ok.status == 204
+    assert dict(ok.headers)["Access-Control-Allow-Origin"] == "https://storage.cloud.google.com"
+    assert dict(ok.headers)["Access-Control-Allow-Headers"] == "Content-Type, X-Gatebench"
+    refused = handle_read(store, "OPTIONS", "runs", {}, cors=cors, origin="https://evil.example")
+    assert refused.status == 403
+    listed = handle_read(
+        store, "GET", "runs", {}, cors=cors, origin="https://storage.cloud.google.com"
+    )
+    assert ("Access-Control-Allow-Origin", "https://storage.cloud.google.com") in listed.headers
+    other = handle_read(store, "GET", "runs", {}, cors=cors, origin="https://evil.example")
+    assert not any(name == "Access-Control-Allow-Origin" for name, _ in other.headers)
+
+
+# -- upload API -------------------------------------------------------------------------------
+
+
+def upload(route: str, body: bytes, acceptor: QueueAcceptor | None = None, **query: str) -> Reply:
+    return handle_upload(
+        "POST",
+        route,
+        {"name": "petstore.yaml", **query},
+        body,
+        accept=acceptor or QueueAcceptor(),
+        local_gateways=("caddy", "haproxy", "nginx"),
+    )
+
+
+def test_validate_answers_the_plan_as_it_will_run() -> None:
+    reply = upload("validate", PETSTORE)
+    assert reply.status == 200
+    summary = reply.payload()
+    assert summary["title"] == "Petstore"
+    assert summary["gateways"] == summary["selected"] == ["nginx", "haproxy", "caddy"]
+    assert summary["repetitions"] == 3
+    assert summary["cloud_only"] == []
+    assert [w["injection"] for w in summary["workloads"]] == [
+        "10 concurrent users for 5s",
+        "300 sequential requests",
+        "50 req/s for 5s",
+    ]
+    quick = upload("validate", PETSTORE, quick="1", gateways="nginx").payload()
+    assert quick["selected"] == ["nginx"]
+    assert quick["repetitions"] == 1
+    assert [w["injection"] for w in quick["workloads"]] == [
+        "10 concurrent users for 2s",
+        "100 sequential requests",
+        "50 req/s for 2s",
+    ]
+
+
+def test_uploads_go_to_the_acceptor_only_when_valid() -> None:
+    acceptor = QueueAcceptor()
+    assert upload("uploads", PETSTORE, acceptor, gateways="none", quick="1").status == 202
+    (accepted,) = acceptor.accepted
+    assert accepted.request == RunRequest(quick=True, gateways=())
+    assert accepted.run_plan.gateways == ()
+    assert accepted.run_plan.baseline is True
+    assert upload("uploads", BROKEN, acceptor).status == 400
+    assert len(acceptor.accepted) == 1
+
+
+def test_a_broken_spec_is_refused_with_pointers_and_lines() -> None:
+    reply = upload("validate", BROKEN)
+    assert reply.status == 400
+    body = reply.payload()
+    assert body["ok"] is False
+    assert body["errors"] == [
+        {
+            "pointer": "/x-gatebench/repetitions",
+            "message": "expected a whole number from 1 to 1,000, got -1",
+            "severity": "error",
+            "line": 107,
+            "column": 3,
+            "source": "petstore.yaml",
+        },
+        {
+            "pointer": "/x-gatebench/workloads/0/operation",
+            "message": "no operation 'listPetz' in the description; did you mean 'listPets', 'listMyPets'?",
+            "severity": "error",
+            "line": 113,
+            "column": 7,
+            "source": "petstore.yaml",
+        },
+    ]
+
+
+@pytest.mark.parametrize(
+    ("body", "name", "pointer", "message", "line"),
+    [
+        (
+            b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
+            "logo.png",
+            "",
+            "byte 0x89 at offset 0 is not valid UTF-8; save the file as UTF-8",
+            1,
+        ),
+        (
+            b"hello world\n",
+            "notes.txt",
+            "",
+            "expected an OpenAPI or Swagger document (a mapping with 'openapi' or 'swagger'), got a string",
+            1,
+        ),
+        (b'{"openapi": ', "api.json", "", "JSON syntax: expected a value", 1),
+        (b"  \n", "empty.yaml", "", "the upload is empty", None),
+    ],
+)
+def test_a_non_spec_upload_is_refused_with_located_errors(
+    body: bytes, name: str, pointer: str, message: str, line: int | None
+) -> None:
+    reply = upload("uploads", body, name=name)
+    assert reply.status == 400
+    (error,) = reply.payload()["errors"]
+    assert (error["pointer"], error["message"], error.get("line")) == (pointer, message, line)
+
+
+def test_a_spec_without_a_plan_or_with_a_credential_is_refused() -> None:
+    no_plan = PETSTORE.split(b"x-gatebench:")[0]
+    reply = upload("uploads", no_plan)
+    assert reply.status == 400
+    assert reply.payload()["errors"][0]["message"].startswith("no 'x-gatebench' section")
+    secret = PETSTORE.replace(b"  baseline: true", b"  baseline: true\n  password: hunter2")
+    reply = upload("uploads", secret)
+    assert reply.status == 400
+    (error,) = reply.payload()["errors"]
+    assert error["pointer"] == "/x-gatebench/password"
+    assert error["message"].startswith(
+        "'password' looks like a credential; credentials are never accepted"
+    )
+
+
+def test_upload_request_problems() -> None:
+    unknown = upload("validate", PETSTORE, gateways="nginx,kongg")
+    assert unknown.payload()["errors"][0]["message"] == (
+        "gateways: 'kongg' is not in the plan; choose among nginx, haproxy, caddy"
+    )
+    quick = upload("validate", PETSTORE, quick="maybe")
+    assert quick.payload()["errors"][0]["message"] == (
+        "query parameter 'quick': expected 1 or 0, got 'maybe'"
+    )
+    too_big = handle_upload(
+        "POST", "uploads", {}, b"x" * 101, accept=QueueAcceptor(), max_bytes=100
+    )
+    assert (too_big.status, too_big.payload()["errors"][0]["message"]) == (
+        413,
+        "the upload is 101 bytes; the limit is 100 (--max-bytes)",
+    )
+    assert handle_upload("GET", "validate", {}, b"", accept=QueueAcceptor()).status == 405
+    assert handle_upload("POST", "runs", {}, b"", accept=QueueAcceptor()).status == 404
+
+
+@pytest.mark.parametrize(
+    ("given", "safe"),
+    [
+        ("petstore.yaml", "petstore.yaml"),
+        ("../../etc/passwd", "passwd"),
+        ("..\\..\\win.yaml", "win.yaml"),
+        (".hidden.yaml", "hidden.yaml"),
+        ("a b$c.yaml", "a-b-c.yaml"),
+        ("", "spec.yaml"),
+        (None, "spec.yaml"),
+        ("..", "spec.yaml"),
+    ],
+)
+def test_safe_names(given: str | None, safe: str) -> None:
+    assert safe_name(given) == safe
+
+
+# -- signed uploads (GCP) ---------------------------------------------------------------------
+
+
+def _ticket(request: RunRequest) -> tuple[HmacSigner, dict[str, object]]:
+    signer = HmacSigner(b"k" * 32, "http://127.0.0.1:8321/bucket", "gs://gb-uploads-p")
+    upload = check_upload(PETSTORE, "petstore.yaml", request)
+    reply = SignedUploads(signer, clock=lambda: T0).accept(upload)
+    assert reply.status == 200
+    payload: dict[str, object] = reply.payload()
+    return signer, payload
+
+
+def test_a_signed_upload_ticket_says_exactly_what_to_send() -> None:
+    _, ticket = _ticket(RunRequest(quick=True, gateways=("nginx",)))
+    name = "specs/20260101-120000-d2b930db-petstore.yaml"
+    assert ticket["object"] == name
+    assert ticket["spec_uri"] == f"gs://gb-uploads-p/{name}"
+    assert ticket["expires_at"] == T0 + 900
+    put = ticket["put"]
+    assert isinstance(put, dict)
+    assert put["method"] == "PUT"
+    assert put["headers"] == {
+        "Content-Type": "application/yaml",
+        "x-goog-meta-gatebench": '{"gateways":["nginx"],"quick":true}',
+    }
+    assert put["url"].startswith(f"http://127.0.0.1:8321/bucket/{name}?expires=")
+    assert upload_name_from_object(name) == "petstore.yaml"
+
+
+def test_the_local_signature_binds_object_type_metadata_and_time() -> None:
+    signer, ticket = _ticket(RunRequest(quick=True))
+    put = ticket["put"]
+    assert isinstance(put, dict)
+    from urllib.parse import parse_qsl, urlsplit
+
+    query = dict(parse_qsl(urlsplit(put["url"]).query))
+    headers = {k.lower(): v for k, v in put["headers"].items()}
+    name = str(ticket["object"])
+    now = T0 + 10
+    assert signer.verify(name, query, headers, now=now) is None
+    assert signer.verify(name, query, headers, now=T0 + 901) == "the signed URL has expired"
+    mismatch = "the signature does not match this object, content type and metadata"
+    assert signer.verify(name + "x", query, headers, now=now) == mismatch
+    assert signer.verify(name, query, headers | {"content-type": "text/plain"}, now=now) == mismatch
+    # The run request is signed: the browser cannot turn a quick run into a full one.
+    full = headers | {"x-goog-meta-gatebench": '{"quick":false}'}
+    assert signer.verify(name, query, full, now=now) == mismatch
+    assert signer.verify(name, {**query, "expires": "x"}, headers, now=now) == (
+        "the URL has no valid 'expires'"
+    )
+
+
+def test_run_requests_from_query_and_metadata() -> None:
+    request = RunRequest(quick=True, gateways=("nginx", "caddy"))
+    assert run_request_from_metadata(request.to_metadata()) == request
+    assert run_request_from_query(request.to_query()) == request
+    assert run_request_from_query({"gateways": "none"}) == RunRequest(gateways=())
+    assert run_request_from_metadata(None) == RunRequest()
+    with pytest.raises(UploadRejected) as bad:
+        run_request_from_metadata('{"quick": "yes"}')
+    assert [p.format() for p in bad.value.problems] == [
+        "<spec>: error: /quick: expected true or false, got 'yes'"
+    ]
+    with pytest.raises(UploadRejected) as odd:
+        run_request_from_metadata('{"repetitions": 1}')
+    assert odd.value.problems[0].message == (
+        "metadata x-goog-meta-gatebench: expected an object with 'quick' and 'gateways', "
+        "got '{\"repetitions\": 1}'"
+    )
+
+
+def test_reply_for_functions_framework() -> None:
+    body, status, headers = Reply.json(200, {"x": float("nan")}).flask()
+    assert status == 200
+    assert json.loads(body) == {"x": None}
+    assert headers == {"Content-Type": "application/json; charset=utf-8"}
+    assert RunStatus.DONE.finished

@@ -1,0 +1,176 @@
+"""What the run page and the comparison page are told to show (gatebench.web._views): the
+numbers come from the report's summary, printed by the report's own formatting."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from gatebench.confidence import welch_difference
+from gatebench.model import RunRecord, RunStatus
+from gatebench.report import build_report
+from gatebench.report._format import fmt_ci, fmt_value
+from gatebench.report._svg import colours_for
+from gatebench.report._synthetic import synthetic_run
+from gatebench.web import compare_view, run_summary, run_view, spec_name
+
+NOW = 1_767_272_400.0
+
+
+def _report(**kwargs: object):  # type: ignore[no-untyped-def]
+    run, ms = synthetic_run(**kwargs)  # type: ignore[arg-type]
+    return build_report(run, ms, now=NOW)
+
+
+def test_run_view_charts_carry_the_summary_numbers_as_printed_by_the_report() -> None:
+    report = _report()
+    s = report.summary
+    view = run_view(report)
+    json.dumps(view, allow_nan=False)  # plain JSON, no NaN
+    assert view["format"] == "gatebench-view/1"
+    assert [c["id"] for c in view["charts"]] == [
+        "scores",
+        "throughput",
+        "latency",
+        "workload-scores",
+    ]
+    assert view["colours"] == colours_for(s.targets, s.baseline)
+    throughput = next(c for c in view["charts"] if c["id"] == "throughput")
+    assert [g["title"] for g in throughput["groups"]] == list(s.workloads)
+    for group in throughput["groups"]:
+        assert [b["label"] for b in group["bars"]] == list(s.targets)
+        for bar in group["bars"]:
+            sample = s.cells[(group["title"], bar["label"])].metrics["throughput"]
+            half = sample.ci_half_width
+            assert half is not None  # five repetitions: every bar has its whisker
+            assert bar["value"] == sample.mean
+            assert bar["low"] == max(0.0, sample.mean - half)
+            assert bar["high"] == sample.mean + half
+            assert bar["text"] == fmt_ci("throughput", sample.mean, half) + " req/s"
+            assert bar["baseline"] is (bar["label"] == "baseline")
+            assert bar["colour"] == view["colours"][bar["label"]]
+
+
+def test_the_latency_chart_marks_p50_p90_p99_of_each_target() -> None:
+    report = _report()
+    s = report.summary
+    chart = next(c for c in run_view(report)["charts"] if c["id"] == "latency")
+    assert chart["kind"] == "percentiles"
+    bar = chart["groups"][0]["bars"][0]
+    cell = s.cells[(chart["groups"][0]["title"], bar["label"])]
+    assert [m["name"] for m in bar["marks"]] == ["p50", "p90", "p99"]
+    assert [m["value"] for m in bar["marks"]] == [
+        cell.metrics[p].mean for p in ("p50", "p90", "p99")
+    ]
+    assert bar["value"] == cell.metrics["p99"].mean
+    expected = " · ".join(
+        f"{p} {fmt_value(p, cell.metrics[p].mean)}" for p in ("p50", "p90", "p99")
+    )
+    assert bar["text"] == expected + " ms"
+
+
+def test_run_view_tables_scores_latency_overhead() -> None:
+    report = _report()
+    s = report.summary
+    view = run_view(report)
+    ids = [t["id"] for t in view["tables"]]
+    assert ids == [
+        "scores",
+        "workload-scores",
+        *(f"latency-{w}" for w in s.workloads),
+        "overhead",
+    ]
+    scores = view["tables"][0]
+    assert [r["header"] for r in scores["rows"]] == [g.target for g in s.scores.gateways]
+    top = scores["rows"][0]["cells"]
+    assert top[0] == {"text": "1", "sort": 1}
+    assert top[1]["best"] is True
+    latency = view["tables"][2]
+    assert [c["label"] for c in latency["columns"]][:3] == [
+        "Target",
+        "Throughput (req/s)",
+        "Min (ms)",
+    ]
+    baseline_row = next(r for r in latency["rows"] if r["header"] == "baseline")
+    assert baseline_row["tags"] == ["no gateway"]
+    assert not any(c.get("best") for c in baseline_row["cells"])  # the baseline does not compete
+    overhead = view["tables"][-1]
+    assert len(overhead["rows"]) == len(s.gateways) * len(s.workloads)
+
+
+def test_a_single_repetition_has_no_whisker_and_a_run_without_measurements_no_chart() -> None:
+    single = run_view(_report(repetitions=1))
+    for group in next(c for c in single["charts"] if c["id"] == "throughput")["groups"]:
+        assert all("low" not in b and "high" not in b for b in group["bars"])
+    run, _ = synthetic_run()
+    empty = run_view(build_report(replace(run, status=RunStatus.LOADING), [], now=NOW))
+    assert empty["charts"] == []
+    assert empty["tables"] == []
+    assert empty["measurements"] == 0
+    assert empty["verdict"] == ["No gateway was measured: there is nothing to compare yet."]
+
+
+def test_compare_view_puts_both_runs_on_one_scale_and_tags_changes() -> None:
+    a = _report(seed=7, run_id="20260101-120000-a")
+    b = _report(seed=11, run_id="20260102-120000-b", created_at=1_767_355_200.0)
+    view = compare_view(a, b)
+    json.dumps(view, allow_nan=False)
+    assert (view["a"]["run_id"], view["b"]["run_id"]) == ("20260101-120000-a", "20260102-120000-b")
+    chart_a, chart_b = view["charts"]
+    assert chart_a["max"] == chart_b["max"]
+    tops = [bar["high"] for c in (chart_a, chart_b) for g in c["groups"] for bar in g["bars"]]
+    assert max(tops) <= chart_a["max"]
+    assert [t["id"] for t in view["tables"]] == [
+        "scores-compared",
+        "compare-create-auction",
+        "compare-bid",
+        "compare-retrieve",
+    ]
+    # Each change is B − A with Welch's interval, tagged by what the interval says.
+    table = view["tables"][1]
+    row = next(r for r in table["rows"] if r["header"] == "nginx")
+    change = row["cells"][2]
+    sa = a.summary.cells[("create-auction", "nginx")].metrics["throughput"]
+    sb = b.summary.cells[("create-auction", "nginx")].metrics["throughput"]
+    d = welch_difference(sb, sa)
+    assert change["sort"] == d.estimate
+    expected = "noise" if not d.significant else ("better" if d.estimate > 0 else "worse")
+    assert change["tags"] == [expected]
+    assert view["same_spec"] is True
+    assert not any("different specs" in n for n in view["notes"])
+
+
+def test_compare_view_notes_different_specs_and_unshared_workloads() -> None:
+    a = _report(workloads=("bid", "retrieve"), run_id="r-a")
+    run_b, ms_b = synthetic_run(workloads=("bid", "search"), run_id="r-b")
+    b = build_report(replace(run_b, spec_sha256="1" * 64), ms_b, now=NOW)
+    view = compare_view(a, b)
+    assert view["same_spec"] is False
+    assert view["notes"][0] == (
+        "The two runs come from different specs: rows are matched by workload and target name."
+    )
+    assert "Workloads in only one run (left out of the changes): retrieve, search." in view["notes"]
+    assert [t["id"] for t in view["tables"]] == ["scores-compared", "compare-bid"]
+
+
+def test_run_summary_and_spec_names() -> None:
+    run = RunRecord(
+        run_id="r-1",
+        spec_uri="gs://bucket/specs/20260101-120000-00000000-api.yaml#1767268800000000",
+        spec_sha256="0" * 64,
+        status=RunStatus.PARTIAL,
+        plan={"baseline": True, "repetitions": 3},
+        environment={"quick": True},
+        target_errors={"kong": "\nunsupported here\nlast log lines"},
+        failed_step="loading",
+        error="interrupted",
+    )
+    summary = run_summary(run)
+    assert summary["spec_name"] == "20260101-120000-00000000-api.yaml"
+    assert summary["finished"] is True
+    assert summary["quick"] is True
+    assert summary["baseline"] is True
+    assert summary["repetitions"] == 3
+    assert summary["target_errors"] == {"kong": "unsupported here"}
+    assert spec_name("/tmp/x/openapi.yaml") == "openapi.yaml"
+    assert spec_name("file:///tmp/bucket/specs/a.json") == "a.json"
