@@ -16,7 +16,7 @@ from gatebench.ceiling import start_ceiling_server
 from gatebench.procs import Supervisor
 from gatebench.report import build_report, render_markdown
 from gatebench.runner import RunOptions, run_benchmark
-from gatebench.trust import ceiling_of
+from gatebench.trust import ceiling_of, near_ceiling
 
 
 def test_gatling_and_wrk_agree_on_the_ground_truth(
@@ -50,8 +50,10 @@ def test_gatling_and_wrk_agree_on_the_ground_truth(
     assert ceiling is not None and ceiling.engine == "gatling"
     # the fastest target answers far faster than 8 users waiting 20 ms each can ask
     assert ceiling.throughput("read") is not None and ceiling.throughput("read") > 1000  # type: ignore[operator]
-    assert all(
-        "tester-bound" not in m.flags or m.target != "baseline" for m in outcome.measurements
+    # so no measurement comes near it (the CPU accounting may still flag a phase
+    # tester-bound when other work fills this shared machine: that flag is a caution only)
+    assert not any(
+        near_ceiling(m.throughput, ceiling.throughput("read")) for m in outcome.measurements
     )
     check = env["cross_check"]
     assert check["name"] == "wrk" and check["repetitions"] == 1
