@@ -25,6 +25,7 @@ from gatebench.trust import (
     bound_by_tester,
     coefficient_of_variation,
     compare_engines,
+    demonstrated_ceiling,
     gap_pct,
     is_tester_bound,
     near_ceiling,
@@ -127,6 +128,27 @@ def test_only_the_ceiling_leaves_throughput_out_of_the_score() -> None:
         "least half of the repetitions (tester-bound), so the number ranks the load generator, "
         "not the gateways"
     )
+
+
+def test_a_target_faster_than_the_ceiling_reading_raises_the_ceiling() -> None:
+    # the ceiling phase read 10,000 req/s once; the baseline went 29,000 on average, so the
+    # engine drives at least that: 20,000 is 69 % of it (scored), 26,000 is 90 % (not)
+    ms = [
+        m("baseline", "bid", 1, throughput=28_000.0),
+        m("baseline", "bid", 2, throughput=30_000.0),
+        m("a", "bid", 1, throughput=20_000.0),
+        m("a", "bid", 2, throughput=20_000.0),
+        m("b", "bid", 1, throughput=26_000.0),
+        m("b", "bid", 2, throughput=26_000.0),
+        m("a", "get", 1, throughput=900.0),
+        m("b", "get", 1, throughput=500.0),
+    ]
+    ceiling = {"bid": 10_000.0, "get": 1_000.0}
+    assert demonstrated_ceiling(ms, ceiling) == {"bid": 29_000.0, "get": 1_000.0}
+    assert demonstrated_ceiling([], ceiling) == ceiling
+    assert bound_by_tester(ms, ["a", "b"], ceiling) == {"bid": ("b",), "get": ("a",)}
+    empty = m("b", "get", 2, throughput=0.0, requests=0)
+    assert demonstrated_ceiling([*ms, empty], ceiling)["get"] == 1_000.0
 
 
 def test_left_out_metrics_change_the_mean_as_eq5_says() -> None:

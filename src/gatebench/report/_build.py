@@ -25,6 +25,7 @@ from ..trust import (
     ceiling_of,
     compare_engines,
     cross_check_of,
+    demonstrated_ceiling,
     near_ceiling,
 )
 from ._format import fmt_number, fmt_score, fmt_signed, fmt_value
@@ -99,8 +100,11 @@ def build_trust(run: RunRecord, summary: RunSummary, measurements: Sequence[Meas
     ceiling = ceiling_of(run.environment)
     headroom = []
     if ceiling is not None:
+        tops = demonstrated_ceiling(
+            measurements, {w: p.throughput for w, p in ceiling.workloads.items()}
+        )
         for (w, t), cell in sorted(summary.cells.items()):
-            top = ceiling.throughput(w)
+            top = tops.get(w)
             if top is None:
                 continue
             near = sum(
