@@ -54,7 +54,7 @@ from .trust import (
     CeilingPoint,
     near_ceiling,
 )
-from .workload import Control, Phase, Schedule, build_schedule, quick_plan, render_workload
+from .workload import Phase, Schedule, build_schedule, quick_plan, render_workload
 
 BASELINE = "baseline"
 
@@ -325,7 +325,6 @@ def run_benchmark(
                     )
                 if ceiling_url is not None:
                     schedule = _with_ceiling(schedule, plan, ceiling_url)
-                schedule = _first_answer_early(schedule, ceiling_url, reset_url)
                 outcome.schedule = schedule
                 run.update(
                     environment=_environment(engine.version(), plan, options, engine_name)
@@ -489,32 +488,6 @@ def _with_ceiling(schedule: Schedule, plan: Plan, url: str) -> Schedule:
     head = [replace(p, repetition=0) for p in first.phases]
     shifted = [replace(p, index=p.index + len(head)) for p in schedule.phases]
     return replace(schedule, phases=(*head, *shifted))
-
-
-def _first_answer_early(
-    schedule: Schedule, ceiling_url: str | None, reset_url: str | None
-) -> Schedule:
-    """Make the run's first successful response a control call, right after the first flush.
-
-    Gatling 3.15.1's log writer writes the first empty string it meets (the message of the
-    first OK response) without checking that the buffer has room for its length, and crashes
-    (BufferOverflowException) when fewer than 4 bytes are left: a matter of how many bytes the
-    records before it took, so a given plan crashed every time or never. A control call right
-    after the first flush group (about 150 bytes left) writes that empty string where it fits;
-    later ones are cached references, which are checked. The call is a GET to the ceiling
-    server, else to the backend's health endpoint; with neither (your own backend and
-    ``--no-ceiling``) nothing is added."""
-    if ceiling_url is not None:
-        url = f"{ceiling_url}/__gatebench__/ready"
-    elif reset_url is not None and reset_url.endswith("/reset"):
-        url = reset_url.removesuffix("/reset") + "/health"
-    else:
-        return schedule
-    if not schedule.phases:
-        return schedule
-    first = schedule.phases[0]
-    guarded = replace(first, before=(Control(url, method="GET", status=200), *first.before))
-    return replace(schedule, phases=(guarded, *schedule.phases[1:]))
 
 
 def _origin(url: str) -> str:
@@ -797,7 +770,6 @@ def _cross_check(
     check_plan = replace(plan, workloads=workloads, repetitions=repetitions)
     seed = None if options.seed is None else options.seed + 1
     schedule = build_schedule(check_plan, urls, reset_url=reset_url, seed=seed)
-    schedule = _first_answer_early(schedule, None, reset_url)
     document = render_workload(check_plan, api, schedule)
     hooks = _CrossCheckHooks(run, {p.index: p for p in schedule.phases}, name)
 
