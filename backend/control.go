@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -12,12 +13,19 @@ import (
 // segment wrapped in double underscores in practice. POST ControlPrefix+"reset" restores the
 // initial state (the auction service re-seeds its auctions); GET ControlPrefix+"health"
 // answers 200 once the server is serving. GET ControlPrefix+"stats" reports the requests
-// served outside the control prefix since the start or the last reset ({"requests": N}).
+// served outside the control prefix since the start or the last reset ({"requests": N}; the
+// mock with a latency adds how late its held responses were released: "latency").
 const ControlPrefix = "/__gatebench__/"
 
 type resettable interface {
 	http.Handler
 	Reset()
+}
+
+// statsReporter is a mode with more to report than the request count (the mock's latency
+// precision); its fields are added to the stats document.
+type statsReporter interface {
+	Stats() map[string]any
 }
 
 // withControl serves the control endpoints and passes every other request to h.
@@ -32,7 +40,16 @@ func withControl(h resettable, mode string) http.Handler {
 		switch r.URL.Path[len(ControlPrefix):] {
 		case "stats":
 			w.Header().Set("Content-Type", "application/json")
-			_, _ = fmt.Fprintf(w, "{\"requests\": %d}\n", served.Load())
+			var extra map[string]any
+			if reporter, ok := h.(statsReporter); ok {
+				extra = reporter.Stats()
+			}
+			if len(extra) == 0 {
+				_, _ = fmt.Fprintf(w, "{\"requests\": %d}\n", served.Load())
+				return
+			}
+			extra["requests"] = served.Load()
+			_ = json.NewEncoder(w).Encode(extra)
 		case "reset":
 			if r.Method != http.MethodPost {
 				w.Header().Set("Allow", "POST")

@@ -7,7 +7,8 @@
 //	         headers and a SHA-256 of the body (route replay compares these).
 //	mock     answers every operation of a description with its status and example or
 //	         synthesized body, from the JSON routes file -config (rendered by the core);
-//	         optional fixed latency and response size; accepts uploads up to 1 GiB.
+//	         optional fixed latency (held to within tens of µs: hold.go) and response
+//	         size; accepts uploads up to 1 GiB.
 //	auction  the AGE paper's stateful auction service (examples/auction).
 //
 // mock and auction also serve /__gatebench__/reset (POST: back to the initial state) and

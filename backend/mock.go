@@ -35,6 +35,7 @@ type mockRoute struct {
 type mockHandler struct {
 	latency time.Duration
 	routes  []*mockRoute
+	held    holdStats
 }
 
 // maxUpload bounds what one request may send: far above the 16 MB a benchmark needs.
@@ -109,7 +110,15 @@ func (rt *mockRoute) matches(segments []string) bool {
 	return true
 }
 
-func (h *mockHandler) Reset() {}
+func (h *mockHandler) Reset() { h.held.reset() }
+
+// Stats adds the precision of the fixed latency to GET /__gatebench__/stats.
+func (h *mockHandler) Stats() map[string]any {
+	if h.latency <= 0 {
+		return nil
+	}
+	return map[string]any{"latency": h.held.summary(h.latency)}
+}
 
 func (h *mockHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Read the whole upload: a gateway in front must forward every byte.
@@ -128,7 +137,10 @@ func (h *mockHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if h.latency > 0 {
-			time.Sleep(h.latency)
+			// exactly the configured time after the request was read (hold.go)
+			deadline := time.Now().Add(h.latency)
+			holdUntil(deadline)
+			h.held.add(time.Since(deadline))
 		}
 		for name, value := range rt.Headers {
 			w.Header().Set(name, value)

@@ -134,11 +134,14 @@ export function runPage(ctx, runId) {
       if (error instanceof ApiError && error.status === 404) return; // not recorded yet
       throw error;
     }
+    // "final" once the view of a finished run is shown: the status can read "done" a moment
+    // before its results arrive, and until then the previous (partial) view is on screen.
+    results.dataset.state = run.finished ? "final" : "partial";
     if (!view.measurements && !run.finished) {
       fill(results, h("p", { class: "hint" }, "Results appear here as phases are measured."));
       return;
     }
-    fill(results, 
+    fill(results,
       ...(run.finished ? [] : [h("p", { class: "note" }, "Results so far; the run is still going.")]),
       ...resultsBlock(view, api),
     );

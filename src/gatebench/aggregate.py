@@ -12,6 +12,10 @@ compared with the baseline, and checked for stability. Pure: no store, no printi
   confidence interval of the difference (Welch).
 - The leader against the runner-up: the paired difference of their per-repetition global
   scores, to say whether the win is larger than the run-to-run noise.
+- Tester-bound throughput: when a gateway's throughput reached 80 % of the load engine's
+  ceiling for a workload (``ceiling``, measured by the run) in at least half of its
+  repetitions, that workload's throughput ranks the generator, not the gateways: it is left
+  out of the score, for every gateway (docs/trust.md).
 
 A measurement in which no request completed (``requests == 0``) says nothing about
 latency (its latencies would read 0 ms and look best): it counts as missing, and the
@@ -30,6 +34,7 @@ from .confidence import Difference, Sample, paired_difference, welch_difference
 from .metrics import METRICS
 from .model import Measurement
 from .score import BASELINE, Profile, ScoreResult, score
+from .trust import bound_by_tester
 
 
 @dataclass(frozen=True)
@@ -147,6 +152,8 @@ class RunSummary:
     empty_measurements: tuple[str, ...] = ()
     """Keys (target:workload:repetition) of measurements where no request completed."""
     notes: tuple[str, ...] = ()
+    tester_bound: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """workload → gateways whose throughput there is tester-bound (not scored there)."""
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -177,9 +184,11 @@ def summarize(
     baseline: str = BASELINE,
     profile: Profile = "paper",
     weights: Mapping[str, float] | Sequence[tuple[str, float]] | None = None,
+    ceiling: Mapping[str, float] | None = None,
 ) -> RunSummary:
     """Summarise a run's measurements. ``gateways`` and ``workloads`` (from the run record)
-    give the order and say who was expected; by default they come from the measurements."""
+    give the order and say who was expected; by default they come from the measurements.
+    ``ceiling``: workload → the load engine's throughput against the ceiling server."""
     all_ms = sorted(measurements, key=lambda m: (m.target, m.workload, m.repetition))
     empty = tuple(m.key for m in all_ms if m.requests <= 0)
     usable = [m for m in all_ms if m.requests > 0]
@@ -204,6 +213,8 @@ def summarize(
     means: dict[str, dict[str, Mapping[str, Sample]]] = {}
     for (w, t), cell in cells.items():
         means.setdefault(w, {})[t] = cell.metrics
+    bound = bound_by_tester(usable, gateway_list, ceiling or {})
+    left_out = dict.fromkeys(bound, ("throughput",))
     result = score(
         means,
         gateways=gateway_list,
@@ -211,6 +222,7 @@ def summarize(
         profile=profile,
         weights=weights,
         baseline=baseline,
+        left_out=left_out,
     )
 
     repetitions = tuple(sorted({m.repetition for m in all_ms}))
@@ -234,6 +246,7 @@ def summarize(
                 profile=profile,
                 weights=weights,
                 baseline=baseline,
+                left_out=left_out,
             )
         )
     stability = tuple(
@@ -274,6 +287,12 @@ def summarize(
                     )
 
     notes: list[str] = []
+    for w, names in bound.items():
+        notes.append(
+            f"throughput on {w} is not scored: {', '.join(names)} "
+            f"reached 80 % of the load engine's ceiling there in at least half of the "
+            "repetitions (tester-bound), so the number ranks the load generator, not the gateways"
+        )
     if empty:
         notes.append(
             f"{len(empty)} measurement(s) completed no request and count as missing: "
@@ -301,6 +320,7 @@ def summarize(
         comparison=comparison,
         empty_measurements=empty,
         notes=tuple(notes),
+        tester_bound=bound,
     )
 
 

@@ -18,6 +18,7 @@ Sketch::
       repetitions: 10
       warmup: {duration: 5s}
       backend: {mock: {latency: 5ms}}        # or {url: http://10.0.0.5:8080}, {builtin: auction}
+      engine: gatling                        # or wrk: closed-model load only (docs/trust.md)
       auth: {bearer: {env: AUCTION_TOKEN}}
       scoring: {profile: paper}
       workloads:
@@ -45,6 +46,7 @@ InjectionKind = Literal["at_once", "ramp", "constant_rate", "concurrent", "seque
 GeneratorKind = Literal["constant", "list", "range", "random", "counter"]
 BodyKind = Literal["none", "example", "synthesized", "binary", "multipart", "json", "text"]
 BackendKind = Literal["url", "mock", "builtin"]
+EngineName = Literal["gatling", "wrk"]
 
 BUILTIN_BACKENDS = ("auction", "echo")
 MAX_REPETITIONS = 1000
@@ -214,6 +216,9 @@ class Plan:
     auth: Auth = field(default_factory=Auth)
     scoring: Scoring = field(default_factory=Scoring)
     infrastructure: Infrastructure | None = None
+    engine: EngineName = "gatling"
+    """The load generator (``gatebench.engines``): ``gatling`` runs every injection profile;
+    ``wrk`` runs closed-model load only (concurrent users for whole seconds)."""
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -321,6 +326,7 @@ _TOP_KEYS = (
     "order",
     "seed",
     "backend",
+    "engine",
     "infrastructure",
     "auth",
     "scoring",
@@ -375,6 +381,7 @@ def build_plan(
     auth = _auth(data.get("auth"), r)
     scoring = _scoring(data.get("scoring"), r)
     workloads = _workloads(data.get("workloads"), r, api, auth)
+    engine = _engine(data.get("engine", "gatling"), r, workloads, warmup)
     if not gateways and not baseline:
         r.error(["gateways"], "nothing to measure: no gateways and baseline: false")
     errors = [p for p in r.problems if p.severity == "error"]
@@ -392,7 +399,36 @@ def build_plan(
         auth=auth,
         scoring=scoring,
         infrastructure=infrastructure,
+        engine=engine,
     )
+
+
+def _engine(value: Any, r: _Reader, workloads: list[Workload], warmup: Warmup) -> EngineName:
+    """The load engine, and whether it can run every workload (wrk: the closed model only)."""
+    from .engines import ENGINES, injection_problem
+
+    if value not in ENGINES:
+        r.error(["engine"], f"unknown engine {_show(value)}; available: {', '.join(ENGINES)}")
+        return "gatling"
+    engine: EngineName = value
+    for w in workloads:
+        inj = w.injection
+        reason = injection_problem(engine, inj.kind, inj.duration, inj.requests)
+        if reason is not None:
+            r.error([*_split(w.pointer.removeprefix(r.base)), "injection"], reason)
+    if warmup.requests and injection_problem(engine, "concurrent", 1.0, warmup.requests):
+        r.error(
+            ["warmup"],
+            f"engine {engine} warms up for a duration only; give warmup: {{duration: ...}}",
+        )
+    return engine
+
+
+def _split(pointer_text: str) -> list[str | int]:
+    """A pointer relative to the section (a workload's) back into tokens."""
+    from .errors import split_pointer
+
+    return [int(t) if t.isdigit() else t for t in split_pointer(pointer_text)]
 
 
 def _is_credential_key(key: Any) -> bool:

@@ -11,6 +11,13 @@ for each repetition, the targets in a shuffled order, each with its warm-up (exc
 one measured phase per workload, the backend reset before each measured phase. One Gatling
 JVM runs the whole schedule (docs/benchmarks.md has the measurement behind that choice).
 
+Trust (docs/trust.md): before the first repetition the engine drives a ceiling target (nginx
+serving a static file) with every workload, and a measurement whose throughput comes within
+20 % of that ceiling is flagged ``tester-bound``; the ceiling is stored with the run
+(``environment.ceiling``). With ``cross_check``, a second engine then runs the same
+closed-model phases against the same targets, before teardown, and its measurements are
+stored with the run too (``environment.cross_check``) for the report to compare.
+
 Faults: a gateway whose config is rejected or that will not start is marked failed with the
 reason and the others go on; one that dies mid-run is marked failed with its log tail and
 its remaining phases are skipped; an unreachable backend fails the run before any load; a
@@ -30,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from .backends import start_plan_backend
-from .engines import EngineEvent, EngineRun, PhaseResult, get_engine
-from .errors import RunError
+from .engines import EngineEvent, EngineRun, PhaseResult, get_engine, injection_problem
+from .errors import GatebenchError, RunError
 from .ir import Api
 from .model import Measurement, RunRecord, RunStatus, can_move, local_run_id
 from .plan import Plan, describe_injection
@@ -39,6 +46,14 @@ from .procs import Supervisor
 from .provisioners import Provisioned
 from .stats import phase_stats
 from .store import ResultStore
+from .trust import (
+    CEILING_TARGET,
+    CROSS_CHECK_REPETITIONS,
+    ENGINE_RESOLUTION_MS,
+    Ceiling,
+    CeilingPoint,
+    near_ceiling,
+)
 from .workload import Phase, Schedule, build_schedule, quick_plan, render_workload
 
 BASELINE = "baseline"
@@ -50,9 +65,14 @@ class RunOptions:
     quick: bool = False
     repetitions: int | None = None
     seed: int | None = None
-    engine: str = "gatling"
+    engine: str | None = None
+    """The load engine; None: the plan's (``engine:``, gatling by default)."""
     run_id: str | None = None
     phase_filter: Callable[[Phase], bool] | None = None
+    ceiling: bool = True
+    """Measure the engine's ceiling first and flag measurements near it (docs/trust.md)."""
+    cross_check: str | None = None
+    """A second engine that re-measures the closed-model workloads before teardown."""
 
 
 @dataclass(frozen=True)
@@ -147,12 +167,23 @@ class _Run:
             self.store.put_measurement(m)
 
 
-def measurement_from(run_id: str, phase: Phase, result: PhaseResult) -> Measurement:
-    """The contract with scoring: one Measurement per measured phase."""
+def measurement_from(
+    run_id: str,
+    phase: Phase,
+    result: PhaseResult,
+    *,
+    engine: str = "gatling",
+    ceiling: float | None = None,
+) -> Measurement:
+    """The contract with scoring: one Measurement per measured phase. ``ceiling``: the
+    engine's throughput against the ceiling server with this workload (req/s); a throughput
+    within 20 % of it is ``tester-bound`` (gatebench.trust)."""
     s = phase_stats(result.sample)
     flags: list[str] = []
     if result.cpu is not None:
         flags.extend(result.cpu.flags())
+    if near_ceiling(s.throughput, ceiling) and "tester-bound" not in flags:
+        flags.append("tester-bound")
     expected = phase.injection.expected_requests
     if expected is not None and s.requests < expected:
         flags.append("incomplete")
@@ -176,7 +207,7 @@ def measurement_from(run_id: str, phase: Phase, result: PhaseResult) -> Measurem
         p99=s.p99,
         started_at=result.start_ms / 1000.0,
         duration_s=s.duration_s,
-        engine="gatling",
+        engine=engine,
         flags=tuple(flags),
         other_cpu_pct=None if result.cpu is None else round(result.cpu.others_pct, 1),
         tester_cpu_pct=None if result.cpu is None else round(result.cpu.tester_pct, 1),
@@ -246,9 +277,13 @@ def run_benchmark(
     outcome = RunOutcome(record, run.measurements, run_dir)
     run.status(RunStatus.PARSED)
     step = "rendered"
+    engine_name = options.engine or plan.engine
     try:
-        engine = get_engine(options.engine)
+        engine = get_engine(engine_name)
         engine.check()
+        _check_engine_supports(engine_name, plan)
+        if options.cross_check:
+            get_engine(options.cross_check).check()
         _check_secrets(plan)
         with supervisor_factory() as supervisor:
             from .provisioners.local import LocalProvisioner
@@ -262,6 +297,11 @@ def run_benchmark(
                     supervisor, plan, api, run_dir
                 )
                 origin = _origin(backend_url)
+                ceiling_proc, ceiling_url = (
+                    _start_ceiling(supervisor, run, engine_name, outcome)
+                    if options.ceiling
+                    else (None, None)
+                )
                 # -- render (ports are chosen here, so the load engine can start right away)
                 step = "rendered"
                 failures = provisioner.render(list(plan.gateways), api, origin, run_dir)
@@ -283,9 +323,11 @@ def run_benchmark(
                         schedule,
                         phases=tuple(p for p in schedule.phases if options.phase_filter(p)),
                     )
+                if ceiling_url is not None:
+                    schedule = _with_ceiling(schedule, plan, ceiling_url)
                 outcome.schedule = schedule
                 run.update(
-                    environment=_environment(engine.version(), plan, options)
+                    environment=_environment(engine.version(), plan, options, engine_name)
                     | {
                         "seed": schedule.seed,
                         "target_order": [list(o) for o in schedule.target_order],
@@ -323,7 +365,7 @@ def run_benchmark(
                     run.status(RunStatus.LOADING)
 
                 load_start = time.monotonic()
-                _load(
+                hooks = _load(
                     run,
                     plan,
                     api,
@@ -332,11 +374,27 @@ def run_benchmark(
                     supervisor,
                     cpu_groups,
                     backend_pid,
-                    options,
                     outcome,
                     provision,
+                    engine_name,
+                    ceiling_proc,
                 )
                 outcome.load_s = time.monotonic() - load_start
+                if options.cross_check:
+                    step = "loading"
+                    _cross_check(
+                        run,
+                        plan,
+                        api,
+                        {t: u for t, u in urls.items() if t not in hooks.failed},
+                        reset_url,
+                        supervisor,
+                        cpu_groups,
+                        backend_pid,
+                        options,
+                        outcome,
+                        engine_name,
+                    )
             finally:
                 display(Progress(step="teardown"))
                 provisioner.teardown()
@@ -392,6 +450,46 @@ def _score(run: _Run, outcome: RunOutcome) -> None:
     )
 
 
+def _check_engine_supports(engine_name: str, plan: Plan) -> None:
+    """A plan validated for one engine may be run with another (``--engine``): refuse what it
+    cannot run before anything starts."""
+    for w in plan.workloads:
+        inj = w.injection
+        reason = injection_problem(engine_name, inj.kind, inj.duration, inj.requests)
+        if reason is not None:
+            raise RunError(f"workload {w.name!r}: {reason}")
+
+
+def _start_ceiling(
+    supervisor: Supervisor, run: _Run, engine_name: str, outcome: RunOutcome
+) -> tuple[Any, str | None]:
+    """The ceiling server (gatebench.ceiling), or (None, None) with a note when it cannot run:
+    the run goes on, and only the CPU accounting can flag ``tester-bound`` then."""
+    from .ceiling import SERVER_LABEL, start_ceiling_server
+
+    try:
+        proc, url = start_ceiling_server(supervisor, run.run_dir / "ceiling")
+    except GatebenchError as exc:
+        note = f"the load engine's ceiling was not measured: {str(exc).splitlines()[0]}"
+        outcome.notes.append(note)
+        ceiling = Ceiling(engine_name, SERVER_LABEL, note=note)
+        run.update(environment=dict(run.record.environment, ceiling=ceiling.to_dict()))
+        return None, None
+    return proc, url
+
+
+def _with_ceiling(schedule: Schedule, plan: Plan, url: str) -> Schedule:
+    """The ceiling target's phases first (its warm-up, then every workload once, as
+    repetition 0, with no backend reset), then the schedule, re-indexed."""
+    ceiling_plan = replace(
+        plan, gateways=(CEILING_TARGET,), baseline=False, repetitions=1, order="fixed"
+    )
+    first = build_schedule(ceiling_plan, {CEILING_TARGET: url}, seed=schedule.seed)
+    head = [replace(p, repetition=0) for p in first.phases]
+    shifted = [replace(p, index=p.index + len(head)) for p in schedule.phases]
+    return replace(schedule, phases=(*head, *shifted))
+
+
 def _origin(url: str) -> str:
     from urllib.parse import urlsplit
 
@@ -399,14 +497,21 @@ def _origin(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-def _environment(engine_version: str, plan: Plan, options: RunOptions) -> dict[str, Any]:
+def _environment(
+    engine_version: str, plan: Plan, options: RunOptions, engine_name: str = "gatling"
+) -> dict[str, Any]:
+    resolution = ENGINE_RESOLUTION_MS.get(engine_name, 1.0)
     return {
         "engine": engine_version,
         "machine": f"{os.cpu_count()} cores, {platform.system()} {platform.release()}",
         "python": platform.python_version(),
         "quick": options.quick,
         "repetitions": plan.repetitions,
-        "resolution": "Gatling records whole milliseconds",
+        "resolution": (
+            "Gatling records whole milliseconds"
+            if resolution >= 1
+            else f"{engine_name} records latencies to {resolution * 1000:g} µs"
+        ),
         "note": (
             "on 2 cores every load generator but wrk uses more CPU than the server it "
             "loads: results measure the shared machine, not only the gateway"
@@ -426,12 +531,17 @@ class _Hooks:
         provisioner: Any,
         skip_file: Path,
         total: int,
+        engine_name: str = "gatling",
+        ceiling_proc: Any = None,
     ) -> None:
         self.run = run
         self.phases = phases
         self.provisioner = provisioner
         self.skip_file = skip_file
         self.total = total
+        self.engine_name = engine_name
+        self.ceiling_proc = ceiling_proc
+        self.ceiling: Ceiling | None = None
         self.failed: set[str] = set(run.record.target_errors)
         self.completed: set[int] = set()
         self._last: tuple[int, int, float] | None = None
@@ -469,7 +579,29 @@ class _Hooks:
             return
         if result.sample.requests == 0:
             return
-        self.run.put(measurement_from(self.run.record.run_id, phase, result))
+        if phase.target == CEILING_TARGET:
+            self._record_ceiling(phase, result)
+            return
+        ceiling = self.ceiling.throughput(phase.workload) if self.ceiling else None
+        self.run.put(
+            measurement_from(
+                self.run.record.run_id, phase, result, engine=self.engine_name, ceiling=ceiling
+            )
+        )
+
+    def _record_ceiling(self, phase: Phase, result: PhaseResult) -> None:
+        """The engine's ceiling for one workload, stored with the run at once."""
+        from .ceiling import SERVER_LABEL
+
+        if self.ceiling_proc is not None and not self.ceiling_proc.alive():
+            return  # its requests failed fast: not a ceiling
+        s = phase_stats(result.sample)
+        base = self.ceiling or Ceiling(self.engine_name, SERVER_LABEL)
+        point = CeilingPoint(s.throughput, s.p50, s.requests)
+        self.ceiling = replace(base, workloads={**base.workloads, phase.workload: point})
+        self.run.update(
+            environment=dict(self.run.record.environment, ceiling=self.ceiling.to_dict())
+        )
 
     def skip(self, target: str) -> None:
         """Skip the remaining phases of ``target`` (it failed)."""
@@ -481,7 +613,14 @@ class _Hooks:
         if now < self._next_check:
             return
         self._next_check = now + 0.5
-        for target in {p.target for p in self.phases.values()} - self.failed - {BASELINE}:
+        for target in (
+            {p.target for p in self.phases.values()}
+            - self.failed
+            - {
+                BASELINE,
+                CEILING_TARGET,
+            }
+        ):
             reason = self.provisioner.failure(target)
             if reason is not None:
                 self.skip(target)
@@ -497,13 +636,15 @@ def _load(
     supervisor: Supervisor,
     cpu_groups: dict[str, list[int]],
     backend_pid: int | None,
-    options: RunOptions,
     outcome: RunOutcome,
     provision: Callable[[_Hooks], None],
-) -> None:
+    engine_name: str = "gatling",
+    ceiling_proc: Any = None,
+) -> _Hooks:
     """Start the load engine, provision while it starts (``provision``), then load; a crash
-    is retried once with the phases not yet complete."""
-    engine = get_engine(options.engine)
+    is retried once with the phases not yet complete. Returns the hooks (what completed,
+    which targets failed)."""
+    engine = get_engine(engine_name)
     skip_file = run.run_dir / "skip-targets.txt"
     skip_file.write_text("", encoding="utf-8")
     document = render_workload(plan, api, schedule, skip_file=str(skip_file.resolve()))
@@ -511,7 +652,9 @@ def _load(
         json.dumps(document, indent=1) + "\n", encoding="utf-8"
     )
     by_index = {p.index: p for p in schedule.phases}
-    hooks = _Hooks(run, by_index, provisioner, skip_file, len(schedule.phases))
+    hooks = _Hooks(
+        run, by_index, provisioner, skip_file, len(schedule.phases), engine_name, ceiling_proc
+    )
     if hooks.failed:
         skip_file.write_text("\n".join(sorted(hooks.failed)) + "\n", encoding="utf-8")
 
@@ -528,7 +671,7 @@ def _load(
             supervisor=supervisor,
             cpu_groups=cpu_groups,
             target_groups=target_groups,
-            name="gatling" if attempt == 1 else "gatling-retry",
+            name=engine.name if attempt == 1 else f"{engine.name}-retry",
             ready=(lambda: provision(hooks)) if attempt == 1 else None,
         )
         outcome.engine_runs.append(result)
@@ -538,10 +681,10 @@ def _load(
                 + result.control_failures[0]
             )
         if not result.crashed:
-            return
+            return hooks
         left = [p for p in remaining["phases"] if p["index"] not in hooks.completed]
         if not left:
-            return
+            return hooks
         if attempt == 2:
             raise RunError(f"the load engine failed twice: {result.reason}")
         outcome.notes.append(
@@ -549,6 +692,118 @@ def _load(
         )
         run.display(Progress(step="loading", message="load engine crashed; retrying once"))
         remaining = dict(remaining, phases=left)
+    return hooks
+
+
+class _CrossCheckHooks:
+    """The second engine's phases: measurements collected, nothing stored per phase (the
+    whole cross-check is stored with the run at the end)."""
+
+    def __init__(self, run: _Run, phases: dict[int, Phase], engine_name: str) -> None:
+        self.run = run
+        self.phases = phases
+        self.engine_name = engine_name
+        self.measurements: list[Measurement] = []
+
+    def on_event(self, event: EngineEvent) -> None:
+        phase = self.phases.get(event.phase)
+        if phase is not None and event.kind == "start":
+            self.run.display(
+                Progress(
+                    step="loading",
+                    message=f"cross-check ({self.engine_name}): {phase.label}",
+                    phase=phase,
+                    phase_number=sorted(self.phases).index(event.phase) + 1,
+                    phases=len(self.phases),
+                )
+            )
+
+    def on_phase(self, result: PhaseResult) -> None:
+        phase = self.phases.get(result.phase)
+        if phase is None or not phase.measured or result.sample.requests == 0:
+            return
+        self.measurements.append(
+            measurement_from(self.run.record.run_id, phase, result, engine=self.engine_name)
+        )
+
+    def tick(self) -> None:
+        pass
+
+
+def _cross_check(
+    run: _Run,
+    plan: Plan,
+    api: Api,
+    urls: dict[str, str],
+    reset_url: str | None,
+    supervisor: Supervisor,
+    cpu_groups: dict[str, list[int]],
+    backend_pid: int | None,
+    options: RunOptions,
+    outcome: RunOutcome,
+    engine_name: str,
+) -> None:
+    """A second engine re-measures, on the same targets, every workload it can run (wrk: the
+    closed-model ones), for the plan's repetitions (at most CROSS_CHECK_REPETITIONS); its
+    measurements are stored with the run (``environment.cross_check``) and in
+    ``cross-check.jsonl``, never mixed with the run's own."""
+    name = options.cross_check or ""
+    record: dict[str, Any] = {"name": name, "measurements": []}
+    if name == engine_name:
+        record["note"] = f"the cross-check engine is the run's own ({name}): nothing to compare"
+        run.update(environment=dict(run.record.environment, cross_check=record))
+        return
+    engine = get_engine(name)
+    record["engine"] = engine.version()
+    workloads = tuple(
+        w
+        for w in plan.workloads
+        if injection_problem(name, w.injection.kind, w.injection.duration, w.injection.requests)
+        is None
+    )
+    if not workloads or not urls:
+        record["note"] = f"{name} can run none of this plan's workloads (closed model only)"
+        outcome.notes.append(f"cross-check: {record['note']}")
+        run.update(environment=dict(run.record.environment, cross_check=record))
+        return
+    repetitions = min(plan.repetitions, CROSS_CHECK_REPETITIONS)
+    check_plan = replace(plan, workloads=workloads, repetitions=repetitions)
+    seed = None if options.seed is None else options.seed + 1
+    schedule = build_schedule(check_plan, urls, reset_url=reset_url, seed=seed)
+    document = render_workload(check_plan, api, schedule)
+    hooks = _CrossCheckHooks(run, {p.index: p for p in schedule.phases}, name)
+
+    def target_groups(target: str) -> list[str]:
+        groups = ["backend"] if backend_pid is not None else []
+        return groups if target == BASELINE else [f"gw:{target}", *groups]
+
+    try:
+        result = engine.run(
+            document,
+            run.run_dir,
+            hooks,
+            supervisor=supervisor,
+            cpu_groups=cpu_groups,
+            target_groups=target_groups,
+            name=f"cross-check-{name}",
+        )
+    except GatebenchError as exc:  # the run's own measurements stand without it
+        result = EngineRun(crashed=True, reason=str(exc))
+    outcome.engine_runs.append(result)
+    record.update(
+        repetitions=repetitions,
+        workloads=[w.name for w in workloads],
+        seed=schedule.seed,
+        measurements=[m.to_dict() for m in hooks.measurements],
+    )
+    if result.crashed or result.control_failures:
+        reason = result.reason or "; ".join(result.control_failures)
+        record["note"] = f"the cross-check stopped early: {reason.splitlines()[0]}"
+        outcome.notes.append(f"cross-check: {record['note']}")
+    with (run.run_dir / "cross-check.jsonl").open("w", encoding="utf-8") as fh:
+        for m in hooks.measurements:
+            fh.write(json.dumps(m.to_dict()) + "\n")
+    run.update(environment=dict(run.record.environment, cross_check=record))
 
 
 def ingest_simlog(

@@ -27,6 +27,9 @@ What the paper leaves open, and what gatebench does (docs/scoring.md has worked 
   endpoint no gateway measured is left out of every mean.
 - A single gateway: it is the best everywhere and scores 100; the score then compares
   nothing, and a note says so (the overhead against the baseline is what to read).
+- A metric that cannot rank the gateways on one endpoint (``left_out``; the aggregation
+  passes throughput there when a gateway was tester-bound, docs/trust.md) is left out of that
+  endpoint's mean for every gateway; eq. 5 averages the other metrics.
 
 Profile ``robust`` (opt-in) goes beyond the paper: a difference from the best that lies
 inside the 95 % confidence interval of the difference (Welch) is a tie and scores 1; a
@@ -38,7 +41,7 @@ scores 0 when every request failed); metrics carry weights (default 1 each).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -123,6 +126,9 @@ class ScoreResult:
     unscored: tuple[str, ...] = ()
     """Workloads no gateway measured: left out of every mean."""
     notes: tuple[str, ...] = field(default=())
+    left_out: tuple[tuple[str, str], ...] = ()
+    """(workload, metric) pairs left out of the score for every gateway (tester-bound
+    throughput: docs/trust.md)."""
 
     def gateway(self, target: str) -> GatewayScore:
         for item in self.gateways:
@@ -175,6 +181,7 @@ class ScoreResult:
             "weights": dict(self.weights),
             "workloads": list(self.workloads),
             "unscored": list(self.unscored),
+            "left_out": [list(pair) for pair in self.left_out],
             "notes": list(self.notes),
             "gateways": self.to_documents(),
             "order": [g.target for g in self.gateways],
@@ -233,12 +240,14 @@ def score(
     metrics: Sequence[str] | None = None,
     resolution_ms: float = RESOLUTION_MS,
     baseline: str = BASELINE,
+    left_out: Mapping[str, Collection[str]] | None = None,
 ) -> ScoreResult:
     """Score every gateway over every workload. Pure: the same values give the same result.
 
     ``gateways`` and ``workloads`` fix the order and say who was expected (a gateway listed
     without values for a workload failed there); by default they are read from ``values``.
-    ``metrics`` defaults to all of :data:`gatebench.metrics.METRICS`.
+    ``metrics`` defaults to all of :data:`gatebench.metrics.METRICS`. ``left_out``: workload →
+    metrics left out of that workload's score (for every gateway).
     """
     if profile not in PROFILES:
         raise ScoreError(f"unknown scoring profile {profile!r}; available: {', '.join(PROFILES)}")
@@ -263,7 +272,8 @@ def score(
     notes: list[str] = []
     floored = 0
     scored_workloads: list[str] = []
-    unscored: list[str] = []
+    unscored_workloads: list[str] = []
+    dropped_pairs: list[tuple[str, str]] = []
     per_gateway: dict[str, list[EndpointScore]] = {g: [] for g in gateways}
     single_rep = False
 
@@ -271,11 +281,16 @@ def score(
         row = values.get(workload, {})
         present = [g for g in gateways if g in row]
         if not present:
-            unscored.append(workload)
+            unscored_workloads.append(workload)
             continue
         scored_workloads.append(workload)
+        dropped = set((left_out or {}).get(workload, ())) & set(active)
+        if dropped == set(active):
+            raise ScoreError(f"workload {workload!r}: every scored metric is left out")
+        here = tuple(m for m in active if m not in dropped)
+        dropped_pairs.extend((workload, m) for m in active if m in dropped)
         for g in present:
-            for m in active:
+            for m in here:
                 if m not in row[g]:
                     raise ScoreError(f"workload {workload!r}, target {g!r}: no value for {m!r}")
                 v = row[g][m].mean
@@ -287,7 +302,7 @@ def score(
                 if row[g][m].n < 2:
                     single_rep = True
         metric_scores: dict[str, list[MetricScore]] = {g: [] for g in present}
-        for m in active:
+        for m in here:
             direction = METRICS[m]
             scored = {g: _scored_value(m, row[g][m].mean, resolution_ms) for g in present}
             floored += sum(1 for g in present if scored[g] != row[g][m].mean)
@@ -306,7 +321,7 @@ def score(
                     if tied:
                         s = 1.0
                 metric_scores[g].append(MetricScore(m, scored[g], best, s, tied))
-        total_weight = math.fsum(weight_of[m] for m in active)
+        total_weight = math.fsum(weight_of[m] for m in here)
         endpoint: dict[str, float] = {}
         for g in present:
             weighted = math.fsum(weight_of[ms.metric] * ms.score for ms in metric_scores[g])
@@ -358,8 +373,10 @@ def score(
             f"only one gateway ({gateways[0]}): it is the best on every metric and scores 100 "
             "by definition; compare it with the baseline (overhead) instead"
         )
-    if unscored:
-        notes.append(f"no gateway was measured on {', '.join(unscored)}: left out of the scores")
+    if unscored_workloads:
+        notes.append(
+            f"no gateway was measured on {', '.join(unscored_workloads)}: left out of the scores"
+        )
     for result in results:
         if result.missing and len(result.missing) < len(scored_workloads):
             notes.append(
@@ -384,8 +401,9 @@ def score(
         weights=tuple((m, weight_of[m]) for m in scored_metrics),
         workloads=tuple(scored_workloads),
         gateways=tuple(results),
-        unscored=tuple(unscored),
+        unscored=tuple(unscored_workloads),
         notes=tuple(notes),
+        left_out=tuple(dropped_pairs),
     )
 
 

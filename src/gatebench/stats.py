@@ -26,7 +26,8 @@ PERCENTILES = (50, 90, 95, 99)
 class PhaseSample:
     """The raw records of one phase, accumulated while the log is read."""
 
-    latencies: list[int] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+    """Milliseconds: whole ones from Gatling, with microseconds from wrk."""
     ok: int = 0
     ko: int = 0
     first_start: int | None = None

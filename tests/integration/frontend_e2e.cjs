@@ -222,7 +222,7 @@ const scenarios = {
     result.runUrl = page.url();
     result.focusAfterNavigation = await page.evaluate(() => document.activeElement && document.activeElement.id);
     result.statuses = await watchRun(page, options, result, "frontend-run-loading.png");
-    await page.waitForSelector("#table-scores");
+    await page.waitForSelector('#results[data-state="final"] #table-scores');
     await page.waitForSelector("#chart-throughput");
     result.results = await page.evaluate(RESULTS_PROBE);
     result.screenshots.push(await shot(page, options, "frontend-run-done.png"));
@@ -249,7 +249,7 @@ const scenarios = {
     await page.waitForURL(/#\/runs\//, { timeout: 60000 });
     result.runUrl = page.url();
     result.statuses = await watchRun(page, options, result, null);
-    await page.waitForSelector("#chart-throughput");
+    await page.waitForSelector('#results[data-state="final"] #chart-throughput');
     result.results = await page.evaluate(RESULTS_PROBE);
     result.screenshots.push(await shot(page, options, "frontend-signed-upload-done.png"));
   },

@@ -153,7 +153,8 @@ def test_cautions_name_failed_targets_and_flags() -> None:
     )
     assert report.cautions[0] == (
         "Flagged measurements (target × workload × repetition): tester-bound in 1 (the load "
-        "generator was the bottleneck). Their numbers describe the machine as much as the gateway."
+        "generator was the bottleneck: within 20 % of its ceiling, or out of CPU). Their numbers "
+        "describe the machine as much as the gateway."
     )
     assert report.cautions[1] == "b failed: config rejected"
 

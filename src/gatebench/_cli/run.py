@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
+from ..engines import ENGINES
 from ..errors import GatebenchError
 from ..ir import Api
 from ..model import Measurement, local_run_id
@@ -41,6 +42,25 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="measure only these gateways of the plan (comma-separated; 'none' for baseline only)",
     )
     parser.add_argument("--seed", type=int, help="seed of the target order and random values")
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        help="the load engine (default: the plan's engine:, else gatling; wrk runs the "
+        "closed model only)",
+    )
+    parser.add_argument(
+        "--cross-check",
+        choices=ENGINES,
+        metavar="ENGINE",
+        help="after the run, re-measure the closed-model workloads with a second engine "
+        "(gatling or wrk) and report where the two agree (docs/trust.md)",
+    )
+    parser.add_argument(
+        "--no-ceiling",
+        action="store_true",
+        help="skip measuring the engine's ceiling (nginx static file) before the run; "
+        "tester-bound flags then come from the CPU accounting only",
+    )
     parser.add_argument(
         "--results", default="results", metavar="DIR", help="where run folders go (results/)"
     )
@@ -121,6 +141,9 @@ def run(args: argparse.Namespace) -> int:
         repetitions=args.repetitions,
         seed=args.seed,
         run_id=run_id,
+        engine=args.engine,
+        ceiling=not args.no_ceiling,
+        cross_check=args.cross_check,
     )
     display = LiveDisplay(sys.stderr)
     with open_store(_store_location(args)) as store:
@@ -179,8 +202,9 @@ def report_lines(outcome: RunOutcome) -> list[str]:
     lines = [
         f"Run {record.run_id}: {record.status} ({len(outcome.measurements)} measured phases, "
         f"{outcome.wall_s:.0f}s)",
-        "Latencies in ms (Gatling records whole milliseconds; the columns average the "
-        "repetitions); err % = KO / requests; req/s = requests / phase duration.",
+        f"Latencies in ms ({record.environment.get('resolution', 'Gatling records whole milliseconds')}; "
+        "the columns average the repetitions); err % = KO / requests; req/s = requests / "
+        "phase duration.",
     ]
     for workload in record.workloads:
         rows = workload_rows(outcome.measurements, workload["name"])
@@ -202,6 +226,7 @@ def report_lines(outcome: RunOutcome) -> list[str]:
     if note:
         lines.append(f"Note: {note}.")
     lines.extend(_score_lines(outcome))
+    lines.extend(_trust_lines(outcome))
     for target, reason in sorted(record.target_errors.items()):
         lines.append(f"{target}: FAILED: {reason.splitlines()[0]}")
     for note_line in outcome.notes:
@@ -211,6 +236,26 @@ def report_lines(outcome: RunOutcome) -> list[str]:
         f"Results: {outcome.run_dir}/ (run.json, measurements.jsonl, workload.json, gateway logs, simulation.log)"
     )
     return lines
+
+
+def _trust_lines(outcome: RunOutcome) -> list[str]:
+    """The engine's ceiling and the second engine's agreement (docs/trust.md)."""
+    report = outcome.report
+    if report is None:
+        return []
+    trust = report.trust
+    lines = []
+    if trust.ceiling is not None and trust.ceiling.workloads:
+        points = ", ".join(
+            f"{w} {p.throughput:,.0f} req/s" for w, p in trust.ceiling.workloads.items()
+        )
+        lines.append(
+            f"Engine ceiling ({trust.ceiling.engine} against {trust.ceiling.server}): {points}; "
+            "a measurement within 20 % of it is tester-bound."
+        )
+    if trust.second_engine is not None:
+        lines.append(trust.summary or f"Cross-check: {trust.second_engine_note}")
+    return ["", *lines] if lines else []
 
 
 def _score_lines(outcome: RunOutcome) -> list[str]:

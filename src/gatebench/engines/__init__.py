@@ -1,4 +1,4 @@
-"""Load engines behind one small port: Gatling now; a second engine (wrk or k6) later.
+"""Load engines behind one small port (the AGE paper's Strategy): Gatling, and wrk.
 
 An engine takes the workload document (``gatebench.workload``), runs its phases in order
 against 127.0.0.1 (locally) or the gateway VMs (cloud), and reports, while it runs, each phase
@@ -94,12 +94,44 @@ class LoadEngine(Protocol):
         calls ``ready()`` while it initialises (provisioning), then begins the first phase."""
 
 
+ENGINES = ("gatling", "wrk")
+"""Every engine, sorted; a plan picks one with ``engine:`` (``gatling`` by default).
+
+- ``gatling``: every injection profile, whole-millisecond latencies (docs/engine.md).
+- ``wrk``: closed-model load only (concurrent users for whole seconds), microsecond
+  latencies (docs/trust.md)."""
+
+
 def get_engine(name: str = "gatling") -> LoadEngine:
     if name == "gatling":
         from .gatling import GatlingEngine
 
         return GatlingEngine()
-    raise RunError(f"no load engine {name!r}; available: gatling")
+    if name == "wrk":
+        from .wrk import WrkEngine
+
+        return WrkEngine()
+    raise RunError(f"no load engine {name!r}; available: {', '.join(ENGINES)}")
 
 
-__all__ = ["EngineEvent", "EngineRun", "Hooks", "LoadEngine", "PhaseResult", "get_engine"]
+def injection_problem(
+    engine: str, kind: str, duration_s: float | None, requests: int | None
+) -> str | None:
+    """Why ``engine`` cannot run an injection profile (None: it can). Gatling runs them all."""
+    if engine == "wrk":
+        from .wrk import injection_problem as wrk_problem
+
+        return wrk_problem(kind, duration_s, requests)
+    return None
+
+
+__all__ = [
+    "ENGINES",
+    "EngineEvent",
+    "EngineRun",
+    "Hooks",
+    "LoadEngine",
+    "PhaseResult",
+    "get_engine",
+    "injection_problem",
+]

@@ -151,6 +151,15 @@ class CpuSampler:
         )
 
 
+def exited_unreaped(pid: int) -> bool:
+    """Whether our child ``pid`` has ended, without reaping it: until it is reaped its CPU
+    time stays readable in /proc, so the sampler can take a last sample that includes it."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
 def _per_pgid_ticks(pgids: frozenset[int]) -> dict[int, float]:
     out: dict[int, float] = {}
     for entry in os.scandir("/proc"):
@@ -177,4 +186,5 @@ __all__ = [
     "CpuSample",
     "CpuSampler",
     "CpuUsage",
+    "exited_unreaped",
 ]

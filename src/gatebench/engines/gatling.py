@@ -25,7 +25,7 @@ from ..errors import RunError
 from ..procs import ManagedProcess, Supervisor
 from ..stats import PhaseSample
 from . import EngineEvent, EngineRun, Hooks, PhaseResult
-from .cpu import CpuSampler
+from .cpu import CpuSampler, exited_unreaped
 from .simlog import GroupRecord, RequestRecord, SimLogReader
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -186,7 +186,9 @@ class GatlingEngine:
 
         try:
             while True:
-                alive = proc.alive()
+                # not proc.alive(): it would reap the JVM, and the last sample (which the
+                # last phase's CPU figures need) would no longer see its CPU time
+                alive = not exited_unreaped(proc.pid)
                 sampler.sample()
                 for line in tail.lines():
                     match = _MARKER.match(line)

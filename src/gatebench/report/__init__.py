@@ -15,7 +15,7 @@ from ..errors import StoreError
 from ..model import RunRecord
 from ..score import Profile
 from ..store import ResultStore
-from ._build import RESOLUTION_NOTE, Report, build_report, plan_scoring, resolve_scoring
+from ._build import RESOLUTION_NOTE, Report, Trust, build_report, plan_scoring, resolve_scoring
 from ._flat import bigquery_schema, column_names, flat_rows, measurement_rows, render_csv
 from ._html import render_html
 from ._markdown import render_markdown
@@ -95,6 +95,7 @@ __all__ = [
     "RESOLUTION_NOTE",
     "Format",
     "Report",
+    "Trust",
     "bigquery_schema",
     "build_report",
     "column_names",

@@ -17,6 +17,17 @@ from ..aggregate import RunSummary, summarize
 from ..metrics import METRICS
 from ..model import Measurement, RunRecord
 from ..score import BASELINE, PROFILES, Profile, ScoreError
+from ..trust import (
+    AGREEMENT_PCT,
+    Agreement,
+    Ceiling,
+    agreement_summary,
+    ceiling_of,
+    compare_engines,
+    cross_check_of,
+    demonstrated_ceiling,
+    near_ceiling,
+)
 from ._format import fmt_number, fmt_score, fmt_signed, fmt_value
 
 RESOLUTION_NOTE = (
@@ -25,6 +36,102 @@ RESOLUTION_NOTE = (
     "than 1 ms. Intervals are 95 % confidence intervals of the mean over the repetitions "
     "(Student's t)."
 )
+
+
+@dataclass(frozen=True)
+class Headroom:
+    """A target's mean throughput on a workload against the engine's ceiling there."""
+
+    workload: str
+    target: str
+    throughput: float
+    ceiling: float
+    near_ceiling: int
+    """Repetitions whose throughput reached the tester-bound share of the ceiling."""
+    repetitions: int
+
+    @property
+    def share_pct(self) -> float:
+        return 100.0 * self.throughput / self.ceiling if self.ceiling > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class Trust:
+    """What the run says about its own measurements (docs/trust.md): the load engine's
+    ceiling and each target's distance to it, and a second engine's agreement."""
+
+    ceiling: Ceiling | None = None
+    headroom: tuple[Headroom, ...] = ()
+    tester_bound: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """workload → gateways whose throughput there is not scored (tester-bound)."""
+    second_engine: str | None = None
+    agreements: tuple[Agreement, ...] = ()
+    second_engine_note: str = ""
+
+    @property
+    def summary(self) -> str:
+        return agreement_summary(self.agreements) if self.second_engine else ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ceiling": self.ceiling.to_dict() if self.ceiling else None,
+            "headroom": [
+                {
+                    "workload": h.workload,
+                    "target": h.target,
+                    "throughput": h.throughput,
+                    "ceiling": h.ceiling,
+                    "share_pct": h.share_pct,
+                    "near_ceiling": h.near_ceiling,
+                    "repetitions": h.repetitions,
+                }
+                for h in self.headroom
+            ],
+            "tester_bound": {w: list(ts) for w, ts in self.tester_bound.items()},
+            "second_engine": self.second_engine,
+            "second_engine_note": self.second_engine_note,
+            "agreement_pct": AGREEMENT_PCT,
+            "agreements": [a.to_dict() for a in self.agreements],
+            "summary": self.summary,
+        }
+
+
+def build_trust(run: RunRecord, summary: RunSummary, measurements: Sequence[Measurement]) -> Trust:
+    ceiling = ceiling_of(run.environment)
+    headroom = []
+    if ceiling is not None:
+        tops = demonstrated_ceiling(
+            measurements, {w: p.throughput for w, p in ceiling.workloads.items()}
+        )
+        for (w, t), cell in sorted(summary.cells.items()):
+            top = tops.get(w)
+            if top is None:
+                continue
+            near = sum(
+                1
+                for m in measurements
+                if (m.workload, m.target) == (w, t)
+                and m.requests > 0
+                and near_ceiling(m.throughput, top, ceiling.share)
+            )
+            headroom.append(Headroom(w, t, cell.metrics["throughput"].mean, top, near, cell.n))
+    check = cross_check_of(run.environment)
+    second: str | None = None
+    agreements: tuple[Agreement, ...] = ()
+    note = ""
+    if check is not None:
+        second = check[0]
+        agreements = tuple(compare_engines(measurements, check[1]))
+        data = run.environment.get("cross_check")
+        note = str(data.get("note", "")) if isinstance(data, Mapping) else ""
+    return Trust(
+        ceiling=ceiling,
+        headroom=tuple(headroom),
+        tester_bound=dict(summary.tester_bound),
+        second_engine=second,
+        agreements=agreements,
+        second_engine_note=note,
+    )
 
 
 @dataclass(frozen=True)
@@ -40,6 +147,8 @@ class Report:
     measurements: tuple[Measurement, ...] = ()
     """Every measurement of the run, sorted by target, workload, repetition."""
     generated_at: float = field(default_factory=time.time)
+    trust: Trust = field(default_factory=Trust)
+    """The engine's ceiling, tester-bound throughput, a second engine's agreement."""
 
     @property
     def title(self) -> str:
@@ -103,6 +212,7 @@ class Report:
                 ],
                 "empty_measurements": list(s.empty_measurements),
                 "notes": list(s.notes),
+                "trust": self.trust.to_dict(),
             }
         )
         return data
@@ -156,6 +266,7 @@ def build_report(
     measurements = sorted(measurements, key=lambda m: (m.target, m.workload, m.repetition))
     gateways = [g for g in run.gateways if g != BASELINE] or None
     workloads = [str(w["name"]) for w in run.workloads if isinstance(w, Mapping) and "name" in w]
+    ceiling = ceiling_of(run.environment)
     summary = summarize(
         measurements,
         run_id=run.run_id,
@@ -163,16 +274,19 @@ def build_report(
         workloads=workloads or None,
         profile=chosen,
         weights=chosen_weights or None,
+        ceiling={w: p.throughput for w, p in ceiling.workloads.items()} if ceiling else None,
     )
+    trust = build_trust(run, summary, measurements)
     return Report(
         run=run,
         summary=summary,
         profile=chosen,
         weights=tuple((m, w) for m, w in summary.scores.weights if chosen == "robust"),
         verdict=tuple(verdict(summary)),
-        cautions=tuple(cautions(run, summary)),
+        cautions=tuple(cautions(run, summary, trust)),
         measurements=tuple(measurements),
         generated_at=now if now is not None else time.time(),
+        trust=trust,
     )
 
 
@@ -225,6 +339,11 @@ def verdict(summary: RunSummary) -> list[str]:
                 f"Its lead over {runner.target} is inside the run-to-run noise ({interval}; "
                 f"first in {firsts} of {n} repetitions): treat the two as equal on this evidence."
             )
+    if summary.tester_bound:
+        lines.append(
+            f"Throughput does not count on {_join(list(summary.tester_bound))}: the load "
+            "generator, not the gateways, set it there (tester-bound)."
+        )
     erring = [e.workload for e in top.endpoints if e.has_errors]
     everyone = [
         w
@@ -261,13 +380,15 @@ def _single_gateway_overhead(summary: RunSummary, gateway: str) -> str:
     return "Against the baseline its mean latency differs by " + _join(parts) + "."
 
 
-def cautions(run: RunRecord, summary: RunSummary) -> list[str]:
+def cautions(run: RunRecord, summary: RunSummary, trust: Trust | None = None) -> list[str]:
     out: list[str] = []
     flags = summary.flag_counts()
     if flags:
         described = {
             "noisy": "other processes used much of the CPU",
-            "tester-bound": "the load generator was the bottleneck",
+            "tester-bound": (
+                "the load generator was the bottleneck: within 20 % of its ceiling, or out of CPU"
+            ),
             "incomplete": "fewer requests than the workload defines",
         }
         parts = [
@@ -279,6 +400,17 @@ def cautions(run: RunRecord, summary: RunSummary) -> list[str]:
             + "; ".join(parts)
             + ". Their numbers describe the machine as much as the gateway."
         )
+    if trust is not None:
+        if trust.ceiling is not None and trust.ceiling.note:
+            out.append(trust.ceiling.note[0].upper() + trust.ceiling.note[1:] + ".")
+        disagreeing = [a for a in trust.agreements if not a.agrees]
+        if disagreeing:
+            out.append(
+                f"The second engine does not confirm every number: {trust.summary} See "
+                '"Trust" below.'
+            )
+        if trust.second_engine_note:
+            out.append(f"Cross-check: {trust.second_engine_note}.")
     for target, reason in sorted(run.target_errors.items()):
         first_line = reason.strip().splitlines()[0] if reason.strip() else "no reason given"
         out.append(f"{target} failed: {first_line}")

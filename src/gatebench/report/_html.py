@@ -23,6 +23,15 @@ from ..metrics import METRICS, UNITS
 from ._build import RESOLUTION_NOTE, Report, metric_label
 from ._format import fmt_ci, fmt_number, fmt_pct, fmt_score, fmt_signed, fmt_value
 from ._svg import Bar, Group, colours_for, hbar_chart
+from ._trust import (
+    HEADROOM_HEADER,
+    TRUST_KEYS,
+    agreement_header,
+    agreement_intro,
+    agreement_rows,
+    headroom_intro,
+    headroom_rows,
+)
 
 CSS = """
 :root{--fg:#1b1b1b;--muted:#595959;--line:#d0d0d0;--bg:#fff;--zebra:#f5f7f9;--accent:#0b5cad}
@@ -167,6 +176,7 @@ def render_html(report: Report) -> str:
         ("overhead", "Overhead against the baseline", _overhead(report)),
         ("stability", "Rank stability", _stability(report)),
         ("quality", "Measurement quality", _quality(report)),
+        ("trust", "Trust: headroom and a second engine", _trust(report)),
         ("run", "Run", _run_metadata(report)),
         ("method", "How to read this report", _method(report)),
     ]
@@ -514,6 +524,31 @@ def _quality(report: Report) -> str:
     return legend + table.html()
 
 
+def _trust(report: Report) -> str:
+    html = f"<p>{_e(headroom_intro(report))}</p>"
+    rows = headroom_rows(report)
+    if rows:
+        table = _Table(
+            "Throughput against the load engine's ceiling (mean over the repetitions)",
+            [(h, i >= 2) for i, h in enumerate(HEADROOM_HEADER)],
+        )
+        for row in rows:
+            table.add(_e(row[0]), [(_e(c), c) for c in row[1:]], sort_key=row[0])
+        html += table.html()
+    html += f"<p>{_e(agreement_intro(report))}</p>"
+    rows = agreement_rows(report)
+    if rows:
+        header = agreement_header(report)
+        table = _Table(
+            "The same cells measured by a second engine",
+            [(_e(h), i >= 2) for i, h in enumerate(header)],
+        )
+        for row in rows:
+            table.add(_e(row[0]), [(_e(c), c) for c in row[1:]], sort_key=row[0])
+        html += table.html()
+    return html
+
+
 def _cpu(value: float | None) -> str:
     return "–" if value is None else fmt_number(value, 0)
 
@@ -564,7 +599,7 @@ def _run_metadata(report: Report) -> str:
     for target, reason in sorted(run.target_errors.items()):
         items.append((f"Failed: {target}", reason))
     env: list[tuple[str, str]] = []
-    _flatten("", run.environment, env)
+    _flatten("", {k: v for k, v in run.environment.items() if k not in TRUST_KEYS}, env)
     workloads: list[tuple[str, str]] = []
     _flatten("", {str(w.get("name", i)): w for i, w in enumerate(run.workloads)}, workloads)
 

@@ -7,6 +7,15 @@ from collections.abc import Sequence
 from ..metrics import METRICS, UNITS
 from ._build import RESOLUTION_NOTE, Report, metric_label
 from ._format import fmt_ci, fmt_number, fmt_pct, fmt_score, fmt_signed, fmt_value
+from ._trust import (
+    HEADROOM_HEADER,
+    TRUST_KEYS,
+    agreement_header,
+    agreement_intro,
+    agreement_rows,
+    headroom_intro,
+    headroom_rows,
+)
 
 
 def _cell(text: str) -> str:
@@ -141,6 +150,16 @@ def render_markdown(report: Report) -> str:
         ]
         out += _table(["Gateway", "First in", "Mean rank"], rows)
 
+    out += ["## Trust: the load engine's headroom and a second engine", ""]
+    out += [headroom_intro(report), ""]
+    rows = headroom_rows(report)
+    if rows:
+        out += _table(list(HEADROOM_HEADER), rows, numeric_from=2)
+    out += [agreement_intro(report), ""]
+    rows = agreement_rows(report)
+    if rows:
+        out += _table(agreement_header(report), rows, numeric_from=2)
+
     flagged = s.flag_counts()
     out += ["## Run", ""]
     out += [f"- Description: {run.spec_uri} (sha256 {run.spec_sha256[:12]}…)"]
@@ -150,6 +169,8 @@ def render_markdown(report: Report) -> str:
     out += [f"- Repetitions: {len(s.repetitions)} ({len(s.complete_repetitions)} complete)"]
     out += [f"- Flags: {', '.join(f'{k} ×{v}' for k, v in flagged.items()) or 'none'}"]
     for key, value in sorted(run.environment.items()):
+        if key in TRUST_KEYS:
+            continue  # in the trust section
         out.append(f"- {key}: {value}")
     out += ["", RESOLUTION_NOTE, ""]
     return "\n".join(out)

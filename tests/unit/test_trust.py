@@ -1,0 +1,308 @@
+"""Trust in the numbers, pure parts: the ceiling rule (tester-bound), throughput left out of the
+score, two engines' agreement, reproducibility across runs, and the report's trust section."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gatebench.aggregate import summarize
+from gatebench.ceiling import render_ceiling_config
+from gatebench.engines import PhaseResult
+from gatebench.metrics import METRICS
+from gatebench.model import Measurement, RunRecord, RunStatus
+from gatebench.plan import Injection
+from gatebench.report import build_report, render_html, render_json, render_markdown
+from gatebench.runner import measurement_from
+from gatebench.score import ScoreError, score, values_from_table
+from gatebench.stats import PhaseSample
+from gatebench.trust import (
+    Agreement,
+    Ceiling,
+    CeilingPoint,
+    agreement_summary,
+    bound_by_tester,
+    coefficient_of_variation,
+    compare_engines,
+    demonstrated_ceiling,
+    gap_pct,
+    is_tester_bound,
+    near_ceiling,
+    reproducibility,
+)
+from gatebench.workload import Phase
+
+
+def m(
+    target: str,
+    workload: str,
+    rep: int,
+    *,
+    throughput: float = 100.0,
+    p50: float = 10.0,
+    engine: str = "gatling",
+    flags: tuple[str, ...] = (),
+    **kw: Any,
+) -> Measurement:
+    values: dict[str, Any] = dict.fromkeys(METRICS, p50)
+    values.update(throughput=throughput, p50=p50, error_pct=0.0, requests=100, ok=100, ko=0)
+    values.update(kw)
+    return Measurement(
+        run_id="r",
+        target=target,
+        workload=workload,
+        repetition=rep,
+        engine=engine,
+        flags=flags,
+        **values,
+    )
+
+
+def run_record(**kw: Any) -> RunRecord:
+    values: dict[str, Any] = {
+        "run_id": "r",
+        "spec_uri": "file:///a.yaml",
+        "spec_sha256": "0" * 64,
+        "status": RunStatus.DONE,
+        "created_at": 0.0,
+        "gateways": ["a", "b"],
+        "workloads": [{"name": "w"}, {"name": "v"}],
+    }
+    values.update(kw)
+    return RunRecord(**values)
+
+
+# -- the ceiling ------------------------------------------------------------------------------
+
+
+def test_within_20_percent_of_the_ceiling_is_tester_bound() -> None:
+    assert near_ceiling(800.0, 1000.0)
+    assert near_ceiling(1200.0, 1000.0)
+    assert not near_ceiling(799.9, 1000.0)
+    assert not near_ceiling(800.0, None)
+    assert not near_ceiling(800.0, 0.0)
+    assert is_tester_bound(1, 2) and is_tester_bound(2, 3)
+    assert not is_tester_bound(1, 3) and not is_tester_bound(0, 0)
+
+
+def _phase(target: str = "a", workload: str = "w") -> Phase:
+    return Phase(0, target, workload, 1, True, "http://x", Injection("concurrent", 5, None, 2.0))
+
+
+def _result(requests: int, duration_ms: int) -> PhaseResult:
+    sample = PhaseSample()
+    for i in range(requests):
+        sample.add(i * duration_ms // requests, i * duration_ms // requests + 1, True)
+    sample.last_end = duration_ms
+    return PhaseResult(0, sample, 0.0, float(duration_ms), None)
+
+
+def test_a_measurement_near_the_ceiling_is_flagged_when_it_is_made() -> None:
+    near = measurement_from("r", _phase(), _result(900, 1000), engine="wrk", ceiling=1000.0)
+    far = measurement_from("r", _phase(), _result(500, 1000), ceiling=1000.0)
+    assert near.flags == ("tester-bound",) and near.engine == "wrk"
+    assert far.flags == () and far.engine == "gatling"
+
+
+def test_only_the_ceiling_leaves_throughput_out_of_the_score() -> None:
+    ms = [
+        m("a", "w", 1, throughput=850.0),
+        m("a", "w", 2, throughput=700.0),
+        m("b", "w", 1, throughput=400.0),
+        m("b", "w", 2, throughput=420.0),
+        # the CPU accounting's flag alone does not decide
+        m("a", "v", 1, throughput=100.0, flags=("tester-bound",)),
+        m("b", "v", 1, throughput=50.0),
+    ]
+    assert bound_by_tester(ms, ["a", "b"], {"w": 1000.0, "v": 1000.0}) == {"w": ("a",)}
+    summary = summarize(ms, gateways=["a", "b"], workloads=["w", "v"], ceiling={"w": 1000.0})
+    assert summary.tester_bound == {"w": ("a",)}
+    assert summary.scores.left_out == (("w", "throughput"),)
+    assert [s.metric for s in summary.scores.gateway("b").endpoint("w").metrics] == [
+        x for x in METRICS if x != "throughput"
+    ]
+    assert "throughput" in [s.metric for s in summary.scores.gateway("b").endpoint("v").metrics]
+    assert summary.notes[0] == (
+        "throughput on w is not scored: a reached 80 % of the load engine's ceiling there in at "
+        "least half of the repetitions (tester-bound), so the number ranks the load generator, "
+        "not the gateways"
+    )
+
+
+def test_a_target_faster_than_the_ceiling_reading_raises_the_ceiling() -> None:
+    # the ceiling phase read 10,000 req/s once; the baseline went 29,000 on average, so the
+    # engine drives at least that: 20,000 is 69 % of it (scored), 26,000 is 90 % (not)
+    ms = [
+        m("baseline", "bid", 1, throughput=28_000.0),
+        m("baseline", "bid", 2, throughput=30_000.0),
+        m("a", "bid", 1, throughput=20_000.0),
+        m("a", "bid", 2, throughput=20_000.0),
+        m("b", "bid", 1, throughput=26_000.0),
+        m("b", "bid", 2, throughput=26_000.0),
+        m("a", "get", 1, throughput=900.0),
+        m("b", "get", 1, throughput=500.0),
+    ]
+    ceiling = {"bid": 10_000.0, "get": 1_000.0}
+    assert demonstrated_ceiling(ms, ceiling) == {"bid": 29_000.0, "get": 1_000.0}
+    assert demonstrated_ceiling([], ceiling) == ceiling
+    assert bound_by_tester(ms, ["a", "b"], ceiling) == {"bid": ("b",), "get": ("a",)}
+    empty = m("b", "get", 2, throughput=0.0, requests=0)
+    assert demonstrated_ceiling([*ms, empty], ceiling)["get"] == 1_000.0
+
+
+def test_left_out_metrics_change_the_mean_as_eq5_says() -> None:
+    values = values_from_table(
+        {"w": {"a": {"throughput": 100.0, "p50": 10.0}, "b": {"throughput": 50.0, "p50": 20.0}}}
+    )
+    full = score(values, metrics=["throughput", "p50"])
+    assert full.gateway("b").score == pytest.approx(100 * (0.5 + 0.5) / 2)
+    partial = score(values, metrics=["throughput", "p50"], left_out={"w": ["throughput"]})
+    assert partial.gateway("b").score == pytest.approx(50.0)
+    assert partial.left_out == (("w", "throughput"),)
+    with pytest.raises(ScoreError, match=r"^workload 'w': every scored metric is left out$"):
+        score(values, metrics=["p50"], left_out={"w": ["p50"]})
+
+
+def test_the_ceiling_server_config_answers_everything_from_one_file(tmp_path: Any) -> None:
+    text = render_ceiling_config(tmp_path, 8123)
+    assert "listen 127.0.0.1:8123 backlog=4096;" in text
+    assert "try_files /ceiling.json =404;" in text
+    assert "error_page 405 =200 /ceiling.json;" in text
+    assert "user root" not in text
+    assert "user root root;\n" in render_ceiling_config(tmp_path, 8123, as_root=True)
+
+
+# -- two engines ------------------------------------------------------------------------------
+
+
+def test_agreement_is_within_10_percent_or_one_gatling_millisecond() -> None:
+    def a(t1: float, t2: float, p1: float, p2: float) -> Agreement:
+        return Agreement("x", "w", "gatling", "wrk", t1, t2, p1, p2, 3, 3)
+
+    assert gap_pct(90.0, 100.0) == pytest.approx(10.0)
+    assert a(90.0, 100.0, 20.0, 20.3).agrees
+    assert not a(89.0, 100.0, 20.0, 20.3).agrees
+    assert a(100.0, 100.0, 0.0, 0.6).p50_agrees  # 100 % apart, but under Gatling's 1 ms
+    assert not a(100.0, 100.0, 21.0, 18.5).p50_agrees
+    both_wrk = Agreement("x", "w", "wrk", "wrk", 1.0, 1.0, 0.5, 0.6, 1, 1)
+    assert not both_wrk.p50_agrees  # µs resolution: no millisecond of slack
+
+
+def test_compare_engines_pairs_cells_by_target_and_workload() -> None:
+    main = [
+        m("a", "w", 1, throughput=480.0, p50=20.0),
+        m("a", "w", 2, throughput=500.0, p50=21.0, flags=("tester-bound",)),
+        m("b", "w", 1, throughput=300.0, p50=30.0),
+        m("c", "w", 1, throughput=300.0, p50=30.0),
+    ]
+    other = [
+        m("a", "w", 1, throughput=495.0, p50=20.31, engine="wrk"),
+        m("b", "w", 1, throughput=400.0, p50=24.0, engine="wrk"),
+        m("b", "w", 2, throughput=0.0, p50=0.0, engine="wrk", requests=0),
+    ]
+    pairs = compare_engines(main, other)
+    assert [(p.target, p.repetitions, p.other_repetitions) for p in pairs] == [
+        ("a", 2, 1),
+        ("b", 1, 1),
+    ]
+    assert pairs[0].throughput == 490.0 and pairs[0].tester_bound
+    assert pairs[0].agrees and not pairs[1].agrees
+    assert agreement_summary(pairs) == (
+        "wrk and gatling agree within 10 % on throughput and p50 in 1 of 2 target × workload "
+        "cell(s); they disagree on 1 (largest gap: b · w, throughput 25 %, p50 20 %)."
+    )
+    # a p50 inside Gatling's resolution is not a gap, however large in %
+    fast = [m("x", "w", 1, throughput=300.0, p50=0.0)]
+    fast_other = [m("x", "w", 1, throughput=500.0, p50=0.05, engine="wrk")]
+    assert agreement_summary(compare_engines(fast, fast_other)).endswith(
+        "they disagree on 1 (largest gap: x · w, throughput 40 %)."
+    )
+
+
+# -- the report -------------------------------------------------------------------------------
+
+
+def _trusted_run() -> tuple[RunRecord, list[Measurement]]:
+    ms = [
+        m(t, w, r, throughput=tp, p50=p)
+        for (t, tp, p) in (("a", 900.0, 2.0), ("b", 500.0, 3.0), ("baseline", 950.0, 1.0))
+        for w in ("w", "v")
+        for r in (1, 2)
+    ]
+    check = [
+        m(t, "w", 1, throughput=tp, p50=p, engine="wrk")
+        for (t, tp, p) in (("a", 1500.0, 1.2), ("b", 520.0, 2.8))
+    ]
+    ceiling = Ceiling(
+        "gatling",
+        "nginx static file (1 worker)",
+        {"w": CeilingPoint(1000.0, 0.0, 5000), "v": CeilingPoint(4000.0, 0.0, 9000)},
+    )
+    env = {
+        "ceiling": ceiling.to_dict(),
+        "cross_check": {"name": "wrk", "measurements": [x.to_dict() for x in check]},
+    }
+    return run_record(environment=env), ms
+
+
+def test_the_report_shows_headroom_and_the_second_engine() -> None:
+    run, ms = _trusted_run()
+    report = build_report(run, ms, now=0.0)
+    trust = report.trust
+    assert trust.tester_bound == {"w": ("a",)}
+    assert [(h.workload, h.target, round(h.share_pct), h.near_ceiling) for h in trust.headroom][
+        :3
+    ] == [("v", "a", 22, 0), ("v", "b", 12, 0), ("v", "baseline", 24, 0)]
+    assert report.verdict[-1] == (
+        "Throughput does not count on w: the load generator, not the gateways, set it there "
+        "(tester-bound)."
+    )
+    assert report.cautions[0] == (
+        "The second engine does not confirm every number: wrk and gatling agree within 10 % on "
+        "throughput and p50 in 1 of 2 target × workload cell(s); they disagree on 1 (largest "
+        'gap: a · w, throughput 40 %). See "Trust" below.'
+    )
+    md = render_markdown(report)
+    assert "| w | a | 900 | 1,000 | 90 % | 2 of 2 |" in md
+    assert "| a | w | 900 | 1,500 | 40.0 % | 2.0 | 1.20 | 40.0 % | no |" in md
+    assert "- ceiling:" not in md  # in the trust section, not the run's metadata
+    html = render_html(report)
+    assert 'id="trust"' in html and "The same cells measured by a second engine" in html
+    assert '"second_engine": "wrk"' in render_json(report)
+
+
+def test_a_run_without_a_ceiling_says_so() -> None:
+    run = run_record(
+        environment={
+            "ceiling": Ceiling(
+                "gatling", "nginx static file (1 worker)", note="nginx is not installed"
+            ).to_dict()
+        }
+    )
+    report = build_report(run, [m("a", "w", 1), m("b", "w", 1)], now=0.0)
+    assert "Nginx is not installed." in report.cautions
+
+
+# -- reproducibility --------------------------------------------------------------------------
+
+
+def test_cv_and_ranking_changes_across_runs() -> None:
+    assert coefficient_of_variation([10.0, 10.0]) == 0.0
+    assert coefficient_of_variation([9.0, 11.0]) == pytest.approx(100 * 2**0.5 / 10)
+    assert coefficient_of_variation([1.0]) is None
+
+    def run(a: float, b: float, c: float) -> Any:
+        ms = [m(t, "w", 1, p50=p) for t, p in (("a", a), ("b", b), ("c", c))]
+        ms += [m(t, "w", 2, p50=p) for t, p in (("a", a), ("b", b), ("c", c))]
+        return summarize(ms, gateways=["a", "b", "c"], workloads=["w"])
+
+    result = reproducibility([run(1, 2, 3), run(1, 3, 2), run(2, 1, 3)])
+    assert result.rankings == (("a", "b", "c"), ("a", "c", "b"), ("b", "a", "c"))
+    assert result.rankings_differing_from_first == 2
+    assert result.leader_changes == 1
+    assert result.pair_flips() == (4, 9)
+    cv = result.cv_by_metric()
+    p50 = next(v for v in result.variations if (v.target, v.metric) == ("a", "p50"))
+    assert p50.values == (1.0, 1.0, 2.0)
+    assert cv["p50"][2] == pytest.approx(coefficient_of_variation([2.0, 3.0, 1.0]))
