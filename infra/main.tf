@@ -1,5 +1,6 @@
 # gatebench on Google Cloud: uploads bucket → Eventarc → Workflows → Cloud Functions →
-# Cloud Build + per-run VMs (infra/vms) → Firestore and BigQuery. See infra/README.md.
+# Cloud Build + per-run VMs (infra/vms) → Firestore and BigQuery; the dashboard (static site
+# in the runs bucket, read and upload functions). See infra/README.md.
 
 locals {
   labels = merge(var.labels, { app = "gatebench" })
@@ -36,9 +37,11 @@ module "uploads" {
   name       = "${var.prefix}-uploads-${var.project_id}"
   location   = var.region
   labels     = local.labels
+  # The dashboard's signed PUT from the site's origin, with the two headers the URL signs.
   cors = {
     origins = var.upload_origins
-    methods = ["GET", "HEAD", "POST", "PUT"]
+    methods = ["PUT"]
+    headers = ["Content-Type", "x-goog-meta-gatebench"]
   }
   iam = {
     "roles/storage.objectCreator" = var.users
@@ -118,6 +121,26 @@ module "functions" {
     GATEBENCH_FIRESTORE_DATABASE = module.results.firestore_database
   }
   depends_on = [google_project_service.enabled]
+}
+
+module "dashboard" {
+  source                  = "./modules/dashboard"
+  project_id              = var.project_id
+  prefix                  = var.prefix
+  region                  = var.region
+  labels                  = local.labels
+  bundles_dir             = var.function_bundles_dir
+  runs_bucket             = module.runs.name
+  builder_service_account = module.functions.builder_service_account
+  uploads_bucket          = module.uploads.name
+  spec_prefix             = var.spec_prefix
+  firestore_database      = module.results.firestore_database
+  firestore_database_id   = module.results.firestore_database_id
+  origins                 = var.upload_origins
+  users                   = var.users
+  public_read             = var.public_read
+  public_upload           = var.public_upload
+  depends_on              = [google_project_service.enabled]
 }
 
 module "workflow" {

@@ -38,3 +38,18 @@ output "workflow" {
   description = "The workflow to run by hand: gcloud workflows run NAME --location REGION --data '{\"bucket\": ..., \"name\": ...}'."
   value       = module.workflow.name
 }
+
+output "dashboard_urls" {
+  description = "The dashboard's read and upload functions: the site's `api` and `upload.endpoint`."
+  value       = module.dashboard.urls
+}
+
+output "site_url" {
+  description = "The dashboard, once exported to gs://RUNS_BUCKET/site/ (docs/cloud.md): opened by `users` signed in to Google."
+  value       = "https://storage.cloud.google.com/${module.runs.name}/site/index.html"
+}
+
+output "site_export_command" {
+  description = "Writes the dashboard site with its config.json for these functions; copy build/site to gs://RUNS_BUCKET/site/ afterwards."
+  value       = "gatebench serve --export build/site --mode gcp --api ${module.dashboard.urls.read} --upload-endpoint ${module.dashboard.urls.upload}"
+}

@@ -11,7 +11,7 @@ variable "firestore_location" {
 }
 
 variable "function_bundles_dir" {
-  description = "Folder holding the functions' source archives built by `make bundle` (parse.zip, render.zip, score.zip)."
+  description = "Folder holding the functions' source archives built by `make bundle` (parse.zip, read.zip, render.zip, score.zip, upload.zip)."
   type        = string
   default     = "../build/functions"
 }
@@ -85,6 +85,18 @@ variable "spec_prefix" {
   }
 }
 
+variable "public_read" {
+  description = "Let anyone with its URL call the dashboard's read function (allUsers run.invoker), so the site in the runs bucket can list and show runs in a browser: run results become public. Off: only `users`, with an ID token."
+  type        = bool
+  default     = false
+}
+
+variable "public_upload" {
+  description = "Let anyone with its URL call the dashboard's upload function (allUsers run.invoker), so the site's upload form works in a browser: anyone may then start runs (VMs, within `limits`). Off: only `users`, with an ID token."
+  type        = bool
+  default     = false
+}
+
 variable "raw_log_retention_days" {
   description = "Raw load-generator logs (runs/*/raw/**/simulation.log) are deleted after this many days; results stay in Firestore and BigQuery."
   type        = number
@@ -96,7 +108,7 @@ variable "raw_log_retention_days" {
 }
 
 variable "upload_origins" {
-  description = "Origins allowed to upload specs from a browser (CORS on the uploads bucket): the static frontend's origin, and http://localhost:PORT for `gatebench serve`."
+  description = "Origins of the dashboard site (CORS on the uploads bucket and on the read and upload functions): the origin the site in the runs bucket is served from, and http://localhost:PORT for `gatebench serve`."
   type        = list(string)
   default     = ["https://storage.cloud.google.com"]
   validation {
@@ -106,7 +118,7 @@ variable "upload_origins" {
 }
 
 variable "users" {
-  description = "Principals (user:, group: or serviceAccount:) who may upload specs, read run artefacts and query the results view."
+  description = "Principals (user:, group: or serviceAccount:) who may upload specs, read run artefacts and the dashboard site, call the dashboard's functions and query the results view."
   type        = list(string)
   default     = []
   validation {

@@ -2,7 +2,9 @@
 
 Request: {"bucket", "name", "generation"?, "execution_id"?}. Reads the uploaded spec and
 answers its run id and run document (200), or the same with every located problem (400),
-or 404 when the object does not exist. See gatebench.cloud.parse_upload.
+or 404 when the object does not exist. The object's `gatebench` metadata (the upload form's
+run request, signed into the upload URL) is applied to the plan. See
+gatebench.cloud.parse_upload.
 """
 
 import time
@@ -19,10 +21,10 @@ def parse(request):
     try:
         body = cloud.json_body(request)
         ref = cloud.object_from_request(body)
-        data, generation = _storage.read(ref)
+        found = _storage.fetch(ref)
     except cloud.ObjectMissing as exc:
         return cloud.problems_reply(exc, 404)
     except cloud.RequestError as exc:
         return cloud.problems_reply(exc, 400)
-    outcome = cloud.parse_upload(data, ref.at(generation), now=time.time())
+    outcome = cloud.parse_upload(found.data, ref.at(found.generation), now=time.time(), metadata=found.metadata)
     return cloud.reply(outcome.response(body.get("execution_id")), 200 if outcome.ok else 400)

@@ -21,8 +21,9 @@ def render(request):
         body = cloud.json_body(request)
         ref = cloud.object_from_request(body)
         run_id = cloud.run_id_from_request(body)
-        data, generation = _storage.read(ref)
-        rendered = cloud.render_run(data, ref.at(generation), cloud.read_settings(_storage, runs_bucket), runs_bucket)
+        found = _storage.fetch(ref)
+        settings = cloud.read_settings(_storage, runs_bucket)
+        rendered = cloud.render_run(found.data, ref.at(found.generation), settings, runs_bucket, found.metadata)
     except cloud.ObjectMissing as exc:
         return cloud.problems_reply(exc, 404)
     except cloud.RequestError as exc:

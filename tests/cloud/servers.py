@@ -1,5 +1,6 @@
 """Real local stand-ins for Google Cloud, started as processes (gatebench.procs, stopped by
-PID): the Cloud Storage emulator (PyPI gcp-storage-emulator), the Firestore emulator (npm
+PID): the Cloud Storage emulators (PyPI gcp-storage-emulator; Go fake-gcs-server, which keeps
+a signed PUT's metadata), the Firestore emulator (npm
 @firestore-emulator/server, from tools/node), and Cloud Functions served by
 functions-framework from the deployable bundles `make bundle` builds."""
 
@@ -35,6 +36,38 @@ def start_gcs_emulator(supervisor: Supervisor, logs: Path) -> Endpoint:
         "--in-memory",
     ]
     proc = supervisor.start("gcs-emulator", argv, log_path=logs / "gcs-emulator.log")
+    wait_ready(proc, port, timeout=30)
+    return Endpoint(f"http://127.0.0.1:{port}", port)
+
+
+def start_fake_gcs(supervisor: Supervisor, logs: Path) -> Endpoint:
+    """fake-gcs-server (scripts/setup.d/65-fake-gcs.sh): unlike gcp-storage-emulator it takes a
+    signed-URL PUT's ``x-goog-meta-*`` headers as the object's custom metadata, as Cloud
+    Storage does. It checks no signature (tests verify those themselves)."""
+    binary = ROOT / ".cache" / "bin" / "fake-gcs-server"
+    if not binary.exists():
+        raise RuntimeError(
+            f"{binary} is missing: run `scripts/setup.sh fake-gcs` (`make test` does)"
+        )
+    port = free_port()
+    argv = [
+        str(binary),
+        "-scheme",
+        "http",
+        "-host",
+        "127.0.0.1",
+        "-port",
+        str(port),
+        "-backend",
+        "memory",
+        "-public-host",
+        "127.0.0.1",
+        "-external-url",
+        f"http://127.0.0.1:{port}",
+        "-log-level",
+        "warn",
+    ]
+    proc = supervisor.start("fake-gcs-server", argv, log_path=logs / "fake-gcs-server.log")
     wait_ready(proc, port, timeout=30)
     return Endpoint(f"http://127.0.0.1:{port}", port)
 

@@ -16,20 +16,20 @@ test_frontend_browser.py).
 
 from __future__ import annotations
 
-import hashlib
 import http.client
 import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from _frontend_helpers import PETSTORE, assert_clean, scenario, seed_two_runs, start_serve
 from firestore_emulator import firestore_emulator, missing
 
 from cloud.servers import start_gcs_emulator, storage_client
+from cloud.signing import service_account, verify_v4
 from gatebench.procs import Supervisor
 from gatebench.store import open_store
 from gatebench.web import (
@@ -43,30 +43,6 @@ from gatebench.web import (
 
 BUCKET = "gb-uploads-test"
 RUN_A, RUN_B = "20260101-120000-fs-a", "20260102-120000-fs-b"
-
-
-def _service_account() -> Any:
-    """A service-account credential with a key made for this test (it signs locally)."""
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import rsa
-    from google.oauth2 import service_account
-
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    ).decode()
-    info = {
-        "type": "service_account",
-        "project_id": "gatebench-test",
-        "private_key_id": "test",
-        "private_key": pem,
-        "client_email": "gb-upload@gatebench-test.iam.gserviceaccount.com",
-        "client_id": "1",
-        "token_uri": "https://oauth2.googleapis.com/token",
-    }
-    return service_account.Credentials.from_service_account_info(info), key.public_key()
 
 
 @pytest.fixture(scope="module")
@@ -86,45 +62,8 @@ def gcs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             os.environ["STORAGE_EMULATOR_HOST"] = previous
 
 
-def _verify_v4(url: str, headers: dict[str, str], public_key: Any) -> None:
-    """Recompute the V4 string to sign from the URL and the headers the page will send, and
-    check the signature with the key's public half: it covers these headers and no other."""
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.asymmetric import padding
-
-    parts = urlsplit(url)
-    query = dict(parse_qsl(parts.query, keep_blank_values=True))
-    signature = bytes.fromhex(query.pop("X-Goog-Signature"))
-    signed = query["X-Goog-SignedHeaders"].split(";")
-    lowered = {k.lower(): v for k, v in headers.items()} | {"host": parts.netloc}
-    canonical_headers = "".join(f"{name}:{lowered[name]}\n" for name in signed)
-    canonical_query = "&".join(
-        f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in sorted(query.items())
-    )
-    canonical_request = "\n".join(
-        [
-            "PUT",
-            parts.path,
-            canonical_query,
-            canonical_headers,
-            ";".join(signed),
-            "UNSIGNED-PAYLOAD",
-        ]
-    )
-    scope = query["X-Goog-Credential"].split("/", 1)[1]
-    to_sign = "\n".join(
-        [
-            "GOOG4-RSA-SHA256",
-            query["X-Goog-Date"],
-            scope,
-            hashlib.sha256(canonical_request.encode()).hexdigest(),
-        ]
-    )
-    public_key.verify(signature, to_sign.encode(), padding.PKCS1v15(), hashes.SHA256())
-
-
 def test_a_cloud_storage_signed_url_takes_the_upload(gcs: str) -> None:
-    credentials, public_key = _service_account()
+    credentials, public_key = service_account()
     signer = GcsSigner(
         BUCKET, credentials=credentials, project="gatebench-test", api_access_endpoint=gcs
     )
@@ -146,13 +85,13 @@ def test_a_cloud_storage_signed_url_takes_the_upload(gcs: str) -> None:
     assert query["X-Goog-Credential"].startswith(
         "gb-upload@gatebench-test.iam.gserviceaccount.com/"
     )
-    _verify_v4(put["url"], put["headers"], public_key)
+    verify_v4(put["url"], put["headers"], public_key)
     # Another run request in the metadata header would not match the signature.
     from cryptography.exceptions import InvalidSignature
 
     tampered = {**put["headers"], "x-goog-meta-gatebench": '{"quick":false}'}
     with pytest.raises(InvalidSignature):
-        _verify_v4(put["url"], tampered, public_key)
+        verify_v4(put["url"], tampered, public_key)
 
     # The PUT the page makes, with exactly the ticket's headers.
     parts = urlsplit(put["url"])

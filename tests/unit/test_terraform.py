@@ -32,7 +32,9 @@ ALLOWED_ROLES = {
     "roles/cloudbuild.builds.editor": "start the per-run builds",
     "roles/compute.instanceAdmin.v1": "create and delete the per-run VMs",
     "roles/datastore.user": "read and write run documents (one database, by condition)",
+    "roles/datastore.viewer": "read run documents (one database, by condition)",
     "roles/eventarc.eventReceiver": "receive events as a trigger's identity",
+    "roles/iam.serviceAccountTokenCreator": "sign upload URLs as itself (no key)",
     "roles/iam.serviceAccountUser": "attach a service account to builds and VMs",
     "roles/logging.logWriter": "write logs",
     "roles/pubsub.publisher": "Cloud Storage publishes object events for Eventarc",
@@ -107,6 +109,7 @@ class Config:
 
 
 CONFIG = {path: Config.load(path) for path in CONFIGS}
+DASHBOARD = INFRA / "modules" / "dashboard"
 
 
 def ids(path: Path) -> str:
@@ -187,6 +190,35 @@ def test_iam_members_are_never_public() -> None:
             assert not rtype.endswith("_iam_policy"), (
                 f"{rtype}.{name}: use *_iam_member, never replace policies"
             )
+
+    # The one public grant: the dashboard's functions, each behind its own opt-in variable
+    # (default off). Nowhere else is a public principal a value (descriptions may name one;
+    # the bucket module's validation refuses them).
+    def public_values(config: Config) -> list[str]:
+        return [
+            text
+            for text in config.texts
+            if text in ("allUsers", "allAuthenticatedUsers")
+            or (re.search(r'"(allUsers|allAuthenticatedUsers)"', text) and "!contains(" not in text)
+        ]
+
+    for path, config in CONFIG.items():
+        if path != DASHBOARD:
+            assert public_values(config) == [], ids(path)
+    assert len(public_values(CONFIG[DASHBOARD])) == 1
+    dashboard = CONFIG[DASHBOARD]
+    assert "allAuthenticatedUsers" not in "\n".join(dashboard.texts)
+    functions = dashboard.locals["functions"]
+    assert {name: unquote(f["public"]) for name, f in functions.items()} == {
+        "read": "${var.public_read}",
+        "upload": "${var.public_upload}",
+    }
+    public = unquote(dashboard.locals["invokers"])
+    assert 'member = "allUsers"} if f.public})' in public, public
+    root = CONFIG[INFRA]
+    for name in ("public_read", "public_upload"):
+        assert root.variables[name]["default"] is False
+        assert root.modules["dashboard"][name] == f"${{var.{name}}}"
 
 
 def test_buckets_are_private_and_uniform() -> None:
@@ -293,3 +325,95 @@ def test_bigquery_table_uses_the_report_schema_and_the_view_its_columns() -> Non
     assert selected
     assert set(selected) <= set(column_names())
     assert "repetition IS NULL" in sql
+
+
+def test_dashboard_functions_get_the_least_privilege_they_need() -> None:
+    """upload: sign as itself, create objects in the uploads bucket; read: view the results
+    database (by condition); both: nothing else, anywhere in infra/."""
+    dashboard = CONFIG[DASHBOARD]
+    grants = {
+        (rtype, name): {k: unquote(v) for k, v in body.items() if not k.startswith("__")}
+        for (rtype, name), body in dashboard.resources.items()
+        if rtype.endswith("_iam_member")
+    }
+    upload_sa = '${google_service_account.this["upload"]'
+    read_sa = '${google_service_account.this["read"]'
+    assert grants == {
+        ("google_service_account_iam_member", "upload_signs_as_itself"): {
+            "service_account_id": f"{upload_sa}.name}}",
+            "role": "roles/iam.serviceAccountTokenCreator",
+            "member": f"{upload_sa}.member}}",
+        },
+        ("google_storage_bucket_iam_member", "upload_creates_specs"): {
+            "bucket": "${var.uploads_bucket}",
+            "role": "roles/storage.objectCreator",
+            "member": f"{upload_sa}.member}}",
+        },
+        ("google_project_iam_member", "read_views_results"): {
+            "project": "${var.project_id}",
+            "role": "roles/datastore.viewer",
+            "member": f"{read_sa}.member}}",
+            "condition": [
+                {
+                    "title": '"${var.prefix}-dashboard-results-only"',
+                    "expression": '"resource.name == \\"${var.firestore_database_id}\\""',
+                    "__is_block__": True,
+                }
+            ],
+        },
+        ("google_cloud_run_v2_service_iam_member", "invokers"): {
+            "for_each": "${local.invokers}",
+            "project": "${var.project_id}",
+            "location": "${var.region}",
+            "name": "${google_cloudfunctions2_function.this[each.value.function]"
+            ".service_config[0].service}",
+            "role": "roles/run.invoker",
+            "member": "${each.value.member}",
+        },
+    }
+    root = CONFIG[INFRA]
+    assert root.modules["dashboard"]["firestore_database_id"] == (
+        "${module.results.firestore_database_id}"
+    )
+    assert root.modules["dashboard"]["users"] == "${var.users}"
+    # Their accounts get no other grant: nothing outside the module names them.
+    for path, config in CONFIG.items():
+        if path != DASHBOARD:
+            assert not any("module.dashboard.service_account" in t for t in config.texts), ids(path)
+    # Each function runs as its own account; browsers reach them (IAM decides who may call).
+    (function,) = [
+        b for (t, _), b in dashboard.resources.items() if t == "google_cloudfunctions2_function"
+    ]
+    (service,) = function["service_config"]
+    assert unquote(service["ingress_settings"]) == "ALLOW_ALL"
+    assert service["service_account_email"] == "${google_service_account.this[each.key].email}"
+    # The uploads bucket lets the site's origin PUT with exactly the headers the URL signs.
+    cors = root.modules["uploads"]["cors"]
+    assert [unquote(m) for m in cors["methods"]] == ["PUT"]
+    assert [unquote(h) for h in cors["headers"]] == ["Content-Type", "x-goog-meta-gatebench"]
+    assert root.modules["dashboard"]["origins"] == cors["origins"] == "${var.upload_origins}"
+
+
+def test_dashboard_functions_get_every_setting_they_read() -> None:
+    from gatebench.cloud import _dashboard
+
+    read = set(re.findall(r"\"(GATEBENCH_[A-Z_]+)\"", Path(_dashboard.__file__).read_text()))
+    functions = CONFIG[DASHBOARD].locals["functions"]
+    common = {"GATEBENCH_PROJECT", "GATEBENCH_ORIGINS"}
+    (function,) = [
+        b
+        for (t, _), b in CONFIG[DASHBOARD].resources.items()
+        if t == "google_cloudfunctions2_function"
+    ]
+    env = function["service_config"][0]["environment_variables"]
+    assert all(f"{name} = " in env for name in common), env
+    given = {name: set(f["env"]) | common for name, f in functions.items()}
+    assert given == {
+        "read": {"GATEBENCH_FIRESTORE_DATABASE", *common},
+        "upload": {"GATEBENCH_UPLOADS_BUCKET", "GATEBENCH_SPEC_PREFIX", *common},
+    }
+    assert read == given["read"] | given["upload"]
+    # Each function folder exists with the entry point Terraform names.
+    for name in functions:
+        main = (ROOT / "functions" / name / "main.py").read_text()
+        assert f"def {name}(request):" in main

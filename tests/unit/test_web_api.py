@@ -375,7 +375,7 @@ def test_run_requests_from_query_and_metadata() -> None:
     with pytest.raises(UploadRejected) as bad:
         run_request_from_metadata('{"quick": "yes"}')
     assert [p.format() for p in bad.value.problems] == [
-        "<spec>: error: /quick: expected true or false, got 'yes'"
+        "x-goog-meta-gatebench: error: /quick: expected true or false, got 'yes'"
     ]
     with pytest.raises(UploadRejected) as odd:
         run_request_from_metadata('{"repetitions": 1}')

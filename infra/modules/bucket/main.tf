@@ -16,7 +16,7 @@ resource "google_storage_bucket" "this" {
     content {
       origin          = cors.value.origins
       method          = cors.value.methods
-      response_header = ["Content-Type", "Authorization", "x-goog-resumable", "x-goog-meta-gatebench"]
+      response_header = cors.value.headers
       max_age_seconds = 3600
     }
   }

@@ -1,8 +1,9 @@
 variable "cors" {
-  description = "Browser origins and methods allowed (null: no CORS)."
+  description = "Browser origins, methods and request headers allowed (null: no CORS)."
   type = object({
     origins = list(string)
     methods = list(string)
+    headers = list(string)
   })
   default = null
 }

@@ -28,3 +28,8 @@ output "builder_member" {
   description = "IAM member of the service account that builds the functions (reads their sources)."
   value       = google_service_account.builder.member
 }
+
+output "builder_service_account" {
+  description = "Full resource name of the service account that builds the functions' containers."
+  value       = google_service_account.builder.id
+}

@@ -11,3 +11,8 @@ output "firestore_database" {
   description = "Firestore database id (not the full resource name)."
   value       = google_firestore_database.this.name
 }
+
+output "firestore_database_id" {
+  description = "Firestore database full resource name (projects/P/databases/D), for IAM conditions."
+  value       = google_firestore_database.this.id
+}

@@ -1,11 +1,13 @@
 """The cloud path's own core: what the Cloud Functions, the Cloud Build steps and the VMs
 need beyond the shared core (object references and run ids, parsing an upload into a run
 record, Firestore's REST encoding for the workflow, Cloud Storage access, the functions'
-HTTP edge and their deployable bundles). Decisions stay pure; clients are built on first use.
+HTTP edge, the dashboard functions' settings and their deployable bundles). Decisions stay
+pure; clients are built on first use.
 """
 
 from __future__ import annotations
 
+from ._dashboard import DashboardSettingError, cors_from_env, results_store, signed_uploads
 from ._firestore_rest import firestore_fields, firestore_value, plain_value
 from ._http import json_body, problems_reply, reply
 from ._ingest import ingest_object, ingest_run
@@ -20,9 +22,10 @@ from ._parse import ParseOutcome, parse_upload
 from ._render import RenderedRun, render_run
 from ._score import NothingMeasured, finish_run
 from ._settings import read_settings
-from ._storage import ObjectMissing, Storage
+from ._storage import ObjectMissing, Storage, StoredObject
 
 __all__ = [
+    "DashboardSettingError",
     "NothingMeasured",
     "ObjectMissing",
     "ObjectRef",
@@ -30,6 +33,8 @@ __all__ = [
     "RenderedRun",
     "RequestError",
     "Storage",
+    "StoredObject",
+    "cors_from_env",
     "finish_run",
     "firestore_fields",
     "firestore_value",
@@ -44,5 +49,7 @@ __all__ = [
     "read_settings",
     "render_run",
     "reply",
+    "results_store",
     "run_id_from_request",
+    "signed_uploads",
 ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,9 @@ from ._firestore_rest import firestore_fields
 from ._objects import ObjectRef
 
 MAX_MESSAGE = 1500
+METADATA_KEY = "gatebench"
+"""The custom metadata that carries the upload form's run request (``x-goog-meta-gatebench``)."""
+METADATA_HEADER = f"x-goog-meta-{METADATA_KEY}"
 
 
 @dataclass
@@ -65,8 +69,22 @@ class ParseOutcome:
         return out
 
 
-def parse_upload(data: bytes, ref: ObjectRef, *, now: float) -> ParseOutcome:
-    """Read and validate an uploaded description and its plan. Never raises for bad input."""
+def parse_upload(
+    data: bytes, ref: ObjectRef, *, now: float, metadata: Mapping[str, str] | None = None
+) -> ParseOutcome:
+    """Read and validate an uploaded description and its plan. Never raises for bad input.
+
+    ``metadata`` is the object's custom metadata: its ``gatebench`` value is the run request
+    the upload form signed into the object (:func:`gatebench.web.run_request_from_metadata`:
+    a subset of the plan's gateways, the quick profile). The run records the plan as it will
+    run; a malformed request is a located problem like a bad spec."""
+    from ..web import UploadRejected, run_request_from_metadata
+
+    try:
+        request = run_request_from_metadata((metadata or {}).get(METADATA_KEY))
+        request_problems: list[Problem] = []
+    except UploadRejected as exc:
+        request, request_problems = None, list(exc.problems)
     name = posixpath.basename(ref.name) or "spec"
     run = RunRecord(
         run_id=ref.run_id,
@@ -76,7 +94,7 @@ def parse_upload(data: bytes, ref: ObjectRef, *, now: float) -> ParseOutcome:
         updated_at=now,
     )
     result = read_spec(data, name=name)
-    outcome = ParseOutcome(run, list(result.problems))
+    outcome = ParseOutcome(run, [*request_problems, *result.problems])
     if result.errors or result.api is None:
         return outcome
     api = result.api
@@ -86,6 +104,13 @@ def parse_upload(data: bytes, ref: ObjectRef, *, now: float) -> ParseOutcome:
     except PlanError as exc:
         outcome.problems.extend(exc.problems)
         return outcome
+    if request is None:
+        return outcome
+    refused = request.problems(plan, source=METADATA_HEADER)
+    if refused:
+        outcome.problems.extend(refused)
+        return outcome
+    plan = request.apply(plan)
     run.gateways = list(plan.gateways)
     # JSON-shaped (lists, not tuples): the run reads back from Firestore exactly as built.
     run.plan = json.loads(json.dumps(plan.to_dict()))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from ..runner import BASELINE
 from ..spec import read_spec
 from ._layout import Layout, layout_for
 from ._objects import ObjectRef, RequestError
+from ._parse import METADATA_HEADER, METADATA_KEY
 
 REDIS_IMAGE = "redis:7.4.1"
 """Tyk keeps its state in Redis: a pinned official image beside it on the gateway VM."""
@@ -95,9 +97,16 @@ def _machines(plan: Plan) -> tuple[str, str, str]:
 
 
 def render_run(
-    data: bytes, ref: ObjectRef, settings: dict[str, Any], runs_bucket: str
+    data: bytes,
+    ref: ObjectRef,
+    settings: dict[str, Any],
+    runs_bucket: str,
+    metadata: Mapping[str, str] | None = None,
 ) -> RenderedRun:
-    """Render the run of the uploaded object ``ref`` (``data`` its bytes)."""
+    """Render the run of the uploaded object ``ref`` (``data`` its bytes, ``metadata`` its
+    custom metadata: the run request applied to the plan exactly as the parse step did)."""
+    from ..web import UploadRejected, run_request_from_metadata
+
     run_id = ref.run_id
     result = read_spec(data, name=ref.name.rsplit("/", 1)[-1] or "spec")
     if result.errors or result.api is None:
@@ -106,6 +115,14 @@ def render_run(
         plan = load_plan(result)
     except PlanError as exc:
         raise RequestError(exc.problems) from None
+    try:
+        request = run_request_from_metadata((metadata or {}).get(METADATA_KEY))
+    except UploadRejected as exc:
+        raise RequestError(exc.problems) from None
+    refused = request.problems(plan, source=METADATA_HEADER)
+    if refused:
+        raise RequestError(refused)
+    plan = request.apply(plan)
     api = result.api
     zone = (plan.infrastructure.zone if plan.infrastructure else None) or settings.get("zone")
     layout = layout_for(settings, run_id, list(plan.gateways), zone=zone)

@@ -8,6 +8,7 @@ account (a function's, a build's or a VM's).
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Problem
@@ -19,6 +20,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
 class ObjectMissing(RequestError):
     """The object (or that generation of it) does not exist: HTTP 404 at the edge."""
+
+
+@dataclass(frozen=True)
+class StoredObject:
+    data: bytes
+    generation: str
+    metadata: dict[str, str] = field(default_factory=dict)
+    """Custom metadata (``x-goog-meta-NAME`` → ``NAME``): the upload form's run request."""
 
 
 class Storage:
@@ -44,6 +53,11 @@ class Storage:
 
     def read(self, ref: ObjectRef) -> tuple[bytes, str]:
         """The object's bytes and generation (the live one when ``ref.generation`` is None)."""
+        found = self.fetch(ref)
+        return found.data, found.generation
+
+    def fetch(self, ref: ObjectRef) -> StoredObject:
+        """The object's bytes, generation and custom metadata (one generation of it)."""
         from google.api_core.exceptions import NotFound
 
         missing = ObjectMissing([Problem("/name", f"{ref.uri}: no such object")])
@@ -54,11 +68,12 @@ class Storage:
             raise missing
         # Read it before downloading: the download refreshes it from response headers.
         live = str(blob.generation)
+        metadata = {str(k): str(v) for k, v in (blob.metadata or {}).items()}
         try:
             data: bytes = blob.download_as_bytes(if_generation_match=int(live))
         except NotFound:
             raise missing from None
-        return data, live
+        return StoredObject(data, live, metadata)
 
     def read_optional(self, bucket: str, name: str) -> bytes | None:
         """The live object's bytes, or None when there is no such object."""

@@ -83,6 +83,31 @@ class RunRequest:
             return plan
         return replace(plan, gateways=tuple(g for g in plan.gateways if g in self.gateways))
 
+    def problems(self, plan: Plan, *, source: str | None = None) -> list[Problem]:
+        """Why this request cannot run ``plan`` (a gateway the plan lacks, nothing left to
+        measure); empty when it can. ``source`` names where the request came from."""
+        if self.gateways is None:
+            return []
+        unknown = [g for g in self.gateways if g not in plan.gateways]
+        if unknown:
+            return [
+                Problem(
+                    "/gateways" if source else "",
+                    f"gateways: {unknown[0]!r} is not in the plan; choose among "
+                    f"{', '.join(plan.gateways) or '(none)'}",
+                    source=source,
+                )
+            ]
+        if not self.gateways and not plan.baseline:
+            return [
+                Problem(
+                    "/gateways" if source else "",
+                    "choose at least one gateway: this plan has no baseline",
+                    source=source,
+                )
+            ]
+        return []
+
     def apply(self, plan: Plan) -> Plan:
         """The plan as it will run: chosen gateways, then the quick profile when asked."""
         from ..workload import quick_plan
@@ -107,14 +132,15 @@ def run_request_from_query(query: Mapping[str, str]) -> RunRequest:
 
 def run_request_from_metadata(value: str | None) -> RunRequest:
     """The :class:`RunRequest` an uploaded object carries (its ``gatebench`` metadata); no
-    metadata (``gcloud storage cp``) is the plan as written."""
+    metadata (``gcloud storage cp``) is the plan as written. Problems are located in the
+    metadata (``source`` is :data:`METADATA_HEADER`, pointers inside its JSON value)."""
     if value is None or value == "":
         return RunRequest()
     try:
         data = json.loads(value)
     except ValueError as exc:
         raise UploadRejected(
-            [Problem("", f"metadata {METADATA_HEADER}: not JSON ({exc})")]
+            [Problem("", f"metadata {METADATA_HEADER}: not JSON ({exc})", source=METADATA_HEADER)]
         ) from None
     if not isinstance(data, dict) or set(data) - {"quick", "gateways"}:
         raise UploadRejected(
@@ -123,6 +149,7 @@ def run_request_from_metadata(value: str | None) -> RunRequest:
                     "",
                     f"metadata {METADATA_HEADER}: expected an object with 'quick' and "
                     f"'gateways', got {value[:200]!r}",
+                    source=METADATA_HEADER,
                 )
             ]
         )
@@ -130,11 +157,17 @@ def run_request_from_metadata(value: str | None) -> RunRequest:
     gateways = data.get("gateways")
     problems = []
     if not isinstance(quick, bool):
-        problems.append(Problem("/quick", f"expected true or false, got {quick!r}"))
+        problems.append(
+            Problem("/quick", f"expected true or false, got {quick!r}", source=METADATA_HEADER)
+        )
     if gateways is not None and not (
         isinstance(gateways, list) and all(isinstance(g, str) for g in gateways)
     ):
-        problems.append(Problem("/gateways", f"expected a list of names, got {gateways!r}"))
+        problems.append(
+            Problem(
+                "/gateways", f"expected a list of names, got {gateways!r}", source=METADATA_HEADER
+            )
+        )
     if problems:
         raise UploadRejected(problems)
     return RunRequest(quick=bool(quick), gateways=None if gateways is None else tuple(gateways))
@@ -234,22 +267,9 @@ def check_upload(
         plan = load_plan(result)
     except PlanError as exc:
         raise UploadRejected([*exc.problems, *result.warnings]) from None
-    if request.gateways is not None:
-        unknown = [g for g in request.gateways if g not in plan.gateways]
-        if unknown:
-            raise UploadRejected(
-                [
-                    Problem(
-                        "",
-                        f"gateways: {unknown[0]!r} is not in the plan; choose among "
-                        f"{', '.join(plan.gateways) or '(none)'}",
-                    )
-                ]
-            )
-        if not request.gateways and not plan.baseline:
-            raise UploadRejected(
-                [Problem("", "choose at least one gateway: this plan has no baseline")]
-            )
+    refused = request.problems(plan)
+    if refused:
+        raise UploadRejected(refused)
     return CheckedUpload(
         name=filename,
         data=data,
