@@ -251,7 +251,8 @@ def _trust_lines(outcome: RunOutcome) -> list[str]:
         )
         lines.append(
             f"Engine ceiling ({trust.ceiling.engine} against {trust.ceiling.server}): {points}; "
-            "a measurement within 20 % of it is tester-bound."
+            "a measurement within 20 % of it (or of the fastest target's mean, where a target "
+            "went faster) is tester-bound."
         )
     if trust.second_engine is not None:
         lines.append(trust.summary or f"Cross-check: {trust.second_engine_note}")
