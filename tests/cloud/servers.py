@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,10 +41,14 @@ def start_gcs_emulator(supervisor: Supervisor, logs: Path) -> Endpoint:
     return Endpoint(f"http://127.0.0.1:{port}", port)
 
 
-def start_fake_gcs(supervisor: Supervisor, logs: Path) -> Endpoint:
+def start_fake_gcs(
+    supervisor: Supervisor, logs: Path, *, cors_headers: Sequence[str] = ()
+) -> Endpoint:
     """fake-gcs-server (scripts/setup.d/65-fake-gcs.sh): unlike gcp-storage-emulator it takes a
     signed-URL PUT's ``x-goog-meta-*`` headers as the object's custom metadata, as Cloud
-    Storage does. It checks no signature (tests verify those themselves)."""
+    Storage does. It checks no signature (tests verify those themselves). It answers CORS
+    for any origin, allowing Content-Type and the headers in ``cors_headers`` (as a bucket's
+    CORS configuration lists its ``responseHeader``s)."""
     binary = ROOT / ".cache" / "bin" / "fake-gcs-server"
     if not binary.exists():
         raise RuntimeError(
@@ -67,6 +72,8 @@ def start_fake_gcs(supervisor: Supervisor, logs: Path) -> Endpoint:
         "-log-level",
         "warn",
     ]
+    if cors_headers:
+        argv += ["-cors-headers", ",".join(cors_headers)]
     proc = supervisor.start("fake-gcs-server", argv, log_path=logs / "fake-gcs-server.log")
     wait_ready(proc, port, timeout=30)
     return Endpoint(f"http://127.0.0.1:{port}", port)

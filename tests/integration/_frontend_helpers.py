@@ -15,7 +15,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import pytest
 
@@ -177,7 +177,14 @@ NODE_TOOLS = ROOT / "tools" / "node"
 E2E = Path(__file__).with_name("frontend_e2e.cjs")
 
 
-def scenario(name: str, serve: Serve, **options: str) -> dict[str, Any]:
+class Site(Protocol):
+    """Where the page is served from: ``gatebench serve``, or a static server of an export."""
+
+    @property
+    def url(self) -> str: ...
+
+
+def scenario(name: str, serve: Site, **options: str) -> dict[str, Any]:
     node = shutil.which("node")
     if node is None or not (NODE_TOOLS / "node_modules" / "playwright-core").is_dir():
         pytest.fail(

@@ -5,7 +5,7 @@
 //
 // Usage: node frontend_e2e.cjs SCENARIO --base URL --artifacts DIR [--spec FILE] [--broken FILE]
 //   [--run-a ID --run-b ID] [--timeout-ms N]
-// Scenarios: broken, keyboard-upload, signed-upload, compare.
+// Scenarios: broken, keyboard-upload, signed-upload, cloud-upload, compare.
 "use strict";
 
 const fs = require("node:fs");
@@ -254,9 +254,45 @@ const scenarios = {
     result.screenshots.push(await shot(page, options, "frontend-signed-upload-done.png"));
   },
 
+  /** The exported GCP site against the upload function: choose the spec, quick, nginx
+   * only, Start; the page asks for a ticket, PUTs to the signed URL and waits for the
+   * pipeline's run (the test plays the pipeline's first steps), then shows its page. */
+  async "cloud-upload"(page, options, result) {
+    result.screenshots = [];
+    result.where = await page.textContent("#where");
+    await page.setInputFiles("#spec-file", options.spec);
+    await page.waitForSelector("#check-ok");
+    await page.check("#quick");
+    await page.waitForSelector("#check-ok >> text=quick run");
+    for (const box of await page.$$("#gateways input[type=checkbox]")) {
+      if ((await box.getAttribute("value")) !== "nginx") await box.uncheck();
+    }
+    await page.waitForSelector("#check-ok >> text=Targets: nginx, baseline (no gateway)");
+    result.summary = await page.textContent("#check-ok");
+    // Every stage the page announces (some last a few milliseconds), until it leaves.
+    await page.evaluate(() => {
+      const stage = document.getElementById("upload-status");
+      window.gatebenchStages = [];
+      new MutationObserver(() => window.gatebenchStages.push(stage.textContent))
+        .observe(stage, { childList: true, characterData: true, subtree: true });
+    });
+    await page.click("#start");
+    try {
+      await page.waitForURL(/#\/runs\//, { timeout: Number(options.timeoutMs) });
+    } finally {
+      result.stages = await page.evaluate(() => window.gatebenchStages || []).catch(() => null);
+    }
+    result.runUrl = page.url();
+    await page.waitForSelector(".status-line [data-status]");
+    result.status = await page.getAttribute(".status-line [data-status]", "data-status");
+    result.heading = await page.textContent("h1");
+    result.screenshots.push(await shot(page, options, "frontend-cloud-upload.png"));
+  },
+
   /** Two runs side by side: picked in the runs list, then the comparison page. */
   async compare(page, options, result) {
     await page.waitForSelector(`#runs tbody tr[data-run="${options.runB}"]`);
+    result.listed = await page.$$eval("#runs tbody tr[data-run]", (rows) => rows.map((r) => r.dataset.run));
     result.compareDisabledBefore = await page.isDisabled("#compare");
     await page.check(`#pick-${options.runA}`);
     await page.check(`#pick-${options.runB}`);

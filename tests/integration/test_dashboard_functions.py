@@ -16,14 +16,14 @@ google-cloud-firestore clients.
 - CORS preflights and bad requests, with exact messages.
 
 Not covered here: the emulator checks no signature (the test verifies it with the public
-key) and has no CORS of its own; Cloud Run's IAM in front of the functions cannot run here.
+key); Cloud Run's IAM in front of the functions cannot run here. The browser's side (the
+exported site's cross-origin calls and PUT) is test_frontend_gcp_functions.py.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,22 +31,13 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import pytest
+from _dashboard_stack import UPLOADS, dashboard_stack
 from _frontend_helpers import PETSTORE, seed_two_runs, start_serve
 
-from cloud.firestore import start_firestore_emulator
-from cloud.servers import (
-    Endpoint,
-    gcs_env,
-    start_fake_gcs,
-    start_function,
-    storage_client,
-    unpack_bundle,
-)
-from cloud.signing import EMAIL, verify_v4, write_key_file
+from cloud.servers import Endpoint
+from cloud.signing import EMAIL, verify_v4
 from gatebench.model import run_id_for_object
-from gatebench.procs import Supervisor
 
-UPLOADS = "gb-dash-uploads"
 SITE = "https://site.example"
 RUN_A, RUN_B = "20260101-120000-dash-a", "20260102-120000-dash-b"
 
@@ -83,44 +74,10 @@ def call(
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    tmp = tmp_path_factory.mktemp("dashboard")
-    logs = tmp / "logs"
-    database = f"d{uuid.uuid4().hex[:12]}"
-    with Supervisor() as supervisor:
-        gcs = start_fake_gcs(supervisor, logs)
-        client: Any = storage_client(gcs)
-        bucket = client.create_bucket(UPLOADS)
-        _, firestore_host = start_firestore_emulator(supervisor, logs)
-        public_key = write_key_file(tmp / "key.json")
-        env = {
-            **gcs_env(gcs),
-            "FIRESTORE_EMULATOR_HOST": firestore_host,
-            "GATEBENCH_FIRESTORE_DATABASE": database,
-            "GATEBENCH_UPLOADS_BUCKET": UPLOADS,
-            "GATEBENCH_SPEC_PREFIX": "specs/",
-            "GATEBENCH_ORIGINS": f"{SITE},http://localhost:8080",
-        }
-        functions = {
-            name: start_function(
-                supervisor,
-                unpack_bundle(name, tmp),
-                name,
-                logs,
-                {**env, "GOOGLE_APPLICATION_CREDENTIALS": str(tmp / "key.json")}
-                if name == "upload"
-                else env,
-            )
-            for name in ("read", "upload", "parse")
-        }
-        yield {
-            **functions,
-            "gcs": gcs,
-            "bucket": bucket,
-            "firestore": firestore_host,
-            "database": database,
-            "public_key": public_key,
-            "tmp": tmp,
-        }
+    with dashboard_stack(
+        tmp_path_factory.mktemp("dashboard"), [SITE, "http://localhost:8080"]
+    ) as started:
+        yield started
 
 
 def _upload(stack: dict[str, Any], query: dict[str, str], body: bytes) -> Answer:
