@@ -19,9 +19,10 @@ cross-origin call answered by the functions' own CORS.
   parse function on the object, its run document committed to Firestore) and the page finds
   the run by its spec_uri through the read function and opens its page.
 
-One change to the export: its index.html allows connect-src ``'self' https:`` (the
-functions and Cloud Storage are https on Google Cloud) and every stand-in here is plain http
-on 127.0.0.1, so the test adds ``http://127.0.0.1:*`` to that directive and to nothing else.
+One change to the export: its index.html allows connect-src ``'self' https:`` plus the
+functions' origins when they are plain http (as here); the signed PUT goes to Cloud Storage,
+https on Google Cloud, here fake-gcs-server on plain http, so the test adds that one origin
+to that directive and nothing else.
 
 Not covered: the rest of the pipeline (render, VMs, scoring) — the run stays at the status
 the parse step gives it; fake-gcs-server checks no signature (test_dashboard_functions.py
@@ -109,26 +110,24 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
                 check=False,
             )
             assert exported.returncode == 0, exported.stderr
-            _allow_plain_http_on_loopback(export / "index.html")
+            _allow_the_storage_emulator(export / "index.html", stack)
             with pytest.MonkeyPatch.context() as env:
                 env.setenv("FIRESTORE_EMULATOR_HOST", stack["firestore"])
                 seed_two_runs(f"firestore://{PROJECT}/{stack['database']}", RUN_A, RUN_B)
             yield Site(f"{origin}/", origin, stack)
 
 
-SITE_CSP_CONNECT = "connect-src 'self' https:;"
-
-
-def _allow_plain_http_on_loopback(index: Path) -> None:
-    """The exported page's Content-Security-Policy lets it connect to its own origin and to
-    any https: URL (the functions and storage.googleapis.com); here every stand-in speaks
-    plain http on 127.0.0.1, so that, and only that, is added. The rest of the policy (and
-    every other file) is served as exported."""
+def _allow_the_storage_emulator(index: Path, stack: dict[str, Any]) -> None:
+    """The export allows the functions' own (plain http) origins in the page's connect-src;
+    the signed PUT goes to Cloud Storage, https on Google Cloud, and here to fake-gcs-server
+    on plain http: that origin, and only that, is added."""
     html = index.read_text(encoding="utf-8")
-    assert html.count(SITE_CSP_CONNECT) == 1, "the exported CSP's connect-src changed"
+    functions = sorted({_origin(stack[name].url) for name in ("read", "upload")})
+    exported = "connect-src 'self' https: " + " ".join(functions) + ";"
+    assert html.count(exported) == 1, "the export did not allow the functions' origins"
+    storage = _origin(stack["gcs"].url)
     index.write_text(
-        html.replace(SITE_CSP_CONNECT, "connect-src 'self' https: http://127.0.0.1:*;"),
-        encoding="utf-8",
+        html.replace(exported, exported.removesuffix(";") + f" {storage};"), encoding="utf-8"
     )
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gatebench.cli import main
-from gatebench.web import SiteConfig, is_loopback
+from gatebench.web import SiteConfig, default_frontend_dir, export_site, is_loopback
 
 
 def test_export_writes_the_site_with_a_gcp_config(
@@ -38,6 +38,24 @@ def test_export_writes_the_site_with_a_gcp_config(
     out = capsys.readouterr().out
     assert out.startswith("gatebench serve: wrote ")
     assert out.rstrip().endswith(f"files to {dest}/ (config.json: gcp)")
+
+
+def test_export_allows_plain_http_endpoints_by_exact_origin(tmp_path: Path) -> None:
+    frontend_policy = "connect-src 'self' https:;"
+    https_site, http_site = tmp_path / "https", tmp_path / "http"
+    export_site(default_frontend_dir(), https_site, SiteConfig("gcp", "https://a.example/r/"))
+    assert frontend_policy in (https_site / "index.html").read_text()
+    config = SiteConfig("gcp", "http://127.0.0.1:8081/", "http://127.0.0.1:8082/up/")
+    export_site(default_frontend_dir(), http_site, config)
+    html = (http_site / "index.html").read_text()
+    assert "connect-src 'self' https: http://127.0.0.1:8081 http://127.0.0.1:8082;" in html
+    assert (
+        html.replace(
+            "connect-src 'self' https: http://127.0.0.1:8081 http://127.0.0.1:8082;",
+            frontend_policy,
+        )
+        == (default_frontend_dir() / "index.html").read_text()
+    )
 
 
 def test_export_needs_both_endpoints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

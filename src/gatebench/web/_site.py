@@ -140,6 +140,34 @@ def default_frontend_dir() -> Path:
     return Path(__file__).resolve().parents[3] / "frontend"
 
 
+SITE_CONNECT_SRC = "connect-src 'self' https:;"
+"""The page's own connect-src (frontend/index.html): its origin and https, which covers the
+functions and Cloud Storage on Google Cloud."""
+
+
+def _allow_endpoints(index: Path, config: SiteConfig) -> None:
+    """Add the configured endpoints that speak plain http (functions on a test machine, a
+    local server) to the exported page's connect-src, by exact origin; https ones are already
+    allowed. Nothing else in the policy changes."""
+    extra = [o for o in config.origins() if o.startswith("http://")]
+    if not extra:
+        return
+    html = index.read_text(encoding="utf-8")
+    if html.count(SITE_CONNECT_SRC) != 1:
+        raise SiteConfigError(
+            [
+                Problem(
+                    "",
+                    f"expected the page's policy to hold {SITE_CONNECT_SRC!r} once, to add "
+                    f"{', '.join(extra)} to it",
+                    source=str(index),
+                )
+            ]
+        )
+    allowed = SITE_CONNECT_SRC.removesuffix(";") + " " + " ".join(extra) + ";"
+    index.write_text(html.replace(SITE_CONNECT_SRC, allowed), encoding="utf-8")
+
+
 def export_site(frontend: Path, dest: Path, config: SiteConfig) -> list[Path]:
     """Copy the site's files (the types the server would serve; no hidden files, no
     symlinks) into ``dest`` and write ``config.json``. Returns the files written."""
@@ -162,6 +190,9 @@ def export_site(frontend: Path, dest: Path, config: SiteConfig) -> list[Path]:
             shutil.copyfile(path, target)
             written.append(target)
     dest.mkdir(parents=True, exist_ok=True)
+    index = dest / "index.html"
+    if index in written:
+        _allow_endpoints(index, config)
     config_path = dest / "config.json"
     config_path.write_text(json.dumps(config.to_dict(), indent=2) + "\n", encoding="utf-8")
     written.append(config_path)
