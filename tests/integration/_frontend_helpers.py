@@ -235,3 +235,28 @@ def seed_two_runs(location: str, run_a: str, run_b: str) -> None:
             for m in measurements:
                 store.put_measurement(m)
             score_run(store, run_id)
+
+
+def assert_two_seeded_runs_compared(result: dict[str, Any], run_a: str, run_b: str) -> None:
+    """What the comparison page of the two runs ``seed_two_runs`` writes must show, wherever
+    it reads them from: two cards, two throughput charts on one scale with their whiskers,
+    the four tables, change tags, and a column sorted by keyboard."""
+    assert result["compareDisabledBefore"] is True
+    assert result["compareDisabledAfter"] is False
+    # The list is newest first; the comparison puts the older run as A.
+    assert result["url"].endswith(f"#/compare/{run_a}/{run_b}")
+    assert result["cards"] == ["Run A: Synthetic auction run", "Run B: Synthetic auction run"]
+    chart_a, chart_b = result["charts"]
+    assert chart_a["bars"] == chart_b["bars"] == 12
+    assert chart_a["whiskers"] == chart_b["whiskers"] == 12  # five repetitions each
+    assert chart_a["lastTick"] == chart_b["lastTick"]  # one scale for both
+    assert [t["id"] for t in result["tables"]] == [
+        "table-scores-compared",
+        "table-compare-create-auction",
+        "table-compare-bid",
+        "table-compare-retrieve",
+    ]
+    assert set(result["changeTags"]) <= {"better", "worse", "noise", "no gateway"}
+    assert "noise" in result["changeTags"]
+    # Enter on the "Score A" column's button sorts the rows by that score, ascending.
+    assert result["sortState"] == "ascending"

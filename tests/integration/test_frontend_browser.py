@@ -15,6 +15,7 @@ from _frontend_helpers import (
     Serve,
     assert_clean,
     assert_screenshot,
+    assert_two_seeded_runs_compared,
     broken_petstore,
     scenario,
     seed_two_runs,
@@ -130,25 +131,7 @@ def test_keyboard_only_upload_of_the_petstore_runs_to_done(dashboard: Serve) -> 
 def test_two_runs_side_by_side(dashboard: Serve) -> None:
     result = scenario("compare", dashboard, run_a=RUN_A, run_b=RUN_B)
     assert_clean(result, dashboard)
-    assert result["compareDisabledBefore"] is True
-    assert result["compareDisabledAfter"] is False
-    # The list is newest first; the comparison puts the older run as A.
-    assert result["url"].endswith(f"#/compare/{RUN_A}/{RUN_B}")
-    assert result["cards"] == ["Run A: Synthetic auction run", "Run B: Synthetic auction run"]
-    chart_a, chart_b = result["charts"]
-    assert chart_a["bars"] == chart_b["bars"] == 12
-    assert chart_a["whiskers"] == chart_b["whiskers"] == 12  # five repetitions each
-    assert chart_a["lastTick"] == chart_b["lastTick"]  # one scale for both
-    assert [t["id"] for t in result["tables"]] == [
-        "table-scores-compared",
-        "table-compare-create-auction",
-        "table-compare-bid",
-        "table-compare-retrieve",
-    ]
-    assert set(result["changeTags"]) <= {"better", "worse", "noise", "no gateway"}
-    assert "noise" in result["changeTags"]
-    # Enter on the "Score A" column's button sorts the rows by that score, ascending.
-    assert result["sortState"] == "ascending"
+    assert_two_seeded_runs_compared(result, RUN_A, RUN_B)
     view = dashboard.api(f"compare?a={RUN_A}&b={RUN_B}")
     rows = view["tables"][0]["rows"]
     by_score_a = [row["header"] for row in sorted(rows, key=lambda row: row["cells"][0]["sort"])]

@@ -45,7 +45,14 @@ from urllib.parse import urlsplit
 
 import pytest
 from _dashboard_stack import UPLOADS, dashboard_stack
-from _frontend_helpers import PETSTORE, assert_screenshot, scenario, seed_two_runs, wait_for
+from _frontend_helpers import (
+    PETSTORE,
+    assert_screenshot,
+    assert_two_seeded_runs_compared,
+    scenario,
+    seed_two_runs,
+    wait_for,
+)
 
 from cloud.firestore import EmulatorFirestore
 from gatebench.procs import Supervisor, free_port, wait_ready
@@ -151,22 +158,7 @@ def test_the_exported_site_compares_two_runs_read_by_the_read_function(site: Sit
     assert api_calls == {_origin(site.stack["read"].url), site.origin}  # + config.json
     listed = [run for run in result["listed"] if run in (RUN_A, RUN_B)]
     assert listed == [RUN_B, RUN_A]  # newest first
-    assert result["compareDisabledBefore"] is True
-    assert result["compareDisabledAfter"] is False
-    assert result["url"].endswith(f"#/compare/{RUN_A}/{RUN_B}")
-    assert result["cards"] == ["Run A: Synthetic auction run", "Run B: Synthetic auction run"]
-    chart_a, chart_b = result["charts"]
-    assert chart_a["bars"] == chart_b["bars"] == 12
-    assert chart_a["whiskers"] == chart_b["whiskers"] == 12  # five repetitions each
-    assert chart_a["lastTick"] == chart_b["lastTick"]  # one scale for both
-    assert [t["id"] for t in result["tables"]] == [
-        "table-scores-compared",
-        "table-compare-create-auction",
-        "table-compare-bid",
-        "table-compare-retrieve",
-    ]
-    assert "noise" in result["changeTags"]
-    assert result["sortState"] == "ascending"
+    assert_two_seeded_runs_compared(result, RUN_A, RUN_B)
     assert_screenshot(result["screenshots"][0])
 
 
