@@ -162,6 +162,20 @@ class RunSummary:
     def cell(self, workload: str, target: str) -> CellSummary | None:
         return self.cells.get((workload, target))
 
+    def by_workload(self, metric: str) -> list[tuple[str, list[tuple[str, Sample]]]]:
+        """For a chart: each workload with at least one measured target, and that metric's
+        sample for each measured target, in the summary's order."""
+        out = []
+        for w in self.workloads:
+            samples = [
+                (t, cell.metrics[metric])
+                for t in self.targets
+                if (cell := self.cell(w, t)) is not None
+            ]
+            if samples:
+                out.append((w, samples))
+        return out
+
     def overhead_for(self, workload: str, target: str, metric: str) -> Overhead | None:
         for o in self.overhead:
             if (o.workload, o.target, o.metric) == (workload, target, metric):

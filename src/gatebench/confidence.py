@@ -143,6 +143,15 @@ class Sample:
             return None
         return t_critical(self.n - 1) * self.stddev / math.sqrt(self.n)
 
+    def ci_whiskers(self, floor: float | None = 0.0) -> tuple[float | None, float | None]:
+        """The ends of the 95 % confidence interval for a chart's whiskers, the low end kept
+        at or above ``floor`` (a throughput cannot go below 0); (None, None) with one value."""
+        half = self.ci_half_width
+        if half is None:
+            return None, None
+        low = self.mean - half
+        return (low if floor is None else max(floor, low)), self.mean + half
+
 
 @dataclass(frozen=True)
 class Difference:

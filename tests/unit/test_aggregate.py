@@ -81,6 +81,12 @@ def test_a_sample_mean_stddev_and_interval() -> None:
         2.776445 * statistics.stdev(values) / math.sqrt(5), rel=1e-6
     )
     assert Sample.of([4.0]).ci_half_width is None
+    half = s.ci_half_width
+    assert s.ci_whiskers() == (11.0 - half, 11.0 + half)
+    wide = Sample.of([1.0, 20.0, 2.0])  # its interval reaches below 0
+    assert wide.ci_whiskers()[0] == 0.0
+    assert wide.ci_whiskers(floor=None)[0] < 0.0
+    assert Sample.of([4.0]).ci_whiskers() == (None, None)
     with pytest.raises(ValueError, match="at least one value"):
         Sample.of([])
 

@@ -321,28 +321,23 @@ def _workload_scores(report: Report, colour_of: Any) -> str:
 
 def _throughput(report: Report, colour_of: Any) -> str:
     s = report.summary
-    groups = []
-    for w in s.workloads:
-        bars = []
-        for t in s.targets:
-            cell = s.cell(w, t)
-            if cell is None:
-                continue
-            sample = cell.metrics["throughput"]
-            half = sample.ci_half_width
-            bars.append(
+    groups = [
+        Group(
+            w,
+            [
                 Bar(
                     t,
-                    sample.mean,
-                    fmt_ci("throughput", sample.mean, half) + " req/s",
-                    low=None if half is None else max(0.0, sample.mean - half),
-                    high=None if half is None else sample.mean + half,
+                    x.mean,
+                    fmt_ci("throughput", x.mean, x.ci_half_width) + " req/s",
+                    *x.ci_whiskers(),
                     hatched=t == s.baseline,
                     data={"target": t, "workload": w, "kind": "throughput"},
                 )
-            )
-        if bars:
-            groups.append(Group(w, bars))
+                for t, x in samples
+            ],
+        )
+        for w, samples in s.by_workload("throughput")
+    ]
     if not groups:
         return "<p>Nothing was measured yet.</p>"
     chart = hbar_chart(

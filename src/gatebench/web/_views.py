@@ -260,28 +260,23 @@ def _workload_score_chart(report: Report, colours: Mapping[str, str]) -> Chart |
 def _throughput_chart(
     s: RunSummary, colours: Mapping[str, str], chart_id: str, *, scale_max: float | None = None
 ) -> Chart:
-    groups = []
-    for w in s.workloads:
-        bars = []
-        for t in s.targets:
-            cell = s.cell(w, t)
-            if cell is None:
-                continue
-            sample = cell.metrics["throughput"]
-            half = sample.ci_half_width
-            bars.append(
+    groups = [
+        (
+            w,
+            [
                 Bar(
                     t,
-                    sample.mean,
-                    fmt_ci("throughput", sample.mean, half) + " req/s",
+                    x.mean,
+                    fmt_ci("throughput", x.mean, x.ci_half_width) + " req/s",
                     colours.get(t, "#444444"),
-                    low=None if half is None else max(0.0, sample.mean - half),
-                    high=None if half is None else sample.mean + half,
+                    *x.ci_whiskers(),
                     baseline=t == s.baseline,
                 )
-            )
-        if bars:
-            groups.append((w, bars))
+                for t, x in samples
+            ],
+        )
+        for w, samples in s.by_workload("throughput")
+    ]
     return Chart(
         chart_id,
         "Mean throughput per endpoint (requests per second)",
