@@ -162,19 +162,30 @@ class RunSummary:
     def cell(self, workload: str, target: str) -> CellSummary | None:
         return self.cells.get((workload, target))
 
+    def measured_targets(self, workload: str) -> list[str]:
+        """The targets with a cell on ``workload``, in the summary's order."""
+        return [t for t in self.targets if self.cell(workload, t) is not None]
+
     def by_workload(self, metric: str) -> list[tuple[str, list[tuple[str, Sample]]]]:
         """For a chart: each workload with at least one measured target, and that metric's
         sample for each measured target, in the summary's order."""
         out = []
         for w in self.workloads:
-            samples = [
-                (t, cell.metrics[metric])
-                for t in self.targets
-                if (cell := self.cell(w, t)) is not None
-            ]
+            samples = [(t, self.cells[(w, t)].metrics[metric]) for t in self.measured_targets(w)]
             if samples:
                 out.append((w, samples))
         return out
+
+    def best_among_gateways(self, workload: str) -> dict[str, float]:
+        """metric → the best mean among the gateways measured on ``workload`` (the baseline
+        does not compete); empty when no gateway was measured there."""
+        best: dict[str, float] = {}
+        gateways = [t for t in self.measured_targets(workload) if t != self.baseline]
+        for m in METRICS:
+            values = [self.cells[(workload, t)].metrics[m].mean for t in gateways]
+            if values:
+                best[m] = max(values) if METRICS[m] == "higher" else min(values)
+        return best
 
     def overhead_for(self, workload: str, target: str, metric: str) -> Overhead | None:
         for o in self.overhead:

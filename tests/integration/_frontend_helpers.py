@@ -19,6 +19,7 @@ from typing import Any, Protocol, TypeVar
 
 import pytest
 
+from gatebench.web._queue import processes_below
 from paths import ARTIFACTS, ROOT
 
 T = TypeVar("T")
@@ -126,30 +127,8 @@ def wait_for(what: str, check: Callable[[], T | None], timeout: float, interval:
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
-def descendants(pid: int) -> dict[int, str]:
-    """Every live process below ``pid`` (by parent id, through /proc), with its command line."""
-    parents: dict[int, int] = {}
-    commands: dict[int, str] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry.name}/stat").read_text()
-            cmd = Path(f"/proc/{entry.name}/cmdline").read_bytes()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        parents[int(entry.name)] = ppid
-        commands[int(entry.name)] = cmd.replace(b"\0", b" ").decode(errors="replace")[:160]
-    found: dict[int, str] = {}
-    frontier = [pid]
-    while frontier:
-        current = frontier.pop()
-        for child, parent in parents.items():
-            if parent == current and child not in found:
-                found[child] = commands[child]
-                frontier.append(child)
-    return found
+descendants = processes_below
+"""Every live process below a pid, with its command line (the product's own walk of /proc)."""
 
 
 def alive(pids: dict[int, str]) -> list[str]:
@@ -162,11 +141,12 @@ def alive(pids: dict[int, str]) -> list[str]:
                 .read_bytes()
                 .replace(b"\0", b" ")
                 .decode(errors="replace")
+                .strip()
             )
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if now[:160] == cmd and state != "Z":
+        if now[:120] == cmd and state != "Z":
             out.append(f"{pid}: {cmd}")
     return out
 

@@ -367,14 +367,10 @@ def _latency(report: Report) -> str:
     ]
     metrics = list(METRICS)
     for w in s.workloads:
-        targets = [t for t in s.targets if s.cell(w, t) is not None]
+        targets = s.measured_targets(w)
         if not targets:
             continue
-        best: dict[str, float] = {}
-        for m in metrics:
-            values = [s.cells[(w, t)].metrics[m].mean for t in targets if t != s.baseline]
-            if values:
-                best[m] = max(values) if METRICS[m] == "higher" else min(values)
+        best = s.best_among_gateways(w)
         columns: list[tuple[str, bool]] = [("Target", False)]
         columns += [(f"{metric_label(m)} ({_e(UNITS[m])})", True) for m in metrics]
         columns += [("Requests", True), ("Reps", True)]

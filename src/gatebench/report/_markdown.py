@@ -90,7 +90,7 @@ def render_markdown(report: Report) -> str:
         "",
     ]
     for w in s.workloads:
-        targets = [t for t in s.targets if s.cell(w, t) is not None]
+        targets = s.measured_targets(w)
         if not targets:
             continue
         out += [f"### {w}", ""]

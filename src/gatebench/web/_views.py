@@ -381,14 +381,10 @@ def _latency_tables(s: RunSummary) -> list[Table]:
     tables = []
     metrics = list(METRICS)
     for w in s.workloads:
-        targets = [t for t in s.targets if s.cell(w, t) is not None]
+        targets = s.measured_targets(w)
         if not targets:
             continue
-        best: dict[str, float] = {}
-        for m in metrics:
-            values = [s.cells[(w, t)].metrics[m].mean for t in targets if t != s.baseline]
-            if values:
-                best[m] = max(values) if METRICS[m] == "higher" else min(values)
+        best = s.best_among_gateways(w)
         columns = [("Target", False)]
         columns += [(f"{metric_label(m)} ({UNITS[m]})", True) for m in metrics]
         columns += [("Requests", True), ("Reps", True)]
