@@ -29,6 +29,7 @@ COMMANDS = (
     "ingest",
     "cloud",
     "serve",
+    "doctor",
 )
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_RUN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
