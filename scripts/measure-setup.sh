@@ -24,5 +24,5 @@ for target in "${targets[@]}"; do
       MAVEN_OPTS="-Dmaven.repo.local=$dir/m2"
     make "setup-$target" >"$dir/setup.log" 2>&1
   ) || { cat "$dir/setup.log" >&2; echo "make setup-$target failed" >&2; exit 1; }
-  echo "make setup-$target: $(( $(date +%s) - started )) s from a fresh clone with empty caches ($(git -C "$repo" rev-parse --short HEAD), $(nproc) cores)"
+  echo "make setup-$target: $(( $(date +%s) - started )) s from a fresh clone with empty caches ($(git -C "$dir/clone" rev-parse --short HEAD), $(nproc) cores)"
 done
