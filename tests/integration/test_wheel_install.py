@@ -143,3 +143,10 @@ def test_a_quick_run_builds_what_it_needs_on_first_use(installed: dict[str, Path
     assert again.returncode == 0, again.stdout + again.stderr
     assert "building" not in again.stderr
     assert "setting up" not in again.stderr
+    # doctor, installed: it finds the builds in the user cache folder.
+    doctor = _gatebench(installed, "doctor")
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    lines = [" ".join(line.split()) for line in doctor.stdout.splitlines()]
+    assert lines[0] == f"Build folder: {cache.resolve()}"
+    assert f"ok gatebench-backend {cache.resolve() / 'bin' / 'gatebench-backend'}" in lines
+    assert any(line.startswith("ok gatling Gatling 3.15.1 on ") for line in lines)
