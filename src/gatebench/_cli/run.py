@@ -197,6 +197,12 @@ def _run_with_store(
         "writes the HTML report."
     )
     failed = _check_thresholds(plan, outcome)
+    if args.fail_on_threshold and not plan.thresholds:
+        print(
+            "gatebench: --fail-on-threshold: the plan has no thresholds (x-gatebench "
+            "thresholds:, docs/ci.md); nothing was checked",
+            file=sys.stderr,
+        )
     if failed and args.fail_on_threshold:
         return 1
     return 0 if str(outcome.record.status) == "done" else 3
