@@ -6,7 +6,7 @@ PY := $(BIN)/python
 SPEC ?= examples/auction/openapi.yaml
 DEMO_FLAGS ?=
 
-.PHONY: help demo test test-fast test-integration check format goldens bench lock setup setup-all clean bundle
+.PHONY: help demo test test-fast test-integration check format goldens bench lock setup setup-demo setup-all measure-setup clean bundle
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -14,10 +14,13 @@ help: ## list the targets
 setup: ## the Python environment only (.venv)
 	@scripts/setup.sh python
 
-setup-all: ## everything the tests need: Debian packages, .venv, JVM gateways, Gatling, Node tools
+setup-demo: ## only what the demo needs: 5 Debian gateways, JDK + Maven, .venv (runtime), Go backend, Gatling
+	@scripts/setup.sh --demo
+
+setup-all: ## everything the tests need: Debian packages, .venv, JVM gateways, Gatling, Node tools, corpus
 	@scripts/setup.sh
 
-demo: setup-all ## benchmark the auction example through 5 gateways + the baseline here (<= 10 min); DEMO_FLAGS=--quick for a smoke run
+demo: setup-demo ## benchmark the auction example through 5 gateways + the baseline here (<= 10 min); DEMO_FLAGS=--quick for a smoke run
 	@$(BIN)/gatebench validate $(SPEC)
 	@AUCTION_TOKEN=$${AUCTION_TOKEN:-demo-token} $(BIN)/gatebench run $(SPEC) $(DEMO_FLAGS)
 	@$(BIN)/gatebench report latest
@@ -48,6 +51,9 @@ bench: setup-all ## run the benchmarks and rewrite docs/benchmarks.md
 
 bundle: setup ## the Cloud Functions' source archives (build/functions/*.zip, see docs/cloud.md)
 	@$(BIN)/gatebench cloud bundle --functions functions --out build/functions
+
+measure-setup: ## time `make setup-demo` and `make setup-all` in a fresh clone with empty caches (README)
+	@scripts/measure-setup.sh
 
 lock: ## re-resolve requirements/dev.lock from pyproject.toml
 	@scripts/lock.sh

@@ -1,5 +1,6 @@
-"""KrakenD's official configuration schema (v2.13, ../shared/schemas), for tests: every https
-``$id`` is resolved to its local file, so validation never touches the network."""
+"""KrakenD's official configuration schema (v2.13, copied into tests/data/schemas: see
+tests/data/SOURCES.md), for tests: every https ``$id`` is resolved to its local file, so
+validation never touches the network."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from typing import Any
 from jsonschema import Draft201909Validator
 from referencing import Registry, Resource
 
-from paths import SHARED
+from paths import DATA
 
-SCHEMA_DIR = SHARED / "schemas" / "krakend-v2.13"
+SCHEMA_DIR = DATA / "schemas" / "krakend-v2.13"
 SCHEMA_BASE = "https://www.krakend.io/schema/v2.13/"
 
 

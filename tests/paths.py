@@ -8,5 +8,4 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
 EXAMPLES = ROOT / "examples"
-SHARED = ROOT.parent / "shared"
 ARTIFACTS = ROOT / "tests" / "artifacts"

@@ -2,9 +2,14 @@
 # Debian packages: the gateways that run here as native processes, wrk, and Chromium for
 # the browser tests. Services are never started by the packages (policy-rc.d), because
 # gatebench runs every gateway itself on loopback with its own config.
+# GATEBENCH_SETUP_PROFILE=demo (scripts/setup.sh --demo): only the lines marked `demo`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-mapfile -t wanted < <(grep -v '^\s*#' scripts/setup.d/apt-packages.txt | awk 'NF {print $1}')
+if [ "${GATEBENCH_SETUP_PROFILE:-all}" = demo ]; then
+  mapfile -t wanted < <(grep -v '^\s*#' scripts/setup.d/apt-packages.txt | awk 'NF && $2 == "demo" {print $1}')
+else
+  mapfile -t wanted < <(grep -v '^\s*#' scripts/setup.d/apt-packages.txt | awk 'NF {print $1}')
+fi
 missing=()
 for pkg in "${wanted[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")

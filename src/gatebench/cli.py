@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 from collections.abc import Sequence
 
@@ -28,6 +29,7 @@ COMMANDS = (
     "ingest",
     "cloud",
     "serve",
+    "doctor",
 )
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_RUN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -47,9 +49,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _StderrLines(logging.Handler):
+    """``gatebench: message`` on the current sys.stderr (looked up per record)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(f"gatebench: {record.getMessage()}", file=sys.stderr, flush=True)
+
+
+def _show_build_progress() -> None:
+    """What gatebench builds on first use (gatebench._resources) is announced on stderr."""
+    logger = logging.getLogger("gatebench.build")
+    if not any(isinstance(h, _StderrLines) for h in logger.handlers):
+        logger.addHandler(_StderrLines())
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    _show_build_progress()
     try:
         code: int = args.handler(args)
         return code

@@ -14,6 +14,7 @@ HTTP 400 ``{"errors": [{"pointer": ..., "message": ...}]}``::
     │   └── UnknownGateway         no renderer by that name (renderers._registry)
     ├── RunError                   provisioning, load or teardown failed
     │   ├── UnsupportedHere        the gateway only runs on the cloud path
+    │   ├── MissingTool            a build tool (go, java, mvn) is not installed (_resources)
     │   └── ConfigRejected         the gateway's own checker refused its config (renderers._boot)
     ├── ScoreError                 measurements cannot be scored (score.py)
     └── StoreError                 the result store refused an operation
@@ -164,6 +165,14 @@ class RunError(GatebenchError):
 
 class UnsupportedHere(RunError):
     """The gateway cannot run on this machine (it only runs on the cloud path)."""
+
+
+class MissingTool(RunError):
+    """A tool that builds part of gatebench on first use (go, java, mvn) is not on PATH."""
+
+    def __init__(self, tool: str, message: str) -> None:
+        super().__init__(message)
+        self.tool = tool
 
 
 class StoreError(GatebenchError):

@@ -40,6 +40,7 @@ from typing import Any, Literal
 from .errors import PlanError, Problem, pointer
 from .ir import Api, Operation
 from .metrics import METRICS
+from .thresholds import Threshold, parse_thresholds
 from .units import parse_duration, parse_size
 
 InjectionKind = Literal["at_once", "ramp", "constant_rate", "concurrent", "sequential"]
@@ -216,6 +217,8 @@ class Plan:
     auth: Auth = field(default_factory=Auth)
     scoring: Scoring = field(default_factory=Scoring)
     infrastructure: Infrastructure | None = None
+    thresholds: tuple[Threshold, ...] = ()
+    """Budgets a run must meet (``gatebench run --fail-on-threshold``; gatebench.thresholds)."""
     engine: EngineName = "gatling"
     """The load generator (``gatebench.engines``): ``gatling`` runs every injection profile;
     ``wrk`` runs closed-model load only (concurrent users for whole seconds)."""
@@ -330,6 +333,7 @@ _TOP_KEYS = (
     "infrastructure",
     "auth",
     "scoring",
+    "thresholds",
     "workloads",
 )
 
@@ -382,6 +386,16 @@ def build_plan(
     scoring = _scoring(data.get("scoring"), r)
     workloads = _workloads(data.get("workloads"), r, api, auth)
     engine = _engine(data.get("engine", "gatling"), r, workloads, warmup)
+    thresholds, threshold_problems = parse_thresholds(
+        data.get("thresholds"),
+        gateways=gateways,
+        baseline=baseline,
+        workloads=[w.name for w in workloads],
+        aliases=aliases,
+        base=r.base,
+        source=r.source,
+    )
+    r.problems.extend(threshold_problems)
     if not gateways and not baseline:
         r.error(["gateways"], "nothing to measure: no gateways and baseline: false")
     errors = [p for p in r.problems if p.severity == "error"]
@@ -399,6 +413,7 @@ def build_plan(
         auth=auth,
         scoring=scoring,
         infrastructure=infrastructure,
+        thresholds=thresholds,
         engine=engine,
     )
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from paths import DATA, EXAMPLES, ROOT, SHARED  # noqa: F401
+from paths import DATA, EXAMPLES, ROOT  # noqa: F401
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -1,7 +1,7 @@
 """Gateways that cannot run here (Kong, KrakenD, Tyk, Traefik, Google API Gateway): their
 goldens checked with what exists.
 
-- KrakenD against the official JSON schema (v2.13, ``../shared/schemas``, its https ``$id``s
+- KrakenD against the official JSON schema (v2.13, ``tests/data/schemas``, its https ``$id``s
   mapped to the local files); Google API Gateway as Swagger 2.0 with openapi-spec-validator.
 - Structure: the fields each gateway's documentation requires for our semantics.
 - Routing, simulated (not the real gateway): the route table *as written in the config*

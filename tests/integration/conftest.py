@@ -30,7 +30,7 @@ from gatebench.procs import Supervisor, free_port
 from gatebench.renderers import RenderTarget, boot_gateway, get_renderer
 from gatebench.renderers._jvm import JVM_OPTIONS_ENV
 from gatebench.spec import load_spec
-from paths import DATA, EXAMPLES, ROOT, SHARED  # noqa: F401
+from paths import DATA, EXAMPLES, ROOT  # noqa: F401
 
 REPLAY_CASES: dict[str, str] = {
     "adversarial": "tests/data/adversarial/openapi.yaml",

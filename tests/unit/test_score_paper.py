@@ -1,4 +1,4 @@
-"""The `paper` profile against the AGE paper itself (../shared/seeds/age-paper.txt).
+"""The `paper` profile against the AGE paper itself (its Tables II–V: tests/data/paper/age-tables.txt).
 
 The paper tabulates, per workload, min / avg / max / std dev / p95 response times and the
 error % (Tables II–IV), but not the throughput, p50, p90 or p99 its score also used, and it
@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from gatebench.score import ScoreResult, metric_score, score, values_from_table
-from paths import SHARED
+from paths import DATA
 
 # Tables II, III and IV: response times (ms) and error %.
 TABLES = {
@@ -77,7 +77,7 @@ def paper_scores(metrics: tuple[str, ...]) -> ScoreResult:
 
 def test_the_tables_here_are_the_papers() -> None:
     """Guard against a typo: every number above appears in the paper's text."""
-    text = (SHARED / "seeds" / "age-paper.txt").read_text(encoding="utf-8")
+    text = (DATA / "paper" / "age-tables.txt").read_text(encoding="utf-8")
     rows = {
         "Kong\t139\t202\t307\t43\t282\t0",
         "KrakenD\t136\t186\t343\t36\t232\t0",

@@ -11,6 +11,8 @@ import json
 import sys
 from pathlib import Path
 
+from ._store import add_store_argument, store_location
+
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
@@ -33,16 +35,24 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
     check = commands.add_parser(
         "check",
-        help="fail when a run's scores regressed against a baseline (CI)",
-        description="Compare the scores of a workflow result with a baseline. Exits 1 when "
-        "the run did not finish as done, or a target's score dropped by more than "
-        "--tolerance points or is missing.",
+        help="fail when a cloud run regressed or missed its thresholds (CI)",
+        description="Check a workflow result. With --baseline: compare its scores, exit 1 "
+        "when a target's score dropped by more than --tolerance points or is missing. With "
+        "--thresholds: read the run from the result store and apply its plan's thresholds "
+        "(x-gatebench thresholds:, as `gatebench run --fail-on-threshold` does), one line per "
+        "failed threshold. Exits 1 as well when the run did not finish as done.",
     )
     check.add_argument("--result", required=True, help="the workflow's result (JSON file)")
-    check.add_argument("--baseline", required=True, help="the scores to hold (JSON file)")
+    check.add_argument("--baseline", help="the scores to hold (JSON file)")
     check.add_argument(
         "--tolerance", type=float, default=2.0, help="points a score may drop (default 2)"
     )
+    check.add_argument(
+        "--thresholds",
+        action="store_true",
+        help="apply the thresholds of the run's plan to its measurements (needs --store)",
+    )
+    add_store_argument(check)
     check.set_defaults(handler=run_check)
 
     ready = commands.add_parser(
@@ -110,19 +120,27 @@ def run_bundle(args: argparse.Namespace) -> int:
 def run_check(args: argparse.Namespace) -> int:
     from ..cloud._regression import compare, read_scores
 
+    if args.baseline is None and not args.thresholds:
+        print("gatebench: cloud check needs --baseline, --thresholds or both", file=sys.stderr)
+        return 2
     documents = []
     for path in (args.result, args.baseline):
+        if path is None:
+            continue
         try:
             documents.append(json.loads(Path(path).read_text(encoding="utf-8")))
         except (OSError, ValueError) as exc:
             print(f"gatebench: {path}: {exc}", file=sys.stderr)
             return 1
     status, current = read_scores(documents[0], label=args.result)
-    _, baseline = read_scores(documents[1], label=args.baseline)
-    findings = compare(baseline, current, args.tolerance)
-    for finding in findings:
-        print(finding.line())
-    failed = [f for f in findings if f.regressed]
+    failed = []
+    if args.baseline is not None:
+        _, baseline = read_scores(documents[1], label=args.baseline)
+        findings = compare(baseline, current, args.tolerance)
+        for finding in findings:
+            print(finding.line())
+        failed = [f for f in findings if f.regressed]
+    missed = _check_thresholds(args, documents[0]) if args.thresholds else 0
     if status not in ("done", None):
         print(f"the run finished as {status!r}, not 'done'", file=sys.stderr)
         return 1
@@ -132,7 +150,34 @@ def run_check(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    return 0
+    return 1 if missed else 0
+
+
+def _check_thresholds(args: argparse.Namespace, result: dict[str, object]) -> int:
+    """The run's plan thresholds against its stored measurements; how many failed."""
+    from ..report import load_report
+    from ..store import open_store
+    from ..thresholds import evaluate, failures, thresholds_from_plan
+
+    run_id = result.get("run_id")
+    if not isinstance(run_id, str) or not run_id:
+        print(f"gatebench: {args.result}: /run_id: expected the run's id", file=sys.stderr)
+        return 1
+    with open_store(store_location(args)) as store:
+        report = load_report(store, run_id)
+    thresholds = thresholds_from_plan(report.run.plan)
+    if not thresholds:
+        print(
+            f"gatebench: run {run_id}'s plan has no thresholds (x-gatebench thresholds:)",
+            file=sys.stderr,
+        )
+        return 1
+    results = evaluate(thresholds, report.summary)
+    missed = failures(results)
+    print(f"Thresholds of run {run_id}: {len(results) - len(missed)} of {len(results)} met.")
+    for item in missed:
+        print(f"threshold failed: {item.line()}", file=sys.stderr)
+    return len(missed)
 
 
 def _run_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,4 +1,5 @@
-"""``gatebench report RUN``: a stored run as HTML, JSON, CSV (BigQuery rows) or Markdown."""
+"""``gatebench report RUN``: a stored run as HTML, JSON, CSV (BigQuery rows) or Markdown, or
+its thresholds as JUnit XML for CI systems (docs/ci.md)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ..report import FORMATS, load_report, render
+from ..report._junit import render_junit
 from ..score import PROFILES
 from ..store import open_store
 from ._store import add_store_argument, store_location
@@ -22,7 +24,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument(
         "run_id", metavar="RUN", help="a run id (see `gatebench runs`), or 'latest'"
     )
-    parser.add_argument("--format", "-f", choices=FORMATS, default="html", help="default: html")
+    parser.add_argument(
+        "--format",
+        "-f",
+        choices=(*FORMATS, "junit"),
+        default="html",
+        help="default: html; junit: one test case per threshold × target (docs/ci.md)",
+    )
     parser.add_argument(
         "--output",
         "-o",
@@ -42,7 +50,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(args: argparse.Namespace) -> int:
     with open_store(store_location(args)) as store:
         report = load_report(store, args.run_id, profile=args.profile)
-    text = render(report, args.format)
+    text = render_junit(report) if args.format == "junit" else render(report, args.format)
     output = args.output
     if output is None and args.format == "html":
         output = str(Path("results") / report.run.run_id / "report.html")

@@ -19,6 +19,7 @@ from ..plan import Plan, describe_injection
 from ..runner import Progress, RunOptions, RunOutcome, run_benchmark
 from ..stats import format_workload_table, workload_rows
 from ..store import DEFAULT_STORE, STORE_ENV, ResultStore, open_store
+from ..thresholds import evaluate, failures
 from ._common import add_plan_argument, add_spec_arguments, load
 
 
@@ -60,6 +61,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         action="store_true",
         help="skip measuring the engine's ceiling (nginx static file) before the run; "
         "tester-bound flags then come from the CPU accounting only",
+    )
+    parser.add_argument(
+        "--fail-on-threshold",
+        action="store_true",
+        help="exit 1 when a threshold of the plan (x-gatebench thresholds:) is not met, with "
+        "one line per failed threshold on stderr (docs/ci.md)",
     )
     parser.add_argument(
         "--results", default="results", metavar="DIR", help="where run folders go (results/)"
@@ -189,7 +196,37 @@ def _run_with_store(
         f"Stored in {location}; `gatebench report {outcome.record.run_id}{store_flag}` "
         "writes the HTML report."
     )
+    failed = _check_thresholds(plan, outcome)
+    if args.fail_on_threshold and not plan.thresholds:
+        print(
+            "gatebench: --fail-on-threshold: the plan has no thresholds (x-gatebench "
+            "thresholds:, docs/ci.md); nothing was checked",
+            file=sys.stderr,
+        )
+    if failed and args.fail_on_threshold:
+        return 1
     return 0 if str(outcome.record.status) == "done" else 3
+
+
+def _check_thresholds(plan: Plan, outcome: RunOutcome) -> int:
+    """Print the thresholds' outcome (a count on stdout, each failure on stderr); returns
+    how many failed (all of them when the run produced nothing to check)."""
+    if not plan.thresholds:
+        return 0
+    if outcome.report is None:
+        print(
+            f"gatebench: {len(plan.thresholds)} threshold(s) not checked: the run was not scored",
+            file=sys.stderr,
+        )
+        return len(plan.thresholds)
+    # Thresholds on a gateway left out with --gateways are not checked: it was not asked for.
+    chosen = [t for t in plan.thresholds if t.gateway in (None, "baseline", *plan.gateways)]
+    results = evaluate(chosen, outcome.report.summary)
+    failed = failures(results)
+    print(f"Thresholds: {len(results) - len(failed)} of {len(results)} met.")
+    for result in failed:
+        print(f"threshold failed: {result.line()}", file=sys.stderr)
+    return len(failed)
 
 
 def _store_location(args: argparse.Namespace) -> str:

@@ -1,8 +1,8 @@
 """Backends gatebench proxies to: the Go server in ``backend/`` (echo, mock, auction modes),
 or the user's own service (``backend: {url: ...}``).
 
-The server is built by ``scripts/setup.d/30-backend.sh`` into ``.cache/bin``; set
-``GATEBENCH_BACKEND_BIN`` to use another build.
+The server is built by ``scripts/setup.d/30-backend.sh`` in a checkout, else on first use
+(``gatebench._resources``); set ``GATEBENCH_BACKEND_BIN`` to use another build.
 """
 
 from __future__ import annotations
@@ -14,18 +14,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from .. import _resources
 from ..errors import RunError
 from ..ir import Api
 from ..plan import Plan
 from ..procs import ManagedProcess, Supervisor, free_port, wait_ready
 from .mock import mock_config
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-
 
 def backend_binary() -> Path:
-    override = os.environ.get("GATEBENCH_BACKEND_BIN")
-    path = Path(override) if override else REPO_ROOT / ".cache" / "bin" / "gatebench-backend"
+    """The Go backend's binary, built on first use (MissingTool when go is missing)."""
+    path = _resources.backend_binary()
     if not path.is_file() or not os.access(path, os.X_OK):
         raise RunError(
             f"the backend server is not built ({path}); run `make setup-all` "

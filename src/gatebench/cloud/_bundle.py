@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 
+from .._resources import PACKAGE_DIR
 from ..errors import RunError
 
 RUNTIME = {
@@ -96,6 +97,8 @@ def build_bundle(function_dir: Path, package_dir: Path, requirements: list[str])
     for path in sorted(package_dir.rglob("*")):
         if path.is_dir() or "__pycache__" in path.parts or path.suffix in (".pyc", ".pyo"):
             continue
+        if path.relative_to(package_dir).parts[0] == "_data":
+            continue  # the wheel's non-Python sources (backend, gatling...): no function uses them
         files[f"gatebench/{path.relative_to(package_dir).as_posix()}"] = path.read_bytes()
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
@@ -106,7 +109,7 @@ def build_bundle(function_dir: Path, package_dir: Path, requirements: list[str])
 
 def build_bundles(functions_root: Path, out_dir: Path) -> list[Path]:
     """Every ``functions/*/`` bundled into ``out_dir/NAME.zip``; returns the archives."""
-    package_dir = Path(__file__).resolve().parents[1]
+    package_dir = PACKAGE_DIR
     requirements = pinned_requirements()
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []

@@ -2,8 +2,8 @@
 
 Launch (docs/engine.md): ``java -Xmx1G --add-opens ... -cp CLASSES:CLASSPATH
 io.gatling.app.Gatling -s gatebench.GenericSimulation -rf DIR -nr`` with the workload file in
-``-Dgatebench.workload``. The classpath is resolved once by ``scripts/setup.d/40-gatling.sh``
-(no Maven at run time). While the JVM runs, this module tails two files: the JVM's output
+``-Dgatebench.workload``. The classpath is resolved once, by ``scripts/setup.d/40-gatling.sh``
+in a checkout or on first use elsewhere (``gatebench._resources``); no Maven at run time. While the JVM runs, this module tails two files: the JVM's output
 (``GATEBENCH start|progress|end|finished`` lines: the live display) and the binary
 ``simulation.log`` (the records: a phase is reported once a later ``__flush__N`` group proves
 every record before it is on disk).
@@ -12,7 +12,6 @@ every record before it is on disk).
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -21,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._resources import gatling_files
 from ..errors import RunError
 from ..procs import ManagedProcess, Supervisor
 from ..stats import PhaseSample
@@ -28,7 +28,6 @@ from . import EngineEvent, EngineRun, Hooks, PhaseResult
 from .cpu import CpuSampler, exited_unreaped
 from .simlog import GroupRecord, RequestRecord, SimLogReader
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
 SIMULATION = "gatebench.GenericSimulation"
 GATLING_VERSION = "3.15.1"
 JVM_OPTIONS = (
@@ -43,17 +42,13 @@ _FLUSH = re.compile(r"^__flush__(\d+)_")
 
 
 def gatling_paths() -> tuple[Path, Path]:
-    """(compiled simulation classes, classpath file); RunError when setup has not run."""
-    classes = Path(
-        os.environ.get("GATEBENCH_GATLING_CLASSES", REPO_ROOT / "gatling/target/test-classes")
-    )
-    cp_file = Path(
-        os.environ.get("GATEBENCH_GATLING_CP", REPO_ROOT / ".cache/gatling/classpath.txt")
-    )
+    """(compiled simulation classes, classpath file), built on first use; MissingTool when
+    java or mvn is missing, RunError when the build fails."""
+    classes, cp_file = gatling_files()
     if not (classes / "gatebench" / "GenericSimulation.class").is_file() or not cp_file.is_file():
         raise RunError(
-            "Gatling is not set up (no compiled simulation or classpath); run `make setup-all` "
-            "(or scripts/setup.sh gatling)"
+            f"Gatling is not set up (no compiled simulation in {classes} or no {cp_file}); "
+            "run `make setup-all` in a checkout (or unset GATEBENCH_GATLING_CLASSES/_CP)"
         )
     return classes, cp_file
 

@@ -1,8 +1,9 @@
 """What the two JVM gateways (Spring Cloud Gateway, Zuul 1) share: a jar, a java command line
 and a Spring ``application.yml``.
 
-Both run as a generic Spring Boot application built from ``gateways/<name>/`` by
-``scripts/setup.d/45-jvm-gateways.sh`` into ``.cache/jvm-gateways/<name>.jar``: the jar holds
+Both run as a generic Spring Boot application built from ``gateways/<name>/`` into
+``<build folder>/jvm-gateways/<name>.jar`` (by ``scripts/setup.d/45-jvm-gateways.sh`` in a
+checkout, else on first use: ``gatebench._resources``): the jar holds
 no routes, everything comes from the rendered ``application.yml``
 (``--spring.config.location``). docs/jvm-gateways.md describes both.
 
@@ -23,12 +24,11 @@ from typing import Any, ClassVar
 
 import yaml
 
-from ..errors import Problem, RenderError, UnsupportedHere
+from .. import _resources
+from ..errors import MissingTool, Problem, RenderError, UnsupportedHere
 from ._base import Renderer, RenderTarget
 from ._routes import Route, unsupported
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-JAR_DIR = REPO_ROOT / ".cache" / "jvm-gateways"
 CLOUD_JAR_DIR = "/opt/gatebench"
 """Where the cloud path's container (``eclipse-temurin`` JRE image) holds the jar."""
 JVM_OPTIONS_ENV = "GATEBENCH_JVM_OPTIONS"
@@ -60,10 +60,10 @@ def assert_inert(value: str, where: str) -> str:
     return value
 
 
-def jar_path(gateway: str) -> Path:
-    """``GATEBENCH_<NAME>_JAR`` (``GATEBENCH_ZUUL_JAR``), else the jar the setup step builds."""
-    override = os.environ.get(f"GATEBENCH_{re.sub(r'[^A-Z0-9]', '_', gateway.upper())}_JAR")
-    return Path(override) if override else JAR_DIR / f"{gateway}.jar"
+def jar_path(gateway: str, *, build: bool = True) -> Path:
+    """``GATEBENCH_<NAME>_JAR`` (``GATEBENCH_ZUUL_JAR``), else the built jar (built on first
+    use unless ``build`` is false; MissingTool when java or mvn is missing)."""
+    return _resources.jvm_gateway_jar(gateway, build=build)
 
 
 class JvmRenderer(Renderer):
@@ -96,7 +96,10 @@ class JvmRenderer(Renderer):
         argv = super().run_argv(workdir, target)
         if argv is None:
             return None
-        jar = jar_path(self.name)
+        try:
+            jar = jar_path(self.name)
+        except MissingTool as exc:
+            raise UnsupportedHere(f"{self.name}: {exc}") from None
         if not jar.is_file():
             raise UnsupportedHere(f"{self.name}: {jar} is not built; {self.install_hint}")
         extra = os.environ.get(JVM_OPTIONS_ENV, "").split()

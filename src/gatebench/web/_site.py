@@ -136,8 +136,10 @@ def _is_endpoint(value: Any) -> bool:
 
 
 def default_frontend_dir() -> Path:
-    """``frontend/`` of the checkout this package runs from (an editable install)."""
-    return Path(__file__).resolve().parents[3] / "frontend"
+    """The page's files: packaged with gatebench, or ``frontend/`` of the checkout."""
+    from .._resources import source_dir
+
+    return source_dir("frontend")
 
 
 SITE_CONNECT_SRC = "connect-src 'self' https:;"
