@@ -1225,6 +1225,7 @@ __all__ = [
     "Workload",
     "build_plan",
     "find_operation",
+    "workload_summary",
 ]
 
 
@@ -1385,6 +1386,25 @@ def describe_injection(inj: Injection) -> str:
     if inj.requests:
         bound.append(f"up to {inj.requests} requests")
     return f"{inj.users} concurrent users " + " ".join(bound)
+
+
+def workload_summary(plan: Plan, api: Api) -> list[dict[str, Any]]:
+    """What a run records about each workload of ``plan`` (its run record's ``workloads``),
+    the same on every path: the laptop's runner, the upload form, the cloud parse step.
+    ``path`` is the route path the requests go to (the base path and the template)."""
+    out = []
+    for w in plan.workloads:
+        op, _ = find_operation(api, w.operation_id)
+        out.append(
+            {
+                "name": w.name,
+                "operation": w.operation_id,
+                "method": op.method if op else None,
+                "path": op.route_path if op else None,
+                "injection": describe_injection(w.injection),
+            }
+        )
+    return out
 
 
 def _describe_extras(w: Workload) -> str:

@@ -37,13 +37,15 @@ from pathlib import Path
 from typing import Any
 
 from .backends import start_plan_backend
-from .engines import EngineEvent, EngineRun, PhaseResult, get_engine, injection_problem
+from .engines import EngineEvent, EngineRun, get_engine, injection_problem
 from .errors import GatebenchError, RunError
 from .ir import Api
+from .measure import PhaseResult, measurement_from
 from .model import Measurement, RunRecord, RunStatus, can_move, local_run_id
-from .plan import Plan, describe_injection
+from .plan import Plan, workload_summary
 from .procs import Supervisor
 from .provisioners import Provisioned
+from .score import BASELINE
 from .stats import phase_stats
 from .store import ResultStore
 from .trust import (
@@ -52,11 +54,8 @@ from .trust import (
     ENGINE_RESOLUTION_MS,
     Ceiling,
     CeilingPoint,
-    near_ceiling,
 )
 from .workload import Phase, Schedule, build_schedule, quick_plan, render_workload
-
-BASELINE = "baseline"
 
 
 @dataclass(frozen=True)
@@ -167,54 +166,6 @@ class _Run:
             self.store.put_measurement(m)
 
 
-def measurement_from(
-    run_id: str,
-    phase: Phase,
-    result: PhaseResult,
-    *,
-    engine: str = "gatling",
-    ceiling: float | None = None,
-) -> Measurement:
-    """The contract with scoring: one Measurement per measured phase. ``ceiling``: the
-    engine's throughput against the ceiling server with this workload (req/s); a throughput
-    within 20 % of it is ``tester-bound`` (gatebench.trust)."""
-    s = phase_stats(result.sample)
-    flags: list[str] = []
-    if result.cpu is not None:
-        flags.extend(result.cpu.flags())
-    if near_ceiling(s.throughput, ceiling) and "tester-bound" not in flags:
-        flags.append("tester-bound")
-    expected = phase.injection.expected_requests
-    if expected is not None and s.requests < expected:
-        flags.append("incomplete")
-    return Measurement(
-        run_id=run_id,
-        target=phase.target,
-        workload=phase.workload,
-        repetition=phase.repetition,
-        requests=s.requests,
-        ok=s.ok,
-        ko=s.ko,
-        error_pct=s.error_pct,
-        throughput=s.throughput,
-        min=s.min,
-        mean=s.mean,
-        max=s.max,
-        stddev=s.stddev,
-        p50=s.p50,
-        p90=s.p90,
-        p95=s.p95,
-        p99=s.p99,
-        started_at=result.start_ms / 1000.0,
-        duration_s=s.duration_s,
-        engine=engine,
-        flags=tuple(flags),
-        other_cpu_pct=None if result.cpu is None else round(result.cpu.others_pct, 1),
-        tester_cpu_pct=None if result.cpu is None else round(result.cpu.tester_pct, 1),
-        errors=s.errors[:10],
-    )
-
-
 def _check_secrets(plan: Plan) -> None:
     names = [
         n
@@ -261,16 +212,7 @@ def run_benchmark(
         spec_sha256=spec_sha256,
         title=api.title,
         gateways=list(plan.gateways),
-        workloads=[
-            {
-                "name": w.name,
-                "operation": w.operation_id,
-                "method": api.operation(w.operation_id).method,
-                "path": api.operation(w.operation_id).route_path,
-                "injection": describe_injection(w.injection),
-            }
-            for w in plan.workloads
-        ],
+        workloads=workload_summary(plan, api),
         plan=plan.to_dict(),
     )
     run = _Run(record, run_dir, store, display)
@@ -806,47 +748,9 @@ def _cross_check(
     run.update(environment=dict(run.record.environment, cross_check=record))
 
 
-def ingest_simlog(
-    simlog: str | os.PathLike[str], document: dict[str, Any], run_id: str
-) -> list[Measurement]:
-    """Measurements of the measured phases of a finished ``simulation.log`` written from
-    ``document`` (the cloud path ingests the tester's log this way; no CPU figures)."""
-    from .engines.simlog import RequestRecord, read_simlog
-    from .stats import PhaseSample
-    from .workload import phases_from_document
-
-    phases = {p.id: p for p in phases_from_document(document)}
-    samples: dict[str, PhaseSample] = {}
-    start_ms = 0
-    for record in read_simlog(simlog):
-        if isinstance(record, RequestRecord) and record.name in phases:
-            samples.setdefault(record.name, PhaseSample()).add(
-                record.start, record.end, record.ok, record.message
-            )
-        elif not isinstance(record, RequestRecord) and hasattr(record, "start_ms"):
-            start_ms = record.start_ms
-    out = []
-    for pid, phase in phases.items():
-        sample = samples.get(pid)
-        if not phase.measured or sample is None or sample.first_start is None:
-            continue
-        result = PhaseResult(
-            phase.index,
-            sample,
-            float(start_ms + sample.first_start),
-            float(start_ms + (sample.last_end or sample.first_start)),
-            None,
-        )
-        out.append(measurement_from(run_id, phase, result))
-    return out
-
-
 __all__ = [
-    "BASELINE",
     "Progress",
     "RunOptions",
     "RunOutcome",
-    "ingest_simlog",
-    "measurement_from",
     "run_benchmark",
 ]

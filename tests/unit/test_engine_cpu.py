@@ -7,7 +7,8 @@ import os
 import pytest
 
 from gatebench.engines import cpu as cpu_mod
-from gatebench.engines.cpu import CpuSample, CpuSampler, CpuUsage
+from gatebench.engines.cpu import CpuSample, CpuSampler
+from gatebench.measure import CpuUsage
 
 
 def test_flags_thresholds() -> None:

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import RunError
+from ..measure import PhaseResult
 from ..procs import Supervisor
-from ..stats import PhaseSample
-from .cpu import CpuUsage
 
 
 @dataclass(frozen=True)
@@ -29,16 +28,6 @@ class EngineEvent:
     done: int = 0
     """Requests completed so far in the phase (``progress``)."""
     at_ms: float = 0.0
-
-
-@dataclass(frozen=True)
-class PhaseResult:
-    phase: int
-    sample: PhaseSample
-    start_ms: float
-    """Epoch ms of the phase's first request start."""
-    end_ms: float
-    cpu: CpuUsage | None
 
 
 @dataclass

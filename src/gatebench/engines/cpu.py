@@ -17,13 +17,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-NOISY_OTHERS_PCT = 20.0
-"""A phase is ``noisy`` when processes that are not part of the benchmark (not the load
-generator, not the gateway, not the backend) used more than this share of the machine."""
-TESTER_BOUND_BUSY_PCT = 85.0
-"""A phase is ``tester-bound`` when the machine was this busy (or more) and the load generator
-used more CPU than the target (gateway + backend): the generator, not the gateway, was what
-ran out of CPU first."""
+from ..measure import CpuUsage
 
 _HZ = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _NCPU = os.cpu_count() or 1
@@ -35,25 +29,6 @@ class CpuSample:
     total: float
     idle: float
     groups: tuple[float, ...]
-
-
-@dataclass(frozen=True)
-class CpuUsage:
-    """CPU shares over one window, % of the whole machine."""
-
-    busy_pct: float
-    tester_pct: float
-    target_pct: float
-    others_pct: float
-    window_s: float
-
-    def flags(self) -> tuple[str, ...]:
-        out = []
-        if self.others_pct > NOISY_OTHERS_PCT:
-            out.append("noisy")
-        if self.busy_pct >= TESTER_BOUND_BUSY_PCT and self.tester_pct > self.target_pct:
-            out.append("tester-bound")
-        return tuple(out)
 
 
 def _machine() -> tuple[float, float]:
@@ -181,10 +156,7 @@ def _per_pgid_ticks(pgids: frozenset[int]) -> dict[int, float]:
 
 
 __all__ = [
-    "NOISY_OTHERS_PCT",
-    "TESTER_BOUND_BUSY_PCT",
     "CpuSample",
     "CpuSampler",
-    "CpuUsage",
     "exited_unreaped",
 ]
