@@ -14,7 +14,7 @@ HTTP 400 ``{"errors": [{"pointer": ..., "message": ...}]}``::
     │   └── UnknownGateway         no renderer by that name (renderers._registry)
     ├── RunError                   provisioning, load or teardown failed
     │   ├── UnsupportedHere        the gateway only runs on the cloud path
-    │   └── ConfigRejected         the gateway's own checker refused its config (renderers._boot)
+    │   └── ConfigRejected         the gateway's own checker refused its config (provisioners._boot)
     ├── ScoreError                 measurements cannot be scored (score.py)
     └── StoreError                 the result store refused an operation
 """

@@ -405,7 +405,7 @@ def build_plan(
 
 def _engine(value: Any, r: _Reader, workloads: list[Workload], warmup: Warmup) -> EngineName:
     """The load engine, and whether it can run every workload (wrk: the closed model only)."""
-    from .engines import ENGINES, injection_problem
+    from .capabilities import ENGINES, injection_problem
 
     if value not in ENGINES:
         r.error(["engine"], f"unknown engine {_show(value)}; available: {', '.join(ENGINES)}")

@@ -205,8 +205,8 @@ def assert_screenshot(path: str) -> None:
 def seed_two_runs(location: str, run_a: str, run_b: str) -> None:
     """Two synthetic runs (five repetitions each), scored, in the store at ``location``."""
     from gatebench.report import score_run
-    from gatebench.report._synthetic import synthetic_run
     from gatebench.store import open_store
+    from synthetic import synthetic_run
 
     with open_store(location) as store:
         for seed, run_id, created in ((7, run_a, 1_767_268_800.0), (11, run_b, 1_767_355_200.0)):

@@ -11,7 +11,6 @@ import pytest
 
 from gatebench.model import RunRecord, RunStatus
 from gatebench.report import score_run
-from gatebench.report._synthetic import synthetic_run
 from gatebench.run_request import (
     RunRequest,
     UploadRejected,
@@ -32,6 +31,7 @@ from gatebench.web import (
     upload_name_from_object,
 )
 from paths import EXAMPLES
+from synthetic import synthetic_run
 
 PETSTORE = (EXAMPLES / "petstore" / "openapi.yaml").read_bytes()
 BROKEN = PETSTORE.replace(b"operation: listPets", b"operation: listPetz").replace(

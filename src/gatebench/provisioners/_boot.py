@@ -1,5 +1,8 @@
 """Booting a rendered gateway as a real local process (the local provisioner and route replay).
 
+It lives with the provisioners, not the renderers: rendering is pure (a configuration out),
+starting processes is an edge.
+
 Steps, each with an error people can act on: write the files into the workdir, run the
 gateway's own checker (a rejected config raises :class:`ConfigRejected` carrying the
 checker's output), start the gateway in the foreground under a
@@ -16,7 +19,7 @@ from pathlib import Path, PurePosixPath
 from ..errors import RunError, UnsupportedHere
 from ..ir import Api
 from ..procs import ManagedProcess, Supervisor, wait_ready
-from ._base import Renderer, RenderTarget
+from ..renderers import Renderer, RenderTarget, get_renderer
 
 
 class ConfigRejected(RunError):
@@ -126,8 +129,6 @@ def boot_gateway(
     ``supervisor``, which stops it when its block ends; stop it earlier with
     ``supervisor.stop(proc)``.
     """
-    from ._registry import get_renderer
-
     gateway = get_renderer(renderer) if isinstance(renderer, str) else renderer
     reason = gateway.available_here()
     if reason is not None:
