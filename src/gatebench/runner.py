@@ -55,7 +55,10 @@ from .trust import (
     Ceiling,
     CeilingPoint,
 )
-from .workload import Phase, Schedule, build_schedule, quick_plan, render_workload
+from .workload import CompiledLoad, Phase, Schedule, compile_load, plan_as_run
+
+SKIP_FILE = "skip-targets.txt"
+"""Targets the engine skips from now on (one per line), rewritten as gateways fail."""
 
 
 @dataclass(frozen=True)
@@ -200,10 +203,7 @@ def run_benchmark(
     RunError for a run-level failure (after recording it); KeyboardInterrupt passes through
     after teardown, with the run marked partial."""
     wall_start = time.monotonic()
-    if options.quick:
-        plan = quick_plan(plan)
-    if options.repetitions:
-        plan = replace(plan, repetitions=options.repetitions)
+    plan = plan_as_run(plan, quick=options.quick, repetitions=options.repetitions)
     run_id = options.run_id or local_run_id(spec_sha256)
     run_dir = (Path(options.results_dir) / run_id).resolve()
     record = RunRecord(
@@ -259,15 +259,17 @@ def run_benchmark(
                     urls[BASELINE] = backend_url
                 if not urls:
                     raise RunError("no target can run here; see the reasons per gateway")
-                schedule = build_schedule(plan, urls, reset_url=reset_url, seed=options.seed)
-                if options.phase_filter is not None:
-                    schedule = replace(
-                        schedule,
-                        phases=tuple(p for p in schedule.phases if options.phase_filter(p)),
-                    )
-                if ceiling_url is not None:
-                    schedule = _with_ceiling(schedule, plan, ceiling_url)
-                outcome.schedule = schedule
+                compiled = compile_load(
+                    plan,
+                    api,
+                    urls,
+                    reset_url=reset_url,
+                    seed=options.seed,
+                    keep=options.phase_filter,
+                    ceiling_url=ceiling_url,
+                    skip_file=str((run_dir / SKIP_FILE).resolve()),
+                )
+                schedule = outcome.schedule = compiled.schedule
                 run.update(
                     environment=_environment(engine.version(), plan, options, engine_name)
                     | {
@@ -309,9 +311,7 @@ def run_benchmark(
                 load_start = time.monotonic()
                 hooks = _load(
                     run,
-                    plan,
-                    api,
-                    schedule,
+                    compiled,
                     provisioner,
                     supervisor,
                     cpu_groups,
@@ -418,18 +418,6 @@ def _start_ceiling(
         run.update(environment=dict(run.record.environment, ceiling=ceiling.to_dict()))
         return None, None
     return proc, url
-
-
-def _with_ceiling(schedule: Schedule, plan: Plan, url: str) -> Schedule:
-    """The ceiling target's phases first (its warm-up, then every workload once, as
-    repetition 0, with no backend reset), then the schedule, re-indexed."""
-    ceiling_plan = replace(
-        plan, gateways=(CEILING_TARGET,), baseline=False, repetitions=1, order="fixed"
-    )
-    first = build_schedule(ceiling_plan, {CEILING_TARGET: url}, seed=schedule.seed)
-    head = [replace(p, repetition=0) for p in first.phases]
-    shifted = [replace(p, index=p.index + len(head)) for p in schedule.phases]
-    return replace(schedule, phases=(*head, *shifted))
 
 
 def _origin(url: str) -> str:
@@ -571,9 +559,7 @@ class _Hooks:
 
 def _load(
     run: _Run,
-    plan: Plan,
-    api: Api,
-    schedule: Schedule,
+    compiled: CompiledLoad,
     provisioner: Any,
     supervisor: Supervisor,
     cpu_groups: dict[str, list[int]],
@@ -587,9 +573,9 @@ def _load(
     is retried once with the phases not yet complete. Returns the hooks (what completed,
     which targets failed)."""
     engine = get_engine(engine_name)
-    skip_file = run.run_dir / "skip-targets.txt"
+    schedule, document = compiled.schedule, compiled.document
+    skip_file = run.run_dir / SKIP_FILE
     skip_file.write_text("", encoding="utf-8")
-    document = render_workload(plan, api, schedule, skip_file=str(skip_file.resolve()))
     (run.run_dir / "workload.json").write_text(
         json.dumps(document, indent=1) + "\n", encoding="utf-8"
     )
@@ -711,8 +697,8 @@ def _cross_check(
     repetitions = min(plan.repetitions, CROSS_CHECK_REPETITIONS)
     check_plan = replace(plan, workloads=workloads, repetitions=repetitions)
     seed = None if options.seed is None else options.seed + 1
-    schedule = build_schedule(check_plan, urls, reset_url=reset_url, seed=seed)
-    document = render_workload(check_plan, api, schedule)
+    compiled = compile_load(check_plan, api, urls, reset_url=reset_url, seed=seed)
+    schedule, document = compiled.schedule, compiled.document
     hooks = _CrossCheckHooks(run, {p.index: p for p in schedule.phases}, name)
 
     def target_groups(target: str) -> list[str]:

@@ -25,6 +25,7 @@ from ..renderers import RenderTarget, get_renderer
 from ..run_request import METADATA_HEADER, METADATA_KEY, UploadRejected, run_request_from_metadata
 from ..score import BASELINE
 from ..spec import read_spec
+from ..workload import compile_load
 from ._layout import Layout, layout_for
 from ._objects import ObjectRef, RequestError
 
@@ -207,8 +208,6 @@ def _workload(
     rendered: RenderedRun,
     run_id: str,
 ) -> dict[str, Any]:
-    from ..workload import build_schedule, render_workload
-
     base_urls = {g: layout.gateway_url(g) for g in gateways}
     if plan.baseline:
         base_urls[BASELINE] = backend_url
@@ -216,5 +215,4 @@ def _workload(
     if rendered.backend is not None and rendered.backend["mode"] not in ("mock", "auction"):
         reset = None
     seed = plan.seed if plan.seed is not None else int(run_id[2:10], 16)
-    schedule = build_schedule(plan, base_urls, reset_url=reset, seed=seed)
-    return render_workload(plan, api, schedule)
+    return compile_load(plan, api, base_urls, reset_url=reset, seed=seed).document
