@@ -34,10 +34,11 @@ test-fast: setup ## unit and golden tests only
 test-integration: setup-all ## real gateways, emulators and the browser
 	@$(BIN)/pytest -m integration
 
-check: setup ## ruff format --check, ruff check, mypy on the core
+check: setup ## ruff format --check, ruff check, mypy on the core, the import contracts (.importlinter)
 	@$(BIN)/ruff format --check src tests benchmarks
 	@$(BIN)/ruff check src tests benchmarks
 	@$(BIN)/mypy
+	@$(BIN)/lint-imports --no-cache
 
 format: setup ## apply ruff's formatting and safe fixes
 	@$(BIN)/ruff format src tests benchmarks

@@ -53,7 +53,8 @@ def _measure(url: str, headers: list[str]) -> tuple[list[float], float]:
 def run() -> str:
     if shutil.which("wrk") is None:
         return "wrk is not installed (scripts/setup.d/apt-packages.txt installs it)."
-    from gatebench.renderers import RenderTarget, boot_gateway
+    from gatebench.provisioners import boot_gateway
+    from gatebench.renderers import RenderTarget
 
     rows = []
     auth = ["Authorization: Bearer bench"]

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from gatebench.backends import start_backend
 from gatebench.procs import Supervisor, free_port
-from gatebench.renderers import RenderTarget, get_renderer, start_gateway, write_files
+from gatebench.provisioners import start_gateway, write_files
+from gatebench.renderers import RenderTarget, get_renderer
 from gatebench.renderers._jvm import JVM_OPTIONS_ENV
 from gatebench.spec import load_spec
 

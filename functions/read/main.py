@@ -8,15 +8,15 @@ import os
 
 import functions_framework
 
-from gatebench import cloud, web
+from gatebench import web
 
 _built = {}  # the store and the CORS policy, built on the first request
 
 
 def _setup():
     if not _built:
-        _built["store"] = cloud.results_store(os.environ)
-        _built["cors"] = cloud.cors_from_env(os.environ)
+        _built["store"] = web.results_store(os.environ)
+        _built["cors"] = web.cors_from_env(os.environ)
     return _built["store"], _built["cors"]
 
 

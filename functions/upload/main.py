@@ -10,15 +10,15 @@ import os
 
 import functions_framework
 
-from gatebench import cloud, web
+from gatebench import web
 
 _built = {}  # the signer and the CORS policy, built on the first request
 
 
 def _setup():
     if not _built:
-        _built["uploads"] = cloud.signed_uploads(os.environ)
-        _built["cors"] = cloud.cors_from_env(os.environ)
+        _built["uploads"] = web.signed_uploads(os.environ)
+        _built["cors"] = web.cors_from_env(os.environ)
     return _built["uploads"], _built["cors"]
 
 

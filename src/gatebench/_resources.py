@@ -34,14 +34,22 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
-from typing import Literal
 
+from ._locations import (
+    CACHE_ENV,
+    JVM_GATEWAYS,
+    PACKAGE_DIR,
+    SOURCES,
+    build_dir,
+    checkout_root,
+    jvm_gateway_jar_location,
+    jvm_gateway_jar_override,
+    packaged_data_dir,
+    source_dir,
+    user_cache_dir,
+)
 from .errors import MissingTool, RunError
 
-SourceName = Literal["backend", "frontend", "gateways", "gatling"]
-SOURCES: tuple[SourceName, ...] = ("backend", "frontend", "gateways", "gatling")
-CACHE_ENV = "GATEBENCH_CACHE_DIR"
-JVM_GATEWAYS = ("spring-cloud-gateway", "zuul")
 INSTALL_HINTS = {
     "go": "install Go 1.22 or newer (Debian: apt-get install golang-go; or https://go.dev/dl/)",
     "java": "install a JDK 17 (Debian: apt-get install openjdk-17-jdk-headless)",
@@ -50,58 +58,6 @@ INSTALL_HINTS = {
 """The command that installs each build tool, quoted in every MissingTool."""
 
 log = logging.getLogger("gatebench.build")
-PACKAGE_DIR = Path(__file__).resolve().parent
-"""The installed ``gatebench`` package folder."""
-_MARKERS = {
-    "backend": "go.mod",
-    "frontend": "index.html",
-    "gateways": "zuul/pom.xml",
-    "gatling": "pom.xml",
-}
-
-
-def packaged_data_dir() -> Path:
-    """``gatebench/_data`` of this installation (present in a wheel, absent in a checkout)."""
-    return PACKAGE_DIR / "_data"
-
-
-def checkout_root() -> Path | None:
-    """The repository this package runs from (``src/gatebench`` inside it), or None."""
-    src = PACKAGE_DIR.parent
-    if src.name != "src":
-        return None
-    root = src.parent
-    if (root / "pyproject.toml").is_file() and (root / "gatling" / "pom.xml").is_file():
-        return root
-    return None
-
-
-def source_dir(name: SourceName) -> Path:
-    """The folder of one non-Python source tree: packaged copy first, then the checkout."""
-    for base in (packaged_data_dir(), checkout_root()):
-        if base is not None and (base / name / _MARKERS[name]).is_file():
-            return base / name
-    raise RunError(
-        f"gatebench's {name}/ sources are missing: neither {packaged_data_dir()} nor a "
-        "checkout holds them; reinstall gatebench from its wheel"
-    )
-
-
-def build_dir() -> Path:
-    """``$GATEBENCH_CACHE_DIR``, else the checkout's ``.cache``, else the user cache folder."""
-    override = os.environ.get(CACHE_ENV)
-    if override:
-        return Path(override).expanduser().resolve()
-    root = checkout_root()
-    if root is not None and not packaged_data_dir().is_dir():
-        return root / ".cache"
-    return user_cache_dir()
-
-
-def user_cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/gatebench``, else ``~/.cache/gatebench``."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "gatebench"
 
 
 def require_tool(tool: str, purpose: str) -> str:
@@ -237,12 +193,11 @@ def gatling_files(*, build: bool = True) -> tuple[Path, Path]:
 def jvm_gateway_jar(name: str, *, build: bool = True) -> Path:
     """The runnable jar of a JVM gateway (``GATEBENCH_<NAME>_JAR`` overrides), built on
     first use with ``mvn package``."""
-    env_name = "GATEBENCH_" + "".join(c if c.isalnum() else "_" for c in name.upper()) + "_JAR"
-    override = os.environ.get(env_name)
-    if override:
-        return Path(override)
-    out_dir = build_dir() / "jvm-gateways"
-    jar = out_dir / f"{name}.jar"
+    override = jvm_gateway_jar_override(name)
+    if override is not None:
+        return override
+    jar = jvm_gateway_jar_location(name)
+    out_dir = jar.parent
     sources = source_dir("gateways") / name
     if _fresh([jar], out_dir / f".{name}.digest", sources) or not build:
         return jar

@@ -15,7 +15,7 @@ HTTP 400 ``{"errors": [{"pointer": ..., "message": ...}]}``::
     ├── RunError                   provisioning, load or teardown failed
     │   ├── UnsupportedHere        the gateway only runs on the cloud path
     │   ├── MissingTool            a build tool (go, java, mvn) is not installed (_resources)
-    │   └── ConfigRejected         the gateway's own checker refused its config (renderers._boot)
+    │   └── ConfigRejected         the gateway's own checker refused its config (provisioners._boot)
     ├── ScoreError                 measurements cannot be scored (score.py)
     └── StoreError                 the result store refused an operation
 """

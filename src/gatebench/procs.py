@@ -28,11 +28,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import IO, Any
+
+import psutil
 
 from .errors import RunError
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child
@@ -58,6 +61,16 @@ class ManagedProcess:
 
     def alive(self) -> bool:
         return self.popen.poll() is None
+
+    @property
+    def stdout(self) -> IO[bytes]:
+        """The process's standard output, when it was started with ``stdout_pipe=True``."""
+        if self.popen.stdout is None:
+            raise RunError(f"{self.name}: its output goes to {self.log_path}, not to a pipe")
+        return self.popen.stdout
+
+    def wait(self) -> int:
+        return self.popen.wait()
 
     @property
     def returncode(self) -> int | None:
@@ -100,8 +113,11 @@ def start_process(
     log_path: str | os.PathLike[str],
     cwd: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
+    stdout_pipe: bool = False,
 ) -> ManagedProcess:
-    """Start ``argv`` (never through a shell) in a new session, output to ``log_path``."""
+    """Start ``argv`` (never through a shell) in a new session, output to ``log_path``.
+    ``stdout_pipe``: standard output is a pipe the caller reads (:attr:`ManagedProcess.stdout`)
+    and only standard error goes to the log."""
     log = Path(log_path)
     log.parent.mkdir(parents=True, exist_ok=True)
     full_env = dict(os.environ)
@@ -114,8 +130,8 @@ def start_process(
                 cwd=cwd,
                 env=full_env,
                 stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
+                stdout=subprocess.PIPE if stdout_pipe else out,
+                stderr=out if stdout_pipe else subprocess.STDOUT,
                 start_new_session=True,
                 preexec_fn=_die_with_parent,
             )
@@ -193,6 +209,57 @@ def _signals_deferred() -> Iterator[None]:
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
+
+
+def become_subreaper() -> bool:
+    """Make this process the one orphans below it are re-parented to (Linux), so that
+    processes a dead child leaves behind (an nginx worker whose master was killed) stay
+    findable and can be stopped by PID (:func:`stop_processes_below`). Only for a process
+    that runs nothing else (``gatebench serve``)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        return bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+    except OSError:
+        return False
+
+
+def _below(pid: int) -> list[psutil.Process]:
+    try:
+        children = psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    out = []
+    for child in children:
+        with contextlib.suppress(psutil.Error):
+            if child.status() != psutil.STATUS_ZOMBIE:
+                out.append(child)
+    return out
+
+
+def processes_below(pid: int) -> dict[int, str]:
+    """Live processes whose parent chain leads to ``pid``, with their command lines (at most
+    120 characters; zombies are not live)."""
+    found: dict[int, str] = {}
+    for proc in _below(pid):
+        with contextlib.suppress(psutil.Error):
+            found[proc.pid] = " ".join(proc.cmdline()).strip()[:120]
+    return found
+
+
+def stop_processes_below(pid: int, grace: float = 3.0) -> list[str]:
+    """Stop every live process below ``pid`` by its PID: SIGTERM, then SIGKILL to those
+    still there after ``grace`` seconds; those that are our children are reaped. Returns
+    the command lines found (empty: nothing was left)."""
+    left = processes_below(pid)
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        procs = _below(pid)
+        if not procs:
+            break
+        for proc in procs:
+            with contextlib.suppress(psutil.Error):
+                proc.send_signal(sig)
+        psutil.wait_procs(procs, timeout=wait)
+    return list(left.values())
 
 
 def free_port(host: str = "127.0.0.1") -> int:

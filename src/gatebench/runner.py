@@ -37,13 +37,15 @@ from pathlib import Path
 from typing import Any
 
 from .backends import start_plan_backend
-from .engines import EngineEvent, EngineRun, PhaseResult, get_engine, injection_problem
+from .engines import EngineEvent, EngineRun, get_engine, injection_problem
 from .errors import GatebenchError, RunError
 from .ir import Api
+from .measure import PhaseResult, measurement_from
 from .model import Measurement, RunRecord, RunStatus, can_move, local_run_id
-from .plan import Plan, describe_injection
+from .plan import Plan, workload_summary
 from .procs import Supervisor
 from .provisioners import Provisioned
+from .score import BASELINE
 from .stats import phase_stats
 from .store import ResultStore
 from .trust import (
@@ -52,11 +54,11 @@ from .trust import (
     ENGINE_RESOLUTION_MS,
     Ceiling,
     CeilingPoint,
-    near_ceiling,
 )
-from .workload import Phase, Schedule, build_schedule, quick_plan, render_workload
+from .workload import CompiledLoad, Phase, Schedule, compile_load, plan_as_run
 
-BASELINE = "baseline"
+SKIP_FILE = "skip-targets.txt"
+"""Targets the engine skips from now on (one per line), rewritten as gateways fail."""
 
 
 @dataclass(frozen=True)
@@ -167,54 +169,6 @@ class _Run:
             self.store.put_measurement(m)
 
 
-def measurement_from(
-    run_id: str,
-    phase: Phase,
-    result: PhaseResult,
-    *,
-    engine: str = "gatling",
-    ceiling: float | None = None,
-) -> Measurement:
-    """The contract with scoring: one Measurement per measured phase. ``ceiling``: the
-    engine's throughput against the ceiling server with this workload (req/s); a throughput
-    within 20 % of it is ``tester-bound`` (gatebench.trust)."""
-    s = phase_stats(result.sample)
-    flags: list[str] = []
-    if result.cpu is not None:
-        flags.extend(result.cpu.flags())
-    if near_ceiling(s.throughput, ceiling) and "tester-bound" not in flags:
-        flags.append("tester-bound")
-    expected = phase.injection.expected_requests
-    if expected is not None and s.requests < expected:
-        flags.append("incomplete")
-    return Measurement(
-        run_id=run_id,
-        target=phase.target,
-        workload=phase.workload,
-        repetition=phase.repetition,
-        requests=s.requests,
-        ok=s.ok,
-        ko=s.ko,
-        error_pct=s.error_pct,
-        throughput=s.throughput,
-        min=s.min,
-        mean=s.mean,
-        max=s.max,
-        stddev=s.stddev,
-        p50=s.p50,
-        p90=s.p90,
-        p95=s.p95,
-        p99=s.p99,
-        started_at=result.start_ms / 1000.0,
-        duration_s=s.duration_s,
-        engine=engine,
-        flags=tuple(flags),
-        other_cpu_pct=None if result.cpu is None else round(result.cpu.others_pct, 1),
-        tester_cpu_pct=None if result.cpu is None else round(result.cpu.tester_pct, 1),
-        errors=s.errors[:10],
-    )
-
-
 def _check_secrets(plan: Plan) -> None:
     names = [
         n
@@ -249,10 +203,7 @@ def run_benchmark(
     RunError for a run-level failure (after recording it); KeyboardInterrupt passes through
     after teardown, with the run marked partial."""
     wall_start = time.monotonic()
-    if options.quick:
-        plan = quick_plan(plan)
-    if options.repetitions:
-        plan = replace(plan, repetitions=options.repetitions)
+    plan = plan_as_run(plan, quick=options.quick, repetitions=options.repetitions)
     run_id = options.run_id or local_run_id(spec_sha256)
     run_dir = (Path(options.results_dir) / run_id).resolve()
     record = RunRecord(
@@ -261,16 +212,7 @@ def run_benchmark(
         spec_sha256=spec_sha256,
         title=api.title,
         gateways=list(plan.gateways),
-        workloads=[
-            {
-                "name": w.name,
-                "operation": w.operation_id,
-                "method": api.operation(w.operation_id).method,
-                "path": api.operation(w.operation_id).route_path,
-                "injection": describe_injection(w.injection),
-            }
-            for w in plan.workloads
-        ],
+        workloads=workload_summary(plan, api),
         plan=plan.to_dict(),
     )
     run = _Run(record, run_dir, store, display)
@@ -317,15 +259,17 @@ def run_benchmark(
                     urls[BASELINE] = backend_url
                 if not urls:
                     raise RunError("no target can run here; see the reasons per gateway")
-                schedule = build_schedule(plan, urls, reset_url=reset_url, seed=options.seed)
-                if options.phase_filter is not None:
-                    schedule = replace(
-                        schedule,
-                        phases=tuple(p for p in schedule.phases if options.phase_filter(p)),
-                    )
-                if ceiling_url is not None:
-                    schedule = _with_ceiling(schedule, plan, ceiling_url)
-                outcome.schedule = schedule
+                compiled = compile_load(
+                    plan,
+                    api,
+                    urls,
+                    reset_url=reset_url,
+                    seed=options.seed,
+                    keep=options.phase_filter,
+                    ceiling_url=ceiling_url,
+                    skip_file=str((run_dir / SKIP_FILE).resolve()),
+                )
+                schedule = outcome.schedule = compiled.schedule
                 run.update(
                     environment=_environment(engine.version(), plan, options, engine_name)
                     | {
@@ -367,9 +311,7 @@ def run_benchmark(
                 load_start = time.monotonic()
                 hooks = _load(
                     run,
-                    plan,
-                    api,
-                    schedule,
+                    compiled,
                     provisioner,
                     supervisor,
                     cpu_groups,
@@ -476,18 +418,6 @@ def _start_ceiling(
         run.update(environment=dict(run.record.environment, ceiling=ceiling.to_dict()))
         return None, None
     return proc, url
-
-
-def _with_ceiling(schedule: Schedule, plan: Plan, url: str) -> Schedule:
-    """The ceiling target's phases first (its warm-up, then every workload once, as
-    repetition 0, with no backend reset), then the schedule, re-indexed."""
-    ceiling_plan = replace(
-        plan, gateways=(CEILING_TARGET,), baseline=False, repetitions=1, order="fixed"
-    )
-    first = build_schedule(ceiling_plan, {CEILING_TARGET: url}, seed=schedule.seed)
-    head = [replace(p, repetition=0) for p in first.phases]
-    shifted = [replace(p, index=p.index + len(head)) for p in schedule.phases]
-    return replace(schedule, phases=(*head, *shifted))
 
 
 def _origin(url: str) -> str:
@@ -629,9 +559,7 @@ class _Hooks:
 
 def _load(
     run: _Run,
-    plan: Plan,
-    api: Api,
-    schedule: Schedule,
+    compiled: CompiledLoad,
     provisioner: Any,
     supervisor: Supervisor,
     cpu_groups: dict[str, list[int]],
@@ -645,9 +573,9 @@ def _load(
     is retried once with the phases not yet complete. Returns the hooks (what completed,
     which targets failed)."""
     engine = get_engine(engine_name)
-    skip_file = run.run_dir / "skip-targets.txt"
+    schedule, document = compiled.schedule, compiled.document
+    skip_file = run.run_dir / SKIP_FILE
     skip_file.write_text("", encoding="utf-8")
-    document = render_workload(plan, api, schedule, skip_file=str(skip_file.resolve()))
     (run.run_dir / "workload.json").write_text(
         json.dumps(document, indent=1) + "\n", encoding="utf-8"
     )
@@ -769,8 +697,8 @@ def _cross_check(
     repetitions = min(plan.repetitions, CROSS_CHECK_REPETITIONS)
     check_plan = replace(plan, workloads=workloads, repetitions=repetitions)
     seed = None if options.seed is None else options.seed + 1
-    schedule = build_schedule(check_plan, urls, reset_url=reset_url, seed=seed)
-    document = render_workload(check_plan, api, schedule)
+    compiled = compile_load(check_plan, api, urls, reset_url=reset_url, seed=seed)
+    schedule, document = compiled.schedule, compiled.document
     hooks = _CrossCheckHooks(run, {p.index: p for p in schedule.phases}, name)
 
     def target_groups(target: str) -> list[str]:
@@ -806,47 +734,9 @@ def _cross_check(
     run.update(environment=dict(run.record.environment, cross_check=record))
 
 
-def ingest_simlog(
-    simlog: str | os.PathLike[str], document: dict[str, Any], run_id: str
-) -> list[Measurement]:
-    """Measurements of the measured phases of a finished ``simulation.log`` written from
-    ``document`` (the cloud path ingests the tester's log this way; no CPU figures)."""
-    from .engines.simlog import RequestRecord, read_simlog
-    from .stats import PhaseSample
-    from .workload import phases_from_document
-
-    phases = {p.id: p for p in phases_from_document(document)}
-    samples: dict[str, PhaseSample] = {}
-    start_ms = 0
-    for record in read_simlog(simlog):
-        if isinstance(record, RequestRecord) and record.name in phases:
-            samples.setdefault(record.name, PhaseSample()).add(
-                record.start, record.end, record.ok, record.message
-            )
-        elif not isinstance(record, RequestRecord) and hasattr(record, "start_ms"):
-            start_ms = record.start_ms
-    out = []
-    for pid, phase in phases.items():
-        sample = samples.get(pid)
-        if not phase.measured or sample is None or sample.first_start is None:
-            continue
-        result = PhaseResult(
-            phase.index,
-            sample,
-            float(start_ms + sample.first_start),
-            float(start_ms + (sample.last_end or sample.first_start)),
-            None,
-        )
-        out.append(measurement_from(run_id, phase, result))
-    return out
-
-
 __all__ = [
-    "BASELINE",
     "Progress",
     "RunOptions",
     "RunOutcome",
-    "ingest_simlog",
-    "measurement_from",
     "run_benchmark",
 ]

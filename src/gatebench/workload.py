@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import quote
@@ -26,6 +27,7 @@ from .errors import RunError
 from .ir import Api, Operation, Parameter
 from .plan import BodySpec, Generator, Injection, Plan, Warmup, Workload
 from .synth import synthesize
+from .trust import CEILING_TARGET
 
 FORMAT = "gatebench-workload/1"
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
@@ -107,6 +109,57 @@ def quick_plan(plan: Plan) -> Plan:
 
 
 # -- the schedule: repetitions × shuffled targets × (warm-up, workloads) ----------------------
+
+
+def plan_as_run(plan: Plan, *, quick: bool = False, repetitions: int | None = None) -> Plan:
+    """The plan as a run runs it: the quick profile (:func:`quick_plan`) when asked, then
+    ``repetitions`` instead of the plan's own when given."""
+    if quick:
+        plan = quick_plan(plan)
+    return replace(plan, repetitions=repetitions) if repetitions else plan
+
+
+@dataclass(frozen=True)
+class CompiledLoad:
+    """A plan compiled for the targets that run: every phase in order, and the document the
+    load engine executes (:func:`render_workload`)."""
+
+    schedule: Schedule
+    document: dict[str, Any]
+
+
+def compile_load(
+    plan: Plan,
+    api: Api,
+    base_urls: dict[str, str],
+    *,
+    reset_url: str | None = None,
+    seed: int | None = None,
+    keep: Callable[[Phase], bool] | None = None,
+    ceiling_url: str | None = None,
+    skip_file: str | None = None,
+) -> CompiledLoad:
+    """From a plan to what the engine runs, in one call: the schedule (:func:`build_schedule`),
+    only the phases ``keep`` accepts, the ceiling target's phases first when ``ceiling_url``
+    is given (docs/trust.md), and its workload document."""
+    schedule = build_schedule(plan, base_urls, reset_url=reset_url, seed=seed)
+    if keep is not None:
+        schedule = replace(schedule, phases=tuple(p for p in schedule.phases if keep(p)))
+    if ceiling_url is not None:
+        schedule = _with_ceiling(schedule, plan, ceiling_url)
+    return CompiledLoad(schedule, render_workload(plan, api, schedule, skip_file=skip_file))
+
+
+def _with_ceiling(schedule: Schedule, plan: Plan, url: str) -> Schedule:
+    """The ceiling target's phases first (its warm-up, then every workload once, as
+    repetition 0, with no backend reset), then the schedule, re-indexed."""
+    ceiling_plan = replace(
+        plan, gateways=(CEILING_TARGET,), baseline=False, repetitions=1, order="fixed"
+    )
+    first = build_schedule(ceiling_plan, {CEILING_TARGET: url}, seed=schedule.seed)
+    head = [replace(p, repetition=0) for p in first.phases]
+    shifted = [replace(p, index=p.index + len(head)) for p in schedule.phases]
+    return replace(schedule, phases=(*head, *shifted))
 
 
 def build_schedule(

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from _cases import CASES, ERRORS_FILE, GOLDEN, LARGE, golden_target, render_case
 
-from gatebench.renderers import RenderTarget, all_renderers, check_config, write_files
+from gatebench.renderers import RenderTarget, all_renderers
+from gatebench.provisioners import check_config, write_files
 
 pytestmark = pytest.mark.integration
 

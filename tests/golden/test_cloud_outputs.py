@@ -27,7 +27,7 @@ from krakend_schema import krakend_validator
 from openapi_spec_validator import validate
 
 from gatebench.renderers import get_renderer
-from gatebench.renderers._replay import replay_matrix
+from replay import replay_matrix
 
 Router = Callable[[str, str], bool]
 

@@ -7,12 +7,14 @@ folder with its README, and one section in docs/gateways.md.
 from __future__ import annotations
 
 import importlib
+import inspect
 import re
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 import pytest
 from _cases import CASES, ERRORS_FILE, GOLDEN, ROOT, golden_target, render_case
 
+from gatebench import renderers
 from gatebench.errors import RenderError
 from gatebench.renderers import (
     RENDERERS,
@@ -129,5 +131,27 @@ def test_render_returns_declared_files(name: str, case: str) -> None:
         )
 
 
-def test_every_renderer_is_an_instance() -> None:
-    assert all(isinstance(r, Renderer) for r in all_renderers())
+def test_every_gateway_module_is_registered_once() -> None:
+    """One module per gateway, one Renderer subclass in it, one registry line for it: a module
+    that is not in RENDERERS (or a registry line without its module) fails here."""
+    package = Path(renderers.__file__).parent
+    modules = sorted(p.stem for p in package.glob("*.py") if not p.name.startswith("_"))
+    registered = sorted(cls.__module__.rsplit(".", 1)[1] for cls in RENDERERS)
+    assert modules == registered, (
+        "every src/gatebench/renderers/<gateway>.py needs one line in RENDERERS "
+        f"(_registry.py): modules {modules}, registered {registered}"
+    )
+    for name in modules:
+        module = importlib.import_module(f"gatebench.renderers.{name}")
+        defined = [
+            obj
+            for obj in vars(module).values()
+            if inspect.isclass(obj)
+            and issubclass(obj, Renderer)
+            and obj.__module__ == module.__name__
+            and not inspect.isabstract(obj)
+        ]
+        assert len(defined) == 1 and defined[0] in RENDERERS, (
+            f"renderers/{name}.py must define exactly one registered Renderer; found {defined}"
+        )
+    assert [type(r) for r in all_renderers()] == list(RENDERERS)

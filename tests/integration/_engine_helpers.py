@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from gatebench.ir import Api
 from gatebench.plan import Plan, build_plan
 from gatebench.procs import ManagedProcess, Supervisor, port_is_free, wait_port_free
@@ -47,16 +49,12 @@ class RecordingSupervisor(Supervisor):
 def processes_mentioning(text: str) -> list[str]:
     """Command lines of live processes that mention ``text`` (a run folder)."""
     found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+    for proc in psutil.process_iter(["cmdline"]):
+        if proc.pid == os.getpid():
             continue
-        try:
-            raw = Path(f"/proc/{entry.name}/cmdline").read_bytes()
-        except OSError:
-            continue
-        cmd = raw.replace(b"\0", b" ").decode(errors="replace")
+        cmd = " ".join(proc.info["cmdline"] or [])
         if text in cmd:
-            found.append(f"{entry.name}: {cmd[:200]}")
+            found.append(f"{proc.pid}: {cmd[:200]}")
     return found
 
 

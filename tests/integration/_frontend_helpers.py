@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+import psutil
 import pytest
 
-from gatebench.web._queue import processes_below
+from gatebench.procs import processes_below
 from paths import ARTIFACTS, ROOT
 
 T = TypeVar("T")
@@ -128,7 +129,7 @@ def wait_for(what: str, check: Callable[[], T | None], timeout: float, interval:
 
 
 descendants = processes_below
-"""Every live process below a pid, with its command line (the product's own walk of /proc)."""
+"""Every live process below a pid, with its command line (the product's own, psutil's tree)."""
 
 
 def alive(pids: dict[int, str]) -> list[str]:
@@ -136,17 +137,12 @@ def alive(pids: dict[int, str]) -> list[str]:
     out = []
     for pid, cmd in pids.items():
         try:
-            now = (
-                Path(f"/proc/{pid}/cmdline")
-                .read_bytes()
-                .replace(b"\0", b" ")
-                .decode(errors="replace")
-                .strip()
-            )
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
+            proc = psutil.Process(pid)
+            now = " ".join(proc.cmdline()).strip()[:120]
+            zombie = proc.status() == psutil.STATUS_ZOMBIE
+        except psutil.Error:
             continue
-        if now[:120] == cmd and state != "Z":
+        if now == cmd and not zombie:
             out.append(f"{pid}: {cmd}")
     return out
 
@@ -205,8 +201,8 @@ def assert_screenshot(path: str) -> None:
 def seed_two_runs(location: str, run_a: str, run_b: str) -> None:
     """Two synthetic runs (five repetitions each), scored, in the store at ``location``."""
     from gatebench.report import score_run
-    from gatebench.report._synthetic import synthetic_run
     from gatebench.store import open_store
+    from synthetic import synthetic_run
 
     with open_store(location) as store:
         for seed, run_id, created in ((7, run_a, 1_767_268_800.0), (11, run_b, 1_767_355_200.0)):

@@ -27,7 +27,8 @@ from booted import BootedGateway
 from gatebench.backends import start_backend
 from gatebench.ir import Api
 from gatebench.procs import Supervisor, free_port
-from gatebench.renderers import RenderTarget, boot_gateway, get_renderer
+from gatebench.provisioners import boot_gateway
+from gatebench.renderers import RenderTarget, get_renderer
 from gatebench.renderers._jvm import JVM_OPTIONS_ENV
 from gatebench.spec import load_spec
 from paths import DATA, EXAMPLES, ROOT  # noqa: F401

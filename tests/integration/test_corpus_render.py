@@ -16,7 +16,8 @@ import pytest
 
 from corpus import CORPUS, EXAMPLES_CORPUS, EXPECTED_ERRORS, corpus_files, example_files
 from gatebench.errors import UnsupportedFeature
-from gatebench.renderers import RenderTarget, all_renderers, check_config, write_files
+from gatebench.provisioners import check_config, write_files
+from gatebench.renderers import RenderTarget, all_renderers
 from gatebench.spec import read_spec
 from krakend_schema import krakend_validator
 

@@ -17,10 +17,10 @@ from _engine_helpers import ROOT
 from gatebench.backends import start_backend
 from gatebench.engines import EngineEvent, PhaseResult
 from gatebench.engines.gatling import GatlingEngine
-from gatebench.engines.simlog import GroupRecord, RequestRecord, RunHeader, read_simlog
+from gatebench.measure import ingest_simlog
 from gatebench.plan import Injection
 from gatebench.procs import Supervisor
-from gatebench.runner import ingest_simlog
+from gatebench.simlog import GroupRecord, RequestRecord, RunHeader, read_simlog
 from gatebench.workload import Control, Phase, Schedule
 
 

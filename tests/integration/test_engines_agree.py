@@ -2,7 +2,17 @@
 ``gatebench run --cross-check wrk``) against the ground-truth backend (a fixed 20 ms), with
 the engine's ceiling measured first. For the same target and closed-model concurrency, the
 two engines' throughput and p50 must agree within 10 %, and the report must say how they
-compared. Real backend, nginx, Gatling and wrk; a few seconds of load on 127.0.0.1."""
+compared. Real backend, nginx, Gatling and wrk; a few seconds of load on 127.0.0.1.
+
+Timing bands (the first test, marked ``timing_band``), and why they hold on a busy 2-core machine: both
+engines load the same target, one after the other, and the target is bound by the backend's
+20 ms hold (8 users: at most 400 req/s, a small share of one core), not by CPU; other work on
+the box delays requests by scheduling latency, far below the 20 ms that sets the rate, so both
+engines land near 400 req/s and 20 ms. The upper bound (405) is physics; the lower bound (300)
+leaves 25 % for a busy machine; the 10 % gap and the 1 ms p50 band compare two measurements
+of the same hold. The ceiling (> 1000 req/s) is the static-file server with no hold, which
+reaches several thousand req/s even with one core taken by other work.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +29,7 @@ from gatebench.runner import RunOptions, run_benchmark
 from gatebench.trust import ceiling_of, near_ceiling
 
 
+@pytest.mark.timing_band
 def test_gatling_and_wrk_agree_on_the_ground_truth(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -31,15 +31,9 @@ from firestore_emulator import firestore_emulator, missing
 from cloud.servers import start_gcs_emulator, storage_client
 from cloud.signing import service_account, verify_v4
 from gatebench.procs import Supervisor
+from gatebench.run_request import RunRequest, run_request_from_metadata
 from gatebench.store import open_store
-from gatebench.web import (
-    GcsSigner,
-    RunRequest,
-    SignedUploads,
-    handle_read,
-    handle_upload,
-    run_request_from_metadata,
-)
+from gatebench.web import GcsSigner, SignedUploads, handle_read, handle_upload
 
 BUCKET = "gb-uploads-test"
 RUN_A, RUN_B = "20260101-120000-fs-a", "20260102-120000-fs-b"

@@ -1,7 +1,16 @@
 """Ground truth: the mock backend holds every response for exactly its configured latency, and
 the engines report that delay. Through the baseline (no gateway) the p50 must be within 1 ms
 (Gatling's resolution) of it, and no request may read less than it (a response is never
-released early). Real backend, real Gatling, real wrk; a few seconds of load on 127.0.0.1."""
+released early). Real backend, real Gatling, real wrk; a few seconds of load on 127.0.0.1.
+
+Timing bands (marked ``timing_band``), and why they hold on a busy 2-core machine: the load is
+bound by the backend's 20 ms hold, not by CPU (5 users × 50 req/s = 250 req/s, a few % of one
+core), so other work on the box delays a request by scheduling latency (tens to hundreds of µs),
+far inside the 1 ms p50 band; the median ignores the few requests a burst of load delays
+more. ``min >= 20 ms`` and the upper request bound (5 users × 2 s / 20 ms, + 5 for the phase
+edges) are physics: a busy machine can only make requests slower. The lower bound (300 of
+500) leaves 40 % for a machine so busy that requests take 33 ms.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +27,8 @@ from gatebench.procs import Supervisor
 from gatebench.runner import RunOptions, run_benchmark
 
 DELAY_MS = 20.0
+
+pytestmark = pytest.mark.timing_band
 
 
 def _plan(engine: str) -> tuple:  # type: ignore[type-arg]

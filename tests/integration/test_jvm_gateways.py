@@ -24,7 +24,8 @@ import pytest
 
 from booted import BootedGateway
 from gatebench.ir import Api
-from gatebench.renderers._replay import (
+from gatebench.spec import load_spec
+from replay import (
     HOP_BY_HOP,
     REPLAY_HOST,
     Client,
@@ -33,7 +34,6 @@ from gatebench.renderers._replay import (
     replay,
     replay_matrix,
 )
-from gatebench.spec import load_spec
 
 QUIRKS = Path(__file__).resolve().parents[1] / "data" / "jvm" / "quirks.yaml"
 GATEWAYS = ("spring-cloud-gateway", "zuul")

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from gatebench.report import build_report, render_html
-from gatebench.report._synthetic import synthetic_run
 from paths import ROOT
+from synthetic import synthetic_run
 
 NODE_TOOLS = ROOT / "tools" / "node"
 CHECK_PAGE = NODE_TOOLS / "check-page.cjs"

@@ -2,7 +2,7 @@
 configuration in front of the echo backend, must route exactly what the IR says.
 
 One boot per (gateway, case) per session; the whole request matrix of that case is replayed
-through it (gatebench.renderers._replay) and every mismatch is reported at once. A gateway
+through it (tests/replay.py) and every mismatch is reported at once. A gateway
 that refuses a case must say so in its golden folder too (``errors.txt``).
 """
 
@@ -17,7 +17,7 @@ import pytest
 from gatebench.errors import UnsupportedFeature
 from gatebench.ir import Api
 from gatebench.renderers import RenderTarget, all_renderers, get_renderer
-from gatebench.renderers._replay import replay, replay_matrix
+from replay import replay, replay_matrix
 
 ROOT_GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 LOCAL = [r.name for r in all_renderers() if r.runs_here]

@@ -12,14 +12,8 @@ import pytest
 from gatebench.errors import UnsupportedHere
 from gatebench.ir import Api
 from gatebench.procs import Supervisor, free_port, http_probe
-from gatebench.renderers import (
-    ConfigRejected,
-    RenderTarget,
-    boot_gateway,
-    check_config,
-    get_renderer,
-    write_files,
-)
+from gatebench.provisioners import ConfigRejected, boot_gateway, check_config, write_files
+from gatebench.renderers import RenderTarget, get_renderer
 from gatebench.renderers.nginx import NginxRenderer
 
 

@@ -321,7 +321,7 @@ def test_the_commands_score_and_report_a_run_from_either_store(
 ) -> None:
     """End to end through the CLI: real score documents (nested maps, nulls) round-trip."""
     from gatebench.cli import main
-    from gatebench.report._synthetic import synthetic_run
+    from synthetic import synthetic_run
 
     run, ms = synthetic_run(repetitions=2)
     with open_store(location) as s:

@@ -10,17 +10,9 @@ from typing import Any
 
 import pytest
 
-from gatebench.cloud import (
-    DashboardSettingError,
-    ObjectRef,
-    RequestError,
-    cors_from_env,
-    parse_upload,
-    plain_value,
-    results_store,
-    signed_uploads,
-)
+from gatebench.cloud import ObjectRef, RequestError, parse_upload, plain_value
 from gatebench.cloud._render import render_run
+from gatebench.web import DashboardSettingError, cors_from_env, results_store, signed_uploads
 
 ROOT = Path(__file__).resolve().parents[2]
 AUCTION = (ROOT / "examples" / "auction" / "openapi.yaml").read_bytes()

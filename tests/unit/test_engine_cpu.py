@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
 from gatebench.engines import cpu as cpu_mod
-from gatebench.engines.cpu import CpuSample, CpuSampler, CpuUsage
+from gatebench.engines.cpu import CpuSample, CpuSampler
+from gatebench.measure import CpuUsage
 
 
 def test_flags_thresholds() -> None:
@@ -41,12 +43,25 @@ def test_usage_interpolates_between_samples(monkeypatch: pytest.MonkeyPatch) -> 
     assert sampler.usage(0.0, 0.0, "tester", ["gw"]) is None
 
 
+def _burn_cpu(seconds: float) -> None:
+    """Use at least ``seconds`` of this process's CPU time (bounded by 20 s of wall time)."""
+    start, deadline = time.process_time(), time.monotonic() + 20
+    while time.process_time() - start < seconds and time.monotonic() < deadline:
+        sum(i * i for i in range(20_000))
+
+
 def test_real_sample_sees_our_own_process_group() -> None:
     sampler = CpuSampler()
     sampler.set_groups({"me": [os.getpgrp()]})
     first = sampler.sample()
-    sum(i * i for i in range(300_000))  # burn a little CPU
+    _burn_cpu(0.1)  # 10 clock ticks at 100 Hz: well above the counters' resolution
     second = sampler.sample()
+    assert sampler.names == ("me",)
+    assert len(second.groups) == 2  # "me", then gatebench itself
     assert second.total > first.total
-    assert second.groups[-1] >= first.groups[-1]  # gatebench itself (last value)
-    assert len(second.groups) == 2
+    # both counters grew by about the CPU burnt (strictly: a counter that stood still fails)
+    me, own = (b - a for a, b in zip(first.groups, second.groups, strict=True))
+    assert me >= 5, (first, second)  # ticks of our process group
+    assert own >= 5, (first, second)  # ticks of this process
+    usage = sampler.usage(first.wall_ms, second.wall_ms, "me", [])
+    assert usage is not None and usage.tester_pct > 0

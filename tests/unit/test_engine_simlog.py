@@ -7,7 +7,8 @@ import struct
 
 import pytest
 
-from gatebench.engines.simlog import (
+from gatebench.errors import RunError
+from gatebench.simlog import (
     ErrorRecord,
     GroupRecord,
     RequestRecord,
@@ -15,7 +16,6 @@ from gatebench.engines.simlog import (
     SimLogReader,
     UserRecord,
 )
-from gatebench.errors import RunError
 
 
 class Writer:

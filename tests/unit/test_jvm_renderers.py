@@ -15,8 +15,8 @@ from gatebench.errors import RenderError, UnsupportedFeature, UnsupportedHere
 from gatebench.ir import Api
 from gatebench.renderers import RenderTarget, get_renderer
 from gatebench.renderers._jvm import JVM_OPTIONS_ENV, assert_inert
-from gatebench.renderers._replay import replay_matrix
 from gatebench.spec import load_spec
+from replay import replay_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = {

@@ -9,6 +9,7 @@ import pytest
 
 from gatebench.errors import RenderError, UnsupportedFeature, UnsupportedHere
 from gatebench.ir import Api, Operation
+from gatebench.provisioners import write_files
 from gatebench.renderers import (
     RenderTarget,
     encode_literal,
@@ -19,10 +20,9 @@ from gatebench.renderers import (
     identifier,
     local_gateway_names,
     routes_for,
-    write_files,
 )
-from gatebench.renderers._replay import expected_route
 from gatebench.renderers._routes import shared_param_names
+from replay import expected_route
 
 
 def api_of(*routes: tuple[str, str], base_url: str = "") -> Api:

@@ -25,8 +25,8 @@ from gatebench.report import (
     render_markdown,
 )
 from gatebench.report._format import fmt_ci, fmt_signed, fmt_value
-from gatebench.report._synthetic import synthetic_run
 from paths import ROOT
+from synthetic import synthetic_run
 
 GOLDEN = ROOT / "tests" / "golden" / "report"
 

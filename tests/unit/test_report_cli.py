@@ -11,8 +11,8 @@ import pytest
 
 from gatebench.cli import main
 from gatebench.report import column_names
-from gatebench.report._synthetic import synthetic_run
 from gatebench.store import SqliteStore
+from synthetic import synthetic_run
 
 
 @pytest.fixture

@@ -395,7 +395,7 @@ def test_dashboard_functions_get_the_least_privilege_they_need() -> None:
 
 
 def test_dashboard_functions_get_every_setting_they_read() -> None:
-    from gatebench.cloud import _dashboard
+    from gatebench.web import _dashboard
 
     read = set(re.findall(r"\"(GATEBENCH_[A-Z_]+)\"", Path(_dashboard.__file__).read_text()))
     functions = CONFIG[DASHBOARD].locals["functions"]

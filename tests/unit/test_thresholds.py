@@ -14,10 +14,10 @@ from gatebench.ir import Api
 from gatebench.plan import build_plan
 from gatebench.report import build_report
 from gatebench.report._junit import render_junit
-from gatebench.report._synthetic import synthetic_run
 from gatebench.spec import load_spec
 from gatebench.thresholds import Threshold, evaluate, failures, fmt, thresholds_from_plan
 from paths import EXAMPLES
+from synthetic import synthetic_run
 
 
 @pytest.fixture(scope="module")

@@ -9,12 +9,11 @@ import pytest
 
 from gatebench.aggregate import summarize
 from gatebench.ceiling import render_ceiling_config
-from gatebench.engines import PhaseResult
+from gatebench.measure import PhaseResult, measurement_from
 from gatebench.metrics import METRICS
 from gatebench.model import Measurement, RunRecord, RunStatus
 from gatebench.plan import Injection
 from gatebench.report import build_report, render_html, render_json, render_markdown
-from gatebench.runner import measurement_from
 from gatebench.score import ScoreError, score, values_from_table
 from gatebench.stats import PhaseSample
 from gatebench.trust import (

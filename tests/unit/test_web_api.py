@@ -11,25 +11,27 @@ import pytest
 
 from gatebench.model import RunRecord, RunStatus
 from gatebench.report import score_run
-from gatebench.report._synthetic import synthetic_run
+from gatebench.run_request import (
+    RunRequest,
+    UploadRejected,
+    run_request_from_metadata,
+    run_request_from_query,
+)
 from gatebench.store import SqliteStore
 from gatebench.web import (
     CheckedUpload,
     Cors,
     HmacSigner,
     Reply,
-    RunRequest,
     SignedUploads,
-    UploadRejected,
     check_upload,
     handle_read,
     handle_upload,
-    run_request_from_metadata,
-    run_request_from_query,
     safe_name,
     upload_name_from_object,
 )
 from paths import EXAMPLES
+from synthetic import synthetic_run
 
 PETSTORE = (EXAMPLES / "petstore" / "openapi.yaml").read_bytes()
 BROKEN = PETSTORE.replace(b"operation: listPets", b"operation: listPetz").replace(

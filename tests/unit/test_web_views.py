@@ -11,8 +11,8 @@ from gatebench.model import RunRecord, RunStatus
 from gatebench.report import build_report
 from gatebench.report._format import fmt_ci, fmt_value
 from gatebench.report._svg import colours_for
-from gatebench.report._synthetic import synthetic_run
 from gatebench.web import compare_view, run_summary, run_view, spec_name
+from synthetic import synthetic_run
 
 NOW = 1_767_272_400.0
 

@@ -11,7 +11,15 @@ import pytest
 from gatebench.ir import Api
 from gatebench.plan import Plan, build_plan
 from gatebench.spec import read_spec
-from gatebench.workload import build_schedule, json_template, quick_plan, render_workload
+from gatebench.trust import CEILING_TARGET
+from gatebench.workload import (
+    build_schedule,
+    compile_load,
+    json_template,
+    plan_as_run,
+    quick_plan,
+    render_workload,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 URLS = {
@@ -128,3 +136,41 @@ def test_quick_plan_is_one_short_repetition() -> None:
     kinds = {w.name: w.injection for w in quick.workloads}
     assert kinds["retrieve"].requests == 100
     assert kinds["create-auction"].users == 50
+
+
+def test_one_call_compiles_a_plan_into_the_schedule_and_its_document() -> None:
+    api, plan = auction()
+    plan = plan_as_run(plan, quick=True, repetitions=2)
+    assert plan.repetitions == 2 and plan.workloads == quick_plan(plan).workloads
+    urls = {"nginx": URLS["nginx"], "baseline": URLS["baseline"]}
+    compiled = compile_load(
+        plan,
+        api,
+        urls,
+        reset_url="http://127.0.0.1:2000/__gatebench__/reset",
+        seed=5,
+        keep=lambda p: p.repetition == 2,
+        ceiling_url="http://127.0.0.1:4000",
+        skip_file="/tmp/skip",
+    )
+    phases = compiled.schedule.phases
+    ceiling = [p for p in phases if p.target == CEILING_TARGET]
+    # the ceiling first: its warm-ups then every workload once, as repetition 0, no reset
+    assert phases[: len(ceiling)] == tuple(ceiling)
+    assert {p.repetition for p in ceiling} == {0} and not any(p.before for p in ceiling)
+    assert [p.workload for p in ceiling if p.measured] == [w.name for w in plan.workloads]
+    # then only the phases ``keep`` accepted, their indices shifted past the ceiling's
+    rest = phases[len(ceiling) :]
+    assert {p.repetition for p in rest} == {2} and {p.target for p in rest} == set(urls)
+    full = build_schedule(plan, urls, reset_url="http://127.0.0.1:2000/__gatebench__/reset", seed=5)
+    kept = [p for p in full.phases if p.repetition == 2]
+    assert [p.index for p in rest] == [p.index + len(ceiling) for p in kept]
+    assert [p.index for p in ceiling] == list(range(len(ceiling)))
+    # the document is the schedule's, phase for phase
+    document = compiled.document
+    assert document["seed"] == compiled.schedule.seed == 5
+    assert document["skip_file"] == "/tmp/skip"
+    assert [(d["index"], d["target"]) for d in document["phases"]] == [
+        (p.index, p.target) for p in phases
+    ]
+    assert document == render_workload(plan, api, compiled.schedule, skip_file="/tmp/skip")

@@ -243,13 +243,13 @@ def run_vm_vars(args: argparse.Namespace) -> int:
 
 def run_backend(args: argparse.Namespace) -> int:
     from ..cloud import Storage
-    from ..cloud._roles import serve_backend
+    from ..provisioners._vm_roles import serve_backend
 
     return serve_backend(Storage(), args.runs_bucket, args.run_id)
 
 
 def run_tester(args: argparse.Namespace) -> int:
     from ..cloud import Storage
-    from ..cloud._roles import run_tester as tester
+    from ..provisioners._vm_roles import run_tester as tester
 
     return tester(Storage(), args.runs_bucket, args.run_id, Path(args.workdir), args.ready_timeout)

@@ -10,7 +10,7 @@ import argparse
 import json
 from pathlib import Path
 
-from ..runner import ingest_simlog
+from ..measure import ingest_simlog
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

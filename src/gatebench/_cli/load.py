@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ..engines import EngineEvent, PhaseResult, get_engine
+from ..measure import measurement_from
 from ..procs import Supervisor
-from ..runner import measurement_from
 from ..workload import phases_from_document
 
 

@@ -12,15 +12,8 @@ import sys
 from pathlib import Path
 
 from ..errors import RenderError, UnsupportedFeature, UnsupportedHere
-from ..renderers import (
-    ConfigRejected,
-    RenderTarget,
-    UnknownGateway,
-    check_config,
-    gateway_names,
-    get_renderer,
-    write_files,
-)
+from ..provisioners import ConfigRejected, check_config, write_files
+from ..renderers import RenderTarget, UnknownGateway, gateway_names, get_renderer
 from ._common import add_spec_arguments, print_problems, read
 
 

@@ -91,8 +91,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def serve(args: argparse.Namespace) -> int:
+    from ..procs import become_subreaper
     from ..web import SiteConfig, build_server, default_frontend_dir, is_loopback
-    from ..web._queue import become_subreaper
 
     frontend = Path(args.frontend) if args.frontend else default_frontend_dir()
     if not (frontend / "index.html").is_file():

@@ -7,7 +7,6 @@ pure; clients are built on first use.
 
 from __future__ import annotations
 
-from ._dashboard import DashboardSettingError, cors_from_env, results_store, signed_uploads
 from ._firestore_rest import firestore_fields, firestore_value, plain_value
 from ._http import json_body, problems_reply, reply
 from ._ingest import ingest_object, ingest_run
@@ -25,7 +24,6 @@ from ._settings import read_settings
 from ._storage import ObjectMissing, Storage, StoredObject
 
 __all__ = [
-    "DashboardSettingError",
     "NothingMeasured",
     "ObjectMissing",
     "ObjectRef",
@@ -34,7 +32,6 @@ __all__ = [
     "RequestError",
     "Storage",
     "StoredObject",
-    "cors_from_env",
     "finish_run",
     "firestore_fields",
     "firestore_value",
@@ -49,7 +46,5 @@ __all__ = [
     "read_settings",
     "render_run",
     "reply",
-    "results_store",
     "run_id_from_request",
-    "signed_uploads",
 ]

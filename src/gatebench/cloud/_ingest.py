@@ -1,5 +1,5 @@
 """The ingest step: a raw load-engine log in the runs bucket → the run's measurements in
-the result store (``gatebench.runner.ingest_simlog``, the same code the laptop uses).
+the result store (``gatebench.measure.ingest_simlog``, the same code the laptop uses).
 
 It runs twice on purpose, both idempotent (a measurement is overwritten by the same one):
 the ``ingest`` function on each raw log as it lands (object-finalized events), so results
@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Protocol
 
-from ..runner import ingest_simlog
+from ..measure import ingest_simlog
 from ..store import ResultStore
 
 RAW_LOG = re.compile(r"^runs/(r-[0-9a-f]{20})/raw/[A-Za-z0-9._-]+/simulation\.log$")

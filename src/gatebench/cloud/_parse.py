@@ -16,15 +16,13 @@ from typing import Any
 
 from ..errors import PlanError, Problem
 from ..model import RunRecord
-from ..plan import describe_injection, find_operation, load_plan
+from ..plan import load_plan, workload_summary
+from ..run_request import METADATA_HEADER, METADATA_KEY, UploadRejected, run_request_from_metadata
 from ..spec import read_spec
 from ._firestore_rest import firestore_fields
 from ._objects import ObjectRef
 
 MAX_MESSAGE = 1500
-METADATA_KEY = "gatebench"
-"""The custom metadata that carries the upload form's run request (``x-goog-meta-gatebench``)."""
-METADATA_HEADER = f"x-goog-meta-{METADATA_KEY}"
 
 
 @dataclass
@@ -75,11 +73,9 @@ def parse_upload(
     """Read and validate an uploaded description and its plan. Never raises for bad input.
 
     ``metadata`` is the object's custom metadata: its ``gatebench`` value is the run request
-    the upload form signed into the object (:func:`gatebench.web.run_request_from_metadata`:
+    the upload form signed into the object (:func:`gatebench.run_request.run_request_from_metadata`:
     a subset of the plan's gateways, the quick profile). The run records the plan as it will
     run; a malformed request is a located problem like a bad spec."""
-    from ..web import UploadRejected, run_request_from_metadata
-
     try:
         request = run_request_from_metadata((metadata or {}).get(METADATA_KEY))
         request_problems: list[Problem] = []
@@ -114,17 +110,5 @@ def parse_upload(
     run.gateways = list(plan.gateways)
     # JSON-shaped (lists, not tuples): the run reads back from Firestore exactly as built.
     run.plan = json.loads(json.dumps(plan.to_dict()))
-    summaries = []
-    for workload in plan.workloads:
-        operation, _ = find_operation(api, workload.operation_id)
-        summaries.append(
-            {
-                "name": workload.name,
-                "operation": workload.operation_id,
-                "method": operation.method if operation else None,
-                "path": operation.path_template if operation else None,
-                "injection": describe_injection(workload.injection),
-            }
-        )
-    run.workloads = summaries
+    run.workloads = workload_summary(plan, api)
     return outcome

@@ -22,11 +22,12 @@ from ..errors import GatebenchError, PlanError, Problem, RenderError
 from ..ir import Api
 from ..plan import Plan, load_plan
 from ..renderers import RenderTarget, get_renderer
-from ..runner import BASELINE
+from ..run_request import METADATA_HEADER, METADATA_KEY, UploadRejected, run_request_from_metadata
+from ..score import BASELINE
 from ..spec import read_spec
+from ..workload import compile_load
 from ._layout import Layout, layout_for
 from ._objects import ObjectRef, RequestError
-from ._parse import METADATA_HEADER, METADATA_KEY
 
 REDIS_IMAGE = "redis:7.4.1"
 """Tyk keeps its state in Redis: a pinned official image beside it on the gateway VM."""
@@ -105,8 +106,6 @@ def render_run(
 ) -> RenderedRun:
     """Render the run of the uploaded object ``ref`` (``data`` its bytes, ``metadata`` its
     custom metadata: the run request applied to the plan exactly as the parse step did)."""
-    from ..web import UploadRejected, run_request_from_metadata
-
     run_id = ref.run_id
     result = read_spec(data, name=ref.name.rsplit("/", 1)[-1] or "spec")
     if result.errors or result.api is None:
@@ -209,8 +208,6 @@ def _workload(
     rendered: RenderedRun,
     run_id: str,
 ) -> dict[str, Any]:
-    from ..workload import build_schedule, render_workload
-
     base_urls = {g: layout.gateway_url(g) for g in gateways}
     if plan.baseline:
         base_urls[BASELINE] = backend_url
@@ -218,5 +215,4 @@ def _workload(
     if rendered.backend is not None and rendered.backend["mode"] not in ("mock", "auction"):
         reset = None
     seed = plan.seed if plan.seed is not None else int(run_id[2:10], 16)
-    schedule = build_schedule(plan, base_urls, reset_url=reset, seed=seed)
-    return render_workload(plan, api, schedule)
+    return compile_load(plan, api, base_urls, reset_url=reset, seed=seed).document

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..capabilities import ENGINES, injection_problem
 from ..errors import RunError
+from ..measure import PhaseResult
 from ..procs import Supervisor
-from ..stats import PhaseSample
-from .cpu import CpuUsage
 
 
 @dataclass(frozen=True)
@@ -29,16 +29,6 @@ class EngineEvent:
     done: int = 0
     """Requests completed so far in the phase (``progress``)."""
     at_ms: float = 0.0
-
-
-@dataclass(frozen=True)
-class PhaseResult:
-    phase: int
-    sample: PhaseSample
-    start_ms: float
-    """Epoch ms of the phase's first request start."""
-    end_ms: float
-    cpu: CpuUsage | None
 
 
 @dataclass
@@ -94,14 +84,6 @@ class LoadEngine(Protocol):
         calls ``ready()`` while it initialises (provisioning), then begins the first phase."""
 
 
-ENGINES = ("gatling", "wrk")
-"""Every engine, sorted; a plan picks one with ``engine:`` (``gatling`` by default).
-
-- ``gatling``: every injection profile, whole-millisecond latencies (docs/engine.md).
-- ``wrk``: closed-model load only (concurrent users for whole seconds), microsecond
-  latencies (docs/trust.md)."""
-
-
 def get_engine(name: str = "gatling") -> LoadEngine:
     if name == "gatling":
         from .gatling import GatlingEngine
@@ -112,17 +94,6 @@ def get_engine(name: str = "gatling") -> LoadEngine:
 
         return WrkEngine()
     raise RunError(f"no load engine {name!r}; available: {', '.join(ENGINES)}")
-
-
-def injection_problem(
-    engine: str, kind: str, duration_s: float | None, requests: int | None
-) -> str | None:
-    """Why ``engine`` cannot run an injection profile (None: it can). Gatling runs them all."""
-    if engine == "wrk":
-        from .wrk import injection_problem as wrk_problem
-
-        return wrk_problem(kind, duration_s, requests)
-    return None
 
 
 __all__ = [

@@ -2,9 +2,9 @@
 
 On a 2-core machine the load generator competes with the gateway it loads, and other work on
 the box swings results by ±10–40 % (docs/engine.md). Every measured phase therefore records
-how much CPU the rest of the machine used and how much the load generator used, from
-``/proc/stat`` (machine) and ``/proc/<pid>/stat`` (our process groups), sampled by the engine
-while it runs and interpolated to the phase's exact start and end.
+how much CPU the rest of the machine used and how much the load generator used, from the
+CPU times psutil reads (the machine's, and each process of our process groups'), sampled by
+the engine while it runs and interpolated to the phase's exact start and end.
 
 Percentages are of the whole machine (all cores): 50 % on 2 cores is one core.
 """
@@ -17,13 +17,9 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-NOISY_OTHERS_PCT = 20.0
-"""A phase is ``noisy`` when processes that are not part of the benchmark (not the load
-generator, not the gateway, not the backend) used more than this share of the machine."""
-TESTER_BOUND_BUSY_PCT = 85.0
-"""A phase is ``tester-bound`` when the machine was this busy (or more) and the load generator
-used more CPU than the target (gateway + backend): the generator, not the gateway, was what
-ran out of CPU first."""
+import psutil
+
+from ..measure import CpuUsage
 
 _HZ = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _NCPU = os.cpu_count() or 1
@@ -37,30 +33,12 @@ class CpuSample:
     groups: tuple[float, ...]
 
 
-@dataclass(frozen=True)
-class CpuUsage:
-    """CPU shares over one window, % of the whole machine."""
-
-    busy_pct: float
-    tester_pct: float
-    target_pct: float
-    others_pct: float
-    window_s: float
-
-    def flags(self) -> tuple[str, ...]:
-        out = []
-        if self.others_pct > NOISY_OTHERS_PCT:
-            out.append("noisy")
-        if self.busy_pct >= TESTER_BOUND_BUSY_PCT and self.tester_pct > self.target_pct:
-            out.append("tester-bound")
-        return tuple(out)
-
-
 def _machine() -> tuple[float, float]:
-    with open("/proc/stat", encoding="ascii") as fh:
-        parts = [float(x) for x in fh.readline().split()[1:]]
-    idle = parts[3] + (parts[4] if len(parts) > 4 else 0.0)
-    return sum(parts[:8]), idle
+    """Machine-wide CPU time (the first eight fields of ``/proc/stat``'s cpu line) and the
+    idle part of it (idle + iowait), in clock ticks."""
+    t = psutil.cpu_times()
+    total = t.user + t.nice + t.system + t.idle + t.iowait + t.irq + t.softirq + t.steal
+    return total * _HZ, (t.idle + t.iowait) * _HZ
 
 
 @dataclass
@@ -161,30 +139,24 @@ def exited_unreaped(pid: int) -> bool:
 
 
 def _per_pgid_ticks(pgids: frozenset[int]) -> dict[int, float]:
+    """CPU time of every process in each of ``pgids`` (user + system, reaped children's
+    included), in clock ticks, summed per group."""
     out: dict[int, float] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
+    for proc in psutil.process_iter():
         try:
-            with open(f"/proc/{entry.name}/stat", encoding="ascii", errors="replace") as fh:
-                data = fh.read()
-        except OSError:
+            pgrp = os.getpgid(proc.pid)
+            if pgrp not in pgids:
+                continue
+            t = proc.cpu_times()
+        except (psutil.Error, OSError):
             continue
-        fields = data[data.rfind(")") + 2 :].split()
-        try:
-            pgrp = int(fields[2])
-            if pgrp in pgids:
-                out[pgrp] = out.get(pgrp, 0.0) + sum(float(x) for x in fields[11:15])
-        except (IndexError, ValueError):
-            continue
+        seconds = t.user + t.system + t.children_user + t.children_system
+        out[pgrp] = out.get(pgrp, 0.0) + seconds * _HZ
     return out
 
 
 __all__ = [
-    "NOISY_OTHERS_PCT",
-    "TESTER_BOUND_BUSY_PCT",
     "CpuSample",
     "CpuSampler",
-    "CpuUsage",
     "exited_unreaped",
 ]

@@ -23,10 +23,10 @@ from typing import Any
 from .._resources import gatling_files
 from ..errors import RunError
 from ..procs import ManagedProcess, Supervisor
+from ..simlog import GroupRecord, RequestRecord, SimLogReader
 from ..stats import PhaseSample
 from . import EngineEvent, EngineRun, Hooks, PhaseResult
 from .cpu import CpuSampler, exited_unreaped
-from .simlog import GroupRecord, RequestRecord, SimLogReader
 
 SIMULATION = "gatebench.GenericSimulation"
 GATLING_VERSION = "3.15.1"

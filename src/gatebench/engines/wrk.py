@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from ..capabilities import wrk_injection_problem
 from ..errors import Problem, RunError, UnsupportedFeature, pointer
 from ..procs import Supervisor
 from ..stats import PhaseSample
@@ -58,27 +59,10 @@ from .cpu import CpuSampler, exited_unreaped
 
 LUA_SCRIPT = Path(__file__).with_name("wrk_phase.lua")
 POLL_S = 0.2
-SUPPORTED = "the closed model (concurrent users for a whole number of seconds)"
 WRK_VERSION = "4.1.0"
 
 
 # -- what wrk can run -----------------------------------------------------------------------
-
-
-def injection_problem(kind: str, duration_s: float | None, requests: int | None) -> str | None:
-    """Why wrk cannot run this injection profile (None: it can)."""
-    if kind != "concurrent":
-        return f"engine wrk runs only {SUPPORTED}; got {kind}: use engine: gatling for it"
-    if requests is not None:
-        return (
-            "engine wrk cannot stop after a number of requests; give the concurrent users a "
-            "duration instead, or use engine: gatling"
-        )
-    if duration_s is None:
-        return "engine wrk needs a duration for concurrent users"
-    if abs(duration_s - round(duration_s)) > 1e-9 or duration_s < 1:
-        return f"engine wrk runs whole seconds; got {duration_s:g}s"
-    return None
 
 
 def _document_problems(document: Mapping[str, Any]) -> list[Problem]:
@@ -89,7 +73,7 @@ def _document_problems(document: Mapping[str, Any]) -> list[Problem]:
         duration = duration_ms / 1000.0 if duration_ms is not None else None
         if not phase.get("measured", True) and inj.get("kind") == "concurrent" and duration:
             duration = float(max(1, math.ceil(duration)))  # warm-ups: rounded up
-        reason = injection_problem(str(inj.get("kind")), duration, inj.get("requests"))
+        reason = wrk_injection_problem(str(inj.get("kind")), duration, inj.get("requests"))
         if reason is not None:
             problems.append(Problem(pointer("phases", i, "injection"), reason))
     return problems
@@ -640,11 +624,9 @@ def _controls(calls: Iterable[Mapping[str, Any]], timeout: float = 10.0) -> str 
 
 __all__ = [
     "LUA_SCRIPT",
-    "SUPPORTED",
     "WrkEngine",
     "apply_correction",
     "correction_interval",
-    "injection_problem",
     "lua_string",
     "lua_value",
     "remove_correction",

@@ -1,8 +1,8 @@
 """Provisioners behind one small port: where gateways run for a benchmark.
 
 ``local`` (here): each gateway that runs on this machine is a supervised process on a free
-loopback port, booted with the renderers' helpers (write, native check, start, readiness by
-a real request). The cloud adapter (Terraform VMs) comes later behind the same port.
+loopback port, booted with the helpers of ``_boot`` (write, native check, start, readiness
+by a real request). The cloud adapter (Terraform VMs) comes later behind the same port.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..ir import Api
+from ._boot import ConfigRejected, boot_gateway, check_config, start_gateway, write_files
 
 
 @dataclass
@@ -59,4 +60,13 @@ class Provisioner(Protocol):
         """Stop everything this provisioner started; safe to call twice."""
 
 
-__all__ = ["Endpoint", "Provisioned", "Provisioner"]
+__all__ = [
+    "ConfigRejected",
+    "Endpoint",
+    "Provisioned",
+    "Provisioner",
+    "boot_gateway",
+    "check_config",
+    "start_gateway",
+    "write_files",
+]

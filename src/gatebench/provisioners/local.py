@@ -1,6 +1,6 @@
 """The local provisioner: gateways as supervised processes on free loopback ports.
 
-Built on the renderers' boot helpers (``write_files``, ``check_config``, ``start_gateway``):
+Built on the boot helpers of ``_boot`` (``write_files``, ``check_config``, ``start_gateway``):
 render and write into ``<run>/gateways/<name>/``, run the gateway's own checker, start it in
 the foreground under the caller's :class:`~gatebench.procs.Supervisor`, wait for a real HTTP
 answer. Each gateway gets one worker (``RenderTarget.workers = 1``): on a 2-core machine the
@@ -35,7 +35,8 @@ class LocalProvisioner:
     def render(
         self, gateways: list[str], api: Api, backend_url: str, run_dir: Path
     ) -> dict[str, str]:
-        from ..renderers import RenderTarget, get_renderer, write_files
+        from ..renderers import RenderTarget, get_renderer
+        from ._boot import write_files
 
         failures: dict[str, str] = {}
         for name in gateways:
@@ -71,7 +72,7 @@ class LocalProvisioner:
         }
 
     def provision(self, gateways: list[str]) -> Provisioned:
-        from ..renderers import check_config, start_gateway
+        from ._boot import check_config, start_gateway
 
         out = Provisioned()
         for name in gateways:

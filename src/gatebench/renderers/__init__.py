@@ -9,7 +9,9 @@ Public surface (what the engine, the CLI and the cloud functions use)::
     local_gateway_names()           -> the fast native gateways a plan selects by default
     all_renderers()                 -> one instance per registered gateway
     renderer.render(api, target)    -> {relative file name: text}   (pure, deterministic)
-    boot_gateway(name, api, target, supervisor) -> ManagedProcess   (write, check, start, ready)
+
+Rendering starts no process: booting a rendered gateway (write, check, start, readiness) is
+the provisioners' (``gatebench.provisioners.boot_gateway``).
 
 The contract of a gateway module (``renderers/<name with _>.py``), checked for every registry
 entry by ``tests/golden/test_contract.py``:
@@ -25,7 +27,7 @@ entry by ``tests/golden/test_contract.py``:
    ``check_argv(workdir, target)`` / ``run_argv(workdir, target)`` (``None``: no checker /
    cannot run here) and ``cloud_argv(target)``. A gateway run from a built artefact (a JVM
    jar) overrides ``run_argv`` and ``env``; ``check_command = None`` means booting is its
-   check (``boot_gateway`` then skips straight to the start and the readiness probe).
+   check (``provisioners.boot_gateway`` then skips straight to the start and the readiness probe).
 2. ``render(api, target)`` returns exactly ``output_files``: LF line ends, one final newline
    (``as_files``), byte-identical for the same input. It takes routes from
    :meth:`Renderer.routes` (validated, in priority order) and never lets a spec string reach
@@ -52,7 +54,6 @@ README beside the goldens, a section in docs/gateways.md.
 from __future__ import annotations
 
 from ._base import Renderer, RenderTarget, as_files, finish_text
-from ._boot import ConfigRejected, boot_gateway, check_config, start_gateway, write_files
 from ._registry import (
     RENDERERS,
     UnknownGateway,
@@ -75,7 +76,6 @@ from ._routes import (
 
 __all__ = [
     "RENDERERS",
-    "ConfigRejected",
     "Piece",
     "RenderTarget",
     "Renderer",
@@ -84,8 +84,6 @@ __all__ = [
     "UnknownGateway",
     "all_renderers",
     "as_files",
-    "boot_gateway",
-    "check_config",
     "encode_literal",
     "escape_regex_char",
     "finish_text",
@@ -95,7 +93,5 @@ __all__ = [
     "identifier",
     "local_gateway_names",
     "routes_for",
-    "start_gateway",
     "unsupported",
-    "write_files",
 ]

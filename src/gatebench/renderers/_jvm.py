@@ -24,8 +24,8 @@ from typing import Any, ClassVar
 
 import yaml
 
-from .. import _resources
-from ..errors import MissingTool, Problem, RenderError, UnsupportedHere
+from .._locations import jvm_gateway_jar_location
+from ..errors import Problem, RenderError, UnsupportedHere
 from ._base import Renderer, RenderTarget
 from ._routes import Route, unsupported
 
@@ -60,10 +60,10 @@ def assert_inert(value: str, where: str) -> str:
     return value
 
 
-def jar_path(gateway: str, *, build: bool = True) -> Path:
-    """``GATEBENCH_<NAME>_JAR`` (``GATEBENCH_ZUUL_JAR``), else the built jar (built on first
-    use unless ``build`` is false; MissingTool when java or mvn is missing)."""
-    return _resources.jvm_gateway_jar(gateway, build=build)
+def jar_path(gateway: str) -> Path:
+    """``GATEBENCH_<NAME>_JAR`` (``GATEBENCH_ZUUL_JAR``), else the jar in the build folder
+    (the provisioner builds it on first use, ``gatebench._resources.jvm_gateway_jar``)."""
+    return jvm_gateway_jar_location(gateway)
 
 
 class JvmRenderer(Renderer):
@@ -96,10 +96,7 @@ class JvmRenderer(Renderer):
         argv = super().run_argv(workdir, target)
         if argv is None:
             return None
-        try:
-            jar = jar_path(self.name)
-        except MissingTool as exc:
-            raise UnsupportedHere(f"{self.name}: {exc}") from None
+        jar = jar_path(self.name)
         if not jar.is_file():
             raise UnsupportedHere(f"{self.name}: {jar} is not built; {self.install_hint}")
         extra = os.environ.get(JVM_OPTIONS_ENV, "").split()

@@ -19,10 +19,17 @@ from html import escape
 from typing import Any
 
 from .. import __version__
-from ..metrics import METRICS, UNITS
-from ._build import RESOLUTION_NOTE, Report, metric_label
-from ._format import fmt_ci, fmt_number, fmt_pct, fmt_score, fmt_signed, fmt_value
+from ._build import RESOLUTION_NOTE, Report
+from ._format import fmt_ci, fmt_number, fmt_score
 from ._svg import Bar, Group, colours_for, hbar_chart
+from ._tables import (
+    Table,
+    latency_tables,
+    overhead_table,
+    score_table,
+    stability_table,
+    workload_score_table,
+)
 from ._trust import (
     HEADROOM_HEADER,
     TRUST_KEYS,
@@ -161,6 +168,25 @@ class _Table:
         )
 
 
+def _model_table(table: Table) -> str:
+    """A report table (``_tables``), every column, sortable: escaped text, tags and hints as
+    tags, the best value and totals in bold."""
+    out = _Table(_e(table.caption), [(_e(c.label), c.numeric) for c in table.columns])
+    for row in table.rows:
+        header = _e(row.header) + "".join(f'<span class="tag">{_e(t)}</span>' for t in row.tags)
+        cells: list[tuple[str, float | str | None]] = []
+        for cell in row.cells:
+            html = _e(cell.text)
+            if cell.best:
+                html = f'<strong class="best" title="best among the gateways">{html}</strong>'
+            elif cell.strong:
+                html = f"<strong>{html}</strong>"
+            html += "".join(f'<span class="tag">{_e(t)}</span>' for t in (*cell.tags, *cell.hints))
+            cells.append((html, cell.sort))
+        out.add(header, cells, sort_key=row.sort)
+    return out.html()
+
+
 def render_html(report: Report) -> str:
     s = report.summary
     colours = colours_for(s.targets, s.baseline)
@@ -237,34 +263,7 @@ def _global_scores(report: Report, colour_of: Any) -> str:
         colour_of=colour_of,
         max_value=100.0,
     )
-    stability = {r.target: r for r in s.rank_stability}
-    n = len(s.complete_repetitions)
-    table = _Table(
-        f"Global scores ({_e(result.profile)} profile; the paper's Table V)",
-        [
-            ("Gateway", False),
-            ("Rank", True),
-            ("Score", True),
-            ("First in", True),
-            ("Mean rank", True),
-            ("Not measured on", False),
-        ],
-    )
-    for g in result.gateways:
-        r = stability.get(g.target)
-        first = f"{r.first} of {n}" if r and n else "–"
-        mean_rank = fmt_number(r.mean_rank, 1) if r and r.mean_rank is not None else "–"
-        table.add(
-            _e(g.target),
-            [
-                (str(g.rank), g.rank),
-                (fmt_score(g.score), g.score),
-                (first, r.first if r else None),
-                (mean_rank, r.mean_rank if r else None),
-                (_e(", ".join(g.missing)) or "–", None),
-            ],
-        )
-    return chart + table.html()
+    return chart + _model_table(score_table(report))
 
 
 def _workload_scores(report: Report, colour_of: Any) -> str:
@@ -298,25 +297,7 @@ def _workload_scores(report: Report, colour_of: Any) -> str:
         colour_of=colour_of,
         max_value=100.0,
     )
-    columns: list[tuple[str, bool]] = (
-        [("Gateway", False)] + [(_e(w), True) for w in result.workloads] + [("Global", True)]
-    )
-    table = _Table("Score per workload (the paper's Fig. 4)", columns)
-    for g in result.gateways:
-        cells: list[tuple[str, float | str | None]] = []
-        for w in result.workloads:
-            e = g.endpoint(w)
-            html = fmt_score(e.score)
-            if e.missing:
-                html += '<span class="tag">not measured</span>'
-            elif e.capped_from is not None:
-                html += f'<span class="tag">capped from {fmt_score(e.capped_from)}: errors</span>'
-            elif e.has_errors:
-                html += '<span class="tag">errors</span>'
-            cells.append((html, e.score))
-        cells.append((f"<strong>{fmt_score(g.score)}</strong>", g.score))
-        table.add(_e(g.target), cells)
-    return chart + table.html()
+    return chart + _model_table(workload_score_table(report))
 
 
 def _throughput(report: Report, colour_of: Any) -> str:
@@ -365,30 +346,7 @@ def _latency(report: Report) -> str:
         "interval. <strong>Bold</strong>: the best value among the gateways (the baseline does "
         "not compete). Latencies in ms, whole-millisecond readings (&lt;1 means under 1 ms).</p>"
     ]
-    metrics = list(METRICS)
-    for w in s.workloads:
-        targets = s.measured_targets(w)
-        if not targets:
-            continue
-        best = s.best_among_gateways(w)
-        columns: list[tuple[str, bool]] = [("Target", False)]
-        columns += [(f"{metric_label(m)} ({_e(UNITS[m])})", True) for m in metrics]
-        columns += [("Requests", True), ("Reps", True)]
-        table = _Table(f"Workload {_e(w)}", columns)
-        for t in targets:
-            cell = s.cells[(w, t)]
-            cells: list[tuple[str, float | str | None]] = []
-            for m in metrics:
-                sample = cell.metrics[m]
-                text = _e(fmt_ci(m, sample.mean, sample.ci_half_width))
-                if t != s.baseline and m in best and sample.mean == best[m] and len(targets) > 1:
-                    text = f'<strong class="best" title="best among the gateways">{text}</strong>'
-                cells.append((text, sample.mean))
-            cells.append((f"{cell.requests:,}", cell.requests))
-            cells.append((str(cell.n), cell.n))
-            label = _e(t) + ('<span class="tag">no gateway</span>' if t == s.baseline else "")
-            table.add(label, cells, sort_key=t)
-        parts.append(table.html())
+    parts += [_model_table(table) for table in latency_tables(s)]
     return "".join(parts)
 
 
@@ -398,34 +356,8 @@ def _overhead(report: Report) -> str:
         return "<p>This run has no baseline (no gateway), so there is no overhead to show. Add <code>baseline: true</code> to the plan.</p>"
     if not s.overhead:
         return "<p>No workload has both the baseline and a gateway measured.</p>"
-    shown = ("mean", "p50", "p99", "throughput", "error_pct")
-    columns: list[tuple[str, bool]] = [("Gateway", False), ("Workload", False)]
-    columns += [(f"{metric_label(m)} ({_e(UNITS[m])})", True) for m in shown]
-    table = _Table(
-        "Gateway minus baseline (positive latency: the gateway adds time; negative throughput: it loses requests per second)",
-        columns,
-    )
-    for g in s.gateways:
-        for w in s.workloads:
-            if s.overhead_for(w, g, "mean") is None:
-                continue
-            cells: list[tuple[str, float | str | None]] = [(_e(w), w)]
-            for m in shown:
-                o = s.overhead_for(w, g, m)
-                assert o is not None
-                d = o.difference
-                text = fmt_signed(m, d.estimate, d.half_width)
-                if d.half_width:  # no "± 0": identical repetitions are not infinite precision
-                    text += f" ± {fmt_value(m, d.half_width, d.half_width)}"
-                if m != "error_pct" and o.relative_pct is not None:
-                    text += f" ({fmt_pct(o.relative_pct)})"
-                cells.append((_e(text), d.estimate))
-            table.add(_e(g), cells, sort_key=g)
-    legend = (
-        '<p class="legend">Difference of the means ± the half-width of its 95 % confidence '
-        "interval (Welch); in brackets, relative to the baseline.</p>"
-    )
-    return legend + table.html()
+    table = overhead_table(s)
+    return f'<p class="legend">{_e(table.legend)}</p>' + _model_table(table)
 
 
 def _stability(report: Report) -> str:
@@ -433,31 +365,6 @@ def _stability(report: Report) -> str:
     n = len(s.complete_repetitions)
     if not s.rank_stability or n == 0:
         return "<p>No complete repetition to rank.</p>"
-    columns: list[tuple[str, bool]] = [
-        ("Gateway", False),
-        ("First in", True),
-        ("Mean rank", True),
-        ("Score range", True),
-        ("Ranks by repetition", False),
-    ]
-    table = _Table(
-        f"Each complete repetition scored on its own ({n} repetition(s); the same {_e(report.profile)} profile)",
-        columns,
-    )
-    for r in sorted(s.rank_stability, key=lambda r: (-r.first, r.mean_rank or 0, r.target)):
-        span = f"{fmt_score(min(r.scores))}–{fmt_score(max(r.scores))}" if r.scores else "–"
-        ranks = ", ".join(
-            f"#{rep}: {rank}" for rep, rank in zip(s.complete_repetitions, r.ranks, strict=True)
-        )
-        table.add(
-            _e(r.target),
-            [
-                (f"{r.first} of {n}", r.first),
-                (fmt_number(r.mean_rank, 1) if r.mean_rank is not None else "–", r.mean_rank),
-                (span, min(r.scores) if r.scores else None),
-                (_e(ranks), None),
-            ],
-        )
     text = ""
     c = s.comparison
     if c is not None and c.difference.half_width is not None:
@@ -468,7 +375,7 @@ def _stability(report: Report) -> str:
             f"{_e(fmt_number(d.estimate, 1))} points, 95 % CI {_e(fmt_number(d.low or 0.0, 1))} to "
             f"{_e(fmt_number(d.high or 0.0, 1))}: the lead is {verdict} the run-to-run noise.</p>"
         )
-    return table.html() + text
+    return _model_table(stability_table(report)) + text
 
 
 def _quality(report: Report) -> str:

@@ -1,12 +1,20 @@
-"""The Markdown report: the same content as the HTML one, as text tables (no charts)."""
+"""The Markdown report: the same content as the HTML one, as text tables (no charts).
+
+The tables are the report's own (``_tables``), in their compact form."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..metrics import METRICS, UNITS
-from ._build import RESOLUTION_NOTE, Report, metric_label
-from ._format import fmt_ci, fmt_number, fmt_pct, fmt_score, fmt_signed, fmt_value
+from ._build import RESOLUTION_NOTE, Report
+from ._tables import (
+    Table,
+    latency_tables,
+    overhead_table,
+    score_table,
+    stability_table,
+    workload_score_table,
+)
 from ._trust import (
     HEADROOM_HEADER,
     TRUST_KEYS,
@@ -31,6 +39,24 @@ def _table(
     return [*lines, ""]
 
 
+def _with_tags(text: str, tags: Sequence[str]) -> str:
+    return text + "".join(f" ({t})" for t in tags)
+
+
+def _model_table(table: Table) -> list[str]:
+    """A report table (``_tables``) in its compact form: the columns marked compact, tags
+    in brackets; left-aligned up to the first numeric column, right-aligned from there."""
+    shown = [i for i, c in enumerate(table.columns) if c.compact]
+    first_numeric = next((k for k, i in enumerate(shown) if table.columns[i].numeric), len(shown))
+    header = [table.columns[i].label for i in shown]
+    rows = []
+    for row in table.rows:
+        cells = [_with_tags(row.header, row.tags)]
+        cells += [_with_tags(row.cells[i - 1].text, row.cells[i - 1].tags) for i in shown[1:]]
+        rows.append(cells)
+    return _table(header, rows, numeric_from=first_numeric)
+
+
 def render_markdown(report: Report) -> str:
     s, run = report.summary, report.run
     result = s.scores
@@ -46,42 +72,13 @@ def render_markdown(report: Report) -> str:
         out += [f"- {c}" for c in report.cautions] + [""]
 
     out += ["## Global scores", ""]
-    stability = {r.target: r for r in s.rank_stability}
-    n = len(s.complete_repetitions)
-    rows = []
-    for g in result.gateways:
-        r = stability.get(g.target)
-        rows.append(
-            [
-                g.target,
-                str(g.rank),
-                fmt_score(g.score),
-                f"{r.first} of {n}" if r and n else "–",
-                ", ".join(g.missing) or "–",
-            ]
-        )
     out += (
-        _table(["Gateway", "Rank", "Score", "First in", "Not measured on"], rows)
-        if rows
-        else ["No gateway was scored yet.", ""]
+        _model_table(score_table(report)) if result.gateways else ["No gateway was scored yet.", ""]
     )
 
     if result.workloads:
         out += ["## Score per workload", ""]
-        rows = []
-        for g in result.gateways:
-            row = [g.target]
-            for w in result.workloads:
-                e = g.endpoint(w)
-                text = fmt_score(e.score)
-                if e.missing:
-                    text += " (not measured)"
-                elif e.capped_from is not None:
-                    text += f" (capped from {fmt_score(e.capped_from)}: errors)"
-                row.append(text)
-            row.append(fmt_score(g.score))
-            rows.append(row)
-        out += _table(["Gateway", *result.workloads, "Global"], rows)
+        out += _model_table(workload_score_table(report))
 
     out += [
         "## Latency, throughput and errors",
@@ -89,23 +86,9 @@ def render_markdown(report: Report) -> str:
         "Mean ± half-width of the 95 % confidence interval over the repetitions.",
         "",
     ]
-    for w in s.workloads:
-        targets = s.measured_targets(w)
-        if not targets:
-            continue
-        out += [f"### {w}", ""]
-        rows = []
-        for t in targets:
-            cell = s.cells[(w, t)]
-            rows.append(
-                [t + (" (no gateway)" if t == s.baseline else "")]
-                + [fmt_ci(m, cell.metrics[m].mean, cell.metrics[m].ci_half_width) for m in METRICS]
-                + [f"{cell.requests:,}", str(cell.n)]
-            )
-        header = (
-            ["Target"] + [f"{metric_label(m)} ({UNITS[m]})" for m in METRICS] + ["Requests", "Reps"]
-        )
-        out += _table(header, rows)
+    for table in latency_tables(s):
+        out += [f"### {table.id.removeprefix('latency-')}", ""]
+        out += _model_table(table)
 
     if s.baseline and s.overhead:
         out += [
@@ -114,41 +97,11 @@ def render_markdown(report: Report) -> str:
             "Gateway minus baseline, ± the 95 % confidence interval of the difference.",
             "",
         ]
-        shown = ("mean", "p50", "p99", "throughput")
-        rows = []
-        for gateway in s.gateways:
-            for w in s.workloads:
-                if s.overhead_for(w, gateway, "mean") is None:
-                    continue
-                row = [gateway, w]
-                for m in shown:
-                    o = s.overhead_for(w, gateway, m)
-                    assert o is not None
-                    d = o.difference
-                    text = fmt_signed(m, d.estimate, d.half_width)
-                    if d.half_width:  # no "± 0": identical repetitions are not infinite precision
-                        text += f" ± {fmt_value(m, d.half_width, d.half_width)}"
-                    if o.relative_pct is not None:
-                        text += f" ({fmt_pct(o.relative_pct)})"
-                    row.append(text)
-                rows.append(row)
-        out += _table(
-            ["Gateway", "Workload"] + [f"{metric_label(m)} ({UNITS[m]})" for m in shown],
-            rows,
-            numeric_from=2,
-        )
+        out += _model_table(overhead_table(s))
 
-    if s.rank_stability and n:
+    if s.rank_stability and s.complete_repetitions:
         out += ["## Rank stability", ""]
-        rows = [
-            [
-                r.target,
-                f"{r.first} of {n}",
-                fmt_number(r.mean_rank, 1) if r.mean_rank is not None else "–",
-            ]
-            for r in s.rank_stability
-        ]
-        out += _table(["Gateway", "First in", "Mean rank"], rows)
+        out += _model_table(stability_table(report))
 
     out += ["## Trust: the load engine's headroom and a second engine", ""]
     out += [headroom_intro(report), ""]

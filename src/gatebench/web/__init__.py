@@ -31,6 +31,7 @@ from ._api import (
     list_runs,
 )
 from ._bucket import LocalBucket
+from ._dashboard import DashboardSettingError, cors_from_env, results_store, signed_uploads
 from ._gcs import GcsSigner
 from ._queue import DirectUploads, QueuedRun, RunQueue
 from ._reply import Reply
@@ -38,28 +39,22 @@ from ._server import App, GatebenchHTTPServer, build_server, is_loopback
 from ._site import SITE_FORMAT, SiteConfig, SiteConfigError, default_frontend_dir, export_site
 from ._static import resolve_static
 from ._uploads import (
-    METADATA_HEADER,
     TICKET_SECONDS,
     UPLOAD_PREFIX,
     CheckedUpload,
     HmacSigner,
-    RunRequest,
     SignedUploads,
     UploadAcceptor,
-    UploadRejected,
     UrlSigner,
     check_upload,
     content_type_for,
     object_name_for,
-    run_request_from_metadata,
-    run_request_from_query,
     safe_name,
     upload_name_from_object,
 )
 from ._views import VIEW_FORMAT, compare_view, run_summary, run_view, spec_name
 
 __all__ = [
-    "METADATA_HEADER",
     "READ_ROUTES",
     "RUN_ID",
     "SITE_FORMAT",
@@ -70,6 +65,7 @@ __all__ = [
     "App",
     "CheckedUpload",
     "Cors",
+    "DashboardSettingError",
     "DirectUploads",
     "GatebenchHTTPServer",
     "GcsSigner",
@@ -79,18 +75,17 @@ __all__ = [
     "QueuedRun",
     "Reply",
     "RunQueue",
-    "RunRequest",
     "SignedUploads",
     "SiteConfig",
     "SiteConfigError",
     "UploadAcceptor",
-    "UploadRejected",
     "UrlSigner",
     "build_server",
     "check_upload",
     "compare_runs",
     "compare_view",
     "content_type_for",
+    "cors_from_env",
     "default_frontend_dir",
     "export_site",
     "get_report",
@@ -102,11 +97,11 @@ __all__ = [
     "list_runs",
     "object_name_for",
     "resolve_static",
-    "run_request_from_metadata",
-    "run_request_from_query",
+    "results_store",
     "run_summary",
     "run_view",
     "safe_name",
+    "signed_uploads",
     "spec_name",
     "upload_name_from_object",
 ]

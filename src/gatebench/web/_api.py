@@ -24,10 +24,11 @@ from typing import Any, Protocol
 from ..errors import GatebenchError, Problem, StoreError
 from ..model import RunRecord
 from ..report import FORMATS, load_report, render
+from ..run_request import UploadRejected, run_request_from_query
 from ..spec import DEFAULT_LIMITS
 from ..store import ResultStore
 from ._reply import Reply
-from ._uploads import UploadAcceptor, UploadRejected, check_upload, run_request_from_query
+from ._uploads import UploadAcceptor, check_upload
 from ._views import compare_view, run_summary, run_view
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")

@@ -19,17 +19,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..run_request import METADATA_HEADER, UploadRejected, run_request_from_metadata
 from ..spec import Limits
 from ._queue import RunQueue
 from ._reply import Reply
 from ._uploads import (
-    METADATA_HEADER,
     UPLOAD_PREFIX,
     HmacSigner,
     SignedUploads,
-    UploadRejected,
     check_upload,
-    run_request_from_metadata,
     upload_name_from_object,
 )
 

@@ -14,12 +14,8 @@ its run recorded as ``failed`` with the worker log's last lines, never stuck ``l
 from __future__ import annotations
 
 import collections
-import contextlib
-import ctypes
 import json
 import os
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -29,60 +25,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..model import RunRecord, RunStatus, local_run_id
+from ..procs import ManagedProcess, Supervisor, stop_processes_below
 from ..store import ResultStore
 from ._reply import Reply
 from ._uploads import CheckedUpload
 from ._views import run_summary
-
-_PR_SET_PDEATHSIG = 1
-_PR_SET_CHILD_SUBREAPER = 36
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child
-    # The worker gets SIGKILL if the server's queue thread dies (kill -9 of the server);
-    # its runner's own children follow it the same way.
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-def become_subreaper() -> bool:
-    """Make this process the one orphans below it are re-parented to (Linux), so that
-    processes a dead worker leaves behind (an nginx worker whose master was killed) stay
-    findable and can be stopped by PID. Only for a process that runs nothing but the queue
-    (``gatebench serve``): :meth:`RunQueue.sweep` stops every process below it."""
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        return bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
-    except OSError:
-        return False
-
-
-def processes_below(pid: int) -> dict[int, str]:
-    """Live processes whose parent chain leads to ``pid``, with their command lines."""
-    parents: dict[int, int] = {}
-    names: dict[int, str] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry.name}/stat").read_text()
-            cmd = Path(f"/proc/{entry.name}/cmdline").read_bytes()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if fields[0] == "Z":
-            continue
-        parents[int(entry.name)] = int(fields[1])
-        names[int(entry.name)] = cmd.replace(b"\0", b" ").decode(errors="replace").strip()[:120]
-    found: dict[int, str] = {}
-    frontier = [pid]
-    while frontier:
-        current = frontier.pop()
-        for child, parent in parents.items():
-            if parent == current and child not in found:
-                found[child] = names[child]
-                frontier.append(child)
-    return found
 
 
 @dataclass
@@ -94,7 +41,7 @@ class QueuedRun:
     folder: Path
     created_at: float = field(default_factory=time.time)
     progress: dict[str, Any] | None = None
-    process: subprocess.Popen[bytes] | None = None
+    process: ManagedProcess | None = None
     exit_code: int | None = None
 
     def record(self) -> RunRecord:
@@ -143,6 +90,8 @@ class RunQueue:
         self._cond = threading.Condition()
         self._stopping = False
         self._thread: threading.Thread | None = None
+        self._supervisor = Supervisor()
+        """Starts the workers (own session, log file, killed with this process: see procs)."""
 
     # -- submitting ------------------------------------------------------------------------
 
@@ -268,23 +217,18 @@ class RunQueue:
     def _run(self, job: QueuedRun) -> None:
         log_path = job.folder / "worker.log"
         self.log(f"starting run {job.run_id}")
-        with log_path.open("ab") as log:
-            process = subprocess.Popen(
-                self.worker_argv(job),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                start_new_session=True,  # Ctrl-C in the terminal reaches the server only
-                preexec_fn=_die_with_parent,
-            )
+        # its own session: Ctrl-C in the terminal reaches the server only
+        process = self._supervisor.start(
+            "worker", self.worker_argv(job), log_path=log_path, stdout_pipe=True
+        )
         with self._cond:
             job.process = process
             stopping = self._stopping
-        if stopping:  # shutdown began between popleft and Popen
-            _terminate(process)
-        assert process.stdout is not None
+        if stopping:  # shutdown began between popleft and the start
+            self._supervisor.stop(process, self.stop_timeout)
         self._read_progress(job, process.stdout)
         job.exit_code = process.wait()
+        self._supervisor.stop(process)  # nothing left of its group
         self.log(f"run {job.run_id}: worker exited with code {job.exit_code}")
         if self.sweep_leftovers:
             self.sweep(job.run_id)
@@ -318,27 +262,13 @@ class RunQueue:
             )
 
     def sweep(self, run_id: str, grace: float = 3.0) -> list[str]:
-        """Stop every process still below this one once a worker is gone: SIGTERM, then
-        SIGKILL after ``grace``; each is reaped. Normally there is none (the runner tears
+        """Stop every process still below this one once a worker is gone (SIGTERM, then
+        SIGKILL after ``grace``; each is reaped). Normally there is none (the runner tears
         down); a worker killed mid-run can leave some. Returns what was found."""
-        left = processes_below(os.getpid())
-        if not left:
-            return []
-        self.log(
-            f"run {run_id}: stopping {len(left)} leftover process(es): {', '.join(left.values())}"
-        )
-        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-            for pid in processes_below(os.getpid()):
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, sig)
-            deadline = time.monotonic() + wait
-            while time.monotonic() < deadline and processes_below(os.getpid()):
-                _reap(left)
-                time.sleep(0.05)
-            _reap(left)
-            if not processes_below(os.getpid()):
-                break
-        return list(left.values())
+        left = stop_processes_below(os.getpid(), grace)
+        if left:
+            self.log(f"run {run_id}: stopped {len(left)} leftover process(es): {', '.join(left)}")
+        return left
 
     # -- stopping --------------------------------------------------------------------------
 
@@ -355,29 +285,10 @@ class RunQueue:
             self.log(f"run {job.run_id} was waiting; dropped (its upload stays in {job.folder})")
         if active is not None and active.process is not None:
             self.log(f"stopping run {active.run_id} (SIGTERM to worker {active.process.pid})")
-            _terminate(active.process, self.stop_timeout)
+            self._supervisor.stop(active.process, self.stop_timeout)
         if self._thread is not None:
             self._thread.join(self.stop_timeout + 10)
         return active
-
-
-def _reap(pids: dict[int, str]) -> None:
-    """Collect the exit status of those that became our children (re-parented orphans)."""
-    for pid in pids:
-        with contextlib.suppress(ChildProcessError, OSError):
-            os.waitpid(pid, os.WNOHANG)
-
-
-def _terminate(process: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
-    """SIGTERM (the runner tears down), then SIGKILL after ``timeout``."""
-    with contextlib.suppress(ProcessLookupError):
-        process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        process.wait(timeout=10)
 
 
 def _tail(path: Path, lines: int = 8) -> str:
@@ -410,4 +321,4 @@ class DirectUploads:
         )
 
 
-__all__ = ["DirectUploads", "QueuedRun", "RunQueue", "become_subreaper", "processes_below"]
+__all__ = ["DirectUploads", "QueuedRun", "RunQueue"]

@@ -18,23 +18,21 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import posixpath
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import quote, urlencode
 
-from ..errors import PlanError, Problem, ProblemsError
+from ..errors import PlanError, Problem
 from ..ir import Api
-from ..plan import Plan, describe_injection, find_operation, load_plan
+from ..plan import Plan, load_plan, workload_summary
+from ..run_request import METADATA_HEADER, RunRequest, UploadRejected
 from ..spec import DEFAULT_LIMITS, Limits, SpecResult, read_spec
 from ._reply import Reply
 
-METADATA_HEADER = "x-goog-meta-gatebench"
-"""The object metadata that carries a :class:`RunRequest` (Cloud Storage's custom metadata)."""
 UPLOAD_PREFIX = "specs/"
 """Objects under this prefix start a run when they land in the uploads bucket."""
 TICKET_SECONDS = 900
@@ -46,140 +44,6 @@ _CONTENT_TYPES = {
     ".raml": "application/raml+yaml",
     ".zip": "application/zip",
 }
-
-
-class UploadRejected(ProblemsError):
-    """An upload that must not run: every located problem, answered with HTTP 400."""
-
-
-# -- what the person asked for --------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RunRequest:
-    """Choices made in the upload form on top of the spec's own plan."""
-
-    quick: bool = False
-    """``--quick``: one short repetition (``workload.quick_plan``)."""
-    gateways: tuple[str, ...] | None = None
-    """Measure only these gateways of the plan (``()``: the baseline only); None: all."""
-
-    def to_metadata(self) -> str:
-        """The ``x-goog-meta-gatebench`` value: compact, sorted JSON."""
-        data: dict[str, Any] = {"quick": self.quick}
-        if self.gateways is not None:
-            data["gateways"] = list(self.gateways)
-        return json.dumps(data, sort_keys=True, separators=(",", ":"))
-
-    def to_query(self) -> dict[str, str]:
-        out = {"quick": "1" if self.quick else "0"}
-        if self.gateways is not None:
-            out["gateways"] = ",".join(self.gateways) or "none"
-        return out
-
-    def select(self, plan: Plan) -> Plan:
-        """The plan with only the chosen gateways (the caller checked them: :func:`check_upload`)."""
-        if self.gateways is None:
-            return plan
-        return replace(plan, gateways=tuple(g for g in plan.gateways if g in self.gateways))
-
-    def problems(self, plan: Plan, *, source: str | None = None) -> list[Problem]:
-        """Why this request cannot run ``plan`` (a gateway the plan lacks, nothing left to
-        measure); empty when it can. ``source`` names where the request came from."""
-        if self.gateways is None:
-            return []
-        unknown = [g for g in self.gateways if g not in plan.gateways]
-        if unknown:
-            return [
-                Problem(
-                    "/gateways" if source else "",
-                    f"gateways: {unknown[0]!r} is not in the plan; choose among "
-                    f"{', '.join(plan.gateways) or '(none)'}",
-                    source=source,
-                )
-            ]
-        if not self.gateways and not plan.baseline:
-            return [
-                Problem(
-                    "/gateways" if source else "",
-                    "choose at least one gateway: this plan has no baseline",
-                    source=source,
-                )
-            ]
-        return []
-
-    def apply(self, plan: Plan) -> Plan:
-        """The plan as it will run: chosen gateways, then the quick profile when asked."""
-        from ..workload import quick_plan
-
-        chosen = self.select(plan)
-        return quick_plan(chosen) if self.quick else chosen
-
-
-def run_request_from_query(query: Mapping[str, str]) -> RunRequest:
-    """``?quick=1&gateways=nginx,caddy`` (``gateways=none``: the baseline only)."""
-    problems: list[Problem] = []
-    quick = _flag(query.get("quick"), "quick", problems)
-    gateways: tuple[str, ...] | None = None
-    raw = query.get("gateways")
-    if raw is not None:
-        names = [] if raw.strip() == "none" else [g.strip() for g in raw.split(",") if g.strip()]
-        gateways = tuple(dict.fromkeys(names))
-    if problems:
-        raise UploadRejected(problems)
-    return RunRequest(quick=quick, gateways=gateways)
-
-
-def run_request_from_metadata(value: str | None) -> RunRequest:
-    """The :class:`RunRequest` an uploaded object carries (its ``gatebench`` metadata); no
-    metadata (``gcloud storage cp``) is the plan as written. Problems are located in the
-    metadata (``source`` is :data:`METADATA_HEADER`, pointers inside its JSON value)."""
-    if value is None or value == "":
-        return RunRequest()
-    try:
-        data = json.loads(value)
-    except ValueError as exc:
-        raise UploadRejected(
-            [Problem("", f"metadata {METADATA_HEADER}: not JSON ({exc})", source=METADATA_HEADER)]
-        ) from None
-    if not isinstance(data, dict) or set(data) - {"quick", "gateways"}:
-        raise UploadRejected(
-            [
-                Problem(
-                    "",
-                    f"metadata {METADATA_HEADER}: expected an object with 'quick' and "
-                    f"'gateways', got {value[:200]!r}",
-                    source=METADATA_HEADER,
-                )
-            ]
-        )
-    quick = data.get("quick", False)
-    gateways = data.get("gateways")
-    problems = []
-    if not isinstance(quick, bool):
-        problems.append(
-            Problem("/quick", f"expected true or false, got {quick!r}", source=METADATA_HEADER)
-        )
-    if gateways is not None and not (
-        isinstance(gateways, list) and all(isinstance(g, str) for g in gateways)
-    ):
-        problems.append(
-            Problem(
-                "/gateways", f"expected a list of names, got {gateways!r}", source=METADATA_HEADER
-            )
-        )
-    if problems:
-        raise UploadRejected(problems)
-    return RunRequest(quick=bool(quick), gateways=None if gateways is None else tuple(gateways))
-
-
-def _flag(value: str | None, name: str, problems: list[Problem]) -> bool:
-    if value is None or value.lower() in ("", "0", "false", "no", "off"):
-        return False
-    if value.lower() in ("1", "true", "yes", "on"):
-        return True
-    problems.append(Problem("", f"query parameter '{name}': expected 1 or 0, got {value!r}"))
-    return False
 
 
 # -- the content check ----------------------------------------------------------------------
@@ -206,18 +70,6 @@ class CheckedUpload:
     def summary(self, *, local_gateways: Sequence[str] | None = None) -> dict[str, Any]:
         """What the form shows before anything runs: the plan as it will run."""
         plan = self.run_plan
-        workloads = []
-        for w in plan.workloads:
-            op, _ = find_operation(self.api, w.operation_id)
-            workloads.append(
-                {
-                    "name": w.name,
-                    "operation": w.operation_id,
-                    "method": op.method if op else None,
-                    "path": op.route_path if op else None,
-                    "injection": describe_injection(w.injection),
-                }
-            )
         out: dict[str, Any] = {
             "ok": True,
             "name": self.name,
@@ -228,7 +80,7 @@ class CheckedUpload:
             "baseline": plan.baseline,
             "repetitions": plan.repetitions,
             "quick": self.request.quick,
-            "workloads": workloads,
+            "workloads": workload_summary(plan, self.api),
             "backend": plan.backend.kind,
             "warnings": [p.to_dict() for p in self.spec.warnings],
         }
@@ -251,12 +103,14 @@ def content_type_for(name: str) -> str:
 def check_upload(
     data: bytes,
     name: str | None,
-    request: RunRequest = RunRequest(),
+    request: RunRequest | None = None,
     *,
     limits: Limits = DEFAULT_LIMITS,
 ) -> CheckedUpload:
     """Read ``data`` as an API description with its plan; raise :class:`UploadRejected` with
-    every located problem (and the warnings) when it cannot run."""
+    every located problem (and the warnings) when it cannot run. No ``request``: the plan
+    as written."""
+    request = request or RunRequest()
     filename = safe_name(name)
     if not data.strip():
         raise UploadRejected([Problem("", "the upload is empty", source=filename)])
@@ -414,21 +268,16 @@ class HmacSigner:
 
 
 __all__ = [
-    "METADATA_HEADER",
     "TICKET_SECONDS",
     "UPLOAD_PREFIX",
     "CheckedUpload",
     "HmacSigner",
-    "RunRequest",
     "SignedUploads",
     "UploadAcceptor",
-    "UploadRejected",
     "UrlSigner",
     "check_upload",
     "content_type_for",
     "object_name_for",
-    "run_request_from_metadata",
-    "run_request_from_query",
     "safe_name",
     "upload_name_from_object",
 ]

@@ -3,7 +3,8 @@
 The run page and the comparison page get *views*: charts as bars with their printed text,
 interval ends and colour; tables as rows of printed cells with a sort key. Numbers are
 printed by the report's own formatting (``report._format``), so the dashboard never shows
-more precision than the measurement supports and says the same as the HTML report. The
+more precision than the measurement supports and says the same as the HTML report; the
+run page's tables are the report's own (``report._tables``). The
 local server and the cloud read function send the same views (docs/frontend.md).
 """
 
@@ -23,6 +24,16 @@ from ..report import RESOLUTION_NOTE, Report
 from ..report._build import metric_label
 from ..report._format import fmt_ci, fmt_pct, fmt_score, fmt_signed, fmt_value
 from ..report._svg import colours_for
+from ..report._tables import (
+    Cell,
+    Column,
+    Table,
+    finite,
+    latency_tables,
+    overhead_table,
+    score_table,
+    workload_score_table,
+)
 
 VIEW_FORMAT = "gatebench-view/1"
 PERCENTILES = ("p50", "p90", "p99")
@@ -48,13 +59,13 @@ class Bar:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "label": self.label,
-            "value": _finite(self.value),
+            "value": finite(self.value),
             "text": self.text,
             "colour": self.colour,
             "baseline": self.baseline,
         }
         if self.low is not None and self.high is not None:
-            out["low"], out["high"] = _finite(self.low), _finite(self.high)
+            out["low"], out["high"] = finite(self.low), finite(self.high)
         if self.marks:
             out["marks"] = self.marks
         return out
@@ -91,53 +102,6 @@ class Chart:
         values = [b.value for _, bars in self.groups for b in bars]
         values += [b.high for _, bars in self.groups for b in bars if b.high is not None]
         return max([v for v in values if math.isfinite(v)] + [0.0])
-
-
-@dataclass
-class Table:
-    id: str
-    caption: str
-    columns: list[tuple[str, bool]]
-    """(label, numeric)."""
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    legend: str = ""
-
-    def add(self, header: str, cells: Sequence[Cell], *, tags: Sequence[str] = ()) -> None:
-        self.rows.append(
-            {"header": header, "tags": list(tags), "cells": [c.to_dict() for c in cells]}
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "caption": self.caption,
-            "legend": self.legend,
-            "columns": [{"label": label, "numeric": numeric} for label, numeric in self.columns],
-            "rows": self.rows,
-        }
-
-
-@dataclass
-class Cell:
-    text: str
-    sort: float | str | None = None
-    best: bool = False
-    tags: Sequence[str] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        sort = _finite(self.sort) if isinstance(self.sort, float) else self.sort
-        out: dict[str, Any] = {"text": self.text, "sort": sort}
-        if self.best:
-            out["best"] = True
-        if self.tags:
-            out["tags"] = list(self.tags)
-        return out
-
-
-def _finite(value: float | None) -> float | None:
-    if value is None or not math.isfinite(value):
-        return None
-    return value
 
 
 # -- runs ---------------------------------------------------------------------------------
@@ -194,7 +158,7 @@ def run_view(report: Report) -> dict[str, Any]:
     tables = [
         _score_table(report),
         _workload_score_table(report),
-        *_latency_tables(s),
+        *latency_tables(s),
         _overhead_table(s),
     ]
     return {
@@ -301,7 +265,7 @@ def _percentile_chart(s: RunSummary, colours: Mapping[str, str]) -> Chart:
             marks = []
             for p in PERCENTILES:
                 value = cell.metrics[p].mean
-                marks.append({"name": p, "value": _finite(value), "text": fmt_value(p, value)})
+                marks.append({"name": p, "value": finite(value), "text": fmt_value(p, value)})
             text = " · ".join(f"{m['name']} {m['text']}" for m in marks) + " ms"
             top = cell.metrics[PERCENTILES[-1]].mean
             bars.append(
@@ -323,130 +287,23 @@ def _percentile_chart(s: RunSummary, colours: Mapping[str, str]) -> Chart:
 
 
 def _score_table(report: Report) -> Table | None:
-    s = report.summary
-    result = s.scores
+    result = report.summary.scores
     if not result.gateways or not result.workloads:
         return None
-    stability = {r.target: r for r in s.rank_stability}
-    n = len(s.complete_repetitions)
-    table = Table(
-        "scores",
-        f"Global scores ({result.profile} profile)",
-        [
-            ("Gateway", False),
-            ("Rank", True),
-            ("Score", True),
-            ("First in", True),
-            ("Not measured on", False),
-        ],
-    )
-    for g in result.gateways:
-        r = stability.get(g.target)
-        table.add(
-            g.target,
-            [
-                Cell(str(g.rank), g.rank),
-                Cell(fmt_score(g.score), g.score, best=g.rank == 1),
-                Cell(f"{r.first} of {n}" if r and n else "–", r.first if r else None),
-                Cell(", ".join(g.missing) or "–"),
-            ],
-        )
-    return table
+    return score_table(report)
 
 
 def _workload_score_table(report: Report) -> Table | None:
     result = report.summary.scores
     if not result.workloads or not result.gateways:
         return None
-    columns = [("Gateway", False)] + [(w, True) for w in result.workloads] + [("Global", True)]
-    table = Table("workload-scores", "Score per workload", columns)
-    for g in result.gateways:
-        cells = []
-        for w in result.workloads:
-            e = g.endpoint(w)
-            tags = []
-            if e.missing:
-                tags.append("not measured")
-            elif e.capped_from is not None:
-                tags.append(f"capped from {fmt_score(e.capped_from)}: errors")
-            elif e.has_errors:
-                tags.append("errors")
-            cells.append(Cell(fmt_score(e.score), e.score, tags=tags))
-        cells.append(Cell(fmt_score(g.score), g.score))
-        table.add(g.target, cells)
-    return table
-
-
-def _latency_tables(s: RunSummary) -> list[Table]:
-    tables = []
-    metrics = list(METRICS)
-    for w in s.workloads:
-        targets = s.measured_targets(w)
-        if not targets:
-            continue
-        best = s.best_among_gateways(w)
-        columns = [("Target", False)]
-        columns += [(f"{metric_label(m)} ({UNITS[m]})", True) for m in metrics]
-        columns += [("Requests", True), ("Reps", True)]
-        table = Table(
-            f"latency-{w}",
-            f"Workload {w}: latency, errors and throughput",
-            columns,
-            legend="Mean over the repetitions ± the half-width of its 95 % confidence interval; "
-            "marked best: the best value among the gateways (the baseline does not compete).",
-        )
-        gateways_here = sum(1 for t in targets if t != s.baseline)
-        for t in targets:
-            cell = s.cells[(w, t)]
-            cells = []
-            for m in metrics:
-                sample = cell.metrics[m]
-                is_best = (
-                    t != s.baseline and gateways_here > 1 and m in best and sample.mean == best[m]
-                )
-                cells.append(
-                    Cell(fmt_ci(m, sample.mean, sample.ci_half_width), sample.mean, best=is_best)
-                )
-            cells.append(Cell(f"{cell.requests:,}", cell.requests))
-            cells.append(Cell(str(cell.n), cell.n))
-            table.add(t, cells, tags=["no gateway"] if t == s.baseline else [])
-        tables.append(table)
-    return tables
+    return workload_score_table(report)
 
 
 def _overhead_table(s: RunSummary) -> Table | None:
     if s.baseline is None or not s.overhead:
         return None
-    shown = ("mean", "p50", "p99", "throughput", "error_pct")
-    columns = [("Gateway", False), ("Workload", False)]
-    columns += [(f"{metric_label(m)} ({UNITS[m]})", True) for m in shown]
-    table = Table(
-        "overhead",
-        "Overhead against the baseline: gateway minus no gateway",
-        columns,
-        legend="Difference of the means ± the half-width of its 95 % confidence interval "
-        "(Welch); in brackets, relative to the baseline. Positive latency: the gateway adds "
-        "time; negative throughput: it serves fewer requests per second.",
-    )
-    for g in s.gateways:
-        for w in s.workloads:
-            if s.overhead_for(w, g, "mean") is None:
-                continue
-            cells = [Cell(w, w)]
-            for m in shown:
-                o = s.overhead_for(w, g, m)
-                if o is None:
-                    cells.append(Cell("–"))
-                    continue
-                d = o.difference
-                text = fmt_signed(m, d.estimate, d.half_width)
-                if d.half_width:
-                    text += f" ± {fmt_value(m, d.half_width, d.half_width)}"
-                if m != "error_pct" and o.relative_pct is not None:
-                    text += f" ({fmt_pct(o.relative_pct)})"
-                cells.append(Cell(text, d.estimate))
-            table.add(g, cells)
-    return table
+    return overhead_table(s)
 
 
 # -- comparison of two runs ---------------------------------------------------------------
@@ -507,12 +364,12 @@ def _score_comparison(a: Report, b: Report) -> Table:
         "scores-compared",
         "Global scores and ranks in each run",
         [
-            ("Gateway", False),
-            ("Score A", True),
-            ("Rank A", True),
-            ("Score B", True),
-            ("Rank B", True),
-            ("Rank change", True),
+            Column("Gateway", False),
+            Column("Score A", True),
+            Column("Rank A", True),
+            Column("Score B", True),
+            Column("Rank B", True),
+            Column("Rank change", True),
         ],
     )
     scores_a = {g.target: g for g in a.summary.scores.gateways}
@@ -542,13 +399,13 @@ def _metric_comparison(sa: RunSummary, sb: RunSummary, workloads: Sequence[str])
     tables = []
     for w in workloads:
         targets = list(dict.fromkeys([*sa.targets, *sb.targets]))
-        columns = [("Target", False)]
+        columns = [Column("Target", False)]
         for m in COMPARED_METRICS:
             unit = UNITS[m]
             columns += [
-                (f"{metric_label(m)} A ({unit})", True),
-                (f"{metric_label(m)} B ({unit})", True),
-                (f"{metric_label(m)} change", True),
+                Column(f"{metric_label(m)} A ({unit})", True),
+                Column(f"{metric_label(m)} B ({unit})", True),
+                Column(f"{metric_label(m)} change", True),
             ]
         table = Table(
             f"compare-{w}",

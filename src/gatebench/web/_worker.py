@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import GatebenchError, ProblemsError
+from ..run_request import RunRequest
 from ..runner import Progress, RunOptions, run_benchmark
 from ..store import open_store
-from ._uploads import RunRequest, check_upload
+from ._uploads import check_upload
 
 EXIT_OK, EXIT_INPUT, EXIT_RUN, EXIT_INTERRUPTED = 0, 1, 3, 130
 

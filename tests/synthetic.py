@@ -1,4 +1,5 @@
-"""Synthetic runs: deterministic, made-up measurements for tests, benchmarks and examples.
+"""Synthetic runs: deterministic, made-up measurements for tests and benchmarks (a test helper:
+nothing in the product imports it).
 
 Nothing here is a measurement of anything. Each target gets a base latency and
 throughput, each repetition a little seeded noise, so reports, scores and confidence
@@ -10,7 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from ..model import Measurement, RunRecord, RunStatus
+from gatebench.model import Measurement, RunRecord, RunStatus
 
 
 def synthetic_run(

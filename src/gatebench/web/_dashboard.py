@@ -1,6 +1,6 @@
 """What the dashboard's two Cloud Functions (``functions/read``, ``functions/upload``) read
 from their environment, checked, so each handler stays a few lines over
-:func:`gatebench.web.handle_read` and :func:`gatebench.web.handle_upload`.
+:func:`handle_read` and :func:`handle_upload`.
 
 Settings are names and origins only (Terraform sets them, infra/modules/dashboard):
 
@@ -22,7 +22,9 @@ from typing import Any
 
 from ..errors import GatebenchError
 from ..store import FirestoreStore, open_store
-from ..web import UPLOAD_PREFIX, Cors, GcsSigner, SignedUploads
+from ._api import Cors
+from ._gcs import GcsSigner
+from ._uploads import UPLOAD_PREFIX, SignedUploads
 
 _ORIGIN = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$")
 _PREFIX = re.compile(r"^[a-z0-9][a-z0-9_-]*/$")

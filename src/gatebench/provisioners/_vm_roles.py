@@ -2,7 +2,7 @@
 ``gatebench cloud tester``); on one machine the local provisioner runs the same commands.
 
 The tester is the only machine that reaches every other one, so it checks the targets
-answer, runs the load when the load build asks (through the bucket, see ``_tester``), and
+answer, runs the load when the load build asks (through the bucket, see ``cloud._tester``), and
 uploads the load engine's raw log, from which the ingest step computes the measurements.
 """
 
@@ -18,11 +18,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..backends import backend_binary
+from ..cloud import Storage
+from ..cloud._tester import Clock, read_marker, wait_for_marker, write_marker
 from ..engines import EngineEvent, PhaseResult, get_engine
 from ..errors import GatebenchError, RunError
 from ..procs import Supervisor, http_probe
-from ._storage import Storage
-from ._tester import Clock, read_marker, wait_for_marker, write_marker
 
 BUILTIN_TOKEN = "gatebench-builtin"
 """The credential sent to gatebench's own backends when the spec names a secret the tester

@@ -1,5 +1,8 @@
 """Booting a rendered gateway as a real local process (the local provisioner and route replay).
 
+It lives with the provisioners, not the renderers: rendering is pure (a configuration out),
+starting processes is an edge.
+
 Steps, each with an error people can act on: write the files into the workdir, run the
 gateway's own checker (a rejected config raises :class:`ConfigRejected` carrying the
 checker's output), start the gateway in the foreground under a
@@ -13,10 +16,11 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from ..errors import RunError, UnsupportedHere
+from .._resources import JVM_GATEWAYS, jvm_gateway_jar
+from ..errors import MissingTool, RunError, UnsupportedHere
 from ..ir import Api
 from ..procs import ManagedProcess, Supervisor, wait_ready
-from ._base import Renderer, RenderTarget
+from ..renderers import Renderer, RenderTarget, get_renderer
 
 
 class ConfigRejected(RunError):
@@ -86,6 +90,17 @@ def check_config(
     return output
 
 
+def ensure_built(renderer: Renderer) -> None:
+    """Build what a gateway runs from on first use (the JVM gateways' jars), so that its
+    renderer only has to name the file; a missing java or mvn makes it UnsupportedHere."""
+    if renderer.name not in JVM_GATEWAYS:
+        return
+    try:
+        jvm_gateway_jar(renderer.name)
+    except MissingTool as exc:
+        raise UnsupportedHere(f"{renderer.name}: {exc}") from None
+
+
 def start_gateway(
     renderer: Renderer,
     target: RenderTarget,
@@ -95,6 +110,7 @@ def start_gateway(
 ) -> ManagedProcess:
     """Start the gateway on files already in ``target.workdir``; return once it answers."""
     workdir = Path(target.workdir)
+    ensure_built(renderer)
     argv = renderer.run_argv(workdir, target)
     if argv is None:
         raise UnsupportedHere(f"{renderer.name} cannot run here; it only runs on the cloud path")
@@ -126,8 +142,6 @@ def boot_gateway(
     ``supervisor``, which stops it when its block ends; stop it earlier with
     ``supervisor.stop(proc)``.
     """
-    from ._registry import get_renderer
-
     gateway = get_renderer(renderer) if isinstance(renderer, str) else renderer
     reason = gateway.available_here()
     if reason is not None:

@@ -29,7 +29,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..errors import RunError
+from .errors import RunError
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ gateway itself, never reaching the backend.
 
 Whether a request is routed is decided by an oracle, :func:`expected_route`, which applies
 the shared semantics (``_routes``) with Python's ``re`` on the same regexes the renderers
-use, so the matrix never hard-codes an outcome. The engine can replay a few requests after
-provisioning as a smoke check; the integration tests replay the whole matrix.
+use, so the matrix never hard-codes an outcome. The integration tests replay the whole matrix
+(a test helper: nothing in the product imports it).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ir import HTTP_METHODS, Api, Operation, Parameter
-from ._routes import Route, routes_for
+from gatebench.ir import HTTP_METHODS, Api, Operation, Parameter
+from gatebench.renderers import Route, routes_for
 
 LARGE_BODY_BYTES = 16 * 1024 * 1024
 REPLAY_HOST = "replay.gatebench.test"

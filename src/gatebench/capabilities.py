@@ -1,0 +1,44 @@
+"""What each load engine can run: the data a plan is checked against.
+
+It is core, apart from the engines that run the load (``gatebench.engines``), so reading a
+plan (``gatebench.plan``) loads no engine, no process management, nothing that runs.
+``engines`` re-exports both names for the code that starts an engine.
+"""
+
+from __future__ import annotations
+
+ENGINES = ("gatling", "wrk")
+"""Every engine, sorted; a plan picks one with ``engine:`` (``gatling`` by default).
+
+- ``gatling``: every injection profile, whole-millisecond latencies (docs/engine.md).
+- ``wrk``: closed-model load only (concurrent users for whole seconds), microsecond
+  latencies (docs/trust.md)."""
+WRK_SUPPORTED = "the closed model (concurrent users for a whole number of seconds)"
+
+
+def injection_problem(
+    engine: str, kind: str, duration_s: float | None, requests: int | None
+) -> str | None:
+    """Why ``engine`` cannot run an injection profile (None: it can). Gatling runs them all."""
+    if engine == "wrk":
+        return wrk_injection_problem(kind, duration_s, requests)
+    return None
+
+
+def wrk_injection_problem(kind: str, duration_s: float | None, requests: int | None) -> str | None:
+    """Why wrk cannot run this injection profile (None: it can)."""
+    if kind != "concurrent":
+        return f"engine wrk runs only {WRK_SUPPORTED}; got {kind}: use engine: gatling for it"
+    if requests is not None:
+        return (
+            "engine wrk cannot stop after a number of requests; give the concurrent users a "
+            "duration instead, or use engine: gatling"
+        )
+    if duration_s is None:
+        return "engine wrk needs a duration for concurrent users"
+    if abs(duration_s - round(duration_s)) > 1e-9 or duration_s < 1:
+        return f"engine wrk runs whole seconds; got {duration_s:g}s"
+    return None
+
+
+__all__ = ["ENGINES", "WRK_SUPPORTED", "injection_problem", "wrk_injection_problem"]

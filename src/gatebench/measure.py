@@ -1,0 +1,154 @@
+"""From a load engine's records to the contract with scoring: one :class:`~gatebench.model.Measurement`
+per measured phase.
+
+Both paths turn raw records into measurements here, with the same code: the laptop as the
+engine reports each phase (:func:`measurement_from`, with the CPU shares sampled around it),
+the cloud ingest step from the tester's finished ``simulation.log`` (:func:`ingest_simlog`,
+no CPU figures). It lives in the core, beside ``stats`` and ``simlog``, so a Cloud Function
+that ingests a log loads neither the runner nor an engine.
+
+The flags a measurement carries are decided here too: ``noisy`` and ``tester-bound`` from the
+CPU shares (:class:`CpuUsage`), ``tester-bound`` from the engine's ceiling
+(``gatebench.trust``), ``incomplete`` when fewer requests completed than the profile sends.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from .model import Measurement
+from .simlog import RequestRecord, read_simlog
+from .stats import PhaseSample, phase_stats
+from .trust import near_ceiling
+from .workload import Phase, phases_from_document
+
+NOISY_OTHERS_PCT = 20.0
+"""A phase is ``noisy`` when processes that are not part of the benchmark (not the load
+generator, not the gateway, not the backend) used more than this share of the machine."""
+TESTER_BOUND_BUSY_PCT = 85.0
+"""A phase is ``tester-bound`` when the machine was this busy (or more) and the load generator
+used more CPU than the target (gateway + backend): the generator, not the gateway, was what
+ran out of CPU first."""
+
+
+@dataclass(frozen=True)
+class CpuUsage:
+    """CPU shares over one window, % of the whole machine (``engines/cpu.py`` samples them)."""
+
+    busy_pct: float
+    tester_pct: float
+    target_pct: float
+    others_pct: float
+    window_s: float
+
+    def flags(self) -> tuple[str, ...]:
+        out = []
+        if self.others_pct > NOISY_OTHERS_PCT:
+            out.append("noisy")
+        if self.busy_pct >= TESTER_BOUND_BUSY_PCT and self.tester_pct > self.target_pct:
+            out.append("tester-bound")
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class PhaseResult:
+    """One phase's raw records, complete: what an engine reports and ingest reads back."""
+
+    phase: int
+    """The phase's index in the schedule."""
+    sample: PhaseSample
+    start_ms: float
+    """Epoch ms of the phase's first request start."""
+    end_ms: float
+    cpu: CpuUsage | None
+
+
+def measurement_from(
+    run_id: str,
+    phase: Phase,
+    result: PhaseResult,
+    *,
+    engine: str = "gatling",
+    ceiling: float | None = None,
+) -> Measurement:
+    """The contract with scoring: one Measurement per measured phase. ``ceiling``: the
+    engine's throughput against the ceiling server with this workload (req/s); a throughput
+    within 20 % of it is ``tester-bound`` (gatebench.trust)."""
+    s = phase_stats(result.sample)
+    flags: list[str] = []
+    if result.cpu is not None:
+        flags.extend(result.cpu.flags())
+    if near_ceiling(s.throughput, ceiling) and "tester-bound" not in flags:
+        flags.append("tester-bound")
+    expected = phase.injection.expected_requests
+    if expected is not None and s.requests < expected:
+        flags.append("incomplete")
+    return Measurement(
+        run_id=run_id,
+        target=phase.target,
+        workload=phase.workload,
+        repetition=phase.repetition,
+        requests=s.requests,
+        ok=s.ok,
+        ko=s.ko,
+        error_pct=s.error_pct,
+        throughput=s.throughput,
+        min=s.min,
+        mean=s.mean,
+        max=s.max,
+        stddev=s.stddev,
+        p50=s.p50,
+        p90=s.p90,
+        p95=s.p95,
+        p99=s.p99,
+        started_at=result.start_ms / 1000.0,
+        duration_s=s.duration_s,
+        engine=engine,
+        flags=tuple(flags),
+        other_cpu_pct=None if result.cpu is None else round(result.cpu.others_pct, 1),
+        tester_cpu_pct=None if result.cpu is None else round(result.cpu.tester_pct, 1),
+        errors=s.errors[:10],
+    )
+
+
+def ingest_simlog(
+    simlog: str | os.PathLike[str], document: dict[str, Any], run_id: str
+) -> list[Measurement]:
+    """Measurements of the measured phases of a finished ``simulation.log`` written from
+    ``document`` (the cloud path ingests the tester's log this way; no CPU figures)."""
+    phases = {p.id: p for p in phases_from_document(document)}
+    samples: dict[str, PhaseSample] = {}
+    start_ms = 0
+    for record in read_simlog(simlog):
+        if isinstance(record, RequestRecord) and record.name in phases:
+            samples.setdefault(record.name, PhaseSample()).add(
+                record.start, record.end, record.ok, record.message
+            )
+        elif not isinstance(record, RequestRecord) and hasattr(record, "start_ms"):
+            start_ms = record.start_ms
+    out = []
+    for pid, phase in phases.items():
+        sample = samples.get(pid)
+        if not phase.measured or sample is None or sample.first_start is None:
+            continue
+        result = PhaseResult(
+            phase.index,
+            sample,
+            float(start_ms + sample.first_start),
+            float(start_ms + (sample.last_end or sample.first_start)),
+            None,
+        )
+        out.append(measurement_from(run_id, phase, result))
+    return out
+
+
+__all__ = [
+    "NOISY_OTHERS_PCT",
+    "TESTER_BOUND_BUSY_PCT",
+    "CpuUsage",
+    "PhaseResult",
+    "ingest_simlog",
+    "measurement_from",
+]

@@ -1,0 +1,97 @@
+"""The benchmark plan: what to run, read from ``x-gatebench`` (or a separate benchmark file).
+
+Every key is checked; unknown keys are errors with a suggestion, because a typo such as
+``repetiton: 10`` would otherwise silently run the default. Every problem is collected and
+located (JSON pointer into the document that holds the section) before :class:`PlanError`
+is raised.
+
+Secrets never live in a plan. Cloud credentials are refused outright (the cloud path runs as
+its own service accounts), and authentication tokens are named by environment variable
+(``auth: {bearer: {env: API_TOKEN}}``): the value is read when requests are sent, and never
+stored.
+
+Sketch::
+
+    x-gatebench:
+      gateways: [nginx, haproxy, caddy]
+      baseline: true
+      repetitions: 10
+      warmup: {duration: 5s}
+      backend: {mock: {latency: 5ms}}        # or {url: http://10.0.0.5:8080}, {builtin: auction}
+      engine: gatling                        # or wrk: closed-model load only (docs/trust.md)
+      auth: {bearer: {env: AUCTION_TOKEN}}
+      scoring: {profile: paper}
+      workloads:
+        - name: bid
+          operation: bid                      # operationId, or "POST /auctions/{auctionId}/bids"
+          params: {auctionId: {range: [1, 100]}, amount: {counter: {start: 1}}}
+          body: {json: {amount: "${amount}"}}
+          injection: {concurrent: 50, duration: 30s}
+
+The package: ``_model`` (the plan as data), ``schemas/x-gatebench.schema.json`` (its keys, a
+JSON Schema shipped for editors, checked with jsonschema-rs by ``_schema``), ``_reader`` and
+``_build`` (values read with located messages), ``_checks`` (cross-checks against the
+description and the engines), ``_load`` (where the section comes from), ``_describe`` (words).
+"""
+
+from __future__ import annotations
+
+from ._build import build_plan
+from ._checks import find_operation
+from ._describe import describe_injection, describe_plan, workload_summary
+from ._load import load_plan
+from ._model import (
+    BUILTIN_BACKENDS,
+    MAX_BODY_BYTES,
+    MAX_DURATION_S,
+    MAX_REPETITIONS,
+    MAX_REQUESTS,
+    MAX_USERS,
+    Auth,
+    Backend,
+    BodyKind,
+    BodySpec,
+    EngineName,
+    Generator,
+    GeneratorKind,
+    Infrastructure,
+    Injection,
+    InjectionKind,
+    MultipartPart,
+    Plan,
+    Scoring,
+    Warmup,
+    Workload,
+)
+from ._schema import SCHEMA_PATH
+
+__all__ = [
+    "BUILTIN_BACKENDS",
+    "MAX_BODY_BYTES",
+    "MAX_DURATION_S",
+    "MAX_REPETITIONS",
+    "MAX_REQUESTS",
+    "MAX_USERS",
+    "SCHEMA_PATH",
+    "Auth",
+    "Backend",
+    "BodyKind",
+    "BodySpec",
+    "EngineName",
+    "Generator",
+    "GeneratorKind",
+    "Infrastructure",
+    "Injection",
+    "InjectionKind",
+    "MultipartPart",
+    "Plan",
+    "Scoring",
+    "Warmup",
+    "Workload",
+    "build_plan",
+    "describe_injection",
+    "describe_plan",
+    "find_operation",
+    "load_plan",
+    "workload_summary",
+]

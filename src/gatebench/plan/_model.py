@@ -1,0 +1,211 @@
+"""The plan as data: what ``build_plan`` returns, frozen, plain (``Plan.to_dict`` is JSON-shaped)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from ..thresholds import Threshold
+
+InjectionKind = Literal["at_once", "ramp", "constant_rate", "concurrent", "sequential"]
+GeneratorKind = Literal["constant", "list", "range", "random", "counter"]
+BodyKind = Literal["none", "example", "synthesized", "binary", "multipart", "json", "text"]
+BackendKind = Literal["url", "mock", "builtin"]
+EngineName = Literal["gatling", "wrk"]
+
+BUILTIN_BACKENDS = ("auction", "echo")
+MAX_REPETITIONS = 1000
+MAX_USERS = 100_000
+MAX_REQUESTS = 10_000_000
+MAX_DURATION_S = 24 * 3600.0
+MAX_BODY_BYTES = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class Injection:
+    """How requests arrive. Open models: ``at_once``, ``ramp``, ``constant_rate`` (each
+    virtual user sends one request). Closed models: ``concurrent`` (N users loop, each on
+    its own connection, until ``duration`` or ``requests`` is reached) and ``sequential``
+    (one user sends ``requests`` requests back to back)."""
+
+    kind: InjectionKind
+    users: int | None = None
+    rate: float | None = None
+    duration: float | None = None
+    requests: int | None = None
+
+    @property
+    def expected_requests(self) -> int | None:
+        """Requests the profile sends, when it is fixed in advance (None: time-bounded)."""
+        if self.kind in ("at_once", "ramp"):
+            return self.users
+        if self.kind == "sequential":
+            return self.requests
+        if self.kind == "constant_rate":
+            assert self.rate is not None
+            assert self.duration is not None
+            return round(self.rate * self.duration)
+        if self.kind == "concurrent" and self.duration is None:
+            return self.requests
+        return None
+
+
+@dataclass(frozen=True)
+class Generator:
+    """Values for one parameter or body placeholder.
+
+    constant (``value``), list (``values`` in order, cycling; ``order: random`` picks at
+    random), range (``low``..``high`` inclusive, step 1, cycling), random (uniform integer in
+    ``low``..``high``), counter (``start``, ``start+step``, ... never repeating)."""
+
+    kind: GeneratorKind
+    value: Any = None
+    values: tuple[Any, ...] = ()
+    low: int | None = None
+    high: int | None = None
+    start: int = 1
+    step: int = 1
+    random_order: bool = False
+
+
+@dataclass(frozen=True)
+class MultipartPart:
+    name: str
+    size: int | None = None
+    """Generated binary content of this many bytes (a file part)."""
+    value: Any = None
+    """A text value (may hold ``${placeholders}``)."""
+    filename: str | None = None
+    content_type: str | None = None
+
+
+@dataclass(frozen=True)
+class BodySpec:
+    kind: BodyKind
+    media_type: str | None = None
+    example: str | None = None
+    size: int | None = None
+    parts: tuple[MultipartPart, ...] = ()
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    operation_id: str
+    injection: Injection
+    params: tuple[tuple[str, Generator], ...] = ()
+    headers: tuple[tuple[str, str], ...] = ()
+    body: BodySpec = BodySpec("none")
+    expect: tuple[int, ...] = ()
+    """Status codes that count as OK; empty means any 2xx or 3xx."""
+    timeout: float = 60.0
+    pointer: str = ""
+
+    def param(self, name: str) -> Generator | None:
+        return dict(self.params).get(name)
+
+
+@dataclass(frozen=True)
+class Warmup:
+    duration: float | None = 3.0
+    requests: int | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.duration) or bool(self.requests)
+
+
+@dataclass(frozen=True)
+class Backend:
+    kind: BackendKind
+    url: str | None = None
+    builtin: str | None = None
+    latency: float = 0.0
+    """Mock only: fixed delay before every response, seconds."""
+    response_size: int | None = None
+    """Mock only: pad or cut response bodies to this many bytes."""
+
+
+@dataclass(frozen=True)
+class Infrastructure:
+    """Where the cloud path runs. Never credentials: see ``infra/README.md``."""
+
+    provider: str = "gcp"
+    project: str | None = None
+    region: str | None = None
+    zone: str | None = None
+    gateway_machine: str = "n2-standard-2"
+    tester_machine: str = "n2-standard-2"
+    backend_machine: str = "n2-standard-2"
+    network: str | None = None
+
+
+@dataclass(frozen=True)
+class Auth:
+    """Where credentials come from: environment variable names, never values."""
+
+    bearer_env: str | None = None
+    basic_username_env: str | None = None
+    basic_password_env: str | None = None
+    api_key_env: str | None = None
+
+
+@dataclass(frozen=True)
+class Scoring:
+    profile: Literal["paper", "robust"] = "paper"
+    weights: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class Plan:
+    gateways: tuple[str, ...]
+    baseline: bool
+    repetitions: int
+    warmup: Warmup
+    order: Literal["shuffled", "fixed"]
+    seed: int | None
+    backend: Backend
+    workloads: tuple[Workload, ...]
+    auth: Auth = field(default_factory=Auth)
+    scoring: Scoring = field(default_factory=Scoring)
+    infrastructure: Infrastructure | None = None
+    thresholds: tuple[Threshold, ...] = ()
+    """Budgets a run must meet (``gatebench run --fail-on-threshold``; gatebench.thresholds)."""
+    engine: EngineName = "gatling"
+    """The load generator (``gatebench.engines``): ``gatling`` runs every injection profile;
+    ``wrk`` runs closed-model load only (concurrent users for whole seconds)."""
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """Gateways plus ``baseline`` (no gateway) when enabled."""
+        return (*self.gateways, "baseline") if self.baseline else self.gateways
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+__all__ = [
+    "BUILTIN_BACKENDS",
+    "MAX_BODY_BYTES",
+    "MAX_DURATION_S",
+    "MAX_REPETITIONS",
+    "MAX_REQUESTS",
+    "MAX_USERS",
+    "Auth",
+    "Backend",
+    "BackendKind",
+    "BodyKind",
+    "BodySpec",
+    "EngineName",
+    "Generator",
+    "GeneratorKind",
+    "Infrastructure",
+    "Injection",
+    "InjectionKind",
+    "MultipartPart",
+    "Plan",
+    "Scoring",
+    "Warmup",
+    "Workload",
+]

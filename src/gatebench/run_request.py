@@ -1,0 +1,164 @@
+"""What a person asked for on top of the spec's own plan: a :class:`RunRequest` (a quick smoke
+run, a subset of the plan's gateways), read from where each path carries it.
+
+The upload form sends it as query parameters to the local server
+(:func:`run_request_from_query`) and, on GCP, signs it into the uploaded object's
+``x-goog-meta-gatebench`` metadata, which the cloud parse and render steps read back with
+:func:`run_request_from_metadata`. It is core (pure, no server): the Cloud Functions that
+read it load nothing of the web server.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .errors import Problem, ProblemsError
+from .plan import Plan
+from .workload import quick_plan
+
+METADATA_KEY = "gatebench"
+"""The custom metadata key that carries a :class:`RunRequest` (Cloud Storage's custom metadata)."""
+METADATA_HEADER = f"x-goog-meta-{METADATA_KEY}"
+"""The same metadata as an HTTP header (what a signed PUT sends)."""
+
+
+class UploadRejected(ProblemsError):
+    """An upload that must not run: every located problem, answered with HTTP 400."""
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """Choices made in the upload form on top of the spec's own plan."""
+
+    quick: bool = False
+    """``--quick``: one short repetition (``workload.quick_plan``)."""
+    gateways: tuple[str, ...] | None = None
+    """Measure only these gateways of the plan (``()``: the baseline only); None: all."""
+
+    def to_metadata(self) -> str:
+        """The ``x-goog-meta-gatebench`` value: compact, sorted JSON."""
+        data: dict[str, Any] = {"quick": self.quick}
+        if self.gateways is not None:
+            data["gateways"] = list(self.gateways)
+        return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+    def to_query(self) -> dict[str, str]:
+        out = {"quick": "1" if self.quick else "0"}
+        if self.gateways is not None:
+            out["gateways"] = ",".join(self.gateways) or "none"
+        return out
+
+    def select(self, plan: Plan) -> Plan:
+        """The plan with only the chosen gateways (the caller checked them: :func:`gatebench.web.check_upload`)."""
+        if self.gateways is None:
+            return plan
+        return replace(plan, gateways=tuple(g for g in plan.gateways if g in self.gateways))
+
+    def problems(self, plan: Plan, *, source: str | None = None) -> list[Problem]:
+        """Why this request cannot run ``plan`` (a gateway the plan lacks, nothing left to
+        measure); empty when it can. ``source`` names where the request came from."""
+        if self.gateways is None:
+            return []
+        unknown = [g for g in self.gateways if g not in plan.gateways]
+        if unknown:
+            return [
+                Problem(
+                    "/gateways" if source else "",
+                    f"gateways: {unknown[0]!r} is not in the plan; choose among "
+                    f"{', '.join(plan.gateways) or '(none)'}",
+                    source=source,
+                )
+            ]
+        if not self.gateways and not plan.baseline:
+            return [
+                Problem(
+                    "/gateways" if source else "",
+                    "choose at least one gateway: this plan has no baseline",
+                    source=source,
+                )
+            ]
+        return []
+
+    def apply(self, plan: Plan) -> Plan:
+        """The plan as it will run: chosen gateways, then the quick profile when asked."""
+        chosen = self.select(plan)
+        return quick_plan(chosen) if self.quick else chosen
+
+
+def run_request_from_query(query: Mapping[str, str]) -> RunRequest:
+    """``?quick=1&gateways=nginx,caddy`` (``gateways=none``: the baseline only)."""
+    problems: list[Problem] = []
+    quick = _flag(query.get("quick"), "quick", problems)
+    gateways: tuple[str, ...] | None = None
+    raw = query.get("gateways")
+    if raw is not None:
+        names = [] if raw.strip() == "none" else [g.strip() for g in raw.split(",") if g.strip()]
+        gateways = tuple(dict.fromkeys(names))
+    if problems:
+        raise UploadRejected(problems)
+    return RunRequest(quick=quick, gateways=gateways)
+
+
+def run_request_from_metadata(value: str | None) -> RunRequest:
+    """The :class:`RunRequest` an uploaded object carries (its ``gatebench`` metadata); no
+    metadata (``gcloud storage cp``) is the plan as written. Problems are located in the
+    metadata (``source`` is :data:`METADATA_HEADER`, pointers inside its JSON value)."""
+    if value is None or value == "":
+        return RunRequest()
+    try:
+        data = json.loads(value)
+    except ValueError as exc:
+        raise UploadRejected(
+            [Problem("", f"metadata {METADATA_HEADER}: not JSON ({exc})", source=METADATA_HEADER)]
+        ) from None
+    if not isinstance(data, dict) or set(data) - {"quick", "gateways"}:
+        raise UploadRejected(
+            [
+                Problem(
+                    "",
+                    f"metadata {METADATA_HEADER}: expected an object with 'quick' and "
+                    f"'gateways', got {value[:200]!r}",
+                    source=METADATA_HEADER,
+                )
+            ]
+        )
+    quick = data.get("quick", False)
+    gateways = data.get("gateways")
+    problems = []
+    if not isinstance(quick, bool):
+        problems.append(
+            Problem("/quick", f"expected true or false, got {quick!r}", source=METADATA_HEADER)
+        )
+    if gateways is not None and not (
+        isinstance(gateways, list) and all(isinstance(g, str) for g in gateways)
+    ):
+        problems.append(
+            Problem(
+                "/gateways", f"expected a list of names, got {gateways!r}", source=METADATA_HEADER
+            )
+        )
+    if problems:
+        raise UploadRejected(problems)
+    return RunRequest(quick=bool(quick), gateways=None if gateways is None else tuple(gateways))
+
+
+def _flag(value: str | None, name: str, problems: list[Problem]) -> bool:
+    if value is None or value.lower() in ("", "0", "false", "no", "off"):
+        return False
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    problems.append(Problem("", f"query parameter '{name}': expected 1 or 0, got {value!r}"))
+    return False
+
+
+__all__ = [
+    "METADATA_HEADER",
+    "METADATA_KEY",
+    "RunRequest",
+    "UploadRejected",
+    "run_request_from_metadata",
+    "run_request_from_query",
+]

@@ -1,0 +1,49 @@
+"""The layers, seen from a fresh interpreter: what importing a package really loads.
+
+import-linter (``make check``) proves no module *names* a forbidden one; these tests prove
+the effect a deployment depends on: a Cloud Function that imports ``gatebench.cloud`` loads
+neither the web server, the runner, a load engine nor a provisioner, and the renderers load
+no process management.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def _loaded_after(module: str) -> set[str]:
+    code = (
+        "import json, sys\n"
+        f"import {module}\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('gatebench'))))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    return set(json.loads(out.stdout))
+
+
+def _under(loaded: set[str], package: str) -> list[str]:
+    return sorted(m for m in loaded if m == package or m.startswith(package + "."))
+
+
+@pytest.mark.parametrize(
+    "forbidden",
+    ["gatebench.web", "gatebench.runner", "gatebench.engines", "gatebench.provisioners"],
+)
+def test_importing_the_cloud_package_loads_no_edge(forbidden: str) -> None:
+    loaded = _loaded_after("gatebench.cloud")
+    assert "gatebench.cloud" in loaded
+    assert _under(loaded, forbidden) == []
+
+
+def test_importing_the_renderers_loads_no_process_management() -> None:
+    loaded = _loaded_after("gatebench.renderers")
+    assert "gatebench.renderers.nginx" in loaded or "gatebench.renderers._registry" in loaded
+    assert [m for m in ("gatebench.procs", "gatebench.runner") if m in loaded] == []
+    assert _under(loaded, "gatebench.provisioners") == []
+    assert _under(loaded, "gatebench.engines") == []

@@ -1,0 +1,68 @@
+"""One table model for every view of a report: the HTML report, the Markdown report and the
+dashboard's run page show the same tables (report._tables); only Markdown, the compact
+text form, leaves out the columns marked ``compact=False``."""
+
+from __future__ import annotations
+
+import re
+from html import escape, unescape
+
+from gatebench.report import build_report, render_html, render_markdown
+from gatebench.report._tables import latency_tables, overhead_table, score_table
+from gatebench.web import run_view
+from synthetic import synthetic_run
+
+NOW = 1_767_268_800.0
+
+
+def _report():  # type: ignore[no-untyped-def]
+    run, ms = synthetic_run()
+    return build_report(run, ms, now=NOW)
+
+
+def _html_headers(html: str, caption: str) -> list[str]:
+    """The column labels of the HTML table with this caption."""
+    found = re.search(
+        rf"<caption>{re.escape(escape(caption))}</caption><thead><tr>(.*?)</tr></thead>", html
+    )
+    assert found, caption
+    return [
+        unescape(label)
+        for label in re.findall(r"<button type=\"button\">(.*?)</button>", found.group(1))
+    ]
+
+
+def _markdown_headers(md: str, section: str) -> list[str]:
+    after = md.split(f"\n{section}\n", 1)[1]
+    line = next(line for line in after.splitlines() if line.startswith("| "))
+    return [cell.strip() for cell in line.strip("|").split(" | ")]
+
+
+def test_the_three_views_show_the_same_score_table() -> None:
+    report = _report()
+    model = score_table(report)
+    labels = [c.label for c in model.columns]
+    assert "Mean rank" in labels
+    view = next(t for t in run_view(report)["tables"] if t["id"] == "scores")
+    assert [c["label"] for c in view["columns"]] == labels
+    assert _html_headers(render_html(report), model.caption) == labels
+    compact = [c.label for c in model.columns if c.compact]
+    assert _markdown_headers(render_markdown(report), "## Global scores") == compact
+    # the same printed cells in each view (Markdown: its compact columns)
+    row = model.rows[0]
+    assert [c["text"] for c in view["rows"][0]["cells"]] == [c.text for c in row.cells]
+    md_line = f"| {row.header} | " + " | ".join(
+        c.text for c, col in zip(row.cells, model.columns[1:], strict=True) if col.compact
+    )
+    assert md_line in render_markdown(report)
+
+
+def test_the_latency_and_overhead_tables_are_the_same_in_html_and_on_the_dashboard() -> None:
+    report = _report()
+    view = {t["id"]: t for t in run_view(report)["tables"]}
+    html = render_html(report)
+    for model in [*latency_tables(report.summary), overhead_table(report.summary)]:
+        labels = [c.label for c in model.columns]
+        assert [c["label"] for c in view[model.id]["columns"]] == labels
+        assert _html_headers(html, model.caption) == labels
+        assert [r["header"] for r in view[model.id]["rows"]] == [r.header for r in model.rows]
