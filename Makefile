@@ -17,7 +17,7 @@ setup: ## the Python environment only (.venv)
 setup-all: ## everything the tests need: Debian packages, .venv, JVM gateways, Gatling, Node tools
 	@scripts/setup.sh
 
-demo: setup-all ## benchmark the auction example through 5 gateways + the baseline here (<= 10 min); DEMO_FLAGS=--quick for a smoke run
+demo: setup-all ## benchmark the auction example through 6 gateways + the baseline here (<= 10 min); DEMO_FLAGS=--quick for a smoke run
 	@$(BIN)/gatebench validate $(SPEC)
 	@AUCTION_TOKEN=$${AUCTION_TOKEN:-demo-token} $(BIN)/gatebench run $(SPEC) $(DEMO_FLAGS)
 	@$(BIN)/gatebench report latest
