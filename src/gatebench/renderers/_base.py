@@ -57,7 +57,7 @@ class RenderTarget:
     """Tyk keeps its state in Redis; the cloud path runs one beside it."""
     workers: int = 1
     """Worker processes or threads, for gateways that take a number (nginx
-    ``worker_processes``, HAProxy ``nbthread``, Envoy ``--concurrency``, Caddy
+    ``worker_processes``, HAProxy ``nbthread``, Envoy ``--concurrency``, Caddy and Traefik
     ``GOMAXPROCS``); the others keep their own pools (docs/gateways.md)."""
 
     def __post_init__(self) -> None:
