@@ -144,3 +144,24 @@ def test_a_router_traefik_drops_fails_the_boot_check(
     assert " ERR " in err
     assert "unsupported function: Methodd" in err
     assert _boot_check(get_renderer("traefik"), target, petstore) == " [booted: ok]"
+
+
+def test_render_check_exits_1_when_the_boot_refuses_the_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gatebench._cli.render as render_cli
+
+    real = render_cli.get_renderer
+    monkeypatch.setattr(
+        render_cli,
+        "get_renderer",
+        lambda name: BrokenTraefik() if name == "traefik" else real(name),
+    )
+    spec = str(Path(__file__).resolve().parents[2] / "examples" / "petstore" / "openapi.yaml")
+    code = main(["render", spec, "-g", "traefik", "-o", str(tmp_path), "--check"])
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [
+        f"traefik: {tmp_path / 'traefik'} (dynamic.yml, traefik.yml) rejected at boot"
+    ]
+    assert "unsupported function: Methodd" in err
+    assert code == 1
