@@ -20,7 +20,7 @@ setup-demo: ## only what the demo needs: 5 Debian gateways, JDK + Maven, .venv (
 setup-all: ## everything the tests need: Debian packages, .venv, JVM gateways, Gatling, Node tools, corpus
 	@scripts/setup.sh
 
-demo: setup-demo ## benchmark the auction example through 5 gateways + the baseline here (<= 10 min); DEMO_FLAGS=--quick for a smoke run
+demo: setup-demo ## benchmark the auction example through 6 gateways + the baseline here (<= 10 min); DEMO_FLAGS=--quick for a smoke run
 	@$(BIN)/gatebench validate $(SPEC)
 	@AUCTION_TOKEN=$${AUCTION_TOKEN:-demo-token} $(BIN)/gatebench run $(SPEC) $(DEMO_FLAGS)
 	@$(BIN)/gatebench report latest

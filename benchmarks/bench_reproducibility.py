@@ -104,7 +104,7 @@ def run() -> str:
             f"`run_benchmark` on examples/auction/openapi.yaml as `gatebench run SPEC "
             f"--repetitions {REPETITIONS}` does it (the plan's 10 repetitions reduced to "
             f"{REPETITIONS}), {RUNS} times with different seeds; workloads as in the paper: "
-            "50 uploads of 8.6 MB at once, 50 bids at once, 400 sequential reads.",
+            "50 uploads of 8.6 MB at once, 50 bids arriving over 250 ms, 400 sequential reads.",
             "",
             "### Runs",
             "",

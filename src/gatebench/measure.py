@@ -21,7 +21,6 @@ from typing import Any
 from .model import Measurement
 from .simlog import RequestRecord, read_simlog
 from .stats import PhaseSample, phase_stats
-from .trust import near_ceiling
 from .workload import Phase, phases_from_document
 
 NOISY_OTHERS_PCT = 20.0
@@ -71,17 +70,14 @@ def measurement_from(
     result: PhaseResult,
     *,
     engine: str = "gatling",
-    ceiling: float | None = None,
 ) -> Measurement:
-    """The contract with scoring: one Measurement per measured phase. ``ceiling``: the
-    engine's throughput against the ceiling server with this workload (req/s); a throughput
-    within 20 % of it is ``tester-bound`` (gatebench.trust)."""
+    """The contract with scoring: one Measurement per measured phase. Its flags here are the
+    CPU accounting's; the ceiling's ``tester-bound`` is added once every phase is in
+    (``gatebench.trust.flag_near_ceiling``, called by the runner)."""
     s = phase_stats(result.sample)
     flags: list[str] = []
     if result.cpu is not None:
         flags.extend(result.cpu.flags())
-    if near_ceiling(s.throughput, ceiling) and "tester-bound" not in flags:
-        flags.append("tester-bound")
     expected = phase.injection.expected_requests
     if expected is not None and s.requests < expected:
         flags.append("incomplete")

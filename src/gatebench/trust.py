@@ -7,7 +7,9 @@ The runner measures that *ceiling* at the start of every run, with the run's own
 each workload's own injection profile, and stores it with the run (``environment.ceiling``).
 A measurement whose throughput reaches :data:`TESTER_BOUND_SHARE` (80 %) of its workload's
 ceiling is flagged ``tester-bound``: the number describes the generator as much as the
-gateway. The engine's CPU accounting sets the same flag when the machine was saturated and
+gateway. The ceiling is the one the run demonstrated (:func:`demonstrated_ceiling`: the
+reading, or a target's mean throughput where one went faster), for the flag of each phase
+(:func:`flag_near_ceiling`, once every phase is in) and for the score alike. The engine's CPU accounting sets the same flag when the machine was saturated and
 the generator used more CPU than the target (``engines/cpu.py``). A workload's throughput is
 not scored (for any gateway) when some gateway reached 80 % of the ceiling in at least half of
 its repetitions (:func:`bound_by_tester`): ranking on it would rank the generator. The CPU
@@ -30,7 +32,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .metrics import METRICS
@@ -139,6 +141,29 @@ def demonstrated_ceiling(
     out = dict(ceiling)
     for (w, _), values in sums.items():
         out[w] = max(out[w], sum(values) / len(values))
+    return out
+
+
+def flag_near_ceiling(
+    measurements: Sequence[Measurement],
+    ceiling: Mapping[str, float],
+    share: float = TESTER_BOUND_SHARE,
+) -> list[Measurement]:
+    """``measurements`` with ``tester-bound`` added where the throughput reached ``share`` of
+    the ceiling the run demonstrated (:func:`demonstrated_ceiling`): the ceiling
+    :func:`bound_by_tester` scores with, so a phase's flag and the score agree. Decided once
+    every phase is in (the demonstrated ceiling needs them all). A flag already there (the
+    CPU accounting's) stays; unchanged measurements are the same objects."""
+    top = demonstrated_ceiling(measurements, ceiling)
+    out = []
+    for m in measurements:
+        if (
+            m.requests > 0
+            and "tester-bound" not in m.flags
+            and near_ceiling(m.throughput, top.get(m.workload), share)
+        ):
+            m = replace(m, flags=(*m.flags, "tester-bound"))
+        out.append(m)
     return out
 
 
@@ -443,6 +468,7 @@ __all__ = [
     "compare_engines",
     "cross_check_of",
     "demonstrated_ceiling",
+    "flag_near_ceiling",
     "gap_pct",
     "is_tester_bound",
     "near_ceiling",

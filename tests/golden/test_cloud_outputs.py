@@ -163,8 +163,22 @@ def test_traefik_structure(case: str) -> None:
     static = yaml.safe_load(files["traefik.yml"])
     assert static["providers"]["file"]["filename"] == golden_target("traefik").path("dynamic.yml")
     assert static["entryPoints"]["web"]["address"] == golden_target("traefik").listen_address
+    assert static["entryPoints"]["web"]["http"] == {"sanitizePath": False}
     dynamic = yaml.safe_load(files["dynamic.yml"])
     assert dynamic["http"]["services"]["backend"]["loadBalancer"]["passHostHeader"] is True
+    # readiness: only on the admin port, only on loopback, only to Traefik's own ping
+    assert static["entryPoints"]["traefik"] == {
+        "address": f"127.0.0.1:{golden_target('traefik').admin_port}"
+    }
+    assert static["ping"] == {"entryPoint": "traefik", "manualRouting": True}
+    ready = dynamic["http"]["routers"]["gatebench-ready"]
+    assert ready == {
+        "entryPoints": ["traefik"],
+        "rule": "Path(`/ping`)",
+        "service": "ping@internal",
+    }
+    others = [r for n, r in dynamic["http"]["routers"].items() if n != "gatebench-ready"]
+    assert others and all(r["entryPoints"] == ["web"] for r in others)
 
 
 # -- routing, simulated over the replay matrix ----------------------------------------------
@@ -191,6 +205,8 @@ def traefik_router(files: dict[str, str]) -> Router:
     routers = yaml.safe_load(files["dynamic.yml"])["http"]["routers"].values()
     table = []
     for router in routers:
+        if router["entryPoints"] != ["web"]:
+            continue  # the readiness router, on the loopback admin entry point
         match = re.fullmatch(r"Method\(`([A-Z]+)`\) && PathRegexp\(`([^`]+)`\)", router["rule"])
         assert match, router["rule"]
         table.append((match.group(1), re.compile(match.group(2))))

@@ -4,7 +4,8 @@ Render: a sample of the APIs.guru corpus and ReadMe's examples through all rende
 config, or a located UnsupportedFeature — never another exception; KrakenD's output valid
 against its official schema. Check: a smaller sample through each gateway's own checker
 (`nginx -t`, `haproxy -c`, `caddy validate`, `envoy --mode validate`, `apache2 -t`,
-`varnishd -C`): no config a checker rejects.
+`varnishd -C`): no config a checker rejects; a gateway checked by booting it (Traefik) boots
+each of them and refuses no part of its configuration.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from pathlib import Path
 import pytest
 
 from corpus import CORPUS, EXAMPLES_CORPUS, EXPECTED_ERRORS, corpus_files, example_files
+from gatebench._cli.render import _boot_check
 from gatebench.errors import UnsupportedFeature
 from gatebench.provisioners import check_config, write_files
 from gatebench.renderers import RenderTarget, all_renderers
+from gatebench.renderers._jvm import JvmRenderer
 from gatebench.spec import read_spec
 from krakend_schema import krakend_validator
 
@@ -30,6 +33,12 @@ CHECK_SAMPLE = corpus_files()[7::200] + [
     if e.suffix == ".yaml" and e.stem in ("petstore", "readme", "train-travel")
 ]
 CHECKED = [r for r in all_renderers() if r.runs_here and r.check_command]
+# Booting is the check of these; the JVM gateways (10-13 s a boot) have their own tests.
+BOOTED = [
+    r
+    for r in all_renderers()
+    if r.runs_here and not r.check_command and not isinstance(r, JvmRenderer)
+]
 
 
 def _name(path: Path) -> str:
@@ -80,3 +89,23 @@ def test_the_gateway_checker_accepts_the_config(path: Path, gateway: str, tmp_pa
         return
     write_files(files, tmp_path)
     assert check_config(renderer, tmp_path, target) is not None
+
+
+@pytest.mark.parametrize(
+    ("path", "gateway"),
+    [(p, r.name) for p in CHECK_SAMPLE for r in BOOTED],
+    ids=lambda v: v if isinstance(v, str) else _name(v),
+)
+def test_the_gateway_boots_the_config(
+    path: Path, gateway: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    renderer = next(r for r in BOOTED if r.name == gateway)
+    api = _api(path)
+    target = RenderTarget(workdir=str(tmp_path))
+    try:
+        renderer.render(api, target)
+    except UnsupportedFeature as refusal:
+        assert refusal.problems
+        assert all(p.pointer.startswith("/") for p in refusal.problems)
+        return
+    assert _boot_check(renderer, target, api) == " [booted: ok]", capsys.readouterr().err

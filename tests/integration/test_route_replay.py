@@ -45,7 +45,12 @@ def test_route_replay(
     assert any(not r.expect_routed for r in matrix)
     booted = boot(gateway, case)
     try:
-        failures = replay(matrix, gateway_port=booted.port, backend_port=echo_backend)
+        failures = replay(
+            matrix,
+            gateway_port=booted.port,
+            backend_port=echo_backend,
+            normalizes_path=get_renderer(gateway).normalizes_path,
+        )
     finally:
         booted.stop()
     assert not failures, (

@@ -9,12 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from gatebench._cli.render import _boot_check
+from gatebench.cli import main
 from gatebench.errors import UnsupportedHere
 from gatebench.ir import Api
 from gatebench.procs import Supervisor, free_port, http_probe
 from gatebench.provisioners import ConfigRejected, boot_gateway, check_config, write_files
 from gatebench.renderers import RenderTarget, get_renderer
 from gatebench.renderers.nginx import NginxRenderer
+from gatebench.renderers.traefik import TraefikRenderer
 
 
 class BrokenNginx(NginxRenderer):
@@ -27,6 +30,14 @@ class BrokenNginx(NginxRenderer):
                 "daemon off;", "daemon off;\nbogus_directive 1;"
             )
         }
+
+
+class BrokenTraefik(TraefikRenderer):
+    """Traefik with one rule it cannot parse: it drops that router, logs it and runs on."""
+
+    def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        files = super().render(api, target)
+        return {**files, "dynamic.yml": files["dynamic.yml"].replace("Method(`", "Methodd(`", 1)}
 
 
 def _target(workdir: Path, backend_port: int = 9) -> RenderTarget:
@@ -61,7 +72,9 @@ def test_cloud_only_gateways_cannot_boot_here(tmp_path: Path, petstore: Api) -> 
         boot_gateway("kong", petstore, _target(tmp_path), sup)
 
 
-@pytest.mark.parametrize("gateway", ["apache", "caddy", "envoy", "haproxy", "nginx", "varnish"])
+@pytest.mark.parametrize(
+    "gateway", ["apache", "caddy", "envoy", "haproxy", "nginx", "traefik", "varnish"]
+)
 def test_two_instances_run_at_once_and_stop_cleanly(
     gateway: str, tmp_path: Path, echo_backend: int, petstore: Api
 ) -> None:
@@ -89,3 +102,60 @@ def test_checker_accepts_what_render_writes(
     target = _target(tmp_path)
     write_files(renderer.render(replay_api("auction"), target), tmp_path)
     assert check_config(renderer, tmp_path, target) is not None
+
+
+def test_traefik_is_ready_only_once_its_routes_are(
+    tmp_path: Path, echo_backend: int, petstore: Api
+) -> None:
+    """Traefik answers 404 for ~0.1 s before it applies its routes: readiness waits for the
+    readiness router of the same file, so the first request after the boot is routed."""
+    for attempt in range(5):
+        with Supervisor() as sup:
+            target = _target(tmp_path / f"traefik-{attempt}", echo_backend)
+            boot_gateway("traefik", petstore, target, sup)
+            assert http_probe("127.0.0.1", target.listen_port, "/v1/pets/mine") == 200
+            assert http_probe("127.0.0.1", target.admin_port or 0, "/ping") == 200
+            # the readiness router never answers on the API's own entry point
+            assert http_probe("127.0.0.1", target.listen_port, "/ping") == 404
+
+
+def test_render_check_boots_traefik(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = str(Path(__file__).resolve().parents[2] / "examples" / "petstore" / "openapi.yaml")
+    code = main(["render", spec, "-g", "traefik", "-o", str(tmp_path), "--check"])
+    assert capsys.readouterr().out.splitlines() == [
+        f"traefik: {tmp_path / 'traefik'} (dynamic.yml, traefik.yml) [booted: ok]"
+    ]
+    assert code == 0
+
+
+def test_a_router_traefik_drops_fails_the_boot_check(
+    tmp_path: Path, petstore: Api, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = RenderTarget(workdir=str(tmp_path), listen_port=8080)
+    assert _boot_check(BrokenTraefik(), target, petstore) == " rejected at boot"
+    err = capsys.readouterr().err
+    assert err.startswith("traefik: the configuration was partly refused at boot:\n")
+    assert " ERR " in err
+    assert "unsupported function: Methodd" in err
+    assert _boot_check(get_renderer("traefik"), target, petstore) == " [booted: ok]"
+
+
+def test_render_check_exits_1_when_the_boot_refuses_the_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gatebench._cli.render as render_cli
+
+    real = render_cli.get_renderer
+    monkeypatch.setattr(
+        render_cli,
+        "get_renderer",
+        lambda name: BrokenTraefik() if name == "traefik" else real(name),
+    )
+    spec = str(Path(__file__).resolve().parents[2] / "examples" / "petstore" / "openapi.yaml")
+    code = main(["render", spec, "-g", "traefik", "-o", str(tmp_path), "--check"])
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [
+        f"traefik: {tmp_path / 'traefik'} (dynamic.yml, traefik.yml) rejected at boot"
+    ]
+    assert "unsupported function: Methodd" in err
+    assert code == 1

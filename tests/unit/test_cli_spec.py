@@ -70,7 +70,7 @@ def test_validate_reports_plan_errors(tmp_path: Path, capsys: pytest.CaptureFixt
     text = (
         Path(AUCTION)
         .read_text(encoding="utf-8")
-        .replace("[nginx, haproxy, caddy, envoy, apache]", "[nginx, kongg]")
+        .replace("[nginx, haproxy, caddy, envoy, apache, traefik]", "[nginx, kongg]")
     )
     spec = tmp_path / "api.yaml"
     spec.write_text(text, encoding="utf-8")
@@ -114,7 +114,11 @@ def test_plan_command(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "Benchmark plan for 'Auction service' (openapi-3.0.3, 3 operations)"
     assert (
-        "    create-auction  POST /auctions             50 users at once         multipart image 8.6MB"
+        "    create-auction  POST /auctions             50 users at once             multipart image 8.6MB"
+        in out
+    )
+    assert (
+        "    bid             POST /bid/{auctionId}      ramp to 50 users over 250ms  json body; auctionId=1; amount counter from 1"
         in out
     )
 

@@ -77,7 +77,7 @@ def test_parse_upload_of_the_auction_example() -> None:
     run = outcome.run
     assert run.run_id == ref.run_id
     assert run.spec_uri == "gs://gb-uploads/specs/auction.yaml#42"
-    assert run.gateways == ["nginx", "haproxy", "caddy", "envoy", "apache"]
+    assert run.gateways == ["nginx", "haproxy", "caddy", "envoy", "apache", "traefik"]
     assert [w["name"] for w in run.workloads] == ["create-auction", "bid", "retrieve"]
     assert run.workloads[1]["method"] == "POST"
     response = outcome.response("exec-9")

@@ -34,7 +34,7 @@ def test_parse_applies_the_uploads_run_request_to_the_plan() -> None:
     # Without metadata (a `gcloud storage cp`), or other metadata only: the plan as written.
     for plain in (None, {}, {"owner": "someone"}):
         as_written = parse_upload(AUCTION, REF, now=0.0, metadata=plain).run
-        assert as_written.gateways == ["nginx", "haproxy", "caddy", "envoy", "apache"]
+        assert as_written.gateways == ["nginx", "haproxy", "caddy", "envoy", "apache", "traefik"]
         assert as_written.plan is not None and as_written.plan["repetitions"] == 10
 
 
@@ -55,7 +55,7 @@ def test_parse_locates_a_broken_run_request_and_keeps_the_run_id() -> None:
             (
                 "/gateways",
                 "gateways: 'kongg' is not in the plan; choose among nginx, haproxy, caddy, "
-                "envoy, apache",
+                "envoy, apache, traefik",
             )
         ],
     }
@@ -96,14 +96,14 @@ def test_render_applies_the_same_run_request() -> None:
     assert sorted(rendered.configs) == ["haproxy"]
     assert sorted(rendered.fleet["gateways"]) == ["haproxy"]
     full = render_run(AUCTION, REF, SETTINGS, "gb-runs")
-    assert sorted(full.configs) == ["apache", "caddy", "envoy", "haproxy", "nginx"]
+    assert sorted(full.configs) == ["apache", "caddy", "envoy", "haproxy", "nginx", "traefik"]
     # The quick profile: fewer phases' worth of requests (one repetition instead of ten).
     assert len(rendered.workload["phases"]) < len(full.workload["phases"])
     with pytest.raises(RequestError) as bad:
         render_run(AUCTION, REF, SETTINGS, "gb-runs", {"gatebench": '{"gateways":["tyk"]}'})
     assert [p.format() for p in bad.value.problems] == [
         "x-goog-meta-gatebench: error: /gateways: gateways: 'tyk' is not in the plan; "
-        "choose among nginx, haproxy, caddy, envoy, apache"
+        "choose among nginx, haproxy, caddy, envoy, apache, traefik"
     ]
 
 

@@ -61,8 +61,8 @@ def test_a_complete_run_is_done_with_scores_and_rows(store: Any) -> None:
     db, run = store
     keys = expected_keys(run)
     assert (
-        len(keys) == 6 * 3 * 10
-    )  # five gateways and the baseline, three workloads, ten repetitions
+        len(keys) == 7 * 3 * 10
+    )  # six gateways and the baseline, three workloads, ten repetitions
     for key in sorted(keys):
         target, workload, rep = key.split(":")
         mean = 5.0 if target == "nginx" else 6.0
@@ -71,7 +71,7 @@ def test_a_complete_run_is_done_with_scores_and_rows(store: Any) -> None:
     result = finish_run(db, sink, "gb-runs", run.run_id)
     assert result["status"] == "done"
     assert result["missing"] == []
-    assert set(result["scores"]) == {"nginx", "haproxy", "caddy", "envoy", "apache"}
+    assert set(result["scores"]) == {"nginx", "haproxy", "caddy", "envoy", "apache", "traefik"}
     assert result["scores"]["nginx"] == max(result["scores"].values())
     assert result["rows_uri"] == f"gs://gb-runs/runs/{run.run_id}/rows.jsonl"
     lines = sink.objects[("gb-runs", f"runs/{run.run_id}/rows.jsonl")].splitlines()

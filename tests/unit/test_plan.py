@@ -47,7 +47,7 @@ def test_defaults(auction: Api) -> None:
         },
         auction,
     )
-    assert plan.gateways == ("apache", "caddy", "envoy", "haproxy", "nginx")
+    assert plan.gateways == ("apache", "caddy", "envoy", "haproxy", "nginx", "traefik")
     assert plan.baseline is True
     assert plan.repetitions == 3
     assert plan.warmup.duration == 3.0
@@ -71,12 +71,14 @@ def test_the_auction_example_plan(auction: Api) -> None:
     )
     assert bid.param("amount") is not None and bid.param("amount").kind == "counter"  # type: ignore[union-attr]
     assert bid.body.value == {"bid": "${amount}"}
+    # the paper's bidders arrive over a short ramp, in the order of their bids
+    assert (bid.injection.kind, bid.injection.users, bid.injection.duration) == ("ramp", 50, 0.25)
     assert (retrieve.injection.kind, retrieve.injection.requests) == ("sequential", 400)
     gen = retrieve.param("auctionId")
     assert gen is not None and (gen.kind, gen.low, gen.high) == ("random", 1, 100)
     lines = describe_plan(plan, auction)
     assert lines[0] == "Benchmark plan for 'Auction service' (openapi-3.0.3, 3 operations)"
-    assert lines[-1] == "  measured phases: 3 workloads × 6 targets × 10 repetitions = 180"
+    assert lines[-1] == "  measured phases: 3 workloads × 7 targets × 10 repetitions = 210"
 
 
 def test_operation_by_method_and_path(auction: Api) -> None:

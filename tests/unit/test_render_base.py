@@ -94,7 +94,7 @@ def test_registry_names_aliases_and_local_defaults() -> None:
     for expected in ("apache", "caddy", "envoy", "haproxy", "kong", "krakend", "nginx", "tyk"):
         assert expected in names
     assert gateway_aliases()["httpd"] == "apache"
-    assert local_gateway_names() == ("apache", "caddy", "envoy", "haproxy", "nginx")
+    assert local_gateway_names() == ("apache", "caddy", "envoy", "haproxy", "nginx", "traefik")
     assert get_renderer(" HTTPD ").name == "apache"
 
 
@@ -324,4 +324,71 @@ def test_operations_on_one_route_share_it() -> None:
         ("DELETE", "/p/{b}", "op4"),
         ("GET", "/p/{a}", "op2"),
         ("GET", "/v1/v1/x", "op0"),
+    ]
+
+
+def test_traefik_readiness_is_rendered_only_with_an_admin_port() -> None:
+    import yaml
+
+    api = api_of(("GET", "/pets"))
+    renderer = get_renderer("traefik")
+    cloud = renderer.render(api, RenderTarget(workdir="/w", listen_host="0.0.0.0"))
+    static = yaml.safe_load(cloud["traefik.yml"])
+    assert set(static["entryPoints"]) == {"web"} and "ping" not in static
+    assert "gatebench-ready" not in yaml.safe_load(cloud["dynamic.yml"])["http"]["routers"]
+    local = renderer.render(api, RenderTarget(workdir="/w", listen_port=8000, admin_port=8001))
+    assert yaml.safe_load(local["traefik.yml"])["entryPoints"]["traefik"] == {
+        "address": "127.0.0.1:8001"
+    }
+    assert renderer.env("/w", RenderTarget(workdir="/w", workers=2)) == {"GOMAXPROCS": "2"}
+
+
+def test_traefik_boot_problems_are_its_err_and_ftl_lines() -> None:
+    log = (
+        "\x1b[90m2026-11-23T23:26:04Z\x1b[0m \x1b[33mWRN\x1b[0m \x1b[1mTraefik can reject some "
+        "encoded characters\x1b[0m\n"
+        "\x1b[90m2026-11-23T23:26:04Z\x1b[0m \x1b[31mERR\x1b[0m \x1b[36merror=\x1b[0m"
+        '"error while parsing rule Methodd(`POST`)" \x1b[36mrouterName=\x1b[0mr0-create@file\n'
+        "2026-11-23T23:26:05Z FTL Command error error=boom\n"
+        "2026-11-23T23:26:05Z INF an ERR inside a message is not a level\n"
+    )
+    assert get_renderer("traefik").boot_problems(log) == [
+        '2026-11-23T23:26:04Z ERR error="error while parsing rule Methodd(`POST`)" '
+        "routerName=r0-create@file",
+        "2026-11-23T23:26:05Z FTL Command error error=boom",
+    ]
+    assert get_renderer("nginx").boot_problems(log) == []
+
+
+def test_normal_path_is_rfc_3986_syntax_normalisation() -> None:
+    from replay import normal_path
+
+    assert normal_path("/pct%20enc%2Fslash%41") == "/pct%20enc%2FslashA"
+    assert normal_path("/a%7e%2d%5F/%c3%a9%3b") == "/a~-_/%C3%A9%3B"
+    assert normal_path("/plain/%%41") == "/plain/%A"
+
+
+def test_a_normalising_gateway_may_change_only_the_form_of_the_path() -> None:
+    import json
+
+    from replay import ReplayRequest, Reply, compare_echoes
+
+    def reply(path: str) -> Reply:
+        echo = {
+            "method": "GET",
+            "path": path,
+            "query": "",
+            "host": "h",
+            "body_sha256": "",
+            "body_length": 0,
+            "headers": {},
+        }
+        return Reply(200, {"x-gatebench-backend": "echo"}, json.dumps(echo).encode())
+
+    req = ReplayRequest("op: sample", "GET", "/a%41")
+    direct = reply("/a%41")
+    assert compare_echoes(req, direct, reply("/aA"), normalizes_path=True) == []
+    assert compare_echoes(req, direct, reply("/aA")) == ["path: sent '/a%41', backend got '/aA'"]
+    assert compare_echoes(req, direct, reply("/aB"), normalizes_path=True) == [
+        "path: sent '/a%41', backend got '/aB'"
     ]

@@ -3,6 +3,8 @@ score, two engines' agreement, reproducibility across runs, and the report's tru
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,17 +16,21 @@ from gatebench.metrics import METRICS
 from gatebench.model import Measurement, RunRecord, RunStatus
 from gatebench.plan import Injection
 from gatebench.report import build_report, render_html, render_json, render_markdown
+from gatebench.runner import RunOutcome, _Hooks, _Run, _score
 from gatebench.score import ScoreError, score, values_from_table
 from gatebench.stats import PhaseSample
 from gatebench.trust import (
+    CEILING_TARGET,
     Agreement,
     Ceiling,
     CeilingPoint,
     agreement_summary,
     bound_by_tester,
+    ceiling_of,
     coefficient_of_variation,
     compare_engines,
     demonstrated_ceiling,
+    flag_near_ceiling,
     gap_pct,
     is_tester_bound,
     near_ceiling,
@@ -85,23 +91,81 @@ def test_within_20_percent_of_the_ceiling_is_tester_bound() -> None:
     assert not is_tester_bound(1, 3) and not is_tester_bound(0, 0)
 
 
-def _phase(target: str = "a", workload: str = "w") -> Phase:
-    return Phase(0, target, workload, 1, True, "http://x", Injection("concurrent", 5, None, 2.0))
+def _phase(target: str = "a", workload: str = "w", index: int = 0) -> Phase:
+    return Phase(
+        index, target, workload, 1, True, "http://x", Injection("concurrent", 5, None, 2.0)
+    )
 
 
-def _result(requests: int, duration_ms: int) -> PhaseResult:
+def _result(requests: int, duration_ms: int, index: int = 0) -> PhaseResult:
     sample = PhaseSample()
     for i in range(requests):
         sample.add(i * duration_ms // requests, i * duration_ms // requests + 1, True)
     sample.last_end = duration_ms
-    return PhaseResult(0, sample, 0.0, float(duration_ms), None)
+    return PhaseResult(index, sample, 0.0, float(duration_ms), None)
 
 
-def test_a_measurement_near_the_ceiling_is_flagged_when_it_is_made() -> None:
-    near = measurement_from("r", _phase(), _result(900, 1000), engine="wrk", ceiling=1000.0)
-    far = measurement_from("r", _phase(), _result(500, 1000), ceiling=1000.0)
-    assert near.flags == ("tester-bound",) and near.engine == "wrk"
-    assert far.flags == () and far.engine == "gatling"
+def test_a_measurement_carries_only_the_cpu_flags_when_it_is_made() -> None:
+    made = measurement_from("r", _phase(), _result(900, 1000), engine="wrk")
+    assert made.flags == () and made.engine == "wrk"
+    assert measurement_from("r", _phase(), _result(500, 1000)).engine == "gatling"
+
+
+def test_flag_near_ceiling_uses_the_demonstrated_ceiling() -> None:
+    ms = [
+        m("baseline", "w", 1, throughput=2_000.0),
+        m("a", "w", 1, throughput=900.0),
+        m("b", "w", 1, throughput=1_700.0),
+        m("b", "w", 2, throughput=100.0, flags=("noisy", "tester-bound")),  # the CPU's: kept
+        m("a", "v", 1, throughput=90.0),
+        m("b", "v", 1, throughput=0.0, requests=0),
+    ]
+    flagged = flag_near_ceiling(ms, {"w": 1_000.0, "v": 100.0})
+    assert [x.flags for x in flagged] == [
+        ("tester-bound",),
+        (),  # 900 reached the ceiling's reading, but not 80 % of the 2,000 the run showed
+        ("tester-bound",),
+        ("noisy", "tester-bound"),
+        ("tester-bound",),
+        (),
+    ]
+    assert flagged[1] is ms[1] and flagged[3] is ms[3]
+    assert flag_near_ceiling(ms, {}) == ms
+
+
+def run_ceiling_of(environment: dict[str, Any]) -> dict[str, float]:
+    ceiling = ceiling_of(environment)
+    assert ceiling is not None
+    return {w: p.throughput for w, p in ceiling.workloads.items()}
+
+
+def test_the_tester_bound_flag_and_the_score_use_the_same_ceiling(tmp_path: Path) -> None:
+    """The ceiling phase reads 1,000 req/s once; the baseline then goes 2,000, which the
+    engine therefore drives. a at 900 req/s is 45 % of that (scored, not flagged); b at 1,700
+    is 85 % (flagged, its throughput not scored); the baseline is at its own ceiling."""
+    record = run_record(gateways=["a", "b"], workloads=[{"name": "w"}])
+    run = _Run(record, tmp_path, None, lambda progress: None)
+    phases = {
+        0: _phase(CEILING_TARGET, index=0),
+        1: _phase("a", index=1),
+        2: _phase("b", index=2),
+        3: _phase("baseline", index=3),
+    }
+    hooks = _Hooks(run, phases, None, tmp_path / "skip.txt", len(phases))
+    for index, requests in ((0, 1_000), (1, 900), (2, 1_700), (3, 2_000)):
+        hooks.on_phase(_result(requests, 1_000, index))
+    assert run_ceiling_of(run.record.environment) == {"w": 1_000.0}
+    outcome = RunOutcome(record, run.measurements, tmp_path)
+    _score(run, outcome)
+    want = {"a": [], "b": ["tester-bound"], "baseline": ["tester-bound"]}
+    assert {x.target: list(x.flags) for x in outcome.measurements} == want
+    lines = (tmp_path / "measurements.jsonl").read_text(encoding="utf-8").splitlines()
+    assert {d["target"]: d["flags"] for d in map(json.loads, lines)} == want
+    assert len(lines) == 3
+    summary = outcome.report.summary
+    assert summary.tester_bound == {"w": ("b",)}
+    assert summary.flag_counts() == {"tester-bound": 2}
+    assert summary.cells[("w", "a")].flags == {}
 
 
 def test_only_the_ceiling_leaves_throughput_out_of_the_score() -> None:

@@ -37,7 +37,7 @@ def auction() -> tuple[Api, Plan]:
     result = read_spec(str(ROOT / "examples/auction/openapi.yaml"))
     assert result.api is not None
     # the gateway list is given, so this test does not depend on which renderers exist
-    known = ("apache", "caddy", "envoy", "haproxy", "nginx")
+    known = ("apache", "caddy", "envoy", "haproxy", "nginx", "traefik")
     return result.api, build_plan(result.benchmark, result.api, known_gateways=known)
 
 

@@ -2,18 +2,26 @@
 
 Writes ``DIR/<gateway>/<file>`` for every gateway asked for (``all`` = every registered one).
 A gateway that cannot express the API prints its located problems and is skipped; the exit
-code is then 1. ``--check`` also runs each gateway's own checker where it is installed here.
+code is then 1. ``--check`` also runs each gateway's own checker where it is installed here;
+a gateway without one that runs here (Traefik, the JVM gateways) is booted instead, briefly,
+with the same API rendered for a free loopback port in a scratch folder, and its output
+searched for refused parts of the configuration.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
+import time
+from dataclasses import replace
 from pathlib import Path
 
-from ..errors import RenderError, UnsupportedFeature, UnsupportedHere
-from ..provisioners import ConfigRejected, check_config, write_files
-from ..renderers import RenderTarget, UnknownGateway, gateway_names, get_renderer
+from ..errors import RenderError, RunError, UnsupportedFeature, UnsupportedHere
+from ..ir import Api
+from ..procs import Supervisor, free_port
+from ..provisioners import ConfigRejected, boot_gateway, check_config, write_files
+from ..renderers import Renderer, RenderTarget, UnknownGateway, gateway_names, get_renderer
 from ._common import add_spec_arguments, print_problems, read
 
 
@@ -52,7 +60,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument(
         "--check",
         action="store_true",
-        help="run each gateway's own config checker where it is installed here",
+        help="run each gateway's own config checker where it is installed here "
+        "(a gateway without one is booted briefly on loopback)",
     )
     parser.set_defaults(handler=run)
 
@@ -111,17 +120,19 @@ def run(args: argparse.Namespace) -> int:
         write_files(files, folder)
         status = ""
         if args.check:
-            status = _check(renderer.name, folder, target)
-            failed = failed or status.startswith("rejected")
+            status = _check(renderer.name, folder, target, api)
+            failed = failed or status.startswith(" rejected")
         listing = ", ".join(sorted(files))
         print(f"{name}: {folder} ({listing}){status}")
     return 1 if failed else 0
 
 
-def _check(name: str, folder: Path, target: RenderTarget) -> str:
+def _check(name: str, folder: Path, target: RenderTarget, api: Api) -> str:
     renderer = get_renderer(name)
     if renderer.check_argv(folder, target) is None:
-        return " [no checker here]"
+        if not renderer.runs_here:
+            return " [no checker here]"
+        return _boot_check(renderer, target, api)
     try:
         check_config(renderer, folder, target)
     except UnsupportedHere as exc:
@@ -130,3 +141,42 @@ def _check(name: str, folder: Path, target: RenderTarget) -> str:
         print(str(exc), file=sys.stderr)
         return " rejected by its checker"
     return " [checker: ok]"
+
+
+# Time a gateway has after it is ready to report what it refused (Traefik logs a dropped
+# router as it applies its configuration).
+_SETTLE_S = 0.3
+
+
+def _boot_check(renderer: Renderer, target: RenderTarget, api: Api) -> str:
+    """Boot ``api`` rendered for a free loopback port in a scratch folder, read the gateway's
+    output, stop it: booting is the check of a gateway without an offline checker."""
+    reason = renderer.available_here()
+    if reason is not None:
+        return f" [not checked: {reason}]"
+    with tempfile.TemporaryDirectory(prefix="gatebench-check-") as scratch:
+        local = replace(
+            target,
+            workdir=str(Path(scratch).resolve()),
+            listen_host="127.0.0.1",
+            listen_port=free_port(),
+            admin_port=free_port(),
+        )
+        log = Path(local.workdir) / f"{renderer.name}.out.log"
+        try:
+            with Supervisor() as supervisor:
+                proc = boot_gateway(renderer, api, local, supervisor, log_path=log)
+                time.sleep(_SETTLE_S)
+                supervisor.stop(proc)
+        except RunError as exc:
+            print(f"{renderer.name}: the boot failed: {exc}", file=sys.stderr)
+            return " rejected at boot"
+        problems = renderer.boot_problems(log.read_text(encoding="utf-8", errors="replace"))
+    if problems:
+        print(
+            f"{renderer.name}: the configuration was partly refused at boot:\n"
+            + "\n".join(problems),
+            file=sys.stderr,
+        )
+        return " rejected at boot"
+    return " [booted: ok]"

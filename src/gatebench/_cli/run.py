@@ -318,7 +318,8 @@ def _flag_note(flagged: list[Measurement]) -> str:
     parts = []
     meaning = {
         "noisy": "other processes used > 20 % of the machine",
-        "tester-bound": "the machine was ≥ 85 % busy and Gatling used more CPU than the target",
+        "tester-bound": "within 20 % of the load engine's ceiling, or the machine was ≥ 85 % "
+        "busy and the engine used more CPU than the target",
         "incomplete": "fewer requests than the workload defines",
     }
     for flag, n in sorted(counts.items()):

@@ -120,12 +120,21 @@ def start_gateway(
         renderer.name, argv, log_path=log, cwd=workdir, env=renderer.env(workdir, target)
     )
     host = "127.0.0.1" if target.listen_host == "0.0.0.0" else target.listen_host
+    port, path, ready = target.listen_port, "/", lambda status: True
+    if renderer.ready_path is not None and target.admin_port is not None:
+        host, port, path, ready = "127.0.0.1", target.admin_port, renderer.ready_path, _ok
     try:
-        wait_ready(proc, target.listen_port, host=host, timeout=renderer.readiness_timeout)
+        wait_ready(
+            proc, port, host=host, path=path, timeout=renderer.readiness_timeout, ready=ready
+        )
     except BaseException:
         supervisor.stop(proc)
         raise
     return proc
+
+
+def _ok(status: int) -> bool:
+    return status == 200
 
 
 def boot_gateway(

@@ -57,7 +57,7 @@ class RenderTarget:
     """Tyk keeps its state in Redis; the cloud path runs one beside it."""
     workers: int = 1
     """Worker processes or threads, for gateways that take a number (nginx
-    ``worker_processes``, HAProxy ``nbthread``, Envoy ``--concurrency``, Caddy
+    ``worker_processes``, HAProxy ``nbthread``, Envoy ``--concurrency``, Caddy and Traefik
     ``GOMAXPROCS``); the others keep their own pools (docs/gateways.md)."""
 
     def __post_init__(self) -> None:
@@ -174,7 +174,15 @@ class Renderer(abc.ABC):
     """The gateway in the foreground, same placeholders; ``None`` when it cannot run here."""
     readiness_timeout: ClassVar[float] = 15.0
     """Seconds from start to the first answered HTTP request before the boot counts as failed."""
+    ready_path: ClassVar[str | None] = None
+    """For a gateway that answers before its routes are loaded: a path on the target's
+    ``admin_port`` that answers 200 once they are; readiness waits for it. ``None`` (or no
+    admin port): any answer on the listen port means ready."""
     install_hint: ClassVar[str] = "run `make setup-all`"
+    normalizes_path: ClassVar[bool] = False
+    """The gateway forwards the path in RFC 3986 normal form (escapes of unreserved
+    characters decoded, ``%41`` → ``A``; the others upper-cased): the same URI, not the same
+    bytes. Route replay compares paths in that form for it."""
 
     # -- to implement -----------------------------------------------------------------------
 
@@ -228,6 +236,11 @@ class Renderer(abc.ABC):
 
     def prepare(self, workdir: Path) -> None:  # noqa: B027 - an optional hook
         """Create what the gateway expects beside its files (folders) before it starts."""
+
+    def boot_problems(self, log: str) -> list[str]:
+        """Lines of the gateway's output, once it is ready, saying it refused part of its
+        configuration while it kept running (booting is the check of a gateway without one)."""
+        return []
 
     def available_here(self) -> str | None:
         """``None`` when the gateway can run here, else why not (with the install hint)."""

@@ -43,7 +43,7 @@ RENDERERS: tuple[type[Renderer], ...] = (
 )
 
 # Gateways that run here as fast native processes: what a plan selects by default.
-LOCAL_DEFAULT: tuple[str, ...] = ("apache", "caddy", "envoy", "haproxy", "nginx")
+LOCAL_DEFAULT: tuple[str, ...] = ("apache", "caddy", "envoy", "haproxy", "nginx", "traefik")
 
 
 class UnknownGateway(RenderError):

