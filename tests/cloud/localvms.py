@@ -1,8 +1,9 @@
 """The local provisioner standing in for Terraform and the VMs of infra/vms.
 
-The build steps run ``terraform init|apply|destroy`` with the variables
-``gatebench cloud vm-vars`` wrote; here the same variables start the same programs as local
-processes (the loopback layout gives every "VM" its own port on 127.0.0.1):
+The build steps run ``terraform init|apply|destroy`` (tests/cloud/localterraform.py models the
+CLI) with the variables ``gatebench cloud vm-vars`` wrote; here the same variables start the
+same programs as local processes (the loopback layout gives every "VM" its own port on
+127.0.0.1):
 
 - backend VM → ``gatebench cloud backend ...`` (the runner image's command);
 - gateway VM → the rendered files fetched from the bucket into the gateway's folder (what
@@ -10,15 +11,12 @@ processes (the loopback layout gives every "VM" its own port on 127.0.0.1):
   the program; a gateway that cannot run here fails like a crash-looping container);
 - tester VM → ``gatebench cloud tester ...`` with its own scratch folder.
 
-``init`` remembers the state's bucket and prefix (in TF_DATA_DIR, as Terraform does);
-``apply`` and ``destroy`` write the state object there, listing what runs. ``destroy`` stops
-every process ``apply`` started under that state, even an ``apply`` the build's timeout cut
-short: what it started stays for teardown, as resources do.
+``destroy`` stops every process ``apply`` started under that state, even an ``apply`` the
+build's timeout cut short: what it started stays for teardown, as resources do.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +28,8 @@ from gatebench.cloud import Storage
 from gatebench.errors import GatebenchError
 from gatebench.procs import ManagedProcess, Supervisor
 from gatebench.renderers import get_renderer
+
+from .localterraform import LocalTerraform
 
 GATEBENCH = str(Path(sys.executable).parent / "gatebench")
 
@@ -49,29 +49,22 @@ class LocalVms:
     # and build steps run in short-lived threads: VMs are started from this lasting one.
     _host: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(1, "local-vms"))
 
-    def __call__(self, args: list[str], env: dict[str, str], workspace: Path) -> None:
+    def __post_init__(self) -> None:
+        self.terraform = LocalTerraform(self, self.storage)
+
+    def __call__(self, args: list[str], env: dict[str, str], cwd: Path) -> str:
+        """``terraform ARGS`` in a build step (tests/cloud/localbuild.py's bridge)."""
         self.calls.append(list(args))
-        command = next(a for a in args if not a.startswith("-"))
-        data_dir = Path(env.get("TF_DATA_DIR", workspace / ".terraform"))
-        if command == "init":
-            config = dict(a.split("=", 2)[1:] for a in args if a.startswith("-backend-config="))
-            data_dir.mkdir(parents=True, exist_ok=True)
-            (data_dir / "backend.json").write_text(json.dumps(config))
-            return
-        backend = json.loads((data_dir / "backend.json").read_text())
-        key = f"gs://{backend['bucket']}/{backend['prefix']}"
-        var_file = next(a.split("=", 1)[1] for a in args if a.startswith("-var-file="))
-        values = json.loads(Path(var_file).read_text())
-        if command == "apply":
-            self._apply(key, values)
-        elif command == "destroy":
-            self._destroy(key)
-        else:
-            raise ValueError(f"terraform {command}: not something the builds run")
-        state = {"resources": [p.name for p in self.machines.get(key, [])]}
-        self.storage.write(
-            backend["bucket"], f"{backend['prefix']}/default.tfstate", json.dumps(state)
-        )
+        return self.terraform(args, env, cwd)
+
+    def apply(self, key: str, values: dict[str, Any]) -> list[str]:
+        self._apply(key, values)
+        with self._lock:
+            return [p.name for p in self.machines.get(key, [])]
+
+    def destroy(self, key: str) -> list[str]:
+        self._destroy(key)
+        return []
 
     def running(self) -> list[ManagedProcess]:
         with self._lock:
