@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..cost import describe_cost
 from ..metrics import METRICS, UNITS
 from ._build import RESOLUTION_NOTE, Report, metric_label
 from ._format import fmt_ci, fmt_number, fmt_pct, fmt_score, fmt_signed, fmt_value
@@ -172,5 +173,7 @@ def render_markdown(report: Report) -> str:
         if key in TRUST_KEYS:
             continue  # in the trust section
         out.append(f"- {key}: {value}")
+    if report.cost is not None:
+        out += ["", "## Estimated cost", "", "```", *describe_cost(report.cost), "```"]
     out += ["", RESOLUTION_NOTE, ""]
     return "\n".join(out)
