@@ -20,7 +20,7 @@ output "looker_studio_view" {
 }
 
 output "runner_image" {
-  description = "The runner image the builds and VMs run; push it with `make runner-image`."
+  description = "The runner image the builds and VMs run; build and push it with the command in `runner_image_build_command`."
   value       = module.runner.image
 }
 
