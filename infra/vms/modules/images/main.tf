@@ -6,16 +6,6 @@
 # first slash) is kept as it is. No provider: `terraform console` evaluates this module
 # offline (tests/unit/test_terraform_templates.py).
 
-variable "images" {
-  description = "Image references as the renderers name them."
-  type        = list(string)
-}
-
-variable "mirror" {
-  description = "The Docker Hub remote repository: REGION-docker.pkg.dev/PROJECT/REPOSITORY."
-  type        = string
-}
-
 locals {
   hub = {
     for ref in var.images : ref => trimprefix(trimprefix(ref, "docker.io/"), "index.docker.io/")
@@ -29,9 +19,3 @@ locals {
     )
   }
 }
-
-output "pull" {
-  description = "Image reference → what the VM pulls."
-  value       = local.pull
-}
-
