@@ -31,13 +31,14 @@ import yaml
 from cloud.firestore import EmulatorFirestore, start_firestore_emulator
 from cloud.localbuild import LocalCloudBuild
 from cloud.localvms import LocalVms
+from cloud.netns import LocalNetwork, leftovers, network_namespaces_work
 from cloud.pipeline import WORKFLOW, workflow_env
 from cloud.servers import start_function, start_gcs_emulator, storage_client, unpack_bundle
 from cloud.standins import BigQueryLoads
 from cloud.workflows_interpreter import Execution, Interpreter
 from gatebench.cloud import Storage
 from gatebench.model import run_id_for_object
-from gatebench.procs import Supervisor, free_port, port_is_free
+from gatebench.procs import Supervisor
 from gatebench.report import bigquery_schema
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,16 +58,24 @@ def quick_auction(gateways: list[str]) -> bytes:
     return yaml.safe_dump(doc, sort_keys=False).encode()
 
 
-def port_range(count: int) -> int:
-    for _ in range(50):
-        base = free_port()
-        if base + count < 65000 and all(port_is_free(base + i) for i in range(count)):
-            return base
-    raise RuntimeError("no free port range")
+@pytest.fixture(scope="module")
+def network() -> Iterator[LocalNetwork]:
+    """The test's own network of namespaces; nothing of it is left afterwards."""
+    reason = network_namespaces_work()
+    if reason is not None:
+        pytest.fail(f"the local VMs need network namespaces: {reason}")
+    local = LocalNetwork()
+    try:
+        yield local
+    finally:
+        local.close()
+        assert leftovers(local.tag) == []
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def world(
+    tmp_path_factory: pytest.TempPathFactory, network: LocalNetwork
+) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("pipeline")
     logs = tmp / "logs"
     with Supervisor() as supervisor:
@@ -78,7 +87,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             "project": PROJECT,
             "prefix": "gb",
             "zone": "local",
-            "layout": {"kind": "loopback", "base_port": port_range(8), "root": str(tmp / "disks")},
+            "layout": "dns",  # what a deployment renders: VM host names, one port per role
             "subnetwork": "local",
             "tags": {"tester": "gb-tester", "gateway": "gb-gateway", "backend": "gb-backend"},
             "accounts": {"tester": "t@x", "gateway": "g@x", "backend": "b@x"},
@@ -101,7 +110,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         }
         os.environ.update(env)
         storage = Storage(PROJECT)
-        vms = LocalVms(supervisor, storage, tmp, env)
+        vms = LocalVms(supervisor, storage, tmp, env, network, gcs.url)
         builds = LocalCloudBuild(tmp / "builds", IMAGE, vms, env=env, project=PROJECT)
         firestore = EmulatorFirestore(firestore_host)
         bigquery = BigQueryLoads(storage, list(bigquery_schema()))
