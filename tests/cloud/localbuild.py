@@ -235,12 +235,15 @@ class LocalCloudBuild:
 
 
 _BRIDGE_ENV = "GATEBENCH_TERRAFORM_BRIDGE"
+CALLER_PID_ENV = "GATEBENCH_TERRAFORM_PID"
+"""Set in the environment the stand-in gets: the pid of the ``terraform`` process that called
+(the stand-in can tell whether it was killed meanwhile, as a build's timeout kills it)."""
 _SHIM = """#!{python}
 # `terraform` inside a local build step: the call goes to the test's Terraform stand-in.
 import json, os, socket, sys
 conn = socket.socket(socket.AF_UNIX)
 conn.connect(os.environ["{env}"])
-request = {{"args": sys.argv[1:], "cwd": os.getcwd(), "env": dict(os.environ)}}
+request = {{"args": sys.argv[1:], "cwd": os.getcwd(), "env": dict(os.environ), "pid": os.getpid()}}
 conn.sendall(json.dumps(request).encode() + b"\\n")
 reply = json.loads(conn.makefile().readline())
 sys.stdout.write(reply["stdout"])
@@ -290,7 +293,8 @@ class _TerraformBridge:
         with conn:
             request = json.loads(conn.makefile().readline())
             try:
-                out = self.terraform(request["args"], request["env"], Path(request["cwd"]))
+                env = {**request["env"], CALLER_PID_ENV: str(request["pid"])}
+                out = self.terraform(request["args"], env, Path(request["cwd"]))
                 reply = {"code": 0, "stdout": out or "", "stderr": ""}
             except Exception as exc:
                 text = str(exc).rstrip("\n") + "\n"
@@ -381,4 +385,4 @@ def _copy_into(source: Path, image_root: Path, destination: str) -> None:
         shutil.copy2(source, target)
 
 
-__all__ = ["BUILD_CREATE", "LocalCloudBuild", "StepFailed", "runner_image_files"]
+__all__ = ["BUILD_CREATE", "CALLER_PID_ENV", "LocalCloudBuild", "StepFailed", "runner_image_files"]

@@ -13,7 +13,8 @@ be installed here), and no kinder than Terraform 1.x where the builds depend on 
 - the state lives in the bucket (``PREFIX/default.tfstate``) and is locked while an
   operation runs (``PREFIX/default.tflock``, the gcs backend's lock object): a held lock
   makes apply/destroy wait ``-lock-timeout`` then fail with "Error acquiring the state lock"
-  and its Lock Info; ``force-unlock -force ID`` removes it.
+  and its Lock Info; ``force-unlock -force ID`` removes it. A ``terraform`` killed while it
+  holds the lock (a build stopped at its timeout) leaves the lock behind, as Terraform does.
 
 What apply and destroy do to machines is the ``machines`` object's business (tests/cloud/
 localvms.py): ``apply(state_key, variables)`` and ``destroy(state_key)``.
@@ -25,6 +26,7 @@ import datetime
 import json
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -32,6 +34,8 @@ from typing import Any, Protocol
 import hcl2
 
 from gatebench.cloud import Storage
+
+from .localbuild import CALLER_PID_ENV
 
 LOCK_FILE = ".terraform.lock.hcl"
 PROVIDER_VERSION = "6.50.0"
@@ -52,7 +56,9 @@ class LocalTerraform:
     machines: Machines
     storage: Storage
     calls: list[list[str]] = field(default_factory=list)
-    sleep: Any = time.sleep
+    now: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    """The clock of ``-lock-timeout`` waits (a test may make them pass at once)."""
 
     def __call__(self, args: list[str], env: dict[str, str], cwd: Path) -> str:
         self.calls.append(list(args))
@@ -92,7 +98,8 @@ class LocalTerraform:
                 json.dumps({"resources": resources}),
             )
         finally:
-            self._release(backend, lock_id)
+            if _alive(env.get(CALLER_PID_ENV)):
+                self._release(backend, lock_id)
         verb = "Apply" if command == "apply" else "Destroy"
         return f"{verb} complete! Resources: {len(resources)}.\n"
 
@@ -148,12 +155,12 @@ class LocalTerraform:
 
     def _take_state_lock(self, backend: dict[str, str], operation: str, timeout: float) -> str:
         name = f"{backend['prefix']}/default.tflock"
-        deadline = time.monotonic() + timeout
+        deadline = self.now() + timeout
         while True:
             held = self.storage.read_optional(backend["bucket"], name)
             if held is None:
                 break
-            if time.monotonic() >= deadline:
+            if self.now() >= deadline:
                 info = json.loads(held)
                 raise TerraformFailed(
                     "Error: Error acquiring the state lock\n\n"
@@ -169,7 +176,7 @@ class LocalTerraform:
                     f"  Version:   1.9.8\n"
                     f"  Created:   {info['Created']}\n"
                 )
-            self.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+            self.sleep(min(1.0, max(0.0, deadline - self.now())))
         lock_id = str(uuid.uuid4())
         created = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S.%f000 +0000 UTC")
         info = {
@@ -208,6 +215,17 @@ class LocalTerraform:
         }
         self.storage.write(bucket, f"{prefix}/default.tflock", json.dumps(info))
         return lock_id
+
+
+def _alive(pid: str | None) -> bool:
+    """Whether the calling ``terraform`` process still runs (no pid: called in-process)."""
+    if pid is None:
+        return True
+    try:
+        state = Path(f"/proc/{int(pid)}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
 
 
 def _lock_timeout(flags: list[str]) -> float:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from cloud.localbuild import LocalCloudBuild, runner_image_files
 from cloud.localterraform import LocalTerraform, TerraformFailed
@@ -18,6 +19,7 @@ from cloud.workflows_interpreter import UnsupportedConstruct, WorkflowError
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE = "europe-docker.pkg.dev/proj/gb/runner:0.1.0"
+RUN_ID = "r-0123456789abcdef0123"
 
 
 class RecordingTerraform:
@@ -338,3 +340,77 @@ def test_unknown_substitutions_images_and_entrypoints_are_refused(tmp_path: Path
         create(build, body([{"name": "gcr.io/cloud-builders/docker", "args": ["build"]}]))
     with pytest.raises(UnsupportedConstruct, match=r"entrypoint 'python' .* cannot run here"):
         create(build, body([{"name": IMAGE, "entrypoint": "python", "args": ["-V"]}]))
+
+
+class VirtualClock:
+    """Lock-timeout waits pass at once (the lock they wait for is never released)."""
+
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def now(self) -> float:
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        self.t += seconds
+
+
+def build_step(config: str, step_id: str) -> dict[str, Any]:
+    steps = yaml.safe_load((ROOT / "cloudbuild" / f"{config}.yaml").read_text())["steps"]
+    return next(s for s in steps if s["id"] == step_id)
+
+
+def test_a_provision_stopped_in_apply_leaves_the_lock_and_teardown_still_destroys(
+    tmp_path: Path, hold: threading.Event
+) -> None:
+    # The real steps of cloudbuild/provision.yaml and teardown.yaml (infra/vms/terraform-step.sh
+    # in bash), the Terraform stand-in's rules, and a fleet whose apply outlasts the build.
+    class SlowFleet:
+        def __init__(self) -> None:
+            self.finished = threading.Event()
+            self.destroyed: list[str] = []
+
+        def apply(self, key: str, values: dict[str, Any]) -> list[str]:
+            hold.wait()
+            self.finished.set()
+            return ["vm"]
+
+        def destroy(self, key: str) -> list[str]:
+            self.destroyed.append(key)
+            return []
+
+    class Objects:
+        def __init__(self) -> None:
+            self.objects: dict[tuple[str, str], bytes] = {}
+
+        def read_optional(self, bucket: str, name: str) -> bytes | None:
+            return self.objects.get((bucket, name))
+
+        def write(self, bucket: str, name: str, data: Any, content_type: str = "") -> None:
+            self.objects[(bucket, name)] = data.encode() if isinstance(data, str) else data
+
+        def delete(self, bucket: str, name: str) -> None:
+            del self.objects[(bucket, name)]
+
+    fleet, objects, clock = SlowFleet(), Objects(), VirtualClock()
+    terraform = LocalTerraform(fleet, objects, now=clock.now, sleep=clock.sleep)  # type: ignore[arg-type]
+    build = LocalCloudBuild(tmp_path, IMAGE, terraform)
+    substitutions = {"_RUNNER_IMAGE": IMAGE, "_RUN_ID": RUN_ID, "_RUNS_BUCKET": "gb-runs"}
+    vars_step = shell("echo '{}' > /workspace/run.tfvars.json")
+
+    def config(step: dict[str, Any], timeout: str) -> dict[str, Any]:
+        return body([vars_step, step], substitutions=substitutions, timeout=timeout)
+
+    with pytest.raises(WorkflowError, match="finished with status TIMEOUT"):
+        create(build, config(build_step("provision", "apply"), "3s"))
+    hold.set()  # the instances come up after the build was stopped
+    assert fleet.finished.wait(30)
+    lock = ("gb-runs", f"tfstate/runs/{RUN_ID}/default.tflock")
+    assert lock in objects.objects  # the killed apply left its lock
+    result = create(build, config(build_step("teardown", "destroy"), "60s"))
+    assert result["status"] == "SUCCESS"
+    assert fleet.destroyed == [f"gs://gb-runs/tfstate/runs/{RUN_ID}"]
+    assert lock not in objects.objects
+    log = (tmp_path / result["id"] / "step-1.log").read_text()
+    assert "removing the state lock" in log
+    assert "Error: Error acquiring the state lock" in log
