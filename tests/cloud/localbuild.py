@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gatebench.procs import start_process
+from gatebench.procs import ManagedProcess
 
 from .workflows_interpreter import UnsupportedConstruct, WorkflowError, error
 
@@ -223,7 +223,7 @@ class LocalCloudBuild:
             )
             env[_BRIDGE_ENV] = str(bridge.socket_path)
             log = self.root / build_id / f"step-{index}.log"
-            proc = start_process(f"build-step-{index}", argv, log_path=log, cwd=workspace, env=env)
+            proc = _start_step(f"build-step-{index}", argv, log, workspace, env)
             try:
                 proc.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
@@ -232,6 +232,26 @@ class LocalCloudBuild:
         if proc.returncode != 0:
             command = " ".join([entrypoint, *step.get("args", [])])
             raise StepFailed(f"{command} exited {proc.returncode}:\n{proc.log_tail()}")
+
+
+def _start_step(
+    name: str, argv: list[str], log: Path, cwd: Path, env: dict[str, str]
+) -> ManagedProcess:
+    """A step's container, started without any Python code between fork and exec (no
+    ``preexec_fn``: Python then uses vfork, which runs no fork handlers): this test process
+    holds gRPC clients (Firestore), whose fork handlers can break a plain fork's child."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        popen = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env={**os.environ, **env},
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return ManagedProcess(name, argv, popen, log)
 
 
 _BRIDGE_ENV = "GATEBENCH_TERRAFORM_BRIDGE"
