@@ -805,6 +805,9 @@ class Interpreter:
                 self.clock.sleep(delay)
 
     def _http(self, target: str, args: dict[str, Any]) -> dict[str, Any]:
+        """One HTTP request. Unlike connectors, ``http.*`` calls have no retries of their own:
+        a step retries only under its ``retry`` policy (Google's "Retry steps" reference), which
+        ``_try`` applies."""
         methods = {
             "http.get": "GET",
             "http.post": "POST",
