@@ -11,7 +11,9 @@ exec`` mounts it over ``/etc/hosts``), standing in for Compute Engine's internal
 
 Everything is named ``gbXXXXXX-...`` with a random tag per network and removed by
 :meth:`LocalNetwork.close`: processes first (their owner stops them), then the namespaces
-(which takes their veth links) and the hosts files.
+(which takes their veth links), the hosts files and the mount points it had to create (a
+gateway's folder is mounted at the container's path inside the gateway's own mount
+namespace, which ``ip netns exec`` gives every command).
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ class LocalNetwork:
     tag: str = field(default_factory=lambda: "gb" + secrets.token_hex(3))
     machines: dict[str, Machine] = field(default_factory=dict)
     _next: int = 0
+    _mount_points: list[Path] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _closed: bool = False
 
@@ -151,7 +154,11 @@ class LocalNetwork:
         if mount is None:
             return [*prefix, *argv]
         folder, target = mount
-        Path(target).mkdir(parents=True, exist_ok=True)  # the mount point (empty, on the host)
+        point = Path(target)
+        if not point.exists():  # the mount point: an empty folder on the host, removed by close
+            point.mkdir(parents=True)
+            with self._lock:
+                self._mount_points.append(point)
         script = 'mount --bind "$0" "$1" && shift && exec "$@"'
         return [*prefix, "sh", "-c", script, str(folder), target, *argv]
 
@@ -196,6 +203,9 @@ class LocalNetwork:
             shutil.rmtree(NETNS_ETC / namespace, ignore_errors=True)
         with contextlib.suppress(OSError):
             NETNS_ETC.rmdir()  # only when no other network left files there
+        for point in self._mount_points:
+            with contextlib.suppress(OSError):
+                point.rmdir()  # only if still empty and no longer a mount point anywhere
 
 
 def leftovers(tag: str) -> list[str]:
