@@ -67,6 +67,8 @@ class LocalVms:
     failures: dict[str, dict[str, str]] = field(default_factory=dict)
     calls: list[list[str]] = field(default_factory=list)
     destroyed: set[str] = field(default_factory=set)
+    denied: list[str] = field(default_factory=list)
+    """Every storage request a gate refused (Cloud Storage's 403 message), across runs."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
     # Processes die with the thread that started them (PR_SET_PDEATHSIG, gatebench.procs),
     # and build steps run in short-lived threads: VMs are started from this lasting one.
@@ -207,6 +209,7 @@ class LocalVms:
             self._destroy(key)
         for gate in list(self.gates.values()):
             gate.close()
+            self.denied += gate.denied
         self._host.shutdown()
         self.network.close()
 
@@ -220,4 +223,5 @@ class LocalVms:
             self.supervisor.stop(proc)
         for gate in gates:
             gate.close()
+            self.denied += gate.denied
         self.network.remove(hosts)

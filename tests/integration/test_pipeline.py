@@ -7,9 +7,14 @@ interpreter, with
 - cloudbuild/{provision,load,teardown}.yaml run step by step (tests/cloud/localbuild.py):
   the `gatebench cloud ...` steps are this checkout's CLI, and the Terraform steps go to the
   local provisioner standing in for the VMs (tests/cloud/localvms.py): the backend, nginx
-  and the tester (Gatling) as local processes on a loopback layout;
+  and the tester (Gatling) as local processes, each in its own network namespace, addressed
+  by the host names a real deployment renders (the ``dns`` layout);
 - BigQuery as the one stand-in (tests/cloud/standins.py BigQueryLoads: rows checked
   against the table schema).
+
+The "VMs" are network namespaces with Container-Optimized OS's host firewall, opened only by
+their startup scripts' rendered iptables lines, and each reaches Cloud Storage with only the
+grants infra/ gives its role (tests/cloud/localvms.py).
 
 Three runs: the auction example with a quick workload runs to `done` with scores in
 Firestore and rows in BigQuery, and its re-delivered event starts nothing; a run whose only
@@ -202,6 +207,8 @@ def test_the_auction_example_runs_to_done_and_a_redelivered_event_starts_nothing
     assert rows
     assert {r["target"] for r in rows} == {"nginx", "baseline"}
     assert run_processes(world, run_id) == []  # teardown stopped every "VM"
+    # Every VM did its work with its role's grants alone (infra/), through its own firewall.
+    assert [d for d in world["vms"].denied if run_id in d] == []
     builds = [b for b in world["builds"].builds if b["substitutions"]["_RUN_ID"] == run_id]
     assert [b["status"] for b in builds] == ["SUCCESS"] * 3
     again = run(world, event, "exec-again")
