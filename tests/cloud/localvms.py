@@ -108,8 +108,8 @@ class LocalVms:
         )
         names = {"backend": urlsplit(layout.backend_url()).hostname or ""}
         names |= {f"gw-{g}": urlsplit(layout.gateway_url(g)).hostname or "" for g in gateways}
-        tester = names["backend"].replace(layout.vm_name("backend"), layout.vm_name("tester"), 1)
-        return {**names, "tester": tester}
+        domain = names["backend"].split(".", 1)[1]  # the tester is addressed like the others
+        return {**names, "tester": f"{layout.vm_name('tester')}.{domain}"}
 
     def boot(
         self, key: str, values: dict[str, Any], machine: str, role: str, gateway: str | None = None
