@@ -50,10 +50,10 @@ class Grant:
     suffix: str = ""
 
     def allows(self, permission: str, bucket: str, name: str | None) -> bool:
-        if permission not in PERMISSIONS.get(self.role, set()):
-            raise_unknown = self.role not in PERMISSIONS
-            if raise_unknown:
-                raise ValueError(f"{self.role}: no permission table for this role here")
+        permissions = PERMISSIONS.get(self.role)
+        if permissions is None:  # a role infra/ grants that this table does not know yet
+            raise ValueError(f"{self.role}: no permission table for this role here")
+        if permission not in permissions:
             return False
         if self.prefix is None:
             return True
