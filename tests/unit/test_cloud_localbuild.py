@@ -367,10 +367,12 @@ def test_a_provision_stopped_in_apply_leaves_the_lock_and_teardown_still_destroy
     # in bash), the Terraform stand-in's rules, and a fleet whose apply outlasts the build.
     class SlowFleet:
         def __init__(self) -> None:
+            self.entered = threading.Event()
             self.finished = threading.Event()
             self.destroyed: list[str] = []
 
         def apply(self, key: str, values: dict[str, Any]) -> list[str]:
+            self.entered.set()
             hold.wait()
             self.finished.set()
             return ["vm"]
@@ -401,8 +403,10 @@ def test_a_provision_stopped_in_apply_leaves_the_lock_and_teardown_still_destroy
     def config(step: dict[str, Any], timeout: str) -> dict[str, Any]:
         return body([vars_step, step], substitutions=substitutions, timeout=timeout)
 
+    # 10 s: room for the first step and init on a busy machine; apply then outlasts it.
     with pytest.raises(WorkflowError, match="finished with status TIMEOUT"):
-        create(build, config(build_step("provision", "apply"), "3s"))
+        create(build, config(build_step("provision", "apply"), "10s"))
+    assert fleet.entered.is_set()  # the timeout stopped the step inside apply
     hold.set()  # the instances come up after the build was stopped
     assert fleet.finished.wait(30)
     lock = ("gb-runs", f"tfstate/runs/{RUN_ID}/default.tflock")
