@@ -305,7 +305,7 @@ def test_the_build_timeout_stops_the_build(tmp_path: Path, hold: threading.Event
     with pytest.raises(WorkflowError, match="finished with status TIMEOUT") as caught:
         create(
             build,
-            body([{"name": IMAGE, "entrypoint": "terraform", "args": ["apply"]}], timeout="1s"),
+            body([{"name": IMAGE, "entrypoint": "terraform", "args": ["apply"]}], timeout="5s"),
         )
     # The build ended while Terraform was still running (held): the timeout stopped it.
     assert terraform.entered.is_set() and not hold.is_set()
