@@ -233,11 +233,12 @@ def test_a_gateway_that_never_comes_up_fails_the_run_at_provision_then_teardown(
 
 
 def test_a_provisioning_that_outlasts_its_timeout_is_torn_down(world: dict[str, Any]) -> None:
-    # Tyk never comes up here, so the tester keeps waiting for it (20 s) while nginx, the
-    # backend and the tester run: the provision build's 8 s timeout passes first.
+    # Tyk never comes up here, so the tester keeps waiting for it (60 s) while nginx, the
+    # backend and the tester run: the provision build's 15 s timeout passes first, in
+    # wait-ready (room for vm-vars and apply before it on a busy machine).
     event = upload(world, "specs/slow.yaml", quick_auction(["nginx", "tyk"]))
     run_id = run_id_for_object(UPLOADS, "specs/slow.yaml", event["data"]["generation"])
-    execution = run(world, event, "exec-timeout", provision_timeout="8")
+    execution = run(world, event, "exec-timeout", provision_timeout="15")
     assert execution.state == "FAILED"
     assert execution.error["step"] == "provision"
     assert "finished with status TIMEOUT" in execution.error["message"]
