@@ -8,6 +8,8 @@ locals {
     "eventarc.googleapis.com",
     "firestore.googleapis.com",
     "iam.googleapis.com",
+    # The upload function signs upload URLs with signBlob (IAM Service Account Credentials).
+    "iamcredentials.googleapis.com",
     "logging.googleapis.com",
     "pubsub.googleapis.com",
     "run.googleapis.com",

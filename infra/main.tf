@@ -63,13 +63,10 @@ module "runs" {
   }]
   iam = {
     # Functions write configs, rows and scores; builds write state, saved variables and
-    # markers; the tester writes raw logs (never overwriting); gateways read their config.
-    "roles/storage.objectAdmin"   = [module.functions.service_account_member, module.runner.build_member]
-    "roles/storage.objectCreator" = [module.runner.tester_member]
+    # markers. The VMs get object-level grants only (vm_access.tf).
+    "roles/storage.objectAdmin" = [module.functions.service_account_member, module.runner.build_member]
     # The workflow's BigQuery load job reads rows; the functions' builder reads sources.
     "roles/storage.objectViewer" = concat(var.users, [
-      module.runner.tester_member,
-      module.runner.gateway_member,
       module.workflow.service_account_member,
       module.functions.builder_member,
     ])
@@ -120,7 +117,12 @@ module "functions" {
     GATEBENCH_RUNS_BUCKET        = module.runs.name
     GATEBENCH_FIRESTORE_DATABASE = module.results.firestore_database
   }
-  depends_on = [google_project_service.enabled]
+  # The ingest function's Storage trigger: after the Storage agent may publish (iam.tf).
+  depends_on = [
+    google_project_service.enabled,
+    google_project_iam_member.gcs_agent_publishes_events,
+    time_sleep.event_permissions,
+  ]
 }
 
 module "dashboard" {
@@ -132,6 +134,7 @@ module "dashboard" {
   bundles_dir             = var.function_bundles_dir
   runs_bucket             = module.runs.name
   builder_service_account = module.functions.builder_service_account
+  builder_repository      = module.functions.builder_repository
   uploads_bucket          = module.uploads.name
   spec_prefix             = var.spec_prefix
   firestore_database      = module.results.firestore_database
@@ -172,7 +175,12 @@ module "workflow" {
     GATEBENCH_LOAD_TIMEOUT_S        = tostring(var.limits.load_s)
     GATEBENCH_TEARDOWN_TIMEOUT_S    = tostring(var.limits.teardown_s)
   }
-  depends_on = [google_project_service.enabled]
+  # The uploads trigger: after the Storage agent may publish (iam.tf).
+  depends_on = [
+    google_project_service.enabled,
+    google_project_iam_member.gcs_agent_publishes_events,
+    time_sleep.event_permissions,
+  ]
 }
 
 resource "google_storage_bucket_object" "settings" {

@@ -20,7 +20,7 @@ output "looker_studio_view" {
 }
 
 output "runner_image" {
-  description = "The runner image the builds and VMs run; push it with `make runner-image`."
+  description = "The runner image the builds and VMs run; build and push it with the command in `runner_image_build_command`."
   value       = module.runner.image
 }
 
@@ -52,4 +52,15 @@ output "site_url" {
 output "site_export_command" {
   description = "Writes the dashboard site with its config.json for these functions; copy build/site to gs://RUNS_BUCKET/site/ afterwards."
   value       = "gatebench serve --export build/site --mode gcp --api ${module.dashboard.urls.read} --upload-endpoint ${module.dashboard.urls.upload}"
+}
+
+output "runner_image_build_command" {
+  description = "Builds and pushes the runner image as the build service account (run it from the repository's root; cloudbuild/runner-image.yaml)."
+  value = join(" ", [
+    "gcloud builds submit --project ${var.project_id} --region ${var.region}",
+    "--config cloudbuild/runner-image.yaml",
+    "--service-account ${module.runner.build_service_account.id}",
+    "--gcs-source-staging-dir gs://${module.runs.name}/pipeline/source",
+    "--substitutions _IMAGE=${module.runner.image} .",
+  ])
 }

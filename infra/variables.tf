@@ -66,7 +66,7 @@ variable "region" {
 }
 
 variable "runner_image_tag" {
-  description = "Tag of the gatebench runner image in the project's Artifact Registry (built by `make runner-image`); the Cloud Build steps and the tester and backend VMs run it."
+  description = "Tag of the gatebench runner image in the project's Artifact Registry (built by the command in the `runner_image_build_command` output); the Cloud Build steps and the tester and backend VMs run it."
   type        = string
   default     = "0.1.0"
   validation {

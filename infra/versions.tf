@@ -5,5 +5,10 @@ terraform {
       source  = "hashicorp/google"
       version = ">= 6.14.0, < 7.0.0"
     }
+    # time_sleep: the waits of a first apply (iam.tf).
+    time = {
+      source  = "hashicorp/time"
+      version = "0.13.1"
+    }
   }
 }

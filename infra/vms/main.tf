@@ -9,6 +9,15 @@ locals {
   image    = "projects/cos-cloud/global/images/family/cos-stable"
   name     = "${var.prefix}-${var.run_id}"
   registry = split("/", var.runner_image)[0]
+  # The Docker Hub remote repository of infra/modules/runner: same registry host and project
+  # as the runner image, named PREFIX-dockerhub.
+  docker_hub = "${local.registry}/${var.project}/${var.prefix}-dockerhub"
+}
+
+module "images" {
+  source = "./modules/images"
+  images = distinct(flatten([for g in values(var.gateways) : concat([g.image], [for s in g.sidecars : s.image])]))
+  mirror = local.docker_hub
 }
 
 resource "google_compute_instance" "backend" {
@@ -51,6 +60,7 @@ resource "google_compute_instance" "backend" {
       registry = local.registry
       image    = var.runner_image
       args     = var.backend.args
+      ports    = [var.backend.port]
     })
   }
 }
@@ -96,9 +106,11 @@ resource "google_compute_instance" "gateway" {
       files    = [for f in each.value.files : { path = f.path, url_object = urlencode(f.object) }]
       dirs     = each.value.dirs
       mount    = each.value.mount
-      image    = each.value.image
+      registry = local.registry
+      image    = module.images.pull[each.value.image]
       args     = each.value.args
-      sidecars = each.value.sidecars
+      sidecars = [for s in each.value.sidecars : merge(s, { image = module.images.pull[s.image] })]
+      ports    = [each.value.port]
     })
   }
 
@@ -145,6 +157,7 @@ resource "google_compute_instance" "tester" {
       registry = local.registry
       image    = var.runner_image
       args     = var.tester.args
+      ports    = []
     })
   }
 

@@ -8,16 +8,34 @@ as TIMEOUT), and a failed step failing the build. The connector raises on a buil
 not succeed (an ``OperationError`` carrying the operation), and a ``TimeoutError`` when
 ``connector_params.timeout`` passes first.
 
+Each step starts from a fresh copy of the image: the files cloudbuild/runner.Dockerfile
+copies into its final stage (read from the Dockerfile, under its WORKDIR ``/opt/gatebench``)
+are copied again for every step, and only ``/workspace`` carries over, as with Cloud Build's
+step containers. Whatever a step writes beside the image's files (Terraform's dependency lock
+file beside the configuration) is gone in the next step.
+
 What a step runs: the runner image's default entrypoint is ``gatebench``, run here as this
-checkout's own ``gatebench`` (the same command, same arguments); ``entrypoint: terraform``
-is the one thing that cannot run here, and goes to the ``terraform`` callable the test
-passes (the local provisioner standing in for the VMs). Any other image is refused by name.
+checkout's own ``gatebench`` (the same command, same arguments); ``entrypoint: sh`` or
+``bash`` runs the real shell (a script from the image's files, or ``-c``). Terraform is the
+one thing that cannot run here: ``entrypoint: terraform``, and ``terraform`` called from a
+step's script, go to the ``terraform`` callable the test passes (tests/cloud/localterraform.py
+in front of the local provisioner standing in for the VMs) through a shim on the step's PATH.
+Any other entrypoint, and any other image, is refused by name.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import posixpath
 import re
+import shlex
+import shutil
+import socket
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -26,16 +44,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gatebench.procs import start_process
+from gatebench.procs import ManagedProcess
 
 from .workflows_interpreter import UnsupportedConstruct, WorkflowError, error
 
 BUILD_CREATE = "googleapis.cloudbuild.v1.projects.locations.builds.create"
 GATEBENCH = str(Path(sys.executable).parent / "gatebench")
+ROOT = Path(__file__).resolve().parents[2]
+DOCKERFILE = ROOT / "cloudbuild" / "runner.Dockerfile"
+SHELLS = ("sh", "bash")
 _SUBST = re.compile(r"\$(\$|\{([A-Z_][A-Z0-9_]*)\}|([A-Z_][A-Z0-9_]*))")
 
-Terraform = Callable[[list[str], dict[str, str], Path], None]
-"""(arguments after ``terraform``, step environment, the build's workspace folder)."""
+Terraform = Callable[[list[str], dict[str, str], Path], "str | None"]
+"""(arguments after ``terraform``, its environment, its working directory) → its output; an
+exception is a failed command (exit 1, the exception's text on stderr)."""
 
 
 class StepFailed(Exception):
@@ -53,6 +75,9 @@ class LocalCloudBuild:
     """Environment of every step (emulator hosts: what the build account reaches)."""
     project: str = "proj"
     builds: list[dict[str, Any]] = field(default_factory=list)
+    context: Path = ROOT
+    """The build context the image's files come from (a test may pass a modified copy)."""
+    dockerfile: Path = DOCKERFILE
 
     def connectors(self) -> dict[str, Callable[[dict[str, Any]], Any]]:
         return {BUILD_CREATE: self.create}
@@ -133,12 +158,13 @@ class LocalCloudBuild:
     def _run(self, steps: list[dict[str, Any]], record: dict[str, Any], deadline: float) -> None:
         workspace = self.root / record["id"] / "workspace"
         workspace.mkdir(parents=True)
+        image = runner_image_files(self.dockerfile, self.context)
         for index, step in enumerate(steps):
             step_id = step.get("id", str(index))
             entry = {"id": step_id, "status": "WORKING"}
             record["steps"].append(entry)
             try:
-                self._step(step, workspace, deadline, record["id"], index)
+                self._step(step, workspace, deadline, record["id"], index, image)
             except TimeoutError:
                 entry["status"] = record["status"] = "TIMEOUT"
                 record["failure"] = f"step {step_id!r} was running when the build's timeout passed"
@@ -151,60 +177,150 @@ class LocalCloudBuild:
         record["status"] = "SUCCESS"
 
     def _step(
-        self, step: dict[str, Any], workspace: Path, deadline: float, build_id: str, index: int
+        self,
+        step: dict[str, Any],
+        workspace: Path,
+        deadline: float,
+        build_id: str,
+        index: int,
+        image: list[tuple[str, str]],
     ) -> None:
         unknown = set(step) - {"id", "name", "args", "entrypoint", "env"}
         if unknown:
             raise UnsupportedConstruct(f"build step keys {sorted(unknown)} are not supported here")
         runner_image = step["name"]
-        args = [_local(a, workspace) for a in step.get("args", [])]
+        if runner_image != self.runner_image:
+            raise UnsupportedConstruct(f"image {runner_image!r} cannot run here")
+        # A fresh container: the image's files as the Dockerfile put them, and /workspace.
+        image_root = self.root / build_id / f"step-{index}-image"
+        for source, destination in image:
+            _copy_into(self.context / source, image_root, destination)
+
+        def local(text: str) -> str:
+            return _local(text, workspace, image_root)
+
+        args = [local(a) for a in step.get("args", [])]
         env = dict(self.env)
         for item in step.get("env", []):
             key, _, value = item.partition("=")
-            env[key] = _local(value, workspace)
+            env[key] = local(value)
         entrypoint = step.get("entrypoint", "gatebench")
-        if runner_image != self.runner_image:
-            raise UnsupportedConstruct(f"image {runner_image!r} cannot run here")
-        if entrypoint == "terraform":
-            self._in_thread(lambda: self.terraform(args, env, workspace), deadline)
-            return
-        if entrypoint != "gatebench":
-            raise UnsupportedConstruct(
-                f"entrypoint {entrypoint!r} of {runner_image} cannot run here"
+        with _TerraformBridge(self.terraform) as bridge:
+            if entrypoint == "gatebench":
+                argv = [GATEBENCH, *args]
+            elif entrypoint == "terraform":
+                argv = [str(bridge.shim), *args]
+            elif entrypoint in SHELLS:
+                argv = [entrypoint, *args]
+            else:
+                raise UnsupportedConstruct(
+                    f"entrypoint {entrypoint!r} of {runner_image} cannot run here"
+                )
+            # What a script may call: `terraform` (the bridge), this checkout's `gatebench`,
+            # and the shell's own tools.
+            env["PATH"] = os.pathsep.join(
+                [str(bridge.shim.parent), str(Path(GATEBENCH).parent), os.environ["PATH"]]
             )
-        log = self.root / build_id / f"step-{index}.log"
-        proc = start_process(
-            f"build-step-{index}", [GATEBENCH, *args], log_path=log, cwd=workspace, env=env
-        )
-        while proc.alive():
-            if time.monotonic() > deadline:
-                proc.stop()
-                raise TimeoutError
-            time.sleep(0.05)
-        if proc.returncode != 0:
-            raise StepFailed(
-                f"gatebench {' '.join(args)} exited {proc.returncode}:\n{proc.log_tail()}"
-            )
-
-    @staticmethod
-    def _in_thread(fn: Callable[[], None], deadline: float) -> None:
-        """A step done in this process (the Terraform stand-in): like a real step, the build
-        stops waiting for it at the deadline; what it started meanwhile stays for teardown."""
-        failure: list[BaseException] = []
-
-        def target() -> None:
+            env[_BRIDGE_ENV] = str(bridge.socket_path)
+            log = self.root / build_id / f"step-{index}.log"
+            proc = _start_step(f"build-step-{index}", argv, log, workspace, env)
             try:
-                fn()
-            except BaseException as exc:
-                failure.append(exc)
+                proc.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.stop()
+                raise TimeoutError from None
+        if proc.returncode != 0:
+            command = " ".join([entrypoint, *step.get("args", [])])
+            raise StepFailed(f"{command} exited {proc.returncode}:\n{proc.log_tail()}")
 
-        thread = threading.Thread(target=target, daemon=True)
-        thread.start()
-        thread.join(max(0.0, deadline - time.monotonic()))
-        if thread.is_alive():
-            raise TimeoutError
-        if failure:
-            raise StepFailed(str(failure[0]))
+
+def _start_step(
+    name: str, argv: list[str], log: Path, cwd: Path, env: dict[str, str]
+) -> ManagedProcess:
+    """A step's container, started without any Python code between fork and exec (no
+    ``preexec_fn``: Python then uses vfork, which runs no fork handlers): this test process
+    holds gRPC clients (Firestore), whose fork handlers can break a plain fork's child."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        popen = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env={**os.environ, **env},
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return ManagedProcess(name, argv, popen, log)
+
+
+_BRIDGE_ENV = "GATEBENCH_TERRAFORM_BRIDGE"
+CALLER_PID_ENV = "GATEBENCH_TERRAFORM_PID"
+"""Set in the environment the stand-in gets: the pid of the ``terraform`` process that called
+(the stand-in can tell whether it was killed meanwhile, as a build's timeout kills it)."""
+_SHIM = """#!{python}
+# `terraform` inside a local build step: the call goes to the test's Terraform stand-in.
+import json, os, socket, sys
+conn = socket.socket(socket.AF_UNIX)
+conn.connect(os.environ["{env}"])
+request = {{"args": sys.argv[1:], "cwd": os.getcwd(), "env": dict(os.environ), "pid": os.getpid()}}
+conn.sendall(json.dumps(request).encode() + b"\\n")
+reply = json.loads(conn.makefile().readline())
+sys.stdout.write(reply["stdout"])
+sys.stderr.write(reply["stderr"])
+sys.exit(reply["code"])
+"""
+
+
+class _TerraformBridge:
+    """A ``terraform`` executable for one step (a shim on the step's PATH) whose calls run the
+    Terraform stand-in in this process, over a Unix socket: so a step's script runs in a real
+    shell, with ``set -e``, pipes and exit codes, and only Terraform is stood in for. A call
+    still running when the step is stopped goes on (what it started stays, as resources do)."""
+
+    def __init__(self, terraform: Terraform) -> None:
+        self.terraform = terraform
+        self.folder = Path(tempfile.mkdtemp(prefix="gbtf-"))  # short: a socket path is < 108
+        self.socket_path = self.folder / "bridge.sock"
+        self.shim = self.folder / "bin" / "terraform"
+        self.shim.parent.mkdir()
+        self.shim.write_text(_SHIM.format(python=sys.executable, env=_BRIDGE_ENV))
+        self.shim.chmod(0o755)
+        self.server = socket.socket(socket.AF_UNIX)
+        self.server.bind(str(self.socket_path))
+        self.server.listen()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def __enter__(self) -> _TerraformBridge:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with contextlib.suppress(OSError):
+            self.server.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread
+        self.server.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn:
+            request = json.loads(conn.makefile().readline())
+            try:
+                env = {**request["env"], CALLER_PID_ENV: str(request["pid"])}
+                out = self.terraform(request["args"], env, Path(request["cwd"]))
+                reply = {"code": 0, "stdout": out or "", "stderr": ""}
+            except Exception as exc:
+                text = str(exc).rstrip("\n") + "\n"
+                reply = {"code": 1, "stdout": "", "stderr": text}
+            with contextlib.suppress(OSError):  # the step may have been stopped meanwhile
+                conn.sendall(json.dumps(reply).encode() + b"\n")
 
 
 def _seconds(text: str) -> float:
@@ -235,9 +351,58 @@ def _substitute(value: Any, values: dict[str, str], loose: bool) -> Any:
     return value
 
 
-def _local(text: str, workspace: Path) -> str:
-    """``/workspace`` (every step's working directory in Cloud Build) → this build's folder."""
-    return re.sub(r"(?<![\w/])/workspace(?=/|$)", str(workspace), text)
+def _local(text: str, workspace: Path, image_root: Path) -> str:
+    """``/workspace`` (every step's working directory in Cloud Build) → this build's folder;
+    ``/opt/...`` (the image's files) → this step's fresh copy of them."""
+    text = re.sub(r"(?<![\w/])/workspace(?=/|$)", str(workspace), text)
+    return re.sub(r"(?<![\w/])(/opt(?=/|$))", lambda m: f"{image_root}{m.group(1)}", text)
 
 
-__all__ = ["BUILD_CREATE", "LocalCloudBuild", "StepFailed"]
+def runner_image_files(dockerfile: Path, context: Path = ROOT) -> list[tuple[str, str]]:
+    """(path in the build context, absolute path in the image) for every ``COPY`` of the
+    Dockerfile's final stage that copies from the build context (not ``--from`` a stage),
+    destinations resolved against the stage's ``WORKDIR``. As with Docker, a directory's
+    contents go to the destination; a file goes into it when it names a directory."""
+    lines = dockerfile.read_text().replace("\\\n", " ").splitlines()
+    copies: list[tuple[str, str]] = []
+    workdir = "/"
+    for line in lines:
+        words = shlex.split(line, comments=True)
+        if not words:
+            continue
+        keyword = words[0].upper()
+        if keyword == "FROM":
+            copies, workdir = [], "/"
+        elif keyword == "WORKDIR":
+            workdir = posixpath.join(workdir, words[1])
+        elif keyword in ("COPY", "ADD"):
+            if any(w.startswith("--from") for w in words[1:]):
+                continue
+            *sources, target = [w for w in words[1:] if not w.startswith("--")]
+            base = posixpath.normpath(posixpath.join(workdir, target))
+            into = target.endswith("/") or target == "." or len(sources) > 1
+            for source in sources:
+                name = source.rstrip("/")
+                is_file = (context / name).is_file()
+                copies.append(
+                    (name, posixpath.join(base, Path(name).name) if is_file and into else base)
+                )
+    return copies
+
+
+def _copy_into(source: Path, image_root: Path, destination: str) -> None:
+    target = image_root / destination.lstrip("/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if source.is_dir():
+        shutil.copytree(
+            source,
+            target,
+            symlinks=True,
+            dirs_exist_ok=True,
+            ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".terraform"),
+        )
+    else:
+        shutil.copy2(source, target)
+
+
+__all__ = ["BUILD_CREATE", "CALLER_PID_ENV", "LocalCloudBuild", "StepFailed", "runner_image_files"]

@@ -1,35 +1,49 @@
-"""The local provisioner standing in for Terraform and the VMs of infra/vms.
+"""The local provisioner standing in for the VMs of infra/vms, behind the Terraform stand-in.
 
-The build steps run ``terraform init|apply|destroy`` with the variables
-``gatebench cloud vm-vars`` wrote; here the same variables start the same programs as local
-processes (the loopback layout gives every "VM" its own port on 127.0.0.1):
+The build steps run ``terraform init`` and ``apply``/``destroy`` (tests/cloud/localterraform.py
+models the CLI) with the variables ``gatebench cloud vm-vars`` wrote; here the same variables
+make the same machines, each in its own network namespace (tests/cloud/netns.py) with
+Container-Optimized OS's host firewall, named as Compute Engine's internal DNS names them
+(the ``dns`` layout, the one a real deployment renders for):
 
+- every machine first runs its startup script's firewall lines, rendered from
+  infra/vms/templates/*.tftpl with the variables main.tf passes (tests/cloud/startup.py):
+  a port the template forgets stays closed;
+- every machine reaches Cloud Storage as its role's service account, through a gate that lets
+  through only what infra/ grants that role (tests/cloud/storagegate.py): a read the role is
+  not granted answers 403;
 - backend VM → ``gatebench cloud backend ...`` (the runner image's command);
-- gateway VM → the rendered files fetched from the bucket into the gateway's folder (what
-  its startup script does), then the container's command run natively (the renderer finds
-  the program; a gateway that cannot run here fails like a crash-looping container);
+- gateway VM → the rendered files fetched from the bucket (as its service account) into the
+  gateway's folder, mounted at the container's path for the gateway alone, then the
+  container's command run natively (the renderer finds the program); a gateway whose files
+  cannot be fetched or that cannot run here never answers, like a failing container;
 - tester VM → ``gatebench cloud tester ...`` with its own scratch folder.
 
-``init`` remembers the state's bucket and prefix (in TF_DATA_DIR, as Terraform does);
-``apply`` and ``destroy`` write the state object there, listing what runs. ``destroy`` stops
-every process ``apply`` started under that state, even an ``apply`` the build's timeout cut
-short: what it started stays for teardown, as resources do.
+``destroy`` stops every process ``apply`` started under that state, even an ``apply`` the
+build's timeout cut short (what it started stays for teardown, as resources do), and removes
+the machines. :meth:`LocalVms.close` removes whatever is left, network included.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from gatebench.cloud import Storage
+from gatebench.cloud._layout import Layout
 from gatebench.errors import GatebenchError
 from gatebench.procs import ManagedProcess, Supervisor
 from gatebench.renderers import get_renderer
+
+from .localterraform import LocalTerraform
+from .netns import LocalNetwork
+from .startup import firewall_commands, startup_script
+from .storagegate import Access, Forbidden, StorageGate, vm_grants
 
 GATEBENCH = str(Path(sys.executable).parent / "gatebench")
 
@@ -40,42 +54,82 @@ class LocalVms:
     storage: Storage
     root: Path
     env: dict[str, str]
+    network: LocalNetwork
+    storage_upstream: str
+    """The storage emulator's URL (what the gates forward to)."""
+    templates: Path | None = None
+    """Where the startup templates are read (None: infra/vms/templates)."""
+    infra: Path | None = None
+    """Where the grants are read (None: infra/)."""
     machines: dict[str, list[ManagedProcess]] = field(default_factory=dict)
+    hosts: dict[str, list[str]] = field(default_factory=dict)
+    gates: dict[str, StorageGate] = field(default_factory=dict)
     failures: dict[str, dict[str, str]] = field(default_factory=dict)
     calls: list[list[str]] = field(default_factory=list)
     destroyed: set[str] = field(default_factory=set)
+    denied: list[str] = field(default_factory=list)
+    """Every storage request a gate refused (Cloud Storage's 403 message), across runs."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
     # Processes die with the thread that started them (PR_SET_PDEATHSIG, gatebench.procs),
     # and build steps run in short-lived threads: VMs are started from this lasting one.
     _host: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(1, "local-vms"))
 
-    def __call__(self, args: list[str], env: dict[str, str], workspace: Path) -> None:
+    def __post_init__(self) -> None:
+        self.terraform = LocalTerraform(self, self.storage)
+        self.grants = vm_grants(self.infra) if self.infra else vm_grants()
+
+    def __call__(self, args: list[str], env: dict[str, str], cwd: Path) -> str:
+        """``terraform ARGS`` in a build step (tests/cloud/localbuild.py's bridge)."""
         self.calls.append(list(args))
-        command = next(a for a in args if not a.startswith("-"))
-        data_dir = Path(env.get("TF_DATA_DIR", workspace / ".terraform"))
-        if command == "init":
-            config = dict(a.split("=", 2)[1:] for a in args if a.startswith("-backend-config="))
-            data_dir.mkdir(parents=True, exist_ok=True)
-            (data_dir / "backend.json").write_text(json.dumps(config))
-            return
-        backend = json.loads((data_dir / "backend.json").read_text())
-        key = f"gs://{backend['bucket']}/{backend['prefix']}"
-        var_file = next(a.split("=", 1)[1] for a in args if a.startswith("-var-file="))
-        values = json.loads(Path(var_file).read_text())
-        if command == "apply":
-            self._apply(key, values)
-        elif command == "destroy":
-            self._destroy(key)
-        else:
-            raise ValueError(f"terraform {command}: not something the builds run")
-        state = {"resources": [p.name for p in self.machines.get(key, [])]}
-        self.storage.write(
-            backend["bucket"], f"{backend['prefix']}/default.tfstate", json.dumps(state)
-        )
+        return self.terraform(args, env, cwd)
+
+    def apply(self, key: str, values: dict[str, Any]) -> list[str]:
+        self._apply(key, values)
+        with self._lock:
+            return [p.name for p in self.machines.get(key, [])]
+
+    def destroy(self, key: str) -> list[str]:
+        self._destroy(key)
+        return []
 
     def running(self) -> list[ManagedProcess]:
         with self._lock:
             return [p for procs in self.machines.values() for p in procs if p.alive()]
+
+    # -- machines
+
+    @staticmethod
+    def host_names(values: dict[str, Any]) -> dict[str, str]:
+        """Machine (backend, tester, gw-NAME) → host name, as the product's ``dns`` layout
+        addresses them (Compute Engine's internal DNS)."""
+        gateways = tuple(sorted(values.get("gateways") or {}))
+        layout = Layout(
+            "dns", values["prefix"], values["run_id"], gateways, values["zone"], values["project"]
+        )
+        names = {"backend": urlsplit(layout.backend_url()).hostname or ""}
+        names |= {f"gw-{g}": urlsplit(layout.gateway_url(g)).hostname or "" for g in gateways}
+        domain = names["backend"].split(".", 1)[1]  # the tester is addressed like the others
+        return {**names, "tester": f"{layout.vm_name('tester')}.{domain}"}
+
+    def boot(
+        self, key: str, values: dict[str, Any], machine: str, role: str, gateway: str | None = None
+    ) -> tuple[str, StorageGate]:
+        """The machine exists, its startup script's firewall lines have run, and its storage
+        gate listens: (its host name, its gate)."""
+        host = self.host_names(values)[machine]
+        with self._lock:
+            self.hosts.setdefault(key, []).append(host)
+        self.network.add([host])
+        script = startup_script(role, values, gateway, self.templates)
+        for command in firewall_commands(script):
+            self.network.run_in(host, command)
+        access = Access(
+            role, values["service_accounts"][role], values["runs_bucket"], self.grants[role]
+        )
+        gate = StorageGate(access, self.network.listen(host), self.storage_upstream)
+        with self._lock:
+            self.gates[host] = gate
+        return host, gate
 
     def _start(
         self,
@@ -103,27 +157,39 @@ class LocalVms:
     def _apply(self, key: str, values: dict[str, Any]) -> None:
         run_id, bucket = values["run_id"], values["runs_bucket"]
         failures = self.failures.setdefault(key, {})
+        names = self.host_names(values)
+        present = {"backend": bool(values.get("backend")), "tester": bool(values.get("tester"))}
+        self.network.add([host for m, host in names.items() if present.get(m, True)])
         if values.get("backend"):
-            self._start(key, f"{run_id}-backend", [GATEBENCH, *values["backend"]["args"]])
+            host, gate = self.boot(key, values, "backend", "backend")
+            argv = self.network.command(host, [GATEBENCH, *values["backend"]["args"]])
+            self._start(key, f"{run_id}-backend", argv, env={"STORAGE_EMULATOR_HOST": gate.url})
         for name, gateway in sorted(values["gateways"].items()):
-            folder = Path(gateway["mount"])
+            host, gate = self.boot(key, values, f"gw-{name}", "gateway", name)
+            folder = self.root / "vms" / f"{run_id}-gw-{name}"
             for sub in gateway["dirs"]:
                 (folder / sub).mkdir(parents=True, exist_ok=True)
-            for item in gateway["files"]:
-                data = self.storage.read_optional(bucket, item["object"])
-                assert data is not None, f"gs://{bucket}/{item['object']} is missing"
-                target = folder / item["path"]
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
-            renderer = get_renderer(name)
             try:
+                for item in gateway["files"]:  # the startup script's curl, as the VM's account
+                    gate.access.check("get", bucket, item["object"])
+                    data = self.storage.read_optional(bucket, item["object"])
+                    if data is None:
+                        raise Forbidden(f"gs://{bucket}/{item['object']}: 404 Not Found")
+                    target = folder / item["path"]
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(data)
+                renderer = get_renderer(name)
                 argv = list(gateway["args"])
                 argv[0] = renderer.find_program(argv[0])
-            except GatebenchError as exc:
-                failures[name] = str(exc)  # the container would crash-loop: it never answers
+            except (Forbidden, GatebenchError) as exc:
+                failures[name] = str(exc)  # the startup script stops: the gateway never answers
                 continue
-            self._start(key, f"{run_id}-gw-{name}", argv, cwd=folder, env=renderer.env(folder))
+            mount = gateway["mount"]
+            command = self.network.command(host, argv, mount=(folder, mount))
+            env = renderer.env(Path(mount))
+            self._start(key, f"{run_id}-gw-{name}", command, cwd=folder, env=env)
         if values.get("tester"):
+            host, gate = self.boot(key, values, "tester", "tester")
             scratch = self.root / "vms" / f"{run_id}-tester"
             argv = [
                 GATEBENCH,
@@ -133,17 +199,29 @@ class LocalVms:
                 "--ready-timeout",
                 "60",
             ]
-            self._start(key, f"{run_id}-tester", argv)
+            command = self.network.command(host, argv)
+            self._start(key, f"{run_id}-tester", command, env={"STORAGE_EMULATOR_HOST": gate.url})
 
     def close(self) -> None:
-        """Stop every process still running, then the starter thread."""
+        """Stop every process still running, the gates and the starter thread; remove the
+        machines and the network."""
         for key in list(self.machines):
             self._destroy(key)
+        for gate in list(self.gates.values()):
+            gate.close()
+            self.denied += gate.denied
         self._host.shutdown()
+        self.network.close()
 
     def _destroy(self, key: str) -> None:
         with self._lock:
             self.destroyed.add(key)
             procs = self.machines.pop(key, [])
+            hosts = self.hosts.pop(key, [])
+            gates = [self.gates.pop(h) for h in hosts if h in self.gates]
         for proc in procs:
             self.supervisor.stop(proc)
+        for gate in gates:
+            gate.close()
+            self.denied += gate.denied
+        self.network.remove(hosts)

@@ -39,6 +39,10 @@ class MemoryFirestore:
 
     documents: dict[str, dict[str, Any]] = field(default_factory=dict)
     writes: list[tuple[str, str, list[str]]] = field(default_factory=list)
+    failing_patches: dict[str, int] = field(default_factory=dict)
+    """A status value → the HTTP code every patch writing that status answers (Firestore
+    down, or refusing): the write is not applied."""
+    refused: list[tuple[str, int]] = field(default_factory=list)
 
     def connectors(self) -> dict[str, Callable[[dict[str, Any]], Any]]:
         return {
@@ -62,6 +66,11 @@ class MemoryFirestore:
 
     def patch(self, args: dict[str, Any]) -> dict[str, Any]:
         name = args["name"]
+        status = args["body"]["fields"].get("status", {}).get("stringValue")
+        if status in self.failing_patches:
+            code = self.failing_patches[status]
+            self.refused.append((status, code))
+            raise http_error(code, f"write of status {status!r} refused", "UNAVAILABLE")
         exists = args.get("currentDocument.exists")
         if exists is True and name not in self.documents:
             raise http_error(404, f"No document to update: {name}", "NOT_FOUND")

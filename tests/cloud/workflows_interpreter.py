@@ -12,6 +12,12 @@ steps, as in Workflows. HTTP calls are real HTTP requests; connectors (``googlea
 looked up in the ``connectors`` mapping the caller passes, so each test decides what stands in
 for Firestore, Cloud Build and BigQuery. Time (``sys.now``, retry backoff, ``sys.sleep``) goes
 through an injectable clock so retry tests do not wait.
+
+Connectors are held to Google's connector reference (``CONNECTORS``): a method missing from
+the table, an argument the method does not take, a required argument left out, or an unknown
+``connector_params`` key is refused before the stand-in is called. Their built-in retries are
+modelled as documented: GET methods retry with the idempotent policy, every other method with
+the non-idempotent one (429 and 503 only), 5 retries on ``retry.default_backoff``.
 """
 
 from __future__ import annotations
@@ -362,6 +368,7 @@ class Execution:
 
 
 _DEFAULT_BACKOFF = {"initial_delay": 1.0, "max_delay": 60.0, "multiplier": 1.25}
+_CONNECTOR_MAX_RETRIES = 5
 _IDEMPOTENT_CODES = (429, 502, 503, 504)
 _NON_IDEMPOTENT_CODES = (429, 503)
 _MAX_HTTP_TIMEOUT = 1800
@@ -749,13 +756,20 @@ class Interpreter:
             self.clock.sleep(float(args["seconds"]))
             value = None
         elif target.startswith("googleapis."):
+            spec = CONNECTORS.get(target)
+            if spec is None:
+                raise UnsupportedConstruct(
+                    f"step {name!r}: {target} is not in this interpreter's connector table "
+                    "(add it from Google's connector reference)"
+                )
+            spec.check(name, target, args)
             connector = self.connectors.get(target)
             if connector is None:
                 raise UnsupportedConstruct(
                     f"step {name!r}: no stand-in for connector {target}; available: "
                     + (", ".join(sorted(self.connectors)) or "none")
                 )
-            value = connector(args)
+            value = self._with_connector_retries(spec, connector, args)
         elif target in FUNCTIONS:
             value = FUNCTIONS[target](self, *args.values()) if args else FUNCTIONS[target](self)
         else:
@@ -763,7 +777,37 @@ class Interpreter:
         if "result" in body:
             scope[str(body["result"])] = value
 
+    def _with_connector_retries(
+        self, spec: ConnectorSpec, connector: Connector, args: dict[str, Any]
+    ) -> Any:
+        """A connector call with the retries every connector applies on its own ("Understand
+        connectors", cloud.google.com/workflows/docs/connectors, Retries): the idempotent policy
+        (``http.default_retry``) for GET requests, the non-idempotent one
+        (``http.default_retry_non_idempotent``: 429, 503 and ConnectionFailedError) for every
+        other method; both 5 retries with ``retry.default_backoff``. Only what is still failing
+        after them reaches the workflow (the reference pages: "HttpError If the response status
+        is >= 400 (excluding 429 and 503)")."""
+        predicate = (
+            _http_retry_predicate if spec.method == "GET" else _http_retry_predicate_non_idempotent
+        )
+        attempt = 0
+        while True:
+            try:
+                return connector(args)
+            except WorkflowError as exc:
+                if attempt >= _CONNECTOR_MAX_RETRIES or not predicate(exc.payload):
+                    raise
+                delay = min(
+                    _DEFAULT_BACKOFF["initial_delay"] * _DEFAULT_BACKOFF["multiplier"] ** attempt,
+                    _DEFAULT_BACKOFF["max_delay"],
+                )
+                attempt += 1
+                self.clock.sleep(delay)
+
     def _http(self, target: str, args: dict[str, Any]) -> dict[str, Any]:
+        """One HTTP request. Unlike connectors, ``http.*`` calls have no retries of their own:
+        a step retries only under its ``retry`` policy (Google's "Retry steps" reference), which
+        ``_try`` applies."""
         methods = {
             "http.get": "GET",
             "http.post": "POST",
@@ -1067,6 +1111,78 @@ BLOCKING = {
 }
 
 
+_CONNECTOR_PARAMS = {"timeout", "polling_policy", "skip_polling", "scopes"}
+_POLLING_POLICY = {"initial_delay", "multiplier", "max_delay"}
+
+
+@dataclass(frozen=True)
+class ConnectorSpec:
+    """One connector method as Google's connector reference lists it
+    (cloud.google.com/workflows/docs/reference/googleapis/SERVICE/VERSION/RESOURCE/METHOD):
+    its arguments, the required ones, and the HTTP method behind it (which decides its
+    built-in retry policy). ``connector_params`` is allowed on every connector call."""
+
+    method: str
+    arguments: frozenset[str]
+    required: frozenset[str]
+
+    def check(self, step: str, target: str, args: dict[str, Any]) -> None:
+        unknown = sorted(set(args) - self.arguments - {"connector_params"})
+        if unknown:
+            raise UnsupportedConstruct(
+                f"step {step!r}: {target} has no argument {', '.join(map(repr, unknown))}; "
+                f"it takes {', '.join(sorted(self.arguments))} (and connector_params)"
+            )
+        missing = sorted(self.required - set(args))
+        if missing:
+            raise UnsupportedConstruct(
+                f"step {step!r}: {target} needs {', '.join(map(repr, missing))}"
+            )
+        params = args.get("connector_params")
+        if params is None:
+            return
+        if not isinstance(params, dict) or set(params) - _CONNECTOR_PARAMS:
+            extra = sorted(set(params) - _CONNECTOR_PARAMS) if isinstance(params, dict) else params
+            raise UnsupportedConstruct(
+                f"step {step!r}: connector_params takes {', '.join(sorted(_CONNECTOR_PARAMS))}; "
+                f"got {extra!r}"
+            )
+        policy = params.get("polling_policy")
+        if policy is not None and (not isinstance(policy, dict) or set(policy) - _POLLING_POLICY):
+            raise UnsupportedConstruct(
+                f"step {step!r}: polling_policy takes {', '.join(sorted(_POLLING_POLICY))}; "
+                f"got {policy!r}"
+            )
+
+
+def _connector(method: str, required: str, optional: str = "") -> ConnectorSpec:
+    req = frozenset(required.split())
+    return ConnectorSpec(method, req | frozenset(optional.split()), req)
+
+
+_FIRESTORE = "googleapis.firestore.v1.projects.databases.documents"
+
+CONNECTORS: dict[str, ConnectorSpec] = {
+    # bigquery/v2/jobs/insert
+    "googleapis.bigquery.v2.jobs.insert": _connector("POST", "projectId body"),
+    # cloudbuild/v1/projects.locations.builds/create
+    "googleapis.cloudbuild.v1.projects.locations.builds.create": _connector(
+        "POST", "parent projectId body"
+    ),
+    # firestore/v1/projects.databases.documents/{createDocument,get,patch}
+    f"{_FIRESTORE}.createDocument": _connector(
+        "POST", "parent collectionId body", "documentId mask.fieldPaths"
+    ),
+    f"{_FIRESTORE}.get": _connector("GET", "name", "mask.fieldPaths readTime transaction"),
+    f"{_FIRESTORE}.patch": _connector(
+        "PATCH",
+        "name body",
+        "currentDocument.exists currentDocument.updateTime mask.fieldPaths updateMask.fieldPaths",
+    ),
+}
+"""The connector methods this interpreter knows, with their arguments from Google's reference."""
+
+
 def _need(name: str, value: Any, *kinds: type) -> None:
     if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
         expected = " or ".join(k.__name__ for k in kinds)
@@ -1160,11 +1276,21 @@ def _json_encode_to_string(it: Interpreter, value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
-def _get_env(it: Interpreter, name: Any) -> str:
+_NO_DEFAULT = object()
+
+
+def _get_env(it: Interpreter, name: Any, default: Any = _NO_DEFAULT) -> str:
+    """The named variable, else ``default`` (Google's reference: "the string value to return
+    if the named variable is not set"; a TypeError when either is not a string). Without a
+    default an unset variable is an error here: benchmark.yaml must not read one it lacks."""
     _need("sys.get_env", name, str)
-    if name not in it.env:
-        raise error("KeyError", f"sys.get_env: environment variable {name!r} is not set")
-    return it.env[name]
+    if default is not _NO_DEFAULT:
+        _need("sys.get_env default", default, str)
+    if name in it.env:
+        return it.env[name]
+    if default is not _NO_DEFAULT:
+        return str(default)
+    raise error("KeyError", f"sys.get_env: environment variable {name!r} is not set")
 
 
 def _now(it: Interpreter) -> float:

@@ -7,9 +7,14 @@ interpreter, with
 - cloudbuild/{provision,load,teardown}.yaml run step by step (tests/cloud/localbuild.py):
   the `gatebench cloud ...` steps are this checkout's CLI, and the Terraform steps go to the
   local provisioner standing in for the VMs (tests/cloud/localvms.py): the backend, nginx
-  and the tester (Gatling) as local processes on a loopback layout;
+  and the tester (Gatling) as local processes, each in its own network namespace, addressed
+  by the host names a real deployment renders (the ``dns`` layout);
 - BigQuery as the one stand-in (tests/cloud/standins.py BigQueryLoads: rows checked
   against the table schema).
+
+The "VMs" are network namespaces with Container-Optimized OS's host firewall, opened only by
+their startup scripts' rendered iptables lines, and each reaches Cloud Storage with only the
+grants infra/ gives its role (tests/cloud/localvms.py).
 
 Three runs: the auction example with a quick workload runs to `done` with scores in
 Firestore and rows in BigQuery, and its re-delivered event starts nothing; a run whose only
@@ -31,13 +36,14 @@ import yaml
 from cloud.firestore import EmulatorFirestore, start_firestore_emulator
 from cloud.localbuild import LocalCloudBuild
 from cloud.localvms import LocalVms
+from cloud.netns import LocalNetwork, leftovers, network_namespaces_work
 from cloud.pipeline import WORKFLOW, workflow_env
 from cloud.servers import start_function, start_gcs_emulator, storage_client, unpack_bundle
 from cloud.standins import BigQueryLoads
 from cloud.workflows_interpreter import Execution, Interpreter
 from gatebench.cloud import Storage
 from gatebench.model import run_id_for_object
-from gatebench.procs import Supervisor, free_port, port_is_free
+from gatebench.procs import Supervisor
 from gatebench.report import bigquery_schema
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,16 +63,24 @@ def quick_auction(gateways: list[str]) -> bytes:
     return yaml.safe_dump(doc, sort_keys=False).encode()
 
 
-def port_range(count: int) -> int:
-    for _ in range(50):
-        base = free_port()
-        if base + count < 65000 and all(port_is_free(base + i) for i in range(count)):
-            return base
-    raise RuntimeError("no free port range")
+@pytest.fixture(scope="module")
+def network() -> Iterator[LocalNetwork]:
+    """The test's own network of namespaces; nothing of it is left afterwards."""
+    reason = network_namespaces_work()
+    if reason is not None:
+        pytest.fail(f"the local VMs need network namespaces: {reason}")
+    local = LocalNetwork()
+    try:
+        yield local
+    finally:
+        local.close()
+        assert leftovers(local.tag) == []
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def world(
+    tmp_path_factory: pytest.TempPathFactory, network: LocalNetwork
+) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("pipeline")
     logs = tmp / "logs"
     with Supervisor() as supervisor:
@@ -78,7 +92,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             "project": PROJECT,
             "prefix": "gb",
             "zone": "local",
-            "layout": {"kind": "loopback", "base_port": port_range(8), "root": str(tmp / "disks")},
+            "layout": "dns",  # what a deployment renders: VM host names, one port per role
             "subnetwork": "local",
             "tags": {"tester": "gb-tester", "gateway": "gb-gateway", "backend": "gb-backend"},
             "accounts": {"tester": "t@x", "gateway": "g@x", "backend": "b@x"},
@@ -101,7 +115,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         }
         os.environ.update(env)
         storage = Storage(PROJECT)
-        vms = LocalVms(supervisor, storage, tmp, env)
+        vms = LocalVms(supervisor, storage, tmp, env, network, gcs.url)
         builds = LocalCloudBuild(tmp / "builds", IMAGE, vms, env=env, project=PROJECT)
         firestore = EmulatorFirestore(firestore_host)
         bigquery = BigQueryLoads(storage, list(bigquery_schema()))
@@ -193,6 +207,8 @@ def test_the_auction_example_runs_to_done_and_a_redelivered_event_starts_nothing
     assert rows
     assert {r["target"] for r in rows} == {"nginx", "baseline"}
     assert run_processes(world, run_id) == []  # teardown stopped every "VM"
+    # Every VM did its work with its role's grants alone (infra/), through its own firewall.
+    assert [d for d in world["vms"].denied if run_id in d] == []
     builds = [b for b in world["builds"].builds if b["substitutions"]["_RUN_ID"] == run_id]
     assert [b["status"] for b in builds] == ["SUCCESS"] * 3
     again = run(world, event, "exec-again")
@@ -217,11 +233,12 @@ def test_a_gateway_that_never_comes_up_fails_the_run_at_provision_then_teardown(
 
 
 def test_a_provisioning_that_outlasts_its_timeout_is_torn_down(world: dict[str, Any]) -> None:
-    # Tyk never comes up here, so the tester keeps waiting for it (20 s) while nginx, the
-    # backend and the tester run: the provision build's 8 s timeout passes first.
+    # Tyk never comes up here, so the tester keeps waiting for it (60 s) while nginx, the
+    # backend and the tester run: the provision build's 15 s timeout passes first, in
+    # wait-ready (room for vm-vars and apply before it on a busy machine).
     event = upload(world, "specs/slow.yaml", quick_auction(["nginx", "tyk"]))
     run_id = run_id_for_object(UPLOADS, "specs/slow.yaml", event["data"]["generation"])
-    execution = run(world, event, "exec-timeout", provision_timeout="8")
+    execution = run(world, event, "exec-timeout", provision_timeout="15")
     assert execution.state == "FAILED"
     assert execution.error["step"] == "provision"
     assert "finished with status TIMEOUT" in execution.error["message"]

@@ -8,7 +8,6 @@ import json
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,8 @@ from typing import Any
 import pytest
 
 from cloud.servers import gcs_env, start_gcs_emulator, storage_client
+from gatebench.cloud import Storage
+from gatebench.cloud._tester import wait_for_marker
 from gatebench.procs import Supervisor
 
 GATEBENCH = str(Path(sys.executable).parent / "gatebench")
@@ -40,29 +41,18 @@ def command(gcs: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]
     )
 
 
-def later(delay: float, fn: Any) -> threading.Thread:
-    def run() -> None:
-        time.sleep(delay)
-        fn()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread
-
-
 def test_load_asks_the_tester_and_waits_for_its_answer(gcs: dict[str, Any]) -> None:
     bucket = gcs["bucket"]
     run = "r-" + "1" * 20
 
     def tester() -> None:  # what the tester VM does, reduced to its bucket protocol
-        deadline = time.time() + 60
-        while not bucket.blob(f"runs/{run}/tester/load-request.json").exists():
-            assert time.time() < deadline
-            time.sleep(0.2)
+        # The tester's own wait (gatebench.cloud): returns once the load step has asked.
+        wait_for_marker(Storage("gatebench-test"), RUNS, run, "load-request", 60)
         done = {"ok": True, "raw": [f"runs/{run}/raw/gatling/simulation.log"]}
         bucket.blob(f"runs/{run}/tester/load-done.json").upload_from_string(json.dumps(done))
 
-    thread = later(0.5, tester)
+    thread = threading.Thread(target=tester, daemon=True)
+    thread.start()
     result = command(gcs, "load", "--run-id", run, "--runs-bucket", RUNS, "--timeout", "60")
     thread.join()
     assert result.returncode == 0, result.stderr

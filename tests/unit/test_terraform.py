@@ -18,7 +18,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 INFRA = ROOT / "infra"
-CONFIGS = [INFRA, INFRA / "vms", *sorted(p for p in (INFRA / "modules").iterdir() if p.is_dir())]
+# Every folder of infra/ holding Terraform files: the root, infra/vms and every module.
+CONFIGS = sorted({tf.parent for tf in INFRA.rglob("*.tf")})
 
 # Every role the deployment grants, with the one reason it is needed (infra/README.md says
 # the same, per grant). Anything broader (owner, editor, *.admin of a service) is refused.
@@ -28,7 +29,6 @@ ALLOWED_ROLES = {
     "roles/bigquery.dataEditor": "load rows into the results dataset",
     "roles/bigquery.dataViewer": "read the results dataset",
     "roles/bigquery.jobUser": "run load and query jobs",
-    "roles/cloudbuild.builds.builder": "build the functions' containers",
     "roles/cloudbuild.builds.editor": "start the per-run builds",
     "roles/compute.instanceAdmin.v1": "create and delete the per-run VMs",
     "roles/datastore.user": "read and write run documents (one database, by condition)",
@@ -41,6 +41,7 @@ ALLOWED_ROLES = {
     "roles/run.invoker": "invoke a function",
     "roles/storage.objectAdmin": "write run artefacts (one bucket)",
     "roles/storage.objectCreator": "upload specs, raw logs (one bucket)",
+    "roles/storage.objectUser": "rewrite the tester's own markers (by object condition)",
     "roles/storage.objectViewer": "read objects (one bucket)",
     "roles/workflows.invoker": "start the workflow from the trigger",
 }
@@ -127,7 +128,9 @@ def test_every_reference_resolves(path: Path) -> None:
     for name in set(re.findall(r"\blocal\.([A-Za-z0-9_]+)", text)):
         if name not in config.locals:
             problems.append(f"local.{name} is not defined")
-    for rtype, name in set(re.findall(r"(?<![.\w])(google_[a-z0-9_]+)\.([a-z0-9_]+)", text)):
+    for rtype, name in set(
+        re.findall(r"(?<![.\w])((?:google|time)_[a-z0-9_]+)\.([a-z0-9_]+)", text)
+    ):
         if (rtype, name) not in config.resources:
             problems.append(f"{rtype}.{name} is not a resource of {ids(path)}")
     for rtype, name in set(re.findall(r"\bdata\.(google_[a-z0-9_]+)\.([a-z0-9_]+)", text)):

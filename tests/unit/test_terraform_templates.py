@@ -5,7 +5,10 @@ from run.tfvars.json must land inside single quotes or a fixed path."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -61,7 +64,8 @@ GATEWAY = {
     ],
     "dirs": ["logs", "tmp"],
     "mount": "/etc/gatebench",
-    "image": "nginx:1.22.1",
+    "registry": "europe-central2-docker.pkg.dev",
+    "image": "europe-central2-docker.pkg.dev/proj/gb-dockerhub/library/nginx:1.22.1",
     "args": [
         "nginx",
         "-p",
@@ -71,7 +75,14 @@ GATEWAY = {
         "-g",
         "daemon off;",
     ],
-    "sidecars": [{"name": "redis", "image": "redis:7.4.1", "args": ["redis-server", "--save", ""]}],
+    "sidecars": [
+        {
+            "name": "redis",
+            "image": "europe-central2-docker.pkg.dev/proj/gb-dockerhub/library/redis:7.4.1",
+            "args": ["redis-server", "--save", ""],
+        }
+    ],
+    "ports": [8000],
 }
 RUNNER = {
     "registry": "europe-central2-docker.pkg.dev",
@@ -84,6 +95,7 @@ RUNNER = {
         "--runs-bucket",
         "gb-runs-proj",
     ],
+    "ports": [8080],
 }
 
 
@@ -92,7 +104,7 @@ RUNNER = {
 )
 def test_startup_scripts_are_valid_shell(name: str, values: dict[str, Any], tmp_path: Path) -> None:
     script = render((TEMPLATES / name).read_text(), values)
-    assert "${" not in script.replace('"$dir', "").replace("$(", "") or "%{" not in script
+    assert "${" not in script.replace('"$dir', "").replace("$(", "") and "%{" not in script
     path = tmp_path / "startup.sh"
     path.write_text(script)
     result = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True)
@@ -110,3 +122,199 @@ def test_the_gateway_script_fetches_every_file_and_makes_every_folder() -> None:
         assert f'mkdir -p "$dir/{d}"' in script
     assert "docker run -d --name 'redis'" in script
     assert '-v "$dir:/etc/gatebench"' in script
+
+
+# -- what infra/vms/main.tf passes to the templates, evaluated for a real rendered run
+
+VMS = TEMPLATES.parent
+AUCTION = VMS.parents[1] / "examples" / "auction" / "openapi.yaml"
+SETTINGS = {
+    "project": "proj",
+    "prefix": "gb",
+    "zone": "europe-central2-a",
+    "layout": "dns",
+    "subnetwork": "projects/proj/regions/r/subnetworks/s",
+    "tags": {"tester": "t", "gateway": "g", "backend": "b"},
+    "accounts": {"tester": "t@x", "gateway": "g@x", "backend": "b@x"},
+    "runner_image": "europe-central2-docker.pkg.dev/proj/gb-gatebench/runner:1",
+    "limits": {"vm_lifetime": 3600},
+}
+_TEMPLATEFILE = re.compile(
+    r'^\$\{templatefile\("\$\{path\.module\}/templates/([\w.]+)", \{(.*)\}\)\}$', re.S
+)
+
+
+def top_level_arguments(text: str) -> dict[str, str]:
+    """`a = x, b = [y, {c = z}]` → {a: x, b: [y, {c = z}]}: split at depth-0 commas."""
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(text):
+        depth += char in "([{"
+        depth -= char in ")]}"
+        if char == "," and depth == 0:
+            parts.append(text[start:index])
+            start = index + 1
+    parts.append(text[start:])
+    return {k.strip(): v.strip() for k, v in (p.split("=", 1) for p in parts)}
+
+
+def startup_arguments() -> dict[str, tuple[str, dict[str, str]]]:
+    """Instance → (template, {argument: its HCL expression}) from infra/vms/main.tf."""
+    import hcl2
+
+    with (VMS / "main.tf").open() as fh:
+        doc = hcl2.load(fh)
+    out = {}
+    for block in doc["resource"]:
+        for name, body in block.get('"google_compute_instance"', {}).items():
+            match = _TEMPLATEFILE.match(body["metadata"]["startup-script"])
+            assert match, body["metadata"]
+            out[name.strip('"')] = (match.group(1), top_level_arguments(match.group(2)))
+    return out
+
+
+def evaluate(expression: str, variables: dict[str, Any], each: Any = None) -> Any:
+    """The list expressions of `ports`: `[]`, `[var.X.Y]`, `[each.value.Y]`."""
+    inner = expression.strip()
+    assert inner.startswith("[") and inner.endswith("]"), expression
+    items = [i.strip() for i in inner[1:-1].split(",") if i.strip()]
+    values = []
+    for item in items:
+        root, *path = item.split(".")
+        value = {"var": variables, "each": {"value": each}}[root]
+        for part in path:
+            value = value[part]
+        values.append(value)
+    return values
+
+
+def rendered_run() -> tuple[Any, dict[str, Any]]:
+    from gatebench.cloud import ObjectRef
+    from gatebench.cloud._render import render_run
+    from gatebench.cloud._vms import vm_vars
+
+    ref = ObjectRef("gb-uploads", "specs/auction.yaml", "9")
+    rendered = render_run(AUCTION.read_bytes(), ref, SETTINGS, "gb-runs")
+    assert rendered.failures == {}
+    return rendered, vm_vars(SETTINGS, rendered.fleet, ref.run_id, "gb-runs")
+
+
+def opened_ports(script: str) -> set[int]:
+    lines = [line for line in script.splitlines() if line.startswith("iptables")]
+    for line in lines:  # Google's "Configuring the host firewall" (Container-Optimized OS)
+        assert re.fullmatch(r"iptables -w -A INPUT -p tcp --dport \d+ -j ACCEPT", line), line
+    return {int(re.search(r"--dport (\d+)", line).group(1)) for line in lines}  # type: ignore[union-attr]
+
+
+def test_each_role_opens_exactly_the_ports_it_listens_on() -> None:
+    """COS drops inbound traffic but SSH: each startup script opens what its role serves, the
+    ports computed from the same variables the role's server listens on, and nothing else."""
+    from urllib.parse import urlsplit
+
+    rendered, variables = rendered_run()
+    arguments = startup_arguments()
+    assert set(arguments) == {"backend", "gateway", "tester"}
+    # What each role listens on: the backend's own settings; each gateway where the tester
+    # sends its requests (the workload's base URLs); the tester listens on nothing.
+    backend_listen = {int(rendered.backend["listen"].rsplit(":", 1)[1])}
+    targets = {p["target"]: urlsplit(p["request"]["base_url"]) for p in rendered.workload["phases"]}
+    for gateway, entry in variables["gateways"].items():
+        template, args = arguments["gateway"]
+        ports = evaluate(args["ports"], variables, each=entry)
+        values = {
+            **GATEWAY,
+            "ports": ports,
+            "image": entry["image"],
+            "sidecars": entry["sidecars"],
+            "args": entry["args"],
+        }
+        script = render((TEMPLATES / template).read_text(), values)
+        assert opened_ports(script) == {targets[gateway].port}, gateway
+    template, args = arguments["backend"]
+    script = render(
+        (TEMPLATES / template).read_text(),
+        {**RUNNER, "ports": evaluate(args["ports"], variables)},
+    )
+    assert opened_ports(script) == backend_listen == {variables["backend"]["port"]}
+    template, args = arguments["tester"]
+    script = render(
+        (TEMPLATES / template).read_text(),
+        {**RUNNER, "ports": evaluate(args["ports"], variables)},
+    )
+    assert opened_ports(script) == set()
+    # The firewall opens before the containers start.
+    gateway_script = render((TEMPLATES / "gateway.sh.tftpl").read_text(), GATEWAY)
+    assert gateway_script.index("iptables") < gateway_script.index("docker run")
+
+
+def terraform() -> str:
+    path = shutil.which("terraform")
+    if path is None:
+        pytest.fail(
+            "the terraform CLI is not on PATH: install Terraform from HashiCorp "
+            "(https://developer.hashicorp.com/terraform/install; docs/cloud.md, 'First deploy')"
+        )
+    return path
+
+
+def pull_references(images: list[str], mirror: str) -> dict[str, str]:
+    """infra/vms/modules/images evaluated by Terraform itself (no provider: runs offline)."""
+    result = subprocess.run(
+        [
+            terraform(),
+            "console",
+            "-no-color",
+            f"-var=images={json.dumps(images)}",
+            f"-var=mirror={mirror}",
+        ],
+        input="jsonencode(local.pull)\n",
+        cwd=VMS / "modules" / "images",
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TF_CLI_CONFIG_FILE": os.devnull, "TF_IN_AUTOMATION": "1"},
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    return dict(json.loads(json.loads(result.stdout.strip().splitlines()[-1])))
+
+
+def test_gateway_images_come_through_the_docker_hub_remote_repository() -> None:
+    """No VM pulls from docker.io through the NAT: every image any renderer names (and Tyk's
+    Redis) reaches the startup script as the project's Docker Hub remote repository."""
+    from gatebench.cloud._render import REDIS_IMAGE
+    from gatebench.renderers import gateway_names, get_renderer
+
+    images = sorted(
+        {i for n in gateway_names() if (i := get_renderer(n).cloud_image)} | {REDIS_IMAGE}
+    )
+    assert len(images) >= 10
+    mirror = "europe-central2-docker.pkg.dev/proj/gb-dockerhub"
+    pulled = pull_references([*images, "docker.io/library/nginx:1", "quay.io/org/img:2"], mirror)
+    assert pulled["nginx:1.22.1"] == f"{mirror}/library/nginx:1.22.1"
+    assert pulled["envoyproxy/envoy:v1.40.0"] == f"{mirror}/envoyproxy/envoy:v1.40.0"
+    assert pulled["docker.io/library/nginx:1"] == f"{mirror}/library/nginx:1"
+    assert pulled["quay.io/org/img:2"] == "quay.io/org/img:2"  # another registry: as named
+    for image in images:
+        assert pulled[image].startswith(f"{mirror}/"), image
+    # infra/vms hands the templates the mirrored references, for the gateway and sidecars,
+    # and the mirror is the remote repository infra/modules/runner creates.
+    _, args = startup_arguments()["gateway"]
+    assert args["image"] == "module.images.pull[each.value.image]"
+    assert "module.images.pull[s.image]" in args["sidecars"]
+    main = (VMS / "main.tf").read_text()
+    assert 'docker_hub = "${local.registry}/${var.project}/${var.prefix}-dockerhub"' in main
+    runner = (VMS.parent / "modules" / "runner" / "main.tf").read_text()
+    assert 'repository_id = "${var.prefix}-dockerhub"' in runner
+    assert 'public_repository = "DOCKER_HUB"' in runner
+    # The rendered scripts: every `docker run` image is the mirror's; none names docker.io.
+    values = dict(GATEWAY, image=pulled["nginx:1.22.1"])
+    values["sidecars"] = [dict(GATEWAY["sidecars"][0], image=pulled[REDIS_IMAGE])]
+    script = render((TEMPLATES / "gateway.sh.tftpl").read_text(), values)
+    runs = re.findall(r"docker run .*?'([^']+)'(?: '|$)", script, re.M)
+    assert runs and all(i.startswith(mirror) for i in runs), runs
+    assert (
+        "docker-credential-gcr configure-docker --registries='europe-central2-docker.pkg.dev'"
+        in script
+    )
+    for path in [*TEMPLATES.iterdir(), *VMS.glob("*.tf"), VMS.parents[1] / "cloudbuild"]:
+        if path.is_file():
+            assert "docker.io" not in path.read_text(), path

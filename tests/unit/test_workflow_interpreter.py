@@ -461,3 +461,109 @@ def test_step_budget_stops_runaway_loops() -> None:
 """
     error = Interpreter(source, max_steps=50).run().error
     assert error["tags"] == ["ResourceLimitError"]
+
+
+def test_sys_get_env_with_a_default_returns_it_when_unset() -> None:
+    source = """
+- a:
+    return: ${[sys.get_env("GATEBENCH_X", "fallback"), sys.get_env("GATEBENCH_Y", "unused")]}
+"""
+    assert run(source, env={"GATEBENCH_Y": "set"}) == ["fallback", "set"]
+    wrong = '- a:\n    return: ${sys.get_env("GATEBENCH_X", 5)}\n'
+    error = fail(wrong)
+    assert error["tags"] == ["TypeError"]
+    assert error["message"] == "sys.get_env default: expected str, got integer"
+
+
+PATCH = "googleapis.firestore.v1.projects.databases.documents.patch"
+GET = "googleapis.firestore.v1.projects.databases.documents.get"
+
+
+def connector_call(target: str, args: str) -> str:
+    return f"""
+- write:
+    call: {target}
+    args:
+{args}
+    result: out
+- done:
+    return: ${{out}}
+"""
+
+
+def test_connector_arguments_are_checked_against_the_reference() -> None:
+    def patch(args: dict[str, Any]) -> dict[str, Any]:
+        raise AssertionError("refused calls never reach the stand-in")
+
+    connectors = {PATCH: patch}
+    misspelled = connector_call(
+        PATCH, "      name: runs/r1\n      updateMask: [status]\n      body: {fields: {}}"
+    )
+    with pytest.raises(UnsupportedConstruct) as caught:
+        Interpreter(misspelled, connectors=connectors).run()
+    assert str(caught.value) == (
+        f"step 'write': {PATCH} has no argument 'updateMask'; it takes body, "
+        "currentDocument.exists, currentDocument.updateTime, mask.fieldPaths, name, "
+        "updateMask.fieldPaths (and connector_params)"
+    )
+    missing = connector_call(PATCH, "      name: runs/r1")
+    with pytest.raises(UnsupportedConstruct, match=f"step 'write': {PATCH} needs 'body'$"):
+        Interpreter(missing, connectors=connectors).run()
+    params = connector_call(
+        PATCH, "      name: r\n      body: {}\n      connector_params: {timeout: 5, retries: 3}"
+    )
+    with pytest.raises(UnsupportedConstruct, match=r"connector_params takes .*got \['retries'\]"):
+        Interpreter(params, connectors=connectors).run()
+    unknown = connector_call("googleapis.firestore.v1.projects.databases.documents.delete", "")
+    with pytest.raises(UnsupportedConstruct, match="not in this interpreter's connector table"):
+        Interpreter(unknown.replace("    args:\n\n", ""), connectors=connectors).run()
+
+
+class Flaky:
+    """A connector stand-in answering ``codes`` in turn (an HTTP error each), then success."""
+
+    def __init__(self, *codes: int) -> None:
+        self.codes = list(codes)
+        self.calls = 0
+
+    def __call__(self, args: dict[str, Any]) -> Any:
+        from cloud.standins import http_error
+
+        self.calls += 1
+        if self.codes:
+            raise http_error(self.codes.pop(0), "flaky", "UNAVAILABLE")
+        return "written"
+
+
+@pytest.mark.parametrize(
+    ("target", "codes", "calls", "delays", "outcome"),
+    [
+        # Non-GET connector calls retry 429 and 503 only (the non-idempotent policy).
+        (PATCH, [503, 429], 3, [1.0, 1.25], "written"),
+        (PATCH, [502], 1, [], 502),
+        (PATCH, [500], 1, [], 500),
+        (PATCH, [503] * 6, 6, [1.0, 1.25, 1.5625, 1.953125, 2.44140625], 503),
+        # GET retries 502 and 504 as well (the idempotent policy), never 500 or 404.
+        (GET, [502, 504], 3, [1.0, 1.25], "written"),
+        (GET, [500], 1, [], 500),
+        (GET, [404], 1, [], 404),
+    ],
+)
+def test_connectors_retry_as_documented(
+    target: str, codes: list[int], calls: int, delays: list[float], outcome: Any
+) -> None:
+    flaky = Flaky(*codes)
+    slept: list[float] = []
+    args = "      name: runs/r1\n      body: {fields: {}}" if target == PATCH else "      name: r"
+    execution = Interpreter(
+        connector_call(target, args),
+        connectors={target: flaky},
+        clock=Clock(sleep=slept.append),
+    ).run()
+    assert flaky.calls == calls
+    assert slept == delays
+    if outcome == "written":
+        assert execution.result == "written"
+    else:
+        assert execution.state == "FAILED"
+        assert execution.error["code"] == outcome

@@ -173,6 +173,7 @@ def test_an_invalid_spec_is_recorded_as_failed_at_parse_and_teardown_still_runs(
         "status": "failed",
         "step": "parse",
         "message": "/paths: error: expected a mapping",
+        "status_write": "ok",
     }
     doc = pipeline.doc(RUN)
     assert pipeline.firestore.field(doc, "error") == "/paths: error: expected a mapping"
@@ -227,3 +228,20 @@ def test_gcloud_run_data_without_generation_and_other_objects_are_ignored() -> N
         ignored = pipeline.run(event(name=name))
         assert ignored.result == {"ignored": name, "reason": "not a spec upload"}
     assert len(pipeline.http.calls) == calls
+
+
+def test_a_failing_status_write_in_the_except_path_still_tears_down() -> None:
+    pipeline = Pipeline(score_status=500)
+    pipeline.firestore.failing_patches["failed"] = 500
+    execution = pipeline.run(event())
+    assert [b["kind"] for b in pipeline.builds.builds] == ["provision", "load", "teardown"]
+    assert execution.state == "FAILED"
+    assert execution.error["step"] == "score"
+    assert execution.error["status_write"].startswith(
+        "failed: HTTP server responded with error code 500"
+    )
+    # The write was retried (http.default_retry: 5 retries) before giving up, and the
+    # teardown result is still recorded on the run.
+    assert pipeline.firestore.refused == [("failed", 500)] * 6
+    assert pipeline.firestore.field(pipeline.doc(RUN), "teardown") == "ok"
+    assert any("status write failed" in str(entry) for entry in execution.logs)

@@ -85,9 +85,10 @@ resource "google_cloudfunctions2_function" "this" {
   labels      = var.labels
 
   build_config {
-    runtime         = "python312"
-    entry_point     = each.key
-    service_account = var.builder_service_account
+    runtime           = "python312"
+    entry_point       = each.key
+    service_account   = var.builder_service_account
+    docker_repository = var.builder_repository
     source {
       storage_source {
         bucket = var.runs_bucket

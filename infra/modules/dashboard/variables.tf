@@ -1,3 +1,8 @@
+variable "builder_repository" {
+  description = "Artifact Registry repository the builder account pushes the functions' images to (modules/functions; projects/P/locations/L/repositories/R)."
+  type        = string
+}
+
 variable "builder_service_account" {
   description = "Full resource name of the service account that builds the functions' containers (modules/functions)."
   type        = string

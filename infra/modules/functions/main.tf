@@ -25,11 +25,32 @@ resource "google_service_account" "builder" {
   display_name = "gatebench functions: builds the functions' containers"
 }
 
+# The builder account gets what Google lists for a custom build service account, no project-wide
+# builder role: write logs, read the sources (roles/storage.objectViewer on the runs bucket,
+# infra/main.tf) and push the functions' images to this repository only (build_config's
+# docker_repository, instead of the shared gcf-artifacts repository).
 resource "google_project_iam_member" "builder" {
-  for_each = toset(["roles/cloudbuild.builds.builder", "roles/logging.logWriter"])
+  for_each = toset(["roles/logging.logWriter"])
   project  = var.project_id
   role     = each.value
   member   = google_service_account.builder.member
+}
+
+resource "google_artifact_registry_repository" "images" {
+  project       = var.project_id
+  location      = var.region
+  repository_id = "${var.prefix}-functions"
+  format        = "DOCKER"
+  description   = "The gatebench functions' container images (built by Cloud Build)."
+  labels        = var.labels
+}
+
+resource "google_artifact_registry_repository_iam_member" "builder_pushes" {
+  project    = var.project_id
+  location   = google_artifact_registry_repository.images.location
+  repository = google_artifact_registry_repository.images.name
+  role       = "roles/artifactregistry.writer"
+  member     = google_service_account.builder.member
 }
 
 resource "google_storage_bucket_object" "source" {
@@ -61,9 +82,10 @@ resource "google_cloudfunctions2_function" "this" {
   labels      = var.labels
 
   build_config {
-    runtime         = "python312"
-    entry_point     = each.value.entry
-    service_account = google_service_account.builder.id
+    runtime           = "python312"
+    entry_point       = each.value.entry
+    service_account   = google_service_account.builder.id
+    docker_repository = google_artifact_registry_repository.images.id
     source {
       storage_source {
         bucket = var.runs_bucket
@@ -96,7 +118,7 @@ resource "google_cloudfunctions2_function" "this" {
     }
   }
 
-  depends_on = [google_project_iam_member.builder]
+  depends_on = [google_project_iam_member.builder, google_artifact_registry_repository_iam_member.builder_pushes]
 }
 
 resource "google_cloud_run_v2_service_iam_member" "ingest_invoker" {

@@ -29,6 +29,11 @@ output "builder_member" {
   value       = google_service_account.builder.member
 }
 
+output "builder_repository" {
+  description = "The repository of the functions' images, as build_config.docker_repository takes it."
+  value       = google_artifact_registry_repository.images.id
+}
+
 output "builder_service_account" {
   description = "Full resource name of the service account that builds the functions' containers."
   value       = google_service_account.builder.id

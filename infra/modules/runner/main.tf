@@ -1,5 +1,6 @@
-# What runs a benchmark's machines: the runner image repository, the Cloud Build service
-# account (Terraform for the per-run VMs), and one service account per VM role.
+# What runs a benchmark's machines: the runner image repository, the Docker Hub remote
+# repository the gateway VMs pull through, the Cloud Build service account (Terraform for the
+# per-run VMs, and the runner image's own build), and one service account per VM role.
 
 resource "google_artifact_registry_repository" "this" {
   project       = var.project_id
@@ -8,6 +9,27 @@ resource "google_artifact_registry_repository" "this" {
   format        = "DOCKER"
   description   = "The gatebench runner image (CLI, Terraform, Gatling project, backend server)."
   labels        = var.labels
+}
+
+# Gateway images are Docker Hub images (nginx, kong, tyk ...). The VMs have no external
+# address and share one NAT address, so pulling from docker.io directly meets Docker Hub's
+# anonymous pull limit; this remote repository pulls each image once and caches it.
+# infra/vms rewrites every gateway image to REGION-docker.pkg.dev/PROJECT/PREFIX-dockerhub/...
+resource "google_artifact_registry_repository" "dockerhub" {
+  project       = var.project_id
+  location      = var.region
+  repository_id = "${var.prefix}-dockerhub"
+  format        = "DOCKER"
+  mode          = "REMOTE_REPOSITORY"
+  description   = "Docker Hub, cached: the gateways' official images."
+  labels        = var.labels
+
+  remote_repository_config {
+    description = "Docker Hub"
+    docker_repository {
+      public_repository = "DOCKER_HUB"
+    }
+  }
 }
 
 resource "google_service_account" "build" {
@@ -23,11 +45,29 @@ resource "google_service_account" "vm" {
   display_name = "gatebench ${each.key} VM"
 }
 
-# Builds create and delete instances; they attach the VM service accounts to them.
+# Builds create and delete the run's instances; they attach the VM service accounts to them.
+# Only instances and disks named like a run's VMs (PREFIX-r-..., infra/vms; a boot disk takes
+# its instance's name): the condition leaves every other resource type of the role as it is
+# (subnetworks to use, images to read, zone operations to poll), as Google's "resource
+# conditions" example for Compute Engine does.
 resource "google_project_iam_member" "build_instances" {
   project = var.project_id
   role    = "roles/compute.instanceAdmin.v1"
   member  = google_service_account.build.member
+  condition {
+    title       = "${var.prefix}-run-vms-only"
+    description = "Only the per-run instances and disks (names start with ${var.prefix}-r-)."
+    expression  = local.run_vms_only
+  }
+}
+
+locals {
+  run_vm_prefix = "${var.prefix}-r-"
+  run_vms_only = join(" || ", [
+    "(resource.type != \"compute.googleapis.com/Instance\" && resource.type != \"compute.googleapis.com/Disk\")",
+    "(resource.type == \"compute.googleapis.com/Instance\" && resource.name.extract(\"/instances/{name}\").startsWith(\"${local.run_vm_prefix}\"))",
+    "(resource.type == \"compute.googleapis.com/Disk\" && resource.name.extract(\"/disks/{name}\").startsWith(\"${local.run_vm_prefix}\"))",
+  ])
 }
 
 resource "google_service_account_iam_member" "build_acts_as_vms" {
@@ -45,7 +85,8 @@ resource "google_project_iam_member" "log_writers" {
   member   = each.value.member
 }
 
-# The build steps, the tester and the backend run the runner image.
+# The build steps, the tester and the backend run the runner image; the gateways pull their
+# images through the Docker Hub remote repository.
 resource "google_artifact_registry_repository_iam_member" "readers" {
   for_each = {
     build   = google_service_account.build.member
@@ -59,11 +100,20 @@ resource "google_artifact_registry_repository_iam_member" "readers" {
   member     = each.value
 }
 
-resource "google_artifact_registry_repository_iam_member" "publishers" {
-  for_each   = toset(var.publishers)
+resource "google_artifact_registry_repository_iam_member" "gateways_pull_docker_hub" {
+  project    = var.project_id
+  location   = google_artifact_registry_repository.dockerhub.location
+  repository = google_artifact_registry_repository.dockerhub.name
+  role       = "roles/artifactregistry.reader"
+  member     = google_service_account.vm["gateway"].member
+}
+
+# cloudbuild/runner-image.yaml runs as the build account (serviceAccount:), so the image is
+# pushed by that account, not by whoever submits the build: it may write this repository only.
+resource "google_artifact_registry_repository_iam_member" "build_pushes_runner" {
   project    = var.project_id
   location   = google_artifact_registry_repository.this.location
   repository = google_artifact_registry_repository.this.name
   role       = "roles/artifactregistry.writer"
-  member     = each.value
+  member     = google_service_account.build.member
 }

@@ -27,6 +27,11 @@ output "tester_member" {
   value       = google_service_account.vm["tester"].member
 }
 
+output "vm_members" {
+  description = "IAM member of the tester, gateway and backend service accounts."
+  value       = { for role, sa in google_service_account.vm : role => sa.member }
+}
+
 output "vm_service_accounts" {
   description = "Emails of the tester, gateway and backend service accounts."
   value       = { for role, sa in google_service_account.vm : role => sa.email }

@@ -19,12 +19,6 @@ variable "project_id" {
   type        = string
 }
 
-variable "publishers" {
-  description = "Members allowed to push the runner image (whoever runs `make runner-image`)."
-  type        = list(string)
-  default     = []
-}
-
 variable "region" {
   description = "Region of the repository."
   type        = string

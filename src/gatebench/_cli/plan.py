@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from ..cost import CostError, describe_cost, estimate_cost
 from ..plan import describe_plan
 from ._common import add_plan_argument, add_spec_arguments, load, print_problems
 
@@ -29,6 +30,11 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(plan.to_dict(), indent=2))
     else:
         print("\n".join(describe_plan(plan, result.api)))
+        if plan.infrastructure is not None:  # a cloud plan: what one run costs
+            try:
+                print("\n".join(describe_cost(estimate_cost(plan.to_dict()))))
+            except CostError as exc:
+                print(f"Estimated cost: not available: {exc}")
     warnings = [p for p in result.problems if p.severity == "warning"]
     if warnings:
         print(

@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import __version__
 from ..aggregate import RunSummary, summarize
+from ..cost import CostError, CostEstimate, estimate_cost
 from ..metrics import METRICS
 from ..model import Measurement, RunRecord
 from ..score import BASELINE, PROFILES, Profile, ScoreError
@@ -149,6 +150,8 @@ class Report:
     generated_at: float = field(default_factory=time.time)
     trust: Trust = field(default_factory=Trust)
     """The engine's ceiling, tester-bound throughput, a second engine's agreement."""
+    cost: CostEstimate | None = None
+    """A cloud run (one a Workflows execution owns): what its plan costs at list prices."""
 
     @property
     def title(self) -> str:
@@ -215,6 +218,8 @@ class Report:
                 "trust": self.trust.to_dict(),
             }
         )
+        if self.cost is not None:
+            data["cost"] = _json_safe(self.cost.to_dict())
         return data
 
 
@@ -278,6 +283,7 @@ def build_report(
     )
     trust = build_trust(run, summary, measurements)
     return Report(
+        cost=cloud_cost(run),
         run=run,
         summary=summary,
         profile=chosen,
@@ -288,6 +294,17 @@ def build_report(
         generated_at=now if now is not None else time.time(),
         trust=trust,
     )
+
+
+def cloud_cost(run: RunRecord) -> CostEstimate | None:
+    """The estimate of a cloud run's plan (None for a local run, or a machine type the price
+    table does not know)."""
+    if run.execution_id is None or not isinstance(run.plan, Mapping):
+        return None
+    try:
+        return estimate_cost(run.plan)
+    except (CostError, KeyError, TypeError, ValueError):
+        return None
 
 
 def verdict(summary: RunSummary) -> list[str]:

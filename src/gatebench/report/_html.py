@@ -19,6 +19,7 @@ from html import escape
 from typing import Any
 
 from .. import __version__
+from ..cost import describe_cost
 from ._build import RESOLUTION_NOTE, Report
 from ._format import fmt_ci, fmt_number, fmt_score
 from ._svg import Bar, Group, colours_for, hbar_chart
@@ -204,6 +205,17 @@ def render_html(report: Report) -> str:
         ("quality", "Measurement quality", _quality(report)),
         ("trust", "Trust: headroom and a second engine", _trust(report)),
         ("run", "Run", _run_metadata(report)),
+        *(
+            [
+                (
+                    "cost",
+                    "Estimated cost",
+                    f"<pre>{_e(chr(10).join(describe_cost(report.cost)))}</pre>",
+                )
+            ]
+            if report.cost is not None
+            else []
+        ),
         ("method", "How to read this report", _method(report)),
     ]
     nav = "".join(f'<li><a href="#{sid}">{_e(title)}</a></li>' for sid, title, _ in sections)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..cost import describe_cost
 from ._build import RESOLUTION_NOTE, Report
 from ._tables import (
     Table,
@@ -125,5 +126,7 @@ def render_markdown(report: Report) -> str:
         if key in TRUST_KEYS:
             continue  # in the trust section
         out.append(f"- {key}: {value}")
+    if report.cost is not None:
+        out += ["", "## Estimated cost", "", "```", *describe_cost(report.cost), "```"]
     out += ["", RESOLUTION_NOTE, ""]
     return "\n".join(out)

@@ -1,0 +1,52 @@
+# What each VM role may do with the runs bucket's objects, and nothing more: the single table
+# of those grants (the local pipeline's storage stand-in reads this table too). Each entry is
+# granted on the runs bucket with an IAM condition on the object's name: it starts with
+# `prefix` and, when `suffix` is not empty, ends with it. Object names are
+# runs/RUN/... (src/gatebench/cloud); the run id sits between prefix and suffix, so a grant
+# covers the same object of every run (the service accounts serve every run).
+#
+#   backend: reads runs/RUN/backend.json and, for a mock backend, runs/RUN/mock-backend.json.
+#   gateway: reads its configuration, runs/RUN/configs/GATEWAY/...: a condition can match a
+#            prefix and a suffix but not a middle folder, so it reads runs/ (never pipeline/
+#            or tfstate/).
+#   tester:  reads runs/RUN/workload.json, backend.json and the load build's markers (runs/);
+#            creates raw logs (never overwriting one); writes its own two markers, again after
+#            a restart (objectUser: overwrite).
+locals {
+  vm_object_access = {
+    backend = [
+      { role = "roles/storage.objectViewer", prefix = "runs/", suffix = "/backend.json" },
+      { role = "roles/storage.objectViewer", prefix = "runs/", suffix = "/mock-backend.json" },
+    ]
+    gateway = [
+      { role = "roles/storage.objectViewer", prefix = "runs/", suffix = "" },
+    ]
+    tester = [
+      { role = "roles/storage.objectViewer", prefix = "runs/", suffix = "" },
+      { role = "roles/storage.objectCreator", prefix = "runs/", suffix = "/simulation.log" },
+      { role = "roles/storage.objectUser", prefix = "runs/", suffix = "/tester/ready.json" },
+      { role = "roles/storage.objectUser", prefix = "runs/", suffix = "/tester/load-done.json" },
+    ]
+  }
+  vm_object_grants = flatten([
+    for vm, grants in local.vm_object_access : [
+      for i, g in grants : merge(g, { vm = vm, key = "${vm}-${i}" })
+    ]
+  ])
+}
+
+resource "google_storage_bucket_iam_member" "vm_objects" {
+  for_each = { for g in local.vm_object_grants : g.key => g }
+  bucket   = module.runs.name
+  role     = each.value.role
+  member   = module.runner.vm_members[each.value.vm]
+
+  condition {
+    title       = "${var.prefix}-${each.key}"
+    description = "${each.value.vm} VMs: objects ${each.value.prefix}*${each.value.suffix}"
+    expression = join(" && ", compact([
+      "resource.name.startsWith(\"projects/_/buckets/${module.runs.name}/objects/${each.value.prefix}\")",
+      each.value.suffix == "" ? "" : "resource.name.endsWith(\"${each.value.suffix}\")",
+    ]))
+  }
+}

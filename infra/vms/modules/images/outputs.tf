@@ -1,0 +1,4 @@
+output "pull" {
+  description = "Image reference → what the VM pulls."
+  value       = local.pull
+}

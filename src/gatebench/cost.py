@@ -1,0 +1,326 @@
+"""What one cloud run costs, estimated from its plan before it runs.
+
+A cloud run is billed for its VMs (every gateway, the backend and the tester, from creation
+in the provision build to deletion in teardown), its Cloud Build minutes (provision, the load
+build that waits for the tester, teardown), the Cloud Run functions it invokes, the Workflows
+steps it executes (connector polling included) and the raw logs it keeps. The quantities come
+from the plan (targets × repetitions × phases, each phase's length from its injection
+profile) and a few stated assumptions (boot and teardown times, seconds per request); the
+prices from one table, ``gatebench/gcp_prices.json``, which cites the pricing page of each
+figure and the date it was read. Both are data: the estimate is pure arithmetic over them,
+so the same plan always gives the same figures and a test can recompute each one.
+
+Not counted (each a fraction of a cent per run, or not per run at all): Cloud NAT, network
+egress, Firestore and BigQuery operations, Eventarc, Artifact Registry storage, the
+deployment's standing resources, and every free tier.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from .errors import GatebenchError
+
+_MACHINE = re.compile(r"^(?P<family>[a-z0-9]+)-(?P<shape>[a-z]+)-(?P<vcpus>\d+)$")
+_DEFAULT_MACHINE = "n2-standard-2"  # plan.Infrastructure's default for every role
+
+
+class CostError(GatebenchError):
+    """The plan asks for something the price table has no price for."""
+
+
+@dataclass(frozen=True)
+class CostLine:
+    item: str
+    quantity: float
+    unit: str
+    unit_price: float
+    """USD per unit."""
+
+    @property
+    def usd(self) -> float:
+        return self.quantity * self.unit_price
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "usd": self.usd}
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    lines: tuple[CostLine, ...]
+    load_s: float
+    """The load build: every phase of every target and repetition, plus the engine's start."""
+    vm_s: float
+    """Each VM's billed lifetime."""
+    vms: int
+    region: str
+    as_of: str
+
+    @property
+    def total_usd(self) -> float:
+        return sum(line.usd for line in self.lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "total_usd": self.total_usd,
+            "load_s": self.load_s,
+            "vm_s": self.vm_s,
+            "vms": self.vms,
+            "region": self.region,
+            "prices_as_of": self.as_of,
+            "lines": [line.to_dict() for line in self.lines],
+        }
+
+
+@cache
+def price_table() -> dict[str, Any]:
+    """``gatebench/gcp_prices.json``: prices, their sources and date, and the assumptions."""
+    text = resources.files("gatebench").joinpath("gcp_prices.json").read_text("utf-8")
+    table: dict[str, Any] = json.loads(text)
+    return table
+
+
+def machine_hourly(machine: str, table: Mapping[str, Any] | None = None) -> float:
+    """List price of one machine type per hour: vCPUs and memory at its family's rates."""
+    prices = (table or price_table())["prices"]
+    match = _MACHINE.match(machine)
+    families = prices["machine_families"]
+    shapes = prices["machine_shapes"]
+    if not match or match["family"] not in families or match["shape"] not in shapes:
+        priced = ", ".join(f"{f}-{s}-N" for f in sorted(families) for s in sorted(shapes))
+        raise CostError(f"no list price for machine type {machine!r}; priced: {priced}")
+    vcpus = int(match["vcpus"])
+    rates = families[match["family"]]
+    return float(vcpus * rates["vcpu_hour"] + vcpus * shapes[match["shape"]] * rates["gib_hour"])
+
+
+def phase_seconds(injection: Mapping[str, Any], assumptions: Mapping[str, Any]) -> float:
+    """How long one phase with this injection profile lasts (without the phase overhead)."""
+    request_s = float(assumptions["request_s"])
+    kind = injection.get("kind")
+    if injection.get("duration"):
+        return float(injection["duration"])
+    users = int(injection.get("users") or 1)
+    requests = int(injection.get("requests") or 0)
+    if kind == "sequential":
+        return requests * request_s
+    if kind == "concurrent":
+        return math.ceil(requests / users) * request_s
+    return request_s  # at_once: every user sends its one request at the same time
+
+
+def phase_requests(injection: Mapping[str, Any], assumptions: Mapping[str, Any]) -> float:
+    """Requests one phase sends (duration-bound profiles: users kept busy at request_s)."""
+    kind = injection.get("kind")
+    duration = float(injection.get("duration") or 0)
+    users = int(injection.get("users") or 1)
+    if kind == "constant_rate":
+        return float(injection.get("rate") or 0) * duration
+    if kind == "concurrent" and duration:
+        bound = users * duration / float(assumptions["request_s"])
+        cap = injection.get("requests")
+        return float(min(bound, cap) if cap else bound)
+    if kind in ("at_once", "ramp"):
+        return float(users)
+    return float(injection.get("requests") or 0)
+
+
+def _warmup_seconds(plan: Mapping[str, Any], assumptions: Mapping[str, Any]) -> float:
+    """One target's warm-up (gatebench.workload._warmups: one phase per workload)."""
+    warmup = plan.get("warmup") or {}
+    workloads = plan.get("workloads") or []
+    n = len(workloads)
+    overhead = float(assumptions["phase_overhead_s"])
+    if not n or not (warmup.get("duration") or warmup.get("requests")):
+        return 0.0
+    if warmup.get("duration"):
+        return float(warmup["duration"]) + n * overhead
+    share = max(1, int(warmup["requests"]) // n)
+    total = 0.0
+    for w in workloads:
+        users = int(w["injection"].get("users") or 1)
+        users = min(users, share)
+        total += math.ceil(share / users) * float(assumptions["request_s"]) + overhead
+    return total
+
+
+def _polls(duration_s: float, polling: Mapping[str, Any]) -> int:
+    """Polling attempts of a Workflows connector waiting ``duration_s`` for an operation."""
+    elapsed, delay, count = 0.0, float(polling["initial_delay_s"]), 0
+    while elapsed < duration_s:
+        elapsed += delay
+        count += 1
+        delay = min(delay * float(polling["multiplier"]), float(polling["max_delay_s"]))
+    return count
+
+
+def estimate_cost(plan: Mapping[str, Any], table: Mapping[str, Any] | None = None) -> CostEstimate:
+    """The estimate for a plan as ``Plan.to_dict()`` gives it (also a stored run's plan)."""
+    table = table or price_table()
+    prices, assume = table["prices"], table["assumptions"]
+    gateways = [g for g in plan.get("gateways") or [] if g != "baseline"]
+    targets = len(gateways) + (1 if plan.get("baseline") else 0)
+    repetitions = int(plan.get("repetitions") or 1)
+    workloads = plan.get("workloads") or []
+    overhead = float(assume["phase_overhead_s"])
+    per_target = _warmup_seconds(plan, assume) + sum(
+        phase_seconds(w["injection"], assume) + overhead for w in workloads
+    )
+    load_s = repetitions * targets * per_target + float(assume["engine_start_s"])
+    requests = (
+        repetitions * targets * sum(phase_requests(w["injection"], assume) for w in workloads)
+    )
+
+    infra = plan.get("infrastructure") or {}
+    backend = plan.get("backend") or {}
+    roles = [infra.get("gateway_machine") or _DEFAULT_MACHINE] * len(gateways)
+    if backend.get("kind", "mock") != "url":
+        roles.append(infra.get("backend_machine") or _DEFAULT_MACHINE)
+    roles.append(infra.get("tester_machine") or _DEFAULT_MACHINE)
+    vm_s = max(60.0, float(assume["provision_s"]) + load_s + float(assume["teardown_s"]))
+
+    lines: list[CostLine] = []
+    for machine in sorted(set(roles)):
+        count = roles.count(machine)
+        lines.append(
+            CostLine(
+                f"Compute Engine {count} × {machine}",
+                count * vm_s / 60,
+                "VM-minutes",
+                machine_hourly(machine, table) / 60,
+            )
+        )
+    month_s = float(assume["month_hours"]) * 3600
+    lines.append(
+        CostLine(
+            f"boot disks {len(roles)} × {assume['boot_disk_gib']} GiB",
+            len(roles) * float(assume["boot_disk_gib"]) * vm_s / month_s,
+            "GiB-months",
+            float(prices["standard_disk_gib_month"]),
+        )
+    )
+    builds = {
+        "provision": float(assume["provision_s"]),
+        "load": load_s,
+        "teardown": float(assume["teardown_s"]),
+    }
+    lines.append(
+        CostLine(
+            "Cloud Build (provision, load, teardown)",
+            sum(builds.values()) / 60,
+            "build-minutes",
+            float(prices["build_minute"]),
+        )
+    )
+    functions = assume["functions"]
+    ingest = int(assume["ingest_events_fixed"]) + int(assume["ingest_events_per_gateway"]) * len(
+        gateways
+    )
+    invocations = {name: int(f["invocations"]) for name, f in functions.items()}
+    invocations["ingest"] = ingest
+    lines.append(
+        CostLine(
+            "Cloud Run functions invocations",
+            sum(invocations.values()),
+            "invocations",
+            float(prices["function_invocation_million"]) / 1e6,
+        )
+    )
+    vcpu_s = sum(invocations[n] * f["seconds"] * f["vcpu"] for n, f in functions.items())
+    gib_s = sum(invocations[n] * f["seconds"] * f["gib"] for n, f in functions.items())
+    lines.append(
+        CostLine(
+            "Cloud Run functions CPU", vcpu_s, "vCPU-seconds", float(prices["function_vcpu_second"])
+        )
+    )
+    lines.append(
+        CostLine(
+            "Cloud Run functions memory", gib_s, "GiB-seconds", float(prices["function_gib_second"])
+        )
+    )
+    steps = int(assume["workflow_fixed_steps"]) + sum(
+        _polls(s, assume["build_polling"]) for s in builds.values()
+    )
+    lines.append(
+        CostLine(
+            "Workflows steps (polling included)",
+            steps,
+            "internal steps",
+            float(prices["workflow_internal_steps_thousand"]) / 1000,
+        )
+    )
+    raw_gib = requests * float(assume["raw_log_bytes_per_request"]) / 2**30
+    days = float(assume["raw_log_retention_days"])
+    lines.append(
+        CostLine(
+            f"raw logs kept {days:g} days",
+            raw_gib * days * 24 / float(assume["month_hours"]),
+            "GiB-months",
+            float(prices["storage_gib_month"]),
+        )
+    )
+    lines.append(
+        CostLine(
+            "Cloud Storage writes",
+            ingest,
+            "Class A operations",
+            float(prices["class_a_thousand"]) / 1000,
+        )
+    )
+    lines.append(
+        CostLine(
+            "Cloud Storage reads",
+            ingest,
+            "Class B operations",
+            float(prices["class_b_thousand"]) / 1000,
+        )
+    )
+    return CostEstimate(
+        lines=tuple(lines),
+        load_s=load_s,
+        vm_s=vm_s,
+        vms=len(roles),
+        region=str(table["region"]),
+        as_of=str(table["as_of"]),
+    )
+
+
+def _price(value: float) -> str:
+    return f"{value:.10f}".rstrip("0").rstrip(".")
+
+
+def describe_cost(estimate: CostEstimate) -> list[str]:
+    """The estimate in a few lines (``gatebench plan``, a cloud run's report)."""
+    lines = [
+        f"Estimated cost of one run on Google Cloud: ${estimate.total_usd:.2f} "
+        f"({estimate.region} list prices read {estimate.as_of}, no free tier or discount)",
+        f"  {estimate.vms} VMs for {estimate.vm_s / 60:.1f} min each; load build "
+        f"{estimate.load_s / 60:.1f} min (assumptions and sources: gatebench/gcp_prices.json)",
+    ]
+    width = max(len(line.item) for line in estimate.lines)
+    for line in estimate.lines:
+        lines.append(
+            f"  {line.item.ljust(width)}  {line.quantity:12.4f} {line.unit:<18} "
+            f"× ${_price(line.unit_price)} = ${line.usd:.4f}"
+        )
+    return lines
+
+
+__all__ = [
+    "CostError",
+    "CostEstimate",
+    "CostLine",
+    "describe_cost",
+    "estimate_cost",
+    "machine_hourly",
+    "phase_requests",
+    "phase_seconds",
+    "price_table",
+]

@@ -1,0 +1,220 @@
+"""Several "machines" on this one: network namespaces, each behind its own link to a router
+namespace, with Container-Optimized OS's host firewall.
+
+Each VM is a network namespace with one veth link (a /30 of its own) to a router namespace
+that forwards between them; the router exists only for the test, so no address here is seen
+outside the namespaces the test created and no packet leaves the machine. A VM's INPUT chain
+starts as COS's default (Google's "Configuring the host firewall": everything dropped but
+loopback, established/related connections and SSH): only what its startup script opens
+answers, as on Compute Engine. Names resolve through ``/etc/netns/NS/hosts`` (``ip netns
+exec`` mounts it over ``/etc/hosts``), standing in for Compute Engine's internal DNS.
+
+Everything is named ``gbXXXXXX-...`` with a random tag per network and removed by
+:meth:`LocalNetwork.close`: processes first (their owner stops them), then the namespaces
+(which takes their veth links), the hosts files and the mount points it had to create (a
+gateway's folder is mounted at the container's path inside the gateway's own mount
+namespace, which ``ip netns exec`` gives every command).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CLONE_NEWNET = 0x40000000
+COS_INPUT_RULES = [
+    # Container-Optimized OS's default host firewall (INPUT): drop, except these.
+    ["-P", "INPUT", "DROP"],
+    ["-A", "INPUT", "-i", "lo", "-j", "ACCEPT"],
+    ["-A", "INPUT", "-m", "conntrack", "--ctstate", "RELATED,ESTABLISHED", "-j", "ACCEPT"],
+    ["-A", "INPUT", "-p", "tcp", "--dport", "22", "-j", "ACCEPT"],
+]
+NETNS_ETC = Path("/etc/netns")
+
+
+def _run(argv: Sequence[str]) -> str:
+    done = subprocess.run(list(argv), capture_output=True, text=True, timeout=30)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)}: exit {done.returncode}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def network_namespaces_work() -> str | None:
+    """None when this machine can create namespaces and firewall them; else why not."""
+    if os.geteuid() != 0:
+        return "network namespaces need root"
+    for tool in ("ip", "iptables"):
+        if shutil.which(tool) is None:
+            return f"{tool} is missing (scripts/setup.d/apt-packages.txt installs it)"
+    return None
+
+
+@dataclass
+class Machine:
+    name: str
+    """The VM's host name (what the hosts files map)."""
+    namespace: str
+    address: str
+    """Its address on its link; the router's end is ``gateway``."""
+    gateway: str
+
+
+@dataclass
+class LocalNetwork:
+    tag: str = field(default_factory=lambda: "gb" + secrets.token_hex(3))
+    machines: dict[str, Machine] = field(default_factory=dict)
+    _next: int = 0
+    _mount_points: list[Path] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _closed: bool = False
+
+    def __post_init__(self) -> None:
+        self.router = f"{self.tag}-router"
+        _run(["ip", "netns", "add", self.router])
+        self._in(self.router, ["ip", "link", "set", "lo", "up"])
+        self._in(self.router, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"])
+
+    # -- machines
+
+    def add(self, names: Sequence[str]) -> list[Machine]:
+        """Create a namespace per name (idempotent), then write every machine's hosts file
+        (each machine resolves all the others)."""
+        added = []
+        with self._lock:
+            for name in names:
+                if name in self.machines:
+                    continue
+                added.append(self._create(name, self._next))
+                self._next += 1
+            hosts = f"127.0.0.1\tlocalhost\n127.0.1.1\t{socket.gethostname()}\n" + "".join(
+                f"{m.address}\t{m.name}\t{m.name.split('.')[0]}\n" for m in self.machines.values()
+            )
+            for machine in self.machines.values():
+                folder = NETNS_ETC / machine.namespace
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / "hosts").write_text(hosts)
+                # No name server inside: every name is in hosts, other lookups fail at once.
+                (folder / "resolv.conf").write_text(
+                    "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"
+                )
+        return added
+
+    def _create(self, name: str, index: int) -> Machine:
+        namespace = f"{self.tag}-{index}"
+        subnet = f"10.213.{index // 64}"
+        router_ip, vm_ip = f"{subnet}.{(index % 64) * 4 + 1}", f"{subnet}.{(index % 64) * 4 + 2}"
+        outer, inner = f"{self.tag}r{index}", f"{self.tag}v{index}"
+        _run(["ip", "netns", "add", namespace])
+        machine = Machine(name, namespace, vm_ip, router_ip)
+        self.machines[name] = machine
+        _run(["ip", "-n", self.router, "link", "add", outer, "type", "veth", "peer", "name", inner])
+        _run(["ip", "-n", self.router, "link", "set", inner, "netns", namespace])
+        _run(["ip", "-n", self.router, "addr", "add", f"{router_ip}/30", "dev", outer])
+        _run(["ip", "-n", self.router, "link", "set", outer, "up"])
+        _run(["ip", "-n", namespace, "link", "set", inner, "name", "eth0"])
+        _run(["ip", "-n", namespace, "addr", "add", f"{vm_ip}/30", "dev", "eth0"])
+        _run(["ip", "-n", namespace, "link", "set", "lo", "up"])
+        _run(["ip", "-n", namespace, "link", "set", "eth0", "up"])
+        _run(["ip", "-n", namespace, "route", "add", "default", "via", router_ip])
+        for rule in COS_INPUT_RULES:
+            self._in(namespace, ["iptables", "-w", *rule])
+        return machine
+
+    def remove(self, names: Sequence[str]) -> None:
+        """Delete machines (their namespace, link and hosts files); unknown names are skipped."""
+        with self._lock:
+            gone = [self.machines.pop(n) for n in names if n in self.machines]
+        for machine in gone:
+            with contextlib.suppress(RuntimeError):
+                _run(["ip", "netns", "del", machine.namespace])
+            shutil.rmtree(NETNS_ETC / machine.namespace, ignore_errors=True)
+
+    def run_in(self, name: str, argv: Sequence[str]) -> str:
+        """Run a command inside a machine (its startup script's firewall lines)."""
+        return self._in(self.machines[name].namespace, argv)
+
+    def _in(self, namespace: str, argv: Sequence[str]) -> str:
+        return _run(["ip", "netns", "exec", namespace, *argv])
+
+    def command(
+        self, name: str, argv: Sequence[str], *, mount: tuple[Path, str] | None = None
+    ) -> list[str]:
+        """``argv`` as it runs inside the machine; with ``mount`` (folder, path), the folder
+        appears at that path for it alone, as a container's volume does."""
+        prefix = ["ip", "netns", "exec", self.machines[name].namespace]
+        if mount is None:
+            return [*prefix, *argv]
+        folder, target = mount
+        point = Path(target)
+        if not point.exists():  # the mount point: an empty folder on the host, removed by close
+            point.mkdir(parents=True)
+            with self._lock:
+                self._mount_points.append(point)
+        script = 'mount --bind "$0" "$1" && shift && exec "$@"'
+        return [*prefix, "sh", "-c", script, str(folder), target, *argv]
+
+    def listen(self, name: str, port: int = 0) -> socket.socket:
+        """A listening socket on the router's end of a machine's link: what the machine
+        reaches as ``http://GATEWAY:PORT`` (the storage gate). The socket lives in the router
+        namespace; the threads that serve it stay in this one."""
+        machine = self.machines[name]
+        made: list[socket.socket | BaseException] = []
+
+        def create() -> None:  # setns moves only this short-lived thread
+            try:
+                with open(f"/run/netns/{self.router}") as handle:
+                    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+                    if libc.setns(handle.fileno(), CLONE_NEWNET) != 0:
+                        raise OSError(ctypes.get_errno(), "setns")
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind((machine.gateway, port))
+                sock.listen(64)
+                made.append(sock)
+            except BaseException as exc:
+                made.append(exc)
+
+        thread = threading.Thread(target=create)
+        thread.start()
+        thread.join()
+        result = made[0]
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            namespaces = [m.namespace for m in self.machines.values()] + [self.router]
+        for namespace in namespaces:
+            with contextlib.suppress(RuntimeError):
+                _run(["ip", "netns", "del", namespace])
+            shutil.rmtree(NETNS_ETC / namespace, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            NETNS_ETC.rmdir()  # only when no other network left files there
+        for point in self._mount_points:
+            with contextlib.suppress(OSError):
+                point.rmdir()  # only if still empty and no longer a mount point anywhere
+
+
+def leftovers(tag: str) -> list[str]:
+    """Namespaces and hosts folders of a network still present (for tests' finalizers)."""
+    names = _run(["ip", "netns", "list"]).split()
+    found = [n for n in names if n.startswith(tag)]
+    if NETNS_ETC.exists():
+        found += [str(p) for p in NETNS_ETC.iterdir() if p.name.startswith(tag)]
+    return found
+
+
+__all__ = ["LocalNetwork", "Machine", "leftovers", "network_namespaces_work"]

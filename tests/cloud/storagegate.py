@@ -1,0 +1,258 @@
+"""Cloud Storage as each VM role sees it: only the objects Terraform grants that role.
+
+The grants are read from infra/ (python-hcl2), never restated here: the runs bucket's
+bucket-wide roles (module "runs", ``iam``: a member naming a VM role's service account) and
+the per-object table ``local.vm_object_access`` (role, object-name prefix and suffix, granted
+with an IAM condition on the object's name). Permissions per predefined role are Cloud
+Storage's own (objectViewer: get, list; objectCreator: create; objectUser: get, list, create,
+delete; objectAdmin: all). As on Cloud Storage, a condition on object names never matches a
+list request (its resource is the bucket), overwriting an object also needs delete, and a
+request without the permission answers 403, whether or not the object exists.
+
+Each VM reaches storage through its own :class:`StorageGate`: an HTTP proxy in front of the
+storage emulator, listening on the VM's side of the test network, that forwards only the
+requests its role is allowed.
+"""
+
+from __future__ import annotations
+
+import http.client
+import http.server
+import json
+import re
+import socket
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import hcl2
+
+ROOT = Path(__file__).resolve().parents[2]
+INFRA = ROOT / "infra"
+VM_ROLES = ("backend", "gateway", "tester")
+
+PERMISSIONS = {
+    "roles/storage.objectViewer": {"get", "list"},
+    "roles/storage.objectCreator": {"create"},
+    "roles/storage.objectUser": {"get", "list", "create", "delete"},
+    "roles/storage.objectAdmin": {"get", "list", "create", "delete"},
+    "roles/storage.admin": {"get", "list", "create", "delete"},
+}
+
+
+@dataclass(frozen=True)
+class Grant:
+    role: str
+    prefix: str | None = None
+    """None: the whole bucket (no condition)."""
+    suffix: str = ""
+
+    def allows(self, permission: str, bucket: str, name: str | None) -> bool:
+        permissions = PERMISSIONS.get(self.role)
+        if permissions is None:  # a role infra/ grants that this table does not know yet
+            raise ValueError(f"{self.role}: no permission table for this role here")
+        if permission not in permissions:
+            return False
+        if self.prefix is None:
+            return True
+        if name is None:  # a list: the resource is the bucket, no object condition holds
+            return False
+        return name.startswith(self.prefix) and name.endswith(self.suffix)
+
+
+def _text(value: Any) -> str:
+    text = str(value)
+    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] == '"' else text
+
+
+def vm_grants(infra: Path = INFRA) -> dict[str, list[Grant]]:
+    """Each VM role's grants on the runs bucket, as infra/*.tf define them."""
+    grants: dict[str, list[Grant]] = {role: [] for role in VM_ROLES}
+    for path in sorted(infra.glob("*.tf")):
+        with path.open() as handle:
+            document = hcl2.load(handle)
+        for block in document.get("locals", []):
+            for role, entries in (block.get("vm_object_access") or {}).items():
+                for entry in entries:
+                    grants[role].append(
+                        Grant(
+                            _text(entry["role"]),
+                            _text(entry["prefix"]),
+                            _text(entry.get("suffix", '""')),
+                        )
+                    )
+        for block in document.get("module", []):
+            for name, body in block.items():
+                if _text(name) != "runs":
+                    continue
+                for role_name, members in (body.get("iam") or {}).items():
+                    for vm in VM_ROLES:
+                        pattern = rf'module\.runner\.({vm}_member|vm_members\[\\?"{vm}\\?"\])'
+                        if re.search(pattern, json.dumps(members)):
+                            grants[vm].append(Grant(_text(role_name)))
+    return grants
+
+
+class Forbidden(Exception):
+    pass
+
+
+@dataclass
+class Access:
+    role: str
+    account: str
+    bucket: str
+    grants: list[Grant]
+
+    def check(self, permission: str, bucket: str, name: str | None) -> None:
+        if bucket == self.bucket and any(g.allows(permission, bucket, name) for g in self.grants):
+            return
+        what = f"object {bucket}/{name}" if name is not None else f"bucket {bucket}"
+        raise Forbidden(
+            f"{self.account} does not have storage.objects.{permission} access to the Google "
+            f"Cloud Storage {what}. Permission 'storage.objects.{permission}' denied on resource "
+            "(or it may not exist)."
+        )
+
+
+class StorageGate:
+    """An HTTP proxy to the storage emulator that lets through what ``access`` allows."""
+
+    def __init__(self, access: Access, listener: socket.socket, upstream: str) -> None:
+        self.access = access
+        self.upstream = urlsplit(upstream)
+        self.denied: list[str] = []
+        gate = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                gate._handle(self)
+
+            do_POST = do_PUT = do_DELETE = do_PATCH = do_GET
+
+        self.server = http.server.ThreadingHTTPServer(
+            listener.getsockname(), Handler, bind_and_activate=False
+        )
+        self.server.socket.close()
+        self.server.socket = listener
+        self.server.daemon_threads = True
+        host, port = listener.getsockname()[:2]
+        self.url = f"http://{host}:{port}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    # -- one request
+
+    def _handle(self, request: http.server.BaseHTTPRequestHandler) -> None:
+        length = int(request.headers.get("Content-Length") or 0)
+        body = request.rfile.read(length) if length else b""
+        try:
+            self._authorize(request.command, request.path, request.headers, body)
+        except Forbidden as exc:
+            self.denied.append(str(exc))
+            payload = json.dumps(
+                {
+                    "error": {
+                        "code": 403,
+                        "message": str(exc),
+                        "errors": [
+                            {"message": str(exc), "domain": "global", "reason": "forbidden"}
+                        ],
+                    }
+                }
+            ).encode()
+            request.send_response(403)
+            request.send_header("Content-Type", "application/json; charset=UTF-8")
+            request.send_header("Content-Length", str(len(payload)))
+            request.end_headers()
+            request.wfile.write(payload)
+            return
+        conn = http.client.HTTPConnection(self.upstream.hostname, self.upstream.port, timeout=120)
+        try:
+            headers = {
+                k: v for k, v in request.headers.items() if k.lower() not in ("host", "connection")
+            }
+            conn.request(request.command, request.path, body=body or None, headers=headers)
+            response = conn.getresponse()
+            data = response.read()
+            request.send_response(response.status)
+            for key, value in response.getheaders():
+                if key.lower() in ("transfer-encoding", "connection", "content-length"):
+                    continue
+                if key.lower() == "location":  # resumable uploads: come back through the gate
+                    value = value.replace(
+                        f"{self.upstream.scheme}://{self.upstream.netloc}", self.url
+                    )
+                request.send_header(key, value)
+            request.send_header("Content-Length", str(len(data)))
+            request.end_headers()
+            request.wfile.write(data)
+        finally:
+            conn.close()
+
+    def _authorize(self, method: str, path: str, headers: Any, body: bytes) -> None:
+        parts = urlsplit(path)
+        query = parse_qs(parts.query)
+        route = parts.path
+        match = re.fullmatch(r"(?:/download)?/storage/v1/b/([^/]+)/o/(.+)", route)
+        if match:
+            bucket, name = unquote(match.group(1)), unquote(match.group(2))
+            if method == "GET":
+                self.access.check("get", bucket, name)
+            elif method == "DELETE":
+                self.access.check("delete", bucket, name)
+            else:
+                self.access.check("create", bucket, name)
+                self.access.check("delete", bucket, name)
+            return
+        match = re.fullmatch(r"/storage/v1/b/([^/]+)/o", route)
+        if match and method == "GET":
+            self.access.check("list", unquote(match.group(1)), None)
+            return
+        match = re.fullmatch(r"/upload/storage/v1/b/([^/]+)/o", route)
+        if match:
+            bucket = unquote(match.group(1))
+            if "upload_id" in query:  # the rest of a resumable upload the gate let start
+                return
+            name = (query.get("name") or [None])[0] or _upload_name(headers, body)
+            self.access.check("create", bucket, name)
+            if self._exists(bucket, name) and query.get("ifGenerationMatch") != ["0"]:
+                self.access.check("delete", bucket, name)  # an overwrite
+            return
+        raise Forbidden(f"{self.access.account}: {method} {route} is not a request the gate knows")
+
+    def _exists(self, bucket: str, name: str) -> bool:
+        from urllib.parse import quote
+
+        conn = http.client.HTTPConnection(self.upstream.hostname, self.upstream.port, timeout=30)
+        try:
+            conn.request("GET", f"/storage/v1/b/{quote(bucket, safe='')}/o/{quote(name, safe='')}")
+            return conn.getresponse().status == 200
+        finally:
+            conn.close()
+
+
+def _upload_name(headers: Any, body: bytes) -> str:
+    """The object name of a multipart or resumable upload: in its JSON metadata."""
+    content_type = headers.get("Content-Type", "")
+    if content_type.startswith("multipart/"):
+        boundary = re.search(r'boundary="?([^";]+)"?', content_type)
+        assert boundary is not None
+        first = body.split(b"--" + boundary.group(1).encode())[1]
+        metadata = first.split(b"\r\n\r\n", 1)[1].rsplit(b"\r\n", 1)[0]
+        return str(json.loads(metadata)["name"])
+    return str(json.loads(body or b"{}").get("name", ""))
+
+
+__all__ = ["Access", "Forbidden", "Grant", "StorageGate", "vm_grants"]

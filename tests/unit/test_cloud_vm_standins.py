@@ -1,0 +1,124 @@
+"""What the local VMs take from infra/ (tests/cloud/storagegate.py, tests/cloud/startup.py):
+each role's object grants, read from infra/*.tf with Cloud Storage's permission rules, and the
+firewall lines of each role's rendered startup script."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import pytest
+
+from cloud.startup import TemplateError, firewall_commands, render_template, startup_script
+from cloud.storagegate import Access, Forbidden, Grant, vm_grants
+
+RUN = "r-0123456789abcdef0123"
+BUCKET = "gb-runs"
+
+
+@functools.cache
+def grants() -> dict[str, list[Grant]]:
+    return vm_grants()
+
+
+def access(role: str) -> Access:
+    return Access(role, f"{role}@proj.iam.gserviceaccount.com", BUCKET, grants()[role])
+
+
+def allowed(role: str, permission: str, name: str | None, bucket: str = BUCKET) -> bool:
+    try:
+        access(role).check(permission, bucket, name)
+    except Forbidden:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    ("role", "permission", "name", "expected"),
+    [
+        # Each role reads what its commands read (src/gatebench/provisioners/_vm_roles.py, cloud/_tester.py).
+        ("backend", "get", f"runs/{RUN}/backend.json", True),
+        ("backend", "get", f"runs/{RUN}/mock-backend.json", True),
+        ("backend", "get", f"runs/{RUN}/workload.json", False),
+        ("gateway", "get", f"runs/{RUN}/configs/nginx/nginx.conf", True),
+        ("tester", "get", f"runs/{RUN}/workload.json", True),
+        ("tester", "create", f"runs/{RUN}/raw/gatling/simulation.log", True),
+        ("tester", "create", f"runs/{RUN}/tester/ready.json", True),
+        ("tester", "delete", f"runs/{RUN}/tester/ready.json", True),
+        # ... and nothing more: no overwrite of a raw log, no deployment settings, no state,
+        # no other bucket, and no listing (a condition on object names never holds for it).
+        ("tester", "delete", f"runs/{RUN}/raw/gatling/simulation.log", False),
+        ("tester", "create", f"runs/{RUN}/workload.json", False),
+        ("gateway", "get", "pipeline/settings.json", False),
+        ("gateway", "get", f"tfstate/runs/{RUN}/default.tfstate", False),
+        ("gateway", "create", f"runs/{RUN}/configs/nginx/nginx.conf", False),
+        ("tester", "list", None, False),
+    ],
+)
+def test_each_role_gets_exactly_its_grants_from_infra(
+    role: str, permission: str, name: str | None, expected: bool
+) -> None:
+    assert allowed(role, permission, name) is expected
+
+
+def test_a_denied_request_says_who_lacks_what_as_cloud_storage_does() -> None:
+    with pytest.raises(Forbidden) as caught:
+        access("backend").check("get", "other-bucket", f"runs/{RUN}/backend.json")
+    assert str(caught.value) == (
+        "backend@proj.iam.gserviceaccount.com does not have storage.objects.get access to the "
+        f"Google Cloud Storage object other-bucket/runs/{RUN}/backend.json. Permission "
+        "'storage.objects.get' denied on resource (or it may not exist)."
+    )
+
+
+def test_bucket_wide_and_conditional_grants() -> None:
+    viewer = Grant("roles/storage.objectViewer")
+    assert viewer.allows("list", BUCKET, None)
+    assert not viewer.allows("create", BUCKET, "x")
+    conditional = Grant("roles/storage.objectUser", "runs/", "/done.json")
+    assert conditional.allows("delete", BUCKET, "runs/r/done.json")
+    assert not conditional.allows("get", BUCKET, "runs/r/other.json")
+    assert not conditional.allows("list", BUCKET, None)
+
+
+def test_the_template_subset_renders_as_terraform_does() -> None:
+    text = "a\n%{ for p in ports ~}\nopen ${p}\n%{ endfor ~}\nb $${x} %%{y} ${m.k}\n"
+    assert render_template(text, {"ports": [1, 2], "m": {"k": "v"}}) == (
+        "a\nopen 1\nopen 2\nb ${x} %{y} v\n"
+    )
+    with pytest.raises(TemplateError, match=r"which main\.tf does not pass"):
+        render_template("${nope}", {})
+    with pytest.raises(TemplateError, match=r"%\{if x\} is not supported here"):
+        render_template("%{if x}y%{endif}", {"x": True})
+
+
+def values() -> dict[str, Any]:
+    return {
+        "runner_image": "europe-docker.pkg.dev/p/gb-gatebench/runner:0.1.0",
+        "runs_bucket": BUCKET,
+        "backend": {"port": 8080, "args": ["cloud", "backend"]},
+        "tester": {"args": ["cloud", "tester"]},
+        "gateways": {
+            "nginx": {
+                "port": 8000,
+                "files": [{"path": "nginx.conf", "object": f"runs/{RUN}/configs/nginx/nginx.conf"}],
+                "dirs": ["logs"],
+                "mount": "/etc/gatebench",
+                "image": "nginx:1.27.3",
+                "args": ["nginx", "-c", "/etc/gatebench/nginx.conf"],
+                "sidecars": [],
+            }
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("role", "gateway", "ports"),
+    [("backend", None, ["8080"]), ("gateway", "nginx", ["8000"]), ("tester", None, [])],
+)
+def test_each_startup_script_opens_exactly_its_roles_ports(
+    role: str, gateway: str | None, ports: list[str]
+) -> None:
+    commands = firewall_commands(startup_script(role, values(), gateway))
+    assert [c[c.index("--dport") + 1] for c in commands] == ports
+    assert all(c[:2] == ["iptables", "-w"] and c[-2:] == ["-j", "ACCEPT"] for c in commands)

@@ -1,0 +1,517 @@
+"""What a first real deploy and a real run need from infra/ and cloudbuild/, checked offline:
+each build step that runs Terraform does init and apply/destroy in one container (the lock
+file is written beside the configuration, inside the image), teardown removes a lock left by a
+provision build stopped at its timeout (and only such a lock), each VM role gets exactly the
+objects it reads or writes, the Storage triggers wait for the Storage agent's grant and for
+IAM to propagate, every API the pipeline calls is enabled, and the build account's grants
+are scoped to the run's VMs and repositories.
+
+The build steps run the real ``infra/vms/terraform-step.sh`` with a stand-in ``terraform``
+(no provider can be installed here) that keeps Terraform's rules that matter: ``init`` writes
+``.terraform.lock.hcl`` in the configuration's folder and apply/destroy refuse to run without
+it ("Inconsistent dependency lock file"); a held state lock fails with Terraform's own
+``Lock Info:`` block; ``force-unlock -force ID`` removes only the lock with that id. Each
+step gets a fresh copy of the image's files, only the workspace is carried over, as in
+Cloud Build."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import hcl2
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+INFRA = ROOT / "infra"
+RUN_ID = "r-0123456789abcdef0123"
+
+FAKE_TERRAFORM = r"""
+import json, os, sys
+from pathlib import Path
+
+args = sys.argv[1:]
+state = Path(os.environ["FAKE_STATE"])
+with (state / "calls.log").open("a") as log:
+    log.write(" ".join(args) + "\n")
+cwd = Path.cwd()
+if args and args[0].startswith("-chdir="):
+    cwd = Path(args.pop(0).split("=", 1)[1])
+command = args[0]
+if command == "init":
+    assert any(a.startswith("-backend-config=bucket=") for a in args), args
+    (cwd / ".terraform.lock.hcl").write_text("# providers\n")
+    sys.exit(0)
+if command in ("apply", "destroy"):
+    if not (cwd / ".terraform.lock.hcl").exists():
+        print("Error: Inconsistent dependency lock file", file=sys.stderr)
+        sys.exit(1)
+    lock = state / "default.tflock"
+    if lock.exists():
+        info = json.loads(lock.read_text())
+        print("Error: Error acquiring the state lock\n", file=sys.stderr)
+        print("Error message: writing \"gs://b/tfstate/default.tflock\" failed: googleapi: "
+              "Error 412: At least one of the pre-conditions you specified did not hold., "
+              "conditionNotMet\nLock Info:\n"
+              f"  ID:        {info['ID']}\n  Path:      gs://b/tfstate/default.tflock\n"
+              "  Operation: OperationTypeApply\n  Who:       root@build\n"
+              f"  Version:   1.9.8\n  Created:   {info['Created']}\n  Info:      \n",
+              file=sys.stderr)
+        sys.exit(1)
+    if (state / "fail").exists():
+        print("Error: googleapi: Error 403: permission denied", file=sys.stderr)
+        sys.exit(1)
+    (state / command).write_text("done")
+    sys.exit(0)
+if command == "force-unlock":
+    assert args[1] == "-force", args
+    lock = state / "default.tflock"
+    if not lock.exists() or json.loads(lock.read_text())["ID"] != args[2]:
+        print(f"Error: lock {args[2]} is not held", file=sys.stderr)
+        sys.exit(1)
+    lock.unlink()
+    sys.exit(0)
+print(f"unexpected terraform command {args}", file=sys.stderr)
+sys.exit(2)
+"""
+
+
+def plain(value: Any) -> Any:
+    """python-hcl2's output with its quotes removed (keys and string values)."""
+    if isinstance(value, str) and len(value) >= 2 and value[0] == value[-1] == '"':
+        return value[1:-1]
+    if isinstance(value, dict):
+        return {plain(k): plain(v) for k, v in value.items() if not str(k).startswith("__")}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def load_hcl(path: Path) -> Any:
+    with path.open() as fh:
+        return plain(hcl2.load(fh))
+
+
+def fake_terraform(tmp_path: Path) -> dict[str, str]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "terraform").write_text(f"#!{sys.executable}\n{FAKE_TERRAFORM}")
+    (bin_dir / "terraform").chmod(0o755)
+    state = tmp_path / "state"
+    state.mkdir()
+    return {"PATH": f"{bin_dir}:{os.environ['PATH']}", "FAKE_STATE": str(state)}
+
+
+def run_build(
+    name: str, tmp_path: Path, env: dict[str, str]
+) -> list[subprocess.CompletedProcess[str]]:
+    """The steps of cloudbuild/NAME.yaml that run Terraform, each against a fresh copy of the
+    image's /opt/gatebench/infra/vms, with only the workspace shared (the `gatebench` steps
+    write the variables file, standing in for `gatebench cloud vm-vars`)."""
+    config = yaml.safe_load((ROOT / "cloudbuild" / f"{name}.yaml").read_text())
+    workspace = tmp_path / "workspace"
+    workspace.mkdir(exist_ok=True)
+    values = {"_RUN_ID": RUN_ID, "_RUNS_BUCKET": "gb-runs", "_RUNNER_IMAGE": "img"}
+    results = []
+    for index, step in enumerate(config["steps"]):
+        entrypoint = step.get("entrypoint", "gatebench")
+        args = [_substitute(a, values, workspace, tmp_path, index) for a in step.get("args", [])]
+        step_env = dict(
+            item.split("=", 1)
+            for item in (
+                _substitute(e, values, workspace, tmp_path, index) for e in step.get("env", [])
+            )
+        )
+        image = tmp_path / f"image-{index}"
+        shutil.copytree(INFRA / "vms", image / "opt/gatebench/infra/vms")
+        if entrypoint == "gatebench":
+            if "vm-vars" in args:
+                (workspace / "run.tfvars.json").write_text("{}")
+            continue
+        result = subprocess.run(
+            [entrypoint, *args],
+            env={**os.environ, **env, **step_env},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        results.append(result)
+        if result.returncode != 0:
+            break
+    return results
+
+
+def _substitute(
+    text: str, values: dict[str, str], workspace: Path, tmp_path: Path, index: int
+) -> str:
+    for key, value in values.items():
+        text = text.replace(f"${{{key}}}", value).replace(f"${key}", value)
+    text = text.replace("/workspace", str(workspace))
+    return text.replace("/opt/gatebench", str(tmp_path / f"image-{index}" / "opt/gatebench"))
+
+
+def calls(env: dict[str, str]) -> list[str]:
+    return (Path(env["FAKE_STATE"]) / "calls.log").read_text().splitlines()
+
+
+def lock(env: dict[str, str], lock_id: str, created: datetime) -> None:
+    text = created.strftime("%Y-%m-%d %H:%M:%S.123456789 +0000 UTC")
+    (Path(env["FAKE_STATE"]) / "default.tflock").write_text(
+        json.dumps({"ID": lock_id, "Created": text})
+    )
+
+
+# -- defect 1: the lock file never crosses a step
+
+
+@pytest.mark.parametrize(("name", "action"), [("provision", "apply"), ("teardown", "destroy")])
+def test_terraform_runs_init_and_its_action_in_one_step(
+    name: str, action: str, tmp_path: Path
+) -> None:
+    env = fake_terraform(tmp_path)
+    results = run_build(name, tmp_path, env)
+    assert [r.returncode for r in results] == [0], [r.stderr for r in results]
+    assert (Path(env["FAKE_STATE"]) / action).read_text() == "done"
+    made = calls(env)
+    assert [c.split()[0] for c in made] == ["init", action]
+    assert f"-backend-config=prefix=tfstate/runs/{RUN_ID}" in made[0].split()
+    assert "-var-file=" + str(tmp_path / "workspace" / "run.tfvars.json") in made[1].split()
+
+
+# -- defect 6: a lock left by a provision build stopped at its timeout
+
+
+def test_teardown_removes_a_lock_taken_before_it_started_and_destroys(tmp_path: Path) -> None:
+    env = fake_terraform(tmp_path)
+    lock(env, "1732400000123456", datetime.fromtimestamp(time.time() - 1800, UTC))
+    results = run_build("teardown", tmp_path, env)
+    assert results[-1].returncode == 0, results[-1].stderr
+    assert [c.split()[0] for c in calls(env)] == ["init", "destroy", "force-unlock", "destroy"]
+    assert calls(env)[2] == "force-unlock -force 1732400000123456"
+    assert "removing the state lock 1732400000123456 taken at " in results[-1].stdout
+    assert (Path(env["FAKE_STATE"]) / "destroy").exists()
+
+
+def test_teardown_leaves_a_lock_taken_after_it_started_alone(tmp_path: Path) -> None:
+    env = fake_terraform(tmp_path)
+    lock(env, "99", datetime.fromtimestamp(time.time() + 3600, UTC))
+    results = run_build("teardown", tmp_path, env)
+    assert results[-1].returncode == 1
+    assert [c.split()[0] for c in calls(env)] == ["init", "destroy"]
+    assert re.search(
+        r"terraform-step\.sh: the state lock 99 was taken at \S+ \S+ \+0000, after this step "
+        r"started: another Terraform run holds it; not removing it",
+        results[-1].stderr,
+    ), results[-1].stderr
+    assert (Path(env["FAKE_STATE"]) / "default.tflock").exists()
+
+
+def test_teardown_fails_on_any_other_error_without_unlocking(tmp_path: Path) -> None:
+    env = fake_terraform(tmp_path)
+    (Path(env["FAKE_STATE"]) / "fail").write_text("")
+    results = run_build("teardown", tmp_path, env)
+    assert results[-1].returncode == 1
+    assert [c.split()[0] for c in calls(env)] == ["init", "destroy"]
+    assert "Error 403: permission denied" in results[-1].stdout
+
+
+def test_the_step_script_refuses_an_unknown_action(tmp_path: Path) -> None:
+    result = subprocess.run(
+        ["bash", str(INFRA / "vms" / "terraform-step.sh"), "plan", "x.json"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2
+    assert result.stderr == "usage: terraform-step.sh apply|destroy VAR_FILE (got: plan x.json)\n"
+
+
+# -- defect 3: each VM role reaches exactly the objects it reads or writes
+
+# What each Storage role allows on an object (Cloud Storage's IAM roles page).
+PERMITS = {
+    "roles/storage.objectViewer": {"get"},
+    "roles/storage.objectCreator": {"create"},
+    "roles/storage.objectUser": {"get", "create", "overwrite"},
+}
+
+
+def vm_object_access() -> dict[str, list[dict[str, str]]]:
+    doc = load_hcl(INFRA / "vm_access.tf")
+    (table,) = [block["vm_object_access"] for block in doc["locals"] if "vm_object_access" in block]
+    return {
+        role: [{k: str(v) for k, v in g.items()} for g in grants] for role, grants in table.items()
+    }
+
+
+def needs() -> dict[str, set[tuple[str, str]]]:
+    """(access, object) each role's code performs in one run (src/gatebench/cloud)."""
+    from gatebench.cloud._render import config_object, run_object
+    from gatebench.cloud._tester import marker
+    from gatebench.provisioners._vm_roles import RAW_OBJECT
+
+    return {
+        # serve_backend: backend.json, then the mock configuration it names.
+        "backend": {
+            ("get", run_object(RUN_ID, "backend.json")),
+            ("get", run_object(RUN_ID, "mock-backend.json")),
+        },
+        # gateway.sh.tftpl: each rendered file of its gateway.
+        "gateway": {
+            ("get", config_object(RUN_ID, "nginx", "nginx.conf")),
+            ("get", config_object(RUN_ID, "kong", "kong.yml")),
+        },
+        # run_tester: the workload, backend.json, the load build's request; writes its two
+        # markers (again after a restart) and creates the raw log.
+        "tester": {
+            ("get", run_object(RUN_ID, "workload.json")),
+            ("get", run_object(RUN_ID, "backend.json")),
+            ("get", marker(RUN_ID, "load-request")),
+            ("get", marker(RUN_ID, "load-done")),
+            ("create", marker(RUN_ID, "ready")),
+            ("overwrite", marker(RUN_ID, "ready")),
+            ("create", marker(RUN_ID, "load-done")),
+            ("overwrite", marker(RUN_ID, "load-done")),
+            ("create", RAW_OBJECT.format(run_id=RUN_ID, name="gatling")),
+        },
+    }
+
+
+def allowed(grants: list[dict[str, str]], access: str, name: str) -> list[dict[str, str]]:
+    return [
+        g
+        for g in grants
+        if access in PERMITS[g["role"]]
+        and name.startswith(g["prefix"])
+        and name.endswith(g["suffix"])
+    ]
+
+
+def test_each_vm_role_reaches_the_objects_it_uses_and_nothing_else_it_could_harm() -> None:
+    table = vm_object_access()
+    assert set(table) == {"backend", "gateway", "tester"}
+    for role, wanted in needs().items():
+        grants = table[role]
+        for access, name in sorted(wanted):
+            assert allowed(grants, access, name), f"{role} cannot {access} {name}"
+        for grant in grants:  # no grant serves nothing
+            assert any(grant in allowed(grants, a, n) for a, n in wanted), (
+                f"{role}: {grant} is unused"
+            )
+    # Nothing outside runs/: the deployment settings, function sources and Terraform state.
+    for role, grants in table.items():
+        for name in (
+            "pipeline/settings.json",
+            f"tfstate/runs/{RUN_ID}/default.tfstate",
+            "pipeline/functions/score-1.zip",
+        ):
+            for access in ("get", "create", "overwrite"):
+                assert not allowed(grants, access, name), (role, access, name)
+    # The backend reads its two objects only; the gateway never writes; raw logs are never
+    # overwritten; the tester cannot overwrite the workload it measures with.
+    backend = table["backend"]
+    assert not allowed(backend, "get", run_object_name("workload.json"))
+    assert not any(
+        allowed(table["gateway"], a, run_object_name("x")) for a in ("create", "overwrite")
+    )
+    raw = f"runs/{RUN_ID}/raw/gatling/simulation.log"
+    assert not allowed(table["tester"], "overwrite", raw)
+    assert not allowed(table["tester"], "overwrite", run_object_name("workload.json"))
+
+
+def run_object_name(name: str) -> str:
+    return f"runs/{RUN_ID}/{name}"
+
+
+def test_vm_grants_are_object_conditions_and_the_only_vm_access_to_the_bucket() -> None:
+    doc = load_hcl(INFRA / "vm_access.tf")
+    (resource,) = [b["google_storage_bucket_iam_member"] for b in doc["resource"]]
+    body = resource["vm_objects"]
+    assert body["member"] == "${module.runner.vm_members[each.value.vm]}"
+    assert body["bucket"] == "${module.runs.name}"
+    (condition,) = body["condition"]
+    expression = condition["expression"]
+    assert (
+        'resource.name.startsWith(\\"projects/_/buckets/${module.runs.name}/objects/${each.value.prefix}\\")'
+        in expression
+    )
+    assert 'resource.name.endsWith(\\"${each.value.suffix}\\")' in expression
+    # No VM account in the bucket's unconditional grants.
+    main = (INFRA / "main.tf").read_text()
+    runs = main[main.index('module "runs"') : main.index('module "network"')]
+    assert "module.runner.tester_member" not in runs and "module.runner.gateway_member" not in runs
+    assert "vm_members" not in runs
+
+
+# -- defect 4: one apply on an empty project
+
+
+def root() -> dict[str, Any]:
+    merged: dict[str, Any] = {"module": {}, "resource": {}}
+    for tf in sorted(INFRA.glob("*.tf")):
+        doc = load_hcl(tf)
+        for block in doc.get("module", []):
+            merged["module"].update(block)
+        for block in doc.get("resource", []):
+            for rtype, named in block.items():
+                for name, body in named.items():
+                    merged["resource"][f"{rtype}.{name}"] = body
+        for block in doc.get("terraform", []):
+            merged["terraform"] = block
+    return merged
+
+
+def test_storage_triggers_wait_for_the_agent_grant_and_iam_propagation() -> None:
+    config = root()
+    grant = "google_project_iam_member.gcs_agent_publishes_events"
+    sleep = "time_sleep.event_permissions"
+    assert config["resource"][grant]["role"] == "roles/pubsub.publisher"
+    waited = config["resource"][sleep]
+    assert waited["depends_on"] == ["${google_project_service.enabled}", f"${{{grant}}}"]
+    assert int(waited["create_duration"].removesuffix("s")) >= 120  # IAM: "typically 2 minutes"
+    # Every Storage event trigger lives in a module whose call waits for both.
+    triggered = []
+    for path in sorted((INFRA / "modules").iterdir()):
+        text = "\n".join(tf.read_text() for tf in path.glob("*.tf"))
+        if re.search(
+            r'resource "google_eventarc_trigger"|dynamic "event_trigger"|event_trigger \{', text
+        ):
+            triggered.append(path.name)
+    assert triggered == ["functions", "workflow"]
+    for name in triggered:
+        depends = config["module"][name]["depends_on"]
+        assert f"${{{grant}}}" in depends and f"${{{sleep}}}" in depends, (name, depends)
+    # hashicorp/time is declared and pinned to one version.
+    (required,) = config["terraform"]["required_providers"]
+    assert required["time"] == {"source": "hashicorp/time", "version": "0.13.1"}
+
+
+# -- defect 7: every API the deployment calls is enabled
+
+
+def enabled_services() -> set[str]:
+    return set(load_hcl(INFRA / "apis.tf")["locals"][0]["services"])
+
+
+def test_every_api_the_pipeline_calls_is_enabled() -> None:
+    services = enabled_services()
+    workflow = (ROOT / "workflows" / "benchmark.yaml").read_text()
+    connectors = set(re.findall(r"call: googleapis\.([a-z]+)\.", workflow))
+    assert connectors == {"bigquery", "cloudbuild", "firestore"}
+    assert {f"{c}.googleapis.com" for c in connectors} <= services
+    # The upload function signs URLs through IAM (no key): IAM Service Account Credentials.
+    signer = (ROOT / "src" / "gatebench" / "web" / "_gcs.py").read_text()
+    assert "service_account_email" in signer
+    assert "iamcredentials.googleapis.com" in services
+    assert sorted(services) == list(enabled_services_sorted())
+
+
+def enabled_services_sorted() -> list[str]:
+    return list(load_hcl(INFRA / "apis.tf")["locals"][0]["services"])
+
+
+# -- defects 8 and 9: images pushed by the build account; grants scoped to the run's VMs
+
+
+def cel(expression: str, resource_type: str, name: str) -> bool:
+    """The subset of IAM Conditions' CEL the conditions use: ==, !=, &&, ||, parentheses,
+    string literals, resource.type, resource.name.startsWith/endsWith/extract("...{x}")."""
+
+    def extract(value: str, template: str) -> str:
+        prefix = template.split("{", 1)[0]
+        return value.split(prefix, 1)[1] if prefix in value else ""
+
+    python = (
+        expression.replace("&&", " and ")
+        .replace("||", " or ")
+        .replace("resource.type", "resource_type")
+    )
+    python = re.sub(r'resource\.name\.extract\(("[^"]*")\)', r"extract(resource_name, \1)", python)
+    python = python.replace("resource.name", "resource_name")
+    python = python.replace(".startsWith(", ".startswith(").replace(".endsWith(", ".endswith(")
+    scope = {"extract": extract, "resource_type": resource_type, "resource_name": name}
+    return bool(eval(python, {"__builtins__": {}}, scope))
+
+
+def build_instances_condition(prefix: str) -> str:
+    doc = load_hcl(INFRA / "modules" / "runner" / "main.tf")
+    grant = next(
+        b["google_project_iam_member"]["build_instances"]
+        for b in doc["resource"]
+        if "build_instances" in b.get("google_project_iam_member", {})
+    )
+    assert grant["role"] == "roles/compute.instanceAdmin.v1"
+    (condition,) = grant["condition"]
+    assert condition["expression"] == "${local.run_vms_only}"
+    local = {k: v for block in doc["locals"] for k, v in block.items()}
+    assert local["run_vm_prefix"] == "${var.prefix}-r-"
+    parts = re.findall(r'"((?:[^"\\]|\\.)*)"', local["run_vms_only"].split("[", 1)[1])
+    assert local["run_vms_only"].startswith('${join(" || ", [')
+    return " || ".join(
+        p.replace('\\"', '"').replace("${local.run_vm_prefix}", f"{prefix}-r-") for p in parts
+    )
+
+
+def test_the_build_account_administers_only_the_runs_instances_and_disks() -> None:
+    from gatebench.cloud._layout import layout_for
+
+    expression = build_instances_condition("gb")
+    layout = layout_for({"prefix": "gb", "zone": "z", "project": "p"}, RUN_ID, ["nginx"])
+    zone = "projects/p/zones/europe-central2-a"
+    instance, disk = "compute.googleapis.com/Instance", "compute.googleapis.com/Disk"
+    for vm in (
+        layout.vm_name("backend"),
+        layout.vm_name("tester"),
+        layout.vm_name("gateway", "nginx"),
+    ):
+        assert cel(expression, instance, f"{zone}/instances/{vm}"), vm
+        assert cel(expression, disk, f"{zone}/disks/{vm}"), vm  # the boot disk takes its name
+    for other in ("prod-db", "gb-dashboard", "gbx-r-1", "r-0123"):
+        assert not cel(expression, instance, f"{zone}/instances/{other}"), other
+        assert not cel(expression, disk, f"{zone}/disks/{other}"), other
+    # What the role needs besides instances and disks stays usable.
+    assert cel(
+        expression, "compute.googleapis.com/Subnetwork", "projects/p/regions/r/subnetworks/s"
+    )
+    assert cel(
+        expression,
+        "compute.googleapis.com/Image",
+        "projects/cos-cloud/global/images/family/cos-stable",
+    )
+
+
+def test_images_are_pushed_by_the_build_account_and_functions_built_without_a_project_role() -> (
+    None
+):
+    config = yaml.safe_load((ROOT / "cloudbuild" / "runner-image.yaml").read_text())
+    assert (
+        config["options"]["logging"] == "CLOUD_LOGGING_ONLY"
+    )  # required with a user-specified account
+    outputs = (INFRA / "outputs.tf").read_text()
+    command = outputs[outputs.index('output "runner_image_build_command"') :]
+    assert "--service-account ${module.runner.build_service_account.id}" in command
+    assert "--gcs-source-staging-dir gs://${module.runs.name}/pipeline/source" in command
+    assert "--config cloudbuild/runner-image.yaml" in command
+    runner = (INFRA / "modules" / "runner" / "main.tf").read_text()
+    push = runner[runner.index('"build_pushes_runner"') :]
+    assert 'role       = "roles/artifactregistry.writer"' in push.split("}")[0]
+    assert "repository = google_artifact_registry_repository.this.name" in push.split("}")[0]
+    assert "publishers" not in runner
+    # The functions' builder: logs, its sources, and one image repository; no project role
+    # beyond logging.
+    functions = (INFRA / "modules" / "functions" / "main.tf").read_text()
+    assert 'toset(["roles/logging.logWriter"])' in functions
+    assert "roles/cloudbuild.builds.builder" not in "".join(
+        p.read_text() for p in INFRA.rglob("*.tf")
+    )
+    assert "docker_repository = google_artifact_registry_repository.images.id" in functions
+    dashboard = (INFRA / "modules" / "dashboard" / "main.tf").read_text()
+    assert "docker_repository = var.builder_repository" in dashboard
