@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from .errors import PlanError, Problem, pointer
-from .ir import Api, Operation
+from .ir import Api, Operation, left_out_message, unknown_body_message
 from .metrics import METRICS
 from .units import parse_duration, parse_size
 
@@ -804,7 +804,10 @@ def _operation(value: Any, r: _Reader, where: list[str | int], api: Api) -> Oper
         r.error(where, "expected an operationId or 'METHOD /path'")
         return None
     op, close = find_operation(api, value)
-    if op is None:
+    left_out = next((x for x in api.left_out if x.matches(value)), None)
+    if op is None and left_out is not None:
+        r.error(where, left_out_message(value, left_out))
+    elif op is None:
         hint = (
             f"; did you mean {', '.join(repr(c) for c in close)}?"
             if close
@@ -1009,6 +1012,8 @@ _BODY_KEYS = ("example", "synthesized", "binary", "multipart", "json", "text", "
 def _body(value: Any, r: _Reader, where: list[str | int], op: Operation | None) -> BodySpec:
     media_types = [m.media_type for m in op.request_body.content] if op and op.request_body else []
     if value is None:
+        if op is not None and op.body_unknown is not None:
+            r.error(where, unknown_body_message(op))
         if op is None or op.request_body is None:
             return BodySpec("none")
         first = op.request_body.content[0]
@@ -1051,7 +1056,9 @@ def _body(value: Any, r: _Reader, where: list[str | int], op: Operation | None) 
             "example", media_type=media or (media_types[0] if media_types else None), example=name
         )
     if kind == "synthesized":
-        if op is not None and op.request_body is None:
+        if op is not None and op.body_unknown is not None:
+            r.error(where, unknown_body_message(op))
+        elif op is not None and op.request_body is None:
             r.error(
                 where, f"operation {op.operation_id!r} declares no request body to synthesize from"
             )

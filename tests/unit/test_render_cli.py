@@ -104,11 +104,15 @@ def test_large_specs_are_what_the_generator_writes(tmp_path: Path) -> None:
 
 
 def test_adversarial_inputs_the_description_refuses_are_located() -> None:
-    """The other outcome of the adversarial spec: not a config, but one located error each."""
+    """The other outcome of the adversarial spec: each bad route is left out with one located
+    warning; the one readable operation is kept."""
     from gatebench.spec import read_spec
 
     result = read_spec(ROOT / "tests" / "data" / "adversarial" / "invalid.yaml")
-    got = {p.pointer[:60]: p.message for p in result.errors}
+    assert result.errors == []
+    assert result.api is not None and len(result.api.operations) == 1
+    left_out = [p for p in result.warnings if p.message.endswith("; the operation is left out")]
+    got = {p.pointer[:60]: p.message for p in left_out}
     expected = {
         "/paths/~1bad%zzpercent": "'%' in a path must start a %XX escape",
         "/paths/~1new\nline": "a path may not contain U+000A (a control or line-break character); write it percent",
@@ -121,4 +125,5 @@ def test_adversarial_inputs_the_description_refuses_are_located() -> None:
     assert set(got) == set(expected)
     for pointer, message in expected.items():
         assert got[pointer].startswith(message), (pointer, got[pointer])
-    assert all(p.line is not None for p in result.errors)
+    assert all(p.line is not None for p in left_out)
+    assert len(result.api.left_out) == len(expected)

@@ -180,7 +180,13 @@ def _build(reader: Reader, doc: Document, strict: bool) -> tuple[Api | None, lis
     api = builder.build()
     problems = list(builder.problems)
     if builder.version:
-        problems.extend(conformance_problems(doc.data, builder.version, doc.name))
+        # The builder's own finding at a place says more than the schema's there.
+        places = {(p.source, p.pointer) for p in problems}
+        problems.extend(
+            p
+            for p in conformance_problems(doc.data, builder.version, doc.name)
+            if (p.source, p.pointer) not in places
+        )
         if strict:
             problems.extend(strict_problems(reader, builder.version))
     return api, problems

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -137,20 +138,93 @@ def remote_refs(text: str, data: Any, doc: str) -> list[tuple[Loc, str]]:
     """
     if not _SCHEMED_REF.search(text):
         return []
-    found: list[tuple[Loc, str]] = []
-    stack: list[tuple[Any, Loc]] = [(data, Loc(doc, ""))]
+    return sorted(
+        (loc, ref)
+        for loc, ref in references(data, Loc(doc, ""))
+        if re.match(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:|//)", ref)
+    )
+
+
+def references(data: Any, at: Loc) -> Iterator[tuple[Loc, str]]:
+    """Every ``$ref`` string of a description, as (the object holding it, the reference),
+    skipping literal data: a ``$ref`` key inside an example value (``example``, an Example
+    Object's ``value``, a JSON Schema's ``examples`` list), a ``default``, ``enum`` or
+    ``const``, or any ``x-`` extension is data, not a reference. Keys of mappings named by the
+    description (``properties``, ``paths``, ``responses``, ...) are names, not keywords: a
+    property called ``example`` is a schema."""
+    stack: list[tuple[Any, Loc, str]] = [(data, at, "")]
     while stack:
-        value, loc = stack.pop()
-        if isinstance(value, dict):
-            ref = value.get("$ref")
-            if isinstance(ref, str) and re.match(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:|//)", ref):
-                found.append((loc, ref))
-            stack.extend((v, loc.child(k)) for k, v in value.items() if isinstance(v, dict | list))
-        elif isinstance(value, list):
+        value, loc, kind = stack.pop()
+        if isinstance(value, list):
             stack.extend(
-                (v, loc.child(i)) for i, v in enumerate(value) if isinstance(v, dict | list)
+                (v, loc.child(i), "") for i, v in enumerate(value) if isinstance(v, dict | list)
             )
-    return sorted(found)
+            continue
+        if not isinstance(value, dict):
+            continue
+        if kind in ("names", "schema-names"):
+            for key, item in value.items():
+                if isinstance(item, dict | list) and (
+                    kind == "schema-names" or not str(key).startswith("x-")
+                ):
+                    stack.append((item, loc.child(key), ""))
+            continue
+        if kind == "examples":  # name -> Example Object (or Reference Object)
+            for key, item in value.items():
+                if isinstance(item, dict):
+                    stack.append((item, loc.child(key), "example-object"))
+            continue
+        ref = value.get("$ref")
+        if isinstance(ref, str):
+            yield loc, ref
+        for key, item in value.items():
+            key = str(key)
+            if not isinstance(item, dict | list) or is_data(key, kind):
+                continue
+            if key == "examples":
+                if isinstance(item, dict):
+                    stack.append((item, loc.child(key), "examples"))
+                continue
+            child = (
+                "schema-names" if key in SCHEMA_NAME_MAPS else ("names" if key in NAME_MAPS else "")
+            )
+            stack.append((item, loc.child(key), child))
+
+
+NAME_MAPS = frozenset(
+    {
+        "callbacks",
+        "content",
+        "encoding",
+        "headers",
+        "links",
+        "parameters",
+        "pathItems",
+        "paths",
+        "requestBodies",
+        "responses",
+        "securityDefinitions",
+        "securitySchemes",
+        "variables",
+        "webhooks",
+    }
+)
+"""Mappings keyed by names the description chooses; their ``x-`` keys are extensions."""
+
+SCHEMA_NAME_MAPS = frozenset(
+    {"$defs", "definitions", "dependentSchemas", "patternProperties", "properties", "schemas"}
+)
+"""Mappings of schemas keyed by names, where ``x-foo`` is a name like any other."""
+
+_DATA_KEYS = frozenset({"example", "default", "enum", "const"})
+
+
+def is_data(key: str, kind: str = "") -> bool:
+    """Whether the value under ``key`` is literal data, where a ``$ref`` is not a reference
+    (``kind`` is ``example-object`` inside an Example Object, whose ``value`` is data)."""
+    return (
+        key in _DATA_KEYS or key.startswith("x-") or (key == "value" and kind == "example-object")
+    )
 
 
 def _show(loc: Loc) -> str:
@@ -165,4 +239,14 @@ def _kind(value: Any) -> str:
     )
 
 
-__all__ = ["Loc", "RefError", "Refs", "SpecSyntaxError"]
+__all__ = [
+    "NAME_MAPS",
+    "SCHEMA_NAME_MAPS",
+    "Loc",
+    "RefError",
+    "Refs",
+    "SpecSyntaxError",
+    "is_data",
+    "references",
+    "remote_refs",
+]

@@ -1,0 +1,323 @@
+"""What a problem in a description blocks: only what it makes unknowable.
+
+A ``$ref`` inside example data is data (class 1); a dangling reference makes one part of one
+operation unknown, and only what hides a route leaves that operation out (class 2). Exact
+pointers and wording throughout.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gatebench.errors import PlanError
+from gatebench.plan import build_plan
+from gatebench.spec import SpecResult, read_spec
+
+OK = {"200": {"description": "ok"}}
+EVIL = {"$ref": "https://evil.example/x.json"}
+
+
+def oas(paths: dict[str, Any], version: str = "3.0.3", **extra: Any) -> dict[str, Any]:
+    return {"openapi": version, "info": {"title": "t", "version": "1"}, "paths": paths, **extra}
+
+
+def read(tmp_path: Path, doc: dict[str, Any]) -> SpecResult:
+    path = tmp_path / "api.json"
+    path.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    return read_spec(path)
+
+
+def warnings_of(result: SpecResult) -> list[tuple[str, str]]:
+    return [(p.pointer, p.message) for p in result.warnings]
+
+
+# -- 1. a $ref inside an example is data ---------------------------------------------------
+
+
+def test_refs_inside_examples_and_extensions_are_data(tmp_path: Path) -> None:
+    media = {
+        "schema": {
+            "type": "object",
+            "example": {"$ref": "https://evil.example/a"},
+            "default": {"$ref": "https://evil.example/b"},
+            "enum": [{"$ref": "https://evil.example/c"}],
+            "examples": [{"$ref": "https://evil.example/d"}],
+            "x-sample": {"$ref": "https://evil.example/e"},
+        },
+        "examples": {"one": {"value": {"$ref": "https://evil.example/g"}}},
+    }
+    text = {"example": {"$ref": "https://evil.example/f"}}
+    doc = oas(
+        {
+            "/a": {
+                "post": {
+                    "requestBody": {"content": {"application/json": media, "text/plain": text}},
+                    "responses": OK,
+                },
+                "x-internal": {"$ref": "https://evil.example/h"},
+            }
+        },
+        "3.1.0",
+        **{"x-tooling": {"$ref": "https://evil.example/i"}},
+    )
+    result = read(tmp_path, doc)
+    assert result.problems == []
+    assert result.api is not None
+    (op,) = result.api.operations
+    assert op.request_body is not None
+    content, plain = op.request_body.content
+    assert content.examples == (("one", {"$ref": "https://evil.example/g"}),)
+    assert plain.examples == (("default", {"$ref": "https://evil.example/f"}),)
+    assert content.schema is not None
+    assert content.schema["example"] == {"$ref": "https://evil.example/a"}
+    assert content.schema["examples"] == [{"$ref": "https://evil.example/d"}]
+
+
+def test_a_property_named_example_is_a_schema_not_data(tmp_path: Path) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"example": {"$ref": "#/components/schemas/Thing"}},
+    }
+    doc = oas(
+        {
+            "/a": {
+                "get": {
+                    "responses": {
+                        "200": {
+                            "description": "ok",
+                            "content": {"application/json": {"schema": schema}},
+                        }
+                    }
+                }
+            }
+        },
+        components={"schemas": {"Thing": {"type": "integer"}}},
+    )
+    result = read(tmp_path, doc)
+    assert result.problems == []
+    assert result.api is not None
+    media = result.api.operations[0].responses[0].content[0]
+    assert media.schema == {
+        "type": "object",
+        "properties": {"example": {"$ref": "#/schemas/Thing"}},
+    }
+    assert result.api.schemas == {"Thing": {"type": "integer"}}
+
+
+def test_an_example_object_reference_is_still_followed(tmp_path: Path) -> None:
+    media = {"examples": {"one": {"$ref": "#/components/examples/One"}}}
+    doc = oas(
+        {
+            "/a": {
+                "post": {"requestBody": {"content": {"application/json": media}}, "responses": OK}
+            }
+        },
+        components={"examples": {"One": {"value": {"$ref": "not a reference"}}}},
+    )
+    result = read(tmp_path, doc)
+    assert result.problems == []
+    assert result.api is not None
+    body = result.api.operations[0].request_body
+    assert body is not None
+    assert body.content[0].examples == (("one", {"$ref": "not a reference"}),)
+
+
+# -- 2. an error blocks only what it makes unknowable ---------------------------------------
+
+
+def test_a_dangling_request_body_leaves_the_route_and_says_what_is_unknown(
+    tmp_path: Path,
+) -> None:
+    doc = oas(
+        {
+            "/a": {
+                "post": {
+                    "operationId": "make",
+                    "requestBody": {"$ref": "#/components/requestBodies/Gone"},
+                    "responses": OK,
+                }
+            },
+            "/b": {"get": {"operationId": "list", "responses": OK}},
+        }
+    )
+    result = read(tmp_path, doc)
+    assert result.errors == []
+    reason = "cannot resolve '#/components/requestBodies/Gone': no 'components' in /"
+    assert warnings_of(result) == [
+        ("/paths/~1a/post/requestBody/$ref", reason + "; the request body is unknown")
+    ]
+    assert result.api is not None
+    make = result.api.operation("make")
+    assert make.request_body is None
+    assert make.body_unknown is not None
+    assert make.to_dict()["unknown"] == [
+        {
+            "part": "the request body",
+            "pointer": "/paths/~1a/post/requestBody/$ref",
+            "reason": reason,
+        }
+    ]
+    workload = {"name": "w", "operation": "make", "injection": {"at_once": 1}}
+    # Synthesizing (or sending nothing) needs the unknowable body: an error naming where.
+    for body in ({}, {"body": "synthesized"}):
+        with pytest.raises(PlanError) as info:
+            build_plan({"gateways": ["nginx"], "workloads": [{**workload, **body}]}, result.api)
+        assert [(p.pointer, p.message) for p in info.value.errors] == [
+            (
+                "/x-gatebench/workloads/0/body",
+                "operation 'make' has an unknown request body (/paths/~1a/post/requestBody/$ref: "
+                f"{reason}); give the body (json, text, binary or none), or fix the description",
+            )
+        ]
+    # A workload that gives the body runs.
+    plan = build_plan(
+        {"gateways": ["nginx"], "workloads": [{**workload, "body": {"json": {"a": 1}}}]},
+        result.api,
+    )
+    assert plan.workloads[0].body.kind == "json"
+
+
+def test_a_dangling_schema_reference_makes_only_that_schema_unknown(tmp_path: Path) -> None:
+    schema = {
+        "type": "object",
+        "required": ["name"],
+        "properties": {"name": {"type": "string"}, "owner": {"$ref": "#/components/schemas/Gone"}},
+    }
+    doc = oas(
+        {
+            "/a": {
+                "post": {
+                    "requestBody": {"content": {"application/json": {"schema": schema}}},
+                    "responses": OK,
+                }
+            }
+        },
+        components={"schemas": {"Owner": {"type": "string"}}},
+    )
+    result = read(tmp_path, doc)
+    assert result.errors == []
+    assert warnings_of(result) == [
+        (
+            "/paths/~1a/post/requestBody/content/application~1json/schema/properties/owner/$ref",
+            "cannot resolve '#/components/schemas/Gone': no 'Gone' in /components/schemas; "
+            "the schema is unknown",
+        )
+    ]
+    assert result.api is not None
+    body = result.api.operations[0].request_body
+    assert body is not None and body.content[0].schema is not None
+    # What is known stays; the unknown part accepts any value.
+    assert body.content[0].schema["properties"] == {
+        "name": {"type": "string"},
+        "owner": {"$ref": "#/schemas/Gone"},
+    }
+    assert result.api.schemas == {"Gone": {}}
+    assert result.api.operations[0].body_unknown is None
+
+
+def test_a_dangling_path_item_reference_leaves_out_that_path_only(tmp_path: Path) -> None:
+    doc = oas(
+        {
+            "/a": {"$ref": "#/components/pathItems/Gone"},
+            "/b": {"get": {"operationId": "list", "responses": OK}},
+        },
+        "3.1.0",
+    )
+    result = read(tmp_path, doc)
+    assert result.errors == []
+    reason = "cannot resolve '#/components/pathItems/Gone': no 'components' in /"
+    assert warnings_of(result) == [
+        ("/paths/~1a/$ref", reason + "; the operations of this path are left out")
+    ]
+    assert result.api is not None
+    assert [op.operation_id for op in result.api.operations] == ["list"]
+    assert [x.to_dict() for x in result.api.left_out] == [
+        {"method": "*", "path": "/a", "pointer": "/paths/~1a/$ref", "reason": reason}
+    ]
+    with pytest.raises(PlanError) as info:
+        build_plan(
+            {
+                "gateways": ["nginx"],
+                "workloads": [{"name": "w", "operation": "GET /a", "injection": {"at_once": 1}}],
+            },
+            result.api,
+        )
+    assert [(p.pointer, p.message) for p in info.value.errors] == [
+        (
+            "/x-gatebench/workloads/0/operation",
+            f"operation 'GET /a' is left out of the description: /paths/~1a/$ref: {reason}; "
+            "fix the description to benchmark it",
+        )
+    ]
+
+
+def test_a_left_out_operation_is_found_by_its_operation_id(tmp_path: Path) -> None:
+    doc = oas(
+        {
+            "/a/{id}": {
+                "get": {
+                    "operationId": "getA",
+                    "parameters": [{"name": "other", "in": "path", "required": True}],
+                    "responses": OK,
+                }
+            },
+            "/b": {"get": {"responses": OK}},
+        }
+    )
+    result = read(tmp_path, doc)
+    assert result.errors == []
+    assert result.api is not None
+    (left,) = result.api.left_out
+    assert (left.method, left.path, left.operation_id) == ("GET", "/a/{id}", "getA")
+    assert left.matches("getA") and left.matches("get /a/{id}") and not left.matches("GET /b")
+
+
+def test_dangling_response_parameter_and_header_references(tmp_path: Path) -> None:
+    doc = oas(
+        {
+            "/a": {
+                "get": {
+                    "parameters": [{"$ref": "#/components/parameters/Gone"}],
+                    "responses": {
+                        "200": {
+                            "description": "ok",
+                            "headers": {"X-Rate": {"$ref": "#/components/headers/Gone"}},
+                        },
+                        "404": {"$ref": "#/components/responses/Gone"},
+                    },
+                }
+            }
+        },
+        components={"parameters": {}, "headers": {}, "responses": {}},
+    )
+    result = read(tmp_path, doc)
+    assert result.errors == []
+    assert warnings_of(result) == [
+        (
+            "/paths/~1a/get/parameters/0/$ref",
+            "cannot resolve '#/components/parameters/Gone': no 'Gone' in /components/parameters; "
+            "the parameter is unknown",
+        ),
+        (
+            "/paths/~1a/get/responses/200/headers/X-Rate/$ref",
+            "cannot resolve '#/components/headers/Gone': no 'Gone' in /components/headers; "
+            "response header 'X-Rate' is unknown",
+        ),
+        (
+            "/paths/~1a/get/responses/404/$ref",
+            "cannot resolve '#/components/responses/Gone': no 'Gone' in /components/responses; "
+            "response 404 is unknown",
+        ),
+    ]
+    assert result.api is not None
+    (op,) = result.api.operations
+    assert [r.status for r in op.responses] == ["200"]
+    assert [u.part for u in op.unknown] == [
+        "the parameter",
+        "response header 'X-Rate'",
+        "response 404",
+    ]
