@@ -321,3 +321,140 @@ def test_dangling_response_parameter_and_header_references(tmp_path: Path) -> No
         "response header 'X-Rate'",
         "response 404",
     ]
+
+
+# -- 3. OpenAPI 3.1: JSON Schema 2020-12 references ---------------------------------------
+
+
+def body_schema_31(tmp_path: Path, schema: Any, schemas: dict[str, Any]) -> SpecResult:
+    doc = oas(
+        {
+            "/a": {
+                "post": {
+                    "requestBody": {"content": {"application/json": {"schema": schema}}},
+                    "responses": OK,
+                }
+            }
+        },
+        "3.1.0",
+        components={"schemas": schemas},
+    )
+    return read(tmp_path, doc)
+
+
+def test_31_anchors_ids_and_dynamic_refs_resolve_inside_the_document(tmp_path: Path) -> None:
+    schemas = {
+        "Pet": {
+            "$id": "https://pets.example/schemas/pet",
+            "type": "object",
+            "properties": {
+                "name": {"$anchor": "name", "type": "string"},
+                "tag": {"$ref": "#/$defs/tag"},
+            },
+            "$defs": {"tag": {"type": "string", "maxLength": 8}},
+        },
+        "Tree": {
+            "$dynamicAnchor": "node",
+            "type": "object",
+            "properties": {"children": {"type": "array", "items": {"$dynamicRef": "#node"}}},
+        },
+        "Local": {"$anchor": "local", "type": "integer"},
+        "Cat": {
+            "$id": "https://pets.example/schemas/cat",
+            "properties": {"name": {"$ref": "/schemas/pet#name"}},
+        },
+        "X": {"$id": "/components/schemas/x", "$defs": {"y": {"$anchor": "y", "type": "boolean"}}},
+    }
+    schema = {
+        "type": "object",
+        "properties": {
+            "pet": {"$ref": "https://pets.example/schemas/pet"},
+            "petName": {"$ref": "https://pets.example/schemas/pet#name"},
+            "cat": {"$ref": "https://pets.example/schemas/cat"},
+            "y": {"$ref": "/components/schemas/x#y"},
+            "local": {"$ref": "#local"},
+            "tree": {"$ref": "#/components/schemas/Tree"},
+        },
+    }
+    result = body_schema_31(tmp_path, schema, schemas)
+    assert result.problems == []
+    assert result.api is not None
+    body = result.api.operations[0].request_body
+    assert body is not None
+    assert body.content[0].schema == {
+        "type": "object",
+        "properties": {
+            "pet": {"$ref": "#/schemas/Pet"},
+            "petName": {"$ref": "#/schemas/name"},
+            "cat": {"$ref": "#/schemas/Cat"},
+            "y": {"$ref": "#/schemas/y"},
+            "local": {"$ref": "#/schemas/Local"},
+            "tree": {"$ref": "#/schemas/Tree"},
+        },
+    }
+    # $id and anchors are gone from the IR (its references are rewritten); the $ref inside
+    # the $id'd schema resolved against that $id.
+    assert result.api.schemas["Pet"] == {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "tag": {"$ref": "#/schemas/tag"}},
+        "$defs": {"tag": {"type": "string", "maxLength": 8}},
+    }
+    assert result.api.schemas["tag"] == {"type": "string", "maxLength": 8}
+    assert result.api.schemas["y"] == {"type": "boolean"}
+    assert result.api.schemas["name"] == {"type": "string"}
+    # A relative reference inside Cat resolved against Cat's $id.
+    assert result.api.schemas["Cat"] == {"properties": {"name": {"$ref": "#/schemas/name"}}}
+    assert result.api.schemas["Tree"] == {
+        "type": "object",
+        "properties": {"children": {"type": "array", "items": {"$ref": "#/schemas/Tree"}}},
+    }
+
+
+def test_31_unknown_anchor_and_remote_id_are_located_and_never_fetched(tmp_path: Path) -> None:
+    schemas = {"Pet": {"$id": "https://pets.example/schemas/pet", "type": "object"}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {"$ref": "#nowhere"},
+            "b": {"$ref": "https://pets.example/schemas/cat"},
+        },
+    }
+    result = body_schema_31(tmp_path, schema, schemas)
+    assert result.errors == []
+    at = "/paths/~1a/post/requestBody/content/application~1json/schema/properties"
+    assert warnings_of(result) == [
+        (
+            f"{at}/a/$ref",
+            "cannot resolve '#nowhere': no schema of the bundle declares that $id or $anchor; "
+            "the schema is unknown",
+        ),
+        (
+            f"{at}/b/$ref",
+            "remote reference 'https://pets.example/schemas/cat' is not fetched; put the file in "
+            "the bundle (a folder or zip) and refer to it by a relative path; the schema is unknown",
+        ),
+    ]
+
+
+def test_30_named_anchor_says_what_30_resolves(tmp_path: Path) -> None:
+    doc = oas(
+        {
+            "/a": {
+                "get": {
+                    "parameters": [
+                        {"name": "q", "in": "query", "schema": {"$ref": "#/components/schemas/Q"}}
+                    ],
+                    "responses": {"200": {"$ref": "#ok"}},
+                }
+            }
+        },
+        components={"schemas": {"Q": {"type": "string"}}},
+    )
+    result = read(tmp_path, doc)
+    assert warnings_of(result) == [
+        (
+            "/paths/~1a/get/responses/200/$ref",
+            "'#ok' uses a named anchor; OpenAPI 3.0 and Swagger 2.0 resolve JSON pointers (#/a/b) "
+            "only; response 200 is unknown",
+        )
+    ]

@@ -44,7 +44,8 @@ from ..ir import (
     url_path,
 )
 from ._reader import Document, Reader
-from ._refs import SCHEMA_NAME_MAPS, Loc, RefError, Refs, is_data, remote_refs
+from ._refs import Loc, RefError, Refs, remote_refs
+from ._walk import SCHEMA_NAME_MAPS, is_data
 
 V3_PATH_ITEM_KEYS = {"$ref", "summary", "description", "servers", "parameters"}
 V2_PATH_ITEM_KEYS = {"$ref", "parameters"}
@@ -53,6 +54,7 @@ _TEMPLATE_VAR = re.compile(r"\{([^{}/]*)\}")
 _BAD_PATH_CHARS = re.compile(r"[\t\n\r\f\v\x00-\x1f\x7f\x85\u2028\u2029?#]")
 _PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _IGNORED_HEADERS = {"accept", "content-type", "authorization"}
+_RESOURCE_KEYWORDS = ("$id", "$anchor", "$dynamicAnchor")
 
 
 @dataclass
@@ -152,6 +154,7 @@ class OpenApiBuilder:
         self.root = data
         if not self._detect_version(root_loc):
             return None
+        self.refs.json_schema_2020 = not self.v2 and not self.version.startswith("3.0")
         info = data.get("info")
         title, version = "", ""
         if isinstance(info, dict):
@@ -1030,6 +1033,14 @@ class OpenApiBuilder:
                     ref = self._schema_ref(item, loc)
                     if ref:
                         out[key] = ref
+                elif key == "$dynamicRef" and isinstance(item, str) and self.refs.json_schema_2020:
+                    # Resolved statically (its initial target), like the IR's every reference.
+                    if "$ref" not in value:
+                        ref = self._schema_ref(item, loc, "$dynamicRef")
+                        if ref:
+                            out["$ref"] = ref
+                elif key in _RESOURCE_KEYWORDS and self.refs.json_schema_2020:
+                    continue  # the IR's references are rewritten; a base URI would mislead
                 elif key == "examples" or is_data(key):
                     out[key] = item
                 else:
@@ -1043,13 +1054,13 @@ class OpenApiBuilder:
             ]
         return value
 
-    def _schema_ref(self, ref: str, at: Loc) -> str:
+    def _schema_ref(self, ref: str, at: Loc, keyword: str = "$ref") -> str:
         """``#/schemas/<name>`` for a reference; "" when it cannot be followed (the schema
         is unknown there: any value)."""
         try:
             target = self.refs.target(ref, at)
         except RefError as exc:
-            self.unknown("the schema", at.child("$ref"), str(exc))
+            self.unknown("the schema", at.child(keyword), str(exc))
             return ""
         name = self._schema_names.get(target)
         if name is None:

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 from ..errors import SpecSyntaxError, closest, escape_pointer_token, split_pointer
+from ._anchors import SchemaIndex
 from ._bundle import OutsideBundle, join_inside
 from ._reader import Reader
+from ._walk import walk_objects
 
 
 @dataclass(frozen=True, order=True)
@@ -37,13 +38,24 @@ class RefError(Exception):
 class Refs:
     def __init__(self, reader: Reader) -> None:
         self.reader = reader
+        self.json_schema_2020 = False
+        """OpenAPI 3.1+: ``$id``, ``$anchor`` and ``$dynamicAnchor`` count (see _anchors)."""
+        self._indexes: dict[str, SchemaIndex] = {}
 
     def target(self, ref: Any, at: Loc) -> Loc:
         """Where ``ref`` (found at ``at``) points. Raises :class:`RefError`."""
         if not isinstance(ref, str):
             raise RefError(f"$ref must be a string, got {_kind(ref)}")
-        if ref.startswith("#/") and "%" not in ref:  # the common case: a pointer into this file
+        if (  # the common case: a pointer into this file, no $id in the way
+            ref.startswith("#/")
+            and "%" not in ref
+            and (not self.json_schema_2020 or self._index(at.doc).registry is None)
+        ):
             return Loc(at.doc, ref[1:])
+        if self.json_schema_2020:
+            found = self._schema_target(ref, at)
+            if found is not None:
+                return found
         if ref.startswith(("http://", "https://", "//")):
             raise RefError(
                 f"remote reference {ref!r} is not fetched; put the file in the bundle "
@@ -70,10 +82,42 @@ class Refs:
             raise RefError(f"{ref!r} points outside the bundle ({exc})") from None
         fragment = unquote(parts.fragment)
         if fragment and not fragment.startswith("/"):
+            if self.json_schema_2020:
+                raise RefError(f"cannot resolve {ref!r}: no $anchor {fragment!r} in the bundle")
             raise RefError(
-                f"{ref!r} uses a named anchor; gatebench resolves JSON pointers (#/a/b) only"
+                f"{ref!r} uses a named anchor; OpenAPI 3.0 and Swagger 2.0 resolve JSON pointers "
+                "(#/a/b) only"
             )
         return Loc(doc, fragment)
+
+    def _index(self, doc: str) -> SchemaIndex:
+        if doc not in self._indexes:
+            document = self.reader.document(doc)
+            self._indexes[doc] = SchemaIndex.build(doc, document.text, document.data)
+        return self._indexes[doc]
+
+    def _schema_target(self, ref: str, at: Loc) -> Loc | None:
+        """A reference resolved as JSON Schema 2020-12 does, when an ``$id`` or an anchor of
+        the document is involved; None to resolve it as a plain relative reference."""
+        index = self._index(at.doc)
+        if index.registry is None:
+            return None
+        base = index.base_uri(self.reader.document(at.doc).data, at.pointer)
+        pointer = index.lookup(base, ref)
+        if pointer is not None:
+            return Loc(at.doc, pointer)
+        full = urljoin(base, ref)
+        fragment = urldefrag(full)[1]
+        if base == index.uri and (not fragment or fragment.startswith("/")):
+            return None  # a pointer or a file of the bundle, as without $ids
+        if base != index.uri and index.is_document(full):
+            return None
+        if full.startswith("gatebench:") or not re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", ref):
+            raise RefError(
+                f"cannot resolve {ref!r}: no schema of the bundle declares that $id or $anchor"
+                + (f" (resolved against the base URI {base!r})" if base != index.uri else "")
+            )
+        return None
 
     def get(self, loc: Loc, ref: str = "") -> Any:
         """The value at ``loc``. Raises :class:`RefError` or SpecSyntaxError (bad target file)."""
@@ -138,93 +182,12 @@ def remote_refs(text: str, data: Any, doc: str) -> list[tuple[Loc, str]]:
     """
     if not _SCHEMED_REF.search(text):
         return []
-    return sorted(
-        (loc, ref)
-        for loc, ref in references(data, Loc(doc, ""))
-        if re.match(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:|//)", ref)
-    )
-
-
-def references(data: Any, at: Loc) -> Iterator[tuple[Loc, str]]:
-    """Every ``$ref`` string of a description, as (the object holding it, the reference),
-    skipping literal data: a ``$ref`` key inside an example value (``example``, an Example
-    Object's ``value``, a JSON Schema's ``examples`` list), a ``default``, ``enum`` or
-    ``const``, or any ``x-`` extension is data, not a reference. Keys of mappings named by the
-    description (``properties``, ``paths``, ``responses``, ...) are names, not keywords: a
-    property called ``example`` is a schema."""
-    stack: list[tuple[Any, Loc, str]] = [(data, at, "")]
-    while stack:
-        value, loc, kind = stack.pop()
-        if isinstance(value, list):
-            stack.extend(
-                (v, loc.child(i), "") for i, v in enumerate(value) if isinstance(v, dict | list)
-            )
-            continue
-        if not isinstance(value, dict):
-            continue
-        if kind in ("names", "schema-names"):
-            for key, item in value.items():
-                if isinstance(item, dict | list) and (
-                    kind == "schema-names" or not str(key).startswith("x-")
-                ):
-                    stack.append((item, loc.child(key), ""))
-            continue
-        if kind == "examples":  # name -> Example Object (or Reference Object)
-            for key, item in value.items():
-                if isinstance(item, dict):
-                    stack.append((item, loc.child(key), "example-object"))
-            continue
+    found: list[tuple[Loc, str]] = []
+    for value, pointer in walk_objects(data):
         ref = value.get("$ref")
-        if isinstance(ref, str):
-            yield loc, ref
-        for key, item in value.items():
-            key = str(key)
-            if not isinstance(item, dict | list) or is_data(key, kind):
-                continue
-            if key == "examples":
-                if isinstance(item, dict):
-                    stack.append((item, loc.child(key), "examples"))
-                continue
-            child = (
-                "schema-names" if key in SCHEMA_NAME_MAPS else ("names" if key in NAME_MAPS else "")
-            )
-            stack.append((item, loc.child(key), child))
-
-
-NAME_MAPS = frozenset(
-    {
-        "callbacks",
-        "content",
-        "encoding",
-        "headers",
-        "links",
-        "parameters",
-        "pathItems",
-        "paths",
-        "requestBodies",
-        "responses",
-        "securityDefinitions",
-        "securitySchemes",
-        "variables",
-        "webhooks",
-    }
-)
-"""Mappings keyed by names the description chooses; their ``x-`` keys are extensions."""
-
-SCHEMA_NAME_MAPS = frozenset(
-    {"$defs", "definitions", "dependentSchemas", "patternProperties", "properties", "schemas"}
-)
-"""Mappings of schemas keyed by names, where ``x-foo`` is a name like any other."""
-
-_DATA_KEYS = frozenset({"example", "default", "enum", "const"})
-
-
-def is_data(key: str, kind: str = "") -> bool:
-    """Whether the value under ``key`` is literal data, where a ``$ref`` is not a reference
-    (``kind`` is ``example-object`` inside an Example Object, whose ``value`` is data)."""
-    return (
-        key in _DATA_KEYS or key.startswith("x-") or (key == "value" and kind == "example-object")
-    )
+        if isinstance(ref, str) and re.match(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:|//)", ref):
+            found.append((Loc(doc, pointer), ref))
+    return sorted(found)
 
 
 def _show(loc: Loc) -> str:
@@ -239,14 +202,4 @@ def _kind(value: Any) -> str:
     )
 
 
-__all__ = [
-    "NAME_MAPS",
-    "SCHEMA_NAME_MAPS",
-    "Loc",
-    "RefError",
-    "Refs",
-    "SpecSyntaxError",
-    "is_data",
-    "references",
-    "remote_refs",
-]
+__all__ = ["Loc", "RefError", "Refs", "SpecSyntaxError", "remote_refs"]
