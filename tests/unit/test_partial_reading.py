@@ -458,3 +458,54 @@ def test_30_named_anchor_says_what_30_resolves(tmp_path: Path) -> None:
             "only; response 200 is unknown",
         )
     ]
+
+
+# -- 6. a single file whose references lead to a sibling folder -----------------------------
+
+
+def test_a_reference_into_a_sibling_folder_names_the_folder_to_pass(tmp_path: Path) -> None:
+    root = tmp_path / "azure"
+    spec = root / "network" / "spec" / "swagger.json"
+    spec.parent.mkdir(parents=True)
+    (root / "common").mkdir()
+    (root / "common" / "Error.json").write_text(
+        json.dumps({"definitions": {"Error": {"type": "object"}}}), encoding="utf-8"
+    )
+    doc = {
+        "swagger": "2.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {
+            "/a": {
+                "get": {
+                    "responses": {
+                        "default": {
+                            "description": "error",
+                            "schema": {"$ref": "../../common/Error.json#/definitions/Error"},
+                        }
+                    }
+                }
+            }
+        },
+    }
+    spec.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    result = read_spec(spec)
+    assert result.errors == []
+    assert warnings_of(result) == [
+        (
+            "/paths/~1a/get/responses/default/schema/$ref",
+            "'../../common/Error.json#/definitions/Error' points outside the bundle (the path "
+            "leaves the bundle): a single file's bundle is its own folder; pass the folder that "
+            f"holds both instead: gatebench validate {root} --entry network/spec/swagger.json; "
+            "the schema is unknown",
+        )
+    ]
+    # As told: the folder, with the entry.
+    whole = read_spec(root, entry="network/spec/swagger.json")
+    assert whole.problems == []
+    assert whole.api is not None and whole.api.schemas == {"Error": {"type": "object"}}
+    # An upload stays confined to its bundle, and is told nothing about the disk.
+    upload = read_spec(spec.read_bytes(), name="swagger.json")
+    assert [m for _, m in warnings_of(upload)] == [
+        "'../../common/Error.json#/definitions/Error' points outside the bundle (the path "
+        "leaves the bundle); the schema is unknown"
+    ]

@@ -79,6 +79,12 @@ class Refs:
             elif parts.path:
                 doc = join_inside(at.doc, unquote(parts.path))
         except OutsideBundle as exc:
+            wider = self.reader.bundle.wider_folder(at.doc, unquote(parts.path))
+            if wider:
+                raise RefError(
+                    f"{ref!r} points outside the bundle ({exc}): a single file's bundle is its "
+                    f"own folder; pass the folder that holds both instead: {wider}"
+                ) from None
             raise RefError(f"{ref!r} points outside the bundle ({exc})") from None
         fragment = unquote(parts.fragment)
         if fragment and not fragment.startswith("/"):
