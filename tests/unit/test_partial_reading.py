@@ -509,3 +509,42 @@ def test_a_reference_into_a_sibling_folder_names_the_folder_to_pass(tmp_path: Pa
         "'../../common/Error.json#/definitions/Error' points outside the bundle (the path "
         "leaves the bundle); the schema is unknown"
     ]
+
+
+# -- 4. Swagger 2.0 / AutoRest x-ms-paths ----------------------------------------------------
+
+
+def test_x_ms_paths_are_operations_routed_on_the_path_plus_the_fixed_query(
+    tmp_path: Path,
+) -> None:
+    vm = "/subscriptions/{sub}/vms/{vm}"
+    sub = {"name": "sub", "in": "path", "required": True, "type": "string"}
+    name = {"name": "vm", "in": "path", "required": True, "type": "string"}
+    doc = {
+        "swagger": "2.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {
+            vm: {"get": {"operationId": "VMs_Get", "parameters": [sub, name], "responses": OK}}
+        },
+        "x-ms-paths": {
+            vm + "?action=restart": {
+                "post": {"operationId": "VMs_Restart", "parameters": [sub, name], "responses": OK}
+            },
+            vm + "?action=start&force=true": {
+                "post": {"operationId": "VMs_Start", "parameters": [sub, name], "responses": OK}
+            },
+        },
+    }
+    result = read(tmp_path, doc)
+    assert result.problems == []
+    assert result.api is not None
+    ops = {op.operation_id: op for op in result.api.operations}
+    assert sorted(ops) == ["VMs_Get", "VMs_Restart", "VMs_Start"]
+    restart, start = ops["VMs_Restart"], ops["VMs_Start"]
+    assert (restart.method, restart.route_path) == ("POST", vm)
+    assert restart.pointer == "/x-ms-paths/~1subscriptions~1{sub}~1vms~1{vm}?action=restart/post"
+    assert [(p.name, p.required, p.schema, p.examples) for p in start.query_params] == [
+        ("action", True, {"type": "string", "enum": ["start"]}, ("start",)),
+        ("force", True, {"type": "string", "enum": ["true"]}, ("true",)),
+    ]
+    assert ops["VMs_Get"].query_params == ()

@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any, cast
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from ..errors import Problem, Severity, SpecSyntaxError, escape_pointer_token
 from ..ir import (
@@ -70,6 +70,8 @@ class _Ctx:
     """A ``?...`` or ``#...`` tail of the path key, which is not part of the route."""
     unknown: tuple[UnknownPart, ...] = ()
     """Parts hidden by a problem in the path item (its parameters), shared by its operations."""
+    fixed_query: tuple[tuple[str, str], ...] = ()
+    """The fixed query of an ``x-ms-paths`` key (``/p?op=x``): sent by every request."""
 
 
 class OpenApiBuilder:
@@ -449,16 +451,12 @@ class OpenApiBuilder:
         operations: list[Operation] = []
         seen_routes: dict[tuple[str, str], tuple[str, Loc]] = {}
         suffixed: list[str] = []
-        for key, raw_item in paths.items():
-            key = str(key)
-            item_loc = loc.child(key)
-            if key.startswith("x-"):
-                continue
+        for key, raw_item, item_loc, fixed in self._path_items(paths, loc):
             # Some descriptions (AWS in APIs.guru) tell operations on one path apart with a
             # "#Action=..." or "?action=..." suffix. Clients never send a fragment and send a
             # query separately, so the route is the part before it.
             path, suffix = _split_suffix(key)
-            if suffix:
+            if suffix and fixed is None:
                 suffixed.append(key)
             bad_template = self._check_template(path)
             if bad_template:
@@ -495,6 +493,7 @@ class OpenApiBuilder:
                 servers_loc=real_loc.child("servers") if "servers" in item else None,
                 suffix=suffix,
                 unknown=tuple(self._unknown),
+                fixed_query=fixed or (),
             )
             self._unknown = None
             allowed = V2_PATH_ITEM_KEYS if self.v2 else V3_PATH_ITEM_KEYS
@@ -546,6 +545,35 @@ class OpenApiBuilder:
                 "requests never send it, so those operations are routed on the part before it",
             )
         return operations
+
+    def _path_items(
+        self, paths: dict[str, Any], loc: Loc
+    ) -> list[tuple[str, Any, Loc, tuple[tuple[str, str], ...] | None]]:
+        """Path items of ``paths``, then those of AutoRest's ``x-ms-paths``: paths that differ
+        only by a fixed query string (``/p?op=restart``), each with that query (``None`` for
+        ``paths``, whose ``?...`` tail is not sent)."""
+        out: list[tuple[str, Any, Loc, tuple[tuple[str, str], ...] | None]] = [
+            (str(k), v, loc.child(str(k)), None)
+            for k, v in paths.items()
+            if not str(k).startswith("x-")
+        ]
+        extra = self.root.get("x-ms-paths")
+        extra_loc = Loc(self.doc.name, "/x-ms-paths")
+        if extra is None:
+            return out
+        if not isinstance(extra, dict):
+            self.warn(
+                extra_loc, f"'x-ms-paths' must be a mapping of path templates, got {_kind(extra)}"
+            )
+            return out
+        for key, item in extra.items():
+            key = str(key)
+            if key.startswith("x-"):
+                continue
+            query = key.partition("?")[2].partition("#")[0]
+            fixed = tuple(parse_qsl(query, keep_blank_values=True))
+            out.append((key, item, extra_loc.child(key), fixed))
+        return out
 
     def _check_template(self, path: str) -> str:
         """Why the path template cannot be a route ("" when it can)."""
@@ -748,6 +776,19 @@ class OpenApiBuilder:
                 )
                 continue
             kept[param.location].append(param)
+        declared_query = {p.name for p in kept["query"]}
+        for name, fixed_value in ctx.fixed_query:
+            if name not in declared_query:
+                kept["query"].append(
+                    Parameter(
+                        name,
+                        "query",
+                        True,
+                        {"type": "string", "enum": [fixed_value]},
+                        examples=(fixed_value,),
+                        pointer=ctx.path_loc.pointer,
+                    )
+                )
         template_vars = list(dict.fromkeys(_TEMPLATE_VAR.findall(ctx.path)))
         declared = {p.name for p in kept["path"]}
         for var in template_vars:
