@@ -171,6 +171,10 @@ def _follow_benchmark_file(reader: Reader, entry: Document, result: SpecResult) 
 
 
 def _build(reader: Reader, doc: Document, strict: bool) -> tuple[Api | None, list[Problem]]:
+    if doc.format == "apib":
+        from ._apib import read_blueprint
+
+        return read_blueprint(doc)
     if doc.format == "raml":
         from ._raml import RamlBuilder
 

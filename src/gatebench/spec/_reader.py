@@ -8,6 +8,7 @@ from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
 from ..errors import Problem, SpecSyntaxError
+from ._apib import looks_like_blueprint
 from ._bundle import Bundle, OutsideBundle, join_inside
 from ._json import load_json
 from ._limits import Limits
@@ -15,7 +16,7 @@ from ._locate import Position, json_positions, nearest, yaml_positions
 from ._text import decode
 from ._yaml import load_yaml
 
-Format = Literal["json", "yaml", "raml", "text"]
+Format = Literal["json", "yaml", "raml", "text", "apib"]
 
 
 @dataclass
@@ -27,7 +28,7 @@ class Document:
     _positions: dict[str, Position] | None = field(default=None, repr=False)
 
     def position(self, pointer: str) -> Position | None:
-        if self.format == "text":
+        if self.format in ("text", "apib"):
             return None
         if self._positions is None:
             self._positions = (
@@ -42,6 +43,8 @@ def detect_format(name: str, text: str) -> Format:
         return "raml"
     lower = name.lower()
     stripped = head.lstrip()
+    if not stripped.startswith(("{", "[")) and looks_like_blueprint(name, head[:65536]):
+        return "apib"
     if lower.endswith(".json") or (
         stripped[:1] in ("{", "[") and not lower.endswith((".yaml", ".yml", ".raml"))
     ):
@@ -76,7 +79,10 @@ class Reader:
             raise SpecSyntaxError([Problem("", str(exc), source=name)]) from None
         text = decode(data, name)
         fmt = detect_format(name, text)
-        if fmt == "json":
+        warnings: list[Problem] = []
+        if fmt == "apib":
+            value = None
+        elif fmt == "json":
             value, warnings = load_json(text, name, self.limits)
         else:
             hook = self._include_hook(name) if fmt == "raml" or self._include_stack else None
