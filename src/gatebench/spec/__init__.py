@@ -197,6 +197,8 @@ def _build(reader: Reader, doc: Document, strict: bool) -> tuple[Api | None, lis
 
 
 def _finish(problems: list[Problem], reader: Reader | None) -> list[Problem]:
+    if reader is not None:
+        reader.locate_all(problems)
     located = [reader.locate(p) for p in problems] if reader is not None else list(problems)
     unique = list(dict.fromkeys(located))
     # An error at a place makes a schema warning at the same place redundant.
