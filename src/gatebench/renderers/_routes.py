@@ -45,7 +45,7 @@ _PCHAR_SAFE = frozenset(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:@"
 )
 _HEX = frozenset("0123456789ABCDEFabcdef")
-_IDENT_OK = re.compile(r"[A-Za-z0-9_]")
+_NOT_IDENT = re.compile(r"[^A-Za-z0-9_]")
 
 # Priority of a segment's shape: lower sorts first (wins).
 _LITERAL, _PARTIAL, _PARAM = 0, 1, 2
@@ -263,7 +263,7 @@ def identifier(text: str, *, taken: set[str] | None = None, prefix: str = "v") -
     Used for regex group names, config object names and variables, which a spec string must
     never reach as is. ``taken`` is updated.
     """
-    base = "".join(ch if _IDENT_OK.fullmatch(ch) else "_" for ch in text).strip("_") or prefix
+    base = _NOT_IDENT.sub("_", text).strip("_") or prefix
     if not base[0].isalpha():
         base = prefix + "_" + base
     base = base[:64]
