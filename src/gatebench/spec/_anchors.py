@@ -22,6 +22,14 @@ from ._walk import walk_objects
 _KEYWORDS = ("$id", "$anchor", "$dynamicAnchor")
 
 
+def _crawls(crawl: Any, root: Any) -> bool:
+    try:
+        crawl([root])
+    except Exception:
+        return False
+    return True
+
+
 def document_uri(name: str) -> str:
     """The base URI of a bundle document: its retrieval URI inside the bundle."""
     return "gatebench:///" + quote(name)
@@ -53,10 +61,17 @@ class SchemaIndex:
         from referencing import Registry
         from referencing.jsonschema import DRAFT202012
 
-        # One resource at the document's URI whose $defs are the roots: crawling it scopes
-        # each anchor to its nearest $id, as JSON Schema says.
-        wrapper = {"$defs": {str(i): root for i, root in enumerate(roots)}}
-        index.registry = Registry().with_resource(uri, DRAFT202012.create_resource(wrapper)).crawl()
+        def crawl(schemas: list[Any]) -> Any:
+            # One resource at the document's URI whose $defs are the roots: crawling it
+            # scopes each anchor to its nearest $id, as JSON Schema says.
+            wrapper = {"$defs": {str(i): root for i, root in enumerate(schemas)}}
+            resource = DRAFT202012.create_resource(wrapper)
+            return Registry().with_resource(uri, resource).crawl()
+
+        try:
+            index.registry = crawl(roots)
+        except Exception:  # the library trips on malformed schemas: keep the readable ones
+            index.registry = crawl([root for root in roots if _crawls(crawl, root)])
         return index
 
     def base_uri(self, data: Any, pointer: str) -> str:
@@ -82,11 +97,9 @@ class SchemaIndex:
         when no schema of the document declares it."""
         if self.registry is None:
             return None
-        from referencing.exceptions import Unresolvable
-
         try:
             resolved = self.registry.resolver(base).lookup(ref)
-        except Unresolvable:
+        except Exception:  # Unresolvable, or the library tripping on a malformed schema
             return None
         return self.places.get(id(resolved.contents))
 
