@@ -72,3 +72,23 @@ def test_a_gateway_that_expresses_everything_is_unchanged() -> None:
     rendered = render_leaving_out(nginx, api, RenderTarget("/tmp/gw"))
     assert rendered.left_out == ()
     assert rendered.files == nginx.render(api, RenderTarget("/tmp/gw"))
+
+
+def test_the_report_lists_the_routes_a_gateway_left_out() -> None:
+    from gatebench.report import build_report
+    from test_report import m, run_record
+
+    line = "krakend: 3 of 1,123 routes left out (it cannot express them and no workload uses them)"
+    report = build_report(
+        run_record(
+            gateways=["krakend", "nginx"],
+            target_errors={"nginx": "config rejected"},
+            environment={"routes_left_out": {"krakend": line}},
+        ),
+        [m("krakend", "w", 0, 10.0)],
+    )
+    assert (
+        report.cautions[-2:] == ("nginx failed: config rejected", line)
+        or list(report.cautions).index(line)
+        == list(report.cautions).index("nginx failed: config rejected") + 1
+    )
