@@ -150,3 +150,32 @@ def test_max_bytes_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     with pytest.raises(SystemExit) as info:
         main(["validate", AUCTION, "--max-bytes", "lots"])
     assert info.value.code == 2
+
+
+def test_validate_exits_1_only_when_a_workload_needs_what_is_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (
+        "openapi: 3.0.3\n"
+        "info: {title: t, version: '1'}\n"
+        "paths:\n"
+        "  /ok:\n"
+        "    get: {operationId: ok, responses: {'200': {description: ok}}}\n"
+        "  /gone:\n"
+        "    $ref: '#/components/pathItems/Gone'\n"
+        "x-gatebench:\n"
+        "  gateways: [nginx]\n"
+        "  workloads:\n"
+        "    - {name: w, operation: WORKLOAD, injection: {at_once: 1}}\n"
+    )
+    spec = tmp_path / "api.yaml"
+    spec.write_text(text.replace("WORKLOAD", "ok"), encoding="utf-8")
+    assert main(["validate", str(spec)]) == 0
+    assert capsys.readouterr().err == "0 error(s), 1 warning(s); 1 operation(s); plan ok\n"
+    spec.write_text(text.replace("WORKLOAD", "GET /gone"), encoding="utf-8")
+    assert main(["validate", str(spec), "--quiet"]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        "api.yaml:11:17: error: /x-gatebench/workloads/0/operation: operation 'GET /gone' is "
+        "left out of the description: /paths/~1gone/$ref: cannot resolve "
+        "'#/components/pathItems/Gone': no 'components' in /; fix the description to benchmark it"
+    ]
