@@ -548,3 +548,39 @@ def test_x_ms_paths_are_operations_routed_on_the_path_plus_the_fixed_query(
         ("force", True, {"type": "string", "enum": ["true"]}, ("true",)),
     ]
     assert ops["VMs_Get"].query_params == ()
+
+
+def test_a_bad_server_of_one_operation_leaves_out_that_operation_only(tmp_path: Path) -> None:
+    bad = {"url": "https://{region}.example.com/v1"}
+    doc = oas(
+        {
+            "/a": {"get": {"operationId": "a", "servers": [bad], "responses": OK}},
+            "/b": {"servers": [bad], "get": {"responses": OK}, "put": {"responses": OK}},
+            "/c": {"get": {"operationId": "c", "responses": OK}},
+        },
+        servers=[{"url": "https://api.example.com"}],
+    )
+    result = read(tmp_path, doc)
+    assert result.errors == []
+    assert warnings_of(result) == [
+        (
+            "/paths/~1a/get/servers/0/url",
+            "server variable 'region' is not defined in 'variables'; the operation is left out",
+        ),
+        (
+            "/paths/~1b/servers/0/url",
+            "server variable 'region' is not defined in 'variables'; the operation is left out",
+        ),
+    ]
+    assert result.api is not None
+    assert [op.operation_id for op in result.api.operations] == ["c"]
+    assert [(x.method, x.path) for x in result.api.left_out] == [
+        ("GET", "/a"),
+        ("GET", "/b"),
+        ("PUT", "/b"),
+    ]
+    # In the document's servers, the same problem hides every route: an error.
+    doc["servers"] = [bad]
+    assert [(p.pointer, p.message) for p in read(tmp_path, doc).errors] == [
+        ("/servers/0/url", "server variable 'region' is not defined in 'variables'")
+    ]

@@ -57,6 +57,15 @@ _IGNORED_HEADERS = {"accept", "content-type", "authorization"}
 _RESOURCE_KEYWORDS = ("$id", "$anchor", "$dynamicAnchor")
 
 
+class _HiddenRoute(Exception):
+    """An operation's or a path item's server cannot be known: the route is hidden."""
+
+    def __init__(self, where: Loc, reason: str) -> None:
+        super().__init__(reason)
+        self.where = where
+        self.reason = reason
+
+
 @dataclass
 class _Ctx:
     """What an operation inherits: where it is, its path and path-item settings."""
@@ -88,6 +97,7 @@ class OpenApiBuilder:
         self.root: dict[str, Any] = {}
         self.security_schemes: dict[str, SecurityScheme] = {}
         self._servers: dict[Loc, str] = {}
+        self._bad_servers: dict[Loc, Problem] = {}
         self.left_out: list[LeftOut] = []
         self._unknown: list[UnknownPart] | None = None
         """Collects what the operation being read cannot know (see :meth:`deref`)."""
@@ -365,9 +375,23 @@ class OpenApiBuilder:
         return ""
 
     def _server_url(self, server: Any, loc: Loc) -> str:
-        """The URL of one Server Object, resolved (and its problems reported) once."""
+        """The URL of one Server Object, resolved (and its problems reported) once.
+
+        A problem in the document's servers is an error (every route is unknown); in an
+        operation's or a path item's, it hides only those routes: they are left out."""
         if loc not in self._servers:
+            before = len(self.problems)
             self._servers[loc] = self._resolve_server_url(server, loc)
+            if not loc.pointer.startswith("/servers/"):
+                errors = [p for p in self.problems[before:] if p.severity == "error"]
+                if errors:
+                    self.problems[before:] = [
+                        p for p in self.problems[before:] if p.severity != "error"
+                    ]
+                    self._bad_servers[loc] = errors[0]
+        bad = self._bad_servers.get(loc)
+        if bad is not None:
+            raise _HiddenRoute(Loc(bad.source or self.doc.name, bad.pointer), bad.message)
         return self._servers[loc]
 
     def _resolve_server_url(self, server: Any, loc: Loc) -> str:
@@ -810,7 +834,12 @@ class OpenApiBuilder:
             )
         summary = raw.get("summary")
         tags = raw.get("tags")
-        base_url = self._base_url(ctx, raw, loc)
+        try:
+            base_url = self._base_url(ctx, raw, loc)
+        except _HiddenRoute as hidden:
+            written = op_id.strip() if isinstance(op_id, str) else ""
+            self.leave_out(method, ctx.path, hidden.where, hidden.reason, written)
+            return None
         responses = self._responses(raw.get("responses"), loc.child("responses"), raw)
         return Operation(
             operation_id=op_id.strip() if isinstance(op_id, str) else "",
