@@ -311,8 +311,9 @@ def routes_for(api: Api) -> tuple[Route, ...]:
     The last result is kept: rendering one description for every gateway asks for the same
     routes a dozen times (the cache is keyed by the very tuple of operations, immutable).
     """
-    if _LAST_ROUTES and _LAST_ROUTES[0][0] is api.operations:
-        return _LAST_ROUTES[0][1]
+    last = _LAST_ROUTES[-1] if _LAST_ROUTES else None  # one read: threads may render too
+    if last is not None and last[0] is api.operations:
+        return last[1]
     found = _routes_for(api)
     _LAST_ROUTES[:] = [(api.operations, found)]
     return found
