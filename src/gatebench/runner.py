@@ -270,9 +270,16 @@ def run_benchmark(
                 )
                 # -- render (ports are chosen here, so the load engine can start right away)
                 step = "rendered"
-                failures = provisioner.render(list(plan.gateways), api, origin, run_dir)
+                failures = provisioner.render(
+                    list(plan.gateways),
+                    api,
+                    origin,
+                    run_dir,
+                    needed={w.operation_id for w in plan.workloads},
+                )
                 for gw, reason in failures.items():
                     run.target_failed(gw, reason)
+                note_routes_left_out(run, outcome, provisioner.routes_left_out)
                 for gw, reason in provisioner.unsupported.items():
                     run.target_failed(gw, f"unsupported here (cloud path only): {reason}")
                     outcome.notes.append(f"{gw}: runs only on the cloud path; not measured here")
@@ -429,6 +436,17 @@ def _check_engine_supports(engine_name: str, plan: Plan) -> None:
         reason = injection_problem(engine_name, inj.kind, inj.duration, inj.requests)
         if reason is not None:
             raise RunError(f"workload {w.name!r}: {reason}")
+
+
+def note_routes_left_out(run: _Run, outcome: RunOutcome, summaries: dict[str, str]) -> None:
+    """Routes a gateway left out of its files (no workload uses them): a note, and a line of
+    the report (the run record's environment keeps them)."""
+    if not summaries:
+        return
+    outcome.notes.extend(summaries[gw] for gw in sorted(summaries))
+    run.update(
+        environment=dict(run.record.environment, routes_left_out=dict(sorted(summaries.items())))
+    )
 
 
 def _start_ceiling(

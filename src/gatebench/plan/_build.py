@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from ..errors import PlanError, pointer
-from ..ir import Api, Operation
+from ..ir import Api, Operation, unknown_body_message
 from ..metrics import METRICS
 from ..thresholds import parse_thresholds
 from ._checks import (
@@ -592,6 +592,8 @@ def _headers(value: Any, r: Reader, where: list[str | int]) -> dict[str, str]:
 def _body(value: Any, r: Reader, where: list[str | int], op: Operation | None) -> BodySpec:
     media_types = [m.media_type for m in op.request_body.content] if op and op.request_body else []
     if value is None:
+        if op is not None and op.body_unknown is not None:
+            r.error(where, unknown_body_message(op))
         if op is None or op.request_body is None:
             return BodySpec("none")
         first = op.request_body.content[0]
@@ -634,7 +636,9 @@ def _body(value: Any, r: Reader, where: list[str | int], op: Operation | None) -
             "example", media_type=media or (media_types[0] if media_types else None), example=name
         )
     if kind == "synthesized":
-        if op is not None and op.request_body is None:
+        if op is not None and op.body_unknown is not None:
+            r.error(where, unknown_body_message(op))
+        elif op is not None and op.request_body is None:
             r.error(
                 where, f"operation {op.operation_id!r} declares no request body to synthesize from"
             )

@@ -431,6 +431,7 @@ def cautions(run: RunRecord, summary: RunSummary, trust: Trust | None = None) ->
     for target, reason in sorted(run.target_errors.items()):
         first_line = reason.strip().splitlines()[0] if reason.strip() else "no reason given"
         out.append(f"{target} failed: {first_line}")
+    out.extend(str(line) for line in (run.environment.get("routes_left_out") or {}).values())
     out.extend(summary.scores.notes)
     out.extend(summary.notes)
     if run.status.value not in ("done",):
