@@ -258,11 +258,13 @@ _COST_BEST = {"req_per_cpu_s": max, "gateway_rss_mb": min}
 
 
 def _fmt_cost(name: str, value: float) -> str:
+    if name == "req_per_cpu_s":
+        return fmt_number(value, 0 if value >= 100 else 1)
     if name.endswith("_cpu_s"):
         return fmt_number(value, 2 if value < 10 else 1)
     if name.endswith("_rss_mb"):
         return fmt_number(value, 0 if value >= 100 else 1)
-    return fmt_number(value, 0 if value >= 100 else 1)
+    return fmt_number(value, 2)
 
 
 def cost_table(s: RunSummary) -> Table | None:
