@@ -11,6 +11,7 @@ run-level means of throughput and p50; the median over the cells per workload an
 
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import tempfile
@@ -72,6 +73,7 @@ def _cv_table(by_mode: dict[str, list[RunSummary]]) -> tuple[list[str], dict[str
                     and (workload is None or v.workload == workload)
                     and (cv := v.cv_pct) is not None
                 ]
+                cvs = [cv for cv in cvs if math.isfinite(cv)]
                 medians.append(statistics.median(cvs) if cvs else float("nan"))
             pinned, unpinned = medians
             ratio = pinned / unpinned if unpinned else float("nan")
@@ -80,6 +82,15 @@ def _cv_table(by_mode: dict[str, list[RunSummary]]) -> tuple[list[str], dict[str
             if workload is None:
                 overall[metric] = ratio
     return rows, overall
+
+
+def _pct(value: float) -> str:
+    # a CV of means that are 0 (sub-millisecond p50 at Gatling's resolution) is undefined
+    return "–" if math.isnan(value) else f"{value:.1f} %"
+
+
+def _ratio(value: float) -> str:
+    return "–" if math.isnan(value) else f"{value:.2f}"
 
 
 def run() -> str:

@@ -158,8 +158,9 @@ class Scoring:
 
 
 CpuMode = Literal["pinned", "unpinned", "explicit"]
-DEFAULT_CPU_MODE: CpuMode = "pinned"
-"""What ``cpus:`` is when the plan does not say (docs/trust.md has the measurement behind it)."""
+DEFAULT_CPU_MODE: CpuMode = "unpinned"
+"""What ``cpus:`` is when the plan does not say: pinning did not make runs more repeatable
+where it was measured (docs/trust.md, "Pinned cores")."""
 
 
 @dataclass(frozen=True)
