@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .confidence import Difference, Sample, paired_difference, welch_difference
-from .metrics import METRICS
-from .model import Measurement
+from .metrics import COST_METRICS, METRICS
+from .model import RESOURCE_FIELDS, Measurement
 from .score import BASELINE, Profile, ScoreResult, score
 from .trust import bound_by_tester
 
@@ -57,6 +57,10 @@ class CellSummary:
     errors: tuple[tuple[str, int], ...] = ()
     """KO reasons summed over the repetitions, most frequent first."""
     engines: tuple[str, ...] = ()
+    resources: Mapping[str, Sample] = field(default_factory=dict)
+    """What the cell cost (``req_per_cpu_s`` and each role's CPU seconds and peak MB,
+    gatebench.model.RESOURCE_FIELDS) over the repetitions that measured it; a figure no
+    repetition measured is absent."""
 
     @property
     def n(self) -> int:
@@ -75,6 +79,7 @@ class CellSummary:
             "tester_cpu_pct": self.tester_cpu_pct,
             "errors": [{"reason": r, "count": c} for r, c in self.errors],
             "engines": list(self.engines),
+            "resources": {name: {"mean": s.mean, "n": s.n} for name, s in self.resources.items()},
             "metrics": {
                 m: {
                     "mean": s.mean,
@@ -262,7 +267,9 @@ def summarize(
     for r in complete:
         values: dict[str, dict[str, dict[str, Sample]]] = {}
         for (w, t), m in by_rep[r].items():
-            values.setdefault(w, {})[t] = {name: Sample(m.metric(name)) for name in METRICS}
+            values.setdefault(w, {})[t] = {name: Sample(m.metric(name)) for name in METRICS} | {
+                name: Sample(cost) for name in COST_METRICS if (cost := m.cost(name)) is not None
+            }
         per_rep.append(
             score(
                 values,
@@ -349,6 +356,26 @@ def summarize(
     )
 
 
+def _costs(ms: list[Measurement]) -> dict[str, Sample]:
+    """What the cell cost (gatebench.metrics.COST_METRICS), over the repetitions that
+    measured it: absent when none did, so the paper's metrics stay the only ones there."""
+    out: dict[str, Sample] = {}
+    for name in COST_METRICS:
+        values = [v for m in ms if (v := m.cost(name)) is not None]
+        if values:
+            out[name] = Sample.of(values)
+    return out
+
+
+def _resources(ms: list[Measurement]) -> dict[str, Sample]:
+    out: dict[str, Sample] = {}
+    for name in ("req_per_cpu_s", *RESOURCE_FIELDS):
+        values = [v for m in ms if (v := getattr(m, name)) is not None]
+        if values:
+            out[name] = Sample.of(values)
+    return out
+
+
 def _cell(ms: list[Measurement]) -> CellSummary:
     ms = sorted(ms, key=lambda m: m.repetition)
     flags: Counter[str] = Counter()
@@ -363,7 +390,7 @@ def _cell(ms: list[Measurement]) -> CellSummary:
         workload=ms[0].workload,
         target=ms[0].target,
         repetitions=tuple(m.repetition for m in ms),
-        metrics={name: Sample.of([m.metric(name) for m in ms]) for name in METRICS},
+        metrics={name: Sample.of([m.metric(name) for m in ms]) for name in METRICS} | _costs(ms),
         requests=sum(m.requests for m in ms),
         ok=sum(m.ok for m in ms),
         ko=sum(m.ko for m in ms),
@@ -372,6 +399,7 @@ def _cell(ms: list[Measurement]) -> CellSummary:
         tester_cpu_pct=max(testers) if testers else None,
         errors=tuple(sorted(errors.items(), key=lambda item: (-item[1], item[0]))),
         engines=tuple(sorted({m.engine for m in ms})),
+        resources=_resources(ms),
     )
 
 

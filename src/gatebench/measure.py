@@ -15,10 +15,12 @@ CPU shares (:class:`CpuUsage`), ``tester-bound`` from the engine's ceiling
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .model import Measurement
+from .resources import CgroupSample, PhaseResources, cgroup_resources
 from .simlog import RequestRecord, read_simlog
 from .stats import PhaseSample, phase_stats
 from .workload import Phase, phases_from_document
@@ -62,6 +64,8 @@ class PhaseResult:
     """Epoch ms of the phase's first request start."""
     end_ms: float
     cpu: CpuUsage | None
+    resources: PhaseResources | None = None
+    """What the phase cost per role (gatebench.resources), when the engine sampled it."""
 
 
 def measurement_from(
@@ -106,6 +110,7 @@ def measurement_from(
         other_cpu_pct=None if result.cpu is None else round(result.cpu.others_pct, 1),
         tester_cpu_pct=None if result.cpu is None else round(result.cpu.tester_pct, 1),
         errors=s.errors[:10],
+        **(result.resources.to_dict() if result.resources is not None else {}),
     )
 
 
@@ -140,6 +145,28 @@ def ingest_simlog(
     return out
 
 
+def with_gateway_cgroup(
+    measurements: Sequence[Measurement], samples: Mapping[str, Sequence[CgroupSample]]
+) -> list[Measurement]:
+    """The cloud path's measurements with their gateway's CPU seconds and peak memory, from
+    the cgroup samples its VM took of the gateway's container (target → samples): each phase's
+    window is its first request start to its last end. A phase the samples do not cover keeps
+    None (the collector's last upload came after the ingest, or it did not run)."""
+    out = []
+    for m in measurements:
+        found = samples.get(m.target)
+        if not found:
+            out.append(m)
+            continue
+        start_ms = m.started_at * 1000.0
+        cost = cgroup_resources(found, start_ms, start_ms + m.duration_s * 1000.0)
+        if cost.gateway_cpu_s is None:
+            out.append(m)
+            continue
+        out.append(replace(m, gateway_cpu_s=cost.gateway_cpu_s, gateway_rss_mb=cost.gateway_rss_mb))
+    return out
+
+
 __all__ = [
     "NOISY_OTHERS_PCT",
     "TESTER_BOUND_BUSY_PCT",
@@ -147,4 +174,5 @@ __all__ = [
     "PhaseResult",
     "ingest_simlog",
     "measurement_from",
+    "with_gateway_cgroup",
 ]

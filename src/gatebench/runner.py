@@ -44,6 +44,7 @@ from .errors import GatebenchError, RunError
 from .ir import Api
 from .measure import PhaseResult, measurement_from
 from .model import Measurement, RunRecord, RunStatus, can_move, local_run_id
+from .pinning import CpuLayout, resolve_layout
 from .plan import Plan, workload_summary
 from .procs import Supervisor
 from .provisioners import Provisioned
@@ -254,6 +255,8 @@ def run_benchmark(
         with supervisor_factory() as supervisor:
             from .provisioners.local import LocalProvisioner
 
+            layout = _pin(supervisor, plan, outcome)
+
             provisioner = LocalProvisioner(supervisor)
             try:
                 # -- backend first: the configs point at it; unreachable → no load at all
@@ -307,6 +310,7 @@ def run_benchmark(
                         "seed": schedule.seed,
                         "target_order": [list(o) for o in schedule.target_order],
                     }
+                    | _layout_environment(layout)
                 )
                 backend_pid = backend_proc.pid if backend_proc else None
                 cpu_groups: dict[str, list[int]] = {}
@@ -465,6 +469,21 @@ def _start_ceiling(
         run.update(environment=dict(run.record.environment, ceiling=ceiling.to_dict()))
         return None, None
     return proc, url
+
+
+def _pin(supervisor: Supervisor, plan: Plan, outcome: RunOutcome) -> CpuLayout:
+    """The plan's ``cpus:`` on this machine (gatebench.pinning), handed to the supervisor
+    before anything starts; why pinning could not be done goes in the run's notes."""
+    layout = resolve_layout(plan.cpus, sorted(os.sched_getaffinity(0)))
+    supervisor.pin(layout.cores)
+    if layout.note:
+        outcome.notes.append(f"cpus: {layout.note}")
+    return layout
+
+
+def _layout_environment(layout: CpuLayout) -> dict[str, Any]:
+    """The layout as the run records it: a line for the report, the cores per role."""
+    return {"cpus": layout.describe(), "cpu_affinity": layout.to_dict()}
 
 
 def _origin(url: str) -> str:

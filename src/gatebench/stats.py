@@ -128,6 +128,15 @@ class TableRow:
     p95: float
     p99: float
     flags: tuple[str, ...]
+    req_per_cpu_s: float | None = None
+    """Requests per gateway CPU-second, over the repetitions that measured it."""
+    gateway_rss_mb: float | None = None
+    """The gateway's peak resident memory (MB), over the repetitions that measured it."""
+
+
+def _mean_of(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
 
 
 def workload_rows(measurements: Iterable[Measurement], workload: str) -> list[TableRow]:
@@ -160,6 +169,8 @@ def workload_rows(measurements: Iterable[Measurement], workload: str) -> list[Ta
                 p95=avg("p95"),
                 p99=avg("p99"),
                 flags=tuple(flags),
+                req_per_cpu_s=_mean_of([m.req_per_cpu_s for m in ms]),
+                gateway_rss_mb=_mean_of([m.gateway_rss_mb for m in ms]),
             )
         )
     return rows
@@ -167,7 +178,9 @@ def workload_rows(measurements: Iterable[Measurement], workload: str) -> list[Ta
 
 def format_workload_table(workload: str, description: str, rows: Sequence[TableRow]) -> list[str]:
     """Lines of one table: latencies in ms (whole ms from Gatling; means of repetitions get
-    one decimal), error %, throughput req/s."""
+    one decimal), error %, throughput req/s, and, when the run measured them, requests per
+    gateway CPU-second and the gateway's peak memory in MB."""
+    costs = any(r.req_per_cpu_s is not None or r.gateway_rss_mb is not None for r in rows)
     header = (
         "target",
         "reps",
@@ -182,6 +195,7 @@ def format_workload_table(workload: str, description: str, rows: Sequence[TableR
         "p99",
         "err %",
         "req/s",
+        *(("req/CPU-s", "gw MB") if costs else ()),
         "flags",
     )
     body = []
@@ -201,6 +215,7 @@ def format_workload_table(workload: str, description: str, rows: Sequence[TableR
                 _ms(r.p99),
                 f"{r.error_pct:.1f}",
                 f"{r.throughput:,.0f}" if r.throughput >= 100 else f"{r.throughput:.1f}",
+                *((_cost(r.req_per_cpu_s), _cost(r.gateway_rss_mb)) if costs else ()),
                 ",".join(r.flags),
             )
         )
@@ -213,6 +228,12 @@ def format_workload_table(workload: str, description: str, rows: Sequence[TableR
         ]
         lines.append("  " + "  ".join(cells).rstrip())
     return lines
+
+
+def _cost(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
 
 
 def _ms(value: float) -> str:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from ..errors import PlanError, pointer
 from ..ir import Api, Operation, unknown_body_message
-from ..metrics import METRICS
+from ..metrics import COST_METRICS, METRICS
 from ..thresholds import parse_thresholds
 from ._checks import (
     _check_auth,
@@ -32,6 +32,7 @@ from ._model import (
     Backend,
     BodyKind,
     BodySpec,
+    Cpus,
     Generator,
     Infrastructure,
     Injection,
@@ -97,6 +98,7 @@ def build_plan(
     scoring = _scoring(data.get("scoring"), r)
     workloads = _workloads(data.get("workloads"), r, api, auth)
     engine = _engine(data.get("engine", "gatling"), r, workloads, warmup)
+    cpus = _cpus(data["cpus"], r) if "cpus" in data else Cpus()
     thresholds, threshold_problems = parse_thresholds(
         data.get("thresholds"),
         gateways=gateways,
@@ -126,6 +128,7 @@ def build_plan(
         infrastructure=infrastructure,
         thresholds=thresholds,
         engine=engine,
+        cpus=cpus,
     )
 
 
@@ -325,6 +328,56 @@ def _auth(value: Any, r: Reader) -> Auth:
     return Auth(**out)
 
 
+MAX_CPU = 4095
+"""The highest core number ``cpus:`` accepts (Linux's default NR_CPUS limit)."""
+
+
+def _cpus(value: Any, r: Reader) -> Cpus:
+    """``cpus: pinned | unpinned`` or ``cpus: {gateway: [1], engine: [0], backend: [0]}``
+    (gatebench.pinning decides what each means on the machine that runs it)."""
+    if isinstance(value, str):
+        if value in ("pinned", "unpinned"):
+            return Cpus(mode="pinned" if value == "pinned" else "unpinned")
+        r.error(
+            ["cpus"],
+            "expected 'pinned', 'unpinned' or a mapping of core lists such as "
+            f"{{gateway: [1], engine: [0], backend: [0]}}, got {_show(value)}",
+        )
+        return Cpus()
+    if not isinstance(value, dict):
+        r.error(
+            ["cpus"],
+            "expected 'pinned', 'unpinned' or a mapping of core lists such as "
+            f"{{gateway: [1], engine: [0], backend: [0]}}, got {_kind(value)}",
+        )
+        return Cpus()
+    data = r.mapping(value, ["cpus"], "cpus")
+    lists: dict[str, tuple[int, ...]] = {}
+    for role in ("gateway", "engine", "backend"):
+        if role not in data:
+            continue
+        raw = data[role]
+        if not isinstance(raw, list) or not raw:
+            r.error(
+                ["cpus", role],
+                f"expected a non-empty list of core numbers such as [0], got {_show(raw)}",
+            )
+            continue
+        found = [r.integer(c, ["cpus", role, i], 0, MAX_CPU) for i, c in enumerate(raw)]
+        lists[role] = tuple(sorted({c for c in found if c is not None}))
+    if not any(role in data for role in ("gateway", "engine", "backend")):
+        r.error(["cpus"], "expected at least one of: gateway, engine, backend")
+    if "gateway" in lists and set(lists["gateway"]) & {
+        c for role in ("engine", "backend") for c in lists.get(role, ())
+    }:
+        r.warn(
+            ["cpus", "gateway"],
+            "the gateway shares a core with the engine or the backend: pinning then does not "
+            "keep them apart",
+        )
+    return Cpus(mode="explicit", **lists)
+
+
 def _scoring(value: Any, r: Reader) -> Scoring:
     if value is None:
         return Scoring()
@@ -342,7 +395,7 @@ def _scoring(value: Any, r: Reader) -> Scoring:
     if "weights" in data:
         table = r.mapping(data["weights"], ["scoring", "weights"], "weights")
         for metric, weight in table.items():
-            if metric not in METRICS:
+            if metric not in METRICS and metric not in COST_METRICS:
                 continue
             if isinstance(weight, bool) or not isinstance(weight, int | float) or weight < 0:
                 r.error(

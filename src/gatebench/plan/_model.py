@@ -157,6 +157,28 @@ class Scoring:
     weights: tuple[tuple[str, float], ...] = ()
 
 
+CpuMode = Literal["pinned", "unpinned", "explicit"]
+DEFAULT_CPU_MODE: CpuMode = "unpinned"
+"""What ``cpus:`` is when the plan does not say: pinning did not make runs more repeatable
+where it was measured (docs/trust.md, "Pinned cores")."""
+
+
+@dataclass(frozen=True)
+class Cpus:
+    """Where the gateway, the load engine and the backend run (gatebench.pinning):
+    ``pinned`` (the gateway on a core of its own), ``unpinned`` (wherever the scheduler puts
+    them), or ``explicit`` core lists per role (an empty list: that role is not pinned)."""
+
+    mode: CpuMode = DEFAULT_CPU_MODE
+    gateway: tuple[int, ...] = ()
+    engine: tuple[int, ...] = ()
+    backend: tuple[int, ...] = ()
+
+    def cores(self, role: str) -> tuple[int, ...]:
+        found: tuple[int, ...] = getattr(self, role)
+        return found
+
+
 @dataclass(frozen=True)
 class Plan:
     gateways: tuple[str, ...]
@@ -175,6 +197,8 @@ class Plan:
     engine: EngineName = "gatling"
     """The load generator (``gatebench.engines``): ``gatling`` runs every injection profile;
     ``wrk`` runs closed-model load only (concurrent users for whole seconds)."""
+    cpus: Cpus = field(default_factory=Cpus)
+    """Which cores each process runs on (``gatebench.pinning``)."""
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -187,6 +211,7 @@ class Plan:
 
 __all__ = [
     "BUILTIN_BACKENDS",
+    "DEFAULT_CPU_MODE",
     "MAX_BODY_BYTES",
     "MAX_DURATION_S",
     "MAX_REPETITIONS",
@@ -197,6 +222,8 @@ __all__ = [
     "BackendKind",
     "BodyKind",
     "BodySpec",
+    "CpuMode",
+    "Cpus",
     "EngineName",
     "Generator",
     "GeneratorKind",
