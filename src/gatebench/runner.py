@@ -607,7 +607,7 @@ class _Hooks:
         now = time.monotonic()
         if now < self._next_check:
             return
-        self._next_check = now + 0.5
+        self._next_check = now + 0.2
         for target in sorted({p.target for p in self.phases.values()}):
             self._check(target)
 

@@ -294,14 +294,13 @@ def build_report(
 
 def verdict(summary: RunSummary) -> list[str]:
     """Who wins, by how much, and whether the repetitions can tell the difference; the
-    gateways that failed during the run are named right after the headline."""
+    gateways that failed during the run are named last."""
     lines = _ranking_verdict(summary)
     failed = [f"{g} {why}" for g, why in summary.unranked.items()]
     if failed:
-        lines.insert(
-            1,
+        lines.append(
             f"{_join(failed)}: not ranked (the phases that overlap a failure are left out of "
-            "every figure).",
+            "every figure)."
         )
     return lines
 
@@ -313,7 +312,8 @@ def _ranking_verdict(summary: RunSummary) -> list[str]:
         return ["No gateway was measured: there is nothing to compare yet."]
     if len(result.gateways) == 1:
         only = result.gateways[0].target
-        lines = [f"Only {only} was measured, so its score (100) compares it with nothing."]
+        done = "ranked" if summary.unranked else "measured"
+        lines = [f"Only {only} was {done}, so its score (100) compares it with nothing."]
         lines.append(_single_gateway_overhead(summary, only))
         return lines
     leaders = result.leaders
