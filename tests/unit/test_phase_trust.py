@@ -16,7 +16,7 @@ from gatebench.measure import PhaseResult, measurement_from
 from gatebench.metrics import METRICS
 from gatebench.model import Measurement, RunRecord, RunStatus
 from gatebench.plan import Injection, build_plan, load_plan
-from gatebench.report import build_report
+from gatebench.report import build_report, render_html, render_json, render_markdown
 from gatebench.report._tables import score_table
 from gatebench.runner import _Hooks, _Run
 from gatebench.spec import load_spec
@@ -179,6 +179,11 @@ def test_a_gateway_that_failed_is_not_ranked_and_its_overlapping_phases_not_coun
     assert rows["b"] == ["–", "–", "–", "–", "not scored: failed during repetition 2"]
     assert list(rows) == ["a", "c", "b"]
     assert "b failed: b exited with code -9 during the run; last log lines:" in report.cautions
+    assert "| b | – | – | – | not scored: failed during repetition 2 |" in render_markdown(report)
+    assert "not scored: failed during repetition 2" in render_html(report)
+    data = json.loads(render_json(report))
+    assert data["unranked"] == {"b": "failed during repetition 2"}
+    assert data["failed_measurements"] == ["b:w:2"]
 
 
 class ProcessCheckStandIn:

@@ -212,6 +212,9 @@ class Report:
                     for o in s.overhead
                 ],
                 "empty_measurements": list(s.empty_measurements),
+                "unranked": dict(s.unranked),
+                "too_short": {w: list(ts) for w, ts in s.too_short.items()},
+                "failed_measurements": list(s.failed_measurements),
                 "notes": list(s.notes),
                 "trust": self.trust.to_dict(),
             }
