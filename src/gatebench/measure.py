@@ -9,7 +9,10 @@ that ingests a log loads neither the runner nor an engine.
 
 The flags a measurement carries are decided here too: ``noisy`` and ``tester-bound`` from the
 CPU shares (:class:`CpuUsage`), ``tester-bound`` from the engine's ceiling
-(``gatebench.trust``), ``incomplete`` when fewer requests completed than the profile sends.
+(``gatebench.trust``), ``incomplete`` when fewer requests completed than the profile sends,
+``too-short`` when the phase lasted too briefly for its throughput to mean anything against the
+engine's timer resolution and, for a burst, the spread of its start times
+(``gatebench.trust.too_short``, docs/trust.md).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from .model import Measurement
 from .resources import CgroupSample, PhaseResources, cgroup_resources
 from .simlog import RequestRecord, read_simlog
 from .stats import PhaseSample, phase_stats
+from .trust import ENGINE_RESOLUTION_MS, TOO_SHORT_FLAG, too_short
 from .workload import Phase, phases_from_document
 
 NOISY_OTHERS_PCT = 20.0
@@ -85,6 +89,13 @@ def measurement_from(
     expected = phase.injection.expected_requests
     if expected is not None and s.requests < expected:
         flags.append("incomplete")
+    # a burst's requests are meant to start together: the spread of their starts is the
+    # engine's launch time, inside the window; other profiles spread their starts on purpose
+    spread = result.sample.start_spread_ms if phase.injection.kind == "at_once" else 0.0
+    if s.requests > 0 and too_short(
+        result.sample.duration_ms, ENGINE_RESOLUTION_MS.get(engine, 1.0), spread
+    ):
+        flags.append(TOO_SHORT_FLAG)
     return Measurement(
         run_id=run_id,
         target=phase.target,

@@ -140,7 +140,9 @@ class Measurement:
     engine: str = "gatling"
     flags: tuple[str, ...] = ()
     """``noisy`` (other processes used much CPU), ``tester-bound`` (the load generator was
-    the bottleneck), ``incomplete`` (fewer requests than the workload defines)."""
+    the bottleneck), ``incomplete`` (fewer requests than the workload defines), ``too-short``
+    (too brief for its throughput to mean anything), ``target-failed`` (it overlaps its
+    target's failure: never scored). docs/trust.md."""
     other_cpu_pct: float | None = None
     tester_cpu_pct: float | None = None
     errors: tuple[tuple[str, int], ...] = ()

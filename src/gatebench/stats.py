@@ -31,6 +31,8 @@ class PhaseSample:
     ok: int = 0
     ko: int = 0
     first_start: int | None = None
+    last_start: int | None = None
+    """The latest start: ``last_start - first_start`` is the spread of the start times."""
     last_end: int | None = None
     errors: Counter[str] = field(default_factory=Counter)
 
@@ -43,12 +45,20 @@ class PhaseSample:
             self.errors[message or "KO"] += 1
         if self.first_start is None or start < self.first_start:
             self.first_start = start
+        if self.last_start is None or start > self.last_start:
+            self.last_start = start
         if self.last_end is None or end > self.last_end:
             self.last_end = end
 
     @property
     def requests(self) -> int:
         return self.ok + self.ko
+
+    @property
+    def start_spread_ms(self) -> float:
+        if self.first_start is None or self.last_start is None:
+            return 0.0
+        return float(self.last_start - self.first_start)
 
     @property
     def duration_ms(self) -> int:

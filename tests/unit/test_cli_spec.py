@@ -170,7 +170,7 @@ def test_validate_exits_1_only_when_a_workload_needs_what_is_left_out(
         "x-gatebench:\n"
         "  gateways: [nginx]\n"
         "  workloads:\n"
-        "    - {name: w, operation: WORKLOAD, injection: {at_once: 1}}\n"
+        "    - {name: w, operation: WORKLOAD, injection: {concurrent: 2, duration: 2s}}\n"
     )
     spec = tmp_path / "api.yaml"
     spec.write_text(text.replace("WORKLOAD", "ok"), encoding="utf-8")

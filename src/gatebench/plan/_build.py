@@ -129,6 +129,7 @@ def build_plan(
         thresholds=thresholds,
         engine=engine,
         cpus=cpus,
+        warnings=tuple(r.problems),
     )
 
 
@@ -451,6 +452,8 @@ def _workloads(value: Any, r: Reader, api: Api, auth: Auth) -> list[Workload]:
         if op is not None:
             _check_params(op, params, headers, body, r, ["workloads", i])
             _check_auth(op, auth, r, ["workloads", i, "operation"])
+        if injection is not None:
+            _warn_too_short(injection, body, r, ["workloads", i, "injection"])
         if op is None or injection is None:
             continue
         out.append(
@@ -467,6 +470,56 @@ def _workloads(value: Any, r: Reader, api: Api, auth: Auth) -> list[Workload]:
             )
         )
     return out
+
+
+SHORT_ROUNDS = 100
+"""A closed-model phase of fewer round trips per user than this can end within 20 ms on a
+fast local target (a loopback round trip takes about 0.2 ms): too short to measure."""
+LONG_BURST_BYTES = 40 * 1024 * 1024
+"""A burst that uploads this much in all lasts at least ~20 ms on loopback (about 2 GB/s):
+long enough to measure (the auction example's 50 images of 8.6 MB take hundreds of ms)."""
+
+
+def _body_bytes(body: BodySpec) -> int:
+    return (body.size or 0) + sum(part.size or 0 for part in body.parts)
+
+
+def _warn_too_short(inj: Injection, body: BodySpec, r: Reader, where: list[str | int]) -> None:
+    """A profile whose phase can end before it is long enough to measure a throughput (the
+    rule of gatebench.trust.too_short: 20 × (timer resolution + a burst's launch spread)),
+    with a profile that measures. Warned, not refused: only the run can tell how long the
+    phase lasted, and the run flags it ``too-short`` when it was."""
+    users = inj.users or 1
+    if inj.kind == "at_once":
+        if users * _body_bytes(body) >= LONG_BURST_BYTES:
+            return
+        r.warn(
+            [*where, "at_once"],
+            f"a burst of {users} requests lasts about one response time (a few ms on a fast "
+            "target): its throughput is not scored when the phase is too short to measure "
+            f"(docs/trust.md); to measure throughput, repeat the burst: concurrent: {users}, "
+            "duration: 10s",
+        )
+        return
+    if inj.kind not in ("sequential", "concurrent") or inj.duration is not None:
+        return  # ramp and constant_rate last as long as the profile says
+    requests = inj.requests or 0
+    if requests // users >= SHORT_ROUNDS:
+        return
+    if inj.kind == "sequential":
+        what = f"{requests} sequential requests"
+        better = f"sequential: {SHORT_ROUNDS * 20}, or concurrent: 1, duration: 10s"
+        key = "sequential"
+    else:
+        what = f"{requests} requests from {users} users"
+        better = f"concurrent: {users}, duration: 10s"
+        key = "requests"
+    r.warn(
+        [*where, key],
+        f"{what} can end within a few ms on a fast target (a loopback round trip takes "
+        "about 0.2 ms): the throughput is not scored when the phase is too short to measure "
+        f"(docs/trust.md); to measure throughput, send more or for a while: {better}",
+    )
 
 
 def _injection(value: Any, r: Reader, where: list[str | int]) -> Injection | None:

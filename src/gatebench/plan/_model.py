@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from ..errors import Problem
 from ..thresholds import Threshold
 
 InjectionKind = Literal["at_once", "ramp", "constant_rate", "concurrent", "sequential"]
@@ -199,6 +200,9 @@ class Plan:
     ``wrk`` runs closed-model load only (concurrent users for whole seconds)."""
     cpus: Cpus = field(default_factory=Cpus)
     """Which cores each process runs on (``gatebench.pinning``)."""
+    warnings: tuple[Problem, ...] = field(default=(), compare=False, repr=False)
+    """Located warnings about a valid plan (a profile too short to measure...): shown by
+    ``gatebench plan`` and ``validate``, never part of the plan's data (``to_dict``)."""
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -206,7 +210,9 @@ class Plan:
         return (*self.gateways, "baseline") if self.baseline else self.gateways
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        data.pop("warnings")
+        return data
 
 
 __all__ = [

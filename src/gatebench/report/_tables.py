@@ -146,6 +146,11 @@ def score_table(report: Report) -> Table:
                 Cell(", ".join(g.missing) or "–"),
             ],
         )
+    for target, why in s.unranked.items():
+        table.add(
+            target,
+            [Cell("–"), Cell("–"), Cell("–"), Cell("–"), Cell(f"not scored: {why}")],
+        )
     return table
 
 
