@@ -198,6 +198,9 @@ def startup_script(
             "image": each["image"],
             "args": each["args"],
             "sidecars": each["sidecars"],
+            "runner_image": values["runner_image"],
+            "run_id": values["run_id"],
+            "target": gateway,
         }
     else:
         variables = {
