@@ -410,8 +410,7 @@ def test_the_gateway_writes_only_runs_cgroup_objects_as_iam_evaluates_the_condit
     # The other grants' conditions are unchanged by the folder: prefix and suffix only.
     tester = [g["cel"] for g in grant_conditions(tmp_path) if g["vm"] == "tester"]
     assert tester[1] == (
-        f'resource.name.startsWith("{objects}runs/") && '
-        'resource.name.endsWith("/simulation.log")'
+        f'resource.name.startsWith("{objects}runs/") && resource.name.endsWith("/simulation.log")'
     )
 
 
