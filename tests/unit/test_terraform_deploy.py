@@ -614,3 +614,27 @@ def test_images_are_pushed_by_the_build_account_and_functions_built_without_a_pr
     assert "docker_repository = google_artifact_registry_repository.images.id" in functions
     dashboard = (INFRA / "modules" / "dashboard" / "main.tf").read_text()
     assert "docker_repository = var.builder_repository" in dashboard
+
+
+def test_the_gateway_vms_read_the_runner_repository_for_their_meter() -> None:
+    """The meter is the runner image: the gateway account reads that repository (and the
+    Docker Hub cache for the gateway's own image), and no other Artifact Registry grant."""
+    doc = load_hcl(INFRA / "modules" / "runner" / "main.tf")
+    grants = {
+        name: body
+        for block in doc["resource"]
+        for name, body in block.get("google_artifact_registry_repository_iam_member", {}).items()
+    }
+    readers = grants["readers"]
+    assert readers["repository"] == "${google_artifact_registry_repository.this.name}"
+    assert readers["role"] == "roles/artifactregistry.reader"
+    assert readers["for_each"]["gateway"] == '${google_service_account.vm["gateway"].member}'
+    gateway = {
+        name
+        for name, body in grants.items()
+        if "gateway" in json.dumps(body.get("member", "")) or "gateway" in body.get("for_each", {})
+    }
+    assert gateway == {"readers", "gateways_pull_docker_hub"}
+    assert grants["gateways_pull_docker_hub"]["repository"] == (
+        "${google_artifact_registry_repository.dockerhub.name}"
+    )
