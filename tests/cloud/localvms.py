@@ -226,7 +226,12 @@ class LocalVms:
         folder = self.root / "vms" / f"{values['run_id']}-gw-{name}-cgroup"
         cgroup = CgroupStandIn(folder, gateway.pid)
         with self._lock:
-            self.cgroups.setdefault(key, []).append(cgroup)
+            late = key in self.destroyed
+            if not late:
+                self.cgroups.setdefault(key, []).append(cgroup)
+        if late:  # an apply cut short: its machines are gone already
+            cgroup.stop()
+            return
         argv[argv.index("--cgroup") + 1] = str(folder)
         command = self.network.command(host, [GATEBENCH, *argv])
         env = {"STORAGE_EMULATOR_HOST": gate.url}
@@ -235,7 +240,7 @@ class LocalVms:
     def close(self) -> None:
         """Stop every process still running, the gates and the starter thread; remove the
         machines and the network."""
-        for key in list(self.machines):
+        for key in list(self.machines) + list(self.cgroups):
             self._destroy(key)
         for gate in list(self.gates.values()):
             gate.close()
