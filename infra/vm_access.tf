@@ -1,14 +1,17 @@
 # What each VM role may do with the runs bucket's objects, and nothing more: the single table
 # of those grants (the local pipeline's storage stand-in reads this table too). Each entry is
 # granted on the runs bucket with an IAM condition on the object's name: it starts with
-# `prefix` and, when `suffix` is not empty, ends with it. Object names are
+# `prefix`, when `folder` is set the next folder after the run's is `folder` (IAM's extract():
+# the text up to the first `/FOLDER/` is a single name), and when `suffix` is not empty it
+# ends with `suffix`. Object names are
 # runs/RUN/... (src/gatebench/cloud); the run id sits between prefix and suffix, so a grant
 # covers the same object of every run (the service accounts serve every run).
 #
 #   backend: reads runs/RUN/backend.json and, for a mock backend, runs/RUN/mock-backend.json.
 #   gateway: reads its configuration, runs/RUN/configs/GATEWAY/...: a condition can match a
 #            prefix and a suffix but not a middle folder, so it reads runs/ (never pipeline/
-#            or tfstate/).
+#            or tfstate/); its meter (gatebench cloud meter) writes runs/RUN/cgroup/GATEWAY.jsonl,
+#            again every few seconds (objectUser: overwrite), and nothing else.
 #   tester:  reads runs/RUN/workload.json, backend.json and the load build's markers (runs/);
 #            creates raw logs (never overwriting one); writes its own two markers, again after
 #            a restart (objectUser: overwrite).
@@ -20,6 +23,7 @@ locals {
     ]
     gateway = [
       { role = "roles/storage.objectViewer", prefix = "runs/", suffix = "" },
+      { role = "roles/storage.objectUser", prefix = "runs/", folder = "cgroup", suffix = ".jsonl" },
     ]
     tester = [
       { role = "roles/storage.objectViewer", prefix = "runs/", suffix = "" },
@@ -30,7 +34,7 @@ locals {
   }
   vm_object_grants = flatten([
     for vm, grants in local.vm_object_access : [
-      for i, g in grants : merge(g, { vm = vm, key = "${vm}-${i}" })
+      for i, g in grants : merge({ folder = "" }, g, { vm = vm, key = "${vm}-${i}" })
     ]
   ])
 }
@@ -43,9 +47,11 @@ resource "google_storage_bucket_iam_member" "vm_objects" {
 
   condition {
     title       = "${var.prefix}-${each.key}"
-    description = "${each.value.vm} VMs: objects ${each.value.prefix}*${each.value.suffix}"
+    description = "${each.value.vm} VMs: objects ${each.value.prefix}*${each.value.folder == "" ? "" : "/${each.value.folder}/*"}${each.value.suffix}"
     expression = join(" && ", compact([
       "resource.name.startsWith(\"projects/_/buckets/${module.runs.name}/objects/${each.value.prefix}\")",
+      each.value.folder == "" ? "" : "resource.name.extract(\"/objects/${each.value.prefix}{run}/${each.value.folder}/\") != \"\"",
+      each.value.folder == "" ? "" : "resource.name.extract(\"/objects/${each.value.prefix}{run}/${each.value.folder}/\") == resource.name.extract(\"/objects/${each.value.prefix}{run}/\")",
       each.value.suffix == "" ? "" : "resource.name.endsWith(\"${each.value.suffix}\")",
     ]))
   }

@@ -111,6 +111,10 @@ resource "google_compute_instance" "gateway" {
       args     = each.value.args
       sidecars = [for s in each.value.sidecars : merge(s, { image = module.images.pull[s.image] })]
       ports    = [each.value.port]
+      # The meter beside the gateway (runner image): its run and the target it reports.
+      runner_image = var.runner_image
+      run_id       = var.run_id
+      target       = each.key
     })
   }
 

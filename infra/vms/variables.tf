@@ -38,6 +38,10 @@ variable "gateways" {
     condition     = alltrue(flatten([for g in values(var.gateways) : [for a in concat(g.args, g.dirs, [g.mount], [for f in g.files : f.path]) : !can(regex("['\\n\\r]", a))]]))
     error_message = "gateways: arguments and paths may not contain quotes or newlines (they are quoted into the VM's startup script)."
   }
+  validation {
+    condition     = alltrue([for name in keys(var.gateways) : can(regex("^[a-z][a-z0-9-]{0,30}$", name))])
+    error_message = "gateways: names are lowercase letters, digits and hyphens, starting with a letter (a VM name and the meter's --target in the startup script)."
+  }
 }
 
 variable "labels" {
@@ -71,13 +75,21 @@ variable "run_id" {
 }
 
 variable "runner_image" {
-  description = "The gatebench runner image (tester and backend)."
+  description = "The gatebench runner image (tester, backend and each gateway VM's meter)."
   type        = string
+  validation {
+    condition     = can(regex("^[a-z0-9][a-z0-9.-]*/[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9._-]+)?(@sha256:[a-f0-9]{64})?$", var.runner_image))
+    error_message = "runner_image: an image reference REGISTRY/PATH[:TAG][@sha256:DIGEST] (it is quoted into the VMs' startup scripts)."
+  }
 }
 
 variable "runs_bucket" {
-  description = "Bucket holding the rendered configs and receiving raw logs."
+  description = "Bucket holding the rendered configs, receiving raw logs and the gateways' cgroup samples."
   type        = string
+  validation {
+    condition     = can(regex("^[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]$", var.runs_bucket))
+    error_message = "runs_bucket: a bucket name (3 to 63 lowercase letters, digits, dots, hyphens and underscores)."
+  }
 }
 
 variable "service_accounts" {

@@ -17,6 +17,11 @@ Container-Optimized OS's host firewall, named as Compute Engine's internal DNS n
   gateway's folder, mounted at the container's path for the gateway alone, then the
   container's command run natively (the renderer finds the program); a gateway whose files
   cannot be fetched or that cannot run here never answers, like a failing container;
+- beside each gateway, its meter: the ``gatebench cloud meter ...`` arguments of the
+  rendered script's ``docker run --name gatebench-meter`` line, run for real as the gateway's
+  account, with ``--cgroup`` pointing at a stand-in of the container's cgroup v2 files
+  written from the gateway's process tree (tests/cloud/cgroups.py: this machine has cgroup
+  v1 and no containers);
 - tester VM → ``gatebench cloud tester ...`` with its own scratch folder.
 
 ``destroy`` stops every process ``apply`` started under that state, even an ``apply`` the
@@ -40,9 +45,10 @@ from gatebench.errors import GatebenchError
 from gatebench.procs import ManagedProcess, Supervisor
 from gatebench.renderers import get_renderer
 
+from .cgroups import CgroupStandIn
 from .localterraform import LocalTerraform
 from .netns import LocalNetwork
-from .startup import firewall_commands, startup_script
+from .startup import firewall_commands, meter_command, startup_script
 from .storagegate import Access, Forbidden, StorageGate, vm_grants
 
 GATEBENCH = str(Path(sys.executable).parent / "gatebench")
@@ -68,6 +74,7 @@ class LocalVms:
     calls: list[list[str]] = field(default_factory=list)
     destroyed: set[str] = field(default_factory=set)
     denied: list[str] = field(default_factory=list)
+    cgroups: dict[str, list[CgroupStandIn]] = field(default_factory=dict)
     """Every storage request a gate refused (Cloud Storage's 403 message), across runs."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
     # Processes die with the thread that started them (PR_SET_PDEATHSIG, gatebench.procs),
@@ -139,7 +146,7 @@ class LocalVms:
         *,
         cwd: Path | None = None,
         env: dict[str, str] | None = None,
-    ) -> None:
+    ) -> ManagedProcess:
         proc = self._host.submit(
             self.supervisor.start,
             name,
@@ -153,6 +160,7 @@ class LocalVms:
             self.machines.setdefault(key, []).append(proc)
         if late:
             self._destroy(key)
+        return proc
 
     def _apply(self, key: str, values: dict[str, Any]) -> None:
         run_id, bucket = values["run_id"], values["runs_bucket"]
@@ -187,7 +195,8 @@ class LocalVms:
             mount = gateway["mount"]
             command = self.network.command(host, argv, mount=(folder, mount))
             env = renderer.env(Path(mount))
-            self._start(key, f"{run_id}-gw-{name}", command, cwd=folder, env=env)
+            proc = self._start(key, f"{run_id}-gw-{name}", command, cwd=folder, env=env)
+            self._meter(key, values, name, host, gate, proc)
         if values.get("tester"):
             host, gate = self.boot(key, values, "tester", "tester")
             scratch = self.root / "vms" / f"{run_id}-tester"
@@ -202,10 +211,36 @@ class LocalVms:
             command = self.network.command(host, argv)
             self._start(key, f"{run_id}-tester", command, env={"STORAGE_EMULATOR_HOST": gate.url})
 
+    def _meter(
+        self,
+        key: str,
+        values: dict[str, Any],
+        name: str,
+        host: str,
+        gate: StorageGate,
+        gateway: ManagedProcess,
+    ) -> None:
+        """The script's meter beside the gateway, reading the cgroup stand-in."""
+        script = startup_script("gateway", values, name, self.templates)
+        argv = meter_command(script, values["runner_image"])
+        folder = self.root / "vms" / f"{values['run_id']}-gw-{name}-cgroup"
+        cgroup = CgroupStandIn(folder, gateway.pid)
+        with self._lock:
+            late = key in self.destroyed
+            if not late:
+                self.cgroups.setdefault(key, []).append(cgroup)
+        if late:  # an apply cut short: its machines are gone already
+            cgroup.stop()
+            return
+        argv[argv.index("--cgroup") + 1] = str(folder)
+        command = self.network.command(host, [GATEBENCH, *argv])
+        env = {"STORAGE_EMULATOR_HOST": gate.url}
+        self._start(key, f"{values['run_id']}-gw-{name}-meter", command, env=env)
+
     def close(self) -> None:
         """Stop every process still running, the gates and the starter thread; remove the
         machines and the network."""
-        for key in list(self.machines):
+        for key in list(self.machines) + list(self.cgroups):
             self._destroy(key)
         for gate in list(self.gates.values()):
             gate.close()
@@ -219,8 +254,11 @@ class LocalVms:
             procs = self.machines.pop(key, [])
             hosts = self.hosts.pop(key, [])
             gates = [self.gates.pop(h) for h in hosts if h in self.gates]
+            cgroups = self.cgroups.pop(key, [])
         for proc in procs:
             self.supervisor.stop(proc)
+        for cgroup in cgroups:
+            cgroup.stop()
         for gate in gates:
             gate.close()
             self.denied += gate.denied

@@ -198,6 +198,9 @@ def startup_script(
             "image": each["image"],
             "args": each["args"],
             "sidecars": each["sidecars"],
+            "runner_image": values["runner_image"],
+            "run_id": values["run_id"],
+            "target": gateway,
         }
     else:
         variables = {
@@ -223,9 +226,22 @@ def firewall_commands(script: str) -> list[list[str]]:
     return commands
 
 
+def meter_command(script: str, image: str) -> list[str]:
+    """The gateway script's meter: the runner image's arguments (``cloud meter ...``) of its
+    ``docker run --name gatebench-meter`` line, as argv."""
+    for line in script.replace("\\\n", " ").splitlines():
+        if not line.startswith("docker run "):
+            continue
+        words = shlex.split(line, comments=True)
+        if "gatebench-meter" in words:
+            return words[words.index(image) + 1 :]
+    raise TemplateError("the gateway script starts no meter (docker run --name gatebench-meter)")
+
+
 __all__ = [
     "TemplateError",
     "firewall_commands",
+    "meter_command",
     "render_template",
     "startup_script",
     "templatefile_calls",

@@ -2,8 +2,8 @@
 
 The grants are read from infra/ (python-hcl2), never restated here: the runs bucket's
 bucket-wide roles (module "runs", ``iam``: a member naming a VM role's service account) and
-the per-object table ``local.vm_object_access`` (role, object-name prefix and suffix, granted
-with an IAM condition on the object's name). Permissions per predefined role are Cloud
+the per-object table ``local.vm_object_access`` (role, object-name prefix, folder and suffix,
+granted with an IAM condition on the object's name). Permissions per predefined role are Cloud
 Storage's own (objectViewer: get, list; objectCreator: create; objectUser: get, list, create,
 delete; objectAdmin: all). As on Cloud Storage, a condition on object names never matches a
 list request (its resource is the bucket), overwriting an object also needs delete, and a
@@ -48,6 +48,8 @@ class Grant:
     prefix: str | None = None
     """None: the whole bucket (no condition)."""
     suffix: str = ""
+    folder: str = ""
+    """Not empty: the name continues ``RUN/FOLDER/`` after the prefix (RUN one name)."""
 
     def allows(self, permission: str, bucket: str, name: str | None) -> bool:
         permissions = PERMISSIONS.get(self.role)
@@ -59,6 +61,10 @@ class Grant:
             return True
         if name is None:  # a list: the resource is the bucket, no object condition holds
             return False
+        if self.folder:
+            run, _, rest = name[len(self.prefix) :].partition("/")
+            if not run or not rest.startswith(f"{self.folder}/"):
+                return False
         return name.startswith(self.prefix) and name.endswith(self.suffix)
 
 
@@ -81,6 +87,7 @@ def vm_grants(infra: Path = INFRA) -> dict[str, list[Grant]]:
                             _text(entry["role"]),
                             _text(entry["prefix"]),
                             _text(entry.get("suffix", '""')),
+                            _text(entry.get("folder", '""')),
                         )
                     )
         for block in document.get("module", []):

@@ -20,6 +20,11 @@ Three runs: the auction example with a quick workload runs to `done` with scores
 Firestore and rows in BigQuery, and its re-delivered event starts nothing; a run whose only
 gateway never comes up fails at provision and is torn down; a run whose provisioning
 outlasts its build timeout fails at provision and is torn down.
+
+Beside the gateway runs the real ``gatebench cloud meter`` from its rendered startup script,
+reading a stand-in of the container's cgroup v2 files (tests/cloud/cgroups.py: the gateway
+process tree's figures in cgroup v2's formats; this machine has cgroup v1 and no containers):
+it proves the meter's wiring and grant and the ingest, not the kernel's cgroup accounting.
 """
 
 from __future__ import annotations
@@ -203,6 +208,18 @@ def test_the_auction_example_runs_to_done_and_a_redelivered_event_starts_nothing
         (t, w) for t in ("nginx", "baseline") for w in ("create-auction", "bid", "retrieve")
     }
     assert store.scores(run_id)
+    # The gateway VM's meter (the script's `gatebench cloud meter`, over a stand-in of the
+    # container's cgroup files: tests/cloud/cgroups.py) uploaded its samples under the
+    # gateway's grant, and the ingest attached them: nginx's phases carry its CPU and memory,
+    # the baseline (no gateway) none.
+    storage: Storage = world["storage"]
+    assert storage.names(RUNS, f"runs/{run_id}/cgroup/") == [f"runs/{run_id}/cgroup/nginx.jsonl"]
+    measured = {m.workload: m for m in store.measurements(run_id) if m.target == "nginx"}
+    covered = [m for m in measured.values() if m.gateway_cpu_s is not None]
+    assert covered, [m.to_dict() for m in measured.values()]
+    assert all(m.gateway_cpu_s >= 0 and (m.gateway_rss_mb or 0) > 1 for m in covered)
+    baseline = [m for m in store.measurements(run_id) if m.target == "baseline"]
+    assert all(m.gateway_cpu_s is None and m.gateway_rss_mb is None for m in baseline)
     rows = [r for r in world["bigquery"].rows if r["run_id"] == run_id]
     assert rows
     assert {r["target"] for r in rows} == {"nginx", "baseline"}

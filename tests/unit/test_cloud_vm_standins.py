@@ -52,6 +52,15 @@ def allowed(role: str, permission: str, name: str | None, bucket: str = BUCKET) 
         ("gateway", "get", "pipeline/settings.json", False),
         ("gateway", "get", f"tfstate/runs/{RUN}/default.tfstate", False),
         ("gateway", "create", f"runs/{RUN}/configs/nginx/nginx.conf", False),
+        # The gateway's meter replaces runs/RUN/cgroup/GATEWAY.jsonl, and writes nothing else.
+        ("gateway", "create", f"runs/{RUN}/cgroup/nginx.jsonl", True),
+        ("gateway", "delete", f"runs/{RUN}/cgroup/nginx.jsonl", True),
+        ("gateway", "get", f"runs/{RUN}/tester/load-done.json", True),
+        ("gateway", "create", f"runs/{RUN}/configs/nginx/cgroup/x.jsonl", False),
+        ("gateway", "create", f"runs/{RUN}/cgroup.jsonl", False),
+        ("gateway", "create", f"runs/{RUN}/cgroup/nginx.json", False),
+        ("gateway", "create", "runs/cgroup/nginx.jsonl", False),
+        ("gateway", "create", f"runs/{RUN}/tester/load-done.json", False),
         ("tester", "list", None, False),
     ],
 )
@@ -79,6 +88,10 @@ def test_bucket_wide_and_conditional_grants() -> None:
     assert conditional.allows("delete", BUCKET, "runs/r/done.json")
     assert not conditional.allows("get", BUCKET, "runs/r/other.json")
     assert not conditional.allows("list", BUCKET, None)
+    folder = Grant("roles/storage.objectUser", "runs/", ".jsonl", "cgroup")
+    assert folder.allows("create", BUCKET, "runs/r/cgroup/a.jsonl")
+    assert not folder.allows("create", BUCKET, "runs/r/x/cgroup/a.jsonl")
+    assert not folder.allows("create", BUCKET, "runs//cgroup/a.jsonl")
 
 
 def test_the_template_subset_renders_as_terraform_does() -> None:
@@ -96,6 +109,7 @@ def values() -> dict[str, Any]:
     return {
         "runner_image": "europe-docker.pkg.dev/p/gb-gatebench/runner:0.1.0",
         "runs_bucket": BUCKET,
+        "run_id": RUN,
         "backend": {"port": 8080, "args": ["cloud", "backend"]},
         "tester": {"args": ["cloud", "tester"]},
         "gateways": {

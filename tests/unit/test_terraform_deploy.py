@@ -256,7 +256,7 @@ def needs() -> dict[str, set[tuple[str, str]]]:
     """(access, object) each role's code performs in one run (src/gatebench/cloud)."""
     from gatebench.cloud._render import config_object, run_object
     from gatebench.cloud._tester import marker
-    from gatebench.provisioners._vm_roles import RAW_OBJECT
+    from gatebench.provisioners._vm_roles import CGROUP_OBJECT, RAW_OBJECT
 
     return {
         # serve_backend: backend.json, then the mock configuration it names.
@@ -264,10 +264,14 @@ def needs() -> dict[str, set[tuple[str, str]]]:
             ("get", run_object(RUN_ID, "backend.json")),
             ("get", run_object(RUN_ID, "mock-backend.json")),
         },
-        # gateway.sh.tftpl: each rendered file of its gateway.
+        # gateway.sh.tftpl: each rendered file of its gateway; its meter (meter_gateway)
+        # watches for the tester's load-done and uploads its samples, again and again.
         "gateway": {
             ("get", config_object(RUN_ID, "nginx", "nginx.conf")),
             ("get", config_object(RUN_ID, "kong", "kong.yml")),
+            ("get", marker(RUN_ID, "load-done")),
+            ("create", CGROUP_OBJECT.format(run_id=RUN_ID, target="nginx")),
+            ("overwrite", CGROUP_OBJECT.format(run_id=RUN_ID, target="nginx")),
         },
         # run_tester: the workload, backend.json, the load build's request; writes its two
         # markers (again after a restart) and creates the raw log.
@@ -285,6 +289,13 @@ def needs() -> dict[str, set[tuple[str, str]]]:
     }
 
 
+def in_folder(grant: dict[str, str], name: str) -> bool:
+    """``folder``: the name continues ``RUN/FOLDER/`` after the prefix (RUN one name)."""
+    folder = grant.get("folder", "")
+    run, _, rest = name.removeprefix(grant["prefix"]).partition("/")
+    return not folder or (run != "" and rest.startswith(f"{folder}/"))
+
+
 def allowed(grants: list[dict[str, str]], access: str, name: str) -> list[dict[str, str]]:
     return [
         g
@@ -292,6 +303,7 @@ def allowed(grants: list[dict[str, str]], access: str, name: str) -> list[dict[s
         if access in PERMITS[g["role"]]
         and name.startswith(g["prefix"])
         and name.endswith(g["suffix"])
+        and in_folder(g, name)
     ]
 
 
@@ -315,16 +327,91 @@ def test_each_vm_role_reaches_the_objects_it_uses_and_nothing_else_it_could_harm
         ):
             for access in ("get", "create", "overwrite"):
                 assert not allowed(grants, access, name), (role, access, name)
-    # The backend reads its two objects only; the gateway never writes; raw logs are never
-    # overwritten; the tester cannot overwrite the workload it measures with.
+    # The backend reads its two objects only; the gateway writes its cgroup samples only;
+    # raw logs are never overwritten; the tester cannot overwrite the workload it measures with.
     backend = table["backend"]
     assert not allowed(backend, "get", run_object_name("workload.json"))
-    assert not any(
-        allowed(table["gateway"], a, run_object_name("x")) for a in ("create", "overwrite")
-    )
+    for name in (
+        run_object_name("x"),
+        run_object_name("x.jsonl"),
+        run_object_name("cgroup.jsonl"),
+        run_object_name("configs/nginx/cgroup/x.jsonl"),
+        run_object_name("raw/cgroup/x.jsonl"),
+        run_object_name("cgroup/nginx.json"),
+        "runs/cgroup/nginx.jsonl",
+        f"runs/{RUN_ID}/../cgroup/x.jsonl",
+    ):
+        assert not any(allowed(table["gateway"], a, name) for a in ("create", "overwrite")), name
     raw = f"runs/{RUN_ID}/raw/gatling/simulation.log"
     assert not allowed(table["tester"], "overwrite", raw)
     assert not allowed(table["tester"], "overwrite", run_object_name("workload.json"))
+
+
+def terraform_cli() -> str:
+    path = shutil.which("terraform")
+    if path is None:
+        pytest.fail("the terraform CLI is not on PATH: install Terraform from HashiCorp")
+    return path
+
+
+def grant_conditions(tmp_path: Path) -> list[dict[str, str]]:
+    """Each grant of infra/vm_access.tf with its IAM condition, as Terraform itself renders
+    it (`terraform console` over the table and the condition's expression; no provider)."""
+    text = (INFRA / "vm_access.tf").read_text()
+    table = text[text.index("locals {") : text.index('resource "google_storage_bucket_iam_member"')]
+    start = text.index("expression = join(") + len("expression = ")
+    expression = text[start : text.index("]))", start) + 3]
+    expression = expression.replace("each.value.", "g.").replace("module.runs.name", "local.b")
+    (tmp_path / "main.tf").write_text(table + '\nlocals {\n  b = "gb-runs"\n}\n')
+    query = f"jsonencode([for g in local.vm_object_grants : merge(g, {{ cel = {expression} }})])"
+    result = subprocess.run(
+        [terraform_cli(), "console", "-no-color"],
+        input=" ".join(query.split()) + "\n",
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TF_CLI_CONFIG_FILE": os.devnull, "TF_IN_AUTOMATION": "1"},
+        timeout=120,
+    )
+    assert "Error" not in result.stderr, result.stderr
+    return list(json.loads(json.loads(result.stdout.strip().splitlines()[-1])))
+
+
+def test_the_gateway_writes_only_runs_cgroup_objects_as_iam_evaluates_the_condition(
+    tmp_path: Path,
+) -> None:
+    """The gateway's write grant: objectUser (the meter replaces its object every few seconds)
+    on runs/RUN/cgroup/*.jsonl, RUN one folder name, as the rendered IAM condition decides."""
+    grants = [g for g in grant_conditions(tmp_path) if g["vm"] == "gateway"]
+    writes = [g for g in grants if g["role"] != "roles/storage.objectViewer"]
+    assert [g["role"] for g in writes] == ["roles/storage.objectUser"]
+    condition = writes[0]["cel"]
+    objects = "projects/_/buckets/gb-runs/objects/"
+    assert condition == (
+        f'resource.name.startsWith("{objects}runs/") && '
+        'resource.name.extract("/objects/runs/{run}/cgroup/") != "" && '
+        'resource.name.extract("/objects/runs/{run}/cgroup/") == '
+        'resource.name.extract("/objects/runs/{run}/") && '
+        'resource.name.endsWith(".jsonl")'
+    )
+    kind = "storage.googleapis.com/Object"
+    assert cel(condition, kind, f"{objects}runs/{RUN_ID}/cgroup/nginx.jsonl")
+    assert cel(condition, kind, f"{objects}runs/{RUN_ID}/cgroup/spring-cloud-gateway.jsonl")
+    for name in (
+        f"runs/{RUN_ID}/configs/nginx/cgroup/x.jsonl",
+        f"runs/{RUN_ID}/raw/cgroup/x.jsonl",
+        f"runs/{RUN_ID}/cgroup.jsonl",
+        f"runs/{RUN_ID}/x.jsonl",
+        f"runs/{RUN_ID}/cgroup/nginx.json",
+        "runs/cgroup/x.jsonl",
+        f"tfstate/runs/{RUN_ID}/cgroup/x.jsonl",
+    ):
+        assert not cel(condition, kind, f"{objects}{name}"), name
+    # The other grants' conditions are unchanged by the folder: prefix and suffix only.
+    tester = [g["cel"] for g in grant_conditions(tmp_path) if g["vm"] == "tester"]
+    assert tester[1] == (
+        f'resource.name.startsWith("{objects}runs/") && resource.name.endsWith("/simulation.log")'
+    )
 
 
 def run_object_name(name: str) -> str:
@@ -344,6 +431,10 @@ def test_vm_grants_are_object_conditions_and_the_only_vm_access_to_the_bucket() 
         in expression
     )
     assert 'resource.name.endsWith(\\"${each.value.suffix}\\")' in expression
+    assert (
+        'resource.name.extract(\\"/objects/${each.value.prefix}{run}/${each.value.folder}/\\")'
+        in expression
+    )
     # No VM account in the bucket's unconditional grants.
     main = (INFRA / "main.tf").read_text()
     runs = main[main.index('module "runs"') : main.index('module "network"')]
@@ -426,8 +517,16 @@ def cel(expression: str, resource_type: str, name: str) -> bool:
     string literals, resource.type, resource.name.startsWith/endsWith/extract("...{x}")."""
 
     def extract(value: str, template: str) -> str:
-        prefix = template.split("{", 1)[0]
-        return value.split(prefix, 1)[1] if prefix in value else ""
+        # The text after the template's part before ``{x}`` up to the first occurrence of its
+        # part after ``{x}`` (to the end when there is none); "" when either is missing.
+        prefix, _, rest = template.partition("{")
+        suffix = rest.split("}", 1)[1]
+        if prefix not in value:
+            return ""
+        after = value.split(prefix, 1)[1]
+        if not suffix:
+            return after
+        return after.split(suffix, 1)[0] if suffix in after else ""
 
     python = (
         expression.replace("&&", " and ")
@@ -515,3 +614,27 @@ def test_images_are_pushed_by_the_build_account_and_functions_built_without_a_pr
     assert "docker_repository = google_artifact_registry_repository.images.id" in functions
     dashboard = (INFRA / "modules" / "dashboard" / "main.tf").read_text()
     assert "docker_repository = var.builder_repository" in dashboard
+
+
+def test_the_gateway_vms_read_the_runner_repository_for_their_meter() -> None:
+    """The meter is the runner image: the gateway account reads that repository (and the
+    Docker Hub cache for the gateway's own image), and no other Artifact Registry grant."""
+    doc = load_hcl(INFRA / "modules" / "runner" / "main.tf")
+    grants = {
+        name: body
+        for block in doc["resource"]
+        for name, body in block.get("google_artifact_registry_repository_iam_member", {}).items()
+    }
+    readers = grants["readers"]
+    assert readers["repository"] == "${google_artifact_registry_repository.this.name}"
+    assert readers["role"] == "roles/artifactregistry.reader"
+    assert readers["for_each"]["gateway"] == '${google_service_account.vm["gateway"].member}'
+    gateway = {
+        name
+        for name, body in grants.items()
+        if "gateway" in json.dumps(body.get("member", "")) or "gateway" in body.get("for_each", {})
+    }
+    assert gateway == {"readers", "gateways_pull_docker_hub"}
+    assert grants["gateways_pull_docker_hub"]["repository"] == (
+        "${google_artifact_registry_repository.dockerhub.name}"
+    )

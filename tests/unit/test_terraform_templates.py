@@ -83,6 +83,9 @@ GATEWAY = {
         }
     ],
     "ports": [8000],
+    "runner_image": "europe-central2-docker.pkg.dev/proj/gb-gatebench/runner:0.1.0",
+    "run_id": "r-0123456789abcdef0123",
+    "target": "nginx",
 }
 RUNNER = {
     "registry": "europe-central2-docker.pkg.dev",
@@ -309,8 +312,12 @@ def test_gateway_images_come_through_the_docker_hub_remote_repository() -> None:
     values = dict(GATEWAY, image=pulled["nginx:1.22.1"])
     values["sidecars"] = [dict(GATEWAY["sidecars"][0], image=pulled[REDIS_IMAGE])]
     script = render((TEMPLATES / "gateway.sh.tftpl").read_text(), values)
-    runs = re.findall(r"docker run .*?'([^']+)'(?: '|$)", script, re.M)
-    assert runs and all(i.startswith(mirror) for i in runs), runs
+    joined = script.replace("\\\n", "")
+    runs = re.findall(r"^docker run .*? --network host\s+(?:-v \S+\s+)?'([^']+)'", joined, re.M)
+    assert len(runs) == joined.count("\ndocker run ") == 3
+    # ... except the meter's, which is the runner image (the project's own repository).
+    assert runs[-1] == GATEWAY["runner_image"], runs
+    assert runs[:-1] and all(i.startswith(mirror) for i in runs[:-1]), runs
     assert (
         "docker-credential-gcr configure-docker --registries='europe-central2-docker.pkg.dev'"
         in script
@@ -318,3 +325,157 @@ def test_gateway_images_come_through_the_docker_hub_remote_repository() -> None:
     for path in [*TEMPLATES.iterdir(), *VMS.glob("*.tf"), VMS.parents[1] / "cloudbuild"]:
         if path.is_file():
             assert "docker.io" not in path.read_text(), path
+
+
+# -- the meter beside the gateway (gatebench cloud meter; issue: cost per gateway on the cloud)
+
+METER_SECTION = "# The gateway container's cgroup"
+
+
+def meter_section(tmp_path: Path, pid: int) -> tuple[Path, Path]:
+    """The rendered script's meter part, runnable here: ``docker`` is a stand-in on PATH
+    that answers ``inspect`` with ``pid`` and records the argv of ``run``."""
+    script = render((TEMPLATES / "gateway.sh.tftpl").read_text(), GATEWAY)
+    part = tmp_path / "meter.sh"
+    part.write_text("set -euo pipefail\n" + script[script.index(METER_SECTION) :])
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    recorded = tmp_path / "run.args"
+    docker = bin_dir / "docker"
+    docker.write_text(
+        "#!/bin/bash\n"
+        f'if [ "$1" = inspect ]; then echo {pid}; exit 0; fi\n'
+        f'printf "%s\\n" "$@" > {recorded}\n'
+    )
+    docker.chmod(0o755)
+    return part, recorded
+
+
+def test_the_gateway_script_starts_the_meter_with_the_runs_values_quoted() -> None:
+    script = render((TEMPLATES / "gateway.sh.tftpl").read_text(), GATEWAY)
+    meter = script[script.index(METER_SECTION) :]
+    assert meter.endswith(
+        "docker run -d --name gatebench-meter --restart on-failure:10 --network host \\\n"
+        "  -v /sys/fs/cgroup:/host/cgroup:ro "
+        "'europe-central2-docker.pkg.dev/proj/gb-gatebench/runner:0.1.0' cloud meter "
+        "--run-id 'r-0123456789abcdef0123' \\\n"
+        "  --runs-bucket 'gb-runs-proj' --target 'nginx' --cgroup \"/host/cgroup$cgroup\"\n"
+    )
+    # The gateway's container is found before; a reboot replaces the previous boot's meter.
+    assert script.index("docker run -d --name gateway ") < script.index(METER_SECTION)
+    assert "docker rm -f gatebench-meter gateway 'redis' 2>/dev/null || true" in script
+    # The runner image's registry is the one docker-credential-gcr is configured for.
+    registry = GATEWAY["runner_image"].split("/")[0]
+    assert f"docker-credential-gcr configure-docker --registries='{registry}'" in script
+    # The arguments are the CLI's own (gatebench cloud meter parses them).
+    from gatebench.cli import build_parser
+
+    argv = ["cloud", "meter", "--run-id", "r-0123456789abcdef0123", "--runs-bucket"]
+    args = build_parser().parse_args([*argv, "gb-runs-proj", "--target", "nginx", "--cgroup", "/x"])
+    assert (args.run_id, args.runs_bucket, args.target, args.cgroup) == (
+        "r-0123456789abcdef0123",
+        "gb-runs-proj",
+        "nginx",
+        "/x",
+    )
+    # main.tf passes the runner image, the run and the gateway's own name.
+    _, arguments = startup_arguments()["gateway"]
+    assert (arguments["runner_image"], arguments["run_id"], arguments["target"]) == (
+        "var.runner_image",
+        "var.run_id",
+        "each.key",
+    )
+
+
+def root_and_unshare() -> None:
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.fail("this test needs root and unshare (util-linux) to stand in /proc/PID/cgroup")
+
+
+def test_the_meter_reads_the_gateway_containers_cgroup_from_its_main_process(
+    tmp_path: Path,
+) -> None:
+    """A stand-in for docker and for the kernel's /proc/PID/cgroup line (this machine has
+    cgroup v1; COS, from milestone 97, has v2 with Docker's systemd driver): the script's own
+    lines find the container's cgroup from its process and hand it to the meter."""
+    root_and_unshare()
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        part, recorded = meter_section(tmp_path, sleeper.pid)
+        line = tmp_path / "cgroup"
+        line.write_text("0::/system.slice/docker-0f1e2d.scope\n")
+        env = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
+        done = subprocess.run(
+            [
+                "unshare",
+                "-m",
+                "bash",
+                "-c",
+                f"mount --bind {line} /proc/{sleeper.pid}/cgroup && bash {part}",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=30,
+        )
+        assert done.returncode == 0, done.stderr
+        argv = recorded.read_text().splitlines()
+        assert argv[argv.index("--cgroup") + 1] == "/host/cgroup/system.slice/docker-0f1e2d.scope"
+        assert argv[argv.index("-v") + 1] == "/sys/fs/cgroup:/host/cgroup:ro"
+        # A process in the root cgroup (this machine's cgroup v1 gives `0::/`): no meter.
+        recorded.unlink()
+        done = subprocess.run(["bash", str(part)], capture_output=True, text=True, env=env)
+        assert done.returncode == 1
+        assert done.stderr == (
+            f"gatebench: the gateway container (pid {sleeper.pid}) has no cgroup v2 path of its "
+            "own; not metering\n"
+        )
+        assert not recorded.exists()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def validation_errors(variables: dict[str, Any], tmp_path: Path) -> str:
+    """infra/vms/variables.tf's validation messages for these values, checked by Terraform
+    itself (`terraform console` with the variables alone needs no provider)."""
+    folder = tmp_path / "vars"
+    folder.mkdir(exist_ok=True)
+    shutil.copy(VMS / "variables.tf", folder / "variables.tf")
+    (folder / "run.tfvars.json").write_text(json.dumps(variables))
+    result = subprocess.run(
+        [terraform(), "console", "-no-color", "-var-file=run.tfvars.json"],
+        input="var.run_id\n",
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TF_CLI_CONFIG_FILE": os.devnull, "TF_IN_AUTOMATION": "1"},
+        timeout=120,
+    )
+    return " ".join(result.stderr.split()) if "Error:" in result.stderr else ""
+
+
+def test_every_value_the_gateway_script_quotes_is_validated_by_terraform(tmp_path: Path) -> None:
+    """The values main.tf hands the gateway template land in single quotes: Terraform refuses
+    any that could leave them (a quote, a newline) before a VM is made."""
+    _, variables = rendered_run()
+    assert validation_errors(variables, tmp_path) == ""
+    gateway = next(iter(variables["gateways"].values()))
+    bad: list[tuple[dict[str, Any], str]] = [
+        (
+            {"gateways": {"ng'inx": gateway}},
+            "gateways: names are lowercase letters, digits and hyphens, starting with a letter",
+        ),
+        ({"run_id": "r-0123456789abcdef0123'"}, "run_id: r- and 20 hexadecimal digits."),
+        ({"runs_bucket": "gb-runs' x"}, "runs_bucket: a bucket name"),
+        (
+            {"runner_image": "europe-docker.pkg.dev/p/r/runner:1'; reboot"},
+            "runner_image: an image reference REGISTRY/PATH[:TAG][@sha256:DIGEST]",
+        ),
+        (
+            {"gateways": {"nginx": {**gateway, "args": ["nginx", "x'y"]}}},
+            "gateways: arguments and paths may not contain quotes or newlines",
+        ),
+    ]
+    for change, message in bad:
+        assert message in validation_errors({**variables, **change}, tmp_path), change

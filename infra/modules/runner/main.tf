@@ -85,13 +85,14 @@ resource "google_project_iam_member" "log_writers" {
   member   = each.value.member
 }
 
-# The build steps, the tester and the backend run the runner image; the gateways pull their
-# images through the Docker Hub remote repository.
+# The build steps, the tester, the backend and each gateway VM's meter run the runner image;
+# the gateways pull their own images through the Docker Hub remote repository.
 resource "google_artifact_registry_repository_iam_member" "readers" {
   for_each = {
     build   = google_service_account.build.member
     tester  = google_service_account.vm["tester"].member
     backend = google_service_account.vm["backend"].member
+    gateway = google_service_account.vm["gateway"].member
   }
   project    = var.project_id
   location   = google_artifact_registry_repository.this.location
