@@ -57,6 +57,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "(gatling or wrk) and report where the two agree (docs/trust.md)",
     )
     parser.add_argument(
+        "--testers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="split every phase across N load generators (1-16), each in a network namespace "
+        "of its own, and merge their logs exactly (needs root when N > 1; docs/engine.md)",
+    )
+    parser.add_argument(
         "--no-ceiling",
         action="store_true",
         help="skip measuring the engine's ceiling (nginx static file) before the run; "
@@ -151,6 +159,7 @@ def run(args: argparse.Namespace) -> int:
         engine=args.engine,
         ceiling=not args.no_ceiling,
         cross_check=args.cross_check,
+        testers=args.testers,
     )
     display = LiveDisplay(sys.stderr)
     with open_store(_store_location(args)) as store:
