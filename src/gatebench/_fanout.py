@@ -217,4 +217,4 @@ def run_testers(
     return out
 
 
-__all__ = ["FanOut", "for_host", "run_testers", "fanout_problem"]
+__all__ = ["FanOut", "fanout_problem", "for_host", "run_testers"]

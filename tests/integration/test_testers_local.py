@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from _engine_helpers import ROOT
 
-from gatebench._fanout import FanOut, run_testers, fanout_problem
+from gatebench._fanout import FanOut, fanout_problem, run_testers
 from gatebench._netns import leftovers, namespaces_problem
 from gatebench.backends import start_backend
 from gatebench.engines import EngineEvent, PhaseResult
