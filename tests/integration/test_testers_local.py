@@ -192,3 +192,36 @@ def test_refusals_are_clear() -> None:
         "--testers 2: only the gatling engine runs as several testers, not wrk"
     )
     assert fanout_problem(1, "wrk") is None
+
+
+def test_a_whole_run_with_two_testers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from _engine_helpers import ITEMS, TOKEN_ENV, items
+
+    from gatebench.model import RunStatus
+    from gatebench.runner import RunOptions, run_benchmark
+
+    monkeypatch.setenv(TOKEN_ENV, "tok-testers")
+    api, plan = items(repetitions=1)
+    outcome = run_benchmark(
+        api,
+        plan,
+        spec_uri=str(ITEMS),
+        spec_sha256="0" * 64,
+        options=RunOptions(results_dir=tmp_path, seed=5, testers=2),
+    )
+    assert outcome.record.status == RunStatus.DONE, outcome.record.error
+    assert outcome.record.environment["testers"] == 2
+    assert sorted((m.target, m.workload, m.requests) for m in outcome.measurements) == [
+        ("baseline", "read", 60),
+        ("baseline", "write", 20),
+        ("nginx", "read", 60),
+        ("nginx", "write", 20),
+    ]
+    lines = (outcome.run_dir / "testers.jsonl").read_text(encoding="utf-8").splitlines()
+    shares = [json.loads(line)["testers"] for line in lines]
+    # the sequential "read" (one user) is tester 0's alone; "write" (at_once 20) is split 10/10
+    assert {len(s) for s in shares} == {1, 2}
+    split = [[t["requests"] for t in s] for s in shares if len(s) == 2]
+    assert [10, 10] in split
+    assert len(list(outcome.run_dir.glob("gatling-t1-results/*/simulation.log"))) == 1
+    assert leftovers("gb") == []
