@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._netns import TesterHost, TesterNetwork, namespaces_problem
+from ._netns import LoadHost, LoadHostNetwork, namespaces_problem
 from .engines import EngineEvent, EngineRun, Hooks
 from .engines.gatling import GatlingEngine
 from .errors import RunError
@@ -56,7 +56,7 @@ def fanout_problem(testers: int, engine: str) -> str | None:
     return None
 
 
-def for_host(document: dict[str, Any], host: TesterHost) -> dict[str, Any]:
+def for_host(document: dict[str, Any], host: LoadHost) -> dict[str, Any]:
     """The tester's document with every loopback URL pointed at the host's way back to it."""
     out = copy.deepcopy(document)
     to = f"http://{host.target}:"
@@ -161,7 +161,7 @@ def run_testers(
     errors: dict[int, BaseException] = {}
     runs: dict[int, EngineRun] = {}
 
-    with TesterNetwork(testers) as network:
+    with LoadHostNetwork(testers) as network:
 
         def go(t: int) -> None:
             if t == 0 and ready is not None:

@@ -4,13 +4,13 @@ With several testers (``gatebench run --testers N``) every Gatling JVM runs in a
 namespace of its own, so its requests cross a network stack (veth, routing, NAT, conntrack) as
 between VMs, not the loopback shortcut. The gateways, the backend and the ceiling server stay
 where they are, bound to 127.0.0.1 in the machine's namespace; a tester reaches them at
-``TARGET`` (see :class:`TesterHost`), an address that exists only as a neighbour entry inside
+``TARGET`` (see :class:`LoadHost`), an address that exists only as a neighbour entry inside
 the tester's namespace: at the machine's end of the link, a DNAT rule in a chain of the run's
 own sends it to 127.0.0.1 (``route_localnet`` on that one link allows it).
 
 No address is added outside the namespaces the run creates: the machine's end of each link
 has none, only a route and a neighbour entry for the tester's address, which go with the link.
-Everything is named ``gbXXXXXX...`` with a random tag and removed by :meth:`TesterNetwork.close`
+Everything is named ``gbXXXXXX...`` with a random tag and removed by :meth:`LoadHostNetwork.close`
 (namespaces take their links; the NAT chain and its jump are deleted), on every way out: the
 runner holds it in a ``with`` block. Root is needed; :func:`namespaces_problem` says why not.
 """
@@ -57,7 +57,7 @@ def _run(argv: Sequence[str]) -> str:
 
 
 @dataclass(frozen=True)
-class TesterHost:
+class LoadHost:
     index: int
     namespace: str
     address: str
@@ -72,16 +72,16 @@ class TesterHost:
 
 
 @dataclass
-class TesterNetwork:
+class LoadHostNetwork:
     """Namespaces for ``count`` testers; use as a context manager."""
 
     count: int
     tag: str = field(default_factory=lambda: "gb" + secrets.token_hex(3))
-    hosts: list[TesterHost] = field(default_factory=list)
+    hosts: list[LoadHost] = field(default_factory=list)
     _links: list[str] = field(default_factory=list)
     _chain: bool = False
 
-    def __enter__(self) -> TesterNetwork:
+    def __enter__(self) -> LoadHostNetwork:
         try:
             self._create()
         except BaseException:
@@ -104,7 +104,7 @@ class TesterNetwork:
             ns, outer, inner = f"{self.tag}t{t}", f"{self.tag}o{t}", f"{self.tag}i{t}"
             address, target = f"{TESTER_NET}.{t}.2", f"{TESTER_NET}.{t}.1"
             _run(["ip", "netns", "add", ns])
-            self.hosts.append(TesterHost(t, ns, address, target))
+            self.hosts.append(LoadHost(t, ns, address, target))
             _run(["ip", "link", "add", outer, "type", "veth", "peer", "name", inner])
             self._links.append(outer)
             _run(["ip", "link", "set", inner, "netns", ns])
@@ -156,4 +156,4 @@ def leftovers(tag: str = "gb") -> list[str]:
     return found
 
 
-__all__ = ["TESTER_NET", "TesterHost", "TesterNetwork", "leftovers", "namespaces_problem"]
+__all__ = ["TESTER_NET", "LoadHost", "LoadHostNetwork", "leftovers", "namespaces_problem"]

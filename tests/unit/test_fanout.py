@@ -8,7 +8,7 @@ import os
 import pytest
 
 from gatebench._fanout import fanout_problem, for_host
-from gatebench._netns import TesterHost
+from gatebench._netns import LoadHost
 
 
 def test_not_root_refuses_more_than_one_tester(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -22,7 +22,7 @@ def test_not_root_refuses_more_than_one_tester(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_loopback_urls_point_at_the_host_way_back() -> None:
-    host = TesterHost(1, "gbabcdeft1", "100.127.1.2", "100.127.1.1")
+    host = LoadHost(1, "gbabcdeft1", "100.127.1.2", "100.127.1.1")
     doc = {
         "phases": [
             {
