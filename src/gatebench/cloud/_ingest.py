@@ -24,7 +24,7 @@ from typing import Protocol
 from ..measure import ingest_simlog
 from ..store import ResultStore
 from ..testers import ingest_tester_logs
-from ._tester import fleet_testers, marker, tester_marker
+from ._tester import fleet_testers, marker, marker_of_tester
 
 RAW_LOG = re.compile(r"^runs/(r-[0-9a-f]{20})/raw/[A-Za-z0-9._-]+/simulation\.log$")
 
@@ -61,7 +61,7 @@ def ingest_testers(storage: Bucket, store: ResultStore, bucket: str, run_id: str
     testers = fleet_testers(storage, bucket, run_id)
     done = []
     for t in range(testers):
-        data = storage.read_optional(bucket, marker(run_id, tester_marker("load-done", t)))
+        data = storage.read_optional(bucket, marker(run_id, marker_of_tester("load-done", t)))
         if data is None:
             return 0
         done.append(json.loads(data))

@@ -8,7 +8,7 @@ probing and the load, and both sides meet in the bucket.
     load-done.json     tester → load build: finished (ok, reason, raw logs written)
 
 With several testers (``infrastructure.testers``, the fleet's ``tester.count``), tester T > 0
-writes ``ready-tT.json`` and ``load-done-tT.json``; one ``load-request.json`` starts them all:
+writes ``runs/RUN/tT/tester/ready.json`` and ``.../load-done.json``; one ``load-request.json`` starts them all:
 each starts its JVM when it sees the request and lets it go at ``start_at`` (the barrier:
 Compute Engine's clocks are synchronised). The load build waits for every tester; one that
 fails or never answers is recorded in its ``load-done`` marker, and its phases end ``partial``
@@ -44,12 +44,16 @@ class Readable(Protocol):
 
 
 def marker(run_id: str, name: str) -> str:
-    return f"runs/{run_id}/tester/{name}.json"
+    """``runs/RUN/tester/NAME.json``; a name ``tT/NAME`` (:func:`marker_of_tester`) is
+    ``runs/RUN/tT/tester/NAME.json``: it ends as tester 0's does, so the tester VMs' IAM
+    grant (infra/vm_access.tf, by object-name suffix) covers every tester's markers."""
+    folder, _, leaf = name.rpartition("/")
+    return f"runs/{run_id}/{folder + '/' if folder else ''}tester/{leaf}.json"
 
 
-def tester_marker(name: str, tester: int) -> str:
-    """Tester 0 keeps the single tester's names; tester T > 0 adds ``-tT``."""
-    return name if tester == 0 else f"{name}-t{tester}"
+def marker_of_tester(name: str, tester: int) -> str:
+    """Tester 0 keeps the single tester's names; tester T > 0's are ``tT/NAME``."""
+    return name if tester == 0 else f"t{tester}/{name}"
 
 
 def fleet_testers(bucket: Readable, runs_bucket: str, run_id: str) -> int:
@@ -118,7 +122,8 @@ def wait_ready(
     if not ready.get("reachable"):
         raise RunError(f"the tester reached no target: {ready.get('unreachable') or ready}")
     for t in range(1, fleet_testers(bucket, runs_bucket, run_id)):
-        other = wait_for_marker(bucket, runs_bucket, run_id, f"ready-t{t}", timeout, **kw)
+        name = marker_of_tester("ready", t)
+        other = wait_for_marker(bucket, runs_bucket, run_id, name, timeout, **kw)
         if not other.get("reachable"):
             raise RunError(f"tester {t} reached no target: {other.get('unreachable') or other}")
     return ready
@@ -157,12 +162,12 @@ def _wait_testers(
     deadline = clock.now() + timeout
     done: dict[int, dict[str, Any]] = {}
     for t in range(testers):
-        name = tester_marker("load-done", t)
+        name = marker_of_tester("load-done", t)
         try:
             left = max(0.0, deadline - clock.now())
             done[t] = wait_for_marker(bucket, runs_bucket, run_id, name, left, **kw)
         except RunError:
-            done[t] = {"ok": False, "reason": f"no {name}.json within {timeout:g}s"}
+            done[t] = {"ok": False, "reason": f"no {marker(run_id, name)} within {timeout:g}s"}
             write_marker(bucket, runs_bucket, run_id, name, done[t])
     failed = {
         t: str(d.get("reason") or "no reason given") for t, d in done.items() if not d.get("ok")

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from ..backends import backend_binary
 from ..cloud import Storage
-from ..cloud._tester import Clock, read_marker, tester_marker, wait_for_marker, write_marker
+from ..cloud._tester import Clock, marker_of_tester, read_marker, wait_for_marker, write_marker
 from ..engines import EngineEvent, PhaseResult, get_engine
 from ..errors import GatebenchError, RunError
 from ..procs import Supervisor, http_probe
@@ -117,7 +117,7 @@ def run_tester(
         storage,
         bucket,
         run_id,
-        tester_marker("ready", tester),
+        marker_of_tester("ready", tester),
         {"reachable": reachable, "unreachable": unreachable},
     )
     if not reachable:
@@ -125,7 +125,7 @@ def run_tester(
     skip_file = workdir / "skip-targets.txt"
     skip_file.write_text("".join(f"{t}\n" for t in sorted(unreachable)), encoding="utf-8")
     document = dict(document, skip_file=str(skip_file.resolve()))
-    done_marker = tester_marker("load-done", tester)
+    done_marker = marker_of_tester("load-done", tester)
     if read_marker(storage, bucket, run_id, done_marker) is not None:
         return 0  # a restarted tester: the load happened already
     request = wait_for_marker(
