@@ -13,6 +13,9 @@ locals {
   # The Docker Hub remote repository of infra/modules/runner: same registry host and project
   # as the runner image, named PREFIX-dockerhub.
   docker_hub = "${local.registry}/${var.project}/${var.prefix}-dockerhub"
+  # Tester 0 is PREFIX-RUN-tester (the single tester's name, gatebench.cloud._layout); tester
+  # T > 0 is PREFIX-RUN-tester-T.
+  tester_suffix = [for i in range(16) : i == 0 ? "" : "-${i}"]
 }
 
 module "images" {
@@ -122,7 +125,7 @@ resource "google_compute_instance" "gateway" {
 # (gatebench.testers) and they start together (cloud/_tester.py: load-request.json start_at).
 resource "google_compute_instance" "tester" {
   count        = var.tester == null ? 0 : var.tester.count
-  name         = count.index == 0 ? "${local.name}-tester" : "${local.name}-tester-${count.index}"
+  name         = "${local.name}-tester${local.tester_suffix[count.index]}"
   machine_type = var.tester.machine_type
   zone         = var.zone
   labels       = merge(local.labels, { role = "tester", tester = tostring(count.index) })
