@@ -155,11 +155,17 @@ def run() -> str:
             "and each run above is tester-bound by construction (`gatebench run` flags it). "
             f"Other processes used {min(others):.0f}–{max(others):.0f} % of the machine "
             "during these rounds, so single rounds swing widely; compare medians, and rerun "
-            "on a quiet machine before trusting a ratio.",
+            "on a quiet machine before trusting a ratio. The start skew grows with the phases "
+            "before the measured one (each tester goes through the warm-up at its own JIT's "
+            "speed): the testers start together but do not meet between phases "
+            '(docs/engine.md, "Several testers"); throughput is over the union of their '
+            "windows, so the skew lowers the merged rate rather than hiding requests.",
             "",
             "**Cloud estimate** (not a measurement): the 1-tester rounds above give "
             f"{rate_vcpu:,.0f} req/s per vCPU the tester used (median of req/s ÷ the tester's "
-            "CPU in vCPUs). Assuming each tester VM can spend all its vCPUs on Gatling at that "
+            f"CPU in vCPUs; the rounds ranged {min(per_vcpu, default=0):,.0f}–"
+            f"{max(per_vcpu, default=0):,.0f}). It is an upper bound: Gatling does not scale "
+            "linearly over a VM's vCPUs, and an n2 vCPU is one hyperthread. Assuming each tester VM can spend all its vCPUs on Gatling at that "
             "rate, that testers on separate VMs add up (they share no CPU; the merge adds "
             "their records), and that the gateway is not the limit, the ceiling of N testers "
             "on a machine type with V vCPUs is N × V × that rate. Network is not the limit at "
