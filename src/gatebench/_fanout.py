@@ -19,6 +19,7 @@ a local multi-tester result without the network hop would compare nothing with t
 from __future__ import annotations
 
 import copy
+import http.server
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +37,9 @@ from .testers import MergedPhase, PhasePart, merge_phase, split_document
 
 BARRIER_TIMEOUT_S = 900.0
 """How long a started tester waits for the gateways to boot and the others to be ready."""
+PHASE_BARRIER_S = 45.0
+"""How long the testers at a phase barrier wait for one that does not come (under Gatling's
+60-s request timeout, so the control call itself never fails); then they go on, with a note."""
 LOOPBACK = "http://127.0.0.1:"
 
 
@@ -54,6 +58,100 @@ def fanout_problem(testers: int, engine: str) -> str | None:
             f"{problem}; run as root or use --testers 1"
         )
     return None
+
+
+class PhaseBarrier:
+    """Testers meet before every phase: an HTTP endpoint the run serves on 127.0.0.1 (the
+    testers reach it as they reach the targets), called as a control before each phase.
+
+    Before phase P every tester with a share of it calls ``/P/a/T``, which answers once every
+    tester still running has reached phase P or a later one (so every earlier phase is over
+    everywhere, also on the testers without a share of P); tester 0 then resets the backend,
+    and the testers of P call ``/P/b/T`` (nobody starts before the reset). So the
+    testers' phases line up, the backend reset never lands among another tester's requests,
+    and the start skew stays small."""
+
+    def __init__(self, expected: Mapping[int, set[int]], timeout: float = PHASE_BARRIER_S):
+        self.expected = expected
+        self.timeout = timeout
+        self.arrived: dict[tuple[int, str], set[int]] = {}
+        self.reached: dict[int, int] = {}
+        """Tester → the latest phase whose first barrier it called."""
+        self.testers: set[int] = set().union(*expected.values()) if expected else set()
+        self.dead: set[int] = set()
+        self.notes: list[str] = []
+        self.cond = threading.Condition()
+        barrier = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                parts = self.path.strip("/").split("/")
+                ok = len(parts) == 3 and parts[0].isdigit() and parts[2].isdigit()
+                if ok:
+                    barrier.wait(int(parts[0]), parts[1], int(parts[2]))
+                self.send_response(204 if ok else 404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_address[1])
+
+    def __enter__(self) -> PhaseBarrier:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def _met(self, phase: int, stage: str) -> set[int]:
+        """Who is still missing at this barrier."""
+        if stage == "a":
+            behind = {t for t in self.testers if self.reached.get(t, -1) < phase}
+            return behind - self.dead
+        return self.expected.get(phase, set()) - self.arrived[(phase, stage)] - self.dead
+
+    def wait(self, phase: int, stage: str, tester: int) -> None:
+        key = (phase, stage)
+        with self.cond:
+            self.arrived.setdefault(key, set()).add(tester)
+            if stage == "a":
+                self.reached[tester] = max(phase, self.reached.get(tester, -1))
+            self.cond.notify_all()
+            met = self.cond.wait_for(lambda: not self._met(phase, stage), self.timeout)
+            if not met and tester == min(self.arrived[key]):
+                missing = sorted(self._met(phase, stage))
+                self.notes.append(
+                    f"phase {phase}: tester(s) {missing} did not reach the barrier within "
+                    f"{self.timeout:g}s; the others went on"
+                )
+
+    def gone(self, tester: int) -> None:
+        """A tester ended: nobody waits for it any more."""
+        with self.cond:
+            self.dead.add(tester)
+            self.cond.notify_all()
+
+    def controls(self, document: dict[str, Any], tester: int) -> dict[str, Any]:
+        """``document`` with the barrier calls around each phase's controls."""
+        out = copy.deepcopy(document)
+        base = f"http://127.0.0.1:{self.port}"
+        for phase in out["phases"]:
+            index = int(phase["index"])
+            meet = [
+                {"method": "POST", "url": f"{base}/{index}/{stage}/{tester}", "status": 204}
+                for stage in ("a", "b")
+            ]
+            phase["before"] = [meet[0], *phase["before"], meet[1]]
+        return out
 
 
 def for_host(document: dict[str, Any], host: LoadHost) -> dict[str, Any]:
@@ -161,7 +259,7 @@ def run_testers(
     errors: dict[int, BaseException] = {}
     runs: dict[int, EngineRun] = {}
 
-    with LoadHostNetwork(testers) as network:
+    with LoadHostNetwork(testers) as network, PhaseBarrier(merger.expected) as phases:
 
         def go(t: int) -> None:
             if t == 0 and ready is not None:
@@ -175,7 +273,7 @@ def run_testers(
         def tester(t: int) -> None:
             try:
                 runs[t] = engine.run(
-                    for_host(documents[t], network.hosts[t]),
+                    for_host(phases.controls(documents[t], t), network.hosts[t]),
                     workdir,
                     _TesterHooks(t, merger, hooks),
                     supervisor=supervisor,
@@ -187,6 +285,8 @@ def run_testers(
                 )
             except BaseException as exc:
                 errors[t] = exc
+            finally:
+                phases.gone(t)
 
         threads = [
             threading.Thread(target=tester, args=(t,), name=f"tester-{t}", daemon=True)
@@ -197,6 +297,7 @@ def run_testers(
         for thread in threads:
             while thread.is_alive():
                 thread.join(0.2)  # short joins: Ctrl-C reaches this thread
+    out.notes.extend(phases.notes)
     first = errors.get(0)
     if first is not None and not isinstance(first, threading.BrokenBarrierError):
         raise first  # provisioning failed: the runner reports it as it does for one tester
@@ -217,4 +318,4 @@ def run_testers(
     return out
 
 
-__all__ = ["FanOut", "fanout_problem", "for_host", "run_testers"]
+__all__ = ["FanOut", "PhaseBarrier", "fanout_problem", "for_host", "run_testers"]

@@ -146,7 +146,7 @@ def test_merged_percentiles_equal_those_of_the_concatenated_logs(
             want.p99,
             want.max,
         )
-        assert merged.start_skew_ms >= 0
+        assert 0 <= merged.start_skew_ms < 1000  # the testers meet before every phase
     assert len(out.runs) == 3
 
 
