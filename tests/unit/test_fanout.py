@@ -38,3 +38,36 @@ def test_loopback_urls_point_at_the_host_way_back() -> None:
     assert out["phases"][1]["request"]["base_url"] == "http://example.test:80"
     assert doc["phases"][0]["request"]["base_url"] == "http://127.0.0.1:8080/api"
     assert host.wrapper == ("ip", "netns", "exec", "gbabcdeft1")
+
+
+def test_the_phase_barrier_waits_for_testers_still_in_earlier_phases() -> None:
+    import threading
+    import urllib.request
+
+    from gatebench._fanout import PhaseBarrier
+
+    # phase 0: testers 0 and 1; phase 1: tester 0 alone (a one-user phase)
+    with PhaseBarrier({0: {0, 1}, 1: {0}}, timeout=5) as barrier:
+        base = f"http://127.0.0.1:{barrier.port}"
+        passed: list[str] = []
+
+        def call(path: str) -> None:
+            req = urllib.request.Request(base + path, method="POST")
+            with urllib.request.urlopen(req, timeout=10) as r:
+                assert r.status == 204
+            passed.append(path)
+
+        first = threading.Thread(target=call, args=("/1/a/0",))
+        first.start()
+        first.join(0.5)
+        assert passed == []  # tester 1 is still in phase 0
+        barrier.gone(1)  # it finished
+        first.join(5)
+        assert passed == ["/1/a/0"]
+        assert barrier.notes == []
+        doc = barrier.controls({"phases": [{"index": 3, "before": [{"url": "r"}]}]}, 2)
+        assert [c["url"] for c in doc["phases"][0]["before"]] == [
+            f"{base}/3/a/2",
+            "r",
+            f"{base}/3/b/2",
+        ]
