@@ -155,11 +155,10 @@ def run() -> str:
             "and each run above is tester-bound by construction (`gatebench run` flags it). "
             f"Other processes used {min(others):.0f}–{max(others):.0f} % of the machine "
             "during these rounds, so single rounds swing widely; compare medians, and rerun "
-            "on a quiet machine before trusting a ratio. The start skew grows with the phases "
-            "before the measured one (each tester goes through the warm-up at its own JIT's "
-            "speed): the testers start together but do not meet between phases "
-            '(docs/engine.md, "Several testers"); throughput is over the union of their '
-            "windows, so the skew lowers the merged rate rather than hiding requests.",
+            "on a quiet machine before trusting a ratio. The testers meet before every phase "
+            '(docs/engine.md, "Several testers"), so the start skew is what remains after '
+            "that barrier; throughput is over the union of their windows, so a skew lowers "
+            "the merged rate rather than hiding requests.",
             "",
             "**Cloud estimate** (not a measurement): the 1-tester rounds above give "
             f"{rate_vcpu:,.0f} req/s per vCPU the tester used (median of req/s ÷ the tester's "
