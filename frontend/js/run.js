@@ -98,6 +98,9 @@ export function resultsBlock(view, api) {
   if (byId("overhead").length) {
     out.push(section("overhead", "Overhead against the baseline", drawTables(byId("overhead"))));
   }
+  if (byId("costs").length) {
+    out.push(section("costs", "What each target cost", drawTables(byId("costs"))));
+  }
   out.push(
     section(
       "downloads",

@@ -16,6 +16,11 @@ compared with the baseline, and checked for stability. Pure: no store, no printi
   ceiling for a workload (``ceiling``, measured by the run) in at least half of its
   repetitions, that workload's throughput ranks the generator, not the gateways: it is left
   out of the score, for every gateway (docs/trust.md).
+- Too-short throughput: likewise when a gateway's phases on a workload were ``too short`` for
+  their throughput to mean anything in at least half of its repetitions (docs/trust.md).
+- A gateway that failed during the run (``failed``: target → when) is not ranked: its
+  measurements stay in the tables, but the phases that overlap its failure (flagged
+  ``target-failed``) are left out of every figure, and the score compares the others.
 
 A measurement in which no request completed (``requests == 0``) says nothing about
 latency (its latencies would read 0 ms and look best): it counts as missing, and the
@@ -31,10 +36,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .confidence import Difference, Sample, paired_difference, welch_difference
-from .metrics import METRICS
-from .model import Measurement
+from .metrics import COST_METRICS, METRICS
+from .model import RESOURCE_FIELDS, Measurement
 from .score import BASELINE, Profile, ScoreResult, score
-from .trust import bound_by_tester
+from .trust import FAILED_TARGET_FLAG, bound_by_tester, too_short_throughput
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,10 @@ class CellSummary:
     errors: tuple[tuple[str, int], ...] = ()
     """KO reasons summed over the repetitions, most frequent first."""
     engines: tuple[str, ...] = ()
+    resources: Mapping[str, Sample] = field(default_factory=dict)
+    """What the cell cost (``req_per_cpu_s`` and each role's CPU seconds and peak MB,
+    gatebench.model.RESOURCE_FIELDS) over the repetitions that measured it; a figure no
+    repetition measured is absent."""
 
     @property
     def n(self) -> int:
@@ -75,6 +84,7 @@ class CellSummary:
             "tester_cpu_pct": self.tester_cpu_pct,
             "errors": [{"reason": r, "count": c} for r, c in self.errors],
             "engines": list(self.engines),
+            "resources": {name: {"mean": s.mean, "n": s.n} for name, s in self.resources.items()},
             "metrics": {
                 m: {
                     "mean": s.mean,
@@ -154,6 +164,12 @@ class RunSummary:
     notes: tuple[str, ...] = ()
     tester_bound: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """workload → gateways whose throughput there is tester-bound (not scored there)."""
+    too_short: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """workload → gateways whose phases there were too short to measure a throughput."""
+    unranked: Mapping[str, str] = field(default_factory=dict)
+    """Gateways left out of the score, with why (``failed during repetition 3``)."""
+    failed_measurements: tuple[str, ...] = ()
+    """Keys of measurements that overlap their target's failure (left out of every figure)."""
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -210,13 +226,17 @@ def summarize(
     profile: Profile = "paper",
     weights: Mapping[str, float] | Sequence[tuple[str, float]] | None = None,
     ceiling: Mapping[str, float] | None = None,
+    failed: Mapping[str, str] | None = None,
 ) -> RunSummary:
     """Summarise a run's measurements. ``gateways`` and ``workloads`` (from the run record)
     give the order and say who was expected; by default they come from the measurements.
-    ``ceiling``: workload → the load engine's throughput against the ceiling server."""
+    ``ceiling``: workload → the load engine's throughput against the ceiling server.
+    ``failed``: gateways that failed during the run → when (``during repetition 3``): not
+    ranked."""
     all_ms = sorted(measurements, key=lambda m: (m.target, m.workload, m.repetition))
     empty = tuple(m.key for m in all_ms if m.requests <= 0)
-    usable = [m for m in all_ms if m.requests > 0]
+    overlapping = tuple(m.key for m in all_ms if FAILED_TARGET_FLAG in m.flags)
+    usable = [m for m in all_ms if m.requests > 0 and FAILED_TARGET_FLAG not in m.flags]
     if run_id is None:
         run_id = all_ms[0].run_id if all_ms else ""
     if gateways is None:
@@ -238,11 +258,14 @@ def summarize(
     means: dict[str, dict[str, Mapping[str, Sample]]] = {}
     for (w, t), cell in cells.items():
         means.setdefault(w, {})[t] = cell.metrics
-    bound = bound_by_tester(usable, gateway_list, ceiling or {})
-    left_out = dict.fromkeys(bound, ("throughput",))
+    unranked = {g: f"failed {when}" for g, when in (failed or {}).items() if g in gateway_list}
+    ranked = tuple(g for g in gateway_list if g not in unranked)
+    bound = bound_by_tester(usable, ranked, ceiling or {})
+    short = too_short_throughput(usable, ranked)
+    left_out = dict.fromkeys(sorted({*bound, *short}), ("throughput",))
     result = score(
         means,
-        gateways=gateway_list,
+        gateways=ranked,
         workloads=workload_list,
         profile=profile,
         weights=weights,
@@ -254,7 +277,7 @@ def summarize(
     by_rep: dict[int, dict[tuple[str, str], Measurement]] = {}
     for m in usable:
         by_rep.setdefault(m.repetition, {})[(m.workload, m.target)] = m
-    expected_cells = {key for key in cells if key[1] != baseline}
+    expected_cells = {key for key in cells if key[1] in ranked}
     complete = tuple(
         r for r in repetitions if expected_cells and expected_cells <= set(by_rep.get(r, {}))
     )
@@ -262,11 +285,13 @@ def summarize(
     for r in complete:
         values: dict[str, dict[str, dict[str, Sample]]] = {}
         for (w, t), m in by_rep[r].items():
-            values.setdefault(w, {})[t] = {name: Sample(m.metric(name)) for name in METRICS}
+            values.setdefault(w, {})[t] = {name: Sample(m.metric(name)) for name in METRICS} | {
+                name: Sample(cost) for name in COST_METRICS if (cost := m.cost(name)) is not None
+            }
         per_rep.append(
             score(
                 values,
-                gateways=gateway_list,
+                gateways=ranked,
                 workloads=workload_list,
                 profile=profile,
                 weights=weights,
@@ -280,7 +305,7 @@ def summarize(
             tuple(res.gateway(g).rank for res in per_rep),
             tuple(res.gateway(g).score for res in per_rep),
         )
-        for g in gateway_list
+        for g in ranked
     )
     comparison = None
     if len(result.gateways) >= 2:
@@ -318,6 +343,21 @@ def summarize(
             f"reached 80 % of the load engine's ceiling there in at least half of the "
             "repetitions (tester-bound), so the number ranks the load generator, not the gateways"
         )
+    for w, names in short.items():
+        notes.append(
+            f"throughput on {w} is not scored: the phases of {', '.join(names)} there were too "
+            "short to measure a rate (shorter than 20 × the timer's resolution plus a burst's "
+            "launch spread, in at least half of the repetitions; docs/trust.md)"
+        )
+    for g, why in unranked.items():
+        notes.append(f"{g} is not ranked: it {why}")
+    if overlapping:
+        notes.append(
+            f"{len(overlapping)} measurement(s) overlap their target's failure and are left out "
+            "of every figure: "
+            + ", ".join(overlapping[:5])
+            + (" ..." if len(overlapping) > 5 else "")
+        )
     if empty:
         notes.append(
             f"{len(empty)} measurement(s) completed no request and count as missing: "
@@ -346,7 +386,30 @@ def summarize(
         empty_measurements=empty,
         notes=tuple(notes),
         tester_bound=bound,
+        too_short=short,
+        unranked=unranked,
+        failed_measurements=overlapping,
     )
+
+
+def _costs(ms: list[Measurement]) -> dict[str, Sample]:
+    """What the cell cost (gatebench.metrics.COST_METRICS), over the repetitions that
+    measured it: absent when none did, so the paper's metrics stay the only ones there."""
+    out: dict[str, Sample] = {}
+    for name in COST_METRICS:
+        values = [v for m in ms if (v := m.cost(name)) is not None]
+        if values:
+            out[name] = Sample.of(values)
+    return out
+
+
+def _resources(ms: list[Measurement]) -> dict[str, Sample]:
+    out: dict[str, Sample] = {}
+    for name in ("req_per_cpu_s", *RESOURCE_FIELDS):
+        values = [v for m in ms if (v := getattr(m, name)) is not None]
+        if values:
+            out[name] = Sample.of(values)
+    return out
 
 
 def _cell(ms: list[Measurement]) -> CellSummary:
@@ -363,7 +426,7 @@ def _cell(ms: list[Measurement]) -> CellSummary:
         workload=ms[0].workload,
         target=ms[0].target,
         repetitions=tuple(m.repetition for m in ms),
-        metrics={name: Sample.of([m.metric(name) for m in ms]) for name in METRICS},
+        metrics={name: Sample.of([m.metric(name) for m in ms]) for name in METRICS} | _costs(ms),
         requests=sum(m.requests for m in ms),
         ok=sum(m.ok for m in ms),
         ko=sum(m.ko for m in ms),
@@ -372,6 +435,7 @@ def _cell(ms: list[Measurement]) -> CellSummary:
         tester_cpu_pct=max(testers) if testers else None,
         errors=tuple(sorted(errors.items(), key=lambda item: (-item[1], item[0]))),
         engines=tuple(sorted({m.engine for m in ms})),
+        resources=_resources(ms),
     )
 
 

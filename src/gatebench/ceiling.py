@@ -101,7 +101,10 @@ def start_ceiling_server(
     conf = w / "nginx.conf"
     conf.write_text(render_ceiling_config(w, port, as_root=os.geteuid() == 0), encoding="utf-8")
     argv = [program, "-p", f"{w}/", "-e", str(w / "logs" / "error.log"), "-c", str(conf)]
-    proc = supervisor.start("ceiling-nginx", argv, log_path=w / "nginx.out.log", cwd=w)
+    # the ceiling server stands where a gateway stands: on the gateway's cores
+    proc = supervisor.start(
+        "ceiling-nginx", argv, log_path=w / "nginx.out.log", cwd=w, role="gateway"
+    )
     try:
         wait_ready(proc, port, timeout=10.0)
     except BaseException:

@@ -155,6 +155,13 @@ class Operation:
     deprecated: bool = False
     pointer: str = ""
     source: str = ""
+    unknown: tuple[UnknownPart, ...] = ()
+    """Parts the description makes unknowable (a dangling ``$ref``): the route stays."""
+
+    @property
+    def body_unknown(self) -> UnknownPart | None:
+        """Why the request body cannot be known, when it cannot."""
+        return next((u for u in self.unknown if u.part == "the request body"), None)
 
     @property
     def base_path(self) -> str:
@@ -206,6 +213,62 @@ class Operation:
             out["tags"] = list(self.tags)
         if self.deprecated:
             out["deprecated"] = True
+        if self.unknown:
+            out["unknown"] = [u.to_dict() for u in self.unknown]
+        return out
+
+
+@dataclass(frozen=True)
+class UnknownPart:
+    """A part of an operation that a problem in the description hides (``request body``,
+    ``response 200``, ``parameter 'q'``), where, and why."""
+
+    part: str
+    pointer: str
+    reason: str
+    source: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"part": self.part, "pointer": self.pointer, "reason": self.reason}
+        if self.source:
+            out["source"] = self.source
+        return out
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """An operation the description hides (its path, method or path parameters cannot be
+    known): it is not in :attr:`Api.operations`; a workload naming it is an error."""
+
+    method: str
+    """Upper case, or ``*`` when a whole path item is unreadable."""
+    path: str
+    pointer: str
+    reason: str
+    source: str = ""
+    operation_id: str = ""
+    """As written, when the operation could be read that far."""
+
+    def matches(self, ref: str) -> bool:
+        """Whether a workload's ``operation`` (an operationId or ``METHOD /path``) names it."""
+        if self.operation_id and ref.strip() == self.operation_id:
+            return True
+        parts = ref.split()
+        if len(parts) == 2:
+            return parts[1] == self.path and self.method in ("*", parts[0].upper())
+        return False
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {
+            "method": self.method,
+            "path": self.path,
+            "pointer": self.pointer,
+            "reason": self.reason,
+        }
+        if self.source:
+            out["source"] = self.source
+        if self.operation_id:
+            out["operation_id"] = self.operation_id
         return out
 
 
@@ -218,6 +281,8 @@ class Api:
     operations: tuple[Operation, ...]
     schemas: dict[str, Any] = field(default_factory=dict)
     security_schemes: tuple[SecurityScheme, ...] = ()
+    left_out: tuple[LeftOut, ...] = ()
+    """Operations the description hides, with the reason (see :class:`LeftOut`)."""
 
     def operation(self, operation_id: str) -> Operation:
         for op in self.operations:
@@ -233,7 +298,28 @@ class Api:
             "operations": [op.to_dict() for op in self.operations],
             "schemas": self.schemas,
             "security_schemes": [s.to_dict() for s in self.security_schemes],
+            **({"left_out": [x.to_dict() for x in self.left_out]} if self.left_out else {}),
         }
+
+
+def left_out_message(ref: str, left_out: LeftOut) -> str:
+    """What a workload naming an operation the description hides is told."""
+    where = (left_out.source + "#" if left_out.source else "") + left_out.pointer
+    return (
+        f"operation {ref!r} is left out of the description: {where}: {left_out.reason}; "
+        "fix the description to benchmark it"
+    )
+
+
+def unknown_body_message(op: Operation) -> str:
+    """What a workload asking to synthesize a body the description hides is told."""
+    unknown = op.body_unknown
+    assert unknown is not None
+    where = (unknown.source + "#" if unknown.source else "") + unknown.pointer
+    return (
+        f"operation {op.operation_id!r} has an unknown request body ({where}: {unknown.reason}); "
+        "give the body (json, text, binary or none), or fix the description"
+    )
 
 
 def method_rank(method: str) -> int:

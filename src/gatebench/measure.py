@@ -9,18 +9,24 @@ that ingests a log loads neither the runner nor an engine.
 
 The flags a measurement carries are decided here too: ``noisy`` and ``tester-bound`` from the
 CPU shares (:class:`CpuUsage`), ``tester-bound`` from the engine's ceiling
-(``gatebench.trust``), ``incomplete`` when fewer requests completed than the profile sends.
+(``gatebench.trust``), ``incomplete`` when fewer requests completed than the profile sends,
+``too-short`` when the phase lasted too briefly for its throughput to mean anything against the
+engine's timer resolution and, for a burst, the spread of its start times
+(``gatebench.trust.too_short``, docs/trust.md).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .model import Measurement
+from .resources import CgroupSample, PhaseResources, cgroup_resources
 from .simlog import RequestRecord, read_simlog
 from .stats import PhaseSample, phase_stats
+from .trust import ENGINE_RESOLUTION_MS, TOO_SHORT_FLAG, too_short
 from .workload import Phase, phases_from_document
 
 NOISY_OTHERS_PCT = 20.0
@@ -62,6 +68,8 @@ class PhaseResult:
     """Epoch ms of the phase's first request start."""
     end_ms: float
     cpu: CpuUsage | None
+    resources: PhaseResources | None = None
+    """What the phase cost per role (gatebench.resources), when the engine sampled it."""
 
 
 def measurement_from(
@@ -81,6 +89,13 @@ def measurement_from(
     expected = phase.injection.expected_requests
     if expected is not None and s.requests < expected:
         flags.append("incomplete")
+    # a burst's requests are meant to start together: the spread of their starts is the
+    # engine's launch time, inside the window; other profiles spread their starts on purpose
+    spread = result.sample.start_spread_ms if phase.injection.kind == "at_once" else 0.0
+    if s.requests > 0 and too_short(
+        result.sample.duration_ms, ENGINE_RESOLUTION_MS.get(engine, 1.0), spread
+    ):
+        flags.append(TOO_SHORT_FLAG)
     return Measurement(
         run_id=run_id,
         target=phase.target,
@@ -106,6 +121,7 @@ def measurement_from(
         other_cpu_pct=None if result.cpu is None else round(result.cpu.others_pct, 1),
         tester_cpu_pct=None if result.cpu is None else round(result.cpu.tester_pct, 1),
         errors=s.errors[:10],
+        **(result.resources.to_dict() if result.resources is not None else {}),
     )
 
 
@@ -140,6 +156,28 @@ def ingest_simlog(
     return out
 
 
+def with_gateway_cgroup(
+    measurements: Sequence[Measurement], samples: Mapping[str, Sequence[CgroupSample]]
+) -> list[Measurement]:
+    """The cloud path's measurements with their gateway's CPU seconds and peak memory, from
+    the cgroup samples its VM took of the gateway's container (target → samples): each phase's
+    window is its first request start to its last end. A phase the samples do not cover keeps
+    None (the collector's last upload came after the ingest, or it did not run)."""
+    out = []
+    for m in measurements:
+        found = samples.get(m.target)
+        if not found:
+            out.append(m)
+            continue
+        start_ms = m.started_at * 1000.0
+        cost = cgroup_resources(found, start_ms, start_ms + m.duration_s * 1000.0)
+        if cost.gateway_cpu_s is None:
+            out.append(m)
+            continue
+        out.append(replace(m, gateway_cpu_s=cost.gateway_cpu_s, gateway_rss_mb=cost.gateway_rss_mb))
+    return out
+
+
 __all__ = [
     "NOISY_OTHERS_PCT",
     "TESTER_BOUND_BUSY_PCT",
@@ -147,4 +185,5 @@ __all__ = [
     "PhaseResult",
     "ingest_simlog",
     "measurement_from",
+    "with_gateway_cgroup",
 ]

@@ -28,3 +28,19 @@ METRICS: dict[str, Direction] = {
 UNITS = {"throughput": "req/s", "error_pct": "%"} | {
     m: "ms" for m in METRICS if m not in ("throughput", "error_pct")
 }
+
+COST_METRICS: dict[str, Direction] = {
+    "req_per_cpu_s": "higher",
+    "gateway_rss_mb": "lower",
+}
+"""What a gateway costs (gatebench.resources), beside the paper's metrics: requests per
+second of gateway CPU, and the gateway's peak resident memory. Not among the paper's metrics,
+so the ``paper`` score never uses them; the ``robust`` profile scores them when the plan gives
+them a weight (docs/scoring.md)."""
+
+COST_UNITS = {"req_per_cpu_s": "req/CPU-s"} | {
+    f"{role}_{kind}": unit
+    for role in ("gateway", "backend", "engine")
+    for kind, unit in (("cpu_s", "CPU-s"), ("rss_mb", "MB"))
+}
+"""Units of the cost metrics and of each role's CPU seconds and peak resident memory."""

@@ -16,7 +16,8 @@ from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
-from .metrics import METRICS
+from .metrics import COST_METRICS, METRICS
+from .resources import PhaseResources, requests_per_cpu_s
 
 
 class RunStatus(StrEnum):
@@ -139,20 +140,55 @@ class Measurement:
     engine: str = "gatling"
     flags: tuple[str, ...] = ()
     """``noisy`` (other processes used much CPU), ``tester-bound`` (the load generator was
-    the bottleneck), ``incomplete`` (fewer requests than the workload defines)."""
+    the bottleneck), ``incomplete`` (fewer requests than the workload defines), ``too-short``
+    (too brief for its throughput to mean anything), ``target-failed`` (it overlaps its
+    target's failure: never scored). docs/trust.md."""
     other_cpu_pct: float | None = None
     tester_cpu_pct: float | None = None
     errors: tuple[tuple[str, int], ...] = ()
     """KO reasons and their counts (``status.find.in(200..399), but actually found 409``)."""
+    gateway_cpu_s: float | None = None
+    """What the phase cost (gatebench.resources): CPU seconds (user + system) of the
+    gateway's process tree or container over the phase, and its peak resident MB; the same
+    for the backend and the load engine. None: not measured (older records, the baseline's
+    gateway, a user's own backend, a cloud run without its cgroup samples)."""
+    gateway_rss_mb: float | None = None
+    backend_cpu_s: float | None = None
+    backend_rss_mb: float | None = None
+    engine_cpu_s: float | None = None
+    engine_rss_mb: float | None = None
 
     @property
     def key(self) -> str:
         return f"{self.target}:{self.workload}:{self.repetition}"
 
+    @property
+    def req_per_cpu_s(self) -> float | None:
+        """Requests per second of gateway CPU (gatebench.resources.requests_per_cpu_s)."""
+        return requests_per_cpu_s(self.requests, self.gateway_cpu_s)
+
+    @property
+    def resources(self) -> PhaseResources:
+        return PhaseResources(
+            self.gateway_cpu_s,
+            self.gateway_rss_mb,
+            self.backend_cpu_s,
+            self.backend_rss_mb,
+            self.engine_cpu_s,
+            self.engine_rss_mb,
+        )
+
     def metric(self, name: str) -> float:
         if name not in METRICS:
             raise KeyError(name)
         value: float = getattr(self, name)
+        return value
+
+    def cost(self, name: str) -> float | None:
+        """A cost metric (gatebench.metrics.COST_METRICS), None when it was not measured."""
+        if name not in COST_METRICS:
+            raise KeyError(name)
+        value: float | None = getattr(self, name)
         return value
 
     def to_dict(self) -> dict[str, Any]:
@@ -170,11 +206,29 @@ class Measurement:
         return cls(**values)
 
 
+RESOURCE_FIELDS = (
+    "gateway_cpu_s",
+    "gateway_rss_mb",
+    "backend_cpu_s",
+    "backend_rss_mb",
+    "engine_cpu_s",
+    "engine_rss_mb",
+)
+"""The Measurement fields of what a phase cost, in the order the flat rows give them."""
+
+
 def flat_rows(measurements: list[Measurement]) -> list[dict[str, Any]]:
-    """``(run, target, workload, repetition, metric, value)`` rows for BigQuery and CSV."""
+    """``(run, target, workload, repetition, metric, value)`` rows for BigQuery and CSV: every
+    metric, then what the phase cost where it was measured (``req_per_cpu_s`` and each role's
+    CPU seconds and peak MB; no row for a figure not measured)."""
     rows = []
     for m in measurements:
-        for metric in METRICS:
+        values: list[tuple[str, float | None]] = [(metric, m.metric(metric)) for metric in METRICS]
+        values.append(("req_per_cpu_s", m.req_per_cpu_s))
+        values.extend((name, getattr(m, name)) for name in RESOURCE_FIELDS)
+        for metric, value in values:
+            if value is None:
+                continue
             rows.append(
                 {
                     "run_id": m.run_id,
@@ -182,7 +236,7 @@ def flat_rows(measurements: list[Measurement]) -> list[dict[str, Any]]:
                     "workload": m.workload,
                     "repetition": m.repetition,
                     "metric": metric,
-                    "value": m.metric(metric),
+                    "value": value,
                 }
             )
     return rows

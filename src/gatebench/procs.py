@@ -43,6 +43,18 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+def _child_setup(cpus: frozenset[int] | None) -> Callable[[], None]:
+    """What the child runs before ``exec``: die with gatebench, and run on ``cpus`` when
+    given, so every thread and worker process the program starts inherits the affinity."""
+
+    def setup() -> None:  # pragma: no cover - runs in the child
+        _die_with_parent()
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+
+    return setup
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM, delivered as an exception so that ``finally`` blocks (teardown) run."""
 
@@ -114,10 +126,12 @@ def start_process(
     cwd: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
     stdout_pipe: bool = False,
+    cpus: frozenset[int] | None = None,
 ) -> ManagedProcess:
     """Start ``argv`` (never through a shell) in a new session, output to ``log_path``.
     ``stdout_pipe``: standard output is a pipe the caller reads (:attr:`ManagedProcess.stdout`)
-    and only standard error goes to the log."""
+    and only standard error goes to the log. ``cpus``: the cores it (and everything it
+    starts) may run on (``sched_setaffinity``)."""
     log = Path(log_path)
     log.parent.mkdir(parents=True, exist_ok=True)
     full_env = dict(os.environ)
@@ -133,7 +147,7 @@ def start_process(
                 stdout=subprocess.PIPE if stdout_pipe else out,
                 stderr=out if stdout_pipe else subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
+                preexec_fn=_child_setup(cpus),
             )
         except OSError as exc:
             raise RunError(f"{name}: cannot start {argv[0]}: {exc.strerror or exc}") from None
@@ -152,9 +166,21 @@ class Supervisor:
         self.processes: list[ManagedProcess] = []
         self._lock = threading.Lock()
         self._previous: dict[int, Any] = {}
+        self.affinity: dict[str, frozenset[int]] = {}
+        """Cores per role (gatebench.pinning): a process started with that ``role`` runs
+        there; an empty map pins nothing."""
 
-    def start(self, name: str, argv: Sequence[str], **kwargs: Any) -> ManagedProcess:
-        proc = start_process(name, argv, **kwargs)
+    def pin(self, cores: Mapping[str, Sequence[int]]) -> None:
+        """Start the processes of each role on its cores from now on."""
+        self.affinity = {role: frozenset(c) for role, c in cores.items() if c}
+
+    def start(
+        self, name: str, argv: Sequence[str], *, role: str | None = None, **kwargs: Any
+    ) -> ManagedProcess:
+        """Start a process; ``role`` (``gateway``, ``engine``, ``backend``) places it on the
+        cores :meth:`pin` gave that role."""
+        cpus = self.affinity.get(role) if role is not None else None
+        proc = start_process(name, argv, cpus=cpus, **kwargs)
         with self._lock:
             self.processes.append(proc)
         return proc

@@ -21,7 +21,11 @@ stored with the run too (``environment.cross_check``) for the report to compare.
 
 Faults: a gateway whose config is rejected or that will not start is marked failed with the
 reason and the others go on; one that dies mid-run is marked failed with its log tail and
-its remaining phases are skipped; an unreachable backend fails the run before any load; a
+its remaining phases are skipped. Whether a gateway is alive is checked when each of its
+phases starts and ends and when each is reported (and twice a second): a phase that overlaps
+its target's failure window (from the last check that saw it alive to the first that saw it
+dead) is stored flagged ``target-failed`` and never scored, and the failure is recorded with
+the run (``environment.failures``) so the report names the gateway and leaves it unranked; an unreachable backend fails the run before any load; a
 load-engine crash is retried once for the phases not yet complete, then marked failed;
 Ctrl-C (or SIGTERM) tears everything down and the run ends ``partial`` with what finished.
 """
@@ -44,6 +48,7 @@ from .errors import GatebenchError, RunError
 from .ir import Api
 from .measure import PhaseResult, measurement_from
 from .model import Measurement, RunRecord, RunStatus, can_move, local_run_id
+from .pinning import CpuLayout, resolve_layout
 from .plan import Plan, workload_summary
 from .procs import Supervisor
 from .provisioners import Provisioned
@@ -55,6 +60,7 @@ from .trust import (
     CEILING_TARGET,
     CROSS_CHECK_REPETITIONS,
     ENGINE_RESOLUTION_MS,
+    FAILED_TARGET_FLAG,
     Ceiling,
     CeilingPoint,
     ceiling_of,
@@ -258,6 +264,8 @@ def run_benchmark(
         with supervisor_factory() as supervisor:
             from .provisioners.local import LocalProvisioner
 
+            layout = _pin(supervisor, plan, outcome)
+
             provisioner = LocalProvisioner(supervisor)
             try:
                 # -- backend first: the configs point at it; unreachable → no load at all
@@ -274,9 +282,16 @@ def run_benchmark(
                 )
                 # -- render (ports are chosen here, so the load engine can start right away)
                 step = "rendered"
-                failures = provisioner.render(list(plan.gateways), api, origin, run_dir)
+                failures = provisioner.render(
+                    list(plan.gateways),
+                    api,
+                    origin,
+                    run_dir,
+                    needed={w.operation_id for w in plan.workloads},
+                )
                 for gw, reason in failures.items():
                     run.target_failed(gw, reason)
+                note_routes_left_out(run, outcome, provisioner.routes_left_out)
                 for gw, reason in provisioner.unsupported.items():
                     run.target_failed(gw, f"unsupported here (cloud path only): {reason}")
                     outcome.notes.append(f"{gw}: runs only on the cloud path; not measured here")
@@ -305,6 +320,7 @@ def run_benchmark(
                         "seed": schedule.seed,
                         "target_order": [list(o) for o in schedule.target_order],
                     }
+                    | _layout_environment(layout)
                 )
                 backend_pid = backend_proc.pid if backend_proc else None
                 cpu_groups: dict[str, list[int]] = {}
@@ -448,6 +464,17 @@ def _check_testers(testers: int, engine_name: str) -> None:
         raise RunError(problem)
 
 
+def note_routes_left_out(run: _Run, outcome: RunOutcome, summaries: dict[str, str]) -> None:
+    """Routes a gateway left out of its files (no workload uses them): a note, and a line of
+    the report (the run record's environment keeps them)."""
+    if not summaries:
+        return
+    outcome.notes.extend(summaries[gw] for gw in sorted(summaries))
+    run.update(
+        environment=dict(run.record.environment, routes_left_out=dict(sorted(summaries.items())))
+    )
+
+
 def _start_ceiling(
     supervisor: Supervisor, run: _Run, engine_name: str, outcome: RunOutcome
 ) -> tuple[Any, str | None]:
@@ -464,6 +491,21 @@ def _start_ceiling(
         run.update(environment=dict(run.record.environment, ceiling=ceiling.to_dict()))
         return None, None
     return proc, url
+
+
+def _pin(supervisor: Supervisor, plan: Plan, outcome: RunOutcome) -> CpuLayout:
+    """The plan's ``cpus:`` on this machine (gatebench.pinning), handed to the supervisor
+    before anything starts; why pinning could not be done goes in the run's notes."""
+    layout = resolve_layout(plan.cpus, sorted(os.sched_getaffinity(0)))
+    supervisor.pin(layout.cores)
+    if layout.note:
+        outcome.notes.append(f"cpus: {layout.note}")
+    return layout
+
+
+def _layout_environment(layout: CpuLayout) -> dict[str, Any]:
+    """The layout as the run records it: a line for the report, the cores per role."""
+    return {"cpus": layout.describe(), "cpu_affinity": layout.to_dict()}
 
 
 def _origin(url: str) -> str:
@@ -523,11 +565,21 @@ class _Hooks:
         self._last: tuple[int, int, float] | None = None
         self._rate = 0.0
         self._next_check = 0.0
+        self.last_alive_ms: dict[str, float] = {}
+        """Target → when a check last saw it alive (epoch ms, the clock of the phases)."""
+        self.failures: dict[str, dict[str, Any]] = {}
+        """Targets that failed during the load → repetition and failure window."""
+        self.repetition = 0
+        """The repetition of the phase that started last."""
 
     def on_event(self, event: EngineEvent) -> None:
         phase = self.phases.get(event.phase)
         if phase is None:
             return
+        if event.kind in ("start", "end"):
+            if event.kind == "start":
+                self.repetition = phase.repetition
+            self._check(phase.target)  # before and after every phase
         now = time.monotonic()
         if event.kind == "start":
             self._last = (event.phase, 0, now)
@@ -551,16 +603,40 @@ class _Hooks:
     def on_phase(self, result: PhaseResult) -> None:
         self.completed.add(result.phase)
         phase = self.phases.get(result.phase)
-        if phase is None or not phase.measured or phase.target in self.failed:
+        if phase is None or not phase.measured or result.sample.requests == 0:
             return
-        if result.sample.requests == 0:
-            return
+        self._check(phase.target)  # the phase has ended: alive now means alive throughout
+        failure = self.failures.get(phase.target)
+        if phase.target in self.failed and failure is None:
+            return  # failed before the load (config, boot): no phase of it counts
         if phase.target == CEILING_TARGET:
             self._record_ceiling(phase, result)
             return
-        self.run.put(
-            measurement_from(self.run.record.run_id, phase, result, engine=self.engine_name)
-        )
+        m = measurement_from(self.run.record.run_id, phase, result, engine=self.engine_name)
+        # a phase that ended before the last check that saw its target alive is clean
+        if failure is not None and result.end_ms > failure["last_alive_ms"]:
+            m = replace(m, flags=(*m.flags, FAILED_TARGET_FLAG))
+        self.run.put(m)
+
+    def _check(self, target: str) -> None:
+        """Is ``target`` alive? Remembers when it was last seen alive; the first time it is
+        seen dead, records the failure (repetition, window), skips its remaining phases and
+        marks it failed."""
+        if target in (BASELINE, CEILING_TARGET) or target in self.failed or not self.provisioner:
+            return
+        now_ms = time.time() * 1000.0
+        reason = self.provisioner.failure(target)
+        if reason is None:
+            self.last_alive_ms[target] = now_ms
+            return
+        self.failures[target] = {
+            "repetition": self.repetition,
+            "last_alive_ms": self.last_alive_ms.get(target, 0.0),
+            "first_dead_ms": now_ms,
+        }
+        self.skip(target)
+        self.run.update(environment=dict(self.run.record.environment, failures=self.failures))
+        self.run.target_failed(target, reason)
 
     def on_merged(self, merged: MergedPhase) -> None:
         """A phase split across testers (gatebench._fanout): the measurement carries the
@@ -605,19 +681,9 @@ class _Hooks:
         now = time.monotonic()
         if now < self._next_check:
             return
-        self._next_check = now + 0.5
-        for target in (
-            {p.target for p in self.phases.values()}
-            - self.failed
-            - {
-                BASELINE,
-                CEILING_TARGET,
-            }
-        ):
-            reason = self.provisioner.failure(target)
-            if reason is not None:
-                self.skip(target)
-                self.run.target_failed(target, reason)
+        self._next_check = now + 0.2
+        for target in sorted({p.target for p in self.phases.values()}):
+            self._check(target)
 
 
 def _load(

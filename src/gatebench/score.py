@@ -35,7 +35,11 @@ Profile ``robust`` (opt-in) goes beyond the paper: a difference from the best th
 inside the 95 % confidence interval of the difference (Welch) is a tie and scores 1; a
 gateway with errors on an endpoint scores at most the lowest endpoint score of the gateways
 without errors there, times its share of successful requests (so it ranks below them, and
-scores 0 when every request failed); metrics carry weights (default 1 each).
+scores 0 when every request failed); metrics carry weights (default 1 each). Opt-in, it also
+scores what a gateway costs (``gatebench.metrics.COST_METRICS``: requests per gateway
+CPU-second, higher is better; peak resident MB, lower is better) when the weights name them,
+with the same equations; an endpoint where a gateway has no such figure (not measured, or
+too little CPU to divide by) leaves that metric out for every gateway, with a note.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from typing import Any, Literal
 
 from .confidence import Sample, welch_difference
 from .errors import GatebenchError
-from .metrics import METRICS, UNITS
+from .metrics import COST_METRICS, METRICS, UNITS
 
 Profile = Literal["paper", "robust"]
 PROFILES: tuple[Profile, ...] = ("paper", "robust")
@@ -212,8 +216,12 @@ def effective_weights(
         return dict.fromkeys(metrics, 1.0)
     out = dict.fromkeys(metrics, 1.0)
     for name, weight in given.items():
-        if name not in METRICS:
-            raise ScoreError(f"no metric {name!r} to weigh; metrics: {', '.join(METRICS)}")
+        if name not in METRICS and name not in COST_METRICS:
+            raise ScoreError(
+                f"no metric {name!r} to weigh; metrics: {', '.join([*METRICS, *COST_METRICS])}"
+            )
+        if name not in out and name in COST_METRICS and weight == 0:
+            continue  # a cost metric weighed 0 is simply not scored
         if name not in out:
             raise ScoreError(f"metric {name!r} has a weight but is not scored")
         if not math.isfinite(weight) or weight < 0:
@@ -225,7 +233,7 @@ def effective_weights(
 
 
 def _scored_value(metric: str, value: float, resolution_ms: float) -> float:
-    if UNITS[metric] == "ms":
+    if UNITS.get(metric) == "ms":
         return max(value, resolution_ms)
     return value
 
@@ -255,6 +263,11 @@ def score(
     for name in scored_metrics:
         if name not in METRICS:
             raise ScoreError(f"no metric {name!r}; metrics: {', '.join(METRICS)}")
+    if profile == "robust":
+        # opt-in: a cost metric is scored only when the weights give it one
+        scored_metrics += tuple(
+            name for name, w in dict(weights or {}).items() if name in COST_METRICS and w > 0
+        )
     weight_of = effective_weights(profile, weights, scored_metrics)
     active = tuple(m for m in scored_metrics if weight_of[m] > 0)
     if workloads is None:
@@ -285,6 +298,15 @@ def score(
             continue
         scored_workloads.append(workload)
         dropped = set((left_out or {}).get(workload, ())) & set(active)
+        unmeasured = [
+            m for m in active if m in COST_METRICS and any(m not in row[g] for g in present)
+        ]
+        if unmeasured:
+            dropped |= set(unmeasured)
+            notes.append(
+                f"{', '.join(unmeasured)} on {workload}: not measured for every gateway "
+                "there; left out of that endpoint's score"
+            )
         if dropped == set(active):
             raise ScoreError(f"workload {workload!r}: every scored metric is left out")
         here = tuple(m for m in active if m not in dropped)
@@ -303,7 +325,7 @@ def score(
                     single_rep = True
         metric_scores: dict[str, list[MetricScore]] = {g: [] for g in present}
         for m in here:
-            direction = METRICS[m]
+            direction = METRICS.get(m) or COST_METRICS[m]
             scored = {g: _scored_value(m, row[g][m].mean, resolution_ms) for g in present}
             floored += sum(1 for g in present if scored[g] != row[g][m].mean)
             pick = min if direction == "lower" else max

@@ -31,6 +31,8 @@ class PhaseSample:
     ok: int = 0
     ko: int = 0
     first_start: int | None = None
+    last_start: int | None = None
+    """The latest start: ``last_start - first_start`` is the spread of the start times."""
     last_end: int | None = None
     errors: Counter[str] = field(default_factory=Counter)
 
@@ -43,12 +45,20 @@ class PhaseSample:
             self.errors[message or "KO"] += 1
         if self.first_start is None or start < self.first_start:
             self.first_start = start
+        if self.last_start is None or start > self.last_start:
+            self.last_start = start
         if self.last_end is None or end > self.last_end:
             self.last_end = end
 
     @property
     def requests(self) -> int:
         return self.ok + self.ko
+
+    @property
+    def start_spread_ms(self) -> float:
+        if self.first_start is None or self.last_start is None:
+            return 0.0
+        return float(self.last_start - self.first_start)
 
     @property
     def duration_ms(self) -> int:
@@ -128,6 +138,15 @@ class TableRow:
     p95: float
     p99: float
     flags: tuple[str, ...]
+    req_per_cpu_s: float | None = None
+    """Requests per gateway CPU-second, over the repetitions that measured it."""
+    gateway_rss_mb: float | None = None
+    """The gateway's peak resident memory (MB), over the repetitions that measured it."""
+
+
+def _mean_of(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
 
 
 def workload_rows(measurements: Iterable[Measurement], workload: str) -> list[TableRow]:
@@ -160,6 +179,8 @@ def workload_rows(measurements: Iterable[Measurement], workload: str) -> list[Ta
                 p95=avg("p95"),
                 p99=avg("p99"),
                 flags=tuple(flags),
+                req_per_cpu_s=_mean_of([m.req_per_cpu_s for m in ms]),
+                gateway_rss_mb=_mean_of([m.gateway_rss_mb for m in ms]),
             )
         )
     return rows
@@ -167,7 +188,9 @@ def workload_rows(measurements: Iterable[Measurement], workload: str) -> list[Ta
 
 def format_workload_table(workload: str, description: str, rows: Sequence[TableRow]) -> list[str]:
     """Lines of one table: latencies in ms (whole ms from Gatling; means of repetitions get
-    one decimal), error %, throughput req/s."""
+    one decimal), error %, throughput req/s, and, when the run measured them, requests per
+    gateway CPU-second and the gateway's peak memory in MB."""
+    costs = any(r.req_per_cpu_s is not None or r.gateway_rss_mb is not None for r in rows)
     header = (
         "target",
         "reps",
@@ -182,6 +205,7 @@ def format_workload_table(workload: str, description: str, rows: Sequence[TableR
         "p99",
         "err %",
         "req/s",
+        *(("req/CPU-s", "gw MB") if costs else ()),
         "flags",
     )
     body = []
@@ -201,6 +225,7 @@ def format_workload_table(workload: str, description: str, rows: Sequence[TableR
                 _ms(r.p99),
                 f"{r.error_pct:.1f}",
                 f"{r.throughput:,.0f}" if r.throughput >= 100 else f"{r.throughput:.1f}",
+                *((_cost(r.req_per_cpu_s), _cost(r.gateway_rss_mb)) if costs else ()),
                 ",".join(r.flags),
             )
         )
@@ -213,6 +238,12 @@ def format_workload_table(workload: str, description: str, rows: Sequence[TableR
         ]
         lines.append("  " + "  ".join(cells).rstrip())
     return lines
+
+
+def _cost(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
 
 
 def _ms(value: float) -> str:

@@ -211,6 +211,7 @@ def merge_phase(phase: int, parts: Sequence[PhasePart]) -> MergedPhase:
     sample = PhaseSample()
     errors: Counter[str] = Counter()
     windows: list[tuple[float, float]] = []
+    last_starts: list[float] = []
     shares: list[PhaseShare] = []
     cpus: list[CpuUsage] = []
     flags: list[str] = []
@@ -229,6 +230,7 @@ def merge_phase(phase: int, parts: Sequence[PhasePart]) -> MergedPhase:
         errors.update(s.errors)
         if s.requests:
             windows.append((r.start_ms, r.end_ms))
+            last_starts.append(r.start_ms + s.start_spread_ms)
         if r.cpu is not None:
             cpus.append(r.cpu)
             if "tester-bound" in r.cpu.flags():
@@ -245,7 +247,8 @@ def merge_phase(phase: int, parts: Sequence[PhasePart]) -> MergedPhase:
         )
     sample.errors = errors
     if windows:
-        sample.first_start = 0
+        sample.first_start = 0  # the merged sample counts from the earliest start
+        sample.last_start = round(max(last_starts) - min(w[0] for w in windows))
         sample.last_end = max(1, math.ceil(union_ms(windows)))
     start_ms = min((w[0] for w in windows), default=0.0)
     end_ms = max((w[1] for w in windows), default=0.0)

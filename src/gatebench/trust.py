@@ -15,6 +15,16 @@ not scored (for any gateway) when some gateway reached 80 % of the ceiling in at
 its repetitions (:func:`bound_by_tester`): ranking on it would rank the generator. The CPU
 flag stays a caution: on a shared machine it also fires when other work filled the CPU.
 
+**Too short to measure** (:func:`too_short`). A phase's throughput is its requests over its
+window (first start to last end), read from timestamps of :data:`ENGINE_RESOLUTION_MS`
+(Gatling: whole milliseconds). Each end of the window is off by less than one tick, so the
+window is off by less than ``r``; for a burst (``at_once``) the engine also needed ``j`` ms
+(the spread of its start times) to launch requests the profile meant to start together. The
+throughput's relative error is then below ``(r + j) / D``; a phase is ``too short`` when that
+bound exceeds :data:`TOO_SHORT_ERROR_PCT` (5 %), i.e. ``D < 20 × (r + j)``. A workload's
+throughput is not scored when some gateway was too short there in at least half of its
+repetitions (:func:`too_short_throughput`), like a tester-bound one.
+
 **A second engine.** Gatling and wrk run the same closed-model phases against the same
 targets (``gatebench run --cross-check wrk``); :func:`compare_engines` pairs their cells.
 Two values *agree* when the smaller is at least 90 % of the larger (:data:`AGREEMENT_PCT`);
@@ -51,6 +61,11 @@ ENGINE_RESOLUTION_MS = {"gatling": 1.0, "wrk": 0.001}
 """The latency resolution of each engine's records."""
 CROSS_CHECK_REPETITIONS = 3
 """A cross-check runs the plan's repetitions, at most this many."""
+TOO_SHORT_ERROR_PCT = 5.0
+"""A phase is ``too short`` when its throughput may be off by more than this (%)."""
+FAILED_TARGET_FLAG = "target-failed"
+"""A phase that overlaps its target's failure window (last seen alive → first seen dead)."""
+TOO_SHORT_FLAG = "too-short"
 
 
 # -- headroom ---------------------------------------------------------------------------------
@@ -136,7 +151,7 @@ def demonstrated_ceiling(
     gateways with the lower reading would call every fast one tester-bound."""
     sums: dict[tuple[str, str], list[float]] = {}
     for m in measurements:
-        if m.requests > 0 and m.workload in ceiling:
+        if m.requests > 0 and m.workload in ceiling and FAILED_TARGET_FLAG not in m.flags:
             sums.setdefault((m.workload, m.target), []).append(m.throughput)
     out = dict(ceiling)
     for (w, _), values in sums.items():
@@ -197,6 +212,59 @@ def bound_by_tester(
         if is_tester_bound(count, total[key]):
             out.setdefault(key[0], []).append(key[1])
     return {w: tuple(sorted(ts)) for w, ts in sorted(out.items())}
+
+
+# -- too short to measure ----------------------------------------------------------------------
+
+
+def min_phase_ms(
+    resolution_ms: float, launch_spread_ms: float = 0.0, error_pct: float = TOO_SHORT_ERROR_PCT
+) -> float:
+    """The shortest window whose throughput is within ``error_pct`` whatever the rounding:
+    the window's error is below ``resolution_ms + launch_spread_ms``, so the relative error of
+    requests / window stays within ``error_pct`` from ``100 × (r + j) / error_pct`` on."""
+    return 100.0 * (resolution_ms + max(0.0, launch_spread_ms)) / error_pct
+
+
+def too_short(duration_ms: float, resolution_ms: float, launch_spread_ms: float = 0.0) -> bool:
+    """Whether a phase lasted too briefly for its throughput to mean anything
+    (:func:`min_phase_ms`)."""
+    return duration_ms < min_phase_ms(resolution_ms, launch_spread_ms)
+
+
+def too_short_throughput(
+    measurements: Iterable[Measurement], gateways: Iterable[str]
+) -> dict[str, tuple[str, ...]]:
+    """workload → the gateways whose phases there were ``too short`` in at least half of their
+    repetitions (the rule of :func:`is_tester_bound`). Only workloads with such a gateway."""
+    wanted = set(gateways)
+    short: dict[tuple[str, str], int] = {}
+    total: dict[tuple[str, str], int] = {}
+    for m in measurements:
+        if m.target not in wanted or m.requests <= 0:
+            continue
+        key = (m.workload, m.target)
+        total[key] = total.get(key, 0) + 1
+        if TOO_SHORT_FLAG in m.flags:
+            short[key] = short.get(key, 0) + 1
+    out: dict[str, list[str]] = {}
+    for key, count in short.items():
+        if is_tester_bound(count, total[key]):
+            out.setdefault(key[0], []).append(key[1])
+    return {w: tuple(sorted(ts)) for w, ts in sorted(out.items())}
+
+
+def failures_of(environment: Mapping[str, Any]) -> dict[str, str]:
+    """Gateways that failed during the run (``environment.failures``, written by the runner)
+    → when: ``during repetition 3``."""
+    data = environment.get("failures")
+    if not isinstance(data, Mapping):
+        return {}
+    out = {}
+    for target, item in sorted(data.items()):
+        rep = item.get("repetition") if isinstance(item, Mapping) else None
+        out[str(target)] = f"during repetition {rep}" if rep else "during the run"
+    return out
 
 
 # -- a second engine --------------------------------------------------------------------------
@@ -455,7 +523,10 @@ __all__ = [
     "CEILING_TARGET",
     "CROSS_CHECK_REPETITIONS",
     "ENGINE_RESOLUTION_MS",
+    "FAILED_TARGET_FLAG",
     "TESTER_BOUND_SHARE",
+    "TOO_SHORT_ERROR_PCT",
+    "TOO_SHORT_FLAG",
     "Agreement",
     "Ceiling",
     "CeilingPoint",
@@ -468,9 +539,13 @@ __all__ = [
     "compare_engines",
     "cross_check_of",
     "demonstrated_ceiling",
+    "failures_of",
     "flag_near_ceiling",
     "gap_pct",
     "is_tester_bound",
+    "min_phase_ms",
     "near_ceiling",
     "reproducibility",
+    "too_short",
+    "too_short_throughput",
 ]

@@ -62,6 +62,7 @@ const RESULTS_PROBE = `(() => {
     scoreBarsDrawn: drawn("#chart-scores rect.bar"),
     latencyTables: document.querySelectorAll("table[id^='table-latency-']").length,
     overheadRows: rows("#table-overhead").length,
+    costRows: rows("#table-costs").map((r) => r.slice(0, 2)),
     downloads: Array.from(document.querySelectorAll(".downloads a")).map((a) => a.textContent),
     statusText: (document.querySelector(".status-line") || {}).textContent || null,
   };

@@ -37,7 +37,12 @@ def test_real_description(path: Path) -> None:
     assert result.api is not None
     expected = count_operations(load_json(path))
     if expected is not None:
-        assert len(result.api.operations) == expected
+        # Every operation is recovered, or left out with a located reason (a problem hides
+        # its route); the corpus has none of the latter today.
+        assert len(result.api.operations) + len(result.api.left_out) == expected
+        assert len(result.api.operations) >= 0.99 * expected, [
+            x.to_dict() for x in result.api.left_out[:3]
+        ]
     ids = [op.operation_id for op in result.api.operations]
     assert len(ids) == len(set(ids))
 

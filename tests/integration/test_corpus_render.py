@@ -1,8 +1,8 @@
 """Real third-party descriptions through every renderer and every checker available here.
 
-Render: a sample of the APIs.guru corpus and ReadMe's examples through all renderers: a
-config, or a located UnsupportedFeature — never another exception; KrakenD's output valid
-against its official schema. Check: a smaller sample through each gateway's own checker
+Render: a sample of the APIs.guru corpus and ReadMe's examples through all renderers: always
+a config (a route a gateway cannot express is left out of it with a located warning, since no
+workload needs it) — never an exception; KrakenD's output valid against its official schema. Check: a smaller sample through each gateway's own checker
 (`nginx -t`, `haproxy -c`, `caddy validate`, `envoy --mode validate`, `apache2 -t`,
 `varnishd -C`): no config a checker rejects; a gateway checked by booting it (Traefik) boots
 each of them and refuses no part of its configuration.
@@ -21,6 +21,7 @@ from gatebench.errors import UnsupportedFeature
 from gatebench.provisioners import check_config, write_files
 from gatebench.renderers import RenderTarget, all_renderers
 from gatebench.renderers._jvm import JvmRenderer
+from gatebench.renderers._leave_out import render_leaving_out
 from gatebench.spec import read_spec
 from krakend_schema import krakend_validator
 
@@ -54,17 +55,19 @@ def _api(path: Path):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("path", RENDER_SAMPLE, ids=_name)
-def test_every_renderer_gives_a_config_or_located_refusals(path: Path, tmp_path: Path) -> None:
+def test_every_renderer_gives_a_config_leaving_out_located_routes(
+    path: Path, tmp_path: Path
+) -> None:
     api = _api(path)
     target = RenderTarget(workdir=str(tmp_path))
     for renderer in all_renderers():
-        try:
-            files = renderer.render(api, target)
-        except UnsupportedFeature as refusal:
-            assert refusal.problems, renderer.name
-            for problem in refusal.problems:
-                assert problem.pointer.startswith("/"), (renderer.name, problem.format())
-            continue
+        rendered = render_leaving_out(renderer, api, target)
+        files = rendered.files
+        for problem in rendered.left_out:
+            assert problem.severity == "warning", (renderer.name, problem.format())
+            assert problem.pointer.startswith("/"), (renderer.name, problem.format())
+            assert problem.message.endswith("; the route is left out of its configuration")
+        assert len(rendered.left_out) <= len(api.operations)
         assert files, renderer.name
         if renderer.name == "krakend":
             errors = list(krakend_validator().iter_errors(json.loads(files["krakend.json"])))

@@ -3,12 +3,15 @@ backend, a load-engine crash (retried once, then failed)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from _engine_helpers import ITEMS, TOKEN_ENV, RecordingSupervisor, assert_torn_down, items
 
@@ -190,3 +193,143 @@ def test_cloud_only_gateway_is_reported_not_fatal(tmp_path: Path) -> None:
     assert (outcome.run_dir / "gateways/kong").is_dir()  # rendered all the same
     assert outcome.record.status == RunStatus.PARTIAL
     assert_torn_down(outcome.run_dir)
+
+
+def _kill_master_spec(tmp_path: Path) -> Path:
+    """items.yaml with two gateways, three repetitions and a read phase long enough (2 s) for
+    the kill to land inside it."""
+    text = ITEMS.read_text(encoding="utf-8")
+    for old, new in (
+        ("gateways: [nginx]", "gateways: [nginx, haproxy]"),
+        ("repetitions: 2", "repetitions: 3"),
+        ("injection: {sequential: 60}", "injection: {concurrent: 2, duration: 2s}"),
+    ):
+        assert old in text
+        text = text.replace(old, new)
+    spec = tmp_path / "items.yaml"
+    spec.write_text(text, encoding="utf-8")
+    return spec
+
+
+def _nginx_master(run_root: Path) -> psutil.Process:
+    """The run's nginx gateway: a child of this process (the run started it) whose command
+    line names its folder (the ceiling server is an nginx too, in another folder)."""
+    for child in psutil.Process().children():
+        cmd = " ".join(child.cmdline())
+        if child.name() == "nginx" and str(run_root) in cmd and "/gateways/nginx" in cmd:
+            return child
+    raise AssertionError("the run's nginx gateway is not a child of this process")
+
+
+def _still_running(procs: list[psutil.Process], timeout: float = 10.0) -> list[int]:
+    """PIDs of ``procs`` still running after ``timeout`` (a killed orphan waits for init to
+    reap it: a zombie has stopped running)."""
+    _, alive = psutil.wait_procs(procs, timeout=timeout)
+    left = []
+    for proc in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            if proc.status() != psutil.STATUS_ZOMBIE:
+                left.append(proc.pid)
+    return left
+
+
+def test_a_gateway_killed_mid_run_is_flagged_and_not_ranked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """kill -9 of the nginx gateway's master (its worker keeps serving) while nginx's measured
+    read phase of repetition 2 runs: the run ends partial (exit 3), every phase that ends
+    after the kill is flagged target-failed and left out, nginx is not ranked and the
+    verdict, the score table and the CLI's score lines say so; nothing is left running."""
+    from gatebench._cli import run as run_cli
+    from gatebench.cli import main
+    from gatebench.model import Measurement, RunRecord
+    from gatebench.report import build_report
+    from gatebench.report._tables import score_table
+
+    results = (tmp_path / "results").resolve()
+    kill: dict[str, float] = {}
+    workers: list[psutil.Process] = []
+
+    class KillingDisplay(run_cli.LiveDisplay):
+        def __call__(self, p: Progress) -> None:
+            phase = p.phase
+            if (
+                not kill
+                and phase is not None
+                and phase.measured
+                and phase.target == "nginx"
+                and phase.workload == "read"
+                and phase.repetition == 2
+            ):
+                master = _nginx_master(results)
+                workers.extend(master.children())
+                kill["pid"] = master.pid
+                kill["at_ms"] = time.time() * 1000.0
+                os.kill(master.pid, signal.SIGKILL)  # the master only: the worker serves on
+            super().__call__(p)
+
+    monkeypatch.setattr(run_cli, "LiveDisplay", KillingDisplay)
+    code = main(
+        [
+            "run",
+            str(_kill_master_spec(tmp_path)),
+            "--results",
+            str(results),
+            "--seed",
+            "5",
+            "--store",
+            str(tmp_path / "store.sqlite"),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert kill, "the display never showed nginx's read phase of repetition 2"
+    assert code == 3
+    (run_dir,) = [p for p in results.iterdir() if p.is_dir()]
+    saved = json.loads((run_dir / "run.json").read_text())
+    assert saved["status"] == "partial"
+    assert saved["target_errors"]["nginx"].startswith("nginx exited with code -9 during the run")
+    failure = saved["environment"]["failures"]["nginx"]
+    assert failure["repetition"] == 2
+    assert failure["last_alive_ms"] <= kill["at_ms"] <= failure["first_dead_ms"]
+
+    measurements = [
+        Measurement.from_dict(json.loads(line))
+        for line in (run_dir / "measurements.jsonl").read_text().splitlines()
+    ]
+    nginx = [m for m in measurements if m.target == "nginx"]
+    flagged = [m for m in nginx if "target-failed" in m.flags]
+    # the read phase the kill landed in is there (the orphaned worker served it), flagged
+    assert ("read", 2) in {(m.workload, m.repetition) for m in flagged}
+    for m in nginx:
+        end_ms = (m.started_at + m.duration_s) * 1000.0
+        if end_ms >= kill["at_ms"]:
+            assert "target-failed" in m.flags, m.key
+        if "target-failed" in m.flags:
+            assert end_ms > failure["last_alive_ms"], m.key
+    assert not any(m.repetition == 1 and "target-failed" in m.flags for m in nginx)
+    assert not any("target-failed" in m.flags for m in measurements if m.target != "nginx")
+
+    scores = json.loads((run_dir / "scores.json").read_text())
+    assert set(scores) == {"haproxy"}
+    report = build_report(RunRecord.from_dict(saved), measurements)
+    assert [g.target for g in report.summary.scores.gateways] == ["haproxy"]
+    assert report.summary.unranked == {"nginx": "failed during repetition 2"}
+    assert set(report.summary.failed_measurements) == {m.key for m in flagged}
+    assert all(
+        (w, "nginx") not in report.summary.cells or report.summary.cells[(w, "nginx")].n <= 2
+        for w in ("read", "write")
+    )
+    verdict = " ".join(report.verdict)
+    assert (
+        "nginx failed during repetition 2: not ranked (the phases that overlap a failure are "
+        "left out of every figure)." in verdict
+    )
+    rows = {row.header: [c.text for c in row.cells] for row in score_table(report).rows}
+    assert rows["nginx"] == ["–", "–", "–", "–", "not scored: failed during repetition 2"]
+    assert rows["haproxy"][0] == "1"
+    assert "  –  nginx not scored: failed during repetition 2" in out.splitlines()
+    assert "nginx failed during repetition 2: not ranked" in out
+    assert "Only haproxy was ranked" in verdict
+    assert workers  # the orphaned worker that went on serving...
+    assert _still_running(workers) == []  # ...is gone too
+    assert_torn_down(run_dir)

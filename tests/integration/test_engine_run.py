@@ -46,6 +46,17 @@ def test_short_run_counts_match_the_workload(
         assert m.tester_cpu_pct is not None
         assert m.other_cpu_pct is not None
         assert "incomplete" not in m.flags
+        # what the phase cost: the engine (a JVM) and the backend always, the gateway's
+        # figures only where there is a gateway
+        assert m.engine_cpu_s is not None and m.engine_rss_mb is not None
+        assert m.engine_rss_mb > 50  # a JVM's heap and code, at the least
+        assert m.backend_cpu_s is not None and m.backend_rss_mb is not None
+        assert m.backend_rss_mb > 1
+        if m.target == "baseline":
+            assert m.gateway_cpu_s is None and m.gateway_rss_mb is None
+        else:
+            assert m.gateway_cpu_s is not None and m.gateway_rss_mb is not None
+            assert m.gateway_rss_mb > 1
     # lifecycle, in order
     order = [s for s in seen_steps if s in {str(x) for x in RunStatus}]
     assert order == ["parsed", "rendered", "provisioning", "loading", "scoring", "done"]

@@ -122,6 +122,13 @@ def test_keyboard_only_upload_of_the_petstore_runs_to_done(dashboard: Serve) -> 
     assert r["scoreBarsDrawn"] == 3
     assert r["latencyTables"] == 3
     assert r["overheadRows"] == 9
+    # what each target cost: every workload × target measured its CPU and memory (the
+    # baseline's header carries its "no gateway" tag)
+    assert sorted([h.removesuffix("no gateway"), w] for h, w in r["costRows"]) == sorted(
+        [t, w]
+        for t in ("baseline", "caddy", "haproxy", "nginx")
+        for w in ("create", "list", "show")
+    )
     assert r["downloads"] == ["HTML report", "JSON report", "CSV report", "MD report"]
     assert result["listed"][0] == {"run": run_id, "status": "✓ done"}
     for shot in result["screenshots"]:

@@ -87,7 +87,7 @@ def test_parse_answers_the_run_id_and_document_of_an_upload(stack: dict[str, Any
     assert status == 200, answer
     assert answer["generation"] == generation
     assert answer["run_id"] == run_id_for_object(BUCKET, "specs/auction.yaml", generation)
-    assert answer["gateways"] == ["nginx", "haproxy", "caddy", "envoy", "apache"]
+    assert answer["gateways"] == ["nginx", "haproxy", "caddy", "envoy", "apache", "traefik"]
     fields = answer["document"]["fields"]
     assert fields["status"] == {"stringValue": "received"}
     assert fields["execution_id"] == {"stringValue": "exec-1"}

@@ -120,7 +120,7 @@ def test_a_redelivered_event_starts_one_run(world: dict[str, Any]) -> None:
     assert stored["status"] == "done"
     transitions = sorted(stored["status_times"], key=stored["status_times"].get)
     assert transitions == ["parsed", "rendered", "provisioning", "loading", "scoring", "done"]
-    assert stored["gateways"] == ["nginx", "haproxy", "caddy", "envoy", "apache"]
+    assert stored["gateways"] == ["nginx", "haproxy", "caddy", "envoy", "apache", "traefik"]
     assert stored["teardown"] == "ok"
 
 

@@ -203,6 +203,28 @@ def test_a_measurement_round_trips_exactly(store: ResultStore) -> None:
     assert store.measurements("r1") == [m]
 
 
+def test_what_a_phase_cost_round_trips_and_old_documents_read_as_not_measured(
+    store: ResultStore,
+) -> None:
+    store.create_run(run_record())
+    m = measurement(
+        gateway_cpu_s=0.4209,
+        gateway_rss_mb=13.75,
+        backend_cpu_s=0.43,
+        backend_rss_mb=13.18,
+        engine_cpu_s=0.2066,
+        engine_rss_mb=313.89,
+    )
+    store.put_measurement(m)
+    assert store.measurements("r1") == [m]
+    assert store.measurements("r1")[0].req_per_cpu_s == 400 / 0.4209
+    # a record written before costs were measured (no such keys) reads back with None
+    old = {
+        k: v for k, v in measurement().to_dict().items() if not k.endswith(("_cpu_s", "_rss_mb"))
+    }
+    assert Measurement.from_dict(old).gateway_cpu_s is None
+
+
 def test_writing_a_measurement_again_overwrites_it(store: ResultStore) -> None:
     store.create_run(run_record())
     store.put_measurement(measurement(mean=1.0))

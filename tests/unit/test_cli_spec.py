@@ -39,31 +39,40 @@ def test_validate_prints_one_line_per_problem_and_exits_1(
     assert main(["validate", str(spec)]) == 1
     out, err = capsys.readouterr()
     assert out.splitlines() == [
-        "api.yaml:7:11: error: /paths/~1bid~1{id}/post/parameters/0: path parameter 'auctionId' is not in the path template '/bid/{id}' (its variables: id)",
-        "api.yaml:9:5: error: /paths/~1bid~1{id}/FETCH: unknown method 'FETCH'; expected one of get, put, post, delete, options, head, patch, trace",
+        "api.yaml:3:1: error: /paths: every operation is left out (2 problem(s) above); there is nothing to benchmark",
         "api.yaml:2:18: warning: /info/version: expected a string, got 1.0",
+        "api.yaml:7:11: warning: /paths/~1bid~1{id}/post/parameters/0: path parameter 'auctionId' is not in the path template '/bid/{id}' (its variables: id); the operation is left out",
+        "api.yaml:9:5: warning: /paths/~1bid~1{id}/FETCH: unknown method 'FETCH'; expected one of get, put, post, delete, options, head, patch, trace; the operation is left out",
     ]
-    assert err == "2 error(s), 1 warning(s)\n"
+    assert err == "1 error(s), 3 warning(s)\n"
 
 
 def test_validate_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec = tmp_path / "api.json"
     spec.write_text(
-        '{"openapi": "3.0.3", "paths": {"/a": {"get": {"$ref": "https://evil.example/x"}}}}',
+        '{"openapi": "3.0.3", "paths": {"/a": {"$ref": "https://evil.example/x"}}}',
         encoding="utf-8",
     )
     assert main(["validate", str(spec), "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["errors"] == [
         {
-            "pointer": "/paths/~1a/get/$ref",
-            "message": "remote reference 'https://evil.example/x' is not fetched; put the file in the bundle (a folder or zip) and refer to it by a relative path",
+            "pointer": "/paths",
+            "message": "every operation is left out (1 problem(s) above); there is nothing to benchmark",
             "severity": "error",
             "line": 1,
-            "column": 47,
+            "column": 22,
             "source": "api.json",
         }
     ]
+    assert data["warnings"][-1] == {
+        "pointer": "/paths/~1a/$ref",
+        "message": "remote reference 'https://evil.example/x' is not fetched; put the file in the bundle (a folder or zip) and refer to it by a relative path; the operations of this path are left out",
+        "severity": "warning",
+        "line": 1,
+        "column": 39,
+        "source": "api.json",
+    }
 
 
 def test_validate_reports_plan_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -145,3 +154,32 @@ def test_max_bytes_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     with pytest.raises(SystemExit) as info:
         main(["validate", AUCTION, "--max-bytes", "lots"])
     assert info.value.code == 2
+
+
+def test_validate_exits_1_only_when_a_workload_needs_what_is_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (
+        "openapi: 3.0.3\n"
+        "info: {title: t, version: '1'}\n"
+        "paths:\n"
+        "  /ok:\n"
+        "    get: {operationId: ok, responses: {'200': {description: ok}}}\n"
+        "  /gone:\n"
+        "    $ref: '#/components/pathItems/Gone'\n"
+        "x-gatebench:\n"
+        "  gateways: [nginx]\n"
+        "  workloads:\n"
+        "    - {name: w, operation: WORKLOAD, injection: {concurrent: 2, duration: 2s}}\n"
+    )
+    spec = tmp_path / "api.yaml"
+    spec.write_text(text.replace("WORKLOAD", "ok"), encoding="utf-8")
+    assert main(["validate", str(spec)]) == 0
+    assert capsys.readouterr().err == "0 error(s), 1 warning(s); 1 operation(s); plan ok\n"
+    spec.write_text(text.replace("WORKLOAD", "GET /gone"), encoding="utf-8")
+    assert main(["validate", str(spec), "--quiet"]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        "api.yaml:11:17: error: /x-gatebench/workloads/0/operation: operation 'GET /gone' is "
+        "left out of the description: /paths/~1gone/$ref: cannot resolve "
+        "'#/components/pathItems/Gone': no 'components' in /; fix the description to benchmark it"
+    ]

@@ -159,4 +159,4 @@ def test_ingest_merges_every_testers_log_once_all_are_done(tmp_path: Path) -> No
     )
     assert ingest_run(bucket, store, RUNS, RUN) == 1
     m = store.stored["nginx:w:1"]
-    assert (m.requests, m.flags) == (3, ("incomplete", "partial"))
+    assert (m.requests, m.flags) == (3, ("incomplete", "too-short", "partial"))

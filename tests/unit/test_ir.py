@@ -164,13 +164,32 @@ def test_path_parameter_missing_from_template_blocks(tmp_path: Path) -> None:
         }
     )
     result = spec(tmp_path, doc)
+    reason = (
+        "path parameter 'auctionId' is not in the path template '/bid/{id}' (its variables: id)"
+    )
     assert [(p.pointer, p.message) for p in result.errors] == [
         (
-            "/paths/~1bid~1{id}/post/parameters/0",
-            "path parameter 'auctionId' is not in the path template '/bid/{id}' (its variables: id)",
+            "/paths",
+            "every operation is left out (1 problem(s) above); there is nothing to benchmark",
         )
     ]
-    assert result.errors[0].line == 1  # JSON on one line
+    assert [(p.pointer, p.message, p.line) for p in result.warnings] == [
+        ("/paths/~1bid~1{id}/post/parameters/0", reason + "; the operation is left out", 1)
+    ]
+    # The same operation beside a readable one: only it is left out.
+    doc["paths"]["/ok"] = {"get": {"responses": OK}}
+    result = spec(tmp_path, doc)
+    assert result.errors == []
+    api = api_of(result)
+    assert [op.route_path for op in api.operations] == ["/ok"]
+    assert [x.to_dict() for x in api.left_out] == [
+        {
+            "method": "POST",
+            "path": "/bid/{id}",
+            "pointer": "/paths/~1bid~1{id}/post/parameters/0",
+            "reason": reason,
+        }
+    ]
 
 
 def test_template_variable_without_parameter_is_a_warning(tmp_path: Path) -> None:
@@ -201,9 +220,19 @@ def test_template_variable_without_parameter_is_a_warning(tmp_path: Path) -> Non
         ),
     ],
 )
-def test_unknown_method_blocks(tmp_path: Path, method: str, message: str) -> None:
-    result = spec(tmp_path, oas({"/a": {method: {"responses": OK}}}))
-    assert [(p.pointer, p.message) for p in result.errors] == [(f"/paths/~1a/{method}", message)]
+def test_unknown_method_leaves_that_operation_out(
+    tmp_path: Path, method: str, message: str
+) -> None:
+    result = spec(tmp_path, oas({"/a": {method: {"responses": OK}, "put": {"responses": OK}}}))
+    assert result.errors == []
+    assert [(p.pointer, p.message) for p in result.warnings] == [
+        (f"/paths/~1a/{method}", message + "; the operation is left out")
+    ]
+    api = api_of(result)
+    assert [(op.method, op.path_template) for op in api.operations] == [("PUT", "/a")]
+    assert [(x.method, x.path, x.pointer) for x in api.left_out] == [
+        (method, "/a", f"/paths/~1a/{method}")
+    ]
 
 
 def test_templates_differing_only_in_variable_names_share_a_route(tmp_path: Path) -> None:
@@ -294,10 +323,28 @@ def test_parameters_without_name_or_location_are_ignored_with_a_warning(tmp_path
         ("/a/{b", "unbalanced '{' or '}' in the path template '/a/{b'"),
     ],
 )
-def test_bad_path_templates_are_located_errors(tmp_path: Path, path: str, message: str) -> None:
-    result = spec(tmp_path, oas({path: {"get": {"responses": OK}}}))
-    assert [p.message for p in result.errors] == [message]
-    assert result.errors[0].pointer == "/paths/" + path.replace("~", "~0").replace("/", "~1")
+def test_bad_path_templates_leave_their_operations_out(
+    tmp_path: Path, path: str, message: str
+) -> None:
+    result = spec(
+        tmp_path, oas({path: {"get": {"responses": OK}}, "/ok": {"get": {"responses": OK}}})
+    )
+    pointer = "/paths/" + path.replace("~", "~0").replace("/", "~1")
+    assert result.errors == []
+    assert [(p.pointer, p.message) for p in result.warnings] == [
+        (pointer, message + "; the operation is left out")
+    ]
+    api = api_of(result)
+    assert [op.path_template for op in api.operations] == ["/ok"]
+    assert [(x.method, x.path, x.reason) for x in api.left_out] == [("GET", path, message)]
+    # Alone, the bad path leaves nothing to benchmark: that is an error.
+    alone = spec(tmp_path, oas({path: {"get": {"responses": OK}}}))
+    assert [(p.pointer, p.message) for p in alone.errors] == [
+        (
+            "/paths",
+            "every operation is left out (1 problem(s) above); there is nothing to benchmark",
+        )
+    ]
 
 
 def test_path_key_suffixes_route_on_the_part_before_them(tmp_path: Path) -> None:

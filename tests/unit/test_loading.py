@@ -34,6 +34,14 @@ def write(tmp_path: Path, name: str, text: str | bytes) -> Path:
     return path
 
 
+def warning_at(result: object, pointer: str) -> Problem:
+    """The one warning at ``pointer``; the description is read (no errors)."""
+    assert result.errors == [], [p.format() for p in result.errors]  # type: ignore[attr-defined]
+    found = [p for p in result.warnings if p.pointer == pointer]  # type: ignore[attr-defined]
+    assert len(found) == 1, [p.format() for p in result.warnings]  # type: ignore[attr-defined]
+    return found[0]  # type: ignore[no-any-return]
+
+
 def only_error(result: object) -> Problem:
     errors = result.errors  # type: ignore[attr-defined]
     assert len(errors) == 1, [p.format() for p in errors]
@@ -293,19 +301,32 @@ def test_references_outside_the_bundle_are_never_followed(
     tmp_path: Path, ref: str, message: str
 ) -> None:
     text = MINIMAL_YAML.replace('"200": {description: ok}', f'"200": {{$ref: "{ref}"}}')
-    problem = only_error(read_spec(write(tmp_path / "b", "api.yaml", text)))
-    assert problem.pointer == "/paths/~1pets/get/responses/200/$ref"
-    assert problem.message == message
+    result = read_spec(write(tmp_path / "b", "api.yaml", text))
+    problem = warning_at(result, "/paths/~1pets/get/responses/200/$ref")
+    assert problem.message == message + "; response 200 is unknown"
     assert problem.line == 7
+    # The response is unknown; the route stays.
+    assert result.api is not None
+    (op,) = result.api.operations
+    assert op.responses == ()
+    assert [u.to_dict() for u in op.unknown] == [
+        {
+            "part": "response 200",
+            "pointer": "/paths/~1pets/get/responses/200/$ref",
+            "reason": message,
+        }
+    ]
 
 
 def test_unresolvable_local_ref_suggests_a_name(tmp_path: Path) -> None:
     text = MINIMAL_YAML + "components:\n  responses:\n    Ok: {description: ok}\n"
     text = text.replace('"200": {description: ok}', '"200": {$ref: "#/components/responses/OK"}')
-    problem = only_error(read_spec(write(tmp_path, "api.yaml", text)))
-    assert problem.pointer == "/paths/~1pets/get/responses/200/$ref"
+    problem = warning_at(
+        read_spec(write(tmp_path, "api.yaml", text)), "/paths/~1pets/get/responses/200/$ref"
+    )
     assert problem.message == (
-        "cannot resolve '#/components/responses/OK': no 'OK' in /components/responses; did you mean 'Ok'?"
+        "cannot resolve '#/components/responses/OK': no 'OK' in /components/responses; did you "
+        "mean 'Ok'?; response 200 is unknown"
     )
 
 
@@ -317,11 +338,12 @@ def test_circular_reference_chain_is_an_error_not_a_hang(tmp_path: Path) -> None
         "components:\n  parameters:\n    A: {$ref: '#/components/parameters/B'}\n"
         "    B: {$ref: '#/components/parameters/A'}\n"
     )
-    problem = only_error(read_spec(write(tmp_path, "api.yaml", text)))
-    assert problem.pointer == "/paths/~1pets/get/parameters/0/$ref"
+    problem = warning_at(
+        read_spec(write(tmp_path, "api.yaml", text)), "/paths/~1pets/get/parameters/0/$ref"
+    )
     assert problem.message == (
         "circular $ref: api.yaml#/components/parameters/A -> api.yaml#/components/parameters/B "
-        "-> api.yaml#/components/parameters/A"
+        "-> api.yaml#/components/parameters/A; the parameter is unknown"
     )
 
 
@@ -469,10 +491,10 @@ def test_symlink_leading_out_of_the_bundle(tmp_path: Path) -> None:
         MINIMAL_YAML.replace('"200": {description: ok}', '"200": {$ref: "link.yaml"}'),
     )
     os.symlink(outside, root / "link.yaml")
-    problem = only_error(read_spec(root / "api.yaml"))
-    assert problem.pointer == "/paths/~1pets/get/responses/200/$ref"
+    problem = warning_at(read_spec(root / "api.yaml"), "/paths/~1pets/get/responses/200/$ref")
     assert problem.message == (
-        "'link.yaml' points outside the bundle (the path (or a symlink on it) leads outside the bundle)"
+        "'link.yaml' points outside the bundle (the path (or a symlink on it) leads outside the "
+        "bundle); response 200 is unknown"
     )
 
 

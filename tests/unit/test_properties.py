@@ -1,6 +1,10 @@
 """Property: any mutation of a valid description yields an IR or located problems — never
 another exception. Mutations are structural (replace, delete or add values anywhere) and
-textual (arbitrary bytes inserted, removed or replaced in the serialized file)."""
+textual (arbitrary bytes inserted, removed or replaced in the serialized file).
+
+Also: a ``$ref`` inside example data stays data, whatever it says; OpenAPI 3.1 anchors and
+``$id``s resolve to the schema that declares them, whatever their names; and the targeted
+JSON position lookup agrees with the full walk."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from hypothesis import strategies as st
 from gatebench.errors import PlanError
 from gatebench.plan import load_plan
 from gatebench.spec import Limits, SpecResult, read_spec
+from gatebench.spec._locate import json_positions, json_positions_of
 from paths import EXAMPLES
 
 SEEDS: list[tuple[str, bytes]] = [
@@ -51,6 +56,53 @@ SEEDS: list[tuple[str, bytes]] = [
                 },
                 "definitions": {
                     "D": {"type": "object", "properties": {"self": {"$ref": "#/definitions/D"}}}
+                },
+            }
+        ).encode(),
+    ),
+    (
+        "anchors31.json",
+        json.dumps(
+            {
+                "openapi": "3.1.0",
+                "info": {"title": "t", "version": "1"},
+                "paths": {
+                    "/a": {
+                        "post": {
+                            "requestBody": {
+                                "content": {
+                                    "application/json": {
+                                        "schema": {"$ref": "https://s.example/pet#name"},
+                                        "examples": {"e": {"value": {"$ref": "https://evil/x"}}},
+                                    }
+                                }
+                            },
+                            "responses": {
+                                "200": {
+                                    "description": "ok",
+                                    "content": {
+                                        "application/json": {
+                                            "schema": {"$ref": "#tree"},
+                                            "example": {"$ref": "#/nowhere"},
+                                        }
+                                    },
+                                }
+                            },
+                            "x-sample": {"$ref": "//evil/y"},
+                        }
+                    }
+                },
+                "components": {
+                    "schemas": {
+                        "Pet": {
+                            "$id": "https://s.example/pet",
+                            "properties": {"name": {"$anchor": "name", "type": "string"}},
+                        },
+                        "Tree": {
+                            "$dynamicAnchor": "tree",
+                            "properties": {"kids": {"items": {"$dynamicRef": "#tree"}}},
+                        },
+                    }
                 },
             }
         ).encode(),
@@ -102,6 +154,13 @@ interesting_keys = st.sampled_from(
         "uriParameters",
         "definitions",
         "components",
+        "$anchor",
+        "$id",
+        "$dynamicRef",
+        "example",
+        "examples",
+        "value",
+        "x-sample",
     ]
 )
 
@@ -240,3 +299,131 @@ def test_seeds_are_valid(tmp_path: Path) -> None:
     for name, data in SEEDS:
         result = read_spec(data, name=name)
         assert result.errors == [], (name, [p.format() for p in result.errors])
+
+
+# -- a $ref inside example data is data --------------------------------------------------
+
+refs = st.one_of(
+    st.text(max_size=20),
+    st.sampled_from(
+        [
+            "https://evil.example/x",
+            "//evil/y",
+            "../../etc/passwd",
+            "#/nowhere",
+            "#anchor",
+            "file:///x",
+        ]
+    ),
+)
+ref_data = st.recursive(
+    st.builds(lambda r: {"$ref": r}, refs) | json_values,
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(st.sampled_from(["$ref", "$id", "$anchor", "a"]), children, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+@SETTINGS
+@given(
+    ref_data,
+    st.sampled_from(["example", "examples/e/value", "schema/example", "schema/default", "x-any"]),
+)
+def test_refs_in_example_data_are_data(value: Any, where: str) -> None:
+    media: dict[str, Any] = {"schema": {"type": "object"}}
+    slot = media
+    tokens = where.split("/")
+    for token in tokens[:-1]:
+        slot = slot.setdefault(token, {})
+    slot[tokens[-1]] = value
+    doc = {
+        "openapi": "3.1.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {
+            "/a": {
+                "post": {
+                    "requestBody": {"content": {"application/json": media}},
+                    "responses": {"200": {"description": "ok"}},
+                }
+            }
+        },
+    }
+    result = read_spec(json.dumps(doc).encode(), name="api.json")
+    assert result.errors == []
+    assert [p for p in result.problems if "reference" in p.message or "$ref" in p.message] == []
+    assert result.api is not None
+    body = result.api.operations[0].request_body
+    assert body is not None
+    (content,) = body.content
+    if where == "example":
+        assert content.examples == (("default", value),)
+    elif where == "examples/e/value":
+        assert content.examples == (("e", value),)
+    elif where.startswith("schema/"):
+        assert content.schema is not None and content.schema[tokens[-1]] == value
+
+
+# -- OpenAPI 3.1 anchors and $ids ----------------------------------------------------------
+
+names = st.from_regex(r"[A-Za-z][A-Za-z0-9_.-]{0,10}", fullmatch=True)
+
+
+@SETTINGS
+@given(st.lists(st.tuples(names, st.booleans()), min_size=1, max_size=5, unique_by=lambda t: t[0]))
+def test_31_anchors_and_ids_resolve_to_their_schema(declared: list[tuple[str, bool]]) -> None:
+    schemas: dict[str, Any] = {}
+    properties: dict[str, Any] = {}
+    for i, (name, by_id) in enumerate(declared):
+        key = f"S{i}"
+        if by_id:
+            schemas[key] = {"$id": f"https://s.example/{name}", "type": "integer", "minimum": i}
+            properties[f"p{i}"] = {"$ref": f"https://s.example/{name}"}
+        else:
+            schemas[key] = {"$anchor": name, "type": "integer", "minimum": i}
+            properties[f"p{i}"] = {"$ref": f"#{name}"}
+    doc = {
+        "openapi": "3.1.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {
+            "/a": {
+                "post": {
+                    "requestBody": {
+                        "content": {
+                            "application/json": {
+                                "schema": {"type": "object", "properties": properties}
+                            }
+                        }
+                    },
+                    "responses": {"200": {"description": "ok"}},
+                }
+            }
+        },
+        "components": {"schemas": schemas},
+    }
+    result = read_spec(json.dumps(doc).encode(), name="api.json")
+    assert result.problems == [], [p.format() for p in result.problems]
+    assert result.api is not None
+    body = result.api.operations[0].request_body
+    assert body is not None and body.content[0].schema is not None
+    got = body.content[0].schema["properties"]
+    for i in range(len(declared)):
+        ref = got[f"p{i}"]["$ref"]
+        assert ref.startswith("#/schemas/")
+        target = result.api.schemas[ref.removeprefix("#/schemas/")]
+        assert target == {"type": "integer", "minimum": i}
+
+
+# -- positions -------------------------------------------------------------------------------
+
+
+@SETTINGS
+@given(json_values, st.sampled_from([None, 0, 1, 2, 4]))
+def test_targeted_positions_agree_with_the_full_walk(value: Any, indent: int | None) -> None:
+    doc = {"root": value, "list": [value, {"k": value}]}
+    text = json.dumps(doc, indent=indent)
+    everything = json_positions(text)
+    for pointer, position in everything.items():
+        assert json_positions_of(text, [pointer])[pointer] == position
+    assert json_positions_of(text, list(everything)) == everything

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -72,10 +73,43 @@ def test_bad_target_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixtu
     )
 
 
-def test_unsupported_gateway_prints_located_problems_and_renders_the_others(
+def test_routes_a_gateway_cannot_express_are_left_out_with_located_warnings(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["render", TEMPLATES, "-g", "krakend,nginx", "-o", str(tmp_path)]) == 1
+    assert main(["render", TEMPLATES, "-g", "krakend,nginx", "-o", str(tmp_path)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == (
+        "templates.yaml: warning: /paths/~1files~1{name}.json/get: krakend cannot express this "
+        "route (GET /files/{name}.json): a parameter must fill its whole path segment "
+        "(KrakenD cannot build words from variables); the route is left out of its configuration"
+    )
+    assert err[1].startswith(
+        "templates.yaml: warning: /paths/~1files~1{name}/head: krakend cannot express this "
+        "route (HEAD /files/{name}): KrakenD endpoints take only GET, POST, PUT, PATCH, DELETE"
+    )
+    assert err[4] == (
+        "krakend: 4 of 10 routes left out (it cannot express them and no workload uses them)"
+    )
+    config = json.loads((tmp_path / "krakend" / "krakend.json").read_text(encoding="utf-8"))
+    endpoints = [(e["method"], e["endpoint"]) for e in config["endpoints"]]
+    assert len(endpoints) == 6
+    assert ("GET", "/files/{name}.json") not in endpoints
+    assert ("GET", "/files/index.json") in endpoints
+    assert (tmp_path / "nginx" / "nginx.conf").is_file()
+
+
+def test_a_workload_route_a_gateway_cannot_express_skips_that_gateway(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "templates.yaml"
+    spec.write_text(
+        Path(TEMPLATES).read_text(encoding="utf-8")
+        + "x-gatebench:\n  gateways: [krakend, nginx]\n  workloads:\n"
+        + "    - {name: json, operation: getJsonFile, injection: {at_once: 1}}\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    assert main(["render", str(spec), "-g", "krakend,nginx", "-o", str(out)]) == 1
     captured = capsys.readouterr()
     assert captured.err.splitlines()[:2] == [
         "krakend: cannot express this API:",
@@ -83,8 +117,8 @@ def test_unsupported_gateway_prints_located_problems_and_renders_the_others(
         "route (GET /files/{name}.json): a parameter must fill its whole path segment "
         "(KrakenD cannot build words from variables)",
     ]
-    assert (tmp_path / "nginx" / "nginx.conf").is_file()
-    assert not (tmp_path / "krakend").exists()
+    assert (out / "nginx" / "nginx.conf").is_file()
+    assert not (out / "krakend").exists()
 
 
 def test_large_specs_are_what_the_generator_writes(tmp_path: Path) -> None:
@@ -104,11 +138,15 @@ def test_large_specs_are_what_the_generator_writes(tmp_path: Path) -> None:
 
 
 def test_adversarial_inputs_the_description_refuses_are_located() -> None:
-    """The other outcome of the adversarial spec: not a config, but one located error each."""
+    """The other outcome of the adversarial spec: each bad route is left out with one located
+    warning; the one readable operation is kept."""
     from gatebench.spec import read_spec
 
     result = read_spec(ROOT / "tests" / "data" / "adversarial" / "invalid.yaml")
-    got = {p.pointer[:60]: p.message for p in result.errors}
+    assert result.errors == []
+    assert result.api is not None and len(result.api.operations) == 1
+    left_out = [p for p in result.warnings if p.message.endswith("; the operation is left out")]
+    got = {p.pointer[:60]: p.message for p in left_out}
     expected = {
         "/paths/~1bad%zzpercent": "'%' in a path must start a %XX escape",
         "/paths/~1new\nline": "a path may not contain U+000A (a control or line-break character); write it percent",
@@ -121,4 +159,5 @@ def test_adversarial_inputs_the_description_refuses_are_located() -> None:
     assert set(got) == set(expected)
     for pointer, message in expected.items():
         assert got[pointer].startswith(message), (pointer, got[pointer])
-    assert all(p.line is not None for p in result.errors)
+    assert all(p.line is not None for p in left_out)
+    assert len(result.api.left_out) == len(expected)

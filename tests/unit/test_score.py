@@ -152,7 +152,8 @@ def test_weights_are_refused_by_the_paper_profile() -> None:
     [
         (
             {"latency": 1.0},
-            "no metric 'latency' to weigh; metrics: throughput, min, mean, max, stddev, p50, p90, p95, p99, error_pct",
+            "no metric 'latency' to weigh; metrics: throughput, min, mean, max, stddev, p50, p90, p95, p99, error_pct, "
+            "req_per_cpu_s, gateway_rss_mb",
         ),
         ({"mean": -1.0}, "weight of 'mean': expected a number >= 0, got -1.0"),
         ({"mean": 0.0}, "at least one weight must be above 0"),

@@ -112,6 +112,24 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     tester.add_argument("--testers", type=int, default=1, help="how many testers share every phase")
     tester.set_defaults(handler=run_tester)
 
+    meter = commands.add_parser(
+        "meter",
+        help="sample a gateway container's CPU and memory (beside it, on its VM)",
+        description="Sample the gateway container's cgroup v2 files (cpu.stat, memory.current, "
+        "memory.peak, memory.stat) every 0.2 s and upload them to runs/RUN/cgroup/TARGET.jsonl "
+        "until the tester writes tester/load-done.json; the ingest step turns them into each "
+        "phase's gateway CPU seconds and peak memory.",
+    )
+    _run_arguments(meter)
+    meter.add_argument("--target", required=True, help="the gateway's name in the run")
+    meter.add_argument(
+        "--cgroup",
+        required=True,
+        help="the container's cgroup v2 directory, e.g. "
+        "/sys/fs/cgroup/system.slice/docker-ID.scope",
+    )
+    meter.set_defaults(handler=run_meter)
+
 
 def run_bundle(args: argparse.Namespace) -> int:
     from ..cloud._bundle import build_bundles
@@ -250,6 +268,13 @@ def run_backend(args: argparse.Namespace) -> int:
     from ..provisioners._vm_roles import serve_backend
 
     return serve_backend(Storage(), args.runs_bucket, args.run_id)
+
+
+def run_meter(args: argparse.Namespace) -> int:
+    from ..cloud import Storage
+    from ..provisioners._vm_roles import meter_gateway
+
+    return meter_gateway(Storage(), args.runs_bucket, args.run_id, args.target, Path(args.cgroup))
 
 
 def run_tester(args: argparse.Namespace) -> int:

@@ -42,4 +42,5 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         print_problems(warnings[:5], stream=sys.stderr)
+    print_problems(list(plan.warnings), stream=sys.stderr)
     return 0

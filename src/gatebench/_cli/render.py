@@ -1,11 +1,12 @@
 """``gatebench render SPEC --gateway a,b --out DIR``: the configuration of each gateway.
 
 Writes ``DIR/<gateway>/<file>`` for every gateway asked for (``all`` = every registered one).
-A gateway that cannot express the API prints its located problems and is skipped; the exit
-code is then 1. ``--check`` also runs each gateway's own checker where it is installed here;
-a gateway without one that runs here (Traefik, the JVM gateways) is booted instead, briefly,
-with the same API rendered for a free loopback port in a scratch folder, and its output
-searched for refused parts of the configuration.
+A route a gateway cannot express is left out of that gateway's files with a located warning,
+unless a workload of the description's plan uses it: then the gateway prints its located
+problems and is skipped, and the exit code is 1. ``--check`` also runs each gateway's own
+checker where it is installed here; a gateway without one that runs here (Traefik, the JVM
+gateways) is booted instead, briefly, with the same API rendered for a free loopback port in
+a scratch folder, and its output searched for refused parts of the configuration.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ..ir import Api
 from ..procs import Supervisor, free_port
 from ..provisioners import ConfigRejected, boot_gateway, check_config, write_files
 from ..renderers import Renderer, RenderTarget, UnknownGateway, gateway_names, get_renderer
+from ..renderers._leave_out import render_leaving_out
 from ._common import add_spec_arguments, print_problems, read
 
 
@@ -94,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
     api = result.api
     assert api is not None
     out = Path(args.out).resolve()
+    needed = _workload_operations(result)
     failed = False
     for name in gateways:
         renderer = get_renderer(name)
@@ -110,13 +113,18 @@ def run(args: argparse.Namespace) -> int:
                 print(f"gatebench render: {problem.message}", file=sys.stderr)
             return 2
         try:
-            files = renderer.render(api, target)
+            rendered = render_leaving_out(renderer, api, target, needed)
         except UnsupportedFeature as exc:
             print(f"{name}: cannot express this API:", file=sys.stderr)
             for problem in exc.problems:
                 print(problem.format(result.spec_name or args.spec), file=sys.stderr)
             failed = True
             continue
+        for problem in rendered.left_out:
+            print(problem.format(result.spec_name or args.spec), file=sys.stderr)
+        if rendered.left_out:
+            print(rendered.summary(name), file=sys.stderr)
+        files = rendered.files
         write_files(files, folder)
         status = ""
         if args.check:
@@ -125,6 +133,19 @@ def run(args: argparse.Namespace) -> int:
         listing = ", ".join(sorted(files))
         print(f"{name}: {folder} ({listing}){status}")
     return 1 if failed else 0
+
+
+def _workload_operations(result: object) -> set[str]:
+    """Operation ids the description's own plan benchmarks (none without a valid plan)."""
+    from ..errors import PlanError
+    from ..plan import load_plan
+
+    if getattr(result, "benchmark_loc", None) is None:
+        return set()
+    try:
+        return {w.operation_id for w in load_plan(result).workloads}
+    except PlanError:
+        return set()
 
 
 def _check(name: str, folder: Path, target: RenderTarget, api: Api) -> str:

@@ -313,6 +313,8 @@ def _score_lines(outcome: RunOutcome) -> list[str]:
     lines = ["", f"Scores ({result.profile} profile, 0-100):"]
     for g in result.gateways:
         lines.append(f"  {g.rank}. {g.target} {g.score:.0f}")
+    for target, why in report.summary.unranked.items():
+        lines.append(f"  –  {target} not scored: {why}")
     verdict = " ".join(report.verdict)
     if verdict:
         lines.append(verdict)
@@ -330,6 +332,8 @@ def _flag_note(flagged: list[Measurement]) -> str:
         "tester-bound": "within 20 % of the load engine's ceiling, or the machine was ≥ 85 % "
         "busy and the engine used more CPU than the target",
         "incomplete": "fewer requests than the workload defines",
+        "too-short": "too short for its throughput to mean anything (docs/trust.md)",
+        "target-failed": "overlaps its target's failure; not scored",
     }
     for flag, n in sorted(counts.items()):
         parts.append(f"{flag} ×{n} ({meaning.get(flag, flag)})")

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from ..metrics import METRICS
+from ..metrics import COST_METRICS, METRICS
 from ..report import score_run
 from ..score import PROFILES, ScoreError
 from ..store import open_store
@@ -17,9 +17,10 @@ EXIT_USAGE = 2
 
 def _weight(text: str) -> tuple[str, float]:
     name, sep, value = text.partition("=")
-    if not sep or name not in METRICS:
+    if not sep or (name not in METRICS and name not in COST_METRICS):
         raise argparse.ArgumentTypeError(
-            f"expected METRIC=WEIGHT with METRIC one of {', '.join(METRICS)}; got {text!r}"
+            "expected METRIC=WEIGHT with METRIC one of "
+            f"{', '.join([*METRICS, *COST_METRICS])}; got {text!r}"
         )
     try:
         return name, float(value)

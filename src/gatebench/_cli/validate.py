@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     plan_checked = False
     if not result.errors and (result.benchmark_loc is not None or args.plan):
         try:
-            load_plan(result, args.plan)
+            problems.extend(load_plan(result, args.plan).warnings)
             plan_checked = True
         except PlanError as exc:
             problems.extend(exc.problems)

@@ -52,7 +52,9 @@ def start_backend(
     """Start the Go backend in ``mode`` on 127.0.0.1; returns the process and its port."""
     port = port or free_port()
     argv = [str(backend_binary()), "-listen", f"127.0.0.1:{port}", "-mode", mode, *extra_args]
-    proc = supervisor.start(f"backend-{mode}", argv, log_path=Path(log_dir) / f"backend-{mode}.log")
+    proc = supervisor.start(
+        f"backend-{mode}", argv, log_path=Path(log_dir) / f"backend-{mode}.log", role="backend"
+    )
     wait_ready(proc, port, timeout=timeout)
     return proc, port
 

@@ -21,12 +21,16 @@ import tempfile
 from pathlib import Path
 from typing import Protocol
 
-from ..measure import ingest_simlog
+from ..measure import ingest_simlog, with_gateway_cgroup
+from ..resources import CgroupSample
 from ..store import ResultStore
 from ..testers import ingest_tester_logs
 from ._tester import fleet_testers, marker, marker_of_tester
 
 RAW_LOG = re.compile(r"^runs/(r-[0-9a-f]{20})/raw/[A-Za-z0-9._-]+/simulation\.log$")
+CGROUP_OBJECT = "runs/{run_id}/cgroup/{target}.jsonl"
+"""Where a gateway VM's meter (``gatebench cloud meter``) uploads its container's cgroup
+samples, one JSON object per line (gatebench.resources.CgroupSample)."""
 
 
 class Bucket(Protocol):
@@ -51,6 +55,7 @@ def ingest_object(storage: Bucket, store: ResultStore, bucket: str, name: str) -
         path = Path(scratch) / "simulation.log"
         path.write_bytes(log)
         measurements = ingest_simlog(path, json.loads(workload), run_id)
+    measurements = with_gateway_cgroup(measurements, _cgroup_samples(storage, bucket, run_id))
     for measurement in measurements:
         store.put_measurement(measurement)
     return len(measurements)
@@ -78,9 +83,31 @@ def ingest_testers(storage: Bucket, store: ResultStore, bucket: str, run_id: str
                 path.write_bytes(log)
             logs.append(path if log is not None else None)
         measurements, _ = ingest_tester_logs(logs, json.loads(workload), run_id, failures)
+    measurements = with_gateway_cgroup(measurements, _cgroup_samples(storage, bucket, run_id))
     for measurement in measurements:
         store.put_measurement(measurement)
     return len(measurements)
+
+
+def _cgroup_samples(storage: Bucket, bucket: str, run_id: str) -> dict[str, list[CgroupSample]]:
+    """Each gateway's cgroup samples, by target, from the run's ``cgroup/`` objects (a line
+    that is not a sample is skipped: the meter may have been cut off mid-write)."""
+    prefix = f"runs/{run_id}/cgroup/"
+    out: dict[str, list[CgroupSample]] = {}
+    for name in storage.names(bucket, prefix):
+        if not name.endswith(".jsonl"):
+            continue
+        data = storage.read_optional(bucket, name)
+        if data is None:
+            continue
+        samples = []
+        for line in data.decode("utf-8", errors="replace").splitlines():
+            try:
+                samples.append(CgroupSample.from_dict(json.loads(line)))
+            except (ValueError, KeyError, TypeError):
+                continue
+        out[name[len(prefix) : -len(".jsonl")]] = samples
+    return out
 
 
 def ingest_run(storage: Bucket, store: ResultStore, bucket: str, run_id: str) -> int:

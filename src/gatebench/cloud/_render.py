@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from ..errors import GatebenchError, PlanError, Problem, RenderError
 from ..ir import Api
 from ..plan import Plan, load_plan
 from ..renderers import RenderTarget, get_renderer
+from ..renderers._leave_out import render_leaving_out
 from ..run_request import METADATA_HEADER, METADATA_KEY, UploadRejected, run_request_from_metadata
 from ..score import BASELINE
 from ..spec import read_spec
@@ -131,7 +132,9 @@ def render_run(
     backend_url = _backend_url(plan, layout)
     for name in plan.gateways:
         try:
-            entry, files = _render_gateway(name, api, layout, backend_url, run_id)
+            entry, files = _render_gateway(
+                name, api, layout, backend_url, run_id, {w.operation_id for w in plan.workloads}
+            )
         except GatebenchError as exc:
             problems = getattr(exc, "problems", None)
             reason = "; ".join(p.message for p in problems) if problems else str(exc)
@@ -179,7 +182,12 @@ def _backend_url(plan: Plan, layout: Layout) -> str:
 
 
 def _render_gateway(
-    name: str, api: Api, layout: Layout, backend_url: str, run_id: str
+    name: str,
+    api: Api,
+    layout: Layout,
+    backend_url: str,
+    run_id: str,
+    needed: Collection[str] = (),
 ) -> tuple[dict[str, Any], dict[str, str]]:
     renderer = get_renderer(name)
     if renderer.cloud_image is None:
@@ -190,7 +198,7 @@ def _render_gateway(
         listen_port=layout.gateway_port(name),
         backend_url=backend_url,
     )
-    files = renderer.render(api, target)
+    files = render_leaving_out(renderer, api, target, needed).files
     entry = {
         "image": renderer.cloud_image,
         "port": layout.gateway_port(name),

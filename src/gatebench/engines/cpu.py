@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import psutil
 
 from ..measure import CpuUsage
+from ..resources import PhaseResources, UsageSample, window_usage
 
 _HZ = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _NCPU = os.cpu_count() or 1
@@ -31,6 +32,8 @@ class CpuSample:
     total: float
     idle: float
     groups: tuple[float, ...]
+    rss: tuple[float, ...] = ()
+    """Resident bytes of each group at this moment (same order as ``groups``, without self)."""
 
 
 def _machine() -> tuple[float, float]:
@@ -59,10 +62,12 @@ class CpuSampler:
         total, idle = _machine()
         all_pgids = frozenset().union(*self.groups.values()) if self.groups else frozenset()
         ticks = dict.fromkeys(self.names, 0.0)
+        rss = dict.fromkeys(self.names, 0.0)
         if all_pgids:
             per_pgid = _per_pgid_ticks(all_pgids)
             for name in self.names:
-                ticks[name] = sum(per_pgid.get(g, 0.0) for g in self.groups[name])
+                ticks[name] = sum(per_pgid.get(g, (0.0, 0.0))[0] for g in self.groups[name])
+                rss[name] = sum(per_pgid.get(g, (0.0, 0.0))[1] for g in self.groups[name])
         own = os.times()
         ticks["self"] = (own.user + own.system) * _HZ
         s = CpuSample(
@@ -70,6 +75,7 @@ class CpuSampler:
             total,
             idle,
             tuple(ticks[n] for n in (*self.names, "self")),
+            tuple(rss[n] for n in self.names),
         )
         self.samples.append(s)
         return s
@@ -128,6 +134,39 @@ class CpuSampler:
             window_s=(end_ms - start_ms) / 1000.0,
         )
 
+    def resources(
+        self, start_ms: float, end_ms: float, tester: str, target: Sequence[str]
+    ) -> PhaseResources | None:
+        """CPU seconds and peak resident MB over [start_ms, end_ms] of the gateway (the
+        target's ``gw:`` groups), the backend (``backend``) and the load engine (``tester``);
+        None without samples around the window (gatebench.resources.window_usage)."""
+        gateway = [g for g in target if g.startswith("gw:") and g in self.names]
+        roles = {"gateway": gateway, "backend": ["backend"], "engine": [tester]}
+        out: dict[str, float | None] = {}
+        for role, names in roles.items():
+            found = self._role_window([n for n in names if n in self.names], start_ms, end_ms)
+            out[f"{role}_cpu_s"] = None if found is None else round(found[0], 4)
+            out[f"{role}_rss_mb"] = None if found is None else round(found[1], 2)
+        if all(v is None for v in out.values()):
+            return None
+        return PhaseResources(**out)
+
+    def _role_window(
+        self, names: Sequence[str], start_ms: float, end_ms: float
+    ) -> tuple[float, float] | None:
+        if not names or not self.samples or not self.samples[0].rss:
+            return None
+        index = [self.names.index(n) for n in names]
+        series = [
+            UsageSample(
+                s.wall_ms,
+                sum(s.groups[i] for i in index) / _HZ,
+                sum(s.rss[i] for i in index),
+            )
+            for s in self.samples
+        ]
+        return window_usage(series, start_ms, end_ms)
+
 
 def exited_unreaped(pid: int) -> bool:
     """Whether our child ``pid`` has ended, without reaping it: until it is reaped its CPU
@@ -138,10 +177,10 @@ def exited_unreaped(pid: int) -> bool:
         return True
 
 
-def _per_pgid_ticks(pgids: frozenset[int]) -> dict[int, float]:
-    """CPU time of every process in each of ``pgids`` (user + system, reaped children's
-    included), in clock ticks, summed per group."""
-    out: dict[int, float] = {}
+def _per_pgid_ticks(pgids: frozenset[int]) -> dict[int, tuple[float, float]]:
+    """Per group in ``pgids``: CPU time of every process in it (user + system, reaped
+    children's included) in clock ticks, and their resident memory in bytes, summed."""
+    out: dict[int, tuple[float, float]] = {}
     for proc in psutil.process_iter():
         try:
             pgrp = os.getpgid(proc.pid)
@@ -150,8 +189,13 @@ def _per_pgid_ticks(pgids: frozenset[int]) -> dict[int, float]:
             t = proc.cpu_times()
         except (psutil.Error, OSError):
             continue
+        try:
+            rss = float(proc.memory_info().rss)
+        except (psutil.Error, OSError):
+            rss = 0.0  # an exited, unreaped child: its CPU time counts, it holds no memory
         seconds = t.user + t.system + t.children_user + t.children_system
-        out[pgrp] = out.get(pgrp, 0.0) + seconds * _HZ
+        ticks, resident = out.get(pgrp, (0.0, 0.0))
+        out[pgrp] = (ticks + seconds * _HZ, resident + rss)
     return out
 
 

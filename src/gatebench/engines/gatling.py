@@ -132,6 +132,7 @@ class GatlingEngine:
             log_path=log_path,
             cwd=workdir,
             env=env,
+            role="engine",
         )
         if ready is not None:
             try:
@@ -165,9 +166,11 @@ class GatlingEngine:
                     end_ms = float(header.start_ms + (sample.last_end or sample.first_start))
                 else:
                     start_ms = end_ms = time.time() * 1000.0
-                cpu = sampler.usage(start_ms, end_ms, "tester", target_groups(target_of[local]))
+                groups = target_groups(target_of[local])
+                cpu = sampler.usage(start_ms, end_ms, "tester", groups)
+                cost = sampler.resources(start_ms, end_ms, "tester", groups)
                 result.completed.append(index_of[local])
-                hooks.on_phase(PhaseResult(index_of[local], sample, start_ms, end_ms, cpu))
+                hooks.on_phase(PhaseResult(index_of[local], sample, start_ms, end_ms, cpu, cost))
                 samples[local] = PhaseSample()  # the records are handed over; free them
                 reported += 1
 

@@ -559,7 +559,9 @@ class WrkEngine:
         argv = [self.program, "-s", str(LUA_SCRIPT), *args]
         proc_env = {"GATEBENCH_WRK_PHASE": str(data_path), **secret_vars}
         hooks.on_event(EngineEvent("start", index, at_ms=time.time() * 1000.0))
-        proc = supervisor.start(f"wrk-{phase['id']}", argv, log_path=log_path, env=proc_env)
+        proc = supervisor.start(
+            f"wrk-{phase['id']}", argv, log_path=log_path, env=proc_env, role="engine"
+        )
         sampler = CpuSampler()
         groups = {k: list(v) for k, v in (cpu_groups or {}).items()}
         groups["tester"] = [proc.pid]
@@ -590,8 +592,10 @@ class WrkEngine:
         except (ValueError, KeyError, RunError) as exc:
             return f"wrk's result for phase {phase['id']} is unusable: {exc}"
         hooks.on_event(EngineEvent("end", index, at_ms=end_ms))
-        cpu = sampler.usage(start_ms, end_ms, "tester", target_groups(str(phase["target"])))
-        return PhaseResult(index, sample, start_ms, end_ms, cpu)
+        target_names = target_groups(str(phase["target"]))
+        cpu = sampler.usage(start_ms, end_ms, "tester", target_names)
+        cost = sampler.resources(start_ms, end_ms, "tester", target_names)
+        return PhaseResult(index, sample, start_ms, end_ms, cpu, cost)
 
 
 def _skipped(skip_file: Path | None, target: str) -> bool:

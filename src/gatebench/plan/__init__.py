@@ -42,6 +42,7 @@ from ._describe import describe_injection, describe_plan, workload_summary
 from ._load import load_plan
 from ._model import (
     BUILTIN_BACKENDS,
+    DEFAULT_CPU_MODE,
     MAX_BODY_BYTES,
     MAX_DURATION_S,
     MAX_REPETITIONS,
@@ -52,6 +53,8 @@ from ._model import (
     Backend,
     BodyKind,
     BodySpec,
+    CpuMode,
+    Cpus,
     EngineName,
     Generator,
     GeneratorKind,
@@ -68,6 +71,7 @@ from ._schema import SCHEMA_PATH
 
 __all__ = [
     "BUILTIN_BACKENDS",
+    "DEFAULT_CPU_MODE",
     "MAX_BODY_BYTES",
     "MAX_DURATION_S",
     "MAX_REPETITIONS",
@@ -79,6 +83,8 @@ __all__ = [
     "Backend",
     "BodyKind",
     "BodySpec",
+    "CpuMode",
+    "Cpus",
     "EngineName",
     "Generator",
     "GeneratorKind",

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from ..errors import PlanError, pointer
-from ..ir import Api, Operation
-from ..metrics import METRICS
+from ..ir import Api, Operation, unknown_body_message
+from ..metrics import COST_METRICS, METRICS
 from ..thresholds import parse_thresholds
 from ._checks import (
     _check_auth,
@@ -33,6 +33,7 @@ from ._model import (
     Backend,
     BodyKind,
     BodySpec,
+    Cpus,
     Generator,
     Infrastructure,
     Injection,
@@ -98,6 +99,7 @@ def build_plan(
     scoring = _scoring(data.get("scoring"), r)
     workloads = _workloads(data.get("workloads"), r, api, auth)
     engine = _engine(data.get("engine", "gatling"), r, workloads, warmup)
+    cpus = _cpus(data["cpus"], r) if "cpus" in data else Cpus()
     thresholds, threshold_problems = parse_thresholds(
         data.get("thresholds"),
         gateways=gateways,
@@ -127,6 +129,8 @@ def build_plan(
         infrastructure=infrastructure,
         thresholds=thresholds,
         engine=engine,
+        cpus=cpus,
+        warnings=tuple(r.problems),
     )
 
 
@@ -341,6 +345,56 @@ def _auth(value: Any, r: Reader) -> Auth:
     return Auth(**out)
 
 
+MAX_CPU = 4095
+"""The highest core number ``cpus:`` accepts (Linux's default NR_CPUS limit)."""
+
+
+def _cpus(value: Any, r: Reader) -> Cpus:
+    """``cpus: pinned | unpinned`` or ``cpus: {gateway: [1], engine: [0], backend: [0]}``
+    (gatebench.pinning decides what each means on the machine that runs it)."""
+    if isinstance(value, str):
+        if value in ("pinned", "unpinned"):
+            return Cpus(mode="pinned" if value == "pinned" else "unpinned")
+        r.error(
+            ["cpus"],
+            "expected 'pinned', 'unpinned' or a mapping of core lists such as "
+            f"{{gateway: [1], engine: [0], backend: [0]}}, got {_show(value)}",
+        )
+        return Cpus()
+    if not isinstance(value, dict):
+        r.error(
+            ["cpus"],
+            "expected 'pinned', 'unpinned' or a mapping of core lists such as "
+            f"{{gateway: [1], engine: [0], backend: [0]}}, got {_kind(value)}",
+        )
+        return Cpus()
+    data = r.mapping(value, ["cpus"], "cpus")
+    lists: dict[str, tuple[int, ...]] = {}
+    for role in ("gateway", "engine", "backend"):
+        if role not in data:
+            continue
+        raw = data[role]
+        if not isinstance(raw, list) or not raw:
+            r.error(
+                ["cpus", role],
+                f"expected a non-empty list of core numbers such as [0], got {_show(raw)}",
+            )
+            continue
+        found = [r.integer(c, ["cpus", role, i], 0, MAX_CPU) for i, c in enumerate(raw)]
+        lists[role] = tuple(sorted({c for c in found if c is not None}))
+    if not any(role in data for role in ("gateway", "engine", "backend")):
+        r.error(["cpus"], "expected at least one of: gateway, engine, backend")
+    if "gateway" in lists and set(lists["gateway"]) & {
+        c for role in ("engine", "backend") for c in lists.get(role, ())
+    }:
+        r.warn(
+            ["cpus", "gateway"],
+            "the gateway shares a core with the engine or the backend: pinning then does not "
+            "keep them apart",
+        )
+    return Cpus(mode="explicit", **lists)
+
+
 def _scoring(value: Any, r: Reader) -> Scoring:
     if value is None:
         return Scoring()
@@ -358,7 +412,7 @@ def _scoring(value: Any, r: Reader) -> Scoring:
     if "weights" in data:
         table = r.mapping(data["weights"], ["scoring", "weights"], "weights")
         for metric, weight in table.items():
-            if metric not in METRICS:
+            if metric not in METRICS and metric not in COST_METRICS:
                 continue
             if isinstance(weight, bool) or not isinstance(weight, int | float) or weight < 0:
                 r.error(
@@ -414,6 +468,8 @@ def _workloads(value: Any, r: Reader, api: Api, auth: Auth) -> list[Workload]:
         if op is not None:
             _check_params(op, params, headers, body, r, ["workloads", i])
             _check_auth(op, auth, r, ["workloads", i, "operation"])
+        if injection is not None:
+            _warn_too_short(injection, body, r, ["workloads", i, "injection"])
         if op is None or injection is None:
             continue
         out.append(
@@ -430,6 +486,56 @@ def _workloads(value: Any, r: Reader, api: Api, auth: Auth) -> list[Workload]:
             )
         )
     return out
+
+
+SHORT_ROUNDS = 100
+"""A closed-model phase of fewer round trips per user than this can end within 20 ms on a
+fast local target (a loopback round trip takes about 0.2 ms): too short to measure."""
+LONG_BURST_BYTES = 40 * 1024 * 1024
+"""A burst that uploads this much in all lasts at least ~20 ms on loopback (about 2 GB/s):
+long enough to measure (the auction example's 50 images of 8.6 MB take hundreds of ms)."""
+
+
+def _body_bytes(body: BodySpec) -> int:
+    return (body.size or 0) + sum(part.size or 0 for part in body.parts)
+
+
+def _warn_too_short(inj: Injection, body: BodySpec, r: Reader, where: list[str | int]) -> None:
+    """A profile whose phase can end before it is long enough to measure a throughput (the
+    rule of gatebench.trust.too_short: 20 × (timer resolution + a burst's launch spread)),
+    with a profile that measures. Warned, not refused: only the run can tell how long the
+    phase lasted, and the run flags it ``too-short`` when it was."""
+    users = inj.users or 1
+    if inj.kind == "at_once":
+        if users * _body_bytes(body) >= LONG_BURST_BYTES:
+            return
+        r.warn(
+            [*where, "at_once"],
+            f"a burst of {users} requests lasts about one response time (a few ms on a fast "
+            "target): its throughput is not scored when the phase is too short to measure "
+            f"(docs/trust.md); to measure throughput, repeat the burst: concurrent: {users}, "
+            "duration: 10s",
+        )
+        return
+    if inj.kind not in ("sequential", "concurrent") or inj.duration is not None:
+        return  # ramp and constant_rate last as long as the profile says
+    requests = inj.requests or 0
+    if requests // users >= SHORT_ROUNDS:
+        return
+    if inj.kind == "sequential":
+        what = f"{requests} sequential requests"
+        better = f"sequential: {SHORT_ROUNDS * 20}, or concurrent: 1, duration: 10s"
+        key = "sequential"
+    else:
+        what = f"{requests} requests from {users} users"
+        better = f"concurrent: {users}, duration: 10s"
+        key = "requests"
+    r.warn(
+        [*where, key],
+        f"{what} can end within a few ms on a fast target (a loopback round trip takes "
+        "about 0.2 ms): the throughput is not scored when the phase is too short to measure "
+        f"(docs/trust.md); to measure throughput, send more or for a while: {better}",
+    )
 
 
 def _injection(value: Any, r: Reader, where: list[str | int]) -> Injection | None:
@@ -608,6 +714,8 @@ def _headers(value: Any, r: Reader, where: list[str | int]) -> dict[str, str]:
 def _body(value: Any, r: Reader, where: list[str | int], op: Operation | None) -> BodySpec:
     media_types = [m.media_type for m in op.request_body.content] if op and op.request_body else []
     if value is None:
+        if op is not None and op.body_unknown is not None:
+            r.error(where, unknown_body_message(op))
         if op is None or op.request_body is None:
             return BodySpec("none")
         first = op.request_body.content[0]
@@ -650,7 +758,9 @@ def _body(value: Any, r: Reader, where: list[str | int], op: Operation | None) -
             "example", media_type=media or (media_types[0] if media_types else None), example=name
         )
     if kind == "synthesized":
-        if op is not None and op.request_body is None:
+        if op is not None and op.body_unknown is not None:
+            r.error(where, unknown_body_message(op))
+        elif op is not None and op.request_body is None:
             r.error(
                 where, f"operation {op.operation_id!r} declares no request body to synthesize from"
             )

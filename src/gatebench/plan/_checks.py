@@ -9,7 +9,7 @@ import difflib
 import re
 from typing import Any
 
-from ..ir import Api, Operation
+from ..ir import Api, Operation, left_out_message
 from ._model import Auth, BodySpec, EngineName, Generator, Warmup, Workload
 from ._reader import Reader, _show, is_credential_key
 from ._schema import keys
@@ -99,7 +99,10 @@ def _operation(value: Any, r: Reader, where: list[str | int], api: Api) -> Opera
         r.error(where, "expected an operationId or 'METHOD /path'")
         return None
     op, close = find_operation(api, value)
-    if op is None:
+    left_out = next((x for x in api.left_out if x.matches(value)), None)
+    if op is None and left_out is not None:
+        r.error(where, left_out_message(value, left_out))
+    elif op is None:
         hint = (
             f"; did you mean {', '.join(repr(c) for c in close)}?"
             if close

@@ -3,6 +3,7 @@ it was reached through, or a separate file (``--plan``); problems located in tha
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..errors import PlanError, Problem
@@ -63,7 +64,10 @@ def load_plan(result: Any, plan_file: str | None = None) -> Plan:
             result.benchmark_loc.doc,
         )
     try:
-        return build_plan(section, api, base_pointer=base, source=source)
+        plan = build_plan(section, api, base_pointer=base, source=source)
     except PlanError as exc:
         located = [reader.locate(p) for p in exc.problems] if reader is not None else exc.problems
         raise PlanError(located) from None
+    if reader is not None and plan.warnings:
+        plan = replace(plan, warnings=tuple(reader.locate(p) for p in plan.warnings))
+    return plan

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from ..errors import Problem
 from ..thresholds import Threshold
 
 InjectionKind = Literal["at_once", "ramp", "constant_rate", "concurrent", "sequential"]
@@ -161,6 +162,28 @@ class Scoring:
     weights: tuple[tuple[str, float], ...] = ()
 
 
+CpuMode = Literal["pinned", "unpinned", "explicit"]
+DEFAULT_CPU_MODE: CpuMode = "unpinned"
+"""What ``cpus:`` is when the plan does not say: pinning did not make runs more repeatable
+where it was measured (docs/trust.md, "Pinned cores")."""
+
+
+@dataclass(frozen=True)
+class Cpus:
+    """Where the gateway, the load engine and the backend run (gatebench.pinning):
+    ``pinned`` (the gateway on a core of its own), ``unpinned`` (wherever the scheduler puts
+    them), or ``explicit`` core lists per role (an empty list: that role is not pinned)."""
+
+    mode: CpuMode = DEFAULT_CPU_MODE
+    gateway: tuple[int, ...] = ()
+    engine: tuple[int, ...] = ()
+    backend: tuple[int, ...] = ()
+
+    def cores(self, role: str) -> tuple[int, ...]:
+        found: tuple[int, ...] = getattr(self, role)
+        return found
+
+
 @dataclass(frozen=True)
 class Plan:
     gateways: tuple[str, ...]
@@ -179,6 +202,11 @@ class Plan:
     engine: EngineName = "gatling"
     """The load generator (``gatebench.engines``): ``gatling`` runs every injection profile;
     ``wrk`` runs closed-model load only (concurrent users for whole seconds)."""
+    cpus: Cpus = field(default_factory=Cpus)
+    """Which cores each process runs on (``gatebench.pinning``)."""
+    warnings: tuple[Problem, ...] = field(default=(), compare=False, repr=False)
+    """Located warnings about a valid plan (a profile too short to measure...): shown by
+    ``gatebench plan`` and ``validate``, never part of the plan's data (``to_dict``)."""
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -186,11 +214,14 @@ class Plan:
         return (*self.gateways, "baseline") if self.baseline else self.gateways
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        data.pop("warnings")
+        return data
 
 
 __all__ = [
     "BUILTIN_BACKENDS",
+    "DEFAULT_CPU_MODE",
     "MAX_BODY_BYTES",
     "MAX_DURATION_S",
     "MAX_REPETITIONS",
@@ -202,6 +233,8 @@ __all__ = [
     "BackendKind",
     "BodyKind",
     "BodySpec",
+    "CpuMode",
+    "Cpus",
     "EngineName",
     "Generator",
     "GeneratorKind",

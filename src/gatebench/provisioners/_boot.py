@@ -117,7 +117,12 @@ def start_gateway(
     renderer.prepare(workdir)
     log = Path(log_path) if log_path is not None else workdir / f"{renderer.name}.out.log"
     proc = supervisor.start(
-        renderer.name, argv, log_path=log, cwd=workdir, env=renderer.env(workdir, target)
+        renderer.name,
+        argv,
+        log_path=log,
+        cwd=workdir,
+        env=renderer.env(workdir, target),
+        role="gateway",
     )
     host = "127.0.0.1" if target.listen_host == "0.0.0.0" else target.listen_host
     port, path, ready = target.listen_port, "/", lambda status: True

@@ -1,9 +1,16 @@
-"""What the run's own VMs run (the runner image's ``gatebench cloud backend`` and
-``gatebench cloud tester``); on one machine the local provisioner runs the same commands.
+"""What the run's own VMs run (the runner image's ``gatebench cloud backend``,
+``gatebench cloud tester`` and ``gatebench cloud meter``); on one machine the local
+provisioner runs the same commands.
 
 The tester is the only machine that reaches every other one, so it checks the targets
 answer, runs the load when the load build asks (through the bucket, see ``cloud._tester``), and
 uploads the load engine's raw log, from which the ingest step computes the measurements.
+
+The meter runs beside a gateway on its VM: it samples the gateway container's cgroup v2
+files (CPU time, memory) every :data:`~gatebench.resources.SAMPLE_INTERVAL_S` and uploads the
+samples to ``runs/RUN/cgroup/TARGET.jsonl`` every few seconds and once more when the tester
+writes ``load-done``; the ingest step turns them into each phase's gateway CPU seconds and
+peak memory (gatebench.resources.cgroup_window).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from ..cloud._tester import Clock, marker_of_tester, read_marker, wait_for_marke
 from ..engines import EngineEvent, PhaseResult, get_engine
 from ..errors import GatebenchError, RunError
 from ..procs import Supervisor, http_probe
+from ..resources import SAMPLE_INTERVAL_S, CgroupFormatError, CgroupSample
 from ..testers import split_document
 
 BUILTIN_TOKEN = "gatebench-builtin"
@@ -31,6 +39,11 @@ BUILTIN_TOKEN = "gatebench-builtin"
 does not have: they accept any non-empty token (examples/auction/README.md)."""
 REQUEST_TIMEOUT_S = 86400.0
 RAW_OBJECT = "runs/{run_id}/raw/{name}/simulation.log"
+CGROUP_OBJECT = "runs/{run_id}/cgroup/{target}.jsonl"
+METER_UPLOAD_S = 5.0
+"""How often the meter uploads its samples so far (each upload replaces the object)."""
+METER_MAX_S = 6 * 3600.0
+"""The meter stops after this long even if the tester never writes ``load-done``."""
 
 
 def raw_name(tester: int, testers: int) -> str:
@@ -182,3 +195,73 @@ def _load(
         "completed": len(result.completed),
         "seconds": round(time.time() - started, 1),
     }
+
+
+def read_cgroup(cgroup_dir: Path, wall_ms: float) -> CgroupSample:
+    """One sample of a cgroup v2 directory (``cpu.stat``, ``memory.current``, and
+    ``memory.stat`` and ``memory.peak`` where the kernel has them)."""
+
+    def text(name: str) -> str | None:
+        try:
+            return (cgroup_dir / name).read_text(encoding="ascii")
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise RunError(f"{cgroup_dir / name}: cannot read: {exc.strerror or exc}") from None
+
+    cpu_stat, current = text("cpu.stat"), text("memory.current")
+    if cpu_stat is None or current is None:
+        raise RunError(
+            f"{cgroup_dir}: no cpu.stat or memory.current; expected the gateway container's "
+            "cgroup v2 directory (mount /sys/fs/cgroup into the meter's container)"
+        )
+    try:
+        return CgroupSample.from_files(
+            wall_ms, cpu_stat, current, text("memory.stat") or "", text("memory.peak")
+        )
+    except CgroupFormatError as exc:
+        raise RunError(f"{cgroup_dir}: {exc}") from None
+
+
+def meter_gateway(
+    storage: Storage,
+    bucket: str,
+    run_id: str,
+    target: str,
+    cgroup_dir: Path,
+    clock: Clock | None = None,
+    interval: float = SAMPLE_INTERVAL_S,
+) -> int:
+    """Sample the gateway container's cgroup until the tester writes ``load-done`` (or
+    :data:`METER_MAX_S` passes), uploading the samples as it goes. Returns 0, or 3 when the
+    cgroup cannot be read at the start."""
+    clock = clock or Clock()
+    name = CGROUP_OBJECT.format(run_id=run_id, target=target)
+    lines: list[str] = []
+    started = clock.now()
+    last_upload = started
+    try:
+        lines.append(json.dumps(read_cgroup(cgroup_dir, started * 1000.0).to_dict()))
+    except RunError as exc:
+        sys.stderr.write(f"gatebench: meter: {exc}\n")
+        return 3
+
+    def upload() -> None:
+        storage.write(bucket, name, "".join(f"{line}\n" for line in lines), "application/x-ndjson")
+
+    while True:
+        clock.sleep(interval)
+        now = clock.now()
+        try:
+            lines.append(json.dumps(read_cgroup(cgroup_dir, now * 1000.0).to_dict()))
+        except RunError as exc:  # the container restarted: keep what was read
+            sys.stderr.write(f"gatebench: meter: {exc}\n")
+        if now - last_upload >= METER_UPLOAD_S:
+            upload()
+            last_upload = now
+            if read_marker(storage, bucket, run_id, "load-done") is not None:
+                break
+        if now - started >= METER_MAX_S:
+            break
+    upload()
+    return 0

@@ -11,6 +11,7 @@ Tyk, ...) raise :class:`~gatebench.errors.UnsupportedHere`, which is reported, n
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from pathlib import Path
 
 from ..errors import GatebenchError, UnsupportedHere
@@ -31,11 +32,21 @@ class LocalProvisioner:
         self._logs: dict[str, Path] = {}
         self.unsupported: dict[str, str] = {}
         """Gateways rendered but not runnable here (cloud path only), with the reason."""
+        self.routes_left_out: dict[str, str] = {}
+        """Gateways that left routes no workload uses out of their files: the summary."""
 
     def render(
-        self, gateways: list[str], api: Api, backend_url: str, run_dir: Path
+        self,
+        gateways: list[str],
+        api: Api,
+        backend_url: str,
+        run_dir: Path,
+        needed: Collection[str] = (),
     ) -> dict[str, str]:
+        """Render every gateway; ``needed`` are the workloads' operation ids (a route no
+        workload uses and a gateway cannot express is left out of that gateway's files)."""
         from ..renderers import RenderTarget, get_renderer
+        from ..renderers._leave_out import render_leaving_out
         from ._boot import write_files
 
         failures: dict[str, str] = {}
@@ -50,11 +61,13 @@ class LocalProvisioner:
                     admin_port=free_port(),
                     workers=self.workers,
                 )
-                files = renderer.render(api, target)
-                write_files(files, workdir)
+                rendered = render_leaving_out(renderer, api, target, needed)
+                write_files(rendered.files, workdir)
             except GatebenchError as exc:
                 failures[name] = f"cannot render the configuration: {exc}"
                 continue
+            if rendered.left_out:
+                self.routes_left_out[name] = rendered.summary(name)
             reason = renderer.available_here()
             if reason is not None:
                 self.unsupported[name] = reason

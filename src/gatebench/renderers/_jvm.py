@@ -22,12 +22,11 @@ import re
 from pathlib import Path
 from typing import Any, ClassVar
 
-import yaml
-
 from .._locations import jvm_gateway_jar_location
 from ..errors import Problem, RenderError, UnsupportedHere
 from ._base import Renderer, RenderTarget
 from ._routes import Route, unsupported
+from ._yaml_out import dump_block_yaml
 
 CLOUD_JAR_DIR = "/opt/gatebench"
 """Where the cloud path's container (``eclipse-temurin`` JRE image) holds the jar."""
@@ -40,10 +39,7 @@ _SPRING_EXPRESSION = re.compile(r"\$\{|^#\{")
 
 def dump_yaml(data: Any) -> str:
     """Block-style YAML in insertion order (deterministic), ASCII only, long lines kept."""
-    text: str = yaml.safe_dump(
-        data, sort_keys=False, default_flow_style=False, allow_unicode=False, width=1 << 20
-    )
-    return text
+    return dump_block_yaml(data, allow_unicode=False)
 
 
 def assert_inert(value: str, where: str) -> str:

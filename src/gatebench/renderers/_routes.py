@@ -31,6 +31,7 @@ never add a metacharacter, a quote, a comment or a directive to a configuration.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ _PCHAR_SAFE = frozenset(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:@"
 )
 _HEX = frozenset("0123456789ABCDEFabcdef")
-_IDENT_OK = re.compile(r"[A-Za-z0-9_]")
+_NOT_IDENT = re.compile(r"[^A-Za-z0-9_]")
 
 # Priority of a segment's shape: lower sorts first (wins).
 _LITERAL, _PARTIAL, _PARAM = 0, 1, 2
@@ -177,6 +178,7 @@ class Route:
         return "/" + "/".join(out)
 
 
+@functools.lru_cache(maxsize=65536)
 def _encoded_regex(text: str, esc: Callable[[str], str]) -> str:
     """Regex for percent-encoded text; hex digits of ``%XX`` match either case (RFC 3986)."""
     out = ""
@@ -232,6 +234,7 @@ def escape_regex_char(ch: str) -> str:
     return f"\\x{{{code:x}}}"
 
 
+@functools.lru_cache(maxsize=65536)
 def encode_literal(text: str) -> str:
     """Percent-encode what a client must encode; keep ``pchar`` and existing ``%XX``."""
     out: list[str] = []
@@ -260,7 +263,7 @@ def identifier(text: str, *, taken: set[str] | None = None, prefix: str = "v") -
     Used for regex group names, config object names and variables, which a spec string must
     never reach as is. ``taken`` is updated.
     """
-    base = "".join(ch if _IDENT_OK.fullmatch(ch) else "_" for ch in text).strip("_") or prefix
+    base = _NOT_IDENT.sub("_", text).strip("_") or prefix
     if not base[0].isalpha():
         base = prefix + "_" + base
     base = base[:64]
@@ -274,6 +277,7 @@ def identifier(text: str, *, taken: set[str] | None = None, prefix: str = "v") -
     return name
 
 
+@functools.lru_cache(maxsize=16384)
 def split_template(path: str) -> tuple[Segment, ...]:
     """``/files/{name}.json`` → segments of literal and parameter pieces."""
     segments: list[Segment] = []
@@ -291,6 +295,9 @@ def split_template(path: str) -> tuple[Segment, ...]:
     return tuple(segments)
 
 
+_LAST_ROUTES: list[tuple[tuple[Operation, ...], tuple[Route, ...]]] = []
+
+
 def routes_for(api: Api) -> tuple[Route, ...]:
     """Every operation as a :class:`Route`, highest priority first.
 
@@ -300,7 +307,19 @@ def routes_for(api: Api) -> tuple[Route, ...]:
     Raises :class:`UnsupportedFeature` (every problem, located at the operation) for what no
     gateway can route: a base path with template braces or a bad ``%``, or a parameter right
     after another one in the same segment.
+
+    The last result is kept: rendering one description for every gateway asks for the same
+    routes a dozen times (the cache is keyed by the very tuple of operations, immutable).
     """
+    last = _LAST_ROUTES[-1] if _LAST_ROUTES else None  # one read: threads may render too
+    if last is not None and last[0] is api.operations:
+        return last[1]
+    found = _routes_for(api)
+    _LAST_ROUTES[:] = [(api.operations, found)]
+    return found
+
+
+def _routes_for(api: Api) -> tuple[Route, ...]:
     problems: list[Problem] = []
     routes: list[Route] = []
     seen: dict[tuple[str, str], Operation] = {}

@@ -27,11 +27,10 @@ from __future__ import annotations
 import ipaddress
 from typing import Any, ClassVar
 
-import yaml
-
 from ..ir import Api
 from ._base import Renderer, RenderTarget, as_files
 from ._routes import identifier
+from ._yaml_out import dump_block_yaml
 
 _LIMIT = 1_000_000
 _RE2_PROGRAM_SIZE = 1_000_000
@@ -39,10 +38,7 @@ _RE2_PROGRAM_SIZE = 1_000_000
 
 def dump_yaml(data: Any) -> str:
     """Block-style YAML in insertion order (deterministic), unicode kept, long lines kept."""
-    text: str = yaml.safe_dump(
-        data, sort_keys=False, default_flow_style=False, allow_unicode=True, width=1 << 20
-    )
-    return text
+    return dump_block_yaml(data, allow_unicode=True)
 
 
 def _is_ip(host: str) -> bool:

@@ -27,6 +27,7 @@ from ..trust import (
     compare_engines,
     cross_check_of,
     demonstrated_ceiling,
+    failures_of,
     near_ceiling,
 )
 from ._format import fmt_number, fmt_score, fmt_signed, fmt_value
@@ -214,6 +215,9 @@ class Report:
                     for o in s.overhead
                 ],
                 "empty_measurements": list(s.empty_measurements),
+                "unranked": dict(s.unranked),
+                "too_short": {w: list(ts) for w, ts in s.too_short.items()},
+                "failed_measurements": list(s.failed_measurements),
                 "notes": list(s.notes),
                 "trust": self.trust.to_dict(),
             }
@@ -280,6 +284,7 @@ def build_report(
         profile=chosen,
         weights=chosen_weights or None,
         ceiling={w: p.throughput for w, p in ceiling.workloads.items()} if ceiling else None,
+        failed=failures_of(run.environment),
     )
     trust = build_trust(run, summary, measurements)
     return Report(
@@ -308,14 +313,27 @@ def cloud_cost(run: RunRecord) -> CostEstimate | None:
 
 
 def verdict(summary: RunSummary) -> list[str]:
-    """Who wins, by how much, and whether the repetitions can tell the difference."""
+    """Who wins, by how much, and whether the repetitions can tell the difference; the
+    gateways that failed during the run are named last."""
+    lines = _ranking_verdict(summary)
+    failed = [f"{g} {why}" for g, why in summary.unranked.items()]
+    if failed:
+        lines.append(
+            f"{_join(failed)}: not ranked (the phases that overlap a failure are left out of "
+            "every figure)."
+        )
+    return lines
+
+
+def _ranking_verdict(summary: RunSummary) -> list[str]:
     result = summary.scores
     ranked = [g for g in result.gateways if len(g.missing) < max(1, len(result.workloads))]
     if not result.workloads or not ranked:
         return ["No gateway was measured: there is nothing to compare yet."]
     if len(result.gateways) == 1:
         only = result.gateways[0].target
-        lines = [f"Only {only} was measured, so its score (100) compares it with nothing."]
+        done = "ranked" if summary.unranked else "measured"
+        lines = [f"Only {only} was {done}, so its score (100) compares it with nothing."]
         lines.append(_single_gateway_overhead(summary, only))
         return lines
     leaders = result.leaders
@@ -360,6 +378,11 @@ def verdict(summary: RunSummary) -> list[str]:
         lines.append(
             f"Throughput does not count on {_join(list(summary.tester_bound))}: the load "
             "generator, not the gateways, set it there (tester-bound)."
+        )
+    if summary.too_short:
+        lines.append(
+            f"Throughput does not count on {_join(list(summary.too_short))}: its phases were "
+            "too short to measure a rate (too short: docs/trust.md)."
         )
     erring = [e.workload for e in top.endpoints if e.has_errors]
     everyone = [
@@ -407,6 +430,11 @@ def cautions(run: RunRecord, summary: RunSummary, trust: Trust | None = None) ->
                 "the load generator was the bottleneck: within 20 % of its ceiling, or out of CPU"
             ),
             "incomplete": "fewer requests than the workload defines",
+            "too-short": (
+                "the phase was too short for its throughput to mean anything: under 20 × the "
+                "timer's resolution plus a burst's launch spread"
+            ),
+            "target-failed": "the phase overlaps its target's failure; left out of every figure",
         }
         parts = [
             f"{name} in {count} ({described.get(name, 'flagged by the engine')})"
@@ -431,6 +459,7 @@ def cautions(run: RunRecord, summary: RunSummary, trust: Trust | None = None) ->
     for target, reason in sorted(run.target_errors.items()):
         first_line = reason.strip().splitlines()[0] if reason.strip() else "no reason given"
         out.append(f"{target} failed: {first_line}")
+    out.extend(str(line) for line in (run.environment.get("routes_left_out") or {}).values())
     out.extend(summary.scores.notes)
     out.extend(summary.notes)
     if run.status.value not in ("done",):

@@ -21,7 +21,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from ..metrics import METRICS, UNITS
+from ..metrics import COST_METRICS, COST_UNITS, METRICS, UNITS
+from ..model import RESOURCE_FIELDS
 from ._build import Report
 
 Row = dict[str, Any]
@@ -55,7 +56,7 @@ def flat_rows(report: Report) -> list[Row]:
     def add(target: str, metric: str, statistic: str, value: float | None, **extra: Any) -> None:
         if value is None or not math.isfinite(value):
             return
-        unit = extra.pop("unit", None) or UNITS.get(metric, "points")
+        unit = extra.pop("unit", None) or UNITS.get(metric) or COST_UNITS.get(metric, "points")
         row = dict(base)
         row.update(
             target=target,
@@ -83,6 +84,11 @@ def flat_rows(report: Report) -> list[Row]:
             if half is not None:
                 add(target, name, "ci95_low", sample.mean - half, workload=workload, n=n)
                 add(target, name, "ci95_high", sample.mean + half, workload=workload, n=n)
+        for name in COST_METRICS:
+            cost = cell.metrics.get(name)
+            if cost is not None:
+                add(target, name, "mean", cost.mean, workload=workload, n=cost.n)
+                add(target, name, "stddev", cost.stddev, workload=workload, n=cost.n)
     for o in s.overhead:
         d = o.difference
         add(o.target, o.metric, "overhead", d.estimate, workload=o.workload)
@@ -127,9 +133,11 @@ def measurement_rows(report: Report) -> list[Row]:
     rows: list[Row] = []
     baseline = report.summary.baseline
     for m in report.measurements:
-        for name in METRICS:
-            value = m.metric(name)
-            if not math.isfinite(value):
+        values: list[tuple[str, float | None]] = [(name, m.metric(name)) for name in METRICS]
+        values.append(("req_per_cpu_s", m.req_per_cpu_s))
+        values.extend((name, getattr(m, name)) for name in RESOURCE_FIELDS)
+        for name, value in values:
+            if value is None or not math.isfinite(value):
                 continue
             rows.append(
                 {
@@ -143,7 +151,7 @@ def measurement_rows(report: Report) -> list[Row]:
                     "metric": name,
                     "statistic": "value",
                     "value": float(value),
-                    "unit": UNITS[name],
+                    "unit": UNITS.get(name) or COST_UNITS[name],
                     "n": None,
                     "profile": None,
                     "flags": ";".join(m.flags) or None,

@@ -25,6 +25,7 @@ from ._format import fmt_ci, fmt_number, fmt_score
 from ._svg import Bar, Group, colours_for, hbar_chart
 from ._tables import (
     Table,
+    cost_table,
     latency_tables,
     overhead_table,
     score_table,
@@ -201,6 +202,7 @@ def render_html(report: Report) -> str:
         ("throughput", "Throughput per endpoint", _throughput(report, colour_of)),
         ("latency", "Latency and errors", _latency(report)),
         ("overhead", "Overhead against the baseline", _overhead(report)),
+        ("costs", "What each target cost", _costs(report)),
         ("stability", "Rank stability", _stability(report)),
         ("quality", "Measurement quality", _quality(report)),
         ("trust", "Trust: headroom and a second engine", _trust(report)),
@@ -360,6 +362,16 @@ def _latency(report: Report) -> str:
     ]
     parts += [_model_table(table) for table in latency_tables(s)]
     return "".join(parts)
+
+
+def _costs(report: Report) -> str:
+    table = cost_table(report.summary)
+    if table is None:
+        return (
+            "<p>This run recorded no CPU or memory figures (runs before they were measured, "
+            "or a cloud run whose gateway VM uploaded no cgroup samples).</p>"
+        )
+    return f'<p class="legend">{_e(table.legend)}</p>' + _model_table(table)
 
 
 def _overhead(report: Report) -> str:

@@ -10,6 +10,7 @@ from ..cost import describe_cost
 from ._build import RESOLUTION_NOTE, Report
 from ._tables import (
     Table,
+    cost_table,
     latency_tables,
     overhead_table,
     score_table,
@@ -99,6 +100,11 @@ def render_markdown(report: Report) -> str:
             "",
         ]
         out += _model_table(overhead_table(s))
+
+    costs = cost_table(s)
+    if costs is not None:
+        out += ["## What each target cost", "", costs.legend, ""]
+        out += _model_table(costs)
 
     if s.rank_stability and s.complete_repetitions:
         out += ["## Rank stability", ""]

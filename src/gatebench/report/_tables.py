@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..aggregate import RunSummary
-from ..metrics import METRICS, UNITS
+from ..metrics import COST_UNITS, METRICS, UNITS
 from ._build import Report, metric_label
 from ._format import fmt_ci, fmt_number, fmt_pct, fmt_score, fmt_signed, fmt_value
 
@@ -146,6 +146,11 @@ def score_table(report: Report) -> Table:
                 Cell(", ".join(g.missing) or "–"),
             ],
         )
+    for target, why in s.unranked.items():
+        table.add(
+            target,
+            [Cell("–"), Cell("–"), Cell("–"), Cell("–"), Cell(f"not scored: {why}")],
+        )
     return table
 
 
@@ -244,6 +249,77 @@ def overhead_table(s: RunSummary) -> Table:
     return table
 
 
+COST_COLUMNS = (
+    ("gateway_cpu_s", "Gateway CPU", True),
+    ("req_per_cpu_s", "Requests per gateway CPU-second", True),
+    ("gateway_rss_mb", "Gateway peak memory", True),
+    ("backend_cpu_s", "Backend CPU", False),
+    ("backend_rss_mb", "Backend peak memory", False),
+    ("engine_cpu_s", "Engine CPU", True),
+    ("engine_rss_mb", "Engine peak memory", False),
+)
+"""The cost table's columns: (figure, label, shown in the compact report)."""
+_COST_BEST = {"req_per_cpu_s": max, "gateway_rss_mb": min}
+
+
+def _fmt_cost(name: str, value: float) -> str:
+    if name == "req_per_cpu_s":
+        return fmt_number(value, 0 if value >= 100 else 1)
+    if name.endswith("_cpu_s"):
+        return fmt_number(value, 2 if value < 10 else 1)
+    if name.endswith("_rss_mb"):
+        return fmt_number(value, 0 if value >= 100 else 1)
+    return fmt_number(value, 2)
+
+
+def cost_table(s: RunSummary) -> Table | None:
+    """What each phase cost, per workload and target: CPU seconds (user + system) per
+    phase and peak resident memory of the gateway, the backend and the load engine, and
+    requests per gateway CPU-second (means over the repetitions that measured them). None
+    when nothing was measured (older runs, a cloud run without its gateway's samples)."""
+    if not any(c.resources for c in s.cells.values()):
+        return None
+    columns = [Column("Target", False), Column("Workload", False)]
+    columns += [
+        Column(f"{label} ({COST_UNITS[name]})", True, compact=compact)
+        for name, label, compact in COST_COLUMNS
+    ]
+    table = Table(
+        "costs",
+        "What each target cost: CPU and memory per measured phase",
+        columns,
+        legend="Mean over the repetitions. CPU: user + system seconds of the process tree "
+        "(its container's, on the cloud path) during the phase; peak memory: the highest "
+        "resident set sampled during it (every 0.2 s, and around it). Requests per gateway "
+        "CPU-second: the requests one fully busy core of the gateway would serve each second "
+        "(not computed under 0.1 CPU-s). Marked best: among the gateways.",
+    )
+    for w in s.workloads:
+        targets = [t for t in s.measured_targets(w) if s.cells[(w, t)].resources]
+        gateways = [t for t in targets if t != s.baseline]
+        best: dict[str, float] = {}
+        for name, pick in _COST_BEST.items():
+            values = [
+                s.cells[(w, t)].resources[name].mean
+                for t in gateways
+                if name in s.cells[(w, t)].resources
+            ]
+            if len(values) > 1:
+                best[name] = pick(values)
+        for t in targets:
+            res = s.cells[(w, t)].resources
+            cells = [Cell(w, w)]
+            for name, _label, _compact in COST_COLUMNS:
+                sample = res.get(name)
+                if sample is None:
+                    cells.append(Cell("–"))
+                    continue
+                is_best = t != s.baseline and name in best and sample.mean == best[name]
+                cells.append(Cell(_fmt_cost(name, sample.mean), sample.mean, best=is_best))
+            table.add(t, cells, tags=["no gateway"] if t == s.baseline else [], sort=t)
+    return table
+
+
 def stability_table(report: Report) -> Table:
     """Each complete repetition scored on its own: how often first, mean rank, the spread."""
     s = report.summary
@@ -278,11 +354,13 @@ def stability_table(report: Report) -> Table:
 
 
 __all__ = [
+    "COST_COLUMNS",
     "OVERHEAD_METRICS",
     "Cell",
     "Column",
     "Row",
     "Table",
+    "cost_table",
     "finite",
     "latency_tables",
     "overhead_table",

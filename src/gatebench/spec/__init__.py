@@ -171,6 +171,10 @@ def _follow_benchmark_file(reader: Reader, entry: Document, result: SpecResult) 
 
 
 def _build(reader: Reader, doc: Document, strict: bool) -> tuple[Api | None, list[Problem]]:
+    if doc.format == "apib":
+        from ._apib import read_blueprint
+
+        return read_blueprint(doc)
     if doc.format == "raml":
         from ._raml import RamlBuilder
 
@@ -180,13 +184,21 @@ def _build(reader: Reader, doc: Document, strict: bool) -> tuple[Api | None, lis
     api = builder.build()
     problems = list(builder.problems)
     if builder.version:
-        problems.extend(conformance_problems(doc.data, builder.version, doc.name))
+        # The builder's own finding at a place says more than the schema's there.
+        places = {(p.source, p.pointer) for p in problems}
+        problems.extend(
+            p
+            for p in conformance_problems(doc.data, builder.version, doc.name)
+            if (p.source, p.pointer) not in places
+        )
         if strict:
             problems.extend(strict_problems(reader, builder.version))
     return api, problems
 
 
 def _finish(problems: list[Problem], reader: Reader | None) -> list[Problem]:
+    if reader is not None:
+        reader.locate_all(problems)
     located = [reader.locate(p) for p in problems] if reader is not None else list(problems)
     unique = list(dict.fromkeys(located))
     # An error at a place makes a schema warning at the same place redundant.

@@ -13,6 +13,7 @@ import io
 import os
 import posixpath
 import re
+import shlex
 import stat
 import zipfile
 from dataclasses import dataclass, field
@@ -56,6 +57,8 @@ class Bundle:
     _root: Path | None = None
     _read_total: int = 0
     _cache: dict[str, bytes] = field(default_factory=dict)
+    single_file: bool = False
+    """A file given on its own: its folder is the bundle (see :meth:`wider_folder`)."""
 
     @property
     def is_folder(self) -> bool:
@@ -122,6 +125,22 @@ class Bundle:
             raise OutsideBundle("the file lies outside the bundle")
         return os.path.relpath(real, root).replace(os.sep, "/")
 
+    def wider_folder(self, base: str, target: str) -> str:
+        """For a single file whose relative reference ``target`` (from bundle file ``base``)
+        leads to an existing file outside its folder: what to pass instead, ``gatebench
+        validate DIR --entry PATH`` with DIR the folder holding both. "" otherwise (an upload
+        stays confined to its bundle)."""
+        if not self.single_file or self._root is None or target.startswith("/"):
+            return ""
+        entry = os.path.join(self._root, self.entry)
+        wanted = os.path.normpath(os.path.join(self._root, os.path.dirname(base), target))
+        if not os.path.isfile(wanted):
+            return ""
+        common = os.path.commonpath([os.path.abspath(entry), os.path.abspath(wanted)])
+        shown = common if os.path.isabs(self.label) else os.path.relpath(common)
+        inside = os.path.relpath(os.path.abspath(entry), common).replace(os.sep, "/")
+        return f"gatebench validate {shlex.quote(shown)} --entry {shlex.quote(inside)}"
+
     def _safe_path(self, name: str) -> Path:
         assert self._root is not None
         root = os.path.realpath(self._root)
@@ -173,7 +192,7 @@ def bundle_from_path(
         raise SpecSyntaxError(
             [Problem("", "--entry only applies to a folder or a zip", source=str(p))]
         )
-    return Bundle(label=str(p), entry=p.name, limits=limits, _root=p.parent)
+    return Bundle(label=str(p), entry=p.name, limits=limits, _root=p.parent, single_file=True)
 
 
 def bundle_from_bytes(

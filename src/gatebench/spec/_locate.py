@@ -6,12 +6,16 @@ demand (once per document) instead of being recorded while every document is par
 
 from __future__ import annotations
 
+import contextlib
+import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from json.decoder import scanstring  # type: ignore[attr-defined]
+from typing import Any
 
 import yaml
 
-from ..errors import escape_pointer_token
+from ..errors import escape_pointer_token, split_pointer
 from ._text import LineIndex
 
 Position = tuple[int, int]
@@ -28,6 +32,80 @@ def json_positions(text: str) -> dict[str, Position]:
     for _ in _walk_json(text, positions):
         pass
     return positions
+
+
+_DECODER = json.JSONDecoder()
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def json_positions_of(text: str, pointers: Iterable[str]) -> dict[str, Position]:
+    """Positions of the given pointers (and of every ancestor on their way, so that
+    :func:`nearest` works), in one pass that descends only where a pointer leads and skips
+    every other value at the C decoder's speed: locating a few hundred findings in a
+    description of several megabytes costs a fraction of walking all its tokens."""
+    trie: dict[str, Any] = {}
+    for pointer in pointers:
+        node = trie
+        for token in split_pointer(pointer) if pointer else []:
+            node = node.setdefault(token, {})
+    positions: dict[str, Position] = {"": (1, 1)}
+    line_col = LineIndex(text)
+    start = _SPACE.match(text, 1 if text.startswith("\ufeff") else 0)
+    assert start is not None
+    # A text json.loads accepted never fails here; if it did, what was found is kept.
+    with contextlib.suppress(ValueError, IndexError):
+        _descend(text, start.end(), trie, "", positions, line_col)
+    return positions
+
+
+def _descend(
+    text: str,
+    i: int,
+    trie: dict[str, Any],
+    pointer: str,
+    positions: dict[str, Position],
+    line_col: LineIndex,
+) -> int:
+    """Walk the value at ``i`` where ``trie`` leads; return the index after it."""
+    if not trie or text[i] not in "{[":
+        return _DECODER.raw_decode(text, i)[1]
+    if text[i] == "{":
+        i = _SPACE.match(text, i + 1).end()  # type: ignore[union-attr]
+        if text[i] == "}":
+            return i + 1
+        while True:
+            key_at = i
+            key, i = scanstring(text, i + 1)
+            i = _SPACE.match(text, i).end()  # type: ignore[union-attr]
+            i = _SPACE.match(text, i + 1).end()  # type: ignore[union-attr]  # past ':'
+            child = trie.get(key)
+            if child is not None:
+                here = pointer + "/" + escape_pointer_token(key)
+                positions.setdefault(here, line_col(key_at))
+                i = _descend(text, i, child, here, positions, line_col)
+            else:
+                i = _DECODER.raw_decode(text, i)[1]
+            i = _SPACE.match(text, i).end()  # type: ignore[union-attr]
+            if text[i] == "}":
+                return i + 1
+            i = _SPACE.match(text, i + 1).end()  # type: ignore[union-attr]  # past ','
+            if text[i] == "}":  # a tolerated trailing comma
+                return i + 1
+    i = _SPACE.match(text, i + 1).end()  # type: ignore[union-attr]
+    index = 0
+    while text[i] != "]":
+        child = trie.get(str(index))
+        if child is not None:
+            here = f"{pointer}/{index}"
+            positions.setdefault(here, line_col(i))
+            i = _descend(text, i, child, here, positions, line_col)
+        else:
+            i = _DECODER.raw_decode(text, i)[1]
+        index += 1
+        i = _SPACE.match(text, i).end()  # type: ignore[union-attr]
+        if text[i] == ",":
+            i = _SPACE.match(text, i + 1).end()  # type: ignore[union-attr]
+    return i + 1
 
 
 def json_duplicate_keys(text: str) -> list[tuple[str, str, Position]]:

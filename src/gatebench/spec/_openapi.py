@@ -24,12 +24,13 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any, cast
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from ..errors import Problem, Severity, SpecSyntaxError, escape_pointer_token
 from ..ir import (
     HTTP_METHODS,
     Api,
+    LeftOut,
     MediaType,
     Operation,
     Parameter,
@@ -38,11 +39,13 @@ from ..ir import (
     Response,
     SecurityRequirement,
     SecurityScheme,
+    UnknownPart,
     method_rank,
     url_path,
 )
 from ._reader import Document, Reader
 from ._refs import Loc, RefError, Refs, remote_refs
+from ._walk import SCHEMA_NAME_MAPS, is_data
 
 V3_PATH_ITEM_KEYS = {"$ref", "summary", "description", "servers", "parameters"}
 V2_PATH_ITEM_KEYS = {"$ref", "parameters"}
@@ -51,6 +54,16 @@ _TEMPLATE_VAR = re.compile(r"\{([^{}/]*)\}")
 _BAD_PATH_CHARS = re.compile(r"[\t\n\r\f\v\x00-\x1f\x7f\x85\u2028\u2029?#]")
 _PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _IGNORED_HEADERS = {"accept", "content-type", "authorization"}
+_RESOURCE_KEYWORDS = ("$id", "$anchor", "$dynamicAnchor")
+
+
+class _HiddenRoute(Exception):
+    """An operation's or a path item's server cannot be known: the route is hidden."""
+
+    def __init__(self, where: Loc, reason: str) -> None:
+        super().__init__(reason)
+        self.where = where
+        self.reason = reason
 
 
 @dataclass
@@ -64,6 +77,10 @@ class _Ctx:
     servers_loc: Loc | None
     suffix: str = ""
     """A ``?...`` or ``#...`` tail of the path key, which is not part of the route."""
+    unknown: tuple[UnknownPart, ...] = ()
+    """Parts hidden by a problem in the path item (its parameters), shared by its operations."""
+    fixed_query: tuple[tuple[str, str], ...] = ()
+    """The fixed query of an ``x-ms-paths`` key (``/p?op=x``): sent by every request."""
 
 
 class OpenApiBuilder:
@@ -74,12 +91,16 @@ class OpenApiBuilder:
         self.problems: list[Problem] = []
         self.schemas: dict[str, Any] = {}
         self._schema_names: dict[Loc, str] = {}
-        self._schema_queue: list[tuple[Loc, str]] = []
+        self._schema_queue: list[tuple[Loc, str, Loc]] = []
         self.version = ""
         self.v2 = False
         self.root: dict[str, Any] = {}
         self.security_schemes: dict[str, SecurityScheme] = {}
         self._servers: dict[Loc, str] = {}
+        self._bad_servers: dict[Loc, Problem] = {}
+        self.left_out: list[LeftOut] = []
+        self._unknown: list[UnknownPart] | None = None
+        """Collects what the operation being read cannot know (see :meth:`deref`)."""
 
     # -- problems ---------------------------------------------------------------------------
 
@@ -94,19 +115,41 @@ class OpenApiBuilder:
 
     # -- references -------------------------------------------------------------------------
 
-    def deref(self, value: Any, loc: Loc) -> tuple[Any, Loc] | None:
-        """Resolve a Reference Object chain, reporting failures as errors at the ``$ref``."""
+    def deref(self, value: Any, loc: Loc, part: str = "") -> tuple[Any, Loc] | None:
+        """Resolve a Reference Object chain. A failure is a warning at the ``$ref`` saying
+        that ``part`` (``the request body``, ``response 404``, ...) is unknown; the operation
+        being read records it, and keeps its route."""
         try:
             return self.refs.deref(value, loc)
         except RefError as exc:
             where = loc
             if isinstance(value, dict) and "$ref" in value:
                 where = loc.child("$ref")
-            self.problem(where, str(exc))
+            reason = str(exc)
         except SpecSyntaxError as exc:
-            self.problems.extend(exc.problems)
-            self.problem(loc.child("$ref"), "the referenced file cannot be read (see above)")
+            self.problems.extend(replace(p, severity="warning") for p in exc.problems)
+            where = loc.child("$ref")
+            reason = "the referenced file cannot be read (see above)"
+        self.unknown(part, where, reason)
         return None
+
+    def unknown(self, part: str, where: Loc, reason: str) -> None:
+        """``part`` cannot be known because of ``reason``: a located warning; the operation
+        being read keeps its route and records the gap."""
+        if not part:
+            self.warn(where, reason)
+            return
+        self.warn(where, f"{reason}; {part} is unknown")
+        if self._unknown is not None:
+            self._unknown.append(UnknownPart(part, where.pointer, reason, _source(where, self.doc)))
+
+    def leave_out(self, method: str, path: str, where: Loc, reason: str, op_id: str = "") -> None:
+        """An operation whose route cannot be known: a located warning, and it is left out."""
+        what = "the operation is" if method != "*" else "the operations of this path are"
+        self.warn(where, f"{reason}; {what} left out")
+        self.left_out.append(
+            LeftOut(method, path, where.pointer, reason, _source(where, self.doc), op_id)
+        )
 
     # -- entry point ------------------------------------------------------------------------
 
@@ -123,6 +166,7 @@ class OpenApiBuilder:
         self.root = data
         if not self._detect_version(root_loc):
             return None
+        self.refs.json_schema_2020 = not self.v2 and not self.version.startswith("3.0")
         info = data.get("info")
         title, version = "", ""
         if isinstance(info, dict):
@@ -134,11 +178,6 @@ class OpenApiBuilder:
                 self.warn(root_loc.child("info"), "info.title is missing")
         else:
             self.warn(root_loc, "the 'info' object is missing")
-        for holder, ref in remote_refs(self.doc.text, data, self.doc.name):
-            try:
-                self.refs.target(ref, holder)
-            except RefError as exc:
-                self.problem(holder.child("$ref"), str(exc))
         self._read_security_schemes(root_loc)
         default_security = self._security(data.get("security"), root_loc.child("security"), None)
         operations = self._read_paths(root_loc, default_security)
@@ -150,11 +189,18 @@ class OpenApiBuilder:
                     f"{len(hooks)} webhook(s) skipped: webhooks are calls the API makes, not routes",
                 )
         self._drain_schema_queue()
+        self._unused_remote_refs()
         if operations is None:
             return None
         operations = self._unique_ids(operations)
         operations.sort(key=lambda op: (op.route_path, method_rank(op.method), op.operation_id))
-        if not operations and not any(p.severity == "error" for p in self.problems):
+        if not operations and self.left_out:
+            self.problem(
+                root_loc.child("paths"),
+                f"every operation is left out ({len(self.left_out)} problem(s) above); "
+                "there is nothing to benchmark",
+            )
+        elif not operations and not any(p.severity == "error" for p in self.problems):
             self.warn(root_loc.child("paths"), "the description has no operations to benchmark")
         return Api(
             title=title,
@@ -163,7 +209,20 @@ class OpenApiBuilder:
             operations=tuple(operations),
             schemas=self.schemas,
             security_schemes=tuple(self.security_schemes[k] for k in sorted(self.security_schemes)),
+            left_out=tuple(sorted(self.left_out, key=lambda x: (x.path, method_rank(x.method)))),
         )
+
+    def _unused_remote_refs(self) -> None:
+        """Remote references nothing read: never fetched, reported where they stand."""
+        reported = {(p.source, p.pointer) for p in self.problems}
+        for holder, ref in remote_refs(self.doc.text, self.root, self.doc.name):
+            where = holder.child("$ref")
+            if (where.doc, where.pointer) in reported:
+                continue
+            try:
+                self.refs.target(ref, holder)
+            except RefError as exc:
+                self.warn(where, str(exc))
 
     def _detect_version(self, root: Loc) -> bool:
         data = self.root
@@ -216,7 +275,7 @@ class OpenApiBuilder:
             self.warn(loc, f"expected a mapping of security schemes, got {_kind(table)}")
             return
         for name, raw in table.items():
-            resolved = self.deref(raw, loc.child(name))
+            resolved = self.deref(raw, loc.child(name), f"security scheme {str(name)!r}")
             if resolved is None:
                 continue
             value, vloc = resolved
@@ -316,9 +375,23 @@ class OpenApiBuilder:
         return ""
 
     def _server_url(self, server: Any, loc: Loc) -> str:
-        """The URL of one Server Object, resolved (and its problems reported) once."""
+        """The URL of one Server Object, resolved (and its problems reported) once.
+
+        A problem in the document's servers is an error (every route is unknown); in an
+        operation's or a path item's, it hides only those routes: they are left out."""
         if loc not in self._servers:
+            before = len(self.problems)
             self._servers[loc] = self._resolve_server_url(server, loc)
+            if not loc.pointer.startswith("/servers/"):
+                errors = [p for p in self.problems[before:] if p.severity == "error"]
+                if errors:
+                    self.problems[before:] = [
+                        p for p in self.problems[before:] if p.severity != "error"
+                    ]
+                    self._bad_servers[loc] = errors[0]
+        bad = self._bad_servers.get(loc)
+        if bad is not None:
+            raise _HiddenRoute(Loc(bad.source or self.doc.name, bad.pointer), bad.message)
         return self._servers[loc]
 
     def _resolve_server_url(self, server: Any, loc: Loc) -> str:
@@ -402,37 +475,51 @@ class OpenApiBuilder:
         operations: list[Operation] = []
         seen_routes: dict[tuple[str, str], tuple[str, Loc]] = {}
         suffixed: list[str] = []
-        for key, raw_item in paths.items():
-            key = str(key)
-            item_loc = loc.child(key)
-            if key.startswith("x-"):
-                continue
+        for key, raw_item, item_loc, fixed in self._path_items(paths, loc):
             # Some descriptions (AWS in APIs.guru) tell operations on one path apart with a
             # "#Action=..." or "?action=..." suffix. Clients never send a fragment and send a
             # query separately, so the route is the part before it.
             path, suffix = _split_suffix(key)
-            if suffix:
+            if suffix and fixed is None:
                 suffixed.append(key)
-            if not self._check_template(path, item_loc):
+            bad_template = self._check_template(path)
+            if bad_template:
+                for method in _methods_of(raw_item) or ["*"]:
+                    self.leave_out(method, key, item_loc, bad_template)
                 continue
-            resolved = self.deref(raw_item, item_loc)
-            if resolved is None:
+            try:
+                item, real_loc = self.refs.deref(raw_item, item_loc)
+            except (RefError, SpecSyntaxError) as exc:
+                reason = (
+                    str(exc)
+                    if isinstance(exc, RefError)
+                    else "the referenced file cannot be read: "
+                    + "; ".join(p.message for p in exc.problems[:1])
+                )
+                self.leave_out("*", path, item_loc.child("$ref"), reason)
                 continue
-            item, real_loc = resolved
+            self._template_warnings(path, item_loc)
             if item is None:
                 self.warn(item_loc, "empty path item")
                 continue
             if not isinstance(item, dict):
-                self.problem(item_loc, f"a path item must be a mapping, got {_kind(item)}")
+                self.leave_out(
+                    "*", path, item_loc, f"a path item must be a mapping, got {_kind(item)}"
+                )
                 continue
+            self._unknown = []
+            path_params = self._parameters(item.get("parameters"), real_loc.child("parameters"))
             ctx = _Ctx(
                 path=path,
                 path_loc=real_loc,
-                path_params=self._parameters(item.get("parameters"), real_loc.child("parameters")),
+                path_params=path_params,
                 servers=item.get("servers"),
                 servers_loc=real_loc.child("servers") if "servers" in item else None,
                 suffix=suffix,
+                unknown=tuple(self._unknown),
+                fixed_query=fixed or (),
             )
+            self._unknown = None
             allowed = V2_PATH_ITEM_KEYS if self.v2 else V3_PATH_ITEM_KEYS
             for key, raw_op in item.items():
                 key = str(key)
@@ -454,8 +541,11 @@ class OpenApiBuilder:
                     expected = ", ".join(
                         m.lower() for m in HTTP_METHODS if not (self.v2 and m == "TRACE")
                     )
-                    self.problem(
-                        op_loc, f"unknown method {key!r}; expected one of {expected}{hint}"
+                    self.leave_out(
+                        key,
+                        path,
+                        op_loc,
+                        f"unknown method {key!r}; expected one of {expected}{hint}",
                     )
                     continue
                 op = self._operation(method, raw_op, op_loc, ctx, default_security)
@@ -480,21 +570,41 @@ class OpenApiBuilder:
             )
         return operations
 
-    def _check_template(self, path: str, loc: Loc) -> bool:
-        if len(path) > MAX_PATH_LENGTH:
-            self.problem(
-                loc, f"the path is {len(path)} characters long; the limit is {MAX_PATH_LENGTH}"
-            )
-            return False
-        if not path.startswith("/"):
-            self.problem(loc, f"a path must start with '/'; got {path!r}")
-            return False
-        if " " in path:
+    def _path_items(
+        self, paths: dict[str, Any], loc: Loc
+    ) -> list[tuple[str, Any, Loc, tuple[tuple[str, str], ...] | None]]:
+        """Path items of ``paths``, then those of AutoRest's ``x-ms-paths``: paths that differ
+        only by a fixed query string (``/p?op=restart``), each with that query (``None`` for
+        ``paths``, whose ``?...`` tail is not sent)."""
+        out: list[tuple[str, Any, Loc, tuple[tuple[str, str], ...] | None]] = [
+            (str(k), v, loc.child(str(k)), None)
+            for k, v in paths.items()
+            if not str(k).startswith("x-")
+        ]
+        extra = self.root.get("x-ms-paths")
+        extra_loc = Loc(self.doc.name, "/x-ms-paths")
+        if extra is None:
+            return out
+        if not isinstance(extra, dict):
             self.warn(
-                loc,
-                "the path contains spaces; clients send them percent-encoded (%20), which is "
-                "how the route is matched",
+                extra_loc, f"'x-ms-paths' must be a mapping of path templates, got {_kind(extra)}"
             )
+            return out
+        for key, item in extra.items():
+            key = str(key)
+            if key.startswith("x-"):
+                continue
+            query = key.partition("?")[2].partition("#")[0]
+            fixed = tuple(parse_qsl(query, keep_blank_values=True))
+            out.append((key, item, extra_loc.child(key), fixed))
+        return out
+
+    def _check_template(self, path: str) -> str:
+        """Why the path template cannot be a route ("" when it can)."""
+        if len(path) > MAX_PATH_LENGTH:
+            return f"the path is {len(path)} characters long; the limit is {MAX_PATH_LENGTH}"
+        if not path.startswith("/"):
+            return f"a path must start with '/'; got {path!r}"
         bad = _BAD_PATH_CHARS.search(path)
         if bad:
             ch = bad.group()
@@ -506,26 +616,31 @@ class OpenApiBuilder:
                 if ch == "?"
                 else ("; write it percent-encoded" if ch not in "#" else "")
             )
-            self.problem(loc, f"a path may not contain {what}{hint}")
-            return False
+            return f"a path may not contain {what}{hint}"
         if _PERCENT.search(path):
-            self.problem(loc, "'%' in a path must start a %XX escape")
-            return False
+            return "'%' in a path must start a %XX escape"
         stripped = _TEMPLATE_VAR.sub("", path)
         if "{" in stripped or "}" in stripped:
-            self.problem(loc, f"unbalanced '{{' or '}}' in the path template {path!r}")
-            return False
+            return f"unbalanced '{{' or '}}' in the path template {path!r}"
         names = _TEMPLATE_VAR.findall(path)
         if any(not n for n in names):
-            self.problem(loc, "empty variable '{}' in the path template")
-            return False
+            return "empty variable '{}' in the path template"
+        return ""
+
+    def _template_warnings(self, path: str, loc: Loc) -> None:
+        if " " in path:
+            self.warn(
+                loc,
+                "the path contains spaces; clients send them percent-encoded (%20), which is "
+                "how the route is matched",
+            )
+        names = _TEMPLATE_VAR.findall(path)
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             self.warn(
                 loc,
                 f"path variable {dupes[0]!r} appears twice in the template; both places take the same value",
             )
-        return True
 
     # -- parameters -------------------------------------------------------------------------
 
@@ -534,11 +649,11 @@ class OpenApiBuilder:
         if value is None:
             return []
         if not isinstance(value, list):
-            self.problem(loc, f"parameters must be a list, got {_kind(value)}")
+            self.unknown("the parameters", loc, f"parameters must be a list, got {_kind(value)}")
             return []
         out: list[tuple[Parameter, Loc]] = []
         for i, raw in enumerate(value):
-            resolved = self.deref(raw, loc.child(i))
+            resolved = self.deref(raw, loc.child(i), "the parameter")
             if resolved is None:
                 continue
             param_value, param_loc = resolved
@@ -549,7 +664,7 @@ class OpenApiBuilder:
 
     def _parameter(self, value: Any, loc: Loc, real: Loc) -> Parameter | None:
         if not isinstance(value, dict):
-            self.problem(loc, f"a parameter must be a mapping, got {_kind(value)}")
+            self.unknown("the parameter", loc, f"a parameter must be a mapping, got {_kind(value)}")
             return None
         name = value.get("name")
         where = value.get("in")
@@ -579,7 +694,7 @@ class OpenApiBuilder:
             examples.append(value["x-example"])
         if isinstance(value.get("examples"), dict):
             for ex_name, ex in value["examples"].items():
-                got = self.deref(ex, real.child("examples", ex_name))
+                got = self.deref(ex, real.child("examples", ex_name), "the example")
                 if got is not None and isinstance(got[0], dict) and "value" in got[0]:
                     examples.append(got[0]["value"])
         if self.v2:
@@ -624,8 +739,24 @@ class OpenApiBuilder:
         default_security: tuple[SecurityRequirement, ...],
     ) -> Operation | None:
         if not isinstance(raw, dict):
-            self.problem(loc, f"an operation must be a mapping, got {_kind(raw)}")
+            self.leave_out(
+                method, ctx.path, loc, f"an operation must be a mapping, got {_kind(raw)}"
+            )
             return None
+        self._unknown = list(ctx.unknown)
+        try:
+            return self._read_operation(method, raw, loc, ctx, default_security)
+        finally:
+            self._unknown = None
+
+    def _read_operation(
+        self,
+        method: str,
+        raw: dict[str, Any],
+        loc: Loc,
+        ctx: _Ctx,
+        default_security: tuple[SecurityRequirement, ...],
+    ) -> Operation | None:
         op_id = raw.get("operationId")
         if op_id is not None and (not isinstance(op_id, str) or not op_id.strip()):
             self.warn(
@@ -647,7 +778,10 @@ class OpenApiBuilder:
             seen.add(key)
             merged[key] = (param, ploc)
         checked = self._check_path_params(ctx, list(merged.values()))
-        if checked is None:
+        if isinstance(checked, tuple):
+            where, reason = checked
+            written = op_id.strip() if isinstance(op_id, str) else ""
+            self.leave_out(method, ctx.path, where, reason, written)
             return None
         params = checked
         body: RequestBody | None
@@ -666,6 +800,19 @@ class OpenApiBuilder:
                 )
                 continue
             kept[param.location].append(param)
+        declared_query = {p.name for p in kept["query"]}
+        for name, fixed_value in ctx.fixed_query:
+            if name not in declared_query:
+                kept["query"].append(
+                    Parameter(
+                        name,
+                        "query",
+                        True,
+                        {"type": "string", "enum": [fixed_value]},
+                        examples=(fixed_value,),
+                        pointer=ctx.path_loc.pointer,
+                    )
+                )
         template_vars = list(dict.fromkeys(_TEMPLATE_VAR.findall(ctx.path)))
         declared = {p.name for p in kept["path"]}
         for var in template_vars:
@@ -687,35 +834,43 @@ class OpenApiBuilder:
             )
         summary = raw.get("summary")
         tags = raw.get("tags")
+        try:
+            base_url = self._base_url(ctx, raw, loc)
+        except _HiddenRoute as hidden:
+            written = op_id.strip() if isinstance(op_id, str) else ""
+            self.leave_out(method, ctx.path, hidden.where, hidden.reason, written)
+            return None
+        responses = self._responses(raw.get("responses"), loc.child("responses"), raw)
         return Operation(
             operation_id=op_id.strip() if isinstance(op_id, str) else "",
             operation_id_generated=op_id is None,
             method=method,
             path_template=ctx.path,
-            base_url=self._base_url(ctx, raw, loc),
+            base_url=base_url,
             path_params=tuple(kept["path"]),
             query_params=tuple(kept["query"]),
             header_params=tuple(kept["header"]),
             cookie_params=tuple(kept["cookie"]),
             request_body=body,
-            responses=self._responses(raw.get("responses"), loc.child("responses"), raw),
+            responses=responses,
             security=self._security(raw.get("security"), loc.child("security"), default_security),
             summary=summary if isinstance(summary, str) else "",
             tags=tuple(str(t) for t in tags) if isinstance(tags, list) else (),
             deprecated=raw.get("deprecated") is True,
             pointer=loc.pointer,
             source=loc.doc if loc.doc != self.doc.name else "",
+            unknown=tuple(dict.fromkeys(self._unknown or ())),
         )
 
     def _check_path_params(
         self, ctx: _Ctx, params: list[tuple[Parameter, Loc]]
-    ) -> list[tuple[Parameter, Loc]] | None:
+    ) -> list[tuple[Parameter, Loc]] | tuple[Loc, str]:
         """Declared path parameters must be in the template. One that only appears in the
         key's ``?...`` tail is sent as a query parameter; in a ``#...`` tail, never sent."""
         names = set(_TEMPLATE_VAR.findall(ctx.path))
         in_suffix = set(_TEMPLATE_VAR.findall(ctx.suffix))
         out: list[tuple[Parameter, Loc]] = []
-        ok = True
+        failure: tuple[Loc, str] | None = None
         for param, ploc in params:
             if param.location != "path" or param.name in names:
                 out.append((param, ploc))
@@ -732,27 +887,28 @@ class OpenApiBuilder:
                     f"path parameter {param.name!r} only appears after '#' in the path key "
                     f"({ctx.suffix!r}), which requests never carry; it is ignored",
                 )
-            else:
+            elif failure is None:
                 template = ", ".join(sorted(names)) or "none"
-                self.problem(
+                failure = (
                     ploc,
                     f"path parameter {param.name!r} is not in the path template {ctx.path!r} "
                     f"(its variables: {template})",
                 )
-                ok = False
-        return out if ok else None
+        return out if failure is None else failure
 
     # -- bodies -----------------------------------------------------------------------------
 
     def _request_body(self, value: Any, loc: Loc) -> RequestBody | None:
         if value is None:
             return None
-        resolved = self.deref(value, loc)
+        resolved = self.deref(value, loc, "the request body")
         if resolved is None:
             return None
         body, real = resolved
         if not isinstance(body, dict):
-            self.problem(loc, f"requestBody must be a mapping, got {_kind(body)}")
+            self.unknown(
+                "the request body", loc, f"requestBody must be a mapping, got {_kind(body)}"
+            )
             return None
         content = self._content(body.get("content"), real.child("content"))
         if not content:
@@ -778,7 +934,7 @@ class OpenApiBuilder:
                 examples.append(("default", raw["example"]))
             if isinstance(raw.get("examples"), dict):
                 for name, ex in raw["examples"].items():
-                    got = self.deref(ex, mloc.child("examples", name))
+                    got = self.deref(ex, mloc.child("examples", name), "the example")
                     if got is None or not isinstance(got[0], dict):
                         continue
                     if "value" in got[0]:
@@ -799,10 +955,18 @@ class OpenApiBuilder:
         body_params = [(p, ploc) for p, ploc in params if str(p.location) == "body"]
         form_params = [(p, ploc) for p, ploc in params if str(p.location) == "formData"]
         if body_params and form_params:
-            self.problem(loc, "an operation cannot have both 'body' and 'formData' parameters")
+            self.unknown(
+                "the request body",
+                loc,
+                "an operation cannot have both 'body' and 'formData' parameters",
+            )
             return None
         if len(body_params) > 1:
-            self.problem(body_params[1][1], "an operation can have only one 'body' parameter")
+            self.unknown(
+                "the request body",
+                body_params[1][1],
+                "an operation can have only one 'body' parameter",
+            )
             return None
         if body_params:
             param = body_params[0][0]
@@ -859,7 +1023,7 @@ class OpenApiBuilder:
                     rloc, f"odd response code {status!r} (expected 100-599, 1XX-5XX or default)"
                 )
                 continue
-            resolved = self.deref(raw, rloc)
+            resolved = self.deref(raw, rloc, f"response {status}")
             if resolved is None:
                 continue
             response, real = resolved
@@ -903,7 +1067,7 @@ class OpenApiBuilder:
             return ()
         out = []
         for name, raw in value.items():
-            resolved = self.deref(raw, loc.child(name))
+            resolved = self.deref(raw, loc.child(name), f"response header {str(name)!r}")
             if resolved is None or not isinstance(resolved[0], dict):
                 continue
             header, real = resolved
@@ -923,21 +1087,36 @@ class OpenApiBuilder:
             return {} if out else {"not": {}}
         return out if isinstance(out, dict) else {}
 
-    def _copy_schema(self, value: Any, loc: Loc, depth: int) -> Any:
+    def _copy_schema(self, value: Any, loc: Loc, depth: int, names: bool = False) -> Any:
+        """A copy with references rewritten. Example values, ``default``, ``enum``, ``const``
+        and extensions are data, copied as they are (a ``$ref`` there is not a reference);
+        under ``properties`` and the like (``names``) every key is a name."""
         if depth > self.reader.limits.max_depth:
             self.warn(loc, "schema nested too deeply; truncated")
             return {}
         if isinstance(value, dict):
             out: dict[str, Any] = {}
             for key, item in value.items():
-                if key == "$ref" and isinstance(item, str):
-                    out[key] = self._schema_ref(item, loc)
-                elif key in ("example", "examples", "default", "enum", "const") or key.startswith(
-                    "x-"
-                ):
+                if names:
+                    out[key] = self._copy_schema(item, loc.child(key), depth + 1)
+                elif key == "$ref" and isinstance(item, str):
+                    ref = self._schema_ref(item, loc)
+                    if ref:
+                        out[key] = ref
+                elif key == "$dynamicRef" and isinstance(item, str) and self.refs.json_schema_2020:
+                    # Resolved statically (its initial target), like the IR's every reference.
+                    if "$ref" not in value:
+                        ref = self._schema_ref(item, loc, "$dynamicRef")
+                        if ref:
+                            out["$ref"] = ref
+                elif key in _RESOURCE_KEYWORDS and self.refs.json_schema_2020:
+                    continue  # the IR's references are rewritten; a base URI would mislead
+                elif key == "examples" or is_data(key):
                     out[key] = item
                 else:
-                    out[key] = self._copy_schema(item, loc.child(key), depth + 1)
+                    out[key] = self._copy_schema(
+                        item, loc.child(key), depth + 1, key in SCHEMA_NAME_MAPS
+                    )
             return out
         if isinstance(value, list):
             return [
@@ -945,18 +1124,20 @@ class OpenApiBuilder:
             ]
         return value
 
-    def _schema_ref(self, ref: str, at: Loc) -> str:
+    def _schema_ref(self, ref: str, at: Loc, keyword: str = "$ref") -> str:
+        """``#/schemas/<name>`` for a reference; "" when it cannot be followed (the schema
+        is unknown there: any value)."""
         try:
             target = self.refs.target(ref, at)
         except RefError as exc:
-            self.problem(at.child("$ref"), str(exc))
-            return "#/schemas/__unresolved__"
+            self.unknown("the schema", at.child(keyword), str(exc))
+            return ""
         name = self._schema_names.get(target)
         if name is None:
             name = self._new_schema_name(target)
             self._schema_names[target] = name
             self.schemas[name] = {}
-            self._schema_queue.append((target, ref))
+            self._schema_queue.append((target, ref, at))
         return f"#/schemas/{name}"
 
     def _new_schema_name(self, target: Loc) -> str:
@@ -973,15 +1154,18 @@ class OpenApiBuilder:
 
     def _drain_schema_queue(self) -> None:
         while self._schema_queue:
-            target, ref = self._schema_queue.pop(0)
+            target, ref, at = self._schema_queue.pop(0)
             name = self._schema_names[target]
             try:
                 value = self.refs.get(target, ref)
             except RefError as exc:
-                self.problem(target, str(exc))
+                self.unknown("the schema", at.child("$ref"), str(exc))
                 continue
             except SpecSyntaxError as exc:
-                self.problems.extend(exc.problems)
+                self.problems.extend(replace(p, severity="warning") for p in exc.problems)
+                self.unknown(
+                    "the schema", at.child("$ref"), "the referenced file cannot be read (see above)"
+                )
                 continue
             copied = self._copy_schema(value, target, 0)
             self.schemas[name] = copied if isinstance(copied, dict | bool) else {}
@@ -1014,6 +1198,17 @@ class OpenApiBuilder:
             taken.add(op_id)
             out.append(replace(op, operation_id=op_id))
         return out
+
+
+def _methods_of(item: Any) -> list[str]:
+    """The methods a path item names, before anything else about it is known."""
+    if not isinstance(item, dict):
+        return []
+    return [str(k).upper() for k in item if str(k).lower() in {m.lower() for m in HTTP_METHODS}]
+
+
+def _source(loc: Loc, doc: Document) -> str:
+    return loc.doc if loc.doc != doc.name else ""
 
 
 def _suffix(op_id: str, taken: Iterable[str]) -> str:

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
 from ..errors import Problem, SpecSyntaxError
+from ._apib import looks_like_blueprint
 from ._bundle import Bundle, OutsideBundle, join_inside
 from ._json import load_json
 from ._limits import Limits
-from ._locate import Position, json_positions, nearest, yaml_positions
+from ._locate import Position, json_positions_of, nearest, yaml_positions
 from ._text import decode
 from ._yaml import load_yaml
 
-Format = Literal["json", "yaml", "raml", "text"]
+Format = Literal["json", "yaml", "raml", "text", "apib"]
 
 
 @dataclass
@@ -25,14 +27,27 @@ class Document:
     text: str
     data: Any
     _positions: dict[str, Position] | None = field(default=None, repr=False)
+    _located: set[str] = field(default_factory=set, repr=False)
+
+    def locate(self, pointers: Iterable[str]) -> None:
+        """Find the positions of many pointers at once (JSON: one targeted pass)."""
+        if self.format != "json":
+            return
+        wanted = [p for p in pointers if p not in self._located]
+        if not wanted:
+            return
+        found = json_positions_of(self.text, wanted)
+        self._positions = {**(self._positions or {}), **found}
+        self._located.update(wanted)
 
     def position(self, pointer: str) -> Position | None:
-        if self.format == "text":
+        if self.format in ("text", "apib"):
             return None
-        if self._positions is None:
-            self._positions = (
-                json_positions(self.text) if self.format == "json" else yaml_positions(self.text)
-            )
+        if self.format == "json":
+            self.locate([pointer])
+        elif self._positions is None:
+            self._positions = yaml_positions(self.text)
+        assert self._positions is not None
         return nearest(self._positions, pointer)
 
 
@@ -42,6 +57,8 @@ def detect_format(name: str, text: str) -> Format:
         return "raml"
     lower = name.lower()
     stripped = head.lstrip()
+    if not stripped.startswith(("{", "[")) and looks_like_blueprint(name, head[:65536]):
+        return "apib"
     if lower.endswith(".json") or (
         stripped[:1] in ("{", "[") and not lower.endswith((".yaml", ".yml", ".raml"))
     ):
@@ -76,7 +93,10 @@ class Reader:
             raise SpecSyntaxError([Problem("", str(exc), source=name)]) from None
         text = decode(data, name)
         fmt = detect_format(name, text)
-        if fmt == "json":
+        warnings: list[Problem] = []
+        if fmt == "apib":
+            value = None
+        elif fmt == "json":
             value, warnings = load_json(text, name, self.limits)
         else:
             hook = self._include_hook(name) if fmt == "raml" or self._include_stack else None
@@ -85,6 +105,17 @@ class Reader:
         doc = Document(name, fmt, text, value)
         self.documents[name] = doc
         return doc
+
+    def locate_all(self, problems: Iterable[Problem]) -> None:
+        """Prepare the positions of many problems at once (see :meth:`Document.locate`)."""
+        wanted: dict[str, list[str]] = {}
+        for problem in problems:
+            if problem.line is None:
+                wanted.setdefault(problem.source or self.bundle.entry, []).append(problem.pointer)
+        for name, pointers in wanted.items():
+            doc = self.documents.get(name)
+            if doc is not None:
+                doc.locate(pointers)
 
     def locate(self, problem: Problem) -> Problem:
         """Fill in line and column from the problem's document, when they are missing."""

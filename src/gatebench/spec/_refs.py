@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
-from urllib.parse import unquote, urlsplit
+from typing import Any, NamedTuple
+from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 from ..errors import SpecSyntaxError, closest, escape_pointer_token, split_pointer
+from ._anchors import SchemaIndex
 from ._bundle import OutsideBundle, join_inside
 from ._reader import Reader
+from ._walk import walk_objects
 
 
-@dataclass(frozen=True, order=True)
-class Loc:
-    """A place in the bundle: document name and JSON pointer."""
+class Loc(NamedTuple):
+    """A place in the bundle: document name and JSON pointer. A named tuple, because the
+    IR builder makes one for every value it reads (a dataclass costs several times more)."""
 
     doc: str
     pointer: str
@@ -36,13 +37,24 @@ class RefError(Exception):
 class Refs:
     def __init__(self, reader: Reader) -> None:
         self.reader = reader
+        self.json_schema_2020 = False
+        """OpenAPI 3.1+: ``$id``, ``$anchor`` and ``$dynamicAnchor`` count (see _anchors)."""
+        self._indexes: dict[str, SchemaIndex] = {}
 
     def target(self, ref: Any, at: Loc) -> Loc:
         """Where ``ref`` (found at ``at``) points. Raises :class:`RefError`."""
         if not isinstance(ref, str):
             raise RefError(f"$ref must be a string, got {_kind(ref)}")
-        if ref.startswith("#/") and "%" not in ref:  # the common case: a pointer into this file
+        if (  # the common case: a pointer into this file, no $id in the way
+            ref.startswith("#/")
+            and "%" not in ref
+            and (not self.json_schema_2020 or self._index(at.doc).registry is None)
+        ):
             return Loc(at.doc, ref[1:])
+        if self.json_schema_2020:
+            found = self._schema_target(ref, at)
+            if found is not None:
+                return found
         if ref.startswith(("http://", "https://", "//")):
             raise RefError(
                 f"remote reference {ref!r} is not fetched; put the file in the bundle "
@@ -66,13 +78,51 @@ class Refs:
             elif parts.path:
                 doc = join_inside(at.doc, unquote(parts.path))
         except OutsideBundle as exc:
+            wider = self.reader.bundle.wider_folder(at.doc, unquote(parts.path))
+            if wider:
+                raise RefError(
+                    f"{ref!r} points outside the bundle ({exc}): a single file's bundle is its "
+                    f"own folder; pass the folder that holds both instead: {wider}"
+                ) from None
             raise RefError(f"{ref!r} points outside the bundle ({exc})") from None
         fragment = unquote(parts.fragment)
         if fragment and not fragment.startswith("/"):
+            if self.json_schema_2020:
+                raise RefError(f"cannot resolve {ref!r}: no $anchor {fragment!r} in the bundle")
             raise RefError(
-                f"{ref!r} uses a named anchor; gatebench resolves JSON pointers (#/a/b) only"
+                f"{ref!r} uses a named anchor; OpenAPI 3.0 and Swagger 2.0 resolve JSON pointers "
+                "(#/a/b) only"
             )
         return Loc(doc, fragment)
+
+    def _index(self, doc: str) -> SchemaIndex:
+        if doc not in self._indexes:
+            document = self.reader.document(doc)
+            self._indexes[doc] = SchemaIndex.build(doc, document.text, document.data)
+        return self._indexes[doc]
+
+    def _schema_target(self, ref: str, at: Loc) -> Loc | None:
+        """A reference resolved as JSON Schema 2020-12 does, when an ``$id`` or an anchor of
+        the document is involved; None to resolve it as a plain relative reference."""
+        index = self._index(at.doc)
+        if index.registry is None:
+            return None
+        base = index.base_uri(self.reader.document(at.doc).data, at.pointer)
+        pointer = index.lookup(base, ref)
+        if pointer is not None:
+            return Loc(at.doc, pointer)
+        full = urljoin(base, ref)
+        fragment = urldefrag(full)[1]
+        if base == index.uri and (not fragment or fragment.startswith("/")):
+            return None  # a pointer or a file of the bundle, as without $ids
+        if base != index.uri and index.is_document(full):
+            return None
+        if full.startswith("gatebench:") or not re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", ref):
+            raise RefError(
+                f"cannot resolve {ref!r}: no schema of the bundle declares that $id or $anchor"
+                + (f" (resolved against the base URI {base!r})" if base != index.uri else "")
+            )
+        return None
 
     def get(self, loc: Loc, ref: str = "") -> Any:
         """The value at ``loc``. Raises :class:`RefError` or SpecSyntaxError (bad target file)."""
@@ -138,18 +188,10 @@ def remote_refs(text: str, data: Any, doc: str) -> list[tuple[Loc, str]]:
     if not _SCHEMED_REF.search(text):
         return []
     found: list[tuple[Loc, str]] = []
-    stack: list[tuple[Any, Loc]] = [(data, Loc(doc, ""))]
-    while stack:
-        value, loc = stack.pop()
-        if isinstance(value, dict):
-            ref = value.get("$ref")
-            if isinstance(ref, str) and re.match(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:|//)", ref):
-                found.append((loc, ref))
-            stack.extend((v, loc.child(k)) for k, v in value.items() if isinstance(v, dict | list))
-        elif isinstance(value, list):
-            stack.extend(
-                (v, loc.child(i)) for i, v in enumerate(value) if isinstance(v, dict | list)
-            )
+    for value, pointer in walk_objects(data):
+        ref = value.get("$ref")
+        if isinstance(ref, str) and re.match(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:|//)", ref):
+            found.append((Loc(doc, pointer), ref))
     return sorted(found)
 
 
@@ -165,4 +207,4 @@ def _kind(value: Any) -> str:
     )
 
 
-__all__ = ["Loc", "RefError", "Refs", "SpecSyntaxError"]
+__all__ = ["Loc", "RefError", "Refs", "SpecSyntaxError", "remote_refs"]

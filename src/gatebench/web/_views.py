@@ -28,6 +28,7 @@ from ..report._tables import (
     Cell,
     Column,
     Table,
+    cost_table,
     finite,
     latency_tables,
     overhead_table,
@@ -160,6 +161,7 @@ def run_view(report: Report) -> dict[str, Any]:
         _workload_score_table(report),
         *latency_tables(s),
         _overhead_table(s),
+        cost_table(s),
     ]
     return {
         "format": VIEW_FORMAT,

@@ -1,0 +1,87 @@
+"""API Blueprint: recognised, read with Drafter (npm drafter.js, installed by
+scripts/setup.d/50-node.sh), refused with what to do when Node.js or the parser is missing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gatebench.spec import read_spec
+from gatebench.spec._apib import looks_like_blueprint
+from paths import DATA
+
+NOTES = DATA / "blueprint" / "notes.apib"
+
+
+def test_a_blueprint_is_read_into_operations() -> None:
+    result = read_spec(NOTES)
+    assert result.problems == [], [p.format() for p in result.problems]
+    assert result.api is not None
+    assert result.api.title == "Notes API"
+    assert result.api.source_format == "apib-1A"
+    got = [
+        (op.operation_id, op.method, op.route_path, [p.name for p in op.parameters])
+        for op in result.api.operations
+    ]
+    assert got == [
+        ("get_notes", "GET", "/v1/notes", ["limit"]),
+        ("post_notes", "POST", "/v1/notes", ["limit"]),
+        ("get_notes_id", "GET", "/v1/notes/{id}", ["id"]),
+        ("delete_notes_id", "DELETE", "/v1/notes/{id}", ["id"]),
+    ]
+    create = result.api.operation("post_notes")
+    assert create.request_body is not None
+    (media,) = create.request_body.content
+    assert (media.media_type, media.examples) == (
+        "application/json",
+        (("default", {"title": "Buy milk"}),),
+    )
+    assert [r.status for r in create.responses] == ["201"]
+    limit = result.api.operation("get_notes").query_params[0]
+    assert (limit.required, limit.schema, limit.examples) == (False, {"type": "number"}, ("10",))
+
+
+def test_blueprint_warnings_are_located_by_line(tmp_path: Path) -> None:
+    path = tmp_path / "api.apib"
+    path.write_text(
+        "FORMAT: 1A\n\n# T\n\n## Things [/things]\n\n### List [GET]\n\n+ Request\n\n"
+        "+ Response 200\n",
+        encoding="utf-8",
+    )
+    result = read_spec(path)
+    assert result.errors == []
+    assert result.api is not None and len(result.api.operations) == 1
+    assert [(p.line, p.column, p.message) for p in result.warnings] == [
+        (9, 1, "API Blueprint: empty request message-body")
+    ]
+
+
+def test_without_node_a_blueprint_is_refused_with_what_to_do(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GATEBENCH_NODE_BIN", "/nonexistent/node")
+    result = read_spec(NOTES)
+    assert [(p.pointer, p.message) for p in result.errors] == [
+        (
+            "",
+            "API Blueprint is read with Node.js and the npm package drafter.js@3.2.0: 'node' is "
+            "not installed here (scripts/setup.sh node installs it; NODE_PATH may name its "
+            "node_modules), or convert it to OpenAPI with apib2swagger (npx apib2swagger -i "
+            "api.apib -o swagger.json --open-api-3)",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        ("api.md", "FORMAT: 1A\n# API\n", True),
+        ("api.txt", "# Notes API\n\n## Note [/notes/{id}]\n", True),
+        ("api.txt", "# Group Notes\n### Delete [DELETE /notes/{id}]\n", True),
+        ("api.yaml", "openapi: 3.0.3\n# [/not/a/heading]\n", False),
+        ("api.yaml", "# a comment\nopenapi: 3.0.3\n", False),
+    ],
+)
+def test_recognising_a_blueprint(name: str, text: str, expected: bool) -> None:
+    assert looks_like_blueprint(name, text) is expected

@@ -1,0 +1,191 @@
+"""Pinned cores: the plan's ``cpus:`` (located errors), the layout it gives on a machine, and a
+process started on a role's cores really running there."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gatebench.errors import PlanError
+from gatebench.ir import Api
+from gatebench.pinning import CpuLayout, resolve_layout
+from gatebench.plan import DEFAULT_CPU_MODE, Cpus, build_plan
+from gatebench.procs import Supervisor
+from gatebench.spec import load_spec
+from paths import EXAMPLES
+
+
+@pytest.fixture(scope="module")
+def auction() -> Api:
+    result = load_spec(EXAMPLES / "auction" / "openapi.yaml")
+    assert result.api is not None
+    return result.api
+
+
+def section(**overrides: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "gateways": ["nginx"],
+        "workloads": [{"name": "get", "operation": "getAuction", "injection": {"sequential": 10}}],
+        "auth": {"bearer": {"env": "TOKEN"}},
+    }
+    base.update(overrides)
+    return base
+
+
+def plan_errors(api: Api, data: Any) -> list[tuple[str, str]]:
+    with pytest.raises(PlanError) as info:
+        build_plan(data, api)
+    return [(p.pointer, p.message) for p in info.value.errors if p.severity == "error"]
+
+
+def test_cpus_default_and_the_two_words(auction: Api) -> None:
+    assert build_plan(section(), auction).cpus == Cpus(mode=DEFAULT_CPU_MODE)
+    assert build_plan(section(cpus="unpinned"), auction).cpus == Cpus(mode="unpinned")
+    assert build_plan(section(cpus="pinned"), auction).cpus == Cpus(mode="pinned")
+
+
+def test_cpus_explicit_lists(auction: Api) -> None:
+    plan = build_plan(section(cpus={"gateway": [1], "engine": [0], "backend": [0, 0]}), auction)
+    assert plan.cpus == Cpus(mode="explicit", gateway=(1,), engine=(0,), backend=(0,))
+    assert plan.to_dict()["cpus"] == {
+        "mode": "explicit",
+        "gateway": (1,),
+        "engine": (0,),
+        "backend": (0,),
+    }
+
+
+def test_cpus_errors_are_located(auction: Api) -> None:
+    assert plan_errors(auction, section(cpus="pined")) == [
+        (
+            "/x-gatebench/cpus",
+            "expected 'pinned', 'unpinned' or a mapping of core lists such as "
+            "{gateway: [1], engine: [0], backend: [0]}, got 'pined'",
+        )
+    ]
+    assert plan_errors(auction, section(cpus={"gateway": [-1], "engine": []})) == [
+        ("/x-gatebench/cpus/gateway/0", "expected a whole number from 0 to 4,095, got -1"),
+        (
+            "/x-gatebench/cpus/engine",
+            "expected a non-empty list of core numbers such as [0], got []",
+        ),
+    ]
+    assert plan_errors(auction, section(cpus={"gatway": [1]})) == [
+        ("/x-gatebench/cpus/gatway", "unknown key 'gatway' in cpus; did you mean 'gateway'?"),
+        ("/x-gatebench/cpus", "expected at least one of: gateway, engine, backend"),
+    ]
+
+
+def test_cpus_gateway_sharing_a_core_is_a_warning(auction: Api) -> None:
+    plan = build_plan(section(cpus={"gateway": [0], "engine": [0]}), auction)
+    assert plan.cpus.gateway == (0,)
+
+
+def test_pinned_layout_on_two_cores() -> None:
+    layout = resolve_layout(Cpus(mode="pinned"), [1, 0])
+    assert layout.cores == {"gateway": (1,), "engine": (0,), "backend": (0,)}
+    assert layout.describe() == "pinned: gateway on cpu 1; engine, backend on cpu 0"
+    assert layout.to_dict() == {
+        "setting": "pinned",
+        "cores": {"gateway": [1], "engine": [0], "backend": [0]},
+        "note": "",
+    }
+
+
+def test_pinned_layout_on_four_cores_gives_the_gateway_half() -> None:
+    layout = resolve_layout(Cpus(mode="pinned"), [0, 1, 2, 3])
+    assert layout.cores == {"gateway": (2, 3), "engine": (0, 1), "backend": (0, 1)}
+
+
+def test_pinning_on_one_core_runs_unpinned_and_says_why() -> None:
+    layout = resolve_layout(Cpus(mode="pinned"), [0])
+    assert not layout.pinned
+    assert layout.note == (
+        "pinning needs at least 2 cores and this machine lets gatebench use 1 (cpu 0): ran unpinned"
+    )
+    assert layout.describe().startswith("unpinned (pinning needs at least 2 cores")
+
+
+def test_explicit_layout_with_a_core_not_here_runs_unpinned() -> None:
+    layout = resolve_layout(Cpus(mode="explicit", gateway=(5,), engine=(0,)), [0, 1])
+    assert layout == CpuLayout(
+        "explicit",
+        note="cpu 5 is not available here (gatebench may use cpu 0,1): ran unpinned",
+    )
+    ok = resolve_layout(Cpus(mode="explicit", gateway=(1,)), [0, 1])
+    assert ok.cores == {"gateway": (1,)}
+    assert ok.describe() == "pinned: gateway on cpu 1"
+
+
+def test_unpinned_layout() -> None:
+    layout = resolve_layout(Cpus(mode="unpinned"), [0, 1])
+    assert layout.cores == {} and layout.describe() == "unpinned"
+
+
+def test_a_process_started_with_a_role_runs_on_its_cores(tmp_path: Path) -> None:
+    """The affinity is set in the child before exec: what the program reports of itself (and
+    any process it starts) is the role's core set; a process without a role is not pinned."""
+    mine = sorted(os.sched_getaffinity(0))
+    target = {mine[-1]}
+    probe = "import os; print(sorted(os.sched_getaffinity(0)))"
+    with Supervisor() as supervisor:
+        supervisor.pin({"gateway": sorted(target), "engine": []})
+        pinned = supervisor.start(
+            "probe", [sys.executable, "-c", probe], log_path=tmp_path / "a.log", role="gateway"
+        )
+        free = supervisor.start(
+            "free", [sys.executable, "-c", probe], log_path=tmp_path / "b.log", role="engine"
+        )
+        assert pinned.wait() == 0 and free.wait() == 0
+    assert (tmp_path / "a.log").read_text().strip() == str(sorted(target))
+    assert (tmp_path / "b.log").read_text().strip() == str(mine)
+
+
+def test_the_run_records_its_layout_and_says_why_it_ran_unpinned(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The runner's step (gatebench.runner._pin): on a machine that gives gatebench one core,
+    a pinned plan runs unpinned (the supervisor pins nothing) and the run's notes say why; on
+    two cores the supervisor gets the layout, and the run's environment records it."""
+    from dataclasses import replace
+
+    from gatebench.model import RunRecord
+    from gatebench.plan import load_plan
+    from gatebench.runner import RunOutcome, _layout_environment, _pin
+    from gatebench.spec import read_spec
+
+    result = read_spec(str(EXAMPLES / "auction" / "openapi.yaml"))
+    assert result.api is not None
+    plan = replace(load_plan(result), cpus=Cpus(mode="pinned"))
+    outcome = RunOutcome(RunRecord("r", "spec", "0" * 64), [], Path("."))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    supervisor = Supervisor()
+    layout = _pin(supervisor, plan, outcome)
+    assert supervisor.affinity == {}
+    assert outcome.notes == [
+        "cpus: pinning needs at least 2 cores and this machine lets gatebench use 1 (cpu 0): "
+        "ran unpinned"
+    ]
+    assert _layout_environment(layout)["cpus"].startswith("unpinned (pinning needs")
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    outcome.notes.clear()
+    layout = _pin(supervisor, plan, outcome)
+    assert supervisor.affinity == {
+        "gateway": frozenset({1}),
+        "engine": frozenset({0}),
+        "backend": frozenset({0}),
+    }
+    assert outcome.notes == []
+    assert _layout_environment(layout) == {
+        "cpus": "pinned: gateway on cpu 1; engine, backend on cpu 0",
+        "cpu_affinity": {
+            "setting": "pinned",
+            "cores": {"gateway": [1], "engine": [0], "backend": [0]},
+            "note": "",
+        },
+    }
