@@ -71,3 +71,13 @@ def test_the_phase_barrier_waits_for_testers_still_in_earlier_phases() -> None:
             "r",
             f"{base}/3/b/2",
         ]
+
+
+def test_the_cli_refuses_a_tester_count_out_of_range(capsys: pytest.CaptureFixture[str]) -> None:
+    from gatebench.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "tests/data/engine/items.yaml", "--testers", "17"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert err == "gatebench run: error: argument --testers: expected 1 to 16, got '17'"

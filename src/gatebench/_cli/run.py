@@ -23,6 +23,14 @@ from ..thresholds import evaluate, failures
 from ._common import add_plan_argument, add_spec_arguments, load
 
 
+def _testers(text: str) -> int:
+    from ..plan import MAX_TESTERS
+
+    if not text.isdigit() or not 1 <= int(text) <= MAX_TESTERS:
+        raise argparse.ArgumentTypeError(f"expected 1 to {MAX_TESTERS}, got {text!r}")
+    return int(text)
+
+
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "run",
@@ -58,7 +66,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     parser.add_argument(
         "--testers",
-        type=int,
+        type=_testers,
         default=1,
         metavar="N",
         help="split every phase across N load generators (1-16), each in a network namespace "
