@@ -239,6 +239,11 @@ def test_two_testers_run_to_done_with_the_same_requests(world: dict[str, Any]) -
     for t in (0, 1):
         assert storage.read_optional(RUNS, f"runs/{run_id}/raw/gatling-t{t}/simulation.log")
     assert storage.read_optional(RUNS, f"runs/{run_id}/t1/tester/load-done.json")
+    shares = storage.read_optional(RUNS, f"runs/{run_id}/testers.jsonl")
+    assert shares is not None
+    phases = [json.loads(line) for line in shares.decode().splitlines()]
+    assert len(phases) == len(measured)
+    assert {len(p["testers"]) for p in phases} == {1, 2}  # sequential: tester 0 alone
     assert run_processes(world, run_id) == []
     assert [d for d in world["vms"].denied if run_id in d] == []
 

@@ -150,6 +150,11 @@ def test_ingest_merges_every_testers_log_once_all_are_done(tmp_path: Path) -> No
     assert ingest_object(bucket, store, RUNS, raw0) == 1
     m = store.stored["nginx:w:1"]
     assert (m.requests, m.p50, m.p99, m.max, m.flags) == (4, 2.0, 40.0, 40.0, ())
+    (shares,) = [
+        json.loads(line) for line in bucket.objects[f"runs/{RUN}/testers.jsonl"].splitlines()
+    ]
+    assert [(t["tester"], t["requests"]) for t in shares["testers"]] == [(0, 2), (1, 2)]
+    assert shares["start_skew_ms"] == 1.0
     # a tester that failed after uploading a short log: its phase is partial
     bucket.put_json(f"runs/{RUN}/t1/tester/load-done.json", {"ok": False, "reason": "exit 137"})
     bucket.write(

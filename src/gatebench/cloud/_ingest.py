@@ -33,6 +33,11 @@ CGROUP_OBJECT = "runs/{run_id}/cgroup/{target}.jsonl"
 samples, one JSON object per line (gatebench.resources.CgroupSample)."""
 
 
+TESTERS_OBJECT = "runs/{run_id}/testers.jsonl"
+"""With several testers: per measured phase, each tester's requests and window, the start skew,
+the flags and reasons of the merge (gatebench.testers.MergedPhase.to_dict)."""
+
+
 class Bucket(Protocol):
     def read_optional(self, bucket: str, name: str) -> bytes | None: ...
 
@@ -82,8 +87,12 @@ def ingest_testers(storage: Bucket, store: ResultStore, bucket: str, run_id: str
             if log is not None:
                 path.write_bytes(log)
             logs.append(path if log is not None else None)
-        measurements, _ = ingest_tester_logs(logs, json.loads(workload), run_id, failures)
+        measurements, merged = ingest_tester_logs(logs, json.loads(workload), run_id, failures)
     measurements = with_gateway_cgroup(measurements, _cgroup_samples(storage, bucket, run_id))
+    write = getattr(storage, "write", None)  # the functions' Storage; a read-only view skips it
+    if write is not None:  # each phase's shares and start skew, beside the raw logs
+        lines = "".join(json.dumps(m.to_dict(), sort_keys=True) + "\n" for m in merged)
+        write(bucket, TESTERS_OBJECT.format(run_id=run_id), lines, "application/x-ndjson")
     for measurement in measurements:
         store.put_measurement(measurement)
     return len(measurements)
