@@ -14,7 +14,9 @@
 #            again every few seconds (objectUser: overwrite), and nothing else.
 #   tester:  reads runs/RUN/workload.json, backend.json and the load build's markers (runs/);
 #            creates raw logs (never overwriting one); writes its own two markers, again after
-#            a restart (objectUser: overwrite).
+#            a restart (objectUser: overwrite). With several testers, tester T > 0 writes
+#            runs/RUN/tT/tester/{ready,load-done}.json (the same suffixes) and
+#            runs/RUN/raw/gatling-tT/simulation.log.
 locals {
   vm_object_access = {
     backend = [

@@ -1,5 +1,6 @@
 # The VMs of one benchmark run: a backend, one VM per gateway (official container image,
-# rendered config fetched from the runs bucket), and a tester running the gatling/ project.
+# rendered config fetched from the runs bucket), and the testers (`tester.count`, one or
+# more) running the gatling/ project.
 # No external addresses; the firewall rules of infra/modules/network (tag-based) open only
 # tester → gateway → backend and tester → backend. Every VM deletes itself after
 # max_run_duration_s, so a run whose teardown never happens still leaks no VM.
@@ -12,6 +13,9 @@ locals {
   # The Docker Hub remote repository of infra/modules/runner: same registry host and project
   # as the runner image, named PREFIX-dockerhub.
   docker_hub = "${local.registry}/${var.project}/${var.prefix}-dockerhub"
+  # Tester 0 is PREFIX-RUN-tester (the single tester's name, gatebench.cloud._layout); tester
+  # T > 0 is PREFIX-RUN-tester-T.
+  tester_suffix = [for i in range(16) : i == 0 ? "" : "-${i}"]
 }
 
 module "images" {
@@ -121,12 +125,14 @@ resource "google_compute_instance" "gateway" {
   depends_on = [google_compute_instance.backend]
 }
 
+# Tester 0 keeps the single tester's name; every tester runs its share of every phase
+# (gatebench.testers) and they start together (cloud/_tester.py: load-request.json start_at).
 resource "google_compute_instance" "tester" {
-  count        = var.tester == null ? 0 : 1
-  name         = "${local.name}-tester"
+  count        = var.tester == null ? 0 : var.tester.count
+  name         = "${local.name}-tester${local.tester_suffix[count.index]}"
   machine_type = var.tester.machine_type
   zone         = var.zone
-  labels       = merge(local.labels, { role = "tester" })
+  labels       = merge(local.labels, { role = "tester", tester = tostring(count.index) })
   tags         = [var.tags.tester]
 
   boot_disk {
@@ -160,7 +166,7 @@ resource "google_compute_instance" "tester" {
     startup-script = templatefile("${path.module}/templates/runner.sh.tftpl", {
       registry = local.registry
       image    = var.runner_image
-      args     = var.tester.args
+      args     = var.tester.count == 1 ? var.tester.args : concat(var.tester.args, ["--tester", tostring(count.index), "--testers", tostring(var.tester.count)])
       ports    = []
     })
   }

@@ -116,12 +116,17 @@ variable "tags" {
 }
 
 variable "tester" {
-  description = "The tester VM: machine type and the runner image's arguments (`cloud tester ...`). Null: no tester (an empty fleet, for teardown)."
+  description = "The tester VMs: machine type, the runner image's arguments (`cloud tester ...`) and how many share every phase (count, 1-16; tester T gets `--tester T --testers count`). Null: no tester (an empty fleet, for teardown)."
   type = object({
     machine_type = string
     args         = list(string)
+    count        = optional(number, 1)
   })
   default = null
+  validation {
+    condition     = var.tester == null || try(var.tester.count >= 1 && var.tester.count <= 16 && floor(var.tester.count) == var.tester.count, false)
+    error_message = "tester.count must be a whole number from 1 to 16."
+  }
 }
 
 variable "zone" {

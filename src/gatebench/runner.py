@@ -55,6 +55,7 @@ from .provisioners import Provisioned
 from .score import BASELINE
 from .stats import phase_stats
 from .store import ResultStore
+from .testers import MergedPhase, merged_measurement
 from .trust import (
     CEILING_TARGET,
     CROSS_CHECK_REPETITIONS,
@@ -85,6 +86,8 @@ class RunOptions:
     """Measure the engine's ceiling first and flag measurements near it (docs/trust.md)."""
     cross_check: str | None = None
     """A second engine that re-measures the closed-model workloads before teardown."""
+    testers: int = 1
+    """Load generators per phase, each on a network namespace of its own (gatebench._fanout)."""
 
 
 @dataclass(frozen=True)
@@ -254,6 +257,7 @@ def run_benchmark(
         engine = get_engine(engine_name)
         engine.check()
         _check_engine_supports(engine_name, plan)
+        _check_testers(options.testers, engine_name)
         if options.cross_check:
             get_engine(options.cross_check).check()
         _check_secrets(plan)
@@ -312,6 +316,7 @@ def run_benchmark(
                 run.update(
                     environment=_environment(engine.version(), plan, options, engine_name)
                     | {
+                        "testers": options.testers,
                         "seed": schedule.seed,
                         "target_order": [list(o) for o in schedule.target_order],
                     }
@@ -388,7 +393,11 @@ def run_benchmark(
         run.status(RunStatus.SCORING)
         _score(run, outcome)
         expected_targets = set(plan.targets)
-        if run.record.target_errors or measured_targets != expected_targets:
+        if (
+            run.record.target_errors
+            or measured_targets != expected_targets
+            or any("partial" in m.flags for m in run.measurements)
+        ):
             run.status(RunStatus.PARTIAL)
         else:
             run.status(RunStatus.DONE)
@@ -445,6 +454,14 @@ def _check_engine_supports(engine_name: str, plan: Plan) -> None:
         reason = injection_problem(engine_name, inj.kind, inj.duration, inj.requests)
         if reason is not None:
             raise RunError(f"workload {w.name!r}: {reason}")
+
+
+def _check_testers(testers: int, engine_name: str) -> None:
+    from ._fanout import fanout_problem
+
+    problem = fanout_problem(testers, engine_name)
+    if problem is not None:
+        raise RunError(problem)
 
 
 def note_routes_left_out(run: _Run, outcome: RunOutcome, summaries: dict[str, str]) -> None:
@@ -621,6 +638,26 @@ class _Hooks:
         self.run.update(environment=dict(self.run.record.environment, failures=self.failures))
         self.run.target_failed(target, reason)
 
+    def on_merged(self, merged: MergedPhase) -> None:
+        """A phase split across testers (gatebench._fanout): the measurement carries the
+        merge's flags (``partial``, ``tester-bound``), each tester's share goes to
+        ``testers.jsonl`` in the run folder."""
+        result = merged.result
+        self.completed.add(result.phase)
+        phase = self.phases.get(result.phase)
+        if phase is None:
+            return
+        with (self.run.run_dir / "testers.jsonl").open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"phase_id": phase.id, **merged.to_dict()}) + "\n")
+        if not phase.measured or phase.target in self.failed or result.sample.requests == 0:
+            return
+        if phase.target == CEILING_TARGET:
+            self._record_ceiling(phase, result)
+            return
+        self.run.put(
+            merged_measurement(self.run.record.run_id, phase, merged, engine=self.engine_name)
+        )
+
     def _record_ceiling(self, phase: Phase, result: PhaseResult) -> None:
         """The engine's ceiling for one workload, stored with the run at once."""
         from .ceiling import SERVER_LABEL
@@ -682,6 +719,11 @@ def _load(
         groups = ["backend"] if backend_pid is not None else []
         return groups if target == BASELINE else [f"gw:{target}", *groups]
 
+    if run.record.environment.get("testers", 1) > 1:
+        _load_testers(
+            run, document, hooks, supervisor, cpu_groups, target_groups, outcome, provision
+        )
+        return hooks
     remaining = document
     for attempt in (1, 2):
         result = engine.run(
@@ -713,6 +755,39 @@ def _load(
         run.display(Progress(step="loading", message="load engine crashed; retrying once"))
         remaining = dict(remaining, phases=left)
     return hooks
+
+
+def _load_testers(
+    run: _Run,
+    document: dict[str, Any],
+    hooks: _Hooks,
+    supervisor: Supervisor,
+    cpu_groups: dict[str, list[int]],
+    target_groups: Callable[[str], list[str]],
+    outcome: RunOutcome,
+    provision: Callable[[_Hooks], None],
+) -> None:
+    """The schedule split across several testers (gatebench._fanout); no retry."""
+    from ._fanout import run_testers
+
+    fan = run_testers(
+        document,
+        int(run.record.environment["testers"]),
+        run.run_dir,
+        hooks,
+        supervisor=supervisor,
+        cpu_groups=cpu_groups,
+        target_groups=target_groups,
+        ready=lambda: provision(hooks),
+    )
+    outcome.engine_runs.extend(fan.runs)
+    outcome.notes.extend(fan.notes)
+    for r in fan.runs:
+        if r.control_failures:
+            raise RunError(
+                "the backend did not accept its reset (is it still running?): "
+                + r.control_failures[0]
+            )
 
 
 class _CrossCheckHooks:

@@ -116,7 +116,11 @@ class LocalVms:
         names = {"backend": urlsplit(layout.backend_url()).hostname or ""}
         names |= {f"gw-{g}": urlsplit(layout.gateway_url(g)).hostname or "" for g in gateways}
         domain = names["backend"].split(".", 1)[1]  # the tester is addressed like the others
-        return {**names, "tester": f"{layout.vm_name('tester')}.{domain}"}
+        names["tester"] = f"{layout.vm_name('tester')}.{domain}"
+        count = int((values.get("tester") or {}).get("count") or 1)
+        for t in range(1, count):  # infra/vms/main.tf: tester T > 0 is PREFIX-RUN-tester-T
+            names[f"tester-{t}"] = f"{layout.vm_name('tester')}-{t}.{domain}"
+        return names
 
     def boot(
         self, key: str, values: dict[str, Any], machine: str, role: str, gateway: str | None = None
@@ -167,7 +171,7 @@ class LocalVms:
         failures = self.failures.setdefault(key, {})
         names = self.host_names(values)
         present = {"backend": bool(values.get("backend")), "tester": bool(values.get("tester"))}
-        self.network.add([host for m, host in names.items() if present.get(m, True)])
+        self.network.add([host for m, host in names.items() if present.get(m.split("-")[0], True)])
         if values.get("backend"):
             host, gate = self.boot(key, values, "backend", "backend")
             argv = self.network.command(host, [GATEBENCH, *values["backend"]["args"]])
@@ -197,19 +201,27 @@ class LocalVms:
             env = renderer.env(Path(mount))
             proc = self._start(key, f"{run_id}-gw-{name}", command, cwd=folder, env=env)
             self._meter(key, values, name, host, gate, proc)
-        if values.get("tester"):
-            host, gate = self.boot(key, values, "tester", "tester")
-            scratch = self.root / "vms" / f"{run_id}-tester"
+        tester = values.get("tester")
+        count = int((tester or {}).get("count") or 1) if tester else 0
+        for t in range(count):  # infra/vms/main.tf: count testers, T > 0 with --tester T
+            assert tester is not None
+            machine = "tester" if t == 0 else f"tester-{t}"
+            host, gate = self.boot(key, values, machine, "tester")
+            scratch = self.root / "vms" / f"{run_id}-{machine}"
+            split = [] if count == 1 else ["--tester", str(t), "--testers", str(count)]
             argv = [
                 GATEBENCH,
-                *values["tester"]["args"],
+                *tester["args"],
+                *split,
                 "--workdir",
                 str(scratch),
                 "--ready-timeout",
                 "60",
             ]
             command = self.network.command(host, argv)
-            self._start(key, f"{run_id}-tester", command, env={"STORAGE_EMULATOR_HOST": gate.url})
+            self._start(
+                key, f"{run_id}-{machine}", command, env={"STORAGE_EMULATOR_HOST": gate.url}
+            )
 
     def _meter(
         self,

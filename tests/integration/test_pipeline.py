@@ -57,12 +57,14 @@ UPLOADS, RUNS = "gb-uploads", "gb-runs"
 IMAGE = "europe-central2-docker.pkg.dev/gatebench-test/gb-gatebench/runner:0.1.0"
 
 
-def quick_auction(gateways: list[str]) -> bytes:
+def quick_auction(gateways: list[str], testers: int = 1) -> bytes:
     """The auction example with a workload of a few seconds: one repetition, a 1 s warm-up,
     at most 100 requests per workload (what `gatebench run --quick` runs)."""
     doc = yaml.safe_load((ROOT / "examples" / "auction" / "openapi.yaml").read_text())
     bench = doc["x-gatebench"]
     bench.update(gateways=gateways, repetitions=1, warmup={"duration": "1s"}, seed=7)
+    if testers > 1:
+        bench["infrastructure"] = dict(bench.get("infrastructure") or {}, testers=testers)
     retrieve = bench["workloads"][2]
     retrieve["injection"] = {"sequential": 100}
     return yaml.safe_dump(doc, sort_keys=False).encode()
@@ -231,6 +233,36 @@ def test_the_auction_example_runs_to_done_and_a_redelivered_event_starts_nothing
     again = run(world, event, "exec-again")
     assert again.result == {"run_id": run_id, "duplicate": True, "status": "done"}
     assert len([b for b in world["builds"].builds if b["substitutions"]["_RUN_ID"] == run_id]) == 3
+
+
+def test_two_testers_run_to_done_with_the_same_requests(world: dict[str, Any]) -> None:
+    from gatebench.store import open_store
+
+    event = upload(world, "specs/auction-2.yaml", quick_auction(["nginx"], testers=2))
+    run_id = run_id_for_object(UPLOADS, "specs/auction-2.yaml", event["data"]["generation"])
+    execution = run(world, event, "exec-two-testers")
+    assert execution.state == "SUCCEEDED", execution.error
+    assert execution.result["status"] == "done"
+    assert execution.result["teardown"] == "ok"
+    store = open_store(f"firestore://{PROJECT}")
+    measured = {(m.target, m.workload): m for m in store.measurements(run_id)}
+    assert set(measured) == {
+        (t, w) for t in ("nginx", "baseline") for w in ("create-auction", "bid", "retrieve")
+    }
+    # the sequential workload is one user (tester 0's); the others are split, none lost
+    assert [measured[(t, "retrieve")].requests for t in ("nginx", "baseline")] == [100, 100]
+    assert all("partial" not in m.flags for m in measured.values())
+    storage = world["storage"]
+    for t in (0, 1):
+        assert storage.read_optional(RUNS, f"runs/{run_id}/raw/gatling-t{t}/simulation.log")
+    assert storage.read_optional(RUNS, f"runs/{run_id}/t1/tester/load-done.json")
+    shares = storage.read_optional(RUNS, f"runs/{run_id}/testers.jsonl")
+    assert shares is not None
+    phases = [json.loads(line) for line in shares.decode().splitlines()]
+    assert len(phases) == len(measured)
+    assert {len(p["testers"]) for p in phases} == {1, 2}  # sequential: tester 0 alone
+    assert run_processes(world, run_id) == []
+    assert [d for d in world["vms"].denied if run_id in d] == []
 
 
 def test_a_gateway_that_never_comes_up_fails_the_run_at_provision_then_teardown(

@@ -154,7 +154,14 @@ def test_layout_names_vms_as_infra_vms_does_and_resolves_them() -> None:
         for body in block.get('"google_compute_instance"', {}).values():
             names[body["name"].strip('"')] = body
     base = "gb-r-0123456789abcdef0123"
-    rendered = {n.replace("${local.name}", base).replace("${each.key}", "kong") for n in names}
+    rendered = {
+        n.replace("${local.name}", base)
+        .replace("${each.key}", "kong")
+        .replace("${local.tester_suffix[count.index]}", "")  # tester 0
+        for n in names
+    }
+    suffixes = doc["locals"][0]["tester_suffix"]
+    assert "i == 0" in str(suffixes) and "range(16)" in str(suffixes)
     assert rendered == {
         layout.vm_name("backend"),
         layout.vm_name("gateway", "kong"),

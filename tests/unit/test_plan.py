@@ -500,6 +500,21 @@ def test_infrastructure(auction: Api) -> None:
     ]
 
 
+def test_infrastructure_testers(auction: Api) -> None:
+    plan = build_plan(section(infrastructure={"testers": 3}), auction)
+    assert plan.infrastructure is not None and plan.infrastructure.testers == 3
+    plan = build_plan(section(infrastructure={"zone": "europe-central2-a"}), auction)
+    assert plan.infrastructure is not None and plan.infrastructure.testers == 1
+    for bad, shown in ((0, "0"), (17, "17"), ("2", "'2'"), (True, "True"), (2.5, "2.5")):
+        errors = plan_errors(auction, section(infrastructure={"testers": bad}))
+        assert errors == [
+            (
+                "/x-gatebench/infrastructure/testers",
+                f"expected a whole number of load generators from 1 to 16, got {shown}",
+            )
+        ], bad
+
+
 def test_scoring(auction: Api) -> None:
     plan = build_plan(
         section(scoring={"profile": "robust", "weights": {"p99": 2, "throughput": 1}}), auction

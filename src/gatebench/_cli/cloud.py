@@ -106,6 +106,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     tester.add_argument(
         "--ready-timeout", type=float, default=600.0, help="seconds to wait for the targets"
     )
+    tester.add_argument(
+        "--tester", type=int, default=0, help="this tester's index (0 to --testers - 1)"
+    )
+    tester.add_argument("--testers", type=int, default=1, help="how many testers share every phase")
     tester.set_defaults(handler=run_tester)
 
     meter = commands.add_parser(
@@ -277,4 +281,18 @@ def run_tester(args: argparse.Namespace) -> int:
     from ..cloud import Storage
     from ..provisioners._vm_roles import run_tester as tester
 
-    return tester(Storage(), args.runs_bucket, args.run_id, Path(args.workdir), args.ready_timeout)
+    if not 0 <= args.tester < args.testers:
+        print(
+            f"gatebench: --tester: expected 0 to {args.testers - 1}, got {args.tester}",
+            file=sys.stderr,
+        )
+        return 2
+    return tester(
+        Storage(),
+        args.runs_bucket,
+        args.run_id,
+        Path(args.workdir),
+        args.ready_timeout,
+        tester=args.tester,
+        testers=args.testers,
+    )

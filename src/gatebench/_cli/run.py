@@ -23,6 +23,14 @@ from ..thresholds import evaluate, failures
 from ._common import add_plan_argument, add_spec_arguments, load
 
 
+def _testers(text: str) -> int:
+    from ..plan import MAX_TESTERS
+
+    if not text.isdigit() or not 1 <= int(text) <= MAX_TESTERS:
+        raise argparse.ArgumentTypeError(f"expected 1 to {MAX_TESTERS}, got {text!r}")
+    return int(text)
+
+
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "run",
@@ -55,6 +63,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="ENGINE",
         help="after the run, re-measure the closed-model workloads with a second engine "
         "(gatling or wrk) and report where the two agree (docs/trust.md)",
+    )
+    parser.add_argument(
+        "--testers",
+        type=_testers,
+        default=1,
+        metavar="N",
+        help="split every phase across N load generators (1-16), each in a network namespace "
+        "of its own, and merge their logs exactly (needs root when N > 1; docs/engine.md)",
     )
     parser.add_argument(
         "--no-ceiling",
@@ -151,6 +167,7 @@ def run(args: argparse.Namespace) -> int:
         engine=args.engine,
         ceiling=not args.no_ceiling,
         cross_check=args.cross_check,
+        testers=args.testers,
     )
     display = LiveDisplay(sys.stderr)
     with open_store(_store_location(args)) as store:

@@ -164,7 +164,11 @@ def render_run(
             "args": ["cloud", "backend", *role_args],
         },
         "gateways": gateways,
-        "tester": {"machine_type": tester_machine, "args": ["cloud", "tester", *role_args]},
+        "tester": {
+            "machine_type": tester_machine,
+            "args": ["cloud", "tester", *role_args],
+            "count": plan.infrastructure.testers if plan.infrastructure else 1,
+        },
         "failures": rendered.failures,
     }
     rendered.workload = _workload(plan, api, layout, list(gateways), backend_url, rendered, run_id)

@@ -52,9 +52,10 @@ def finish_run(store: ResultStore, sink: RowsSink, runs_bucket: str, run_id: str
     text = "".join(json.dumps(row, allow_nan=False) + "\n" for row in rows)
     sink.write(runs_bucket, rows_object(run_id), text, "application/x-ndjson")
     missing = sorted(expected_keys(run) - measured)
+    split = any("partial" in m.flags for m in store.measurements(run_id))  # a tester failed
     return {
         "run_id": run_id,
-        "status": "partial" if missing else "done",
+        "status": "partial" if missing or split else "done",
         "missing": missing[:50],
         "scores": {g.target: g.score for g in report.summary.scores.gateways},
         "rows_uri": f"gs://{runs_bucket}/{rows_object(run_id)}",

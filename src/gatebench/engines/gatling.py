@@ -104,12 +104,14 @@ class GatlingEngine:
         name: str = "gatling",
         env: Mapping[str, str] | None = None,
         ready: Callable[[], None] | None = None,
+        wrapper: Sequence[str] = (),
     ) -> EngineRun:
         """Run every phase of ``document``; report phases through ``hooks`` as they complete.
 
         With ``ready``, the JVM starts first and waits for a go file; ``ready()`` runs
         meanwhile (the runner boots the gateways) and the go file is written when it returns,
-        so the JVM's start-up overlaps provisioning."""
+        so the JVM's start-up overlaps provisioning. ``wrapper`` prefixes the command (``ip
+        netns exec NS``: a tester on a host of its own, gatebench._netns)."""
         workdir = workdir.resolve()  # the JVM runs in workdir: paths must not be relative
         workdir.mkdir(parents=True, exist_ok=True)
         go_file = workdir / f"{name}.go"
@@ -126,7 +128,7 @@ class GatlingEngine:
         started = time.monotonic()
         proc = supervisor.start(
             name,
-            self.argv(workload_file, results_dir),
+            [*wrapper, *self.argv(workload_file, results_dir)],
             log_path=log_path,
             cwd=workdir,
             env=env,

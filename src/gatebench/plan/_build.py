@@ -27,6 +27,7 @@ from ._model import (
     BUILTIN_BACKENDS,
     MAX_REPETITIONS,
     MAX_REQUESTS,
+    MAX_TESTERS,
     MAX_USERS,
     Auth,
     Backend,
@@ -260,6 +261,11 @@ def _infrastructure(value: Any, r: Reader) -> Infrastructure | None:
         "network": (r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$", "a VPC network name"),
     }
     for key, raw in data.items():
+        if key == "testers":
+            testers = _testers(raw, r)
+            if testers is not None:
+                out[key] = testers
+            continue
         if key not in checks:
             continue
         pattern, expected = checks[key]
@@ -274,6 +280,16 @@ def _infrastructure(value: Any, r: Reader) -> Infrastructure | None:
     if "zone" in out and "region" not in out:
         out["region"] = out["zone"].rsplit("-", 1)[0]
     return Infrastructure(**out)
+
+
+def _testers(raw: Any, r: Reader) -> int | None:
+    if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= MAX_TESTERS:
+        r.error(
+            ["infrastructure", "testers"],
+            f"expected a whole number of load generators from 1 to {MAX_TESTERS}, got {_show(raw)}",
+        )
+        return None
+    return raw
 
 
 def _auth(value: Any, r: Reader) -> Auth:

@@ -18,6 +18,8 @@ BUILTIN_BACKENDS = ("auction", "echo")
 MAX_REPETITIONS = 1000
 MAX_USERS = 100_000
 MAX_REQUESTS = 10_000_000
+MAX_TESTERS = 16
+"""The most load generators one phase is split across (``infrastructure.testers``, ``--testers``)."""
 MAX_DURATION_S = 24 * 3600.0
 MAX_BODY_BYTES = 1_000_000_000
 
@@ -140,6 +142,8 @@ class Infrastructure:
     tester_machine: str = "n2-standard-2"
     backend_machine: str = "n2-standard-2"
     network: str | None = None
+    testers: int = 1
+    """Load generators per phase (``gatebench.testers`` splits and merges)."""
 
 
 @dataclass(frozen=True)
@@ -222,6 +226,7 @@ __all__ = [
     "MAX_DURATION_S",
     "MAX_REPETITIONS",
     "MAX_REQUESTS",
+    "MAX_TESTERS",
     "MAX_USERS",
     "Auth",
     "Backend",

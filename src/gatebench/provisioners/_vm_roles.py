@@ -20,17 +20,19 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from ..backends import backend_binary
 from ..cloud import Storage
-from ..cloud._tester import Clock, read_marker, wait_for_marker, write_marker
+from ..cloud._tester import Clock, marker_of_tester, read_marker, wait_for_marker, write_marker
 from ..engines import EngineEvent, PhaseResult, get_engine
 from ..errors import GatebenchError, RunError
 from ..procs import Supervisor, http_probe
 from ..resources import SAMPLE_INTERVAL_S, CgroupFormatError, CgroupSample
+from ..testers import split_document
 
 BUILTIN_TOKEN = "gatebench-builtin"
 """The credential sent to gatebench's own backends when the spec names a secret the tester
@@ -42,6 +44,12 @@ METER_UPLOAD_S = 5.0
 """How often the meter uploads its samples so far (each upload replaces the object)."""
 METER_MAX_S = 6 * 3600.0
 """The meter stops after this long even if the tester never writes ``load-done``."""
+
+
+def raw_name(tester: int, testers: int) -> str:
+    """The raw log's folder: ``gatling`` for a single tester, ``gatling-tT`` for tester T of
+    several (gatebench.cloud ingests them together)."""
+    return "gatling" if testers == 1 else f"gatling-t{tester}"
 
 
 def _read_json(storage: Storage, bucket: str, name: str) -> Any:
@@ -109,29 +117,51 @@ def run_tester(
     workdir: Path,
     ready_timeout: float,
     clock: Clock | None = None,
+    tester: int = 0,
+    testers: int = 1,
 ) -> int:
+    """Tester ``tester`` of ``testers``: its share of every phase (gatebench.testers)."""
     clock = clock or Clock()
     workdir.mkdir(parents=True, exist_ok=True)
     document = _read_json(storage, bucket, f"runs/{run_id}/workload.json")
+    document = split_document(document, testers)[tester]
     reachable, unreachable = probe_targets(document, ready_timeout, clock)
     write_marker(
-        storage, bucket, run_id, "ready", {"reachable": reachable, "unreachable": unreachable}
+        storage,
+        bucket,
+        run_id,
+        marker_of_tester("ready", tester),
+        {"reachable": reachable, "unreachable": unreachable},
     )
     if not reachable:
         return 3
     skip_file = workdir / "skip-targets.txt"
     skip_file.write_text("".join(f"{t}\n" for t in sorted(unreachable)), encoding="utf-8")
     document = dict(document, skip_file=str(skip_file.resolve()))
-    if read_marker(storage, bucket, run_id, "load-done") is not None:
+    done_marker = marker_of_tester("load-done", tester)
+    if read_marker(storage, bucket, run_id, done_marker) is not None:
         return 0  # a restarted tester: the load happened already
-    wait_for_marker(storage, bucket, run_id, "load-request", REQUEST_TIMEOUT_S, clock=clock)
-    done = _load(storage, bucket, run_id, workdir, document)
-    write_marker(storage, bucket, run_id, "load-done", done)
+    request = wait_for_marker(
+        storage, bucket, run_id, "load-request", REQUEST_TIMEOUT_S, clock=clock
+    )
+    start_at = float(request.get("start_at") or 0.0)
+
+    def barrier() -> None:  # the JVM is up; every tester lets its load go at start_at
+        clock.sleep(max(0.0, start_at - clock.now()))
+
+    done = _load(storage, bucket, run_id, workdir, document, raw_name(tester, testers), barrier)
+    write_marker(storage, bucket, run_id, done_marker, done)
     return 0 if done["ok"] else 3
 
 
 def _load(
-    storage: Storage, bucket: str, run_id: str, workdir: Path, document: dict[str, Any]
+    storage: Storage,
+    bucket: str,
+    run_id: str,
+    workdir: Path,
+    document: dict[str, Any],
+    raw_as: str = "gatling",
+    barrier: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     env = {}
     missing = [name for name in document.get("secret_env", []) if not os.environ.get(name)]
@@ -142,13 +172,19 @@ def _load(
     try:
         with Supervisor() as supervisor:
             result = get_engine().run(
-                document, workdir, _Quiet(), supervisor=supervisor, name="gatling", env=env
+                document,
+                workdir,
+                _Quiet(),
+                supervisor=supervisor,
+                name="gatling",
+                env=env,
+                ready=barrier,
             )
     except GatebenchError as exc:
         return {"ok": False, "reason": str(exc)}
     raw = []
     if result.raw_log is not None and result.raw_log.exists():
-        name = RAW_OBJECT.format(run_id=run_id, name="gatling")
+        name = RAW_OBJECT.format(run_id=run_id, name=raw_as)
         storage.write(bucket, name, result.raw_log.read_bytes(), "application/octet-stream")
         raw.append(name)
     ok = not result.crashed and bool(raw)
