@@ -41,6 +41,7 @@ from ._model import (
     Warmup,
     Workload,
 )
+from ._policies import ReadFile, read_policies
 from ._reader import Reader, _kind, _show
 from ._schema import SectionSchema
 
@@ -57,8 +58,11 @@ def build_plan(
     aliases: dict[str, str] | None = None,
     base_pointer: str = "/x-gatebench",
     source: str | None = None,
+    read_file: ReadFile | None = None,
 ) -> Plan:
-    """Validate ``x-gatebench`` against the IR. Raises :class:`PlanError` with every problem."""
+    """Validate ``x-gatebench`` against the IR. Raises :class:`PlanError` with every problem.
+
+    ``read_file`` reads a file of the bundle by its relative path (a JWT policy's keys)."""
     if known_gateways is None:
         from ..renderers import gateway_aliases, gateway_names
 
@@ -96,6 +100,7 @@ def build_plan(
     auth = _auth(data.get("auth"), r)
     scoring = _scoring(data.get("scoring"), r)
     workloads = _workloads(data.get("workloads"), r, api, auth)
+    policies = read_policies(data.get("policies"), r, api, read_file)
     engine = _engine(data.get("engine", "gatling"), r, workloads, warmup)
     thresholds, threshold_problems = parse_thresholds(
         data.get("thresholds"),
@@ -126,6 +131,7 @@ def build_plan(
         infrastructure=infrastructure,
         thresholds=thresholds,
         engine=engine,
+        policies=policies,
     )
 
 

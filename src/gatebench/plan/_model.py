@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from ..policies import PolicySet
 from ..thresholds import Threshold
 
 InjectionKind = Literal["at_once", "ramp", "constant_rate", "concurrent", "sequential"]
@@ -175,6 +176,8 @@ class Plan:
     engine: EngineName = "gatling"
     """The load generator (``gatebench.engines``): ``gatling`` runs every injection profile;
     ``wrk`` runs closed-model load only (concurrent users for whole seconds)."""
+    policies: PolicySet = field(default_factory=PolicySet)
+    """What every gateway enforces in front of the API (``gatebench.policies``)."""
 
     @property
     def targets(self) -> tuple[str, ...]:
