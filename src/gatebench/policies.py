@@ -16,7 +16,10 @@ matrix in docs/gateways.md:
   from an environment variable.
 - ``rate_limit.address`` / ``rate_limit.header`` / ``rate_limit.subject``: N requests per
   window, counted per client address, per value of a request header, or per token subject.
-- ``cache``: answer repeated requests from the gateway for a TTL.
+- ``cache``: answer repeated requests from the gateway for a TTL, keyed on path and query;
+  ``cache.path_only``: a key without the query; ``cache.vary_header``: a key that also
+  varies on request headers.
+- ``auth.jwt.jwks``: the JWT verification keys given as a JWKS document (not a PEM file).
 """
 
 from __future__ import annotations
@@ -30,21 +33,27 @@ RateLimitKey = Literal["address", "header", "subject"]
 
 FEATURES: tuple[str, ...] = (
     "auth.jwt",
+    "auth.jwt.jwks",
     "auth.api_key",
     "rate_limit.address",
     "rate_limit.header",
     "rate_limit.subject",
     "cache",
+    "cache.path_only",
+    "cache.vary_header",
 )
 """Every policy feature, in the order the support matrix lists them."""
 
 FEATURE_LABELS: dict[str, str] = {
     "auth.jwt": "JWT validation",
+    "auth.jwt.jwks": "JWT keys from a JWKS file",
     "auth.api_key": "API key",
     "rate_limit.address": "rate limit per client address",
     "rate_limit.header": "rate limit per header value",
     "rate_limit.subject": "rate limit per token subject",
-    "cache": "response cache",
+    "cache": "response cache (key: path and query)",
+    "cache.path_only": "cache key ignoring the query",
+    "cache.vary_header": "cache key varying on request headers",
 }
 
 
@@ -111,12 +120,18 @@ class Policies:
         out: list[str] = []
         if isinstance(self.auth, JwtAuth):
             out.append("auth.jwt")
+            if self.auth.keys_format == "jwks":
+                out.append("auth.jwt.jwks")
         elif isinstance(self.auth, ApiKeyAuth):
             out.append("auth.api_key")
         if self.rate_limit is not None:
             out.append(self.rate_limit.feature)
         if self.cache is not None:
             out.append("cache")
+            if "query" not in self.cache.vary:
+                out.append("cache.path_only")
+            if any(v.startswith("header:") for v in self.cache.vary):
+                out.append("cache.vary_header")
         return tuple(out)
 
 

