@@ -47,6 +47,7 @@ from .model import Measurement, RunRecord, RunStatus, can_move, local_run_id
 from .plan import Plan, workload_summary
 from .procs import Supervisor
 from .provisioners import Provisioned
+from .renderers import policy_exclusions
 from .score import BASELINE
 from .stats import phase_stats
 from .store import ResultStore
@@ -79,6 +80,9 @@ class RunOptions:
     """Measure the engine's ceiling first and flag measurements near it (docs/trust.md)."""
     cross_check: str | None = None
     """A second engine that re-measures the closed-model workloads before teardown."""
+    allow_missing_policies: bool = False
+    """Run a gateway that cannot apply the plan's policies without them (marked in the notes)
+    instead of leaving it out."""
 
 
 @dataclass(frozen=True)
@@ -193,6 +197,44 @@ class _Run:
                 self.store.put_measurement(m)
 
 
+SIGNED_TOKEN_ENV = "GATEBENCH_SIGNED_TOKEN"
+"""Where the run puts the token it signed (``auth.jwt``), for the load engine only: in this
+process's environment, never in a file of the run."""
+
+
+def _sign_tokens(plan: Plan, outcome: RunOutcome) -> Plan:
+    """With ``auth.jwt``: sign the requests' bearer token with the private key from its
+    variable and the JWT policy's claims; the run records the key's fingerprint only."""
+    from .policies import JwtAuth
+    from .tokens import TokenSigner, TokenSignerError, subject_pool
+
+    name = plan.auth.jwt_private_key_env
+    if name is None:
+        return plan
+    pem = os.environ.get(name)
+    if not pem:
+        raise RunError(
+            f"environment variable {name} is not set; auth.jwt signs the tokens with the PEM "
+            f'private key it holds (export {name}="$(cat key.pem)")'
+        )
+    policy = next(p.auth for p in plan.policies.all_policies() if isinstance(p.auth, JwtAuth))
+    try:
+        signer = TokenSigner(
+            pem,
+            policy.algorithms[0],
+            policy.issuer,
+            policy.audience,
+            lifetime=plan.auth.jwt_lifetime,
+            subjects=subject_pool("gatebench", plan.auth.jwt_subjects),
+        )
+    except TokenSignerError as exc:
+        raise RunError(f"auth.jwt: {exc} (key from ${name})") from None
+    os.environ[SIGNED_TOKEN_ENV] = signer.sign(0)
+    described = ", ".join(f"{k} {v}" for k, v in signer.describe().items())
+    outcome.notes.append(f"bearer tokens signed by the run ({described})")
+    return replace(plan, auth=replace(plan.auth, bearer_env=SIGNED_TOKEN_ENV))
+
+
 def _check_secrets(plan: Plan) -> None:
     names = [
         n
@@ -250,11 +292,16 @@ def run_benchmark(
         _check_engine_supports(engine_name, plan)
         if options.cross_check:
             get_engine(options.cross_check).check()
+        plan = _sign_tokens(plan, outcome)
         _check_secrets(plan)
         with supervisor_factory() as supervisor:
             from .provisioners.local import LocalProvisioner
 
-            provisioner = LocalProvisioner(supervisor)
+            provisioner = LocalProvisioner(
+                supervisor,
+                policies=plan.policies,
+                allow_missing_policies=options.allow_missing_policies,
+            )
             try:
                 # -- backend first: the configs point at it; unreachable → no load at all
                 step = "provisioning"
@@ -270,7 +317,17 @@ def run_benchmark(
                 )
                 # -- render (ports are chosen here, so the load engine can start right away)
                 step = "rendered"
-                failures = provisioner.render(list(plan.gateways), api, origin, run_dir)
+                excluded = policy_exclusions(plan.gateways, plan.policies)
+                for gw, reason in excluded.items():
+                    if options.allow_missing_policies:
+                        outcome.notes.append(f"{gw}: run WITHOUT its policies: {reason}")
+                    else:
+                        run.target_failed(gw, reason)
+                        outcome.notes.append(reason)
+                gateways = [
+                    g for g in plan.gateways if options.allow_missing_policies or g not in excluded
+                ]
+                failures = provisioner.render(gateways, api, origin, run_dir)
                 for gw, reason in failures.items():
                     run.target_failed(gw, reason)
                 for gw, reason in provisioner.unsupported.items():

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from ..errors import PlanError, pointer
 from ..ir import Api, Operation
 from ..metrics import METRICS
+from ..policies import JwtAuth
 from ..thresholds import parse_thresholds
 from ._checks import (
     _check_auth,
@@ -101,6 +102,20 @@ def build_plan(
     scoring = _scoring(data.get("scoring"), r)
     workloads = _workloads(data.get("workloads"), r, api, auth)
     policies = read_policies(data.get("policies"), r, api, read_file)
+    if auth.jwt_private_key_env is not None:
+        if not isinstance(policies.default.auth, JwtAuth) and not any(
+            isinstance(p.auth, JwtAuth) for _, p in policies.operations
+        ):
+            r.error(
+                ["auth", "jwt"],
+                "signing tokens needs a JWT policy (policies: {auth: {jwt: {issuer, audience, "
+                "keys}}}): its issuer, audience and algorithm are the tokens' claims",
+            )
+        if auth.bearer_env is not None:
+            r.error(
+                ["auth", "jwt"],
+                "give either auth.bearer (a token from a variable) or auth.jwt (signed tokens), not both",
+            )
     engine = _engine(data.get("engine", "gatling"), r, workloads, warmup)
     thresholds, threshold_problems = parse_thresholds(
         data.get("thresholds"),
@@ -282,7 +297,9 @@ def _auth(value: Any, r: Reader) -> Auth:
     if value is None:
         return Auth()
     data = r.mapping(value, ["auth"], "auth")
-    out: dict[str, str | None] = {}
+    out: dict[str, Any] = {}
+    if "jwt" in data:
+        out.update(_auth_jwt(data["jwt"], r))
     for kind, fields in (
         ("bearer", {"env": "bearer_env"}),
         ("api_key", {"env": "api_key_env"}),
@@ -329,6 +346,37 @@ def _auth(value: Any, r: Reader) -> Auth:
                 continue
             out[attr] = name
     return Auth(**out)
+
+
+def _auth_jwt(value: Any, r: Reader) -> dict[str, Any]:
+    """``auth.jwt``: the run signs the tokens itself (the key's variable, subjects, lifetime)."""
+    where: list[str | int] = ["auth", "jwt"]
+    if not isinstance(value, dict):
+        r.error(where, f"expected a mapping such as {{private_key_env: NAME}}, got {_kind(value)}")
+        return {}
+    out: dict[str, Any] = {}
+    for key in value:
+        if key not in ("private_key_env", "subjects", "lifetime"):
+            r.error(
+                [*where, key], f"unknown key {key!r}; expected private_key_env, subjects, lifetime"
+            )
+    name = value.get("private_key_env")
+    if not isinstance(name, str) or not _ENV_NAME.match(name):
+        r.error(
+            [*where, "private_key_env"],
+            f"expected the name of the environment variable holding the PEM private key, got {_show(name)}",
+        )
+    else:
+        out["jwt_private_key_env"] = name
+    if "subjects" in value:
+        subjects = r.integer(value["subjects"], [*where, "subjects"], 1, 100_000)
+        if subjects is not None:
+            out["jwt_subjects"] = subjects
+    if "lifetime" in value:
+        lifetime = r.duration(value["lifetime"], [*where, "lifetime"])
+        if lifetime is not None:
+            out["jwt_lifetime"] = lifetime
+    return out
 
 
 def _scoring(value: Any, r: Reader) -> Scoring:

@@ -150,6 +150,11 @@ class Auth:
     basic_username_env: str | None = None
     basic_password_env: str | None = None
     api_key_env: str | None = None
+    jwt_private_key_env: str | None = None
+    """Sign bearer tokens during the run with the PEM private key in this variable
+    (``gatebench.tokens``; with ``policies.auth.jwt``)."""
+    jwt_subjects: int = 1
+    jwt_lifetime: float = 3600.0
 
 
 @dataclass(frozen=True)

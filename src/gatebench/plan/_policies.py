@@ -87,6 +87,11 @@ def _policies(
             if data["rate_limit"] is False
             else _rate_limit(data["rate_limit"], r, [*where, "rate_limit"])
         )
+        if rate_limit is not None and rate_limit.key == "subject" and not isinstance(auth, JwtAuth):
+            r.error(
+                [*where, "rate_limit", "key"],
+                "key: subject counts per token subject; it needs auth: {jwt: ...} on the same operations",
+            )
     cache = base.cache
     if "cache" in data:
         cache = None if data["cache"] is False else _cache(data["cache"], r, [*where, "cache"])
@@ -195,6 +200,15 @@ def _key_format(text: str) -> tuple[str, str | None]:
             "holds a private key; give the public key only (the signer keeps the private one)",
         )
     if "-----BEGIN PUBLIC KEY-----" in text:
+        from cryptography.hazmat.primitives.asymmetric import ec, rsa
+        from cryptography.hazmat.primitives.serialization import load_pem_public_key
+
+        try:
+            key = load_pem_public_key(text.encode())
+        except ValueError:
+            return "pem", "not a readable PEM public key"
+        if not isinstance(key, rsa.RSAPublicKey | ec.EllipticCurvePublicKey):
+            return "pem", "expected an RSA (RS256) or EC P-256 (ES256) public key"
         return "pem", None
     try:
         doc = json.loads(text)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..errors import GatebenchError, UnsupportedHere
 from ..ir import Api
+from ..policies import PolicySet
 from ..procs import ManagedProcess, Supervisor, free_port
 from . import Endpoint, Provisioned
 
@@ -22,9 +23,19 @@ from . import Endpoint, Provisioned
 class LocalProvisioner:
     name = "local"
 
-    def __init__(self, supervisor: Supervisor, *, workers: int = 1) -> None:
+    def __init__(
+        self,
+        supervisor: Supervisor,
+        *,
+        workers: int = 1,
+        policies: PolicySet | None = None,
+        allow_missing_policies: bool = False,
+    ) -> None:
         self.supervisor = supervisor
         self.workers = workers
+        self.policies = policies or PolicySet()
+        """What every gateway enforces (``render_with_policies``)."""
+        self.allow_missing_policies = allow_missing_policies
         self._targets: dict[str, object] = {}
         self._renderers: dict[str, object] = {}
         self._procs: dict[str, ManagedProcess] = {}
@@ -35,7 +46,7 @@ class LocalProvisioner:
     def render(
         self, gateways: list[str], api: Api, backend_url: str, run_dir: Path
     ) -> dict[str, str]:
-        from ..renderers import RenderTarget, get_renderer
+        from ..renderers import RenderTarget, get_renderer, render_with_policies
         from ._boot import write_files
 
         failures: dict[str, str] = {}
@@ -50,7 +61,13 @@ class LocalProvisioner:
                     admin_port=free_port(),
                     workers=self.workers,
                 )
-                files = renderer.render(api, target)
+                files = render_with_policies(
+                    renderer,
+                    api,
+                    target,
+                    self.policies,
+                    allow_missing=self.allow_missing_policies,
+                )
                 write_files(files, workdir)
             except GatebenchError as exc:
                 failures[name] = f"cannot render the configuration: {exc}"

@@ -275,16 +275,16 @@ def as_jwks(auth: JwtAuth) -> str:
     public key converted, a JWKS kept as given."""
     if auth.keys_format == "jwks":
         return auth.keys
-    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
     from cryptography.hazmat.primitives.serialization import load_pem_public_key
     from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
     key = load_pem_public_key(auth.keys.encode())
-    jwk = (
-        ECAlgorithm.to_jwk(key, as_dict=True)
-        if isinstance(key, ec.EllipticCurvePublicKey)
-        else RSAAlgorithm.to_jwk(key, as_dict=True)
-    )  # type: ignore[arg-type]
+    if isinstance(key, ec.EllipticCurvePublicKey):
+        jwk = ECAlgorithm.to_jwk(key, as_dict=True)
+    else:
+        assert isinstance(key, rsa.RSAPublicKey), "the plan reader accepts RSA and EC keys"
+        jwk = RSAAlgorithm.to_jwk(key, as_dict=True)
     jwk["alg"] = auth.algorithms[0]
     jwk["use"] = "sig"
     jwk["kid"] = "gatebench"
