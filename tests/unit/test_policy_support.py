@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from gatebench.errors import UnsupportedFeature
-from gatebench.policies import FEATURES, Cache, Policies, PolicySet, RateLimit
+from gatebench.policies import FEATURES, Cache, JwtAuth, Policies, PolicySet, RateLimit
 from gatebench.renderers import (
     RenderTarget,
     all_renderers,
@@ -156,6 +156,6 @@ def test_the_policy_spec_reads_its_key_from_the_bundle() -> None:
     result = load_spec(POLICY_SPEC)
     plan = load_plan(result)
     auth = plan.policies.default.auth
-    assert auth is not None
-    assert getattr(auth, "keys") == (POLICY_SPEC.parent / "keys" / "public.pem").read_text()
-    assert Path(POLICY_SPEC.parent / getattr(auth, "keys_file")).is_file()
+    assert isinstance(auth, JwtAuth)
+    assert auth.keys == (POLICY_SPEC.parent / "keys" / "public.pem").read_text()
+    assert Path(POLICY_SPEC.parent / auth.keys_file).is_file()
