@@ -1,0 +1,70 @@
+"""Byte-exact goldens of the configurations with policies: every renderer × the policy case
+(``tests/data/policies/openapi.yaml``: JWT on every operation, a cache on the GET, a
+per-subject rate limit on the bid), written to ``tests/golden/<gateway>/policies/`` — the
+configuration, or ``errors.txt`` with the reason a gateway that lacks a feature is left out.
+``make goldens`` rewrites them like the other cases.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pytest
+from _cases import ERRORS_FILE, GOLDEN, golden_target
+
+from gatebench.errors import UnsupportedFeature
+from gatebench.plan import Plan, load_plan
+from gatebench.renderers import all_renderers, get_renderer, render_with_policies
+from gatebench.spec import load_spec
+from paths import ROOT
+
+CASE = "policies"
+SPEC = "tests/data/policies/openapi.yaml"
+NAMES = [r.name for r in all_renderers()]
+
+
+@cache
+def _plan() -> tuple[object, Plan]:
+    result = load_spec(ROOT / SPEC)
+    return result.api, load_plan(result)
+
+
+def render_policy_case(name: str) -> dict[str, str]:
+    api, plan = _plan()
+    try:
+        return render_with_policies(
+            get_renderer(name),
+            api,  # type: ignore[arg-type]
+            golden_target(name),
+            plan.policies,
+        )
+    except UnsupportedFeature as exc:
+        return {ERRORS_FILE: "".join(p.format(SPEC) + "\n" for p in exc.problems)}
+
+
+@pytest.mark.parametrize("gateway", NAMES)
+def test_policy_golden(gateway: str, golden: object, request: pytest.FixtureRequest) -> None:
+    files = render_policy_case(gateway)
+    folder = GOLDEN / gateway / CASE
+    if request.config.getoption("--update-goldens") and folder.is_dir():
+        for stale in sorted(folder.rglob("*")):
+            rel = stale.relative_to(folder).as_posix()
+            if stale.is_file() and rel not in files and not rel.endswith(".actual"):
+                stale.unlink()
+    for name, text in sorted(files.items()):
+        golden.check(folder / name, text)  # type: ignore[attr-defined]
+    produced = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
+    leftovers = sorted(p for p in produced if p not in files and not p.endswith(".actual"))
+    assert not leftovers, f"tests/golden/{gateway}/{CASE}/ holds stale files: {leftovers}"
+
+
+@pytest.mark.parametrize("gateway", NAMES)
+def test_declared_support_renders_and_the_rest_is_refused(gateway: str) -> None:
+    """A gateway declaring every feature the case needs renders it; the others are refused
+    with the reason, never rendered bare."""
+    _, plan = _plan()
+    from gatebench.policies import missing_features
+
+    files = render_policy_case(gateway)
+    missing = missing_features(get_renderer(gateway).supported_policies, plan.policies)
+    assert (ERRORS_FILE in files) == bool(missing), (gateway, missing)
