@@ -87,7 +87,7 @@ def run() -> str:
     token = TokenSigner(
         key, "RS256", "https://issuer.gatebench.test", "auction", lifetime=3600
     ).sign()
-    gateways = [g for g in local_gateway_names() if FEATURES <= get_renderer(g).supported_policies]
+    gateways = [g for g in local_gateway_names() if get_renderer(g).supported_policies >= FEATURES]
     rows: list[tuple[str, str, list[float], float]] = []
     with Supervisor() as sup, tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
