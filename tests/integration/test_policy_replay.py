@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import http.client
 import json
+import shutil
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,11 +30,27 @@ from gatebench.provisioners import boot_gateway
 from gatebench.renderers import RenderTarget, get_renderer
 from gatebench.tokens import TokenSigner, generate_private_key, public_pem
 
-POLICY_GATEWAYS = [
-    name
-    for name in ("envoy", "haproxy")
-    if {"auth.jwt", "rate_limit.address", "cache"} <= get_renderer(name).supported_policies
-]
+LOCAL = (
+    "apache",
+    "caddy",
+    "envoy",
+    "haproxy",
+    "nginx",
+    "spring-cloud-gateway",
+    "traefik",
+    "varnish",
+    "zuul",
+)
+
+
+def _declaring(feature: str) -> list[str]:
+    return [name for name in LOCAL if feature in get_renderer(name).supported_policies]
+
+
+JWT_GATEWAYS = _declaring("auth.jwt")
+LIMIT_GATEWAYS = _declaring("rate_limit.address")
+CACHE_GATEWAYS = _declaring("cache")
+POLICY_GATEWAYS = sorted({*JWT_GATEWAYS, *LIMIT_GATEWAYS, *CACHE_GATEWAYS})
 LIMIT = 3
 ISSUER = "https://issuer.gatebench.test"
 AUDIENCE = "auction"
@@ -40,8 +58,12 @@ PRIVATE = generate_private_key("RS256")
 OTHER = generate_private_key("RS256")
 
 
-def policy_set() -> PolicySet:
-    jwt = JwtAuth(
+def policy_set(
+    supported: frozenset[str] = frozenset({"auth.jwt", "rate_limit.address", "cache"}),
+) -> PolicySet:
+    """JWT on every operation, a cache on the GET, a rate limit on the bid: the part of it the
+    gateway declares."""
+    jwt: JwtAuth | None = JwtAuth(
         issuer=ISSUER,
         audience=AUDIENCE,
         algorithms=("RS256",),
@@ -49,11 +71,15 @@ def policy_set() -> PolicySet:
         keys=public_pem(PRIVATE),
         keys_format="pem",
     )
+    if "auth.jwt" not in supported:
+        jwt = None
+    limit = RateLimit(requests=LIMIT, window=30.0) if "rate_limit.address" in supported else None
+    cache = Cache(ttl=60.0) if "cache" in supported else None
     return PolicySet(
         default=Policies(auth=jwt),
         operations=(
-            ("bid", Policies(auth=jwt, rate_limit=RateLimit(requests=LIMIT, window=30.0))),
-            ("getAuction", Policies(auth=jwt, cache=Cache(ttl=60.0))),
+            ("bid", Policies(auth=jwt, rate_limit=limit)),
+            ("getAuction", Policies(auth=jwt, cache=cache)),
         ),
     )
 
@@ -90,16 +116,18 @@ class Stack:
             conn.close()
 
 
-@pytest.fixture(scope="module", params=POLICY_GATEWAYS)
+@pytest.fixture(scope="module")
 def stack(
     request: pytest.FixtureRequest,
     supervisor: Supervisor,
     replay_api: object,
-    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Stack]:
     api: Api = replay_api("auction")  # type: ignore[operator]
     name: str = request.param
-    workdir: Path = tmp_path_factory.mktemp(f"policy-{name}")
+    # nginx's workers (an unprivileged user when the tests run as root) write the cache
+    # below the workdir: a world-traversable folder, not pytest's private one.
+    workdir = Path(tempfile.mkdtemp(prefix=f"gatebench-policy-{name}-"))
+    workdir.chmod(0o755)
     backend, backend_port = start_backend(supervisor, "auction", workdir)
     target = RenderTarget(
         workdir=str(workdir / "gw"),
@@ -107,14 +135,17 @@ def stack(
         backend_url=f"http://127.0.0.1:{backend_port}",
         admin_port=free_port(),
     )
-    proc = boot_gateway(name, api, target, supervisor, policies=policy_set())
+    policies = policy_set(get_renderer(name).supported_policies)
+    proc = boot_gateway(name, api, target, supervisor, policies=policies)
     try:
         yield Stack(name, target.listen_port, backend_port)
     finally:
         supervisor.stop(proc)
         supervisor.stop(backend)
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
+@pytest.mark.parametrize("stack", CACHE_GATEWAYS, indirect=True)
 def test_a_valid_token_passes_and_the_cache_answers_a_repeat(stack: Stack) -> None:
     token = SIGNER.sign(0)
     before = stack.backend_requests()
@@ -127,6 +158,7 @@ def test_a_valid_token_passes_and_the_cache_answers_a_repeat(stack: Stack) -> No
     assert stack.backend_requests() == before + 2, "a different key did not reach the backend"
 
 
+@pytest.mark.parametrize("stack", JWT_GATEWAYS, indirect=True)
 @pytest.mark.parametrize(
     ("label", "token"),
     [
@@ -153,6 +185,7 @@ def test_a_bad_token_is_refused_by_the_gateway(stack: Stack, label: str, token: 
     )
 
 
+@pytest.mark.parametrize("stack", LIMIT_GATEWAYS, indirect=True)
 def test_the_request_past_the_limit_gets_429(stack: Stack) -> None:
     token = SIGNER.sign(0)
     before = stack.backend_requests()

@@ -85,9 +85,9 @@ def test_a_gateway_without_a_feature_is_refused_with_the_reason() -> None:
 
 
 def test_exclusions_name_only_the_gateways_that_lack_a_feature() -> None:
-    out = policy_exclusions(("envoy", "haproxy", "nginx"), LIMIT_AND_CACHE)
-    assert sorted(out) == ["nginx"]
-    assert out["nginx"].startswith("nginx cannot apply the requested policies natively: ")
+    out = policy_exclusions(("envoy", "haproxy", "nginx", "caddy"), LIMIT_AND_CACHE)
+    assert sorted(out) == ["caddy"]
+    assert out["caddy"].startswith("caddy cannot apply the requested policies natively: ")
 
 
 def test_a_policy_does_not_change_the_bare_render() -> None:
@@ -144,9 +144,8 @@ def test_the_plan_check_names_the_left_out_gateways(capsys: pytest.CaptureFixtur
     assert [line.split()[2] for line in left_out] == ["nginx", "caddy"]
     assert left_out[0] == (
         "  left out:    nginx cannot apply the requested policies natively: JWT validation "
-        "(auth.jwt), rate limit per token subject (rate_limit.subject), response cache (key: "
-        "path and query) (cache); it is left out (--allow-missing-policies runs it without "
-        "them, marked)"
+        "(auth.jwt), rate limit per token subject (rate_limit.subject); it is left out "
+        "(--allow-missing-policies runs it without them, marked)"
     )
 
 
