@@ -1,6 +1,7 @@
-"""Byte-exact goldens of the configurations with policies: every renderer × the policy case
+"""Byte-exact goldens of the configurations with policies: every renderer × two policy cases
 (``tests/data/policies/openapi.yaml``: JWT on every operation, a cache on the GET, a
-per-subject rate limit on the bid), written to ``tests/golden/<gateway>/policies/`` — the
+per-subject rate limit on the bid; ``limit-cache.yaml``: a cache and a per-address rate
+limit, no authentication), written to ``tests/golden/<gateway>/<case>/`` — the
 configuration, or ``errors.txt`` with the reason a gateway that lacks a feature is left out.
 ``make goldens`` rewrites them like the other cases.
 """
@@ -18,19 +19,22 @@ from gatebench.renderers import all_renderers, get_renderer, render_with_policie
 from gatebench.spec import load_spec
 from paths import ROOT
 
-CASE = "policies"
-SPEC = "tests/data/policies/openapi.yaml"
+CASES = {
+    "policies": "tests/data/policies/openapi.yaml",
+    "policies-limit-cache": "tests/data/policies/limit-cache.yaml",
+}
 NAMES = [r.name for r in all_renderers()]
+PAIRS = [(n, c) for n in NAMES for c in CASES]
 
 
 @cache
-def _plan() -> tuple[object, Plan]:
-    result = load_spec(ROOT / SPEC)
+def _plan(case: str) -> tuple[object, Plan]:
+    result = load_spec(ROOT / CASES[case])
     return result.api, load_plan(result)
 
 
-def render_policy_case(name: str) -> dict[str, str]:
-    api, plan = _plan()
+def render_policy_case(name: str, case: str) -> dict[str, str]:
+    api, plan = _plan(case)
     try:
         return render_with_policies(
             get_renderer(name),
@@ -39,13 +43,15 @@ def render_policy_case(name: str) -> dict[str, str]:
             plan.policies,
         )
     except UnsupportedFeature as exc:
-        return {ERRORS_FILE: "".join(p.format(SPEC) + "\n" for p in exc.problems)}
+        return {ERRORS_FILE: "".join(p.format(CASES[case]) + "\n" for p in exc.problems)}
 
 
-@pytest.mark.parametrize("gateway", NAMES)
-def test_policy_golden(gateway: str, golden: object, request: pytest.FixtureRequest) -> None:
-    files = render_policy_case(gateway)
-    folder = GOLDEN / gateway / CASE
+@pytest.mark.parametrize(("gateway", "case"), PAIRS)
+def test_policy_golden(
+    gateway: str, case: str, golden: object, request: pytest.FixtureRequest
+) -> None:
+    files = render_policy_case(gateway, case)
+    folder = GOLDEN / gateway / case
     if request.config.getoption("--update-goldens") and folder.is_dir():
         for stale in sorted(folder.rglob("*")):
             rel = stale.relative_to(folder).as_posix()
@@ -55,16 +61,16 @@ def test_policy_golden(gateway: str, golden: object, request: pytest.FixtureRequ
         golden.check(folder / name, text)  # type: ignore[attr-defined]
     produced = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
     leftovers = sorted(p for p in produced if p not in files and not p.endswith(".actual"))
-    assert not leftovers, f"tests/golden/{gateway}/{CASE}/ holds stale files: {leftovers}"
+    assert not leftovers, f"tests/golden/{gateway}/{case}/ holds stale files: {leftovers}"
 
 
-@pytest.mark.parametrize("gateway", NAMES)
-def test_declared_support_renders_and_the_rest_is_refused(gateway: str) -> None:
+@pytest.mark.parametrize(("gateway", "case"), PAIRS)
+def test_declared_support_renders_and_the_rest_is_refused(gateway: str, case: str) -> None:
     """A gateway declaring every feature the case needs renders it; the others are refused
     with the reason, never rendered bare."""
-    _, plan = _plan()
+    _, plan = _plan(case)
     from gatebench.policies import missing_features
 
-    files = render_policy_case(gateway)
+    files = render_policy_case(gateway, case)
     missing = missing_features(get_renderer(gateway).supported_policies, plan.policies)
     assert (ERRORS_FILE in files) == bool(missing), (gateway, missing)
