@@ -1,7 +1,7 @@
 """Byte-exact goldens of the configurations with policies: every renderer × two policy cases
 (``tests/data/policies/openapi.yaml``: JWT on every operation, a cache on the GET, a
 per-subject rate limit on the bid; ``limit-cache.yaml``: a cache and a per-address rate
-limit, no authentication), written to ``tests/golden/<gateway>/<case>/`` — the
+limit, no authentication; ``jwt-limit.yaml``: JWT and a per-header rate limit, no cache), written to ``tests/golden/<gateway>/<case>/`` — the
 configuration, or ``errors.txt`` with the reason a gateway that lacks a feature is left out.
 ``make goldens`` rewrites them like the other cases.
 """
@@ -22,6 +22,7 @@ from paths import ROOT
 CASES = {
     "policies": "tests/data/policies/openapi.yaml",
     "policies-limit-cache": "tests/data/policies/limit-cache.yaml",
+    "policies-jwt-limit": "tests/data/policies/jwt-limit.yaml",
 }
 NAMES = [r.name for r in all_renderers()]
 PAIRS = [(n, c) for n in NAMES for c in CASES]
@@ -74,3 +75,47 @@ def test_declared_support_renders_and_the_rest_is_refused(gateway: str, case: st
     files = render_policy_case(gateway, case)
     missing = missing_features(get_renderer(gateway).supported_policies, plan.policies)
     assert (ERRORS_FILE in files) == bool(missing), (gateway, missing)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_krakend_policies_match_the_official_schema(case: str) -> None:
+    """KrakenD runs only on the cloud path: its configuration with policies is checked against
+    KrakenD's own schema (auth/validator, qos/ratelimit/router included)."""
+    import json
+
+    from krakend_schema import krakend_validator
+
+    files = render_policy_case("krakend", case)
+    if ERRORS_FILE in files:
+        assert case != "policies-jwt-limit", files[ERRORS_FILE]
+        return
+    config = json.loads(files["krakend.json"])
+    errors = sorted(krakend_validator().iter_errors(config), key=lambda e: list(e.path))
+    assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors[:20])
+    extras = {
+        e["endpoint"] + " " + e["method"]: e.get("extra_config", {}) for e in config["endpoints"]
+    }
+    assert set(extras["/bid/{auctionId} POST"]) == {"auth/validator", "qos/ratelimit/router"}
+    assert extras["/bid/{auctionId} POST"]["qos/ratelimit/router"] == {
+        "client_max_rate": 10,
+        "client_capacity": 10,
+        "every": "1s",
+        "strategy": "header",
+        "key": "X-Client",
+    }
+    assert set(extras["/auctions/{auctionId} GET"]) == {"auth/validator"}
+    jwks = json.loads(files["jwks.json"])
+    assert [k["kty"] for k in jwks["keys"]] == ["RSA"]
+
+
+def test_the_krakend_policy_schema_check_can_fail() -> None:
+    import json
+
+    from krakend_schema import krakend_validator
+
+    config = json.loads(render_policy_case("krakend", "policies-jwt-limit")["krakend.json"])
+    limit = config["endpoints"][-1]["extra_config"]["qos/ratelimit/router"]
+    limit["strategy"] = "subject"
+    assert [e.message for e in krakend_validator().iter_errors(config)][:1] == [
+        "'subject' is not one of ['ip', 'header', 'param']"
+    ]
