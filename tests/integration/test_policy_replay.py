@@ -50,6 +50,7 @@ def _declaring(feature: str) -> list[str]:
 JWT_GATEWAYS = _declaring("auth.jwt")
 LIMIT_GATEWAYS = _declaring("rate_limit.address")
 CACHE_GATEWAYS = _declaring("cache")
+SUBJECT_GATEWAYS = [g for g in _declaring("rate_limit.subject") if g in JWT_GATEWAYS]
 POLICY_GATEWAYS = sorted({*JWT_GATEWAYS, *LIMIT_GATEWAYS, *CACHE_GATEWAYS})
 LIMIT = 3
 ISSUER = "https://issuer.gatebench.test"
@@ -75,9 +76,15 @@ def policy_set(
         jwt = None
     limit = RateLimit(requests=LIMIT, window=30.0) if "rate_limit.address" in supported else None
     cache = Cache(ttl=60.0) if "cache" in supported else None
+    per_subject = (
+        RateLimit(requests=LIMIT, window=30.0, key="subject")
+        if jwt is not None and "rate_limit.subject" in supported
+        else None
+    )
     return PolicySet(
         default=Policies(auth=jwt),
         operations=(
+            ("createAuction", Policies(auth=jwt, rate_limit=per_subject)),
             ("bid", Policies(auth=jwt, rate_limit=limit)),
             ("getAuction", Policies(auth=jwt, cache=cache)),
         ),
@@ -199,3 +206,16 @@ def test_the_request_past_the_limit_gets_429(stack: Stack) -> None:
     assert stack.backend_requests() == before + LIMIT, (
         "the request past the limit reached the backend"
     )
+
+
+@pytest.mark.parametrize("stack", SUBJECT_GATEWAYS, indirect=True)
+def test_a_limit_per_subject_counts_each_user_apart(stack: Stack) -> None:
+    """createAuction is limited per token subject: alice's tokens run out, bob's do not."""
+    alice, bob = SIGNER.sign(0), SIGNER.sign(1)
+    before = stack.backend_requests()
+    statuses = [stack.request("POST", "/auctions", alice, b"{}") for _ in range(LIMIT)]
+    assert 429 not in statuses, statuses
+    assert stack.request("POST", "/auctions", alice, b"{}") == 429
+    assert stack.backend_requests() == before + LIMIT
+    assert stack.request("POST", "/auctions", bob, b"{}") != 429
+    assert stack.backend_requests() == before + LIMIT + 1, "bob's request did not reach the backend"

@@ -123,7 +123,11 @@ def test_envoy_filters_come_in_order_and_routes_name_their_policies() -> None:
     routes = {r["name"]: r for r in hcm["route_config"]["virtual_hosts"][0]["routes"]}
     bid = routes["r2_bid"]["typed_per_filter_config"]["envoy.filters.http.local_ratelimit"]
     assert bid["token_bucket"] == {"max_tokens": 5, "tokens_per_fill": 5, "fill_interval": "2s"}
-    assert bid["rate_limits"] == [{"actions": [{"remote_address": {}}]}]
+    assert bid["descriptors"] == [
+        {"entries": [{"key": "remote_address", "value": ""}], "token_bucket": bid["token_bucket"]}
+    ]
+    assert bid["always_consume_default_token_bucket"] is False
+    assert routes["r2_bid"]["route"]["rate_limits"] == [{"actions": [{"remote_address": {}}]}]
     assert (
         "envoy.filters.http.local_ratelimit"
         not in routes["r1_getAuction"]["typed_per_filter_config"]

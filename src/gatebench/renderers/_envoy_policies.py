@@ -8,7 +8,9 @@
 - Rate limit: ``envoy.filters.http.local_ratelimit`` per route, a token bucket of
   ``requests`` tokens refilled every ``window``; a descriptor built from the route's
   ``rate_limits`` actions (remote address, a request header, or the token's ``sub`` claim)
-  gives each key its own bucket (dynamic descriptors). Past the limit: 429.
+  gives each key its own bucket (a descriptor entry with an empty value: dynamic
+  descriptors), and only that bucket counts (``always_consume_default_token_bucket: false``;
+  requests without the key share the default bucket). Past the limit: 429.
 - Cache: ``envoy.filters.http.cache`` with the in-memory ``simple_http_cache``. Envoy caches
   by the HTTP caching rules, so a cached route adds ``Cache-Control: public, max-age=TTL`` to
   the backend's response before the cache sees it (the client sees it too). The key is
@@ -87,10 +89,14 @@ def _local_ratelimit(limit: RateLimit, prefix: str) -> dict[str, Any]:
         "filter_enabled": _percent(f"{prefix}_enabled"),
         "filter_enforced": _percent(f"{prefix}_enforced"),
         "descriptors": [
-            {"entries": [{"key": _ratelimit_descriptor_key(limit)}], "token_bucket": bucket}
+            {
+                "entries": [{"key": _ratelimit_descriptor_key(limit), "value": ""}],
+                "token_bucket": bucket,
+            }
         ],
         "max_dynamic_descriptors": _MAX_DYNAMIC,
-        "rate_limits": [{"actions": _rate_limit_actions(limit)}],
+        # Only the key's own bucket counts (the default bucket takes requests without a key).
+        "always_consume_default_token_bucket": False,
     }
 
 
@@ -135,6 +141,7 @@ def apply_envoy_policies(files: dict[str, str], api: Api, policies: PolicySet) -
             per_filter["envoy.filters.http.local_ratelimit"] = _local_ratelimit(
                 p.rate_limit, f"rl_{envoy_route['name']}"
             )
+            envoy_route["route"]["rate_limits"] = [{"actions": _rate_limit_actions(p.rate_limit)}]
         if p.cache is not None and route.method in p.cache.methods:
             uses_cache = True
             per_filter["envoy.filters.http.header_mutation"] = {
