@@ -51,6 +51,7 @@ JWT_GATEWAYS = _declaring("auth.jwt")
 LIMIT_GATEWAYS = _declaring("rate_limit.address")
 CACHE_GATEWAYS = _declaring("cache")
 SUBJECT_GATEWAYS = [g for g in _declaring("rate_limit.subject") if g in JWT_GATEWAYS]
+HEADER_GATEWAYS = [g for g in _declaring("rate_limit.header") if g not in SUBJECT_GATEWAYS]
 POLICY_GATEWAYS = sorted({*JWT_GATEWAYS, *LIMIT_GATEWAYS, *CACHE_GATEWAYS})
 LIMIT = 3
 ISSUER = "https://issuer.gatebench.test"
@@ -76,11 +77,11 @@ def policy_set(
         jwt = None
     limit = RateLimit(requests=LIMIT, window=30.0) if "rate_limit.address" in supported else None
     cache = Cache(ttl=60.0) if "cache" in supported else None
-    per_subject = (
-        RateLimit(requests=LIMIT, window=30.0, key="subject")
-        if jwt is not None and "rate_limit.subject" in supported
-        else None
-    )
+    per_subject: RateLimit | None = None
+    if jwt is not None and "rate_limit.subject" in supported:
+        per_subject = RateLimit(requests=LIMIT, window=30.0, key="subject")
+    elif "rate_limit.header" in supported:
+        per_subject = RateLimit(requests=LIMIT, window=30.0, key="header", header="X-Client")
     return PolicySet(
         default=Policies(auth=jwt),
         operations=(
@@ -100,9 +101,22 @@ class Stack:
     port: int
     backend_port: int
 
-    def request(self, method: str, path: str, token: str | None, body: bytes | None = None) -> int:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+    def request(
+        self,
+        method: str,
+        path: str,
+        token: str | None,
+        body: bytes | None = None,
+        *,
+        source: str = "127.0.0.1",
+        client: str | None = None,
+    ) -> int:
+        conn = http.client.HTTPConnection(
+            "127.0.0.1", self.port, timeout=10, source_address=(source, 0)
+        )
         headers = {"Content-Type": "application/json"}
+        if client is not None:
+            headers["X-Client"] = client
         if token is not None:
             headers["Authorization"] = f"Bearer {token}"
         try:
@@ -206,6 +220,9 @@ def test_the_request_past_the_limit_gets_429(stack: Stack) -> None:
     assert stack.backend_requests() == before + LIMIT, (
         "the request past the limit reached the backend"
     )
+    # Another client address has its own count (127.0.0.2 is loopback too).
+    assert stack.request("POST", "/bid/7", token, b'{"bid": 101}', source="127.0.0.2") != 429
+    assert stack.backend_requests() == before + LIMIT + 1
 
 
 @pytest.mark.parametrize("stack", SUBJECT_GATEWAYS, indirect=True)
@@ -219,3 +236,16 @@ def test_a_limit_per_subject_counts_each_user_apart(stack: Stack) -> None:
     assert stack.backend_requests() == before + LIMIT
     assert stack.request("POST", "/auctions", bob, b"{}") != 429
     assert stack.backend_requests() == before + LIMIT + 1, "bob's request did not reach the backend"
+
+
+@pytest.mark.parametrize("stack", HEADER_GATEWAYS, indirect=True)
+def test_a_limit_per_header_counts_each_value_apart(stack: Stack) -> None:
+    """createAuction is limited per X-Client value on the gateways without a subject limit."""
+    token = SIGNER.sign(0)
+    before = stack.backend_requests()
+    statuses = [stack.request("POST", "/auctions", token, b"{}", client="a") for _ in range(LIMIT)]
+    assert 429 not in statuses, statuses
+    assert stack.request("POST", "/auctions", token, b"{}", client="a") == 429
+    assert stack.backend_requests() == before + LIMIT
+    assert stack.request("POST", "/auctions", token, b"{}", client="b") != 429
+    assert stack.backend_requests() == before + LIMIT + 1, "client b did not reach the backend"
