@@ -89,7 +89,7 @@ def run() -> str:
     if shutil.which("wrk") is None:
         return "wrk is not installed (scripts/setup.d/apt-packages.txt installs it)."
     from gatebench.provisioners import boot_gateway
-    from gatebench.renderers import RenderTarget, get_renderer, local_gateway_names
+    from gatebench.renderers import RenderTarget, all_renderers, get_renderer
 
     api = load_spec(ROOT / "examples/auction/openapi.yaml").api
     assert api is not None
@@ -98,10 +98,9 @@ def run() -> str:
         key, "RS256", "https://issuer.gatebench.test", "auction", lifetime=3600
     ).sign()
     gateways = [
-        g
-        for g in local_gateway_names()
-        if get_renderer(g).supported_policies & set(NEEDS.values())
-        and get_renderer(g).available_here() is None
+        r.name
+        for r in all_renderers()
+        if r.runs_here and r.supported_policies & set(NEEDS.values()) and r.available_here() is None
     ]
     rows: list[tuple[str, str, list[float], float]] = []
     with Supervisor() as sup, tempfile.TemporaryDirectory() as tmp:
