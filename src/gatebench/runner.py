@@ -357,6 +357,11 @@ def run_benchmark(
                         "seed": schedule.seed,
                         "target_order": [list(o) for o in schedule.target_order],
                     }
+                    | (
+                        {"without_policies": excluded}
+                        if excluded and options.allow_missing_policies
+                        else {}
+                    )
                 )
                 backend_pid = backend_proc.pid if backend_proc else None
                 cpu_groups: dict[str, list[int]] = {}
