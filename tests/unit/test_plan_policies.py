@@ -4,6 +4,7 @@ per-operation overrides, and the located errors for what is missing."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -277,3 +278,48 @@ def test_missing_features_and_the_reason() -> None:
         "(rate_limit.address), response cache (key: path and query) (cache); it is left out "
         "(--allow-missing-policies runs it without them, marked)"
     )
+
+
+def test_bearer_format_jwt_is_named_in_what_is_asked(auction: Api) -> None:
+    api = with_schemes(
+        auction,
+        SecurityScheme("basicAuth", "http", scheme="basic"),
+        SecurityScheme("jwtAuth", "http", scheme="bearer", bearer_format="JWT"),
+    )
+    assert errors_of(api, {"auth": {"jwt": {**JWT, "keys": None} | {}}})[0][0] == (
+        "/x-gatebench/policies/auth/jwt/keys"
+    )
+    assert errors_of(api, {"auth": {"jwt": {"issuer": "i", "keys": "keys/rsa.pem"}}}) == [
+        (
+            "/x-gatebench/policies/auth/jwt",
+            "'audience' is required: the description's securityScheme 'jwtAuth' says a JWT "
+            "bearer token (bearerFormat: JWT) but not the token audience ('aud')",
+        )
+    ]
+
+
+def test_the_openapi_reader_keeps_bearer_format(tmp_path: Path) -> None:
+    spec = tmp_path / "api.yaml"
+    spec.write_text(
+        "openapi: 3.0.3\ninfo: {title: t, version: '1'}\npaths: {}\n"
+        "components:\n  securitySchemes:\n"
+        "    jwtAuth: {type: http, scheme: bearer, bearerFormat: JWT}\n"
+    )
+    api = load_spec(spec).api
+    assert api is not None
+    assert api.security_schemes[0].bearer_format == "JWT"
+    assert api.security_schemes[0].to_dict()["bearer_format"] == "JWT"
+
+
+def test_auth_jwt_signing_needs_a_jwt_policy(auction: Api) -> None:
+    data = section({"cache": {"ttl": "1s"}})
+    data["auth"] = {"jwt": {"private_key_env": "KEY"}}
+    with pytest.raises(PlanError) as info:
+        build_plan(data, auction, read_file=read_file)
+    assert [(p.pointer, p.message) for p in info.value.errors] == [
+        (
+            "/x-gatebench/auth/jwt",
+            "signing tokens needs a JWT policy (policies: {auth: {jwt: {issuer, audience, "
+            "keys}}}): its issuer, audience and algorithm are the tokens' claims",
+        )
+    ]

@@ -122,12 +122,16 @@ def _jwt(
     value: Any, r: Reader, api: Api, read_file: ReadFile | None, where: list[str | int]
 ) -> JwtAuth | None:
     data = r.mapping({} if value is None else value, where, "jwt")
-    bearer = _schemes(api, "http")
-    said = (
-        f"the description's securityScheme {bearer[0].name!r} says a bearer token but not"
-        if bearer
-        else "the description's securitySchemes do not say"
-    )
+    bearer = sorted(_schemes(api, "http"), key=lambda s: (s.bearer_format or "").upper() != "JWT")
+    if bearer and (bearer[0].bearer_format or "").upper() == "JWT":
+        said = (
+            f"the description's securityScheme {bearer[0].name!r} says a JWT bearer token "
+            "(bearerFormat: JWT) but not"
+        )
+    elif bearer:
+        said = f"the description's securityScheme {bearer[0].name!r} says a bearer token but not"
+    else:
+        said = "the description's securitySchemes do not say"
     missing = [k for k in ("issuer", "audience", "keys") if k not in data]
     for key in missing:
         what = {
