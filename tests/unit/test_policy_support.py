@@ -162,3 +162,62 @@ def test_the_policy_spec_reads_its_key_from_the_bundle() -> None:
     assert isinstance(auth, JwtAuth)
     assert auth.keys == (POLICY_SPEC.parent / "keys" / "public.pem").read_text()
     assert Path(POLICY_SPEC.parent / auth.keys_file).is_file()
+
+
+CLOUD_SETTINGS = {
+    "project": "proj",
+    "prefix": "gb",
+    "zone": "europe-central2-a",
+    "layout": "dns",
+    "subnetwork": "projects/proj/regions/r/subnetworks/s",
+    "tags": {"tester": "t", "gateway": "g", "backend": "b"},
+    "accounts": {"tester": "t@x", "gateway": "g@x", "backend": "b@x"},
+    "runner_image": "r/runner:1",
+    "limits": {"vm_lifetime": 3600},
+}
+
+
+def test_the_cloud_path_applies_the_policies_or_leaves_the_gateway_out() -> None:
+    from gatebench.cloud._objects import ObjectRef
+    from gatebench.cloud._render import render_run
+
+    data = (ROOT / "tests" / "data" / "policies" / "limit-cache.yaml").read_bytes()
+    ref = ObjectRef("gb-uploads", "specs/limit-cache.yaml", "9")
+    rendered = render_run(data, ref, CLOUD_SETTINGS, "gb-runs")
+    assert rendered.failures == {
+        "caddy": "caddy cannot apply the requested policies natively: rate limit per client "
+        "address (rate_limit.address), response cache (key: path and query) (cache); it is "
+        "left out (--allow-missing-policies runs it without them, marked)"
+    }
+    assert sorted(rendered.configs) == ["envoy", "haproxy", "nginx"]
+    assert "limit_req zone=gb_rl0 burst=9 nodelay;" in rendered.configs["nginx"]["nginx.conf"]
+    assert "envoy.filters.http.cache" in rendered.configs["envoy"]["envoy.yaml"]
+
+
+def test_the_cloud_path_refuses_signing_tokens() -> None:
+    import io
+    import zipfile
+
+    from gatebench.cloud._objects import ObjectRef, RequestError
+    from gatebench.cloud._render import render_run
+
+    text = (ROOT / "tests" / "data" / "policies" / "limit-cache.yaml").read_text()
+    text = text.replace("    bearer: {env: AUCTION_TOKEN}\n", "    jwt: {private_key_env: KEY}\n")
+    text = text.replace(
+        "  policies:\n",
+        "  policies:\n    auth:\n      jwt: {issuer: i, audience: a, keys: public.pem}\n",
+    )
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as bundle:
+        bundle.writestr("openapi.yaml", text)
+        bundle.writestr("public.pem", (POLICY_SPEC.parent / "keys" / "public.pem").read_text())
+    ref = ObjectRef("gb-uploads", "specs/x.zip", "9")
+    with pytest.raises(RequestError) as info:
+        render_run(buffer.getvalue(), ref, CLOUD_SETTINGS, "gb-runs")
+    assert [(p.pointer, p.message) for p in info.value.problems] == [
+        (
+            "/x-gatebench/auth/jwt",
+            "the run signs tokens on the local path only; on the cloud path give "
+            "auth: {bearer: {env: NAME}} with a token signed beforehand",
+        )
+    ]

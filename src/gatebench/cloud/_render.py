@@ -21,7 +21,8 @@ from ..backends.mock import mock_config
 from ..errors import GatebenchError, PlanError, Problem, RenderError
 from ..ir import Api
 from ..plan import Plan, load_plan
-from ..renderers import RenderTarget, get_renderer
+from ..policies import PolicySet
+from ..renderers import RenderTarget, get_renderer, render_with_policies
 from ..run_request import METADATA_HEADER, METADATA_KEY, UploadRejected, run_request_from_metadata
 from ..score import BASELINE
 from ..spec import read_spec
@@ -122,6 +123,16 @@ def render_run(
     if refused:
         raise RequestError(refused)
     plan = request.apply(plan)
+    if plan.auth.jwt_private_key_env is not None:
+        raise RequestError(
+            [
+                Problem(
+                    "/x-gatebench/auth/jwt",
+                    "the run signs tokens on the local path only; on the cloud path give "
+                    "auth: {bearer: {env: NAME}} with a token signed beforehand",
+                )
+            ]
+        )
     api = result.api
     zone = (plan.infrastructure.zone if plan.infrastructure else None) or settings.get("zone")
     layout = layout_for(settings, run_id, list(plan.gateways), zone=zone)
@@ -131,7 +142,9 @@ def render_run(
     backend_url = _backend_url(plan, layout)
     for name in plan.gateways:
         try:
-            entry, files = _render_gateway(name, api, layout, backend_url, run_id)
+            entry, files = _render_gateway(
+                name, api, layout, backend_url, run_id, policies=plan.policies
+            )
         except GatebenchError as exc:
             problems = getattr(exc, "problems", None)
             reason = "; ".join(p.message for p in problems) if problems else str(exc)
@@ -175,7 +188,13 @@ def _backend_url(plan: Plan, layout: Layout) -> str:
 
 
 def _render_gateway(
-    name: str, api: Api, layout: Layout, backend_url: str, run_id: str
+    name: str,
+    api: Api,
+    layout: Layout,
+    backend_url: str,
+    run_id: str,
+    *,
+    policies: PolicySet | None = None,
 ) -> tuple[dict[str, Any], dict[str, str]]:
     renderer = get_renderer(name)
     if renderer.cloud_image is None:
@@ -186,7 +205,9 @@ def _render_gateway(
         listen_port=layout.gateway_port(name),
         backend_url=backend_url,
     )
-    files = renderer.render(api, target)
+    # A gateway that cannot apply the plan's policies is left out with the reason
+    # (UnsupportedFeature → the run's failures), never deployed bare.
+    files = render_with_policies(renderer, api, target, policies or PolicySet())
     entry = {
         "image": renderer.cloud_image,
         "port": layout.gateway_port(name),
