@@ -221,3 +221,22 @@ def test_the_cloud_path_refuses_signing_tokens() -> None:
             "auth: {bearer: {env: NAME}} with a token signed beforehand",
         )
     ]
+
+
+def test_gatebench_render_with_policies(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from gatebench.cli import main
+
+    spec = str(ROOT / "tests" / "data" / "policies" / "limit-cache.yaml")
+    code = main(["render", spec, "-g", "nginx,caddy", "--out", str(tmp_path), "--policies"])
+    assert code == 1
+    assert (
+        "limit_req zone=gb_rl0 burst=9 nodelay;" in (tmp_path / "nginx" / "nginx.conf").read_text()
+    )
+    assert not (tmp_path / "caddy").exists()
+    err = capsys.readouterr().err
+    assert (
+        "limit-cache.yaml: error: /x-gatebench/policies: caddy cannot apply the requested "
+        "policies natively: rate limit per client address (rate_limit.address)"
+    ) in err
+    assert main(["render", spec, "-g", "nginx", "--out", str(tmp_path / "bare")]) == 0
+    assert "limit_req" not in (tmp_path / "bare" / "nginx" / "nginx.conf").read_text()
