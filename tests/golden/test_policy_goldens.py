@@ -1,7 +1,8 @@
 """Byte-exact goldens of the configurations with policies: every renderer × two policy cases
 (``tests/data/policies/openapi.yaml``: JWT on every operation, a cache on the GET, a
 per-subject rate limit on the bid; ``limit-cache.yaml``: a cache and a per-address rate
-limit, no authentication; ``jwt-limit.yaml``: JWT and a per-header rate limit, no cache), written to ``tests/golden/<gateway>/<case>/`` — the
+limit, no authentication; ``jwt-limit.yaml``: JWT and a per-header rate limit, no cache;
+``cache.yaml``: a cache only), written to ``tests/golden/<gateway>/<case>/`` — the
 configuration, or ``errors.txt`` with the reason a gateway that lacks a feature is left out.
 ``make goldens`` rewrites them like the other cases.
 """
@@ -23,6 +24,7 @@ CASES = {
     "policies": "tests/data/policies/openapi.yaml",
     "policies-limit-cache": "tests/data/policies/limit-cache.yaml",
     "policies-jwt-limit": "tests/data/policies/jwt-limit.yaml",
+    "policies-cache": "tests/data/policies/cache.yaml",
 }
 NAMES = [r.name for r in all_renderers()]
 PAIRS = [(n, c) for n in NAMES for c in CASES]
