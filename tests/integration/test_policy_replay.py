@@ -149,20 +149,22 @@ def stack(
     # below the workdir: a world-traversable folder, not pytest's private one.
     workdir = Path(tempfile.mkdtemp(prefix=f"gatebench-policy-{name}-"))
     workdir.chmod(0o755)
-    backend, backend_port = start_backend(supervisor, "auction", workdir)
-    target = RenderTarget(
-        workdir=str(workdir / "gw"),
-        listen_port=free_port(),
-        backend_url=f"http://127.0.0.1:{backend_port}",
-        admin_port=free_port(),
-    )
-    policies = policy_set(get_renderer(name).supported_policies)
-    proc = boot_gateway(name, api, target, supervisor, policies=policies)
     try:
-        yield Stack(name, target.listen_port, backend_port)
+        backend, backend_port = start_backend(supervisor, "auction", workdir)
+        target = RenderTarget(
+            workdir=str(workdir / "gw"),
+            listen_port=free_port(),
+            backend_url=f"http://127.0.0.1:{backend_port}",
+            admin_port=free_port(),
+        )
+        policies = policy_set(get_renderer(name).supported_policies)
+        proc = boot_gateway(name, api, target, supervisor, policies=policies)
+        try:
+            yield Stack(name, target.listen_port, backend_port)
+        finally:
+            supervisor.stop(proc)
+            supervisor.stop(backend)
     finally:
-        supervisor.stop(proc)
-        supervisor.stop(backend)
         shutil.rmtree(workdir, ignore_errors=True)
 
 
