@@ -97,6 +97,8 @@ class SecurityScheme:
     """For ``apiKey``: where the key travels."""
     param_name: str | None = None
     """For ``apiKey``: the header, query or cookie name."""
+    bearer_format: str | None = None
+    """For ``http`` ``bearer``: the description's ``bearerFormat`` (``JWT``), a hint only."""
 
     @property
     def label(self) -> str:
@@ -115,6 +117,8 @@ class SecurityScheme:
             out["in"] = self.location
         if self.param_name is not None:
             out["param_name"] = self.param_name
+        if self.bearer_format is not None:
+            out["bearer_format"] = self.bearer_format
         return out
 
 

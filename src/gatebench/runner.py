@@ -52,6 +52,7 @@ from .pinning import CpuLayout, resolve_layout
 from .plan import Plan, workload_summary
 from .procs import Supervisor
 from .provisioners import Provisioned
+from .renderers import policy_exclusions
 from .score import BASELINE
 from .stats import phase_stats
 from .store import ResultStore
@@ -88,6 +89,9 @@ class RunOptions:
     """A second engine that re-measures the closed-model workloads before teardown."""
     testers: int = 1
     """Load generators per phase, each on a network namespace of its own (gatebench._fanout)."""
+    allow_missing_policies: bool = False
+    """Run a gateway that cannot apply the plan's policies without them (marked in the notes)
+    instead of leaving it out."""
 
 
 @dataclass(frozen=True)
@@ -202,6 +206,44 @@ class _Run:
                 self.store.put_measurement(m)
 
 
+SIGNED_TOKEN_ENV = "GATEBENCH_SIGNED_TOKEN"
+"""Where the run puts the token it signed (``auth.jwt``), for the load engine only: in this
+process's environment, never in a file of the run."""
+
+
+def _sign_tokens(plan: Plan, outcome: RunOutcome) -> Plan:
+    """With ``auth.jwt``: sign the requests' bearer token with the private key from its
+    variable and the JWT policy's claims; the run records the key's fingerprint only."""
+    from .policies import JwtAuth
+    from .tokens import TokenSigner, TokenSignerError, subject_pool
+
+    name = plan.auth.jwt_private_key_env
+    if name is None:
+        return plan
+    pem = os.environ.get(name)
+    if not pem:
+        raise RunError(
+            f"environment variable {name} is not set; auth.jwt signs the tokens with the PEM "
+            f'private key it holds (export {name}="$(cat key.pem)")'
+        )
+    policy = next(p.auth for p in plan.policies.all_policies() if isinstance(p.auth, JwtAuth))
+    try:
+        signer = TokenSigner(
+            pem,
+            policy.algorithms[0],
+            policy.issuer,
+            policy.audience,
+            lifetime=plan.auth.jwt_lifetime,
+            subjects=subject_pool("gatebench", plan.auth.jwt_subjects),
+        )
+    except TokenSignerError as exc:
+        raise RunError(f"auth.jwt: {exc} (key from ${name})") from None
+    os.environ[SIGNED_TOKEN_ENV] = signer.sign(0)
+    described = ", ".join(f"{k} {v}" for k, v in signer.describe().items())
+    outcome.notes.append(f"bearer tokens signed by the run ({described})")
+    return replace(plan, auth=replace(plan.auth, bearer_env=SIGNED_TOKEN_ENV))
+
+
 def _check_secrets(plan: Plan) -> None:
     names = [
         n
@@ -260,13 +302,18 @@ def run_benchmark(
         _check_testers(options.testers, engine_name)
         if options.cross_check:
             get_engine(options.cross_check).check()
+        plan = _sign_tokens(plan, outcome)
         _check_secrets(plan)
         with supervisor_factory() as supervisor:
             from .provisioners.local import LocalProvisioner
 
             layout = _pin(supervisor, plan, outcome)
 
-            provisioner = LocalProvisioner(supervisor)
+            provisioner = LocalProvisioner(
+                supervisor,
+                policies=plan.policies,
+                allow_missing_policies=options.allow_missing_policies,
+            )
             try:
                 # -- backend first: the configs point at it; unreachable → no load at all
                 step = "provisioning"
@@ -282,8 +329,18 @@ def run_benchmark(
                 )
                 # -- render (ports are chosen here, so the load engine can start right away)
                 step = "rendered"
+                excluded = policy_exclusions(plan.gateways, plan.policies)
+                for gw, reason in excluded.items():
+                    if options.allow_missing_policies:
+                        outcome.notes.append(f"{gw}: run WITHOUT its policies: {reason}")
+                    else:
+                        run.target_failed(gw, reason)
+                        outcome.notes.append(reason)
+                gateways = [
+                    g for g in plan.gateways if options.allow_missing_policies or g not in excluded
+                ]
                 failures = provisioner.render(
-                    list(plan.gateways),
+                    gateways,
                     api,
                     origin,
                     run_dir,
@@ -321,6 +378,11 @@ def run_benchmark(
                         "target_order": [list(o) for o in schedule.target_order],
                     }
                     | _layout_environment(layout)
+                    | (
+                        {"without_policies": excluded}
+                        if excluded and options.allow_missing_policies
+                        else {}
+                    )
                 )
                 backend_pid = backend_proc.pid if backend_proc else None
                 cpu_groups: dict[str, list[int]] = {}

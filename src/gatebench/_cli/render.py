@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..errors import RenderError, RunError, UnsupportedFeature, UnsupportedHere
 from ..ir import Api
+from ..policies import PolicySet
 from ..procs import Supervisor, free_port
 from ..provisioners import ConfigRejected, boot_gateway, check_config, write_files
 from ..renderers import Renderer, RenderTarget, UnknownGateway, gateway_names, get_renderer
@@ -65,6 +66,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="run each gateway's own config checker where it is installed here "
         "(a gateway without one is booted briefly on loopback)",
     )
+    parser.add_argument(
+        "--policies",
+        action="store_true",
+        help="apply the plan's policies (x-gatebench policies:); a gateway that cannot apply "
+        "them is refused with the reason",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -95,6 +102,16 @@ def run(args: argparse.Namespace) -> int:
         return 1
     api = result.api
     assert api is not None
+    policies = PolicySet()
+    if args.policies:
+        from ..errors import PlanError
+        from ..plan import load_plan
+
+        try:
+            policies = load_plan(result).policies
+        except PlanError as exc:
+            print_problems(exc.problems, stream=sys.stderr)
+            return 1
     out = Path(args.out).resolve()
     needed = _workload_operations(result)
     failed = False
@@ -113,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"gatebench render: {problem.message}", file=sys.stderr)
             return 2
         try:
-            rendered = render_leaving_out(renderer, api, target, needed)
+            rendered = render_leaving_out(renderer, api, target, needed, policies=policies)
         except UnsupportedFeature as exc:
             print(f"{name}: cannot express this API:", file=sys.stderr)
             for problem in exc.problems:
@@ -128,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
         write_files(files, folder)
         status = ""
         if args.check:
-            status = _check(renderer.name, folder, target, api)
+            status = _check(renderer.name, folder, target, api, policies)
             failed = failed or status.startswith(" rejected")
         listing = ", ".join(sorted(files))
         print(f"{name}: {folder} ({listing}){status}")
@@ -148,12 +165,14 @@ def _workload_operations(result: object) -> set[str]:
         return set()
 
 
-def _check(name: str, folder: Path, target: RenderTarget, api: Api) -> str:
+def _check(
+    name: str, folder: Path, target: RenderTarget, api: Api, policies: PolicySet | None = None
+) -> str:
     renderer = get_renderer(name)
     if renderer.check_argv(folder, target) is None:
         if not renderer.runs_here:
             return " [no checker here]"
-        return _boot_check(renderer, target, api)
+        return _boot_check(renderer, target, api, policies)
     try:
         check_config(renderer, folder, target)
     except UnsupportedHere as exc:
@@ -169,7 +188,9 @@ def _check(name: str, folder: Path, target: RenderTarget, api: Api) -> str:
 _SETTLE_S = 0.3
 
 
-def _boot_check(renderer: Renderer, target: RenderTarget, api: Api) -> str:
+def _boot_check(
+    renderer: Renderer, target: RenderTarget, api: Api, policies: PolicySet | None = None
+) -> str:
     """Boot ``api`` rendered for a free loopback port in a scratch folder, read the gateway's
     output, stop it: booting is the check of a gateway without an offline checker."""
     reason = renderer.available_here()
@@ -186,7 +207,9 @@ def _boot_check(renderer: Renderer, target: RenderTarget, api: Api) -> str:
         log = Path(local.workdir) / f"{renderer.name}.out.log"
         try:
             with Supervisor() as supervisor:
-                proc = boot_gateway(renderer, api, local, supervisor, log_path=log)
+                proc = boot_gateway(
+                    renderer, api, local, supervisor, log_path=log, policies=policies
+                )
                 time.sleep(_SETTLE_S)
                 supervisor.stop(proc)
         except RunError as exc:

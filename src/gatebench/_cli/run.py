@@ -79,6 +79,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "tester-bound flags then come from the CPU accounting only",
     )
     parser.add_argument(
+        "--allow-missing-policies",
+        action="store_true",
+        help="run a gateway that cannot apply the plan's policies (x-gatebench policies:) "
+        "without them, marked in the report, instead of leaving it out",
+    )
+    parser.add_argument(
         "--fail-on-threshold",
         action="store_true",
         help="exit 1 when a threshold of the plan (x-gatebench thresholds:) is not met, with "
@@ -168,6 +174,7 @@ def run(args: argparse.Namespace) -> int:
         ceiling=not args.no_ceiling,
         cross_check=args.cross_check,
         testers=args.testers,
+        allow_missing_policies=args.allow_missing_policies,
     )
     display = LiveDisplay(sys.stderr)
     with open_store(_store_location(args)) as store:

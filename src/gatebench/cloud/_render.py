@@ -21,6 +21,7 @@ from ..backends.mock import mock_config
 from ..errors import GatebenchError, PlanError, Problem, RenderError
 from ..ir import Api
 from ..plan import Plan, load_plan
+from ..policies import PolicySet
 from ..renderers import RenderTarget, get_renderer
 from ..renderers._leave_out import render_leaving_out
 from ..run_request import METADATA_HEADER, METADATA_KEY, UploadRejected, run_request_from_metadata
@@ -123,6 +124,16 @@ def render_run(
     if refused:
         raise RequestError(refused)
     plan = request.apply(plan)
+    if plan.auth.jwt_private_key_env is not None:
+        raise RequestError(
+            [
+                Problem(
+                    "/x-gatebench/auth/jwt",
+                    "the run signs tokens on the local path only; on the cloud path give "
+                    "auth: {bearer: {env: NAME}} with a token signed beforehand",
+                )
+            ]
+        )
     api = result.api
     zone = (plan.infrastructure.zone if plan.infrastructure else None) or settings.get("zone")
     layout = layout_for(settings, run_id, list(plan.gateways), zone=zone)
@@ -133,7 +144,13 @@ def render_run(
     for name in plan.gateways:
         try:
             entry, files = _render_gateway(
-                name, api, layout, backend_url, run_id, {w.operation_id for w in plan.workloads}
+                name,
+                api,
+                layout,
+                backend_url,
+                run_id,
+                {w.operation_id for w in plan.workloads},
+                policies=plan.policies,
             )
         except GatebenchError as exc:
             problems = getattr(exc, "problems", None)
@@ -188,6 +205,8 @@ def _render_gateway(
     backend_url: str,
     run_id: str,
     needed: Collection[str] = (),
+    *,
+    policies: PolicySet | None = None,
 ) -> tuple[dict[str, Any], dict[str, str]]:
     renderer = get_renderer(name)
     if renderer.cloud_image is None:
@@ -198,7 +217,9 @@ def _render_gateway(
         listen_port=layout.gateway_port(name),
         backend_url=backend_url,
     )
-    files = render_leaving_out(renderer, api, target, needed).files
+    # A gateway that cannot apply the plan's policies is left out with the reason
+    # (UnsupportedFeature → the run's failures), never deployed bare.
+    files = render_leaving_out(renderer, api, target, needed, policies=policies).files
     entry = {
         "image": renderer.cloud_image,
         "port": layout.gateway_port(name),

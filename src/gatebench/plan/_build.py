@@ -15,6 +15,7 @@ from typing import Any, Literal
 from ..errors import PlanError, pointer
 from ..ir import Api, Operation, unknown_body_message
 from ..metrics import COST_METRICS, METRICS
+from ..policies import JwtAuth
 from ..thresholds import parse_thresholds
 from ._checks import (
     _check_auth,
@@ -43,6 +44,7 @@ from ._model import (
     Warmup,
     Workload,
 )
+from ._policies import ReadFile, read_policies
 from ._reader import Reader, _kind, _show
 from ._schema import SectionSchema
 
@@ -59,8 +61,11 @@ def build_plan(
     aliases: dict[str, str] | None = None,
     base_pointer: str = "/x-gatebench",
     source: str | None = None,
+    read_file: ReadFile | None = None,
 ) -> Plan:
-    """Validate ``x-gatebench`` against the IR. Raises :class:`PlanError` with every problem."""
+    """Validate ``x-gatebench`` against the IR. Raises :class:`PlanError` with every problem.
+
+    ``read_file`` reads a file of the bundle by its relative path (a JWT policy's keys)."""
     if known_gateways is None:
         from ..renderers import gateway_aliases, gateway_names
 
@@ -98,6 +103,21 @@ def build_plan(
     auth = _auth(data.get("auth"), r)
     scoring = _scoring(data.get("scoring"), r)
     workloads = _workloads(data.get("workloads"), r, api, auth)
+    policies = read_policies(data.get("policies"), r, api, read_file)
+    if auth.jwt_private_key_env is not None:
+        if not isinstance(policies.default.auth, JwtAuth) and not any(
+            isinstance(p.auth, JwtAuth) for _, p in policies.operations
+        ):
+            r.error(
+                ["auth", "jwt"],
+                "signing tokens needs a JWT policy (policies: {auth: {jwt: {issuer, audience, "
+                "keys}}}): its issuer, audience and algorithm are the tokens' claims",
+            )
+        if auth.bearer_env is not None:
+            r.error(
+                ["auth", "jwt"],
+                "give either auth.bearer (a token from a variable) or auth.jwt (signed tokens), not both",
+            )
     engine = _engine(data.get("engine", "gatling"), r, workloads, warmup)
     cpus = _cpus(data["cpus"], r) if "cpus" in data else Cpus()
     thresholds, threshold_problems = parse_thresholds(
@@ -131,6 +151,7 @@ def build_plan(
         engine=engine,
         cpus=cpus,
         warnings=tuple(r.problems),
+        policies=policies,
     )
 
 
@@ -296,7 +317,9 @@ def _auth(value: Any, r: Reader) -> Auth:
     if value is None:
         return Auth()
     data = r.mapping(value, ["auth"], "auth")
-    out: dict[str, str | None] = {}
+    out: dict[str, Any] = {}
+    if "jwt" in data:
+        out.update(_auth_jwt(data["jwt"], r))
     for kind, fields in (
         ("bearer", {"env": "bearer_env"}),
         ("api_key", {"env": "api_key_env"}),
@@ -393,6 +416,37 @@ def _cpus(value: Any, r: Reader) -> Cpus:
             "keep them apart",
         )
     return Cpus(mode="explicit", **lists)
+
+
+def _auth_jwt(value: Any, r: Reader) -> dict[str, Any]:
+    """``auth.jwt``: the run signs the tokens itself (the key's variable, subjects, lifetime)."""
+    where: list[str | int] = ["auth", "jwt"]
+    if not isinstance(value, dict):
+        r.error(where, f"expected a mapping such as {{private_key_env: NAME}}, got {_kind(value)}")
+        return {}
+    out: dict[str, Any] = {}
+    for key in value:
+        if key not in ("private_key_env", "subjects", "lifetime"):
+            r.error(
+                [*where, key], f"unknown key {key!r}; expected private_key_env, subjects, lifetime"
+            )
+    name = value.get("private_key_env")
+    if not isinstance(name, str) or not _ENV_NAME.match(name):
+        r.error(
+            [*where, "private_key_env"],
+            f"expected the name of the environment variable holding the PEM private key, got {_show(name)}",
+        )
+    else:
+        out["jwt_private_key_env"] = name
+    if "subjects" in value:
+        subjects = r.integer(value["subjects"], [*where, "subjects"], 1, 100_000)
+        if subjects is not None:
+            out["jwt_subjects"] = subjects
+    if "lifetime" in value:
+        lifetime = r.duration(value["lifetime"], [*where, "lifetime"])
+        if lifetime is not None:
+            out["jwt_lifetime"] = lifetime
+    return out
 
 
 def _scoring(value: Any, r: Reader) -> Scoring:

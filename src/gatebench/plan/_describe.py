@@ -47,6 +47,7 @@ def describe_plan(plan: Plan, api: Api) -> list[str]:
     if plan.auth.api_key_env:
         auth.append(f"API key from ${plan.auth.api_key_env}")
     lines.append(f"  auth:        {', '.join(auth) or 'none'}")
+    lines.extend(describe_policies(plan))
     weights = ", ".join(f"{m}×{w:g}" for m, w in plan.scoring.weights)
     lines.append(
         f"  scoring:     {plan.scoring.profile}"
@@ -87,6 +88,40 @@ def describe_plan(plan: Plan, api: Api) -> list[str]:
         f"  measured phases: {len(plan.workloads)} workloads × {len(plan.targets)} targets × "
         f"{plan.repetitions} repetitions = {phases}"
     )
+    return lines
+
+
+def describe_policies(plan: Plan) -> list[str]:
+    """The policies line, and one line per gateway left out because it cannot apply them."""
+    from ..policies import ApiKeyAuth, JwtAuth, Policies
+    from ..renderers import policy_exclusions
+    from ..units import format_duration
+
+    if plan.policies.empty:
+        return []
+
+    def one(p: Policies) -> str:
+        parts = []
+        if isinstance(p.auth, JwtAuth):
+            parts.append(
+                f"JWT ({'/'.join(p.auth.algorithms)}, iss {p.auth.issuer}, aud {p.auth.audience})"
+            )
+        elif isinstance(p.auth, ApiKeyAuth):
+            where = f"header {p.auth.header}" if p.auth.header else f"query {p.auth.query}"
+            parts.append(f"API key ({where}, keys from ${p.auth.keys_env})")
+        if p.rate_limit is not None:
+            key = p.rate_limit.header if p.rate_limit.key == "header" else p.rate_limit.key
+            parts.append(
+                f"rate limit {p.rate_limit.requests}/{format_duration(p.rate_limit.window)} per {key}"
+            )
+        if p.cache is not None:
+            parts.append(f"cache {format_duration(p.cache.ttl)} ({', '.join(p.cache.vary)})")
+        return ", ".join(parts) or "none"
+
+    lines = [f"  policies:    {one(plan.policies.default)}"]
+    lines.extend(f"    {op}: {one(p)}" for op, p in plan.policies.operations)
+    for reason in policy_exclusions(plan.gateways, plan.policies).values():
+        lines.append(f"  left out:    {reason}")
     return lines
 
 

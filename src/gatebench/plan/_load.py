@@ -3,6 +3,8 @@ it was reached through, or a separate file (``--plan``); problems located in tha
 
 from __future__ import annotations
 
+import posixpath
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -25,6 +27,7 @@ def load_plan(result: Any, plan_file: str | None = None) -> Plan:
     if api is None:
         raise PlanError("the API description has errors; fix them first")
     reader = result.reader
+    bundle = reader.bundle if reader is not None else None
     if plan_file is not None:
         try:
             bundle = bundle_from_path(plan_file, DEFAULT_LIMITS)
@@ -64,10 +67,36 @@ def load_plan(result: Any, plan_file: str | None = None) -> Plan:
             result.benchmark_loc.doc,
         )
     try:
-        plan = build_plan(section, api, base_pointer=base, source=source)
+        plan = build_plan(
+            section, api, base_pointer=base, source=source, read_file=_bundle_reader(bundle, source)
+        )
     except PlanError as exc:
         located = [reader.locate(p) for p in exc.problems] if reader is not None else exc.problems
         raise PlanError(located) from None
     if reader is not None and plan.warnings:
         plan = replace(plan, warnings=tuple(reader.locate(p) for p in plan.warnings))
     return plan
+
+
+def _bundle_reader(bundle: Any, source: str | None) -> Callable[[str], str] | None:
+    """Reads a file named relative to the plan's own file, inside its bundle only."""
+    if bundle is None:
+        return None
+    folder = posixpath.dirname(source or bundle.entry or "")
+
+    def read(name: str) -> str:
+        full = posixpath.normpath(posixpath.join(folder, name))
+        if full.startswith("../") or full == "..":
+            raise ValueError("the path leads outside the bundle")
+        try:
+            data: bytes = bundle.read(full)
+        except FileNotFoundError:
+            raise ValueError("no such file in the bundle") from None
+        except Exception as exc:  # OutsideBundle, the size budget
+            raise ValueError(str(exc).split("\n")[0]) from None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError("not UTF-8 text") from None
+
+    return read

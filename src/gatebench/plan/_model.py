@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from ..errors import Problem
+from ..policies import PolicySet
 from ..thresholds import Threshold
 
 InjectionKind = Literal["at_once", "ramp", "constant_rate", "concurrent", "sequential"]
@@ -154,6 +155,11 @@ class Auth:
     basic_username_env: str | None = None
     basic_password_env: str | None = None
     api_key_env: str | None = None
+    jwt_private_key_env: str | None = None
+    """Sign bearer tokens during the run with the PEM private key in this variable
+    (``gatebench.tokens``; with ``policies.auth.jwt``)."""
+    jwt_subjects: int = 1
+    jwt_lifetime: float = 3600.0
 
 
 @dataclass(frozen=True)
@@ -207,6 +213,8 @@ class Plan:
     warnings: tuple[Problem, ...] = field(default=(), compare=False, repr=False)
     """Located warnings about a valid plan (a profile too short to measure...): shown by
     ``gatebench plan`` and ``validate``, never part of the plan's data (``to_dict``)."""
+    policies: PolicySet = field(default_factory=PolicySet)
+    """What every gateway enforces in front of the API (``gatebench.policies``)."""
 
     @property
     def targets(self) -> tuple[str, ...]:

@@ -19,8 +19,9 @@ from pathlib import Path, PurePosixPath
 from .._resources import JVM_GATEWAYS, jvm_gateway_jar
 from ..errors import MissingTool, RunError, UnsupportedHere
 from ..ir import Api
+from ..policies import PolicySet
 from ..procs import ManagedProcess, Supervisor, wait_ready
-from ..renderers import Renderer, RenderTarget, get_renderer
+from ..renderers import Renderer, RenderTarget, get_renderer, render_with_policies
 
 
 class ConfigRejected(RunError):
@@ -149,8 +150,13 @@ def boot_gateway(
     supervisor: Supervisor,
     *,
     log_path: str | os.PathLike[str] | None = None,
+    policies: PolicySet | None = None,
+    allow_missing_policies: bool = False,
 ) -> ManagedProcess:
     """Render, write, check, start and wait: a ready gateway process proxying ``api``.
+
+    With ``policies``, the gateway enforces them (``render_with_policies``: UnsupportedFeature
+    when it cannot, unless ``allow_missing_policies`` boots it bare).
 
     ``target.workdir`` must be a local folder (created when missing). The process belongs to
     ``supervisor``, which stops it when its block ends; stop it earlier with
@@ -160,7 +166,12 @@ def boot_gateway(
     reason = gateway.available_here()
     if reason is not None:
         raise UnsupportedHere(reason)
-    files = gateway.render(api, target)
+    if policies is None or policies.empty:
+        files = gateway.render(api, target)
+    else:
+        files = render_with_policies(
+            gateway, api, target, policies, allow_missing=allow_missing_policies
+        )
     write_files(files, target.workdir)
     check_config(gateway, target.workdir, target)
     return start_gateway(gateway, target, supervisor, log_path=log_path)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..errors import GatebenchError, UnsupportedHere
 from ..ir import Api
+from ..policies import PolicySet
 from ..procs import ManagedProcess, Supervisor, free_port
 from . import Endpoint, Provisioned
 
@@ -23,9 +24,19 @@ from . import Endpoint, Provisioned
 class LocalProvisioner:
     name = "local"
 
-    def __init__(self, supervisor: Supervisor, *, workers: int = 1) -> None:
+    def __init__(
+        self,
+        supervisor: Supervisor,
+        *,
+        workers: int = 1,
+        policies: PolicySet | None = None,
+        allow_missing_policies: bool = False,
+    ) -> None:
         self.supervisor = supervisor
         self.workers = workers
+        self.policies = policies or PolicySet()
+        """What every gateway enforces (``render_with_policies``)."""
+        self.allow_missing_policies = allow_missing_policies
         self._targets: dict[str, object] = {}
         self._renderers: dict[str, object] = {}
         self._procs: dict[str, ManagedProcess] = {}
@@ -61,7 +72,14 @@ class LocalProvisioner:
                     admin_port=free_port(),
                     workers=self.workers,
                 )
-                rendered = render_leaving_out(renderer, api, target, needed)
+                rendered = render_leaving_out(
+                    renderer,
+                    api,
+                    target,
+                    needed,
+                    policies=self.policies,
+                    allow_missing_policies=self.allow_missing_policies,
+                )
                 write_files(rendered.files, workdir)
             except GatebenchError as exc:
                 failures[name] = f"cannot render the configuration: {exc}"

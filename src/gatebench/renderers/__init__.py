@@ -54,6 +54,7 @@ README beside the goldens, a section in docs/gateways.md.
 from __future__ import annotations
 
 from ._base import Renderer, RenderTarget, as_files, finish_text
+from ._policies import policy_exclusions, render_with_policies, support_matrix
 from ._registry import (
     RENDERERS,
     UnknownGateway,
@@ -92,6 +93,9 @@ __all__ = [
     "get_renderer",
     "identifier",
     "local_gateway_names",
+    "policy_exclusions",
+    "render_with_policies",
     "routes_for",
+    "support_matrix",
     "unsupported",
 ]

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from ..errors import Problem, RenderError, UnsupportedFeature, UnsupportedHere
 from ..ir import Api
+from ..policies import PolicySet
 from ._routes import Route, routes_for
 
 # A workdir ends up inside configuration files of every syntax: keep it to characters no
@@ -184,6 +185,11 @@ class Renderer(abc.ABC):
     characters decoded, ``%41`` → ``A``; the others upper-cased): the same URI, not the same
     bytes. Route replay compares paths in that form for it."""
 
+    supported_policies: ClassVar[frozenset[str]] = frozenset()
+    """Policy features (``gatebench.policies.FEATURES``) this renderer applies natively, with
+    the gateway's own modules, through :meth:`apply_policies`. The support matrix in
+    docs/gateways.md is built from these declarations (``gatebench.renderers.support_matrix``)."""
+
     # -- to implement -----------------------------------------------------------------------
 
     @abc.abstractmethod
@@ -194,6 +200,16 @@ class Renderer(abc.ABC):
         :class:`~gatebench.errors.UnsupportedFeature` with one located problem per operation
         the gateway cannot express (never drops one silently).
         """
+
+    def apply_policies(
+        self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
+    ) -> dict[str, str]:
+        """``files`` (from :meth:`render`) with ``policies`` enforced; called only when every
+        feature the policies need is in :attr:`supported_policies`
+        (``gatebench.renderers.render_with_policies``)."""
+        raise UnsupportedFeature(
+            [Problem("/x-gatebench/policies", f"{self.name} renders no policies")]
+        )
 
     # -- commands ----------------------------------------------------------------------------
     #

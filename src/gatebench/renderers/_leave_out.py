@@ -16,7 +16,9 @@ from dataclasses import dataclass, replace
 
 from ..errors import Problem, UnsupportedFeature
 from ..ir import Api, Operation
+from ..policies import PolicySet
 from ._base import Renderer, RenderTarget
+from ._policies import render_with_policies
 
 
 @dataclass(frozen=True)
@@ -39,12 +41,20 @@ class Rendered:
 
 
 def render_leaving_out(
-    renderer: Renderer, api: Api, target: RenderTarget, needed: Collection[str] = ()
+    renderer: Renderer,
+    api: Api,
+    target: RenderTarget,
+    needed: Collection[str] = (),
+    *,
+    policies: PolicySet | None = None,
+    allow_missing_policies: bool = False,
 ) -> Rendered:
-    """Render ``api`` for ``renderer``, leaving out the operations it cannot express.
+    """Render ``api`` for ``renderer``, leaving out the operations it cannot express, with
+    the plan's ``policies`` enforced (``render_with_policies``).
 
     ``needed``: operation ids the workloads use. Raises :class:`UnsupportedFeature` with the
-    problems of those only, when the gateway cannot express one of them.
+    problems of those only, when the gateway cannot express one of them, and when the gateway
+    lacks a feature the policies need (unless ``allow_missing_policies``).
     """
     operations = api.operations
     left_out: list[Problem] = []
@@ -52,7 +62,13 @@ def render_leaving_out(
     # its place in turn, so a few passes may be needed (never more than there are routes).
     for _ in range(len(api.operations) + 1):
         try:
-            files = renderer.render(replace(api, operations=operations), target)
+            files = render_with_policies(
+                renderer,
+                replace(api, operations=operations),
+                target,
+                policies or PolicySet(),
+                allow_missing=allow_missing_policies,
+            )
         except UnsupportedFeature as exc:
             refused = {
                 id(op): problem for problem in exc.problems for op in _owners(problem, operations)

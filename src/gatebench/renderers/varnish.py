@@ -22,6 +22,7 @@ import os
 from typing import ClassVar
 
 from ..ir import Api
+from ..policies import PolicySet
 from ._base import Renderer, RenderTarget, as_files
 from ._routes import unsupported
 
@@ -72,6 +73,14 @@ class VarnishRenderer(Renderer):
     )
     readiness_timeout = 20.0
     install_hint = "run `scripts/setup.sh apt` (Debian package varnish)"
+    supported_policies: ClassVar[frozenset[str]] = frozenset({"cache"})
+
+    def apply_policies(
+        self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
+    ) -> dict[str, str]:
+        from ._varnish_policies import apply_varnish_policies
+
+        return apply_varnish_policies(files, api, policies)
 
     def run_argv(
         self, workdir: str | os.PathLike[str], target: RenderTarget | None = None

@@ -312,7 +312,13 @@ class OpenApiBuilder:
                     "an http security scheme needs 'scheme' (bearer, basic, ...)",
                 )
                 return None
-            return SecurityScheme(name, "http", scheme=scheme.lower())
+            bearer_format = value.get("bearerFormat")
+            return SecurityScheme(
+                name,
+                "http",
+                scheme=scheme.lower(),
+                bearer_format=bearer_format if isinstance(bearer_format, str) else None,
+            )
         if kind in ("oauth2", "openIdConnect", "mutualTLS"):
             return SecurityScheme(name, kind)
         self.warn(loc.child("type"), f"unknown security scheme type {kind!r}")

@@ -1,0 +1,55 @@
+"""Traefik's policies, with the middlewares of its open-source build (no plugin):
+
+- Rate limit: a ``rateLimit`` middleware per policy on the routers of its routes, a token
+  bucket of ``average`` = requests per ``period`` = window with ``burst`` = requests, counted
+  per client address (Traefik's default source) or per value of a request header
+  (``sourceCriterion.requestHeaderName``); past the limit Traefik answers 429.
+- No JWT (the open-source build validates no token; ForwardAuth delegates to another
+  service) and no cache: a plan that asks for either leaves Traefik out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from ..ir import Api
+from ..policies import PolicySet, RateLimit
+from ._routes import routes_for
+
+
+def _middleware(limit: RateLimit) -> dict[str, Any]:
+    rate: dict[str, Any] = {
+        "average": limit.requests,
+        "period": f"{limit.window:g}s",
+        "burst": limit.requests,
+    }
+    if limit.key == "header":
+        rate["sourceCriterion"] = {"requestHeaderName": limit.header}
+    return {"rateLimit": rate}
+
+
+def apply_traefik_policies(files: dict[str, str], api: Api, policies: PolicySet) -> dict[str, str]:
+    text = files["dynamic.yml"]
+    header = "".join(line + "\n" for line in text.splitlines() if line.startswith("#"))
+    doc: dict[str, Any] = yaml.safe_load(text)
+    routers = doc["http"]["routers"]
+    names: dict[RateLimit, str] = {}
+    middlewares: dict[str, Any] = {}
+    for route, name in zip(routes_for(api), list(routers), strict=False):
+        limit = policies.for_operation(route.operation_id).rate_limit
+        if limit is None:
+            continue
+        if limit not in names:
+            names[limit] = f"gatebench-rate-limit-{len(names)}"
+            middlewares[names[limit]] = _middleware(limit)
+        routers[name]["middlewares"] = [names[limit]]
+    if middlewares:
+        doc["http"]["middlewares"] = middlewares
+    from .envoy import dump_yaml
+
+    return {**files, "dynamic.yml": header + dump_yaml(doc)}
+
+
+__all__ = ["apply_traefik_policies"]

@@ -1,0 +1,132 @@
+"""Signing JWTs for a workload, so that a benchmark with JWT validation on measures
+validation, not rejection.
+
+The signer holds a private key (PEM, read from a file of the bundle or an environment
+variable by the edge that builds it) and signs tokens with the claims the gateway checks:
+issuer, audience, subject, ``iat`` and ``exp``. A pool of subjects gives each simulated user
+its own ``sub`` (so a per-subject rate limit counts per user). The private key lives only in
+this object: :meth:`TokenSigner.describe` (what runs record) names the key by its
+fingerprint, never by its content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+from .errors import GatebenchError
+from .policies import JwtAlgorithm
+
+
+class TokenSignerError(GatebenchError):
+    """The signing key cannot sign for the requested algorithm."""
+
+
+@dataclass(frozen=True)
+class TokenSigner:
+    private_key_pem: str = field(repr=False)
+    algorithm: JwtAlgorithm
+    issuer: str
+    audience: str
+    lifetime: float = 300.0
+    """Seconds from ``iat`` to ``exp``."""
+    subjects: tuple[str, ...] = ("gatebench",)
+
+    def __post_init__(self) -> None:
+        key = self._key()
+        ok = (
+            (self.algorithm == "RS256" and isinstance(key, rsa.RSAPrivateKey))
+            or (self.algorithm == "ES256" and isinstance(key, ec.EllipticCurvePrivateKey))
+            or (self.algorithm == "HS256" and isinstance(key, bytes))
+        )
+        if not ok:
+            raise TokenSignerError(f"the signing key does not fit {self.algorithm}")
+        if not self.subjects:
+            raise TokenSignerError("the pool of subjects is empty")
+
+    def _key(self) -> Any:
+        if self.algorithm == "HS256":
+            return self.private_key_pem.encode()
+        try:
+            return serialization.load_pem_private_key(self.private_key_pem.encode(), None)
+        except (ValueError, TypeError) as exc:
+            raise TokenSignerError(f"not a PEM private key without a passphrase: {exc}") from None
+
+    def sign(
+        self,
+        index: int = 0,
+        *,
+        now: float | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> str:
+        """A token for subject ``index`` (modulo the pool), valid from ``now`` for the
+        lifetime; ``extra`` claims override the defaults (tests sign expired tokens so)."""
+        issued = int(time.time() if now is None else now)
+        claims: dict[str, Any] = {
+            "iss": self.issuer,
+            "aud": self.audience,
+            "sub": self.subjects[index % len(self.subjects)],
+            "iat": issued,
+            "exp": issued + int(self.lifetime),
+        }
+        claims.update(extra or {})
+        return jwt.encode(claims, self._key(), algorithm=self.algorithm)
+
+    def tokens(self, count: int, *, now: float | None = None) -> list[str]:
+        """One token per subject of the pool (at most ``count``), for a workload's users."""
+        return [self.sign(i, now=now) for i in range(min(count, len(self.subjects)))]
+
+    def describe(self) -> dict[str, Any]:
+        """What a run records about the signer: never the key, only its fingerprint."""
+        return {
+            "algorithm": self.algorithm,
+            "issuer": self.issuer,
+            "audience": self.audience,
+            "lifetime": self.lifetime,
+            "subjects": len(self.subjects),
+            "key_sha256": hashlib.sha256(self.private_key_pem.encode()).hexdigest()[:16],
+        }
+
+
+def subject_pool(prefix: str, size: int) -> tuple[str, ...]:
+    """``prefix-1`` … ``prefix-size``: one subject per simulated user."""
+    return tuple(f"{prefix}-{i}" for i in range(1, size + 1))
+
+
+def public_pem(private_key_pem: str) -> str:
+    """The public half of a PEM private key (what the gateway's key file holds)."""
+    key = serialization.load_pem_private_key(private_key_pem.encode(), None)
+    data: bytes = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return data.decode()
+
+
+def generate_private_key(algorithm: JwtAlgorithm) -> str:
+    """A fresh PEM private key for ``RS256`` (RSA 2048) or ``ES256`` (P-256)."""
+    key: Any = (
+        ec.generate_private_key(ec.SECP256R1())
+        if algorithm == "ES256"
+        else rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    )
+    data: bytes = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    return data.decode()
+
+
+__all__ = [
+    "TokenSigner",
+    "TokenSignerError",
+    "generate_private_key",
+    "public_pem",
+    "subject_pool",
+]

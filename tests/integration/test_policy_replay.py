@@ -1,0 +1,253 @@
+"""Policies proven by replay on the real gateways that declare them: each gateway is booted
+once, with JWT validation on every operation of the auction example, a cache on its GET and
+a rate limit on its bid, in front of the real auction backend, whose request counter
+(``GET /__gatebench__/stats``, read directly, never through the gateway) says what reached it.
+
+- a valid token → 200; absent, expired, wrongly signed, wrong audience → 401/403 from the
+  gateway, and the backend saw nothing (even for a path the cache already holds);
+- the request past the limit in its window → 429, not seen by the backend;
+- a repeated cacheable GET is answered without reaching the backend; another key reaches it.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from gatebench.backends import start_backend
+from gatebench.ir import Api
+from gatebench.policies import Cache, JwtAuth, Policies, PolicySet, RateLimit
+from gatebench.procs import Supervisor, free_port
+from gatebench.provisioners import boot_gateway
+from gatebench.renderers import RenderTarget, get_renderer
+from gatebench.tokens import TokenSigner, generate_private_key, public_pem
+
+LOCAL = (
+    "apache",
+    "caddy",
+    "envoy",
+    "haproxy",
+    "nginx",
+    "spring-cloud-gateway",
+    "traefik",
+    "varnish",
+    "zuul",
+)
+
+
+def _declaring(feature: str) -> list[str]:
+    return [name for name in LOCAL if feature in get_renderer(name).supported_policies]
+
+
+JWT_GATEWAYS = _declaring("auth.jwt")
+LIMIT_GATEWAYS = _declaring("rate_limit.address")
+CACHE_GATEWAYS = _declaring("cache")
+SUBJECT_GATEWAYS = [g for g in _declaring("rate_limit.subject") if g in JWT_GATEWAYS]
+HEADER_GATEWAYS = [g for g in _declaring("rate_limit.header") if g not in SUBJECT_GATEWAYS]
+POLICY_GATEWAYS = sorted({*JWT_GATEWAYS, *LIMIT_GATEWAYS, *CACHE_GATEWAYS})
+LIMIT = 3
+ISSUER = "https://issuer.gatebench.test"
+AUDIENCE = "auction"
+PRIVATE = generate_private_key("RS256")
+OTHER = generate_private_key("RS256")
+
+
+def policy_set(
+    supported: frozenset[str] = frozenset({"auth.jwt", "rate_limit.address", "cache"}),
+) -> PolicySet:
+    """JWT on every operation, a cache on the GET, a rate limit on the bid: the part of it the
+    gateway declares."""
+    jwt: JwtAuth | None = JwtAuth(
+        issuer=ISSUER,
+        audience=AUDIENCE,
+        algorithms=("RS256",),
+        keys_file="keys/public.pem",
+        keys=public_pem(PRIVATE),
+        keys_format="pem",
+    )
+    if "auth.jwt" not in supported:
+        jwt = None
+    limit = RateLimit(requests=LIMIT, window=30.0) if "rate_limit.address" in supported else None
+    cache = Cache(ttl=60.0) if "cache" in supported else None
+    per_subject: RateLimit | None = None
+    if jwt is not None and "rate_limit.subject" in supported:
+        per_subject = RateLimit(requests=LIMIT, window=30.0, key="subject")
+    elif "rate_limit.header" in supported:
+        per_subject = RateLimit(requests=LIMIT, window=30.0, key="header", header="X-Client")
+    return PolicySet(
+        default=Policies(auth=jwt),
+        operations=(
+            ("createAuction", Policies(auth=jwt, rate_limit=per_subject)),
+            ("bid", Policies(auth=jwt, rate_limit=limit)),
+            ("getAuction", Policies(auth=jwt, cache=cache)),
+        ),
+    )
+
+
+SIGNER = TokenSigner(PRIVATE, "RS256", ISSUER, AUDIENCE, subjects=("alice", "bob"))
+
+
+@dataclass
+class Stack:
+    gateway: str
+    port: int
+    backend_port: int
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        token: str | None,
+        body: bytes | None = None,
+        *,
+        source: str = "127.0.0.1",
+        client: str | None = None,
+    ) -> int:
+        conn = http.client.HTTPConnection(
+            "127.0.0.1", self.port, timeout=10, source_address=(source, 0)
+        )
+        headers = {"Content-Type": "application/json"}
+        if client is not None:
+            headers["X-Client"] = client
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        try:
+            conn.request(method, path, body=body, headers=headers)
+            response = conn.getresponse()
+            response.read()
+            return response.status
+        finally:
+            conn.close()
+
+    def backend_requests(self) -> int:
+        conn = http.client.HTTPConnection("127.0.0.1", self.backend_port, timeout=5)
+        try:
+            conn.request("GET", "/__gatebench__/stats")
+            count: int = json.loads(conn.getresponse().read())["requests"]
+            return count
+        finally:
+            conn.close()
+
+
+@pytest.fixture(scope="module")
+def stack(
+    request: pytest.FixtureRequest,
+    supervisor: Supervisor,
+    replay_api: object,
+) -> Iterator[Stack]:
+    api: Api = replay_api("auction")  # type: ignore[operator]
+    name: str = request.param
+    # nginx's workers (an unprivileged user when the tests run as root) write the cache
+    # below the workdir: a world-traversable folder, not pytest's private one.
+    workdir = Path(tempfile.mkdtemp(prefix=f"gatebench-policy-{name}-"))
+    workdir.chmod(0o755)
+    try:
+        backend, backend_port = start_backend(supervisor, "auction", workdir)
+        target = RenderTarget(
+            workdir=str(workdir / "gw"),
+            listen_port=free_port(),
+            backend_url=f"http://127.0.0.1:{backend_port}",
+            admin_port=free_port(),
+        )
+        policies = policy_set(get_renderer(name).supported_policies)
+        proc = boot_gateway(name, api, target, supervisor, policies=policies)
+        try:
+            yield Stack(name, target.listen_port, backend_port)
+        finally:
+            supervisor.stop(proc)
+            supervisor.stop(backend)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.mark.parametrize("stack", CACHE_GATEWAYS, indirect=True)
+def test_a_valid_token_passes_and_the_cache_answers_a_repeat(stack: Stack) -> None:
+    token = SIGNER.sign(0)
+    before = stack.backend_requests()
+    assert stack.request("GET", "/auctions/1", token) == 200
+    assert stack.backend_requests() == before + 1
+    assert stack.request("GET", "/auctions/1", token) == 200
+    assert stack.request("GET", "/auctions/1", SIGNER.sign(1)) == 200
+    assert stack.backend_requests() == before + 1, "a repeated GET reached the backend"
+    assert stack.request("GET", "/auctions/2", token) == 200
+    assert stack.backend_requests() == before + 2, "a different key did not reach the backend"
+
+
+@pytest.mark.parametrize("stack", JWT_GATEWAYS, indirect=True)
+@pytest.mark.parametrize(
+    ("label", "token"),
+    [
+        ("absent", None),
+        ("expired", SIGNER.sign(0, now=time.time() - 3600)),
+        (
+            "wrongly signed",
+            TokenSigner(OTHER, "RS256", ISSUER, AUDIENCE).sign(0),
+        ),
+        ("wrong audience", SIGNER.sign(0, extra={"aud": "someone-else"})),
+        ("wrong issuer", SIGNER.sign(0, extra={"iss": "https://elsewhere.test"})),
+        ("garbage", "not.a.jwt"),
+    ],
+)
+def test_a_bad_token_is_refused_by_the_gateway(stack: Stack, label: str, token: str | None) -> None:
+    before = stack.backend_requests()
+    # /auctions/1 is in the cache by now (test order): a refusal must not come from it.
+    for path in ("/auctions/1", "/auctions/3"):
+        status = stack.request("GET", path, token)
+        assert status in (401, 403), f"{stack.gateway}: {label} token on {path} got {status}"
+    assert stack.request("POST", "/bid/5", token, b'{"bid": 1}') in (401, 403)
+    assert stack.backend_requests() == before, (
+        f"{stack.gateway}: a {label} token reached the backend"
+    )
+
+
+@pytest.mark.parametrize("stack", LIMIT_GATEWAYS, indirect=True)
+def test_the_request_past_the_limit_gets_429(stack: Stack) -> None:
+    token = SIGNER.sign(0)
+    before = stack.backend_requests()
+    statuses = [
+        stack.request("POST", "/bid/7", token, json.dumps({"bid": 10 + i}).encode())
+        for i in range(LIMIT)
+    ]
+    assert 429 not in statuses, statuses
+    assert stack.backend_requests() == before + LIMIT
+    assert stack.request("POST", "/bid/7", token, b'{"bid": 100}') == 429
+    assert stack.backend_requests() == before + LIMIT, (
+        "the request past the limit reached the backend"
+    )
+    # Another client address has its own count (127.0.0.2 is loopback too).
+    assert stack.request("POST", "/bid/7", token, b'{"bid": 101}', source="127.0.0.2") != 429
+    assert stack.backend_requests() == before + LIMIT + 1
+
+
+@pytest.mark.parametrize("stack", SUBJECT_GATEWAYS, indirect=True)
+def test_a_limit_per_subject_counts_each_user_apart(stack: Stack) -> None:
+    """createAuction is limited per token subject: alice's tokens run out, bob's do not."""
+    alice, bob = SIGNER.sign(0), SIGNER.sign(1)
+    before = stack.backend_requests()
+    statuses = [stack.request("POST", "/auctions", alice, b"{}") for _ in range(LIMIT)]
+    assert 429 not in statuses, statuses
+    assert stack.request("POST", "/auctions", alice, b"{}") == 429
+    assert stack.backend_requests() == before + LIMIT
+    assert stack.request("POST", "/auctions", bob, b"{}") != 429
+    assert stack.backend_requests() == before + LIMIT + 1, "bob's request did not reach the backend"
+
+
+@pytest.mark.parametrize("stack", HEADER_GATEWAYS, indirect=True)
+def test_a_limit_per_header_counts_each_value_apart(stack: Stack) -> None:
+    """createAuction is limited per X-Client value on the gateways without a subject limit."""
+    token = SIGNER.sign(0)
+    before = stack.backend_requests()
+    statuses = [stack.request("POST", "/auctions", token, b"{}", client="a") for _ in range(LIMIT)]
+    assert 429 not in statuses, statuses
+    assert stack.request("POST", "/auctions", token, b"{}", client="a") == 429
+    assert stack.backend_requests() == before + LIMIT
+    assert stack.request("POST", "/auctions", token, b"{}", client="b") != 429
+    assert stack.backend_requests() == before + LIMIT + 1, "client b did not reach the backend"
