@@ -18,6 +18,7 @@ a local multi-tester result without the network hop would compare nothing with t
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import http.server
 import threading
@@ -255,19 +256,17 @@ def run_testers(
     documents = split_document(document, testers)
     out = FanOut()
     merger = _Merger(hooks, documents, out)
-    barrier = threading.Barrier(testers)
+    # Provisioning (``ready``) runs in this thread, never in a tester's: a process started from
+    # a thread is killed when that thread ends (procs: PR_SET_PDEATHSIG follows the thread), and
+    # tester 0 may finish before the others. The testers wait for it on the same barrier.
+    barrier = threading.Barrier(testers + (1 if ready is not None else 0))
     errors: dict[int, BaseException] = {}
+    provisioning: list[BaseException] = []
     runs: dict[int, EngineRun] = {}
 
     with LoadHostNetwork(testers) as network, PhaseBarrier(merger.expected) as phases:
 
         def go(t: int) -> None:
-            if t == 0 and ready is not None:
-                try:
-                    ready()
-                except BaseException:
-                    barrier.abort()
-                    raise
             barrier.wait(BARRIER_TIMEOUT_S)
 
         def tester(t: int) -> None:
@@ -294,13 +293,24 @@ def run_testers(
         ]
         for thread in threads:
             thread.start()
+        if ready is not None:
+            try:
+                ready()
+            except BaseException as exc:
+                barrier.abort()
+                provisioning.append(exc)
+            else:
+                with contextlib.suppress(threading.BrokenBarrierError):
+                    barrier.wait(BARRIER_TIMEOUT_S)  # a tester that failed reports it itself
         for thread in threads:
             while thread.is_alive():
                 thread.join(0.2)  # short joins: Ctrl-C reaches this thread
     out.notes.extend(phases.notes)
+    if provisioning:
+        raise provisioning[0]  # the runner reports it as it does for one tester
     first = errors.get(0)
     if first is not None and not isinstance(first, threading.BrokenBarrierError):
-        raise first  # provisioning failed: the runner reports it as it does for one tester
+        raise first  # tester 0 could not start at all (not a barrier another one broke)
     failures: dict[int, str] = {}
     for t in range(testers):
         run = runs.get(t)

@@ -209,7 +209,12 @@ def test_a_whole_run_with_two_testers(tmp_path: Path, monkeypatch: pytest.Monkey
         spec_sha256="0" * 64,
         options=RunOptions(results_dir=tmp_path, seed=5, testers=2),
     )
-    assert outcome.record.status == RunStatus.DONE, outcome.record.error
+    assert outcome.record.status == RunStatus.DONE, (
+        outcome.record.error,
+        outcome.record.target_errors,
+        outcome.notes,
+        [(m.target, m.workload, m.flags) for m in outcome.measurements],
+    )
     assert outcome.record.environment["testers"] == 2
     assert sorted((m.target, m.workload, m.requests) for m in outcome.measurements) == [
         ("baseline", "read", 60),
