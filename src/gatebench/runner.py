@@ -50,7 +50,7 @@ from .measure import PhaseResult, measurement_from
 from .model import Measurement, RunRecord, RunStatus, can_move, local_run_id
 from .pinning import CpuLayout, resolve_layout
 from .plan import Plan, workload_summary
-from .procs import Supervisor
+from .procs import Supervisor, signals_held
 from .provisioners import Provisioned
 from .renderers import policy_exclusions
 from .score import BASELINE
@@ -177,13 +177,17 @@ class _Run:
         self.display(Progress(step="loading", message=f"{target} failed: {reason.splitlines()[0]}"))
 
     def put(self, m: Measurement) -> None:
-        self.measurements.append(m)
-        with (self.run_dir / "measurements.jsonl").open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(m.to_dict()) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        if self.store is not None:
-            self.store.put_measurement(m)
+        """One measured phase, in measurements.jsonl and the store: a Ctrl-C or SIGTERM waits
+        until it is in both (procs.signals_held), so an interrupted run keeps the same phases
+        in each."""
+        with signals_held():
+            self.measurements.append(m)
+            with (self.run_dir / "measurements.jsonl").open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(m.to_dict()) + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+            if self.store is not None:
+                self.store.put_measurement(m)
 
     def flag_tester_bound(self) -> None:
         """Add the ceiling's ``tester-bound`` flags now that every phase is in (they need the

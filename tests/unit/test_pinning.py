@@ -189,3 +189,35 @@ def test_the_run_records_its_layout_and_says_why_it_ran_unpinned(
             "note": "",
         },
     }
+
+
+def test_signals_held_deliver_after_the_block() -> None:
+    """A SIGTERM inside the block is delivered once the block is done, to the handler that
+    was in place (the runner writes a measurement to its file and the store in one block)."""
+    import os
+    import signal
+
+    from gatebench.procs import signals_held
+
+    seen: list[str] = []
+
+    class Stop(Exception):
+        pass
+
+    def handler(signum: int, frame: object) -> None:
+        raise Stop
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+
+        def write_both() -> None:
+            with signals_held():
+                os.kill(os.getpid(), signal.SIGTERM)
+                seen.append("file")
+                seen.append("store")
+
+        with pytest.raises(Stop):
+            write_both()
+        assert seen == ["file", "store"]
+    finally:
+        signal.signal(signal.SIGTERM, old)
