@@ -6,40 +6,20 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from gatebench.errors import PlanError
 from gatebench.ir import Api
 from gatebench.pinning import CpuLayout, resolve_layout
 from gatebench.plan import DEFAULT_CPU_MODE, Cpus, build_plan
 from gatebench.procs import Supervisor
-from gatebench.spec import load_spec
 from paths import EXAMPLES
+from plans import auction_api, plan_errors, section
 
 
 @pytest.fixture(scope="module")
 def auction() -> Api:
-    result = load_spec(EXAMPLES / "auction" / "openapi.yaml")
-    assert result.api is not None
-    return result.api
-
-
-def section(**overrides: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "gateways": ["nginx"],
-        "workloads": [{"name": "get", "operation": "getAuction", "injection": {"sequential": 10}}],
-        "auth": {"bearer": {"env": "TOKEN"}},
-    }
-    base.update(overrides)
-    return base
-
-
-def plan_errors(api: Api, data: Any) -> list[tuple[str, str]]:
-    with pytest.raises(PlanError) as info:
-        build_plan(data, api)
-    return [(p.pointer, p.message) for p in info.value.errors if p.severity == "error"]
+    return auction_api()
 
 
 def test_cpus_default_and_the_two_words(auction: Api) -> None:

@@ -14,29 +14,12 @@ from gatebench.plan import Plan, build_plan, describe_plan, load_plan
 from gatebench.renderers import gateway_names
 from gatebench.spec import load_spec
 from paths import EXAMPLES
+from plans import auction_api, plan_errors, section
 
 
 @pytest.fixture(scope="module")
 def auction() -> Api:
-    result = load_spec(EXAMPLES / "auction" / "openapi.yaml")
-    assert result.api is not None
-    return result.api
-
-
-def section(**overrides: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "gateways": ["nginx"],
-        "workloads": [{"name": "get", "operation": "getAuction", "injection": {"sequential": 10}}],
-        "auth": {"bearer": {"env": "TOKEN"}},
-    }
-    base.update(overrides)
-    return base
-
-
-def plan_errors(api: Api, data: Any) -> list[tuple[str, str]]:
-    with pytest.raises(PlanError) as info:
-        build_plan(data, api)
-    return [(p.pointer, p.message) for p in info.value.errors]
+    return auction_api()
 
 
 def test_defaults(auction: Api) -> None:

@@ -11,12 +11,12 @@ from typing import Any
 import jsonschema_rs
 import pytest
 
-from gatebench.errors import PlanError
 from gatebench.ir import Api
-from gatebench.plan import SCHEMA_PATH, build_plan
+from gatebench.plan import SCHEMA_PATH
 from gatebench.plan import _schema as plan_schema
 from gatebench.spec import load_spec
 from paths import DATA, EXAMPLES
+from plans import auction_api, plan_errors, section
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
 PLANS = [EXAMPLES / "auction" / "openapi.yaml", EXAMPLES / "petstore" / "openapi.yaml"]
@@ -25,25 +25,7 @@ PLANS += [DATA / "engine" / "items.yaml"]
 
 @pytest.fixture(scope="module")
 def auction() -> Api:
-    result = load_spec(EXAMPLES / "auction" / "openapi.yaml")
-    assert result.api is not None
-    return result.api
-
-
-def _section(**overrides: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "gateways": ["nginx"],
-        "workloads": [{"name": "get", "operation": "getAuction", "injection": {"sequential": 10}}],
-        "auth": {"bearer": {"env": "TOKEN"}},
-    }
-    base.update(overrides)
-    return base
-
-
-def _errors(api: Api, data: Any) -> list[tuple[str, str]]:
-    with pytest.raises(PlanError) as info:
-        build_plan(data, api)
-    return [(p.pointer, p.message) for p in info.value.errors]
+    return auction_api()
 
 
 def test_the_schema_is_a_valid_2020_12_schema_shipped_in_the_package() -> None:
@@ -97,7 +79,7 @@ UNKNOWN = [
 def test_unknown_keys_are_located_with_a_suggestion(
     auction: Api, overrides: dict[str, Any], where: str, message: str
 ) -> None:
-    assert _errors(auction, _section(**overrides)) == [(where, message)]
+    assert plan_errors(auction, section(**overrides)) == [(where, message)]
 
 
 def test_unknown_keys_inside_a_workload(auction: Api) -> None:
@@ -109,7 +91,7 @@ def test_unknown_keys_inside_a_workload(auction: Api) -> None:
         "injection": {"ramp": {"users": 2, "durtion": "1s"}},
         "timout": "1s",
     }
-    assert _errors(auction, _section(workloads=[workload])) == [
+    assert plan_errors(auction, section(workloads=[workload])) == [
         (
             "/x-gatebench/workloads/0/timout",
             "unknown key 'timout' in a workload; did you mean 'timeout'?",
@@ -145,7 +127,7 @@ def test_the_schema_decides_which_keys_exist(auction: Api, monkeypatch: pytest.M
     del narrowed["$defs"]["plan"]["properties"]["seed"]
     monkeypatch.setattr(plan_schema, "_schema", lambda: narrowed)
     monkeypatch.setattr(plan_schema, "_validator", lambda: jsonschema_rs.validator_for(narrowed))
-    assert _errors(auction, _section(seed=3)) == [
+    assert plan_errors(auction, section(seed=3)) == [
         (
             "/x-gatebench/seed",
             "unknown key 'seed' in x-gatebench; expected one of: spec, gateways, baseline, "
