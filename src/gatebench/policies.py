@@ -24,6 +24,7 @@ matrix in docs/gateways.md:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -165,9 +166,16 @@ def missing_features(supported: frozenset[str], policies: PolicySet) -> tuple[st
     return tuple(f for f in required_features(policies) if f not in supported)
 
 
-def missing_reason(gateway: str, missing: tuple[str, ...]) -> str:
-    """One sentence for the plan check and the report."""
-    labels = ", ".join(f"{FEATURE_LABELS[f]} ({f})" for f in missing)
+def missing_reason(
+    gateway: str, missing: tuple[str, ...], why: Mapping[str, str] | None = None
+) -> str:
+    """One sentence for the plan check and the report; ``why`` (feature → the gateway's own
+    limit) makes a feature's mention precise."""
+    why = why or {}
+    labels = ", ".join(
+        f"{FEATURE_LABELS[f]} ({f}: {why[f]})" if f in why else f"{FEATURE_LABELS[f]} ({f})"
+        for f in missing
+    )
     return (
         f"{gateway} cannot apply the requested policies natively: {labels}; it is left out "
         "(--allow-missing-policies runs it without them, marked)"

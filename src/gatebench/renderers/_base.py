@@ -189,6 +189,9 @@ class Renderer(abc.ABC):
     """Policy features (``gatebench.policies.FEATURES``) this renderer applies natively, with
     the gateway's own modules, through :meth:`apply_policies`. The support matrix in
     docs/gateways.md is built from these declarations (``gatebench.renderers.support_matrix``)."""
+    policy_gaps: ClassVar[Mapping[str, str]] = {}
+    """Feature → why the gateway cannot apply it natively, for features it lacks although it
+    ships something close (Kong's jwt plugin checks no audience): the exclusion reason says it."""
 
     # -- to implement -----------------------------------------------------------------------
 

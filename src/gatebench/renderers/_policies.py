@@ -24,9 +24,10 @@ def policy_exclusions(gateways: tuple[str, ...], policies: PolicySet) -> dict[st
 
     out: dict[str, str] = {}
     for name in gateways:
-        missing = missing_features(get_renderer(name).supported_policies, policies)
+        renderer = get_renderer(name)
+        missing = missing_features(renderer.supported_policies, policies)
         if missing:
-            out[name] = missing_reason(name, missing)
+            out[name] = missing_reason(name, missing, renderer.policy_gaps)
     return out
 
 
@@ -52,7 +53,11 @@ def render_with_policies(
         if allow_missing:
             return files
         raise UnsupportedFeature(
-            [Problem(POLICIES_POINTER, missing_reason(renderer.name, missing))]
+            [
+                Problem(
+                    POLICIES_POINTER, missing_reason(renderer.name, missing, renderer.policy_gaps)
+                )
+            ]
         )
     return renderer.apply_policies(files, api, target, policies)
 

@@ -23,10 +23,13 @@ Mapping rules (tests/golden/kong/README.md says the same in prose):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..ir import Api
+from ..policies import PolicySet
 from ._base import Renderer, RenderTarget, as_files
+from ._kong_policies import route_plugins
 from ._routes import identifier, named_group_pcre, shared_param_names
 from .envoy import dump_yaml
 
@@ -39,8 +42,31 @@ class KongRenderer(Renderer):
     runs_here = False
     cloud_image = "kong:3.9.1"
     run_command: ClassVar[tuple[str, ...] | None] = ("kong", "start", "-c", "{workdir}/kong.conf")
+    supported_policies = frozenset(
+        {"rate_limit.address", "rate_limit.header", "cache", "cache.vary_header"}
+    )
+    policy_gaps: ClassVar[Mapping[str, str]] = {
+        "auth.jwt": "Kong's open-source jwt plugin checks the signature, exp and the issuer but "
+        "not the audience (aud) the policy requires",
+        "auth.jwt.jwks": "Kong's jwt plugin takes one PEM key per credential, no JWKS",
+        "auth.api_key": "key-auth checks keys written as credentials in the declarative file, "
+        "while the policy's keys come from an environment variable when the gateway starts and "
+        "are never written into a stored configuration",
+        "rate_limit.subject": "rate-limiting counts per consumer only after Kong's own "
+        "authentication, which cannot apply the JWT policy",
+        "cache.path_only": "proxy-cache keys on every query argument unless some are named; it "
+        "cannot ignore the query",
+    }
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        return self._files(api, target, None)
+
+    def apply_policies(
+        self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
+    ) -> dict[str, str]:
+        return self._files(api, target, policies)
+
+    def _files(self, api: Api, target: RenderTarget, policies: PolicySet | None) -> dict[str, str]:
         routes = self.routes(api)
         names = shared_param_names(routes)
         taken: set[str] = set()
@@ -66,6 +92,12 @@ class KongRenderer(Renderer):
                     "response_buffering": True,
                 }
             )
+            if policies is not None:
+                plugins = route_plugins(
+                    policies.for_operation(route.operation_id), route.method, route.operation_id
+                )
+                if plugins:
+                    kong_routes[-1]["plugins"] = plugins
         service = {
             "name": "gatebench-backend",
             "url": target.backend_origin,

@@ -23,10 +23,13 @@ Mapping rules (tests/golden/tyk/README.md says the same in prose):
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..ir import Api
+from ..policies import PolicySet
 from ._base import Renderer, RenderTarget, as_files
+from ._tyk_policies import cache_settings
 
 
 def _json(data: Any) -> str:
@@ -48,13 +51,43 @@ class TykRenderer(Renderer):
         "{workdir}/tyk.conf",
     )
 
+    supported_policies = frozenset({"cache", "cache.vary_header"})
+    policy_gaps: ClassVar[Mapping[str, str]] = {
+        "auth.jwt": "Tyk 5.8's JWT middleware checks the signature and the token's times but "
+        "neither the issuer (iss) nor the audience (aud) the policy requires",
+        "auth.jwt.jwks": "Tyk cannot apply the JWT policy",
+        "auth.api_key": "Tyk keeps API keys in Redis, created through its control API once it "
+        "runs, while the policy's keys come from an environment variable and are never written "
+        "into a stored configuration",
+        "rate_limit.address": "Tyk's open-source rate limits count per key (session) or for "
+        "the whole API (global_rate_limit), never per client address",
+        "rate_limit.header": "Tyk's open-source rate limits count per key (session) or for the "
+        "whole API, never per header value",
+        "rate_limit.subject": "a per-key limit needs Tyk's JWT sessions, and Tyk cannot apply "
+        "the JWT policy",
+        "cache.path_only": "Tyk's cache key always holds the whole query",
+    }
+
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        return self._files(api, target, None)
+
+    def apply_policies(
+        self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
+    ) -> dict[str, str]:
+        return self._files(api, target, policies)
+
+    def _files(self, api: Api, target: RenderTarget, policies: PolicySet | None) -> dict[str, str]:
         routes = self.routes(api)
         # One allow-list entry per distinct path pattern, in priority order of first use.
         by_regex: dict[str, dict[str, Any]] = {}
+        cached: list[tuple[str, str, str, float]] = []
         for route in routes:
+            regex = route.regex(param="[^/]+", either=True)
+            cache = policies.for_operation(route.operation_id).cache if policies else None
+            if cache is not None and route.method in cache.methods:
+                cached.append((route.operation_id, route.method, regex, cache.ttl))
             entry = by_regex.setdefault(
-                route.regex(param="[^/]+", either=True),
+                regex,
                 {"path": "", "method": "", "ignore_case": False, "method_actions": {}},
             )
             entry["method_actions"][route.method] = {
@@ -64,6 +97,10 @@ class TykRenderer(Renderer):
                 "headers": {},
             }
         allow = [{**entry, "path": regex} for regex, entry in by_regex.items()]
+        extended: dict[str, Any] = {"white_list": allow}
+        cache_options = None
+        if cached and policies is not None:
+            cache_options, extended["advance_cache_config"] = cache_settings(cached, policies)
         definition = {
             "name": "gatebench",
             "api_id": "gatebench",
@@ -83,10 +120,11 @@ class TykRenderer(Renderer):
                     "Default": {
                         "name": "Default",
                         "use_extended_paths": True,
-                        "extended_paths": {"white_list": allow},
+                        "extended_paths": extended,
                     }
                 },
             },
+            **({"cache_options": cache_options} if cache_options else {}),
             "proxy": {
                 "listen_path": "/",
                 "target_url": target.backend_origin,
