@@ -2,7 +2,8 @@
 (``tests/data/policies/openapi.yaml``: JWT on every operation, a cache on the GET, a
 per-subject rate limit on the bid; ``limit-cache.yaml``: a cache and a per-address rate
 limit, no authentication; ``jwt-limit.yaml``: JWT and a per-header rate limit, no cache;
-``cache.yaml``: a cache only), written to ``tests/golden/<gateway>/<case>/`` — the
+``cache.yaml``: a cache only; ``header-limit-vary.yaml``: a cache keyed also on a header and a
+per-header limit over a minute; ``cache-vary.yaml``: that cache alone), written to ``tests/golden/<gateway>/<case>/`` — the
 configuration, or ``errors.txt`` with the reason a gateway that lacks a feature is left out.
 ``make goldens`` rewrites them like the other cases.
 """
@@ -25,6 +26,8 @@ CASES = {
     "policies-limit-cache": "tests/data/policies/limit-cache.yaml",
     "policies-jwt-limit": "tests/data/policies/jwt-limit.yaml",
     "policies-cache": "tests/data/policies/cache.yaml",
+    "policies-header-limit-vary": "tests/data/policies/header-limit-vary.yaml",
+    "policies-cache-vary": "tests/data/policies/cache-vary.yaml",
 }
 NAMES = [r.name for r in all_renderers()]
 PAIRS = [(n, c) for n in NAMES for c in CASES]
@@ -120,4 +123,169 @@ def test_the_krakend_policy_schema_check_can_fail() -> None:
     limit["strategy"] = "subject"
     assert [e.message for e in krakend_validator().iter_errors(config)][:1] == [
         "'subject' is not one of ['ip', 'header', 'param']"
+    ]
+
+
+# -- Kong and Tyk: cloud-only, checked against their documented schemas ----------------------
+
+KONG_GOLDENS = sorted(p.parent.name for p in (GOLDEN / "kong").glob("*/kong.yml"))
+TYK_GOLDENS = sorted(p.parent.parent.name for p in (GOLDEN / "tyk").glob("*/apps/gatebench.json"))
+
+
+@pytest.mark.parametrize("case", KONG_GOLDENS)
+def test_every_kong_golden_matches_the_plugin_schemas(case: str) -> None:
+    from gateway_schemas import kong_errors
+
+    assert kong_errors((GOLDEN / "kong" / case / "kong.yml").read_text()) == []
+
+
+@pytest.mark.parametrize("case", TYK_GOLDENS)
+def test_every_tyk_golden_matches_tyks_schemas(case: str) -> None:
+    from gateway_schemas import tyk_errors
+
+    assert tyk_errors((GOLDEN / "tyk" / case / "apps" / "gatebench.json").read_text()) == []
+
+
+def test_the_policy_goldens_of_kong_and_tyk_are_checked() -> None:
+    """The schema tests above cover the configurations with policies, not only bare ones."""
+    assert {"policies-cache", "policies-limit-cache", "policies-header-limit-vary"} <= set(
+        KONG_GOLDENS
+    )
+    assert {"policies-cache", "policies-cache-vary"} <= set(TYK_GOLDENS)
+
+
+def _kong_plugins(case: str) -> dict[str, dict[str, object]]:
+    import yaml
+
+    doc = yaml.safe_load(render_policy_case("kong", case)["kong.yml"])
+    return {
+        r["name"]: {p["name"]: p["config"] for p in r.get("plugins", [])}
+        for r in doc["services"][0]["routes"]
+    }
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_rendered_kong_policies_match_the_plugin_schemas(case: str) -> None:
+    from gateway_schemas import kong_errors
+
+    files = render_policy_case("kong", case)
+    if ERRORS_FILE in files:
+        assert "auth.jwt" in files[ERRORS_FILE], files[ERRORS_FILE]
+        return
+    assert kong_errors(files["kong.yml"]) == []
+
+
+def test_kong_applies_each_operations_policies_to_its_route() -> None:
+    plugins = _kong_plugins("policies-header-limit-vary")
+    assert plugins["r0-createAuction"] == {}
+    assert plugins["r1-getAuction"] == {
+        "proxy-cache": {
+            "strategy": "memory",
+            "cache_ttl": 30,
+            "request_method": ["GET"],
+            "response_code": [200],
+            "content_type": ["*/*", "*/*; charset=utf-8", "*/*; charset=UTF-8"],
+            "cache_control": False,
+            "vary_headers": ["x-tenant"],
+        }
+    }
+    assert plugins["r2-bid"] == {
+        "rate-limiting": {
+            "minute": 60,
+            "limit_by": "header",
+            "header_name": "X-Client",
+            "policy": "local",
+            "fault_tolerant": False,
+            "hide_client_headers": False,
+            "error_code": 429,
+        }
+    }
+    limit = _kong_plugins("policies-limit-cache")["r2-bid"]["rate-limiting"]
+    assert {k: limit[k] for k in ("second", "limit_by")} == {"second": 10, "limit_by": "ip"}  # type: ignore[index]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_rendered_tyk_policies_match_tyks_schemas(case: str) -> None:
+    from gateway_schemas import tyk_errors
+
+    files = render_policy_case("tyk", case)
+    if ERRORS_FILE in files:
+        assert case not in ("policies-cache", "policies-cache-vary"), files[ERRORS_FILE]
+        return
+    assert tyk_errors(files["apps/gatebench.json"]) == []
+
+
+def test_tyk_caches_exactly_the_cached_operation() -> None:
+    import json
+
+    api = json.loads(render_policy_case("tyk", "policies-cache-vary")["apps/gatebench.json"])
+    assert api["cache_options"] == {
+        "enable_cache": True,
+        "cache_timeout": 45,
+        "cache_all_safe_requests": False,
+        "cache_response_codes": [200],
+        "enable_upstream_cache_control": False,
+        "cache_control_ttl_header": "",
+        "cache_by_headers": ["x-tenant"],
+    }
+    paths = api["version_data"]["versions"]["Default"]["extended_paths"]
+    assert paths["advance_cache_config"] == [
+        {
+            "disabled": False,
+            "method": "GET",
+            "path": "^/auctions/(?:[^/]+)$",
+            "cache_key_regex": "",
+            "cache_response_codes": [200],
+            "timeout": 45,
+        }
+    ]
+    # The cached path is one the allow list lets through, with the same method.
+    allowed = {e["path"]: set(e["method_actions"]) for e in paths["white_list"]}
+    assert "GET" in allowed["^/auctions/(?:[^/]+)$"]
+
+
+def test_the_kong_schema_check_can_fail() -> None:
+    """A misspelled member, a wrong type, an unknown enum value and a missing conditional member
+    are each caught, located."""
+    import yaml
+    from gateway_schemas import kong_errors
+
+    doc = yaml.safe_load(render_policy_case("kong", "policies-header-limit-vary")["kong.yml"])
+    routes = doc["services"][0]["routes"]
+    cache = routes[1]["plugins"][0]["config"]
+    cache["cache_tll"] = cache.pop("cache_ttl")
+    limit = routes[2]["plugins"][0]["config"]
+    limit["minute"] = "60"
+    assert kong_errors(doc) == [
+        "/services/0/routes/1/plugins/0/config: Additional properties are not allowed "
+        "('cache_tll' was unexpected)",
+        "/services/0/routes/2/plugins/0/config/minute: '60' is not of type 'number'",
+    ]
+    limit["minute"] = 60
+    del limit["header_name"]
+    assert kong_errors({**doc, "services": [{**doc["services"][0], "routes": routes[2:]}]}) == [
+        "/services/0/routes/0/plugins/0/config: 'header_name' is a required property"
+    ]
+    limit["limit_by"] = "subject"
+    assert kong_errors({**doc, "services": [{**doc["services"][0], "routes": routes[2:]}]}) == [
+        "/services/0/routes/0/plugins/0/config/limit_by: 'subject' is not one of "
+        "['consumer', 'credential', 'ip', 'service', 'header', 'path']"
+    ]
+
+
+def test_the_tyk_schema_check_can_fail() -> None:
+    import json
+
+    from gateway_schemas import tyk_errors
+
+    api = json.loads(render_policy_case("tyk", "policies-cache-vary")["apps/gatebench.json"])
+    api["cache_options"]["cache_timout"] = api["cache_options"].pop("cache_timeout")
+    entry = api["version_data"]["versions"]["Default"]["extended_paths"]["advance_cache_config"][0]
+    entry["timeout"] = "45"
+    api["use_keyles"] = True
+    assert tyk_errors(api) == [
+        "/: Additional properties are not allowed ('use_keyles' was unexpected)",
+        "/cache_options: Additional properties are not allowed ('cache_timout' was unexpected)",
+        "/version_data/versions/Default/extended_paths/advance_cache_config/0/timeout: '45' is "
+        "not of type 'integer'",
     ]
