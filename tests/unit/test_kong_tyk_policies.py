@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from gatebench.errors import UnsupportedFeature
-from gatebench.policies import Cache, JwtAuth, Policies, PolicySet, RateLimit
+from gatebench.policies import ApiKeyAuth, Cache, JwtAuth, Policies, PolicySet, RateLimit
 from gatebench.renderers import RenderTarget, get_renderer, policy_exclusions, render_with_policies
 from gatebench.spec import load_spec
 from paths import ROOT
@@ -66,6 +66,27 @@ def test_tyk_says_why_it_cannot_apply_a_jwt_or_address_limit_policy() -> None:
         "(--allow-missing-policies runs it without them, marked)"
     )
     assert "rate_limit.address" not in out["kong"]
+
+
+def test_kong_and_tyk_say_why_they_cannot_take_api_keys_from_the_environment() -> None:
+    """The keys live in an environment variable of the gateway's process; neither gateway can
+    read them from there, and gatebench never writes a key into a stored configuration."""
+    out = policy_exclusions(
+        ("kong", "tyk"), PolicySet(Policies(auth=ApiKeyAuth("X-Api-Key", None, "API_KEYS")))
+    )
+    assert out == {
+        "kong": "kong cannot apply the requested policies natively: API key (auth.api_key: "
+        "key-auth's credential key is not a vault-referenceable field (Kong takes "
+        "{vault://env/...} there as a literal key), so the policy's keys, read from an "
+        "environment variable when the gateway starts, could only reach Kong written into the "
+        "stored configuration); it is left out (--allow-missing-policies runs it without them, "
+        "marked)",
+        "tyk": "tyk cannot apply the requested policies natively: API key (auth.api_key: Tyk "
+        "keeps API keys in Redis, created through its control API once it runs, while the "
+        "policy's keys come from an environment variable and are never written into a stored "
+        "configuration); it is left out (--allow-missing-policies runs it without them, "
+        "marked)",
+    }
 
 
 def test_kong_refuses_a_window_it_cannot_count() -> None:

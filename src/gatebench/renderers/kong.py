@@ -49,9 +49,10 @@ class KongRenderer(Renderer):
         "auth.jwt": "Kong's open-source jwt plugin checks the signature, exp and the issuer but "
         "not the audience (aud) the policy requires",
         "auth.jwt.jwks": "Kong's jwt plugin takes one PEM key per credential, no JWKS",
-        "auth.api_key": "key-auth checks keys written as credentials in the declarative file, "
-        "while the policy's keys come from an environment variable when the gateway starts and "
-        "are never written into a stored configuration",
+        "auth.api_key": "key-auth's credential key is not a vault-referenceable field (Kong "
+        "takes {vault://env/...} there as a literal key), so the policy's keys, read from an "
+        "environment variable when the gateway starts, could only reach Kong written into the "
+        "stored configuration",
         "rate_limit.subject": "rate-limiting counts per consumer only after Kong's own "
         "authentication, which cannot apply the JWT policy",
         "cache.path_only": "proxy-cache keys on every query argument unless some are named; it "
