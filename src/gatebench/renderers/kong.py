@@ -17,6 +17,7 @@ Mapping rules (tests/golden/kong/README.md says the same in prose):
   no admin listener, unlimited bodies, headers with underscores kept, ``router_flavor =
   traditional_compatible``, everything Kong writes at run time under ``prefix`` inside the
   workdir. Both files are written by serialisers (YAML) or from validated values only.
+- Policies (``apply_policies``): bundled plugins nested in the routes (``_kong_policies``).
 - Kong cannot run here (no package in the registries this project installs from); the
   output is checked by structure tests and runs on the cloud path in the official image.
 """

@@ -15,6 +15,7 @@ Mapping rules (tests/golden/tyk/README.md says the same in prose):
   pattern: an anchored regex (Tyk treats regex paths as exact patterns) with one
   ``no_action`` method action per method of that path. Each percent-encoded character of
   a literal is accepted in both forms (Tyk matches the decoded path).
+- Policies (``apply_policies``): Tyk's cache, per operation (``_tyk_policies``).
 - Limitation: Tyk's allow list answers requests it does not allow with **403**, not 404.
 - Files are JSON written by a serialiser. Tyk cannot run here; it runs on the cloud path in
   the official image with Redis.
