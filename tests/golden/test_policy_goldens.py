@@ -2,7 +2,8 @@
 (``tests/data/policies/openapi.yaml``: JWT on every operation, a cache on the GET, a
 per-subject rate limit on the bid; ``limit-cache.yaml``: a cache and a per-address rate
 limit, no authentication; ``jwt-limit.yaml``: JWT and a per-header rate limit, no cache;
-``cache.yaml``: a cache only), written to ``tests/golden/<gateway>/<case>/`` — the
+``cache.yaml``: a cache only; ``api-key.yaml``: API keys in a header and a query parameter;
+``cache-path-only.yaml`` and ``cache-vary-header.yaml``: the cache key variants), written to ``tests/golden/<gateway>/<case>/`` — the
 configuration, or ``errors.txt`` with the reason a gateway that lacks a feature is left out.
 ``make goldens`` rewrites them like the other cases.
 """
@@ -14,6 +15,7 @@ from functools import cache
 import pytest
 from _cases import ERRORS_FILE, GOLDEN, golden_target
 
+from gatebench.api_keys import with_api_keys
 from gatebench.errors import UnsupportedFeature
 from gatebench.plan import Plan, load_plan
 from gatebench.renderers import all_renderers, get_renderer, render_with_policies
@@ -25,7 +27,12 @@ CASES = {
     "policies-limit-cache": "tests/data/policies/limit-cache.yaml",
     "policies-jwt-limit": "tests/data/policies/jwt-limit.yaml",
     "policies-cache": "tests/data/policies/cache.yaml",
+    "policies-api-key": "tests/data/policies/api-key.yaml",
+    "policies-cache-path-only": "tests/data/policies/cache-path-only.yaml",
+    "policies-cache-vary-header": "tests/data/policies/cache-vary-header.yaml",
 }
+GOLDEN_KEYS = {"GATEBENCH_API_KEYS": "golden-key-0123456789abcdef, golden.key_2~ABCDEFGHIJ"}
+"""Stand-in keys (not secrets): a '.' and a '~' show each configuration's escaping."""
 NAMES = [r.name for r in all_renderers()]
 PAIRS = [(n, c) for n in NAMES for c in CASES]
 
@@ -43,7 +50,7 @@ def render_policy_case(name: str, case: str) -> dict[str, str]:
             get_renderer(name),
             api,  # type: ignore[arg-type]
             golden_target(name),
-            plan.policies,
+            with_api_keys(plan.policies, GOLDEN_KEYS),
         )
     except UnsupportedFeature as exc:
         return {ERRORS_FILE: "".join(p.format(CASES[case]) + "\n" for p in exc.problems)}
