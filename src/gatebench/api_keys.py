@@ -157,7 +157,7 @@ def sha256_hex(key: str) -> str:
 
 def sha1_hex(key: str) -> str:
     """Apache's strongest expression hash (``sha1()``); a key has at least 16 characters."""
-    return hashlib.sha1(key.encode()).hexdigest()  # noqa: S324 - what mod_rewrite compares
+    return hashlib.sha1(key.encode()).hexdigest()
 
 
 __all__ = [

@@ -32,9 +32,9 @@ from pathlib import Path
 
 import pytest
 
+from gatebench.api_keys import with_api_keys
 from gatebench.backends import start_backend
 from gatebench.ir import Api
-from gatebench.api_keys import with_api_keys
 from gatebench.policies import ApiKeyAuth, Cache, JwtAuth, Policies, PolicySet, RateLimit
 from gatebench.procs import Supervisor, free_port
 from gatebench.provisioners import boot_gateway

@@ -20,9 +20,9 @@
 
 from __future__ import annotations
 
+from ..api_keys import checked_keys, sha1_hex
 from ..errors import Problem, UnsupportedFeature
 from ..ir import Api
-from ..api_keys import checked_keys, sha1_hex
 from ..policies import ApiKeyAuth, Cache, PolicySet
 from ._base import RenderTarget
 from ._routes import Route, routes_for

@@ -25,9 +25,9 @@
 
 from __future__ import annotations
 
+from ..api_keys import checked_keys
 from ..errors import Problem, UnsupportedFeature
 from ..ir import Api
-from ..api_keys import checked_keys
 from ..policies import ApiKeyAuth, Cache, PolicySet, RateLimit
 from ._base import RenderTarget
 from ._routes import identifier, routes_for
