@@ -198,3 +198,30 @@ def test_the_environment_is_not_read_by_the_core() -> None:
     auth = ApiKeyAuth(header="X-Api-Key", query=None, keys_env="GATEBENCH_TEST_UNSET_KEYS")
     filled = with_api_keys(PolicySet(Policies(auth=auth)), {"GATEBENCH_TEST_UNSET_KEYS": KEY_A})
     assert policy_keys(filled) == (KEY_A,)
+
+
+def test_gatebench_render_reads_the_keys_from_their_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`render --policies` writes a configuration to deploy: with the keys; without the
+    variable it stops, naming it."""
+    from gatebench.cli import main
+
+    monkeypatch.delenv(ENV, raising=False)
+    args = ["render", str(SPEC), "-g", "nginx,haproxy", "--out", str(tmp_path), "--policies"]
+    assert main(args) == 1
+    assert capsys.readouterr().err == (
+        f"gatebench render: {WHERE} is not set or empty; export {ENV}=KEY1,KEY2 "
+        "(comma-separated, 16 to 256 characters of A-Za-z0-9-._~ each)\n"
+    )
+    assert not list(tmp_path.iterdir())
+    monkeypatch.setenv(ENV, f"{KEY_A},{KEY_B}")
+    assert main(args) == 0
+    assert (
+        "(?:key-aaaaaaaaaaaaaaaa|key\\\\.bbbbbbbbbbbb~B_9)$"
+        in (tmp_path / "nginx" / "nginx.conf").read_text()
+    )
+    assert (
+        hashlib.sha256(KEY_B.encode()).hexdigest()
+        in (tmp_path / "haproxy" / "haproxy.cfg").read_text()
+    )
