@@ -15,6 +15,8 @@ Mapping rules (tests/golden/caddy/README.md says the same in prose):
   every interface); ``admin off``, ``auto_https off``; Caddy's data and config folders are
   redirected into the workdir (``XDG_DATA_HOME``, ``XDG_CONFIG_HOME``), ``GOMAXPROCS`` =
   the target's ``workers``.
+- Policies: API keys only (``_caddy_policies``): a named matcher per policy and ``respond
+  401`` between the 404 of the unrouted and ``reverse_proxy``.
 """
 
 from __future__ import annotations
