@@ -25,7 +25,7 @@ matrix in docs/gateways.md:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 JwtAlgorithm = Literal["RS256", "ES256", "HS256"]
@@ -80,6 +80,9 @@ class ApiKeyAuth:
     header: str | None
     query: str | None
     keys_env: str
+    keys: tuple[str, ...] = field(default=(), repr=False)
+    """The valid keys, filled at the edge from ``keys_env`` (``gatebench.api_keys``) for the
+    renderers only; empty in a plan, which never holds a key."""
 
 
 @dataclass(frozen=True)

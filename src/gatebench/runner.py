@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .api_keys import with_api_keys
 from .backends import start_plan_backend
 from .engines import EngineEvent, EngineRun, get_engine, injection_problem
 from .errors import GatebenchError, RunError
@@ -308,6 +309,8 @@ def run_benchmark(
             get_engine(options.cross_check).check()
         plan = _sign_tokens(plan, outcome)
         _check_secrets(plan)
+        # The gateways get the API keys from their variable; the stored plan never holds them.
+        enforced = with_api_keys(plan.policies, os.environ)
         with supervisor_factory() as supervisor:
             from .provisioners.local import LocalProvisioner
 
@@ -315,7 +318,7 @@ def run_benchmark(
 
             provisioner = LocalProvisioner(
                 supervisor,
-                policies=plan.policies,
+                policies=enforced,
                 allow_missing_policies=options.allow_missing_policies,
             )
             try:

@@ -6,7 +6,17 @@ a rate limit on its bid, in front of the real auction backend, whose request cou
 - a valid token → 200; absent, expired, wrongly signed, wrong audience → 401/403 from the
   gateway, and the backend saw nothing (even for a path the cache already holds);
 - the request past the limit in its window → 429, not seen by the backend;
-- a repeated cacheable GET is answered without reaching the backend; another key reaches it.
+- a repeated cacheable GET is answered without reaching the backend; another key reaches it;
+  where the gateway declares ``cache.vary_header`` the key also holds X-Variant: another value
+  reaches the backend, the same value does not.
+
+A second stack per gateway declaring ``auth.api_key`` has API keys instead of tokens (the
+X-Api-Key header on the create and the GET, the api_key query parameter on the bid) and,
+where the gateway declares ``cache.path_only``, a cache on the GET keyed on the path only:
+
+- a valid key → 2xx; absent, wrong, wrongly cased, extended, or sent in the other place →
+  401/403 from the gateway, and the backend saw nothing;
+- the same path with another query is answered from the cache, another path is not.
 """
 
 from __future__ import annotations
@@ -22,9 +32,10 @@ from pathlib import Path
 
 import pytest
 
+from gatebench.api_keys import with_api_keys
 from gatebench.backends import start_backend
 from gatebench.ir import Api
-from gatebench.policies import Cache, JwtAuth, Policies, PolicySet, RateLimit
+from gatebench.policies import ApiKeyAuth, Cache, JwtAuth, Policies, PolicySet, RateLimit
 from gatebench.procs import Supervisor, free_port
 from gatebench.provisioners import boot_gateway
 from gatebench.renderers import RenderTarget, get_renderer
@@ -52,6 +63,7 @@ LIMIT_GATEWAYS = _declaring("rate_limit.address")
 CACHE_GATEWAYS = _declaring("cache")
 SUBJECT_GATEWAYS = [g for g in _declaring("rate_limit.subject") if g in JWT_GATEWAYS]
 HEADER_GATEWAYS = [g for g in _declaring("rate_limit.header") if g not in SUBJECT_GATEWAYS]
+VARY_GATEWAYS = [g for g in CACHE_GATEWAYS if g in _declaring("cache.vary_header")]
 POLICY_GATEWAYS = sorted({*JWT_GATEWAYS, *LIMIT_GATEWAYS, *CACHE_GATEWAYS})
 LIMIT = 3
 ISSUER = "https://issuer.gatebench.test"
@@ -77,6 +89,8 @@ def policy_set(
         jwt = None
     limit = RateLimit(requests=LIMIT, window=30.0) if "rate_limit.address" in supported else None
     cache = Cache(ttl=60.0) if "cache" in supported else None
+    if cache is not None and "cache.vary_header" in supported:
+        cache = Cache(ttl=60.0, vary=("path", "query", "header:x-variant"))
     per_subject: RateLimit | None = None
     if jwt is not None and "rate_limit.subject" in supported:
         per_subject = RateLimit(requests=LIMIT, window=30.0, key="subject")
@@ -110,11 +124,12 @@ class Stack:
         *,
         source: str = "127.0.0.1",
         client: str | None = None,
+        extra: dict[str, str] | None = None,
     ) -> int:
         conn = http.client.HTTPConnection(
             "127.0.0.1", self.port, timeout=10, source_address=(source, 0)
         )
-        headers = {"Content-Type": "application/json"}
+        headers = {"Content-Type": "application/json", **(extra or {})}
         if client is not None:
             headers["X-Client"] = client
         if token is not None:
@@ -179,6 +194,25 @@ def test_a_valid_token_passes_and_the_cache_answers_a_repeat(stack: Stack) -> No
     assert stack.backend_requests() == before + 1, "a repeated GET reached the backend"
     assert stack.request("GET", "/auctions/2", token) == 200
     assert stack.backend_requests() == before + 2, "a different key did not reach the backend"
+
+
+@pytest.mark.parametrize("stack", VARY_GATEWAYS, indirect=True)
+def test_a_cache_keyed_on_a_header(stack: Stack) -> None:
+    """GET /auctions/4 is cached on path, query and X-Variant: another value is a miss, the
+    same value a hit (the JWT stack: Envoy caches only what its JWT filter vouched for)."""
+    token = SIGNER.sign(0)
+    before = stack.backend_requests()
+    assert stack.request("GET", "/auctions/4", token) == 200
+    assert stack.request("GET", "/auctions/4", token) == 200
+    assert stack.backend_requests() == before + 1, "a repeated GET reached the backend"
+    assert stack.request("GET", "/auctions/4", token, extra={"X-Variant": "a"}) == 200
+    assert stack.backend_requests() == before + 2, "another X-Variant did not reach it"
+    assert stack.request("GET", "/auctions/4", token, extra={"X-Variant": "a"}) == 200
+    assert stack.backend_requests() == before + 2, "the same X-Variant reached the backend"
+    assert stack.request("GET", "/auctions/4", token, extra={"X-Variant": "b"}) == 200
+    assert stack.backend_requests() == before + 3, "X-Variant b did not reach the backend"
+    assert stack.request("GET", "/auctions/5", token) == 200
+    assert stack.backend_requests() == before + 4, "another path did not reach the backend"
 
 
 @pytest.mark.parametrize("stack", JWT_GATEWAYS, indirect=True)
@@ -251,3 +285,138 @@ def test_a_limit_per_header_counts_each_value_apart(stack: Stack) -> None:
     assert stack.backend_requests() == before + LIMIT
     assert stack.request("POST", "/auctions", token, b"{}", client="b") != 429
     assert stack.backend_requests() == before + LIMIT + 1, "client b did not reach the backend"
+
+
+KEY_GATEWAYS = _declaring("auth.api_key")
+KEYS_ENV = "GATEBENCH_TEST_REPLAY_KEYS"
+KEYS = ("replay-key-0123456789abcdef", "replay.key_2~ABCDEFGHIJ")
+TOKEN = SIGNER.sign(0)
+"""The auction backend itself wants a bearer token: every request carries one."""
+
+
+def key_policy_set(supported: frozenset[str]) -> PolicySet:
+    """Keys in the X-Api-Key header (create, GET) or the api_key query parameter (bid); a cache
+    on the GET keyed on the path only where the gateway declares it."""
+    header = ApiKeyAuth(header="X-Api-Key", query=None, keys_env=KEYS_ENV)
+    query = ApiKeyAuth(header=None, query="api_key", keys_env=KEYS_ENV)
+    cache = Cache(ttl=60.0, vary=("path",)) if "cache.path_only" in supported else None
+    policies = PolicySet(
+        default=Policies(auth=header),
+        operations=(
+            ("bid", Policies(auth=query)),
+            ("getAuction", Policies(auth=header, cache=cache)),
+        ),
+    )
+    return with_api_keys(policies, {KEYS_ENV: ",".join(KEYS)})
+
+
+@pytest.fixture(scope="module")
+def key_stack(
+    request: pytest.FixtureRequest,
+    supervisor: Supervisor,
+    replay_api: object,
+) -> Iterator[Stack]:
+    api: Api = replay_api("auction")  # type: ignore[operator]
+    name: str = request.param
+    workdir = Path(tempfile.mkdtemp(prefix=f"gatebench-keys-{name}-"))
+    workdir.chmod(0o755)
+    try:
+        backend, backend_port = start_backend(supervisor, "auction", workdir)
+        target = RenderTarget(
+            workdir=str(workdir / "gw"),
+            listen_port=free_port(),
+            backend_url=f"http://127.0.0.1:{backend_port}",
+            admin_port=free_port(),
+        )
+        policies = key_policy_set(get_renderer(name).supported_policies)
+        proc = boot_gateway(name, api, target, supervisor, policies=policies)
+        try:
+            yield Stack(name, target.listen_port, backend_port)
+        finally:
+            supervisor.stop(proc)
+            supervisor.stop(backend)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _key(value: str) -> dict[str, str]:
+    return {"X-Api-Key": value}
+
+
+@pytest.mark.parametrize("key_stack", KEY_GATEWAYS, indirect=True)
+def test_a_valid_api_key_in_the_header_passes(key_stack: Stack) -> None:
+    before = key_stack.backend_requests()
+    for n, key in enumerate(KEYS):
+        status = key_stack.request("GET", f"/auctions/{11 + n}", TOKEN, extra=_key(key))
+        assert status == 200, f"{key_stack.gateway}: key {n + 1} in the header got {status}"
+    # The backend answers 415 to this body (it wants multipart): it was reached.
+    assert key_stack.request("POST", "/auctions", TOKEN, b"{}", extra=_key(KEYS[1])) == 415
+    assert key_stack.backend_requests() == before + 3
+
+
+@pytest.mark.parametrize("key_stack", KEY_GATEWAYS, indirect=True)
+def test_a_valid_api_key_in_the_query_passes(key_stack: Stack) -> None:
+    before = key_stack.backend_requests()
+    for n, key in enumerate(KEYS):
+        body = json.dumps({"bid": 1000 + n}).encode()
+        status = key_stack.request("POST", f"/bid/9?api_key={key}", TOKEN, body)
+        assert status == 200, f"{key_stack.gateway}: key {n + 1} in the query got {status}"
+    status = key_stack.request("POST", f"/bid/9?x=1&api_key={KEYS[0]}&y=2", TOKEN, b'{"bid": 2000}')
+    assert status == 200, f"{key_stack.gateway}: a key between other parameters got {status}"
+    assert key_stack.backend_requests() == before + 3
+
+
+@pytest.mark.parametrize("key_stack", KEY_GATEWAYS, indirect=True)
+@pytest.mark.parametrize(
+    ("label", "headers", "query"),
+    [
+        ("absent", {}, ""),
+        ("wrong", _key("replay-key-0123456789abcdeX"), "?api_key=replay-key-0123456789abcdeX"),
+        ("wrongly cased", _key(KEYS[0].upper()), f"?api_key={KEYS[0].upper()}"),
+        ("extended", _key(KEYS[0] + "0"), f"?api_key={KEYS[0]}0"),
+        ("a prefix", _key(KEYS[0][:-1]), f"?api_key={KEYS[0][:-1]}"),
+        (
+            "with '.' as any character",
+            _key("replayXkey_2~ABCDEFGHIJ"),
+            "?api_key=replayXkey_2~ABCDEFGHIJ",
+        ),
+        (
+            "in the other place",
+            {"api_key": KEYS[0]},
+            "",
+        ),
+        ("empty", _key(""), "?api_key="),
+    ],
+)
+def test_a_bad_api_key_is_refused_by_the_gateway(
+    key_stack: Stack, label: str, headers: dict[str, str], query: str
+) -> None:
+    before = key_stack.backend_requests()
+    header_paths = [("POST", "/auctions" + query, b"{}"), ("GET", "/auctions/1" + query, None)]
+    # The bid reads its key from the query: the header form is "the other place" there.
+    bid_query = query if label != "in the other place" else ""
+    bid_headers = headers if label != "in the other place" else _key(KEYS[0])
+    for method, path, body in header_paths:
+        status = key_stack.request(method, path, TOKEN, body, extra=headers)
+        assert status in (401, 403), f"{key_stack.gateway}: {label} key on {path} got {status}"
+    status = key_stack.request(
+        "POST", f"/bid/9{bid_query}", TOKEN, b'{"bid": 1}', extra=bid_headers
+    )
+    assert status in (401, 403), f"{key_stack.gateway}: {label} key on the bid got {status}"
+    assert key_stack.backend_requests() == before, (
+        f"{key_stack.gateway}: a {label} API key reached the backend"
+    )
+
+
+@pytest.mark.parametrize("key_stack", _declaring("cache.path_only"), indirect=True)
+def test_a_cache_keyed_on_the_path_only(key_stack: Stack) -> None:
+    """GET /auctions/3 is cached on its path: another query is a hit, another path a miss."""
+    key = _key(KEYS[0])
+    before = key_stack.backend_requests()
+    assert key_stack.request("GET", "/auctions/3?page=1", TOKEN, extra=key) == 200
+    assert key_stack.backend_requests() == before + 1
+    assert key_stack.request("GET", "/auctions/3?page=2", TOKEN, extra=key) == 200
+    assert key_stack.request("GET", "/auctions/3", TOKEN, extra=key) == 200
+    assert key_stack.backend_requests() == before + 1, "another query reached the backend"
+    assert key_stack.request("GET", "/auctions/6?page=1", TOKEN, extra=key) == 200
+    assert key_stack.backend_requests() == before + 2, "another path did not reach the backend"

@@ -12,6 +12,7 @@ a scratch folder, and its output searched for refused parts of the configuration
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -111,6 +112,14 @@ def run(args: argparse.Namespace) -> int:
             policies = load_plan(result).policies
         except PlanError as exc:
             print_problems(exc.problems, stream=sys.stderr)
+            return 1
+        from ..api_keys import with_api_keys
+
+        try:
+            # The files are a configuration to deploy: they hold the keys from the variable.
+            policies = with_api_keys(policies, os.environ)
+        except RunError as exc:
+            print(f"gatebench render: {exc}", file=sys.stderr)
             return 1
     out = Path(args.out).resolve()
     needed = _workload_operations(result)

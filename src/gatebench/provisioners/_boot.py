@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
 from .._resources import JVM_GATEWAYS, jvm_gateway_jar
+from ..api_keys import redact
 from ..errors import MissingTool, RunError, UnsupportedHere
 from ..ir import Api
 from ..policies import PolicySet
@@ -51,6 +52,26 @@ def write_files(files: Mapping[str, str], workdir: str | os.PathLike[str]) -> li
         path.write_text(text, encoding="utf-8", newline="\n")
         written.append(path)
     return written
+
+
+def redact_file(path: Path, keys: tuple[str, ...]) -> None:
+    """``path`` without the API ``keys`` (``gatebench.api_keys.redact``): a text file is
+    rewritten with each key replaced, a binary one holding a key is removed. The new file
+    replaces the old one (``os.replace``), so a process that still maps the old one keeps it."""
+    if not keys or path.is_symlink() or not path.is_file():
+        return
+    data = path.read_bytes()
+    if not any(k.encode() in data for k in keys):
+        return
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        path.unlink()
+        return
+    tmp = path.with_name(path.name + ".redacted")
+    tmp.write_text(redact(text, keys), encoding="utf-8", newline="")
+    tmp.chmod(path.stat().st_mode & 0o777)
+    os.replace(tmp, path)
 
 
 def check_config(

@@ -6,6 +6,12 @@ the foreground under the caller's :class:`~gatebench.procs.Supervisor`, wait for
 answer. Each gateway gets one worker (``RenderTarget.workers = 1``): on a 2-core machine the
 load generator needs the other core. Gateways that only run on the cloud path (Kong, KrakenD,
 Tyk, ...) raise :class:`~gatebench.errors.UnsupportedHere`, which is reported, not fatal.
+
+API keys (``auth.api_key``) are in the files of the gateways that compare no hash, and the
+files are in the run's folder: once a gateway has read its configuration (it is ready, or it
+failed to start) its rendered files are redacted (``gatebench.api_keys.redact``), and at
+teardown, once it has stopped, every file of its folder is (a binary file holding a key, a
+compiled VCL, is removed).
 """
 
 from __future__ import annotations
@@ -14,11 +20,13 @@ import time
 from collections.abc import Collection
 from pathlib import Path
 
+from ..api_keys import policy_keys
 from ..errors import GatebenchError, UnsupportedHere
 from ..ir import Api
 from ..policies import PolicySet
 from ..procs import ManagedProcess, Supervisor, free_port
 from . import Endpoint, Provisioned
+from ._boot import redact_file
 
 
 class LocalProvisioner:
@@ -41,6 +49,8 @@ class LocalProvisioner:
         self._renderers: dict[str, object] = {}
         self._procs: dict[str, ManagedProcess] = {}
         self._logs: dict[str, Path] = {}
+        self._files: dict[str, tuple[Path, tuple[str, ...]]] = {}
+        """Gateway → its folder and rendered files, redacted of API keys (``_redact``)."""
         self.unsupported: dict[str, str] = {}
         """Gateways rendered but not runnable here (cloud path only), with the reason."""
         self.routes_left_out: dict[str, str] = {}
@@ -81,6 +91,7 @@ class LocalProvisioner:
                     allow_missing_policies=self.allow_missing_policies,
                 )
                 write_files(rendered.files, workdir)
+                self._files[name] = (workdir, tuple(rendered.files))
             except GatebenchError as exc:
                 failures[name] = f"cannot render the configuration: {exc}"
                 continue
@@ -89,6 +100,7 @@ class LocalProvisioner:
             reason = renderer.available_here()
             if reason is not None:
                 self.unsupported[name] = reason
+                self._redact(name)
                 continue
             self._targets[name] = target
             self._renderers[name] = renderer
@@ -129,6 +141,8 @@ class LocalProvisioner:
             except GatebenchError as exc:
                 out.failures[name] = str(exc)
                 continue
+            finally:
+                self._redact(name)
             self._procs[name] = proc
             port = target.listen_port  # type: ignore[attr-defined]
             out.endpoints[name] = Endpoint(
@@ -154,6 +168,19 @@ class LocalProvisioner:
         for proc in list(self._procs.values()):
             self.supervisor.stop(proc)
         self._procs.clear()
+        for name in self._files:
+            self._redact(name, everything=True)
+
+    def _redact(self, name: str, *, everything: bool = False) -> None:
+        """API keys out of the gateway's rendered files (``everything``: out of every file of
+        its folder, once it has stopped)."""
+        keys = policy_keys(self.policies)
+        if not keys or name not in self._files:
+            return
+        workdir, rendered = self._files[name]
+        paths = sorted(workdir.rglob("*")) if everything else [workdir / f for f in rendered]
+        for path in paths:
+            redact_file(path, keys)
 
 
 __all__ = ["LocalProvisioner"]

@@ -5,6 +5,11 @@
   ``typed_per_filter_config`` or disables the filter. Missing, expired or wrongly signed
   tokens get 401, a wrong audience 403, from Envoy itself. ``payload_in_metadata`` keeps the
   claims for the subject rate limit.
+- API key: ``envoy.filters.http.api_key_auth`` (built into Envoy since 1.33; its API is marked
+  work-in-progress), configured per route (``ApiKeyAuthPerRoute``: the keys as credentials,
+  the header or query parameter as the key source) and disabled on the other routes
+  (``FilterConfig`` ``disabled``). Absent or wrong: 401 from Envoy. The keys are in the file
+  (Envoy compares no hash): a run's stored copy is redacted (``gatebench.api_keys``).
 - Rate limit: ``envoy.filters.http.local_ratelimit`` per route, a token bucket of
   ``requests`` tokens refilled every ``window``; a descriptor built from the route's
   ``rate_limits`` actions (remote address, a request header, or the token's ``sub`` claim)
@@ -27,6 +32,7 @@ from typing import Any
 
 import yaml
 
+from ..api_keys import checked_keys
 from ..ir import Api
 from ..policies import ApiKeyAuth, JwtAuth, PolicySet, RateLimit
 from ._routes import routes_for
@@ -110,11 +116,12 @@ def apply_envoy_policies(files: dict[str, str], api: Api, policies: PolicySet) -
     names: dict[tuple[JwtAuth, bool], str] = {}
     uses_jwt = uses_limit = uses_cache = False
     carried_routes: set[str] = set()
+    uses_key = any(isinstance(p.auth, ApiKeyAuth) for p in policies.all_policies())
     for route, envoy_route in zip(routes_for(api), envoy_routes, strict=True):
         p = policies.for_operation(route.operation_id)
         per_filter: dict[str, Any] = {}
-        if isinstance(p.auth, ApiKeyAuth):  # pragma: no cover - not in supported_policies
-            raise AssertionError("envoy renders no api_key policy")
+        if uses_key:
+            per_filter["envoy.filters.http.api_key_auth"] = _api_key_per_route(p.auth)
         if isinstance(p.auth, JwtAuth):
             uses_jwt = True
             carried = p.cache is not None and route.method in p.cache.methods
@@ -183,6 +190,13 @@ def apply_envoy_policies(files: dict[str, str], api: Api, policies: PolicySet) -
                         ]
                     },
                 },
+            }
+        )
+    if uses_key:
+        filters.append(
+            {
+                "name": "envoy.filters.http.api_key_auth",
+                "typed_config": {"@type": _T + "api_key_auth.v3.ApiKeyAuth"},
             }
         )
     if uses_jwt:
@@ -275,6 +289,20 @@ def apply_envoy_policies(files: dict[str, str], api: Api, policies: PolicySet) -
     from .envoy import dump_yaml
 
     return {**files, "envoy.yaml": header + dump_yaml(doc)}
+
+
+def _api_key_per_route(auth: object) -> dict[str, Any]:
+    if not isinstance(auth, ApiKeyAuth):
+        return {"@type": "type.googleapis.com/envoy.config.route.v3.FilterConfig", "disabled": True}
+    source = {"header": auth.header.lower()} if auth.header is not None else {"query": auth.query}
+    return {
+        "@type": _T + "api_key_auth.v3.ApiKeyAuthPerRoute",
+        "credentials": [
+            {"key": key, "client": f"key{n}"}
+            for n, key in enumerate(checked_keys(auth, "envoy"), 1)
+        ],
+        "key_sources": [source],
+    }
 
 
 def as_jwks(auth: JwtAuth) -> str:

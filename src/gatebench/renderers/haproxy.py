@@ -55,7 +55,14 @@ class HaproxyRenderer(Renderer):
     readiness_timeout = 10.0
     install_hint = "run `scripts/setup.sh apt` (Debian package haproxy)"
     supported_policies: ClassVar[frozenset[str]] = frozenset(
-        {"auth.jwt", "rate_limit.address", "rate_limit.header", "rate_limit.subject", "cache"}
+        {
+            "auth.api_key",
+            "auth.jwt",
+            "cache",
+            "rate_limit.address",
+            "rate_limit.header",
+            "rate_limit.subject",
+        }
     )
 
     def apply_policies(

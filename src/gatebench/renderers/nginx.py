@@ -62,7 +62,14 @@ class NginxRenderer(Renderer):
     readiness_timeout = 10.0
     install_hint = "run `scripts/setup.sh apt` (Debian package nginx)"
     supported_policies: ClassVar[frozenset[str]] = frozenset(
-        {"rate_limit.address", "rate_limit.header", "cache"}
+        {
+            "auth.api_key",
+            "cache",
+            "cache.path_only",
+            "cache.vary_header",
+            "rate_limit.address",
+            "rate_limit.header",
+        }
     )
 
     def apply_policies(

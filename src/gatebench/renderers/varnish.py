@@ -73,7 +73,9 @@ class VarnishRenderer(Renderer):
     )
     readiness_timeout = 20.0
     install_hint = "run `scripts/setup.sh apt` (Debian package varnish)"
-    supported_policies: ClassVar[frozenset[str]] = frozenset({"cache"})
+    supported_policies: ClassVar[frozenset[str]] = frozenset(
+        {"auth.api_key", "cache", "cache.path_only", "cache.vary_header"}
+    )
 
     def apply_policies(
         self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet

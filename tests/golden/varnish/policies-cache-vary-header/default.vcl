@@ -1,0 +1,60 @@
+# Varnish 7.1 VCL rendered by gatebench: 3 route(s), pass-through.
+# Generated file; re-render instead of editing.
+vcl 4.1;
+
+backend default {
+    .host = "127.0.0.1";
+    .port = "9000";
+    .connect_timeout = 10s;
+    .first_byte_timeout = 300s;
+    .between_bytes_timeout = 300s;
+}
+
+sub vcl_recv {
+    # Method and raw URL -> pass to the backend; first match wins.
+    if (req.method == "POST" && req.url ~ "^/auctions(?:\x3f|$)") {
+        return (pass);
+    }
+    if (req.method == "GET" && req.url ~ "^/auctions/(?:[^/?]+)(?:\x3f|$)") {
+        set req.http.X-Gatebench-Cache-Key = "0";
+        set req.http.X-Gatebench-Cache-Ttl = "30";
+        if (req.http.Authorization) {
+            set req.http.X-Gatebench-Carried-Authorization = req.http.Authorization;
+            unset req.http.Authorization;
+        }
+        return (hash);
+    }
+    if (req.method == "POST" && req.url ~ "^/bid/(?:[^/?]+)(?:\x3f|$)") {
+        return (pass);
+    }
+    return (synth(404, "Not Found"));
+}
+
+sub vcl_backend_fetch {
+    if (bereq.http.X-Gatebench-Carried-Authorization) {
+        set bereq.http.Authorization = bereq.http.X-Gatebench-Carried-Authorization;
+        unset bereq.http.X-Gatebench-Carried-Authorization;
+    }
+    unset bereq.http.X-Gatebench-Cache-Ttl;
+    unset bereq.http.X-Gatebench-Cache-Key;
+}
+
+sub vcl_backend_response {
+    if (bereq.http.X-Gatebench-Cache-Ttl == "30") {
+        set beresp.ttl = 30s;
+        set beresp.uncacheable = false;
+    }
+}
+
+sub vcl_hash {
+    if (req.http.X-Gatebench-Cache-Key == "0") {
+        hash_data(req.url);
+        hash_data("header:x-variant=" + req.http.x-variant);
+        if (req.http.host) {
+            hash_data(req.http.host);
+        } else {
+            hash_data(server.ip);
+        }
+        return (lookup);
+    }
+}
