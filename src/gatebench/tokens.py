@@ -4,16 +4,24 @@ validation, not rejection.
 The signer holds a private key (PEM, read from a file of the bundle or an environment
 variable by the edge that builds it) and signs tokens with the claims the gateway checks:
 issuer, audience, subject, ``iat`` and ``exp``. A pool of subjects gives each simulated user
-its own ``sub`` (so a per-subject rate limit counts per user). The private key lives only in
-this object: :meth:`TokenSigner.describe` (what runs record) names the key by its
+its own ``sub`` (so a per-subject rate limit counts per user): the run signs one token per
+subject before the load and hands them to the engine in a file of a private temporary folder
+(:func:`token_file`), deleted after the run. The private key lives only in this object: :meth:`TokenSigner.describe` (what runs record) names the key by its
 fingerprint, never by its content.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import math
+import os
+import shutil
+import tempfile
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import jwt
@@ -94,6 +102,51 @@ class TokenSigner:
         }
 
 
+TOKEN_MARGIN_S = 300.0
+"""How much longer than the run's estimated length its tokens stay valid: the estimate
+counts seconds per request, and gateways take their time to boot."""
+
+
+def token_lifetime(estimated_run_s: float, given: float | None) -> float:
+    """The tokens' lifetime: the plan's (``auth.jwt.lifetime``), or the run's estimated length
+    plus :data:`TOKEN_MARGIN_S` rounded up to a minute. A given lifetime shorter than that is
+    refused: tokens expiring mid-run would measure rejection, not validation."""
+    needed = estimated_run_s + TOKEN_MARGIN_S
+    if given is None:
+        return float(math.ceil(needed / 60.0) * 60)
+    if given < needed:
+        raise TokenSignerError(
+            f"lifetime {given:g}s is shorter than this run (about {estimated_run_s:.0f}s of "
+            f"load) plus a {TOKEN_MARGIN_S:.0f}s margin: its tokens would expire during the "
+            f"run; give at least {math.ceil(needed)}s, or leave lifetime out (the run's length "
+            "plus the margin)"
+        )
+    return given
+
+
+def subject_of_user(user: int, pool: int, *, base: int = 0, stride: int = 1) -> int:
+    """The subject (index into the pool) of simulated user ``user`` of a phase: global user
+    ``base + user * stride`` (a tester's share of a split phase: gatebench.testers) modulo the
+    pool. The generic simulation applies the same rule (``GenericSimulation.userToken``)."""
+    return (base + user * stride) % pool
+
+
+@contextlib.contextmanager
+def token_file(tokens: Sequence[str]) -> Iterator[Path]:
+    """The tokens, one a line, in a file of a private temporary folder (mode 0700, the file
+    0600) outside the run's results; the folder is deleted when the block ends, however it
+    ends. The load engine reads the file once, when it starts."""
+    folder = Path(tempfile.mkdtemp(prefix="gatebench-tokens-"))
+    try:
+        path = folder / "tokens"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as fh:
+            fh.write("".join(f"{t}\n" for t in tokens))
+        yield path
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def subject_pool(prefix: str, size: int) -> tuple[str, ...]:
     """``prefix-1`` … ``prefix-size``: one subject per simulated user."""
     return tuple(f"{prefix}-{i}" for i in range(1, size + 1))
@@ -124,9 +177,13 @@ def generate_private_key(algorithm: JwtAlgorithm) -> str:
 
 
 __all__ = [
+    "TOKEN_MARGIN_S",
     "TokenSigner",
     "TokenSignerError",
     "generate_private_key",
     "public_pem",
+    "subject_of_user",
     "subject_pool",
+    "token_file",
+    "token_lifetime",
 ]
