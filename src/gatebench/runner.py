@@ -58,6 +58,7 @@ from .score import BASELINE
 from .stats import phase_stats
 from .store import ResultStore
 from .testers import MergedPhase, merged_measurement
+from .tokens import SIGNED_TOKEN_ENV, SIGNED_TOKENS_FILE_ENV
 from .trust import (
     CEILING_TARGET,
     CROSS_CHECK_REPETITIONS,
@@ -211,15 +212,6 @@ class _Run:
                 self.store.put_measurement(m)
 
 
-SIGNED_TOKEN_ENV = "GATEBENCH_SIGNED_TOKEN"
-"""Where the run puts the token it signed (``auth.jwt`` with one subject), for the load engine
-only: in this process's environment, never in a file of the run."""
-SIGNED_TOKENS_FILE_ENV = "GATEBENCH_SIGNED_TOKENS_FILE"
-"""With a pool of subjects: the path of the file holding one token per subject (a private
-temporary folder outside the run's results, deleted after the run: gatebench.tokens.token_file),
-for the load engine, which gives simulated user i the token of subject i mod the pool."""
-
-
 @contextlib.contextmanager
 def _signed_tokens(plan: Plan, outcome: RunOutcome) -> Iterator[Plan]:
     """With ``auth.jwt``: sign the requests' bearer tokens with the private key from its
@@ -229,8 +221,7 @@ def _signed_tokens(plan: Plan, outcome: RunOutcome) -> Iterator[Plan]:
     one token per subject in a temporary file, deleted when the block ends. Yields the plan
     whose auth sends them."""
     from .cost import load_seconds
-    from .policies import JwtAuth
-    from .tokens import TokenSigner, TokenSignerError, subject_pool, token_file, token_lifetime
+    from .tokens import TokenSignerError, signer_from_spec, signing_spec, token_file
 
     name = plan.auth.jwt_private_key_env
     if name is None:
@@ -242,17 +233,8 @@ def _signed_tokens(plan: Plan, outcome: RunOutcome) -> Iterator[Plan]:
             f"environment variable {name} is not set; auth.jwt signs the tokens with the PEM "
             f'private key it holds (export {name}="$(cat key.pem)")'
         )
-    policy = next(p.auth for p in plan.policies.all_policies() if isinstance(p.auth, JwtAuth))
     try:
-        lifetime = token_lifetime(load_seconds(plan.to_dict()), plan.auth.jwt_lifetime)
-        signer = TokenSigner(
-            pem,
-            policy.algorithms[0],
-            policy.issuer,
-            policy.audience,
-            lifetime=lifetime,
-            subjects=subject_pool("gatebench", plan.auth.jwt_subjects),
-        )
+        signer = signer_from_spec(signing_spec(plan, load_seconds(plan.to_dict())), pem)
     except TokenSignerError as exc:
         raise RunError(f"auth.jwt: {exc} (key from ${name})") from None
     described = ", ".join(f"{k} {v}" for k, v in signer.describe().items())

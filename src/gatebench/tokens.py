@@ -19,17 +19,20 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from .errors import GatebenchError
-from .policies import JwtAlgorithm
+from .policies import JwtAlgorithm, JwtAuth
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .plan import Plan
 
 
 class TokenSignerError(GatebenchError):
@@ -100,6 +103,49 @@ class TokenSigner:
             "subjects": len(self.subjects),
             "key_sha256": hashlib.sha256(self.private_key_pem.encode()).hexdigest()[:16],
         }
+
+
+SIGNED_TOKEN_ENV = "GATEBENCH_SIGNED_TOKEN"
+"""Where a local run puts the token it signed (``auth.jwt`` with one subject), for the load
+engine only: in the process's environment, never in a file of the run."""
+SIGNED_TOKENS_FILE_ENV = "GATEBENCH_SIGNED_TOKENS_FILE"
+"""The path of the file holding one token per subject (:func:`token_file`), for the load
+engine, which gives simulated user i the token of subject i mod the pool: a local run with a
+pool of subjects, and every cloud tester that signs (``signing`` in its workload)."""
+
+
+def signing_spec(plan: Plan, estimated_run_s: float) -> dict[str, Any]:
+    """What a signer needs besides its key, from a plan with ``auth.jwt``: the first JWT
+    policy's algorithm, issuer and audience, the pool's size and the tokens' lifetime
+    (:func:`token_lifetime`; TokenSignerError when the plan's is too short). Plain data: the
+    cloud path carries it in the workload document to the tester, which signs there."""
+    policy = next(p.auth for p in plan.policies.all_policies() if isinstance(p.auth, JwtAuth))
+    return {
+        "algorithm": policy.algorithms[0],
+        "issuer": policy.issuer,
+        "audience": policy.audience,
+        "subjects": plan.auth.jwt_subjects,
+        "lifetime": token_lifetime(estimated_run_s, plan.auth.jwt_lifetime),
+    }
+
+
+def signer_from_spec(spec: Mapping[str, Any], private_key_pem: str) -> TokenSigner:
+    """The signer of a :func:`signing_spec` with its key (TokenSignerError when they do not
+    fit, or when the spec is not one)."""
+    try:
+        algorithm = spec["algorithm"]
+        if algorithm not in ("RS256", "ES256", "HS256"):
+            raise TokenSignerError(f"unknown algorithm {algorithm!r}")
+        return TokenSigner(
+            private_key_pem,
+            algorithm,
+            str(spec["issuer"]),
+            str(spec["audience"]),
+            lifetime=float(spec["lifetime"]),
+            subjects=subject_pool("gatebench", int(spec["subjects"])),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise TokenSignerError(f"not a signing spec: {exc!r}") from None
 
 
 TOKEN_MARGIN_S = 300.0
@@ -177,11 +223,15 @@ def generate_private_key(algorithm: JwtAlgorithm) -> str:
 
 
 __all__ = [
+    "SIGNED_TOKENS_FILE_ENV",
+    "SIGNED_TOKEN_ENV",
     "TOKEN_MARGIN_S",
     "TokenSigner",
     "TokenSignerError",
     "generate_private_key",
     "public_pem",
+    "signer_from_spec",
+    "signing_spec",
     "subject_of_user",
     "subject_pool",
     "token_file",

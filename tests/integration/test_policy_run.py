@@ -19,10 +19,15 @@ import pytest
 
 from gatebench.plan import build_plan
 from gatebench.report import render
-from gatebench.runner import SIGNED_TOKEN_ENV, SIGNED_TOKENS_FILE_ENV, RunOptions, run_benchmark
+from gatebench.runner import RunOptions, run_benchmark
 from gatebench.spec import load_spec
 from gatebench.store import open_store
-from gatebench.tokens import generate_private_key, public_pem
+from gatebench.tokens import (
+    SIGNED_TOKEN_ENV,
+    SIGNED_TOKENS_FILE_ENV,
+    generate_private_key,
+    public_pem,
+)
 
 KEY_ENV = "GATEBENCH_TEST_JWT_KEY"
 PRIVATE = generate_private_key("RS256")

@@ -14,16 +14,12 @@ import pytest
 from gatebench.engines.wrk import _document_problems
 from gatebench.errors import PlanError, RunError
 from gatebench.plan import load_plan
-from gatebench.runner import (
-    SIGNED_TOKEN_ENV,
-    SIGNED_TOKENS_FILE_ENV,
-    RunOutcome,
-    _check_engine_supports,
-    _signed_tokens,
-)
+from gatebench.runner import RunOutcome, _check_engine_supports, _signed_tokens
 from gatebench.spec import load_spec
 from gatebench.testers import split_document
 from gatebench.tokens import (
+    SIGNED_TOKEN_ENV,
+    SIGNED_TOKENS_FILE_ENV,
     TokenSigner,
     TokenSignerError,
     generate_private_key,
