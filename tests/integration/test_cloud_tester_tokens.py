@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 
 import jwt
 import pytest
-from cloud.secretgate import SecretManagerStandIn
 
+from cloud.secretgate import SecretManagerStandIn
 from gatebench.cloud._secrets import EMULATOR_ENV
 from gatebench.plan import build_plan
 from gatebench.provisioners._vm_roles import _load_signed
