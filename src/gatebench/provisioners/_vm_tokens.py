@@ -40,7 +40,6 @@ def signed_tokens_on_tester(
         signer = signer_from_spec(spec, pem)
     except TokenSignerError as exc:
         raise RunError(f"{spec['secret']}: {exc}") from None
-    del pem
     with token_file(signer.tokens(len(signer.subjects))) as path:
         os.environ[SIGNED_TOKENS_FILE_ENV] = str(path)
         try:
