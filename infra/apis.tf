@@ -13,6 +13,8 @@ locals {
     "logging.googleapis.com",
     "pubsub.googleapis.com",
     "run.googleapis.com",
+    # Tester VMs read the JWT signing key (secrets.tf).
+    "secretmanager.googleapis.com",
     "storage.googleapis.com",
     "workflowexecutions.googleapis.com",
     "workflows.googleapis.com",

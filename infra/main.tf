@@ -28,6 +28,8 @@ locals {
     bigquery      = module.results.bigquery
     firestore_db  = module.results.firestore_database
     raw_retention = var.raw_log_retention_days
+    # A name, never the key: tester VMs read the secret itself (secrets.tf).
+    jwt_signer = var.jwt_signer
   }
 }
 

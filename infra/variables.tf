@@ -16,6 +16,16 @@ variable "function_bundles_dir" {
   default     = "../build/functions"
 }
 
+variable "jwt_signer" {
+  description = "Secret Manager secret (its id in this project) holding the PEM private key that tester VMs sign a run's JWTs with (x-gatebench auth.jwt). Only the tester VMs' service account may read it; the key is never in a bucket. Empty: the cloud path refuses auth.jwt."
+  type        = string
+  default     = ""
+  validation {
+    condition     = var.jwt_signer == "" || can(regex("^[A-Za-z0-9_-]{1,255}$", var.jwt_signer))
+    error_message = "jwt_signer: a Secret Manager secret id (letters, digits, _ and -, at most 255), or empty."
+  }
+}
+
 variable "labels" {
   description = "Labels added to every resource that takes labels."
   type        = map(string)

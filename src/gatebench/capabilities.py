@@ -25,6 +25,18 @@ def injection_problem(
     return None
 
 
+def token_pool_problem(engine: str, subjects: int) -> str | None:
+    """Why ``engine`` cannot give each simulated user its own signed token (``auth.jwt`` with
+    a pool of ``subjects``); None: it can. wrk's Lua script runs per thread, not per
+    connection, so it sends one token from every connection."""
+    if engine == "wrk" and subjects > 1:
+        return (
+            f"engine wrk sends one token from every connection; a pool of {subjects} subjects "
+            "(one token per simulated user) needs engine: gatling, or subjects: 1"
+        )
+    return None
+
+
 def wrk_injection_problem(kind: str, duration_s: float | None, requests: int | None) -> str | None:
     """Why wrk cannot run this injection profile (None: it can)."""
     if kind != "concurrent":
@@ -41,4 +53,10 @@ def wrk_injection_problem(kind: str, duration_s: float | None, requests: int | N
     return None
 
 
-__all__ = ["ENGINES", "WRK_SUPPORTED", "injection_problem", "wrk_injection_problem"]
+__all__ = [
+    "ENGINES",
+    "WRK_SUPPORTED",
+    "injection_problem",
+    "token_pool_problem",
+    "wrk_injection_problem",
+]

@@ -161,6 +161,20 @@ def _polls(duration_s: float, polling: Mapping[str, Any]) -> int:
     return count
 
 
+def load_seconds(plan: Mapping[str, Any], table: Mapping[str, Any] | None = None) -> float:
+    """How long the load of a plan (as ``Plan.to_dict()`` gives it) lasts: every phase of
+    every target and repetition, plus the engine's start."""
+    assume = (table or price_table())["assumptions"]
+    gateways = [g for g in plan.get("gateways") or [] if g != "baseline"]
+    targets = len(gateways) + (1 if plan.get("baseline") else 0)
+    repetitions = int(plan.get("repetitions") or 1)
+    overhead = float(assume["phase_overhead_s"])
+    per_target = _warmup_seconds(plan, assume) + sum(
+        phase_seconds(w["injection"], assume) + overhead for w in plan.get("workloads") or []
+    )
+    return repetitions * targets * per_target + float(assume["engine_start_s"])
+
+
 def estimate_cost(plan: Mapping[str, Any], table: Mapping[str, Any] | None = None) -> CostEstimate:
     """The estimate for a plan as ``Plan.to_dict()`` gives it (also a stored run's plan)."""
     table = table or price_table()
@@ -169,11 +183,7 @@ def estimate_cost(plan: Mapping[str, Any], table: Mapping[str, Any] | None = Non
     targets = len(gateways) + (1 if plan.get("baseline") else 0)
     repetitions = int(plan.get("repetitions") or 1)
     workloads = plan.get("workloads") or []
-    overhead = float(assume["phase_overhead_s"])
-    per_target = _warmup_seconds(plan, assume) + sum(
-        phase_seconds(w["injection"], assume) + overhead for w in workloads
-    )
-    load_s = repetitions * targets * per_target + float(assume["engine_start_s"])
+    load_s = load_seconds(plan, table)
     requests = (
         repetitions * targets * sum(phase_requests(w["injection"], assume) for w in workloads)
     )
@@ -319,6 +329,7 @@ __all__ = [
     "CostLine",
     "describe_cost",
     "estimate_cost",
+    "load_seconds",
     "machine_hourly",
     "phase_requests",
     "phase_seconds",

@@ -37,13 +37,14 @@ import json
 import os
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from .api_keys import with_api_keys
 from .backends import start_plan_backend
+from .capabilities import token_pool_problem
 from .engines import EngineEvent, EngineRun, get_engine, injection_problem
 from .errors import GatebenchError, RunError
 from .ir import Api
@@ -58,6 +59,7 @@ from .score import BASELINE
 from .stats import phase_stats
 from .store import ResultStore
 from .testers import MergedPhase, merged_measurement
+from .tokens import SIGNED_TOKEN_ENV, SIGNED_TOKENS_FILE_ENV
 from .trust import (
     CEILING_TARGET,
     CROSS_CHECK_REPETITIONS,
@@ -211,42 +213,49 @@ class _Run:
                 self.store.put_measurement(m)
 
 
-SIGNED_TOKEN_ENV = "GATEBENCH_SIGNED_TOKEN"
-"""Where the run puts the token it signed (``auth.jwt``), for the load engine only: in this
-process's environment, never in a file of the run."""
-
-
-def _sign_tokens(plan: Plan, outcome: RunOutcome) -> Plan:
-    """With ``auth.jwt``: sign the requests' bearer token with the private key from its
-    variable and the JWT policy's claims; the run records the key's fingerprint only."""
-    from .policies import JwtAuth
-    from .tokens import TokenSigner, TokenSignerError, subject_pool
+@contextlib.contextmanager
+def _signed_tokens(plan: Plan, outcome: RunOutcome) -> Iterator[Plan]:
+    """With ``auth.jwt``: sign the requests' bearer tokens with the private key from its
+    variable and the JWT policy's claims, valid for the run's estimated length plus a margin
+    (or the plan's lifetime, refused when shorter); the run records the key's fingerprint
+    only. One subject: the token goes to the engine in this process's environment; a pool:
+    one token per subject in a temporary file, deleted when the block ends. Yields the plan
+    whose auth sends them."""
+    from .cost import load_seconds
+    from .tokens import TokenSignerError, signer_from_spec, signing_spec, token_file
 
     name = plan.auth.jwt_private_key_env
     if name is None:
-        return plan
+        yield plan
+        return
     pem = os.environ.get(name)
     if not pem:
         raise RunError(
             f"environment variable {name} is not set; auth.jwt signs the tokens with the PEM "
             f'private key it holds (export {name}="$(cat key.pem)")'
         )
-    policy = next(p.auth for p in plan.policies.all_policies() if isinstance(p.auth, JwtAuth))
     try:
-        signer = TokenSigner(
-            pem,
-            policy.algorithms[0],
-            policy.issuer,
-            policy.audience,
-            lifetime=plan.auth.jwt_lifetime,
-            subjects=subject_pool("gatebench", plan.auth.jwt_subjects),
-        )
+        signer = signer_from_spec(signing_spec(plan, load_seconds(plan.to_dict())), pem)
     except TokenSignerError as exc:
         raise RunError(f"auth.jwt: {exc} (key from ${name})") from None
-    os.environ[SIGNED_TOKEN_ENV] = signer.sign(0)
     described = ", ".join(f"{k} {v}" for k, v in signer.describe().items())
     outcome.notes.append(f"bearer tokens signed by the run ({described})")
-    return replace(plan, auth=replace(plan.auth, bearer_env=SIGNED_TOKEN_ENV))
+    if plan.auth.jwt_subjects == 1:
+        os.environ[SIGNED_TOKEN_ENV] = signer.sign(0)
+        try:
+            yield replace(plan, auth=replace(plan.auth, bearer_env=SIGNED_TOKEN_ENV))
+        finally:
+            os.environ.pop(SIGNED_TOKEN_ENV, None)
+        return
+    with token_file(signer.tokens(plan.auth.jwt_subjects)) as path:
+        os.environ[SIGNED_TOKENS_FILE_ENV] = str(path)
+        try:
+            yield replace(
+                plan,
+                auth=replace(plan.auth, bearer_env=SIGNED_TOKENS_FILE_ENV, bearer_per_user=True),
+            )
+        finally:
+            os.environ.pop(SIGNED_TOKENS_FILE_ENV, None)
 
 
 def _check_secrets(plan: Plan) -> None:
@@ -297,6 +306,7 @@ def run_benchmark(
     )
     run = _Run(record, run_dir, store, display)
     outcome = RunOutcome(record, run.measurements, run_dir)
+    tokens = contextlib.ExitStack()  # the signed tokens' file: deleted however the run ends
     run.status(RunStatus.PARSED)
     step = "rendered"
     engine_name = options.engine or plan.engine
@@ -307,7 +317,7 @@ def run_benchmark(
         _check_testers(options.testers, engine_name)
         if options.cross_check:
             get_engine(options.cross_check).check()
-        plan = _sign_tokens(plan, outcome)
+        plan = tokens.enter_context(_signed_tokens(plan, outcome))
         _check_secrets(plan)
         # The gateways get the API keys from their variable; the stored plan never holds them.
         enforced = with_api_keys(plan.policies, os.environ)
@@ -489,6 +499,8 @@ def run_benchmark(
             error=str(exc),
         )
         raise
+    finally:
+        tokens.close()
     outcome.wall_s = time.monotonic() - wall_start
     return outcome
 
@@ -523,6 +535,10 @@ def _check_engine_supports(engine_name: str, plan: Plan) -> None:
         reason = injection_problem(engine_name, inj.kind, inj.duration, inj.requests)
         if reason is not None:
             raise RunError(f"workload {w.name!r}: {reason}")
+    if plan.auth.jwt_private_key_env is not None:
+        problem = token_pool_problem(engine_name, plan.auth.jwt_subjects)
+        if problem is not None:
+            raise RunError(f"auth.jwt.subjects: {problem}")
 
 
 def _check_testers(testers: int, engine_name: str) -> None:

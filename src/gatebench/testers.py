@@ -14,7 +14,8 @@ own log, merged afterwards. Both halves are pure and live here, in the core:
   got users. A ``sequential`` phase (one user) cannot be split: tester 0 runs it. A tester
   whose share is zero leaves the phase out. Only tester 0 runs the controls (the backend
   reset) before a phase. Counters stay disjoint: tester i counts from ``start + i*step`` in
-  steps of ``N*step``. Tester 0's document equals the original when N is 1.
+  steps of ``N*step``; so do simulated users (``user_base``, ``user_stride``: which token of a
+  pool of subjects each user carries). Tester 0's document equals the original when N is 1.
 * :func:`merge_phase` merges one phase's raw records from every tester: percentiles over every
   record (nothing averaged), throughput over the union of the testers' windows. It records
   each tester's count, window and CPU, the start skew between testers, flags the phase
@@ -98,6 +99,17 @@ def _split_params(params: dict[str, Any], tester: int, testers: int) -> dict[str
     return out
 
 
+def _user_numbers(share: Sequence[Injection | None], tester: int, testers: int) -> dict[str, int]:
+    """Where a tester's users sit among the phase's (what picks a user's token from the pool
+    of subjects: gatebench.tokens.subject_of_user): a closed phase's users follow the earlier
+    testers' users; an open phase's arrivals interleave (tester t has t, t + N, ...)."""
+    inj = share[tester]
+    if inj is not None and inj.kind in ("ramp", "constant_rate"):
+        return {"user_base": tester, "user_stride": testers}
+    before = sum((s.users or 1) for s in share[:tester] if s is not None)
+    return {"user_base": before, "user_stride": 1}
+
+
 def split_document(document: dict[str, Any], testers: int) -> list[dict[str, Any]]:
     """One workload document per tester (the rule is in the module docstring)."""
     if not 1 <= testers <= MAX_TESTERS:
@@ -121,6 +133,7 @@ def split_document(document: dict[str, Any], testers: int) -> list[dict[str, Any
                     before=copy.deepcopy(p["before"]) if t == 0 else [],
                     seed=(int(p["seed"]) + t * 7_919) % (2**62),
                     params=_split_params(p["params"], t, testers),
+                    **_user_numbers(share, t, testers),
                 )
             )
         out.append(dict(copy.deepcopy(document), phases=phases))

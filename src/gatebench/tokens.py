@@ -4,24 +4,35 @@ validation, not rejection.
 The signer holds a private key (PEM, read from a file of the bundle or an environment
 variable by the edge that builds it) and signs tokens with the claims the gateway checks:
 issuer, audience, subject, ``iat`` and ``exp``. A pool of subjects gives each simulated user
-its own ``sub`` (so a per-subject rate limit counts per user). The private key lives only in
-this object: :meth:`TokenSigner.describe` (what runs record) names the key by its
+its own ``sub`` (so a per-subject rate limit counts per user): the run signs one token per
+subject before the load and hands them to the engine in a file of a private temporary folder
+(:func:`token_file`), deleted after the run. The private key lives only in this object: :meth:`TokenSigner.describe` (what runs record) names the key by its
 fingerprint, never by its content.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import math
+import os
+import shutil
+import tempfile
 import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from .errors import GatebenchError
-from .policies import JwtAlgorithm
+from .policies import JwtAlgorithm, JwtAuth
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .plan import Plan
 
 
 class TokenSignerError(GatebenchError):
@@ -94,6 +105,94 @@ class TokenSigner:
         }
 
 
+SIGNED_TOKEN_ENV = "GATEBENCH_SIGNED_TOKEN"
+"""Where a local run puts the token it signed (``auth.jwt`` with one subject), for the load
+engine only: in the process's environment, never in a file of the run."""
+SIGNED_TOKENS_FILE_ENV = "GATEBENCH_SIGNED_TOKENS_FILE"
+"""The path of the file holding one token per subject (:func:`token_file`), for the load
+engine, which gives simulated user i the token of subject i mod the pool: a local run with a
+pool of subjects, and every cloud tester that signs (``signing`` in its workload)."""
+
+
+def signing_spec(plan: Plan, estimated_run_s: float) -> dict[str, Any]:
+    """What a signer needs besides its key, from a plan with ``auth.jwt``: the first JWT
+    policy's algorithm, issuer and audience, the pool's size and the tokens' lifetime
+    (:func:`token_lifetime`; TokenSignerError when the plan's is too short). Plain data: the
+    cloud path carries it in the workload document to the tester, which signs there."""
+    policy = next(p.auth for p in plan.policies.all_policies() if isinstance(p.auth, JwtAuth))
+    return {
+        "algorithm": policy.algorithms[0],
+        "issuer": policy.issuer,
+        "audience": policy.audience,
+        "subjects": plan.auth.jwt_subjects,
+        "lifetime": token_lifetime(estimated_run_s, plan.auth.jwt_lifetime),
+    }
+
+
+def signer_from_spec(spec: Mapping[str, Any], private_key_pem: str) -> TokenSigner:
+    """The signer of a :func:`signing_spec` with its key (TokenSignerError when they do not
+    fit, or when the spec is not one)."""
+    try:
+        algorithm = spec["algorithm"]
+        if algorithm not in ("RS256", "ES256", "HS256"):
+            raise TokenSignerError(f"unknown algorithm {algorithm!r}")
+        return TokenSigner(
+            private_key_pem,
+            algorithm,
+            str(spec["issuer"]),
+            str(spec["audience"]),
+            lifetime=float(spec["lifetime"]),
+            subjects=subject_pool("gatebench", int(spec["subjects"])),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise TokenSignerError(f"not a signing spec: {exc!r}") from None
+
+
+TOKEN_MARGIN_S = 300.0
+"""How much longer than the run's estimated length its tokens stay valid: the estimate
+counts seconds per request, and gateways take their time to boot."""
+
+
+def token_lifetime(estimated_run_s: float, given: float | None) -> float:
+    """The tokens' lifetime: the plan's (``auth.jwt.lifetime``), or the run's estimated length
+    plus :data:`TOKEN_MARGIN_S` rounded up to a minute. A given lifetime shorter than that is
+    refused: tokens expiring mid-run would measure rejection, not validation."""
+    needed = estimated_run_s + TOKEN_MARGIN_S
+    if given is None:
+        return float(math.ceil(needed / 60.0) * 60)
+    if given < needed:
+        raise TokenSignerError(
+            f"lifetime {given:g}s is shorter than this run (about {estimated_run_s:.0f}s of "
+            f"load) plus a {TOKEN_MARGIN_S:.0f}s margin: its tokens would expire during the "
+            f"run; give at least {math.ceil(needed)}s, or leave lifetime out (the run's length "
+            "plus the margin)"
+        )
+    return given
+
+
+def subject_of_user(user: int, pool: int, *, base: int = 0, stride: int = 1) -> int:
+    """The subject (index into the pool) of simulated user ``user`` of a phase: global user
+    ``base + user * stride`` (a tester's share of a split phase: gatebench.testers) modulo the
+    pool. The generic simulation applies the same rule (``GenericSimulation.userToken``)."""
+    return (base + user * stride) % pool
+
+
+@contextlib.contextmanager
+def token_file(tokens: Sequence[str]) -> Iterator[Path]:
+    """The tokens, one a line, in a file of a private temporary folder (mode 0700, the file
+    0600) outside the run's results; the folder is deleted when the block ends, however it
+    ends. The load engine reads the file once, when it starts."""
+    folder = Path(tempfile.mkdtemp(prefix="gatebench-tokens-"))
+    try:
+        path = folder / "tokens"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as fh:
+            fh.write("".join(f"{t}\n" for t in tokens))
+        yield path
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def subject_pool(prefix: str, size: int) -> tuple[str, ...]:
     """``prefix-1`` … ``prefix-size``: one subject per simulated user."""
     return tuple(f"{prefix}-{i}" for i in range(1, size + 1))
@@ -124,9 +223,17 @@ def generate_private_key(algorithm: JwtAlgorithm) -> str:
 
 
 __all__ = [
+    "SIGNED_TOKENS_FILE_ENV",
+    "SIGNED_TOKEN_ENV",
+    "TOKEN_MARGIN_S",
     "TokenSigner",
     "TokenSignerError",
     "generate_private_key",
     "public_pem",
+    "signer_from_spec",
+    "signing_spec",
+    "subject_of_user",
     "subject_pool",
+    "token_file",
+    "token_lifetime",
 ]

@@ -6,6 +6,10 @@ target's base URL, the request (method, path and query as templates, headers, bo
 value generators of the plan, the injection profile and the control calls to make first
 (the backend reset), and never a secret: authentication is a header *name* plus the name of
 the environment variable that holds the value, read by the engine when it sends requests.
+With ``"per_user": true`` the variable names a file of tokens, one a line (the run's pool of
+subjects, gatebench.tokens), and simulated user ``i`` of a phase sends line
+``(user_base + i * user_stride) mod lines`` (``user_base`` 0 and ``user_stride`` 1 unless a
+phase is split across testers: gatebench.testers).
 
 Templates are lists of parts, ``{"text": ...}`` (already escaped for where it goes) or
 ``{"param": NAME, "as": ENCODING}`` where ENCODING is ``path`` / ``query`` (percent-encoded),
@@ -416,9 +420,14 @@ def _auth(op: Operation, plan: Plan) -> tuple[list[dict[str, Any]], list[list[An
     for scheme in op.security[0].schemes:
         label = scheme.label
         if label in ("bearer", "oauth2", "openIdConnect") and plan.auth.bearer_env:
-            headers.append(
-                {"header": "Authorization", "prefix": "Bearer ", "env": plan.auth.bearer_env}
-            )
+            header: dict[str, Any] = {
+                "header": "Authorization",
+                "prefix": "Bearer ",
+                "env": plan.auth.bearer_env,
+            }
+            if plan.auth.bearer_per_user:
+                header["per_user"] = True
+            headers.append(header)
         elif label == "basic" and plan.auth.basic_username_env and plan.auth.basic_password_env:
             headers.append(
                 {

@@ -2,19 +2,35 @@
 gateway that cannot apply the policies is left out with the reason, or run bare and marked
 with --allow-missing-policies; the private key is in no file of the run. A run with API keys:
 the gateways read the valid keys from their variable, the workload sends one (2xx only), and
-no file of the run's folder holds a key."""
+no file of the run's folder holds a key. With a pool of subjects every simulated user carries
+its own token: a per-subject rate limit on Envoy and HAProxy counts each user apart, and
+Gatling gives user i subject i mod the pool."""
 
 from __future__ import annotations
 
+import http.server
+import os
+import threading
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, ClassVar
 
+import jwt
 import pytest
 
 from gatebench.errors import RunError
 from gatebench.plan import build_plan
-from gatebench.runner import SIGNED_TOKEN_ENV, RunOptions, run_benchmark
+from gatebench.report import render
+from gatebench.runner import RunOptions, run_benchmark
 from gatebench.spec import load_spec
-from gatebench.tokens import generate_private_key, public_pem
+from gatebench.store import open_store
+from gatebench.tokens import (
+    SIGNED_TOKEN_ENV,
+    SIGNED_TOKENS_FILE_ENV,
+    generate_private_key,
+    public_pem,
+)
 
 KEY_ENV = "GATEBENCH_TEST_JWT_KEY"
 PRIVATE = generate_private_key("RS256")
@@ -190,3 +206,201 @@ def test_a_run_refuses_a_bad_key_list_naming_its_variable(
         "by commas)"
     )
     assert not list((tmp_path / "results").rglob("nginx.conf")), "a gateway was rendered"
+
+
+# -- a pool of subjects: every simulated user its own token ------------------------------------
+
+USERS = 6
+
+
+def _rate_limited_plan(gateways: list[str], subjects: int) -> tuple[Any, Any]:
+    """Each user sends one request; the gateways allow one request per subject per minute."""
+    result = load_spec(Path(__file__).parents[2] / "examples" / "auction" / "openapi.yaml")
+    api = result.api
+    assert api is not None
+    section = {
+        "gateways": gateways,
+        "baseline": False,
+        "repetitions": 1,
+        "warmup": False,
+        "backend": {"builtin": "auction"},
+        "auth": {"jwt": {"private_key_env": KEY_ENV, "subjects": subjects}},
+        "policies": {
+            "auth": {"jwt": {"issuer": ISSUER, "audience": "auction", "keys": "public.pem"}},
+            "rate_limit": {"requests": 1, "window": "60s", "key": "subject"},
+        },
+        "workloads": [
+            {
+                "name": "retrieve",
+                "operation": "getAuction",
+                "params": {"auctionId": 7},
+                "expect": [200],
+                "injection": {"at_once": USERS},
+            }
+        ],
+    }
+    return api, build_plan(section, api, read_file=lambda name: public_pem(PRIVATE))
+
+
+def _tokens_seen(seen: list[str]) -> Callable[[Any], None]:
+    """A display callback that keeps the tokens the engine was given (read while the run
+    lasts: the test's only way to know the strings it then looks for)."""
+
+    def display(progress: Any) -> None:
+        if seen:
+            return
+        if os.environ.get(SIGNED_TOKENS_FILE_ENV):
+            path = Path(os.environ[SIGNED_TOKENS_FILE_ENV])
+            seen.extend(path.read_text().splitlines())
+            seen.append(str(path))
+        elif os.environ.get(SIGNED_TOKEN_ENV):
+            seen.append(os.environ[SIGNED_TOKEN_ENV])
+
+    return display
+
+
+@pytest.mark.parametrize("subjects", [USERS, 1])
+def test_a_limit_per_subject_counts_each_user_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, subjects: int
+) -> None:
+    """Envoy and HAProxy allow one request per token subject per minute; six users send one
+    request each. Six subjects: every user stays under its own limit. One subject shared by
+    all: the limit is reached after the first request, the other five get 429."""
+    monkeypatch.setenv(KEY_ENV, PRIVATE)
+    api, plan = _rate_limited_plan(["envoy", "haproxy"], subjects)
+    store = open_store(tmp_path / "store.sqlite")
+    seen: list[str] = []
+    outcome = run_benchmark(
+        api,
+        plan,
+        spec_uri="auction",
+        spec_sha256="0" * 64,
+        options=RunOptions(results_dir=tmp_path / "results", seed=5, ceiling=False),
+        store=store,
+        display=_tokens_seen(seen),
+    )
+    by_target = {m.target: m for m in outcome.measurements}
+    assert sorted(by_target) == ["envoy", "haproxy"], outcome.record.target_errors
+    for target, m in by_target.items():
+        if subjects == USERS:
+            assert (m.requests, m.ok, m.ko) == (USERS, USERS, 0), (target, m.errors)
+        else:
+            assert (m.requests, m.ok, m.ko) == (USERS, 1, USERS - 1), (target, m.errors)
+            assert [count for message, count in m.errors if "429" in message] == [USERS - 1]
+    # the tokens and the key: in no file of the run, not in the store, not in the report
+    if subjects == USERS:
+        *tokens, token_path = seen
+        assert len(tokens) == USERS and not Path(token_path).exists()
+        assert not Path(token_path).is_relative_to(tmp_path)
+    else:
+        tokens = seen
+        assert len(tokens) == 1 and SIGNED_TOKEN_ENV not in os.environ
+    assert outcome.report is not None
+    report = render(outcome.report, "html") + render(outcome.report, "json")
+    secrets = [*(t.rsplit(".", 1)[1] for t in tokens), PRIVATE.splitlines()[1]]
+    store.close()
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.name == "store.sqlite" for p in files) and any(
+        p.name.endswith(".log") for p in files
+    )
+    leaked = [(p.name, s[:12]) for p in files for s in secrets if s.encode() in p.read_bytes()]
+    assert not leaked, f"a token or the private key was written: {leaked}"
+    assert not [s for s in secrets if s in report]
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    """A backend that answers 200 and keeps the ``sub`` of every bearer token it sees."""
+
+    subjects: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        auth = self.headers.get("Authorization", "")
+        if auth.startswith("Bearer "):
+            claims = jwt.decode(
+                auth[7:], public_pem(PRIVATE), algorithms=["RS256"], audience="auction"
+            )
+            self.subjects.append(f"{self.path.split('?')[0]} {claims['sub']}")
+        body = b'{"id": 7}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_user_i_sends_the_token_of_subject_i_modulo_the_pool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Gatling against a recording backend (the baseline, no gateway): a pool of 4 subjects;
+    6 users at once get subjects 1 2 3 4 1 2; 3 looping users keep subjects 1 to 3 for all
+    their requests; 5 arrivals of a ramp (the open model) get 1 2 3 4 1."""
+    monkeypatch.setenv(KEY_ENV, PRIVATE)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    _Recorder.subjects = []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        result = load_spec(Path(__file__).parents[2] / "examples" / "auction" / "openapi.yaml")
+        api = result.api
+        assert api is not None
+
+        def workload(name: str, injection: dict[str, Any], auction: int) -> dict[str, Any]:
+            return {
+                "name": name,
+                "operation": "getAuction",
+                "params": {"auctionId": auction},
+                "expect": [200],
+                "injection": injection,
+            }
+
+        section = {
+            "gateways": [],
+            "baseline": True,
+            "repetitions": 1,
+            "warmup": False,
+            "order": "fixed",
+            "backend": {"url": f"http://127.0.0.1:{server.server_address[1]}"},
+            "auth": {"jwt": {"private_key_env": KEY_ENV, "subjects": 4}},
+            "policies": {
+                "auth": {"jwt": {"issuer": ISSUER, "audience": "auction", "keys": "public.pem"}}
+            },
+            "workloads": [
+                workload("at-once", {"at_once": 6}, 1),
+                workload("looping", {"concurrent": 3, "requests": 12}, 2),
+                workload("arrivals", {"ramp": {"users": 5, "duration": "1s"}}, 3),
+            ],
+        }
+        plan = build_plan(section, api, read_file=lambda name: public_pem(PRIVATE))
+        outcome = run_benchmark(
+            api,
+            plan,
+            spec_uri="auction",
+            spec_sha256="0" * 64,
+            options=RunOptions(results_dir=tmp_path, seed=5, ceiling=False),
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert sorted((m.workload, m.ok, m.ko) for m in outcome.measurements) == [
+        ("arrivals", 5, 0),
+        ("at-once", 6, 0),
+        ("looping", 12, 0),
+    ]
+    by_path = Counter(_Recorder.subjects)
+    assert {k: v for k, v in by_path.items() if k.startswith("/auctions/1 ")} == {
+        "/auctions/1 gatebench-1": 2,
+        "/auctions/1 gatebench-2": 2,
+        "/auctions/1 gatebench-3": 1,
+        "/auctions/1 gatebench-4": 1,
+    }
+    looping = {k.split()[1] for k in by_path if k.startswith("/auctions/2 ")}
+    assert looping == {"gatebench-1", "gatebench-2", "gatebench-3"}
+    assert {k: v for k, v in by_path.items() if k.startswith("/auctions/3 ")} == {
+        "/auctions/3 gatebench-1": 2,
+        "/auctions/3 gatebench-2": 1,
+        "/auctions/3 gatebench-3": 1,
+        "/auctions/3 gatebench-4": 1,
+    }

@@ -215,10 +215,11 @@ def test_the_cloud_path_refuses_signing_tokens() -> None:
     with pytest.raises(RequestError) as info:
         render_run(buffer.getvalue(), ref, CLOUD_SETTINGS, "gb-runs")
     assert [(p.pointer, p.message) for p in info.value.problems] == [
-        (
+        (  # a deployment without jwt_signer (tests/unit/test_cloud_signing.py: with one)
             "/x-gatebench/auth/jwt",
-            "the run signs tokens on the local path only; on the cloud path give "
-            "auth: {bearer: {env: NAME}} with a token signed beforehand",
+            "this deployment has no signing key for auth.jwt: set the Terraform variable "
+            "jwt_signer to a Secret Manager secret holding the PEM private key (docs/cloud.md, "
+            '"Signed tokens"), or give auth: {bearer: {env: NAME}} with a token signed beforehand',
         )
     ]
 

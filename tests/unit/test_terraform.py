@@ -39,6 +39,7 @@ ALLOWED_ROLES = {
     "roles/logging.logWriter": "write logs",
     "roles/pubsub.publisher": "Cloud Storage publishes object events for Eventarc",
     "roles/run.invoker": "invoke a function",
+    "roles/secretmanager.secretAccessor": "tester VMs read the JWT signing key (one secret)",
     "roles/storage.objectAdmin": "write run artefacts (one bucket)",
     "roles/storage.objectCreator": "upload specs, raw logs (one bucket)",
     "roles/storage.objectUser": "rewrite the tester's own markers (by object condition)",

@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..backends import CONTROL_PREFIX
 from ..backends.mock import mock_config
+from ..cost import load_seconds
 from ..errors import GatebenchError, PlanError, Problem, RenderError
 from ..ir import Api
 from ..plan import Plan, load_plan
@@ -27,6 +28,7 @@ from ..renderers._leave_out import render_leaving_out
 from ..run_request import METADATA_HEADER, METADATA_KEY, UploadRejected, run_request_from_metadata
 from ..score import BASELINE
 from ..spec import read_spec
+from ..tokens import SIGNED_TOKENS_FILE_ENV, TokenSignerError, signing_spec
 from ..workload import compile_load
 from ._layout import Layout, layout_for
 from ._objects import ObjectRef, RequestError
@@ -124,15 +126,11 @@ def render_run(
     if refused:
         raise RequestError(refused)
     plan = request.apply(plan)
-    if plan.auth.jwt_private_key_env is not None:
-        raise RequestError(
-            [
-                Problem(
-                    "/x-gatebench/auth/jwt",
-                    "the run signs tokens on the local path only; on the cloud path give "
-                    "auth: {bearer: {env: NAME}} with a token signed beforehand",
-                )
-            ]
+    signing = _signing(plan, settings)
+    if signing is not None:
+        plan = replace(
+            plan,
+            auth=replace(plan.auth, bearer_env=SIGNED_TOKENS_FILE_ENV, bearer_per_user=True),
         )
     api = result.api
     zone = (plan.infrastructure.zone if plan.infrastructure else None) or settings.get("zone")
@@ -189,7 +187,38 @@ def render_run(
         "failures": rendered.failures,
     }
     rendered.workload = _workload(plan, api, layout, list(gateways), backend_url, rendered, run_id)
+    if signing is not None:
+        rendered.workload["signing"] = signing
     return rendered
+
+
+def _signing(plan: Plan, settings: Mapping[str, Any]) -> dict[str, Any] | None:
+    """With ``auth.jwt``: what the tester signs the run's tokens with, just before the load
+    (gatebench.provisioners._vm_tokens): the claims, the pool, the lifetime, and the Secret
+    Manager secret holding the private key (the deployment's ``jwt_signer``, readable by the
+    tester VMs alone: infra/secrets.tf). A name, never the key: nothing in a bucket can sign."""
+    if plan.auth.jwt_private_key_env is None:
+        return None
+    where = "/x-gatebench/auth/jwt"
+    secret = str(settings.get("jwt_signer") or "")
+    if not secret:
+        raise RequestError(
+            [
+                Problem(
+                    where,
+                    "this deployment has no signing key for auth.jwt: set the Terraform "
+                    "variable jwt_signer to a Secret Manager secret holding the PEM private key "
+                    '(docs/cloud.md, "Signed tokens"), or give auth: {bearer: {env: NAME}} '
+                    "with a token signed beforehand",
+                )
+            ]
+        )
+    try:
+        spec = signing_spec(plan, load_seconds(plan.to_dict()))
+    except TokenSignerError as exc:
+        raise RequestError([Problem(f"{where}/lifetime", str(exc))]) from None
+    project = str(settings.get("project") or "")
+    return {**spec, "secret": f"projects/{project}/secrets/{secret}"}
 
 
 def _backend_url(plan: Plan, layout: Layout) -> str:

@@ -76,6 +76,15 @@ def _document_problems(document: Mapping[str, Any]) -> list[Problem]:
         reason = wrk_injection_problem(str(inj.get("kind")), duration, inj.get("requests"))
         if reason is not None:
             problems.append(Problem(pointer("phases", i, "injection"), reason))
+        for j, auth in enumerate(phase["request"].get("auth") or []):
+            if auth.get("per_user"):
+                problems.append(
+                    Problem(
+                        pointer("phases", i, "request", "auth", j),
+                        "engine wrk sends one token from every connection, not one per "
+                        "simulated user (auth.jwt with a pool of subjects): use engine: gatling",
+                    )
+                )
     return problems
 
 

@@ -119,6 +119,12 @@ def build_plan(
                 "give either auth.bearer (a token from a variable) or auth.jwt (signed tokens), not both",
             )
     engine = _engine(data.get("engine", "gatling"), r, workloads, warmup)
+    if auth.jwt_private_key_env is not None:
+        from ..capabilities import token_pool_problem
+
+        pool_problem = token_pool_problem(engine, auth.jwt_subjects)
+        if pool_problem is not None:
+            r.error(["auth", "jwt", "subjects"], pool_problem)
     cpus = _cpus(data["cpus"], r) if "cpus" in data else Cpus()
     thresholds, threshold_problems = parse_thresholds(
         data.get("thresholds"),

@@ -159,7 +159,14 @@ class Auth:
     """Sign bearer tokens during the run with the PEM private key in this variable
     (``gatebench.tokens``; with ``policies.auth.jwt``)."""
     jwt_subjects: int = 1
-    jwt_lifetime: float = 3600.0
+    """Size of the pool of subjects: simulated user i carries the token of subject i mod the
+    pool (with more than one, every user its own token: gatebench.tokens)."""
+    jwt_lifetime: float | None = None
+    """Seconds from ``iat`` to ``exp``; None: the run's estimated length plus a margin
+    (``gatebench.tokens.token_lifetime``)."""
+    bearer_per_user: bool = False
+    """Set by the run, never by a plan: ``bearer_env`` names a file of tokens, one a line,
+    and simulated user i sends line i mod their count (the pool of subjects)."""
 
 
 @dataclass(frozen=True)

@@ -149,9 +149,31 @@ def run_tester(
     def barrier() -> None:  # the JVM is up; every tester lets its load go at start_at
         clock.sleep(max(0.0, start_at - clock.now()))
 
-    done = _load(storage, bucket, run_id, workdir, document, raw_name(tester, testers), barrier)
+    done = _load_signed(
+        storage, bucket, run_id, workdir, document, raw_name(tester, testers), barrier
+    )
     write_marker(storage, bucket, run_id, done_marker, done)
     return 0 if done["ok"] else 3
+
+
+def _load_signed(
+    storage: Storage,
+    bucket: str,
+    run_id: str,
+    workdir: Path,
+    document: dict[str, Any],
+    raw_as: str = "gatling",
+    barrier: Callable[[], None] | None = None,
+) -> dict[str, Any]:
+    """:func:`_load`, after the tester signed the run's tokens when its plan asks for it
+    (``auth.jwt``: gatebench.provisioners._vm_tokens); they are gone when the load ends."""
+    from ._vm_tokens import signed_tokens_on_tester
+
+    try:
+        with signed_tokens_on_tester(document):
+            return _load(storage, bucket, run_id, workdir, document, raw_as, barrier)
+    except RunError as exc:  # _load reports its own failures: this is the signing's
+        return {"ok": False, "reason": f"the tester could not sign the run's tokens: {exc}"}
 
 
 def _load(

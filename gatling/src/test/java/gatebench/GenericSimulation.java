@@ -54,7 +54,10 @@ import java.util.function.Function;
  * later phases run. Its name, "__flush__N", proves that phases before N are complete.
  *
  * <p>Secrets: auth values are read from environment variables once, here, and only ever sent
- * as headers; they are never written to a file or printed.
+ * as headers; they are never written to a file or printed. An auth header marked {@code
+ * per_user} names a variable that holds the path of a file of tokens, one a line (the run's pool
+ * of subjects): user i of a phase sends line (user_base + i * user_stride) mod lines, so each
+ * simulated user carries its own subject (a per-subject rate limit counts per user).
  *
  * <p>stdout protocol (one line each, read by gatebench.engines.gatling): {@code GATEBENCH start
  * INDEX EPOCH_MS}, {@code GATEBENCH end INDEX EPOCH_MS}, {@code GATEBENCH progress INDEX DONE}
@@ -69,6 +72,7 @@ public class GenericSimulation extends Simulation {
 
   private final List<LongAdder> done = new ArrayList<>();
   private final Map<String, String> secrets = new HashMap<>();
+  private final Map<String, String[]> userTokens = new HashMap<>();
   private volatile Set<String> skipped = Collections.emptySet();
   private volatile int current = -1;
   private int phaseCount;
@@ -91,6 +95,7 @@ public class GenericSimulation extends Simulation {
       }
       secrets.put(name.asText(), value);
     }
+    readUserTokens(root.path("phases"));
     String skipFile = root.path("skip_file").asText("");
     if (!skipFile.isEmpty()) {
       watchSkipFile(Path.of(skipFile));
@@ -146,6 +151,33 @@ public class GenericSimulation extends Simulation {
     waitForGo(root.path("go_file").asText(""));
     startProgressPrinter();
     setUp(first).protocols(protocol);
+  }
+
+  /** The token files of the per-user auth headers, read once (their content is never printed). */
+  private void readUserTokens(JsonNode phases) throws IOException {
+    for (JsonNode phase : phases) {
+      for (JsonNode header : phase.path("request").path("auth")) {
+        String env = header.path("env").asText();
+        if (!header.path("per_user").asBoolean(false) || userTokens.containsKey(env)) {
+          continue;
+        }
+        List<String> lines = new ArrayList<>();
+        for (String line : Files.readAllLines(Path.of(secrets.get(env)), StandardCharsets.US_ASCII)) {
+          if (!line.isEmpty()) {
+            lines.add(line);
+          }
+        }
+        if (lines.isEmpty()) {
+          throw new IllegalArgumentException("the token file named by " + env + " is empty");
+        }
+        userTokens.put(env, lines.toArray(new String[0]));
+      }
+    }
+  }
+
+  /** The token of simulated user {@code user} (gatebench.tokens.subject_of_user: same rule). */
+  static String userToken(String[] tokens, long base, long stride, long user) {
+    return tokens[(int) Math.floorMod(base + user * stride, (long) tokens.length)];
   }
 
   /**
@@ -345,7 +377,12 @@ public class GenericSimulation extends Simulation {
         new Values(phase.path("params"), phase.path("seed").asLong(index));
     LongAdder counter = done.get(index);
     return feed(feeder)
-        .exec(request(phase.path("id").asText(), phase.path("request")))
+        .exec(
+            request(
+                phase.path("id").asText(),
+                phase.path("request"),
+                phase.path("user_base").asLong(0),
+                phase.path("user_stride").asLong(1)))
         .exec(
             session -> {
               counter.increment();
@@ -394,13 +431,14 @@ public class GenericSimulation extends Simulation {
     String target = phase.path("target").asText();
     java.util.concurrent.atomic.AtomicBoolean started =
         new java.util.concurrent.atomic.AtomicBoolean();
+    AtomicLong ids = new AtomicLong();
     ChainBuilder steps =
         exec(
                 session -> {
                   if (started.compareAndSet(false, true)) {
                     startMarker(index);
                   }
-                  return session;
+                  return session.set("gb.user", ids.getAndIncrement());
                 })
             .doIf(session -> !skipped.contains(target))
             .then(oneRequest(index, phase));
@@ -465,7 +503,8 @@ public class GenericSimulation extends Simulation {
     return steps.toArray(new OpenInjectionStep[0]);
   }
 
-  private HttpRequestActionBuilder request(String id, JsonNode spec) {
+  private HttpRequestActionBuilder request(
+      String id, JsonNode spec, long userBase, long userStride) {
     String method = spec.path("method").asText();
     String base = spec.path("base_url").asText();
     Template path = new Template(secrets, spec.path("path"));
@@ -494,6 +533,17 @@ public class GenericSimulation extends Simulation {
     for (JsonNode header : auth) {
       // [header name, prefix, env var(s) joined by the Basic rule]
       String name = header.path("header").asText();
+      if (header.path("per_user").asBoolean(false)) {
+        String prefix = header.path("prefix").asText("");
+        String[] tokens = userTokens.get(header.path("env").asText());
+        req =
+            req.header(
+                name,
+                session ->
+                    prefix
+                        + userToken(tokens, userBase, userStride, session.getLong("gb.user")));
+        continue;
+      }
       String value = secretValue(header);
       req = req.header(name, session -> value);
     }

@@ -1,0 +1,51 @@
+"""The tester VM signs the run's tokens itself, just before the load (``auth.jwt`` on the
+cloud path; docs/cloud.md, "Signed tokens").
+
+The render step puts a ``signing`` section in the workload document: the claims, the pool of
+subjects, the lifetime and the Secret Manager secret holding the private key. Never the key:
+the bucket holds nothing that can sign. The tester reads the secret with its own service
+account (the only one granted it: infra/secrets.tf), signs one token per subject, and hands
+them to Gatling the way a local run does (gatebench.tokens.token_file: a private temporary
+file, deleted when the load ends). The key lives in the tester's memory for that time only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from ..cloud._secrets import SecretManager, SecretReader
+from ..errors import RunError
+from ..tokens import SIGNED_TOKENS_FILE_ENV, TokenSignerError, signer_from_spec, token_file
+
+
+@contextlib.contextmanager
+def signed_tokens_on_tester(
+    document: Mapping[str, Any], secrets: SecretReader | None = None
+) -> Iterator[None]:
+    """With a ``signing`` section: the pool's tokens in a temporary file named by
+    :data:`~gatebench.tokens.SIGNED_TOKENS_FILE_ENV` in this process's environment (which the
+    load engine inherits) while the block runs. RunError when the key cannot be read or does
+    not sign (the load then does not start: it would measure rejection)."""
+    spec = document.get("signing")
+    if not spec:
+        yield
+        return
+    if not isinstance(spec, Mapping) or not isinstance(spec.get("secret"), str):
+        raise RunError("the workload's signing section names no secret")
+    pem = (secrets or SecretManager()).access(spec["secret"])
+    try:
+        signer = signer_from_spec(spec, pem)
+    except TokenSignerError as exc:
+        raise RunError(f"{spec['secret']}: {exc}") from None
+    with token_file(signer.tokens(len(signer.subjects))) as path:
+        os.environ[SIGNED_TOKENS_FILE_ENV] = str(path)
+        try:
+            yield
+        finally:
+            os.environ.pop(SIGNED_TOKENS_FILE_ENV, None)
+
+
+__all__ = ["signed_tokens_on_tester"]
