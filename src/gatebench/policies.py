@@ -15,7 +15,8 @@ matrix in docs/gateways.md:
   issuer, audience); ``auth.api_key``: a key in a header or query parameter, the valid keys
   from an environment variable.
 - ``rate_limit.address`` / ``rate_limit.header`` / ``rate_limit.subject``: N requests per
-  window, counted per client address, per value of a request header, or per token subject.
+  window, counted per client address, per value of a request header, or per token subject,
+  and always per operation (:class:`RateLimit`).
 - ``cache``: answer repeated requests from the gateway for a TTL, keyed on path and query;
   ``cache.path_only``: a key without the query; ``cache.vary_header``: a key that also
   varies on request headers.
@@ -87,6 +88,12 @@ class ApiKeyAuth:
 
 @dataclass(frozen=True)
 class RateLimit:
+    """``requests`` per ``window`` for each (operation, key) pair: a limit given for every
+    operation applies to each operation separately, never one budget shared by them. It is the
+    scope every gateway that declares rate limits can express (KrakenD's router limiter exists
+    only per endpoint), so each renderer counts per operation (docs/gateways.md, What a rate
+    limit counts)."""
+
     requests: int
     window: float
     """Seconds."""

@@ -1,7 +1,8 @@
 """Byte-exact goldens of the configurations with policies: every renderer × two policy cases
 (``tests/data/policies/openapi.yaml``: JWT on every operation, a cache on the GET, a
 per-subject rate limit on the bid; ``limit-cache.yaml``: a cache and a per-address rate
-limit, no authentication; ``jwt-limit.yaml``: JWT and a per-header rate limit, no cache;
+limit, no authentication; ``limit-all.yaml``: one per-address rate limit for every operation
+(counted per operation); ``jwt-limit.yaml``: JWT and a per-header rate limit, no cache;
 ``cache.yaml``: a cache only; ``header-limit-vary.yaml``: a cache keyed also on a header and a
 per-header limit over a minute; ``cache-vary.yaml``: that cache alone; ``api-key.yaml``: API
 keys in a header and a query parameter; ``cache-path-only.yaml`` and
@@ -28,6 +29,7 @@ from paths import ROOT
 CASES = {
     "policies": "tests/data/policies/openapi.yaml",
     "policies-limit-cache": "tests/data/policies/limit-cache.yaml",
+    "policies-limit-all": "tests/data/policies/limit-all.yaml",
     "policies-jwt-limit": "tests/data/policies/jwt-limit.yaml",
     "policies-cache": "tests/data/policies/cache.yaml",
     "policies-header-limit-vary": "tests/data/policies/header-limit-vary.yaml",
@@ -109,6 +111,9 @@ def test_krakend_policies_match_the_official_schema(case: str) -> None:
     extras = {
         e["endpoint"] + " " + e["method"]: e.get("extra_config", {}) for e in config["endpoints"]
     }
+    if case == "policies-limit-all":
+        return  # test_a_limit_for_every_operation_counts_each_operation_apart
+    assert case == "policies-jwt-limit", case
     assert set(extras["/bid/{auctionId} POST"]) == {"auth/validator", "qos/ratelimit/router"}
     assert extras["/bid/{auctionId} POST"]["qos/ratelimit/router"] == {
         "client_max_rate": 10,
@@ -120,6 +125,58 @@ def test_krakend_policies_match_the_official_schema(case: str) -> None:
     assert set(extras["/auctions/{auctionId} GET"]) == {"auth/validator"}
     jwks = json.loads(files["jwks.json"])
     assert [k["kty"] for k in jwks["keys"]] == ["RSA"]
+
+
+def test_a_limit_for_every_operation_counts_each_operation_apart() -> None:
+    """``policies-limit-all``: one per-address limit for every operation becomes a counter of
+    each operation's own on every gateway that renders it (the plan's rule, docs/gateways.md):
+    a limiter per endpoint, route or router, or one counter keyed by the route and the client.
+    The replay (tests/integration/test_policy_replay.py) proves it on the local gateways."""
+    import json
+
+    import yaml
+
+    operations = ("r0-createAuction", "r1-getAuction", "r2-bid")
+    krakend = json.loads(render_policy_case("krakend", "policies-limit-all")["krakend.json"])
+    assert [e["extra_config"]["qos/ratelimit/router"] for e in krakend["endpoints"]] == [
+        {"client_max_rate": 20, "client_capacity": 20, "every": "1s", "strategy": "ip"}
+    ] * 3
+    kong = _kong_plugins("policies-limit-all")
+    assert {name: sorted(plugins) for name, plugins in kong.items()} == {
+        name: ["rate-limiting"] for name in operations
+    }
+    envoy = yaml.safe_load(render_policy_case("envoy", "policies-limit-all")["envoy.yaml"])
+    (host,) = envoy["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0][
+        "typed_config"
+    ]["route_config"]["virtual_hosts"]
+    assert [
+        r["typed_per_filter_config"]["envoy.filters.http.local_ratelimit"]["stat_prefix"]
+        for r in host["routes"]
+        if "typed_per_filter_config" in r
+    ] == ["rl_" + name.replace("-", "_") for name in operations]
+    traefik = yaml.safe_load(render_policy_case("traefik", "policies-limit-all")["dynamic.yml"])
+    assert {n: traefik["http"]["routers"][n]["middlewares"] for n in operations} == {
+        n: [f"gatebench-rate-limit-{n}"] for n in operations
+    }
+    nginx = render_policy_case("nginx", "policies-limit-all")["nginx.conf"]
+    assert (
+        "    map $gatebench_route $gb_rl0_key {\n"
+        '        default "";\n'
+        '        r0_createAuction "r0:$binary_remote_addr";\n'
+        '        r1_getAuction "r1:$binary_remote_addr";\n'
+        '        r2_bid "r2:$binary_remote_addr";\n'
+        "    }\n"
+        "    limit_req_zone $gb_rl0_key zone=gb_rl0:10m rate=20r/s;\n"
+    ) in nginx
+    haproxy = render_policy_case("haproxy", "policies-limit-all")["haproxy.cfg"]
+    assert (
+        "    http-request track-sc0 var(txn.gatebench_route),field(1,_),concat(@,txn.gb_rl_key) "
+        "table st_rl0 if gb_policy0 { var(txn.gb_rl_key) -m found }\n"
+    ) in haproxy
+    assert (
+        "acl gb_policy0 var(txn.gatebench_route) -m str r0_createAuction r1_getAuction r2_bid"
+        in (haproxy)
+    )
 
 
 def test_the_krakend_policy_schema_check_can_fail() -> None:

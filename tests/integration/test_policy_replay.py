@@ -5,7 +5,9 @@ a rate limit on its bid, in front of the real auction backend, whose request cou
 
 - a valid token → 200; absent, expired, wrongly signed, wrong audience → 401/403 from the
   gateway, and the backend saw nothing (even for a path the cache already holds);
-- the request past the limit in its window → 429, not seen by the backend;
+- the request past the limit in its window → 429, not seen by the backend; a limit given for
+  every operation counts each operation apart (per operation and per key: the plan's rule), so
+  the requests that use up one operation's count leave another operation's untouched;
 - a repeated cacheable GET is answered without reaching the backend; another key reaches it;
   where the gateway declares ``cache.vary_header`` the key also holds X-Variant: another value
   reaches the backend, the same value does not.
@@ -35,7 +37,15 @@ import pytest
 from gatebench.api_keys import with_api_keys
 from gatebench.backends import start_backend
 from gatebench.ir import Api
-from gatebench.policies import ApiKeyAuth, Cache, JwtAuth, Policies, PolicySet, RateLimit
+from gatebench.policies import (
+    ApiKeyAuth,
+    Cache,
+    JwtAuth,
+    Policies,
+    PolicySet,
+    RateLimit,
+    RateLimitKey,
+)
 from gatebench.procs import Supervisor, free_port
 from gatebench.provisioners import boot_gateway
 from gatebench.renderers import RenderTarget, get_renderer
@@ -285,6 +295,99 @@ def test_a_limit_per_header_counts_each_value_apart(stack: Stack) -> None:
     assert stack.backend_requests() == before + LIMIT
     assert stack.request("POST", "/auctions", token, b"{}", client="b") != 429
     assert stack.backend_requests() == before + LIMIT + 1, "client b did not reach the backend"
+
+
+SCOPE_CASES: list[tuple[str, RateLimitKey]] = [
+    *((g, "address") for g in LIMIT_GATEWAYS),
+    *((g, "header") for g in _declaring("rate_limit.header")),
+    *((g, "subject") for g in SUBJECT_GATEWAYS),
+]
+
+
+def scope_policy_set(key: RateLimitKey) -> PolicySet:
+    """One rate limit for every operation (``policies.rate_limit`` with no override), counted
+    per client address, X-Client value or token subject; JWT with the subject key."""
+    jwt = None
+    if key == "subject":
+        jwt = JwtAuth(
+            issuer=ISSUER,
+            audience=AUDIENCE,
+            algorithms=("RS256",),
+            keys_file="keys/public.pem",
+            keys=public_pem(PRIVATE),
+            keys_format="pem",
+        )
+    header = "X-Client" if key == "header" else None
+    limit = RateLimit(requests=LIMIT, window=30.0, key=key, header=header)
+    return PolicySet(default=Policies(auth=jwt, rate_limit=limit))
+
+
+@pytest.fixture(scope="module")
+def scope_stack(
+    request: pytest.FixtureRequest,
+    supervisor: Supervisor,
+    replay_api: object,
+) -> Iterator[tuple[Stack, str]]:
+    api: Api = replay_api("auction")  # type: ignore[operator]
+    name, key = request.param
+    workdir = Path(tempfile.mkdtemp(prefix=f"gatebench-scope-{name}-"))
+    workdir.chmod(0o755)
+    try:
+        backend, backend_port = start_backend(supervisor, "auction", workdir)
+        target = RenderTarget(
+            workdir=str(workdir / "gw"),
+            listen_port=free_port(),
+            backend_url=f"http://127.0.0.1:{backend_port}",
+            admin_port=free_port(),
+        )
+        proc = boot_gateway(name, api, target, supervisor, policies=scope_policy_set(key))
+        try:
+            yield Stack(name, target.listen_port, backend_port), key
+        finally:
+            supervisor.stop(proc)
+            supervisor.stop(backend)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.mark.parametrize(
+    "scope_stack", SCOPE_CASES, indirect=True, ids=[f"{g}-{k}" for g, k in SCOPE_CASES]
+)
+def test_a_limit_for_all_operations_counts_each_operation_apart(
+    scope_stack: tuple[Stack, str],
+) -> None:
+    """A limit given for every operation applies to each operation separately (docs/gateways.md,
+    Policies): LIMIT GETs use up getAuction's count for this key, the bid (another operation,
+    same key) still passes, the next GET gets 429; then the bid's own count runs out too."""
+    stack, key = scope_stack
+    token, client = SIGNER.sign(0), "scope-a"
+    before = stack.backend_requests()
+    statuses = [
+        stack.request("GET", f"/auctions/{20 + i}", token, client=client) for i in range(LIMIT)
+    ]
+    assert statuses == [200] * LIMIT, statuses
+    bid = stack.request("POST", "/bid/21", token, b'{"bid": 5}', client=client)
+    assert bid == 200, f"{stack.gateway}: the bid, another operation, got {bid}"
+    assert stack.backend_requests() == before + LIMIT + 1
+    status = stack.request("GET", "/auctions/24", token, client=client)
+    assert status == 429, f"{stack.gateway}: GET number {LIMIT + 1} got {status}"
+    assert stack.backend_requests() == before + LIMIT + 1, "the GET past the limit reached it"
+    bids = [
+        stack.request("POST", "/bid/21", token, json.dumps({"bid": 6 + i}).encode(), client=client)
+        for i in range(LIMIT - 1)
+    ]
+    assert bids == [200] * (LIMIT - 1), bids
+    status = stack.request("POST", "/bid/21", token, b'{"bid": 50}', client=client)
+    assert status == 429, f"{stack.gateway}: bid number {LIMIT + 1} got {status}"
+    assert stack.backend_requests() == before + 2 * LIMIT, "the bid past the limit reached it"
+    # Another key (address, X-Client value or subject) still has its own count on both.
+    source = "127.0.0.2" if key == "address" else "127.0.0.1"
+    other_client = "scope-b" if key == "header" else client
+    other_token = SIGNER.sign(1) if key == "subject" else token
+    for method, path, body in (("GET", "/auctions/25", None), ("POST", "/bid/21", b'{"bid": 60}')):
+        status = stack.request(method, path, other_token, body, source=source, client=other_client)
+        assert status == 200, f"{stack.gateway}: another {key} on {method} {path} got {status}"
+    assert stack.backend_requests() == before + 2 * LIMIT + 2
 
 
 KEY_GATEWAYS = _declaring("auth.api_key")

@@ -9,9 +9,10 @@
 - API key: the header (``req.fhdr``, the whole value) or query parameter (``url_param``) is
   hashed with ``sha2(256)`` and compared with the SHA-256 of each valid key: the configuration
   holds hashes, never a key. Absent or wrong: 401 from HAProxy, before any rate limit counts.
-- Rate limit: one stick table per policy (``st_rl<n>`` backend), tracking the client address
-  (``src``), a request header, or the token's ``sub``; a request past ``requests`` within the
-  sliding ``window`` (``http_req_rate``) gets 429.
+- Rate limit: one stick table per policy (``st_rl<n>`` backend), counting per operation and
+  key (the plan's rule): the tracked key is the route's number and the client address
+  (``src``), a request header, or the token's ``sub`` (``r<index>@<key>``); a request past
+  ``requests`` within the sliding ``window`` (``http_req_rate``) gets 429.
 - Cache: one ``cache`` section per TTL policy (``max-age``), used and stored in the backend for
   the cached routes' GET/HEAD; HAProxy keys it on host, path and query.
 
@@ -151,7 +152,8 @@ def _api_key_rules(auth: ApiKeyAuth, acl: str, n: int) -> list[str]:
 
 
 def _table(name: str, limit: RateLimit) -> str:
-    kind = "ip" if limit.key == "address" else "string len 128"
+    # "r<route>@" before an address (at most 45 characters) or a value (128 kept, as before).
+    kind = "string len 64" if limit.key == "address" else "string len 144"
     window = f"{max(1, int(limit.window * 1000))}ms"
     return (
         f"backend {name}\n"
@@ -160,6 +162,8 @@ def _table(name: str, limit: RateLimit) -> str:
 
 
 def _limit_rules(limit: RateLimit, acl: str, table: str) -> list[str]:
+    """Track ``"r<route index>@<client key>"``: one table counts each operation apart. An absent
+    header or ``sub`` sets no key, and nothing is counted (as before)."""
     if limit.key == "address":
         key = "src"
     elif limit.key == "header":
@@ -167,7 +171,9 @@ def _limit_rules(limit: RateLimit, acl: str, table: str) -> list[str]:
     else:
         key = "var(txn.gb_bearer),jwt_payload_query('$.sub')"
     return [
-        f"    http-request track-sc0 {key} table {table} if {acl}",
+        f"    http-request set-var(txn.gb_rl_key) {key} if {acl}",
+        f"    http-request track-sc0 var(txn.gatebench_route),field(1,_),concat(@,txn.gb_rl_key) "
+        f"table {table} if {acl} {{ var(txn.gb_rl_key) -m found }}",
         f"    {_refuse(429, 'rate limit exceeded')} if {acl} "
         f"{{ sc_http_req_rate(0,{table}) gt {limit.requests} }}",
     ]

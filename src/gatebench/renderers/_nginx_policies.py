@@ -1,11 +1,14 @@
 """nginx's policies, with the modules of the open-source build (no njs, no add-on):
 
-- Rate limit: ``limit_req`` with one zone per policy, keyed by a ``map`` of the route variable
-  to the client address (``$binary_remote_addr``) or a header (``$http_<name>``) for the
-  policy's routes and to the empty string elsewhere (nginx counts no empty key). nginx's limit
-  is a leaky bucket: ``rate`` = requests / window (per minute when that is not a whole number
-  per second) and ``burst`` = requests − 1 with ``nodelay``, so ``requests`` pass at once and
-  the next one within the window gets 429 (``limit_req_status``).
+- Rate limit: ``limit_req`` with one zone per policy, counting per operation and key (the
+  plan's rule): a ``map`` of the route variable gives the policy's routes the key
+  ``"r<index>:<client>"``, the route's number and the client address (``$binary_remote_addr``)
+  or a header's value (``$http_<name>``), and the empty string elsewhere or when the header
+  is absent (nginx counts no empty key). One zone, not one per operation: nginx sizes each
+  zone's shared memory (10 MB, about 160,000 counters) whatever the number of operations.
+  nginx's limit is a leaky bucket: ``rate`` = requests / window (per minute when that is not
+  a whole number per second) and ``burst`` = requests − 1 with ``nodelay``, so ``requests``
+  pass at once and the next one within the window gets 429 (``limit_req_status``).
 - Cache: ``proxy_cache`` with one zone (files in the workdir), key ``$scheme$proxy_host
   $request_uri`` (path and query), ``proxy_cache_valid 200`` = the TTL; the routes without the
   policy bypass it and store nothing (``proxy_cache_bypass`` / ``proxy_no_cache`` on a map of
@@ -84,12 +87,7 @@ def apply_nginx_policies(
             "            }",
         ]
     for n, (limit, values) in enumerate(limits.items()):
-        header = (limit.header or "").lower().replace("-", "_").replace(".", "_")
-        key = "$binary_remote_addr" if limit.key == "address" else f"$http_{header}"
-        http.append(f"    map $gatebench_route $gb_rl{n}_key {{")
-        http.append('        default "";')
-        http.extend(f"        {v} {key};" for v in values)
-        http.append("    }")
+        http.extend(_limit_key_maps(n, limit, values))
         http.append(f"    limit_req_zone $gb_rl{n}_key zone=gb_rl{n}:10m rate={_rate(limit)};")
         location.append(f"            limit_req zone=gb_rl{n} burst={limit.requests - 1} nodelay;")
     if limits:
@@ -127,6 +125,31 @@ def apply_nginx_policies(
     text = text.replace(marker, "\n".join(http) + "\n\n" + marker, 1)
     text = text.replace(proxy, proxy + "".join(line + "\n" for line in location), 1)
     return {**files, "nginx.conf": text}
+
+
+def _limit_key_maps(n: int, limit: RateLimit, values: list[str]) -> list[str]:
+    """``$gb_rl<n>_key``: ``"<route>:<client key>"`` on the limit's routes, empty elsewhere and
+    when the counted header is absent (nginx counts no empty key). The route part makes one
+    zone count each operation apart."""
+    routes = [(v, v.split("_", 1)[0]) for v in values]
+    if limit.key == "address":
+        return [
+            f"    map $gatebench_route $gb_rl{n}_key {{",
+            '        default "";',
+            *(f'        {v} "{r}:$binary_remote_addr";' for v, r in routes),
+            "    }",
+        ]
+    header = (limit.header or "").lower().replace("-", "_").replace(".", "_")
+    return [
+        f"    map $gatebench_route $gb_rl{n}_route {{",
+        '        default "";',
+        *(f"        {v} {r};" for v, r in routes),
+        "    }",
+        f'    map "$gb_rl{n}_route:$http_{header}" $gb_rl{n}_key {{',
+        '        default "";',
+        f'        "~^r[0-9]+:." "$gb_rl{n}_route:$http_{header}";',
+        "    }",
+    ]
 
 
 def _variable(prefix: str, name: str, what: str) -> str:
