@@ -87,7 +87,7 @@ def _fast_dump(data: Any, *, allow_unicode: bool) -> str | None:
     if not data:
         return "{}\n" if type(data) is dict else "[]\n"
     out: list[str] = []
-    if type(data) is dict:
+    if isinstance(data, dict):
         _mapping(data, 0, "", out, reprs)
     else:
         _sequence(data, 0, "", out, reprs)
@@ -153,10 +153,7 @@ def _plain_allowed(s: str) -> bool:
         return False
     if s.startswith(("---", "...")) or ": " in s or s[-1] == ":" or " #" in s:
         return False
-    for _tag, regexp in _RESOLVERS.get(first, []) + _WILDCARD:
-        if regexp.match(s):
-            return False
-    return True
+    return all(not regexp.match(s) for _tag, regexp in _RESOLVERS.get(first, []) + _WILDCARD)
 
 
 def _scalar(value: Any, reprs: dict[str, str]) -> str:
@@ -191,7 +188,9 @@ def _float(value: float) -> str:
     raise _NotCovered
 
 
-def _mapping(node: dict[Any, Any], indent: int, first: str, out: list[str], reprs: dict[str, str]) -> None:
+def _mapping(
+    node: dict[Any, Any], indent: int, first: str, out: list[str], reprs: dict[str, str]
+) -> None:
     """``node`` (not empty) as a block mapping; its first key follows ``first``."""
     pad = " " * indent
     lead = first
@@ -206,7 +205,9 @@ def _mapping(node: dict[Any, Any], indent: int, first: str, out: list[str], repr
         lead = pad
 
 
-def _value(value: Any, indent: int, out: list[str], reprs: dict[str, str], *, complex_key: bool) -> None:
+def _value(
+    value: Any, indent: int, out: list[str], reprs: dict[str, str], *, complex_key: bool
+) -> None:
     kind = type(value)
     if kind is dict:
         if not value:
@@ -228,7 +229,9 @@ def _value(value: Any, indent: int, out: list[str], reprs: dict[str, str], *, co
         out.append(f" {_scalar(value, reprs)}\n")
 
 
-def _sequence(node: list[Any], indent: int, first: str, out: list[str], reprs: dict[str, str]) -> None:
+def _sequence(
+    node: list[Any], indent: int, first: str, out: list[str], reprs: dict[str, str]
+) -> None:
     """``node`` (not empty) as a block sequence; its first dash follows ``first``."""
     pad = " " * indent
     lead = first
