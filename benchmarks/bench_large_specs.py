@@ -114,12 +114,14 @@ def run() -> str:
         raise RuntimeError(f"the corpus is not installed ({CORPUS}); run scripts/setup.sh corpus")
     lines = [
         "| description | size | operations | warnings | gatebench: validate + IR + render "
-        "for every gateway, wall (CPU) | openapi-spec-validator alone, wall (CPU) | "
-        "gatebench / validator, wall (CPU) | gatebench peak memory | load average | flags |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "for every gateway, wall (CPU) | gatebench wall, fastest–slowest run | "
+        "openapi-spec-validator alone, wall (CPU) | gatebench / validator, wall (CPU) | "
+        "gatebench peak memory | load average | flags |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     slower: list[str] = []
-    missed: list[str] = []
+    missed_wall: list[str] = []
+    missed_cpu: list[str] = []
     with tempfile.TemporaryDirectory() as tmp, CpuWindow() as cpu:
         inputs = []
         for name in LARGEST:
@@ -139,14 +141,19 @@ def run() -> str:
             if ours > theirs or ours_cpu > theirs_cpu:
                 flags.append("SLOWER than openapi-spec-validator")
                 slower.append(name)
-            if warnings >= 100 and operations >= 1000 and ours >= TARGET_S:
-                flags.append(f"over {TARGET_S:.0f} s")
-                missed.append(name)
+            if warnings >= 100 and operations >= 1000:
+                if ours >= TARGET_S:
+                    flags.append(f"over {TARGET_S:.0f} s (wall)")
+                    missed_wall.append(name)
+                if ours_cpu >= TARGET_S:
+                    flags.append(f"over {TARGET_S:.0f} s (CPU)")
+                    missed_cpu.append(name)
             if peak >= PEAK_MB:
                 flags.append(f"over {PEAK_MB} MB")
             lines.append(
                 f"| {name} | {path.stat().st_size / 1e6:.1f} MB | {operations:,.0f} | "
                 f"{warnings:,.0f} | {ours:.2f} s ({ours_cpu:.2f} s) | "
+                f"{min(r[0] for r in ours_rows):.2f}–{max(r[0] for r in ours_rows):.2f} s | "
                 f"{theirs:.2f} s ({theirs_cpu:.2f} s) | {ours / theirs:.2f} "
                 f"({ours_cpu / theirs_cpu:.2f}) | {peak:,.0f} MB | "
                 f"{statistics.median(loads):.1f} | {', '.join(flags) or 'none'} |"
@@ -165,17 +172,16 @@ def run() -> str:
             if not slower
             else "Never slower than openapi-spec-validator: NOT met on " + ", ".join(slower) + "."
         ),
-        (
-            f"Under {TARGET_S:.0f} s for a 1,000+ operation description with hundreds of "
-            "findings: "
-            + (
-                "met (wall, on this machine under the load above)."
-                if not missed
-                else "NOT met (wall) on " + ", ".join(missed) + "."
-            )
-        ),
+        f"Under {TARGET_S:.0f} s for a 1,000+ operation description with hundreds of "
+        f"findings: {_verdict(missed_cpu)} in CPU time; {_verdict(missed_wall)} in wall time, "
+        "on this machine under the load above (other processes delay a run: wall time "
+        "exceeds CPU time when they hold the cores).",
     ]
     return "\n".join(lines)
+
+
+def _verdict(missed: list[str]) -> str:
+    return "met" if not missed else "NOT met on " + ", ".join(missed)
 
 
 def _gateways() -> int:
