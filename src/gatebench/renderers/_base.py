@@ -7,6 +7,7 @@ this module holds the code behind it.
 from __future__ import annotations
 
 import abc
+import functools
 import ipaddress
 import os
 import re
@@ -31,6 +32,17 @@ _HOSTNAME = re.compile(
 )
 # Where Debian puts daemons; not always on a non-root PATH.
 _SYSTEM_BIN_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+
+
+@functools.lru_cache(maxsize=64)
+def _backend_parts(url: str) -> tuple[str, str, int]:
+    """Scheme, host and port of a backend URL (renderers ask once per route)."""
+    parts = urlsplit(url)
+    return (
+        parts.scheme,
+        parts.hostname or "",
+        parts.port or (443 if parts.scheme == "https" else 80),
+    )
 
 
 @dataclass(frozen=True)
@@ -110,16 +122,15 @@ class RenderTarget:
 
     @property
     def backend_scheme(self) -> str:
-        return urlsplit(self.backend_url).scheme
+        return _backend_parts(self.backend_url)[0]
 
     @property
     def backend_host(self) -> str:
-        return urlsplit(self.backend_url).hostname or ""
+        return _backend_parts(self.backend_url)[1]
 
     @property
     def backend_port(self) -> int:
-        parts = urlsplit(self.backend_url)
-        return parts.port or (443 if parts.scheme == "https" else 80)
+        return _backend_parts(self.backend_url)[2]
 
     @property
     def backend_origin(self) -> str:

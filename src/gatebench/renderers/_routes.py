@@ -195,6 +195,7 @@ def _encoded_regex(text: str, esc: Callable[[str], str]) -> str:
     return out
 
 
+@functools.lru_cache(maxsize=65536)
 def _either_regex(text: str, esc: Callable[[str], str]) -> str:
     """Like :func:`_encoded_regex`, but each escaped character may also arrive decoded."""
     out = ""

@@ -35,6 +35,7 @@ from ..errors import Problem, UnsupportedFeature
 from ..ir import Api
 from ..policies import PolicySet
 from ._base import Renderer, RenderTarget, as_files
+from ._json_out import dump_json
 from ._routes import (
     Route,
     encode_literal,
@@ -95,7 +96,7 @@ class KrakendRenderer(Renderer):
             raise UnsupportedFeature(
                 [Problem("/x-gatebench/policies", f"krakend: {exc}")]
             ) from None
-        out = {**files, "krakend.json": json.dumps(config, indent=2, ensure_ascii=False)}
+        out = {**files, "krakend.json": dump_json(config)}
         if jwks is not None:
             out[JWKS_FILE] = jwks
         return as_files(out)
@@ -155,7 +156,7 @@ class KrakendRenderer(Renderer):
             },
             "endpoints": endpoints,
         }
-        return as_files({"krakend.json": json.dumps(config, indent=2, ensure_ascii=False)})
+        return as_files({"krakend.json": dump_json(config)})
 
     def _path(self, route: Route, names: tuple[str, ...], problems: list[Problem]) -> str | None:
         if route.method not in METHODS:

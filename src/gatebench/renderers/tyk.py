@@ -23,18 +23,18 @@ Mapping rules (tests/golden/tyk/README.md says the same in prose):
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..ir import Api
 from ..policies import PolicySet
 from ._base import Renderer, RenderTarget, as_files
+from ._json_out import dump_json
 from ._tyk_policies import cache_settings
 
 
 def _json(data: Any) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False)
+    return dump_json(data)
 
 
 class TykRenderer(Renderer):

@@ -17,8 +17,13 @@ through a resolver that only reads the bundle.
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+import json
+import os
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, ClassVar
 
 from ..errors import Problem, escape_pointer_token
@@ -27,7 +32,38 @@ from ._reader import Reader
 _MAX_FINDINGS = 200
 
 
-def _schema_validators(version: str) -> tuple[Any, Any]:
+_VERSIONS = ("2.0", "3.0", "3.1", "3.2")
+
+
+def _schema_path(version: str) -> Path:
+    """openapi-spec-validator's schema file, found without importing the library.
+
+    Importing it (pydantic settings, jsonschema-path) costs more than validating a large
+    description with the Rust validator, and only its schema files are needed here.
+    """
+    spec = importlib.util.find_spec("openapi_spec_validator")
+    if spec is None or not spec.submodule_search_locations:  # pragma: no cover - a dependency
+        raise RuntimeError("openapi-spec-validator is not installed")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    return folder / "resources" / "schemas" / f"v{version}" / "schema.json"
+
+
+@functools.cache
+def _rust_validator(version: str) -> Any | None:
+    """The compiled jsonschema-rs validator of ``version``'s schema, once per process; None
+    when jsonschema-rs is missing or openapi-spec-validator is told to use jsonschema."""
+    backend = os.environ.get("OPENAPI_SPEC_VALIDATOR_SCHEMA_VALIDATOR_BACKEND", "")
+    if backend.strip().lower() == "jsonschema":
+        return None
+    try:
+        import jsonschema_rs
+    except ImportError:  # pragma: no cover - a pinned dependency
+        return None
+    schema = json.loads(_schema_path(version).read_text(encoding="utf-8"))
+    return jsonschema_rs.validator_cls_for(schema)(schema)
+
+
+def _python_validators(version: str) -> tuple[Any, Any]:
     from openapi_spec_validator import schemas
     from openapi_spec_validator.schemas.backend.jsonschema import create_validator
 
@@ -42,8 +78,12 @@ def _schema_validators(version: str) -> tuple[Any, Any]:
 
 
 def conformance_problems(data: Any, version: str, source: str) -> list[Problem]:
-    fast, make_detailed = _schema_validators(version)
-    rust = getattr(fast, "_rs_validator", None)
+    rust = _rust_validator(version[:3]) if version[:3] in _VERSIONS else None
+    fast: Any = None
+    make_detailed: Any = None
+    if rust is None:
+        fast, make_detailed = _python_validators(version)
+        rust = getattr(fast, "_rs_validator", None)
     try:
         if rust is not None:
             findings = list(_rust_findings(rust.iter_errors(data)))

@@ -83,7 +83,7 @@ def load_json(text: str, source: str, limits: Limits) -> tuple[Any, list[Problem
         raise SpecSyntaxError(
             [Problem("", f"nesting deeper than {limits.max_depth} levels", source=source)]
         ) from None
-    if _max_depth(text) > limits.max_depth:
+    if _deeper_than(text, limits.max_depth):
         raise SpecSyntaxError(
             [Problem("", f"nesting deeper than {limits.max_depth} levels", source=source)]
         )
@@ -108,21 +108,27 @@ def _loads(text: str, pairs_hook: Any) -> Any:
     return json.loads(text, object_pairs_hook=pairs_hook, parse_constant=_reject_constant)
 
 
-_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_STRINGS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+"""A JSON string, written as an unrolled loop (twice as fast as ``(?:[^"\\]|\\.)*``)."""
 
 
-def _max_depth(text: str) -> int:
-    """Deepest nesting of a JSON text, from its brackets outside strings (no recursion)."""
-    depth = deepest = 0
-    # Runs of the same kind of bracket are counted at once.
-    for run in re.finditer(r"[\[{]+|[\]}]+", _STRINGS.sub("", text)):
-        size = run.end() - run.start()
-        if run.group()[0] in "[{":
-            depth += size
-            deepest = max(deepest, depth)
-        else:
-            depth -= size
-    return deepest
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_ONE_KIND = str.maketrans("[{]}", "(())")
+
+
+def _deeper_than(text: str, limit: int) -> bool:
+    """Whether a JSON text nests deeper than ``limit``, from its brackets outside strings.
+
+    Each round deletes every ``()`` left (the innermost containers) in one pass of
+    ``str.replace``, so the rounds until nothing is left are the nesting depth: at most
+    ``limit`` rounds run, each in C, however long the text (no recursion).
+    """
+    brackets = _NOT_BRACKET.sub("", _STRINGS.sub("", text)).translate(_ONE_KIND)
+    for _ in range(limit):
+        if not brackets:
+            return False
+        brackets = brackets.replace("()", "")
+    return bool(brackets)
 
 
 def _is_trailing_comma(exc: json.JSONDecodeError) -> bool:

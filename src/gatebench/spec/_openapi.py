@@ -659,13 +659,14 @@ class OpenApiBuilder:
             return []
         out: list[tuple[Parameter, Loc]] = []
         for i, raw in enumerate(value):
-            resolved = self.deref(raw, loc.child(i), "the parameter")
+            at = loc.child(i)
+            resolved = self.deref(raw, at, "the parameter")
             if resolved is None:
                 continue
             param_value, param_loc = resolved
-            param = self._parameter(param_value, loc.child(i), param_loc)
+            param = self._parameter(param_value, at, param_loc)
             if param is not None:
-                out.append((param, loc.child(i)))
+                out.append((param, at))
         return out
 
     def _parameter(self, value: Any, loc: Loc, real: Loc) -> Parameter | None:

@@ -21,13 +21,17 @@ class Loc(NamedTuple):
     pointer: str
 
     def child(self, *tokens: str | int) -> Loc:
-        pointer = self.pointer
+        pointer = self[1]
         for token in tokens:
-            text = str(token)
+            text = token if type(token) is str else str(token)
             if "~" in text or "/" in text:
                 text = escape_pointer_token(text)
             pointer += "/" + text
-        return Loc(self.doc, pointer)
+        # tuple.__new__ directly: the IR builder calls this ~50 times per operation.
+        return _new_tuple(Loc, (self[0], pointer))
+
+
+_new_tuple = tuple.__new__
 
 
 class RefError(Exception):
