@@ -22,7 +22,9 @@ Container-Optimized OS's host firewall, named as Compute Engine's internal DNS n
   account, with ``--cgroup`` pointing at a stand-in of the container's cgroup v2 files
   written from the gateway's process tree (tests/cloud/cgroups.py: this machine has cgroup
   v1 and no containers);
-- tester VM → ``gatebench cloud tester ...`` with its own scratch folder.
+- tester VM → ``gatebench cloud tester ...`` with its own scratch folder; with several,
+  tester T gets ``--tester T --testers N`` as main.tf adds them, and tester 0's script opens
+  its phase barrier's port (``count.index == 0``), which the others reach by its host name.
 
 ``destroy`` stops every process ``apply`` started under that state, even an ``apply`` the
 build's timeout cut short (what it started stays for teardown, as resources do), and removes
@@ -123,15 +125,21 @@ class LocalVms:
         return names
 
     def boot(
-        self, key: str, values: dict[str, Any], machine: str, role: str, gateway: str | None = None
+        self,
+        key: str,
+        values: dict[str, Any],
+        machine: str,
+        role: str,
+        gateway: str | None = None,
+        index: int | None = None,
     ) -> tuple[str, StorageGate]:
         """The machine exists, its startup script's firewall lines have run, and its storage
-        gate listens: (its host name, its gate)."""
+        gate listens: (its host name, its gate). ``index``: a tester's ``count.index``."""
         host = self.host_names(values)[machine]
         with self._lock:
             self.hosts.setdefault(key, []).append(host)
         self.network.add([host])
-        script = startup_script(role, values, gateway, self.templates)
+        script = startup_script(role, values, gateway, self.templates, index)
         for command in firewall_commands(script):
             self.network.run_in(host, command)
         access = Access(
@@ -206,7 +214,7 @@ class LocalVms:
         for t in range(count):  # infra/vms/main.tf: count testers, T > 0 with --tester T
             assert tester is not None
             machine = "tester" if t == 0 else f"tester-{t}"
-            host, gate = self.boot(key, values, machine, "tester")
+            host, gate = self.boot(key, values, machine, "tester", index=t)
             scratch = self.root / "vms" / f"{run_id}-{machine}"
             split = [] if count == 1 else ["--tester", str(t), "--testers", str(count)]
             argv = [
