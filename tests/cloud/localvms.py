@@ -3,8 +3,9 @@
 The build steps run ``terraform init`` and ``apply``/``destroy`` (tests/cloud/localterraform.py
 models the CLI) with the variables ``gatebench cloud vm-vars`` wrote; here the same variables
 make the same machines, each in its own network namespace (tests/cloud/netns.py) with
-Container-Optimized OS's host firewall, named as Compute Engine's internal DNS names them
-(the ``dns`` layout, the one a real deployment renders for):
+Container-Optimized OS's host firewall, behind a router that enforces the VPC's firewall
+rules by role (infra/modules/network), named as Compute Engine's internal DNS names them (the
+``dns`` layout, the one a real deployment renders for):
 
 - every machine first runs its startup script's firewall lines, rendered from
   infra/vms/templates/*.tftpl with the variables main.tf passes (tests/cloud/startup.py):
@@ -139,6 +140,7 @@ class LocalVms:
         with self._lock:
             self.hosts.setdefault(key, []).append(host)
         self.network.add([host])
+        self.network.assign(host, role)  # its network tag (infra/vms/main.tf: var.tags.ROLE)
         script = startup_script(role, values, gateway, self.templates, index)
         for command in firewall_commands(script):
             self.network.run_in(host, command)

@@ -97,7 +97,10 @@ def backend_only() -> dict[str, Any]:
 
 
 def probe(network: LocalNetwork, host: str, port: int) -> str:
-    network.add(["prober.local.internal"])
+    """A connection from another tester VM (the role the VPC lets reach the backend)."""
+    if "prober.local.internal" not in network.roles:
+        network.add(["prober.local.internal"])
+        network.assign("prober.local.internal", "tester")
     return network.run_in(
         "prober.local.internal", ["python3", "-c", PROBE, host, str(port)]
     ).strip()
@@ -221,3 +224,18 @@ def test_the_phase_barrier_is_reached_only_through_the_port_tester_0_opens(
     rules = network.run_in(second, ["iptables", "-w", "-S", "INPUT"])
     assert "--dport 8090" not in rules
     assert "--dport 8090" in network.run_in(first, ["iptables", "-w", "-S", "INPUT"])
+    local.destroy("gs://b/barrier-kept")
+    # The VPC without its tester → tester rule: the port is open on tester 0, yet dropped
+    # between the VMs.
+    from cloud.vpc import firewall_rules
+
+    rules_before = network.rules
+    assert [r.name for r in rules_before if r.name == "tester_to_tester"] == ["tester_to_tester"]
+    network.rules = [r for r in rules_before if r.name != "tester_to_tester"]
+    try:
+        local.apply("gs://b/barrier-no-rule", values)
+        assert listening(network, first, 8090)
+        assert network.run_in(second, reach).strip() == "closed TimeoutError"
+    finally:
+        network.rules = rules_before
+    assert network.rules == firewall_rules()
