@@ -176,6 +176,7 @@ module "workflow" {
     GATEBENCH_PROVISION_TIMEOUT_S   = tostring(var.limits.provision_s)
     GATEBENCH_LOAD_TIMEOUT_S        = tostring(var.limits.load_s)
     GATEBENCH_TEARDOWN_TIMEOUT_S    = tostring(var.limits.teardown_s)
+    GATEBENCH_METER_WAIT_S          = tostring(var.limits.meter_wait_s)
   }
   # The uploads trigger: after the Storage agent may publish (iam.tf).
   depends_on = [

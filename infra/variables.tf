@@ -33,14 +33,19 @@ variable "labels" {
 }
 
 variable "limits" {
-  description = "Upper bounds of one run, in seconds: each build's timeout, and the longest estimated load the parse function accepts."
+  description = "Upper bounds of one run, in seconds: each build's timeout, the longest estimated load the parse function accepts, and how long the score step waits for the gateway VMs' meters to finish their last upload (meter_wait_s)."
   type = object({
-    provision_s = optional(number, 1800)
-    load_s      = optional(number, 21600)
-    teardown_s  = optional(number, 1800)
-    vm_lifetime = optional(number, 43200)
+    provision_s  = optional(number, 1800)
+    load_s       = optional(number, 21600)
+    teardown_s   = optional(number, 1800)
+    vm_lifetime  = optional(number, 43200)
+    meter_wait_s = optional(number, 60)
   })
   default = {}
+  validation {
+    condition     = var.limits.meter_wait_s >= 0 && var.limits.meter_wait_s <= 600 && floor(var.limits.meter_wait_s) == var.limits.meter_wait_s
+    error_message = "limits.meter_wait_s: whole seconds from 0 to 600 (the score call's timeout is 1800 s)."
+  }
   validation {
     condition     = var.limits.load_s >= 60 && var.limits.load_s <= 86400 && var.limits.provision_s >= 60 && var.limits.teardown_s >= 60
     error_message = "limits: provision_s and teardown_s are at least 60 s; load_s is 60..86400 s (one day)."

@@ -1,7 +1,8 @@
 """Cloud Functions `score` (HTTP, called by workflows/benchmark.yaml with OIDC) and
 `ingest` (CloudEvent: every object finalized in the runs bucket).
 
-score: {"run_id"} → ingests every raw log of the run (idempotent), scores its measurements
+score: {"run_id", "meter_wait_s"} → ingests every raw log of the run (idempotent; waits up to
+meter_wait_s for the gateway VMs' meters to finish their last upload), scores its measurements
 (Firestore), writes its BigQuery rows to gs://RUNS_BUCKET/runs/RUN/rows.jsonl, and answers
 {"status": "done" | "partial", "scores", "rows_uri", ...}; 400/422 with located errors.
 ingest: a raw log (runs/RUN/raw/*/simulation.log) → the run's measurements, as it lands;
@@ -28,8 +29,10 @@ def _store():
 def score(request):
     bucket = os.environ["GATEBENCH_RUNS_BUCKET"]
     try:
-        run_id = cloud.run_id_from_request(cloud.json_body(request))
-        cloud.ingest_run(_storage, _store(), bucket, run_id)
+        body = cloud.json_body(request)
+        run_id = cloud.run_id_from_request(body)
+        wait = cloud.meter_wait_from_request(body, cloud.METER_WAIT_S)
+        cloud.ingest_run(_storage, _store(), bucket, run_id, meter_wait_s=wait)
         result = cloud.finish_run(_store(), _storage, bucket, run_id)
     except cloud.NothingMeasured as exc:
         return cloud.problems_reply(exc, 422)

@@ -126,7 +126,9 @@ resource "google_compute_instance" "gateway" {
 }
 
 # Tester 0 keeps the single tester's name; every tester runs its share of every phase
-# (gatebench.testers) and they start together (cloud/_tester.py: load-request.json start_at).
+# (gatebench.testers), they start together (cloud/_tester.py: load-request.json start_at) and
+# meet before every phase at tester 0's phase barrier: only tester 0 opens its port
+# (`listen`; the network's tester → tester rule lets the others reach it).
 resource "google_compute_instance" "tester" {
   count        = var.tester == null ? 0 : var.tester.count
   name         = "${local.name}-tester${local.tester_suffix[count.index]}"
@@ -167,7 +169,7 @@ resource "google_compute_instance" "tester" {
       registry = local.registry
       image    = var.runner_image
       args     = var.tester.count == 1 ? var.tester.args : concat(var.tester.args, ["--tester", tostring(count.index), "--testers", tostring(var.tester.count)])
-      ports    = []
+      ports    = count.index == 0 ? var.tester.listen : []
     })
   }
 

@@ -116,11 +116,12 @@ variable "tags" {
 }
 
 variable "tester" {
-  description = "The tester VMs: machine type, the runner image's arguments (`cloud tester ...`) and how many share every phase (count, 1-16; tester T gets `--tester T --testers count`). Null: no tester (an empty fleet, for teardown)."
+  description = "The tester VMs: machine type, the runner image's arguments (`cloud tester ...`), how many share every phase (count, 1-16; tester T gets `--tester T --testers count`) and the ports tester 0 listens on (listen: its phase barrier, with several testers). Null: no tester (an empty fleet, for teardown)."
   type = object({
     machine_type = string
     args         = list(string)
     count        = optional(number, 1)
+    listen       = optional(list(number), [])
   })
   default = null
   validation {

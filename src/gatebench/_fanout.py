@@ -61,18 +61,52 @@ def fanout_problem(testers: int, engine: str) -> str | None:
     return None
 
 
+def expected_testers(documents: Sequence[dict[str, Any]]) -> dict[int, set[int]]:
+    """Phase index → the testers with a share of it (``documents``: one per tester, as
+    ``split_document`` gives them)."""
+    expected: dict[int, set[int]] = {}
+    for t, doc in enumerate(documents):
+        for p in doc["phases"]:
+            expected.setdefault(int(p["index"]), set()).add(t)
+    return expected
+
+
+def barrier_controls(document: dict[str, Any], tester: int, base_url: str) -> dict[str, Any]:
+    """``document`` with the calls to the phase barrier at ``base_url`` around each phase's
+    controls (:class:`PhaseBarrier`)."""
+    out = copy.deepcopy(document)
+    for phase in out["phases"]:
+        index = int(phase["index"])
+        meet = [
+            {"method": "POST", "url": f"{base_url}/{index}/{stage}/{tester}", "status": 204}
+            for stage in ("a", "b")
+        ]
+        phase["before"] = [meet[0], *phase["before"], meet[1]]
+    return out
+
+
 class PhaseBarrier:
-    """Testers meet before every phase: an HTTP endpoint the run serves on 127.0.0.1 (the
-    testers reach it as they reach the targets), called as a control before each phase.
+    """Testers meet before every phase: an HTTP endpoint the run serves (locally on 127.0.0.1,
+    the testers reach it as they reach the targets; on the cloud path tester 0 serves it on
+    its VM and the other testers reach it over the network), called as a control before each
+    phase.
 
     Before phase P every tester with a share of it calls ``/P/a/T``, which answers once every
     tester still running has reached phase P or a later one (so every earlier phase is over
     everywhere, also on the testers without a share of P); tester 0 then resets the backend,
     and the testers of P call ``/P/b/T`` (nobody starts before the reset). So the
     testers' phases line up, the backend reset never lands among another tester's requests,
-    and the start skew stays small."""
+    and the start skew stays small. ``/gone/T`` says tester T has ended (its load is over):
+    nobody waits for it any more. A tester that does not arrive within ``timeout`` is left
+    behind with a note: later barriers do not wait for it until it arrives at one again."""
 
-    def __init__(self, expected: Mapping[int, set[int]], timeout: float = PHASE_BARRIER_S):
+    def __init__(
+        self,
+        expected: Mapping[int, set[int]],
+        timeout: float = PHASE_BARRIER_S,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ):
         self.expected = expected
         self.timeout = timeout
         self.arrived: dict[tuple[int, str], set[int]] = {}
@@ -80,6 +114,8 @@ class PhaseBarrier:
         """Tester → the latest phase whose first barrier it called."""
         self.testers: set[int] = set().union(*expected.values()) if expected else set()
         self.dead: set[int] = set()
+        self.behind: set[int] = set()
+        """Testers that missed a barrier and have not arrived at one since."""
         self.notes: list[str] = []
         self.cond = threading.Condition()
         barrier = self
@@ -88,16 +124,19 @@ class PhaseBarrier:
             def do_POST(self) -> None:
                 parts = self.path.strip("/").split("/")
                 ok = len(parts) == 3 and parts[0].isdigit() and parts[2].isdigit()
+                gone = len(parts) == 2 and parts[0] == "gone" and parts[1].isdigit()
                 if ok:
                     barrier.wait(int(parts[0]), parts[1], int(parts[2]))
-                self.send_response(204 if ok else 404)
+                elif gone:
+                    barrier.gone(int(parts[1]))
+                self.send_response(204 if ok or gone else 404)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = http.server.ThreadingHTTPServer((host, port), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
@@ -117,19 +156,23 @@ class PhaseBarrier:
         """Who is still missing at this barrier."""
         if stage == "a":
             behind = {t for t in self.testers if self.reached.get(t, -1) < phase}
-            return behind - self.dead
-        return self.expected.get(phase, set()) - self.arrived[(phase, stage)] - self.dead
+            return behind - self.dead - self.behind
+        missing = self.expected.get(phase, set()) - self.arrived[(phase, stage)]
+        return missing - self.dead - self.behind
 
     def wait(self, phase: int, stage: str, tester: int) -> None:
         key = (phase, stage)
         with self.cond:
             self.arrived.setdefault(key, set()).add(tester)
+            self.behind.discard(tester)
             if stage == "a":
                 self.reached[tester] = max(phase, self.reached.get(tester, -1))
             self.cond.notify_all()
             met = self.cond.wait_for(lambda: not self._met(phase, stage), self.timeout)
             if not met and tester == min(self.arrived[key]):
                 missing = sorted(self._met(phase, stage))
+                self.behind.update(missing)
+                self.cond.notify_all()
                 self.notes.append(
                     f"phase {phase}: tester(s) {missing} did not reach the barrier within "
                     f"{self.timeout:g}s; the others went on"
@@ -143,16 +186,17 @@ class PhaseBarrier:
 
     def controls(self, document: dict[str, Any], tester: int) -> dict[str, Any]:
         """``document`` with the barrier calls around each phase's controls."""
-        out = copy.deepcopy(document)
-        base = f"http://127.0.0.1:{self.port}"
-        for phase in out["phases"]:
-            index = int(phase["index"])
-            meet = [
-                {"method": "POST", "url": f"{base}/{index}/{stage}/{tester}", "status": 204}
-                for stage in ("a", "b")
-            ]
-            phase["before"] = [meet[0], *phase["before"], meet[1]]
-        return out
+        return barrier_controls(document, tester, f"http://127.0.0.1:{self.port}")
+
+    def record(self) -> dict[str, Any]:
+        """Who arrived at each phase's two barriers, and the notes (JSON: the cloud path
+        keeps it with tester 0's ``load-done``, and ingest copies each phase's into
+        ``testers.jsonl``)."""
+        with self.cond:
+            phases: dict[str, dict[str, list[int]]] = {}
+            for (phase, stage), testers in sorted(self.arrived.items()):
+                phases.setdefault(str(phase), {})[stage] = sorted(testers)
+            return {"phases": phases, "notes": list(self.notes)}
 
 
 def for_host(document: dict[str, Any], host: LoadHost) -> dict[str, Any]:
@@ -183,10 +227,7 @@ class _Merger:
         self.hooks = hooks
         self.out = out
         self.lock = threading.Lock()
-        self.expected: dict[int, set[int]] = {}
-        for t, doc in enumerate(documents):
-            for p in doc["phases"]:
-                self.expected.setdefault(int(p["index"]), set()).add(t)
+        self.expected = expected_testers(documents)
         self.parts: dict[int, dict[int, PhaseResult]] = {}
         self.done: set[int] = set()
 
@@ -328,4 +369,12 @@ def run_testers(
     return out
 
 
-__all__ = ["FanOut", "PhaseBarrier", "fanout_problem", "for_host", "run_testers"]
+__all__ = [
+    "FanOut",
+    "PhaseBarrier",
+    "barrier_controls",
+    "expected_testers",
+    "fanout_problem",
+    "for_host",
+    "run_testers",
+]

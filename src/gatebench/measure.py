@@ -161,16 +161,20 @@ def with_gateway_cgroup(
 ) -> list[Measurement]:
     """The cloud path's measurements with their gateway's CPU seconds and peak memory, from
     the cgroup samples its VM took of the gateway's container (target → samples): each phase's
-    window is its first request start to its last end. A phase the samples do not cover keeps
-    None (the collector's last upload came after the ingest, or it did not run)."""
+    window is its first request start to its last end. A phase the samples do not cover from
+    its start to its end keeps None (the meter's last upload had not come, or it did not run):
+    figures cut to the samples' span would understate it."""
     out = []
     for m in measurements:
         found = samples.get(m.target)
-        if not found:
+        start_ms = m.started_at * 1000.0
+        end_ms = start_ms + m.duration_s * 1000.0
+        if not found or not (
+            min(s.wall_ms for s in found) <= start_ms and max(s.wall_ms for s in found) >= end_ms
+        ):
             out.append(m)
             continue
-        start_ms = m.started_at * 1000.0
-        cost = cgroup_resources(found, start_ms, start_ms + m.duration_s * 1000.0)
+        cost = cgroup_resources(found, start_ms, end_ms)
         if cost.gateway_cpu_s is None:
             out.append(m)
             continue

@@ -3,8 +3,9 @@
 The build steps run ``terraform init`` and ``apply``/``destroy`` (tests/cloud/localterraform.py
 models the CLI) with the variables ``gatebench cloud vm-vars`` wrote; here the same variables
 make the same machines, each in its own network namespace (tests/cloud/netns.py) with
-Container-Optimized OS's host firewall, named as Compute Engine's internal DNS names them
-(the ``dns`` layout, the one a real deployment renders for):
+Container-Optimized OS's host firewall, behind a router that enforces the VPC's firewall
+rules by role (infra/modules/network), named as Compute Engine's internal DNS names them (the
+``dns`` layout, the one a real deployment renders for):
 
 - every machine first runs its startup script's firewall lines, rendered from
   infra/vms/templates/*.tftpl with the variables main.tf passes (tests/cloud/startup.py):
@@ -22,7 +23,9 @@ Container-Optimized OS's host firewall, named as Compute Engine's internal DNS n
   account, with ``--cgroup`` pointing at a stand-in of the container's cgroup v2 files
   written from the gateway's process tree (tests/cloud/cgroups.py: this machine has cgroup
   v1 and no containers);
-- tester VM → ``gatebench cloud tester ...`` with its own scratch folder.
+- tester VM → ``gatebench cloud tester ...`` with its own scratch folder; with several,
+  tester T gets ``--tester T --testers N`` as main.tf adds them, and tester 0's script opens
+  its phase barrier's port (``count.index == 0``), which the others reach by its host name.
 
 ``destroy`` stops every process ``apply`` started under that state, even an ``apply`` the
 build's timeout cut short (what it started stays for teardown, as resources do), and removes
@@ -123,15 +126,22 @@ class LocalVms:
         return names
 
     def boot(
-        self, key: str, values: dict[str, Any], machine: str, role: str, gateway: str | None = None
+        self,
+        key: str,
+        values: dict[str, Any],
+        machine: str,
+        role: str,
+        gateway: str | None = None,
+        index: int | None = None,
     ) -> tuple[str, StorageGate]:
         """The machine exists, its startup script's firewall lines have run, and its storage
-        gate listens: (its host name, its gate)."""
+        gate listens: (its host name, its gate). ``index``: a tester's ``count.index``."""
         host = self.host_names(values)[machine]
         with self._lock:
             self.hosts.setdefault(key, []).append(host)
         self.network.add([host])
-        script = startup_script(role, values, gateway, self.templates)
+        self.network.assign(host, role)  # its network tag (infra/vms/main.tf: var.tags.ROLE)
+        script = startup_script(role, values, gateway, self.templates, index)
         for command in firewall_commands(script):
             self.network.run_in(host, command)
         access = Access(
@@ -206,7 +216,7 @@ class LocalVms:
         for t in range(count):  # infra/vms/main.tf: count testers, T > 0 with --tester T
             assert tester is not None
             machine = "tester" if t == 0 else f"tester-{t}"
-            host, gate = self.boot(key, values, machine, "tester")
+            host, gate = self.boot(key, values, machine, "tester", index=t)
             scratch = self.root / "vms" / f"{run_id}-{machine}"
             split = [] if count == 1 else ["--tester", str(t), "--testers", str(count)]
             argv = [

@@ -7,7 +7,10 @@ outside the namespaces the test created and no packet leaves the machine. A VM's
 starts as COS's default (Google's "Configuring the host firewall": everything dropped but
 loopback, established/related connections and SSH): only what its startup script opens
 answers, as on Compute Engine. Names resolve through ``/etc/netns/NS/hosts`` (``ip netns
-exec`` mounts it over ``/etc/hosts``), standing in for Compute Engine's internal DNS.
+exec`` mounts it over ``/etc/hosts``), standing in for Compute Engine's internal DNS. The
+router drops what the VPC's firewall rules do not allow (infra/modules/network, read by
+tests/cloud/vpc.py): a machine given a role (:meth:`LocalNetwork.assign`) reaches another
+one only on the ports a rule opens from its role to the other's, as network tags do.
 
 Everything is named ``gbXXXXXX-...`` with a random tag per network and removed by
 :meth:`LocalNetwork.close`: processes first (their owner stops them), then the namespaces
@@ -29,6 +32,8 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .vpc import FirewallRule, firewall_rules
 
 CLONE_NEWNET = 0x40000000
 COS_INPUT_RULES = [
@@ -74,6 +79,9 @@ class LocalNetwork:
     machines: dict[str, Machine] = field(default_factory=dict)
     _next: int = 0
     _mount_points: list[Path] = field(default_factory=list)
+    rules: list[FirewallRule] = field(default_factory=firewall_rules)
+    """The VPC's firewall rules the router enforces between machines with a role."""
+    roles: dict[str, str] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _closed: bool = False
 
@@ -82,6 +90,43 @@ class LocalNetwork:
         _run(["ip", "netns", "add", self.router])
         self._in(self.router, ["ip", "link", "set", "lo", "up"])
         self._in(self.router, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"])
+        # The VPC: nothing between VMs but what a firewall rule allows (replies pass).
+        self._in(self.router, ["iptables", "-w", "-P", "FORWARD", "DROP"])
+        established = ["-m", "conntrack", "--ctstate", "RELATED,ESTABLISHED", "-j", "ACCEPT"]
+        self._in(self.router, ["iptables", "-w", "-A", "FORWARD", *established])
+
+    def assign(self, name: str, role: str) -> None:
+        """The machine carries ``role``'s network tag: the router lets it reach, and be
+        reached by, the machines with a role on the ports the firewall rules open between
+        the two roles."""
+        with self._lock:
+            self.roles[name] = role
+            pairs = [(name, other) for other in self.roles] + [
+                (other, name) for other in self.roles if other != name
+            ]
+            for source, target in pairs:
+                a, b = self.machines[source], self.machines[target]
+                for rule in self.rules:
+                    if not (
+                        self.roles[source] in rule.sources and self.roles[target] in rule.targets
+                    ):
+                        continue
+                    for port in sorted(rule.ports):
+                        accept = ["-s", a.address, "-d", b.address, "-p", "tcp"]
+                        self._in(
+                            self.router,
+                            [
+                                "iptables",
+                                "-w",
+                                "-A",
+                                "FORWARD",
+                                *accept,
+                                "--dport",
+                                str(port),
+                                "-j",
+                                "ACCEPT",
+                            ],
+                        )
 
     # -- machines
 
@@ -133,6 +178,8 @@ class LocalNetwork:
         """Delete machines (their namespace, link and hosts files); unknown names are skipped."""
         with self._lock:
             gone = [self.machines.pop(n) for n in names if n in self.machines]
+            for name in names:
+                self.roles.pop(name, None)
         for machine in gone:
             with contextlib.suppress(RuntimeError):
                 _run(["ip", "netns", "del", machine.namespace])

@@ -41,6 +41,7 @@ def workflow_env(
         "GATEBENCH_PROVISION_TIMEOUT_S": "1800",
         "GATEBENCH_LOAD_TIMEOUT_S": "7200",
         "GATEBENCH_TEARDOWN_TIMEOUT_S": "1800",
+        "GATEBENCH_METER_WAIT_S": "60",
     }
     values.update(overrides)
     return values

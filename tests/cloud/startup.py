@@ -156,15 +156,30 @@ def _object_items(text: str) -> dict[str, str]:
     return items
 
 
-def _ports(expression: str, values: dict[str, Any], each: dict[str, Any] | None) -> list[int]:
-    """``ports`` as main.tf computes it: a list of ``var.X.Y`` / ``each.value.Y``."""
+def _ports(
+    expression: str, values: dict[str, Any], each: dict[str, Any] | None, index: int | None = None
+) -> list[int]:
+    """``ports`` as main.tf computes it: a list of ``var.X.Y`` / ``each.value.Y``, a
+    ``var.X.Y`` that is a list, or ``count.index == N ? A : B`` of those (``index``: the
+    instance's ``count.index``)."""
+    choice = re.fullmatch(r"count\.index == (\d+) \? (.+?) : (.+)", expression.strip())
+    if choice is not None:
+        if index is None:
+            raise TemplateError(f"ports = {expression}: the instance has no count.index")
+        chosen = choice.group(2) if index == int(choice.group(1)) else choice.group(3)
+        return _ports(chosen, values, each, index)
+    if re.fullmatch(r"var(\.\w+)+", expression.strip()):
+        value: Any = values
+        for key in expression.strip().split(".")[1:]:
+            value = value[key]
+        return [int(v) for v in value]
     if not re.fullmatch(r"\[[\w.,\s]*\]", expression):
         raise TemplateError(f"ports = {expression}: only a list of references is evaluated here")
     ports = []
     for ref in filter(None, (r.strip() for r in expression[1:-1].split(","))):
         head, *path = ref.split(".")
         if head == "var":
-            value: Any = values
+            value = values
         elif head == "each" and path[:1] == ["value"] and each is not None:
             value, path = each, path[1:]
         else:
@@ -176,9 +191,14 @@ def _ports(expression: str, values: dict[str, Any], each: dict[str, Any] | None)
 
 
 def startup_script(
-    role: str, values: dict[str, Any], gateway: str | None = None, templates: Path | None = None
+    role: str,
+    values: dict[str, Any],
+    gateway: str | None = None,
+    templates: Path | None = None,
+    index: int | None = None,
 ) -> str:
-    """The rendered startup script of one VM (``role``: backend, gateway or tester)."""
+    """The rendered startup script of one VM (``role``: backend, gateway or tester; ``index``:
+    a tester's ``count.index``)."""
     template, expressions = templatefile_calls()[role]
     if templates is not None:
         template = templates / template.name
@@ -208,7 +228,7 @@ def startup_script(
             "image": values["runner_image"],
             "args": values[role]["args"],
         }
-    variables["ports"] = _ports(expressions["ports"], values, each)
+    variables["ports"] = _ports(expressions["ports"], values, each, index)
     missing = set(expressions) - set(variables)
     if missing:
         raise TemplateError(

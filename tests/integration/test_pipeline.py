@@ -212,16 +212,12 @@ def test_the_auction_example_runs_to_done_and_a_redelivered_event_starts_nothing
     assert store.scores(run_id)
     # The gateway VM's meter (the script's `gatebench cloud meter`, over a stand-in of the
     # container's cgroup files: tests/cloud/cgroups.py) uploaded its samples under the
-    # gateway's grant, and the ingest attached them: nginx's phases carry its CPU and memory,
-    # the baseline (no gateway) none.
+    # gateway's grant, its last upload ending with meter_done, which the score step waited
+    # for: every measured phase of nginx carries its CPU and memory, the baseline (no
+    # gateway) none, and the run has no note of a gap.
     storage: Storage = world["storage"]
     assert storage.names(RUNS, f"runs/{run_id}/cgroup/") == [f"runs/{run_id}/cgroup/nginx.jsonl"]
-    measured = {m.workload: m for m in store.measurements(run_id) if m.target == "nginx"}
-    covered = [m for m in measured.values() if m.gateway_cpu_s is not None]
-    assert covered, [m.to_dict() for m in measured.values()]
-    assert all(m.gateway_cpu_s >= 0 and (m.gateway_rss_mb or 0) > 1 for m in covered)
-    baseline = [m for m in store.measurements(run_id) if m.target == "baseline"]
-    assert all(m.gateway_cpu_s is None and m.gateway_rss_mb is None for m in baseline)
+    assert_every_gateway_phase_metered(store, storage, run_id, doc)
     rows = [r for r in world["bigquery"].rows if r["run_id"] == run_id]
     assert rows
     assert {r["target"] for r in rows} == {"nginx", "baseline"}
@@ -233,6 +229,25 @@ def test_the_auction_example_runs_to_done_and_a_redelivered_event_starts_nothing
     again = run(world, event, "exec-again")
     assert again.result == {"run_id": run_id, "duplicate": True, "status": "done"}
     assert len([b for b in world["builds"].builds if b["substitutions"]["_RUN_ID"] == run_id]) == 3
+
+
+def assert_every_gateway_phase_metered(
+    store: Any, storage: Storage, run_id: str, doc: dict[str, Any]
+) -> None:
+    """Every measured phase of every metered gateway has the gateway's CPU seconds and peak
+    memory; the baseline none; no gap noted; the meter's upload ends with meter_done."""
+    measured = store.measurements(run_id)
+    gateways = [m for m in measured if m.target != "baseline"]
+    assert gateways
+    lacking = [m.key for m in gateways if m.gateway_cpu_s is None or m.gateway_rss_mb is None]
+    assert lacking == [], (lacking, doc.get("environment", {}).get("meter_gaps"))
+    assert all(m.gateway_cpu_s >= 0 and m.gateway_rss_mb > 1 for m in gateways)
+    baseline = [m for m in measured if m.target == "baseline"]
+    assert all(m.gateway_cpu_s is None and m.gateway_rss_mb is None for m in baseline)
+    assert "meter_gaps" not in doc.get("environment", {})
+    upload = storage.read_optional(RUNS, f"runs/{run_id}/cgroup/nginx.jsonl")
+    assert upload is not None
+    assert json.loads(upload.decode().splitlines()[-1])["meter_done"] is True
 
 
 def test_two_testers_run_to_done_with_the_same_requests(world: dict[str, Any]) -> None:
@@ -253,6 +268,8 @@ def test_two_testers_run_to_done_with_the_same_requests(world: dict[str, Any]) -
     assert [measured[(t, "retrieve")].requests for t in ("nginx", "baseline")] == [100, 100]
     assert all("partial" not in m.flags for m in measured.values())
     storage = world["storage"]
+    # the meter waited for both testers' load-done before its last upload
+    assert_every_gateway_phase_metered(store, storage, run_id, stored_run(run_id))
     for t in (0, 1):
         assert storage.read_optional(RUNS, f"runs/{run_id}/raw/gatling-t{t}/simulation.log")
     assert storage.read_optional(RUNS, f"runs/{run_id}/t1/tester/load-done.json")
@@ -261,6 +278,18 @@ def test_two_testers_run_to_done_with_the_same_requests(world: dict[str, Any]) -
     phases = [json.loads(line) for line in shares.decode().splitlines()]
     assert len(phases) == len(measured)
     assert {len(p["testers"]) for p in phases} == {1, 2}  # sequential: tester 0 alone
+    # They met before every phase at tester 0's barrier (served on its VM, reached by its
+    # host name through the port its startup script opened): every tester of a phase arrived
+    # at both of its barriers, and nobody was left behind.
+    for p in phases:
+        own = sorted(t["tester"] for t in p["testers"])
+        assert p["barrier"] == {"a": own, "b": own}, p
+    done = storage.read_optional(RUNS, f"runs/{run_id}/tester/load-done.json")
+    assert done is not None
+    barrier = json.loads(done)["barrier"]
+    assert barrier["notes"] == []
+    workload = json.loads(storage.read_optional(RUNS, f"runs/{run_id}/workload.json") or b"{}")
+    assert sorted(barrier["phases"], key=int) == [str(p["index"]) for p in workload["phases"]]
     assert run_processes(world, run_id) == []
     assert [d for d in world["vms"].denied if run_id in d] == []
 

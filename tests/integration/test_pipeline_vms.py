@@ -97,7 +97,10 @@ def backend_only() -> dict[str, Any]:
 
 
 def probe(network: LocalNetwork, host: str, port: int) -> str:
-    network.add(["prober.local.internal"])
+    """A connection from another tester VM (the role the VPC lets reach the backend)."""
+    if "prober.local.internal" not in network.roles:
+        network.add(["prober.local.internal"])
+        network.assign("prober.local.internal", "tester")
     return network.run_in(
         "prober.local.internal", ["python3", "-c", PROBE, host, str(port)]
     ).strip()
@@ -159,3 +162,80 @@ def test_a_role_reads_only_what_infra_grants_it(vms: tuple[LocalVms, LocalNetwor
         in proc.log_tail()
     )
     assert not listening(network, host, 8080, timeout=1)
+
+
+def two_testers() -> dict[str, Any]:
+    """Two tester VMs and nothing else: tester 0 serves the phase barrier on its VM from the
+    moment it starts (here while it keeps probing a target that never answers)."""
+    values = backend_only()
+    role_args = ["--run-id", RUN, "--runs-bucket", RUNS]
+    barrier = f"http://gb-{RUN}-tester.local.c.gatebench-test.internal:8090"
+    values["backend"] = None
+    values["tester"] = {
+        "machine_type": "e2-small",
+        "args": ["cloud", "tester", *role_args, "--barrier", barrier],
+        "count": 2,
+        "listen": [8090],
+    }
+    return values
+
+
+def test_the_phase_barrier_is_reached_only_through_the_port_tester_0_opens(
+    vms: tuple[LocalVms, LocalNetwork, Path],
+) -> None:
+    from gatebench.plan import Injection
+    from gatebench.workload import FORMAT, injection_json
+
+    local, network, tmp = vms
+    phase = {
+        "id": "p0000",
+        "index": 0,
+        "target": "nginx",
+        "workload": "w",
+        "repetition": 1,
+        "measured": True,
+        "seed": 1,
+        "injection": injection_json(Injection("at_once", users=2)),
+        "before": [],
+        "params": {},
+        "request": {"base_url": "http://gw.invalid:8000"},
+    }
+    workload = {"format": FORMAT, "seed": 1, "secret_env": [], "skip_file": "", "phases": [phase]}
+    local.storage.write(RUNS, f"runs/{RUN}/workload.json", json.dumps(workload))
+    values = two_testers()
+    hosts = local.host_names(values)
+    first, second = hosts["tester"], hosts["tester-1"]
+    template = tmp / "templates" / "runner.sh.tftpl"
+    text = template.read_text()
+    line = "iptables -w -A INPUT -p tcp --dport ${p} -j ACCEPT\n"
+    assert line in text
+    template.write_text(text.replace(line, ""))
+    local.apply("gs://b/barrier-forgot", values)
+    assert listening(network, first, 8090)  # tester 0 serves the barrier on its VM...
+    reach = ["python3", "-c", PROBE, first, "8090"]
+    assert network.run_in(second, reach).strip() == "closed TimeoutError"  # ...unreachable
+    local.destroy("gs://b/barrier-forgot")
+    template.write_text(text)  # with the template's line, tester 1 reaches it
+    local.apply("gs://b/barrier-kept", values)
+    assert listening(network, first, 8090)
+    assert network.run_in(second, reach).strip() == "open"
+    # only tester 0 opened it (main.tf: count.index == 0), and only tester 0 listens there
+    assert not listening(network, second, 8090, timeout=1)
+    rules = network.run_in(second, ["iptables", "-w", "-S", "INPUT"])
+    assert "--dport 8090" not in rules
+    assert "--dport 8090" in network.run_in(first, ["iptables", "-w", "-S", "INPUT"])
+    local.destroy("gs://b/barrier-kept")
+    # The VPC without its tester → tester rule: the port is open on tester 0, yet dropped
+    # between the VMs.
+    from cloud.vpc import firewall_rules
+
+    rules_before = network.rules
+    assert [r.name for r in rules_before if r.name == "tester_to_tester"] == ["tester_to_tester"]
+    network.rules = [r for r in rules_before if r.name != "tester_to_tester"]
+    try:
+        local.apply("gs://b/barrier-no-rule", values)
+        assert listening(network, first, 8090)
+        assert network.run_in(second, reach).strip() == "closed TimeoutError"
+    finally:
+        network.rules = rules_before
+    assert network.rules == firewall_rules()

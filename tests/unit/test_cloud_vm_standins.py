@@ -111,7 +111,7 @@ def values() -> dict[str, Any]:
         "runs_bucket": BUCKET,
         "run_id": RUN,
         "backend": {"port": 8080, "args": ["cloud", "backend"]},
-        "tester": {"args": ["cloud", "tester"]},
+        "tester": {"args": ["cloud", "tester"], "count": 2, "listen": [8090]},
         "gateways": {
             "nginx": {
                 "port": 8000,
@@ -127,12 +127,17 @@ def values() -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    ("role", "gateway", "ports"),
-    [("backend", None, ["8080"]), ("gateway", "nginx", ["8000"]), ("tester", None, [])],
+    ("role", "gateway", "index", "ports"),
+    [
+        ("backend", None, None, ["8080"]),
+        ("gateway", "nginx", None, ["8000"]),
+        ("tester", None, 0, ["8090"]),  # tester 0 of two: its phase barrier
+        ("tester", None, 1, []),
+    ],
 )
 def test_each_startup_script_opens_exactly_its_roles_ports(
-    role: str, gateway: str | None, ports: list[str]
+    role: str, gateway: str | None, index: int | None, ports: list[str]
 ) -> None:
-    commands = firewall_commands(startup_script(role, values(), gateway))
+    commands = firewall_commands(startup_script(role, values(), gateway, index=index))
     assert [c[c.index("--dport") + 1] for c in commands] == ports
     assert all(c[:2] == ["iptables", "-w"] and c[-2:] == ["-j", "ACCEPT"] for c in commands)

@@ -81,3 +81,46 @@ def test_the_cli_refuses_a_tester_count_out_of_range(capsys: pytest.CaptureFixtu
     assert exc.value.code == 2
     err = capsys.readouterr().err.splitlines()[-1]
     assert err == "gatebench run: error: argument --testers: expected 1 to 16, got '17'"
+
+
+def test_a_tester_left_behind_is_not_waited_for_again_and_gone_is_an_endpoint() -> None:
+    """The cloud path's testers reach the barrier over the network: a tester that ends says
+    so with ``/gone/T``; one that never comes is left behind once (a note), and later
+    barriers do not wait for it; ``record`` is what tester 0 keeps with its load-done."""
+    import time
+    import urllib.request
+
+    from gatebench._fanout import PhaseBarrier, barrier_controls
+
+    def call(base: str, path: str) -> int:
+        req = urllib.request.Request(base + path, method="POST")
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return int(r.status)
+
+    with PhaseBarrier({0: {0, 1, 2}, 1: {0, 1, 2}}, timeout=0.5) as barrier:
+        base = f"http://127.0.0.1:{barrier.port}"
+        assert call(base, "/gone/2") == 204  # tester 2 ended: nobody waits for it
+        started = time.monotonic()
+        assert call(base, "/0/a/0") == 204  # tester 1 never comes: 0.5 s, then a note
+        assert call(base, "/0/b/0") == 204  # already left behind: no second wait
+        assert call(base, "/1/a/0") == 204
+        assert call(base, "/1/b/0") == 204
+        assert time.monotonic() - started < 1.5
+        assert barrier.notes == [
+            "phase 0: tester(s) [1] did not reach the barrier within 0.5s; the others went on"
+        ]
+        assert barrier.record() == {
+            "phases": {"0": {"a": [0], "b": [0]}, "1": {"a": [0], "b": [0]}},
+            "notes": barrier.notes,
+        }
+        try:
+            call(base, "/gone/x")
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 404
+        else:
+            raise AssertionError("/gone/x answered")
+    doc = barrier_controls({"phases": [{"index": 4, "before": []}]}, 1, "http://t0:8090")
+    assert [c["url"] for c in doc["phases"][0]["before"]] == [
+        "http://t0:8090/4/a/1",
+        "http://t0:8090/4/b/1",
+    ]

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gatebench.cloud._ingest import _cgroup_samples
+from gatebench.cloud._ingest import MeterUpload, meter_uploads
 from gatebench.engines.cpu import CpuSampler, exited_unreaped
 from gatebench.measure import with_gateway_cgroup
 from gatebench.model import Measurement
@@ -218,11 +218,13 @@ def test_the_meter_samples_until_the_load_is_done_and_the_ingest_reads_it(tmp_pa
     clock: Any = SteppingClock(bucket, cgroup, done_at=12.0)
     assert meter_gateway(bucket, "runs", "r-1", "nginx", cgroup, clock=clock, interval=1.0) == 0
     lines = bucket.objects[("runs", "runs/r-1/cgroup/nginx.jsonl")].decode().splitlines()
-    samples = [CgroupSample.from_dict(json.loads(line)) for line in lines]
-    # one sample at the start and one per second until the first upload after load-done (15 s)
-    assert [s.wall_ms for s in samples] == [1000.0 * (100 + i) for i in range(16)]
+    samples = [CgroupSample.from_dict(json.loads(line)) for line in lines[:-1]]
+    # one sample at the start and one per second until the first upload after load-done (15 s),
+    # then one more after seeing it; the last upload ends with the meter_done line
+    assert [s.wall_ms for s in samples] == [1000.0 * (100 + i) for i in range(17)]
+    assert json.loads(lines[-1]) == {"meter_done": True, "wall_ms": 116_000.0, "why": "load-done"}
     assert bucket.writes == 5  # the marker, and uploads at 5, 10, 15 s and a last one
-    assert _cgroup_samples(bucket, "runs", "r-1") == {"nginx": samples}
+    assert meter_uploads(bucket, "runs", "r-1") == {"nginx": MeterUpload(samples, done=True)}
     assert cgroup_window(samples, 102_000.0, 104_000.0) == (pytest.approx(0.2), 40.0)
 
 

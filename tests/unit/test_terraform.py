@@ -249,13 +249,51 @@ def test_firewalls_never_open_to_the_internet_and_only_between_roles() -> None:
         for (rtype, name), body in config.resources.items()
         if rtype == "google_compute_firewall"
     }
-    assert set(firewalls) == {"tester_to_gateway", "to_backend"}
+    assert set(firewalls) == {"tester_to_gateway", "to_backend", "tester_to_tester"}
     for name, body in firewalls.items():
         assert "source_ranges" not in body, f"{name}: sources are network tags, never ranges"
         assert body.get("source_tags"), name
         assert body.get("target_tags"), name
         assert unquote(body["direction"]) == "INGRESS"
     assert "0.0.0.0/0" not in json.dumps([c.texts for c in CONFIG.values()])
+
+
+def test_each_firewall_opens_one_port_the_vms_listen_on() -> None:
+    """The network's rules open exactly the ports gatebench.cloud._layout gives each role:
+    tester → gateway, → backend, and tester → tester only on tester 0's phase barrier."""
+    from gatebench.cloud._layout import BACKEND_PORT, BARRIER_PORT, GATEWAY_PORT
+
+    network = CONFIG[INFRA / "modules" / "network"]
+    defaults = dict(
+        re.findall(r"(\w+) = optional\(number, (\d+)\)", network.variables["ports"]["type"])
+    )
+    assert {k: int(v) for k, v in defaults.items()} == {
+        "gateway": GATEWAY_PORT,
+        "backend": BACKEND_PORT,
+        "barrier": BARRIER_PORT,
+    }
+    rules = {
+        name: (body["source_tags"], body["target_tags"], body["allow"][0]["ports"])
+        for (rtype, name), body in network.resources.items()
+        if rtype == "google_compute_firewall"
+    }
+    assert rules == {
+        "tester_to_gateway": (
+            ["${local.tags.tester}"],
+            ["${local.tags.gateway}"],
+            ["${tostring(var.ports.gateway)}"],
+        ),
+        "to_backend": (
+            ["${local.tags.gateway}", "${local.tags.tester}"],
+            ["${local.tags.backend}"],
+            ["${tostring(var.ports.backend)}"],
+        ),
+        "tester_to_tester": (
+            ["${local.tags.tester}"],
+            ["${local.tags.tester}"],
+            ["${tostring(var.ports.barrier)}"],
+        ),
+    }
 
 
 def test_vms_have_no_external_address_and_delete_themselves() -> None:

@@ -255,7 +255,7 @@ def vm_object_access() -> dict[str, list[dict[str, str]]]:
 def needs() -> dict[str, set[tuple[str, str]]]:
     """(access, object) each role's code performs in one run (src/gatebench/cloud)."""
     from gatebench.cloud._render import config_object, run_object
-    from gatebench.cloud._tester import marker
+    from gatebench.cloud._tester import marker, marker_of_tester
     from gatebench.provisioners._vm_roles import CGROUP_OBJECT, RAW_OBJECT
 
     return {
@@ -265,18 +265,23 @@ def needs() -> dict[str, set[tuple[str, str]]]:
             ("get", run_object(RUN_ID, "mock-backend.json")),
         },
         # gateway.sh.tftpl: each rendered file of its gateway; its meter (meter_gateway)
-        # watches for the tester's load-done and uploads its samples, again and again.
+        # reads how many testers there are, watches for every tester's load-done and uploads
+        # its samples, again and again, the last time ending with meter_done.
         "gateway": {
             ("get", config_object(RUN_ID, "nginx", "nginx.conf")),
             ("get", config_object(RUN_ID, "kong", "kong.yml")),
+            ("get", run_object(RUN_ID, "fleet.json")),
             ("get", marker(RUN_ID, "load-done")),
+            ("get", marker(RUN_ID, marker_of_tester("load-done", 1))),
             ("create", CGROUP_OBJECT.format(run_id=RUN_ID, target="nginx")),
             ("overwrite", CGROUP_OBJECT.format(run_id=RUN_ID, target="nginx")),
         },
         # run_tester: the workload, backend.json, the load build's request; writes its two
-        # markers (again after a restart) and creates the raw log.
+        # markers (again after a restart) and creates the raw log; tester 0 keeps its barrier
+        # up until the other testers' load-done markers exist.
         "tester": {
             ("get", run_object(RUN_ID, "workload.json")),
+            ("get", marker(RUN_ID, marker_of_tester("load-done", 1))),
             ("get", run_object(RUN_ID, "backend.json")),
             ("get", marker(RUN_ID, "load-request")),
             ("get", marker(RUN_ID, "load-done")),

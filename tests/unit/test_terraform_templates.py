@@ -175,8 +175,21 @@ def startup_arguments() -> dict[str, tuple[str, dict[str, str]]]:
     return out
 
 
-def evaluate(expression: str, variables: dict[str, Any], each: Any = None) -> Any:
-    """The list expressions of `ports`: `[]`, `[var.X.Y]`, `[each.value.Y]`."""
+def evaluate(
+    expression: str, variables: dict[str, Any], each: Any = None, index: int | None = None
+) -> Any:
+    """The list expressions of `ports`: `[]`, `[var.X.Y]`, `[each.value.Y]`, a list `var.X.Y`,
+    and `count.index == N ? A : B` of those (``index``: the instance's count.index)."""
+    choice = re.fullmatch(r"count\.index == (\d+) \? (.+?) : (.+)", expression.strip())
+    if choice is not None:
+        assert index is not None, expression
+        chosen = choice.group(2) if index == int(choice.group(1)) else choice.group(3)
+        return evaluate(chosen, variables, each, index)
+    if re.fullmatch(r"var(\.\w+)+", expression.strip()):
+        value = variables
+        for part in expression.strip().split(".")[1:]:
+            value = value[part]
+        return list(value)
     inner = expression.strip()
     assert inner.startswith("[") and inner.endswith("]"), expression
     items = [i.strip() for i in inner[1:-1].split(",") if i.strip()]
@@ -190,13 +203,21 @@ def evaluate(expression: str, variables: dict[str, Any], each: Any = None) -> An
     return values
 
 
-def rendered_run() -> tuple[Any, dict[str, Any]]:
+def rendered_run(testers: int = 1) -> tuple[Any, dict[str, Any]]:
+    import yaml
+
     from gatebench.cloud import ObjectRef
     from gatebench.cloud._render import render_run
     from gatebench.cloud._vms import vm_vars
 
     ref = ObjectRef("gb-uploads", "specs/auction.yaml", "9")
-    rendered = render_run(AUCTION.read_bytes(), ref, SETTINGS, "gb-runs")
+    spec = AUCTION.read_bytes()
+    if testers > 1:
+        doc = yaml.safe_load(spec)
+        bench = doc["x-gatebench"]
+        bench["infrastructure"] = dict(bench.get("infrastructure") or {}, testers=testers)
+        spec = yaml.safe_dump(doc, sort_keys=False).encode()
+    rendered = render_run(spec, ref, SETTINGS, "gb-runs")
     assert rendered.failures == {}
     return rendered, vm_vars(SETTINGS, rendered.fleet, ref.run_id, "gb-runs")
 
@@ -241,9 +262,22 @@ def test_each_role_opens_exactly_the_ports_it_listens_on() -> None:
     template, args = arguments["tester"]
     script = render(
         (TEMPLATES / template).read_text(),
-        {**RUNNER, "ports": evaluate(args["ports"], variables)},
+        {**RUNNER, "ports": evaluate(args["ports"], variables, index=0)},
     )
     assert opened_ports(script) == set()
+    # With several testers, tester 0 serves the phase barrier where the others call it (the
+    # --barrier URL every tester gets): its script opens that port, the others' nothing.
+    _, variables = rendered_run(testers=3)
+    tester_args = variables["tester"]["args"]
+    barrier = urlsplit(tester_args[tester_args.index("--barrier") + 1])
+    assert (
+        barrier.hostname
+        == "gb-" + variables["run_id"] + "-tester.europe-central2-a.c.proj.internal"
+    )
+    for index, expected in ((0, {barrier.port}), (1, set()), (2, set())):
+        ports = evaluate(args["ports"], variables, index=index)
+        script = render((TEMPLATES / template).read_text(), {**RUNNER, "ports": ports})
+        assert opened_ports(script) == expected, index
     # The firewall opens before the containers start.
     gateway_script = render((TEMPLATES / "gateway.sh.tftpl").read_text(), GATEWAY)
     assert gateway_script.index("iptables") < gateway_script.index("docker run")

@@ -1,6 +1,7 @@
 # The benchmark network: VMs have no external address; Cloud NAT lets gateway VMs pull their
-# official images. Ingress is closed except the three paths a benchmark needs, by network
-# tag: tester → gateway, gateway → backend, and tester → backend (the no-gateway baseline).
+# official images. Ingress is closed except the paths a benchmark needs, by network tag:
+# tester → gateway, gateway → backend, tester → backend (the no-gateway baseline), and
+# tester → tester on the phase barrier's port only (with several testers, tester 0 serves it).
 
 locals {
   tags = {
@@ -64,5 +65,18 @@ resource "google_compute_firewall" "to_backend" {
   allow {
     protocol = "tcp"
     ports    = [tostring(var.ports.backend)]
+  }
+}
+
+resource "google_compute_firewall" "tester_to_tester" {
+  project     = var.project_id
+  name        = "${var.prefix}-tester-to-tester"
+  network     = google_compute_network.this.id
+  direction   = "INGRESS"
+  source_tags = [local.tags.tester]
+  target_tags = [local.tags.tester]
+  allow {
+    protocol = "tcp"
+    ports    = [tostring(var.ports.barrier)]
   }
 }

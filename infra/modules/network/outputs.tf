@@ -4,7 +4,7 @@ output "network" {
 }
 
 output "ports" {
-  description = "Ports the gateways and the backend listen on."
+  description = "Ports the gateways, the backend and tester 0's phase barrier listen on."
   value       = var.ports
 }
 

@@ -5,10 +5,11 @@ variable "cidr" {
 }
 
 variable "ports" {
-  description = "Ports the gateways and the backend listen on (the per-run VM config uses the same)."
+  description = "Ports the gateways, the backend and tester 0's phase barrier listen on (the per-run VM config uses the same: gatebench.cloud._layout)."
   type = object({
     gateway = optional(number, 8000)
     backend = optional(number, 8080)
+    barrier = optional(number, 8090)
   })
   default = {}
 }

@@ -110,6 +110,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--tester", type=int, default=0, help="this tester's index (0 to --testers - 1)"
     )
     tester.add_argument("--testers", type=int, default=1, help="how many testers share every phase")
+    tester.add_argument(
+        "--barrier",
+        default=None,
+        help="with several testers: the phase barrier's URL (http://TESTER-0-HOST:PORT); tester "
+        "0 serves it, the others call it before every phase",
+    )
     tester.set_defaults(handler=run_tester)
 
     meter = commands.add_parser(
@@ -117,7 +123,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="sample a gateway container's CPU and memory (beside it, on its VM)",
         description="Sample the gateway container's cgroup v2 files (cpu.stat, memory.current, "
         "memory.peak, memory.stat) every 0.2 s and upload them to runs/RUN/cgroup/TARGET.jsonl "
-        "until the tester writes tester/load-done.json; the ingest step turns them into each "
+        "until every tester has written its load-done marker; the last upload ends with a "
+        "meter_done line, which the score step waits for before it turns the samples into each "
         "phase's gateway CPU seconds and peak memory.",
     )
     _run_arguments(meter)
@@ -295,4 +302,5 @@ def run_tester(args: argparse.Namespace) -> int:
         args.ready_timeout,
         tester=args.tester,
         testers=args.testers,
+        barrier=args.barrier,
     )

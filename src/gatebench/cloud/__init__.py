@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from ._firestore_rest import firestore_fields, firestore_value, plain_value
 from ._http import json_body, problems_reply, reply
-from ._ingest import ingest_object, ingest_run
+from ._ingest import METER_WAIT_S, ingest_object, ingest_run
 from ._objects import (
     ObjectRef,
     RequestError,
+    meter_wait_from_request,
     object_from_event,
     object_from_request,
     run_id_from_request,
@@ -24,6 +25,7 @@ from ._settings import read_settings
 from ._storage import ObjectMissing, Storage, StoredObject
 
 __all__ = [
+    "METER_WAIT_S",
     "NothingMeasured",
     "ObjectMissing",
     "ObjectRef",
@@ -38,6 +40,7 @@ __all__ = [
     "ingest_object",
     "ingest_run",
     "json_body",
+    "meter_wait_from_request",
     "object_from_event",
     "object_from_request",
     "parse_upload",

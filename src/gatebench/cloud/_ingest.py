@@ -11,6 +11,14 @@ With several testers (the fleet's ``tester.count``) a phase is split across thei
 (``tester/load-done*.json``, which the load build writes for a tester that never answered), then
 every log is merged at once (``gatebench.testers.ingest_tester_logs``); a failed tester's
 unfinished phases are ``partial``.
+
+Each gateway VM's meter uploads its container's cgroup samples to ``cgroup/TARGET.jsonl``,
+the last upload ending with a ``meter_done`` line; that upload can come after the load build
+ended. So the score step (:func:`ingest_run` with ``meter_wait_s``) waits, bounded, for the
+``meter_done`` line of every gateway it has measured phases of before it attaches the samples;
+a gateway whose phases still lack CPU or memory figures then gets a note in the run record
+(``environment.meter_gaps``: which phases, which object, why), never a silent gap. The
+``ingest`` function, which runs while the load is going on, does not wait.
 """
 
 from __future__ import annotations
@@ -18,19 +26,31 @@ from __future__ import annotations
 import json
 import re
 import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..measure import ingest_simlog, with_gateway_cgroup
+from ..model import Measurement
 from ..resources import CgroupSample
 from ..store import ResultStore
 from ..testers import ingest_tester_logs
-from ._tester import fleet_testers, marker, marker_of_tester
+from ._tester import Clock, fleet_testers, marker, marker_of_tester
 
 RAW_LOG = re.compile(r"^runs/(r-[0-9a-f]{20})/raw/[A-Za-z0-9._-]+/simulation\.log$")
 CGROUP_OBJECT = "runs/{run_id}/cgroup/{target}.jsonl"
 """Where a gateway VM's meter (``gatebench cloud meter``) uploads its container's cgroup
-samples, one JSON object per line (gatebench.resources.CgroupSample)."""
+samples, one JSON object per line (gatebench.resources.CgroupSample), the last upload ending
+with the ``meter_done`` line (:func:`meter_done_line`)."""
+METER_DONE = "meter_done"
+METER_WAIT_S = 60.0
+"""How long the score step waits for the meters' last uploads by default (the workflow passes
+``GATEBENCH_METER_WAIT_S``, Terraform's ``limits.meter_wait_s``)."""
+METER_POLL_S = 2.0
+METER_GAPS = "meter_gaps"
+"""The run record's ``environment`` key: gateway → why some of its phases have no CPU or
+memory figures."""
 
 
 TESTERS_OBJECT = "runs/{run_id}/testers.jsonl"
@@ -44,40 +64,68 @@ class Bucket(Protocol):
     def names(self, bucket: str, prefix: str) -> list[str]: ...
 
 
+def meter_done_line(wall_ms: float, why: str) -> str:
+    """The line that ends a meter's last upload: no sample will follow (``why``: ``load-done``
+    when every tester had finished, ``time limit`` when the meter gave up waiting)."""
+    return json.dumps({METER_DONE: True, "wall_ms": wall_ms, "why": why}, sort_keys=True)
+
+
+@dataclass
+class MeterUpload:
+    """One gateway's ``cgroup/TARGET.jsonl`` as read: its samples, and whether it ends with
+    the ``meter_done`` line."""
+
+    samples: list[CgroupSample] = field(default_factory=list)
+    done: bool = False
+
+
 def ingest_object(storage: Bucket, store: ResultStore, bucket: str, name: str) -> int | None:
-    """Measurements stored from object ``name``; None when it is not a raw log."""
+    """Measurements stored from object ``name``; None when it is not a raw log. It does not
+    wait for the meters (the load may still be running): the score step does."""
     match = RAW_LOG.match(name)
     if match is None:
         return None
     run_id = match.group(1)
     if fleet_testers(storage, bucket, run_id) > 1:
         return ingest_testers(storage, store, bucket, run_id)
-    log = storage.read_optional(bucket, name)
-    workload = storage.read_optional(bucket, f"runs/{run_id}/workload.json")
-    if log is None or workload is None:
-        return 0
-    with tempfile.TemporaryDirectory() as scratch:
-        path = Path(scratch) / "simulation.log"
-        path.write_bytes(log)
-        measurements = ingest_simlog(path, json.loads(workload), run_id)
-    measurements = with_gateway_cgroup(measurements, _cgroup_samples(storage, bucket, run_id))
+    measurements = with_meters(_measure_object(storage, bucket, run_id, name), storage, bucket)
     for measurement in measurements:
         store.put_measurement(measurement)
     return len(measurements)
 
 
+def _measure_object(storage: Bucket, bucket: str, run_id: str, name: str) -> list[Measurement]:
+    log = storage.read_optional(bucket, name)
+    workload = storage.read_optional(bucket, f"runs/{run_id}/workload.json")
+    if log is None or workload is None:
+        return []
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "simulation.log"
+        path.write_bytes(log)
+        return ingest_simlog(path, json.loads(workload), run_id)
+
+
 def ingest_testers(storage: Bucket, store: ResultStore, bucket: str, run_id: str) -> int:
     """Every tester's log of a run merged; 0 until every tester has finished."""
+    measurements = with_meters(_measure_testers(storage, bucket, run_id), storage, bucket)
+    for measurement in measurements:
+        store.put_measurement(measurement)
+    return len(measurements)
+
+
+def _measure_testers(storage: Bucket, bucket: str, run_id: str) -> list[Measurement]:
+    """The merged measurements (and ``testers.jsonl`` written); none until every tester has
+    finished."""
     testers = fleet_testers(storage, bucket, run_id)
     done = []
     for t in range(testers):
         data = storage.read_optional(bucket, marker(run_id, marker_of_tester("load-done", t)))
         if data is None:
-            return 0
+            return []
         done.append(json.loads(data))
     workload = storage.read_optional(bucket, f"runs/{run_id}/workload.json")
     if workload is None:
-        return 0
+        return []
     failures = [None if d.get("ok") else str(d.get("reason") or "failed") for d in done]
     with tempfile.TemporaryDirectory() as scratch:
         logs: list[Path | None] = []
@@ -88,42 +136,161 @@ def ingest_testers(storage: Bucket, store: ResultStore, bucket: str, run_id: str
                 path.write_bytes(log)
             logs.append(path if log is not None else None)
         measurements, merged = ingest_tester_logs(logs, json.loads(workload), run_id, failures)
-    measurements = with_gateway_cgroup(measurements, _cgroup_samples(storage, bucket, run_id))
+    barrier = done[0].get("barrier") if isinstance(done[0].get("barrier"), dict) else {}
+    arrivals = barrier.get("phases") or {}
     write = getattr(storage, "write", None)  # the functions' Storage; a read-only view skips it
-    if write is not None:  # each phase's shares and start skew, beside the raw logs
-        lines = "".join(json.dumps(m.to_dict(), sort_keys=True) + "\n" for m in merged)
+    if write is not None:  # each phase's shares, start skew and barrier, beside the raw logs
+        lines = "".join(
+            json.dumps(_with_barrier(m.to_dict(), arrivals), sort_keys=True) + "\n" for m in merged
+        )
         write(bucket, TESTERS_OBJECT.format(run_id=run_id), lines, "application/x-ndjson")
-    for measurement in measurements:
-        store.put_measurement(measurement)
-    return len(measurements)
+    return measurements
 
 
-def _cgroup_samples(storage: Bucket, bucket: str, run_id: str) -> dict[str, list[CgroupSample]]:
-    """Each gateway's cgroup samples, by target, from the run's ``cgroup/`` objects (a line
-    that is not a sample is skipped: the meter may have been cut off mid-write)."""
+def _with_barrier(phase: dict[str, Any], arrivals: dict[str, Any]) -> dict[str, Any]:
+    """A phase of ``testers.jsonl`` with the testers that met at its barrier (tester 0's
+    ``load-done`` record of ``gatebench._fanout.PhaseBarrier``), when there was one."""
+    met = arrivals.get(str(phase.get("phase")))
+    return dict(phase, barrier=met) if met is not None else phase
+
+
+def meter_uploads(storage: Bucket, bucket: str, run_id: str) -> dict[str, MeterUpload]:
+    """Each gateway's cgroup upload, by target, from the run's ``cgroup/`` objects (a line
+    that is neither a sample nor the ``meter_done`` line is skipped: an upload may have been
+    cut off mid-write)."""
     prefix = f"runs/{run_id}/cgroup/"
-    out: dict[str, list[CgroupSample]] = {}
+    out: dict[str, MeterUpload] = {}
     for name in storage.names(bucket, prefix):
         if not name.endswith(".jsonl"):
             continue
         data = storage.read_optional(bucket, name)
         if data is None:
             continue
-        samples = []
+        upload = MeterUpload()
         for line in data.decode("utf-8", errors="replace").splitlines():
             try:
-                samples.append(CgroupSample.from_dict(json.loads(line)))
-            except (ValueError, KeyError, TypeError):
+                value = json.loads(line)
+                if isinstance(value, dict) and value.get(METER_DONE) is True:
+                    upload.done = True
+                    continue
+                upload.samples.append(CgroupSample.from_dict(value))
+            except (ValueError, KeyError, TypeError, AttributeError):
                 continue
-        out[name[len(prefix) : -len(".jsonl")]] = samples
+        out[name[len(prefix) : -len(".jsonl")]] = upload
     return out
 
 
-def ingest_run(storage: Bucket, store: ResultStore, bucket: str, run_id: str) -> int:
-    """Every raw log of a run, ingested; the number of measurements stored."""
+def with_meters(
+    measurements: Sequence[Measurement], storage: Bucket, bucket: str
+) -> list[Measurement]:
+    """The measurements with their gateway's CPU and memory from the samples uploaded so far."""
+    if not measurements:
+        return []
+    uploads = meter_uploads(storage, bucket, measurements[0].run_id)
+    return with_gateway_cgroup(measurements, {t: u.samples for t, u in uploads.items()})
+
+
+def metered_gateways(storage: Bucket, bucket: str, run_id: str) -> list[str]:
+    """The run's gateways that have a VM, so a meter beside them (``fleet.json``)."""
+    data = storage.read_optional(bucket, f"runs/{run_id}/fleet.json")
+    gateways = (json.loads(data).get("gateways") if data is not None else None) or {}
+    return sorted(gateways) if isinstance(gateways, dict) else []
+
+
+def wait_for_meters(
+    storage: Bucket,
+    bucket: str,
+    run_id: str,
+    targets: Sequence[str],
+    wait_s: float,
+    clock: Clock | None = None,
+    poll: float = METER_POLL_S,
+) -> dict[str, MeterUpload]:
+    """The meters' uploads once every target's ends with ``meter_done``, or as they are after
+    ``wait_s`` seconds."""
+    clock = clock or Clock()
+    deadline = clock.now() + wait_s
+    while True:
+        uploads = meter_uploads(storage, bucket, run_id)
+        late = [t for t in targets if not uploads.get(t, MeterUpload()).done]
+        if not late or clock.now() >= deadline:
+            return uploads
+        clock.sleep(min(poll, max(0.0, deadline - clock.now())))
+
+
+def meter_gaps(
+    measurements: Sequence[Measurement],
+    uploads: dict[str, MeterUpload],
+    targets: Sequence[str],
+    bucket: str,
+    wait_s: float,
+) -> dict[str, str]:
+    """Gateway → why some of its measured phases have no CPU or memory figures (one sentence
+    naming the phases and the meter's object); gateways without a gap are left out."""
+    gaps: dict[str, str] = {}
+    for target in targets:
+        lacking = sorted(
+            m.key for m in measurements if m.target == target and m.gateway_cpu_s is None
+        )
+        if not lacking:
+            continue
+        upload = uploads.get(target)
+        run_id = next(m.run_id for m in measurements if m.target == target)
+        where = f"gs://{bucket}/{CGROUP_OBJECT.format(run_id=run_id, target=target)}"
+        if upload is None:
+            why = f"its meter uploaded nothing ({where} is missing)"
+        elif not upload.done:
+            why = (
+                f"its meter's last upload ({where}, ending with a {METER_DONE} line) did not "
+                f"arrive within {wait_s:g}s of scoring"
+            )
+        else:
+            why = f"the samples of its meter ({where}) do not cover them"
+        shown = ", ".join(lacking[:10]) + (" ..." if len(lacking) > 10 else "")
+        gaps[target] = (
+            f"{target}: no gateway CPU or memory for {len(lacking)} measured phase(s) "
+            f"({shown}): {why}"
+        )
+    return gaps
+
+
+def ingest_run(
+    storage: Bucket,
+    store: ResultStore,
+    bucket: str,
+    run_id: str,
+    *,
+    meter_wait_s: float = 0.0,
+    clock: Clock | None = None,
+) -> int:
+    """Every raw log of a run, ingested; the number of measurements stored. The gateways'
+    meters get up to ``meter_wait_s`` seconds to finish their last upload; what they still
+    miss then is noted in the run record (``environment.meter_gaps``)."""
     if fleet_testers(storage, bucket, run_id) > 1:
-        return ingest_testers(storage, store, bucket, run_id)
-    total = 0
-    for name in storage.names(bucket, f"runs/{run_id}/raw/"):
-        total += ingest_object(storage, store, bucket, name) or 0
-    return total
+        measurements = _measure_testers(storage, bucket, run_id)
+    else:
+        measurements = []
+        for name in storage.names(bucket, f"runs/{run_id}/raw/"):
+            if RAW_LOG.match(name):
+                measurements += _measure_object(storage, bucket, run_id, name)
+    measured = {m.target for m in measurements}
+    targets = [t for t in metered_gateways(storage, bucket, run_id) if t in measured]
+    uploads = wait_for_meters(storage, bucket, run_id, targets, meter_wait_s, clock)
+    measurements = with_gateway_cgroup(measurements, {t: u.samples for t, u in uploads.items()})
+    if targets:
+        _note_gaps(store, run_id, meter_gaps(measurements, uploads, targets, bucket, meter_wait_s))
+    for measurement in measurements:
+        store.put_measurement(measurement)
+    return len(measurements)
+
+
+def _note_gaps(store: ResultStore, run_id: str, gaps: dict[str, str]) -> None:
+    """The run record's ``environment.meter_gaps`` set to ``gaps`` (removed when there is none:
+    a second scoring after the meters finished clears the first one's note)."""
+    run = store.get_run(run_id)
+    if run is None or run.environment.get(METER_GAPS, {}) == gaps:
+        return
+    environment = {k: v for k, v in run.environment.items() if k != METER_GAPS}
+    if gaps:
+        environment[METER_GAPS] = gaps
+    store.update_run(run_id, environment=environment)

@@ -4,7 +4,9 @@ Gateway configurations point at the backend, and the workload at the gateways, b
 is created (render comes before provision), so addresses are a pure function of the run:
 VM names are fixed (``PREFIX-RUN-gw-NAME``, ``-backend``, ``-tester``, as infra/vms names
 them) and Compute Engine's internal DNS resolves ``NAME.ZONE.c.PROJECT.internal`` inside the
-network. Every gateway listens on the same port on its own VM.
+network. Every gateway listens on the same port on its own VM. With several testers, tester 0
+also serves the phase barrier (gatebench._fanout.PhaseBarrier) on :data:`BARRIER_PORT`, where
+the other testers reach it by its name.
 
 The ``loopback`` layout is the same run on one machine (the local provisioner standing in for
 the VMs): every machine is 127.0.0.1 and each gets its own port from ``base_port``.
@@ -22,6 +24,9 @@ from ._objects import RequestError
 GATEWAY_PORT = 8000
 CONTAINER_WORKDIR = "/etc/gatebench"
 BACKEND_PORT = 8080
+BARRIER_PORT = 8090
+"""Tester 0's phase barrier (infra/modules/network ``ports.barrier``: the tester → tester
+firewall rule opens it)."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,17 @@ class Layout:
         host = self._host(self.vm_name("gateway", gateway))
         return f"http://{host}:{self.gateway_port(gateway)}"
 
+    def barrier_port(self) -> int:
+        """Where tester 0 serves the phase barrier (several testers only)."""
+        if self.kind == "loopback":
+            return self.base_port + 1 + len(self.gateways)
+        return BARRIER_PORT
+
+    def barrier_url(self) -> str:
+        """The phase barrier as the other testers reach it: tester 0's name (tester 0 keeps
+        the single tester's, ``PREFIX-RUN-tester``)."""
+        return f"http://{self._host(self.vm_name('tester'))}:{self.barrier_port()}"
+
 
 def layout_for(
     settings: dict[str, Any], run_id: str, gateways: Sequence[str], zone: str | None = None
@@ -86,7 +102,7 @@ def layout_for(
     root = str(raw.get("root", "")) if isinstance(raw, dict) else ""
     if kind == "loopback" and not root.startswith("/"):
         raise RequestError([Problem("/layout/root", f"expected an absolute folder, got {root!r}")])
-    if kind == "loopback" and not 1024 <= base_port <= 65535 - 1 - len(gateways):
+    if kind == "loopback" and not 1024 <= base_port <= 65535 - 2 - len(gateways):
         raise RequestError(
             [Problem("/layout/base_port", f"expected a free port range start, got {base_port}")]
         )

@@ -99,3 +99,24 @@ def run_id_from_request(body: Any) -> str:
             [Problem("/run_id", f"expected a run id (r- and 20 hex digits), got {run_id!r}")]
         )
     return run_id
+
+
+MAX_METER_WAIT_S = 600
+"""Upper bound of ``meter_wait_s`` (the score call's own timeout in the workflow is 1800 s)."""
+
+
+def meter_wait_from_request(body: Any, default: float) -> float:
+    """``{"meter_wait_s": N}``: how long the score step waits for the gateways' meters
+    (0 to :data:`MAX_METER_WAIT_S` seconds); ``default`` when absent."""
+    value = body.get("meter_wait_s") if isinstance(body, dict) else None
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        got = repr(value)
+    elif 0 <= value <= MAX_METER_WAIT_S:
+        return float(value)
+    else:
+        got = f"{value:g}"
+    raise RequestError(
+        [Problem("/meter_wait_s", f"expected seconds from 0 to {MAX_METER_WAIT_S}, got {got}")]
+    )

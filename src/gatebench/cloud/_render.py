@@ -179,11 +179,7 @@ def render_run(
             "args": ["cloud", "backend", *role_args],
         },
         "gateways": gateways,
-        "tester": {
-            "machine_type": tester_machine,
-            "args": ["cloud", "tester", *role_args],
-            "count": plan.infrastructure.testers if plan.infrastructure else 1,
-        },
+        "tester": _testers(plan, layout, tester_machine, role_args),
         "failures": rendered.failures,
     }
     rendered.workload = _workload(plan, api, layout, list(gateways), backend_url, rendered, run_id)
@@ -219,6 +215,23 @@ def _signing(plan: Plan, settings: Mapping[str, Any]) -> dict[str, Any] | None:
         raise RequestError([Problem(f"{where}/lifetime", str(exc))]) from None
     project = str(settings.get("project") or "")
     return {**spec, "secret": f"projects/{project}/secrets/{secret}"}
+
+
+def _testers(plan: Plan, layout: Layout, machine_type: str, role_args: list[str]) -> dict[str, Any]:
+    """The tester VMs. With several, they meet before every phase at tester 0's barrier
+    (``--barrier``: tester 0 serves it, the others call it), which listens on ``listen``
+    (tester 0's startup script opens it; infra/vms/main.tf)."""
+    count = plan.infrastructure.testers if plan.infrastructure else 1
+    tester: dict[str, Any] = {
+        "machine_type": machine_type,
+        "args": ["cloud", "tester", *role_args],
+        "count": count,
+        "listen": [],
+    }
+    if count > 1:
+        tester["args"] += ["--barrier", layout.barrier_url()]
+        tester["listen"] = [layout.barrier_port()]
+    return tester
 
 
 def _backend_url(plan: Plan, layout: Layout) -> str:

@@ -4,30 +4,47 @@ provisioner runs the same commands.
 
 The tester is the only machine that reaches every other one, so it checks the targets
 answer, runs the load when the load build asks (through the bucket, see ``cloud._tester``), and
-uploads the load engine's raw log, from which the ingest step computes the measurements.
+uploads the load engine's raw log, from which the ingest step computes the measurements. With
+several testers they meet before every phase as they do locally: tester 0 serves the phase
+barrier (gatebench._fanout.PhaseBarrier) on its VM, the others call it by tester 0's name
+(``--barrier``), and tester 0 keeps who arrived at each phase with its ``load-done``.
 
 The meter runs beside a gateway on its VM: it samples the gateway container's cgroup v2
 files (CPU time, memory) every :data:`~gatebench.resources.SAMPLE_INTERVAL_S` and uploads the
-samples to ``runs/RUN/cgroup/TARGET.jsonl`` every few seconds and once more when the tester
-writes ``load-done``; the ingest step turns them into each phase's gateway CPU seconds and
-peak memory (gatebench.resources.cgroup_window).
+samples to ``runs/RUN/cgroup/TARGET.jsonl`` every few seconds. Once every tester has written
+``load-done`` it takes one more sample (so the last phase's end is covered) and uploads a last
+time, the object ending with a ``meter_done`` line: the score step's ingest waits for that line
+(bounded) before it turns the samples into each phase's gateway CPU seconds and peak memory
+(gatebench.resources.cgroup_window), and notes a gateway whose line never came.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from .._fanout import PhaseBarrier, barrier_controls, expected_testers
 from ..backends import backend_binary
 from ..cloud import Storage
-from ..cloud._tester import Clock, marker_of_tester, read_marker, wait_for_marker, write_marker
+from ..cloud._ingest import CGROUP_OBJECT, meter_done_line
+from ..cloud._tester import (
+    POLL_S,
+    Clock,
+    fleet_testers,
+    marker_of_tester,
+    read_marker,
+    wait_for_marker,
+    write_marker,
+)
 from ..engines import EngineEvent, PhaseResult, get_engine
 from ..errors import GatebenchError, RunError
 from ..procs import Supervisor, http_probe
@@ -39,7 +56,6 @@ BUILTIN_TOKEN = "gatebench-builtin"
 does not have: they accept any non-empty token (examples/auction/README.md)."""
 REQUEST_TIMEOUT_S = 86400.0
 RAW_OBJECT = "runs/{run_id}/raw/{name}/simulation.log"
-CGROUP_OBJECT = "runs/{run_id}/cgroup/{target}.jsonl"
 METER_UPLOAD_S = 5.0
 """How often the meter uploads its samples so far (each upload replaces the object)."""
 METER_MAX_S = 6 * 3600.0
@@ -110,6 +126,57 @@ def probe_targets(
     return sorted(reachable), unreachable
 
 
+class _Meeting:
+    """One tester's side of the phase barrier on the cloud path (none with a single tester)."""
+
+    def __init__(self, tester: int, url: str | None, served: PhaseBarrier | None) -> None:
+        self.tester = tester
+        self.url = url
+        self.served = served
+
+    def controls(self, document: dict[str, Any]) -> dict[str, Any]:
+        """The tester's document with the barrier calls before every phase (tester 0 calls
+        its own server on the loopback interface)."""
+        if self.served is not None:
+            return self.served.controls(document, self.tester)
+        if self.url is not None:
+            return barrier_controls(document, self.tester, self.url.rstrip("/"))
+        return document
+
+    def finished(self) -> dict[str, Any] | None:
+        """This tester's load is over: nobody waits for it any more. Tester 0 answers who met
+        at each phase (:meth:`PhaseBarrier.record`)."""
+        if self.served is not None:
+            self.served.gone(self.tester)
+            return self.served.record()
+        if self.url is not None:  # best effort: tester 0 may have ended already
+            request = urllib.request.Request(
+                f"{self.url.rstrip('/')}/gone/{self.tester}", method="POST"
+            )
+            with contextlib.suppress(OSError), urllib.request.urlopen(request, timeout=10):
+                pass
+        return None
+
+
+@contextlib.contextmanager
+def _meeting(
+    url: str | None, tester: int, documents: Sequence[dict[str, Any]]
+) -> Iterator[_Meeting]:
+    """Tester 0 serves the barrier from the start (on every interface of its VM; on loopback
+    when its URL says 127.0.0.1), until the block ends; the others only call it."""
+    if url is None or len(documents) == 1 or tester != 0:
+        yield _Meeting(tester, url if len(documents) > 1 else None, None)
+        return
+    parts = urlsplit(url)
+    host = "127.0.0.1" if parts.hostname == "127.0.0.1" else "0.0.0.0"
+    try:
+        served = PhaseBarrier(expected_testers(documents), host=host, port=parts.port or 80)
+    except OSError as exc:
+        raise RunError(f"the phase barrier cannot listen on {host}:{parts.port}: {exc}") from None
+    with served:
+        yield _Meeting(tester, url, served)
+
+
 def run_tester(
     storage: Storage,
     bucket: str,
@@ -119,41 +186,63 @@ def run_tester(
     clock: Clock | None = None,
     tester: int = 0,
     testers: int = 1,
+    barrier: str | None = None,
 ) -> int:
-    """Tester ``tester`` of ``testers``: its share of every phase (gatebench.testers)."""
+    """Tester ``tester`` of ``testers``: its share of every phase (gatebench.testers), meeting
+    the others before every phase at ``barrier`` (tester 0's phase barrier)."""
     clock = clock or Clock()
     workdir.mkdir(parents=True, exist_ok=True)
-    document = _read_json(storage, bucket, f"runs/{run_id}/workload.json")
-    document = split_document(document, testers)[tester]
-    reachable, unreachable = probe_targets(document, ready_timeout, clock)
-    write_marker(
-        storage,
-        bucket,
-        run_id,
-        marker_of_tester("ready", tester),
-        {"reachable": reachable, "unreachable": unreachable},
-    )
-    if not reachable:
-        return 3
-    skip_file = workdir / "skip-targets.txt"
-    skip_file.write_text("".join(f"{t}\n" for t in sorted(unreachable)), encoding="utf-8")
-    document = dict(document, skip_file=str(skip_file.resolve()))
-    done_marker = marker_of_tester("load-done", tester)
-    if read_marker(storage, bucket, run_id, done_marker) is not None:
-        return 0  # a restarted tester: the load happened already
-    request = wait_for_marker(
-        storage, bucket, run_id, "load-request", REQUEST_TIMEOUT_S, clock=clock
-    )
-    start_at = float(request.get("start_at") or 0.0)
+    documents = split_document(_read_json(storage, bucket, f"runs/{run_id}/workload.json"), testers)
+    with _meeting(barrier, tester, documents) as meeting:
+        document = documents[tester]
+        reachable, unreachable = probe_targets(document, ready_timeout, clock)
+        write_marker(
+            storage,
+            bucket,
+            run_id,
+            marker_of_tester("ready", tester),
+            {"reachable": reachable, "unreachable": unreachable},
+        )
+        if not reachable:
+            return 3
+        skip_file = workdir / "skip-targets.txt"
+        skip_file.write_text("".join(f"{t}\n" for t in sorted(unreachable)), encoding="utf-8")
+        document = dict(meeting.controls(document), skip_file=str(skip_file.resolve()))
+        done_marker = marker_of_tester("load-done", tester)
+        if read_marker(storage, bucket, run_id, done_marker) is not None:
+            return 0  # a restarted tester: the load happened already
+        request = wait_for_marker(
+            storage, bucket, run_id, "load-request", REQUEST_TIMEOUT_S, clock=clock
+        )
+        start_at = float(request.get("start_at") or 0.0)
 
-    def barrier() -> None:  # the JVM is up; every tester lets its load go at start_at
-        clock.sleep(max(0.0, start_at - clock.now()))
+        def go() -> None:  # the JVM is up; every tester lets its load go at start_at
+            clock.sleep(max(0.0, start_at - clock.now()))
 
-    done = _load_signed(
-        storage, bucket, run_id, workdir, document, raw_name(tester, testers), barrier
-    )
-    write_marker(storage, bucket, run_id, done_marker, done)
+        started = clock.now()
+        done = _load_signed(
+            storage, bucket, run_id, workdir, document, raw_name(tester, testers), go
+        )
+        met = meeting.finished()
+        if met is not None:
+            done["barrier"] = met
+        write_marker(storage, bucket, run_id, done_marker, done)
+        if meeting.served is not None:  # a tester left behind may still call the barrier
+            _linger(storage, bucket, run_id, testers, max(60.0, clock.now() - started), clock)
     return 0 if done["ok"] else 3
+
+
+def _linger(
+    storage: Storage, bucket: str, run_id: str, testers: int, timeout: float, clock: Clock
+) -> None:
+    """Tester 0 keeps its barrier up until every tester has written ``load-done`` (at most
+    ``timeout`` seconds: as long as its own load took)."""
+    deadline = clock.now() + timeout
+    while clock.now() < deadline and not all(
+        read_marker(storage, bucket, run_id, marker_of_tester("load-done", t)) is not None
+        for t in range(1, testers)
+    ):
+        clock.sleep(min(POLL_S, max(0.0, deadline - clock.now())))
 
 
 def _load_signed(
@@ -245,6 +334,16 @@ def read_cgroup(cgroup_dir: Path, wall_ms: float) -> CgroupSample:
         raise RunError(f"{cgroup_dir}: {exc}") from None
 
 
+def load_finished(storage: Storage, bucket: str, run_id: str) -> bool:
+    """Every tester of the run has written ``load-done`` (the load build writes it for a
+    tester that never answered)."""
+    testers = fleet_testers(storage, bucket, run_id)
+    return all(
+        read_marker(storage, bucket, run_id, marker_of_tester("load-done", t)) is not None
+        for t in range(testers)
+    )
+
+
 def meter_gateway(
     storage: Storage,
     bucket: str,
@@ -254,9 +353,10 @@ def meter_gateway(
     clock: Clock | None = None,
     interval: float = SAMPLE_INTERVAL_S,
 ) -> int:
-    """Sample the gateway container's cgroup until the tester writes ``load-done`` (or
-    :data:`METER_MAX_S` passes), uploading the samples as it goes. Returns 0, or 3 when the
-    cgroup cannot be read at the start."""
+    """Sample the gateway container's cgroup until every tester has written ``load-done`` (or
+    :data:`METER_MAX_S` passes), uploading the samples as it goes; the last upload, after one
+    more sample, ends with the ``meter_done`` line. Returns 0, or 3 when the cgroup cannot be
+    read at the start."""
     clock = clock or Clock()
     name = CGROUP_OBJECT.format(run_id=run_id, target=target)
     lines: list[str] = []
@@ -268,22 +368,33 @@ def meter_gateway(
         sys.stderr.write(f"gatebench: meter: {exc}\n")
         return 3
 
-    def upload() -> None:
-        storage.write(bucket, name, "".join(f"{line}\n" for line in lines), "application/x-ndjson")
-
-    while True:
-        clock.sleep(interval)
+    def sample() -> float:
         now = clock.now()
         try:
             lines.append(json.dumps(read_cgroup(cgroup_dir, now * 1000.0).to_dict()))
         except RunError as exc:  # the container restarted: keep what was read
             sys.stderr.write(f"gatebench: meter: {exc}\n")
+        return now
+
+    def upload(*final: str) -> None:
+        text = "".join(f"{line}\n" for line in [*lines, *final])
+        storage.write(bucket, name, text, "application/x-ndjson")
+
+    why = "time limit"
+    while True:
+        clock.sleep(interval)
+        now = sample()
         if now - last_upload >= METER_UPLOAD_S:
             upload()
             last_upload = now
-            if read_marker(storage, bucket, run_id, "load-done") is not None:
+            if load_finished(storage, bucket, run_id):
+                why = "load-done"
                 break
         if now - started >= METER_MAX_S:
             break
-    upload()
+    # load-done was written after the last phase ended: a sample taken after seeing it covers
+    # every phase's end.
+    clock.sleep(interval)
+    now = sample()
+    upload(meter_done_line(now * 1000.0, why))
     return 0
