@@ -11,7 +11,7 @@ variable "backend" {
 }
 
 variable "gateways" {
-  description = "One VM per gateway: its official image pinned by version, the rendered files fetched from the runs bucket into `mount` (with the folders the gateway expects beside them), the container's arguments, and helper containers (Tyk's Redis)."
+  description = "One VM per gateway: its official image pinned by version, the rendered files fetched from the runs bucket into `mount` (with the folders the gateway expects beside them), the container's arguments, the environment variables the VM fills with a random value at boot (Tyk's control-API secret), and helper containers (Tyk's Redis)."
   type = map(object({
     machine_type = string
     image        = string
@@ -21,8 +21,9 @@ variable "gateways" {
       object = string
       path   = string
     }))
-    dirs = list(string)
-    args = list(string)
+    dirs       = list(string)
+    args       = list(string)
+    random_env = list(string)
     sidecars = list(object({
       name  = string
       image = string
@@ -37,6 +38,10 @@ variable "gateways" {
   validation {
     condition     = alltrue(flatten([for g in values(var.gateways) : [for a in concat(g.args, g.dirs, [g.mount], [for f in g.files : f.path]) : !can(regex("['\\n\\r]", a))]]))
     error_message = "gateways: arguments and paths may not contain quotes or newlines (they are quoted into the VM's startup script)."
+  }
+  validation {
+    condition     = alltrue(flatten([for g in values(var.gateways) : [for e in g.random_env : can(regex("^[A-Z][A-Z0-9_]{0,63}$", e))]]))
+    error_message = "gateways[*].random_env: environment variable names (upper-case letters, digits and _, starting with a letter); the VM generates their values."
   }
   validation {
     condition     = alltrue([for name in keys(var.gateways) : can(regex("^[a-z][a-z0-9-]{0,30}$", name))])

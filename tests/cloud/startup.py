@@ -218,6 +218,7 @@ def startup_script(
             "image": each["image"],
             "args": each["args"],
             "sidecars": each["sidecars"],
+            "random_env": each["random_env"],
             "runner_image": values["runner_image"],
             "run_id": values["run_id"],
             "target": gateway,

@@ -120,6 +120,7 @@ def values() -> dict[str, Any]:
                 "mount": "/etc/gatebench",
                 "image": "nginx:1.27.3",
                 "args": ["nginx", "-c", "/etc/gatebench/nginx.conf"],
+                "random_env": [],
                 "sidecars": [],
             }
         },

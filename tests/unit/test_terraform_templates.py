@@ -75,6 +75,7 @@ GATEWAY = {
         "-g",
         "daemon off;",
     ],
+    "random_env": [],
     "sidecars": [
         {
             "name": "redis",
@@ -203,7 +204,7 @@ def evaluate(
     return values
 
 
-def rendered_run(testers: int = 1) -> tuple[Any, dict[str, Any]]:
+def rendered_run(testers: int = 1, gateways: list[str] | None = None) -> tuple[Any, dict[str, Any]]:
     import yaml
 
     from gatebench.cloud import ObjectRef
@@ -212,10 +213,13 @@ def rendered_run(testers: int = 1) -> tuple[Any, dict[str, Any]]:
 
     ref = ObjectRef("gb-uploads", "specs/auction.yaml", "9")
     spec = AUCTION.read_bytes()
-    if testers > 1:
+    if testers > 1 or gateways is not None:
         doc = yaml.safe_load(spec)
         bench = doc["x-gatebench"]
-        bench["infrastructure"] = dict(bench.get("infrastructure") or {}, testers=testers)
+        if testers > 1:
+            bench["infrastructure"] = dict(bench.get("infrastructure") or {}, testers=testers)
+        if gateways is not None:
+            bench["gateways"] = gateways
         spec = yaml.safe_dump(doc, sort_keys=False).encode()
     rendered = render_run(spec, ref, SETTINGS, "gb-runs")
     assert rendered.failures == {}
@@ -250,6 +254,7 @@ def test_each_role_opens_exactly_the_ports_it_listens_on() -> None:
             "image": entry["image"],
             "sidecars": entry["sidecars"],
             "args": entry["args"],
+            "random_env": entry["random_env"],
         }
         script = render((TEMPLATES / template).read_text(), values)
         assert opened_ports(script) == {targets[gateway].port}, gateway
@@ -513,3 +518,74 @@ def test_every_value_the_gateway_script_quotes_is_validated_by_terraform(tmp_pat
     ]
     for change, message in bad:
         assert message in validation_errors({**variables, **change}, tmp_path), change
+
+
+def gateway_script(variables: dict[str, Any], gateway: str) -> str:
+    """The gateway VM's startup script as main.tf renders it for one run's gateway."""
+    entry = variables["gateways"][gateway]
+    values = {
+        **GATEWAY,
+        "image": entry["image"],
+        "args": entry["args"],
+        "sidecars": entry["sidecars"],
+        "random_env": entry["random_env"],
+        "target": gateway,
+    }
+    return render((TEMPLATES / "gateway.sh.tftpl").read_text(), values)
+
+
+def test_tyk_gets_a_control_api_secret_generated_on_its_vm_and_stored_nowhere(
+    tmp_path: Path,
+) -> None:
+    """tyk.conf's ``secret`` is empty: Tyk's control API would take any request with an empty
+    secret. The gateway VM generates one at every boot and gives it to the Tyk container alone
+    (``-e TYK_GW_SECRET``, copied from the script's environment); other gateways get none."""
+    rendered, variables = rendered_run(gateways=["nginx", "tyk"])
+    assert variables["gateways"]["tyk"]["random_env"] == ["TYK_GW_SECRET"]
+    assert variables["gateways"]["nginx"]["random_env"] == []
+    assert json.loads(rendered.configs["tyk"]["tyk.conf"])["secret"] == ""
+    _, arguments = startup_arguments()["gateway"]
+    assert arguments["random_env"] == "each.value.random_env"
+
+    tyk = gateway_script(variables, "tyk").replace("\\\n", "")
+    gateway_runs = [
+        line for line in tyk.splitlines() if line.startswith("docker run -d --name gateway ")
+    ]
+    assert len(gateway_runs) == 1
+    assert " -e 'TYK_GW_SECRET' " in gateway_runs[0]
+    others = [
+        line
+        for line in tyk.splitlines()
+        if line.startswith("docker run") and line not in gateway_runs
+    ]
+    assert len(others) == 2 and not any(
+        "TYK_GW_SECRET" in line or " -e " in line for line in others
+    )
+    (export,) = [
+        line for line in tyk.splitlines() if "TYK_GW_SECRET" in line and line.startswith("export")
+    ]
+    # The export line run by bash: a fresh 64-hex-digit secret each boot, in the environment
+    # docker copies it from.
+    secrets = set()
+    for _ in range(2):
+        shown = subprocess.run(
+            ["bash", "-c", f'set -euo pipefail; {export}; printf %s "$TYK_GW_SECRET"'],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert re.fullmatch(r"[0-9a-f]{64}", shown), shown
+        secrets.add(shown)
+    assert len(secrets) == 2
+
+    nginx = gateway_script(variables, "nginx").replace("\\\n", "")
+    commands = [line for line in nginx.splitlines() if not line.startswith("#")]
+    assert not any("TYK_GW_SECRET" in line or line.startswith("export '") for line in commands)
+    assert not re.search(r" -e '[A-Z]", nginx)
+    # Not a Terraform variable, not in run.tfvars.json or any object of the run: names only.
+    infra = "".join(p.read_text() for p in [*VMS.glob("*.tf"), *VMS.parent.glob("*.tf")])
+    assert not re.search(r'variable "[^"]*tyk[^"]*"', infra, re.I)
+    assert "TYK_GW_SECRET" not in infra
+    stored = json.dumps(variables) + "".join(rendered.objects().values())
+    assert stored.count("TYK_GW_SECRET") == 2  # run.tfvars.json and fleet.json, as a name
+    assert not re.search(r'"secret": "[^"]', stored)

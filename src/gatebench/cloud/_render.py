@@ -269,6 +269,8 @@ def _render_gateway(
         "files": [{"object": config_object(run_id, name, p), "path": p} for p in sorted(files)],
         "dirs": _prepared_dirs(renderer),
         "args": renderer.cloud_argv(target) or [],
+        # Names only: the VM generates each value at boot (Tyk's control-API secret).
+        "random_env": list(renderer.cloud_random_env),
         "sidecars": [{"name": "redis", "image": REDIS_IMAGE, "args": []}] if name == "tyk" else [],
     }
     return entry, files

@@ -196,6 +196,11 @@ class Renderer(abc.ABC):
     characters decoded, ``%41`` → ``A``; the others upper-cased): the same URI, not the same
     bytes. Route replay compares paths in that form for it."""
 
+    cloud_random_env: ClassVar[tuple[str, ...]] = ()
+    """Environment variables the gateway's container gets on the cloud path with a random
+    value generated on its VM at every boot and stored nowhere (Tyk's control-API secret,
+    ``TYK_GW_SECRET``): infra/vms/templates/gateway.sh.tftpl passes them to the gateway alone."""
+
     supported_policies: ClassVar[frozenset[str]] = frozenset()
     """Policy features (``gatebench.policies.FEATURES``) this renderer applies natively, with
     the gateway's own modules, through :meth:`apply_policies`. The support matrix in

@@ -52,6 +52,7 @@ class TykRenderer(Renderer):
         "{workdir}/tyk.conf",
     )
 
+    cloud_random_env = ("TYK_GW_SECRET",)
     supported_policies = frozenset({"cache", "cache.vary_header"})
     policy_gaps: ClassVar[Mapping[str, str]] = {
         "auth.jwt": "Tyk 5.8's JWT middleware checks the signature and the token's times but "
