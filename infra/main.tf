@@ -30,6 +30,8 @@ locals {
     raw_retention = var.raw_log_retention_days
     # A name, never the key: tester VMs read the secret itself (secrets.tf).
     jwt_signer = var.jwt_signer
+    # A name, never a key: gateway VMs (and testers) read the secret itself (secrets.tf).
+    api_clients = var.api_clients
   }
 }
 

@@ -1,3 +1,13 @@
+variable "api_clients" {
+  description = "Secret Manager secret (its id in this project) holding the valid keys of a run's auth.api_key policies, comma-separated (the tester sends the first). Only the gateway and tester VMs' service accounts may read it; no key is ever in a bucket. Empty: the cloud path refuses auth.api_key."
+  type        = string
+  default     = ""
+  validation {
+    condition     = var.api_clients == "" || can(regex("^[A-Za-z0-9_-]{1,255}$", var.api_clients))
+    error_message = "api_clients: a Secret Manager secret id (letters, digits, _ and -, at most 255), or empty."
+  }
+}
+
 variable "bigquery_location" {
   description = "Location of the BigQuery dataset (a multi-region such as EU or US, or a region)."
   type        = string

@@ -115,8 +115,10 @@ resource "google_compute_instance" "gateway" {
       args     = each.value.args
       # Names whose values the VM generates at boot, for the gateway container alone.
       random_env = each.value.random_env
-      sidecars   = [for s in each.value.sidecars : merge(s, { image = module.images.pull[s.image] })]
-      ports      = [each.value.port]
+      # `cloud gateway-config ...` (runner image): the API keys, before the gateway starts.
+      configure = each.value.configure
+      sidecars  = [for s in each.value.sidecars : merge(s, { image = module.images.pull[s.image] })]
+      ports     = [each.value.port]
       # The meter beside the gateway (runner image): its run and the target it reports.
       runner_image = var.runner_image
       run_id       = var.run_id

@@ -11,7 +11,7 @@ variable "backend" {
 }
 
 variable "gateways" {
-  description = "One VM per gateway: its official image pinned by version, the rendered files fetched from the runs bucket into `mount` (with the folders the gateway expects beside them), the container's arguments, the environment variables the VM fills with a random value at boot (Tyk's control-API secret), and helper containers (Tyk's Redis)."
+  description = "One VM per gateway: its official image pinned by version, the rendered files fetched from the runs bucket into `mount` (with the folders the gateway expects beside them), the container's arguments, the environment variables the VM fills with a random value at boot (Tyk's control-API secret), the runner image's commands that complete the configuration before the gateway starts (`cloud gateway-config`: the API keys), and helper containers (Tyk's Redis)."
   type = map(object({
     machine_type = string
     image        = string
@@ -24,6 +24,7 @@ variable "gateways" {
     dirs       = list(string)
     args       = list(string)
     random_env = list(string)
+    configure  = list(list(string))
     sidecars = list(object({
       name  = string
       image = string
@@ -36,7 +37,7 @@ variable "gateways" {
     error_message = "gateways[*].image: an image pinned by tag or digest (for example nginx:1.27.3)."
   }
   validation {
-    condition     = alltrue(flatten([for g in values(var.gateways) : [for a in concat(g.args, g.dirs, [g.mount], [for f in g.files : f.path]) : !can(regex("['\\n\\r]", a))]]))
+    condition     = alltrue(flatten([for g in values(var.gateways) : [for a in concat(g.args, flatten(g.configure), g.dirs, [g.mount], [for f in g.files : f.path]) : !can(regex("['\\n\\r]", a))]]))
     error_message = "gateways: arguments and paths may not contain quotes or newlines (they are quoted into the VM's startup script)."
   }
   validation {

@@ -219,6 +219,7 @@ def startup_script(
             "args": each["args"],
             "sidecars": each["sidecars"],
             "random_env": each["random_env"],
+            "configure": each["configure"],
             "runner_image": values["runner_image"],
             "run_id": values["run_id"],
             "target": gateway,

@@ -141,8 +141,8 @@ def test_the_tester_signs_the_pool_with_the_key_it_reads(
 DENIED = (
     "the tester could not sign the run's tokens: projects/proj/secrets/gb-jwt: Secret Manager "
     "answered 403: Permission 'secretmanager.versions.access' denied for resource "
-    "'projects/proj/secrets/gb-jwt/versions/latest' (or it may not exist). (does the tester "
-    "VMs' service account hold roles/secretmanager.secretAccessor on it? infra/secrets.tf)"
+    "'projects/proj/secrets/gb-jwt/versions/latest' (or it may not exist). (does this VM's "
+    "service account hold roles/secretmanager.secretAccessor on it? infra/secrets.tf)"
 )
 
 

@@ -121,6 +121,7 @@ def values() -> dict[str, Any]:
                 "image": "nginx:1.27.3",
                 "args": ["nginx", "-c", "/etc/gatebench/nginx.conf"],
                 "random_env": [],
+                "configure": [],
                 "sidecars": [],
             }
         },

@@ -76,6 +76,7 @@ GATEWAY = {
         "daemon off;",
     ],
     "random_env": [],
+    "configure": [],
     "sidecars": [
         {
             "name": "redis",
@@ -255,6 +256,7 @@ def test_each_role_opens_exactly_the_ports_it_listens_on() -> None:
             "sidecars": entry["sidecars"],
             "args": entry["args"],
             "random_env": entry["random_env"],
+            "configure": entry["configure"],
         }
         script = render((TEMPLATES / template).read_text(), values)
         assert opened_ports(script) == {targets[gateway].port}, gateway

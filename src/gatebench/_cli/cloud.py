@@ -137,6 +137,19 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     meter.set_defaults(handler=run_meter)
 
+    configure = commands.add_parser(
+        "gateway-config",
+        help="write a gateway's API keys into its configuration (on its VM, before it starts)",
+        description="Read the deployment's api_clients secret with this VM's service account, "
+        "render the run's configuration of GATEWAY again with those keys (runs/RUN/"
+        "render-input.json) and write its files into --out. On failure it writes the reason to "
+        "runs/RUN/gateways/GATEWAY/config-error.json and exits 1: the gateway does not start.",
+    )
+    _run_arguments(configure)
+    configure.add_argument("--gateway", required=True, help="the gateway's name in the run")
+    configure.add_argument("--out", required=True, help="the gateway's configuration folder")
+    configure.set_defaults(handler=run_gateway_config)
+
 
 def run_bundle(args: argparse.Namespace) -> int:
     from ..cloud._bundle import build_bundles
@@ -282,6 +295,17 @@ def run_meter(args: argparse.Namespace) -> int:
     from ..provisioners._vm_roles import meter_gateway
 
     return meter_gateway(Storage(), args.runs_bucket, args.run_id, args.target, Path(args.cgroup))
+
+
+def run_gateway_config(args: argparse.Namespace) -> int:
+    from ..cloud import Storage
+    from ..provisioners._vm_gateway_config import configure_gateway
+
+    written = configure_gateway(
+        Storage(), args.runs_bucket, args.run_id, args.gateway, Path(args.out)
+    )
+    print(f"{args.gateway}: wrote {', '.join(written)}")
+    return 0
 
 
 def run_tester(args: argparse.Namespace) -> int:

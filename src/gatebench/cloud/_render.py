@@ -9,6 +9,7 @@ twice gives the same bytes: the workload's seed is the plan's, or derived from t
 
 from __future__ import annotations
 
+import base64
 import json
 import tempfile
 from collections.abc import Collection, Mapping
@@ -16,10 +17,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..api_keys import REDACTED, api_key_envs, with_api_keys
 from ..backends import CONTROL_PREFIX
 from ..backends.mock import mock_config
 from ..cost import load_seconds
-from ..errors import GatebenchError, PlanError, Problem, RenderError
+from ..errors import GatebenchError, PlanError, Problem, RenderError, RunError
 from ..ir import Api
 from ..plan import Plan, load_plan
 from ..policies import PolicySet
@@ -46,6 +48,16 @@ def run_object(run_id: str, name: str) -> str:
     return f"runs/{run_id}/{name}"
 
 
+RENDER_INPUT = "render-input.json"
+"""What a gateway VM re-renders its key-bearing files from (``gatebench cloud gateway-config``):
+the uploaded description, its object, its metadata and the deployment's settings. No key."""
+
+
+def config_error_object(run_id: str, gateway: str) -> str:
+    """Where a gateway VM says why it did not start its gateway (the tester reports it)."""
+    return f"runs/{run_id}/gateways/{gateway}/config-error.json"
+
+
 @dataclass
 class RenderedRun:
     run_id: str
@@ -57,6 +69,9 @@ class RenderedRun:
     """What the backend VM runs (``gatebench cloud backend``), None for the user's own URL."""
     mock: dict[str, Any] | None = None
     failures: dict[str, str] = field(default_factory=dict)
+    render_input: dict[str, Any] | None = None
+    """With ``auth.api_key``: what the gateway VMs re-render their files from, with the keys
+    they read themselves (:data:`RENDER_INPUT`)."""
 
     def objects(self) -> dict[str, str]:
         """Every object to write to the runs bucket: name → text."""
@@ -71,6 +86,8 @@ class RenderedRun:
             out[run_object(self.run_id, "backend.json")] = _json(self.backend)
         if self.mock is not None:
             out[run_object(self.run_id, "mock-backend.json")] = _json(self.mock)
+        if self.render_input is not None:
+            out[run_object(self.run_id, RENDER_INPUT)] = _json(self.render_input)
         return out
 
     def summary(self) -> dict[str, Any]:
@@ -107,9 +124,17 @@ def render_run(
     settings: dict[str, Any],
     runs_bucket: str,
     metadata: Mapping[str, str] | None = None,
+    *,
+    api_keys: str | None = None,
 ) -> RenderedRun:
     """Render the run of the uploaded object ``ref`` (``data`` its bytes, ``metadata`` its
-    custom metadata: the run request applied to the plan exactly as the parse step did)."""
+    custom metadata: the run request applied to the plan exactly as the parse step did).
+
+    With ``auth.api_key`` policies the render step has no key (``api_keys`` None): every
+    gateway's files are rendered with :data:`~gatebench.api_keys.REDACTED` in their place, for
+    the record, and each gateway VM renders them again with the keys of the deployment's
+    ``api_clients`` secret, read with its own account, before its gateway starts
+    (``api_keys``: that secret's text; gatebench.provisioners._vm_gateway_config)."""
     run_id = ref.run_id
     result = read_spec(data, name=ref.name.rsplit("/", 1)[-1] or "spec")
     if result.errors or result.api is None:
@@ -127,6 +152,14 @@ def render_run(
         raise RequestError(refused)
     plan = request.apply(plan)
     signing = _signing(plan, settings)
+    clients = _api_clients(plan, settings)
+    if clients is not None:
+        keys = REDACTED if api_keys is None else api_keys
+        try:
+            filled = with_api_keys(plan.policies, dict.fromkeys(api_key_envs(plan.policies), keys))
+        except RunError as exc:
+            raise RunError(f"{clients}: {exc}") from None
+        plan = replace(plan, policies=filled)
     if signing is not None:
         plan = replace(
             plan,
@@ -156,9 +189,22 @@ def render_run(
             rendered.failures[name] = reason
             continue
         entry["machine_type"] = gateway_machine
+        entry["configure"] = []
+        if clients is not None:  # the VM writes the key-bearing files before the gateway starts
+            out = ["--gateway", name, "--out", entry["mount"]]
+            entry["configure"] = [
+                ["cloud", "gateway-config", *role_args_of(run_id, runs_bucket), *out]
+            ]
         gateways[name] = entry
         rendered.configs[name] = files
-    role_args = ["--run-id", run_id, "--runs-bucket", runs_bucket]
+    role_args = role_args_of(run_id, runs_bucket)
+    if clients is not None:
+        rendered.render_input = {
+            "object": {"bucket": ref.bucket, "name": ref.name, "generation": ref.generation},
+            "metadata": dict(metadata or {}),
+            "settings": settings,
+            "spec": base64.b64encode(data).decode("ascii"),
+        }
     if plan.backend.kind != "url":
         mode = "mock" if plan.backend.kind == "mock" else (plan.backend.builtin or "auction")
         rendered.backend = {
@@ -185,7 +231,37 @@ def render_run(
     rendered.workload = _workload(plan, api, layout, list(gateways), backend_url, rendered, run_id)
     if signing is not None:
         rendered.workload["signing"] = signing
+    if clients is not None and plan.auth.api_key_env:
+        # The tester sends the first key of the same secret (gatebench.provisioners._vm_tokens).
+        rendered.workload["client_key"] = {"env": plan.auth.api_key_env, "secret": clients}
     return rendered
+
+
+def role_args_of(run_id: str, runs_bucket: str) -> list[str]:
+    return ["--run-id", run_id, "--runs-bucket", runs_bucket]
+
+
+def _api_clients(plan: Plan, settings: Mapping[str, Any]) -> str | None:
+    """With ``auth.api_key`` policies: the Secret Manager secret holding the valid keys (the
+    deployment's ``api_clients``, readable by the gateway and tester VMs alone:
+    infra/secrets.tf). A name, never a key: nothing in a bucket, a store or a workflow
+    argument holds one."""
+    if not api_key_envs(plan.policies):
+        return None
+    secret = str(settings.get("api_clients") or "")
+    if not secret:
+        raise RequestError(
+            [
+                Problem(
+                    "/x-gatebench/policies",
+                    "this deployment has no API keys for auth.api_key: set the Terraform "
+                    "variable api_clients to a Secret Manager secret holding the valid keys, "
+                    'comma-separated (docs/cloud.md, "API keys")',
+                )
+            ]
+        )
+    project = str(settings.get("project") or "")
+    return f"projects/{project}/secrets/{secret}"
 
 
 def _signing(plan: Plan, settings: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -1,6 +1,7 @@
-"""Secret Manager for the tester VM: the one secret it reads is the JWT signing key of runs
-whose plan signs its tokens (``auth.jwt``; infra/secrets.tf grants the tester VMs' service
-account ``secretAccessor`` on that secret alone).
+"""Secret Manager for the VMs: a tester reads the JWT signing key of runs whose plan signs its
+tokens (``auth.jwt``) and the API keys it sends (``auth.api_key``); a gateway VM reads the API
+keys its gateway checks. infra/secrets.tf grants each VM role ``secretAccessor`` on those
+secrets alone.
 
 It speaks Secret Manager's REST API (``GET v1/{secret}/versions/latest:access``) as the VM's
 service account, through ``google-auth`` (already there for Cloud Storage): no client library
@@ -48,8 +49,8 @@ def _payload(secret: str, status: int, body: bytes) -> str:
         raise SecretAccessError(
             f"{secret}: Secret Manager answered {status}"
             + (f": {message}" if message else "")
-            + " (does the tester VMs' service account hold roles/secretmanager.secretAccessor "
-            "on it? infra/secrets.tf)"
+            + " (does this VM's service account hold roles/secretmanager.secretAccessor on "
+            "it? infra/secrets.tf)"
         )
     try:
         data = answer["payload"]["data"]

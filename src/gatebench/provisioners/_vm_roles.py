@@ -36,6 +36,7 @@ from .._fanout import PhaseBarrier, barrier_controls, expected_testers
 from ..backends import backend_binary
 from ..cloud import Storage
 from ..cloud._ingest import CGROUP_OBJECT, meter_done_line
+from ..cloud._render import config_error_object
 from ..cloud._tester import (
     POLL_S,
     Clock,
@@ -196,6 +197,11 @@ def run_tester(
     with _meeting(barrier, tester, documents) as meeting:
         document = documents[tester]
         reachable, unreachable = probe_targets(document, ready_timeout, clock)
+        for target in sorted(unreachable):  # a gateway VM that did not start its gateway
+            said = storage.read_optional(bucket, config_error_object(run_id, target))
+            with contextlib.suppress(ValueError, AttributeError):
+                reason = json.loads(said or b"null").get("reason")
+                unreachable[target] += f" ({reason})"
         write_marker(
             storage,
             bucket,
@@ -255,14 +261,20 @@ def _load_signed(
     barrier: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """:func:`_load`, after the tester signed the run's tokens when its plan asks for it
-    (``auth.jwt``: gatebench.provisioners._vm_tokens); they are gone when the load ends."""
-    from ._vm_tokens import signed_tokens_on_tester
+    (``auth.jwt``: gatebench.provisioners._vm_tokens), and read the API key it sends
+    (``auth.api_key``); they are gone when the load ends."""
+    from ._vm_tokens import client_key_on_tester, signed_tokens_on_tester
 
-    try:
-        with signed_tokens_on_tester(document):
-            return _load(storage, bucket, run_id, workdir, document, raw_as, barrier)
-    except RunError as exc:  # _load reports its own failures: this is the signing's
-        return {"ok": False, "reason": f"the tester could not sign the run's tokens: {exc}"}
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(client_key_on_tester(document))
+        except RunError as exc:
+            return {"ok": False, "reason": f"the tester could not read the run's API key: {exc}"}
+        try:
+            held.enter_context(signed_tokens_on_tester(document))
+        except RunError as exc:  # _load reports its own failures
+            return {"ok": False, "reason": f"the tester could not sign the run's tokens: {exc}"}
+        return _load(storage, bucket, run_id, workdir, document, raw_as, barrier)
 
 
 def _load(
