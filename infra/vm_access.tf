@@ -11,7 +11,9 @@
 #   gateway: reads its configuration, runs/RUN/configs/GATEWAY/...: a condition can match a
 #            prefix and a suffix but not a middle folder, so it reads runs/ (never pipeline/
 #            or tfstate/); its meter (gatebench cloud meter) writes runs/RUN/cgroup/GATEWAY.jsonl,
-#            again every few seconds (objectUser: overwrite), and nothing else.
+#            again every few seconds (objectUser: overwrite); when it cannot write its API keys
+#            (gatebench cloud gateway-config) it creates runs/RUN/gateways/GATEWAY/config-error.json
+#            with the reason, which the tester reports; and nothing else.
 #   tester:  reads runs/RUN/workload.json, backend.json and the load build's markers (runs/);
 #            creates raw logs (never overwriting one); writes its own two markers, again after
 #            a restart (objectUser: overwrite). With several testers, tester T > 0 writes
@@ -26,6 +28,7 @@ locals {
     gateway = [
       { role = "roles/storage.objectViewer", prefix = "runs/", suffix = "" },
       { role = "roles/storage.objectUser", prefix = "runs/", folder = "cgroup", suffix = ".jsonl" },
+      { role = "roles/storage.objectCreator", prefix = "runs/", folder = "gateways", suffix = "/config-error.json" },
     ]
     tester = [
       { role = "roles/storage.objectViewer", prefix = "runs/", suffix = "" },

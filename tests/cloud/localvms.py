@@ -13,6 +13,13 @@ rules by role (infra/modules/network), named as Compute Engine's internal DNS na
 - every machine reaches Cloud Storage as its role's service account, through a gate that lets
   through only what infra/ grants that role (tests/cloud/storagegate.py): a read the role is
   not granted answers 403;
+- every machine reaches Secret Manager the same way, as its role's account, through its own
+  stand-in (tests/cloud/secretgate.py) that answers only what infra/'s secret grants give that
+  role, with ``secret_variables`` as the Terraform variables (``jwt_signer``,
+  ``api_clients``) and ``secrets`` as the secrets' contents;
+- a gateway whose fleet entry has ``configure`` steps (``gatebench cloud gateway-config``:
+  the API keys) runs them first, as the VM's account with the gateway's folder mounted as the
+  script mounts it; when one fails the gateway never starts, as the script stops;
 - backend VM → ``gatebench cloud backend ...`` (the runner image's command);
 - gateway VM → the rendered files fetched from the bucket (as its service account) into the
   gateway's folder, mounted at the container's path for the gateway alone, then the
@@ -34,6 +41,7 @@ the machines. :meth:`LocalVms.close` removes whatever is left, network included.
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -44,14 +52,16 @@ from urllib.parse import urlsplit
 
 from gatebench.cloud import Storage
 from gatebench.cloud._layout import Layout
-from gatebench.errors import GatebenchError
+from gatebench.cloud._secrets import EMULATOR_ENV
+from gatebench.errors import GatebenchError, RunError
 from gatebench.procs import ManagedProcess, Supervisor
 from gatebench.renderers import get_renderer
 
 from .cgroups import CgroupStandIn
 from .localterraform import LocalTerraform
 from .netns import LocalNetwork
-from .startup import firewall_commands, meter_command, startup_script
+from .secretgate import SecretManagerStandIn
+from .startup import configure_commands, firewall_commands, meter_command, startup_script
 from .storagegate import Access, Forbidden, StorageGate, vm_grants
 
 GATEBENCH = str(Path(sys.executable).parent / "gatebench")
@@ -79,6 +89,13 @@ class LocalVms:
     denied: list[str] = field(default_factory=list)
     cgroups: dict[str, list[CgroupStandIn]] = field(default_factory=dict)
     """Every storage request a gate refused (Cloud Storage's 403 message), across runs."""
+    secrets: dict[str, str] = field(default_factory=dict)
+    """Secret Manager's contents: ``projects/P/secrets/S`` → the latest version's text."""
+    secret_variables: dict[str, str] = field(default_factory=dict)
+    """The deployment's Terraform variables the secret grants read (project_id, ...)."""
+    secret_gates: dict[str, SecretManagerStandIn] = field(default_factory=dict)
+    secret_requests: list[tuple[str, str, int]] = field(default_factory=list)
+    """(role, path, status) of every Secret Manager call, across runs."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
     # Processes die with the thread that started them (PR_SET_PDEATHSIG, gatebench.procs),
     # and build steps run in short-lived threads: VMs are started from this lasting one.
@@ -135,7 +152,8 @@ class LocalVms:
         index: int | None = None,
     ) -> tuple[str, StorageGate]:
         """The machine exists, its startup script's firewall lines have run, and its storage
-        gate listens: (its host name, its gate). ``index``: a tester's ``count.index``."""
+        and Secret Manager gates listen: (its host name, its storage gate). ``index``: a
+        tester's ``count.index``."""
         host = self.host_names(values)[machine]
         with self._lock:
             self.hosts.setdefault(key, []).append(host)
@@ -148,9 +166,20 @@ class LocalVms:
             role, values["service_accounts"][role], values["runs_bucket"], self.grants[role]
         )
         gate = StorageGate(access, self.network.listen(host), self.storage_upstream)
+        variables = {"project_id": values["project"], **self.secret_variables}
+        infra = {"infra": self.infra} if self.infra else {}
+        secrets = SecretManagerStandIn(
+            role, self.secrets, variables, listener=self.network.listen(host), **infra
+        )
+        secrets.__enter__()
         with self._lock:
             self.gates[host] = gate
+            self.secret_gates[host] = secrets
         return host, gate
+
+    def vm_env(self, host: str, gate: StorageGate) -> dict[str, str]:
+        """How a machine's processes reach Cloud Storage and Secret Manager: as its account."""
+        return {"STORAGE_EMULATOR_HOST": gate.url, EMULATOR_ENV: self.secret_gates[host].url}
 
     def _start(
         self,
@@ -185,7 +214,7 @@ class LocalVms:
         if values.get("backend"):
             host, gate = self.boot(key, values, "backend", "backend")
             argv = self.network.command(host, [GATEBENCH, *values["backend"]["args"]])
-            self._start(key, f"{run_id}-backend", argv, env={"STORAGE_EMULATOR_HOST": gate.url})
+            self._start(key, f"{run_id}-backend", argv, env=self.vm_env(host, gate))
         for name, gateway in sorted(values["gateways"].items()):
             host, gate = self.boot(key, values, f"gw-{name}", "gateway", name)
             folder = self.root / "vms" / f"{run_id}-gw-{name}"
@@ -203,10 +232,11 @@ class LocalVms:
                 renderer = get_renderer(name)
                 argv = list(gateway["args"])
                 argv[0] = renderer.find_program(argv[0])
+                mount = gateway["mount"]
+                self._configure(values, name, host, gate, folder, mount)
             except (Forbidden, GatebenchError) as exc:
                 failures[name] = str(exc)  # the startup script stops: the gateway never answers
                 continue
-            mount = gateway["mount"]
             command = self.network.command(host, argv, mount=(folder, mount))
             env = renderer.env(Path(mount))
             proc = self._start(key, f"{run_id}-gw-{name}", command, cwd=folder, env=env)
@@ -229,9 +259,31 @@ class LocalVms:
                 "60",
             ]
             command = self.network.command(host, argv)
-            self._start(
-                key, f"{run_id}-{machine}", command, env={"STORAGE_EMULATOR_HOST": gate.url}
+            self._start(key, f"{run_id}-{machine}", command, env=self.vm_env(host, gate))
+
+    def _configure(
+        self,
+        values: dict[str, Any],
+        name: str,
+        host: str,
+        gate: StorageGate,
+        folder: Path,
+        mount: str,
+    ) -> None:
+        """The script's ``configure`` lines (the runner image's ``gatebench cloud ...``), run
+        before the gateway as the VM's account with its folder mounted; a failure stops it."""
+        script = startup_script("gateway", values, name, self.templates)
+        for argv in configure_commands(script, values["runner_image"]):
+            command = self.network.command(host, [GATEBENCH, *argv], mount=(folder, mount))
+            done = subprocess.run(
+                command,
+                capture_output=True,
+                text=True,
+                env={**self.env, **self.vm_env(host, gate)},
+                timeout=120,
             )
+            if done.returncode != 0:
+                raise RunError(f"{' '.join(argv[:2])} exited {done.returncode}: {done.stderr}")
 
     def _meter(
         self,
@@ -256,7 +308,7 @@ class LocalVms:
             return
         argv[argv.index("--cgroup") + 1] = str(folder)
         command = self.network.command(host, [GATEBENCH, *argv])
-        env = {"STORAGE_EMULATOR_HOST": gate.url}
+        env = self.vm_env(host, gate)
         self._start(key, f"{values['run_id']}-gw-{name}-meter", command, env=env)
 
     def close(self) -> None:
@@ -267,6 +319,8 @@ class LocalVms:
         for gate in list(self.gates.values()):
             gate.close()
             self.denied += gate.denied
+        for host in list(self.secret_gates):
+            self._close_secrets(host)
         self._host.shutdown()
         self.network.close()
 
@@ -277,6 +331,8 @@ class LocalVms:
             hosts = self.hosts.pop(key, [])
             gates = [self.gates.pop(h) for h in hosts if h in self.gates]
             cgroups = self.cgroups.pop(key, [])
+        for host in hosts:
+            self._close_secrets(host)
         for proc in procs:
             self.supervisor.stop(proc)
         for cgroup in cgroups:
@@ -285,3 +341,12 @@ class LocalVms:
             gate.close()
             self.denied += gate.denied
         self.network.remove(hosts)
+
+    def _close_secrets(self, host: str) -> None:
+        with self._lock:
+            secrets = self.secret_gates.pop(host, None)
+        if secrets is not None:
+            secrets.close()
+            with self._lock:
+                role = secrets.vm or "none"
+                self.secret_requests += [(role, p, s) for p, s in secrets.requests]

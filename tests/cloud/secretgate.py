@@ -20,6 +20,7 @@ import base64
 import http.server
 import json
 import re
+import socket
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,7 +96,10 @@ class SecretManagerStandIn:
         secrets: dict[str, str],
         variables: dict[str, str],
         infra: Path = INFRA,
+        listener: socket.socket | None = None,
     ) -> None:
+        """``listener``: a socket already listening (a local VM's own address: each VM
+        reaches Secret Manager as its own account); None: a new one on 127.0.0.1."""
         self.vm = vm
         self.secrets = dict(secrets)
         """``projects/P/secrets/S`` → the latest version's text."""
@@ -117,12 +121,21 @@ class SecretManagerStandIn:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        if listener is None:
+            self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        else:
+            self.server = http.server.ThreadingHTTPServer(
+                listener.getsockname(), Handler, bind_and_activate=False
+            )
+            self.server.socket.close()
+            self.server.socket = listener
+        self.server.daemon_threads = True
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+        host, port = self.server.server_address[:2]
+        return f"http://{host!s}:{port}"
 
     def allowed(self, project: str, secret: str) -> bool:
         return any(
@@ -159,7 +172,11 @@ class SecretManagerStandIn:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
+        self.close()
+
+    def close(self) -> None:
+        if self._thread.is_alive():
+            self.server.shutdown()
         self.server.server_close()
 
 

@@ -260,8 +260,21 @@ def meter_command(script: str, image: str) -> list[str]:
     raise TemplateError("the gateway script starts no meter (docker run --name gatebench-meter)")
 
 
+def configure_commands(script: str, image: str) -> list[list[str]]:
+    """The gateway script's steps before its gateway starts: the runner image's arguments
+    (``cloud gateway-config ...``) of each ``docker run --rm ... IMAGE`` line, as argv."""
+    commands = []
+    for line in script.replace("\\\n", " ").splitlines():
+        if not line.startswith("docker run --rm "):
+            continue
+        words = shlex.split(line, comments=True)
+        commands.append(words[words.index(image) + 1 :])
+    return commands
+
+
 __all__ = [
     "TemplateError",
+    "configure_commands",
     "firewall_commands",
     "meter_command",
     "render_template",

@@ -29,8 +29,10 @@ it proves the meter's wiring and grant and the ingest, not the kernel's cgroup a
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,15 +48,26 @@ from cloud.pipeline import WORKFLOW, workflow_env
 from cloud.servers import start_function, start_gcs_emulator, storage_client, unpack_bundle
 from cloud.standins import BigQueryLoads
 from cloud.workflows_interpreter import Execution, Interpreter
+from gatebench.api_keys import REDACTED, sha256_hex
 from gatebench.cloud import Storage
 from gatebench.model import run_id_for_object
 from gatebench.procs import Supervisor
 from gatebench.report import bigquery_schema
+from gatebench.tokens import generate_private_key, public_pem
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "gatebench-test"
 UPLOADS, RUNS = "gb-uploads", "gb-runs"
 IMAGE = "europe-central2-docker.pkg.dev/gatebench-test/gb-gatebench/runner:0.1.0"
+# The deployment's secrets (docs/cloud.md, "Signed tokens" and "API keys"): Terraform
+# variables naming them, and their contents in the local VMs' Secret Manager stand-in.
+SECRET_VARIABLES = {"jwt_signer": "gb-jwt", "api_clients": "gb-api"}
+PRIVATE = generate_private_key("RS256")
+API_KEYS = ["pipeline-key-0123456789abcdef", "pipeline-key-fedcba9876543210"]
+SECRETS = {
+    f"projects/{PROJECT}/secrets/gb-jwt": PRIVATE,
+    f"projects/{PROJECT}/secrets/gb-api": ",".join(API_KEYS),
+}
 
 
 def quick_auction(gateways: list[str], testers: int = 1) -> bytes:
@@ -106,6 +119,7 @@ def world(
             "runner_image": IMAGE,
             "limits": {"vm_lifetime": 3600},
             "labels": {"app": "gatebench"},
+            **SECRET_VARIABLES,  # names only (infra/main.tf)
         }
         runs.blob("pipeline/settings.json").upload_from_string(json.dumps(settings))
         _, firestore_host = start_firestore_emulator(supervisor, logs)
@@ -123,6 +137,7 @@ def world(
         os.environ.update(env)
         storage = Storage(PROJECT)
         vms = LocalVms(supervisor, storage, tmp, env, network, gcs.url)
+        vms.secrets, vms.secret_variables = dict(SECRETS), dict(SECRET_VARIABLES)
         builds = LocalCloudBuild(tmp / "builds", IMAGE, vms, env=env, project=PROJECT)
         firestore = EmulatorFirestore(firestore_host)
         bigquery = BigQueryLoads(storage, list(bigquery_schema()))
@@ -292,6 +307,120 @@ def test_two_testers_run_to_done_with_the_same_requests(world: dict[str, Any]) -
     assert sorted(barrier["phases"], key=int) == [str(p["index"]) for p in workload["phases"]]
     assert run_processes(world, run_id) == []
     assert [d for d in world["vms"].denied if run_id in d] == []
+
+
+def signed_and_keyed_auction(gateway: str, baseline: bool = True) -> bytes:
+    """The auction example as a bundle whose gateway checks a signed JWT on every operation
+    but getAuction, which checks an API key instead (header X-Api-Key): sequential bids (each
+    higher than the last, so every one is accepted) and sequential retrieves, a few seconds."""
+    doc = yaml.safe_load(quick_auction([gateway]))
+    doc["components"]["securitySchemes"]["apiKeyAuth"] = {
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-Api-Key",
+    }
+    # Both (the built-in backend wants a bearer token on every request; the gateway checks
+    # the key there, not the token).
+    doc["paths"]["/auctions/{auctionId}"]["get"]["security"] = [
+        {"bearerAuth": [], "apiKeyAuth": []}
+    ]
+    bench = doc["x-gatebench"]
+    bench["baseline"] = baseline
+    bench["auth"] = {"jwt": {"private_key_env": "KEY", "subjects": 3}, "api_key": {"env": "K"}}
+    bench["policies"] = {
+        "auth": {"jwt": {"issuer": "https://issuer.gatebench.test", "audience": "auction"}},
+        "operations": {"getAuction": {"auth": {"api_key": {}}}},
+    }
+    bench["policies"]["auth"]["jwt"]["keys"] = "keys/public.pem"
+    bench["workloads"] = [w for w in bench["workloads"] if w["name"] != "create-auction"]
+    for workload in bench["workloads"]:
+        workload["injection"] = {"sequential": 40}
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as bundle:
+        bundle.writestr("openapi.yaml", yaml.safe_dump(doc, sort_keys=False))
+        bundle.writestr("keys/public.pem", public_pem(PRIVATE))
+    return buffer.getvalue()
+
+
+def test_a_signed_and_keyed_plan_runs_to_done_with_every_request_accepted(
+    world: dict[str, Any],
+) -> None:
+    """auth.jwt and auth.api_key on the cloud path: the tester VM signs the pool's tokens with
+    the key it reads from Secret Manager as its own account, the gateway VM writes the API keys
+    into its configuration as its own account before HAProxy starts, the tester sends the
+    first key; every request is accepted. No key or token reaches the bucket, Firestore or
+    BigQuery."""
+    from gatebench.store import open_store
+
+    name = "specs/signed-keyed.zip"
+    event = upload(world, name, signed_and_keyed_auction("haproxy"))
+    run_id = run_id_for_object(UPLOADS, name, event["data"]["generation"])
+    execution = run(world, event, "exec-signed-keyed")
+    assert execution.state == "SUCCEEDED", execution.error
+    assert (execution.result["status"], execution.result["teardown"]) == ("done", "ok")
+    store = open_store(f"firestore://{PROJECT}")
+    measured = {(m.target, m.workload): m for m in store.measurements(run_id)}
+    assert set(measured) == {(t, w) for t in ("haproxy", "baseline") for w in ("bid", "retrieve")}
+    for key, m in measured.items():
+        assert (m.requests, m.ok, m.ko) == (40, 40, 0), key
+    storage: Storage = world["storage"]
+    # Each VM read only the secrets infra/ grants its role, and it was granted them.
+    vms: LocalVms = world["vms"]
+    calls = sorted({(role, path, status) for role, path, status in vms.secret_requests})
+    assert calls == [
+        ("gateway", f"/v1/projects/{PROJECT}/secrets/gb-api/versions/latest:access", 200),
+        ("tester", f"/v1/projects/{PROJECT}/secrets/gb-api/versions/latest:access", 200),
+        ("tester", f"/v1/projects/{PROJECT}/secrets/gb-jwt/versions/latest:access", 200),
+    ]
+    # HAProxy compared hashes of the secret's keys, written on its VM; the bucket's copy has
+    # the stand-in's hash only.
+    on_vm = (vms.root / "vms" / f"{run_id}-gw-haproxy" / "haproxy.cfg").read_text()
+    assert all(sha256_hex(k) in on_vm for k in API_KEYS) and sha256_hex(REDACTED) not in on_vm
+    copy = storage.read_optional(RUNS, f"runs/{run_id}/configs/haproxy/haproxy.cfg") or b""
+    assert sha256_hex(REDACTED).encode() in copy
+    assert not [k for k in API_KEYS if sha256_hex(k).encode() in copy]
+    # No key, private key or API key, in the runs bucket, the run's documents or the rows.
+    stored = [storage.read_optional(RUNS, n) or b"" for n in storage.names(RUNS, f"runs/{run_id}/")]
+    stored.append(json.dumps(stored_run(run_id), default=str).encode())
+    stored.append(json.dumps([r for r in world["bigquery"].rows if r["run_id"] == run_id]).encode())
+    secrets = [*API_KEYS, PRIVATE.splitlines()[1]]
+    assert not [s for s in secrets for data in stored if s.encode() in data]
+    assert run_processes(world, run_id) == []
+    assert [d for d in vms.denied if run_id in d] == []
+
+
+def test_a_gateway_vm_not_granted_the_keys_never_starts_its_gateway_and_says_why(
+    world: dict[str, Any],
+) -> None:
+    """The deployment names the secret but Terraform granted it nobody (as with a grant
+    removed): the gateway VM's Secret Manager call is refused, HAProxy never starts, and the
+    provision step fails with the VM's reason, reported by the tester."""
+    vms: LocalVms = world["vms"]
+    vms.secret_variables = {**SECRET_VARIABLES, "api_clients": ""}
+    try:
+        name = "specs/keyed-denied.zip"
+        event = upload(world, name, signed_and_keyed_auction("haproxy", baseline=False))
+        run_id = run_id_for_object(UPLOADS, name, event["data"]["generation"])
+        execution = run(world, event, "exec-keyed-denied")
+    finally:
+        vms.secret_variables = dict(SECRET_VARIABLES)
+    assert execution.state == "FAILED"
+    assert execution.error["step"] == "provision"
+    message = execution.error["message"]
+    assert "the tester reached no target" in message
+    assert (
+        "haproxy: the gateway VM could not write its API keys: "
+        f"projects/{PROJECT}/secrets/gb-api: Secret Manager answered 403" in message
+    ), message
+    said = [f["haproxy"] for f in vms.failures.values() if "haproxy" in f]
+    assert said and said[-1].startswith(
+        "cloud gateway-config exited 3: gatebench: haproxy: the gateway VM could not write its "
+        "API keys: "
+    ), said
+    assert f"{run_id}-gw-haproxy" not in [p.name for p in vms.running()]
+    doc = stored_run(run_id)
+    assert (doc["status"], doc["failed_step"], doc["teardown"]) == ("failed", "provision", "ok")
+    assert run_processes(world, run_id) == []
 
 
 def test_a_gateway_that_never_comes_up_fails_the_run_at_provision_then_teardown(

@@ -87,7 +87,10 @@ def configure_gateway(
     except RunError as exc:
         reason = f"{gateway}: the gateway VM could not write its API keys: {exc}"
         body = json.dumps({"reason": reason}, indent=1, sort_keys=True) + "\n"
-        storage.write(bucket, config_error_object(run_id, gateway), body, "application/json")
+        try:
+            storage.write(bucket, config_error_object(run_id, gateway), body, "application/json")
+        except Exception:  # best effort (a reboot's second failure): the reason is on stderr too
+            pass
         raise RunError(reason) from None
     for path, text in sorted(files.items()):
         target = out / path
