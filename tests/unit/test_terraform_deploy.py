@@ -254,7 +254,7 @@ def vm_object_access() -> dict[str, list[dict[str, str]]]:
 
 def needs() -> dict[str, set[tuple[str, str]]]:
     """(access, object) each role's code performs in one run (src/gatebench/cloud)."""
-    from gatebench.cloud._render import config_object, run_object
+    from gatebench.cloud._render import RENDER_INPUT, config_error_object, config_object, run_object
     from gatebench.cloud._tester import marker, marker_of_tester
     from gatebench.provisioners._vm_roles import CGROUP_OBJECT, RAW_OBJECT
 
@@ -275,6 +275,10 @@ def needs() -> dict[str, set[tuple[str, str]]]:
             ("get", marker(RUN_ID, marker_of_tester("load-done", 1))),
             ("create", CGROUP_OBJECT.format(run_id=RUN_ID, target="nginx")),
             ("overwrite", CGROUP_OBJECT.format(run_id=RUN_ID, target="nginx")),
+            # gatebench cloud gateway-config (auth.api_key): what it renders again from, and
+            # why it did not write the keys when it could not.
+            ("get", run_object(RUN_ID, RENDER_INPUT)),
+            ("create", config_error_object(RUN_ID, "nginx")),
         },
         # run_tester: the workload, backend.json, the load build's request; writes its two
         # markers (again after a restart) and creates the raw log; tester 0 keeps its barrier
@@ -285,6 +289,7 @@ def needs() -> dict[str, set[tuple[str, str]]]:
             ("get", run_object(RUN_ID, "backend.json")),
             ("get", marker(RUN_ID, "load-request")),
             ("get", marker(RUN_ID, "load-done")),
+            ("get", config_error_object(RUN_ID, "nginx")),  # reported for a silent target
             ("create", marker(RUN_ID, "ready")),
             ("overwrite", marker(RUN_ID, "ready")),
             ("create", marker(RUN_ID, "load-done")),
@@ -385,13 +390,33 @@ def grant_conditions(tmp_path: Path) -> list[dict[str, str]]:
 def test_the_gateway_writes_only_runs_cgroup_objects_as_iam_evaluates_the_condition(
     tmp_path: Path,
 ) -> None:
-    """The gateway's write grant: objectUser (the meter replaces its object every few seconds)
-    on runs/RUN/cgroup/*.jsonl, RUN one folder name, as the rendered IAM condition decides."""
+    """The gateway's write grants: objectUser (the meter replaces its object every few seconds)
+    on runs/RUN/cgroup/*.jsonl, RUN one folder name, as the rendered IAM condition decides;
+    objectCreator (never overwrite) on runs/RUN/gateways/*/config-error.json."""
     grants = [g for g in grant_conditions(tmp_path) if g["vm"] == "gateway"]
     writes = [g for g in grants if g["role"] != "roles/storage.objectViewer"]
-    assert [g["role"] for g in writes] == ["roles/storage.objectUser"]
-    condition = writes[0]["cel"]
+    assert [g["role"] for g in writes] == [
+        "roles/storage.objectUser",
+        "roles/storage.objectCreator",
+    ]
     objects = "projects/_/buckets/gb-runs/objects/"
+    said = writes[1]["cel"]
+    assert said == (
+        f'resource.name.startsWith("{objects}runs/") && '
+        'resource.name.extract("/objects/runs/{run}/gateways/") != "" && '
+        'resource.name.extract("/objects/runs/{run}/gateways/") == '
+        'resource.name.extract("/objects/runs/{run}/") && '
+        'resource.name.endsWith("/config-error.json")'
+    )
+    kind = "storage.googleapis.com/Object"
+    assert cel(said, kind, f"{objects}runs/{RUN_ID}/gateways/nginx/config-error.json")
+    for name in (
+        f"runs/{RUN_ID}/configs/nginx/config-error.json",
+        f"runs/{RUN_ID}/config-error.json",
+        f"runs/{RUN_ID}/gateways/nginx/nginx.conf",
+    ):
+        assert not cel(said, kind, f"{objects}{name}"), name
+    condition = writes[0]["cel"]
     assert condition == (
         f'resource.name.startsWith("{objects}runs/") && '
         'resource.name.extract("/objects/runs/{run}/cgroup/") != "" && '
@@ -399,7 +424,6 @@ def test_the_gateway_writes_only_runs_cgroup_objects_as_iam_evaluates_the_condit
         'resource.name.extract("/objects/runs/{run}/") && '
         'resource.name.endsWith(".jsonl")'
     )
-    kind = "storage.googleapis.com/Object"
     assert cel(condition, kind, f"{objects}runs/{RUN_ID}/cgroup/nginx.jsonl")
     assert cel(condition, kind, f"{objects}runs/{RUN_ID}/cgroup/spring-cloud-gateway.jsonl")
     for name in (

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -87,10 +88,9 @@ def configure_gateway(
     except RunError as exc:
         reason = f"{gateway}: the gateway VM could not write its API keys: {exc}"
         body = json.dumps({"reason": reason}, indent=1, sort_keys=True) + "\n"
-        try:
+        # Best effort (a reboot's second failure cannot overwrite it): stderr says it too.
+        with contextlib.suppress(Exception):
             storage.write(bucket, config_error_object(run_id, gateway), body, "application/json")
-        except Exception:  # best effort (a reboot's second failure): the reason is on stderr too
-            pass
         raise RunError(reason) from None
     for path, text in sorted(files.items()):
         target = out / path
