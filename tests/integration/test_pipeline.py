@@ -16,10 +16,13 @@ The "VMs" are network namespaces with Container-Optimized OS's host firewall, op
 their startup scripts' rendered iptables lines, and each reaches Cloud Storage with only the
 grants infra/ gives its role (tests/cloud/localvms.py).
 
-Three runs: the auction example with a quick workload runs to `done` with scores in
-Firestore and rows in BigQuery, and its re-delivered event starts nothing; a run whose only
-gateway never comes up fails at provision and is torn down; a run whose provisioning
-outlasts its build timeout fails at provision and is torn down.
+The runs: the auction example with a quick workload runs to `done` with scores in
+Firestore and rows in BigQuery, and its re-delivered event starts nothing (with two testers
+too); a bundle whose HAProxy checks signed JWTs and API keys runs to `done` with every request
+accepted, each VM reaching Secret Manager as its own account (tests/cloud/secretgate.py), and
+with the keys' grant removed its gateway never starts and the provision step says why; a run
+whose only gateway never comes up fails at provision and is torn down; a run whose
+provisioning outlasts its build timeout fails at provision and is torn down.
 
 Beside the gateway runs the real ``gatebench cloud meter`` from its rendered startup script,
 reading a stand-in of the container's cgroup v2 files (tests/cloud/cgroups.py: the gateway
