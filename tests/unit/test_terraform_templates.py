@@ -517,6 +517,14 @@ def test_every_value_the_gateway_script_quotes_is_validated_by_terraform(tmp_pat
             {"gateways": {"nginx": {**gateway, "args": ["nginx", "x'y"]}}},
             "gateways: arguments and paths may not contain quotes or newlines",
         ),
+        (
+            {"gateways": {"nginx": {**gateway, "configure": [["cloud", "x'; reboot"]]}}},
+            "gateways: arguments and paths may not contain quotes or newlines",
+        ),
+        (
+            {"gateways": {"nginx": {**gateway, "random_env": ["X'; reboot"]}}},
+            "gateways[*].random_env: environment variable names",
+        ),
     ]
     for change, message in bad:
         assert message in validation_errors({**variables, **change}, tmp_path), change
