@@ -146,10 +146,10 @@ class LocalNetwork:
             for machine in self.machines.values():
                 folder = NETNS_ETC / machine.namespace
                 folder.mkdir(parents=True, exist_ok=True)
-                (folder / "hosts").write_text(hosts)
+                _extend_in_place(folder / "hosts", hosts)
                 # No name server inside: every name is in hosts, other lookups fail at once.
-                (folder / "resolv.conf").write_text(
-                    "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"
+                _extend_in_place(
+                    folder / "resolv.conf", "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"
                 )
         return added
 
@@ -253,6 +253,29 @@ class LocalNetwork:
         for point in self._mount_points:
             with contextlib.suppress(OSError):
                 point.rmdir()  # only if still empty and no longer a mount point anywhere
+
+
+def _extend_in_place(path: Path, text: str) -> None:
+    """Make ``path`` hold ``text`` without a moment where it holds less than before.
+
+    A running machine's processes see its hosts file through a bind mount of that very file
+    (``ip netns exec``), so it cannot be replaced by a rename, and truncating it first leaves it
+    empty for as long as this thread is descheduled before its write: a gateway resolving the
+    backend's name then (nginx does at start) fails with "host not found" and never answers.
+    Machines are only ever added, so the new text starts with the old one: an unchanged file
+    is left alone, a longer one is written over in place and only then cut to length.
+    """
+    data = text.encode()
+    try:
+        with path.open("r+b") as handle:
+            if handle.read() == data:
+                return
+            handle.seek(0)
+            handle.write(data)
+            handle.flush()
+            handle.truncate()
+    except FileNotFoundError:
+        path.write_bytes(data)
 
 
 def leftovers(tag: str) -> list[str]:
