@@ -16,7 +16,8 @@ Everything is named ``gbXXXXXX-...`` with a random tag per network and removed b
 :meth:`LocalNetwork.close`: processes first (their owner stops them), then the namespaces
 (which takes their veth links), the hosts files and the mount points it had to create (a
 gateway's folder is mounted at the container's path inside the gateway's own mount
-namespace, which ``ip netns exec`` gives every command).
+namespace, which ``ip netns exec`` gives every command) unless another network still has
+machines, which may be using them.
 """
 
 from __future__ import annotations
@@ -250,9 +251,15 @@ class LocalNetwork:
             shutil.rmtree(NETNS_ETC / namespace, ignore_errors=True)
         with contextlib.suppress(OSError):
             NETNS_ETC.rmdir()  # only when no other network left files there
+        if NETNS_ETC.exists():
+            # Another network (a test process running beside this one) has machines, whose
+            # gateways may have their folder mounted at these paths: removing a directory that
+            # is a mount point in another mount namespace succeeds and detaches that mount, so
+            # its gateway would lose its files mid-run. They stay then (empty directories).
+            return
         for point in self._mount_points:
             with contextlib.suppress(OSError):
-                point.rmdir()  # only if still empty and no longer a mount point anywhere
+                point.rmdir()  # only if still empty
 
 
 def _extend_in_place(path: Path, text: str) -> None:

@@ -8,6 +8,8 @@ import os
 import threading
 from pathlib import Path
 
+import pytest
+
 from cloud.netns import _extend_in_place
 
 HEADER = "127.0.0.1\tlocalhost\n"
@@ -65,3 +67,28 @@ def test_a_reader_never_sees_the_file_lose_a_name_while_machines_are_added(
         stop.set()
         reader.join()
     assert seen == []
+
+
+def test_a_mount_point_stays_while_another_network_has_machines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Removing a directory that is a mount point in another mount namespace succeeds and
+    detaches the mount there: a network closing beside another one (two test processes) must
+    leave the gateways' mount points to it. Namespace commands are not run here."""
+    from cloud import netns
+
+    etc = tmp_path / "netns"
+    monkeypatch.setattr(netns, "NETNS_ETC", etc)
+    monkeypatch.setattr(netns, "_run", lambda argv: "")
+    point = tmp_path / "etc-gatebench"
+    point.mkdir()
+    (etc / "gbother-0").mkdir(parents=True)  # another network's machine
+    first = netns.LocalNetwork()
+    first._mount_points.append(point)
+    first.close()
+    assert point.is_dir()
+    (etc / "gbother-0").rmdir()
+    second = netns.LocalNetwork()
+    second._mount_points.append(point)
+    second.close()
+    assert not point.exists() and not etc.exists()
