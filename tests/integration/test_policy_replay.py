@@ -23,6 +23,7 @@ where the gateway declares ``cache.path_only``, a cache on the GET keyed on the 
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import shutil
@@ -162,17 +163,14 @@ class Stack:
             conn.close()
 
 
-@pytest.fixture(scope="module")
-def stack(
-    request: pytest.FixtureRequest,
-    supervisor: Supervisor,
-    replay_api: object,
+@contextlib.contextmanager
+def _booted_stack(
+    supervisor: Supervisor, api: Api, name: str, policies: PolicySet, prefix: str
 ) -> Iterator[Stack]:
-    api: Api = replay_api("auction")  # type: ignore[operator]
-    name: str = request.param
+    """``name`` booted with ``policies`` in front of the auction backend, both stopped after."""
     # nginx's workers (an unprivileged user when the tests run as root) write the cache
     # below the workdir: a world-traversable folder, not pytest's private one.
-    workdir = Path(tempfile.mkdtemp(prefix=f"gatebench-policy-{name}-"))
+    workdir = Path(tempfile.mkdtemp(prefix=f"gatebench-{prefix}-{name}-"))
     workdir.chmod(0o755)
     try:
         backend, backend_port = start_backend(supervisor, "auction", workdir)
@@ -182,7 +180,6 @@ def stack(
             backend_url=f"http://127.0.0.1:{backend_port}",
             admin_port=free_port(),
         )
-        policies = policy_set(get_renderer(name).supported_policies)
         proc = boot_gateway(name, api, target, supervisor, policies=policies)
         try:
             yield Stack(name, target.listen_port, backend_port)
@@ -191,6 +188,19 @@ def stack(
             supervisor.stop(backend)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def stack(
+    request: pytest.FixtureRequest,
+    supervisor: Supervisor,
+    replay_api: object,
+) -> Iterator[Stack]:
+    api: Api = replay_api("auction")  # type: ignore[operator]
+    name: str = request.param
+    policies = policy_set(get_renderer(name).supported_policies)
+    with _booted_stack(supervisor, api, name, policies, "policy") as booted:
+        yield booted
 
 
 @pytest.mark.parametrize("stack", CACHE_GATEWAYS, indirect=True)
@@ -330,24 +340,8 @@ def scope_stack(
 ) -> Iterator[tuple[Stack, str]]:
     api: Api = replay_api("auction")  # type: ignore[operator]
     name, key = request.param
-    workdir = Path(tempfile.mkdtemp(prefix=f"gatebench-scope-{name}-"))
-    workdir.chmod(0o755)
-    try:
-        backend, backend_port = start_backend(supervisor, "auction", workdir)
-        target = RenderTarget(
-            workdir=str(workdir / "gw"),
-            listen_port=free_port(),
-            backend_url=f"http://127.0.0.1:{backend_port}",
-            admin_port=free_port(),
-        )
-        proc = boot_gateway(name, api, target, supervisor, policies=scope_policy_set(key))
-        try:
-            yield Stack(name, target.listen_port, backend_port), key
-        finally:
-            supervisor.stop(proc)
-            supervisor.stop(backend)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    with _booted_stack(supervisor, api, name, scope_policy_set(key), "scope") as booted:
+        yield booted, key
 
 
 @pytest.mark.parametrize(
@@ -421,25 +415,9 @@ def key_stack(
 ) -> Iterator[Stack]:
     api: Api = replay_api("auction")  # type: ignore[operator]
     name: str = request.param
-    workdir = Path(tempfile.mkdtemp(prefix=f"gatebench-keys-{name}-"))
-    workdir.chmod(0o755)
-    try:
-        backend, backend_port = start_backend(supervisor, "auction", workdir)
-        target = RenderTarget(
-            workdir=str(workdir / "gw"),
-            listen_port=free_port(),
-            backend_url=f"http://127.0.0.1:{backend_port}",
-            admin_port=free_port(),
-        )
-        policies = key_policy_set(get_renderer(name).supported_policies)
-        proc = boot_gateway(name, api, target, supervisor, policies=policies)
-        try:
-            yield Stack(name, target.listen_port, backend_port)
-        finally:
-            supervisor.stop(proc)
-            supervisor.stop(backend)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    policies = key_policy_set(get_renderer(name).supported_policies)
+    with _booted_stack(supervisor, api, name, policies, "keys") as booted:
+        yield booted
 
 
 def _key(value: str) -> dict[str, str]:

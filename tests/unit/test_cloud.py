@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from cloud.settings import deployment
 from gatebench.cloud import (
     ObjectRef,
     RequestError,
@@ -193,17 +194,7 @@ def test_vm_vars_are_exactly_the_variables_of_infra_vms() -> None:
     from gatebench.cloud._render import render_run
     from gatebench.cloud._vms import vm_vars
 
-    settings = {
-        "project": "proj",
-        "prefix": "gb",
-        "zone": "europe-central2-a",
-        "layout": "dns",
-        "subnetwork": "projects/proj/regions/r/subnetworks/s",
-        "tags": {"tester": "t", "gateway": "g", "backend": "b"},
-        "accounts": {"tester": "t@x", "gateway": "g@x", "backend": "b@x"},
-        "runner_image": "r/runner:1",
-        "limits": {"vm_lifetime": 3600},
-    }
+    settings = deployment()
     ref = ObjectRef("gb-uploads", "specs/auction.yaml", "9")
     rendered = render_run(AUCTION, ref, settings, "gb-runs")
     assert rendered.failures == {}

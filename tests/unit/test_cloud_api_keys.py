@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from cloud.secretgate import SecretGrant, SecretManagerStandIn, secret_grants
+from cloud.settings import deployment
 from gatebench.api_keys import REDACTED, sha256_hex
 from gatebench.cloud._objects import ObjectRef, RequestError
 from gatebench.cloud._render import render_run
@@ -29,18 +30,7 @@ from paths import ROOT
 KEYS = ["k" * 8 + "0123456789abcdef", "Z9-._~" + "q" * 20]
 SECRET = "projects/proj/secrets/gb-api"
 VARIABLES = {"project_id": "proj", "jwt_signer": "", "api_clients": "gb-api"}
-SETTINGS = {
-    "project": "proj",
-    "prefix": "gb",
-    "zone": "europe-central2-a",
-    "layout": "dns",
-    "subnetwork": "projects/proj/regions/r/subnetworks/s",
-    "tags": {"tester": "t", "gateway": "g", "backend": "b"},
-    "accounts": {"tester": "t@x", "gateway": "g@x", "backend": "b@x"},
-    "runner_image": "r/runner:1",
-    "limits": {"vm_lifetime": 3600},
-    "api_clients": "gb-api",
-}
+SETTINGS = deployment(api_clients="gb-api")
 REF = ObjectRef("gb-uploads", "specs/api-key.yaml", "9")
 SPEC = (ROOT / "tests" / "data" / "policies" / "api-key.yaml").read_bytes()
 TEMPLATES = ROOT / "infra" / "vms" / "templates"

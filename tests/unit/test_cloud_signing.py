@@ -19,6 +19,7 @@ import jwt
 import pytest
 
 from cloud.secretgate import SecretGrant, SecretManagerStandIn, secret_grants
+from cloud.settings import deployment
 from gatebench.cloud._objects import ObjectRef
 from gatebench.cloud._render import render_run
 from gatebench.cloud._secrets import EMULATOR_ENV
@@ -31,18 +32,7 @@ from paths import ROOT
 PRIVATE = generate_private_key("RS256")
 SECRET = "projects/proj/secrets/gb-jwt"
 VARIABLES = {"project_id": "proj", "jwt_signer": "gb-jwt"}
-SETTINGS = {
-    "project": "proj",
-    "prefix": "gb",
-    "zone": "europe-central2-a",
-    "layout": "dns",
-    "subnetwork": "projects/proj/regions/r/subnetworks/s",
-    "tags": {"tester": "t", "gateway": "g", "backend": "b"},
-    "accounts": {"tester": "t@x", "gateway": "g@x", "backend": "b@x"},
-    "runner_image": "r/runner:1",
-    "limits": {"vm_lifetime": 3600},
-    "jwt_signer": "gb-jwt",
-}
+SETTINGS = deployment(jwt_signer="gb-jwt")
 
 
 def _bundle() -> bytes:

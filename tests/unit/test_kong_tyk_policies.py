@@ -11,6 +11,7 @@ import json
 import pytest
 import yaml
 
+from cloud.settings import deployment
 from gatebench.errors import UnsupportedFeature
 from gatebench.policies import ApiKeyAuth, Cache, JwtAuth, Policies, PolicySet, RateLimit
 from gatebench.renderers import RenderTarget, get_renderer, policy_exclusions, render_with_policies
@@ -168,17 +169,7 @@ def test_without_policies_kong_and_tyk_render_the_bare_proxy() -> None:
         )
 
 
-CLOUD_SETTINGS = {
-    "project": "proj",
-    "prefix": "gb",
-    "zone": "europe-central2-a",
-    "layout": "dns",
-    "subnetwork": "projects/proj/regions/r/subnetworks/s",
-    "tags": {"tester": "t", "gateway": "g", "backend": "b"},
-    "accounts": {"tester": "t@x", "gateway": "g@x", "backend": "b@x"},
-    "runner_image": "r/runner:1",
-    "limits": {"vm_lifetime": 3600},
-}
+CLOUD_SETTINGS = deployment()
 
 
 def _rendered_run(name: str, gateways: str):  # type: ignore[no-untyped-def]

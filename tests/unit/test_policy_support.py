@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from cloud.settings import deployment
 from gatebench.errors import UnsupportedFeature
 from gatebench.policies import FEATURES, Cache, JwtAuth, Policies, PolicySet, RateLimit
 from gatebench.renderers import (
@@ -164,17 +165,7 @@ def test_the_policy_spec_reads_its_key_from_the_bundle() -> None:
     assert Path(POLICY_SPEC.parent / auth.keys_file).is_file()
 
 
-CLOUD_SETTINGS = {
-    "project": "proj",
-    "prefix": "gb",
-    "zone": "europe-central2-a",
-    "layout": "dns",
-    "subnetwork": "projects/proj/regions/r/subnetworks/s",
-    "tags": {"tester": "t", "gateway": "g", "backend": "b"},
-    "accounts": {"tester": "t@x", "gateway": "g@x", "backend": "b@x"},
-    "runner_image": "r/runner:1",
-    "limits": {"vm_lifetime": 3600},
-}
+CLOUD_SETTINGS = deployment()
 
 
 def test_the_cloud_path_applies_the_policies_or_leaves_the_gateway_out() -> None:

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from cloud.settings import deployment
+
 TEMPLATES = Path(__file__).resolve().parents[2] / "infra" / "vms" / "templates"
 _DIRECTIVE = re.compile(r"%\{ (for (\w+) in ([\w.]+)|endfor) (~?)\}")
 
@@ -133,17 +135,7 @@ def test_the_gateway_script_fetches_every_file_and_makes_every_folder() -> None:
 
 VMS = TEMPLATES.parent
 AUCTION = VMS.parents[1] / "examples" / "auction" / "openapi.yaml"
-SETTINGS = {
-    "project": "proj",
-    "prefix": "gb",
-    "zone": "europe-central2-a",
-    "layout": "dns",
-    "subnetwork": "projects/proj/regions/r/subnetworks/s",
-    "tags": {"tester": "t", "gateway": "g", "backend": "b"},
-    "accounts": {"tester": "t@x", "gateway": "g@x", "backend": "b@x"},
-    "runner_image": "europe-central2-docker.pkg.dev/proj/gb-gatebench/runner:1",
-    "limits": {"vm_lifetime": 3600},
-}
+SETTINGS = deployment(runner_image="europe-central2-docker.pkg.dev/proj/gb-gatebench/runner:1")
 _TEMPLATEFILE = re.compile(
     r'^\$\{templatefile\("\$\{path\.module\}/templates/([\w.]+)", \{(.*)\}\)\}$', re.S
 )

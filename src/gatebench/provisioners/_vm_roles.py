@@ -286,7 +286,6 @@ def _load(
     raw_as: str = "gatling",
     barrier: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
-    env = {}
     missing = [name for name in document.get("secret_env", []) if not os.environ.get(name)]
     if missing and storage.read_optional(bucket, f"runs/{run_id}/backend.json") is None:
         return {"ok": False, "reason": f"the tester has no value for {', '.join(missing)}"}
