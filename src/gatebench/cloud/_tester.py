@@ -71,6 +71,14 @@ class Clock:
     sleep: Callable[[float], None] = time.sleep
 
 
+def read_required_json(bucket: Bucket, runs_bucket: str, name: str) -> Any:
+    """The JSON object ``name`` of the runs bucket; RunError when it is missing."""
+    data = bucket.read_optional(runs_bucket, name)
+    if data is None:
+        raise RunError(f"gs://{runs_bucket}/{name} is missing")
+    return json.loads(data)
+
+
 def read_marker(bucket: Bucket, runs_bucket: str, run_id: str, name: str) -> dict[str, Any] | None:
     data = bucket.read_optional(runs_bucket, marker(run_id, name))
     if data is None:

@@ -22,20 +22,13 @@ import binascii
 import contextlib
 import json
 from pathlib import Path
-from typing import Any
 
 from ..cloud._objects import ObjectRef
 from ..cloud._render import RENDER_INPUT, config_error_object, render_run, run_object
 from ..cloud._secrets import SecretManager, SecretReader
 from ..cloud._storage import Storage
+from ..cloud._tester import read_required_json
 from ..errors import GatebenchError, RunError
-
-
-def _read_json(storage: Storage, bucket: str, name: str) -> Any:
-    data = storage.read_optional(bucket, name)
-    if data is None:
-        raise RunError(f"gs://{bucket}/{name} is missing")
-    return json.loads(data)
 
 
 def gateway_files(
@@ -43,11 +36,11 @@ def gateway_files(
 ) -> dict[str, str]:
     """The gateway's files with the run's API keys in them (relative path → text). Raises
     :class:`RunError` naming the secret, never a key."""
-    fleet = _read_json(storage, bucket, run_object(run_id, "fleet.json"))
+    fleet = read_required_json(storage, bucket, run_object(run_id, "fleet.json"))
     entry = (fleet.get("gateways") or {}).get(gateway)
     if entry is None:
         raise RunError(f"the run has no gateway {gateway!r} (runs/{run_id}/fleet.json)")
-    source = _read_json(storage, bucket, run_object(run_id, RENDER_INPUT))
+    source = read_required_json(storage, bucket, run_object(run_id, RENDER_INPUT))
     settings = source["settings"]
     secret = f"projects/{settings.get('project', '')}/secrets/{settings.get('api_clients', '')}"
     keys = (secrets or SecretManager()).access(secret)

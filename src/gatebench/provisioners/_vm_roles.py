@@ -43,6 +43,7 @@ from ..cloud._tester import (
     fleet_testers,
     marker_of_tester,
     read_marker,
+    read_required_json,
     wait_for_marker,
     write_marker,
 )
@@ -69,22 +70,15 @@ def raw_name(tester: int, testers: int) -> str:
     return "gatling" if testers == 1 else f"gatling-t{tester}"
 
 
-def _read_json(storage: Storage, bucket: str, name: str) -> Any:
-    data = storage.read_optional(bucket, name)
-    if data is None:
-        raise RunError(f"gs://{bucket}/{name} is missing")
-    return json.loads(data)
-
-
 def serve_backend(storage: Storage, bucket: str, run_id: str) -> int:
     """Run the plan's backend in the foreground (the backend VM's container)."""
-    spec = _read_json(storage, bucket, f"runs/{run_id}/backend.json")
+    spec = read_required_json(storage, bucket, f"runs/{run_id}/backend.json")
     argv = [str(backend_binary()), "-listen", spec["listen"], "-mode", spec["mode"]]
     with tempfile.TemporaryDirectory() as scratch, Supervisor() as supervisor:
         if spec.get("config_object"):
             config = Path(scratch) / "mock-backend.json"
             config.write_bytes(
-                json.dumps(_read_json(storage, bucket, spec["config_object"])).encode()
+                json.dumps(read_required_json(storage, bucket, spec["config_object"])).encode()
             )
             argv += ["-config", str(config)]
         proc = supervisor.start("backend", argv, log_path=Path(scratch) / "backend.log")
@@ -193,7 +187,9 @@ def run_tester(
     the others before every phase at ``barrier`` (tester 0's phase barrier)."""
     clock = clock or Clock()
     workdir.mkdir(parents=True, exist_ok=True)
-    documents = split_document(_read_json(storage, bucket, f"runs/{run_id}/workload.json"), testers)
+    documents = split_document(
+        read_required_json(storage, bucket, f"runs/{run_id}/workload.json"), testers
+    )
     with _meeting(barrier, tester, documents) as meeting:
         document = documents[tester]
         reachable, unreachable = probe_targets(document, ready_timeout, clock)
