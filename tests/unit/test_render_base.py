@@ -293,12 +293,19 @@ def test_trace_is_refused_where_the_gateway_answers_it_itself() -> None:
 
 
 def test_krakend_refuses_every_inexpressible_route_at_once() -> None:
-    api = api_of(("GET", "/f/{n}.json"), ("GET", "/a:b"), ("GET", "/__health"), ("GET", "/ok"))
+    api = api_of(
+        ("GET", "/f/{n}.json"),
+        ("GET", "/a:b"),
+        ("GET", "/__health"),
+        ("GET", "/back\\slash"),
+        ("GET", "/ok"),
+    )
     with pytest.raises(UnsupportedFeature) as info:
         get_renderer("krakend").render(api, RenderTarget(workdir="/w"))
     assert sorted(p.message for p in info.value.problems) == [
         "krakend cannot express this route (GET /__health): /__health is reserved by KrakenD",
-        "krakend cannot express this route (GET /a:b): the path may not contain ':' (KrakenD endpoint paths exclude * ? & % : and encoded '/')",
+        "krakend cannot express this route (GET /a:b): the path may not contain ':' (KrakenD endpoint paths exclude * ? & % : \\ and encoded '/')",
+        "krakend cannot express this route (GET /back\\slash): the path may not contain '\\\\' (KrakenD endpoint paths exclude * ? & % : \\ and encoded '/')",
         "krakend cannot express this route (GET /f/{n}.json): a parameter must fill its whole path segment (KrakenD cannot build words from variables)",
     ]
 

@@ -56,6 +56,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="backend origin, http(s)://host:port (default http://127.0.0.1:9000)",
     )
     parser.add_argument(
+        "--redis",
+        default="127.0.0.1:6379",
+        metavar="HOST:PORT",
+        help="the Redis Tyk keeps its state in (default 127.0.0.1:6379)",
+    )
+    parser.add_argument(
         "--workdir",
         metavar="PATH",
         help="absolute folder the files will live in when the gateway runs "
@@ -121,6 +127,10 @@ def run(args: argparse.Namespace) -> int:
         except RunError as exc:
             print(f"gatebench render: {exc}", file=sys.stderr)
             return 1
+    redis_host, _, redis_port = args.redis.rpartition(":")
+    if not redis_host or not redis_port.isdigit():
+        print(f"gatebench render: --redis: expected HOST:PORT, got {args.redis!r}", file=sys.stderr)
+        return 2
     out = Path(args.out).resolve()
     needed = _workload_operations(result)
     failed = False
@@ -133,6 +143,8 @@ def run(args: argparse.Namespace) -> int:
                 listen_host=args.listen_host,
                 listen_port=args.port,
                 backend_url=args.backend,
+                redis_host=redis_host,
+                redis_port=int(redis_port),
             )
         except RenderError as exc:
             for problem in exc.problems:
@@ -178,7 +190,11 @@ def _check(
     name: str, folder: Path, target: RenderTarget, api: Api, policies: PolicySet | None = None
 ) -> str:
     renderer = get_renderer(name)
-    if renderer.check_argv(folder, target) is None:
+    try:
+        checker = renderer.check_argv(folder, target)
+    except UnsupportedHere as exc:
+        return f" [not checked: {exc}]"
+    if checker is None:
         if not renderer.runs_here:
             return " [no checker here]"
         return _boot_check(renderer, target, api, policies)
@@ -189,6 +205,9 @@ def _check(
     except ConfigRejected as exc:
         print(str(exc), file=sys.stderr)
         return " rejected by its checker"
+    if renderer.boot_check:
+        booted = _boot_check(renderer, target, api, policies)
+        return " [checker: ok]" + booted
     return " [checker: ok]"
 
 
@@ -212,6 +231,8 @@ def _boot_check(
             listen_host="127.0.0.1",
             listen_port=free_port(),
             admin_port=free_port(),
+            redis_host="127.0.0.1",
+            redis_port=free_port(),
         )
         log = Path(local.workdir) / f"{renderer.name}.out.log"
         try:

@@ -47,6 +47,7 @@ class GoogleApiGatewayRenderer(Renderer):
     output_files = ("openapi.yaml",)
     runs_here = False
     cloud_image = None
+    cloud_only_reason = "a managed Google Cloud service: it renders; deployed on the cloud path"
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
         routes = self.routes(api)
