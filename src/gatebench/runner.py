@@ -367,8 +367,10 @@ def run_benchmark(
                     run.target_failed(gw, reason)
                 note_routes_left_out(run, outcome, provisioner.routes_left_out)
                 for gw, reason in provisioner.unsupported.items():
-                    run.target_failed(gw, f"unsupported here (cloud path only): {reason}")
-                    outcome.notes.append(f"{gw}: runs only on the cloud path; not measured here")
+                    run.target_failed(gw, f"not run here: {reason}")
+                    outcome.notes.append(
+                        f"{gw}: not measured here: {reason.removeprefix(gw + ': ')}"
+                    )
                 run.status(RunStatus.RENDERED)
                 planned = provisioner.planned()
                 urls = dict(planned)
@@ -418,7 +420,7 @@ def run_benchmark(
                         run.target_failed(gw, reason)
                         hooks.skip(gw)
                     for gw, reason in provisioned.unsupported.items():
-                        run.target_failed(gw, f"unsupported here (cloud path only): {reason}")
+                        run.target_failed(gw, f"not run here: {reason}")
                         hooks.skip(gw)
                     for gw, endpoint in provisioned.endpoints.items():
                         cpu_groups[f"gw:{gw}"] = list(endpoint.pgids)

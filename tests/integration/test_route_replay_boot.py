@@ -3,12 +3,14 @@ files kept inside the workdir, and nothing left running."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from booted import skip_unless_installed
 from gatebench._cli.render import _boot_check
 from gatebench.cli import main
 from gatebench.errors import UnsupportedHere
@@ -16,8 +18,10 @@ from gatebench.ir import Api
 from gatebench.procs import Supervisor, free_port, http_probe
 from gatebench.provisioners import ConfigRejected, boot_gateway, check_config, write_files
 from gatebench.renderers import RenderTarget, get_renderer
+from gatebench.renderers.krakend import KrakendRenderer
 from gatebench.renderers.nginx import NginxRenderer
 from gatebench.renderers.traefik import TraefikRenderer
+from gatebench.renderers.tyk import TykRenderer
 
 
 class BrokenNginx(NginxRenderer):
@@ -159,3 +163,46 @@ def test_render_check_exits_1_when_the_boot_refuses_the_config(
     ]
     assert "unsupported function: Methodd" in err
     assert code == 1
+
+
+class BackslashKrakend(KrakendRenderer):
+    """KrakenD with a backslash in a path (the renderer refuses one): `krakend check` accepts
+    it, KrakenD's router panics at start."""
+
+    def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        files = super().render(api, target)
+        config = json.loads(files["krakend.json"])
+        endpoint = config["endpoints"][0]
+        endpoint["endpoint"] = endpoint["backend"][0]["url_pattern"] = "/back\\slash"
+        return {"krakend.json": json.dumps(config)}
+
+
+class BrokenTyk(TykRenderer):
+    """Tyk with an API definition it cannot read: it logs the error and runs on."""
+
+    def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        return {**super().render(api, target), "apps/gatebench.json": '{"api_id": '}
+
+
+def test_krakends_boot_finds_what_its_checker_misses(
+    tmp_path: Path, petstore: Api, capsys: pytest.CaptureFixture[str]
+) -> None:
+    skip_unless_installed("krakend")
+    renderer = BackslashKrakend()
+    target = _target(tmp_path / "files", 9000)
+    write_files(renderer.render(petstore, target), target.workdir)
+    assert "Syntax OK!" in (check_config(renderer, target.workdir, target) or "")
+    assert _boot_check(renderer, target, petstore) == " rejected at boot"
+    assert "the boot failed" in capsys.readouterr().err
+
+
+def test_tyks_boot_check_reads_its_error_lines(
+    tmp_path: Path, petstore: Api, capsys: pytest.CaptureFixture[str]
+) -> None:
+    skip_unless_installed("tyk")
+    target = _target(tmp_path)
+    assert _boot_check(get_renderer("tyk"), target, petstore) == " [booted: ok]"
+    assert _boot_check(BrokenTyk(), target, petstore) == " rejected at boot"
+    err = capsys.readouterr().err
+    assert "tyk: the configuration was partly refused at boot" in err
+    assert "level=error" in err

@@ -123,3 +123,39 @@ def test_this_machine_runs_gatling_and_the_local_gateways(
     assert _row(out, "nginx") == "ok nginx nginx version: nginx/1.22.1"
     assert _row(out, "zuul").startswith("ok zuul Zuul 1.3.1")
     assert "Nothing can run" not in out
+
+
+@pytest.mark.integration
+def test_krakend_and_tyk_are_listed_with_their_versions_where_installed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """With the real programs (GATEBENCH_KRAKEND_BIN / GATEBENCH_TYK_BIN or PATH) doctor
+    prints the version each one reports; without them, how to install them."""
+    from gatebench.renderers import get_renderer
+
+    main(["doctor"])
+    out = capsys.readouterr().out
+    versions = {"krakend": "ok krakend KrakenD Version: 2.13.", "tyk": "ok tyk v5."}
+    for name, version in versions.items():
+        if get_renderer(name).available_here() is None:
+            assert _row(out, name).startswith(version), _row(out, name)
+        else:
+            assert _row(out, name).startswith(f"missing {name} "), _row(out, name)
+            assert "from its vendor" in _row(out, name)
+
+
+@pytest.mark.integration
+def test_tyk_without_redis_is_missing_with_the_reason(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from gatebench.renderers import get_renderer
+
+    if get_renderer("tyk").available_here() is not None:
+        pytest.skip(get_renderer("tyk").available_here() or "")
+    monkeypatch.setenv("GATEBENCH_REDIS_SERVER_BIN", str(tmp_path / "no-redis"))
+    (tyk,) = [c for c in diagnose().of("gateway") if c.name == "tyk"]
+    assert tyk.status == "missing"
+    assert tyk.detail.startswith("v5.")
+    assert tyk.detail.endswith(
+        f", but GATEBENCH_REDIS_SERVER_BIN={str(tmp_path / 'no-redis')!r} is not an executable file"
+    )

@@ -399,3 +399,26 @@ def test_a_normalising_gateway_may_change_only_the_form_of_the_path() -> None:
     assert compare_echoes(req, direct, reply("/aB"), normalizes_path=True) == [
         "path: sent '/a%41', backend got '/aB'"
     ]
+
+
+def test_empty_segments_krakend_and_tyk_cannot_forward_are_refused() -> None:
+    """Seen with the real gateways: KrakenD never routes a literal '//', Tyk drops the first
+    '/' of a path that starts with one; both keep a trailing slash, Tyk an inner '//'."""
+    api = api_of(("GET", "//lead"), ("GET", "/in//ner"), ("GET", "/trailing/"))
+    with pytest.raises(UnsupportedFeature) as info:
+        get_renderer("krakend").render(api, RenderTarget(workdir="/w"))
+    assert sorted(p.message for p in info.value.problems) == [
+        "krakend cannot express this route (GET //lead): an empty segment ('//'): KrakenD's "
+        "router never routes a request to it",
+        "krakend cannot express this route (GET /in//ner): an empty segment ('//'): KrakenD's "
+        "router never routes a request to it",
+    ]
+    with pytest.raises(UnsupportedFeature) as info:
+        get_renderer("tyk").render(api, RenderTarget(workdir="/w"))
+    assert [p.message for p in info.value.problems] == [
+        "tyk cannot express this route (GET //lead): a path that starts with an empty segment "
+        "('//'): Tyk joins the path to its target and drops the leading '/', so the backend "
+        "would get another path"
+    ]
+    inner = api_of(("GET", "/in//ner"), ("GET", "/trailing/"))
+    assert get_renderer("tyk").render(inner, RenderTarget(workdir="/w"))

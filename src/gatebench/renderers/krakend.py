@@ -26,7 +26,8 @@ Mapping rules (tests/golden/krakend/README.md says the same in prose):
   sharing a segment with text (``/files/{name}.json``), methods other than GET, POST, PUT,
   PATCH and DELETE, a path with ``*``, ``?``, ``&``, ``%``, ``:`` or an encoded ``/`` once
   decoded (the official schema's pattern and KrakenD's documented limits) or a backslash
-  (its router reads one as an escape and panics at start), and paths
+  (its router reads one as an escape and panics at start), an empty segment (``//``: its
+  router never routes a request there; a trailing slash is fine), and paths
   reserved by KrakenD (``/__health``, ``/__debug``, ``/__echo``, ``/__catchall``,
   ``/__stats``).
 - The file is JSON written by a serialiser; tests validate it against the official schema.
@@ -239,6 +240,15 @@ class KrakendRenderer(Renderer):
                     route,
                     self.name,
                     "a parameter must fill its whole path segment (KrakenD cannot build words from variables)",
+                )
+            )
+            return None
+        if any(seg.is_literal and not seg.literal for seg in route.segments[:-1]):
+            problems.append(
+                unsupported(
+                    route,
+                    self.name,
+                    "an empty segment ('//'): KrakenD's router never routes a request to it",
                 )
             )
             return None

@@ -22,6 +22,10 @@ Mapping rules (tests/golden/tyk/README.md says the same in prose):
   a literal is accepted in both forms (Tyk matches the decoded path).
 - Policies (``apply_policies``): Tyk's cache, per operation (``_tyk_policies``).
 - Limitation: Tyk's allow list answers requests it does not allow with **403**, not 404.
+- Refused with a located ``UnsupportedFeature``: a path that starts with an empty segment
+  (``//x``): Tyk joins the request path to its target's and drops the leading ``/``.
+- ``skip_target_path_escaping``: without it Tyk writes the backend's path again with Go's
+  escaping (``'`` → ``%27``, ``(`` → ``%28``).
 - Files are JSON written by a serialiser. Here Tyk runs when installed (``tyk`` on PATH or
   ``GATEBENCH_TYK_BIN``) with a Redis gatebench starts on loopback and stops; on the cloud
   path it runs in the official image with Redis beside it.
@@ -30,6 +34,7 @@ Mapping rules (tests/golden/tyk/README.md says the same in prose):
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -38,6 +43,7 @@ from ..ir import Api
 from ..policies import PolicySet
 from ._base import Companion, Renderer, RenderTarget, as_files
 from ._json_out import dump_json
+from ._routes import unsupported
 from ._tyk_policies import cache_settings
 
 # Where the control API listens when the target has no admin port (the cloud path: one
@@ -50,6 +56,8 @@ ERROR_TEMPLATES = {
     "templates/error.json": '{\n    "error": "{{.Message}}"\n}\n',
     "templates/error.xml": '<?xml version="1.0" encoding="UTF-8"?>\n<error>{{.Message}}</error>\n',
 }
+_LOG_PROBLEM = re.compile(r"\blevel=(?:error|fatal|panic)\b")
+_SHUTDOWN = "Shutdown signal received"
 REDIS_HINT = "Tyk needs Redis: Debian `apt-get install redis-server` (scripts/setup.sh apt)"
 
 
@@ -117,6 +125,18 @@ class TykRenderer(Renderer):
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
         return self._files(api, target, None)
 
+    def boot_problems(self, log: str) -> list[str]:
+        """Tyk's error lines up to its shutdown: it logs an API definition or a part of its
+        configuration it cannot use and keeps running. Not the GraphQL playground's missing
+        templates (no GraphQL API is rendered), nor what it says while it stops."""
+        problems = []
+        for line in log.splitlines():
+            if _SHUTDOWN in line:
+                break
+            if _LOG_PROBLEM.search(line) and "prefix=playground" not in line:
+                problems.append(line)
+        return problems
+
     def cloud_argv(self, target: RenderTarget) -> list[str] | None:
         argv = super().cloud_argv(target)
         return None if argv is None else [self.cloud_program, *argv[1:]]
@@ -167,6 +187,20 @@ class TykRenderer(Renderer):
 
     def _files(self, api: Api, target: RenderTarget, policies: PolicySet | None) -> dict[str, str]:
         routes = self.routes(api)
+        self.fail_unsupported(
+            [
+                unsupported(
+                    route,
+                    self.name,
+                    "a path that starts with an empty segment ('//'): Tyk joins the path to its "
+                    "target and drops the leading '/', so the backend would get another path",
+                )
+                for route in routes
+                if len(route.segments) > 1
+                and route.segments[0].is_literal
+                and not route.segments[0].literal
+            ]
+        )
         # One allow-list entry per distinct path pattern, in priority order of first use.
         by_regex: dict[str, dict[str, Any]] = {}
         cached: list[tuple[str, str, str, float]] = []
@@ -255,6 +289,7 @@ class TykRenderer(Renderer):
                 "enable_path_suffix_matching": True,
                 "enable_strict_routes": True,
                 "skip_url_cleaning": True,
+                "skip_target_path_escaping": True,
                 "read_timeout": 300,
                 "write_timeout": 300,
                 "max_request_body_size": 0,
