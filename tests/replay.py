@@ -45,6 +45,19 @@ HOP_BY_HOP = frozenset(
 )
 # A tricky but valid path parameter: every sub-delimiter, ':' '@', an escape, UTF-8.
 TRICKY_VALUE = "x%20y;z=1,(a)'!*$&+:@~%C3%A9-._"
+OWN_PATHS = (
+    "/hello",
+    "/ready",
+    "/tyk/apis",
+    "/tyk/reload",
+    "/__health",
+    "/__debug/x",
+    "/__echo/x",
+    "/__stats",
+    "/ping",
+    "/stats",
+)
+ODD_QUERY = "flag&x=1;y=2&z=3"
 # A value holding the delimiters a client must escape: ? # and % itself.
 ESCAPED_DELIMITERS_VALUE = "q%3Fh%23p%25s"
 _SAFE_SAMPLE = re.compile(r"[A-Za-z0-9._~-]{1,40}")
@@ -217,6 +230,16 @@ def replay_matrix(
                 f"{label}: query string", route.method, f"{path}?{_query_for(op)}", headers
             )
         )
+        if n == 0:
+            # Once: a bare name, and a ';' inside a pair (no separator in RFC 3986 queries).
+            requests.append(
+                ReplayRequest(
+                    f"{label}: query with a bare name and a ';'",
+                    route.method,
+                    f"{path}?{ODD_QUERY}",
+                    headers,
+                )
+            )
         if _has_body(op) and not large_done and route.method != "HEAD":
             large_done = True
             big = _deterministic_bytes(large_body_bytes, "large")
@@ -237,6 +260,11 @@ def replay_matrix(
                     ReplayRequest(f"{label}: {method} on its path", method, path, headers)
                 )
     requests.append(ReplayRequest("unknown path", "GET", "/gatebench-no-such-route", ()))
+    # Paths gateways answer themselves when left to their defaults (Tyk's control API and
+    # health checks, KrakenD's health and debug endpoints, Envoy's and Traefik's admin ones):
+    # outside the API they must be refused like any other path, never answered.
+    for path in OWN_PATHS:
+        requests.append(ReplayRequest(f"a gateway's own path {path}", "GET", path, ()))
     requests.append(
         ReplayRequest(
             "route only in the query", "GET", "/gatebench-nothing?" + routes[0].sample_path(), ()

@@ -125,3 +125,11 @@ def test_an_empty_parameter_before_more_path_is_routed_by_krakend_only() -> None
     assert hit("/a/b/c", True) == "aXc"
     assert get_renderer("krakend").routes_empty_parameters
     assert not get_renderer("nginx").routes_empty_parameters
+
+
+def test_traefik_forwards_a_semicolon_in_the_query_as_an_ampersand() -> None:
+    """Seen in route replay with Traefik 3.7.15; every other change fails the replay."""
+    traefik = Forwarding.of(get_renderer("traefik"))
+    assert traefik.query("flag&x=1;y=2&z=3") == "flag&x=1&y=2&z=3"
+    assert Forwarding.of(get_renderer("tyk")).query("flag&x=1;y=2&z=3") == "flag&x=1;y=2&z=3"
+    assert Forwarding.of(get_renderer("krakend")).query("flag&x=1;y=2&z=3") == "flag=&z=3"
