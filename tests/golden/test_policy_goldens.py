@@ -215,6 +215,29 @@ def test_every_tyk_golden_matches_tyks_schemas(case: str) -> None:
     assert tyk_errors((GOLDEN / "tyk" / case / "apps" / "gatebench.json").read_text()) == []
 
 
+@pytest.mark.parametrize("case", TYK_GOLDENS)
+def test_every_tyk_conf_matches_tyks_configuration_schema(case: str) -> None:
+    """`tyk lint`'s own schema (Tyk ignores a misspelled setting: this catches it)."""
+    from gateway_schemas import tyk_conf_errors
+
+    assert tyk_conf_errors((GOLDEN / "tyk" / case / "tyk.conf").read_text()) == []
+
+
+def test_the_tyk_conf_schema_can_fail() -> None:
+    import json
+
+    from gateway_schemas import tyk_conf_errors
+
+    conf = json.loads((GOLDEN / "tyk" / "auction" / "tyk.conf").read_text())
+    conf["http_server_options"]["skip_url_cleanin"] = True
+    conf["policies"]["policy_source"] = "file"
+    assert tyk_conf_errors(conf) == [
+        "/http_server_options: Additional properties are not allowed ('skip_url_cleanin' was "
+        "unexpected)",
+        "/policies/policy_source: 'file' is not one of ['', 'service', 'rpc']",
+    ]
+
+
 def test_the_policy_goldens_of_kong_and_tyk_are_checked() -> None:
     """The schema tests above cover the configurations with policies, not only bare ones."""
     assert {"policies-cache", "policies-limit-cache", "policies-header-limit-vary"} <= set(

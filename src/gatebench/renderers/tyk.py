@@ -264,10 +264,9 @@ class TykRenderer(Renderer):
             "app_path": target.path("apps"),
             "use_db_app_configs": False,
             "disable_dashboard_zeroconf": True,
-            "policies": {
-                "policy_source": "file",
-                "policy_record_name": target.path("policies", "policies.json"),
-            },
+            # No policy_source: the default reads policy_record_name's file ("file" works too,
+            # but Tyk's own configuration schema, `tyk lint`'s, refuses it).
+            "policies": {"policy_record_name": target.path("policies", "policies.json")},
             "storage": {
                 "type": "redis",
                 "host": target.redis_host,
