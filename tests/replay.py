@@ -57,7 +57,7 @@ OWN_PATHS = (
     "/ping",
     "/stats",
 )
-ODD_QUERY = "flag&x=1;y=2&z=3"
+ODD_QUERY = "flag&x=1;2&z=3"
 # A value holding the delimiters a client must escape: ? # and % itself.
 ESCAPED_DELIMITERS_VALUE = "q%3Fh%23p%25s"
 _SAFE_SAMPLE = re.compile(r"[A-Za-z0-9._~-]{1,40}")

@@ -130,6 +130,6 @@ def test_an_empty_parameter_before_more_path_is_routed_by_krakend_only() -> None
 def test_traefik_forwards_a_semicolon_in_the_query_as_an_ampersand() -> None:
     """Seen in route replay with Traefik 3.7.15; every other change fails the replay."""
     traefik = Forwarding.of(get_renderer("traefik"))
-    assert traefik.query("flag&x=1;y=2&z=3") == "flag&x=1&y=2&z=3"
-    assert Forwarding.of(get_renderer("tyk")).query("flag&x=1;y=2&z=3") == "flag&x=1;y=2&z=3"
-    assert Forwarding.of(get_renderer("krakend")).query("flag&x=1;y=2&z=3") == "flag=&z=3"
+    assert traefik.query("flag&x=1;2&z=3") == "flag&x=1&2&z=3"
+    assert Forwarding.of(get_renderer("tyk")).query("flag&x=1;2&z=3") == "flag&x=1;2&z=3"
+    assert Forwarding.of(get_renderer("krakend")).query("flag&x=1;2&z=3") == "flag=&z=3"
