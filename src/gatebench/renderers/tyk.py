@@ -104,7 +104,7 @@ class TykRenderer(Renderer):
     # /ready on the control API answers 200 once Redis is connected and the APIs are loaded.
     ready_path = "/ready"
 
-    cloud_random_env = ("TYK_GW_SECRET",)
+    cloud_random_env = (SECRET_ENV,)
     supported_policies = frozenset({"cache", "cache.vary_header"})
     policy_gaps: ClassVar[Mapping[str, str]] = {
         "auth.jwt": "Tyk 5.8's JWT middleware checks the signature and the token's times but "
