@@ -12,7 +12,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -371,6 +371,21 @@ def _answer(sock: socket.socket) -> bytes:
     return data
 
 
+def _until(what: str, check: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def _slot_taken(served: Served) -> bool:
+    slots = served.server.app.parse_slots
+    if slots.acquire(blocking=False):
+        slots.release()
+        return False
+    return True
+
+
 def test_a_full_queue_answers_429_with_retry_after_and_its_length(bounded: Served) -> None:
     for position in (1, 2):
         status, answer = bounded.upload("uploads", PETSTORE, "name=petstore.yaml")
@@ -478,14 +493,21 @@ def test_an_idle_connection_is_closed_without_an_answer(bounded: Served) -> None
     assert time.monotonic() - start < 5
 
 
-def test_parses_wait_for_a_free_slot(bounded: Served) -> None:
+@pytest.fixture
+def one_parse(tmp_path: Path) -> Iterator[Served]:
+    # a read timeout long enough for the slow upload to outlast the other's wait
+    yield from _serve(tmp_path, limits=ServeLimits(max_parses=1, parse_wait=0.5))
+
+
+def test_parses_wait_for_a_free_slot(one_parse: Served) -> None:
+    bounded = one_parse
     # One upload holds the only parse slot while its body trickles in...
     slow = _open(
         bounded,
         b"POST /api/validate?name=p.yaml HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nX-Gatebench: 1\r\n"
-        b"Content-Length: %d\r\n\r\n" % (bounded.port, len(PETSTORE)),
+        b"Connection: close\r\nContent-Length: %d\r\n\r\n" % (bounded.port, len(PETSTORE)),
     )
-    time.sleep(0.2)
+    _until("the slow upload to take the parse slot", lambda: _slot_taken(bounded))
     # ...so the next one waits for it (0.5 s here), then is told to come back.
     status, headers, body = bounded.request(
         "POST", "/api/validate?name=p.yaml", PETSTORE, {"X-Gatebench": "1"}
@@ -502,12 +524,12 @@ def test_parses_wait_for_a_free_slot(bounded: Served) -> None:
 
 def test_connections_beyond_the_limit_are_refused_at_once(bounded: Served) -> None:
     idle = [_open(bounded) for _ in range(6)]
-    time.sleep(0.2)
+    _until("six connections served", lambda: bounded.server.connections == 6)
     extra = _open(bounded)
     answer = _answer(extra)
     assert answer.startswith(b"HTTP/1.1 503 "), answer[:200]
     assert b"Retry-After: 1" in answer
     for sock in idle:
         sock.close()
-    time.sleep(0.2)
+    _until("the idle connections to end", lambda: bounded.server.connections == 0)
     assert bounded.request("GET", "/config.json")[0] == 200

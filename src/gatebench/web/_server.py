@@ -480,6 +480,12 @@ class GatebenchHTTPServer(ThreadingHTTPServer):
         super().__init__(address, Handler)
         app.port = self.server_address[1]
 
+    @property
+    def connections(self) -> int:
+        """Connections being served now (each by a thread)."""
+        with self._count_lock:
+            return self._connections
+
     def process_request(self, request: Any, client_address: Any) -> None:
         """A thread per connection, up to ``max_connections``; beyond, a 503 from the
         accepting thread itself and the connection closed."""
@@ -501,6 +507,10 @@ class GatebenchHTTPServer(ThreadingHTTPServer):
             super().process_request_thread(request, client_address)
         finally:
             self._release()
+
+    def server_close(self) -> None:
+        super().server_close()
+        self.app.parse_pool.shutdown(wait=False)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """One line in the server's log, not a traceback on stderr: a client that goes away
