@@ -33,7 +33,6 @@ from __future__ import annotations
 import contextlib
 import io
 import ipaddress
-import json
 import re
 import socket
 import sys
@@ -524,28 +523,23 @@ class GatebenchHTTPServer(ThreadingHTTPServer):
 
     def _refuse(self, request: socket.socket) -> None:
         n = self.app.limits.max_connections
-        body = json.dumps(
-            {
-                "ok": False,
-                "errors": [
-                    {
-                        "pointer": "",
-                        "message": f"the server is serving {n} connections (the limit, "
-                        "--max-connections); try again in a second",
-                    }
-                ],
-                "warnings": [],
-            }
-        ).encode()
-        head = (
-            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json; charset=utf-8"
-            f"\r\nContent-Length: {len(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
+        reply = Reply.error(
+            503,
+            f"the server is serving {n} connections (the limit, --max-connections); try again "
+            "in a second",
         )
-        try:
+        head = "".join(
+            f"{name}: {value}\r\n"
+            for name, value in {
+                **reply.header_map(),
+                "Content-Length": str(len(reply.body)),
+                "Retry-After": "1",
+                "Connection": "close",
+            }.items()
+        )
+        with contextlib.suppress(OSError):
             request.settimeout(1.0)
-            request.sendall(head.encode() + body)
-        except OSError:
-            pass
+            request.sendall(f"HTTP/1.1 503 {REASONS[503]}\r\n{head}\r\n".encode() + reply.body)
         self.shutdown_request(request)
         self.app.log(f"refused a connection: {n} are being served (--max-connections)")
 
