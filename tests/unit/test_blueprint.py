@@ -85,3 +85,18 @@ def test_without_node_a_blueprint_is_refused_with_what_to_do(
 )
 def test_recognising_a_blueprint(name: str, text: str, expected: bool) -> None:
     assert looks_like_blueprint(name, text) is expected
+
+
+def test_a_host_whose_port_is_not_a_number_is_a_located_error(tmp_path: Path) -> None:
+    path = tmp_path / "api.apib"
+    path.write_text(
+        "FORMAT: 1A\nHOST: http://127.0.0.1:9000;return 200/\n\n# T\n\n## Things [/things]\n\n"
+        "### List [GET]\n\n+ Response 200\n",
+        encoding="utf-8",
+    )
+    result = read_spec(path)
+    assert result.api is None
+    assert [p.format() for p in result.errors] == [
+        "api.apib:2:1: error: /: HOST 'http://127.0.0.1:9000;return 200/' cannot be a server: "
+        "its port '9000;return 200' is not a number"
+    ]

@@ -22,7 +22,16 @@ from typing import TYPE_CHECKING, Any
 
 from .._locations import checkout_root
 from ..errors import Problem, Severity
-from ..ir import Api, MediaType, Operation, Parameter, RequestBody, Response, method_rank
+from ..ir import (
+    Api,
+    MediaType,
+    Operation,
+    Parameter,
+    RequestBody,
+    Response,
+    method_rank,
+    server_authority_problem,
+)
 
 if TYPE_CHECKING:
     from ._reader import Document
@@ -66,6 +75,16 @@ def read_blueprint(doc: Document) -> tuple[Api | None, list[Problem]]:
     if any(p.severity == "error" for p in problems):
         return None, problems
     base_url = str(parsed.get("host") or "")
+    wrong = server_authority_problem(base_url)
+    if wrong:
+        found = re.search(r"^HOST:", doc.text, re.MULTILINE)
+        line = doc.text.count("\n", 0, found.start()) + 1 if found else None
+        problems.append(
+            Problem(
+                "", f"HOST {base_url!r} cannot be a server: {wrong}", "error", line, 1, doc.name
+            )
+        )
+        base_url = ""
     operations: list[Operation] = []
     for i, resource in enumerate(parsed.get("resources", [])):
         for j, action in enumerate(resource.get("actions", [])):
