@@ -26,6 +26,7 @@ from ..procs import Supervisor, free_port
 from ..provisioners import ConfigRejected, boot_gateway, check_config, write_files
 from ..renderers import Renderer, RenderTarget, UnknownGateway, gateway_names, get_renderer
 from ..renderers._leave_out import render_leaving_out
+from ..spec import SpecResult
 from ._common import add_spec_arguments, print_problems, read
 
 
@@ -122,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"gatebench render: {exc}", file=sys.stderr)
             return 1
     out = Path(args.out).resolve()
-    needed = _workload_operations(result)
+    needed = _workload_operations(result, args.spec)
     failed = False
     for name in gateways:
         renderer = get_renderer(name)
@@ -161,16 +162,31 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _workload_operations(result: object) -> set[str]:
-    """Operation ids the description's own plan benchmarks (none without a valid plan)."""
+def _workload_operations(result: SpecResult, spec: str) -> set[str]:
+    """Operation ids the description's own plan benchmarks (none without a valid plan).
+
+    The configurations need only the description, so a plan that ``validate`` refuses does
+    not stop the render; its errors are printed as warnings, so that it is not silent."""
     from ..errors import PlanError
     from ..plan import load_plan
 
-    if getattr(result, "benchmark_loc", None) is None:
+    if result.benchmark_loc is None:
         return set()
     try:
         return {w.operation_id for w in load_plan(result).workloads}
-    except PlanError:
+    except PlanError as exc:
+        errors = exc.errors or exc.problems
+        for problem in errors:
+            print(
+                replace(problem, severity="warning").format(result.spec_name or spec),
+                file=sys.stderr,
+            )
+        print(
+            f"gatebench render: the x-gatebench plan has {len(errors)} "
+            f"error{'s' if len(errors) != 1 else ''} (above, as warnings): validate and run "
+            "refuse it; the configurations need only the description",
+            file=sys.stderr,
+        )
         return set()
 
 
