@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
         write_files(files, folder)
         status = ""
         if args.check:
-            status = _check(renderer.name, folder, target, api, policies)
+            status = _check(renderer.name, folder, target, rendered.api or api, policies)
             failed = failed or status.startswith(" rejected")
         listing = ", ".join(sorted(files))
         print(f"{name}: {folder} ({listing}){status}")
