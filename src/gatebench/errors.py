@@ -72,7 +72,8 @@ class Problem:
 
     def format(self, default_source: str | None = None) -> str:
         """``api.yaml:12:5: error: /paths/~1pets/get: message`` (compiler style)."""
-        where = self.source or default_source or "<spec>"
+        # A name is data too (a zip member may be called "a\nb.yaml: error: ..."): escaped.
+        where = _printable(self.source or default_source or "<spec>")
         if self.line is not None:
             where += f":{self.line}"
             if self.column is not None:
