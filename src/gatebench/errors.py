@@ -15,7 +15,8 @@ HTTP 400 ``{"errors": [{"pointer": ..., "message": ...}]}``::
     ├── RunError                   provisioning, load or teardown failed
     │   ├── UnsupportedHere        the gateway only runs on the cloud path
     │   ├── MissingTool            a build tool (go, java, mvn) is not installed (_resources)
-    │   └── ConfigRejected         the gateway's own checker refused its config (provisioners._boot)
+    │   ├── ConfigRejected         the gateway's own checker refused its config (provisioners._boot)
+    │   └── CheckTimedOut          the checker did not finish in time; ended with all it started
     ├── ScoreError                 measurements cannot be scored (score.py)
     └── StoreError                 the result store refused an operation
 """

@@ -9,12 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from gatebench._cli.render import _boot_check
 from gatebench.cli import main
 from gatebench.errors import UnsupportedHere
 from gatebench.ir import Api
 from gatebench.procs import Supervisor, free_port, http_probe
-from gatebench.provisioners import ConfigRejected, boot_gateway, check_config, write_files
+from gatebench.provisioners import (
+    CheckTask,
+    ConfigRejected,
+    boot_gateway,
+    check_config,
+    check_gateway,
+    write_files,
+)
 from gatebench.renderers import RenderTarget, get_renderer
 from gatebench.renderers.nginx import NginxRenderer
 from gatebench.renderers.traefik import TraefikRenderer
@@ -128,16 +134,16 @@ def test_render_check_boots_traefik(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert code == 0
 
 
-def test_a_router_traefik_drops_fails_the_boot_check(
-    tmp_path: Path, petstore: Api, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_router_traefik_drops_fails_the_boot_check(tmp_path: Path, petstore: Api) -> None:
     target = RenderTarget(workdir=str(tmp_path), listen_port=8080)
-    assert _boot_check(BrokenTraefik(), target, petstore) == " rejected at boot"
-    err = capsys.readouterr().err
+    broken = check_gateway(CheckTask(BrokenTraefik(), tmp_path, target, petstore))
+    assert (broken.status, broken.failed) == (" rejected at boot", True)
+    (err,) = broken.messages
     assert err.startswith("traefik: the configuration was partly refused at boot:\n")
     assert " ERR " in err
     assert "unsupported function: Methodd" in err
-    assert _boot_check(get_renderer("traefik"), target, petstore) == " [booted: ok]"
+    fine = check_gateway(CheckTask(get_renderer("traefik"), tmp_path, target, petstore))
+    assert (fine.status, fine.failed, fine.messages) == (" [booted: ok]", False, ())
 
 
 def test_render_check_exits_1_when_the_boot_refuses_the_config(
