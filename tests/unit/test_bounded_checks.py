@@ -194,3 +194,25 @@ def test_stopping_the_checks_early_ends_every_check_under_way(tmp_path: Path) ->
         next(checks)
     assert time.monotonic() - started < 30
     assert alive_with(SlowChecker.marker) == []
+
+
+class NeverReady(NginxRenderer):
+    """A gateway without a checker (booting is its check) that never answers: a stand-in for
+    a JVM gateway still loading 20,000 routes."""
+
+    check_command = None
+    marker: ClassVar[str] = ""
+
+    def run_argv(self, workdir: object, target: RenderTarget | None = None) -> list[str]:
+        return [sys.executable, "-c", WAIT, self.marker, "300"]
+
+
+def test_a_boot_check_past_its_limit_times_out_and_stops_the_gateway(tmp_path: Path) -> None:
+    NeverReady.marker = f"gatebench-test-{tmp_path.name}"
+    target = RenderTarget(workdir=str(tmp_path))
+    checked = check_gateway(CheckTask(NeverReady(), tmp_path, target, _api(2), timeout=2))
+    assert (checked.status, checked.failed) == (" check timed out", True)
+    (message,) = checked.messages
+    assert message.startswith(f"{tmp_path}: nginx did not answer on 127.0.0.1:")
+    assert " within 2s; last log lines:" in message
+    assert alive_with(NeverReady.marker) == []

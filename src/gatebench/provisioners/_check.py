@@ -136,6 +136,7 @@ def _boot_check(
             admin_port=free_port(),
         )
         log = Path(local.workdir) / f"{renderer.name}.out.log"
+        started = time.monotonic()
         try:
             with _supervising(supervisor) as owner:
                 proc = boot_gateway(
@@ -153,6 +154,9 @@ def _boot_check(
             lines = [p.format(source or None) for p in exc.problems]
             return Checked(" rejected at boot", True, (f"{renderer.name}: {lines[0]}", *lines[1:]))
         except GatebenchError as exc:
+            if time.monotonic() - started >= limit:
+                # Not ready within its limit (a gateway still loading 20,000 routes): stopped.
+                return Checked(" check timed out", True, (f"{task.folder}: {exc}",))
             return Checked(" rejected at boot", True, (f"{renderer.name}: the boot failed: {exc}",))
         problems = renderer.boot_problems(log.read_text(encoding="utf-8", errors="replace"))
     if problems:
