@@ -340,16 +340,15 @@ def test_the_entry_travels_to_the_worker_and_in_the_signed_metadata(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from gatebench.web import _worker
-    from gatebench.web._queue import QueuedRun, RunQueue
+    from gatebench.web._queue import RunQueue
 
     zipped = _two_descriptions()
     upload_ = check_upload(zipped, "specs.zip", RunRequest(quick=True, entry="second.yaml"))
     spec = tmp_path / "specs.zip"
     spec.write_bytes(zipped)
     with SqliteStore(tmp_path / "s.sqlite") as store:
-        queue = RunQueue(store, str(tmp_path / "s.sqlite"), tmp_path)
-        job = QueuedRun("r-1", upload_, spec, str(spec), tmp_path)
-        argv = queue.worker_argv(job)
+        queue = RunQueue(store, str(tmp_path / "s.sqlite"), tmp_path)  # never started
+        argv = queue.worker_argv(queue.submit(upload_, spec_path=spec))
     assert argv[argv.index("--entry") + 1] == "second.yaml"
     assert _worker.parse_args(argv[3:]).entry == "second.yaml"
     # The worker reads the upload again with that entry (one it lacks is refused).
