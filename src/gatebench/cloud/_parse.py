@@ -89,7 +89,7 @@ def parse_upload(
         created_at=now,
         updated_at=now,
     )
-    result = read_spec(data, name=name)
+    result = read_spec(data, name=name, entry=request.entry if request else None)
     outcome = ParseOutcome(run, [*request_problems, *result.problems])
     if result.errors or result.api is None:
         return outcome

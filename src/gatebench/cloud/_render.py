@@ -136,16 +136,16 @@ def render_run(
     ``api_clients`` secret, read with its own account, before its gateway starts
     (``api_keys``: that secret's text; gatebench.provisioners._vm_gateway_config)."""
     run_id = ref.run_id
-    result = read_spec(data, name=ref.name.rsplit("/", 1)[-1] or "spec")
+    try:
+        request = run_request_from_metadata((metadata or {}).get(METADATA_KEY))
+    except UploadRejected as exc:
+        raise RequestError(exc.problems) from None
+    result = read_spec(data, name=ref.name.rsplit("/", 1)[-1] or "spec", entry=request.entry)
     if result.errors or result.api is None:
         raise RequestError(result.errors or [Problem("", "the description has errors")])
     try:
         plan = load_plan(result)
     except PlanError as exc:
-        raise RequestError(exc.problems) from None
-    try:
-        request = run_request_from_metadata((metadata or {}).get(METADATA_KEY))
-    except UploadRejected as exc:
         raise RequestError(exc.problems) from None
     refused = request.problems(plan, source=METADATA_HEADER)
     if refused:
