@@ -464,9 +464,12 @@ def run_bounded(
             _end_tree(popen, grace)
             raise
         finally:
-            # Whatever outlived the command in its group (a forked helper) goes too.
+            # Whatever outlived the command in its group (a forked helper) goes too, and is
+            # gone before we return.
+            left = _group_members(popen.pid)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(popen.pid, signal.SIGKILL)
+            _gone(left, 5.0)
         elapsed = time.monotonic() - started
         size = out.seek(0, os.SEEK_END)
         out.seek(max(0, size - _OUTPUT_KEPT))
@@ -499,6 +502,16 @@ def _end_tree(popen: subprocess.Popen[bytes], grace: float) -> list[str]:
             break
     popen.wait()
     return names
+
+
+def _group_members(pgid: int) -> list[psutil.Process]:
+    """The live processes of process group ``pgid``."""
+    members = []
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.Error, ProcessLookupError, PermissionError):
+            if os.getpgid(proc.pid) == pgid:
+                members.append(proc)
+    return members
 
 
 def _gone(procs: Sequence[psutil.Process], timeout: float) -> bool:
