@@ -667,3 +667,52 @@ def test_the_gateway_vms_read_the_runner_repository_for_their_meter() -> None:
     assert grants["gateways_pull_docker_hub"]["repository"] == (
         "${google_artifact_registry_repository.dockerhub.name}"
     )
+
+
+# -- the functions' builder reads the bucket Cloud Functions copies each source into
+
+
+def test_the_functions_builder_reads_cloud_functions_source_buckets_before_any_build() -> None:
+    """Cloud Functions copies every function's archive into gcf-v2-sources-NUMBER-REGION and
+    the build (as the builder account) fetches it from there: a project-level grant limited to
+    buckets of that name (the bucket exists only after the first deploy), waited for before
+    any function (the parse ... ingest functions and the dashboard's) is built."""
+    doc = load_hcl(INFRA / "modules" / "functions" / "main.tf")
+    resources = {
+        f"{kind}.{name}": body
+        for block in doc["resource"]
+        for kind, named in block.items()
+        for name, body in named.items()
+    }
+    grant = resources["google_project_iam_member.builder_reads_function_sources"]
+    assert grant["role"] == "roles/storage.objectViewer"
+    assert grant["member"] == "${google_service_account.builder.member}"
+    (condition,) = grant["condition"]
+    expression = condition["expression"].replace(
+        '\\"', '"'
+    )  # HCL's escapes, as Terraform reads them
+    assert expression == 'resource.name.startsWith("projects/_/buckets/gcf-v2-sources-")'
+    kind = "storage.googleapis.com/Object"
+    for bucket in ("gcf-v2-sources-123456789012-europe-central2", "gcf-v2-sources-1-us-east1"):
+        assert cel(expression, kind, f"projects/_/buckets/{bucket}/objects/parse/source.zip")
+        assert cel(expression, "storage.googleapis.com/Bucket", f"projects/_/buckets/{bucket}")
+    for other in ("gb-runs-proj", "gcf-sources-1-us-east1", "x-gcf-v2-sources-1", "gcf-v2-source"):
+        assert not cel(expression, kind, f"projects/_/buckets/{other}/objects/o"), other
+    wait = resources["time_sleep.builder_grants"]
+    assert int(wait["create_duration"].removesuffix("s")) >= 120
+    assert "${google_project_iam_member.builder_reads_function_sources}" in wait["depends_on"]
+    assert resources["google_cloudfunctions2_function.this"]["depends_on"] == [
+        "${time_sleep.builder_grants}"
+    ]
+    # The dashboard's functions are built with the account the module hands out only after
+    # that wait.
+    outputs = load_hcl(INFRA / "modules" / "functions" / "outputs.tf")
+    (builder,) = [
+        o["builder_service_account"] for o in outputs["output"] if "builder_service_account" in o
+    ]
+    assert builder["depends_on"] == ["${time_sleep.builder_grants}"]
+    dashboard = (INFRA / "modules" / "dashboard" / "main.tf").read_text()
+    assert "service_account   = var.builder_service_account" in dashboard
+    assert root()["module"]["dashboard"]["builder_service_account"] == (
+        "${module.functions.builder_service_account}"
+    )
