@@ -144,6 +144,7 @@ resource "google_compute_instance" "tester" {
   boot_disk {
     initialize_params {
       image = local.image
+      size  = var.tester.disk_gb
     }
   }
 
