@@ -120,12 +120,17 @@ def test_steps_share_the_workspace_and_terraform_gets_the_substituted_args(tmp_p
 
 def test_the_image_files_are_what_the_dockerfile_copies() -> None:
     assert runner_image_files(ROOT / "cloudbuild" / "runner.Dockerfile") == [
+        ("gatling", "/opt/gatebench/gatling"),
+        ("infra/vms", "/opt/gatebench/infra/vms"),
         ("pyproject.toml", "/opt/gatebench/pyproject.toml"),
         ("README.md", "/opt/gatebench/README.md"),
         ("requirements", "/opt/gatebench/requirements"),
+        ("setup.py", "/opt/gatebench/setup.py"),
+        ("MANIFEST.in", "/opt/gatebench/MANIFEST.in"),
+        ("backend", "/opt/gatebench/backend"),
+        ("frontend", "/opt/gatebench/frontend"),
+        ("gateways", "/opt/gatebench/gateways"),
         ("src", "/opt/gatebench/src"),
-        ("gatling", "/opt/gatebench/gatling"),
-        ("infra/vms", "/opt/gatebench/infra/vms"),
     ]
 
 
