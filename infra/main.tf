@@ -66,15 +66,45 @@ module "runs" {
     suffixes = ["/simulation.log"]
   }]
   iam = {
-    # Functions write configs, rows and scores; builds write state, saved variables and
-    # markers. The VMs get object-level grants only (vm_access.tf).
-    "roles/storage.objectAdmin" = [module.functions.service_account_member, module.runner.build_member]
-    # The workflow's BigQuery load job reads rows; the functions' builder reads sources.
+    # Functions and builds read the settings and list a run's objects; the workflow's
+    # BigQuery load job reads rows. The VMs get object-level grants only (vm_access.tf).
     "roles/storage.objectViewer" = concat(var.users, [
       module.workflow.service_account_member,
-      module.functions.builder_member,
+      module.functions.service_account_member,
+      module.runner.build_member,
     ])
   }
+  # Writes only under runs/: functions write configs, rows and scores, builds saved variables
+  # and markers. Everything else (pipeline/settings.json, which the VMs' variables come from,
+  # and the functions' sources) is written by the deploy alone (Terraform, as you).
+  conditional_iam = [
+    { role = "roles/storage.objectAdmin", member = module.functions.service_account_member, prefix = "runs/" },
+    { role = "roles/storage.objectAdmin", member = module.runner.build_member, prefix = "runs/" },
+    # The functions' builder reads their source archives, nothing else.
+    { role = "roles/storage.objectViewer", member = module.functions.builder_member, prefix = "pipeline/functions/" },
+  ]
+  depends_on = [google_project_service.enabled]
+}
+
+# Terraform state: each run's VMs (infra/vms, written by the provision and teardown builds under
+# runs/RUN/), and this deployment's own once you move it here (docs/cloud.md, "First deploy",
+# under deployment/, written by you alone). Versioned, as HashiCorp advises for the gcs backend:
+# a state overwritten by mistake can be restored; old versions go after state_versions_days.
+module "state" {
+  source               = "./modules/bucket"
+  project_id           = var.project_id
+  name                 = "${var.prefix}-tfstate-${var.project_id}"
+  location             = var.region
+  labels               = local.labels
+  versioning           = true
+  keep_noncurrent_days = var.state_versions_days
+  iam = {
+    # `terraform init` lists the bucket's states.
+    "roles/storage.objectViewer" = [module.runner.build_member]
+  }
+  conditional_iam = [
+    { role = "roles/storage.objectAdmin", member = module.runner.build_member, prefix = "runs/" },
+  ]
   depends_on = [google_project_service.enabled]
 }
 
@@ -165,6 +195,7 @@ module "workflow" {
     GATEBENCH_RENDER_URL            = module.functions.urls.render
     GATEBENCH_SCORE_URL             = module.functions.urls.score
     GATEBENCH_RUNS_BUCKET           = module.runs.name
+    GATEBENCH_STATE_BUCKET          = module.state.name
     GATEBENCH_SPEC_PREFIX           = var.spec_prefix
     GATEBENCH_FIRESTORE_DATABASE    = module.results.firestore_database
     GATEBENCH_BQ_DATASET            = module.results.bigquery.dataset

@@ -132,6 +132,16 @@ variable "raw_log_retention_days" {
   }
 }
 
+variable "state_versions_days" {
+  description = "Earlier versions of a Terraform state (the runs' and, once moved there, this deployment's) are kept this many days in the state bucket."
+  type        = number
+  default     = 90
+  validation {
+    condition     = var.state_versions_days >= 1 && var.state_versions_days <= 3650
+    error_message = "state_versions_days: 1 to 3650."
+  }
+}
+
 variable "upload_origins" {
   description = "Origins of the dashboard site (CORS on the uploads bucket and on the read and upload functions): the origin the site in the runs bucket is served from, and http://localhost:PORT for `gatebench serve`."
   type        = list(string)

@@ -135,6 +135,7 @@ def world(
         client: Any = storage_client(gcs)
         uploads = client.create_bucket(UPLOADS)
         runs = client.create_bucket(RUNS)
+        client.create_bucket("gb-tfstate")  # the runs' Terraform states (infra/ module "state")
         settings = {
             "project": PROJECT,
             "prefix": "gb",

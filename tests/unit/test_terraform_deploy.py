@@ -120,7 +120,12 @@ def run_build(
     config = yaml.safe_load((ROOT / "cloudbuild" / f"{name}.yaml").read_text())
     workspace = tmp_path / "workspace"
     workspace.mkdir(exist_ok=True)
-    values = {"_RUN_ID": RUN_ID, "_RUNS_BUCKET": "gb-runs", "_RUNNER_IMAGE": "img"}
+    values = {
+        "_RUN_ID": RUN_ID,
+        "_RUNS_BUCKET": "gb-runs",
+        "_STATE_BUCKET": "gb-tfstate",
+        "_RUNNER_IMAGE": "img",
+    }
     results = []
     for index, step in enumerate(config["steps"]):
         entrypoint = step.get("entrypoint", "gatebench")
@@ -183,7 +188,8 @@ def test_terraform_runs_init_and_its_action_in_one_step(
     assert (Path(env["FAKE_STATE"]) / action).read_text() == "done"
     made = calls(env)
     assert [c.split()[0] for c in made] == ["init", action]
-    assert f"-backend-config=prefix=tfstate/runs/{RUN_ID}" in made[0].split()
+    assert "-backend-config=bucket=gb-tfstate" in made[0].split()
+    assert f"-backend-config=prefix=runs/{RUN_ID}" in made[0].split()
     assert "-var-file=" + str(tmp_path / "workspace" / "run.tfvars.json") in made[1].split()
 
 
@@ -716,3 +722,92 @@ def test_the_functions_builder_reads_cloud_functions_source_buckets_before_any_b
     assert root()["module"]["dashboard"]["builder_service_account"] == (
         "${module.functions.builder_service_account}"
     )
+
+
+# -- Terraform state in a versioned bucket; writes outside runs/ by the deploy alone
+
+WRITE_ROLES = {
+    "roles/storage.objectAdmin",
+    "roles/storage.objectCreator",
+    "roles/storage.objectUser",
+    "roles/storage.admin",
+}
+
+
+def bucket_condition(prefix: str, bucket: str) -> str:
+    """The modules/bucket conditional grant's expression for ``prefix``, as Terraform renders
+    it for ``bucket``."""
+    text = (INFRA / "modules" / "bucket" / "main.tf").read_text()
+    (template,) = re.findall(r'expression  = "(resource\.name\.startsWith[^\n]*)"\n', text)
+    expression = template.replace('\\"', '"')
+    return expression.replace("${var.name}", bucket).replace("${each.value.prefix}", prefix)
+
+
+def test_terraform_state_lives_in_a_versioned_bucket_the_builds_write_under_runs_only() -> None:
+    config = root()
+    state = config["module"]["state"]
+    assert state["source"] == "./modules/bucket"
+    assert state["versioning"] is True
+    assert state["keep_noncurrent_days"] == "${var.state_versions_days}"
+    assert state["iam"] == {"roles/storage.objectViewer": ["${module.runner.build_member}"]}
+    assert state["conditional_iam"] == [
+        {
+            "role": "roles/storage.objectAdmin",
+            "member": "${module.runner.build_member}",
+            "prefix": "runs/",
+        }
+    ]
+    bucket = (INFRA / "modules" / "bucket" / "main.tf").read_text()
+    assert "versioning {\n    enabled = var.versioning\n  }" in bucket
+    assert "days_since_noncurrent_time = lifecycle_rule.value" in bucket
+    # The builds' Terraform finds it: workflow env → substitution → step env → backend.
+    assert config["module"]["workflow"]["env"]["GATEBENCH_STATE_BUCKET"] == "${module.state.name}"
+    workflow = (ROOT / "workflows" / "benchmark.yaml").read_text()
+    assert '_STATE_BUCKET: ${sys.get_env("GATEBENCH_STATE_BUCKET")}' in workflow
+    for name in ("provision", "teardown"):
+        steps = yaml.safe_load((ROOT / "cloudbuild" / f"{name}.yaml").read_text())["steps"]
+        (terraform,) = [s for s in steps if s.get("entrypoint") == "bash"]
+        assert "STATE_BUCKET=$_STATE_BUCKET" in terraform["env"]
+    step = (INFRA / "vms" / "terraform-step.sh").read_text()
+    assert '-backend-config="bucket=${STATE_BUCKET:?}"' in step
+    assert '-backend-config="prefix=runs/${RUN_ID:?}"' in step
+    assert "RUNS_BUCKET" not in step
+    # The deployment's own state goes there too, under deployment/ (the build cannot write it).
+    outputs = (INFRA / "outputs.tf").read_text()
+    assert 'prefix = \\"deployment\\"' in outputs
+    expression = bucket_condition("runs/", "gb-tfstate-proj")
+    kind = "storage.googleapis.com/Object"
+    objects = "projects/_/buckets/gb-tfstate-proj/objects/"
+    assert cel(expression, kind, f"{objects}runs/{RUN_ID}/default.tfstate")
+    assert cel(expression, kind, f"{objects}runs/{RUN_ID}/default.tflock")
+    assert not cel(expression, kind, f"{objects}deployment/default.tfstate")
+
+
+def test_only_the_deploy_writes_the_settings_the_vms_trust() -> None:
+    """The functions and the builds write run objects (runs/) only; pipeline/settings.json
+    (which names the runner image and the VMs' accounts) and the functions' sources are
+    written by Terraform, as whoever deploys."""
+    runs = root()["module"]["runs"]
+    unconditional = {role for role in runs["iam"] if role in WRITE_ROLES}
+    assert unconditional == set()
+    writes = [g for g in runs["conditional_iam"] if g["role"] in WRITE_ROLES]
+    assert {(g["member"], g["prefix"]) for g in writes} == {
+        ("${module.functions.service_account_member}", "runs/"),
+        ("${module.runner.build_member}", "runs/"),
+    }
+    expression = bucket_condition("runs/", "gb-runs-proj")
+    kind = "storage.googleapis.com/Object"
+    objects = "projects/_/buckets/gb-runs-proj/objects/"
+    for allowed_name in (f"runs/{RUN_ID}/configs/nginx/nginx.conf", f"runs/{RUN_ID}/rows.jsonl"):
+        assert cel(expression, kind, f"{objects}{allowed_name}"), allowed_name
+    for denied in ("pipeline/settings.json", "pipeline/functions/score-1.zip", "site/index.html"):
+        assert not cel(expression, kind, f"{objects}{denied}"), denied
+    # The functions' builder reads their sources only.
+    builder = [g for g in runs["conditional_iam"] if "builder_member" in g["member"]]
+    assert builder == [
+        {
+            "role": "roles/storage.objectViewer",
+            "member": "${module.functions.builder_member}",
+            "prefix": "pipeline/functions/",
+        }
+    ]
