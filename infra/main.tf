@@ -122,6 +122,7 @@ module "results" {
   prefix             = var.prefix
   firestore_location = var.firestore_location
   bigquery_location  = var.bigquery_location
+  protect_results    = var.protect_results
   labels             = local.labels
   writers            = [module.workflow.service_account_member]
   readers            = var.users

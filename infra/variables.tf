@@ -110,6 +110,12 @@ variable "spec_prefix" {
   }
 }
 
+variable "protect_results" {
+  description = "Keep the results (the Firestore database, the BigQuery dataset and table) through `terraform destroy`. Set false, and apply, before a destroy that should delete them too (docs/cloud.md, \"Remove the deployment\")."
+  type        = bool
+  default     = true
+}
+
 variable "public_read" {
   description = "Let anyone with its URL call the dashboard's read function (allUsers run.invoker), so the site in the runs bucket can list and show runs in a browser: run results become public. Off: only `users`, with an ID token."
   type        = bool

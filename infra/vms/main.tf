@@ -30,7 +30,9 @@ resource "google_compute_instance" "backend" {
   machine_type = var.backend.machine_type
   zone         = var.zone
   labels       = merge(local.labels, { role = "backend" })
-  tags         = [var.tags.backend]
+  # teardown deletes every VM of a run
+  deletion_protection = false
+  tags                = [var.tags.backend]
 
   boot_disk {
     initialize_params {
@@ -75,7 +77,9 @@ resource "google_compute_instance" "gateway" {
   machine_type = each.value.machine_type
   zone         = var.zone
   labels       = merge(local.labels, { role = "gateway", gateway = each.key })
-  tags         = [var.tags.gateway]
+  # teardown deletes every VM of a run
+  deletion_protection = false
+  tags                = [var.tags.gateway]
 
   boot_disk {
     initialize_params {
@@ -139,7 +143,9 @@ resource "google_compute_instance" "tester" {
   machine_type = var.tester.machine_type
   zone         = var.zone
   labels       = merge(local.labels, { role = "tester", tester = tostring(count.index) })
-  tags         = [var.tags.tester]
+  # teardown deletes every VM of a run
+  deletion_protection = false
+  tags                = [var.tags.tester]
 
   boot_disk {
     initialize_params {

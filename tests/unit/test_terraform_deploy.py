@@ -811,3 +811,60 @@ def test_only_the_deploy_writes_the_settings_the_vms_trust() -> None:
             "prefix": "pipeline/functions/",
         }
     ]
+
+
+# -- terraform destroy of the deployment
+
+
+SAFEGUARDS = (
+    "deletion_protection",
+    "delete_protection_state",
+    "deletion_policy",
+    "delete_contents_on_destroy",
+    "force_destroy",
+)
+DELETED_BY_DEFAULT = {("google_storage_bucket_object", "deletion_policy")}
+"""Safeguards whose default deletes (an object's only other value, ABANDON, keeps it)."""
+
+
+def test_every_deletion_safeguard_is_set_explicitly() -> None:
+    """Every argument of the provider's schema that decides whether `terraform destroy` may
+    delete a resource is written out (a default such as google_workflows_workflow's
+    deletion_protection = true makes the runbook's destroy fail); the results follow
+    protect_results, the workflow and the VMs never block a destroy."""
+    from terraform_schema import provider_schema
+
+    schemas = provider_schema()["resource_schemas"]
+    seen = []
+    for path in sorted(INFRA.rglob("*.tf")):
+        if ".terraform" in path.parts:
+            continue
+        for block in load_hcl(path).get("resource", []):
+            for kind, named in block.items():
+                attributes = schemas.get(kind, {}).get("block", {}).get("attributes", {})
+                for name, body in named.items():
+                    for argument in SAFEGUARDS:
+                        spec = attributes.get(argument)
+                        if spec is None or not (spec.get("optional") or spec.get("required")):
+                            continue
+                        if (kind, argument) in DELETED_BY_DEFAULT:
+                            continue
+                        where = f"{path.relative_to(ROOT)}: {kind}.{name}"
+                        assert argument in body, f"{where} leaves {argument} to its default"
+                        seen.append((f"{kind}.{name}", argument, body[argument]))
+    assert ("google_workflows_workflow.this", "deletion_protection", False) in seen
+    results = {(k, a): v for k, a, v in seen if "bigquery" in k or "firestore" in k}
+    assert results == {
+        ("google_bigquery_dataset.this", "delete_contents_on_destroy"): "${!var.protect_results}",
+        ("google_bigquery_table.measurements", "deletion_protection"): "${var.protect_results}",
+        ("google_bigquery_table.summary", "deletion_protection"): False,  # a view: no data
+        ("google_firestore_database.this", "delete_protection_state"): (
+            '${var.protect_results ? "DELETE_PROTECTION_ENABLED" : "DELETE_PROTECTION_DISABLED"}'
+        ),
+        ("google_firestore_database.this", "deletion_policy"): (
+            '${var.protect_results ? "ABANDON" : "DELETE"}'
+        ),
+    }
+    instances = [v for k, a, v in seen if k.startswith("google_compute_instance.")]
+    assert instances == [False, False, False]
+    assert root()["module"]["results"]["protect_results"] == "${var.protect_results}"
