@@ -62,6 +62,9 @@ resource "google_compute_instance" "backend" {
   }
 
   metadata = {
+    # Container-Optimized OS's logging agent: the startup script's output and the system's
+    # journal to Cloud Logging (the containers log there themselves: --log-driver=gcplogs).
+    google-logging-enabled = "true"
     startup-script = templatefile("${path.module}/templates/runner.sh.tftpl", {
       registry = local.registry
       image    = var.runner_image
@@ -109,6 +112,9 @@ resource "google_compute_instance" "gateway" {
   }
 
   metadata = {
+    # Container-Optimized OS's logging agent: the startup script's output and the system's
+    # journal to Cloud Logging (the containers log there themselves: --log-driver=gcplogs).
+    google-logging-enabled = "true"
     startup-script = templatefile("${path.module}/templates/gateway.sh.tftpl", {
       bucket   = var.runs_bucket
       files    = [for f in each.value.files : { path = f.path, url_object = urlencode(f.object) }]
@@ -176,6 +182,9 @@ resource "google_compute_instance" "tester" {
   }
 
   metadata = {
+    # Container-Optimized OS's logging agent: the startup script's output and the system's
+    # journal to Cloud Logging (the containers log there themselves: --log-driver=gcplogs).
+    google-logging-enabled = "true"
     startup-script = templatefile("${path.module}/templates/runner.sh.tftpl", {
       registry = local.registry
       image    = var.runner_image

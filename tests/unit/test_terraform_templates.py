@@ -17,7 +17,8 @@ import pytest
 
 from cloud.settings import deployment
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "infra" / "vms" / "templates"
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATES = ROOT / "infra" / "vms" / "templates"
 _DIRECTIVE = re.compile(r"%\{ (for (\w+) in ([\w.]+)|endfor) (~?)\}")
 
 
@@ -346,7 +347,11 @@ def test_gateway_images_come_through_the_docker_hub_remote_repository() -> None:
     values["sidecars"] = [dict(GATEWAY["sidecars"][0], image=pulled[REDIS_IMAGE])]
     script = render((TEMPLATES / "gateway.sh.tftpl").read_text(), values)
     joined = script.replace("\\\n", "")
-    runs = re.findall(r"^docker run .*? --network host\s+(?:-v \S+\s+)?'([^']+)'", joined, re.M)
+    runs = re.findall(
+        r"^docker run .*? --network host --log-driver=gcplogs\s+(?:-v \S+\s+)?'([^']+)'",
+        joined,
+        re.M,
+    )
     assert len(runs) == joined.count("\ndocker run ") == 3
     # ... except the meter's, which is the runner image (the project's own repository).
     assert runs[-1] == GATEWAY["runner_image"], runs
@@ -388,7 +393,8 @@ def test_the_gateway_script_starts_the_meter_with_the_runs_values_quoted() -> No
     script = render((TEMPLATES / "gateway.sh.tftpl").read_text(), GATEWAY)
     meter = script[script.index(METER_SECTION) :]
     assert meter.endswith(
-        "docker run -d --name gatebench-meter --restart on-failure:10 --network host \\\n"
+        "docker run -d --name gatebench-meter --restart on-failure:10 --network host "
+        "--log-driver=gcplogs \\\n"
         "  -v /sys/fs/cgroup:/host/cgroup:ro "
         "'europe-central2-docker.pkg.dev/proj/gb-gatebench/runner:0.1.0' cloud meter "
         "--run-id 'r-0123456789abcdef0123' \\\n"
@@ -591,3 +597,34 @@ def test_tyk_gets_a_control_api_secret_generated_on_its_vm_and_stored_nowhere(
     stored = json.dumps(variables) + "".join(rendered.objects().values())
     assert stored.count("TYK_GW_SECRET") == 2  # run.tfvars.json and fleet.json, as a name
     assert not re.search(r'"secret": "[^"]', stored)
+
+
+def test_every_container_of_a_run_logs_to_cloud_logging() -> None:
+    """Each `docker run` of the startup scripts uses Docker's gcplogs driver (as the VM's
+    account, which holds roles/logging.logWriter), and Container-Optimized OS's logging agent is
+    on for the scripts' own output (docs/cloud.md, "Logs")."""
+    import hcl2
+
+    for name in ("gateway.sh.tftpl", "runner.sh.tftpl"):
+        text = (TEMPLATES / name).read_text().replace("\\\n", " ")
+        runs = [line for line in text.splitlines() if line.startswith("docker run ")]
+        assert runs, name
+        for line in runs:
+            assert " --log-driver=gcplogs " in line, (name, line)
+    with (ROOT / "infra" / "vms" / "main.tf").open() as handle:
+        document = hcl2.load(handle)
+    instances = [
+        body
+        for block in document["resource"]
+        for kind, named in block.items()
+        if kind.strip('"') == "google_compute_instance"
+        for body in named.values()
+        if isinstance(body, dict)
+    ]
+    assert len(instances) == 3
+    for body in instances:
+        assert body["metadata"]["google-logging-enabled"].strip('"') == "true"
+    runner = (ROOT / "infra" / "modules" / "runner" / "main.tf").read_text()
+    writers = runner[runner.index('resource "google_project_iam_member" "log_writers"') :]
+    assert "google_service_account.vm)" in writers.split("\n")[1]
+    assert 'role     = "roles/logging.logWriter"' in writers.split("\n}")[0]
