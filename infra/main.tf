@@ -60,11 +60,20 @@ module "runs" {
   name       = "${var.prefix}-runs-${var.project_id}"
   location   = var.region
   labels     = local.labels
-  lifecycle_rules = [{
-    age_days = var.raw_log_retention_days
-    prefixes = ["runs/"]
-    suffixes = ["/simulation.log"]
-  }]
+  lifecycle_rules = [
+    {
+      age_days = var.raw_log_retention_days
+      prefixes = ["runs/"]
+      suffixes = ["/simulation.log"]
+    },
+    # Every other object of a run (configs, markers, rows, samples) after run_retention_days;
+    # the results stay in Firestore and BigQuery.
+    {
+      age_days = var.run_retention_days
+      prefixes = ["runs/"]
+      suffixes = []
+    },
+  ]
   iam = {
     # Functions and builds read the settings and list a run's objects; the workflow's
     # BigQuery load job reads rows. The VMs get object-level grants only (vm_access.tf).

@@ -100,6 +100,16 @@ variable "runner_image_tag" {
   }
 }
 
+variable "run_retention_days" {
+  description = "Every object of a run in the runs bucket (runs/RUN/...: configurations, markers, rows, samples) is deleted after this many days; results stay in Firestore and BigQuery. Raw logs go earlier (raw_log_retention_days)."
+  type        = number
+  default     = 365
+  validation {
+    condition     = var.run_retention_days >= 1 && var.run_retention_days <= 36500
+    error_message = "run_retention_days: 1 to 36500."
+  }
+}
+
 variable "spec_prefix" {
   description = "Objects uploaded under this prefix of the uploads bucket start a run."
   type        = string

@@ -868,3 +868,45 @@ def test_every_deletion_safeguard_is_set_explicitly() -> None:
     instances = [v for k, a, v in seen if k.startswith("google_compute_instance.")]
     assert instances == [False, False, False]
     assert root()["module"]["results"]["protect_results"] == "${var.protect_results}"
+
+
+# -- what a deployment keeps, and for how long
+
+
+def test_images_and_run_objects_do_not_pile_up() -> None:
+    """Every Artifact Registry repository has cleanup policies that really run (no dry run):
+    the runner's and the functions' delete versions no tag points at and keep the 5 newest;
+    the Docker Hub cache drops what no run pulled for 30 days. The runs bucket deletes raw logs
+    after raw_log_retention_days and every other run object after run_retention_days."""
+    repositories = {}
+    for module in ("runner", "functions"):
+        for block in load_hcl(INFRA / "modules" / module / "main.tf")["resource"]:
+            for name, body in block.get("google_artifact_registry_repository", {}).items():
+                repositories[f"{module}.{name}"] = body
+    assert sorted(repositories) == ["functions.images", "runner.dockerhub", "runner.this"]
+    for where, body in repositories.items():
+        assert body.get("cleanup_policy_dry_run") is False, where
+        policies = {p["id"]: p for p in body["cleanup_policies"]}
+        if where == "runner.dockerhub":
+            assert policies == {
+                "drop-old-cache": {
+                    "id": "drop-old-cache",
+                    "action": "DELETE",
+                    "condition": [{"tag_state": "ANY", "older_than": "2592000s"}],
+                }
+            }
+            continue
+        assert policies["delete-untagged"]["condition"] == [
+            {"tag_state": "UNTAGGED", "older_than": "${var.untagged_image_days * 86400}s"}
+        ]
+        assert policies["keep-newest"]["action"] == "KEEP"
+        assert policies["keep-newest"]["most_recent_versions"] == [{"keep_count": 5}]
+    rules = root()["module"]["runs"]["lifecycle_rules"]
+    assert rules == [
+        {
+            "age_days": "${var.raw_log_retention_days}",
+            "prefixes": ["runs/"],
+            "suffixes": ["/simulation.log"],
+        },
+        {"age_days": "${var.run_retention_days}", "prefixes": ["runs/"], "suffixes": []},
+    ]

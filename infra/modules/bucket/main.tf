@@ -31,8 +31,8 @@ resource "google_storage_bucket" "this" {
     content {
       condition {
         age            = lifecycle_rule.value.age_days
-        matches_prefix = lifecycle_rule.value.prefixes
-        matches_suffix = lifecycle_rule.value.suffixes
+        matches_prefix = length(lifecycle_rule.value.prefixes) == 0 ? null : lifecycle_rule.value.prefixes
+        matches_suffix = length(lifecycle_rule.value.suffixes) == 0 ? null : lifecycle_rule.value.suffixes
       }
       action {
         type = "Delete"

@@ -71,6 +71,25 @@ resource "google_artifact_registry_repository" "images" {
   format        = "DOCKER"
   description   = "The gatebench functions' container images (built by Cloud Build)."
   labels        = var.labels
+
+  # Old images go on their own (Artifact Registry cleanup policies, run daily): versions no tag
+  # points at any more after ${var.untagged_image_days} days, always keeping the 5 newest.
+  cleanup_policy_dry_run = false
+  cleanup_policies {
+    id     = "delete-untagged"
+    action = "DELETE"
+    condition {
+      tag_state  = "UNTAGGED"
+      older_than = "${var.untagged_image_days * 86400}s"
+    }
+  }
+  cleanup_policies {
+    id     = "keep-newest"
+    action = "KEEP"
+    most_recent_versions {
+      keep_count = 5
+    }
+  }
 }
 
 resource "google_artifact_registry_repository_iam_member" "builder_pushes" {
