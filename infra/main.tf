@@ -4,6 +4,9 @@
 
 locals {
   labels = merge(var.labels, { app = "gatebench" })
+  # Tied to the region unless chosen: the runs bucket, the network and the functions are there.
+  bigquery_location  = coalesce(var.bigquery_location, var.region)
+  firestore_location = coalesce(var.firestore_location, var.region)
   builds = {
     for name in ["provision", "load", "teardown"] :
     name => jsonencode(yamldecode(file("${path.module}/../cloudbuild/${name}.yaml")))
@@ -129,8 +132,8 @@ module "results" {
   source             = "./modules/results-store"
   project_id         = var.project_id
   prefix             = var.prefix
-  firestore_location = var.firestore_location
-  bigquery_location  = var.bigquery_location
+  firestore_location = local.firestore_location
+  bigquery_location  = local.bigquery_location
   protect_results    = var.protect_results
   labels             = local.labels
   writers            = [module.workflow.service_account_member]
@@ -234,4 +237,21 @@ resource "google_storage_bucket_object" "settings" {
   bucket       = module.runs.name
   content_type = "application/json"
   content      = jsonencode(local.settings)
+
+  lifecycle {
+    precondition {
+      condition     = startswith(var.zone, "${var.region}-")
+      error_message = "zone: ${var.zone} is not in region ${var.region} (the VMs join the network there); choose a zone of ${var.region}."
+    }
+    precondition {
+      # A BigQuery load reads the rows file from the runs bucket (in var.region): the dataset
+      # is in that region, or in the multi-region holding it (EU: europe-*, US: us-*).
+      condition = (
+        lower(local.bigquery_location) == lower(var.region)
+        || (upper(local.bigquery_location) == "EU" && startswith(var.region, "europe-"))
+        || (upper(local.bigquery_location) == "US" && startswith(var.region, "us-"))
+      )
+      error_message = "bigquery_location: ${local.bigquery_location} cannot load rows from a bucket in ${var.region}; leave it null (the region) or use the multi-region containing ${var.region}."
+    }
+  }
 }

@@ -9,15 +9,15 @@ variable "api_clients" {
 }
 
 variable "bigquery_location" {
-  description = "Location of the BigQuery dataset (a multi-region such as EU or US, or a region)."
+  description = "Location of the BigQuery dataset. Null (the default): the deployment's region, where the runs bucket is (a BigQuery load job reads the rows file from it: the bucket must be in the dataset's location, or in a region a multi-region dataset contains)."
   type        = string
-  default     = "EU"
+  default     = null
 }
 
 variable "firestore_location" {
-  description = "Location of the Firestore database (for example eur3, nam5 or a region)."
+  description = "Location of the Firestore database (a region, or a multi-region such as eur3 or nam5). Null (the default): the deployment's region; set it where Firestore does not offer that region."
   type        = string
-  default     = "eur3"
+  default     = null
 }
 
 variable "function_bundles_dir" {
@@ -43,15 +43,20 @@ variable "labels" {
 }
 
 variable "limits" {
-  description = "Upper bounds of one run, in seconds: each build's timeout, the longest estimated load the parse function accepts, and how long the score step waits for the gateway VMs' meters to finish their last upload (meter_wait_s)."
+  description = "Upper bounds of one run, in seconds: each build's timeout, the longest estimated load the parse function accepts, the longest a run's VMs may live (each run's own limit comes from its plan's estimate, never more: vm_lifetime), and how long the score step waits for the gateway VMs' meters to finish their last upload (meter_wait_s); and how many runs may be in progress at once (max_active_runs: the parse step refuses an upload beyond it)."
   type = object({
-    provision_s  = optional(number, 1800)
-    load_s       = optional(number, 21600)
-    teardown_s   = optional(number, 1800)
-    vm_lifetime  = optional(number, 43200)
-    meter_wait_s = optional(number, 60)
+    provision_s     = optional(number, 1800)
+    load_s          = optional(number, 21600)
+    teardown_s      = optional(number, 1800)
+    vm_lifetime     = optional(number, 43200)
+    meter_wait_s    = optional(number, 60)
+    max_active_runs = optional(number, 3)
   })
   default = {}
+  validation {
+    condition     = var.limits.max_active_runs >= 1 && var.limits.max_active_runs <= 100 && floor(var.limits.max_active_runs) == var.limits.max_active_runs
+    error_message = "limits.max_active_runs: a whole number from 1 to 100."
+  }
   validation {
     condition     = var.limits.meter_wait_s >= 0 && var.limits.meter_wait_s <= 600 && floor(var.limits.meter_wait_s) == var.limits.meter_wait_s
     error_message = "limits.meter_wait_s: whole seconds from 0 to 600 (the score call's timeout is 1800 s)."
@@ -179,7 +184,7 @@ variable "users" {
 }
 
 variable "zone" {
-  description = "Default zone of the benchmark VMs (a spec's x-gatebench.infrastructure.zone overrides it; it must be in `region`)."
+  description = "Default zone of the benchmark VMs, in `region` (a spec's x-gatebench.infrastructure.zone overrides it; the parse step refuses one outside `region`)."
   type        = string
   default     = "europe-central2-a"
 }

@@ -910,3 +910,30 @@ def test_images_and_run_objects_do_not_pile_up() -> None:
         },
         {"age_days": "${var.run_retention_days}", "prefixes": ["runs/"], "suffixes": []},
     ]
+
+
+# -- locations tied to the region
+
+
+def test_locations_default_from_the_region_and_a_zone_elsewhere_stops_the_apply() -> None:
+    variables = {
+        k: v for block in load_hcl(INFRA / "variables.tf")["variable"] for k, v in block.items()
+    }
+    assert variables["bigquery_location"]["default"] is None
+    assert variables["firestore_location"]["default"] is None
+    main = load_hcl(INFRA / "main.tf")
+    local = {k: v for block in main["locals"] for k, v in block.items()}
+    assert local["bigquery_location"] == "${coalesce(var.bigquery_location, var.region)}"
+    assert local["firestore_location"] == "${coalesce(var.firestore_location, var.region)}"
+    results = root()["module"]["results"]
+    assert results["bigquery_location"] == "${local.bigquery_location}"
+    assert results["firestore_location"] == "${local.firestore_location}"
+    settings = root()["resource"]["google_storage_bucket_object.settings"]
+    (lifecycle,) = settings["lifecycle"]
+    conditions = [p["condition"] for p in lifecycle["precondition"]]
+    assert conditions[0] == '${startswith(var.zone, "${var.region}-")}'
+    assert "lower(local.bigquery_location) == lower(var.region)" in conditions[1]
+    # The deployment's region reaches the parse step, which refuses a plan's zone elsewhere
+    # (tests/unit/test_cloud_parse_limits.py).
+    assert local["settings"]["region"] == "${var.region}"
+    assert local["settings"]["limits"] == "${var.limits}"
