@@ -14,23 +14,26 @@ locals {
   # What the functions and the Cloud Build steps read about this deployment
   # (gs://RUNS_BUCKET/pipeline/settings.json). No secrets: names and limits only.
   settings = {
-    project       = var.project_id
-    region        = var.region
-    zone          = var.zone
-    prefix        = var.prefix
-    network       = module.network.network
-    subnetwork    = module.network.subnetwork
-    tags          = module.network.tags
-    runner_image  = module.runner.image
-    accounts      = module.runner.vm_service_accounts
-    labels        = local.labels
-    limits        = var.limits
-    layout        = "dns"
-    uploads       = module.uploads.name
-    spec_prefix   = var.spec_prefix
-    bigquery      = module.results.bigquery
-    firestore_db  = module.results.firestore_database
-    raw_retention = var.raw_log_retention_days
+    project      = var.project_id
+    region       = var.region
+    zone         = var.zone
+    prefix       = var.prefix
+    network      = module.network.network
+    subnetwork   = module.network.subnetwork
+    tags         = module.network.tags
+    runner_image = module.runner.image
+    accounts     = module.runner.vm_service_accounts
+    labels       = local.labels
+    limits       = var.limits
+    layout       = "dns"
+    # Cloud NAT exists: a plan may benchmark a service on the internet (the parse step refuses
+    # one otherwise).
+    outside_access = var.outside_access
+    uploads        = module.uploads.name
+    spec_prefix    = var.spec_prefix
+    bigquery       = module.results.bigquery
+    firestore_db   = module.results.firestore_database
+    raw_retention  = var.raw_log_retention_days
     # A name, never the key: tester VMs read the secret itself (secrets.tf).
     jwt_signer = var.jwt_signer
     # A name, never a key: gateway VMs (and testers) read the secret itself (secrets.tf).
@@ -125,6 +128,7 @@ module "network" {
   project_id = var.project_id
   prefix     = var.prefix
   region     = var.region
+  nat        = var.outside_access
   depends_on = [google_project_service.enabled]
 }
 

@@ -71,6 +71,12 @@ variable "limits" {
   }
 }
 
+variable "outside_access" {
+  description = "Give the run VMs a route to the internet (Cloud Router and Cloud NAT, billed per hour while they exist), for plans whose backend is a URL outside Google Cloud. Off: no NAT; Google's APIs and the image repositories are reached through Private Google Access, and the parse step refuses a plan with an outside backend URL."
+  type        = bool
+  default     = false
+}
+
 variable "prefix" {
   description = "Prefix of every resource name (lowercase letters, digits and dashes; starts with a letter; at most 12 characters)."
   type        = string

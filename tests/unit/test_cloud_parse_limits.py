@@ -85,3 +85,37 @@ def test_stale_and_redelivered_runs_do_not_count() -> None:
     assert [r.run_id for r in active_runs(runs, SETTINGS, NOW, REF.run_id)] == ["r-" + "1" * 20]
     tight = deployment(limits={"provision_s": 60, "load_s": 60, "teardown_s": 60})
     assert active_runs(runs[:1], tight, NOW, REF.run_id) == []
+
+
+def with_backend(url: str) -> bytes:
+    doc = yaml.safe_load(AUCTION)
+    doc["x-gatebench"]["backend"] = {"url": url}
+    return yaml.safe_dump(doc).encode()
+
+
+def test_an_outside_backend_needs_the_deployments_nat() -> None:
+    """No Cloud NAT unless the deployment asks for one (outside_access): a backend on the
+    internet is refused at /x-gatebench/backend/url; one inside the VPC is not."""
+    outcome = parse_upload(with_backend("https://api.example.com"), REF, now=NOW, settings=SETTINGS)
+    assert [(p.pointer, p.message) for p in outcome.problems if p.severity == "error"] == [
+        (
+            "/x-gatebench/backend/url",
+            "https://api.example.com is outside Google Cloud's network and this deployment's "
+            "VMs have no route out (Cloud NAT is off): set the Terraform variable "
+            "outside_access = true to benchmark a service on the internet, or use a private "
+            "address or an internal name",
+        )
+    ]
+    for inside in ("http://10.0.0.5:8080", "http://svc.europe-central2-a.c.proj.internal:80"):
+        assert parse_upload(with_backend(inside), REF, now=NOW, settings=SETTINGS).ok, inside
+    nat = deployment(**SETTINGS, outside_access=True)
+    assert parse_upload(with_backend("https://api.example.com"), REF, now=NOW, settings=nat).ok
+
+
+def test_a_plan_region_other_than_the_deployments_is_a_located_error() -> None:
+    doc = yaml.safe_load(AUCTION)
+    doc["x-gatebench"]["infrastructure"]["region"] = "us-east1"
+    outcome = parse_upload(yaml.safe_dump(doc).encode(), REF, now=NOW, settings=SETTINGS)
+    assert [p.pointer for p in outcome.problems if p.severity == "error"] == [
+        "/x-gatebench/infrastructure/region"
+    ]

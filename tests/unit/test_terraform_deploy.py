@@ -937,3 +937,23 @@ def test_locations_default_from_the_region_and_a_zone_elsewhere_stops_the_apply(
     # (tests/unit/test_cloud_parse_limits.py).
     assert local["settings"]["region"] == "${var.region}"
     assert local["settings"]["limits"] == "${var.limits}"
+
+
+def test_cloud_nat_exists_only_when_the_deployment_asks_for_outside_access() -> None:
+    network = (INFRA / "modules" / "network" / "main.tf").read_text()
+    for resource in ('"google_compute_router" "this"', '"google_compute_router_nat" "this"'):
+        body = network[network.index(resource) :].split("\n}")[0]
+        assert (
+            "count   = var.nat ? 1 : 0" in body
+            or "count                              = var.nat ? 1 : 0" in body
+        ), resource
+    assert root()["module"]["network"]["nat"] == "${var.outside_access}"
+    variables = {
+        k: v for block in load_hcl(INFRA / "variables.tf")["variable"] for k, v in block.items()
+    }
+    assert variables["outside_access"]["default"] is False
+    main = load_hcl(INFRA / "main.tf")
+    local = {k: v for block in main["locals"] for k, v in block.items()}
+    assert local["settings"]["outside_access"] == "${var.outside_access}"
+    # Private Google Access stays on: the APIs and Artifact Registry without NAT.
+    assert "private_ip_google_access = true" in network

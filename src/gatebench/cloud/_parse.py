@@ -4,10 +4,13 @@ Pure: the function (functions/parse) reads the object, the deployment's settings
 in progress, and passes them here. The answer carries the run id in both cases, so the
 workflow records a refused upload as a failed run (with the problems) instead of dropping it.
 
-Besides the description and its plan, two things of the deployment refuse an upload:
+Besides the description and its plan, the deployment refuses an upload for:
 
-- a plan zone outside the deployment's region (``/x-gatebench/infrastructure/zone``): the
-  run's VMs join the deployment's network, whose subnet is in that region;
+- a plan zone or region outside the deployment's region (``/x-gatebench/infrastructure/zone``,
+  ``.../region``): the run's VMs join the deployment's network, whose subnet is in that region;
+- a backend URL outside Google Cloud's network when the deployment has no Cloud NAT
+  (``outside_access`` off, the default: Private Google Access reaches Google's APIs and the
+  image repositories without it);
 - too many runs at once: while ``limits.max_active_runs`` runs are in progress, no new one
   starts (a public upload form cannot start unbounded fleets). A run counts while it is not
   finished and its last update is recent enough for it to be alive (:func:`active_runs`); two
@@ -18,11 +21,13 @@ Besides the description and its plan, two things of the deployment refuse an upl
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import json
 import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..errors import PlanError, Problem
 from ..model import RunRecord
@@ -96,6 +101,18 @@ def active_runs(
 _BUILD_LIMITS = {"provision_s": 1800, "load_s": 21600, "teardown_s": 1800}
 
 
+def inside_network(url: str) -> bool:
+    """Whether a backend URL is reached without leaving the VPC: a private or link-local
+    address, or an internal name (Compute Engine's ``.internal`` DNS). Google's APIs are
+    reached through Private Google Access either way."""
+    host = (urlsplit(url).hostname or "").lower()
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host.endswith(".internal") or host in ("localhost",)
+    return address.is_private or address.is_link_local or address.is_loopback
+
+
 def deployment_problems(
     plan: Plan, settings: Mapping[str, Any], active: Sequence[RunRecord]
 ) -> list[Problem]:
@@ -104,6 +121,15 @@ def deployment_problems(
     problems = []
     region = settings.get("region")
     zone = plan.infrastructure.zone if plan.infrastructure else None
+    asked = plan.infrastructure.region if plan.infrastructure else None
+    if region and asked and asked != region and not zone:  # a zone names its region itself
+        problems.append(
+            Problem(
+                "/x-gatebench/infrastructure/region",
+                f"region {asked!r} is not the deployment's ({region!r}): this deployment runs "
+                f"its VMs in {region} only; leave region out or deploy gatebench in {asked}",
+            )
+        )
     if region and zone and not zone.startswith(f"{region}-"):
         default = settings.get("zone")
         problems.append(
@@ -112,6 +138,17 @@ def deployment_problems(
                 f"zone {zone!r} is not in the deployment's region {region!r} (its network "
                 f"and buckets are there): choose a zone of {region}"
                 + (f", or leave zone out for the deployment's ({default})" if default else ""),
+            )
+        )
+    url = plan.backend.url if plan.backend.kind == "url" else None
+    if url and not settings.get("outside_access") and not inside_network(url):
+        problems.append(
+            Problem(
+                "/x-gatebench/backend/url",
+                f"{url} is outside Google Cloud's network and this deployment's VMs have no "
+                "route out (Cloud NAT is off): set the Terraform variable outside_access = true "
+                "to benchmark a service on the internet, or use a private address or an "
+                "internal name",
             )
         )
     limit = (settings.get("limits") or {}).get("max_active_runs")
