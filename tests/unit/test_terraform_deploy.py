@@ -957,3 +957,29 @@ def test_cloud_nat_exists_only_when_the_deployment_asks_for_outside_access() -> 
     assert local["settings"]["outside_access"] == "${var.outside_access}"
     # Private Google Access stays on: the APIs and Artifact Registry without NAT.
     assert "private_ip_google_access = true" in network
+
+
+def test_a_gateway_vms_token_reads_configurations_not_results() -> None:
+    """A gateway container on the host network can take its VM account's token from the
+    metadata server: that account reads configurations, the fleet, the render input and the
+    load-done markers, and the meters' samples it writes (of any run: the account serves every
+    run, the documented remaining exposure), never a workload, raw log, row or the
+    deployment's settings."""
+    gateway = vm_object_access()["gateway"]
+    other = "r-" + "f" * 20
+    for name in (
+        f"runs/{other}/configs/haproxy/haproxy.cfg",
+        f"runs/{other}/fleet.json",
+        f"runs/{other}/render-input.json",
+    ):
+        assert allowed(gateway, "get", name), name
+    for name in (
+        f"runs/{RUN_ID}/workload.json",
+        f"runs/{RUN_ID}/raw/gatling/simulation.log",
+        f"runs/{RUN_ID}/rows.jsonl",
+        f"runs/{RUN_ID}/backend.json",
+        f"runs/{RUN_ID}/testers.jsonl",
+        f"runs/{RUN_ID}/x/configs/a",  # configs/ must follow the run's own folder
+        "pipeline/settings.json",
+    ):
+        assert not allowed(gateway, "get", name), name
