@@ -54,11 +54,13 @@ from cloud.localbuild import LocalCloudBuild
 from cloud.localvms import LocalVms
 from cloud.netns import LocalNetwork, leftovers, network_namespaces_work
 from cloud.pipeline import WORKFLOW, workflow_env
+from cloud.registry import placeholder, push, start_registry
 from cloud.servers import start_function, start_gcs_emulator, storage_client, unpack_bundle
 from cloud.standins import BigQueryLoads
 from cloud.workflows_interpreter import Execution, Interpreter
 from gatebench.api_keys import REDACTED, sha256_hex
 from gatebench.cloud import Storage
+from gatebench.cloud._images import EMULATOR_ENV, docker_hub_mirror
 from gatebench.model import run_id_for_object
 from gatebench.procs import Supervisor
 from gatebench.report import bigquery_schema
@@ -90,6 +92,15 @@ def quick_auction(gateways: list[str], testers: int = 1) -> bytes:
     retrieve = bench["workloads"][2]
     retrieve["injection"] = {"sequential": 100}
     return yaml.safe_dump(doc, sort_keys=False).encode()
+
+
+def gateway_images() -> list[str]:
+    """Every image a renderer names for its VM (and Tyk's Redis)."""
+    from gatebench.cloud._render import REDIS_IMAGE
+    from gatebench.renderers import gateway_names, get_renderer
+
+    names = {get_renderer(n).cloud_image for n in gateway_names()} | {REDIS_IMAGE}
+    return sorted(n for n in names if n)
 
 
 def quick_petstore(gateways: list[str], testers: int) -> bytes:
@@ -151,6 +162,15 @@ def world(
         }
         runs.blob("pipeline/settings.json").upload_from_string(json.dumps(settings))
         _, firestore_host = start_firestore_emulator(supervisor, logs)
+        # A real registry holding the runner image and, under the Docker Hub remote
+        # repository's paths, a placeholder per gateway image: vm-vars pins each by digest.
+        registry = start_registry(supervisor, tmp)
+        digests = {IMAGE: push(runner_image.tag, registry, IMAGE.split("/", 1)[1], tmp)}
+        stand_in = placeholder(tmp)
+        for image in gateway_images():
+            path = docker_hub_mirror(image, f"{registry}/{PROJECT}/gb-dockerhub")
+            assert path is not None
+            digests[image] = push(stand_in, registry, path.split("/", 1)[1], tmp)
         env = {
             "STORAGE_EMULATOR_HOST": gcs.url,
             "FIRESTORE_EMULATOR_HOST": firestore_host,
@@ -171,7 +191,7 @@ def world(
             tmp / "builds",
             IMAGE,
             vms,
-            env={"STORAGE_EMULATOR_HOST": gcs.url},
+            env={"STORAGE_EMULATOR_HOST": gcs.url, EMULATOR_ENV: registry},
             project=PROJECT,
             image=IMAGE,
             name_prefix=f"{network.tag}-build",
@@ -187,6 +207,7 @@ def world(
                 "firestore": firestore,
                 "bigquery": bigquery,
                 "storage": storage,
+                "digests": digests,
             }
         finally:
             vms.close()
@@ -310,6 +331,14 @@ def test_petstore_through_two_gateways_and_two_testers_runs_to_done_in_the_runne
     for t in (0, 1):
         assert storage.read_optional(RUNS, f"runs/{run_id}/raw/gatling-t{t}/simulation.log")
     assert_every_gateway_phase_metered(store, storage, run_id, stored_run(run_id))
+    # Every image its VMs start was pinned by the digest the registry gave its tag.
+    saved = json.loads(storage.read_optional(RUNS, f"runs/{run_id}/vms.tfvars.json") or b"{}")
+    digests = world["digests"]
+    assert saved["runner_image"] == f"{IMAGE}@{digests[IMAGE]}"
+    for name in ("nginx", "haproxy"):
+        image = saved["gateways"][name]["image"]
+        tag, _, pinned = image.partition("@")
+        assert pinned == digests[tag], name
     # Where it ran: containers of the runner image, one per VM command and per build step.
     vms: LocalVms = world["vms"]
     ran = sorted(n.split(f"{run_id}-", 1)[1] for n in vms.started if run_id in n)

@@ -332,6 +332,19 @@ def test_gateway_images_come_through_the_docker_hub_remote_repository() -> None:
     assert pulled["quay.io/org/img:2"] == "quay.io/org/img:2"  # another registry: as named
     for image in images:
         assert pulled[image].startswith(f"{mirror}/"), image
+    # The provision build resolves each tag's digest where the VMs pull it from: the same rule
+    # in Python (gatebench.cloud._images), and a pinned reference keeps its digest there.
+    from gatebench.cloud._images import docker_hub_mirror
+
+    digest = "sha256:" + "ab" * 32
+    pinned = [f"{i}@{digest}" for i in images]
+    again = pull_references(
+        [*images, *pinned, "docker.io/library/nginx:1", "quay.io/org/img:2"], mirror
+    )
+    for image in [*images, *pinned, "docker.io/library/nginx:1"]:
+        assert docker_hub_mirror(image, mirror) == again[image], image
+    assert again[f"nginx:1.22.1@{digest}"] == f"{mirror}/library/nginx:1.22.1@{digest}"
+    assert docker_hub_mirror("quay.io/org/img:2", mirror) is None
     # infra/vms hands the templates the mirrored references, for the gateway and sidecars,
     # and the mirror is the remote repository infra/modules/runner creates.
     _, args = startup_arguments()["gateway"]

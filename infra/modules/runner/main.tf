@@ -131,12 +131,18 @@ resource "google_artifact_registry_repository_iam_member" "readers" {
   member     = each.value
 }
 
+# Gateway VMs pull their images through it; the provision build reads the digest each tag
+# names (gatebench cloud vm-vars pins every image of a run by digest).
 resource "google_artifact_registry_repository_iam_member" "gateways_pull_docker_hub" {
+  for_each = {
+    gateway = google_service_account.vm["gateway"].member
+    build   = google_service_account.build.member
+  }
   project    = var.project_id
   location   = google_artifact_registry_repository.dockerhub.location
   repository = google_artifact_registry_repository.dockerhub.name
   role       = "roles/artifactregistry.reader"
-  member     = google_service_account.vm["gateway"].member
+  member     = each.value
 }
 
 # cloudbuild/runner-image.yaml runs as the build account (serviceAccount:), so the image is
