@@ -298,8 +298,11 @@ def test_parse_refuses_a_zone_outside_the_region_and_an_upload_beyond_the_active
 
     monkeypatch.setenv("FIRESTORE_EMULATOR_HOST", stack["firestore"])
     store = open_store("firestore://gatebench-test/(default)")
-    in_progress = len(store.unfinished_runs())
-    limit = in_progress + 1  # whatever earlier tests left: one more makes the limit
+    from gatebench.cloud._parse import active_runs
+
+    # whatever earlier tests left counting (as the function counts them): one more is the limit
+    in_progress = len(active_runs(store.unfinished_runs(), SETTINGS, time.time(), ""))
+    limit = in_progress + 1
     settings = {**SETTINGS, "limits": {**SETTINGS["limits"], "max_active_runs": limit}}
     runs = stack["client"].bucket(RUNS)
     runs.blob("pipeline/settings.json").upload_from_string(json.dumps(settings))
