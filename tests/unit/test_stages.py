@@ -28,7 +28,7 @@ from gatebench.stages import (
     fixed_workload,
 )
 from gatebench.store import SqliteStore
-from paths import EXAMPLES, ROOT
+from paths import DATA, EXAMPLES, ROOT
 
 WORKFLOW = ROOT / "workflows" / "benchmark.yaml"
 KINDS = {
@@ -301,3 +301,43 @@ def test_a_stage_list_that_reads_what_no_earlier_stage_gives_is_refused() -> Non
     )
     with pytest.raises(RunError, match="overlaps the next stage, and there is none"):
         check_order([Step("provision", RunStatus.PROVISIONING, events, overlaps_next=True)])
+
+
+def test_render_keeps_what_the_run_recorded_before_it(tmp_path: Path) -> None:
+    """The environment render records (engine, machine, seed, order, cores) is added to what
+    earlier stages and render itself recorded: a ceiling that could not be measured, the
+    routes a gateway left out of its files."""
+    from gatebench.pinning import resolve_layout
+    from gatebench.plan import build_plan
+    from gatebench.stages.backend import Backend
+    from gatebench.stages.parse import Parsed
+    from gatebench.stages.render import Render
+    from gatebench.trust import Ceiling
+
+    api = read_spec(DATA / "adversarial" / "templates.yaml").api
+    assert api is not None
+    plan = build_plan(
+        {
+            "gateways": ["krakend"],
+            "workloads": [{"name": "a", "operation": "aXc", "injection": {"sequential": 10}}],
+        },
+        api,
+    )
+    journal = RunJournal(RunRecord("r", "x", "0" * 64), tmp_path / "r", None, lambda p: None)
+    ctx = RunContext(api, plan, RunOptions(), journal, Supervisor())
+    not_measured = Ceiling("gatling", "nginx", note="the load engine's ceiling was not measured")
+    journal.environment(ceiling=not_measured.to_dict())
+    layout = resolve_layout(plan.cpus, [0, 1])
+    ctx.put(Parsed(plan, "gatling", plan.policies))
+    ctx.put(Backend("http://127.0.0.1:9", "http://127.0.0.1:9", None, None, layout, None, None))
+    try:
+        Render().run(ctx)
+    finally:
+        ctx.teardown()
+    environment = json.loads((tmp_path / "r" / "run.json").read_text())["environment"]
+    assert environment["routes_left_out"] == {
+        "krakend": "krakend: 4 of 10 routes left out (it cannot express them and no workload "
+        "uses them)"
+    }
+    assert environment["ceiling"] == not_measured.to_dict()
+    assert {"engine", "seed", "target_order", "cpus"} <= set(environment)

@@ -96,21 +96,17 @@ class Render(Stage):
             skip_file=str((ctx.run_dir / SKIP_FILE).resolve()),
         )
         ctx.outcome.schedule = schedule = compiled.schedule
-        journal.update(
-            environment=environment(
-                get_engine(parsed.engine).version(), plan, options, parsed.engine
-            )
-            | {
-                "testers": options.testers,
-                "seed": schedule.seed,
-                "target_order": [list(o) for o in schedule.target_order],
-            }
-            | layout_environment(backend.layout)
-            | (
+        journal.environment(
+            **environment(get_engine(parsed.engine).version(), plan, options, parsed.engine),
+            testers=options.testers,
+            seed=schedule.seed,
+            target_order=[list(o) for o in schedule.target_order],
+            **layout_environment(backend.layout),
+            **(
                 {"without_policies": excluded}
                 if excluded and options.allow_missing_policies
                 else {}
-            )
+            ),
         )
         return Rendered(provisioner, planned, urls, compiled)
 
