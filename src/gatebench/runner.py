@@ -19,7 +19,9 @@ reason and the others go on; one that dies mid-run is marked failed with its log
 remaining phases are skipped and the phases that overlap its failure are left out of the
 score; an unreachable backend fails the run before any load; a load-engine crash is retried
 once for the phases not yet complete, then marked failed; Ctrl-C (or SIGTERM) tears
-everything down and the run ends ``partial`` with what finished.
+everything down and the run ends ``partial`` with what finished. ``kill -9`` of gatebench
+runs no teardown: the run's guardian process ends what it started (gatebench._guardian), and
+the next run in the same store records the run as abandoned (gatebench.stages._abandoned).
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ from pathlib import Path
 from .ir import Api
 from .model import RunRecord, local_run_id
 from .plan import Plan, workload_summary
-from .procs import Supervisor
+from .procs import Supervisor, this_process
 from .stages import Progress, RunContext, RunJournal, RunOptions, RunOutcome, execute
+from .stages._abandoned import settle_abandoned
 from .stages.kinds import fixed_workload
 from .store import ResultStore
 from .workload import plan_as_run
@@ -55,6 +58,9 @@ def run_benchmark(
     after teardown, with the run marked partial."""
     plan = plan_as_run(plan, quick=options.quick, repetitions=options.repetitions)
     run_id = options.run_id or local_run_id(spec_sha256)
+    run_dir = (Path(options.results_dir) / run_id).resolve()
+    if store is not None:
+        settle_abandoned(store)
     record = RunRecord(
         run_id=run_id,
         spec_uri=spec_uri,
@@ -63,8 +69,9 @@ def run_benchmark(
         gateways=list(plan.gateways),
         workloads=workload_summary(plan, api),
         plan=plan.to_dict(),
+        owner={**this_process(), "run_dir": str(run_dir)},
     )
-    journal = RunJournal(record, (Path(options.results_dir) / run_id).resolve(), store, display)
+    journal = RunJournal(record, run_dir, store, display)
     context = RunContext(api, plan, options, journal, supervisor_factory())
     return execute(fixed_workload(options), context)
 

@@ -6,7 +6,8 @@ step by hand (as pytest's run protocol owns setup and teardown around each test)
    (``Stage.moves``), what each returns kept by type; a stage that overlaps the next runs when
    that one calls ``ctx.ready()``, and the next one's own status waits for it;
 3. teardown (``ctx.teardown``) where a stage does it and, whatever happened, before the outcome
-   is recorded: ``done`` / ``partial`` (``ctx.final_status``), or ``failed`` / ``partial``
+   is recorded (every process the run starts is in its ledger: a guardian ends them if
+   gatebench dies first, gatebench._guardian): ``done`` / ``partial`` (``ctx.final_status``), or ``failed`` / ``partial``
    (measurements kept) at the step of the innermost stage that raised.
 """
 
@@ -16,6 +17,7 @@ import contextlib
 import time
 from collections.abc import Sequence
 
+from .._guardian import LEDGER
 from ..errors import GatebenchError
 from ..model import RunStatus
 from ._base import Stage, check_order
@@ -36,6 +38,7 @@ class Executor:
         ctx, start = self.ctx, time.monotonic()
         try:
             try:
+                ctx.supervisor.guard(ctx.run_dir / LEDGER)
                 ctx.resources.enter_context(ctx.supervisor)
                 for stage in self.stages:
                     stage.check(ctx)
