@@ -33,14 +33,15 @@ LEDGER = "processes.jsonl"
 """The ledger's name in the run folder."""
 
 
-def recorded_groups(ledger: Path) -> dict[int, float]:
-    """Process group → its leader's start time, for every group started and not stopped."""
+def recorded_groups(ledger: Path | bytes) -> dict[int, float]:
+    """Process group → its leader's start time, for every group started and not stopped
+    (``ledger``: the file, or what was read of it)."""
     groups: dict[int, float] = {}
     try:
-        lines = ledger.read_text(encoding="utf-8").splitlines()
+        text = ledger if isinstance(ledger, bytes) else ledger.read_bytes()
     except OSError:
         return groups
-    for line in lines:
+    for line in text.decode("utf-8", errors="replace").splitlines():
         try:
             entry = json.loads(line)
         except ValueError:
@@ -70,12 +71,12 @@ def group_members(pgid: int, created: float) -> list[psutil.Process]:
     return members
 
 
-def end_groups(ledger: Path, grace: float = 3.0) -> list[str]:
+def end_groups(ledger: Path, grace: float = 3.0, *, read: bytes | None = None) -> list[str]:
     """End every group ``ledger`` lists as started and not stopped (SIGTERM, then SIGKILL to
     what is left after ``grace`` seconds); returns the command lines ended, which the ledger
-    records too."""
+    records too. ``read``: the ledger as already read (through a file kept open)."""
     procs: list[psutil.Process] = []
-    for pgid, created in recorded_groups(ledger).items():
+    for pgid, created in recorded_groups(ledger if read is None else read).items():
         procs.extend(group_members(pgid, created))
     ended = []
     for proc in procs:
@@ -98,10 +99,12 @@ def end_groups(ledger: Path, grace: float = 3.0) -> list[str]:
 def main(argv: list[str]) -> int:
     ledger = Path(argv[0])
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    said = sys.stdin.buffer.read()  # until gatebench closes the pipe, or the kernel does
-    if said.endswith(b"done\n"):
-        return 0
-    end_groups(ledger)
+    # Opened now: read through this file at the end even if the folder was moved meanwhile.
+    with ledger.open("rb") as kept:
+        said = sys.stdin.buffer.read()  # until gatebench closes the pipe, or the kernel does
+        if said.endswith(b"done\n"):
+            return 0
+        end_groups(ledger, read=kept.read())
     return 0
 
 

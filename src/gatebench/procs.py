@@ -206,7 +206,7 @@ class Supervisor:
         with self._lock:
             if proc in self.processes:
                 self.processes.remove(proc)
-            self._note({"stopped": proc.pid})
+            self._struck(proc)
         return code
 
     def stop_all(self, timeout: float = 5.0) -> None:
@@ -216,7 +216,7 @@ class Supervisor:
         for proc in procs:
             proc.stop(timeout)
             with self._lock:
-                self._note({"stopped": proc.pid})
+                self._struck(proc)
 
     def _note(self, entry: dict[str, Any]) -> None:
         """One line of the ledger (under the lock)."""
@@ -224,11 +224,18 @@ class Supervisor:
             with self._ledger.open("a", encoding="utf-8") as fh:
                 fh.write(json.dumps(entry) + "\n")
 
+    def _struck(self, proc: ManagedProcess) -> None:
+        """``proc`` has stopped: the ledger says so, or (a full disk) still lists a group that
+        no longer exists, which the guardian then finds empty."""
+        with contextlib.suppress(OSError):
+            self._note({"stopped": proc.pid})
+
     def _start_guardian(self, ledger: Path) -> None:
         with self._lock:
             if self._guardian is not None:
                 return
             ledger.parent.mkdir(parents=True, exist_ok=True)
+            ledger.touch()
             self._guardian = subprocess.Popen(
                 [sys.executable, "-I", str(Path(__file__).with_name("_guardian.py")), str(ledger)],
                 stdin=subprocess.PIPE,

@@ -194,6 +194,7 @@ def test_kill_9_leaves_no_process_of_the_run_and_the_run_shows_abandoned(
     assert listed["status"] in ("provisioning", "loading")
     ended = [json.loads(line) for line in (run_dir / "processes.jsonl").read_text().splitlines()]
     assert any("ended" in entry for entry in ended)  # the guardian did it
+    assert (run_dir / ".reserve").exists()  # held back for an end that was never recorded
     _start_again(tmp_path)
     settled = _listed(tmp_path, run_dir.name)
     assert settled["shown"] in ("failed", "partial") and settled["abandoned"] is False
@@ -202,6 +203,7 @@ def test_kill_9_leaves_no_process_of_the_run_and_the_run_shows_abandoned(
         f"abandoned: the gatebench process that ran it (pid {proc.pid}) ended without finishing it"
     )
     assert json.loads((run_dir / "run.json").read_text())["error"] == settled["error"]
+    assert not (run_dir / ".reserve").exists()
 
 
 def test_the_next_start_ends_what_a_killed_run_left_when_its_guardian_died_too(

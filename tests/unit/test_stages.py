@@ -341,3 +341,37 @@ def test_render_keeps_what_the_run_recorded_before_it(tmp_path: Path) -> None:
     }
     assert environment["ceiling"] == not_measured.to_dict()
     assert {"engine", "seed", "target_order", "cpus"} <= set(environment)
+
+
+def test_a_measurement_the_store_refuses_is_in_neither_place(tmp_path: Path) -> None:
+    """The store finds its disk full on the third phase: the file keeps the two before it,
+    as the store does, and the run's end is still recorded (with the space held back)."""
+    from gatebench._disk import mount_point, no_space
+    from gatebench.errors import NoSpaceLeft
+    from synthetic import synthetic_run
+
+    done, measurements = synthetic_run(repetitions=2)
+    run = RunRecord(done.run_id, "file:///x", "0" * 64)
+
+    class FillsUp(SqliteStore):
+        def put_measurement(self, m: Any) -> None:
+            if len(self.measurements(m.run_id)) == 2:
+                raise no_space(self.path, f"the result store {self.path}")
+            super().put_measurement(m)
+
+    store = FillsUp(tmp_path / "gatebench.sqlite")
+    journal = RunJournal(run, tmp_path / "r", store, lambda progress: None)
+    assert (tmp_path / "r" / ".reserve").stat().st_size == 1 << 20
+    journal.put(measurements[0])
+    journal.put(measurements[1])
+    with pytest.raises(NoSpaceLeft) as info:
+        journal.put(measurements[2])
+    assert str(info.value) == (
+        f"no space left on {mount_point(tmp_path)} while writing the result store {store.path}"
+    )
+    lines = (tmp_path / "r" / "measurements.jsonl").read_text().splitlines()
+    assert lines == [json.dumps(m.to_dict()) for m in measurements[:2]]
+    assert journal.measurements == measurements[:2]
+    journal.finish(RunStatus.PARTIAL, failed_step="loading", error="no space left on ...")
+    assert not (tmp_path / "r" / ".reserve").exists()
+    assert store.get_run(run.run_id).status == RunStatus.PARTIAL  # type: ignore[union-attr]

@@ -15,6 +15,7 @@ import json
 import os
 from pathlib import Path
 
+from .._disk import Reserve
 from .._guardian import LEDGER, end_groups
 from ..errors import StoreError
 from ..model import RunRecord, RunStatus
@@ -52,6 +53,7 @@ def settle_abandoned(store: ResultStore, limit: int = 500) -> list[str]:
         except StoreError:
             continue  # settled meanwhile (gatebench serve settles its own workers' runs)
         if isinstance(folder, str) and Path(folder).is_dir():
+            Reserve.remove(Path(folder))
             _save(Path(folder), record)
         settled.append(run.run_id)
     return settled

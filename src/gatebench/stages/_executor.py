@@ -17,6 +17,7 @@ import contextlib
 import time
 from collections.abc import Sequence
 
+from .._disk import as_no_space
 from .._guardian import LEDGER
 from ..errors import GatebenchError
 from ..model import RunStatus
@@ -51,13 +52,17 @@ class Executor:
                         guest = None
             finally:
                 ctx.teardown()
-            ctx.journal.status(ctx.final_status())
+            ctx.journal.finish(ctx.final_status())
         except KeyboardInterrupt:
             self._record_failure(INTERRUPTED)
             ctx.outcome.wall_s = time.monotonic() - start
             raise
         except Exception as exc:
-            self._record_failure(str(exc))
+            at = (self.failed or self.current).name  # one line, whatever the full disk broke
+            full = as_no_space(exc, ctx.run_dir, f"the {at} stage")
+            self._record_failure(str(full or exc))
+            if full is not None and full is not exc:
+                raise full from None
             raise
         ctx.outcome.wall_s = time.monotonic() - start
         return ctx.outcome
@@ -97,7 +102,7 @@ class Executor:
             journal.flag_tester_bound()
         status = RunStatus.PARTIAL if journal.measurements else RunStatus.FAILED
         step = (self.failed or self.current).step
-        journal.status(status, failed_step=str(step), error=error)
+        journal.finish(status, failed_step=str(step), error=error)
 
 
 def _once() -> None:

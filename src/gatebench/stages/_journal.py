@@ -4,19 +4,24 @@ folder, the result store when there is one, and the live display.
 Every status change and record update goes to the folder and the store at once; every
 measured phase is appended to ``measurements.jsonl`` and written to the store in one block
 that a Ctrl-C or SIGTERM waits for (procs.signals_held), so an interrupted run keeps the same
-phases in each.
+phases in each. A write that finds the disk full is ``no space left on DIR while writing …``
+(gatebench._disk): a measurement is then in neither place, and the space the journal held
+back since the start is given up to record how the run ended (:meth:`RunJournal.finish`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._disk import Reserve, no_space
 from ..model import Measurement, RunRecord, RunStatus, can_move
 from ..procs import signals_held
 from ..store import ResultStore
@@ -52,8 +57,11 @@ class RunJournal:
         self.store = store
         self.display = display
         self.measurements: list[Measurement] = []
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "measurements.jsonl").touch()
+        with _writing(run_dir):
+            run_dir.mkdir(parents=True, exist_ok=True)
+        with _writing(run_dir / "measurements.jsonl"):
+            (run_dir / "measurements.jsonl").touch()
+        self.reserve = Reserve(run_dir)
         if store is not None:
             store.create_run(record)
         self._save()
@@ -61,8 +69,17 @@ class RunJournal:
     def _save(self) -> None:
         self.record.updated_at = time.time()
         tmp = self.run_dir / "run.json.tmp"
-        tmp.write_text(json.dumps(self.record.to_dict(), indent=1) + "\n", encoding="utf-8")
-        os.replace(tmp, self.run_dir / "run.json")
+        with _writing(self.run_dir / "run.json", tmp):
+            tmp.write_text(json.dumps(self.record.to_dict(), indent=1) + "\n", encoding="utf-8")
+            os.replace(tmp, self.run_dir / "run.json")
+
+    def finish(
+        self, status: RunStatus, *, failed_step: str | None = None, error: str | None = None
+    ) -> None:
+        """The run's last status: the space held back is given up first, so that it is
+        recorded on a full disk too."""
+        self.reserve.release()
+        self.status(status, failed_step=failed_step, error=error)
 
     def status(
         self, status: RunStatus, *, failed_step: str | None = None, error: str | None = None
@@ -100,14 +117,26 @@ class RunJournal:
         """One measured phase, in measurements.jsonl and the store: a Ctrl-C or SIGTERM waits
         until it is in both (procs.signals_held), so an interrupted run keeps the same phases
         in each."""
+        path = self.run_dir / "measurements.jsonl"
+        line = memoryview((json.dumps(m.to_dict()) + "\n").encode("utf-8"))
         with signals_held():
+            with _writing(path):
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                try:
+                    end = os.lseek(fd, 0, os.SEEK_END)
+                    try:
+                        while line:
+                            line = line[os.write(fd, line) :]
+                        os.fsync(fd)
+                        if self.store is not None:
+                            self.store.put_measurement(m)
+                    except BaseException:
+                        with contextlib.suppress(OSError):  # in neither place: as it was
+                            os.ftruncate(fd, end)
+                        raise
+                finally:
+                    os.close(fd)
             self.measurements.append(m)
-            with (self.run_dir / "measurements.jsonl").open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps(m.to_dict()) + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-            if self.store is not None:
-                self.store.put_measurement(m)
 
     def flag_tester_bound(self) -> None:
         """Add the ceiling's ``tester-bound`` flags now that every phase is in (they need the
@@ -123,11 +152,28 @@ class RunJournal:
             return
         self.measurements[:] = flagged
         tmp = self.run_dir / "measurements.jsonl.tmp"
-        tmp.write_text("".join(json.dumps(m.to_dict()) + "\n" for m in flagged), encoding="utf-8")
-        os.replace(tmp, self.run_dir / "measurements.jsonl")
+        with _writing(self.run_dir / "measurements.jsonl", tmp):
+            text = "".join(json.dumps(m.to_dict()) + "\n" for m in flagged)
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, self.run_dir / "measurements.jsonl")
         if self.store is not None:
             for m in changed:
                 self.store.put_measurement(m)
+
+
+@contextlib.contextmanager
+def _writing(path: Path, partial: Path | None = None) -> Iterator[None]:
+    """A full disk while writing ``path`` is :class:`~gatebench.errors.NoSpaceLeft`; a partly
+    written temporary file (``partial``) is removed."""
+    try:
+        yield
+    except OSError as exc:
+        if partial is not None:
+            with contextlib.suppress(OSError):
+                partial.unlink()
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise no_space(path) from None
+        raise
 
 
 __all__ = ["Progress", "RunJournal"]
