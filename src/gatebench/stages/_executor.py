@@ -5,10 +5,11 @@ step by hand (as pytest's run protocol owns setup and teardown around each test)
 2. the stages in order, the run moved to each one's step as it starts or once it has finished
    (``Stage.moves``), what each returns kept by type; a stage that overlaps the next runs when
    that one calls ``ctx.ready()``, and the next one's own status waits for it;
-3. teardown (``ctx.teardown``) where a stage does it and, whatever happened, before the outcome
-   is recorded (every process the run starts is in its ledger: a guardian ends them if
-   gatebench dies first, gatebench._guardian): ``done`` / ``partial`` (``ctx.final_status``), or ``failed`` / ``partial``
-   (measurements kept) at the step of the innermost stage that raised.
+3. every process the run starts in its ledger, which a guardian process acts on if gatebench
+   dies first (gatebench._guardian); teardown (``ctx.teardown``) where a stage does it and,
+   whatever happened, before the outcome is recorded: ``done`` / ``partial``
+   (``ctx.final_status``), or ``failed`` / ``partial`` (measurements kept) at the step of the
+   innermost stage that raised, a full disk said in one line (gatebench._disk).
 """
 
 from __future__ import annotations
@@ -58,11 +59,11 @@ class Executor:
             ctx.outcome.wall_s = time.monotonic() - start
             raise
         except Exception as exc:
-            at = (self.failed or self.current).name  # one line, whatever the full disk broke
-            full = as_no_space(exc, ctx.run_dir, f"the {at} stage")
+            at = self.failed or self.current
+            full = as_no_space(exc, ctx.run_dir, f"the {at.name} stage")
             self._record_failure(str(full or exc))
             if full is not None and full is not exc:
-                raise full from None
+                raise full from None  # one line, whatever the full disk broke
             raise
         ctx.outcome.wall_s = time.monotonic() - start
         return ctx.outcome
