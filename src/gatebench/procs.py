@@ -219,6 +219,19 @@ class Supervisor:
             with self._lock:
                 self._struck(proc)
 
+    def listed(self, pgid: int, name: str) -> None:
+        """A process group started outside :meth:`start` (a checker run by
+        :func:`run_bounded`) goes to the ledger too, so the guardian ends it if gatebench dies
+        while it runs; :meth:`unlisted` strikes it."""
+        if self._ledger is not None:
+            self._start_guardian(self._ledger)
+        with self._lock:
+            self._note({"pgid": pgid, "created": _started_at(pgid), "name": name})
+
+    def unlisted(self, pgid: int) -> None:
+        with self._lock, contextlib.suppress(OSError):
+            self._note({"stopped": pgid})
+
     def _note(self, entry: dict[str, Any]) -> None:
         """One line of the ledger (under the lock)."""
         if self._ledger is not None:
@@ -503,6 +516,7 @@ def run_bounded(
     env: Mapping[str, str] | None = None,
     cancel: threading.Event | None = None,
     grace: float = 2.0,
+    supervisor: Supervisor | None = None,
 ) -> Bounded:
     """Run ``argv`` (never through a shell) until it exits, ``timeout`` seconds pass or
     ``cancel`` is set; then end its whole process tree and return what it did.
@@ -513,7 +527,8 @@ def run_bounded(
     own session with its output in a file, and at the limit every process below it (found
     while it still runs, so even one that left its group is known by PID) and its process
     group get SIGTERM, then SIGKILL after ``grace`` seconds. Like every process gatebench
-    starts, it is killed if gatebench dies (``PR_SET_PDEATHSIG``)."""
+    starts, it is killed if gatebench dies (``PR_SET_PDEATHSIG``); with a ``supervisor``
+    its group is in the run's ledger while it runs, so what it started is ended too."""
     started = time.monotonic()
     deadline = started + timeout
     full_env = {**os.environ, **(env or {})}
@@ -534,6 +549,8 @@ def run_bounded(
         ended: tuple[str, ...] = ()
         stopped = False
         try:
+            if supervisor is not None:
+                supervisor.listed(popen.pid, os.path.basename(argv[0]))
             while True:
                 try:
                     popen.wait(timeout=max(0.0, min(0.1, deadline - time.monotonic())))
@@ -553,6 +570,8 @@ def run_bounded(
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(popen.pid, signal.SIGKILL)
             _gone(left, 5.0)
+            if supervisor is not None:
+                supervisor.unlisted(popen.pid)
         elapsed = time.monotonic() - started
         size = out.seek(0, os.SEEK_END)
         out.seek(max(0, size - _OUTPUT_KEPT))
