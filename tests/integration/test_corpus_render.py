@@ -18,9 +18,8 @@ import pytest
 
 from booted import skip_unless_installed
 from corpus import CORPUS, EXAMPLES_CORPUS, EXPECTED_ERRORS, corpus_files, example_files
-from gatebench._cli.render import _boot_check
 from gatebench.errors import UnsupportedFeature
-from gatebench.provisioners import check_config, write_files
+from gatebench.provisioners import CheckTask, check_config, check_gateway, write_files
 from gatebench.renderers import RenderTarget, all_renderers
 from gatebench.renderers._jvm import JvmRenderer
 from gatebench.renderers._leave_out import render_leaving_out
@@ -96,7 +95,8 @@ def test_the_gateway_checker_accepts_the_config(path: Path, gateway: str, tmp_pa
     write_files(files, tmp_path)
     assert check_config(renderer, tmp_path, target) is not None
     if renderer.boot_check:  # KrakenD: its checker passes paths its router refuses at start
-        assert _boot_check(renderer, target, api) == " [booted: ok]"
+        checked = check_gateway(CheckTask(renderer, tmp_path, target, api))
+        assert checked.status == " [checker: ok] [booted: ok]", checked.messages
 
 
 @pytest.mark.parametrize(
@@ -104,9 +104,7 @@ def test_the_gateway_checker_accepts_the_config(path: Path, gateway: str, tmp_pa
     [(p, r.name) for p in CHECK_SAMPLE for r in BOOTED],
     ids=lambda v: v if isinstance(v, str) else _name(v),
 )
-def test_the_gateway_boots_the_config(
-    path: Path, gateway: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_the_gateway_boots_the_config(path: Path, gateway: str, tmp_path: Path) -> None:
     skip_unless_installed(gateway)
     renderer = next(r for r in BOOTED if r.name == gateway)
     api = _api(path)
@@ -117,4 +115,5 @@ def test_the_gateway_boots_the_config(
         assert refusal.problems
         assert all(p.pointer.startswith("/") for p in refusal.problems)
         return
-    assert _boot_check(renderer, target, api) == " [booted: ok]", capsys.readouterr().err
+    checked = check_gateway(CheckTask(renderer, tmp_path, target, api))
+    assert checked.status == " [booted: ok]", checked.messages

@@ -11,12 +11,18 @@ from pathlib import Path
 import pytest
 
 from booted import skip_unless_installed
-from gatebench._cli.render import _boot_check
 from gatebench.cli import main
 from gatebench.errors import UnsupportedHere
 from gatebench.ir import Api
 from gatebench.procs import Supervisor, free_port, http_probe
-from gatebench.provisioners import ConfigRejected, boot_gateway, check_config, write_files
+from gatebench.provisioners import (
+    CheckTask,
+    ConfigRejected,
+    boot_gateway,
+    check_config,
+    check_gateway,
+    write_files,
+)
 from gatebench.renderers import RenderTarget, get_renderer
 from gatebench.renderers.krakend import KrakendRenderer
 from gatebench.renderers.nginx import NginxRenderer
@@ -132,16 +138,16 @@ def test_render_check_boots_traefik(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert code == 0
 
 
-def test_a_router_traefik_drops_fails_the_boot_check(
-    tmp_path: Path, petstore: Api, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_router_traefik_drops_fails_the_boot_check(tmp_path: Path, petstore: Api) -> None:
     target = RenderTarget(workdir=str(tmp_path), listen_port=8080)
-    assert _boot_check(BrokenTraefik(), target, petstore) == " rejected at boot"
-    err = capsys.readouterr().err
+    broken = check_gateway(CheckTask(BrokenTraefik(), tmp_path, target, petstore))
+    assert (broken.status, broken.failed) == (" rejected at boot", True)
+    (err,) = broken.messages
     assert err.startswith("traefik: the configuration was partly refused at boot:\n")
     assert " ERR " in err
     assert "unsupported function: Methodd" in err
-    assert _boot_check(get_renderer("traefik"), target, petstore) == " [booted: ok]"
+    fine = check_gateway(CheckTask(get_renderer("traefik"), tmp_path, target, petstore))
+    assert (fine.status, fine.failed, fine.messages) == (" [booted: ok]", False, ())
 
 
 def test_render_check_exits_1_when_the_boot_refuses_the_config(
@@ -165,6 +171,43 @@ def test_render_check_exits_1_when_the_boot_refuses_the_config(
     assert code == 1
 
 
+def test_a_boot_check_sees_exactly_what_was_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Routes the render left out (with a warning) are not in the files, so the boot check,
+    which boots the same routes, never reports them again; the other gateways still run."""
+    spec = tmp_path / "api.yaml"
+    spec.write_text(
+        "openapi: 3.0.3\ninfo: {title: t, version: '1'}\npaths:\n"
+        "  /ok:\n    get: {responses: {'200': {description: ok}}}\n"
+        "  /pair/{a}{b}:\n    get:\n      parameters:\n"
+        "        - {name: a, in: path, required: true, schema: {type: string}}\n"
+        "        - {name: b, in: path, required: true, schema: {type: string}}\n"
+        "      responses: {'200': {description: ok}}\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    code = main(["render", str(spec), "-g", "traefik,nginx", "-o", str(out), "--check"])
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == [
+        f"traefik: {out / 'traefik'} (dynamic.yml, traefik.yml) [booted: ok]",
+        f"nginx: {out / 'nginx'} (nginx.conf) [checker: ok]",
+    ]
+    left_out = (
+        "api.yaml: warning: /paths/~1pair~1{a}{b}/get: parameters 'a' and 'b' follow each "
+        "other in one path segment with nothing between them; no gateway can tell where one "
+        "ends; the route is left out of its configuration"
+    )
+    assert captured.err.splitlines() == [
+        left_out,
+        "traefik: 1 of 2 routes left out (it cannot express them and no workload uses them)",
+        left_out,
+        "nginx: 1 of 2 routes left out (it cannot express them and no workload uses them)",
+    ]
+    assert "<spec>" not in captured.err
+    assert code == 0
+
+
 class BackslashKrakend(KrakendRenderer):
     """KrakenD with a backslash in a path (the renderer refuses one): `krakend check` accepts
     it, KrakenD's router panics at start."""
@@ -184,25 +227,23 @@ class BrokenTyk(TykRenderer):
         return {**super().render(api, target), "apps/gatebench.json": '{"api_id": '}
 
 
-def test_krakends_boot_finds_what_its_checker_misses(
-    tmp_path: Path, petstore: Api, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_krakends_boot_finds_what_its_checker_misses(tmp_path: Path, petstore: Api) -> None:
     skip_unless_installed("krakend")
     renderer = BackslashKrakend()
     target = _target(tmp_path / "files", 9000)
     write_files(renderer.render(petstore, target), target.workdir)
     assert "Syntax OK!" in (check_config(renderer, target.workdir, target) or "")
-    assert _boot_check(renderer, target, petstore) == " rejected at boot"
-    assert "the boot failed" in capsys.readouterr().err
+    checked = check_gateway(CheckTask(renderer, Path(target.workdir), target, petstore))
+    assert (checked.status, checked.failed) == (" [checker: ok] rejected at boot", True)
+    assert "the boot failed" in checked.messages[0]
 
 
-def test_tyks_boot_check_reads_its_error_lines(
-    tmp_path: Path, petstore: Api, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_tyks_boot_check_reads_its_error_lines(tmp_path: Path, petstore: Api) -> None:
     skip_unless_installed("tyk")
     target = _target(tmp_path)
-    assert _boot_check(get_renderer("tyk"), target, petstore) == " [booted: ok]"
-    assert _boot_check(BrokenTyk(), target, petstore) == " rejected at boot"
-    err = capsys.readouterr().err
-    assert "tyk: the configuration was partly refused at boot" in err
-    assert "level=error" in err
+    checked = check_gateway(CheckTask(get_renderer("tyk"), tmp_path, target, petstore))
+    assert checked.status == " [booted: ok]", checked.messages
+    checked = check_gateway(CheckTask(BrokenTyk(), tmp_path, target, petstore))
+    assert (checked.status, checked.failed) == (" rejected at boot", True)
+    assert checked.messages[0].startswith("tyk: the configuration was partly refused at boot")
+    assert "level=error" in checked.messages[0]
