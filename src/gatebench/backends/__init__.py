@@ -11,7 +11,9 @@ import http.client
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from .. import _resources
@@ -40,6 +42,49 @@ gateway: ``POST /__gatebench__/reset`` (back to the initial state, 204) and
 path starts with a double-underscored segment in practice."""
 
 
+@dataclass(frozen=True)
+class BackendTls:
+    """The backend's own TLS listener (the baseline of a TLS plan): the run's TLS folder
+    (``gatebench.tls``) and what to offer, as the gateways do."""
+
+    folder: Path
+    http2: bool = False
+    resumption: bool = True
+
+    def args(self, port: int) -> list[str]:
+        from ..tls import SERVER_CERT, SERVER_KEY
+
+        return [
+            "-tls-listen",
+            f"127.0.0.1:{port}",
+            "-tls-cert",
+            str(self.folder / SERVER_CERT),
+            "-tls-key",
+            str(self.folder / SERVER_KEY),
+            f"-tls-h2={'true' if self.http2 else 'false'}",
+            f"-tls-tickets={'true' if self.resumption else 'false'}",
+        ]
+
+
+@dataclass(frozen=True)
+class StartedBackend:
+    """One backend process: its plain port (what gateways forward to), its TLS port (the
+    baseline of a TLS plan) and its replica number in a pool (0: not a pool)."""
+
+    process: ManagedProcess
+    port: int
+    tls_port: int | None = None
+    replica: int = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def tls_url(self) -> str | None:
+        return None if self.tls_port is None else f"https://127.0.0.1:{self.tls_port}"
+
+
 def start_backend(
     supervisor: Supervisor,
     mode: str,
@@ -50,13 +95,89 @@ def start_backend(
     timeout: float = 10.0,
 ) -> tuple[ManagedProcess, int]:
     """Start the Go backend in ``mode`` on 127.0.0.1; returns the process and its port."""
-    port = port or free_port()
-    argv = [str(backend_binary()), "-listen", f"127.0.0.1:{port}", "-mode", mode, *extra_args]
-    proc = supervisor.start(
-        f"backend-{mode}", argv, log_path=Path(log_dir) / f"backend-{mode}.log", role="backend"
+    started = start_backend_process(
+        supervisor, mode, log_dir, port=port, extra_args=extra_args, timeout=timeout
     )
+    return started.process, started.port
+
+
+def start_backend_process(
+    supervisor: Supervisor,
+    mode: str,
+    log_dir: str | os.PathLike[str],
+    *,
+    port: int | None = None,
+    extra_args: Sequence[str] = (),
+    replica: int = 0,
+    tls: BackendTls | None = None,
+    tls_port: int | None = None,
+    timeout: float = 10.0,
+) -> StartedBackend:
+    """Start one Go backend process in ``mode`` on 127.0.0.1: replica number ``replica`` of a
+    pool (its answers say so, its stats count its own requests), with a TLS listener when
+    ``tls`` is given. Ready once both listeners answer."""
+    port = port or free_port()
+    argv = [str(backend_binary()), "-listen", f"127.0.0.1:{port}", "-mode", mode]
+    label = f"backend-{mode}" if not replica else f"backend-{mode}-{replica}"
+    if replica:
+        argv += ["-replica", str(replica)]
+    if tls is not None:
+        tls_port = tls_port or free_port()
+        argv += tls.args(tls_port)
+    else:
+        tls_port = None
+    argv += list(extra_args)
+    proc = supervisor.start(label, argv, log_path=Path(log_dir) / f"{label}.log", role="backend")
     wait_ready(proc, port, timeout=timeout)
-    return proc, port
+    if tls is not None and tls_port is not None:
+        from ..tls import CA_CERT
+
+        wait_ready(proc, tls_port, timeout=timeout, ca_file=str(tls.folder / CA_CERT))
+    return StartedBackend(proc, port, tls_port, replica)
+
+
+def start_replicas(
+    supervisor: Supervisor,
+    mode: str,
+    log_dir: str | os.PathLike[str],
+    count: int,
+    *,
+    extra_args: Sequence[str] = (),
+    tls: BackendTls | None = None,
+    timeout: float = 10.0,
+) -> list[StartedBackend]:
+    """``count`` backend processes, replicas 1..count, each on its own port; the first also
+    serves TLS when ``tls`` is given (the baseline reaches it directly)."""
+    return [
+        start_backend_process(
+            supervisor,
+            mode,
+            log_dir,
+            extra_args=extra_args,
+            replica=n if count > 1 else 0,
+            tls=tls if n == 1 else None,
+            timeout=timeout,
+        )
+        for n in range(1, count + 1)
+    ]
+
+
+def backend_stats(port: int, timeout: float = 5.0) -> dict[str, Any]:
+    """``GET /__gatebench__/stats`` of one backend process, directly: ``{"requests": N, ...}``
+    (N counts what it served outside the control prefix since its start or last reset)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("GET", f"{CONTROL_PREFIX}stats")
+        resp = conn.getresponse()
+        body = resp.read()
+    except (OSError, http.client.HTTPException) as exc:
+        raise RunError(f"backend stats on port {port} failed: {exc}") from None
+    finally:
+        conn.close()
+    if resp.status != 200:
+        raise RunError(f"backend stats on port {port} answered {resp.status}, expected 200")
+    data: dict[str, Any] = json.loads(body)
+    return data
 
 
 def start_plan_backend(
