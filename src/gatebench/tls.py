@@ -47,6 +47,9 @@ TLS12_CIPHERS = (
     "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
 )
 """TLS 1.2 cipher suites, IANA names, in preference order (the server's order applies)."""
+TLS13_CIPHERS = ("TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256")
+"""TLS 1.3's standard suites: listed only where one cipher list covers both versions (Java's
+JSSE, whose list would otherwise switch TLS 1.3 off)."""
 OPENSSL_CIPHERS = {
     "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256": "ECDHE-ECDSA-AES128-GCM-SHA256",
     "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256": "ECDHE-RSA-AES128-GCM-SHA256",
@@ -348,6 +351,7 @@ __all__ = [
     "SERVER_PEM",
     "STORE_PASSWORD",
     "TLS12_CIPHERS",
+    "TLS13_CIPHERS",
     "TRUST_P12",
     "VALIDITY",
     "GatewayTls",

@@ -50,6 +50,12 @@ ROUND_ROBIN_TOLERANCE = 0.10
 """How far each replica's round-robin share may stray from an even one (a fraction of it):
 round robin is exact up to the few requests a gateway's own state (several workers, a
 health check's timing) shifts."""
+H2_KNOWN_DIFFERENCES = {
+    "zuul": {"htmlAndSubDelims: chunked body"},
+}
+"""Requests a gateway forwards differently over HTTP/2, by replay label, each documented in
+docs/gateways.md: Zuul 1 (Tomcat 9) forwards an HTTP/2 request body sent without
+Content-Length (HTTP/2's form of a chunked body) as no body at all."""
 SLOW_S = 0.040
 """The slow replica's extra latency in the least-connections test."""
 
@@ -95,7 +101,9 @@ def deploy(
     tls_folder: Path,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Callable[..., Deployed]:
-    def start(gateway: str, api: Api, *, tls: bool, http2: bool, balance: str) -> Deployed:
+    def start(
+        gateway: str, api: Api, *, tls: bool, http2: bool, balance: str, pool: bool = True
+    ) -> Deployed:
         renderer = get_renderer(gateway)
         urls = tuple(r.url for r in replicas)
         target = RenderTarget(
@@ -104,7 +112,7 @@ def deploy(
             backend_url=urls[0],
             admin_port=free_port(),
             tls=GatewayTls(str(tls_folder), http2=http2) if tls else None,
-            replicas=urls,
+            replicas=urls if pool else (),
             balance=balance,
         )
         with pytest.MonkeyPatch.context() as patch:
@@ -143,28 +151,36 @@ def test_replay_over_tls_and_http2_through_a_pool(
     replicas: list[StartedBackend],
     tls_folder: Path,
 ) -> None:
+    """TLS with HTTP/2 offered, three replicas round robin: what the gateway renders of it
+    (a refused part is left out, with a located reason naming a declared gap)."""
     api = replay_api("adversarial")
-    refused = _can_render(gateway, api, tls=GatewayTls("/tmp/x", http2=True), **POOL)
-    if refused is not None:
-        assert get_renderer(gateway).deployment_gaps.get("tls"), refused
-        assert "TLS termination" in refused
-        deployed = deploy(gateway, api, tls=False, http2=False, balance="round_robin")
-        try:
-            failures = replay(
-                replay_matrix(api),
-                gateway_port=deployed.target.listen_port,
-                backend_port=replicas[0].port,
-                normalizes_path=get_renderer(gateway).normalizes_path,
-            )
-        finally:
-            deployed.stop()
-        assert not failures, "\n".join(failures[:40])
-        return
+    renderer = get_renderer(gateway)
+    no_tls = _can_render(gateway, api, tls=GatewayTls("/tmp/x", http2=True))
+    no_pool = _can_render(gateway, api, **POOL)
+    if no_tls is not None:
+        assert renderer.deployment_gaps.get("tls"), no_tls
+        assert "TLS termination" in no_tls
+    if no_pool is not None:
+        assert renderer.deployment_gaps.get("pool.round_robin"), no_pool
+        assert "replicas, round robin" in no_pool
     matrix = replay_matrix(api)
-    deployed = deploy(gateway, api, tls=True, http2=True, balance="round_robin")
+    deployed = deploy(
+        gateway,
+        api,
+        tls=no_tls is None,
+        http2=True,
+        balance="round_robin",
+        pool=no_pool is None,
+    )
     port = deployed.target.listen_port
-    normalizes = get_renderer(gateway).normalizes_path
+    normalizes = renderer.normalizes_path
     try:
+        if no_tls is not None:
+            failures = replay(
+                matrix, gateway_port=port, backend_port=replicas[0].port, normalizes_path=normalizes
+            )
+            assert not failures, f"{gateway} (plain):\n" + "\n".join(failures[:40])
+            return
         h1 = Client(
             "127.0.0.1",
             port,
@@ -188,7 +204,9 @@ def test_replay_over_tls_and_http2_through_a_pool(
             via=h2,
         )
         assert h2.negotiated == "h2"
-        assert not failures, f"{gateway} over HTTP/2:\n" + "\n".join(failures[:40])
+        known = H2_KNOWN_DIFFERENCES.get(gateway, set())
+        differing = {f.split("[", 1)[1].split("]", 1)[0] for f in failures}
+        assert differing == known, f"{gateway} over HTTP/2:\n" + "\n".join(failures[:40])
     finally:
         deployed.stop()
 
@@ -204,7 +222,7 @@ def test_tls_without_http2_offers_http1_only_and_refuses_other_cas(
     api = replay_api("auction")
     if _can_render(gateway, api, tls=GatewayTls("/tmp/x")) is not None:
         pytest.skip(f"{gateway} terminates no TLS (its reason is checked by the replay test)")
-    deployed = deploy(gateway, api, tls=True, http2=False, balance="round_robin")
+    deployed = deploy(gateway, api, tls=True, http2=False, balance="round_robin", pool=False)
     port = deployed.target.listen_port
     try:
         with pytest.raises(AssertionError, match="ALPN selected"):
@@ -262,6 +280,10 @@ def test_round_robin_shares_evenly(
     """300 routed requests from 3 keep-alive clients over three equal replicas: each serves
     an even share within ±10 %, and every request is served by some replica."""
     api = replay_api("auction")
+    refused = _can_render(gateway, api, **POOL)
+    if refused is not None:
+        assert get_renderer(gateway).deployment_gaps.get("pool.round_robin"), refused
+        pytest.skip(f"{gateway}: {refused}")
     deployed = deploy(gateway, api, tls=False, http2=False, balance="round_robin")
     try:
         before = _counts(replicas)
