@@ -21,6 +21,7 @@ import datetime
 import hashlib
 import ipaddress
 import os
+import secrets
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -131,10 +132,14 @@ def make_run_certificates(
     not_before = now - datetime.timedelta(minutes=5)
     ca_key = _new_key(key_type)
     server_key = _new_key(key_type)
+    # A name of its own per run: a certificate from another run's CA is refused as from an
+    # unknown issuer, not as one whose signature fails.
     ca_name = x509.Name(
         [
             x509.NameAttribute(NameOID.ORGANIZATION_NAME, "gatebench"),
-            x509.NameAttribute(NameOID.COMMON_NAME, "gatebench run CA (throwaway)"),
+            x509.NameAttribute(
+                NameOID.COMMON_NAME, f"gatebench run CA {secrets.token_hex(4)} (throwaway)"
+            ),
         ]
     )
     ca_cert = (

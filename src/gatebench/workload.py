@@ -240,9 +240,18 @@ def _warmups(plan: Plan) -> list[tuple[Workload, Injection]]:
 
 
 def render_workload(
-    plan: Plan, api: Api, schedule: Schedule, *, skip_file: str | None = None
+    plan: Plan,
+    api: Api,
+    schedule: Schedule,
+    *,
+    skip_file: str | None = None,
+    trust_store: str | None = None,
 ) -> dict[str, Any]:
-    """The workload JSON the generic simulation reads (no secret in it, only env names)."""
+    """The workload JSON the generic simulation reads (no secret in it, only env names).
+
+    With a TLS plan, ``trust_store`` is the run's trust store (``gatebench.tls.TRUST_P12``:
+    the run's CA alone): the engine trusts it and nothing else, and speaks HTTP/2 when the
+    plan asks (``tls`` in the document)."""
     workloads = {w.name: w for w in plan.workloads}
     requests: dict[str, dict[str, Any]] = {}
     generators: dict[str, dict[str, Generator]] = {}
@@ -284,13 +293,26 @@ def render_workload(
                 "request": request,
             }
         )
-    return {
+    document: dict[str, Any] = {
         "format": FORMAT,
         "seed": schedule.seed,
         "secret_env": secret_env,
         "skip_file": skip_file or "",
         "phases": phases,
     }
+    if plan.tls is not None:
+        document["tls"] = tls_json(plan.tls.http2, trust_store)
+    return document
+
+
+def tls_json(http2: bool, trust_store: str | None) -> dict[str, Any]:
+    """The document's ``tls``: HTTP/2 by ALPN or not, and the trust store the engine uses
+    (its password is ``gatebench.tls.STORE_PASSWORD``, which guards nothing secret)."""
+    from .tls import STORE_PASSWORD
+
+    if trust_store is None:
+        raise RunError("a TLS plan needs the run's trust store (gatebench.tls.TRUST_P12)")
+    return {"http2": http2, "trust_store": trust_store, "trust_store_password": STORE_PASSWORD}
 
 
 def injection_json(inj: Injection) -> dict[str, Any]:

@@ -59,6 +59,9 @@ import java.util.function.Function;
  * of subjects): user i of a phase sends line (user_base + i * user_stride) mod lines, so each
  * simulated user carries its own subject (a per-subject rate limit counts per user).
  *
+ * <p>TLS: with a {@code tls} object in the workload, HTTP/2 is enabled when {@code tls.http2}
+ * is true; the trust store comes from system properties set by gatebench.engines.gatling.
+ *
  * <p>stdout protocol (one line each, read by gatebench.engines.gatling): {@code GATEBENCH start
  * INDEX EPOCH_MS}, {@code GATEBENCH end INDEX EPOCH_MS}, {@code GATEBENCH progress INDEX DONE}
  * (every second) and {@code GATEBENCH finished EPOCH_MS}.
@@ -109,6 +112,11 @@ public class GenericSimulation extends Simulation {
             .disableAutoOrigin()
             .disableUrlEncoding()
             .userAgentHeader("gatebench");
+    // TLS (the trust store is set by system properties, gatebench.engines.gatling): HTTP/2 by
+    // ALPN where the plan asks for it; otherwise HTTP/1.1 only.
+    if (root.path("tls").path("http2").asBoolean(false)) {
+      protocol = protocol.enableHttp2();
+    }
 
     JsonNode phases = root.path("phases");
     phaseCount = phases.size();
