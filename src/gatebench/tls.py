@@ -51,6 +51,18 @@ TLS12_CIPHERS = (
 TLS13_CIPHERS = ("TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256")
 """TLS 1.3's standard suites: listed only where one cipher list covers both versions (Java's
 JSSE, whose list would otherwise switch TLS 1.3 off)."""
+CIPHER_CODES = {
+    "TLS_AES_128_GCM_SHA256": 0x1301,
+    "TLS_AES_256_GCM_SHA384": 0x1302,
+    "TLS_CHACHA20_POLY1305_SHA256": 0x1303,
+    "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256": 0xC02B,
+    "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256": 0xC02F,
+    "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384": 0xC02C,
+    "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384": 0xC030,
+    "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256": 0xCCA9,
+    "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256": 0xCCA8,
+}
+"""IANA code points of the suites (configurations that take numbers: KrakenD)."""
 OPENSSL_CIPHERS = {
     "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256": "ECDHE-ECDSA-AES128-GCM-SHA256",
     "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256": "ECDHE-RSA-AES128-GCM-SHA256",
@@ -344,6 +356,7 @@ def openssl_ciphers(separator: str = ":") -> str:
 
 __all__ = [
     "CA_CERT",
+    "CIPHER_CODES",
     "DEFAULT_HOSTS",
     "FILES",
     "KEY_TYPES",

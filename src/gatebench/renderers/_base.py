@@ -281,6 +281,9 @@ class Renderer(abc.ABC):
     replica pools by balance) the renderer renders natively when the target asks."""
     deployment_gaps: ClassVar[Mapping[str, str]] = {}
     """Deployment feature → why the gateway cannot render it (the exclusion reason)."""
+    http2_always: ClassVar[bool] = False
+    """The gateway offers ``h2`` by ALPN whenever it terminates TLS (no setting turns it off):
+    without ``http2`` in the plan the engine keeps to HTTP/1.1 itself."""
     health_checks: ClassVar[str] = "none"
     """How the gateway's pool notices a dead replica, for the support matrix: ``active``
     (it probes each replica), ``passive`` (it watches failed requests), ``active + passive``
