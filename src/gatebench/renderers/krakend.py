@@ -28,7 +28,9 @@ Mapping rules (tests/golden/krakend/README.md says the same in prose):
   ALPN whenever TLS is on (no setting turns it off: the engine then keeps to HTTP/1.1 when
   the plan does not ask for HTTP/2) and has no setting for session tickets.
 - Replicas (``target.replicas``): every backend's ``host`` lists the replicas; KrakenD CE
-  balances round robin and has no health checks and no least-connections balancer.
+  balances round robin when it runs on one core (``GOMAXPROCS=1``) and picks a host at random
+  otherwise (lura's default balancer; seen with KrakenD CE 2.13.8), and has no health checks
+  and no least-connections balancer.
 """
 
 from __future__ import annotations
@@ -114,7 +116,8 @@ class KrakendRenderer(Renderer):
     http2_always = True
     deployment_gaps: ClassVar[dict[str, str]] = {
         "tls.no_resumption": "KrakenD's tls settings have none for session tickets",
-        "pool.least_conn": "KrakenD CE balances a backend's hosts round robin only",
+        "pool.least_conn": "KrakenD CE balances a backend's hosts round robin (one core) or at "
+        "random, never by connections",
     }
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
