@@ -13,15 +13,16 @@ dead replica's port. docs/input.md ("A replica fails") says what each figure mea
   noticed;
 - ``stopped_after_s``: from the kill to the last moment the gateway still sent requests to
   the dead replica: the end of the last :data:`BUCKET_S` bucket with more connection attempts
-  than health checks make (:data:`PROBE_ATTEMPTS` per bucket), or the last failed request,
-  whichever is later. Health checks go on probing a dead replica (``probe_rate`` says how
+  than health checks make (:data:`PROBE_ATTEMPTS` per bucket; without such a bucket, the last
+  attempt of the first one: a retry right at the kill), or the last failed request, whichever
+  is later. Health checks go on probing a dead replica (``probe_rate`` says how
   often); that is not traffic.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -97,7 +98,12 @@ def fault_impact(
             n = int((t - killed_at) // BUCKET_S)
             buckets[n] = buckets.get(n, 0) + 1
         busy = [n for n, count in buckets.items() if count > PROBE_ATTEMPTS]
-        traffic_end = (max(busy) + 1) * BUCKET_S if busy else 0.0
+        if busy:
+            traffic_end = (max(busy) + 1) * BUCKET_S
+        else:  # a retry or two right at the kill, then nothing but health checks
+            traffic_end = max(
+                (t - killed_at for t in after_kill if t - killed_at < BUCKET_S), default=0.0
+            )
         stopped = max(stopped or 0.0, traffic_end)
         quiet = [t for t in after_kill if t - killed_at >= traffic_end]
         span = phase_end - (killed_at + traffic_end)
@@ -116,6 +122,27 @@ def fault_impact(
     )
 
 
+def requests_by_phase(records: Iterable[object]) -> dict[str, list[Request]]:
+    """The requests of each phase (by record name, ``p0007``) of a Gatling log's records
+    (``gatebench.simlog.read_simlog``), in epoch seconds."""
+    from .simlog import RequestRecord, RunHeader
+
+    start_ms = 0
+    out: dict[str, list[Request]] = {}
+    for record in records:
+        if isinstance(record, RunHeader):
+            start_ms = record.start_ms
+        elif isinstance(record, RequestRecord) and record.name.startswith("p"):
+            out.setdefault(record.name, []).append(
+                Request(
+                    (start_ms + record.start) / 1000.0,
+                    (start_ms + record.end) / 1000.0,
+                    record.ok,
+                )
+            )
+    return out
+
+
 __all__ = [
     "BUCKET_S",
     "PROBE_ATTEMPTS",
@@ -124,4 +151,5 @@ __all__ = [
     "FaultImpact",
     "Request",
     "fault_impact",
+    "requests_by_phase",
 ]

@@ -102,6 +102,13 @@ class ManagedProcess:
         self._signal(signal.SIGKILL)
         return self.popen.poll()
 
+    def kill(self, timeout: float = 5.0) -> int | None:
+        """SIGKILL to the process group at once, as a crash would end it (no shutdown)."""
+        self._signal(signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(timeout=timeout)
+        return self.popen.poll()
+
     def _signal(self, sig: int) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.popen.pid, sig)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import quote
@@ -142,16 +142,24 @@ def compile_load(
     keep: Callable[[Phase], bool] | None = None,
     ceiling_url: str | None = None,
     skip_file: str | None = None,
+    reset_urls: Sequence[str] = (),
+    trust_store: str | None = None,
 ) -> CompiledLoad:
     """From a plan to what the engine runs, in one call: the schedule (:func:`build_schedule`),
     only the phases ``keep`` accepts, the ceiling target's phases first when ``ceiling_url``
-    is given (docs/trust.md), and its workload document."""
-    schedule = build_schedule(plan, base_urls, reset_url=reset_url, seed=seed)
+    is given (docs/trust.md), and its workload document. ``reset_urls``: more backend
+    resets (every replica of a pool); ``trust_store``: the run's trust store (TLS plans)."""
+    schedule = build_schedule(
+        plan, base_urls, reset_url=reset_url, seed=seed, reset_urls=reset_urls
+    )
     if keep is not None:
         schedule = replace(schedule, phases=tuple(p for p in schedule.phases if keep(p)))
     if ceiling_url is not None:
         schedule = _with_ceiling(schedule, plan, ceiling_url)
-    return CompiledLoad(schedule, render_workload(plan, api, schedule, skip_file=skip_file))
+    return CompiledLoad(
+        schedule,
+        render_workload(plan, api, schedule, skip_file=skip_file, trust_store=trust_store),
+    )
 
 
 def _with_ceiling(schedule: Schedule, plan: Plan, url: str) -> Schedule:
@@ -173,6 +181,7 @@ def build_schedule(
     reset_url: str | None = None,
     seed: int | None = None,
     repetitions: int | None = None,
+    reset_urls: Sequence[str] = (),
 ) -> Schedule:
     """Phases for every repetition: targets in a shuffled order (``order: shuffled``, seeded),
     each with its warm-up (excluded from the statistics) and then one measured phase per
@@ -185,7 +194,7 @@ def build_schedule(
         seed = random.SystemRandom().randrange(2**31)
     rng = random.Random(seed)
     targets = [t for t in plan.targets if t in base_urls]
-    before = (Control(reset_url),) if reset_url else ()
+    before = tuple(Control(url) for url in ([reset_url] if reset_url else []) + list(reset_urls))
     phases: list[Phase] = []
     order: list[tuple[int, tuple[str, ...]]] = []
     for rep in range(1, (repetitions or plan.repetitions) + 1):

@@ -57,3 +57,10 @@ def test_nothing_observed_says_so() -> None:
     assert impact.stopped_after_s is None
     assert impact.errors == 0
     assert impact.to_dict()["requests_after"] == 10
+
+
+def test_one_retry_at_the_kill_then_only_probes() -> None:
+    requests = _steady(KILL - 1, KILL + 4, 0.01, 0.001)
+    impact = fault_impact(requests, KILL, KILL + 4, [KILL + 0.004, KILL + 1.0, KILL + 2.0])
+    assert impact.stopped_after_s == pytest.approx(0.004)
+    assert impact.attempts == 3

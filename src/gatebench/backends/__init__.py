@@ -11,7 +11,7 @@ import http.client
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -187,14 +187,56 @@ def start_plan_backend(
 
     ``url``: nothing is started; the URL must answer (any HTTP status) or the run fails
     before any load. ``mock``: the routes file is rendered into the run folder first.
+    One process: :func:`start_plan_backends` starts the plan's replicas and TLS.
     """
+    started = start_plan_backends(
+        supervisor, replace(plan, backend=replace(plan.backend, replicas=1)), api, run_dir
+    )
+    first = started.replicas[0] if started.replicas else None
+    return (
+        first.process if first is not None else None,
+        started.url,
+        started.reset_urls[0] if started.reset_urls else None,
+    )
+
+
+@dataclass(frozen=True)
+class PlanBackend:
+    """What :func:`start_plan_backends` started: the replicas (none for the user's own
+    service), the baseline's URL (the first replica's TLS listener in a TLS plan), what the
+    gateways forward to, and the resets the engine calls before each measured phase."""
+
+    replicas: tuple[StartedBackend, ...]
+    url: str
+    """The baseline's base URL."""
+    origins: tuple[str, ...]
+    """What the gateways forward to: one origin, or every replica's."""
+    reset_urls: tuple[str, ...]
+    mode: str | None
+    """The Go backend's mode (None: the user's own service)."""
+    argv_extra: tuple[str, ...] = ()
+    """The mode's own arguments (the mock's routes file): what a replica restarts with."""
+    tls: BackendTls | None = None
+
+
+def start_plan_backends(
+    supervisor: Supervisor,
+    plan: Plan,
+    api: Api,
+    run_dir: str | os.PathLike[str],
+    *,
+    tls: BackendTls | None = None,
+) -> PlanBackend:
+    """The plan's backend: ``backend.replicas`` processes of the Go backend (mock or builtin),
+    each counting what it served, the first also serving TLS for the baseline when ``tls``
+    is given; or the user's own service (``url``), which must answer."""
     if plan.backend.kind == "url":
         url = (plan.backend.url or "").rstrip("/")
         _check_reachable(url)
-        return None, url, None
+        return PlanBackend((), url, (url,), (), None)
+    extra: list[str] = []
     if plan.backend.kind == "builtin":
         mode = plan.backend.builtin or "auction"
-        proc, port = start_backend(supervisor, mode, run_dir)
     else:
         config = Path(run_dir) / "mock-backend.json"
         config.write_text(
@@ -202,10 +244,45 @@ def start_plan_backend(
             encoding="utf-8",
         )
         mode = "mock"
-        proc, port = start_backend(supervisor, "mock", run_dir, extra_args=["-config", str(config)])
-    base = f"http://127.0.0.1:{port}"
-    reset = f"{base}{CONTROL_PREFIX}reset" if mode in ("mock", "auction") else None
-    return proc, base, reset
+        extra = ["-config", str(config)]
+    replicas = tuple(
+        start_replicas(supervisor, mode, run_dir, plan.backend.replicas, extra_args=extra, tls=tls)
+    )
+    first = replicas[0]
+    resets = (
+        tuple(f"{r.url}{CONTROL_PREFIX}reset" for r in replicas)
+        if mode in ("mock", "auction")
+        else ()
+    )
+    return PlanBackend(
+        replicas,
+        first.tls_url or first.url,
+        tuple(r.url for r in replicas),
+        resets,
+        mode,
+        tuple(extra),
+        tls,
+    )
+
+
+def restart_replica(
+    supervisor: Supervisor,
+    backend: PlanBackend,
+    replica: StartedBackend,
+    log_dir: str | os.PathLike[str],
+) -> StartedBackend:
+    """Start a replica again on its own port (after a fault killed it)."""
+    assert backend.mode is not None
+    return start_backend_process(
+        supervisor,
+        backend.mode,
+        log_dir,
+        port=replica.port,
+        extra_args=backend.argv_extra,
+        replica=replica.replica,
+        tls=backend.tls if replica.tls_port is not None else None,
+        tls_port=replica.tls_port,
+    )
 
 
 def _check_reachable(url: str, timeout: float = 5.0) -> None:
