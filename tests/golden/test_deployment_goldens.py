@@ -167,8 +167,15 @@ KONG_ALGORITHMS = {"round-robin", "least-connections", "consistent-hashing", "la
 def test_kong_upstream_structure(case: str) -> None:
     import yaml
 
+    from gateway_schemas import kong_errors
+
     files = render_deployment_case("kong", case)
     config = yaml.safe_load(files["kong.yml"])
+    assert kong_errors(config) == []
+    broken = yaml.safe_load(files["kong.yml"])
+    broken["upstreams"][0]["healthchecks"]["passive"]["unhealthy"]["interval"] = 1
+    broken["upstreams"][0]["algorithm"] = "least-conn"
+    assert len(kong_errors(broken)) == 2
     (service,) = config["services"]
     (upstream,) = config["upstreams"]
     assert service["url"] == f"http://{upstream['name']}"
