@@ -133,3 +133,115 @@ def test_a_replica_killed_mid_phase(gateway: str, tmp_path: Path) -> None:
     sample = hooks.results[after.index].sample
     assert (sample.requests, sample.ok) == (60, 60)
     print(gateway, impact.to_dict())
+
+
+class WatchHooks:
+    """What the load stage does with the watch: phase events in, each phase annotated."""
+
+    def __init__(self, watch: Any, phases: dict[int, Any]) -> None:
+        self.watch = watch
+        self.phases = phases
+        self.measurements: list[Any] = []
+
+    def on_event(self, event: EngineEvent) -> None:
+        self.watch.on_event(event.kind, event.phase, event.at_ms)
+
+    def on_phase(self, result: PhaseResult) -> None:
+        from gatebench.measure import measurement_from
+
+        phase = self.phases[result.phase]
+        m = measurement_from("run", phase, result)
+        self.measurements.append(self.watch.annotate(m, phase, result))
+
+    def tick(self) -> None:
+        pass
+
+
+def test_tls_handshakes_and_a_fault_on_each_measurement(tmp_path: Path) -> None:
+    """nginx with the run's TLS and HTTP/2 in front of three replicas, Gatling over HTTP/2
+    trusting the run's CA; replica 3 dies in the middle of the measured phase: the
+    measurement says how many handshakes were new and resumed and what the kill did."""
+    from gatebench._deployed import DeploymentWatch, prepare_tls
+    from gatebench.tls import remove_tls_folder
+
+    result = read_spec(str(ROOT / "examples/auction/openapi.yaml"))
+    assert result.api is not None
+    section: dict[str, Any] = dict(result.benchmark)
+    section.update(
+        backend={"builtin": "auction", "replicas": 3},
+        baseline=True,
+        warmup=False,
+        repetitions=1,
+        tls={"key": "ecdsa-p256", "http2": True},
+        workloads=[
+            {
+                "name": "get",
+                "operation": "getAuction",
+                "params": {"auctionId": {"range": [1, 9]}},
+                "injection": {"concurrent": 4, "duration": "3s"},
+            }
+        ],
+        fault={"replica": 3, "at": "50%"},
+    )
+    plan = build_plan(section, result.api)
+    tls = prepare_tls(plan)
+    assert tls is not None
+    try:
+        with Supervisor() as sup:
+            backend = start_plan_backends(sup, plan, result.api, tmp_path, tls=tls.backend)
+            port = free_port()
+            target = RenderTarget(
+                workdir=str(tmp_path / "nginx"),
+                listen_port=port,
+                backend_url=backend.origins[0],
+                replicas=backend.origins,
+                tls=tls.gateway,
+            )
+            boot_gateway(get_renderer("nginx"), result.api, target, sup)
+            compiled = compile_load(
+                plan,
+                result.api,
+                {"nginx": f"https://127.0.0.1:{port}", "baseline": backend.url},
+                reset_urls=backend.reset_urls,
+                seed=2,
+                trust_store=str(tls.trust_store),
+            )
+            assert backend.url.startswith("https://")
+            baseline_port = int(backend.url.rsplit(":", 1)[1])
+            engine_dir = tmp_path / "engine"
+            watch = DeploymentWatch(
+                sup,
+                plan,
+                backend,
+                compiled.schedule.phases,
+                {"nginx": port, "baseline": baseline_port},
+                tmp_path,
+                engine_dir,
+            )
+            watch.start()
+            hooks = WatchHooks(watch, {p.index: p for p in compiled.schedule.phases})
+            try:
+                run = GatlingEngine().run(
+                    compiled.document,
+                    engine_dir,
+                    hooks,
+                    supervisor=sup,
+                    env={"AUCTION_TOKEN": "fault-token"},
+                )
+            finally:
+                watch.close()
+            assert not run.crashed, run.reason
+    finally:
+        remove_tls_folder(tls.folder)
+    assert not watch.notes
+    by_target = {m.target: m for m in hooks.measurements}
+    gw, base = by_target["nginx"], by_target["baseline"]
+    # 4 looping users keep their connections: a handshake or so each, never one per request
+    for m in (gw, base):
+        assert m.tls_new is not None and m.tls_resumed is not None
+        assert 1 <= m.tls_new + m.tls_resumed <= 8 < m.requests
+    assert gw.fault is not None and base.fault is None
+    assert gw.fault["replica"] == 3
+    assert gw.fault["requests_after"] > 0
+    assert gw.fault["attempts"] is not None
+    print(gw.tls_new, gw.tls_resumed, gw.fault)
