@@ -230,3 +230,12 @@ def test_plan_dict_carries_the_deployment() -> None:
     assert data["tls"] == {"key": "rsa-2048", "http2": True, "resumption": True}
     assert data["backend"]["replicas"] == 3
     assert data["fault"]["replica"] == 2
+
+
+def test_a_fault_without_a_warm_up_to_recover_in_warns() -> None:
+    plan = _plan(backend={"replicas": 2}, workloads=TIMED, fault={}, warmup=False)
+    assert plan.fault is not None
+    warnings = [(w.pointer, w.message) for w in plan.warnings]
+    assert warnings[0][0] == "/x-gatebench/fault"
+    assert "a warm-up of at least 3s" in warnings[0][1]
+    assert _plan(backend={"replicas": 2}, workloads=TIMED, fault={}).warnings == ()

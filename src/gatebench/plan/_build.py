@@ -122,7 +122,7 @@ def build_plan(
                 "give either auth.bearer (a token from a variable) or auth.jwt (signed tokens), not both",
             )
     engine = _engine(data.get("engine", "gatling"), r, workloads, warmup)
-    fault = read_fault(data.get("fault"), r, backend, workloads)
+    fault = read_fault(data.get("fault"), r, backend, workloads, warmup.duration)
     if tls is not None:
         _check_tls(tls, engine, backend, baseline, r)
     if auth.jwt_private_key_env is not None:

@@ -82,7 +82,18 @@ def read_pool(data: dict[str, Any], r: Reader, backend: Backend) -> Backend:
     )
 
 
-def read_fault(value: Any, r: Reader, backend: Backend, workloads: list[Workload]) -> Fault | None:
+RECOVERY_S = 3.0
+"""About how long the gateways' active health checks take to put a restarted replica back
+(two passed checks a second apart, plus its start)."""
+
+
+def read_fault(
+    value: Any,
+    r: Reader,
+    backend: Backend,
+    workloads: list[Workload],
+    warmup_s: float | None = None,
+) -> Fault | None:
     """``fault: {type: kill_replica, replica: N, workload: NAME, at: 50% | 5s}``."""
     if value is None:
         return None
@@ -113,6 +124,13 @@ def read_fault(value: Any, r: Reader, backend: Backend, workloads: list[Workload
     at_s, at_fraction = _fault_at(data, r, workload)
     if not ok or (at_s is None and at_fraction is None):
         return None
+    if (warmup_s or 0.0) < RECOVERY_S:
+        r.warn(
+            ["fault"],
+            f"the replica starts again when its phase ends and the gateways take it back over "
+            f"about {RECOVERY_S:g}s (longer with passive checks only): a warm-up of at least "
+            f"{RECOVERY_S:g}s keeps the phases after it from meeting a pool still recovering",
+        )
     return Fault(replica=replica, workload=workload.name, at_s=at_s, at_fraction=at_fraction)
 
 
@@ -178,4 +196,4 @@ def _fault_at(
     return seconds, None
 
 
-__all__ = ["DEFAULT_FAULT_AT", "read_fault", "read_pool", "read_tls"]
+__all__ = ["DEFAULT_FAULT_AT", "RECOVERY_S", "read_fault", "read_pool", "read_tls"]
