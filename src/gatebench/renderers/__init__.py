@@ -61,7 +61,8 @@ README beside the goldens, a section in docs/gateways.md.
 from __future__ import annotations
 
 from ._base import Renderer, RenderTarget, as_files, finish_text
-from ._deployment import deployment_exclusions, deployment_matrix, deployment_needs
+from ._deployment import deployment_needs
+from ._deployment_support import deployment_exclusions, deployment_matrix
 from ._policies import policy_exclusions, render_with_policies, support_matrix
 from ._registry import (
     RENDERERS,
