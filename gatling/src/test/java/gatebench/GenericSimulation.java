@@ -70,6 +70,7 @@ public class GenericSimulation extends Simulation {
 
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final String CONTROL = "__control__";
+  private static final String CONTROL_RETRY = "__control_retry__";
   private static final String CACHE_EMPTY_MESSAGE = "__control_first__";
   private static final int FLUSH_NAME_LENGTH = 8000;
 
@@ -257,6 +258,22 @@ public class GenericSimulation extends Simulation {
       String method = call.path("method").asText("POST");
       String url = call.path("url").asText();
       int expect = call.path("status").asInt(204);
+      int waitMs = call.path("wait_ms").asInt(0);
+      if (waitMs > 0) {
+        // A backend that may be restarting (a replica after a fault): retry every 100 ms until
+        // it answers, recorded under a name of its own; the call that counts follows.
+        steps =
+            steps
+                .tryMax(Math.max(1, waitMs / 100), "gb.try")
+                .on(
+                    doIf(session -> session.getInt("gb.try") > 0)
+                        .then(pause(Duration.ofMillis(100)))
+                        .exec(
+                            http(CONTROL_RETRY)
+                                .httpRequest(session -> method, session -> url)
+                                .check(status().is(expect))))
+                .exec(session -> session.markAsSucceeded());
+      }
       steps =
           steps.exec(
               http(CONTROL)
