@@ -87,6 +87,9 @@ class DeploymentWatch:
     notes: list[str] = field(default_factory=list)
     observer: LoopbackObserver | None = None
     fault: ReplicaFault | None = None
+    started_ms: dict[int, float] = field(default_factory=dict)
+    """Phase → the engine's start marker (epoch ms): connections (and their handshakes) open
+    before a request's own start time."""
 
     def start(self) -> None:
         watch_ports = tuple(self.target_ports.values()) if self.plan.tls is not None else ()
@@ -106,6 +109,8 @@ class DeploymentWatch:
                 )
 
     def on_event(self, kind: str, phase: int, at_ms: float) -> None:
+        if kind == "start" and at_ms:
+            self.started_ms[phase] = at_ms
         if self.fault is None:
             return
         if kind == "start":
@@ -118,8 +123,9 @@ class DeploymentWatch:
         changes: dict[str, Any] = {}
         port = self.target_ports.get(phase.target)
         if self.observer is not None and self.plan.tls is not None and port is not None:
+            start_ms = min(result.start_ms, self.started_ms.get(phase.index, result.start_ms))
             new, resumed = self.observer.handshakes_between(
-                result.start_ms / 1000.0 - 0.05, result.end_ms / 1000.0 + 0.05, port
+                start_ms / 1000.0 - 0.05, result.end_ms / 1000.0 + 0.05, port
             )
             changes.update(tls_new=new, tls_resumed=resumed)
         kill = self.fault.kills.get(phase.index) if self.fault is not None else None
