@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import PlanError, Problem
 from ..model import RunRecord
-from ..plan import load_plan, workload_summary
+from ..plan import cloud_problems, load_plan, workload_summary
 from ..run_request import METADATA_HEADER, METADATA_KEY, UploadRejected, run_request_from_metadata
 from ..spec import read_spec
 from ._firestore_rest import firestore_fields
@@ -107,6 +107,10 @@ def parse_upload(
         outcome.problems.extend(refused)
         return outcome
     plan = request.apply(plan)
+    not_here = cloud_problems(plan)
+    if not_here:
+        outcome.problems.extend(not_here)
+        return outcome
     run.gateways = list(plan.gateways)
     # JSON-shaped (lists, not tuples): the run reads back from Firestore exactly as built.
     run.plan = json.loads(json.dumps(plan.to_dict()))
