@@ -50,7 +50,7 @@ from ._deployment import (
 )
 from ._kong_policies import route_plugins
 from ._routes import identifier, named_group_pcre, shared_param_names
-from .envoy import dump_yaml
+from ._yaml_out import dump_yaml
 
 
 class KongRenderer(Renderer):

@@ -57,7 +57,7 @@ from ._deployment import (
     PASSIVE_WINDOW_S,
 )
 from ._routes import identifier
-from .envoy import dump_yaml
+from ._yaml_out import dump_yaml
 
 _ADMIN_ENTRY_POINT = "traefik"
 _READY_ROUTER = "gatebench-ready"

@@ -266,6 +266,8 @@ class RunQueue:
             argv.append("--quick")
         if request.gateways is not None:
             argv += ["--gateways", ",".join(request.gateways) or "none"]
+        if request.entry is not None:
+            argv += ["--entry", request.entry]
         return argv
 
     def _run(self, job: QueuedRun) -> None:
