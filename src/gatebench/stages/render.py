@@ -32,6 +32,8 @@ from .parse import Parsed
 if TYPE_CHECKING:
     from ._context import RunContext, RunOptions
 
+FAULT_RESET_WAIT_S = 5.0
+"""With a fault, how long a reset may wait for the replica that restarts as its phase ends."""
 SKIP_FILE = "skip-targets.txt"
 """Targets the engine skips from now on (one per line), rewritten as gateways fail."""
 
@@ -108,6 +110,7 @@ class Render(Stage):
             skip_file=str((ctx.run_dir / SKIP_FILE).resolve()),
             reset_urls=backend.replicas.reset_urls[1:] if backend.replicas is not None else (),
             trust_store=str(backend.tls.trust_store) if backend.tls is not None else None,
+            reset_wait_s=FAULT_RESET_WAIT_S if plan.fault is not None else 0.0,
         )
         ctx.outcome.schedule = schedule = compiled.schedule
         journal.environment(
