@@ -29,7 +29,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from .errors import RunError
 from .ir import Api
 from .model import RunRecord, local_run_id
 from .plan import Plan, workload_summary
@@ -58,21 +57,6 @@ def run_benchmark(
     RunError for a run-level failure (after recording it); KeyboardInterrupt passes through
     after teardown, with the run marked partial."""
     plan = plan_as_run(plan, quick=options.quick, repetitions=options.repetitions)
-    deployed = [
-        key
-        for key, asked in (
-            ("tls", plan.tls is not None),
-            ("backend.replicas", plan.backend.replicas > 1),
-            ("fault", plan.fault is not None),
-        )
-        if asked
-    ]
-    if deployed:
-        # The run's stages carry these; a run without them never goes ahead without them.
-        raise RunError(
-            f"this run cannot apply {', '.join(deployed)} of the plan: no run is started "
-            "without what the plan asks"
-        )
     run_id = options.run_id or local_run_id(spec_sha256)
     run_dir = (Path(options.results_dir) / run_id).resolve()
     if store is not None:

@@ -16,12 +16,12 @@ from urllib.parse import urlsplit
 
 from .._deployed import RunTls, prepare_tls
 from ..backends import PlanBackend, start_plan_backends
-from ..tls import remove_tls_folder
 from ..errors import GatebenchError
 from ..model import RunStatus
 from ..pinning import CpuLayout, resolve_layout
 from ..plan import Plan
 from ..procs import ManagedProcess, Supervisor
+from ..tls import remove_tls_folder
 from ..trust import Ceiling
 from ._base import Stage
 from ._journal import Progress
