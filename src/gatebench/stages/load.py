@@ -103,6 +103,14 @@ class LoadSplit(Load):
         problem = fanout_problem(ctx.options.testers, ctx.options.engine or ctx.plan.engine)
         if problem is not None:
             raise RunError(problem)
+        if ctx.plan.tls is not None or ctx.plan.fault is not None:
+            # Testers reach the targets from network namespaces of their own: the run's
+            # certificate names loopback only, and the loopback observer sees none of it.
+            raise RunError(
+                "--testers splits the load over network namespaces, which the run's TLS "
+                "certificate (loopback only) and the handshake and fault observer do not "
+                "reach; run a plan with tls or fault with one tester"
+            )
 
     def drive(self, ctx: RunContext, hooks: LoadHooks, document: dict[str, Any]) -> None:
         from .._fanout import run_testers
