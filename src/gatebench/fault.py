@@ -13,9 +13,13 @@ dead replica's port. docs/input.md ("A replica fails") says what each figure mea
   noticed;
 - ``stopped_after_s``: from the kill to the last moment the gateway still sent requests to
   the dead replica: the end of the last :data:`BUCKET_S` bucket with more connection attempts
-  than health checks make (:data:`PROBE_ATTEMPTS` per bucket; without such a bucket, the last
-  attempt of the first one: a retry right at the kill), or the last failed request, whichever
-  is later. Health checks go on probing a dead replica (``probe_rate`` says how
+  than health checks make (more than :data:`PROBE_ATTEMPTS` per bucket, and more than the
+  busiest bucket of the last third of the phase after the kill, when only probes remain: every
+  gateway of a local run probes the same replicas, and the loopback shows their attempts
+  alike; without such a bucket, the last attempt of the first one: a retry right at the kill),
+  or the last failed request, whichever is later. ``probe_rate`` is the rate of attempts in
+  that last third: the health checks of every gateway running, not of the one under test
+  alone. Health checks go on probing a dead replica (``probe_rate`` says how
   often); that is not traffic.
 """
 
@@ -97,7 +101,14 @@ def fault_impact(
         for t in after_kill:
             n = int((t - killed_at) // BUCKET_S)
             buckets[n] = buckets.get(n, 0) + 1
-        busy = [n for n, count in buckets.items() if count > PROBE_ATTEMPTS]
+        # Health checks are the background: every gateway of the run probes the same
+        # replicas. Their rate is read from the last third of the window (the gateway under
+        # test has long stopped sending by then); a bucket is traffic only well above it.
+        span_s = phase_end - killed_at
+        first_tail = math.ceil((2 * span_s / 3) / BUCKET_S)
+        tail_counts = [c for n, c in buckets.items() if n >= first_tail]
+        threshold = max(PROBE_ATTEMPTS, *tail_counts) if tail_counts else PROBE_ATTEMPTS
+        busy = [n for n, count in buckets.items() if count > threshold]
         if busy:
             traffic_end = (max(busy) + 1) * BUCKET_S
         else:  # a retry or two right at the kill, then nothing but health checks
@@ -105,9 +116,8 @@ def fault_impact(
                 (t - killed_at for t in after_kill if t - killed_at < BUCKET_S), default=0.0
             )
         stopped = max(stopped or 0.0, traffic_end)
-        quiet = [t for t in after_kill if t - killed_at >= traffic_end]
-        span = phase_end - (killed_at + traffic_end)
-        probe_rate = len(quiet) / span if span > 0 else None
+        tail_span = span_s - first_tail * BUCKET_S
+        probe_rate = sum(tail_counts) / tail_span if tail_span > 0 else None
     return FaultImpact(
         killed_at=killed_at,
         requests_after=len(after),

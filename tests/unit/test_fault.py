@@ -28,7 +28,7 @@ def test_a_gateway_that_retries_elsewhere_shows_no_error_but_keeps_trying() -> N
     assert impact.disturbed_s == 0.0
     assert impact.stopped_after_s == pytest.approx(1.25)
     assert impact.attempts == 43
-    assert impact.probe_rate == pytest.approx(3 / 3.75)
+    assert impact.probe_rate == pytest.approx(1 / 1.5)  # one probe in the last third
 
 
 def test_errors_and_a_spike_until_the_health_check_takes_it_out() -> None:
@@ -64,3 +64,13 @@ def test_one_retry_at_the_kill_then_only_probes() -> None:
     impact = fault_impact(requests, KILL, KILL + 4, [KILL + 0.004, KILL + 1.0, KILL + 2.0])
     assert impact.stopped_after_s == pytest.approx(0.004)
     assert impact.attempts == 3
+
+
+def test_other_gateways_probes_are_the_background_not_traffic() -> None:
+    """Six gateways each probe the dead replica once a second (at their own offsets): the
+    gateway under test retried twice at the kill and stopped; their probes are no traffic."""
+    requests = _steady(KILL - 1, KILL + 6, 0.01, 0.001)
+    probes = [KILL + 0.02 + g * 0.04 + s for g in range(6) for s in range(6)]
+    impact = fault_impact(requests, KILL, KILL + 6, [KILL + 0.001, KILL + 0.002, *probes])
+    assert impact.stopped_after_s is not None and impact.stopped_after_s <= 0.25
+    assert impact.probe_rate == pytest.approx(6.0, rel=0.2)

@@ -20,7 +20,7 @@ FAULT_HEADER = (
     "clients disturbed (s)",
     "kept sending (s)",
     "attempts",
-    "probes/s",
+    "probes/s (all gateways)",
 )
 
 
@@ -60,7 +60,9 @@ def fault_intro(measurements: Sequence[Measurement]) -> str:
         "started after the kill; 'clients disturbed' runs to the end of the last request that "
         "failed or took over twice the p99 before the kill; 'kept sending' to the last moment "
         "the gateway still sent requests to the dead replica (connection attempts beyond its "
-        "health checks, or failed requests); 'probes/s' are its health checks afterwards."
+        "health checks, or failed requests); 'probes/s' are the connection attempts to the dead "
+        "replica afterwards: the health checks of every gateway of the run, which all probe "
+        "the same replicas."
     )
 
 
