@@ -8,7 +8,9 @@ load generator needs the other core. A gateway's companions (Tyk's Redis, on a f
 port of its own) start before it and stop after it; their CPU counts as the gateway's.
 Gateways that only run on the cloud path (Kong, Google API Gateway) and gateways not installed
 here (KrakenD and Tyk come from their vendors) raise :class:`~gatebench.errors.UnsupportedHere`,
-which is reported, not fatal.
+which is reported, not fatal. With ``tls`` every gateway terminates TLS with the run's
+certificate (its URLs are https); with ``replicas`` it balances over the backend replicas
+(``renderers._deployment``).
 
 API keys (``auth.api_key``) are in the files of the gateways that compare no hash, and the
 files are in the run's folder: once a gateway has read its configuration (it is ready, or it
@@ -28,6 +30,7 @@ from ..errors import GatebenchError, UnsupportedHere
 from ..ir import Api
 from ..policies import PolicySet
 from ..procs import ManagedProcess, Supervisor, free_port
+from ..tls import GatewayTls
 from . import Endpoint, Provisioned
 from ._boot import redact_file
 
@@ -42,8 +45,16 @@ class LocalProvisioner:
         workers: int = 1,
         policies: PolicySet | None = None,
         allow_missing_policies: bool = False,
+        tls: GatewayTls | None = None,
+        replicas: tuple[str, ...] = (),
+        balance: str = "round_robin",
     ) -> None:
         self.supervisor = supervisor
+        self.tls = tls
+        """TLS every gateway terminates (the run's folder, ``gatebench.tls``); None: plain."""
+        self.replicas = replicas
+        """The backend replicas' origins when the backend is a pool (two or more)."""
+        self.balance = balance
         self.workers = workers
         self.policies = policies or PolicySet()
         """What every gateway enforces (``render_with_policies``)."""
@@ -84,10 +95,13 @@ class LocalProvisioner:
                 target = RenderTarget(
                     workdir=str(workdir),
                     listen_port=free_port(),
-                    backend_url=backend_url,
+                    backend_url=self.replicas[0] if len(self.replicas) > 1 else backend_url,
                     admin_port=free_port(),
                     redis_port=free_port(),
                     workers=self.workers,
+                    tls=self.tls,
+                    replicas=self.replicas if len(self.replicas) > 1 else (),
+                    balance=self.balance,
                 )
                 rendered = render_leaving_out(
                     renderer,
@@ -119,9 +133,13 @@ class LocalProvisioner:
     def planned(self) -> dict[str, str]:
         """Base URLs of the rendered gateways that run here (known before they start)."""
         return {
-            name: f"http://127.0.0.1:{target.listen_port}"  # type: ignore[attr-defined]
+            name: f"{self._scheme}://127.0.0.1:{target.listen_port}"  # type: ignore[attr-defined]
             for name, target in self._targets.items()
         }
+
+    @property
+    def _scheme(self) -> str:
+        return "https" if self.tls is not None else "http"
 
     def provision(self, gateways: list[str]) -> Provisioned:
         from ._boot import check_config, start_gateway
@@ -162,7 +180,7 @@ class LocalProvisioner:
             port = target.listen_port  # type: ignore[attr-defined]
             out.endpoints[name] = Endpoint(
                 target=name,
-                base_url=f"http://127.0.0.1:{port}",
+                base_url=f"{self._scheme}://127.0.0.1:{port}",
                 pgids=(proc.pid, *(c.pid for c in proc.companions)),
                 log_path=self._logs[name],
                 config_dir=Path(target.workdir),  # type: ignore[attr-defined]
