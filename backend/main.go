@@ -34,6 +34,7 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on (host:port)")
 	mode := flag.String("mode", "echo", "echo, mock or auction")
 	config := flag.String("config", "", "mock mode: the routes file (JSON)")
+	instance := flag.String("instance", "", "a name sent in every answer's X-Gatebench-Instance header (which backend answered)")
 	flag.Parse()
 
 	var handler http.Handler
@@ -53,6 +54,10 @@ func main() {
 		handler = withControl(newAuctionService(), "auction")
 	default:
 		log.Fatalf("unknown mode %q", *mode)
+	}
+
+	if *instance != "" {
+		handler = withInstance(handler, *instance)
 	}
 
 	ln, err := net.Listen("tcp", *listen)
@@ -78,4 +83,13 @@ func main() {
 	if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
 		log.Fatal(err)
 	}
+}
+
+// withInstance names the backend in every answer, so that a client behind a gateway sees
+// which of two backends the gateway forwarded to (a change of upstream under load).
+func withInstance(next http.Handler, name string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Gatebench-Instance", name)
+		next.ServeHTTP(w, r)
+	})
 }

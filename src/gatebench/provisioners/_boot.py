@@ -129,8 +129,10 @@ def start_gateway(
     supervisor: Supervisor,
     *,
     log_path: str | os.PathLike[str] | None = None,
+    timeout: float | None = None,
 ) -> ManagedProcess:
-    """Start the gateway on files already in ``target.workdir``; return once it answers."""
+    """Start the gateway on files already in ``target.workdir``; return once it answers
+    (within ``timeout`` seconds, default the renderer's ``readiness_timeout``)."""
     workdir = Path(target.workdir)
     ensure_built(renderer)
     argv = renderer.run_argv(workdir, target)
@@ -152,7 +154,12 @@ def start_gateway(
         host, port, path, ready = "127.0.0.1", target.admin_port, renderer.ready_path, _ok
     try:
         wait_ready(
-            proc, port, host=host, path=path, timeout=renderer.readiness_timeout, ready=ready
+            proc,
+            port,
+            host=host,
+            path=path,
+            timeout=renderer.readiness_timeout if timeout is None else timeout,
+            ready=ready,
         )
     except BaseException:
         supervisor.stop(proc)

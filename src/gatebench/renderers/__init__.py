@@ -53,7 +53,7 @@ README beside the goldens, a section in docs/gateways.md.
 
 from __future__ import annotations
 
-from ._base import Renderer, RenderTarget, as_files, finish_text
+from ._base import RESTART, LiveChange, Renderer, RenderTarget, as_files, finish_text
 from ._policies import policy_exclusions, render_with_policies, support_matrix
 from ._registry import (
     RENDERERS,
@@ -77,6 +77,8 @@ from ._routes import (
 
 __all__ = [
     "RENDERERS",
+    "RESTART",
+    "LiveChange",
     "Piece",
     "RenderTarget",
     "Renderer",

@@ -22,7 +22,7 @@ from typing import ClassVar
 
 from ..ir import Api
 from ..policies import PolicySet
-from ._base import Renderer, RenderTarget, as_files
+from ._base import LiveChange, Renderer, RenderTarget, as_files
 from ._routes import identifier, unsupported
 
 
@@ -61,6 +61,12 @@ class NginxRenderer(Renderer):
     )
     readiness_timeout = 10.0
     install_hint = "run `scripts/setup.sh apt` (Debian package nginx)"
+    live_change = LiveChange(
+        "signal",
+        "nginx reload: SIGHUP to the master (what `nginx -s reload` sends); new workers start "
+        "with the new configuration, the old ones finish their requests and exit",
+        signal="SIGHUP",
+    )
     supported_policies: ClassVar[frozenset[str]] = frozenset(
         {
             "auth.api_key",

