@@ -17,14 +17,18 @@ written.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from pathlib import Path
 from typing import Any, ClassVar
 
+import yaml
+
 from .._locations import jvm_gateway_jar_location
 from ..errors import Problem, RenderError, UnsupportedHere
-from ._base import Renderer, RenderTarget
+from ..ir import Api
+from ._base import LiveChange, Renderer, RenderTarget, as_files
 from ._routes import Route, unsupported
 from ._yaml_out import dump_block_yaml
 
@@ -83,6 +87,12 @@ class JvmRenderer(Renderer):
         "--spring.config.location=file:{workdir}/application.yml",
     )
     output_files = ("application.yml",)
+    live_change = LiveChange(
+        "admin-api",
+        "Spring Cloud's refresh endpoint, POST /actuator/refresh on the loopback management "
+        "port: application.yml is read again, properties rebound, routes rebuilt",
+        path="/actuator/refresh",
+    )
     readiness_timeout = 120.0
     install_hint = "run `make setup-all` (or scripts/setup.sh jvm-gateways; needs JDK 17 and Maven)"
 
@@ -107,6 +117,29 @@ class JvmRenderer(Renderer):
 
     def prepare(self, workdir: Path) -> None:
         (workdir / "tmp").mkdir(parents=True, exist_ok=True)
+
+    def render_live(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        """The management port on loopback (``target.admin_port``) with the refresh endpoint
+        exposed; the API's port serves no actuator endpoint either way."""
+        if target.admin_port is None:
+            raise RenderError(
+                [
+                    Problem(
+                        "",
+                        f"{self.name} takes live changes on a management port: give an admin_port",
+                    )
+                ]
+            )
+        text = self.render(api, target)["application.yml"]
+        header = "".join(
+            itertools.takewhile(lambda line: line.startswith("#"), text.splitlines(keepends=True))
+        )
+        config = yaml.safe_load(text)
+        config["management"] = {
+            "server": {"address": "127.0.0.1", "port": target.admin_port},
+            "endpoints": {"web": {"exposure": {"include": "refresh"}}},
+        }
+        return as_files({"application.yml": header + dump_yaml(config)})
 
     product: ClassVar[str]
     """Gateway and version for the file's first line: ``Spring Cloud Gateway 5.0.3``."""
