@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 
 from .errors import PlanError, Problem
 from .ir import Api, Operation
+from .plan import Backend, Injection, Plan, Warmup, Workload
 from .renderers._routes import Route, routes_for
 
 MAX_ROUTES = 100_000
@@ -216,6 +217,44 @@ def answer_problem(
     return None
 
 
+OK_STATUSES = tuple(range(200, 300))
+LOAD_TARGET = "gateway"
+"""The one target of a constant-rate load plan (:func:`rate_plan`)."""
+
+
+def rate_plan(
+    routes: Mapping[str, str],
+    *,
+    rate: float,
+    duration_s: float,
+    warmup_s: float,
+    backend_url: str,
+) -> Plan:
+    """A plan that loads each route of ``routes`` (label → operation id) in turn at a
+    constant ``rate`` (requests per second) for ``duration_s``, after a warm-up of
+    ``warmup_s`` seconds; only a 2xx counts as OK. One target (:data:`LOAD_TARGET`), no
+    baseline, one repetition, fixed order: what the scale and change runs measure."""
+    workloads = tuple(
+        Workload(
+            label,
+            op_id,
+            Injection("constant_rate", rate=float(rate), duration=float(duration_s)),
+            expect=OK_STATUSES,
+        )
+        for label, op_id in routes.items()
+    )
+    return Plan(
+        gateways=(LOAD_TARGET,),
+        baseline=False,
+        repetitions=1,
+        warmup=Warmup(duration=warmup_s or None),
+        order="fixed",
+        seed=0,
+        backend=Backend("url", url=backend_url),
+        workloads=workloads,
+    )
+
+
 def sizes_problem(sizes: Sequence[int], available: int) -> Problem | None:
     """A located problem when a size is below the description's own route count."""
     small = [n for n in sizes if n < available]
@@ -231,6 +270,7 @@ def sizes_problem(sizes: Sequence[int], available: int) -> Problem | None:
 __all__ = [
     "DEFAULT_SIZES",
     "INSTANCE_HEADER",
+    "LOAD_TARGET",
     "MAX_ROUTES",
     "POSITIONS",
     "Probe",
@@ -241,6 +281,7 @@ __all__ = [
     "parse_sizes",
     "prefix_stem",
     "probes_for",
+    "rate_plan",
     "replicate",
     "routes_at_positions",
     "sizes_problem",
