@@ -16,8 +16,8 @@ for answers), run by :class:`~gatebench.engines.gatling.GatlingEngine`, its raw
   (coordinated omission), which an engine that measures from the intended start does not;
 - every arrival is a new virtual user with its own connection: each request opens a
   connection, so a gateway that stops accepting during a reload is seen at once;
-- the first measured phase starts after a warm-up (closed model, excluded), so JIT outliers
-  of the JVM's first seconds stay out of the figures.
+- the first measured phase starts after a warm-up at the same rate (excluded), so the JIT
+  outliers of the JVM's first seconds stay out of the figures.
 
 An open-model engine that measures from the intended start is a second adapter behind the
 same port.
@@ -36,7 +36,7 @@ from ..errors import RunError
 from ..ir import Api
 from ..measure import PhaseResult
 from ..procs import Supervisor
-from ..routescale import LOAD_TARGET, rate_plan
+from ..routescale import LOAD_TARGET, WARMUP_WORKLOAD, rate_plan
 from ..scalemetrics import Arrival, MeasuredFrom
 from ..simlog import RequestRecord, RunHeader, read_simlog
 from ..workload import compile_load
@@ -106,8 +106,9 @@ class GatlingRateLoad:
             routes, rate=rate, duration_s=duration_s, warmup_s=warmup_s, backend_url=base_url
         )
         compiled = compile_load(plan, api, {LOAD_TARGET: base_url})
-        label_of = {p.id: p.workload for p in compiled.schedule.phases if p.measured}
-        first = min(p.index for p in compiled.schedule.phases if p.measured)
+        measured = [p for p in compiled.schedule.phases if p.workload != WARMUP_WORKLOAD]
+        label_of = {p.id: p.workload for p in measured}
+        first = min(p.index for p in measured)
         hooks = _Hooks(first, at, tick)
         engine = GatlingEngine()
         engine.check()
