@@ -54,6 +54,7 @@ README beside the goldens, a section in docs/gateways.md.
 from __future__ import annotations
 
 from ._base import RESTART, LiveChange, Renderer, RenderTarget, as_files, finish_text
+from ._live import live_change_table
 from ._policies import policy_exclusions, render_with_policies, support_matrix
 from ._registry import (
     RENDERERS,
@@ -94,6 +95,7 @@ __all__ = [
     "gateway_names",
     "get_renderer",
     "identifier",
+    "live_change_table",
     "local_gateway_names",
     "policy_exclusions",
     "render_with_policies",

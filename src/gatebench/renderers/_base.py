@@ -188,7 +188,9 @@ class LiveChange:
 
 
 RESTART = LiveChange(
-    "restart", "no live mechanism here: the process is stopped and started with the new files"
+    "restart",
+    "gatebench drives no live mechanism of this gateway: it is stopped and started with the "
+    "new files, and what that restart costs is measured",
 )
 
 
