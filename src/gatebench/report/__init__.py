@@ -19,6 +19,7 @@ from ._build import RESOLUTION_NOTE, Report, Trust, build_report, plan_scoring, 
 from ._flat import bigquery_schema, column_names, flat_rows, measurement_rows, render_csv
 from ._html import render_html
 from ._markdown import render_markdown
+from ._scale import render_scale_html, scale_document
 
 Format = Literal["html", "json", "csv", "md"]
 FORMATS: tuple[Format, ...] = ("html", "json", "csv", "md")
@@ -109,6 +110,8 @@ __all__ = [
     "render_html",
     "render_json",
     "render_markdown",
+    "render_scale_html",
     "resolve_scoring",
+    "scale_document",
     "score_run",
 ]
