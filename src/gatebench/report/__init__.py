@@ -19,7 +19,14 @@ from ._build import RESOLUTION_NOTE, Report, Trust, build_report, plan_scoring, 
 from ._flat import bigquery_schema, column_names, flat_rows, measurement_rows, render_csv
 from ._html import render_html
 from ._markdown import render_markdown
-from ._scale import render_scale_html, scale_document
+from ._scale import (
+    CHANGE_KIND,
+    SCALE_KIND,
+    point_key,
+    render_scale_html,
+    scale_document,
+    stored_scale_document,
+)
 
 Format = Literal["html", "json", "csv", "md"]
 FORMATS: tuple[Format, ...] = ("html", "json", "csv", "md")
@@ -92,8 +99,10 @@ def score_run(
 
 
 __all__ = [
+    "CHANGE_KIND",
     "FORMATS",
     "RESOLUTION_NOTE",
+    "SCALE_KIND",
     "Format",
     "Report",
     "Trust",
@@ -105,6 +114,7 @@ __all__ = [
     "load_report",
     "measurement_rows",
     "plan_scoring",
+    "point_key",
     "render",
     "render_csv",
     "render_html",
@@ -114,4 +124,5 @@ __all__ = [
     "resolve_scoring",
     "scale_document",
     "score_run",
+    "stored_scale_document",
 ]

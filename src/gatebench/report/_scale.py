@@ -16,6 +16,7 @@ from html import escape
 from typing import Any
 
 from ..scalemetrics import ChangeOutcome, ScalePoint
+from ..store import ResultStore
 from ._svg import PALETTE, _num, _tick_label, nice_step
 
 FORMAT = "gatebench-scale/1"
@@ -34,6 +35,33 @@ def scale_document(
         **about,
         "points": [p.to_dict() for p in ordered],
         "changes": [c.to_dict() for c in sorted(changes, key=lambda c: c.gateway)],
+    }
+
+
+SCALE_KIND, CHANGE_KIND = "scale", "change"
+"""The kinds of the store's results (``ResultStore.put_result``) a scale run writes."""
+
+
+def point_key(point: ScalePoint) -> str:
+    """The store key of a scale point: ``gateway@routes``."""
+    return f"{point.gateway}@{point.routes}"
+
+
+def stored_scale_document(store: ResultStore, run_id: str) -> dict[str, Any] | None:
+    """A run's document rebuilt from the store (None when the run does not exist)."""
+    run = store.get_run(run_id)
+    if run is None:
+        return None
+    points = store.results(run_id, SCALE_KIND).values()
+    changes = store.results(run_id, CHANGE_KIND).values()
+    return {
+        "format": FORMAT,
+        "run": run_id,
+        "title": run.title,
+        "status": str(run.status),
+        **({"plan": run.plan} if run.plan else {}),
+        "points": sorted(points, key=lambda p: (str(p.get("gateway")), int(p.get("routes", 0)))),
+        "changes": sorted(changes, key=lambda c: str(c.get("gateway"))),
     }
 
 
@@ -282,4 +310,14 @@ def _changes_section(changes: Sequence[Mapping[str, Any]]) -> str:
     return "".join(out)
 
 
-__all__ = ["FORMAT", "gateway_charts", "log_line_chart", "render_scale_html", "scale_document"]
+__all__ = [
+    "CHANGE_KIND",
+    "FORMAT",
+    "SCALE_KIND",
+    "gateway_charts",
+    "log_line_chart",
+    "point_key",
+    "render_scale_html",
+    "scale_document",
+    "stored_scale_document",
+]
