@@ -14,6 +14,10 @@ The two measurements the scale and change-under-load runs repeat for every gatew
   a fixed interval until it answers correctly from ``b``: a
   :class:`~gatebench.scalemetrics.ChangeOutcome`.
 
+Each is made of parts a run's stages call one at a time: :func:`boot_grown` (render, check,
+start, first correct answers, idle memory), :func:`load_positions` (the load and memory under
+it) and :func:`change_under_load`.
+
 An edge: it starts processes (through the caller's supervisor) and a load engine; what is
 measured and how it is summarised is the core's (``routescale``, ``scalemetrics``).
 """
@@ -63,6 +67,110 @@ def _prober(live: LiveGateway, instance: str, settings: LoadSettings) -> RoutePr
     )
 
 
+@dataclass
+class Booted:
+    """A gateway booted on a grown description: what provisioning measured."""
+
+    live: LiveGateway
+    api: Api
+    """The grown description it serves."""
+    instance: str
+    """The backend instance it forwards to."""
+    start_s: float | None = None
+    """From the process start to the first correct answer of every probed route."""
+    rss_idle_mb: float | None = None
+    problem: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problem and self.live.alive()
+
+
+def boot_grown(
+    gateway: str | Renderer,
+    grown: Api,
+    *,
+    backend_url: str,
+    instance: str,
+    settings: LoadSettings,
+    workdir: Path,
+    supervisor: Supervisor,
+) -> Booted:
+    """Boot ``gateway`` on ``grown``, probe the start, middle and end routes until each
+    answers correctly, read its memory idle. A gateway that does not start or never answers
+    correctly is returned with its ``problem`` (and stopped)."""
+    live = LiveGateway(
+        gateway, supervisor, workdir / "gateway", check_timeout=settings.check_timeout_s
+    )
+    booted = Booted(live, grown, instance)
+    try:
+        started = live.boot(grown, backend_url)
+    except GatebenchError as exc:
+        live.stop()
+        booted.problem = f"did not start: {exc}"
+        return booted
+    positions = routes_at_positions(grown)
+    probes = probes_for(grown, [r.operation for r in positions.values()])
+    first = _prober(live, instance, settings).until_correct(
+        probes, since=started, deadline_s=settings.deadline_s, alive=live.alive
+    )
+    if not first.all_correct:
+        booted.rss_idle_mb = rss_mb([live.rss_bytes()])
+        live.stop()
+        booted.problem = "no correct answer: " + "; ".join(sorted(set(first.last_problem.values())))
+        return booted
+    booted.start_s = round(first.slowest_s or 0.0, 4)
+    time.sleep(SETTLE_S)
+    booted.rss_idle_mb = rss_mb([live.rss_bytes()])
+    return booted
+
+
+def load_positions(
+    booted: Booted,
+    *,
+    load: RateLoad,
+    settings: LoadSettings,
+    workdir: Path,
+    supervisor: Supervisor,
+) -> ScalePoint:
+    """The constant-rate load on the start, middle and end routes of a booted gateway, with
+    its memory sampled meanwhile: its :class:`ScalePoint` (a booted one that has a problem
+    gets a point that says so, without load)."""
+    live = booted.live
+    base = {
+        "gateway": live.renderer.name,
+        "routes": len(booted.api.operations),
+        "config_bytes": live.config_bytes(),
+        "start_s": booted.start_s,
+        "rss_idle_mb": booted.rss_idle_mb,
+        "rate": settings.rate,
+        "engine": load.name,
+        "measured_from": load.measured_from,
+    }
+    if booted.problem:
+        return ScalePoint(rss_load_mb=None, problem=booted.problem, **base)  # type: ignore[arg-type]
+    positions = routes_at_positions(booted.api)
+    samples: list[int] = []
+    run = load.run(
+        booted.api,
+        {label: route.operation_id for label, route in positions.items()},
+        f"http://127.0.0.1:{live.port}",
+        rate=settings.rate,
+        duration_s=settings.duration_s,
+        warmup_s=settings.warmup_s,
+        workdir=workdir,
+        supervisor=supervisor,
+        tick=lambda: samples.append(live.rss_bytes()),
+    )
+    problem = run.problem or ("" if live.alive() else "the gateway stopped during the load")
+    return ScalePoint(
+        rss_load_mb=rss_mb(samples),
+        latency=position_latency(run.arrivals),
+        problem=problem,
+        **base,  # type: ignore[arg-type]
+    )
+
+
 def measure_size(
     gateway: str | Renderer,
     api: Api,
@@ -75,79 +183,30 @@ def measure_size(
     workdir: Path,
     supervisor: Supervisor,
 ) -> ScalePoint:
-    """One :class:`ScalePoint` (module docstring); the gateway is stopped on return."""
-    grown = replicate(api, routes)
-    positions = routes_at_positions(grown)
-    live = LiveGateway(
-        gateway, supervisor, workdir / "gateway", check_timeout=settings.check_timeout_s
+    """One :class:`ScalePoint` (module docstring): :func:`boot_grown`, then
+    :func:`load_positions`; the gateway is stopped on return."""
+    booted = boot_grown(
+        gateway,
+        replicate(api, routes),
+        backend_url=backend_url,
+        instance=instance,
+        settings=settings,
+        workdir=workdir,
+        supervisor=supervisor,
     )
-    name = live.renderer.name
-    base = {
-        "gateway": name,
-        "routes": routes,
-        "rate": settings.rate,
-        "engine": load.name,
-        "measured_from": load.measured_from,
-    }
     try:
-        try:
-            started = live.boot(grown, backend_url)
-        except GatebenchError as exc:
-            return ScalePoint(
-                config_bytes=live.config_bytes(),
-                start_s=None,
-                rss_idle_mb=None,
-                rss_load_mb=None,
-                problem=f"did not start: {exc}",
-                **base,  # type: ignore[arg-type]
-            )
-        probes = probes_for(grown, [r.operation for r in positions.values()])
-        first = _prober(live, instance, settings).until_correct(
-            probes, since=started, deadline_s=settings.deadline_s, alive=live.alive
-        )
-        if not first.all_correct:
-            return ScalePoint(
-                config_bytes=live.config_bytes(),
-                start_s=None,
-                rss_idle_mb=rss_mb([live.rss_bytes()]),
-                rss_load_mb=None,
-                problem="no correct answer: " + "; ".join(sorted(set(first.last_problem.values()))),
-                **base,  # type: ignore[arg-type]
-            )
-        time.sleep(SETTLE_S)
-        idle = rss_mb([live.rss_bytes()])
-        samples: list[int] = []
-        run = load.run(
-            grown,
-            {label: route.operation_id for label, route in positions.items()},
-            f"http://127.0.0.1:{live.port}",
-            rate=settings.rate,
-            duration_s=settings.duration_s,
-            warmup_s=settings.warmup_s,
-            workdir=workdir / "load",
-            supervisor=supervisor,
-            tick=lambda: samples.append(live.rss_bytes()),
-        )
-        return ScalePoint(
-            config_bytes=live.config_bytes(),
-            start_s=round(first.slowest_s or 0.0, 4),
-            rss_idle_mb=idle,
-            rss_load_mb=rss_mb(samples),
-            latency=position_latency(run.arrivals),
-            problem=run.problem,
-            **base,  # type: ignore[arg-type]
+        return load_positions(
+            booted, load=load, settings=settings, workdir=workdir / "load", supervisor=supervisor
         )
     finally:
-        live.stop()
+        booted.live.stop()
 
 
-def measure_change(
-    gateway: str | Renderer,
-    api: Api,
+def change_under_load(
+    booted: Booted,
+    after: Api,
+    new_backend: tuple[str, str],
     *,
-    routes_before: int,
-    routes_added: int,
-    backends: tuple[tuple[str, str], tuple[str, str]],
     load: RateLoad,
     settings: LoadSettings,
     change_after_s: float,
@@ -155,63 +214,53 @@ def measure_change(
     workdir: Path,
     supervisor: Supervisor,
 ) -> ChangeOutcome:
-    """One :class:`ChangeOutcome` (module docstring). ``backends``: ((name, URL) before,
-    (name, URL) after); the gateway is stopped on return."""
-    (old_name, old_url), (new_name, new_url) = backends
-    before, after = replicate(api, routes_before), replicate(api, routes_before + routes_added)
+    """Load the route at the end of a booted gateway's table at the constant rate and,
+    ``change_after_s`` into the measured load, apply ``after`` with the upstream moved to
+    ``new_backend`` ((name, URL)) through the gateway's own mechanism; every new route is
+    probed until it answers correctly from that backend. Raises RunError when the change could
+    not be applied (a refused configuration, a failed mechanism)."""
+    live, before = booted.live, booted.api
+    new_name, new_url = new_backend
+    if booted.problem:
+        raise RunError(f"{live.renderer.name}: {booted.problem}")
     loaded = routes_at_positions(before)["end"]
-    live = LiveGateway(
-        gateway, supervisor, workdir / "gateway", check_timeout=settings.check_timeout_s
-    )
     mech = live.mechanism
     fields = {
         "gateway": live.renderer.name,
         "mechanism": mech.mechanism,
         "kind": mech.kind,
-        "routes_before": routes_before,
-        "routes_added": routes_added,
-        "upstream_changed": old_url != new_url,
+        "routes_before": len(before.operations),
+        "routes_added": len(added_routes(before, after)),
+        "upstream_changed": new_name != booted.instance,
         "rate": settings.rate,
         "engine": load.name,
         "measured_from": load.measured_from,
     }
+    new_probes = probes_for(after, added_routes(before, after))
+    clock = time.time() - time.monotonic()
     done: list[tuple[ChangeApplied, float, ProbeOutcome]] = []
-    try:
-        started = live.boot(before, old_url)
-        ready = _prober(live, old_name, settings).until_correct(
-            probes_for(before, [loaded.operation]),
-            since=started,
+
+    def change() -> None:
+        applied = live.change(after, new_url)
+        probed = _prober(live, new_name, settings).until_correct(
+            new_probes,
+            since=applied.triggered_at,
             deadline_s=settings.deadline_s,
             alive=live.alive,
         )
-        if not ready.all_correct:
-            raise RunError(f"{live.renderer.name} never answered correctly before the change")
-        new_probes = probes_for(after, added_routes(before, after))
-        clock = time.time() - time.monotonic()
+        done.append((applied, (applied.triggered_at + clock) * 1000.0, probed))
 
-        def change() -> None:
-            applied = live.change(after, new_url)
-            probed = _prober(live, new_name, settings).until_correct(
-                new_probes,
-                since=applied.triggered_at,
-                deadline_s=settings.deadline_s,
-                alive=live.alive,
-            )
-            done.append((applied, (applied.triggered_at + clock) * 1000.0, probed))
-
-        run = load.run(
-            before,
-            {"end": loaded.operation_id},
-            f"http://127.0.0.1:{live.port}",
-            rate=settings.rate,
-            duration_s=settings.duration_s,
-            warmup_s=settings.warmup_s,
-            workdir=workdir / "load",
-            supervisor=supervisor,
-            at=[(change_after_s, change)],
-        )
-    finally:
-        live.stop()
+    run = load.run(
+        before,
+        {"end": loaded.operation_id},
+        f"http://127.0.0.1:{live.port}",
+        rate=settings.rate,
+        duration_s=settings.duration_s,
+        warmup_s=settings.warmup_s,
+        workdir=workdir,
+        supervisor=supervisor,
+        at=[(change_after_s, change)],
+    )
     failed = [exc for _at, exc in run.fired if exc is not None]
     if failed or not done:
         reason = failed[0] if failed else "the change was never applied"
@@ -232,4 +281,56 @@ def measure_change(
     )
 
 
-__all__ = ["LoadSettings", "measure_change", "measure_size"]
+def measure_change(
+    gateway: str | Renderer,
+    api: Api,
+    *,
+    routes_before: int,
+    routes_added: int,
+    backends: tuple[tuple[str, str], tuple[str, str]],
+    load: RateLoad,
+    settings: LoadSettings,
+    change_after_s: float,
+    window_s: float,
+    workdir: Path,
+    supervisor: Supervisor,
+) -> ChangeOutcome:
+    """One :class:`ChangeOutcome` (module docstring): :func:`boot_grown` on ``routes_before``
+    routes behind the first backend, then :func:`change_under_load` to ``routes_before +
+    routes_added`` routes behind the second. ``backends``: ((name, URL) before, (name, URL)
+    after); the gateway is stopped on return."""
+    (old_name, old_url), new_backend = backends
+    booted = boot_grown(
+        gateway,
+        replicate(api, routes_before),
+        backend_url=old_url,
+        instance=old_name,
+        settings=settings,
+        workdir=workdir,
+        supervisor=supervisor,
+    )
+    try:
+        return change_under_load(
+            booted,
+            replicate(api, routes_before + routes_added),
+            new_backend,
+            load=load,
+            settings=settings,
+            change_after_s=change_after_s,
+            window_s=window_s,
+            workdir=workdir / "load",
+            supervisor=supervisor,
+        )
+    finally:
+        booted.live.stop()
+
+
+__all__ = [
+    "Booted",
+    "LoadSettings",
+    "boot_grown",
+    "change_under_load",
+    "load_positions",
+    "measure_change",
+    "measure_size",
+]
