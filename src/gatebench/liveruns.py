@@ -14,9 +14,10 @@ The two measurements the scale and change-under-load runs repeat for every gatew
   a fixed interval until it answers correctly from ``b``: a
   :class:`~gatebench.scalemetrics.ChangeOutcome`.
 
-Each is made of parts a run's stages call one at a time: :func:`boot_grown` (render, check,
-start, first correct answers, idle memory), :func:`load_positions` (the load and memory under
-it) and :func:`change_under_load`.
+Each is made of parts a run's stages call one at a time: :func:`render_grown` (the files),
+:func:`start_grown` (check, start, first correct answers, idle memory; both are
+:func:`boot_grown`), :func:`load_positions` (the load and memory under it) and
+:func:`change_under_load`.
 
 An edge: it starts processes (through the caller's supervisor) and a load engine; what is
 measured and how it is summarised is the core's (``routescale``, ``scalemetrics``).
@@ -96,15 +97,42 @@ def boot_grown(
     workdir: Path,
     supervisor: Supervisor,
 ) -> Booted:
-    """Boot ``gateway`` on ``grown``, probe the start, middle and end routes until each
-    answers correctly, read its memory idle. A gateway that does not start or never answers
-    correctly is returned with its ``problem`` (and stopped)."""
+    """:func:`render_grown`, then :func:`start_grown`."""
     live = LiveGateway(
         gateway, supervisor, workdir / "gateway", check_timeout=settings.check_timeout_s
     )
+    try:
+        live.render(grown, backend_url)
+    except GatebenchError as exc:
+        return Booted(live, grown, instance, problem=f"cannot render: {exc}")
+    return start_grown(live, grown, instance=instance, settings=settings)
+
+
+def render_grown(
+    gateway: str | Renderer,
+    grown: Api,
+    *,
+    backend_url: str,
+    settings: LoadSettings,
+    workdir: Path,
+    supervisor: Supervisor,
+) -> LiveGateway:
+    """The gateway's files for ``grown`` written into ``workdir/gateway`` (no process yet);
+    raises what the renderer raises."""
+    live = LiveGateway(
+        gateway, supervisor, workdir / "gateway", check_timeout=settings.check_timeout_s
+    )
+    live.render(grown, backend_url)
+    return live
+
+
+def start_grown(live: LiveGateway, grown: Api, *, instance: str, settings: LoadSettings) -> Booted:
+    """Check and start a rendered gateway, probe the start, middle and end routes until each
+    answers correctly, read its memory idle. A gateway that does not start or never answers
+    correctly is returned with its ``problem`` (and stopped)."""
     booted = Booted(live, grown, instance)
     try:
-        started = live.boot(grown, backend_url)
+        started = live.start()
     except GatebenchError as exc:
         live.stop()
         booted.problem = f"did not start: {exc}"
@@ -333,4 +361,6 @@ __all__ = [
     "load_positions",
     "measure_change",
     "measure_size",
+    "render_grown",
+    "start_grown",
 ]

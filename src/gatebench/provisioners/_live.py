@@ -33,7 +33,7 @@ from pathlib import Path
 
 import psutil
 
-from ..errors import RunError
+from ..errors import RunError, UnsupportedHere
 from ..ir import Api
 from ..procs import ManagedProcess, Supervisor, free_port
 from ..renderers import LiveChange, Renderer, RenderTarget, get_renderer
@@ -252,13 +252,13 @@ class LiveGateway:
         return files_bytes(self.files)
 
     def boot(self, api: Api, backend_url: str) -> float:
-        """Render, write, check and start on ``api``; returns once the gateway answers any
-        request, with the monotonic time it was started (probe for correct answers next)."""
-        reason = self.renderer.available_here()
-        if reason is not None:
-            from ..errors import UnsupportedHere
+        """:meth:`render`, then :meth:`start`: returns once the gateway answers any request,
+        with the monotonic time it was started (probe for correct answers next)."""
+        self.render(api, backend_url)
+        return self.start()
 
-            raise UnsupportedHere(reason)
+    def render(self, api: Api, backend_url: str) -> None:
+        """Render ``api`` for free loopback ports and write the files (no process yet)."""
         self.target = RenderTarget(
             workdir=str(self.workdir),
             listen_port=free_port(),
@@ -268,6 +268,15 @@ class LiveGateway:
         )
         self.files = self.renderer.render_live(api, self.target)
         write_files(self.files, self.workdir)
+
+    def start(self) -> float:
+        """Check the written files with the gateway's checker and start it; returns the
+        monotonic time it was started, once it answers any request."""
+        if self.target is None:
+            raise RunError(f"{self.renderer.name} is not rendered")
+        reason = self.renderer.available_here()
+        if reason is not None:
+            raise UnsupportedHere(reason)
         check_config(self.renderer, self.workdir, self.target, timeout=self.check_timeout)
         self._start()
         return self.started_at
