@@ -81,12 +81,14 @@ class HaproxyRenderer(Renderer):
 
     def render_live(self, api: Api, target: RenderTarget) -> dict[str, str]:
         """Master-worker mode, and a stats socket in the workdir that hands the listening
-        sockets to the next worker (``expose-fd listeners``): the seamless reload."""
+        sockets to the next worker (``expose-fd listeners``): the seamless reload. The socket's
+        path is relative to the workdir (HAProxy runs there): a Unix socket's path holds at
+        most 107 bytes, which a deep workdir would pass."""
         files = self.render(api, target)
         live = (
             "global\n"
             "    master-worker\n"
-            f"    stats socket {target.path('haproxy.sock')} mode 600 level admin "
+            "    stats socket unix@haproxy.sock mode 600 level admin "
             "expose-fd listeners\n"
         )
         files["haproxy.cfg"] = files["haproxy.cfg"].replace("global\n", live, 1)

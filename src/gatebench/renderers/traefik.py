@@ -67,7 +67,7 @@ class TraefikRenderer(Renderer):
     live_change = LiveChange(
         "file-watch",
         "Traefik's file provider with watch: true: a new dynamic.yml is applied once seen "
-        "(after the providers' throttle, 2 s by default)",
+        "(a next change waits for the providers' throttle, 2 s by default)",
     )
     supported_policies: ClassVar[frozenset[str]] = frozenset(
         {"rate_limit.address", "rate_limit.header"}
