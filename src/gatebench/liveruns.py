@@ -54,8 +54,18 @@ class LoadSettings:
     probe_interval_s: float = 0.05
     deadline_s: float = 120.0
     """How long a route may take to answer correctly (boot or change) before it counts as
-    never answering."""
+    never answering; a gateway's start may take this long too (Varnish compiles a large VCL
+    before it listens)."""
     check_timeout_s: float = 600.0
+
+
+def _readiness_timeout(gateway: str | Renderer) -> float:
+    """The gateway's own readiness limit (a large table may need the run's deadline instead:
+    Varnish compiles its VCL before it listens)."""
+    from .renderers import get_renderer
+
+    renderer = get_renderer(gateway) if isinstance(gateway, str) else gateway
+    return renderer.readiness_timeout
 
 
 def _prober(live: LiveGateway, instance: str, settings: LoadSettings) -> RouteProber:
@@ -99,7 +109,11 @@ def boot_grown(
 ) -> Booted:
     """:func:`render_grown`, then :func:`start_grown`."""
     live = LiveGateway(
-        gateway, supervisor, workdir / "gateway", check_timeout=settings.check_timeout_s
+        gateway,
+        supervisor,
+        workdir / "gateway",
+        check_timeout=settings.check_timeout_s,
+        boot_timeout=max(settings.deadline_s, _readiness_timeout(gateway)),
     )
     try:
         live.render(grown, backend_url)
@@ -120,7 +134,11 @@ def render_grown(
     """The gateway's files for ``grown`` written into ``workdir/gateway`` (no process yet);
     raises what the renderer raises."""
     live = LiveGateway(
-        gateway, supervisor, workdir / "gateway", check_timeout=settings.check_timeout_s
+        gateway,
+        supervisor,
+        workdir / "gateway",
+        check_timeout=settings.check_timeout_s,
+        boot_timeout=max(settings.deadline_s, _readiness_timeout(gateway)),
     )
     live.render(grown, backend_url)
     return live
