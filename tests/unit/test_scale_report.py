@@ -6,10 +6,16 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
-from gatebench.report import render_scale_html, scale_document
+import pytest
+
+from gatebench.cli import main
+from gatebench.model import RunRecord
+from gatebench.report import point_key, render_scale_html, scale_document
 from gatebench.report._scale import log_line_chart
 from gatebench.scalemetrics import Arrival, ChangeOutcome, Latency, ScalePoint, change_outcome
+from gatebench.store import SqliteStore
 
 SIZES = (10, 100, 1000, 10000)
 
@@ -91,3 +97,35 @@ def test_every_failed_request_of_a_change_is_listed_with_its_time() -> None:
     assert "500 ms: end: status 502" in html
     assert "1 of 2" in html  # new routes answered
     assert 'title="SIGHUP &lt;to master&gt;"' in html
+
+
+def test_gatebench_report_writes_a_scale_runs_own_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store_path = tmp_path / "s.sqlite"
+    with SqliteStore(store_path) as store:
+        store.create_run(
+            RunRecord(
+                run_id="r-scale",
+                spec_uri="file:///a.yaml",
+                spec_sha256="0" * 64,
+                plan={"kind": "scale", "sizes": [10, 100]},
+            )
+        )
+        for n in (10, 100):
+            point = _point("nginx", n)
+            store.put_result("r-scale", "scale", point_key(point), point.to_dict())
+        store.put_result("r-scale", "change", "nginx", _change().to_dict())
+    base = ["report", "r-scale", "--store", str(store_path), "-o", "-"]
+    assert main([*base, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [p["routes"] for p in doc["points"]] == [10, 100] and doc["plan"]["kind"] == "scale"
+    assert main([*base, "--format", "csv"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[0] == "run,gateway,routes,metric,value"
+    assert "r-scale,nginx,100,rss_load_mb,13.0" in rows
+    assert "r-scale,nginx,100,change_failures,1" in rows
+    assert main([*base, "--format", "html"]) == 0
+    assert 'id="mem-nginx"' in capsys.readouterr().out
+    assert main([*base, "--format", "md"]) == 2
+    assert "its report is html, json or csv" in capsys.readouterr().err

@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from ..scalemetrics import ChangeOutcome, ScalePoint
+from ..model import RunRecord
+from ..scalemetrics import ChangeOutcome, ScalePoint, scale_rows
 from ..store import ResultStore
 from ._svg import PALETTE, _num, _tick_label, nice_step
 
@@ -40,6 +41,42 @@ def scale_document(
 
 SCALE_KIND, CHANGE_KIND = "scale", "change"
 """The kinds of the store's results (``ResultStore.put_result``) a scale run writes."""
+RUN_KINDS = ("scale", "change-under-load")
+"""The kinds of run (a run record's ``plan["kind"]``) whose results these are."""
+
+
+def is_scale_run(run: RunRecord) -> bool:
+    return isinstance(run.plan, Mapping) and run.plan.get("kind") in RUN_KINDS
+
+
+def render_scale_csv(document: Mapping[str, Any]) -> str:
+    """Flat rows (run, gateway, routes, metric, value) of the scale points, and per change
+    (routes: the table before it) its failures, p99 before and after, and slowest new route."""
+    import csv
+    import io
+
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["run", "gateway", "routes", "metric", "value"])
+    run = document.get("run", "")
+    points = [_point(p) for p in document.get("points", [])]
+    for row in scale_rows(points):
+        writer.writerow([run, row["gateway"], row["routes"], row["metric"], _cell(row["value"])])
+    for c in document.get("changes", []):
+        for metric, value in (
+            ("change_failures", c["failures"]),
+            ("change_p99_before_ms", c["before"]["p99_ms"]),
+            ("change_p99_after_ms", c["during"]["p99_ms"]),
+            ("change_worst_bucket_p99_ms", c["worst_bucket_p99_ms"]),
+            ("change_slowest_new_route_s", c["slowest_new_route_s"]),
+            ("change_mechanism_s", c["mechanism_s"]),
+        ):
+            writer.writerow([run, c["gateway"], c["routes_before"], metric, _cell(value)])
+    return out.getvalue()
+
+
+def _cell(value: object) -> str:
+    return "" if value is None else str(value)
 
 
 def point_key(point: ScalePoint) -> str:
@@ -313,10 +350,13 @@ def _changes_section(changes: Sequence[Mapping[str, Any]]) -> str:
 __all__ = [
     "CHANGE_KIND",
     "FORMAT",
+    "RUN_KINDS",
     "SCALE_KIND",
     "gateway_charts",
+    "is_scale_run",
     "log_line_chart",
     "point_key",
+    "render_scale_csv",
     "render_scale_html",
     "scale_document",
     "stored_scale_document",
