@@ -36,7 +36,14 @@ from .procs import Supervisor
 from .provisioners._live import ChangeApplied, LiveGateway, ProbeOutcome, RouteProber
 from .renderers import Renderer
 from .routescale import added_routes, probes_for, replicate, routes_at_positions
-from .scalemetrics import ChangeOutcome, ScalePoint, change_outcome, position_latency, rss_mb
+from .scalemetrics import (
+    ChangeOutcome,
+    ScalePoint,
+    change_outcome,
+    position_latency,
+    rss_mb,
+    schedule_problem,
+)
 
 SETTLE_S = 1.0
 """Pause between the first correct answers and the idle memory reading (lazy allocations,
@@ -209,9 +216,20 @@ def load_positions(
         tick=lambda: samples.append(live.rss_bytes()),
     )
     problem = run.problem or ("" if live.alive() else "the gateway stopped during the load")
+    latency = position_latency(run.arrivals)
+    stalled = [
+        schedule_problem(
+            latency[label].requests if label in latency else 0,
+            settings.rate,
+            settings.duration_s,
+            f"to the {label} route",
+        )
+        for label in positions
+    ]
+    problem = "; ".join(p for p in (problem, *stalled) if p)
     return ScalePoint(
         rss_load_mb=rss_mb(samples),
-        latency=position_latency(run.arrivals),
+        latency=latency,
         problem=problem,
         **base,  # type: ignore[arg-type]
     )

@@ -31,6 +31,22 @@ BUCKET_MS = 100.0
 ERRORS_KEPT = 1000
 """Failed requests listed one by one per change (the count is always exact)."""
 MeasuredFrom = Literal["intended start", "send"]
+KEPT_SHARE = 0.9
+"""A load that sent fewer than this share of the requests its rate and duration call for did
+not keep its schedule: the load generator stalled (a machine with no CPU to spare), and an
+engine that counts latency from the send hides what the gateway did meanwhile."""
+
+
+def schedule_problem(requests: int, rate: float, seconds: float, what: str) -> str:
+    """Why a load's figures are the load generator's rather than the gateway's (empty: it
+    sent what its schedule called for, within :data:`KEPT_SHARE`)."""
+    due = rate * seconds
+    if due <= 0 or requests >= KEPT_SHARE * due:
+        return ""
+    return (
+        f"tester-bound: the load sent {requests} of the {due:.0f} requests due {what}; the load "
+        "generator did not keep its schedule, so these figures are not the gateway's alone"
+    )
 
 
 @dataclass(frozen=True)
@@ -164,6 +180,11 @@ def change_outcome(
     end_ms = change_at_ms + window_s * 1000.0
     calm = [a for a in arrivals if change_at_ms - calm_s * 1000.0 <= a.at_ms < change_at_ms]
     window = [a for a in arrivals if change_at_ms <= a.at_ms < end_ms]
+    stalled = schedule_problem(
+        len(window), float(fields.get("rate") or 0.0), window_s, "in the window after the change"
+    )
+    if stalled:
+        fields["problem"] = "; ".join(p for p in (fields.get("problem", ""), stalled) if p)
     failed = sorted((a for a in window if not a.ok), key=lambda a: a.at_ms)
     kinds: dict[str, int] = {}
     for a in failed:
@@ -242,6 +263,7 @@ def rss_mb(samples: Mapping[float, int] | Sequence[int]) -> float | None:
 __all__ = [
     "BUCKET_MS",
     "ERRORS_KEPT",
+    "KEPT_SHARE",
     "Arrival",
     "ChangeOutcome",
     "Latency",
@@ -253,4 +275,5 @@ __all__ = [
     "position_latency",
     "rss_mb",
     "scale_rows",
+    "schedule_problem",
 ]

@@ -12,6 +12,7 @@ from gatebench.scalemetrics import (
     position_latency,
     rss_mb,
     scale_rows,
+    schedule_problem,
 )
 
 T0 = 1_700_000_000_000.0
@@ -118,3 +119,16 @@ def test_scale_points_flatten_to_rows() -> None:
     assert {"gateway": "haproxy", "routes": 100, "metric": "end_p99_ms", "value": 2.0} in rows
     assert point.to_dict()["latency"]["start"]["requests"] == 50
     assert rss_mb([1024 * 1024, 3 * 1024 * 1024]) == 3.0 and rss_mb([]) is None
+
+
+def test_a_load_that_did_not_keep_its_schedule_is_flagged_as_the_testers() -> None:
+    assert schedule_problem(181, 100, 2, "x") == ""
+    assert schedule_problem(179, 100, 2, "to the end route") == (
+        "tester-bound: the load sent 179 of the 200 requests due to the end route; the load "
+        "generator did not keep its schedule, so these figures are not the gateway's alone"
+    )
+    sparse = [a for i, a in enumerate(_load()) if not (2000 <= a.at_ms - T0 < 3000) or i % 3 == 0]
+    out = change_outcome(sparse, T0 + 2000, window_s=1.0, calm_s=1.0, **_fields())
+    assert out.problem.startswith("tester-bound: the load sent 33 of the 100 requests due in")
+    fine = change_outcome(_load(), T0 + 2000, window_s=1.0, calm_s=1.0, **_fields())
+    assert fine.problem == ""
