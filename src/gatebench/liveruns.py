@@ -281,10 +281,17 @@ def change_under_load(
     """Load the route at the end of a booted gateway's table at the constant rate and,
     ``change_after_s`` into the measured load, apply ``after`` with the upstream moved to
     ``new_backend`` ((name, URL)) through the gateway's own mechanism; every new route is
-    probed until it answers correctly from that backend. Raises RunError when the change could
-    not be applied (a refused configuration, a failed mechanism)."""
+    probed until it answers correctly from that backend. The new files are rendered and
+    checked before the load starts; at the moment only the mechanism runs. Raises RunError
+    (or ConfigRejected) when the change could not be applied (a refused configuration, a
+    failed mechanism)."""
     live, before = booted.live, booted.api
     new_name, new_url = new_backend
+    if change_after_s + window_s > settings.duration_s:
+        raise RunError(
+            f"the change at {change_after_s:g} s and its {window_s:g} s window must end within "
+            f"the {settings.duration_s:g} s of measured load"
+        )
     if booted.problem:
         raise RunError(f"{live.renderer.name}: {booted.problem}")
     loaded = routes_at_positions(before)["end"]
@@ -301,11 +308,12 @@ def change_under_load(
         "measured_from": load.measured_from,
     }
     new_probes = probes_for(after, added_routes(before, after))
+    prepared = live.prepare(after, new_url)
     clock = time.time() - time.monotonic()
     done: list[tuple[ChangeApplied, float, ProbeOutcome]] = []
 
     def change() -> None:
-        applied = live.change(after, new_url)
+        applied = live.apply(prepared)
         probed = _prober(live, new_name, settings).until_correct(
             new_probes,
             since=applied.triggered_at,

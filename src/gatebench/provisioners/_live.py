@@ -61,6 +61,15 @@ class ChangeApplied:
     """The checker's time on the staged files (before ``written_at``)."""
 
 
+@dataclass(frozen=True)
+class PreparedChange:
+    """A new configuration rendered and checked, not yet applied."""
+
+    target: RenderTarget
+    files: dict[str, str]
+    check_s: float
+
+
 @dataclass
 class ProbeOutcome:
     """Per probe: seconds from ``since`` to its first correct answer (None: never within the
@@ -300,14 +309,27 @@ class LiveGateway:
         return tree_rss_bytes(self.proc.pid) if self.alive() and self.proc else 0
 
     def change(self, api: Api, backend_url: str | None = None) -> ChangeApplied:
-        """Apply ``api`` (and a new upstream) through the gateway's own mechanism."""
-        if self.target is None or self.proc is None:
+        """Apply ``api`` (and a new upstream) through the gateway's own mechanism:
+        :meth:`prepare` then :meth:`apply`."""
+        return self.apply(self.prepare(api, backend_url))
+
+    def prepare(self, api: Api, backend_url: str | None = None) -> PreparedChange:
+        """Render the new configuration and check it in a staging folder, changing nothing
+        yet: a run prepares before its load, so the checker's time (Varnish compiles its VCL)
+        does not move the moment the change is applied."""
+        if self.target is None:
             raise RunError(f"{self.renderer.name} is not booted")
         target = (
             self.target if backend_url is None else replace(self.target, backend_url=backend_url)
         )
         files = self.renderer.render_live(api, target)
-        check_s = self._check_staged(api, target)
+        return PreparedChange(target, files, self._check_staged(api, target))
+
+    def apply(self, prepared: PreparedChange) -> ChangeApplied:
+        """Write the prepared files (each by an atomic rename) and trigger the mechanism."""
+        if self.target is None or self.proc is None:
+            raise RunError(f"{self.renderer.name} is not booted")
+        target, files, check_s = prepared.target, prepared.files, prepared.check_s
         _write_atomically(files, self.workdir)
         self.target, self.files = target, files
         self.changes += 1
@@ -406,6 +428,7 @@ def _fill(template: str, values: Mapping[str, str]) -> str:
 __all__ = [
     "ChangeApplied",
     "LiveGateway",
+    "PreparedChange",
     "ProbeOutcome",
     "RouteProber",
     "files_bytes",
