@@ -129,10 +129,10 @@ def start_gateway(
     supervisor: Supervisor,
     *,
     log_path: str | os.PathLike[str] | None = None,
-    timeout: float | None = None,
+    readiness_timeout: float | None = None,
 ) -> ManagedProcess:
     """Start the gateway on files already in ``target.workdir``; return once it answers
-    (within ``timeout`` seconds, default the renderer's ``readiness_timeout``)."""
+    (within ``readiness_timeout`` seconds, by default the gateway's own)."""
     workdir = Path(target.workdir)
     ensure_built(renderer)
     argv = renderer.run_argv(workdir, target)
@@ -158,7 +158,7 @@ def start_gateway(
             port,
             host=host,
             path=path,
-            timeout=renderer.readiness_timeout if timeout is None else timeout,
+            timeout=readiness_timeout or renderer.readiness_timeout,
             ready=ready,
         )
     except BaseException:

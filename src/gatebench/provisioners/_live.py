@@ -298,7 +298,7 @@ class LiveGateway:
             self.target,
             self.supervisor,
             log_path=self.log_path,
-            timeout=self.boot_timeout,
+            readiness_timeout=self.boot_timeout,
         )
         self.started_at = before + max(0.0, self.proc.started_at - before_wall)
 
