@@ -1,5 +1,6 @@
 """What a person asked for on top of the spec's own plan: a :class:`RunRequest` (a quick smoke
-run, a subset of the plan's gateways), read from where each path carries it.
+run, a subset of the plan's gateways, the root description of a zip that holds several), read
+from where each path carries it.
 
 The upload form sends it as query parameters to the local server
 (:func:`run_request_from_query`) and, on GCP, signs it into the uploaded object's
@@ -37,18 +38,24 @@ class RunRequest:
     """``--quick``: one short repetition (``workload.quick_plan``)."""
     gateways: tuple[str, ...] | None = None
     """Measure only these gateways of the plan (``()``: the baseline only); None: all."""
+    entry: str | None = None
+    """The root description inside an uploaded zip that holds several (``--entry``)."""
 
     def to_metadata(self) -> str:
         """The ``x-goog-meta-gatebench`` value: compact, sorted JSON."""
         data: dict[str, Any] = {"quick": self.quick}
         if self.gateways is not None:
             data["gateways"] = list(self.gateways)
+        if self.entry is not None:
+            data["entry"] = self.entry
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
     def to_query(self) -> dict[str, str]:
         out = {"quick": "1" if self.quick else "0"}
         if self.gateways is not None:
             out["gateways"] = ",".join(self.gateways) or "none"
+        if self.entry is not None:
+            out["entry"] = self.entry
         return out
 
     def select(self, plan: Plan) -> Plan:
@@ -89,7 +96,8 @@ class RunRequest:
 
 
 def run_request_from_query(query: Mapping[str, str]) -> RunRequest:
-    """``?quick=1&gateways=nginx,caddy`` (``gateways=none``: the baseline only)."""
+    """``?quick=1&gateways=nginx,caddy&entry=api/openapi.yaml`` (``gateways=none``: the
+    baseline only; ``entry``: the root description of a zip that holds several)."""
     problems: list[Problem] = []
     quick = _flag(query.get("quick"), "quick", problems)
     gateways: tuple[str, ...] | None = None
@@ -99,7 +107,7 @@ def run_request_from_query(query: Mapping[str, str]) -> RunRequest:
         gateways = tuple(dict.fromkeys(names))
     if problems:
         raise UploadRejected(problems)
-    return RunRequest(quick=quick, gateways=gateways)
+    return RunRequest(quick=quick, gateways=gateways, entry=query.get("entry") or None)
 
 
 def run_request_from_metadata(value: str | None) -> RunRequest:
@@ -114,13 +122,13 @@ def run_request_from_metadata(value: str | None) -> RunRequest:
         raise UploadRejected(
             [Problem("", f"metadata {METADATA_HEADER}: not JSON ({exc})", source=METADATA_HEADER)]
         ) from None
-    if not isinstance(data, dict) or set(data) - {"quick", "gateways"}:
+    if not isinstance(data, dict) or set(data) - {"quick", "gateways", "entry"}:
         raise UploadRejected(
             [
                 Problem(
                     "",
-                    f"metadata {METADATA_HEADER}: expected an object with 'quick' and "
-                    f"'gateways', got {value[:200]!r}",
+                    f"metadata {METADATA_HEADER}: expected an object with 'quick', 'gateways' "
+                    f"and 'entry', got {value[:200]!r}",
                     source=METADATA_HEADER,
                 )
             ]
@@ -140,9 +148,20 @@ def run_request_from_metadata(value: str | None) -> RunRequest:
                 "/gateways", f"expected a list of names, got {gateways!r}", source=METADATA_HEADER
             )
         )
+    entry = data.get("entry")
+    if entry is not None and not (isinstance(entry, str) and entry):
+        problems.append(
+            Problem(
+                "/entry",
+                f"expected the name of a file inside the zip, got {entry!r}",
+                source=METADATA_HEADER,
+            )
+        )
     if problems:
         raise UploadRejected(problems)
-    return RunRequest(quick=bool(quick), gateways=None if gateways is None else tuple(gateways))
+    return RunRequest(
+        quick=bool(quick), gateways=None if gateways is None else tuple(gateways), entry=entry
+    )
 
 
 def _flag(value: str | None, name: str, problems: list[Problem]) -> bool:
