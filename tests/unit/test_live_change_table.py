@@ -33,5 +33,18 @@ def test_every_declaration_is_complete() -> None:
             assert change.commands and all(
                 c and "{label}" in " ".join(change.commands[0]) for c in change.commands[:1]
             )
-    runnable = {r.name: r.live_change.kind for r in all_renderers() if r.runs_here}
-    assert "restart" not in runnable.values(), runnable
+    # Each of these has a live mechanism gatebench drives (a gateway without one is listed
+    # with a restart, and its restart is what a change under load measures).
+    driven = {
+        "apache",
+        "caddy",
+        "envoy",
+        "haproxy",
+        "nginx",
+        "spring-cloud-gateway",
+        "traefik",
+        "varnish",
+        "zuul",
+    }
+    kinds = {r.name: r.live_change.kind for r in all_renderers() if r.name in driven}
+    assert set(kinds) == driven and "restart" not in kinds.values(), kinds
