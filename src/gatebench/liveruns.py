@@ -82,6 +82,7 @@ def _prober(live: LiveGateway, instance: str, settings: LoadSettings) -> RoutePr
         instance=instance,
         normalizes_path=live.renderer.normalizes_path,
         interval_s=settings.probe_interval_s,
+        ca_file=live.ca_file,
     )
 
 

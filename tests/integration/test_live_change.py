@@ -3,7 +3,8 @@ that runs here boots on 10 routes behind echo backend ``a``, takes 100 routes an
 upstream (backend ``b``) through its own mechanism, and every one of the 100 routes then answers
 correctly from ``b``; the configuration after a change routes exactly as route replay demands;
 a configuration the checker refuses is never applied; a gateway without a live mechanism is
-restarted. Small sizes: seconds per gateway (the JVM gateways: their start-up)."""
+restarted; a gateway booted as deployed (the run's TLS, a pool of replicas) stays so through a
+change. Small sizes: seconds per gateway (the JVM gateways: their start-up)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gatebench.backends import start_backend
+from gatebench.backends import start_backend, start_backend_process
 from gatebench.ir import Api
 from gatebench.procs import Supervisor
 from gatebench.provisioners import ConfigRejected
@@ -22,6 +23,7 @@ from gatebench.renderers import RESTART, RenderTarget, all_renderers, get_render
 from gatebench.renderers._jvm import JVM_OPTIONS_ENV
 from gatebench.renderers.nginx import NginxRenderer
 from gatebench.routescale import Probe, added_routes, probes_for, replicate
+from gatebench.tls import GatewayTls, make_run_certificates, remove_tls_folder, write_tls_folder
 from replay import replay, replay_matrix
 
 pytestmark = pytest.mark.integration
@@ -63,7 +65,11 @@ def _live(gateway: object, supervisor: Supervisor, tmp_path: Path) -> LiveGatewa
 
 def _prober(live: LiveGateway, instance: str) -> RouteProber:
     return RouteProber(
-        "127.0.0.1", live.port, instance=instance, normalizes_path=live.renderer.normalizes_path
+        "127.0.0.1",
+        live.port,
+        instance=instance,
+        normalizes_path=live.renderer.normalizes_path,
+        ca_file=live.ca_file,
     )
 
 
@@ -143,6 +149,105 @@ def test_the_configuration_after_a_change_routes_exactly(
             normalizes_path=live.renderer.normalizes_path,
         )
         assert not failures, "\n".join(failures[:40])
+    finally:
+        live.stop()
+
+
+@pytest.fixture(scope="module")
+def pools(supervisor: Supervisor, tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
+    """Two pools of two echo replicas each, every replica naming its pool (``a``, ``b``) and
+    its number in every answer."""
+    out: dict[str, list[str]] = {}
+    for name in ("a", "b"):
+        out[name] = [
+            start_backend_process(
+                supervisor,
+                "echo",
+                tmp_path_factory.mktemp(f"pool-{name}{n}"),
+                replica=n,
+                extra_args=["-instance", name],
+            ).url
+            for n in (1, 2)
+        ]
+    return out
+
+
+@pytest.fixture(scope="module")
+def tls_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    folder = write_tls_folder(make_run_certificates("ecdsa-p256"), tmp_path_factory.mktemp("tls"))
+    yield folder
+    remove_tls_folder(folder)
+
+
+def _replicas_seen(live: LiveGateway, probe: Probe, requests: int) -> set[str]:
+    """The replica numbers that answered ``requests`` probes, each on a new connection."""
+    seen = set()
+    for _ in range(requests):
+        got = ask(("127.0.0.1", live.port), probe, ca_file=live.ca_file)
+        assert not isinstance(got, str), got
+        assert got[0] == 200, got
+        seen.add(got[1].get("x-gatebench-replica", "none"))
+    return seen
+
+
+@pytest.mark.parametrize("gateway", LOCAL)
+def test_a_change_keeps_tls_and_the_pool(
+    gateway: str,
+    supervisor: Supervisor,
+    pools: dict[str, list[str]],
+    tls_folder: Path,
+    tmp_path: Path,
+    replay_api: Callable[[str], Api],
+    jvm_quick: None,
+) -> None:
+    """Booted as deployed (the run's TLS with HTTP/2 offered, a pool of two replicas; what the
+    gateway renders of it), the gateway takes 100 routes and a new pool through its own
+    mechanism and stays as deployed: every route answers correctly over TLS from the new
+    pool, both of its replicas serve, and plain HTTP is still refused."""
+    renderer = get_renderer(gateway)
+    tls = "tls" in renderer.supported_deployment
+    pool = "pool.round_robin" in renderer.supported_deployment
+    if not (tls or pool):
+        pytest.skip(f"{gateway} renders neither TLS nor a pool")
+    api = replay_api("auction")
+    small, big = replicate(api, 10), replicate(api, 100)
+    live = LiveGateway(
+        gateway,
+        supervisor,
+        tmp_path / "gw",
+        tls=GatewayTls(str(tls_folder), http2=True) if tls else None,
+    )
+    reason = live.renderer.available_here()
+    if reason is not None:
+        pytest.skip(f"{gateway} is not installed here: {reason}")
+
+    def upstream(name: str) -> tuple[str, list[str]]:
+        urls = pools[name]
+        return urls[0], urls if pool else []
+
+    def plain_refused() -> None:
+        got = ask(("127.0.0.1", live.port), probes_for(small)[0])
+        assert isinstance(got, str) or not 200 <= got[0] < 300, got
+
+    try:
+        started = live.boot(small, *upstream("a"))
+        assert live.target is not None and (live.target.tls is not None) == tls
+        booted = _prober(live, "a").until_correct(
+            probes_for(small), since=started, deadline_s=DEADLINE_S
+        )
+        assert booted.all_correct, booted.last_problem
+        if tls:
+            plain_refused()
+        applied = live.change(big, *upstream("b"))
+        assert live.target.tls == live.tls and live.target.pooled == pool
+        after = _prober(live, "b").until_correct(
+            probes_for(big), since=applied.triggered_at, deadline_s=DEADLINE_S, alive=live.alive
+        )
+        assert after.all_correct, list(after.last_problem.items())[:5]
+        if tls:
+            plain_refused()
+        if pool:
+            assert _replicas_seen(live, probes_for(big)[-1], 12) == {"1", "2"}
     finally:
         live.stop()
 

@@ -11,9 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import GatebenchError
+from ..errors import GatebenchError, PlanError
 from ..liveruns import LoadSettings
 from ..model import local_run_id
+from ..plan import scale_problems
 from ..renderers import all_renderers, get_renderer
 from ..routescale import DEFAULT_SIZES, MAX_ROUTES, parse_sizes
 from ..store import DEFAULT_STORE, open_store
@@ -154,6 +155,13 @@ def run_scale_command(args: argparse.Namespace) -> int:
     result.raise_for_errors()
     api = result.api
     assert api is not None
+    if result.benchmark_loc is not None:
+        refused = scale_problems(
+            result.benchmark, result.benchmark_loc.pointer, result.benchmark_loc.doc
+        )
+        if refused:
+            reader = result.reader
+            raise PlanError([reader.locate(p) for p in refused] if reader else refused)
     settings = LoadSettings(
         rate=args.rate,
         duration_s=args.duration,

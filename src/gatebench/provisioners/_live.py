@@ -13,9 +13,14 @@ it needs for it (``Renderer.render_live``); :meth:`LiveGateway.change` carries i
 2. the mechanism is triggered: a signal to the process gatebench started, nothing (the gateway
    watches its files), a request to the loopback admin port, a command, or a restart.
 
+A gateway booted as deployed (``tls``: it terminates the run's TLS; ``replicas``: a pool of
+backends) keeps that deployment through every change: the new files are rendered for the same
+target, TLS and pool included (a change that moves the upstream moves the whole pool).
+
 Times are ``time.monotonic()`` seconds. A :class:`RouteProber` asks every route at a fixed
 interval, each probe on a new connection (a kept connection could outlive a reload and hide
-what a new client meets), until it answers correctly; it records when each first did.
+what a new client meets; over TLS, a new handshake trusting the run's CA alone), until it
+answers correctly; it records when each first did.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import http.client
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -38,6 +44,7 @@ from ..ir import Api
 from ..procs import ManagedProcess, Supervisor, free_port
 from ..renderers import LiveChange, Renderer, RenderTarget, get_renderer
 from ..routescale import Probe, answer_problem
+from ..tls import CA_CERT, GatewayTls
 from ._boot import check_config, start_gateway, write_files
 
 PROBE_TIMEOUT_S = 2.0
@@ -95,11 +102,21 @@ class ProbeOutcome:
 
 
 def ask(
-    base: tuple[str, int], probe: Probe, timeout: float = PROBE_TIMEOUT_S
+    base: tuple[str, int],
+    probe: Probe,
+    timeout: float = PROBE_TIMEOUT_S,
+    *,
+    ca_file: str | None = None,
 ) -> tuple[int, dict[str, str], bytes] | str:
     """One request of ``probe`` on a new connection: (status, lower-case headers, body), or
-    why no answer came."""
-    conn = http.client.HTTPConnection(base[0], base[1], timeout=timeout)
+    why no answer came. With ``ca_file``, over TLS trusting that CA alone (host name
+    checked)."""
+    conn: http.client.HTTPConnection
+    if ca_file is not None:
+        context = ssl.create_default_context(cafile=ca_file)
+        conn = http.client.HTTPSConnection(base[0], base[1], timeout=timeout, context=context)
+    else:
+        conn = http.client.HTTPConnection(base[0], base[1], timeout=timeout)
     try:
         conn.putrequest(probe.method, probe.path, skip_host=True, skip_accept_encoding=True)
         conn.putheader("Host", f"{base[0]}:{base[1]}")
@@ -127,8 +144,11 @@ class RouteProber:
         normalizes_path: bool = False,
         interval_s: float = 0.05,
         clock: Callable[[], float] = time.monotonic,
+        ca_file: str | None = None,
     ) -> None:
         self.base = (host, port)
+        self.ca_file = ca_file
+        """The run's CA certificate when the gateway terminates TLS (probes speak TLS)."""
         self.instance = instance
         self.normalizes_path = normalizes_path
         self.interval_s = interval_s
@@ -136,7 +156,7 @@ class RouteProber:
 
     def problem(self, probe: Probe) -> str | None:
         """Why ``probe`` is not answered correctly now, or None when it is."""
-        got = ask(self.base, probe)
+        got = ask(self.base, probe, ca_file=self.ca_file)
         if isinstance(got, str):
             return got
         return answer_problem(
@@ -229,8 +249,11 @@ class LiveGateway:
         workers: int = 1,
         check_timeout: float = 120.0,
         boot_timeout: float | None = None,
+        tls: GatewayTls | None = None,
     ) -> None:
         self.renderer = get_renderer(gateway) if isinstance(gateway, str) else gateway
+        self.tls = tls
+        """TLS the gateway terminates, through every change (None: plain HTTP)."""
         self.supervisor = supervisor
         self.workdir = workdir.resolve()
         self.workers = workers
@@ -257,23 +280,32 @@ class LiveGateway:
             raise RunError(f"{self.renderer.name} is not booted")
         return self.target.listen_port
 
+    @property
+    def ca_file(self) -> str | None:
+        """The run's CA certificate a client trusts when the gateway terminates TLS."""
+        return self.tls.path(CA_CERT) if self.tls is not None else None
+
     def config_bytes(self) -> int:
         return files_bytes(self.files)
 
-    def boot(self, api: Api, backend_url: str) -> float:
+    def boot(self, api: Api, backend_url: str, replicas: Sequence[str] = ()) -> float:
         """:meth:`render`, then :meth:`start`: returns once the gateway answers any request,
         with the monotonic time it was started (probe for correct answers next)."""
-        self.render(api, backend_url)
+        self.render(api, backend_url, replicas)
         return self.start()
 
-    def render(self, api: Api, backend_url: str) -> None:
-        """Render ``api`` for free loopback ports and write the files (no process yet)."""
+    def render(self, api: Api, backend_url: str, replicas: Sequence[str] = ()) -> None:
+        """Render ``api`` for free loopback ports and write the files (no process yet);
+        ``replicas``: the pool's origins, the first being ``backend_url`` (empty: that
+        backend alone)."""
         self.target = RenderTarget(
             workdir=str(self.workdir),
             listen_port=free_port(),
             backend_url=backend_url,
             admin_port=free_port(),
             workers=self.workers,
+            tls=self.tls,
+            replicas=tuple(replicas),
         )
         self.files = self.renderer.render_live(api, self.target)
         write_files(self.files, self.workdir)
@@ -308,19 +340,27 @@ class LiveGateway:
     def rss_bytes(self) -> int:
         return tree_rss_bytes(self.proc.pid) if self.alive() and self.proc else 0
 
-    def change(self, api: Api, backend_url: str | None = None) -> ChangeApplied:
+    def change(
+        self, api: Api, backend_url: str | None = None, replicas: Sequence[str] = ()
+    ) -> ChangeApplied:
         """Apply ``api`` (and a new upstream) through the gateway's own mechanism:
         :meth:`prepare` then :meth:`apply`."""
-        return self.apply(self.prepare(api, backend_url))
+        return self.apply(self.prepare(api, backend_url, replicas))
 
-    def prepare(self, api: Api, backend_url: str | None = None) -> PreparedChange:
+    def prepare(
+        self, api: Api, backend_url: str | None = None, replicas: Sequence[str] = ()
+    ) -> PreparedChange:
         """Render the new configuration and check it in a staging folder, changing nothing
         yet: a run prepares before its load, so the checker's time (Varnish compiles its VCL)
-        does not move the moment the change is applied."""
+        does not move the moment the change is applied. The target keeps its ports and TLS;
+        ``backend_url`` (with ``replicas``, the new pool's origins, the first being it) moves
+        the upstream, ``None`` keeps it."""
         if self.target is None:
             raise RunError(f"{self.renderer.name} is not booted")
         target = (
-            self.target if backend_url is None else replace(self.target, backend_url=backend_url)
+            self.target
+            if backend_url is None
+            else replace(self.target, backend_url=backend_url, replicas=tuple(replicas))
         )
         files = self.renderer.render_live(api, target)
         return PreparedChange(target, files, self._check_staged(api, target))

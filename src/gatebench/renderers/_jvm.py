@@ -120,7 +120,10 @@ class JvmRenderer(Renderer):
 
     def render_live(self, api: Api, target: RenderTarget) -> dict[str, str]:
         """The management port on loopback (``target.admin_port``) with the refresh endpoint
-        exposed; the API's port serves no actuator endpoint either way."""
+        exposed; the API's port serves no actuator endpoint either way. With TLS, the
+        management port stays plain HTTP (``management.server.ssl.enabled: false``): Spring
+        Boot otherwise gives it the API's ``server.ssl``, and the loopback refresh request
+        gatebench sends is plain."""
         if target.admin_port is None:
             raise RenderError(
                 [
@@ -135,11 +138,19 @@ class JvmRenderer(Renderer):
             itertools.takewhile(lambda line: line.startswith("#"), text.splitlines(keepends=True))
         )
         config = yaml.safe_load(text)
+        management: dict[str, Any] = {"address": "127.0.0.1", "port": target.admin_port}
+        if target.tls is not None:
+            management["ssl"] = {"enabled": False}
         config["management"] = {
-            "server": {"address": "127.0.0.1", "port": target.admin_port},
+            "server": management,
             "endpoints": {"web": {"exposure": {"include": "refresh"}}},
         }
+        self.live_settings(config, target)
         return as_files({"application.yml": header + dump_yaml(config)})
+
+    def live_settings(self, config: dict[str, Any], target: RenderTarget) -> None:
+        """What else the gateway needs in ``config`` (the parsed ``application.yml``) to take
+        a refreshed one in full; nothing by default."""
 
     product: ClassVar[str]
     """Gateway and version for the file's first line: ``Spring Cloud Gateway 5.0.3``."""
