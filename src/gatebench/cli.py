@@ -22,6 +22,7 @@ COMMANDS = (
     "plan",
     "render",
     "run",
+    "scale",
     "runs",
     "report",
     "score",

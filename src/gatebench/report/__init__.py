@@ -19,6 +19,16 @@ from ._build import RESOLUTION_NOTE, Report, Trust, build_report, plan_scoring, 
 from ._flat import bigquery_schema, column_names, flat_rows, measurement_rows, render_csv
 from ._html import render_html
 from ._markdown import render_markdown
+from ._scale import (
+    CHANGE_KIND,
+    SCALE_KIND,
+    is_scale_run,
+    point_key,
+    render_scale_csv,
+    render_scale_html,
+    scale_document,
+    stored_scale_document,
+)
 
 Format = Literal["html", "json", "csv", "md"]
 FORMATS: tuple[Format, ...] = ("html", "json", "csv", "md")
@@ -91,8 +101,10 @@ def score_run(
 
 
 __all__ = [
+    "CHANGE_KIND",
     "FORMATS",
     "RESOLUTION_NOTE",
+    "SCALE_KIND",
     "Format",
     "Report",
     "Trust",
@@ -101,14 +113,20 @@ __all__ = [
     "column_names",
     "find_run",
     "flat_rows",
+    "is_scale_run",
     "load_report",
     "measurement_rows",
     "plan_scoring",
+    "point_key",
     "render",
     "render_csv",
     "render_html",
     "render_json",
     "render_markdown",
+    "render_scale_csv",
+    "render_scale_html",
     "resolve_scoring",
+    "scale_document",
     "score_run",
+    "stored_scale_document",
 ]

@@ -128,6 +128,7 @@ def run_summary(run: RunRecord) -> dict[str, Any]:
         "spec_uri": run.spec_uri,
         "spec_sha256": run.spec_sha256,
         "gateways": list(run.gateways),
+        "kind": str(plan.get("kind", "workload")),
         "baseline": bool(plan.get("baseline", False)),
         "repetitions": plan.get("repetitions"),
         "quick": bool(environment.get("quick", False)),
