@@ -438,3 +438,28 @@ def test_tls_replicas_and_a_fault_change_nothing_in_the_price_and_the_estimate_s
         "VMs or minutes; the fault is a request from the tester to the backend VM.",
     )
     assert describe_cost(after)[-1] == "  " + after.notes[0]
+
+
+def test_every_gateway_with_an_image_renders_the_deployment_for_its_vm_or_says_why_not() -> None:
+    """The cloud path renders the same deployment as the local path: each gateway reads the
+    TLS files its VM makes under its folder and pools the backend VM's replicas, or is left
+    out with the renderers' own reason (gatebench.renderers.deployment_exclusions)."""
+    from gatebench.renderers import all_renderers, deployment_exclusions, deployment_needs
+
+    names = [r.name for r in all_renderers() if r.cloud_image is not None]
+    settings = deployment(**TLS_SETTINGS)
+    spec = yaml.safe_load(deployed_auction(names))
+    del spec["x-gatebench"]["fault"]
+    rendered = render_run(yaml.safe_dump(spec).encode(), REF, settings, "gb")
+    needs = deployment_needs(tls=True, http2=True, replicas=3)
+    assert rendered.failures == deployment_exclusions(names, needs)
+    assert set(rendered.configs) == set(names) - set(rendered.failures)
+    assert {"kong", "krakend", "tyk", "nginx", "haproxy"} <= set(rendered.configs)
+    host = f"gb-{REF.run_id}-backend.europe-central2-a.c.proj.internal"
+    for name, files in rendered.configs.items():
+        text = "\n".join(files.values())
+        assert "/etc/gatebench/tls/" in text, name
+        assert host in text, name
+        for port in ("8080", "8081", "8082"):  # host:port, or Envoy's port_value
+            assert port in text.replace(host, ""), (name, port)
+        assert rendered.fleet["gateways"][name]["configure"][0][:2] == ["cloud", "gateway-tls"]
