@@ -198,6 +198,7 @@ def serve_backend(storage: Storage, bucket: str, run_id: str) -> int:
             replicas.start_all()
             if spec.get("control"):
                 server = _control_server(str(spec["control"]), replicas)
+                held.callback(server.server_close)
                 held.callback(server.shutdown)
         except (GatebenchError, OSError) as exc:
             reason = f"the backend VM could not start the backend: {exc}"
