@@ -463,3 +463,21 @@ def test_every_gateway_with_an_image_renders_the_deployment_for_its_vm_or_says_w
         for port in ("8080", "8081", "8082"):  # host:port, or Envoy's port_value
             assert port in text.replace(host, ""), (name, port)
         assert rendered.fleet["gateways"][name]["configure"][0][:2] == ["cloud", "gateway-tls"]
+
+
+def test_gatebench_cloud_tls_ca_makes_a_ca_whose_key_goes_to_stdout_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gatebench.cli import main
+    from gatebench.tls import ca_certificate_problem, issue_server_certificate
+
+    cert = tmp_path / "ca.crt"
+    assert main(["cloud", "tls-ca", "--cert", str(cert), "--key-type", "rsa-2048"]) == 0
+    key = capsys.readouterr().out
+    assert key.startswith("-----BEGIN PRIVATE KEY-----") and "PRIVATE" not in cert.read_text()
+    assert ca_certificate_problem(cert.read_bytes(), for_s=300 * 86400) is None
+    issued = issue_server_certificate(key.encode(), cert.read_bytes(), "ecdsa-p256", ["h.x"])
+    assert issued.ca_cert == cert.read_bytes()
+    assert list(tmp_path.iterdir()) == [cert]
+    assert main(["cloud", "tls-ca", "--cert", str(cert), "--days", "0"]) == 2
+    assert capsys.readouterr().err == "gatebench: --days: expected 1 to 3650, got 0\n"
