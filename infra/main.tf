@@ -38,6 +38,10 @@ locals {
     jwt_signer = var.jwt_signer
     # A name, never a key: gateway VMs (and testers) read the secret itself (secrets.tf).
     api_clients = var.api_clients
+    # A name, never the key: gateway and backend VMs read the CA key themselves (secrets.tf);
+    # its certificate is public (the testers trust it alone).
+    tls_ca             = var.tls_ca
+    tls_ca_certificate = var.tls_ca_certificate
   }
 }
 

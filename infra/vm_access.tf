@@ -7,7 +7,9 @@
 # runs/RUN/... (src/gatebench/cloud); the run id sits between prefix and suffix, so a grant
 # covers the same object of every run (the service accounts serve every run).
 #
-#   backend: reads runs/RUN/backend.json and, for a mock backend, runs/RUN/mock-backend.json.
+#   backend: reads runs/RUN/backend.json and, for a mock backend, runs/RUN/mock-backend.json;
+#            when it cannot start the backend (gatebench cloud backend) it creates
+#            runs/RUN/backend/error.json with the reason, which the tester reports.
 #   gateway: reads the configurations, runs/RUN/configs/... (RUN one folder name), the fleet,
 #            the render input (its API keys' configure step) and the testers' load-done markers
 #            (its meter): never a workload, raw log, row or sample of any run, nor pipeline/. A
@@ -27,6 +29,7 @@ locals {
     backend = [
       { role = "roles/storage.objectViewer", prefix = "runs/", suffix = "/backend.json" },
       { role = "roles/storage.objectViewer", prefix = "runs/", suffix = "/mock-backend.json" },
+      { role = "roles/storage.objectCreator", prefix = "runs/", folder = "backend", suffix = "/error.json" },
     ]
     gateway = [
       { role = "roles/storage.objectViewer", prefix = "runs/", folder = "configs", suffix = "" },

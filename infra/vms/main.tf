@@ -69,7 +69,8 @@ resource "google_compute_instance" "backend" {
       registry = local.registry
       image    = var.runner_image
       args     = var.backend.args
-      ports    = [var.backend.port]
+      ports    = var.backend.ports
+      caps     = var.backend.caps
     })
   }
 }
@@ -190,6 +191,7 @@ resource "google_compute_instance" "tester" {
       image    = var.runner_image
       args     = var.tester.count == 1 ? var.tester.args : concat(var.tester.args, ["--tester", tostring(count.index), "--testers", tostring(var.tester.count)])
       ports    = count.index == 0 ? var.tester.listen : []
+      caps     = var.tester.caps
     })
   }
 

@@ -1,13 +1,23 @@
 # Written per run by `gatebench cloud vm-vars` (run.tfvars.json); see gatebench/cloud/_vms.py.
 
 variable "backend" {
-  description = "The backend VM: the runner image's `cloud backend ...` (null when the spec benchmarks an existing service by URL)."
+  description = "The backend VM: the runner image's `cloud backend ...` (null when the spec benchmarks an existing service by URL), the port of its first replica, every port it listens on (the replicas', the baseline's TLS listener, the fault's control) and the capabilities its container gets beyond Docker's (NET_RAW: a fault's connection attempts counted from the packets)."
   type = object({
     machine_type = string
     port         = number
+    ports        = list(number)
     args         = list(string)
+    caps         = optional(list(string), [])
   })
   default = null
+  validation {
+    condition     = var.backend == null || try(alltrue([for c in var.backend.caps : contains(["NET_RAW"], c)]), false)
+    error_message = "backend.caps: capabilities from NET_RAW only."
+  }
+  validation {
+    condition     = var.backend == null || try(contains(var.backend.ports, var.backend.port) && alltrue([for p in var.backend.ports : p >= 1024 && p <= 65535 && floor(p) == p]), false)
+    error_message = "backend.ports: whole TCP ports from 1024 to 65535, the first replica's port among them."
+  }
 }
 
 variable "gateways" {
@@ -126,18 +136,23 @@ variable "tags" {
 }
 
 variable "tester" {
-  description = "The tester VMs: machine type, boot disk size (disk_gb: the plan's raw log bound, twice, over the system; gatebench.cost.tester_disk_gib), the runner image's arguments (`cloud tester ...`), how many share every phase (count, 1-16; tester T gets `--tester T --testers count`) and the ports tester 0 listens on (listen: its phase barrier, with several testers). Null: no tester (an empty fleet, for teardown)."
+  description = "The tester VMs: machine type, boot disk size (disk_gb: the plan's raw log bound, twice, over the system; gatebench.cost.tester_disk_gib), the runner image's arguments (`cloud tester ...`), how many share every phase (count, 1-16; tester T gets `--tester T --testers count`), the ports tester 0 listens on (listen: its phase barrier, with several testers) and the capabilities their containers get beyond Docker's (NET_RAW: a TLS plan's handshakes counted from the packets). Null: no tester (an empty fleet, for teardown)."
   type = object({
     machine_type = string
     disk_gb      = optional(number, 10)
     args         = list(string)
     count        = optional(number, 1)
     listen       = optional(list(number), [])
+    caps         = optional(list(string), [])
   })
   default = null
   validation {
     condition     = var.tester == null || try(var.tester.count >= 1 && var.tester.count <= 16 && floor(var.tester.count) == var.tester.count, false)
     error_message = "tester.count must be a whole number from 1 to 16."
+  }
+  validation {
+    condition     = var.tester == null || try(alltrue([for c in var.tester.caps : contains(["NET_RAW"], c)]), false)
+    error_message = "tester.caps: capabilities from NET_RAW only."
   }
   validation {
     condition     = var.tester == null || try(var.tester.disk_gb >= 10 && var.tester.disk_gb <= 65536 && floor(var.tester.disk_gb) == var.tester.disk_gb, false)

@@ -14,9 +14,12 @@ the packets do. A packet socket on ``lo`` with a classic BPF filter hands this p
   connection attempt (a refused one included).
 
 The kernel filters, so the cost is a few packets per handshake, never the traffic. A packet
-socket needs CAP_NET_RAW (root); without it :func:`open_observer` raises
-:class:`WireUnavailable` and the caller reports what it could not observe. Loopback only:
-the local path.
+socket needs CAP_NET_RAW (root; a container needs ``--cap-add NET_RAW``); without it
+:func:`open_observer` raises :class:`WireUnavailable` and the caller reports what it could not
+observe. The local path watches the loopback interface (every packet counted once, as it goes
+out); a VM of the cloud path watches what arrives on any of its interfaces (``interface=None``:
+the tester sees the targets' ServerHellos, the backend VM the connection attempts to its
+replicas).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from dataclasses import dataclass, field
 
 ETH_P_ALL = 0x0003
 SO_ATTACH_FILTER = 26
+PACKET_HOST = 0
 PACKET_OUTGOING = 4
 _HRR_RANDOM = bytes.fromhex("cf21ad74e59a6111be1d8c021e65b891c2a211167abb8c5e079e09e2c8a8339c")
 _EXT_PRE_SHARED_KEY = 41
@@ -184,6 +188,9 @@ class LoopbackObserver:
 
     server_ports: tuple[int, ...]
     attempt_ports: tuple[int, ...]
+    interface: str | None = "lo"
+    """``lo``: the loopback interface, each packet counted as it goes out; None: every
+    interface, each packet counted as it arrives for this host."""
     handshakes: list[Handshake] = field(default_factory=list)
     attempts: list[Attempt] = field(default_factory=list)
     _sock: socket.socket | None = None
@@ -203,12 +210,15 @@ class LoopbackObserver:
             )
             fprog = struct.pack("HL", len(program), ctypes.addressof(buffer))
             sock.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, fprog)
-            sock.bind(("lo", 0))
+            if self.interface is not None:
+                sock.bind((self.interface, 0))
             sock.setblocking(False)
         except OSError as exc:
             sock.close()
-            raise WireUnavailable(f"cannot watch the loopback interface: {exc}") from None
+            where = self.interface or "this host's interfaces"
+            raise WireUnavailable(f"cannot watch {where}: {exc}") from None
         self._filter = buffer  # kept alive while attached
+        self._counted = PACKET_OUTGOING if self.interface == "lo" else PACKET_HOST
         self._sock = sock
         self._thread = threading.Thread(target=self._read, name="gatebench-wire", daemon=True)
         self._thread.start()
@@ -227,7 +237,7 @@ class LoopbackObserver:
                     break
                 except OSError:
                     return
-                if address[2] != PACKET_OUTGOING:
+                if address[2] != self._counted:
                     continue  # loopback shows each packet twice: count it once
                 self._take(packet, time.time())
 
@@ -274,10 +284,13 @@ class LoopbackObserver:
 
 
 def open_observer(
-    server_ports: Iterable[int] = (), attempt_ports: Iterable[int] = ()
+    server_ports: Iterable[int] = (),
+    attempt_ports: Iterable[int] = (),
+    interface: str | None = "lo",
 ) -> LoopbackObserver:
-    """A started observer (close it when done); :class:`WireUnavailable` when it cannot run."""
-    observer = LoopbackObserver(tuple(server_ports), tuple(attempt_ports))
+    """A started observer (close it when done); :class:`WireUnavailable` when it cannot run.
+    ``interface``: ``lo``, or None for every interface of the host (a VM's arrivals)."""
+    observer = LoopbackObserver(tuple(server_ports), tuple(attempt_ports), interface)
     observer.start()
     return observer
 

@@ -62,6 +62,8 @@ class CostEstimate:
     vms: int
     region: str
     as_of: str
+    notes: tuple[str, ...] = ()
+    """What the plan asks that the figures do not change (a deployment's TLS and replicas)."""
 
     @property
     def total_usd(self) -> float:
@@ -76,6 +78,7 @@ class CostEstimate:
             "region": self.region,
             "prices_as_of": self.as_of,
             "lines": [line.to_dict() for line in self.lines],
+            **({"notes": list(self.notes)} if self.notes else {}),
         }
 
 
@@ -374,7 +377,35 @@ def estimate_cost(plan: Mapping[str, Any], table: Mapping[str, Any] | None = Non
         vms=len(roles),
         region=str(table["region"]),
         as_of=str(table["as_of"]),
+        notes=deployment_cost_notes(plan),
     )
+
+
+def deployment_cost_notes(plan: Mapping[str, Any]) -> tuple[str, ...]:
+    """What a plan's deployment (``tls``, ``backend.replicas``, ``fault``) changes in the
+    price: nothing, and why (docs/cloud.md, "TLS and replicas")."""
+    backend = plan.get("backend") or {}
+    replicas = int(backend.get("replicas") or 1)
+    asks = [
+        *(["TLS"] if plan.get("tls") else []),
+        *([f"{replicas} backend replicas"] if replicas > 1 else []),
+        *(["a killed replica"] if plan.get("fault") else []),
+    ]
+    if not asks:
+        return ()
+    what = ", ".join(asks[:-1]) + (" and " if len(asks) > 1 else "") + asks[-1]
+    why = []
+    if replicas > 1:
+        machine = (plan.get("infrastructure") or {}).get("backend_machine") or _DEFAULT_MACHINE
+        why.append(
+            f"the replicas are processes on the one backend VM ({machine}: they share its "
+            "vCPUs; a larger backend_machine is priced as such)"
+        )
+    if plan.get("tls"):
+        why.append("TLS costs CPU on the VMs the run has, not VMs or minutes")
+    if plan.get("fault"):
+        why.append("the fault is a request from the tester to the backend VM")
+    return (f"{what} add nothing to this estimate: " + "; ".join(why) + ".",)
 
 
 def _price(value: float) -> str:
@@ -395,6 +426,7 @@ def describe_cost(estimate: CostEstimate) -> list[str]:
             f"  {line.item.ljust(width)}  {line.quantity:12.4f} {line.unit:<18} "
             f"× ${_price(line.unit_price)} = ${line.usd:.4f}"
         )
+    lines += [f"  {note}" for note in estimate.notes]
     return lines
 
 
@@ -402,6 +434,7 @@ __all__ = [
     "CostError",
     "CostEstimate",
     "CostLine",
+    "deployment_cost_notes",
     "describe_cost",
     "describe_vm_limits",
     "disk_gib_per_tester",

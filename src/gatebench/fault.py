@@ -28,8 +28,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Protocol
 
+RESET_WAIT_S = 5.0
+"""With a fault, how long a backend reset before a phase may wait for the replica that is
+started again as the phase before it ends (the local and the cloud path alike)."""
 SPIKE_WINDOW_S = 5.0
 SLOW_MARGIN_MS = 5.0
 BUCKET_S = 0.25
@@ -132,6 +135,44 @@ def fault_impact(
     )
 
 
+class _Injection(Protocol):
+    @property
+    def duration(self) -> float | None: ...
+
+
+class _Phase(Protocol):
+    @property
+    def index(self) -> int: ...
+    @property
+    def target(self) -> str: ...
+    @property
+    def workload(self) -> str: ...
+    @property
+    def measured(self) -> bool: ...
+    @property
+    def injection(self) -> _Injection: ...
+
+
+class _Fault(Protocol):
+    @property
+    def workload(self) -> str: ...
+    def offset(self, phase_duration_s: float | None) -> float | None: ...
+
+
+def fault_offsets(
+    fault: _Fault, phases: Iterable[_Phase], baseline: str = "baseline"
+) -> dict[int, float]:
+    """The phases that carry the plan's fault and when: phase index → seconds from the phase's
+    start to the kill. Every measured phase of the fault's workload through a gateway (never
+    the baseline's: it has no pool); one place decides it, for the local path
+    (backends._fault) and the cloud's (the render step hands it to the tester)."""
+    out: dict[int, float] = {}
+    for phase in phases:
+        if phase.measured and phase.workload == fault.workload and phase.target != baseline:
+            out[phase.index] = fault.offset(phase.injection.duration) or 0.0
+    return out
+
+
 def requests_by_phase(records: Iterable[object]) -> dict[str, list[Request]]:
     """The requests of each phase (by record name, ``p0007``) of a Gatling log's records
     (``gatebench.simlog.read_simlog``), in epoch seconds."""
@@ -156,10 +197,12 @@ def requests_by_phase(records: Iterable[object]) -> dict[str, list[Request]]:
 __all__ = [
     "BUCKET_S",
     "PROBE_ATTEMPTS",
+    "RESET_WAIT_S",
     "SLOW_MARGIN_MS",
     "SPIKE_WINDOW_S",
     "FaultImpact",
     "Request",
     "fault_impact",
+    "fault_offsets",
     "requests_by_phase",
 ]

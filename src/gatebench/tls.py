@@ -29,9 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from .errors import Problem, RenderError
+from .errors import Problem, RenderError, RunError
 
 if TYPE_CHECKING:
+    from cryptography import x509
     from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 KeyType = Literal["ecdsa-p256", "rsa-2048"]
@@ -127,41 +128,44 @@ def _new_key(key_type: KeyType) -> ec.EllipticCurvePrivateKey | rsa.RSAPrivateKe
     raise ValueError(f"unknown key type {key_type!r}; expected one of {', '.join(KEY_TYPES)}")
 
 
-def make_run_certificates(
-    key_type: KeyType = "ecdsa-p256",
-    hosts: Sequence[str] = DEFAULT_HOSTS,
-    *,
-    now: datetime.datetime | None = None,
-) -> RunCertificates:
-    """A new CA and a server certificate it signed, for ``hosts`` (IP addresses and DNS
-    names); both keys of ``key_type``, signed with SHA-256."""
+def _ca_name(label: str) -> x509.Name:
     from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import rsa
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    from cryptography.x509.oid import NameOID
 
-    now = now or datetime.datetime.now(datetime.UTC)
-    not_before = now - datetime.timedelta(minutes=5)
-    ca_key = _new_key(key_type)
-    server_key = _new_key(key_type)
-    # A name of its own per run: a certificate from another run's CA is refused as from an
-    # unknown issuer, not as one whose signature fails.
-    ca_name = x509.Name(
+    # A name of its own per CA: a certificate from another CA is refused as from an unknown
+    # issuer, not as one whose signature fails.
+    return x509.Name(
         [
             x509.NameAttribute(NameOID.ORGANIZATION_NAME, "gatebench"),
-            x509.NameAttribute(
-                NameOID.COMMON_NAME, f"gatebench run CA {secrets.token_hex(4)} (throwaway)"
-            ),
+            x509.NameAttribute(NameOID.COMMON_NAME, f"gatebench {label} {secrets.token_hex(4)}"),
         ]
     )
+
+
+def make_ca(
+    key_type: KeyType = "ecdsa-p256",
+    *,
+    validity: datetime.timedelta = VALIDITY,
+    now: datetime.datetime | None = None,
+    label: str = "run CA (throwaway)",
+) -> tuple[bytes, bytes]:
+    """A new certificate authority: (its private key, its self-signed certificate), PEM; the
+    key of ``key_type``, the certificate valid for ``validity`` and for signing server
+    certificates only (path length 0); its name ``gatebench LABEL`` and a random tag."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+
+    now = now or datetime.datetime.now(datetime.UTC)
+    ca_key = _new_key(key_type)
+    name = _ca_name(label)
     ca_cert = (
         x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
+        .subject_name(name)
+        .issuer_name(name)
         .public_key(ca_key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(not_before)
-        .not_valid_after(now + VALIDITY)
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + validity)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
             x509.KeyUsage(
@@ -183,6 +187,73 @@ def make_run_certificates(
         )
         .sign(ca_key, hashes.SHA256())
     )
+    pem = serialization.Encoding.PEM
+    key_pem = ca_key.private_bytes(
+        pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return key_pem, ca_cert.public_bytes(pem)
+
+
+def ca_certificate_problem(
+    ca_cert: bytes, *, now: datetime.datetime | None = None, for_s: float = 0.0
+) -> str | None:
+    """Why ``ca_cert`` (PEM) cannot be a run's certificate authority (``is ...``), or None:
+    it must parse, be a CA certificate allowed to sign certificates, and stay valid ``for_s``
+    seconds from ``now``."""
+    from cryptography import x509
+
+    now = now or datetime.datetime.now(datetime.UTC)
+    try:
+        cert = x509.load_pem_x509_certificate(ca_cert)
+    except ValueError as exc:
+        return f"not a PEM certificate ({exc})"
+    try:
+        basic = cert.extensions.get_extension_for_class(x509.BasicConstraints).value
+        usage = cert.extensions.get_extension_for_class(x509.KeyUsage).value
+    except x509.ExtensionNotFound:
+        return "not a CA certificate (it lacks basicConstraints or keyUsage)"
+    if not basic.ca or not usage.key_cert_sign:
+        return "not a CA certificate (basicConstraints CA:TRUE and keyCertSign are needed)"
+    if cert.not_valid_before_utc > now:
+        return f"not valid before {cert.not_valid_before_utc.isoformat()}"
+    until = now + datetime.timedelta(seconds=for_s)
+    if cert.not_valid_after_utc < until:
+        return f"valid only until {cert.not_valid_after_utc.isoformat()}, before the run can end"
+    return None
+
+
+def issue_server_certificate(
+    ca_key: bytes,
+    ca_cert: bytes,
+    key_type: KeyType = "ecdsa-p256",
+    hosts: Sequence[str] = DEFAULT_HOSTS,
+    *,
+    now: datetime.datetime | None = None,
+) -> RunCertificates:
+    """A new server key of ``key_type`` and a certificate for ``hosts`` (IP addresses and DNS
+    names) signed by the CA (``ca_key``, ``ca_cert``: PEM), valid :data:`VALIDITY` or until
+    the CA expires. :class:`~gatebench.errors.RunError` when the key is not the
+    certificate's, or the certificate is not a usable CA."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    now = now or datetime.datetime.now(datetime.UTC)
+    problem = ca_certificate_problem(ca_cert, now=now)
+    if problem is not None:
+        raise RunError(f"the CA certificate is {problem}")
+    ca = x509.load_pem_x509_certificate(ca_cert)
+    try:
+        signer = serialization.load_pem_private_key(ca_key, password=None)
+    except (ValueError, TypeError) as exc:
+        raise RunError(f"the CA key is not an unencrypted PEM private key ({exc})") from None
+    if not isinstance(signer, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
+        raise RunError(f"the CA key is {type(signer).__name__}; expected an ECDSA or RSA key")
+    public = serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    if signer.public_key().public_bytes(*public) != ca.public_key().public_bytes(*public):
+        raise RunError("the CA key is not the CA certificate's (their public keys differ)")
+    server_key = _new_key(key_type)
     names: list[x509.GeneralName] = []
     for host in hosts:
         try:
@@ -196,15 +267,19 @@ def make_run_certificates(
             x509.Name(
                 [
                     x509.NameAttribute(NameOID.ORGANIZATION_NAME, "gatebench"),
-                    x509.NameAttribute(NameOID.COMMON_NAME, hosts[0] if hosts else "gatebench"),
+                    # A common name holds 64 characters; clients check the names below.
+                    x509.NameAttribute(
+                        NameOID.COMMON_NAME,
+                        hosts[0] if hosts and len(hosts[0]) <= 64 else "gatebench server",
+                    ),
                 ]
             )
         )
-        .issuer_name(ca_name)
+        .issuer_name(ca.subject)
         .public_key(server_key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(not_before)
-        .not_valid_after(now + VALIDITY)
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(min(now + VALIDITY, ca.not_valid_after_utc))
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(
             x509.KeyUsage(
@@ -223,21 +298,35 @@ def make_run_certificates(
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(x509.SubjectAlternativeName(names), critical=False)
         .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(signer.public_key()),
             critical=False,
         )
-        .sign(ca_key, hashes.SHA256())
+        .sign(signer, hashes.SHA256())
     )
     pem = serialization.Encoding.PEM
     return RunCertificates(
         key_type=key_type,
-        ca_cert=ca_cert.public_bytes(pem),
+        ca_cert=ca.public_bytes(pem),
         server_cert=server_cert.public_bytes(pem),
         server_key=server_key.private_bytes(
             pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
         ),
         hosts=tuple(hosts),
     )
+
+
+def make_run_certificates(
+    key_type: KeyType = "ecdsa-p256",
+    hosts: Sequence[str] = DEFAULT_HOSTS,
+    *,
+    now: datetime.datetime | None = None,
+) -> RunCertificates:
+    """A new CA and a server certificate it signed, for ``hosts`` (IP addresses and DNS
+    names); both keys of ``key_type``, signed with SHA-256. The CA's key is dropped: nothing
+    else can be signed by it."""
+    now = now or datetime.datetime.now(datetime.UTC)
+    ca_key, ca_cert = make_ca(key_type, now=now)
+    return issue_server_certificate(ca_key, ca_cert, key_type, hosts, now=now)
 
 
 def tls_files(certs: RunCertificates) -> dict[str, bytes]:
@@ -262,10 +351,7 @@ def tls_files(certs: RunCertificates) -> dict[str, bytes]:
         [ca],
         serialization.BestAvailableEncryption(password),
     )
-    truststore = pkcs12.serialize_java_truststore(
-        [pkcs12.PKCS12Certificate(ca, b"gatebench-run-ca")],
-        serialization.BestAvailableEncryption(password),
-    )
+    truststore = trust_store(certs.ca_cert)
     return {
         CA_CERT: certs.ca_cert,
         SERVER_CERT: chain,
@@ -274,6 +360,20 @@ def tls_files(certs: RunCertificates) -> dict[str, bytes]:
         SERVER_P12: keystore,
         TRUST_P12: truststore,
     }
+
+
+def trust_store(ca_cert: bytes) -> bytes:
+    """The CA certificate (PEM) alone as a Java PKCS#12 trust store (:data:`TRUST_P12`),
+    password :data:`STORE_PASSWORD`."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    ca = x509.load_pem_x509_certificate(ca_cert)
+    return pkcs12.serialize_java_truststore(
+        [pkcs12.PKCS12Certificate(ca, b"gatebench-run-ca")],
+        serialization.BestAvailableEncryption(STORE_PASSWORD.encode()),
+    )
 
 
 def write_tls_folder(certs: RunCertificates, parent: str | os.PathLike[str] | None = None) -> Path:
@@ -375,10 +475,14 @@ __all__ = [
     "GatewayTls",
     "KeyType",
     "RunCertificates",
+    "ca_certificate_problem",
     "describe",
+    "issue_server_certificate",
+    "make_ca",
     "make_run_certificates",
     "openssl_ciphers",
     "remove_tls_folder",
     "tls_files",
+    "trust_store",
     "write_tls_folder",
 ]

@@ -202,13 +202,17 @@ def run_argv(
     mounts: Sequence[tuple[Path | str, str, str]] = (),
     workdir: str | None = None,
     remove: bool = True,
+    caps: Sequence[str] = (),
 ) -> list[str]:
     """The ``podman run`` command of one container of ``image``: its entrypoint unless
     ``entrypoint`` replaces it (as a build step's ``entrypoint:`` does), ``env`` added to the
-    image's own, ``mounts`` as (host path, container path, options)."""
+    image's own, ``mounts`` as (host path, container path, options), ``caps`` added to
+    podman's default capabilities (which, unlike Docker's, lack NET_RAW)."""
     argv = [str(PODMAN), "run", "--name", name, "--pull=never", f"--network={network}"]
     if remove:
         argv.append("--rm")
+    for cap in caps:
+        argv.append(f"--cap-add={cap}")
     if entrypoint is not None:
         argv.append(f"--entrypoint={entrypoint}")
     if workdir is not None:

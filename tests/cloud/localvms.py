@@ -77,7 +77,13 @@ from .image import containers, remove_container, run_argv
 from .localterraform import LocalTerraform
 from .netns import LocalNetwork
 from .secretgate import SecretManagerStandIn
-from .startup import configure_commands, firewall_commands, meter_command, startup_script
+from .startup import (
+    configure_commands,
+    firewall_commands,
+    meter_command,
+    runner_caps,
+    startup_script,
+)
 from .storagegate import Access, Forbidden, StorageGate, vm_grants
 
 GATEBENCH = str(Path(sys.executable).parent / "gatebench")
@@ -218,10 +224,12 @@ class LocalVms:
         name: str,
         mounts: list[tuple[Path, str, str]] | None = None,
         remove: bool = True,
+        caps: list[str] | None = None,
     ) -> list[str]:
         """The command that runs the runner image with ``args`` on machine ``host``, as its
         startup script's ``docker run`` does: a container of the image in the machine's
-        network namespace, or (without ``image``) this checkout's ``gatebench``."""
+        network namespace, with the capabilities the script adds (``caps``), or (without
+        ``image``) this checkout's ``gatebench``."""
         if self.image is None:
             mount = None
             if mounts:
@@ -246,6 +254,7 @@ class LocalVms:
                 *(mounts or []),
             ],
             remove=remove,
+            caps=caps or [],
         )
 
     def _start(
@@ -281,7 +290,9 @@ class LocalVms:
         if values.get("backend"):
             host, gate = self.boot(key, values, "backend", "backend")
             name = f"{run_id}-backend"
-            argv = self.runner(key, host, gate, values["backend"]["args"], name=name)
+            script = startup_script("backend", values, None, self.templates)
+            caps = runner_caps(script, values["runner_image"])
+            argv = self.runner(key, host, gate, values["backend"]["args"], name=name, caps=caps)
             self._start(key, name, argv, env=self.vm_env(host, gate))
         for name, gateway in sorted(values["gateways"].items()):
             host, gate = self.boot(key, values, f"gw-{name}", "gateway", name)
@@ -320,7 +331,9 @@ class LocalVms:
             if self.image is None:  # as processes: a scratch folder of its own
                 args += ["--workdir", str(self.root / "vms" / f"{run_id}-{machine}")]
             name = f"{run_id}-{machine}"
-            command = self.runner(key, host, gate, args, name=name)
+            script = startup_script("tester", values, None, self.templates, t)
+            caps = runner_caps(script, values["runner_image"])
+            command = self.runner(key, host, gate, args, name=name, caps=caps)
             self._start(key, name, command, env=self.vm_env(host, gate))
 
     def _configure(

@@ -229,6 +229,7 @@ def startup_script(
             "registry": registry,
             "image": values["runner_image"],
             "args": values[role]["args"],
+            "caps": values[role].get("caps", []),  # optional(list(string), []) in variables.tf
         }
     variables["ports"] = _ports(expressions["ports"], values, each, index)
     missing = set(expressions) - set(variables)
@@ -260,6 +261,19 @@ def meter_command(script: str, image: str) -> list[str]:
     raise TemplateError("the gateway script starts no meter (docker run --name gatebench-meter)")
 
 
+def runner_caps(script: str, image: str) -> list[str]:
+    """The capabilities the tester's or backend's script adds to its container (``--cap-add
+    NAME`` of its ``docker run -d --name gatebench`` line, before the image)."""
+    for line in script.replace("\\\n", " ").splitlines():
+        if not line.startswith("docker run "):
+            continue
+        words = shlex.split(line, comments=True)
+        if words[words.index("--name") + 1] == "gatebench":
+            options = words[: words.index(image)]
+            return [options[i + 1] for i, w in enumerate(options) if w == "--cap-add"]
+    raise TemplateError("the script starts no runner container (docker run --name gatebench)")
+
+
 def configure_commands(script: str, image: str) -> list[list[str]]:
     """The gateway script's steps before its gateway starts: the runner image's arguments
     (``cloud gateway-config ...``) of each ``docker run --rm ... IMAGE`` line, as argv."""
@@ -278,6 +292,7 @@ __all__ = [
     "firewall_commands",
     "meter_command",
     "render_template",
+    "runner_caps",
     "startup_script",
     "templatefile_calls",
 ]

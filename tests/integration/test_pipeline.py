@@ -37,6 +37,7 @@ it proves the meter's wiring and grant and the ingest, not the kernel's cgroup a
 
 from __future__ import annotations
 
+import datetime
 import io
 import json
 import os
@@ -64,20 +65,24 @@ from gatebench.cloud._images import EMULATOR_ENV, docker_hub_mirror
 from gatebench.model import run_id_for_object
 from gatebench.procs import Supervisor
 from gatebench.report import bigquery_schema
+from gatebench.tls import make_ca
 from gatebench.tokens import generate_private_key, public_pem
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "gatebench-test"
 UPLOADS, RUNS = "gb-uploads", "gb-runs"
 IMAGE = "europe-central2-docker.pkg.dev/gatebench-test/gb-gatebench/runner:0.1.0"
-# The deployment's secrets (docs/cloud.md, "Signed tokens" and "API keys"): Terraform
-# variables naming them, and their contents in the local VMs' Secret Manager stand-in.
-SECRET_VARIABLES = {"jwt_signer": "gb-jwt", "api_clients": "gb-api"}
+# The deployment's secrets (docs/cloud.md, "Signed tokens", "API keys" and "TLS and
+# replicas"): Terraform variables naming them, and their contents in the local VMs' Secret
+# Manager stand-in; the TLS CA's certificate is a setting of its own (public).
+SECRET_VARIABLES = {"jwt_signer": "gb-jwt", "api_clients": "gb-api", "tls_ca": "gb-tls"}
 PRIVATE = generate_private_key("RS256")
 API_KEYS = ["pipeline-key-0123456789abcdef", "pipeline-key-fedcba9876543210"]
+CA_KEY, CA_CERT = make_ca(validity=datetime.timedelta(days=30), label="deployment CA")
 SECRETS = {
     f"projects/{PROJECT}/secrets/gb-jwt": PRIVATE,
     f"projects/{PROJECT}/secrets/gb-api": ",".join(API_KEYS),
+    f"projects/{PROJECT}/secrets/gb-tls": CA_KEY.decode(),
 }
 
 
@@ -159,6 +164,7 @@ def world(
             "limits": {"vm_lifetime": 3600},
             "labels": {"app": "gatebench"},
             **SECRET_VARIABLES,  # names only (infra/main.tf)
+            "tls_ca_certificate": CA_CERT.decode(),
         }
         runs.blob("pipeline/settings.json").upload_from_string(json.dumps(settings))
         _, firestore_host = start_firestore_emulator(supervisor, logs)

@@ -249,7 +249,12 @@ def test_firewalls_never_open_to_the_internet_and_only_between_roles() -> None:
         for (rtype, name), body in config.resources.items()
         if rtype == "google_compute_firewall"
     }
-    assert set(firewalls) == {"tester_to_gateway", "to_backend", "tester_to_tester"}
+    assert set(firewalls) == {
+        "tester_to_gateway",
+        "to_backend",
+        "tester_to_backend",
+        "tester_to_tester",
+    }
     for name, body in firewalls.items():
         assert "source_ranges" not in body, f"{name}: sources are network tags, never ranges"
         assert body.get("source_tags"), name
@@ -260,16 +265,30 @@ def test_firewalls_never_open_to_the_internet_and_only_between_roles() -> None:
 
 def test_each_firewall_opens_one_port_the_vms_listen_on() -> None:
     """The network's rules open exactly the ports gatebench.cloud._layout gives each role:
-    tester → gateway, → backend, and tester → tester only on tester 0's phase barrier."""
-    from gatebench.cloud._layout import BACKEND_PORT, BARRIER_PORT, GATEWAY_PORT
+    tester → gateway; gateway and tester → every replica's port of the backend; tester →
+    the backend's TLS listener and the fault's control (no gateway reaches those); and
+    tester → tester only on tester 0's phase barrier."""
+    from gatebench.cloud._layout import (
+        BACKEND_CONTROL_PORT,
+        BACKEND_PORT,
+        BACKEND_TLS_PORT,
+        BARRIER_PORT,
+        GATEWAY_PORT,
+        MAX_BACKEND_PORTS,
+    )
+    from gatebench.plan import MAX_REPLICAS
 
     network = CONFIG[INFRA / "modules" / "network"]
     defaults = dict(
         re.findall(r"(\w+) = optional\(number, (\d+)\)", network.variables["ports"]["type"])
     )
+    assert MAX_BACKEND_PORTS == MAX_REPLICAS
     assert {k: int(v) for k, v in defaults.items()} == {
         "gateway": GATEWAY_PORT,
         "backend": BACKEND_PORT,
+        "backend_last": BACKEND_PORT + MAX_BACKEND_PORTS - 1,
+        "backend_tls": BACKEND_TLS_PORT,
+        "backend_control": BACKEND_CONTROL_PORT,
         "barrier": BARRIER_PORT,
     }
     rules = {
@@ -286,7 +305,12 @@ def test_each_firewall_opens_one_port_the_vms_listen_on() -> None:
         "to_backend": (
             ["${local.tags.gateway}", "${local.tags.tester}"],
             ["${local.tags.backend}"],
-            ["${tostring(var.ports.backend)}"],
+            ['"${var.ports.backend}-${var.ports.backend_last}"'],
+        ),
+        "tester_to_backend": (
+            ["${local.tags.tester}"],
+            ["${local.tags.backend}"],
+            ["${tostring(var.ports.backend_tls)}", "${tostring(var.ports.backend_control)}"],
         ),
         "tester_to_tester": (
             ["${local.tags.tester}"],

@@ -260,15 +260,23 @@ def vm_object_access() -> dict[str, list[dict[str, str]]]:
 
 def needs() -> dict[str, set[tuple[str, str]]]:
     """(access, object) each role's code performs in one run (src/gatebench/cloud)."""
-    from gatebench.cloud._render import RENDER_INPUT, config_error_object, config_object, run_object
+    from gatebench.cloud._render import (
+        RENDER_INPUT,
+        backend_error_object,
+        config_error_object,
+        config_object,
+        run_object,
+    )
     from gatebench.cloud._tester import marker, marker_of_tester
     from gatebench.provisioners._vm_roles import CGROUP_OBJECT, RAW_OBJECT
 
     return {
-        # serve_backend: backend.json, then the mock configuration it names.
+        # serve_backend: backend.json, then the mock configuration it names; why it did not
+        # start the backend when it could not (the CA key refused).
         "backend": {
             ("get", run_object(RUN_ID, "backend.json")),
             ("get", run_object(RUN_ID, "mock-backend.json")),
+            ("create", backend_error_object(RUN_ID)),
         },
         # gateway.sh.tftpl: each rendered file of its gateway; its meter (meter_gateway)
         # reads how many testers there are, watches for every tester's load-done and uploads
@@ -296,6 +304,7 @@ def needs() -> dict[str, set[tuple[str, str]]]:
             ("get", marker(RUN_ID, "load-request")),
             ("get", marker(RUN_ID, "load-done")),
             ("get", config_error_object(RUN_ID, "nginx")),  # reported for a silent target
+            ("get", backend_error_object(RUN_ID)),  # reported for a silent baseline
             ("create", marker(RUN_ID, "ready")),
             ("overwrite", marker(RUN_ID, "ready")),
             ("create", marker(RUN_ID, "load-done")),

@@ -5,6 +5,7 @@ from run.tfvars.json must land inside single quotes or a fixed path."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import re
@@ -104,11 +105,17 @@ RUNNER = {
         "gb-runs-proj",
     ],
     "ports": [8080],
+    "caps": [],
 }
 
 
 @pytest.mark.parametrize(
-    ("name", "values"), [("gateway.sh.tftpl", GATEWAY), ("runner.sh.tftpl", RUNNER)]
+    ("name", "values"),
+    [
+        ("gateway.sh.tftpl", GATEWAY),
+        ("runner.sh.tftpl", RUNNER),
+        ("runner.sh.tftpl", {**RUNNER, "caps": ["NET_RAW"]}),
+    ],
 )
 def test_startup_scripts_are_valid_shell(name: str, values: dict[str, Any], tmp_path: Path) -> None:
     script = render((TEMPLATES / name).read_text(), values)
@@ -198,26 +205,38 @@ def evaluate(
     return values
 
 
-def rendered_run(testers: int = 1, gateways: list[str] | None = None) -> tuple[Any, dict[str, Any]]:
+def rendered_run(
+    testers: int = 1, gateways: list[str] | None = None, deployed: bool = False
+) -> tuple[Any, dict[str, Any]]:
+    """The auction example's run and its infra/vms variables; ``deployed``: with TLS, three
+    replicas and a replica killed in the bid phase."""
     import yaml
 
     from gatebench.cloud import ObjectRef
     from gatebench.cloud._render import render_run
     from gatebench.cloud._vms import vm_vars
+    from gatebench.tls import make_ca
 
     ref = ObjectRef("gb-uploads", "specs/auction.yaml", "9")
     spec = AUCTION.read_bytes()
-    if testers > 1 or gateways is not None:
+    settings = SETTINGS
+    if testers > 1 or gateways is not None or deployed:
         doc = yaml.safe_load(spec)
         bench = doc["x-gatebench"]
         if testers > 1:
             bench["infrastructure"] = dict(bench.get("infrastructure") or {}, testers=testers)
         if gateways is not None:
             bench["gateways"] = gateways
+        if deployed:
+            bench["tls"] = {"http2": True}
+            bench["backend"] = dict(bench["backend"], replicas=3)
+            bench["fault"] = {"replica": 2, "workload": "bid"}
+            ca = make_ca(validity=datetime.timedelta(days=30))[1].decode()
+            settings = {**SETTINGS, "tls_ca": "gb-tls-ca", "tls_ca_certificate": ca}
         spec = yaml.safe_dump(doc, sort_keys=False).encode()
-    rendered = render_run(spec, ref, SETTINGS, "gb-runs")
+    rendered = render_run(spec, ref, settings, "gb-runs")
     assert rendered.failures == {}
-    return rendered, vm_vars(SETTINGS, rendered.fleet, ref.run_id, "gb-runs")
+    return rendered, vm_vars(settings, rendered.fleet, ref.run_id, "gb-runs")
 
 
 def opened_ports(script: str) -> set[int]:
@@ -278,6 +297,20 @@ def test_each_role_opens_exactly_the_ports_it_listens_on() -> None:
         ports = evaluate(args["ports"], variables, index=index)
         script = render((TEMPLATES / template).read_text(), {**RUNNER, "ports": ports})
         assert opened_ports(script) == expected, index
+    # A deployed run's backend VM: every replica's port, the baseline's TLS listener and the
+    # fault's control, as backend.json has it listen; its gateways' and tester's as before.
+    rendered, variables = rendered_run(deployed=True)
+    spec = rendered.backend
+    listens = [*spec["replicas"], spec["tls"]["listen"], spec["control"]]
+    template, args = arguments["backend"]
+    script = render(
+        (TEMPLATES / template).read_text(),
+        {**RUNNER, "ports": evaluate(args["ports"], variables), "caps": ["NET_RAW"]},
+    )
+    assert opened_ports(script) == {int(a.rsplit(":", 1)[1]) for a in listens}
+    assert opened_ports(script) == {8080, 8081, 8082, 8443, 8079}
+    targets = {p["target"]: urlsplit(p["request"]["base_url"]) for p in rendered.workload["phases"]}
+    assert {(t.scheme, t.port) for t in targets.values()} == {("https", 8000), ("https", 8443)}
     # The firewall opens before the containers start.
     gateway_script = render((TEMPLATES / "gateway.sh.tftpl").read_text(), GATEWAY)
     assert gateway_script.index("iptables") < gateway_script.index("docker run")

@@ -2,8 +2,10 @@
 # APIs and Artifact Registry (the runner image, the Docker Hub remote repository the gateways
 # pull through); Cloud NAT, billed per hour, exists only with `nat` (a plan benchmarking a
 # service on the internet). Ingress is closed except the paths a benchmark needs, by network tag:
-# tester → gateway, gateway → backend, tester → backend (the no-gateway baseline), and
-# tester → tester on the phase barrier's port only (with several testers, tester 0 serves it).
+# tester → gateway, gateway → backend (every replica's port), tester → backend (the no-gateway
+# baseline, plain or over TLS, the replicas' resets, and the fault's control, which no gateway
+# reaches), and tester → tester on the phase barrier's port only (with several testers, tester
+# 0 serves it).
 
 locals {
   tags = {
@@ -68,7 +70,20 @@ resource "google_compute_firewall" "to_backend" {
   target_tags = [local.tags.backend]
   allow {
     protocol = "tcp"
-    ports    = [tostring(var.ports.backend)]
+    ports    = ["${var.ports.backend}-${var.ports.backend_last}"]
+  }
+}
+
+resource "google_compute_firewall" "tester_to_backend" {
+  project     = var.project_id
+  name        = "${var.prefix}-tester-to-backend"
+  network     = google_compute_network.this.id
+  direction   = "INGRESS"
+  source_tags = [local.tags.tester]
+  target_tags = [local.tags.backend]
+  allow {
+    protocol = "tcp"
+    ports    = [tostring(var.ports.backend_tls), tostring(var.ports.backend_control)]
   }
 }
 

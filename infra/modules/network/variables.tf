@@ -5,11 +5,14 @@ variable "cidr" {
 }
 
 variable "ports" {
-  description = "Ports the gateways, the backend and tester 0's phase barrier listen on (the per-run VM config uses the same: gatebench.cloud._layout)."
+  description = "Ports the gateways, the backend and tester 0's phase barrier listen on (the per-run VM config uses the same: gatebench.cloud._layout): the backend's replicas from backend to backend_last, its TLS listener for the baseline (backend_tls) and the fault's control (backend_control, from the tester only)."
   type = object({
-    gateway = optional(number, 8000)
-    backend = optional(number, 8080)
-    barrier = optional(number, 8090)
+    gateway         = optional(number, 8000)
+    backend         = optional(number, 8080)
+    backend_last    = optional(number, 8095)
+    backend_tls     = optional(number, 8443)
+    backend_control = optional(number, 8079)
+    barrier         = optional(number, 8090)
   })
   default = {}
 }

@@ -151,6 +151,37 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     configure.add_argument("--out", required=True, help="the gateway's configuration folder")
     configure.set_defaults(handler=run_gateway_config)
 
+    gateway_tls = commands.add_parser(
+        "gateway-tls",
+        help="make a gateway VM's TLS key and certificate (on its VM, before it starts)",
+        description="Read the deployment's CA key (the tls_ca secret) with this VM's service "
+        "account, make a new server key of the plan's type and a certificate for this VM's "
+        "host name signed by it, and write the TLS files into --out/tls. On failure it writes "
+        "the reason to runs/RUN/gateways/GATEWAY/config-error.json and exits non-zero: the "
+        "gateway does not start.",
+    )
+    _run_arguments(gateway_tls)
+    gateway_tls.add_argument("--gateway", required=True, help="the gateway's name in the run")
+    gateway_tls.add_argument("--out", required=True, help="the gateway's configuration folder")
+    gateway_tls.set_defaults(handler=run_gateway_tls)
+
+    tls_ca = commands.add_parser(
+        "tls-ca",
+        help="make a certificate authority for a deployment's TLS runs",
+        description="Make a new CA: its certificate goes to --cert (the Terraform variable "
+        "tls_ca_certificate), its private key to standard output, for `gcloud secrets versions "
+        "add SECRET --data-file=-` (the secret the Terraform variable tls_ca names). The key is "
+        "written nowhere else.",
+    )
+    tls_ca.add_argument("--cert", required=True, help="where the CA certificate (PEM) goes")
+    tls_ca.add_argument(
+        "--key-type", choices=("ecdsa-p256", "rsa-2048"), default="ecdsa-p256", help="the CA's key"
+    )
+    tls_ca.add_argument(
+        "--days", type=int, default=365, help="how long the CA is valid (default 365)"
+    )
+    tls_ca.set_defaults(handler=run_tls_ca)
+
 
 def run_bundle(args: argparse.Namespace) -> int:
     from ..cloud._bundle import build_bundles
@@ -297,7 +328,7 @@ def run_vm_vars(args: argparse.Namespace) -> int:
 
 def run_backend(args: argparse.Namespace) -> int:
     from ..cloud import Storage
-    from ..provisioners._vm_roles import serve_backend
+    from ..provisioners._vm_backend import serve_backend
 
     return serve_backend(Storage(), args.runs_bucket, args.run_id)
 
@@ -317,6 +348,33 @@ def run_gateway_config(args: argparse.Namespace) -> int:
         Storage(), args.runs_bucket, args.run_id, args.gateway, Path(args.out)
     )
     print(f"{args.gateway}: wrote {', '.join(written)}")
+    return 0
+
+
+def run_gateway_tls(args: argparse.Namespace) -> int:
+    from ..cloud import Storage
+    from ..provisioners._vm_tls import configure_gateway_tls
+
+    written = configure_gateway_tls(
+        Storage(), args.runs_bucket, args.run_id, args.gateway, Path(args.out)
+    )
+    print(f"{args.gateway}: wrote tls/{', tls/'.join(written)}")
+    return 0
+
+
+def run_tls_ca(args: argparse.Namespace) -> int:
+    import datetime
+
+    from ..tls import make_ca
+
+    if not 1 <= args.days <= 3650:
+        print(f"gatebench: --days: expected 1 to 3650, got {args.days}", file=sys.stderr)
+        return 2
+    key, cert = make_ca(
+        args.key_type, validity=datetime.timedelta(days=args.days), label="deployment CA"
+    )
+    Path(args.cert).write_bytes(cert)
+    sys.stdout.write(key.decode("ascii"))
     return 0
 
 

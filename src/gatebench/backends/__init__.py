@@ -51,12 +51,12 @@ class BackendTls:
     http2: bool = False
     resumption: bool = True
 
-    def args(self, port: int) -> list[str]:
+    def args(self, port: int, host: str = "127.0.0.1") -> list[str]:
         from ..tls import SERVER_CERT, SERVER_KEY
 
         return [
             "-tls-listen",
-            f"127.0.0.1:{port}",
+            f"{host}:{port}",
             "-tls-cert",
             str(self.folder / SERVER_CERT),
             "-tls-key",
@@ -112,18 +112,20 @@ def start_backend_process(
     tls: BackendTls | None = None,
     tls_port: int | None = None,
     timeout: float = 10.0,
+    host: str = "127.0.0.1",
 ) -> StartedBackend:
-    """Start one Go backend process in ``mode`` on 127.0.0.1: replica number ``replica`` of a
-    pool (its answers say so, its stats count its own requests), with a TLS listener when
-    ``tls`` is given. Ready once both listeners answer."""
+    """Start one Go backend process in ``mode`` on ``host`` (127.0.0.1; a VM's backend binds
+    every interface, 0.0.0.0): replica number ``replica`` of a pool (its answers say so, its
+    stats count its own requests), with a TLS listener when ``tls`` is given. Ready once both
+    listeners answer on the loopback interface."""
     port = port or free_port()
-    argv = [str(backend_binary()), "-listen", f"127.0.0.1:{port}", "-mode", mode]
+    argv = [str(backend_binary()), "-listen", f"{host}:{port}", "-mode", mode]
     label = f"backend-{mode}" if not replica else f"backend-{mode}-{replica}"
     if replica:
         argv += ["-replica", str(replica)]
     if tls is not None:
         tls_port = tls_port or free_port()
-        argv += tls.args(tls_port)
+        argv += tls.args(tls_port, host)
     else:
         tls_port = None
     argv += list(extra_args)

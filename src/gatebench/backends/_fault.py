@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import GatebenchError
+from ..fault import fault_offsets
 from ..plan import Fault
 from ..procs import Supervisor
 from ..workload import Phase
@@ -57,15 +58,13 @@ class ReplicaFault:
 
     def faulted(self, phase: Phase) -> bool:
         """Whether the fault happens in ``phase``."""
-        return (
-            phase.measured and phase.workload == self.fault.workload and phase.target != "baseline"
-        )
+        return phase.index in fault_offsets(self.fault, [phase])
 
     def on_start(self, index: int, at_ms: float) -> None:
         phase = next((p for p in self.phases if p.index == index), None)
-        if phase is None or not self.faulted(phase):
+        offset = fault_offsets(self.fault, [phase]).get(index) if phase is not None else None
+        if phase is None or offset is None:
             return
-        offset = self.fault.offset(phase.injection.duration) or 0.0
         delay = max(0.0, at_ms / 1000.0 + offset - time.time())
         kill = Kill(index, phase.target, self.replica.port)
         timer = threading.Timer(delay, self._kill, args=(kill,))

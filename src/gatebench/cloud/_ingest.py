@@ -19,6 +19,15 @@ ended. So the score step (:func:`ingest_run` with ``meter_wait_s``) waits, bound
 a gateway whose phases still lack CPU or memory figures then gets a note in the run record
 (``environment.meter_gaps``: which phases, which object, why), never a silent gap. The
 ``ingest`` function, which runs while the load is going on, does not wait.
+
+A plan's deployment (docs/cloud.md, "TLS and replicas"): each tester's ``load-done`` carries
+what it watched besides the engine (gatebench.provisioners._vm_deployed), and
+:func:`with_deployment` turns it into each measured phase's figures, as the local path's
+``gatebench._deployed`` does: the TLS handshakes every tester counted (summed; none when a
+tester could not watch), and for a phase that carried the fault its impact
+(``gatebench.fault.fault_impact``) from the phase's own requests in the raw logs, the kill's
+time and the connection attempts the backend VM saw to the dead replica. What could not be
+observed is said in the run record (``environment.deployment_notes``), not filled in.
 """
 
 from __future__ import annotations
@@ -29,9 +38,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Protocol
 
+from ..fault import Request, fault_impact
 from ..measure import ingest_simlog, with_gateway_cgroup
 from ..model import Measurement
 from ..resources import CgroupSample
+from ..simlog import RequestRecord, RunHeader, read_simlog
 from ..store import ResultStore
 from ..testers import ingest_tester_logs
 from ._tester import Clock, fleet_testers, marker, marker_of_tester
@@ -104,7 +115,9 @@ def _measure_object(storage: Bucket, bucket: str, run_id: str, name: str) -> lis
     log = storage.open_optional(bucket, name)
     if log is None:
         return []
-    return ingest_simlog(log, json.loads(workload), run_id)
+    document = json.loads(workload)
+    measurements = ingest_simlog(log, document, run_id)
+    return with_deployment(measurements, storage, bucket, run_id, document, [name])[0]
 
 
 def ingest_testers(storage: Bucket, store: ResultStore, bucket: str, run_id: str) -> int:
@@ -133,7 +146,10 @@ def _measure_testers(storage: Bucket, bucket: str, run_id: str) -> list[Measurem
         storage.open_optional(bucket, f"runs/{run_id}/raw/gatling-t{t}/simulation.log")
         for t in range(testers)
     ]  # streams, read one after the other by the merge
-    measurements, merged = ingest_tester_logs(logs, json.loads(workload), run_id, failures)
+    document = json.loads(workload)
+    measurements, merged = ingest_tester_logs(logs, document, run_id, failures)
+    raw = [f"runs/{run_id}/raw/gatling-t{t}/simulation.log" for t in range(testers)]
+    measurements = with_deployment(measurements, storage, bucket, run_id, document, raw)[0]
     barrier = done[0].get("barrier") if isinstance(done[0].get("barrier"), dict) else {}
     arrivals = barrier.get("phases") or {}
     write = getattr(storage, "write", None)  # the functions' Storage; a read-only view skips it
@@ -143,6 +159,111 @@ def _measure_testers(storage: Bucket, bucket: str, run_id: str) -> list[Measurem
         )
         write(bucket, TESTERS_OBJECT.format(run_id=run_id), lines, "application/x-ndjson")
     return measurements
+
+
+DEPLOYMENT_NOTES = "deployment_notes"
+"""The run record's ``environment`` key: what of a plan's deployment could not be observed."""
+
+
+def with_deployment(
+    measurements: Sequence[Measurement],
+    storage: Bucket,
+    bucket: str,
+    run_id: str,
+    document: dict[str, Any],
+    raw_logs: Sequence[str],
+) -> tuple[list[Measurement], list[str]]:
+    """The measurements with what the testers watched (their ``load-done`` markers'
+    ``deployment``): each phase's handshakes, a faulted phase's impact. Also the notes of
+    what was not observed. Unchanged until every tester has written its marker."""
+    import dataclasses
+
+    if not document.get("tls") and not document.get("fault"):
+        return list(measurements), []
+    testers = fleet_testers(storage, bucket, run_id)
+    watched: list[dict[str, Any]] = []
+    for t in range(testers):
+        data = storage.read_optional(bucket, marker(run_id, marker_of_tester("load-done", t)))
+        if data is None:
+            return list(measurements), []
+        deployment = json.loads(data).get("deployment")
+        watched.append(deployment if isinstance(deployment, dict) else {})
+    notes = [str(n) for w in watched for n in w.get("notes") or []]
+    index = {
+        (p["target"], p["workload"], int(p["repetition"])): p
+        for p in document.get("phases", [])
+        if p.get("measured")
+    }
+    handshakes: dict[str, list[int]] | None = None
+    if document.get("tls"):
+        counts = [w.get("handshakes") for w in watched]
+        if all(isinstance(c, dict) for c in counts):
+            handshakes = {}
+            for c in counts:
+                for phase, (new, resumed) in (c or {}).items():
+                    total = handshakes.setdefault(str(phase), [0, 0])
+                    total[0] += int(new)
+                    total[1] += int(resumed)
+        elif not notes:
+            notes.append("TLS handshakes not observed: a tester did not report them")
+    kills = (watched[0].get("kills") or {}) if watched else {}
+    faulted = {str(p["id"]): p for p in index.values() if str(p["index"]) in kills}
+    for p in faulted.values():
+        kill = kills[str(p["index"])]
+        if isinstance(kill, dict) and kill.get("note"):
+            notes.append(f"{p['target']} (repetition {p['repetition']}): {kill['note']}")
+    requests = _phase_requests(storage, bucket, raw_logs, set(faulted)) if faulted else {}
+    replica = int((document.get("fault") or {}).get("replica") or 0)
+    out = []
+    for m in measurements:
+        phase = index.get((m.target, m.workload, m.repetition))
+        changes: dict[str, Any] = {}
+        if phase is not None and handshakes is not None:
+            new, resumed = handshakes.get(str(phase["index"]), [0, 0])
+            changes.update(tls_new=new, tls_resumed=resumed)
+        kill = kills.get(str(phase["index"])) if phase is not None else None
+        if phase is not None and isinstance(kill, dict):
+            changes["fault"] = _impact(kill, requests.get(str(phase["id"]), []), replica)
+        out.append(dataclasses.replace(m, **changes) if changes else m)
+    return out, sorted(set(notes))
+
+
+def _impact(kill: dict[str, Any], requests: list[Request], replica: int) -> dict[str, Any]:
+    """A faulted phase's ``fault`` figures (gatebench.fault.FaultImpact), or why there are
+    none."""
+    if kill.get("error") or not kill.get("at"):
+        return {"error": str(kill.get("error") or "the replica was not killed")}
+    at = float(kill["at"])
+    end = max((r.end for r in requests), default=at)
+    attempts = kill.get("attempts")
+    times = [float(a) for a in attempts] if isinstance(attempts, list) else None
+    impact = fault_impact(requests, at, end, times)
+    return {**impact.to_dict(), "replica": replica}
+
+
+def _phase_requests(
+    storage: Bucket, bucket: str, names: Sequence[str], phase_ids: set[str]
+) -> dict[str, list[Request]]:
+    """The requests of the phases ``phase_ids`` (epoch seconds), from the raw logs, streamed:
+    only those phases' records are kept."""
+    out: dict[str, list[Request]] = {}
+    for name in names:
+        stream = storage.open_optional(bucket, name)
+        if stream is None:
+            continue
+        start_ms = 0
+        for record in read_simlog(stream):
+            if isinstance(record, RunHeader):
+                start_ms = record.start_ms
+            elif isinstance(record, RequestRecord) and record.name in phase_ids:
+                out.setdefault(record.name, []).append(
+                    Request(
+                        (start_ms + record.start) / 1000.0,
+                        (start_ms + record.end) / 1000.0,
+                        record.ok,
+                    )
+                )
+    return out
 
 
 def _with_barrier(phase: dict[str, Any], arrivals: dict[str, Any]) -> dict[str, Any]:
@@ -271,6 +392,7 @@ def ingest_run(
         for name in storage.names(bucket, f"runs/{run_id}/raw/"):
             if RAW_LOG.match(name):
                 measurements += _measure_object(storage, bucket, run_id, name)
+    _note_deployment(storage, store, bucket, run_id)
     measured = {m.target for m in measurements}
     targets = [t for t in metered_gateways(storage, bucket, run_id) if t in measured]
     uploads = wait_for_meters(storage, bucket, run_id, targets, meter_wait_s, clock)
@@ -280,6 +402,48 @@ def ingest_run(
     for measurement in measurements:
         store.put_measurement(measurement)
     return len(measurements)
+
+
+def _note_deployment(storage: Bucket, store: ResultStore, bucket: str, run_id: str) -> None:
+    """The run record's ``environment``: the deployment the run had (``tls``: the key type,
+    the CA's fingerprint, HTTP/2 and resumption, every VM's certificate its own; ``replicas``)
+    and :data:`DEPLOYMENT_NOTES`, what of it could not be observed."""
+    import hashlib
+
+    data = storage.read_optional(bucket, f"runs/{run_id}/workload.json")
+    backend = json.loads(storage.read_optional(bucket, f"runs/{run_id}/backend.json") or b"{}")
+    document = json.loads(data) if data is not None else {}
+    replicas = len(backend.get("replicas") or [])
+    if not document.get("tls") and not document.get("fault") and replicas < 2:
+        return
+    run = store.get_run(run_id)
+    if run is None:
+        return
+    found: dict[str, Any] = {}
+    tls = document.get("tls")
+    if isinstance(tls, dict) and tls.get("ca"):
+        from cryptography import x509
+        from cryptography.hazmat.primitives.serialization import Encoding
+
+        der = x509.load_pem_x509_certificate(str(tls["ca"]).encode()).public_bytes(Encoding.DER)
+        plan_tls = (run.plan or {}).get("tls") or {}
+        found["tls"] = {
+            "key": plan_tls.get("key"),
+            "ca_sha256": hashlib.sha256(der).hexdigest(),
+            "http2": bool(tls.get("http2")),
+            "resumption": plan_tls.get("resumption", True),
+            "certificates": "one per VM (each gateway's and the backend's), made at its boot",
+        }
+    if replicas > 1:
+        balance = ((run.plan or {}).get("backend") or {}).get("balance", "round_robin")
+        found["replicas"] = {"count": replicas, "balance": balance}
+    _, notes = with_deployment([], storage, bucket, run_id, document, [])
+    environment = {k: v for k, v in run.environment.items() if k != DEPLOYMENT_NOTES}
+    environment.update(found)
+    if notes:
+        environment[DEPLOYMENT_NOTES] = notes
+    if environment != run.environment:
+        store.update_run(run_id, environment=environment)
 
 
 def _note_gaps(store: ResultStore, run_id: str, gaps: dict[str, str]) -> None:

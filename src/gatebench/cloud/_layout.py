@@ -8,6 +8,13 @@ network. Every gateway listens on the same port on its own VM. With several test
 also serves the phase barrier (gatebench._fanout.PhaseBarrier) on :data:`BARRIER_PORT`, where
 the other testers reach it by its name.
 
+The backend VM runs the plan's replicas (``backend.replicas``) on consecutive ports from
+:data:`BACKEND_PORT` (replica 1 is the single backend's port), serves the baseline of a TLS
+plan on :data:`BACKEND_TLS_PORT`, and, for a plan with a fault, answers the tester's kill and
+restart requests on :data:`BACKEND_CONTROL_PORT` (infra/modules/network opens the replicas'
+ports to the gateways and the tester, the TLS port to the tester, the control port to the
+tester alone).
+
 The ``loopback`` layout is the same run on one machine (the local provisioner standing in for
 the VMs): every machine is 127.0.0.1 and each gets its own port from ``base_port``.
 """
@@ -27,6 +34,13 @@ BACKEND_PORT = 8080
 BARRIER_PORT = 8090
 """Tester 0's phase barrier (infra/modules/network ``ports.barrier``: the tester → tester
 firewall rule opens it)."""
+BACKEND_TLS_PORT = 8443
+"""The baseline's TLS listener on the backend VM (replica 1's; ``ports.backend_tls``)."""
+BACKEND_CONTROL_PORT = 8079
+"""The backend VM's fault control (``ports.backend_control``: from the tester only)."""
+MAX_BACKEND_PORTS = 16
+"""Ports from :data:`BACKEND_PORT` kept for replicas (gatebench.plan.MAX_REPLICAS;
+``ports.backend_replicas`` in infra/modules/network)."""
 
 
 @dataclass(frozen=True)
@@ -72,9 +86,38 @@ class Layout:
     def backend_url(self) -> str:
         return f"http://{self._host(self.vm_name('backend'))}:{self.backend_port()}"
 
-    def gateway_url(self, gateway: str) -> str:
-        host = self._host(self.vm_name("gateway", gateway))
-        return f"http://{host}:{self.gateway_port(gateway)}"
+    def backend_host(self) -> str:
+        return self._host(self.vm_name("backend"))
+
+    def replica_ports(self, count: int) -> list[int]:
+        """The ports of replicas 1..count (replica 1 on :meth:`backend_port`)."""
+        if self.kind == "loopback":  # after the barrier's, the TLS and the control ports
+            after = self.base_port + 4 + len(self.gateways)
+            return [self.backend_port()] + [after + n for n in range(count - 1)]
+        return [BACKEND_PORT + n for n in range(count)]
+
+    def replica_urls(self, count: int) -> list[str]:
+        return [f"http://{self.backend_host()}:{p}" for p in self.replica_ports(count)]
+
+    def backend_tls_port(self) -> int:
+        if self.kind == "loopback":
+            return self.base_port + 2 + len(self.gateways)
+        return BACKEND_TLS_PORT
+
+    def backend_control_port(self) -> int:
+        if self.kind == "loopback":
+            return self.base_port + 3 + len(self.gateways)
+        return BACKEND_CONTROL_PORT
+
+    def backend_control_url(self) -> str:
+        return f"http://{self.backend_host()}:{self.backend_control_port()}"
+
+    def gateway_host(self, gateway: str) -> str:
+        return self._host(self.vm_name("gateway", gateway))
+
+    def gateway_url(self, gateway: str, *, tls: bool = False) -> str:
+        scheme = "https" if tls else "http"
+        return f"{scheme}://{self.gateway_host(gateway)}:{self.gateway_port(gateway)}"
 
     def barrier_port(self) -> int:
         """Where tester 0 serves the phase barrier (several testers only)."""
@@ -102,7 +145,9 @@ def layout_for(
     root = str(raw.get("root", "")) if isinstance(raw, dict) else ""
     if kind == "loopback" and not root.startswith("/"):
         raise RequestError([Problem("/layout/root", f"expected an absolute folder, got {root!r}")])
-    if kind == "loopback" and not 1024 <= base_port <= 65535 - 2 - len(gateways):
+    if kind == "loopback" and not 1024 <= base_port <= 65535 - 5 - MAX_BACKEND_PORTS - len(
+        gateways
+    ):
         raise RequestError(
             [Problem("/layout/base_port", f"expected a free port range start, got {base_port}")]
         )

@@ -11,6 +11,8 @@ Besides the description and its plan, the deployment refuses an upload for:
 - a backend URL outside Google Cloud's network when the deployment has no Cloud NAT
   (``outside_access`` off, the default: Private Google Access reaches Google's APIs and the
   image repositories without it);
+- a plan with ``tls`` when the deployment has no certificate authority for it
+  (``/x-gatebench/tls``: gatebench.cloud._tls);
 - too many runs at once: while ``limits.max_active_runs`` runs are in progress, no new one
   starts (a public upload form cannot start unbounded fleets). A run counts while it is not
   finished and its last update is recent enough for it to be alive (:func:`active_runs`); two
@@ -29,13 +31,15 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..cost import vm_max_run_s
 from ..errors import PlanError, Problem
 from ..model import RunRecord
-from ..plan import Plan, cloud_problems, load_plan, workload_summary
+from ..plan import Plan, load_plan, workload_summary
 from ..run_request import METADATA_HEADER, METADATA_KEY, UploadRejected, run_request_from_metadata
 from ..spec import read_spec
 from ._firestore_rest import firestore_fields
 from ._objects import ObjectRef
+from ._tls import tls_problems
 
 MAX_MESSAGE = 1500
 
@@ -151,6 +155,7 @@ def deployment_problems(
                 "internal name",
             )
         )
+    problems += tls_problems(plan, settings, for_s=vm_max_run_s(plan.to_dict()))
     limit = (settings.get("limits") or {}).get("max_active_runs")
     if isinstance(limit, int) and len(active) >= limit:
         ids = ", ".join(r.run_id for r in active[:5]) + (" ..." if len(active) > 5 else "")
@@ -213,10 +218,6 @@ def parse_upload(
         outcome.problems.extend(refused)
         return outcome
     plan = request.apply(plan)
-    not_here = cloud_problems(plan)
-    if not_here:
-        outcome.problems.extend(not_here)
-        return outcome
     if settings is not None:
         active = active_runs(unfinished, settings, now, ref.run_id)
         refused = deployment_problems(plan, settings, active)

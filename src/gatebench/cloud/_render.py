@@ -5,6 +5,14 @@ Everything that addresses a machine comes from the run's :class:`Layout`, so it 
 here, before any VM exists. Pure apart from asking each renderer which folders it wants
 beside its files (its ``prepare`` hook, run in a scratch folder). The same run rendered
 twice gives the same bytes: the workload's seed is the plan's, or derived from the run id.
+
+The deployment of a plan (docs/cloud.md, "TLS and replicas"): with ``backend.replicas`` the
+backend VM runs that many processes on consecutive ports and every gateway's pool lists them;
+with ``tls`` every gateway terminates TLS with files its VM makes at boot from the
+deployment's CA (``gatebench.cloud._tls``: the fleet names the secret, never a key) and the
+baseline reaches the backend's own TLS listener; with a ``fault`` the tester kills the
+replica through the backend VM's control port at the moments this step computes
+(``gatebench.fault.fault_offsets``).
 """
 
 from __future__ import annotations
@@ -22,18 +30,21 @@ from ..backends import CONTROL_PREFIX
 from ..backends.mock import mock_config
 from ..cost import disk_gib_per_tester, load_seconds, vm_max_run_s
 from ..errors import GatebenchError, PlanError, Problem, RenderError, RunError
+from ..fault import RESET_WAIT_S, fault_offsets
 from ..ir import Api
-from ..plan import Plan, cloud_problems, load_plan
+from ..plan import Plan, load_plan
 from ..policies import PolicySet
 from ..renderers import RenderTarget, get_renderer
 from ..renderers._leave_out import render_leaving_out
 from ..run_request import METADATA_HEADER, METADATA_KEY, UploadRejected, run_request_from_metadata
 from ..score import BASELINE
 from ..spec import read_spec
+from ..tls import GatewayTls
 from ..tokens import SIGNED_TOKENS_FILE_ENV, TokenSignerError, signing_spec
 from ..workload import compile_load
 from ._layout import Layout, layout_for
 from ._objects import ObjectRef, RequestError
+from ._tls import TLS_DIR, TRUST_STORE_ON_TESTER, tls_section
 
 REDIS_IMAGE = "redis:7.4.1"
 """Tyk keeps its state in Redis: a pinned official image beside it on the gateway VM."""
@@ -56,6 +67,12 @@ the uploaded description, its object, its metadata and the deployment's settings
 def config_error_object(run_id: str, gateway: str) -> str:
     """Where a gateway VM says why it did not start its gateway (the tester reports it)."""
     return f"runs/{run_id}/gateways/{gateway}/config-error.json"
+
+
+def backend_error_object(run_id: str) -> str:
+    """Where the backend VM says why it did not start the backend (the tester reports it for
+    the baseline)."""
+    return f"runs/{run_id}/backend/error.json"
 
 
 @dataclass
@@ -151,9 +168,11 @@ def render_run(
     if refused:
         raise RequestError(refused)
     plan = request.apply(plan)
-    not_here = cloud_problems(plan)
-    if not_here:
-        raise RequestError(not_here)
+    tls = (
+        tls_section(plan, settings, for_s=vm_max_run_s(plan.to_dict()))
+        if plan.tls is not None
+        else None
+    )
     signing = _signing(plan, settings)
     clients = _api_clients(plan, settings)
     if clients is not None:
@@ -175,6 +194,7 @@ def render_run(
     gateway_machine, tester_machine, backend_machine = _machines(plan)
     gateways: dict[str, Any] = {}
     backend_url = _backend_url(plan, layout)
+    pool = layout.replica_urls(plan.backend.replicas) if plan.backend.replicas > 1 else []
     for name in plan.gateways:
         try:
             entry, files = _render_gateway(
@@ -185,6 +205,8 @@ def render_run(
                 run_id,
                 {w.operation_id for w in plan.workloads},
                 policies=plan.policies,
+                plan=plan,
+                pool=pool,
             )
         except GatebenchError as exc:
             problems = getattr(exc, "problems", None)
@@ -193,11 +215,15 @@ def render_run(
             continue
         entry["machine_type"] = gateway_machine
         entry["configure"] = []
+        out = ["--gateway", name, "--out", entry["mount"]]
+        if tls is not None:  # the VM makes its key and certificate before the gateway starts
+            entry["configure"].append(
+                ["cloud", "gateway-tls", *role_args_of(run_id, runs_bucket), *out]
+            )
         if clients is not None:  # the VM writes the key-bearing files before the gateway starts
-            out = ["--gateway", name, "--out", entry["mount"]]
-            entry["configure"] = [
+            entry["configure"].append(
                 ["cloud", "gateway-config", *role_args_of(run_id, runs_bucket), *out]
-            ]
+            )
         gateways[name] = entry
         rendered.configs[name] = files
     role_args = role_args_of(run_id, runs_bucket)
@@ -209,24 +235,15 @@ def render_run(
             "spec": base64.b64encode(data).decode("ascii"),
         }
     if plan.backend.kind != "url":
-        mode = "mock" if plan.backend.kind == "mock" else (plan.backend.builtin or "auction")
-        rendered.backend = {
-            "mode": mode,
-            "listen": f"{layout.listen_host}:{layout.backend_port()}",
-            "config_object": run_object(run_id, "mock-backend.json") if mode == "mock" else None,
-        }
-        if mode == "mock":
+        rendered.backend = _backend(plan, layout, run_id, tls)
+        if rendered.backend["mode"] == "mock":
             rendered.mock = mock_config(api, plan.backend)
     rendered.fleet = {
         "run_id": run_id,
         "zone": layout.zone,
         "backend": None
         if rendered.backend is None
-        else {
-            "machine_type": backend_machine,
-            "port": layout.backend_port(),
-            "args": ["cloud", "backend", *role_args],
-        },
+        else _backend_vm(plan, layout, rendered.backend, backend_machine, role_args),
         "gateways": gateways,
         "tester": _testers(plan, layout, tester_machine, role_args),
         "failures": rendered.failures,
@@ -234,7 +251,13 @@ def render_run(
         # limits.vm_lifetime caps it: gatebench.cloud._vms).
         "max_run_duration_s": vm_max_run_s(plan.to_dict()),
     }
-    rendered.workload = _workload(plan, api, layout, list(gateways), backend_url, rendered, run_id)
+    if tls is not None:  # what the gateway VMs make their certificates from (no key)
+        rendered.fleet["tls"] = dict(
+            tls, hosts={name: layout.gateway_host(name) for name in gateways}
+        )
+    rendered.workload = _workload(
+        plan, api, layout, list(gateways), backend_url, rendered, run_id, tls
+    )
     if signing is not None:
         rendered.workload["signing"] = signing
     if clients is not None and plan.auth.api_key_env:
@@ -310,6 +333,8 @@ def _testers(plan: Plan, layout: Layout, machine_type: str, role_args: list[str]
         "args": ["cloud", "tester", *role_args],
         "count": count,
         "listen": [],
+        # A TLS plan's handshakes are counted from the packets arriving (gatebench._wire).
+        "caps": ["NET_RAW"] if plan.tls is not None else [],
     }
     if count > 1:
         tester["args"] += ["--barrier", layout.barrier_url()]
@@ -323,6 +348,53 @@ def _backend_url(plan: Plan, layout: Layout) -> str:
     return layout.backend_url()
 
 
+def _backend(
+    plan: Plan, layout: Layout, run_id: str, tls: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """``backend.json``: what ``gatebench cloud backend`` starts on the backend VM (the
+    replicas' ports, replica 1's TLS listener for the baseline, the fault's control)."""
+    mode = "mock" if plan.backend.kind == "mock" else (plan.backend.builtin or "auction")
+    host = layout.listen_host
+    out: dict[str, Any] = {
+        "mode": mode,
+        "listen": f"{host}:{layout.backend_port()}",
+        "config_object": run_object(run_id, "mock-backend.json") if mode == "mock" else None,
+    }
+    if plan.backend.replicas > 1:
+        out["replicas"] = [f"{host}:{p}" for p in layout.replica_ports(plan.backend.replicas)]
+    if tls is not None:
+        out["tls"] = dict(
+            tls, listen=f"{host}:{layout.backend_tls_port()}", host=layout.backend_host()
+        )
+    if plan.fault is not None:
+        out["control"] = f"{host}:{layout.backend_control_port()}"
+    return out
+
+
+def _backend_vm(
+    plan: Plan,
+    layout: Layout,
+    backend: Mapping[str, Any],
+    machine_type: str,
+    role_args: list[str],
+) -> dict[str, Any]:
+    """The backend VM of the fleet: every port its startup script opens."""
+    ports = layout.replica_ports(plan.backend.replicas)
+    if "tls" in backend:
+        ports.append(layout.backend_tls_port())
+    if "control" in backend:
+        ports.append(layout.backend_control_port())
+    return {
+        "machine_type": machine_type,
+        "port": layout.backend_port(),
+        "ports": ports,
+        "args": ["cloud", "backend", *role_args],
+        # With a fault the backend VM counts the connection attempts to the killed replica
+        # from the packets arriving (gatebench._wire).
+        "caps": ["NET_RAW"] if plan.fault is not None else [],
+    }
+
+
 def _render_gateway(
     name: str,
     api: Api,
@@ -332,15 +404,27 @@ def _render_gateway(
     needed: Collection[str] = (),
     *,
     policies: PolicySet | None = None,
+    plan: Plan | None = None,
+    pool: list[str] | None = None,
 ) -> tuple[dict[str, Any], dict[str, str]]:
     renderer = get_renderer(name)
     if renderer.cloud_image is None:
         raise RenderError(f"{name} is a managed service: there is no image to run on a VM")
+    workdir = layout.gateway_workdir(name)
+    tls = plan.tls if plan is not None else None
     target = RenderTarget(
-        workdir=layout.gateway_workdir(name),
+        workdir=workdir,
         listen_host=layout.listen_host,
         listen_port=layout.gateway_port(name),
-        backend_url=backend_url,
+        backend_url=pool[0] if pool else backend_url,
+        # The files its VM makes at boot (gatebench cloud gateway-tls), under its folder.
+        tls=None
+        if tls is None
+        else GatewayTls(
+            f"{workdir}/{TLS_DIR}", key_type=tls.key, http2=tls.http2, resumption=tls.resumption
+        ),
+        replicas=tuple(pool or ()),
+        balance=plan.backend.balance if plan is not None else "round_robin",
     )
     # A gateway that cannot apply the plan's policies is left out with the reason
     # (UnsupportedFeature → the run's failures), never deployed bare.
@@ -367,12 +451,39 @@ def _workload(
     backend_url: str,
     rendered: RenderedRun,
     run_id: str,
+    tls: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    base_urls = {g: layout.gateway_url(g) for g in gateways}
+    base_urls = {g: layout.gateway_url(g, tls=tls is not None) for g in gateways}
     if plan.baseline:
-        base_urls[BASELINE] = backend_url
-    reset = f"{backend_url}{CONTROL_PREFIX}reset" if rendered.backend is not None else None
-    if rendered.backend is not None and rendered.backend["mode"] not in ("mock", "auction"):
-        reset = None
+        base_urls[BASELINE] = (
+            f"https://{layout.backend_host()}:{layout.backend_tls_port()}"
+            if tls is not None and rendered.backend is not None
+            else backend_url
+        )
+    resets: list[str] = []
+    if rendered.backend is not None and rendered.backend["mode"] in ("mock", "auction"):
+        replicas = layout.replica_urls(plan.backend.replicas)
+        resets = [f"{url}{CONTROL_PREFIX}reset" for url in replicas]
     seed = plan.seed if plan.seed is not None else int(run_id[2:10], 16)
-    return compile_load(plan, api, base_urls, reset_url=reset, seed=seed).document
+    compiled = compile_load(
+        plan,
+        api,
+        base_urls,
+        reset_url=resets[0] if resets else None,
+        reset_urls=resets[1:],
+        seed=seed,
+        trust_store=TRUST_STORE_ON_TESTER if tls is not None else None,
+        reset_wait_s=RESET_WAIT_S if plan.fault is not None else 0.0,
+    )
+    document = compiled.document
+    if tls is not None:  # the tester trusts this CA alone (its certificate: public)
+        document["tls"]["ca"] = tls["ca"]
+    if plan.fault is not None and rendered.backend is not None:
+        offsets = fault_offsets(plan.fault, compiled.schedule.phases)
+        document["fault"] = {
+            "replica": plan.fault.replica,
+            "port": layout.replica_ports(plan.backend.replicas)[plan.fault.replica - 1],
+            "control": layout.backend_control_url(),
+            "phases": {str(index): offset for index, offset in sorted(offsets.items())},
+        }
+    return document

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from ._build import build_plan
 from ._checks import find_operation
-from ._deployment import cloud_problems, scale_problems
+from ._deployment import scale_problems
 from ._describe import describe_injection, describe_plan, workload_summary
 from ._load import load_plan
 from ._model import (
@@ -115,7 +115,6 @@ __all__ = [
     "Warmup",
     "Workload",
     "build_plan",
-    "cloud_problems",
     "describe_injection",
     "describe_plan",
     "find_operation",

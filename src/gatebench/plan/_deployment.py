@@ -20,7 +20,6 @@ from ._model import (
     Backend,
     Balance,
     Fault,
-    Plan,
     Tls,
     Workload,
 )
@@ -207,27 +206,6 @@ def _fault_at(
     return seconds, None
 
 
-def cloud_problems(plan: Plan) -> list[Problem]:
-    """What the cloud path cannot run of a plan's deployment yet (docs/cloud.md, "TLS and
-    replicas"): located errors, so a cloud run is refused rather than run without them."""
-    where = 'run this plan locally (gatebench run); docs/cloud.md, "TLS and replicas"'
-    out = []
-    if plan.tls is not None:
-        out.append(Problem("/x-gatebench/tls", f"the cloud path does not carry TLS yet: {where}"))
-    if plan.backend.replicas > 1:
-        out.append(
-            Problem(
-                "/x-gatebench/backend/replicas",
-                f"the cloud path does not start backend replicas yet: {where}",
-            )
-        )
-    if plan.fault is not None:
-        out.append(
-            Problem("/x-gatebench/fault", f"the cloud path does not inject faults yet: {where}")
-        )
-    return out
-
-
 def scale_problems(
     section: Any, base: str = "/x-gatebench", source: str | None = None
 ) -> list[Problem]:
@@ -266,7 +244,6 @@ def scale_problems(
 __all__ = [
     "DEFAULT_FAULT_AT",
     "RECOVERY_S",
-    "cloud_problems",
     "read_fault",
     "read_pool",
     "read_tls",

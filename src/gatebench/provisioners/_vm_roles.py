@@ -1,10 +1,14 @@
-"""What the run's own VMs run (the runner image's ``gatebench cloud backend``,
-``gatebench cloud tester`` and ``gatebench cloud meter``); on one machine the local
-provisioner runs the same commands.
+"""What the run's own VMs run (the runner image's ``gatebench cloud tester`` and
+``gatebench cloud meter``; the backend VM's ``gatebench cloud backend`` is
+gatebench.provisioners._vm_backend); on one machine the local provisioner runs the same
+commands.
 
 The tester is the only machine that reaches every other one, so it checks the targets
 answer, runs the load when the load build asks (through the bucket, see ``cloud._tester``), and
-uploads the load engine's raw log, from which the ingest step computes the measurements. With
+uploads the load engine's raw log, from which the ingest step computes the measurements. With a
+TLS plan it trusts the run's CA alone (the workload's ``tls.ca``: it writes its trust store
+from it) and counts each phase's handshakes; with a fault, tester 0 kills and restarts the
+replica (gatebench.provisioners._vm_deployed). With
 several testers they meet before every phase as they do locally: tester 0 serves the phase
 barrier (gatebench._fanout.PhaseBarrier) on its VM, the others call it by tester 0's name
 (``--barrier``), and tester 0 keeps who arrived at each phase with its ``load-done``.
@@ -24,7 +28,6 @@ import contextlib
 import json
 import os
 import sys
-import tempfile
 import time
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
@@ -33,10 +36,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .._fanout import PhaseBarrier, barrier_controls, expected_testers
-from ..backends import backend_binary
 from ..cloud import Storage
 from ..cloud._ingest import CGROUP_OBJECT, meter_done_line
-from ..cloud._render import config_error_object
+from ..cloud._render import backend_error_object, config_error_object
 from ..cloud._tester import (
     POLL_S,
     Clock,
@@ -51,7 +53,10 @@ from ..engines import EngineEvent, PhaseResult, get_engine
 from ..errors import GatebenchError, RunError
 from ..procs import Supervisor, http_probe
 from ..resources import SAMPLE_INTERVAL_S, CgroupFormatError, CgroupSample
+from ..score import BASELINE
 from ..testers import split_document
+from ..tls import CA_CERT, TRUST_P12, trust_store
+from ._vm_deployed import TesterWatch
 
 BUILTIN_TOKEN = "gatebench-builtin"
 """The credential sent to gatebench's own backends when the spec names a secret the tester
@@ -70,23 +75,6 @@ def raw_name(tester: int, testers: int) -> str:
     return "gatling" if testers == 1 else f"gatling-t{tester}"
 
 
-def serve_backend(storage: Storage, bucket: str, run_id: str) -> int:
-    """Run the plan's backend in the foreground (the backend VM's container)."""
-    spec = read_required_json(storage, bucket, f"runs/{run_id}/backend.json")
-    argv = [str(backend_binary()), "-listen", spec["listen"], "-mode", spec["mode"]]
-    with tempfile.TemporaryDirectory() as scratch, Supervisor() as supervisor:
-        if spec.get("config_object"):
-            config = Path(scratch) / "mock-backend.json"
-            config.write_bytes(
-                json.dumps(read_required_json(storage, bucket, spec["config_object"])).encode()
-            )
-            argv += ["-config", str(config)]
-        proc = supervisor.start("backend", argv, log_path=Path(scratch) / "backend.log")
-        code = proc.popen.wait()
-        sys.stderr.write(proc.log_tail())
-        return code
-
-
 class _Quiet:
     def on_event(self, event: EngineEvent) -> None:
         pass
@@ -98,10 +86,29 @@ class _Quiet:
         pass
 
 
+def trust_run_ca(document: dict[str, Any], workdir: Path) -> str | None:
+    """With a TLS plan: the run's CA (the workload's ``tls.ca``) written into ``workdir/tls``
+    as a PEM file and as the engine's trust store, which the document then names; the PEM's
+    path (None without TLS)."""
+    tls = document.get("tls")
+    if not isinstance(tls, dict):
+        return None
+    ca = str(tls.get("ca") or "")
+    if not ca:
+        raise RunError("the workload's tls section holds no CA certificate")
+    folder = workdir / "tls"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / CA_CERT).write_text(ca, encoding="ascii")
+    (folder / TRUST_P12).write_bytes(trust_store(ca.encode()))
+    tls["trust_store"] = str((folder / TRUST_P12).resolve())
+    return str((folder / CA_CERT).resolve())
+
+
 def probe_targets(
-    document: dict[str, Any], timeout: float, clock: Clock
+    document: dict[str, Any], timeout: float, clock: Clock, ca_file: str | None = None
 ) -> tuple[list[str], dict[str, str]]:
-    """(targets that answered an HTTP request, {target: why not}) within ``timeout``."""
+    """(targets that answered an HTTP request, {target: why not}) within ``timeout``; an
+    ``https`` target over TLS, trusting ``ca_file`` alone."""
     urls: dict[str, str] = {}
     for phase in document.get("phases", []):
         urls.setdefault(phase["target"], phase["request"]["base_url"])
@@ -111,7 +118,8 @@ def probe_targets(
     while pending:
         for target, url in list(pending.items()):
             parts = urlsplit(url)
-            if http_probe(parts.hostname or "", parts.port or 80, "/") is not None:
+            tls = ca_file if parts.scheme == "https" else None
+            if http_probe(parts.hostname or "", parts.port or 80, "/", ca_file=tls) is not None:
                 reachable.append(target)
                 del pending[target]
         if not pending or clock.now() >= deadline:
@@ -192,9 +200,15 @@ def run_tester(
     )
     with _meeting(barrier, tester, documents) as meeting:
         document = documents[tester]
-        reachable, unreachable = probe_targets(document, ready_timeout, clock)
-        for target in sorted(unreachable):  # a gateway VM that did not start its gateway
-            said = storage.read_optional(bucket, config_error_object(run_id, target))
+        ca_file = trust_run_ca(document, workdir)
+        reachable, unreachable = probe_targets(document, ready_timeout, clock, ca_file)
+        for target in sorted(unreachable):  # a VM that did not start its gateway or backend
+            said = storage.read_optional(
+                bucket,
+                backend_error_object(run_id)
+                if target == BASELINE
+                else config_error_object(run_id, target),
+            )
             with contextlib.suppress(ValueError, AttributeError):
                 reason = json.loads(said or b"null").get("reason")
                 unreachable[target] += f" ({reason})"
@@ -222,9 +236,17 @@ def run_tester(
             clock.sleep(max(0.0, start_at - clock.now()))
 
         started = clock.now()
-        done = _load_signed(
-            storage, bucket, run_id, workdir, document, raw_name(tester, testers), go
-        )
+        watch = TesterWatch(document, tester)
+        watch.start()
+        try:
+            done = _load_signed(
+                storage, bucket, run_id, workdir, document, raw_name(tester, testers), go, watch
+            )
+        finally:
+            watch.close()
+        deployment = watch.summary()
+        if deployment:
+            done["deployment"] = deployment
         met = meeting.finished()
         if met is not None:
             done["barrier"] = met
@@ -255,6 +277,7 @@ def _load_signed(
     document: dict[str, Any],
     raw_as: str = "gatling",
     barrier: Callable[[], None] | None = None,
+    listener: Any = None,
 ) -> dict[str, Any]:
     """:func:`_load`, after the tester signed the run's tokens when its plan asks for it
     (``auth.jwt``: gatebench.provisioners._vm_tokens), and read the API key it sends
@@ -270,7 +293,7 @@ def _load_signed(
             held.enter_context(signed_tokens_on_tester(document))
         except RunError as exc:  # _load reports its own failures
             return {"ok": False, "reason": f"the tester could not sign the run's tokens: {exc}"}
-        return _load(storage, bucket, run_id, workdir, document, raw_as, barrier)
+        return _load(storage, bucket, run_id, workdir, document, raw_as, barrier, listener)
 
 
 def _load(
@@ -281,6 +304,7 @@ def _load(
     document: dict[str, Any],
     raw_as: str = "gatling",
     barrier: Callable[[], None] | None = None,
+    listener: Any = None,
 ) -> dict[str, Any]:
     missing = [name for name in document.get("secret_env", []) if not os.environ.get(name)]
     if missing and storage.read_optional(bucket, f"runs/{run_id}/backend.json") is None:
@@ -292,7 +316,7 @@ def _load(
             result = get_engine().run(
                 document,
                 workdir,
-                _Quiet(),
+                listener if listener is not None else _Quiet(),
                 supervisor=supervisor,
                 name="gatling",
                 env=env,

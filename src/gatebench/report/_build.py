@@ -539,8 +539,11 @@ def cautions(run: RunRecord, summary: RunSummary, trust: Trust | None = None) ->
         first_line = reason.strip().splitlines()[0] if reason.strip() else "no reason given"
         out.append(f"{target} failed: {first_line}")
     out.extend(str(line) for line in (run.environment.get("routes_left_out") or {}).values())
-    # The cloud path: gateways whose meter did not cover every phase (gatebench.cloud._ingest).
+    # The cloud path: gateways whose meter did not cover every phase, and what of the plan's
+    # deployment (TLS handshakes, a replica's fault) could not be observed
+    # (gatebench.cloud._ingest).
     out.extend(str(line) for line in (run.environment.get("meter_gaps") or {}).values())
+    out.extend(str(line) for line in run.environment.get("deployment_notes") or [])
     out.extend(summary.scores.notes)
     out.extend(summary.notes)
     if run.status.value not in ("done",):

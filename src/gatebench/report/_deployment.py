@@ -32,8 +32,9 @@ def handshake_intro(measurements: Sequence[Measurement]) -> str:
     if not any(m.tls_new is not None for m in measurements):
         return ""
     return (
-        "TLS handshakes each target answered during each measured phase, as seen on the "
-        "loopback interface (gatebench._wire): new sessions (full handshakes) and resumed ones."
+        "TLS handshakes each target answered during each measured phase, counted from the "
+        "packets (gatebench._wire: on the loopback interface locally, as they reached the "
+        "tester VMs on Google Cloud): new sessions (full handshakes) and resumed ones."
     )
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..engines import get_engine
 from ..errors import RunError
+from ..fault import RESET_WAIT_S
 from ..model import RunStatus
 from ..plan import Plan
 from ..provisioners.local import LocalProvisioner
@@ -32,7 +33,7 @@ from .parse import Parsed
 if TYPE_CHECKING:
     from ._context import RunContext, RunOptions
 
-FAULT_RESET_WAIT_S = 5.0
+FAULT_RESET_WAIT_S = RESET_WAIT_S
 """With a fault, how long a reset may wait for the replica that restarts as its phase ends."""
 SKIP_FILE = "skip-targets.txt"
 """Targets the engine skips from now on (one per line), rewritten as gateways fail."""
