@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from gatebench.errors import Problem
 from gatebench.ir import HTTP_METHODS, Api, Operation, Parameter
 from gatebench.renderers import Renderer, Route, routes_for
 
@@ -191,6 +192,17 @@ def _param_values(route: Route, value: str | None = None) -> dict[str, str]:
 
 def _has_body(op: Operation) -> bool:
     return op.request_body is not None or op.method in ("POST", "PUT", "PATCH")
+
+
+def expressible(api: Api, problems: Sequence[Problem]) -> tuple[Operation, ...]:
+    """The operations of ``api`` no problem is about (located at the operation or below):
+    what a run keeps of a description a gateway partly refuses."""
+    refused = {p.pointer for p in problems}
+    return tuple(
+        op
+        for op in api.operations
+        if not any(r == op.pointer or r.startswith(op.pointer + "/") for r in refused)
+    )
 
 
 def replay_matrix(
@@ -585,6 +597,9 @@ class Forwarding:
     """The path the backend gets for the client's (``Renderer.forwarded_path``)."""
     answers_itself: Callable[[str], int | None] = _nothing
     """The status the gateway answers a routed path with itself (``Renderer.answers_itself``)."""
+    pool_ports: tuple[int, ...] = ()
+    """The backend is a pool of replicas on these ports: a gateway that does not forward the
+    client's ``Host`` sends the address of whichever replica it chose."""
 
     @classmethod
     def of(cls, renderer: Renderer) -> Forwarding:
@@ -636,7 +651,8 @@ def compare_echoes(
         got = dict(got, path=want["path"])
     want = dict(want, path=rules.path(want["path"]), query=rules.query(want["query"]))
     if not rules.forwards_host:
-        want = dict(want, host=f"127.0.0.1:{direct.port}")
+        chosen = {f"127.0.0.1:{p}" for p in rules.pool_ports}
+        want = dict(want, host=got["host"] if got["host"] in chosen else f"127.0.0.1:{direct.port}")
     for key in ("method", "path", "query", "host", "body_sha256", "body_length"):
         if want[key] != got[key]:
             problems.append(f"{key}: sent {want[key]!r}, backend got {got[key]!r}")

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from gatebench.backends import start_backend, start_backend_process
+from gatebench.errors import UnsupportedFeature
 from gatebench.ir import Api
 from gatebench.procs import Supervisor
 from gatebench.provisioners import ConfigRejected
@@ -24,7 +26,7 @@ from gatebench.renderers._jvm import JVM_OPTIONS_ENV
 from gatebench.renderers.nginx import NginxRenderer
 from gatebench.routescale import Probe, added_routes, probes_for, replicate
 from gatebench.tls import GatewayTls, make_run_certificates, remove_tls_folder, write_tls_folder
-from replay import replay, replay_matrix
+from replay import Client, Forwarding, ReplayRequest, expressible, replay, replay_matrix
 
 pytestmark = pytest.mark.integration
 
@@ -116,6 +118,40 @@ def test_a_change_adds_routes_and_moves_the_upstream(
         live.stop()
 
 
+HOLDS_REFUSALS_AFTER_A_CHANGE = {"spring-cloud-gateway": 5.0}
+"""Gateways that, after a live change, may hold their own refusal of a bodiless request on a
+keep-alive connection until the client closes it (docs/scale.md, "Each gateway's
+mechanism"), with how long the replay waits for such an answer (seconds). Observed with
+Spring Cloud Gateway 5.0.3 after ``/actuator/refresh``: a POST or PUT with
+``Content-Length: 0`` right after another refused one on the same connection, answered 404
+only once the client half-closed (in about half of the runs; never on a fresh boot)."""
+
+
+def _refusals_held(
+    failures: list[str], matrix: list[ReplayRequest], port: int, refusal: int
+) -> list[str]:
+    """``failures`` without the timeouts of requests outside the API that, sent again on a
+    new connection, get the gateway's refusal: the routing decision is right, the answer on
+    the kept-alive connection was held. Anything else stays a failure."""
+    outside = {(r.method, r.label): r for r in matrix if not r.expect_routed}
+    kept = []
+    for line in failures:
+        method = line.split(" ", 1)[0]
+        label = line.split(" [", 1)[1].rsplit("]: ", 1)[0] if " [" in line else ""
+        req = outside.get((method, label))
+        if req is None or not line.endswith("TimeoutError('timed out')"):
+            kept.append(line)
+            continue
+        fresh = Client("127.0.0.1", port, timeout=10.0)
+        try:
+            status = fresh.send(req).status
+        finally:
+            fresh.close()
+        if status != refusal:
+            kept.append(f"{line}; on a new connection: {status}, expected {refusal}")
+    return kept
+
+
 @pytest.mark.parametrize("gateway", LOCAL)
 def test_the_configuration_after_a_change_routes_exactly(
     gateway: str,
@@ -132,8 +168,8 @@ def test_the_configuration_after_a_change_routes_exactly(
         get_renderer(gateway).render_live(
             target_api, RenderTarget(workdir="/tmp/gatebench-probe", admin_port=9)
         )
-    except Exception as exc:  # the gateway refuses the case: route replay covers that
-        pytest.skip(f"{gateway} refuses the adversarial case: {exc}")
+    except UnsupportedFeature as exc:  # the routes it refuses are left out, as a run does
+        target_api = replace(target_api, operations=expressible(target_api, exc.problems))
     live = _live(gateway, supervisor, tmp_path)
     try:
         live.boot(replay_api("auction"), f"http://127.0.0.1:{backends['a']}")
@@ -142,12 +178,18 @@ def test_the_configuration_after_a_change_routes_exactly(
             probes_for(target_api), since=applied.triggered_at, deadline_s=DEADLINE_S
         )
         assert after.all_correct, list(after.last_problem.items())[:5]
+        forwarding = Forwarding.of(live.renderer)
+        matrix = replay_matrix(target_api, forwarding=forwarding)
+        held = HOLDS_REFUSALS_AFTER_A_CHANGE.get(gateway)
         failures = replay(
-            replay_matrix(target_api),
+            matrix,
             gateway_port=live.port,
             backend_port=backends["b"],
-            normalizes_path=live.renderer.normalizes_path,
+            forwarding=forwarding,
+            via=Client("127.0.0.1", live.port, timeout=held or 60.0),
         )
+        if held is not None:
+            failures = _refusals_held(failures, matrix, live.port, forwarding.refusal_status)
         assert not failures, "\n".join(failures[:40])
     finally:
         live.stop()

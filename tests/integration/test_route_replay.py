@@ -8,7 +8,7 @@ that refuses a case must say so in its golden folder too (``errors.txt``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from booted import skip_unless_installed
-from gatebench.errors import Problem, UnsupportedFeature
-from gatebench.ir import Api, Operation
+from gatebench.errors import UnsupportedFeature
+from gatebench.ir import Api
 from gatebench.renderers import RenderTarget, all_renderers, get_renderer
-from replay import Forwarding, replay, replay_matrix
+from replay import Forwarding, expressible, replay, replay_matrix
 
 ROOT_GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 CASES = ("adversarial", "auction", "petstore", "portable", "templates")
@@ -47,7 +47,7 @@ def test_route_replay(
                 f"{gateway} refuses {case!r} but its golden folder has no errors.txt"
             )
         # Replay the routes it can express, the others left out as a run leaves them out.
-        api = replace(api, operations=_expressible(api, exc.problems))
+        api = replace(api, operations=expressible(api, exc.problems))
         if not api.operations:
             return
     forwarding = Forwarding.of(get_renderer(gateway))
@@ -67,14 +67,4 @@ def test_route_replay(
     assert not failures, (
         f"{gateway} on {case}: {len(failures)} of {len(matrix)} requests differ:\n"
         + "\n".join(failures[:60])
-    )
-
-
-def _expressible(api: Api, problems: Sequence[Problem]) -> tuple[Operation, ...]:
-    """The operations no problem is about (located at the operation or below)."""
-    refused = {p.pointer for p in problems}
-    return tuple(
-        op
-        for op in api.operations
-        if not any(r == op.pointer or r.startswith(op.pointer + "/") for r in refused)
     )

@@ -454,7 +454,8 @@ def test_every_gateway_with_an_image_renders_the_deployment_for_its_vm_or_says_w
     needs = deployment_needs(tls=True, http2=True, replicas=3)
     assert rendered.failures == deployment_exclusions(names, needs)
     assert set(rendered.configs) == set(names) - set(rendered.failures)
-    assert {"kong", "krakend", "tyk", "nginx", "haproxy"} <= set(rendered.configs)
+    assert {"kong", "tyk", "nginx", "haproxy"} <= set(rendered.configs)
+    assert "krakend" in rendered.failures  # its pool balances at random on several cores
     host = f"gb-{REF.run_id}-backend.europe-central2-a.c.proj.internal"
     for name, files in rendered.configs.items():
         text = "\n".join(files.values())

@@ -253,7 +253,8 @@ def start_gateway(
     ca_file = target.tls.path(CA_CERT) if target.tls is not None else None
     if renderer.ready_path is not None and target.admin_port is not None:
         host, port, path, ready = "127.0.0.1", target.admin_port, renderer.ready_path, _ok
-        ca_file = None
+        if not renderer.admin_port_shares_tls:
+            ca_file = None
     try:
         wait_ready(
             proc,

@@ -317,6 +317,9 @@ class Renderer(abc.ABC):
     """For a gateway that answers before its routes are loaded: a path on the target's
     ``admin_port`` that answers 200 once they are; readiness waits for it. ``None`` (or no
     admin port): any answer on the listen port means ready."""
+    admin_port_shares_tls: ClassVar[bool] = False
+    """The ``admin_port`` is served with the listen port's TLS when the target has TLS (Tyk's
+    control API takes its ``http_server_options``): readiness asks it over TLS."""
     install_hint: ClassVar[str] = "run `make setup-all`"
     cloud_only_reason: ClassVar[str] = "it renders; runs on the cloud path"
     """For a gateway that does not run here (``runs_here`` false): why, for ``doctor``."""

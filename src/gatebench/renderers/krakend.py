@@ -39,10 +39,11 @@ Mapping rules (tests/golden/krakend/README.md says the same in prose):
   and ``gatebench.tls``'s cipher suites by code point. KrakenD's Go server offers ``h2`` by
   ALPN whenever TLS is on (no setting turns it off: the engine then keeps to HTTP/1.1 when
   the plan does not ask for HTTP/2) and has no setting for session tickets.
-- Replicas (``target.replicas``): every backend's ``host`` lists the replicas; KrakenD CE
-  balances round robin when it runs on one core (``GOMAXPROCS=1``) and picks a host at random
-  otherwise (lura's default balancer; seen with KrakenD CE 2.13.8), and has no health checks
-  and no least-connections balancer.
+- Replicas: refused. KrakenD CE balances a backend's ``host`` list round robin only when it
+  runs on one core (``GOMAXPROCS=1``) and picks a host at random otherwise (lura's default
+  balancer; seen with KrakenD CE 2.13.8: 2/0/4 of 6 requests), and has no health checks and
+  no least-connections balancer; a pool the plan asks for is refused with that reason rather
+  than balanced otherwise.
 """
 
 from __future__ import annotations
@@ -180,12 +181,13 @@ class KrakendRenderer(Renderer):
             out[JWKS_FILE] = jwks
         return as_files(out)
 
-    supported_deployment: ClassVar[frozenset[str]] = frozenset(
-        {"tls", "tls.http2", "pool.round_robin"}
-    )
+    supported_deployment: ClassVar[frozenset[str]] = frozenset({"tls", "tls.http2"})
     http2_always = True
     deployment_gaps: ClassVar[dict[str, str]] = {
         "tls.no_resumption": "KrakenD's tls settings have none for session tickets",
+        "pool.round_robin": "KrakenD CE picks one of a backend's hosts at random when it runs "
+        "on more than one core (lura's balancer goes round robin only with GOMAXPROCS=1, which "
+        "would hold the gateway to one core)",
         "pool.least_conn": "KrakenD CE balances a backend's hosts round robin (one core) or at "
         "random, never by connections",
     }
@@ -216,7 +218,7 @@ class KrakendRenderer(Renderer):
                     "backend": [
                         {
                             "url_pattern": path,
-                            "host": _hosts(target),
+                            "host": [target.backend_origin],
                             "encoding": "no-op",
                         }
                     ],
@@ -370,9 +372,3 @@ def rebuilt_path(raw: str) -> str:
     if all(b in _PATH_VALID for b in decoded):
         return decoded.decode("ascii")
     return "".join(chr(b) if b in _PATH_SAFE else f"%{b:02X}" for b in decoded)
-
-
-def _hosts(target: RenderTarget) -> list[str]:
-    if not target.pooled:
-        return [target.backend_origin]
-    return [f"http://{host}:{port}" for host, port in target.upstreams]

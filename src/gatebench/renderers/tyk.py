@@ -112,6 +112,8 @@ class TykRenderer(Renderer):
     refusal_status = 403
     # /ready on the control API answers 200 once Redis is connected and the APIs are loaded.
     ready_path = "/ready"
+    # The control API is served with the gateway's http_server_options, TLS included.
+    admin_port_shares_tls = True
 
     cloud_random_env = (SECRET_ENV,)
     supported_policies = frozenset({"cache", "cache.vary_header"})
