@@ -43,8 +43,8 @@ with the mounts the script gives (the gateway's folder; the cgroup stand-in wher
 mounts /sys/fs/cgroup), and no environment but the two stand-ins' endpoints
 (``STORAGE_EMULATOR_HOST`` and the Secret Manager stand-in's, in place of Google's endpoints
 and the metadata server's credentials). The one argument added to the script's is the
-tester's ``--ready-timeout`` (60 s instead of 600 s), so a gateway that never answers fails
-its run in a minute. Without ``image`` they run as this checkout's ``gatebench`` (the unit
+tester's ``--ready-timeout`` (``tester_ready_timeout``: 25 s instead of 600 s), so a gateway
+that never answers fails its run in half a minute. Without ``image`` they run as this checkout's ``gatebench`` (the unit
 tests of the machines themselves). The gateways themselves are native processes either way:
 their official images cannot be pulled here.
 
@@ -91,7 +91,9 @@ CGROUP_MOUNT = "/host/cgroup"
 """Where the gateway script mounts the host's /sys/fs/cgroup for the meter."""
 STAND_IN_CGROUP = "/system.slice/docker-gateway.scope"
 """The gateway container's cgroup path the stand-in's files sit at (COS's Docker: systemd)."""
-TESTER_READY_TIMEOUT = "60"
+TESTER_READY_TIMEOUT = "25"
+"""The testers' ``--ready-timeout`` here (seconds); every gateway the pipeline tests boot
+answers within a few."""
 
 
 @dataclass
@@ -119,6 +121,7 @@ class LocalVms:
     secrets: dict[str, str] = field(default_factory=dict)
     """Secret Manager's contents: ``projects/P/secrets/S`` → the latest version's text."""
     secret_variables: dict[str, str] = field(default_factory=dict)
+    tester_ready_timeout: str = TESTER_READY_TIMEOUT
     """The deployment's Terraform variables the secret grants read (project_id, ...)."""
     secret_gates: dict[str, SecretManagerStandIn] = field(default_factory=dict)
     secret_requests: list[tuple[str, str, int]] = field(default_factory=list)
@@ -327,7 +330,7 @@ class LocalVms:
             machine = "tester" if t == 0 else f"tester-{t}"
             host, gate = self.boot(key, values, machine, "tester", index=t)
             split = [] if count == 1 else ["--tester", str(t), "--testers", str(count)]
-            args = [*tester["args"], *split, "--ready-timeout", TESTER_READY_TIMEOUT]
+            args = [*tester["args"], *split, "--ready-timeout", self.tester_ready_timeout]
             if self.image is None:  # as processes: a scratch folder of its own
                 args += ["--workdir", str(self.root / "vms" / f"{run_id}-{machine}")]
             name = f"{run_id}-{machine}"

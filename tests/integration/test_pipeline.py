@@ -52,7 +52,7 @@ import yaml
 from cloud.firestore import EmulatorFirestore, start_firestore_emulator
 from cloud.image import BuiltImage, containers, tag
 from cloud.localbuild import LocalCloudBuild
-from cloud.localvms import LocalVms
+from cloud.localvms import TESTER_READY_TIMEOUT, LocalVms
 from cloud.netns import LocalNetwork, leftovers, network_namespaces_work
 from cloud.pipeline import WORKFLOW, workflow_env
 from cloud.registry import placeholder, push, start_registry
@@ -558,13 +558,18 @@ def test_a_gateway_that_never_comes_up_fails_the_run_at_provision_then_teardown(
 
 
 def test_a_provisioning_that_outlasts_its_timeout_is_torn_down(world: dict[str, Any]) -> None:
-    # Tyk never comes up here, so the tester keeps waiting for it (60 s) while nginx, the
+    # Tyk never comes up here, so the tester keeps waiting for it (60 s here) while nginx, the
     # backend and the tester run: the provision build's 50 s timeout passes first, in
     # wait-ready (room for vm-vars and apply, each a container of the runner image, before it
     # on a busy machine).
-    event = upload(world, "specs/slow.yaml", quick_auction(["nginx", "tyk"]))
-    run_id = run_id_for_object(UPLOADS, "specs/slow.yaml", event["data"]["generation"])
-    execution = run(world, event, "exec-timeout", provision_timeout="50")
+    vms: LocalVms = world["vms"]
+    vms.tester_ready_timeout = "60"
+    try:
+        event = upload(world, "specs/slow.yaml", quick_auction(["nginx", "tyk"]))
+        run_id = run_id_for_object(UPLOADS, "specs/slow.yaml", event["data"]["generation"])
+        execution = run(world, event, "exec-timeout", provision_timeout="50")
+    finally:
+        vms.tester_ready_timeout = TESTER_READY_TIMEOUT
     assert execution.state == "FAILED"
     assert execution.error["step"] == "provision"
     assert "finished with status TIMEOUT" in execution.error["message"]
