@@ -306,6 +306,13 @@ def _bound(metric: str, value: Any) -> tuple[float, bool] | str:
     return f"expected a throughput such as '500/s' or '500 req/s', got {_show(value)}"
 
 
+def bound_of(metric: str, value: Any) -> tuple[float, bool] | str:
+    """A bound as a threshold reads it (``50ms``, ``0.1%``, ``500/s``): (value in the metric's
+    unit, relative?), or the message saying what was expected (the capacity objective reads
+    its bounds the same way)."""
+    return _bound(metric, value)
+
+
 def thresholds_from_plan(plan: Mapping[str, Any] | None) -> tuple[Threshold, ...]:
     """The thresholds stored with a run's plan (``Plan.to_dict()``); none for older runs."""
     if not plan:
@@ -401,6 +408,7 @@ __all__ = [
     "METRIC_NAMES",
     "Threshold",
     "ThresholdResult",
+    "bound_of",
     "evaluate",
     "failures",
     "fmt",
