@@ -1,0 +1,124 @@
+"""Repetitions: which searches run next, in which order, and when to stop.
+
+Each repetition is a round: the targets in a freshly shuffled order (seeded), and for each
+target every endpoint still undecided, one search each. After each round an endpoint is done
+when it has had its own ``repetitions``, or — after at least :data:`MIN_REPETITIONS_TO_STOP`
+rounds — when every pair of targets on it is ordered (``gatebench.capacity._summary``). The
+whole campaign stops when every endpoint is done, or when a search ran out of the time budget;
+:attr:`Campaign.stop` says which, in words.
+
+Pure: the caller runs the searches and reports them with :meth:`Campaign.record`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ..plan import Capacity
+from ..units import format_duration
+from ._search import SearchResult
+from ._summary import KneeSummary, all_decided, summarize, undecided_pairs
+
+MIN_REPETITIONS_TO_STOP = 3
+"""Early stopping needs this many rounds: with two, Student's t (12.7) makes only a wide gap
+decided, and one lucky pair of rounds should not end a campaign."""
+
+
+@dataclass(frozen=True)
+class SearchKey:
+    repetition: int
+    target: str
+    workload: str
+
+
+@dataclass
+class Campaign:
+    targets: tuple[str, ...]
+    settings: Mapping[str, Capacity]
+    """Each searched workload's settings (workloads with ``capacity: false`` are absent)."""
+    seed: int
+    budget_s: float
+    results: dict[tuple[str, str], list[SearchResult]] = field(default_factory=dict)
+    rounds: int = 0
+    done: dict[str, str] = field(default_factory=dict)
+    """Workloads that need no more searches, and why."""
+    stop: str | None = None
+    orders: list[tuple[int, tuple[str, ...]]] = field(default_factory=list)
+    _rng: random.Random = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+
+    def next_round(self) -> list[SearchKey]:
+        """The searches of the next repetition, in order; [] once the campaign is over."""
+        if self.stop is not None:
+            return []
+        open_workloads = [w for w in self.settings if w not in self.done]
+        if not open_workloads:
+            self._finish()
+            return []
+        self.rounds += 1
+        order = list(self.targets)
+        self._rng.shuffle(order)
+        self.orders.append((self.rounds, tuple(order)))
+        return [SearchKey(self.rounds, t, w) for t in order for w in open_workloads]
+
+    def record(self, key: SearchKey, result: SearchResult) -> None:
+        self.results.setdefault((key.target, key.workload), []).append(result)
+        if result.status == "budget" and self.stop is None:
+            self.stop = (
+                f"the time budget ({format_duration(self.budget_s)}) ran out during repetition "
+                f"{key.repetition}; that repetition's unfinished searches are left out"
+            )
+
+    def end_round(self) -> None:
+        """Call after every search of a round: decides which endpoints are done."""
+        for workload, settings in self.settings.items():
+            if workload in self.done:
+                continue
+            summaries = self.summaries(workload)
+            if self.rounds >= settings.repetitions:
+                self.done[workload] = f"all {settings.repetitions} repetitions ran"
+                if len(summaries) > 1 and not all_decided(summaries):
+                    pairs = ", ".join(f"{a}–{b}" for a, b in undecided_pairs(summaries))
+                    self.done[workload] += f"; undecided: {pairs}"
+            elif self.rounds >= MIN_REPETITIONS_TO_STOP and (
+                len(summaries) > 1 and all_decided(summaries)
+            ):
+                self.done[workload] = (
+                    f"every pair's order was decided after {self.rounds} repetitions"
+                )
+        if all(w in self.done for w in self.settings):
+            self._finish()
+
+    def _finish(self) -> None:
+        if self.stop is not None:
+            return
+        reasons = sorted(set(self.done.values()))
+        self.stop = (
+            reasons[0]
+            if len(reasons) == 1
+            else "; ".join(f"{w}: {why}" for w, why in self.done.items())
+        )
+
+    def summaries(self, workload: str) -> list[KneeSummary]:
+        return [
+            summarize(t, workload, self.results.get((t, workload), []))
+            for t in self.targets
+            if (t, workload) in self.results
+        ]
+
+    def all_summaries(self) -> dict[str, list[KneeSummary]]:
+        return {w: self.summaries(w) for w in self.settings}
+
+
+def campaign_for(targets: Sequence[str], settings: Mapping[str, Capacity], seed: int) -> Campaign:
+    """A campaign over ``targets`` for the searched workloads; its budget is the first
+    workload's (the plan-level one: a workload cannot give its own)."""
+    budget = next(iter(settings.values())).budget if settings else 0.0
+    return Campaign(tuple(targets), dict(settings), seed, budget)
+
+
+__all__ = ["MIN_REPETITIONS_TO_STOP", "Campaign", "SearchKey", "campaign_for"]
