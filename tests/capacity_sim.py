@@ -38,6 +38,8 @@ class SimulatedTarget:
     objective: Objective = field(default_factory=Objective)
     machine_saturated_above: float | None = None
     """Above this rate the CPU accounting reports the machine saturated by the engine."""
+    others_pct: float = 0.0
+    """CPU other processes used, % of the machine (more than 20 %: the probe is noisy)."""
     probes: list[ProbeRequest] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -94,7 +96,7 @@ class SimulatedTarget:
             busy_pct=95.0 if saturated else 40.0,
             tester_pct=60.0 if saturated else 5.0,
             target_pct=30.0,
-            others_pct=0.0,
+            others_pct=self.others_pct,
             window_s=request.duration_s,
         )
         cost = PhaseResources(

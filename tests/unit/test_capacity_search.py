@@ -18,6 +18,7 @@ from gatebench.capacity import (
     ProbeRequest,
     SearchResult,
     StepController,
+    Verdict,
     compare,
     late_threshold_ms,
     price_per_million,
@@ -276,12 +277,23 @@ def test_a_saturated_engine_or_machine_makes_a_breach_tester_bound() -> None:
     slow = {"latency": SLOW, "from_send": SLOW}
     v = score_probe(metrics(engine_cpu_pct=95.0, **slow), OBJECTIVE, Limits())
     assert v.outcome == "tester-bound" and v.reasons[-1] == "the engine used 95 % of its cores"
-    v = score_probe(metrics(cpu_flags=("tester-bound",), **slow), OBJECTIVE, Limits())
+    machine = {"machine_busy_pct": 97.0, "engine_machine_pct": 60.0, "target_machine_pct": 30.0}
+    v = score_probe(metrics(others_cpu_pct=7.0, **machine, **slow), OBJECTIVE, Limits())
     assert v.outcome == "tester-bound"
-    assert (
-        score_probe(metrics(cpu_flags=("noisy",), **slow), OBJECTIVE, Limits()).outcome
-        == "breached"
+    assert v.reasons[-1] == (
+        "the machine was saturated and the engine used more CPU than the target and than "
+        "every other process"
     )
+
+
+def test_a_machine_the_neighbours_saturated_is_not_blamed_on_the_engine() -> None:
+    slow = {"latency": SLOW, "from_send": SLOW}
+    crowded = {"machine_busy_pct": 100.0, "engine_machine_pct": 3.0, "target_machine_pct": 1.0}
+    v = score_probe(metrics(others_cpu_pct=96.0, **crowded, **slow), OBJECTIVE, Limits())
+    assert v.outcome == "breached"
+    assert v.reasons == ("p99 80.0 ms > 50 ms", "noisy: other processes used 96 % of the machine")
+    v = score_probe(metrics(others_cpu_pct=96.0, **crowded), OBJECTIVE, Limits())
+    assert v == Verdict("within", ("noisy: other processes used 96 % of the machine",))
 
 
 def test_the_late_threshold_follows_the_tightest_bound() -> None:
@@ -338,7 +350,8 @@ def test_a_saturated_machine_at_the_knee_is_not_the_targets_knee() -> None:
     assert result.status == "tester-bound"
     assert result.knee == 400.0
     assert result.note.endswith(
-        "the machine was saturated and the engine used more CPU than the target"
+        "the machine was saturated and the engine used more CPU than the target and than "
+        "every other process"
     )
 
 

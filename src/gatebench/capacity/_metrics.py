@@ -79,7 +79,13 @@ class ProbeMetrics:
     gateway_cpu_s: float | None = None
     gateway_rss_mb: float | None = None
     machine_busy_pct: float | None = None
+    """CPU used on the machine, % of all its cores (the local path's sampling)."""
+    engine_machine_pct: float | None = None
+    """The engine's CPU, % of the machine."""
+    target_machine_pct: float | None = None
+    """The target's CPU (gateway and backend), % of the machine."""
     others_cpu_pct: float | None = None
+    """CPU of processes that are not part of the benchmark, % of the machine."""
     cpu_flags: tuple[str, ...] = ()
     """The CPU accounting's flags (``noisy``, ``tester-bound``: gatebench.measure.CpuUsage)."""
     errors: tuple[tuple[str, int], ...] = ()
@@ -144,6 +150,8 @@ def read_probe(
         gateway_cpu_s=None if cost is None else cost.gateway_cpu_s,
         gateway_rss_mb=None if cost is None else cost.gateway_rss_mb,
         machine_busy_pct=None if cpu is None else round(cpu.busy_pct, 1),
+        engine_machine_pct=None if cpu is None else round(cpu.tester_pct, 1),
+        target_machine_pct=None if cpu is None else round(cpu.target_pct, 1),
         others_cpu_pct=None if cpu is None else round(cpu.others_pct, 1),
         cpu_flags=() if cpu is None else cpu.flags(),
         errors=s.errors[:10],

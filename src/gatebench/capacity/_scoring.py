@@ -16,10 +16,14 @@ The order of the rules is the decision (docs/capacity.md, "Honest limits"):
 4. **A breach the engine can explain**: breached, and either more than
    :attr:`TesterLimits.late_pct` of the arrivals left more than ``late_ms`` late and the
    objective is met when latencies are measured from the moment requests really left; or
-   the engine used :attr:`TesterLimits.engine_cpu_pct` of its cores; or the CPU accounting
-   saw the machine saturated with the engine using more CPU than the target
-   (``gatebench.measure``): ``tester-bound``.
+   the engine used :attr:`TesterLimits.engine_cpu_pct` of its cores; or the machine was
+   saturated (``gatebench.measure.TESTER_BOUND_BUSY_PCT``) with the engine using more CPU than
+   the target and more than every other process together: ``tester-bound``.
 5. Otherwise ``breached``: the target's.
+
+A probe during which other processes used more than ``gatebench.measure.NOISY_OTHERS_PCT`` of
+the machine says so in its reasons, whatever its outcome: on a shared machine a breach there
+may be the neighbours' (docs/capacity.md, "Limits on a 2-core machine").
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from ..measure import NOISY_OTHERS_PCT, TESTER_BOUND_BUSY_PCT
 from ..plan import Objective
 from ..trust import TESTER_BOUND_SHARE
 from ._metrics import ProbeMetrics
@@ -100,9 +105,10 @@ def score_probe(m: ProbeMetrics, objective: Objective, limits: TesterLimits) -> 
                 f"ceiling here ({_rate(limits.ceiling)})",
             ),
         )
+    noise = _noise(m)
     missed = breaches(m.latency, m.error_pct, objective)
     if not missed:
-        return Verdict("within")
+        return Verdict("within", noise)
     engine: list[str] = []
     if m.late_pct > limits.late_pct and not breaches(m.from_send, m.error_pct, objective):
         engine.append(
@@ -111,11 +117,27 @@ def score_probe(m: ProbeMetrics, objective: Objective, limits: TesterLimits) -> 
         )
     if m.engine_cpu_pct >= limits.engine_cpu_pct:
         engine.append(f"the engine used {m.engine_cpu_pct:.0f} % of its cores")
-    if "tester-bound" in m.cpu_flags:
-        engine.append("the machine was saturated and the engine used more CPU than the target")
+    if _engine_took_the_machine(m):
+        engine.append(
+            "the machine was saturated and the engine used more CPU than the target and "
+            "than every other process"
+        )
     if engine:
-        return Verdict("tester-bound", (*missed, *engine))
-    return Verdict("breached", tuple(missed))
+        return Verdict("tester-bound", (*missed, *engine, *noise))
+    return Verdict("breached", (*missed, *noise))
+
+
+def _engine_took_the_machine(m: ProbeMetrics) -> bool:
+    busy, engine = m.machine_busy_pct, m.engine_machine_pct
+    if busy is None or engine is None or busy < TESTER_BOUND_BUSY_PCT:
+        return False
+    return engine > (m.target_machine_pct or 0.0) and engine > (m.others_cpu_pct or 0.0)
+
+
+def _noise(m: ProbeMetrics) -> tuple[str, ...]:
+    if m.others_cpu_pct is None or m.others_cpu_pct <= NOISY_OTHERS_PCT:
+        return ()
+    return (f"noisy: other processes used {m.others_cpu_pct:.0f} % of the machine",)
 
 
 __all__ = [
