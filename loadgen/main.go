@@ -43,6 +43,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"runtime"
@@ -222,7 +223,8 @@ func preparePhase(spec phaseSpec, secrets map[string]string, tokens map[string][
 	if err != nil {
 		return nil, fmt.Errorf("request: %v", err)
 	}
-	count := int64(spec.Injection.Rate*float64(spec.Injection.DurationMS)/1000.0 + 0.5)
+	// the count gatebench expects (Python's round: half to even, Injection.expected_requests)
+	count := int64(math.RoundToEven(spec.Injection.Rate * float64(spec.Injection.DurationMS) / 1000.0))
 	timeout := time.Duration(spec.Request.TimeoutMS) * time.Millisecond
 	if timeout <= 0 {
 		timeout = 60 * time.Second
