@@ -23,7 +23,7 @@ import pytest
 from _engine_helpers import TOKEN_ENV, items
 
 from gatebench.backends import start_plan_backend
-from gatebench.capacity import late_threshold_ms, search
+from gatebench.capacity import ProbeRequest, late_threshold_ms, search
 from gatebench.engines.loadgen import LoadgenEngine
 from gatebench.engines.probe import Prober
 from gatebench.plan import Capacity
@@ -90,3 +90,38 @@ def _stats(base_url: str) -> dict[str, int]:
     data: dict[str, int] = json.loads(conn.getresponse().read())
     conn.close()
     return data
+
+
+@pytest.mark.parametrize("connections", ["keep-alive", "new"])
+def test_arrivals_ride_a_pool_of_kept_alive_connections_unless_told_otherwise(
+    connections: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """200 arrivals in a second at a 10 ms backend: about 2 requests are in flight at a time, so
+    a pool needs a handful of connections; ``new`` opens one per request."""
+    monkeypatch.setenv(TOKEN_ENV, "t")
+    api, plan = items(
+        gateways=[],
+        backend={"mock": {"latency": "10ms"}},
+        capacity={"connections": connections},
+    )
+    settings = plan.capacity_settings()["read"]
+    with Supervisor() as supervisor:
+        _, base_url, reset_url = start_plan_backend(supervisor, plan, api, tmp_path)
+        prober = Prober(
+            plan,
+            api,
+            "read",
+            "baseline",
+            base_url,
+            supervisor,
+            tmp_path,
+            late_threshold_ms(settings.objective),
+            engine=LoadgenEngine(connections=settings.connections),
+            reset_url=reset_url,
+        )
+        m = prober(ProbeRequest(200.0, "grow", 0.0, 1.0))
+    assert m.requests == 200 and m.ko == 0
+    if connections == "new":
+        assert m.connections == 200
+    else:
+        assert 1 <= m.connections <= 50
