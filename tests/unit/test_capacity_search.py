@@ -155,6 +155,22 @@ def test_repetitions_start_at_staggered_points_of_the_first_growth_step() -> Non
     assert len({round(s, 3) for s in starts}) == 5
 
 
+def test_later_repetitions_start_next_to_the_knees_found() -> None:
+    # half the median knee, times growth^frac((k - 1) × 0.618): the first probe holds, the
+    # second breaks, and bisection starts from a bracket of a factor 2
+    start = start_rate_for(SETTINGS, 2, [5000.0, 4800.0, 0.0])
+    assert start == pytest.approx(2450.0 * 2 ** (0.618034 % 1.0), rel=1e-5)
+    assert start_rate_for(replace(SETTINGS, max_rate=1000.0), 2, [5000.0]) == 1000.0
+    first = search(SETTINGS, SimulatedTarget(workers=50, service_ms=10.0))  # 5,000/s
+    later = search(
+        SETTINGS,
+        SimulatedTarget(workers=50, service_ms=10.0),
+        start_rate=start_rate_for(SETTINGS, 2, [first.knee or 0.0]),
+    )
+    assert (len(first.probes), len(later.probes)) == (12, 7)
+    assert later.status == "found" and abs((later.knee or 0) - 5000) / 5000 <= 0.05
+
+
 # -- the metrics plugin (through the simulated records) ------------------------------------
 
 
@@ -379,7 +395,7 @@ def run_campaign(
         for key in keys:
             target = targets[key.target]
             target.seed = key.repetition
-            start = start_rate_for(settings, key.repetition)
+            start = campaign.start_rate(key)
             campaign.record(key, search(settings, target, start_rate=start))
         campaign.end_round()
     return campaign

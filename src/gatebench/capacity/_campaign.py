@@ -1,7 +1,8 @@
 """Repetitions: which searches run next, in which order, and when to stop.
 
 Each repetition is a round: the targets in a freshly shuffled order (seeded), and for each
-target every endpoint still undecided, one search each. After each round an endpoint is done
+target every endpoint still undecided, one search each, starting next to the knees its earlier
+repetitions found (:meth:`Campaign.start_rate`). After each round an endpoint is done
 when it has had its own ``repetitions``, or — after at least :data:`MIN_REPETITIONS_TO_STOP`
 rounds — when every pair of targets on it is ordered (``gatebench.capacity._summary``). The
 whole campaign stops when every endpoint is done, or when a search ran out of the time budget;
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 
 from ..plan import Capacity
 from ..units import format_duration
-from ._search import SearchResult
+from ._search import SearchResult, start_rate_for
 from ._summary import KneeSummary, all_decided, summarize, undecided_pairs
 
 MIN_REPETITIONS_TO_STOP = 3
@@ -64,6 +65,16 @@ class Campaign:
         self._rng.shuffle(order)
         self.orders.append((self.rounds, tuple(order)))
         return [SearchKey(self.rounds, t, w) for t in order for w in open_workloads]
+
+    def start_rate(self, key: SearchKey) -> float:
+        """Where this search starts: the plan's start rate first, then next to the knees the
+        earlier repetitions of the same target and endpoint found (``start_rate_for``)."""
+        earlier = [
+            r.knee
+            for r in self.results.get((key.target, key.workload), [])
+            if r.complete and not r.bounded and r.knee is not None
+        ]
+        return start_rate_for(self.settings[key.workload], key.repetition, earlier)
 
     def record(self, key: SearchKey, result: SearchResult) -> None:
         self.results.setdefault((key.target, key.workload), []).append(result)

@@ -5,13 +5,14 @@ the metrics plugin's output is scored, the controller is told the outcome.
 
 from __future__ import annotations
 
+import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..plan import Capacity
-from ._controller import SearchStatus, StepController
+from ._controller import MIN_RATE, SearchStatus, StepController
 from ._metrics import ProbeMetrics, ProbeRequest
 from ._scoring import TesterLimits, Verdict, score_probe
 
@@ -19,13 +20,19 @@ GOLDEN = (5**0.5 - 1) / 2
 """Where repetition k starts inside the first growth step: frac(k × 0.618…), evenly spread."""
 
 
-def start_rate_for(settings: Capacity, repetition: int) -> float:
-    """The first rate of a repetition's search: the plan's start_rate times growth^f with f
-    spread evenly over [0, 1) (repetition 1 starts at the plan's rate). Searches that start at
-    the same rate probe the same grid and find the same knee to within the precision every
-    time, hiding the search's own resolution from the interval; staggered starts show it."""
+def start_rate_for(settings: Capacity, repetition: int, previous: Sequence[float] = ()) -> float:
+    """The first rate of a repetition's search.
+
+    The first search of a target starts at the plan's ``start_rate``; a later one half the
+    median knee the earlier ones found (``previous``), so it brackets the knee with two probes
+    instead of growing from the start again. Either is multiplied by growth^f, f spread evenly
+    over [0, 1) by the repetition (f = 0 for the first): searches that start at the same rate
+    probe the same grid and find the same knee every time, hiding the search's own resolution
+    from the interval; staggered starts show it."""
+    found = [k for k in previous if k > 0]
+    base = statistics.median(found) / settings.growth if found else settings.start_rate
     f = ((repetition - 1) * GOLDEN) % 1.0
-    return float(min(settings.start_rate * settings.growth**f, settings.max_rate))
+    return float(min(max(base * settings.growth**f, MIN_RATE), settings.max_rate))
 
 
 @dataclass(frozen=True)
