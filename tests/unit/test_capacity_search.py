@@ -494,3 +494,29 @@ def test_the_price_of_a_million_requests_at_the_knee() -> None:
     assert s.price_per_million(0.0971) == pytest.approx(0.02697, abs=1e-5)
     assert s.price_per_million(None) is None
     assert s.label() == "1,000/s (one repetition: no interval)"
+
+
+def test_the_result_of_a_campaign_round_trips_and_holds_the_curves() -> None:
+    from gatebench.capacity import CapacityResult, capacity_result
+
+    targets = {
+        "haproxy": SimulatedTarget(workers=8, service_ms=10.0, jitter=0.1),
+        "baseline": SimulatedTarget(workers=16, service_ms=10.0, jitter=0.1),
+    }
+    campaign = run_campaign(targets, replace(SETTINGS, repetitions=3))
+    result = capacity_result(campaign, machine="n2-standard-2", hourly_usd=0.0971)
+    (bid,) = result.endpoints
+    assert bid.objective == "p99 ≤ 50 ms, errors ≤ 0.1 %"
+    assert [s.target for s in bid.summaries] == ["haproxy", "baseline"]
+    assert list(bid.prices) == ["haproxy"]  # the baseline has no gateway to price
+    haproxy = bid.summary("haproxy")
+    assert haproxy is not None and haproxy.mean is not None
+    assert bid.prices["haproxy"] == pytest.approx(0.0971 / (haproxy.mean * 3600) * 1e6)
+    probes = sum(len(r.probes) for rs in campaign.results.values() for r in rs)
+    assert len(result.curves) == probes
+    assert {(c.target, c.repetition) for c in result.curves} == {
+        (t, r) for t in targets for r in (1, 2, 3)
+    }
+    assert result.stop == campaign.stop and result.repetitions == 3
+    again = CapacityResult.from_dict(result.to_dict())
+    assert again == result

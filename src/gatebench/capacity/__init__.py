@@ -25,6 +25,7 @@ from __future__ import annotations
 from ._campaign import MIN_REPETITIONS_TO_STOP, Campaign, SearchKey, campaign_for
 from ._controller import MAX_CONFIRMATIONS, MAX_PROBES, MIN_RATE, SearchStatus, StepController
 from ._metrics import LATENCY_KEYS, ProbeKind, ProbeMetrics, ProbeRequest, read_probe
+from ._result import FORMAT, CapacityResult, CurvePoint, EndpointResult, capacity_result
 from ._scoring import (
     Outcome,
     TesterLimits,
@@ -49,13 +50,17 @@ from ._summary import (
 
 __all__ = [
     "BASELINE",
+    "FORMAT",
     "LATENCY_KEYS",
     "MAX_CONFIRMATIONS",
     "MAX_PROBES",
     "MIN_RATE",
     "MIN_REPETITIONS_TO_STOP",
     "Campaign",
+    "CapacityResult",
     "Comparison",
+    "CurvePoint",
+    "EndpointResult",
     "KneeSummary",
     "Outcome",
     "Probe",
@@ -72,6 +77,7 @@ __all__ = [
     "all_decided",
     "breaches",
     "campaign_for",
+    "capacity_result",
     "compare",
     "late_threshold_ms",
     "price_per_million",

@@ -18,7 +18,7 @@ interval), a verdict in words, and the price of a million requests at the object
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,6 +130,25 @@ class KneeSummary:
             "notes": list(self.notes),
         }
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> KneeSummary:
+        """A summary as :meth:`to_dict` wrote it (the derived figures are recomputed)."""
+        return cls(
+            target=str(data["target"]),
+            workload=str(data["workload"]),
+            knees=tuple(float(k) for k in data.get("knees", ())),
+            bounds=tuple(float(k) for k in data.get("bounds", ())),
+            notes=tuple(str(n) for n in data.get("notes", ())),
+            req_per_cpu_s=_float(data.get("req_per_cpu_s")),
+            gateway_rss_mb=_float(data.get("gateway_rss_mb")),
+            searches=int(data.get("searches", 0)),
+            probes=int(data.get("probes", 0)),
+        )
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
 
 def price_per_million(rate: float, hourly_usd: float) -> float:
     """What a million requests cost on a machine of ``hourly_usd`` kept busy at ``rate``."""
@@ -192,6 +211,19 @@ class Comparison:
             "decided": self.decided,
             "at_least": self.at_least,
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Comparison:
+        return cls(
+            workload=str(data["workload"]),
+            better=str(data["better"]),
+            worse=str(data["worse"]),
+            ratio=_float(data.get("ratio")),
+            low=_float(data.get("ci_low")),
+            high=_float(data.get("ci_high")),
+            decided=bool(data.get("decided", False)),
+            at_least=bool(data.get("at_least", False)),
+        )
 
 
 def _logs(values: Sequence[float]) -> list[float]:
