@@ -36,13 +36,15 @@ class CurvePoint:
     error_pct: float
     achieved_rate: float
     lag_p99_ms: float
+    reasons: str = ""
+    """The scoring function's reasons (``p99 73.0 ms > 50 ms; noisy: ...``)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CurvePoint:
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
 
 
 @dataclass(frozen=True)
@@ -163,6 +165,7 @@ def capacity_result(
                         error_pct=round(m.error_pct, 4),
                         achieved_rate=round(m.achieved_rate, 3),
                         lag_p99_ms=round(m.lag_p99_ms, 3),
+                        reasons="; ".join(p.verdict.reasons),
                     )
                 )
     return CapacityResult(

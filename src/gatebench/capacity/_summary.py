@@ -46,7 +46,9 @@ class KneeSummary:
     workload: str
     knees: tuple[float, ...]
     """The knee of every complete search (lower bounds included)."""
-    bounds: tuple[float, ...]
+    repetitions: tuple[int, ...] = ()
+    """The repetition each knee comes from (same order)."""
+    bounds: tuple[float, ...] = ()
     """The knees that are only lower bounds (at-max, tester-bound)."""
     notes: tuple[str, ...] = ()
     """Why searches were bounded or incomplete (the tester's limit, the plan's max_rate...)."""
@@ -117,6 +119,7 @@ class KneeSummary:
             "target": self.target,
             "workload": self.workload,
             "knees": list(self.knees),
+            "repetitions": list(self.repetitions),
             "bounds": list(self.bounds),
             "bounded": self.bounded,
             "estimate": self.estimate,
@@ -137,6 +140,7 @@ class KneeSummary:
             target=str(data["target"]),
             workload=str(data["workload"]),
             knees=tuple(float(k) for k in data.get("knees", ())),
+            repetitions=tuple(int(r) for r in data.get("repetitions", ())),
             bounds=tuple(float(k) for k in data.get("bounds", ())),
             notes=tuple(str(n) for n in data.get("notes", ())),
             req_per_cpu_s=_float(data.get("req_per_cpu_s")),
@@ -156,7 +160,9 @@ def price_per_million(rate: float, hourly_usd: float) -> float:
 
 
 def summarize(target: str, workload: str, results: Sequence[SearchResult]) -> KneeSummary:
-    complete = [r for r in results if r.complete]
+    """One target on one endpoint; ``results[i]`` is repetition i + 1's search."""
+    numbered = [(i, r) for i, r in enumerate(results, start=1) if r.complete and r.knee is not None]
+    complete = [r for _, r in numbered]
     knees = tuple(float(r.knee) for r in complete if r.knee is not None)
     bounds = tuple(float(r.knee) for r in complete if r.bounded and r.knee is not None)
     notes = tuple(dict.fromkeys(r.note for r in results if r.note and r.status != "found"))
@@ -167,6 +173,7 @@ def summarize(target: str, workload: str, results: Sequence[SearchResult]) -> Kn
         target=target,
         workload=workload,
         knees=knees,
+        repetitions=tuple(i for i, _ in numbered),
         bounds=bounds,
         notes=notes,
         req_per_cpu_s=sum(per_cpu) / len(per_cpu) if per_cpu else None,

@@ -16,6 +16,15 @@ from ..model import RunRecord
 from ..score import Profile
 from ..store import ResultStore
 from ._build import RESOLUTION_NOTE, Report, Trust, build_report, plan_scoring, resolve_scoring
+from ._capacity import (
+    CapacityReport,
+    build_capacity_report,
+    capacity_rows,
+    render_capacity_csv,
+    render_capacity_html,
+    render_capacity_json,
+    render_capacity_markdown,
+)
 from ._flat import bigquery_schema, column_names, flat_rows, measurement_rows, render_csv
 from ._html import render_html
 from ._markdown import render_markdown
@@ -37,6 +46,19 @@ def render(report: Report, fmt: Format) -> str:
         return render_csv(report)
     if fmt == "md":
         return render_markdown(report)
+    raise ValueError(f"unknown report format {fmt!r}; available: {', '.join(FORMATS)}")
+
+
+def render_capacity(report: CapacityReport, fmt: Format) -> str:
+    """A capacity run's report in one of :data:`FORMATS`."""
+    if fmt == "html":
+        return render_capacity_html(report)
+    if fmt == "json":
+        return render_capacity_json(report)
+    if fmt == "csv":
+        return render_capacity_csv(report)
+    if fmt == "md":
+        return render_capacity_markdown(report)
     raise ValueError(f"unknown report format {fmt!r}; available: {', '.join(FORMATS)}")
 
 
@@ -93,11 +115,14 @@ def score_run(
 __all__ = [
     "FORMATS",
     "RESOLUTION_NOTE",
+    "CapacityReport",
     "Format",
     "Report",
     "Trust",
     "bigquery_schema",
+    "build_capacity_report",
     "build_report",
+    "capacity_rows",
     "column_names",
     "find_run",
     "flat_rows",
@@ -105,6 +130,11 @@ __all__ = [
     "measurement_rows",
     "plan_scoring",
     "render",
+    "render_capacity",
+    "render_capacity_csv",
+    "render_capacity_html",
+    "render_capacity_json",
+    "render_capacity_markdown",
     "render_csv",
     "render_html",
     "render_json",

@@ -1,0 +1,117 @@
+"""The capacity run's report: HTML (self-contained, curves with the knee marked), Markdown,
+JSON, and CSV rows that load into the BigQuery schema unchanged. Built from a campaign on the
+simulated target (tests/capacity_sim.py), so every number is known."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from dataclasses import replace
+
+import pytest
+
+from capacity_sim import SimulatedTarget
+from gatebench.capacity import Campaign, CapacityResult, capacity_result, search
+from gatebench.model import RunRecord, RunStatus
+from gatebench.plan import Capacity
+from gatebench.report import (
+    bigquery_schema,
+    build_capacity_report,
+    capacity_rows,
+    column_names,
+    render_capacity,
+)
+
+SETTINGS = replace(Capacity(), repetitions=3)
+
+
+@pytest.fixture(scope="module")
+def result() -> CapacityResult:
+    targets = {
+        "haproxy": SimulatedTarget(workers=11, service_ms=10.0, jitter=0.1),
+        "envoy": SimulatedTarget(workers=8, service_ms=10.0, jitter=0.1),
+        "baseline": SimulatedTarget(workers=16, service_ms=10.0, jitter=0.1),
+    }
+    campaign = Campaign(tuple(targets), {"bid": SETTINGS}, 5, budget_s=3600.0)
+    while keys := campaign.next_round():
+        for key in keys:
+            target = targets[key.target]
+            target.seed = key.repetition
+            campaign.record(key, search(SETTINGS, target, start_rate=campaign.start_rate(key)))
+        campaign.end_round()
+    return capacity_result(campaign, machine="n2-standard-2", hourly_usd=0.0971)
+
+
+def run_record() -> RunRecord:
+    return RunRecord(
+        run_id="r-capacity",
+        spec_uri="auction.yaml",
+        spec_sha256="a" * 64,
+        status=RunStatus.DONE,
+        created_at=1_700_000_000.0,
+        title="Auction <service>",
+    )
+
+
+def test_the_html_report_is_self_contained_and_marks_each_knee(result: CapacityResult) -> None:
+    report = build_capacity_report(run_record(), result, now=1_700_000_100.0)
+    html = render_capacity(report, "html")
+    assert "default-src 'none'" in html
+    assert "Auction &lt;service&gt;" in html and "<service>" not in html
+    # fetches nothing: the only URL is the SVG namespace's name
+    assert set(re.findall(r"https?://[^\"'\s<]+", html)) == {"http://www.w3.org/2000/svg"}
+    (bid,) = result.endpoints
+    assert (
+        bid.verdict.startswith("haproxy carries ")
+        and " more bid traffic than envoy " in bid.verdict
+    )
+    assert html.count(bid.verdict) == 2  # the headline and the endpoint's section
+    knees = re.findall(r'class="knee"[^>]*data-knee="([0-9.]+)"', html)
+    assert sorted(float(k) for k in knees) == sorted(
+        s.estimate for s in bid.summaries if s.estimate is not None
+    )
+    dots = re.findall(r'<circle class="p99"[^>]*data-rate="([0-9.]+)"', html)
+    assert len(dots) == len(result.curves)
+    assert "p99 ≤ 50 ms" in html  # the objective's line
+    assert "every pair" in html and "n2-standard-2 at $0.0971 an hour" in html
+
+
+def test_markdown_and_json(result: CapacityResult) -> None:
+    report = build_capacity_report(run_record(), result, now=1_700_000_100.0)
+    md = render_capacity(report, "md")
+    assert md.startswith("# Capacity: Auction <service>\n")
+    assert "| haproxy | " in md and "| envoy | " in md and "| baseline | " in md
+    data = json.loads(render_capacity(report, "json"))
+    assert data["kind"] == "capacity" and data["verdict"] == [result.endpoints[0].verdict]
+    assert CapacityResult.from_dict(data["capacity"]) == result
+
+
+def test_the_csv_loads_into_the_bigquery_schema(result: CapacityResult) -> None:
+    report = build_capacity_report(run_record(), result, now=1_700_000_100.0)
+    text = render_capacity(report, "csv")
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader)
+    assert tuple(header) == column_names()
+    schema = {f["name"]: f for f in bigquery_schema()}
+    for row in reader:
+        for name, cell in zip(header, row, strict=True):
+            if schema[name]["mode"] == "REQUIRED":
+                assert cell != "", name
+    rows = capacity_rows(report)
+    assert all(set(r) == set(column_names()) for r in rows)
+    means = {
+        r["target"]: r["value"]
+        for r in rows
+        if (r["metric"], r["statistic"]) == ("capacity", "mean")
+    }
+    (bid,) = result.endpoints
+    assert means == {s.target: s.mean for s in bid.summaries}
+    probes = [r for r in rows if r["statistic"] == "probe" and r["metric"] == "p99"]
+    assert len(probes) == len(result.curves)
+    assert all(r["offered_rate"] is not None and r["repetition"] for r in probes)
+    prices = [r for r in rows if r["metric"] == "capacity_price_per_million"]
+    assert {r["target"] for r in prices} == {"haproxy", "envoy"} and {
+        r["unit"] for r in prices
+    } == {"USD"}
