@@ -115,3 +115,29 @@ def test_the_csv_loads_into_the_bigquery_schema(result: CapacityResult) -> None:
     assert {r["target"] for r in prices} == {"haproxy", "envoy"} and {
         r["unit"] for r in prices
     } == {"USD"}
+
+
+def test_thresholds_gate_on_capacity(result: CapacityResult) -> None:
+    from gatebench.capacity import evaluate_capacity
+    from gatebench.thresholds import Threshold, evaluate, fmt
+
+    (bid,) = result.endpoints
+    haproxy, envoy = bid.summary("haproxy"), bid.summary("envoy")
+    assert haproxy is not None and envoy is not None and envoy.mean is not None
+    floor = Threshold("capacity", min=envoy.mean + 1, pointer="/x-gatebench/thresholds/0")
+    other = Threshold("p99", max=50.0)
+    results = evaluate_capacity([floor, other], result)
+    assert [(r.target, r.workload, r.passed) for r in results] == [
+        ("envoy", "bid", False),
+        ("haproxy", "bid", True),
+    ]
+    assert results[0].line() == (
+        f"envoy/bid: capacity {fmt(envoy.mean, 'req/s')} is below the minimum "
+        f"{fmt(envoy.mean + 1, 'req/s')} (/x-gatebench/thresholds/0)"
+    )
+    missing = evaluate_capacity([Threshold("capacity", min=1.0, gateway="kong")], result)
+    assert [(r.value, r.passed) for r in missing] == [(None, False)]
+    # a fixed-workload run leaves capacity thresholds to a capacity run
+    from gatebench.aggregate import summarize
+
+    assert evaluate([floor], summarize([])) == []

@@ -47,6 +47,7 @@ from ._summary import (
     undecided_pairs,
     verdict,
 )
+from ._thresholds import evaluate_capacity
 
 __all__ = [
     "BASELINE",
@@ -79,6 +80,7 @@ __all__ = [
     "campaign_for",
     "capacity_result",
     "compare",
+    "evaluate_capacity",
     "late_threshold_ms",
     "price_per_million",
     "rate_text",
