@@ -14,12 +14,15 @@ from gatebench.capacity import (
     MAX_CONFIRMATIONS,
     MIN_RATE,
     Campaign,
+    Probe,
     ProbeMetrics,
     ProbeRequest,
+    SearchKey,
     SearchResult,
     StepController,
     Verdict,
     compare,
+    drive,
     late_threshold_ms,
     price_per_million,
     score_probe,
@@ -36,7 +39,7 @@ from gatebench.plan import Capacity, Objective
 SETTINGS = Capacity()  # start 100/s, growth 2, precision 5 %, p99 ≤ 50 ms, errors ≤ 0.1 %
 
 
-def drive(controller: StepController, carried: float) -> list[tuple[float, str]]:
+def against(controller: StepController, carried: float) -> list[tuple[float, str]]:
     """Run a controller against a perfect target that carries exactly ``carried``/s."""
     seen = []
     while (request := controller.next_probe()) is not None:
@@ -50,7 +53,7 @@ def drive(controller: StepController, carried: float) -> list[tuple[float, str]]
 
 def test_growth_then_geometric_bisection_then_confirmation() -> None:
     c = StepController(SETTINGS)
-    seen = drive(c, 400.0)
+    seen = against(c, 400.0)
     rates = [r for r, _ in seen]
     kinds = [k for _, k in seen]
     assert rates[:4] == [100.0, 200.0, 400.0, 800.0]
@@ -77,7 +80,7 @@ def test_the_probes_have_the_plan_durations() -> None:
 
 def test_a_first_rate_that_breaks_shrinks_instead_of_giving_up() -> None:
     c = StepController(SETTINGS)
-    seen = drive(c, 30.0)
+    seen = against(c, 30.0)
     assert [r for r, k in seen if k == "shrink"] == [50.0, 25.0]
     assert c.status == "found" and c.knee is not None
     assert 30 / 1.05 <= c.knee <= 30.0
@@ -85,14 +88,14 @@ def test_a_first_rate_that_breaks_shrinks_instead_of_giving_up() -> None:
 
 def test_a_target_that_breaks_even_at_the_lowest_rate_carries_nothing() -> None:
     c = StepController(SETTINGS)
-    seen = drive(c, 0.5)
+    seen = against(c, 0.5)
     assert seen[-1][0] == MIN_RATE
     assert (c.status, c.knee) == ("nothing", 0.0)
 
 
 def test_the_plan_upper_bound_makes_the_knee_a_lower_bound() -> None:
     c = StepController(replace(SETTINGS, max_rate=1000.0))
-    seen = drive(c, 1e9)
+    seen = against(c, 1e9)
     assert [r for r, _ in seen] == [100.0, 200.0, 400.0, 800.0, 1000.0]
     assert (c.status, c.knee) == ("at-max", 1000.0)
 
@@ -391,14 +394,13 @@ def run_campaign(
     targets: dict[str, SimulatedTarget], settings: Capacity, seed: int = 5
 ) -> Campaign:
     campaign = Campaign(tuple(targets), {"bid": settings}, seed, budget_s=3600.0)
-    while keys := campaign.next_round():
-        for key in keys:
-            target = targets[key.target]
-            target.seed = key.repetition
-            start = campaign.start_rate(key)
-            campaign.record(key, search(settings, target, start_rate=start))
-        campaign.end_round()
-    return campaign
+
+    def probe_for(key: SearchKey) -> SimulatedTarget:
+        target = targets[key.target]
+        target.seed = key.repetition
+        return target
+
+    return drive(campaign, probe_for)
 
 
 def test_the_campaign_stops_early_once_every_pair_is_ordered() -> None:
@@ -423,6 +425,30 @@ def test_targets_that_cannot_be_told_apart_run_every_repetition() -> None:
     campaign = run_campaign(targets, replace(SETTINGS, repetitions=4))
     assert campaign.rounds == 4
     assert campaign.stop == "all 4 repetitions ran; undecided: a–b"
+
+
+def test_a_campaign_within_its_budget_ends_with_the_search_that_ran_out() -> None:
+    now = [0.0]
+    targets = {"a": SimulatedTarget(workers=4), "b": SimulatedTarget(workers=8)}
+
+    def probe_for(key: SearchKey) -> Probe:
+        def probe(request: ProbeRequest) -> ProbeMetrics:
+            now[0] += request.seconds
+            return targets[key.target](request)
+
+        return probe
+
+    campaign = Campaign(tuple(targets), {"bid": SETTINGS}, 3, budget_s=60.0)
+    seen: list[tuple[str, str]] = []
+    drive(
+        campaign,
+        probe_for,
+        clock=lambda: now[0],
+        on_result=lambda k, r: seen.append((k.target, r.status)),
+    )
+    assert now[0] <= 60.0
+    assert seen[-1][1] == "budget" and all(s == "found" for _, s in seen[:-1])
+    assert campaign.stop is not None and campaign.stop.startswith("the time budget (60s) ran out")
 
 
 def test_the_campaign_says_when_the_budget_ran_out() -> None:

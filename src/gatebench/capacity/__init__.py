@@ -22,7 +22,7 @@ capacity search give it a probe function that offers the load.
 
 from __future__ import annotations
 
-from ._campaign import MIN_REPETITIONS_TO_STOP, Campaign, SearchKey, campaign_for
+from ._campaign import MIN_REPETITIONS_TO_STOP, Campaign, SearchKey, campaign_for, drive
 from ._controller import MAX_CONFIRMATIONS, MAX_PROBES, MIN_RATE, SearchStatus, StepController
 from ._metrics import LATENCY_KEYS, ProbeKind, ProbeMetrics, ProbeRequest, read_probe
 from ._result import FORMAT, CapacityResult, CurvePoint, EndpointResult, capacity_result
@@ -80,6 +80,7 @@ __all__ = [
     "campaign_for",
     "capacity_result",
     "compare",
+    "drive",
     "evaluate_capacity",
     "late_threshold_ms",
     "price_per_million",

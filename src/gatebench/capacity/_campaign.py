@@ -14,12 +14,14 @@ Pure: the caller runs the searches and reports them with :meth:`Campaign.record`
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..plan import Capacity
 from ..units import format_duration
-from ._search import SearchResult, start_rate_for
+from ._scoring import TesterLimits
+from ._search import Probe, SearchResult, search, start_rate_for
 from ._summary import KneeSummary, all_decided, summarize, undecided_pairs
 
 MIN_REPETITIONS_TO_STOP = 3
@@ -125,6 +127,37 @@ class Campaign:
         return {w: self.summaries(w) for w in self.settings}
 
 
+def drive(
+    campaign: Campaign,
+    probe_for: Callable[[SearchKey], Probe],
+    *,
+    limits_for: Callable[[SearchKey], TesterLimits] = lambda key: TesterLimits(),
+    clock: Callable[[], float] = time.monotonic,
+    on_result: Callable[[SearchKey, SearchResult], None] | None = None,
+) -> Campaign:
+    """Run the campaign to its end: every round's searches in order, each with the probe
+    function ``probe_for`` gives for its target and endpoint, within the campaign's budget
+    (counted from now on ``clock``)."""
+    deadline = clock() + campaign.budget_s
+    while keys := campaign.next_round():
+        for key in keys:
+            if campaign.stop is not None:
+                break
+            result = search(
+                campaign.settings[key.workload],
+                probe_for(key),
+                limits=limits_for(key),
+                start_rate=campaign.start_rate(key),
+                deadline=deadline,
+                clock=clock,
+            )
+            campaign.record(key, result)
+            if on_result is not None:
+                on_result(key, result)
+        campaign.end_round()
+    return campaign
+
+
 def campaign_for(targets: Sequence[str], settings: Mapping[str, Capacity], seed: int) -> Campaign:
     """A campaign over ``targets`` for the searched workloads; its budget is the first
     workload's (the plan-level one: a workload cannot give its own)."""
@@ -132,4 +165,4 @@ def campaign_for(targets: Sequence[str], settings: Mapping[str, Capacity], seed:
     return Campaign(tuple(targets), dict(settings), seed, budget)
 
 
-__all__ = ["MIN_REPETITIONS_TO_STOP", "Campaign", "SearchKey", "campaign_for"]
+__all__ = ["MIN_REPETITIONS_TO_STOP", "Campaign", "SearchKey", "campaign_for", "drive"]
