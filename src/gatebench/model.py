@@ -95,6 +95,10 @@ class RunRecord:
     """Cloud path: the Workflows execution that owns the run (re-delivered events find it)."""
     teardown: str | None = None
     """Cloud path: ``ok`` or ``failed: reason`` once teardown has run."""
+    capacity: dict[str, Any] | None = None
+    """A capacity run (``gatebench capacity``): its result, as
+    ``gatebench.capacity.CapacityResult.to_dict`` writes it (knees, comparisons, verdicts, the
+    probes' curves); None for a fixed-workload run."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

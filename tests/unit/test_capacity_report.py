@@ -9,6 +9,7 @@ import io
 import json
 import re
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -141,3 +142,26 @@ def test_thresholds_gate_on_capacity(result: CapacityResult) -> None:
     from gatebench.aggregate import summarize
 
     assert evaluate([floor], summarize([])) == []
+
+
+def test_gatebench_report_writes_a_stored_capacity_run(
+    result: CapacityResult, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gatebench.cli import main
+    from gatebench.store import SqliteStore
+
+    run = run_record()
+    run.capacity = result.to_dict()
+    run.plan = {"thresholds": [{"metric": "capacity", "min": 1.0, "gateway": "envoy"}]}
+    store = tmp_path / "store.sqlite"
+    with SqliteStore(store) as s:
+        s.create_run(run)
+    assert main(["report", run.run_id, "--store", str(store), "-f", "md"]) == 0
+    md = capsys.readouterr().out
+    assert md.startswith("# Capacity: Auction <service>") and "envoy/bid: capacity" in md
+    assert main(["report", run.run_id, "--store", str(store), "-f", "junit"]) == 0
+    junit = capsys.readouterr().out
+    assert 'name="capacity &gt;= 1 req/s (every workload)"' in junit and 'failures="0"' in junit
+    out = tmp_path / "r.html"
+    assert main(["report", "latest", "--store", str(store), "-o", str(out)]) == 0
+    assert "gatebench capacity report" in out.read_text(encoding="utf-8")

@@ -7,7 +7,16 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..report import FORMATS, load_report, render
+from ..report import (
+    FORMATS,
+    find_run,
+    is_capacity_run,
+    load_capacity_report,
+    load_report,
+    render,
+    render_capacity,
+)
+from ..report._capacity import render_capacity_junit
 from ..report._junit import render_junit
 from ..score import PROFILES
 from ..store import open_store
@@ -49,11 +58,22 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run(args: argparse.Namespace) -> int:
     with open_store(store_location(args)) as store:
+        if is_capacity_run(find_run(store, args.run_id)):
+            capacity = load_capacity_report(store, args.run_id)
+            text = (
+                render_capacity_junit(capacity)
+                if args.format == "junit"
+                else render_capacity(capacity, args.format)
+            )
+            return _write(text, args.output, args.format, capacity.run.run_id)
         report = load_report(store, args.run_id, profile=args.profile)
     text = render_junit(report) if args.format == "junit" else render(report, args.format)
-    output = args.output
-    if output is None and args.format == "html":
-        output = str(Path("results") / report.run.run_id / "report.html")
+    return _write(text, args.output, args.format, report.run.run_id)
+
+
+def _write(text: str, output: str | None, fmt: str, run_id: str) -> int:
+    if output is None and fmt == "html":
+        output = str(Path("results") / run_id / "report.html")
     if output is None or output == "-":
         sys.stdout.write(text)
         return 0

@@ -97,6 +97,27 @@ def load_report(
     return build_report(run, store.measurements(run.run_id), profile=profile, weights=weights)
 
 
+def is_capacity_run(run: RunRecord) -> bool:
+    """A capacity run's record holds its result; a fixed-workload run's does not."""
+    return run.capacity is not None
+
+
+def load_capacity_report(store: ResultStore, run_id: str) -> CapacityReport:
+    """The report of a stored capacity run, its capacity thresholds evaluated."""
+    from ..capacity import CapacityResult, evaluate_capacity
+    from ..thresholds import thresholds_from_plan
+
+    run = find_run(store, run_id)
+    if run.capacity is None:
+        raise StoreError(
+            f"run {run.run_id!r} is not a capacity run; `gatebench report {run.run_id}` "
+            "writes its report"
+        )
+    result = CapacityResult.from_dict(run.capacity)
+    checks = evaluate_capacity(thresholds_from_plan(run.plan), result)
+    return build_capacity_report(run, result, thresholds=checks)
+
+
 def score_run(
     store: ResultStore,
     run_id: str,
@@ -126,6 +147,8 @@ __all__ = [
     "column_names",
     "find_run",
     "flat_rows",
+    "is_capacity_run",
+    "load_capacity_report",
     "load_report",
     "measurement_rows",
     "plan_scoring",

@@ -493,6 +493,13 @@ def render_capacity_csv(report: CapacityReport) -> str:
     return rows_to_csv(capacity_rows(report))
 
 
+def render_capacity_junit(report: CapacityReport) -> str:
+    """The capacity thresholds as JUnit XML (one case per threshold × target)."""
+    from ._junit import cases_of, junit_xml
+
+    return junit_xml(report.run, cases_of(list(report.thresholds)))
+
+
 __all__ = [
     "CAPACITY_NOTE",
     "CapacityReport",
@@ -502,5 +509,6 @@ __all__ = [
     "render_capacity_csv",
     "render_capacity_html",
     "render_capacity_json",
+    "render_capacity_junit",
     "render_capacity_markdown",
 ]
