@@ -165,3 +165,26 @@ def test_gatebench_report_writes_a_stored_capacity_run(
     out = tmp_path / "r.html"
     assert main(["report", "latest", "--store", str(store), "-o", str(out)]) == 0
     assert "gatebench capacity report" in out.read_text(encoding="utf-8")
+
+
+def test_the_dashboard_reads_a_capacity_run(result: CapacityResult, tmp_path: Path) -> None:
+    from gatebench.store import SqliteStore
+    from gatebench.web import handle_read
+
+    run = run_record()
+    run.capacity = result.to_dict()
+    with SqliteStore(tmp_path / "store.sqlite") as store:
+        store.create_run(run)
+        view = json.loads(handle_read(store, "GET", f"runs/{run.run_id}/view", {}).body)
+        html = handle_read(store, "GET", f"runs/{run.run_id}/report", {"format": "html"})
+        compare = handle_read(store, "GET", "compare", {"a": run.run_id, "b": run.run_id})
+        listed = json.loads(handle_read(store, "GET", "runs", {}).body)
+    assert view["kind"] == "capacity" and view["run"]["kind"] == "capacity"
+    assert view["verdict"] == [result.endpoints[0].verdict]
+    (curves,) = [c for c in view["charts"] if c["kind"] == "curves"]
+    assert curves["objective_ms"] == 50.0 and curves["objective_text"] == "p99 ≤ 50 ms"
+    assert sum(len(s["points"]) for s in curves["series"]) == len(result.curves)
+    assert [t["id"] for t in view["tables"]] == ["capacity-0", "capacity-pairs-0"]
+    assert html.status == 200 and b"gatebench capacity report" in html.body
+    assert compare.status == 400 and b"is a capacity run" in compare.body
+    assert listed["runs"][0]["kind"] == "capacity"

@@ -26,8 +26,10 @@ from ..model import RunRecord
 from ..thresholds import ThresholdResult
 from ._build import _json_safe
 from ._flat import Row, _timestamp, column_names, rows_to_csv
-from ._html import CSP, CSS, JS
+from ._html import CSP, CSS, JS, _model_table
+from ._markdown import _model_table as _md_model_table
 from ._svg import Bar, CurveSeries, Group, RatePoint, colours_for, curve_chart, hbar_chart
+from ._tables import Cell, Column, Table
 
 CAPACITY_NOTE = (
     "Latencies count from each request's intended start (the open model: a stalled target "
@@ -125,7 +127,7 @@ def build_capacity_report(
     )
 
 
-# -- tables ---------------------------------------------------------------------------------
+# -- tables (defined once: the HTML report, the Markdown report and the dashboard) ----------
 
 
 def _plain(value: float | None, digits: int = 0) -> str:
@@ -134,61 +136,87 @@ def _plain(value: float | None, digits: int = 0) -> str:
     return f"{value:,.{digits}f}"
 
 
-def knee_rows(report: CapacityReport, endpoint: EndpointResult) -> list[list[str]]:
-    """target, carried within the objective (interval), against the baseline, per gateway
-    CPU-second, price per million, searches, probes, notes."""
+def knee_table(endpoint: EndpointResult, index: int = 0) -> Table:
+    """What each target carries on one endpoint: the knee with its interval, against the
+    baseline, per gateway CPU-second, the price of a million requests, the searches behind it."""
+    table = Table(
+        f"capacity-{index}",
+        f"{endpoint.workload}: capacity per target",
+        [
+            Column("target", False),
+            Column("carries within the objective", True),
+            Column("of the baseline", True),
+            Column("req per gateway CPU-s", True, compact=False),
+            Column("per million requests", True),
+            Column("repetitions", True, compact=False),
+            Column("probes", True, compact=False),
+            Column("notes", False, compact=False),
+        ],
+        legend=f"Objective: {endpoint.objective}. Stopped: {endpoint.stop}.",
+    )
     base = endpoint.summary(BASELINE)
     base_rate = base.estimate if base is not None else None
-    rows = []
+    gateways = [s for s in endpoint.summaries if s.target != BASELINE and s.estimate]
+    top = max((s.estimate or 0.0 for s in gateways), default=None)
     for s in sorted(endpoint.summaries, key=lambda s: (s.target == BASELINE, -(s.estimate or 0))):
         share = (
-            f"{100.0 * s.estimate / base_rate:.0f} %"
+            100.0 * s.estimate / base_rate
             if s.target != BASELINE and s.estimate and base_rate
-            else "–"
+            else None
         )
         price = endpoint.prices.get(s.target)
-        rows.append(
+        table.add(
+            s.target,
             [
-                s.target,
-                s.label(),
-                share,
-                _plain(s.req_per_cpu_s),
-                "–" if price is None else f"${price:.4f}",
-                str(len(s.knees)),
-                str(s.probes),
-                "; ".join(s.notes),
-            ]
+                Cell(
+                    s.label(),
+                    s.estimate,
+                    best=s.target != BASELINE and top is not None and s.estimate == top,
+                ),
+                Cell("–" if share is None else f"{share:.0f} %", share),
+                Cell(_plain(s.req_per_cpu_s), s.req_per_cpu_s),
+                Cell("–" if price is None else f"${price:.4f}", price),
+                Cell(str(len(s.knees)), float(len(s.knees))),
+                Cell(str(s.probes), float(s.probes)),
+                Cell("; ".join(s.notes)),
+            ],
+            sort=s.target,
         )
-    return rows
+    return table
 
 
-KNEE_HEADER = [
-    "target",
-    "carries within the objective (req/s)",
-    "of the baseline",
-    "req per gateway CPU-s",
-    "per million requests",
-    "repetitions",
-    "probes",
-    "notes",
-]
-
-
-def comparison_rows(endpoint: EndpointResult) -> list[list[str]]:
-    rows = []
+def comparison_table(endpoint: EndpointResult, index: int = 0) -> Table:
+    """Every pair of targets on one endpoint: which carries more, by how much, decided or not."""
+    table = Table(
+        f"capacity-pairs-{index}",
+        f"{endpoint.workload}: every pair",
+        [
+            Column("carries more", False),
+            Column("than", False),
+            Column("by", True),
+            Column("95 % CI", True),
+            Column("order", False),
+        ],
+        legend="Ratio of geometric means with Welch's interval on the logarithms; decided when "
+        "the interval excludes 0 %.",
+    )
     for c in endpoint.comparisons:
         ci = (
             f"{100 * (c.low - 1):.0f}–{100 * (c.high - 1):.0f} %"
             if c.low is not None and c.high is not None
             else "–"
         )
-        rows.append(
-            [c.better, c.worse, c.percent() + " more", ci, "decided" if c.decided else "undecided"]
+        pct = None if c.ratio is None else 100.0 * (c.ratio - 1.0)
+        table.add(
+            c.better,
+            [
+                Cell(c.worse),
+                Cell(c.percent() + " more", pct),
+                Cell(ci),
+                Cell("decided" if c.decided else "undecided"),
+            ],
         )
-    return rows
-
-
-COMPARISON_HEADER = ["carries more", "than", "by", "95 % CI", "order"]
+    return table
 
 
 # -- HTML -----------------------------------------------------------------------------------
@@ -203,23 +231,13 @@ def _when(epoch: float) -> str:
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]], caption: str) -> str:
-    head = "".join(f'<th scope="col">{_e(h)}</th>' for h in header)
-    body = "".join(
-        "<tr>"
-        + "".join(
-            f'<th scope="row">{_e(cell)}</th>' if i == 0 else f"<td>{_e(cell)}</td>"
-            for i, cell in enumerate(row)
-        )
-        + "</tr>"
-        for row in rows
-    )
-    return (
-        f'<div class="scroll"><table><caption>{_e(caption)}</caption><thead><tr>{head}</tr>'
-        f"</thead><tbody>{body}</tbody></table></div>"
-    )
+    table = Table("t", caption, [Column(h, False) for h in header])
+    for row in rows:
+        table.add(row[0], [Cell(c) for c in row[1:]])
+    return _model_table(table)
 
 
-def _objective_ms(objective: str) -> tuple[float | None, str]:
+def objective_line(objective: str) -> tuple[float | None, str]:
     """The p99 bound (else the first latency bound) of an objective's words, to draw."""
     bounds = [part.strip() for part in objective.split(",") if " ms" in part]
     chosen = next((b for b in bounds if b.startswith("p99")), bounds[0] if bounds else None)
@@ -257,7 +275,7 @@ def _endpoint_html(report: CapacityReport, e: EndpointResult, colour_of: Any, in
         axis_label="req/s",
         colour_of=colour_of,
     )
-    objective_ms, objective_text = _objective_ms(e.objective)
+    objective_ms, objective_text = objective_line(e.objective)
     series = []
     for s in sorted(e.summaries, key=lambda s: (s.target == BASELINE, s.target)):
         points = [
@@ -287,15 +305,11 @@ def _endpoint_html(report: CapacityReport, e: EndpointResult, colour_of: Any, in
         objective_ms=objective_ms,
         objective_text=objective_text,
     )
-    comparisons = (
-        _table(COMPARISON_HEADER, comparison_rows(e), f"{e.workload}: every pair")
-        if e.comparisons
-        else ""
-    )
+    comparisons = _model_table(comparison_table(e, index)) if e.comparisons else ""
     return (
         f'<h3>{_e(e.workload)}</h3><p class="verdict">{_e(e.verdict)}</p>'
         f'<p class="legend">Objective: {_e(e.objective)}. Stopped: {_e(e.stop)}.</p>'
-        + _table(KNEE_HEADER, knee_rows(report, e), f"{e.workload}: capacity per target")
+        + _model_table(knee_table(e, index))
         + knees
         + curves
         + comparisons
@@ -368,21 +382,9 @@ def render_capacity_html(report: CapacityReport) -> str:
 # -- Markdown -------------------------------------------------------------------------------
 
 
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    return [
-        "| " + " | ".join(_md_cell(h) for h in header) + " |",
-        "|" + "---|" * len(header),
-        *("| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows),
-    ]
-
-
 def render_capacity_markdown(report: CapacityReport) -> str:
     lines = [f"# Capacity: {report.title}", "", f"Run `{report.run.run_id}`.", ""]
-    for e in report.result.endpoints:
+    for i, e in enumerate(report.result.endpoints):
         lines += [
             f"## {e.workload}",
             "",
@@ -391,10 +393,9 @@ def render_capacity_markdown(report: CapacityReport) -> str:
             f"Objective: {e.objective}. Stopped: {e.stop}.",
             "",
         ]
-        lines += _md_table(KNEE_HEADER, knee_rows(report, e))
+        lines += _md_model_table(knee_table(e, i))
         if e.comparisons:
-            lines += ["", *_md_table(COMPARISON_HEADER, comparison_rows(e))]
-        lines.append("")
+            lines += _md_model_table(comparison_table(e, i))
     if report.cautions:
         lines += ["## Cautions", "", *(f"- {c}" for c in report.cautions), ""]
     if report.thresholds:
