@@ -546,3 +546,29 @@ def test_the_result_of_a_campaign_round_trips_and_holds_the_curves() -> None:
     assert result.stop == campaign.stop and result.repetitions == 3
     again = CapacityResult.from_dict(result.to_dict())
     assert again == result
+
+
+def test_a_probe_document_is_the_workloads_requests_at_the_probes_rate() -> None:
+    from gatebench.capacity._document import measured_index, probe_document, probe_template
+    from gatebench.plan import build_plan
+    from gatebench.workload import phases_from_document
+    from plans import auction_api, section
+
+    api = auction_api()
+    plan = build_plan(section(), api)
+    template = probe_template(
+        plan, api, "get", "nginx", "http://127.0.0.1:9", reset_url="http://127.0.0.1:8/r"
+    )
+    doc = probe_document(template, ProbeRequest(250.0, "bisect", 0.5, 2.0), seed=7)
+    warm, measured = phases_from_document(doc)
+    assert (warm.measured, measured.measured) == (False, True)
+    assert warm.injection.rate == measured.injection.rate == 250.0
+    assert (warm.injection.duration, measured.injection.duration) == (0.5, 2.0)
+    assert [c.url for c in warm.before] == ["http://127.0.0.1:8/r"] and measured.before == ()
+    assert doc["phases"][1]["request"]["base_url"] == "http://127.0.0.1:9"
+    assert measured_index(doc) == 1
+    assert template["phases"][0]["injection"]["rate"] == 1.0  # the template is not changed
+    cold = probe_document(template, ProbeRequest(250.0, "grow", 0.0, 2.0), seed=7)
+    (only,) = phases_from_document(cold)
+    assert only.measured and [c.url for c in only.before] == ["http://127.0.0.1:8/r"]
+    assert probe_document(template, ProbeRequest(250.0, "grow", 0.5, 2.0), seed=8) != doc

@@ -6,66 +6,70 @@ engine continues the schedule without a gap) and the measured window. The backen
 before the warm-up. The requests are built by the same code as every other run's
 (``gatebench.workload.render_workload``), so a capacity probe sends what a fixed-workload run
 of that workload sends.
+
+In two steps, so the cloud path's tester needs neither the description nor the plan: the render
+step writes one :func:`probe_template` per target and workload (the requests, the reset), and
+:func:`probe_document` sets a probe's rate and durations in it wherever the search runs.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 from typing import Any
 
 from ..ir import Api
 from ..plan import Injection, Plan
-from ..workload import Control, Phase, Schedule, render_workload
+from ..workload import Control, Phase, Schedule, injection_json, render_workload
 from ._metrics import ProbeRequest
 
 MIN_WARMUP_S = 0.001
+WARMUP, MEASURED = 0, 1
+"""The template's phases: the warm-up, then the measured window."""
 
 
-def probe_document(
+def probe_template(
     plan: Plan,
     api: Api,
     workload: str,
     target: str,
     base_url: str,
-    request: ProbeRequest,
     *,
     reset_url: str | None = None,
-    seed: int = 0,
-    first_index: int = 0,
 ) -> dict[str, Any]:
-    """The document of one probe: a warm-up phase (when the probe has one) and the measured
-    phase, numbered from ``first_index`` (the measured phase is the last)."""
+    """The workload document of a probe of ``target`` on ``workload``, its rate still to be
+    set (:func:`probe_document`): a warm-up phase with the backend reset before it, then the
+    measured phase."""
+    placeholder = Injection("constant_rate", rate=1.0, duration=1.0)
     before = (Control(reset_url),) if reset_url else ()
-    phases = []
-    repetition = 1
-    if request.warmup_s >= MIN_WARMUP_S:
-        phases.append(
-            Phase(
-                first_index,
-                target,
-                workload,
-                repetition,
-                False,
-                base_url,
-                Injection("constant_rate", rate=request.rate, duration=request.warmup_s),
-                before,
-            )
-        )
-        before = ()
-    phases.append(
-        Phase(
-            first_index + len(phases),
-            target,
-            workload,
-            repetition,
-            True,
-            base_url,
-            Injection("constant_rate", rate=request.rate, duration=request.duration_s),
-            before,
-        )
+    phases = (
+        Phase(WARMUP, target, workload, 1, False, base_url, placeholder, before),
+        Phase(MEASURED, target, workload, 1, True, base_url, placeholder),
     )
     only = replace(plan, workloads=tuple(w for w in plan.workloads if w.name == workload))
-    return render_workload(only, api, Schedule(tuple(phases), seed))
+    return render_workload(only, api, Schedule(phases, 0))
+
+
+def probe_document(
+    template: dict[str, Any], request: ProbeRequest, *, seed: int = 0
+) -> dict[str, Any]:
+    """The template with the probe's rate, warm-up and window; without a warm-up, the reset
+    moves to the measured phase. ``seed`` seeds the value generators of this probe."""
+    document = copy.deepcopy(template)
+    warmup, measured = document["phases"]
+    warmup["injection"] = injection_json(
+        Injection("constant_rate", rate=request.rate, duration=request.warmup_s)
+    )
+    measured["injection"] = injection_json(
+        Injection("constant_rate", rate=request.rate, duration=request.duration_s)
+    )
+    for phase in (warmup, measured):
+        phase["seed"] = (seed * 1_000_003 + int(phase["index"])) % (2**62)
+    if request.warmup_s < MIN_WARMUP_S:
+        measured["before"] = warmup["before"]
+        document["phases"] = [measured]
+    document["seed"] = seed
+    return document
 
 
 def measured_index(document: dict[str, Any]) -> int:
@@ -73,4 +77,4 @@ def measured_index(document: dict[str, Any]) -> int:
     return int(next(p["index"] for p in document["phases"] if p["measured"]))
 
 
-__all__ = ["measured_index", "probe_document"]
+__all__ = ["MEASURED", "WARMUP", "measured_index", "probe_document", "probe_template"]

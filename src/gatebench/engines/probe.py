@@ -22,7 +22,7 @@ from typing import Any
 
 from .._netns import LoadHost
 from ..capacity import ProbeMetrics, ProbeRequest, read_probe
-from ..capacity._document import measured_index, probe_document
+from ..capacity._document import measured_index, probe_document, probe_template
 from ..errors import RunError
 from ..ir import Api
 from ..loadlog import ScheduleSample, merge_schedules
@@ -78,20 +78,20 @@ class Prober:
     """Called about 5 times a second while a probe runs (health checks)."""
     seed: int = 0
     probes: int = 0
-    documents: list[Path] = field(default_factory=list)
+    template: dict[str, Any] = field(default_factory=dict)
 
     def __call__(self, request: ProbeRequest) -> ProbeMetrics:
         self.probes += 1
-        document = probe_document(
-            self.plan,
-            self.api,
-            self.workload,
-            self.target,
-            self.base_url,
-            request,
-            reset_url=self.reset_url,
-            seed=self.seed + self.probes,
-        )
+        if not self.template:
+            self.template = probe_template(
+                self.plan,
+                self.api,
+                self.workload,
+                self.target,
+                self.base_url,
+                reset_url=self.reset_url,
+            )
+        document = probe_document(self.template, request, seed=self.seed + self.probes)
         index = measured_index(document)
         name = f"probe-{self.probes:03d}"
         workdir = self.workdir / name
