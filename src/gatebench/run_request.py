@@ -1,5 +1,6 @@
 """What a person asked for on top of the spec's own plan: a :class:`RunRequest` (a quick smoke
-run, a subset of the plan's gateways), read from where each path carries it.
+run, a subset of the plan's gateways, a capacity search instead of the fixed workload), read
+from where each path carries it.
 
 The upload form sends it as query parameters to the local server
 (:func:`run_request_from_query`) and, on GCP, signs it into the uploaded object's
@@ -13,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from .errors import Problem, ProblemsError
 from .plan import Plan
@@ -23,6 +24,12 @@ METADATA_KEY = "gatebench"
 """The custom metadata key that carries a :class:`RunRequest` (Cloud Storage's custom metadata)."""
 METADATA_HEADER = f"x-goog-meta-{METADATA_KEY}"
 """The same metadata as an HTTP header (what a signed PUT sends)."""
+
+
+RunKind = Literal["fixed", "capacity"]
+KINDS: tuple[RunKind, ...] = ("fixed", "capacity")
+"""``fixed``: the plan's workloads as written (``gatebench run``); ``capacity``: the capacity
+search over the same workloads (``gatebench capacity``, docs/capacity.md)."""
 
 
 class UploadRejected(ProblemsError):
@@ -37,18 +44,24 @@ class RunRequest:
     """``--quick``: one short repetition (``workload.quick_plan``)."""
     gateways: tuple[str, ...] | None = None
     """Measure only these gateways of the plan (``()``: the baseline only); None: all."""
+    kind: RunKind = "fixed"
+    """The kind of run: the plan's fixed workloads, or the capacity search."""
 
     def to_metadata(self) -> str:
         """The ``x-goog-meta-gatebench`` value: compact, sorted JSON."""
         data: dict[str, Any] = {"quick": self.quick}
         if self.gateways is not None:
             data["gateways"] = list(self.gateways)
+        if self.kind != "fixed":
+            data["kind"] = self.kind
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
     def to_query(self) -> dict[str, str]:
         out = {"quick": "1" if self.quick else "0"}
         if self.gateways is not None:
             out["gateways"] = ",".join(self.gateways) or "none"
+        if self.kind != "fixed":
+            out["kind"] = self.kind
         return out
 
     def select(self, plan: Plan) -> Plan:
@@ -89,9 +102,14 @@ class RunRequest:
 
 
 def run_request_from_query(query: Mapping[str, str]) -> RunRequest:
-    """``?quick=1&gateways=nginx,caddy`` (``gateways=none``: the baseline only)."""
+    """``?quick=1&gateways=nginx,caddy&kind=capacity`` (``gateways=none``: the baseline only)."""
     problems: list[Problem] = []
     quick = _flag(query.get("quick"), "quick", problems)
+    kind = query.get("kind", "fixed") or "fixed"
+    if kind not in KINDS:
+        problems.append(
+            Problem("", f"query parameter 'kind': expected fixed or capacity, got {kind[:40]!r}")
+        )
     gateways: tuple[str, ...] | None = None
     raw = query.get("gateways")
     if raw is not None:
@@ -99,7 +117,9 @@ def run_request_from_query(query: Mapping[str, str]) -> RunRequest:
         gateways = tuple(dict.fromkeys(names))
     if problems:
         raise UploadRejected(problems)
-    return RunRequest(quick=quick, gateways=gateways)
+    return RunRequest(
+        quick=quick, gateways=gateways, kind="capacity" if kind == "capacity" else "fixed"
+    )
 
 
 def run_request_from_metadata(value: str | None) -> RunRequest:
@@ -114,20 +134,27 @@ def run_request_from_metadata(value: str | None) -> RunRequest:
         raise UploadRejected(
             [Problem("", f"metadata {METADATA_HEADER}: not JSON ({exc})", source=METADATA_HEADER)]
         ) from None
-    if not isinstance(data, dict) or set(data) - {"quick", "gateways"}:
+    if not isinstance(data, dict) or set(data) - {"quick", "gateways", "kind"}:
         raise UploadRejected(
             [
                 Problem(
                     "",
-                    f"metadata {METADATA_HEADER}: expected an object with 'quick' and "
-                    f"'gateways', got {value[:200]!r}",
+                    f"metadata {METADATA_HEADER}: expected an object with 'quick', "
+                    f"'gateways' and 'kind', got {value[:200]!r}",
                     source=METADATA_HEADER,
                 )
             ]
         )
     quick = data.get("quick", False)
     gateways = data.get("gateways")
+    kind = data.get("kind", "fixed")
     problems = []
+    if kind not in KINDS:
+        problems.append(
+            Problem(
+                "/kind", f"expected 'fixed' or 'capacity', got {kind!r}", source=METADATA_HEADER
+            )
+        )
     if not isinstance(quick, bool):
         problems.append(
             Problem("/quick", f"expected true or false, got {quick!r}", source=METADATA_HEADER)
@@ -142,7 +169,11 @@ def run_request_from_metadata(value: str | None) -> RunRequest:
         )
     if problems:
         raise UploadRejected(problems)
-    return RunRequest(quick=bool(quick), gateways=None if gateways is None else tuple(gateways))
+    return RunRequest(
+        quick=bool(quick),
+        gateways=None if gateways is None else tuple(gateways),
+        kind="capacity" if kind == "capacity" else "fixed",
+    )
 
 
 def _flag(value: str | None, name: str, problems: list[Problem]) -> bool:
@@ -155,8 +186,10 @@ def _flag(value: str | None, name: str, problems: list[Problem]) -> bool:
 
 
 __all__ = [
+    "KINDS",
     "METADATA_HEADER",
     "METADATA_KEY",
+    "RunKind",
     "RunRequest",
     "UploadRejected",
     "run_request_from_metadata",

@@ -222,3 +222,35 @@ def test_vm_vars_are_exactly_the_variables_of_infra_vms() -> None:
     assert render_run(AUCTION, ref, settings, "gb-runs").objects() == rendered.objects()
     empty = vm_vars(settings, None, ref.run_id, "gb-runs")
     assert (empty["gateways"], empty["backend"], empty["tester"]) == ({}, None, None)
+
+
+def test_a_capacity_run_renders_the_search_input_for_the_tester() -> None:
+    import json
+
+    from gatebench.capacity import probe_document, settings_from_dict
+    from gatebench.capacity._metrics import ProbeRequest
+    from gatebench.cloud._render import CAPACITY_INPUT, render_run
+    from gatebench.run_request import METADATA_KEY, RunRequest
+
+    settings = deployment()
+    ref = ObjectRef("gb-uploads", "specs/auction.yaml", "9")
+    fixed = render_run(AUCTION, ref, settings, "gb-runs")
+    assert fixed.capacity is None
+    assert f"runs/{ref.run_id}/{CAPACITY_INPUT}" not in fixed.objects()
+    metadata = {METADATA_KEY: RunRequest(kind="capacity").to_metadata()}
+    rendered = render_run(AUCTION, ref, settings, "gb-runs", metadata)
+    data = json.loads(rendered.objects()[f"runs/{ref.run_id}/{CAPACITY_INPUT}"])
+    assert data["format"] == "gatebench-capacity-input/1"
+    assert set(data["targets"]) == set(
+        json.loads(fixed.objects()[f"runs/{ref.run_id}/fleet.json"])["gateways"]
+    ) | {"baseline"}
+    assert set(data["settings"]) == set(data["templates"]) == {"create-auction", "bid", "retrieve"}
+    # the fixed workload is rendered too (the tester checks the targets with it)
+    assert rendered.workload == fixed.workload
+    bid = settings_from_dict(data["settings"]["bid"])
+    doc = probe_document(
+        data["templates"]["bid"]["baseline"], ProbeRequest(100.0, "grow", bid.warmup, bid.probe)
+    )
+    baseline = next(p for p in fixed.workload["phases"] if p["target"] == "baseline")
+    assert doc["phases"][1]["request"]["base_url"] == baseline["request"]["base_url"]
+    assert [p["injection"]["rate"] for p in doc["phases"]] == [100.0, 100.0]

@@ -382,9 +382,19 @@ def test_run_requests_from_query_and_metadata() -> None:
     with pytest.raises(UploadRejected) as odd:
         run_request_from_metadata('{"repetitions": 1}')
     assert odd.value.problems[0].message == (
-        "metadata x-goog-meta-gatebench: expected an object with 'quick' and 'gateways', "
-        "got '{\"repetitions\": 1}'"
+        "metadata x-goog-meta-gatebench: expected an object with 'quick', 'gateways' and "
+        "'kind', got '{\"repetitions\": 1}'"
     )
+    capacity = RunRequest(gateways=("nginx",), kind="capacity")
+    assert capacity.to_metadata() == '{"gateways":["nginx"],"kind":"capacity","quick":false}'
+    assert run_request_from_metadata(capacity.to_metadata()) == capacity
+    assert run_request_from_query(capacity.to_query()) == capacity
+    assert RunRequest().to_metadata() == '{"quick":false}'  # a fixed run's metadata is unchanged
+    with pytest.raises(UploadRejected) as kind:
+        run_request_from_metadata('{"kind": "soak"}')
+    assert [p.format() for p in kind.value.problems] == [
+        "x-goog-meta-gatebench: error: /kind: expected 'fixed' or 'capacity', got 'soak'"
+    ]
 
 
 def test_reply_for_functions_framework() -> None:

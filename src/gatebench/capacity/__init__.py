@@ -24,6 +24,15 @@ from __future__ import annotations
 
 from ._campaign import MIN_REPETITIONS_TO_STOP, Campaign, SearchKey, campaign_for, drive
 from ._controller import MAX_CONFIRMATIONS, MAX_PROBES, MIN_RATE, SearchStatus, StepController
+from ._document import (
+    CAPACITY_FORMAT,
+    capacity_input,
+    measured_index,
+    probe_document,
+    probe_template,
+    settings_dict,
+    settings_from_dict,
+)
 from ._metrics import LATENCY_KEYS, ProbeKind, ProbeMetrics, ProbeRequest, read_probe
 from ._result import FORMAT, CapacityResult, CurvePoint, EndpointResult, capacity_result
 from ._scoring import (
@@ -51,6 +60,7 @@ from ._thresholds import evaluate_capacity
 
 __all__ = [
     "BASELINE",
+    "CAPACITY_FORMAT",
     "FORMAT",
     "LATENCY_KEYS",
     "MAX_CONFIRMATIONS",
@@ -78,16 +88,22 @@ __all__ = [
     "all_decided",
     "breaches",
     "campaign_for",
+    "capacity_input",
     "capacity_result",
     "compare",
     "drive",
     "evaluate_capacity",
     "late_threshold_ms",
+    "measured_index",
     "price_per_million",
+    "probe_document",
+    "probe_template",
     "rate_text",
     "read_probe",
     "score_probe",
     "search",
+    "settings_dict",
+    "settings_from_dict",
     "start_rate_for",
     "summarize",
     "undecided_pairs",

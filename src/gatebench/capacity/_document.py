@@ -15,11 +15,12 @@ step writes one :func:`probe_template` per target and workload (the requests, th
 from __future__ import annotations
 
 import copy
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import asdict, replace
 from typing import Any
 
 from ..ir import Api
-from ..plan import Injection, Plan
+from ..plan import Capacity, Injection, Objective, Plan
 from ..workload import Control, Phase, Schedule, injection_json, render_workload
 from ._metrics import ProbeRequest
 
@@ -72,9 +73,68 @@ def probe_document(
     return document
 
 
+CAPACITY_FORMAT = "gatebench-capacity-input/1"
+
+
+def settings_dict(settings: Capacity) -> dict[str, Any]:
+    """A workload's capacity settings as JSON (:func:`settings_from_dict` reads them back)."""
+    data = asdict(settings)
+    data["objective"]["latency"] = [list(b) for b in settings.objective.latency]
+    return data
+
+
+def settings_from_dict(data: Mapping[str, Any]) -> Capacity:
+    objective = data.get("objective") or {}
+    values = {k: v for k, v in data.items() if k in Capacity.__dataclass_fields__}
+    values["objective"] = Objective(
+        latency=tuple((str(m), float(v)) for m, v in objective.get("latency", ())),
+        error_pct=float(objective.get("error_pct", Objective().error_pct)),
+    )
+    return Capacity(**values)
+
+
+def capacity_input(
+    plan: Plan,
+    api: Api,
+    base_urls: Mapping[str, str],
+    *,
+    reset_url: str | None,
+    seed: int,
+) -> dict[str, Any]:
+    """Everything a capacity run's search needs, as JSON, for wherever the search runs (the
+    cloud path's tester reads it from the runs bucket): the targets, each searched workload's
+    settings and probe templates, the seed and the thresholds. No secret: the templates name
+    environment variables only (``gatebench.workload``)."""
+    settings = plan.capacity_settings()
+    targets = [t for t in plan.targets if t in base_urls]
+    return {
+        "format": CAPACITY_FORMAT,
+        "seed": seed,
+        "targets": targets,
+        "settings": {w: settings_dict(s) for w, s in settings.items()},
+        "templates": {
+            w: {
+                t: probe_template(plan, api, w, t, base_urls[t], reset_url=reset_url)
+                for t in targets
+            }
+            for w in settings
+        },
+    }
+
+
 def measured_index(document: dict[str, Any]) -> int:
     """The index of a probe document's measured phase."""
     return int(next(p["index"] for p in document["phases"] if p["measured"]))
 
 
-__all__ = ["MEASURED", "WARMUP", "measured_index", "probe_document", "probe_template"]
+__all__ = [
+    "CAPACITY_FORMAT",
+    "MEASURED",
+    "WARMUP",
+    "capacity_input",
+    "measured_index",
+    "probe_document",
+    "probe_template",
+    "settings_dict",
+    "settings_from_dict",
+]

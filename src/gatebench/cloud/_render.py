@@ -53,6 +53,11 @@ RENDER_INPUT = "render-input.json"
 the uploaded description, its object, its metadata and the deployment's settings. No key."""
 
 
+CAPACITY_INPUT = "capacity/input.json"
+"""A capacity run's search input (targets, settings, probe templates): its presence tells the
+tester to search instead of running the workload (gatebench.provisioners._vm_capacity)."""
+
+
 def config_error_object(run_id: str, gateway: str) -> str:
     """Where a gateway VM says why it did not start its gateway (the tester reports it)."""
     return f"runs/{run_id}/gateways/{gateway}/config-error.json"
@@ -72,6 +77,9 @@ class RenderedRun:
     render_input: dict[str, Any] | None = None
     """With ``auth.api_key``: what the gateway VMs re-render their files from, with the keys
     they read themselves (:data:`RENDER_INPUT`)."""
+    capacity: dict[str, Any] | None = None
+    """A capacity run (the run request's ``kind``): what tester 0 searches with
+    (:data:`CAPACITY_INPUT`, ``gatebench.capacity.capacity_input``)."""
 
     def objects(self) -> dict[str, str]:
         """Every object to write to the runs bucket: name → text."""
@@ -88,6 +96,8 @@ class RenderedRun:
             out[run_object(self.run_id, "mock-backend.json")] = _json(self.mock)
         if self.render_input is not None:
             out[run_object(self.run_id, RENDER_INPUT)] = _json(self.render_input)
+        if self.capacity is not None:
+            out[run_object(self.run_id, CAPACITY_INPUT)] = _json(self.capacity)
         return out
 
     def summary(self) -> dict[str, Any]:
@@ -229,6 +239,13 @@ def render_run(
         "failures": rendered.failures,
     }
     rendered.workload = _workload(plan, api, layout, list(gateways), backend_url, rendered, run_id)
+    if request.kind == "capacity":
+        from ..capacity import capacity_input
+
+        base_urls, reset = _targets(plan, layout, list(gateways), backend_url, rendered)
+        rendered.capacity = capacity_input(
+            plan, api, base_urls, reset_url=reset, seed=_seed(plan, run_id)
+        )
     if signing is not None:
         rendered.workload["signing"] = signing
     if clients is not None and plan.auth.api_key_env:
@@ -352,6 +369,23 @@ def _render_gateway(
     return entry, files
 
 
+def _targets(
+    plan: Plan, layout: Layout, gateways: list[str], backend_url: str, rendered: RenderedRun
+) -> tuple[dict[str, str], str | None]:
+    """Each target's URL as the tester reaches it, and the backend's reset (None: none)."""
+    base_urls = {g: layout.gateway_url(g) for g in gateways}
+    if plan.baseline:
+        base_urls[BASELINE] = backend_url
+    reset = f"{backend_url}{CONTROL_PREFIX}reset" if rendered.backend is not None else None
+    if rendered.backend is not None and rendered.backend["mode"] not in ("mock", "auction"):
+        reset = None
+    return base_urls, reset
+
+
+def _seed(plan: Plan, run_id: str) -> int:
+    return plan.seed if plan.seed is not None else int(run_id[2:10], 16)
+
+
 def _workload(
     plan: Plan,
     api: Api,
@@ -361,11 +395,5 @@ def _workload(
     rendered: RenderedRun,
     run_id: str,
 ) -> dict[str, Any]:
-    base_urls = {g: layout.gateway_url(g) for g in gateways}
-    if plan.baseline:
-        base_urls[BASELINE] = backend_url
-    reset = f"{backend_url}{CONTROL_PREFIX}reset" if rendered.backend is not None else None
-    if rendered.backend is not None and rendered.backend["mode"] not in ("mock", "auction"):
-        reset = None
-    seed = plan.seed if plan.seed is not None else int(run_id[2:10], 16)
-    return compile_load(plan, api, base_urls, reset_url=reset, seed=seed).document
+    base_urls, reset = _targets(plan, layout, gateways, backend_url, rendered)
+    return compile_load(plan, api, base_urls, reset_url=reset, seed=_seed(plan, run_id)).document

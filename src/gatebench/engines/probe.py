@@ -21,8 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from .._netns import LoadHost
-from ..capacity import ProbeMetrics, ProbeRequest, read_probe
-from ..capacity._document import measured_index, probe_document, probe_template
+from ..capacity import (
+    ProbeMetrics,
+    ProbeRequest,
+    measured_index,
+    probe_document,
+    probe_template,
+    read_probe,
+)
 from ..errors import RunError
 from ..ir import Api
 from ..loadlog import ScheduleSample, merge_schedules
