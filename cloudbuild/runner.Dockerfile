@@ -6,6 +6,9 @@
 FROM golang:1.23.4-bookworm AS backend
 COPY backend/ /src/backend/
 RUN cd /src/backend && CGO_ENABLED=0 go build -trimpath -o /out/gatebench-backend .
+# The capacity search's load generator (loadgen/, docs/capacity.md), built beside the backend.
+COPY loadgen/ /src/loadgen/
+RUN cd /src/loadgen && CGO_ENABLED=0 go build -trimpath -o /out/gatebench-loadgen .
 
 FROM hashicorp/terraform:1.9.8 AS terraform
 
@@ -16,6 +19,8 @@ RUN apt-get update \
 COPY --from=terraform /bin/terraform /usr/local/bin/terraform
 COPY --from=backend /out/gatebench-backend /usr/local/bin/gatebench-backend
 ENV GATEBENCH_BACKEND_BIN=/usr/local/bin/gatebench-backend
+COPY --from=backend /out/gatebench-loadgen /usr/local/bin/gatebench-loadgen
+ENV GATEBENCH_LOADGEN_BIN=/usr/local/bin/gatebench-loadgen
 
 WORKDIR /opt/gatebench
 COPY pyproject.toml README.md ./

@@ -572,3 +572,16 @@ def test_a_probe_document_is_the_workloads_requests_at_the_probes_rate() -> None
     (only,) = phases_from_document(cold)
     assert only.measured and [c.url for c in only.before] == ["http://127.0.0.1:8/r"]
     assert probe_document(template, ProbeRequest(250.0, "grow", 0.5, 2.0), seed=8) != doc
+
+
+def test_a_campaign_round_trips_as_json() -> None:
+    import json
+
+    targets = {"a": SimulatedTarget(workers=4), "b": SimulatedTarget(workers=8)}
+    campaign = run_campaign(
+        targets, replace(SETTINGS, repetitions=3, objective=Objective((("p95", 40.0),), 1.0))
+    )
+    again = Campaign.from_dict(json.loads(json.dumps(campaign.to_dict())))
+    assert again.to_dict() == campaign.to_dict()
+    assert again.summaries("bid") == campaign.summaries("bid")
+    assert again.settings == campaign.settings

@@ -17,9 +17,11 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..plan import Capacity
 from ..units import format_duration
+from ._document import settings_dict, settings_from_dict
 from ._scoring import TesterLimits
 from ._search import Probe, SearchResult, search, start_rate_for
 from ._summary import KneeSummary, all_decided, summarize, undecided_pairs
@@ -115,6 +117,41 @@ class Campaign:
             if len(reasons) == 1
             else "; ".join(f"{w}: {why}" for w, why in self.done.items())
         )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The campaign as JSON: settings, every search in order, the orders and why it
+        stopped (the cloud path's tester writes it; the score step reads it back)."""
+        return {
+            "targets": list(self.targets),
+            "settings": {w: settings_dict(s) for w, s in self.settings.items()},
+            "seed": self.seed,
+            "budget_s": self.budget_s,
+            "rounds": self.rounds,
+            "orders": [[rep, list(order)] for rep, order in self.orders],
+            "done": dict(self.done),
+            "stop": self.stop,
+            "results": [
+                {"target": t, "workload": w, "searches": [r.to_dict() for r in results]}
+                for (t, w), results in sorted(self.results.items())
+            ],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Campaign:
+        campaign = cls(
+            tuple(str(t) for t in data["targets"]),
+            {str(w): settings_from_dict(s) for w, s in data["settings"].items()},
+            int(data["seed"]),
+            float(data["budget_s"]),
+        )
+        campaign.rounds = int(data.get("rounds", 0))
+        campaign.orders = [(int(r), tuple(str(t) for t in o)) for r, o in data.get("orders", ())]
+        campaign.done = {str(k): str(v) for k, v in (data.get("done") or {}).items()}
+        campaign.stop = data.get("stop")
+        for entry in data.get("results", ()):
+            key = (str(entry["target"]), str(entry["workload"]))
+            campaign.results[key] = [SearchResult.from_dict(r) for r in entry["searches"]]
+        return campaign
 
     def summaries(self, workload: str) -> list[KneeSummary]:
         return [

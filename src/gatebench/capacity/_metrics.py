@@ -90,6 +90,10 @@ class ProbeMetrics:
     """The CPU accounting's flags (``noisy``, ``tester-bound``: gatebench.measure.CpuUsage)."""
     errors: tuple[tuple[str, int], ...] = ()
     drop_reasons: tuple[tuple[str, int], ...] = field(default=())
+    started_ms: float | None = None
+    """Epoch ms of the measured window's start and end (the gateway's CPU over it can be
+    read afterwards from samples taken elsewhere: the cloud path's cgroup meter)."""
+    ended_ms: float | None = None
 
     @property
     def req_per_cpu_s(self) -> float | None:
@@ -156,6 +160,8 @@ def read_probe(
         cpu_flags=() if cpu is None else cpu.flags(),
         errors=s.errors[:10],
         drop_reasons=tuple(sorted(schedule.drop_reasons.items(), key=lambda kv: -kv[1]))[:5],
+        started_ms=result.start_ms,
+        ended_ms=result.end_ms,
     )
 
 
