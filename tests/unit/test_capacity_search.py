@@ -585,3 +585,18 @@ def test_a_campaign_round_trips_as_json() -> None:
     assert again.to_dict() == campaign.to_dict()
     assert again.summaries("bid") == campaign.summaries("bid")
     assert again.settings == campaign.settings
+
+
+def test_the_engines_ceiling_is_one_coarse_search_against_the_fastest_target() -> None:
+    from gatebench.capacity import ceiling_of, ceiling_settings
+
+    coarse = ceiling_settings(replace(SETTINGS, precision=0.02, confirm=9.0, repetitions=7))
+    assert (coarse.precision, coarse.confirm, coarse.repetitions) == (0.10, 0.0, 1)
+    assert coarse.objective == SETTINGS.objective and coarse.max_rate == SETTINGS.max_rate
+    found = search(coarse, SimulatedTarget(workers=40, service_ms=10.0))  # 4,000/s
+    assert found.status == "found" and ceiling_of(found) == found.knee
+    assert len(found.probes) <= 10
+    engine_bound = search(coarse, SimulatedTarget(workers=400, service_ms=10.0, engine_rate=3000.0))
+    assert engine_bound.status == "tester-bound" and ceiling_of(engine_bound) == engine_bound.knee
+    at_max = search(replace(coarse, max_rate=800.0), SimulatedTarget(workers=400, service_ms=10.0))
+    assert at_max.status == "at-max" and ceiling_of(at_max) is None

@@ -43,7 +43,15 @@ from ._scoring import (
     late_threshold_ms,
     score_probe,
 )
-from ._search import Probe, ProbeOutcome, SearchResult, search, start_rate_for
+from ._search import (
+    Probe,
+    ProbeOutcome,
+    SearchResult,
+    ceiling_of,
+    ceiling_settings,
+    search,
+    start_rate_for,
+)
 from ._summary import (
     BASELINE,
     Comparison,
@@ -90,6 +98,8 @@ __all__ = [
     "campaign_for",
     "capacity_input",
     "capacity_result",
+    "ceiling_of",
+    "ceiling_settings",
     "compare",
     "drive",
     "evaluate_capacity",

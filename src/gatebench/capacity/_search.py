@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..plan import Capacity
@@ -122,6 +122,30 @@ class SearchResult:
 
 Probe = Callable[[ProbeRequest], ProbeMetrics]
 
+CEILING_PRECISION = 0.10
+
+
+def ceiling_settings(settings: Capacity) -> Capacity:
+    """The search for the engine's own ceiling on this machine (against the ceiling server,
+    ``gatebench.ceiling``: nginx with a small static file, the fastest target there is): the
+    workload's objective and rates, a coarser precision and no confirmation: one search."""
+    return replace(
+        settings,
+        precision=max(settings.precision, CEILING_PRECISION),
+        confirm=0.0,
+        repetitions=1,
+    )
+
+
+def ceiling_of(result: SearchResult) -> float | None:
+    """The rate the engine demonstrated against the ceiling server: the highest that held,
+    whether the search found a knee there or the engine ran out first (tester-bound); None
+    when the plan's max_rate held (the engine's ceiling is above what the plan offers) or no
+    rate held."""
+    if result.status in ("found", "unconfirmed", "tester-bound") and result.knee:
+        return result.knee
+    return None
+
 
 def search(
     settings: Capacity,
@@ -161,4 +185,14 @@ def search(
     )
 
 
-__all__ = ["GOLDEN", "Probe", "ProbeOutcome", "SearchResult", "search", "start_rate_for"]
+__all__ = [
+    "CEILING_PRECISION",
+    "GOLDEN",
+    "Probe",
+    "ProbeOutcome",
+    "SearchResult",
+    "ceiling_of",
+    "ceiling_settings",
+    "search",
+    "start_rate_for",
+]

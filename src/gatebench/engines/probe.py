@@ -24,17 +24,23 @@ from .._netns import LoadHost
 from ..capacity import (
     ProbeMetrics,
     ProbeRequest,
+    SearchResult,
+    ceiling_of,
+    ceiling_settings,
+    late_threshold_ms,
     measured_index,
     probe_document,
     probe_template,
     read_probe,
+    search,
 )
 from ..errors import RunError
 from ..ir import Api
 from ..loadlog import ScheduleSample, merge_schedules
-from ..plan import Plan
+from ..plan import Capacity, Plan
 from ..procs import Supervisor
 from ..testers import PhasePart, merge_phase, split_document
+from ..trust import CEILING_TARGET
 from . import EngineEvent, PhaseResult
 from .loadgen import LoadgenEngine, LoadgenRun
 
@@ -213,4 +219,45 @@ class Prober:
         return merged.result, merge_schedules(schedules)
 
 
-__all__ = ["START_MARGIN_S", "Prober"]
+def measure_ceiling(
+    plan: Plan,
+    api: Api,
+    workload: str,
+    settings: Capacity,
+    supervisor: Supervisor,
+    workdir: Path,
+    *,
+    engine: LoadgenEngine | None = None,
+    env: Mapping[str, str] | None = None,
+    hosts: Sequence[LoadHost] = (),
+    tick: Callable[[], None] | None = None,
+) -> tuple[float | None, SearchResult]:
+    """The load generator's ceiling on this machine for one workload: a search
+    (``capacity.ceiling_settings``) against the ceiling server (``gatebench.ceiling``), with the
+    workload's own requests. Returns (the ceiling or None, the search)."""
+    from ..ceiling import start_ceiling_server
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    proc, url = start_ceiling_server(supervisor, workdir / "ceiling-server")
+    try:
+        prober = Prober(
+            plan,
+            api,
+            workload,
+            CEILING_TARGET,
+            url,
+            supervisor,
+            workdir,
+            late_threshold_ms(settings.objective),
+            engine=engine or LoadgenEngine(connections=settings.connections),
+            env=env,
+            hosts=hosts,
+            tick=tick,
+        )
+        result = search(ceiling_settings(settings), prober)
+    finally:
+        supervisor.stop(proc)
+    return ceiling_of(result), result
+
+
+__all__ = ["START_MARGIN_S", "Prober", "measure_ceiling"]
