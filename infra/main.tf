@@ -4,6 +4,9 @@
 
 locals {
   labels = merge(var.labels, { app = "gatebench" })
+  # Tied to the region unless chosen: the runs bucket, the network and the functions are there.
+  bigquery_location  = coalesce(var.bigquery_location, var.region)
+  firestore_location = coalesce(var.firestore_location, var.region)
   builds = {
     for name in ["provision", "load", "teardown"] :
     name => jsonencode(yamldecode(file("${path.module}/../cloudbuild/${name}.yaml")))
@@ -11,23 +14,26 @@ locals {
   # What the functions and the Cloud Build steps read about this deployment
   # (gs://RUNS_BUCKET/pipeline/settings.json). No secrets: names and limits only.
   settings = {
-    project       = var.project_id
-    region        = var.region
-    zone          = var.zone
-    prefix        = var.prefix
-    network       = module.network.network
-    subnetwork    = module.network.subnetwork
-    tags          = module.network.tags
-    runner_image  = module.runner.image
-    accounts      = module.runner.vm_service_accounts
-    labels        = local.labels
-    limits        = var.limits
-    layout        = "dns"
-    uploads       = module.uploads.name
-    spec_prefix   = var.spec_prefix
-    bigquery      = module.results.bigquery
-    firestore_db  = module.results.firestore_database
-    raw_retention = var.raw_log_retention_days
+    project      = var.project_id
+    region       = var.region
+    zone         = var.zone
+    prefix       = var.prefix
+    network      = module.network.network
+    subnetwork   = module.network.subnetwork
+    tags         = module.network.tags
+    runner_image = module.runner.image
+    accounts     = module.runner.vm_service_accounts
+    labels       = local.labels
+    limits       = var.limits
+    layout       = "dns"
+    # Cloud NAT exists: a plan may benchmark a service on the internet (the parse step refuses
+    # one otherwise).
+    outside_access = var.outside_access
+    uploads        = module.uploads.name
+    spec_prefix    = var.spec_prefix
+    bigquery       = module.results.bigquery
+    firestore_db   = module.results.firestore_database
+    raw_retention  = var.raw_log_retention_days
     # A name, never the key: tester VMs read the secret itself (secrets.tf).
     jwt_signer = var.jwt_signer
     # A name, never a key: gateway VMs (and testers) read the secret itself (secrets.tf).
@@ -60,21 +66,60 @@ module "runs" {
   name       = "${var.prefix}-runs-${var.project_id}"
   location   = var.region
   labels     = local.labels
-  lifecycle_rules = [{
-    age_days = var.raw_log_retention_days
-    prefixes = ["runs/"]
-    suffixes = ["/simulation.log"]
-  }]
+  lifecycle_rules = [
+    {
+      age_days = var.raw_log_retention_days
+      prefixes = ["runs/"]
+      suffixes = ["/simulation.log"]
+    },
+    # Every other object of a run (configs, markers, rows, samples) after run_retention_days;
+    # the results stay in Firestore and BigQuery.
+    {
+      age_days = var.run_retention_days
+      prefixes = ["runs/"]
+      suffixes = []
+    },
+  ]
   iam = {
-    # Functions write configs, rows and scores; builds write state, saved variables and
-    # markers. The VMs get object-level grants only (vm_access.tf).
-    "roles/storage.objectAdmin" = [module.functions.service_account_member, module.runner.build_member]
-    # The workflow's BigQuery load job reads rows; the functions' builder reads sources.
+    # Functions and builds read the settings and list a run's objects; the workflow's
+    # BigQuery load job reads rows. The VMs get object-level grants only (vm_access.tf).
     "roles/storage.objectViewer" = concat(var.users, [
       module.workflow.service_account_member,
-      module.functions.builder_member,
+      module.functions.service_account_member,
+      module.runner.build_member,
     ])
   }
+  # Writes only under runs/: functions write configs, rows and scores, builds saved variables
+  # and markers. Everything else (pipeline/settings.json, which the VMs' variables come from,
+  # and the functions' sources) is written by the deploy alone (Terraform, as you).
+  conditional_iam = [
+    { role = "roles/storage.objectAdmin", member = module.functions.service_account_member, prefix = "runs/" },
+    { role = "roles/storage.objectAdmin", member = module.runner.build_member, prefix = "runs/" },
+    # The functions' builder reads their source archives, nothing else.
+    { role = "roles/storage.objectViewer", member = module.functions.builder_member, prefix = "pipeline/functions/" },
+  ]
+  depends_on = [google_project_service.enabled]
+}
+
+# Terraform state: each run's VMs (infra/vms, written by the provision and teardown builds under
+# runs/RUN/), and this deployment's own once you move it here (docs/cloud.md, "First deploy",
+# under deployment/, written by you alone). Versioned, as HashiCorp advises for the gcs backend:
+# a state overwritten by mistake can be restored; old versions go after state_versions_days.
+module "state" {
+  source               = "./modules/bucket"
+  project_id           = var.project_id
+  name                 = "${var.prefix}-tfstate-${var.project_id}"
+  location             = var.region
+  labels               = local.labels
+  versioning           = true
+  keep_noncurrent_days = var.state_versions_days
+  iam = {
+    # `terraform init` lists the bucket's states.
+    "roles/storage.objectViewer" = [module.runner.build_member]
+  }
+  conditional_iam = [
+    { role = "roles/storage.objectAdmin", member = module.runner.build_member, prefix = "runs/" },
+  ]
   depends_on = [google_project_service.enabled]
 }
 
@@ -83,6 +128,7 @@ module "network" {
   project_id = var.project_id
   prefix     = var.prefix
   region     = var.region
+  nat        = var.outside_access
   depends_on = [google_project_service.enabled]
 }
 
@@ -90,8 +136,9 @@ module "results" {
   source             = "./modules/results-store"
   project_id         = var.project_id
   prefix             = var.prefix
-  firestore_location = var.firestore_location
-  bigquery_location  = var.bigquery_location
+  firestore_location = local.firestore_location
+  bigquery_location  = local.bigquery_location
+  protect_results    = var.protect_results
   labels             = local.labels
   writers            = [module.workflow.service_account_member]
   readers            = var.users
@@ -165,6 +212,7 @@ module "workflow" {
     GATEBENCH_RENDER_URL            = module.functions.urls.render
     GATEBENCH_SCORE_URL             = module.functions.urls.score
     GATEBENCH_RUNS_BUCKET           = module.runs.name
+    GATEBENCH_STATE_BUCKET          = module.state.name
     GATEBENCH_SPEC_PREFIX           = var.spec_prefix
     GATEBENCH_FIRESTORE_DATABASE    = module.results.firestore_database
     GATEBENCH_BQ_DATASET            = module.results.bigquery.dataset
@@ -193,4 +241,21 @@ resource "google_storage_bucket_object" "settings" {
   bucket       = module.runs.name
   content_type = "application/json"
   content      = jsonencode(local.settings)
+
+  lifecycle {
+    precondition {
+      condition     = startswith(var.zone, "${var.region}-")
+      error_message = "zone: ${var.zone} is not in region ${var.region} (the VMs join the network there); choose a zone of ${var.region}."
+    }
+    precondition {
+      # A BigQuery load reads the rows file from the runs bucket (in var.region): the dataset
+      # is in that region, or in the multi-region holding it (EU: europe-*, US: us-*).
+      condition = (
+        lower(local.bigquery_location) == lower(var.region)
+        || (upper(local.bigquery_location) == "EU" && startswith(var.region, "europe-"))
+        || (upper(local.bigquery_location) == "US" && startswith(var.region, "us-"))
+      )
+      error_message = "bigquery_location: ${local.bigquery_location} cannot load rows from a bucket in ${var.region}; leave it null (the region) or use the multi-region containing ${var.region}."
+    }
+  }
 }

@@ -64,3 +64,13 @@ output "runner_image_build_command" {
     "--substitutions _IMAGE=${module.runner.image} .",
   ])
 }
+
+output "state_bucket" {
+  description = "The versioned bucket of Terraform states: runs/RUN (each run's VMs) and deployment/ (this deployment's, once moved: backend_tf)."
+  value       = module.state.name
+}
+
+output "backend_tf" {
+  description = "A backend block that keeps this deployment's state in the state bucket: write it to infra/backend.tf, then `terraform -chdir=infra init -migrate-state` (docs/cloud.md, First deploy)."
+  value       = "terraform {\n  backend \"gcs\" {\n    bucket = \"${module.state.name}\"\n    prefix = \"deployment\"\n  }\n}\n"
+}

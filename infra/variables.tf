@@ -9,15 +9,15 @@ variable "api_clients" {
 }
 
 variable "bigquery_location" {
-  description = "Location of the BigQuery dataset (a multi-region such as EU or US, or a region)."
+  description = "Location of the BigQuery dataset. Null (the default): the deployment's region, where the runs bucket is (a BigQuery load job reads the rows file from it: the bucket must be in the dataset's location, or in a region a multi-region dataset contains)."
   type        = string
-  default     = "EU"
+  default     = null
 }
 
 variable "firestore_location" {
-  description = "Location of the Firestore database (for example eur3, nam5 or a region)."
+  description = "Location of the Firestore database (a region, or a multi-region such as eur3 or nam5). Null (the default): the deployment's region; set it where Firestore does not offer that region."
   type        = string
-  default     = "eur3"
+  default     = null
 }
 
 variable "function_bundles_dir" {
@@ -43,15 +43,20 @@ variable "labels" {
 }
 
 variable "limits" {
-  description = "Upper bounds of one run, in seconds: each build's timeout, the longest estimated load the parse function accepts, and how long the score step waits for the gateway VMs' meters to finish their last upload (meter_wait_s)."
+  description = "Upper bounds of one run, in seconds: each build's timeout, the longest estimated load the parse function accepts, the longest a run's VMs may live (each run's own limit comes from its plan's estimate, never more: vm_lifetime), and how long the score step waits for the gateway VMs' meters to finish their last upload (meter_wait_s); and how many runs may be in progress at once (max_active_runs: the parse step refuses an upload beyond it)."
   type = object({
-    provision_s  = optional(number, 1800)
-    load_s       = optional(number, 21600)
-    teardown_s   = optional(number, 1800)
-    vm_lifetime  = optional(number, 43200)
-    meter_wait_s = optional(number, 60)
+    provision_s     = optional(number, 1800)
+    load_s          = optional(number, 21600)
+    teardown_s      = optional(number, 1800)
+    vm_lifetime     = optional(number, 43200)
+    meter_wait_s    = optional(number, 60)
+    max_active_runs = optional(number, 3)
   })
   default = {}
+  validation {
+    condition     = var.limits.max_active_runs >= 1 && var.limits.max_active_runs <= 100 && floor(var.limits.max_active_runs) == var.limits.max_active_runs
+    error_message = "limits.max_active_runs: a whole number from 1 to 100."
+  }
   validation {
     condition     = var.limits.meter_wait_s >= 0 && var.limits.meter_wait_s <= 600 && floor(var.limits.meter_wait_s) == var.limits.meter_wait_s
     error_message = "limits.meter_wait_s: whole seconds from 0 to 600 (the score call's timeout is 1800 s)."
@@ -64,6 +69,12 @@ variable "limits" {
     condition     = var.limits.vm_lifetime > var.limits.provision_s + var.limits.load_s + var.limits.teardown_s
     error_message = "limits.vm_lifetime (VMs delete themselves after it) must exceed provision_s + load_s + teardown_s."
   }
+}
+
+variable "outside_access" {
+  description = "Give the run VMs a route to the internet (Cloud Router and Cloud NAT, billed per hour while they exist), for plans whose backend is a URL outside Google Cloud. Off: no NAT; Google's APIs and the image repositories are reached through Private Google Access, and the parse step refuses a plan with an outside backend URL."
+  type        = bool
+  default     = false
 }
 
 variable "prefix" {
@@ -100,6 +111,16 @@ variable "runner_image_tag" {
   }
 }
 
+variable "run_retention_days" {
+  description = "Every object of a run in the runs bucket (runs/RUN/...: configurations, markers, rows, samples) is deleted after this many days; results stay in Firestore and BigQuery. Raw logs go earlier (raw_log_retention_days)."
+  type        = number
+  default     = 365
+  validation {
+    condition     = var.run_retention_days >= 1 && var.run_retention_days <= 36500
+    error_message = "run_retention_days: 1 to 36500."
+  }
+}
+
 variable "spec_prefix" {
   description = "Objects uploaded under this prefix of the uploads bucket start a run."
   type        = string
@@ -108,6 +129,12 @@ variable "spec_prefix" {
     condition     = can(regex("^[a-z0-9][a-z0-9_-]*/$", var.spec_prefix))
     error_message = "spec_prefix: lowercase letters, digits, _ and -, ending with a slash (for example \"specs/\")."
   }
+}
+
+variable "protect_results" {
+  description = "Keep the results (the Firestore database, the BigQuery dataset and table) through `terraform destroy`. Set false, and apply, before a destroy that should delete them too (docs/cloud.md, \"Remove the deployment\")."
+  type        = bool
+  default     = true
 }
 
 variable "public_read" {
@@ -132,6 +159,16 @@ variable "raw_log_retention_days" {
   }
 }
 
+variable "state_versions_days" {
+  description = "Earlier versions of a Terraform state (the runs' and, once moved there, this deployment's) are kept this many days in the state bucket."
+  type        = number
+  default     = 90
+  validation {
+    condition     = var.state_versions_days >= 1 && var.state_versions_days <= 3650
+    error_message = "state_versions_days: 1 to 3650."
+  }
+}
+
 variable "upload_origins" {
   description = "Origins of the dashboard site (CORS on the uploads bucket and on the read and upload functions): the origin the site in the runs bucket is served from, and http://localhost:PORT for `gatebench serve`."
   type        = list(string)
@@ -153,7 +190,7 @@ variable "users" {
 }
 
 variable "zone" {
-  description = "Default zone of the benchmark VMs (a spec's x-gatebench.infrastructure.zone overrides it; it must be in `region`)."
+  description = "Default zone of the benchmark VMs, in `region` (a spec's x-gatebench.infrastructure.zone overrides it; the parse step refuses one outside `region`)."
   type        = string
   default     = "europe-central2-a"
 }

@@ -8,9 +8,12 @@
 # covers the same object of every run (the service accounts serve every run).
 #
 #   backend: reads runs/RUN/backend.json and, for a mock backend, runs/RUN/mock-backend.json.
-#   gateway: reads its configuration, runs/RUN/configs/GATEWAY/...: a condition can match a
-#            prefix and a suffix but not a middle folder, so it reads runs/ (never pipeline/
-#            or tfstate/); its meter (gatebench cloud meter) writes runs/RUN/cgroup/GATEWAY.jsonl,
+#   gateway: reads the configurations, runs/RUN/configs/... (RUN one folder name), the fleet,
+#            the render input (its API keys' configure step) and the testers' load-done markers
+#            (its meter): never a workload, raw log, row or sample of any run, nor pipeline/. A
+#            gateway container on the host network can ask the metadata server for this
+#            account's token: these grants are what it could then do (docs/cloud.md, "What a
+#            gateway container can reach"). Its meter (gatebench cloud meter) writes runs/RUN/cgroup/GATEWAY.jsonl,
 #            again every few seconds (objectUser: overwrite); when it cannot write its API keys
 #            (gatebench cloud gateway-config) it creates runs/RUN/gateways/GATEWAY/config-error.json
 #            with the reason, which the tester reports; and nothing else.
@@ -29,7 +32,10 @@ locals {
       { role = "roles/storage.objectViewer", prefix = "runs/", suffix = "/mock-backend.json" },
     ]
     gateway = [
-      { role = "roles/storage.objectViewer", prefix = "runs/", suffix = "" },
+      { role = "roles/storage.objectViewer", prefix = "runs/", folder = "configs", suffix = "" },
+      { role = "roles/storage.objectViewer", prefix = "runs/", suffix = "/fleet.json" },
+      { role = "roles/storage.objectViewer", prefix = "runs/", suffix = "/render-input.json" },
+      { role = "roles/storage.objectViewer", prefix = "runs/", suffix = "/tester/load-done.json" },
       { role = "roles/storage.objectUser", prefix = "runs/", folder = "cgroup", suffix = ".jsonl" },
       { role = "roles/storage.objectCreator", prefix = "runs/", folder = "gateways", suffix = "/config-error.json" },
     ]

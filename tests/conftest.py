@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from cloud.image import BuiltImage, build_runner_image, missing_stand_ins, podman_works
 from paths import ROOT
 
 
@@ -73,3 +74,19 @@ class Golden:
 @pytest.fixture
 def golden(request: pytest.FixtureRequest) -> Golden:
     return Golden(bool(request.config.getoption("--update-goldens")))
+
+
+@pytest.fixture(scope="session")
+def runner_image(tmp_path_factory: pytest.TempPathFactory) -> BuiltImage:
+    """cloudbuild/runner.Dockerfile built once per test session with podman, over the source
+    `gcloud builds submit` uploads, FROM the stand-in bases (tests/cloud/image.py)."""
+    reason = podman_works()
+    if reason is not None:
+        pytest.fail(reason)
+    missing = missing_stand_ins()
+    if missing:
+        pytest.fail(
+            f"no stand-in for the base image(s) {', '.join(missing)}: run "
+            "`scripts/setup.sh images` (`make test` does)"
+        )
+    return build_runner_image(tmp_path_factory.mktemp("runner-image"))

@@ -1,5 +1,5 @@
-"""Synthetic runs: deterministic, made-up measurements for tests and benchmarks (a test helper:
-nothing in the product imports it).
+"""Synthetic runs and descriptions: deterministic, made-up data for tests and benchmarks (a
+test helper: nothing in the product imports it).
 
 Nothing here is a measurement of anything. Each target gets a base latency and
 throughput, each repetition a little seeded noise, so reports, scores and confidence
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from typing import Any
 
 from gatebench.model import Measurement, RunRecord, RunStatus
 
@@ -90,3 +91,26 @@ def synthetic_run(
                     )
                 )
     return run, measurements
+
+
+def many_operations(count: int) -> dict[str, Any]:
+    """An OpenAPI 3.0 description of exactly ``count`` operations, shaped like a large real
+    API: collections ``/r{i}`` (GET, POST) and items ``/r{i}/{id}`` (GET, PUT), one route per
+    operation. For checks of configurations too large for a checker (20,000 routes)."""
+    ok = {"200": {"description": "ok"}}
+    item = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
+    paths: dict[str, Any] = {}
+    done = 0
+    while done < count:
+        i = len(paths)
+        methods = ("get", "put") if i % 2 else ("get", "post")
+        path = f"/r{i // 2}/{{id}}" if i % 2 else f"/r{i // 2}"
+        operations = {}
+        for method in methods[: count - done]:
+            operation: dict[str, Any] = {"operationId": f"op{done}", "responses": ok}
+            if i % 2:
+                operation["parameters"] = [item]
+            operations[method] = operation
+            done += 1
+        paths[path] = operations
+    return {"openapi": "3.0.3", "info": {"title": "many", "version": "1"}, "paths": paths}

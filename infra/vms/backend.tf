@@ -1,4 +1,5 @@
-# State lives in the runs bucket under tfstate/runs/RUN_ID; the build passes bucket and prefix
+# State lives in the deployment's versioned state bucket under runs/RUN_ID; the build passes
+# bucket and prefix
 # (`terraform init -backend-config=bucket=... -backend-config=prefix=...`).
 terraform {
   backend "gcs" {}

@@ -30,7 +30,9 @@ resource "google_compute_instance" "backend" {
   machine_type = var.backend.machine_type
   zone         = var.zone
   labels       = merge(local.labels, { role = "backend" })
-  tags         = [var.tags.backend]
+  # teardown deletes every VM of a run
+  deletion_protection = false
+  tags                = [var.tags.backend]
 
   boot_disk {
     initialize_params {
@@ -60,6 +62,9 @@ resource "google_compute_instance" "backend" {
   }
 
   metadata = {
+    # Container-Optimized OS's logging agent: the startup script's output and the system's
+    # journal to Cloud Logging (the containers log there themselves: --log-driver=gcplogs).
+    google-logging-enabled = "true"
     startup-script = templatefile("${path.module}/templates/runner.sh.tftpl", {
       registry = local.registry
       image    = var.runner_image
@@ -75,7 +80,9 @@ resource "google_compute_instance" "gateway" {
   machine_type = each.value.machine_type
   zone         = var.zone
   labels       = merge(local.labels, { role = "gateway", gateway = each.key })
-  tags         = [var.tags.gateway]
+  # teardown deletes every VM of a run
+  deletion_protection = false
+  tags                = [var.tags.gateway]
 
   boot_disk {
     initialize_params {
@@ -105,6 +112,9 @@ resource "google_compute_instance" "gateway" {
   }
 
   metadata = {
+    # Container-Optimized OS's logging agent: the startup script's output and the system's
+    # journal to Cloud Logging (the containers log there themselves: --log-driver=gcplogs).
+    google-logging-enabled = "true"
     startup-script = templatefile("${path.module}/templates/gateway.sh.tftpl", {
       bucket   = var.runs_bucket
       files    = [for f in each.value.files : { path = f.path, url_object = urlencode(f.object) }]
@@ -139,11 +149,14 @@ resource "google_compute_instance" "tester" {
   machine_type = var.tester.machine_type
   zone         = var.zone
   labels       = merge(local.labels, { role = "tester", tester = tostring(count.index) })
-  tags         = [var.tags.tester]
+  # teardown deletes every VM of a run
+  deletion_protection = false
+  tags                = [var.tags.tester]
 
   boot_disk {
     initialize_params {
       image = local.image
+      size  = var.tester.disk_gb
     }
   }
 
@@ -169,6 +182,9 @@ resource "google_compute_instance" "tester" {
   }
 
   metadata = {
+    # Container-Optimized OS's logging agent: the startup script's output and the system's
+    # journal to Cloud Logging (the containers log there themselves: --log-driver=gcplogs).
+    google-logging-enabled = "true"
     startup-script = templatefile("${path.module}/templates/runner.sh.tftpl", {
       registry = local.registry
       image    = var.runner_image

@@ -6,7 +6,7 @@
 # TF_DATA_DIR: with init in a step of its own, apply would find no lock file.
 #
 #   terraform-step.sh apply|destroy VAR_FILE
-#   environment: RUNS_BUCKET, RUN_ID (state: gs://RUNS_BUCKET/tfstate/runs/RUN_ID), TF_DATA_DIR
+#   environment: STATE_BUCKET, RUN_ID (state: gs://STATE_BUCKET/runs/RUN_ID), TF_DATA_DIR
 #
 # Destroy and a stale state lock: a provision build stopped at its timeout leaves the state
 # locked. Teardown is started only after the provision build has ended (the workflow waits for
@@ -26,7 +26,7 @@ started=$(date -u +%s)
 cd "$(dirname "$0")"
 
 terraform init -input=false -no-color \
-  -backend-config="bucket=${RUNS_BUCKET:?}" -backend-config="prefix=tfstate/runs/${RUN_ID:?}"
+  -backend-config="bucket=${STATE_BUCKET:?}" -backend-config="prefix=runs/${RUN_ID:?}"
 
 if [[ "$action" == apply ]]; then
   exec terraform apply -input=false -no-color -auto-approve -lock-timeout=300s -var-file="$var_file"

@@ -57,8 +57,12 @@ variable "labels" {
 }
 
 variable "max_run_duration_s" {
-  description = "Every VM deletes itself after this many seconds, even if teardown never ran."
+  description = "Every VM deletes itself after this many seconds, even if teardown never ran: the plan's estimate plus a margin, capped by the deployment's limits.vm_lifetime (gatebench.cloud._vms)."
   type        = number
+  validation {
+    condition     = var.max_run_duration_s >= 60 && floor(var.max_run_duration_s) == var.max_run_duration_s
+    error_message = "max_run_duration_s: whole seconds, at least 60."
+  }
 }
 
 variable "prefix" {
@@ -122,9 +126,10 @@ variable "tags" {
 }
 
 variable "tester" {
-  description = "The tester VMs: machine type, the runner image's arguments (`cloud tester ...`), how many share every phase (count, 1-16; tester T gets `--tester T --testers count`) and the ports tester 0 listens on (listen: its phase barrier, with several testers). Null: no tester (an empty fleet, for teardown)."
+  description = "The tester VMs: machine type, boot disk size (disk_gb: the plan's raw log bound, twice, over the system; gatebench.cost.tester_disk_gib), the runner image's arguments (`cloud tester ...`), how many share every phase (count, 1-16; tester T gets `--tester T --testers count`) and the ports tester 0 listens on (listen: its phase barrier, with several testers). Null: no tester (an empty fleet, for teardown)."
   type = object({
     machine_type = string
+    disk_gb      = optional(number, 10)
     args         = list(string)
     count        = optional(number, 1)
     listen       = optional(list(number), [])
@@ -133,6 +138,10 @@ variable "tester" {
   validation {
     condition     = var.tester == null || try(var.tester.count >= 1 && var.tester.count <= 16 && floor(var.tester.count) == var.tester.count, false)
     error_message = "tester.count must be a whole number from 1 to 16."
+  }
+  validation {
+    condition     = var.tester == null || try(var.tester.disk_gb >= 10 && var.tester.disk_gb <= 65536 && floor(var.tester.disk_gb) == var.tester.disk_gb, false)
+    error_message = "tester.disk_gb must be whole GiB from 10 (Container-Optimized OS's minimum) to 65536."
   }
 }
 

@@ -163,14 +163,20 @@ def _go_binary(source: SourceName, name: str, env: str, what: str, build: bool) 
 def gatling_files(*, build: bool = True) -> tuple[Path, Path]:
     """(compiled simulation classes, classpath file), built on first use.
 
-    ``$GATEBENCH_GATLING_CLASSES`` / ``$GATEBENCH_GATLING_CP`` override either."""
+    ``$GATEBENCH_GATLING_CLASSES`` and ``$GATEBENCH_GATLING_CP`` together name a build made
+    elsewhere (the runner image's, cloudbuild/runner.Dockerfile): they are used as they are,
+    before any source is looked for, and never rebuilt; a missing file there is a RunError
+    naming the variable. One of them alone overrides that file of the build made here."""
+    overrides = _gatling_overrides()
+    if overrides is not None:
+        return overrides
     cache = build_dir() / "gatling"
     checkout_cache = _checkout_cache()
     # A checkout compiles in place (gatling/target) into its own Maven repository, as
     # scripts/setup.d/40-gatling.sh does; elsewhere a writable copy of the project is built.
     project = source_dir("gatling") if checkout_cache else cache / "project"
-    classes = Path(os.environ.get("GATEBENCH_GATLING_CLASSES", project / "target" / "test-classes"))
-    cp_file = Path(os.environ.get("GATEBENCH_GATLING_CP", cache / "classpath.txt"))
+    classes = Path(os.environ.get(GATLING_CLASSES_ENV, project / "target" / "test-classes"))
+    cp_file = Path(os.environ.get(GATLING_CP_ENV, cache / "classpath.txt"))
     marker = classes / "gatebench" / "GenericSimulation.class"
     sources = source_dir("gatling")
     if _fresh([marker, cp_file], cache / "stamp.digest", sources) or not build:
@@ -204,6 +210,30 @@ def gatling_files(*, build: bool = True) -> tuple[Path, Path]:
     )
     (cache / "stamp.digest").write_text(tree_digest(sources) + "\n", encoding="utf-8")
     log.info("Gatling set up in %.0f s", time.monotonic() - started)
+    return classes, cp_file
+
+
+GATLING_CLASSES_ENV = "GATEBENCH_GATLING_CLASSES"
+GATLING_CP_ENV = "GATEBENCH_GATLING_CP"
+
+
+def _gatling_overrides() -> tuple[Path, Path] | None:
+    """Both variables set: their (classes, classpath file), checked; else None."""
+    classes_text = os.environ.get(GATLING_CLASSES_ENV)
+    cp_text = os.environ.get(GATLING_CP_ENV)
+    if not (classes_text and cp_text):
+        return None
+    classes, cp_file = Path(classes_text), Path(cp_text)
+    marker = classes / "gatebench" / "GenericSimulation.class"
+    if not marker.is_file():
+        raise RunError(
+            f"${GATLING_CLASSES_ENV}={classes}: no compiled simulation there "
+            f"(expected {marker}); unset it to build Gatling here"
+        )
+    if not cp_file.is_file():
+        raise RunError(
+            f"${GATLING_CP_ENV}={cp_file}: no such classpath file; unset it to build Gatling here"
+        )
     return classes, cp_file
 
 

@@ -175,6 +175,73 @@ def load_seconds(plan: Mapping[str, Any], table: Mapping[str, Any] | None = None
     return repetitions * targets * per_target + float(assume["engine_start_s"])
 
 
+VM_LIFETIME_FACTOR = 2.0
+VM_LIFETIME_MARGIN_S = 1800.0
+"""A run's VMs delete themselves after (estimated VM lifetime × factor + margin): room for a
+slow boot or a load slower than the estimate, never the hours a forgotten VM would cost."""
+
+
+def vm_estimate_s(plan: Mapping[str, Any], table: Mapping[str, Any] | None = None) -> float:
+    """Each VM's estimated lifetime: the provision build, the load, teardown."""
+    assume = (table or price_table())["assumptions"]
+    load_s = load_seconds(plan, table)
+    return max(60.0, float(assume["provision_s"]) + load_s + float(assume["teardown_s"]))
+
+
+def vm_max_run_s(plan: Mapping[str, Any], table: Mapping[str, Any] | None = None) -> int:
+    """How long a run's VMs may live before Compute Engine deletes them (their
+    ``max_run_duration``): the estimate × :data:`VM_LIFETIME_FACTOR` plus
+    :data:`VM_LIFETIME_MARGIN_S`, in whole minutes."""
+    seconds = vm_estimate_s(plan, table) * VM_LIFETIME_FACTOR + VM_LIFETIME_MARGIN_S
+    return int(math.ceil(seconds / 60) * 60)
+
+
+def raw_log_bytes_bound(plan: Mapping[str, Any], table: Mapping[str, Any] | None = None) -> float:
+    """The most bytes one tester's raw log can take: every phase of every target and
+    repetition (warm-ups included), a profile bounded by time at most ``raw_log_bound_rps``."""
+    assume = (table or price_table())["assumptions"]
+    bound_rps = float(assume["raw_log_bound_rps"])
+    gateways = [g for g in plan.get("gateways") or [] if g != "baseline"]
+    targets = len(gateways) + (1 if plan.get("baseline") else 0)
+    repetitions = int(plan.get("repetitions") or 1)
+    requests = 0.0
+    for w in plan.get("workloads") or []:
+        injection = w["injection"]
+        counted = phase_requests(injection, assume)
+        duration = float(injection.get("duration") or 0)
+        if duration:
+            cap = injection.get("requests")
+            counted = max(counted, duration * bound_rps)
+            counted = min(counted, float(cap)) if cap else counted
+        requests += counted
+    warmup = plan.get("warmup") or {}
+    warm = float(warmup.get("duration") or 0) * bound_rps + float(warmup.get("requests") or 0)
+    total = targets * (repetitions * requests + warm)
+    return total * float(assume["raw_log_bytes_per_request"])
+
+
+def disk_gib_per_tester(plan: Mapping[str, Any], table: Mapping[str, Any] | None = None) -> int:
+    """A tester VM's boot disk, whole GiB: the system and the runner image
+    (``tester_system_gib``) plus twice the raw log's bound (Gatling's file and room to spare),
+    at least ``boot_disk_gib`` (Container-Optimized OS's minimum)."""
+    assume = (table or price_table())["assumptions"]
+    needed = float(assume["tester_system_gib"]) + 2 * raw_log_bytes_bound(plan, table) / 2**30
+    return max(int(assume["boot_disk_gib"]), math.ceil(needed))
+
+
+def describe_vm_limits(plan: Mapping[str, Any], table: Mapping[str, Any] | None = None) -> str:
+    """One line for ``gatebench plan``: when a cloud run's VMs delete themselves, and the
+    tester's disk."""
+    estimate = vm_estimate_s(plan, table)
+    limit = vm_max_run_s(plan, table)
+    return (
+        f"VMs delete themselves after {limit / 60:.0f} min at most (estimated "
+        f"{estimate / 60:.1f} min × {VM_LIFETIME_FACTOR:g} + {VM_LIFETIME_MARGIN_S / 60:.0f} min; "
+        f"the deployment's limits.vm_lifetime caps it); tester boot disk "
+        f"{disk_gib_per_tester(plan, table)} GiB"
+    )
+
+
 def estimate_cost(plan: Mapping[str, Any], table: Mapping[str, Any] | None = None) -> CostEstimate:
     """The estimate for a plan as ``Plan.to_dict()`` gives it (also a stored run's plan)."""
     table = table or price_table()
@@ -194,7 +261,7 @@ def estimate_cost(plan: Mapping[str, Any], table: Mapping[str, Any] | None = Non
     if backend.get("kind", "mock") != "url":
         roles.append(infra.get("backend_machine") or _DEFAULT_MACHINE)
     roles.append(infra.get("tester_machine") or _DEFAULT_MACHINE)
-    vm_s = max(60.0, float(assume["provision_s"]) + load_s + float(assume["teardown_s"]))
+    vm_s = vm_estimate_s(plan, table)
 
     lines: list[CostLine] = []
     for machine in sorted(set(roles)):
@@ -208,10 +275,18 @@ def estimate_cost(plan: Mapping[str, Any], table: Mapping[str, Any] | None = Non
             )
         )
     month_s = float(assume["month_hours"]) * 3600
+    disk = float(assume["boot_disk_gib"])
+    tester_disk = disk_gib_per_tester(plan, table)
+    disk_gib = (len(roles) - 1) * disk + tester_disk
+    item = (
+        f"boot disks {len(roles)} × {assume['boot_disk_gib']} GiB"
+        if tester_disk == disk
+        else f"boot disks {len(roles)}, {disk_gib:g} GiB (the tester's {tester_disk} GiB)"
+    )
     lines.append(
         CostLine(
-            f"boot disks {len(roles)} × {assume['boot_disk_gib']} GiB",
-            len(roles) * float(assume["boot_disk_gib"]) * vm_s / month_s,
+            item,
+            disk_gib * vm_s / month_s,
             "GiB-months",
             float(prices["standard_disk_gib_month"]),
         )
@@ -328,10 +403,15 @@ __all__ = [
     "CostEstimate",
     "CostLine",
     "describe_cost",
+    "describe_vm_limits",
+    "disk_gib_per_tester",
     "estimate_cost",
     "load_seconds",
     "machine_hourly",
     "phase_requests",
     "phase_seconds",
     "price_table",
+    "raw_log_bytes_bound",
+    "vm_estimate_s",
+    "vm_max_run_s",
 ]

@@ -15,7 +15,8 @@ HTTP 400 ``{"errors": [{"pointer": ..., "message": ...}]}``::
     ├── RunError                   provisioning, load or teardown failed
     │   ├── UnsupportedHere        the gateway only runs on the cloud path
     │   ├── MissingTool            a build tool (go, java, mvn) is not installed (_resources)
-    │   └── ConfigRejected         the gateway's own checker refused its config (provisioners._boot)
+    │   ├── ConfigRejected         the gateway's own checker refused its config (provisioners._boot)
+    │   └── CheckTimedOut          the checker did not finish in time; ended with all it started
     ├── ScoreError                 measurements cannot be scored (score.py)
     └── StoreError                 the result store refused an operation
 """
@@ -72,7 +73,8 @@ class Problem:
 
     def format(self, default_source: str | None = None) -> str:
         """``api.yaml:12:5: error: /paths/~1pets/get: message`` (compiler style)."""
-        where = self.source or default_source or "<spec>"
+        # A name is data too (a zip member may be called "a\nb.yaml: error: ..."): escaped.
+        where = _printable(self.source or default_source or "<spec>")
         if self.line is not None:
             where += f":{self.line}"
             if self.column is not None:

@@ -10,6 +10,7 @@ Schemas stay JSON Schema objects. Every ``$ref`` inside them is rewritten to
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -331,6 +332,68 @@ def method_rank(method: str) -> int:
         return HTTP_METHODS.index(method)
     except ValueError:
         return len(HTTP_METHODS)
+
+
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+TOKEN_CHARACTERS = "letters, digits and !#$%&'*+-.^_`|~"
+"""What an HTTP token may hold (RFC 9110, section 5.6.2), said in a message."""
+_HOST_NAME = re.compile(r"(?:[A-Za-z0-9\-._~]|%[0-9A-Fa-f]{2})+")
+_IP_LITERAL = re.compile(r"\[[0-9A-Fa-f:.]+(?:%25(?:[A-Za-z0-9\-._~]|%[0-9A-Fa-f]{2})+)?\]")
+_PORT = re.compile(r"[0-9]{1,5}")
+
+
+def is_http_token(name: str) -> bool:
+    """Whether ``name`` can be a header or cookie name: an HTTP token (RFC 9110 5.6.2).
+
+    A name from a description travels into gateway configurations and into every request
+    the load engine sends; one with a space, a colon or a line break would be another header.
+    """
+    return _TOKEN.fullmatch(name) is not None
+
+
+def token_problem(what: str, name: str) -> str:
+    """``""`` when ``name`` is an HTTP token, else what to say about ``what`` (``header
+    parameter name``) with the name escaped."""
+    if is_http_token(name):
+        return ""
+    return f"{what} {name!r} is not an HTTP token ({TOKEN_CHARACTERS})"
+
+
+def server_authority_problem(url: str) -> str:
+    """Why the authority of a server URL (``//host:port``) cannot name a server, or ``""``.
+
+    The host must be a host name or an IP address (``[...]`` for IPv6) and a port, when
+    written, a number from 1 to 65535: ``http://127.0.0.1:9000;return 200/`` names neither.
+    A relative URL (``/v1``) has no authority and nothing to check.
+    """
+    rest = url.split("#", 1)[0].split("?", 1)[0]
+    scheme_end = rest.find("://")
+    if scheme_end >= 0:
+        after = rest[scheme_end + 3 :]
+    elif rest.startswith("//"):
+        after = rest[2:]
+    else:
+        return ""
+    host_port = after.split("/", 1)[0].rpartition("@")[2]
+    if host_port.startswith("["):
+        end = host_port.find("]") + 1
+        host, tail = (host_port[:end], host_port[end:]) if end else (host_port, "")
+        if tail and not tail.startswith(":"):
+            host, tail = host_port, ""
+        port = tail[1:]
+        ok_host = _IP_LITERAL.fullmatch(host) is not None
+    else:
+        host, _, port = host_port.partition(":")
+        ok_host = _HOST_NAME.fullmatch(host) is not None
+    if port and _PORT.fullmatch(port) is None:
+        return f"its port {port!r} is not a number"
+    if port and not 0 < int(port) < 65536:
+        return f"its port {port!r} is not a number from 1 to 65535"
+    if not host:
+        return "it names no host"
+    if not ok_host:
+        return f"its host {host!r} is not a host name or an IP address"
+    return ""
 
 
 def url_path(url: str) -> str:

@@ -17,14 +17,13 @@ engine's timer resolution and, for a burst, the spread of its start times
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from .model import Measurement
 from .resources import CgroupSample, PhaseResources, cgroup_resources
-from .simlog import RequestRecord, read_simlog
+from .simlog import RequestRecord, SimLogSource, read_simlog
 from .stats import PhaseSample, phase_stats
 from .trust import ENGINE_RESOLUTION_MS, TOO_SHORT_FLAG, too_short
 from .workload import Phase, phases_from_document
@@ -125,11 +124,10 @@ def measurement_from(
     )
 
 
-def ingest_simlog(
-    simlog: str | os.PathLike[str], document: dict[str, Any], run_id: str
-) -> list[Measurement]:
+def ingest_simlog(simlog: SimLogSource, document: dict[str, Any], run_id: str) -> list[Measurement]:
     """Measurements of the measured phases of a finished ``simulation.log`` written from
-    ``document`` (the cloud path ingests the tester's log this way; no CPU figures)."""
+    ``document`` (the cloud path ingests the tester's log this way, streamed from the bucket;
+    no CPU figures)."""
     phases = {p.id: p for p in phases_from_document(document)}
     samples: dict[str, PhaseSample] = {}
     start_ms = 0

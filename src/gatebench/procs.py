@@ -22,6 +22,7 @@ import os
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -386,3 +387,143 @@ def wait_ready(
             )
         time.sleep(delay)
         delay = min(delay * 1.5, 0.25)
+
+
+# -- commands that must finish: bounded, their whole tree ended at the limit ----------------
+
+_OUTPUT_KEPT = 256 * 1024
+"""The last bytes of a bounded command's output that are kept (a checker may print a line
+per route)."""
+
+
+@dataclass(frozen=True)
+class Bounded:
+    """What :func:`run_bounded` saw: the exit code (``None``: ended at its limit or on
+    cancel), the output (standard output and error, interleaved), the seconds it took, and
+    the command lines of the processes it had started that were ended with it."""
+
+    returncode: int | None
+    output: str
+    elapsed: float
+    ended: tuple[str, ...] = ()
+
+    @property
+    def finished(self) -> bool:
+        return self.returncode is not None
+
+
+def run_bounded(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    cancel: threading.Event | None = None,
+    grace: float = 2.0,
+) -> Bounded:
+    """Run ``argv`` (never through a shell) until it exits, ``timeout`` seconds pass or
+    ``cancel`` is set; then end its whole process tree and return what it did.
+
+    A checker may start programs of its own (``varnishd -C`` runs the C compiler on the
+    generated VCL): ending only the command would leave them running, and reading its output
+    through a pipe would wait for them, since they hold the pipe. So the command runs in its
+    own session with its output in a file, and at the limit every process below it (found
+    while it still runs, so even one that left its group is known by PID) and its process
+    group get SIGTERM, then SIGKILL after ``grace`` seconds. Like every process gatebench
+    starts, it is killed if gatebench dies (``PR_SET_PDEATHSIG``)."""
+    started = time.monotonic()
+    deadline = started + timeout
+    full_env = {**os.environ, **(env or {})}
+    with tempfile.TemporaryFile() as out:
+        try:
+            popen = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env=full_env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_child_setup(None),
+            )
+        except OSError as exc:
+            raise RunError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
+        ended: tuple[str, ...] = ()
+        stopped = False
+        try:
+            while True:
+                try:
+                    popen.wait(timeout=max(0.0, min(0.1, deadline - time.monotonic())))
+                    break
+                except subprocess.TimeoutExpired:
+                    if time.monotonic() >= deadline or (cancel is not None and cancel.is_set()):
+                        stopped = True
+                        ended = tuple(_end_tree(popen, grace))
+                        break
+        except BaseException:
+            _end_tree(popen, grace)
+            raise
+        finally:
+            # Whatever outlived the command in its group (a forked helper) goes too, and is
+            # gone before we return.
+            left = _group_members(popen.pid)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(popen.pid, signal.SIGKILL)
+            _gone(left, 5.0)
+        elapsed = time.monotonic() - started
+        size = out.seek(0, os.SEEK_END)
+        out.seek(max(0, size - _OUTPUT_KEPT))
+        output = out.read().decode("utf-8", errors="replace")
+    if size > _OUTPUT_KEPT:
+        output = f"…({size - _OUTPUT_KEPT:,} bytes of output before)…\n" + output
+    if stopped:
+        return Bounded(None, output, elapsed, ended)
+    return Bounded(popen.returncode, output, elapsed)
+
+
+def _end_tree(popen: subprocess.Popen[bytes], grace: float) -> list[str]:
+    """SIGTERM, then SIGKILL after ``grace`` seconds, to ``popen``'s process group and to
+    every process below it; returns the command lines of those below (the leader's own is
+    known to the caller). Returns once none of them is alive."""
+    below = _below(popen.pid)
+    names = []
+    for proc in below:
+        with contextlib.suppress(psutil.Error):
+            names.append(" ".join(proc.cmdline()).strip()[:120] or proc.name())
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(popen.pid, sig)
+        for proc in below:
+            with contextlib.suppress(psutil.Error):
+                proc.send_signal(sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            popen.wait(timeout=grace)
+        if _gone(below, grace if sig == signal.SIGTERM else 5.0) and popen.poll() is not None:
+            break
+    popen.wait()
+    return names
+
+
+def _group_members(pgid: int) -> list[psutil.Process]:
+    """The live processes of process group ``pgid``."""
+    members = []
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.Error, ProcessLookupError, PermissionError):
+            if os.getpgid(proc.pid) == pgid:
+                members.append(proc)
+    return members
+
+
+def _gone(procs: Sequence[psutil.Process], timeout: float) -> bool:
+    """Whether every one of ``procs`` is gone (or a zombie: dead, waiting for its parent to
+    read its exit code) within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = []
+        for proc in procs:
+            with contextlib.suppress(psutil.Error):
+                if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(proc)
+        if not alive or time.monotonic() >= deadline:
+            return not alive
+        time.sleep(0.05)

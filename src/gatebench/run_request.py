@@ -1,5 +1,6 @@
 """What a person asked for on top of the spec's own plan: a :class:`RunRequest` (a quick smoke
-run, a subset of the plan's gateways, a capacity search instead of the fixed workload), read
+run, a subset of the plan's gateways, the root description of a zip that holds several, a
+capacity search instead of the fixed workload), read
 from where each path carries it.
 
 The upload form sends it as query parameters to the local server
@@ -44,6 +45,8 @@ class RunRequest:
     """``--quick``: one short repetition (``workload.quick_plan``)."""
     gateways: tuple[str, ...] | None = None
     """Measure only these gateways of the plan (``()``: the baseline only); None: all."""
+    entry: str | None = None
+    """The root description inside an uploaded zip that holds several (``--entry``)."""
     kind: RunKind = "fixed"
     """The kind of run: the plan's fixed workloads, or the capacity search."""
 
@@ -52,6 +55,8 @@ class RunRequest:
         data: dict[str, Any] = {"quick": self.quick}
         if self.gateways is not None:
             data["gateways"] = list(self.gateways)
+        if self.entry is not None:
+            data["entry"] = self.entry
         if self.kind != "fixed":
             data["kind"] = self.kind
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
@@ -60,6 +65,8 @@ class RunRequest:
         out = {"quick": "1" if self.quick else "0"}
         if self.gateways is not None:
             out["gateways"] = ",".join(self.gateways) or "none"
+        if self.entry is not None:
+            out["entry"] = self.entry
         if self.kind != "fixed":
             out["kind"] = self.kind
         return out
@@ -102,7 +109,9 @@ class RunRequest:
 
 
 def run_request_from_query(query: Mapping[str, str]) -> RunRequest:
-    """``?quick=1&gateways=nginx,caddy&kind=capacity`` (``gateways=none``: the baseline only)."""
+    """``?quick=1&gateways=nginx,caddy&entry=api/openapi.yaml`` (``gateways=none``: the
+    baseline only; ``entry``: the root description of a zip that holds several; ``kind``:
+    ``capacity`` for a capacity run)."""
     problems: list[Problem] = []
     quick = _flag(query.get("quick"), "quick", problems)
     kind = query.get("kind", "fixed") or "fixed"
@@ -118,7 +127,10 @@ def run_request_from_query(query: Mapping[str, str]) -> RunRequest:
     if problems:
         raise UploadRejected(problems)
     return RunRequest(
-        quick=quick, gateways=gateways, kind="capacity" if kind == "capacity" else "fixed"
+        quick=quick,
+        gateways=gateways,
+        entry=query.get("entry") or None,
+        kind="capacity" if kind == "capacity" else "fixed",
     )
 
 
@@ -134,27 +146,20 @@ def run_request_from_metadata(value: str | None) -> RunRequest:
         raise UploadRejected(
             [Problem("", f"metadata {METADATA_HEADER}: not JSON ({exc})", source=METADATA_HEADER)]
         ) from None
-    if not isinstance(data, dict) or set(data) - {"quick", "gateways", "kind"}:
+    if not isinstance(data, dict) or set(data) - {"quick", "gateways", "entry", "kind"}:
         raise UploadRejected(
             [
                 Problem(
                     "",
-                    f"metadata {METADATA_HEADER}: expected an object with 'quick', "
-                    f"'gateways' and 'kind', got {value[:200]!r}",
+                    f"metadata {METADATA_HEADER}: expected an object with 'quick', 'gateways', "
+                    f"'entry' and 'kind', got {value[:200]!r}",
                     source=METADATA_HEADER,
                 )
             ]
         )
     quick = data.get("quick", False)
     gateways = data.get("gateways")
-    kind = data.get("kind", "fixed")
     problems = []
-    if kind not in KINDS:
-        problems.append(
-            Problem(
-                "/kind", f"expected 'fixed' or 'capacity', got {kind!r}", source=METADATA_HEADER
-            )
-        )
     if not isinstance(quick, bool):
         problems.append(
             Problem("/quick", f"expected true or false, got {quick!r}", source=METADATA_HEADER)
@@ -167,11 +172,28 @@ def run_request_from_metadata(value: str | None) -> RunRequest:
                 "/gateways", f"expected a list of names, got {gateways!r}", source=METADATA_HEADER
             )
         )
+    entry = data.get("entry")
+    if entry is not None and not (isinstance(entry, str) and entry):
+        problems.append(
+            Problem(
+                "/entry",
+                f"expected the name of a file inside the zip, got {entry!r}",
+                source=METADATA_HEADER,
+            )
+        )
+    kind = data.get("kind", "fixed")
+    if kind not in KINDS:
+        problems.append(
+            Problem(
+                "/kind", f"expected 'fixed' or 'capacity', got {kind!r}", source=METADATA_HEADER
+            )
+        )
     if problems:
         raise UploadRejected(problems)
     return RunRequest(
         quick=bool(quick),
         gateways=None if gateways is None else tuple(gateways),
+        entry=entry,
         kind="capacity" if kind == "capacity" else "fixed",
     )
 

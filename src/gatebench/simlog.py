@@ -28,6 +28,7 @@ import os
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from .errors import RunError
 
@@ -217,10 +218,16 @@ class SimLogReader:
         )
 
 
-def read_simlog(path: str | os.PathLike[str], chunk_size: int = 1 << 20) -> Iterator[Record]:
-    """Every complete record of a log file (a truncated last record is ignored)."""
+SimLogSource = str | os.PathLike[str] | BinaryIO
+"""A log file's path, or a binary stream of it (read in chunks, closed when done)."""
+
+
+def read_simlog(source: SimLogSource, chunk_size: int = 1 << 20) -> Iterator[Record]:
+    """Every complete record of a log (a truncated last record is ignored), read
+    ``chunk_size`` bytes at a time: never the whole log in memory."""
     reader = SimLogReader()
-    with open(path, "rb") as fh:
+    stream = open(source, "rb") if isinstance(source, (str, os.PathLike)) else source  # noqa: SIM115
+    with stream as fh:
         while True:
             chunk = fh.read(chunk_size)
             if not chunk:
@@ -235,6 +242,7 @@ __all__ = [
     "RequestRecord",
     "RunHeader",
     "SimLogReader",
+    "SimLogSource",
     "UserRecord",
     "read_simlog",
 ]

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import copy
 import math
-import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -37,7 +36,7 @@ from .errors import RunError
 from .measure import CpuUsage, PhaseResult, measurement_from
 from .model import Measurement
 from .plan import MAX_TESTERS, Injection
-from .simlog import RequestRecord, RunHeader, read_simlog
+from .simlog import RequestRecord, RunHeader, SimLogSource, read_simlog
 from .stats import PhaseSample
 from .workload import Phase, injection_from_json, injection_json, phases_from_document
 
@@ -295,7 +294,7 @@ def _with_flags(m: Measurement, flags: tuple[str, ...]) -> Measurement:
     return replace(m, flags=flags)
 
 
-def _log_results(path: str | os.PathLike[str], phases: dict[str, Phase]) -> dict[int, PhaseResult]:
+def _log_results(path: SimLogSource, phases: dict[str, Phase]) -> dict[int, PhaseResult]:
     samples: dict[str, PhaseSample] = {}
     start_ms = 0
     for record in read_simlog(path):
@@ -320,7 +319,7 @@ def _log_results(path: str | os.PathLike[str], phases: dict[str, Phase]) -> dict
 
 
 def ingest_tester_logs(
-    logs: Sequence[str | os.PathLike[str] | None],
+    logs: Sequence[SimLogSource | None],
     document: dict[str, Any],
     run_id: str,
     failures: Sequence[str | None] = (),

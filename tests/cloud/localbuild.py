@@ -8,23 +8,35 @@ as TIMEOUT), and a failed step failing the build. The connector raises on a buil
 not succeed (an ``OperationError`` carrying the operation), and a ``TimeoutError`` when
 ``connector_params.timeout`` passes first.
 
-Each step starts from a fresh copy of the image: the files cloudbuild/runner.Dockerfile
-copies into its final stage (read from the Dockerfile, under its WORKDIR ``/opt/gatebench``)
-are copied again for every step, and only ``/workspace`` carries over, as with Cloud Build's
-step containers. Whatever a step writes beside the image's files (Terraform's dependency lock
-file beside the configuration) is gone in the next step.
+Where a step runs, two ways:
 
-What a step runs: the runner image's default entrypoint is ``gatebench``, run here as this
-checkout's own ``gatebench`` (the same command, same arguments); ``entrypoint: sh`` or
-``bash`` runs the real shell (a script from the image's files, or ``-c``). Terraform is the
-one thing that cannot run here: ``entrypoint: terraform``, and ``terraform`` called from a
-step's script, go to the ``terraform`` callable the test passes (tests/cloud/localterraform.py
-in front of the local provisioner standing in for the VMs) through a shim on the step's PATH.
-Any other entrypoint, and any other image, is refused by name.
+- **in the runner image** (``image`` set: what the pipeline tests do): every step is a fresh
+  container of the image built from cloudbuild/runner.Dockerfile (tests/cloud/image.py),
+  ``podman run`` with the step's entrypoint (the image's own ``gatebench``, or ``bash``/``sh``/
+  ``terraform`` as the step names it), its ``env``, ``/workspace`` mounted as the working
+  directory, on the host's network (Cloud Build's workers reach Google's APIs; here the
+  emulators on loopback, ``STORAGE_EMULATOR_HOST`` in ``env`` standing in for the endpoints
+  and the build account's credentials). Only ``/workspace`` carries over: whatever a step
+  writes in the image's files (Terraform's dependency lock file beside the configuration) is
+  gone with its container. A build's timeout kills the running step's container.
+- **as processes** (``image`` None: the unit tests of this stand-in): the files
+  cloudbuild/runner.Dockerfile copies into its final stage (read from the Dockerfile, under
+  its WORKDIR ``/opt/gatebench``) are copied again for every step, ``/workspace`` and
+  ``/opt`` in arguments point at those copies, and ``gatebench`` is this checkout's own.
+
+Terraform is the one thing that cannot run here (no provider can be installed): ``entrypoint:
+terraform``, and ``terraform`` called from a step's script, reach the ``terraform`` callable
+the test passes (tests/cloud/localterraform.py in front of the local provisioner standing in
+for the VMs) through a shim: in a container, the shim is mounted over the image's
+``/usr/local/bin/terraform`` and sends the configuration's files with each call (the stand-in
+reads them in a scratch copy, and what it writes beside them, the lock file, is written back
+into the container); as processes, the shim is first on the step's PATH. Any other
+entrypoint, and any other image, is refused by name.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -33,6 +45,7 @@ import re
 import shlex
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -46,6 +59,7 @@ from typing import Any
 
 from gatebench.procs import ManagedProcess
 
+from .image import remove_container, run_argv
 from .workflows_interpreter import UnsupportedConstruct, WorkflowError, error
 
 BUILD_CREATE = "googleapis.cloudbuild.v1.projects.locations.builds.create"
@@ -78,6 +92,12 @@ class LocalCloudBuild:
     context: Path = ROOT
     """The build context the image's files come from (a test may pass a modified copy)."""
     dockerfile: Path = DOCKERFILE
+    image: str | None = None
+    """The local image the steps run in (tagged ``runner_image``); None: steps as processes."""
+    name_prefix: str = "gb-build"
+    """Containers are named PREFIX-BUILD-STEP (a test removes what is left by this prefix)."""
+    containers: list[str] = field(default_factory=list)
+    """Every step container started (names)."""
 
     def connectors(self) -> dict[str, Callable[[dict[str, Any]], Any]]:
         return {BUILD_CREATE: self.create}
@@ -158,7 +178,7 @@ class LocalCloudBuild:
     def _run(self, steps: list[dict[str, Any]], record: dict[str, Any], deadline: float) -> None:
         workspace = self.root / record["id"] / "workspace"
         workspace.mkdir(parents=True)
-        image = runner_image_files(self.dockerfile, self.context)
+        image = [] if self.image else runner_image_files(self.dockerfile, self.context)
         for index, step in enumerate(steps):
             step_id = step.get("id", str(index))
             entry = {"id": step_id, "status": "WORKING"}
@@ -191,7 +211,15 @@ class LocalCloudBuild:
         runner_image = step["name"]
         if runner_image != self.runner_image:
             raise UnsupportedConstruct(f"image {runner_image!r} cannot run here")
-        # A fresh container: the image's files as the Dockerfile put them, and /workspace.
+        entrypoint = step.get("entrypoint", "gatebench")
+        if entrypoint not in ("gatebench", "terraform", *SHELLS):
+            raise UnsupportedConstruct(
+                f"entrypoint {entrypoint!r} of {runner_image} cannot run here"
+            )
+        if self.image:
+            self._container_step(step, entrypoint, workspace, deadline, build_id, index)
+            return
+        # A fresh copy of the image's files as the Dockerfile put them, and /workspace.
         image_root = self.root / build_id / f"step-{index}-image"
         for source, destination in image:
             _copy_into(self.context / source, image_root, destination)
@@ -204,18 +232,13 @@ class LocalCloudBuild:
         for item in step.get("env", []):
             key, _, value = item.partition("=")
             env[key] = local(value)
-        entrypoint = step.get("entrypoint", "gatebench")
         with _TerraformBridge(self.terraform) as bridge:
             if entrypoint == "gatebench":
                 argv = [GATEBENCH, *args]
             elif entrypoint == "terraform":
                 argv = [str(bridge.shim), *args]
-            elif entrypoint in SHELLS:
-                argv = [entrypoint, *args]
             else:
-                raise UnsupportedConstruct(
-                    f"entrypoint {entrypoint!r} of {runner_image} cannot run here"
-                )
+                argv = [entrypoint, *args]
             # What a script may call: `terraform` (the bridge), this checkout's `gatebench`,
             # and the shell's own tools.
             env["PATH"] = os.pathsep.join(
@@ -229,6 +252,57 @@ class LocalCloudBuild:
             except subprocess.TimeoutExpired:
                 proc.stop()
                 raise TimeoutError from None
+        if proc.returncode != 0:
+            command = " ".join([entrypoint, *step.get("args", [])])
+            raise StepFailed(f"{command} exited {proc.returncode}:\n{proc.log_tail()}")
+
+    def _container_step(
+        self,
+        step: dict[str, Any],
+        entrypoint: str,
+        workspace: Path,
+        deadline: float,
+        build_id: str,
+        index: int,
+    ) -> None:
+        """The step as Cloud Build runs it: a fresh container of the image, /workspace
+        mounted and current, the step's env, its entrypoint."""
+        assert self.image is not None
+        env = dict(self.env)
+        for item in step.get("env", []):
+            key, _, value = item.partition("=")
+            env[key] = value
+        name = f"{self.name_prefix}-{build_id[:8]}-{index}"
+        self.containers.append(name)
+        with _TerraformBridge(self.terraform, workspace=workspace) as bridge:
+            env[_BRIDGE_ENV] = f"{BRIDGE_MOUNT}/bridge.sock"
+            mounts = [
+                (workspace, "/workspace", ""),
+                (bridge.folder, BRIDGE_MOUNT, ""),
+                (bridge.shim, "/usr/local/bin/terraform", "ro"),
+            ]
+            argv = run_argv(
+                self.image,
+                step.get("args", []),
+                name=name,
+                entrypoint=None if entrypoint == "gatebench" else entrypoint,
+                env=env,
+                network="host",
+                mounts=mounts,
+                workdir="/workspace",
+            )
+            log = self.root / build_id / f"step-{index}.log"
+            proc = _start_step(f"build-step-{index}", argv, log, workspace, {})
+            try:
+                proc.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                remove_container(name)  # Cloud Build kills the step's container
+                proc.stop()
+                raise TimeoutError from None
+            finally:
+                if proc.popen.poll() is None:
+                    remove_container(name)
+                    proc.stop()
         if proc.returncode != 0:
             command = " ".join([entrypoint, *step.get("args", [])])
             raise StepFailed(f"{command} exited {proc.returncode}:\n{proc.log_tail()}")
@@ -255,17 +329,36 @@ def _start_step(
 
 
 _BRIDGE_ENV = "GATEBENCH_TERRAFORM_BRIDGE"
+BRIDGE_MOUNT = "/run/gatebench-terraform"
+"""Where a step's container sees the bridge's folder (its socket)."""
 CALLER_PID_ENV = "GATEBENCH_TERRAFORM_PID"
-"""Set in the environment the stand-in gets: the pid of the ``terraform`` process that called
-(the stand-in can tell whether it was killed meanwhile, as a build's timeout kills it)."""
-_SHIM = """#!{python}
-# `terraform` inside a local build step: the call goes to the test's Terraform stand-in.
-import json, os, socket, sys
+"""Set in the environment the stand-in gets: the pid (in this machine's pid namespace) of the
+``terraform`` process that called, so the stand-in can tell whether it was killed meanwhile,
+as a build's timeout kills it. Read from the socket's peer credentials, so it is right for a
+shim in a container too."""
+_SHIM = """#!/usr/bin/env python3
+# `terraform` inside a local build step: the call goes to the test's Terraform stand-in,
+# with the configuration's files (read here, where the step runs); what the stand-in writes
+# beside them (the dependency lock file) is written back here.
+import base64, json, os, socket, sys
+from pathlib import Path
+chdir = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("-chdir=")]
+config = Path(chdir[-1] if chdir else ".").resolve()
+files = {}
+for path in sorted(config.rglob("*")):
+    rel = path.relative_to(config)
+    if path.is_file() and ".terraform" not in rel.parts[:-1] and (
+        path.suffix in (".tf", ".hcl", ".tftpl") or path.name == ".terraform.lock.hcl"
+    ):
+        files[rel.as_posix()] = base64.b64encode(path.read_bytes()).decode()
 conn = socket.socket(socket.AF_UNIX)
-conn.connect(os.environ["{env}"])
-request = {{"args": sys.argv[1:], "cwd": os.getcwd(), "env": dict(os.environ), "pid": os.getpid()}}
+conn.connect(os.environ["@BRIDGE_ENV@"])
+request = {"args": sys.argv[1:], "cwd": os.getcwd(), "env": dict(os.environ),
+           "config": str(config), "files": files}
 conn.sendall(json.dumps(request).encode() + b"\\n")
 reply = json.loads(conn.makefile().readline())
+for rel, data in reply.get("write", {}).items():
+    (config / rel).write_bytes(base64.b64decode(data))
 sys.stdout.write(reply["stdout"])
 sys.stderr.write(reply["stderr"])
 sys.exit(reply["code"])
@@ -273,18 +366,24 @@ sys.exit(reply["code"])
 
 
 class _TerraformBridge:
-    """A ``terraform`` executable for one step (a shim on the step's PATH) whose calls run the
-    Terraform stand-in in this process, over a Unix socket: so a step's script runs in a real
-    shell, with ``set -e``, pipes and exit codes, and only Terraform is stood in for. A call
-    still running when the step is stopped goes on (what it started stays, as resources do)."""
+    """A ``terraform`` executable for one step (a shim) whose calls run the Terraform
+    stand-in in this process, over a Unix socket: so a step's script runs in a real shell,
+    with ``set -e``, pipes and exit codes, and only Terraform is stood in for. A call still
+    running when the step is stopped goes on (what it started stays, as resources do).
 
-    def __init__(self, terraform: Terraform) -> None:
+    With ``workspace`` (a step in a container), paths are the container's: ``/workspace`` is
+    that folder here, and the configuration the call names is a scratch copy of the files the
+    shim sent, whose new or changed lock file goes back to the container."""
+
+    def __init__(self, terraform: Terraform, workspace: Path | None = None) -> None:
         self.terraform = terraform
+        self.workspace = workspace
         self.folder = Path(tempfile.mkdtemp(prefix="gbtf-"))  # short: a socket path is < 108
+        self.folder.chmod(0o755)
         self.socket_path = self.folder / "bridge.sock"
         self.shim = self.folder / "bin" / "terraform"
         self.shim.parent.mkdir()
-        self.shim.write_text(_SHIM.format(python=sys.executable, env=_BRIDGE_ENV))
+        self.shim.write_text(_SHIM.replace("@BRIDGE_ENV@", _BRIDGE_ENV))
         self.shim.chmod(0o755)
         self.server = socket.socket(socket.AF_UNIX)
         self.server.bind(str(self.socket_path))
@@ -312,15 +411,52 @@ class _TerraformBridge:
     def _answer(self, conn: socket.socket) -> None:
         with conn:
             request = json.loads(conn.makefile().readline())
+            pid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
+            scratch = Path(tempfile.mkdtemp(prefix="gbtf-config-"))
             try:
-                env = {**request["env"], CALLER_PID_ENV: str(request["pid"])}
-                out = self.terraform(request["args"], env, Path(request["cwd"]))
-                reply = {"code": 0, "stdout": out or "", "stderr": ""}
+                args, env, cwd, before = self._here(request, scratch)
+                env[CALLER_PID_ENV] = str(pid)
+                out = self.terraform(args, env, cwd)
+                reply: dict[str, Any] = {"code": 0, "stdout": out or "", "stderr": ""}
             except Exception as exc:
                 text = str(exc).rstrip("\n") + "\n"
                 reply = {"code": 1, "stdout": "", "stderr": text}
+                before = None
+            if self.workspace is not None and before is not None:
+                reply["write"] = {
+                    p.relative_to(scratch).as_posix(): base64.b64encode(p.read_bytes()).decode()
+                    for p in sorted(scratch.rglob("*"))
+                    if p.is_file()
+                    and before.get(p.relative_to(scratch).as_posix()) != p.read_bytes()
+                }
+            shutil.rmtree(scratch, ignore_errors=True)
             with contextlib.suppress(OSError):  # the step may have been stopped meanwhile
                 conn.sendall(json.dumps(reply).encode() + b"\n")
+
+    def _here(
+        self, request: dict[str, Any], scratch: Path
+    ) -> tuple[list[str], dict[str, str], Path, dict[str, bytes]]:
+        """The call's arguments, environment and directory as the stand-in sees them, and the
+        configuration's files as sent (to tell what the call wrote)."""
+        args, env, cwd = list(request["args"]), dict(request["env"]), Path(request["cwd"])
+        if self.workspace is None:
+            return args, env, cwd, {}
+        sent = {rel: base64.b64decode(data) for rel, data in request["files"].items()}
+        for rel, data in sent.items():
+            (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
+            (scratch / rel).write_bytes(data)
+        workspace = str(self.workspace)
+
+        def here(text: str) -> str:
+            return re.sub(r"(?<![\w/])/workspace(?=/|$)", workspace, text)
+
+        args = [f"-chdir={scratch}" if a.startswith("-chdir=") else here(a) for a in args]
+        env = {k: here(v) for k, v in env.items()}
+        if Path(request["config"]) == cwd:
+            cwd = scratch
+        elif str(cwd).startswith("/workspace"):
+            cwd = Path(here(str(cwd)))
+        return args, env, cwd, sent
 
 
 def _seconds(text: str) -> float:

@@ -34,9 +34,24 @@ rules by role (infra/modules/network), named as Compute Engine's internal DNS na
   tester T gets ``--tester T --testers N`` as main.tf adds them, and tester 0's script opens
   its phase barrier's port (``count.index == 0``), which the others reach by its host name.
 
+With ``image`` set (what the pipeline tests do), everything a VM runs from the runner image
+runs *in* that image, built from cloudbuild/runner.Dockerfile (tests/cloud/image.py): the
+backend, the testers, each gateway's meter and its configure steps are ``podman run`` of the
+image with its entrypoint and the arguments the startup script gives it, inside the VM's
+network namespace (``--network ns:``, the namespace's hosts and resolv.conf as the container's),
+with the mounts the script gives (the gateway's folder; the cgroup stand-in where the script
+mounts /sys/fs/cgroup), and no environment but the two stand-ins' endpoints
+(``STORAGE_EMULATOR_HOST`` and the Secret Manager stand-in's, in place of Google's endpoints
+and the metadata server's credentials). The one argument added to the script's is the
+tester's ``--ready-timeout`` (60 s instead of 600 s), so a gateway that never answers fails
+its run in a minute. Without ``image`` they run as this checkout's ``gatebench`` (the unit
+tests of the machines themselves). The gateways themselves are native processes either way:
+their official images cannot be pulled here.
+
 ``destroy`` stops every process ``apply`` started under that state, even an ``apply`` the
 build's timeout cut short (what it started stays for teardown, as resources do), and removes
-the machines. :meth:`LocalVms.close` removes whatever is left, network included.
+the machines (their containers killed, as deleting a VM does). :meth:`LocalVms.close` removes
+whatever is left, network included.
 """
 
 from __future__ import annotations
@@ -58,6 +73,7 @@ from gatebench.procs import ManagedProcess, Supervisor
 from gatebench.renderers import get_renderer
 
 from .cgroups import CgroupStandIn
+from .image import containers, remove_container, run_argv
 from .localterraform import LocalTerraform
 from .netns import LocalNetwork
 from .secretgate import SecretManagerStandIn
@@ -65,6 +81,11 @@ from .startup import configure_commands, firewall_commands, meter_command, start
 from .storagegate import Access, Forbidden, StorageGate, vm_grants
 
 GATEBENCH = str(Path(sys.executable).parent / "gatebench")
+CGROUP_MOUNT = "/host/cgroup"
+"""Where the gateway script mounts the host's /sys/fs/cgroup for the meter."""
+STAND_IN_CGROUP = "/system.slice/docker-gateway.scope"
+"""The gateway container's cgroup path the stand-in's files sit at (COS's Docker: systemd)."""
+TESTER_READY_TIMEOUT = "60"
 
 
 @dataclass
@@ -96,6 +117,12 @@ class LocalVms:
     secret_gates: dict[str, SecretManagerStandIn] = field(default_factory=dict)
     secret_requests: list[tuple[str, str, int]] = field(default_factory=list)
     """(role, path, status) of every Secret Manager call, across runs."""
+    image: str | None = None
+    """The local runner image the VMs' runner-image commands run in; None: as processes."""
+    containers: dict[str, list[str]] = field(default_factory=dict)
+    """State key → names of the containers its machines started."""
+    started: list[str] = field(default_factory=list)
+    """Every container started, across runs (names)."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
     # Processes die with the thread that started them (PR_SET_PDEATHSIG, gatebench.procs),
     # and build steps run in short-lived threads: VMs are started from this lasting one.
@@ -181,6 +208,46 @@ class LocalVms:
         """How a machine's processes reach Cloud Storage and Secret Manager: as its account."""
         return {"STORAGE_EMULATOR_HOST": gate.url, EMULATOR_ENV: self.secret_gates[host].url}
 
+    def runner(
+        self,
+        key: str,
+        host: str,
+        gate: StorageGate,
+        args: list[str],
+        *,
+        name: str,
+        mounts: list[tuple[Path, str, str]] | None = None,
+        remove: bool = True,
+    ) -> list[str]:
+        """The command that runs the runner image with ``args`` on machine ``host``, as its
+        startup script's ``docker run`` does: a container of the image in the machine's
+        network namespace, or (without ``image``) this checkout's ``gatebench``."""
+        if self.image is None:
+            mount = None
+            if mounts:
+                ((folder, target, _),) = mounts
+                mount = (folder, target)
+            return self.network.command(host, [GATEBENCH, *args], mount=mount)
+        machine = self.network.machines[host]
+        etc = Path("/etc/netns") / machine.namespace
+        container = f"{self.network.tag}-{name}"
+        with self._lock:
+            self.containers.setdefault(key, []).append(container)
+            self.started.append(container)
+        return run_argv(
+            self.image,
+            args,
+            name=container,
+            env=self.vm_env(host, gate),
+            network=f"ns:/run/netns/{machine.namespace}",
+            mounts=[
+                (etc / "hosts", "/etc/hosts", "ro"),
+                (etc / "resolv.conf", "/etc/resolv.conf", "ro"),
+                *(mounts or []),
+            ],
+            remove=remove,
+        )
+
     def _start(
         self,
         key: str,
@@ -213,8 +280,9 @@ class LocalVms:
         self.network.add([host for m, host in names.items() if present.get(m.split("-")[0], True)])
         if values.get("backend"):
             host, gate = self.boot(key, values, "backend", "backend")
-            argv = self.network.command(host, [GATEBENCH, *values["backend"]["args"]])
-            self._start(key, f"{run_id}-backend", argv, env=self.vm_env(host, gate))
+            name = f"{run_id}-backend"
+            argv = self.runner(key, host, gate, values["backend"]["args"], name=name)
+            self._start(key, name, argv, env=self.vm_env(host, gate))
         for name, gateway in sorted(values["gateways"].items()):
             host, gate = self.boot(key, values, f"gw-{name}", "gateway", name)
             folder = self.root / "vms" / f"{run_id}-gw-{name}"
@@ -233,7 +301,7 @@ class LocalVms:
                 argv = list(gateway["args"])
                 argv[0] = renderer.find_program(argv[0])
                 mount = gateway["mount"]
-                self._configure(values, name, host, gate, folder, mount)
+                self._configure(key, values, name, host, gate, folder, mount)
             except (Forbidden, GatebenchError) as exc:
                 failures[name] = str(exc)  # the startup script stops: the gateway never answers
                 continue
@@ -247,22 +315,17 @@ class LocalVms:
             assert tester is not None
             machine = "tester" if t == 0 else f"tester-{t}"
             host, gate = self.boot(key, values, machine, "tester", index=t)
-            scratch = self.root / "vms" / f"{run_id}-{machine}"
             split = [] if count == 1 else ["--tester", str(t), "--testers", str(count)]
-            argv = [
-                GATEBENCH,
-                *tester["args"],
-                *split,
-                "--workdir",
-                str(scratch),
-                "--ready-timeout",
-                "60",
-            ]
-            command = self.network.command(host, argv)
-            self._start(key, f"{run_id}-{machine}", command, env=self.vm_env(host, gate))
+            args = [*tester["args"], *split, "--ready-timeout", TESTER_READY_TIMEOUT]
+            if self.image is None:  # as processes: a scratch folder of its own
+                args += ["--workdir", str(self.root / "vms" / f"{run_id}-{machine}")]
+            name = f"{run_id}-{machine}"
+            command = self.runner(key, host, gate, args, name=name)
+            self._start(key, name, command, env=self.vm_env(host, gate))
 
     def _configure(
         self,
+        key: str,
         values: dict[str, Any],
         name: str,
         host: str,
@@ -273,8 +336,11 @@ class LocalVms:
         """The script's ``configure`` lines (the runner image's ``gatebench cloud ...``), run
         before the gateway as the VM's account with its folder mounted; a failure stops it."""
         script = startup_script("gateway", values, name, self.templates)
-        for argv in configure_commands(script, values["runner_image"]):
-            command = self.network.command(host, [GATEBENCH, *argv], mount=(folder, mount))
+        for index, argv in enumerate(configure_commands(script, values["runner_image"])):
+            container = f"{values['run_id']}-gw-{name}-configure-{index}"
+            command = self.runner(
+                key, host, gate, argv, name=container, mounts=[(folder, mount, "")]
+            )
             done = subprocess.run(
                 command,
                 capture_output=True,
@@ -306,16 +372,23 @@ class LocalVms:
         if late:  # an apply cut short: its machines are gone already
             cgroup.stop()
             return
-        argv[argv.index("--cgroup") + 1] = str(folder)
-        command = self.network.command(host, [GATEBENCH, *argv])
-        env = self.vm_env(host, gate)
-        self._start(key, f"{values['run_id']}-gw-{name}-meter", command, env=env)
+        meter = f"{values['run_id']}-gw-{name}-meter"
+        if self.image is None:
+            argv[argv.index("--cgroup") + 1] = str(folder)
+            command = self.runner(key, host, gate, argv, name=meter)
+        else:  # the script's -v /sys/fs/cgroup:/host/cgroup:ro and --cgroup /host/cgroup$cgroup
+            argv[argv.index("--cgroup") + 1] = CGROUP_MOUNT + STAND_IN_CGROUP
+            mounts = [(folder, CGROUP_MOUNT + STAND_IN_CGROUP, "ro")]
+            command = self.runner(key, host, gate, argv, name=meter, mounts=mounts)
+        self._start(key, meter, command, env=self.vm_env(host, gate))
 
     def close(self) -> None:
         """Stop every process still running, the gates and the starter thread; remove the
         machines and the network."""
-        for key in list(self.machines) + list(self.cgroups):
+        for key in list(self.machines) + list(self.cgroups) + list(self.containers):
             self._destroy(key)
+        for name in containers(self.network.tag):  # any a cut-short start left
+            remove_container(name)
         for gate in list(self.gates.values()):
             gate.close()
             self.denied += gate.denied
@@ -331,6 +404,9 @@ class LocalVms:
             hosts = self.hosts.pop(key, [])
             gates = [self.gates.pop(h) for h in hosts if h in self.gates]
             cgroups = self.cgroups.pop(key, [])
+            names = self.containers.pop(key, [])
+        for name in names:  # deleting a VM kills its containers
+            remove_container(name)
         for host in hosts:
             self._close_secrets(host)
         for proc in procs:

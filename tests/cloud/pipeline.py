@@ -19,7 +19,13 @@ def build_config(name: str) -> str:
 
 
 def workflow_env(
-    *, parse: str, render: str, score: str, runs_bucket: str = "gb-runs", **overrides: str
+    *,
+    parse: str,
+    render: str,
+    score: str,
+    runs_bucket: str = "gb-runs",
+    state_bucket: str = "gb-tfstate",
+    **overrides: str,
 ) -> dict[str, str]:
     values = {
         "GOOGLE_CLOUD_PROJECT_ID": "proj",
@@ -30,6 +36,7 @@ def workflow_env(
         "GATEBENCH_RENDER_URL": render,
         "GATEBENCH_SCORE_URL": score,
         "GATEBENCH_RUNS_BUCKET": runs_bucket,
+        "GATEBENCH_STATE_BUCKET": state_bucket,
         "GATEBENCH_BQ_DATASET": "gatebench",
         "GATEBENCH_BQ_TABLE": "measurements",
         "GATEBENCH_BUILD_LOCATION": "europe-west1",

@@ -2,12 +2,24 @@
 PID): the Cloud Storage emulators (PyPI gcp-storage-emulator; Go fake-gcs-server, which keeps
 a signed PUT's metadata), the Firestore emulator (npm
 @firestore-emulator/server, from tools/node), and Cloud Functions served by
-functions-framework from the deployable bundles `make bundle` builds."""
+functions-framework from the deployable bundles `make bundle` builds.
+
+A function runs as Cloud Functions runs it, from its archive alone: the zip `make bundle`
+writes (`gatebench cloud bundle`), unpacked into a folder of its own, served by the
+functions-framework of a fresh virtualenv holding only the archive's own requirements.txt
+(installed by pip from the package index; once per test session and requirements file),
+never this checkout or its virtualenv. The interpreter is this machine's Python (3.11 here),
+the nearest stand-in for the python312 runtime: no registry ships a CPython 3.12 binary."""
 
 from __future__ import annotations
 
+import atexit
+import hashlib
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -79,19 +91,65 @@ def start_fake_gcs(
     return Endpoint(f"http://127.0.0.1:{port}", port)
 
 
-def unpack_bundle(name: str, dest: Path) -> Path:
-    """functions/NAME as deployed: the archive `gatebench cloud bundle` builds, unpacked."""
-    from gatebench.cloud._bundle import build_bundle, pinned_requirements
+_BUNDLES: dict[str, Path] = {}
+_VENVS: dict[str, Path] = {}
 
-    data = build_bundle(
-        ROOT / "functions" / name, ROOT / "src" / "gatebench", pinned_requirements()
-    )
+
+def bundle_archives() -> Path:
+    """The folder of `make bundle`'s archives, built once per test session by the command
+    `make bundle` runs (`gatebench cloud bundle --functions functions --out ...`)."""
+    if "out" not in _BUNDLES:
+        out = Path(tempfile.mkdtemp(prefix="gb-bundles-"))
+        atexit.register(shutil.rmtree, out, True)
+        bundle = [str(BIN / "gatebench"), "cloud", "bundle", "--functions", "functions"]
+        subprocess.run(
+            [*bundle, "--out", str(out)],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
+        _BUNDLES["out"] = out
+    return _BUNDLES["out"]
+
+
+def unpack_bundle(name: str, dest: Path) -> Path:
+    """functions/NAME as deployed: its `make bundle` archive, unpacked alone."""
+    archive = bundle_archives() / f"{name}.zip"
     target = dest / name
     target.mkdir(parents=True, exist_ok=True)
-    (target / "bundle.zip").write_bytes(data)
-    with zipfile.ZipFile(target / "bundle.zip") as archive:
-        archive.extractall(target / "src")
+    shutil.copyfile(archive, target / "bundle.zip")
+    with zipfile.ZipFile(target / "bundle.zip") as unpacked:
+        unpacked.extractall(target / "src")
     return target / "src"
+
+
+def function_virtualenv(requirements: Path) -> Path:
+    """A fresh virtualenv with exactly ``requirements`` (a bundle's requirements.txt) and
+    nothing else, made once per test session and requirements file. Downloads are cached in
+    the checkout's .cache/pip; what is installed comes from the file alone."""
+    text = requirements.read_bytes()
+    key = hashlib.sha256(text).hexdigest()
+    if key not in _VENVS:
+        venv = Path(tempfile.mkdtemp(prefix="gb-function-venv-"))
+        atexit.register(shutil.rmtree, venv, True)
+        python = Path(getattr(sys, "_base_executable", sys.executable))
+        subprocess.run([str(python), "-m", "venv", str(venv)], check=True, timeout=120)
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+        env["PIP_CACHE_DIR"] = str(ROOT / ".cache" / "pip")
+        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-input"]
+        done = subprocess.run(
+            [*pip, "--requirement", str(requirements)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"pip install -r {requirements} failed:\n{done.stderr[-3000:]}")
+        _VENVS[key] = venv
+    return _VENVS[key]
 
 
 def start_function(
@@ -103,11 +161,13 @@ def start_function(
     *,
     signature: str = "http",
 ) -> Endpoint:
-    """functions-framework serving ``target`` from an unpacked bundle; the bundled gatebench
+    """functions-framework serving ``target`` from an unpacked bundle, in a fresh virtualenv
+    with the bundle's requirements only (:func:`function_virtualenv`); the bundled gatebench
     package comes first on the path, as on Cloud Functions."""
+    venv = function_virtualenv(source / "requirements.txt")
     port = free_port()
     argv = [
-        str(BIN / "functions-framework"),
+        str(venv / "bin" / "functions-framework"),
         "--source",
         str(source / "main.py"),
         "--target",
@@ -120,6 +180,8 @@ def start_function(
         str(port),
     ]
     full_env = {**env, "PYTHONPATH": str(source), "PYTHONDONTWRITEBYTECODE": "1"}
+    full_env["VIRTUAL_ENV"] = str(venv)
+    full_env["PATH"] = f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
     proc = supervisor.start(
         f"function-{target}",
         argv,
@@ -127,7 +189,7 @@ def start_function(
         cwd=source,
         env=full_env,
     )
-    wait_ready(proc, port, timeout=30)
+    wait_ready(proc, port, timeout=60)
     return Endpoint(f"http://127.0.0.1:{port}", port)
 
 

@@ -5,6 +5,7 @@ only) and test_frontend_gcp_functions.py (the exported site in Chromium)."""
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from collections.abc import Iterator, Sequence
@@ -14,10 +15,12 @@ from typing import Any
 
 from cloud.firestore import start_firestore_emulator
 from cloud.servers import gcs_env, start_fake_gcs, start_function, storage_client, unpack_bundle
+from cloud.settings import deployment
 from cloud.signing import write_key_file
 from gatebench.procs import Supervisor
 
 UPLOADS = "gb-dash-uploads"
+RUNS = "gb-dash-runs"
 
 
 @contextmanager
@@ -37,6 +40,9 @@ def dashboard_stack(
             gcs = start_fake_gcs(supervisor, logs, cors_headers=cors_headers)
             client: Any = storage_client(gcs)  # sets STORAGE_EMULATOR_HOST
             bucket = client.create_bucket(UPLOADS)
+            # The deployment's settings, which the parse function reads (infra/ writes them).
+            runs = client.create_bucket(RUNS)
+            runs.blob("pipeline/settings.json").upload_from_string(json.dumps(deployment()))
             _, firestore_host = start_firestore_emulator(supervisor, logs)
             public_key = write_key_file(tmp / "key.json")
             env = {
@@ -44,6 +50,7 @@ def dashboard_stack(
                 "FIRESTORE_EMULATOR_HOST": firestore_host,
                 "GATEBENCH_FIRESTORE_DATABASE": database,
                 "GATEBENCH_UPLOADS_BUCKET": UPLOADS,
+                "GATEBENCH_RUNS_BUCKET": RUNS,
                 "GATEBENCH_SPEC_PREFIX": "specs/",
                 "GATEBENCH_ORIGINS": ",".join(origins),
             }

@@ -63,6 +63,9 @@ class _Bucket:
     def write(self, bucket: str, name: str, data: Any, content_type: str = "") -> None:
         self.objects[name] = data if isinstance(data, bytes) else str(data).encode()
 
+    def upload_file(self, bucket: str, name: str, path: Path, content_type: str = "") -> None:
+        self.objects[name] = path.read_bytes()
+
 
 def test_the_tester_signs_and_each_user_carries_its_subject(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

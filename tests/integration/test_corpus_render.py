@@ -16,9 +16,8 @@ from pathlib import Path
 import pytest
 
 from corpus import CORPUS, EXAMPLES_CORPUS, EXPECTED_ERRORS, corpus_files, example_files
-from gatebench._cli.render import _boot_check
 from gatebench.errors import UnsupportedFeature
-from gatebench.provisioners import check_config, write_files
+from gatebench.provisioners import CheckTask, check_config, check_gateway, write_files
 from gatebench.renderers import RenderTarget, all_renderers
 from gatebench.renderers._jvm import JvmRenderer
 from gatebench.renderers._leave_out import render_leaving_out
@@ -99,9 +98,7 @@ def test_the_gateway_checker_accepts_the_config(path: Path, gateway: str, tmp_pa
     [(p, r.name) for p in CHECK_SAMPLE for r in BOOTED],
     ids=lambda v: v if isinstance(v, str) else _name(v),
 )
-def test_the_gateway_boots_the_config(
-    path: Path, gateway: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_the_gateway_boots_the_config(path: Path, gateway: str, tmp_path: Path) -> None:
     renderer = next(r for r in BOOTED if r.name == gateway)
     api = _api(path)
     target = RenderTarget(workdir=str(tmp_path))
@@ -111,4 +108,5 @@ def test_the_gateway_boots_the_config(
         assert refusal.problems
         assert all(p.pointer.startswith("/") for p in refusal.problems)
         return
-    assert _boot_check(renderer, target, api) == " [booted: ok]", capsys.readouterr().err
+    checked = check_gateway(CheckTask(renderer, tmp_path, target, api))
+    assert checked.status == " [booted: ok]", checked.messages

@@ -12,6 +12,11 @@ engines land near 400 req/s and 20 ms. The upper bound (405) is physics; the low
 leaves 25 % for a busy machine; the 10 % gap and the 1 ms p50 band compare two measurements
 of the same hold. The ceiling (> 1000 req/s) is the static-file server with no hold, which
 reaches several thousand req/s even with one core taken by other work.
+
+When the machine is busier than that (a load average of 8 on 2 cores has failed it), the bands
+are judged against what the machine did meanwhile (``tests/timing.py``: the CPU others used
+during every phase of both engines, the backend's own lateness): a miss the load explains is
+measured again at a quieter moment, a bounded number of times; any other miss fails at once.
 """
 
 from __future__ import annotations
@@ -25,15 +30,22 @@ from _engine_helpers import ITEMS, TOKEN_ENV, assert_torn_down, items
 from gatebench.ceiling import start_ceiling_server
 from gatebench.procs import Supervisor
 from gatebench.report import build_report, render_markdown
-from gatebench.runner import RunOptions, run_benchmark
-from gatebench.trust import ceiling_of, near_ceiling
+from gatebench.runner import RunOptions, RunOutcome, run_benchmark
+from gatebench.trust import AGREEMENT_PCT, TESTER_BOUND_SHARE, ceiling_of
+from timing import (
+    BackendWatch,
+    Band,
+    Meanwhile,
+    Timed,
+    fastest_reads_the_delay,
+    highest,
+    measure_within_bands,
+)
 
 
-@pytest.mark.timing_band
-def test_gatling_and_wrk_agree_on_the_ground_truth(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv(TOKEN_ENV, "t")
+def _cross_checked_run(results: Path) -> Timed[RunOutcome]:
+    """One run through nginx and the baseline, cross-checked by wrk; the bands of its
+    baseline's agreement and its ceiling, with what the machine did meanwhile."""
     api, plan = items(
         gateways=["nginx"],
         baseline=True,
@@ -49,39 +61,71 @@ def test_gatling_and_wrk_agree_on_the_ground_truth(
             }
         ],
     )
+    watch = BackendWatch()
     outcome = run_benchmark(
         api,
         plan,
         spec_uri=str(ITEMS),
         spec_sha256="5" * 64,
-        options=RunOptions(results_dir=tmp_path, seed=4, cross_check="wrk"),
+        options=RunOptions(results_dir=results, seed=4, cross_check="wrk"),
+        display=watch.display,
+        supervisor_factory=watch.supervisor,
     )
     env = outcome.record.environment
     ceiling = ceiling_of(env)
     assert ceiling is not None and ceiling.engine == "gatling"
-    # the fastest target answers far faster than 8 users waiting 20 ms each can ask
-    assert ceiling.throughput("read") is not None and ceiling.throughput("read") > 1000  # type: ignore[operator]
-    # so no measurement comes near it (the CPU accounting may still flag a phase
-    # tester-bound when other work fills this shared machine: that flag is a caution only)
-    assert not any(
-        near_ceiling(m.throughput, ceiling.throughput("read")) for m in outcome.measurements
-    )
+    ceiling_rate = ceiling.throughput("read")
+    assert ceiling_rate is not None
     check = env["cross_check"]
     assert check["name"] == "wrk" and check["repetitions"] == 1
     assert {(m["target"], m["engine"]) for m in check["measurements"]} == {
         ("baseline", "wrk"),
         ("nginx", "wrk"),
     }
-    assert (tmp_path / outcome.record.run_id / "cross-check.jsonl").is_file()
-
     report = build_report(outcome.record, outcome.measurements)
-    pairs = {a.target: a for a in report.trust.agreements}
-    baseline = pairs["baseline"]
-    # 8 users × 1 / 20 ms = 400 req/s at most, for both engines
-    assert 300 < baseline.throughput <= 405 and 300 < baseline.other_throughput <= 405
-    assert baseline.throughput_gap_pct <= 10.0, baseline
-    assert baseline.p50_agrees and abs(baseline.other_p50 - 20.0) <= 1.0, baseline
-    assert baseline.agrees
+    baseline = {a.target: a for a in report.trust.agreements}["baseline"]
+    p50_allowed = max(
+        baseline.p50_tolerance_ms, AGREEMENT_PCT / 100 * max(baseline.p50, baseline.other_p50)
+    )
+    bands = [
+        # the fastest target answers far faster than 8 users waiting 20 ms each can ask
+        Band("ceiling (req/s)", ceiling_rate, low=1000, busy="down"),
+        # so no measurement comes near it (the CPU accounting may still flag a phase
+        # tester-bound when other work fills this shared machine: that flag is a caution only)
+        Band(
+            "highest throughput / ceiling",
+            max(m.throughput for m in outcome.measurements) / ceiling_rate,
+            high=TESTER_BOUND_SHARE,
+        ),
+        # 8 users × 1 / 20 ms = 400 req/s at most, for both engines
+        Band("gatling baseline (req/s)", baseline.throughput, 300, 405, busy="down"),
+        Band("wrk baseline (req/s)", baseline.other_throughput, 300, 405, busy="down"),
+        Band("throughput gap (%)", baseline.throughput_gap_pct, high=AGREEMENT_PCT),
+        Band("p50 difference (ms)", abs(baseline.p50 - baseline.other_p50), high=p50_allowed),
+        Band("wrk baseline p50 (ms)", baseline.other_p50, 19.0, 21.0),
+    ]
+    others = highest(
+        [m.other_cpu_pct for m in outcome.measurements]
+        + [m.get("other_cpu_pct") for m in check["measurements"]]
+    )
+    (gatling,) = [m for m in outcome.measurements if m.target == "baseline"]
+    (wrk,) = [m for m in check["measurements"] if m["target"] == "baseline"]
+    witnesses = [
+        fastest_reads_the_delay("gatling", gatling.min, 20.0),
+        fastest_reads_the_delay("wrk", wrk["min"], 20.0),
+    ]
+    return Timed(outcome, bands, Meanwhile(others, watch.late_ms), witnesses)
+
+
+@pytest.mark.timing_band
+def test_gatling_and_wrk_agree_on_the_ground_truth(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(TOKEN_ENV, "t")
+    outcome = measure_within_bands(lambda: _cross_checked_run(tmp_path))
+    assert (tmp_path / outcome.record.run_id / "cross-check.jsonl").is_file()
+    report = build_report(outcome.record, outcome.measurements)
+    assert {a.target: a for a in report.trust.agreements}["baseline"].agrees
     md = render_markdown(report)
     assert "## Trust: the load engine's headroom and a second engine" in md
     assert "wrk and gatling agree within 10 % on throughput and p50 in " in md

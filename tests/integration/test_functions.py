@@ -22,6 +22,7 @@ from cloud.servers import (
     storage_client,
     unpack_bundle,
 )
+from cloud.settings import deployment
 from gatebench.model import run_id_for_object
 from gatebench.procs import Supervisor
 
@@ -29,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 AUCTION = (ROOT / "examples" / "auction" / "openapi.yaml").read_bytes()
 BUCKET = "gb-uploads"
 RUNS = "gb-runs"
+SETTINGS = deployment(region="europe-central2", limits={"vm_lifetime": 3600, "max_active_runs": 2})
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +40,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         gcs = start_gcs_emulator(supervisor, tmp / "logs")
         client: Any = storage_client(gcs)
         bucket = client.create_bucket(BUCKET)
-        client.create_bucket(RUNS)
+        runs = client.create_bucket(RUNS)
+        # What infra/ writes for the functions (the deployment's settings), as a deploy would.
+        runs.blob("pipeline/settings.json").upload_from_string(json.dumps(SETTINGS))
         _, firestore_host = start_firestore_emulator(supervisor, tmp / "logs")
         env = {
             **gcs_env(gcs),
@@ -268,3 +272,57 @@ def test_ingest_stores_the_measurements_of_a_raw_log_from_a_binary_cloudevent(
     assert deliver(f"runs/{run.run_id}/workload.json", "1") == 200
     assert deliver(name, str(blob.generation)) == 200
     assert len(store.measurements(run.run_id)) == len(measured)
+
+
+def test_parse_refuses_a_zone_outside_the_region_and_an_upload_beyond_the_active_runs(
+    stack: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The deployed parse function reads the deployment's settings and the runs in progress
+    (Firestore): a plan zone outside the region is a located error; while
+    limits.max_active_runs runs are in progress an upload starts none, and once one has
+    finished the same upload is accepted."""
+    import time
+
+    import yaml
+
+    from gatebench.model import RunRecord, RunStatus
+    from gatebench.store import open_store
+
+    doc = yaml.safe_load(AUCTION)
+    doc["x-gatebench"]["infrastructure"]["zone"] = "us-east1-b"
+    upload(stack, "specs/elsewhere.yaml", yaml.safe_dump(doc).encode())
+    status, answer = post(stack["parse"], {"bucket": BUCKET, "name": "specs/elsewhere.yaml"})
+    assert status == 400
+    assert [e["pointer"] for e in answer["errors"]] == ["/x-gatebench/infrastructure/zone"]
+    assert "'us-east1-b' is not in the deployment's region 'europe-central2'" in answer["message"]
+
+    monkeypatch.setenv("FIRESTORE_EMULATOR_HOST", stack["firestore"])
+    store = open_store("firestore://gatebench-test/(default)")
+    from gatebench.cloud._parse import active_runs
+
+    # whatever earlier tests left counting (as the function counts them): one more is the limit
+    in_progress = len(active_runs(store.unfinished_runs(), SETTINGS, time.time(), ""))
+    limit = in_progress + 1
+    settings = {**SETTINGS, "limits": {**SETTINGS["limits"], "max_active_runs": limit}}
+    runs = stack["client"].bucket(RUNS)
+    runs.blob("pipeline/settings.json").upload_from_string(json.dumps(settings))
+    busy = "r-" + "9" * 20
+    now = time.time()
+    store.create_run(
+        RunRecord(
+            busy, "gs://u/x#1", "0" * 64, status=RunStatus.RECEIVED, created_at=now, updated_at=now
+        )
+    )
+    try:
+        upload(stack, "specs/one-too-many.yaml", AUCTION)
+        body = {"bucket": BUCKET, "name": "specs/one-too-many.yaml"}
+        status, answer = post(stack["parse"], body)
+        assert status == 400
+        assert answer["errors"][0]["pointer"] == ""
+        assert f"and this deployment runs at most {limit} at once" in answer["message"]
+        assert busy in answer["message"]
+        store.set_status(busy, RunStatus.DONE)
+        status, answer = post(stack["parse"], body)
+        assert status == 200, answer
+    finally:
+        runs.blob("pipeline/settings.json").upload_from_string(json.dumps(SETTINGS))

@@ -1,14 +1,19 @@
 """The whole cloud pipeline on this machine: workflows/benchmark.yaml executed by the
 interpreter, with
 
-- the parse, render and score functions as deployed (`make bundle` archives, unpacked) under
-  functions-framework, over real HTTP with OIDC headers;
+- the parse, render and score functions as deployed: each `make bundle` archive unpacked
+  alone and served by functions-framework from a fresh virtualenv holding only the
+  archive's requirements (tests/cloud/servers.py), over real HTTP with OIDC headers;
 - Cloud Storage and Firestore as emulators behind the real Google clients;
-- cloudbuild/{provision,load,teardown}.yaml run step by step (tests/cloud/localbuild.py):
-  the `gatebench cloud ...` steps are this checkout's CLI, and the Terraform steps go to the
-  local provisioner standing in for the VMs (tests/cloud/localvms.py): the backend, nginx
-  and the tester (Gatling) as local processes, each in its own network namespace, addressed
-  by the host names a real deployment renders (the ``dns`` layout);
+- the runner image built from cloudbuild/runner.Dockerfile with podman (once per session,
+  tests/cloud/image.py; STAND-IN base images, the provider download skipped), and
+  cloudbuild/{provision,load,teardown}.yaml run step by step in containers of it
+  (tests/cloud/localbuild.py): the `gatebench cloud ...` steps are the image's entrypoint,
+  terraform-step.sh is the image's, and only Terraform itself goes to the local provisioner
+  standing in for the VMs (tests/cloud/localvms.py): the backend and the testers (Gatling) in
+  containers of the same image, the gateways as native processes (their official images
+  cannot be pulled here), each VM in its own network namespace, addressed by the host names a
+  real deployment renders (the ``dns`` layout);
 - BigQuery as the one stand-in (tests/cloud/standins.py BigQueryLoads: rows checked
   against the table schema).
 
@@ -44,15 +49,18 @@ import pytest
 import yaml
 
 from cloud.firestore import EmulatorFirestore, start_firestore_emulator
+from cloud.image import BuiltImage, containers, tag
 from cloud.localbuild import LocalCloudBuild
 from cloud.localvms import LocalVms
 from cloud.netns import LocalNetwork, leftovers, network_namespaces_work
 from cloud.pipeline import WORKFLOW, workflow_env
+from cloud.registry import placeholder, push, start_registry
 from cloud.servers import start_function, start_gcs_emulator, storage_client, unpack_bundle
 from cloud.standins import BigQueryLoads
 from cloud.workflows_interpreter import Execution, Interpreter
 from gatebench.api_keys import REDACTED, sha256_hex
 from gatebench.cloud import Storage
+from gatebench.cloud._images import EMULATOR_ENV, docker_hub_mirror
 from gatebench.model import run_id_for_object
 from gatebench.procs import Supervisor
 from gatebench.report import bigquery_schema
@@ -86,6 +94,32 @@ def quick_auction(gateways: list[str], testers: int = 1) -> bytes:
     return yaml.safe_dump(doc, sort_keys=False).encode()
 
 
+def gateway_images() -> list[str]:
+    """Every image a renderer names for its VM (and Tyk's Redis)."""
+    from gatebench.cloud._render import REDIS_IMAGE
+    from gatebench.renderers import gateway_names, get_renderer
+
+    names = {get_renderer(n).cloud_image for n in gateway_names()} | {REDIS_IMAGE}
+    return sorted(n for n in names if n)
+
+
+def quick_petstore(gateways: list[str], testers: int) -> bytes:
+    """The petstore example (a mock backend served from the description) with a workload of a
+    few seconds: one repetition, a 1 s warm-up, short phases."""
+    doc = yaml.safe_load((ROOT / "examples" / "petstore" / "openapi.yaml").read_text())
+    bench = doc["x-gatebench"]
+    bench.update(gateways=gateways, repetitions=1, warmup={"duration": "1s"}, seed=11)
+    bench["infrastructure"] = dict(bench.get("infrastructure") or {}, testers=testers)
+    injections = {
+        "list": {"concurrent": 4, "duration": "2s"},
+        "show": {"sequential": 60},
+        "create": {"constant_rate": {"rate": 20, "duration": "2s"}},
+    }
+    for workload in bench["workloads"]:
+        workload["injection"] = injections[workload["name"]]
+    return yaml.safe_dump(doc, sort_keys=False).encode()
+
+
 @pytest.fixture(scope="module")
 def network() -> Iterator[LocalNetwork]:
     """The test's own network of namespaces; nothing of it is left afterwards."""
@@ -102,15 +136,17 @@ def network() -> Iterator[LocalNetwork]:
 
 @pytest.fixture(scope="module")
 def world(
-    tmp_path_factory: pytest.TempPathFactory, network: LocalNetwork
+    tmp_path_factory: pytest.TempPathFactory, network: LocalNetwork, runner_image: BuiltImage
 ) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("pipeline")
+    tag(runner_image.tag, IMAGE)  # the name the deployment's settings give the builds and VMs
     logs = tmp / "logs"
     with Supervisor() as supervisor:
         gcs = start_gcs_emulator(supervisor, logs)
         client: Any = storage_client(gcs)
         uploads = client.create_bucket(UPLOADS)
         runs = client.create_bucket(RUNS)
+        client.create_bucket("gb-tfstate")  # the runs' Terraform states (infra/ module "state")
         settings = {
             "project": PROJECT,
             "prefix": "gb",
@@ -126,6 +162,15 @@ def world(
         }
         runs.blob("pipeline/settings.json").upload_from_string(json.dumps(settings))
         _, firestore_host = start_firestore_emulator(supervisor, logs)
+        # A real registry holding the runner image and, under the Docker Hub remote
+        # repository's paths, a placeholder per gateway image: vm-vars pins each by digest.
+        registry = start_registry(supervisor, tmp)
+        digests = {IMAGE: push(runner_image.tag, registry, IMAGE.split("/", 1)[1], tmp)}
+        stand_in = placeholder(tmp)
+        for image in gateway_images():
+            path = docker_hub_mirror(image, f"{registry}/{PROJECT}/gb-dockerhub")
+            assert path is not None
+            digests[image] = push(stand_in, registry, path.split("/", 1)[1], tmp)
         env = {
             "STORAGE_EMULATOR_HOST": gcs.url,
             "FIRESTORE_EMULATOR_HOST": firestore_host,
@@ -139,9 +184,18 @@ def world(
         }
         os.environ.update(env)
         storage = Storage(PROJECT)
-        vms = LocalVms(supervisor, storage, tmp, env, network, gcs.url)
+        vms = LocalVms(supervisor, storage, tmp, env, network, gcs.url, image=IMAGE)
         vms.secrets, vms.secret_variables = dict(SECRETS), dict(SECRET_VARIABLES)
-        builds = LocalCloudBuild(tmp / "builds", IMAGE, vms, env=env, project=PROJECT)
+        # A build reaches Cloud Storage (the emulator) and nothing else of the test's.
+        builds = LocalCloudBuild(
+            tmp / "builds",
+            IMAGE,
+            vms,
+            env={"STORAGE_EMULATOR_HOST": gcs.url, EMULATOR_ENV: registry},
+            project=PROJECT,
+            image=IMAGE,
+            name_prefix=f"{network.tag}-build",
+        )
         firestore = EmulatorFirestore(firestore_host)
         bigquery = BigQueryLoads(storage, list(bigquery_schema()))
         try:
@@ -153,10 +207,12 @@ def world(
                 "firestore": firestore,
                 "bigquery": bigquery,
                 "storage": storage,
+                "digests": digests,
             }
         finally:
             vms.close()
             firestore.close()
+            assert containers(network.tag) == []
 
 
 def upload(world: dict[str, Any], name: str, data: bytes) -> dict[str, Any]:
@@ -247,6 +303,59 @@ def test_the_auction_example_runs_to_done_and_a_redelivered_event_starts_nothing
     again = run(world, event, "exec-again")
     assert again.result == {"run_id": run_id, "duplicate": True, "status": "done"}
     assert len([b for b in world["builds"].builds if b["substitutions"]["_RUN_ID"] == run_id]) == 3
+
+
+def test_petstore_through_two_gateways_and_two_testers_runs_to_done_in_the_runner_image(
+    world: dict[str, Any],
+) -> None:
+    """What Google Cloud runs, built as it builds it: every build step and every VM command
+    ran in containers of the image built from cloudbuild/runner.Dockerfile (the backend's mock,
+    both testers' Gatling, both gateways' meters), and the functions from their archives."""
+    from gatebench.store import open_store
+
+    name = "specs/petstore.yaml"
+    event = upload(world, name, quick_petstore(["nginx", "haproxy"], testers=2))
+    run_id = run_id_for_object(UPLOADS, name, event["data"]["generation"])
+    execution = run(world, event, "exec-petstore")
+    assert execution.state == "SUCCEEDED", execution.error
+    assert (execution.result["status"], execution.result["teardown"]) == ("done", "ok")
+    assert set(execution.result["scores"]) == {"nginx", "haproxy"}
+    store = open_store(f"firestore://{PROJECT}")
+    measured = {(m.target, m.workload): m for m in store.measurements(run_id)}
+    assert set(measured) == {
+        (t, w) for t in ("nginx", "haproxy", "baseline") for w in ("list", "show", "create")
+    }
+    assert all(m.ok > 0 and "partial" not in m.flags for m in measured.values())
+    assert [measured[(t, "show")].requests for t in ("nginx", "haproxy", "baseline")] == [60] * 3
+    storage: Storage = world["storage"]
+    for t in (0, 1):
+        assert storage.read_optional(RUNS, f"runs/{run_id}/raw/gatling-t{t}/simulation.log")
+    assert_every_gateway_phase_metered(store, storage, run_id, stored_run(run_id))
+    # Every image its VMs start was pinned by the digest the registry gave its tag.
+    saved = json.loads(storage.read_optional(RUNS, f"runs/{run_id}/vms.tfvars.json") or b"{}")
+    digests = world["digests"]
+    assert saved["runner_image"] == f"{IMAGE}@{digests[IMAGE]}"
+    for name in ("nginx", "haproxy"):
+        image = saved["gateways"][name]["image"]
+        tag, _, pinned = image.partition("@")
+        assert pinned == digests[tag], name
+    # Where it ran: containers of the runner image, one per VM command and per build step.
+    vms: LocalVms = world["vms"]
+    ran = sorted(n.split(f"{run_id}-", 1)[1] for n in vms.started if run_id in n)
+    assert ran == [
+        "backend",
+        "gw-haproxy-meter",
+        "gw-nginx-meter",
+        "tester",
+        "tester-1",
+    ]
+    builds = [b for b in world["builds"].builds if b["substitutions"]["_RUN_ID"] == run_id]
+    assert [b["status"] for b in builds] == ["SUCCESS"] * 3
+    assert (
+        len([n for n in world["builds"].containers if any(b["id"][:8] in n for b in builds)]) == 6
+    )
+    assert run_processes(world, run_id) == []
+    assert [d for d in vms.denied if run_id in d] == []
 
 
 def assert_every_gateway_phase_metered(
@@ -444,11 +553,12 @@ def test_a_gateway_that_never_comes_up_fails_the_run_at_provision_then_teardown(
 
 def test_a_provisioning_that_outlasts_its_timeout_is_torn_down(world: dict[str, Any]) -> None:
     # Tyk never comes up here, so the tester keeps waiting for it (60 s) while nginx, the
-    # backend and the tester run: the provision build's 15 s timeout passes first, in
-    # wait-ready (room for vm-vars and apply before it on a busy machine).
+    # backend and the tester run: the provision build's 50 s timeout passes first, in
+    # wait-ready (room for vm-vars and apply, each a container of the runner image, before it
+    # on a busy machine).
     event = upload(world, "specs/slow.yaml", quick_auction(["nginx", "tyk"]))
     run_id = run_id_for_object(UPLOADS, "specs/slow.yaml", event["data"]["generation"])
-    execution = run(world, event, "exec-timeout", provision_timeout="15")
+    execution = run(world, event, "exec-timeout", provision_timeout="50")
     assert execution.state == "FAILED"
     assert execution.error["step"] == "provision"
     assert "finished with status TIMEOUT" in execution.error["message"]

@@ -9,6 +9,7 @@ with its located errors, read back by the real Firestore client."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,7 @@ import pytest
 from cloud.firestore import EmulatorFirestore, start_firestore_emulator
 from cloud.pipeline import WORKFLOW, workflow_env
 from cloud.servers import gcs_env, start_function, start_gcs_emulator, storage_client, unpack_bundle
+from cloud.settings import deployment
 from cloud.standins import RecordingBigQuery, RecordingBuilds, RoutedHttp
 from cloud.workflows_interpreter import Clock, Execution, Interpreter
 from gatebench.model import run_id_for_object
@@ -38,8 +40,16 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         gcs = start_gcs_emulator(supervisor, logs)
         client: Any = storage_client(gcs)
         bucket = client.create_bucket(UPLOADS)
-        parse = start_function(supervisor, unpack_bundle("parse", tmp), "parse", logs, gcs_env(gcs))
+        runs = client.create_bucket("gb-runs")
+        runs.blob("pipeline/settings.json").upload_from_string(json.dumps(deployment()))
         _, firestore_host = start_firestore_emulator(supervisor, logs)
+        env = {
+            **gcs_env(gcs),
+            "FIRESTORE_EMULATOR_HOST": firestore_host,
+            "GATEBENCH_FIRESTORE_DATABASE": "(default)",
+            "GATEBENCH_RUNS_BUCKET": "gb-runs",
+        }
+        parse = start_function(supervisor, unpack_bundle("parse", tmp), "parse", logs, env)
         firestore = EmulatorFirestore(firestore_host)
         try:
             yield {

@@ -6,8 +6,9 @@
   before object-level grants (no grant for the backend's service account), the backend's
   read of its own configuration answers 403 and the backend never serves.
 
-Each test runs a backend VM (the runner image's ``gatebench cloud backend``) in its own
-network namespace, and probes it from another machine of the same test network."""
+Each test runs a backend VM (the runner image's ``gatebench cloud backend``, in a container of
+the image built from cloudbuild/runner.Dockerfile: tests/cloud/image.py) in its own network
+namespace, and probes it from another machine of the same test network."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from cloud.image import BuiltImage, containers, tag
 from cloud.localvms import LocalVms
 from cloud.netns import LocalNetwork, leftovers, network_namespaces_work
 from cloud.servers import start_gcs_emulator, storage_client
@@ -31,6 +33,7 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = "gb-runs"
 RUN = "r-00000000000000000abc"
+IMAGE = "europe-docker.pkg.dev/gatebench-test/gb-gatebench/runner:0.1.0"
 PROBE = """
 import socket, sys
 try:
@@ -54,7 +57,10 @@ def gcs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Storage
 
 
 @pytest.fixture
-def vms(tmp_path: Path, gcs: tuple[str, Storage]) -> Iterator[tuple[LocalVms, LocalNetwork, Path]]:
+def vms(
+    tmp_path: Path, gcs: tuple[str, Storage], runner_image: BuiltImage
+) -> Iterator[tuple[LocalVms, LocalNetwork, Path]]:
+    tag(runner_image.tag, IMAGE)
     reason = network_namespaces_work()
     if reason is not None:
         pytest.fail(f"the local VMs need network namespaces: {reason}")
@@ -68,12 +74,15 @@ def vms(tmp_path: Path, gcs: tuple[str, Storage]) -> Iterator[tuple[LocalVms, Lo
     network = LocalNetwork()
     with Supervisor() as supervisor:
         env = {"STORAGE_EMULATOR_HOST": url, "GATEBENCH_PROJECT": "gatebench-test"}
-        local = LocalVms(supervisor, storage, tmp_path, env, network, url, templates, infra)
+        local = LocalVms(
+            supervisor, storage, tmp_path, env, network, url, templates, infra, image=IMAGE
+        )
         try:
             yield local, network, tmp_path
         finally:
             local.close()
             assert leftovers(network.tag) == []
+            assert containers(network.tag) == []
 
 
 def backend_only() -> dict[str, Any]:
@@ -83,7 +92,7 @@ def backend_only() -> dict[str, Any]:
         "zone": "local",
         "prefix": "gb",
         "run_id": RUN,
-        "runner_image": "europe-docker.pkg.dev/gatebench-test/gb-gatebench/runner:0.1.0",
+        "runner_image": IMAGE,
         "runs_bucket": RUNS,
         "service_accounts": {"tester": "t@x", "gateway": "g@x", "backend": "b@x"},
         "backend": {

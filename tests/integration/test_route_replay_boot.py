@@ -9,12 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from gatebench._cli.render import _boot_check
 from gatebench.cli import main
 from gatebench.errors import UnsupportedHere
 from gatebench.ir import Api
 from gatebench.procs import Supervisor, free_port, http_probe
-from gatebench.provisioners import ConfigRejected, boot_gateway, check_config, write_files
+from gatebench.provisioners import (
+    CheckTask,
+    ConfigRejected,
+    boot_gateway,
+    check_config,
+    check_gateway,
+    write_files,
+)
 from gatebench.renderers import RenderTarget, get_renderer
 from gatebench.renderers.nginx import NginxRenderer
 from gatebench.renderers.traefik import TraefikRenderer
@@ -128,16 +134,16 @@ def test_render_check_boots_traefik(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert code == 0
 
 
-def test_a_router_traefik_drops_fails_the_boot_check(
-    tmp_path: Path, petstore: Api, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_router_traefik_drops_fails_the_boot_check(tmp_path: Path, petstore: Api) -> None:
     target = RenderTarget(workdir=str(tmp_path), listen_port=8080)
-    assert _boot_check(BrokenTraefik(), target, petstore) == " rejected at boot"
-    err = capsys.readouterr().err
+    broken = check_gateway(CheckTask(BrokenTraefik(), tmp_path, target, petstore))
+    assert (broken.status, broken.failed) == (" rejected at boot", True)
+    (err,) = broken.messages
     assert err.startswith("traefik: the configuration was partly refused at boot:\n")
     assert " ERR " in err
     assert "unsupported function: Methodd" in err
-    assert _boot_check(get_renderer("traefik"), target, petstore) == " [booted: ok]"
+    fine = check_gateway(CheckTask(get_renderer("traefik"), tmp_path, target, petstore))
+    assert (fine.status, fine.failed, fine.messages) == (" [booted: ok]", False, ())
 
 
 def test_render_check_exits_1_when_the_boot_refuses_the_config(
@@ -159,3 +165,40 @@ def test_render_check_exits_1_when_the_boot_refuses_the_config(
     ]
     assert "unsupported function: Methodd" in err
     assert code == 1
+
+
+def test_a_boot_check_sees_exactly_what_was_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Routes the render left out (with a warning) are not in the files, so the boot check,
+    which boots the same routes, never reports them again; the other gateways still run."""
+    spec = tmp_path / "api.yaml"
+    spec.write_text(
+        "openapi: 3.0.3\ninfo: {title: t, version: '1'}\npaths:\n"
+        "  /ok:\n    get: {responses: {'200': {description: ok}}}\n"
+        "  /pair/{a}{b}:\n    get:\n      parameters:\n"
+        "        - {name: a, in: path, required: true, schema: {type: string}}\n"
+        "        - {name: b, in: path, required: true, schema: {type: string}}\n"
+        "      responses: {'200': {description: ok}}\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    code = main(["render", str(spec), "-g", "traefik,nginx", "-o", str(out), "--check"])
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == [
+        f"traefik: {out / 'traefik'} (dynamic.yml, traefik.yml) [booted: ok]",
+        f"nginx: {out / 'nginx'} (nginx.conf) [checker: ok]",
+    ]
+    left_out = (
+        "api.yaml: warning: /paths/~1pair~1{a}{b}/get: parameters 'a' and 'b' follow each "
+        "other in one path segment with nothing between them; no gateway can tell where one "
+        "ends; the route is left out of its configuration"
+    )
+    assert captured.err.splitlines() == [
+        left_out,
+        "traefik: 1 of 2 routes left out (it cannot express them and no workload uses them)",
+        left_out,
+        "nginx: 1 of 2 routes left out (it cannot express them and no workload uses them)",
+    ]
+    assert "<spec>" not in captured.err
+    assert code == 0

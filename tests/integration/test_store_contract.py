@@ -196,6 +196,18 @@ def test_list_runs_newest_first_with_a_limit(store: ResultStore) -> None:
     assert store.list_runs(limit=0) == []
 
 
+def test_unfinished_runs_oldest_first(store: ResultStore) -> None:
+    """What the cloud path's parse step counts against limits.max_active_runs."""
+    for run_id, created in (("a", 10.0), ("b", 30.0), ("c", 20.0), ("d", 40.0), ("e", 5.0)):
+        store.create_run(run_record(run_id, created))
+    store.set_status("b", RunStatus.DONE)
+    store.set_status("d", RunStatus.FAILED, failed_step="parse", error="x")
+    store.set_status("a", RunStatus.PARSED)
+    store.set_status("e", RunStatus.PARTIAL)
+    assert [r.run_id for r in store.unfinished_runs()] == ["a", "c"]
+    assert {r.status for r in store.unfinished_runs()} == {RunStatus.PARSED, RunStatus.RECEIVED}
+
+
 def test_a_measurement_round_trips_exactly(store: ResultStore) -> None:
     store.create_run(run_record())
     m = measurement()

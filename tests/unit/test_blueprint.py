@@ -85,3 +85,64 @@ def test_without_node_a_blueprint_is_refused_with_what_to_do(
 )
 def test_recognising_a_blueprint(name: str, text: str, expected: bool) -> None:
     assert looks_like_blueprint(name, text) is expected
+
+
+def test_a_host_whose_port_is_not_a_number_is_a_located_error(tmp_path: Path) -> None:
+    path = tmp_path / "api.apib"
+    path.write_text(
+        "FORMAT: 1A\nHOST: http://127.0.0.1:9000;return 200/\n\n# T\n\n## Things [/things]\n\n"
+        "### List [GET]\n\n+ Response 200\n",
+        encoding="utf-8",
+    )
+    result = read_spec(path)
+    assert result.api is None
+    assert [p.format() for p in result.errors] == [
+        "api.apib:2:1: error: /: HOST 'http://127.0.0.1:9000;return 200/' cannot be a server: "
+        "its port '9000;return 200' is not a number"
+    ]
+
+
+def test_a_question_mark_in_a_uri_template_starts_its_query_part(tmp_path: Path) -> None:
+    """RFC 6570: a literal '?' starts the query; the route is the part before it and the
+    variables after it are query parameters (a fixed 'name=value' is a fixed query value)."""
+    path = tmp_path / "devices.apib"
+    path.write_text(
+        "FORMAT: 1A\n\n# Devices\n\n## Devices [/devices?{product_key}&{limit}]\n\n"
+        "+ Parameters\n    + product_key: `abc` (string, required) - The product\n"
+        "    + limit: `10` (number, optional) - How many\n\n"
+        "### List devices [GET]\n\n+ Response 200\n\n"
+        "## Phones [/devices/{id}/status?type=phone&since={date}]\n\n"
+        "+ Parameters\n    + id: `1` (number, required) - The device\n"
+        "    + date: `2024-01-01` (string, optional) - Since when\n\n"
+        "### Phone status [GET]\n\n+ Response 200\n",
+        encoding="utf-8",
+    )
+    result = read_spec(path)
+    assert result.errors == []
+    assert result.api is not None
+    assert result.api.left_out == ()
+    got = {
+        op.route_path: [
+            (p.name, p.location, p.required, p.schema, p.examples) for p in op.parameters
+        ]
+        for op in result.api.operations
+    }
+    assert got == {
+        "/devices": [
+            ("product_key", "query", True, {"type": "string"}, ("abc",)),
+            ("limit", "query", False, {"type": "number"}, ("10",)),
+        ],
+        "/devices/{id}/status": [
+            ("id", "path", True, {"type": "number"}, ("1",)),
+            ("type", "query", True, {"type": "string", "enum": ["phone"]}, ("phone",)),
+            ("since", "query", False, {"type": "string"}, ("2024-01-01",)),
+        ],
+    }
+    assert [(p.severity, p.line, p.message) for p in result.warnings] == [
+        (
+            "note",
+            11,
+            "2 URI template(s) carry a query part after '?' (e.g. '/devices?{product_key}&{limit}'); "
+            "they are routed on the part before it and its variables are sent as query parameters",
+        )
+    ]

@@ -224,6 +224,33 @@ def test_vm_vars_are_exactly_the_variables_of_infra_vms() -> None:
     assert (empty["gateways"], empty["backend"], empty["tester"]) == ({}, None, None)
 
 
+def test_the_vms_live_as_long_as_the_plan_needs_and_the_testers_disk_holds_its_log() -> None:
+    """max_run_duration: the plan's estimate plus a margin (gatebench.cost.vm_max_run_s),
+    capped by the deployment's limits.vm_lifetime; the tester's boot disk from the plan's raw
+    log bound (gatebench.cost.disk_gib_per_tester), as infra/vms takes it."""
+    from gatebench.cloud._render import render_run
+    from gatebench.cloud._vms import vm_vars
+    from gatebench.cost import disk_gib_per_tester, vm_max_run_s
+    from gatebench.plan import load_plan
+    from gatebench.spec import read_spec
+
+    plan = load_plan(read_spec(AUCTION, name="openapi.yaml")).to_dict()
+    ref = ObjectRef("gb-uploads", "specs/auction.yaml", "9")
+    roomy = deployment(limits={"vm_lifetime": 43200})
+    rendered = render_run(AUCTION, ref, roomy, "gb-runs")
+    assert rendered.fleet["max_run_duration_s"] == vm_max_run_s(plan)
+    assert 1800 < vm_max_run_s(plan) < 3 * 3600  # minutes to hours, not the 12-hour cap
+    assert rendered.fleet["tester"]["disk_gb"] == disk_gib_per_tester(plan) == 10
+    values = vm_vars(roomy, rendered.fleet, ref.run_id, "gb-runs")
+    assert values["max_run_duration_s"] == vm_max_run_s(plan)
+    assert values["tester"]["disk_gb"] == 10
+    tight = vm_vars(deployment(limits={"vm_lifetime": 1200}), rendered.fleet, ref.run_id, "x")
+    assert tight["max_run_duration_s"] == 1200  # the deployment's cap holds
+    main = (ROOT / "infra" / "vms" / "main.tf").read_text()
+    tester = main[main.index('resource "google_compute_instance" "tester"') :]
+    assert "size  = var.tester.disk_gb" in tester.split("network_interface")[0]
+
+
 def test_a_capacity_run_renders_the_search_input_for_the_tester() -> None:
     import json
 

@@ -253,7 +253,7 @@ def test_the_gateway_starts_only_after_its_keys_are_written(tmp_path: Path, fail
     done = subprocess.run(["bash", str(part)], capture_output=True, text=True, env=env)
     lines = calls.read_text().splitlines()
     assert re.fullmatch(
-        rf"run --rm --network host -v {tmp_path}:/etc/gatebench "
+        rf"run --rm --network host --log-driver=gcplogs -v {tmp_path}:/etc/gatebench "
         r"europe-central2-docker\.pkg\.dev/proj/gb-gatebench/runner:0\.1\.0 " + " ".join(argv),
         lines[0],
     ), lines[0]

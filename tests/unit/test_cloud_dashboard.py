@@ -131,3 +131,31 @@ def test_dashboard_settings_are_checked() -> None:
         "GATEBENCH_SPEC_PREFIX: expected lowercase letters, digits, _ and - ending with '/', "
         "got '../x'"
     )
+
+
+def test_the_cloud_steps_read_the_entry_an_upload_names_in_a_zip_of_two() -> None:
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("first.yaml", AUCTION)
+        zf.writestr("second.yaml", AUCTION.replace(b"gateways: [", b"gateways: [kong, "))
+    zipped = buf.getvalue()
+    ref = ObjectRef("gb-uploads", "specs/20260101-120000-1a2b3c4d-specs.zip", "7")
+    without = parse_upload(zipped, ref, now=0.0)
+    assert [e["message"] for e in without.response()["errors"]] == [
+        "several API descriptions in the bundle (first.yaml, second.yaml); name one with "
+        "--entry (an upload: the 'entry' parameter)"
+    ]
+    metadata = {"gatebench": '{"entry":"second.yaml","quick":true}'}
+    chosen = parse_upload(zipped, ref, now=0.0, metadata=metadata)
+    assert chosen.ok, chosen.message
+    assert chosen.run.gateways[0] == "kong"
+    rendered = render_run(zipped, ref, SETTINGS, "gb-runs", metadata)
+    assert "kong" in rendered.configs
+    bad = parse_upload(zipped, ref, now=0.0, metadata={"gatebench": '{"entry": 7}'})
+    assert next((e["pointer"], e["message"]) for e in bad.response()["errors"]) == (
+        "/entry",
+        "expected the name of a file inside the zip, got 7",
+    )

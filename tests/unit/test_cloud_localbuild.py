@@ -120,12 +120,17 @@ def test_steps_share_the_workspace_and_terraform_gets_the_substituted_args(tmp_p
 
 def test_the_image_files_are_what_the_dockerfile_copies() -> None:
     assert runner_image_files(ROOT / "cloudbuild" / "runner.Dockerfile") == [
+        ("gatling", "/opt/gatebench/gatling"),
+        ("infra/vms", "/opt/gatebench/infra/vms"),
         ("pyproject.toml", "/opt/gatebench/pyproject.toml"),
         ("README.md", "/opt/gatebench/README.md"),
         ("requirements", "/opt/gatebench/requirements"),
+        ("setup.py", "/opt/gatebench/setup.py"),
+        ("MANIFEST.in", "/opt/gatebench/MANIFEST.in"),
+        ("backend", "/opt/gatebench/backend"),
+        ("frontend", "/opt/gatebench/frontend"),
+        ("gateways", "/opt/gatebench/gateways"),
         ("src", "/opt/gatebench/src"),
-        ("gatling", "/opt/gatebench/gatling"),
-        ("infra/vms", "/opt/gatebench/infra/vms"),
     ]
 
 
@@ -190,7 +195,7 @@ INIT = [
     "init",
     "-input=false",
     "-backend-config=bucket=gb-runs",
-    "-backend-config=prefix=tfstate/runs/$_RUN_ID",
+    "-backend-config=prefix=runs/$_RUN_ID",
 ]
 APPLY = [
     "-chdir=/opt/gatebench/infra/vms",
@@ -233,7 +238,7 @@ def test_init_and_apply_in_separate_steps_fail_as_terraform_does(
     step = shell(both, env=["TF_DATA_DIR=/workspace/terraform"])
     result = create(build, body([vars_step, step]))
     assert result["status"] == "SUCCESS"
-    assert fleet.applied == ["gs://gb-runs/tfstate/runs/r-0123456789abcdef0123"]
+    assert fleet.applied == ["gs://gb-runs/runs/r-0123456789abcdef0123"]
 
 
 def test_apply_without_init_and_a_held_state_lock_fail_with_terraforms_words(
@@ -397,7 +402,12 @@ def test_a_provision_stopped_in_apply_leaves_the_lock_and_teardown_still_destroy
     fleet, objects, clock = SlowFleet(), Objects(), VirtualClock()
     terraform = LocalTerraform(fleet, objects, now=clock.now, sleep=clock.sleep)  # type: ignore[arg-type]
     build = LocalCloudBuild(tmp_path, IMAGE, terraform)
-    substitutions = {"_RUNNER_IMAGE": IMAGE, "_RUN_ID": RUN_ID, "_RUNS_BUCKET": "gb-runs"}
+    substitutions = {
+        "_RUNNER_IMAGE": IMAGE,
+        "_RUN_ID": RUN_ID,
+        "_RUNS_BUCKET": "gb-runs",
+        "_STATE_BUCKET": "gb-tfstate",
+    }
     vars_step = shell("echo '{}' > /workspace/run.tfvars.json")
 
     def config(step: dict[str, Any], timeout: str) -> dict[str, Any]:
@@ -409,11 +419,11 @@ def test_a_provision_stopped_in_apply_leaves_the_lock_and_teardown_still_destroy
     assert fleet.entered.is_set()  # the timeout stopped the step inside apply
     hold.set()  # the instances come up after the build was stopped
     assert fleet.finished.wait(30)
-    lock = ("gb-runs", f"tfstate/runs/{RUN_ID}/default.tflock")
+    lock = ("gb-tfstate", f"runs/{RUN_ID}/default.tflock")
     assert lock in objects.objects  # the killed apply left its lock
     result = create(build, config(build_step("teardown", "destroy"), "60s"))
     assert result["status"] == "SUCCESS"
-    assert fleet.destroyed == [f"gs://gb-runs/tfstate/runs/{RUN_ID}"]
+    assert fleet.destroyed == [f"gs://gb-tfstate/runs/{RUN_ID}"]
     assert lock not in objects.objects
     log = (tmp_path / result["id"] / "step-1.log").read_text()
     assert "removing the state lock" in log

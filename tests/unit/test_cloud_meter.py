@@ -8,6 +8,7 @@ test sleeps, so "the upload comes 7 s after the score step started" is exact."""
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from collections.abc import Callable
@@ -46,6 +47,10 @@ class MemoryBucket:
     def write(self, bucket: str, name: str, data: bytes | str, content_type: str = "") -> None:
         assert bucket == RUNS
         self.objects[name] = data.encode() if isinstance(data, str) else data
+
+    def open_optional(self, bucket: str, name: str) -> io.BytesIO | None:
+        data = self.read_optional(bucket, name)
+        return None if data is None else io.BytesIO(data)
 
     def names(self, bucket: str, prefix: str) -> list[str]:
         return sorted(n for n in self.objects if n.startswith(prefix))

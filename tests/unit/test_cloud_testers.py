@@ -3,6 +3,7 @@ common start, the load build waiting for every tester, the merged ingest (gatebe
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,10 @@ class MemoryBucket:
 
     def write(self, bucket: str, name: str, data: bytes | str, content_type: str = "") -> None:
         self.objects[name] = data.encode() if isinstance(data, str) else data
+
+    def open_optional(self, bucket: str, name: str) -> io.BytesIO | None:
+        data = self.read_optional(bucket, name)
+        return None if data is None else io.BytesIO(data)
 
     def names(self, bucket: str, prefix: str) -> list[str]:
         return sorted(n for n in self.objects if n.startswith(prefix))

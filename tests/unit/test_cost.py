@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 
 from gatebench.cli import main
-from gatebench.cost import CostError, describe_cost, estimate_cost, machine_hourly, price_table
+from gatebench.cost import (
+    CostError,
+    describe_cost,
+    describe_vm_limits,
+    estimate_cost,
+    machine_hourly,
+    price_table,
+)
 from gatebench.model import Measurement, RunRecord, RunStatus
 from gatebench.report import build_report, render_html, render_markdown
 
@@ -76,7 +83,8 @@ def test_every_figure_of_one_plan() -> None:
         "Compute Engine 2 × e2-standard-4": (25.3, 0.134012 / 60),
         # backend + tester
         "Compute Engine 2 × n2-standard-2": (25.3, 0.097118 / 60),
-        # 4 × 10 GiB for 759 s of a 730-hour month
+        # 4 × 10 GiB (the tester's too: test_the_vms_limits_come_from_the_estimate) for 759 s
+        # of a 730-hour month
         "boot disks 4 × 10 GiB": (4 * 10 * 759 / (730 * 3600), 0.04),
         # 240 + 429 + 90 s of builds
         "Cloud Build (provision, load, teardown)": (12.65, 0.006),
@@ -144,7 +152,9 @@ def test_gatebench_plan_prints_the_cost_of_a_cloud_plan_only(
     plan = load_plan(read_spec(AUCTION.read_bytes(), name="openapi.yaml"))
     assert plan.infrastructure is not None
     expected = describe_cost(estimate_cost(plan.to_dict()))
-    assert out.endswith("\n".join(expected) + "\n")
+    limits = describe_vm_limits(plan.to_dict())
+    assert out.endswith("\n".join([*expected, limits]) + "\n")
+    assert limits.startswith("VMs delete themselves after ")
     import yaml
 
     document = yaml.safe_load(AUCTION.read_text())
@@ -152,7 +162,8 @@ def test_gatebench_plan_prints_the_cost_of_a_cloud_plan_only(
     local = tmp_path / "local.yaml"
     local.write_text(yaml.safe_dump(document))
     assert main(["plan", str(local)]) == 0
-    assert "Estimated cost" not in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "Estimated cost" not in out and "VMs delete themselves" not in out
 
 
 def test_the_report_of_a_cloud_run_shows_its_cost() -> None:
@@ -181,3 +192,33 @@ def test_the_report_of_a_cloud_run_shows_its_cost() -> None:
     )
     assert local.cost is None and "cost" not in local.to_dict()
     assert "Estimated cost" not in render_markdown(local)
+
+
+def test_the_vms_limits_come_from_the_estimate() -> None:
+    """A run's VMs delete themselves after the estimated lifetime × 2 + 30 min (whole minutes),
+    not a 12-hour default; the tester's disk holds the raw log's bound twice over the
+    system's 4 GiB (a profile bounded by time: at 50,000 requests/s), at least 10 GiB."""
+    from gatebench.cost import (
+        describe_vm_limits,
+        disk_gib_per_tester,
+        raw_log_bytes_bound,
+        vm_max_run_s,
+    )
+
+    # 759 s × 2 + 1800 s = 3318 s → 56 whole minutes
+    assert vm_max_run_s(PLAN) == 56 * 60
+    # per target: 3 repetitions × (30 s × 50,000 + 200) + a 6-s warm-up × 50,000; 3 targets
+    assert raw_log_bytes_bound(PLAN) == 3 * (3 * (30 * 50_000 + 200) + 6 * 50_000) * 25
+    assert disk_gib_per_tester(PLAN) == 10  # 4 + 2 × 0.335 GiB: the minimum
+    long = {
+        **PLAN,
+        "workloads": [
+            {"name": "bid", "injection": {"kind": "concurrent", "users": 10, "duration": 3600.0}}
+        ],
+    }
+    # 3 × 3 × 3600 s × 50,000 requests/s + 3 × 6 s × 50,000, × 25 bytes: 37.74 GiB
+    assert disk_gib_per_tester(long) == 4 + 76
+    assert describe_vm_limits(PLAN) == (
+        "VMs delete themselves after 56 min at most (estimated 12.7 min × 2 + 30 min; the "
+        "deployment's limits.vm_lifetime caps it); tester boot disk 10 GiB"
+    )

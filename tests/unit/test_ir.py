@@ -756,3 +756,159 @@ def test_raml_errors_are_located(tmp_path: Path) -> None:
             "URI parameter 'other' is not in the resource path '/a/{id}'",
         ),
     ]
+
+
+# -- names that cannot be what they claim ---------------------------------------------------
+
+TOKEN_HINT = "letters, digits and !#$%&'*+-.^_`|~"
+
+
+def test_a_header_or_cookie_name_that_is_not_an_http_token_is_a_located_error(
+    tmp_path: Path,
+) -> None:
+    doc = oas(
+        {
+            "/a": {
+                "get": {
+                    "parameters": [
+                        {"name": "X-Evil\r\nInjected: yes", "in": "header", "schema": {}},
+                        {"name": "X Space", "in": "header", "schema": {}},
+                        {"name": "X-Fine", "in": "header", "schema": {}},
+                        {"name": "c;d", "in": "cookie", "schema": {}},
+                        {"name": "q with space", "in": "query", "schema": {}},
+                    ],
+                    "responses": OK,
+                }
+            }
+        },
+        components={
+            "securitySchemes": {"key": {"type": "apiKey", "in": "header", "name": "X-Key\n"}}
+        },
+    )
+    result = spec(tmp_path, doc)
+    assert result.api is None
+    assert [(p.pointer, p.message) for p in result.errors] == [
+        (
+            "/paths/~1a/get/parameters/0/name",
+            "header parameter name 'X-Evil\\r\\nInjected: yes' is not an HTTP token "
+            f"({TOKEN_HINT})",
+        ),
+        (
+            "/paths/~1a/get/parameters/1/name",
+            f"header parameter name 'X Space' is not an HTTP token ({TOKEN_HINT})",
+        ),
+        (
+            "/paths/~1a/get/parameters/3/name",
+            f"cookie parameter name 'c;d' is not an HTTP token ({TOKEN_HINT})",
+        ),
+    ]
+    assert all(p.line is not None for p in result.errors)
+    # A security scheme that cannot be used is ignored, as every other one is, with the reason.
+    assert (
+        "/components/securitySchemes/key/name",
+        f"apiKey header name 'X-Key\\n' is not an HTTP token ({TOKEN_HINT}); the scheme is ignored",
+    ) in [(p.pointer, p.message) for p in result.warnings]
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("http://127.0.0.1:9000;return 200/", "its port '9000;return 200' is not a number"),
+        ("http://127.0.0.1:²/", "its port '²' is not a number"),
+        ("https://api.example.com:99999", "its port '99999' is not a number from 1 to 65535"),
+        (
+            "http://a;b.example.com/v1",
+            "its host 'a;b.example.com' is not a host name or an IP address",
+        ),
+        ("http://[::1/v1", "its host '[::1' is not a host name or an IP address"),
+    ],
+)
+def test_a_server_url_whose_authority_is_not_host_and_port_is_a_located_error(
+    tmp_path: Path, url: str, why: str
+) -> None:
+    result = spec(tmp_path, oas({"/a": {"get": {"responses": OK}}}, servers=[{"url": url}]))
+    assert result.api is None
+    assert [(p.pointer, p.message) for p in result.errors] == [
+        ("/servers/0/url", f"server URL {url!r} cannot be a server: {why}")
+    ]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://api.example.com:8443/v1",
+        "http://[2001:db8::1]:8080/x",
+        "http://[fe80::1%25eth0]/",
+        "http://user@api.example.com/",
+        "https://api_v2.example.com",
+        "//api.example.com/v1",
+        "/v1",
+        "v2/",
+    ],
+)
+def test_server_urls_with_a_host_and_a_port_number_are_read(tmp_path: Path, url: str) -> None:
+    api = api_of(spec(tmp_path, oas({"/a": {"get": {"responses": OK}}}, servers=[{"url": url}])))
+    assert api.operations[0].base_url == url
+
+
+def test_a_swagger_host_with_a_port_that_is_not_a_number_is_a_located_error(
+    tmp_path: Path,
+) -> None:
+    doc = {
+        "swagger": "2.0",
+        "info": {"title": "t", "version": "1"},
+        "host": "127.0.0.1:9000;return 200",
+        "paths": {"/x": {"get": {"responses": OK}}},
+    }
+    result = spec(tmp_path, doc)
+    assert result.api is None
+    assert [(p.pointer, p.message) for p in result.errors] == [
+        (
+            "/host",
+            "host '127.0.0.1:9000;return 200' cannot be a server: "
+            "its port '9000;return 200' is not a number",
+        )
+    ]
+
+
+def test_raml_header_names_and_base_uri_are_checked(tmp_path: Path) -> None:
+    (tmp_path / "api.raml").write_text(
+        "#%RAML 1.0\ntitle: x\nbaseUri: http://127.0.0.1:9000;return 200/\n/a:\n  get:\n"
+        '    headers:\n      "X Bad":\n        type: string\n',
+        encoding="utf-8",
+    )
+    result = read_spec(tmp_path / "api.raml")
+    assert result.api is None
+    assert [(p.pointer, p.line, p.message) for p in result.errors] == [
+        (
+            "/baseUri",
+            3,
+            "baseUri 'http://127.0.0.1:9000;return 200/' cannot be a server: "
+            "its port '9000;return 200' is not a number",
+        ),
+        (
+            "/~1a/get/headers/X Bad",
+            7,
+            f"header parameter name 'X Bad' is not an HTTP token ({TOKEN_HINT})",
+        ),
+    ]
+
+
+def test_validate_refuses_a_header_name_with_a_line_break(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gatebench.cli import main
+
+    path = tmp_path / "api.yaml"
+    path.write_text(
+        "openapi: 3.0.3\ninfo: {title: t, version: '1'}\npaths:\n  /a:\n    get:\n"
+        '      parameters:\n        - {name: "X-A\\r\\nX-B: 1", in: header, schema: {}}\n'
+        "      responses: {'200': {description: ok}}\n",
+        encoding="utf-8",
+    )
+    assert main(["validate", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert out == (
+        "api.yaml:7:12: error: /paths/~1a/get/parameters/0/name: header parameter name "
+        f"'X-A\\r\\nX-B: 1' is not an HTTP token ({TOKEN_HINT})\n"
+    )

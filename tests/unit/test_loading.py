@@ -249,9 +249,79 @@ def test_folder_with_several_descriptions_asks_for_entry(tmp_path: Path) -> None
     problem = only_error(read_spec(tmp_path))
     assert (
         problem.message
-        == "several API descriptions in the bundle (one.yaml, two.yaml); name one with --entry"
+        == "several API descriptions in the bundle (one.yaml, two.yaml); name one with --entry "
+        "(an upload: the 'entry' parameter)"
     )
     assert read_spec(tmp_path, entry="two.yaml").errors == []
+
+
+def _zip(*members: tuple[str, str]) -> bytes:
+    import warnings
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Duplicate name": on purpose
+        for name, text in members:
+            zf.writestr(zipfile.ZipInfo(name), text)
+    return buf.getvalue()
+
+
+def test_a_line_break_in_a_zip_member_name_cannot_forge_a_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from gatebench.cli import main
+
+    name = "x\nforged.yaml:1:1: error: pwned\r.yaml"
+    data = _zip((name, "openapi: 3.0.3\ninfo: {title: t, version: '1'}\npaths: [\n"))
+    problem = only_error(read_spec(data, name="up.zip"))
+    assert problem.source == name  # the exact name in data (JSON answers escape it themselves)
+    assert problem.format() == (
+        "x\\nforged.yaml:1:1: error: pwned\\r.yaml:4:1: error: /paths: YAML syntax: "
+        "did not find expected node content (while parsing a flow node)"
+    )
+    (tmp_path / "up.zip").write_bytes(data)
+    assert main(["validate", str(tmp_path / "up.zip")]) == 1
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and out.startswith("x\\nforged.yaml:1:1: error: pwned\\r")
+
+
+def test_a_zip_member_named_twice_is_a_warning_and_the_later_one_is_read() -> None:
+    data = _zip(
+        ("openapi.yaml", MINIMAL_YAML),
+        ("openapi.yaml", MINIMAL_YAML.replace("title: t", "title: later")),
+    )
+    result = read_spec(data, name="up.zip")
+    assert result.errors == []
+    assert result.api is not None and result.api.title == "later"
+    assert [(p.source, p.message) for p in result.warnings] == [
+        ("up.zip", "the zip holds 'openapi.yaml' twice; the later one is read")
+    ]
+
+
+def test_backslashes_in_zip_member_names_are_folders() -> None:
+    """Older Windows zip tools write ``paths\\a.yaml``: a folder, not a name outside the
+    archive (a ``..\\`` still is)."""
+    root = MINIMAL_YAML.replace(
+        '  /pets:\n    get:\n      responses:\n        "200": {description: ok}\n',
+        "  /pets:\n    $ref: 'paths/pets.yaml'\n",
+    )
+    item = "get:\n  responses:\n    '200': {description: ok}\n"
+    result = read_spec(_zip(("api\\openapi.yaml", root), ("api\\paths\\pets.yaml", item)))
+    assert result.errors == [], [p.format() for p in result.errors]
+    assert result.api is not None and len(result.api.operations) == 1
+    outside = only_error(read_spec(_zip(("openapi.yaml", root), ("..\\evil.yaml", "x: 1"))))
+    assert outside.message == "zip entry '..\\\\evil.yaml' points outside the archive"
+
+
+def test_an_encrypted_zip_member_is_refused_in_one_clean_line() -> None:
+    data = bytearray(_zip(("openapi.yaml", MINIMAL_YAML)))
+    data[6] |= 1  # "encrypted" in the local header and in the central directory
+    data[data.find(b"PK\x01\x02") + 8] |= 1
+    problem = only_error(read_spec(bytes(data), name="up.zip"))
+    assert problem.message == (
+        "zip entry 'openapi.yaml' is encrypted; gatebench reads no password-protected "
+        "archive: zip the files again without a password"
+    )
 
 
 def test_benchmark_file_points_to_unmodified_spec(tmp_path: Path) -> None:

@@ -422,6 +422,7 @@ def test_headers_may_not_carry_credentials(auction: Api) -> None:
                     "Authorization": "Bearer x",
                     "X-Ok": "1",
                     "Bad Name": "v",
+                    "X-Trailing\n": "v",
                     "X-Multi": "a\nb",
                 },
                 "injection": {"at_once": 1},
@@ -434,6 +435,10 @@ def test_headers_may_not_carry_credentials(auction: Api) -> None:
             "Authorization is never written in the description; use auth: {...} with an environment variable",
         ),
         ("/x-gatebench/workloads/0/headers/Bad Name", "'Bad Name' is not a valid HTTP header name"),
+        (
+            "/x-gatebench/workloads/0/headers/X-Trailing\n",
+            "'X-Trailing\\n' is not a valid HTTP header name",
+        ),
         ("/x-gatebench/workloads/0/headers/X-Multi", "a header value must be a single-line string"),
     ]
 
@@ -464,6 +469,10 @@ def test_backend_variants(auction: Api) -> None:
     assert plan_errors(auction, section(backend={"url": "x", "mock": True})) == [
         ("/x-gatebench/backend", "give exactly one of 'url' (your service), 'mock' or 'builtin'")
     ]
+    for url in ("http://10.0.0.5:8080/\n", "http://10.0.0.5:99999", "http://10.0.0.5:80:80"):
+        assert plan_errors(auction, section(backend={"url": url})) == [
+            ("/x-gatebench/backend/url", f"expected an http:// or https:// URL, got {url!r}")
+        ]
 
 
 def test_infrastructure(auction: Api) -> None:

@@ -161,3 +161,27 @@ def test_adversarial_inputs_the_description_refuses_are_located() -> None:
         assert got[pointer].startswith(message), (pointer, got[pointer])
     assert all(p.line is not None for p in left_out)
     assert len(result.api.left_out) == len(expected)
+
+
+def test_a_plan_validate_refuses_is_printed_as_warnings_and_the_render_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "api.yaml"
+    spec.write_text(
+        "openapi: 3.0.3\ninfo: {title: t, version: '1'}\npaths:\n  /a:\n    get:\n"
+        "      operationId: getA\n      responses: {'200': {description: ok}}\n"
+        "x-gatebench:\n  gateways: [nginx]\n  backend: {url: 'http://user:pw@127.0.0.1:9000'}\n"
+        "  workloads:\n    - {name: w, operation: nope, injection: {at_once: 1}}\n",
+        encoding="utf-8",
+    )
+    assert main(["render", str(spec), "-g", "nginx", "-o", str(tmp_path / "out")]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [
+        "api.yaml:10:13: warning: /x-gatebench/backend/url: credentials in the URL are never "
+        "accepted; use auth: {...} with an env variable",
+        "api.yaml:12:17: warning: /x-gatebench/workloads/0/operation: no operation 'nope' in the "
+        "description; the description has 1 operations (gatebench parse SPEC lists them)",
+        "gatebench render: the x-gatebench plan has 2 errors (above, as warnings): validate and "
+        "run refuse it; the configurations need only the description",
+    ]
+    assert captured.out == f"nginx: {tmp_path / 'out' / 'nginx'} (nginx.conf)\n"

@@ -116,6 +116,87 @@ def test_verdict_when_the_lead_is_inside_the_noise() -> None:
     assert report.verdict[1].endswith("treat the two as equal on this evidence.")
 
 
+def disagreeing_repetitions() -> list[Measurement]:
+    """Ten repetitions in which the score of the averaged metrics and the per-repetition
+    ranking disagree, as on a busy machine: nginx is steady (10 ms) and never first; caddy is
+    first in 4 (9 ms), second in 5 (9.8 ms) and stalls once (16 ms); haproxy is first in the
+    other 6 (9.5 ms) and stalls in the first 4 (30 ms). The stalls weigh on the means, so
+    nginx has the highest score of the averaged metrics while it wins no repetition."""
+    ms = []
+    for rep in range(1, 11):
+        ms.append(m("nginx", "w", rep, 10.0))
+        ms.append(m("caddy", "w", rep, 9.0 if rep <= 4 else 9.8 if rep < 10 else 16.0))
+        ms.append(m("haproxy", "w", rep, 30.0 if rep <= 4 else 9.5))
+    return ms
+
+
+def test_verdict_when_the_averaged_metrics_and_the_repetitions_disagree() -> None:
+    report = build_report(
+        run_record(gateways=["nginx", "caddy", "haproxy"]), disagreeing_repetitions()
+    )
+    stability = {r.target: (r.first, r.mean_rank) for r in report.summary.rank_stability}
+    assert [g.target for g in report.summary.scores.gateways] == ["nginx", "caddy", "haproxy"]
+    assert stability == {"nginx": (0, 2.5), "caddy": (4, 1.7), "haproxy": (6, 1.8)}
+    assert report.summary.comparison is not None
+    assert report.summary.comparison.difference.estimate < 0  # caddy does better per repetition
+    text = " ".join(report.verdict)
+    assert "lead" not in text
+    assert report.verdict == (
+        "nginx, caddy and haproxy are tied on this evidence: the score of the averaged metrics "
+        "and the ranking of the single repetitions disagree.",
+        "On the metrics averaged over the 10 repetitions, nginx scores highest (100 of 100, paper "
+        "profile), ahead of caddy (99) and haproxy (63).",
+        "Scored one repetition at a time, haproxy ranked first in 6 of 10 repetitions (mean rank "
+        "1.8), caddy in 4 (mean rank 1.7) and nginx in 0 (mean rank 2.5); caddy's score averaged "
+        "1.3 points above nginx's (95 % CI -7.5 to 10.0).",
+        "More repetitions, or a quieter machine, may separate them; until then, compare them on "
+        "the tables.",
+    )
+
+
+def test_a_negative_difference_alone_is_a_disagreement() -> None:
+    # Each wins two rounds, but b wins by more than a does: b's per-repetition score averages
+    # more, though a's averaged metrics score higher.
+    ms = []
+    for rep, (a, b) in enumerate([(10.0, 5.0), (10.0, 5.0), (10.0, 16.0), (10.0, 16.0)]):
+        ms += [m("a", "w", rep, a), m("b", "w", rep, b)]
+    report = build_report(run_record(gateways=["a", "b"]), ms)
+    assert [g.target for g in report.summary.scores.gateways] == ["a", "b"]
+    assert report.verdict[0].startswith("a and b are tied on this evidence: ")
+    assert "lead" not in " ".join(report.verdict)
+    assert report.verdict[2].startswith(
+        "Scored one repetition at a time, a ranked first in 2 of 4 repetitions (mean rank 1.5) "
+        "and b in 2 (mean rank 1.5); b's score averaged "
+    )
+
+
+def test_the_gateways_scored_between_disagreeing_ones_are_tied_with_them() -> None:
+    # c wins every round but stalls once, badly: the averaged metrics put it last; b sits
+    # between a and c on both counts, so it is tied with them as well.
+    ms = []
+    for rep in range(1, 6):
+        ms += [m("a", "w", rep, 10.0), m("b", "w", rep, 11.0)]
+        ms.append(m("c", "w", rep, 9.5 if rep < 5 else 100.0))
+        ms.append(m("d", "w", rep, 40.0))
+    report = build_report(run_record(gateways=["a", "b", "c", "d"]), ms)
+    assert [g.target for g in report.summary.scores.gateways] == ["a", "b", "c", "d"]
+    assert report.verdict[0].startswith("a, b and c are tied on this evidence: ")
+    assert report.verdict[1].endswith("ahead of b (92), c (48) and d (32).")
+
+
+def test_the_html_stability_section_speaks_of_no_negative_lead() -> None:
+    report = build_report(
+        run_record(gateways=["nginx", "caddy", "haproxy"]), disagreeing_repetitions()
+    )
+    html = render_html(report)
+    assert "the lead is" not in html
+    assert (
+        "<p>caddy − nginx, paired by repetition: 1.3 points, 95 % CI -7.5 to 10.0: scored one "
+        "repetition at a time, caddy does better than nginx, against the order of the averaged "
+        "metrics (see the verdict); the difference is inside the run-to-run noise.</p>"
+    ) in html
+
+
 def test_verdict_with_one_repetition() -> None:
     report = build_report(run_record(), [m("a", "w", 0, 10.0), m("b", "w", 0, 12.0)])
     assert report.verdict == (

@@ -109,3 +109,32 @@ def test_a_missing_frontend_folder(tmp_path: Path, capsys: pytest.CaptureFixture
 )
 def test_what_counts_as_loopback(host: str, loopback: bool) -> None:
     assert is_loopback(host) is loopback
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "expected"),
+    [
+        ("--max-queued", "0", "expected a whole number of at least 1, got '0'"),
+        ("--max-parses", "²", "expected a whole number of at least 1, got '²'"),
+        ("--max-connections", "-3", "expected a whole number of at least 1, got '-3'"),
+        ("--read-timeout", "0", "expected a number of seconds above 0, got '0'"),
+        ("--read-timeout", "nan", "expected a number of seconds above 0, got 'nan'"),
+    ],
+)
+def test_bounds_must_be_positive(
+    flag: str, value: str, expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", flag, value])
+    assert exited.value.code == 2
+    assert f"argument {flag}: {expected}" in capsys.readouterr().err
+
+
+def test_the_bounds_are_shown_with_their_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "more uploads get 429 with Retry-After (default 10)" in text
+    assert "the others wait for a slot (default 2)" in text
+    assert "more get 503 (default 32)" in text
+    assert "at 64 KiB/s (default 10)" in text

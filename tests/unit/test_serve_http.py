@@ -9,8 +9,10 @@ import contextlib
 import http.client
 import json
 import os
+import socket
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 
 from gatebench.store import SqliteStore
-from gatebench.web import GatebenchHTTPServer, SiteConfig, build_server, export_site
+from gatebench.web import GatebenchHTTPServer, ServeLimits, SiteConfig, build_server, export_site
 from paths import EXAMPLES, ROOT
 
 PETSTORE = (EXAMPLES / "petstore" / "openapi.yaml").read_bytes()
@@ -291,9 +293,12 @@ def test_valid_uploads_queue_one_after_the_other(served: Served) -> None:
     assert status == 202
     assert second["queue_position"] == 2
     assert second["run_id"] != first["run_id"]
-    assert second["run_id"].startswith(
-        first["run_id"][:16]
-    )  # same second: a suffix keeps them apart
+    # Same spec: within the same second a suffix keeps the two ids apart (the stamp is the
+    # first 15 characters; on a busy machine the second upload may come a second later).
+    if second["run_id"][:15] == first["run_id"][:15]:
+        assert second["run_id"] == f"{first['run_id']}-2"
+    else:
+        assert second["run_id"][:15] > first["run_id"][:15]
     status, listed = served.json("GET", "/api/runs")
     runs = listed["runs"]
     assert [(r["run_id"], r["status"], r["queue_position"]) for r in runs] == [
@@ -339,3 +344,195 @@ def test_signed_url_uploads(signed: Served) -> None:
     assert stored.read_bytes() == PETSTORE
     bad_name = signed.request("PUT", "/bucket/specs/..%2f..%2fx.yaml?expires=1&signature=x", b"x")
     assert bad_name[0] == 400
+
+
+# -- bounds: the queue, the parses, the connections, slow and short requests ------------------
+
+
+@pytest.fixture
+def bounded(tmp_path: Path) -> Iterator[Served]:
+    limits = ServeLimits(
+        max_queued=2, max_parses=1, max_connections=6, read_timeout=1.0, parse_wait=0.5
+    )
+    yield from _serve(tmp_path, limits=limits)
+
+
+def _open(served: Served, head: bytes = b"") -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", served.port), timeout=10)
+    if head:
+        sock.sendall(head)
+    return sock
+
+
+def _answer(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes the connection."""
+    data = b""
+    with contextlib.suppress(ConnectionResetError):
+        while chunk := sock.recv(65536):
+            data += chunk
+    sock.close()
+    return data
+
+
+def _until(what: str, check: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def _slot_taken(served: Served) -> bool:
+    slots = served.server.app.parse_slots
+    if slots.acquire(blocking=False):
+        slots.release()
+        return False
+    return True
+
+
+def test_a_full_queue_answers_429_with_retry_after_and_its_length(bounded: Served) -> None:
+    for position in (1, 2):
+        status, answer = bounded.upload("uploads", PETSTORE, "name=petstore.yaml")
+        assert (status, answer["queue_position"]) == (202, position)
+    status, headers, body = bounded.request(
+        "POST", "/api/uploads?name=petstore.yaml", PETSTORE, {"X-Gatebench": "1"}
+    )
+    assert status == 429
+    assert headers["retry-after"] == "60"
+    answer = json.loads(body)
+    assert answer["queue_length"] == 2
+    assert answer["errors"][0]["message"] == (
+        "the run queue is full: 2 runs are waiting (the limit is 2, --max-queued); "
+        "try again once one has started"
+    )
+    # checking a spec needs no place in the queue
+    assert bounded.upload("validate", PETSTORE)[0] == 200
+    listed = bounded.json("GET", "/api/runs")[1]["runs"]
+    assert len(listed) == 2
+
+
+@pytest.fixture
+def signed_one_place(tmp_path: Path) -> Iterator[Served]:
+    yield from _serve(tmp_path, upload_method="signed-url", limits=ServeLimits(max_queued=1))
+
+
+def test_a_full_queue_refuses_a_signed_upload_before_storing_it(
+    signed_one_place: Served,
+) -> None:
+    served = signed_one_place
+    bodies = [PETSTORE, PETSTORE + b"# the second\n"]
+    tickets = [served.upload("uploads", body, "name=petstore.yaml")[1] for body in bodies]
+    assert _put(served, tickets[0], bodies[0]) == 200
+    assert _put(served, tickets[1], bodies[1]) == 429
+    # and no further ticket while it is full
+    assert served.upload("uploads", PETSTORE, "name=other.yaml")[0] == 429
+    assert not (served.results / "uploads" / "bucket" / tickets[1]["object"]).exists()
+
+
+@pytest.mark.parametrize(
+    ("length", "status"),
+    [("²", 400), ("٣", 400), ("-1", 400), ("+5", 400), ("0x10", 400), ("5 5", 400), ("", 400)],
+)
+def test_a_malformed_content_length_is_a_client_error(
+    bounded: Served, length: str, status: int
+) -> None:
+    sock = _open(
+        bounded,
+        b"POST /api/validate?name=p.yaml HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nX-Gatebench: 1\r\n"
+        b"Content-Length: %s\r\n\r\nabcde" % (bounded.port, length.encode()),
+    )
+    answer = _answer(sock)
+    assert answer.startswith(b"HTTP/1.1 %d " % status), answer[:200]
+    assert b'"message": "Content-Length: expected a whole number of bytes' in answer
+
+
+def test_two_different_lengths_are_refused(bounded: Served) -> None:
+    sock = _open(
+        bounded,
+        b"POST /api/validate?name=p.yaml HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nX-Gatebench: 1\r\n"
+        b"Content-Length: 5\r\nContent-Length: 6\r\n\r\nabcdef" % bounded.port,
+    )
+    assert _answer(sock).startswith(b"HTTP/1.1 400 ")
+
+
+def test_headers_sent_a_byte_at_a_time_are_cut_off(bounded: Served) -> None:
+    sock = _open(bounded)
+    start = time.monotonic()
+    closed = None
+    head = b"GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nX-Slow: " % bounded.port
+    for byte in head + b"a" * 100:
+        try:
+            sock.sendall(bytes([byte]))
+        except OSError:
+            closed = time.monotonic() - start
+            break
+        sock.settimeout(0.1)
+        with contextlib.suppress(TimeoutError):
+            if sock.recv(4096, socket.MSG_PEEK):
+                closed = time.monotonic() - start
+                break
+    assert closed is not None, "the server still reads a request that started 10 s ago"
+    assert closed < 5  # the read timeout is 1 s
+    sock.settimeout(5)
+    assert _answer(sock).startswith(b"HTTP/1.1 408 ")
+
+
+def test_a_body_shorter_than_its_length_is_cut_off(bounded: Served) -> None:
+    sock = _open(
+        bounded,
+        b"POST /api/validate?name=p.yaml HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nX-Gatebench: 1\r\n"
+        b"Content-Length: 1000\r\n\r\nopenapi: 3.0.0\n" % bounded.port,
+    )
+    start = time.monotonic()
+    answer = _answer(sock)
+    assert time.monotonic() - start < 5
+    assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
+    assert b"the body stopped after 15 of 1,000 bytes" in answer
+
+
+def test_an_idle_connection_is_closed_without_an_answer(bounded: Served) -> None:
+    sock = _open(bounded)
+    start = time.monotonic()
+    assert _answer(sock) == b""
+    assert time.monotonic() - start < 5
+
+
+@pytest.fixture
+def one_parse(tmp_path: Path) -> Iterator[Served]:
+    # a read timeout long enough for the slow upload to outlast the other's wait
+    yield from _serve(tmp_path, limits=ServeLimits(max_parses=1, parse_wait=0.5))
+
+
+def test_parses_wait_for_a_free_slot(one_parse: Served) -> None:
+    bounded = one_parse
+    # One upload holds the only parse slot while its body trickles in...
+    slow = _open(
+        bounded,
+        b"POST /api/validate?name=p.yaml HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nX-Gatebench: 1\r\n"
+        b"Connection: close\r\nContent-Length: %d\r\n\r\n" % (bounded.port, len(PETSTORE)),
+    )
+    _until("the slow upload to take the parse slot", lambda: _slot_taken(bounded))
+    # ...so the next one waits for it (0.5 s here), then is told to come back.
+    status, headers, body = bounded.request(
+        "POST", "/api/validate?name=p.yaml", PETSTORE, {"X-Gatebench": "1"}
+    )
+    assert status == 503
+    assert headers["retry-after"] == "5"
+    assert json.loads(body)["errors"][0]["message"] == (
+        "1 upload is being checked (the limit is 1, --max-parses); try again in a few seconds"
+    )
+    slow.sendall(PETSTORE)
+    assert _answer(slow).startswith(b"HTTP/1.1 200 ")
+    assert bounded.upload("validate", PETSTORE)[0] == 200  # the slot is free again
+
+
+def test_connections_beyond_the_limit_are_refused_at_once(bounded: Served) -> None:
+    idle = [_open(bounded) for _ in range(6)]
+    _until("six connections served", lambda: bounded.server.connections == 6)
+    extra = _open(bounded)
+    answer = _answer(extra)
+    assert answer.startswith(b"HTTP/1.1 503 "), answer[:200]
+    assert b"Retry-After: 1" in answer
+    for sock in idle:
+        sock.close()
+    _until("the idle connections to end", lambda: bounded.server.connections == 0)
+    assert bounded.request("GET", "/config.json")[0] == 200

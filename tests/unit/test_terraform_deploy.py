@@ -120,7 +120,12 @@ def run_build(
     config = yaml.safe_load((ROOT / "cloudbuild" / f"{name}.yaml").read_text())
     workspace = tmp_path / "workspace"
     workspace.mkdir(exist_ok=True)
-    values = {"_RUN_ID": RUN_ID, "_RUNS_BUCKET": "gb-runs", "_RUNNER_IMAGE": "img"}
+    values = {
+        "_RUN_ID": RUN_ID,
+        "_RUNS_BUCKET": "gb-runs",
+        "_STATE_BUCKET": "gb-tfstate",
+        "_RUNNER_IMAGE": "img",
+    }
     results = []
     for index, step in enumerate(config["steps"]):
         entrypoint = step.get("entrypoint", "gatebench")
@@ -183,7 +188,8 @@ def test_terraform_runs_init_and_its_action_in_one_step(
     assert (Path(env["FAKE_STATE"]) / action).read_text() == "done"
     made = calls(env)
     assert [c.split()[0] for c in made] == ["init", action]
-    assert f"-backend-config=prefix=tfstate/runs/{RUN_ID}" in made[0].split()
+    assert "-backend-config=bucket=gb-tfstate" in made[0].split()
+    assert f"-backend-config=prefix=runs/{RUN_ID}" in made[0].split()
     assert "-var-file=" + str(tmp_path / "workspace" / "run.tfvars.json") in made[1].split()
 
 
@@ -689,3 +695,313 @@ def test_the_gateway_vms_read_the_runner_repository_for_their_meter() -> None:
     assert grants["gateways_pull_docker_hub"]["repository"] == (
         "${google_artifact_registry_repository.dockerhub.name}"
     )
+
+
+# -- the functions' builder reads the bucket Cloud Functions copies each source into
+
+
+def test_the_functions_builder_reads_cloud_functions_source_buckets_before_any_build() -> None:
+    """Cloud Functions copies every function's archive into gcf-v2-sources-NUMBER-REGION and
+    the build (as the builder account) fetches it from there: a project-level grant limited to
+    buckets of that name (the bucket exists only after the first deploy), waited for before
+    any function (the parse ... ingest functions and the dashboard's) is built."""
+    doc = load_hcl(INFRA / "modules" / "functions" / "main.tf")
+    resources = {
+        f"{kind}.{name}": body
+        for block in doc["resource"]
+        for kind, named in block.items()
+        for name, body in named.items()
+    }
+    grant = resources["google_project_iam_member.builder_reads_function_sources"]
+    assert grant["role"] == "roles/storage.objectViewer"
+    assert grant["member"] == "${google_service_account.builder.member}"
+    (condition,) = grant["condition"]
+    expression = condition["expression"].replace(
+        '\\"', '"'
+    )  # HCL's escapes, as Terraform reads them
+    assert expression == 'resource.name.startsWith("projects/_/buckets/gcf-v2-sources-")'
+    kind = "storage.googleapis.com/Object"
+    for bucket in ("gcf-v2-sources-123456789012-europe-central2", "gcf-v2-sources-1-us-east1"):
+        assert cel(expression, kind, f"projects/_/buckets/{bucket}/objects/parse/source.zip")
+        assert cel(expression, "storage.googleapis.com/Bucket", f"projects/_/buckets/{bucket}")
+    for other in ("gb-runs-proj", "gcf-sources-1-us-east1", "x-gcf-v2-sources-1", "gcf-v2-source"):
+        assert not cel(expression, kind, f"projects/_/buckets/{other}/objects/o"), other
+    wait = resources["time_sleep.builder_grants"]
+    assert int(wait["create_duration"].removesuffix("s")) >= 120
+    assert "${google_project_iam_member.builder_reads_function_sources}" in wait["depends_on"]
+    assert resources["google_cloudfunctions2_function.this"]["depends_on"] == [
+        "${time_sleep.builder_grants}"
+    ]
+    # The dashboard's functions are built with the account the module hands out only after
+    # that wait.
+    outputs = load_hcl(INFRA / "modules" / "functions" / "outputs.tf")
+    (builder,) = [
+        o["builder_service_account"] for o in outputs["output"] if "builder_service_account" in o
+    ]
+    assert builder["depends_on"] == ["${time_sleep.builder_grants}"]
+    dashboard = (INFRA / "modules" / "dashboard" / "main.tf").read_text()
+    assert "service_account   = var.builder_service_account" in dashboard
+    assert root()["module"]["dashboard"]["builder_service_account"] == (
+        "${module.functions.builder_service_account}"
+    )
+
+
+# -- Terraform state in a versioned bucket; writes outside runs/ by the deploy alone
+
+WRITE_ROLES = {
+    "roles/storage.objectAdmin",
+    "roles/storage.objectCreator",
+    "roles/storage.objectUser",
+    "roles/storage.admin",
+}
+
+
+def bucket_condition(prefix: str, bucket: str) -> str:
+    """The modules/bucket conditional grant's expression for ``prefix``, as Terraform renders
+    it for ``bucket``."""
+    text = (INFRA / "modules" / "bucket" / "main.tf").read_text()
+    (template,) = re.findall(r'expression  = "(resource\.name\.startsWith[^\n]*)"\n', text)
+    expression = template.replace('\\"', '"')
+    return expression.replace("${var.name}", bucket).replace("${each.value.prefix}", prefix)
+
+
+def test_terraform_state_lives_in_a_versioned_bucket_the_builds_write_under_runs_only() -> None:
+    config = root()
+    state = config["module"]["state"]
+    assert state["source"] == "./modules/bucket"
+    assert state["versioning"] is True
+    assert state["keep_noncurrent_days"] == "${var.state_versions_days}"
+    assert state["iam"] == {"roles/storage.objectViewer": ["${module.runner.build_member}"]}
+    assert state["conditional_iam"] == [
+        {
+            "role": "roles/storage.objectAdmin",
+            "member": "${module.runner.build_member}",
+            "prefix": "runs/",
+        }
+    ]
+    bucket = (INFRA / "modules" / "bucket" / "main.tf").read_text()
+    assert "versioning {\n    enabled = var.versioning\n  }" in bucket
+    assert "days_since_noncurrent_time = lifecycle_rule.value" in bucket
+    # The builds' Terraform finds it: workflow env → substitution → step env → backend.
+    assert config["module"]["workflow"]["env"]["GATEBENCH_STATE_BUCKET"] == "${module.state.name}"
+    workflow = (ROOT / "workflows" / "benchmark.yaml").read_text()
+    assert '_STATE_BUCKET: ${sys.get_env("GATEBENCH_STATE_BUCKET")}' in workflow
+    for name in ("provision", "teardown"):
+        steps = yaml.safe_load((ROOT / "cloudbuild" / f"{name}.yaml").read_text())["steps"]
+        (terraform,) = [s for s in steps if s.get("entrypoint") == "bash"]
+        assert "STATE_BUCKET=$_STATE_BUCKET" in terraform["env"]
+    step = (INFRA / "vms" / "terraform-step.sh").read_text()
+    assert '-backend-config="bucket=${STATE_BUCKET:?}"' in step
+    assert '-backend-config="prefix=runs/${RUN_ID:?}"' in step
+    assert "RUNS_BUCKET" not in step
+    # The deployment's own state goes there too, under deployment/ (the build cannot write it).
+    outputs = (INFRA / "outputs.tf").read_text()
+    assert 'prefix = \\"deployment\\"' in outputs
+    expression = bucket_condition("runs/", "gb-tfstate-proj")
+    kind = "storage.googleapis.com/Object"
+    objects = "projects/_/buckets/gb-tfstate-proj/objects/"
+    assert cel(expression, kind, f"{objects}runs/{RUN_ID}/default.tfstate")
+    assert cel(expression, kind, f"{objects}runs/{RUN_ID}/default.tflock")
+    assert not cel(expression, kind, f"{objects}deployment/default.tfstate")
+
+
+def test_only_the_deploy_writes_the_settings_the_vms_trust() -> None:
+    """The functions and the builds write run objects (runs/) only; pipeline/settings.json
+    (which names the runner image and the VMs' accounts) and the functions' sources are
+    written by Terraform, as whoever deploys."""
+    runs = root()["module"]["runs"]
+    unconditional = {role for role in runs["iam"] if role in WRITE_ROLES}
+    assert unconditional == set()
+    writes = [g for g in runs["conditional_iam"] if g["role"] in WRITE_ROLES]
+    assert {(g["member"], g["prefix"]) for g in writes} == {
+        ("${module.functions.service_account_member}", "runs/"),
+        ("${module.runner.build_member}", "runs/"),
+    }
+    expression = bucket_condition("runs/", "gb-runs-proj")
+    kind = "storage.googleapis.com/Object"
+    objects = "projects/_/buckets/gb-runs-proj/objects/"
+    for allowed_name in (f"runs/{RUN_ID}/configs/nginx/nginx.conf", f"runs/{RUN_ID}/rows.jsonl"):
+        assert cel(expression, kind, f"{objects}{allowed_name}"), allowed_name
+    for denied in ("pipeline/settings.json", "pipeline/functions/score-1.zip", "site/index.html"):
+        assert not cel(expression, kind, f"{objects}{denied}"), denied
+    # The functions' builder reads their sources only.
+    builder = [g for g in runs["conditional_iam"] if "builder_member" in g["member"]]
+    assert builder == [
+        {
+            "role": "roles/storage.objectViewer",
+            "member": "${module.functions.builder_member}",
+            "prefix": "pipeline/functions/",
+        }
+    ]
+
+
+# -- terraform destroy of the deployment
+
+
+SAFEGUARDS = (
+    "deletion_protection",
+    "delete_protection_state",
+    "deletion_policy",
+    "delete_contents_on_destroy",
+    "force_destroy",
+)
+DELETED_BY_DEFAULT = {("google_storage_bucket_object", "deletion_policy")}
+"""Safeguards whose default deletes (an object's only other value, ABANDON, keeps it)."""
+
+
+def test_every_deletion_safeguard_is_set_explicitly() -> None:
+    """Every argument of the provider's schema that decides whether `terraform destroy` may
+    delete a resource is written out (a default such as google_workflows_workflow's
+    deletion_protection = true makes the runbook's destroy fail); the results follow
+    protect_results, the workflow and the VMs never block a destroy."""
+    from terraform_schema import provider_schema
+
+    schemas = provider_schema()["resource_schemas"]
+    seen = []
+    for path in sorted(INFRA.rglob("*.tf")):
+        if ".terraform" in path.parts:
+            continue
+        for block in load_hcl(path).get("resource", []):
+            for kind, named in block.items():
+                attributes = schemas.get(kind, {}).get("block", {}).get("attributes", {})
+                for name, body in named.items():
+                    for argument in SAFEGUARDS:
+                        spec = attributes.get(argument)
+                        if spec is None or not (spec.get("optional") or spec.get("required")):
+                            continue
+                        if (kind, argument) in DELETED_BY_DEFAULT:
+                            continue
+                        where = f"{path.relative_to(ROOT)}: {kind}.{name}"
+                        assert argument in body, f"{where} leaves {argument} to its default"
+                        seen.append((f"{kind}.{name}", argument, body[argument]))
+    assert ("google_workflows_workflow.this", "deletion_protection", False) in seen
+    results = {(k, a): v for k, a, v in seen if "bigquery" in k or "firestore" in k}
+    assert results == {
+        ("google_bigquery_dataset.this", "delete_contents_on_destroy"): "${!var.protect_results}",
+        ("google_bigquery_table.measurements", "deletion_protection"): "${var.protect_results}",
+        ("google_bigquery_table.summary", "deletion_protection"): False,  # a view: no data
+        ("google_firestore_database.this", "delete_protection_state"): (
+            '${var.protect_results ? "DELETE_PROTECTION_ENABLED" : "DELETE_PROTECTION_DISABLED"}'
+        ),
+        ("google_firestore_database.this", "deletion_policy"): (
+            '${var.protect_results ? "ABANDON" : "DELETE"}'
+        ),
+    }
+    instances = [v for k, a, v in seen if k.startswith("google_compute_instance.")]
+    assert instances == [False, False, False]
+    assert root()["module"]["results"]["protect_results"] == "${var.protect_results}"
+
+
+# -- what a deployment keeps, and for how long
+
+
+def test_images_and_run_objects_do_not_pile_up() -> None:
+    """Every Artifact Registry repository has cleanup policies that really run (no dry run):
+    the runner's and the functions' delete versions no tag points at and keep the 5 newest;
+    the Docker Hub cache drops what no run pulled for 30 days. The runs bucket deletes raw logs
+    after raw_log_retention_days and every other run object after run_retention_days."""
+    repositories = {}
+    for module in ("runner", "functions"):
+        for block in load_hcl(INFRA / "modules" / module / "main.tf")["resource"]:
+            for name, body in block.get("google_artifact_registry_repository", {}).items():
+                repositories[f"{module}.{name}"] = body
+    assert sorted(repositories) == ["functions.images", "runner.dockerhub", "runner.this"]
+    for where, body in repositories.items():
+        assert body.get("cleanup_policy_dry_run") is False, where
+        policies = {p["id"]: p for p in body["cleanup_policies"]}
+        if where == "runner.dockerhub":
+            assert policies == {
+                "drop-old-cache": {
+                    "id": "drop-old-cache",
+                    "action": "DELETE",
+                    "condition": [{"tag_state": "ANY", "older_than": "2592000s"}],
+                }
+            }
+            continue
+        assert policies["delete-untagged"]["condition"] == [
+            {"tag_state": "UNTAGGED", "older_than": "${var.untagged_image_days * 86400}s"}
+        ]
+        assert policies["keep-newest"]["action"] == "KEEP"
+        assert policies["keep-newest"]["most_recent_versions"] == [{"keep_count": 5}]
+    rules = root()["module"]["runs"]["lifecycle_rules"]
+    assert rules == [
+        {
+            "age_days": "${var.raw_log_retention_days}",
+            "prefixes": ["runs/"],
+            "suffixes": ["/simulation.log"],
+        },
+        {"age_days": "${var.run_retention_days}", "prefixes": ["runs/"], "suffixes": []},
+    ]
+
+
+# -- locations tied to the region
+
+
+def test_locations_default_from_the_region_and_a_zone_elsewhere_stops_the_apply() -> None:
+    variables = {
+        k: v for block in load_hcl(INFRA / "variables.tf")["variable"] for k, v in block.items()
+    }
+    assert variables["bigquery_location"]["default"] is None
+    assert variables["firestore_location"]["default"] is None
+    main = load_hcl(INFRA / "main.tf")
+    local = {k: v for block in main["locals"] for k, v in block.items()}
+    assert local["bigquery_location"] == "${coalesce(var.bigquery_location, var.region)}"
+    assert local["firestore_location"] == "${coalesce(var.firestore_location, var.region)}"
+    results = root()["module"]["results"]
+    assert results["bigquery_location"] == "${local.bigquery_location}"
+    assert results["firestore_location"] == "${local.firestore_location}"
+    settings = root()["resource"]["google_storage_bucket_object.settings"]
+    (lifecycle,) = settings["lifecycle"]
+    conditions = [p["condition"] for p in lifecycle["precondition"]]
+    assert conditions[0] == '${startswith(var.zone, "${var.region}-")}'
+    assert "lower(local.bigquery_location) == lower(var.region)" in conditions[1]
+    # The deployment's region reaches the parse step, which refuses a plan's zone elsewhere
+    # (tests/unit/test_cloud_parse_limits.py).
+    assert local["settings"]["region"] == "${var.region}"
+    assert local["settings"]["limits"] == "${var.limits}"
+
+
+def test_cloud_nat_exists_only_when_the_deployment_asks_for_outside_access() -> None:
+    network = (INFRA / "modules" / "network" / "main.tf").read_text()
+    for resource in ('"google_compute_router" "this"', '"google_compute_router_nat" "this"'):
+        body = network[network.index(resource) :].split("\n}")[0]
+        assert (
+            "count   = var.nat ? 1 : 0" in body
+            or "count                              = var.nat ? 1 : 0" in body
+        ), resource
+    assert root()["module"]["network"]["nat"] == "${var.outside_access}"
+    variables = {
+        k: v for block in load_hcl(INFRA / "variables.tf")["variable"] for k, v in block.items()
+    }
+    assert variables["outside_access"]["default"] is False
+    main = load_hcl(INFRA / "main.tf")
+    local = {k: v for block in main["locals"] for k, v in block.items()}
+    assert local["settings"]["outside_access"] == "${var.outside_access}"
+    # Private Google Access stays on: the APIs and Artifact Registry without NAT.
+    assert "private_ip_google_access = true" in network
+
+
+def test_a_gateway_vms_token_reads_configurations_not_results() -> None:
+    """A gateway container on the host network can take its VM account's token from the
+    metadata server: that account reads configurations, the fleet, the render input and the
+    load-done markers, and the meters' samples it writes (of any run: the account serves every
+    run, the documented remaining exposure), never a workload, raw log, row or the
+    deployment's settings."""
+    gateway = vm_object_access()["gateway"]
+    other = "r-" + "f" * 20
+    for name in (
+        f"runs/{other}/configs/haproxy/haproxy.cfg",
+        f"runs/{other}/fleet.json",
+        f"runs/{other}/render-input.json",
+    ):
+        assert allowed(gateway, "get", name), name
+    for name in (
+        f"runs/{RUN_ID}/workload.json",
+        f"runs/{RUN_ID}/raw/gatling/simulation.log",
+        f"runs/{RUN_ID}/rows.jsonl",
+        f"runs/{RUN_ID}/backend.json",
+        f"runs/{RUN_ID}/testers.jsonl",
+        f"runs/{RUN_ID}/x/configs/a",  # configs/ must follow the run's own folder
+        "pipeline/settings.json",
+    ):
+        assert not allowed(gateway, "get", name), name

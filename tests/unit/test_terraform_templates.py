@@ -17,7 +17,8 @@ import pytest
 
 from cloud.settings import deployment
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "infra" / "vms" / "templates"
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATES = ROOT / "infra" / "vms" / "templates"
 _DIRECTIVE = re.compile(r"%\{ (for (\w+) in ([\w.]+)|endfor) (~?)\}")
 
 
@@ -331,6 +332,19 @@ def test_gateway_images_come_through_the_docker_hub_remote_repository() -> None:
     assert pulled["quay.io/org/img:2"] == "quay.io/org/img:2"  # another registry: as named
     for image in images:
         assert pulled[image].startswith(f"{mirror}/"), image
+    # The provision build resolves each tag's digest where the VMs pull it from: the same rule
+    # in Python (gatebench.cloud._images), and a pinned reference keeps its digest there.
+    from gatebench.cloud._images import docker_hub_mirror
+
+    digest = "sha256:" + "ab" * 32
+    pinned = [f"{i}@{digest}" for i in images]
+    again = pull_references(
+        [*images, *pinned, "docker.io/library/nginx:1", "quay.io/org/img:2"], mirror
+    )
+    for image in [*images, *pinned, "docker.io/library/nginx:1"]:
+        assert docker_hub_mirror(image, mirror) == again[image], image
+    assert again[f"nginx:1.22.1@{digest}"] == f"{mirror}/library/nginx:1.22.1@{digest}"
+    assert docker_hub_mirror("quay.io/org/img:2", mirror) is None
     # infra/vms hands the templates the mirrored references, for the gateway and sidecars,
     # and the mirror is the remote repository infra/modules/runner creates.
     _, args = startup_arguments()["gateway"]
@@ -346,7 +360,11 @@ def test_gateway_images_come_through_the_docker_hub_remote_repository() -> None:
     values["sidecars"] = [dict(GATEWAY["sidecars"][0], image=pulled[REDIS_IMAGE])]
     script = render((TEMPLATES / "gateway.sh.tftpl").read_text(), values)
     joined = script.replace("\\\n", "")
-    runs = re.findall(r"^docker run .*? --network host\s+(?:-v \S+\s+)?'([^']+)'", joined, re.M)
+    runs = re.findall(
+        r"^docker run .*? --network host --log-driver=gcplogs\s+(?:-v \S+\s+)?'([^']+)'",
+        joined,
+        re.M,
+    )
     assert len(runs) == joined.count("\ndocker run ") == 3
     # ... except the meter's, which is the runner image (the project's own repository).
     assert runs[-1] == GATEWAY["runner_image"], runs
@@ -388,7 +406,8 @@ def test_the_gateway_script_starts_the_meter_with_the_runs_values_quoted() -> No
     script = render((TEMPLATES / "gateway.sh.tftpl").read_text(), GATEWAY)
     meter = script[script.index(METER_SECTION) :]
     assert meter.endswith(
-        "docker run -d --name gatebench-meter --restart on-failure:10 --network host \\\n"
+        "docker run -d --name gatebench-meter --restart on-failure:10 --network host "
+        "--log-driver=gcplogs \\\n"
         "  -v /sys/fs/cgroup:/host/cgroup:ro "
         "'europe-central2-docker.pkg.dev/proj/gb-gatebench/runner:0.1.0' cloud meter "
         "--run-id 'r-0123456789abcdef0123' \\\n"
@@ -591,3 +610,34 @@ def test_tyk_gets_a_control_api_secret_generated_on_its_vm_and_stored_nowhere(
     stored = json.dumps(variables) + "".join(rendered.objects().values())
     assert stored.count("TYK_GW_SECRET") == 2  # run.tfvars.json and fleet.json, as a name
     assert not re.search(r'"secret": "[^"]', stored)
+
+
+def test_every_container_of_a_run_logs_to_cloud_logging() -> None:
+    """Each `docker run` of the startup scripts uses Docker's gcplogs driver (as the VM's
+    account, which holds roles/logging.logWriter), and Container-Optimized OS's logging agent is
+    on for the scripts' own output (docs/cloud.md, "Logs")."""
+    import hcl2
+
+    for name in ("gateway.sh.tftpl", "runner.sh.tftpl"):
+        text = (TEMPLATES / name).read_text().replace("\\\n", " ")
+        runs = [line for line in text.splitlines() if line.startswith("docker run ")]
+        assert runs, name
+        for line in runs:
+            assert " --log-driver=gcplogs " in line, (name, line)
+    with (ROOT / "infra" / "vms" / "main.tf").open() as handle:
+        document = hcl2.load(handle)
+    instances = [
+        body
+        for block in document["resource"]
+        for kind, named in block.items()
+        if kind.strip('"') == "google_compute_instance"
+        for body in named.values()
+        if isinstance(body, dict)
+    ]
+    assert len(instances) == 3
+    for body in instances:
+        assert body["metadata"]["google-logging-enabled"].strip('"') == "true"
+    runner = (ROOT / "infra" / "modules" / "runner" / "main.tf").read_text()
+    writers = runner[runner.index('resource "google_project_iam_member" "log_writers"') :]
+    assert "google_service_account.vm)" in writers.split("\n")[1]
+    assert 'role     = "roles/logging.logWriter"' in writers.split("\n}")[0]

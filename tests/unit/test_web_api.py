@@ -299,6 +299,70 @@ def test_upload_request_problems() -> None:
     assert handle_upload("POST", "runs", {}, b"", accept=QueueAcceptor()).status == 404
 
 
+def _two_descriptions() -> bytes:
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("first.yaml", PETSTORE)
+        zf.writestr("second.yaml", PETSTORE.replace(b"title: Petstore", b"title: Second"))
+    return buf.getvalue()
+
+
+def test_an_upload_picks_the_entry_of_a_zip_with_two_descriptions() -> None:
+    zipped = _two_descriptions()
+    refused = upload("validate", zipped, name="specs.zip")
+    assert (refused.status, refused.payload()["errors"][0]["message"]) == (
+        400,
+        "several API descriptions in the bundle (first.yaml, second.yaml); name one with "
+        "--entry (an upload: the 'entry' parameter)",
+    )
+    assert (
+        upload("validate", zipped, name="specs.zip", entry="second.yaml").payload()["title"]
+        == "Second"
+    )
+    missing = upload("validate", zipped, name="specs.zip", entry="third.yaml").payload()
+    assert missing["errors"][0]["message"] == (
+        "entry 'third.yaml' is not in the bundle; it holds: first.yaml, second.yaml"
+    )
+    acceptor = QueueAcceptor()
+    assert upload("uploads", zipped, acceptor, name="specs.zip", entry="second.yaml").status == 202
+    (accepted,) = acceptor.accepted
+    assert accepted.request == RunRequest(entry="second.yaml")
+    assert accepted.api.title == "Second"
+    # A single description has no entry to pick.
+    single = upload("validate", PETSTORE, entry="openapi.yaml").payload()
+    assert single["errors"][0]["message"] == "an entry only applies to a folder or a zip"
+
+
+def test_the_entry_travels_to_the_worker_and_in_the_signed_metadata(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gatebench.web import _worker
+    from gatebench.web._queue import RunQueue
+
+    zipped = _two_descriptions()
+    upload_ = check_upload(zipped, "specs.zip", RunRequest(quick=True, entry="second.yaml"))
+    spec = tmp_path / "specs.zip"
+    spec.write_bytes(zipped)
+    with SqliteStore(tmp_path / "s.sqlite") as store:
+        queue = RunQueue(store, str(tmp_path / "s.sqlite"), tmp_path)  # never started
+        argv = queue.worker_argv(queue.submit(upload_, spec_path=spec))
+    assert argv[argv.index("--entry") + 1] == "second.yaml"
+    assert _worker.parse_args(argv[3:]).entry == "second.yaml"
+    # The worker reads the upload again with that entry (one it lacks is refused).
+    bad = [*argv[3 : argv.index("--entry")], "--entry", "third.yaml"]
+    assert _worker.main(bad) == _worker.EXIT_INPUT
+    assert "error: /: entry 'third.yaml' is not in the bundle" in capsys.readouterr().err
+    # On GCP the entry is signed into the object's metadata, read back by the cloud steps.
+    signer = HmacSigner(b"k" * 32, "http://127.0.0.1:8321/bucket", "gs://gb-uploads-p")
+    put = SignedUploads(signer, clock=lambda: T0).accept(upload_).payload()["put"]
+    metadata = put["headers"]["x-goog-meta-gatebench"]
+    assert metadata == '{"entry":"second.yaml","quick":true}'
+    assert run_request_from_metadata(metadata).entry == "second.yaml"
+
+
 @pytest.mark.parametrize(
     ("given", "safe"),
     [
@@ -372,6 +436,10 @@ def test_run_requests_from_query_and_metadata() -> None:
     request = RunRequest(quick=True, gateways=("nginx", "caddy"))
     assert run_request_from_metadata(request.to_metadata()) == request
     assert run_request_from_query(request.to_query()) == request
+    entry = RunRequest(entry="api/openapi.yaml")
+    assert run_request_from_metadata(entry.to_metadata()) == entry
+    assert run_request_from_query(entry.to_query()) == entry
+    assert run_request_from_query({"entry": ""}) == RunRequest()
     assert run_request_from_query({"gateways": "none"}) == RunRequest(gateways=())
     assert run_request_from_metadata(None) == RunRequest()
     with pytest.raises(UploadRejected) as bad:
@@ -382,8 +450,8 @@ def test_run_requests_from_query_and_metadata() -> None:
     with pytest.raises(UploadRejected) as odd:
         run_request_from_metadata('{"repetitions": 1}')
     assert odd.value.problems[0].message == (
-        "metadata x-goog-meta-gatebench: expected an object with 'quick', 'gateways' and "
-        "'kind', got '{\"repetitions\": 1}'"
+        "metadata x-goog-meta-gatebench: expected an object with 'quick', 'gateways', "
+        "'entry' and 'kind', got '{\"repetitions\": 1}'"
     )
     capacity = RunRequest(gateways=("nginx",), kind="capacity")
     assert capacity.to_metadata() == '{"gateways":["nginx"],"kind":"capacity","quick":false}'

@@ -245,3 +245,29 @@ def test_a_failing_status_write_in_the_except_path_still_tears_down() -> None:
     assert pipeline.firestore.refused == [("failed", 500)] * 6
     assert pipeline.firestore.field(pipeline.doc(RUN), "teardown") == "ok"
     assert any("status write failed" in str(entry) for entry in execution.logs)
+
+
+@pytest.mark.parametrize(
+    ("failure", "calls"),
+    [
+        ("timeout", 1),  # the score step may still be running: no second 1800-s wait
+        ("504", 1),  # Cloud Run's answer when the function outlived its timeout
+        ("503", 4),  # no instance took it: repeated (3 retries)
+    ],
+)
+def test_a_score_call_that_timed_out_is_not_repeated(failure: str, calls: int) -> None:
+    from cloud.workflows_interpreter import error
+
+    pipeline = Pipeline()
+
+    def score(body: dict[str, Any]) -> tuple[int, Any]:
+        if failure == "timeout":
+            raise error("TimeoutError", f"POST {SCORE}: timed out")
+        return int(failure), {"errors": [{"pointer": "", "message": failure}]}
+
+    pipeline.http.routes[SCORE] = score
+    execution = pipeline.run({"bucket": "gb-uploads", "name": "specs/a.yaml"})
+    assert execution.state == "FAILED"
+    assert execution.error["step"] == "score"
+    assert len([c for c in pipeline.http.calls if c["url"] == SCORE]) == calls
+    assert [b["kind"] for b in pipeline.builds.builds][-1] == "teardown"

@@ -1,5 +1,6 @@
 # A private bucket: uniform bucket-level access, public access prevention enforced, IAM by
-# role, optional CORS (browser uploads) and lifecycle deletion rules.
+# role (bucket-wide, or limited to a folder by a condition on the object's name), optional CORS
+# (browser uploads), lifecycle deletion rules and Object Versioning.
 
 resource "google_storage_bucket" "this" {
   project                     = var.project_id
@@ -10,6 +11,10 @@ resource "google_storage_bucket" "this" {
   uniform_bucket_level_access = true
   public_access_prevention    = "enforced"
   force_destroy               = false
+
+  versioning {
+    enabled = var.versioning
+  }
 
   dynamic "cors" {
     for_each = var.cors == null ? [] : [var.cors]
@@ -26,8 +31,21 @@ resource "google_storage_bucket" "this" {
     content {
       condition {
         age            = lifecycle_rule.value.age_days
-        matches_prefix = lifecycle_rule.value.prefixes
-        matches_suffix = lifecycle_rule.value.suffixes
+        matches_prefix = length(lifecycle_rule.value.prefixes) == 0 ? null : lifecycle_rule.value.prefixes
+        matches_suffix = length(lifecycle_rule.value.suffixes) == 0 ? null : lifecycle_rule.value.suffixes
+      }
+      action {
+        type = "Delete"
+      }
+    }
+  }
+
+  dynamic "lifecycle_rule" {
+    for_each = var.keep_noncurrent_days == null ? [] : [var.keep_noncurrent_days]
+    content {
+      condition {
+        days_since_noncurrent_time = lifecycle_rule.value
+        with_state                 = "ARCHIVED"
       }
       action {
         type = "Delete"
@@ -47,4 +65,16 @@ resource "google_storage_bucket_iam_member" "members" {
   bucket   = google_storage_bucket.this.name
   role     = each.value.role
   member   = each.value.member
+}
+
+resource "google_storage_bucket_iam_member" "conditional" {
+  for_each = { for g in var.conditional_iam : "${g.role} ${g.member} ${g.prefix}" => g }
+  bucket   = google_storage_bucket.this.name
+  role     = each.value.role
+  member   = each.value.member
+  condition {
+    title       = substr(replace("${each.value.prefix}${split("/", each.value.role)[1]}", "/[^A-Za-z0-9_.-]/", "-"), 0, 100)
+    description = "Only objects under ${each.value.prefix}"
+    expression  = "resource.name.startsWith(\"projects/_/buckets/${var.name}/objects/${each.value.prefix}\")"
+  }
 }

@@ -8,6 +8,20 @@ variable "cors" {
   default = null
 }
 
+variable "conditional_iam" {
+  description = "Grants limited to the objects whose name starts with `prefix` (an IAM condition on the object's name): a role, a member, a prefix. Such a grant never covers listing (its resource is the bucket)."
+  type = list(object({
+    role   = string
+    member = string
+    prefix = string
+  }))
+  default = []
+  validation {
+    condition     = alltrue([for g in var.conditional_iam : !contains(["allUsers", "allAuthenticatedUsers"], g.member) && can(regex("^[a-z0-9][a-z0-9_./-]*/$", g.prefix))])
+    error_message = "conditional_iam: never a public member; prefix is a folder ending with a slash (for example \"runs/\")."
+  }
+}
+
 variable "iam" {
   description = "Role → members granted on this bucket only. Public principals are refused."
   type        = map(list(string))
@@ -34,6 +48,12 @@ variable "lifecycle_rules" {
   default = []
 }
 
+variable "keep_noncurrent_days" {
+  description = "With versioning: a replaced or deleted object's old versions are deleted after this many days (null: kept)."
+  type        = number
+  default     = null
+}
+
 variable "location" {
   description = "Bucket location (a region)."
   type        = string
@@ -47,4 +67,10 @@ variable "name" {
 variable "project_id" {
   description = "Project of the bucket."
   type        = string
+}
+
+variable "versioning" {
+  description = "Keep every object's earlier versions (Object Versioning): what HashiCorp advises for a bucket holding Terraform state."
+  type        = bool
+  default     = false
 }

@@ -36,6 +36,34 @@ resource "google_project_iam_member" "builder" {
   member   = google_service_account.builder.member
 }
 
+# Cloud Functions copies each function's source archive into a bucket of its own,
+# gcf-v2-sources-PROJECT_NUMBER-REGION, and the build fetches it from there: without read
+# access there every function build fails ("Access to bucket gcf-v2-sources-... denied. You must
+# grant Storage Object Viewer permission to ..."; Cloud Run's "build service account" page lists
+# Storage Object Admin for retrieving the source). That bucket exists only after the first
+# deploy, so the grant is project-level, limited by a condition to buckets with that name.
+resource "google_project_iam_member" "builder_reads_function_sources" {
+  project = var.project_id
+  role    = "roles/storage.objectViewer"
+  member  = google_service_account.builder.member
+  condition {
+    title       = "${var.prefix}-gcf-v2-sources"
+    description = "Only Cloud Functions' source buckets (gcf-v2-sources-PROJECT_NUMBER-REGION)."
+    expression  = "resource.name.startsWith(\"projects/_/buckets/gcf-v2-sources-\")"
+  }
+}
+
+# The builder's grants take effect only once they have propagated ("typically within 2 minutes",
+# IAM "Access change propagation"): no function is built before (waits on create only).
+resource "time_sleep" "builder_grants" {
+  create_duration = "120s"
+  depends_on = [
+    google_project_iam_member.builder,
+    google_project_iam_member.builder_reads_function_sources,
+    google_artifact_registry_repository_iam_member.builder_pushes,
+  ]
+}
+
 resource "google_artifact_registry_repository" "images" {
   project       = var.project_id
   location      = var.region
@@ -43,6 +71,25 @@ resource "google_artifact_registry_repository" "images" {
   format        = "DOCKER"
   description   = "The gatebench functions' container images (built by Cloud Build)."
   labels        = var.labels
+
+  # Old images go on their own (Artifact Registry cleanup policies, run daily): versions no tag
+  # points at any more after ${var.untagged_image_days} days, always keeping the 5 newest.
+  cleanup_policy_dry_run = false
+  cleanup_policies {
+    id     = "delete-untagged"
+    action = "DELETE"
+    condition {
+      tag_state  = "UNTAGGED"
+      older_than = "${var.untagged_image_days * 86400}s"
+    }
+  }
+  cleanup_policies {
+    id     = "keep-newest"
+    action = "KEEP"
+    most_recent_versions {
+      keep_count = 5
+    }
+  }
 }
 
 resource "google_artifact_registry_repository_iam_member" "builder_pushes" {
@@ -118,7 +165,7 @@ resource "google_cloudfunctions2_function" "this" {
     }
   }
 
-  depends_on = [google_project_iam_member.builder, google_artifact_registry_repository_iam_member.builder_pushes]
+  depends_on = [time_sleep.builder_grants]
 }
 
 resource "google_cloud_run_v2_service_iam_member" "ingest_invoker" {

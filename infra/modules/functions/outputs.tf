@@ -35,6 +35,7 @@ output "builder_repository" {
 }
 
 output "builder_service_account" {
-  description = "Full resource name of the service account that builds the functions' containers."
+  description = "Full resource name of the service account that builds the functions' containers, once its grants have propagated (the dashboard's functions are built with it)."
   value       = google_service_account.builder.id
+  depends_on  = [time_sleep.builder_grants]
 }

@@ -34,3 +34,9 @@ variable "runs_bucket" {
   description = "Runs bucket: holds the source archives, and its object events feed the ingest function."
   type        = string
 }
+
+variable "untagged_image_days" {
+  description = "Function image versions no tag points at are deleted after this many days (the 5 newest are kept)."
+  type        = number
+  default     = 7
+}

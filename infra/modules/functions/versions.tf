@@ -5,5 +5,9 @@ terraform {
       source  = "hashicorp/google"
       version = ">= 6.14.0, < 7.0.0"
     }
+    time = {
+      source  = "hashicorp/time"
+      version = "0.13.1"
+    }
   }
 }

@@ -1,5 +1,7 @@
-# The benchmark network: VMs have no external address; Cloud NAT lets gateway VMs pull their
-# official images. Ingress is closed except the paths a benchmark needs, by network tag:
+# The benchmark network: VMs have no external address. Private Google Access reaches Google's
+# APIs and Artifact Registry (the runner image, the Docker Hub remote repository the gateways
+# pull through); Cloud NAT, billed per hour, exists only with `nat` (a plan benchmarking a
+# service on the internet). Ingress is closed except the paths a benchmark needs, by network tag:
 # tester → gateway, gateway → backend, tester → backend (the no-gateway baseline), and
 # tester → tester on the phase barrier's port only (with several testers, tester 0 serves it).
 
@@ -27,6 +29,7 @@ resource "google_compute_subnetwork" "this" {
 }
 
 resource "google_compute_router" "this" {
+  count   = var.nat ? 1 : 0
   project = var.project_id
   name    = "${var.prefix}-bench"
   region  = var.region
@@ -34,9 +37,10 @@ resource "google_compute_router" "this" {
 }
 
 resource "google_compute_router_nat" "this" {
+  count                              = var.nat ? 1 : 0
   project                            = var.project_id
   name                               = "${var.prefix}-bench"
-  router                             = google_compute_router.this.name
+  router                             = google_compute_router.this[0].name
   region                             = var.region
   nat_ip_allocate_option             = "AUTO_ONLY"
   source_subnetwork_ip_ranges_to_nat = "ALL_SUBNETWORKS_ALL_IP_RANGES"

@@ -28,3 +28,9 @@ variable "region" {
   description = "Region of the subnet, router and NAT."
   type        = string
 }
+
+variable "nat" {
+  description = "Create a Cloud Router and Cloud NAT so that the VMs reach the internet (a backend outside Google Cloud)."
+  type        = bool
+  default     = false
+}

@@ -3,12 +3,13 @@
 # with a summary view for Looker Studio.
 
 resource "google_firestore_database" "this" {
-  project                 = var.project_id
-  name                    = "${var.prefix}-results"
-  location_id             = var.firestore_location
-  type                    = "FIRESTORE_NATIVE"
-  delete_protection_state = "DELETE_PROTECTION_ENABLED"
-  deletion_policy         = "ABANDON"
+  project     = var.project_id
+  name        = "${var.prefix}-results"
+  location_id = var.firestore_location
+  type        = "FIRESTORE_NATIVE"
+  # protect_results (the default): destroy leaves the database and its runs in the project.
+  delete_protection_state = var.protect_results ? "DELETE_PROTECTION_ENABLED" : "DELETE_PROTECTION_DISABLED"
+  deletion_policy         = var.protect_results ? "ABANDON" : "DELETE"
 }
 
 # Read and write documents of this database only (an IAM condition on its name).
@@ -29,7 +30,7 @@ resource "google_bigquery_dataset" "this" {
   location                   = var.bigquery_location
   labels                     = var.labels
   description                = "gatebench results: flat measurement rows and the Looker Studio view."
-  delete_contents_on_destroy = false
+  delete_contents_on_destroy = !var.protect_results
 }
 
 resource "google_bigquery_table" "measurements" {
@@ -39,7 +40,7 @@ resource "google_bigquery_table" "measurements" {
   labels              = var.labels
   description         = "gatebench's flat rows: one number per row (measurements, statistics over repetitions, overhead, scores); docs/results.md."
   schema              = file("${path.module}/../../../src/gatebench/report/bigquery_schema.json")
-  deletion_protection = true
+  deletion_protection = var.protect_results
   time_partitioning {
     type = "DAY"
   }

@@ -41,3 +41,9 @@ variable "writers" {
   type        = list(string)
   default     = []
 }
+
+variable "protect_results" {
+  description = "Keep the results through `terraform destroy`: Firestore's delete protection on and its database abandoned, the BigQuery table protected. False: destroy deletes them."
+  type        = bool
+  default     = true
+}

@@ -9,6 +9,25 @@ resource "google_artifact_registry_repository" "this" {
   format        = "DOCKER"
   description   = "The gatebench runner image (CLI, Terraform, Gatling project, backend server)."
   labels        = var.labels
+
+  # Old images go on their own (Artifact Registry cleanup policies, run daily): versions no tag
+  # points at any more after ${var.untagged_image_days} days, always keeping the 5 newest.
+  cleanup_policy_dry_run = false
+  cleanup_policies {
+    id     = "delete-untagged"
+    action = "DELETE"
+    condition {
+      tag_state  = "UNTAGGED"
+      older_than = "${var.untagged_image_days * 86400}s"
+    }
+  }
+  cleanup_policies {
+    id     = "keep-newest"
+    action = "KEEP"
+    most_recent_versions {
+      keep_count = 5
+    }
+  }
 }
 
 # Gateway images are Docker Hub images (nginx, kong, tyk ...). The VMs have no external
@@ -28,6 +47,17 @@ resource "google_artifact_registry_repository" "dockerhub" {
     description = "Docker Hub"
     docker_repository {
       public_repository = "DOCKER_HUB"
+    }
+  }
+
+  # The cache: an image no run has pulled for 30 days is dropped (pulled again when needed).
+  cleanup_policy_dry_run = false
+  cleanup_policies {
+    id     = "drop-old-cache"
+    action = "DELETE"
+    condition {
+      tag_state  = "ANY"
+      older_than = "2592000s"
     }
   }
 }
@@ -101,12 +131,18 @@ resource "google_artifact_registry_repository_iam_member" "readers" {
   member     = each.value
 }
 
+# Gateway VMs pull their images through it; the provision build reads the digest each tag
+# names (gatebench cloud vm-vars pins every image of a run by digest).
 resource "google_artifact_registry_repository_iam_member" "gateways_pull_docker_hub" {
+  for_each = {
+    gateway = google_service_account.vm["gateway"].member
+    build   = google_service_account.build.member
+  }
   project    = var.project_id
   location   = google_artifact_registry_repository.dockerhub.location
   repository = google_artifact_registry_repository.dockerhub.name
   role       = "roles/artifactregistry.reader"
-  member     = google_service_account.vm["gateway"].member
+  member     = each.value
 }
 
 # cloudbuild/runner-image.yaml runs as the build account (serviceAccount:), so the image is

@@ -23,3 +23,9 @@ variable "region" {
   description = "Region of the repository."
   type        = string
 }
+
+variable "untagged_image_days" {
+  description = "Runner image versions no tag points at are deleted after this many days (the 5 newest are kept)."
+  type        = number
+  default     = 7
+}

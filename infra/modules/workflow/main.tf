@@ -17,6 +17,9 @@ resource "google_workflows_workflow" "this" {
   call_log_level  = "LOG_ERRORS_ONLY"
   source_contents = file(var.source_file)
   user_env_vars   = var.env
+  # Explicit: the provider's default (true) makes `terraform destroy` of the deployment fail.
+  # The workflow holds no data: the next apply recreates it as it was.
+  deletion_protection = false
 
   lifecycle {
     precondition {

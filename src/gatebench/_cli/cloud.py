@@ -77,8 +77,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "vm-vars",
         help="write the Terraform variables of the run's VMs (provision and teardown builds)",
         description="Combine the deployment settings and the run's fleet (runs/RUN/fleet.json) "
-        "into the variables of infra/vms, write them to --out and save them in the bucket. "
-        "With --saved: the saved variables (an empty fleet when there are none).",
+        "into the variables of infra/vms, every image pinned by the digest its registry gives "
+        "it now, write them to --out and save them in the bucket. With --saved: the saved "
+        "variables (an empty fleet when there are none). Exits 3 when an image cannot be pinned.",
     )
     _run_arguments(vars_)
     vars_.add_argument("--out", required=True, help="the .tfvars.json file to write")
@@ -270,7 +271,18 @@ def run_vm_vars(args: argparse.Namespace) -> int:
             )
             return 3
         fleet = json.loads(data)
-    values = vm_vars(read_settings(storage, args.runs_bucket), fleet, args.run_id, args.runs_bucket)
+    settings = read_settings(storage, args.runs_bucket)
+    values = vm_vars(settings, fleet, args.run_id, args.runs_bucket)
+    if fleet is not None:  # every image the VMs start, pinned by digest (cloud._images)
+        from ..cloud import RequestError
+        from ..cloud._images import access_token, mirror_of, pin_images
+
+        try:
+            values = pin_images(values, mirror_of(settings), token=access_token())
+        except RequestError as exc:
+            for problem in exc.problems:
+                print(f"gatebench: {problem.message}", file=sys.stderr)
+            return 3
     text = json.dumps(values, indent=1, sort_keys=True) + "\n"
     Path(args.out).write_text(text, encoding="utf-8")
     if fleet is not None:

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from ..cost import CostError, describe_cost, estimate_cost
+from ..cost import CostError, describe_cost, describe_vm_limits, estimate_cost
 from ..plan import describe_plan
 from ._common import add_plan_argument, add_spec_arguments, load, print_problems
 
@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
                 print("\n".join(describe_cost(estimate_cost(plan.to_dict()))))
             except CostError as exc:
                 print(f"Estimated cost: not available: {exc}")
+            print(describe_vm_limits(plan.to_dict()))
     warnings = [p for p in result.problems if p.severity == "warning"]
     if warnings:
         print(

@@ -3,29 +3,29 @@
 Writes ``DIR/<gateway>/<file>`` for every gateway asked for (``all`` = every registered one).
 A route a gateway cannot express is left out of that gateway's files with a located warning,
 unless a workload of the description's plan uses it: then the gateway prints its located
-problems and is skipped, and the exit code is 1. ``--check`` also runs each gateway's own
-checker where it is installed here; a gateway without one that runs here (Traefik, the JVM
-gateways) is booted instead, briefly, with the same API rendered for a free loopback port in
-a scratch folder, and its output searched for refused parts of the configuration.
+problems and is skipped, and the exit code is 1. ``--check`` then checks every gateway's
+files with its own means (``provisioners._check``: its checker, or a brief boot of the routes
+written), side by side and each within a time limit that grows with the routes
+(``--check-timeout``, ``--check-jobs``); a check that fails or passes its limit fails that
+gateway only, and the exit code is 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-import tempfile
-import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from ..errors import RenderError, RunError, UnsupportedFeature, UnsupportedHere
-from ..ir import Api
+from ..errors import RenderError, RunError, UnsupportedFeature
 from ..policies import PolicySet
-from ..procs import Supervisor, free_port
-from ..provisioners import ConfigRejected, boot_gateway, check_config, write_files
-from ..renderers import Renderer, RenderTarget, UnknownGateway, gateway_names, get_renderer
+from ..provisioners import CheckTask, run_checks, write_files
+from ..renderers import RenderTarget, UnknownGateway, gateway_names, get_renderer
 from ..renderers._leave_out import render_leaving_out
+from ..spec import SpecResult
 from ._common import add_spec_arguments, print_problems, read
 
 
@@ -68,12 +68,40 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "(a gateway without one is booted briefly on loopback)",
     )
     parser.add_argument(
+        "--check-timeout",
+        type=_positive(float),
+        metavar="SECONDS",
+        help="the time each gateway's check may take; one that takes longer is ended, with "
+        "everything it started, and fails that gateway's check (default: 60 s, or the "
+        "gateway's start time when booting it is its check, plus 10 ms per route; 50 ms for "
+        "Varnish, whose checker compiles the configuration)",
+    )
+    parser.add_argument(
+        "--check-jobs",
+        type=_positive(int),
+        metavar="N",
+        help="gateways checked side by side (default: the cores gatebench may use)",
+    )
+    parser.add_argument(
         "--policies",
         action="store_true",
         help="apply the plan's policies (x-gatebench policies:); a gateway that cannot apply "
         "them is refused with the reason",
     )
     parser.set_defaults(handler=run)
+
+
+def _positive(kind: type[float] | type[int]) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"expected a number above 0, got {text!r}")
+        return value
+
+    return parse
 
 
 def _gateways(text: str) -> list[str]:
@@ -122,8 +150,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"gatebench render: {exc}", file=sys.stderr)
             return 1
     out = Path(args.out).resolve()
-    needed = _workload_operations(result)
+    source = result.spec_name or args.spec
+    needed = _workload_operations(result, args.spec)
     failed = False
+    to_check: list[tuple[str, CheckTask]] = []
     for name in gateways:
         renderer = get_renderer(name)
         folder = out / name
@@ -152,84 +182,49 @@ def run(args: argparse.Namespace) -> int:
             print(rendered.summary(name), file=sys.stderr)
         files = rendered.files
         write_files(files, folder)
-        status = ""
-        if args.check:
-            status = _check(renderer.name, folder, target, api, policies)
-            failed = failed or status.startswith(" rejected")
-        listing = ", ".join(sorted(files))
-        print(f"{name}: {folder} ({listing}){status}")
+        listing = f"{name}: {folder} ({', '.join(sorted(files))})"
+        if not args.check:
+            print(listing)
+            continue
+        task = CheckTask(
+            renderer, folder, target, rendered.api or api, policies, args.check_timeout
+        )
+        to_check.append((listing, task))
+    if to_check:
+        jobs = args.check_jobs or len(os.sched_getaffinity(0))
+        tasks = [task for _, task in to_check]
+        with contextlib.closing(run_checks(tasks, jobs=jobs, source=source)) as checks:
+            for (listing, _), checked in zip(to_check, checks, strict=True):
+                for message in checked.messages:
+                    print(message, file=sys.stderr)
+                print(listing + checked.status, flush=True)
+                failed = failed or checked.failed
     return 1 if failed else 0
 
 
-def _workload_operations(result: object) -> set[str]:
-    """Operation ids the description's own plan benchmarks (none without a valid plan)."""
+def _workload_operations(result: SpecResult, spec: str) -> set[str]:
+    """Operation ids the description's own plan benchmarks (none without a valid plan).
+
+    The configurations need only the description, so a plan that ``validate`` refuses does
+    not stop the render; its errors are printed as warnings, so that it is not silent."""
     from ..errors import PlanError
     from ..plan import load_plan
 
-    if getattr(result, "benchmark_loc", None) is None:
+    if result.benchmark_loc is None:
         return set()
     try:
         return {w.operation_id for w in load_plan(result).workloads}
-    except PlanError:
-        return set()
-
-
-def _check(
-    name: str, folder: Path, target: RenderTarget, api: Api, policies: PolicySet | None = None
-) -> str:
-    renderer = get_renderer(name)
-    if renderer.check_argv(folder, target) is None:
-        if not renderer.runs_here:
-            return " [no checker here]"
-        return _boot_check(renderer, target, api, policies)
-    try:
-        check_config(renderer, folder, target)
-    except UnsupportedHere as exc:
-        return f" [not checked: {exc}]"
-    except ConfigRejected as exc:
-        print(str(exc), file=sys.stderr)
-        return " rejected by its checker"
-    return " [checker: ok]"
-
-
-# Time a gateway has after it is ready to report what it refused (Traefik logs a dropped
-# router as it applies its configuration).
-_SETTLE_S = 0.3
-
-
-def _boot_check(
-    renderer: Renderer, target: RenderTarget, api: Api, policies: PolicySet | None = None
-) -> str:
-    """Boot ``api`` rendered for a free loopback port in a scratch folder, read the gateway's
-    output, stop it: booting is the check of a gateway without an offline checker."""
-    reason = renderer.available_here()
-    if reason is not None:
-        return f" [not checked: {reason}]"
-    with tempfile.TemporaryDirectory(prefix="gatebench-check-") as scratch:
-        local = replace(
-            target,
-            workdir=str(Path(scratch).resolve()),
-            listen_host="127.0.0.1",
-            listen_port=free_port(),
-            admin_port=free_port(),
-        )
-        log = Path(local.workdir) / f"{renderer.name}.out.log"
-        try:
-            with Supervisor() as supervisor:
-                proc = boot_gateway(
-                    renderer, api, local, supervisor, log_path=log, policies=policies
-                )
-                time.sleep(_SETTLE_S)
-                supervisor.stop(proc)
-        except RunError as exc:
-            print(f"{renderer.name}: the boot failed: {exc}", file=sys.stderr)
-            return " rejected at boot"
-        problems = renderer.boot_problems(log.read_text(encoding="utf-8", errors="replace"))
-    if problems:
+    except PlanError as exc:
+        errors = exc.errors or exc.problems
+        for problem in errors:
+            print(
+                replace(problem, severity="warning").format(result.spec_name or spec),
+                file=sys.stderr,
+            )
         print(
-            f"{renderer.name}: the configuration was partly refused at boot:\n"
-            + "\n".join(problems),
+            f"gatebench render: the x-gatebench plan has {len(errors)} "
+            f"error{'s' if len(errors) != 1 else ''} (above, as warnings): validate and run "
+            "refuse it; the configurations need only the description",
             file=sys.stderr,
         )
-        return " rejected at boot"
-    return " [booted: ok]"
+        return set()

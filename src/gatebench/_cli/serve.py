@@ -14,6 +14,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from .._serve_limits import ServeLimits
 from ..procs import Terminated
 from ..spec import DEFAULT_LIMITS
 from ..store import STORE_ENV, open_store
@@ -80,6 +81,39 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="S",
         help="on Ctrl-C, how long a running benchmark may take to tear down (default 60)",
     )
+    bounds = parser.add_argument_group('bounds (docs/frontend.md, "What keeps it bounded")')
+    bounds.add_argument(
+        "--max-queued",
+        type=_count,
+        default=ServeLimits.max_queued,
+        metavar="N",
+        help=f"runs that may wait at once; more uploads get 429 with Retry-After "
+        f"(default {ServeLimits.max_queued})",
+    )
+    bounds.add_argument(
+        "--max-parses",
+        type=_count,
+        default=ServeLimits.max_parses,
+        metavar="N",
+        help="uploads read and checked at once; the others wait for a slot "
+        f"(default {ServeLimits.max_parses})",
+    )
+    bounds.add_argument(
+        "--max-connections",
+        type=_count,
+        default=ServeLimits.max_connections,
+        metavar="N",
+        help=f"connections served at once; more get 503 (default {ServeLimits.max_connections})",
+    )
+    bounds.add_argument(
+        "--read-timeout",
+        type=_seconds,
+        default=ServeLimits.read_timeout,
+        metavar="S",
+        help="seconds a request's head may take, however its bytes trickle in; a body gets "
+        f"this plus its length at {ServeLimits.min_body_rate // 1024} KiB/s "
+        f"(default {ServeLimits.read_timeout:g})",
+    )
     export = parser.add_argument_group("export the static site instead of serving it")
     export.add_argument("--export", metavar="DIR", help="write the site and its config.json here")
     export.add_argument("--mode", choices=("local", "gcp"), default="gcp")
@@ -128,6 +162,12 @@ def serve(args: argparse.Namespace) -> int:
             site=site,
             stop_timeout=args.stop_timeout,
             sweep=sweep,
+            limits=ServeLimits(
+                max_queued=args.max_queued,
+                max_parses=args.max_parses,
+                max_connections=args.max_connections,
+                read_timeout=args.read_timeout,
+            ),
         )
         address, port = server.server_address[:2]
         host = address.decode() if isinstance(address, bytes) else address
@@ -160,6 +200,22 @@ def serve(args: argparse.Namespace) -> int:
                 signal.signal(signal.SIGTERM, previous)
     print("gatebench serve: stopped", file=sys.stderr)
     return 0
+
+
+def _count(text: str) -> int:
+    if not text.isascii() or not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return int(text)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
+    return value
 
 
 def _terminated(signum: int, frame: FrameType | None) -> None:

@@ -25,11 +25,9 @@ from __future__ import annotations
 
 import json
 import re
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Protocol
 
 from ..measure import ingest_simlog, with_gateway_cgroup
 from ..model import Measurement
@@ -60,6 +58,11 @@ the flags and reasons of the merge (gatebench.testers.MergedPhase.to_dict)."""
 
 class Bucket(Protocol):
     def read_optional(self, bucket: str, name: str) -> bytes | None: ...
+
+    def open_optional(self, bucket: str, name: str) -> BinaryIO | None:
+        """A stream of the object, read in chunks as it is consumed (raw logs are streamed:
+        never read whole, never copied to the function's in-memory /tmp)."""
+        ...
 
     def names(self, bucket: str, prefix: str) -> list[str]: ...
 
@@ -95,14 +98,13 @@ def ingest_object(storage: Bucket, store: ResultStore, bucket: str, name: str) -
 
 
 def _measure_object(storage: Bucket, bucket: str, run_id: str, name: str) -> list[Measurement]:
-    log = storage.read_optional(bucket, name)
     workload = storage.read_optional(bucket, f"runs/{run_id}/workload.json")
-    if log is None or workload is None:
+    if workload is None:
         return []
-    with tempfile.TemporaryDirectory() as scratch:
-        path = Path(scratch) / "simulation.log"
-        path.write_bytes(log)
-        return ingest_simlog(path, json.loads(workload), run_id)
+    log = storage.open_optional(bucket, name)
+    if log is None:
+        return []
+    return ingest_simlog(log, json.loads(workload), run_id)
 
 
 def ingest_testers(storage: Bucket, store: ResultStore, bucket: str, run_id: str) -> int:
@@ -127,15 +129,11 @@ def _measure_testers(storage: Bucket, bucket: str, run_id: str) -> list[Measurem
     if workload is None:
         return []
     failures = [None if d.get("ok") else str(d.get("reason") or "failed") for d in done]
-    with tempfile.TemporaryDirectory() as scratch:
-        logs: list[Path | None] = []
-        for t in range(testers):
-            log = storage.read_optional(bucket, f"runs/{run_id}/raw/gatling-t{t}/simulation.log")
-            path = Path(scratch) / f"t{t}.log"
-            if log is not None:
-                path.write_bytes(log)
-            logs.append(path if log is not None else None)
-        measurements, merged = ingest_tester_logs(logs, json.loads(workload), run_id, failures)
+    logs = [
+        storage.open_optional(bucket, f"runs/{run_id}/raw/gatling-t{t}/simulation.log")
+        for t in range(testers)
+    ]  # streams, read one after the other by the merge
+    measurements, merged = ingest_tester_logs(logs, json.loads(workload), run_id, failures)
     barrier = done[0].get("barrier") if isinstance(done[0].get("barrier"), dict) else {}
     arrivals = barrier.get("phases") or {}
     write = getattr(storage, "write", None)  # the functions' Storage; a read-only view skips it

@@ -1,22 +1,37 @@
 """The parse step of the cloud path: an uploaded object → a run record, or every problem.
 
-Pure: the function (functions/parse) reads the object and passes its bytes here. The answer
-carries the run id in both cases, so the workflow records an invalid spec as a failed run
-(with the problems) instead of dropping it.
+Pure: the function (functions/parse) reads the object, the deployment's settings and the runs
+in progress, and passes them here. The answer carries the run id in both cases, so the
+workflow records a refused upload as a failed run (with the problems) instead of dropping it.
+
+Besides the description and its plan, the deployment refuses an upload for:
+
+- a plan zone or region outside the deployment's region (``/x-gatebench/infrastructure/zone``,
+  ``.../region``): the run's VMs join the deployment's network, whose subnet is in that region;
+- a backend URL outside Google Cloud's network when the deployment has no Cloud NAT
+  (``outside_access`` off, the default: Private Google Access reaches Google's APIs and the
+  image repositories without it);
+- too many runs at once: while ``limits.max_active_runs`` runs are in progress, no new one
+  starts (a public upload form cannot start unbounded fleets). A run counts while it is not
+  finished and its last update is recent enough for it to be alive (:func:`active_runs`); two
+  uploads parsed at the same instant may both pass, so the bound can be exceeded by the number
+  of uploads arriving within one parse.
 """
 
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import json
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..errors import PlanError, Problem
 from ..model import RunRecord
-from ..plan import load_plan, workload_summary
+from ..plan import Plan, load_plan, workload_summary
 from ..run_request import METADATA_HEADER, METADATA_KEY, UploadRejected, run_request_from_metadata
 from ..spec import read_spec
 from ._firestore_rest import firestore_fields
@@ -67,15 +82,106 @@ class ParseOutcome:
         return out
 
 
+SCORE_S = 1800
+"""The score call's timeout (workflows/benchmark.yaml)."""
+
+
+def active_runs(
+    unfinished: Sequence[RunRecord], settings: Mapping[str, Any], now: float, run_id: str
+) -> list[RunRecord]:
+    """The unfinished runs that may still be running: updated within the longest a run can
+    take between two status writes (the builds' timeouts, the score call, ten minutes), other
+    than ``run_id`` itself (a re-delivered event). Older ones were cut short (a cancelled
+    execution) and hold nothing up."""
+    limits = settings.get("limits") or {}
+    longest = sum(float(limits.get(k, d)) for k, d in _BUILD_LIMITS.items()) + SCORE_S + 600
+    return [r for r in unfinished if r.run_id != run_id and now - r.updated_at <= longest]
+
+
+_BUILD_LIMITS = {"provision_s": 1800, "load_s": 21600, "teardown_s": 1800}
+
+
+def inside_network(url: str) -> bool:
+    """Whether a backend URL is reached without leaving the VPC: a private or link-local
+    address, or an internal name (Compute Engine's ``.internal`` DNS). Google's APIs are
+    reached through Private Google Access either way."""
+    host = (urlsplit(url).hostname or "").lower()
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host.endswith(".internal") or host in ("localhost",)
+    return address.is_private or address.is_link_local or address.is_loopback
+
+
+def deployment_problems(
+    plan: Plan, settings: Mapping[str, Any], active: Sequence[RunRecord]
+) -> list[Problem]:
+    """What the deployment refuses in this plan: its zone outside the region, one run too
+    many (docs/cloud.md, "Limits")."""
+    problems = []
+    region = settings.get("region")
+    zone = plan.infrastructure.zone if plan.infrastructure else None
+    asked = plan.infrastructure.region if plan.infrastructure else None
+    if region and asked and asked != region and not zone:  # a zone names its region itself
+        problems.append(
+            Problem(
+                "/x-gatebench/infrastructure/region",
+                f"region {asked!r} is not the deployment's ({region!r}): this deployment runs "
+                f"its VMs in {region} only; leave region out or deploy gatebench in {asked}",
+            )
+        )
+    if region and zone and not zone.startswith(f"{region}-"):
+        default = settings.get("zone")
+        problems.append(
+            Problem(
+                "/x-gatebench/infrastructure/zone",
+                f"zone {zone!r} is not in the deployment's region {region!r} (its network "
+                f"and buckets are there): choose a zone of {region}"
+                + (f", or leave zone out for the deployment's ({default})" if default else ""),
+            )
+        )
+    url = plan.backend.url if plan.backend.kind == "url" else None
+    if url and not settings.get("outside_access") and not inside_network(url):
+        problems.append(
+            Problem(
+                "/x-gatebench/backend/url",
+                f"{url} is outside Google Cloud's network and this deployment's VMs have no "
+                "route out (Cloud NAT is off): set the Terraform variable outside_access = true "
+                "to benchmark a service on the internet, or use a private address or an "
+                "internal name",
+            )
+        )
+    limit = (settings.get("limits") or {}).get("max_active_runs")
+    if isinstance(limit, int) and len(active) >= limit:
+        ids = ", ".join(r.run_id for r in active[:5]) + (" ..." if len(active) > 5 else "")
+        problems.append(
+            Problem(
+                "",
+                f"{len(active)} run(s) are in progress ({ids}) and this deployment runs at "
+                f"most {limit} at once (limits.max_active_runs): this upload starts no run; "
+                "upload it again once one has finished",
+            )
+        )
+    return problems
+
+
 def parse_upload(
-    data: bytes, ref: ObjectRef, *, now: float, metadata: Mapping[str, str] | None = None
+    data: bytes,
+    ref: ObjectRef,
+    *,
+    now: float,
+    metadata: Mapping[str, str] | None = None,
+    settings: Mapping[str, Any] | None = None,
+    unfinished: Sequence[RunRecord] = (),
 ) -> ParseOutcome:
     """Read and validate an uploaded description and its plan. Never raises for bad input.
 
     ``metadata`` is the object's custom metadata: its ``gatebench`` value is the run request
     the upload form signed into the object (:func:`gatebench.run_request.run_request_from_metadata`:
     a subset of the plan's gateways, the quick profile). The run records the plan as it will
-    run; a malformed request is a located problem like a bad spec."""
+    run; a malformed request is a located problem like a bad spec. With ``settings`` (the
+    deployment's) and ``unfinished`` (the store's unfinished runs), the deployment's refusals
+    too (:func:`deployment_problems`)."""
     try:
         request = run_request_from_metadata((metadata or {}).get(METADATA_KEY))
         request_problems: list[Problem] = []
@@ -89,7 +195,7 @@ def parse_upload(
         created_at=now,
         updated_at=now,
     )
-    result = read_spec(data, name=name)
+    result = read_spec(data, name=name, entry=request.entry if request else None)
     outcome = ParseOutcome(run, [*request_problems, *result.problems])
     if result.errors or result.api is None:
         return outcome
@@ -107,6 +213,12 @@ def parse_upload(
         outcome.problems.extend(refused)
         return outcome
     plan = request.apply(plan)
+    if settings is not None:
+        active = active_runs(unfinished, settings, now, ref.run_id)
+        refused = deployment_problems(plan, settings, active)
+        if refused:
+            outcome.problems.extend(refused)
+            return outcome
     run.gateways = list(plan.gateways)
     # JSON-shaped (lists, not tuples): the run reads back from Firestore exactly as built.
     run.plan = json.loads(json.dumps(plan.to_dict()))

@@ -20,7 +20,7 @@ from typing import Any
 from ..api_keys import REDACTED, api_key_envs, with_api_keys
 from ..backends import CONTROL_PREFIX
 from ..backends.mock import mock_config
-from ..cost import load_seconds
+from ..cost import disk_gib_per_tester, load_seconds, vm_max_run_s
 from ..errors import GatebenchError, PlanError, Problem, RenderError, RunError
 from ..ir import Api
 from ..plan import Plan, load_plan
@@ -146,16 +146,16 @@ def render_run(
     ``api_clients`` secret, read with its own account, before its gateway starts
     (``api_keys``: that secret's text; gatebench.provisioners._vm_gateway_config)."""
     run_id = ref.run_id
-    result = read_spec(data, name=ref.name.rsplit("/", 1)[-1] or "spec")
+    try:
+        request = run_request_from_metadata((metadata or {}).get(METADATA_KEY))
+    except UploadRejected as exc:
+        raise RequestError(exc.problems) from None
+    result = read_spec(data, name=ref.name.rsplit("/", 1)[-1] or "spec", entry=request.entry)
     if result.errors or result.api is None:
         raise RequestError(result.errors or [Problem("", "the description has errors")])
     try:
         plan = load_plan(result)
     except PlanError as exc:
-        raise RequestError(exc.problems) from None
-    try:
-        request = run_request_from_metadata((metadata or {}).get(METADATA_KEY))
-    except UploadRejected as exc:
         raise RequestError(exc.problems) from None
     refused = request.problems(plan, source=METADATA_HEADER)
     if refused:
@@ -237,6 +237,9 @@ def render_run(
         "gateways": gateways,
         "tester": _testers(plan, layout, tester_machine, role_args),
         "failures": rendered.failures,
+        # The VMs delete themselves after the plan's estimate plus a margin (the deployment's
+        # limits.vm_lifetime caps it: gatebench.cloud._vms).
+        "max_run_duration_s": vm_max_run_s(plan.to_dict()),
     }
     rendered.workload = _workload(plan, api, layout, list(gateways), backend_url, rendered, run_id)
     if request.kind == "capacity":
@@ -317,6 +320,7 @@ def _testers(plan: Plan, layout: Layout, machine_type: str, role_args: list[str]
     count = plan.infrastructure.testers if plan.infrastructure else 1
     tester: dict[str, Any] = {
         "machine_type": machine_type,
+        "disk_gb": disk_gib_per_tester(plan.to_dict()),  # its raw log's bound, twice
         "args": ["cloud", "tester", *role_args],
         "count": count,
         "listen": [],

@@ -9,13 +9,19 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ..errors import Problem
 from ._objects import ObjectRef, RequestError
 
 if TYPE_CHECKING:  # pragma: no cover
     from google.cloud.storage import Client
+
+
+CHUNK_BYTES = 8 * 1024 * 1024
+"""The part of a large object held in memory at a time, reading or writing it (a multiple of
+256 KiB, as Cloud Storage's resumable uploads require)."""
 
 
 class ObjectMissing(RequestError):
@@ -90,6 +96,26 @@ class Storage:
     ) -> None:
         blob = self.client.bucket(bucket).blob(name)
         blob.upload_from_string(data, content_type=content_type)
+
+    def upload_file(
+        self, bucket: str, name: str, path: Path, content_type: str = "application/octet-stream"
+    ) -> None:
+        """The file, streamed: a resumable upload sent in :data:`CHUNK_BYTES` parts, so a
+        raw log of any size never sits in memory whole."""
+        blob = self.client.bucket(bucket).blob(name, chunk_size=CHUNK_BYTES)
+        blob.upload_from_filename(str(path), content_type=content_type)
+
+    def open_optional(self, bucket: str, name: str) -> BinaryIO | None:
+        """A reader of the live object that downloads it in :data:`CHUNK_BYTES` ranges as it
+        is read (never whole, never to a file), pinned to the generation it found; None when
+        there is no such object."""
+        blob = self.client.bucket(bucket).get_blob(name)
+        if blob is None:
+            return None
+        reader: BinaryIO = blob.open(
+            "rb", chunk_size=CHUNK_BYTES, if_generation_match=blob.generation
+        )
+        return reader
 
     def exists(self, bucket: str, name: str) -> bool:
         return bool(self.client.bucket(bucket).blob(name).exists())

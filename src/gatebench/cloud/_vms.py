@@ -30,6 +30,11 @@ def vm_vars(
         )
     fleet = fleet or {}
     limits = settings["limits"]
+    # The plan's estimate plus a margin (the render step's), never beyond the deployment's cap.
+    lifetime = int(limits.get("vm_lifetime", 43200))
+    planned = fleet.get("max_run_duration_s")
+    if isinstance(planned, int) and planned > 0:
+        lifetime = min(lifetime, planned)
     return {
         "project": settings["project"],
         "zone": fleet.get("zone") or settings.get("zone", ""),
@@ -41,7 +46,7 @@ def vm_vars(
         "service_accounts": settings["accounts"],
         "runner_image": settings["runner_image"],
         "runs_bucket": runs_bucket,
-        "max_run_duration_s": int(limits.get("vm_lifetime", 43200)),
+        "max_run_duration_s": lifetime,
         "backend": fleet.get("backend"),
         "gateways": fleet.get("gateways", {}),
         "tester": fleet.get("tester"),

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from ..errors import PlanError, pointer
-from ..ir import Api, Operation, unknown_body_message
+from ..ir import Api, Operation, is_http_token, server_authority_problem, unknown_body_message
 from ..metrics import COST_METRICS, METRICS
 from ..policies import JwtAuth
 from ..thresholds import parse_thresholds
@@ -236,8 +236,9 @@ def _backend(value: Any, r: Reader) -> Backend:
                 ["backend", "url"],
                 "credentials in the URL are never accepted; use auth: {...} with an env variable",
             )
-        elif url is not None and not re.match(
-            r"^https?://[A-Za-z0-9.\-\[\]:]+(:\d+)?(/[^\s]*)?$", url
+        elif url is not None and (
+            not re.fullmatch(r"https?://[A-Za-z0-9.\-\[\]:]+(:\d+)?(/[^\s]*)?", url)
+            or server_authority_problem(url)
         ):
             r.error(["backend", "url"], f"expected an http:// or https:// URL, got {url!r}")
         return Backend("url", url=url)
@@ -765,7 +766,7 @@ def _headers(value: Any, r: Reader, where: list[str | int]) -> dict[str, str]:
         return {}
     out = {}
     for name, raw in value.items():
-        if not re.match(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$", str(name)):
+        if not is_http_token(str(name)):
             r.error([*where, name], f"{str(name)!r} is not a valid HTTP header name")
             continue
         if str(name).lower() in ("authorization", "proxy-authorization", "cookie"):

@@ -12,7 +12,16 @@ from pathlib import Path
 from typing import Protocol
 
 from ..ir import Api
-from ._boot import ConfigRejected, boot_gateway, check_config, start_gateway, write_files
+from ._boot import (
+    CheckTimedOut,
+    ConfigRejected,
+    boot_gateway,
+    check_config,
+    check_limit,
+    start_gateway,
+    write_files,
+)
+from ._check import Checked, CheckTask, check_gateway, run_checks
 
 
 @dataclass
@@ -61,12 +70,18 @@ class Provisioner(Protocol):
 
 
 __all__ = [
+    "CheckTask",
+    "CheckTimedOut",
+    "Checked",
     "ConfigRejected",
     "Endpoint",
     "Provisioned",
     "Provisioner",
     "boot_gateway",
     "check_config",
+    "check_gateway",
+    "check_limit",
+    "run_checks",
     "start_gateway",
     "write_files",
 ]

@@ -5,15 +5,16 @@ starting processes is an edge.
 
 Steps, each with an error people can act on: write the files into the workdir, run the
 gateway's own checker (a rejected config raises :class:`ConfigRejected` carrying the
-checker's output), start the gateway in the foreground under a
-:class:`~gatebench.procs.Supervisor`, and wait until a real HTTP request is answered.
+checker's output; one that passes its time limit, :func:`check_limit`, is ended with every
+process it started and raises :class:`CheckTimedOut`), start the gateway in the foreground
+under a :class:`~gatebench.procs.Supervisor`, and wait until a real HTTP request is answered.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
-from collections.abc import Mapping
+import threading
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from .._resources import JVM_GATEWAYS, jvm_gateway_jar
@@ -21,7 +22,7 @@ from ..api_keys import redact
 from ..errors import MissingTool, RunError, UnsupportedHere
 from ..ir import Api
 from ..policies import PolicySet
-from ..procs import ManagedProcess, Supervisor, wait_ready
+from ..procs import ManagedProcess, Supervisor, run_bounded, wait_ready
 from ..renderers import Renderer, RenderTarget, get_renderer, render_with_policies
 
 
@@ -37,6 +38,42 @@ class ConfigRejected(RunError):
             f"{gateway}: the configuration was rejected by `{' '.join(argv)}` "
             f"(exit {returncode}):\n{output.rstrip()}"
         )
+
+
+class CheckTimedOut(RunError):
+    """The gateway's checker did not finish within its limit; it was ended with every
+    process it had started (``ended``: their command lines)."""
+
+    def __init__(
+        self, gateway: str, argv: list[str], timeout: float, ended: Sequence[str] = ()
+    ) -> None:
+        self.gateway = gateway
+        self.argv = argv
+        self.timeout = timeout
+        self.ended = tuple(ended)
+        started = ""
+        if self.ended:
+            programs = ", ".join(dict.fromkeys(os.path.basename(c.split()[0]) for c in ended))
+            started = f", with the {len(self.ended)} process(es) it had started ({programs})"
+        super().__init__(
+            f"{gateway}: `{' '.join(argv)}` did not finish within {timeout:g}s; it was "
+            f"ended{started}"
+        )
+
+
+CHECK_BASE_S = 60.0
+"""The time any check may take, whatever the size of the configuration."""
+
+
+def check_limit(renderer: Renderer, routes: int) -> float:
+    """Seconds the check of ``renderer``'s configuration of ``routes`` routes may take: a
+    base (:data:`CHECK_BASE_S`, or the gateway's readiness time when booting it is its
+    check) and :attr:`~gatebench.renderers.Renderer.check_seconds_per_route` per route.
+    Checkers grow with the configuration: Varnish's compiles it with the C compiler."""
+    base = CHECK_BASE_S
+    if renderer.check_command is None:
+        base = max(base, renderer.readiness_timeout)
+    return base + routes * renderer.check_seconds_per_route
 
 
 def write_files(files: Mapping[str, str], workdir: str | os.PathLike[str]) -> list[Path]:
@@ -80,36 +117,28 @@ def check_config(
     target: RenderTarget | None = None,
     *,
     timeout: float = 120.0,
+    cancel: threading.Event | None = None,
 ) -> str | None:
-    """Run the gateway's checker on the files in ``workdir``.
+    """Run the gateway's checker on the files in ``workdir``, for at most ``timeout``
+    seconds (or until ``cancel`` is set).
 
     Returns its output, or ``None`` when the gateway has no checker here. Raises
-    :class:`ConfigRejected` when the checker fails, :class:`UnsupportedHere` when the
-    program is missing.
+    :class:`ConfigRejected` when the checker fails, :class:`CheckTimedOut` when it did not
+    finish (it and every process it started are ended: ``procs.run_bounded``),
+    :class:`UnsupportedHere` when the program is missing.
     """
     argv = renderer.check_argv(workdir, target)
     if argv is None:
         return None
     renderer.prepare(Path(workdir))
-    env = {**os.environ, **renderer.env(workdir, target)}
-    try:
-        done = subprocess.run(
-            argv,
-            cwd=workdir,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise RunError(
-            f"{renderer.name}: `{' '.join(argv)}` did not finish within {timeout:g}s"
-        ) from None
-    output = (done.stdout + done.stderr).decode("utf-8", errors="replace")
+    done = run_bounded(
+        argv, timeout=timeout, cwd=workdir, env=renderer.env(workdir, target), cancel=cancel
+    )
+    if not done.finished:
+        raise CheckTimedOut(renderer.name, argv, timeout, done.ended)
     if done.returncode != 0:
-        raise ConfigRejected(renderer.name, argv, done.returncode, output)
-    return output
+        raise ConfigRejected(renderer.name, argv, done.returncode or 0, done.output)
+    return done.output
 
 
 def ensure_built(renderer: Renderer) -> None:
@@ -129,8 +158,10 @@ def start_gateway(
     supervisor: Supervisor,
     *,
     log_path: str | os.PathLike[str] | None = None,
+    readiness_timeout: float | None = None,
 ) -> ManagedProcess:
-    """Start the gateway on files already in ``target.workdir``; return once it answers."""
+    """Start the gateway on files already in ``target.workdir``; return once it answers
+    (within ``readiness_timeout`` seconds, by default the gateway's own)."""
     workdir = Path(target.workdir)
     ensure_built(renderer)
     argv = renderer.run_argv(workdir, target)
@@ -152,7 +183,12 @@ def start_gateway(
         host, port, path, ready = "127.0.0.1", target.admin_port, renderer.ready_path, _ok
     try:
         wait_ready(
-            proc, port, host=host, path=path, timeout=renderer.readiness_timeout, ready=ready
+            proc,
+            port,
+            host=host,
+            path=path,
+            timeout=readiness_timeout or renderer.readiness_timeout,
+            ready=ready,
         )
     except BaseException:
         supervisor.stop(proc)
@@ -173,6 +209,7 @@ def boot_gateway(
     log_path: str | os.PathLike[str] | None = None,
     policies: PolicySet | None = None,
     allow_missing_policies: bool = False,
+    readiness_timeout: float | None = None,
 ) -> ManagedProcess:
     """Render, write, check, start and wait: a ready gateway process proxying ``api``.
 
@@ -195,4 +232,6 @@ def boot_gateway(
         )
     write_files(files, target.workdir)
     check_config(gateway, target.workdir, target)
-    return start_gateway(gateway, target, supervisor, log_path=log_path)
+    return start_gateway(
+        gateway, target, supervisor, log_path=log_path, readiness_timeout=readiness_timeout
+    )

@@ -360,7 +360,7 @@ def _load(
     raw = []
     if result.raw_log is not None and result.raw_log.exists():
         name = RAW_OBJECT.format(run_id=run_id, name=raw_as)
-        storage.write(bucket, name, result.raw_log.read_bytes(), "application/octet-stream")
+        storage.upload_file(bucket, name, result.raw_log)  # streamed, never read whole
         raw.append(name)
     ok = not result.crashed and bool(raw)
     return {

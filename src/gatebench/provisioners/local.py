@@ -49,6 +49,8 @@ class LocalProvisioner:
         self._renderers: dict[str, object] = {}
         self._procs: dict[str, ManagedProcess] = {}
         self._logs: dict[str, Path] = {}
+        self._check_limits: dict[str, float] = {}
+        """Gateway → the seconds its checker may take (``check_limit`` for its routes)."""
         self._files: dict[str, tuple[Path, tuple[str, ...]]] = {}
         """Gateway → its folder and rendered files, redacted of API keys (``_redact``)."""
         self.unsupported: dict[str, str] = {}
@@ -68,7 +70,7 @@ class LocalProvisioner:
         workload uses and a gateway cannot express is left out of that gateway's files)."""
         from ..renderers import RenderTarget, get_renderer
         from ..renderers._leave_out import render_leaving_out
-        from ._boot import write_files
+        from ._boot import check_limit, write_files
 
         failures: dict[str, str] = {}
         for name in gateways:
@@ -92,6 +94,8 @@ class LocalProvisioner:
                 )
                 write_files(rendered.files, workdir)
                 self._files[name] = (workdir, tuple(rendered.files))
+                written = len((rendered.api or api).operations)
+                self._check_limits[name] = check_limit(renderer, written)
             except GatebenchError as exc:
                 failures[name] = f"cannot render the configuration: {exc}"
                 continue
@@ -128,7 +132,12 @@ class LocalProvisioner:
                 reason = renderer.available_here()  # type: ignore[attr-defined]
                 if reason is not None:
                     raise UnsupportedHere(reason)
-                check_config(renderer, target.workdir, target)  # type: ignore[arg-type, attr-defined]
+                check_config(
+                    renderer,  # type: ignore[arg-type]
+                    target.workdir,  # type: ignore[attr-defined]
+                    target,  # type: ignore[arg-type]
+                    timeout=self._check_limits[name],
+                )
                 proc = start_gateway(
                     renderer,  # type: ignore[arg-type]
                     target,  # type: ignore[arg-type]

@@ -186,6 +186,9 @@ class Renderer(abc.ABC):
     """The gateway in the foreground, same placeholders; ``None`` when it cannot run here."""
     readiness_timeout: ClassVar[float] = 15.0
     """Seconds from start to the first answered HTTP request before the boot counts as failed."""
+    check_seconds_per_route: ClassVar[float] = 0.01
+    """How much longer its check (the checker, or the boot of a gateway without one) may take
+    per route, above a fixed base (``gatebench.provisioners.check_limit``)."""
     ready_path: ClassVar[str | None] = None
     """For a gateway that answers before its routes are loaded: a path on the target's
     ``admin_port`` that answers 200 once they are; readiness waits for it. ``None`` (or no

@@ -29,6 +29,9 @@ class Rendered:
     left_out: tuple[Problem, ...] = ()
     operations: int = 0
     """How many operations the description has (the denominator of "3 of 1,123")."""
+    api: Api | None = None
+    """The description as rendered: without the operations left out. A gateway checked by
+    booting it boots this, so that its check sees exactly what was written."""
 
     def summary(self, gateway: str) -> str:
         """``krakend: 3 of 1,123 routes left out (...)``; "" when none is."""
@@ -91,7 +94,10 @@ def render_leaving_out(
                 )
             operations = tuple(op for op in operations if id(op) not in refused)
             continue
-        return Rendered(files, tuple(left_out), len(api.operations))
+        rendered_api = (
+            api if len(operations) == len(api.operations) else replace(api, operations=operations)
+        )
+        return Rendered(files, tuple(left_out), len(api.operations), rendered_api)
     raise UnsupportedFeature(left_out)  # pragma: no cover - every pass removes an operation
 
 

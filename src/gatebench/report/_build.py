@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import __version__
-from ..aggregate import RunSummary, summarize
+from ..aggregate import RankStability, RunSummary, summarize
 from ..cost import CostError, CostEstimate, estimate_cost
 from ..metrics import METRICS
 from ..model import Measurement, RunRecord
@@ -341,39 +341,13 @@ def _ranking_verdict(summary: RunSummary) -> list[str]:
     if len(leaders) > 1:
         names = _join(leaders)
         return [f"{names} tie for first place with {fmt_score(top.score)} of 100."]
-    runner = result.gateways[1]
     others = [f"{g.target} ({fmt_score(g.score)})" for g in result.gateways[1:]]
-    lines = [
+    headline = (
         f"{top.target} scores highest ({fmt_score(top.score)} of 100, {result.profile} "
         f"profile), ahead of {_join(others)}."
-    ]
-    stability = {r.target: r for r in summary.rank_stability}
-    c = summary.comparison
-    firsts = stability[top.target].first if top.target in stability else 0
-    n = c.repetitions if c else 0
-    if c is None or c.difference.half_width is None:
-        lines.append(
-            "With a single complete repetition there is no measure of run-to-run noise: "
-            "repeat the run (3 or more repetitions) before trusting this order."
-        )
-    else:
-        d = c.difference
-        half = d.half_width or 0.0
-        decimals = 1 if half < 10 else 0
-        interval = (
-            f"{fmt_number(d.estimate, decimals)} points, 95 % CI "
-            f"{fmt_number(d.estimate - half, decimals)} to {fmt_number(d.estimate + half, decimals)}"
-        )
-        if d.significant:
-            lines.append(
-                f"Its lead over {runner.target} ({interval}) is larger than the run-to-run "
-                f"noise; it ranked first in {firsts} of {n} repetitions."
-            )
-        else:
-            lines.append(
-                f"Its lead over {runner.target} is inside the run-to-run noise ({interval}; "
-                f"first in {firsts} of {n} repetitions): treat the two as equal on this evidence."
-            )
+    )
+    tied = tied_on_the_repetitions(summary)
+    lines = _disagreement(summary, tied, headline) if tied else [headline, _lead(summary)]
     if summary.tester_bound:
         lines.append(
             f"Throughput does not count on {_join(list(summary.tester_bound))}: the load "
@@ -401,6 +375,111 @@ def _ranking_verdict(summary: RunSummary) -> list[str]:
     if top.missing:
         lines.append(f"{top.target} has no measurement for {_join(top.missing)}.")
     return lines
+
+
+def _lead(summary: RunSummary) -> str:
+    """Whether the leader's lead over the runner-up is larger than the run-to-run noise (the
+    two rankings agree here: tied_on_the_repetitions found no disagreement)."""
+    result = summary.scores
+    top, runner = result.gateways[0], result.gateways[1]
+    stability = {r.target: r for r in summary.rank_stability}
+    c = summary.comparison
+    firsts = stability[top.target].first if top.target in stability else 0
+    n = c.repetitions if c else 0
+    if c is None or c.difference.half_width is None:
+        return (
+            "With a single complete repetition there is no measure of run-to-run noise: "
+            "repeat the run (3 or more repetitions) before trusting this order."
+        )
+    d = c.difference
+    half = d.half_width or 0.0
+    decimals = 1 if half < 10 else 0
+    interval = (
+        f"{fmt_number(d.estimate, decimals)} points, 95 % CI "
+        f"{fmt_number(d.estimate - half, decimals)} to {fmt_number(d.estimate + half, decimals)}"
+    )
+    if d.significant:
+        return (
+            f"Its lead over {runner.target} ({interval}) is larger than the run-to-run "
+            f"noise; it ranked first in {firsts} of {n} repetitions."
+        )
+    return (
+        f"Its lead over {runner.target} is inside the run-to-run noise ({interval}; "
+        f"first in {firsts} of {n} repetitions): treat the two as equal on this evidence."
+    )
+
+
+def tied_on_the_repetitions(summary: RunSummary) -> list[str]:
+    """The gateways tied on this evidence when the score of the averaged metrics and the
+    ranking of the single repetitions disagree, in the order of the score; empty when they
+    agree.
+
+    A gateway disagrees with the leader (the highest score of the averaged metrics) when, over
+    the complete repetitions, it ranked first more often, has a better mean rank, or a higher
+    mean of its per-repetition scores. Every gateway the score places between the leader and
+    the lowest-scored one that disagrees is tied with them too: the evidence cannot order it
+    against either."""
+    result = summary.scores
+    stability = {r.target: r for r in summary.rank_stability}
+    order = [g.target for g in result.gateways]
+    top = stability.get(order[0]) if order else None
+    if top is None or not top.ranks:
+        return []
+
+    def disagrees(r: RankStability) -> bool:
+        assert top is not None and top.mean_rank is not None and r.mean_rank is not None
+        return (
+            r.first > top.first
+            or r.mean_rank < top.mean_rank
+            or math.fsum(r.scores) / len(r.scores) > math.fsum(top.scores) / len(top.scores)
+        )
+
+    last = max(
+        (
+            i
+            for i, g in enumerate(order)
+            if g in stability and stability[g].ranks and disagrees(stability[g])
+        ),
+        default=0,
+    )
+    return order[: last + 1] if last else []
+
+
+def _disagreement(summary: RunSummary, tied: Sequence[str], headline: str) -> list[str]:
+    """The verdict's opening when the two rankings disagree (tied_on_the_repetitions): who is
+    tied, each ranking in turn, and the paired difference with its sign made plain."""
+    stability = {r.target: r for r in summary.rank_stability}
+    n = len(stability[tied[0]].ranks)
+    by_rounds = sorted(
+        tied, key=lambda g: (-stability[g].first, stability[g].mean_rank or 0.0, tied.index(g))
+    )
+    rounds = [
+        f"{g} {'ranked first in ' if i == 0 else 'in '}{stability[g].first}"
+        + (f" of {n} repetitions" if i == 0 else "")
+        + f" (mean rank {fmt_number(stability[g].mean_rank or 0.0, 1)})"
+        for i, g in enumerate(by_rounds)
+    ]
+    per_round = f"Scored one repetition at a time, {_join(rounds)}"
+    c = summary.comparison
+    if c is not None and c.difference.half_width is not None and c.difference.estimate < 0:
+        d = c.difference
+        half = d.half_width or 0.0
+        decimals = 1 if half < 10 else 0
+        per_round += (
+            f"; {c.runner_up}'s score averaged {fmt_number(-d.estimate, decimals)} points above "
+            f"{c.leader}'s (95 % CI {fmt_number(-d.estimate - half, decimals)} to "
+            f"{fmt_number(-d.estimate + half, decimals)})"
+        )
+    return [
+        f"{_join(list(tied))} are tied on this evidence: the score of the averaged metrics and "
+        "the ranking of the single repetitions disagree.",
+        "On the metrics averaged over the "
+        + (f"{len(summary.repetitions)} repetitions, " if len(summary.repetitions) > 1 else "")
+        + headline,
+        per_round + ".",
+        "More repetitions, or a quieter machine, may separate them; until then, compare them "
+        "on the tables.",
+    ]
 
 
 def _single_gateway_overhead(summary: RunSummary, gateway: str) -> str:

@@ -393,12 +393,24 @@ def _stability(report: Report) -> str:
     c = s.comparison
     if c is not None and c.difference.half_width is not None:
         d = c.difference
-        verdict = "larger than" if d.significant else "inside"
-        text = (
-            f"<p>{_e(c.leader)} − {_e(c.runner_up)}, paired by repetition: "
-            f"{_e(fmt_number(d.estimate, 1))} points, 95 % CI {_e(fmt_number(d.low or 0.0, 1))} to "
-            f"{_e(fmt_number(d.high or 0.0, 1))}: the lead is {verdict} the run-to-run noise.</p>"
-        )
+        noise = "larger than" if d.significant else "inside"
+        if d.estimate >= 0:
+            text = (
+                f"<p>{_e(c.leader)} − {_e(c.runner_up)}, paired by repetition: "
+                f"{_e(fmt_number(d.estimate, 1))} points, 95 % CI {_e(fmt_number(d.low or 0.0, 1))} "
+                f"to {_e(fmt_number(d.high or 0.0, 1))}: the lead is {noise} the run-to-run "
+                "noise.</p>"
+            )
+        else:
+            # Scored one repetition at a time the runner-up does better: no "lead" to speak of.
+            text = (
+                f"<p>{_e(c.runner_up)} − {_e(c.leader)}, paired by repetition: "
+                f"{_e(fmt_number(-d.estimate, 1))} points, 95 % CI "
+                f"{_e(fmt_number(-(d.high or 0.0), 1))} to {_e(fmt_number(-(d.low or 0.0), 1))}: "
+                f"scored one repetition at a time, {_e(c.runner_up)} does better than "
+                f"{_e(c.leader)}, against the order of the averaged metrics (see the verdict); the "
+                f"difference is {noise} the run-to-run noise.</p>"
+            )
     return _model_table(stability_table(report)) + text
 
 

@@ -22,7 +22,16 @@ from typing import TYPE_CHECKING, Any
 
 from .._locations import checkout_root
 from ..errors import Problem, Severity
-from ..ir import Api, MediaType, Operation, Parameter, RequestBody, Response, method_rank
+from ..ir import (
+    Api,
+    MediaType,
+    Operation,
+    Parameter,
+    RequestBody,
+    Response,
+    method_rank,
+    server_authority_problem,
+)
 
 if TYPE_CHECKING:
     from ._reader import Document
@@ -38,6 +47,7 @@ _BLUEPRINT_HEAD = re.compile(r"^\ufeff?\s*FORMAT:\s*1A\b", re.IGNORECASE)
 _BLUEPRINT_RESOURCE = re.compile(r"^#{1,3} [^\n]*\[(?:[A-Z]+ )?/[^\]]*\]\s*$", re.MULTILINE)
 _QUERY_EXPRESSION = re.compile(r"\{[?&]([^}]*)\}")
 _EXPRESSION = re.compile(r"\{[+#./;]?([^}]*)\}")
+_ANY_EXPRESSION = re.compile(r"\{[+#./;?&]?([^}]*)\}")
 _METHODS = {"GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH", "TRACE"}
 
 
@@ -66,11 +76,25 @@ def read_blueprint(doc: Document) -> tuple[Api | None, list[Problem]]:
     if any(p.severity == "error" for p in problems):
         return None, problems
     base_url = str(parsed.get("host") or "")
+    wrong = server_authority_problem(base_url)
+    if wrong:
+        found = re.search(r"^HOST:", doc.text, re.MULTILINE)
+        line = doc.text.count("\n", 0, found.start()) + 1 if found else None
+        problems.append(
+            Problem(
+                "", f"HOST {base_url!r} cannot be a server: {wrong}", "error", line, 1, doc.name
+            )
+        )
+        base_url = ""
     operations: list[Operation] = []
+    with_query: dict[str, tuple[int | None, int | None]] = {}
     for i, resource in enumerate(parsed.get("resources", [])):
         for j, action in enumerate(resource.get("actions", [])):
             op = _operation(resource, action, f"/resources/{i}/actions/{j}", base_url)
             line, column = positions.at(action.get("offset"))
+            href = str(action.get("href") or resource.get("href") or "")
+            if op is not None and split_query(href)[1]:
+                with_query.setdefault(href, (line, column))
             if op is None:
                 problems.append(
                     Problem(
@@ -86,6 +110,20 @@ def read_blueprint(doc: Document) -> tuple[Api | None, list[Problem]]:
                 )
                 continue
             operations.append(op)
+    if with_query:
+        first, (line, column) = next(iter(with_query.items()))
+        problems.append(
+            Problem(
+                "",
+                f"{len(with_query)} URI template(s) carry a query part after '?' (e.g. "
+                f"{first!r}); they are routed on the part before it and its variables are sent "
+                "as query parameters",
+                "note",
+                line,
+                column,
+                doc.name,
+            )
+        )
     operations = _unique_ids(operations)
     operations.sort(key=lambda op: (op.route_path, method_rank(op.method), op.operation_id))
     if not operations:
@@ -159,26 +197,28 @@ def _operation(
     href = str(action.get("href") or resource.get("href") or "")
     if method not in _METHODS or not href.startswith("/"):
         return None
-    query_names = [
-        name.strip().rstrip("*")
-        for group in _QUERY_EXPRESSION.findall(href)
-        for name in group.split(",")
-        if name.strip()
-    ]
-    path = _EXPRESSION.sub(
-        lambda m: "{" + m.group(1).split(",")[0].rstrip("*") + "}", _QUERY_EXPRESSION.sub("", href)
-    )
+    href, query = split_query(href)
     described = {
         v["name"]: v for v in [*resource.get("variables", []), *action.get("variables", [])]
     }
+    query_params: list[Parameter] = []
+    for name, variable, fixed in [
+        *((name, name, None) for name in _expression_names(_QUERY_EXPRESSION, href)),
+        *_query_part(query),
+    ]:
+        if any(p.name == name for p in query_params):
+            continue
+        if fixed is not None:
+            schema = {"type": "string", "enum": [fixed]}
+            query_params.append(Parameter(name, "query", True, schema, examples=(fixed,)))
+            continue
+        decl = described.get(variable)
+        query_params.append(_parameter(name, "query", bool((decl or {}).get("required")), decl))
+    path = _EXPRESSION.sub(
+        lambda m: "{" + m.group(1).split(",")[0].rstrip("*") + "}", _QUERY_EXPRESSION.sub("", href)
+    )
     path_names = re.findall(r"\{([^{}]+)\}", path)
     path_params = tuple(_parameter(name, "path", True, described.get(name)) for name in path_names)
-    query_params = tuple(
-        _parameter(
-            name, "query", bool((described.get(name) or {}).get("required")), described.get(name)
-        )
-        for name in query_names
-    )
     body = None
     contents = [
         _media(r.get("contentType"), r.get("body"))
@@ -205,12 +245,53 @@ def _operation(
         path_template=path,
         base_url=base_url,
         path_params=path_params,
-        query_params=query_params,
+        query_params=tuple(query_params),
         request_body=body,
         responses=tuple(responses.values()),
         summary=str(action.get("title") or ""),
         pointer=pointer,
     )
+
+
+def split_query(href: str) -> tuple[str, str]:
+    """``/devices?{key}&{limit}`` → (``/devices``, ``?{key}&{limit}``): a ``?`` or ``#`` outside
+    the template's expressions starts its query or fragment (RFC 6570: expressions expand in
+    place, literals stay), which no request routes on."""
+    depth = 0
+    for i, ch in enumerate(href):
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth = max(0, depth - 1)
+        elif ch in "?#" and depth == 0:
+            return href[:i], href[i:]
+    return href, ""
+
+
+def _expression_names(pattern: re.Pattern[str], text: str) -> list[str]:
+    """Variable names of the expressions ``pattern`` finds (``{?a,b*,c:3}`` → a, b, c)."""
+    return [
+        name.strip().rstrip("*").split(":")[0]
+        for group in pattern.findall(text)
+        for name in group.split(",")
+        if name.strip()
+    ]
+
+
+def _query_part(query: str) -> list[tuple[str, str, str | None]]:
+    """The query parameters a URI template's query part names: (name, the variable giving its
+    value, or the fixed value). ``{a}`` and ``{?a}`` name ``a``; ``b={v}`` names ``b`` with the
+    value of ``v``; ``c=1`` is ``c`` fixed to ``1``; the fragment is never sent."""
+    out: list[tuple[str, str, str | None]] = []
+    for piece in query.partition("#")[0].lstrip("?").split("&"):
+        name, equals, value = piece.partition("=")
+        if not equals:
+            out.extend((n, n, None) for n in _expression_names(_ANY_EXPRESSION, name))
+            continue
+        variables = _expression_names(_ANY_EXPRESSION, value)
+        if name and "{" not in name:
+            out.append((name, variables[0], None) if variables else (name, name, value))
+    return out
 
 
 def _parameter(

@@ -27,6 +27,8 @@ SPEC_SUFFIXES = (".yaml", ".yml", ".json", ".raml")
 _ROOT_HINT = re.compile(
     rb"""(?m)^\s*[{\s]*["']?(openapi|swagger)["']?\s*:|\A(?:\xef\xbb\xbf)?#%RAML[ \t]+(1\.0|0\.8)[ \t]*\r?$"""
 )
+_ENCRYPTED = 0x1
+"""The zip general-purpose flag of an encrypted member (APPNOTE.TXT 4.4.4)."""
 _BENCH_HINT = re.compile(rb"""(?m)^\s*[{\s]*["']?x-gatebench["']?\s*:""")
 
 
@@ -59,6 +61,8 @@ class Bundle:
     _cache: dict[str, bytes] = field(default_factory=dict)
     single_file: bool = False
     """A file given on its own: its folder is the bundle (see :meth:`wider_folder`)."""
+    warnings: list[Problem] = field(default_factory=list)
+    """What reading the bundle itself found (a zip member named twice)."""
 
     @property
     def is_folder(self) -> bool:
@@ -215,16 +219,24 @@ def bundle_from_bytes(
                 )
             ]
         )
+    if entry is not None and not data.startswith(b"PK\x03\x04"):
+        raise SpecSyntaxError(
+            [Problem("", "an entry only applies to a folder or a zip", source=label)]
+        )
     if data.startswith(b"PK\x03\x04"):
-        files = _unzip(data, limits, label)
-        bundle = Bundle(label=label, entry="", limits=limits, _files=files)
+        warnings: list[Problem] = []
+        files = _unzip(data, limits, label, warnings)
+        bundle = Bundle(label=label, entry="", limits=limits, _files=files, warnings=warnings)
         bundle.entry = _pick_entry(bundle, entry)
         return bundle
     safe = posixpath.basename(name.replace("\\", "/")) or "spec"
     return Bundle(label=label, entry=safe, limits=limits, _files={safe: data})
 
 
-def _unzip(data: bytes, limits: Limits, label: str) -> dict[str, bytes]:
+def _unzip(data: bytes, limits: Limits, label: str, warnings: list[Problem]) -> dict[str, bytes]:
+    """The members of a zip by name. Names are data: messages show them escaped (``!r``).
+    Backslashes are folder separators (older Windows zip tools write ``paths\\a.yaml``);
+    a name written twice is read from its later member, with a warning."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         infos = archive.infolist()
@@ -235,19 +247,20 @@ def _unzip(data: bytes, limits: Limits, label: str) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     total = 0
     for info in infos:
-        name = info.filename
+        name = info.filename.replace("\\", "/")
         if (
-            info.is_dir()
+            name.endswith("/")
             or name.startswith("__MACOSX/")
             or posixpath.basename(name).startswith("._")
         ):
             continue
+        shown = info.filename
         mode = info.external_attr >> 16
         if stat.S_ISLNK(mode):
             raise SpecSyntaxError(
                 [
                     Problem(
-                        "", f"zip entry {name!r} is a symlink; symlinks are refused", source=label
+                        "", f"zip entry {shown!r} is a symlink; symlinks are refused", source=label
                     )
                 ]
             )
@@ -255,8 +268,19 @@ def _unzip(data: bytes, limits: Limits, label: str) -> dict[str, bytes]:
             clean = join_inside("x", name)
         except OutsideBundle:
             raise SpecSyntaxError(
-                [Problem("", f"zip entry {name!r} points outside the archive", source=label)]
+                [Problem("", f"zip entry {shown!r} points outside the archive", source=label)]
             ) from None
+        if info.flag_bits & _ENCRYPTED:
+            raise SpecSyntaxError(
+                [
+                    Problem(
+                        "",
+                        f"zip entry {shown!r} is encrypted; gatebench reads no password-protected "
+                        "archive: zip the files again without a password",
+                        source=label,
+                    )
+                ]
+            )
         if len(files) >= limits.max_files:
             raise SpecSyntaxError(
                 [Problem("", f"the zip holds more than {limits.max_files} files", source=label)]
@@ -266,7 +290,7 @@ def _unzip(data: bytes, limits: Limits, label: str) -> dict[str, bytes]:
                 content = fh.read(limits.max_bytes - total + 1)
         except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, RuntimeError) as exc:
             raise SpecSyntaxError(
-                [Problem("", f"zip entry {name!r} cannot be read: {exc}", source=label)]
+                [Problem("", f"zip entry {shown!r} cannot be read: {exc}", source=label)]
             ) from None
         total += len(content)
         if total > limits.max_bytes:
@@ -276,6 +300,15 @@ def _unzip(data: bytes, limits: Limits, label: str) -> dict[str, bytes]:
                         "", f"the zip unpacks to more than {limits.max_bytes:,} bytes", source=label
                     )
                 ]
+            )
+        if clean in files:
+            warnings.append(
+                Problem(
+                    "",
+                    f"the zip holds {clean!r} twice; the later one is read",
+                    "warning",
+                    source=label,
+                )
             )
         files[clean] = content
     if not files:
@@ -299,20 +332,20 @@ def _pick_entry(bundle: Bundle, entry: str | None) -> str:
             clean = join_inside("x", unquote(entry))
         except OutsideBundle as exc:
             raise SpecSyntaxError(
-                [Problem("", f"--entry {entry!r}: {exc}", source=bundle.label)]
+                [Problem("", f"entry {entry!r}: {exc}", source=bundle.label)]
             ) from None
         try:
             found = bundle.exists(clean)
         except OutsideBundle as exc:
             raise SpecSyntaxError(
-                [Problem("", f"--entry {entry!r}: {exc}", source=bundle.label)]
+                [Problem("", f"entry {entry!r}: {exc}", source=bundle.label)]
             ) from None
         if not found:
             raise SpecSyntaxError(
                 [
                     Problem(
                         "",
-                        f"--entry {entry!r} is not in the bundle; it holds: {', '.join(names[:20])}",
+                        f"entry {entry!r} is not in the bundle; it holds: {', '.join(names[:20])}",
                         source=bundle.label,
                     )
                 ]
@@ -356,7 +389,8 @@ def _pick_entry(bundle: Bundle, entry: str | None) -> str:
         [
             Problem(
                 "",
-                f"several API descriptions in the bundle ({', '.join(roots[:10])}); name one with --entry",
+                f"several API descriptions in the bundle ({', '.join(roots[:10])}); name one "
+                "with --entry (an upload: the 'entry' parameter)",
                 source=bundle.label,
             )
         ]

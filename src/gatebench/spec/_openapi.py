@@ -41,6 +41,8 @@ from ..ir import (
     SecurityScheme,
     UnknownPart,
     method_rank,
+    server_authority_problem,
+    token_problem,
     url_path,
 )
 from ._reader import Document, Reader
@@ -303,6 +305,11 @@ class OpenApiBuilder:
                     loc.child("name"), "apiKey needs the 'name' of its header, query or cookie"
                 )
                 return None
+            wrong = token_problem(f"apiKey {where} name", param) if where != "query" else ""
+            if wrong:
+                # Like any scheme that cannot be used: ignored, with the reason.
+                self.warn(loc.child("name"), f"{wrong}; the scheme is ignored")
+                return None
             return SecurityScheme(name, "apiKey", location=where, param_name=param)
         if kind == "http" and not self.v2:
             scheme = value.get("scheme")
@@ -427,6 +434,10 @@ class OpenApiBuilder:
             return str(default)
 
         resolved = _TEMPLATE_VAR.sub(substitute, url)
+        wrong = server_authority_problem(resolved)
+        if wrong:
+            self.problem(loc.child("url"), f"server URL {resolved!r} cannot be a server: {wrong}")
+            return ""
         try:
             urlsplit(resolved)
         except ValueError as exc:
@@ -456,6 +467,10 @@ class OpenApiBuilder:
             )
             base_path = ""
         if not isinstance(host, str) or not host:
+            return base_path
+        wrong = server_authority_problem("//" + host)
+        if wrong:
+            self.problem(Loc(self.doc.name, "/host"), f"host {host!r} cannot be a server: {wrong}")
             return base_path
         schemes = self.root.get("schemes")
         scheme = "http"
@@ -689,6 +704,12 @@ class OpenApiBuilder:
                 f"parameter {name!r}: 'in' must be one of {', '.join(allowed)}; got {where!r} "
                 "(the parameter is ignored)",
             )
+            return None
+        wrong = (
+            token_problem(f"{where} parameter name", name) if where in ("header", "cookie") else ""
+        )
+        if wrong:
+            self.problem(real.child("name"), wrong)
             return None
         required = bool(value.get("required", False))
         if where == "path" and not required:

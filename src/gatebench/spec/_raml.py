@@ -38,6 +38,8 @@ from ..ir import (
     SecurityRequirement,
     SecurityScheme,
     method_rank,
+    server_authority_problem,
+    token_problem,
 )
 from ._bundle import OutsideBundle, join_inside
 from ._reader import Document, Reader
@@ -306,11 +308,16 @@ class RamlBuilder:
             if any(str(h).lower() == "authorization" for h in headers):
                 return SecurityScheme(name, "http", scheme="bearer")
             if headers:
+                header = str(next(iter(headers)))
+                wrong = token_problem("apiKey header name", header.rstrip("?"))
+                if wrong:
+                    self.warn(
+                        loc.child("describedBy", "headers", header),
+                        f"{wrong}; the scheme is ignored",
+                    )
+                    return None
                 return SecurityScheme(
-                    name,
-                    "apiKey",
-                    location="header",
-                    param_name=str(next(iter(headers))).rstrip("?"),
+                    name, "apiKey", location="header", param_name=header.rstrip("?")
                 )
             if query:
                 return SecurityScheme(
@@ -369,6 +376,10 @@ class RamlBuilder:
             return name
 
         url = _TEMPLATE_VAR.sub(substitute, base)
+        wrong = server_authority_problem(url)
+        if wrong:
+            self.problem(loc.child("baseUri"), f"baseUri {url!r} cannot be a server: {wrong}")
+            return ""
         if re.search(r"\s", url):
             self.problem(loc.child("baseUri"), f"baseUri {url!r} contains whitespace")
             return ""
@@ -574,6 +585,10 @@ class RamlBuilder:
             name = str(name)
             optional = name.endswith("?")
             clean = name.rstrip("?")
+            wrong = token_problem(f"{where} parameter name", clean) if where == "header" else ""
+            if wrong:
+                self.problem(loc.child(name), wrong)
+                continue
             # RAML 1.0 parameters are required unless marked; RAML 0.8 ones are optional.
             default_required = self.version == "1.0" and not optional
             out.append(

@@ -73,7 +73,7 @@ class Reader:
         self.bundle = bundle
         self.limits = limits
         self.documents: dict[str, Document] = {}
-        self.warnings: list[Problem] = []
+        self.warnings: list[Problem] = list(bundle.warnings)
         self._include_stack: list[str] = []
 
     @property

@@ -64,6 +64,10 @@ class ResultStore(Protocol):
     def list_runs(self, limit: int = 50) -> list[RunRecord]:
         """Newest first (by ``created_at``, then run id)."""
 
+    def unfinished_runs(self) -> list[RunRecord]:
+        """Every run not finished (not done, failed or partial), oldest first (by
+        ``created_at``, then run id)."""
+
     def put_measurement(self, measurement: Measurement) -> None:
         """Write (or overwrite) one measurement; durable when this returns."""
 

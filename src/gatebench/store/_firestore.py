@@ -207,6 +207,18 @@ class FirestoreStore:
         runs.sort(key=lambda r: (r.created_at, r.run_id), reverse=True)
         return runs
 
+    def unfinished_runs(self) -> list[RunRecord]:
+        from google.cloud.firestore_v1.base_query import FieldFilter
+
+        unfinished = [s.value for s in RunStatus if not s.finished]
+        # One single-field filter (Firestore indexes it by itself); sorted here.
+        query = self.client.collection(RUNS).where(filter=FieldFilter("status", "in", unfinished))
+        snaps = self._call(
+            "listing unfinished runs", lambda: list(query.stream(timeout=self.timeout))
+        )
+        runs = [RunRecord.from_dict(decode(s.to_dict() or {})) for s in snaps]
+        return sorted(runs, key=lambda r: (r.created_at, r.run_id))
+
     # -- measurements -----------------------------------------------------------------------
 
     def _require_run(self, run_id: str) -> None:

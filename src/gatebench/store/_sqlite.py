@@ -254,6 +254,14 @@ class SqliteStore:
         )
         return [self._load_run(r[0]) for r in rows]
 
+    def unfinished_runs(self) -> list[RunRecord]:
+        finished = tuple(s.value for s in RunStatus if s.finished)
+        rows = self._query(
+            "SELECT doc FROM runs WHERE status NOT IN (?, ?, ?) ORDER BY created_at, run_id",
+            finished,
+        )
+        return [self._load_run(r[0]) for r in rows]
+
     # -- measurements -----------------------------------------------------------------------
 
     def put_measurement(self, measurement: Measurement) -> None:

@@ -33,9 +33,9 @@ from ._api import (
 from ._bucket import LocalBucket
 from ._dashboard import DashboardSettingError, cors_from_env, results_store, signed_uploads
 from ._gcs import GcsSigner
-from ._queue import DirectUploads, QueuedRun, RunQueue
+from ._queue import DirectUploads, QueuedRun, QueueFull, RunQueue
 from ._reply import Reply
-from ._server import App, GatebenchHTTPServer, build_server, is_loopback
+from ._server import App, GatebenchHTTPServer, ServeLimits, build_server, is_loopback
 from ._site import SITE_FORMAT, SiteConfig, SiteConfigError, default_frontend_dir, export_site
 from ._static import resolve_static
 from ._uploads import (
@@ -72,9 +72,11 @@ __all__ = [
     "HmacSigner",
     "LiveRuns",
     "LocalBucket",
+    "QueueFull",
     "QueuedRun",
     "Reply",
     "RunQueue",
+    "ServeLimits",
     "SignedUploads",
     "SiteConfig",
     "SiteConfigError",

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..run_request import METADATA_HEADER, UploadRejected, run_request_from_metadata
 from ..spec import Limits
-from ._queue import RunQueue
+from ._queue import QueueFull, RunQueue, queue_full
 from ._reply import Reply
 from ._uploads import (
     UPLOAD_PREFIX,
@@ -86,12 +86,22 @@ class LocalBucket:
                 return Reply.error(
                     412, f"object {object_name!r} exists; a signed URL is for one upload"
                 )
+            try:
+                self.queue.check_room()  # a refused upload is not stored
+            except QueueFull as exc:
+                return queue_full(exc)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(body)
-        generation = str(time.time_ns() // 1000)
-        job = self.queue.submit(
-            upload, spec_uri=f"{self.bucket_uri}/{object_name}#{generation}", spec_path=path
-        )
+            generation = str(time.time_ns() // 1000)
+            try:
+                job = self.queue.submit(
+                    upload,
+                    spec_uri=f"{self.bucket_uri}/{object_name}#{generation}",
+                    spec_path=path,
+                )
+            except QueueFull as exc:  # another upload took the last place meanwhile
+                path.unlink()
+                return queue_full(exc)
         return Reply(
             200, b"", headers=(("x-goog-generation", generation), ("x-gatebench-run", job.run_id))
         )

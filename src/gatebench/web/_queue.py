@@ -1,6 +1,7 @@
 """The local server's run queue: uploads run one at a time, each in a worker process.
 
-A checked upload is saved under ``<results>/uploads/<run-id>/`` and waits its turn; the
+A checked upload is saved under ``<results>/uploads/<run-id>/`` and waits its turn (at most
+``max_queued`` runs wait: :class:`QueueFull`, answered 429 with ``Retry-After``); the
 queue's thread then starts ``python -m gatebench.web._worker`` (the same runner as
 ``gatebench run``, writing to the same store) and reads its progress lines for the live
 status. Stopping the queue (Ctrl-C or SIGTERM to ``gatebench serve``) drops the runs still
@@ -24,42 +25,77 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from ..errors import Problem, RunError
 from ..model import RunRecord, RunStatus, local_run_id
 from ..procs import ManagedProcess, Supervisor, stop_processes_below
+from ..run_request import RunRequest
 from ..store import ResultStore
 from ._reply import Reply
 from ._uploads import CheckedUpload
 from ._views import run_summary
 
+RETRY_AFTER_FULL_S = 60
+"""What a 429 for a full queue tells the client to wait: runs take minutes."""
+
+
+class QueueFull(RunError):
+    """The run queue holds its limit of waiting runs (answered 429, :func:`queue_full`)."""
+
+    def __init__(self, waiting: int, limit: int) -> None:
+        self.waiting = waiting
+        self.limit = limit
+        super().__init__(
+            f"the run queue is full: {waiting} run{'s are' if waiting != 1 else ' is'} waiting "
+            f"(the limit is {limit}, --max-queued); try again once one has started"
+        )
+
+
+def queue_full(exc: QueueFull) -> Reply:
+    return Reply.problems(
+        429,
+        [Problem("", str(exc))],
+        headers=[("Retry-After", str(RETRY_AFTER_FULL_S))],
+        queue_length=exc.waiting,
+    )
+
 
 @dataclass
 class QueuedRun:
+    """A run waiting for its turn. It keeps what its worker and the read API need (the
+    upload's name, its run request, its record), not the upload itself: the bytes are in
+    ``spec_path`` and the parsed description would hold tens of MB per waiting run."""
+
     run_id: str
-    upload: CheckedUpload
+    name: str
+    request: RunRequest
     spec_path: Path
     spec_uri: str
     folder: Path
+    summary: RunRecord
+    """The run as the runner will record it, for the time before it does."""
     created_at: float = field(default_factory=time.time)
     progress: dict[str, Any] | None = None
     process: ManagedProcess | None = None
     exit_code: int | None = None
 
     def record(self) -> RunRecord:
-        """The run as the runner will record it, for the time before it does."""
-        plan = self.upload.run_plan
-        summary = self.upload.summary()
-        return RunRecord(
-            run_id=self.run_id,
-            spec_uri=self.spec_uri,
-            spec_sha256=self.upload.sha256,
-            created_at=self.created_at,
-            updated_at=self.created_at,
-            title=self.upload.api.title,
-            gateways=list(plan.gateways),
-            workloads=summary["workloads"],
-            plan=json.loads(json.dumps(plan.to_dict())),
-            environment={"quick": self.upload.request.quick},
-        )
+        return self.summary
+
+
+def _record_of(upload: CheckedUpload, run_id: str, spec_uri: str, created_at: float) -> RunRecord:
+    plan = upload.run_plan
+    return RunRecord(
+        run_id=run_id,
+        spec_uri=spec_uri,
+        spec_sha256=upload.sha256,
+        created_at=created_at,
+        updated_at=created_at,
+        title=upload.api.title,
+        gateways=list(plan.gateways),
+        workloads=upload.summary()["workloads"],
+        plan=json.loads(json.dumps(plan.to_dict())),
+        environment={"quick": upload.request.quick},
+    )
 
 
 class RunQueue:
@@ -72,6 +108,7 @@ class RunQueue:
         results_dir: Path,
         *,
         python: str = sys.executable,
+        max_queued: int = 10,
         stop_timeout: float = 60.0,
         sweep: bool = False,
         log: Callable[[str], None] = lambda line: None,
@@ -80,6 +117,8 @@ class RunQueue:
         self.store_location = store_location
         self.results_dir = Path(results_dir)
         self.python = python
+        self.max_queued = max_queued
+        """Runs that may wait at once (the running one not counted); more are refused."""
         self.stop_timeout = stop_timeout
         self.sweep_leftovers = sweep
         """After each worker, stop whatever it left below this process (see become_subreaper)."""
@@ -98,30 +137,45 @@ class RunQueue:
     def submit(
         self, upload: CheckedUpload, *, spec_uri: str | None = None, spec_path: Path | None = None
     ) -> QueuedRun:
-        """Save the upload (unless ``spec_path`` holds it already) and queue its run."""
+        """Save the upload (unless ``spec_path`` holds it already) and queue its run;
+        :class:`QueueFull` when ``max_queued`` runs are waiting already."""
         with self._cond:
             if self._stopping:
-                from ..errors import RunError
-
                 raise RunError("the server is stopping; no new run is accepted")
+            self._check_room()
             run_id = self._new_id(upload.sha256)
             folder = self.results_dir / "uploads" / run_id
             folder.mkdir(parents=True, exist_ok=True)
             if spec_path is None:
                 spec_path = folder / upload.name
                 spec_path.write_bytes(upload.data)
+            spec_uri = spec_uri or str(spec_path.resolve())
+            created_at = time.time()
             job = QueuedRun(
                 run_id=run_id,
-                upload=upload,
+                name=upload.name,
+                request=upload.request,
                 spec_path=spec_path.resolve(),
-                spec_uri=spec_uri or str(spec_path.resolve()),
+                spec_uri=spec_uri,
                 folder=folder,
+                summary=_record_of(upload, run_id, spec_uri, created_at),
+                created_at=created_at,
             )
             self._pending.append(job)
             self._ids.add(run_id)
             self._cond.notify_all()
         self.log(f"queued run {run_id} ({upload.name}, position {self.position(run_id)})")
         return job
+
+    def check_room(self) -> None:
+        """:class:`QueueFull` unless one more run may wait (an upload is refused before it
+        is read or stored; :meth:`submit` checks again)."""
+        with self._cond:
+            self._check_room()
+
+    def _check_room(self) -> None:
+        if len(self._pending) >= self.max_queued:
+            raise QueueFull(len(self._pending), self.max_queued)
 
     def _new_id(self, sha256: str) -> str:
         base = local_run_id(sha256)
@@ -197,7 +251,7 @@ class RunQueue:
             "--spec",
             str(job.spec_path),
             "--name",
-            job.upload.name,
+            job.name,
             "--spec-uri",
             job.spec_uri,
             "--run-id",
@@ -207,11 +261,13 @@ class RunQueue:
             "--store",
             self.store_location,
         ]
-        request = job.upload.request
+        request = job.request
         if request.quick:
             argv.append("--quick")
         if request.gateways is not None:
             argv += ["--gateways", ",".join(request.gateways) or "none"]
+        if request.entry is not None:
+            argv += ["--entry", request.entry]
         return argv
 
     def _run(self, job: QueuedRun) -> None:
@@ -307,7 +363,10 @@ class DirectUploads:
     method: str = "direct"
 
     def accept(self, upload: CheckedUpload) -> Reply:
-        job = self.queue.submit(upload)
+        try:
+            job = self.queue.submit(upload)
+        except QueueFull as exc:
+            return queue_full(exc)
         return Reply.json(
             202,
             {
@@ -321,4 +380,11 @@ class DirectUploads:
         )
 
 
-__all__ = ["DirectUploads", "QueuedRun", "RunQueue"]
+__all__ = [
+    "RETRY_AFTER_FULL_S",
+    "DirectUploads",
+    "QueueFull",
+    "QueuedRun",
+    "RunQueue",
+    "queue_full",
+]

@@ -114,7 +114,7 @@ def check_upload(
     filename = safe_name(name)
     if not data.strip():
         raise UploadRejected([Problem("", "the upload is empty", source=filename)])
-    result = read_spec(data, name=filename, limits=limits)
+    result = read_spec(data, name=filename, limits=limits, entry=request.entry)
     if result.errors or result.api is None:
         raise UploadRejected(result.problems)
     try:

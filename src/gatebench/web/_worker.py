@@ -72,6 +72,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--store", required=True)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--gateways", help="comma-separated, or 'none' for the baseline only")
+    parser.add_argument("--entry", help="the root description inside a zip that holds several")
     return parser.parse_args(argv)
 
 
@@ -81,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     gateways = None
     if args.gateways is not None:
         gateways = tuple(g for g in args.gateways.split(",") if g and args.gateways != "none")
-    request = RunRequest(quick=args.quick, gateways=gateways)
+    request = RunRequest(quick=args.quick, gateways=gateways, entry=args.entry)
     try:
         upload = check_upload(Path(args.spec).read_bytes(), args.name, request)
         options = RunOptions(results_dir=Path(args.results), quick=args.quick, run_id=args.run_id)
