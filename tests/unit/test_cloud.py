@@ -281,3 +281,10 @@ def test_a_capacity_run_renders_the_search_input_for_the_tester() -> None:
     baseline = next(p for p in fixed.workload["phases"] if p["target"] == "baseline")
     assert doc["phases"][1]["request"]["base_url"] == baseline["request"]["base_url"]
     assert [p["injection"]["rate"] for p in doc["phases"]] == [100.0, 100.0]
+    # the VMs live as long as the search may take (its budget), not the fixed workload's time
+    from gatebench.cost import capacity_seconds, vm_max_run_s
+
+    plan_dict = {"capacity": {"default": {"budget": 7200.0}}}
+    assert capacity_seconds(plan_dict) == 7200.0 and capacity_seconds({}) == 1800.0
+    assert rendered.fleet["max_run_duration_s"] == vm_max_run_s({}, load_s=1800.0)
+    assert rendered.fleet["max_run_duration_s"] != fixed.fleet["max_run_duration_s"]

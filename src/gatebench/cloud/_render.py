@@ -20,7 +20,7 @@ from typing import Any
 from ..api_keys import REDACTED, api_key_envs, with_api_keys
 from ..backends import CONTROL_PREFIX
 from ..backends.mock import mock_config
-from ..cost import disk_gib_per_tester, load_seconds, vm_max_run_s
+from ..cost import capacity_seconds, disk_gib_per_tester, load_seconds, vm_max_run_s
 from ..errors import GatebenchError, PlanError, Problem, RenderError, RunError
 from ..ir import Api
 from ..plan import Plan, load_plan
@@ -161,7 +161,13 @@ def render_run(
     if refused:
         raise RequestError(refused)
     plan = request.apply(plan)
-    signing = _signing(plan, settings)
+    # how long the load lasts: the workloads' estimate, or a capacity run's time budget
+    load_s = (
+        capacity_seconds(plan.to_dict())
+        if request.kind == "capacity"
+        else load_seconds(plan.to_dict())
+    )
+    signing = _signing(plan, settings, load_s)
     clients = _api_clients(plan, settings)
     if clients is not None:
         keys = REDACTED if api_keys is None else api_keys
@@ -239,7 +245,7 @@ def render_run(
         "failures": rendered.failures,
         # The VMs delete themselves after the plan's estimate plus a margin (the deployment's
         # limits.vm_lifetime caps it: gatebench.cloud._vms).
-        "max_run_duration_s": vm_max_run_s(plan.to_dict()),
+        "max_run_duration_s": vm_max_run_s(plan.to_dict(), load_s=load_s),
     }
     rendered.workload = _workload(plan, api, layout, list(gateways), backend_url, rendered, run_id)
     if request.kind == "capacity":
@@ -284,7 +290,7 @@ def _api_clients(plan: Plan, settings: Mapping[str, Any]) -> str | None:
     return f"projects/{project}/secrets/{secret}"
 
 
-def _signing(plan: Plan, settings: Mapping[str, Any]) -> dict[str, Any] | None:
+def _signing(plan: Plan, settings: Mapping[str, Any], load_s: float) -> dict[str, Any] | None:
     """With ``auth.jwt``: what the tester signs the run's tokens with, just before the load
     (gatebench.provisioners._vm_tokens): the claims, the pool, the lifetime, and the Secret
     Manager secret holding the private key (the deployment's ``jwt_signer``, readable by the
@@ -306,7 +312,7 @@ def _signing(plan: Plan, settings: Mapping[str, Any]) -> dict[str, Any] | None:
             ]
         )
     try:
-        spec = signing_spec(plan, load_seconds(plan.to_dict()))
+        spec = signing_spec(plan, load_s)
     except TokenSignerError as exc:
         raise RequestError([Problem(f"{where}/lifetime", str(exc))]) from None
     project = str(settings.get("project") or "")
