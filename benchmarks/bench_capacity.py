@@ -111,8 +111,9 @@ def run() -> str:
         knees: list[float] = []
         for rep in range(1, REPETITIONS + 1):
             start = start_rate_for(settings, rep, knees)
-            with tempfile.TemporaryDirectory() as tmp, Supervisor() as sup, CpuWindow() as cpu:
-                _, base_url, reset_url = start_plan_backend(sup, plan, api, tmp)
+            with tempfile.TemporaryDirectory() as tmp, CpuWindow() as cpu, Supervisor() as sup:
+                backend, base_url, reset_url = start_plan_backend(sup, plan, api, tmp)
+                assert backend is not None
                 prober = Prober(
                     plan,
                     api,
@@ -124,6 +125,9 @@ def run() -> str:
                     late_threshold_ms(settings.objective),
                     engine=LoadgenEngine(),
                     reset_url=reset_url,
+                    # the backend is the target: its CPU is the target's, not "other processes'"
+                    cpu_groups={"backend": [backend.pid]},
+                    target_groups=lambda target: ["backend"],
                 )
                 started = time.monotonic()
                 result = search(settings, prober, start_rate=start)

@@ -58,7 +58,8 @@ def _search(tmp_path: Path) -> tuple[SearchResult, Capacity, dict[str, Any]]:
     settings: Capacity = plan.capacity_settings()["read"]
     tmp_path.mkdir(parents=True, exist_ok=True)
     with Supervisor() as supervisor:
-        _, base_url, reset_url = start_plan_backend(supervisor, plan, api, tmp_path)
+        backend, base_url, reset_url = start_plan_backend(supervisor, plan, api, tmp_path)
+        assert backend is not None
         prober = Prober(
             plan,
             api,
@@ -70,6 +71,9 @@ def _search(tmp_path: Path) -> tuple[SearchResult, Capacity, dict[str, Any]]:
             late_threshold_ms(settings.objective),
             engine=LoadgenEngine(),
             reset_url=reset_url,
+            # the backend is the target: its CPU is the target's, not "other processes'"
+            cpu_groups={"backend": [backend.pid]},
+            target_groups=lambda target: ["backend"],
         )
         result = search(settings, prober)
         stats = _stats(base_url)
@@ -138,7 +142,8 @@ def test_arrivals_ride_a_pool_of_kept_alive_connections_unless_told_otherwise(
     )
     settings = plan.capacity_settings()["read"]
     with Supervisor() as supervisor:
-        _, base_url, reset_url = start_plan_backend(supervisor, plan, api, tmp_path)
+        backend, base_url, reset_url = start_plan_backend(supervisor, plan, api, tmp_path)
+        assert backend is not None
         prober = Prober(
             plan,
             api,
