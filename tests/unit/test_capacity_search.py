@@ -89,8 +89,18 @@ def test_a_first_rate_that_breaks_shrinks_instead_of_giving_up() -> None:
 def test_a_target_that_breaks_even_at_the_lowest_rate_carries_nothing() -> None:
     c = StepController(SETTINGS)
     seen = against(c, 0.5)
-    assert seen[-1][0] == MIN_RATE
+    # the lowest rate: 20 arrivals in the 2-s window (MIN_ARRIVALS), above MIN_RATE
+    assert seen[-1][0] == c.floor == 10.0 > MIN_RATE
     assert (c.status, c.knee) == ("nothing", 0.0)
+    assert c.note == "the objective broke even at 10/s"
+    long = StepController(replace(SETTINGS, probe=60.0))
+    against(long, 0.5)
+    assert long.floor == MIN_RATE
+
+
+def test_a_probe_without_arrivals_says_nothing_about_the_target() -> None:
+    v = score_probe(metrics(scheduled=0, sent=0, requests=0, ok=0), OBJECTIVE, Limits())
+    assert v == Verdict("tester-bound", ("the probe sent no request: its window held no arrival",))
 
 
 def test_the_plan_upper_bound_makes_the_knee_a_lower_bound() -> None:

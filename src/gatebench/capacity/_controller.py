@@ -29,6 +29,9 @@ from ._scoring import Outcome
 MIN_RATE = 1.0
 """The lowest rate the search offers (req/s): a target that breaks the objective even there
 carries nothing."""
+MIN_ARRIVALS = 20
+"""A probe's window holds at least this many arrivals: fewer say nothing about a p99 (the
+lowest rate is raised for short probes: :meth:`StepController.floor`)."""
 MAX_CONFIRMATIONS = 3
 MAX_PROBES = 64
 """A safety stop: the search never needs this many (growth from 1/s to 10⁶/s takes 20)."""
@@ -63,7 +66,12 @@ class StepController:
 
     def __post_init__(self) -> None:
         first = self.start_rate if self.start_rate is not None else self.settings.start_rate
-        self.rate = min(max(first, MIN_RATE), self.settings.max_rate)
+        self.rate = min(max(first, self.floor), self.settings.max_rate)
+
+    @property
+    def floor(self) -> float:
+        """The lowest rate offered: :data:`MIN_RATE`, or :data:`MIN_ARRIVALS` per probe window."""
+        return max(MIN_RATE, MIN_ARRIVALS / self.settings.probe)
 
     @property
     def done(self) -> bool:
@@ -145,11 +153,11 @@ class StepController:
         self._bisect_or_confirm()
 
     def _shrink_from(self, rate: float) -> None:
-        if rate <= MIN_RATE:
-            self._finish("nothing", f"the objective broke even at {MIN_RATE:g}/s")
+        if rate <= self.floor:
+            self._finish("nothing", f"the objective broke even at {self.floor:g}/s")
             return
         self.phase = "shrink"
-        self.rate = max(rate / self.settings.growth, MIN_RATE)
+        self.rate = max(rate / self.settings.growth, self.floor)
 
     def _bisect_or_confirm(self) -> None:
         assert self.low is not None and self.high is not None
@@ -181,4 +189,11 @@ class StepController:
         return self.low
 
 
-__all__ = ["MAX_CONFIRMATIONS", "MAX_PROBES", "MIN_RATE", "SearchStatus", "StepController"]
+__all__ = [
+    "MAX_CONFIRMATIONS",
+    "MAX_PROBES",
+    "MIN_ARRIVALS",
+    "MIN_RATE",
+    "SearchStatus",
+    "StepController",
+]

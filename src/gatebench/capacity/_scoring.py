@@ -88,6 +88,8 @@ def breaches(latency: Mapping[str, float], error_pct: float, objective: Objectiv
 
 def score_probe(m: ProbeMetrics, objective: Objective, limits: TesterLimits) -> Verdict:
     """The probe's outcome (rules in the module docstring)."""
+    if m.requests == 0 and m.dropped == 0:
+        return Verdict("tester-bound", ("the probe sent no request: its window held no arrival",))
     if m.scheduled and 100.0 * m.dropped / m.scheduled > limits.dropped_pct:
         reason = m.drop_reasons[0][0] if m.drop_reasons else "the engine could not send them"
         return Verdict(
