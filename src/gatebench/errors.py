@@ -18,7 +18,8 @@ HTTP 400 ``{"errors": [{"pointer": ..., "message": ...}]}``::
     │   ├── ConfigRejected         the gateway's own checker refused its config (provisioners._boot)
     │   └── CheckTimedOut          the checker did not finish in time; ended with all it started
     ├── ScoreError                 measurements cannot be scored (score.py)
-    └── StoreError                 the result store refused an operation
+    ├── StoreError                 the result store refused an operation
+    └── NoSpaceLeft                a write found its filesystem full (gatebench._disk)
 """
 
 from __future__ import annotations
@@ -175,6 +176,11 @@ class MissingTool(RunError):
     def __init__(self, tool: str, message: str) -> None:
         super().__init__(message)
         self.tool = tool
+
+
+class NoSpaceLeft(GatebenchError):
+    """``no space left on DIR while writing …``: the filesystem of a run's folder or of the
+    result store is full (gatebench._disk)."""
 
 
 class StoreError(GatebenchError):

@@ -95,6 +95,9 @@ class RunRecord:
     """Cloud path: the Workflows execution that owns the run (re-delivered events find it)."""
     teardown: str | None = None
     """Cloud path: ``ok`` or ``failed: reason`` once teardown has run."""
+    owner: dict[str, Any] | None = None
+    """Local path: the process that runs it (``host``, ``pid``, ``started``: procs.this_process)
+    and its folder (``run_dir``). A run not finished whose process is gone was abandoned."""
     capacity: dict[str, Any] | None = None
     """A capacity run (``gatebench capacity``): its result, as
     ``gatebench.capacity.CapacityResult.to_dict`` writes it (knees, comparisons, verdicts, the

@@ -10,7 +10,10 @@ whole process group, so a gateway's own worker processes go too.
 process gatebench started directly (``PR_SET_PDEATHSIG``, armed in the child), so
 single-process gateways (HAProxy, Envoy, Caddy, the JVM gateways) and the engines die with
 it; the worker processes of gateways that fork (nginx, Apache, Varnish) are not its children
-and can outlive it. ``gatebench serve`` sweeps such leftovers by PID after each run.
+and would outlive it. A supervisor that guards a run (:meth:`Supervisor.guard`) writes each
+process group it starts to the run's ledger and keeps a guardian process that ends them when
+gatebench dies first (gatebench._guardian); ``gatebench serve`` also sweeps leftovers by PID
+after each run.
 """
 
 from __future__ import annotations
@@ -18,10 +21,12 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import http.client
+import json
 import os
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -170,6 +175,14 @@ class Supervisor:
         self.affinity: dict[str, frozenset[int]] = {}
         """Cores per role (gatebench.pinning): a process started with that ``role`` runs
         there; an empty map pins nothing."""
+        self._ledger: Path | None = None
+        self._guardian: subprocess.Popen[bytes] | None = None
+
+    def guard(self, ledger: Path) -> None:
+        """From now on, write every process group this supervisor starts (and stops) to
+        ``ledger``, and keep a guardian process that ends them if this process dies before the
+        ``with`` block ends (gatebench._guardian)."""
+        self._ledger = Path(ledger)
 
     def pin(self, cores: Mapping[str, Sequence[int]]) -> None:
         """Start the processes of each role on its cores from now on."""
@@ -181,9 +194,12 @@ class Supervisor:
         """Start a process; ``role`` (``gateway``, ``engine``, ``backend``) places it on the
         cores :meth:`pin` gave that role."""
         cpus = self.affinity.get(role) if role is not None else None
+        if self._ledger is not None:
+            self._start_guardian(self._ledger)
         proc = start_process(name, argv, cpus=cpus, **kwargs)
         with self._lock:
             self.processes.append(proc)
+            self._note({"pgid": proc.pid, "created": _started_at(proc.pid), "name": name})
         return proc
 
     def stop(self, proc: ManagedProcess, timeout: float = 5.0) -> int | None:
@@ -191,6 +207,7 @@ class Supervisor:
         with self._lock:
             if proc in self.processes:
                 self.processes.remove(proc)
+            self._struck(proc)
         return code
 
     def stop_all(self, timeout: float = 5.0) -> None:
@@ -199,6 +216,58 @@ class Supervisor:
             self.processes.clear()
         for proc in procs:
             proc.stop(timeout)
+            with self._lock:
+                self._struck(proc)
+
+    def listed(self, pgid: int, name: str) -> None:
+        """A process group started outside :meth:`start` (a checker run by
+        :func:`run_bounded`) goes to the ledger too, so the guardian ends it if gatebench dies
+        while it runs; :meth:`unlisted` strikes it."""
+        if self._ledger is not None:
+            self._start_guardian(self._ledger)
+        with self._lock:
+            self._note({"pgid": pgid, "created": _started_at(pgid), "name": name})
+
+    def unlisted(self, pgid: int) -> None:
+        with self._lock, contextlib.suppress(OSError):
+            self._note({"stopped": pgid})
+
+    def _note(self, entry: dict[str, Any]) -> None:
+        """One line of the ledger (under the lock)."""
+        if self._ledger is not None:
+            with self._ledger.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(entry) + "\n")
+
+    def _struck(self, proc: ManagedProcess) -> None:
+        """``proc`` has stopped: the ledger says so, or (a full disk) still lists a group that
+        no longer exists, which the guardian then finds empty."""
+        with contextlib.suppress(OSError):
+            self._note({"stopped": proc.pid})
+
+    def _start_guardian(self, ledger: Path) -> None:
+        with self._lock:
+            if self._guardian is not None:
+                return
+            ledger.parent.mkdir(parents=True, exist_ok=True)
+            ledger.touch()
+            self._guardian = subprocess.Popen(
+                [sys.executable, "-I", str(Path(__file__).with_name("_guardian.py")), str(ledger)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+
+    def _release_guardian(self) -> None:
+        """Everything has stopped: tell the guardian, which then exits."""
+        guardian, self._guardian = self._guardian, None
+        if guardian is None or guardian.stdin is None:
+            return
+        with contextlib.suppress(OSError):
+            guardian.stdin.write(b"done\n")
+            guardian.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            guardian.wait(timeout=5)
 
     def __enter__(self) -> Supervisor:
         if threading.current_thread() is threading.main_thread():
@@ -210,10 +279,37 @@ class Supervisor:
             # Teardown must not be cut short by a second Ctrl-C.
             with _signals_deferred():
                 self.stop_all()
+                self._release_guardian()
         finally:
             for sig, handler in self._previous.items():
                 signal.signal(sig, handler)
             self._previous.clear()
+
+
+def _started_at(pid: int) -> float:
+    """When process ``pid`` started (0.0 when it is already gone)."""
+    try:
+        return float(psutil.Process(pid).create_time())
+    except psutil.Error:
+        return 0.0
+
+
+def this_process() -> dict[str, Any]:
+    """This process as a run records its owner: host, PID and start time (no later process has
+    both the PID and the start time)."""
+    return {"host": socket.gethostname(), "pid": os.getpid(), "started": _started_at(os.getpid())}
+
+
+def process_gone(owner: Mapping[str, Any]) -> bool:
+    """True when the process ``owner`` describes (:func:`this_process`) ran on this host and is
+    no longer running; False while it runs, or when it ran on another host (nothing to tell)."""
+    if owner.get("host") != socket.gethostname() or not isinstance(owner.get("pid"), int):
+        return False
+    try:
+        started = psutil.Process(owner["pid"]).create_time()
+    except psutil.Error:
+        return True
+    return abs(started - float(owner.get("started") or 0.0)) > 0.05
 
 
 def _raise_terminated(signum: int, frame: FrameType | None) -> None:
@@ -420,6 +516,7 @@ def run_bounded(
     env: Mapping[str, str] | None = None,
     cancel: threading.Event | None = None,
     grace: float = 2.0,
+    supervisor: Supervisor | None = None,
 ) -> Bounded:
     """Run ``argv`` (never through a shell) until it exits, ``timeout`` seconds pass or
     ``cancel`` is set; then end its whole process tree and return what it did.
@@ -430,7 +527,8 @@ def run_bounded(
     own session with its output in a file, and at the limit every process below it (found
     while it still runs, so even one that left its group is known by PID) and its process
     group get SIGTERM, then SIGKILL after ``grace`` seconds. Like every process gatebench
-    starts, it is killed if gatebench dies (``PR_SET_PDEATHSIG``)."""
+    starts, it is killed if gatebench dies (``PR_SET_PDEATHSIG``); with a ``supervisor``
+    its group is in the run's ledger while it runs, so what it started is ended too."""
     started = time.monotonic()
     deadline = started + timeout
     full_env = {**os.environ, **(env or {})}
@@ -451,6 +549,8 @@ def run_bounded(
         ended: tuple[str, ...] = ()
         stopped = False
         try:
+            if supervisor is not None:
+                supervisor.listed(popen.pid, os.path.basename(argv[0]))
             while True:
                 try:
                     popen.wait(timeout=max(0.0, min(0.1, deadline - time.monotonic())))
@@ -470,6 +570,8 @@ def run_bounded(
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(popen.pid, signal.SIGKILL)
             _gone(left, 5.0)
+            if supervisor is not None:
+                supervisor.unlisted(popen.pid)
         elapsed = time.monotonic() - started
         size = out.seek(0, os.SEEK_END)
         out.seek(max(0, size - _OUTPUT_KEPT))

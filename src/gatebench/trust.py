@@ -43,13 +43,12 @@ import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from .confidence import Sample
 from .metrics import METRICS
 from .model import Measurement
-
-if TYPE_CHECKING:
-    from .aggregate import RunSummary
+from .score import ScoreResult
 
 CEILING_TARGET = "ceiling"
 """The pseudo-target of the ceiling phases (never a gateway, never stored as a measurement)."""
@@ -500,7 +499,23 @@ class Reproducibility:
         return out
 
 
-def reproducibility(summaries: Sequence[RunSummary]) -> Reproducibility:
+class _Cell(Protocol):
+    @property
+    def metrics(self) -> Mapping[str, Sample]: ...
+
+
+class RunScores(Protocol):
+    """What :func:`reproducibility` reads of each run: :class:`gatebench.aggregate.RunSummary`
+    (named by shape, because aggregate imports this module)."""
+
+    @property
+    def cells(self) -> Mapping[tuple[str, str], _Cell]: ...
+
+    @property
+    def scores(self) -> ScoreResult: ...
+
+
+def reproducibility(summaries: Sequence[RunScores]) -> Reproducibility:
     """How much the same plan's results move across runs: per (target, workload, metric) the
     run-level means of every run, and each run's ranking by global score."""
     rankings = tuple(tuple(g.target for g in s.scores.gateways) for s in summaries)

@@ -216,3 +216,21 @@ def test_a_boot_check_past_its_limit_times_out_and_stops_the_gateway(tmp_path: P
     assert message.startswith(f"{tmp_path}: nginx did not answer on 127.0.0.1:")
     assert " within 2s; last log lines:" in message
     assert alive_with(NeverReady.marker) == []
+
+
+def test_a_checker_run_by_a_run_is_in_its_ledger_while_it_runs(tmp_path: Path) -> None:
+    """A run's checker is a process the run started: its group is listed in the run's ledger
+    (which the guardian reads if gatebench is killed) while it runs, and struck when it ends."""
+    from gatebench.procs import Supervisor
+
+    ledger = tmp_path / "processes.jsonl"
+    seen: list[str] = []
+    with Supervisor() as supervisor:
+        supervisor.guard(ledger)
+        script = f"import time; time.sleep(0.5); print(open({str(ledger)!r}).read())"
+        done = run_bounded([sys.executable, "-c", script], timeout=60, supervisor=supervisor)
+        seen = ledger.read_text().splitlines()
+    listed = done.output.strip().splitlines()
+    assert len(listed) == 1 and '"pgid"' in listed[0]  # listed while it ran
+    pgid = int(listed[0].split('"pgid": ')[1].split(",")[0])
+    assert seen[-1] == f'{{"stopped": {pgid}}}'  # struck when it ended

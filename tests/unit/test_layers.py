@@ -33,7 +33,13 @@ def _under(loaded: set[str], package: str) -> list[str]:
 
 @pytest.mark.parametrize(
     "forbidden",
-    ["gatebench.web", "gatebench.runner", "gatebench.engines", "gatebench.provisioners"],
+    [
+        "gatebench.web",
+        "gatebench.runner",
+        "gatebench.stages",
+        "gatebench.engines",
+        "gatebench.provisioners",
+    ],
 )
 def test_importing_the_cloud_package_loads_no_edge(forbidden: str) -> None:
     loaded = _loaded_after("gatebench.cloud")

@@ -18,8 +18,9 @@ from gatebench.model import Measurement, RunRecord, RunStatus
 from gatebench.plan import Injection, build_plan, load_plan
 from gatebench.report import build_report, render_html, render_json, render_markdown
 from gatebench.report._tables import score_table
-from gatebench.runner import _Hooks, _Run
 from gatebench.spec import load_spec
+from gatebench.stages import RunJournal
+from gatebench.stages._load_hooks import LoadHooks
 from gatebench.stats import PhaseSample
 from gatebench.trust import failures_of, min_phase_ms, too_short, too_short_throughput
 from gatebench.workload import Phase
@@ -205,13 +206,13 @@ def _result(index: int, start_ms: float, end_ms: float) -> PhaseResult:
 
 def test_hooks_flag_the_phases_that_overlap_the_failure_window(tmp_path: Path) -> None:
     record = RunRecord("r", "file:///x", "0" * 64, gateways=["a"], workloads=[{"name": "w"}])
-    run = _Run(record, tmp_path, None, lambda progress: None)
+    run = RunJournal(record, tmp_path, None, lambda progress: None)
     inj = Injection("concurrent", 5, None, 2.0)
     phases = {
         i: Phase(i, "a", "w", rep, True, "http://x", inj) for i, rep in ((0, 1), (1, 2), (2, 2))
     }
     check = ProcessCheckStandIn()
-    hooks = _Hooks(run, phases, check, tmp_path / "skip.txt", len(phases))
+    hooks = LoadHooks(run, phases, check, tmp_path / "skip.txt", len(phases))
     hooks.on_phase(_result(0, 0.0, 100.0))  # checked alive after it ended: clean
     seen_alive = hooks.last_alive_ms["a"]
     check.dead = True

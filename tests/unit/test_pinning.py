@@ -128,15 +128,16 @@ def test_a_process_started_with_a_role_runs_on_its_cores(tmp_path: Path) -> None
 def test_the_run_records_its_layout_and_says_why_it_ran_unpinned(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The runner's step (gatebench.runner._pin): on a machine that gives gatebench one core,
+    """The backend stage's pinning (gatebench.stages.backend.pin): on a machine that gives gatebench one core,
     a pinned plan runs unpinned (the supervisor pins nothing) and the run's notes say why; on
     two cores the supervisor gets the layout, and the run's environment records it."""
     from dataclasses import replace
 
     from gatebench.model import RunRecord
     from gatebench.plan import load_plan
-    from gatebench.runner import RunOutcome, _layout_environment, _pin
     from gatebench.spec import read_spec
+    from gatebench.stages import RunOutcome
+    from gatebench.stages.backend import layout_environment, pin
 
     result = read_spec(str(EXAMPLES / "auction" / "openapi.yaml"))
     assert result.api is not None
@@ -144,24 +145,24 @@ def test_the_run_records_its_layout_and_says_why_it_ran_unpinned(
     outcome = RunOutcome(RunRecord("r", "spec", "0" * 64), [], Path("."))
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
     supervisor = Supervisor()
-    layout = _pin(supervisor, plan, outcome)
+    layout = pin(supervisor, plan, outcome)
     assert supervisor.affinity == {}
     assert outcome.notes == [
         "cpus: pinning needs at least 2 cores and this machine lets gatebench use 1 (cpu 0): "
         "ran unpinned"
     ]
-    assert _layout_environment(layout)["cpus"].startswith("unpinned (pinning needs")
+    assert layout_environment(layout)["cpus"].startswith("unpinned (pinning needs")
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
     outcome.notes.clear()
-    layout = _pin(supervisor, plan, outcome)
+    layout = pin(supervisor, plan, outcome)
     assert supervisor.affinity == {
         "gateway": frozenset({1}),
         "engine": frozenset({0}),
         "backend": frozenset({0}),
     }
     assert outcome.notes == []
-    assert _layout_environment(layout) == {
+    assert layout_environment(layout) == {
         "cpus": "pinned: gateway on cpu 1; engine, backend on cpu 0",
         "cpu_affinity": {
             "setting": "pinned",

@@ -14,8 +14,9 @@ import pytest
 from gatebench.engines.wrk import _document_problems
 from gatebench.errors import PlanError, RunError
 from gatebench.plan import load_plan
-from gatebench.runner import RunOutcome, _check_engine_supports, _signed_tokens
 from gatebench.spec import load_spec
+from gatebench.stages import RunOutcome
+from gatebench.stages.parse import check_engine_supports, signed_tokens
 from gatebench.testers import split_document
 from gatebench.tokens import (
     SIGNED_TOKEN_ENV,
@@ -104,7 +105,7 @@ def test_the_run_signs_the_bearer_token_and_notes_only_the_fingerprint(
     monkeypatch.setenv("TEST_JWT_KEY", RSA)
     monkeypatch.delenv(SIGNED_TOKEN_ENV, raising=False)
     outcome = _outcome(tmp_path)
-    with _signed_tokens(plan, outcome) as signed:  # type: ignore[arg-type]
+    with signed_tokens(plan, outcome) as signed:  # type: ignore[arg-type]
         assert signed.auth.bearer_env == SIGNED_TOKEN_ENV and not signed.auth.bearer_per_user
         claims = jwt.decode(
             os.environ[SIGNED_TOKEN_ENV],
@@ -123,7 +124,7 @@ def test_the_run_signs_the_bearer_token_and_notes_only_the_fingerprint(
     monkeypatch.delenv("TEST_JWT_KEY")
     with (
         pytest.raises(RunError, match="environment variable TEST_JWT_KEY is not set"),
-        _signed_tokens(plan, outcome),  # type: ignore[arg-type]
+        signed_tokens(plan, outcome),  # type: ignore[arg-type]
     ):
         pass
 
@@ -135,7 +136,7 @@ def test_a_pool_gives_each_subject_its_token_in_a_file_that_lives_as_long_as_the
     monkeypatch.setenv("TEST_JWT_KEY", RSA)
     monkeypatch.delenv(SIGNED_TOKENS_FILE_ENV, raising=False)
     run_dir = tmp_path / "results"
-    with _signed_tokens(plan, _outcome(run_dir)) as signed:  # type: ignore[arg-type]
+    with signed_tokens(plan, _outcome(run_dir)) as signed:  # type: ignore[arg-type]
         assert (signed.auth.bearer_env, signed.auth.bearer_per_user) == (
             SIGNED_TOKENS_FILE_ENV,
             True,
@@ -183,7 +184,7 @@ def test_the_token_file_is_deleted_when_the_run_fails(
     seen: list[Path] = []
 
     def fail() -> None:
-        with _signed_tokens(plan, _outcome(tmp_path)):  # type: ignore[arg-type]
+        with signed_tokens(plan, _outcome(tmp_path)):  # type: ignore[arg-type]
             seen.append(Path(os.environ[SIGNED_TOKENS_FILE_ENV]))
             raise RuntimeError("boom")
 
@@ -214,7 +215,7 @@ def test_a_lifetime_shorter_than_the_run_is_refused(
     monkeypatch.setenv("TEST_JWT_KEY", RSA)
     with (
         pytest.raises(RunError) as run_info,
-        _signed_tokens(plan, _outcome(tmp_path)),  # type: ignore[arg-type]
+        signed_tokens(plan, _outcome(tmp_path)),  # type: ignore[arg-type]
     ):
         pass
     # 15 s engine start + 5 targets × (3-s warm-up + 2 s + 10 requests × 10 ms + 2 s) = 50.5 s
@@ -294,7 +295,7 @@ def test_wrk_cannot_give_each_user_its_token(tmp_path: Path) -> None:
     plan = _plan(tmp_path / "g", "    jwt: {private_key_env: K, subjects: 3}\n")
     with pytest.raises(RunError) as run_info:
         # without its sequential workload, which wrk refuses first
-        _check_engine_supports("wrk", replace(plan, workloads=()))  # type: ignore[type-var]
+        check_engine_supports("wrk", replace(plan, workloads=()))  # type: ignore[type-var]
     assert str(run_info.value) == (
         "auth.jwt.subjects: engine wrk sends one token from every connection; a pool of 3 "
         "subjects (one token per simulated user) needs engine: gatling, or subjects: 1"

@@ -16,8 +16,10 @@ from gatebench.metrics import METRICS
 from gatebench.model import Measurement, RunRecord, RunStatus
 from gatebench.plan import Injection
 from gatebench.report import build_report, render_html, render_json, render_markdown
-from gatebench.runner import RunOutcome, _Hooks, _Run, _score
 from gatebench.score import ScoreError, score, values_from_table
+from gatebench.stages import RunJournal, RunOutcome
+from gatebench.stages._load_hooks import LoadHooks
+from gatebench.stages.score import score_and_save
 from gatebench.stats import PhaseSample
 from gatebench.trust import (
     CEILING_TARGET,
@@ -144,19 +146,19 @@ def test_the_tester_bound_flag_and_the_score_use_the_same_ceiling(tmp_path: Path
     engine therefore drives. a at 900 req/s is 45 % of that (scored, not flagged); b at 1,700
     is 85 % (flagged, its throughput not scored); the baseline is at its own ceiling."""
     record = run_record(gateways=["a", "b"], workloads=[{"name": "w"}])
-    run = _Run(record, tmp_path, None, lambda progress: None)
+    run = RunJournal(record, tmp_path, None, lambda progress: None)
     phases = {
         0: _phase(CEILING_TARGET, index=0),
         1: _phase("a", index=1),
         2: _phase("b", index=2),
         3: _phase("baseline", index=3),
     }
-    hooks = _Hooks(run, phases, None, tmp_path / "skip.txt", len(phases))
+    hooks = LoadHooks(run, phases, None, tmp_path / "skip.txt", len(phases))
     for index, requests in ((0, 1_000), (1, 900), (2, 1_700), (3, 2_000)):
         hooks.on_phase(_result(requests, 1_000, index))
     assert run_ceiling_of(run.record.environment) == {"w": 1_000.0}
     outcome = RunOutcome(record, run.measurements, tmp_path)
-    _score(run, outcome)
+    score_and_save(run, outcome)
     want = {"a": [], "b": ["tester-bound"], "baseline": ["tester-bound"]}
     assert {x.target: list(x.flags) for x in outcome.measurements} == want
     lines = (tmp_path / "measurements.jsonl").read_text(encoding="utf-8").splitlines()

@@ -1,4 +1,6 @@
-"""``gatebench runs``: the stored runs, newest first."""
+"""``gatebench runs``: the stored runs, newest first. A run whose gatebench process is gone
+before it finished shows as ``abandoned`` (gatebench.stages._abandoned); the next run started
+in the same store records it as failed, with the reason."""
 
 from __future__ import annotations
 
@@ -23,10 +25,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..stages._abandoned import abandoned
+
     with open_store(store_location(args)) as store:
         runs = store.list_runs(limit=args.limit)
+    gone = {r.run_id for r in runs if abandoned(r)}
     if args.json:
-        print(json.dumps([r.to_dict() for r in runs], indent=2, ensure_ascii=False))
+        documents = [{**r.to_dict(), "abandoned": r.run_id in gone} for r in runs]
+        print(json.dumps(documents, indent=2, ensure_ascii=False))
         return 0
     if not runs:
         print(f"no runs in {store_location(args)}")
@@ -35,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     rows = [
         (
             r.run_id,
-            r.status.value,
+            "abandoned" if r.run_id in gone else r.status.value,
             dt.datetime.fromtimestamp(r.created_at, tz=dt.UTC).strftime("%Y-%m-%d %H:%M"),
             ",".join(r.gateways) or "-",
             str(len(r.workloads)),

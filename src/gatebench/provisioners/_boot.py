@@ -118,6 +118,7 @@ def check_config(
     *,
     timeout: float = 120.0,
     cancel: threading.Event | None = None,
+    supervisor: Supervisor | None = None,
 ) -> str | None:
     """Run the gateway's checker on the files in ``workdir``, for at most ``timeout``
     seconds (or until ``cancel`` is set).
@@ -132,7 +133,12 @@ def check_config(
         return None
     renderer.prepare(Path(workdir))
     done = run_bounded(
-        argv, timeout=timeout, cwd=workdir, env=renderer.env(workdir, target), cancel=cancel
+        argv,
+        timeout=timeout,
+        cwd=workdir,
+        env=renderer.env(workdir, target),
+        cancel=cancel,
+        supervisor=supervisor,
     )
     if not done.finished:
         raise CheckTimedOut(renderer.name, argv, timeout, done.ended)

@@ -90,7 +90,9 @@ def check_gateway(
         checked = _boot_check(task, limit, cancel, supervisor, source)
         return replace(checked, seconds=time.monotonic() - started)
     try:
-        check_config(renderer, task.folder, task.target, timeout=limit, cancel=cancel)
+        check_config(
+            renderer, task.folder, task.target, timeout=limit, cancel=cancel, supervisor=supervisor
+        )
     except UnsupportedHere as exc:
         return Checked(f" [not checked: {exc}]")
     except ConfigRejected as exc:

@@ -137,6 +137,7 @@ class LocalProvisioner:
                     target.workdir,  # type: ignore[attr-defined]
                     target,  # type: ignore[arg-type]
                     timeout=self._check_limits[name],
+                    supervisor=self.supervisor,
                 )
                 proc = start_gateway(
                     renderer,  # type: ignore[arg-type]

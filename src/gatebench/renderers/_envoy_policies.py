@@ -36,6 +36,7 @@ from ..api_keys import checked_keys
 from ..ir import Api
 from ..policies import ApiKeyAuth, JwtAuth, PolicySet, RateLimit
 from ._routes import routes_for
+from ._yaml_out import dump_yaml
 
 _T = "type.googleapis.com/envoy.extensions.filters.http."
 _MAX_DYNAMIC = 100_000
@@ -286,8 +287,6 @@ def apply_envoy_policies(files: dict[str, str], api: Api, policies: PolicySet) -
             }
         }
     hcm["http_filters"] = [*filters, *hcm["http_filters"]]
-    from .envoy import dump_yaml
-
     return {**files, "envoy.yaml": header + dump_yaml(doc)}
 
 

@@ -52,7 +52,7 @@ def apply_traefik_policies(files: dict[str, str], api: Api, policies: PolicySet)
         routers[name]["middlewares"] = [middleware]
     if middlewares:
         doc["http"]["middlewares"] = middlewares
-    from .envoy import dump_yaml
+    from ._yaml_out import dump_yaml
 
     return {**files, "dynamic.yml": header + dump_yaml(doc)}
 

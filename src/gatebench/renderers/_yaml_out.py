@@ -59,6 +59,12 @@ def dump_block_yaml(data: Any, *, allow_unicode: bool) -> str:
     return _libyaml_dump(data, allow_unicode=allow_unicode)
 
 
+def dump_yaml(data: Any) -> str:
+    """Block-style YAML in insertion order (deterministic), unicode kept, long lines kept: the
+    style of the YAML files Envoy, Kong, Traefik and Google API Gateway read."""
+    return dump_block_yaml(data, allow_unicode=True)
+
+
 def _libyaml_dump(data: Any, *, allow_unicode: bool) -> str:
     text: str = yaml.dump(
         data,
@@ -252,4 +258,4 @@ def _sequence(
         lead = pad
 
 
-__all__ = ["dump_block_yaml"]
+__all__ = ["dump_block_yaml", "dump_yaml"]

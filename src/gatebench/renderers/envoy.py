@@ -31,15 +31,10 @@ from ..ir import Api
 from ..policies import PolicySet
 from ._base import Renderer, RenderTarget, as_files
 from ._routes import identifier
-from ._yaml_out import dump_block_yaml
+from ._yaml_out import dump_yaml
 
 _LIMIT = 1_000_000
 _RE2_PROGRAM_SIZE = 1_000_000
-
-
-def dump_yaml(data: Any) -> str:
-    """Block-style YAML in insertion order (deterministic), unicode kept, long lines kept."""
-    return dump_block_yaml(data, allow_unicode=True)
 
 
 def _is_ip(host: str) -> bool:

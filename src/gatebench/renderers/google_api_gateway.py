@@ -33,7 +33,7 @@ from ..ir import Api
 from ._base import Renderer, RenderTarget, as_files
 from ._routes import Route, identifier, shared_param_names, unsupported
 from ._routes import same_route as _same_route
-from .envoy import dump_yaml
+from ._yaml_out import dump_yaml
 
 _LITERAL_OK = re.compile(r"[A-Za-z0-9\-._~!$&'()+,;=@]*")
 _METHODS = ("GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH")

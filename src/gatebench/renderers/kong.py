@@ -32,7 +32,7 @@ from ..policies import PolicySet
 from ._base import Renderer, RenderTarget, as_files
 from ._kong_policies import route_plugins
 from ._routes import identifier, named_group_pcre, shared_param_names
-from .envoy import dump_yaml
+from ._yaml_out import dump_yaml
 
 
 class KongRenderer(Renderer):

@@ -39,7 +39,7 @@ from ..ir import Api
 from ..policies import PolicySet
 from ._base import Renderer, RenderTarget, as_files
 from ._routes import identifier
-from .envoy import dump_yaml
+from ._yaml_out import dump_yaml
 
 _ADMIN_ENTRY_POINT = "traefik"
 _READY_ROUTER = "gatebench-ready"

@@ -18,7 +18,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .._locations import checkout_root
 from ..errors import Problem, Severity
@@ -33,8 +33,17 @@ from ..ir import (
     server_authority_problem,
 )
 
-if TYPE_CHECKING:
-    from ._reader import Document
+
+class Document(Protocol):
+    """What a blueprint is read from: ``_reader.Document`` (named by shape, because the
+    reader imports this module)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
 
 DRAFTER = "drafter.js@3.2.0"
 CONVERT_HINT = (

@@ -12,16 +12,18 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from ..errors import StoreError
+from .._disk import FULL_BELOW_BYTES, free_bytes, no_space
+from ..errors import GatebenchError, StoreError
 from ..model import Measurement, RunRecord, RunStatus
 from ._common import (
     check_measurement,
@@ -130,7 +132,11 @@ class SqliteStore:
             conn = sqlite3.connect(
                 self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
             )
-        except (OSError, sqlite3.Error) as exc:
+        except sqlite3.Error as exc:
+            raise self._error(exc, "cannot open the result store: ") from None
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise no_space(self.path, f"the result store {self.path}") from None
             raise StoreError(f"{self.path}: cannot open the result store: {exc}") from None
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
@@ -142,12 +148,23 @@ class SqliteStore:
             migrate(conn)
         except sqlite3.DatabaseError as exc:
             conn.close()
-            raise StoreError(f"{self.path}: not a gatebench result store: {exc}") from None
+            if _code(exc) in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
+                raise StoreError(f"{self.path}: not a gatebench result store: {exc}") from None
+            raise self._error(exc, "cannot open the result store: ") from None
         except BaseException:
             conn.close()
             raise
         self._conn = conn
         return conn
+
+    def _error(self, exc: sqlite3.Error, doing: str = "") -> GatebenchError:
+        """A full disk is said as such (gatebench._disk); anything else names the file."""
+        code = _code(exc)
+        if code == sqlite3.SQLITE_FULL or (
+            code == sqlite3.SQLITE_IOERR and free_bytes(self.path) < FULL_BELOW_BYTES
+        ):
+            return no_space(self.path, f"the result store {self.path}")
+        return StoreError(f"{self.path}: {doing}{exc}")
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -157,17 +174,24 @@ class SqliteStore:
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
-                raise StoreError(f"{self.path}: {exc}") from None
+                raise self._error(exc) from None
             try:
                 yield conn
+            except sqlite3.Error as exc:
+                with suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                if _code(exc) in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR):
+                    raise self._error(exc) from None
+                raise
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
             try:
                 conn.execute("COMMIT")
             except sqlite3.Error as exc:
-                conn.execute("ROLLBACK")
-                raise StoreError(f"{self.path}: the write was not committed: {exc}") from None
+                with suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                raise self._error(exc, "the write was not committed: ") from None
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
@@ -175,7 +199,7 @@ class SqliteStore:
             try:
                 return list(conn.execute(sql, params).fetchall())
             except sqlite3.Error as exc:
-                raise StoreError(f"{self.path}: {exc}") from None
+                raise self._error(exc) from None
 
     def schema_version(self) -> int:
         row = self._query("SELECT MAX(version) FROM schema_version")
@@ -305,6 +329,11 @@ class SqliteStore:
         if not rows:
             return None
         return {str(t): json.loads(d) for t, d in rows}
+
+
+def _code(exc: sqlite3.Error) -> int:
+    """SQLite's primary result code of ``exc`` (its extended code's low byte)."""
+    return int(getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
 
 
 def _dumps(doc: Mapping[str, Any]) -> str:

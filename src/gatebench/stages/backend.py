@@ -1,0 +1,107 @@
+"""``backend`` (local path only): the cores, the backend and the engine's ceiling server.
+
+The plan's ``cpus:`` is resolved on this machine and handed to the supervisor before anything
+starts (gatebench.pinning). The backend starts first, because the gateways' configurations
+point at its port, chosen as it starts (``render`` needs it); an unreachable ``url:`` backend
+fails the run here, before any load. Then the ceiling server (docs/trust.md), unless the run
+skips it; when it cannot start the run goes on with a note.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from ..backends import start_plan_backend
+from ..errors import GatebenchError
+from ..model import RunStatus
+from ..pinning import CpuLayout, resolve_layout
+from ..plan import Plan
+from ..procs import ManagedProcess, Supervisor
+from ..trust import Ceiling
+from ._base import Stage
+from ._journal import Progress
+from .parse import Parsed
+
+if TYPE_CHECKING:
+    from ._context import RunContext, RunOutcome
+
+
+@dataclass(frozen=True)
+class Backend:
+    url: str
+    """The backend's base URL: the baseline target."""
+    origin: str
+    """Its scheme and host: what the gateways forward to."""
+    reset_url: str | None
+    pid: int | None
+    """The process gatebench started (None: the user's own service)."""
+    layout: CpuLayout
+    ceiling: ManagedProcess | None
+    ceiling_url: str | None
+
+
+class StartBackend(Stage):
+    name = "backend"
+    step = RunStatus.PROVISIONING
+    needs = (Parsed,)
+    gives = Backend
+    local_only = (
+        "the gateways' configurations point at the backend's port, which is chosen as it "
+        "starts, so the local backend starts before render; on Google Cloud the backend VM "
+        "has a fixed address and is created by provision"
+    )
+
+    def run(self, ctx: RunContext) -> Backend:
+        plan = ctx.get(Parsed).plan
+        layout = pin(ctx.supervisor, plan, ctx.outcome)
+        ctx.journal.display(Progress(step="provisioning", message="backend"))
+        proc, url, reset_url = start_plan_backend(ctx.supervisor, plan, ctx.api, ctx.run_dir)
+        if proc is not None:
+            ctx.cpu_groups["backend"] = [proc.pid]
+        ceiling, ceiling_url = start_ceiling(ctx) if ctx.options.ceiling else (None, None)
+        parts = urlsplit(url)
+        return Backend(
+            url,
+            f"{parts.scheme}://{parts.netloc}",
+            reset_url,
+            proc.pid if proc is not None else None,
+            layout,
+            ceiling,
+            ceiling_url,
+        )
+
+
+def start_ceiling(ctx: RunContext) -> tuple[ManagedProcess | None, str | None]:
+    """The ceiling server (gatebench.ceiling), or (None, None) with a note when it cannot run:
+    the run goes on, and only the CPU accounting can flag ``tester-bound`` then."""
+    from ..ceiling import SERVER_LABEL, start_ceiling_server
+
+    try:
+        return start_ceiling_server(ctx.supervisor, ctx.run_dir / "ceiling")
+    except GatebenchError as exc:
+        note = f"the load engine's ceiling was not measured: {str(exc).splitlines()[0]}"
+        ctx.note(note)
+        ceiling = Ceiling(ctx.get(Parsed).engine, SERVER_LABEL, note=note)
+        ctx.journal.environment(ceiling=ceiling.to_dict())
+        return None, None
+
+
+def pin(supervisor: Supervisor, plan: Plan, outcome: RunOutcome) -> CpuLayout:
+    """The plan's ``cpus:`` on this machine (gatebench.pinning), handed to the supervisor
+    before anything starts; why pinning could not be done goes in the run's notes."""
+    layout = resolve_layout(plan.cpus, sorted(os.sched_getaffinity(0)))
+    supervisor.pin(layout.cores)
+    if layout.note:
+        outcome.notes.append(f"cpus: {layout.note}")
+    return layout
+
+
+def layout_environment(layout: CpuLayout) -> dict[str, Any]:
+    """The layout as the run records it: a line for the report, the cores per role."""
+    return {"cpus": layout.describe(), "cpu_affinity": layout.to_dict()}
+
+
+__all__ = ["Backend", "StartBackend", "layout_environment", "pin"]
