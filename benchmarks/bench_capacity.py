@@ -22,8 +22,8 @@ from typing import Any
 from gatebench.backends import start_plan_backend
 from gatebench.capacity import ProbeRequest, late_threshold_ms, search, start_rate_for
 from gatebench.engines.loadgen import LoadgenEngine
-from gatebench.engines.probe import Prober
 from gatebench.plan import build_plan
+from gatebench.probing import Prober
 from gatebench.procs import Supervisor
 from gatebench.spec import read_spec
 

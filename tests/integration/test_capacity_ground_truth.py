@@ -31,8 +31,8 @@ from _engine_helpers import TOKEN_ENV, items
 from gatebench.backends import start_plan_backend
 from gatebench.capacity import ProbeRequest, SearchResult, late_threshold_ms, search
 from gatebench.engines.loadgen import LoadgenEngine
-from gatebench.engines.probe import Prober
 from gatebench.plan import Capacity
+from gatebench.probing import Prober
 from gatebench.procs import Supervisor
 
 pytestmark = pytest.mark.timing_band

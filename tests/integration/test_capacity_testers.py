@@ -17,8 +17,8 @@ from _engine_helpers import TOKEN_ENV, items
 from gatebench._netns import LoadHostNetwork, leftovers, namespaces_problem
 from gatebench.backends import start_plan_backend
 from gatebench.capacity import ProbeRequest, late_threshold_ms
-from gatebench.engines.probe import Prober
 from gatebench.loadlog import read_loadlog
+from gatebench.probing import Prober
 from gatebench.procs import Supervisor
 from gatebench.testers import split_counts
 

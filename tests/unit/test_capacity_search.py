@@ -610,3 +610,29 @@ def test_the_engines_ceiling_is_one_coarse_search_against_the_fastest_target() -
     assert engine_bound.status == "tester-bound" and ceiling_of(engine_bound) == engine_bound.knee
     at_max = search(replace(coarse, max_rate=800.0), SimulatedTarget(workers=400, service_ms=10.0))
     assert at_max.status == "at-max" and ceiling_of(at_max) is None
+
+
+def test_a_target_that_stops_during_a_search_is_searched_no_more() -> None:
+    from gatebench.capacity import TargetDown
+
+    healthy = {"a": SimulatedTarget(workers=4), "b": SimulatedTarget(workers=8)}
+    calls = {"a": 0}
+
+    def probe_for(key: SearchKey) -> Probe:
+        def probe(request: ProbeRequest) -> ProbeMetrics:
+            if key.target == "a":
+                calls["a"] += 1
+                if calls["a"] == 3:
+                    raise TargetDown("a exited with code 1 during the run")
+            return healthy[key.target](request)
+
+        return probe
+
+    campaign = Campaign(("a", "b"), {"bid": replace(SETTINGS, repetitions=3)}, 2, 3600.0)
+    drive(campaign, probe_for)
+    a, b = campaign.results[("a", "bid")], campaign.results[("b", "bid")]
+    assert [r.status for r in a] == ["failed"] and a[0].knee is None
+    assert a[0].note == "a exited with code 1 during the run" and len(a[0].probes) == 2
+    assert campaign.failed == {"a": "a exited with code 1 during the run"}
+    assert len(b) == 3 and all(r.status == "found" for r in b)
+    assert campaign.stop == "all 3 repetitions ran"

@@ -34,7 +34,14 @@ from ._document import (
     settings_from_dict,
 )
 from ._metrics import LATENCY_KEYS, ProbeKind, ProbeMetrics, ProbeRequest, read_probe
-from ._result import FORMAT, CapacityResult, CurvePoint, EndpointResult, capacity_result
+from ._result import (
+    FORMAT,
+    CapacityResult,
+    CurvePoint,
+    EndpointResult,
+    capacity_result,
+    capacity_status,
+)
 from ._scoring import (
     Outcome,
     TesterLimits,
@@ -47,6 +54,7 @@ from ._search import (
     Probe,
     ProbeOutcome,
     SearchResult,
+    TargetDown,
     ceiling_of,
     ceiling_settings,
     search,
@@ -91,6 +99,7 @@ __all__ = [
     "SearchResult",
     "SearchStatus",
     "StepController",
+    "TargetDown",
     "TesterLimits",
     "Verdict",
     "all_decided",
@@ -98,6 +107,7 @@ __all__ = [
     "campaign_for",
     "capacity_input",
     "capacity_result",
+    "capacity_status",
     "ceiling_of",
     "ceiling_settings",
     "compare",

@@ -51,6 +51,8 @@ class Campaign:
     """Workloads that need no more searches, and why."""
     stop: str | None = None
     orders: list[tuple[int, tuple[str, ...]]] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    """Targets that stopped during a search (searched no more), and why."""
     _rng: random.Random = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -67,6 +69,7 @@ class Campaign:
         self.rounds += 1
         order = list(self.targets)
         self._rng.shuffle(order)
+        order = [t for t in order if t not in self.failed]
         self.orders.append((self.rounds, tuple(order)))
         return [SearchKey(self.rounds, t, w) for t in order for w in open_workloads]
 
@@ -82,6 +85,8 @@ class Campaign:
 
     def record(self, key: SearchKey, result: SearchResult) -> None:
         self.results.setdefault((key.target, key.workload), []).append(result)
+        if result.status == "failed":
+            self.failed[key.target] = result.note
         if result.status == "budget" and self.stop is None:
             self.stop = (
                 f"the time budget ({format_duration(self.budget_s)}) ran out during repetition "
@@ -93,7 +98,7 @@ class Campaign:
         for workload, settings in self.settings.items():
             if workload in self.done:
                 continue
-            summaries = self.summaries(workload)
+            summaries = [s for s in self.summaries(workload) if s.target not in self.failed]
             if self.rounds >= settings.repetitions:
                 self.done[workload] = f"all {settings.repetitions} repetitions ran"
                 if len(summaries) > 1 and not all_decided(summaries):
@@ -129,6 +134,7 @@ class Campaign:
             "rounds": self.rounds,
             "orders": [[rep, list(order)] for rep, order in self.orders],
             "done": dict(self.done),
+            "failed": dict(self.failed),
             "stop": self.stop,
             "results": [
                 {"target": t, "workload": w, "searches": [r.to_dict() for r in results]}
@@ -147,6 +153,7 @@ class Campaign:
         campaign.rounds = int(data.get("rounds", 0))
         campaign.orders = [(int(r), tuple(str(t) for t in o)) for r, o in data.get("orders", ())]
         campaign.done = {str(k): str(v) for k, v in (data.get("done") or {}).items()}
+        campaign.failed = {str(k): str(v) for k, v in (data.get("failed") or {}).items()}
         campaign.stop = data.get("stop")
         for entry in data.get("results", ()):
             key = (str(entry["target"]), str(entry["workload"]))

@@ -36,12 +36,15 @@ MAX_CONFIRMATIONS = 3
 MAX_PROBES = 64
 """A safety stop: the search never needs this many (growth from 1/s to 10⁶/s takes 20)."""
 
-SearchStatus = Literal["found", "at-max", "nothing", "tester-bound", "unconfirmed", "budget"]
+SearchStatus = Literal[
+    "found", "at-max", "nothing", "tester-bound", "unconfirmed", "budget", "failed"
+]
 """How a search ended: ``found`` (the knee, confirmed); ``at-max`` (the plan's max_rate held:
 the knee is at least that); ``nothing`` (even MIN_RATE broke the objective); ``tester-bound``
 (the tester could not offer a rate: the knee is at least the last rate that held);
 ``unconfirmed`` (confirmations kept failing: the last rate that held, not confirmed);
-``budget`` (the time budget ran out: no knee)."""
+``budget`` (the time budget ran out: no knee); ``failed`` (the target stopped during the
+search: no knee, and it is searched no more)."""
 
 
 @dataclass
@@ -176,6 +179,10 @@ class StepController:
         self.status = status
         self.note = note
 
+    def target_failed(self, why: str) -> None:
+        """The target stopped answering (a gateway that died): the search ends without a knee."""
+        self._finish("failed", why)
+
     def out_of_time(self) -> None:
         """The time budget cannot fit the next probe: the search ends without a knee."""
         self._finish("budget", "the time budget ran out before the search ended")
@@ -184,7 +191,7 @@ class StepController:
     def knee(self) -> float | None:
         """The rate the search found: the highest that held (a lower bound for ``at-max`` and
         ``tester-bound``); None for ``nothing`` and ``budget``, and while searching."""
-        if self.status in (None, "budget", "nothing"):
+        if self.status in (None, "budget", "nothing", "failed"):
             return 0.0 if self.status == "nothing" else None
         return self.low
 

@@ -135,6 +135,17 @@ class CapacityResult:
         )
 
 
+def capacity_status(data: Mapping[str, Any] | None, target_errors: bool) -> str:
+    """A capacity run's last status from its stored result: ``partial`` when a target failed or
+    has no knee on some endpoint, or the searches stopped on the budget; ``done`` otherwise."""
+    if data is None:
+        return "partial"
+    result = CapacityResult.from_dict(data)
+    missing = any(not s.knees for e in result.endpoints for s in e.summaries)
+    budget = "budget" in result.stop
+    return "partial" if target_errors or missing or budget else "done"
+
+
 def capacity_result(
     campaign: Campaign,
     *,
@@ -206,4 +217,11 @@ def _endpoint(
     )
 
 
-__all__ = ["FORMAT", "CapacityResult", "CurvePoint", "EndpointResult", "capacity_result"]
+__all__ = [
+    "FORMAT",
+    "CapacityResult",
+    "CurvePoint",
+    "EndpointResult",
+    "capacity_result",
+    "capacity_status",
+]

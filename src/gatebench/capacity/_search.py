@@ -122,6 +122,12 @@ class SearchResult:
 
 Probe = Callable[[ProbeRequest], ProbeMetrics]
 
+
+class TargetDown(Exception):
+    """Raised by a probe function when its target stopped (a gateway that died): the search
+    ends ``failed`` and the campaign searches that target no more."""
+
+
 CEILING_PRECISION = 0.10
 
 
@@ -167,7 +173,11 @@ def search(
         if deadline is not None and clock() + request.seconds > deadline:
             controller.out_of_time()
             break
-        metrics = probe(request)
+        try:
+            metrics = probe(request)
+        except TargetDown as exc:
+            controller.target_failed(str(exc))
+            break
         verdict = score_probe(metrics, settings.objective, limits)
         controller.update(verdict.outcome, "; ".join(verdict.reasons))
         outcome = ProbeOutcome(request, metrics, verdict)
@@ -191,6 +201,7 @@ __all__ = [
     "Probe",
     "ProbeOutcome",
     "SearchResult",
+    "TargetDown",
     "ceiling_of",
     "ceiling_settings",
     "search",

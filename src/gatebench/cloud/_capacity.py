@@ -104,6 +104,28 @@ def ingest_capacity(
     return result
 
 
+def ingest_run(
+    storage: Bucket,
+    store: ResultStore,
+    bucket: str,
+    run_id: str,
+    *,
+    meter_wait_s: float = 0.0,
+    clock: Clock | None = None,
+) -> int:
+    """The score step's ingest: a capacity run's campaign becomes its result (the number of
+    target × endpoint summaries is returned); any other run's raw logs its measurements
+    (``_ingest.ingest_run``)."""
+    from ._ingest import ingest_run as ingest_raw_logs
+
+    capacity = ingest_capacity(
+        storage, store, bucket, run_id, meter_wait_s=meter_wait_s, clock=clock
+    )
+    if capacity is not None:
+        return sum(len(e.summaries) for e in capacity.endpoints)
+    return ingest_raw_logs(storage, store, bucket, run_id, meter_wait_s=meter_wait_s, clock=clock)
+
+
 def capacity_outcome(store: ResultStore, run_id: str) -> tuple[str, list[dict[str, Any]]]:
     """(``done`` or ``partial``, the BigQuery rows) of a stored capacity run: partial when a
     target has no knee on some endpoint or the searches stopped on an error."""
@@ -125,6 +147,7 @@ __all__ = [
     "capacity_outcome",
     "gateway_machine",
     "ingest_capacity",
+    "ingest_run",
     "read_campaign",
     "with_gateway_samples",
 ]

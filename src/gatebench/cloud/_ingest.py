@@ -263,16 +263,7 @@ def ingest_run(
 ) -> int:
     """Every raw log of a run, ingested; the number of measurements stored. The gateways'
     meters get up to ``meter_wait_s`` seconds to finish their last upload; what they still
-    miss then is noted in the run record (``environment.meter_gaps``). A capacity run's
-    campaign becomes its result instead (gatebench.cloud._capacity); the number of its searches
-    is returned."""
-    from ._capacity import ingest_capacity
-
-    capacity = ingest_capacity(
-        storage, store, bucket, run_id, meter_wait_s=meter_wait_s, clock=clock
-    )
-    if capacity is not None:
-        return sum(len(e.summaries) for e in capacity.endpoints)
+    miss then is noted in the run record (``environment.meter_gaps``)."""
     if fleet_testers(storage, bucket, run_id) > 1:
         measurements = _measure_testers(storage, bucket, run_id)
     else:

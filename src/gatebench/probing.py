@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._netns import LoadHost
-from ..capacity import (
+from ._netns import LoadHost
+from .capacity import (
     ProbeMetrics,
     ProbeRequest,
     SearchResult,
@@ -34,15 +34,15 @@ from ..capacity import (
     read_probe,
     search,
 )
-from ..errors import RunError
-from ..ir import Api
-from ..loadlog import ScheduleSample, merge_schedules
-from ..plan import Capacity, Plan
-from ..procs import Supervisor
-from ..testers import PhasePart, merge_phase, split_document
-from ..trust import CEILING_TARGET
-from . import EngineEvent, PhaseResult
-from .loadgen import LoadgenEngine, LoadgenRun
+from .engines import EngineEvent, PhaseResult
+from .engines.loadgen import LoadgenEngine, LoadgenRun
+from .errors import RunError
+from .ir import Api
+from .loadlog import ScheduleSample, merge_schedules
+from .plan import Capacity, Plan
+from .procs import Supervisor
+from .testers import PhasePart, merge_phase, split_document
+from .trust import CEILING_TARGET
 
 START_MARGIN_S = 0.3
 """Several testers start their schedules this long after the probe is launched: time for
@@ -161,7 +161,7 @@ class Prober:
     def _many(
         self, document: dict[str, Any], index: int, workdir: Path, name: str
     ) -> tuple[PhaseResult, ScheduleSample]:
-        from .._fanout import for_host
+        from ._fanout import for_host
 
         documents = split_document(document, len(self.hosts))
         start_at = (time.time() + START_MARGIN_S) * 1000.0
@@ -227,18 +227,23 @@ def measure_ceiling(
     supervisor: Supervisor,
     workdir: Path,
     *,
+    url: str | None = None,
     engine: LoadgenEngine | None = None,
     env: Mapping[str, str] | None = None,
     hosts: Sequence[LoadHost] = (),
+    cpu_groups: Mapping[str, Sequence[int]] | None = None,
     tick: Callable[[], None] | None = None,
 ) -> tuple[float | None, SearchResult]:
     """The load generator's ceiling on this machine for one workload: a search
-    (``capacity.ceiling_settings``) against the ceiling server (``gatebench.ceiling``), with the
-    workload's own requests. Returns (the ceiling or None, the search)."""
-    from ..ceiling import start_ceiling_server
+    (``capacity.ceiling_settings``) against the ceiling server (``gatebench.ceiling``; the one at
+    ``url``, else one started here), with the workload's own requests. Returns (the ceiling or
+    None, the search)."""
+    from .ceiling import start_ceiling_server
 
     workdir.mkdir(parents=True, exist_ok=True)
-    proc, url = start_ceiling_server(supervisor, workdir / "ceiling-server")
+    proc = None
+    if url is None:
+        proc, url = start_ceiling_server(supervisor, workdir / "ceiling-server")
     try:
         prober = Prober(
             plan,
@@ -253,10 +258,12 @@ def measure_ceiling(
             env=env,
             hosts=hosts,
             tick=tick,
+            cpu_groups=cpu_groups,
         )
         result = search(ceiling_settings(settings), prober)
     finally:
-        supervisor.stop(proc)
+        if proc is not None:
+            supervisor.stop(proc)
     return ceiling_of(result), result
 
 
