@@ -511,6 +511,23 @@ def test_a_bounded_target_is_reported_as_at_least_its_limit() -> None:
     assert (both.ratio, both.decided) == (None, False)
 
 
+def test_a_lower_bound_is_never_above_a_knee_the_target_was_found_at() -> None:
+    """One repetition tester-bound at 400/s, the other found 258/s: the target is reported as
+    at least 258/s (what every repetition held), and against a target whose interval reaches
+    above that the verdict says the order is not decided, without calling them the same."""
+    bounded = [
+        SearchResult("tester-bound", 400.0, None, (), "lag"),
+        SearchResult("found", 258.0, 270.0, ()),
+    ]
+    other = [SearchResult("found", k, k * 1.04, ()) for k in (150.0, 320.0)]
+    fast, slow = summarize("haproxy", "bid", bounded), summarize("nginx", "bid", other)
+    assert fast.bounded and fast.bound == fast.estimate == 258.0
+    assert fast.label() == "≥ 258/s (the tester's limit)"
+    text = verdict("bid", [fast, slow], OBJECTIVE)
+    assert text.startswith("haproxy may carry more bid traffic than nginx at p99 ≤ 50 ms")
+    assert "not decided" in text and "same" not in text
+
+
 def test_one_gateway_is_put_against_the_baseline() -> None:
     found = [SearchResult("found", k, k * 1.04, ()) for k in (800.0, 820.0, 810.0)]
     base = [SearchResult("found", k, k * 1.04, ()) for k in (1000.0, 1000.0, 1030.0)]

@@ -7,8 +7,9 @@ interval), a verdict in words, and the price of a million requests at the object
   first growth step (``start_rate_for``), so the interval includes the search's own resolution.
 * **Lower bounds**: a search that ended ``at-max`` or ``tester-bound`` found only "at least
   R". A target whose searches were bounded in at least half of its repetitions (the rule
-  ``gatebench.trust`` applies to tester-bound cells) is reported as ``≥ R``, R the smallest of
-  those bounds, with no interval.
+  ``gatebench.trust`` applies to tester-bound cells) is reported as ``≥ R``, with no interval;
+  R is the smallest of its knees, the bounds and the knees found alike (a repetition that found
+  a knee below another's bound says the target does not always carry that bound).
 * **Comparisons** are of the ratio of geometric means, with Welch's interval on the logarithms
   of the knees: "A carries 38 % more than B, 95 % CI 29–47 %". The order of A and B is
   *decided* when that interval excludes 0 %. Against a lower bound ``≥ R`` the order is decided
@@ -64,8 +65,8 @@ class KneeSummary:
 
     @property
     def bound(self) -> float | None:
-        """The lower bound a bounded target is reported with."""
-        return min(self.bounds) if self.bounded else None
+        """The lower bound a bounded target is reported with: its smallest knee."""
+        return min(self.knees) if self.bounded else None
 
     @property
     def sample(self) -> Sample | None:
@@ -311,14 +312,25 @@ def verdict(workload: str, summaries: Sequence[KneeSummary], objective: Objectiv
         return text
     c = compare(best, ranked[1])
     if c.ratio is None:
+        if best.bounded and ranked[1].bounded:
+            return (
+                f"{c.better} and {c.worse} both reached a limit on {workload} traffic at {at}: "
+                "their order cannot be told here"
+            )
         return (
-            f"{c.better} and {c.worse} both reached a limit on {workload} traffic at {at}: "
-            "their order cannot be told here"
+            f"{c.better} and {c.worse} on {workload} traffic at {at}: their order cannot be "
+            f"told here ({c.better}'s knee is only a lower bound)"
         )
     ci = f", 95 % CI {100 * (c.low - 1):.0f}–{100 * (c.high - 1):.0f} %" if c.low and c.high else ""
     if c.decided:
         return (
             f"{c.better} carries {c.percent()} more {workload} traffic than {c.worse} at {at}{ci}"
+        )
+    if c.at_least:
+        return (
+            f"{c.better} may carry more {workload} traffic than {c.worse} at {at}: "
+            f"{c.better}'s knee is only a lower bound ({c.percent()} more) and {c.worse}'s "
+            "interval reaches above it, so their order is not decided"
         )
     return (
         f"{c.better} and {c.worse} carry the same {workload} traffic at {at} within the noise "
