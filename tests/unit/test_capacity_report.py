@@ -188,3 +188,20 @@ def test_the_dashboard_reads_a_capacity_run(result: CapacityResult, tmp_path: Pa
     assert html.status == 200 and b"gatebench capacity report" in html.body
     assert compare.status == 400 and b"is a capacity run" in compare.body
     assert listed["runs"][0]["kind"] == "capacity"
+
+
+def test_a_capacity_run_still_searching_is_shown_as_one(tmp_path: Path) -> None:
+    """Before its result, a capacity run's record says what it is (``environment.run_kind``):
+    the dashboard and the report show a capacity run with no result yet, not an empty
+    fixed-workload run."""
+    from gatebench.store import SqliteStore
+    from gatebench.web import handle_read
+
+    run = replace(run_record(), status=RunStatus.LOADING, environment={"run_kind": "capacity"})
+    with SqliteStore(tmp_path / "store.sqlite") as store:
+        store.create_run(run)
+        view = json.loads(handle_read(store, "GET", f"runs/{run.run_id}/view", {}).body)
+        md = handle_read(store, "GET", f"runs/{run.run_id}/report", {"format": "md"})
+    assert view["kind"] == "capacity" and view["run"]["kind"] == "capacity"
+    assert view["tables"] == [] and view["verdict"] == []
+    assert md.status == 200 and "no result: the run is still searching" in md.body.decode()

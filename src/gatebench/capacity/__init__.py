@@ -26,6 +26,8 @@ from ._campaign import MIN_REPETITIONS_TO_STOP, Campaign, SearchKey, campaign_fo
 from ._controller import MAX_CONFIRMATIONS, MAX_PROBES, MIN_RATE, SearchStatus, StepController
 from ._document import (
     CAPACITY_FORMAT,
+    QUICK,
+    capacity_as_run,
     capacity_input,
     measured_index,
     probe_document,
@@ -83,6 +85,7 @@ __all__ = [
     "MAX_PROBES",
     "MIN_RATE",
     "MIN_REPETITIONS_TO_STOP",
+    "QUICK",
     "Campaign",
     "CapacityResult",
     "Comparison",
@@ -105,6 +108,7 @@ __all__ = [
     "all_decided",
     "breaches",
     "campaign_for",
+    "capacity_as_run",
     "capacity_input",
     "capacity_result",
     "capacity_status",

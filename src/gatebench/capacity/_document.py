@@ -20,7 +20,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from ..ir import Api
-from ..plan import Capacity, Injection, Objective, Plan
+from ..plan import Capacity, CapacityPlan, Injection, Objective, Plan
 from ..workload import Control, Phase, Schedule, injection_json, render_workload
 from ._metrics import ProbeRequest
 
@@ -91,6 +91,41 @@ def settings_from_dict(data: Mapping[str, Any]) -> Capacity:
         error_pct=float(objective.get("error_pct", Objective().error_pct)),
     )
     return Capacity(**values)
+
+
+QUICK = {"warmup": 0.5, "probe": 1.0, "confirm": 1.0, "precision": 0.2, "budget": 300.0}
+"""``gatebench capacity --quick``: at most these durations (s) and budget, at least this
+precision, one repetition: a smoke run that shows the search works, not a capacity."""
+
+
+def capacity_as_run(plan: Plan, *, quick: bool = False, repetitions: int | None = None) -> Plan:
+    """The plan's capacity settings as a run searches them: :data:`QUICK` when asked, then
+    ``repetitions`` instead of the plan's when given (every workload's, defaults included)."""
+    section = plan.capacity or CapacityPlan()
+
+    def adjusted(settings: Capacity | None) -> Capacity | None:
+        if settings is None:
+            return None
+        if quick:
+            settings = replace(
+                settings,
+                warmup=min(settings.warmup, QUICK["warmup"]),
+                probe=min(settings.probe, QUICK["probe"]),
+                confirm=min(settings.confirm, QUICK["confirm"]),
+                precision=max(settings.precision, QUICK["precision"]),
+                budget=min(settings.budget, QUICK["budget"]),
+                repetitions=1,
+            )
+        return replace(settings, repetitions=repetitions) if repetitions else settings
+
+    default = adjusted(section.default)
+    assert default is not None
+    return replace(
+        plan,
+        capacity=CapacityPlan(
+            default=default, workloads=tuple((w, adjusted(s)) for w, s in section.workloads)
+        ),
+    )
 
 
 def capacity_input(

@@ -20,6 +20,7 @@ from ._capacity import (
     CapacityReport,
     build_capacity_report,
     capacity_rows,
+    capacity_text,
     render_capacity_csv,
     render_capacity_html,
     render_capacity_json,
@@ -98,8 +99,9 @@ def load_report(
 
 
 def is_capacity_run(run: RunRecord) -> bool:
-    """A capacity run's record holds its result; a fixed-workload run's does not."""
-    return run.capacity is not None
+    """A capacity run's record holds its result, and says what it is from its first write
+    (``environment.run_kind``, gatebench.capacity_runner); a fixed-workload run's does neither."""
+    return run.capacity is not None or run.environment.get("run_kind") == "capacity"
 
 
 def load_capacity_report(store: ResultStore, run_id: str) -> CapacityReport:
@@ -108,12 +110,16 @@ def load_capacity_report(store: ResultStore, run_id: str) -> CapacityReport:
     from ..thresholds import thresholds_from_plan
 
     run = find_run(store, run_id)
-    if run.capacity is None:
+    if not is_capacity_run(run):
         raise StoreError(
             f"run {run.run_id!r} is not a capacity run; `gatebench report {run.run_id}` "
             "writes its report"
         )
-    result = CapacityResult.from_dict(run.capacity)
+    if run.capacity is None:  # still searching, or stopped before its result
+        status = "still searching" if not run.status.finished else f"{run.status}"
+        result = CapacityResult((), (), f"no result: the run is {status}", 0)
+    else:
+        result = CapacityResult.from_dict(run.capacity)
     checks = evaluate_capacity(thresholds_from_plan(run.plan), result)
     return build_capacity_report(run, result, thresholds=checks)
 
@@ -144,6 +150,7 @@ __all__ = [
     "build_capacity_report",
     "build_report",
     "capacity_rows",
+    "capacity_text",
     "column_names",
     "find_run",
     "flat_rows",

@@ -404,6 +404,39 @@ def render_capacity_markdown(report: CapacityReport) -> str:
     return "\n".join(lines)
 
 
+def text_table(table: Table) -> list[str]:
+    """A table's compact columns as aligned plain text (the terminal's view)."""
+    shown = [i for i, c in enumerate(table.columns) if c.compact]
+    rows = [[table.columns[i].label for i in shown]]
+    for row in table.rows:
+        texts = [row.header, *(c.text for c in row.cells)]
+        rows.append([texts[i] for i in shown])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(shown))]
+    numeric = [table.columns[i].numeric for i in shown]
+    return [
+        "  ".join(
+            (cell.rjust(w) if num else cell.ljust(w))
+            for cell, w, num in zip(r, widths, numeric, strict=True)
+        ).rstrip()
+        for r in rows
+    ]
+
+
+def capacity_text(report: CapacityReport) -> list[str]:
+    """What ``gatebench capacity`` prints at the end: per endpoint the objective, what each
+    target carries and the verdict; then the cautions and why the searches stopped."""
+    lines: list[str] = []
+    for i, e in enumerate(report.result.endpoints):
+        lines += ["", f"{e.workload} — objective {e.objective}"]
+        lines += ["  " + line for line in text_table(knee_table(e, i))]
+        lines.append(e.verdict)
+    if report.cautions:
+        lines.append("")
+        lines += [f"Caution: {c}" for c in report.cautions]
+    lines += ["", f"The searches stopped: {report.result.stop}."]
+    return lines
+
+
 def render_capacity_json(report: CapacityReport) -> str:
     return json.dumps(report.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
@@ -507,9 +540,11 @@ __all__ = [
     "build_capacity_report",
     "capacity_cautions",
     "capacity_rows",
+    "capacity_text",
     "render_capacity_csv",
     "render_capacity_html",
     "render_capacity_json",
     "render_capacity_junit",
     "render_capacity_markdown",
+    "text_table",
 ]

@@ -21,7 +21,7 @@ from ..capacity import BASELINE
 from ..confidence import welch_difference
 from ..metrics import METRICS, UNITS
 from ..model import RunRecord
-from ..report import RESOLUTION_NOTE, CapacityReport, Report
+from ..report import RESOLUTION_NOTE, CapacityReport, Report, is_capacity_run
 from ..report._build import metric_label
 from ..report._capacity import CAPACITY_NOTE, comparison_table, knee_table, objective_line
 from ..report._format import fmt_ci, fmt_pct, fmt_score, fmt_signed, fmt_value
@@ -121,7 +121,7 @@ def run_summary(run: RunRecord) -> dict[str, Any]:
     environment = run.environment if isinstance(run.environment, Mapping) else {}
     return {
         "run_id": run.run_id,
-        "kind": "fixed" if run.capacity is None else "capacity",
+        "kind": "capacity" if is_capacity_run(run) else "fixed",
         "title": run.title,
         "status": str(run.status),
         "finished": run.status.finished,
