@@ -103,8 +103,13 @@ class RunRequest:
         return []
 
     def apply(self, plan: Plan) -> Plan:
-        """The plan as it will run: chosen gateways, then the quick profile when asked."""
+        """The plan as it will run: chosen gateways, then the quick profile when asked (a
+        capacity run's: ``gatebench.capacity.capacity_as_run``)."""
         chosen = self.select(plan)
+        if self.kind == "capacity":
+            from .capacity import capacity_as_run
+
+            return capacity_as_run(chosen, quick=self.quick)
         return quick_plan(chosen) if self.quick else chosen
 
 

@@ -243,3 +243,24 @@ def test_gatebench_plan_describes_the_capacity_settings(auction: Api) -> None:
         "probes 1s + 2s, no confirmation; 5 repetitions, keep-alive connections, budget 30m",
         "    bid: not searched",
     ]
+
+
+def test_a_run_overrides_the_repetitions_and_quick_shortens_the_search(auction: Api) -> None:
+    """``gatebench capacity --quick --repetitions N`` (gatebench.capacity.capacity_as_run):
+    every searched workload's settings, the defaults and each override alike; a workload that
+    says ``capacity: false`` stays out; nothing else of the plan changes."""
+    from gatebench.capacity import QUICK, capacity_as_run
+
+    plan = build_plan(
+        section(workloads=two(bid={"probe": "10s", "precision": "1%"}, get=False)), auction
+    )
+    quick = capacity_as_run(plan, quick=True)
+    (bid,) = quick.capacity_settings().values()
+    assert (bid.probe, bid.precision, bid.repetitions) == (QUICK["probe"], 0.2, 1)
+    assert (bid.warmup, bid.confirm, bid.budget) == (0.5, 1.0, 300.0)
+    assert capacity_as_run(plan, repetitions=9).capacity_settings()["bid"].repetitions == 9
+    assert (
+        capacity_as_run(plan, quick=True, repetitions=3).capacity_settings()["bid"].repetitions == 3
+    )
+    assert quick.workloads == plan.workloads and quick.repetitions == plan.repetitions
+    assert capacity_as_run(plan) == plan

@@ -471,3 +471,31 @@ def test_reply_for_functions_framework() -> None:
     assert json.loads(body) == {"x": None}
     assert headers == {"Content-Type": "application/json; charset=utf-8"}
     assert RunStatus.DONE.finished
+
+
+def test_a_capacity_run_travels_to_the_worker_and_says_what_it_is_from_the_queue(
+    tmp_path: Path,
+) -> None:
+    """``kind=capacity`` from the form: the summary says so, the queued record is a capacity
+    run from its first write, the worker is told ``--kind capacity``, and a quick capacity run
+    shortens the capacity search, not the workloads."""
+    from gatebench.web import _worker
+    from gatebench.web._queue import RunQueue
+
+    checked = upload("validate", PETSTORE, kind="capacity", quick="1").payload()
+    assert checked["kind"] == "capacity"
+    request = RunRequest(quick=True, kind="capacity")
+    upload_ = check_upload(PETSTORE, "petstore.yaml", request)
+    (workload, *_) = upload_.plan.workloads
+    plan = upload_.run_plan
+    assert plan.workloads == upload_.plan.workloads  # the workloads as written
+    searched = plan.capacity_settings()[workload.name]
+    assert (searched.repetitions, searched.probe, searched.precision) == (1, 1.0, 0.2)
+    spec = tmp_path / "petstore.yaml"
+    spec.write_bytes(PETSTORE)
+    with SqliteStore(tmp_path / "s.sqlite") as store:
+        queue = RunQueue(store, str(tmp_path / "s.sqlite"), tmp_path)  # never started
+        job = queue.submit(upload_, spec_path=spec)
+        argv = queue.worker_argv(job)
+    assert job.summary.environment["run_kind"] == "capacity"  # what the runs list shows
+    assert _worker.parse_args(argv[3:]).kind == "capacity"
