@@ -13,8 +13,9 @@ import (
 // segment wrapped in double underscores in practice. POST ControlPrefix+"reset" restores the
 // initial state (the auction service re-seeds its auctions); GET ControlPrefix+"health"
 // answers 200 once the server is serving. GET ControlPrefix+"stats" reports the requests
-// served outside the control prefix since the start or the last reset ({"requests": N}; the
-// mock with a latency adds how late its held responses were released: "latency").
+// served outside the control prefix since the start or the last reset ({"http2": H,
+// "requests": N}: H of them over HTTP/2; the mock with a latency adds how late its held
+// responses were released: "latency").
 const ControlPrefix = "/__gatebench__/"
 
 type resettable interface {
@@ -30,11 +31,14 @@ type statsReporter interface {
 
 // withControl serves the control endpoints and passes every other request to h.
 func withControl(h resettable, mode string) http.Handler {
-	var served atomic.Int64
+	var served, http2 atomic.Int64
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.HasPrefix(r.URL.Path, ControlPrefix) {
 			h.ServeHTTP(w, r)
 			served.Add(1)
+			if r.ProtoMajor == 2 {
+				http2.Add(1)
+			}
 			return
 		}
 		switch r.URL.Path[len(ControlPrefix):] {
@@ -45,10 +49,11 @@ func withControl(h resettable, mode string) http.Handler {
 				extra = reporter.Stats()
 			}
 			if len(extra) == 0 {
-				_, _ = fmt.Fprintf(w, "{\"requests\": %d}\n", served.Load())
+				_, _ = fmt.Fprintf(w, "{\"http2\": %d, \"requests\": %d}\n", http2.Load(), served.Load())
 				return
 			}
 			extra["requests"] = served.Load()
+			extra["http2"] = http2.Load()
 			_ = json.NewEncoder(w).Encode(extra)
 		case "reset":
 			if r.Method != http.MethodPost {
@@ -58,6 +63,7 @@ func withControl(h resettable, mode string) http.Handler {
 			}
 			h.Reset()
 			served.Store(0)
+			http2.Store(0)
 			w.WriteHeader(http.StatusNoContent)
 		case "health":
 			w.Header().Set("Content-Type", "text/plain")

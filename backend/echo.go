@@ -14,6 +14,10 @@ import (
 // raw request target (never cleaned or decoded), headers are lower-cased with every value.
 type echoHandler struct{}
 
+// Reset has nothing to restore: echo keeps no state (the request count is reset by the
+// control wrapper).
+func (echoHandler) Reset() {}
+
 type echoReply struct {
 	Method     string              `json:"method"`
 	Path       string              `json:"path"`

@@ -11,14 +11,24 @@
 //	         size; accepts uploads up to 1 GiB.
 //	auction  the AGE paper's stateful auction service (examples/auction).
 //
-// mock and auction also serve /__gatebench__/reset (POST: back to the initial state) and
-// /__gatebench__/health, which the engine calls directly, never through a gateway.
+// Every mode also serves /__gatebench__/reset (POST: back to the initial state; the request
+// count only, in echo mode), /__gatebench__/health and /__gatebench__/stats, which the engine
+// and the gateways' health checks call directly, never through a gateway's routes.
 //
-// It serves until SIGTERM or SIGINT and prints one "listening on ADDR" line when ready.
+// A replica of a pool is started with -replica N: every answer carries the header
+// X-Gatebench-Replica: N, and its stats count what it alone served. With -tls-listen (and
+// -tls-cert, -tls-key) the same handler is also served over TLS on a second address: the
+// baseline of a TLS plan, with the run's certificate, TLS 1.2 minimum, the same TLS 1.2
+// cipher suites as the gateways, ALPN h2 only with -tls-h2, no session tickets with
+// -tls-tickets=false.
+//
+// It serves until SIGTERM or SIGINT and prints one "listening on ADDR" line when ready (and
+// one "listening on ADDR tls" line for the TLS address).
 package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"log"
@@ -26,20 +36,49 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 )
+
+// tls12Ciphers are gatebench.tls.TLS12_CIPHERS: the TLS 1.2 suites every gateway offers.
+var tls12Ciphers = []uint16{
+	tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+}
+
+// withReplica marks every answer with the replica's number.
+func withReplica(h http.Handler, replica int) http.Handler {
+	if replica <= 0 {
+		return h
+	}
+	value := strconv.Itoa(replica)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Gatebench-Replica", value)
+		h.ServeHTTP(w, r)
+	})
+}
 
 func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on (host:port)")
 	mode := flag.String("mode", "echo", "echo, mock or auction")
 	config := flag.String("config", "", "mock mode: the routes file (JSON)")
+	replica := flag.Int("replica", 0, "this replica's number in a pool (1..N); 0: not a pool")
+	tlsListen := flag.String("tls-listen", "", "also serve over TLS on this address (host:port)")
+	tlsCert := flag.String("tls-cert", "", "with -tls-listen: the certificate chain (PEM)")
+	tlsKey := flag.String("tls-key", "", "with -tls-listen: the private key (PEM)")
+	tlsH2 := flag.Bool("tls-h2", false, "with -tls-listen: offer HTTP/2 by ALPN")
+	tlsTickets := flag.Bool("tls-tickets", true, "with -tls-listen: issue session tickets")
 	flag.Parse()
 
 	var handler http.Handler
 	switch *mode {
 	case "echo":
-		handler = echoHandler{}
+		handler = withControl(echoHandler{}, "echo")
 	case "mock":
 		if *config == "" {
 			log.Fatal("mock mode needs -config FILE")
@@ -55,15 +94,19 @@ func main() {
 		log.Fatalf("unknown mode %q", *mode)
 	}
 
+	handler = withReplica(handler, *replica)
+
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		log.Fatalf("listen %s: %v", *listen, err)
 	}
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 30 * time.Second,
-		MaxHeaderBytes:    1 << 20,
-		IdleTimeout:       120 * time.Second,
+	srv := newServer(handler)
+	servers := []*http.Server{srv}
+	var tlsSrv *http.Server
+	var tlsLn net.Listener
+	if *tlsListen != "" {
+		tlsSrv, tlsLn = listenTLS(handler, *tlsListen, *tlsCert, *tlsKey, *tlsH2, *tlsTickets)
+		servers = append(servers, tlsSrv)
 	}
 	fmt.Printf("listening on %s mode %s\n", ln.Addr(), *mode)
 
@@ -73,9 +116,59 @@ func main() {
 		<-stop
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		_ = srv.Shutdown(ctx)
+		for _, s := range servers {
+			_ = s.Shutdown(ctx)
+		}
 	}()
+	if tlsSrv != nil {
+		fmt.Printf("listening on %s tls\n", tlsLn.Addr())
+		go func() {
+			if err := tlsSrv.ServeTLS(tlsLn, "", ""); err != nil && err != http.ErrServerClosed {
+				log.Fatal(err)
+			}
+		}()
+	}
 	if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
 		log.Fatal(err)
 	}
+}
+
+func newServer(handler http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 30 * time.Second,
+		MaxHeaderBytes:    1 << 20,
+		IdleTimeout:       120 * time.Second,
+	}
+}
+
+// listenTLS is the TLS server of -tls-listen, with the gateways' settings.
+func listenTLS(handler http.Handler, addr, certFile, keyFile string, h2, tickets bool) (*http.Server, net.Listener) {
+	if certFile == "" || keyFile == "" {
+		log.Fatal("-tls-listen needs -tls-cert and -tls-key")
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		log.Fatalf("tls: %v", err)
+	}
+	protos := []string{"http/1.1"}
+	if h2 {
+		protos = []string{"h2", "http/1.1"}
+	}
+	srv := newServer(handler)
+	srv.TLSConfig = &tls.Config{
+		Certificates:           []tls.Certificate{cert},
+		MinVersion:             tls.VersionTLS12,
+		CipherSuites:           tls12Ciphers,
+		NextProtos:             protos,
+		SessionTicketsDisabled: !tickets,
+	}
+	if !h2 {
+		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		log.Fatalf("listen %s: %v", addr, err)
+	}
+	return srv, ln
 }

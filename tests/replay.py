@@ -20,9 +20,11 @@ import hashlib
 import http.client
 import json
 import re
+import socket
+import ssl
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from gatebench.ir import HTTP_METHODS, Api, Operation, Parameter
 from gatebench.renderers import Route, routes_for
@@ -282,19 +284,29 @@ def _dedupe(requests: list[ReplayRequest]) -> list[ReplayRequest]:
     return out
 
 
+class Sender(Protocol):
+    def send(self, req: ReplayRequest) -> Reply: ...
+
+    def close(self) -> None: ...
+
+
 @dataclass
 class Client:
-    """One keep-alive HTTP/1.1 connection, re-opened when the server closes it."""
+    """One keep-alive HTTP/1.1 connection, re-opened when the server closes it; over TLS
+    when given an ``ssl_context`` (``server_hostname`` is what the certificate is checked
+    against)."""
 
     host: str
     port: int
     timeout: float = 60.0
+    ssl_context: ssl.SSLContext | None = None
+    server_hostname: str | None = None
     _conn: http.client.HTTPConnection | None = field(default=None, repr=False)
 
     def send(self, req: ReplayRequest) -> Reply:
         for attempt in (1, 2):
             if self._conn is None:
-                self._conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+                self._conn = self._open()
             conn = self._conn
             try:
                 conn.putrequest(req.method, req.target, skip_host=True, skip_accept_encoding=True)
@@ -330,10 +342,156 @@ class Client:
                     raise
         raise AssertionError("unreachable")
 
+    def _open(self) -> http.client.HTTPConnection:
+        if self.ssl_context is None:
+            return http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        conn = _TlsConnection(self.host, self.port, timeout=self.timeout, context=self.ssl_context)
+        conn.server_hostname = self.server_hostname or self.host
+        return conn
+
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+
+class _TlsConnection(http.client.HTTPSConnection):
+    """HTTPS to an address, the certificate checked against ``server_hostname``."""
+
+    server_hostname: str = ""
+
+    def connect(self) -> None:
+        http.client.HTTPConnection.connect(self)
+        tls = self._context.wrap_socket(  # type: ignore[attr-defined]
+            self.sock, server_hostname=self.server_hostname, do_handshake_on_connect=False
+        )
+        self.sock = tls
+        try:
+            tls.do_handshake()
+        except BaseException:
+            self.close()
+            raise
+
+
+class H2Client:
+    """HTTP/2 over TLS on one connection (ALPN must select ``h2``, or it fails), a stream
+    per request; the raw request target goes out as ``:path`` and the ``Host`` header as
+    ``:authority``. A chunked body is sent as plain DATA frames (HTTP/2 has no chunking)."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float = 60.0,
+    ) -> None:
+        self.host, self.port, self.timeout = host, port, timeout
+        self.ssl_context = ssl_context
+        self.server_hostname = server_hostname or host
+        self._sock: ssl.SSLSocket | None = None
+        self._conn: Any = None
+        self.negotiated: str | None = None
+
+    def _open(self) -> None:
+        import h2.config
+        import h2.connection
+        import h2.settings
+
+        raw = socket.create_connection((self.host, self.port), timeout=self.timeout)
+        sock = self.ssl_context.wrap_socket(
+            raw, server_hostname=self.server_hostname, do_handshake_on_connect=False
+        )
+        try:
+            sock.do_handshake()
+        except BaseException:
+            sock.close()
+            raise
+        self.negotiated = sock.selected_alpn_protocol()
+        if self.negotiated != "h2":
+            sock.close()
+            raise AssertionError(f"ALPN selected {self.negotiated!r}, not 'h2'")
+        conn = h2.connection.H2Connection(
+            config=h2.config.H2Configuration(client_side=True, header_encoding="utf-8")
+        )
+        conn.initiate_connection()
+        conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 2**24})
+        conn.increment_flow_control_window(2**24)
+        sock.sendall(conn.data_to_send())
+        self._sock, self._conn = sock, conn
+
+    def send(self, req: ReplayRequest) -> Reply:
+        import h2.events
+
+        if self._conn is None:
+            self._open()
+        conn, sock = self._conn, self._sock
+        assert sock is not None
+        authority = next((v for k, v in req.headers if k.lower() == "host"), None)
+        headers = [
+            (":method", req.method),
+            (":scheme", "https"),
+            (":authority", authority or f"{self.host}:{self.port}"),
+            (":path", req.target),
+        ]
+        headers += [(k.lower(), v) for k, v in req.headers if k.lower() != "host"]
+        body = req.body
+        if body is not None and not req.chunked:
+            headers.append(("content-length", str(len(body))))
+        elif body is None and req.method in ("POST", "PUT", "PATCH"):
+            headers.append(("content-length", "0"))
+        stream = conn.get_next_available_stream_id()
+        conn.send_headers(stream, headers, end_stream=body is None)
+        sock.sendall(conn.data_to_send())
+        pending = memoryview(body or b"")
+        status, reply_headers, data, ended = 0, {}, bytearray(), False
+        while not ended:
+            while body is not None and pending is not None:
+                window = min(conn.local_flow_control_window(stream), conn.max_outbound_frame_size)
+                if window <= 0:
+                    break
+                chunk, pending = pending[:window], pending[window:]
+                last = len(pending) == 0
+                conn.send_data(stream, bytes(chunk), end_stream=last)
+                sock.sendall(conn.data_to_send())
+                if last:
+                    pending = None  # type: ignore[assignment]
+            incoming = sock.recv(65536)
+            if not incoming:
+                self.close()
+                raise ConnectionResetError("the server closed the HTTP/2 connection")
+            for event in conn.receive_data(incoming):
+                if isinstance(event, h2.events.ResponseReceived) and event.stream_id == stream:
+                    for name, value in event.headers:
+                        if name == ":status":
+                            status = int(value)
+                        else:
+                            reply_headers[name] = value
+                elif isinstance(event, h2.events.DataReceived):
+                    conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                    if event.stream_id == stream:
+                        data += event.data
+                elif isinstance(event, h2.events.StreamEnded) and event.stream_id == stream:
+                    ended = True
+                elif isinstance(event, h2.events.StreamReset) and event.stream_id == stream:
+                    raise ConnectionResetError(f"stream reset: error code {event.error_code}")
+                elif isinstance(event, h2.events.ConnectionTerminated):
+                    self.close()
+                    raise ConnectionResetError(f"GOAWAY: error code {event.error_code}")
+            out = conn.data_to_send()
+            if out:
+                sock.sendall(out)
+        return Reply(status, reply_headers, bytes(data))
+
+    def close(self) -> None:
+        if self._sock is not None:
+            try:
+                self._conn.close_connection()
+                self._sock.sendall(self._conn.data_to_send())
+            except OSError:
+                pass
+            self._sock.close()
+        self._sock, self._conn = None, None
 
 
 def normal_path(path: str) -> str:
@@ -388,11 +546,14 @@ def replay(
     backend_port: int,
     host: str = "127.0.0.1",
     normalizes_path: bool = False,
+    via: Sender | None = None,
 ) -> list[str]:
     """Replay every request; one line per mismatch (``METHOD target [label]: problem``).
-    ``normalizes_path``: the gateway's ``Renderer.normalizes_path``."""
+    ``normalizes_path``: the gateway's ``Renderer.normalizes_path``. ``via``: the client
+    that reaches the gateway (default plain HTTP/1.1 to ``gateway_port``; a TLS
+    :class:`Client` or an :class:`H2Client`)."""
     direct_client = Client(host, backend_port)
-    via_client = Client(host, gateway_port)
+    via_client: Sender = via if via is not None else Client(host, gateway_port)
     failures: list[str] = []
     try:
         for req in matrix:
@@ -420,8 +581,10 @@ def _short(target: str) -> str:
 __all__ = [
     "HTTP_METHODS",
     "Client",
+    "H2Client",
     "ReplayRequest",
     "Reply",
+    "Sender",
     "compare_echoes",
     "expected_route",
     "normal_path",

@@ -37,6 +37,19 @@ def token_pool_problem(engine: str, subjects: int) -> str | None:
     return None
 
 
+def tls_problem(engine: str, *, http2: bool) -> str | None:
+    """Why ``engine`` cannot load a TLS plan (None: it can). Gatling trusts the run's CA
+    only (its trust store) and speaks HTTP/2 by ALPN; wrk checks no certificate at all and
+    speaks HTTP/1.1 only."""
+    if engine == "wrk":
+        what = "speaks no HTTP/2 and " if http2 else ""
+        return (
+            f"engine wrk {what}accepts any server certificate, so it cannot load a TLS plan "
+            "trusting the run's CA only; use engine: gatling"
+        )
+    return None
+
+
 def wrk_injection_problem(kind: str, duration_s: float | None, requests: int | None) -> str | None:
     """Why wrk cannot run this injection profile (None: it can)."""
     if kind != "concurrent":
@@ -57,6 +70,7 @@ __all__ = [
     "ENGINES",
     "WRK_SUPPORTED",
     "injection_problem",
+    "tls_problem",
     "token_pool_problem",
     "wrk_injection_problem",
 ]

@@ -95,6 +95,7 @@ def measurement_from(
         result.sample.duration_ms, ENGINE_RESOLUTION_MS.get(engine, 1.0), spread
     ):
         flags.append(TOO_SHORT_FLAG)
+    res = result.resources
     return Measurement(
         run_id=run_id,
         target=phase.target,
@@ -120,7 +121,12 @@ def measurement_from(
         other_cpu_pct=None if result.cpu is None else round(result.cpu.others_pct, 1),
         tester_cpu_pct=None if result.cpu is None else round(result.cpu.tester_pct, 1),
         errors=s.errors[:10],
-        **(result.resources.to_dict() if result.resources is not None else {}),
+        gateway_cpu_s=None if res is None else res.gateway_cpu_s,
+        gateway_rss_mb=None if res is None else res.gateway_rss_mb,
+        backend_cpu_s=None if res is None else res.backend_cpu_s,
+        backend_rss_mb=None if res is None else res.backend_rss_mb,
+        engine_cpu_s=None if res is None else res.engine_cpu_s,
+        engine_rss_mb=None if res is None else res.engine_rss_mb,
     )
 
 

@@ -164,6 +164,14 @@ class Measurement:
     backend_rss_mb: float | None = None
     engine_cpu_s: float | None = None
     engine_rss_mb: float | None = None
+    tls_new: int | None = None
+    """TLS handshakes the target answered during the phase that were full (new sessions), as
+    the loopback observer saw them (``gatebench._wire``); None: no TLS, or not observed."""
+    tls_resumed: int | None = None
+    """TLS handshakes of the phase that resumed a session."""
+    fault: dict[str, Any] | None = None
+    """What a killed backend replica did to this phase (``gatebench.fault.FaultImpact``), for a
+    phase that carried the plan's fault; None otherwise."""
 
     @property
     def key(self) -> str:

@@ -108,6 +108,13 @@ class ManagedProcess:
         self._signal(signal.SIGKILL)
         return self.popen.poll()
 
+    def kill(self, timeout: float = 5.0) -> int | None:
+        """SIGKILL to the process group at once, as a crash would end it (no shutdown)."""
+        self._signal(signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(timeout=timeout)
+        return self.popen.poll()
+
     def _signal(self, sig: int) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.popen.pid, sig)
@@ -435,9 +442,19 @@ def wait_port_free(port: int, timeout: float = 10.0, host: str = "127.0.0.1") ->
     return port_is_free(port, host)
 
 
-def http_probe(host: str, port: int, path: str = "/", timeout: float = 1.0) -> int | None:
-    """The status of one real HTTP GET, or None when nothing answers."""
-    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+def http_probe(
+    host: str, port: int, path: str = "/", timeout: float = 1.0, *, ca_file: str | None = None
+) -> int | None:
+    """The status of one real HTTP GET, or None when nothing answers. With ``ca_file``, over
+    TLS trusting that CA alone (host name checked)."""
+    conn: http.client.HTTPConnection
+    if ca_file is not None:
+        import ssl
+
+        context = ssl.create_default_context(cafile=ca_file)
+        conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=context)
+    else:
+        conn = http.client.HTTPConnection(host, port, timeout=timeout)
     try:
         conn.request("GET", path, headers={"User-Agent": "gatebench-readiness"})
         status: int = conn.getresponse().status
@@ -456,8 +473,10 @@ def wait_ready(
     path: str = "/",
     timeout: float = 30.0,
     ready: Callable[[int], bool] = lambda status: True,
+    ca_file: str | None = None,
 ) -> float:
-    """Wait until an HTTP request to the process answers (any status by default).
+    """Wait until an HTTP request to the process answers (any status by default); with
+    ``ca_file``, an HTTPS request trusting that CA alone.
 
     Returns the seconds it took. Raises :class:`RunError` with the log tail when the process
     exits first or the time runs out.
@@ -472,7 +491,11 @@ def wait_ready(
                 f"last log lines:\n{proc.log_tail()}"
             )
         status = http_probe(
-            host, port, path, timeout=min(1.0, max(0.1, deadline - time.monotonic()))
+            host,
+            port,
+            path,
+            timeout=min(1.0, max(0.1, deadline - time.monotonic())),
+            ca_file=ca_file,
         )
         if status is not None and ready(status):
             return time.monotonic() - start

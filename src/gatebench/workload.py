@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import quote
@@ -49,6 +49,9 @@ class Control:
     url: str
     method: str = "POST"
     status: int = 204
+    wait_s: float = 0.0
+    """How long the engine keeps retrying a refused or failed call before the one that
+    counts (a replica restarting after a fault); 0: call once."""
 
 
 @dataclass(frozen=True)
@@ -142,16 +145,31 @@ def compile_load(
     keep: Callable[[Phase], bool] | None = None,
     ceiling_url: str | None = None,
     skip_file: str | None = None,
+    reset_urls: Sequence[str] = (),
+    trust_store: str | None = None,
+    reset_wait_s: float = 0.0,
 ) -> CompiledLoad:
     """From a plan to what the engine runs, in one call: the schedule (:func:`build_schedule`),
     only the phases ``keep`` accepts, the ceiling target's phases first when ``ceiling_url``
-    is given (docs/trust.md), and its workload document."""
-    schedule = build_schedule(plan, base_urls, reset_url=reset_url, seed=seed)
+    is given (docs/trust.md), and its workload document. ``reset_urls``: more backend
+    resets (every replica of a pool); ``trust_store``: the run's trust store (TLS plans);
+    ``reset_wait_s``: how long a reset may be retried (a replica restarting after a fault)."""
+    schedule = build_schedule(
+        plan,
+        base_urls,
+        reset_url=reset_url,
+        seed=seed,
+        reset_urls=reset_urls,
+        reset_wait_s=reset_wait_s,
+    )
     if keep is not None:
         schedule = replace(schedule, phases=tuple(p for p in schedule.phases if keep(p)))
     if ceiling_url is not None:
         schedule = _with_ceiling(schedule, plan, ceiling_url)
-    return CompiledLoad(schedule, render_workload(plan, api, schedule, skip_file=skip_file))
+    return CompiledLoad(
+        schedule,
+        render_workload(plan, api, schedule, skip_file=skip_file, trust_store=trust_store),
+    )
 
 
 def _with_ceiling(schedule: Schedule, plan: Plan, url: str) -> Schedule:
@@ -173,6 +191,8 @@ def build_schedule(
     reset_url: str | None = None,
     seed: int | None = None,
     repetitions: int | None = None,
+    reset_urls: Sequence[str] = (),
+    reset_wait_s: float = 0.0,
 ) -> Schedule:
     """Phases for every repetition: targets in a shuffled order (``order: shuffled``, seeded),
     each with its warm-up (excluded from the statistics) and then one measured phase per
@@ -185,7 +205,10 @@ def build_schedule(
         seed = random.SystemRandom().randrange(2**31)
     rng = random.Random(seed)
     targets = [t for t in plan.targets if t in base_urls]
-    before = (Control(reset_url),) if reset_url else ()
+    before = tuple(
+        Control(url, wait_s=reset_wait_s)
+        for url in ([reset_url] if reset_url else []) + list(reset_urls)
+    )
     phases: list[Phase] = []
     order: list[tuple[int, tuple[str, ...]]] = []
     for rep in range(1, (repetitions or plan.repetitions) + 1):
@@ -240,9 +263,18 @@ def _warmups(plan: Plan) -> list[tuple[Workload, Injection]]:
 
 
 def render_workload(
-    plan: Plan, api: Api, schedule: Schedule, *, skip_file: str | None = None
+    plan: Plan,
+    api: Api,
+    schedule: Schedule,
+    *,
+    skip_file: str | None = None,
+    trust_store: str | None = None,
 ) -> dict[str, Any]:
-    """The workload JSON the generic simulation reads (no secret in it, only env names)."""
+    """The workload JSON the generic simulation reads (no secret in it, only env names).
+
+    With a TLS plan, ``trust_store`` is the run's trust store (``gatebench.tls.TRUST_P12``:
+    the run's CA alone): the engine trusts it and nothing else, and speaks HTTP/2 when the
+    plan asks (``tls`` in the document)."""
     workloads = {w.name: w for w in plan.workloads}
     requests: dict[str, dict[str, Any]] = {}
     generators: dict[str, dict[str, Generator]] = {}
@@ -277,20 +309,38 @@ def render_workload(
                 "measured": phase.measured,
                 "seed": (schedule.seed * 1_000_003 + phase.index) % (2**62),
                 "injection": injection_json(phase.injection),
-                "before": [
-                    {"method": c.method, "url": c.url, "status": c.status} for c in phase.before
-                ],
+                "before": [_control_json(c) for c in phase.before],
                 "params": {name: generator_json(g) for name, g in generators[w.name].items()},
                 "request": request,
             }
         )
-    return {
+    document: dict[str, Any] = {
         "format": FORMAT,
         "seed": schedule.seed,
         "secret_env": secret_env,
         "skip_file": skip_file or "",
         "phases": phases,
     }
+    if plan.tls is not None:
+        document["tls"] = tls_json(plan.tls.http2, trust_store)
+    return document
+
+
+def tls_json(http2: bool, trust_store: str | None) -> dict[str, Any]:
+    """The document's ``tls``: HTTP/2 by ALPN or not, and the trust store the engine uses
+    (its password is ``gatebench.tls.STORE_PASSWORD``, which guards nothing secret)."""
+    from .tls import STORE_PASSWORD
+
+    if trust_store is None:
+        raise RunError("a TLS plan needs the run's trust store (gatebench.tls.TRUST_P12)")
+    return {"http2": http2, "trust_store": trust_store, "trust_store_password": STORE_PASSWORD}
+
+
+def _control_json(c: Control) -> dict[str, Any]:
+    out: dict[str, Any] = {"method": c.method, "url": c.url, "status": c.status}
+    if c.wait_s > 0:
+        out["wait_ms"] = round(c.wait_s * 1000)
+    return out
 
 
 def injection_json(inj: Injection) -> dict[str, Any]:
@@ -330,7 +380,10 @@ def phases_from_document(document: dict[str, Any]) -> list[Phase]:
             measured=bool(p["measured"]),
             base_url=str(p["request"]["base_url"]),
             injection=injection_from_json(p["injection"]),
-            before=tuple(Control(c["url"], c["method"], c["status"]) for c in p["before"]),
+            before=tuple(
+                Control(c["url"], c["method"], c["status"], c.get("wait_ms", 0) / 1000.0)
+                for c in p["before"]
+            ),
         )
         for p in document["phases"]
     ]

@@ -254,7 +254,10 @@ def test_auction_reset_reseeds_and_counts(auction: int) -> None:
     }
     assert _call(auction, "GET", "/auctions/101", headers=AUTH)[0] == 404
     assert _call(auction, "GET", "/auctions/1", headers=AUTH)[0] == 200
-    assert json.loads(_call(auction, "GET", "/__gatebench__/stats")[2]) == {"requests": 3}
+    assert json.loads(_call(auction, "GET", "/__gatebench__/stats")[2]) == {
+        "http2": 0,
+        "requests": 3,
+    }
     assert _call(auction, "GET", "/__gatebench__/health")[2] == b"ok auction\n"
 
 

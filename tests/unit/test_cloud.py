@@ -224,6 +224,20 @@ def test_vm_vars_are_exactly_the_variables_of_infra_vms() -> None:
     assert (empty["gateways"], empty["backend"], empty["tester"]) == ({}, None, None)
 
 
+def test_parse_upload_refuses_what_the_cloud_path_does_not_carry_yet() -> None:
+    """TLS, replicas and a fault run locally only for now: a cloud upload is refused with the
+    located reason, never run without them."""
+    deployed = AUCTION.replace(
+        b"repetitions: 10 ",
+        b"repetitions: 10\n  tls: {http2: true}\n  fault: {replica: 2, at: 1s}\n ",
+    ).replace(b"backend: {builtin: auction}", b"backend: {builtin: auction, replicas: 3}")
+    outcome = parse_upload(deployed, ObjectRef("gb-uploads", "specs/auction.yaml", "44"), now=0.0)
+    assert not outcome.ok
+    pointers = [e["pointer"] for e in outcome.response()["errors"]]
+    assert pointers == ["/x-gatebench/tls", "/x-gatebench/backend/replicas", "/x-gatebench/fault"]
+    assert all("docs/cloud.md" in e["message"] for e in outcome.response()["errors"])
+
+
 def test_the_vms_live_as_long_as_the_plan_needs_and_the_testers_disk_holds_its_log() -> None:
     """max_run_duration: the plan's estimate plus a margin (gatebench.cost.vm_max_run_s),
     capped by the deployment's limits.vm_lifetime; the tester's boot disk from the plan's raw

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 from ..errors import PlanError, Problem
 from ..model import RunRecord
-from ..plan import Plan, load_plan, workload_summary
+from ..plan import Plan, cloud_problems, load_plan, workload_summary
 from ..run_request import METADATA_HEADER, METADATA_KEY, UploadRejected, run_request_from_metadata
 from ..spec import read_spec
 from ._firestore_rest import firestore_fields
@@ -213,6 +213,10 @@ def parse_upload(
         outcome.problems.extend(refused)
         return outcome
     plan = request.apply(plan)
+    not_here = cloud_problems(plan)
+    if not_here:
+        outcome.problems.extend(not_here)
+        return outcome
     if settings is not None:
         active = active_runs(unfinished, settings, now, ref.run_id)
         refused = deployment_problems(plan, settings, active)

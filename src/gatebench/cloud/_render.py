@@ -23,7 +23,7 @@ from ..backends.mock import mock_config
 from ..cost import capacity_seconds, disk_gib_per_tester, load_seconds, vm_max_run_s
 from ..errors import GatebenchError, PlanError, Problem, RenderError, RunError
 from ..ir import Api
-from ..plan import Plan, load_plan
+from ..plan import Plan, cloud_problems, load_plan
 from ..policies import PolicySet
 from ..renderers import RenderTarget, get_renderer
 from ..renderers._leave_out import render_leaving_out
@@ -161,6 +161,9 @@ def render_run(
     if refused:
         raise RequestError(refused)
     plan = request.apply(plan)
+    not_here = cloud_problems(plan)
+    if not_here:
+        raise RequestError(not_here)
     # how long the load lasts: the workloads' estimate, or a capacity run's time budget
     load_s = (
         capacity_seconds(plan.to_dict())

@@ -53,6 +53,21 @@ def gatling_paths() -> tuple[Path, Path]:
     return classes, cp_file
 
 
+def tls_options(tls: Mapping[str, Any] | None) -> list[str]:
+    """Gatling's TLS settings for a workload document's ``tls``: trust the run's trust store
+    alone (Gatling's default trusts every certificate) and check host names. Gatling reads
+    its configuration from system properties over ``gatling.conf``."""
+    if not tls:
+        return []
+    return [
+        "-Dgatling.ssl.useInsecureTrustManager=false",
+        f"-Dgatling.ssl.trustStore.file={tls['trust_store']}",
+        "-Dgatling.ssl.trustStore.type=PKCS12",
+        f"-Dgatling.ssl.trustStore.password={tls['trust_store_password']}",
+        "-Dgatling.http.enableHostnameVerification=true",
+    ]
+
+
 class GatlingEngine:
     name = "gatling"
 
@@ -75,12 +90,15 @@ class GatlingEngine:
             jdk = "java ?"
         return f"Gatling {GATLING_VERSION} ({jdk})"
 
-    def argv(self, workload_file: Path, results_dir: Path) -> list[str]:
+    def argv(
+        self, workload_file: Path, results_dir: Path, tls: Mapping[str, Any] | None = None
+    ) -> list[str]:
         classes, cp_file = gatling_paths()
         classpath = f"{classes}:{cp_file.read_text(encoding='utf-8').strip()}"
         return [
             self.java,
             *self.jvm_options,
+            *tls_options(tls),
             f"-Dgatebench.workload={workload_file}",
             "-cp",
             classpath,
@@ -128,7 +146,7 @@ class GatlingEngine:
         started = time.monotonic()
         proc = supervisor.start(
             name,
-            [*wrapper, *self.argv(workload_file, results_dir)],
+            [*wrapper, *self.argv(workload_file, results_dir, document.get("tls"))],
             log_path=log_path,
             cwd=workdir,
             env=env,

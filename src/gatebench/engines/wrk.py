@@ -617,21 +617,33 @@ def _skipped(skip_file: Path | None, target: str) -> bool:
 
 
 def _controls(calls: Iterable[Mapping[str, Any]], timeout: float = 10.0) -> str | None:
-    """Make the phase's control calls (the backend reset), directly; the first failure."""
+    """Make the phase's control calls (the backend reset), directly; the first failure. A
+    call with ``wait_ms`` is retried every 100 ms until it succeeds or that time is up."""
     for call in calls:
-        parts = urlsplit(str(call["url"]))
-        conn = http.client.HTTPConnection(
-            parts.hostname or "127.0.0.1", parts.port or 80, timeout=timeout
-        )
-        try:
-            conn.request(str(call.get("method", "POST")), parts.path or "/")
-            status = conn.getresponse().status
-        except (OSError, http.client.HTTPException) as exc:
-            return f"{call.get('method', 'POST')} {call['url']} failed: {exc}"
-        finally:
-            conn.close()
-        if status != int(call.get("status", 204)):
-            return f"{call.get('method', 'POST')} {call['url']} answered {status}, expected {call.get('status', 204)}"
+        deadline = time.monotonic() + float(call.get("wait_ms", 0)) / 1000.0
+        while time.monotonic() < deadline and _control(call, timeout) is not None:
+            time.sleep(0.1)
+        failure = _control(call, timeout)
+        if failure is not None:
+            return failure
+    return None
+
+
+def _control(call: Mapping[str, Any], timeout: float) -> str | None:
+    """One control call; why it failed, or None."""
+    parts = urlsplit(str(call["url"]))
+    conn = http.client.HTTPConnection(
+        parts.hostname or "127.0.0.1", parts.port or 80, timeout=timeout
+    )
+    try:
+        conn.request(str(call.get("method", "POST")), parts.path or "/")
+        status = conn.getresponse().status
+    except (OSError, http.client.HTTPException) as exc:
+        return f"{call.get('method', 'POST')} {call['url']} failed: {exc}"
+    finally:
+        conn.close()
+    if status != int(call.get("status", 204)):
+        return f"{call.get('method', 'POST')} {call['url']} answered {status}, expected {call.get('status', 204)}"
     return None
 
 

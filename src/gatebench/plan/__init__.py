@@ -18,6 +18,9 @@ Sketch::
       repetitions: 10
       warmup: {duration: 5s}
       backend: {mock: {latency: 5ms}}        # or {url: http://10.0.0.5:8080}, {builtin: auction}
+      # backend: {mock: true, replicas: 3, balance: least_conn}   # an upstream pool
+      # tls: {key: ecdsa-p256, http2: true}  # TLS at every gateway, a throwaway CA per run
+      # fault: {replica: 2, workload: bid, at: 50%}   # a replica killed mid-phase
       engine: gatling                        # or wrk: closed-model load only (docs/trust.md)
       auth: {bearer: {env: AUCTION_TOKEN}}
       scoring: {profile: paper}
@@ -30,7 +33,7 @@ Sketch::
 
 The package: ``_model`` (the plan as data), ``schemas/x-gatebench.schema.json`` (its keys, a
 JSON Schema shipped for editors, checked with jsonschema-rs by ``_schema``), ``_reader`` and
-``_build`` (values read with located messages), ``_checks`` (cross-checks against the
+``_build`` (values read with located messages), ``_deployment`` (tls, replicas, fault), ``_checks`` (cross-checks against the
 description and the engines), ``_load`` (where the section comes from), ``_describe`` (words).
 """
 
@@ -38,21 +41,26 @@ from __future__ import annotations
 
 from ._build import build_plan
 from ._checks import find_operation
+from ._deployment import cloud_problems
 from ._describe import describe_injection, describe_plan, workload_summary
 from ._load import load_plan
 from ._model import (
+    BALANCES,
     BUILTIN_BACKENDS,
     DEFAULT_CPU_MODE,
     MAX_BODY_BYTES,
     MAX_DURATION_S,
     MAX_RATE,
     MAX_REPETITIONS,
+    MAX_REPLICAS,
     MAX_REQUESTS,
     MAX_TESTERS,
     MAX_USERS,
     OBJECTIVE_LATENCY_METRICS,
+    TLS_KEYS,
     Auth,
     Backend,
+    Balance,
     BodyKind,
     BodySpec,
     Capacity,
@@ -61,6 +69,7 @@ from ._model import (
     CpuMode,
     Cpus,
     EngineName,
+    Fault,
     Generator,
     GeneratorKind,
     Infrastructure,
@@ -70,25 +79,31 @@ from ._model import (
     Objective,
     Plan,
     Scoring,
+    Tls,
+    TlsKey,
     Warmup,
     Workload,
 )
 from ._schema import SCHEMA_PATH
 
 __all__ = [
+    "BALANCES",
     "BUILTIN_BACKENDS",
     "DEFAULT_CPU_MODE",
     "MAX_BODY_BYTES",
     "MAX_DURATION_S",
     "MAX_RATE",
     "MAX_REPETITIONS",
+    "MAX_REPLICAS",
     "MAX_REQUESTS",
     "MAX_TESTERS",
     "MAX_USERS",
     "OBJECTIVE_LATENCY_METRICS",
     "SCHEMA_PATH",
+    "TLS_KEYS",
     "Auth",
     "Backend",
+    "Balance",
     "BodyKind",
     "BodySpec",
     "Capacity",
@@ -97,6 +112,7 @@ __all__ = [
     "CpuMode",
     "Cpus",
     "EngineName",
+    "Fault",
     "Generator",
     "GeneratorKind",
     "Infrastructure",
@@ -106,9 +122,12 @@ __all__ = [
     "Objective",
     "Plan",
     "Scoring",
+    "Tls",
+    "TlsKey",
     "Warmup",
     "Workload",
     "build_plan",
+    "cloud_problems",
     "describe_injection",
     "describe_plan",
     "find_operation",

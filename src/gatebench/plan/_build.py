@@ -25,6 +25,7 @@ from ._checks import (
     _operation,
     _refuse_credentials,
 )
+from ._deployment import read_fault, read_pool, read_tls
 from ._model import (
     BUILTIN_BACKENDS,
     MAX_REPETITIONS,
@@ -42,6 +43,7 @@ from ._model import (
     MultipartPart,
     Plan,
     Scoring,
+    Tls,
     Warmup,
     Workload,
 )
@@ -100,6 +102,7 @@ def build_plan(
     if "seed" in data:
         seed = r.integer(data["seed"], ["seed"], 0, 2**63 - 1)
     backend = _backend(data.get("backend", {"mock": True}), r)
+    tls = read_tls(data.get("tls"), r)
     infrastructure = (
         _infrastructure(data["infrastructure"], r) if "infrastructure" in data else None
     )
@@ -123,6 +126,9 @@ def build_plan(
                 "give either auth.bearer (a token from a variable) or auth.jwt (signed tokens), not both",
             )
     engine = _engine(data.get("engine", "gatling"), r, workloads, warmup)
+    fault = read_fault(data.get("fault"), r, backend, workloads, warmup.duration)
+    if tls is not None:
+        _check_tls(tls, engine, backend, baseline, r)
     if auth.jwt_private_key_env is not None:
         from ..capabilities import token_pool_problem
 
@@ -163,7 +169,32 @@ def build_plan(
         warnings=tuple(r.problems),
         policies=policies,
         capacity=capacity,
+        tls=tls,
+        fault=fault,
     )
+
+
+def _check_tls(tls: Tls, engine: str, backend: Backend, baseline: bool, r: Reader) -> None:
+    """What the engine and the baseline need for a TLS plan."""
+    from ..capabilities import tls_problem
+
+    problem = tls_problem(engine, http2=tls.http2)
+    if problem is not None:
+        r.error(["engine"], problem)
+    if baseline and backend.kind == "url" and (backend.url or "").startswith("https:"):
+        r.error(
+            ["backend", "url"],
+            "with tls, the load engine trusts the run's own CA only, so the baseline cannot "
+            "reach an https:// service with its own certificate; use an http:// URL (the "
+            "baseline then has no TLS: the report says so) or baseline: false",
+        )
+    elif baseline and backend.kind == "url":
+        r.warn(
+            ["baseline"],
+            "with your own service (url) the baseline reaches it without TLS, so the gateways' "
+            "overhead includes their TLS; a mock or builtin backend serves the baseline over "
+            "the same TLS",
+        )
 
 
 def _gateways(value: Any, r: Reader, known: list[str], aliases: dict[str, str]) -> list[str]:
@@ -223,9 +254,14 @@ def _warmup(value: Any, r: Reader, present: bool) -> Warmup:
 
 def _backend(value: Any, r: Reader) -> Backend:
     data = r.mapping(value, ["backend"], "backend")
+    return read_pool(data, r, _backend_kind(data, value, r))
+
+
+def _backend_kind(data: dict[str, Any], value: Any, r: Reader) -> Backend:
     chosen = [k for k in ("url", "mock", "builtin") if k in data]
     if len(chosen) != 1:
-        if data or not isinstance(value, dict):
+        pool_only = isinstance(value, dict) and not chosen
+        if (data and not pool_only) or not isinstance(value, dict):
             r.error(["backend"], "give exactly one of 'url' (your service), 'mock' or 'builtin'")
         return Backend("mock")
     kind = chosen[0]

@@ -17,6 +17,14 @@ EngineName = Literal["gatling", "wrk"]
 Connections = Literal["keep-alive", "new"]
 
 BUILTIN_BACKENDS = ("auction", "echo")
+TlsKey = Literal["ecdsa-p256", "rsa-2048"]
+TLS_KEYS: tuple[TlsKey, ...] = ("ecdsa-p256", "rsa-2048")
+"""The server key types a run's throwaway certificate can have (``tls.key``)."""
+Balance = Literal["round_robin", "least_conn"]
+BALANCES: tuple[Balance, ...] = ("round_robin", "least_conn")
+"""How a gateway spreads requests over the backend replicas (``backend.balance``)."""
+MAX_REPLICAS = 16
+"""The most backend replicas a plan may start (``backend.replicas``)."""
 MAX_REPETITIONS = 1000
 MAX_USERS = 100_000
 MAX_REQUESTS = 10_000_000
@@ -134,6 +142,53 @@ class Backend:
     """Mock only: at most this many requests are served at once, each held for ``latency``;
     the others wait their turn in arrival order. The backend's capacity is then known:
     ``workers / latency`` requests per second (the capacity search's ground truth)."""
+    replicas: int = 1
+    """Copies of the backend gatebench starts (mock and builtin backends): each gateway
+    spreads its requests over them with its own upstream pool (docs/gateways.md)."""
+    balance: Balance = "round_robin"
+    """How the gateways pick a replica: ``round_robin`` or ``least_conn`` (the fewest
+    requests in flight)."""
+
+
+@dataclass(frozen=True)
+class Tls:
+    """TLS at every gateway (``tls:``): a throwaway CA and server certificate made per run
+    (``gatebench.tls``), the load engine trusting that CA only."""
+
+    key: TlsKey = "ecdsa-p256"
+    """The server key: ``ecdsa-p256`` or ``rsa-2048``."""
+    http2: bool = False
+    """Offer HTTP/2 by ALPN (the engine then speaks it); otherwise HTTP/1.1 only."""
+    resumption: bool = True
+    """Let clients resume TLS sessions (tickets and the session cache); ``false`` makes
+    every new connection a full handshake."""
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One backend replica killed during the measured phase of one workload, for every
+    gateway and repetition (``fault:``); the replica is started again before the next phase."""
+
+    replica: int
+    """Which replica dies, 1 to ``backend.replicas``."""
+    workload: str
+    """The workload whose measured phases carry the fault."""
+    at_s: float | None = None
+    """Seconds from the start of the phase; or:"""
+    at_fraction: float | None = None
+    """A fraction (0..1) of the phase's duration."""
+    kind: Literal["kill_replica"] = "kill_replica"
+    """What happens: the replica's process is killed (SIGKILL), so its port refuses
+    connections, as when a backend process crashes."""
+
+    def offset(self, phase_duration_s: float | None) -> float | None:
+        """Seconds from the phase start to the kill (None: a fraction of a phase of unknown
+        length)."""
+        if self.at_s is not None:
+            return self.at_s
+        if self.at_fraction is None or phase_duration_s is None:
+            return None
+        return self.at_fraction * phase_duration_s
 
 
 @dataclass(frozen=True)
@@ -294,6 +349,10 @@ class Plan:
     capacity: CapacityPlan | None = None
     """The capacity search's settings (``gatebench capacity``), when the plan gives any; a
     capacity run of a plan without them uses :class:`CapacityPlan`'s defaults."""
+    tls: Tls | None = None
+    """TLS (and HTTP/2) at every gateway and at the baseline; None: plain HTTP/1.1."""
+    fault: Fault | None = None
+    """A backend replica killed during a phase (needs ``backend.replicas`` of 2 or more)."""
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -314,19 +373,23 @@ class Plan:
 
 
 __all__ = [
+    "BALANCES",
     "BUILTIN_BACKENDS",
     "DEFAULT_CPU_MODE",
     "MAX_BODY_BYTES",
     "MAX_DURATION_S",
     "MAX_RATE",
     "MAX_REPETITIONS",
+    "MAX_REPLICAS",
     "MAX_REQUESTS",
     "MAX_TESTERS",
     "MAX_USERS",
     "OBJECTIVE_LATENCY_METRICS",
+    "TLS_KEYS",
     "Auth",
     "Backend",
     "BackendKind",
+    "Balance",
     "BodyKind",
     "BodySpec",
     "Capacity",
@@ -335,6 +398,7 @@ __all__ = [
     "CpuMode",
     "Cpus",
     "EngineName",
+    "Fault",
     "Generator",
     "GeneratorKind",
     "Infrastructure",
@@ -344,6 +408,8 @@ __all__ = [
     "Objective",
     "Plan",
     "Scoring",
+    "Tls",
+    "TlsKey",
     "Warmup",
     "Workload",
 ]

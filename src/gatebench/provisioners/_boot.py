@@ -24,6 +24,7 @@ from ..ir import Api
 from ..policies import PolicySet
 from ..procs import ManagedProcess, Supervisor, run_bounded, wait_ready
 from ..renderers import Renderer, RenderTarget, get_renderer, render_with_policies
+from ..tls import CA_CERT
 
 
 class ConfigRejected(RunError):
@@ -185,8 +186,11 @@ def start_gateway(
     )
     host = "127.0.0.1" if target.listen_host == "0.0.0.0" else target.listen_host
     port, path, ready = target.listen_port, "/", lambda status: True
+    # A gateway terminating TLS is ready once it answers over TLS with the run's certificate.
+    ca_file = target.tls.path(CA_CERT) if target.tls is not None else None
     if renderer.ready_path is not None and target.admin_port is not None:
         host, port, path, ready = "127.0.0.1", target.admin_port, renderer.ready_path, _ok
+        ca_file = None
     try:
         wait_ready(
             proc,
@@ -195,6 +199,7 @@ def start_gateway(
             path=path,
             timeout=readiness_timeout or renderer.readiness_timeout,
             ready=ready,
+            ca_file=ca_file,
         )
     except BaseException:
         supervisor.stop(proc)

@@ -6,6 +6,8 @@ the foreground under the caller's :class:`~gatebench.procs.Supervisor`, wait for
 answer. Each gateway gets one worker (``RenderTarget.workers = 1``): on a 2-core machine the
 load generator needs the other core. Gateways that only run on the cloud path (Kong, KrakenD,
 Tyk, ...) raise :class:`~gatebench.errors.UnsupportedHere`, which is reported, not fatal.
+With ``tls`` every gateway terminates TLS with the run's certificate (its URLs are https);
+with ``replicas`` it balances over the backend replicas (``renderers._deployment``).
 
 API keys (``auth.api_key``) are in the files of the gateways that compare no hash, and the
 files are in the run's folder: once a gateway has read its configuration (it is ready, or it
@@ -25,6 +27,7 @@ from ..errors import GatebenchError, UnsupportedHere
 from ..ir import Api
 from ..policies import PolicySet
 from ..procs import ManagedProcess, Supervisor, free_port
+from ..tls import GatewayTls
 from . import Endpoint, Provisioned
 from ._boot import redact_file
 
@@ -39,8 +42,16 @@ class LocalProvisioner:
         workers: int = 1,
         policies: PolicySet | None = None,
         allow_missing_policies: bool = False,
+        tls: GatewayTls | None = None,
+        replicas: tuple[str, ...] = (),
+        balance: str = "round_robin",
     ) -> None:
         self.supervisor = supervisor
+        self.tls = tls
+        """TLS every gateway terminates (the run's folder, ``gatebench.tls``); None: plain."""
+        self.replicas = replicas
+        """The backend replicas' origins when the backend is a pool (two or more)."""
+        self.balance = balance
         self.workers = workers
         self.policies = policies or PolicySet()
         """What every gateway enforces (``render_with_policies``)."""
@@ -80,9 +91,12 @@ class LocalProvisioner:
                 target = RenderTarget(
                     workdir=str(workdir),
                     listen_port=free_port(),
-                    backend_url=backend_url,
+                    backend_url=self.replicas[0] if len(self.replicas) > 1 else backend_url,
                     admin_port=free_port(),
                     workers=self.workers,
+                    tls=self.tls,
+                    replicas=self.replicas if len(self.replicas) > 1 else (),
+                    balance=self.balance,
                 )
                 rendered = render_leaving_out(
                     renderer,
@@ -114,9 +128,13 @@ class LocalProvisioner:
     def planned(self) -> dict[str, str]:
         """Base URLs of the rendered gateways that run here (known before they start)."""
         return {
-            name: f"http://127.0.0.1:{target.listen_port}"  # type: ignore[attr-defined]
+            name: f"{self._scheme}://127.0.0.1:{target.listen_port}"  # type: ignore[attr-defined]
             for name, target in self._targets.items()
         }
+
+    @property
+    def _scheme(self) -> str:
+        return "https" if self.tls is not None else "http"
 
     def provision(self, gateways: list[str]) -> Provisioned:
         from ._boot import check_config, start_gateway
@@ -157,7 +175,7 @@ class LocalProvisioner:
             port = target.listen_port  # type: ignore[attr-defined]
             out.endpoints[name] = Endpoint(
                 target=name,
-                base_url=f"http://127.0.0.1:{port}",
+                base_url=f"{self._scheme}://127.0.0.1:{port}",
                 pgids=(proc.pid,),
                 log_path=self._logs[name],
                 config_dir=Path(target.workdir),  # type: ignore[attr-defined]

@@ -47,6 +47,13 @@ entry by ``tests/golden/test_contract.py``:
    here is also checked by its own checker and by route replay
    (``tests/integration/test_route_replay.py``).
 
+6. The gateway as deployed (``renderers/_deployment.py``): ``render`` calls
+   ``refuse_missing_deployment(target)`` first; TLS (``target.tls``) and a pool of replicas
+   (``target.replicas``, ``target.balance``) are rendered as the gateway's own TLS termination
+   and upstream pool, with the shared health-check settings; ``supported_deployment`` says
+   which, ``deployment_gaps`` why not the others. ``tests/golden/test_deployment_goldens.py``
+   holds every renderer to it.
+
 Adding a gateway: the module, one line in ``_registry.RENDERERS``, ``make goldens``, the
 README beside the goldens, a section in docs/gateways.md.
 """
@@ -54,6 +61,8 @@ README beside the goldens, a section in docs/gateways.md.
 from __future__ import annotations
 
 from ._base import Renderer, RenderTarget, as_files, finish_text
+from ._deployment import deployment_needs
+from ._deployment_support import deployment_exclusions, deployment_matrix
 from ._policies import policy_exclusions, render_with_policies, support_matrix
 from ._registry import (
     RENDERERS,
@@ -85,6 +94,9 @@ __all__ = [
     "UnknownGateway",
     "all_renderers",
     "as_files",
+    "deployment_exclusions",
+    "deployment_matrix",
+    "deployment_needs",
     "encode_literal",
     "escape_regex_char",
     "finish_text",

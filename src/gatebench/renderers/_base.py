@@ -22,6 +22,8 @@ from urllib.parse import urlsplit
 from ..errors import Problem, RenderError, UnsupportedFeature, UnsupportedHere
 from ..ir import Api
 from ..policies import PolicySet
+from ..tls import GatewayTls
+from ._deployment import deployment_needs, refuse_missing
 from ._routes import Route, routes_for
 
 # A workdir ends up inside configuration files of every syntax: keep it to characters no
@@ -72,6 +74,14 @@ class RenderTarget:
     """Worker processes or threads, for gateways that take a number (nginx
     ``worker_processes``, HAProxy ``nbthread``, Envoy ``--concurrency``, Caddy and Traefik
     ``GOMAXPROCS``); the others keep their own pools (docs/gateways.md)."""
+    tls: GatewayTls | None = None
+    """TLS the gateway terminates on its listen address (``gatebench.tls``); None: plain
+    HTTP/1.1."""
+    replicas: tuple[str, ...] = ()
+    """Origins of the backend replicas when the backend is a pool of two or more (the first
+    is ``backend_url``); empty: ``backend_url`` alone. Each is ``http://host:port``."""
+    balance: str = "round_robin"
+    """How the pool picks a replica: ``round_robin`` or ``least_conn``."""
 
     def __post_init__(self) -> None:
         problems: list[str] = []
@@ -117,8 +127,46 @@ class RenderTarget:
                 f"backend_url must be http(s)://host:port with no path, query or credentials; "
                 f"got {self.backend_url!r}"
             )
+        if self.replicas:
+            if len(self.replicas) < 2 or self.replicas[0] != self.backend_url:
+                problems.append(
+                    "replicas must list two or more origins, the first being backend_url; "
+                    f"got {self.replicas!r}"
+                )
+            for url in self.replicas:
+                if not _plain_origin(url):
+                    problems.append(f"a replica must be http://host:port; got {url!r}")
+        if self.balance not in ("round_robin", "least_conn"):
+            problems.append(f"balance must be round_robin or least_conn; got {self.balance!r}")
         if problems:
             raise RenderError([Problem("", p) for p in problems])
+
+    @property
+    def pooled(self) -> bool:
+        """True when the backend is a pool of replicas (the gateway balances)."""
+        return len(self.replicas) > 1
+
+    @property
+    def upstreams(self) -> tuple[tuple[str, int], ...]:
+        """(host, port) of every backend replica (one: the backend itself)."""
+        if not self.pooled:
+            return ((self.backend_host, self.backend_port),)
+        return tuple(_backend_parts(url)[1:] for url in self.replicas)
+
+    def deployment_needs(self) -> frozenset[str]:
+        """The deployment features (``_deployment.FEATURES``) this target asks for."""
+        return deployment_needs(
+            tls=self.tls is not None,
+            http2=self.tls is not None and self.tls.http2,
+            resumption=self.tls is None or self.tls.resumption,
+            replicas=len(self.replicas) or 1,
+            balance=self.balance,
+        )
+
+    @property
+    def listen_scheme(self) -> str:
+        """``https`` when the gateway terminates TLS, else ``http``."""
+        return "https" if self.tls is not None else "http"
 
     @property
     def backend_scheme(self) -> str:
@@ -155,6 +203,25 @@ class RenderTarget:
     def path(self, *parts: str) -> str:
         """An absolute path inside the workdir, for a config file: ``path("logs", "x.log")``."""
         return str(PurePosixPath(self.workdir, *parts))
+
+
+def _plain_origin(url: str) -> bool:
+    """``http://host:port`` with a valid host and port, nothing else."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        return False
+    return (
+        parts.scheme == "http"
+        and bool(parts.hostname)
+        and _valid_host(parts.hostname or "")
+        and port is not None
+        and parts.username is None
+        and parts.path in ("", "/")
+        and not parts.query
+        and not parts.fragment
+    )
 
 
 def _valid_host(host: str) -> bool:
@@ -211,6 +278,19 @@ class Renderer(abc.ABC):
     policy_gaps: ClassVar[Mapping[str, str]] = {}
     """Feature → why the gateway cannot apply it natively, for features it lacks although it
     ships something close (Kong's jwt plugin checks no audience): the exclusion reason says it."""
+
+    supported_deployment: ClassVar[frozenset[str]] = frozenset()
+    """Deployment features (``renderers._deployment.FEATURES``: TLS, HTTP/2, resumption off,
+    replica pools by balance) the renderer renders natively when the target asks."""
+    deployment_gaps: ClassVar[Mapping[str, str]] = {}
+    """Deployment feature → why the gateway cannot render it (the exclusion reason)."""
+    http2_always: ClassVar[bool] = False
+    """The gateway offers ``h2`` by ALPN whenever it terminates TLS (no setting turns it off):
+    without ``http2`` in the plan the engine keeps to HTTP/1.1 itself."""
+    health_checks: ClassVar[str] = "none"
+    """How the gateway's pool notices a dead replica, for the support matrix: ``active``
+    (it probes each replica), ``passive`` (it watches failed requests), ``active + passive``
+    or ``none``."""
 
     # -- to implement -----------------------------------------------------------------------
 
@@ -327,6 +407,13 @@ class Renderer(abc.ABC):
     def routes(self, api: Api) -> tuple[Route, ...]:
         """The IR's routes, validated and in priority order (see ``_routes``)."""
         return routes_for(api)
+
+    def refuse_missing_deployment(self, target: RenderTarget) -> None:
+        """Raise a located :class:`UnsupportedFeature` when the target asks for TLS, HTTP/2,
+        resumption off or a pool the gateway cannot render (every ``render`` calls this)."""
+        refuse_missing(
+            self.name, self.supported_deployment, self.deployment_gaps, target.deployment_needs()
+        )
 
     def fail_unsupported(self, problems: list[Problem]) -> None:
         """Raise every collected problem at once (no-op when there is none)."""

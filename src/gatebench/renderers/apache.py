@@ -17,6 +17,15 @@ Mapping rules (tests/golden/apache/README.md says the same in prose):
   spec string can end the directive, add a ``%{...}`` expansion or a new line.
 - Pid, logs, the runtime folder (mutexes) all live in the workdir. ``TRACE`` operations are
   refused (httpd's core answers TRACE itself).
+- TLS (``target.tls``): mod_ssl on the one listener with the run's chain and key,
+  ``SSLProtocol -all +TLSv1.2 +TLSv1.3``, ``gatebench.tls``'s TLS 1.2 ciphers in the server's
+  order, a shared-memory session cache and tickets (or ``SSLSessionCache none`` and
+  ``SSLSessionTickets off``); ``Protocols h2 http/1.1`` (mod_http2) or ``http/1.1``.
+- Replicas (``target.replicas``): mod_proxy_balancer, one ``BalancerMember`` per replica,
+  ``lbmethod=byrequests`` (round robin) or ``bybusyness`` (the fewest requests in flight);
+  active checks by mod_proxy_hcheck (``hcuri=/__gatebench__/health``, every second, 2 to fall,
+  2 to rise) and mod_proxy's own passive one (a member that refused a connection is left out
+  for ``retry=10`` seconds).
 """
 
 from __future__ import annotations
@@ -26,7 +35,15 @@ from typing import ClassVar
 
 from ..ir import Api
 from ..policies import PolicySet
+from ..tls import SERVER_CERT, SERVER_KEY, openssl_ciphers
 from ._base import Renderer, RenderTarget, as_files
+from ._deployment import (
+    HEALTH_FALL,
+    HEALTH_INTERVAL_S,
+    HEALTH_PATH,
+    HEALTH_RISE,
+    PASSIVE_WINDOW_S,
+)
 from ._routes import unsupported
 
 _MODULES = (
@@ -72,6 +89,11 @@ class ApacheRenderer(Renderer):
         {"auth.api_key", "cache", "cache.path_only", "cache.vary_header"}
     )
 
+    supported_deployment: ClassVar[frozenset[str]] = frozenset(
+        {"tls", "tls.http2", "tls.no_resumption", "pool.round_robin", "pool.least_conn"}
+    )
+    health_checks = "active + passive"
+
     def apply_policies(
         self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
     ) -> dict[str, str]:
@@ -87,6 +109,7 @@ class ApacheRenderer(Renderer):
             (workdir / sub).mkdir(parents=True, exist_ok=True)
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        self.refuse_missing_deployment(target)
         routes = self.routes(api)
         self.fail_unsupported(
             [
@@ -105,8 +128,9 @@ class ApacheRenderer(Renderer):
         modules = "\n".join(f"LoadModule {name} modules/{file}" for name, file in _MODULES)
         scheme = target.backend_scheme
         ssl = "\nSSLProxyEngine On" if scheme == "https" else ""
-        if ssl:
+        if ssl or target.tls is not None:
             modules += "\nLoadModule ssl_module modules/mod_ssl.so"
+        modules += _deployment_modules(target)
         text = f"""\
 # Apache httpd {self.gateway_version} configuration rendered by gatebench: {len(routes)} route(s).
 # Generated file; re-render instead of editing. Server root comes from -d.
@@ -140,6 +164,76 @@ RewriteEngine On
 {chr(10).join(conditions)}
 RewriteRule ^ - [R=404,L]
 
-ProxyPass / {scheme}://{target.backend_host}:{target.backend_port}/ nocanon keepalive=On
+{_tls(target)}{_proxy_pass(target)}
 """
         return as_files({"httpd.conf": text})
+
+
+def _deployment_modules(target: RenderTarget) -> str:
+    mods: list[tuple[str, str]] = []
+    if target.tls is not None:
+        mods.append(("socache_shmcb_module", "mod_socache_shmcb.so"))
+        if target.tls.http2:
+            mods.append(("http2_module", "mod_http2.so"))
+    if target.pooled:
+        mods += [
+            ("slotmem_shm_module", "mod_slotmem_shm.so"),
+            ("proxy_balancer_module", "mod_proxy_balancer.so"),
+            (
+                ("lbmethod_bybusyness_module", "mod_lbmethod_bybusyness.so")
+                if target.balance == "least_conn"
+                else ("lbmethod_byrequests_module", "mod_lbmethod_byrequests.so")
+            ),
+        ]
+    out = "".join(f"\nLoadModule {name} modules/{file}" for name, file in mods)
+    if target.pooled:
+        # Debian builds mod_watchdog in; the official image has it as a module.
+        out += (
+            "\n<IfModule !watchdog_module>\n"
+            "    LoadModule watchdog_module modules/mod_watchdog.so\n"
+            "</IfModule>\n"
+            "LoadModule proxy_hcheck_module modules/mod_proxy_hcheck.so"
+        )
+    return out
+
+
+def _tls(target: RenderTarget) -> str:
+    tls = target.tls
+    if tls is None:
+        return ""
+    if tls.resumption:
+        cache = f"SSLSessionCache shmcb:{target.path('run', 'ssl_scache')}(512000)\nSSLSessionCacheTimeout 3600\nSSLSessionTickets on"
+    else:
+        cache = "SSLSessionCache none\nSSLSessionTickets off"
+    protocols = "h2 http/1.1" if tls.http2 else "http/1.1"
+    return f"""# TLS on the listener (gatebench.tls's protocols and ciphers).
+SSLEngine on
+SSLCertificateFile {tls.path(SERVER_CERT)}
+SSLCertificateKeyFile {tls.path(SERVER_KEY)}
+SSLProtocol -all +TLSv1.2 +TLSv1.3
+SSLCipherSuite {openssl_ciphers()}
+SSLHonorCipherOrder on
+{cache}
+Protocols {protocols}
+
+"""
+
+
+def _proxy_pass(target: RenderTarget) -> str:
+    scheme = target.backend_scheme
+    if not target.pooled:
+        return f"ProxyPass / {scheme}://{target.backend_host}:{target.backend_port}/ nocanon keepalive=On"
+    method = "bybusyness" if target.balance == "least_conn" else "byrequests"
+    members = "".join(
+        f"    BalancerMember http://{host}:{port} keepalive=On retry={PASSIVE_WINDOW_S} "
+        f"hcmethod=GET hcuri={HEALTH_PATH} hcinterval={HEALTH_INTERVAL_S} "
+        f"hcfails={HEALTH_FALL} hcpasses={HEALTH_RISE}\n"
+        for host, port in target.upstreams
+    )
+    return (
+        "<Proxy balancer://gatebench>\n"
+        f"{members}"
+        f"    ProxySet lbmethod={method}\n"
+        "</Proxy>\n"
+        "ProxyPass / balancer://gatebench/ nocanon"
+    )

@@ -17,6 +17,12 @@ Mapping rules (tests/golden/caddy/README.md says the same in prose):
   the target's ``workers``.
 - Policies: API keys only (``_caddy_policies``): a named matcher per policy and ``respond
   401`` between the 404 of the unrouted and ``reverse_proxy``.
+- TLS (``target.tls``): ``tls CERT KEY`` with ``gatebench.tls``'s protocols, TLS 1.2 ciphers
+  and ALPN; the global ``servers`` option offers ``h1 h2`` (or ``h1``), never HTTP/3. The
+  Caddyfile cannot turn TLS session tickets off (only the JSON ``tls`` app can).
+- Replicas (``target.replicas``): one ``reverse_proxy`` over every replica with ``lb_policy
+  round_robin`` or ``least_conn``, active checks (``health_uri``, 1 s interval and timeout)
+  and passive ones (``fail_duration 10s``, ``max_fails 1``).
 """
 
 from __future__ import annotations
@@ -26,7 +32,15 @@ from typing import ClassVar
 
 from ..ir import Api
 from ..policies import PolicySet
+from ..tls import SERVER_CERT, SERVER_KEY, TLS12_CIPHERS
 from ._base import Renderer, RenderTarget, as_files
+from ._deployment import (
+    HEALTH_INTERVAL_S,
+    HEALTH_PATH,
+    HEALTH_TIMEOUT_S,
+    PASSIVE_FAILS,
+    PASSIVE_WINDOW_S,
+)
 from ._routes import identifier
 
 
@@ -56,6 +70,14 @@ class CaddyRenderer(Renderer):
     readiness_timeout = 15.0
     install_hint = "run `scripts/setup.sh apt` (Debian package caddy)"
     supported_policies: ClassVar[frozenset[str]] = frozenset({"auth.api_key"})
+    supported_deployment: ClassVar[frozenset[str]] = frozenset(
+        {"tls", "tls.http2", "pool.round_robin", "pool.least_conn"}
+    )
+    deployment_gaps: ClassVar[dict[str, str]] = {
+        "tls.no_resumption": "the Caddyfile has no setting for TLS session tickets (only "
+        "Caddy's JSON tls app does)"
+    }
+    health_checks = "active + passive"
 
     def apply_policies(
         self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
@@ -76,6 +98,7 @@ class CaddyRenderer(Renderer):
         }
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        self.refuse_missing_deployment(target)
         routes = self.routes(api)
         names: set[str] = set()
         matchers = []
@@ -92,17 +115,19 @@ class CaddyRenderer(Renderer):
             )
             setters.append(f"\t\tvars @r{route.index} gatebench_route {value}")
         upstream = f"{target.backend_scheme}://{target.backend_host}:{target.backend_port}"
+        if target.pooled:
+            upstream = " ".join(f"http://{h}:{p}" for h, p in target.upstreams) + _pool(target)
         body = "\n".join(matchers)
         text = f"""\
 # Caddy {self.gateway_version} configuration rendered by gatebench: {len(routes)} route(s).
 # Generated file; re-render instead of editing.
 {{
 	admin off
-	auto_https off
+	auto_https off{_servers(target)}
 }}
 
 :{target.listen_port} {{
-	bind {target.listen_host}
+	bind {target.listen_host}{_tls(target)}
 
 	# Method and raw request URI -> route, first match wins (routes in priority order).
 {body}
@@ -117,3 +142,36 @@ class CaddyRenderer(Renderer):
 }}
 """
         return as_files({"Caddyfile": text})
+
+
+def _servers(target: RenderTarget) -> str:
+    if target.tls is None:
+        return ""
+    protocols = "h1 h2" if target.tls.http2 else "h1"
+    return f"\n\tservers {{\n\t\tprotocols {protocols}\n\t}}"
+
+
+def _tls(target: RenderTarget) -> str:
+    tls = target.tls
+    if tls is None:
+        return ""
+    return (
+        f"\n\ttls {tls.path(SERVER_CERT)} {tls.path(SERVER_KEY)} {{\n"
+        "\t\tprotocols tls1.2 tls1.3\n"
+        f"\t\tciphers {' '.join(TLS12_CIPHERS)}\n"
+        f"\t\talpn {' '.join(tls.alpn)}\n"
+        "\t}"
+    )
+
+
+def _pool(target: RenderTarget) -> str:
+    return (
+        " {\n"
+        f"\t\t\tlb_policy {target.balance}\n"
+        f"\t\t\thealth_uri {HEALTH_PATH}\n"
+        f"\t\t\thealth_interval {HEALTH_INTERVAL_S}s\n"
+        f"\t\t\thealth_timeout {HEALTH_TIMEOUT_S}s\n"
+        f"\t\t\tfail_duration {PASSIVE_WINDOW_S}s\n"
+        f"\t\t\tmax_fails {PASSIVE_FAILS}\n"
+        "\t\t}"
+    )

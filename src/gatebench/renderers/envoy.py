@@ -20,6 +20,15 @@ Mapping rules (tests/golden/envoy/README.md says the same in prose):
 - Run with ``--concurrency`` = the target's ``workers`` and ``--disable-hot-restart`` (so
   several instances can run at once); the admin interface listens only on loopback, only
   when the target has an ``admin_port``.
+- TLS (``target.tls``): a ``DownstreamTlsContext`` on the filter chain with the run's chain
+  and key, TLS 1.2 to 1.3, ``gatebench.tls``'s TLS 1.2 ciphers, ALPN ``h2,http/1.1`` or
+  ``http/1.1`` (``codec_type: AUTO`` follows ALPN); resumption off disables both stateless
+  (tickets) and stateful (session cache) resumption.
+- Replicas (``target.replicas``): one endpoint per replica, ``ROUND_ROBIN`` or the
+  ``least_request`` policy scanning every host (``FULL_SCAN``: the fewest active requests),
+  active HTTP checks of ``/__gatebench__/health`` (1 s interval and timeout, 2 to fall, 2 to
+  rise) and outlier detection as the passive check (one local-origin failure, a refused or
+  reset connection, ejects a replica for 10 s; the application's own 5xx eject nothing).
 """
 
 from __future__ import annotations
@@ -29,7 +38,17 @@ from typing import Any, ClassVar
 
 from ..ir import Api
 from ..policies import PolicySet
+from ..tls import SERVER_CERT, SERVER_KEY, openssl_ciphers
 from ._base import Renderer, RenderTarget, as_files
+from ._deployment import (
+    HEALTH_FALL,
+    HEALTH_INTERVAL_S,
+    HEALTH_PATH,
+    HEALTH_RISE,
+    HEALTH_TIMEOUT_S,
+    PASSIVE_FAILS,
+    PASSIVE_WINDOW_S,
+)
 from ._routes import identifier
 from ._yaml_out import dump_yaml
 
@@ -84,6 +103,11 @@ class EnvoyRenderer(Renderer):
         }
     )
 
+    supported_deployment: ClassVar[frozenset[str]] = frozenset(
+        {"tls", "tls.http2", "tls.no_resumption", "pool.round_robin", "pool.least_conn"}
+    )
+    health_checks = "active + passive"
+
     def apply_policies(
         self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
     ) -> dict[str, str]:
@@ -92,6 +116,7 @@ class EnvoyRenderer(Renderer):
         return apply_envoy_policies(files, api, policies)
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        self.refuse_missing_deployment(target)
         routes = self.routes(api)
         names: set[str] = set()
         envoy_routes = []
@@ -131,18 +156,18 @@ class EnvoyRenderer(Renderer):
                             {
                                 "endpoint": {
                                     "address": {
-                                        "socket_address": {
-                                            "address": target.backend_host,
-                                            "port_value": target.backend_port,
-                                        }
+                                        "socket_address": {"address": host, "port_value": port}
                                     }
                                 }
                             }
+                            for host, port in target.upstreams
                         ]
                     }
                 ],
             },
         }
+        if target.pooled:
+            cluster.update(_pool(target))
         if target.backend_scheme == "https":
             cluster["transport_socket"] = {
                 "name": "envoy.transport_sockets.tls",
@@ -206,7 +231,8 @@ class EnvoyRenderer(Renderer):
                                     "name": "envoy.filters.network.http_connection_manager",
                                     "typed_config": hcm,
                                 }
-                            ]
+                            ],
+                            **_downstream_tls(target),
                         }
                     ],
                 }
@@ -218,3 +244,72 @@ class EnvoyRenderer(Renderer):
             "# Generated file; re-render instead of editing.\n"
         )
         return as_files({"envoy.yaml": header + dump_yaml(bootstrap)})
+
+
+def _downstream_tls(target: RenderTarget) -> dict[str, Any]:
+    tls = target.tls
+    if tls is None:
+        return {}
+    context: dict[str, Any] = {
+        "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext",
+        "common_tls_context": {
+            "tls_params": {
+                "tls_minimum_protocol_version": "TLSv1_2",
+                "tls_maximum_protocol_version": "TLSv1_3",
+                "cipher_suites": openssl_ciphers().split(":"),
+            },
+            "tls_certificates": [
+                {
+                    "certificate_chain": {"filename": tls.path(SERVER_CERT)},
+                    "private_key": {"filename": tls.path(SERVER_KEY)},
+                }
+            ],
+            "alpn_protocols": list(tls.alpn),
+        },
+    }
+    if not tls.resumption:
+        context["disable_stateless_session_resumption"] = True
+        context["disable_stateful_session_resumption"] = True
+    return {"transport_socket": {"name": "envoy.transport_sockets.tls", "typed_config": context}}
+
+
+def _pool(target: RenderTarget) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if target.balance == "least_conn":
+        out["load_balancing_policy"] = {
+            "policies": [
+                {
+                    "typed_extension_config": {
+                        "name": "envoy.load_balancing_policies.least_request",
+                        "typed_config": {
+                            "@type": "type.googleapis.com/envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest",
+                            "selection_method": "FULL_SCAN",
+                        },
+                    }
+                }
+            ]
+        }
+    else:
+        out["lb_policy"] = "ROUND_ROBIN"
+    out["health_checks"] = [
+        {
+            "timeout": f"{HEALTH_TIMEOUT_S}s",
+            "interval": f"{HEALTH_INTERVAL_S}s",
+            "unhealthy_threshold": HEALTH_FALL,
+            "healthy_threshold": HEALTH_RISE,
+            "http_health_check": {"path": HEALTH_PATH},
+        }
+    ]
+    out["outlier_detection"] = {
+        "split_external_local_origin_errors": True,
+        "consecutive_local_origin_failure": PASSIVE_FAILS,
+        "enforcing_consecutive_local_origin_failure": 100,
+        "consecutive_5xx": 1000000,
+        "enforcing_consecutive_5xx": 0,
+        "enforcing_consecutive_gateway_failure": 0,
+        "enforcing_success_rate": 0,
+        "interval": f"{HEALTH_INTERVAL_S}s",
+        "base_ejection_time": f"{PASSIVE_WINDOW_S}s",
+        "max_ejection_percent": 100,
+    }
+    return out

@@ -21,12 +21,16 @@ Mapping rules (tests/golden/google-api-gateway/README.md says the same in prose)
 - The document is written by a YAML serialiser; tests check it is valid Swagger 2.0 with
   openapi-spec-validator. API Gateway is a managed service: nothing runs here, and the
   backend must be reachable from Google's network.
+- Deployment: API Gateway always serves HTTPS (HTTP/2 included) with Google's own managed
+  certificate, never a run's certificate, so a TLS plan leaves it out; ``x-google-backend``
+  names one backend address, so replicas need a load balancer behind it and a plan with
+  replicas leaves it out too.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import Problem
 from ..ir import Api
@@ -39,6 +43,12 @@ _LITERAL_OK = re.compile(r"[A-Za-z0-9\-._~!$&'()+,;=@]*")
 _METHODS = ("GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH")
 
 
+_ONE_BACKEND = (
+    "x-google-backend names one backend address; a pool of replicas needs a load balancer "
+    "behind the gateway"
+)
+
+
 class GoogleApiGatewayRenderer(Renderer):
     name = "google-api-gateway"
     aliases = ("api-gateway", "gcp-api-gateway")
@@ -47,8 +57,16 @@ class GoogleApiGatewayRenderer(Renderer):
     output_files = ("openapi.yaml",)
     runs_here = False
     cloud_image = None
+    deployment_gaps: ClassVar[dict[str, str]] = {
+        "tls": "API Gateway serves HTTPS with Google's own managed certificate, not the run's",
+        "tls.http2": "API Gateway serves HTTPS with Google's own managed certificate, not the run's",
+        "tls.no_resumption": "API Gateway's TLS is Google's to configure",
+        "pool.round_robin": _ONE_BACKEND,
+        "pool.least_conn": _ONE_BACKEND,
+    }
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        self.refuse_missing_deployment(target)
         routes = self.routes(api)
         names = shared_param_names(routes)
         problems: list[Problem] = []

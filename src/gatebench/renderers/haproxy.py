@@ -13,6 +13,12 @@ Mapping rules (tests/golden/haproxy/README.md says the same in prose):
 - Headers, ``Host`` included, and bodies pass unchanged; no ``X-Forwarded-For`` is added.
 - ``maxconn 4000`` (this machine's hard limit on file descriptors is 20000), ``nbthread`` from
   the target's ``workers``; the pid file lives in the workdir.
+- TLS (``target.tls``): ``bind ... ssl crt`` with the run's chain and key in one PEM,
+  ``ssl-min-ver TLSv1.2``, ``gatebench.tls``'s TLS 1.2 ciphers, ALPN ``h2,http/1.1`` or
+  ``http/1.1``; resumption off is ``no-tls-tickets`` plus ``tune.ssl.cachesize 0``.
+- Replicas (``target.replicas``): one ``server`` per replica, ``balance roundrobin`` or
+  ``leastconn``, active checks (``option httpchk GET /__gatebench__/health``, ``inter 1s fall 2
+  rise 2``) and HAProxy's passive check (``observe layer4 error-limit 1 on-error mark-down``).
 """
 
 from __future__ import annotations
@@ -21,7 +27,16 @@ from typing import ClassVar
 
 from ..ir import Api
 from ..policies import PolicySet
+from ..tls import SERVER_PEM, openssl_ciphers
 from ._base import Renderer, RenderTarget, as_files
+from ._deployment import (
+    HEALTH_FALL,
+    HEALTH_INTERVAL_S,
+    HEALTH_PATH,
+    HEALTH_RISE,
+    HEALTH_TIMEOUT_S,
+    PASSIVE_FAILS,
+)
 from ._routes import identifier
 
 
@@ -65,6 +80,11 @@ class HaproxyRenderer(Renderer):
         }
     )
 
+    supported_deployment: ClassVar[frozenset[str]] = frozenset(
+        {"tls", "tls.http2", "tls.no_resumption", "pool.round_robin", "pool.least_conn"}
+    )
+    health_checks = "active + passive"
+
     def apply_policies(
         self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
     ) -> dict[str, str]:
@@ -73,6 +93,7 @@ class HaproxyRenderer(Renderer):
         return apply_haproxy_policies(files, api, target, policies)
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        self.refuse_missing_deployment(target)
         routes = self.routes(api)
         names: set[str] = set()
         rules = []
@@ -92,7 +113,7 @@ global
     nbthread {target.workers}
     pidfile {target.path("haproxy.pid")}
     tune.bufsize 65536
-    tune.http.maxhdr 256
+    tune.http.maxhdr 256{_global_tls(target)}
 
 defaults
     mode http
@@ -104,13 +125,46 @@ defaults
     option http-keep-alive
 
 frontend gatebench
-    bind {target.listen_address}
+    bind {target.listen_address}{_bind_tls(target)}
     # Method and raw path (query excluded) -> route, first match wins.
 {chr(10).join(rules)}
     http-request return status 404 content-type text/plain string "no route" unless {{ var(txn.gatebench_route) -m found }}
     default_backend gatebench_backend
 
 backend gatebench_backend
-    server backend {target.backend_host}:{target.backend_port}{_tls(target)}
+{_servers(target)}
 """
         return as_files({"haproxy.cfg": text})
+
+
+def _servers(target: RenderTarget) -> str:
+    if not target.pooled:
+        return f"    server backend {target.backend_host}:{target.backend_port}{_tls(target)}"
+    lines = [
+        f"    balance {'leastconn' if target.balance == 'least_conn' else 'roundrobin'}",
+        f"    option httpchk GET {HEALTH_PATH}",
+        f"    timeout check {HEALTH_TIMEOUT_S}s",
+        f"    default-server check inter {HEALTH_INTERVAL_S}s fall {HEALTH_FALL} rise {HEALTH_RISE} "
+        f"observe layer4 error-limit {PASSIVE_FAILS} on-error mark-down",
+    ]
+    lines += [
+        f"    server r{n} {host}:{port}" for n, (host, port) in enumerate(target.upstreams, 1)
+    ]
+    return "\n".join(lines)
+
+
+def _global_tls(target: RenderTarget) -> str:
+    if target.tls is None or target.tls.resumption:
+        return ""
+    return "\n    tune.ssl.cachesize 0"
+
+
+def _bind_tls(target: RenderTarget) -> str:
+    tls = target.tls
+    if tls is None:
+        return ""
+    tickets = "" if tls.resumption else " no-tls-tickets"
+    return (
+        f" ssl crt {tls.path(SERVER_PEM)} ssl-min-ver TLSv1.2 ciphers {openssl_ciphers()} "
+        f"alpn {','.join(tls.alpn)}{tickets}"
+    )

@@ -20,6 +20,15 @@ Mapping rules (tests/golden/kong/README.md says the same in prose):
 - Policies (``apply_policies``): bundled plugins nested in the routes (``_kong_policies``).
 - Kong cannot run here (no package in the registries this project installs from); the
   output is checked by structure tests and runs on the cloud path in the official image.
+- TLS (``target.tls``): ``proxy_listen ... ssl`` (plus ``http2``), ``ssl_cert`` /
+  ``ssl_cert_key`` with the run's files, ``ssl_protocols = TLSv1.2 TLSv1.3``,
+  ``ssl_cipher_suite = custom`` with ``gatebench.tls``'s TLS 1.2 ciphers in the server's
+  order. Kong's template always keeps nginx's shared TLS session cache, so resumption cannot
+  be switched off.
+- Replicas (``target.replicas``): an ``upstreams`` entry ``gatebench-backend`` (the service's
+  host) with one target per replica, ``algorithm: round-robin`` or ``least-connections``,
+  active checks of ``/__gatebench__/health`` (every second, 1 s timeout, 2 failures out, 2
+  passes back) and passive ones (one refused connection or timeout takes a target out).
 """
 
 from __future__ import annotations
@@ -29,7 +38,16 @@ from typing import Any, ClassVar
 
 from ..ir import Api
 from ..policies import PolicySet
+from ..tls import SERVER_CERT, SERVER_KEY, openssl_ciphers
 from ._base import Renderer, RenderTarget, as_files
+from ._deployment import (
+    HEALTH_FALL,
+    HEALTH_INTERVAL_S,
+    HEALTH_PATH,
+    HEALTH_RISE,
+    HEALTH_TIMEOUT_S,
+    PASSIVE_FAILS,
+)
 from ._kong_policies import route_plugins
 from ._routes import identifier, named_group_pcre, shared_param_names
 from ._yaml_out import dump_yaml
@@ -60,12 +78,23 @@ class KongRenderer(Renderer):
         "cannot ignore the query",
     }
 
+    supported_deployment: ClassVar[frozenset[str]] = frozenset(
+        {"tls", "tls.http2", "pool.round_robin", "pool.least_conn"}
+    )
+    deployment_gaps: ClassVar[Mapping[str, str]] = {
+        "tls.no_resumption": "Kong's nginx template always keeps a shared TLS session cache "
+        "(only tickets can be switched off)"
+    }
+    health_checks = "active + passive"
+
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        self.refuse_missing_deployment(target)
         return self._files(api, target, None)
 
     def apply_policies(
         self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
     ) -> dict[str, str]:
+        self.refuse_missing_deployment(target)
         return self._files(api, target, policies)
 
     def _files(self, api: Api, target: RenderTarget, policies: PolicySet | None) -> dict[str, str]:
@@ -109,7 +138,14 @@ class KongRenderer(Renderer):
             "retries": 0,
             "routes": kong_routes,
         }
-        declarative = {"_format_version": "3.0", "_transform": True, "services": [service]}
+        declarative: dict[str, Any] = {
+            "_format_version": "3.0",
+            "_transform": True,
+            "services": [service],
+        }
+        if target.pooled:
+            service["url"] = f"http://{_UPSTREAM}"
+            declarative["upstreams"] = [_upstream(target)]
         header = (
             f"# Kong {self.gateway_version} declarative configuration rendered by gatebench: "
             f"{len(routes)} route(s).\n# Generated file; re-render instead of editing.\n"
@@ -120,7 +156,7 @@ class KongRenderer(Renderer):
 prefix = {target.path("kong")}
 database = off
 declarative_config = {target.path("kong.yml")}
-proxy_listen = {target.listen_address} reuseport backlog=4096
+proxy_listen = {target.listen_address}{_listen_tls(target)} reuseport backlog=4096
 admin_listen = off
 status_listen = off
 router_flavor = traditional_compatible
@@ -135,5 +171,55 @@ anonymous_reports = off
 proxy_access_log = off
 proxy_error_log = {target.path("kong", "logs", "error.log")}
 log_level = warn
-"""
+{_tls_conf(target)}"""
         return as_files({"kong.yml": header + dump_yaml(declarative), "kong.conf": conf})
+
+
+_UPSTREAM = "gatebench-backend"
+
+
+def _listen_tls(target: RenderTarget) -> str:
+    if target.tls is None:
+        return ""
+    return " ssl http2" if target.tls.http2 else " ssl"
+
+
+def _tls_conf(target: RenderTarget) -> str:
+    tls = target.tls
+    if tls is None:
+        return ""
+    return (
+        f"ssl_cert = {tls.path(SERVER_CERT)}\n"
+        f"ssl_cert_key = {tls.path(SERVER_KEY)}\n"
+        "ssl_protocols = TLSv1.2 TLSv1.3\n"
+        "ssl_cipher_suite = custom\n"
+        f"ssl_ciphers = {openssl_ciphers()}\n"
+        "ssl_prefer_server_ciphers = on\n"
+        "ssl_session_tickets = on\n"
+    )
+
+
+def _upstream(target: RenderTarget) -> dict[str, Any]:
+    return {
+        "name": _UPSTREAM,
+        "algorithm": "least-connections" if target.balance == "least_conn" else "round-robin",
+        "healthchecks": {
+            "active": {
+                "type": "http",
+                "http_path": HEALTH_PATH,
+                "timeout": HEALTH_TIMEOUT_S,
+                "healthy": {"interval": HEALTH_INTERVAL_S, "successes": HEALTH_RISE},
+                "unhealthy": {
+                    "interval": HEALTH_INTERVAL_S,
+                    "http_failures": HEALTH_FALL,
+                    "tcp_failures": HEALTH_FALL,
+                    "timeouts": HEALTH_FALL,
+                },
+            },
+            "passive": {
+                "type": "http",
+                "unhealthy": {"tcp_failures": PASSIVE_FAILS, "timeouts": PASSIVE_FAILS},
+            },
+        },
+        "targets": [{"target": f"{host}:{port}"} for host, port in target.upstreams],
+    }

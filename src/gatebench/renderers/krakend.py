@@ -23,6 +23,14 @@ Mapping rules (tests/golden/krakend/README.md says the same in prose):
   ``/__stats``).
 - The file is JSON written by a serialiser; tests validate it against the official schema.
   KrakenD cannot run here; it runs on the cloud path in the official image.
+- TLS (``target.tls``): the root ``tls`` object with the run's chain and key, TLS 1.2 to 1.3
+  and ``gatebench.tls``'s cipher suites by code point. KrakenD's Go server offers ``h2`` by
+  ALPN whenever TLS is on (no setting turns it off: the engine then keeps to HTTP/1.1 when
+  the plan does not ask for HTTP/2) and has no setting for session tickets.
+- Replicas (``target.replicas``): every backend's ``host`` lists the replicas; KrakenD CE
+  balances round robin when it runs on one core (``GOMAXPROCS=1``) and picks a host at random
+  otherwise (lura's default balancer; seen with KrakenD CE 2.13.8), and has no health checks
+  and no least-connections balancer.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from urllib.parse import unquote
 from ..errors import Problem, UnsupportedFeature
 from ..ir import Api
 from ..policies import PolicySet
+from ..tls import CIPHER_CODES, SERVER_CERT, SERVER_KEY, TLS12_CIPHERS, TLS13_CIPHERS
 from ._base import Renderer, RenderTarget, as_files
 from ._json_out import dump_json
 from ._routes import (
@@ -101,7 +110,18 @@ class KrakendRenderer(Renderer):
             out[JWKS_FILE] = jwks
         return as_files(out)
 
+    supported_deployment: ClassVar[frozenset[str]] = frozenset(
+        {"tls", "tls.http2", "pool.round_robin"}
+    )
+    http2_always = True
+    deployment_gaps: ClassVar[dict[str, str]] = {
+        "tls.no_resumption": "KrakenD's tls settings have none for session tickets",
+        "pool.least_conn": "KrakenD CE balances a backend's hosts round robin (one core) or at "
+        "random, never by connections",
+    }
+
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        self.refuse_missing_deployment(target)
         routes = self.routes(api)
         names = shared_param_names(routes)
         problems: list[Problem] = []
@@ -126,7 +146,7 @@ class KrakendRenderer(Renderer):
                     "backend": [
                         {
                             "url_pattern": path,
-                            "host": [target.backend_origin],
+                            "host": _hosts(target),
                             "encoding": "no-op",
                         }
                     ],
@@ -156,6 +176,18 @@ class KrakendRenderer(Renderer):
             },
             "endpoints": endpoints,
         }
+        if target.tls is not None:
+            config["tls"] = {
+                "keys": [
+                    {
+                        "public_key": target.tls.path(SERVER_CERT),
+                        "private_key": target.tls.path(SERVER_KEY),
+                    }
+                ],
+                "min_version": "TLS12",
+                "max_version": "TLS13",
+                "cipher_suites": [CIPHER_CODES[c] for c in (*TLS13_CIPHERS, *TLS12_CIPHERS)],
+            }
         return as_files({"krakend.json": dump_json(config)})
 
     def _path(self, route: Route, names: tuple[str, ...], problems: list[Problem]) -> str | None:
@@ -198,3 +230,9 @@ class KrakendRenderer(Renderer):
                 problems.append(unsupported(route, self.name, f"{reserved} is reserved by KrakenD"))
                 return None
         return path
+
+
+def _hosts(target: RenderTarget) -> list[str]:
+    if not target.pooled:
+        return [target.backend_origin]
+    return [f"http://{host}:{port}" for host, port in target.upstreams]

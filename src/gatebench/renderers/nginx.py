@@ -13,6 +13,12 @@ Mapping rules (tests/golden/nginx/README.md says the same in prose):
   ``proxy_request_buffering off``).
 - Pid, logs and temporary folders live in the workdir (``-p`` prefix, ``-e`` error log), so
   several instances can run at once and nothing touches /var/log or /run.
+- TLS (``target.tls``): ``listen ... ssl`` (plus ``http2`` when asked: ALPN then offers
+  ``h2``), the run's chain and key, ``gatebench.tls``'s protocols and TLS 1.2 ciphers with the
+  server's order; resumption through a shared session cache and tickets, or both off.
+- Replicas (``target.replicas``): every replica a ``server`` of the upstream (``least_conn;``
+  when asked), with nginx's passive checks spelled out (``max_fails=1 fail_timeout=10s``: a
+  failed connection takes a replica out for 10 s); open-source nginx has no active checks.
 """
 
 from __future__ import annotations
@@ -22,7 +28,9 @@ from typing import ClassVar
 
 from ..ir import Api
 from ..policies import PolicySet
+from ..tls import PROTOCOLS, SERVER_CERT, SERVER_KEY, openssl_ciphers
 from ._base import Renderer, RenderTarget, as_files
+from ._deployment import PASSIVE_FAILS, PASSIVE_WINDOW_S
 from ._routes import identifier, unsupported
 
 
@@ -72,6 +80,11 @@ class NginxRenderer(Renderer):
         }
     )
 
+    supported_deployment: ClassVar[frozenset[str]] = frozenset(
+        {"tls", "tls.http2", "tls.no_resumption", "pool.round_robin", "pool.least_conn"}
+    )
+    health_checks = "passive"
+
     def apply_policies(
         self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
     ) -> dict[str, str]:
@@ -84,6 +97,7 @@ class NginxRenderer(Renderer):
             (workdir / sub).mkdir(parents=True, exist_ok=True)
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        self.refuse_missing_deployment(target)
         routes = self.routes(api)
         self.fail_unsupported(
             [
@@ -132,7 +146,7 @@ http {{
     keepalive_requests 100000;
 
     upstream gatebench_backend {{
-        server {target.backend_host}:{target.backend_port};
+{_servers(target)}
         keepalive 64;
         keepalive_requests 100000;
     }}
@@ -144,9 +158,9 @@ http {{
     }}
 
     server {{
-        listen {target.listen_address} backlog=4096;
+        listen {target.listen_address}{_listen_tls(target)} backlog=4096;
         server_name _;
-
+{_tls_lines(target)}
         location / {{
             if ($gatebench_route = "") {{
                 return 404;
@@ -164,3 +178,42 @@ http {{
 }}
 """
         return as_files({"nginx.conf": text})
+
+
+def _servers(target: RenderTarget) -> str:
+    if not target.pooled:
+        return f"        server {target.backend_host}:{target.backend_port};"
+    lines = ["        least_conn;"] if target.balance == "least_conn" else []
+    lines += [
+        f"        server {host}:{port} max_fails={PASSIVE_FAILS} fail_timeout={PASSIVE_WINDOW_S}s;"
+        for host, port in target.upstreams
+    ]
+    return "\n".join(lines)
+
+
+def _listen_tls(target: RenderTarget) -> str:
+    if target.tls is None:
+        return ""
+    return " ssl http2" if target.tls.http2 else " ssl"
+
+
+def _tls_lines(target: RenderTarget) -> str:
+    tls = target.tls
+    if tls is None:
+        return ""
+    if tls.resumption:
+        resumption = (
+            "        ssl_session_cache shared:gatebench_tls:10m;\n"
+            "        ssl_session_timeout 1h;\n"
+            "        ssl_session_tickets on;\n"
+        )
+    else:
+        resumption = "        ssl_session_cache off;\n        ssl_session_tickets off;\n"
+    return (
+        f"        ssl_certificate {tls.path(SERVER_CERT)};\n"
+        f"        ssl_certificate_key {tls.path(SERVER_KEY)};\n"
+        f"        ssl_protocols {' '.join(PROTOCOLS)};\n"
+        f"        ssl_ciphers {openssl_ciphers()};\n"
+        "        ssl_prefer_server_ciphers on;\n"
+        f"{resumption}"
+    )

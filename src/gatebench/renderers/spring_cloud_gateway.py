@@ -21,19 +21,30 @@ Mapping rules (tests/golden/spring-cloud-gateway/README.md says the same in pros
   the reduced operation id reaches it.
 - Cannot express (located ``UnsupportedFeature``): a literal empty segment (``//``), which
   the gateway merges into one ``/`` when it builds the backend request.
+- TLS (``target.tls``): Spring Boot's SSL bundle ``gatebench`` (PEM: the run's chain and key)
+  on the server, TLS 1.2 and 1.3, ``gatebench.tls``'s TLS 1.2 ciphers plus TLS 1.3's
+  (JSSE takes one list for both), ``server.http2.enabled`` as asked. JSSE's server session
+  cache and tickets cannot be switched off from a Spring configuration.
+- Replicas (``target.replicas``): every route's ``uri`` is ``lb://gatebench-backend``, a
+  service whose instances are the replicas (Spring Cloud's simple discovery client), balanced
+  by Spring Cloud LoadBalancer round robin with its health-check instance supplier
+  (``/__gatebench__/health`` every second). It has no least-connections balancer.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import Problem
 from ..ir import Api
+from ..tls import SERVER_CERT, SERVER_KEY, TLS12_CIPHERS, TLS13_CIPHERS
 from ._base import RenderTarget, as_files
+from ._deployment import HEALTH_INTERVAL_S, HEALTH_PATH
 from ._jvm import JvmRenderer, assert_inert, dump_yaml, empty_segment_problem
 from ._routes import identifier
 
 _HEADER_LIMIT = "64KB"
+_SERVICE = "gatebench-backend"
 
 
 class SpringCloudGatewayRenderer(JvmRenderer):
@@ -44,8 +55,18 @@ class SpringCloudGatewayRenderer(JvmRenderer):
     )
     gateway_version = "5.0.3"
     product = "Spring Cloud Gateway 5.0.3 (Spring Boot 4.1.1, Spring Cloud 2025.1.3)"
+    supported_deployment: ClassVar[frozenset[str]] = frozenset(
+        {"tls", "tls.http2", "pool.round_robin"}
+    )
+    deployment_gaps: ClassVar[dict[str, str]] = {
+        "tls.no_resumption": "JSSE's server session cache and tickets cannot be switched off "
+        "from a Spring configuration",
+        "pool.least_conn": "Spring Cloud LoadBalancer balances round robin or at random only",
+    }
+    health_checks = "active"
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        self.refuse_missing_deployment(target)
         routes = self.routes(api)
         problems: list[Problem] = []
         for route in routes:
@@ -61,7 +82,7 @@ class SpringCloudGatewayRenderer(JvmRenderer):
             scg_routes.append(
                 {
                     "id": route_id,
-                    "uri": target.backend_origin,
+                    "uri": f"lb://{_SERVICE}" if target.pooled else target.backend_origin,
                     "predicates": [
                         {"name": "Method", "args": {"methods": route.method}},
                         {
@@ -97,6 +118,47 @@ class SpringCloudGatewayRenderer(JvmRenderer):
                 "cloud": {"gateway": {"server": {"webflux": webflux}}},
             },
         }
+        if target.tls is not None:
+            tls = target.tls
+            config["server"]["ssl"] = {
+                "bundle": "gatebench",
+                "enabled-protocols": ["TLSv1.3", "TLSv1.2"],
+                "ciphers": [*TLS13_CIPHERS, *TLS12_CIPHERS],
+            }
+            config["server"]["http2"] = {"enabled": tls.http2}
+            config["spring"]["ssl"] = {
+                "bundle": {
+                    "pem": {
+                        "gatebench": {
+                            "keystore": {
+                                "certificate": f"file:{tls.path(SERVER_CERT)}",
+                                "private-key": f"file:{tls.path(SERVER_KEY)}",
+                            }
+                        }
+                    }
+                }
+            }
+        if target.pooled:
+            config["spring"]["cloud"]["discovery"] = {
+                "client": {
+                    "simple": {
+                        "instances": {
+                            _SERVICE: [
+                                {"uri": f"http://{host}:{port}"} for host, port in target.upstreams
+                            ]
+                        }
+                    }
+                }
+            }
+            config["spring"]["cloud"]["loadbalancer"] = {
+                "configurations": "health-check",
+                "cache": {"enabled": False},
+                "health-check": {
+                    "initial-delay": "0s",
+                    "interval": f"{HEALTH_INTERVAL_S}s",
+                    "path": {"default": HEALTH_PATH},
+                },
+            }
         return as_files(
             {"application.yml": self.header(f"{len(routes)} route(s)") + dump_yaml(config)}
         )

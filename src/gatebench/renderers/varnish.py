@@ -14,6 +14,13 @@ Mapping rules (tests/golden/varnish/README.md says the same in prose):
 - The listen address and the management port are on the command line (``-a``, ``-T``),
   filled from the target; the working folder (``-n``) is inside the workdir, ``-j none``
   keeps the cache process under the caller's user (no jail), ``-s malloc,64m``.
+- No TLS: Varnish Cache terminates none (it needs a TLS proxy such as Hitch in front), so a
+  TLS plan leaves it out with that reason.
+- Replicas (``target.replicas``): one ``backend rN`` per replica with a ``probe`` of
+  ``/__gatebench__/health`` (every second, 1 s timeout, healthy while 2 of the last 3 passed:
+  two failures take a replica out, two passes put it back; healthy at start), in a
+  ``directors.round_robin()`` chosen in ``vcl_recv``. vmod_directors has no
+  least-connections director.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from typing import ClassVar
 from ..ir import Api
 from ..policies import PolicySet
 from ._base import Renderer, RenderTarget, as_files
+from ._deployment import HEALTH_FALL, HEALTH_INTERVAL_S, HEALTH_PATH, HEALTH_RISE, HEALTH_TIMEOUT_S
 from ._routes import unsupported
 
 
@@ -80,6 +88,14 @@ class VarnishRenderer(Renderer):
         {"auth.api_key", "cache", "cache.path_only", "cache.vary_header"}
     )
 
+    supported_deployment: ClassVar[frozenset[str]] = frozenset({"pool.round_robin"})
+    deployment_gaps: ClassVar[dict[str, str]] = {
+        "tls": "Varnish Cache terminates no TLS; it needs a TLS proxy (such as Hitch) in front",
+        "pool.least_conn": "vmod_directors has no least-connections director (round_robin, "
+        "random, fallback, hash, shard)",
+    }
+    health_checks = "active"
+
     def apply_policies(
         self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
     ) -> dict[str, str]:
@@ -96,6 +112,7 @@ class VarnishRenderer(Renderer):
         return _no_admin_unless_asked(super().cloud_argv(target), target)
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        self.refuse_missing_deployment(target)
         routes = self.routes(api)
         self.fail_unsupported(
             [
@@ -117,18 +134,60 @@ class VarnishRenderer(Renderer):
 # Generated file; re-render instead of editing.
 vcl 4.1;
 
-backend default {{
-    .host = "{target.backend_host}";
-    .port = "{target.backend_port}";
-    .connect_timeout = 10s;
-    .first_byte_timeout = 300s;
-    .between_bytes_timeout = 300s;
-}}
-
-sub vcl_recv {{
+{_backends(target)}
+sub vcl_recv {{{_pick(target)}
     # Method and raw URL -> pass to the backend; first match wins.
 {chr(10).join(rules)}
     return (synth(404, "Not Found"));
 }}
 """
         return as_files({"default.vcl": text})
+
+
+def _backend(name: str, host: str, port: int, probe: str = "") -> str:
+    return (
+        f"backend {name} {{\n"
+        f'    .host = "{host}";\n'
+        f'    .port = "{port}";\n'
+        "    .connect_timeout = 10s;\n"
+        "    .first_byte_timeout = 300s;\n"
+        f"    .between_bytes_timeout = 300s;{probe}\n"
+        "}\n"
+    )
+
+
+def _backends(target: RenderTarget) -> str:
+    if not target.pooled:
+        return _backend("default", target.backend_host, target.backend_port)
+    window = HEALTH_FALL + HEALTH_RISE - 1
+    probe = (
+        "import directors;\n\n"
+        "probe gatebench_health {\n"
+        f'    .url = "{HEALTH_PATH}";\n'
+        f"    .interval = {HEALTH_INTERVAL_S}s;\n"
+        f"    .timeout = {HEALTH_TIMEOUT_S}s;\n"
+        f"    .window = {window};\n"
+        f"    .threshold = {HEALTH_RISE};\n"
+        f"    .initial = {window};\n"
+        "}\n\n"
+    )
+    members = "\n".join(
+        _backend(f"r{n}", host, port, "\n    .probe = gatebench_health;")
+        for n, (host, port) in enumerate(target.upstreams, 1)
+    )
+    adds = "".join(
+        f"    gatebench_pool.add_backend(r{n});\n" for n in range(1, len(target.upstreams) + 1)
+    )
+    return (
+        probe
+        + members
+        + "\nsub vcl_init {\n    new gatebench_pool = directors.round_robin();\n"
+        + adds
+        + "}\n"
+    )
+
+
+def _pick(target: RenderTarget) -> str:
+    if not target.pooled:
+        return ""
+    return "\n    set req.backend_hint = gatebench_pool.backend();"

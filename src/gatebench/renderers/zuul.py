@@ -24,16 +24,25 @@ Mapping rules (tests/golden/zuul/README.md says the same in prose):
   segment (``.``, ``..``), which Zuul's forwarding rewrites; a path Zuul itself refuses as
   insecure (``../`` or ``..\\`` once decoded, or a URL after the first ``/``); ``%00``, which
   Tomcat refuses.
+- TLS (``target.tls``): Tomcat's connector with the run's PKCS#12 key store (Spring Boot 2.3
+  reads no PEM), TLS 1.2 and 1.3, ``gatebench.tls``'s TLS 1.2 ciphers plus TLS 1.3's (JSSE
+  takes one list for both), ``server.http2.enabled`` as asked. JSSE's server session cache
+  and tickets cannot be switched off from a Spring configuration.
+- No replicas: Zuul 1 balances only through Ribbon behind its ``RibbonRoutingFilter``, which
+  re-encodes the query, drops a GET's body and adds ``Accept-Encoding``; the identical
+  forwarding every gateway owes (``SimpleHostRoutingFilter``, adjusted in
+  ``gateways/zuul/``) takes one host.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import unquote
 
 from ..errors import Problem
 from ..ir import Api
+from ..tls import SERVER_P12, STORE_PASSWORD, TLS12_CIPHERS, TLS13_CIPHERS
 from ._base import RenderTarget, as_files
 from ._jvm import JvmRenderer, assert_inert, dump_yaml, empty_segment
 from ._routes import Route, encode_literal, identifier, unsupported
@@ -55,6 +64,12 @@ def ant_pattern(route: Route) -> str:
                 text += re.sub(r"%[0-9A-F]{2}", "%??", encode_literal(piece.text))
         segments.append(text)
     return "/" + "/".join(segments)
+
+
+_NO_POOL = (
+    "Zuul 1 balances only through Ribbon behind its RibbonRoutingFilter, which does not forward "
+    "requests unchanged (it re-encodes the query, drops a GET's body, adds Accept-Encoding)"
+)
 
 
 def zuul_limitation(route: Route) -> str | None:
@@ -85,8 +100,17 @@ class ZuulRenderer(JvmRenderer):
     )
     gateway_version = "1.3.1"
     product = "Zuul 1.3.1 (Spring Cloud Netflix 2.2.9: Spring Boot 2.3.12, Hoxton.SR12)"
+    supported_deployment: ClassVar[frozenset[str]] = frozenset({"tls", "tls.http2"})
+    deployment_gaps: ClassVar[dict[str, str]] = {
+        "tls.no_resumption": "JSSE's server session cache and tickets cannot be switched off "
+        "from a Spring configuration",
+        "pool.round_robin": _NO_POOL,
+        "pool.least_conn": _NO_POOL,
+    }
+    health_checks = "none"
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        self.refuse_missing_deployment(target)
         routes = self.routes(api)
         problems: list[Problem] = []
         for route in routes:
@@ -151,6 +175,17 @@ class ZuulRenderer(JvmRenderer):
             },
             "gatebench": {"operations": operations},
         }
+        if target.tls is not None:
+            config["server"]["ssl"] = {
+                "enabled": True,
+                "key-store": target.tls.path(SERVER_P12),
+                "key-store-type": "PKCS12",
+                "key-store-password": STORE_PASSWORD,
+                "key-alias": "gatebench",
+                "enabled-protocols": "TLSv1.3,TLSv1.2",
+                "ciphers": ",".join([*TLS13_CIPHERS, *TLS12_CIPHERS]),
+            }
+            config["server"]["http2"] = {"enabled": target.tls.http2}
         return as_files(
             {
                 "application.yml": self.header(

@@ -21,6 +21,14 @@ from typing import Any
 from .. import __version__
 from ..cost import describe_cost
 from ._build import RESOLUTION_NOTE, Report
+from ._deployment import (
+    FAULT_HEADER,
+    HANDSHAKE_HEADER,
+    fault_intro,
+    fault_rows,
+    handshake_intro,
+    handshake_rows,
+)
 from ._format import fmt_ci, fmt_number, fmt_score
 from ._svg import Bar, Group, colours_for, hbar_chart
 from ._tables import (
@@ -205,6 +213,7 @@ def render_html(report: Report) -> str:
         ("costs", "What each target cost", _costs(report)),
         ("stability", "Rank stability", _stability(report)),
         ("quality", "Measurement quality", _quality(report)),
+        *_deployment_sections(report),
         ("trust", "Trust: headroom and a second engine", _trust(report)),
         ("run", "Run", _run_metadata(report)),
         *(
@@ -456,6 +465,36 @@ def _quality(report: Report) -> str:
         "<em>incomplete</em> (fewer requests than the workload defines).</p>"
     )
     return legend + table.html()
+
+
+def _deployment_sections(report: Report) -> list[tuple[str, str, str]]:
+    """TLS handshakes and a replica's failure, when the run has them."""
+    out = []
+    for sid, title, intro, header, rows, numeric_from in (
+        (
+            "tls",
+            "TLS handshakes",
+            handshake_intro(report.measurements),
+            HANDSHAKE_HEADER,
+            handshake_rows(report.measurements),
+            3,
+        ),
+        (
+            "fault",
+            "A replica fails",
+            fault_intro(report.measurements),
+            FAULT_HEADER,
+            fault_rows(report.measurements),
+            1,
+        ),
+    ):
+        if not rows:
+            continue
+        table = _Table(title, [(_e(h), i >= numeric_from) for i, h in enumerate(header)])
+        for row in rows:
+            table.add(_e(row[0]), [(_e(c), c) for c in row[1:]], sort_key=row[0])
+        out.append((sid, title, f"<p>{_e(intro)}</p>" + table.html()))
+    return out
 
 
 def _trust(report: Report) -> str:

@@ -8,6 +8,14 @@ from collections.abc import Sequence
 
 from ..cost import describe_cost
 from ._build import RESOLUTION_NOTE, Report
+from ._deployment import (
+    FAULT_HEADER,
+    HANDSHAKE_HEADER,
+    fault_intro,
+    fault_rows,
+    handshake_intro,
+    handshake_rows,
+)
 from ._tables import (
     Table,
     cost_table,
@@ -109,6 +117,15 @@ def render_markdown(report: Report) -> str:
     if s.rank_stability and s.complete_repetitions:
         out += ["## Rank stability", ""]
         out += _model_table(stability_table(report))
+
+    rows = handshake_rows(report.measurements)
+    if rows:
+        out += ["## TLS handshakes", "", handshake_intro(report.measurements), ""]
+        out += _table(list(HANDSHAKE_HEADER), rows, numeric_from=3)
+    rows = fault_rows(report.measurements)
+    if rows:
+        out += ["## A replica fails", "", fault_intro(report.measurements), ""]
+        out += _table(list(FAULT_HEADER), rows, numeric_from=1)
 
     out += ["## Trust: the load engine's headroom and a second engine", ""]
     out += [headroom_intro(report), ""]

@@ -36,8 +36,12 @@ class LoadHooks:
         total: int,
         engine_name: str = "gatling",
         ceiling_proc: Any = None,
+        watch: Any = None,
     ) -> None:
         self.journal = journal
+        self.watch = watch
+        """The deployment's watch (``gatebench._deployed.DeploymentWatch``): each phase's TLS
+        handshakes and a replica fault; None for a plain plan."""
         self.phases = phases
         self.provisioner = provisioner
         self.skip_file = skip_file
@@ -61,6 +65,8 @@ class LoadHooks:
         phase = self.phases.get(event.phase)
         if phase is None:
             return
+        if self.watch is not None:
+            self.watch.on_event(event.kind, event.phase, event.at_ms)
         if event.kind in ("start", "end"):
             if event.kind == "start":
                 self.repetition = phase.repetition
@@ -101,6 +107,8 @@ class LoadHooks:
         # a phase that ended before the last check that saw its target alive is clean
         if failure is not None and result.end_ms > failure["last_alive_ms"]:
             m = replace(m, flags=(*m.flags, FAILED_TARGET_FLAG))
+        if self.watch is not None:
+            m = self.watch.annotate(m, phase, result)
         self.journal.put(m)
 
     def _check(self, target: str) -> None:

@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ..backends import start_plan_backend
+from .._deployed import RunTls, prepare_tls
+from ..backends import PlanBackend, start_plan_backends
 from ..errors import GatebenchError
 from ..model import RunStatus
 from ..pinning import CpuLayout, resolve_layout
 from ..plan import Plan
 from ..procs import ManagedProcess, Supervisor
+from ..tls import remove_tls_folder
 from ..trust import Ceiling
 from ._base import Stage
 from ._journal import Progress
@@ -41,6 +43,10 @@ class Backend:
     layout: CpuLayout
     ceiling: ManagedProcess | None
     ceiling_url: str | None
+    replicas: PlanBackend | None = None
+    """Every replica gatebench started (None: the user's own service)."""
+    tls: RunTls | None = None
+    """The run's TLS material (a plan with ``tls``); its folder is removed at teardown."""
 
 
 class StartBackend(Stage):
@@ -58,19 +64,36 @@ class StartBackend(Stage):
         plan = ctx.get(Parsed).plan
         layout = pin(ctx.supervisor, plan, ctx.outcome)
         ctx.journal.display(Progress(step="provisioning", message="backend"))
-        proc, url, reset_url = start_plan_backend(ctx.supervisor, plan, ctx.api, ctx.run_dir)
-        if proc is not None:
-            ctx.cpu_groups["backend"] = [proc.pid]
+        tls = prepare_tls(plan)
+        if tls is not None:
+            ctx.resources.callback(remove_tls_folder, tls.folder)
+            ctx.journal.environment(tls=tls.record)
+        started = start_plan_backends(
+            ctx.supervisor,
+            plan,
+            ctx.api,
+            ctx.run_dir,
+            tls=tls.backend if tls is not None else None,
+        )
+        pids = [r.process.pid for r in started.replicas]
+        if pids:
+            ctx.cpu_groups["backend"] = pids
+        if plan.backend.replicas > 1:
+            ctx.journal.environment(
+                replicas={"count": plan.backend.replicas, "balance": plan.backend.balance}
+            )
         ceiling, ceiling_url = start_ceiling(ctx) if ctx.options.ceiling else (None, None)
-        parts = urlsplit(url)
+        parts = urlsplit(started.origins[0])
         return Backend(
-            url,
+            started.url,
             f"{parts.scheme}://{parts.netloc}",
-            reset_url,
-            proc.pid if proc is not None else None,
+            started.reset_urls[0] if started.reset_urls else None,
+            pids[0] if pids else None,
             layout,
             ceiling,
             ceiling_url,
+            started if started.replicas else None,
+            tls,
         )
 
 

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from ..engines import EngineRun, get_engine
 from ..errors import RunError
@@ -56,6 +57,8 @@ class Load(Stage):
             self.drive(ctx, hooks, ctx.get(Rendered).load.document)
         finally:
             ctx.outcome.load_s = time.monotonic() - started
+            if hooks.watch is not None:
+                hooks.watch.close()
         return Loaded(frozenset(hooks.failed))
 
     def drive(self, ctx: RunContext, hooks: LoadHooks, document: dict[str, Any]) -> None:
@@ -100,6 +103,14 @@ class LoadSplit(Load):
         problem = fanout_problem(ctx.options.testers, ctx.options.engine or ctx.plan.engine)
         if problem is not None:
             raise RunError(problem)
+        if ctx.plan.tls is not None or ctx.plan.fault is not None:
+            # Testers reach the targets from network namespaces of their own: the run's
+            # certificate names loopback only, and the loopback observer sees none of it.
+            raise RunError(
+                "--testers splits the load over network namespaces, which the run's TLS "
+                "certificate (loopback only) and the handshake and fault observer do not "
+                "reach; run a plan with tls or fault with one tester"
+            )
 
     def drive(self, ctx: RunContext, hooks: LoadHooks, document: dict[str, Any]) -> None:
         from .._fanout import run_testers
@@ -136,10 +147,38 @@ def start_hooks(ctx: RunContext) -> LoadHooks:
         len(schedule.phases),
         ctx.get(Parsed).engine,
         ctx.get(Backend).ceiling,
+        start_watch(ctx),
     )
     if hooks.failed:
         skip_file.write_text("\n".join(sorted(hooks.failed)) + "\n", encoding="utf-8")
     return hooks
+
+
+def start_watch(ctx: RunContext) -> Any:
+    """The deployment's watch over the load (``gatebench._deployed``): for a TLS plan, each
+    target's handshakes; with a fault, the replica killed and started again. None for a
+    plain plan."""
+    plan, backend = ctx.plan, ctx.get(Backend)
+    if plan.tls is None and plan.fault is None:
+        return None
+    if backend.replicas is None:
+        return None
+    from .._deployed import DeploymentWatch
+
+    ports = {t: urlsplit(u).port or 443 for t, u in ctx.get(Rendered).urls.items()}
+    watch = DeploymentWatch(
+        ctx.supervisor,
+        plan,
+        backend.replicas,
+        ctx.get(Rendered).load.schedule.phases,
+        ports,
+        ctx.run_dir,
+        ctx.run_dir,
+    )
+    watch.start()
+    for note in watch.notes:
+        ctx.note(note)
+    return watch
 
 
 def ready_then_skip(ctx: RunContext, hooks: LoadHooks) -> Callable[[], None]:

@@ -21,7 +21,7 @@ from ..errors import RunError
 from ..model import RunStatus
 from ..plan import Plan
 from ..provisioners.local import LocalProvisioner
-from ..renderers import policy_exclusions
+from ..renderers import deployment_exclusions, deployment_needs, policy_exclusions
 from ..score import BASELINE
 from ..trust import ENGINE_RESOLUTION_MS
 from ..workload import CompiledLoad, compile_load
@@ -32,6 +32,8 @@ from .parse import Parsed
 if TYPE_CHECKING:
     from ._context import RunContext, RunOptions
 
+FAULT_RESET_WAIT_S = 5.0
+"""With a fault, how long a reset may wait for the replica that restarts as its phase ends."""
 SKIP_FILE = "skip-targets.txt"
 """Targets the engine skips from now on (one per line), rewritten as gateways fail."""
 
@@ -57,12 +59,20 @@ class Render(Stage):
     def run(self, ctx: RunContext) -> Rendered:
         parsed, backend = ctx.get(Parsed), ctx.get(Backend)
         plan, options, journal = parsed.plan, ctx.options, ctx.journal
+        pool = backend.replicas.origins if backend.replicas is not None else ()
         provisioner = LocalProvisioner(
             ctx.supervisor,
             policies=parsed.policies,
             allow_missing_policies=options.allow_missing_policies,
+            tls=backend.tls.gateway if backend.tls is not None else None,
+            replicas=pool if len(pool) > 1 else (),
+            balance=plan.backend.balance,
         )
         ctx.resources.callback(provisioner.teardown)
+        undeployable = deployment_exclusions(plan.gateways, deployment_needs_of(plan))
+        for gw, reason in undeployable.items():
+            journal.target_failed(gw, reason)
+            ctx.note(reason)
         excluded = policy_exclusions(plan.gateways, plan.policies)
         for gw, reason in excluded.items():
             if options.allow_missing_policies:
@@ -70,7 +80,11 @@ class Render(Stage):
             else:
                 journal.target_failed(gw, reason)
                 ctx.note(reason)
-        gateways = [g for g in plan.gateways if options.allow_missing_policies or g not in excluded]
+        gateways = [
+            g
+            for g in plan.gateways
+            if (options.allow_missing_policies or g not in excluded) and g not in undeployable
+        ]
         needed = {w.operation_id for w in plan.workloads}
         failures = provisioner.render(gateways, ctx.api, backend.origin, ctx.run_dir, needed=needed)
         for gw, reason in failures.items():
@@ -94,6 +108,9 @@ class Render(Stage):
             keep=options.phase_filter,
             ceiling_url=backend.ceiling_url,
             skip_file=str((ctx.run_dir / SKIP_FILE).resolve()),
+            reset_urls=backend.replicas.reset_urls[1:] if backend.replicas is not None else (),
+            trust_store=str(backend.tls.trust_store) if backend.tls is not None else None,
+            reset_wait_s=FAULT_RESET_WAIT_S if plan.fault is not None else 0.0,
         )
         ctx.outcome.schedule = schedule = compiled.schedule
         journal.environment(
@@ -109,6 +126,18 @@ class Render(Stage):
             ),
         )
         return Rendered(provisioner, planned, urls, compiled)
+
+
+def deployment_needs_of(plan: Plan) -> frozenset[str]:
+    """What the plan's deployment asks every gateway to render (renderers._deployment)."""
+    tls = plan.tls
+    return deployment_needs(
+        tls=tls is not None,
+        http2=tls is not None and tls.http2,
+        resumption=tls is None or tls.resumption,
+        replicas=plan.backend.replicas,
+        balance=plan.backend.balance,
+    )
 
 
 def note_routes_left_out(ctx: RunContext, summaries: dict[str, str]) -> None:

@@ -59,6 +59,9 @@ import java.util.function.Function;
  * of subjects): user i of a phase sends line (user_base + i * user_stride) mod lines, so each
  * simulated user carries its own subject (a per-subject rate limit counts per user).
  *
+ * <p>TLS: with a {@code tls} object in the workload, HTTP/2 is enabled when {@code tls.http2}
+ * is true; the trust store comes from system properties set by gatebench.engines.gatling.
+ *
  * <p>stdout protocol (one line each, read by gatebench.engines.gatling): {@code GATEBENCH start
  * INDEX EPOCH_MS}, {@code GATEBENCH end INDEX EPOCH_MS}, {@code GATEBENCH progress INDEX DONE}
  * (every second) and {@code GATEBENCH finished EPOCH_MS}.
@@ -67,6 +70,7 @@ public class GenericSimulation extends Simulation {
 
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final String CONTROL = "__control__";
+  private static final String CONTROL_RETRY = "__control_retry__";
   private static final String CACHE_EMPTY_MESSAGE = "__control_first__";
   private static final int FLUSH_NAME_LENGTH = 8000;
 
@@ -109,6 +113,11 @@ public class GenericSimulation extends Simulation {
             .disableAutoOrigin()
             .disableUrlEncoding()
             .userAgentHeader("gatebench");
+    // TLS (the trust store is set by system properties, gatebench.engines.gatling): HTTP/2 by
+    // ALPN where the plan asks for it; otherwise HTTP/1.1 only.
+    if (root.path("tls").path("http2").asBoolean(false)) {
+      protocol = protocol.enableHttp2();
+    }
 
     JsonNode phases = root.path("phases");
     phaseCount = phases.size();
@@ -249,6 +258,22 @@ public class GenericSimulation extends Simulation {
       String method = call.path("method").asText("POST");
       String url = call.path("url").asText();
       int expect = call.path("status").asInt(204);
+      int waitMs = call.path("wait_ms").asInt(0);
+      if (waitMs > 0) {
+        // A backend that may be restarting (a replica after a fault): retry every 100 ms until
+        // it answers, recorded under a name of its own; the call that counts follows.
+        steps =
+            steps
+                .tryMax(Math.max(1, waitMs / 100), "gb.try")
+                .on(
+                    doIf(session -> session.getInt("gb.try") > 0)
+                        .then(pause(Duration.ofMillis(100)))
+                        .exec(
+                            http(CONTROL_RETRY)
+                                .httpRequest(session -> method, session -> url)
+                                .check(status().is(expect))))
+                .exec(session -> session.markAsSucceeded());
+      }
       steps =
           steps.exec(
               http(CONTROL)

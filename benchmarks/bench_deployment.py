@@ -1,0 +1,177 @@
+"""What TLS, HTTP/2 and an upstream pool cost: every gateway that runs here, plain, with the
+run's TLS (an ECDSA P-256 and an RSA 2048 certificate), with HTTP/2, and in front of one or
+three backend replicas, side by side in one run; the baseline gets the same TLS from the
+backend itself.
+
+Per gateway, every variant is booted at once (one process each, one worker): plain and TLS
+(ECDSA, RSA; HTTP/2 offered) in front of one replica, and the same in front of three (round
+robin). h2load (nghttp2) loads each for a few seconds over kept-alive connections, HTTP/1.1 or
+HTTP/2 (one stream per connection, so the concurrency is the same), in interleaved rounds, so
+that what else the machine does weighs on every variant alike. The table gives the median
+rate of the rounds and each variant's time per request against the plain one-replica proxy.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import statistics
+import subprocess
+import tempfile
+from pathlib import Path
+
+from gatebench.backends import BackendTls, start_backend_process
+from gatebench.procs import Supervisor, free_port
+from gatebench.spec import load_spec
+from gatebench.tls import GatewayTls, make_run_certificates, write_tls_folder
+
+from ._machine import CpuWindow
+
+TITLE = "What TLS, HTTP/2 and replicas cost (h2load)"
+ROOT = Path(__file__).resolve().parents[1]
+SECONDS = 3
+CLIENTS = 20
+RUNS = 2
+PATH = "/auctions/7"
+# (column, certificate or None, HTTP/2): what h2load speaks to each boot
+COLUMNS = (
+    ("plain", None, False),
+    ("TLS ECDSA", "ecdsa-p256", False),
+    ("TLS RSA", "rsa-2048", False),
+    ("TLS ECDSA + h2", "ecdsa-p256", True),
+)
+
+
+def _h2load(url: str, http2: bool) -> float:
+    argv = ["h2load", "-D", str(SECONDS), "-c", str(CLIENTS), "-m", "1", "-t", "1"]
+    argv += ["-H", "Authorization: Bearer bench-token"]  # the auction accepts any bearer
+    if not http2:
+        argv.append("--h1")
+    out = subprocess.run(
+        [*argv, url], capture_output=True, text=True, timeout=SECONDS + 60, check=True
+    )
+    rate = re.search(r"finished in [\d.]+s, ([\d.]+) req/s", out.stdout)
+    done = re.search(r"requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded", out.stdout)
+    status = re.search(r"status codes: (\d+) 2xx", out.stdout)
+    if not rate or not done or not status:
+        raise RuntimeError(f"h2load printed no rate:\n{out.stdout}{out.stderr}")
+    if int(done.group(1)) != int(done.group(2)) or int(status.group(1)) != int(done.group(1)):
+        raise RuntimeError(f"{url}: requests failed or were refused:\n{out.stdout}")
+    protocol = re.search(r"Application protocol: (\S+)", out.stdout)
+    expected = "h2" if http2 else "http/1.1"
+    if protocol and protocol.group(1) != expected:
+        raise RuntimeError(f"{url}: h2load spoke {protocol.group(1)}, not {expected}")
+    return float(rate.group(1))
+
+
+def run() -> str:
+    if shutil.which("h2load") is None:
+        return "h2load is not installed (scripts/setup.d/apt-packages.txt: nghttp2-client)."
+    from gatebench.errors import UnsupportedFeature
+    from gatebench.provisioners import boot_gateway
+    from gatebench.renderers import RenderTarget, all_renderers
+
+    api = load_spec(ROOT / "examples/auction/openapi.yaml").api
+    assert api is not None
+    gateways = [r.name for r in all_renderers() if r.runs_here and r.available_here() is None]
+    rows: list[tuple[str, int, str, list[float], float]] = []
+    skipped: dict[str, str] = {}
+    with Supervisor() as sup, tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        work.chmod(0o755)
+        folders = {
+            key: write_tls_folder(make_run_certificates(key), work)  # type: ignore[arg-type]
+            for key in ("ecdsa-p256", "rsa-2048")
+        }
+        replicas = [start_backend_process(sup, "auction", work, replica=n) for n in (1, 2, 3)]
+        baselines = {
+            key: start_backend_process(
+                sup, "auction", work, tls=BackendTls(folders[key], http2=True)
+            )
+            for key in folders
+        }
+        plain_base = start_backend_process(sup, "auction", work)
+        targets: dict[tuple[str, int], dict[str | None, str]] = {
+            ("baseline", 1): {
+                None: f"http://127.0.0.1:{plain_base.port}",
+                **{key: f"https://127.0.0.1:{b.tls_port}" for key, b in baselines.items()},
+            }
+        }
+        for gateway in gateways:
+            for count in (1, 3):
+                urls: dict[str | None, str] = {}
+                for key in (None, *folders):
+                    pool = tuple(r.url for r in replicas[:count])
+                    target = RenderTarget(
+                        workdir=str(work / f"{gateway}-{count}-{key or 'plain'}"),
+                        listen_port=free_port(),
+                        backend_url=pool[0],
+                        admin_port=free_port(),
+                        workers=1,
+                        tls=GatewayTls(str(folders[key]), key_type=key, http2=True)  # type: ignore[arg-type]
+                        if key
+                        else None,
+                        replicas=pool if count > 1 else (),
+                    )
+                    try:
+                        boot_gateway(gateway, api, target, sup)
+                    except UnsupportedFeature as exc:
+                        skipped.setdefault(gateway, exc.problems[0].message)
+                        continue
+                    scheme = "https" if key else "http"
+                    urls[key] = f"{scheme}://127.0.0.1:{target.listen_port}"
+                targets[(gateway, count)] = urls
+        for (name, count), urls in targets.items():
+            rates: dict[str, list[float]] = {}
+            others: list[float] = []
+            for _ in range(RUNS):
+                for column, key, http2 in COLUMNS:
+                    if key not in urls:
+                        continue
+                    with CpuWindow() as cpu:
+                        rate = _h2load(urls[key] + PATH, http2)
+                    rates.setdefault(column, []).append(rate)
+                    others.append(cpu.others_pct)
+            for column, values in rates.items():
+                rows.append((name, count, column, values, statistics.mean(others)))
+    return _table(rows, skipped)
+
+
+def _table(rows: list[tuple[str, int, str, list[float], float]], skipped: dict[str, str]) -> str:
+    lines = [
+        f"`h2load -D {SECONDS} -c {CLIENTS} -m 1` on `GET {PATH}` with a bearer token (HTTP/1.1 with `--h1`, HTTP/2 "
+        f"by ALPN), {RUNS} interleaved rounds per variant, loopback, one worker per gateway; "
+        "TLS with the run's throwaway certificate and gatebench.tls's settings (TLS 1.3 "
+        "negotiated), HTTP/2 offered by every TLS variant; replicas are auction backends "
+        "balanced round robin. Cost: the time per request (1/rate) against the same gateway's "
+        "plain one-replica variant, from the medians; negative means faster. The baseline is "
+        "the backend itself (one replica), with the same TLS.",
+        "",
+        "| target | replicas | variant | req/s (median) | range | cost vs plain | others' CPU |",
+        "|---|---:|---|---:|---:|---:|---:|",
+    ]
+    plain: dict[str, float] = {}
+    for name, count, column, values, others_pct in rows:
+        median = statistics.median(values)
+        if column == "plain" and count == 1:
+            plain[name] = median
+        cost = (
+            "—"
+            if (column == "plain" and count == 1) or name not in plain
+            else f"{(plain[name] / median - 1) * 100:+.0f} %"
+        )
+        lines.append(
+            f"| {name} | {count} | {column} | {median:,.0f} | "
+            f"{min(values):,.0f}–{max(values):,.0f} | {cost} | {others_pct:.0f} % |"
+        )
+    if skipped:
+        lines += ["", "Variants a gateway cannot render (left out, with its reason):", ""]
+        lines += [f"- {reason}" for _, reason in sorted(skipped.items())]
+    lines += [
+        "",
+        "h2load shares the 2 cores with the gateway and the backends, so the figures compare "
+        "variants on this machine; they are not the gateways' ceilings. Kept-alive "
+        "connections make this the cost of encrypting the traffic: handshakes (new and "
+        "resumed) are what a run's report counts per phase.",
+    ]
+    return "\n".join(lines)

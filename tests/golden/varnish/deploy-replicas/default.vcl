@@ -1,0 +1,63 @@
+# Varnish 7.1 VCL rendered by gatebench: 3 route(s), pass-through.
+# Generated file; re-render instead of editing.
+vcl 4.1;
+
+import directors;
+
+probe gatebench_health {
+    .url = "/__gatebench__/health";
+    .interval = 1s;
+    .timeout = 1s;
+    .window = 3;
+    .threshold = 2;
+    .initial = 3;
+}
+
+backend r1 {
+    .host = "127.0.0.1";
+    .port = "9000";
+    .connect_timeout = 10s;
+    .first_byte_timeout = 300s;
+    .between_bytes_timeout = 300s;
+    .probe = gatebench_health;
+}
+
+backend r2 {
+    .host = "127.0.0.1";
+    .port = "9001";
+    .connect_timeout = 10s;
+    .first_byte_timeout = 300s;
+    .between_bytes_timeout = 300s;
+    .probe = gatebench_health;
+}
+
+backend r3 {
+    .host = "127.0.0.1";
+    .port = "9002";
+    .connect_timeout = 10s;
+    .first_byte_timeout = 300s;
+    .between_bytes_timeout = 300s;
+    .probe = gatebench_health;
+}
+
+sub vcl_init {
+    new gatebench_pool = directors.round_robin();
+    gatebench_pool.add_backend(r1);
+    gatebench_pool.add_backend(r2);
+    gatebench_pool.add_backend(r3);
+}
+
+sub vcl_recv {
+    set req.backend_hint = gatebench_pool.backend();
+    # Method and raw URL -> pass to the backend; first match wins.
+    if (req.method == "POST" && req.url ~ "^/auctions(?:\x3f|$)") {
+        return (pass);
+    }
+    if (req.method == "GET" && req.url ~ "^/auctions/(?:[^/?]+)(?:\x3f|$)") {
+        return (pass);
+    }
+    if (req.method == "POST" && req.url ~ "^/bid/(?:[^/?]+)(?:\x3f|$)") {
+        return (pass);
+    }
+    return (synth(404, "Not Found"));
+}

@@ -1,0 +1,76 @@
+"""What a killed replica did to a phase (gatebench.fault), on simulated requests and
+connection attempts whose answer is known."""
+
+from __future__ import annotations
+
+import pytest
+
+from gatebench.fault import Request, fault_impact
+
+KILL = 1000.0
+
+
+def _steady(start: float, end: float, every: float, latency: float) -> list[Request]:
+    out, t = [], start
+    while t < end:
+        out.append(Request(t, t + latency, True))
+        t += every
+    return out
+
+
+def test_a_gateway_that_retries_elsewhere_shows_no_error_but_keeps_trying() -> None:
+    requests = _steady(KILL - 5, KILL + 5, 0.01, 0.001)
+    # a connection attempt to the dead replica every 30 ms for 1.2 s, then a probe a second
+    attempts = [KILL + 0.03 * i for i in range(40)] + [KILL + 2.0 + i for i in range(3)]
+    impact = fault_impact(requests, KILL, KILL + 5, attempts)
+    assert impact.errors == 0
+    assert impact.spike_ms == 0.0
+    assert impact.disturbed_s == 0.0
+    assert impact.stopped_after_s == pytest.approx(1.25)
+    assert impact.attempts == 43
+    assert impact.probe_rate == pytest.approx(1 / 1.5)  # one probe in the last third
+
+
+def test_errors_and_a_spike_until_the_health_check_takes_it_out() -> None:
+    requests = _steady(KILL - 5, KILL + 5, 0.01, 0.002)
+    # every third request after the kill fails until 2 s, one waits 300 ms
+    hit = []
+    for i, r in enumerate(requests):
+        if KILL <= r.start < KILL + 2 and i % 3 == 0:
+            hit.append(Request(r.start, r.start + 0.001, False))
+        else:
+            hit.append(r)
+    hit.append(Request(KILL + 0.5, KILL + 0.8, True))
+    impact = fault_impact(hit, KILL, KILL + 5, None)
+    assert impact.errors == sum(1 for r in hit if not r.ok) > 60
+    assert impact.error_pct == pytest.approx(100 * impact.errors / impact.requests_after)
+    assert impact.p99_before_ms == pytest.approx(2.0)
+    assert impact.spike_ms == pytest.approx(298.0)
+    assert 1.98 < impact.disturbed_s < 2.0
+    assert impact.stopped_after_s == pytest.approx(impact.disturbed_s)
+    assert impact.attempts is None and impact.probe_rate is None
+
+
+def test_nothing_observed_says_so() -> None:
+    requests = _steady(KILL - 1, KILL + 1, 0.1, 0.001)
+    impact = fault_impact(requests, KILL, KILL + 1, None)
+    assert impact.stopped_after_s is None
+    assert impact.errors == 0
+    assert impact.to_dict()["requests_after"] == 10
+
+
+def test_one_retry_at_the_kill_then_only_probes() -> None:
+    requests = _steady(KILL - 1, KILL + 4, 0.01, 0.001)
+    impact = fault_impact(requests, KILL, KILL + 4, [KILL + 0.004, KILL + 1.0, KILL + 2.0])
+    assert impact.stopped_after_s == pytest.approx(0.004)
+    assert impact.attempts == 3
+
+
+def test_other_gateways_probes_are_the_background_not_traffic() -> None:
+    """Six gateways each probe the dead replica once a second (at their own offsets): the
+    gateway under test retried twice at the kill and stopped; their probes are no traffic."""
+    requests = _steady(KILL - 1, KILL + 6, 0.01, 0.001)
+    probes = [KILL + 0.02 + g * 0.04 + s for g in range(6) for s in range(6)]
+    impact = fault_impact(requests, KILL, KILL + 6, [KILL + 0.001, KILL + 0.002, *probes])
+    assert impact.stopped_after_s is not None and impact.stopped_after_s <= 0.25
+    assert impact.probe_rate == pytest.approx(6.0, rel=0.2)

@@ -1,0 +1,55 @@
+"""The report's deployment sections (report/_deployment.py): TLS handshakes per phase and what
+a killed replica did, in Markdown and HTML, shown only when the run has them."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from gatebench.fault import FaultImpact
+from gatebench.report import build_report, render_html, render_markdown
+from synthetic import synthetic_run
+
+IMPACT = FaultImpact(
+    killed_at=1000.0,
+    requests_after=900,
+    errors=12,
+    error_pct=1.333,
+    p99_before_ms=4.0,
+    spike_ms=310.0,
+    disturbed_s=1.2,
+    stopped_after_s=0.75,
+    attempts=9,
+    probe_rate=1.0,
+)
+
+
+def _run_with_deployment():  # type: ignore[no-untyped-def]
+    run, ms = synthetic_run()
+    first = ms[0]
+    changed = [
+        dataclasses.replace(first, tls_new=3, tls_resumed=97, fault=IMPACT.to_dict()),
+        *ms[1:],
+    ]
+    return build_report(run, changed, now=1_767_272_400.0), first
+
+
+def test_sections_appear_with_their_figures() -> None:
+    report, first = _run_with_deployment()
+    md = render_markdown(report)
+    assert "## TLS handshakes" in md
+    assert f"| {first.target} | {first.workload} | {first.repetition} | 3 | 97 | 97.0 |" in md
+    assert "## A replica fails" in md
+    assert (
+        f"| {first.target} | {first.repetition} | 900 | 12 | 1.33 | 310 | 1.20 | 0.75 | 9 | 1.0 |"
+        in md
+    )
+    html = render_html(report)
+    assert 'id="tls"' in html and 'id="fault"' in html
+    assert ">310<" in html
+
+
+def test_no_sections_without_tls_or_a_fault() -> None:
+    run, ms = synthetic_run()
+    report = build_report(run, ms, now=1_767_272_400.0)
+    assert "TLS handshakes" not in render_markdown(report)
+    assert 'id="fault"' not in render_html(report)
