@@ -81,6 +81,8 @@ class Prober:
     late_ms: float
     engine: LoadgenEngine = field(default_factory=LoadgenEngine)
     reset_url: str | None = None
+    reset_urls: Sequence[str] = ()
+    """The other backend replicas' resets (a plan with ``backend.replicas``)."""
     cpu_groups: Mapping[str, Sequence[int]] | None = None
     target_groups: Callable[[str], Sequence[str]] = lambda target: ()
     env: Mapping[str, str] | None = None
@@ -102,6 +104,7 @@ class Prober:
                 self.target,
                 self.base_url,
                 reset_url=self.reset_url,
+                reset_urls=self.reset_urls,
             )
         document = probe_document(self.template, request, seed=self.seed + self.probes)
         index = measured_index(document)

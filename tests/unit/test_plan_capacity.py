@@ -264,3 +264,18 @@ def test_a_run_overrides_the_repetitions_and_quick_shortens_the_search(auction: 
     )
     assert quick.workloads == plan.workloads and quick.repetitions == plan.repetitions
     assert capacity_as_run(plan) == plan
+
+
+def test_a_capacity_run_refuses_tls_and_a_fault_with_located_errors(auction: Api) -> None:
+    from dataclasses import replace
+
+    from gatebench.capacity import capacity_problems
+    from gatebench.plan import Fault, Tls
+
+    plan = build_plan(section(), auction)
+    assert capacity_problems(plan) == []
+    refused = replace(plan, tls=Tls(), fault=Fault(replica=1, workload="get"))
+    assert [p.pointer for p in capacity_problems(refused)] == [
+        "/x-gatebench/tls",
+        "/x-gatebench/fault",
+    ]

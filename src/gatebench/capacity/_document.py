@@ -15,10 +15,11 @@ step writes one :func:`probe_template` per target and workload (the requests, th
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
+from ..errors import Problem, pointer
 from ..ir import Api
 from ..plan import Capacity, CapacityPlan, Injection, Objective, Plan
 from ..workload import Control, Phase, Schedule, injection_json, render_workload
@@ -37,18 +38,43 @@ def probe_template(
     base_url: str,
     *,
     reset_url: str | None = None,
+    reset_urls: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The workload document of a probe of ``target`` on ``workload``, its rate still to be
-    set (:func:`probe_document`): a warm-up phase with the backend reset before it, then the
-    measured phase."""
+    set (:func:`probe_document`): a warm-up phase with the backend reset before it (and the
+    resets of the other replicas, ``reset_urls``), then the measured phase."""
     placeholder = Injection("constant_rate", rate=1.0, duration=1.0)
-    before = (Control(reset_url),) if reset_url else ()
+    before = tuple(Control(url) for url in ([reset_url] if reset_url else []) + list(reset_urls))
     phases = (
         Phase(WARMUP, target, workload, 1, False, base_url, placeholder, before),
         Phase(MEASURED, target, workload, 1, True, base_url, placeholder),
     )
     only = replace(plan, workloads=tuple(w for w in plan.workloads if w.name == workload))
     return render_workload(only, api, Schedule(phases, 0))
+
+
+def capacity_problems(plan: Plan) -> list[Problem]:
+    """What a capacity run cannot search in ``plan``, located: its load generator speaks plain
+    HTTP/1.1 (``tls:`` is measured by a fixed-workload run), and a replica killed mid-phase
+    (``fault:``) has no place in a search whose every probe must see the same backend."""
+    out = []
+    if plan.tls is not None:
+        out.append(
+            Problem(
+                pointer("x-gatebench", "tls"),
+                "the capacity search's load generator speaks plain HTTP/1.1: run this plan's "
+                "TLS with `gatebench run`, or search it without tls:",
+            )
+        )
+    if plan.fault is not None:
+        out.append(
+            Problem(
+                pointer("x-gatebench", "fault"),
+                "a capacity search keeps every replica up (each probe must see the same "
+                "backend): run the fault with `gatebench run`, or search it without fault:",
+            )
+        )
+    return out
 
 
 def probe_document(

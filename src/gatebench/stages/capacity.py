@@ -38,6 +38,7 @@ from ..capacity import (
     SearchResult,
     TargetDown,
     TesterLimits,
+    capacity_problems,
     capacity_result,
     drive,
     evaluate_capacity,
@@ -45,7 +46,7 @@ from ..capacity import (
     rate_text,
 )
 from ..engines.loadgen import LoadgenEngine
-from ..errors import RunError
+from ..errors import PlanError, RunError
 from ..model import RunStatus
 from ..report import CapacityReport, build_capacity_report
 from ..trust import TESTER_BOUND_SHARE
@@ -76,6 +77,9 @@ class CapacityParse(Stage):
 
     def check(self, ctx: RunContext) -> None:
         LoadgenEngine().check()
+        unsupported = capacity_problems(ctx.plan)
+        if unsupported:
+            raise PlanError(unsupported)
         if not ctx.plan.capacity_settings():
             raise RunError(
                 "every workload says capacity: false: nothing to search (docs/capacity.md)"
@@ -182,6 +186,7 @@ class CapacityLoad(Stage):
                     late_threshold_ms(s.objective),
                     engine=LoadgenEngine(connections=s.connections),
                     reset_url=backend.reset_url,
+                    reset_urls=backend.replicas.reset_urls[1:] if backend.replicas else (),
                     cpu_groups=ctx.cpu_groups,
                     target_groups=groups,
                     hosts=hosts,
