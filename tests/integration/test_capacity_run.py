@@ -120,3 +120,6 @@ def test_a_quick_capacity_run_of_two_gateways(
     assert main(["report", run.run_id, *store_flag, "-o", str(html)]) == 0
     text = html.read_text(encoding="utf-8")
     assert "gatebench capacity report" in text and "<svg" in text and "knee" in text
+    capsys.readouterr()
+    assert main(["runs", *store_flag]) == 0
+    assert "Items (capacity search)" in capsys.readouterr().out
