@@ -265,6 +265,19 @@ def test_the_vms_live_as_long_as_the_plan_needs_and_the_testers_disk_holds_its_l
     assert "size  = var.tester.disk_gb" in tester.split("network_interface")[0]
 
 
+def test_a_capacity_run_is_recorded_as_one_from_the_parse_step() -> None:
+    from gatebench.report import is_capacity_run
+    from gatebench.run_request import METADATA_KEY, RunRequest
+
+    ref = ObjectRef("gb-uploads", "specs/auction.yaml", "9")
+    metadata = {METADATA_KEY: RunRequest(kind="capacity").to_metadata()}
+    capacity = parse_upload(AUCTION, ref, now=1000.0, metadata=metadata)
+    assert capacity.ok and is_capacity_run(capacity.run)
+    document = capacity.response()["document"]["fields"]
+    assert document["environment"]["mapValue"]["fields"]["run_kind"] == {"stringValue": "capacity"}
+    assert not is_capacity_run(parse_upload(AUCTION, ref, now=1000.0).run)
+
+
 def test_a_capacity_run_renders_the_search_input_for_the_tester() -> None:
     import json
 
