@@ -123,3 +123,62 @@ def test_a_quick_capacity_run_of_two_gateways(
     capsys.readouterr()
     assert main(["runs", *store_flag]) == 0
     assert "Items (capacity search)" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(shutil.which("nginx") is None, reason="needs nginx")
+def test_a_gateway_that_dies_during_its_search_is_failed_and_the_others_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """nginx killed as its first probe starts: its search ends ``failed`` (its errors are not
+    read as a knee), it is recorded as failed with its log tail and searched no more, the
+    baseline is searched in both repetitions, and the run ends partial with nothing left."""
+    import os
+    import signal
+
+    from _engine_helpers import ITEMS, TOKEN_ENV, RecordingSupervisor, items
+
+    from gatebench.capacity_runner import run_capacity
+    from gatebench.stages import Progress, RunOptions
+
+    monkeypatch.setenv(TOKEN_ENV, "t")
+    section = SPEC["x-gatebench"]
+    api, plan = items(
+        gateways=["nginx"],
+        backend=section["backend"],
+        capacity=section["capacity"],
+        workloads=[{**section["workloads"][0], "operation": "getItem"}],
+    )
+    supervisor = RecordingSupervisor()
+    killed: list[int] = []
+
+    def display(p: Progress) -> None:
+        if "· nginx · read: grow" in p.message and not killed:
+            proc = supervisor.named("nginx")
+            killed.append(proc.pid)
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    outcome = run_capacity(
+        api,
+        plan,
+        spec_uri=str(ITEMS),
+        spec_sha256="5" * 64,
+        options=RunOptions(results_dir=tmp_path, seed=3, ceiling=False),
+        display=display,
+        supervisor_factory=lambda: supervisor,
+    )
+    assert killed
+    record = outcome.record
+    assert str(record.status) == "partial"
+    assert record.target_errors["nginx"].startswith("nginx exited with code -9")
+    searches = [
+        json.loads(line)
+        for line in (outcome.run_dir / "capacity-searches.jsonl").read_text().splitlines()
+    ]
+    nginx = [s for s in searches if s["target"] == "nginx"]
+    assert [s["search"]["status"] for s in nginx] == ["failed"]
+    assert nginx[0]["search"]["knee"] is None
+    baseline = [s for s in searches if s["target"] == "baseline"]
+    assert len(baseline) == 2 and all(s["search"]["knee"] for s in baseline)
+    assert record.capacity is not None
+    assert [order for _, order in record.capacity["orders"]][1] == ["baseline"]
+    assert processes_mentioning(str(outcome.run_dir)) == []
