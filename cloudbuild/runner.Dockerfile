@@ -60,10 +60,11 @@ COPY requirements/ requirements/
 RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; print('\n'.join(p['dependencies'] + p['optional-dependencies']['cloud']))" > /tmp/requirements.txt \
  && python -m pip install --no-cache-dir --constraint requirements/dev.lock --requirement /tmp/requirements.txt \
  && rm /tmp/requirements.txt
-# The wheel: setup.py copies backend/, frontend/, gateways/ and gatling/ into gatebench/_data
-# (gatling/ is already here, its build output left out by setup.py).
+# The wheel: setup.py copies backend/, loadgen/, frontend/, gateways/ and gatling/ into
+# gatebench/_data (gatling/ is already here, its build output left out by setup.py).
 COPY setup.py MANIFEST.in ./
 COPY backend/ backend/
+COPY loadgen/ loadgen/
 COPY frontend/ frontend/
 COPY gateways/ gateways/
 COPY src/ src/

@@ -3,16 +3,20 @@
 split by, the testers start together, and the records merge exactly (every request counted,
 percentiles over all of them, the schedules summed). Nothing of the namespaces is left behind.
 
+Then ``gatebench capacity --testers 2`` through a gateway: the run's every probe split the same
+way.
+
 Runs under ``flock /work/locks/netns.lock`` on shared machines (fixed tester addresses)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import urllib.request
 from pathlib import Path
 
 import pytest
-from _engine_helpers import TOKEN_ENV, items
+from _engine_helpers import ITEMS, TOKEN_ENV, items
 
 from gatebench._netns import LoadHostNetwork, leftovers, namespaces_problem
 from gatebench.backends import start_plan_backend
@@ -71,3 +75,60 @@ def test_a_probe_over_three_testers_merges_exactly(
     # latency some tester recorded
     assert metrics.latency["p50"] >= 2.0
     assert metrics.lag_p50_ms < 50.0
+
+
+@pytest.mark.skipif(shutil.which("nginx") is None, reason="needs nginx")
+def test_gatebench_capacity_with_two_testers_searches_through_a_gateway(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``gatebench capacity --testers 2``: every probe of the run (nginx and the baseline) split
+    over two generators in namespaces of their own; each knee is below the backend's known
+    capacity (4 × 10 ms = 400 req/s) and nothing of the namespaces is left."""
+    import yaml
+
+    from gatebench.cli import main
+    from gatebench.store import SqliteStore
+
+    section = {
+        "gateways": ["nginx"],
+        "baseline": True,
+        "backend": {"mock": {"latency": "10ms", "workers": 4}},
+        "capacity": {
+            "objective": {"p50": "25ms"},
+            "start_rate": "150/s",
+            "warmup": "0.2s",
+            "probe": "0.5s",
+            "confirm": "0.5s",
+            "precision": "20%",
+            "repetitions": 1,
+        },
+        "workloads": [
+            {
+                "name": "read",
+                "operation": "getItem",
+                "params": {"id": {"range": [1, 10]}},
+                "injection": {"constant_rate": {"rate": 100, "duration": "1s"}},
+            }
+        ],
+    }
+    spec = yaml.safe_load(ITEMS.read_text(encoding="utf-8"))
+    spec["x-gatebench"] = section
+    path = tmp_path / "items.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    results = tmp_path / "results"
+    before = set(leftovers())
+    code = main(
+        ["capacity", str(path), "--results", str(results), "--testers", "2", "--no-ceiling"]
+    )
+    out, err = capsys.readouterr()
+    assert set(leftovers()) <= before
+    with SqliteStore(results / "gatebench.sqlite") as store:
+        (run,) = store.list_runs()
+    assert code == 0 and str(run.status) == "done", (out, err)
+    assert run.environment["testers"] == 2
+    (endpoint,) = run.capacity["endpoints"]
+    for s in endpoint["summaries"]:
+        assert 0 < s["estimate"] <= 400 * 1.2, s
+    (run_dir,) = [p for p in results.iterdir() if p.is_dir()]
+    records = sorted(p.name for p in (run_dir / "probes" / "read" / "nginx").rglob("*-t1.records"))
+    assert records, "the second tester wrote no records"
