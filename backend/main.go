@@ -20,7 +20,8 @@
 // -tls-cert, -tls-key) the same handler is also served over TLS on a second address: the
 // baseline of a TLS plan, with the run's certificate, TLS 1.2 minimum, the same TLS 1.2
 // cipher suites as the gateways, ALPN h2 only with -tls-h2, no session tickets with
-// -tls-tickets=false.
+// -tls-tickets=false. With -instance NAME every answer carries X-Gatebench-Instance: NAME,
+// so a client behind a gateway sees which of two backends answered (a change of upstream).
 //
 // It serves until SIGTERM or SIGINT and prints one "listening on ADDR" line when ready (and
 // one "listening on ADDR tls" line for the TLS address).
@@ -67,6 +68,7 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on (host:port)")
 	mode := flag.String("mode", "echo", "echo, mock or auction")
 	config := flag.String("config", "", "mock mode: the routes file (JSON)")
+	instance := flag.String("instance", "", "a name sent in every answer's X-Gatebench-Instance header (which backend answered)")
 	replica := flag.Int("replica", 0, "this replica's number in a pool (1..N); 0: not a pool")
 	tlsListen := flag.String("tls-listen", "", "also serve over TLS on this address (host:port)")
 	tlsCert := flag.String("tls-cert", "", "with -tls-listen: the certificate chain (PEM)")
@@ -95,6 +97,9 @@ func main() {
 	}
 
 	handler = withReplica(handler, *replica)
+	if *instance != "" {
+		handler = withInstance(handler, *instance)
+	}
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -131,6 +136,15 @@ func main() {
 	if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
 		log.Fatal(err)
 	}
+}
+
+// withInstance names the backend in every answer, so that a client behind a gateway sees
+// which of two backends the gateway forwarded to (a change of upstream under load).
+func withInstance(next http.Handler, name string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Gatebench-Instance", name)
+		next.ServeHTTP(w, r)
+	})
 }
 
 func newServer(handler http.Handler) *http.Server {

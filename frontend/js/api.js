@@ -83,6 +83,10 @@ export class Api {
     return this.readUrl(`runs/${encodeURIComponent(id)}/report`, { format }).href;
   }
 
+  scaleUrl(id, format) {
+    return this.readUrl(`runs/${encodeURIComponent(id)}/scale`, { format }).href;
+  }
+
   uploadUrl(route, file, options) {
     const url = new URL(route, this.uploads);
     url.searchParams.set("name", file.name);

@@ -160,6 +160,29 @@ export function resultsBlock(view, api) {
   return out;
 }
 
+/** Runs of the route-scale and change-under-load kinds (docs/scale.md) have their own report. */
+export function isScaleRun(run) {
+  return run.kind === "scale" || run.kind === "change-under-load";
+}
+
+export function scaleBlock(run, api) {
+  const title = run.kind === "scale" ? "Route scale" : "Configuration change under load";
+  return [
+    section(
+      "scale",
+      title,
+      h("iframe", { class: "scale-report", src: api.scaleUrl(run.run_id, "html"), title: `${title} report` }),
+      h(
+        "ul",
+        { class: "downloads" },
+        ["html", "json"].map((fmt) =>
+          h("li", {}, h("a", { href: api.scaleUrl(run.run_id, fmt), target: fmt === "html" ? "_blank" : null, rel: "noopener" }, `${fmt.toUpperCase()} report`)),
+        ),
+      ),
+    ),
+  ];
+}
+
 export function runPage(ctx, runId) {
   const { api, config, signal } = ctx;
   const heading = h("h1", { tabindex: "-1", id: "page-title" }, `Run ${runId}`);
@@ -172,6 +195,11 @@ export function runPage(ctx, runId) {
   let lastStatus = null;
   let lastView = 0;
   async function showView(run) {
+    if (isScaleRun(run)) {
+      results.dataset.state = run.finished ? "final" : "partial";
+      fill(results, ...scaleBlock(run, api));
+      return;
+    }
     let view;
     try {
       view = await api.getView(runId, signal);

@@ -23,6 +23,7 @@ COMMANDS = (
     "render",
     "run",
     "capacity",
+    "scale",
     "runs",
     "report",
     "score",

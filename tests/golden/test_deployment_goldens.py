@@ -126,6 +126,63 @@ def test_a_declared_feature_shows_and_a_missing_one_is_refused_with_its_reason(
     assert problem.message.startswith(f"{gateway} cannot render ")
 
 
+def _lines(files: dict[str, str]) -> set[str]:
+    return {line.strip() for text in files.values() for line in text.splitlines()}
+
+
+@pytest.mark.parametrize(("gateway", "case"), PAIRS)
+def test_the_live_files_keep_the_deployment(gateway: str, case: str) -> None:
+    """A gateway changed while it runs stays as deployed: ``render_live`` (the files its live
+    mechanism takes, docs/scale.md) carries every line the deployment adds to ``render``
+    (indentation aside: Envoy moves its listener and cluster into watched files), and refuses
+    what ``render`` refuses, with the same located reason."""
+    renderer = get_renderer(gateway)
+    api = case_api("auction")
+    target = _target(gateway, **CASES[case])
+    try:
+        files = renderer.render(api, target)
+    except UnsupportedFeature as exc:
+        with pytest.raises(UnsupportedFeature) as info:
+            renderer.render_live(api, target)
+        assert info.value.problems == exc.problems
+        return
+    added = _lines(files) - _lines(renderer.render(api, golden_target(gateway)))
+    assert added, f"{gateway} {case}: the deployment adds nothing to the files"
+    missing = added - _lines(renderer.render_live(api, target))
+    assert not missing, f"{gateway}'s live files drop part of {case}: {sorted(missing)[:5]}"
+
+
+@pytest.mark.parametrize("gateway", ["spring-cloud-gateway", "zuul"])
+def test_the_jvm_gateways_keep_their_refresh_endpoint_plain_behind_tls(gateway: str) -> None:
+    """Spring Boot gives the management port the API's TLS unless told otherwise; gatebench's
+    refresh request on loopback is plain HTTP."""
+    import yaml
+
+    target = _target(gateway, tls=GatewayTls(TLS_FOLDER))
+    live = yaml.safe_load(get_renderer(gateway).render_live(case_api("auction"), target)["application.yml"])
+    assert live["server"]["ssl"]["bundle" if gateway == "spring-cloud-gateway" else "key-store"]
+    assert live["management"]["server"] == {
+        "address": "127.0.0.1",
+        "port": target.admin_port,
+        "ssl": {"enabled": False},
+    }
+
+
+def test_spring_cloud_gateway_rereads_a_pool_a_change_may_move() -> None:
+    """Spring Cloud LoadBalancer's health-check supplier keeps the instances it read at start
+    unless told to read them again: the live files make it, every health-check interval."""
+    import yaml
+
+    renderer = get_renderer("spring-cloud-gateway")
+    target = _target("spring-cloud-gateway", replicas=REPLICAS)
+    static = yaml.safe_load(renderer.render(case_api("auction"), target)["application.yml"])
+    live = yaml.safe_load(renderer.render_live(case_api("auction"), target)["application.yml"])
+    check = live["spring"]["cloud"]["loadbalancer"]["health-check"]
+    assert check["refetch-instances"] is True
+    assert check["refetch-instances-interval"] == check["interval"] == "1s"
+    assert "refetch-instances" not in static["spring"]["cloud"]["loadbalancer"]["health-check"]
+
+
 def test_one_replica_and_no_tls_keep_the_bare_configuration() -> None:
     for renderer in all_renderers():
         api = case_api("auction")

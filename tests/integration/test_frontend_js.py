@@ -17,7 +17,7 @@ from gatebench.report._svg import _decades, nice_step
 from paths import ROOT
 
 SCRIPT = r"""
-import { stepState } from "./run.mjs";
+import { stepState, isScaleRun, scaleBlock } from "./run.mjs";
 import { progressText } from "./runs.mjs";
 import { niceStep, decades } from "./charts.mjs";
 const STEPS = 7;
@@ -39,6 +39,7 @@ const out = {
   finished: progressText({ status: "done", finished: true, progress: null }),
   steps: [0.7, 9, 42, 180, 1234, 4598.9, 100].map((v) => niceStep(v)),
   decades: [[0.4, 52], [10, 10], [3, 2500], [0.001, 0.5]].map(([lo, hi]) => decades(lo, hi)),
+  scaleKinds: ["scale", "change-under-load", "workload", undefined].map((kind) => isScaleRun({ kind })),
 };
 console.log(JSON.stringify(out));
 """
@@ -63,6 +64,7 @@ def run_in_node(tmp_path: Path) -> dict[str, Any]:
 
 def test_step_states_status_words_and_axis_steps(tmp_path: Path) -> None:
     out = run_in_node(tmp_path)
+    assert out["scaleKinds"] == [True, True, False, False]
     done, current, todo = "done", "current", "to do"
     assert out["loading"] == [done, done, done, done, current, todo, todo]
     assert out["done"] == [done] * 7

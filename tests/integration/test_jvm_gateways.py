@@ -189,7 +189,15 @@ def test_trace_answer_is_the_backends_alone(booted: BootedGateway, echo_backend:
 
 @pytest.mark.parametrize(
     ("method", "target"),
-    [("GET", "/a/b"), ("DELETE", "/abc"), ("POST", "/zuul/routes"), ("GET", "/items/1")],
+    [
+        ("GET", "/a/b"),
+        ("DELETE", "/abc"),
+        ("POST", "/zuul/routes"),
+        ("GET", "/items/1"),
+        # The actuator's endpoints (the live change's refresh) are never on the API's port.
+        ("GET", "/actuator/health"),
+        ("POST", "/actuator/refresh"),
+    ],
 )
 def test_unrouted_requests_get_404_from_the_gateway(
     booted: BootedGateway, method: str, target: str

@@ -290,6 +290,32 @@ def test_scores_are_replaced_as_a_whole(store: ResultStore) -> None:
         store.put_scores("ghost", second)
 
 
+def test_results_of_other_kinds_of_run_round_trip_and_overwrite(store: ResultStore) -> None:
+    """A scale run's points and a change's outcome (docs/scale.md), by kind and key."""
+    store.create_run(run_record())
+    assert store.results("r1", "scale") == {}
+    point = {
+        "gateway": "nginx",
+        "routes": 100,
+        "start_s": 0.03,
+        "rss_idle_mb": None,
+        "latency": {"end": {"p99_ms": 9.0, "requests": 1000}},
+        "series": [[1, 2], [3]],
+    }
+    store.put_result("r1", "scale", "nginx@100", point)
+    store.put_result("r1", "scale", "envoy@10", {"routes": 10})
+    store.put_result("r1", "change", "nginx", {"failures": 0, "failed": []})
+    assert store.results("r1", "scale") == {"envoy@10": {"routes": 10}, "nginx@100": point}
+    assert list(store.results("r1", "scale")) == ["envoy@10", "nginx@100"]
+    store.put_result("r1", "scale", "nginx@100", {"routes": 100})
+    assert store.results("r1", "scale")["nginx@100"] == {"routes": 100}
+    assert store.results("r1", "change") == {"nginx": {"failures": 0, "failed": []}}
+    with pytest.raises(StoreError, match=r"^run 'ghost' does not exist$"):
+        store.put_result("ghost", "scale", "x", {})
+    with pytest.raises(StoreError, match=r"^result key 'a:b': expected a non-empty name"):
+        store.put_result("r1", "scale", "a:b", {})
+
+
 def test_writes_are_visible_to_a_new_connection_at_once(location: str) -> None:
     writer = open_store(location)
     writer.create_run(run_record())

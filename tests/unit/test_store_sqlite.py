@@ -35,7 +35,10 @@ def test_a_new_file_gets_wal_full_sync_and_the_latest_schema(tmp_path: Path) -> 
     rows = (
         sqlite3.connect(path).execute("SELECT version, description FROM schema_version").fetchall()
     )
-    assert rows == [(1, "runs, measurements and scores as JSON documents")]
+    assert rows == [
+        (1, "runs, measurements and scores as JSON documents"),
+        (2, "results of other kinds of run (scale points, changes under load)"),
+    ]
 
 
 def test_opening_again_applies_nothing(tmp_path: Path) -> None:
@@ -50,26 +53,31 @@ def test_opening_again_applies_nothing(tmp_path: Path) -> None:
 
 def test_migrations_bring_an_older_file_up_to_date(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "s.sqlite", isolation_level=None)
-    assert migrate(conn, MIGRATIONS) == 1
+    assert migrate(conn, MIGRATIONS[:1]) == 1
     conn.execute("INSERT INTO runs VALUES ('r', 1.0, 'received', '{}')")
-    later = (*MIGRATIONS, (2, "a note column", ("ALTER TABLE runs ADD COLUMN note TEXT",)))
-    assert migrate(conn, later) == 2
+    later = (*MIGRATIONS, (3, "a note column", ("ALTER TABLE runs ADD COLUMN note TEXT",)))
+    assert migrate(conn, later) == 3
     assert conn.execute("SELECT run_id, note FROM runs").fetchall() == [("r", None)]
+    assert conn.execute("SELECT COUNT(*) FROM results").fetchone() == (0,)
     assert [r[0] for r in conn.execute("SELECT version FROM schema_version ORDER BY version")] == [
         1,
         2,
+        3,
     ]
 
 
 def test_a_failing_migration_changes_nothing(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "s.sqlite", isolation_level=None)
     migrate(conn, MIGRATIONS)
-    broken = (*MIGRATIONS, (2, "broken", ("ALTER TABLE runs ADD COLUMN x TEXT", "NOT SQL")))
+    broken = (
+        *MIGRATIONS,
+        (SCHEMA_VERSION + 1, "broken", ("ALTER TABLE runs ADD COLUMN x TEXT", "NOT SQL")),
+    )
     with pytest.raises(sqlite3.OperationalError):
         migrate(conn, broken)
     columns = [r[1] for r in conn.execute("PRAGMA table_info(runs)")]
     assert "x" not in columns
-    assert conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] == 1
+    assert conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] == SCHEMA_VERSION
 
 
 def test_a_file_from_a_newer_gatebench_is_refused(tmp_path: Path) -> None:

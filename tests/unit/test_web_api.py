@@ -136,7 +136,7 @@ def test_read_errors_are_located_and_exact(store: SqliteStore) -> None:
     assert unknown.status == 404
     assert unknown.payload()["errors"][0]["message"] == (
         "no API route 'runs/20260101-120000-aaaa/delete'; routes: runs, runs/{id}, "
-        "runs/{id}/view, runs/{id}/report, compare?a=ID&b=ID"
+        "runs/{id}/view, runs/{id}/report, runs/{id}/scale, compare?a=ID&b=ID"
     )
     post = handle_read(store, "POST", "runs", {})
     assert post.status == 405
@@ -499,3 +499,45 @@ def test_a_capacity_run_travels_to_the_worker_and_says_what_it_is_from_the_queue
         argv = queue.worker_argv(job)
     assert job.summary.environment["run_kind"] == "capacity"  # what the runs list shows
     assert _worker.parse_args(argv[3:]).kind == "capacity"
+
+
+def test_a_scale_runs_points_and_changes_as_json_and_html(store: SqliteStore) -> None:
+    run_id = "20260103-120000-cccc"
+    store.create_run(RunRecord(run_id=run_id, spec_uri="file:///a.yaml", spec_sha256="0" * 64))
+    for gateway, routes in (("nginx", 100), ("nginx", 10), ("envoy", 10)):
+        store.put_result(
+            run_id,
+            "scale",
+            f"{gateway}@{routes}",
+            {
+                "gateway": gateway,
+                "routes": routes,
+                "config_bytes": routes * 90,
+                "start_s": 0.1,
+                "rss_idle_mb": 10.0,
+                "rss_load_mb": 11.0,
+                "rate": 200.0,
+                "engine": "gatling",
+                "measured_from": "send",
+                "latency": {
+                    "end": {"requests": 9, "ko": 0, "p50_ms": 1.0, "p99_ms": 2.0, "max_ms": 3.0}
+                },
+                "check_s": None,
+                "problem": "",
+            },
+        )
+    reply = get(store, f"runs/{run_id}/scale")
+    assert reply.status == 200
+    doc = reply.payload()
+    assert doc["format"] == "gatebench-scale/1" and doc["run"] == run_id
+    assert [(p["gateway"], p["routes"]) for p in doc["points"]] == [
+        ("envoy", 10),
+        ("nginx", 10),
+        ("nginx", 100),
+    ]
+    assert doc["changes"] == []
+    html = get(store, f"runs/{run_id}/scale", format="html")
+    assert html.status == 200 and html.content_type.startswith("text/html")
+    assert b'id="mem-nginx"' in html.body and b'id="p99-envoy"' in html.body
+    assert get(store, f"runs/{run_id}/scale", format="csv").status == 400
+    assert get(store, "runs/20990101-000000-zzzz/scale").status == 404

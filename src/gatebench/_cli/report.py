@@ -4,6 +4,7 @@ its thresholds as JUnit XML for CI systems (docs/ci.md)."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -11,10 +12,14 @@ from ..report import (
     FORMATS,
     find_run,
     is_capacity_run,
+    is_scale_run,
     load_capacity_report,
     load_report,
     render,
     render_capacity,
+    render_scale_csv,
+    render_scale_html,
+    stored_scale_document,
 )
 from ..report._capacity import render_capacity_junit
 from ..report._junit import render_junit
@@ -58,22 +63,44 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run(args: argparse.Namespace) -> int:
     with open_store(store_location(args)) as store:
-        if is_capacity_run(find_run(store, args.run_id)):
-            capacity = load_capacity_report(store, args.run_id)
+        record = find_run(store, args.run_id)
+        if is_scale_run(record):
+            return _scale(args, stored_scale_document(store, record.run_id) or {}, record.run_id)
+        if is_capacity_run(record):
+            capacity = load_capacity_report(store, record.run_id)
             text = (
                 render_capacity_junit(capacity)
                 if args.format == "junit"
                 else render_capacity(capacity, args.format)
             )
-            return _write(text, args.output, args.format, capacity.run.run_id)
-        report = load_report(store, args.run_id, profile=args.profile)
+            return _write(args, text, capacity.run.run_id, "report.html")
+        report = load_report(store, record.run_id, profile=args.profile)
     text = render_junit(report) if args.format == "junit" else render(report, args.format)
-    return _write(text, args.output, args.format, report.run.run_id)
+    return _write(args, text, report.run.run_id, "report.html")
 
 
-def _write(text: str, output: str | None, fmt: str, run_id: str) -> int:
-    if output is None and fmt == "html":
-        output = str(Path("results") / run_id / "report.html")
+def _scale(args: argparse.Namespace, document: dict[str, object], run_id: str) -> int:
+    """A scale or change-under-load run (docs/scale.md): its own report, JSON or CSV."""
+    if args.format == "html":
+        text = render_scale_html(document)
+    elif args.format == "json":
+        text = json.dumps(document, indent=1, sort_keys=True) + "\n"
+    elif args.format == "csv":
+        text = render_scale_csv(document)
+    else:
+        print(
+            f"gatebench: run {run_id} is a scale or change-under-load run: its report is "
+            "html, json or csv",
+            file=sys.stderr,
+        )
+        return 2
+    return _write(args, text, run_id, "scale.html")
+
+
+def _write(args: argparse.Namespace, text: str, run_id: str, html_name: str) -> int:
+    output = args.output
+    if output is None and args.format == "html":
+        output = str(Path("results") / run_id / html_name)
     if output is None or output == "-":
         sys.stdout.write(text)
         return 0

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from ._build import build_plan
 from ._checks import find_operation
-from ._deployment import cloud_problems
+from ._deployment import cloud_problems, scale_problems
 from ._describe import describe_injection, describe_plan, workload_summary
 from ._load import load_plan
 from ._model import (
@@ -132,5 +132,6 @@ __all__ = [
     "describe_plan",
     "find_operation",
     "load_plan",
+    "scale_problems",
     "workload_summary",
 ]

@@ -60,9 +60,10 @@ README beside the goldens, a section in docs/gateways.md.
 
 from __future__ import annotations
 
-from ._base import Renderer, RenderTarget, as_files, finish_text
+from ._base import RESTART, LiveChange, Renderer, RenderTarget, as_files, finish_text
 from ._deployment import deployment_needs
 from ._deployment_support import deployment_exclusions, deployment_matrix
+from ._live import live_change_table
 from ._policies import policy_exclusions, render_with_policies, support_matrix
 from ._registry import (
     RENDERERS,
@@ -86,6 +87,8 @@ from ._routes import (
 
 __all__ = [
     "RENDERERS",
+    "RESTART",
+    "LiveChange",
     "Piece",
     "RenderTarget",
     "Renderer",
@@ -104,6 +107,7 @@ __all__ = [
     "gateway_names",
     "get_renderer",
     "identifier",
+    "live_change_table",
     "local_gateway_names",
     "policy_exclusions",
     "render_with_policies",

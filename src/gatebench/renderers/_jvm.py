@@ -17,14 +17,18 @@ written.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from pathlib import Path
 from typing import Any, ClassVar
 
+import yaml
+
 from .._locations import jvm_gateway_jar_location
 from ..errors import Problem, RenderError, UnsupportedHere
-from ._base import Renderer, RenderTarget
+from ..ir import Api
+from ._base import LiveChange, Renderer, RenderTarget, as_files
 from ._routes import Route, unsupported
 from ._yaml_out import dump_block_yaml
 
@@ -83,6 +87,12 @@ class JvmRenderer(Renderer):
         "--spring.config.location=file:{workdir}/application.yml",
     )
     output_files = ("application.yml",)
+    live_change = LiveChange(
+        "admin-api",
+        "Spring Cloud's refresh endpoint, POST /actuator/refresh on the loopback management "
+        "port: application.yml is read again, properties rebound, routes rebuilt",
+        path="/actuator/refresh",
+    )
     readiness_timeout = 120.0
     install_hint = "run `make setup-all` (or scripts/setup.sh jvm-gateways; needs JDK 17 and Maven)"
 
@@ -107,6 +117,40 @@ class JvmRenderer(Renderer):
 
     def prepare(self, workdir: Path) -> None:
         (workdir / "tmp").mkdir(parents=True, exist_ok=True)
+
+    def render_live(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        """The management port on loopback (``target.admin_port``) with the refresh endpoint
+        exposed; the API's port serves no actuator endpoint either way. With TLS, the
+        management port stays plain HTTP (``management.server.ssl.enabled: false``): Spring
+        Boot otherwise gives it the API's ``server.ssl``, and the loopback refresh request
+        gatebench sends is plain."""
+        if target.admin_port is None:
+            raise RenderError(
+                [
+                    Problem(
+                        "",
+                        f"{self.name} takes live changes on a management port: give an admin_port",
+                    )
+                ]
+            )
+        text = self.render(api, target)["application.yml"]
+        header = "".join(
+            itertools.takewhile(lambda line: line.startswith("#"), text.splitlines(keepends=True))
+        )
+        config = yaml.safe_load(text)
+        management: dict[str, Any] = {"address": "127.0.0.1", "port": target.admin_port}
+        if target.tls is not None:
+            management["ssl"] = {"enabled": False}
+        config["management"] = {
+            "server": management,
+            "endpoints": {"web": {"exposure": {"include": "refresh"}}},
+        }
+        self.live_settings(config, target)
+        return as_files({"application.yml": header + dump_yaml(config)})
+
+    def live_settings(self, config: dict[str, Any], target: RenderTarget) -> None:
+        """What else the gateway needs in ``config`` (the parsed ``application.yml``) to take
+        a refreshed one in full; nothing by default."""
 
     product: ClassVar[str]
     """Gateway and version for the file's first line: ``Spring Cloud Gateway 5.0.3``."""

@@ -36,7 +36,7 @@ from typing import ClassVar
 from ..ir import Api
 from ..policies import PolicySet
 from ..tls import SERVER_CERT, SERVER_KEY, openssl_ciphers
-from ._base import Renderer, RenderTarget, as_files
+from ._base import LiveChange, Renderer, RenderTarget, as_files
 from ._deployment import (
     HEALTH_FALL,
     HEALTH_INTERVAL_S,
@@ -85,6 +85,12 @@ class ApacheRenderer(Renderer):
     )
     readiness_timeout = 15.0
     install_hint = "run `scripts/setup.sh apt` (Debian package apache2)"
+    live_change = LiveChange(
+        "signal",
+        "Apache graceful restart: SIGUSR1 to the parent (what `apachectl -k graceful` sends); "
+        "children finish their requests, new ones read the new configuration",
+        signal="SIGUSR1",
+    )
     supported_policies: ClassVar[frozenset[str]] = frozenset(
         {"auth.api_key", "cache", "cache.path_only", "cache.vary_header"}
     )

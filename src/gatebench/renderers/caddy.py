@@ -30,10 +30,11 @@ from __future__ import annotations
 import os
 from typing import ClassVar
 
+from ..errors import Problem, RenderError
 from ..ir import Api
 from ..policies import PolicySet
 from ..tls import SERVER_CERT, SERVER_KEY, TLS12_CIPHERS
-from ._base import Renderer, RenderTarget, as_files
+from ._base import LiveChange, Renderer, RenderTarget, as_files
 from ._deployment import (
     HEALTH_INTERVAL_S,
     HEALTH_PATH,
@@ -69,6 +70,14 @@ class CaddyRenderer(Renderer):
     )
     readiness_timeout = 15.0
     install_hint = "run `scripts/setup.sh apt` (Debian package caddy)"
+    live_change = LiveChange(
+        "admin-api",
+        "Caddy's admin API: POST /load with the new Caddyfile (on the loopback admin port); "
+        "Caddy applies it in place, a refused one leaves the old running",
+        path="/load",
+        content_type="text/caddyfile",
+        body="Caddyfile",
+    )
     supported_policies: ClassVar[frozenset[str]] = frozenset({"auth.api_key"})
     supported_deployment: ClassVar[frozenset[str]] = frozenset(
         {"tls", "tls.http2", "pool.round_robin", "pool.least_conn"}
@@ -96,6 +105,19 @@ class CaddyRenderer(Renderer):
             "XDG_CONFIG_HOME": f"{folder}/config",
             "GOMAXPROCS": str(target.workers if target else 1),
         }
+
+    def render_live(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        """The admin endpoint on the loopback admin port instead of ``admin off`` (the new
+        configuration posted to it keeps it there)."""
+        files = self.render(api, target)
+        if target.admin_port is None:
+            raise RenderError(
+                [Problem("", "caddy takes live changes through its admin API: give an admin_port")]
+            )
+        files["Caddyfile"] = files["Caddyfile"].replace(
+            "\tadmin off\n", f"\tadmin 127.0.0.1:{target.admin_port}\n", 1
+        )
+        return files
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
         self.refuse_missing_deployment(target)

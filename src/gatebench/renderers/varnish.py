@@ -30,7 +30,7 @@ from typing import ClassVar
 
 from ..ir import Api
 from ..policies import PolicySet
-from ._base import Renderer, RenderTarget, as_files
+from ._base import LiveChange, Renderer, RenderTarget, as_files
 from ._deployment import HEALTH_FALL, HEALTH_INTERVAL_S, HEALTH_PATH, HEALTH_RISE, HEALTH_TIMEOUT_S
 from ._routes import unsupported
 
@@ -84,6 +84,22 @@ class VarnishRenderer(Renderer):
     )
     readiness_timeout = 20.0
     install_hint = "run `scripts/setup.sh apt` (Debian package varnish)"
+    live_change = LiveChange(
+        "command",
+        "Varnish vcl.load then vcl.use over its management port (varnishadm); requests in "
+        "flight finish on the old VCL",
+        commands=(
+            (
+                "varnishadm",
+                "-n",
+                "{workdir}/varnish",
+                "vcl.load",
+                "{label}",
+                "{workdir}/default.vcl",
+            ),
+            ("varnishadm", "-n", "{workdir}/varnish", "vcl.use", "{label}"),
+        ),
+    )
     supported_policies: ClassVar[frozenset[str]] = frozenset(
         {"auth.api_key", "cache", "cache.path_only", "cache.vary_header"}
     )

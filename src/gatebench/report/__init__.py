@@ -29,6 +29,16 @@ from ._capacity import (
 from ._flat import bigquery_schema, column_names, flat_rows, measurement_rows, render_csv
 from ._html import render_html
 from ._markdown import render_markdown
+from ._scale import (
+    CHANGE_KIND,
+    SCALE_KIND,
+    is_scale_run,
+    point_key,
+    render_scale_csv,
+    render_scale_html,
+    scale_document,
+    stored_scale_document,
+)
 
 Format = Literal["html", "json", "csv", "md"]
 FORMATS: tuple[Format, ...] = ("html", "json", "csv", "md")
@@ -140,8 +150,10 @@ def score_run(
 
 
 __all__ = [
+    "CHANGE_KIND",
     "FORMATS",
     "RESOLUTION_NOTE",
+    "SCALE_KIND",
     "CapacityReport",
     "Format",
     "Report",
@@ -155,10 +167,12 @@ __all__ = [
     "find_run",
     "flat_rows",
     "is_capacity_run",
+    "is_scale_run",
     "load_capacity_report",
     "load_report",
     "measurement_rows",
     "plan_scoring",
+    "point_key",
     "render",
     "render_capacity",
     "render_capacity_csv",
@@ -169,6 +183,10 @@ __all__ = [
     "render_html",
     "render_json",
     "render_markdown",
+    "render_scale_csv",
+    "render_scale_html",
     "resolve_scoring",
+    "scale_document",
     "score_run",
+    "stored_scale_document",
 ]

@@ -7,6 +7,8 @@ adapter (:class:`FirestoreStore`). One contract test suite runs against both
     runs/{run}                                          a RunRecord
     runs/{run}/measurements/{target}:{workload}:{rep}   a Measurement
     runs/{run}/scores/{target}                          a score document (ScoreResult.to_documents)
+    runs/{run}/results/{kind}:{key}                     a result of another kind of run (a scale
+                                                        point, a change under load: docs/scale.md)
 
 Rules every adapter keeps:
 
@@ -79,6 +81,13 @@ class ResultStore(Protocol):
 
     def scores(self, run_id: str) -> dict[str, dict[str, Any]] | None:
         """Target → score document, or None when the run has not been scored."""
+
+    def put_result(self, run_id: str, kind: str, key: str, doc: Mapping[str, Any]) -> None:
+        """Write (or overwrite) one result of a run of another kind (``kind`` ``scale``:
+        ``key`` ``nginx@100``); durable when this returns."""
+
+    def results(self, run_id: str, kind: str) -> dict[str, dict[str, Any]]:
+        """Key → document of every result of ``kind``, sorted by key (empty when none)."""
 
 
 def default_store_location() -> str:

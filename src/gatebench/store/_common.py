@@ -53,6 +53,16 @@ def check_target(target: str) -> None:
         raise StoreError(f"score target {target!r}: expected a name without '/' or ':'")
 
 
+def check_result(run_id: str, kind: str, key: str) -> None:
+    check_run_id(run_id)
+    for label, value in (("kind", kind), ("key", key)):
+        if not isinstance(value, str) or not value or "/" in value or ":" in value:
+            raise StoreError(
+                f"result {label} {value!r}: expected a non-empty name without '/' or ':' "
+                "(they separate the key kind:key)"
+            )
+
+
 def no_such_run(run_id: str) -> StoreError:
     return StoreError(f"run {run_id!r} does not exist")
 

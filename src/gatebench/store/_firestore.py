@@ -26,6 +26,7 @@ from ..errors import StoreError
 from ..model import Measurement, RunRecord, RunStatus
 from ._common import (
     check_measurement,
+    check_result,
     check_run_id,
     check_scores,
     moved,
@@ -40,6 +41,7 @@ NESTED_LIST = "_nested_list"
 RUNS = "runs"
 MEASUREMENTS = "measurements"
 SCORES = "scores"
+RESULTS = "results"
 _T = TypeVar("_T")
 
 
@@ -282,3 +284,33 @@ class FirestoreStore:
         if not snaps:
             return None
         return {s.id: decode(s.to_dict() or {}) for s in sorted(snaps, key=lambda s: s.id)}
+
+    # -- results of other kinds of run --------------------------------------------------------
+
+    def put_result(self, run_id: str, kind: str, key: str, doc: Mapping[str, Any]) -> None:
+        check_result(run_id, kind, key)
+        self._require_run(run_id)
+        ref = self._run_ref(run_id).collection(RESULTS).document(f"{kind}:{key}")
+
+        def replace() -> None:
+            # delete then set in one commit: the npm emulator merges a set into an old document
+            batch = self.client.batch()
+            batch.delete(ref)
+            batch.set(ref, encode(dict(doc)))
+            batch.commit(timeout=self.timeout)
+
+        self._call(f"writing result {kind}:{key} of run {run_id!r}", replace)
+
+    def results(self, run_id: str, kind: str) -> dict[str, dict[str, Any]]:
+        check_run_id(run_id)
+        collection = self._run_ref(run_id).collection(RESULTS)
+        snaps = self._call(
+            f"reading the {kind} results of run {run_id!r}",
+            lambda: list(collection.stream(timeout=self.timeout)),
+        )
+        prefix = f"{kind}:"
+        return {
+            s.id[len(prefix) :]: decode(s.to_dict() or {})
+            for s in sorted(snaps, key=lambda s: s.id)
+            if s.id.startswith(prefix)
+        }

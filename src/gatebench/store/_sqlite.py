@@ -27,6 +27,7 @@ from ..errors import GatebenchError, StoreError
 from ..model import Measurement, RunRecord, RunStatus
 from ._common import (
     check_measurement,
+    check_result,
     check_run_id,
     check_scores,
     moved,
@@ -62,6 +63,19 @@ MIGRATIONS: tuple[Migration, ...] = (
                 target TEXT NOT NULL,
                 doc TEXT NOT NULL,
                 PRIMARY KEY (run_id, target)
+            )""",
+        ),
+    ),
+    (
+        2,
+        "results of other kinds of run (scale points, changes under load)",
+        (
+            """CREATE TABLE results (
+                run_id TEXT NOT NULL REFERENCES runs (run_id),
+                kind TEXT NOT NULL,
+                key TEXT NOT NULL,
+                doc TEXT NOT NULL,
+                PRIMARY KEY (run_id, kind, key)
             )""",
         ),
     ),
@@ -329,6 +343,26 @@ class SqliteStore:
         if not rows:
             return None
         return {str(t): json.loads(d) for t, d in rows}
+
+    # -- results of other kinds of run --------------------------------------------------------
+
+    def put_result(self, run_id: str, kind: str, key: str, doc: Mapping[str, Any]) -> None:
+        check_result(run_id, kind, key)
+        with self._transaction() as conn:
+            if conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
+                raise no_such_run(run_id)
+            conn.execute(
+                "INSERT INTO results (run_id, kind, key, doc) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (run_id, kind, key) DO UPDATE SET doc = excluded.doc",
+                (run_id, kind, key, _dumps(doc)),
+            )
+
+    def results(self, run_id: str, kind: str) -> dict[str, dict[str, Any]]:
+        rows = self._query(
+            "SELECT key, doc FROM results WHERE run_id = ? AND kind = ? ORDER BY key",
+            (run_id, kind),
+        )
+        return {str(k): json.loads(d) for k, d in rows}
 
 
 def _code(exc: sqlite3.Error) -> int:

@@ -30,6 +30,8 @@ from ..report import (
     load_report,
     render,
     render_capacity,
+    render_scale_html,
+    stored_scale_document,
 )
 from ..run_request import UploadRejected, run_request_from_query
 from ..spec import DEFAULT_LIMITS
@@ -42,7 +44,9 @@ RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 """Run ids as both paths create them (``20260101-120000-1a2b3c4d``, ``r-<hex>``)."""
 MAX_LIST = 200
 DEFAULT_LIST = 50
-READ_ROUTES = "runs, runs/{id}, runs/{id}/view, runs/{id}/report, compare?a=ID&b=ID"
+READ_ROUTES = (
+    "runs, runs/{id}, runs/{id}/view, runs/{id}/report, runs/{id}/scale, compare?a=ID&b=ID"
+)
 UPLOAD_ROUTES = "validate, uploads"
 _REPORT_TYPES = {
     "html": "text/html; charset=utf-8",
@@ -145,6 +149,8 @@ def _route_read(
             return get_run_view(store, run_id)
         if parts[2:] == ["report"]:
             return get_report(store, run_id, query.get("format", "html"))
+        if parts[2:] == ["scale"]:
+            return get_scale(store, run_id, query.get("format", "json"))
     if parts == ["compare"]:
         return compare_runs(store, query.get("a", ""), query.get("b", ""))
     shown = "/".join(parts)[:100]
@@ -226,6 +232,19 @@ def get_report(store: ResultStore, run_id: str, fmt: str) -> Reply:
         _REPORT_TYPES[fmt],
         (("Content-Disposition", f'{disposition}; filename="{run_id}.{fmt}"'),),
     )
+
+
+def get_scale(store: ResultStore, run_id: str, fmt: str) -> Reply:
+    """``GET runs/{id}/scale?format=json|html``: a scale or change-under-load run's points and
+    changes (docs/scale.md), as JSON or as its self-contained HTML report."""
+    if fmt not in ("json", "html"):
+        return Reply.error(400, f"format: expected json or html, got {fmt[:20]!r}")
+    document = stored_scale_document(store, run_id)
+    if document is None:
+        return _missing(run_id)
+    if fmt == "json":
+        return Reply.json(200, document)
+    return Reply(200, render_scale_html(document).encode("utf-8"), _REPORT_TYPES["html"])
 
 
 def compare_runs(store: ResultStore, a: str, b: str) -> Reply:

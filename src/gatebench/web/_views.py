@@ -121,7 +121,6 @@ def run_summary(run: RunRecord) -> dict[str, Any]:
     environment = run.environment if isinstance(run.environment, Mapping) else {}
     return {
         "run_id": run.run_id,
-        "kind": "capacity" if is_capacity_run(run) else "fixed",
         "title": run.title,
         "status": str(run.status),
         "finished": run.status.finished,
@@ -131,6 +130,8 @@ def run_summary(run: RunRecord) -> dict[str, Any]:
         "spec_uri": run.spec_uri,
         "spec_sha256": run.spec_sha256,
         "gateways": list(run.gateways),
+        # capacity (gatebench capacity), scale, change-under-load, or workload (a fixed run)
+        "kind": "capacity" if is_capacity_run(run) else str(plan.get("kind", "workload")),
         "baseline": bool(plan.get("baseline", False)),
         "repetitions": plan.get("repetitions"),
         "quick": bool(environment.get("quick", False)),

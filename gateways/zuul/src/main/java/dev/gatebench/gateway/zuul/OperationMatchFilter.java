@@ -21,26 +21,55 @@ import org.springframework.http.HttpStatus;
  *
  * <p>Zuul's own routes (Ant patterns over the raw path) decide which requests reach Zuul at
  * all; they are written as a superset of the operations, so this filter makes the decision.
+ *
+ * <p>A configuration refresh ({@code /actuator/refresh}) rebinds the properties with a new
+ * list: the patterns are compiled again from it, once, the next time a request arrives.
  */
 public class OperationMatchFilter extends ZuulFilter {
 
     /** After PreDecorationFilter (5), which picks the route and the backend. */
     public static final int ORDER = FilterConstants.PRE_DECORATION_FILTER_ORDER + 1;
 
-    private final List<String> methods = new ArrayList<>();
+    private final OperationsProperties properties;
 
-    private final List<Pattern> patterns = new ArrayList<>();
+    /** The operations compiled, and the list they were compiled from. */
+    private volatile Compiled compiled;
 
     public OperationMatchFilter(OperationsProperties properties) {
-        for (OperationsProperties.Operation op : properties.getOperations()) {
-            if (op.getMethod().isEmpty() || op.getPathRegex().isEmpty()) {
-                throw new IllegalArgumentException(
-                        "gatebench.operations: operation '" + op.getId()
-                                + "' needs both a method and a path-regex");
+        this.properties = properties;
+        this.compiled = new Compiled(properties.getOperations());
+    }
+
+    private static final class Compiled {
+
+        final List<OperationsProperties.Operation> source;
+
+        final List<String> methods = new ArrayList<>();
+
+        final List<Pattern> patterns = new ArrayList<>();
+
+        Compiled(List<OperationsProperties.Operation> source) {
+            this.source = source;
+            for (OperationsProperties.Operation op : source) {
+                if (op.getMethod().isEmpty() || op.getPathRegex().isEmpty()) {
+                    throw new IllegalArgumentException(
+                            "gatebench.operations: operation '" + op.getId()
+                                    + "' needs both a method and a path-regex");
+                }
+                methods.add(op.getMethod());
+                patterns.add(Pattern.compile(op.getPathRegex()));
             }
-            methods.add(op.getMethod());
-            patterns.add(Pattern.compile(op.getPathRegex()));
         }
+    }
+
+    private Compiled current() {
+        Compiled now = compiled;
+        List<OperationsProperties.Operation> source = properties.getOperations();
+        if (now.source != source) {
+            now = new Compiled(source);
+            compiled = now;
+        }
+        return now;
     }
 
     @Override
@@ -87,8 +116,9 @@ public class OperationMatchFilter extends ZuulFilter {
     }
 
     boolean matches(String method, String rawPath) {
-        for (int i = 0; i < patterns.size(); i++) {
-            if (methods.get(i).equals(method) && patterns.get(i).matcher(rawPath).matches()) {
+        Compiled now = current();
+        for (int i = 0; i < now.patterns.size(); i++) {
+            if (now.methods.get(i).equals(method) && now.patterns.get(i).matcher(rawPath).matches()) {
                 return true;
             }
         }

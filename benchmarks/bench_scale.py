@@ -1,0 +1,170 @@
+"""Route scale and configuration changes under load, on every gateway that runs here
+(docs/scale.md): the auction example replicated to 10, 100, 1,000 and 10,000 routes, and a
+change of 100 routes plus a new upstream applied while a constant-rate load runs.
+
+Uses the measurements the scale and change-under-load runs are made of
+(``gatebench.liveruns``) with Gatling's constant-rate load. ``GATEBENCH_BENCH_SCALE_SIZES``
+(``10,100``) and ``GATEBENCH_BENCH_SCALE_GATEWAYS`` (``nginx,haproxy``) shorten it.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from gatebench.backends import start_backend
+from gatebench.engines.constant_rate import GatlingRateLoad
+from gatebench.errors import GatebenchError
+from gatebench.liveruns import LoadSettings, measure_change, measure_size
+from gatebench.procs import Supervisor
+from gatebench.renderers import all_renderers
+from gatebench.routescale import DEFAULT_SIZES, parse_sizes
+from gatebench.scalemetrics import ChangeOutcome, ScalePoint
+from gatebench.spec import load_spec
+
+from ._machine import CpuWindow
+
+TITLE = "Route scale and configuration changes under load"
+ROOT = Path(__file__).resolve().parents[1]
+SCALE = LoadSettings(
+    rate=200, duration_s=5, warmup_s=3, deadline_s=300, check_timeout_s=900, probe_interval_s=0.05
+)
+CHANGE = LoadSettings(
+    rate=200, duration_s=8, warmup_s=3, deadline_s=120, check_timeout_s=900, probe_interval_s=0.05
+)
+CHANGE_BEFORE, CHANGE_ADDED, CHANGE_AT_S, WINDOW_S = 100, 100, 3.0, 4.0
+
+
+def _gateways() -> list[str]:
+    wanted = os.environ.get("GATEBENCH_BENCH_SCALE_GATEWAYS")
+    names = [r.name for r in all_renderers() if r.runs_here and r.available_here() is None]
+    return [n for n in names if not wanted or n in wanted.split(",")]
+
+
+def _ms(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0f}"
+
+
+def _scale_row(p: ScalePoint) -> str:
+    if p.problem and not p.latency:
+        return f"| {p.gateway} | {p.routes:,} | {p.config_bytes / 1024:,.0f} | – | – | – | – | – | – | {p.problem[:80]} |"
+    lat = [p.latency.get(k) for k in ("start", "middle", "end")]
+    cells = " | ".join(f"{_ms(x.p50_ms)} / {_ms(x.p99_ms)}" if x else "–" for x in lat)
+    ko = sum(x.ko for x in lat if x)
+    return (
+        f"| {p.gateway} | {p.routes:,} | {p.config_bytes / 1024:,.0f} | "
+        f"{p.start_s:.2f} | {p.rss_idle_mb:.0f} | {p.rss_load_mb or 0:.0f} | {cells} | "
+        f"{ko}{' (' + p.problem[:70] + ')' if p.problem else ''} |"
+    )
+
+
+def _change_row(c: ChangeOutcome) -> str:
+    answered = [v for v in c.new_routes_s.values() if v is not None]
+    median = statistics.median(answered) if answered else None
+    kinds = "; ".join(f"{n}× {k[:50]}" for k, n in c.failure_kinds.items()) or "–"
+    return (
+        f"| {c.gateway} | {c.kind} | {c.failures} of {c.during.requests} | {kinds} | "
+        f"{_ms(c.before.p99_ms)} | "
+        f"{_ms(c.during.p99_ms)} / {_ms(c.during.max_ms)} | {_ms(c.worst_bucket_p99_ms)} | "
+        f"{len(answered)}/{len(c.new_routes_s)}: "
+        f"{'–' if median is None else f'{median:.2f}'} / "
+        f"{'–' if c.slowest_new_route_s is None else f'{c.slowest_new_route_s:.2f}'} | "
+        f"{c.mechanism_s:.2f} |{' ' + c.problem[:90] if c.problem else ''}"
+    )
+
+
+def run() -> str:
+    sizes = (
+        parse_sizes(os.environ.get("GATEBENCH_BENCH_SCALE_SIZES") or "")
+        if os.environ.get("GATEBENCH_BENCH_SCALE_SIZES")
+        else DEFAULT_SIZES
+    )
+    api = load_spec(ROOT / "examples" / "auction" / "openapi.yaml").api
+    assert api is not None
+    load = GatlingRateLoad()
+    scale_rows: list[str] = []
+    change_rows: list[str] = []
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="gatebench-bench-scale-") as tmp, Supervisor() as sup:
+        work = Path(tmp)
+        _a, port_a = start_backend(sup, "echo", work / "a", extra_args=["-instance", "a"])
+        _b, port_b = start_backend(sup, "echo", work / "b", extra_args=["-instance", "b"])
+        url_a, url_b = f"http://127.0.0.1:{port_a}", f"http://127.0.0.1:{port_b}"
+        with CpuWindow() as cpu:
+            for gateway in _gateways():
+                for size in sizes:
+                    print(f"   {gateway} {size} routes", flush=True)
+                    point = measure_size(
+                        gateway,
+                        api,
+                        size,
+                        backend_url=url_a,
+                        instance="a",
+                        load=load,
+                        settings=SCALE,
+                        workdir=work / gateway / str(size),
+                        supervisor=sup,
+                    )
+                    scale_rows.append(_scale_row(point))
+                print(f"   {gateway} change under load", flush=True)
+                try:
+                    outcome = measure_change(
+                        gateway,
+                        api,
+                        routes_before=CHANGE_BEFORE,
+                        routes_added=CHANGE_ADDED,
+                        backends=(("a", url_a), ("b", url_b)),
+                        load=load,
+                        settings=CHANGE,
+                        change_after_s=CHANGE_AT_S,
+                        window_s=WINDOW_S,
+                        workdir=work / gateway / "change",
+                        supervisor=sup,
+                    )
+                    change_rows.append(_change_row(outcome))
+                except GatebenchError as exc:
+                    change_rows.append(f"| {gateway} | – | – | {str(exc)[:100]} | | | | | | |")
+    minutes = (time.monotonic() - started) / 60
+    return "\n".join(
+        [
+            f"The auction example (3 routes) replicated under distinct prefixes to each size; "
+            f"each gateway booted alone behind the echo backend, with the files it takes live "
+            f"changes with. Start: from the process start to the first correct answer of the "
+            f"routes at the start, middle and end of its table. Memory: resident memory of the "
+            f"gateway's process tree, idle (1 s after those answers) and the highest sampled "
+            f"under load. Latency: Gatling's open-model constant rate, {SCALE.rate:g} requests "
+            f"a second for {SCALE.duration_s:g} s on each of the three routes in turn after a "
+            f"{SCALE.warmup_s:g} s warm-up, each arrival on a new connection, measured from the "
+            f"send in whole milliseconds (docs/scale.md says what that hides). ko: requests "
+            f"that were not 2xx; a route that got fewer than 90 % of its requests is flagged "
+            f"tester-bound. {minutes:.0f} min in all; CPU used by other work meanwhile: "
+            f"{cpu.others_pct:.0f} % of the machine.",
+            "",
+            "| gateway | routes | config, KiB | start, s | RSS idle, MB | RSS load, MB | "
+            "start p50 / p99, ms | middle p50 / p99, ms | end p50 / p99, ms | ko |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+            *scale_rows,
+            "",
+            f"Change under load: {CHANGE_BEFORE} routes behind backend a, a constant "
+            f"{CHANGE.rate:g} requests a second on the route at the end of that table; "
+            f"{CHANGE_AT_S:g} s into the measured load, {CHANGE_ADDED} routes are added and the "
+            f"upstream moves to backend b, through each gateway's own mechanism "
+            f"(docs/scale.md). Failed of sent: every request of the {WINDOW_S:g} s after the "
+            f"change that was not 2xx or got no answer, of those the load sent then (a window "
+            f"that got fewer than 90 % of the requests due is flagged tester-bound: the load "
+            f"generator stalled, and its figures are not the gateway's); before: p99 of the {min(CHANGE_AT_S, WINDOW_S):g} s "
+            f"before it; worst 100 ms: the highest p99 of a 100 ms bucket after it; new routes: "
+            f"answered correctly from backend b (probed every "
+            f"{CHANGE.probe_interval_s * 1000:.0f} ms, each on a new connection), median / "
+            f"slowest seconds after the change; mechanism: until the signal, request or "
+            f"command returned (a restart: until the new process answered).",
+            "",
+            "| gateway | mechanism | failed of sent | what failed | p99 before, ms | p99 / max "
+            "after, ms | worst 100 ms p99 | new routes: median / slowest, s | mechanism, s | |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+            *change_rows,
+        ]
+    )

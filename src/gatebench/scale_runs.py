@@ -1,0 +1,91 @@
+"""The local route-scale and change-under-load runs: ``run_scale`` builds the run's record and
+context and executes the stage list of its kind (``gatebench.stages.scale``; docs/scale.md).
+
+The run moves through ``received → parsed → rendered → provisioning → loading → scoring →
+done | failed | partial`` like every run; each scale point or change outcome is written to the
+run's folder (``scale.jsonl``, ``change.jsonl``) and the store (``ResultStore.put_result``) as
+soon as it is known, and the last stage writes ``scale.json`` and ``scale.html``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal
+
+from .engines.constant_rate import RateLoad
+from .ir import Api
+from .model import RunRecord, local_run_id
+from .plan import Backend, Plan, Warmup
+from .procs import Supervisor, this_process
+from .stages import Progress, RunJournal, RunOptions, RunOutcome, execute
+from .stages._abandoned import settle_abandoned
+from .stages.scale import ScaleContext, ScaleRequest, change_stages, scale_stages
+from .store import ResultStore
+
+Kind = Literal["scale", "change-under-load"]
+
+
+def run_scale(
+    api: Api,
+    request: ScaleRequest,
+    *,
+    kind: Kind,
+    spec_uri: str,
+    spec_sha256: str,
+    options: RunOptions,
+    store: ResultStore | None = None,
+    display: Callable[[Progress], None] = lambda p: None,
+    load: RateLoad | None = None,
+    supervisor_factory: Callable[[], Supervisor] = Supervisor,
+) -> RunOutcome:
+    """Run a scale (``kind="scale"``) or change-under-load run here. Raises RunError for a
+    run-level failure (after recording it); a gateway's failure is recorded, not raised."""
+    run_id = options.run_id or local_run_id(spec_sha256)
+    run_dir = (Path(options.results_dir) / run_id).resolve()
+    if store is not None:
+        settle_abandoned(store)
+    settings = request.settings
+    about: dict[str, object] = {
+        "kind": kind,
+        "gateways": list(request.gateways),
+        "rate": settings.rate,
+        "duration_s": settings.duration_s,
+        "warmup_s": settings.warmup_s,
+        "probe_interval_s": settings.probe_interval_s,
+    }
+    if kind == "scale":
+        about["sizes"] = list(request.sizes)
+    if request.change is not None:
+        about["change"] = {
+            "routes_before": request.change.routes_before,
+            "routes_added": request.change.routes_added,
+            "change_after_s": request.change.change_after_s,
+            "window_s": request.change.window_s,
+        }
+    record = RunRecord(
+        run_id=run_id,
+        spec_uri=spec_uri,
+        spec_sha256=spec_sha256,
+        title=api.title,
+        gateways=list(request.gateways),
+        plan=about,
+        owner={**this_process(), "run_dir": str(run_dir)},
+    )
+    journal = RunJournal(record, run_dir, store, display)
+    plan = Plan(
+        gateways=request.gateways,
+        baseline=False,
+        repetitions=1,
+        warmup=Warmup(duration=settings.warmup_s),
+        order="fixed",
+        seed=0,
+        backend=Backend("builtin", builtin="echo"),
+        workloads=(),
+    )
+    context = ScaleContext(api, plan, options, journal, supervisor_factory())
+    stages = scale_stages(request, load) if kind == "scale" else change_stages(request, load)
+    return execute(stages, context)
+
+
+__all__ = ["Kind", "run_scale"]

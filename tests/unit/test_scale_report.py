@@ -1,0 +1,131 @@
+"""The scale run's report (gatebench.report._scale): a memory and a p99 chart per gateway with
+routes on a log scale, the tables, every failed request of a change listed, the JSON document
+it is rendered from."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from gatebench.cli import main
+from gatebench.model import RunRecord
+from gatebench.report import point_key, render_scale_html, scale_document
+from gatebench.report._scale import log_line_chart
+from gatebench.scalemetrics import Arrival, ChangeOutcome, Latency, ScalePoint, change_outcome
+from gatebench.store import SqliteStore
+
+SIZES = (10, 100, 1000, 10000)
+
+
+def _point(gateway: str, routes: int) -> ScalePoint:
+    lat = {
+        pos: Latency(1000, 0, 1.0, float(routes) / 1000 + i, 9.0)
+        for i, pos in enumerate(("start", "middle", "end"))
+    }
+    return ScalePoint(
+        gateway,
+        routes,
+        routes * 100,
+        0.1,
+        10 + routes / 100,
+        12 + routes / 100,
+        200.0,
+        "gatling",
+        "send",
+        lat,
+    )
+
+
+def _change() -> ChangeOutcome:
+    arrivals = [
+        Arrival(1000.0 + 10 * i, 2.0, i != 150, "end", "" if i != 150 else "status 502")
+        for i in range(300)
+    ]
+    out = change_outcome(
+        arrivals,
+        2000.0,
+        window_s=1.0,
+        calm_s=1.0,
+        gateway="nginx",
+        mechanism="SIGHUP <to master>",
+        kind="signal",
+        routes_before=100,
+        routes_added=100,
+        upstream_changed=True,
+        rate=100.0,
+        engine="gatling",
+        measured_from="send",
+        new_routes_s={"a": 0.1, "b": None},
+        mechanism_s=0.0,
+        check_s=0.1,
+    )
+    return out
+
+
+def test_a_memory_and_a_p99_chart_per_gateway_with_a_point_per_size() -> None:
+    points = [_point(g, n) for g in ("nginx", "envoy") for n in SIZES]
+    doc = scale_document(points, [], run="r1", title="t <b>")
+    html = render_scale_html(json.loads(json.dumps(doc)))
+    for gateway in ("nginx", "envoy"):
+        assert f'id="mem-{gateway}"' in html and f'id="p99-{gateway}"' in html
+    # memory: idle + under load; p99: three positions; one circle per size per series
+    assert html.count("<circle") == 2 * (2 + 3) * len(SIZES)
+    assert "t &lt;b&gt;" in html and "<b>" not in html.split("<body>")[1].split("</h1>")[0]
+    assert [p["routes"] for p in doc["points"][:4]] == list(SIZES)
+    assert doc["points"][0]["gateway"] == "envoy"  # sorted
+
+
+def test_routes_are_on_a_log_scale() -> None:
+    svg = log_line_chart(
+        {"s": [(10.0, 1.0), (100.0, 2.0), (1000.0, 3.0), (10000.0, None)]},
+        chart_id="c",
+        title="t",
+        y_label="ms",
+    )
+    xs = [float(x) for x in re.findall(r'<circle cx="([0-9.]+)"', svg)]
+    assert len(xs) == 3  # None leaves a gap
+    assert abs((xs[1] - xs[0]) - (xs[2] - xs[1])) < 0.2
+    assert ">10,000<" in svg and ">10<" in svg
+
+
+def test_every_failed_request_of_a_change_is_listed_with_its_time() -> None:
+    html = render_scale_html(scale_document([], [_change()], run="r2"))
+    assert "1 failed request(s) after the change" in html
+    assert "500 ms: end: status 502" in html
+    assert "1 of 2" in html  # new routes answered
+    assert 'title="SIGHUP &lt;to master&gt;"' in html
+
+
+def test_gatebench_report_writes_a_scale_runs_own_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store_path = tmp_path / "s.sqlite"
+    with SqliteStore(store_path) as store:
+        store.create_run(
+            RunRecord(
+                run_id="r-scale",
+                spec_uri="file:///a.yaml",
+                spec_sha256="0" * 64,
+                plan={"kind": "scale", "sizes": [10, 100]},
+            )
+        )
+        for n in (10, 100):
+            point = _point("nginx", n)
+            store.put_result("r-scale", "scale", point_key(point), point.to_dict())
+        store.put_result("r-scale", "change", "nginx", _change().to_dict())
+    base = ["report", "r-scale", "--store", str(store_path), "-o", "-"]
+    assert main([*base, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [p["routes"] for p in doc["points"]] == [10, 100] and doc["plan"]["kind"] == "scale"
+    assert main([*base, "--format", "csv"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[0] == "run,gateway,routes,metric,value"
+    assert "r-scale,nginx,100,rss_load_mb,13.0" in rows
+    assert "r-scale,nginx,100,change_failures,1" in rows
+    assert main([*base, "--format", "html"]) == 0
+    assert 'id="mem-nginx"' in capsys.readouterr().out
+    assert main([*base, "--format", "md"]) == 2
+    assert "its report is html, json or csv" in capsys.readouterr().err

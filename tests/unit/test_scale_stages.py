@@ -1,0 +1,109 @@
+"""The route-scale and change-under-load runs are stage lists (gatebench.stages.scale): their
+order, what each stage needs and gives, and the lifecycle moving forward once."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gatebench.cli import main
+from gatebench.errors import RunError
+from gatebench.liveruns import LoadSettings
+from gatebench.plan import scale_problems
+from gatebench.stages import check_order
+from gatebench.stages.scale import (
+    ChangeSpec,
+    GrowRender,
+    ScaleRequest,
+    change_stages,
+    scale_stages,
+)
+from paths import EXAMPLES
+
+
+def test_a_scale_run_renders_provisions_loads_and_tears_down_each_size_in_turn() -> None:
+    stages = scale_stages(ScaleRequest(("nginx",), sizes=(100, 10), settings=LoadSettings()))
+    check_order(stages)
+    names = [s.name for s in stages]
+    assert names == [
+        "parse",
+        "backend",
+        *["render", "provision", "load", "teardown"] * 2,
+        "score",
+    ]
+    sizes = [s.size for s in stages if isinstance(s, GrowRender)]
+    assert sizes == [10, 100]  # smallest first
+    moves = [(s.name, s.moves) for s in stages if s.moves is not None]
+    # The lifecycle goes forward once: later sizes move the run nowhere.
+    assert moves == [
+        ("parse", "end"),
+        ("render", "end"),
+        ("provision", "start"),
+        ("load", "start"),
+        ("score", "start"),
+    ]
+
+
+def test_a_change_run_is_one_render_provision_and_a_load_with_the_change() -> None:
+    request = ScaleRequest(("haproxy",), settings=LoadSettings(), change=ChangeSpec(100, 50))
+    stages = change_stages(request)
+    check_order(stages)
+    assert [s.name for s in stages] == [
+        "parse",
+        "backend",
+        "render",
+        "provision",
+        "load",
+        "teardown",
+        "score",
+    ]
+    assert isinstance(stages[2], GrowRender) and stages[2].size == 100
+    assert type(stages[4]).__name__ == "ChangeLoad"
+    with pytest.raises(RunError, match="needs what to change"):
+        change_stages(ScaleRequest(("haproxy",)))
+
+
+def _spec_with(tmp_path: Path, **extra: object) -> Path:
+    spec = yaml.safe_load((EXAMPLES / "auction" / "openapi.yaml").read_text(encoding="utf-8"))
+    spec["x-gatebench"].update(extra)
+    path = tmp_path / "api.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("command", ["scale", "change-under-load"])
+def test_a_description_asking_for_tls_replicas_or_a_fault_is_refused_where_it_asks(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """These runs load and probe over plain HTTP in front of one backend: a description whose
+    benchmark section asks for TLS, replicas or a fault is refused before anything starts,
+    each key located, rather than measured without it."""
+    spec = _spec_with(
+        tmp_path,
+        tls={"http2": True},
+        backend={"builtin": "echo", "replicas": 3},
+        fault={"at": "50%"},
+    )
+    results = tmp_path / "results"
+    assert main([command, str(spec), "--gateways", "nginx", "--results", str(results)]) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(": ")[2] for line in lines] == [
+        "/x-gatebench/tls",
+        "/x-gatebench/backend/replicas",
+        "/x-gatebench/fault",
+    ]
+    assert all(re.match(r"api\.yaml:\d+:\d+: error: ", line) for line in lines), lines
+    assert "scale and change-under-load do not carry TLS yet" in lines[0]
+    assert 'docs/scale.md, "TLS and replicas"' in lines[0]
+    assert not results.exists(), "nothing may start"
+
+
+def test_plain_deployment_keys_are_not_refused() -> None:
+    plain = {"tls": False, "backend": {"builtin": "echo", "replicas": 1}}
+    assert scale_problems(plain) == []
+    assert scale_problems(None) == []
+    (problem,) = scale_problems({"tls": True}, "/x-gatebench", "bench.yaml")
+    assert (problem.pointer, problem.source) == ("/x-gatebench/tls", "bench.yaml")

@@ -1,0 +1,134 @@
+"""The figures of the scale and change-under-load runs (gatebench.scalemetrics) from
+per-request records: windows, failures kept with their time, the spike, percentiles."""
+
+from __future__ import annotations
+
+from gatebench.scalemetrics import (
+    Arrival,
+    ScalePoint,
+    buckets,
+    change_outcome,
+    latency_of,
+    position_latency,
+    rss_mb,
+    scale_rows,
+    schedule_problem,
+)
+
+T0 = 1_700_000_000_000.0
+
+
+def _load(rate: int = 100, seconds: int = 4) -> list[Arrival]:
+    """``rate`` requests a second; 2 ms each, 40 ms and failing in 200-300 ms after T0 + 2 s."""
+    out = []
+    for i in range(rate * seconds):
+        at = T0 + i * 1000.0 / rate
+        after = at - (T0 + 2000)
+        bad = 200 <= after < 300
+        out.append(
+            Arrival(
+                at,
+                40.0 if bad else 2.0,
+                not bad,
+                "start" if i % 2 else "end",
+                "connection refused" if bad else "",
+            )
+        )
+    return out
+
+
+def _fields() -> dict[str, object]:
+    return {
+        "gateway": "nginx",
+        "mechanism": "SIGHUP",
+        "kind": "signal",
+        "routes_before": 10,
+        "routes_added": 90,
+        "upstream_changed": True,
+        "rate": 100.0,
+        "engine": "test",
+        "measured_from": "intended start",
+        "new_routes_s": {"a": 0.2, "b": 0.4},
+        "mechanism_s": 0.0,
+        "check_s": 0.05,
+    }
+
+
+def test_a_change_counts_every_failure_in_its_window_with_the_time_from_the_change() -> None:
+    out = change_outcome(_load(), T0 + 2000, window_s=1.0, calm_s=1.0, **_fields())
+    assert out.failures == 10
+    assert out.failure_kinds == {"connection refused": 10}
+    assert [f["after_ms"] for f in out.failed] == [200.0 + 10 * k for k in range(10)]
+    assert out.before.requests == 100 and out.before.ko == 0 and out.before.p99_ms == 2.0
+    assert out.during.requests == 100 and out.during.max_ms == 40.0
+    assert out.during.p99_ms == 40.0
+    assert out.worst_bucket_p99_ms == 40.0
+    spikes = [b for b in out.series if b["ko"]]
+    assert [b["t_ms"] for b in spikes] == [200.0]
+    assert out.series[0]["t_ms"] == -1000.0 and out.series[-1]["t_ms"] == 900.0
+    assert out.slowest_new_route_s == 0.4 and out.all_new_routes_answered
+    data = out.to_dict()
+    assert data["slowest_new_route_s"] == 0.4 and data["before"]["p99_ms"] == 2.0
+
+
+def test_failures_outside_the_window_are_not_the_changes() -> None:
+    out = change_outcome(_load(), T0 + 2400, window_s=1.0, calm_s=0.3, **_fields())
+    assert out.failures == 0
+    # The calm reference before this change held the failures: it says so in its latency.
+    assert out.before.ko == 10
+
+
+def test_a_route_that_never_answered_has_no_slowest_time() -> None:
+    fields = _fields() | {"new_routes_s": {"a": 0.2, "b": None}}
+    out = change_outcome(_load(), T0 + 2000, window_s=1.0, calm_s=1.0, **fields)
+    assert not out.all_new_routes_answered and out.slowest_new_route_s is None
+
+
+def test_latency_percentiles_are_nearest_rank_over_every_request() -> None:
+    arrivals = [Arrival(T0, float(v), v != 100, "x") for v in range(1, 101)]
+    lat = latency_of(arrivals)
+    assert (lat.requests, lat.ko, lat.p50_ms, lat.p99_ms, lat.max_ms) == (100, 1, 50.0, 99.0, 100.0)
+    assert latency_of([]).p99_ms is None
+    by = position_latency(_load(seconds=1))
+    assert set(by) == {"start", "end"} and by["start"].requests == 50
+
+
+def test_buckets_leave_out_empty_ones_and_keep_time_order() -> None:
+    got = buckets([Arrival(T0 + 250, 1, True, "x"), Arrival(T0 - 10, 3, False, "x")], T0)
+    assert got == [
+        {"t_ms": -100.0, "requests": 1, "ko": 1, "p99_ms": 3},
+        {"t_ms": 200.0, "requests": 1, "ko": 0, "p99_ms": 1},
+    ]
+
+
+def test_scale_points_flatten_to_rows() -> None:
+    point = ScalePoint(
+        "haproxy",
+        100,
+        2048,
+        0.5,
+        20.0,
+        21.5,
+        200.0,
+        "test",
+        "send",
+        position_latency(_load(seconds=1)),
+    )
+    rows = scale_rows([point])
+    assert {"gateway": "haproxy", "routes": 100, "metric": "rss_load_mb", "value": 21.5} in rows
+    assert {"gateway": "haproxy", "routes": 100, "metric": "end_p99_ms", "value": 2.0} in rows
+    assert point.to_dict()["latency"]["start"]["requests"] == 50
+    assert rss_mb([1024 * 1024, 3 * 1024 * 1024]) == 3.0 and rss_mb([]) is None
+
+
+def test_a_load_that_did_not_keep_its_schedule_is_flagged_as_the_testers() -> None:
+    assert schedule_problem(181, 100, 2, "x") == ""
+    assert schedule_problem(179, 100, 2, "to the end route") == (
+        "tester-bound: the load sent 179 of the 200 requests due to the end route; the load "
+        "generator did not keep its schedule, so these figures are not the gateway's alone"
+    )
+    sparse = [a for i, a in enumerate(_load()) if not (2000 <= a.at_ms - T0 < 3000) or i % 3 == 0]
+    out = change_outcome(sparse, T0 + 2000, window_s=1.0, calm_s=1.0, **_fields())
+    assert out.problem.startswith("tester-bound: the load sent 33 of the 100 requests due in")
+    fine = change_outcome(_load(), T0 + 2000, window_s=1.0, calm_s=1.0, **_fields())
+    assert fine.problem == ""
