@@ -79,7 +79,14 @@ class RunRequest:
 
     def problems(self, plan: Plan, *, source: str | None = None) -> list[Problem]:
         """Why this request cannot run ``plan`` (a gateway the plan lacks, nothing left to
-        measure); empty when it can. ``source`` names where the request came from."""
+        measure; for a capacity run, what its search cannot run: ``tls:`` or ``fault:``,
+        located in the spec); empty when it can. ``source`` names where the request came from."""
+        if self.kind == "capacity":
+            from .capacity import capacity_problems
+
+            refused = capacity_problems(plan)
+            if refused:
+                return refused
         if self.gateways is None:
             return []
         unknown = [g for g in self.gateways if g not in plan.gateways]

@@ -278,6 +278,28 @@ def test_a_capacity_run_is_recorded_as_one_from_the_parse_step() -> None:
     assert not is_capacity_run(parse_upload(AUCTION, ref, now=1000.0).run)
 
 
+def test_the_parse_step_refuses_a_capacity_run_of_a_plan_with_tls() -> None:
+    """The capacity search's load generator speaks plain HTTP/1.1: a capacity run of a plan
+    with ``tls:`` starts nothing, and says why (located in the spec); a fixed run of it is
+    refused for the cloud path's own reason."""
+    from gatebench.run_request import METADATA_KEY, RunRequest
+
+    text = AUCTION.decode()
+    assert "  backend: {builtin: auction}\n" in text
+    with_tls = text.replace(
+        "  backend: {builtin: auction}\n", "  backend: {builtin: auction}\n  tls: {}\n"
+    ).encode()
+    ref = ObjectRef("gb-uploads", "specs/auction.yaml", "11")
+    metadata = {METADATA_KEY: RunRequest(kind="capacity").to_metadata()}
+    refused = parse_upload(with_tls, ref, now=1000.0, metadata=metadata)
+    assert not refused.ok
+    assert [p.pointer for p in refused.problems] == ["/x-gatebench/tls"]
+    assert "plain HTTP/1.1" in refused.problems[0].message
+    fixed = {METADATA_KEY: RunRequest().to_metadata()}
+    (cloud,) = parse_upload(with_tls, ref, now=1000.0, metadata=fixed).problems
+    assert cloud.pointer == "/x-gatebench/tls" and "cloud path" in cloud.message
+
+
 def test_a_capacity_run_renders_the_search_input_for_the_tester() -> None:
     import json
 

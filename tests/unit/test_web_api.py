@@ -465,6 +465,21 @@ def test_run_requests_from_query_and_metadata() -> None:
     ]
 
 
+def test_a_capacity_upload_of_a_plan_with_tls_is_refused_where_a_fixed_one_is_not() -> None:
+    """The dashboard's check refuses a capacity run the search cannot run (its generator
+    speaks plain HTTP/1.1), located in the spec, before anything is queued."""
+    text = PETSTORE.decode()
+    assert "    mock: {latency: 1ms}\n" in text
+    with_tls = text.replace(
+        "    mock: {latency: 1ms}\n", "    mock: {latency: 1ms}\n  tls: {}\n"
+    ).encode()
+    assert check_upload(with_tls, "petstore.yaml", RunRequest()).plan.tls is not None
+    with pytest.raises(UploadRejected) as refused:
+        check_upload(with_tls, "petstore.yaml", RunRequest(kind="capacity"))
+    assert [p.pointer for p in refused.value.problems] == ["/x-gatebench/tls"]
+    assert "plain HTTP/1.1" in refused.value.problems[0].message
+
+
 def test_reply_for_functions_framework() -> None:
     body, status, headers = Reply.json(200, {"x": float("nan")}).flask()
     assert status == 200
