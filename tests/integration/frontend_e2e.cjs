@@ -290,7 +290,6 @@ const scenarios = {
     result.screenshots.push(await shot(page, options, "frontend-cloud-upload.png"));
   },
 
-  /** Two runs side by side: picked in the runs list, then the comparison page. */
   /** A stored capacity run: its page shows the verdict, a curve chart per endpoint with every
    * probe and each target's knee, and its tables; the runs list says it is a capacity run. */
   async capacity(page, options, result) {
@@ -320,6 +319,7 @@ const scenarios = {
     result.screenshots = [await shot(page, options, "frontend-capacity.png")];
   },
 
+  /** Two runs side by side: picked in the runs list, then the comparison page. */
   async compare(page, options, result) {
     await page.waitForSelector(`#runs tbody tr[data-run="${options.runB}"]`);
     result.listed = await page.$$eval("#runs tbody tr[data-run]", (rows) => rows.map((r) => r.dataset.run));

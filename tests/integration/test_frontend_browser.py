@@ -13,11 +13,13 @@ import pytest
 from _frontend_helpers import (
     PETSTORE,
     Serve,
+    assert_capacity_run_shown,
     assert_clean,
     assert_screenshot,
     assert_two_seeded_runs_compared,
     broken_petstore,
     scenario,
+    seed_capacity_run,
     seed_two_runs,
     start_serve,
 )
@@ -199,43 +201,9 @@ def test_a_capacity_run_on_the_dashboard(tmp_path: Path) -> None:
     """A stored capacity run (a campaign on the simulated target, so every number is known):
     the runs list says what it is, its page draws the latency-against-rate curves with every
     probe inside the chart, marks each target's knee and the objective, and gives its tables."""
-    from dataclasses import replace
-
-    from capacity_sim import SimulatedTarget
-    from gatebench.capacity import Campaign, capacity_result, search
-    from gatebench.model import RunRecord, RunStatus
-    from gatebench.plan import Capacity
-    from gatebench.store import open_store
-
-    settings = replace(Capacity(), repetitions=3)
-    targets = {
-        "haproxy": SimulatedTarget(workers=11, service_ms=10.0, jitter=0.1),
-        "envoy": SimulatedTarget(workers=8, service_ms=10.0, jitter=0.1),
-        "baseline": SimulatedTarget(workers=16, service_ms=10.0, jitter=0.1),
-    }
-    campaign = Campaign(tuple(targets), {"bid": settings}, 5, budget_s=3600.0)
-    while keys := campaign.next_round():
-        for key in keys:
-            target = targets[key.target]
-            target.seed = key.repetition
-            campaign.record(key, search(settings, target, start_rate=campaign.start_rate(key)))
-        campaign.end_round()
-    result = capacity_result(campaign)
     run_id = "20260103-120000-capacity"
-    run = RunRecord(
-        run_id=run_id,
-        spec_uri="auction.yaml",
-        spec_sha256="c" * 64,
-        status=RunStatus.DONE,
-        created_at=1_767_441_600.0,
-        title="Auction",
-        gateways=["haproxy", "envoy"],
-        environment={"run_kind": "capacity"},
-        capacity=result.to_dict(),
-    )
     store_path = tmp_path / "store.sqlite"
-    with open_store(str(store_path)) as store:
-        store.create_run(run)
+    result, targets = seed_capacity_run(str(store_path), run_id)
     serve = start_serve(tmp_path, store=store_path)
     try:
         found = scenario("capacity", serve, run_a=run_id)
@@ -243,13 +211,4 @@ def test_a_capacity_run_on_the_dashboard(tmp_path: Path) -> None:
         code, err = serve.stop()
     assert code == 0, err
     assert_clean(found, serve)
-    assert "capacity search" in found["listedRow"] and found["pickDisabled"] is True
-    assert found["verdict"].strip() == result.endpoints[0].verdict
-    (curves,) = found["curves"]
-    assert curves["points"] == len(result.curves)
-    assert sorted(curves["knees"]) == sorted(targets)
-    assert curves["objective"] == 1 and curves["inside"] and curves["labelled"]
-    ids = [t["id"] for t in found["tables"]]
-    assert "table-capacity-0" in ids and "table-capacity-pairs-0" in ids
-    assert found["unlabelled"] == []
-    assert_screenshot(found["screenshots"][0])
+    assert_capacity_run_shown(found, result, targets)
