@@ -570,13 +570,15 @@ def test_a_provisioning_that_outlasts_its_timeout_is_torn_down(world: dict[str, 
 
 def capacity_auction(testers: int) -> bytes:
     """The auction example as a capacity run of its retrieve endpoint against a mock backend
-    of known capacity (2 workers × 20 ms = 100 req/s), with short probes: a few seconds."""
+    of known capacity (2 workers × 20 ms = 100 req/s), with short probes: from 70/s, two
+    probes bracket the knee (70 within, 140 beyond) and one bisects it to the precision, so
+    each target costs three probes, each a share's start margin (seconds) on the two testers."""
     doc = yaml.safe_load(quick_auction(["nginx"], testers=testers))
     bench = doc["x-gatebench"]
     bench["backend"] = {"mock": {"latency": "20ms", "workers": 2}}
     bench["capacity"] = {
         "objective": {"p50": "60ms"},
-        "start_rate": "25/s",
+        "start_rate": "70/s",
         "precision": "50%",
         "warmup": "0.2s",
         "probe": "0.6s",
