@@ -2,7 +2,8 @@
 ``gatebench capacity`` itself: the stage list runs (render, provision, the campaign, teardown,
 score), every target gets a knee on the endpoint, the result is stored with the run and in its
 folder, the report marks the knees, a capacity threshold gates the exit code, and nothing is
-left running. Short probes at a few hundred requests per second: about half a minute.
+left running. Short probes at a few hundred requests per second (0.1 s of warm-up and 0.3 s
+measured, at least 45 arrivals a window): about twenty seconds.
 
 The backend is the mock with known capacity (4 workers × 10 ms = 400 req/s; its ground truth is
 tests/integration/test_capacity_ground_truth.py): no target can carry more than that, so every
@@ -52,9 +53,9 @@ SPEC = {
         "capacity": {
             "objective": {"p50": "25ms"},
             "start_rate": "150/s",
-            "warmup": "0.2s",
-            "probe": "0.5s",
-            "confirm": "0.5s",
+            "warmup": "0.1s",
+            "probe": "0.3s",
+            "confirm": "0.3s",
             "precision": "20%",
             "repetitions": 2,
         },
