@@ -3,7 +3,7 @@
 score), every target gets a knee on the endpoint, the result is stored with the run and in its
 folder, the report marks the knees, a capacity threshold gates the exit code, and nothing is
 left running. Short probes at a few hundred requests per second (0.1 s of warm-up and 0.3 s
-measured, at least 45 arrivals a window): about twenty seconds.
+measured, at least 45 arrivals a window): under twenty seconds.
 
 The backend is the mock with known capacity (4 workers × 10 ms = 400 req/s; its ground truth is
 tests/integration/test_capacity_ground_truth.py): no target can carry more than that, so every

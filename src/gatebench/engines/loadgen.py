@@ -33,6 +33,10 @@ from . import EngineEvent, EngineRun, Hooks, PhaseResult
 from .cpu import CpuSampler, exited_unreaped
 
 POLL_S = 0.2
+"""How often the generator's CPU and the targets' are sampled while a probe runs."""
+EXIT_POLL_S = 0.02
+"""How often the run looks whether the generator has ended: a probe lasts a second or less in
+a quick search, and its end is seen within this, not within a whole sampling period."""
 DEFAULT_MAX_IN_FLIGHT = 10_000
 """Outstanding requests at most (each holds a socket; the hard descriptor limit here is 20,000)."""
 
@@ -150,10 +154,13 @@ class LoadgenEngine:
         sampler.set_groups(groups)
         try:
             sampler.sample()
+            next_sample = time.monotonic() + POLL_S
             while not exited_unreaped(proc.pid):
-                time.sleep(POLL_S)
-                sampler.sample()
-                hooks.tick()
+                time.sleep(EXIT_POLL_S)
+                if time.monotonic() >= next_sample:
+                    sampler.sample()
+                    hooks.tick()
+                    next_sample += POLL_S
             sampler.sample()  # the exited process still shows its CPU time until reaped
             code = proc.popen.wait()
         finally:
