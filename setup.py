@@ -1,6 +1,6 @@
 """Copies the non-Python source trees into the wheel as package data (gatebench/_data/).
 
-frontend/, gatling/, backend/ and gateways/ stay at the top of the repository; an installed
+frontend/, gatling/, backend/, loadgen/ and gateways/ stay at the top of the repository; an installed
 gatebench finds them under gatebench/_data/ (src/gatebench/_resources.py). Everything else
 about the package is in pyproject.toml. Editable installs skip the copy: they read the
 checkout's folders directly.
@@ -15,7 +15,7 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
-DATA_TREES = ("backend", "frontend", "gateways", "gatling")
+DATA_TREES = ("backend", "frontend", "gateways", "gatling", "loadgen")
 SKIP = shutil.ignore_patterns("target", "node_modules", "__pycache__", "*.actual", ".*")
 
 

@@ -17,6 +17,7 @@ import (
 type mockConfig struct {
 	LatencyMS    float64     `json:"latency_ms"`
 	ResponseSize *int        `json:"response_size"`
+	Workers      int         `json:"workers"`
 	Routes       []mockRoute `json:"routes"`
 }
 
@@ -36,6 +37,11 @@ type mockHandler struct {
 	latency time.Duration
 	routes  []*mockRoute
 	held    holdStats
+	// workers, when set, bounds how many responses are held at once: a request waits for a
+	// free worker (in arrival order: a channel's waiting senders are served first in, first
+	// out), then holds it for the latency. The server's capacity is then exactly workers /
+	// latency requests per second, the capacity search's ground truth (docs/capacity.md).
+	workers chan struct{}
 }
 
 // maxUpload bounds what one request may send: far above the 16 MB a benchmark needs.
@@ -51,6 +57,15 @@ func loadMock(path string) (*mockHandler, error) {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
 	h := &mockHandler{latency: time.Duration(cfg.LatencyMS * float64(time.Millisecond))}
+	if cfg.Workers < 0 {
+		return nil, fmt.Errorf("%s: workers must be at least 1, got %d", path, cfg.Workers)
+	}
+	if cfg.Workers > 0 {
+		if h.latency <= 0 {
+			return nil, fmt.Errorf("%s: workers need a latency_ms above 0", path)
+		}
+		h.workers = make(chan struct{}, cfg.Workers)
+	}
 	for i := range cfg.Routes {
 		rt := &cfg.Routes[i]
 		if !strings.HasPrefix(rt.Path, "/") {
@@ -136,11 +151,18 @@ func (h *mockHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			allowed = append(allowed, rt.Method)
 			continue
 		}
+		if h.workers != nil {
+			h.workers <- struct{}{} // wait for a free worker
+		}
 		if h.latency > 0 {
-			// exactly the configured time after the request was read (hold.go)
+			// exactly the configured time after the request was read (hold.go), or after
+			// it got its worker
 			deadline := time.Now().Add(h.latency)
 			holdUntil(deadline)
 			h.held.add(time.Since(deadline))
+		}
+		if h.workers != nil {
+			<-h.workers
 		}
 		for name, value := range rt.Headers {
 			w.Header().Set(name, value)

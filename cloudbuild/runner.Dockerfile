@@ -8,6 +8,9 @@
 FROM golang:1.23.4-bookworm AS backend
 COPY backend/ /src/backend/
 RUN cd /src/backend && CGO_ENABLED=0 go build -trimpath -o /out/gatebench-backend .
+# The capacity search's load generator (loadgen/, docs/capacity.md), built beside the backend.
+COPY loadgen/ /src/loadgen/
+RUN cd /src/loadgen && CGO_ENABLED=0 go build -trimpath -o /out/gatebench-loadgen .
 
 FROM hashicorp/terraform:1.9.8 AS terraform
 
@@ -22,6 +25,8 @@ RUN apt-get update \
 COPY --from=terraform /bin/terraform /usr/local/bin/terraform
 COPY --from=backend /out/gatebench-backend /usr/local/bin/gatebench-backend
 ENV GATEBENCH_BACKEND_BIN=/usr/local/bin/gatebench-backend
+COPY --from=backend /out/gatebench-loadgen /usr/local/bin/gatebench-loadgen
+ENV GATEBENCH_LOADGEN_BIN=/usr/local/bin/gatebench-loadgen
 
 WORKDIR /opt/gatebench
 # The same steps as scripts/setup.d/40-gatling.sh: the test classpath resolved once and the
@@ -55,10 +60,11 @@ COPY requirements/ requirements/
 RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; print('\n'.join(p['dependencies'] + p['optional-dependencies']['cloud']))" > /tmp/requirements.txt \
  && python -m pip install --no-cache-dir --constraint requirements/dev.lock --requirement /tmp/requirements.txt \
  && rm /tmp/requirements.txt
-# The wheel: setup.py copies backend/, frontend/, gateways/ and gatling/ into gatebench/_data
-# (gatling/ is already here, its build output left out by setup.py).
+# The wheel: setup.py copies backend/, loadgen/, frontend/, gateways/ and gatling/ into
+# gatebench/_data (gatling/ is already here, its build output left out by setup.py).
 COPY setup.py MANIFEST.in ./
 COPY backend/ backend/
+COPY loadgen/ loadgen/
 COPY frontend/ frontend/
 COPY gateways/ gateways/
 COPY src/ src/

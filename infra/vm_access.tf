@@ -23,7 +23,10 @@
 #            creates raw logs (never overwriting one); writes its own two markers, again after
 #            a restart (objectUser: overwrite). With several testers, tester T > 0 writes
 #            runs/RUN/tT/tester/{ready,load-done}.json (the same suffixes) and
-#            runs/RUN/raw/gatling-tT/simulation.log.
+#            runs/RUN/raw/gatling-tT/simulation.log. A capacity run (docs/capacity.md): tester 0
+#            creates each other tester's share of a probe, runs/RUN/capacity/probes/N/tT/share.json,
+#            and at the end runs/RUN/capacity/campaign.json; tester T creates its records,
+#            runs/RUN/capacity/probes/N/tT/loadgen.records (never overwriting any).
 locals {
   vm_object_access = {
     backend = [
@@ -44,6 +47,9 @@ locals {
       { role = "roles/storage.objectCreator", prefix = "runs/", suffix = "/simulation.log" },
       { role = "roles/storage.objectUser", prefix = "runs/", suffix = "/tester/ready.json" },
       { role = "roles/storage.objectUser", prefix = "runs/", suffix = "/tester/load-done.json" },
+      { role = "roles/storage.objectCreator", prefix = "runs/", folder = "capacity", suffix = "/share.json" },
+      { role = "roles/storage.objectCreator", prefix = "runs/", folder = "capacity", suffix = "/loadgen.records" },
+      { role = "roles/storage.objectCreator", prefix = "runs/", folder = "capacity", suffix = "/campaign.json" },
     ]
   }
   vm_object_grants = flatten([

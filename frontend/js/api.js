@@ -92,6 +92,7 @@ export class Api {
     url.searchParams.set("name", file.name);
     url.searchParams.set("quick", options.quick ? "1" : "0");
     if (options.gateways) url.searchParams.set("gateways", options.gateways.length ? options.gateways.join(",") : "none");
+    if (options.kind && options.kind !== "fixed") url.searchParams.set("kind", options.kind);
     return url;
   }
 

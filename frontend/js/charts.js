@@ -160,3 +160,116 @@ export function drawChart(chart, idPrefix = "") {
   }
   return root;
 }
+
+// -- latency against offered rate (capacity runs) ----------------------------------------
+// The same chart as the capacity report's (src/gatebench/report/_svg.py, curve_chart): p99
+// (dots, solid line) and p50 (squares, dashed line) against the offered rate, the latency axis
+// logarithmic, each target's knee a vertical line named in the legend, the objective a red line.
+
+const CURVE_WIDTH = 720;
+const CURVE_HEIGHT = 340;
+const CURVE_LEFT = 64;
+const CURVE_RIGHT = 16;
+const CURVE_TOP = 28;
+const CURVE_BOTTOM = 44;
+
+/** The decades a log axis spans: [10^floor(log low), 10^ceil(log high)], at least one decade. */
+export function decades(low, high) {
+  const lo = 10 ** Math.floor(Math.log10(Math.max(low, 0.01)));
+  const hi = 10 ** Math.ceil(Math.log10(Math.max(high, lo * 10)));
+  return [lo, Math.max(hi, lo * 10)];
+}
+
+/** One <svg> for a curves view: {id, title, description, objective_ms, objective_text, series}. */
+export function drawCurves(chart, idPrefix = "") {
+  const chartId = `${idPrefix}chart-${chart.id}`;
+  const points = chart.series.flatMap((s) => s.points);
+  const rates = points.map((p) => p.rate).concat(chart.series.map((s) => s.knee || 0));
+  const topRate = Math.max(1, ...rates);
+  const step = niceStep(topRate);
+  const xMax = step * Math.ceil((topRate * 1.02) / step);
+  const lats = points.flatMap((p) => [p.p50, p.p99]).filter((v) => v > 0);
+  if (chart.objective_ms) lats.push(chart.objective_ms);
+  const [yLo, yHi] = decades(lats.length ? Math.min(...lats) : 1, lats.length ? Math.max(...lats) : 10);
+  const plotW = CURVE_WIDTH - CURVE_LEFT - CURVE_RIGHT;
+  const plotH = CURVE_HEIGHT - CURVE_TOP - CURVE_BOTTOM;
+  const height = CURVE_HEIGHT + 18 * chart.series.length;
+  const bottom = CURVE_TOP + plotH;
+  const x = (rate) => CURVE_LEFT + (plotW * Math.max(0, Math.min(rate, xMax))) / xMax;
+  const y = (ms) => {
+    const v = Math.min(Math.max(ms, yLo), yHi);
+    const f = (Math.log10(v) - Math.log10(yLo)) / (Math.log10(yHi) - Math.log10(yLo));
+    return CURVE_TOP + plotH * (1 - f);
+  };
+  const root = svg("svg", {
+    class: "chart chart-curves",
+    id: chartId,
+    viewBox: `0 0 ${CURVE_WIDTH} ${num(height)}`,
+    width: CURVE_WIDTH,
+    height: num(height),
+    role: "img",
+    "aria-labelledby": `${chartId}-title ${chartId}-desc`,
+    dataset: { kind: "curves", chart: chart.id },
+  });
+  root.append(svg("title", { id: `${chartId}-title` }, chart.title), svg("desc", { id: `${chartId}-desc` }, chart.description));
+  for (let tick = 0; tick <= xMax + step * 1e-9; tick += step) {
+    const tx = num(x(tick));
+    root.append(
+      svg("line", { class: "grid", x1: tx, x2: tx, y1: CURVE_TOP, y2: num(bottom) }),
+      svg("text", { class: "tick", x: tx, y: num(bottom + 14), "text-anchor": "middle" }, tickLabel(tick, step)),
+    );
+  }
+  for (let decade = yLo; decade <= yHi * 1.0001; decade *= 10) {
+    const ty = num(y(decade));
+    root.append(
+      svg("line", { class: "grid", x1: CURVE_LEFT, x2: CURVE_WIDTH - CURVE_RIGHT, y1: ty, y2: ty }),
+      svg("text", { class: "tick", x: CURVE_LEFT - 6, y: num(y(decade) + 4), "text-anchor": "end" }, String(decade)),
+    );
+  }
+  root.append(
+    svg("text", { class: "axis-label", x: num(CURVE_LEFT + plotW / 2), y: num(bottom + 32), "text-anchor": "middle" }, "offered rate (requests per second)"),
+    svg("text", { class: "axis-label", x: 4, y: CURVE_TOP - 10 }, "latency (ms, log scale)"),
+  );
+  if (chart.objective_ms) {
+    const oy = num(y(chart.objective_ms));
+    root.append(
+      svg("line", { class: "objective", x1: CURVE_LEFT, x2: CURVE_WIDTH - CURVE_RIGHT, y1: oy, y2: oy, stroke: "#b00020", "stroke-dasharray": "6 4" }),
+      svg("text", { class: "objective", x: CURVE_WIDTH - CURVE_RIGHT - 4, y: num(y(chart.objective_ms) - 4), "text-anchor": "end", fill: "#b00020" }, chart.objective_text),
+    );
+  }
+  for (const s of chart.series) {
+    const group = svg("g", { class: "series", dataset: { target: s.label } });
+    const ordered = [...s.points].sort((a, b) => a.rate - b.rate);
+    for (const [key, dash] of [["p99", null], ["p50", "4 3"]]) {
+      const d = ordered.map((p, i) => `${i === 0 ? "M" : "L"}${num(x(p.rate))} ${num(y(p[key]))}`).join(" ");
+      if (d) group.append(svg("path", { class: `line-${key}`, d, fill: "none", stroke: s.colour, "stroke-width": 1.3, "stroke-dasharray": dash }));
+    }
+    for (const p of ordered) {
+      const opacity = p.held ? null : 0.45;
+      group.append(
+        svg("circle", { class: "p99", cx: num(x(p.rate)), cy: num(y(p.p99)), r: 3.5, fill: s.colour, opacity, dataset: { rate: p.rate, p99: p.p99 } }, svg("title", {}, `${s.label}: ${p.text}`)),
+        svg("rect", { class: "p50", x: num(x(p.rate) - 3), y: num(y(p.p50) - 3), width: 6, height: 6, fill: "none", stroke: s.colour, opacity, dataset: { rate: p.rate, p50: p.p50 } }, svg("title", {}, `${s.label}: ${p.text}`)),
+      );
+    }
+    if (s.knee) {
+      const kx = num(x(s.knee));
+      group.append(
+        svg("line", { class: "knee", x1: kx, x2: kx, y1: CURVE_TOP, y2: num(bottom), stroke: s.colour, "stroke-width": 2, "stroke-dasharray": "2 3", dataset: { knee: s.knee } }, svg("title", {}, `${s.label}: ${s.knee_text}`)),
+      );
+    }
+    root.append(group);
+  }
+  let ly = CURVE_HEIGHT + 4;
+  for (const s of chart.series) {
+    root.append(
+      svg(
+        "g",
+        { class: "legend-row" },
+        svg("circle", { cx: CURVE_LEFT + 6, cy: num(ly - 4), r: 4, fill: s.colour }),
+        svg("text", { x: CURVE_LEFT + 16, y: num(ly) }, `${s.label}: knee ${s.knee_text || "none"}`),
+      ),
+    );
+    ly += 18;
+  }
+  return root;
+}

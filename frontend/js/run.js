@@ -3,7 +3,7 @@
 // throughput, latency and score charts, and every table.
 
 import { ApiError, sleep } from "./api.js";
-import { drawChart } from "./charts.js";
+import { drawChart, drawCurves } from "./charts.js";
 import { fill, h, statusBadge, when } from "./dom.js";
 import { progressText } from "./runs.js";
 import { drawTables } from "./tables.js";
@@ -71,7 +71,62 @@ function section(id, title, ...content) {
   return h("section", { id, "aria-labelledby": `${id}-h` }, h("h2", { id: `${id}-h` }, title), ...content);
 }
 
+function downloads(view, api, note) {
+  return section(
+    "downloads",
+    "Full report",
+    h(
+      "ul",
+      { class: "downloads" },
+      ["html", "json", "csv", "md"].map((fmt) =>
+        h("li", {}, h("a", { href: api.reportUrl(view.run.run_id, fmt), target: fmt === "html" ? "_blank" : null, rel: "noopener" }, `${fmt.toUpperCase()} report`)),
+      ),
+    ),
+    h("p", { class: "legend" }, note),
+  );
+}
+
+/** A capacity run (gatebench capacity): per endpoint the verdict, the knees, the curves, the
+ * capacity table and every pair; then the thresholds and the downloads. */
+export function capacityBlock(view, api) {
+  const out = [];
+  out.push(h("div", { class: "verdict", id: "verdict" }, view.verdict.map((v) => h("p", {}, v))));
+  if (view.cautions.length) {
+    out.push(
+      h("aside", { class: "cautions", "aria-label": "Cautions" }, h("strong", {}, "Before you trust these numbers"), h("ul", {}, view.cautions.map((c) => h("li", {}, c)))),
+    );
+  }
+  const knees = view.charts.find((c) => c.id === "capacity");
+  const curves = view.charts.filter((c) => c.kind === "curves");
+  out.push(
+    section(
+      "capacity",
+      "Capacity per endpoint",
+      knees ? drawChart(knees) : null,
+      knees ? h("p", { class: "legend" }, knees.legend) : null,
+      curves.map((chart, i) =>
+        h(
+          "div",
+          { class: "endpoint", dataset: { workload: chart.workload } },
+          h("h3", {}, chart.workload),
+          drawCurves(chart),
+          drawTables(view.tables.filter((t) => t.id === `capacity-${i}` || t.id === `capacity-pairs-${i}`)),
+        ),
+      ),
+      h("p", { class: "legend" }, `Stopped: ${view.stop}`),
+    ),
+  );
+  if (view.thresholds && view.thresholds.length) {
+    out.push(
+      section("thresholds", "Thresholds", h("ul", { class: "thresholds" }, view.thresholds.map((t) => h("li", { class: t.passed ? "pass" : "fail" }, `${t.passed ? "pass" : "FAIL"}: ${t.line}`)))),
+    );
+  }
+  out.push(downloads(view, api, view.resolution));
+  return out;
+}
+
 export function resultsBlock(view, api) {
+  if (view.kind === "capacity") return capacityBlock(view, api);
   const charts = Object.fromEntries(view.charts.map((c) => [c.id, c]));
   const tables = view.tables;
   const byId = (prefix) => tables.filter((t) => t.id === prefix || t.id.startsWith(`${prefix}-`));
@@ -101,20 +156,7 @@ export function resultsBlock(view, api) {
   if (byId("costs").length) {
     out.push(section("costs", "What each target cost", drawTables(byId("costs"))));
   }
-  out.push(
-    section(
-      "downloads",
-      "Full report",
-      h(
-        "ul",
-        { class: "downloads" },
-        ["html", "json", "csv", "md"].map((fmt) =>
-          h("li", {}, h("a", { href: api.reportUrl(view.run.run_id, fmt), target: fmt === "html" ? "_blank" : null, rel: "noopener" }, `${fmt.toUpperCase()} report`)),
-        ),
-      ),
-      h("p", { class: "legend" }, view.resolution),
-    ),
-  );
+  out.push(downloads(view, api, view.resolution));
   return out;
 }
 

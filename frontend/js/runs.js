@@ -20,7 +20,7 @@ function row(run, onPick) {
     id: `pick-${run.run_id}`,
     value: run.run_id,
     class: "pick",
-    disabled: run.status === "queued",
+    disabled: run.status === "queued" || run.kind === "capacity", // a capacity run compares its targets itself
     onchange: onPick,
   });
   return h(
@@ -34,7 +34,7 @@ function row(run, onPick) {
     ),
     h("td", { class: "status-cell" }, statusBadge(run.status, progressText(run))),
     h("td", {}, [...run.gateways, ...(run.baseline ? ["baseline"] : [])].join(", ") || "–"),
-    h("td", {}, run.quick ? "quick" : run.repetitions ? `${run.repetitions} reps` : "–"),
+    h("td", {}, run.kind === "capacity" ? (run.quick ? "capacity search, quick" : "capacity search") : run.quick ? "quick" : run.repetitions ? `${run.repetitions} reps` : "–"),
     h("td", {}, when(run.created_at)),
     h("td", {}, pick, h("label", { for: `pick-${run.run_id}`, class: "sr-only" }, `Compare ${run.run_id}`)),
   );

@@ -46,7 +46,9 @@ function summaryBlock(summary, mode) {
       "ul",
       { class: "plan" },
       h("li", {}, `Targets: ${targets.join(", ") || "none"}`),
-      h("li", {}, `Repetitions: ${summary.repetitions}${summary.quick ? " (quick run)" : ""}`),
+      summary.kind === "capacity"
+        ? h("li", {}, `Capacity search: the highest rate each target carries within the objective${summary.quick ? " (quick run)" : ""}`)
+        : h("li", {}, `Repetitions: ${summary.repetitions}${summary.quick ? " (quick run)" : ""}`),
       h("li", {}, `Backend: ${summary.backend}`),
     ),
     cloudOnly,
@@ -76,6 +78,7 @@ export function uploadForm(ctx) {
     "aria-describedby": "spec-hint",
   });
   const quick = h("input", { type: "checkbox", id: "quick", name: "quick", "aria-describedby": "quick-hint" });
+  const capacity = h("input", { type: "checkbox", id: "capacity", name: "kind", value: "capacity", "aria-describedby": "capacity-hint" });
   const gatewayBox = h("fieldset", { id: "gateways", class: "gateways", hidden: true }, h("legend", {}, "Gateways to measure"));
   const chosen = h("p", { id: "chosen", class: "chosen" });
   const check = h("div", { id: "check", class: "check", "aria-live": "polite" });
@@ -103,7 +106,7 @@ export function uploadForm(ctx) {
     const boxes = Array.from(gatewayBox.querySelectorAll("input[type=checkbox]"));
     const gateways = planGateways && boxes.length ? boxes.filter((b) => b.checked).map((b) => b.value) : null;
     const all = gateways && planGateways && gateways.length === planGateways.length;
-    return { quick: quick.checked, gateways: all ? null : gateways };
+    return { quick: quick.checked, gateways: all ? null : gateways, kind: capacity.checked ? "capacity" : "fixed" };
   }
 
   function showGateways(names) {
@@ -168,6 +171,7 @@ export function uploadForm(ctx) {
 
   fileInput.addEventListener("change", () => choose(fileInput.files[0]));
   quick.addEventListener("change", () => validate());
+  capacity.addEventListener("change", () => validate());
   for (const type of ["dragenter", "dragover"]) {
     dropZone.addEventListener(type, (event) => {
       event.preventDefault();
@@ -199,6 +203,13 @@ export function uploadForm(ctx) {
         quick,
         h("label", { for: "quick" }, "Quick smoke run"),
         h("p", { id: "quick-hint", class: "hint" }, "One repetition, 1 s warm-up, phases of at most 2 s or 100 requests (like gatebench run --quick)."),
+      ),
+      h(
+        "div",
+        { class: "choice" },
+        capacity,
+        h("label", { for: "capacity" }, "Capacity search"),
+        h("p", { id: "capacity-hint", class: "hint" }, "Instead of the workloads' own load: the highest arrival rate each gateway carries within the plan's objective, per endpoint, with a 95 % interval (like gatebench capacity)."),
       ),
       gatewayBox,
     ),

@@ -13,8 +13,8 @@ from typing import Literal
 
 from .errors import RunError
 
-SourceName = Literal["backend", "frontend", "gateways", "gatling"]
-SOURCES: tuple[SourceName, ...] = ("backend", "frontend", "gateways", "gatling")
+SourceName = Literal["backend", "frontend", "gateways", "gatling", "loadgen"]
+SOURCES: tuple[SourceName, ...] = ("backend", "frontend", "gateways", "gatling", "loadgen")
 CACHE_ENV = "GATEBENCH_CACHE_DIR"
 JVM_GATEWAYS = ("spring-cloud-gateway", "zuul")
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -24,6 +24,7 @@ _MARKERS = {
     "frontend": "index.html",
     "gateways": "zuul/pom.xml",
     "gatling": "pom.xml",
+    "loadgen": "go.mod",
 }
 
 

@@ -1,13 +1,14 @@
 """Where gatebench finds what travels beside its Python code, and what it builds from it.
 
-Four source trees are not Python: ``frontend/`` (the web page), ``gatling/`` (the Maven project
-of the generic simulation), ``backend/`` (the Go server) and ``gateways/<name>/`` (the Maven
-projects of the JVM gateways). They live at the top of the repository; the wheel carries a
+Five source trees are not Python: ``frontend/`` (the web page), ``gatling/`` (the Maven project
+of the generic simulation), ``backend/`` (the Go server), ``loadgen/`` (the Go open-model load
+generator of the capacity search) and ``gateways/<name>/`` (the Maven projects of the JVM
+gateways). They live at the top of the repository; the wheel carries a
 copy under ``gatebench/_data/`` (``setup.py`` copies them at build time). :func:`source_dir`
 looks in the installed package first, then in the checkout this package runs from (an
 editable install): this module is the only place that knows either layout.
 
-Three things are built from those sources: the backend binary (``go build``), the Gatling
+Four things are built from those sources: the backend and load generator binaries (``go build``), the Gatling
 classpath and compiled simulation (``mvn``) and the JVM gateway jars (``mvn package``).
 They live in the build folder (:func:`build_dir`): ``$GATEBENCH_CACHE_DIR`` when set, else
 the checkout's ``.cache/`` (where ``scripts/setup.d`` builds them), else
@@ -20,6 +21,7 @@ how to install it. Outside a checkout a build is redone when the packaged source
 Layout of a build folder::
 
     bin/gatebench-backend              the Go backend
+    bin/gatebench-loadgen              the Go load generator (capacity search)
     gatling/classpath.txt              Gatling's test classpath (one line)
     gatling/project/target/test-classes  the compiled simulation (outside a checkout)
     jvm-gateways/<name>.jar            Spring Cloud Gateway, Zuul 1
@@ -40,6 +42,7 @@ from ._locations import (
     JVM_GATEWAYS,
     PACKAGE_DIR,
     SOURCES,
+    SourceName,
     build_dir,
     checkout_root,
     jvm_gateway_jar_location,
@@ -120,26 +123,40 @@ def _copy_sources(src: Path, dest: Path) -> None:
 
 def backend_binary(*, build: bool = True) -> Path:
     """The Go backend: ``$GATEBENCH_BACKEND_BIN``, else the build folder's, built if needed."""
-    override = os.environ.get("GATEBENCH_BACKEND_BIN")
+    return _go_binary(
+        "backend", "gatebench-backend", "GATEBENCH_BACKEND_BIN", "the Go backend", build
+    )
+
+
+def loadgen_binary(*, build: bool = True) -> Path:
+    """The Go load generator (the capacity search's open-model engine): ``$GATEBENCH_LOADGEN_BIN``,
+    else the build folder's, built if needed."""
+    return _go_binary(
+        "loadgen", "gatebench-loadgen", "GATEBENCH_LOADGEN_BIN", "the Go load generator", build
+    )
+
+
+def _go_binary(source: SourceName, name: str, env: str, what: str, build: bool) -> Path:
+    override = os.environ.get(env)
     if override:
         return Path(override)
-    out = build_dir() / "bin" / "gatebench-backend"
-    sources = source_dir("backend")
-    stamp = out.with_name(".gatebench-backend.digest")
+    out = build_dir() / "bin" / name
+    sources = source_dir(source)
+    stamp = out.with_name(f".{name}.digest")
     if _fresh([out], stamp, sources) or not build:
         return out
-    go = require_tool("go", "the Go backend (backend/) is built with it on first use")
+    go = require_tool("go", f"{what} ({source}/) is built with it on first use")
     started = time.monotonic()
-    log.info("building the Go backend into %s (go build, first use)", out)
+    log.info("building %s into %s (go build, first use)", what, out)
     out.parent.mkdir(parents=True, exist_ok=True)
     _run_build(
         [go, "build", "-trimpath", "-mod=mod", "-o", str(out), "."],
         sources,
-        out.parent / "build-backend.log",
-        "the Go backend",
+        out.parent / f"build-{source}.log",
+        what,
     )
     stamp.write_text(tree_digest(sources) + "\n", encoding="utf-8")
-    log.info("built the Go backend in %.0f s", time.monotonic() - started)
+    log.info("built %s in %.0f s", what, time.monotonic() - started)
     return out
 
 
@@ -267,6 +284,7 @@ __all__ = [
     "checkout_root",
     "gatling_files",
     "jvm_gateway_jar",
+    "loadgen_binary",
     "packaged_data_dir",
     "require_tool",
     "source_dir",

@@ -22,6 +22,7 @@ COMMANDS = (
     "plan",
     "render",
     "run",
+    "capacity",
     "scale",
     "runs",
     "report",

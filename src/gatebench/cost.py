@@ -178,24 +178,39 @@ def load_seconds(plan: Mapping[str, Any], table: Mapping[str, Any] | None = None
     return repetitions * targets * per_target + float(assume["engine_start_s"])
 
 
+def capacity_seconds(plan: Mapping[str, Any]) -> float:
+    """How long a capacity run's load lasts at most: its time budget (``capacity.budget``; the
+    search stops there, docs/capacity.md), for a plan as ``Plan.to_dict()`` gives it."""
+    from .plan import Capacity
+
+    section = plan.get("capacity") or {}
+    budget = (section.get("default") or {}).get("budget")
+    return float(budget) if budget else Capacity().budget
+
+
 VM_LIFETIME_FACTOR = 2.0
 VM_LIFETIME_MARGIN_S = 1800.0
 """A run's VMs delete themselves after (estimated VM lifetime × factor + margin): room for a
 slow boot or a load slower than the estimate, never the hours a forgotten VM would cost."""
 
 
-def vm_estimate_s(plan: Mapping[str, Any], table: Mapping[str, Any] | None = None) -> float:
-    """Each VM's estimated lifetime: the provision build, the load, teardown."""
+def vm_estimate_s(
+    plan: Mapping[str, Any], table: Mapping[str, Any] | None = None, *, load_s: float | None = None
+) -> float:
+    """Each VM's estimated lifetime: the provision build, the load (``load_s`` when the caller
+    knows it better: a capacity run's budget), teardown."""
     assume = (table or price_table())["assumptions"]
-    load_s = load_seconds(plan, table)
+    load_s = load_seconds(plan, table) if load_s is None else load_s
     return max(60.0, float(assume["provision_s"]) + load_s + float(assume["teardown_s"]))
 
 
-def vm_max_run_s(plan: Mapping[str, Any], table: Mapping[str, Any] | None = None) -> int:
+def vm_max_run_s(
+    plan: Mapping[str, Any], table: Mapping[str, Any] | None = None, *, load_s: float | None = None
+) -> int:
     """How long a run's VMs may live before Compute Engine deletes them (their
     ``max_run_duration``): the estimate × :data:`VM_LIFETIME_FACTOR` plus
     :data:`VM_LIFETIME_MARGIN_S`, in whole minutes."""
-    seconds = vm_estimate_s(plan, table) * VM_LIFETIME_FACTOR + VM_LIFETIME_MARGIN_S
+    seconds = vm_estimate_s(plan, table, load_s=load_s) * VM_LIFETIME_FACTOR + VM_LIFETIME_MARGIN_S
     return int(math.ceil(seconds / 60) * 60)
 
 

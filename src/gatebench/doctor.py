@@ -76,8 +76,9 @@ class Diagnosis:
 
     @property
     def can_run(self) -> bool:
-        """A run needs a load engine (the baseline needs no gateway)."""
-        return any(c.usable for c in self.of("engine"))
+        """A run needs a load engine (the baseline needs no gateway); the load generator runs
+        only capacity searches, so it alone does not make ``gatebench run`` possible."""
+        return any(c.usable for c in self.of("engine") if c.name != "loadgen")
 
 
 def program_version(path: str, program: str, env: dict[str, str] | None = None) -> str:
@@ -194,14 +195,28 @@ def _backend(tools: dict[str, Check]) -> Check:
     return Check("backend", "gatebench-backend", status, detail)
 
 
+def _loadgen(tools: dict[str, Check]) -> Check:
+    binary = _resources.loadgen_binary(build=False)
+    if binary.is_file():
+        return Check("engine", "loadgen", "ok", f"capacity search ({binary})")
+    status, detail = _first_use("the load generator", [tools["go"]])
+    return Check("engine", "loadgen", status, f"{detail} (the capacity search's engine)")
+
+
 def diagnose() -> Diagnosis:
     """Every check, in the order ``gatebench doctor`` prints them."""
     tools = {
-        "go": _tool("go", "builds the Go backend on first use"),
+        "go": _tool("go", "builds the Go backend and load generator on first use"),
         "java": _tool("java", "runs Gatling and the JVM gateways"),
         "mvn": _tool("mvn", "builds Gatling's classpath and the JVM gateways on first use"),
     }
-    checks = [*_engines(tools), _backend(tools), *_gateways(tools), *tools.values()]
+    checks = [
+        *_engines(tools),
+        _loadgen(tools),
+        _backend(tools),
+        *_gateways(tools),
+        *tools.values(),
+    ]
     return Diagnosis(tuple(checks))
 
 

@@ -98,6 +98,10 @@ class RunRecord:
     owner: dict[str, Any] | None = None
     """Local path: the process that runs it (``host``, ``pid``, ``started``: procs.this_process)
     and its folder (``run_dir``). A run not finished whose process is gone was abandoned."""
+    capacity: dict[str, Any] | None = None
+    """A capacity run (``gatebench capacity``): its result, as
+    ``gatebench.capacity.CapacityResult.to_dict`` writes it (knees, comparisons, verdicts, the
+    probes' curves); None for a fixed-workload run."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -1,5 +1,6 @@
 """What a person asked for on top of the spec's own plan: a :class:`RunRequest` (a quick smoke
-run, a subset of the plan's gateways, the root description of a zip that holds several), read
+run, a subset of the plan's gateways, the root description of a zip that holds several, a
+capacity search instead of the fixed workload), read
 from where each path carries it.
 
 The upload form sends it as query parameters to the local server
@@ -14,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from .errors import Problem, ProblemsError
 from .plan import Plan
@@ -24,6 +25,12 @@ METADATA_KEY = "gatebench"
 """The custom metadata key that carries a :class:`RunRequest` (Cloud Storage's custom metadata)."""
 METADATA_HEADER = f"x-goog-meta-{METADATA_KEY}"
 """The same metadata as an HTTP header (what a signed PUT sends)."""
+
+
+RunKind = Literal["fixed", "capacity"]
+KINDS: tuple[RunKind, ...] = ("fixed", "capacity")
+"""``fixed``: the plan's workloads as written (``gatebench run``); ``capacity``: the capacity
+search over the same workloads (``gatebench capacity``, docs/capacity.md)."""
 
 
 class UploadRejected(ProblemsError):
@@ -40,6 +47,8 @@ class RunRequest:
     """Measure only these gateways of the plan (``()``: the baseline only); None: all."""
     entry: str | None = None
     """The root description inside an uploaded zip that holds several (``--entry``)."""
+    kind: RunKind = "fixed"
+    """The kind of run: the plan's fixed workloads, or the capacity search."""
 
     def to_metadata(self) -> str:
         """The ``x-goog-meta-gatebench`` value: compact, sorted JSON."""
@@ -48,6 +57,8 @@ class RunRequest:
             data["gateways"] = list(self.gateways)
         if self.entry is not None:
             data["entry"] = self.entry
+        if self.kind != "fixed":
+            data["kind"] = self.kind
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
     def to_query(self) -> dict[str, str]:
@@ -56,6 +67,8 @@ class RunRequest:
             out["gateways"] = ",".join(self.gateways) or "none"
         if self.entry is not None:
             out["entry"] = self.entry
+        if self.kind != "fixed":
+            out["kind"] = self.kind
         return out
 
     def select(self, plan: Plan) -> Plan:
@@ -66,7 +79,14 @@ class RunRequest:
 
     def problems(self, plan: Plan, *, source: str | None = None) -> list[Problem]:
         """Why this request cannot run ``plan`` (a gateway the plan lacks, nothing left to
-        measure); empty when it can. ``source`` names where the request came from."""
+        measure; for a capacity run, what its search cannot run: ``tls:`` or ``fault:``,
+        located in the spec); empty when it can. ``source`` names where the request came from."""
+        if self.kind == "capacity":
+            from .capacity import capacity_problems
+
+            refused = capacity_problems(plan)
+            if refused:
+                return refused
         if self.gateways is None:
             return []
         unknown = [g for g in self.gateways if g not in plan.gateways]
@@ -90,16 +110,27 @@ class RunRequest:
         return []
 
     def apply(self, plan: Plan) -> Plan:
-        """The plan as it will run: chosen gateways, then the quick profile when asked."""
+        """The plan as it will run: chosen gateways, then the quick profile when asked (a
+        capacity run's: ``gatebench.capacity.capacity_as_run``)."""
         chosen = self.select(plan)
+        if self.kind == "capacity":
+            from .capacity import capacity_as_run
+
+            return capacity_as_run(chosen, quick=self.quick)
         return quick_plan(chosen) if self.quick else chosen
 
 
 def run_request_from_query(query: Mapping[str, str]) -> RunRequest:
     """``?quick=1&gateways=nginx,caddy&entry=api/openapi.yaml`` (``gateways=none``: the
-    baseline only; ``entry``: the root description of a zip that holds several)."""
+    baseline only; ``entry``: the root description of a zip that holds several; ``kind``:
+    ``capacity`` for a capacity run)."""
     problems: list[Problem] = []
     quick = _flag(query.get("quick"), "quick", problems)
+    kind = query.get("kind", "fixed") or "fixed"
+    if kind not in KINDS:
+        problems.append(
+            Problem("", f"query parameter 'kind': expected fixed or capacity, got {kind[:40]!r}")
+        )
     gateways: tuple[str, ...] | None = None
     raw = query.get("gateways")
     if raw is not None:
@@ -107,7 +138,12 @@ def run_request_from_query(query: Mapping[str, str]) -> RunRequest:
         gateways = tuple(dict.fromkeys(names))
     if problems:
         raise UploadRejected(problems)
-    return RunRequest(quick=quick, gateways=gateways, entry=query.get("entry") or None)
+    return RunRequest(
+        quick=quick,
+        gateways=gateways,
+        entry=query.get("entry") or None,
+        kind="capacity" if kind == "capacity" else "fixed",
+    )
 
 
 def run_request_from_metadata(value: str | None) -> RunRequest:
@@ -122,13 +158,13 @@ def run_request_from_metadata(value: str | None) -> RunRequest:
         raise UploadRejected(
             [Problem("", f"metadata {METADATA_HEADER}: not JSON ({exc})", source=METADATA_HEADER)]
         ) from None
-    if not isinstance(data, dict) or set(data) - {"quick", "gateways", "entry"}:
+    if not isinstance(data, dict) or set(data) - {"quick", "gateways", "entry", "kind"}:
         raise UploadRejected(
             [
                 Problem(
                     "",
-                    f"metadata {METADATA_HEADER}: expected an object with 'quick', 'gateways' "
-                    f"and 'entry', got {value[:200]!r}",
+                    f"metadata {METADATA_HEADER}: expected an object with 'quick', 'gateways', "
+                    f"'entry' and 'kind', got {value[:200]!r}",
                     source=METADATA_HEADER,
                 )
             ]
@@ -157,10 +193,20 @@ def run_request_from_metadata(value: str | None) -> RunRequest:
                 source=METADATA_HEADER,
             )
         )
+    kind = data.get("kind", "fixed")
+    if kind not in KINDS:
+        problems.append(
+            Problem(
+                "/kind", f"expected 'fixed' or 'capacity', got {kind!r}", source=METADATA_HEADER
+            )
+        )
     if problems:
         raise UploadRejected(problems)
     return RunRequest(
-        quick=bool(quick), gateways=None if gateways is None else tuple(gateways), entry=entry
+        quick=bool(quick),
+        gateways=None if gateways is None else tuple(gateways),
+        entry=entry,
+        kind="capacity" if kind == "capacity" else "fixed",
     )
 
 
@@ -174,8 +220,10 @@ def _flag(value: str | None, name: str, problems: list[Problem]) -> bool:
 
 
 __all__ = [
+    "KINDS",
     "METADATA_HEADER",
     "METADATA_KEY",
+    "RunKind",
     "RunRequest",
     "UploadRejected",
     "run_request_from_metadata",

@@ -10,6 +10,7 @@ assertions do), read from ``x-gatebench`` and checked against a run's summary.
       - {metric: overhead.p95, max: 5ms}                  # gateway p95 − the baseline's p95
       - {metric: overhead.mean, max: 20%}                 # ... relative to the baseline's
       - {metric: score, min: 70}                          # the gateway's score, 0–100
+      - {metric: capacity, min: 2000/s, workload: bid}    # a capacity run's knee (req/s)
 
 A threshold applies to the gateway it names (or the baseline, for measured metrics), else to
 every gateway of the plan; to the workload it names, else to every workload (``score``
@@ -40,7 +41,11 @@ from .errors import Problem, pointer
 LATENCY_METRICS = ("min", "mean", "max", "stddev", "p50", "p90", "p95", "p99")
 MEASURED_METRICS = (*LATENCY_METRICS, "error_pct", "throughput")
 OVERHEAD_METRICS = tuple(f"overhead.{m}" for m in LATENCY_METRICS)
-METRIC_NAMES = (*MEASURED_METRICS, *OVERHEAD_METRICS, "score")
+CAPACITY_METRICS = ("capacity",)
+"""Thresholds a capacity run gates on (``gatebench capacity``: the rate each target carries
+within the objective, gatebench.capacity.evaluate_capacity); a fixed-workload run leaves them
+out, and a capacity run leaves the others out."""
+METRIC_NAMES = (*MEASURED_METRICS, *OVERHEAD_METRICS, "score", *CAPACITY_METRICS)
 """Every metric a threshold may name, in the order error messages list them."""
 KEYS = ("metric", "max", "min", "gateway", "workload")
 BASELINE = "baseline"
@@ -73,7 +78,7 @@ class Threshold:
             return ""
         if self.metric == "error_pct" or self.relative:
             return "%"
-        if self.metric == "throughput":
+        if self.metric in ("throughput", *CAPACITY_METRICS):
             return "req/s"
         return "ms"
 
@@ -298,12 +303,19 @@ def _bound(metric: str, value: Any) -> tuple[float, bool] | str:
         if text is not None and (m := _PERCENT.match(text)) and 0 <= float(m.group(1)) <= 100:
             return float(m.group(1)), False
         return f"expected an error rate from 0% to 100% such as '1%', got {_show(value)}"
-    # throughput
+    # throughput, capacity
     if numeric:
         return f"the unit is missing: expected a throughput such as '500/s', got {value}"
     if text is not None and (m := _RATE.match(text)) and float(m.group(1)) >= 0:
         return float(m.group(1)), False
     return f"expected a throughput such as '500/s' or '500 req/s', got {_show(value)}"
+
+
+def bound_of(metric: str, value: Any) -> tuple[float, bool] | str:
+    """A bound as a threshold reads it (``50ms``, ``0.1%``, ``500/s``): (value in the metric's
+    unit, relative?), or the message saying what was expected (the capacity objective reads
+    its bounds the same way)."""
+    return _bound(metric, value)
 
 
 def thresholds_from_plan(plan: Mapping[str, Any] | None) -> tuple[Threshold, ...]:
@@ -321,6 +333,8 @@ def evaluate(thresholds: Sequence[Threshold], summary: RunSummary) -> list[Thres
     """One result per threshold × target × workload (× target only for an overall score)."""
     results = []
     for t in thresholds:
+        if t.metric in CAPACITY_METRICS:
+            continue  # a capacity run's (gatebench.capacity.evaluate_capacity)
         targets = [t.gateway] if t.gateway else list(summary.gateways)
         if t.metric == "score" and t.workload is None:
             workloads: list[str | None] = [None]
@@ -397,10 +411,12 @@ def _kind(value: Any) -> str:
 
 
 __all__ = [
+    "CAPACITY_METRICS",
     "LATENCY_METRICS",
     "METRIC_NAMES",
     "Threshold",
     "ThresholdResult",
+    "bound_of",
     "evaluate",
     "failures",
     "fmt",

@@ -56,7 +56,7 @@ TESTER_BOUND_SHARE = 0.8
 """A throughput at or above this share of the engine's ceiling is ``tester-bound``."""
 AGREEMENT_PCT = 10.0
 """Two engines agree on a value when the smaller is at least (100 − this) % of the larger."""
-ENGINE_RESOLUTION_MS = {"gatling": 1.0, "wrk": 0.001}
+ENGINE_RESOLUTION_MS = {"gatling": 1.0, "wrk": 0.001, "loadgen": 0.001}
 """The latency resolution of each engine's records."""
 CROSS_CHECK_REPETITIONS = 3
 """A cross-check runs the plan's repetitions, at most this many."""

@@ -213,6 +213,65 @@ def seed_two_runs(location: str, run_a: str, run_b: str) -> None:
             score_run(store, run_id)
 
 
+def seed_capacity_run(location: str, run_id: str) -> tuple[Any, tuple[str, ...]]:
+    """A capacity run (a campaign on the simulated target, so every number is known: haproxy,
+    envoy and the baseline, three repetitions) in the store at ``location``; returns its
+    ``CapacityResult`` and its targets."""
+    from dataclasses import replace
+
+    from capacity_sim import SimulatedTarget
+    from gatebench.capacity import Campaign, capacity_result, search
+    from gatebench.model import RunRecord, RunStatus
+    from gatebench.plan import Capacity
+    from gatebench.store import open_store
+
+    settings = replace(Capacity(), repetitions=3)
+    targets = {
+        "haproxy": SimulatedTarget(workers=11, service_ms=10.0, jitter=0.1),
+        "envoy": SimulatedTarget(workers=8, service_ms=10.0, jitter=0.1),
+        "baseline": SimulatedTarget(workers=16, service_ms=10.0, jitter=0.1),
+    }
+    campaign = Campaign(tuple(targets), {"bid": settings}, 5, budget_s=3600.0)
+    while keys := campaign.next_round():
+        for key in keys:
+            target = targets[key.target]
+            target.seed = key.repetition
+            campaign.record(key, search(settings, target, start_rate=campaign.start_rate(key)))
+        campaign.end_round()
+    result = capacity_result(campaign)
+    run = RunRecord(
+        run_id=run_id,
+        spec_uri="auction.yaml",
+        spec_sha256="c" * 64,
+        status=RunStatus.DONE,
+        created_at=1_767_441_600.0,
+        title="Auction",
+        gateways=["haproxy", "envoy"],
+        environment={"run_kind": "capacity"},
+        capacity=result.to_dict(),
+    )
+    with open_store(location) as store:
+        store.create_run(run)
+    return result, tuple(targets)
+
+
+def assert_capacity_run_shown(found: dict[str, Any], result: Any, targets: tuple[str, ...]) -> None:
+    """What the ``capacity`` scenario must see of the run ``seed_capacity_run`` writes,
+    wherever it reads it from: the runs list says it is a capacity run and it cannot be picked
+    for a comparison; its page gives the verdict, one curve chart with every probe inside it,
+    each target's knee and the objective marked, and the capacity and pair tables."""
+    assert "capacity search" in found["listedRow"] and found["pickDisabled"] is True
+    assert found["verdict"].strip() == result.endpoints[0].verdict
+    (curves,) = found["curves"]
+    assert curves["points"] == len(result.curves)
+    assert sorted(curves["knees"]) == sorted(targets)
+    assert curves["objective"] == 1 and curves["inside"] and curves["labelled"]
+    ids = [t["id"] for t in found["tables"]]
+    assert "table-capacity-0" in ids and "table-capacity-pairs-0" in ids
+    assert found["unlabelled"] == []
+    assert_screenshot(found["screenshots"][0])
+
+
 def assert_two_seeded_runs_compared(result: dict[str, Any], run_a: str, run_b: str) -> None:
     """What the comparison page of the two runs ``seed_two_runs`` writes must show, wherever
     it reads them from: two cards, two throughput charts on one scale with their whiskers,

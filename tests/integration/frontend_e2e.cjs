@@ -5,7 +5,7 @@
 //
 // Usage: node frontend_e2e.cjs SCENARIO --base URL --artifacts DIR [--spec FILE] [--broken FILE]
 //   [--run-a ID --run-b ID] [--timeout-ms N]
-// Scenarios: broken, keyboard-upload, signed-upload, cloud-upload, compare.
+// Scenarios: broken, keyboard-upload, signed-upload, cloud-upload, compare, capacity.
 "use strict";
 
 const fs = require("node:fs");
@@ -288,6 +288,35 @@ const scenarios = {
     result.status = await page.getAttribute(".status-line [data-status]", "data-status");
     result.heading = await page.textContent("h1");
     result.screenshots.push(await shot(page, options, "frontend-cloud-upload.png"));
+  },
+
+  /** A stored capacity run: its page shows the verdict, a curve chart per endpoint with every
+   * probe and each target's knee, and its tables; the runs list says it is a capacity run. */
+  async capacity(page, options, result) {
+    await page.waitForSelector(`#runs tbody tr[data-run="${options.runA}"]`);
+    result.listedRow = await page.textContent(`#runs tbody tr[data-run="${options.runA}"]`);
+    result.pickDisabled = await page.isDisabled(`#pick-${options.runA}`);
+    await page.goto(`${options.base}#/runs/${encodeURIComponent(options.runA)}`, { waitUntil: "load" });
+    await page.waitForSelector("svg.chart-curves");
+    result.verdict = await page.textContent("#verdict");
+    result.curves = await page.$$eval("svg.chart-curves", (svgs) =>
+      svgs.map((s) => {
+        const box = s.getBoundingClientRect();
+        const inside = (el) => {
+          const r = el.getBoundingClientRect();
+          return r.left >= box.left - 1 && r.right <= box.right + 1 && r.top >= box.top - 1 && r.bottom <= box.bottom + 1;
+        };
+        return {
+          points: s.querySelectorAll("circle.p99").length,
+          knees: Array.from(s.querySelectorAll("line.knee")).map((l) => l.closest("g.series").dataset.target),
+          objective: s.querySelectorAll("line.objective").length,
+          inside: Array.from(s.querySelectorAll("circle.p99, line.knee")).every(inside),
+          labelled: s.getAttribute("role") === "img" && !!s.querySelector("title"),
+        };
+      }));
+    result.tables = await page.$$eval("table", (ts) => ts.map((t) => ({ id: t.id, rows: t.tBodies[0].rows.length })));
+    result.unlabelled = await page.evaluate(LABEL_PROBE);
+    result.screenshots = [await shot(page, options, "frontend-capacity.png")];
   },
 
   /** Two runs side by side: picked in the runs list, then the comparison page. */

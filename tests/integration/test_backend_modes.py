@@ -150,6 +150,59 @@ def test_mock_latency_and_response_size(tmp_path: Path) -> None:
         assert _call(cut, "GET", "/x")[2] == b'{"a"'
 
 
+def test_mock_workers_serve_at_most_their_number_at_once(tmp_path: Path) -> None:
+    """2 workers holding 100 ms each: 6 requests sent together are served in three rounds, in
+    the order they arrived (physics: nothing can make them faster; a busy machine only makes
+    them slower, so only lower bounds and the order are asserted)."""
+    import threading
+
+    route = {
+        "method": "GET",
+        "path": "/x",
+        "status": 200,
+        "content_type": "",
+        "body": "ok",
+        "headers": {},
+    }
+    (tmp_path / "w.json").write_text(
+        json.dumps({"latency_ms": 100, "workers": 2, "routes": [route]})
+    )
+    done: dict[int, float] = {}
+    with Supervisor() as sup:
+        _, port = start_backend(
+            sup, "mock", tmp_path, extra_args=["-config", str(tmp_path / "w.json")]
+        )
+        start = time.monotonic()
+
+        def one(i: int) -> None:
+            time.sleep(0.01 * i)  # arrive in order, 10 ms apart
+            _call(port, "GET", "/x")
+            done[i] = time.monotonic() - start
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(6)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    ends = [done[i] for i in range(6)]
+    assert ends[0] >= 0.1 and ends[2] >= 0.2 and ends[4] >= 0.3
+    assert ends[2] > ends[1] and ends[4] > ends[3]  # first come, first served
+    assert max(ends) >= 0.3
+
+
+def test_mock_refuses_workers_without_a_latency(tmp_path: Path) -> None:
+    (tmp_path / "bad.json").write_text(json.dumps({"latency_ms": 0, "workers": 3, "routes": []}))
+    from gatebench.errors import RunError
+
+    with (
+        Supervisor() as sup,
+        pytest.raises(RunError, match=r"workers need a latency_ms above 0"),
+    ):
+        start_backend(
+            sup, "mock", tmp_path, extra_args=["-config", str(tmp_path / "bad.json")], timeout=5
+        )
+
+
 def test_mock_refuses_a_bad_routes_file(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text(
         json.dumps({"routes": [{"method": "GET", "path": "x", "status": 200}]})

@@ -13,11 +13,13 @@ import pytest
 from _frontend_helpers import (
     PETSTORE,
     Serve,
+    assert_capacity_run_shown,
     assert_clean,
     assert_screenshot,
     assert_two_seeded_runs_compared,
     broken_petstore,
     scenario,
+    seed_capacity_run,
     seed_two_runs,
     start_serve,
 )
@@ -193,3 +195,20 @@ def test_gcp_mode_uploads_through_a_signed_url(tmp_path: Path) -> None:
     assert r["throughputBarsDrawn"] == 3
     assert r["scoreRows"] == []  # no gateway: nothing to score
     assert_screenshot(result["screenshots"][0])
+
+
+def test_a_capacity_run_on_the_dashboard(tmp_path: Path) -> None:
+    """A stored capacity run (a campaign on the simulated target, so every number is known):
+    the runs list says what it is, its page draws the latency-against-rate curves with every
+    probe inside the chart, marks each target's knee and the objective, and gives its tables."""
+    run_id = "20260103-120000-capacity"
+    store_path = tmp_path / "store.sqlite"
+    result, targets = seed_capacity_run(str(store_path), run_id)
+    serve = start_serve(tmp_path, store=store_path)
+    try:
+        found = scenario("capacity", serve, run_a=run_id)
+    finally:
+        code, err = serve.stop()
+    assert code == 0, err
+    assert_clean(found, serve)
+    assert_capacity_run_shown(found, result, targets)

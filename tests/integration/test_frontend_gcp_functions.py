@@ -11,6 +11,8 @@ cross-origin call answered by the functions' own CORS.
 - Two runs seeded into Firestore: the runs list shows both, the comparison draws its charts
   (bars, whiskers of five repetitions, one scale), no console error, and the page talks to
   nobody but the site and the two functions.
+- A capacity run seeded into Firestore: its page shows the verdict, the curves with each
+  target's knee, and its tables, read through the read function.
 - The upload flow: the page checks the petstore with the upload function, asks it for a
   ticket, PUTs the spec to the V4 signed URL on fake-gcs-server (its CORS allows the
   ``x-goog-meta-gatebench`` header, as the bucket's CORS configuration must), then waits for
@@ -47,9 +49,11 @@ import pytest
 from _dashboard_stack import UPLOADS, dashboard_stack
 from _frontend_helpers import (
     PETSTORE,
+    assert_capacity_run_shown,
     assert_screenshot,
     assert_two_seeded_runs_compared,
     scenario,
+    seed_capacity_run,
     seed_two_runs,
     wait_for,
 )
@@ -59,6 +63,7 @@ from gatebench.procs import Supervisor, free_port, wait_ready
 from paths import ROOT
 
 RUN_A, RUN_B = "20260101-120000-site-a", "20260102-120000-site-b"
+CAPACITY_RUN = "20260103-120000-site-capacity"
 PROJECT = "gatebench-test"  # GATEBENCH_PROJECT of the functions (cloud.servers.gcs_env)
 
 
@@ -160,6 +165,23 @@ def test_the_exported_site_compares_two_runs_read_by_the_read_function(site: Sit
     assert listed == [RUN_B, RUN_A]  # newest first
     assert_two_seeded_runs_compared(result, RUN_A, RUN_B)
     assert_screenshot(result["screenshots"][0])
+
+
+def test_the_exported_site_shows_a_capacity_run_read_by_the_read_function(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A capacity run stored in Firestore (its result a nested document: encoded and decoded
+    by the store) reaches the page through the read function as it does from ``gatebench
+    serve``: listed as a capacity search, its verdict, curves, knees and tables."""
+    monkeypatch.setenv("FIRESTORE_EMULATOR_HOST", site.stack["firestore"])
+    result, targets = seed_capacity_run(
+        f"firestore://{PROJECT}/{site.stack['database']}", CAPACITY_RUN
+    )
+    found = scenario("capacity", site, run_a=CAPACITY_RUN)
+    _assert_clean(found, site.origins())
+    api_calls = {_origin(r["url"]) for r in found["requests"] if r["resourceType"] == "fetch"}
+    assert api_calls == {_origin(site.stack["read"].url), site.origin}  # + config.json
+    assert_capacity_run_shown(found, result, targets)
 
 
 def _play_parse_and_create_run(site: Site, page: Future[dict[str, Any]]) -> tuple[Any, str]:

@@ -1,6 +1,6 @@
 """The page's own decisions, in Node without a browser: where a run stands along its steps
 (done, failed at a step, partial, a cloud stage name), the status words of the runs list,
-and the chart axis steps (the same rule as the report's ``nice_step``)."""
+and the chart axis steps (the same rule as the report's ``nice_step``, and its log decades)."""
 
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from gatebench.report._svg import nice_step
+from gatebench.report._svg import _decades, nice_step
 from paths import ROOT
 
 SCRIPT = r"""
 import { stepState, isScaleRun, scaleBlock } from "./run.mjs";
 import { progressText } from "./runs.mjs";
-import { niceStep } from "./charts.mjs";
+import { niceStep, decades } from "./charts.mjs";
 const STEPS = 7;
 const states = (run) => Array.from({ length: STEPS }, (_, i) => stepState(run, i));
 const out = {
@@ -38,6 +38,7 @@ const out = {
     progress: { step: "provisioning", message: "nginx" } }),
   finished: progressText({ status: "done", finished: true, progress: null }),
   steps: [0.7, 9, 42, 180, 1234, 4598.9, 100].map((v) => niceStep(v)),
+  decades: [[0.4, 52], [10, 10], [3, 2500], [0.001, 0.5]].map(([lo, hi]) => decades(lo, hi)),
   scaleKinds: ["scale", "change-under-load", "workload", undefined].map((kind) => isScaleRun({ kind })),
 };
 console.log(JSON.stringify(out));
@@ -87,3 +88,6 @@ def test_step_states_status_words_and_axis_steps(tmp_path: Path) -> None:
     assert out["provisioning"] == "(provisioning: nginx)"
     assert out["finished"] == ""
     assert out["steps"] == [nice_step(v) for v in (0.7, 9, 42, 180, 1234, 4598.9, 100)]
+    # the capacity curves' log axis: the same decades as the report's (report._svg._decades)
+    pairs = [(0.4, 52), (10, 10), (3, 2500), (0.001, 0.5)]
+    assert out["decades"] == [pytest.approx(list(_decades(lo, hi))) for lo, hi in pairs]

@@ -577,3 +577,86 @@ def test_a_provisioning_that_outlasts_its_timeout_is_torn_down(world: dict[str, 
     doc = stored_run(run_id)
     assert (doc["status"], doc["failed_step"], doc["teardown"]) == ("failed", "provision", "ok")
     assert run_processes(world, run_id) == []
+
+
+def capacity_auction(testers: int) -> bytes:
+    """The auction example as a capacity run of its retrieve endpoint against a mock backend
+    of known capacity (2 workers × 20 ms = 100 req/s), with short probes: from 70/s, two
+    probes bracket the knee (70 within, 140 beyond) and one bisects it to the precision, so
+    each target costs three probes, each a share's start margin (seconds) on the two testers."""
+    doc = yaml.safe_load(quick_auction(["nginx"], testers=testers))
+    bench = doc["x-gatebench"]
+    bench["backend"] = {"mock": {"latency": "20ms", "workers": 2}}
+    bench["capacity"] = {
+        "objective": {"p50": "60ms"},
+        "start_rate": "70/s",
+        "precision": "50%",
+        "warmup": "0.2s",
+        "probe": "0.6s",
+        "confirm": 0,
+        "repetitions": 1,
+        "budget": "3m",
+    }
+    for workload in bench["workloads"]:
+        if workload["name"] != "retrieve":
+            workload["capacity"] = False
+    return yaml.safe_dump(doc, sort_keys=False).encode()
+
+
+def test_a_capacity_run_searches_on_two_testers_and_stores_its_result(
+    world: dict[str, Any],
+) -> None:
+    """The same workflow, asked for a capacity run (the upload's gatebench metadata): tester 0
+    searches, splitting every probe with tester 1 through the bucket; the score step stores the
+    result with the run and writes its rows."""
+    from gatebench.capacity import CapacityResult
+    from gatebench.run_request import METADATA_KEY, RunRequest
+
+    name = "specs/capacity.yaml"
+    blob = world["uploads"].blob(name)
+    blob.metadata = {METADATA_KEY: RunRequest(kind="capacity").to_metadata()}
+    blob.upload_from_string(capacity_auction(testers=2), content_type="application/yaml")
+    event = {
+        "specversion": "1.0",
+        "type": "google.cloud.storage.object.v1.finalized",
+        "source": f"//storage.googleapis.com/projects/_/buckets/{UPLOADS}",
+        "subject": f"objects/{name}",
+        "id": f"evt-{blob.generation}",
+        "data": {"bucket": UPLOADS, "name": name, "generation": str(blob.generation)},
+    }
+    run_id = run_id_for_object(UPLOADS, name, str(blob.generation))
+    execution = run(world, event, "exec-capacity")
+    storage: Storage = world["storage"]
+    assert execution.state == "SUCCEEDED", execution.error
+    campaign = json.loads(
+        storage.read_optional(RUNS, f"runs/{run_id}/capacity/campaign.json") or b"{}"
+    )
+    said = [
+        storage.read_optional(RUNS, f"runs/{run_id}/{t}tester/load-done.json") for t in ("", "t1/")
+    ]
+    assert execution.result["status"] == "done", (execution.result, campaign.get("stop"), said)
+    assert execution.result["teardown"] == "ok"
+    from gatebench.store import open_store
+
+    stored = open_store(f"firestore://{PROJECT}").get_run(run_id)
+    assert stored is not None and stored.capacity is not None
+    result = CapacityResult.from_dict(stored.capacity)
+    (retrieve,) = result.endpoints
+    knees = {s.target: s.estimate for s in retrieve.summaries}
+    assert set(knees) == {"nginx", "baseline"}
+    # the backend carries 100 req/s: no target carries more (with a precision of 50 %, the
+    # knee is below the first rate that broke the objective, at most 141/s); the baseline's
+    # search lands within its precision of it (the gateway adds its own latency, and on a
+    # busy machine the network hops between the "VMs" more)
+    assert all(k is not None and 0 < k <= 141.5 for k in knees.values()), knees
+    assert knees["baseline"] is not None and knees["baseline"] >= 100 / 1.5, knees
+    assert retrieve.prices.get("nginx") is not None  # n2-standard-2 at its list price
+    assert storage.read_optional(RUNS, f"runs/{run_id}/capacity/probes/0001/t1/share.json")
+    assert storage.read_optional(RUNS, f"runs/{run_id}/capacity/probes/0001/t1/loadgen.records")
+    assert storage.names(RUNS, f"runs/{run_id}/raw/") == []  # no workload was run
+    rows = [r for r in world["bigquery"].rows if r["run_id"] == run_id]
+    assert {r["target"] for r in rows if r["metric"] == "capacity"} == {"nginx", "baseline"}
+    probes = [r for r in rows if r["statistic"] == "probe"]
+    assert probes and all(r["offered_rate"] for r in probes)
+    assert run_processes(world, run_id) == []
+    assert [d for d in world["vms"].denied if run_id in d] == []

@@ -129,3 +129,79 @@ def test_the_request_check_sees_a_page_that_fetches(tmp_path: Path) -> None:
     urls = [r["url"] for r in result["requests"]]
     assert "http://gatebench.invalid/pixel.png" in urls
     assert "http://gatebench.invalid/pixel.png" in result["failedRequests"]
+
+
+CAPACITY_PROBE = """
+(() => {
+  const curves = Array.from(document.querySelectorAll("svg.chart.curve"));
+  const inside = (el, svg) => {
+    const a = el.getBoundingClientRect(), b = svg.getBoundingClientRect();
+    return a.width >= 0 && a.left >= b.left - 1 && a.right <= b.right + 1
+      && a.top >= b.top - 1 && a.bottom <= b.bottom + 1;
+  };
+  return {
+    curves: curves.length,
+    points: curves.map((s) => s.querySelectorAll("circle.p99").length),
+    knees: curves.map((s) => Array.from(s.querySelectorAll("line.knee")).map(
+      (l) => l.closest("g.series").dataset.target)),
+    objective: curves.map((s) => s.querySelectorAll("line.objective").length),
+    drawnInside: curves.every((s) => Array.from(s.querySelectorAll("circle.p99, line.knee"))
+      .every((el) => inside(el, s))),
+    labelled: curves.every((s) => s.getAttribute("role") === "img" && s.querySelector("title")),
+    verdict: document.body.textContent.includes("carries"),
+  };
+})()
+"""
+
+
+def test_the_capacity_report_in_chromium(tmp_path: Path) -> None:
+    """A capacity run's report (a campaign on the simulated target): curves drawn inside their
+    charts with every probe, each target's knee marked, the objective line, no request made."""
+    from dataclasses import replace
+
+    from capacity_sim import SimulatedTarget
+    from gatebench.capacity import Campaign, capacity_result, search
+    from gatebench.model import RunRecord, RunStatus
+    from gatebench.plan import Capacity
+    from gatebench.report import build_capacity_report, render_capacity
+
+    settings = replace(Capacity(), repetitions=3)
+    targets = {
+        "haproxy": SimulatedTarget(workers=11, service_ms=10.0, jitter=0.1),
+        "envoy": SimulatedTarget(workers=8, service_ms=10.0, jitter=0.1),
+        "baseline": SimulatedTarget(workers=16, service_ms=10.0, jitter=0.1),
+    }
+    campaign = Campaign(tuple(targets), {"bid": settings}, 5, budget_s=3600.0)
+    while keys := campaign.next_round():
+        for key in keys:
+            target = targets[key.target]
+            target.seed = key.repetition
+            campaign.record(key, search(settings, target, start_rate=campaign.start_rate(key)))
+        campaign.end_round()
+    result = capacity_result(campaign, machine="n2-standard-2", hourly_usd=0.0971)
+    run = RunRecord(
+        run_id="r-capacity",
+        spec_uri="auction.yaml",
+        spec_sha256="a" * 64,
+        status=RunStatus.DONE,
+        created_at=1_767_272_400.0,
+        title="Auction",
+    )
+    report = build_capacity_report(run, result, now=1_767_272_400.0)
+    page = tmp_path / "capacity.html"
+    page.write_text(render_capacity(report, "html"), encoding="utf-8")
+    screenshot = ARTIFACTS / "capacity-report.png"
+    screenshot.unlink(missing_ok=True)
+
+    found = check_page(page, screenshot, CAPACITY_PROBE, tmp_path)
+
+    assert found["consoleErrors"] == [] and found["pageErrors"] == []
+    assert found["requests"] == [{"url": page.as_uri(), "resourceType": "document"}]
+    probe = found["probe"]
+    assert probe["curves"] == 1
+    assert probe["points"] == [len(result.curves)]
+    assert sorted(probe["knees"][0]) == sorted(targets)
+    assert probe["objective"] == [1]
+    assert probe["drawnInside"] is True and probe["labelled"] is True
+    assert probe["verdict"] is True
+    assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

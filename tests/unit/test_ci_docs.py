@@ -40,4 +40,5 @@ def test_the_thresholds_listing_is_a_valid_section() -> None:
         "overhead.p95 <= 5 ms",
         "overhead.mean <= 20%",
         "score >= 70",
+        "capacity >= 2,000 req/s",
     ]

@@ -249,3 +249,76 @@ def test_the_vms_live_as_long_as_the_plan_needs_and_the_testers_disk_holds_its_l
     main = (ROOT / "infra" / "vms" / "main.tf").read_text()
     tester = main[main.index('resource "google_compute_instance" "tester"') :]
     assert "size  = var.tester.disk_gb" in tester.split("network_interface")[0]
+
+
+def test_a_capacity_run_is_recorded_as_one_from_the_parse_step() -> None:
+    from gatebench.report import is_capacity_run
+    from gatebench.run_request import METADATA_KEY, RunRequest
+
+    ref = ObjectRef("gb-uploads", "specs/auction.yaml", "9")
+    metadata = {METADATA_KEY: RunRequest(kind="capacity").to_metadata()}
+    capacity = parse_upload(AUCTION, ref, now=1000.0, metadata=metadata)
+    assert capacity.ok and is_capacity_run(capacity.run)
+    document = capacity.response()["document"]["fields"]
+    assert document["environment"]["mapValue"]["fields"]["run_kind"] == {"stringValue": "capacity"}
+    assert not is_capacity_run(parse_upload(AUCTION, ref, now=1000.0).run)
+
+
+def test_the_parse_step_refuses_a_capacity_run_of_a_plan_with_tls() -> None:
+    """The capacity search's load generator speaks plain HTTP/1.1: a capacity run of a plan
+    with ``tls:`` starts nothing, and says why (located in the spec); a fixed run of it goes
+    on (the cloud path carries TLS)."""
+    from gatebench.run_request import METADATA_KEY, RunRequest
+
+    text = AUCTION.decode()
+    assert "  backend: {builtin: auction}\n" in text
+    with_tls = text.replace(
+        "  backend: {builtin: auction}\n", "  backend: {builtin: auction}\n  tls: {}\n"
+    ).encode()
+    ref = ObjectRef("gb-uploads", "specs/auction.yaml", "11")
+    metadata = {METADATA_KEY: RunRequest(kind="capacity").to_metadata()}
+    refused = parse_upload(with_tls, ref, now=1000.0, metadata=metadata)
+    assert not refused.ok
+    assert [p.pointer for p in refused.problems] == ["/x-gatebench/tls"]
+    assert "plain HTTP/1.1" in refused.problems[0].message
+    fixed = {METADATA_KEY: RunRequest().to_metadata()}
+    assert parse_upload(with_tls, ref, now=1000.0, metadata=fixed).ok
+
+
+def test_a_capacity_run_renders_the_search_input_for_the_tester() -> None:
+    import json
+
+    from gatebench.capacity import probe_document, settings_from_dict
+    from gatebench.capacity._metrics import ProbeRequest
+    from gatebench.cloud._render import CAPACITY_INPUT, render_run
+    from gatebench.run_request import METADATA_KEY, RunRequest
+
+    settings = deployment()
+    ref = ObjectRef("gb-uploads", "specs/auction.yaml", "9")
+    fixed = render_run(AUCTION, ref, settings, "gb-runs")
+    assert fixed.capacity is None
+    assert f"runs/{ref.run_id}/{CAPACITY_INPUT}" not in fixed.objects()
+    metadata = {METADATA_KEY: RunRequest(kind="capacity").to_metadata()}
+    rendered = render_run(AUCTION, ref, settings, "gb-runs", metadata)
+    data = json.loads(rendered.objects()[f"runs/{ref.run_id}/{CAPACITY_INPUT}"])
+    assert data["format"] == "gatebench-capacity-input/1"
+    assert set(data["targets"]) == set(
+        json.loads(fixed.objects()[f"runs/{ref.run_id}/fleet.json"])["gateways"]
+    ) | {"baseline"}
+    assert set(data["settings"]) == set(data["templates"]) == {"create-auction", "bid", "retrieve"}
+    # the fixed workload is rendered too (the tester checks the targets with it)
+    assert rendered.workload == fixed.workload
+    bid = settings_from_dict(data["settings"]["bid"])
+    doc = probe_document(
+        data["templates"]["bid"]["baseline"], ProbeRequest(100.0, "grow", bid.warmup, bid.probe)
+    )
+    baseline = next(p for p in fixed.workload["phases"] if p["target"] == "baseline")
+    assert doc["phases"][1]["request"]["base_url"] == baseline["request"]["base_url"]
+    assert [p["injection"]["rate"] for p in doc["phases"]] == [100.0, 100.0]
+    # the VMs live as long as the search may take (its budget), not the fixed workload's time
+    from gatebench.cost import capacity_seconds, vm_max_run_s
+
+    plan_dict = {"capacity": {"default": {"budget": 7200.0}}}
+    assert capacity_seconds(plan_dict) == 7200.0 and capacity_seconds({}) == 1800.0
+    assert rendered.fleet["max_run_duration_s"] == vm_max_run_s({}, load_s=1800.0)
+    assert rendered.fleet["max_run_duration_s"] != fixed.fleet["max_run_duration_s"]

@@ -128,6 +128,7 @@ def test_the_image_files_are_what_the_dockerfile_copies() -> None:
         ("setup.py", "/opt/gatebench/setup.py"),
         ("MANIFEST.in", "/opt/gatebench/MANIFEST.in"),
         ("backend", "/opt/gatebench/backend"),
+        ("loadgen", "/opt/gatebench/loadgen"),
         ("frontend", "/opt/gatebench/frontend"),
         ("gateways", "/opt/gatebench/gateways"),
         ("src", "/opt/gatebench/src"),

@@ -23,6 +23,7 @@ def bare(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setenv(_resources.CACHE_ENV, str(tmp_path / "cache"))
     for name in (
         "GATEBENCH_BACKEND_BIN",
+        "GATEBENCH_LOADGEN_BIN",
         "GATEBENCH_GATLING_CLASSES",
         "GATEBENCH_GATLING_CP",
         "GATEBENCH_KRAKEND_BIN",
@@ -50,10 +51,14 @@ def test_nothing_can_run_without_an_engine(bare: Path, capsys: pytest.CaptureFix
     )
     assert _row(out, "wrk") == "missing wrk Debian: apt-get install wrk"
     assert _row(out, "gatebench-backend") == (
-        "missing gatebench-backend not built, and go is missing: builds the Go backend on "
-        "first use; install Go 1.22 or newer (Debian: apt-get install golang-go; or "
-        "https://go.dev/dl/)"
+        "missing gatebench-backend not built, and go is missing: builds the Go backend and "
+        "load generator on first use; install Go 1.22 or newer (Debian: apt-get install "
+        "golang-go; or https://go.dev/dl/)"
     )
+    assert _row(out, "loadgen").startswith(
+        "missing loadgen not built, and go is missing: builds the Go backend and load generator"
+    )
+    assert _row(out, "loadgen").endswith("(the capacity search's engine)")
     assert _row(out, "mvn") == (
         "missing mvn builds Gatling's classpath and the JVM gateways on first use; "
         "install Maven (Debian: apt-get install maven)"

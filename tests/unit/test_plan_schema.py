@@ -68,6 +68,21 @@ UNKNOWN = [
         "unknown key 'profil' in scoring; did you mean 'profile'?",
     ),
     (
+        {"capacity": {"probes": "2s"}},
+        "/x-gatebench/capacity/probes",
+        "unknown key 'probes' in capacity; did you mean 'probe'?",
+    ),
+    (
+        {"capacity": {"objective": {"p98": "20ms"}}},
+        "/x-gatebench/capacity/objective/p98",
+        "unknown key 'p98' in capacity.objective; did you mean 'p99'?",
+    ),
+    (
+        {"backend": {"mock": {"latency": "10ms", "worker": 4}}},
+        "/x-gatebench/backend/mock/worker",
+        "unknown key 'worker' in backend.mock; did you mean 'workers'?",
+    ),
+    (
         {"infrastructure": {"zome": "europe-central2-a"}},
         "/x-gatebench/infrastructure/zome",
         "unknown key 'zome' in infrastructure; did you mean 'zone'?",
@@ -131,8 +146,7 @@ def test_the_schema_decides_which_keys_exist(auction: Api, monkeypatch: pytest.M
         (
             "/x-gatebench/seed",
             "unknown key 'seed' in x-gatebench; expected one of: spec, gateways, baseline, "
-            "repetitions, warmup, order, backend, tls, fault, engine, cpus, infrastructure, auth, scoring, "
-            "thresholds, "
-            "workloads, policies",
+            "repetitions, warmup, order, backend, tls, fault, engine, cpus, infrastructure, auth, "
+            "scoring, thresholds, capacity, workloads, policies",
         )
     ]

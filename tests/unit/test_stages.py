@@ -17,12 +17,14 @@ from gatebench.plan import load_plan
 from gatebench.procs import Supervisor
 from gatebench.spec import read_spec
 from gatebench.stages import (
+    CAPACITY_SEARCH,
     CLOUD_ONLY,
     FIXED_WORKLOAD,
     RunContext,
     RunJournal,
     RunOptions,
     Stage,
+    capacity_search,
     check_order,
     execute,
     fixed_workload,
@@ -121,6 +123,26 @@ def test_testers_and_the_cross_check_are_other_lists_not_branches() -> None:
     ]
     for options in KINDS.values():
         check_order(fixed_workload(options))
+
+
+def test_the_capacity_search_is_a_list_of_its_own_with_the_same_names() -> None:
+    """Three stages replaced (parse, load, score), none added: the cloud workflow's names and
+    order hold for it too, and ``--testers N`` does not change the list."""
+    names = [f"{s.name}:{type(s).__name__}" for s in CAPACITY_SEARCH]
+    assert names == [
+        "parse:CapacityParse",
+        "backend:StartBackend",
+        "render:Render",
+        "provision:Provision",
+        "load:CapacityLoad",
+        "teardown:Teardown",
+        "score:CapacityScore",
+    ]
+    cloud = workflow_stages(yaml.safe_load(WORKFLOW.read_text(encoding="utf-8")))
+    mine, theirs = compared(list(CAPACITY_SEARCH), cloud)
+    assert mine == theirs
+    assert capacity_search(RunOptions(testers=3)) == CAPACITY_SEARCH
+    check_order(CAPACITY_SEARCH)
 
 
 # -- the executor, with stages that start no process -------------------------------------------

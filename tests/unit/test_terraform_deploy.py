@@ -260,7 +260,9 @@ def vm_object_access() -> dict[str, list[dict[str, str]]]:
 
 def needs() -> dict[str, set[tuple[str, str]]]:
     """(access, object) each role's code performs in one run (src/gatebench/cloud)."""
+    from gatebench.cloud._capacity import CAMPAIGN_OBJECT
     from gatebench.cloud._render import (
+        CAPACITY_INPUT,
         RENDER_INPUT,
         backend_error_object,
         config_error_object,
@@ -268,6 +270,7 @@ def needs() -> dict[str, set[tuple[str, str]]]:
         run_object,
     )
     from gatebench.cloud._tester import marker, marker_of_tester
+    from gatebench.provisioners._vm_capacity import share_object
     from gatebench.provisioners._vm_roles import CGROUP_OBJECT, RAW_OBJECT
 
     return {
@@ -310,6 +313,15 @@ def needs() -> dict[str, set[tuple[str, str]]]:
             ("create", marker(RUN_ID, "load-done")),
             ("overwrite", marker(RUN_ID, "load-done")),
             ("create", RAW_OBJECT.format(run_id=RUN_ID, name="gatling")),
+            # a capacity run (provisioners._vm_capacity): its input; tester 0 creates the
+            # others' shares of each probe and the campaign; tester T creates its records
+            ("get", run_object(RUN_ID, CAPACITY_INPUT)),
+            ("get", share_object(RUN_ID, 1, 1, "share.json")),
+            ("create", share_object(RUN_ID, 1, 1, "share.json")),
+            ("get", share_object(RUN_ID, 1, 1, "loadgen.records")),
+            ("create", share_object(RUN_ID, 1, 1, "loadgen.records")),
+            ("get", CAMPAIGN_OBJECT.format(run_id=RUN_ID)),
+            ("create", CAMPAIGN_OBJECT.format(run_id=RUN_ID)),
         },
     }
 
@@ -369,6 +381,11 @@ def test_each_vm_role_reaches_the_objects_it_uses_and_nothing_else_it_could_harm
         assert not any(allowed(table["gateway"], a, name) for a in ("create", "overwrite")), name
     raw = f"runs/{RUN_ID}/raw/gatling/simulation.log"
     assert not allowed(table["tester"], "overwrite", raw)
+    # a capacity run's objects are created once, inside its capacity/ folder only
+    records = f"runs/{RUN_ID}/capacity/probes/0001/t1/loadgen.records"
+    assert not allowed(table["tester"], "overwrite", records)
+    assert not allowed(table["tester"], "create", f"runs/{RUN_ID}/raw/loadgen.records")
+    assert not allowed(table["tester"], "create", run_object_name("campaign.json"))
     assert not allowed(table["tester"], "overwrite", run_object_name("workload.json"))
 
 

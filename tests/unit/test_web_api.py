@@ -450,10 +450,34 @@ def test_run_requests_from_query_and_metadata() -> None:
     with pytest.raises(UploadRejected) as odd:
         run_request_from_metadata('{"repetitions": 1}')
     assert odd.value.problems[0].message == (
-        "metadata x-goog-meta-gatebench: expected an object with 'quick', 'gateways' and "
-        "'entry', "
-        "got '{\"repetitions\": 1}'"
+        "metadata x-goog-meta-gatebench: expected an object with 'quick', 'gateways', "
+        "'entry' and 'kind', got '{\"repetitions\": 1}'"
     )
+    capacity = RunRequest(gateways=("nginx",), kind="capacity")
+    assert capacity.to_metadata() == '{"gateways":["nginx"],"kind":"capacity","quick":false}'
+    assert run_request_from_metadata(capacity.to_metadata()) == capacity
+    assert run_request_from_query(capacity.to_query()) == capacity
+    assert RunRequest().to_metadata() == '{"quick":false}'  # a fixed run's metadata is unchanged
+    with pytest.raises(UploadRejected) as kind:
+        run_request_from_metadata('{"kind": "soak"}')
+    assert [p.format() for p in kind.value.problems] == [
+        "x-goog-meta-gatebench: error: /kind: expected 'fixed' or 'capacity', got 'soak'"
+    ]
+
+
+def test_a_capacity_upload_of_a_plan_with_tls_is_refused_where_a_fixed_one_is_not() -> None:
+    """The dashboard's check refuses a capacity run the search cannot run (its generator
+    speaks plain HTTP/1.1), located in the spec, before anything is queued."""
+    text = PETSTORE.decode()
+    assert "    mock: {latency: 1ms}\n" in text
+    with_tls = text.replace(
+        "    mock: {latency: 1ms}\n", "    mock: {latency: 1ms}\n  tls: {}\n"
+    ).encode()
+    assert check_upload(with_tls, "petstore.yaml", RunRequest()).plan.tls is not None
+    with pytest.raises(UploadRejected) as refused:
+        check_upload(with_tls, "petstore.yaml", RunRequest(kind="capacity"))
+    assert [p.pointer for p in refused.value.problems] == ["/x-gatebench/tls"]
+    assert "plain HTTP/1.1" in refused.value.problems[0].message
 
 
 def test_reply_for_functions_framework() -> None:
@@ -462,6 +486,34 @@ def test_reply_for_functions_framework() -> None:
     assert json.loads(body) == {"x": None}
     assert headers == {"Content-Type": "application/json; charset=utf-8"}
     assert RunStatus.DONE.finished
+
+
+def test_a_capacity_run_travels_to_the_worker_and_says_what_it_is_from_the_queue(
+    tmp_path: Path,
+) -> None:
+    """``kind=capacity`` from the form: the summary says so, the queued record is a capacity
+    run from its first write, the worker is told ``--kind capacity``, and a quick capacity run
+    shortens the capacity search, not the workloads."""
+    from gatebench.web import _worker
+    from gatebench.web._queue import RunQueue
+
+    checked = upload("validate", PETSTORE, kind="capacity", quick="1").payload()
+    assert checked["kind"] == "capacity"
+    request = RunRequest(quick=True, kind="capacity")
+    upload_ = check_upload(PETSTORE, "petstore.yaml", request)
+    (workload, *_) = upload_.plan.workloads
+    plan = upload_.run_plan
+    assert plan.workloads == upload_.plan.workloads  # the workloads as written
+    searched = plan.capacity_settings()[workload.name]
+    assert (searched.repetitions, searched.probe, searched.precision) == (1, 1.0, 0.2)
+    spec = tmp_path / "petstore.yaml"
+    spec.write_bytes(PETSTORE)
+    with SqliteStore(tmp_path / "s.sqlite") as store:
+        queue = RunQueue(store, str(tmp_path / "s.sqlite"), tmp_path)  # never started
+        job = queue.submit(upload_, spec_path=spec)
+        argv = queue.worker_argv(job)
+    assert job.summary.environment["run_kind"] == "capacity"  # what the runs list shows
+    assert _worker.parse_args(argv[3:]).kind == "capacity"
 
 
 def test_a_scale_runs_points_and_changes_as_json_and_html(store: SqliteStore) -> None:

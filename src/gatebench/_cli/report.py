@@ -11,13 +11,17 @@ from pathlib import Path
 from ..report import (
     FORMATS,
     find_run,
+    is_capacity_run,
     is_scale_run,
+    load_capacity_report,
     load_report,
     render,
+    render_capacity,
     render_scale_csv,
     render_scale_html,
     stored_scale_document,
 )
+from ..report._capacity import render_capacity_junit
 from ..report._junit import render_junit
 from ..score import PROFILES
 from ..store import open_store
@@ -62,6 +66,14 @@ def run(args: argparse.Namespace) -> int:
         record = find_run(store, args.run_id)
         if is_scale_run(record):
             return _scale(args, stored_scale_document(store, record.run_id) or {}, record.run_id)
+        if is_capacity_run(record):
+            capacity = load_capacity_report(store, record.run_id)
+            text = (
+                render_capacity_junit(capacity)
+                if args.format == "junit"
+                else render_capacity(capacity, args.format)
+            )
+            return _write(args, text, capacity.run.run_id, "report.html")
         report = load_report(store, record.run_id, profile=args.profile)
     text = render_junit(report) if args.format == "junit" else render(report, args.format)
     return _write(args, text, report.run.run_id, "report.html")

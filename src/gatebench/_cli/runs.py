@@ -25,6 +25,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..report import is_capacity_run
     from ..stages._abandoned import abandoned
 
     with open_store(store_location(args)) as store:
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
             dt.datetime.fromtimestamp(r.created_at, tz=dt.UTC).strftime("%Y-%m-%d %H:%M"),
             ",".join(r.gateways) or "-",
             str(len(r.workloads)),
-            r.title or "-",
+            (r.title or "-") + (" (capacity search)" if is_capacity_run(r) else ""),
         )
         for r in runs
     ]

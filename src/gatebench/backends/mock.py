@@ -4,7 +4,8 @@ One route per operation: method, the path the backend receives (base path + temp
 ``{name}`` segments matching any one segment), the status to answer (the first 2xx declared,
 else 200) and its body: the response's example when the description has one, else a value
 synthesized from its schema (``gatebench.synth``), else no body. Fixed latency and response
-size come from ``backend: {mock: {latency, response_size}}``.
+size come from ``backend: {mock: {latency, response_size}}``; ``workers`` bounds how many
+responses are held at once (a known capacity of ``workers / latency`` requests per second).
 """
 
 from __future__ import annotations
@@ -59,11 +60,14 @@ def mock_route(op: Operation, api: Api) -> dict[str, Any]:
 
 def mock_config(api: Api, backend: Backend) -> dict[str, Any]:
     """The JSON the Go server reads with ``-mode mock -config FILE``."""
-    return {
+    config: dict[str, Any] = {
         "latency_ms": backend.latency * 1000.0,
         "response_size": backend.response_size,
         "routes": [mock_route(op, api) for op in api.operations],
     }
+    if backend.workers:
+        config["workers"] = backend.workers  # a known capacity: workers / latency (req/s)
+    return config
 
 
 __all__ = ["mock_config", "mock_route"]

@@ -7,9 +7,10 @@ pure; clients are built on first use.
 
 from __future__ import annotations
 
+from ._capacity import ingest_run
 from ._firestore_rest import firestore_fields, firestore_value, plain_value
 from ._http import json_body, problems_reply, reply
-from ._ingest import METER_WAIT_S, ingest_object, ingest_run
+from ._ingest import METER_WAIT_S, ingest_object
 from ._objects import (
     ObjectRef,
     RequestError,

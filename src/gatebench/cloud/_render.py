@@ -28,7 +28,7 @@ from typing import Any
 from ..api_keys import REDACTED, api_key_envs, with_api_keys
 from ..backends import CONTROL_PREFIX
 from ..backends.mock import mock_config
-from ..cost import disk_gib_per_tester, load_seconds, vm_max_run_s
+from ..cost import capacity_seconds, disk_gib_per_tester, load_seconds, vm_max_run_s
 from ..errors import GatebenchError, PlanError, Problem, RenderError, RunError
 from ..fault import RESET_WAIT_S, fault_offsets
 from ..ir import Api
@@ -64,6 +64,11 @@ RENDER_INPUT = "render-input.json"
 the uploaded description, its object, its metadata and the deployment's settings. No key."""
 
 
+CAPACITY_INPUT = "capacity/input.json"
+"""A capacity run's search input (targets, settings, probe templates): its presence tells the
+tester to search instead of running the workload (gatebench.provisioners._vm_capacity)."""
+
+
 def config_error_object(run_id: str, gateway: str) -> str:
     """Where a gateway VM says why it did not start its gateway (the tester reports it)."""
     return f"runs/{run_id}/gateways/{gateway}/config-error.json"
@@ -89,6 +94,9 @@ class RenderedRun:
     render_input: dict[str, Any] | None = None
     """With ``auth.api_key``: what the gateway VMs re-render their files from, with the keys
     they read themselves (:data:`RENDER_INPUT`)."""
+    capacity: dict[str, Any] | None = None
+    """A capacity run (the run request's ``kind``): what tester 0 searches with
+    (:data:`CAPACITY_INPUT`, ``gatebench.capacity.capacity_input``)."""
 
     def objects(self) -> dict[str, str]:
         """Every object to write to the runs bucket: name → text."""
@@ -105,6 +113,8 @@ class RenderedRun:
             out[run_object(self.run_id, "mock-backend.json")] = _json(self.mock)
         if self.render_input is not None:
             out[run_object(self.run_id, RENDER_INPUT)] = _json(self.render_input)
+        if self.capacity is not None:
+            out[run_object(self.run_id, CAPACITY_INPUT)] = _json(self.capacity)
         return out
 
     def summary(self) -> dict[str, Any]:
@@ -168,12 +178,18 @@ def render_run(
     if refused:
         raise RequestError(refused)
     plan = request.apply(plan)
+    # how long the load lasts: the workloads' estimate, or a capacity run's time budget
+    load_s = (
+        capacity_seconds(plan.to_dict())
+        if request.kind == "capacity"
+        else load_seconds(plan.to_dict())
+    )
     tls = (
-        tls_section(plan, settings, for_s=vm_max_run_s(plan.to_dict()))
+        tls_section(plan, settings, for_s=vm_max_run_s(plan.to_dict(), load_s=load_s))
         if plan.tls is not None
         else None
     )
-    signing = _signing(plan, settings)
+    signing = _signing(plan, settings, load_s)
     clients = _api_clients(plan, settings)
     if clients is not None:
         keys = REDACTED if api_keys is None else api_keys
@@ -249,7 +265,7 @@ def render_run(
         "failures": rendered.failures,
         # The VMs delete themselves after the plan's estimate plus a margin (the deployment's
         # limits.vm_lifetime caps it: gatebench.cloud._vms).
-        "max_run_duration_s": vm_max_run_s(plan.to_dict()),
+        "max_run_duration_s": vm_max_run_s(plan.to_dict(), load_s=load_s),
     }
     if tls is not None:  # what the gateway VMs make their certificates from (no key)
         rendered.fleet["tls"] = dict(
@@ -258,6 +274,13 @@ def render_run(
     rendered.workload = _workload(
         plan, api, layout, list(gateways), backend_url, rendered, run_id, tls
     )
+    if request.kind == "capacity":  # plain HTTP, one backend: RunRequest refuses the rest
+        from ..capacity import capacity_input
+
+        base_urls, resets = _targets(plan, layout, list(gateways), backend_url, rendered)
+        rendered.capacity = capacity_input(
+            plan, api, base_urls, reset_url=resets[0] if resets else None, seed=_seed(plan, run_id)
+        )
     if signing is not None:
         rendered.workload["signing"] = signing
     if clients is not None and plan.auth.api_key_env:
@@ -293,7 +316,7 @@ def _api_clients(plan: Plan, settings: Mapping[str, Any]) -> str | None:
     return f"projects/{project}/secrets/{secret}"
 
 
-def _signing(plan: Plan, settings: Mapping[str, Any]) -> dict[str, Any] | None:
+def _signing(plan: Plan, settings: Mapping[str, Any], load_s: float) -> dict[str, Any] | None:
     """With ``auth.jwt``: what the tester signs the run's tokens with, just before the load
     (gatebench.provisioners._vm_tokens): the claims, the pool, the lifetime, and the Secret
     Manager secret holding the private key (the deployment's ``jwt_signer``, readable by the
@@ -315,7 +338,7 @@ def _signing(plan: Plan, settings: Mapping[str, Any]) -> dict[str, Any] | None:
             ]
         )
     try:
-        spec = signing_spec(plan, load_seconds(plan.to_dict()))
+        spec = signing_spec(plan, load_s)
     except TokenSignerError as exc:
         raise RequestError([Problem(f"{where}/lifetime", str(exc))]) from None
     project = str(settings.get("project") or "")
@@ -443,16 +466,16 @@ def _render_gateway(
     return entry, files
 
 
-def _workload(
+def _targets(
     plan: Plan,
-    api: Api,
     layout: Layout,
     gateways: list[str],
     backend_url: str,
     rendered: RenderedRun,
-    run_id: str,
     tls: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> tuple[dict[str, str], list[str]]:
+    """Each target's URL as the tester reaches it (over TLS with the run's ``tls``), and the
+    backend replicas' reset URLs (none for a backend without one)."""
     base_urls = {g: layout.gateway_url(g, tls=tls is not None) for g in gateways}
     if plan.baseline:
         base_urls[BASELINE] = (
@@ -464,14 +487,31 @@ def _workload(
     if rendered.backend is not None and rendered.backend["mode"] in ("mock", "auction"):
         replicas = layout.replica_urls(plan.backend.replicas)
         resets = [f"{url}{CONTROL_PREFIX}reset" for url in replicas]
-    seed = plan.seed if plan.seed is not None else int(run_id[2:10], 16)
+    return base_urls, resets
+
+
+def _seed(plan: Plan, run_id: str) -> int:
+    return plan.seed if plan.seed is not None else int(run_id[2:10], 16)
+
+
+def _workload(
+    plan: Plan,
+    api: Api,
+    layout: Layout,
+    gateways: list[str],
+    backend_url: str,
+    rendered: RenderedRun,
+    run_id: str,
+    tls: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    base_urls, resets = _targets(plan, layout, gateways, backend_url, rendered, tls)
     compiled = compile_load(
         plan,
         api,
         base_urls,
         reset_url=resets[0] if resets else None,
         reset_urls=resets[1:],
-        seed=seed,
+        seed=_seed(plan, run_id),
         trust_store=TRUST_STORE_ON_TESTER if tls is not None else None,
         reset_wait_s=RESET_WAIT_S if plan.fault is not None else 0.0,
     )

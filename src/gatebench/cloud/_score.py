@@ -44,6 +44,20 @@ def finish_run(store: ResultStore, sink: RowsSink, runs_bucket: str, run_id: str
     run = store.get_run(run_id)
     if run is None:
         raise RequestError([Problem("/run_id", f"run {run_id!r} does not exist")])
+    if run.capacity is not None:  # a capacity run: its result is stored, its rows written here
+        from ._capacity import capacity_outcome
+
+        status, capacity_rows = capacity_outcome(store, run_id)
+        text = "".join(json.dumps(row, allow_nan=False) + "\n" for row in capacity_rows)
+        sink.write(runs_bucket, rows_object(run_id), text, "application/x-ndjson")
+        return {
+            "run_id": run_id,
+            "status": status,
+            "missing": [],
+            "scores": {},
+            "rows_uri": f"gs://{runs_bucket}/{rows_object(run_id)}",
+            "rows": len(capacity_rows),
+        }
     measured = {m.key for m in store.measurements(run_id)}
     if not measured:
         raise NothingMeasured([Problem("/run_id", f"run {run_id!r} has no measurement to score")])

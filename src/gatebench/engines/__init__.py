@@ -93,6 +93,10 @@ def get_engine(name: str = "gatling") -> LoadEngine:
         from .wrk import WrkEngine
 
         return WrkEngine()
+    if name == "loadgen":  # the capacity search's engine only (gatebench.stages.capacity)
+        from .loadgen import LoadgenEngine
+
+        return LoadgenEngine()
     raise RunError(f"no load engine {name!r}; available: {', '.join(ENGINES)}")
 
 

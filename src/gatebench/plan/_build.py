@@ -17,6 +17,7 @@ from ..ir import Api, Operation, is_http_token, server_authority_problem, unknow
 from ..metrics import COST_METRICS, METRICS
 from ..policies import JwtAuth
 from ..thresholds import parse_thresholds
+from ._capacity import read_capacity
 from ._checks import (
     _check_auth,
     _check_params,
@@ -50,6 +51,8 @@ from ._policies import ReadFile, read_policies
 from ._reader import Reader, _kind, _show
 from ._schema import SectionSchema
 
+MAX_WORKERS = 100_000
+"""The most workers a mock backend may hold responses with (``backend.mock.workers``)."""
 _BODY_KINDS = ("example", "synthesized", "binary", "multipart", "json", "text", "none")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _WORKLOAD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -107,6 +110,7 @@ def build_plan(
     scoring = _scoring(data.get("scoring"), r)
     workloads = _workloads(data.get("workloads"), r, api, auth)
     policies = read_policies(data.get("policies"), r, api, read_file)
+    capacity = read_capacity(data, data.get("workloads"), r)
     if auth.jwt_private_key_env is not None:
         if not isinstance(policies.default.auth, JwtAuth) and not any(
             isinstance(p.auth, JwtAuth) for _, p in policies.operations
@@ -164,6 +168,7 @@ def build_plan(
         cpus=cpus,
         warnings=tuple(r.problems),
         policies=policies,
+        capacity=capacity,
         tls=tls,
         fault=fault,
     )
@@ -305,7 +310,16 @@ def _backend_kind(data: dict[str, Any], value: Any, r: Reader) -> Backend:
         if "response_size" in options
         else None
     )
-    return Backend("mock", latency=latency, response_size=size)
+    workers = None
+    if "workers" in options:
+        workers = r.integer(options["workers"], ["backend", "mock", "workers"], 1, MAX_WORKERS)
+        if workers is not None and not latency:
+            r.error(
+                ["backend", "mock", "workers"],
+                "workers need a latency (each request holds a worker for it): "
+                "mock: {latency: 10ms, workers: 4} serves 400 requests per second",
+            )
+    return Backend("mock", latency=latency, response_size=size, workers=workers)
 
 
 def _infrastructure(value: Any, r: Reader) -> Infrastructure | None:

@@ -10,6 +10,7 @@ fails"); which gateway can render what is the renderers' to say
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from ..errors import Problem
@@ -81,15 +82,7 @@ def read_pool(data: dict[str, Any], r: Reader, backend: Backend) -> Backend:
         replicas = 1
     if "balance" in data and replicas == 1 and backend.kind != "url":
         r.warn(["backend", "balance"], "balance has no effect with one replica")
-    return Backend(
-        kind=backend.kind,
-        url=backend.url,
-        builtin=backend.builtin,
-        latency=backend.latency,
-        response_size=backend.response_size,
-        replicas=replicas,
-        balance=balance,
-    )
+    return replace(backend, replicas=replicas, balance=balance)
 
 
 RECOVERY_S = 3.0

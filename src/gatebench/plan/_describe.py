@@ -6,7 +6,7 @@ from typing import Any
 
 from ..ir import Api
 from ._checks import find_operation
-from ._model import Injection, Plan, Workload
+from ._model import Capacity, Injection, Plan, Workload
 
 
 def describe_plan(plan: Plan, api: Api) -> list[str]:
@@ -34,6 +34,12 @@ def describe_plan(plan: Plan, api: Api) -> list[str]:
         + (
             f", {format_size(plan.backend.response_size)} responses"
             if plan.backend.response_size
+            else ""
+        )
+        + (
+            f", {plan.backend.workers} workers (capacity "
+            f"{plan.backend.workers / plan.backend.latency:,.0f} req/s)"
+            if plan.backend.workers and plan.backend.latency
             else ""
         ),
         "builtin": f"built-in {plan.backend.builtin} service",
@@ -88,7 +94,32 @@ def describe_plan(plan: Plan, api: Api) -> list[str]:
         f"  measured phases: {len(plan.workloads)} workloads × {len(plan.targets)} targets × "
         f"{plan.repetitions} repetitions = {phases}"
     )
+    lines.extend(describe_capacity(plan))
     return lines
+
+
+def describe_capacity(plan: Plan) -> list[str]:
+    """The capacity search's settings (``gatebench capacity``), when the plan gives any."""
+    if plan.capacity is None:
+        return []
+    lines = [f"  capacity:    {_capacity_line(plan.capacity.default)}"]
+    for name, settings in plan.capacity.workloads:
+        lines.append(
+            f"    {name}: " + ("not searched" if settings is None else _capacity_line(settings))
+        )
+    return lines
+
+
+def _capacity_line(c: Capacity) -> str:
+    from ..units import format_duration
+
+    confirm = f", confirm {format_duration(c.confirm)}" if c.confirm else ", no confirmation"
+    return (
+        f"{c.objective.label()}; from {c.start_rate:g}/s ×{c.growth:g} (at most {c.max_rate:g}/s) "
+        f"to {100 * c.precision:g} %; probes {format_duration(c.warmup)} + "
+        f"{format_duration(c.probe)}{confirm}; {c.repetitions} repetitions, "
+        f"{c.connections} connections, budget {format_duration(c.budget)}"
+    )
 
 
 def describe_policies(plan: Plan) -> list[str]:

@@ -14,6 +14,7 @@ GeneratorKind = Literal["constant", "list", "range", "random", "counter"]
 BodyKind = Literal["none", "example", "synthesized", "binary", "multipart", "json", "text"]
 BackendKind = Literal["url", "mock", "builtin"]
 EngineName = Literal["gatling", "wrk"]
+Connections = Literal["keep-alive", "new"]
 
 BUILTIN_BACKENDS = ("auction", "echo")
 TlsKey = Literal["ecdsa-p256", "rsa-2048"]
@@ -137,6 +138,10 @@ class Backend:
     """Mock only: fixed delay before every response, seconds."""
     response_size: int | None = None
     """Mock only: pad or cut response bodies to this many bytes."""
+    workers: int | None = None
+    """Mock only: at most this many requests are served at once, each held for ``latency``;
+    the others wait their turn in arrival order. The backend's capacity is then known:
+    ``workers / latency`` requests per second (the capacity search's ground truth)."""
     replicas: int = 1
     """Copies of the backend gatebench starts (mock and builtin backends): each gateway
     spreads its requests over them with its own upstream pool (docs/gateways.md)."""
@@ -252,6 +257,70 @@ class Cpus:
         return found
 
 
+OBJECTIVE_LATENCY_METRICS = ("p50", "p90", "p95", "p99", "mean", "max")
+"""The latencies a capacity objective may bound (milliseconds, from each request's intended
+start: gatebench.capacity)."""
+MAX_RATE = 1_000_000.0
+"""The highest arrival rate (requests per second) a capacity search may offer."""
+
+
+@dataclass(frozen=True)
+class Objective:
+    """What "carried" means in a capacity search: every latency bound met (ms) and the error
+    rate at or below ``error_pct`` (%)."""
+
+    latency: tuple[tuple[str, float], ...] = (("p99", 50.0),)
+    """(metric, maximum in ms), in the order the plan gives them."""
+    error_pct: float = 0.1
+
+    def label(self) -> str:
+        """``p99 ≤ 50 ms, errors ≤ 0.1 %``."""
+        parts = [f"{metric} ≤ {limit:g} ms" for metric, limit in self.latency]
+        parts.append(f"errors ≤ {self.error_pct:g} %")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """How one endpoint's capacity is searched (docs/capacity.md): an open-model constant
+    arrival rate, grown by ``growth`` from ``start_rate`` until the objective breaks (at most
+    ``max_rate``), then bisected until the bracket is within ``precision``, then confirmed at
+    the rate found; every probe warms up for ``warmup`` (excluded) and measures for
+    ``probe`` seconds (the confirmation for ``confirm``). ``repetitions`` searches per target,
+    in a shuffled target order, within ``budget`` seconds in all."""
+
+    objective: Objective = field(default_factory=Objective)
+    start_rate: float = 100.0
+    max_rate: float = 100_000.0
+    growth: float = 2.0
+    precision: float = 0.05
+    """The bracket's width at which bisection stops: high / low − 1."""
+    warmup: float = 1.0
+    probe: float = 2.0
+    confirm: float = 5.0
+    """Seconds of the confirmation run at the rate found; 0: no confirmation."""
+    repetitions: int = 5
+    budget: float = 1800.0
+    connections: Connections = "keep-alive"
+    """``keep-alive``: arrivals ride a pool of kept-alive connections; ``new``: a new
+    connection per request."""
+
+
+@dataclass(frozen=True)
+class CapacityPlan:
+    """The plan's ``capacity`` settings: the defaults for every workload (``x-gatebench.capacity``)
+    with each workload's own overrides (``workloads[i].capacity``; ``false`` leaves it out)."""
+
+    default: Capacity = field(default_factory=Capacity)
+    workloads: tuple[tuple[str, Capacity | None], ...] = ()
+    """(workload name, its settings; None: not searched), for the workloads that say more
+    than the defaults."""
+
+    def of(self, workload: str) -> Capacity | None:
+        """The settings of one workload (None: ``capacity: false``)."""
+        return dict(self.workloads).get(workload, self.default)
+
+
 @dataclass(frozen=True)
 class Plan:
     gateways: tuple[str, ...]
@@ -277,6 +346,9 @@ class Plan:
     ``gatebench plan`` and ``validate``, never part of the plan's data (``to_dict``)."""
     policies: PolicySet = field(default_factory=PolicySet)
     """What every gateway enforces in front of the API (``gatebench.policies``)."""
+    capacity: CapacityPlan | None = None
+    """The capacity search's settings (``gatebench capacity``), when the plan gives any; a
+    capacity run of a plan without them uses :class:`CapacityPlan`'s defaults."""
     tls: Tls | None = None
     """TLS (and HTTP/2) at every gateway and at the baseline; None: plain HTTP/1.1."""
     fault: Fault | None = None
@@ -286,6 +358,13 @@ class Plan:
     def targets(self) -> tuple[str, ...]:
         """Gateways plus ``baseline`` (no gateway) when enabled."""
         return (*self.gateways, "baseline") if self.baseline else self.gateways
+
+    def capacity_settings(self) -> dict[str, Capacity]:
+        """Each workload's capacity settings (the plan's, or the defaults when it gives
+        none), without the workloads that say ``capacity: false``."""
+        section = self.capacity or CapacityPlan()
+        found = {w.name: section.of(w.name) for w in self.workloads}
+        return {name: settings for name, settings in found.items() if settings is not None}
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -299,11 +378,13 @@ __all__ = [
     "DEFAULT_CPU_MODE",
     "MAX_BODY_BYTES",
     "MAX_DURATION_S",
+    "MAX_RATE",
     "MAX_REPETITIONS",
     "MAX_REPLICAS",
     "MAX_REQUESTS",
     "MAX_TESTERS",
     "MAX_USERS",
+    "OBJECTIVE_LATENCY_METRICS",
     "TLS_KEYS",
     "Auth",
     "Backend",
@@ -311,6 +392,9 @@ __all__ = [
     "Balance",
     "BodyKind",
     "BodySpec",
+    "Capacity",
+    "CapacityPlan",
+    "Connections",
     "CpuMode",
     "Cpus",
     "EngineName",
@@ -321,6 +405,7 @@ __all__ = [
     "Injection",
     "InjectionKind",
     "MultipartPart",
+    "Objective",
     "Plan",
     "Scoring",
     "Tls",

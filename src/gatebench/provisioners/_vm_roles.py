@@ -56,6 +56,7 @@ from ..resources import SAMPLE_INTERVAL_S, CgroupFormatError, CgroupSample
 from ..score import BASELINE
 from ..testers import split_document
 from ..tls import CA_CERT, TRUST_P12, trust_store
+from ._vm_capacity import capacity_input, search_on_tester, serve_shares
 from ._vm_deployed import TesterWatch
 
 BUILTIN_TOKEN = "gatebench-builtin"
@@ -236,17 +237,39 @@ def run_tester(
             clock.sleep(max(0.0, start_at - clock.now()))
 
         started = clock.now()
-        watch = TesterWatch(document, tester)
-        watch.start()
-        try:
-            done = _load_signed(
-                storage, bucket, run_id, workdir, document, raw_name(tester, testers), go, watch
+        capacity = capacity_input(storage, bucket, run_id)
+        if capacity is not None:  # a capacity run: search instead (provisioners._vm_capacity)
+            done = _capacity_signed(
+                storage,
+                bucket,
+                run_id,
+                workdir,
+                document,
+                capacity,
+                reachable,
+                tester,
+                testers,
+                clock,
             )
-        finally:
-            watch.close()
-        deployment = watch.summary()
-        if deployment:
-            done["deployment"] = deployment
+        else:
+            watch = TesterWatch(document, tester)
+            watch.start()
+            try:
+                done = _load_signed(
+                    storage,
+                    bucket,
+                    run_id,
+                    workdir,
+                    document,
+                    raw_name(tester, testers),
+                    go,
+                    watch,
+                )
+            finally:
+                watch.close()
+            deployment = watch.summary()
+            if deployment:
+                done["deployment"] = deployment
         met = meeting.finished()
         if met is not None:
             done["barrier"] = met
@@ -294,6 +317,47 @@ def _load_signed(
         except RunError as exc:  # _load reports its own failures
             return {"ok": False, "reason": f"the tester could not sign the run's tokens: {exc}"}
         return _load(storage, bucket, run_id, workdir, document, raw_as, barrier, listener)
+
+
+def _capacity_signed(
+    storage: Storage,
+    bucket: str,
+    run_id: str,
+    workdir: Path,
+    document: dict[str, Any],
+    capacity: dict[str, Any],
+    reachable: list[str],
+    tester: int,
+    testers: int,
+    clock: Clock,
+) -> dict[str, Any]:
+    """The capacity search (tester 0) or this tester's shares of its probes (the others), with
+    the run's credentials as for the workload (:func:`_load_signed`)."""
+    from ._vm_tokens import client_key_on_tester, signed_tokens_on_tester
+
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(client_key_on_tester(document))
+            held.enter_context(signed_tokens_on_tester(document))
+        except RunError as exc:
+            return {
+                "ok": False,
+                "reason": f"the tester could not prepare the run's credentials: {exc}",
+            }
+        missing = [name for name in document.get("secret_env", []) if not os.environ.get(name)]
+        if missing and storage.read_optional(bucket, f"runs/{run_id}/backend.json") is None:
+            return {"ok": False, "reason": f"the tester has no value for {', '.join(missing)}"}
+        env = dict.fromkeys(missing, BUILTIN_TOKEN)
+        try:
+            if tester == 0:
+                return search_on_tester(
+                    storage, bucket, run_id, workdir, capacity, reachable, testers, env, clock
+                )
+            return serve_shares(
+                storage, bucket, run_id, workdir, tester, env, clock, REQUEST_TIMEOUT_S
+            )
+        except GatebenchError as exc:
+            return {"ok": False, "reason": str(exc)}
 
 
 def _load(

@@ -70,6 +70,7 @@ def flat_rows(report: Report) -> list[Row]:
             n=None,
             profile=None,
             flags=None,
+            offered_rate=None,
         )
         row.update(extra)
         rows.append(row)
@@ -155,6 +156,7 @@ def measurement_rows(report: Report) -> list[Row]:
                     "n": None,
                     "profile": None,
                     "flags": ";".join(m.flags) or None,
+                    "offered_rate": None,
                 }
             )
     return rows
@@ -170,12 +172,17 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def render_csv(report: Report) -> str:
-    """The flat rows as CSV with a header: the BigQuery table, ready to load."""
+def rows_to_csv(rows: list[Row]) -> str:
+    """Rows as CSV with a header: the BigQuery table's columns, in its order, ready to load."""
     columns = column_names()
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(columns)
-    for row in measurement_rows(report) + flat_rows(report):
+    for row in rows:
         writer.writerow([_cell(row.get(c)) for c in columns])
     return out.getvalue()
+
+
+def render_csv(report: Report) -> str:
+    """The flat rows as CSV with a header: the BigQuery table, ready to load."""
+    return rows_to_csv(measurement_rows(report) + flat_rows(report))

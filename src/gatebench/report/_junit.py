@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from ..model import RunRecord
 from ..thresholds import Threshold, ThresholdResult, evaluate, thresholds_from_plan
 from ._build import Report
 
 
 def junit_cases(report: Report) -> list[tuple[Threshold, str, list[ThresholdResult]]]:
     """(threshold, target, its results on every workload) in the plan's order."""
-    results = evaluate(thresholds_from_plan(report.run.plan), report.summary)
+    return cases_of(evaluate(thresholds_from_plan(report.run.plan), report.summary))
+
+
+def cases_of(results: list[ThresholdResult]) -> list[tuple[Threshold, str, list[ThresholdResult]]]:
+    """Results grouped as test cases: (threshold, target, its results), in threshold order."""
     cases: dict[tuple[int, str], list[ThresholdResult]] = {}
     order: list[Threshold] = []
     for result in results:
@@ -28,9 +33,13 @@ def junit_cases(report: Report) -> list[tuple[Threshold, str, list[ThresholdResu
 
 
 def render_junit(report: Report) -> str:
-    cases = junit_cases(report)
+    return junit_xml(report.run, junit_cases(report))
+
+
+def junit_xml(run: RunRecord, cases: list[tuple[Threshold, str, list[ThresholdResult]]]) -> str:
+    """The JUnit XML of a run's threshold cases (a fixed run's or a capacity run's)."""
     failed = sum(1 for _, _, items in cases if not all(r.passed for r in items))
-    run_id = report.run.run_id
+    run_id = run.run_id
     suites = ET.Element("testsuites", name="gatebench", tests=str(len(cases)), failures=str(failed))
     suite = ET.SubElement(
         suites,
@@ -43,7 +52,7 @@ def render_junit(report: Report) -> str:
     )
     properties = ET.SubElement(suite, "properties")
     ET.SubElement(properties, "property", name="run_id", value=run_id)
-    ET.SubElement(properties, "property", name="status", value=str(report.run.status))
+    ET.SubElement(properties, "property", name="status", value=str(run.status))
     for threshold, target, items in cases:
         workloads = threshold.workload or (
             "overall" if threshold.metric == "score" else "every workload"
@@ -74,4 +83,4 @@ def render_junit(report: Report) -> str:
     )
 
 
-__all__ = ["junit_cases", "render_junit"]
+__all__ = ["cases_of", "junit_cases", "junit_xml", "render_junit"]

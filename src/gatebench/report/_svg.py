@@ -1,8 +1,9 @@
 """Charts as inline SVG, written here: a report must open offline and fetch nothing, and a
 charting library would be hundreds of kilobytes for a few bar charts.
 
-One kind of chart covers the report: horizontal bars in groups (a group per workload, a
-bar per target), with an optional confidence-interval whisker. Horizontal, because target
+Two kinds of chart cover the reports: horizontal bars in groups (a group per workload, a
+bar per target), with an optional confidence-interval whisker; and, for a capacity run,
+latency against offered rate (:func:`curve_chart`). Horizontal, because target
 names then sit beside their bars in plain text: nothing depends on colour alone, and the
 chart grows downwards with the number of gateways and workloads. Every bar carries its
 number as text, a ``<title>`` tooltip and ``data-*`` attributes; the chart has a
@@ -180,5 +181,165 @@ def hbar_chart(
                 f"{escape(bar.text)}</text></g>"
             )
             y += ROW
+    out.append("</svg>")
+    return "".join(out)
+
+
+# -- latency against offered rate (capacity runs) ------------------------------------------
+
+CURVE_WIDTH = 720
+CURVE_HEIGHT = 340
+CURVE_LEFT = 64
+CURVE_RIGHT = 16
+CURVE_TOP = 28
+CURVE_BOTTOM = 44
+
+
+@dataclass(frozen=True)
+class RatePoint:
+    rate: float
+    p50: float
+    p99: float
+    text: str
+    """The tooltip: rate, latencies, outcome."""
+    held: bool
+
+
+@dataclass(frozen=True)
+class CurveSeries:
+    """One target's probes, and its knee (a vertical line at the rate it carries)."""
+
+    label: str
+    points: Sequence[RatePoint]
+    knee: float | None = None
+    knee_text: str = ""
+
+
+def _decades(low: float, high: float) -> tuple[float, float]:
+    lo = 10.0 ** math.floor(math.log10(max(low, 0.01)))
+    hi = 10.0 ** math.ceil(math.log10(max(high, lo * 10)))
+    return lo, max(hi, lo * 10)
+
+
+def curve_chart(
+    series: Sequence[CurveSeries],
+    *,
+    chart_id: str,
+    title: str,
+    description: str,
+    colour_of: Callable[[str], str],
+    objective_ms: float | None = None,
+    objective_text: str = "",
+) -> str:
+    """p50 (hollow squares, dashed line) and p99 (dots, solid line) latency against the
+    offered rate, one colour per target, the latency axis logarithmic (a queue grows
+    without bound past the knee); each target's knee a vertical line labelled with its name,
+    the objective a horizontal one. A probe that broke the objective is drawn faded."""
+    points = [p for s in series for p in s.points]
+    rates = [p.rate for p in points] + [s.knee for s in series if s.knee]
+    top_rate = max(rates, default=1.0)
+    step = nice_step(top_rate)
+    x_max = step * math.ceil(top_rate * 1.02 / step)
+    lats = [v for p in points for v in (p.p50, p.p99) if v > 0]
+    if objective_ms:
+        lats.append(objective_ms)
+    y_lo, y_hi = _decades(min(lats, default=1.0), max(lats, default=10.0))
+    plot_w = CURVE_WIDTH - CURVE_LEFT - CURVE_RIGHT
+    plot_h = CURVE_HEIGHT - CURVE_TOP - CURVE_BOTTOM
+    legend_h = 18 * len(series)
+    height = CURVE_HEIGHT + legend_h
+
+    def x(rate: float) -> float:
+        return CURVE_LEFT + plot_w * max(0.0, min(rate, x_max)) / x_max
+
+    def y(ms: float) -> float:
+        v = min(max(ms, y_lo), y_hi)
+        f = (math.log10(v) - math.log10(y_lo)) / (math.log10(y_hi) - math.log10(y_lo))
+        return CURVE_TOP + plot_h * (1.0 - f)
+
+    title_id, desc_id = f"{chart_id}-title", f"{chart_id}-desc"
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart curve" id="{escape(chart_id)}" '
+        f'viewBox="0 0 {CURVE_WIDTH} {_num(height)}" width="{CURVE_WIDTH}" '
+        f'height="{_num(height)}" role="img" aria-labelledby="{escape(title_id)} {escape(desc_id)}">',
+        f'<title id="{escape(title_id)}">{escape(title)}</title>',
+        f'<desc id="{escape(desc_id)}">{escape(description)}</desc>',
+    ]
+    bottom = CURVE_TOP + plot_h
+    tick = 0.0
+    while tick <= x_max + step * 1e-9:
+        tx = x(tick)
+        out.append(
+            f'<line class="grid" x1="{_num(tx)}" x2="{_num(tx)}" y1="{CURVE_TOP}" '
+            f'y2="{_num(bottom)}"/><text class="tick" x="{_num(tx)}" y="{_num(bottom + 14)}" '
+            f'text-anchor="middle">{escape(_tick_label(tick, step))}</text>'
+        )
+        tick += step
+    decade = y_lo
+    while decade <= y_hi * 1.0001:
+        ty = y(decade)
+        label = f"{decade:g}"
+        out.append(
+            f'<line class="grid" x1="{CURVE_LEFT}" x2="{CURVE_WIDTH - CURVE_RIGHT}" '
+            f'y1="{_num(ty)}" y2="{_num(ty)}"/><text class="tick" x="{CURVE_LEFT - 6}" '
+            f'y="{_num(ty + 4)}" text-anchor="end">{escape(label)}</text>'
+        )
+        decade *= 10
+    out.append(
+        f'<text class="axis-label" x="{_num(CURVE_LEFT + plot_w / 2)}" y="{_num(bottom + 32)}" '
+        'text-anchor="middle">offered rate (requests per second)</text>'
+        f'<text class="axis-label" x="4" y="{CURVE_TOP - 10}">latency (ms, log scale)</text>'
+    )
+    if objective_ms:
+        oy = y(objective_ms)
+        out.append(
+            f'<line class="objective" x1="{CURVE_LEFT}" x2="{CURVE_WIDTH - CURVE_RIGHT}" '
+            f'y1="{_num(oy)}" y2="{_num(oy)}" stroke="#b00020" stroke-dasharray="6 4"/>'
+            f'<text class="objective" x="{CURVE_WIDTH - CURVE_RIGHT - 4}" y="{_num(oy - 4)}" '
+            f'text-anchor="end" fill="#b00020">{escape(objective_text)}</text>'
+        )
+    for s in series:
+        colour = colour_of(s.label)
+        ordered = sorted(s.points, key=lambda p: p.rate)
+        out.append(f'<g class="series" data-target="{escape(s.label)}">')
+        for attr, dash in (("p99", ""), ("p50", ' stroke-dasharray="4 3"')):
+            path = " ".join(
+                f"{'M' if i == 0 else 'L'}{_num(x(p.rate))} {_num(y(getattr(p, attr)))}"
+                for i, p in enumerate(ordered)
+            )
+            if path:
+                out.append(
+                    f'<path class="line-{attr}" d="{path}" fill="none" stroke="{colour}" '
+                    f'stroke-width="1.3"{dash}/>'
+                )
+        for p in ordered:
+            faded = "" if p.held else ' opacity="0.45"'
+            tip = f"<title>{escape(s.label)}: {escape(p.text)}</title>"
+            cx, cy99, cy50 = x(p.rate), y(p.p99), y(p.p50)
+            out.append(
+                f'<circle class="p99" cx="{_num(cx)}" cy="{_num(cy99)}" r="3.5" fill="{colour}"'
+                f'{faded} data-rate="{p.rate!r}" data-p99="{p.p99!r}">{tip}</circle>'
+                f'<rect class="p50" x="{_num(cx - 3)}" y="{_num(cy50 - 3)}" width="6" height="6" '
+                f'fill="none" stroke="{colour}"{faded} data-rate="{p.rate!r}" '
+                f'data-p50="{p.p50!r}">{tip}</rect>'
+            )
+        if s.knee:
+            kx = x(s.knee)
+            out.append(
+                f'<line class="knee" x1="{_num(kx)}" x2="{_num(kx)}" y1="{CURVE_TOP}" '
+                f'y2="{_num(bottom)}" stroke="{colour}" stroke-width="2" '
+                f'stroke-dasharray="2 3" data-knee="{s.knee!r}"><title>{escape(s.label)}: '
+                f"{escape(s.knee_text)}</title></line>"
+            )
+        out.append("</g>")
+    ly = CURVE_HEIGHT + 4
+    for s in series:
+        colour = colour_of(s.label)
+        out.append(
+            f'<g class="legend-row"><circle cx="{CURVE_LEFT + 6}" cy="{_num(ly - 4)}" r="4" '
+            f'fill="{colour}"/><text x="{CURVE_LEFT + 16}" y="{_num(ly)}">{escape(s.label)}: '
+            f"knee {escape(s.knee_text or 'none')}</text></g>"
+        )
+        ly += 18
     out.append("</svg>")
     return "".join(out)

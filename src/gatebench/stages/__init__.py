@@ -27,9 +27,18 @@ from ._base import Stage, check_order
 from ._context import RunContext, RunOptions, RunOutcome
 from ._executor import execute
 from ._journal import Progress, RunJournal
-from .kinds import CLOUD_ONLY, FIXED_WORKLOAD, fixed_workload, inserted_after, replaced
+from .kinds import (
+    CAPACITY_SEARCH,
+    CLOUD_ONLY,
+    FIXED_WORKLOAD,
+    capacity_search,
+    fixed_workload,
+    inserted_after,
+    replaced,
+)
 
 __all__ = [
+    "CAPACITY_SEARCH",
     "CLOUD_ONLY",
     "FIXED_WORKLOAD",
     "Progress",
@@ -38,6 +47,7 @@ __all__ = [
     "RunOptions",
     "RunOutcome",
     "Stage",
+    "capacity_search",
     "check_order",
     "execute",
     "fixed_workload",

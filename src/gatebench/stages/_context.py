@@ -119,7 +119,13 @@ class RunContext:
         self.resources.close()
 
     def final_status(self) -> RunStatus:
-        """``partial`` when a target failed, was not measured or a phase was partial."""
+        """``partial`` when a target failed, was not measured or a phase was partial; for a
+        capacity run, when a target failed or has no knee on some endpoint, or the budget ran
+        out (gatebench.stages.capacity)."""
+        if self.record.capacity is not None:
+            from ..capacity import capacity_status
+
+            return RunStatus(capacity_status(self.record.capacity, bool(self.record.target_errors)))
         measured = {m.target for m in self.journal.measurements}
         if (
             self.record.target_errors

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from ._base import Stage
 from ._context import RunOptions
 from .backend import StartBackend
+from .capacity import CapacityLoad, CapacityParse, CapacityScore
 from .cross_check import CrossCheck
 from .load import Load, LoadSplit
 from .parse import Parse
@@ -36,6 +37,18 @@ FIXED_WORKLOAD: tuple[Stage, ...] = (
     Score(),
 )
 """The AGE paper's run: every workload with its own injection profile, repeated, scored."""
+
+CAPACITY_SEARCH: tuple[Stage, ...] = (
+    CapacityParse(),
+    StartBackend(),
+    Render(),
+    Provision(),
+    CapacityLoad(),
+    Teardown(),
+    CapacityScore(),
+)
+"""The capacity search (docs/capacity.md): the same stages and names, with its own parse (the
+load generator), load (the ceilings and the campaign) and score (the knees, stored)."""
 
 CLOUD_ONLY = {
     "export": "the score's flat rows go to BigQuery for Looker Studio; locally the same rows "
@@ -70,4 +83,18 @@ def fixed_workload(options: RunOptions) -> tuple[Stage, ...]:
     return stages
 
 
-__all__ = ["CLOUD_ONLY", "FIXED_WORKLOAD", "fixed_workload", "inserted_after", "replaced"]
+def capacity_search(options: RunOptions) -> tuple[Stage, ...]:
+    """The capacity search as ``options`` ask for it (``--testers N`` is the load stage's own
+    business: it splits every probe)."""
+    return CAPACITY_SEARCH
+
+
+__all__ = [
+    "CAPACITY_SEARCH",
+    "CLOUD_ONLY",
+    "FIXED_WORKLOAD",
+    "capacity_search",
+    "fixed_workload",
+    "inserted_after",
+    "replaced",
+]

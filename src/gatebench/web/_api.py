@@ -23,13 +23,22 @@ from typing import Any, Protocol
 
 from ..errors import GatebenchError, Problem, StoreError
 from ..model import RunRecord
-from ..report import FORMATS, load_report, render, render_scale_html, stored_scale_document
+from ..report import (
+    FORMATS,
+    is_capacity_run,
+    load_capacity_report,
+    load_report,
+    render,
+    render_capacity,
+    render_scale_html,
+    stored_scale_document,
+)
 from ..run_request import UploadRejected, run_request_from_query
 from ..spec import DEFAULT_LIMITS
 from ..store import ResultStore
 from ._reply import Reply
 from ._uploads import UploadAcceptor, check_upload
-from ._views import compare_view, run_summary, run_view
+from ._views import capacity_view, compare_view, run_summary, run_view
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 """Run ids as both paths create them (``20260101-120000-1a2b3c4d``, ``r-<hex>``)."""
@@ -196,8 +205,11 @@ def get_run(store: ResultStore, run_id: str, *, live: LiveRuns | None = None) ->
 
 def get_run_view(store: ResultStore, run_id: str) -> Reply:
     """``GET runs/{id}/view``: charts and tables of what is measured so far."""
-    if store.get_run(run_id) is None:
+    run = store.get_run(run_id)
+    if run is None:
         return _missing(run_id)
+    if is_capacity_run(run):
+        return Reply.json(200, capacity_view(load_capacity_report(store, run_id)))
     return Reply.json(200, run_view(load_report(store, run_id)))
 
 
@@ -206,9 +218,13 @@ def get_report(store: ResultStore, run_id: str, fmt: str) -> Reply:
     writes it (the HTML one is self-contained and fetches nothing)."""
     if fmt not in FORMATS:
         return Reply.error(400, f"format: expected one of {', '.join(FORMATS)}, got {fmt[:20]!r}")
-    if store.get_run(run_id) is None:
+    run = store.get_run(run_id)
+    if run is None:
         return _missing(run_id)
-    text = render(load_report(store, run_id), fmt)
+    if is_capacity_run(run):
+        text = render_capacity(load_capacity_report(store, run_id), fmt)
+    else:
+        text = render(load_report(store, run_id), fmt)
     disposition = "inline" if fmt == "html" else "attachment"
     return Reply(
         200,
@@ -240,9 +256,21 @@ def compare_runs(store: ResultStore, a: str, b: str) -> Reply:
     ]
     if problems:
         return Reply.problems(400, problems)
-    for run_id in (a, b):
-        if store.get_run(run_id) is None:
+    for key, run_id in (("a", a), ("b", b)):
+        run = store.get_run(run_id)
+        if run is None:
             return _missing(run_id)
+        if is_capacity_run(run):
+            return Reply.problems(
+                400,
+                [
+                    Problem(
+                        f"/{key}",
+                        f"run {run_id!r} is a capacity run: the comparison covers "
+                        "fixed-workload runs (a capacity run compares its targets itself)",
+                    )
+                ],
+            )
     return Reply.json(200, compare_view(load_report(store, a), load_report(store, b)))
 
 

@@ -94,7 +94,10 @@ def _record_of(upload: CheckedUpload, run_id: str, spec_uri: str, created_at: fl
         gateways=list(plan.gateways),
         workloads=upload.summary()["workloads"],
         plan=json.loads(json.dumps(plan.to_dict())),
-        environment={"quick": upload.request.quick},
+        environment={
+            "quick": upload.request.quick,
+            **({"run_kind": "capacity"} if upload.request.kind == "capacity" else {}),
+        },
     )
 
 
@@ -268,6 +271,8 @@ class RunQueue:
             argv += ["--gateways", ",".join(request.gateways) or "none"]
         if request.entry is not None:
             argv += ["--entry", request.entry]
+        if request.kind != "fixed":
+            argv += ["--kind", request.kind]
         return argv
 
     def _run(self, job: QueuedRun) -> None:

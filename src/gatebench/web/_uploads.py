@@ -80,6 +80,7 @@ class CheckedUpload:
             "baseline": plan.baseline,
             "repetitions": plan.repetitions,
             "quick": self.request.quick,
+            "kind": self.request.kind,
             "workloads": workload_summary(plan, self.api),
             "backend": plan.backend.kind,
             "warnings": [p.to_dict() for p in self.spec.warnings],

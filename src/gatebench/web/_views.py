@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..aggregate import CellSummary, RunSummary
+from ..capacity import BASELINE
 from ..confidence import welch_difference
 from ..metrics import METRICS, UNITS
 from ..model import RunRecord
-from ..report import RESOLUTION_NOTE, Report
+from ..report import RESOLUTION_NOTE, CapacityReport, Report, is_capacity_run
 from ..report._build import metric_label
+from ..report._capacity import CAPACITY_NOTE, comparison_table, knee_table, objective_line
 from ..report._format import fmt_ci, fmt_pct, fmt_score, fmt_signed, fmt_value
 from ..report._svg import colours_for
 from ..report._tables import (
@@ -128,7 +130,8 @@ def run_summary(run: RunRecord) -> dict[str, Any]:
         "spec_uri": run.spec_uri,
         "spec_sha256": run.spec_sha256,
         "gateways": list(run.gateways),
-        "kind": str(plan.get("kind", "workload")),
+        # capacity (gatebench capacity), scale, change-under-load, or workload (a fixed run)
+        "kind": "capacity" if is_capacity_run(run) else str(plan.get("kind", "workload")),
         "baseline": bool(plan.get("baseline", False)),
         "repetitions": plan.get("repetitions"),
         "quick": bool(environment.get("quick", False)),
@@ -178,6 +181,111 @@ def run_view(report: Report) -> dict[str, Any]:
         "colours": colours,
         "charts": [c.to_dict() for c in charts if c is not None and c.groups],
         "tables": [t.to_dict() for t in tables if t is not None and t.rows],
+    }
+
+
+def capacity_view(report: CapacityReport) -> dict[str, Any]:
+    """The run page of a capacity run: the verdict per endpoint, cautions, the knees as bars
+    with their intervals, the latency-against-offered-rate curves (``kind: curves``), and the
+    capacity and comparison tables of the HTML report (``report._capacity``)."""
+    targets = report.targets
+    colours = colours_for(targets, BASELINE)
+    result = report.result
+    charts: list[dict[str, Any]] = []
+    groups = []
+    for e in result.endpoints:
+        bars = []
+        for s in sorted(e.summaries, key=lambda s: (s.target == BASELINE, s.target)):
+            if s.estimate is None:
+                continue
+            ci = s.interval
+            bars.append(
+                Bar(
+                    s.target,
+                    s.estimate,
+                    s.label(),
+                    colours[s.target],
+                    None if ci is None else ci[0],
+                    None if ci is None else ci[1],
+                    baseline=s.target == BASELINE,
+                )
+            )
+        groups.append((e.workload, bars))
+    knees = Chart(
+        "capacity",
+        "Rate each target carries within the objective",
+        "Mean knee over the repetitions with its 95 % interval, per endpoint; ≥ marks a lower "
+        "bound (the tester's limit or the plan's max_rate).",
+        "req/s",
+        groups,
+        legend="; ".join(f"{e.workload}: {e.objective}" for e in result.endpoints),
+    )
+    charts.append(knees.to_dict())
+    for i, e in enumerate(result.endpoints):
+        objective_ms, objective_text = objective_line(e.objective)
+        series = []
+        for s in sorted(e.summaries, key=lambda s: (s.target == BASELINE, s.target)):
+            points = [
+                {
+                    "rate": c.rate,
+                    "p50": c.p50,
+                    "p99": c.p99,
+                    "held": c.outcome == "within",
+                    "text": f"{c.rate:,.0f}/s offered (repetition {c.repetition}, {c.kind}): "
+                    f"p50 {c.p50:.1f} ms, p99 {c.p99:.1f} ms, errors {c.error_pct:.2f} %, "
+                    f"{c.outcome}",
+                }
+                for c in result.curves
+                if c.target == s.target and c.workload == e.workload
+            ]
+            series.append(
+                {
+                    "label": s.target,
+                    "colour": colours[s.target],
+                    "baseline": s.target == BASELINE,
+                    "knee": s.estimate,
+                    "knee_text": s.label(),
+                    "points": points,
+                }
+            )
+        charts.append(
+            {
+                "id": f"curves-{i}",
+                "kind": "curves",
+                "workload": e.workload,
+                "title": f"{e.workload}: latency against offered rate",
+                "description": "Every probe of every repetition: p99 (dots, solid line) and "
+                "p50 (squares, dashed line) against the rate offered, the latency axis "
+                "logarithmic; the vertical lines are the knees, the red line the objective. "
+                "Faded probes broke the objective.",
+                "objective_ms": objective_ms,
+                "objective_text": objective_text,
+                "series": series,
+            }
+        )
+    tables = []
+    for i, e in enumerate(result.endpoints):
+        tables.append(knee_table(e, i).to_dict())
+        if e.comparisons:
+            tables.append(comparison_table(e, i).to_dict())
+    return {
+        "format": VIEW_FORMAT,
+        "kind": "capacity",
+        "run": run_summary(report.run),
+        "title": report.title,
+        "verdict": list(report.verdict),
+        "cautions": list(report.cautions),
+        "resolution": CAPACITY_NOTE,
+        "measurements": len(result.curves),
+        "targets": targets,
+        "baseline": BASELINE if BASELINE in targets else None,
+        "colours": colours,
+        "stop": result.stop,
+        "charts": charts,
+        "tables": tables,
+        "thresholds": [
+            {"subject": r.subject, "passed": r.passed, "line": r.line()} for r in report.thresholds
+        ],
     }
 
 

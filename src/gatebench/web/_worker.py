@@ -1,8 +1,9 @@
 """One queued run, in its own process: ``python -m gatebench.web._worker ...``.
 
 ``gatebench serve`` starts this for each upload in turn. It calls the same runner as
-``gatebench run`` (``runner.run_benchmark`` with the same store), with the run id the server
-already answered to the browser. Its own process, because the runner's teardown is driven
+``gatebench run`` (``runner.run_benchmark`` with the same store), or for a capacity run
+(``--kind capacity``) the one of ``gatebench capacity`` (``capacity_runner.run_capacity``),
+with the run id the server already answered to the browser. Its own process, because the runner's teardown is driven
 by signals: the server stops a run by sending SIGTERM here, and the runner's supervisor
 turns that into a teardown of every gateway, backend and load generator it started.
 
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import GatebenchError, ProblemsError
-from ..run_request import RunRequest
+from ..run_request import KINDS, RunKind, RunRequest
 from ..runner import Progress, RunOptions, run_benchmark
 from ..store import open_store
 from ._uploads import check_upload
@@ -73,6 +74,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--gateways", help="comma-separated, or 'none' for the baseline only")
     parser.add_argument("--entry", help="the root description inside a zip that holds several")
+    parser.add_argument("--kind", choices=KINDS, default="fixed", help="the kind of run")
     return parser.parse_args(argv)
 
 
@@ -82,12 +84,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     gateways = None
     if args.gateways is not None:
         gateways = tuple(g for g in args.gateways.split(",") if g and args.gateways != "none")
-    request = RunRequest(quick=args.quick, gateways=gateways, entry=args.entry)
+    kind: RunKind = "capacity" if args.kind == "capacity" else "fixed"
+    request = RunRequest(quick=args.quick, gateways=gateways, entry=args.entry, kind=kind)
     try:
         upload = check_upload(Path(args.spec).read_bytes(), args.name, request)
         options = RunOptions(results_dir=Path(args.results), quick=args.quick, run_id=args.run_id)
+        runner = run_benchmark
+        if kind == "capacity":
+            from ..capacity_runner import run_capacity as runner
         with open_store(args.store) as store:
-            outcome = run_benchmark(
+            outcome = runner(
                 upload.api,
                 request.select(upload.plan),
                 spec_uri=args.spec_uri,

@@ -1,0 +1,3 @@
+module gatebench/loadgen
+
+go 1.22

@@ -1,0 +1,262 @@
+// Command gatebench-loadgen offers a constant arrival rate, open model, and measures every
+// request's latency from the moment the schedule meant it to start.
+//
+// It runs the constant_rate phases of a gatebench workload document (gatebench.workload)
+// one after the other, the next phase's arrivals continuing the schedule where the previous
+// one's ended. Arrival k of n in a phase of duration d is due at k × d / n after the phase's
+// start; it is sent when due whether or not earlier requests have been answered (an open
+// model: a stalled server cannot slow the arrivals down), and its latency runs from that due
+// time to the end of its response. So a server that stalls shows its whole queue in the
+// latencies (no coordinated omission), and the engine's own delay in sending (its schedule
+// lag) is recorded beside each request, so a late engine can never pass for a slow server.
+//
+// With -start-at EPOCH_MS the schedule starts at that wall-clock time (several testers sharing
+// a rate start together); the backend reset and other controls of the first phase run before.
+//
+// Arrivals ride a pool of kept-alive connections (-connections keep-alive, the default), as
+// clients behind a real gateway do; -connections new opens a connection per request.
+// At most -max-in-flight requests are outstanding: an arrival beyond that is refused and
+// counted as an error of the target, entered at the request timeout (a lower bound), since only
+// a target that holds requests fills the limit. An arrival the engine itself cannot send (it
+// fell further behind its schedule than the request timeout, or the system refused a socket:
+// no ephemeral port, no file descriptor) is dropped: the probe says the tester, not the target,
+// ran out.
+//
+// Output (-out FILE, tab-separated lines, read by gatebench.loadlog):
+//
+//	gatebench-loadgen/1  START_EPOCH_US  GOMAXPROCS
+//	M  ID  MESSAGE                                    a KO or drop reason, first use
+//	R  PHASE  INTENDED_US  LAG_US  LATENCY_US  STATUS  MSG  NEWCONN
+//	D  PHASE  INTENDED_US  MSG                        an arrival that was never sent
+//	C  PHASE  MESSAGE                                 a control call (backend reset) failed
+//	E  PHASE  START_US  END_US  SCHEDULED  SENT  CPU_US  CONNECTIONS
+//
+// Times are microseconds from START (the engine's monotonic clock); STATUS 0 is a request
+// with no response, MSG 0 is OK. E lines come last, one per phase, once every request ended.
+//
+// Standard library only (built like the backend by scripts/setup.d).
+package main
+
+import (
+	"bufio"
+	"encoding/base64"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const format = "gatebench-workload/1"
+
+type control struct {
+	Method string `json:"method"`
+	URL    string `json:"url"`
+	Status int    `json:"status"`
+}
+
+type injection struct {
+	Kind       string  `json:"kind"`
+	Rate       float64 `json:"rate"`
+	DurationMS int64   `json:"duration_ms"`
+}
+
+type phaseSpec struct {
+	ID         string                   `json:"id"`
+	Index      int                      `json:"index"`
+	Target     string                   `json:"target"`
+	Measured   bool                     `json:"measured"`
+	Seed       int64                    `json:"seed"`
+	Injection  injection                `json:"injection"`
+	Before     []control                `json:"before"`
+	Params     map[string]generatorSpec `json:"params"`
+	Request    requestSpec              `json:"request"`
+	UserBase   int64                    `json:"user_base"`
+	UserStride int64                    `json:"user_stride"`
+}
+
+type document struct {
+	Format    string      `json:"format"`
+	SecretEnv []string    `json:"secret_env"`
+	SkipFile  string      `json:"skip_file"`
+	Phases    []phaseSpec `json:"phases"`
+}
+
+func main() {
+	workload := flag.String("workload", "", "the workload document (JSON)")
+	out := flag.String("out", "", "where the records go")
+	connections := flag.String("connections", "keep-alive", "keep-alive (a pool) or new (a connection per request)")
+	maxInFlight := flag.Int("max-in-flight", 10000, "the most outstanding requests")
+	startAt := flag.Int64("start-at", 0, "epoch ms at which the schedule starts (testers start together); 0: now")
+	flag.Parse()
+	if *workload == "" || *out == "" {
+		fail("usage: gatebench-loadgen -workload FILE -out FILE [-connections keep-alive|new] [-max-in-flight N]")
+	}
+	if *connections != "keep-alive" && *connections != "new" {
+		fail("-connections: expected keep-alive or new, got %q", *connections)
+	}
+	doc, err := readDocument(*workload)
+	if err != nil {
+		fail("%s: %v", *workload, err)
+	}
+	secrets, tokens, err := readSecrets(doc)
+	if err != nil {
+		fail("%v", err)
+	}
+	phases := make([]*phase, 0, len(doc.Phases))
+	for i, spec := range doc.Phases {
+		p, err := preparePhase(spec, secrets, tokens)
+		if err != nil {
+			fail("%s: /phases/%d: %v", *workload, i, err)
+		}
+		phases = append(phases, p)
+	}
+	file, err := os.Create(*out)
+	if err != nil {
+		fail("%v", err)
+	}
+	rec := newRecorder(bufio.NewWriterSize(file, 1<<20))
+	eng := newEngine(*connections == "new", *maxInFlight, rec)
+
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		<-stop
+		eng.cancel()
+	}()
+
+	fmt.Fprintf(rec.w, "gatebench-loadgen/1\t%d\t%d\n", eng.t0.UnixMicro(), runtime.GOMAXPROCS(0))
+	eng.run(phases, doc.SkipFile, *startAt)
+	if err := rec.w.Flush(); err != nil {
+		fail("writing %s: %v", *out, err)
+	}
+	if err := file.Close(); err != nil {
+		fail("writing %s: %v", *out, err)
+	}
+	if eng.cancelled.Load() {
+		os.Exit(130)
+	}
+}
+
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "gatebench-loadgen: "+format+"\n", args...)
+	os.Exit(2)
+}
+
+func readDocument(path string) (*document, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var doc document
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, err
+	}
+	if doc.Format != format {
+		return nil, fmt.Errorf("not a %s document (format: %q)", format, doc.Format)
+	}
+	return &doc, nil
+}
+
+// readSecrets reads every variable the document names (never the document itself), and the
+// token files of per-user auth headers.
+func readSecrets(doc *document) (map[string]string, map[string][]string, error) {
+	secrets := map[string]string{}
+	for _, name := range doc.SecretEnv {
+		value, ok := os.LookupEnv(name)
+		if !ok || value == "" {
+			return nil, nil, fmt.Errorf("environment variable %s is not set (the plan's auth needs it)", name)
+		}
+		secrets[name] = value
+	}
+	tokens := map[string][]string{}
+	for _, p := range doc.Phases {
+		for _, h := range p.Request.Auth {
+			if !h.PerUser {
+				continue
+			}
+			var env string
+			if json.Unmarshal(h.Env, &env) != nil {
+				continue
+			}
+			if _, done := tokens[env]; done {
+				continue
+			}
+			list, err := userTokens(secrets[env])
+			if err != nil {
+				return nil, nil, fmt.Errorf("the token file in %s: %v", env, err)
+			}
+			tokens[env] = list
+		}
+	}
+	return secrets, tokens, nil
+}
+
+// phase is one phase, ready to run.
+type phase struct {
+	spec      phaseSpec
+	count     int64
+	duration  time.Duration
+	values    *values
+	build     *builder
+	timeout   time.Duration
+	measuring bool
+}
+
+func preparePhase(spec phaseSpec, secrets map[string]string, tokens map[string][]string) (*phase, error) {
+	if spec.Injection.Kind != "constant_rate" {
+		return nil, fmt.Errorf("injection: gatebench-loadgen runs constant_rate phases only, got %q", spec.Injection.Kind)
+	}
+	if spec.Injection.Rate <= 0 || spec.Injection.DurationMS <= 0 {
+		return nil, fmt.Errorf("injection: a rate above 0 and a duration are needed")
+	}
+	vals, names, err := newValues(spec.Params, spec.Seed)
+	if err != nil {
+		return nil, err
+	}
+	b, err := newBuilder(spec.Request, names, secrets, tokens, spec.UserBase, spec.UserStride, spec.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("request: %v", err)
+	}
+	// the count gatebench expects (Python's round: half to even, Injection.expected_requests)
+	count := int64(math.RoundToEven(spec.Injection.Rate * float64(spec.Injection.DurationMS) / 1000.0))
+	timeout := time.Duration(spec.Request.TimeoutMS) * time.Millisecond
+	if timeout <= 0 {
+		timeout = 60 * time.Second
+	}
+	return &phase{
+		spec:      spec,
+		count:     count,
+		duration:  time.Duration(spec.Injection.DurationMS) * time.Millisecond,
+		values:    vals,
+		build:     b,
+		timeout:   timeout,
+		measuring: spec.Measured,
+	}, nil
+}
+
+// skipped reports whether the run marked the phase's target as failed (its skip file).
+func skipped(path, target string) bool {
+	if path == "" {
+		return false
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(line) == target {
+			return true
+		}
+	}
+	return false
+}
+
+func decodeBase64(data string) ([]byte, error) {
+	return base64.StdEncoding.DecodeString(data)
+}

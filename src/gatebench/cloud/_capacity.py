@@ -1,0 +1,153 @@
+"""The score step of a capacity run on the cloud path: the tester's campaign → the run's result.
+
+Tester 0 writes ``runs/RUN/capacity/campaign.json`` when its search ends
+(gatebench.provisioners._vm_capacity). This step reads it, gives every probe of a gateway the
+gateway's CPU seconds and peak memory over the probe's window from the cgroup samples its VM's
+meter uploaded (``gatebench.resources.cgroup_resources``, as the fixed run's phases get theirs),
+prices a million requests at each knee for the plan's gateway machine type
+(``gatebench.cost.machine_hourly``, the prices gatebench holds), stores the result with the run
+(``RunRecord.capacity``) and writes its BigQuery rows.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+from ..capacity import Campaign, CapacityResult, ProbeOutcome, SearchResult, capacity_result
+from ..cost import CostError, machine_hourly
+from ..report import build_capacity_report, capacity_rows
+from ..resources import CgroupSample, cgroup_resources
+from ..store import ResultStore
+from ..thresholds import thresholds_from_plan
+from ._ingest import Bucket, meter_uploads, metered_gateways, wait_for_meters
+from ._tester import Clock
+
+CAMPAIGN_OBJECT = "runs/{run_id}/capacity/campaign.json"
+"""Where tester 0 writes the campaign when its search ends (provisioners._vm_capacity)."""
+DEFAULT_MACHINE = "n2-standard-2"
+
+
+def read_campaign(storage: Bucket, bucket: str, run_id: str) -> Campaign | None:
+    data = storage.read_optional(bucket, CAMPAIGN_OBJECT.format(run_id=run_id))
+    return None if data is None else Campaign.from_dict(json.loads(data))
+
+
+def _metered(probe: ProbeOutcome, samples: list[CgroupSample]) -> ProbeOutcome:
+    m = probe.metrics
+    if not samples or m.started_ms is None or m.ended_ms is None:
+        return probe
+    if not (samples[0].wall_ms <= m.started_ms and samples[-1].wall_ms >= m.ended_ms):
+        return probe  # samples that do not cover the window would understate it
+    cost = cgroup_resources(samples, m.started_ms, m.ended_ms)
+    if cost.gateway_cpu_s is None:
+        return probe
+    metrics = replace(m, gateway_cpu_s=cost.gateway_cpu_s, gateway_rss_mb=cost.gateway_rss_mb)
+    return replace(probe, metrics=metrics)
+
+
+def with_gateway_samples(campaign: Campaign, samples: dict[str, list[CgroupSample]]) -> Campaign:
+    """The campaign with each gateway's probes carrying its CPU and memory over their windows."""
+    for (target, workload), results in campaign.results.items():
+        found = sorted(samples.get(target, []), key=lambda s: s.wall_ms)
+        if not found:
+            continue
+        campaign.results[(target, workload)] = [
+            SearchResult(
+                r.status,
+                r.knee,
+                r.high,
+                tuple(_metered(p, found) for p in r.probes),
+                r.note,
+                r.seconds,
+            )
+            for r in results
+        ]
+    return campaign
+
+
+def gateway_machine(plan: dict[str, Any]) -> str:
+    infra = plan.get("infrastructure") or {}
+    return str(infra.get("gateway_machine") or DEFAULT_MACHINE)
+
+
+def ingest_capacity(
+    storage: Bucket,
+    store: ResultStore,
+    bucket: str,
+    run_id: str,
+    *,
+    meter_wait_s: float = 0.0,
+    clock: Clock | None = None,
+) -> CapacityResult | None:
+    """The run's capacity result, stored with the run; None when the run is not a capacity run
+    (no campaign in the bucket)."""
+    campaign = read_campaign(storage, bucket, run_id)
+    if campaign is None:
+        return None
+    searched = {t for (t, _), results in campaign.results.items() if results}
+    targets = [t for t in metered_gateways(storage, bucket, run_id) if t in searched]
+    uploads = wait_for_meters(storage, bucket, run_id, targets, meter_wait_s, clock)
+    if not uploads:
+        uploads = meter_uploads(storage, bucket, run_id)
+    campaign = with_gateway_samples(campaign, {t: list(u.samples) for t, u in uploads.items()})
+    run = store.get_run(run_id)
+    plan = (run.plan if run is not None else None) or {}
+    machine = gateway_machine(plan)
+    try:
+        hourly: float | None = machine_hourly(machine)
+    except CostError:
+        hourly = None
+    result = capacity_result(campaign, machine=machine, hourly_usd=hourly)
+    store.update_run(run_id, capacity=result.to_dict())
+    return result
+
+
+def ingest_run(
+    storage: Bucket,
+    store: ResultStore,
+    bucket: str,
+    run_id: str,
+    *,
+    meter_wait_s: float = 0.0,
+    clock: Clock | None = None,
+) -> int:
+    """The score step's ingest: a capacity run's campaign becomes its result (the number of
+    target × endpoint summaries is returned); any other run's raw logs its measurements
+    (``_ingest.ingest_run``)."""
+    from ._ingest import ingest_run as ingest_raw_logs
+
+    capacity = ingest_capacity(
+        storage, store, bucket, run_id, meter_wait_s=meter_wait_s, clock=clock
+    )
+    if capacity is not None:
+        return sum(len(e.summaries) for e in capacity.endpoints)
+    return ingest_raw_logs(storage, store, bucket, run_id, meter_wait_s=meter_wait_s, clock=clock)
+
+
+def capacity_outcome(store: ResultStore, run_id: str) -> tuple[str, list[dict[str, Any]]]:
+    """(``done`` or ``partial``, the BigQuery rows) of a stored capacity run: partial when a
+    target has no knee on some endpoint or the searches stopped on an error."""
+    run = store.get_run(run_id)
+    assert run is not None and run.capacity is not None
+    result = CapacityResult.from_dict(run.capacity)
+    from ..capacity import evaluate_capacity
+
+    report = build_capacity_report(
+        run, result, thresholds=evaluate_capacity(thresholds_from_plan(run.plan), result)
+    )
+    missing = any(not s.knees for e in result.endpoints for s in e.summaries)
+    stopped = result.stop.startswith("the search stopped")
+    return ("partial" if missing or stopped else "done"), capacity_rows(report)
+
+
+__all__ = [
+    "CAMPAIGN_OBJECT",
+    "capacity_outcome",
+    "gateway_machine",
+    "ingest_capacity",
+    "ingest_run",
+    "read_campaign",
+    "with_gateway_samples",
+]

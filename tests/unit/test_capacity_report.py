@@ -1,0 +1,207 @@
+"""The capacity run's report: HTML (self-contained, curves with the knee marked), Markdown,
+JSON, and CSV rows that load into the BigQuery schema unchanged. Built from a campaign on the
+simulated target (tests/capacity_sim.py), so every number is known."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from capacity_sim import SimulatedTarget
+from gatebench.capacity import Campaign, CapacityResult, capacity_result, search
+from gatebench.model import RunRecord, RunStatus
+from gatebench.plan import Capacity
+from gatebench.report import (
+    bigquery_schema,
+    build_capacity_report,
+    capacity_rows,
+    column_names,
+    render_capacity,
+)
+
+SETTINGS = replace(Capacity(), repetitions=3)
+
+
+@pytest.fixture(scope="module")
+def result() -> CapacityResult:
+    targets = {
+        "haproxy": SimulatedTarget(workers=11, service_ms=10.0, jitter=0.1),
+        "envoy": SimulatedTarget(workers=8, service_ms=10.0, jitter=0.1),
+        "baseline": SimulatedTarget(workers=16, service_ms=10.0, jitter=0.1),
+    }
+    campaign = Campaign(tuple(targets), {"bid": SETTINGS}, 5, budget_s=3600.0)
+    while keys := campaign.next_round():
+        for key in keys:
+            target = targets[key.target]
+            target.seed = key.repetition
+            campaign.record(key, search(SETTINGS, target, start_rate=campaign.start_rate(key)))
+        campaign.end_round()
+    return capacity_result(campaign, machine="n2-standard-2", hourly_usd=0.0971)
+
+
+def run_record() -> RunRecord:
+    return RunRecord(
+        run_id="r-capacity",
+        spec_uri="auction.yaml",
+        spec_sha256="a" * 64,
+        status=RunStatus.DONE,
+        created_at=1_700_000_000.0,
+        title="Auction <service>",
+    )
+
+
+def test_the_html_report_is_self_contained_and_marks_each_knee(result: CapacityResult) -> None:
+    report = build_capacity_report(run_record(), result, now=1_700_000_100.0)
+    html = render_capacity(report, "html")
+    assert "default-src 'none'" in html
+    assert "Auction &lt;service&gt;" in html and "<service>" not in html
+    # fetches nothing: the only URL is the SVG namespace's name
+    assert set(re.findall(r"https?://[^\"'\s<]+", html)) == {"http://www.w3.org/2000/svg"}
+    (bid,) = result.endpoints
+    assert (
+        bid.verdict.startswith("haproxy carries ")
+        and " more bid traffic than envoy " in bid.verdict
+    )
+    assert html.count(bid.verdict) == 2  # the headline and the endpoint's section
+    knees = re.findall(r'class="knee"[^>]*data-knee="([0-9.]+)"', html)
+    assert sorted(float(k) for k in knees) == sorted(
+        s.estimate for s in bid.summaries if s.estimate is not None
+    )
+    dots = re.findall(r'<circle class="p99"[^>]*data-rate="([0-9.]+)"', html)
+    assert len(dots) == len(result.curves)
+    assert "p99 ≤ 50 ms" in html  # the objective's line
+    assert "every pair" in html and "n2-standard-2 at $0.0971 an hour" in html
+
+
+def test_markdown_and_json(result: CapacityResult) -> None:
+    report = build_capacity_report(run_record(), result, now=1_700_000_100.0)
+    md = render_capacity(report, "md")
+    assert md.startswith("# Capacity: Auction <service>\n")
+    assert "| haproxy | " in md and "| envoy | " in md and "| baseline | " in md
+    data = json.loads(render_capacity(report, "json"))
+    assert data["kind"] == "capacity" and data["verdict"] == [result.endpoints[0].verdict]
+    assert CapacityResult.from_dict(data["capacity"]) == result
+
+
+def test_the_csv_loads_into_the_bigquery_schema(result: CapacityResult) -> None:
+    report = build_capacity_report(run_record(), result, now=1_700_000_100.0)
+    text = render_capacity(report, "csv")
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader)
+    assert tuple(header) == column_names()
+    schema = {f["name"]: f for f in bigquery_schema()}
+    for row in reader:
+        for name, cell in zip(header, row, strict=True):
+            if schema[name]["mode"] == "REQUIRED":
+                assert cell != "", name
+    rows = capacity_rows(report)
+    assert all(set(r) == set(column_names()) for r in rows)
+    means = {
+        r["target"]: r["value"]
+        for r in rows
+        if (r["metric"], r["statistic"]) == ("capacity", "mean")
+    }
+    (bid,) = result.endpoints
+    assert means == {s.target: s.mean for s in bid.summaries}
+    probes = [r for r in rows if r["statistic"] == "probe" and r["metric"] == "p99"]
+    assert len(probes) == len(result.curves)
+    assert all(r["offered_rate"] is not None and r["repetition"] for r in probes)
+    prices = [r for r in rows if r["metric"] == "capacity_price_per_million"]
+    assert {r["target"] for r in prices} == {"haproxy", "envoy"} and {
+        r["unit"] for r in prices
+    } == {"USD"}
+
+
+def test_thresholds_gate_on_capacity(result: CapacityResult) -> None:
+    from gatebench.capacity import evaluate_capacity
+    from gatebench.thresholds import Threshold, evaluate, fmt
+
+    (bid,) = result.endpoints
+    haproxy, envoy = bid.summary("haproxy"), bid.summary("envoy")
+    assert haproxy is not None and envoy is not None and envoy.mean is not None
+    floor = Threshold("capacity", min=envoy.mean + 1, pointer="/x-gatebench/thresholds/0")
+    other = Threshold("p99", max=50.0)
+    results = evaluate_capacity([floor, other], result)
+    assert [(r.target, r.workload, r.passed) for r in results] == [
+        ("envoy", "bid", False),
+        ("haproxy", "bid", True),
+    ]
+    assert results[0].line() == (
+        f"envoy/bid: capacity {fmt(envoy.mean, 'req/s')} is below the minimum "
+        f"{fmt(envoy.mean + 1, 'req/s')} (/x-gatebench/thresholds/0)"
+    )
+    missing = evaluate_capacity([Threshold("capacity", min=1.0, gateway="kong")], result)
+    assert [(r.value, r.passed) for r in missing] == [(None, False)]
+    # a fixed-workload run leaves capacity thresholds to a capacity run
+    from gatebench.aggregate import summarize
+
+    assert evaluate([floor], summarize([])) == []
+
+
+def test_gatebench_report_writes_a_stored_capacity_run(
+    result: CapacityResult, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gatebench.cli import main
+    from gatebench.store import SqliteStore
+
+    run = run_record()
+    run.capacity = result.to_dict()
+    run.plan = {"thresholds": [{"metric": "capacity", "min": 1.0, "gateway": "envoy"}]}
+    store = tmp_path / "store.sqlite"
+    with SqliteStore(store) as s:
+        s.create_run(run)
+    assert main(["report", run.run_id, "--store", str(store), "-f", "md"]) == 0
+    md = capsys.readouterr().out
+    assert md.startswith("# Capacity: Auction <service>") and "envoy/bid: capacity" in md
+    assert main(["report", run.run_id, "--store", str(store), "-f", "junit"]) == 0
+    junit = capsys.readouterr().out
+    assert 'name="capacity &gt;= 1 req/s (every workload)"' in junit and 'failures="0"' in junit
+    out = tmp_path / "r.html"
+    assert main(["report", "latest", "--store", str(store), "-o", str(out)]) == 0
+    assert "gatebench capacity report" in out.read_text(encoding="utf-8")
+
+
+def test_the_dashboard_reads_a_capacity_run(result: CapacityResult, tmp_path: Path) -> None:
+    from gatebench.store import SqliteStore
+    from gatebench.web import handle_read
+
+    run = run_record()
+    run.capacity = result.to_dict()
+    with SqliteStore(tmp_path / "store.sqlite") as store:
+        store.create_run(run)
+        view = json.loads(handle_read(store, "GET", f"runs/{run.run_id}/view", {}).body)
+        html = handle_read(store, "GET", f"runs/{run.run_id}/report", {"format": "html"})
+        compare = handle_read(store, "GET", "compare", {"a": run.run_id, "b": run.run_id})
+        listed = json.loads(handle_read(store, "GET", "runs", {}).body)
+    assert view["kind"] == "capacity" and view["run"]["kind"] == "capacity"
+    assert view["verdict"] == [result.endpoints[0].verdict]
+    (curves,) = [c for c in view["charts"] if c["kind"] == "curves"]
+    assert curves["objective_ms"] == 50.0 and curves["objective_text"] == "p99 ≤ 50 ms"
+    assert sum(len(s["points"]) for s in curves["series"]) == len(result.curves)
+    assert [t["id"] for t in view["tables"]] == ["capacity-0", "capacity-pairs-0"]
+    assert html.status == 200 and b"gatebench capacity report" in html.body
+    assert compare.status == 400 and b"is a capacity run" in compare.body
+    assert listed["runs"][0]["kind"] == "capacity"
+
+
+def test_a_capacity_run_still_searching_is_shown_as_one(tmp_path: Path) -> None:
+    """Before its result, a capacity run's record says what it is (``environment.run_kind``):
+    the dashboard and the report show a capacity run with no result yet, not an empty
+    fixed-workload run."""
+    from gatebench.store import SqliteStore
+    from gatebench.web import handle_read
+
+    run = replace(run_record(), status=RunStatus.LOADING, environment={"run_kind": "capacity"})
+    with SqliteStore(tmp_path / "store.sqlite") as store:
+        store.create_run(run)
+        view = json.loads(handle_read(store, "GET", f"runs/{run.run_id}/view", {}).body)
+        md = handle_read(store, "GET", f"runs/{run.run_id}/report", {"format": "md"})
+    assert view["kind"] == "capacity" and view["run"]["kind"] == "capacity"
+    assert view["tables"] == [] and view["verdict"] == []
+    assert md.status == 200 and "no result: the run is still searching" in md.body.decode()

@@ -1,0 +1,655 @@
+"""The capacity search's parts, each alone, then together on a simulated target
+(tests/capacity_sim.py: an exact, seeded queue; deterministic): the step controller, the
+metrics plugin, the scoring function, the loop, the repetitions and the summary."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from capacity_sim import SimulatedTarget
+from gatebench.capacity import (
+    MAX_CONFIRMATIONS,
+    MIN_RATE,
+    Campaign,
+    Probe,
+    ProbeMetrics,
+    ProbeRequest,
+    SearchKey,
+    SearchResult,
+    StepController,
+    Verdict,
+    compare,
+    drive,
+    late_threshold_ms,
+    price_per_million,
+    score_probe,
+    search,
+    start_rate_for,
+    summarize,
+    verdict,
+)
+from gatebench.capacity import (
+    TesterLimits as Limits,
+)
+from gatebench.plan import Capacity, Objective
+
+SETTINGS = Capacity()  # start 100/s, growth 2, precision 5 %, p99 ≤ 50 ms, errors ≤ 0.1 %
+
+
+def against(controller: StepController, carried: float) -> list[tuple[float, str]]:
+    """Run a controller against a perfect target that carries exactly ``carried``/s."""
+    seen = []
+    while (request := controller.next_probe()) is not None:
+        seen.append((request.rate, request.kind))
+        controller.update("within" if request.rate <= carried else "breached")
+    return seen
+
+
+# -- the step controller -------------------------------------------------------------------
+
+
+def test_growth_then_geometric_bisection_then_confirmation() -> None:
+    c = StepController(SETTINGS)
+    seen = against(c, 400.0)
+    rates = [r for r, _ in seen]
+    kinds = [k for _, k in seen]
+    assert rates[:4] == [100.0, 200.0, 400.0, 800.0]
+    assert kinds[:4] == ["grow"] * 4
+    # bisection is geometric: the first midpoint of [400, 800] is sqrt(400 × 800)
+    assert rates[4] == pytest.approx(math.sqrt(400 * 800), abs=0.001)
+    assert kinds[-1] == "confirm" and rates[-1] == c.knee
+    assert c.status == "found"
+    assert c.high is not None and c.knee is not None
+    assert c.high / c.knee - 1 <= SETTINGS.precision
+    assert 400 / 1.05 <= c.knee <= 400.0
+    assert len(seen) <= 10  # the issue's target: within 5 % in at most 10 probes
+
+
+def test_the_probes_have_the_plan_durations() -> None:
+    settings = replace(SETTINGS, warmup=0.5, probe=3.0, confirm=7.0)
+    c = StepController(settings)
+    first = c.next_probe()
+    assert first == ProbeRequest(100.0, "grow", 0.5, 3.0)
+    while (request := c.next_probe()) is not None and request.kind != "confirm":
+        c.update("within" if request.rate <= 300 else "breached")
+    assert request is not None and request.duration_s == 7.0 and request.seconds == 7.5
+
+
+def test_a_first_rate_that_breaks_shrinks_instead_of_giving_up() -> None:
+    c = StepController(SETTINGS)
+    seen = against(c, 30.0)
+    assert [r for r, k in seen if k == "shrink"] == [50.0, 25.0]
+    assert c.status == "found" and c.knee is not None
+    assert 30 / 1.05 <= c.knee <= 30.0
+
+
+def test_a_target_that_breaks_even_at_the_lowest_rate_carries_nothing() -> None:
+    c = StepController(SETTINGS)
+    seen = against(c, 0.5)
+    # the lowest rate: 20 arrivals in the 2-s window (MIN_ARRIVALS), above MIN_RATE
+    assert seen[-1][0] == c.floor == 10.0 > MIN_RATE
+    assert (c.status, c.knee) == ("nothing", 0.0)
+    assert c.note == "the objective broke even at 10/s"
+    long = StepController(replace(SETTINGS, probe=60.0))
+    against(long, 0.5)
+    assert long.floor == MIN_RATE
+
+
+def test_a_probe_without_arrivals_says_nothing_about_the_target() -> None:
+    v = score_probe(metrics(scheduled=0, sent=0, requests=0, ok=0), OBJECTIVE, Limits())
+    assert v == Verdict("tester-bound", ("the probe sent no request: its window held no arrival",))
+
+
+def test_the_plan_upper_bound_makes_the_knee_a_lower_bound() -> None:
+    c = StepController(replace(SETTINGS, max_rate=1000.0))
+    seen = against(c, 1e9)
+    assert [r for r, _ in seen] == [100.0, 200.0, 400.0, 800.0, 1000.0]
+    assert (c.status, c.knee) == ("at-max", 1000.0)
+
+
+def test_a_tester_bound_probe_ends_the_search_at_the_last_rate_that_held() -> None:
+    c = StepController(SETTINGS)
+    for outcome in ("within", "within", "tester-bound"):
+        assert c.next_probe() is not None
+        c.update(outcome, "the engine dropped 3 % of arrivals")  # type: ignore[arg-type]
+    assert c.next_probe() is None
+    assert (c.status, c.knee, c.note) == (
+        "tester-bound",
+        200.0,
+        "the engine dropped 3 % of arrivals",
+    )
+
+
+def test_a_failed_confirmation_searches_on_below_it() -> None:
+    c = StepController(SETTINGS)
+    confirmed_fail = 0
+    seen = []
+    while (request := c.next_probe()) is not None:
+        seen.append(request)
+        if request.kind == "confirm" and confirmed_fail == 0:
+            confirmed_fail += 1
+            c.update("breached")  # held a short probe, not the long one
+            continue
+        c.update("within" if request.rate <= 400 else "breached")
+    confirms = [r for r in seen if r.kind == "confirm"]
+    assert len(confirms) == 2
+    assert confirms[1].rate < confirms[0].rate
+    assert c.status == "found" and c.knee is not None and c.knee < confirms[0].rate
+
+
+def test_confirmations_that_keep_failing_end_unconfirmed() -> None:
+    c = StepController(SETTINGS)
+    while (request := c.next_probe()) is not None:
+        c.update(
+            "breached"
+            if request.kind == "confirm"
+            else "within"
+            if request.rate <= 400
+            else "breached"
+        )
+    assert c.status in ("unconfirmed", "nothing")
+    assert c.confirmations == MAX_CONFIRMATIONS
+
+
+def test_a_finished_controller_refuses_more_outcomes() -> None:
+    c = StepController(replace(SETTINGS, max_rate=100.0))
+    c.update("within")
+    with pytest.raises(ValueError, match="the search is over"):
+        c.update("within")
+
+
+def test_repetitions_start_at_staggered_points_of_the_first_growth_step() -> None:
+    starts = [start_rate_for(SETTINGS, rep) for rep in range(1, 6)]
+    assert starts[0] == 100.0
+    assert all(100.0 <= s < 200.0 for s in starts)
+    assert len({round(s, 3) for s in starts}) == 5
+
+
+def test_later_repetitions_start_next_to_the_knees_found() -> None:
+    # half the median knee, times growth^frac((k - 1) × 0.618): the first probe holds, the
+    # second breaks, and bisection starts from a bracket of a factor 2
+    start = start_rate_for(SETTINGS, 2, [5000.0, 4800.0, 0.0])
+    assert start == pytest.approx(2450.0 * 2 ** (0.618034 % 1.0), rel=1e-5)
+    assert start_rate_for(replace(SETTINGS, max_rate=1000.0), 2, [5000.0]) == 1000.0
+    first = search(SETTINGS, SimulatedTarget(workers=50, service_ms=10.0))  # 5,000/s
+    later = search(
+        SETTINGS,
+        SimulatedTarget(workers=50, service_ms=10.0),
+        start_rate=start_rate_for(SETTINGS, 2, [first.knee or 0.0]),
+    )
+    assert (len(first.probes), len(later.probes)) == (12, 7)
+    assert later.status == "found" and abs((later.knee or 0) - 5000) / 5000 <= 0.05
+
+
+# -- the metrics plugin (through the simulated records) ------------------------------------
+
+
+def test_latency_counts_from_the_intended_start() -> None:
+    # one worker of 10 ms offered 150/s: the queue grows by 50 requests a second; a client
+    # that waited for each answer before sending the next would see 10 ms every time
+    target = SimulatedTarget(workers=1, service_ms=10.0)
+    m = target(ProbeRequest(150.0, "grow", 0.0, 2.0))
+    assert m.scheduled == 300 and m.sent == 300 and m.dropped == 0
+    assert m.from_send["p50"] > 10.0  # it waited in the server's queue
+    assert m.latency["max"] == pytest.approx(300 * 10.0 - 1000.0 * 299 / 150, abs=0.01)
+    assert m.latency["p99"] > 600.0
+    assert m.lag_p99_ms == 0.0 and m.late_pct == 0.0
+
+
+def test_the_engine_lag_is_measured_apart_from_the_target() -> None:
+    target = SimulatedTarget(workers=100, service_ms=1.0, engine_rate=500.0)
+    m = target(ProbeRequest(1000.0, "grow", 0.0, 1.0))
+    assert m.lag_p99_ms > 400.0  # the engine hands over half the arrivals, ever later
+    assert m.from_send["p99"] == pytest.approx(1.0)
+    assert m.late_pct > 90.0
+    assert m.engine_cpu_pct == 100.0
+
+
+def test_warm_up_is_excluded_but_its_queue_carries_over() -> None:
+    target = SimulatedTarget(workers=1, service_ms=10.0)
+    cold = target(ProbeRequest(120.0, "grow", 0.0, 1.0))
+    warmed = target(ProbeRequest(120.0, "grow", 1.0, 1.0))
+    assert warmed.scheduled == cold.scheduled == 120
+    assert warmed.latency["p50"] > cold.latency["p50"]
+
+
+# -- the scoring function ------------------------------------------------------------------
+
+
+def metrics(**overrides: object) -> ProbeMetrics:
+    base: dict[str, object] = {
+        "offered_rate": 1000.0,
+        "duration_s": 2.0,
+        "scheduled": 2000,
+        "sent": 2000,
+        "dropped": 0,
+        "refused": 0,
+        "requests": 2000,
+        "ok": 2000,
+        "ko": 0,
+        "error_pct": 0.0,
+        "achieved_rate": 1000.0,
+        "latency": {"p50": 2.0, "p90": 4.0, "p95": 5.0, "p99": 9.0, "mean": 2.5, "max": 30.0},
+        "from_send": {"p50": 2.0, "p90": 4.0, "p95": 5.0, "p99": 9.0, "mean": 2.5, "max": 30.0},
+        "lag_p50_ms": 0.05,
+        "lag_p99_ms": 0.2,
+        "lag_max_ms": 1.0,
+        "late_pct": 0.0,
+        "late_ms": 5.0,
+        "engine_cpu_pct": 20.0,
+        "connections": 12,
+    }
+    base.update(overrides)
+    return ProbeMetrics(**base)  # type: ignore[arg-type]
+
+
+SLOW = {"p50": 30.0, "p90": 50.0, "p95": 60.0, "p99": 80.0, "mean": 35.0, "max": 120.0}
+OBJECTIVE = Objective()
+
+
+def test_within_the_objective() -> None:
+    assert score_probe(metrics(), OBJECTIVE, Limits()).outcome == "within"
+
+
+def test_a_breach_says_which_bound() -> None:
+    v = score_probe(metrics(latency=SLOW, from_send=SLOW), OBJECTIVE, Limits())
+    assert (v.outcome, v.reasons) == ("breached", ("p99 80.0 ms > 50 ms",))
+    v = score_probe(metrics(error_pct=0.5), OBJECTIVE, Limits())
+    assert (v.outcome, v.reasons) == ("breached", ("errors 0.50 % > 0.1 %",))
+
+
+def test_dropped_arrivals_make_the_probe_tester_bound_whatever_the_latencies() -> None:
+    m = metrics(dropped=40, drop_reasons=(("the system refused a socket: no port", 40),))
+    v = score_probe(m, OBJECTIVE, Limits())
+    assert v.outcome == "tester-bound"
+    assert v.reasons == (
+        "the engine dropped 40 of 2,000 arrivals (2.0 %): the system refused a socket: no port",
+    )
+
+
+def test_near_the_engine_ceiling_is_tester_bound() -> None:
+    v = score_probe(metrics(offered_rate=8000.0), OBJECTIVE, Limits(ceiling=10_000.0))
+    assert v == score_probe(metrics(offered_rate=8000.0), OBJECTIVE, Limits(ceiling=10_000.0))
+    assert v.outcome == "tester-bound"
+    assert v.reasons == ("8,000/s is at least 80% of the engine's ceiling here (10,000/s)",)
+    assert (
+        score_probe(metrics(offered_rate=7999.0), OBJECTIVE, Limits(ceiling=10_000.0)).outcome
+        == "within"
+    )
+
+
+def test_a_late_engine_passes_when_the_objective_holds_anyway() -> None:
+    m = metrics(late_pct=20.0, lag_p99_ms=12.0)
+    assert score_probe(m, OBJECTIVE, Limits()).outcome == "within"
+
+
+def test_a_breach_that_the_engines_lateness_explains_is_tester_bound() -> None:
+    m = metrics(latency=SLOW, late_pct=20.0, lag_p99_ms=60.0)  # on time, the target was fast
+    v = score_probe(m, OBJECTIVE, Limits())
+    assert v.outcome == "tester-bound"
+    assert v.reasons == (
+        "p99 80.0 ms > 50 ms",
+        "20.0 % of arrivals left more than 5 ms late (lag p99 60.0 ms), and without that lag "
+        "the objective was met",
+    )
+
+
+def test_a_breach_the_lateness_does_not_explain_is_the_targets() -> None:
+    m = metrics(latency=SLOW, from_send=SLOW, late_pct=20.0, lag_p99_ms=8.0)
+    assert score_probe(m, OBJECTIVE, Limits()).outcome == "breached"
+
+
+def test_a_saturated_engine_or_machine_makes_a_breach_tester_bound() -> None:
+    slow = {"latency": SLOW, "from_send": SLOW}
+    v = score_probe(metrics(engine_cpu_pct=95.0, **slow), OBJECTIVE, Limits())
+    assert v.outcome == "tester-bound" and v.reasons[-1] == "the engine used 95 % of its cores"
+    machine = {"machine_busy_pct": 97.0, "engine_machine_pct": 60.0, "target_machine_pct": 30.0}
+    v = score_probe(metrics(others_cpu_pct=7.0, **machine, **slow), OBJECTIVE, Limits())
+    assert v.outcome == "tester-bound"
+    assert v.reasons[-1] == (
+        "the machine was saturated and the engine used more CPU than the target and than "
+        "every other process"
+    )
+
+
+def test_a_machine_the_neighbours_saturated_is_not_blamed_on_the_engine() -> None:
+    slow = {"latency": SLOW, "from_send": SLOW}
+    crowded = {"machine_busy_pct": 100.0, "engine_machine_pct": 3.0, "target_machine_pct": 1.0}
+    v = score_probe(metrics(others_cpu_pct=96.0, **crowded, **slow), OBJECTIVE, Limits())
+    assert v.outcome == "breached"
+    assert v.reasons == ("p99 80.0 ms > 50 ms", "noisy: other processes used 96 % of the machine")
+    v = score_probe(metrics(others_cpu_pct=96.0, **crowded), OBJECTIVE, Limits())
+    assert v == Verdict("within", ("noisy: other processes used 96 % of the machine",))
+
+
+def test_the_late_threshold_follows_the_tightest_bound() -> None:
+    assert late_threshold_ms(Objective()) == 5.0
+    assert late_threshold_ms(Objective(latency=(("p99", 200.0), ("p50", 20.0)))) == 2.0
+    assert late_threshold_ms(Objective(latency=(("p50", 3.0),))) == 1.0
+
+
+# -- the loop, on the simulated target -----------------------------------------------------
+
+
+def test_the_search_finds_the_simulated_capacity_within_its_precision() -> None:
+    target = SimulatedTarget(workers=4, service_ms=10.0)  # 400/s
+    result = search(SETTINGS, target)
+    assert result.status == "found"
+    assert result.knee is not None and result.high is not None
+    assert target.capacity / (1 + SETTINGS.precision) <= result.knee <= target.capacity
+    assert len(result.probes) <= 10
+    assert [p.request for p in result.probes] == target.probes
+    assert result.confirmation is not None and result.confirmation.request.rate == result.knee
+
+
+@pytest.mark.parametrize("capacity", [(1, 7.0), (8, 3.0), (20, 4.0), (16, 40.0)])
+def test_the_search_lands_within_precision_across_capacities(capacity: tuple[int, float]) -> None:
+    workers, service = capacity
+    target = SimulatedTarget(workers=workers, service_ms=service, jitter=0.05, seed=workers)
+    result = search(replace(SETTINGS, objective=Objective(latency=(("p99", 5 * service),))), target)
+    assert result.status == "found" and result.knee is not None
+    error = abs(result.knee - target.capacity) / target.capacity
+    assert error <= SETTINGS.precision + 0.03, (result.knee, target.capacity)
+
+
+def test_the_same_search_twice_is_the_same() -> None:
+    a = search(SETTINGS, SimulatedTarget(jitter=0.2, seed=7), clock=lambda: 0.0)
+    b = search(SETTINGS, SimulatedTarget(jitter=0.2, seed=7), clock=lambda: 0.0)
+    assert a.to_dict() == b.to_dict()
+    assert SearchResult.from_dict(a.to_dict()).to_dict() == a.to_dict()
+
+
+def test_a_tester_slower_than_the_target_gives_a_lower_bound() -> None:
+    # the target carries 4,000/s; the engine hands over at most 1,000/s
+    target = SimulatedTarget(workers=40, service_ms=10.0, engine_rate=1000.0)
+    result = search(SETTINGS, target)
+    assert result.status == "tester-bound" and result.bounded
+    assert result.knee is not None and result.knee < 1000.0
+    assert "late" in result.note or "dropped" in result.note
+
+
+def test_a_saturated_machine_at_the_knee_is_not_the_targets_knee() -> None:
+    # at 400/s the machine is saturated but the objective holds: that rate was carried; at
+    # 800/s it breaks while the engine took the CPU: not the target's knee
+    target = SimulatedTarget(workers=4, service_ms=10.0, machine_saturated_above=300.0)
+    result = search(SETTINGS, target)
+    assert result.status == "tester-bound"
+    assert result.knee == 400.0
+    assert result.note.endswith(
+        "the machine was saturated and the engine used more CPU than the target and than "
+        "every other process"
+    )
+
+
+def test_the_budget_stops_a_search_before_a_probe_that_would_not_fit() -> None:
+    now = [0.0]
+    target = SimulatedTarget()
+
+    def probe(request: ProbeRequest) -> ProbeMetrics:
+        now[0] += request.seconds
+        return target(request)
+
+    result = search(SETTINGS, probe, deadline=10.0, clock=lambda: now[0])
+    assert result.status == "budget" and result.knee is None and not result.complete
+    assert len(result.probes) == 3 and now[0] <= 10.0
+
+
+# -- repetitions and the summary -----------------------------------------------------------
+
+
+def run_campaign(
+    targets: dict[str, SimulatedTarget], settings: Capacity, seed: int = 5
+) -> Campaign:
+    campaign = Campaign(tuple(targets), {"bid": settings}, seed, budget_s=3600.0)
+
+    def probe_for(key: SearchKey) -> SimulatedTarget:
+        target = targets[key.target]
+        target.seed = key.repetition
+        return target
+
+    return drive(campaign, probe_for)
+
+
+def test_the_campaign_stops_early_once_every_pair_is_ordered() -> None:
+    targets = {
+        "haproxy": SimulatedTarget(workers=8, service_ms=10.0, jitter=0.1),  # 800/s
+        "envoy": SimulatedTarget(workers=4, service_ms=10.0, jitter=0.1),  # 400/s
+        "baseline": SimulatedTarget(workers=16, service_ms=10.0, jitter=0.1),  # 1600/s
+    }
+    campaign = run_campaign(targets, replace(SETTINGS, repetitions=10))
+    assert campaign.rounds == 3
+    assert campaign.stop == "every pair's order was decided after 3 repetitions"
+    assert len(campaign.orders) == 3 and {o for _, o in campaign.orders} != {
+        ("haproxy", "envoy", "baseline")
+    }
+
+
+def test_targets_that_cannot_be_told_apart_run_every_repetition() -> None:
+    targets = {
+        "a": SimulatedTarget(workers=4, service_ms=10.0, jitter=0.1),
+        "b": SimulatedTarget(workers=4, service_ms=10.0, jitter=0.1),
+    }
+    campaign = run_campaign(targets, replace(SETTINGS, repetitions=4))
+    assert campaign.rounds == 4
+    assert campaign.stop == "all 4 repetitions ran; undecided: a–b"
+
+
+def test_a_campaign_within_its_budget_ends_with_the_search_that_ran_out() -> None:
+    now = [0.0]
+    targets = {"a": SimulatedTarget(workers=4), "b": SimulatedTarget(workers=8)}
+
+    def probe_for(key: SearchKey) -> Probe:
+        def probe(request: ProbeRequest) -> ProbeMetrics:
+            now[0] += request.seconds
+            return targets[key.target](request)
+
+        return probe
+
+    campaign = Campaign(tuple(targets), {"bid": SETTINGS}, 3, budget_s=60.0)
+    seen: list[tuple[str, str]] = []
+    drive(
+        campaign,
+        probe_for,
+        clock=lambda: now[0],
+        on_result=lambda k, r: seen.append((k.target, r.status)),
+    )
+    assert now[0] <= 60.0
+    assert seen[-1][1] == "budget" and all(s == "found" for _, s in seen[:-1])
+    assert campaign.stop is not None and campaign.stop.startswith("the time budget (60s) ran out")
+
+
+def test_the_campaign_says_when_the_budget_ran_out() -> None:
+    campaign = Campaign(("a", "b"), {"bid": SETTINGS}, 1, budget_s=60.0)
+    keys = campaign.next_round()
+    budget = SearchResult("budget", None, None, (), "the time budget ran out")
+    campaign.record(keys[0], budget)
+    campaign.end_round()
+    assert campaign.stop == (
+        "the time budget (60s) ran out during repetition 1; that repetition's unfinished "
+        "searches are left out"
+    )
+    assert campaign.next_round() == []
+
+
+def test_the_knee_interval_comparison_and_verdict() -> None:
+    settings = replace(SETTINGS, repetitions=5)
+    targets = {
+        "haproxy": SimulatedTarget(workers=11, service_ms=10.0, jitter=0.1),
+        "envoy": SimulatedTarget(workers=8, service_ms=10.0, jitter=0.1),
+    }
+    campaign = run_campaign(targets, settings)
+    haproxy, envoy = campaign.summaries("bid")[0], campaign.summaries("bid")[1]
+    assert haproxy.target == "haproxy" and len(haproxy.knees) == campaign.rounds
+    low, high = haproxy.interval or (0.0, 0.0)
+    assert low < (haproxy.mean or 0) < high and high - low < 0.1 * (haproxy.mean or 0)
+    c = compare(haproxy, envoy)
+    assert (c.better, c.worse, c.decided) == ("haproxy", "envoy", True)
+    assert c.ratio is not None and c.low is not None and c.high is not None
+    assert c.low < c.ratio < c.high and 1.2 < c.ratio < 1.5
+    text = verdict("bid", [haproxy, envoy], SETTINGS.objective)
+    assert text == (
+        f"haproxy carries {100 * (c.ratio - 1):.0f} % more bid traffic than envoy at "
+        f"p99 ≤ 50 ms, errors ≤ 0.1 %, 95 % CI {100 * (c.low - 1):.0f}–{100 * (c.high - 1):.0f} %"
+    )
+    assert haproxy.req_per_cpu_s == pytest.approx(20_000.0)  # 0.05 ms of CPU per request
+
+
+def test_a_bounded_target_is_reported_as_at_least_its_limit() -> None:
+    probe = ()
+    bounded = [SearchResult("tester-bound", 5000.0, None, probe, "dropped") for _ in range(3)]
+    found = [SearchResult("found", k, k * 1.04, probe) for k in (1000.0, 1020.0, 990.0)]
+    fast, slow = summarize("nginx", "bid", bounded), summarize("caddy", "bid", found)
+    assert fast.bounded and fast.label() == "≥ 5,000/s (the tester's limit)"
+    assert fast.interval is None and fast.estimate == 5000.0
+    c = compare(slow, fast)
+    assert (c.better, c.decided, c.at_least) == ("nginx", True, True)
+    assert c.percent() == "at least 398 %"
+    both = compare(fast, summarize("envoy", "bid", bounded))
+    assert (both.ratio, both.decided) == (None, False)
+
+
+def test_a_lower_bound_is_never_above_a_knee_the_target_was_found_at() -> None:
+    """One repetition tester-bound at 400/s, the other found 258/s: the target is reported as
+    at least 258/s (what every repetition held), and against a target whose interval reaches
+    above that the verdict says the order is not decided, without calling them the same."""
+    bounded = [
+        SearchResult("tester-bound", 400.0, None, (), "lag"),
+        SearchResult("found", 258.0, 270.0, ()),
+    ]
+    other = [SearchResult("found", k, k * 1.04, ()) for k in (150.0, 320.0)]
+    fast, slow = summarize("haproxy", "bid", bounded), summarize("nginx", "bid", other)
+    assert fast.bounded and fast.bound == fast.estimate == 258.0
+    assert fast.label() == "≥ 258/s (the tester's limit)"
+    text = verdict("bid", [fast, slow], OBJECTIVE)
+    assert text.startswith("haproxy may carry more bid traffic than nginx at p99 ≤ 50 ms")
+    assert "not decided" in text and "same" not in text
+
+
+def test_one_gateway_is_put_against_the_baseline() -> None:
+    found = [SearchResult("found", k, k * 1.04, ()) for k in (800.0, 820.0, 810.0)]
+    base = [SearchResult("found", k, k * 1.04, ()) for k in (1000.0, 1000.0, 1030.0)]
+    text = verdict(
+        "bid", [summarize("nginx", "bid", found), summarize("baseline", "bid", base)], OBJECTIVE
+    )
+    assert text == (
+        "nginx carries 810/s (95 % CI 785–835) of bid traffic at p99 ≤ 50 ms, errors ≤ 0.1 %, "
+        "80 % of what the backend carries without a gateway"
+    )
+
+
+def test_the_price_of_a_million_requests_at_the_knee() -> None:
+    # a machine at 0.0971 USD an hour, busy at 1,000/s, serves 3.6 million requests an hour
+    assert price_per_million(1000.0, 0.0971) == pytest.approx(0.0971 / 3.6)
+    s = summarize("nginx", "bid", [SearchResult("found", 1000.0, 1040.0, ())])
+    assert s.price_per_million(0.0971) == pytest.approx(0.02697, abs=1e-5)
+    assert s.price_per_million(None) is None
+    assert s.label() == "1,000/s (one repetition: no interval)"
+
+
+def test_the_result_of_a_campaign_round_trips_and_holds_the_curves() -> None:
+    from gatebench.capacity import CapacityResult, capacity_result
+
+    targets = {
+        "haproxy": SimulatedTarget(workers=8, service_ms=10.0, jitter=0.1),
+        "baseline": SimulatedTarget(workers=16, service_ms=10.0, jitter=0.1),
+    }
+    campaign = run_campaign(targets, replace(SETTINGS, repetitions=3))
+    result = capacity_result(campaign, machine="n2-standard-2", hourly_usd=0.0971)
+    (bid,) = result.endpoints
+    assert bid.objective == "p99 ≤ 50 ms, errors ≤ 0.1 %"
+    assert [s.target for s in bid.summaries] == ["haproxy", "baseline"]
+    assert list(bid.prices) == ["haproxy"]  # the baseline has no gateway to price
+    haproxy = bid.summary("haproxy")
+    assert haproxy is not None and haproxy.mean is not None
+    assert bid.prices["haproxy"] == pytest.approx(0.0971 / (haproxy.mean * 3600) * 1e6)
+    probes = sum(len(r.probes) for rs in campaign.results.values() for r in rs)
+    assert len(result.curves) == probes
+    assert {(c.target, c.repetition) for c in result.curves} == {
+        (t, r) for t in targets for r in (1, 2, 3)
+    }
+    assert result.stop == campaign.stop and result.repetitions == 3
+    again = CapacityResult.from_dict(result.to_dict())
+    assert again == result
+
+
+def test_a_probe_document_is_the_workloads_requests_at_the_probes_rate() -> None:
+    from gatebench.capacity._document import measured_index, probe_document, probe_template
+    from gatebench.plan import build_plan
+    from gatebench.workload import phases_from_document
+    from plans import auction_api, section
+
+    api = auction_api()
+    plan = build_plan(section(), api)
+    template = probe_template(
+        plan, api, "get", "nginx", "http://127.0.0.1:9", reset_url="http://127.0.0.1:8/r"
+    )
+    doc = probe_document(template, ProbeRequest(250.0, "bisect", 0.5, 2.0), seed=7)
+    warm, measured = phases_from_document(doc)
+    assert (warm.measured, measured.measured) == (False, True)
+    assert warm.injection.rate == measured.injection.rate == 250.0
+    assert (warm.injection.duration, measured.injection.duration) == (0.5, 2.0)
+    assert [c.url for c in warm.before] == ["http://127.0.0.1:8/r"] and measured.before == ()
+    assert doc["phases"][1]["request"]["base_url"] == "http://127.0.0.1:9"
+    assert measured_index(doc) == 1
+    assert template["phases"][0]["injection"]["rate"] == 1.0  # the template is not changed
+    cold = probe_document(template, ProbeRequest(250.0, "grow", 0.0, 2.0), seed=7)
+    (only,) = phases_from_document(cold)
+    assert only.measured and [c.url for c in only.before] == ["http://127.0.0.1:8/r"]
+    assert probe_document(template, ProbeRequest(250.0, "grow", 0.5, 2.0), seed=8) != doc
+
+
+def test_a_campaign_round_trips_as_json() -> None:
+    import json
+
+    targets = {"a": SimulatedTarget(workers=4), "b": SimulatedTarget(workers=8)}
+    campaign = run_campaign(
+        targets, replace(SETTINGS, repetitions=3, objective=Objective((("p95", 40.0),), 1.0))
+    )
+    again = Campaign.from_dict(json.loads(json.dumps(campaign.to_dict())))
+    assert again.to_dict() == campaign.to_dict()
+    assert again.summaries("bid") == campaign.summaries("bid")
+    assert again.settings == campaign.settings
+
+
+def test_the_engines_ceiling_is_one_coarse_search_against_the_fastest_target() -> None:
+    from gatebench.capacity import ceiling_of, ceiling_settings
+
+    coarse = ceiling_settings(replace(SETTINGS, precision=0.02, confirm=9.0, repetitions=7))
+    assert (coarse.precision, coarse.confirm, coarse.repetitions) == (0.10, 0.0, 1)
+    assert coarse.objective == SETTINGS.objective and coarse.max_rate == SETTINGS.max_rate
+    found = search(coarse, SimulatedTarget(workers=40, service_ms=10.0))  # 4,000/s
+    assert found.status == "found" and ceiling_of(found) == found.knee
+    assert len(found.probes) <= 10
+    engine_bound = search(coarse, SimulatedTarget(workers=400, service_ms=10.0, engine_rate=3000.0))
+    assert engine_bound.status == "tester-bound" and ceiling_of(engine_bound) == engine_bound.knee
+    at_max = search(replace(coarse, max_rate=800.0), SimulatedTarget(workers=400, service_ms=10.0))
+    assert at_max.status == "at-max" and ceiling_of(at_max) is None
+
+
+def test_a_target_that_stops_during_a_search_is_searched_no_more() -> None:
+    from gatebench.capacity import TargetDown
+
+    healthy = {"a": SimulatedTarget(workers=4), "b": SimulatedTarget(workers=8)}
+    calls = {"a": 0}
+
+    def probe_for(key: SearchKey) -> Probe:
+        def probe(request: ProbeRequest) -> ProbeMetrics:
+            if key.target == "a":
+                calls["a"] += 1
+                if calls["a"] == 3:
+                    raise TargetDown("a exited with code 1 during the run")
+            return healthy[key.target](request)
+
+        return probe
+
+    campaign = Campaign(("a", "b"), {"bid": replace(SETTINGS, repetitions=3)}, 2, 3600.0)
+    drive(campaign, probe_for)
+    a, b = campaign.results[("a", "bid")], campaign.results[("b", "bid")]
+    assert [r.status for r in a] == ["failed"] and a[0].knee is None
+    assert a[0].note == "a exited with code 1 during the run" and len(a[0].probes) == 2
+    assert campaign.failed == {"a": "a exited with code 1 during the run"}
+    assert len(b) == 3 and all(r.status == "found" for r in b)
+    assert campaign.stop == "all 3 repetitions ran"
