@@ -1,6 +1,7 @@
 """What a person asked for on top of the spec's own plan: a :class:`RunRequest` (a quick smoke
-run, a subset of the plan's gateways, the root description of a zip that holds several), read
-from where each path carries it.
+run, a subset of the plan's gateways, the root description of a zip that holds several, a
+route-scale or change-under-load run instead of the fixed workload), read from where each path
+carries it.
 
 The upload form sends it as query parameters to the local server
 (:func:`run_request_from_query`) and, on GCP, signs it into the uploaded object's
@@ -14,16 +15,26 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from .errors import Problem, ProblemsError
 from .plan import Plan
+from .scaleplan import LIVE_KINDS, LiveKind, ScaleAsk, scale_ask_from_json
 from .workload import quick_plan
 
 METADATA_KEY = "gatebench"
 """The custom metadata key that carries a :class:`RunRequest` (Cloud Storage's custom metadata)."""
 METADATA_HEADER = f"x-goog-meta-{METADATA_KEY}"
 """The same metadata as an HTTP header (what a signed PUT sends)."""
+
+
+RunKind = Literal["fixed", "scale", "change-under-load"]
+KINDS: tuple[RunKind, ...] = ("fixed", *LIVE_KINDS)
+"""``fixed``: the plan's workloads as written (``gatebench run``); ``scale`` and
+``change-under-load``: the description grown to each size, or changed under a constant-rate load,
+with the settings of the request's ``scale`` object (docs/scale.md; docs/cloud.md, "Route scale
+and changes under load"). Only an upload's metadata asks for them: the cloud path's run kinds
+are chosen by the upload, never by the plan."""
 
 
 class UploadRejected(ProblemsError):
@@ -40,6 +51,11 @@ class RunRequest:
     """Measure only these gateways of the plan (``()``: the baseline only); None: all."""
     entry: str | None = None
     """The root description inside an uploaded zip that holds several (``--entry``)."""
+    kind: RunKind = "fixed"
+    """The kind of run: the plan's fixed workloads, route scale or a change under load."""
+    scale: ScaleAsk | None = None
+    """A scale or change-under-load run's sizes, change and load settings (``kind`` is one of
+    those; None for a fixed run)."""
 
     def to_metadata(self) -> str:
         """The ``x-goog-meta-gatebench`` value: compact, sorted JSON."""
@@ -48,6 +64,10 @@ class RunRequest:
             data["gateways"] = list(self.gateways)
         if self.entry is not None:
             data["entry"] = self.entry
+        if self.kind != "fixed":
+            data["kind"] = self.kind
+        if self.scale is not None:
+            data["scale"] = self.scale.to_json()
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
     def to_query(self) -> dict[str, str]:
@@ -90,7 +110,8 @@ class RunRequest:
         return []
 
     def apply(self, plan: Plan) -> Plan:
-        """The plan as it will run: chosen gateways, then the quick profile when asked."""
+        """The plan as it will run: chosen gateways, then the quick profile when asked (a
+        scale or change-under-load run has none: its request refuses ``quick``)."""
         chosen = self.select(plan)
         return quick_plan(chosen) if self.quick else chosen
 
@@ -122,13 +143,13 @@ def run_request_from_metadata(value: str | None) -> RunRequest:
         raise UploadRejected(
             [Problem("", f"metadata {METADATA_HEADER}: not JSON ({exc})", source=METADATA_HEADER)]
         ) from None
-    if not isinstance(data, dict) or set(data) - {"quick", "gateways", "entry"}:
+    if not isinstance(data, dict) or set(data) - {"quick", "gateways", "entry", "kind", "scale"}:
         raise UploadRejected(
             [
                 Problem(
                     "",
-                    f"metadata {METADATA_HEADER}: expected an object with 'quick', 'gateways' "
-                    f"and 'entry', got {value[:200]!r}",
+                    f"metadata {METADATA_HEADER}: expected an object with 'quick', 'gateways', "
+                    f"'entry', 'kind' and 'scale', got {value[:200]!r}",
                     source=METADATA_HEADER,
                 )
             ]
@@ -157,11 +178,57 @@ def run_request_from_metadata(value: str | None) -> RunRequest:
                 source=METADATA_HEADER,
             )
         )
+    kind, scale = _kind(data, bool(quick), problems)
     if problems:
         raise UploadRejected(problems)
     return RunRequest(
-        quick=bool(quick), gateways=None if gateways is None else tuple(gateways), entry=entry
+        quick=bool(quick),
+        gateways=None if gateways is None else tuple(gateways),
+        entry=entry,
+        kind=kind,
+        scale=scale,
     )
+
+
+def _kind(
+    data: Mapping[str, Any], quick: bool, problems: list[Problem]
+) -> tuple[RunKind, ScaleAsk | None]:
+    """The metadata's ``kind`` and, for a scale or change-under-load run, its ``scale``
+    settings (every setting's default when absent)."""
+    kind = data.get("kind", "fixed")
+    if kind not in KINDS:
+        problems.append(
+            Problem(
+                "/kind",
+                f"expected one of {', '.join(KINDS)}, got {kind!r}",
+                source=METADATA_HEADER,
+            )
+        )
+        return "fixed", None
+    if kind == "fixed":
+        if "scale" in data:
+            problems.append(
+                Problem(
+                    "/scale",
+                    "only a scale or change-under-load run takes these settings: add "
+                    '"kind": "scale" or "kind": "change-under-load"',
+                    source=METADATA_HEADER,
+                )
+            )
+        return "fixed", None
+    live: LiveKind = "scale" if kind == "scale" else "change-under-load"
+    if quick:
+        problems.append(
+            Problem(
+                "/quick",
+                f"a {live} run has no quick profile: shorten it with /scale/duration and "
+                "/scale/warmup instead",
+                source=METADATA_HEADER,
+            )
+        )
+    ask, found = scale_ask_from_json(live, data.get("scale"), source=METADATA_HEADER)
+    problems.extend(found)
+    return live, ask
 
 
 def _flag(value: str | None, name: str, problems: list[Problem]) -> bool:
@@ -174,8 +241,10 @@ def _flag(value: str | None, name: str, problems: list[Problem]) -> bool:
 
 
 __all__ = [
+    "KINDS",
     "METADATA_HEADER",
     "METADATA_KEY",
+    "RunKind",
     "RunRequest",
     "UploadRejected",
     "run_request_from_metadata",

@@ -450,9 +450,8 @@ def test_run_requests_from_query_and_metadata() -> None:
     with pytest.raises(UploadRejected) as odd:
         run_request_from_metadata('{"repetitions": 1}')
     assert odd.value.problems[0].message == (
-        "metadata x-goog-meta-gatebench: expected an object with 'quick', 'gateways' and "
-        "'entry', "
-        "got '{\"repetitions\": 1}'"
+        "metadata x-goog-meta-gatebench: expected an object with 'quick', 'gateways', "
+        "'entry', 'kind' and 'scale', got '{\"repetitions\": 1}'"
     )
 
 

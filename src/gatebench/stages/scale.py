@@ -51,21 +51,12 @@ from ..report import (
 )
 from ..routescale import replicate
 from ..scalemetrics import ChangeOutcome, ScalePoint
+from ..scaleplan import ChangeSpec
 from ._base import Stage
 from ._context import RunContext
 from ._journal import Progress
 
 BACKENDS = ("a", "b")
-
-
-@dataclass(frozen=True)
-class ChangeSpec:
-    """What the change-under-load run changes, and when."""
-
-    routes_before: int
-    routes_added: int
-    change_after_s: float = 3.0
-    window_s: float = 4.0
 
 
 @dataclass(frozen=True)
@@ -388,7 +379,8 @@ def change_stages(request: ScaleRequest, load: RateLoad | None = None) -> tuple[
 
 class ScaleContext(RunContext):
     """The run context of these kinds: they measure no workload phases, so the run is
-    ``partial`` when a gateway failed or a point has a problem, else ``done``."""
+    ``partial`` when a gateway failed, a point has a problem or a change did not deliver
+    every new route, else ``done``."""
 
     def final_status(self) -> RunStatus:
         try:
@@ -396,6 +388,8 @@ class ScaleContext(RunContext):
         except RunError:
             return RunStatus.PARTIAL
         if self.record.target_errors or any(p.problem for p in results.points):
+            return RunStatus.PARTIAL
+        if not all(c.all_new_routes_answered for c in results.changes):  # not delivered
             return RunStatus.PARTIAL
         return RunStatus.DONE
 
