@@ -48,6 +48,22 @@ def _role(expression: str) -> str:
     return match.group(1)
 
 
+def _ports(name: str, port: str, defaults: dict[str, int]) -> set[int]:
+    """One entry of an ``allow`` block's ``ports``: ``tostring(var.ports.NAME)``, or the range
+    ``"${var.ports.FIRST}-${var.ports.LAST}"`` (Compute Engine's ``FIRST-LAST``)."""
+    port = port[1:-1] if len(port) >= 2 and port[0] == port[-1] == '"' else port
+    single = re.fullmatch(r"\$\{tostring\(var\.ports\.(\w+)\)\}", port)
+    if single is not None:
+        return {defaults[single.group(1)]}
+    span = re.fullmatch(r"\$\{var\.ports\.(\w+)\}-\$\{var\.ports\.(\w+)\}", port)
+    if span is not None:
+        first, last = defaults[span.group(1)], defaults[span.group(2)]
+        if last < first:
+            raise ValueError(f"{name}: the range {port} is empty")
+        return set(range(first, last + 1))
+    raise ValueError(f"{name}: port {port} is not var.ports.NAME nor a range of two")
+
+
 def firewall_rules(folder: Path = NETWORK) -> list[FirewallRule]:
     """Every ``google_compute_firewall`` of the network module, tags as roles, ports as the
     numbers ``var.ports`` defaults to."""
@@ -73,10 +89,7 @@ def firewall_rules(folder: Path = NETWORK) -> list[FirewallRule]:
                     ports: set[int] = set()
                     for allow in body["allow"]:
                         for port in allow["ports"]:
-                            match = re.fullmatch(r"\$\{tostring\(var\.ports\.(\w+)\)\}", port)
-                            if match is None:
-                                raise ValueError(f"{name}: port {port} is not var.ports.NAME")
-                            ports.add(defaults[match.group(1)])
+                            ports |= _ports(name, port, defaults)
                     rules.append(
                         FirewallRule(
                             name.strip('"'),

@@ -98,6 +98,7 @@ def backend_only() -> dict[str, Any]:
         "backend": {
             "machine_type": "e2-small",
             "port": 8080,
+            "ports": [8080],
             "args": ["cloud", "backend", *role_args],
         },
         "gateways": {},

@@ -110,7 +110,7 @@ def values() -> dict[str, Any]:
         "runner_image": "europe-docker.pkg.dev/p/gb-gatebench/runner:0.1.0",
         "runs_bucket": BUCKET,
         "run_id": RUN,
-        "backend": {"port": 8080, "args": ["cloud", "backend"]},
+        "backend": {"port": 8080, "ports": [8080, 8081], "args": ["cloud", "backend"]},
         "tester": {"args": ["cloud", "tester"], "count": 2, "listen": [8090]},
         "gateways": {
             "nginx": {
@@ -131,7 +131,7 @@ def values() -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("role", "gateway", "index", "ports"),
     [
-        ("backend", None, None, ["8080"]),
+        ("backend", None, None, ["8080", "8081"]),
         ("gateway", "nginx", None, ["8000"]),
         ("tester", None, 0, ["8090"]),  # tester 0 of two: its phase barrier
         ("tester", None, 1, []),

@@ -260,8 +260,11 @@ def test_firewalls_never_open_to_the_internet_and_only_between_roles() -> None:
 
 def test_each_firewall_opens_one_port_the_vms_listen_on() -> None:
     """The network's rules open exactly the ports gatebench.cloud._layout gives each role:
-    tester → gateway, → backend, and tester → tester only on tester 0's phase barrier."""
+    tester → gateway, → backend (its first backend and a change's second,
+    gatebench.cloud._live), and tester → tester only on tester 0's phase barrier. A gateway
+    VM's management port (its loopback) is in no rule."""
     from gatebench.cloud._layout import BACKEND_PORT, BARRIER_PORT, GATEWAY_PORT
+    from gatebench.cloud._live import ADMIN_PORT, CHANGED_BACKEND_PORT
 
     network = CONFIG[INFRA / "modules" / "network"]
     defaults = dict(
@@ -270,8 +273,10 @@ def test_each_firewall_opens_one_port_the_vms_listen_on() -> None:
     assert {k: int(v) for k, v in defaults.items()} == {
         "gateway": GATEWAY_PORT,
         "backend": BACKEND_PORT,
+        "backend_last": CHANGED_BACKEND_PORT,
         "barrier": BARRIER_PORT,
     }
+    assert ADMIN_PORT not in {int(v) for v in defaults.values()}
     rules = {
         name: (body["source_tags"], body["target_tags"], body["allow"][0]["ports"])
         for (rtype, name), body in network.resources.items()
@@ -286,7 +291,7 @@ def test_each_firewall_opens_one_port_the_vms_listen_on() -> None:
         "to_backend": (
             ["${local.tags.gateway}", "${local.tags.tester}"],
             ["${local.tags.backend}"],
-            ["${tostring(var.ports.backend)}"],
+            ['"${var.ports.backend}-${var.ports.backend_last}"'],
         ),
         "tester_to_tester": (
             ["${local.tags.tester}"],

@@ -2,8 +2,10 @@
 # APIs and Artifact Registry (the runner image, the Docker Hub remote repository the gateways
 # pull through); Cloud NAT, billed per hour, exists only with `nat` (a plan benchmarking a
 # service on the internet). Ingress is closed except the paths a benchmark needs, by network tag:
-# tester → gateway, gateway → backend, tester → backend (the no-gateway baseline), and
-# tester → tester on the phase barrier's port only (with several testers, tester 0 serves it).
+# tester → gateway, gateway → backend (its ports: a change under load moves the gateways to the
+# second), tester → backend (the no-gateway baseline), and tester → tester on the phase
+# barrier's port only (with several testers, tester 0 serves it). A gateway VM's management
+# port is on its loopback: no rule reaches it.
 
 locals {
   tags = {
@@ -68,7 +70,7 @@ resource "google_compute_firewall" "to_backend" {
   target_tags = [local.tags.backend]
   allow {
     protocol = "tcp"
-    ports    = [tostring(var.ports.backend)]
+    ports    = ["${var.ports.backend}-${var.ports.backend_last}"]
   }
 }
 

@@ -5,11 +5,12 @@ variable "cidr" {
 }
 
 variable "ports" {
-  description = "Ports the gateways, the backend and tester 0's phase barrier listen on (the per-run VM config uses the same: gatebench.cloud._layout)."
+  description = "Ports the gateways, the backend and tester 0's phase barrier listen on (the per-run VM config uses the same: gatebench.cloud._layout): the backend VM's from backend to backend_last (a change-under-load run's second echo backend listens on backend + 1: gatebench.cloud._live)."
   type = object({
-    gateway = optional(number, 8000)
-    backend = optional(number, 8080)
-    barrier = optional(number, 8090)
+    gateway      = optional(number, 8000)
+    backend      = optional(number, 8080)
+    backend_last = optional(number, 8081)
+    barrier      = optional(number, 8090)
   })
   default = {}
 }

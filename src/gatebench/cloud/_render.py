@@ -72,6 +72,9 @@ class RenderedRun:
     render_input: dict[str, Any] | None = None
     """With ``auth.api_key``: what the gateway VMs re-render their files from, with the keys
     they read themselves (:data:`RENDER_INPUT`)."""
+    live: dict[str, Any] | None = None
+    """A scale or change-under-load run (the run request's ``kind``): the tester's program
+    (``gatebench.cloud._live.LIVE_PLAN``)."""
 
     def objects(self) -> dict[str, str]:
         """Every object to write to the runs bucket: name → text."""
@@ -88,6 +91,10 @@ class RenderedRun:
             out[run_object(self.run_id, "mock-backend.json")] = _json(self.mock)
         if self.render_input is not None:
             out[run_object(self.run_id, RENDER_INPUT)] = _json(self.render_input)
+        if self.live is not None:
+            from ._live import LIVE_PLAN
+
+            out[run_object(self.run_id, LIVE_PLAN)] = _json(self.live)
         return out
 
     def summary(self) -> dict[str, Any]:
@@ -151,6 +158,25 @@ def render_run(
     if refused:
         raise RequestError(refused)
     plan = request.apply(plan)
+    if request.scale is not None:  # route scale or a change under load: cloud._live
+        from ._live import render_live_run
+
+        live = RenderedRun(run_id)
+        machines = _machines(plan)
+        render_live_run(
+            live,
+            data,
+            ref,
+            result,
+            plan,
+            request,
+            settings,
+            runs_bucket,
+            machines,
+            _prepared_dirs,
+            REDIS_IMAGE,
+        )
+        return live
     not_here = cloud_problems(plan)
     if not_here:
         raise RequestError(not_here)
@@ -225,6 +251,7 @@ def render_run(
         else {
             "machine_type": backend_machine,
             "port": layout.backend_port(),
+            "ports": [layout.backend_port()],
             "args": ["cloud", "backend", *role_args],
         },
         "gateways": gateways,

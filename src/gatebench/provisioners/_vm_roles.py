@@ -29,13 +29,14 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from .._fanout import PhaseBarrier, barrier_controls, expected_testers
 from ..backends import backend_binary
 from ..cloud import Storage
 from ..cloud._ingest import CGROUP_OBJECT, meter_done_line
+from ..cloud._live import LIVE_PLAN, read_json
 from ..cloud._render import config_error_object
 from ..cloud._tester import (
     POLL_S,
@@ -64,6 +65,18 @@ METER_MAX_S = 6 * 3600.0
 """The meter stops after this long even if the tester never writes ``load-done``."""
 
 
+class LiveProgram(Protocol):
+    def __call__(
+        self,
+        storage: Storage,
+        bucket: str,
+        run_id: str,
+        workdir: Path,
+        plan: dict[str, Any],
+        unreachable: dict[str, str],
+    ) -> dict[str, Any]: ...
+
+
 def raw_name(tester: int, testers: int) -> str:
     """The raw log's folder: ``gatling`` for a single tester, ``gatling-tT`` for tester T of
     several (gatebench.cloud ingests them together)."""
@@ -73,6 +86,10 @@ def raw_name(tester: int, testers: int) -> str:
 def serve_backend(storage: Storage, bucket: str, run_id: str) -> int:
     """Run the plan's backend in the foreground (the backend VM's container)."""
     spec = read_required_json(storage, bucket, f"runs/{run_id}/backend.json")
+    if spec.get("instances"):  # a scale or change-under-load run's echo backends
+        from ._vm_live import serve_echo_backends
+
+        return serve_echo_backends(dict(spec["instances"]))
     argv = [str(backend_binary()), "-listen", spec["listen"], "-mode", spec["mode"]]
     with tempfile.TemporaryDirectory() as scratch, Supervisor() as supervisor:
         if spec.get("config_object"):
@@ -182,9 +199,13 @@ def run_tester(
     tester: int = 0,
     testers: int = 1,
     barrier: str | None = None,
+    live_program: LiveProgram | None = None,
 ) -> int:
     """Tester ``tester`` of ``testers``: its share of every phase (gatebench.testers), meeting
-    the others before every phase at ``barrier`` (tester 0's phase barrier)."""
+    the others before every phase at ``barrier`` (tester 0's phase barrier). A scale or
+    change-under-load run (its program in the runs bucket) runs ``live_program`` instead
+    (``gatebench.liveremote.run_live_program``, handed in by the command line: it measures
+    with ``gatebench.liveruns``, which builds on this package)."""
     clock = clock or Clock()
     workdir.mkdir(parents=True, exist_ok=True)
     documents = split_document(
@@ -222,9 +243,16 @@ def run_tester(
             clock.sleep(max(0.0, start_at - clock.now()))
 
         started = clock.now()
-        done = _load_signed(
-            storage, bucket, run_id, workdir, document, raw_name(tester, testers), go
-        )
+        program = read_json(storage, bucket, f"runs/{run_id}/{LIVE_PLAN}")
+        if program is not None:  # route scale or a change under load (gatebench.liveremote)
+            if live_program is None:
+                done = {"ok": False, "reason": "this tester cannot run a scale program"}
+            else:
+                done = live_program(storage, bucket, run_id, workdir, program, unreachable)
+        else:
+            done = _load_signed(
+                storage, bucket, run_id, workdir, document, raw_name(tester, testers), go
+            )
         met = meeting.finished()
         if met is not None:
             done["barrier"] = met

@@ -70,6 +70,7 @@ def flat_rows(report: Report) -> list[Row]:
             n=None,
             profile=None,
             flags=None,
+            routes=None,
         )
         row.update(extra)
         rows.append(row)
@@ -155,6 +156,7 @@ def measurement_rows(report: Report) -> list[Row]:
                     "n": None,
                     "profile": None,
                     "flags": ";".join(m.flags) or None,
+                    "routes": None,
                 }
             )
     return rows
