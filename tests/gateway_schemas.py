@@ -1,8 +1,8 @@
-"""Schemas of the cloud-only gateways Kong and Tyk (tests/data/schemas, sources in
-tests/data/SOURCES.md), for tests: Kong's declarative format and plugins as transcribed from its
-``schema.lua`` files, Tyk's own API definition schema and a transcription of its ``apidef``
-structs. Like KrakenD's official schema (krakend_schema.py), they stand in for the gateways'
-own checks, which cannot run here."""
+"""Schemas of Kong and Tyk (tests/data/schemas, sources in tests/data/SOURCES.md), for tests
+that run everywhere: Kong's declarative format and plugins as transcribed from its
+``schema.lua`` files, Tyk's own API definition and ``tyk.conf`` schemas and a transcription of
+its ``apidef`` structs. Like KrakenD's official schema (krakend_schema.py), they check the
+files where the gateways are not installed (Kong never is here)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from paths import DATA
 KONG_SCHEMA = DATA / "schemas" / "kong-3.9" / "declarative-policies.schema.json"
 TYK_CLASSIC_SCHEMA = DATA / "schemas" / "tyk-5.8" / "apidef-classic.schema.json"
 TYK_STRUCTS_SCHEMA = DATA / "schemas" / "tyk-5.8" / "apidef-structs.schema.json"
+TYK_CONF_SCHEMA = DATA / "schemas" / "tyk-5.8" / "tyk-conf.schema.json"
 
 
 @cache
@@ -43,6 +44,18 @@ def kong_errors(kong_yml: str | dict[str, Any]) -> list[str]:
     """``pointer: message`` for every way ``kong.yml`` breaks the transcribed schema."""
     doc = yaml.safe_load(kong_yml) if isinstance(kong_yml, str) else kong_yml
     return _lines(list(kong_validator().iter_errors(doc)))
+
+
+@cache
+def tyk_conf_validator() -> Draft4Validator:
+    """``tyk.conf``'s schema, as Tyk's own ``tyk lint`` reads it (draft 4)."""
+    return Draft4Validator(json.loads(TYK_CONF_SCHEMA.read_text()))
+
+
+def tyk_conf_errors(conf: str | dict[str, Any]) -> list[str]:
+    """``pointer: message`` for every way ``tyk.conf`` breaks Tyk's configuration schema."""
+    doc = json.loads(conf) if isinstance(conf, str) else conf
+    return _lines(list(tyk_conf_validator().iter_errors(doc)))
 
 
 def tyk_errors(api_definition: str | dict[str, Any]) -> list[str]:

@@ -22,12 +22,12 @@ import json
 import re
 import socket
 import ssl
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from gatebench.ir import HTTP_METHODS, Api, Operation, Parameter
-from gatebench.renderers import Route, routes_for
+from gatebench.renderers import Renderer, Route, routes_for
 
 LARGE_BODY_BYTES = 16 * 1024 * 1024
 REPLAY_HOST = "replay.gatebench.test"
@@ -47,6 +47,21 @@ HOP_BY_HOP = frozenset(
 )
 # A tricky but valid path parameter: every sub-delimiter, ':' '@', an escape, UTF-8.
 TRICKY_VALUE = "x%20y;z=1,(a)'!*$&+:@~%C3%A9-._"
+OWN_PATHS = (
+    "/hello",
+    "/ready",
+    "/tyk/apis",
+    "/tyk/reload",
+    "/__health",
+    "/__debug/x",
+    "/__echo/x",
+    "/__stats",
+    "/ping",
+    "/stats",
+)
+ODD_QUERY = "flag&x=1;2&z=3"
+# A value holding the delimiters a client must escape: ? # and % itself.
+ESCAPED_DELIMITERS_VALUE = "q%3Fh%23p%25s"
 _SAFE_SAMPLE = re.compile(r"[A-Za-z0-9._~-]{1,40}")
 _SAFE_QUERY_NAME = re.compile(r"[A-Za-z0-9._~-]{1,40}")
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
@@ -76,6 +91,8 @@ class Reply:
     status: int
     headers: dict[str, str]
     body: bytes
+    port: int = 0
+    """The port that answered (the backend's, for a direct request)."""
 
     @property
     def from_backend(self) -> bool:
@@ -96,22 +113,30 @@ def _deterministic_bytes(size: int, seed: str) -> bytes:
     return bytes(out[:size])
 
 
-def expected_route(routes: Sequence[Route], method: str, path: str) -> Route | None:
-    """The route a request hits under the shared semantics, or None (→ 404)."""
+def expected_route(
+    routes: Sequence[Route], method: str, path: str, *, empty_parameters: bool = False
+) -> Route | None:
+    """The route a request hits under the shared semantics, or None (→ 404).
+    ``empty_parameters``: an empty parameter followed by more of the path matches too (the
+    documented exception of KrakenD, ``Renderer.routes_empty_parameters``)."""
     for route in routes:
-        if route.method == method and re.fullmatch(_python_regex(route), path):
+        if route.method == method and re.fullmatch(_python_regex(route, empty_parameters), path):
             return route
     return None
 
 
-_REGEX_CACHE: dict[tuple[str, str], re.Pattern[str]] = {}
+_REGEX_CACHE: dict[tuple[str, str, bool], re.Pattern[str]] = {}
+# A parameter: one non-empty segment; or, where empty ones count, an empty one before a "/".
+_PARAM = "[^/?]+"
+_PARAM_OR_EMPTY = "(?:[^/?]+|(?=/))"
 
 
-def _python_regex(route: Route) -> re.Pattern[str]:
-    key = (route.method, route.path)
+def _python_regex(route: Route, empty_parameters: bool = False) -> re.Pattern[str]:
+    key = (route.method, route.path, empty_parameters)
     pattern = _REGEX_CACHE.get(key)
     if pattern is None:
-        pattern = re.compile(route.regex(param="[^/?]+", anchor_start="", anchor_end=""))
+        param = _PARAM_OR_EMPTY if empty_parameters else _PARAM
+        pattern = re.compile(route.regex(param=param, anchor_start="", anchor_end=""))
         _REGEX_CACHE[key] = pattern
     return pattern
 
@@ -155,20 +180,24 @@ def _client_headers(op: Operation, n: int) -> tuple[tuple[str, str], ...]:
     return tuple(headers)
 
 
-def _param_values(route: Route, tricky: bool) -> dict[str, str]:
+def _param_values(route: Route, value: str | None = None) -> dict[str, str]:
+    """A value for every parameter: ``value``, or a sample from the description."""
     by_name = {p.name: p for p in route.operation.path_params}
-    values = {}
-    for i, name in enumerate(route.param_names):
-        values[name] = TRICKY_VALUE if tricky else _sample_value(by_name.get(name), f"v{i}x")
-    return values
+    return {
+        name: value if value is not None else _sample_value(by_name.get(name), f"v{i}x")
+        for i, name in enumerate(route.param_names)
+    }
 
 
 def _has_body(op: Operation) -> bool:
     return op.request_body is not None or op.method in ("POST", "PUT", "PATCH")
 
 
-def replay_matrix(api: Api, *, large_body_bytes: int = LARGE_BODY_BYTES) -> list[ReplayRequest]:
-    """Every request of the replay, routed ones first; expectations come from the oracle."""
+def replay_matrix(
+    api: Api, *, large_body_bytes: int = LARGE_BODY_BYTES, forwarding: Forwarding | None = None
+) -> list[ReplayRequest]:
+    """Every request of the replay, routed ones first; expectations come from the oracle
+    (with the gateway's documented routing exceptions, ``forwarding``)."""
     routes = routes_for(api)
     requests: list[ReplayRequest] = []
     large_done = False
@@ -181,9 +210,17 @@ def replay_matrix(api: Api, *, large_body_bytes: int = LARGE_BODY_BYTES) -> list
         op = route.operation
         label = op.operation_id.replace("\n", "\\n")
         headers = _client_headers(op, n)
-        samples = [("sample", route.sample_path(_param_values(route, tricky=False)))]
+        samples = [("sample", route.sample_path(_param_values(route)))]
         if route.param_names:
-            samples.append(("tricky parameter", route.sample_path(_param_values(route, True))))
+            samples.append(
+                ("tricky parameter", route.sample_path(_param_values(route, TRICKY_VALUE)))
+            )
+            samples.append(
+                (
+                    "escaped delimiters in a parameter",
+                    route.sample_path(_param_values(route, ESCAPED_DELIMITERS_VALUE)),
+                )
+            )
         for kind, path in samples:
             body = None
             if _has_body(op):
@@ -195,6 +232,16 @@ def replay_matrix(api: Api, *, large_body_bytes: int = LARGE_BODY_BYTES) -> list
                 f"{label}: query string", route.method, f"{path}?{_query_for(op)}", headers
             )
         )
+        if n == 0:
+            # Once: a bare name, and a ';' inside a pair (no separator in RFC 3986 queries).
+            requests.append(
+                ReplayRequest(
+                    f"{label}: query with a bare name and a ';'",
+                    route.method,
+                    f"{path}?{ODD_QUERY}",
+                    headers,
+                )
+            )
         if _has_body(op) and not large_done and route.method != "HEAD":
             large_done = True
             big = _deterministic_bytes(large_body_bytes, "large")
@@ -215,6 +262,11 @@ def replay_matrix(api: Api, *, large_body_bytes: int = LARGE_BODY_BYTES) -> list
                     ReplayRequest(f"{label}: {method} on its path", method, path, headers)
                 )
     requests.append(ReplayRequest("unknown path", "GET", "/gatebench-no-such-route", ()))
+    # Paths gateways answer themselves when left to their defaults (Tyk's control API and
+    # health checks, KrakenD's health and debug endpoints, Envoy's and Traefik's admin ones):
+    # outside the API they must be refused like any other path, never answered.
+    for path in OWN_PATHS:
+        requests.append(ReplayRequest(f"a gateway's own path {path}", "GET", path, ()))
     requests.append(
         ReplayRequest(
             "route only in the query", "GET", "/gatebench-nothing?" + routes[0].sample_path(), ()
@@ -222,7 +274,8 @@ def replay_matrix(api: Api, *, large_body_bytes: int = LARGE_BODY_BYTES) -> list
         if routes
         else ReplayRequest("root", "GET", "/", ())
     )
-    return _dedupe(_with_expectations(routes, requests))
+    empty = forwarding is not None and forwarding.routes_empty_parameters
+    return _dedupe(_with_expectations(routes, requests, empty_parameters=empty))
 
 
 def _negatives(
@@ -253,11 +306,11 @@ def _drop_last(path: str) -> str:
 
 
 def _with_expectations(
-    routes: Sequence[Route], requests: list[ReplayRequest]
+    routes: Sequence[Route], requests: list[ReplayRequest], *, empty_parameters: bool = False
 ) -> list[ReplayRequest]:
     out = []
     for req in requests:
-        hit = expected_route(routes, req.method, req.path)
+        hit = expected_route(routes, req.method, req.path, empty_parameters=empty_parameters)
         out.append(
             ReplayRequest(
                 req.label,
@@ -335,7 +388,7 @@ class Client:
                 headers = {k.lower(): v for k, v in resp.getheaders()}
                 if resp.will_close:
                     self.close()
-                return Reply(resp.status, headers, data)
+                return Reply(resp.status, headers, data, self.port)
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
                 self.close()
                 if attempt == 2:
@@ -505,16 +558,71 @@ def normal_path(path: str) -> str:
     return _ESCAPE.sub(one, path)
 
 
+def _same(text: str) -> str:
+    return text
+
+
+def _nothing(text: str) -> int | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Forwarding:
+    """What a gateway is documented to do to a request (docs/gateways.md), read from its
+    renderer: route replay expects exactly this, and byte-identical forwarding otherwise."""
+
+    normalizes_path: bool = False
+    """The path arrives in RFC 3986 normal form (:func:`normal_path`; Traefik)."""
+    forwards_host: bool = True
+    """False: the backend gets its own ``host:port`` (KrakenD), not the client's ``Host``."""
+    refusal_status: int = 404
+    """What the gateway answers a request outside the API (Tyk's allow list: 403)."""
+    routes_empty_parameters: bool = False
+    """An empty parameter followed by more of the path is routed (KrakenD)."""
+    query: Callable[[str], str] = _same
+    """The query the backend gets for the client's (``Renderer.forwarded_query``)."""
+    path: Callable[[str], str] = _same
+    """The path the backend gets for the client's (``Renderer.forwarded_path``)."""
+    answers_itself: Callable[[str], int | None] = _nothing
+    """The status the gateway answers a routed path with itself (``Renderer.answers_itself``)."""
+
+    @classmethod
+    def of(cls, renderer: Renderer) -> Forwarding:
+        return cls(
+            normalizes_path=renderer.normalizes_path,
+            forwards_host=renderer.forwards_host,
+            refusal_status=renderer.refusal_status,
+            routes_empty_parameters=renderer.routes_empty_parameters,
+            query=renderer.forwarded_query,
+            path=renderer.forwarded_path,
+            answers_itself=renderer.answers_itself,
+        )
+
+
 def compare_echoes(
-    req: ReplayRequest, direct: Reply, via: Reply, *, normalizes_path: bool = False
+    req: ReplayRequest,
+    direct: Reply,
+    via: Reply,
+    *,
+    normalizes_path: bool = False,
+    forwarding: Forwarding | None = None,
 ) -> list[str]:
-    """What differs between the direct echo and the echo through the gateway.
-    ``normalizes_path``: the gateway forwards the path in RFC 3986 normal form
-    (:func:`normal_path`; Traefik), so the paths are compared in that form."""
+    """What differs between the direct echo and the echo through the gateway, beyond what
+    ``forwarding`` says the gateway does. ``normalizes_path``: the gateway forwards the path
+    in RFC 3986 normal form (:func:`normal_path`; Traefik), so the paths are compared in that
+    form."""
+    rules = forwarding or Forwarding(normalizes_path=normalizes_path)
     problems: list[str] = []
     if not req.expect_routed:
-        if via.status != 404:
-            problems.append(f"expected 404 (no route), got {via.status}")
+        if via.status != rules.refusal_status:
+            problems.append(f"expected {rules.refusal_status} (no route), got {via.status}")
+        if via.from_backend:
+            problems.append("the request reached the backend")
+        return problems
+    itself = rules.answers_itself(req.path)
+    if itself is not None:
+        if via.status != itself:
+            problems.append(f"expected {itself} from the gateway itself, got {via.status}")
         if via.from_backend:
             problems.append("the request reached the backend")
         return problems
@@ -524,8 +632,11 @@ def compare_echoes(
     if req.method == "HEAD":
         return problems
     want, got = direct.echo(), via.echo()
-    if normalizes_path and normal_path(want["path"]) == got["path"]:
+    if rules.normalizes_path and normal_path(want["path"]) == got["path"]:
         got = dict(got, path=want["path"])
+    want = dict(want, path=rules.path(want["path"]), query=rules.query(want["query"]))
+    if not rules.forwards_host:
+        want = dict(want, host=f"127.0.0.1:{direct.port}")
     for key in ("method", "path", "query", "host", "body_sha256", "body_length"):
         if want[key] != got[key]:
             problems.append(f"{key}: sent {want[key]!r}, backend got {got[key]!r}")
@@ -546,12 +657,14 @@ def replay(
     backend_port: int,
     host: str = "127.0.0.1",
     normalizes_path: bool = False,
+    forwarding: Forwarding | None = None,
     via: Sender | None = None,
 ) -> list[str]:
     """Replay every request; one line per mismatch (``METHOD target [label]: problem``).
-    ``normalizes_path``: the gateway's ``Renderer.normalizes_path``. ``via``: the client
-    that reaches the gateway (default plain HTTP/1.1 to ``gateway_port``; a TLS
-    :class:`Client` or an :class:`H2Client`)."""
+    ``forwarding``: what the gateway is documented to change (:meth:`Forwarding.of` its
+    renderer); ``normalizes_path`` alone: the gateway's ``Renderer.normalizes_path``.
+    ``via``: the client that reaches the gateway (default plain HTTP/1.1 to
+    ``gateway_port``; a TLS :class:`Client` or an :class:`H2Client`)."""
     direct_client = Client(host, backend_port)
     via_client: Sender = via if via is not None else Client(host, gateway_port)
     failures: list[str] = []
@@ -559,14 +672,16 @@ def replay(
         for req in matrix:
             direct = direct_client.send(req)
             try:
-                via = via_client.send(req)
+                answer = via_client.send(req)
             except (OSError, http.client.HTTPException) as exc:
                 failures.append(f"{req.method} {_short(req.target)} [{req.label}]: {exc!r}")
                 via_client.close()
                 continue
             failures.extend(
                 f"{req.method} {_short(req.target)} [{req.label}]: {problem}"
-                for problem in compare_echoes(req, direct, via, normalizes_path=normalizes_path)
+                for problem in compare_echoes(
+                    req, direct, answer, normalizes_path=normalizes_path, forwarding=forwarding
+                )
             )
     finally:
         direct_client.close()
@@ -581,6 +696,7 @@ def _short(target: str) -> str:
 __all__ = [
     "HTTP_METHODS",
     "Client",
+    "Forwarding",
     "H2Client",
     "ReplayRequest",
     "Reply",

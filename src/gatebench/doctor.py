@@ -8,14 +8,18 @@ Nothing can run without a load engine, so :attr:`Diagnosis.can_run` is false the
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from . import _resources
 from .errors import UnsupportedHere
+
+if TYPE_CHECKING:
+    from .renderers import Renderer
 
 Status = Literal["ok", "first-use", "missing", "cloud-only"]
 
@@ -26,8 +30,11 @@ VERSION_ARGS: dict[str, tuple[str, ...]] = {
     "go": ("version",),
     "haproxy": ("-v",),
     "java": ("-version",),
+    "kong": ("version",),
+    "krakend": ("version",),
     "mvn": ("-v",),
     "nginx": ("-v",),
+    "tyk": ("--version",),
     "varnishd": ("-V",),
     "wrk": ("-v",),
 }
@@ -73,14 +80,20 @@ class Diagnosis:
         return any(c.usable for c in self.of("engine"))
 
 
-def program_version(path: str, program: str) -> str:
-    """The first line a program prints for its version flag, or ``present``."""
+def program_version(path: str, program: str, env: dict[str, str] | None = None) -> str:
+    """The first line a program prints for its version flag, or ``present``; ``env``: extra
+    variables it runs with (KrakenD's ``USAGE_DISABLE``)."""
     args = VERSION_ARGS.get(program)
     if args is None:
         return "present"
     try:
         done = subprocess.run(
-            [path, *args], capture_output=True, text=True, timeout=20, check=False
+            [path, *args],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+            env={**os.environ, **(env or {})},
         )
     except (OSError, subprocess.SubprocessError):
         return "present (its version could not be read)"
@@ -111,7 +124,7 @@ def _gateways(tools: dict[str, Check]) -> list[Check]:
     for renderer in sorted(all_renderers(), key=lambda r: r.name):
         name = renderer.name
         if not renderer.runs_here or renderer.run_command is None:
-            checks.append(Check("gateway", name, "cloud-only", "renders; runs on the cloud path"))
+            checks.append(Check("gateway", name, "cloud-only", _cloud_only(renderer)))
         elif name in _resources.JVM_GATEWAYS:
             jar = _resources.jvm_gateway_jar(name, build=False)
             if jar.is_file():
@@ -133,9 +146,25 @@ def _gateways(tools: dict[str, Check]) -> list[Check]:
                 )
                 checks.append(Check("gateway", name, "missing", detail))
                 continue
-            version = program_version(program, program_name)
+            version = program_version(program, program_name, renderer.env("/"))
+            reason = renderer.available_here()
+            if reason is not None:  # a companion is missing (Tyk's Redis)
+                detail = f"{version}, but {reason.removeprefix(f'{name}: ')}"
+                checks.append(Check("gateway", name, "missing", detail))
+                continue
             checks.append(Check("gateway", name, "ok", version))
     return checks
+
+
+def _cloud_only(renderer: Renderer) -> str:
+    """Why the gateway does not run here, with its version when its program is present."""
+    if renderer.run_command is None:
+        return renderer.cloud_only_reason
+    program = shutil.which(renderer.run_command[0])
+    if program is None:
+        return renderer.cloud_only_reason
+    version = program_version(program, renderer.run_command[0])
+    return f"{version} is installed here; {renderer.cloud_only_reason}"
 
 
 def _engines(tools: dict[str, Check]) -> list[Check]:

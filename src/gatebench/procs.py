@@ -72,6 +72,8 @@ class ManagedProcess:
     popen: subprocess.Popen[bytes]
     log_path: Path
     started_at: float = field(default_factory=time.time)
+    companions: list[ManagedProcess] = field(default_factory=list)
+    """Processes started for this one and stopped right after it (Tyk's Redis)."""
 
     @property
     def pid(self) -> int:
@@ -95,7 +97,14 @@ class ManagedProcess:
         return self.popen.poll()
 
     def stop(self, timeout: float = 5.0) -> int | None:
-        """SIGTERM to the process group, then SIGKILL after ``timeout``. Returns the exit code."""
+        """SIGTERM to the process group, then SIGKILL after ``timeout``; then the same for each
+        companion. Returns the exit code."""
+        code = self._stop(timeout)
+        for companion in self.companions:
+            companion.stop(timeout)
+        return code
+
+    def _stop(self, timeout: float) -> int | None:
         if self.popen.poll() is None:
             self._signal(signal.SIGTERM)
             try:
@@ -210,11 +219,13 @@ class Supervisor:
         return proc
 
     def stop(self, proc: ManagedProcess, timeout: float = 5.0) -> int | None:
+        """Stop ``proc`` and its companions."""
         code = proc.stop(timeout)
         with self._lock:
-            if proc in self.processes:
-                self.processes.remove(proc)
-            self._struck(proc)
+            for stopped in (proc, *proc.companions):
+                if stopped in self.processes:
+                    self.processes.remove(stopped)
+                self._struck(stopped)
         return code
 
     def stop_all(self, timeout: float = 5.0) -> None:

@@ -1,5 +1,6 @@
-"""Gateways that cannot run here (Kong, KrakenD, Tyk, Traefik, Google API Gateway): their
-goldens checked with what exists.
+"""Gateways that are not replayed on every machine (Kong and Google API Gateway never run
+here; KrakenD and Tyk only where installed; Traefik boots but has no offline checker): their
+goldens checked, everywhere, with what exists.
 
 - KrakenD against the official JSON schema (v2.13, ``tests/data/schemas``, its https ``$id``s
   mapped to the local files); Google API Gateway as Swagger 2.0 with openapi-spec-validator.

@@ -95,8 +95,9 @@ def test_declared_support_renders_and_the_rest_is_refused(gateway: str, case: st
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_krakend_policies_match_the_official_schema(case: str) -> None:
-    """KrakenD runs only on the cloud path: its configuration with policies is checked against
-    KrakenD's own schema (auth/validator, qos/ratelimit/router included)."""
+    """KrakenD's configuration with policies is checked against KrakenD's own schema
+    (auth/validator, qos/ratelimit/router included), everywhere; the policy replay boots it
+    where it is installed."""
     import json
 
     from krakend_schema import krakend_validator
@@ -124,7 +125,9 @@ def test_krakend_policies_match_the_official_schema(case: str) -> None:
     }
     assert set(extras["/auctions/{auctionId} GET"]) == {"auth/validator"}
     jwks = json.loads(files["jwks.json"])
-    assert [k["kty"] for k in jwks["keys"]] == ["RSA"]
+    # The key, and the same key without its kid for tokens that carry none.
+    assert [(k["kty"], k.get("kid")) for k in jwks["keys"]] == [("RSA", "gatebench"), ("RSA", None)]
+    assert {k: v for k, v in jwks["keys"][0].items() if k != "kid"} == jwks["keys"][1]
 
 
 def test_a_limit_for_every_operation_counts_each_operation_apart() -> None:
@@ -210,6 +213,29 @@ def test_every_tyk_golden_matches_tyks_schemas(case: str) -> None:
     from gateway_schemas import tyk_errors
 
     assert tyk_errors((GOLDEN / "tyk" / case / "apps" / "gatebench.json").read_text()) == []
+
+
+@pytest.mark.parametrize("case", TYK_GOLDENS)
+def test_every_tyk_conf_matches_tyks_configuration_schema(case: str) -> None:
+    """`tyk lint`'s own schema (Tyk ignores a misspelled setting: this catches it)."""
+    from gateway_schemas import tyk_conf_errors
+
+    assert tyk_conf_errors((GOLDEN / "tyk" / case / "tyk.conf").read_text()) == []
+
+
+def test_the_tyk_conf_schema_can_fail() -> None:
+    import json
+
+    from gateway_schemas import tyk_conf_errors
+
+    conf = json.loads((GOLDEN / "tyk" / "auction" / "tyk.conf").read_text())
+    conf["http_server_options"]["skip_url_cleanin"] = True
+    conf["policies"]["policy_source"] = "file"
+    assert tyk_conf_errors(conf) == [
+        "/http_server_options: Additional properties are not allowed ('skip_url_cleanin' was "
+        "unexpected)",
+        "/policies/policy_source: 'file' is not one of ['', 'service', 'rpc']",
+    ]
 
 
 def test_the_policy_goldens_of_kong_and_tyk_are_checked() -> None:

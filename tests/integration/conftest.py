@@ -89,6 +89,7 @@ def boot(
             listen_port=port,
             backend_url=f"http://127.0.0.1:{echo_backend}",
             admin_port=free_port(),
+            redis_port=free_port(),
         )
         # JVM gateways (spring-cloud-gateway, zuul): C1 compiler only, the same code paths
         # with half the start-up time and faster short runs. Never for measured runs.

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pytest
 
+from booted import skip_unless_installed
 from gatebench.api_keys import with_api_keys
 from gatebench.backends import start_backend
 from gatebench.ir import Api
@@ -49,20 +50,12 @@ from gatebench.policies import (
 )
 from gatebench.procs import Supervisor, free_port
 from gatebench.provisioners import boot_gateway
-from gatebench.renderers import RenderTarget, get_renderer
+from gatebench.renderers import RenderTarget, all_renderers, get_renderer
 from gatebench.tokens import TokenSigner, generate_private_key, public_pem
 
-LOCAL = (
-    "apache",
-    "caddy",
-    "envoy",
-    "haproxy",
-    "nginx",
-    "spring-cloud-gateway",
-    "traefik",
-    "varnish",
-    "zuul",
-)
+LOCAL = tuple(r.name for r in all_renderers() if r.runs_here)
+"""Every gateway that runs here; KrakenD and Tyk where installed (skipped, with the reason,
+elsewhere)."""
 
 
 def _declaring(feature: str) -> list[str]:
@@ -168,6 +161,7 @@ def _booted_stack(
     supervisor: Supervisor, api: Api, name: str, policies: PolicySet, prefix: str
 ) -> Iterator[Stack]:
     """``name`` booted with ``policies`` in front of the auction backend, both stopped after."""
+    skip_unless_installed(name)
     # nginx's workers (an unprivileged user when the tests run as root) write the cache
     # below the workdir: a world-traversable folder, not pytest's private one.
     workdir = Path(tempfile.mkdtemp(prefix=f"gatebench-{prefix}-{name}-"))
@@ -179,6 +173,7 @@ def _booted_stack(
             listen_port=free_port(),
             backend_url=f"http://127.0.0.1:{backend_port}",
             admin_port=free_port(),
+            redis_port=free_port(),
         )
         proc = boot_gateway(name, api, target, supervisor, policies=policies)
         try:

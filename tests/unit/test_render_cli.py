@@ -55,6 +55,22 @@ def test_render_takes_target_options(tmp_path: Path) -> None:
     assert "pidfile /srv/gw/haproxy.pid" in conf
 
 
+def test_tyks_redis_is_a_setting_of_the_render(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["render", PETSTORE, "-g", "tyk", "-o", str(tmp_path)]
+    assert main([*args, "--redis", "10.0.0.7:6380"]) == 0
+    storage = json.loads((tmp_path / "tyk" / "tyk.conf").read_text())["storage"]
+    assert (storage["host"], storage["port"]) == ("10.0.0.7", 6380)
+    capsys.readouterr()
+    assert main([*args, "--redis", "10.0.0.7"]) == 2
+    assert capsys.readouterr().err == (
+        "gatebench render: --redis: expected HOST:PORT, got '10.0.0.7'\n"
+    )
+    assert main([*args, "--redis", "10.0.0.7:70000"]) == 2
+    assert "redis_port must be a TCP port (1-65535); got 70000" in capsys.readouterr().err
+
+
 def test_unknown_gateway_is_a_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -56,6 +56,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="backend origin, http(s)://host:port (default http://127.0.0.1:9000)",
     )
     parser.add_argument(
+        "--redis",
+        default="127.0.0.1:6379",
+        metavar="HOST:PORT",
+        help="the Redis Tyk keeps its state in (default 127.0.0.1:6379)",
+    )
+    parser.add_argument(
         "--workdir",
         metavar="PATH",
         help="absolute folder the files will live in when the gateway runs "
@@ -149,6 +155,10 @@ def run(args: argparse.Namespace) -> int:
         except RunError as exc:
             print(f"gatebench render: {exc}", file=sys.stderr)
             return 1
+    redis_host, _, redis_port = args.redis.rpartition(":")
+    if not redis_host or not redis_port.isdigit():
+        print(f"gatebench render: --redis: expected HOST:PORT, got {args.redis!r}", file=sys.stderr)
+        return 2
     out = Path(args.out).resolve()
     source = result.spec_name or args.spec
     needed = _workload_operations(result, args.spec)
@@ -163,6 +173,8 @@ def run(args: argparse.Namespace) -> int:
                 listen_host=args.listen_host,
                 listen_port=args.port,
                 backend_url=args.backend,
+                redis_host=redis_host,
+                redis_port=int(redis_port),
             )
         except RenderError as exc:
             for problem in exc.problems:

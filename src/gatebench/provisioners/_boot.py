@@ -13,7 +13,9 @@ under a :class:`~gatebench.procs.Supervisor`, and wait until a real HTTP request
 from __future__ import annotations
 
 import os
+import socket
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
@@ -24,6 +26,7 @@ from ..ir import Api
 from ..policies import PolicySet
 from ..procs import ManagedProcess, Supervisor, run_bounded, wait_ready
 from ..renderers import Renderer, RenderTarget, get_renderer, render_with_policies
+from ..renderers._base import Companion
 from ..tls import CA_CERT
 
 
@@ -159,6 +162,58 @@ def ensure_built(renderer: Renderer) -> None:
         raise UnsupportedHere(f"{renderer.name}: {exc}") from None
 
 
+def start_companions(
+    renderer: Renderer, target: RenderTarget, supervisor: Supervisor, *, timeout: float = 15.0
+) -> list[ManagedProcess]:
+    """Start the processes the gateway needs beside it (``Renderer.companions``: Tyk's
+    Redis), each logging to ``<workdir>/<name>.log``; return once each one answers."""
+    workdir = Path(target.workdir)
+    started: list[ManagedProcess] = []
+    try:
+        for companion in renderer.companions(target):
+            program = renderer.find_program(companion.argv[0], companion.install_hint)
+            proc = supervisor.start(
+                f"{renderer.name}'s {companion.name}",
+                [program, *companion.argv[1:]],
+                log_path=workdir / f"{companion.name}.log",
+                cwd=workdir,
+                role="gateway",
+            )
+            started.append(proc)
+            _wait_answering(proc, companion, timeout)
+    except BaseException:
+        for proc in reversed(started):
+            supervisor.stop(proc)
+        raise
+    return started
+
+
+def _wait_answering(proc: ManagedProcess, companion: Companion, timeout: float) -> None:
+    """Until ``companion`` accepts a connection on 127.0.0.1 and answers its probe."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if not proc.alive():
+            raise RunError(
+                f"{proc.name} exited with code {proc.returncode} before it was ready; "
+                f"last log lines:\n{proc.log_tail()}"
+            )
+        try:
+            with socket.create_connection(("127.0.0.1", companion.port), timeout=1.0) as sock:
+                if not companion.probe:
+                    return
+                sock.sendall(companion.probe)
+                if sock.recv(64).startswith(companion.answer):
+                    return
+        except OSError:
+            pass
+        if time.monotonic() >= deadline:
+            raise RunError(
+                f"{proc.name} did not answer on 127.0.0.1:{companion.port} within {timeout:g}s; "
+                f"last log lines:\n{proc.log_tail()}"
+            )
+        time.sleep(0.05)
+
+
 def start_gateway(
     renderer: Renderer,
     target: RenderTarget,
@@ -167,8 +222,9 @@ def start_gateway(
     log_path: str | os.PathLike[str] | None = None,
     readiness_timeout: float | None = None,
 ) -> ManagedProcess:
-    """Start the gateway on files already in ``target.workdir``; return once it answers
-    (within ``readiness_timeout`` seconds, by default the gateway's own)."""
+    """Start the gateway on files already in ``target.workdir`` (after its companions);
+    return once it answers (within ``readiness_timeout`` seconds, by default the gateway's
+    own). Stopping it stops its companions."""
     workdir = Path(target.workdir)
     ensure_built(renderer)
     argv = renderer.run_argv(workdir, target)
@@ -176,14 +232,21 @@ def start_gateway(
         raise UnsupportedHere(f"{renderer.name} cannot run here; it only runs on the cloud path")
     renderer.prepare(workdir)
     log = Path(log_path) if log_path is not None else workdir / f"{renderer.name}.out.log"
-    proc = supervisor.start(
-        renderer.name,
-        argv,
-        log_path=log,
-        cwd=workdir,
-        env=renderer.env(workdir, target),
-        role="gateway",
-    )
+    companions = start_companions(renderer, target, supervisor)
+    try:
+        proc = supervisor.start(
+            renderer.name,
+            argv,
+            log_path=log,
+            cwd=workdir,
+            env=renderer.env(workdir, target),
+            role="gateway",
+        )
+    except BaseException:
+        for companion in reversed(companions):
+            supervisor.stop(companion)
+        raise
+    proc.companions.extend(companions)
     host = "127.0.0.1" if target.listen_host == "0.0.0.0" else target.listen_host
     port, path, ready = target.listen_port, "/", lambda status: True
     # A gateway terminating TLS is ready once it answers over TLS with the run's certificate.

@@ -4,7 +4,10 @@ A gateway with a checker here (``nginx -t``, ``varnishd -C``, ...) has it run on
 written; a gateway without one that runs here (Traefik, the JVM gateways) is booted briefly
 instead, with the same routes (``Rendered.api``: without those the render left out) rendered
 for a free loopback port in a scratch folder, and its output searched for refused parts of the
-configuration. So a check sees exactly what was written.
+configuration. So a check sees exactly what was written. A gateway whose checker passes what
+it refuses at start (``Renderer.boot_check``: KrakenD) is booted after its checker passes; a
+gateway installed from its vendor that is missing here (KrakenD, Tyk) is "not checked", with
+how to install it.
 
 Every check has a time limit (:func:`~gatebench.provisioners.check_limit`: it grows with the
 number of routes; a caller may set one). A check that passes it fails that gateway's check
@@ -106,6 +109,11 @@ def check_gateway(
         )
     except RunError as exc:
         return Checked(" not checked", True, (f"{task.folder}: {exc}",))
+    if renderer.boot_check:  # its checker passes what it refuses at start (KrakenD)
+        booted = _boot_check(task, limit, cancel, supervisor, source)
+        return replace(
+            booted, status=" [checker: ok]" + booted.status, seconds=time.monotonic() - started
+        )
     return Checked(" [checker: ok]", seconds=time.monotonic() - started)
 
 
@@ -136,6 +144,8 @@ def _boot_check(
             listen_host="127.0.0.1",
             listen_port=free_port(),
             admin_port=free_port(),
+            redis_host="127.0.0.1",
+            redis_port=free_port(),
         )
         log = Path(local.workdir) / f"{renderer.name}.out.log"
         started = time.monotonic()

@@ -4,10 +4,13 @@ Built on the boot helpers of ``_boot`` (``write_files``, ``check_config``, ``sta
 render and write into ``<run>/gateways/<name>/``, run the gateway's own checker, start it in
 the foreground under the caller's :class:`~gatebench.procs.Supervisor`, wait for a real HTTP
 answer. Each gateway gets one worker (``RenderTarget.workers = 1``): on a 2-core machine the
-load generator needs the other core. Gateways that only run on the cloud path (Kong, KrakenD,
-Tyk, ...) raise :class:`~gatebench.errors.UnsupportedHere`, which is reported, not fatal.
-With ``tls`` every gateway terminates TLS with the run's certificate (its URLs are https);
-with ``replicas`` it balances over the backend replicas (``renderers._deployment``).
+load generator needs the other core. A gateway's companions (Tyk's Redis, on a free loopback
+port of its own) start before it and stop after it; their CPU counts as the gateway's.
+Gateways that only run on the cloud path (Kong, Google API Gateway) and gateways not installed
+here (KrakenD and Tyk come from their vendors) raise :class:`~gatebench.errors.UnsupportedHere`,
+which is reported, not fatal. With ``tls`` every gateway terminates TLS with the run's
+certificate (its URLs are https); with ``replicas`` it balances over the backend replicas
+(``renderers._deployment``).
 
 API keys (``auth.api_key``) are in the files of the gateways that compare no hash, and the
 files are in the run's folder: once a gateway has read its configuration (it is ready, or it
@@ -65,7 +68,8 @@ class LocalProvisioner:
         self._files: dict[str, tuple[Path, tuple[str, ...]]] = {}
         """Gateway → its folder and rendered files, redacted of API keys (``_redact``)."""
         self.unsupported: dict[str, str] = {}
-        """Gateways rendered but not runnable here (cloud path only), with the reason."""
+        """Gateways rendered but not runnable here (cloud path only, or not installed), with
+        the reason."""
         self.routes_left_out: dict[str, str] = {}
         """Gateways that left routes no workload uses out of their files: the summary."""
 
@@ -93,6 +97,7 @@ class LocalProvisioner:
                     listen_port=free_port(),
                     backend_url=self.replicas[0] if len(self.replicas) > 1 else backend_url,
                     admin_port=free_port(),
+                    redis_port=free_port(),
                     workers=self.workers,
                     tls=self.tls,
                     replicas=self.replicas if len(self.replicas) > 1 else (),
@@ -176,7 +181,7 @@ class LocalProvisioner:
             out.endpoints[name] = Endpoint(
                 target=name,
                 base_url=f"{self._scheme}://127.0.0.1:{port}",
-                pgids=(proc.pid,),
+                pgids=(proc.pid, *(c.pid for c in proc.companions)),
                 log_path=self._logs[name],
                 config_dir=Path(target.workdir),  # type: ignore[attr-defined]
                 boot_s=time.monotonic() - started,
@@ -185,12 +190,15 @@ class LocalProvisioner:
 
     def failure(self, target: str) -> str | None:
         proc = self._procs.get(target)
-        if proc is None or proc.alive():
+        if proc is None:
             return None
-        return (
-            f"{target} exited with code {proc.returncode} during the run; "
-            f"last log lines:\n{proc.log_tail(15)}"
-        )
+        for dead in (proc, *proc.companions):
+            if not dead.alive():
+                return (
+                    f"{dead.name} exited with code {dead.returncode} during the run; "
+                    f"last log lines:\n{dead.log_tail(15)}"
+                )
+        return None
 
     def teardown(self) -> None:
         for proc in list(self._procs.values()):

@@ -13,7 +13,7 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import ClassVar, Literal
@@ -205,6 +205,23 @@ class RenderTarget:
         return str(PurePosixPath(self.workdir, *parts))
 
 
+@dataclass(frozen=True)
+class Companion:
+    """A process a gateway needs beside it on this machine (Tyk's Redis): started before the
+    gateway, ready once it answers on ``port`` of 127.0.0.1, stopped right after the gateway."""
+
+    name: str
+    argv: tuple[str, ...]
+    """Element 0 is the program, found like the gateway's own (:meth:`Renderer.find_program`)."""
+    port: int
+    install_hint: str
+    """How to install the program when it is missing."""
+    probe: bytes = b""
+    """Sent once connected; the answer must start with :attr:`answer` (empty: a connection
+    is enough)."""
+    answer: bytes = b""
+
+
 LiveKind = Literal["signal", "file-watch", "admin-api", "command", "restart"]
 
 
@@ -288,6 +305,9 @@ class Renderer(abc.ABC):
     """The gateway's own config checker; ``{workdir}`` is replaced; element 0 is the program."""
     run_command: ClassVar[tuple[str, ...] | None] = None
     """The gateway in the foreground, same placeholders; ``None`` when it cannot run here."""
+    boot_check: ClassVar[bool] = False
+    """Its checker passes configurations the gateway refuses at start (KrakenD's ``check``
+    accepts paths its router panics on): ``render --check`` boots it too."""
     readiness_timeout: ClassVar[float] = 15.0
     """Seconds from start to the first answered HTTP request before the boot counts as failed."""
     check_seconds_per_route: ClassVar[float] = 0.01
@@ -298,11 +318,30 @@ class Renderer(abc.ABC):
     ``admin_port`` that answers 200 once they are; readiness waits for it. ``None`` (or no
     admin port): any answer on the listen port means ready."""
     install_hint: ClassVar[str] = "run `make setup-all`"
+    cloud_only_reason: ClassVar[str] = "it renders; runs on the cloud path"
+    """For a gateway that does not run here (``runs_here`` false): why, for ``doctor``."""
+    vendor_bin_dirs: ClassVar[tuple[str, ...]] = ()
+    """Where the vendor's own package puts the program when not on PATH (searched last)."""
+    vendor_installed: ClassVar[bool] = False
+    """True for a gateway gatebench's setup does not install (no registry it installs from
+    carries it: KrakenD, Tyk): it runs here when the user installed it from its vendor
+    (``install_hint`` says how), and is reported "not installed here" otherwise."""
+    forwards_host: ClassVar[bool] = True
+    """The backend receives the client's ``Host``; ``False``: the backend's own ``host:port``
+    (KrakenD builds a new request). Route replay expects what this says."""
+    routes_empty_parameters: ClassVar[bool] = False
+    """The gateway routes an empty whole-segment parameter followed by more of the path
+    (``/a//c`` reaches ``/a/{x}/c``; KrakenD's router). Route replay expects it."""
+    refusal_status: ClassVar[int] = 404
+    """What the gateway answers a request outside the API: 404, but Tyk's allow list 403."""
     normalizes_path: ClassVar[bool] = False
     """The gateway forwards the path in RFC 3986 normal form (escapes of unreserved
     characters decoded, ``%41`` → ``A``; the others upper-cased): the same URI, not the same
     bytes. Route replay compares paths in that form for it."""
 
+    fixed_env: ClassVar[Mapping[str, str]] = {}
+    """Environment variables the gateway always runs with, here (``env``) and in its container
+    (KrakenD's ``USAGE_DISABLE=1``, without which it reports usage to an outside host)."""
     cloud_random_env: ClassVar[tuple[str, ...]] = ()
     """Environment variables the gateway's container gets on the cloud path with a random
     value generated on its VM at every boot and stored nowhere (Tyk's control-API secret,
@@ -406,7 +445,7 @@ class Renderer(abc.ABC):
         self, workdir: str | os.PathLike[str], target: RenderTarget | None = None
     ) -> dict[str, str]:
         """Extra environment variables for the checker and the process."""
-        return {}
+        return dict(self.fixed_env)
 
     def prepare(self, workdir: Path) -> None:  # noqa: B027 - an optional hook
         """Create what the gateway expects beside its files (folders) before it starts."""
@@ -416,6 +455,34 @@ class Renderer(abc.ABC):
         configuration while it kept running (booting is the check of a gateway without one)."""
         return []
 
+    def companions(self, target: RenderTarget) -> tuple[Companion, ...]:
+        """Processes the gateway needs beside it here, started before it (boot_gateway)."""
+        return ()
+
+    def forwarded_query(self, raw: str) -> str:
+        """The query string the backend receives when a client sends ``raw`` (without the
+        ``?``; ``""`` for none): ``raw`` itself, unless the gateway rebuilds the query (KrakenD;
+        docs/gateways.md). Route replay expects exactly this."""
+        return raw
+
+    def forwarded_path(self, raw: str) -> str:
+        """The path the backend receives for a client's ``raw`` path the gateway routes:
+        ``raw`` itself unless the gateway rebuilds the path (KrakenD; docs/gateways.md)."""
+        return raw
+
+    def answers_itself(self, raw_path: str) -> int | None:
+        """The status the gateway answers, without forwarding, a request it routes to
+        ``raw_path`` (KrakenD: 400 for a parameter value holding an escaped ``?``, ``#`` or
+        ``%``); ``None``: it forwards it."""
+        return None
+
+    def query_problem(self, names: Sequence[str]) -> str | None:
+        """Why requests whose query holds the parameters ``names`` (in the order sent, a
+        name as often as it is sent) cannot be measured through this gateway, because it
+        would not forward them as sent; ``None`` when it can. Only gateways that rebuild the
+        query (:meth:`forwarded_query`) have reasons."""
+        return None
+
     def available_here(self) -> str | None:
         """``None`` when the gateway can run here, else why not (with the install hint)."""
         if not self.runs_here or self.run_command is None:
@@ -423,6 +490,8 @@ class Renderer(abc.ABC):
         try:
             self.run_argv("/")
             self.check_argv("/")
+            for companion in self.companions(RenderTarget(workdir="/")):
+                self.find_program(companion.argv[0], companion.install_hint)
         except UnsupportedHere as exc:
             return str(exc)
         return None
@@ -439,22 +508,29 @@ class Renderer(abc.ABC):
         argv[0] = self.find_program(argv[0])
         return argv
 
-    def find_program(self, program: str) -> str:
+    def find_program(self, program: str, install_hint: str | None = None) -> str:
         """An absolute path to ``program``: ``GATEBENCH_<NAME>_BIN`` (``GATEBENCH_NGINX_BIN``),
-        then this Python's own bin folder (PyPI-installed gateways such as Envoy), then PATH
-        and the system sbin/bin folders."""
-        override = os.environ.get(f"GATEBENCH_{re.sub(r'[^A-Z0-9]', '_', program.upper())}_BIN")
+        then this Python's own bin folder (PyPI-installed gateways such as Envoy), then PATH,
+        the system sbin/bin folders and :attr:`vendor_bin_dirs`. A missing one raises :class:`UnsupportedHere` with
+        ``install_hint`` (default: the gateway's)."""
+        variable = f"GATEBENCH_{re.sub(r'[^A-Z0-9]', '_', program.upper())}_BIN"
+        override = os.environ.get(variable)
         if override:
+            if not (os.path.isfile(override) and os.access(override, os.X_OK)):
+                raise UnsupportedHere(
+                    f"{self.name}: {variable}={override!r} is not an executable file"
+                )
             return override
         own = Path(sys.executable).parent / program
         if own.is_file() and os.access(own, os.X_OK):
             return str(own)
         found = shutil.which(program) or shutil.which(
-            program, path=os.pathsep.join(_SYSTEM_BIN_DIRS)
+            program, path=os.pathsep.join((*_SYSTEM_BIN_DIRS, *self.vendor_bin_dirs))
         )
         if found is None:
             raise UnsupportedHere(
-                f"{self.name}: {program!r} is not installed here; {self.install_hint}"
+                f"{self.name}: {program!r} is not installed here; "
+                f"{install_hint or self.install_hint}"
             )
         return found
 

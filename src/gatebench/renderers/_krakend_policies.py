@@ -4,6 +4,9 @@ official schema (tests/golden/test_policy_goldens.py):
 - JWT: ``auth/validator`` on each endpoint of the policy: ``alg``, ``issuer``, ``audience``,
   keys from ``jwks.json`` written beside ``krakend.json`` (``jwk_local_path``; a PEM key is
   converted to a JWKS), ``disable_jwk_security`` (a local file, not a URL), no key cache.
+  KrakenD picks the key by the token's ``kid`` and finds none for a token without one (the
+  tokens gatebench signs carry none): a set of one key also holds that key without a ``kid``,
+  so both kinds of token find it.
 - Rate limit: ``qos/ratelimit/router`` per endpoint with a client counter:
   ``client_max_rate`` = requests per ``every`` = window, ``client_capacity`` = requests,
   ``strategy`` ``ip`` or ``header`` (``key``: the header).
@@ -13,6 +16,7 @@ official schema (tests/golden/test_policy_goldens.py):
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..policies import JwtAuth, Policies, RateLimit
@@ -54,7 +58,21 @@ def jwks_text(policies: list[Policies]) -> str | None:
     keys = {as_jwks(p.auth) for p in policies if isinstance(p.auth, JwtAuth)}
     if len(keys) > 1:
         raise ValueError("one set of JWT keys per configuration")
-    return next(iter(keys), None)
+    text = next(iter(keys), None)
+    return None if text is None else _without_kid_too(text)
+
+
+def _without_kid_too(text: str) -> str:
+    """A set of one key with a ``kid``: the same key without one added, for tokens that carry
+    no ``kid`` (KrakenD looks keys up by the token's ``kid``, "" when it has none)."""
+    document = json.loads(text)
+    keys = document.get("keys")
+    if not isinstance(keys, list) or len(keys) != 1 or not isinstance(keys[0], dict):
+        return text
+    if "kid" not in keys[0]:
+        return text
+    bare = {k: v for k, v in keys[0].items() if k != "kid"}
+    return json.dumps({**document, "keys": [keys[0], bare]}, separators=(",", ":"))
 
 
 __all__ = ["JWKS_FILE", "endpoint_policies", "jwks_text"]

@@ -7,6 +7,10 @@ three use HEAD should still benchmark KrakenD on the routes the workloads use: t
 left out of its configuration, each with a located warning, and the report says how many.
 Only a route a workload needs excludes the gateway, with the reason. Every renderer gets
 this from one place, without knowing about it.
+
+The same holds for a query a gateway would not forward as sent (``Renderer.query_problem``:
+KrakenD rebuilds every query): an operation a workload uses whose query repeats a parameter
+excludes the gateway, located at the operation, with the reason.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import Problem, UnsupportedFeature
 from ..ir import Api, Operation
-from ..policies import PolicySet
+from ..policies import ApiKeyAuth, PolicySet
 from ._base import Renderer, RenderTarget
 from ._policies import render_with_policies
 
@@ -94,11 +98,50 @@ def render_leaving_out(
                 )
             operations = tuple(op for op in operations if id(op) not in refused)
             continue
+        query_problems = [
+            problem
+            for op in operations
+            if op.operation_id in needed
+            for problem in _query_problems(renderer, op, policies or PolicySet())
+        ]
+        if query_problems:
+            raise UnsupportedFeature(query_problems)
         rendered_api = (
             api if len(operations) == len(api.operations) else replace(api, operations=operations)
         )
         return Rendered(files, tuple(left_out), len(api.operations), rendered_api)
     raise UnsupportedFeature(left_out)  # pragma: no cover - every pass removes an operation
+
+
+def sent_query_names(op: Operation, policies: PolicySet) -> list[str]:
+    """The query parameters a workload of ``op`` may send, in order (gatebench.workload): its
+    declared query parameters, the API key of its first security requirement when that key
+    travels in the query, and the key of an ``auth.api_key`` policy read from the query."""
+    names = [p.name for p in op.query_params]
+    if op.security:
+        names += [
+            s.param_name
+            for s in op.security[0].schemes
+            if s.kind == "apiKey" and s.location == "query" and s.param_name
+        ]
+    auth = policies.for_operation(op.operation_id).auth
+    if isinstance(auth, ApiKeyAuth) and auth.query:
+        names.append(auth.query)
+    return names
+
+
+def _query_problems(renderer: Renderer, op: Operation, policies: PolicySet) -> list[Problem]:
+    reason = renderer.query_problem(sent_query_names(op, policies))
+    if reason is None:
+        return []
+    return [
+        Problem(
+            op.pointer,
+            f"{renderer.name} cannot forward the query of this operation unchanged "
+            f"({op.method} {op.route_path}): {reason}",
+            source=op.source or None,
+        )
+    ]
 
 
 def _owners(problem: Problem, operations: tuple[Operation, ...]) -> list[Operation]:
@@ -112,4 +155,4 @@ def _owners(problem: Problem, operations: tuple[Operation, ...]) -> list[Operati
     ]
 
 
-__all__ = ["Rendered", "render_leaving_out"]
+__all__ = ["Rendered", "render_leaving_out", "sent_query_names"]

@@ -11,7 +11,13 @@ def live_change_table() -> str:
     rows = ["| gateway | kind | runs here | mechanism |", "|---|---|---|---|"]
     for renderer in all_renderers():
         change = renderer.live_change
-        here = "yes" if renderer.runs_here else "cloud path only"
+        here = (
+            "cloud path only"
+            if not renderer.runs_here
+            else "where installed"
+            if renderer.vendor_installed
+            else "yes"
+        )
         rows.append(f"| {renderer.name} | {change.kind} | {here} | {change.mechanism} |")
     return "\n".join(rows) + "\n"
 

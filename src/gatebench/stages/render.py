@@ -91,8 +91,8 @@ class Render(Stage):
             journal.target_failed(gw, reason)
         note_routes_left_out(ctx, provisioner.routes_left_out)
         for gw, reason in provisioner.unsupported.items():
-            journal.target_failed(gw, f"unsupported here (cloud path only): {reason}")
-            ctx.note(f"{gw}: runs only on the cloud path; not measured here")
+            journal.target_failed(gw, f"not run here: {reason}")
+            ctx.note(f"{gw}: not measured here: {reason.removeprefix(gw + ': ')}")
         planned = provisioner.planned()
         urls = dict(planned)
         if plan.baseline:
