@@ -396,6 +396,56 @@ def test_a_refused_change_is_never_applied_and_the_tester_hears_why(world: Any) 
     assert not (folder / "nginx.conf").exists()
 
 
+@pytest.mark.parametrize(
+    ("gateway", "expected"),
+    [
+        # Varnish's own commands in its container: the new VCL loaded under a fresh label, used
+        (
+            "varnish",
+            [
+                ("exec", "varnishadm", "vcl.load", "gatebench1"),
+                ("exec", "varnishadm", "vcl.use", "gatebench1"),
+            ],
+        ),
+        ("envoy", []),  # a watched file: the atomic rename is the change, nothing is sent
+        ("krakend", [("restart",)]),  # no live mechanism: the container restarted
+    ],
+)
+def test_each_kind_of_mechanism_goes_through_the_gateways_container(
+    tmp_path: Path, gateway: str, expected: list[tuple[str, ...]]
+) -> None:
+    """The mechanisms the pipeline tests do not run end to end (they run nginx's signal, Caddy's
+    admin API and HAProxy's reload): what the agent asks of Docker for each other kind, after
+    the gateway's own checker (where it has one) passed."""
+    request = {"kind": "change-under-load", "gateways": [gateway]}
+    request["scale"] = {"routes": 10, "add": 5, "duration": 8, "warmup": 1}
+    spec = PETSTORE.replace(b"gateways: [nginx, haproxy, caddy]", f"gateways: [{gateway}]".encode())
+    assert spec != PETSTORE
+    rendered = render_run(spec, REF, deployment(), BUCKET, {"gatebench": json.dumps(request)})
+    assert rendered.failures == {}
+    bucket, docker = Bucket(rendered.objects()), FakeDocker()
+    agent = LiveAgent(bucket, BUCKET, RUN, gateway, tmp_path / "gw", docker)
+    prepared = agent.handle({"seq": 1, "op": "prepare", "step": "after"})
+    assert prepared["ok"], prepared
+    checks = len(docker.calls)
+    assert checks == (1 if agent.manifest["steps"]["after"]["check"] else 0)
+    applied = agent.handle({"seq": 2, "op": "apply", "step": "after", "at": time.time()})
+    assert applied["ok"], applied
+    calls = docker.calls[checks:]
+    seen = [
+        (c[0], *(w for w in c[2] if w in {"varnishadm", "vcl.load", "vcl.use", "gatebench1"}))
+        if c[0] == "exec"
+        else (c[0],)
+        for c in calls
+    ]
+    assert seen == expected
+    if gateway == "varnish":  # {workdir} filled: the container's folder, not this machine's
+        assert all("/etc/gatebench/varnish" in c[2] for c in calls)
+    for item in agent.manifest["steps"]["after"]["files"]:  # the new files are in place
+        written = (tmp_path / "gw" / item["path"]).read_bytes()
+        assert written == bucket.objects[item["object"]]
+
+
 def test_an_agent_that_never_answers_is_a_located_failure() -> None:
     bucket = Bucket(rendered_change().objects())
     gateway = remote(bucket, lead_s=0.05)
