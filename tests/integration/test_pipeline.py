@@ -689,3 +689,55 @@ def test_a_change_under_load_goes_through_each_gateways_own_mechanism_on_its_vm(
     ]
     assert run_processes(world, run_id) == []
     assert [d for d in vms.denied if run_id in d] == []
+
+
+def test_a_change_to_a_port_the_vpc_does_not_open_fails_as_on_google_cloud(
+    world: dict[str, Any], network: LocalNetwork
+) -> None:
+    """The network's gateway → backend rule without the second backend's port (as a deployment
+    of an older infra/ would have it): HAProxy's change is applied on its VM, but the VPC drops
+    every connection to backend b, so no new route answers and the load's requests fail from
+    the change on; the run ends partial and says why."""
+    import dataclasses
+
+    from gatebench.cloud._live import CHANGED_BACKEND_PORT
+
+    before = network.rules
+    network.rules = [
+        dataclasses.replace(r, ports=r.ports - {CHANGED_BACKEND_PORT})
+        if r.name == "to_backend"
+        else r
+        for r in before
+    ]
+    name = "specs/change-closed.yaml"
+    request = {
+        "kind": "change-under-load",
+        "gateways": ["haproxy"],
+        "scale": {
+            "routes": 10,
+            "add": 3,
+            **LIVE_SETTINGS,
+            "duration": 6,
+            "deadline": 4,
+            "change_after": 2,
+            "window": 3,
+        },
+    }
+    try:
+        event = upload(world, name, PETSTORE, request)
+        run_id = run_id_for_object(UPLOADS, name, event["data"]["generation"])
+        execution = run(world, event, "exec-change-closed")
+    finally:
+        network.rules = before
+    assert execution.state == "SUCCEEDED", execution.error
+    assert (execution.result["status"], execution.result["teardown"]) == ("partial", "ok")
+    change = live_results(run_id, "change")["haproxy"]
+    assert change["new_routes_s"] == dict.fromkeys(change["new_routes_s"])
+    assert "3 of 3 new routes never answered correctly" in change["problem"]
+    # HAProxy answers with an error status once it cannot connect to the new backend: every
+    # failure is Gatling's status check, none a connection the tester could not make
+    assert change["failures"] > 0 and change["failure_kinds"], change
+    kinds = list(change["failure_kinds"])
+    assert all(kind.startswith("status.find.in(") for kind in kinds), kinds
+    assert stored_run(run_id)["status"] == "partial"
+    assert run_processes(world, run_id) == []
