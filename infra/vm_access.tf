@@ -18,7 +18,10 @@
 #            gateway container can reach"). Its meter (gatebench cloud meter) writes runs/RUN/cgroup/GATEWAY.jsonl,
 #            again every few seconds (objectUser: overwrite); when it cannot write its API keys
 #            (gatebench cloud gateway-config) it creates runs/RUN/gateways/GATEWAY/config-error.json
-#            with the reason, which the tester reports; and nothing else.
+#            with the reason, which the tester reports. In a scale or change-under-load run its
+#            live agent (gatebench cloud live-gateway) reads the tester's requests,
+#            runs/RUN/live/GATEWAY/request.json, and answers in runs/RUN/live/GATEWAY/answer.json
+#            (objectUser: one object, replaced at every answer); and nothing else.
 #   tester:  reads runs/RUN/workload.json, backend.json and the load build's markers (runs/);
 #            creates raw logs (never overwriting one); writes its own two markers, again after
 #            a restart (objectUser: overwrite). With several testers, tester T > 0 writes
@@ -27,6 +30,10 @@
 #            creates each other tester's share of a probe, runs/RUN/capacity/probes/N/tT/share.json,
 #            and at the end runs/RUN/capacity/campaign.json; tester T creates its records,
 #            runs/RUN/capacity/probes/N/tT/loadgen.records (never overwriting any).
+#            runs/RUN/raw/gatling-tT/simulation.log. In a scale or change-under-load run it writes
+#            its requests to each gateway VM's agent, runs/RUN/live/GATEWAY/request.json, and each
+#            result, runs/RUN/live/GATEWAY/STEP.result.json (objectUser: replaced, as a restarted
+#            tester measures again).
 locals {
   vm_object_access = {
     backend = [
@@ -41,6 +48,8 @@ locals {
       { role = "roles/storage.objectViewer", prefix = "runs/", suffix = "/tester/load-done.json" },
       { role = "roles/storage.objectUser", prefix = "runs/", folder = "cgroup", suffix = ".jsonl" },
       { role = "roles/storage.objectCreator", prefix = "runs/", folder = "gateways", suffix = "/config-error.json" },
+      { role = "roles/storage.objectViewer", prefix = "runs/", folder = "live", suffix = "/request.json" },
+      { role = "roles/storage.objectUser", prefix = "runs/", folder = "live", suffix = "/answer.json" },
     ]
     tester = [
       { role = "roles/storage.objectViewer", prefix = "runs/", suffix = "" },
@@ -50,6 +59,8 @@ locals {
       { role = "roles/storage.objectCreator", prefix = "runs/", folder = "capacity", suffix = "/share.json" },
       { role = "roles/storage.objectCreator", prefix = "runs/", folder = "capacity", suffix = "/loadgen.records" },
       { role = "roles/storage.objectCreator", prefix = "runs/", folder = "capacity", suffix = "/campaign.json" },
+      { role = "roles/storage.objectUser", prefix = "runs/", folder = "live", suffix = "/request.json" },
+      { role = "roles/storage.objectUser", prefix = "runs/", folder = "live", suffix = ".result.json" },
     ]
   }
   vm_object_grants = flatten([

@@ -5,6 +5,8 @@ score: {"run_id", "meter_wait_s"} → ingests every raw log of the run (idempote
 meter_wait_s for the gateway VMs' meters to finish their last upload), scores its measurements
 (Firestore), writes its BigQuery rows to gs://RUNS_BUCKET/runs/RUN/rows.jsonl, and answers
 {"status": "done" | "partial", "scores", "rows_uri", ...}; 400/422 with located errors.
+A scale or change-under-load run: its scale points and change outcomes, with the gateway VMs'
+memory samples, stored as results; its report and rows written.
 ingest: a raw log (runs/RUN/raw/*/simulation.log) → the run's measurements, as it lands;
 any other object is ignored.
 """
@@ -33,7 +35,7 @@ def score(request):
         run_id = cloud.run_id_from_request(body)
         wait = cloud.meter_wait_from_request(body, cloud.METER_WAIT_S)
         cloud.ingest_run(_storage, _store(), bucket, run_id, meter_wait_s=wait)
-        result = cloud.finish_run(_store(), _storage, bucket, run_id)
+        result = cloud.finish_run(_store(), _storage, bucket, run_id, meter_wait_s=wait)
     except cloud.NothingMeasured as exc:
         return cloud.problems_reply(exc, 422)
     except cloud.RequestError as exc:

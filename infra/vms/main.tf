@@ -129,7 +129,9 @@ resource "google_compute_instance" "gateway" {
       # `cloud gateway-config ...` (runner image): the API keys, before the gateway starts.
       configure = each.value.configure
       sidecars  = [for s in each.value.sidecars : merge(s, { image = module.images.pull[s.image] })]
-      ports     = [each.value.port]
+      # `cloud live-gateway ...` (runner image): a scale or change-under-load run's live agent.
+      live  = each.value.live
+      ports = [each.value.port]
       # The meter beside the gateway (runner image): its run and the target it reports.
       runner_image = var.runner_image
       run_id       = var.run_id

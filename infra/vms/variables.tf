@@ -1,7 +1,7 @@
 # Written per run by `gatebench cloud vm-vars` (run.tfvars.json); see gatebench/cloud/_vms.py.
 
 variable "backend" {
-  description = "The backend VM: the runner image's `cloud backend ...` (null when the spec benchmarks an existing service by URL), the port of its first replica, every port it listens on (the replicas', the baseline's TLS listener, the fault's control) and the capabilities its container gets beyond Docker's (NET_RAW: a fault's connection attempts counted from the packets)."
+  description = "The backend VM: the runner image's `cloud backend ...` (null when the spec benchmarks an existing service by URL), the port of its first replica, every port it listens on (the replicas', a change-under-load run's second echo backend, the baseline's TLS listener, the fault's control) and the capabilities its container gets beyond Docker's (NET_RAW: a fault's connection attempts counted from the packets)."
   type = object({
     machine_type = string
     port         = number
@@ -21,7 +21,7 @@ variable "backend" {
 }
 
 variable "gateways" {
-  description = "One VM per gateway: its official image pinned by version, the rendered files fetched from the runs bucket into `mount` (with the folders the gateway expects beside them), the container's arguments, the environment variables the VM fills with a random value at boot (Tyk's control-API secret), the runner image's commands that complete the configuration before the gateway starts (`cloud gateway-config`: the API keys), and helper containers (Tyk's Redis)."
+  description = "One VM per gateway: its official image pinned by version, the rendered files fetched from the runs bucket into `mount` (with the folders the gateway expects beside them), the container's arguments, the environment variables the VM fills with a random value at boot (Tyk's control-API secret), the runner image's commands that complete the configuration before the gateway starts (`cloud gateway-config`: the API keys), helper containers (Tyk's Redis), and the runner image's live agent beside it in a scale or change-under-load run (`live`: `cloud live-gateway ...`, with the VM's Docker socket)."
   type = map(object({
     machine_type = string
     image        = string
@@ -40,6 +40,7 @@ variable "gateways" {
       image = string
       args  = list(string)
     }))
+    live = optional(list(list(string)), [])
   }))
   default = {}
   validation {
@@ -47,7 +48,7 @@ variable "gateways" {
     error_message = "gateways[*].image: an image pinned by tag or digest (for example nginx:1.27.3)."
   }
   validation {
-    condition     = alltrue(flatten([for g in values(var.gateways) : [for a in concat(g.args, flatten(g.configure), g.dirs, [g.mount], [for f in g.files : f.path]) : !can(regex("['\\n\\r]", a))]]))
+    condition     = alltrue(flatten([for g in values(var.gateways) : [for a in concat(g.args, flatten(g.configure), flatten(g.live), g.dirs, [g.mount], [for f in g.files : f.path]) : !can(regex("['\\n\\r]", a))]]))
     error_message = "gateways: arguments and paths may not contain quotes or newlines (they are quoted into the VM's startup script)."
   }
   validation {

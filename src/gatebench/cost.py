@@ -24,9 +24,12 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import GatebenchError
+
+if TYPE_CHECKING:
+    from .scaleplan import ScaleAsk
 
 _MACHINE = re.compile(r"^(?P<family>[a-z0-9]+)-(?P<shape>[a-z]+)-(?P<vcpus>\d+)$")
 _DEFAULT_MACHINE = "n2-standard-2"  # plan.Infrastructure's default for every role
@@ -188,6 +191,27 @@ def capacity_seconds(plan: Mapping[str, Any]) -> float:
     return float(budget) if budget else Capacity().budget
 
 
+def live_seconds(ask: ScaleAsk, gateways: int, table: Mapping[str, Any] | None = None) -> float:
+    """How long the load of a scale or change-under-load run (a ``gatebench.scaleplan.ScaleAsk``)
+    lasts on the cloud path: for every gateway and size, a start (``live_boot_s``: the gateway
+    VM told ahead, its container started on the size's files, the routes probed, the idle
+    memory read) and a constant-rate load (the engine's start, the warm-up, the measured
+    seconds of each of the three positions); for a change, the start, the check of the new
+    files (``live_check_s``) and one load."""
+    assume = (table or price_table())["assumptions"]
+    settings = ask.settings
+    boot = float(assume["live_boot_s"])
+    per_gateway: float
+    engine = float(assume["engine_start_s"])
+    if ask.kind == "scale":
+        load = engine + settings.warmup_s + 3 * settings.duration_s
+        per_gateway = len(ask.sizes) * (boot + load)
+    else:
+        load = engine + settings.warmup_s + settings.duration_s
+        per_gateway = boot + float(assume["live_check_s"]) + load
+    return gateways * per_gateway + engine
+
+
 VM_LIFETIME_FACTOR = 2.0
 VM_LIFETIME_MARGIN_S = 1800.0
 """A run's VMs delete themselves after (estimated VM lifetime × factor + margin): room for a
@@ -198,7 +222,7 @@ def vm_estimate_s(
     plan: Mapping[str, Any], table: Mapping[str, Any] | None = None, *, load_s: float | None = None
 ) -> float:
     """Each VM's estimated lifetime: the provision build, the load (``load_s`` when the caller
-    knows it better: a capacity run's budget), teardown."""
+    knows it better: a capacity run's budget, a scale run's :func:`live_seconds`), teardown."""
     assume = (table or price_table())["assumptions"]
     load_s = load_seconds(plan, table) if load_s is None else load_s
     return max(60.0, float(assume["provision_s"]) + load_s + float(assume["teardown_s"]))
@@ -260,26 +284,38 @@ def describe_vm_limits(plan: Mapping[str, Any], table: Mapping[str, Any] | None 
     )
 
 
-def estimate_cost(plan: Mapping[str, Any], table: Mapping[str, Any] | None = None) -> CostEstimate:
-    """The estimate for a plan as ``Plan.to_dict()`` gives it (also a stored run's plan)."""
+def estimate_cost(
+    plan: Mapping[str, Any],
+    table: Mapping[str, Any] | None = None,
+    *,
+    live: ScaleAsk | None = None,
+) -> CostEstimate:
+    """The estimate for a plan as ``Plan.to_dict()`` gives it (also a stored run's plan).
+    ``live``: the run is a scale or change-under-load run (a ``gatebench.scaleplan.ScaleAsk``)
+    of the plan's gateways instead of its workloads: its load lasts :func:`live_seconds`, the
+    backend VM runs its echo backends, no raw log is kept (the load engine's logs stay on the
+    tester), and each gateway VM's live agent reads its request object every
+    ``live_poll_s`` while it lives (docs/cloud.md, "Route scale and changes under load")."""
     table = table or price_table()
     prices, assume = table["prices"], table["assumptions"]
     gateways = [g for g in plan.get("gateways") or [] if g != "baseline"]
     targets = len(gateways) + (1 if plan.get("baseline") else 0)
     repetitions = int(plan.get("repetitions") or 1)
     workloads = plan.get("workloads") or []
-    load_s = load_seconds(plan, table)
+    load_s = load_seconds(plan, table) if live is None else live_seconds(live, len(gateways), table)
     requests = (
         repetitions * targets * sum(phase_requests(w["injection"], assume) for w in workloads)
+        if live is None
+        else 0.0
     )
 
     infra = plan.get("infrastructure") or {}
     backend = plan.get("backend") or {}
     roles = [infra.get("gateway_machine") or _DEFAULT_MACHINE] * len(gateways)
-    if backend.get("kind", "mock") != "url":
+    if backend.get("kind", "mock") != "url" or live is not None:
         roles.append(infra.get("backend_machine") or _DEFAULT_MACHINE)
     roles.append(infra.get("tester_machine") or _DEFAULT_MACHINE)
-    vm_s = vm_estimate_s(plan, table)
+    vm_s = vm_estimate_s(plan, table, load_s=load_s)
 
     lines: list[CostLine] = []
     for machine in sorted(set(roles)):
@@ -294,7 +330,7 @@ def estimate_cost(plan: Mapping[str, Any], table: Mapping[str, Any] | None = Non
         )
     month_s = float(assume["month_hours"]) * 3600
     disk = float(assume["boot_disk_gib"])
-    tester_disk = disk_gib_per_tester(plan, table)
+    tester_disk = disk_gib_per_tester(plan, table) if live is None else int(disk)
     disk_gib = (len(roles) - 1) * disk + tester_disk
     item = (
         f"boot disks {len(roles)} × {assume['boot_disk_gib']} GiB"
@@ -326,6 +362,11 @@ def estimate_cost(plan: Mapping[str, Any], table: Mapping[str, Any] | None = Non
     ingest = int(assume["ingest_events_fixed"]) + int(assume["ingest_events_per_gateway"]) * len(
         gateways
     )
+    polls = 0.0
+    if live is not None:  # every step's files, requests, answers and results are objects too
+        steps = len(live.sizes) if live.kind == "scale" else 2
+        ingest += int(assume["live_objects_per_step"]) * steps * len(gateways)
+        polls = len(gateways) * vm_s / float(assume["live_poll_s"])
     invocations = {name: int(f["invocations"]) for name, f in functions.items()}
     invocations["ingest"] = ingest
     lines.append(
@@ -385,6 +426,15 @@ def estimate_cost(plan: Mapping[str, Any], table: Mapping[str, Any] | None = Non
             float(prices["class_b_thousand"]) / 1000,
         )
     )
+    if live is not None:
+        lines.append(
+            CostLine(
+                "Cloud Storage reads (the gateway VMs' live agents)",
+                polls,
+                "Class B operations",
+                float(prices["class_b_thousand"]) / 1000,
+            )
+        )
     return CostEstimate(
         lines=tuple(lines),
         load_s=load_s,
@@ -454,6 +504,7 @@ __all__ = [
     "describe_vm_limits",
     "disk_gib_per_tester",
     "estimate_cost",
+    "live_seconds",
     "load_seconds",
     "machine_hourly",
     "phase_requests",

@@ -19,6 +19,14 @@ Each is made of parts a run's stages call one at a time: :func:`render_grown` (t
 :func:`boot_grown`), :func:`load_positions` (the load and memory under it) and
 :func:`change_under_load`.
 
+The gateway is a :class:`Gateway`: a process here (``provisioners._live.LiveGateway``), or on
+the cloud path a container on its own VM that the tester drives through the runs bucket
+(``provisioners._vm_live.RemoteGateway``, docs/cloud.md, "Route scale and changes under load").
+A remote gateway must be told of a start or a change ``lead_s`` seconds ahead, and says
+afterwards when it really happened (``confirm_start``, ``confirm``): probes run from the
+planned moment, and the figures count from the confirmed one (a probe before it cannot
+succeed: the gateway was stopped, or still served the old configuration).
+
 An edge: it starts processes (through the caller's supervisor) and a load engine; what is
 measured and how it is summarised is the core's (``routescale``, ``scalemetrics``).
 """
@@ -26,15 +34,17 @@ measured and how it is summarised is the core's (``routescale``, ``scalemetrics`
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, Protocol
 
 from .engines.constant_rate import RateLoad
 from .errors import GatebenchError, RunError
 from .ir import Api
 from .procs import Supervisor
 from .provisioners._live import ChangeApplied, LiveGateway, ProbeOutcome, RouteProber
-from .renderers import Renderer
+from .renderers import LiveChange, Renderer
 from .routescale import added_routes, probes_for, replicate, routes_at_positions
 from .scalemetrics import (
     ChangeOutcome,
@@ -44,26 +54,65 @@ from .scalemetrics import (
     rss_mb,
     schedule_problem,
 )
+from .scaleplan import LoadSettings
 
 SETTLE_S = 1.0
 """Pause between the first correct answers and the idle memory reading (lazy allocations,
 JIT threads and connection pools settle)."""
 
 
-@dataclass(frozen=True)
-class LoadSettings:
-    """The constant-rate load both measurements run."""
+class Gateway(Protocol):
+    """What the measurements need of a gateway (module docstring)."""
 
-    rate: float = 200.0
-    duration_s: float = 10.0
-    """Per measured phase (a scale point runs three: start, middle, end)."""
-    warmup_s: float = 3.0
-    probe_interval_s: float = 0.05
-    deadline_s: float = 120.0
-    """How long a route may take to answer correctly (boot or change) before it counts as
-    never answering; a gateway's start may take this long too (Varnish compiles a large VCL
-    before it listens)."""
-    check_timeout_s: float = 600.0
+    @property
+    def renderer(self) -> Renderer: ...
+
+    @property
+    def mechanism(self) -> LiveChange: ...
+
+    @property
+    def host(self) -> str:
+        """Where the load and the probes reach it."""
+        ...
+
+    @property
+    def port(self) -> int: ...
+
+    @property
+    def ca_file(self) -> str | None: ...
+
+    @property
+    def lead_s(self) -> float:
+        """How long before a start or a change the gateway must be told of it (0: at once)."""
+        ...
+
+    def start(self) -> float:
+        """Start it; the monotonic moment it was (to be) started."""
+        ...
+
+    def confirm_start(self, started: float) -> float:
+        """The monotonic moment the start :meth:`start` returned really happened."""
+        ...
+
+    def alive(self) -> bool: ...
+
+    def rss_bytes(self) -> int | None:
+        """Its resident memory now (None: read elsewhere, as a gateway VM's meter does)."""
+        ...
+
+    def config_bytes(self) -> int: ...
+
+    def prepare(
+        self, api: Api, backend_url: str | None = None, replicas: Sequence[str] = ()
+    ) -> Any: ...
+
+    def apply(self, prepared: Any) -> ChangeApplied: ...
+
+    def confirm(self, applied: ChangeApplied) -> ChangeApplied:
+        """The change :meth:`apply` returned, with the times it really happened."""
+        ...
+
+    def stop(self) -> None: ...
 
 
 def _readiness_timeout(gateway: str | Renderer) -> float:
@@ -75,9 +124,9 @@ def _readiness_timeout(gateway: str | Renderer) -> float:
     return renderer.readiness_timeout
 
 
-def _prober(live: LiveGateway, instance: str, settings: LoadSettings) -> RouteProber:
+def _prober(live: Gateway, instance: str, settings: LoadSettings) -> RouteProber:
     return RouteProber(
-        "127.0.0.1",
+        live.host,
         live.port,
         instance=instance,
         normalizes_path=live.renderer.normalizes_path,
@@ -90,7 +139,7 @@ def _prober(live: LiveGateway, instance: str, settings: LoadSettings) -> RoutePr
 class Booted:
     """A gateway booted on a grown description: what provisioning measured."""
 
-    live: LiveGateway
+    live: Gateway
     api: Api
     """The grown description it serves."""
     instance: str
@@ -152,7 +201,7 @@ def render_grown(
     return live
 
 
-def start_grown(live: LiveGateway, grown: Api, *, instance: str, settings: LoadSettings) -> Booted:
+def start_grown(live: Gateway, grown: Api, *, instance: str, settings: LoadSettings) -> Booted:
     """Check and start a rendered gateway, probe the start, middle and end routes until each
     answers correctly, read its memory idle. A gateway that does not start or never answers
     correctly is returned with its ``problem`` (and stopped)."""
@@ -173,7 +222,8 @@ def start_grown(live: LiveGateway, grown: Api, *, instance: str, settings: LoadS
         live.stop()
         booted.problem = "no correct answer: " + "; ".join(sorted(set(first.last_problem.values())))
         return booted
-    booted.start_s = round(first.slowest_s or 0.0, 4)
+    late = live.confirm_start(started) - started  # probes before the real start all failed
+    booted.start_s = round(max(0.0, (first.slowest_s or 0.0) - late), 4)
     time.sleep(SETTLE_S)
     booted.rss_idle_mb = rss_mb([live.rss_bytes()])
     return booted
@@ -204,11 +254,11 @@ def load_positions(
     if booted.problem:
         return ScalePoint(rss_load_mb=None, problem=booted.problem, **base)  # type: ignore[arg-type]
     positions = routes_at_positions(booted.api)
-    samples: list[int] = []
+    samples: list[int | None] = []
     run = load.run(
         booted.api,
         {label: route.operation_id for label, route in positions.items()},
-        f"http://127.0.0.1:{live.port}",
+        f"http://{live.host}:{live.port}",
         rate=settings.rate,
         duration_s=settings.duration_s,
         warmup_s=settings.warmup_s,
@@ -311,7 +361,7 @@ def change_under_load(
     new_probes = probes_for(after, added_routes(before, after))
     prepared = live.prepare(after, new_url)
     clock = time.time() - time.monotonic()
-    done: list[tuple[ChangeApplied, float, ProbeOutcome]] = []
+    done: list[tuple[ChangeApplied, ProbeOutcome]] = []
 
     def change() -> None:
         applied = live.apply(prepared)
@@ -321,24 +371,34 @@ def change_under_load(
             deadline_s=settings.deadline_s,
             alive=live.alive,
         )
-        done.append((applied, (applied.triggered_at + clock) * 1000.0, probed))
+        done.append((applied, probed))
 
     run = load.run(
         before,
         {"end": loaded.operation_id},
-        f"http://127.0.0.1:{live.port}",
+        f"http://{live.host}:{live.port}",
         rate=settings.rate,
         duration_s=settings.duration_s,
         warmup_s=settings.warmup_s,
         workdir=workdir,
         supervisor=supervisor,
-        at=[(change_after_s, change)],
+        # told ahead, a remote gateway applies it at change_after_s (LiveGateway: at once)
+        at=[(max(0.0, change_after_s - live.lead_s), change)],
     )
     failed = [exc for _at, exc in run.fired if exc is not None]
     if failed or not done:
         reason = failed[0] if failed else "the change was never applied"
         raise RunError(f"{fields['gateway']}: the change failed: {reason}")
-    applied, change_at_ms, probed = done[0]
+    planned, probed = done[0]
+    applied = live.confirm(planned)
+    late = applied.triggered_at - planned.triggered_at  # probes before it could not succeed
+    change_at_ms = (applied.triggered_at + clock) * 1000.0
+    probed = replace(
+        probed,
+        first_correct={
+            k: None if v is None else max(0.0, v - late) for k, v in probed.first_correct.items()
+        },
+    )
     return change_outcome(
         run.arrivals,
         change_at_ms,
@@ -400,6 +460,7 @@ def measure_change(
 
 __all__ = [
     "Booted",
+    "Gateway",
     "LoadSettings",
     "boot_grown",
     "change_under_load",

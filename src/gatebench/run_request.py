@@ -1,7 +1,7 @@
 """What a person asked for on top of the spec's own plan: a :class:`RunRequest` (a quick smoke
 run, a subset of the plan's gateways, the root description of a zip that holds several, a
-capacity search instead of the fixed workload), read
-from where each path carries it.
+capacity search, a route-scale or a change-under-load run instead of the fixed workload),
+read from where each path carries it.
 
 The upload form sends it as query parameters to the local server
 (:func:`run_request_from_query`) and, on GCP, signs it into the uploaded object's
@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from .errors import Problem, ProblemsError
 from .plan import Plan
+from .scaleplan import LIVE_KINDS, LiveKind, ScaleAsk, scale_ask_from_json
 from .workload import quick_plan
 
 METADATA_KEY = "gatebench"
@@ -27,10 +28,14 @@ METADATA_HEADER = f"x-goog-meta-{METADATA_KEY}"
 """The same metadata as an HTTP header (what a signed PUT sends)."""
 
 
-RunKind = Literal["fixed", "capacity"]
-KINDS: tuple[RunKind, ...] = ("fixed", "capacity")
+RunKind = Literal["fixed", "capacity", "scale", "change-under-load"]
+KINDS: tuple[RunKind, ...] = ("fixed", "capacity", *LIVE_KINDS)
 """``fixed``: the plan's workloads as written (``gatebench run``); ``capacity``: the capacity
-search over the same workloads (``gatebench capacity``, docs/capacity.md)."""
+search over the same workloads (``gatebench capacity``, docs/capacity.md); ``scale`` and
+``change-under-load``: the description grown to each size, or changed under a constant-rate load,
+with the settings of the request's ``scale`` object (docs/scale.md; docs/cloud.md, "Route scale
+and changes under load"). Only an upload's metadata asks for the last two: the cloud path's run
+kinds are chosen by the upload, never by the plan."""
 
 
 class UploadRejected(ProblemsError):
@@ -48,7 +53,11 @@ class RunRequest:
     entry: str | None = None
     """The root description inside an uploaded zip that holds several (``--entry``)."""
     kind: RunKind = "fixed"
-    """The kind of run: the plan's fixed workloads, or the capacity search."""
+    """The kind of run: the plan's fixed workloads, the capacity search, route scale or a
+    change under load."""
+    scale: ScaleAsk | None = None
+    """A scale or change-under-load run's sizes, change and load settings (``kind`` is one of
+    those; None for a fixed or capacity run)."""
 
     def to_metadata(self) -> str:
         """The ``x-goog-meta-gatebench`` value: compact, sorted JSON."""
@@ -59,6 +68,8 @@ class RunRequest:
             data["entry"] = self.entry
         if self.kind != "fixed":
             data["kind"] = self.kind
+        if self.scale is not None:
+            data["scale"] = self.scale.to_json()
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
     def to_query(self) -> dict[str, str]:
@@ -111,7 +122,8 @@ class RunRequest:
 
     def apply(self, plan: Plan) -> Plan:
         """The plan as it will run: chosen gateways, then the quick profile when asked (a
-        capacity run's: ``gatebench.capacity.capacity_as_run``)."""
+        capacity run's: ``gatebench.capacity.capacity_as_run``; a scale or change-under-load
+        run has none: its request refuses ``quick``)."""
         chosen = self.select(plan)
         if self.kind == "capacity":
             from .capacity import capacity_as_run
@@ -127,7 +139,7 @@ def run_request_from_query(query: Mapping[str, str]) -> RunRequest:
     problems: list[Problem] = []
     quick = _flag(query.get("quick"), "quick", problems)
     kind = query.get("kind", "fixed") or "fixed"
-    if kind not in KINDS:
+    if kind not in ("fixed", "capacity"):  # scale runs: an upload's metadata only
         problems.append(
             Problem("", f"query parameter 'kind': expected fixed or capacity, got {kind[:40]!r}")
         )
@@ -158,13 +170,13 @@ def run_request_from_metadata(value: str | None) -> RunRequest:
         raise UploadRejected(
             [Problem("", f"metadata {METADATA_HEADER}: not JSON ({exc})", source=METADATA_HEADER)]
         ) from None
-    if not isinstance(data, dict) or set(data) - {"quick", "gateways", "entry", "kind"}:
+    if not isinstance(data, dict) or set(data) - {"quick", "gateways", "entry", "kind", "scale"}:
         raise UploadRejected(
             [
                 Problem(
                     "",
                     f"metadata {METADATA_HEADER}: expected an object with 'quick', 'gateways', "
-                    f"'entry' and 'kind', got {value[:200]!r}",
+                    f"'entry', 'kind' and 'scale', got {value[:200]!r}",
                     source=METADATA_HEADER,
                 )
             ]
@@ -193,21 +205,57 @@ def run_request_from_metadata(value: str | None) -> RunRequest:
                 source=METADATA_HEADER,
             )
         )
-    kind = data.get("kind", "fixed")
-    if kind not in KINDS:
-        problems.append(
-            Problem(
-                "/kind", f"expected 'fixed' or 'capacity', got {kind!r}", source=METADATA_HEADER
-            )
-        )
+    kind, scale = _kind(data, bool(quick), problems)
     if problems:
         raise UploadRejected(problems)
     return RunRequest(
         quick=bool(quick),
         gateways=None if gateways is None else tuple(gateways),
         entry=entry,
-        kind="capacity" if kind == "capacity" else "fixed",
+        kind=kind,
+        scale=scale,
     )
+
+
+def _kind(
+    data: Mapping[str, Any], quick: bool, problems: list[Problem]
+) -> tuple[RunKind, ScaleAsk | None]:
+    """The metadata's ``kind`` and, for a scale or change-under-load run, its ``scale``
+    settings (every setting's default when absent)."""
+    kind = data.get("kind", "fixed")
+    if kind not in KINDS:
+        problems.append(
+            Problem(
+                "/kind",
+                f"expected one of {', '.join(KINDS)}, got {kind!r}",
+                source=METADATA_HEADER,
+            )
+        )
+        return "fixed", None
+    if kind in ("fixed", "capacity"):
+        if "scale" in data:
+            problems.append(
+                Problem(
+                    "/scale",
+                    "only a scale or change-under-load run takes these settings: add "
+                    '"kind": "scale" or "kind": "change-under-load"',
+                    source=METADATA_HEADER,
+                )
+            )
+        return ("capacity" if kind == "capacity" else "fixed"), None
+    live: LiveKind = "scale" if kind == "scale" else "change-under-load"
+    if quick:
+        problems.append(
+            Problem(
+                "/quick",
+                f"a {live} run has no quick profile: shorten it with /scale/duration and "
+                "/scale/warmup instead",
+                source=METADATA_HEADER,
+            )
+        )
+    ask, found = scale_ask_from_json(live, data.get("scale"), source=METADATA_HEADER)
+    problems.extend(found)
+    return live, ask
 
 
 def _flag(value: str | None, name: str, problems: list[Problem]) -> bool:

@@ -11,19 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
 
 from .engines.constant_rate import RateLoad
 from .ir import Api
 from .model import RunRecord, local_run_id
 from .plan import Backend, Plan, Warmup
 from .procs import Supervisor, this_process
+from .scaleplan import LiveKind, ScaleAsk
 from .stages import Progress, RunJournal, RunOptions, RunOutcome, execute
 from .stages._abandoned import settle_abandoned
 from .stages.scale import ScaleContext, ScaleRequest, change_stages, scale_stages
 from .store import ResultStore
 
-Kind = Literal["scale", "change-under-load"]
+Kind = LiveKind
 
 
 def run_scale(
@@ -46,30 +46,14 @@ def run_scale(
     if store is not None:
         settle_abandoned(store)
     settings = request.settings
-    about: dict[str, object] = {
-        "kind": kind,
-        "gateways": list(request.gateways),
-        "rate": settings.rate,
-        "duration_s": settings.duration_s,
-        "warmup_s": settings.warmup_s,
-        "probe_interval_s": settings.probe_interval_s,
-    }
-    if kind == "scale":
-        about["sizes"] = list(request.sizes)
-    if request.change is not None:
-        about["change"] = {
-            "routes_before": request.change.routes_before,
-            "routes_added": request.change.routes_added,
-            "change_after_s": request.change.change_after_s,
-            "window_s": request.change.window_s,
-        }
+    ask = ScaleAsk(kind, request.sizes, request.change, settings)
     record = RunRecord(
         run_id=run_id,
         spec_uri=spec_uri,
         spec_sha256=spec_sha256,
         title=api.title,
         gateways=list(request.gateways),
-        plan=about,
+        plan=ask.about(request.gateways),
         owner={**this_process(), "run_dir": str(run_dir)},
     )
     journal = RunJournal(record, run_dir, store, display)

@@ -185,6 +185,11 @@ def change_outcome(
     )
     if stalled:
         fields["problem"] = "; ".join(p for p in (fields.get("problem", ""), stalled) if p)
+    new_routes = fields.get("new_routes_s") or {}
+    never = sum(1 for v in new_routes.values() if v is None)
+    if never:  # the change did not deliver what it carried: the run ends partial
+        missed = f"{never} of {len(new_routes)} new routes never answered correctly"
+        fields["problem"] = "; ".join(p for p in (fields.get("problem", ""), missed) if p)
     failed = sorted((a for a in window if not a.ok), key=lambda a: a.at_ms)
     kinds: dict[str, int] = {}
     for a in failed:
@@ -254,9 +259,16 @@ def scale_rows(points: Iterable[ScalePoint]) -> list[dict[str, Any]]:
     return rows
 
 
-def rss_mb(samples: Mapping[float, int] | Sequence[int]) -> float | None:
-    """The highest of resident-memory samples in bytes, in MB (None: no sample)."""
-    values = list(samples.values()) if isinstance(samples, Mapping) else list(samples)
+def files_bytes(files: Mapping[str, str]) -> int:
+    """A rendered configuration's size: its files' UTF-8 bytes."""
+    return sum(len(text.encode("utf-8")) for text in files.values())
+
+
+def rss_mb(samples: Mapping[float, int] | Sequence[int | None]) -> float | None:
+    """The highest of resident-memory samples in bytes, in MB (None: no sample; a None sample
+    is memory read elsewhere: a gateway VM's meter)."""
+    raw = list(samples.values()) if isinstance(samples, Mapping) else list(samples)
+    values = [v for v in raw if v is not None]
     return round(max(values) / (1024 * 1024), 2) if values else None
 
 
@@ -271,6 +283,7 @@ __all__ = [
     "ScalePoint",
     "buckets",
     "change_outcome",
+    "files_bytes",
     "latency_of",
     "position_latency",
     "rss_mb",

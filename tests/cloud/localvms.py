@@ -56,8 +56,10 @@ whatever is left, network included.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -73,6 +75,7 @@ from gatebench.procs import ManagedProcess, Supervisor
 from gatebench.renderers import get_renderer
 
 from .cgroups import CgroupStandIn
+from .dockerd import StandInContainer, StandInDocker
 from .image import containers, remove_container, run_argv
 from .localterraform import LocalTerraform
 from .netns import LocalNetwork
@@ -80,6 +83,8 @@ from .secretgate import SecretManagerStandIn
 from .startup import (
     configure_commands,
     firewall_commands,
+    live_command,
+    live_mounts,
     meter_command,
     runner_caps,
     startup_script,
@@ -117,6 +122,10 @@ class LocalVms:
     destroyed: set[str] = field(default_factory=set)
     denied: list[str] = field(default_factory=list)
     cgroups: dict[str, list[CgroupStandIn]] = field(default_factory=dict)
+    dockers: dict[str, list[tuple[StandInDocker, Path]]] = field(default_factory=dict)
+    """A scale run's gateway VMs' Docker daemon stand-ins (and their sockets' folders)."""
+    docker_log: list[tuple[str, str, list[str]]] = field(default_factory=list)
+    """(run id, gateway, the container calls its live agent made), for every VM destroyed."""
     """Every storage request a gate refused (Cloud Storage's 403 message), across runs."""
     secrets: dict[str, str] = field(default_factory=dict)
     """Secret Manager's contents: ``projects/P/secrets/S`` → the latest version's text."""
@@ -322,7 +331,8 @@ class LocalVms:
             command = self.network.command(host, argv, mount=(folder, mount))
             env = renderer.env(Path(mount))
             proc = self._start(key, f"{run_id}-gw-{name}", command, cwd=folder, env=env)
-            self._meter(key, values, name, host, gate, proc)
+            cgroup = self._meter(key, values, name, host, gate, proc)
+            self._live(key, values, name, host, gate, folder, (command, env, proc), cgroup)
         tester = values.get("tester")
         count = int((tester or {}).get("count") or 1) if tester else 0
         for t in range(count):  # infra/vms/main.tf: count testers, T > 0 with --tester T
@@ -367,6 +377,69 @@ class LocalVms:
             if done.returncode != 0:
                 raise RunError(f"{' '.join(argv[:2])} exited {done.returncode}: {done.stderr}")
 
+    def _live(
+        self,
+        key: str,
+        values: dict[str, Any],
+        name: str,
+        host: str,
+        gate: StorageGate,
+        folder: Path,
+        gateway: tuple[list[str], dict[str, str], ManagedProcess],
+        cgroup: CgroupStandIn | None,
+    ) -> None:
+        """A scale or change-under-load run: the script's live agent beside the gateway (its
+        ``docker run --name gatebench-live`` line, run for real as the gateway VM's account,
+        with the gateway's folder and, where the script mounts the VM's Docker socket, the
+        socket of a stand-in daemon whose container "gateway" is the gateway's process:
+        tests/cloud/dockerd.py)."""
+        script = startup_script("gateway", values, name, self.templates)
+        argv = live_command(script, values["runner_image"])
+        if argv is None:
+            return
+        run_id, mount = values["run_id"], values["gateways"][name]["mount"]
+        command, env, proc = gateway
+        renderer = get_renderer(name)
+        mounts = live_mounts(script, values["runner_image"])
+        assert mounts == ["/var/run/docker.sock:/var/run/docker.sock", f"$dir:{mount}"], mounts
+        socket_dir = Path(tempfile.mkdtemp(prefix="gbd-"))  # a Unix socket's path is short
+        daemon = StandInDocker(socket_dir / "docker.sock", run_id=run_id, gateway=name)
+
+        def start() -> ManagedProcess:
+            return self._start(key, f"{run_id}-gw-{name}", command, cwd=folder, env=env)
+
+        def stop(process: ManagedProcess, grace: float) -> None:
+            self.supervisor.stop(process, timeout=grace)
+
+        def execute(argv: list[str], timeout: float) -> tuple[int, bytes]:
+            resolved = [renderer.find_program(argv[0]), *argv[1:]]
+            done = subprocess.run(
+                self.network.command(host, resolved, mount=(folder, mount)),
+                capture_output=True,
+                cwd=folder,
+                env={**self.env, **env},
+                timeout=timeout,
+            )
+            return done.returncode, done.stdout + done.stderr
+
+        def started(process: ManagedProcess) -> None:
+            if cgroup is not None:  # the container's cgroup keeps its path across a restart
+                cgroup.pid = process.pid
+
+        container = StandInContainer("gateway", start, stop, execute, started)
+        container.proc, container.started_at = proc, proc.started_at
+        daemon.add(container)
+        with self._lock:
+            self.dockers.setdefault(key, []).append((daemon, socket_dir))
+        agent = f"{run_id}-gw-{name}-live"
+        if self.image is None:  # as a process: the stand-in's socket named on its command line
+            args = [*argv, "--docker", str(daemon.path)]
+            agent_command = self.network.command(host, [GATEBENCH, *args], mount=(folder, mount))
+        else:  # the script's -v /var/run/docker.sock:/var/run/docker.sock -v "$dir:MOUNT"
+            mounted = [(folder, mount, ""), (daemon.path, "/var/run/docker.sock", "")]
+            agent_command = self.runner(key, host, gate, argv, name=agent, mounts=mounted)
+        self._start(key, agent, agent_command, env=self.vm_env(host, gate))
+
     def _meter(
         self,
         key: str,
@@ -375,7 +448,7 @@ class LocalVms:
         host: str,
         gate: StorageGate,
         gateway: ManagedProcess,
-    ) -> None:
+    ) -> CgroupStandIn | None:
         """The script's meter beside the gateway, reading the cgroup stand-in."""
         script = startup_script("gateway", values, name, self.templates)
         argv = meter_command(script, values["runner_image"])
@@ -387,7 +460,7 @@ class LocalVms:
                 self.cgroups.setdefault(key, []).append(cgroup)
         if late:  # an apply cut short: its machines are gone already
             cgroup.stop()
-            return
+            return None
         meter = f"{values['run_id']}-gw-{name}-meter"
         if self.image is None:
             argv[argv.index("--cgroup") + 1] = str(folder)
@@ -397,11 +470,14 @@ class LocalVms:
             mounts = [(folder, CGROUP_MOUNT + STAND_IN_CGROUP, "ro")]
             command = self.runner(key, host, gate, argv, name=meter, mounts=mounts)
         self._start(key, meter, command, env=self.vm_env(host, gate))
+        return cgroup
 
     def close(self) -> None:
         """Stop every process still running, the gates and the starter thread; remove the
         machines and the network."""
-        for key in list(self.machines) + list(self.cgroups) + list(self.containers):
+        for key in (
+            list(self.machines) + list(self.cgroups) + list(self.containers) + list(self.dockers)
+        ):
             self._destroy(key)
         for name in containers(self.network.tag):  # any a cut-short start left
             remove_container(name)
@@ -421,6 +497,7 @@ class LocalVms:
             gates = [self.gates.pop(h) for h in hosts if h in self.gates]
             cgroups = self.cgroups.pop(key, [])
             names = self.containers.pop(key, [])
+            dockers = self.dockers.pop(key, [])
         for name in names:  # deleting a VM kills its containers
             remove_container(name)
         for host in hosts:
@@ -429,6 +506,11 @@ class LocalVms:
             self.supervisor.stop(proc)
         for cgroup in cgroups:
             cgroup.stop()
+        for daemon, socket_dir in dockers:
+            daemon.close()
+            shutil.rmtree(socket_dir, ignore_errors=True)
+            for container in daemon.containers.values():
+                self.docker_log.append((daemon.run_id, daemon.gateway, list(container.calls)))
         for gate in gates:
             gate.close()
             self.denied += gate.denied

@@ -220,6 +220,7 @@ def startup_script(
             "sidecars": each["sidecars"],
             "random_env": each["random_env"],
             "configure": each["configure"],
+            "live": each.get("live", []),  # optional(list(list(string)), []) in variables.tf
             "runner_image": values["runner_image"],
             "run_id": values["run_id"],
             "target": gateway,
@@ -274,6 +275,29 @@ def runner_caps(script: str, image: str) -> list[str]:
     raise TemplateError("the script starts no runner container (docker run --name gatebench)")
 
 
+def live_command(script: str, image: str) -> list[str] | None:
+    """The gateway script's live agent of a scale or change-under-load run: the runner image's
+    arguments (``cloud live-gateway ...``) of its ``docker run --name gatebench-live`` line, and
+    the line's mounts; None when the script starts none."""
+    for line in script.replace("\\\n", " ").splitlines():
+        if not line.startswith("docker run "):
+            continue
+        words = shlex.split(line, comments=True)
+        if "gatebench-live" in words:
+            return words[words.index(image) + 1 :]
+    return None
+
+
+def live_mounts(script: str, image: str) -> list[str]:
+    """The ``-v`` values of the script's live-agent line (what the agent sees of the VM)."""
+    for line in script.replace("\\\n", " ").splitlines():
+        words = shlex.split(line, comments=True) if line.startswith("docker run ") else []
+        if "gatebench-live" in words:
+            options = words[: words.index(image)]
+            return [options[i + 1] for i, w in enumerate(options) if w == "-v"]
+    return []
+
+
 def configure_commands(script: str, image: str) -> list[list[str]]:
     """The gateway script's steps before its gateway starts: the runner image's arguments
     (``cloud gateway-config ...``) of each ``docker run --rm ... IMAGE`` line, as argv."""
@@ -290,6 +314,8 @@ __all__ = [
     "TemplateError",
     "configure_commands",
     "firewall_commands",
+    "live_command",
+    "live_mounts",
     "meter_command",
     "render_template",
     "runner_caps",

@@ -221,8 +221,14 @@ def world(
             assert containers(network.tag) == []
 
 
-def upload(world: dict[str, Any], name: str, data: bytes) -> dict[str, Any]:
+def upload(
+    world: dict[str, Any], name: str, data: bytes, request: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The object uploaded (with ``request`` as its x-goog-meta-gatebench run request) and its
+    object-finalized event."""
     blob = world["uploads"].blob(name)
+    if request is not None:
+        blob.metadata = {"gatebench": json.dumps(request)}
     blob.upload_from_string(data, content_type="application/yaml")
     return {
         "specversion": "1.0",
@@ -660,3 +666,172 @@ def test_a_capacity_run_searches_on_two_testers_and_stores_its_result(
     assert probes and all(r["offered_rate"] for r in probes)
     assert run_processes(world, run_id) == []
     assert [d for d in world["vms"].denied if run_id in d] == []
+
+
+# -- route scale and changes under load (docs/cloud.md, "Route scale and changes under load") --
+
+PETSTORE = (ROOT / "examples" / "petstore" / "openapi.yaml").read_bytes()
+LIVE_SETTINGS = {"rate": 40, "duration": 2, "warmup": 1, "deadline": 30}
+
+
+def live_results(run_id: str, kind: str) -> dict[str, dict[str, Any]]:
+    from gatebench.store import open_store
+
+    return open_store(f"firestore://{PROJECT}").results(run_id, kind)
+
+
+def test_a_scale_run_measures_every_size_on_the_gateway_vms_and_stores_each_point(
+    world: dict[str, Any],
+) -> None:
+    """kind: scale in the upload's run request: the same workflow renders both sizes, boots each
+    gateway VM's container on each size's files (its live agent, through Docker's socket), the
+    tester measures the start, the three positions' latency at the constant rate, and the meter
+    the memory; every point reaches Firestore, the BigQuery rows carry the table's size."""
+    name = "specs/scale.yaml"
+    request = {
+        "kind": "scale",
+        "gateways": ["nginx"],
+        "scale": {"routes": [10, 100], **LIVE_SETTINGS},
+    }
+    event = upload(world, name, PETSTORE, request)
+    run_id = run_id_for_object(UPLOADS, name, event["data"]["generation"])
+    execution = run(world, event, "exec-scale")
+    assert execution.state == "SUCCEEDED", execution.error
+    assert (execution.result["status"], execution.result["teardown"]) == ("done", "ok")
+    doc = stored_run(run_id)
+    order = sorted(doc["status_times"], key=doc["status_times"].get)
+    assert order == ["parsed", "rendered", "provisioning", "loading", "scoring", "done"]
+    assert doc["plan"]["kind"] == "scale" and doc["plan"]["sizes"] == [10, 100]
+    points = live_results(run_id, "scale")
+    assert sorted(points) == ["nginx@10", "nginx@100"]
+    for key, point in points.items():
+        assert point["problem"] == "", key
+        assert point["start_s"] is not None and point["start_s"] < 30, key
+        # the meter's samples of the gateway's "container" (tests/cloud/cgroups.py)
+        assert point["rss_idle_mb"] > 1 and point["rss_load_mb"] >= point["rss_idle_mb"], key
+        assert set(point["latency"]) == {"start", "middle", "end"}, key
+        for position, latency in point["latency"].items():
+            assert latency["ko"] == 0 and latency["requests"] >= 0.9 * 40 * 2, (key, position)
+    assert points["nginx@10"]["config_bytes"] < points["nginx@100"]["config_bytes"]
+    # each size's start was a start of the gateway's container, by its VM's live agent
+    storage: Storage = world["storage"]
+    answers = json.loads(
+        storage.read_optional(RUNS, f"runs/{run_id}/live/nginx/answer.json") or b"{}"
+    )
+    assert (answers["op"], answers["step"], answers["ok"]) == ("boot", "size-100", True)
+    assert sorted(c for c in world["vms"].docker_log if c[0] == run_id) == [
+        (run_id, "nginx", ["stop", "start", "json"] * 2)
+    ]  # teardown closed every stand-in daemon, which kept what each agent asked of it
+    rows = [r for r in world["bigquery"].rows if r["run_id"] == run_id]
+    assert {(r["target"], r["routes"]) for r in rows if r["metric"] == "start_s"} == {
+        ("nginx", 10),
+        ("nginx", 100),
+    }
+    assert storage.read_optional(RUNS, f"runs/{run_id}/scale.html")
+    assert run_processes(world, run_id) == []
+    assert [d for d in world["vms"].denied if run_id in d] == []
+
+
+def test_a_change_under_load_goes_through_each_gateways_own_mechanism_on_its_vm(
+    world: dict[str, Any],
+) -> None:
+    """kind: change-under-load: nginx's reload (SIGHUP through `docker kill -s`) and Caddy's
+    admin API (on its VM's loopback, a port no startup-script line opens) carry 10 new routes
+    and the move to the second backend under the tester's constant-rate load: no failed
+    request, every new route answering from backend b, each change checked first by the
+    gateway's own checker in its "container"."""
+    name = "specs/change.yaml"
+    request = {
+        "kind": "change-under-load",
+        "gateways": ["nginx", "caddy"],
+        "scale": {
+            "routes": 10,
+            "add": 10,
+            **LIVE_SETTINGS,
+            "duration": 8,
+            "change_after": 3,
+            "window": 4,
+        },
+    }
+    event = upload(world, name, PETSTORE, request)
+    run_id = run_id_for_object(UPLOADS, name, event["data"]["generation"])
+    vms: LocalVms = world["vms"]
+    execution = run(world, event, "exec-change")
+    assert execution.state == "SUCCEEDED", execution.error
+    changes = live_results(run_id, "change")
+    assert sorted(changes) == ["caddy", "nginx"], stored_run(run_id).get("target_errors")
+    said = {g: (c["problem"], c["failure_kinds"], c["new_routes_s"]) for g, c in changes.items()}
+    assert (execution.result["status"], execution.result["teardown"]) == ("done", "ok"), said
+    for gateway, change in changes.items():
+        assert change["upstream_changed"] and change["routes_added"] == 10, gateway
+        assert change["all_new_routes_answered"], (gateway, change["problem"])
+        assert change["failures"] == 0, (gateway, change["failed"])
+        assert change["check_s"] > 0, gateway  # the gateway's checker ran on its VM first
+        assert change["during"]["requests"] >= 0.9 * 40 * 4, gateway
+    assert (changes["nginx"]["kind"], changes["caddy"]["kind"]) == ("signal", "admin-api")
+    storage: Storage = world["storage"]
+    answer = json.loads(
+        storage.read_optional(RUNS, f"runs/{run_id}/live/nginx/answer.json") or b"{}"
+    )
+    assert (answer["op"], answer["ok"]) == ("apply", True)
+    assert abs(answer["late_s"]) < 0.5  # applied at the moment asked for
+    # what the agents asked Docker for: a stop and a start (the measured boot), an exec (the
+    # checker) and, for nginx, the signal
+    assert sorted(c for c in vms.docker_log if c[0] == run_id) == [
+        (run_id, "caddy", ["stop", "start", "json", "exec"]),
+        (run_id, "nginx", ["stop", "start", "json", "exec", "kill"]),
+    ]
+    assert run_processes(world, run_id) == []
+    assert [d for d in vms.denied if run_id in d] == []
+
+
+def test_a_change_to_a_port_the_vpc_does_not_open_fails_as_on_google_cloud(
+    world: dict[str, Any], network: LocalNetwork
+) -> None:
+    """The network's gateway → backend rule without the second backend's port (as a deployment
+    of an older infra/ would have it): HAProxy's change is applied on its VM, but the VPC drops
+    every connection to backend b, so no new route answers and the load's requests fail from
+    the change on; the run ends partial and says why."""
+    import dataclasses
+
+    from gatebench.cloud._live import CHANGED_BACKEND_PORT
+
+    before = network.rules
+    network.rules = [
+        dataclasses.replace(r, ports=r.ports - {CHANGED_BACKEND_PORT})
+        if r.name == "to_backend"
+        else r
+        for r in before
+    ]
+    name = "specs/change-closed.yaml"
+    request = {
+        "kind": "change-under-load",
+        "gateways": ["haproxy"],
+        "scale": {
+            "routes": 10,
+            "add": 3,
+            **LIVE_SETTINGS,
+            "duration": 6,
+            "deadline": 4,
+            "change_after": 2,
+            "window": 3,
+        },
+    }
+    try:
+        event = upload(world, name, PETSTORE, request)
+        run_id = run_id_for_object(UPLOADS, name, event["data"]["generation"])
+        execution = run(world, event, "exec-change-closed")
+    finally:
+        network.rules = before
+    assert execution.state == "SUCCEEDED", execution.error
+    assert (execution.result["status"], execution.result["teardown"]) == ("partial", "ok")
+    change = live_results(run_id, "change")["haproxy"]
+    assert change["new_routes_s"] == dict.fromkeys(change["new_routes_s"])
+    assert "3 of 3 new routes never answered correctly" in change["problem"]
+    # HAProxy answers with an error status once it cannot connect to the new backend: every
+    # failure is Gatling's status check, none a connection the tester could not make
+    assert change["failures"] > 0 and change["failure_kinds"], change
+    kinds = list(change["failure_kinds"])
+    assert all(kind.startswith("status.find.in(") for kind in kinds), kinds
+    assert stored_run(run_id)["status"] == "partial"
+    assert run_processes(world, run_id) == []

@@ -82,6 +82,7 @@ def test_a_route_that_never_answered_has_no_slowest_time() -> None:
     fields = _fields() | {"new_routes_s": {"a": 0.2, "b": None}}
     out = change_outcome(_load(), T0 + 2000, window_s=1.0, calm_s=1.0, **fields)
     assert not out.all_new_routes_answered and out.slowest_new_route_s is None
+    assert out.problem == "1 of 2 new routes never answered correctly"
 
 
 def test_latency_percentiles_are_nearest_rank_over_every_request() -> None:

@@ -83,6 +83,40 @@ def test_the_local_stages_and_the_cloud_workflow_name_the_same_stages_in_order(k
     assert set(CLOUD_ONLY) <= set(cloud)
 
 
+def live_kinds() -> dict[str, list[Stage]]:
+    """The route-scale run (two sizes, three) and the change-under-load run."""
+    from gatebench.stages.scale import ChangeSpec, ScaleRequest, change_stages, scale_stages
+
+    return {
+        "scale-2": list(scale_stages(ScaleRequest(("nginx",), sizes=(10, 100)))),
+        "scale-3": list(scale_stages(ScaleRequest(("nginx",), sizes=(10, 100, 1000)))),
+        "change-under-load": list(
+            change_stages(ScaleRequest(("nginx",), change=ChangeSpec(10, 10)))
+        ),
+    }
+
+
+@pytest.mark.parametrize("kind", ["scale-2", "scale-3", "change-under-load"])
+def test_route_scale_and_change_under_load_name_the_workflows_stages_in_order(kind: str) -> None:
+    """The cloud path runs these kinds with the same workflow (docs/cloud.md, "Route scale and
+    changes under load"): its render renders every size, its load measures every size. A later
+    size's render, provision and load are that, locally only; a size's teardown is the VMs'
+    teardown, after score, on the cloud path; the echo backends are the backend VM's."""
+    stages = live_kinds()[kind]
+    cloud = workflow_stages(yaml.safe_load(WORKFLOW.read_text(encoding="utf-8")))
+    mine, theirs = compared(stages, cloud)
+    assert mine == theirs == ["parse", "render", "provision", "load", "score"]
+    check_order(stages)
+    only_here = {type(s).__name__: s.local_only for s in stages if s.local_only}
+    expected = {"StartEchoBackends"}
+    if kind != "change-under-load":
+        expected |= {"GrowRenderNext", "GrowProvisionNext", "GrowLoadNext"}
+    assert set(only_here) == expected
+    assert all(len(why) > 40 for why in only_here.values())
+    teardowns = [s for s in stages if s.name == "teardown"]
+    assert teardowns and all(len(s.cloud_order) > 40 for s in teardowns)
+
+
 def test_the_comparison_sees_a_stage_out_of_order() -> None:
     document = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
     text = json.dumps(document).replace('"stage": "render"', '"stage": "RENDER"')

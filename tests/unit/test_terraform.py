@@ -267,7 +267,9 @@ def test_each_firewall_opens_one_port_the_vms_listen_on() -> None:
     """The network's rules open exactly the ports gatebench.cloud._layout gives each role:
     tester → gateway; gateway and tester → every replica's port of the backend; tester →
     the backend's TLS listener and the fault's control (no gateway reaches those); and
-    tester → tester only on tester 0's phase barrier."""
+    tester → tester only on tester 0's phase barrier. A change under load's second backend is
+    among the replicas' ports (gatebench.cloud._live); a gateway VM's management port (its
+    loopback) is in no rule."""
     from gatebench.cloud._layout import (
         BACKEND_CONTROL_PORT,
         BACKEND_PORT,
@@ -276,6 +278,7 @@ def test_each_firewall_opens_one_port_the_vms_listen_on() -> None:
         GATEWAY_PORT,
         MAX_BACKEND_PORTS,
     )
+    from gatebench.cloud._live import ADMIN_PORT, CHANGED_BACKEND_PORT
     from gatebench.plan import MAX_REPLICAS
 
     network = CONFIG[INFRA / "modules" / "network"]
@@ -291,6 +294,8 @@ def test_each_firewall_opens_one_port_the_vms_listen_on() -> None:
         "backend_control": BACKEND_CONTROL_PORT,
         "barrier": BARRIER_PORT,
     }
+    assert ADMIN_PORT not in {int(v) for v in defaults.values()}
+    assert BACKEND_PORT < CHANGED_BACKEND_PORT <= BACKEND_PORT + MAX_BACKEND_PORTS - 1
     rules = {
         name: (body["source_tags"], body["target_tags"], body["allow"][0]["ports"])
         for (rtype, name), body in network.resources.items()

@@ -261,6 +261,14 @@ def vm_object_access() -> dict[str, list[dict[str, str]]]:
 def needs() -> dict[str, set[tuple[str, str]]]:
     """(access, object) each role's code performs in one run (src/gatebench/cloud)."""
     from gatebench.cloud._capacity import CAMPAIGN_OBJECT
+    from gatebench.cloud._live import (
+        LIVE_PLAN,
+        answer_object,
+        manifest_object,
+        request_object,
+        result_object,
+        step_object,
+    )
     from gatebench.cloud._render import (
         CAPACITY_INPUT,
         RENDER_INPUT,
@@ -296,6 +304,13 @@ def needs() -> dict[str, set[tuple[str, str]]]:
             # why it did not write the keys when it could not.
             ("get", run_object(RUN_ID, RENDER_INPUT)),
             ("create", config_error_object(RUN_ID, "nginx")),
+            # gatebench cloud live-gateway (a scale or change-under-load run): its manifest and
+            # each step's files, the tester's requests; one answer, replaced at every request.
+            ("get", manifest_object(RUN_ID, "nginx")),
+            ("get", step_object(RUN_ID, "nginx", "size-100", "nginx.conf")),
+            ("get", request_object(RUN_ID, "nginx")),
+            ("create", answer_object(RUN_ID, "nginx")),
+            ("overwrite", answer_object(RUN_ID, "nginx")),
         },
         # run_tester: the workload, backend.json, the load build's request; writes its two
         # markers (again after a restart) and creates the raw log; tester 0 keeps its barrier
@@ -322,6 +337,15 @@ def needs() -> dict[str, set[tuple[str, str]]]:
             ("create", share_object(RUN_ID, 1, 1, "loadgen.records")),
             ("get", CAMPAIGN_OBJECT.format(run_id=RUN_ID)),
             ("create", CAMPAIGN_OBJECT.format(run_id=RUN_ID)),
+            # a scale or change-under-load run (gatebench.liveremote): its program, each
+            # gateway agent's answers; its requests (one, replaced) and results (replaced by
+            # a restarted tester)
+            ("get", run_object(RUN_ID, LIVE_PLAN)),
+            ("get", answer_object(RUN_ID, "nginx")),
+            ("create", request_object(RUN_ID, "nginx")),
+            ("overwrite", request_object(RUN_ID, "nginx")),
+            ("create", result_object(RUN_ID, "nginx", "size-100")),
+            ("overwrite", result_object(RUN_ID, "nginx", "change")),
         },
     }
 
@@ -424,13 +448,26 @@ def test_the_gateway_writes_only_runs_cgroup_objects_as_iam_evaluates_the_condit
 ) -> None:
     """The gateway's write grants: objectUser (the meter replaces its object every few seconds)
     on runs/RUN/cgroup/*.jsonl, RUN one folder name, as the rendered IAM condition decides;
-    objectCreator (never overwrite) on runs/RUN/gateways/*/config-error.json."""
+    objectCreator (never overwrite) on runs/RUN/gateways/*/config-error.json; objectUser on
+    runs/RUN/live/*/answer.json (a scale run's live agent replaces its one answer)."""
     grants = [g for g in grant_conditions(tmp_path) if g["vm"] == "gateway"]
     writes = [g for g in grants if g["role"] != "roles/storage.objectViewer"]
     assert [g["role"] for g in writes] == [
         "roles/storage.objectUser",
         "roles/storage.objectCreator",
+        "roles/storage.objectUser",
     ]
+    answers = writes[2]["cel"]
+    kind = "storage.googleapis.com/Object"
+    objects = "projects/_/buckets/gb-runs/objects/"
+    assert cel(answers, kind, f"{objects}runs/{RUN_ID}/live/nginx/answer.json")
+    for name in (
+        f"runs/{RUN_ID}/live/nginx/request.json",
+        f"runs/{RUN_ID}/live/nginx/size-10.result.json",
+        f"runs/{RUN_ID}/configs/live/answer.json",
+        f"runs/{RUN_ID}/answer.json",
+    ):
+        assert not cel(answers, kind, f"{objects}{name}"), name
     objects = "projects/_/buckets/gb-runs/objects/"
     said = writes[1]["cel"]
     assert said == (

@@ -81,6 +81,7 @@ GATEWAY = {
     ],
     "random_env": [],
     "configure": [],
+    "live": [],
     "sidecars": [
         {
             "name": "redis",
@@ -448,7 +449,9 @@ def test_the_gateway_script_starts_the_meter_with_the_runs_values_quoted() -> No
     )
     # The gateway's container is found before; a reboot replaces the previous boot's meter.
     assert script.index("docker run -d --name gateway ") < script.index(METER_SECTION)
-    assert "docker rm -f gatebench-meter gateway 'redis' 2>/dev/null || true" in script
+    assert (
+        "docker rm -f gatebench-meter gatebench-live gateway 'redis' 2>/dev/null || true" in script
+    )
     # The runner image's registry is the one docker-credential-gcr is configured for.
     registry = GATEWAY["runner_image"].split("/")[0]
     assert f"docker-credential-gcr configure-docker --registries='{registry}'" in script

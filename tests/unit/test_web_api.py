@@ -451,7 +451,7 @@ def test_run_requests_from_query_and_metadata() -> None:
         run_request_from_metadata('{"repetitions": 1}')
     assert odd.value.problems[0].message == (
         "metadata x-goog-meta-gatebench: expected an object with 'quick', 'gateways', "
-        "'entry' and 'kind', got '{\"repetitions\": 1}'"
+        "'entry', 'kind' and 'scale', got '{\"repetitions\": 1}'"
     )
     capacity = RunRequest(gateways=("nginx",), kind="capacity")
     assert capacity.to_metadata() == '{"gateways":["nginx"],"kind":"capacity","quick":false}'
@@ -461,7 +461,7 @@ def test_run_requests_from_query_and_metadata() -> None:
     with pytest.raises(UploadRejected) as kind:
         run_request_from_metadata('{"kind": "soak"}')
     assert [p.format() for p in kind.value.problems] == [
-        "x-goog-meta-gatebench: error: /kind: expected 'fixed' or 'capacity', got 'soak'"
+        "x-goog-meta-gatebench: error: /kind: expected one of fixed, capacity, scale, change-under-load, got 'soak'"
     ]
 
 

@@ -2,10 +2,11 @@
 # APIs and Artifact Registry (the runner image, the Docker Hub remote repository the gateways
 # pull through); Cloud NAT, billed per hour, exists only with `nat` (a plan benchmarking a
 # service on the internet). Ingress is closed except the paths a benchmark needs, by network tag:
-# tester → gateway, gateway → backend (every replica's port), tester → backend (the no-gateway
-# baseline, plain or over TLS, the replicas' resets, and the fault's control, which no gateway
-# reaches), and tester → tester on the phase barrier's port only (with several testers, tester
-# 0 serves it).
+# tester → gateway, gateway → backend (every replica's port; a change under load moves the
+# gateways to the second backend's), tester → backend (the no-gateway baseline, plain or over
+# TLS, the replicas' resets, and the fault's control, which no gateway reaches), and tester →
+# tester on the phase barrier's port only (with several testers, tester 0 serves it). A gateway
+# VM's management port is on its loopback: no rule reaches it.
 
 locals {
   tags = {

@@ -5,7 +5,7 @@ variable "cidr" {
 }
 
 variable "ports" {
-  description = "Ports the gateways, the backend and tester 0's phase barrier listen on (the per-run VM config uses the same: gatebench.cloud._layout): the backend's replicas from backend to backend_last, its TLS listener for the baseline (backend_tls) and the fault's control (backend_control, from the tester only)."
+  description = "Ports the gateways, the backend and tester 0's phase barrier listen on (the per-run VM config uses the same: gatebench.cloud._layout): the backend's replicas from backend to backend_last, a change-under-load run's second echo backend on backend + 1 (gatebench.cloud._live), its TLS listener for the baseline (backend_tls) and the fault's control (backend_control, from the tester only)."
   type = object({
     gateway         = optional(number, 8000)
     backend         = optional(number, 8080)

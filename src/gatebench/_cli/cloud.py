@@ -138,6 +138,25 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     meter.set_defaults(handler=run_meter)
 
+    live = commands.add_parser(
+        "live-gateway",
+        help="start and change a gateway's container when the tester asks (beside it, on its VM)",
+        description="The live agent of a scale or change-under-load run (docs/cloud.md, "
+        '"Route scale and changes under load"): read runs/RUN/live/GATEWAY/request.json '
+        "every 0.2 s and carry it out through the VM's Docker daemon (--docker): start the "
+        "gateway's container on a step's files, check a change with the gateway's own checker, "
+        "apply it through the gateway's mechanism (a signal, a watched file, its management "
+        "port on the VM's loopback, its commands, a restart); answer in answer.json with when "
+        "it happened. Stops once the tester has written its load-done marker.",
+    )
+    _run_arguments(live)
+    live.add_argument("--gateway", required=True, help="the gateway's name in the run")
+    live.add_argument(
+        "--dir", required=True, help="the gateway's folder, mounted where its container has it"
+    )
+    live.add_argument("--docker", default="/var/run/docker.sock", help="the Docker daemon's socket")
+    live.set_defaults(handler=run_live_gateway)
+
     configure = commands.add_parser(
         "gateway-config",
         help="write a gateway's API keys into its configuration (on its VM, before it starts)",
@@ -340,6 +359,21 @@ def run_meter(args: argparse.Namespace) -> int:
     return meter_gateway(Storage(), args.runs_bucket, args.run_id, args.target, Path(args.cgroup))
 
 
+def run_live_gateway(args: argparse.Namespace) -> int:
+    from ..cloud import Storage
+    from ..provisioners._docker import DockerEngine
+    from ..provisioners._vm_live import run_live_agent
+
+    return run_live_agent(
+        Storage(),
+        args.runs_bucket,
+        args.run_id,
+        args.gateway,
+        Path(args.dir),
+        DockerEngine(args.docker),
+    )
+
+
 def run_gateway_config(args: argparse.Namespace) -> int:
     from ..cloud import Storage
     from ..provisioners._vm_gateway_config import configure_gateway
@@ -380,6 +414,7 @@ def run_tls_ca(args: argparse.Namespace) -> int:
 
 def run_tester(args: argparse.Namespace) -> int:
     from ..cloud import Storage
+    from ..liveremote import run_live_program
     from ..provisioners._vm_roles import run_tester as tester
 
     if not 0 <= args.tester < args.testers:
@@ -397,4 +432,5 @@ def run_tester(args: argparse.Namespace) -> int:
         tester=args.tester,
         testers=args.testers,
         barrier=args.barrier,
+        live_program=run_live_program,
     )

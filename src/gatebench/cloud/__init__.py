@@ -12,6 +12,7 @@ from ._firestore_rest import firestore_fields, firestore_value, plain_value
 from ._http import json_body, problems_reply, reply
 from ._ingest import METER_WAIT_S, ingest_object
 from ._objects import (
+    NothingMeasured,
     ObjectRef,
     RequestError,
     meter_wait_from_request,
@@ -21,7 +22,7 @@ from ._objects import (
 )
 from ._parse import ParseOutcome, parse_upload
 from ._render import RenderedRun, render_run
-from ._score import NothingMeasured, finish_run
+from ._score import finish_run
 from ._settings import read_settings
 from ._storage import ObjectMissing, Storage, StoredObject
 

@@ -26,6 +26,15 @@ class RequestError(ProblemsError):
     """A function's request (or event) is not what it expects; answered with HTTP 400."""
 
 
+class NothingMeasured(RequestError):
+    """The run has no measurement to score (HTTP 422 at the edge)."""
+
+
+def rows_object(run_id: str) -> str:
+    """The run's BigQuery rows (newline-delimited JSON), written by the score step."""
+    return f"runs/{run_id}/rows.jsonl"
+
+
 @dataclass(frozen=True)
 class ObjectRef:
     bucket: str

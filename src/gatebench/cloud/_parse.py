@@ -27,16 +27,22 @@ import ipaddress
 import json
 import posixpath
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
 from ..cost import vm_max_run_s
 from ..errors import PlanError, Problem
 from ..model import RunRecord
-from ..plan import Plan, load_plan, workload_summary
-from ..run_request import METADATA_HEADER, METADATA_KEY, UploadRejected, run_request_from_metadata
-from ..spec import read_spec
+from ..plan import Backend, Plan, load_plan, workload_summary
+from ..run_request import (
+    METADATA_HEADER,
+    METADATA_KEY,
+    RunRequest,
+    UploadRejected,
+    run_request_from_metadata,
+)
+from ..spec import SpecResult, read_spec
 from ._firestore_rest import firestore_fields
 from ._objects import ObjectRef
 from ._tls import tls_problems
@@ -218,6 +224,8 @@ def parse_upload(
         outcome.problems.extend(refused)
         return outcome
     plan = request.apply(plan)
+    if request.scale is not None:  # route scale or a change under load (cloud._live)
+        return _parse_live(outcome, result, plan, request, now, settings, unfinished)
     if settings is not None:
         active = active_runs(unfinished, settings, now, ref.run_id)
         refused = deployment_problems(plan, settings, active)
@@ -230,4 +238,41 @@ def parse_upload(
     # JSON-shaped (lists, not tuples): the run reads back from Firestore exactly as built.
     run.plan = json.loads(json.dumps(plan.to_dict()))
     run.workloads = workload_summary(plan, api)
+    return outcome
+
+
+def _parse_live(
+    outcome: ParseOutcome,
+    result: SpecResult,
+    plan: Plan,
+    request: RunRequest,
+    now: float,
+    settings: Mapping[str, Any] | None,
+    unfinished: Sequence[RunRecord],
+) -> ParseOutcome:
+    """A scale or change-under-load run: what the cloud path refuses of it, then its record
+    (``plan``: what it measures, as a local run of the kind records it, with where its memory
+    figures come from and the plan's infrastructure)."""
+    from ._live import MEMORY, live_problems
+
+    assert request.scale is not None
+    run = outcome.run
+    refused = live_problems(result, request)
+    if not plan.gateways:
+        refused.append(
+            Problem("/x-gatebench/gateways", "a scale or change-under-load run needs a gateway")
+        )
+    if settings is not None:
+        # its backends are gatebench's echo backends, whatever the plan's backend is
+        echo = replace(plan, backend=Backend("builtin", builtin="echo"))
+        refused += deployment_problems(
+            echo, settings, active_runs(unfinished, settings, now, run.run_id)
+        )
+    if refused:
+        outcome.problems.extend(refused)
+        return outcome
+    run.gateways = list(plan.gateways)
+    about = request.scale.about(plan.gateways)
+    infrastructure = plan.to_dict().get("infrastructure")
+    run.plan = json.loads(json.dumps({**about, "memory": MEMORY, "infrastructure": infrastructure}))
     return outcome

@@ -97,6 +97,9 @@ class RenderedRun:
     capacity: dict[str, Any] | None = None
     """A capacity run (the run request's ``kind``): what tester 0 searches with
     (:data:`CAPACITY_INPUT`, ``gatebench.capacity.capacity_input``)."""
+    live: dict[str, Any] | None = None
+    """A scale or change-under-load run (the run request's ``kind``): the tester's program
+    (``gatebench.cloud._live.LIVE_PLAN``)."""
 
     def objects(self) -> dict[str, str]:
         """Every object to write to the runs bucket: name → text."""
@@ -115,6 +118,10 @@ class RenderedRun:
             out[run_object(self.run_id, RENDER_INPUT)] = _json(self.render_input)
         if self.capacity is not None:
             out[run_object(self.run_id, CAPACITY_INPUT)] = _json(self.capacity)
+        if self.live is not None:
+            from ._live import LIVE_PLAN
+
+            out[run_object(self.run_id, LIVE_PLAN)] = _json(self.live)
         return out
 
     def summary(self) -> dict[str, Any]:
@@ -178,6 +185,25 @@ def render_run(
     if refused:
         raise RequestError(refused)
     plan = request.apply(plan)
+    if request.scale is not None:  # route scale or a change under load: cloud._live
+        from ._live import render_live_run
+
+        live = RenderedRun(run_id)
+        machines = _machines(plan)
+        render_live_run(
+            live,
+            data,
+            ref,
+            result,
+            plan,
+            request,
+            settings,
+            runs_bucket,
+            machines,
+            _prepared_dirs,
+            REDIS_IMAGE,
+        )
+        return live
     # how long the load lasts: the workloads' estimate, or a capacity run's time budget
     load_s = (
         capacity_seconds(plan.to_dict())

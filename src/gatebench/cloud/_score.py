@@ -9,21 +9,23 @@ job id). ``done`` when every (target, workload, repetition) the plan asked for w
 from __future__ import annotations
 
 import json
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Protocol
 
 from ..errors import Problem
 from ..model import RunRecord
-from ..report import flat_rows, measurement_rows, score_run
+from ..report import flat_rows, is_scale_run, measurement_rows, score_run
 from ..store import ResultStore
-from ._objects import RequestError
+from ._objects import NothingMeasured, RequestError, rows_object
 
 
 class RowsSink(Protocol):
     def write(self, bucket: str, name: str, data: bytes | str, content_type: str = ...) -> None: ...
 
+    def read_optional(self, bucket: str, name: str) -> bytes | None: ...
 
-class NothingMeasured(RequestError):
-    """The run has no measurement to score (HTTP 422 at the edge)."""
+    def names(self, bucket: str, prefix: str) -> list[str]: ...
+
+    def open_optional(self, bucket: str, name: str) -> BinaryIO | None: ...
 
 
 def expected_keys(run: RunRecord) -> set[str]:
@@ -35,12 +37,17 @@ def expected_keys(run: RunRecord) -> set[str]:
     return {f"{t}:{w}:{r}" for t in targets for w in workloads for r in range(1, repetitions + 1)}
 
 
-def rows_object(run_id: str) -> str:
-    return f"runs/{run_id}/rows.jsonl"
-
-
-def finish_run(store: ResultStore, sink: RowsSink, runs_bucket: str, run_id: str) -> dict[str, Any]:
-    """Score the run, write its rows, and say how it ended."""
+def finish_run(
+    store: ResultStore,
+    sink: RowsSink,
+    runs_bucket: str,
+    run_id: str,
+    *,
+    meter_wait_s: float = 0.0,
+) -> dict[str, Any]:
+    """Score the run, write its rows, and say how it ended. A scale or change-under-load run
+    stores its results instead (``cloud._live.finish_live_run``, waiting up to
+    ``meter_wait_s`` for the gateway VMs' meters: their samples are its memory figures)."""
     run = store.get_run(run_id)
     if run is None:
         raise RequestError([Problem("/run_id", f"run {run_id!r} does not exist")])
@@ -58,6 +65,10 @@ def finish_run(store: ResultStore, sink: RowsSink, runs_bucket: str, run_id: str
             "rows_uri": f"gs://{runs_bucket}/{rows_object(run_id)}",
             "rows": len(capacity_rows),
         }
+    if is_scale_run(run):
+        from ._live import finish_live_run
+
+        return finish_live_run(store, sink, runs_bucket, run, meter_wait_s=meter_wait_s)
     measured = {m.key for m in store.measurements(run_id)}
     if not measured:
         raise NothingMeasured([Problem("/run_id", f"run {run_id!r} has no measurement to score")])

@@ -44,6 +44,7 @@ from ..ir import Api
 from ..procs import ManagedProcess, Supervisor, free_port
 from ..renderers import LiveChange, Renderer, RenderTarget, get_renderer
 from ..routescale import Probe, answer_problem
+from ..scalemetrics import files_bytes
 from ..tls import CA_CERT, GatewayTls
 from ._boot import check_config, start_gateway, write_files
 
@@ -218,12 +219,7 @@ def tree_rss_bytes(pid: int) -> int:
     return total
 
 
-def files_bytes(files: Mapping[str, str]) -> int:
-    """The size of a rendered configuration: its files' UTF-8 bytes."""
-    return sum(len(text.encode("utf-8")) for text in files.values())
-
-
-def _write_atomically(files: Mapping[str, str], workdir: Path) -> None:
+def write_atomically(files: Mapping[str, str], workdir: Path) -> None:
     """Each file written beside its final name, then renamed over it."""
     staged = workdir / ".next"
     shutil.rmtree(staged, ignore_errors=True)
@@ -269,6 +265,19 @@ class LiveGateway:
     @property
     def mechanism(self) -> LiveChange:
         return self.renderer.live_change
+
+    host = "127.0.0.1"
+    """Where the load and the probes reach it (gatebench.liveruns.Gateway)."""
+    lead_s = 0.0
+    """It starts and changes when asked: nobody needs telling ahead."""
+
+    def confirm_start(self, started: float) -> float:
+        """:meth:`start` returns once the process started: that was the start."""
+        return started
+
+    def confirm(self, applied: ChangeApplied) -> ChangeApplied:
+        """:meth:`apply` returns once the mechanism returned: those were its times."""
+        return applied
 
     @property
     def log_path(self) -> Path:
@@ -370,7 +379,7 @@ class LiveGateway:
         if self.target is None or self.proc is None:
             raise RunError(f"{self.renderer.name} is not booted")
         target, files, check_s = prepared.target, prepared.files, prepared.check_s
-        _write_atomically(files, self.workdir)
+        write_atomically(files, self.workdir)
         self.target, self.files = target, files
         self.changes += 1
         written = time.monotonic()
@@ -406,24 +415,7 @@ class LiveGateway:
 
     def _admin_request(self, mech: LiveChange) -> None:
         assert self.target is not None and self.target.admin_port is not None
-        body = (self.workdir / mech.body).read_bytes() if mech.body else b""
-        conn = http.client.HTTPConnection("127.0.0.1", self.target.admin_port, timeout=600)
-        try:
-            headers = {"Content-Type": mech.content_type} if mech.content_type else {}
-            conn.request(mech.method, mech.path, body=body, headers=headers)
-            response = conn.getresponse()
-            text = response.read().decode("utf-8", "replace")
-        except (OSError, http.client.HTTPException) as exc:
-            raise RunError(
-                f"{self.renderer.name}: {mech.method} {mech.path} failed: {exc}"
-            ) from None
-        finally:
-            conn.close()
-        if not 200 <= response.status < 300:
-            raise RunError(
-                f"{self.renderer.name}: {mech.method} {mech.path} answered {response.status}: "
-                f"{text.strip()[:500]}"
-            )
+        admin_request(self.renderer.name, self.target.admin_port, mech, self.workdir)
 
     def _commands(self, mech: LiveChange) -> None:
         assert self.target is not None
@@ -458,6 +450,32 @@ class LiveGateway:
             self.proc = None
 
 
+def admin_request(name: str, port: int, mech: LiveChange, workdir: Path) -> None:
+    """The ``admin-api`` mechanism: ``mech.method mech.path`` on ``127.0.0.1:port`` with the
+    file ``mech.body`` of ``workdir`` (a process here, or on a gateway VM its container's
+    loopback management port, reached by the live agent beside it)."""
+    body = (workdir / mech.body).read_bytes() if mech.body else b""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    try:
+        headers = {"Content-Type": mech.content_type} if mech.content_type else {}
+        conn.request(mech.method, mech.path, body=body, headers=headers)
+        response = conn.getresponse()
+        text = response.read().decode("utf-8", "replace")
+    except (OSError, http.client.HTTPException) as exc:
+        raise RunError(f"{name}: {mech.method} {mech.path} failed: {exc}") from None
+    finally:
+        conn.close()
+    if not 200 <= response.status < 300:
+        raise RunError(
+            f"{name}: {mech.method} {mech.path} answered {response.status}: {text.strip()[:500]}"
+        )
+
+
+def fill_command(template: Sequence[str], values: Mapping[str, str]) -> list[str]:
+    """A ``command`` mechanism's argv with its placeholders filled."""
+    return [_fill(part, values) for part in template]
+
+
 def _fill(template: str, values: Mapping[str, str]) -> str:
     out = template
     for key, value in values.items():
@@ -471,6 +489,9 @@ __all__ = [
     "PreparedChange",
     "ProbeOutcome",
     "RouteProber",
+    "admin_request",
     "files_bytes",
+    "fill_command",
     "tree_rss_bytes",
+    "write_atomically",
 ]

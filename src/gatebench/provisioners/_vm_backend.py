@@ -187,6 +187,10 @@ def serve_backend(storage: Storage, bucket: str, run_id: str) -> int:
     """Run the plan's backend in the foreground (the backend VM's container) until a replica
     the control did not kill ends; its exit code."""
     spec = read_required_json(storage, bucket, f"runs/{run_id}/backend.json")
+    if spec.get("instances"):  # a scale or change-under-load run's echo backends
+        from ._vm_live import serve_echo_backends
+
+        return serve_echo_backends(dict(spec["instances"]))
     with (
         tempfile.TemporaryDirectory() as scratch,
         Supervisor() as supervisor,

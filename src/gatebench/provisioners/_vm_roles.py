@@ -32,12 +32,13 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from .._fanout import PhaseBarrier, barrier_controls, expected_testers
 from ..cloud import Storage
 from ..cloud._ingest import CGROUP_OBJECT, meter_done_line
+from ..cloud._live import LIVE_PLAN, read_json
 from ..cloud._render import backend_error_object, config_error_object
 from ..cloud._tester import (
     POLL_S,
@@ -68,6 +69,18 @@ METER_UPLOAD_S = 5.0
 """How often the meter uploads its samples so far (each upload replaces the object)."""
 METER_MAX_S = 6 * 3600.0
 """The meter stops after this long even if the tester never writes ``load-done``."""
+
+
+class LiveProgram(Protocol):
+    def __call__(
+        self,
+        storage: Storage,
+        bucket: str,
+        run_id: str,
+        workdir: Path,
+        plan: dict[str, Any],
+        unreachable: dict[str, str],
+    ) -> dict[str, Any]: ...
 
 
 def raw_name(tester: int, testers: int) -> str:
@@ -191,9 +204,13 @@ def run_tester(
     tester: int = 0,
     testers: int = 1,
     barrier: str | None = None,
+    live_program: LiveProgram | None = None,
 ) -> int:
     """Tester ``tester`` of ``testers``: its share of every phase (gatebench.testers), meeting
-    the others before every phase at ``barrier`` (tester 0's phase barrier)."""
+    the others before every phase at ``barrier`` (tester 0's phase barrier). A scale or
+    change-under-load run (its program in the runs bucket) runs ``live_program`` instead
+    (``gatebench.liveremote.run_live_program``, handed in by the command line: it measures
+    with ``gatebench.liveruns``, which builds on this package)."""
     clock = clock or Clock()
     workdir.mkdir(parents=True, exist_ok=True)
     documents = split_document(
@@ -237,39 +254,46 @@ def run_tester(
             clock.sleep(max(0.0, start_at - clock.now()))
 
         started = clock.now()
-        capacity = capacity_input(storage, bucket, run_id)
-        if capacity is not None:  # a capacity run: search instead (provisioners._vm_capacity)
-            done = _capacity_signed(
-                storage,
-                bucket,
-                run_id,
-                workdir,
-                document,
-                capacity,
-                reachable,
-                tester,
-                testers,
-                clock,
-            )
+        program = read_json(storage, bucket, f"runs/{run_id}/{LIVE_PLAN}")
+        if program is not None:  # route scale or a change under load (gatebench.liveremote)
+            if live_program is None:
+                done = {"ok": False, "reason": "this tester cannot run a scale program"}
+            else:
+                done = live_program(storage, bucket, run_id, workdir, program, unreachable)
         else:
-            watch = TesterWatch(document, tester)
-            watch.start()
-            try:
-                done = _load_signed(
+            capacity = capacity_input(storage, bucket, run_id)
+            if capacity is not None:  # a capacity run: search instead (provisioners._vm_capacity)
+                done = _capacity_signed(
                     storage,
                     bucket,
                     run_id,
                     workdir,
                     document,
-                    raw_name(tester, testers),
-                    go,
-                    watch,
+                    capacity,
+                    reachable,
+                    tester,
+                    testers,
+                    clock,
                 )
-            finally:
-                watch.close()
-            deployment = watch.summary()
-            if deployment:
-                done["deployment"] = deployment
+            else:
+                watch = TesterWatch(document, tester)
+                watch.start()
+                try:
+                    done = _load_signed(
+                        storage,
+                        bucket,
+                        run_id,
+                        workdir,
+                        document,
+                        raw_name(tester, testers),
+                        go,
+                        watch,
+                    )
+                finally:
+                    watch.close()
+                deployment = watch.summary()
+                if deployment:
+                    done["deployment"] = deployment
         met = meeting.finished()
         if met is not None:
             done["barrier"] = met

@@ -435,6 +435,15 @@ class Renderer(abc.ABC):
         values = target.placeholders()
         return [_fill(part, values) for part in self.run_command]
 
+    def cloud_check_argv(self, target: RenderTarget) -> list[str] | None:
+        """The gateway's checker inside its container on the cloud path, for files at
+        ``target.workdir`` (program name as is); ``None`` when it has none. A live change on a
+        gateway VM is checked with it before it is applied (gatebench.provisioners._vm_live)."""
+        if self.check_command is None:
+            return None
+        values = target.placeholders()
+        return [_fill(part, values) for part in self.check_command]
+
     def env(
         self, workdir: str | os.PathLike[str], target: RenderTarget | None = None
     ) -> dict[str, str]:

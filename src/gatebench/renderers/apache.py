@@ -110,6 +110,9 @@ class ApacheRenderer(Renderer):
     def cloud_argv(self, target: RenderTarget) -> list[str] | None:
         return ["httpd", "-d", IMAGE_SERVER_ROOT, "-f", target.path("httpd.conf"), "-DFOREGROUND"]
 
+    def cloud_check_argv(self, target: RenderTarget) -> list[str] | None:
+        return ["httpd", "-t", "-d", IMAGE_SERVER_ROOT, "-f", target.path("httpd.conf")]
+
     def prepare(self, workdir: Path) -> None:
         for sub in ("logs", "run"):
             (workdir / sub).mkdir(parents=True, exist_ok=True)

@@ -36,6 +36,7 @@ from ._scale import (
     point_key,
     render_scale_csv,
     render_scale_html,
+    scale_bigquery_rows,
     scale_document,
     stored_scale_document,
 )
@@ -186,6 +187,7 @@ __all__ = [
     "render_scale_csv",
     "render_scale_html",
     "resolve_scoring",
+    "scale_bigquery_rows",
     "scale_document",
     "score_run",
     "stored_scale_document",

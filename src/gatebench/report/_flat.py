@@ -71,6 +71,7 @@ def flat_rows(report: Report) -> list[Row]:
             profile=None,
             flags=None,
             offered_rate=None,
+            routes=None,
         )
         row.update(extra)
         rows.append(row)
@@ -157,6 +158,7 @@ def measurement_rows(report: Report) -> list[Row]:
                     "profile": None,
                     "flags": ";".join(m.flags) or None,
                     "offered_rate": None,
+                    "routes": None,
                 }
             )
     return rows

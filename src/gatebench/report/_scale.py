@@ -102,6 +102,72 @@ def stored_scale_document(store: ResultStore, run_id: str) -> dict[str, Any] | N
     }
 
 
+def scale_bigquery_rows(
+    run: RunRecord, points: Sequence[ScalePoint], changes: Sequence[ChangeOutcome]
+) -> list[dict[str, Any]]:
+    """A scale or change-under-load run's numbers as rows of the BigQuery table
+    (``bigquery_schema.json``; docs/results.md, "A scale run's rows"): per scale point its
+    configuration size, start, memory idle and under load (``gateway_rss_mb`` with statistic
+    ``idle``, ``under_load``) and per position (``workload``: start, middle, end) p50, p99 and
+    the error share, ``routes`` the table's size; per change its failures, p99 before and
+    after, the worst 100 ms, the new routes' median and slowest time and the mechanism's,
+    ``routes`` the table before it."""
+    from ._flat import _timestamp
+
+    base = {
+        "run_id": run.run_id,
+        "run_created_at": _timestamp(run.created_at),
+        "run_title": run.title or None,
+        "is_baseline": False,
+        "repetition": None,
+        "n": None,
+        "profile": None,
+    }
+    rows: list[dict[str, Any]] = []
+
+    def add(
+        target: str, routes: int, metric: str, value: float | None, unit: str, **extra: Any
+    ) -> None:
+        if value is None or not math.isfinite(float(value)):
+            return
+        row = dict(base, target=target, routes=routes, metric=metric, value=float(value), unit=unit)
+        row.update({"workload": None, "statistic": "value", "flags": None, **extra})
+        rows.append(row)
+
+    for p in sorted(points, key=lambda p: (p.gateway, p.routes)):
+        flags = None
+        if p.problem:
+            flags = "tester-bound" if "tester-bound" in p.problem else "incomplete"
+        add(p.gateway, p.routes, "config_bytes", p.config_bytes, "bytes")
+        add(p.gateway, p.routes, "start_s", p.start_s, "s", flags=flags)
+        add(p.gateway, p.routes, "gateway_rss_mb", p.rss_idle_mb, "MB", statistic="idle")
+        add(p.gateway, p.routes, "gateway_rss_mb", p.rss_load_mb, "MB", statistic="under_load")
+        for position, lat in sorted(p.latency.items()):
+            for metric, value in (("p50", lat.p50_ms), ("p99", lat.p99_ms)):
+                add(p.gateway, p.routes, metric, value, "ms", workload=position, flags=flags)
+            if lat.requests:
+                share = 100.0 * lat.ko / lat.requests
+                add(p.gateway, p.routes, "error_pct", share, "%", workload=position, flags=flags)
+    for c in sorted(changes, key=lambda c: c.gateway):
+        flags = (
+            "tester-bound" if "tester-bound" in c.problem else ("incomplete" if c.problem else None)
+        )
+        times = [v for v in c.new_routes_s.values() if v is not None]
+        for metric, value, unit, statistic in (
+            ("change_failures", c.failures, "requests", "value"),
+            ("p99", c.before.p99_ms, "ms", "before_change"),
+            ("p99", c.during.p99_ms, "ms", "after_change"),
+            ("max", c.during.max_ms, "ms", "after_change"),
+            ("p99", c.worst_bucket_p99_ms, "ms", "worst_100ms"),
+            ("new_route_s", statistics.median(times) if times else None, "s", "median"),
+            ("new_route_s", c.slowest_new_route_s, "s", "slowest"),
+            ("mechanism_s", c.mechanism_s, "s", "value"),
+            ("check_s", c.check_s, "s", "value"),
+        ):
+            add(c.gateway, c.routes_before, metric, value, unit, statistic=statistic, flags=flags)
+    return rows
+
+
 def log_line_chart(
     series: Mapping[str, Sequence[tuple[float, float | None]]],
     *,
@@ -251,8 +317,11 @@ def render_scale_html(document: Mapping[str, Any]) -> str:
             + "</table>"
         )
     if points:
+        plan = document.get("plan")
+        memory = plan.get("memory") if isinstance(plan, Mapping) else None
+        memory = memory or "resident memory of the process tree"
         out.append(
-            "<h2>Route scale</h2><p>Resident memory (process tree, idle and the highest under "
+            f"<h2>Route scale</h2><p>Memory ({escape(str(memory))}; idle and the highest under "
             "load) and p99 at the constant rate for the routes at the start, middle and end of "
             "the table, against the number of routes (log scale).</p>"
         )
@@ -358,6 +427,7 @@ __all__ = [
     "point_key",
     "render_scale_csv",
     "render_scale_html",
+    "scale_bigquery_rows",
     "scale_document",
     "stored_scale_document",
 ]

@@ -4,7 +4,7 @@ A new kind of run is a new list, or a list with a stage replaced or added — ne
 inside an existing stage. ``--testers N`` replaces ``load`` with :class:`~.load.LoadSplit`;
 ``--cross-check ENGINE`` adds :class:`~.cross_check.CrossCheck` after ``load``. The route-scale
 and change-under-load runs are lists of their own (:mod:`.scale`: ``scale_stages``,
-``change_stages``; local path only).
+``change_stages``; the cloud workflow runs them with the same steps, docs/cloud.md).
 
 The lists name their stages as the cloud workflow (``workflows/benchmark.yaml``) names its
 steps, in the same order (tests/unit/test_stages.py compares them); a stage on one path only

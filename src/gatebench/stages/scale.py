@@ -19,6 +19,11 @@ document and HTML report. A gateway that fails is recorded with its reason; the 
 
 The lifecycle moves forward once: the first size's stages move the run to ``rendered``,
 ``provisioning`` and ``loading``; the next sizes' stages run inside ``loading``.
+
+The cloud workflow runs both kinds with its own steps of the same names (docs/cloud.md, "Route
+scale and changes under load"): its render renders every size, its load measures every size,
+its teardown comes once, after score. The stages that have no step of their own there say so
+(``local_only``, ``cloud_order``); tests/unit/test_stages.py compares the lists.
 """
 
 from __future__ import annotations
@@ -51,21 +56,12 @@ from ..report import (
 )
 from ..routescale import replicate
 from ..scalemetrics import ChangeOutcome, ScalePoint
+from ..scaleplan import ChangeSpec
 from ._base import Stage
 from ._context import RunContext
 from ._journal import Progress
 
 BACKENDS = ("a", "b")
-
-
-@dataclass(frozen=True)
-class ChangeSpec:
-    """What the change-under-load run changes, and when."""
-
-    routes_before: int
-    routes_added: int
-    change_after_s: float = 3.0
-    window_s: float = 4.0
 
 
 @dataclass(frozen=True)
@@ -150,7 +146,11 @@ class StartEchoBackends(Stage):
     step = RunStatus.PROVISIONING
     needs = (ScaleInput,)
     gives = EchoBackends
-    local_only = "the gateways' configurations point at the backends' ports, chosen as they start"
+    local_only = (
+        "the gateways' configurations point at the backends' ports, chosen as they start; on "
+        "the cloud path the backend VM serves both echo backends on fixed ports "
+        "(gatebench.cloud._live) and the provision step creates it"
+    )
 
     def run(self, ctx: RunContext) -> EchoBackends:
         urls = {}
@@ -260,6 +260,11 @@ class GrowTeardown(Stage):
     name = "teardown"
     step = RunStatus.LOADING
     needs = (Grown,)
+    cloud_order = (
+        "the cloud workflow deletes the VMs once, after score, on every way out; between sizes "
+        "each gateway VM's container is started again on the next size's files inside the load "
+        "step (gatebench.liveremote)"
+    )
 
     def run(self, ctx: RunContext) -> None:
         ctx.get(Grown).stop()
@@ -346,14 +351,26 @@ class GrowRenderNext(GrowRender):
     """:class:`GrowRender` for a later size: the run is already past ``rendered``."""
 
     moves = None
+    local_only = (
+        "the cloud's render step renders every size at once: each later size's files go to the "
+        "runs bucket beside the first's (gatebench.cloud._live)"
+    )
 
 
 class GrowProvisionNext(GrowProvision):
     moves = None
+    local_only = (
+        "the cloud's VMs are created once; each later size's start, the gateway VM's container "
+        "started again on that size's files, is measured inside the load step"
+    )
 
 
 class GrowLoadNext(GrowLoad):
     moves = None
+    local_only = (
+        "the cloud's load step is one build in which the tester loads every size in turn "
+        "(gatebench.liveremote.run_live_program)"
+    )
 
 
 def scale_stages(request: ScaleRequest, load: RateLoad | None = None) -> tuple[Stage, ...]:
@@ -388,7 +405,8 @@ def change_stages(request: ScaleRequest, load: RateLoad | None = None) -> tuple[
 
 class ScaleContext(RunContext):
     """The run context of these kinds: they measure no workload phases, so the run is
-    ``partial`` when a gateway failed or a point has a problem, else ``done``."""
+    ``partial`` when a gateway failed, a point has a problem or a change did not deliver
+    every new route, else ``done``."""
 
     def final_status(self) -> RunStatus:
         try:
@@ -396,6 +414,8 @@ class ScaleContext(RunContext):
         except RunError:
             return RunStatus.PARTIAL
         if self.record.target_errors or any(p.problem for p in results.points):
+            return RunStatus.PARTIAL
+        if not all(c.all_new_routes_answered for c in results.changes):  # not delivered
             return RunStatus.PARTIAL
         return RunStatus.DONE
 
