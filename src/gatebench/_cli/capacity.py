@@ -4,9 +4,7 @@ objective, per endpoint, with a 95 % confidence interval (docs/capacity.md)."""
 from __future__ import annotations
 
 import argparse
-import hashlib
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 from ..errors import GatebenchError
@@ -16,7 +14,7 @@ from ..stages import RunOptions, RunOutcome
 from ..store import DEFAULT_STORE, STORE_ENV, open_store
 from ..thresholds import failures
 from ._common import add_plan_argument, add_spec_arguments, load
-from .run import LiveDisplay, _store_location, _testers
+from .run import LiveDisplay, _store_location, _testers, chosen_gateways, spec_digest
 
 
 def _repetitions(text: str) -> int:
@@ -97,23 +95,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(args: argparse.Namespace) -> int:
     from ..capacity_runner import run_capacity
 
-    result, plan = load(args)
+    result, loaded = load(args)
     api = result.api
     assert api is not None
-    if args.gateways:
-        wanted = [] if args.gateways == "none" else [g.strip() for g in args.gateways.split(",")]
-        unknown = [g for g in wanted if g not in plan.gateways]
-        if unknown:
-            print(
-                f"gatebench: --gateways: {unknown[0]!r} is not in the plan "
-                f"({', '.join(plan.gateways)})",
-                file=sys.stderr,
-            )
-            return 2
-        plan = replace(plan, gateways=tuple(wanted))
-    spec_path = Path(args.spec)
-    digest = hashlib.sha256(spec_path.read_bytes()).hexdigest() if spec_path.is_file() else ""
-    digest = digest or hashlib.sha256(str(spec_path).encode()).hexdigest()
+    plan = chosen_gateways(args, loaded)
+    if plan is None:
+        return 2
+    digest = spec_digest(args.spec)
     run_id = local_run_id(digest)
     run_dir = Path(args.results) / run_id
     options = RunOptions(
@@ -133,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
             outcome = run_capacity(
                 api,
                 plan,
-                spec_uri=str(spec_path.resolve()),
+                spec_uri=str(Path(args.spec).resolve()),
                 spec_sha256=digest,
                 options=options,
                 store=store,

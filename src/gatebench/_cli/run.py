@@ -144,24 +144,38 @@ class LiveDisplay:
             self.stream.flush()
 
 
+def chosen_gateways(args: argparse.Namespace, plan: Plan) -> Plan | None:
+    """The plan with ``--gateways`` applied (``none``: the baseline only); None, said on
+    stderr, when it names a gateway the plan lacks."""
+    if not args.gateways:
+        return plan
+    wanted = [] if args.gateways == "none" else [g.strip() for g in args.gateways.split(",")]
+    unknown = [g for g in wanted if g not in plan.gateways]
+    if unknown:
+        print(
+            f"gatebench: --gateways: {unknown[0]!r} is not in the plan "
+            f"({', '.join(plan.gateways)})",
+            file=sys.stderr,
+        )
+        return None
+    return replace(plan, gateways=tuple(wanted))
+
+
+def spec_digest(spec: str) -> str:
+    """The SHA-256 of the spec file (of its name when it is not a file: a URL, stdin)."""
+    path = Path(spec)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
+    return digest or hashlib.sha256(str(path).encode()).hexdigest()
+
+
 def run(args: argparse.Namespace) -> int:
-    result, plan = load(args)
+    result, loaded = load(args)
     api = result.api
     assert api is not None
-    if args.gateways:
-        wanted = [] if args.gateways == "none" else [g.strip() for g in args.gateways.split(",")]
-        unknown = [g for g in wanted if g not in plan.gateways]
-        if unknown:
-            print(
-                f"gatebench: --gateways: {unknown[0]!r} is not in the plan "
-                f"({', '.join(plan.gateways)})",
-                file=sys.stderr,
-            )
-            return 2
-        plan = replace(plan, gateways=tuple(wanted))
-    spec_path = Path(args.spec)
-    digest = hashlib.sha256(spec_path.read_bytes()).hexdigest() if spec_path.is_file() else ""
-    digest = digest or hashlib.sha256(str(spec_path).encode()).hexdigest()
+    plan = chosen_gateways(args, loaded)
+    if plan is None:
+        return 2
+    digest = spec_digest(args.spec)
     run_id = local_run_id(digest)
     run_dir = Path(args.results) / run_id
     options = RunOptions(
@@ -178,7 +192,9 @@ def run(args: argparse.Namespace) -> int:
     )
     display = LiveDisplay(sys.stderr)
     with open_store(_store_location(args)) as store:
-        return _run_with_store(args, api, plan, spec_path, digest, run_dir, options, display, store)
+        return _run_with_store(
+            args, api, plan, Path(args.spec), digest, run_dir, options, display, store
+        )
 
 
 def _run_with_store(
