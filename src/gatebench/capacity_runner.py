@@ -15,15 +15,13 @@ Ctrl-C tears everything down and the run ends ``partial`` with the searches that
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 from .capacity import capacity_as_run
 from .ir import Api
-from .model import RunRecord, local_run_id
 from .plan import Plan, workload_summary
-from .procs import Supervisor, this_process
-from .stages import Progress, RunContext, RunJournal, RunOptions, RunOutcome, execute
-from .stages._abandoned import settle_abandoned
+from .procs import Supervisor
+from .runner import local_journal
+from .stages import Progress, RunContext, RunOptions, RunOutcome, execute
 from .stages.kinds import capacity_search
 from .store import ResultStore
 
@@ -50,22 +48,18 @@ def run_capacity(
     through after teardown, with the run marked partial. ``options.quick`` and
     ``options.repetitions`` apply to the capacity settings (:func:`capacity_as_run`)."""
     plan = capacity_as_run(plan, quick=options.quick, repetitions=options.repetitions)
-    run_id = options.run_id or local_run_id(spec_sha256)
-    run_dir = (Path(options.results_dir) / run_id).resolve()
-    if store is not None:
-        settle_abandoned(store)
-    record = RunRecord(
-        run_id=run_id,
+    journal = local_journal(
+        api,
         spec_uri=spec_uri,
         spec_sha256=spec_sha256,
-        title=api.title,
-        gateways=list(plan.gateways),
-        workloads=workload_summary(plan, api),
+        options=options,
+        store=store,
+        display=display,
+        gateways=plan.gateways,
         plan=plan.to_dict(),
+        workloads=workload_summary(plan, api),
         environment={"run_kind": RUN_KIND},
-        owner={**this_process(), "run_dir": str(run_dir)},
     )
-    journal = RunJournal(record, run_dir, store, display)
     context = RunContext(api, plan, options, journal, supervisor_factory())
     return execute(capacity_search(options), context)
 

@@ -26,8 +26,9 @@ the next run in the same store records the run as abandoned (gatebench.stages._a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from .ir import Api
 from .model import RunRecord, local_run_id
@@ -40,6 +41,40 @@ from .store import ResultStore
 from .workload import plan_as_run
 
 DEFAULT_OPTIONS = RunOptions()
+
+
+def local_journal(
+    api: Api,
+    *,
+    spec_uri: str,
+    spec_sha256: str,
+    options: RunOptions,
+    store: ResultStore | None,
+    display: Callable[[Progress], None],
+    gateways: Sequence[str],
+    plan: dict[str, Any],
+    workloads: list[dict[str, Any]] | None = None,
+    environment: dict[str, Any] | None = None,
+) -> RunJournal:
+    """A local run's journal, every kind's: its record (the run id from ``options`` or the
+    spec's digest; this process as its owner, with the run folder), after the store's
+    abandoned runs are settled (gatebench.stages._abandoned)."""
+    run_id = options.run_id or local_run_id(spec_sha256)
+    run_dir = (Path(options.results_dir) / run_id).resolve()
+    if store is not None:
+        settle_abandoned(store)
+    record = RunRecord(
+        run_id=run_id,
+        spec_uri=spec_uri,
+        spec_sha256=spec_sha256,
+        title=api.title,
+        gateways=list(gateways),
+        plan=plan,
+        owner={**this_process(), "run_dir": str(run_dir)},
+        workloads=workloads or [],
+        environment=environment or {},
+    )
+    return RunJournal(record, run_dir, store, display)
 
 
 def run_benchmark(
@@ -57,21 +92,17 @@ def run_benchmark(
     RunError for a run-level failure (after recording it); KeyboardInterrupt passes through
     after teardown, with the run marked partial."""
     plan = plan_as_run(plan, quick=options.quick, repetitions=options.repetitions)
-    run_id = options.run_id or local_run_id(spec_sha256)
-    run_dir = (Path(options.results_dir) / run_id).resolve()
-    if store is not None:
-        settle_abandoned(store)
-    record = RunRecord(
-        run_id=run_id,
+    journal = local_journal(
+        api,
         spec_uri=spec_uri,
         spec_sha256=spec_sha256,
-        title=api.title,
-        gateways=list(plan.gateways),
-        workloads=workload_summary(plan, api),
+        options=options,
+        store=store,
+        display=display,
+        gateways=plan.gateways,
         plan=plan.to_dict(),
-        owner={**this_process(), "run_dir": str(run_dir)},
+        workloads=workload_summary(plan, api),
     )
-    journal = RunJournal(record, run_dir, store, display)
     context = RunContext(api, plan, options, journal, supervisor_factory())
     return execute(fixed_workload(options), context)
 
@@ -80,5 +111,6 @@ __all__ = [
     "Progress",
     "RunOptions",
     "RunOutcome",
+    "local_journal",
     "run_benchmark",
 ]

@@ -10,16 +10,14 @@ soon as it is known, and the last stage writes ``scale.json`` and ``scale.html``
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 from .engines.constant_rate import RateLoad
 from .ir import Api
-from .model import RunRecord, local_run_id
 from .plan import Backend, Plan, Warmup
-from .procs import Supervisor, this_process
+from .procs import Supervisor
+from .runner import local_journal
 from .scaleplan import LiveKind, ScaleAsk
-from .stages import Progress, RunJournal, RunOptions, RunOutcome, execute
-from .stages._abandoned import settle_abandoned
+from .stages import Progress, RunOptions, RunOutcome, execute
 from .stages.scale import ScaleContext, ScaleRequest, change_stages, scale_stages
 from .store import ResultStore
 
@@ -41,22 +39,18 @@ def run_scale(
 ) -> RunOutcome:
     """Run a scale (``kind="scale"``) or change-under-load run here. Raises RunError for a
     run-level failure (after recording it); a gateway's failure is recorded, not raised."""
-    run_id = options.run_id or local_run_id(spec_sha256)
-    run_dir = (Path(options.results_dir) / run_id).resolve()
-    if store is not None:
-        settle_abandoned(store)
     settings = request.settings
     ask = ScaleAsk(kind, request.sizes, request.change, settings)
-    record = RunRecord(
-        run_id=run_id,
+    journal = local_journal(
+        api,
         spec_uri=spec_uri,
         spec_sha256=spec_sha256,
-        title=api.title,
-        gateways=list(request.gateways),
+        options=options,
+        store=store,
+        display=display,
+        gateways=request.gateways,
         plan=ask.about(request.gateways),
-        owner={**this_process(), "run_dir": str(run_dir)},
     )
-    journal = RunJournal(record, run_dir, store, display)
     plan = Plan(
         gateways=request.gateways,
         baseline=False,
