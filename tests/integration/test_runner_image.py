@@ -125,13 +125,15 @@ def test_the_installed_package_carries_its_data_and_gatling_runs_without_maven(
 ) -> None:
     """The wheel installed in the image has gatebench/_data; Gatling is the image's own build,
     found through GATEBENCH_GATLING_* before any source or cache (no Maven, no network: a
-    first use on a tester VM builds nothing); the backend is the image's binary."""
+    first use on a tester VM builds nothing); the backend and the capacity search's load
+    generator are the image's binaries."""
     script = (
         "from gatebench import _locations, _resources\n"
         "data = _locations.packaged_data_dir()\n"
         "print(sorted(p.name for p in data.iterdir()))\n"
         "print(*_resources.gatling_files())\n"
         "print(_resources.backend_binary())\n"
+        "print(_resources.loadgen_binary())\n"
         "print(_locations.user_cache_dir().exists())\n"
     )
     argv = run_argv(
@@ -140,9 +142,10 @@ def test_the_installed_package_carries_its_data_and_gatling_runs_without_maven(
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        "['backend', 'frontend', 'gateways', 'gatling']",
+        "['backend', 'frontend', 'gateways', 'gatling', 'loadgen']",
         "/opt/gatebench/gatling/target/test-classes /opt/gatebench/gatling/classpath.txt",
         "/usr/local/bin/gatebench-backend",
+        "/usr/local/bin/gatebench-loadgen",
         "False",
     ]
     version = podman(["run", "--rm", "--network=none", runner_image.tag, "--version"])
