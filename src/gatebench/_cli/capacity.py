@@ -8,13 +8,12 @@ import sys
 from pathlib import Path
 
 from ..errors import GatebenchError
-from ..model import local_run_id
 from ..plan import MAX_REPETITIONS
 from ..stages import RunOptions, RunOutcome
 from ..store import DEFAULT_STORE, STORE_ENV, open_store
 from ..thresholds import failures
-from ._common import add_plan_argument, add_spec_arguments, load
-from .run import LiveDisplay, _store_location, _testers, chosen_gateways, spec_digest
+from ._common import add_plan_argument, add_spec_arguments
+from .run import LiveDisplay, _store_location, _testers, prepared
 
 
 def _repetitions(text: str) -> int:
@@ -95,14 +94,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(args: argparse.Namespace) -> int:
     from ..capacity_runner import run_capacity
 
-    result, loaded = load(args)
-    api = result.api
-    assert api is not None
-    plan = chosen_gateways(args, loaded)
-    if plan is None:
+    ready = prepared(args)
+    if ready is None:
         return 2
-    digest = spec_digest(args.spec)
-    run_id = local_run_id(digest)
+    api, plan, digest, run_id = ready
     run_dir = Path(args.results) / run_id
     options = RunOptions(
         results_dir=Path(args.results),

@@ -168,15 +168,25 @@ def spec_digest(spec: str) -> str:
     return digest or hashlib.sha256(str(path).encode()).hexdigest()
 
 
-def run(args: argparse.Namespace) -> int:
+def prepared(args: argparse.Namespace) -> tuple[Api, Plan, str, str] | None:
+    """What a local run of any kind starts from: the API, the plan with ``--gateways``
+    applied, the spec's digest and the run id it gives; None (said on stderr) when
+    ``--gateways`` names a gateway the plan lacks."""
     result, loaded = load(args)
     api = result.api
     assert api is not None
     plan = chosen_gateways(args, loaded)
     if plan is None:
-        return 2
+        return None
     digest = spec_digest(args.spec)
-    run_id = local_run_id(digest)
+    return api, plan, digest, local_run_id(digest)
+
+
+def run(args: argparse.Namespace) -> int:
+    ready = prepared(args)
+    if ready is None:
+        return 2
+    api, plan, digest, run_id = ready
     run_dir = Path(args.results) / run_id
     options = RunOptions(
         results_dir=Path(args.results),
