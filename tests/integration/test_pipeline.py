@@ -564,16 +564,16 @@ def test_a_gateway_that_never_comes_up_fails_the_run_at_provision_then_teardown(
 
 
 def test_a_provisioning_that_outlasts_its_timeout_is_torn_down(world: dict[str, Any]) -> None:
-    # Tyk never comes up here, so the tester keeps waiting for it (60 s here) while nginx, the
-    # backend and the tester run: the provision build's 50 s timeout passes first, in
-    # wait-ready (room for vm-vars and apply, each a container of the runner image, before it
-    # on a busy machine).
+    # Tyk never comes up here, so the tester keeps waiting for it (45 s here) while nginx, the
+    # backend and the tester run: the provision build's 30 s timeout passes first, in
+    # wait-ready (room for vm-vars and apply, each a container of the runner image that takes
+    # about 2 s, before it on a busy machine).
     vms: LocalVms = world["vms"]
-    vms.tester_ready_timeout = "60"
+    vms.tester_ready_timeout = "45"
     try:
         event = upload(world, "specs/slow.yaml", quick_auction(["nginx", "tyk"]))
         run_id = run_id_for_object(UPLOADS, "specs/slow.yaml", event["data"]["generation"])
-        execution = run(world, event, "exec-timeout", provision_timeout="50")
+        execution = run(world, event, "exec-timeout", provision_timeout="30")
     finally:
         vms.tester_ready_timeout = TESTER_READY_TIMEOUT
     assert execution.state == "FAILED"

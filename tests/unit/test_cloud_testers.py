@@ -90,6 +90,14 @@ def test_load_waits_for_every_tester_and_records_a_silent_one() -> None:
     assert request["start_at"] == request["requested_at"] + START_DELAY_S
 
 
+def test_a_single_tester_starts_as_soon_as_it_sees_the_request() -> None:
+    bucket = MemoryBucket()
+    bucket.put_json(f"runs/{RUN}/tester/load-done.json", {"ok": True, "raw": []})
+    assert run_load(bucket, RUNS, RUN, 10, clock=FakeClock(), poll=1)["ok"] is True
+    request = json.loads(bucket.objects[f"runs/{RUN}/tester/load-request.json"])
+    assert request["start_at"] == request["requested_at"]
+
+
 def test_load_fails_when_every_tester_failed() -> None:
     bucket = MemoryBucket()
     _fleet(bucket, 2)

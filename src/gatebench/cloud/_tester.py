@@ -27,10 +27,15 @@ from typing import Any, Protocol
 
 from ..errors import RunError
 
-POLL_S = 5.0
-START_DELAY_S = 30.0
-"""From the load request to the common start: every tester polls the bucket and starts its JVM
-within this time."""
+POLL_S = 2.0
+"""How often a tester and the provision and load builds read the bucket for a marker: one
+read (a Class B operation) per marker and poll, a few hundred in a run's longest wait."""
+START_DELAY_S = 10.0
+"""With several testers, from the load request to the common start: every tester sees the
+request within one poll and starts its JVM within about this time; one that is later is waited
+for at the first phase's barrier (``gatebench._fanout.PHASE_BARRIER_S``), so the start is a
+convenience, not the synchronisation. A single tester starts as soon as it sees the request
+(it has no one to wait for)."""
 
 
 class Bucket(Protocol):
@@ -145,7 +150,7 @@ def run_load(
     testers = fleet_testers(bucket, runs_bucket, run_id)
     if read_marker(bucket, runs_bucket, run_id, "load-request") is None:
         now = clock.now()
-        request = {"requested_at": now, "start_at": now + START_DELAY_S}
+        request = {"requested_at": now, "start_at": now + (START_DELAY_S if testers > 1 else 0.0)}
         write_marker(bucket, runs_bucket, run_id, "load-request", request)
     if testers == 1:
         done = wait_for_marker(bucket, runs_bucket, run_id, "load-done", timeout, **kw)
