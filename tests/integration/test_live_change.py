@@ -26,7 +26,15 @@ from gatebench.renderers._jvm import JVM_OPTIONS_ENV
 from gatebench.renderers.nginx import NginxRenderer
 from gatebench.routescale import Probe, added_routes, probes_for, replicate
 from gatebench.tls import GatewayTls, make_run_certificates, remove_tls_folder, write_tls_folder
-from replay import Client, Forwarding, ReplayRequest, expressible, replay, replay_matrix
+from replay import (
+    HOLDS_REFUSALS,
+    Client,
+    Forwarding,
+    expressible,
+    refusals_held,
+    replay,
+    replay_matrix,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -118,40 +126,6 @@ def test_a_change_adds_routes_and_moves_the_upstream(
         live.stop()
 
 
-HOLDS_REFUSALS_AFTER_A_CHANGE = {"spring-cloud-gateway": 5.0}
-"""Gateways that, after a live change, may hold their own refusal of a bodiless request on a
-keep-alive connection until the client closes it (docs/scale.md, "Each gateway's
-mechanism"), with how long the replay waits for such an answer (seconds). Observed with
-Spring Cloud Gateway 5.0.3 after ``/actuator/refresh``: a POST or PUT with
-``Content-Length: 0`` right after another refused one on the same connection, answered 404
-only once the client half-closed (in about half of the runs; never on a fresh boot)."""
-
-
-def _refusals_held(
-    failures: list[str], matrix: list[ReplayRequest], port: int, refusal: int
-) -> list[str]:
-    """``failures`` without the timeouts of requests outside the API that, sent again on a
-    new connection, get the gateway's refusal: the routing decision is right, the answer on
-    the kept-alive connection was held. Anything else stays a failure."""
-    outside = {(r.method, r.label): r for r in matrix if not r.expect_routed}
-    kept = []
-    for line in failures:
-        method = line.split(" ", 1)[0]
-        label = line.split(" [", 1)[1].rsplit("]: ", 1)[0] if " [" in line else ""
-        req = outside.get((method, label))
-        if req is None or not line.endswith("TimeoutError('timed out')"):
-            kept.append(line)
-            continue
-        fresh = Client("127.0.0.1", port, timeout=10.0)
-        try:
-            status = fresh.send(req).status
-        finally:
-            fresh.close()
-        if status != refusal:
-            kept.append(f"{line}; on a new connection: {status}, expected {refusal}")
-    return kept
-
-
 @pytest.mark.parametrize("gateway", LOCAL)
 def test_the_configuration_after_a_change_routes_exactly(
     gateway: str,
@@ -180,7 +154,7 @@ def test_the_configuration_after_a_change_routes_exactly(
         assert after.all_correct, list(after.last_problem.items())[:5]
         forwarding = Forwarding.of(live.renderer)
         matrix = replay_matrix(target_api, forwarding=forwarding)
-        held = HOLDS_REFUSALS_AFTER_A_CHANGE.get(gateway)
+        held = HOLDS_REFUSALS.get(gateway)
         failures = replay(
             matrix,
             gateway_port=live.port,
@@ -189,7 +163,12 @@ def test_the_configuration_after_a_change_routes_exactly(
             via=Client("127.0.0.1", live.port, timeout=held or 60.0),
         )
         if held is not None:
-            failures = _refusals_held(failures, matrix, live.port, forwarding.refusal_status)
+            failures = refusals_held(
+                failures,
+                matrix,
+                lambda: Client("127.0.0.1", live.port, timeout=10.0),
+                forwarding.refusal_status,
+            )
         assert not failures, "\n".join(failures[:40])
     finally:
         live.stop()
