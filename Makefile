@@ -26,7 +26,7 @@ demo: setup-demo ## benchmark the auction example through 6 gateways + the basel
 	@$(BIN)/gatebench report latest
 
 test: setup-all ## install what the tests need, then run them all (unit, golden, integration, browser)
-	@$(BIN)/pytest --durations=30
+	@scripts/test.sh
 
 test-fast: setup ## unit and golden tests only
 	@$(BIN)/pytest -m "not integration"

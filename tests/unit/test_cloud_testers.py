@@ -98,6 +98,35 @@ def test_a_single_tester_starts_as_soon_as_it_sees_the_request() -> None:
     assert request["start_at"] == request["requested_at"]
 
 
+def test_a_target_whose_vm_said_why_it_did_not_start_it_is_not_waited_for() -> None:
+    from gatebench.procs import free_port
+    from gatebench.provisioners._vm_roles import probe_targets
+
+    closed = free_port()  # nobody listens: the probe is refused at once
+    document = {
+        "phases": [
+            {"target": t, "request": {"base_url": f"http://127.0.0.1:{closed}"}}
+            for t in ("nginx", "tyk")
+        ]
+    }
+    asked: list[str] = []
+
+    def reported(target: str) -> str | None:
+        asked.append(target)
+        return "tyk: no such image" if target == "tyk" else None
+
+    clock = FakeClock()
+    reachable, unreachable = probe_targets(document, 600, clock, reported=reported)
+    assert reachable == []
+    assert unreachable == {
+        "nginx": f"http://127.0.0.1:{closed} did not answer within 600s",
+        "tyk": f"http://127.0.0.1:{closed} did not answer: its VM did not start it "
+        "(tyk: no such image)",
+    }
+    # tyk was given up at the first question; nginx was asked again every poll until the end
+    assert asked.count("tyk") == 1 and asked.count("nginx") > 100
+
+
 def test_load_fails_when_every_tester_failed() -> None:
     bucket = MemoryBucket()
     _fleet(bucket, 2)

@@ -119,15 +119,23 @@ def trust_run_ca(document: dict[str, Any], workdir: Path) -> str | None:
 
 
 def probe_targets(
-    document: dict[str, Any], timeout: float, clock: Clock, ca_file: str | None = None
+    document: dict[str, Any],
+    timeout: float,
+    clock: Clock,
+    ca_file: str | None = None,
+    reported: Callable[[str], str | None] | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """(targets that answered an HTTP request, {target: why not}) within ``timeout``; an
-    ``https`` target over TLS, trusting ``ca_file`` alone."""
+    ``https`` target over TLS, trusting ``ca_file`` alone. ``reported(target)``: why the
+    target's VM did not start it, once the VM has said so (then nobody waits for it any more);
+    asked every :data:`POLL_S` seconds while the target is silent."""
     urls: dict[str, str] = {}
     for phase in document.get("phases", []):
         urls.setdefault(phase["target"], phase["request"]["base_url"])
     reachable: list[str] = []
+    unreachable: dict[str, str] = {}
     deadline = clock.now() + timeout
+    next_report = clock.now()
     pending = dict(urls)
     while pending:
         for target, url in list(pending.items()):
@@ -136,10 +144,20 @@ def probe_targets(
             if http_probe(parts.hostname or "", parts.port or 80, "/", ca_file=tls) is not None:
                 reachable.append(target)
                 del pending[target]
+        if pending and reported is not None and clock.now() >= next_report:
+            next_report = clock.now() + POLL_S
+            for target, url in list(pending.items()):
+                reason = reported(target)
+                if reason is not None:
+                    unreachable[target] = (
+                        f"{url} did not answer: its VM did not start it ({reason})"
+                    )
+                    del pending[target]
         if not pending or clock.now() >= deadline:
             break
         clock.sleep(1.0)
-    unreachable = {t: f"{u} did not answer within {timeout:g}s" for t, u in pending.items()}
+    for target, url in pending.items():
+        unreachable[target] = f"{url} did not answer within {timeout:g}s"
     return sorted(reachable), unreachable
 
 
@@ -219,16 +237,30 @@ def run_tester(
     with _meeting(barrier, tester, documents) as meeting:
         document = documents[tester]
         ca_file = trust_run_ca(document, workdir)
-        reachable, unreachable = probe_targets(document, ready_timeout, clock, ca_file)
-        for target in sorted(unreachable):  # a VM that did not start its gateway or backend
+
+        def reported(target: str) -> str | None:  # a VM that did not start its gateway
             said = storage.read_optional(
                 bucket,
                 backend_error_object(run_id)
                 if target == BASELINE
                 else config_error_object(run_id, target),
             )
-            with contextlib.suppress(ValueError, AttributeError):
-                reason = json.loads(said or b"null").get("reason")
+            if said is None:
+                return None
+            try:
+                reason = json.loads(said).get("reason")
+            except (ValueError, AttributeError):
+                reason = None
+            return str(reason or "no reason given")
+
+        reachable, unreachable = probe_targets(
+            document, ready_timeout, clock, ca_file, reported=reported
+        )
+        for target in sorted(unreachable):  # one that said why only after the deadline
+            reason = (
+                reported(target) if "its VM did not start it" not in unreachable[target] else None
+            )
+            if reason is not None:
                 unreachable[target] += f" ({reason})"
         write_marker(
             storage,
