@@ -36,6 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SECONDS = 3
 CLIENTS = 20
 RUNS = 2
+HANG_S = 20
+"""How long past its duration h2load may take before its variant is recorded as failed."""
 PATH = "/auctions/7"
 # (column, certificate or None, HTTP/2): what h2load speaks to each boot
 COLUMNS = (
@@ -55,7 +57,7 @@ def _h2load(url: str, http2: bool, served: Callable[[], int]) -> tuple[float, bo
         argv.append("--h1")
     before = served()
     out = subprocess.run(
-        [*argv, url], capture_output=True, text=True, timeout=SECONDS + 60, check=True
+        [*argv, url], capture_output=True, text=True, timeout=SECONDS + HANG_S, check=True
     )
     forwarded = served() - before
     rate = re.search(r"finished in [\d.]+s, ([\d.]+) req/s", out.stdout)
@@ -125,6 +127,7 @@ def run() -> str:
     rows: list[tuple[str, int, str, list[float], float]] = []
     skipped: dict[str, str] = {}
     checked_apart: set[tuple[str, int, str]] = set()
+    failed: dict[tuple[str, int, str], str] = {}
     with Supervisor() as sup, tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         work.chmod(0o755)
@@ -181,15 +184,29 @@ def run() -> str:
                         behind = [plain_base if key is None else baselines[key]]
                     else:
                         behind = replicas[:count]
-                    with CpuWindow() as cpu:
-                        rate, apart = _h2load(urls[key] + PATH, http2, _served(behind))
+                    if (name, count, column) in failed:
+                        continue
+                    try:
+                        with CpuWindow() as cpu:
+                            rate, apart = _h2load(urls[key] + PATH, http2, _served(behind))
+                    except subprocess.TimeoutExpired:
+                        failed[(name, count, column)] = (
+                            f"h2load did not finish within {SECONDS + HANG_S} s"
+                        )
+                        continue
+                    except subprocess.CalledProcessError as exc:
+                        failed[(name, count, column)] = f"h2load exited {exc.returncode}"
+                        continue
+                    except RuntimeError as exc:
+                        failed[(name, count, column)] = str(exc).splitlines()[0]
+                        continue
                     rates.setdefault(column, []).append(rate)
                     others.append(cpu.others_pct)
                     if apart:
                         checked_apart.add((name, count, column))
             for column, values in rates.items():
                 rows.append((name, count, column, values, statistics.mean(others)))
-    return _table(rows, skipped, checked_apart)
+    return _table(rows, skipped, checked_apart, failed)
 
 
 def _served(backends: list[StartedBackend]) -> Callable[[], int]:
@@ -200,6 +217,7 @@ def _table(
     rows: list[tuple[str, int, str, list[float], float]],
     skipped: dict[str, str],
     checked_apart: set[tuple[str, int, str]],
+    failed: dict[tuple[str, int, str], str],
 ) -> str:
     lines = [
         f"`h2load -D {SECONDS} -c {CLIENTS} -m 1` on `GET {PATH}` with a bearer token (HTTP/1.1 with `--h1`, HTTP/2 "
@@ -236,6 +254,12 @@ def _table(
             "failed with no status. The rate is h2load's; what was checked instead: the backends "
             "answered at least every request h2load finished (less the ones in flight at the "
             "start), and one request of the bench's own got 200.",
+        ]
+    if failed:
+        lines += ["", "Variants measured but failed (no figure; the first line of why):", ""]
+        lines += [
+            f"- {name}, {count} replica(s), {column}: {why}"
+            for (name, count, column), why in sorted(failed.items())
         ]
     if skipped:
         lines += ["", "Variants a gateway cannot render (left out, with its reason):", ""]
