@@ -256,7 +256,11 @@ def _table(
             "start), and one request of the bench's own got 200.",
         ]
     if failed:
-        lines += ["", "Variants measured but failed (no figure; the first line of why):", ""]
+        lines += [
+            "",
+            "Variants with a round that failed (a figure above comes from the rounds that finished; the first line of why):",
+            "",
+        ]
         lines += [
             f"- {name}, {count} replica(s), {column}: {why}"
             for (name, count, column), why in sorted(failed.items())
