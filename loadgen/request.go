@@ -181,7 +181,8 @@ func percentEncode(text string) string {
 }
 
 // generator yields one value per request: constant, list (in order, cycling, or random),
-// range (low..high, cycling), random (uniform in low..high) or counter.
+// range (low..high, cycling), random (uniform in low..high), counter or weighted (a recorded
+// value distribution: the same draws as every other engine, see weighted.go).
 type generator struct {
 	kind      string
 	value     any
@@ -191,6 +192,7 @@ type generator struct {
 	start     int64
 	step      int64
 	position  int64
+	weighted  *weightedSpec
 }
 
 type generatorSpec struct {
@@ -202,6 +204,13 @@ type generatorSpec struct {
 	High   int64             `json:"high"`
 	Start  *int64            `json:"start"`
 	Step   *int64            `json:"step"`
+	// weighted
+	Cumulative []float64   `json:"cumulative"`
+	Total      float64     `json:"total"`
+	Seed       uint64      `json:"seed"`
+	Offset     int64       `json:"offset"`
+	Stride     *int64      `json:"stride"`
+	Others     *othersSpec `json:"others"`
 }
 
 func plain(raw json.RawMessage) any {
@@ -247,6 +256,12 @@ func newGenerator(spec generatorSpec) (*generator, error) {
 		if spec.Step != nil {
 			g.step = *spec.Step
 		}
+	case "weighted":
+		w, err := newWeighted(spec)
+		if err != nil {
+			return nil, err
+		}
+		g.weighted = w
 	default:
 		return nil, fmt.Errorf("unknown generator %q", spec.Kind)
 	}
@@ -268,6 +283,8 @@ func (g *generator) next(rng *rand.Rand) any {
 		return g.low + n%(g.high-g.low+1)
 	case "random":
 		return g.low + int64(math.Floor(rng.Float64()*float64(g.high-g.low+1)))
+	case "weighted":
+		return g.weighted.value(n)
 	}
 	return g.start + n*g.step
 }

@@ -20,6 +20,7 @@ COMMANDS = (
     "validate",
     "parse",
     "plan",
+    "traffic",
     "render",
     "run",
     "capacity",

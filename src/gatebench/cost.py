@@ -129,6 +129,8 @@ def phase_requests(injection: Mapping[str, Any], assumptions: Mapping[str, Any])
     users = int(injection.get("users") or 1)
     if kind == "constant_rate":
         return float(injection.get("rate") or 0) * duration
+    if kind == "arrivals":
+        return float(sum(injection.get("counts") or ()))
     if kind == "concurrent" and duration:
         bound = users * duration / float(assumptions["request_s"])
         cap = injection.get("requests")

@@ -10,6 +10,7 @@ HTTP 400 ``{"errors": [{"pointer": ..., "message": ...}]}``::
     │   ├── SpecValidationError    parsed, but something blocks benchmarking
     │   └── UnsupportedFeature     valid, but gatebench or a gateway cannot express it
     ├── PlanError                  the x-gatebench section or benchmark file is wrong
+    ├── TrafficError               recorded traffic (a log, a HAR, a .jmx) cannot be imported
     ├── RenderError                a gateway configuration cannot be produced
     │   └── UnknownGateway         no renderer by that name (renderers._registry)
     ├── RunError                   provisioning, load or teardown failed
@@ -156,6 +157,12 @@ class UnsupportedFeature(SpecError):
 
 class PlanError(ProblemsError):
     """The benchmark plan (``x-gatebench`` or a benchmark file) is wrong."""
+
+
+class TrafficError(ProblemsError):
+    """Recorded traffic cannot be imported (gatebench.traffic): a file that is not in the
+    format it claims, a limit reached, nothing left to replay. Problems are located by file
+    and line (``pointer`` holds what is inside the file: a JSON pointer, an XML path)."""
 
 
 class RenderError(ProblemsError):

@@ -9,12 +9,14 @@ own log, merged afterwards. Both halves are pure and live here, in the core:
   constant rate sends) is split as ``q // N`` each, and the first ``q % N`` testers get one
   more; so tester 0 always has the largest share and runs every phase anyone runs, and the
   shares add up to the original exactly. A constant rate is split through its request count
-  (tester i sends ``count_i`` over the same duration, rate ``count_i / duration``). A closed
+  (tester i sends ``count_i`` over the same duration, rate ``count_i / duration``); a recorded
+  arrival curve step by step. A closed
   phase with a request budget splits its users first, then its requests over the testers that
   got users. A ``sequential`` phase (one user) cannot be split: tester 0 runs it. A tester
   whose share is zero leaves the phase out. Only tester 0 runs the controls (the backend
   reset) before a phase. Counters stay disjoint: tester i counts from ``start + i*step`` in
-  steps of ``N*step``; so do simulated users (``user_base``, ``user_stride``: which token of a
+  steps of ``N*step``, and a weighted list's draws too (tester i takes draws ``i``, ``i + N``,
+  ...); so do simulated users (``user_base``, ``user_stride``: which token of a
   pool of subjects each user carries). Tester 0's document equals the original when N is 1.
 * :func:`merge_phase` merges one phase's raw records from every tester: percentiles over every
   record (nothing averaged), throughput over the union of the testers' windows. It records
@@ -29,7 +31,7 @@ import copy
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .errors import RunError
@@ -64,6 +66,12 @@ def split_injection(inj: Injection, testers: int) -> tuple[Injection | None, ...
             Injection(inj.kind, users=u, duration=inj.duration) if u else None
             for u in split_counts(inj.users or 0, testers)
         )
+    if inj.kind == "arrivals":
+        # each step split as any count: every tester replays the curve within one request
+        # per step, and tester 0, with the largest share, runs the phase whenever anyone does
+        steps = [split_counts(count, testers) for count in inj.counts]
+        shares = [tuple(split[t] for split in steps) for t in range(testers)]
+        return tuple(replace(inj, counts=counts) if sum(counts) else None for counts in shares)
     if inj.kind == "constant_rate":
         assert inj.duration is not None and inj.rate is not None
         counts = split_counts(round(inj.rate * inj.duration), testers)
@@ -94,6 +102,12 @@ def _split_params(params: dict[str, Any], tester: int, testers: int) -> dict[str
         if gen.get("kind") == "counter" and testers > 1:
             step = int(gen.get("step", 1))
             gen = dict(gen, start=int(gen.get("start", 1)) + tester * step, step=step * testers)
+        elif gen.get("kind") == "weighted" and testers > 1:
+            # tester t takes draws t, t + N, ... of the phase's one sequence
+            stride = int(gen.get("stride", 1))
+            gen = dict(
+                gen, offset=int(gen.get("offset", 0)) + tester * stride, stride=stride * testers
+            )
         out[name] = gen
     return out
 
@@ -103,7 +117,7 @@ def _user_numbers(share: Sequence[Injection | None], tester: int, testers: int) 
     of subjects: gatebench.tokens.subject_of_user): a closed phase's users follow the earlier
     testers' users; an open phase's arrivals interleave (tester t has t, t + N, ...)."""
     inj = share[tester]
-    if inj is not None and inj.kind in ("ramp", "constant_rate"):
+    if inj is not None and inj.kind in ("ramp", "constant_rate", "arrivals"):
         return {"user_base": tester, "user_stride": testers}
     before = sum((s.users or 1) for s in share[:tester] if s is not None)
     return {"user_base": before, "user_stride": 1}

@@ -15,11 +15,23 @@ Templates are lists of parts, ``{"text": ...}`` (already escaped for where it go
 ``{"param": NAME, "as": ENCODING}`` where ENCODING is ``path`` / ``query`` (percent-encoded),
 ``json`` (a JSON value: a number stays a number), ``json-string`` (inside a JSON string) or
 ``raw``. A JSON body ``{bid: "${amount}"}`` becomes ``{"bid": <amount as JSON>}``.
+
+A weighted list of values (``{"kind": "weighted"}``: a recorded value distribution) is drawn
+the same way by every engine: draw ``n`` of a phase (counted from 0 across the phase's users)
+takes ``u = unit_draw(seed, n)`` in [0, 1) from a counter-based hash (SplitMix64: 64-bit
+integer arithmetic, so Java, Go and LuaJIT compute the same bits), then the first value whose
+cumulative weight exceeds ``u * total``; past the listed values, ``others`` gives value
+``floor((x - listed) / others_weight * count)``. The seed comes from the workload's and the
+parameter's names, so every target and repetition sees the same sequence
+(:func:`weighted_value` is the reference the engines are tested against).
 """
 
 from __future__ import annotations
 
+import bisect
+import hashlib
 import json
+import math
 import random
 import re
 from collections.abc import Callable, Sequence
@@ -30,6 +42,7 @@ from urllib.parse import quote
 from .errors import RunError
 from .ir import Api, Operation, Parameter
 from .plan import BodySpec, Generator, Injection, Plan, Warmup, Workload
+from .plan._traffic import scaled_counts
 from .synth import synthesize
 from .trust import CEILING_TARGET
 
@@ -105,6 +118,8 @@ def quick_plan(plan: Plan) -> Plan:
         rate = inj.rate
         if inj.kind == "constant_rate" and rate and duration and rate * duration > 5000:
             rate = 5000 / duration
+        if inj.kind == "arrivals":
+            return _quick_arrivals(inj)
         return replace(inj, duration=duration, requests=requests, users=users, rate=rate)
 
     return replace(
@@ -113,6 +128,20 @@ def quick_plan(plan: Plan) -> Plan:
         warmup=Warmup(duration=QUICK_WARMUP, requests=None) if plan.warmup.enabled else plan.warmup,
         workloads=tuple(replace(w, injection=shorten(w.injection)) for w in plan.workloads),
     )
+
+
+def _quick_arrivals(inj: Injection) -> Injection:
+    """The first steps of a recorded curve that fit in the quick profile's duration, scaled
+    down to at most 5,000 requests (the shape kept)."""
+    step = inj.step or 1.0
+    steps = max(1, math.floor(QUICK_MAX_DURATION / step + 1e-9))
+    counts = inj.counts[:steps]
+    total = sum(counts)
+    if total > 5000:
+        counts = scaled_counts(counts, 5000 / total)
+    if not sum(counts):
+        counts = (*counts[:-1], 1)
+    return replace(inj, counts=counts, duration=step * len(counts))
 
 
 # -- the schedule: repetitions × shuffled targets × (warm-up, workloads) ----------------------
@@ -250,6 +279,9 @@ def _warmups(plan: Plan) -> list[tuple[Workload, Injection]]:
             users = 1
         if w.injection.kind == "constant_rate":
             users = max(1, min(50, round((w.injection.rate or 1) / 100)))
+        if w.injection.kind == "arrivals":
+            mean = sum(w.injection.counts) / (w.injection.duration or 1.0)
+            users = max(1, min(50, round(mean / 100)))
         if plan.warmup.duration:
             inj = Injection("concurrent", users=users, duration=plan.warmup.duration / n)
         else:
@@ -310,7 +342,10 @@ def render_workload(
                 "seed": (schedule.seed * 1_000_003 + phase.index) % (2**62),
                 "injection": injection_json(phase.injection),
                 "before": [_control_json(c) for c in phase.before],
-                "params": {name: generator_json(g) for name, g in generators[w.name].items()},
+                "params": {
+                    name: generator_json(g, stream=f"{w.name}/{name}")
+                    for name, g in generators[w.name].items()
+                },
                 "request": request,
             }
         )
@@ -353,17 +388,24 @@ def injection_json(inj: Injection) -> dict[str, Any]:
         out["duration_ms"] = round(inj.duration * 1000)
     if inj.requests is not None:
         out["requests"] = inj.requests
+    if inj.kind == "arrivals":
+        # whole microseconds: a compressed step (1 s at speed 3) is not a whole millisecond
+        out["step_us"] = round((inj.step or 1.0) * 1_000_000)
+        out["counts"] = list(inj.counts)
     return out
 
 
 def injection_from_json(data: dict[str, Any]) -> Injection:
     duration = data.get("duration_ms")
+    step_us = data.get("step_us")
     return Injection(
         kind=data["kind"],
         users=data.get("users"),
         rate=data.get("rate"),
         duration=duration / 1000.0 if duration is not None else None,
         requests=data.get("requests"),
+        counts=tuple(data.get("counts") or ()),
+        step=step_us / 1_000_000 if step_us is not None else None,
     )
 
 
@@ -389,14 +431,84 @@ def phases_from_document(document: dict[str, Any]) -> list[Phase]:
     ]
 
 
-def generator_json(g: Generator) -> dict[str, Any]:
+def generator_json(g: Generator, *, stream: str = "") -> dict[str, Any]:
+    """A generator as the engines read it; ``stream`` names its sequence (the workload and
+    the parameter) for the draws of a weighted list."""
     if g.kind == "constant":
         return {"kind": "constant", "value": g.value}
+    if g.kind == "list" and g.weights:
+        return _weighted_json(g, stream)
     if g.kind == "list":
         return {"kind": "list", "values": list(g.values), "random": g.random_order}
     if g.kind in ("range", "random"):
         return {"kind": g.kind, "low": g.low, "high": g.high}
     return {"kind": "counter", "start": g.start, "step": g.step}
+
+
+_MASK64 = (1 << 64) - 1
+_GAMMA = 0x9E3779B97F4A7C15
+
+
+def stream_seed(stream: str) -> int:
+    """A weighted list's seed: 48 bits of the SHA-256 of its stream name (exact as a double,
+    so the Lua engine reads it without loss)."""
+    return int.from_bytes(hashlib.sha256(stream.encode("utf-8")).digest()[:6], "big")
+
+
+def unit_draw(seed: int, n: int) -> float:
+    """Draw ``n`` (0, 1, ...) of a sequence in [0, 1): SplitMix64's output for the state
+    ``seed + (n + 1) × gamma``, its top 53 bits. Stateless, so each engine (and each thread
+    or tester taking every k-th draw) computes any draw on its own."""
+    z = (seed + (n + 1) * _GAMMA) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    z ^= z >> 31
+    return (z >> 11) * 2.0**-53
+
+
+def _weighted_json(g: Generator, stream: str) -> dict[str, Any]:
+    cumulative = []
+    total = 0.0
+    for weight in g.weights:
+        total += weight
+        cumulative.append(total)
+    out: dict[str, Any] = {
+        "kind": "weighted",
+        "values": list(g.values),
+        "cumulative": cumulative,
+        "total": total + (g.others.weight if g.others else 0.0),
+        "seed": stream_seed(stream),
+    }
+    if g.others is not None:
+        o = g.others
+        out["others"] = {
+            "count": o.count,
+            "weight": o.weight,
+            "start": o.start,
+            "text": o.prefix is not None or o.width > 0,
+            "prefix": o.prefix or "",
+            "width": o.width,
+        }
+    return out
+
+
+def weighted_value(spec: dict[str, Any], n: int) -> Any:
+    """The ``n``-th value (0, 1, ...) a weighted generator (its JSON) gives: the reference
+    every engine matches. A tester's share of a phase takes draws ``offset + n × stride``."""
+    draw = int(spec.get("offset", 0)) + n * int(spec.get("stride", 1))
+    x = unit_draw(int(spec["seed"]), draw) * float(spec["total"])
+    cumulative = spec["cumulative"]
+    index = bisect.bisect_right(cumulative, x)
+    others = spec.get("others")
+    if index < len(cumulative) or others is None:
+        # u × total rounds up to total once in a while: the last value then
+        return spec["values"][min(index, len(cumulative) - 1)]
+    listed = cumulative[-1] if cumulative else 0.0
+    j = min(math.floor((x - listed) / others["weight"] * others["count"]), others["count"] - 1)
+    number = others["start"] + j
+    if others["text"]:
+        return f"{others['prefix']}{number:0{others['width']}d}"
+    return number
 
 
 def _request(
@@ -671,5 +783,8 @@ __all__ = [
     "phases_from_document",
     "quick_plan",
     "render_workload",
+    "stream_seed",
+    "unit_draw",
+    "weighted_value",
     "workload_json_text",
 ]

@@ -217,14 +217,14 @@ def test_injection_profiles(
             {"at_once": 1, "sequential": 2},
             (
                 "/x-gatebench/workloads/0/injection",
-                "give exactly one of at_once, ramp, constant_rate, concurrent, sequential",
+                "give exactly one of at_once, ramp, constant_rate, arrivals, concurrent, sequential",
             ),
         ),
         (
             {"burst": 3},
             (
                 "/x-gatebench/workloads/0/injection/burst",
-                "unknown key 'burst' in injection; expected one of: at_once, ramp, constant_rate, concurrent, sequential, duration, requests",
+                "unknown key 'burst' in injection; expected one of: at_once, ramp, constant_rate, arrivals, concurrent, sequential, duration, requests",
             ),
         ),
     ],

@@ -147,6 +147,6 @@ def test_the_schema_decides_which_keys_exist(auction: Api, monkeypatch: pytest.M
             "/x-gatebench/seed",
             "unknown key 'seed' in x-gatebench; expected one of: spec, gateways, baseline, "
             "repetitions, warmup, order, backend, tls, fault, engine, cpus, infrastructure, auth, "
-            "scoring, thresholds, capacity, workloads, policies",
+            "scoring, thresholds, capacity, traffic, workloads, policies",
         )
     ]

@@ -175,7 +175,37 @@ def _generator(spec: Mapping[str, Any]) -> dict[str, Any]:
         return {"kind": kind, "low": int(spec["low"]), "high": int(spec["high"])}
     if kind == "counter":
         return {"kind": "counter", "start": int(spec["start"]), "step": int(spec.get("step", 1))}
+    if kind == "weighted":
+        return _weighted(spec)
     raise RunError(f"unknown value generator {kind!r}")
+
+
+def _weighted(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A weighted list (gatebench.workload.weighted_value) as the script draws it: the listed
+    values' texts, and for text ``others`` the prefix's text and what follows the digits in
+    every encoding (a number's digits read the same in all of them)."""
+    out: dict[str, Any] = {
+        "kind": "weighted",
+        "texts": [value_texts(v) for v in spec["values"]],
+        "cumulative": [float(c) for c in spec["cumulative"]],
+        "total": float(spec["total"]),
+        "seed": int(spec["seed"]),
+        "offset": int(spec.get("offset", 0)),
+        "stride": int(spec.get("stride", 1)),
+    }
+    others = spec.get("others")
+    if others is not None:
+        prefix = value_texts(str(others.get("prefix", "")))
+        out["others"] = {
+            "count": int(others["count"]),
+            "weight": float(others["weight"]),
+            "start": int(others["start"]),
+            "text": bool(others.get("text", False)),
+            "width": int(others.get("width", 0)),
+            "heads": {e: t[:-1] if e == "json" else t for e, t in prefix.items()},
+            "tails": {e: '"' if e == "json" else "" for e in prefix},
+        }
+    return out
 
 
 def _boundary(seed: int) -> str:

@@ -5,7 +5,8 @@
 -- description is ever Lua code). This script only interprets it:
 --
 --   request()   builds each request from the phase's templates and value generators (the same
---               generators as the Gatling simulation: constant, list, range, random, counter),
+--               generators as the Gatling simulation: constant, list, range, random, counter,
+--               weighted),
 --               so one phase can address many resources ("multi-endpoint");
 --   response()  counts responses per status code (OK = in the phase's expect list, or below
 --               400 when there is none);
@@ -39,6 +40,58 @@ local function int_text(v)
   return string.format("%d", v)
 end
 
+-- A weighted list (gatebench.workload.weighted_value is the reference, and the Java and Go
+-- engines draw the same): u from SplitMix64 of (seed + (draw + 1) * gamma) in 64-bit integer
+-- arithmetic (LuaJIT's uint64_t), then the first value whose cumulative weight exceeds
+-- u * total, or one of the others.
+local GAMMA = 0x9E3779B97F4A7C15ULL
+local MIX1 = 0xBF58476D1CE4E5B9ULL
+local MIX2 = 0x94D049BB133111EBULL
+
+local function unit_draw(seed, n)
+  local z = ffi.cast("uint64_t", seed) + (ffi.cast("uint64_t", n) + 1ULL) * GAMMA
+  z = bit.bxor(z, bit.rshift(z, 30)) * MIX1
+  z = bit.bxor(z, bit.rshift(z, 27)) * MIX2
+  z = bit.bxor(z, bit.rshift(z, 31))
+  return tonumber(bit.rshift(z, 11)) * 2 ^ -53
+end
+
+local function weighted(g, n)
+  local x = unit_draw(g.seed, g.offset + n * g.stride) * g.total
+  local cumulative = g.cumulative
+  local low, high = 1, #cumulative + 1
+  while low < high do
+    local mid = math.floor((low + high) / 2)
+    if x < cumulative[mid] then
+      high = mid
+    else
+      low = mid + 1
+    end
+  end
+  local o = g.others
+  if low <= #cumulative or o == nil then
+    return g.texts[math.min(low, #cumulative)]
+  end
+  local listed = 0
+  if #cumulative > 0 then
+    listed = cumulative[#cumulative]
+  end
+  local j = math.min(math.floor((x - listed) / o.weight * o.count), o.count - 1)
+  local number = o.start + j
+  if not o.text then
+    return number
+  end
+  local digits = int_text(number)
+  if #digits < o.width then
+    digits = string.rep("0", o.width - #digits) .. digits
+  end
+  local texts = {}
+  for encoding, head in pairs(o.heads) do
+    texts[encoding] = head .. digits .. o.tails[encoding]
+  end
+  return texts
+end
+
 -- One value per parameter per request, as {text by encoding} (constants and lists are
 -- rendered by gatebench for every encoding) or a plain integer (ranges, random, counters:
 -- an integer reads the same in every encoding).
@@ -63,6 +116,8 @@ local function next_values()
       values[name] = g.low + (global % (g.high - g.low + 1))
     elseif g.kind == "random" then
       values[name] = g.low + math.floor(math.random() * (g.high - g.low + 1))
+    elseif g.kind == "weighted" then
+      values[name] = weighted(g, global)
     else -- counter
       values[name] = g.start + global * g.step
     end

@@ -50,9 +50,11 @@ from ._model import (
 from ._policies import ReadFile, read_policies
 from ._reader import Reader, _kind, _show
 from ._schema import SectionSchema
+from ._traffic import read_arrivals, read_traffic, read_weights
 
 MAX_WORKERS = 100_000
 """The most workers a mock backend may hold responses with (``backend.mock.workers``)."""
+_INJECTION_KINDS = ("at_once", "ramp", "constant_rate", "arrivals", "concurrent", "sequential")
 _BODY_KINDS = ("example", "synthesized", "binary", "multipart", "json", "text", "none")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _WORKLOAD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -127,6 +129,7 @@ def build_plan(
             )
     engine = _engine(data.get("engine", "gatling"), r, workloads, warmup)
     fault = read_fault(data.get("fault"), r, backend, workloads, warmup.duration)
+    traffic = read_traffic(data["traffic"], r) if "traffic" in data else None
     if tls is not None:
         _check_tls(tls, engine, backend, baseline, r)
     if auth.jwt_private_key_env is not None:
@@ -171,6 +174,7 @@ def build_plan(
         capacity=capacity,
         tls=tls,
         fault=fault,
+        traffic=traffic,
     )
 
 
@@ -653,22 +657,23 @@ def _injection(value: Any, r: Reader, where: list[str | int]) -> Injection | Non
     if value is None:
         r.error(
             where,
-            "an injection profile is required: at_once, ramp, constant_rate, concurrent or sequential",
+            "an injection profile is required: at_once, ramp, constant_rate, arrivals, "
+            "concurrent or sequential",
         )
         return None
     data = r.mapping(value, where, "injection")
-    kinds = [
-        k for k in ("at_once", "ramp", "constant_rate", "concurrent", "sequential") if k in data
-    ]
+    kinds = [k for k in _INJECTION_KINDS if k in data]
     if len(kinds) != 1:
         if data:
-            r.error(
-                where, "give exactly one of at_once, ramp, constant_rate, concurrent, sequential"
-            )
+            r.error(where, f"give exactly one of {', '.join(_INJECTION_KINDS)}")
         return None
     kind = kinds[0]
     raw = data[kind]
     extra = [k for k in ("duration", "requests") if k in data]
+    if kind == "arrivals":
+        if extra:
+            r.error([*where, extra[0]], "arrivals: {counts: [...], step: 1s} lasts its curve")
+        return read_arrivals(raw, r, [*where, kind])
     if kind == "at_once":
         if extra:
             r.error([*where, extra[0]], "at_once takes only a number of users")
@@ -749,8 +754,9 @@ def _generator(raw: Any, r: Reader, where: list[str | int]) -> Generator | None:
         r.error(where, "give exactly one of value, list, range, random, counter")
         return None
     kind = kinds[0]
-    if "order" in data and kind != "list":
-        r.error([*where, "order"], "'order' applies to a list")
+    for key in ("order", "weights", "others"):
+        if key in data and kind != "list":
+            r.error([*where, key], f"{key!r} applies to a list")
     if kind == "value":
         return Generator("constant", value=data["value"])
     if kind == "list":
@@ -761,7 +767,17 @@ def _generator(raw: Any, r: Reader, where: list[str | int]) -> Generator | None:
         order = data.get("order", "sequential")
         if order not in ("sequential", "random"):
             r.error([*where, "order"], f"expected 'sequential' or 'random', got {_show(order)}")
-        return Generator("list", values=tuple(values), random_order=order == "random")
+        weighted = read_weights(data, tuple(values), r, where)
+        if weighted is None:
+            return None
+        weights, others = weighted
+        return Generator(
+            "list",
+            values=tuple(values),
+            random_order=order == "random" or bool(weights),
+            weights=weights,
+            others=others,
+        )
     if kind in ("range", "random"):
         bounds = data[kind]
         if isinstance(bounds, dict):

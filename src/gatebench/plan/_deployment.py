@@ -155,7 +155,7 @@ def _phase_duration(workload: Workload) -> float | None:
     """The measured phase's length when the profile fixes it (None: it ends after a number
     of requests, at a time nobody knows in advance)."""
     inj = workload.injection
-    if inj.kind in ("concurrent", "constant_rate", "ramp") and inj.duration is not None:
+    if inj.kind in ("concurrent", "constant_rate", "ramp", "arrivals") and inj.duration is not None:
         return inj.duration
     return None
 

@@ -167,6 +167,13 @@ def describe_injection(inj: Injection) -> str:
         return f"ramp to {inj.users} users over {format_duration(inj.duration or 0)}"
     if inj.kind == "constant_rate":
         return f"{inj.rate:g} req/s for {format_duration(inj.duration or 0)}"
+    if inj.kind == "arrivals":
+        step = inj.step or 1.0
+        peak = max(inj.counts, default=0) / step
+        return (
+            f"recorded arrivals: {sum(inj.counts):,} requests over "
+            f"{format_duration(inj.duration or 0)} (peak {peak:,.4g} req/s)"
+        )
     bound = []
     if inj.duration:
         bound.append(f"for {format_duration(inj.duration)}")
@@ -210,6 +217,9 @@ def _describe_extras(w: Workload) -> str:
             parts.append(f"{name} {gen.kind} {gen.low}..{gen.high}")
         elif gen.kind == "counter":
             parts.append(f"{name} counter from {gen.start}")
+        elif gen.kind == "list" and gen.weights:
+            more = gen.others.count if gen.others else 0
+            parts.append(f"{name} weighted, {len(gen.values) + more:,} values")
         elif gen.kind == "list":
             parts.append(f"{name} one of {len(gen.values)}")
         else:

@@ -9,7 +9,7 @@ from ..errors import Problem
 from ..policies import PolicySet
 from ..thresholds import Threshold
 
-InjectionKind = Literal["at_once", "ramp", "constant_rate", "concurrent", "sequential"]
+InjectionKind = Literal["at_once", "ramp", "constant_rate", "concurrent", "sequential", "arrivals"]
 GeneratorKind = Literal["constant", "list", "range", "random", "counter"]
 BodyKind = Literal["none", "example", "synthesized", "binary", "multipart", "json", "text"]
 BackendKind = Literal["url", "mock", "builtin"]
@@ -32,24 +32,37 @@ MAX_TESTERS = 16
 """The most load generators one phase is split across (``infrastructure.testers``, ``--testers``)."""
 MAX_DURATION_S = 24 * 3600.0
 MAX_BODY_BYTES = 1_000_000_000
+MAX_STEPS = 86_400
+"""The most steps a recorded arrival curve may hold (``injection.arrivals.counts``): a day at
+one-second steps."""
 
 
 @dataclass(frozen=True)
 class Injection:
-    """How requests arrive. Open models: ``at_once``, ``ramp``, ``constant_rate`` (each
-    virtual user sends one request). Closed models: ``concurrent`` (N users loop, each on
-    its own connection, until ``duration`` or ``requests`` is reached) and ``sequential``
-    (one user sends ``requests`` requests back to back)."""
+    """How requests arrive. Open models: ``at_once``, ``ramp``, ``constant_rate`` and
+    ``arrivals`` (each virtual user sends one request). Closed models: ``concurrent`` (N
+    users loop, each on its own connection, until ``duration`` or ``requests`` is reached)
+    and ``sequential`` (one user sends ``requests`` requests back to back).
+
+    ``arrivals`` replays a recorded arrival curve: ``counts[i]`` users arrive, evenly spaced,
+    during step ``i`` of ``step`` seconds (the plan's ``scale`` and ``speed`` already
+    applied: gatebench.plan._traffic); ``duration`` is the whole curve."""
 
     kind: InjectionKind
     users: int | None = None
     rate: float | None = None
     duration: float | None = None
     requests: int | None = None
+    counts: tuple[int, ...] = ()
+    """``arrivals``: users arriving in each step."""
+    step: float | None = None
+    """``arrivals``: the length of one step, seconds."""
 
     @property
     def expected_requests(self) -> int | None:
         """Requests the profile sends, when it is fixed in advance (None: time-bounded)."""
+        if self.kind == "arrivals":
+            return sum(self.counts)
         if self.kind in ("at_once", "ramp"):
             return self.users
         if self.kind == "sequential":
@@ -68,8 +81,10 @@ class Generator:
     """Values for one parameter or body placeholder.
 
     constant (``value``), list (``values`` in order, cycling; ``order: random`` picks at
-    random), range (``low``..``high`` inclusive, step 1, cycling), random (uniform integer in
-    ``low``..``high``), counter (``start``, ``start+step``, ... never repeating)."""
+    random; with ``weights``, each value drawn as often as its weight says, and ``others``
+    as more values drawn uniformly: gatebench.plan._traffic), range (``low``..``high``
+    inclusive, step 1, cycling), random (uniform integer in ``low``..``high``), counter
+    (``start``, ``start+step``, ... never repeating)."""
 
     kind: GeneratorKind
     value: Any = None
@@ -79,6 +94,30 @@ class Generator:
     start: int = 1
     step: int = 1
     random_order: bool = False
+    weights: tuple[float, ...] = ()
+    """list: how often each value is drawn, relative to the others (empty: no weights)."""
+    others: OtherValues | None = None
+    """list with weights: more values beyond ``values``, drawn uniformly among themselves."""
+
+
+@dataclass(frozen=True)
+class OtherValues:
+    """``count`` more values of a weighted list, together drawn ``weight`` times as often as a
+    value of weight 1: ``start``, ``start + 1``, ... (whole numbers), or, with a ``prefix``
+    or a ``width``, text: the prefix then the number padded with zeros to ``width`` digits."""
+
+    count: int
+    weight: float
+    start: int = 1
+    prefix: str | None = None
+    width: int = 0
+
+    def value(self, index: int) -> Any:
+        """The ``index``-th of these values (0-based)."""
+        number = self.start + index
+        if self.prefix is None and self.width == 0:
+            return number
+        return f"{self.prefix or ''}{number:0{self.width}d}"
 
 
 @dataclass(frozen=True)
@@ -322,6 +361,29 @@ class CapacityPlan:
 
 
 @dataclass(frozen=True)
+class TrafficSource:
+    """Where a plan's workloads came from when ``gatebench import`` wrote them from recorded
+    traffic (``traffic:``): the report names it beside the results."""
+
+    files: tuple[str, ...]
+    """The files read (names only, never their folders)."""
+    format: str
+    """The format they were read as (``combined``, ``har``, ``jmx``, ...)."""
+    requests: int
+    """Requests read from them (in the window, when one was chosen)."""
+    matched: int
+    """Of those, requests matched to an operation of the description."""
+    start: str | None = None
+    """The first request's time (ISO 8601, UTC), when the files carry times."""
+    end: str | None = None
+    """The last request's time."""
+
+    @property
+    def matched_pct(self) -> float:
+        return 100.0 * self.matched / self.requests if self.requests else 0.0
+
+
+@dataclass(frozen=True)
 class Plan:
     gateways: tuple[str, ...]
     baseline: bool
@@ -353,6 +415,8 @@ class Plan:
     """TLS (and HTTP/2) at every gateway and at the baseline; None: plain HTTP/1.1."""
     fault: Fault | None = None
     """A backend replica killed during a phase (needs ``backend.replicas`` of 2 or more)."""
+    traffic: TrafficSource | None = None
+    """The recorded traffic the workloads were imported from (``gatebench import``)."""
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -382,6 +446,7 @@ __all__ = [
     "MAX_REPETITIONS",
     "MAX_REPLICAS",
     "MAX_REQUESTS",
+    "MAX_STEPS",
     "MAX_TESTERS",
     "MAX_USERS",
     "OBJECTIVE_LATENCY_METRICS",
@@ -406,10 +471,12 @@ __all__ = [
     "InjectionKind",
     "MultipartPart",
     "Objective",
+    "OtherValues",
     "Plan",
     "Scoring",
     "Tls",
     "TlsKey",
+    "TrafficSource",
     "Warmup",
     "Workload",
 ]

@@ -214,7 +214,7 @@ public class GenericSimulation extends Simulation {
 
   private static boolean isOpen(JsonNode phase) {
     String kind = phase.path("injection").path("kind").asText();
-    return kind.equals("ramp") || kind.equals("constant_rate");
+    return kind.equals("ramp") || kind.equals("constant_rate") || kind.equals("arrivals");
   }
 
   private static int usersOf(JsonNode phase) {
@@ -504,9 +504,58 @@ public class GenericSimulation extends Simulation {
               }
               : arrivals(Math.round(rate * durationMs / 1000.0), durationMs);
         }
+      case "arrivals":
+        return recorded(injection);
       default:
         throw new IllegalArgumentException("unknown injection kind " + kind);
     }
+  }
+
+  /**
+   * A recorded arrival curve: counts[i] users arrive during step i, evenly spaced (user k of n
+   * at k × step / n from the step's start). A step of whole seconds is Gatling's own constant
+   * rate over it (which spaces its users the same way); any other step gets the explicit
+   * schedule of {@link #arrivals}, so a compressed curve keeps its shape to the millisecond.
+   */
+  private static OpenInjectionStep[] recorded(JsonNode injection) {
+    long stepUs = injection.path("step_us").asLong(1_000_000L);
+    JsonNode counts = injection.path("counts");
+    List<OpenInjectionStep> steps = new ArrayList<>();
+    if (stepUs % 1_000_000L == 0) {
+      Duration step = Duration.ofSeconds(stepUs / 1_000_000L);
+      for (JsonNode count : counts) {
+        long n = count.asLong();
+        steps.add(
+            n == 0
+                ? nothingFor(step)
+                : constantUsersPerSec(n * 1_000_000.0 / stepUs).during(step));
+      }
+      return steps.toArray(new OpenInjectionStep[0]);
+    }
+    // user k of step i at (i × step + k × step / n), in ms, users of one ms together
+    long previousMs = 0;
+    for (int i = 0; i < counts.size(); i++) {
+      long n = counts.get(i).asLong();
+      long k = 0;
+      while (k < n) {
+        long atMs = (i * stepUs + k * stepUs / n) / 1000;
+        long together = 0;
+        while (k < n && (i * stepUs + k * stepUs / n) / 1000 == atMs) {
+          together++;
+          k++;
+        }
+        if (atMs > previousMs) {
+          steps.add(nothingFor(Duration.ofMillis(atMs - previousMs)));
+          previousMs = atMs;
+        }
+        steps.add(atOnceUsers((int) together));
+      }
+    }
+    long endMs = counts.size() * stepUs / 1000;
+    if (endMs > previousMs) {
+      steps.add(nothingFor(Duration.ofMillis(endMs - previousMs)));
+    }
+    return steps.toArray(new OpenInjectionStep[0]);
   }
 
   private static OpenInjectionStep[] arrivals(long users, long durationMs) {
@@ -765,7 +814,8 @@ public class GenericSimulation extends Simulation {
 
   /**
    * The plan's generators, one value per parameter per request: constant, list (in order,
-   * cycling, or random), range (low..high cycling), random (uniform in low..high), counter.
+   * cycling, or random), range (low..high cycling), random (uniform in low..high), counter,
+   * weighted (a recorded value distribution, the same draws in every engine).
    */
   static final class Values implements Iterator<Map<String, Object>> {
     private final List<String> names = new ArrayList<>();
@@ -825,12 +875,63 @@ public class GenericSimulation extends Simulation {
           case "counter":
             value = spec.path("start").asLong() + n * spec.path("step").asLong(1);
             break;
+          case "weighted":
+            value = weighted(spec, n);
+            break;
           default:
             throw new IllegalArgumentException("unknown generator " + spec.path("kind").asText());
         }
         out.put("gb." + names.get(i), value);
       }
       return out;
+    }
+
+    /**
+     * Draw n of a weighted list (gatebench.workload.weighted_value is the reference): u from
+     * SplitMix64 of (seed + (draw + 1) × gamma), then the first value whose cumulative weight
+     * exceeds u × total, or one of the others.
+     */
+    static Object weighted(JsonNode spec, long n) {
+      long draw = spec.path("offset").asLong(0) + n * spec.path("stride").asLong(1);
+      double x = unitDraw(spec.path("seed").asLong(), draw) * spec.path("total").asDouble();
+      JsonNode cumulative = spec.path("cumulative");
+      int low = 0;
+      int high = cumulative.size();
+      while (low < high) {
+        int mid = (low + high) >>> 1;
+        if (x < cumulative.get(mid).asDouble()) {
+          high = mid;
+        } else {
+          low = mid + 1;
+        }
+      }
+      JsonNode others = spec.path("others");
+      if (low < cumulative.size() || others.isMissingNode()) {
+        return plain(spec.path("values").get(Math.min(low, cumulative.size() - 1)));
+      }
+      double listed = cumulative.size() > 0 ? cumulative.get(cumulative.size() - 1).asDouble() : 0.0;
+      long count = others.path("count").asLong();
+      long j = (long) Math.floor((x - listed) / others.path("weight").asDouble() * count);
+      long number = others.path("start").asLong() + Math.min(j, count - 1);
+      if (!others.path("text").asBoolean(false)) {
+        return number;
+      }
+      int width = others.path("width").asInt(0);
+      String digits = Long.toString(number);
+      StringBuilder out = new StringBuilder(others.path("prefix").asText(""));
+      for (int pad = digits.length(); pad < width; pad++) {
+        out.append('0');
+      }
+      return out.append(digits).toString();
+    }
+
+    /** SplitMix64's output for the state seed + (n + 1) × gamma, as a double in [0, 1). */
+    static double unitDraw(long seed, long n) {
+      long z = seed + (n + 1) * 0x9E3779B97F4A7C15L;
+      z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+      z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+      z = z ^ (z >>> 31);
+      return (z >>> 11) * 0x1.0p-53;
     }
 
     private static Object plain(JsonNode node) {
