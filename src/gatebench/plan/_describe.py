@@ -45,6 +45,13 @@ def describe_plan(plan: Plan, api: Api) -> list[str]:
         "builtin": f"built-in {plan.backend.builtin} service",
     }[plan.backend.kind]
     lines.append(f"  backend:     {backend}")
+    if plan.traffic is not None:
+        t = plan.traffic
+        span = f", {t.start} to {t.end}" if t.start and t.end else ""
+        lines.append(
+            f"  traffic:     replayed from {', '.join(t.files)} ({t.format}{span}): "
+            f"{t.requests:,} read, {t.matched:,} ({t.matched_pct:.1f} %) matched"
+        )
     auth = []
     if plan.auth.bearer_env:
         auth.append(f"bearer token from ${plan.auth.bearer_env}")

@@ -15,7 +15,15 @@ from ..errors import StoreError
 from ..model import RunRecord
 from ..score import Profile
 from ..store import ResultStore
-from ._build import RESOLUTION_NOTE, Report, Trust, build_report, plan_scoring, resolve_scoring
+from ._build import (
+    RESOLUTION_NOTE,
+    Report,
+    Trust,
+    build_report,
+    plan_scoring,
+    resolve_scoring,
+    traffic_source,
+)
 from ._capacity import (
     CapacityReport,
     build_capacity_report,
@@ -191,4 +199,5 @@ __all__ = [
     "scale_document",
     "score_run",
     "stored_scale_document",
+    "traffic_source",
 ]

@@ -312,6 +312,27 @@ def cloud_cost(run: RunRecord) -> CostEstimate | None:
         return None
 
 
+def traffic_source(run: RunRecord) -> str | None:
+    """Which recorded traffic the workloads replay, when ``gatebench import`` wrote the plan
+    (its ``traffic:``): files, format, time span, requests, the share matched to the
+    description's operations."""
+    found = run.plan.get("traffic") if isinstance(run.plan, dict) else None
+    if not isinstance(found, dict) or not found.get("files"):
+        return None
+    files = ", ".join(str(f) for f in found["files"])
+    requests = int(found.get("requests") or 0)
+    matched = int(found.get("matched") or 0)
+    share = f" ({100.0 * matched / requests:.1f} %)" if requests else ""
+    what = "HTTP samplers" if found.get("format") == "jmx" else "requests"
+    span = ""
+    if found.get("start") and found.get("end"):
+        span = f", {found['start']} to {found['end']}"
+    return (
+        f"replayed from {files} ({found.get('format', '?')}{span}): {requests:,} {what}, "
+        f"{matched:,}{share} matched to the description's operations"
+    )
+
+
 def verdict(summary: RunSummary) -> list[str]:
     """Who wins, by how much, and whether the repetitions can tell the difference; the
     gateways that failed during the run are named last."""

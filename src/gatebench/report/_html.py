@@ -20,7 +20,7 @@ from typing import Any
 
 from .. import __version__
 from ..cost import describe_cost
-from ._build import RESOLUTION_NOTE, Report
+from ._build import RESOLUTION_NOTE, Report, traffic_source
 from ._deployment import (
     FAULT_HEADER,
     HANDSHAKE_HEADER,
@@ -567,6 +567,9 @@ def _run_metadata(report: Report) -> str:
             ),
         ),
     ]
+    traffic = traffic_source(run)
+    if traffic is not None:
+        items.insert(4, ("Workloads", traffic))
     if run.error:
         items.append(("Error", run.error))
     for target, reason in sorted(run.target_errors.items()):

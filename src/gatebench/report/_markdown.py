@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..cost import describe_cost
-from ._build import RESOLUTION_NOTE, Report
+from ._build import RESOLUTION_NOTE, Report, traffic_source
 from ._deployment import (
     FAULT_HEADER,
     HANDSHAKE_HEADER,
@@ -140,6 +140,9 @@ def render_markdown(report: Report) -> str:
     flagged = s.flag_counts()
     out += ["## Run", ""]
     out += [f"- Description: {run.spec_uri} (sha256 {run.spec_sha256[:12]}…)"]
+    traffic = traffic_source(run)
+    if traffic is not None:
+        out += [f"- Workloads: {traffic}"]
     out += [
         f"- Gateways: {', '.join(run.gateways) or '–'}; baseline: {'measured' if s.baseline else 'not measured'}"
     ]

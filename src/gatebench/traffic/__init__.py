@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import posixpath
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -96,8 +97,22 @@ def _problem(source: str, line: int | None, message: str, severity: str = "error
 
 
 def _sniff(path: Path) -> bytes:
+    """The first 64 KB of a file (decompressed); what a truncated gzip stream holds of them."""
+    out = bytearray()
     with open_binary(path) as stream:
-        return stream.read(64 * 1024)
+        try:
+            while len(out) < 64 * 1024:
+                block = stream.read(4096)
+                if not block:
+                    break
+                out += block
+        except EOFError:
+            pass
+        except (OSError, zlib.error) as exc:
+            raise TrafficError(
+                [Problem("", f"the gzip stream is corrupt at its start ({exc})", source=path.name)]
+            ) from None
+    return bytes(out[: 64 * 1024])
 
 
 def detect_kind(paths: Sequence[Path]) -> str:
@@ -145,7 +160,7 @@ def detect_log_format(path: Path) -> str:
     """The built-in format the first lines of an access log fit best; :class:`TrafficError`
     when none fits."""
     lines = [line for line in _sniff(path).split(b"\n")[:SNIFF_LINES] if line.strip()]
-    if lines and all(line.lstrip().startswith(b"{") for line in lines[:5]):
+    if lines and sum(1 for line in lines if line.lstrip().startswith(b"{")) * 2 > len(lines):
         return "json"
     best, best_hits = None, 0
     for name in (
@@ -268,17 +283,9 @@ def import_traffic(
             except OSError as exc:
                 raise TrafficError([_problem(path.name, None, f"cannot be read: {exc}")]) from None
     problems = [_problem(s, line, m, "warning") for s, line, m in warnings]
-    if stats.read == 0:
-        detail = (
-            f"; {skips.count:,} line(s) skipped, the first: {skips.shown[0][2]}"
-            if skips.shown
-            else ""
-        )
+    if stats.read == 0 and not skips.count:
         raise TrafficError(
-            [
-                *problems,
-                Problem("", f"no request read from the files{detail}", source=paths[0].name),
-            ]
+            [*problems, Problem("", "no request in the files", source=paths[0].name)]
         )
     if skips.count and skips.count * 2 > skips.count + stats.read + stats.outside:
         first = skips.shown[0]

@@ -143,7 +143,7 @@ class LogFormat:
 
     @property
     def time_variable(self) -> str | None:
-        return next((v for v in self.variables if v in TIME_VARIABLES), None)
+        return next((v for v in TIME_PREFERENCE if v in self.variables), None)
 
     @property
     def size_variable(self) -> str | None:
@@ -178,10 +178,15 @@ def parse_template(template: str) -> tuple[Piece, ...]:
 READ = ("time", "request", "method", "target", "path", "query", "status", "size", "duration")
 
 
-def _role(name: str) -> str | None:
-    """The group name a variable is captured under (None: matched, not captured)."""
+TIME_PREFERENCE = ("msec", "start_time", "time_iso8601", "time_local")
+"""When a format writes the time twice, the most precise is read."""
+
+
+def _role(name: str, time: str | None = None) -> str | None:
+    """The group name a variable is captured under (None: matched, not captured); ``time``
+    is the time variable read when the format has several."""
     if name in TIME_VARIABLES:
-        return "time"
+        return "time" if time in (None, name) else None
     if name == "request":
         return "request"
     if name == "request_method":
@@ -211,7 +216,8 @@ def compile_format(name: str, template: str) -> LogFormat:
         raise FormatError("the log format is longer than 4,096 characters")
     pieces = parse_template(template)
     variables = [p.text for p in pieces if p.variable]
-    roles = [r for r in (_role(v) for v in variables) if r is not None]
+    time = next((v for v in TIME_PREFERENCE if v in variables), None)
+    roles = [r for r in (_role(v, time) for v in variables) if r is not None]
     for role in set(roles):
         if roles.count(role) > 1:
             raise FormatError(f"the log format holds two variables for the {role}")
@@ -231,9 +237,9 @@ def compile_format(name: str, template: str) -> LogFormat:
         name=name,
         template=template,
         pieces=pieces,
-        regex=_line_regex(pieces),
+        regex=_line_regex(pieces, time),
         quotes=template.count('"'),
-        slots=_slots(pieces),
+        slots=_slots(pieces, time),
         tokens=_segment_tokens(pieces),
     )
 
@@ -248,7 +254,7 @@ def _variable_pattern(name: str, following: str | None) -> str:
     return "[^" + re.escape(following) + r"\n]*"
 
 
-def _line_regex(pieces: tuple[Piece, ...]) -> re.Pattern[bytes]:
+def _line_regex(pieces: tuple[Piece, ...], time: str | None) -> re.Pattern[bytes]:
     out = []
     for i, piece in enumerate(pieces):
         if not piece.variable:
@@ -257,7 +263,7 @@ def _line_regex(pieces: tuple[Piece, ...]) -> re.Pattern[bytes]:
         after = pieces[i + 1] if i + 1 < len(pieces) else None
         following = after.text[0] if after is not None and not after.variable else None
         pattern = _variable_pattern(piece.text, following)
-        role = _role(piece.text)
+        role = _role(piece.text, time)
         out.append(f"(?P<{role}>{pattern})" if role is not None else f"(?:{pattern})")
     # a line may carry more after the format's end (a field appended later): tolerated
     return re.compile(("^" + "".join(out) + r"(?:[ \t].*)?$").encode("utf-8"))
@@ -279,7 +285,7 @@ def _segments(pieces: tuple[Piece, ...]) -> list[list[Piece]]:
     return segments
 
 
-def _slots(pieces: tuple[Piece, ...]) -> dict[str, Slot]:
+def _slots(pieces: tuple[Piece, ...], time: str | None) -> dict[str, Slot]:
     """Where the columnar reader finds each variable it reads; {} when the template does not
     allow columns (a variable that may hold spaces outside quotes, two variables in one
     token)."""
@@ -309,7 +315,7 @@ def _slots(pieces: tuple[Piece, ...]) -> dict[str, Slot]:
             )
             slots[piece.text] = cut or Slot(index, where[0], len(where), strip)
             slots[piece.text] = _with_segment(slots[piece.text], index)
-    return {name: slot for name, slot in slots.items() if _role(name) is not None}
+    return {name: slot for name, slot in slots.items() if _role(name, time) is not None}
 
 
 def _width(piece: Piece) -> int | None:

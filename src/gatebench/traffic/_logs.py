@@ -106,10 +106,10 @@ def open_binary(path: Path) -> BinaryIO:
     """The file's bytes, decompressed when it is a gzip stream (by its first bytes, not its
     name), read incrementally."""
     raw = path.open("rb")
-    head = raw.read(2)
+    if raw.read(2) == GZIP_MAGIC:
+        raw.close()
+        return gzip.open(path, "rb")  # type: ignore[return-value]
     raw.seek(0)
-    if head == GZIP_MAGIC:
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
     return raw
 
 
@@ -462,7 +462,9 @@ def columns_by_line(fmt: LogFormat, chunk: Chunk, source: str, skips: Skips) -> 
 def _request_of(groups: dict[str, Any]) -> bytes | None:
     request: bytes | None = groups.get("request")
     if request is not None:
-        return request if b" " in request.strip() else None
+        # a line that is no request (a TLS handshake on the HTTP port) is still a request
+        # the server received: the matcher counts it apart
+        return request or None
     method = groups.get("method")
     target = groups.get("target")
     if target is None and groups.get("path") is not None:
@@ -632,7 +634,8 @@ def json_columns(chunk: Chunk, source: str, skips: Skips, keys: dict[str, str]) 
         if not isinstance(record, dict):
             skips.add(source, where, "not a JSON object", "not JSON")
             continue
-        fields = {name: _field(record, name, keys) for name in JSON_FIELDS}
+        found = {name: _field(record, name, keys) for name in JSON_FIELDS}
+        fields = {name: value for name, (_, value) in found.items()}
         parsed = _json_time(fields["time"])
         if parsed is None:
             skips.add(
@@ -642,11 +645,11 @@ def json_columns(chunk: Chunk, source: str, skips: Skips, keys: dict[str, str]) 
         arrival = parsed[0] + (0.0 if parsed[1] else 0.5)
         out.precise = out.precise or parsed[1]
         duration = (
-            _json_seconds(keys.get("duration", ""), fields["duration"])
+            _json_seconds(found["duration"][0], fields["duration"])
             if fields["duration"] is not None
             else None
         )
-        if duration is not None and keys.get("time") not in _START_KEYS:
+        if duration is not None and found["time"][0] not in _START_KEYS:
             arrival -= duration
         request = _json_request(fields)
         if request is None:
@@ -666,18 +669,19 @@ def json_columns(chunk: Chunk, source: str, skips: Skips, keys: dict[str, str]) 
     return out
 
 
-def _field(record: dict[str, Any], name: str, keys: dict[str, str]) -> Any:
+def _field(record: dict[str, Any], name: str, keys: dict[str, str]) -> tuple[str, Any]:
+    """(the key found, its value) for one field; ``keys`` remembers the key a file uses."""
     known = keys.get(name)
     if known is not None:
         value = _lookup(record, known)
         if value is not None:
-            return value
+            return known, value
     for key in JSON_FIELDS[name]:
         value = _lookup(record, key)
         if value is not None and value != "":
             keys.setdefault(name, key)
-            return value
-    return None
+            return key, value
+    return "", None
 
 
 def _json_request(fields: dict[str, Any]) -> bytes | None:

@@ -106,13 +106,11 @@ def _op_dict(
         "parameters": [],
     }
     if stats.sizes:
-        sizes = sorted(stats.sizes.elements()) if sum(stats.sizes.values()) < 100_000 else None
         out["request_bytes"] = {
             "median": _quantile(stats.sizes, 0.5),
             "p90": _quantile(stats.sizes, 0.9),
             "max": max(stats.sizes),
         }
-        del sizes
     for where, table in (("path", stats.path_values), ("query", stats.query_values)):
         for name, counts in table.items():
             top = counts.top(10)
@@ -225,10 +223,17 @@ def describe_import(result: TrafficImport) -> list[str]:
             f"arrivals: mean {arrivals['mean_per_s']:,.4g}/s over "
             f"{_duration(arrivals['steps'] * arrivals['step_s'])}; peaks {peaks}"
         )
-        burst = "bursty" if arrivals["dispersion"] > 1.5 else "close to Poisson"
+        dispersion = arrivals["dispersion"]
+        shape = (
+            "bursty"
+            if dispersion > 1.5
+            else "smoother than random arrivals"
+            if dispersion < 0.75
+            else "close to random (Poisson) arrivals"
+        )
         lines.append(
-            f"  per-{arrivals['step_s']:g}s counts vary {arrivals['dispersion']:.3g}× their mean "
-            f"({burst}; 1 for Poisson arrivals)"
+            f"  dispersion of the per-{arrivals['step_s']:g} s counts (variance / mean) "
+            f"{dispersion:.3g}: {shape}"
         )
         gaps = arrivals.get("inter_arrival_s")
         if gaps:
@@ -254,7 +259,7 @@ def describe_import(result: TrafficImport) -> list[str]:
                 f"           {p['in']} {p['name']}: {p['distinct']:,}{approx} distinct; "
                 f"the 10 most frequent carry {p['top10_share_pct']:.1f} %"
             )
-        if "request_bytes" in op:
+        if "request_bytes" in op and op["request_bytes"]["max"]:
             b = op["request_bytes"]
             lines.append(
                 f"           request bytes: median {b['median']:,}, p90 {b['p90']:,}, max {b['max']:,}"
