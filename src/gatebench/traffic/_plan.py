@@ -377,10 +377,11 @@ def _describe(
             f"{code} {100.0 * n / total:.1f} %" for code, n in stats.statuses.most_common(4)
         )
         lines.append(f"statuses: {mix}")
-    if stats.sizes and max(stats.sizes):
+    largest = max(stats.sizes.keys(), default=0)
+    if largest:
         lines.append(
             f"request sizes: median {_quantile(stats.sizes, 0.5):,.0f} B, "
-            f"p90 {_quantile(stats.sizes, 0.9):,.0f} B, max {max(stats.sizes):,} B"
+            f"p90 {_quantile(stats.sizes, 0.9):,.0f} B, max {largest:,} B"
         )
     return lines
 
