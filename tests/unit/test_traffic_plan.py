@@ -1,0 +1,188 @@
+"""The plan an import writes: privacy by default (no secret, header, address or recorded value
+reaches it unless allowed), the recorded value distribution kept as a shape (cardinality and
+frequencies), bounds that keep it small, and an ordinary plan ``gatebench`` reads back."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gatebench.cli import main
+from gatebench.ir import Api
+from gatebench.plan import build_plan
+from gatebench.spec import load_spec
+from gatebench.traffic import ImportOptions, KeepValues, TrafficImport, _stats, import_traffic
+from gatebench.workload import build_schedule, render_workload, weighted_value
+from paths import DATA
+
+TRAFFIC = DATA / "traffic"
+SECRETS = (
+    "hunter2",
+    "eyJ",
+    "abc123secret",
+    "s3cr3t",
+    "shop.example",
+    "Authorization",
+    "Bearer",
+    "Cookie",
+    "192.0.2",
+    "alice",
+    "curl",
+    "Mozilla",
+    "kube-probe",
+)
+
+
+@pytest.fixture(scope="module")
+def shop() -> Api:
+    api = load_spec(TRAFFIC / "shop.yaml").api
+    assert api is not None
+    return api
+
+
+def imported(api: Api, path: Path, **options: object) -> TrafficImport:
+    return import_traffic(api, [path], ImportOptions(**options), spec_ref=None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["combined.log", "session.har", "json.log"])
+def test_nothing_secret_or_recorded_reaches_the_plan(shop: Api, name: str) -> None:
+    result = imported(shop, TRAFFIC / name)
+    text = result.text("gatebench import shop.yaml " + name)
+    for secret in SECRETS:
+        assert secret not in text, secret
+    workloads = {w["name"]: w for w in yaml.safe_load(text)["x-gatebench"]["workloads"]}
+    # recorded ids (42, 7, 11, 12) became synthetic ones with the same frequencies
+    get_item = workloads["getItem"]["params"]["itemId"]
+    assert get_item in (
+        1,
+        {"list": [1, 2], "weights": [1, 1]},
+        {"list": [1, 2, 3], "weights": [2, 1, 1]},
+    )
+
+
+def test_kept_values_are_decoded_but_secrets_never(shop: Api, tmp_path: Path) -> None:
+    log = tmp_path / "a.log"
+    log.write_text(
+        "".join(
+            f'192.0.2.1 - - [31/Jan/2026:12:00:0{i} +0000] "GET /api/items?limit={v}&token=t{i} HTTP/1.1" 200 1 "-" "-"\n'
+            for i, v in enumerate(["20", "20", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl"])
+        )
+        + '192.0.2.1 - - [31/Jan/2026:12:00:05 +0000] "GET /api/users/a%20b HTTP/1.1" 200 1 "-" "-"\n'
+    )
+    kept = imported(shop, log, keep=KeepValues(everything=True))
+    found = {w["name"]: w for w in kept.plan.section["workloads"]}
+    # a JWT-looking value is never kept: the whole parameter falls back to synthetic values
+    assert found["listItems"]["params"] == {"limit": {"list": [1, 2], "weights": [2, 1]}}
+    assert found["getUser"]["params"] == {"userId": "a b"}
+    assert "t1" not in kept.text("x") and "token: in 100 % of requests" in kept.text("x")
+    named = imported(shop, log, keep=KeepValues(names=frozenset({"limit"})))
+    found = {w["name"]: w for w in named.plan.section["workloads"]}
+    assert found["getUser"]["params"] == {"userId": "00000000-0000-4000-8000-000000000001"}
+
+
+def _zipf_log(path: Path, n: int, ids: int) -> Counter[int]:
+    rng = random.Random(9)
+    drawn = [int(ids ** rng.random()) for _ in range(n)]
+    line = '192.0.2.1 - - [31/Jan/2026:12:{m:02d}:{s:02d} +0000] "GET /api/items/{i} HTTP/1.1" 200 1 "-" "-"\n'
+    path.write_text(
+        "".join(line.format(m=k // 60000 % 60, s=k // 1000 % 60, i=i) for k, i in enumerate(drawn))
+    )
+    return Counter(drawn)
+
+
+def test_the_value_distribution_keeps_its_cardinality_and_shape(shop: Api, tmp_path: Path) -> None:
+    truth = _zipf_log(tmp_path / "z.log", 30_000, 5_000)
+    result = imported(shop, tmp_path / "z.log")
+    plan = build_plan(result.plan.section, shop)
+    section = {w["name"]: w for w in result.plan.section["workloads"]}
+    gen = section["getItem"]["params"]["itemId"]
+    top = [c for _, c in truth.most_common(100)]
+    assert gen["weights"] == top
+    assert gen["others"] == {
+        "count": len(truth) - 100,
+        "weight": 30_000 - sum(top),
+        "start": 101,
+    }
+    document = render_workload(plan, shop, build_schedule(plan, {"baseline": "http://x"}, seed=1))
+    spec = next(p for p in document["phases"] if p["workload"] == "getItem")["params"]["itemId"]
+    replayed = Counter(weighted_value(spec, n) for n in range(30_000))
+    # what a cache sees: the share of the 10 and 100 most frequent, and how many distinct
+    for k in (10, 100):
+        want = sum(c for _, c in truth.most_common(k)) / 30_000
+        got = sum(c for _, c in replayed.most_common(k)) / 30_000
+        assert got == pytest.approx(want, abs=0.02), k
+    assert len(replayed) == pytest.approx(len(truth), rel=0.15)
+
+
+def test_past_its_bound_a_parameter_keeps_the_most_frequent_and_estimates_the_rest(
+    shop: Api, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    truth = _zipf_log(tmp_path / "z.log", 30_000, 20_000)
+    monkeypatch.setattr(_stats, "MAX_VALUES", 500)
+    result = imported(shop, tmp_path / "z.log")
+    assert result.stats is not None
+    [get_item] = [s for s in result.stats.operation_stats() if s.path_values]
+    counts = get_item.path_values["itemId"]
+    assert not counts.exact
+    assert counts.distinct == pytest.approx(len(truth), rel=0.05)
+    assert [int(v) for v, _ in counts.top(5)] == [v for v, _ in truth.most_common(5)]
+    assert len(result.stats.values) <= 5_000 + 1_000
+
+
+def test_past_its_bound_the_curve_doubles_its_step(
+    shop: Api, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _zipf_log(tmp_path / "z.log", 30_000, 50)
+    monkeypatch.setattr(_stats, "MAX_CURVE", 10)
+    result = imported(shop, tmp_path / "z.log")
+    assert result.stats is not None and result.stats.step >= 2
+    counts = result.plan.section["workloads"][0]["injection"]["arrivals"]
+    assert sum(counts["counts"]) == 30_000 and counts["step"] == f"{result.stats.step:g}s"
+    assert any("its curve is kept at" in n for n in result.plan.notes)
+
+
+def test_few_requests_left_out_and_listed(shop: Api) -> None:
+    result = imported(shop, TRAFFIC / "combined.log", min_requests=2)
+    assert [w["name"] for w in result.plan.section["workloads"]] == ["getItem", "listItems"]
+    assert ("getMe", "1 request(s), fewer than --min-requests 2") in result.plan.left_out
+
+
+def test_the_command_writes_a_plan_gatebench_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("shop.yaml", "combined.log"):
+        shutil.copy(TRAFFIC / name, tmp_path / name)
+    stats = tmp_path / "stats.json"
+    code = main(
+        [
+            "import",
+            str(tmp_path / "shop.yaml"),
+            str(tmp_path / "combined.log"),
+            "--window",
+            "busiest:2s",
+            "--scale",
+            "2",
+            "--stats",
+            str(stats),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    plan_file = tmp_path / "shop.traffic.yaml"
+    assert f"wrote {plan_file}: 4 workload(s)" in out
+    assert "left out: getUser: no request in the chosen window" in out
+    assert f"run it: gatebench run {plan_file}" in out
+    assert "matched 10 (76.9 %) to 6 operation(s) of the description" in out
+    assert yaml.safe_load(plan_file.read_text())["x-gatebench"]["spec"] == "shop.yaml"
+    assert main(["plan", str(plan_file)]) == 0
+    described = capsys.readouterr().out
+    assert "traffic:     replayed from combined.log (combined, 2026-01-31T12:00:00Z" in described
+    assert json.loads(stats.read_text())["requests"]["matched"] == 10
+    for secret in SECRETS:
+        assert secret not in stats.read_text()
