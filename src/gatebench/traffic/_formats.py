@@ -117,7 +117,8 @@ class Slot:
     strip: tuple[int, int] = (0, 0)
     cut: tuple[int, int] | None = None
     edges: tuple[tuple[int, int], ...] = ()
-    """(position in the segment, byte) pairs every line must hold around a ``cut``."""
+    """(position in the segment, byte) pairs every line must hold beside a ``cut`` (the
+    literal character before it, or after it when cut from the end)."""
 
 
 @dataclass(frozen=True)
@@ -343,14 +344,10 @@ def _fixed_cut(segment: list[Piece], k: int, *, from_end: bool) -> Slot | None:
     if not from_end and all(w is not None for w in before) and literal_before:
         start = sum(w for w in before if w is not None)
         edges = [(start - 1, literal_before[-1])]
-        if literal_after:
-            edges.append((start + width, literal_after[0]))
         return Slot(0, cut=(start, start + width), edges=tuple(edges) if checked else ())
     if from_end and all(w is not None for w in after) and literal_after:
         end = -sum(w for w in after if w is not None)
         edges = [(end, literal_after[0])]
-        if literal_before:
-            edges.append((end - width - 1, literal_before[-1]))
         return Slot(0, cut=(end - width, end), edges=tuple(edges) if checked else ())
     return None
 

@@ -119,6 +119,14 @@ class Chunk:
     """The number of the chunk's first line in its file (1-based)."""
     data: bytes
     """Whole lines, each ending with a newline."""
+    lines: int = -1
+    """How many lines ``data`` holds (-1: not counted yet)."""
+
+    @property
+    def count(self) -> int:
+        if self.lines < 0:
+            self.lines = self.data.count(b"\n")
+        return self.lines
 
 
 READ_BYTES = 256 * 1024
@@ -175,8 +183,9 @@ def read_chunks(
         if len(buffer) >= chunk_bytes and end >= 0:
             whole = bytes(buffer[: end + 1])
             del buffer[: end + 1]
-            yield Chunk(line, whole)
-            line += whole.count(b"\n")
+            chunk = Chunk(line, whole)
+            yield chunk
+            line += chunk.count
     if buffer and not skipping:
         whole = bytes(buffer)
         if not whole.endswith(b"\n"):
@@ -259,8 +268,8 @@ class NotColumnar(Exception):
 class _Segments:
     """A chunk split at its double quotes: each line's quoted segments, cut lazily."""
 
-    def __init__(self, fmt: LogFormat, data: bytes) -> None:
-        self.lines = data.count(b"\n")
+    def __init__(self, fmt: LogFormat, data: bytes, lines: int = -1) -> None:
+        self.lines = data.count(b"\n") if lines < 0 else lines
         self.q = q = fmt.quotes
         if q == 0:
             self.pieces = data.split(b"\n")[:-1]
@@ -332,9 +341,9 @@ def _slot_column(
     return values
 
 
-def columns_of(fmt: LogFormat, data: bytes) -> Columns:
+def columns_of(fmt: LogFormat, data: bytes, lines: int = -1) -> Columns:
     """A chunk's columns by the columnar layout; NotColumnar when it does not fit."""
-    segments = _Segments(fmt, data)
+    segments = _Segments(fmt, data, lines)
     tokens: dict[int, list[list[bytes]]] = {}
     slot = fmt.slots
 
@@ -480,7 +489,7 @@ def read_columns(fmt: LogFormat, chunk: Chunk, source: str, skips: Skips) -> Col
     """A chunk's columns: by the columnar layout when it fits, else line by line."""
     if fmt.columnar:
         try:
-            cols = columns_of(fmt, chunk.data)
+            cols = columns_of(fmt, chunk.data, chunk.count)
         except (NotColumnar, IndexError):
             pass
         else:

@@ -13,7 +13,7 @@ gateways answer it 404 or 405), and says so.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..ir import Api, Operation
 from ..renderers._routes import Route, routes_for
@@ -22,9 +22,9 @@ _ABSOLUTE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/]*")
 _METHODS = frozenset({"GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH", "TRACE"})
 
 
-@dataclass(frozen=True)
-class Matched:
-    """A request that reaches operation ``index`` (the matcher's ``operations``)."""
+class Matched(NamedTuple):
+    """A request that reaches operation ``index`` (the matcher's ``operations``). Tuples:
+    one is made per distinct request line of a log, and a tuple is made fastest."""
 
     index: int
     params: tuple[str, ...]
@@ -33,8 +33,7 @@ class Matched:
     """The query string as sent (without ``?``), "" when there is none."""
 
 
-@dataclass(frozen=True)
-class Unmatched:
+class Unmatched(NamedTuple):
     """A request no operation takes: ``reason`` says why (``method``: another method's route
     matches the path; ``path``: no route does; ``request``: not a request line)."""
 
@@ -97,20 +96,21 @@ class Matcher:
     def resolve(self, line: bytes) -> Resolution:
         """The operation a request line reaches, or why none does."""
         text = line.decode("latin-1")
-        method, _, rest = text.partition(" ")
-        target = rest.strip()
-        if " " in target:
-            head, _, protocol = target.rpartition(" ")
-            if protocol.upper().startswith("HTTP/"):
-                target = head
-        if not method or not target or method.upper() not in _METHODS:
-            return Unmatched(method[:16], target[:200], "request")
+        method, _, target = text.partition(" ")
+        head, _, protocol = target.rpartition(" ")
+        if protocol[:5].upper() == "HTTP/":
+            target = head
+        target = target.strip()
         method = method.upper()
-        absolute = _ABSOLUTE.match(target)
-        if absolute:
-            target = target[absolute.end() :] or "/"
+        if not target or method not in _METHODS:
+            return Unmatched(method[:16], target[:200], "request")
+        if target[0] != "/":
+            absolute = _ABSOLUTE.match(target)
+            if absolute:
+                target = target[absolute.end() :] or "/"
         path, _, query = target.partition("?")
-        path = path.partition("#")[0]
+        if "#" in path:
+            path = path.partition("#")[0]
         compiled = self._by_method.get(method)
         if compiled is not None:
             found = _match(compiled, path)
@@ -129,7 +129,11 @@ def _match(
     if m is None or m.lastindex is None:
         return None
     index, groups = ends[m.lastindex]
-    return index, tuple(m.group(g) for g in groups)
+    if not groups:
+        return index, ()
+    if len(groups) == 1:
+        return index, (m.group(groups[0]),)
+    return index, m.group(*groups)
 
 
 __all__ = ["Matched", "Matcher", "Resolution", "Unmatched"]

@@ -8,8 +8,8 @@ Chunks arrive as columns (gatebench.traffic._logs.Columns); everything done per 
 C-level ``map`` or ``Counter`` call, and Python code runs once per distinct request line, per
 distinct second and per distinct value. The bounds:
 
-- request lines are resolved through a cache of at most :data:`MAX_CACHED` lines (cleared when
-  full: a log of ever-new lines costs one resolution per distinct line of a chunk);
+- request lines are resolved through a cache of at most :data:`MAX_CACHED` lines (its older half
+  dropped when full: a log of ever-new lines costs one resolution per new line);
 - a parameter keeps exact counts of at most :data:`MAX_VALUES` values; past that, the least
   frequent half is dropped (the most frequent survive, their counts may be a little low) and
   the number of distinct values is estimated (HyperLogLog, :data:`HLL_BITS` bits, about 1.6 %
@@ -28,7 +28,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import chain, compress, repeat
+from itertools import chain, compress, islice, repeat
 from typing import Any
 from urllib.parse import unquote_plus
 
@@ -201,6 +201,8 @@ class TrafficStats:
         self._index: dict[bytes, int] = {}
         self._keys: dict[bytes, tuple[tuple[int, Any], ...]] = {}
         self._secret: dict[str, bool] = {}
+        self._path_ids: dict[int, tuple[int, ...]] = {}
+        self._queries: dict[tuple[int, str], tuple[tuple[int, Any], ...]] = {}
 
     # -- feeding ---------------------------------------------------------------------------
 
@@ -254,8 +256,10 @@ class TrafficStats:
         if len(self.values) > MAX_VALUES * 10:
             self._prune()
         if len(self._index) > MAX_CACHED:
-            self._index.clear()
-            self._keys.clear()
+            # the older half goes (a dict keeps the order lines were first seen)
+            for line in list(islice(self._index, len(self._index) // 2)):
+                del self._index[line]
+                del self._keys[line]
 
     def _param_id(self, op: int, where: str, name: str) -> int:
         key = (op, where, name)
@@ -274,19 +278,34 @@ class TrafficStats:
             return
         assert isinstance(found, Matched)
         op = found.index
-        keys: list[tuple[int, Any]] = []
-        names = self.matcher.param_names[op]
-        for name, value in zip(names, found.params, strict=True):
-            keys.append((self._param_id(op, "path", name), value))
-        for name, value in _query_pairs(found.query):
+        ids = self._path_ids.get(op)
+        if ids is None:
+            names = self.matcher.param_names[op]
+            ids = self._path_ids[op] = tuple(self._param_id(op, "path", n) for n in names)
+        keys = tuple(zip(ids, found.params, strict=True))
+        if found.query:
+            keys += self._query_keys(op, found.query)
+        self._index[line] = op + _SHIFT
+        self._keys[line] = keys
+
+    def _query_keys(self, op: int, query: str) -> tuple[tuple[int, Any], ...]:
+        """A query string's keys for one operation (query strings repeat: each read once)."""
+        cached = self._queries.get((op, query))
+        if cached is not None:
+            return cached
+        keys = []
+        for name, value in _query_pairs(query):
             secret = self._secret.get(name)
             if secret is None:
                 secret = self._secret[name] = (
                     is_secret_name(name) or name.lower() in self.secret_names
                 )
             keys.append((self._param_id(op, "query", name), _SECRET_VALUE if secret else value))
-        self._index[line] = op + _SHIFT
-        self._keys[line] = tuple(keys)
+        found = tuple(keys)
+        if len(self._queries) > MAX_CACHED:
+            self._queries.clear()
+        self._queries[(op, query)] = found
+        return found
 
     def _prune(self) -> None:
         """Keep the most frequent values of each parameter (:data:`MAX_VALUES` // 2); every
