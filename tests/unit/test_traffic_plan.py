@@ -4,9 +4,11 @@ frequencies), bounds that keep it small, and an ordinary plan ``gatebench`` read
 
 from __future__ import annotations
 
+import io
 import json
 import random
 import shutil
+import zipfile
 from collections import Counter
 from pathlib import Path
 
@@ -186,3 +188,28 @@ def test_the_command_writes_a_plan_gatebench_runs(
     assert json.loads(stats.read_text())["requests"]["matched"] == 10
     for secret in SECRETS:
         assert secret not in stats.read_text()
+
+
+def test_the_upload_form_and_the_cloud_parse_step_accept_it_unchanged(
+    shop: Api, tmp_path: Path
+) -> None:
+    from gatebench.cloud import ObjectRef, parse_upload, plain_value
+    from gatebench.run_request import RunRequest
+    from gatebench.web._uploads import check_upload
+
+    result = import_traffic(shop, [TRAFFIC / "session.har"], ImportOptions(), spec_ref="shop.yaml")
+    bundle = io.BytesIO()
+    with zipfile.ZipFile(bundle, "w") as zipped:
+        zipped.write(TRAFFIC / "shop.yaml", "shop.yaml")
+        zipped.writestr("shop.traffic.yaml", result.text("gatebench import"))
+    data = bundle.getvalue()
+    for kind in ("fixed", "capacity"):
+        checked = check_upload(data, "traffic.zip", RunRequest(kind=kind))  # type: ignore[arg-type]
+        assert checked.plan.traffic is not None and checked.plan.traffic.format == "har"
+        assert {w.injection.kind for w in checked.plan.workloads} == {"arrivals"}
+    outcome = parse_upload(data, ObjectRef("b", "specs/traffic.zip", "7"), now=0.0)
+    assert outcome.ok, outcome.message
+    assert outcome.run.plan["traffic"]["files"] == ["session.har"]
+    response = outcome.response("exec-1")
+    document = plain_value({"mapValue": response["document"]})
+    assert document["plan"]["workloads"][0]["injection"]["counts"]
