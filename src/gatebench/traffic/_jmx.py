@@ -662,14 +662,14 @@ def _workload(
     found = matcher.resolve(f"{sampler.method} {path}".encode("latin-1", "replace"))
     if not isinstance(found, Matched):
         return None
-    op = matcher.operations[found.index]
+    op = matcher.operations[found.operation]
     name = workload_name(op.operation_id, taken)
     workload: dict[str, Any] = {"name": name, "operation": op.operation_id}
     params: dict[str, Any] = {}
     comments = [
         f"{sampler.method} {sampler.path}: HTTP sampler {sampler.name!r} (line {sampler.line}) of thread group {group.name!r}"
     ]
-    for pname, value in zip(matcher.param_names[found.index], found.params, strict=True):
+    for pname, value in zip(matcher.param_names[found.operation], found.params, strict=True):
         _value(pname, value, tokens, sampler, keep, params, comments)
     query = [(n, v) for n, v in (p.partition("=")[::2] for p in query_text.split("&") if p)]
     if not body_args:

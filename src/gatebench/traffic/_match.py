@@ -23,10 +23,10 @@ _METHODS = frozenset({"GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH"
 
 
 class Matched(NamedTuple):
-    """A request that reaches operation ``index`` (the matcher's ``operations``). Tuples:
+    """A request that reaches operation number ``operation`` (the matcher's ``operations``). Tuples:
     one is made per distinct request line of a log, and a tuple is made fastest."""
 
-    index: int
+    operation: int
     params: tuple[str, ...]
     """The path parameters' values as sent (percent-encoded), in the route's order."""
     query: str

@@ -277,7 +277,7 @@ class TrafficStats:
             self._keys[line] = ((-1, (found.method, found.path, found.reason)),)
             return
         assert isinstance(found, Matched)
-        op = found.index
+        op = found.operation
         ids = self._path_ids.get(op)
         if ids is None:
             names = self.matcher.param_names[op]
