@@ -28,7 +28,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import chain, compress, islice, repeat
+from itertools import compress, islice, repeat
 from typing import Any
 from urllib.parse import unquote_plus
 
@@ -201,6 +201,8 @@ class TrafficStats:
         self._index: dict[bytes, int] = {}
         self._keys: dict[bytes, tuple[tuple[int, Any], ...]] = {}
         self._secret: dict[str, bool] = {}
+        self._lines: Counter[bytes] = Counter()
+        """Request lines counted since the last fold (:meth:`_fold`)."""
         self._path_ids: dict[int, tuple[int, ...]] = {}
         self._queries: dict[tuple[int, str], tuple[tuple[int, Any], ...]] = {}
 
@@ -246,20 +248,32 @@ class TrafficStats:
         self.statuses.update(zip(ops, status, strict=True))
         if size is not None:
             self.sizes.update(zip(ops, size, strict=True))
-        self.values.update(chain.from_iterable(map(self._keys.__getitem__, request)))
+        # lines are counted as they are (their hash is cached); their keys are counted once
+        # per distinct line, when the lines are folded into the values
+        self._lines.update(request)
         if cols.precise:
             self._gaps(arrival)
         else:
             self.precise = False
         if len(self.curve) > MAX_CURVE:
             self._coarsen()
-        if len(self.values) > MAX_VALUES * 10:
-            self._prune()
+        if len(self._lines) > MAX_CACHED // 4 or len(self._index) > MAX_CACHED:
+            self._fold()
         if len(self._index) > MAX_CACHED:
             # the older half goes (a dict keeps the order lines were first seen)
             for line in list(islice(self._index, len(self._index) // 2)):
                 del self._index[line]
                 del self._keys[line]
+
+    def _fold(self) -> None:
+        """The lines counted so far, as counts of the values they carry."""
+        values, keys = self.values, self._keys
+        for line, count in self._lines.items():
+            for key in keys[line]:
+                values[key] = values.get(key, 0) + count
+        self._lines.clear()
+        if len(values) > MAX_VALUES * 10:
+            self._prune()
 
     def _param_id(self, op: int, where: str, name: str) -> int:
         key = (op, where, name)
@@ -356,6 +370,7 @@ class TrafficStats:
 
     def operation_stats(self) -> list[OperationStats]:
         """Per operation (the matcher's order): requests, statuses, sizes, parameter values."""
+        self._fold()
         width = self._width
         out = [OperationStats() for _ in self.matcher.operations]
         for key, count in self.curve.items():
@@ -401,6 +416,7 @@ class TrafficStats:
     def misses(self) -> tuple[int, int, Counter[tuple[str, str, str]]]:
         """(unmatched requests, lines that were no request, the most frequent unmatched
         (method, path, reason))."""
+        self._fold()
         width = self._width
         unmatched = sum(c for key, c in self.curve.items() if key % width == _UNMATCHED + _SHIFT)
         broken = sum(c for key, c in self.curve.items() if key % width == _NOT_A_REQUEST + _SHIFT)
