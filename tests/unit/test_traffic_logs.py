@@ -306,3 +306,18 @@ def test_unmatched_paths_are_shown_by_shape() -> None:
     )
     assert path_shape("/files/a1b2c3d4e5f6a7b8c9d0") == "/files/{id}"
     assert path_shape("/static/app.js") == "/static/app.js"
+
+
+def test_a_json_line_nested_too_deep_or_too_long_is_a_counted_skip(
+    shop: Api, tmp_path: Path
+) -> None:
+    good = (TRAFFIC / "json.log").read_text().splitlines()[1]
+    deep = "[" * 60_000 + "]" * 60_000
+    lines = [good, good, good, "[" * 1000 + "]" * 1000, deep, good]
+    (tmp_path / "j.log").write_text("\n".join(lines) + "\n")
+    result = imported(shop, tmp_path / "j.log", format="json")
+    assert result.stats is not None and result.stats.read == 4
+    assert result.skips.shown == [
+        ("j.log", 4, "a JSON value nested too deep"),
+        ("j.log", 5, "a line longer than 65,536 bytes"),
+    ]

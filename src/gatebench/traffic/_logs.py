@@ -442,6 +442,9 @@ def columns_by_line(fmt: LogFormat, chunk: Chunk, source: str, skips: Skips) -> 
         if not line.strip():
             continue
         where = chunk.first_line + i
+        if len(line) > MAX_LINE_BYTES:
+            skips.add(source, where, f"a line longer than {MAX_LINE_BYTES:,} bytes", "too long")
+            continue
         match = fmt.regex.match(line.rstrip(b"\r"))
         if match is None:
             skips.add(source, where, f"not in the {fmt.name} format", "not in the format")
@@ -635,10 +638,16 @@ def json_columns(chunk: Chunk, source: str, skips: Skips, keys: dict[str, str]) 
         if not line.strip():
             continue
         where = chunk.first_line + i
+        if len(line) > MAX_LINE_BYTES:
+            skips.add(source, where, f"a line longer than {MAX_LINE_BYTES:,} bytes", "too long")
+            continue
         try:
             record = json.loads(line)
         except (ValueError, UnicodeDecodeError) as exc:
             skips.add(source, where, f"not a JSON object ({str(exc).split(':')[0]})", "not JSON")
+            continue
+        except RecursionError:
+            skips.add(source, where, "a JSON value nested too deep", "not JSON")
             continue
         if not isinstance(record, dict):
             skips.add(source, where, "not a JSON object", "not JSON")
