@@ -223,8 +223,8 @@ def test_a_har_that_is_not_json_is_located(shop: Api) -> None:
 
 
 def test_a_line_without_end_is_skipped_in_bounded_memory() -> None:
-    """A 64 MB 'line' (no newline) costs at most a chunk or two of memory, and is a counted
-    skip with its line number."""
+    """A 64 MB 'line' (no newline) costs a few chunks of memory (4 MB each), whatever its
+    length, and is a counted skip with its line number."""
 
     class Endless(io.RawIOBase):
         def __init__(self, size: int) -> None:
@@ -249,7 +249,7 @@ def test_a_line_without_end_is_skipped_in_bounded_memory() -> None:
     tracemalloc.stop()
     assert chunks == []
     assert skips.shown == [("huge.log", 1, "a line longer than 65,536 bytes")]
-    assert peak < 4 * 1024 * 1024
+    assert peak < 16 * 1024 * 1024
 
 
 def test_columns_and_lines_read_the_same(shop: Api) -> None:

@@ -422,8 +422,9 @@ def _replayed_steps(stats: TrafficStats, window: Window) -> tuple[int, int] | No
 def _curves(stats: TrafficStats, steps: tuple[int, int] | None) -> list[OperationCurve]:
     out = []
     per_op = stats.operation_stats()
+    curves = stats.operation_curves()
     for index, op in enumerate(stats.matcher.operations):
-        curve = stats.operation_curve(index)
+        curve = curves[index]
         if steps is not None:
             curve = {s: c for s, c in curve.items() if steps[0] <= s <= steps[1]}
         if not curve:

@@ -149,9 +149,12 @@ def read_chunks(
     buffer = bytearray()
     skipping = False
     truncated = False
+    # a gzip stream that ends early loses the read it ended in: small reads; a plain file
+    # is read a chunk at a time
+    size = READ_BYTES if isinstance(stream, gzip.GzipFile) else chunk_bytes
     while True:
         try:
-            block = stream.read(READ_BYTES)
+            block = stream.read(size)
         except EOFError:
             truncated = True
             block = b""

@@ -257,8 +257,8 @@ class TrafficStats:
             self.precise = False
         if len(self.curve) > MAX_CURVE:
             self._coarsen()
-        if len(self._lines) > MAX_CACHED // 4 or len(self._index) > MAX_CACHED:
-            self._fold()
+        if len(self._index) > MAX_CACHED:
+            self._fold()  # before the cache lets lines go: a line counted keeps its keys
         if len(self._index) > MAX_CACHED:
             # the older half goes (a dict keeps the order lines were first seen)
             for line in list(islice(self._index, len(self._index) // 2)):
@@ -426,15 +426,18 @@ class TrafficStats:
                 paths[value] += count
         return unmatched, broken, paths
 
-    def operation_curve(self, index: int) -> dict[int, int]:
-        """Step number → requests of operation ``index``."""
-        width, want = self._width, index + _SHIFT
-        out: dict[int, int] = {}
+    def operation_curves(self) -> list[dict[int, int]]:
+        """Per operation (the matcher's order): step number → its requests."""
+        width = self._width
+        out: list[dict[int, int]] = [{} for _ in range(width)]
         for key, count in self.curve.items():
             step, op = divmod(key, width)
-            if op == want:
-                out[step] = out.get(step, 0) + count
-        return out
+            out[op][step] = count
+        return out[_SHIFT:]
+
+    def operation_curve(self, index: int) -> dict[int, int]:
+        """Step number → requests of operation ``index``."""
+        return self.operation_curves()[index]
 
     def total_curve(self) -> dict[int, int]:
         """Step number → every request read (matched or not)."""

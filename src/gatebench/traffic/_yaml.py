@@ -60,9 +60,42 @@ def plan_text(result: PlanResult, command: str) -> str:
     for workload in section.get("workloads", []):
         for line in result.comments.get(workload["name"], []):
             out.append(_comment(line, 4))
-        body = dump([workload], 4)
-        out.append(body)
+        out.append(_workload_text(workload))
     return "".join(out)
+
+
+_COUNTS = "__gatebench_counts__"
+
+
+def _workload_text(workload: dict[str, Any]) -> str:
+    """One workload; its arrival counts (thousands of numbers) written directly, a flow list
+    of numbers being the same text in YAML as in JSON."""
+    arrivals = workload.get("injection", {}).get("arrivals")
+    if arrivals is None or "counts" not in arrivals:
+        return dump([workload], 4)
+    counts = arrivals["counts"]
+    shown = {
+        **workload,
+        "injection": {**workload["injection"], "arrivals": {**arrivals, "counts": _COUNTS}},
+    }
+    text = dump([shown], 4)
+    line = next(line for line in text.splitlines() if _COUNTS in line)
+    indent = " " * (len(line) - len(line.lstrip()) + 2)
+    return text.replace(_COUNTS, _flow(counts, indent))
+
+
+def _flow(numbers: list[int], indent: str, width: int = 100) -> str:
+    """``[1, 2, 3, ...]`` wrapped at ``width`` characters, continuation lines indented."""
+    lines: list[str] = []
+    current = "["
+    for i, n in enumerate(numbers):
+        item = str(n) + (", " if i + 1 < len(numbers) else "]")
+        if len(current) + len(item) > width - len(indent) and current.strip() != "[":
+            lines.append(current.rstrip())
+            current = ""
+        current += item
+    lines.append(current)
+    return ("\n" + indent).join(lines)
 
 
 __all__ = ["dump", "plan_text"]
