@@ -14,6 +14,7 @@ from __future__ import annotations
 import calendar
 import contextlib
 import gzip
+import io
 import json
 import math
 import operator
@@ -151,7 +152,7 @@ def read_chunks(
     truncated = False
     # a gzip stream that ends early loses the read it ended in: small reads; a plain file
     # is read a chunk at a time
-    size = READ_BYTES if isinstance(stream, gzip.GzipFile) else chunk_bytes
+    size = READ_BYTES if isinstance(getattr(stream, "fileobj", None), io.IOBase) else chunk_bytes
     while True:
         try:
             block = stream.read(size)
