@@ -138,13 +138,14 @@ from gatebench.traffic import ImportOptions, import_traffic
 from gatebench.traffic import _logs
 
 rss = []
+every = int(sys.argv[5])
 original = _logs.read_chunks
 def sampled(*args, **kwargs):
     seen = 0
     for chunk in original(*args, **kwargs):
         yield chunk
-        seen += chunk.data.count(b"\n")
-        if seen // 1_000_000 > len(rss) - 1 or not rss:
+        seen += chunk.count
+        if seen // every >= len(rss):
             with open("/proc/self/statm") as f:
                 rss.append((seen, int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20))
 import gatebench.traffic as traffic
@@ -165,9 +166,9 @@ print(json.dumps({
 """
 
 
-def _measure(spec: Path, log: Path, fmt: str, core: int) -> dict[str, Any]:
+def _measure(spec: Path, log: Path, fmt: str, core: int, every: int) -> dict[str, Any]:
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, str(spec), str(log), fmt, str(core)],
+        [sys.executable, "-c", CHILD, str(spec), str(log), fmt, str(core), str(every)],
         capture_output=True,
         text=True,
         check=True,
@@ -181,7 +182,7 @@ def _best(spec: Path, log: Path, fmt: str, lines: int) -> tuple[dict[str, Any], 
     best: dict[str, Any] | None = None
     with CpuWindow() as window:
         for _ in range(RUNS):
-            found = _measure(spec, log, fmt, core)
+            found = _measure(spec, log, fmt, core, lines // 10)
             assert found["read"] == lines and found["skipped"] == 0, found
             if best is None or found["wall"] < best["wall"]:
                 best = found
@@ -191,7 +192,7 @@ def _best(spec: Path, log: Path, fmt: str, lines: int) -> tuple[dict[str, Any], 
 
 def run() -> str:
     rows = []
-    flat = ""
+    flat: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         spec = folder / "catalogue.yaml"
@@ -220,16 +221,13 @@ def run() -> str:
                 f"**{rate:,.0f}** | {lines / best['cpu']:,.0f} | {best['matched'] / lines:.1%} | "
                 f"{best['maxrss_mb']:.0f} MB | {others:.0f} % |"
             )
-            if name == "big.log":
-                samples = best["rss"]
-                first = next(mb for seen, mb in samples if seen >= 1_000_000)
-                flat = (
-                    "Memory while the 10-million-line log is read (RSS after each million "
-                    "lines, MB): "
-                    + ", ".join(f"{mb:.0f}" for _, mb in samples[1:])
-                    + f". From the first million lines to the last it grew by "
-                    f"{samples[-1][1] - first:+.0f} MB ({(samples[-1][1] / first - 1):+.0%})."
-                )
+            samples = [mb for seen, mb in best["rss"] if seen >= lines // 10]
+            flat.append(
+                f"- {label}: RSS after each tenth of the log (MB): "
+                + ", ".join(f"{mb:.0f}" for mb in samples)
+                + f"; the last half's highest {max(samples[len(samples) // 2 :]):.0f}, the "
+                f"first half's {max(samples[: len(samples) // 2]):.0f}."
+            )
             log.unlink()
             print(
                 f"  {label}: generated in {made:.0f} s, imported at {rate:,.0f} lines/s", flush=True
@@ -247,7 +245,13 @@ def run() -> str:
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
             *rows,
             "",
-            flat,
+            "Memory: what the import keeps is bounded, not the log (a cache of at most 200,000 "
+            "request lines with what each carries, at most 20,000 counted values per parameter, "
+            "at most 2,000,000 curve counts): it grows while those fill, then stays. The log "
+            "of ever-new lines fills the line cache within its first 200,000 lines and shows "
+            "the ceiling.",
+            "",
+            *flat,
             "",
             "A log where nearly every request line is new costs one route match (a regular "
             "expression per method) and one value count per line, and JSON lines one "

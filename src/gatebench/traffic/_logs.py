@@ -147,7 +147,9 @@ def read_chunks(
     ``max_line`` bytes is skipped (counted) without being held; a last line without a
     newline gets one."""
     line = 1
-    buffer = bytearray()
+    parts: list[bytes] = []  # whole lines, not yet a chunk
+    held = 0  # their bytes
+    pending = b""  # the start of a line whose newline has not come
     skipping = False
     truncated = False
     # a gzip stream that ends early loses the read it ended in: small reads; a plain file
@@ -172,30 +174,33 @@ def read_chunks(
             block = block[cut + 1 :]
             line += 1
             skipping = False
-        buffer += block
-        end = buffer.rfind(b"\n")
-        tail = len(buffer) - end - 1
-        if tail > max_line:
-            whole = bytes(buffer[: end + 1])
-            if whole:
-                yield Chunk(line, whole)
-                line += whole.count(b"\n")
+        end = block.rfind(b"\n")
+        if end < 0:
+            pending += block
+        else:
+            parts.append(pending + block[: end + 1] if pending else block[: end + 1])
+            held += len(parts[-1])
+            pending = block[end + 1 :]
+        if len(pending) > max_line:
+            if parts:
+                chunk = Chunk(line, b"".join(parts))
+                yield chunk
+                line += chunk.count
+                parts, held = [], 0
             skips.add(source, line, f"a line longer than {max_line:,} bytes", "too long")
-            buffer.clear()
-            skipping = True
+            pending, skipping = b"", True
             continue
-        if len(buffer) >= chunk_bytes and end >= 0:
-            whole = bytes(buffer[: end + 1])
-            del buffer[: end + 1]
-            chunk = Chunk(line, whole)
+        if held >= chunk_bytes:
+            chunk = Chunk(line, parts[0] if len(parts) == 1 else b"".join(parts))
             yield chunk
             line += chunk.count
-    if buffer and not skipping:
-        whole = bytes(buffer)
-        if not whole.endswith(b"\n"):
-            whole += b"\n"
-        yield Chunk(line, whole)
-        line += whole.count(b"\n")
+            parts, held = [], 0
+    if not skipping and pending:
+        parts.append(pending + b"\n")
+    if parts:
+        chunk = Chunk(line, b"".join(parts))
+        yield chunk
+        line += chunk.count
     if truncated:
         warnings.append(
             (

@@ -213,7 +213,10 @@ class TrafficStats:
             return
         request, arrival, status, size = cols.request, cols.arrival, cols.status, cols.size
         inverse = 1.0 / self.step
-        steps = list(map(math.floor, map(operator.mul, arrival, repeat(inverse))))
+        if inverse == 1.0:
+            steps = list(map(math.floor, arrival))
+        else:
+            steps = list(map(math.floor, map(operator.mul, arrival, repeat(inverse))))
         if self.window is not None:
             low = math.floor(self.window[0] * inverse)
             high = math.floor(self.window[1] * inverse)
