@@ -241,11 +241,11 @@ class TrafficStats:
         self.first = first if self.first is None else min(self.first, first)
         self.last = last if self.last is None else max(self.last, last)
         index = self._index
-        found = list(map(index.get, request))
-        if None in found:
-            for line in set(compress(request, map(operator.is_, found, repeat(None)))):
+        ops: list[int] = list(map(index.get, request))  # type: ignore[arg-type]
+        if None in ops:
+            for line in set(compress(request, map(operator.is_, ops, repeat(None)))):
                 self._resolve(line)
-        ops: list[int] = list(map(index.__getitem__, request))
+            ops = list(map(index.__getitem__, request))
         width = self._width
         self.curve.update(map(operator.add, map(operator.mul, steps, repeat(width)), ops))
         self.statuses.update(zip(ops, status, strict=True))
