@@ -133,9 +133,9 @@ CHILD = r"""
 import json, os, resource, sys, time
 from pathlib import Path
 os.sched_setaffinity(0, {int(sys.argv[4])})
-from gatebench.spec import load_spec
-from gatebench.traffic import ImportOptions, import_traffic
-from gatebench.traffic import _logs
+from gatebench.core.spec import load_spec
+from gatebench.core.traffic import ImportOptions, import_traffic
+from gatebench.core.traffic import _logs
 
 rss = []
 every = int(sys.argv[5])
@@ -148,7 +148,7 @@ def sampled(*args, **kwargs):
         if seen // every >= len(rss):
             with open("/proc/self/statm") as f:
                 rss.append((seen, int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20))
-import gatebench.traffic as traffic
+import gatebench.core.traffic as traffic
 traffic.read_chunks = sampled
 api = load_spec(sys.argv[1]).api
 started = time.perf_counter()
@@ -237,7 +237,7 @@ def run() -> str:
             "One fresh process per run, pinned to one core (`os.sched_setaffinity`), reads the log, "
             "matches every request to the description's 13 operations (gatebench's route "
             "matching), derives the mix, the per-second curve, statuses and the value "
-            "distributions, and writes the plan (`gatebench.traffic.import_traffic`). Best of "
+            "distributions, and writes the plan (`gatebench.core.traffic.import_traffic`). Best of "
             f"{RUNS} runs; lines/s is wall-clock, lines per CPU-second beside it; the last column is "
             "the CPU other processes used meanwhile (% of all cores).",
             "",

@@ -8,10 +8,10 @@ import (
 	"strings"
 )
 
-// A weighted list of values (a recorded value distribution, gatebench.workload): draw n takes
+// A weighted list of values (a recorded value distribution, gatebench.core.workload): draw n takes
 // u in [0, 1) from SplitMix64 of (seed + (draw + 1) × gamma), then the first value whose
 // cumulative weight exceeds u × total, or one of the others. The arithmetic is the Java
-// simulation's and the wrk script's, bit for bit (gatebench.workload.weighted_value is the
+// simulation's and the wrk script's, bit for bit (gatebench.core.workload.weighted_value is the
 // reference the tests hold every engine to).
 
 type othersSpec struct {

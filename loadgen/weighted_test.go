@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// The reference values come from gatebench.workload (unit_draw, weighted_value, stream_seed).
+// The reference values come from gatebench.core.workload (unit_draw, weighted_value, stream_seed).
 
 func TestUnitDrawMatchesTheReference(t *testing.T) {
 	want := map[uint64]float64{0: 0.1330796686614273, 1: 0.20481663336165912, 2: 0.11954258300911547, 1000: 0.731466870567643}

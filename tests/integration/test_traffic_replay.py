@@ -11,7 +11,7 @@
    received against the k-th scheduled), and at least one. The item ids nginx saw are exactly
    the reference draws of the weighted list.
 2. The engines agree: Gatling, wrk and gatebench-loadgen send the same weighted values for the
-   same draws (``gatebench.workload.weighted_value`` is the reference), numbers and text with a
+   same draws (``gatebench.core.workload.weighted_value`` is the reference), numbers and text with a
    prefix and padding, percent-encoded, every request checked against its counter.
 
 Short phases (seconds) on 127.0.0.1; run under the heavy lock.
@@ -31,19 +31,19 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 import pytest
 import yaml
 
-from gatebench.backends import start_backend
 from gatebench.cli import main
-from gatebench.engines import EngineEvent, PhaseResult
-from gatebench.engines.gatling import GatlingEngine
-from gatebench.engines.loadgen import LoadgenEngine
-from gatebench.engines.wrk import WrkEngine
-from gatebench.ir import Api
-from gatebench.plan import Injection, build_plan
-from gatebench.procs import Supervisor, free_port
-from gatebench.provisioners._boot import check_config, start_gateway, write_files
-from gatebench.renderers import RenderTarget, get_renderer
-from gatebench.spec import load_spec
-from gatebench.workload import Phase, Schedule, compile_load, render_workload, weighted_value
+from gatebench.core.ir import Api
+from gatebench.core.plan import Injection, build_plan
+from gatebench.core.renderers import RenderTarget, get_renderer
+from gatebench.core.spec import load_spec
+from gatebench.core.workload import Phase, Schedule, compile_load, render_workload, weighted_value
+from gatebench.local.backends import start_backend
+from gatebench.local.engines import EngineEvent, PhaseResult
+from gatebench.local.engines.gatling import GatlingEngine
+from gatebench.local.engines.loadgen import LoadgenEngine
+from gatebench.local.engines.wrk import WrkEngine
+from gatebench.local.procs import Supervisor, free_port
+from gatebench.local.provisioners._boot import check_config, start_gateway, write_files
 from paths import DATA
 
 pytestmark = pytest.mark.integration

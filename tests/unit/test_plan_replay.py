@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from gatebench.ir import Api
-from gatebench.model import RunRecord
-from gatebench.plan import Injection, build_plan
-from gatebench.plan._traffic import scaled_counts
-from gatebench.report import traffic_source
-from gatebench.testers import split_document, split_injection
-from gatebench.workload import (
+from gatebench.core.ir import Api
+from gatebench.core.model import RunRecord
+from gatebench.core.plan import Injection, build_plan
+from gatebench.core.plan._traffic import scaled_counts
+from gatebench.core.report import traffic_source
+from gatebench.core.testers import split_document, split_injection
+from gatebench.core.workload import (
     build_schedule,
     injection_from_json,
     injection_json,

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from gatebench.errors import TrafficError
-from gatebench.ir import Api
-from gatebench.plan import build_plan
-from gatebench.spec import load_spec
-from gatebench.traffic import ImportOptions, KeepValues, TrafficImport, import_traffic
+from gatebench.core.errors import TrafficError
+from gatebench.core.ir import Api
+from gatebench.core.plan import build_plan
+from gatebench.core.spec import load_spec
+from gatebench.core.traffic import ImportOptions, KeepValues, TrafficImport, import_traffic
 from paths import DATA
 
 JMX = DATA / "traffic" / "jmx"

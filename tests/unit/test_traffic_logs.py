@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from gatebench.errors import TrafficError
-from gatebench.ir import Api
-from gatebench.spec import load_spec
-from gatebench.traffic import ImportOptions, TrafficImport, Window, import_traffic
-from gatebench.traffic._formats import builtin, compile_format
-from gatebench.traffic._logs import (
+from gatebench.core.errors import TrafficError
+from gatebench.core.ir import Api
+from gatebench.core.spec import load_spec
+from gatebench.core.traffic import ImportOptions, TrafficImport, Window, import_traffic
+from gatebench.core.traffic._formats import builtin, compile_format
+from gatebench.core.traffic._logs import (
     Chunk,
     Skips,
     columns_by_line,
@@ -26,7 +26,7 @@ from gatebench.traffic._logs import (
     read_chunks,
     read_columns,
 )
-from gatebench.traffic._summary import import_stats, path_shape
+from gatebench.core.traffic._summary import import_stats, path_shape
 from paths import DATA
 
 TRAFFIC = DATA / "traffic"

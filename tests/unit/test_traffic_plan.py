@@ -16,11 +16,11 @@ import pytest
 import yaml
 
 from gatebench.cli import main
-from gatebench.ir import Api
-from gatebench.plan import build_plan
-from gatebench.spec import load_spec
-from gatebench.traffic import ImportOptions, KeepValues, TrafficImport, _stats, import_traffic
-from gatebench.workload import build_schedule, render_workload, weighted_value
+from gatebench.core.ir import Api
+from gatebench.core.plan import build_plan
+from gatebench.core.spec import load_spec
+from gatebench.core.traffic import ImportOptions, KeepValues, TrafficImport, _stats, import_traffic
+from gatebench.core.workload import build_schedule, render_workload, weighted_value
 from paths import DATA
 
 TRAFFIC = DATA / "traffic"
@@ -194,7 +194,7 @@ def test_the_upload_form_and_the_cloud_parse_step_accept_it_unchanged(
     shop: Api, tmp_path: Path
 ) -> None:
     from gatebench.cloud import ObjectRef, parse_upload, plain_value
-    from gatebench.run_request import RunRequest
+    from gatebench.kinds.request import RunRequest
     from gatebench.web._uploads import check_upload
 
     result = import_traffic(shop, [TRAFFIC / "session.har"], ImportOptions(), spec_ref="shop.yaml")

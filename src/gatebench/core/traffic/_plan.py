@@ -1,0 +1,414 @@
+"""From what an import derived to an ordinary plan: one workload per operation the traffic
+reached, each replaying its own recorded arrival curve (``injection: {arrivals: ...}``), with
+generators that give its parameters the recorded value distribution, and ``traffic:`` naming
+where it came from. ``build_plan`` reads the result like any plan (the import checks it does).
+
+Privacy (docs/input.md, "From your traffic"): a value reaches the plan only when the user
+allows it (``--keep-values``, for every parameter or the ones named) and never when the
+parameter is named like a secret or the value looks like a token (a JWT); values the
+description itself enumerates (``enum``, booleans) are its own, not the traffic's. Every other
+value is replaced by a synthetic one with the same frequency: the k-th most frequent value
+becomes the k-th synthetic value (``1``, ``2``, ... or ``v1``, ``v2``, ...), and the values
+past the most frequent :data:`TOP_VALUES` become ``others`` with their count and share, so a
+cache in front of the API sees the recorded hit rate. Headers, cookies, bodies, addresses and
+user agents are never read into anything.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote, unquote_plus
+
+from gatebench.core.ir import Api, Operation, Parameter
+from gatebench.core.plan import MAX_REQUESTS, MAX_STEPS
+from gatebench.core.traffic._stats import OperationStats, ValueCounts, is_secret_name
+
+TOP_VALUES = 100
+"""The most frequent values of a parameter listed one by one (with their weights)."""
+_WORKLOAD_NAME = re.compile(r"[^A-Za-z0-9_.-]")
+_JWT = re.compile(r"^eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*$")
+_INTEGER = re.compile(r"^-?\d{1,15}$")
+_BINARY_MEDIA = re.compile(r"^(application/octet-stream|image/|video/|audio/|application/pdf)")
+UUID_PREFIX = "00000000-0000-4000-8000-"
+
+
+@dataclass(frozen=True)
+class KeepValues:
+    """Which parameters keep their recorded values: all, or those named."""
+
+    everything: bool = False
+    names: frozenset[str] = frozenset()
+
+    def allows(self, name: str) -> bool:
+        return self.everything or name in self.names
+
+
+@dataclass(frozen=True)
+class OperationCurve:
+    """One operation's share of the replay: its arrival counts per step (trimmed to its first
+    and last arrival)."""
+
+    operation: Operation
+    stats: OperationStats
+    counts: tuple[int, ...]
+    start_step: int
+    """The step number (since 1970, in steps) of ``counts[0]``."""
+
+
+@dataclass
+class PlanResult:
+    section: dict[str, Any]
+    comments: dict[str, list[str]] = field(default_factory=dict)
+    """Workload name → comment lines written above it."""
+    notes: list[str] = field(default_factory=list)
+    """What the import decided and the user should know."""
+    left_out: list[tuple[str, str]] = field(default_factory=list)
+    """(operation id, why) for the operations the traffic reached but the plan leaves out."""
+
+
+def _schema(param: Parameter | None, api: Api) -> dict[str, Any]:
+    schema: dict[str, Any] = dict(param.schema) if param is not None else {}
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/schemas/"):
+        target = api.schemas.get(ref.removeprefix("#/schemas/"))
+        if isinstance(target, dict):
+            schema = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
+    return schema
+
+
+def _typed(text: str, schema: dict[str, Any]) -> Any:
+    """A recorded value as the plan writes it: a whole number for an integer parameter."""
+    if schema.get("type") in ("integer", "number") and _INTEGER.match(text):
+        return int(text)
+    if schema.get("type") == "boolean" and text in ("true", "false"):
+        return text == "true"
+    return text
+
+
+def workload_name(operation_id: str, taken: set[str]) -> str:
+    base = _WORKLOAD_NAME.sub("-", operation_id).strip("-._")[:60] or "operation"
+    if not base[0].isalnum():
+        base = "op-" + base
+    name, n = base, 2
+    while name in taken:
+        name = f"{base}-{n}"
+        n += 1
+    taken.add(name)
+    return name
+
+
+def value_generator(
+    counts: ValueCounts,
+    param: Parameter | None,
+    api: Api,
+    *,
+    keep: bool,
+    decode: bool,
+    query: bool,
+) -> tuple[Any, str]:
+    """A parameter's generator from its recorded values, and a comment on what it keeps."""
+    schema = _schema(param, api)
+    top = counts.top(TOP_VALUES)
+    texts = [(unquote_plus(v) if query else unquote(v)) if decode else v for v, _ in top]
+    enum = schema.get("enum")
+    enumerable = isinstance(enum, list) or schema.get("type") == "boolean"
+    shown = f"{counts.distinct:,}{'' if counts.exact else ' (estimated)'} distinct values"
+    if enumerable:
+        allowed = {str(e) for e in enum} if isinstance(enum, list) else {"true", "false"}
+        pairs = [
+            (_typed(t, schema), c) for t, (_, c) in zip(texts, top, strict=True) if t in allowed
+        ]
+        if not pairs:
+            return None, ""
+        comment = f"{shown}, the description's own (enum)"
+        return _weighted([v for v, _ in pairs], [c for _, c in pairs], None), comment
+    kept = keep and not any(_JWT.match(t) for t in texts)
+    listed = len(top)
+    listed_total = sum(c for _, c in top)
+    rest_count = max(0, counts.distinct - listed)
+    rest_weight = max(0, counts.total - listed_total)
+    integer = schema.get("type") in ("integer", "number")
+    uuid = schema.get("format") == "uuid"
+    if kept:
+        values = [_typed(t, schema) for t in texts]
+        if integer and all(isinstance(v, int) for v in values):
+            start = max([v for v in values if isinstance(v, int)], default=0) + 1
+            others = _others(rest_count, rest_weight, start=start)
+        else:
+            others = _others(rest_count, rest_weight, start=1, prefix="gb-")
+        what = "recorded values (--keep-values)"
+    else:
+        start = _synthetic_start(schema)
+        if integer:
+            values = list(range(start, start + listed))
+            others = _others(rest_count, rest_weight, start=start + listed)
+        elif uuid:
+            values = [f"{UUID_PREFIX}{n:012d}" for n in range(1, listed + 1)]
+            others = _others(
+                rest_count, rest_weight, start=listed + 1, prefix=UUID_PREFIX, width=12
+            )
+        else:
+            values = [f"v{n}" for n in range(1, listed + 1)]
+            others = _others(rest_count, rest_weight, start=listed + 1, prefix="v")
+        what = "synthetic values with the recorded frequencies"
+    comment = f"{shown}; {what}"
+    if counts.distinct == 1 and others is None:
+        return values[0], comment
+    return _weighted(values, [c for _, c in top], others), comment
+
+
+def _synthetic_start(schema: dict[str, Any]) -> int:
+    minimum = schema.get("minimum")
+    if isinstance(minimum, int | float) and not isinstance(minimum, bool) and minimum > 1:
+        return math.ceil(minimum)
+    return 1
+
+
+def _others(
+    count: int, weight: int, *, start: int, prefix: str | None = None, width: int = 0
+) -> dict[str, Any] | None:
+    if count <= 0 or weight <= 0:
+        return None
+    out: dict[str, Any] = {"count": count, "weight": weight, "start": start}
+    if prefix is not None:
+        out["prefix"] = prefix
+    if width:
+        out["width"] = width
+    return out
+
+
+def _weighted(values: list[Any], weights: list[int], others: dict[str, Any] | None) -> Any:
+    if len(values) == 1 and others is None:
+        return values[0]
+    out: dict[str, Any] = {"list": values, "weights": weights}
+    if others is not None:
+        out["others"] = others
+    return out
+
+
+def format_step(seconds: float) -> str:
+    if seconds >= 1 and abs(seconds - round(seconds)) < 1e-9:
+        return f"{round(seconds)}s"
+    return f"{round(seconds * 1000)}ms"
+
+
+def coarsen(counts: Sequence[int], factor: int) -> tuple[int, ...]:
+    """Every ``factor`` steps summed into one."""
+    return tuple(sum(counts[i : i + factor]) for i in range(0, len(counts), factor))
+
+
+def build_section(
+    api: Api,
+    curves: Sequence[OperationCurve],
+    *,
+    step: float,
+    keep: KeepValues,
+    scale: float = 1.0,
+    speed: float = 1.0,
+    traffic: dict[str, Any],
+    spec_ref: str | None,
+    min_requests: int = 1,
+) -> PlanResult:
+    """The ``x-gatebench`` section replaying ``curves``."""
+    section: dict[str, Any] = {}
+    if spec_ref is not None:
+        section["spec"] = spec_ref
+    section["traffic"] = traffic
+    result = PlanResult(section)
+    taken: set[str] = set()
+    workloads: list[dict[str, Any]] = []
+    labels: set[str] = set()
+    for curve in curves:
+        op, stats = curve.operation, curve.stats
+        if stats.requests < min_requests:
+            result.left_out.append(
+                (
+                    op.operation_id,
+                    f"{stats.requests} request(s), fewer than --min-requests {min_requests}",
+                )
+            )
+            continue
+        counts = curve.counts
+        if not sum(counts):
+            result.left_out.append((op.operation_id, "no request in the chosen window"))
+            continue
+        this_step = step
+        if len(counts) > MAX_STEPS:
+            factor = math.ceil(len(counts) / MAX_STEPS)
+            counts = coarsen(counts, factor)
+            this_step = step * factor
+            result.notes.append(
+                f"{op.operation_id}: its curve spans {len(curve.counts):,} steps; kept at "
+                f"{format_step(this_step)} steps (at most {MAX_STEPS:,}): choose a --window "
+                "to keep the recorded resolution"
+            )
+        total = round(sum(counts) * scale)
+        if total > MAX_REQUESTS:
+            result.left_out.append(
+                (
+                    op.operation_id,
+                    f"replaying it sends {total:,} requests, above {MAX_REQUESTS:,}: choose a "
+                    "shorter --window or a smaller --scale",
+                )
+            )
+            continue
+        name = workload_name(op.operation_id, taken)
+        arrivals: dict[str, Any] = {"step": format_step(this_step), "counts": list(counts)}
+        if scale != 1:
+            arrivals["scale"] = scale
+        if speed != 1:
+            arrivals["speed"] = speed
+        workload: dict[str, Any] = {"name": name, "operation": op.operation_id}
+        params, comments = _params(op, stats, api, keep)
+        if params:
+            workload["params"] = params
+        body = _body(op, stats)
+        if body is not None:
+            workload["body"] = body
+        workload["injection"] = {"arrivals": arrivals}
+        workloads.append(workload)
+        result.comments[name] = [*_describe(op, stats, counts, this_step), *comments]
+        labels.update(p for p in op.security_label.split("+") if p != "none")
+    section["workloads"] = workloads
+    auth = _auth(labels)
+    if auth:
+        section["auth"] = auth
+        result.notes.append(
+            "the operations need credentials: set "
+            + ", ".join(sorted(_env_names(auth)))
+            + " in the environment before `gatebench run` (the plan names the variables, "
+            "never a value)"
+        )
+    return result
+
+
+def _params(
+    op: Operation, stats: OperationStats, api: Api, keep: KeepValues
+) -> tuple[dict[str, Any], list[str]]:
+    out: dict[str, Any] = {}
+    comments: list[str] = []
+    by_name = {p.name: p for p in op.path_params}
+    secret_query = {
+        s.param_name
+        for requirement in op.security
+        for s in requirement.schemes
+        if s.kind == "apiKey" and s.location == "query" and s.param_name
+    }
+    for name, counts in stats.path_values.items():
+        if is_secret_name(name):
+            comments.append(f"{name}: named like a secret, its values are never kept")
+            continue
+        gen, comment = value_generator(
+            counts, by_name.get(name), api, keep=keep.allows(name), decode=True, query=False
+        )
+        if gen is not None:
+            out[name] = gen
+            comments.append(f"{name}: {comment}")
+    declared = {p.name: p for p in op.query_params}
+    for name, seen in sorted(stats.query_seen.items(), key=lambda kv: -kv[1]):
+        share = 100.0 * seen / stats.requests if stats.requests else 0.0
+        if name in secret_query or name in stats.secret_queries:
+            comments.append(
+                f"{name}: in {share:.0f} % of requests; named like a secret, never kept"
+            )
+            continue
+        if name not in declared:
+            comments.append(
+                f"{name}: in {share:.0f} % of requests but not a parameter of the description"
+            )
+            continue
+        param = declared[name]
+        if share < 50 and not param.required:
+            comments.append(
+                f"{name}: in {share:.0f} % of requests; left out (a workload sends a parameter "
+                "always or never)"
+            )
+            continue
+        recorded = stats.query_values.get(name)
+        if recorded is None:
+            continue
+        gen, comment = value_generator(
+            recorded, param, api, keep=keep.allows(name), decode=True, query=True
+        )
+        if gen is not None:
+            out[name] = gen
+            comments.append(f"{name}: in {share:.0f} % of requests; {comment}")
+    return out, comments
+
+
+def _body(op: Operation, stats: OperationStats) -> dict[str, Any] | None:
+    """A binary upload of the recorded median size, when the operation takes one and the
+    traffic logged sizes; otherwise the description's own body (the plan's default)."""
+    if op.request_body is None or not stats.sizes:
+        return None
+    media = op.request_body.content[0].media_type if op.request_body.content else ""
+    if not _BINARY_MEDIA.match(media):
+        return None
+    median = _quantile(stats.sizes, 0.5)
+    return {"binary": {"size": int(median), "content_type": media}}
+
+
+def _quantile(values: dict[int, int], q: float) -> float:
+    total = sum(values.values())
+    seen = 0
+    for value in sorted(values):
+        seen += values[value]
+        if seen >= q * total:
+            return float(value)
+    return 0.0
+
+
+def _describe(
+    op: Operation, stats: OperationStats, counts: Sequence[int], step: float
+) -> list[str]:
+    lines = [f"{op.method} {op.route_path}: {stats.requests:,} requests recorded"]
+    peak = max(counts, default=0)
+    if counts:
+        lines[0] += (
+            f"; replayed: {sum(counts):,} over {format_step(step * len(counts))}, peak {peak / step:,.4g}/s"
+        )
+    total = sum(stats.statuses.values())
+    if total:
+        mix = ", ".join(
+            f"{code} {100.0 * n / total:.1f} %" for code, n in stats.statuses.most_common(4)
+        )
+        lines.append(f"statuses: {mix}")
+    largest = max(stats.sizes.keys(), default=0)
+    if largest:
+        lines.append(
+            f"request sizes: median {_quantile(stats.sizes, 0.5):,.0f} B, "
+            f"p90 {_quantile(stats.sizes, 0.9):,.0f} B, max {largest:,} B"
+        )
+    return lines
+
+
+def _auth(labels: set[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if labels & {"bearer", "oauth2", "openIdConnect"}:
+        out["bearer"] = {"env": "API_TOKEN"}
+    if "basic" in labels:
+        out["basic"] = {"username_env": "API_USERNAME", "password_env": "API_PASSWORD"}
+    if any(label.startswith("apiKey") for label in labels):
+        out["api_key"] = {"env": "API_KEY"}
+    return out
+
+
+def _env_names(auth: dict[str, Any]) -> list[str]:
+    return [v for section in auth.values() for v in section.values()]
+
+
+__all__ = [
+    "TOP_VALUES",
+    "KeepValues",
+    "OperationCurve",
+    "PlanResult",
+    "build_section",
+    "coarsen",
+    "format_step",
+    "value_generator",
+    "workload_name",
+]
