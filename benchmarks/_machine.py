@@ -6,6 +6,7 @@ import os
 import platform
 import time
 from dataclasses import dataclass
+from typing import Any
 
 
 def describe_machine() -> str:
@@ -72,3 +73,32 @@ class CpuWindow:
     def others_pct(self) -> float:
         """Machine CPU used by other processes, % of all cores."""
         return max(0.0, self.busy_pct - self.self_pct)
+
+
+@dataclass(frozen=True)
+class RunCores:
+    """The cores a run here gives every gateway (the default ``cpus:``), applied to a
+    benchmark's supervisor: the gateway's share, and where the load and the backends go."""
+
+    cpu: Any
+    """The ``gatebench.fairness.CpuPolicy`` every gateway is rendered for."""
+    engine: frozenset[int]
+    """The cores a load tool started outside the supervisor runs on (empty: any)."""
+
+    def pin_load_tool(self) -> None:
+        """``preexec_fn`` of a load tool's subprocess: the engine's cores."""
+        if self.engine:
+            os.sched_setaffinity(0, self.engine)
+
+
+def run_cores(supervisor: Any) -> RunCores:
+    """The default CPU policy of a run on this machine, handed to ``supervisor`` (its
+    gateways on their share, its backends on the others), as ``gatebench run`` does it."""
+    from gatebench.fairness import local_cpu_policy
+    from gatebench.pinning import resolve_layout
+    from gatebench.plan import Cpus
+
+    available = sorted(os.sched_getaffinity(0))
+    layout = resolve_layout(Cpus(), available)
+    supervisor.pin(layout.cores)
+    return RunCores(local_cpu_policy(layout, available), frozenset(layout.cores.get("engine", ())))

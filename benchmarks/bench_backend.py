@@ -53,8 +53,8 @@ def _measure(url: str, headers: list[str]) -> tuple[list[float], float]:
 def run() -> str:
     if shutil.which("wrk") is None:
         return "wrk is not installed (scripts/setup.d/apt-packages.txt installs it)."
+    from gatebench.fairness import gateway_target, stated_cpu_policy
     from gatebench.provisioners import boot_gateway
-    from gatebench.renderers import RenderTarget
 
     rows = []
     auth = ["Authorization: Bearer bench"]
@@ -79,11 +79,11 @@ def run() -> str:
             ("backend mock mode, GET /auctions/7", f"http://127.0.0.1:{mock_port}/auctions/7"),
         ]
         gw_port = free_port()
-        target = RenderTarget(
+        target = gateway_target(
+            stated_cpu_policy(1),
             workdir=str(work / "nginx"),
             listen_port=gw_port,
             backend_url=f"http://127.0.0.1:{auction_port}",
-            workers=1,
         )
         boot_gateway("nginx", api, target, sup)
         cases.append(

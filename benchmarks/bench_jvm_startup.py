@@ -12,9 +12,10 @@ import time
 from pathlib import Path
 
 from gatebench.backends import start_backend
+from gatebench.fairness import gateway_target, stated_cpu_policy
 from gatebench.procs import Supervisor, free_port
 from gatebench.provisioners import start_gateway, write_files
-from gatebench.renderers import RenderTarget, get_renderer
+from gatebench.renderers import get_renderer
 from gatebench.renderers._jvm import JVM_OPTIONS_ENV
 from gatebench.spec import load_spec
 
@@ -50,7 +51,8 @@ def run() -> str:
                     seconds, rss = [], []
                     with CpuWindow() as cpu:
                         for n in range(REPEATS):
-                            target = RenderTarget(
+                            target = gateway_target(
+                                stated_cpu_policy(1),
                                 workdir=f"{tmp}/{gateway}-{len(flags)}-{n}",
                                 listen_port=free_port(),
                                 backend_url=f"http://127.0.0.1:{backend}",

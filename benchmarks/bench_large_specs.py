@@ -43,14 +43,18 @@ GATEBENCH = """
 import sys, time
 t = time.perf_counter()
 c = time.process_time()
-from gatebench.renderers import RenderTarget, gateway_names, get_renderer
+from gatebench.fairness import gateway_target, stated_cpu_policy
+from gatebench.renderers import gateway_names, get_renderer
 from gatebench.renderers._leave_out import render_leaving_out
 from gatebench.spec import read_spec
 result = read_spec(sys.argv[1])
 assert result.api is not None, [p.format() for p in result.errors[:3]]
 routes = 0
 for name in gateway_names():
-    rendered = render_leaving_out(get_renderer(name), result.api, RenderTarget("/tmp/gw"))
+    target = gateway_target(
+        stated_cpu_policy(1), workdir="/tmp/gw", listen_port=8080, backend_url="http://127.0.0.1:9000"
+    )
+    rendered = render_leaving_out(get_renderer(name), result.api, target)
     routes += len(rendered.left_out)
 elapsed = time.perf_counter() - t
 cpu = time.process_time() - c

@@ -88,8 +88,9 @@ def _wrk(url: str, token: str) -> float:
 def run() -> str:
     if shutil.which("wrk") is None:
         return "wrk is not installed (scripts/setup.d/apt-packages.txt installs it)."
+    from gatebench.fairness import gateway_target, stated_cpu_policy
     from gatebench.provisioners import boot_gateway
-    from gatebench.renderers import RenderTarget, all_renderers, get_renderer
+    from gatebench.renderers import all_renderers, get_renderer
 
     api = load_spec(ROOT / "examples/auction/openapi.yaml").api
     assert api is not None
@@ -112,12 +113,12 @@ def run() -> str:
             urls: dict[str, str] = {}
             variants = _variants(key, get_renderer(gateway).supported_policies)
             for n, (label, policies) in enumerate(variants.items()):
-                target = RenderTarget(
+                target = gateway_target(
+                    stated_cpu_policy(1),
                     workdir=str(work / f"{gateway}-{n}"),
                     listen_port=free_port(),
                     backend_url=f"http://127.0.0.1:{backend_port}",
                     admin_port=free_port(),
-                    workers=1,
                 )
                 boot_gateway(gateway, api, target, sup, policies=policies)
                 urls[label] = f"http://127.0.0.1:{target.listen_port}{PATH}"

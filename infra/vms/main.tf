@@ -124,6 +124,8 @@ resource "google_compute_instance" "gateway" {
       registry = local.registry
       image    = module.images.pull[each.value.image]
       args     = each.value.args
+      # What the gateway always runs with (USAGE_DISABLE, GOMAXPROCS): plain NAME=VALUE pairs.
+      env = [for k in sort(keys(each.value.env)) : "${k}=${each.value.env[k]}"]
       # Names whose values the VM generates at boot, for the gateway container alone.
       random_env = each.value.random_env
       # `cloud gateway-config ...` (runner image): the API keys, before the gateway starts.

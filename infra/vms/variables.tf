@@ -21,7 +21,7 @@ variable "backend" {
 }
 
 variable "gateways" {
-  description = "One VM per gateway: its official image pinned by version, the rendered files fetched from the runs bucket into `mount` (with the folders the gateway expects beside them), the container's arguments, the environment variables the VM fills with a random value at boot (Tyk's control-API secret), the runner image's commands that complete the configuration before the gateway starts (`cloud gateway-config`: the API keys), helper containers (Tyk's Redis), and the runner image's live agent beside it in a scale or change-under-load run (`live`: `cloud live-gateway ...`, with the VM's Docker socket)."
+  description = "One VM per gateway: its official image pinned by version, the rendered files fetched from the runs bucket into `mount` (with the folders the gateway expects beside them), the container's arguments, the environment variables it always runs with (`env`: KrakenD's USAGE_DISABLE, GOMAXPROCS = the VM's vCPUs), the environment variables the VM fills with a random value at boot (Tyk's control-API secret), the runner image's commands that complete the configuration before the gateway starts (`cloud gateway-config`: the API keys), helper containers (Tyk's Redis), and the runner image's live agent beside it in a scale or change-under-load run (`live`: `cloud live-gateway ...`, with the VM's Docker socket)."
   type = map(object({
     machine_type = string
     image        = string
@@ -33,6 +33,7 @@ variable "gateways" {
     }))
     dirs       = list(string)
     args       = list(string)
+    env        = optional(map(string), {})
     random_env = list(string)
     configure  = list(list(string))
     sidecars = list(object({
@@ -50,6 +51,10 @@ variable "gateways" {
   validation {
     condition     = alltrue(flatten([for g in values(var.gateways) : [for a in concat(g.args, flatten(g.configure), flatten(g.live), g.dirs, [g.mount], [for f in g.files : f.path]) : !can(regex("['\\n\\r]", a))]]))
     error_message = "gateways: arguments and paths may not contain quotes or newlines (they are quoted into the VM's startup script)."
+  }
+  validation {
+    condition     = alltrue(flatten([for g in values(var.gateways) : [for k, v in g.env : can(regex("^[A-Z][A-Z0-9_]{0,63}$", k)) && can(regex("^[A-Za-z0-9_.,:/=+-]{0,256}$", v))]]))
+    error_message = "gateways[*].env: environment variable names (upper-case letters, digits and _, starting with a letter) and plain values (letters, digits and _.,:/=+-: they are quoted into the VM's startup script)."
   }
   validation {
     condition     = alltrue(flatten([for g in values(var.gateways) : [for e in g.random_env : can(regex("^[A-Z][A-Z0-9_]{0,63}$", e))]]))

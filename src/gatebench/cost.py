@@ -107,6 +107,27 @@ def machine_hourly(machine: str, table: Mapping[str, Any] | None = None) -> floa
     return float(vcpus * rates["vcpu_hour"] + vcpus * shapes[match["shape"]] * rates["gib_hour"])
 
 
+_CUSTOM_MACHINE = re.compile(r"^(?:[a-z0-9]+-)?custom-(?P<vcpus>\d+)-\d+(?:-ext)?$")
+_SHARED_CORE_VCPUS = {"e2-micro": 2, "e2-small": 2, "e2-medium": 2, "f1-micro": 1, "g1-small": 1}
+"""Shared-core machine types: the vCPUs the guest sees (Compute Engine's machine types page)."""
+
+
+def machine_vcpus(machine: str) -> int:
+    """The vCPUs a Compute Engine machine type gives its guest: ``n2-standard-2`` → 2,
+    ``n2-custom-4-8192`` → 4, ``e2-medium`` → 2. A type named otherwise is refused
+    (:class:`CostError`), since every gateway on it would be configured for it."""
+    for pattern in (_MACHINE, _CUSTOM_MACHINE):
+        match = pattern.match(machine)
+        if match and int(match["vcpus"]) > 0:
+            return int(match["vcpus"])
+    if machine in _SHARED_CORE_VCPUS:
+        return _SHARED_CORE_VCPUS[machine]
+    raise CostError(
+        f"cannot tell how many vCPUs machine type {machine!r} has; expected SERIES-SHAPE-VCPUS "
+        "(n2-standard-2), a custom type (n2-custom-4-8192) or a shared-core type (e2-medium)"
+    )
+
+
 def phase_seconds(injection: Mapping[str, Any], assumptions: Mapping[str, Any]) -> float:
     """How long one phase with this injection profile lasts (without the phase overhead)."""
     request_s = float(assumptions["request_s"])
@@ -175,10 +196,18 @@ def load_seconds(plan: Mapping[str, Any], table: Mapping[str, Any] | None = None
     targets = len(gateways) + (1 if plan.get("baseline") else 0)
     repetitions = int(plan.get("repetitions") or 1)
     overhead = float(assume["phase_overhead_s"])
-    per_target = _warmup_seconds(plan, assume) + sum(
+    warmup = _warmup_seconds(plan, assume)
+    per_target = warmup + sum(
         phase_seconds(w["injection"], assume) + overhead for w in plan.get("workloads") or []
     )
-    return repetitions * targets * per_target + float(assume["engine_start_s"])
+    # A JIT gateway's first warm-up lasts longer (gatebench.workload: renderers.jit_warmups).
+    jit = 0.0
+    if warmup > 0:
+        from .renderers import jit_warmups
+
+        configured = float((plan.get("warmup") or {}).get("duration") or 0.0)
+        jit = sum(max(0.0, s - configured) for s in jit_warmups(gateways).values())
+    return repetitions * targets * per_target + jit + float(assume["engine_start_s"])
 
 
 def capacity_seconds(plan: Mapping[str, Any]) -> float:

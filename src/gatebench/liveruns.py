@@ -41,6 +41,7 @@ from typing import Any, Protocol
 
 from .engines.constant_rate import RateLoad
 from .errors import GatebenchError, RunError
+from .fairness import CpuPolicy, rate_concurrency
 from .ir import Api
 from .procs import Supervisor
 from .provisioners._live import ChangeApplied, LiveGateway, ProbeOutcome, RouteProber
@@ -124,6 +125,13 @@ def _readiness_timeout(gateway: str | Renderer) -> float:
     return renderer.readiness_timeout
 
 
+def warmup_s(renderer: Renderer, settings: LoadSettings) -> float:
+    """The warm-up before a measured load: the settings', or longer for a gateway that
+    compiles its code at run time (``Renderer.jit_warmup_s``): each load here follows a fresh
+    start of the gateway."""
+    return max(settings.warmup_s, renderer.jit_warmup_s)
+
+
 def _prober(live: Gateway, instance: str, settings: LoadSettings) -> RouteProber:
     return RouteProber(
         live.host,
@@ -163,12 +171,15 @@ def boot_grown(
     settings: LoadSettings,
     workdir: Path,
     supervisor: Supervisor,
+    cpu: CpuPolicy,
 ) -> Booted:
     """:func:`render_grown`, then :func:`start_grown`."""
     live = LiveGateway(
         gateway,
         supervisor,
         workdir / "gateway",
+        cpu=cpu,
+        concurrency=rate_concurrency(settings.rate),
         check_timeout=settings.check_timeout_s,
         boot_timeout=max(settings.deadline_s, _readiness_timeout(gateway)),
     )
@@ -187,13 +198,17 @@ def render_grown(
     settings: LoadSettings,
     workdir: Path,
     supervisor: Supervisor,
+    cpu: CpuPolicy,
 ) -> LiveGateway:
-    """The gateway's files for ``grown`` written into ``workdir/gateway`` (no process yet);
-    raises what the renderer raises."""
+    """The gateway's files for ``grown`` written into ``workdir/gateway`` (no process yet),
+    for ``cpu``'s cores and pools that hold the constant rate; raises what the renderer
+    raises."""
     live = LiveGateway(
         gateway,
         supervisor,
         workdir / "gateway",
+        cpu=cpu,
+        concurrency=rate_concurrency(settings.rate),
         check_timeout=settings.check_timeout_s,
         boot_timeout=max(settings.deadline_s, _readiness_timeout(gateway)),
     )
@@ -261,7 +276,7 @@ def load_positions(
         f"http://{live.host}:{live.port}",
         rate=settings.rate,
         duration_s=settings.duration_s,
-        warmup_s=settings.warmup_s,
+        warmup_s=warmup_s(live.renderer, settings),
         workdir=workdir,
         supervisor=supervisor,
         tick=lambda: samples.append(live.rss_bytes()),
@@ -297,6 +312,7 @@ def measure_size(
     settings: LoadSettings,
     workdir: Path,
     supervisor: Supervisor,
+    cpu: CpuPolicy,
 ) -> ScalePoint:
     """One :class:`ScalePoint` (module docstring): :func:`boot_grown`, then
     :func:`load_positions`; the gateway is stopped on return."""
@@ -308,6 +324,7 @@ def measure_size(
         settings=settings,
         workdir=workdir,
         supervisor=supervisor,
+        cpu=cpu,
     )
     try:
         return load_positions(
@@ -379,7 +396,7 @@ def change_under_load(
         f"http://{live.host}:{live.port}",
         rate=settings.rate,
         duration_s=settings.duration_s,
-        warmup_s=settings.warmup_s,
+        warmup_s=warmup_s(live.renderer, settings),
         workdir=workdir,
         supervisor=supervisor,
         # told ahead, a remote gateway applies it at change_after_s (LiveGateway: at once)
@@ -427,6 +444,7 @@ def measure_change(
     window_s: float,
     workdir: Path,
     supervisor: Supervisor,
+    cpu: CpuPolicy,
 ) -> ChangeOutcome:
     """One :class:`ChangeOutcome` (module docstring): :func:`boot_grown` on ``routes_before``
     routes behind the first backend, then :func:`change_under_load` to ``routes_before +
@@ -441,6 +459,7 @@ def measure_change(
         settings=settings,
         workdir=workdir,
         supervisor=supervisor,
+        cpu=cpu,
     )
     try:
         return change_under_load(

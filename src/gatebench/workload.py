@@ -30,6 +30,7 @@ from urllib.parse import quote
 from .errors import RunError
 from .ir import Api, Operation, Parameter
 from .plan import BodySpec, Generator, Injection, Plan, Warmup, Workload
+from .renderers import jit_warmups
 from .synth import synthesize
 from .trust import CEILING_TARGET
 
@@ -205,6 +206,8 @@ def build_schedule(
         seed = random.SystemRandom().randrange(2**31)
     rng = random.Random(seed)
     targets = [t for t in plan.targets if t in base_urls]
+    # A JIT gateway warms up until its latency stops falling, once, after it starts.
+    jit = jit_warmups(targets)
     before = tuple(
         Control(url, wait_s=reset_wait_s)
         for url in ([reset_url] if reset_url else []) + list(reset_urls)
@@ -217,7 +220,7 @@ def build_schedule(
             rng.shuffle(ordered)
         order.append((rep, tuple(ordered)))
         for target in ordered:
-            for w, inj in _warmups(plan):
+            for w, inj in _warmups(plan, jit.get(target, 0.0) if rep == 1 else 0.0):
                 phases.append(
                     Phase(len(phases), target, w.name, rep, False, base_urls[target], inj)
                 )
@@ -237,11 +240,14 @@ def build_schedule(
     return Schedule(tuple(phases), seed, tuple(order))
 
 
-def _warmups(plan: Plan) -> list[tuple[Workload, Injection]]:
+def _warmups(plan: Plan, at_least_s: float = 0.0) -> list[tuple[Workload, Injection]]:
     """The warm-up of one target: every workload in turn, with its own number of users (so
-    the connections the measured phase uses are open), for an equal share of the warm-up."""
+    the connections the measured phase uses are open), for an equal share of the warm-up;
+    ``at_least_s``: the least it lasts in all (a JIT gateway's first, ``jit_warmups``)."""
     if not plan.warmup.enabled or not plan.workloads:
         return []
+    if at_least_s > (plan.warmup.duration or 0.0):
+        plan = replace(plan, warmup=Warmup(duration=at_least_s, requests=None))
     n = len(plan.workloads)
     out = []
     for w in plan.workloads:

@@ -329,7 +329,9 @@ class LocalVms:
                 failures[name] = str(exc)  # the startup script stops: the gateway never answers
                 continue
             command = self.network.command(host, argv, mount=(folder, mount))
-            env = renderer.env(Path(mount))
+            # What this machine's program needs (its folders), then the script's `-e` of the
+            # fleet's env (USAGE_DISABLE, GOMAXPROCS = the VM's vCPUs), as the VM passes them.
+            env = {**renderer.env(Path(mount)), **gateway.get("env", {})}
             proc = self._start(key, f"{run_id}-gw-{name}", command, cwd=folder, env=env)
             cgroup = self._meter(key, values, name, host, gate, proc)
             self._live(key, values, name, host, gate, folder, (command, env, proc), cgroup)

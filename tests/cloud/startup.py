@@ -218,6 +218,8 @@ def startup_script(
             "image": each["image"],
             "args": each["args"],
             "sidecars": each["sidecars"],
+            # optional(map(string), {}) in variables.tf; main.tf passes sorted NAME=VALUE
+            "env": [f"{k}={v}" for k, v in sorted(each.get("env", {}).items())],
             "random_env": each["random_env"],
             "configure": each["configure"],
             "live": each.get("live", []),  # optional(list(list(string)), []) in variables.tf

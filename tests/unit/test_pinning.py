@@ -145,8 +145,10 @@ def test_the_run_records_its_layout_and_says_why_it_ran_unpinned(
     outcome = RunOutcome(RunRecord("r", "spec", "0" * 64), [], Path("."))
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
     supervisor = Supervisor()
-    layout = pin(supervisor, plan, outcome)
+    layout, cpu = pin(supervisor, plan, outcome)
     assert supervisor.affinity == {}
+    # The share is still one core each, configured but not held.
+    assert (cpu.cores, cpu.pinned, cpu.enforced) == (1, (), False)
     assert outcome.notes == [
         "cpus: pinning needs at least 2 cores and this machine lets gatebench use 1 (cpu 0): "
         "ran unpinned"
@@ -155,7 +157,8 @@ def test_the_run_records_its_layout_and_says_why_it_ran_unpinned(
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
     outcome.notes.clear()
-    layout = pin(supervisor, plan, outcome)
+    layout, cpu = pin(supervisor, plan, outcome)
+    assert (cpu.cores, cpu.pinned, cpu.enforced) == (1, (1,), True)
     assert supervisor.affinity == {
         "gateway": frozenset({1}),
         "engine": frozenset({0}),
@@ -202,3 +205,26 @@ def test_signals_held_deliver_after_the_block() -> None:
         assert seen == ["file", "store"]
     finally:
         signal.signal(signal.SIGTERM, old)
+
+
+def test_a_run_without_a_gateway_keeps_every_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pinning gives the gateway its share: a baseline-only run under the default pins
+    nothing, and says so."""
+    from dataclasses import replace
+
+    from gatebench.model import RunRecord
+    from gatebench.plan import load_plan
+    from gatebench.spec import read_spec
+    from gatebench.stages import RunOutcome
+    from gatebench.stages.backend import pin
+
+    result = read_spec(str(EXAMPLES / "auction" / "openapi.yaml"))
+    assert result.api is not None
+    plan = replace(load_plan(result), gateways=(), cpus=Cpus())
+    assert plan.cpus.mode == "pinned"
+    outcome = RunOutcome(RunRecord("r", "spec", "0" * 64), [], Path("."))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    supervisor = Supervisor()
+    layout, _ = pin(supervisor, plan, outcome)
+    assert supervisor.affinity == {}
+    assert layout.describe() == "unpinned (no gateway to give a share of the cores: ran unpinned)"

@@ -363,6 +363,7 @@ def test_render_keeps_what_the_run_recorded_before_it(tmp_path: Path) -> None:
     """The environment render records (engine, machine, seed, order, cores) is added to what
     earlier stages and render itself recorded: a ceiling that could not be measured, the
     routes a gateway left out of its files."""
+    from gatebench.fairness import local_cpu_policy
     from gatebench.pinning import resolve_layout
     from gatebench.plan import build_plan
     from gatebench.stages.backend import Backend
@@ -385,7 +386,10 @@ def test_render_keeps_what_the_run_recorded_before_it(tmp_path: Path) -> None:
     journal.environment(ceiling=not_measured.to_dict())
     layout = resolve_layout(plan.cpus, [0, 1])
     ctx.put(Parsed(plan, "gatling", plan.policies))
-    ctx.put(Backend("http://127.0.0.1:9", "http://127.0.0.1:9", None, None, layout, None, None))
+    cpu = local_cpu_policy(layout, [0, 1])
+    ctx.put(
+        Backend("http://127.0.0.1:9", "http://127.0.0.1:9", None, None, layout, cpu, None, None)
+    )
     try:
         Render().run(ctx)
     finally:
@@ -397,6 +401,10 @@ def test_render_keeps_what_the_run_recorded_before_it(tmp_path: Path) -> None:
     }
     assert environment["ceiling"] == not_measured.to_dict()
     assert {"engine", "seed", "target_order", "cpus"} <= set(environment)
+    # The cores every gateway was given, and each gateway's own setting for them.
+    assert environment["cpu_policy"]["cores"] == 1
+    assert environment["cpu_policy"]["pinned"] == [1]
+    assert environment["gateway_cpu"] == {"krakend": "GOMAXPROCS=1"}
 
 
 def test_a_measurement_the_store_refuses_is_in_neither_place(tmp_path: Path) -> None:

@@ -79,6 +79,7 @@ GATEWAY = {
         "-g",
         "daemon off;",
     ],
+    "env": [],
     "random_env": [],
     "configure": [],
     "live": [],
@@ -268,6 +269,7 @@ def test_each_role_opens_exactly_the_ports_it_listens_on() -> None:
             "image": entry["image"],
             "sidecars": entry["sidecars"],
             "args": entry["args"],
+            "env": env_pairs(entry),
             "random_env": entry["random_env"],
             "configure": entry["configure"],
         }
@@ -572,9 +574,25 @@ def test_every_value_the_gateway_script_quotes_is_validated_by_terraform(tmp_pat
             {"gateways": {"nginx": {**gateway, "random_env": ["X'; reboot"]}}},
             "gateways[*].random_env: environment variable names",
         ),
+        (
+            {"gateways": {"nginx": {**gateway, "env": {"GOMAXPROCS": "2'; reboot"}}}},
+            "gateways[*].env: environment variable names",
+        ),
+        (
+            {"gateways": {"nginx": {**gateway, "env": {"go maxprocs": "2"}}}},
+            "gateways[*].env: environment variable names",
+        ),
     ]
     for change, message in bad:
         assert message in validation_errors({**variables, **change}, tmp_path), change
+
+
+def env_pairs(entry: dict[str, Any]) -> list[str]:
+    """main.tf's ``env`` argument: the entry's env map as sorted NAME=VALUE strings."""
+    assert startup_arguments()["gateway"][1]["env"] == (
+        '[for k in sort(keys(each.value.env)) : "${k}=${each.value.env[k]}"]'
+    )
+    return [f"{k}={v}" for k, v in sorted(entry.get("env", {}).items())]
 
 
 def gateway_script(variables: dict[str, Any], gateway: str) -> str:
@@ -585,6 +603,7 @@ def gateway_script(variables: dict[str, Any], gateway: str) -> str:
         "image": entry["image"],
         "args": entry["args"],
         "sidecars": entry["sidecars"],
+        "env": env_pairs(entry),
         "random_env": entry["random_env"],
         "target": gateway,
     }
@@ -677,3 +696,19 @@ def test_every_container_of_a_run_logs_to_cloud_logging() -> None:
     writers = runner[runner.index('resource "google_project_iam_member" "log_writers"') :]
     assert "google_service_account.vm)" in writers.split("\n")[1]
     assert 'role     = "roles/logging.logWriter"' in writers.split("\n}")[0]
+
+
+def test_every_gateway_vm_runs_its_gateway_with_its_environment() -> None:
+    """The fleet carries what each gateway always runs with (``Renderer.runtime_env``), and the
+    gateway's ``docker run`` passes it: KrakenD never reports usage (``USAGE_DISABLE=1``) and the
+    Go gateways use every vCPU of their VM (``GOMAXPROCS``; n2-standard-2: 2)."""
+    _, variables = rendered_run(gateways=["nginx", "caddy", "krakend"])
+    assert variables["gateways"]["krakend"]["env"] == {"GOMAXPROCS": "2", "USAGE_DISABLE": "1"}
+    assert variables["gateways"]["caddy"]["env"] == {"GOMAXPROCS": "2"}
+    assert variables["gateways"]["nginx"]["env"] == {}
+    krakend = gateway_script(variables, "krakend").replace("\\\n", "")
+    (run,) = [x for x in krakend.splitlines() if x.startswith("docker run -d --name gateway ")]
+    assert " -e 'GOMAXPROCS=2' -e 'USAGE_DISABLE=1' " in run, run
+    nginx = gateway_script(variables, "nginx").replace("\\\n", "")
+    (run,) = [x for x in nginx.splitlines() if x.startswith("docker run -d --name gateway ")]
+    assert " -e " not in run, run

@@ -16,12 +16,13 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..plan import Capacity
 from ..units import format_duration
 from ._document import settings_dict, settings_from_dict
+from ._metrics import ProbeMetrics, ProbeRequest
 from ._scoring import TesterLimits
 from ._search import Probe, SearchResult, search, start_rate_for
 from ._summary import KneeSummary, all_decided, summarize, undecided_pairs
@@ -178,18 +179,21 @@ def drive(
     limits_for: Callable[[SearchKey], TesterLimits] = lambda key: TesterLimits(),
     clock: Callable[[], float] = time.monotonic,
     on_result: Callable[[SearchKey, SearchResult], None] | None = None,
+    first_warmup: Mapping[str, float] | None = None,
 ) -> Campaign:
     """Run the campaign to its end: every round's searches in order, each with the probe
     function ``probe_for`` gives for its target and endpoint, within the campaign's budget
-    (counted from now on ``clock``)."""
+    (counted from now on ``clock``). ``first_warmup``: target → the warm-up its first probe
+    needs at least (a JIT gateway's, ``Renderer.jit_warmup_s``: it has not served before)."""
     deadline = clock() + campaign.budget_s
+    cold = dict(first_warmup or {})
     while keys := campaign.next_round():
         for key in keys:
             if campaign.stop is not None:
                 break
             result = search(
                 campaign.settings[key.workload],
-                probe_for(key),
+                _warming(probe_for(key), cold, key.target),
                 limits=limits_for(key),
                 start_rate=campaign.start_rate(key),
                 deadline=deadline,
@@ -200,6 +204,19 @@ def drive(
                 on_result(key, result)
         campaign.end_round()
     return campaign
+
+
+def _warming(probe: Probe, cold: dict[str, float], target: str) -> Probe:
+    """``probe``, whose first call for a still-cold ``target`` warms up at least as long as
+    ``cold`` says (then the target is warm)."""
+
+    def run(request: ProbeRequest) -> ProbeMetrics:
+        need = cold.pop(target, 0.0)
+        if need > request.warmup_s:
+            request = replace(request, warmup_s=need)
+        return probe(request)
+
+    return run
 
 
 def campaign_for(targets: Sequence[str], settings: Mapping[str, Capacity], seed: int) -> Campaign:

@@ -40,6 +40,7 @@ from typing import Any, BinaryIO, Protocol
 
 from ..cost import live_seconds, vm_max_run_s
 from ..errors import GatebenchError, Problem
+from ..fairness import CpuPolicy, gateway_target, rate_concurrency, vm_cpu_policy
 from ..ir import Api
 from ..model import RunRecord
 from ..plan import Plan, scale_problems
@@ -166,6 +167,7 @@ class _Rendered(Protocol):
     backend: dict[str, Any] | None
     failures: dict[str, str]
     live: dict[str, Any] | None
+    cpu: CpuPolicy | None
 
 
 def render_live_run(
@@ -202,10 +204,23 @@ def render_live_run(
     urls = backend_urls(layout)
     role_args = ["--run-id", run_id, "--runs-bucket", runs_bucket]
     program: dict[str, Any] = {}
+    # The same share for every gateway: every vCPU of its VM; pools hold the constant rate.
+    cpu = vm_cpu_policy(gateway_machine)
+    rendered.cpu = cpu
+    concurrency = rate_concurrency(ask.settings.rate)
     for name in plan.gateways:
         try:
             entry, files, about = _render_gateway(
-                name, steps, grown, urls, run_id, role_args, prepared_dirs, redis_image
+                name,
+                steps,
+                grown,
+                urls,
+                run_id,
+                role_args,
+                prepared_dirs,
+                redis_image,
+                cpu=cpu,
+                concurrency=concurrency,
             )
         except GatebenchError as exc:
             problems = getattr(exc, "problems", None)
@@ -272,13 +287,15 @@ def render_live_run(
     }
 
 
-def _target(workdir: str, backend_url: str) -> RenderTarget:
-    return RenderTarget(
+def _target(workdir: str, backend_url: str, cpu: CpuPolicy, concurrency: int) -> RenderTarget:
+    return gateway_target(
+        cpu,
         workdir=workdir,
         listen_host="0.0.0.0",
         listen_port=GATEWAY_PORT,
         backend_url=backend_url,
         admin_port=ADMIN_PORT,
+        concurrency=concurrency,
     )
 
 
@@ -291,6 +308,9 @@ def _render_gateway(
     role_args: list[str],
     prepared_dirs: Any,
     redis_image: str,
+    *,
+    cpu: CpuPolicy,
+    concurrency: int,
 ) -> tuple[dict[str, Any], dict[str, str], dict[str, Any]]:
     """A gateway's fleet entry, its objects under ``configs/GATEWAY/`` (every step's files and
     the manifest) and what the tester needs of its steps."""
@@ -303,7 +323,7 @@ def _render_gateway(
     first: RenderTarget | None = None
     first_files: list[dict[str, str]] = []
     for step, routes, backend in steps:
-        target = _target(CONTAINER_WORKDIR, urls[backend])
+        target = _target(CONTAINER_WORKDIR, urls[backend], cpu, concurrency)
         files = renderer.render_live(grown[step], target)
         listed = []
         for path, text in sorted(files.items()):
@@ -311,7 +331,7 @@ def _render_gateway(
             listed.append({"object": step_object(run_id, name, step, path), "path": path})
         check = None
         if step == "after":  # a change is checked by the gateway's own checker first
-            staged = _target(f"{CONTAINER_WORKDIR}/{CHECK_DIR}", urls[backend])
+            staged = _target(f"{CONTAINER_WORKDIR}/{CHECK_DIR}", urls[backend], cpu, concurrency)
             argv = renderer.cloud_check_argv(staged)
             if argv is not None:
                 check_files = renderer.render_live(grown[step], staged)
@@ -353,6 +373,7 @@ def _render_gateway(
         "files": first_files,
         "dirs": dirs,
         "args": renderer.cloud_argv(first) or [],
+        "env": renderer.runtime_env(first),
         "random_env": list(renderer.cloud_random_env),
         "configure": [],
         "sidecars": [{"name": "redis", "image": redis_image, "args": []}] if name == "tyk" else [],

@@ -31,10 +31,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..cost import vm_max_run_s
+from ..cost import CostError, vm_max_run_s
 from ..errors import PlanError, Problem
+from ..fairness import cpu_environment, plan_concurrency, rate_concurrency, vm_cpu_policy
 from ..model import RunRecord
-from ..plan import Backend, Plan, load_plan, workload_summary
+from ..plan import Backend, Infrastructure, Plan, load_plan, workload_summary
 from ..run_request import (
     METADATA_HEADER,
     METADATA_KEY,
@@ -235,6 +236,10 @@ def parse_upload(
     run.gateways = list(plan.gateways)
     if request.kind == "capacity":  # the dashboard shows a capacity run as one from the start
         run.environment = {"run_kind": "capacity"}
+    problem = _record_cpu(run, plan, plan_concurrency(plan, capacity=request.kind == "capacity"))
+    if problem is not None:
+        outcome.problems.append(problem)
+        return outcome
     # JSON-shaped (lists, not tuples): the run reads back from Firestore exactly as built.
     run.plan = json.loads(json.dumps(plan.to_dict()))
     run.workloads = workload_summary(plan, api)
@@ -271,8 +276,25 @@ def _parse_live(
     if refused:
         outcome.problems.extend(refused)
         return outcome
+    problem = _record_cpu(run, plan, rate_concurrency(request.scale.settings.rate))
+    if problem is not None:
+        outcome.problems.append(problem)
+        return outcome
     run.gateways = list(plan.gateways)
     about = request.scale.about(plan.gateways)
     infrastructure = plan.to_dict().get("infrastructure")
     run.plan = json.loads(json.dumps({**about, "memory": MEMORY, "infrastructure": infrastructure}))
     return outcome
+
+
+def _record_cpu(run: RunRecord, plan: Plan, concurrency: int) -> Problem | None:
+    """The run's CPU policy in its environment (every vCPU of the gateway VMs, each gateway's
+    own setting for them: ``gatebench.fairness.cpu_environment``), or why the gateway machine
+    type cannot be used."""
+    machine = (plan.infrastructure or Infrastructure()).gateway_machine
+    try:
+        cpu = vm_cpu_policy(machine)
+    except CostError as exc:
+        return Problem("/x-gatebench/infrastructure/gateway_machine", str(exc))
+    run.environment = {**run.environment, **cpu_environment(cpu, plan.gateways, concurrency)}
+    return None

@@ -30,11 +30,13 @@ from ..backends import CONTROL_PREFIX
 from ..backends.mock import mock_config
 from ..cost import capacity_seconds, disk_gib_per_tester, load_seconds, vm_max_run_s
 from ..errors import GatebenchError, PlanError, Problem, RenderError, RunError
+from ..fairness import CpuPolicy, gateway_target, plan_concurrency, vm_cpu_policy
 from ..fault import RESET_WAIT_S, fault_offsets
 from ..ir import Api
 from ..plan import Plan, load_plan
 from ..policies import PolicySet
-from ..renderers import RenderTarget, get_renderer
+from ..renderers import get_renderer
+from ..renderers._base import DEFAULT_CONCURRENCY
 from ..renderers._leave_out import render_leaving_out
 from ..run_request import METADATA_HEADER, METADATA_KEY, UploadRejected, run_request_from_metadata
 from ..score import BASELINE
@@ -100,6 +102,8 @@ class RenderedRun:
     live: dict[str, Any] | None = None
     """A scale or change-under-load run (the run request's ``kind``): the tester's program
     (``gatebench.cloud._live.LIVE_PLAN``)."""
+    cpu: CpuPolicy | None = None
+    """The cores every gateway was rendered for (every vCPU of its VM)."""
 
     def objects(self) -> dict[str, str]:
         """Every object to write to the runs bucket: name → text."""
@@ -234,6 +238,10 @@ def render_run(
     layout = layout_for(settings, run_id, list(plan.gateways), zone=zone)
     rendered = RenderedRun(run_id)
     gateway_machine, tester_machine, backend_machine = _machines(plan)
+    # The same share for every gateway: every vCPU of its VM; pools hold the plan's load.
+    cpu = vm_cpu_policy(gateway_machine)
+    concurrency = plan_concurrency(plan, capacity=request.kind == "capacity")
+    rendered.cpu = cpu
     gateways: dict[str, Any] = {}
     backend_url = _backend_url(plan, layout)
     pool = layout.replica_urls(plan.backend.replicas) if plan.backend.replicas > 1 else []
@@ -246,6 +254,8 @@ def render_run(
                 backend_url,
                 run_id,
                 {w.operation_id for w in plan.workloads},
+                cpu=cpu,
+                concurrency=concurrency,
                 policies=plan.policies,
                 plan=plan,
                 pool=pool,
@@ -452,6 +462,8 @@ def _render_gateway(
     run_id: str,
     needed: Collection[str] = (),
     *,
+    cpu: CpuPolicy,
+    concurrency: int = DEFAULT_CONCURRENCY,
     policies: PolicySet | None = None,
     plan: Plan | None = None,
     pool: list[str] | None = None,
@@ -461,19 +473,21 @@ def _render_gateway(
         raise RenderError(f"{name} is a managed service: there is no image to run on a VM")
     workdir = layout.gateway_workdir(name)
     tls = plan.tls if plan is not None else None
-    target = RenderTarget(
+    target = gateway_target(
+        cpu,
         workdir=workdir,
         listen_host=layout.listen_host,
         listen_port=layout.gateway_port(name),
-        backend_url=pool[0] if pool else backend_url,
+        backend_url=backend_url,
         # The files its VM makes at boot (gatebench cloud gateway-tls), under its folder.
         tls=None
         if tls is None
         else GatewayTls(
             f"{workdir}/{TLS_DIR}", key_type=tls.key, http2=tls.http2, resumption=tls.resumption
         ),
-        replicas=tuple(pool or ()),
+        replicas=pool or (),
         balance=plan.backend.balance if plan is not None else "round_robin",
+        concurrency=concurrency,
     )
     # A gateway that cannot apply the plan's policies is left out with the reason
     # (UnsupportedFeature → the run's failures), never deployed bare.
@@ -485,6 +499,8 @@ def _render_gateway(
         "files": [{"object": config_object(run_id, name, p), "path": p} for p in sorted(files)],
         "dirs": _prepared_dirs(renderer),
         "args": renderer.cloud_argv(target) or [],
+        # What the gateway always runs with (KrakenD's USAGE_DISABLE, GOMAXPROCS = its cores).
+        "env": renderer.runtime_env(target),
         # Names only: the VM generates each value at boot (Tyk's control-API secret).
         "random_env": list(renderer.cloud_random_env),
         "sidecars": [{"name": "redis", "image": REDIS_IMAGE, "args": []}] if name == "tyk" else [],

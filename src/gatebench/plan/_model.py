@@ -236,9 +236,9 @@ class Scoring:
 
 
 CpuMode = Literal["pinned", "unpinned", "explicit"]
-DEFAULT_CPU_MODE: CpuMode = "unpinned"
-"""What ``cpus:`` is when the plan does not say: pinning did not make runs more repeatable
-where it was measured (docs/trust.md, "Pinned cores")."""
+DEFAULT_CPU_MODE: CpuMode = "pinned"
+"""What ``cpus:`` is when the plan does not say: every gateway on the same share of cores,
+held there (a fair fight, docs/gateways.md; docs/trust.md, "Pinned cores")."""
 
 
 @dataclass(frozen=True)

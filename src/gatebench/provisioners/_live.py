@@ -40,9 +40,11 @@ from pathlib import Path
 import psutil
 
 from ..errors import RunError, UnsupportedHere
+from ..fairness import CpuPolicy, gateway_target
 from ..ir import Api
 from ..procs import ManagedProcess, Supervisor, free_port
 from ..renderers import LiveChange, Renderer, RenderTarget, get_renderer
+from ..renderers._base import DEFAULT_CONCURRENCY
 from ..routescale import Probe, answer_problem
 from ..scalemetrics import files_bytes
 from ..tls import CA_CERT, GatewayTls
@@ -242,7 +244,8 @@ class LiveGateway:
         supervisor: Supervisor,
         workdir: Path,
         *,
-        workers: int = 1,
+        cpu: CpuPolicy,
+        concurrency: int = DEFAULT_CONCURRENCY,
         check_timeout: float = 120.0,
         boot_timeout: float | None = None,
         tls: GatewayTls | None = None,
@@ -252,7 +255,9 @@ class LiveGateway:
         """TLS the gateway terminates, through every change (None: plain HTTP)."""
         self.supervisor = supervisor
         self.workdir = workdir.resolve()
-        self.workers = workers
+        self.cpu = cpu
+        """The cores the gateway is given (the run's policy, ``gatebench.fairness``)."""
+        self.concurrency = concurrency
         self.check_timeout = check_timeout
         self.boot_timeout = boot_timeout
         self.target: RenderTarget | None = None
@@ -307,14 +312,15 @@ class LiveGateway:
         """Render ``api`` for free loopback ports and write the files (no process yet);
         ``replicas``: the pool's origins, the first being ``backend_url`` (empty: that
         backend alone)."""
-        self.target = RenderTarget(
+        self.target = gateway_target(
+            self.cpu,
             workdir=str(self.workdir),
             listen_port=free_port(),
             backend_url=backend_url,
             admin_port=free_port(),
-            workers=self.workers,
             tls=self.tls,
-            replicas=tuple(replicas),
+            replicas=replicas,
+            concurrency=self.concurrency,
         )
         self.files = self.renderer.render_live(api, self.target)
         write_files(self.files, self.workdir)

@@ -50,6 +50,7 @@ from ..engines.loadgen import LoadgenEngine
 from ..errors import GatebenchError, RunError
 from ..loadlog import ScheduleSample, merge_schedules, parse_loadlog
 from ..procs import Supervisor
+from ..renderers import jit_warmups
 from ..testers import PhasePart, merge_phase, split_document
 
 POLL_S = 0.25
@@ -208,7 +209,12 @@ def search_on_tester(
             probes = _CloudProbes(
                 storage, bucket, run_id, data, workdir, supervisor, testers, env, clock
             )
-            drive(campaign, probes.probe_for, limits_for=lambda key: TesterLimits())
+            drive(
+                campaign,
+                probes.probe_for,
+                limits_for=lambda key: TesterLimits(),
+                first_warmup=jit_warmups(targets),
+            )
     except GatebenchError as exc:
         reason = str(exc)
         campaign.stop = campaign.stop or f"the search stopped: {reason}"

@@ -64,6 +64,9 @@ from ._base import RESTART, LiveChange, Renderer, RenderTarget, as_files, finish
 from ._deployment import deployment_needs
 from ._deployment_support import deployment_exclusions, deployment_matrix
 from ._live import live_change_table
+from ._parity import RULES as PARITY_RULES
+from ._parity import Parity, VendorPage
+from ._parity_table import parity_table
 from ._policies import policy_exclusions, render_with_policies, support_matrix
 from ._registry import (
     RENDERERS,
@@ -72,6 +75,7 @@ from ._registry import (
     gateway_aliases,
     gateway_names,
     get_renderer,
+    jit_warmups,
     local_gateway_names,
 )
 from ._routes import (
@@ -86,15 +90,18 @@ from ._routes import (
 )
 
 __all__ = [
+    "PARITY_RULES",
     "RENDERERS",
     "RESTART",
     "LiveChange",
+    "Parity",
     "Piece",
     "RenderTarget",
     "Renderer",
     "Route",
     "Segment",
     "UnknownGateway",
+    "VendorPage",
     "all_renderers",
     "as_files",
     "deployment_exclusions",
@@ -107,8 +114,10 @@ __all__ = [
     "gateway_names",
     "get_renderer",
     "identifier",
+    "jit_warmups",
     "live_change_table",
     "local_gateway_names",
+    "parity_table",
     "policy_exclusions",
     "render_with_policies",
     "routes_for",

@@ -293,7 +293,7 @@ def build_report(
         summary=summary,
         profile=chosen,
         weights=tuple((m, w) for m, w in summary.scores.weights if chosen == "robust"),
-        verdict=tuple(verdict(summary)),
+        verdict=(*verdict(summary), *cpu_policy_sentence(run.environment)),
         cautions=tuple(cautions(run, summary, trust)),
         measurements=tuple(measurements),
         generated_at=now if now is not None else time.time(),
@@ -310,6 +310,25 @@ def cloud_cost(run: RunRecord) -> CostEstimate | None:
         return estimate_cost(run.plan)
     except (CostError, KeyError, TypeError, ValueError):
         return None
+
+
+def cpu_policy_sentence(environment: Mapping[str, Any]) -> list[str]:
+    """The CPU policy the run ran under (``gatebench.fairness``), for the verdict: a result
+    is a gateway's only on a share stated and equal for every gateway."""
+    policy = environment.get("cpu_policy")
+    if not isinstance(policy, Mapping) or not policy.get("describe"):
+        return []
+    return [f'CPU policy: {policy["describe"]} (docs/gateways.md, "A fair fight").']
+
+
+def environment_value(key: str, value: Any) -> str:
+    """One environment entry as the report shows it: the CPU policy by its sentence, each
+    gateway's own setting for its cores on one line, anything else as recorded."""
+    if key == "cpu_policy" and isinstance(value, Mapping) and value.get("describe"):
+        return str(value["describe"])
+    if key == "gateway_cpu" and isinstance(value, Mapping):
+        return "; ".join(f"{g}: {v}" for g, v in sorted(value.items()))
+    return str(value)
 
 
 def verdict(summary: RunSummary) -> list[str]:

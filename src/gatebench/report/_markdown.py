@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..cost import describe_cost
-from ._build import RESOLUTION_NOTE, Report
+from ._build import RESOLUTION_NOTE, Report, environment_value
 from ._deployment import (
     FAULT_HEADER,
     HANDSHAKE_HEADER,
@@ -148,7 +148,7 @@ def render_markdown(report: Report) -> str:
     for key, value in sorted(run.environment.items()):
         if key in TRUST_KEYS:
             continue  # in the trust section
-        out.append(f"- {key}: {value}")
+        out.append(f"- {key}: {environment_value(key, value)}")
     if report.cost is not None:
         out += ["", "## Estimated cost", "", "```", *describe_cost(report.cost), "```"]
     out += ["", RESOLUTION_NOTE, ""]

@@ -1,7 +1,7 @@
 """``backend`` (local path only): the cores, the backend and the engine's ceiling server.
 
 The plan's ``cpus:`` is resolved on this machine and handed to the supervisor before anything
-starts (gatebench.pinning). The backend starts first, because the gateways' configurations
+starts (gatebench.pinning), with the cores every gateway is given (gatebench.fairness). The backend starts first, because the gateways' configurations
 point at its port, chosen as it starts (``render`` needs it); an unreachable ``url:`` backend
 fails the run here, before any load. Then the ceiling server (docs/trust.md), unless the run
 skips it; when it cannot start the run goes on with a note.
@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from .._deployed import RunTls, prepare_tls
 from ..backends import PlanBackend, start_plan_backends
 from ..errors import GatebenchError
+from ..fairness import CpuPolicy, local_cpu_policy
 from ..model import RunStatus
 from ..pinning import CpuLayout, resolve_layout
 from ..plan import Plan
@@ -41,6 +42,8 @@ class Backend:
     pid: int | None
     """The process gatebench started (None: the user's own service)."""
     layout: CpuLayout
+    cpu: CpuPolicy
+    """The cores every gateway is given (``gatebench.fairness``): its share of ``layout``."""
     ceiling: ManagedProcess | None
     ceiling_url: str | None
     replicas: PlanBackend | None = None
@@ -62,7 +65,7 @@ class StartBackend(Stage):
 
     def run(self, ctx: RunContext) -> Backend:
         plan = ctx.get(Parsed).plan
-        layout = pin(ctx.supervisor, plan, ctx.outcome)
+        layout, cpu = pin(ctx.supervisor, plan, ctx.outcome)
         ctx.journal.display(Progress(step="provisioning", message="backend"))
         tls = prepare_tls(plan)
         if tls is not None:
@@ -90,6 +93,7 @@ class StartBackend(Stage):
             started.reset_urls[0] if started.reset_urls else None,
             pids[0] if pids else None,
             layout,
+            cpu,
             ceiling,
             ceiling_url,
             started if started.replicas else None,
@@ -112,14 +116,19 @@ def start_ceiling(ctx: RunContext) -> tuple[ManagedProcess | None, str | None]:
         return None, None
 
 
-def pin(supervisor: Supervisor, plan: Plan, outcome: RunOutcome) -> CpuLayout:
+def pin(supervisor: Supervisor, plan: Plan, outcome: RunOutcome) -> tuple[CpuLayout, CpuPolicy]:
     """The plan's ``cpus:`` on this machine (gatebench.pinning), handed to the supervisor
-    before anything starts; why pinning could not be done goes in the run's notes."""
-    layout = resolve_layout(plan.cpus, sorted(os.sched_getaffinity(0)))
+    before anything starts, and the cores every gateway is given (gatebench.fairness); why
+    pinning could not be done goes in the run's notes."""
+    available = sorted(os.sched_getaffinity(0))
+    layout = resolve_layout(plan.cpus, available)
+    if layout.setting == "pinned" and not plan.gateways:
+        # Pinning gives the gateway its share; a run without one keeps every core.
+        layout = CpuLayout("pinned", note="no gateway to give a share of the cores: ran unpinned")
     supervisor.pin(layout.cores)
     if layout.note:
         outcome.notes.append(f"cpus: {layout.note}")
-    return layout
+    return layout, local_cpu_policy(layout, available)
 
 
 def layout_environment(layout: CpuLayout) -> dict[str, Any]:

@@ -47,7 +47,9 @@ from ..capacity import (
 )
 from ..engines.loadgen import LoadgenEngine
 from ..errors import PlanError, RunError
+from ..fairness import plan_concurrency
 from ..model import RunStatus
+from ..renderers import jit_warmups
 from ..report import CapacityReport, build_capacity_report
 from ..trust import TESTER_BOUND_SHARE
 from ._base import Stage
@@ -99,7 +101,12 @@ class CapacityParse(Stage):
 
         plan = ctx.resources.enter_context(signed_tokens(ctx.plan, ctx.outcome))
         check_secrets(plan)
-        return Parsed(plan, ENGINE, with_api_keys(plan.policies, os.environ))
+        return Parsed(
+            plan,
+            ENGINE,
+            with_api_keys(plan.policies, os.environ),
+            plan_concurrency(plan, capacity=True),
+        )
 
 
 @dataclass(frozen=True)
@@ -226,7 +233,13 @@ class CapacityLoad(Stage):
                 )
             )
 
-        drive(campaign, probe_for, limits_for=limits_for, on_result=on_result)
+        drive(
+            campaign,
+            probe_for,
+            limits_for=limits_for,
+            on_result=on_result,
+            first_warmup=jit_warmups(targets),
+        )
         journal.environment(
             target_order=[list(o) for _, o in campaign.orders], capacity_stop=campaign.stop
         )

@@ -20,9 +20,11 @@ from ..api_keys import with_api_keys
 from ..capabilities import token_pool_problem
 from ..engines import get_engine, injection_problem
 from ..errors import RunError
+from ..fairness import plan_concurrency
 from ..model import RunStatus
 from ..plan import Plan
 from ..policies import PolicySet
+from ..renderers._base import DEFAULT_CONCURRENCY
 from ..tokens import SIGNED_TOKEN_ENV, SIGNED_TOKENS_FILE_ENV
 from ._base import Stage
 
@@ -40,6 +42,9 @@ class Parsed:
     """The load engine's name."""
     policies: PolicySet
     """What every gateway enforces, API keys included (read from their variable here)."""
+    concurrency: int = DEFAULT_CONCURRENCY
+    """The most requests the run holds in flight through a gateway: no pool is rendered
+    below it (``gatebench.fairness.plan_concurrency``)."""
 
 
 class Parse(Stage):
@@ -57,7 +62,12 @@ class Parse(Stage):
         plan = ctx.resources.enter_context(signed_tokens(ctx.plan, ctx.outcome))
         check_secrets(plan)
         # The gateways get the API keys from their variable; the stored plan never holds them.
-        return Parsed(plan, engine_name(ctx), with_api_keys(plan.policies, os.environ))
+        return Parsed(
+            plan,
+            engine_name(ctx),
+            with_api_keys(plan.policies, os.environ),
+            plan_concurrency(plan),
+        )
 
 
 def engine_name(ctx: RunContext) -> str:

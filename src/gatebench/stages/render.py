@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..engines import get_engine
 from ..errors import RunError
+from ..fairness import cpu_environment
 from ..fault import RESET_WAIT_S
 from ..model import RunStatus
 from ..plan import Plan
@@ -63,6 +64,8 @@ class Render(Stage):
         pool = backend.replicas.origins if backend.replicas is not None else ()
         provisioner = LocalProvisioner(
             ctx.supervisor,
+            cpu=backend.cpu,
+            concurrency=parsed.concurrency,
             policies=parsed.policies,
             allow_missing_policies=options.allow_missing_policies,
             tls=backend.tls.gateway if backend.tls is not None else None,
@@ -120,6 +123,7 @@ class Render(Stage):
             seed=schedule.seed,
             target_order=[list(o) for o in schedule.target_order],
             **layout_environment(backend.layout),
+            **cpu_environment(backend.cpu, provisioner.rendered, parsed.concurrency),
             **(
                 {"without_policies": excluded}
                 if excluded and options.allow_missing_policies

@@ -35,6 +35,7 @@ from typing import ClassVar, Literal
 from ..backends import start_backend
 from ..engines.constant_rate import GatlingRateLoad, RateLoad
 from ..errors import GatebenchError, RunError
+from ..fairness import CpuPolicy, cpu_environment, rate_concurrency
 from ..ir import Api
 from ..liveruns import (
     Booted,
@@ -60,6 +61,7 @@ from ..scaleplan import ChangeSpec
 from ._base import Stage
 from ._context import RunContext
 from ._journal import Progress
+from .backend import layout_environment, pin
 
 BACKENDS = ("a", "b")
 
@@ -94,6 +96,10 @@ class ScaleInput:
 class EchoBackends:
     urls: dict[str, str]
     """Backend name (``a``, ``b``) → base URL."""
+    cpu: CpuPolicy
+    """The cores every gateway is given (the plan's ``cpus:`` on this machine)."""
+    concurrency: int
+    """What every gateway's pools hold: the constant rate's."""
 
 
 @dataclass
@@ -153,6 +159,12 @@ class StartEchoBackends(Stage):
     )
 
     def run(self, ctx: RunContext) -> EchoBackends:
+        scale = ctx.get(ScaleInput)
+        layout, cpu = pin(ctx.supervisor, ctx.plan, ctx.outcome)
+        concurrency = rate_concurrency(scale.request.settings.rate)
+        ctx.journal.environment(
+            **layout_environment(layout), **cpu_environment(cpu, scale.gateways, concurrency)
+        )
         urls = {}
         for name in BACKENDS:
             proc, port = start_backend(
@@ -163,7 +175,7 @@ class StartEchoBackends(Stage):
             )
             ctx.cpu_groups[f"backend-{name}"] = [proc.pid]
             urls[name] = f"http://127.0.0.1:{port}"
-        return EchoBackends(urls)
+        return EchoBackends(urls, cpu, concurrency)
 
 
 class GrowRender(Stage):
@@ -179,7 +191,8 @@ class GrowRender(Stage):
         self.size = size
 
     def run(self, ctx: RunContext) -> Grown:
-        scale, urls = ctx.get(ScaleInput), ctx.get(EchoBackends).urls
+        scale, backends = ctx.get(ScaleInput), ctx.get(EchoBackends)
+        urls = backends.urls
         grown_api = replicate(ctx.api, self.size)
         grown = Grown(self.size, grown_api)
         ctx.resources.callback(grown.stop)
@@ -193,10 +206,13 @@ class GrowRender(Stage):
                     settings=scale.request.settings,
                     workdir=ctx.run_dir / "gateways" / gw / str(self.size),
                     supervisor=ctx.supervisor,
+                    cpu=backends.cpu,
                 )
             except GatebenchError as exc:
                 grown.booted[gw] = Booted(
-                    LiveGateway(gw, ctx.supervisor, ctx.run_dir / "gateways" / gw),
+                    LiveGateway(
+                        gw, ctx.supervisor, ctx.run_dir / "gateways" / gw, cpu=backends.cpu
+                    ),
                     grown_api,
                     BACKENDS[0],
                     problem=f"cannot render: {exc}",
