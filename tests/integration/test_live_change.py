@@ -17,6 +17,7 @@ import pytest
 
 from gatebench.backends import start_backend, start_backend_process
 from gatebench.errors import UnsupportedFeature
+from gatebench.fairness import stated_cpu_policy
 from gatebench.ir import Api
 from gatebench.procs import Supervisor
 from gatebench.provisioners import ConfigRejected
@@ -66,7 +67,7 @@ def jvm_quick() -> Iterator[None]:
 
 
 def _live(gateway: object, supervisor: Supervisor, tmp_path: Path) -> LiveGateway:
-    live = LiveGateway(gateway, supervisor, tmp_path / "gw")  # type: ignore[arg-type]
+    live = LiveGateway(gateway, supervisor, tmp_path / "gw", cpu=stated_cpu_policy(1))  # type: ignore[arg-type]
     reason = live.renderer.available_here()
     if reason is not None:
         pytest.skip(f"{live.renderer.name} is not installed here: {reason}")
@@ -236,6 +237,7 @@ def test_a_change_keeps_tls_and_the_pool(
         gateway,
         supervisor,
         tmp_path / "gw",
+        cpu=stated_cpu_policy(1),
         tls=GatewayTls(str(tls_folder), http2=True) if tls else None,
     )
     reason = live.renderer.available_here()

@@ -15,6 +15,7 @@ import pytest
 
 from gatebench.backends import start_backend
 from gatebench.engines.constant_rate import GatlingRateLoad
+from gatebench.fairness import stated_cpu_policy
 from gatebench.ir import Api
 from gatebench.liveruns import LoadSettings, measure_change, measure_size
 from gatebench.procs import Supervisor
@@ -66,6 +67,7 @@ def test_a_scale_point_per_size(
             settings=SETTINGS,
             workdir=tmp_path / str(size),
             supervisor=supervisor,
+            cpu=stated_cpu_policy(1),
         )
         for size in (10, 100)
     ]
@@ -108,6 +110,7 @@ def test_a_change_under_load(
         window_s=1.5,
         workdir=tmp_path,
         supervisor=supervisor,
+        cpu=stated_cpu_policy(1),
     )
     assert out.problem == ""
     assert out.kind == get_renderer(gateway).live_change.kind
@@ -149,6 +152,7 @@ def test_a_restart_under_load_counts_each_refused_request(
         window_s=1.5,
         workdir=tmp_path,
         supervisor=supervisor,
+        cpu=stated_cpu_policy(1),
     )
     assert out.kind == "restart"
     assert out.mechanism_s > 0  # until the new process answered

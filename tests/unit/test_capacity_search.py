@@ -461,6 +461,26 @@ def test_a_campaign_within_its_budget_ends_with_the_search_that_ran_out() -> Non
     assert campaign.stop is not None and campaign.stop.startswith("the time budget (60s) ran out")
 
 
+def test_a_jit_gateways_first_probe_warms_it_up_until_it_is_steady() -> None:
+    """drive's ``first_warmup``: a target's first probe warms up at least that long (a JVM
+    gateway has not served before), once; the others keep the settings' warm-up."""
+    seen: list[tuple[str, float]] = []
+    targets = {"zuul": SimulatedTarget(workers=4), "nginx": SimulatedTarget(workers=8)}
+
+    def probe_for(key: SearchKey) -> Probe:
+        def probe(request: ProbeRequest) -> ProbeMetrics:
+            seen.append((key.target, request.warmup_s))
+            return targets[key.target](request)
+
+        return probe
+
+    campaign = Campaign(tuple(targets), {"bid": replace(SETTINGS, repetitions=2)}, 3, 3600.0)
+    drive(campaign, probe_for, first_warmup={"zuul": 30.0})
+    zuul = [w for t, w in seen if t == "zuul"]
+    assert zuul[0] == 30.0 and set(zuul[1:]) == {SETTINGS.warmup}
+    assert {w for t, w in seen if t == "nginx"} == {SETTINGS.warmup}
+
+
 def test_the_campaign_says_when_the_budget_ran_out() -> None:
     campaign = Campaign(("a", "b"), {"bid": SETTINGS}, 1, budget_s=60.0)
     keys = campaign.next_round()

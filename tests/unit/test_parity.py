@@ -562,3 +562,18 @@ def test_the_scan_finds_a_target_built_by_hand(tmp_path: Path) -> None:
         "from gatebench.renderers import RenderTarget\nt = RenderTarget(workdir='/w')\n"
     )
     assert _target_builders(source) == [2]
+
+
+def test_route_scale_and_changes_warm_a_jvm_gateway_up_after_each_start() -> None:
+    """Rule 8 in the live runs: every load there follows a fresh start, so a JVM gateway's
+    warm-up is at least its own (``liveruns.warmup_s``); the fixed schedule and the capacity
+    campaign are held to it in test_workload.py and test_capacity_search.py."""
+    from gatebench.liveruns import warmup_s
+    from gatebench.scaleplan import LoadSettings
+
+    settings = LoadSettings(warmup_s=3.0)
+    for gateway in ("spring-cloud-gateway", "zuul"):
+        renderer = get_renderer(gateway)
+        assert renderer.jit_warmup_s > settings.warmup_s
+        assert warmup_s(renderer, settings) == renderer.jit_warmup_s
+    assert warmup_s(get_renderer("nginx"), settings) == 3.0
