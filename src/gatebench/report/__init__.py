@@ -32,6 +32,7 @@ from ._markdown import render_markdown
 from ._scale import (
     CHANGE_KIND,
     SCALE_KIND,
+    cpu_policy_of,
     is_scale_run,
     point_key,
     render_scale_csv,
@@ -165,6 +166,7 @@ __all__ = [
     "capacity_rows",
     "capacity_text",
     "column_names",
+    "cpu_policy_of",
     "find_run",
     "flat_rows",
     "is_capacity_run",

@@ -24,7 +24,7 @@ from .. import __version__
 from ..capacity import BASELINE, CapacityResult, EndpointResult, KneeSummary, rate_text
 from ..model import RunRecord
 from ..thresholds import ThresholdResult
-from ._build import _json_safe
+from ._build import _json_safe, cpu_policy_sentence
 from ._flat import Row, _timestamp, column_names, rows_to_csv
 from ._html import CSP, CSS, JS, _model_table
 from ._markdown import _model_table as _md_model_table
@@ -53,7 +53,11 @@ class CapacityReport:
 
     @property
     def verdict(self) -> tuple[str, ...]:
-        return tuple(e.verdict for e in self.result.endpoints)
+        """Each endpoint's, then the CPU policy the run ran under."""
+        return (
+            *(e.verdict for e in self.result.endpoints),
+            *cpu_policy_sentence(self.run.environment),
+        )
 
     @property
     def targets(self) -> list[str]:

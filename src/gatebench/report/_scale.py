@@ -84,6 +84,15 @@ def point_key(point: ScalePoint) -> str:
     return f"{point.gateway}@{point.routes}"
 
 
+def cpu_policy_of(environment: Mapping[str, Any]) -> dict[str, str]:
+    """``{"cpu_policy": ...}``: the cores every gateway was given, in the run's words
+    (``gatebench.fairness``), for the document's header; empty when the run recorded none."""
+    policy = environment.get("cpu_policy")
+    if isinstance(policy, Mapping) and policy.get("describe"):
+        return {"cpu_policy": str(policy["describe"])}
+    return {}
+
+
 def stored_scale_document(store: ResultStore, run_id: str) -> dict[str, Any] | None:
     """A run's document rebuilt from the store (None when the run does not exist)."""
     run = store.get_run(run_id)
@@ -97,6 +106,7 @@ def stored_scale_document(store: ResultStore, run_id: str) -> dict[str, Any] | N
         "title": run.title,
         "status": str(run.status),
         **({"plan": run.plan} if run.plan else {}),
+        **cpu_policy_of(run.environment),
         "points": sorted(points, key=lambda p: (str(p.get("gateway")), int(p.get("routes", 0)))),
         "changes": sorted(changes, key=lambda c: str(c.get("gateway"))),
     }

@@ -51,6 +51,7 @@ from ..renderers import get_renderer
 from ..report import (
     CHANGE_KIND,
     SCALE_KIND,
+    cpu_policy_of,
     point_key,
     render_scale_html,
     scale_document,
@@ -347,6 +348,7 @@ class ScaleScore(Stage):
             rate=scale.request.settings.rate,
             engine=scale.load.name,
             measured_from=scale.load.measured_from,
+            **cpu_policy_of(ctx.record.environment),
         )
         (ctx.run_dir / "scale.json").write_text(
             json.dumps(document, indent=1, sort_keys=True) + "\n", encoding="utf-8"
