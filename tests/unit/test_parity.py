@@ -312,12 +312,15 @@ def _tyk(r: Rendered) -> Observed:
 
 def _apache(r: Rendered) -> Observed:
     conf = r.files["httpd.conf"]
-    processes = int(_one(r"^ServerLimit (\d+)$", conf))
     threads = int(_one(r"^ThreadsPerChild (\d+)$", conf))
+    workers = int(_one(r"^MaxRequestWorkers (\d+)$", conf))
     assert int(_one(r"^ThreadLimit (\d+)$", conf)) >= threads
+    assert workers % threads == 0
+    # a graceful restart needs slots for the new generation beside the old
+    assert int(_one(r"^ServerLimit (\d+)$", conf)) >= 2 * (workers // threads)
     return Observed(
-        workers=[processes, int(_one(r"^StartServers (\d+)$", conf))],
-        pools=[int(_one(r"^MaxRequestWorkers (\d+)$", conf)), processes * threads],
+        workers=[workers // threads, int(_one(r"^StartServers (\d+)$", conf))],
+        pools=[workers],
         client_idle_s=float(_one(r"^KeepAliveTimeout (\d+)$", conf)),
         keepalive_requests=int(_one(r"^MaxKeepAliveRequests (\d+)$", conf)) or None,
         upstream_idle_s=[float(t) for t in re.findall(r"keepalive=On ttl=(\d+)", conf)],

@@ -127,7 +127,7 @@ def test_the_verdict_names_the_cpu_policy_the_run_ran_under(
     assert "- cpu_policy: every gateway: 1 core (cpu 1, pinned); workers" in text
     assert (
         "- gateway_cpu: apache: event MPM: 1 process(es) × 64 threads (StartServers, "
-        "ServerLimit, ThreadsPerChild); nginx: worker_processes 1" in text
+        "MaxRequestWorkers / ThreadsPerChild); nginx: worker_processes 1" in text
     )
     assert "cpu_policy" not in " ".join(build_report(run, ms, now=0.0).verdict)
 
