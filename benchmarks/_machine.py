@@ -81,7 +81,7 @@ class RunCores:
     benchmark's supervisor: the gateway's share, and where the load and the backends go."""
 
     cpu: Any
-    """The ``gatebench.fairness.CpuPolicy`` every gateway is rendered for."""
+    """The ``gatebench.core.fairness.CpuPolicy`` every gateway is rendered for."""
     engine: frozenset[int]
     """The cores a load tool started outside the supervisor runs on (empty: any)."""
 
@@ -94,9 +94,10 @@ class RunCores:
 def run_cores(supervisor: Any) -> RunCores:
     """The default CPU policy of a run on this machine, handed to ``supervisor`` (its
     gateways on their share, its backends on the others), as ``gatebench run`` does it."""
-    from gatebench.fairness import local_cpu_policy
-    from gatebench.pinning import resolve_layout
-    from gatebench.plan import Cpus
+    from gatebench.core.pinning import resolve_layout
+
+    from gatebench.core.fairness import local_cpu_policy
+    from gatebench.core.plan import Cpus
 
     available = sorted(os.sched_getaffinity(0))
     layout = resolve_layout(Cpus(), available)

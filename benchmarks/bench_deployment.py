@@ -26,10 +26,15 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from gatebench.backends import BackendTls, StartedBackend, backend_stats, start_backend_process
-from gatebench.procs import Supervisor, free_port
-from gatebench.spec import load_spec
-from gatebench.tls import GatewayTls, make_run_certificates, write_tls_folder
+from gatebench.core.spec import load_spec
+from gatebench.core.tls import GatewayTls, make_run_certificates, write_tls_folder
+from gatebench.local.backends import (
+    BackendTls,
+    StartedBackend,
+    backend_stats,
+    start_backend_process,
+)
+from gatebench.local.procs import Supervisor, free_port
 
 from ._machine import CpuWindow, RunCores, run_cores
 
@@ -58,7 +63,7 @@ def _warm_up(
     """Every variant loaded once, unmeasured, before the rounds: :data:`WARMUP_S`, or a JIT
     gateway's own warm-up (``renderers.jit_warmups``: each variant is a JVM of its own).
     Gateway → the seconds each of its variants was warmed."""
-    from gatebench.renderers import jit_warmups
+    from gatebench.core.renderers import jit_warmups
 
     jit = jit_warmups(name for name, _ in targets)
     warmed = {}
@@ -155,10 +160,10 @@ def _status(url: str) -> int:
 def run() -> str:
     if shutil.which("h2load") is None:
         return "h2load is not installed (scripts/setup.d/apt-packages.txt: nghttp2-client)."
-    from gatebench.errors import UnsupportedFeature
-    from gatebench.fairness import bounded_concurrency, gateway_target
-    from gatebench.provisioners import boot_gateway
-    from gatebench.renderers import all_renderers
+    from gatebench.core.errors import UnsupportedFeature
+    from gatebench.core.fairness import bounded_concurrency, gateway_target
+    from gatebench.core.renderers import all_renderers
+    from gatebench.local.provisioners import boot_gateway
 
     api = load_spec(ROOT / "examples/auction/openapi.yaml").api
     assert api is not None
@@ -271,7 +276,7 @@ def _table(
         f"by ALPN), {RUNS} interleaved rounds per variant, loopback; every gateway on the "
         f"run's CPU policy ({cores.cpu.describe()}), h2load on the other cores; each variant "
         f"warmed up first ({WARMUP_S} s{', the JVM gateways their own: ' + ', '.join(jit) if jit else ''}); "
-        "TLS with the run's throwaway certificate and gatebench.tls's settings (TLS 1.3 "
+        "TLS with the run's throwaway certificate and gatebench.core.tls's settings (TLS 1.3 "
         "negotiated), HTTP/2 offered by every TLS variant; replicas are auction backends "
         "balanced round robin. Cost: the time per request (1/rate) against the same gateway's "
         "plain one-replica variant, from the medians; negative means faster. The baseline is "

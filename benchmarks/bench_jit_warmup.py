@@ -11,7 +11,7 @@ it. (h2load 1.52 logs an answer whose status line has no reason phrase, as Zuul'
 it, with status 0: those count when the backend served at least as many requests.) Each gateway is measured :data:`REPEATS` times, each time from a fresh start; nginx is
 measured the same way as a gateway without a JIT, for comparison.
 
-``gatebench.renderers._jvm.JIT_WARMUP_S`` (what every kind of run warms a JVM gateway up for)
+``gatebench.core.renderers._jvm.JIT_WARMUP_S`` (what every kind of run warms a JVM gateway up for)
 comes from this table: the longest time to warm seen, rounded up to 5 s, with a margin.
 """
 
@@ -24,12 +24,12 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from gatebench.backends import backend_stats, start_backend
-from gatebench.fairness import gateway_target
-from gatebench.procs import Supervisor, free_port
-from gatebench.renderers import get_renderer
-from gatebench.renderers._jvm import JIT_WARMUP_S
-from gatebench.spec import load_spec
+from gatebench.core.fairness import gateway_target
+from gatebench.core.renderers import get_renderer
+from gatebench.core.renderers._jvm import JIT_WARMUP_S
+from gatebench.core.spec import load_spec
+from gatebench.local.backends import backend_stats, start_backend
+from gatebench.local.procs import Supervisor, free_port
 
 from ._machine import CpuWindow, run_cores
 
@@ -94,7 +94,7 @@ def warm_after(medians: list[float]) -> tuple[float, float]:
 def run() -> str:
     if shutil.which("h2load") is None:
         return "h2load is not installed (scripts/setup.d/apt-packages.txt: nghttp2-client)."
-    from gatebench.provisioners import boot_gateway
+    from gatebench.local.provisioners import boot_gateway
 
     api = load_spec(ROOT / "examples/auction/openapi.yaml").api
     assert api is not None
@@ -182,6 +182,6 @@ def run() -> str:
             f"Longest time to warm of a JVM gateway: {worst:.0f} s; half as much again, rounded "
             f"up to 5 s: {suggested} s. Every kind of run warms a JVM gateway up for "
             f"`JIT_WARMUP_S` = {JIT_WARMUP_S:g} s after it starts "
-            '(`gatebench.renderers._jvm`; docs/jvm-gateways.md, "Warm-up").',
+            '(`gatebench.core.renderers._jvm`; docs/jvm-gateways.md, "Warm-up").',
         ]
     )

@@ -8,8 +8,8 @@ many vCPUs. The readers below parse each gateway's own files, command line and e
 they do not ask the renderer what it wrote. Two plans: the auction example (50 users: every
 pool is rendered for the floor of 64) and the same with 3,000 concurrent users.
 
-The table in docs/gateways.md is ``gatebench.renderers.parity_table()``; a test fails when they
-differ, and another when code outside ``gatebench.fairness.gateway_target`` builds a
+The table in docs/gateways.md is ``gatebench.core.renderers.parity_table()``; a test fails when they
+differ, and another when code outside ``gatebench.core.fairness.gateway_target`` builds a
 ``RenderTarget`` (the drift that once rendered the cloud path with one worker)."""
 
 from __future__ import annotations
@@ -25,15 +25,15 @@ from typing import Any
 
 import pytest
 import yaml
+from gatebench.core.pinning import resolve_layout
 
 from cloud.settings import deployment
-from gatebench.fairness import MIN_CONCURRENCY, local_cpu_policy, plan_concurrency
-from gatebench.pinning import resolve_layout
-from gatebench.plan import Cpus, load_plan
-from gatebench.procs import Supervisor
-from gatebench.renderers import all_renderers, get_renderer, parity_table
-from gatebench.renderers._parity import IDLE_TIMEOUT_S, KEEPALIVE_REQUESTS
-from gatebench.spec import read_spec
+from gatebench.core.fairness import MIN_CONCURRENCY, local_cpu_policy, plan_concurrency
+from gatebench.core.plan import Cpus, load_plan
+from gatebench.core.renderers import all_renderers, get_renderer, parity_table
+from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, KEEPALIVE_REQUESTS
+from gatebench.core.spec import read_spec
+from gatebench.local.procs import Supervisor
 from paths import EXAMPLES, ROOT
 
 CORES = (1, 2, 8)
@@ -112,7 +112,7 @@ _RENDERS: dict[tuple[str, int, int | None], dict[str, Rendered]] = {}
 
 
 def _local(cores: int, users: int | None, root: Path) -> dict[str, Rendered]:
-    from gatebench.provisioners.local import LocalProvisioner
+    from gatebench.local.provisioners.local import LocalProvisioner
 
     result, plan = _plan(users)
     available = list(range(2 * cores))  # `pinned` gives the gateway the upper half
@@ -486,13 +486,13 @@ def test_the_readers_can_fail(tmp_path_factory: pytest.TempPathFactory) -> None:
 def test_the_route_tables_are_written_for_many_routes() -> None:
     """Caddy routes with one map (no subroute per route); Varnish's routes sit in subroutines of
     at most 50, so its C compiler sees no function that grows with the table."""
-    from gatebench.routescale import replicate
-    from gatebench.spec import load_spec
+    from gatebench.core.routescale import replicate
+    from gatebench.core.spec import load_spec
 
     api = load_spec(EXAMPLES / "auction" / "openapi.yaml").api
     assert api is not None
     grown = replicate(api, 120)
-    target = __import__("gatebench.fairness", fromlist=["x"]).gateway_target(
+    target = __import__("gatebench.core.fairness", fromlist=["x"]).gateway_target(
         local_cpu_policy(resolve_layout(Cpus(), [0, 1]), [0, 1]),
         workdir="/srv/gb",
         listen_port=8080,
@@ -518,11 +518,11 @@ def test_the_parity_table_in_docs_is_the_declarations() -> None:
     shown = text.split(start, 1)[1].split(end, 1)[0]
     assert shown == parity_table(), (
         "docs/gateways.md's parity table differs from the renderers' declarations: paste "
-        "gatebench.renderers.parity_table() between the markers"
+        "gatebench.core.renderers.parity_table() between the markers"
     )
 
 
-_BUILDER_FILES = {"src/gatebench/fairness.py", "src/gatebench/renderers/_base.py"}
+_BUILDER_FILES = {"src/gatebench/core/fairness.py", "src/gatebench/core/renderers/_base.py"}
 """Where a ``RenderTarget(...)`` may be built: the one builder, and the class's own defaults."""
 
 
@@ -554,7 +554,7 @@ def test_every_path_builds_its_targets_with_the_one_builder() -> None:
             if lines:
                 found[relative] = lines
     assert found == {}, (
-        f"RenderTarget(...) built outside gatebench.fairness.gateway_target: {found}; call "
+        f"RenderTarget(...) built outside gatebench.core.fairness.gateway_target: {found}; call "
         "gateway_target(cpu, ...) with the run's CPU policy instead"
     )
 
@@ -562,7 +562,7 @@ def test_every_path_builds_its_targets_with_the_one_builder() -> None:
 def test_the_scan_finds_a_target_built_by_hand(tmp_path: Path) -> None:
     source = tmp_path / "x.py"
     source.write_text(
-        "from gatebench.renderers import RenderTarget\nt = RenderTarget(workdir='/w')\n"
+        "from gatebench.core.renderers import RenderTarget\nt = RenderTarget(workdir='/w')\n"
     )
     assert _target_builders(source) == [2]
 
@@ -571,8 +571,8 @@ def test_route_scale_and_changes_warm_a_jvm_gateway_up_after_each_start() -> Non
     """Rule 8 in the live runs: every load there follows a fresh start, so a JVM gateway's
     warm-up is at least its own (``liveruns.warmup_s``); the fixed schedule and the capacity
     campaign are held to it in test_workload.py and test_capacity_search.py."""
-    from gatebench.liveruns import warmup_s
-    from gatebench.scaleplan import LoadSettings
+    from gatebench.core.scaleplan import LoadSettings
+    from gatebench.local.liveruns import warmup_s
 
     settings = LoadSettings(warmup_s=3.0)
     for gateway in ("spring-cloud-gateway", "zuul"):

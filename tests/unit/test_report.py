@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from gatebench.metrics import METRICS
-from gatebench.model import Measurement, RunRecord, RunStatus
-from gatebench.report import (
+from gatebench.core.metrics import METRICS
+from gatebench.core.model import Measurement, RunRecord, RunStatus
+from gatebench.core.report import (
     bigquery_schema,
     build_report,
     column_names,
@@ -24,7 +24,7 @@ from gatebench.report import (
     render_json,
     render_markdown,
 )
-from gatebench.report._format import fmt_ci, fmt_signed, fmt_value
+from gatebench.core.report._format import fmt_ci, fmt_signed, fmt_value
 from paths import ROOT
 from synthetic import synthetic_run
 
@@ -109,11 +109,12 @@ def test_verdict_with_a_clear_leader(report) -> None:  # type: ignore[no-untyped
 def test_the_verdict_names_the_cpu_policy_the_run_ran_under(
     synthetic: tuple[RunRecord, list[Measurement]],
 ) -> None:
-    """A run records its CPU policy (gatebench.fairness): the verdict ends with it, and the
+    """A run records its CPU policy (gatebench.core.fairness): the verdict ends with it, and the
     run's section shows it and each gateway's setting on one line each."""
-    from gatebench.fairness import cpu_environment, local_cpu_policy
-    from gatebench.pinning import resolve_layout
-    from gatebench.plan import Cpus
+    from gatebench.core.pinning import resolve_layout
+
+    from gatebench.core.fairness import cpu_environment, local_cpu_policy
+    from gatebench.core.plan import Cpus
 
     run, ms = synthetic
     cpu = local_cpu_policy(resolve_layout(Cpus(), [0, 1]), [0, 1])

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from gatebench.ir import Api
-from gatebench.plan import Plan, build_plan
-from gatebench.spec import read_spec
-from gatebench.trust import CEILING_TARGET
-from gatebench.workload import (
+from gatebench.core.ir import Api
+from gatebench.core.plan import Plan, build_plan
+from gatebench.core.spec import read_spec
+from gatebench.core.trust import CEILING_TARGET
+from gatebench.core.workload import (
     build_schedule,
     compile_load,
     json_template,
@@ -69,7 +69,7 @@ def test_a_jvm_gateway_warms_up_until_it_is_steady_the_first_time_only() -> None
     and the other targets keep the plan's 3 s."""
     from dataclasses import replace
 
-    from gatebench.renderers import get_renderer
+    from gatebench.core.renderers import get_renderer
 
     _, plan = auction()
     plan = replace(plan, gateways=("nginx", "zuul"), repetitions=2)
