@@ -30,7 +30,9 @@ from .workload import Phase, phases_from_document
 
 NOISY_OTHERS_PCT = 20.0
 """A phase is ``noisy`` when processes that are not part of the benchmark (not the load
-generator, not the gateway, not the backend) used more than this share of the machine."""
+generator, not the gateway, not the backend) used more than this share of the machine. On a
+virtual machine, time the hypervisor gave our cores to another guest (``steal`` in
+/proc/stat) counts as theirs: the benchmark's processes waited for it all the same."""
 TESTER_BOUND_BUSY_PCT = 85.0
 """A phase is ``tester-bound`` when the machine was this busy (or more) and the load generator
 used more CPU than the target (gateway + backend): the generator, not the gateway, was what
