@@ -101,8 +101,8 @@ class Verdict:
     holds_ms: tuple[float, float] = (math.nan, math.nan)
     """The backend's fastest and median hold."""
     stamp_slack_ms: float = math.nan
-    """How far apart the stamp rules' bounds on the engine's clock offset are (judge_stamps):
-    the largest shift of the reads against the sends that the stamps could not have caught."""
+    """The stamp rules' margin (judge_stamps): the largest shift of every read stamp later
+    against its send that some offset of the engine's clock would still fit."""
 
     @property
     def passed(self) -> bool:
@@ -120,10 +120,6 @@ class Verdict:
 
 def tolerance_ms(engine: str) -> float:
     return ENGINE_RESOLUTION_MS[engine] + CLOCK_MS
-
-
-def _ms(us: int | None) -> float | None:
-    return None if us is None else us / 1000.0
 
 
 def judge_holds(verdict: Verdict, served: Sequence[ServedRequest], hold_ms: float) -> None:
@@ -283,18 +279,19 @@ def judge_stamps(
         moments("released_us", -math.inf),
     )
     lower = [
-        ("its wall-clock reference is never ahead", -res),
+        ("its wall-clock reference is truncated, at most 1 ms behind", -res),
         ("sent no later than received", max(x - received[i + extra] for i, x in enumerate(sends))),
         ("read no later than the next receipt", max(x - next_receipt[i + extra] for i, x in enumerate(reads))),
     ]  # fmt: skip
     upper = [
-        ("its wall-clock reference is truncated to the ms", 0.0),
+        ("its clock is never ahead of the wall clock", 0.0),
         ("sent no earlier than the release before it", min(x - prev_release[i] for i, x in enumerate(sends)) + res),
         ("read no earlier than released", min(x - released[i] for i, x in enumerate(reads)) + res),
     ]  # fmt: skip
     low_why, low = max(lower, key=lambda b: b[1])
     high_why, high = min(upper, key=lambda b: b[1])
-    verdict.stamp_slack_ms = high - low
+    # how much later every read could have been stamped before no offset fits
+    verdict.stamp_slack_ms = min(upper[0][1], upper[1][1]) - lower[2][1]
     if low > high + 2 * CLOCK_MS:
         verdict.breaches.append(
             f"stamps, no clock offset fits: '{low_why}' needs Gatling's clock at least "
