@@ -19,6 +19,7 @@ from typing import Any, Protocol, TypeVar
 
 import psutil
 import pytest
+from _engine_helpers import interruptible
 
 from gatebench.procs import processes_below
 from paths import ARTIFACTS, ROOT
@@ -106,6 +107,7 @@ def start_serve(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=interruptible,  # its tests stop it with SIGINT too
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()
