@@ -101,7 +101,7 @@ func main() {
 	if *instance != "" {
 		handler = withInstance(handler, *instance)
 	}
-	handler = withRecord(handler)
+	handler = withRecord(handler, *mode == "mock")
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

@@ -222,7 +222,7 @@ class ServedRequest:
 
 @dataclass(frozen=True)
 class BackendTimeline:
-    """The backend's record of the requests it served (the last 65,536), oldest first."""
+    """The backend's record of the requests it served (the last 16,384), oldest first."""
 
     start_wall_us: int
     """The backend's clock's zero, in epoch µs: ``start_wall_us + t`` is a time's wall clock."""
