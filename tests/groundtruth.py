@@ -1,6 +1,6 @@
 """The ground truth judged against the same machine (a test helper: nothing in the product
 imports it). One definition of the rules every ground-truth test applies to an engine's figures
-and the backend's own timeline of the same requests (``gatebench.backends.backend_requests``,
+and the backend's own timeline of the same requests (``gatebench.local.backends.backend_requests``,
 the Go server's ``record.go``).
 
 Why: a fixed band ("p50 within 1 ms of the 20 ms hold") holds only on a machine that is
@@ -68,11 +68,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gatebench.backends import BackendTimeline, ServedRequest, backend_requests
-from gatebench.model import Measurement
-from gatebench.procs import Supervisor
-from gatebench.simlog import RequestRecord, RunHeader, read_simlog
-from gatebench.trust import ENGINE_RESOLUTION_MS
+from gatebench.core.model import Measurement
+from gatebench.core.simlog import RequestRecord, RunHeader, read_simlog
+from gatebench.core.trust import ENGINE_RESOLUTION_MS
+from gatebench.local.backends import BackendTimeline, ServedRequest, backend_requests
+from gatebench.local.procs import Supervisor
 
 CLOCK_MS = 0.01
 """Two readings of the same clock by two processes, each rounded to the µs."""
@@ -83,7 +83,7 @@ PERCENTILES = (("min", 0.0), ("p50", 50.0), ("p90", 90.0), ("p95", 95.0), ("p99"
 
 
 def nearest_rank(pct: float, n: int) -> int:
-    """The 1-based rank of the nearest-rank percentile (gatebench.stats); 1 for the minimum."""
+    """The 1-based rank of the nearest-rank percentile (gatebench.core.stats); 1 for the minimum."""
     return max(1, min(n, math.ceil(pct / 100.0 * n)))
 
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from gatebench.backends import backend_requests, start_backend
-from gatebench.procs import Supervisor
+from gatebench.local.backends import backend_requests, start_backend
+from gatebench.local.procs import Supervisor
 
 AUTH = {"Authorization": "Bearer any-token"}
 
@@ -246,7 +246,7 @@ def test_the_backend_keeps_its_own_timeline(tmp_path: Path) -> None:
 
 def test_mock_refuses_workers_without_a_latency(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text(json.dumps({"latency_ms": 0, "workers": 3, "routes": []}))
-    from gatebench.errors import RunError
+    from gatebench.core.errors import RunError
 
     with (
         Supervisor() as sup,
@@ -261,7 +261,7 @@ def test_mock_refuses_a_bad_routes_file(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text(
         json.dumps({"routes": [{"method": "GET", "path": "x", "status": 200}]})
     )
-    from gatebench.errors import RunError
+    from gatebench.core.errors import RunError
 
     with (
         Supervisor() as sup,

@@ -23,12 +23,12 @@ from pathlib import Path
 import pytest
 from _engine_helpers import ITEMS, TOKEN_ENV, assert_torn_down, items
 
-from gatebench.ceiling import start_ceiling_server
-from gatebench.model import Measurement
-from gatebench.procs import Supervisor
-from gatebench.report import build_report, render_markdown
-from gatebench.runner import RunOptions, run_benchmark
-from gatebench.trust import AGREEMENT_PCT, agreement_summary, ceiling_of
+from gatebench.core.model import Measurement
+from gatebench.core.report import build_report, render_markdown
+from gatebench.core.trust import AGREEMENT_PCT, agreement_summary, ceiling_of
+from gatebench.local.ceiling import start_ceiling_server
+from gatebench.local.procs import Supervisor
+from gatebench.local.runner import RunOptions, run_benchmark
 from groundtruth import TimelineWatch, epoch_of, gatling_stamps, judge_phase, measured_phase_ids
 
 USERS, HOLD_MS = 8, 20.0

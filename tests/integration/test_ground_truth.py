@@ -25,11 +25,11 @@ from typing import Any
 import pytest
 from _engine_helpers import ITEMS, TOKEN_ENV, items
 
-import gatebench.engines.wrk as wrk_engine
-import gatebench.simlog as simlog
-from gatebench.backends import backend_requests, start_plan_backend
-from gatebench.procs import Supervisor
-from gatebench.runner import RunOptions, run_benchmark
+import gatebench.core.simlog as simlog
+import gatebench.local.engines.wrk as wrk_engine
+from gatebench.local.backends import backend_requests, start_plan_backend
+from gatebench.local.procs import Supervisor
+from gatebench.local.runner import RunOptions, run_benchmark
 from groundtruth import (
     TimelineWatch,
     Verdict,

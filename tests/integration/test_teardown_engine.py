@@ -27,7 +27,7 @@ from _engine_helpers import (
     processes_mentioning,
 )
 
-from gatebench.runner import Progress, RunOptions, run_benchmark
+from gatebench.local.runner import Progress, RunOptions, run_benchmark
 
 
 def test_exception_in_the_middle_tears_everything_down(

@@ -12,9 +12,9 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from gatebench.backends import BackendTimeline, ServedRequest
-from gatebench.model import Measurement
-from gatebench.stats import nearest_rank
+from gatebench.core.model import Measurement
+from gatebench.core.stats import nearest_rank
+from gatebench.local.backends import BackendTimeline, ServedRequest
 from groundtruth import HOLD_WITNESS_MS, judge_phase
 from groundtruth import nearest_rank as rank_of
 
