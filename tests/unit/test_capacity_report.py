@@ -169,24 +169,25 @@ def test_gatebench_report_writes_a_stored_capacity_run(
 
 def test_the_dashboard_reads_a_capacity_run(result: CapacityResult, tmp_path: Path) -> None:
     from gatebench.store import SqliteStore
-    from gatebench.web import handle_read
+    from webapp import read_client
 
     run = run_record()
     run.capacity = result.to_dict()
     with SqliteStore(tmp_path / "store.sqlite") as store:
         store.create_run(run)
-        view = json.loads(handle_read(store, "GET", f"runs/{run.run_id}/view", {}).body)
-        html = handle_read(store, "GET", f"runs/{run.run_id}/report", {"format": "html"})
-        compare = handle_read(store, "GET", "compare", {"a": run.run_id, "b": run.run_id})
-        listed = json.loads(handle_read(store, "GET", "runs", {}).body)
+        client = read_client(store)
+        view = json.loads(client.get(f"/runs/{run.run_id}/view").data)
+        html = client.get(f"/runs/{run.run_id}/report?format=html")
+        compare = client.get(f"/compare?a={run.run_id}&b={run.run_id}")
+        listed = json.loads(client.get("/runs").data)
     assert view["kind"] == "capacity" and view["run"]["kind"] == "capacity"
     assert view["verdict"] == [result.endpoints[0].verdict]
     (curves,) = [c for c in view["charts"] if c["kind"] == "curves"]
     assert curves["objective_ms"] == 50.0 and curves["objective_text"] == "p99 ≤ 50 ms"
     assert sum(len(s["points"]) for s in curves["series"]) == len(result.curves)
     assert [t["id"] for t in view["tables"]] == ["capacity-0", "capacity-pairs-0"]
-    assert html.status == 200 and b"gatebench capacity report" in html.body
-    assert compare.status == 400 and b"is a capacity run" in compare.body
+    assert html.status_code == 200 and b"gatebench capacity report" in html.data
+    assert compare.status_code == 400 and b"is a capacity run" in compare.data
     assert listed["runs"][0]["kind"] == "capacity"
 
 
@@ -195,13 +196,14 @@ def test_a_capacity_run_still_searching_is_shown_as_one(tmp_path: Path) -> None:
     the dashboard and the report show a capacity run with no result yet, not an empty
     fixed-workload run."""
     from gatebench.store import SqliteStore
-    from gatebench.web import handle_read
+    from webapp import read_client
 
     run = replace(run_record(), status=RunStatus.LOADING, environment={"run_kind": "capacity"})
     with SqliteStore(tmp_path / "store.sqlite") as store:
         store.create_run(run)
-        view = json.loads(handle_read(store, "GET", f"runs/{run.run_id}/view", {}).body)
-        md = handle_read(store, "GET", f"runs/{run.run_id}/report", {"format": "md"})
+        client = read_client(store)
+        view = json.loads(client.get(f"/runs/{run.run_id}/view").data)
+        md = client.get(f"/runs/{run.run_id}/report?format=md")
     assert view["kind"] == "capacity" and view["run"]["kind"] == "capacity"
     assert view["tables"] == [] and view["verdict"] == []
-    assert md.status == 200 and "no result: the run is still searching" in md.body.decode()
+    assert md.status_code == 200 and "no result: the run is still searching" in md.data.decode()

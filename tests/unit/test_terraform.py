@@ -466,9 +466,9 @@ def test_dashboard_functions_get_the_least_privilege_they_need() -> None:
 
 
 def test_dashboard_functions_get_every_setting_they_read() -> None:
-    from gatebench.web import _dashboard
+    from gatebench.web import _app
 
-    read = set(re.findall(r"\"(GATEBENCH_[A-Z_]+)\"", Path(_dashboard.__file__).read_text()))
+    read = set(re.findall(r"\"(GATEBENCH_[A-Z_]+)\"", Path(_app.__file__).read_text()))
     functions = CONFIG[DASHBOARD].locals["functions"]
     common = {"GATEBENCH_PROJECT", "GATEBENCH_ORIGINS"}
     (function,) = [

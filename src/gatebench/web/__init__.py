@@ -1,43 +1,46 @@
-"""The dashboard's server side: the JSON APIs both paths serve, and ``gatebench serve``.
+"""The dashboard's server side: one Flask application for ``gatebench serve`` and the cloud
+functions, and the pages' data.
 
-The frontend (``frontend/``: static HTML, CSS and ES modules, no build step) talks to two
-small APIs, described in docs/frontend.md:
-
-* the read API, :func:`handle_read` (``runs``, ``runs/{id}``, ``runs/{id}/view``,
-  ``runs/{id}/report``, ``compare``) over any :class:`~gatebench.store.ResultStore`;
-* the upload API, :func:`handle_upload` (``validate``, ``uploads``): the content check
-  (:func:`check_upload`), then an :class:`UploadAcceptor`: :class:`DirectUploads` queues a
-  local run, :class:`SignedUploads` answers a signed URL for the bucket (GCP).
-
-Both are pure (request parts in, a :class:`Reply` out), so a Cloud Function wraps each in
-a few lines and the local server (:func:`build_server`) in a few more. What the pages show
-is decided here too (:func:`run_view`, :func:`compare_view`), with the report's formatting.
+The frontend (``frontend/``: static HTML, CSS and ES modules, no build step) talks to two small
+APIs (docs/frontend.md), Flask blueprints in ``_app``: the read API over any
+:class:`~gatebench.store.ResultStore` and the upload API (the content check, :func:`check_upload`,
+then an acceptor: a queued local run, or a signed URL for the bucket on GCP). ``gatebench
+serve`` mounts both with the page and serves them with waitress (``_local``: loaded on first
+use, so a Cloud Function that imports this package loads no local server, queue or process
+management); the ``read`` and ``upload`` functions mount one each (:func:`cloud_app`). What the
+pages show is decided in ``_views``, with the report's formatting.
 """
 
 from __future__ import annotations
 
-from ._api import (
+from importlib import import_module
+from typing import Any
+
+from ._app import (
     READ_ROUTES,
     RUN_ID,
     UPLOAD_ROUTES,
-    Cors,
+    Dashboard,
+    DashboardSettingError,
     LiveRuns,
-    compare_runs,
-    get_report,
-    get_run,
-    get_run_view,
-    handle_read,
-    handle_upload,
-    list_runs,
+    cloud_app,
+    cloud_origins,
+    dispatch,
+    new_app,
+    read_api,
+    results_store,
+    signed_uploads,
+    upload_api,
 )
-from ._bucket import LocalBucket
-from ._dashboard import DashboardSettingError, cors_from_env, results_store, signed_uploads
 from ._gcs import GcsSigner
-from ._queue import DirectUploads, QueuedRun, QueueFull, RunQueue
-from ._reply import Reply
-from ._server import App, GatebenchHTTPServer, ServeLimits, build_server, is_loopback
-from ._site import SITE_FORMAT, SiteConfig, SiteConfigError, default_frontend_dir, export_site
-from ._static import resolve_static
+from ._site import (
+    SITE_FORMAT,
+    SiteConfig,
+    SiteConfigError,
+    default_frontend_dir,
+    export_site,
+    resolve_static,
+)
 from ._uploads import (
     TICKET_SECONDS,
     UPLOAD_PREFIX,
@@ -52,7 +55,28 @@ from ._uploads import (
     safe_name,
     upload_name_from_object,
 )
-from ._views import VIEW_FORMAT, compare_view, run_summary, run_view, spec_name
+from ._views import VIEW_FORMAT, capacity_view, compare_view, run_summary, run_view, spec_name
+
+_LOCAL = {
+    "LocalBucket": "_local",
+    "Server": "_local",
+    "ServeLimits": "_local",
+    "build_server": "_local",
+    "is_loopback": "_local",
+    "local_app": "_local",
+    "DirectUploads": "_queue",
+    "QueueFull": "_queue",
+    "QueuedRun": "_queue",
+    "RunQueue": "_queue",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The local server's names, imported when first asked for."""
+    if name not in _LOCAL:
+        raise AttributeError(f"module 'gatebench.web' has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{_LOCAL[name]}"), name)
+
 
 __all__ = [
     "READ_ROUTES",
@@ -62,42 +86,39 @@ __all__ = [
     "UPLOAD_PREFIX",
     "UPLOAD_ROUTES",
     "VIEW_FORMAT",
-    "App",
     "CheckedUpload",
-    "Cors",
+    "Dashboard",
     "DashboardSettingError",
     "DirectUploads",
-    "GatebenchHTTPServer",
     "GcsSigner",
     "HmacSigner",
     "LiveRuns",
     "LocalBucket",
     "QueueFull",
     "QueuedRun",
-    "Reply",
     "RunQueue",
     "ServeLimits",
+    "Server",
     "SignedUploads",
     "SiteConfig",
     "SiteConfigError",
     "UploadAcceptor",
     "UrlSigner",
     "build_server",
+    "capacity_view",
     "check_upload",
-    "compare_runs",
+    "cloud_app",
+    "cloud_origins",
     "compare_view",
     "content_type_for",
-    "cors_from_env",
     "default_frontend_dir",
+    "dispatch",
     "export_site",
-    "get_report",
-    "get_run",
-    "get_run_view",
-    "handle_read",
-    "handle_upload",
     "is_loopback",
-    "list_runs",
+    "local_app",
+    "new_app",
     "object_name_for",
+    "read_api",
     "resolve_static",
     "results_store",
     "run_summary",
@@ -105,5 +126,6 @@ __all__ = [
     "safe_name",
     "signed_uploads",
     "spec_name",
+    "upload_api",
     "upload_name_from_object",
 ]

@@ -30,8 +30,8 @@ from ..model import RunRecord, RunStatus, local_run_id
 from ..procs import ManagedProcess, Supervisor, stop_processes_below
 from ..run_request import RunRequest
 from ..store import ResultStore
-from ._reply import Reply
-from ._uploads import CheckedUpload
+from ._app import LiveRuns
+from ._uploads import Answer, CheckedUpload, problems
 from ._views import run_summary
 
 RETRY_AFTER_FULL_S = 60
@@ -50,13 +50,9 @@ class QueueFull(RunError):
         )
 
 
-def queue_full(exc: QueueFull) -> Reply:
-    return Reply.problems(
-        429,
-        [Problem("", str(exc))],
-        headers=[("Retry-After", str(RETRY_AFTER_FULL_S))],
-        queue_length=exc.waiting,
-    )
+def queue_full(exc: QueueFull) -> Answer:
+    retry = [("Retry-After", str(RETRY_AFTER_FULL_S))]
+    return problems(429, [Problem("", str(exc))], retry, queue_length=exc.waiting)
 
 
 @dataclass
@@ -101,8 +97,8 @@ def _record_of(upload: CheckedUpload, run_id: str, spec_uri: str, created_at: fl
     )
 
 
-class RunQueue:
-    """One run at a time; implements :class:`~gatebench.web.LiveRuns` for the read API."""
+class RunQueue(LiveRuns):
+    """One run at a time; tells the read API what waits and how the running one goes."""
 
     def __init__(
         self,
@@ -367,22 +363,14 @@ class DirectUploads:
     queue: RunQueue
     method: str = "direct"
 
-    def accept(self, upload: CheckedUpload) -> Reply:
+    def accept(self, upload: CheckedUpload) -> Answer:
         try:
             job = self.queue.submit(upload)
         except QueueFull as exc:
             return queue_full(exc)
-        return Reply.json(
-            202,
-            {
-                "ok": True,
-                "method": "direct",
-                "run_id": job.run_id,
-                "status": "queued",
-                "queue_position": self.queue.position(job.run_id),
-            },
-            headers=[("Location", f"runs/{job.run_id}")],
-        )
+        position = self.queue.position(job.run_id)
+        answer = {"ok": True, "method": "direct", "run_id": job.run_id, "status": "queued"}
+        return answer | {"queue_position": position}, 202, [("Location", f"runs/{job.run_id}")]
 
 
 __all__ = [
