@@ -4,7 +4,7 @@
 
 import { ApiError, sleep } from "./api.js";
 import { drawChart, drawCurves } from "./charts.js";
-import { fill, h, statusBadge, when } from "./dom.js";
+import { clock, fill, h, statusBadge, when } from "./dom.js";
 import { progressText } from "./runs.js";
 import { drawTables } from "./tables.js";
 
@@ -55,6 +55,8 @@ function statusPanel(run) {
         " ",
         h("progress", { id: "phase-progress", max: p.phases, value: p.phase_number }, `${p.phase_number} of ${p.phases}`),
         p.done ? ` ${p.done.toLocaleString("en-US")} requests, ${Math.round(p.rate).toLocaleString("en-US")} req/s` : "",
+        p.elapsed != null ? ` · ${clock(p.elapsed)} so far` : "",
+        p.left != null ? ` · about ${clock(p.left)} left` : "",
       ),
     );
   }

@@ -12,8 +12,8 @@ from ..plan import MAX_REPETITIONS
 from ..stages import RunOptions, RunOutcome
 from ..store import DEFAULT_STORE, STORE_ENV, open_store
 from ..thresholds import failures
-from ._common import add_plan_argument, add_spec_arguments
-from .run import LiveDisplay, _store_location, _testers, prepared
+from ._common import ProgressLine, add_plan_argument, add_quiet_argument, add_spec_arguments
+from .run import _store_location, _testers, prepared
 
 
 def _repetitions(text: str) -> int:
@@ -35,6 +35,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     add_spec_arguments(parser)
     add_plan_argument(parser)
+    add_quiet_argument(parser)
     parser.add_argument(
         "--quick",
         action="store_true",
@@ -109,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         testers=args.testers,
         allow_missing_policies=args.allow_missing_policies,
     )
-    display = LiveDisplay(sys.stderr)
+    display = ProgressLine(sys.stderr, quiet=args.quiet)
     location = _store_location(args)
     with open_store(location) as store:
         try:

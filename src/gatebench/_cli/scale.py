@@ -18,8 +18,8 @@ from ..plan import scale_problems
 from ..renderers import all_renderers, get_renderer
 from ..routescale import DEFAULT_SIZES, MAX_ROUTES, parse_sizes
 from ..store import DEFAULT_STORE, open_store
-from ._common import add_spec_arguments, read
-from .run import LiveDisplay, _store_location
+from ._common import ProgressLine, add_quiet_argument, add_spec_arguments, read
+from .run import _store_location
 
 
 def _positive(kind: type[int] | type[float], upper: float) -> Callable[[str], Any]:
@@ -44,6 +44,7 @@ def _sizes(text: str) -> tuple[int, ...]:
 
 def _common(parser: argparse.ArgumentParser) -> None:
     add_spec_arguments(parser)
+    add_quiet_argument(parser)
     parser.add_argument(
         "--gateways",
         metavar="A,B",
@@ -189,7 +190,7 @@ def run_scale_command(args: argparse.Namespace) -> int:
     digest = digest or hashlib.sha256(str(spec_path).encode()).hexdigest()
     run_id = local_run_id(digest)
     options = RunOptions(results_dir=Path(args.results), run_id=run_id)
-    display = LiveDisplay(sys.stderr)
+    display = ProgressLine(sys.stderr, quiet=args.quiet)
     location = _store_location(args)
     with open_store(location) as store:
         try:

@@ -17,7 +17,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +26,14 @@ from ..model import Measurement, RunRecord, RunStatus, can_move
 from ..procs import signals_held
 from ..store import ResultStore
 from ..trust import ceiling_of, flag_near_ceiling
-from ..workload import Phase
+from ..workload import Phase, TimeLeft
 
 
 @dataclass(frozen=True)
 class Progress:
-    """What the live display shows."""
+    """What the live display shows: the step, what happens in it, and while a phase runs its
+    number, requests so far and current rate; the run's time so far and the estimate of the
+    time left (set by the journal: :meth:`RunJournal.display`)."""
 
     step: str
     message: str = ""
@@ -40,6 +42,10 @@ class Progress:
     phases: int = 0
     done: int = 0
     rate: float = 0.0
+    elapsed: float = 0.0
+    """Seconds since the run started."""
+    left: float | None = None
+    """Estimated seconds of load left (``workload.TimeLeft``); None: not known yet."""
 
 
 class RunJournal:
@@ -55,7 +61,10 @@ class RunJournal:
         self.record = record
         self.run_dir = run_dir
         self.store = store
-        self.display = display
+        self._show = display
+        self.started = time.monotonic()
+        self.time_left: TimeLeft | None = None
+        """The load's estimate of its time left, while it runs (the load stage sets it)."""
         self.measurements: list[Measurement] = []
         with _writing(run_dir):
             run_dir.mkdir(parents=True, exist_ok=True)
@@ -72,6 +81,13 @@ class RunJournal:
         with _writing(self.run_dir / "run.json", tmp):
             tmp.write_text(json.dumps(self.record.to_dict(), indent=1) + "\n", encoding="utf-8")
             os.replace(tmp, self.run_dir / "run.json")
+
+    def display(self, progress: Progress) -> None:
+        """Show ``progress`` with the run's time so far and, while loading, the time left."""
+        now = time.monotonic()
+        clock = self.time_left if progress.step == "loading" else None
+        left = progress.left if clock is None else clock.left(now)
+        self._show(replace(progress, elapsed=now - self.started, left=left))
 
     def finish(
         self, status: RunStatus, *, failed_step: str | None = None, error: str | None = None

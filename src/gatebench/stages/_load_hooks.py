@@ -22,7 +22,7 @@ from ..score import BASELINE
 from ..stats import phase_stats
 from ..testers import MergedPhase, merged_measurement
 from ..trust import CEILING_TARGET, FAILED_TARGET_FLAG, Ceiling, CeilingPoint
-from ..workload import Phase
+from ..workload import Phase, TimeLeft
 from ._journal import Progress, RunJournal
 
 
@@ -39,6 +39,7 @@ class LoadHooks:
         watch: Any = None,
     ) -> None:
         self.journal = journal
+        journal.time_left = TimeLeft(list(phases.values()))
         self.watch = watch
         """The deployment's watch (``gatebench._deployed.DeploymentWatch``): each phase's TLS
         handshakes and a replica fault; None for a plain plan."""
@@ -72,6 +73,11 @@ class LoadHooks:
                 self.repetition = phase.repetition
             self._check(phase.target)  # before and after every phase
         now = time.monotonic()
+        clock = self.journal.time_left
+        if clock is not None and event.kind == "start":
+            clock.started(event.phase, now)
+        elif clock is not None and event.kind == "end":
+            clock.ended(event.phase, now)
         if event.kind == "start":
             self._last = (event.phase, 0, now)
             self._rate = 0.0
@@ -94,6 +100,9 @@ class LoadHooks:
     def on_phase(self, result: PhaseResult) -> None:
         self.completed.add(result.phase)
         phase = self.phases.get(result.phase)
+        if phase is not None and self.journal.time_left is not None:
+            seconds = (result.end_ms - result.start_ms) / 1000.0
+            self.journal.time_left.ran(phase.workload, result.sample.requests, seconds)
         if phase is None or not phase.measured or result.sample.requests == 0:
             return
         self._check(phase.target)  # the phase has ended: alive now means alive throughout

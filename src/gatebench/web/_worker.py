@@ -46,6 +46,7 @@ class ProgressLines:
             return
         self._last_key, self._last_time = key, now
         event: dict[str, Any] = {"event": "progress", "step": p.step, "message": p.message}
+        event |= {"elapsed": round(p.elapsed), "left": None if p.left is None else round(p.left)}
         if p.phase is not None:
             event.update(
                 phase=p.phase.label,
