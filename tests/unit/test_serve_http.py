@@ -565,3 +565,11 @@ def test_connections_beyond_the_limit_are_refused_at_once(bounded: Served) -> No
         sock.close()
     _until("the idle connections to end", lambda: bounded.server.connections == 0)
     assert bounded.request("GET", "/config.json")[0] == 200
+
+
+def test_answers_carry_the_standard_reason_phrase(served: Served) -> None:
+    """``400 Bad Request`` as browsers show it in their console, not werkzeug's capitals."""
+    sock = _open(served, b"GET /api/runs/.. HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % served.port)
+    sock.settimeout(5)
+    assert sock.recv(4096).startswith(b"HTTP/1.1 400 Bad Request\r\n")
+    sock.close()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+from http import HTTPStatus
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -131,7 +132,14 @@ def new_app(state: Dashboard) -> Flask:
     # a stored run that cannot be summarised (ScoreError, ...)
     app.register_error_handler(GatebenchError, lambda e: refusal(409, str(e)))
     app.register_error_handler(Exception, _internal_error)
+    app.after_request(_reason)
     return app
+
+
+def _reason(response: Response) -> Response:
+    """The standard reason phrase (``400 Bad Request``), not werkzeug's capitals."""
+    response.status = f"{response.status_code} {HTTPStatus(response.status_code).phrase}"
+    return response
 
 
 def _http_error(exc: HTTPException) -> Answer:
