@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import math
 import re
-from http import HTTPStatus
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import quote
 
