@@ -523,9 +523,9 @@ def _injection(value: Any, r: Reading, where: list[str | int]) -> Injection | No
         )
         return None
     doc = r.whole(InjectionDoc, value, where)
-    if doc is None:
+    kind_ = next((k for k in INJECTIONS if doc and k in doc.model_fields_set), None)
+    if doc is None or kind_ is None:  # an empty mapping says nothing more
         return None
-    kind_ = next(k for k in INJECTIONS if k in doc.model_fields_set)
     extra = [k for k in ("duration", "requests") if k in doc.model_fields_set]
     if kind_ == "at_once":
         if extra:

@@ -237,6 +237,8 @@ class Section(BaseModel):
     )
     one_of: ClassVar[tuple[str, ...]] = ()
     one_of_message: ClassVar[str] = ""
+    empty_is_none: ClassVar[bool] = False
+    """An empty mapping is read as nothing given (no exactly-one-of to say)."""
 
     @classmethod
     def key_names(cls) -> list[str]:
@@ -284,7 +286,8 @@ class Section(BaseModel):
         except ValidationError as exc:
             skip = ("missing", "extra_forbidden")
             errors += [_again(e) for e in exc.errors() if e["type"] not in skip]
-        if cls.one_of and data and sum(k in data for k in cls.one_of) != 1:
+        given = data or not cls.empty_is_none
+        if cls.one_of and given and sum(k in data for k in cls.one_of) != 1:
             errors.append(_error((), cls.one_of_message))
         if errors:
             raise ValidationError.from_exception_data(cls.__name__, errors)
@@ -792,6 +795,7 @@ class InjectionDoc(Section, title="injection"):
     """With concurrent: the total number of requests."""
     one_of = INJECTIONS
     one_of_message = "give exactly one of at_once, ramp, constant_rate, concurrent, sequential"
+    empty_is_none = True
 
 
 def _whole(nonzero: bool = False) -> Rule:
