@@ -56,8 +56,8 @@ bundle: setup ## the Cloud Functions' source archives (build/functions/*.zip, se
 measure-setup: ## time `make setup-demo` and `make setup-all` in a fresh clone with empty caches (README)
 	@scripts/measure-setup.sh
 
-schema: setup ## regenerate src/gatebench/schemas/x-gatebench.schema.json from the plan's models
-	@$(BIN)/python -c "from gatebench.plan import SCHEMA_PATH, schema_text; SCHEMA_PATH.write_text(schema_text(), encoding='utf-8'); print(SCHEMA_PATH)"
+schema: setup ## regenerate src/gatebench/core/schemas/x-gatebench.schema.json from the plan's models
+	@$(BIN)/python -c "from gatebench.core.plan import SCHEMA_PATH, schema_text; SCHEMA_PATH.write_text(schema_text(), encoding='utf-8'); print(SCHEMA_PATH)"
 
 lock: ## re-resolve requirements/dev.lock from pyproject.toml
 	@scripts/lock.sh

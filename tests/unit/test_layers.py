@@ -36,10 +36,10 @@ def _under(loaded: set[str], package: str) -> list[str]:
     "forbidden",
     [
         "gatebench.web",
-        "gatebench.runner",
-        "gatebench.stages",
-        "gatebench.engines",
-        "gatebench.provisioners",
+        "gatebench.local.runner",
+        "gatebench.run",
+        "gatebench.local.engines",
+        "gatebench.local.provisioners",
     ],
 )
 def test_importing_the_cloud_package_loads_no_edge(forbidden: str) -> None:
@@ -49,18 +49,20 @@ def test_importing_the_cloud_package_loads_no_edge(forbidden: str) -> None:
 
 
 def test_importing_the_renderers_loads_no_process_management() -> None:
-    loaded = _loaded_after("gatebench.renderers")
-    assert "gatebench.renderers.nginx" in loaded or "gatebench.renderers._registry" in loaded
-    assert [m for m in ("gatebench.procs", "gatebench.runner") if m in loaded] == []
-    assert _under(loaded, "gatebench.provisioners") == []
-    assert _under(loaded, "gatebench.engines") == []
+    loaded = _loaded_after("gatebench.core.renderers")
+    assert (
+        "gatebench.core.renderers.nginx" in loaded or "gatebench.core.renderers._registry" in loaded
+    )
+    assert [m for m in ("gatebench.local.procs", "gatebench.local.runner") if m in loaded] == []
+    assert _under(loaded, "gatebench.local.provisioners") == []
+    assert _under(loaded, "gatebench.local.engines") == []
 
 
 def test_the_dashboard_functions_load_no_local_server() -> None:
     loaded = _loaded_after("gatebench.web", ("gatebench", "waitress", "flask"))
     assert "flask" in loaded and "gatebench.web._app" in loaded
     assert _under(loaded, "waitress") == []
-    assert [m for m in ("gatebench.procs", "gatebench.runner") if m in loaded] == []
+    assert [m for m in ("gatebench.local.procs", "gatebench.local.runner") if m in loaded] == []
     assert [m for m in ("gatebench.web._local", "gatebench.web._queue") if m in loaded] == []
     # the local server's names are still the package's, loaded when first asked for
     code = "import sys, gatebench.web as w; w.build_server; print('waitress' in sys.modules)"

@@ -10,10 +10,10 @@ from typing import Any
 import jsonschema_rs
 import pytest
 
-from gatebench.ir import Api
-from gatebench.plan import SCHEMA_PATH, schema_text
-from gatebench.plan._document import PlanDoc, Section, _models
-from gatebench.spec import load_spec
+from gatebench.core.ir import Api
+from gatebench.core.plan import SCHEMA_PATH, schema_text
+from gatebench.core.plan._document import PlanDoc, Section, _models
+from gatebench.core.spec import load_spec
 from paths import DATA, EXAMPLES
 from plans import auction_api, plan_errors, section
 
@@ -31,7 +31,7 @@ def test_the_published_schema_is_the_one_the_models_generate() -> None:
     assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_text(), "run `make schema`"
     assert next(iter(SCHEMA)) == "$comment"
     assert SCHEMA["$comment"].startswith(
-        "Generated from the plan's models (src/gatebench/plan/_document.py) by `make schema`"
+        "Generated from the plan's models (src/gatebench/core/plan/_document.py) by `make schema`"
     )
 
 
@@ -166,7 +166,7 @@ def test_an_unknown_key_with_no_close_match_lists_the_known_ones(auction: Api) -
 
 def test_bounds_are_defined_once() -> None:
     """The schema's bounds are the plan's constants (MAX_REPETITIONS, ...), not a copy."""
-    from gatebench.plan import MAX_REPETITIONS, MAX_REPLICAS, MAX_USERS
+    from gatebench.core.plan import MAX_REPETITIONS, MAX_REPLICAS, MAX_USERS
 
     plan = SCHEMA["$defs"]["PlanDoc"]["properties"]
     assert plan["repetitions"]["maximum"] == MAX_REPETITIONS

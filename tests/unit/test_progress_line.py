@@ -17,16 +17,16 @@ import textwrap
 
 from rich.cells import cell_len
 
-from gatebench.plan import Injection
-from gatebench.workload import Phase, TimeLeft
+from gatebench.core.plan import Injection
+from gatebench.core.workload import Phase, TimeLeft
 
 CHILD = textwrap.dedent(
     """
     import sys, time
-    from gatebench._cli._common import ProgressLine
-    from gatebench.plan import Injection
-    from gatebench.stages import Progress
-    from gatebench.workload import Phase
+    from gatebench.cli._common import ProgressLine
+    from gatebench.core.plan import Injection
+    from gatebench.run import Progress
+    from gatebench.core.workload import Phase
 
     def phase(i, target, workload):
         inj = Injection("constant_rate", rate=50.0, duration=30.0)

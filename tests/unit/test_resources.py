@@ -12,12 +12,9 @@ from typing import Any
 import pytest
 
 from gatebench.cloud._ingest import MeterUpload, meter_uploads
-from gatebench.engines.cpu import CpuSampler, exited_unreaped
-from gatebench.measure import with_gateway_cgroup
-from gatebench.model import Measurement
-from gatebench.procs import Supervisor
-from gatebench.provisioners._vm_roles import meter_gateway, read_cgroup
-from gatebench.resources import (
+from gatebench.core.measure import with_gateway_cgroup
+from gatebench.core.model import Measurement
+from gatebench.core.resources import (
     MB,
     CgroupFormatError,
     CgroupSample,
@@ -30,6 +27,9 @@ from gatebench.resources import (
     requests_per_cpu_s,
     window_usage,
 )
+from gatebench.local.engines.cpu import CpuSampler, exited_unreaped
+from gatebench.local.procs import Supervisor
+from gatebench.vm._roles import meter_gateway, read_cgroup
 from paths import DATA
 
 CGROUP = DATA / "cgroup"

@@ -16,7 +16,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from ._app import (
+from gatebench.web._app import (
     READ_ROUTES,
     RUN_ID,
     UPLOAD_ROUTES,
@@ -32,8 +32,8 @@ from ._app import (
     signed_uploads,
     upload_api,
 )
-from ._gcs import GcsSigner
-from ._site import (
+from gatebench.web._gcs import GcsSigner
+from gatebench.web._site import (
     SITE_FORMAT,
     SiteConfig,
     SiteConfigError,
@@ -41,7 +41,7 @@ from ._site import (
     export_site,
     resolve_static,
 )
-from ._uploads import (
+from gatebench.web._uploads import (
     TICKET_SECONDS,
     UPLOAD_PREFIX,
     CheckedUpload,
@@ -55,7 +55,14 @@ from ._uploads import (
     safe_name,
     upload_name_from_object,
 )
-from ._views import VIEW_FORMAT, capacity_view, compare_view, run_summary, run_view, spec_name
+from gatebench.web._views import (
+    VIEW_FORMAT,
+    capacity_view,
+    compare_view,
+    run_summary,
+    run_view,
+    spec_name,
+)
 
 _LOCAL = {
     "LocalBucket": "_local",

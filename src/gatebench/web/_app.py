@@ -27,8 +27,8 @@ from flask import Blueprint, Flask, Request, Response, current_app, request
 from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
-from ..errors import GatebenchError, Problem, StoreError
-from ..report import (
+from gatebench.core.errors import GatebenchError, Problem, StoreError
+from gatebench.core.report import (
     FORMATS,
     is_capacity_run,
     load_capacity_report,
@@ -38,10 +38,10 @@ from ..report import (
     render_scale_html,
     stored_scale_document,
 )
-from ..run_request import UploadRejected, run_request_from_query
-from ..spec import DEFAULT_LIMITS, Limits
-from ..store import FirestoreStore, ResultStore, open_store
-from ._uploads import (
+from gatebench.core.spec import DEFAULT_LIMITS, Limits
+from gatebench.kinds.request import UploadRejected, run_request_from_query
+from gatebench.store import FirestoreStore, ResultStore, open_store
+from gatebench.web._uploads import (
     UPLOAD_PREFIX,
     Answer,
     UploadAcceptor,
@@ -50,7 +50,7 @@ from ._uploads import (
     refusal,
     too_large,
 )
-from ._views import capacity_view, compare_view, run_summary, run_view
+from gatebench.web._views import capacity_view, compare_view, run_summary, run_view
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 """Run ids as both paths create them (``20260101-120000-1a2b3c4d``, ``r-<hex>``)."""
@@ -368,8 +368,8 @@ def results_store(environ: Mapping[str, str]) -> FirestoreStore:
 def signed_uploads(environ: Mapping[str, str], *, credentials: Any = None) -> Any:
     """Signed PUTs into ``GATEBENCH_UPLOADS_BUCKET`` under ``GATEBENCH_SPEC_PREFIX`` (what the
     workflow's trigger watches); signed for ``STORAGE_EMULATOR_HOST`` when it is set."""
-    from ._gcs import GcsSigner
-    from ._uploads import SignedUploads
+    from gatebench.web._gcs import GcsSigner
+    from gatebench.web._uploads import SignedUploads
 
     bucket = _setting(environ, "GATEBENCH_UPLOADS_BUCKET")
     prefix = _setting(environ, "GATEBENCH_SPEC_PREFIX", UPLOAD_PREFIX)

@@ -55,15 +55,15 @@ from waitress.utilities import Error, RequestEntityTooLarge
 from waitress.wasyncore import loop
 from werkzeug.routing import PathConverter
 
-from .._serve_limits import ServeLimits
-from ..renderers import local_gateway_names
-from ..run_request import METADATA_HEADER, UploadRejected, run_request_from_metadata
-from ..spec import DEFAULT_LIMITS, Limits
-from ..store import ResultStore
-from ._app import Dashboard, dashboard, new_app, query, raw_path, read_api, upload_api
-from ._queue import DirectUploads, QueueFull, RunQueue, queue_full
-from ._site import CONTENT_TYPES, SiteConfig, resolve_static
-from ._uploads import (
+from gatebench.core.renderers import local_gateway_names
+from gatebench.core.spec import DEFAULT_LIMITS, Limits
+from gatebench.kinds.request import METADATA_HEADER, UploadRejected, run_request_from_metadata
+from gatebench.store import ResultStore
+from gatebench.web._app import Dashboard, dashboard, new_app, query, raw_path, read_api, upload_api
+from gatebench.web._limits import ServeLimits
+from gatebench.web._queue import DirectUploads, QueueFull, RunQueue, queue_full
+from gatebench.web._site import CONTENT_TYPES, SiteConfig, resolve_static
+from gatebench.web._uploads import (
     UPLOAD_PREFIX,
     Answer,
     HmacSigner,

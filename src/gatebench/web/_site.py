@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
-from ..errors import Problem, ProblemsError
-from ..spec import DEFAULT_LIMITS
+from gatebench.core.errors import Problem, ProblemsError
+from gatebench.core.spec import DEFAULT_LIMITS
 
 SITE_FORMAT = "gatebench-site/1"
 CONTENT_TYPES = {
@@ -183,7 +183,7 @@ def resolve_static(root: Path, url_path: str) -> Path | None:
 
 def default_frontend_dir() -> Path:
     """The page's files: packaged with gatebench, or ``frontend/`` of the checkout."""
-    from .._resources import source_dir
+    from gatebench.local._resources import source_dir
 
     return source_dir("frontend")
 

@@ -7,7 +7,7 @@ the local server queues its run; on Google Cloud :class:`SignedUploads` answers 
 the browser PUTs the bytes to, and the bucket's "object finalized" event starts the pipeline.
 
 The form's choices (a quick run, some of the plan's gateways) travel as a
-:class:`~gatebench.run_request.RunRequest`: query parameters locally, the object's
+:class:`~gatebench.kinds.request.RunRequest`: query parameters locally, the object's
 ``x-goog-meta-gatebench`` metadata on GCP (signed into the URL, so the browser cannot change
 it). Answers are ``(payload, status, headers)``, what a Flask view returns.
 """
@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import quote, urlencode
 
-from ..errors import PlanError, Problem
-from ..ir import Api
-from ..plan import Plan, load_plan, workload_summary
-from ..run_request import METADATA_HEADER, RunRequest, UploadRejected
-from ..spec import DEFAULT_LIMITS, Limits, SpecResult, read_spec
+from gatebench.core.errors import PlanError, Problem
+from gatebench.core.ir import Api
+from gatebench.core.plan import Plan, load_plan, workload_summary
+from gatebench.core.spec import DEFAULT_LIMITS, Limits, SpecResult, read_spec
+from gatebench.kinds.request import METADATA_HEADER, RunRequest, UploadRejected
 
 Answer = tuple[dict[str, Any], int, list[tuple[str, str]]]
 """What a handler answers: the JSON payload, the status, extra headers."""

@@ -1,0 +1,216 @@
+"""The semantic cross-checks a schema cannot express: the plan against the API description
+(operations, parameters and placeholders, authentication), against the engines' capabilities,
+and credentials refused wherever they hide. Each reports located problems on the reader.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any
+
+from gatebench.core.errors import Problem
+from gatebench.core.ir import Api, Operation, left_out_message
+from gatebench.core.plan._document import PlanDoc, Reading, is_credential_key, show
+from gatebench.core.plan._model import Auth, BodySpec, EngineName, Generator, Warmup, Workload
+
+_PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
+
+
+def _engine(value: Any, r: Reading, workloads: list[Workload], warmup: Warmup) -> EngineName:
+    """The load engine, and whether it can run every workload (wrk: the closed model only)."""
+    from gatebench.core.capabilities import ENGINES, injection_problem
+
+    if value not in ENGINES:
+        r.error(["engine"], f"unknown engine {show(value)}; available: {', '.join(ENGINES)}")
+        return "gatling"
+    engine: EngineName = value
+    for w in workloads:
+        inj = w.injection
+        reason = injection_problem(engine, inj.kind, inj.duration, inj.requests)
+        if reason is not None:
+            r.error([*_split(w.pointer.removeprefix(r.base)), "injection"], reason)
+    if warmup.requests and injection_problem(engine, "concurrent", 1.0, warmup.requests):
+        r.error(
+            ["warmup"],
+            f"engine {engine} warms up for a duration only; give warmup: {{duration: ...}}",
+        )
+    return engine
+
+
+def _split(pointer_text: str) -> list[str | int]:
+    """A pointer relative to the section (a workload's) back into tokens."""
+    from gatebench.core.errors import split_pointer
+
+    return [int(t) if t.isdigit() else t for t in split_pointer(pointer_text)]
+
+
+def _refuse_credentials(data: dict[str, Any], r: Reading) -> None:
+    """Credentials are refused by name at the top and in ``infrastructure``, and by shape
+    (a private key, a service-account JSON) anywhere in the section."""
+    message = (
+        "{key!r} looks like a credential; credentials are never accepted in the benchmark "
+        "description (the cloud path runs as its own service accounts, and request tokens "
+        "come from environment variables: auth: {{bearer: {{env: NAME}}}})"
+    )
+    for key in data:
+        if key not in PlanDoc.key_names() and is_credential_key(key):
+            r.error([key], message.format(key=str(key)))
+    infra = data.get("infrastructure")
+    if isinstance(infra, dict):
+        for key in infra:
+            if is_credential_key(key):
+                r.error(["infrastructure", key], message.format(key=str(key)))
+    stack: list[tuple[Any, list[str | int]]] = [(data, [])]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, dict):
+            stack.extend((v, [*where, k]) for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((v, [*where, i]) for i, v in enumerate(item))
+        elif isinstance(item, str) and (
+            ("-----BEGIN" in item and "PRIVATE KEY" in item) or '"private_key"' in item
+        ):
+            r.error(
+                where,
+                "this value holds a private key; credentials are never accepted in the benchmark description",
+            )
+
+
+def find_operation(api: Api, ref: str) -> tuple[Operation | None, list[str]]:
+    """An operation by id or ``METHOD /path`` (template or full route path); else close matches."""
+    for op in api.operations:
+        if op.operation_id == ref:
+            return op, []
+    match = re.match(r"^\s*([A-Za-z]+)\s+(\S+)\s*$", ref)
+    if match:
+        method, path = match.group(1).upper(), match.group(2)
+        for op in api.operations:
+            if op.method == method and path in (op.path_template, op.route_path):
+                return op, []
+    options = [op.operation_id for op in api.operations] + [
+        f"{op.method} {op.path_template}" for op in api.operations
+    ]
+    return None, difflib.get_close_matches(ref, options, n=3, cutoff=0.6)
+
+
+def _operation(value: Any, r: Reading, where: list[str | int], api: Api) -> Operation | None:
+    if not isinstance(value, str) or not value.strip():
+        r.error(where, "expected an operationId or 'METHOD /path'")
+        return None
+    op, close = find_operation(api, value)
+    left_out = next((x for x in api.left_out if x.matches(value)), None)
+    if op is None and left_out is not None:
+        r.error(where, left_out_message(value, left_out))
+    elif op is None:
+        hint = (
+            f"; did you mean {', '.join(repr(c) for c in close)}?"
+            if close
+            else (
+                f"; the description has {len(api.operations)} operations (gatebench parse SPEC lists them)"
+            )
+        )
+        r.error(where, f"no operation {value!r} in the description{hint}")
+    return op
+
+
+def _placeholders(value: Any) -> set[str]:
+    found: set[str] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            found.update(_PLACEHOLDER.findall(item))
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+            stack.extend(k for k in item if isinstance(k, str))
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return found
+
+
+def _check_params(
+    op: Operation,
+    params: dict[str, Generator],
+    headers: dict[str, str],
+    body: BodySpec,
+    r: Reading,
+    where: list[str | int],
+) -> None:
+    known = {p.name for p in op.parameters}
+    used = (
+        _placeholders(body.value)
+        | _placeholders([p.value for p in body.parts])
+        | _placeholders(list(headers.values()))
+    )
+    for name in params:
+        if name not in known and name not in used:
+            listing = ", ".join(sorted(known)) or "none"
+            r.error(
+                [*where, "params", name],
+                f"{name!r} is neither a parameter of {op.operation_id!r} ({listing}) nor a "
+                "${placeholder} in the body or headers",
+            )
+    for name in sorted(used):
+        if name not in params:
+            r.error([*where], f"placeholder ${{{name}}} has no value in params")
+
+
+def _check_auth(op: Operation, auth: Auth, r: Reading, where: list[str | int]) -> None:
+    label = op.security_label
+    if label == "none":
+        return
+    needed = {
+        "bearer": auth.bearer_env,
+        "basic": auth.basic_username_env,
+        "apiKey-header": auth.api_key_env,
+        "apiKey-query": auth.api_key_env,
+        "apiKey-cookie": auth.api_key_env,
+        "oauth2": auth.bearer_env,
+        "openIdConnect": auth.bearer_env,
+    }
+    for part in label.split("+"):
+        if part in needed and needed[part] is None:
+            key = {"basic": "basic: {username_env: U, password_env: P}"}.get(
+                part, "api_key: {env: NAME}" if part.startswith("apiKey") else "bearer: {env: NAME}"
+            )
+            r.warn(
+                where,
+                f"operation {op.operation_id!r} requires {part} authentication; add auth: {{{key}}} "
+                "or requests are sent without credentials",
+            )
+
+
+def scale_problems(
+    section: Any, base: str = "/x-gatebench", source: str | None = None
+) -> list[Problem]:
+    """What the route-scale and change-under-load runs cannot measure of a benchmark
+    section's deployment (docs/scale.md, "TLS and replicas"). Those runs take their settings
+    from the command line, not from the plan, so the raw section is read: a description that
+    asks for TLS, replicas or a fault is refused with located errors rather than measured
+    plain, in front of one backend."""
+    if not isinstance(section, dict):
+        return []
+    where = (
+        "these runs load and probe each gateway over plain HTTP/1.1, in front of one echo "
+        "backend at a time; run this plan with `gatebench run`, or scale a copy of the "
+        'description without the key (docs/scale.md, "TLS and replicas")'
+    )
+    out = []
+    if section.get("tls") not in (None, False):
+        out.append(
+            Problem(f"{base}/tls", f"scale and change-under-load do not carry TLS yet: {where}")
+        )
+    backend = section.get("backend")
+    if isinstance(backend, dict) and backend.get("replicas") not in (None, 1):
+        out.append(
+            Problem(
+                f"{base}/backend/replicas",
+                f"scale and change-under-load do not start backend replicas yet: {where}",
+            )
+        )
+    if section.get("fault") is not None:
+        out.append(
+            Problem(f"{base}/fault", f"scale and change-under-load inject no fault: {where}")
+        )
+    return [Problem(p.pointer, p.message, source=source) if source else p for p in out]
