@@ -1,7 +1,7 @@
 """Copies the non-Python source trees into the wheel as package data (gatebench/_data/).
 
 frontend/, gatling/, backend/, loadgen/ and gateways/ stay at the top of the repository; an installed
-gatebench finds them under gatebench/_data/ (src/gatebench/_resources.py). Everything else
+gatebench finds them under gatebench/_data/ (src/gatebench/local/_resources.py). Everything else
 about the package is in pyproject.toml. Editable installs skip the copy: they read the
 checkout's folders directly.
 """

@@ -42,7 +42,7 @@ import (
 	"time"
 )
 
-// tls12Ciphers are gatebench.tls.TLS12_CIPHERS: the TLS 1.2 suites every gateway offers.
+// tls12Ciphers are gatebench.core.tls.TLS12_CIPHERS: the TLS 1.2 suites every gateway offers.
 var tls12Ciphers = []uint16{
 	tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
 	tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,

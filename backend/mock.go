@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// mockConfig is rendered by the core (gatebench.backends.mock) from the IR: one route per
+// mockConfig is rendered by the core (gatebench.local.backends.mock) from the IR: one route per
 // operation, with the status and body to answer. The server never interprets the API
 // description itself.
 type mockConfig struct {

@@ -16,9 +16,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from gatebench.backends import start_backend
-from gatebench.procs import Supervisor, free_port
-from gatebench.spec import load_spec
+from gatebench.local.backends import start_backend
+from gatebench.local.procs import Supervisor, free_port
+from gatebench.core.spec import load_spec
 
 from ._machine import CpuWindow
 
@@ -53,8 +53,8 @@ def _measure(url: str, headers: list[str]) -> tuple[list[float], float]:
 def run() -> str:
     if shutil.which("wrk") is None:
         return "wrk is not installed (scripts/setup.d/apt-packages.txt installs it)."
-    from gatebench.provisioners import boot_gateway
-    from gatebench.renderers import RenderTarget
+    from gatebench.local.provisioners import boot_gateway
+    from gatebench.core.renderers import RenderTarget
 
     rows = []
     auth = ["Authorization: Bearer bench"]
@@ -66,8 +66,8 @@ def run() -> str:
         assert api is not None
         import json
 
-        from gatebench.backends.mock import mock_config
-        from gatebench.plan import Backend
+        from gatebench.local.backends.mock import mock_config
+        from gatebench.core.plan import Backend
 
         mock_cfg.write_text(json.dumps(mock_config(api, Backend("mock"))))
         _, mock_port = start_backend(sup, "mock", work, extra_args=["-config", str(mock_cfg)])

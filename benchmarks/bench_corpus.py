@@ -25,7 +25,7 @@ def run() -> str:
         example_files,
         load_json,
     )
-    from gatebench.spec import read_spec
+    from gatebench.core.spec import read_spec
 
     files = corpus_files() + example_files()
     times: list[tuple[float, str, int]] = []

@@ -24,10 +24,10 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from gatebench.backends import BackendTls, StartedBackend, backend_stats, start_backend_process
-from gatebench.procs import Supervisor, free_port
-from gatebench.spec import load_spec
-from gatebench.tls import GatewayTls, make_run_certificates, write_tls_folder
+from gatebench.local.backends import BackendTls, StartedBackend, backend_stats, start_backend_process
+from gatebench.local.procs import Supervisor, free_port
+from gatebench.core.spec import load_spec
+from gatebench.core.tls import GatewayTls, make_run_certificates, write_tls_folder
 
 from ._machine import CpuWindow
 
@@ -117,9 +117,9 @@ def _status(url: str) -> int:
 def run() -> str:
     if shutil.which("h2load") is None:
         return "h2load is not installed (scripts/setup.d/apt-packages.txt: nghttp2-client)."
-    from gatebench.errors import UnsupportedFeature
-    from gatebench.provisioners import boot_gateway
-    from gatebench.renderers import RenderTarget, all_renderers
+    from gatebench.core.errors import UnsupportedFeature
+    from gatebench.local.provisioners import boot_gateway
+    from gatebench.core.renderers import RenderTarget, all_renderers
 
     api = load_spec(ROOT / "examples/auction/openapi.yaml").api
     assert api is not None
@@ -222,7 +222,7 @@ def _table(
     lines = [
         f"`h2load -D {SECONDS} -c {CLIENTS} -m 1` on `GET {PATH}` with a bearer token (HTTP/1.1 with `--h1`, HTTP/2 "
         f"by ALPN), {RUNS} interleaved rounds per variant, loopback, one worker per gateway; "
-        "TLS with the run's throwaway certificate and gatebench.tls's settings (TLS 1.3 "
+        "TLS with the run's throwaway certificate and gatebench.core.tls's settings (TLS 1.3 "
         "negotiated), HTTP/2 offered by every TLS variant; replicas are auction backends "
         "balanced round robin. Cost: the time per request (1/rate) against the same gateway's "
         "plain one-replica variant, from the medians; negative means faster. The baseline is "

@@ -14,9 +14,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from gatebench.report import build_report
-from gatebench.report._trust import agreement_rows
-from gatebench.runner import RunOptions, run_benchmark
+from gatebench.core.report import build_report
+from gatebench.core.report._trust import agreement_rows
+from gatebench.local.runner import RunOptions, run_benchmark
 
 from ._machine import CpuWindow
 from .bench_ground_truth import GATEWAYS, SPEC, items_plan, read_workload

@@ -1,5 +1,5 @@
 """Headroom: how fast each engine can drive the fastest target on this machine (nginx serving a
-small static file, one worker: gatebench.ceiling), in the same run, and the ratio.
+small static file, one worker: gatebench.local.ceiling), in the same run, and the ratio.
 
 Each round runs the same workload document (a warm-up, then closed-model phases with 1 and 50
 users) through the Gatling engine (one JVM) and the wrk engine (our Lua script), and then
@@ -18,14 +18,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from gatebench.ceiling import SERVER_LABEL, start_ceiling_server
-from gatebench.engines import EngineEvent, PhaseResult
-from gatebench.engines.cpu import CpuSampler
-from gatebench.engines.gatling import GatlingEngine
-from gatebench.engines.wrk import WrkEngine
-from gatebench.procs import Supervisor
-from gatebench.stats import phase_stats
-from gatebench.workload import build_schedule, render_workload
+from gatebench.local.ceiling import SERVER_LABEL, start_ceiling_server
+from gatebench.local.engines import EngineEvent, PhaseResult
+from gatebench.local.engines.cpu import CpuSampler
+from gatebench.local.engines.gatling import GatlingEngine
+from gatebench.local.engines.wrk import WrkEngine
+from gatebench.local.procs import Supervisor
+from gatebench.core.stats import phase_stats
+from gatebench.core.workload import build_schedule, render_workload
 
 from ._machine import CpuWindow
 from .bench_ground_truth import items_plan, read_workload
@@ -141,7 +141,7 @@ def run() -> str:
     )
     return "\n".join(
         [
-            f"Target: {SERVER_LABEL} (gatebench.ceiling). Each round: the same workload "
+            f"Target: {SERVER_LABEL} (gatebench.local.ceiling). Each round: the same workload "
             f"document (4 s warm-up at 50 users, then {SECONDS} s at 1 and at 50 concurrent "
             "users) through the Gatling engine (a fresh JVM; its JIT warms during the warm-up) "
             "and the wrk engine, then plain `wrk` (no script) for comparison; the order of the "

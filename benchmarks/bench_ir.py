@@ -138,7 +138,7 @@ def generate(operations: int = OPERATIONS) -> dict[str, Any]:
 _CHILD = """
 import sys, time, json
 t0 = time.perf_counter()
-from gatebench.spec import read_spec
+from gatebench.core.spec import read_spec
 r = read_spec(sys.argv[1], strict=sys.argv[2] == "strict")
 cold = time.perf_counter() - t0
 warm = []
@@ -198,7 +198,7 @@ def run() -> str:
                 )
     lines = [
         f"A generated OpenAPI 3.0 description with {OPERATIONS:,} operations (shared components, "
-        "`$ref`s, examples, prose), read by `gatebench.spec.read_spec`: bytes → YAML/JSON → "
+        "`$ref`s, examples, prose), read by `gatebench.core.spec.read_spec`: bytes → YAML/JSON → "
         "safety limits → `$ref` resolution → openapi-spec-validator conformance → IR. "
         "`strict` adds openapi-spec-validator's semantic walk (`gatebench validate --strict`). "
         "Cold = first call in a fresh process (imports and validator set-up included); "

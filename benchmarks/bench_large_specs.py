@@ -43,9 +43,9 @@ GATEBENCH = """
 import sys, time
 t = time.perf_counter()
 c = time.process_time()
-from gatebench.renderers import RenderTarget, gateway_names, get_renderer
-from gatebench.renderers._leave_out import render_leaving_out
-from gatebench.spec import read_spec
+from gatebench.core.renderers import RenderTarget, gateway_names, get_renderer
+from gatebench.core.renderers._leave_out import render_leaving_out
+from gatebench.core.spec import read_spec
 result = read_spec(sys.argv[1])
 assert result.api is not None, [p.format() for p in result.errors[:3]]
 routes = 0
@@ -185,6 +185,6 @@ def _verdict(missed: list[str]) -> str:
 
 
 def _gateways() -> int:
-    from gatebench.renderers import gateway_names
+    from gatebench.core.renderers import gateway_names
 
     return len(gateway_names())

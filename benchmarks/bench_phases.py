@@ -24,11 +24,11 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from gatebench.model import Measurement
-from gatebench.plan import build_plan
-from gatebench.runner import RunOptions, run_benchmark
-from gatebench.spec import read_spec
-from gatebench.trust import (
+from gatebench.core.model import Measurement
+from gatebench.core.plan import build_plan
+from gatebench.local.runner import RunOptions, run_benchmark
+from gatebench.core.spec import read_spec
+from gatebench.core.trust import (
     ENGINE_RESOLUTION_MS,
     TOO_SHORT_FLAG,
     coefficient_of_variation,

@@ -5,7 +5,7 @@ so that nothing is refused, a response cache), side by side in one run.
 Every variant of a gateway is booted at once (one process each, one worker) in front of the
 same auction backend; the runs are interleaved (bare, JWT, limit, cache, bare, ...) so that
 what else the machine does weighs on every variant alike. wrk loads each with a signed bearer
-token (gatebench.tokens, a key made for the run) for a few seconds; the table gives the median
+token (gatebench.core.tokens, a key made for the run) for a few seconds; the table gives the median
 of the runs and the overhead of each policy against the bare proxy.
 """
 
@@ -18,11 +18,11 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from gatebench.backends import start_backend
-from gatebench.policies import Cache, JwtAuth, Policies, PolicySet, RateLimit
-from gatebench.procs import Supervisor, free_port
-from gatebench.spec import load_spec
-from gatebench.tokens import TokenSigner, generate_private_key, public_pem
+from gatebench.local.backends import start_backend
+from gatebench.core.policies import Cache, JwtAuth, Policies, PolicySet, RateLimit
+from gatebench.local.procs import Supervisor, free_port
+from gatebench.core.spec import load_spec
+from gatebench.core.tokens import TokenSigner, generate_private_key, public_pem
 
 from ._machine import CpuWindow
 
@@ -88,8 +88,8 @@ def _wrk(url: str, token: str) -> float:
 def run() -> str:
     if shutil.which("wrk") is None:
         return "wrk is not installed (scripts/setup.d/apt-packages.txt installs it)."
-    from gatebench.provisioners import boot_gateway
-    from gatebench.renderers import RenderTarget, all_renderers, get_renderer
+    from gatebench.local.provisioners import boot_gateway
+    from gatebench.core.renderers import RenderTarget, all_renderers, get_renderer
 
     api = load_spec(ROOT / "examples/auction/openapi.yaml").api
     assert api is not None

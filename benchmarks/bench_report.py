@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from gatebench.report import build_report, render
+from gatebench.core.report import build_report, render
 from gatebench.store import SqliteStore
 
 from ._machine import CpuWindow

@@ -15,13 +15,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from gatebench.aggregate import RunSummary
-from gatebench.metrics import UNITS
-from gatebench.plan import load_plan
-from gatebench.report import build_report
-from gatebench.runner import RunOptions, run_benchmark
-from gatebench.spec import read_spec
-from gatebench.trust import reproducibility
+from gatebench.core.aggregate import RunSummary
+from gatebench.core.metrics import UNITS
+from gatebench.core.plan import load_plan
+from gatebench.core.report import build_report
+from gatebench.local.runner import RunOptions, run_benchmark
+from gatebench.core.spec import read_spec
+from gatebench.core.trust import reproducibility
 
 from ._machine import CpuWindow
 

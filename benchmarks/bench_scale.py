@@ -3,7 +3,7 @@
 change of 100 routes plus a new upstream applied while a constant-rate load runs.
 
 Uses the measurements the scale and change-under-load runs are made of
-(``gatebench.liveruns``) with Gatling's constant-rate load. ``GATEBENCH_BENCH_SCALE_SIZES``
+(``gatebench.local.liveruns``) with Gatling's constant-rate load. ``GATEBENCH_BENCH_SCALE_SIZES``
 (``10,100``) and ``GATEBENCH_BENCH_SCALE_GATEWAYS`` (``nginx,haproxy``) shorten it.
 """
 
@@ -15,15 +15,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from gatebench.backends import start_backend
-from gatebench.engines.constant_rate import GatlingRateLoad
-from gatebench.errors import GatebenchError
-from gatebench.liveruns import LoadSettings, measure_change, measure_size
-from gatebench.procs import Supervisor
-from gatebench.renderers import all_renderers
-from gatebench.routescale import DEFAULT_SIZES, parse_sizes
-from gatebench.scalemetrics import ChangeOutcome, ScalePoint
-from gatebench.spec import load_spec
+from gatebench.local.backends import start_backend
+from gatebench.local.engines.constant_rate import GatlingRateLoad
+from gatebench.core.errors import GatebenchError
+from gatebench.local.liveruns import LoadSettings, measure_change, measure_size
+from gatebench.local.procs import Supervisor
+from gatebench.core.renderers import all_renderers
+from gatebench.core.routescale import DEFAULT_SIZES, parse_sizes
+from gatebench.kinds.scale.metrics import ChangeOutcome, ScalePoint
+from gatebench.core.spec import load_spec
 
 from ._machine import CpuWindow
 

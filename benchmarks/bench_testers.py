@@ -1,5 +1,5 @@
 """Several testers: the local ceiling with 1 and 2 Gatling testers (each in a network namespace
-of its own, gatebench._fanout) against nginx serving a static file, and an estimate of the
+of its own, gatebench.local._fanout) against nginx serving a static file, and an estimate of the
 cloud ceiling per tester count and machine type derived from it.
 
 On 2 cores two JVMs share the cores the server also needs, so the local figure cannot scale;
@@ -16,13 +16,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from gatebench._fanout import run_testers
-from gatebench._netns import namespaces_problem
-from gatebench.ceiling import SERVER_LABEL, start_ceiling_server
-from gatebench.procs import Supervisor
-from gatebench.stats import phase_stats
-from gatebench.testers import MergedPhase
-from gatebench.workload import build_schedule, render_workload
+from gatebench.local._fanout import run_testers
+from gatebench.local._netns import namespaces_problem
+from gatebench.local.ceiling import SERVER_LABEL, start_ceiling_server
+from gatebench.local.procs import Supervisor
+from gatebench.core.stats import phase_stats
+from gatebench.core.testers import MergedPhase
+from gatebench.core.workload import build_schedule, render_workload
 
 from ._machine import CpuWindow
 from .bench_ground_truth import items_plan, read_workload
@@ -135,11 +135,11 @@ def run() -> str:
     ]
     return "\n".join(
         [
-            f"Target: {SERVER_LABEL} (gatebench.ceiling). Each round runs the same document "
+            f"Target: {SERVER_LABEL} (gatebench.local.ceiling). Each round runs the same document "
             f"(4 s warm-up at {USERS} users, then {SECONDS} s at {USERS} concurrent users) "
             "with 1 and with 2 Gatling testers (`gatebench run --testers N`: each a JVM in a "
             "network namespace of its own, reaching nginx over veth and NAT; the phase split "
-            "by the rule in gatebench.testers, the logs merged); the order alternates. "
+            "by the rule in gatebench.core.testers, the logs merged); the order alternates. "
             "Requests: each tester's count; skew: the spread of the testers' first requests. "
             "CPU: share of the machine (2 cores = 100 %); testers' CPU is their sum; others: "
             "processes that are not part of the benchmark (the machine is shared).",

@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from gatebench.report import score_run
+from gatebench.core.report import score_run
 from gatebench.store import SqliteStore
 from gatebench.web import build_server, default_frontend_dir
 

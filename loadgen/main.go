@@ -1,7 +1,7 @@
 // Command gatebench-loadgen offers a constant arrival rate, open model, and measures every
 // request's latency from the moment the schedule meant it to start.
 //
-// It runs the constant_rate phases of a gatebench workload document (gatebench.workload)
+// It runs the constant_rate phases of a gatebench workload document (gatebench.core.workload)
 // one after the other, the next phase's arrivals continuing the schedule where the previous
 // one's ended. Arrival k of n in a phase of duration d is due at k × d / n after the phase's
 // start; it is sent when due whether or not earlier requests have been answered (an open
@@ -22,7 +22,7 @@
 // no ephemeral port, no file descriptor) is dropped: the probe says the tester, not the target,
 // ran out.
 //
-// Output (-out FILE, tab-separated lines, read by gatebench.loadlog):
+// Output (-out FILE, tab-separated lines, read by gatebench.core.loadlog):
 //
 //	gatebench-loadgen/1  START_EPOCH_US  GOMAXPROCS
 //	M  ID  MESSAGE                                    a KO or drop reason, first use

@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from gatebench.errors import Problem
-from gatebench.ir import HTTP_METHODS, Api, Operation, Parameter
-from gatebench.renderers import Renderer, Route, routes_for
+from gatebench.core.errors import Problem
+from gatebench.core.ir import HTTP_METHODS, Api, Operation, Parameter
+from gatebench.core.renderers import Renderer, Route, routes_for
 
 LARGE_BODY_BYTES = 16 * 1024 * 1024
 REPLAY_HOST = "replay.gatebench.test"

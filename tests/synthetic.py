@@ -12,7 +12,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from gatebench.model import Measurement, RunRecord, RunStatus
+from gatebench.core.model import Measurement, RunRecord, RunStatus
 
 
 def synthetic_run(

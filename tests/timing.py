@@ -8,7 +8,7 @@ measured; the figure alone cannot tell which. What the machine did meanwhile can
 measures it anyway:
 
 - the CPU other processes used during each measured phase (``Measurement.other_cpu_pct``, from
-  /proc/stat by ``gatebench.engines.cpu``; above ``gatebench.measure.NOISY_OTHERS_PCT`` the
+  /proc/stat by ``gatebench.local.engines.cpu``; above ``gatebench.core.measure.NOISY_OTHERS_PCT`` the
   product itself flags the phase ``noisy``), or around a test's own requests
   (:func:`others_cpu_during`);
 - the mock backend's own lateness (``GET /__gatebench__/stats``: how late after its deadline it
@@ -50,9 +50,9 @@ from typing import Generic, Literal, TypeVar
 
 import pytest
 
-from gatebench.engines.cpu import CpuSampler
-from gatebench.measure import NOISY_OTHERS_PCT
-from gatebench.procs import Supervisor
+from gatebench.local.engines.cpu import CpuSampler
+from gatebench.core.measure import NOISY_OTHERS_PCT
+from gatebench.local.procs import Supervisor
 
 T = TypeVar("T")
 

@@ -1,5 +1,5 @@
 // Charts drawn in the browser from the server's chart views (gatebench.web._views), with
-// the same layout as the HTML report's inline SVG (src/gatebench/report/_svg.py):
+// the same layout as the HTML report's inline SVG (src/gatebench/core/report/_svg.py):
 // horizontal bars in groups (a group per workload, a bar per target), an optional 95 %
 // confidence whisker, the baseline striped, every number printed beside its bar, and a
 // title and description for screen readers. Nothing depends on colour alone.
@@ -162,7 +162,7 @@ export function drawChart(chart, idPrefix = "") {
 }
 
 // -- latency against offered rate (capacity runs) ----------------------------------------
-// The same chart as the capacity report's (src/gatebench/report/_svg.py, curve_chart): p99
+// The same chart as the capacity report's (src/gatebench/core/report/_svg.py, curve_chart): p99
 // (dots, solid line) and p50 (squares, dashed line) against the offered rate, the latency axis
 // logarithmic, each target's knee a vertical line named in the legend, the objective a red line.
 

@@ -143,7 +143,7 @@ resource "google_compute_instance" "gateway" {
 }
 
 # Tester 0 keeps the single tester's name; every tester runs its share of every phase
-# (gatebench.testers), they start together (cloud/_tester.py: load-request.json start_at) and
+# (gatebench.core.testers), they start together (cloud/_tester.py: load-request.json start_at) and
 # meet before every phase at tester 0's phase barrier: only tester 0 opens its port
 # (`listen`; the network's tester → tester rule lets the others reach it).
 resource "google_compute_instance" "tester" {

@@ -87,7 +87,7 @@ variable "project" {
 }
 
 variable "run_id" {
-  description = "The run these VMs serve (gatebench.model.run_id_for_object)."
+  description = "The run these VMs serve (gatebench.core.model.run_id_for_object)."
   type        = string
   validation {
     condition     = can(regex("^r-[0-9a-f]{20}$", var.run_id))
@@ -137,7 +137,7 @@ variable "tags" {
 }
 
 variable "tester" {
-  description = "The tester VMs: machine type, boot disk size (disk_gb: the plan's raw log bound, twice, over the system; gatebench.cost.tester_disk_gib), the runner image's arguments (`cloud tester ...`), how many share every phase (count, 1-16; tester T gets `--tester T --testers count`), the ports tester 0 listens on (listen: its phase barrier, with several testers) and the capabilities their containers get beyond Docker's (NET_RAW: a TLS plan's handshakes counted from the packets). Null: no tester (an empty fleet, for teardown)."
+  description = "The tester VMs: machine type, boot disk size (disk_gb: the plan's raw log bound, twice, over the system; gatebench.core.cost.tester_disk_gib), the runner image's arguments (`cloud tester ...`), how many share every phase (count, 1-16; tester T gets `--tester T --testers count`), the ports tester 0 listens on (listen: its phase barrier, with several testers) and the capabilities their containers get beyond Docker's (NET_RAW: a TLS plan's handshakes counted from the packets). Null: no tester (an empty fleet, for teardown)."
   type = object({
     machine_type = string
     disk_gb      = optional(number, 10)

@@ -2,7 +2,7 @@
 # Node tools the tests use, from tools/node/package-lock.json (exact versions):
 # @firestore-emulator/server (the Firestore leg of the store contract) and playwright-core
 # (drives Debian's Chromium for the browser tests; it never downloads a browser) and drafter.js
-# (Apiary's API Blueprint parser, run by gatebench.spec._apib).
+# (Apiary's API Blueprint parser, run by gatebench.core.spec._apib).
 # Installed into tools/node/node_modules (gitignored); npm's cache lives in .cache/npm.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .errors import (
+from gatebench.core.errors import (
     GatebenchError,
     PlanError,
     Problem,
@@ -15,9 +15,9 @@ from .errors import (
     UnsupportedFeature,
     UnsupportedHere,
 )
-from .ir import Api, Operation
-from .plan import Plan, build_plan, load_plan
-from .spec import SpecResult, load_spec, read_spec
+from gatebench.core.ir import Api, Operation
+from gatebench.core.plan import Plan, build_plan, load_plan
+from gatebench.core.spec import SpecResult, load_spec, read_spec
 
 __version__ = "0.1.0"
 

@@ -8,7 +8,7 @@ process tree as psutil reads it is written in cgroup v2's file formats: ``cpu.st
 summed), ``memory.stat`` ``inactive_file`` 0 and ``memory.peak`` (the highest current written).
 It proves the wiring (startup script → meter → runs bucket under the gateway's grant →
 ingest → measurements), not the kernel's accounting: a real cgroup keeps the CPU of exited
-processes and counts a shared page once (gatebench.resources).
+processes and counts a shared page once (gatebench.core.resources).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A STAND-IN for a gateway VM's Docker daemon: the Docker Engine API's few calls the live agent
-makes (``gatebench.provisioners._docker``), served on a Unix socket, acting on the local VM's
+makes (``gatebench.vm._docker``), served on a Unix socket, acting on the local VM's
 gateway, which runs as a native process (its official image cannot be pulled here).
 
 Container-Optimized OS's daemon serves ``/var/run/docker.sock``; the gateway VM's startup script
@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from gatebench.procs import ManagedProcess
+from gatebench.local.procs import ManagedProcess
 
 
 @dataclass

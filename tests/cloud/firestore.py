@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gatebench.procs import ManagedProcess, Supervisor, free_port
+from gatebench.local.procs import ManagedProcess, Supervisor, free_port
 
 from .workflows_interpreter import WorkflowError, error
 

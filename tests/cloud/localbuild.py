@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gatebench.procs import ManagedProcess
+from gatebench.local.procs import ManagedProcess
 
 from .image import remove_container, run_argv
 from .workflows_interpreter import UnsupportedConstruct, WorkflowError, error

@@ -70,9 +70,9 @@ from urllib.parse import urlsplit
 from gatebench.cloud import Storage
 from gatebench.cloud._layout import Layout
 from gatebench.cloud._secrets import EMULATOR_ENV
-from gatebench.errors import GatebenchError, RunError
-from gatebench.procs import ManagedProcess, Supervisor
-from gatebench.renderers import get_renderer
+from gatebench.core.errors import GatebenchError, RunError
+from gatebench.local.procs import ManagedProcess, Supervisor
+from gatebench.core.renderers import get_renderer
 
 from .cgroups import CgroupStandIn
 from .dockerd import StandInContainer, StandInDocker
@@ -142,7 +142,7 @@ class LocalVms:
     started: list[str] = field(default_factory=list)
     """Every container started, across runs (names)."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    # Processes die with the thread that started them (PR_SET_PDEATHSIG, gatebench.procs),
+    # Processes die with the thread that started them (PR_SET_PDEATHSIG, gatebench.local.procs),
     # and build steps run in short-lived threads: VMs are started from this lasting one.
     _host: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(1, "local-vms"))
 

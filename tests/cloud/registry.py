@@ -15,7 +15,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from gatebench.procs import Supervisor, free_port, wait_ready
+from gatebench.local.procs import Supervisor, free_port, wait_ready
 
 from .image import podman
 

@@ -1,4 +1,4 @@
-"""Real local stand-ins for Google Cloud, started as processes (gatebench.procs, stopped by
+"""Real local stand-ins for Google Cloud, started as processes (gatebench.local.procs, stopped by
 PID): the Cloud Storage emulators (PyPI gcp-storage-emulator; Go fake-gcs-server, which keeps
 a signed PUT's metadata), the Firestore emulator (npm
 @firestore-emulator/server, from tools/node), and Cloud Functions served by
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gatebench.procs import Supervisor, free_port, wait_ready
+from gatebench.local.procs import Supervisor, free_port, wait_ready
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

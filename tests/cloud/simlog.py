@@ -1,5 +1,5 @@
 """A Gatling 3.15 binary simulation.log, written byte by byte in the layout
-gatebench.simlog reads (FACTS.md: big-endian, cached strings): for tests that need a
+gatebench.core.simlog reads (FACTS.md: big-endian, cached strings): for tests that need a
 raw log without running Gatling."""
 
 from __future__ import annotations

@@ -197,7 +197,7 @@ class RoutedHttp:
 class BigQueryLoads:
     """The one stand-in for BigQuery (no emulator exists): ``jobs.insert`` load jobs read
     their newline-delimited JSON from the emulated bucket and every row is checked against
-    the table's schema (src/gatebench/report/bigquery_schema.json: names, required fields,
+    the table's schema (src/gatebench/core/report/bigquery_schema.json: names, required fields,
     types), then recorded. A job id seen before answers 409, as BigQuery does."""
 
     storage: Any

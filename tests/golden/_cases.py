@@ -10,10 +10,10 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from gatebench.errors import UnsupportedFeature
-from gatebench.ir import Api
-from gatebench.renderers import Renderer, RenderTarget
-from gatebench.spec import load_spec
+from gatebench.core.errors import UnsupportedFeature
+from gatebench.core.ir import Api
+from gatebench.core.renderers import Renderer, RenderTarget
+from gatebench.core.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden"

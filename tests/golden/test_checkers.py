@@ -15,9 +15,9 @@ import pytest
 from _cases import CASES, ERRORS_FILE, GOLDEN, LARGE, case_api, golden_target, render_case
 from booted import skip_unless_installed
 
-from gatebench.provisioners import check_config, write_files
-from gatebench.renderers import RenderTarget, all_renderers
-from gatebench.renderers._leave_out import render_leaving_out
+from gatebench.local.provisioners import check_config, write_files
+from gatebench.core.renderers import RenderTarget, all_renderers
+from gatebench.core.renderers._leave_out import render_leaving_out
 
 pytestmark = pytest.mark.integration
 
@@ -27,7 +27,7 @@ PAIRS = [(g, c) for g in CHECKED for c in sorted(CASES)]
 
 @pytest.mark.parametrize(("gateway", "case"), PAIRS, ids=[f"{g}-{c}" for g, c in PAIRS])
 def test_golden_passes_the_gateway_checker(gateway: str, case: str, tmp_path: Path) -> None:
-    from gatebench.renderers import get_renderer
+    from gatebench.core.renderers import get_renderer
 
     skip_unless_installed(gateway)
     renderer = get_renderer(gateway)
@@ -62,7 +62,7 @@ LARGE_PAIRS = [(g, c) for g in CHECKED for c in sorted(LARGE)]
 def test_large_specs_pass_the_gateway_checker(gateway: str, case: str, tmp_path: Path) -> None:
     """Hundreds of operations, odd characters, three input formats: the checker accepts (the
     routes a gateway cannot express left out, as a run leaves them out)."""
-    from gatebench.renderers import get_renderer
+    from gatebench.core.renderers import get_renderer
 
     skip_unless_installed(gateway)
     renderer = get_renderer(gateway)

@@ -27,7 +27,7 @@ from _cases import ALL_SPECS, ERRORS_FILE, case_api, golden_target, render_case
 from krakend_schema import krakend_validator
 from openapi_spec_validator import validate
 
-from gatebench.renderers import get_renderer
+from gatebench.core.renderers import get_renderer
 from replay import replay_matrix
 
 Router = Callable[[str, str], bool]

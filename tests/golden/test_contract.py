@@ -1,4 +1,4 @@
-"""The renderer contract, checked for every registry entry (see ``gatebench.renderers``).
+"""The renderer contract, checked for every registry entry (see ``gatebench.core.renderers``).
 
 Each failure says what to add, so a new gateway is one module, one registry line, one golden
 folder with its README, and one section in docs/gateways.md.
@@ -14,9 +14,9 @@ from pathlib import Path, PurePosixPath
 import pytest
 from _cases import CASES, ERRORS_FILE, GOLDEN, ROOT, golden_target, render_case
 
-from gatebench import renderers
-from gatebench.errors import RenderError
-from gatebench.renderers import (
+from gatebench.core import renderers
+from gatebench.core.errors import RenderError
+from gatebench.core.renderers import (
     RENDERERS,
     Renderer,
     UnknownGateway,
@@ -59,11 +59,11 @@ def test_metadata(name: str) -> None:
     cls = type(renderer)
     assert re.fullmatch(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*", name), f"bad gateway name {name!r}"
     module = name.replace("-", "_")
-    assert cls.__module__ == f"gatebench.renderers.{module}", (
-        f"renderer {name!r} must live in src/gatebench/renderers/{module}.py"
+    assert cls.__module__ == f"gatebench.core.renderers.{module}", (
+        f"renderer {name!r} must live in src/gatebench/core/renderers/{module}.py"
     )
     assert importlib.import_module(cls.__module__).__doc__, (
-        f"src/gatebench/renderers/{module}.py needs a module docstring with its mapping rules"
+        f"src/gatebench/core/renderers/{module}.py needs a module docstring with its mapping rules"
     )
     assert renderer.description and "\n" not in renderer.description
     assert renderer.gateway_version, f"renderer {name!r}: set gateway_version"
@@ -138,11 +138,11 @@ def test_every_gateway_module_is_registered_once() -> None:
     modules = sorted(p.stem for p in package.glob("*.py") if not p.name.startswith("_"))
     registered = sorted(cls.__module__.rsplit(".", 1)[1] for cls in RENDERERS)
     assert modules == registered, (
-        "every src/gatebench/renderers/<gateway>.py needs one line in RENDERERS "
+        "every src/gatebench/core/renderers/<gateway>.py needs one line in RENDERERS "
         f"(_registry.py): modules {modules}, registered {registered}"
     )
     for name in modules:
-        module = importlib.import_module(f"gatebench.renderers.{name}")
+        module = importlib.import_module(f"gatebench.core.renderers.{name}")
         defined = [
             obj
             for obj in vars(module).values()

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from _cases import ERRORS_FILE, GOLDEN, case_api, golden_target
 
-from gatebench.errors import UnsupportedFeature
-from gatebench.renderers import RenderTarget, all_renderers, deployment_matrix, get_renderer
-from gatebench.renderers._deployment import FEATURE_POINTERS, FEATURES
-from gatebench.tls import GatewayTls
+from gatebench.core.errors import UnsupportedFeature
+from gatebench.core.renderers import RenderTarget, all_renderers, deployment_matrix, get_renderer
+from gatebench.core.renderers._deployment import FEATURE_POINTERS, FEATURES
+from gatebench.core.tls import GatewayTls
 from paths import ROOT
 
 TLS_FOLDER = "/srv/gatebench/tls"
@@ -194,7 +194,7 @@ def test_the_support_matrix_in_the_docs_is_the_renderers_own() -> None:
     docs = (ROOT / "docs" / "gateways.md").read_text(encoding="utf-8")
     assert deployment_matrix() in docs, (
         "docs/gateways.md's deployment matrix is stale; paste "
-        "gatebench.renderers.deployment_matrix() into it"
+        "gatebench.core.renderers.deployment_matrix() into it"
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from _cases import CASES, GOLDEN, render_case
 
-from gatebench.renderers import all_renderers, get_renderer
+from gatebench.core.renderers import all_renderers, get_renderer
 
 PAIRS = [(r.name, case) for r in all_renderers() for case in sorted(CASES)]
 

@@ -19,11 +19,11 @@ from functools import cache
 import pytest
 from _cases import ERRORS_FILE, GOLDEN, golden_target
 
-from gatebench.api_keys import with_api_keys
-from gatebench.errors import UnsupportedFeature
-from gatebench.plan import Plan, load_plan
-from gatebench.renderers import all_renderers, get_renderer, render_with_policies
-from gatebench.spec import load_spec
+from gatebench.core.api_keys import with_api_keys
+from gatebench.core.errors import UnsupportedFeature
+from gatebench.core.plan import Plan, load_plan
+from gatebench.core.renderers import all_renderers, get_renderer, render_with_policies
+from gatebench.core.spec import load_spec
 from paths import ROOT
 
 CASES = {
@@ -86,7 +86,7 @@ def test_declared_support_renders_and_the_rest_is_refused(gateway: str, case: st
     """A gateway declaring every feature the case needs renders it; the others are refused
     with the reason, never rendered bare."""
     _, plan = _plan(case)
-    from gatebench.policies import missing_features
+    from gatebench.core.policies import missing_features
 
     files = render_policy_case(gateway, case)
     missing = missing_features(get_renderer(gateway).supported_policies, plan.policies)

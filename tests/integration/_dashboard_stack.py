@@ -17,7 +17,7 @@ from cloud.firestore import start_firestore_emulator
 from cloud.servers import gcs_env, start_fake_gcs, start_function, storage_client, unpack_bundle
 from cloud.settings import deployment
 from cloud.signing import write_key_file
-from gatebench.procs import Supervisor
+from gatebench.local.procs import Supervisor
 
 UPLOADS = "gb-dash-uploads"
 RUNS = "gb-dash-runs"

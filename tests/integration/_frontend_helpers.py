@@ -20,7 +20,7 @@ from typing import Any, Protocol, TypeVar
 import psutil
 import pytest
 
-from gatebench.procs import processes_below
+from gatebench.local.procs import processes_below
 from paths import ARTIFACTS, ROOT
 
 T = TypeVar("T")
@@ -200,7 +200,7 @@ def assert_screenshot(path: str) -> None:
 
 def seed_two_runs(location: str, run_a: str, run_b: str) -> None:
     """Two synthetic runs (five repetitions each), scored, in the store at ``location``."""
-    from gatebench.report import score_run
+    from gatebench.core.report import score_run
     from gatebench.store import open_store
     from synthetic import synthetic_run
 
@@ -220,9 +220,9 @@ def seed_capacity_run(location: str, run_id: str) -> tuple[Any, tuple[str, ...]]
     from dataclasses import replace
 
     from capacity_sim import SimulatedTarget
-    from gatebench.capacity import Campaign, capacity_result, search
-    from gatebench.model import RunRecord, RunStatus
-    from gatebench.plan import Capacity
+    from gatebench.kinds.capacity import Campaign, capacity_result, search
+    from gatebench.core.model import RunRecord, RunStatus
+    from gatebench.core.plan import Capacity
     from gatebench.store import open_store
 
     settings = replace(Capacity(), repetitions=3)

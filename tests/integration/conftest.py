@@ -1,6 +1,6 @@
 """Fixtures for tests against real processes; other integration tests may reuse them.
 
-- ``supervisor``: one session-wide :class:`gatebench.procs.Supervisor`; everything started
+- ``supervisor``: one session-wide :class:`gatebench.local.procs.Supervisor`; everything started
   through it is stopped (by PID) when the session ends, even on failure or Ctrl-C.
 - ``echo_backend``: the Go backend in ``echo`` mode, started once per session; returns its
   port. It answers with what it received (method, raw path, raw query, headers, body digest).
@@ -24,13 +24,13 @@ from functools import cache
 import pytest
 
 from booted import BootedGateway
-from gatebench.backends import start_backend
-from gatebench.ir import Api
-from gatebench.procs import Supervisor, free_port
-from gatebench.provisioners import boot_gateway
-from gatebench.renderers import RenderTarget, get_renderer
-from gatebench.renderers._jvm import JVM_OPTIONS_ENV
-from gatebench.spec import load_spec
+from gatebench.local.backends import start_backend
+from gatebench.core.ir import Api
+from gatebench.local.procs import Supervisor, free_port
+from gatebench.local.provisioners import boot_gateway
+from gatebench.core.renderers import RenderTarget, get_renderer
+from gatebench.core.renderers._jvm import JVM_OPTIONS_ENV
+from gatebench.core.spec import load_spec
 from paths import DATA, EXAMPLES, ROOT  # noqa: F401
 
 REPLAY_CASES: dict[str, str] = {

@@ -1,7 +1,7 @@
 """The npm Firestore emulator (@firestore-emulator/server), started and stopped by the tests.
 
 ``tools/node/firestore-emulator.cjs`` binds 127.0.0.1 on a port the kernel picks and
-prints it; this module starts it with gatebench.procs (its own process group, stopped by
+prints it; this module starts it with gatebench.local.procs (its own process group, stopped by
 PID) and waits for that line. ``scripts/setup.d/50-node.sh`` installs it (``make test``).
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from gatebench.procs import ManagedProcess, start_process
+from gatebench.local.procs import ManagedProcess, start_process
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_TOOLS = ROOT / "tools" / "node"

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from gatebench.backends import start_backend
-from gatebench.procs import Supervisor
+from gatebench.local.backends import start_backend
+from gatebench.local.procs import Supervisor
 
 AUTH = {"Authorization": "Bearer any-token"}
 
@@ -192,7 +192,7 @@ def test_mock_workers_serve_at_most_their_number_at_once(tmp_path: Path) -> None
 
 def test_mock_refuses_workers_without_a_latency(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text(json.dumps({"latency_ms": 0, "workers": 3, "routes": []}))
-    from gatebench.errors import RunError
+    from gatebench.core.errors import RunError
 
     with (
         Supervisor() as sup,
@@ -207,7 +207,7 @@ def test_mock_refuses_a_bad_routes_file(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text(
         json.dumps({"routes": [{"method": "GET", "path": "x", "status": 200}]})
     )
-    from gatebench.errors import RunError
+    from gatebench.core.errors import RunError
 
     with (
         Supervisor() as sup,

@@ -28,12 +28,12 @@ from typing import Any
 import pytest
 from _engine_helpers import TOKEN_ENV, items
 
-from gatebench.backends import start_plan_backend
-from gatebench.capacity import ProbeRequest, SearchResult, late_threshold_ms, search
-from gatebench.engines.loadgen import LoadgenEngine
-from gatebench.plan import Capacity
-from gatebench.probing import Prober
-from gatebench.procs import Supervisor
+from gatebench.local.backends import start_plan_backend
+from gatebench.kinds.capacity import ProbeRequest, SearchResult, late_threshold_ms, search
+from gatebench.local.engines.loadgen import LoadgenEngine
+from gatebench.core.plan import Capacity
+from gatebench.local.probing import Prober
+from gatebench.local.procs import Supervisor
 
 pytestmark = pytest.mark.timing_band
 

@@ -1,5 +1,5 @@
 """A capacity probe split over several load generators, each in a network namespace of its own
-(gatebench._netns), against the real mock backend: the rate is split by the rule every phase is
+(gatebench.local._netns), against the real mock backend: the rate is split by the rule every phase is
 split by, the testers start together, and the records merge exactly (every request counted,
 percentiles over all of them, the schedules summed). Nothing of the namespaces is left behind.
 
@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 from _engine_helpers import ITEMS, TOKEN_ENV, items
 
-from gatebench._netns import LoadHostNetwork, leftovers, namespaces_problem
-from gatebench.backends import start_plan_backend
-from gatebench.capacity import ProbeRequest, late_threshold_ms
-from gatebench.loadlog import read_loadlog
-from gatebench.probing import Prober
-from gatebench.procs import Supervisor
-from gatebench.testers import split_counts
+from gatebench.local._netns import LoadHostNetwork, leftovers, namespaces_problem
+from gatebench.local.backends import start_plan_backend
+from gatebench.kinds.capacity import ProbeRequest, late_threshold_ms
+from gatebench.core.loadlog import read_loadlog
+from gatebench.local.probing import Prober
+from gatebench.local.procs import Supervisor
+from gatebench.core.testers import split_counts
 
 pytestmark = pytest.mark.skipif(namespaces_problem() is not None, reason=str(namespaces_problem()))
 

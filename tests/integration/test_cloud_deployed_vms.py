@@ -1,10 +1,10 @@
 """What the cloud path's VMs watch for a plan's deployment, with real processes:
 
-- the backend VM's replicas and the fault's control (gatebench.provisioners._vm_backend),
-  driven as tester 0 drives them (gatebench.provisioners._vm_deployed.RemoteFault): real Go
+- the backend VM's replicas and the fault's control (gatebench.vm._backend),
+  driven as tester 0 drives them (gatebench.vm._deployed.RemoteFault): real Go
   backend processes, a real control server over HTTP, and the packet observer counting the
   connection attempts to the killed replica;
-- a tester's handshakes (gatebench.provisioners._vm_deployed.TesterWatch): real TLS
+- a tester's handshakes (gatebench.vm._deployed.TesterWatch): real TLS
   connections to the Go backend's TLS listener, new and resumed, counted per phase.
 
 Both observers watch what arrives for this host on any interface (``interface=None``), here
@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from gatebench.procs import Supervisor, free_port, http_probe
-from gatebench.provisioners._vm_backend import Replicas, _control_server
-from gatebench.provisioners._vm_deployed import RemoteFault
+from gatebench.local.procs import Supervisor, free_port, http_probe
+from gatebench.vm._backend import Replicas, _control_server
+from gatebench.vm._deployed import RemoteFault
 
 pytestmark = pytest.mark.integration
 
@@ -103,11 +103,11 @@ def test_a_replica_that_dies_on_its_own_ends_the_backend(replicas: Replicas) -> 
 def test_a_tester_counts_each_phases_new_and_resumed_handshakes(tmp_path: Path) -> None:
     import ssl
 
-    from gatebench.backends import BackendTls, start_backend_process
-    from gatebench.measure import PhaseResult
-    from gatebench.provisioners._vm_deployed import TesterWatch
-    from gatebench.stats import PhaseSample
-    from gatebench.tls import CA_CERT, make_run_certificates, write_tls_folder
+    from gatebench.local.backends import BackendTls, start_backend_process
+    from gatebench.core.measure import PhaseResult
+    from gatebench.vm._deployed import TesterWatch
+    from gatebench.core.stats import PhaseSample
+    from gatebench.core.tls import CA_CERT, make_run_certificates, write_tls_folder
 
     folder = write_tls_folder(make_run_certificates(), tmp_path)
     with Supervisor() as supervisor:

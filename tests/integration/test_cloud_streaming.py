@@ -18,11 +18,11 @@ from cloud.servers import start_gcs_emulator, storage_client
 from cloud.simlog import SimLogWriter
 from gatebench.cloud import _storage
 from gatebench.cloud._ingest import ingest_object
-from gatebench.measure import ingest_simlog
-from gatebench.model import Measurement
-from gatebench.plan import Injection
-from gatebench.procs import Supervisor
-from gatebench.workload import FORMAT, injection_json
+from gatebench.core.measure import ingest_simlog
+from gatebench.core.model import Measurement
+from gatebench.core.plan import Injection
+from gatebench.local.procs import Supervisor
+from gatebench.core.workload import FORMAT, injection_json
 
 pytestmark = pytest.mark.integration
 

@@ -17,11 +17,11 @@ import pytest
 
 from cloud.secretgate import SecretManagerStandIn
 from gatebench.cloud._secrets import EMULATOR_ENV
-from gatebench.plan import build_plan
-from gatebench.provisioners._vm_roles import _load_signed
-from gatebench.spec import load_spec
-from gatebench.tokens import SIGNED_TOKENS_FILE_ENV, generate_private_key, public_pem
-from gatebench.workload import compile_load
+from gatebench.core.plan import build_plan
+from gatebench.vm._roles import _load_signed
+from gatebench.core.spec import load_spec
+from gatebench.core.tokens import SIGNED_TOKENS_FILE_ENV, generate_private_key, public_pem
+from gatebench.core.workload import compile_load
 
 pytestmark = pytest.mark.integration
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gatebench.errors import RunError
-from gatebench.procs import Supervisor, free_port
-from gatebench.provisioners._boot import start_companions
-from gatebench.renderers import RenderTarget, get_renderer
+from gatebench.core.errors import RunError
+from gatebench.local.procs import Supervisor, free_port
+from gatebench.local.provisioners._boot import start_companions
+from gatebench.core.renderers import RenderTarget, get_renderer
 
 
 def _ping(port: int) -> bytes:

@@ -17,7 +17,7 @@ from corpus import (
     example_files,
     load_json,
 )
-from gatebench.spec import read_spec
+from gatebench.core.spec import read_spec
 
 SAMPLE = corpus_files()[::4]
 

@@ -36,7 +36,7 @@ from _frontend_helpers import PETSTORE, seed_two_runs, start_serve
 
 from cloud.servers import Endpoint
 from cloud.signing import EMAIL, verify_v4
-from gatebench.model import run_id_for_object
+from gatebench.core.model import run_id_for_object
 
 SITE = "https://site.example"
 RUN_A, RUN_B = "20260101-120000-dash-a", "20260102-120000-dash-b"

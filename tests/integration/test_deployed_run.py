@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from gatebench.plan import build_plan
-from gatebench.report import build_report, render_markdown
-from gatebench.runner import RunOptions, run_benchmark
-from gatebench.spec import read_spec
+from gatebench.core.plan import build_plan
+from gatebench.core.report import build_report, render_markdown
+from gatebench.local.runner import RunOptions, run_benchmark
+from gatebench.core.spec import read_spec
 from gatebench.store import open_store
 from paths import EXAMPLES
 

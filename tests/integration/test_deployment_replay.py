@@ -27,15 +27,15 @@ from pathlib import Path
 import pytest
 
 from booted import skip_unless_installed
-from gatebench.backends import StartedBackend, backend_stats, start_backend_process
-from gatebench.backends.mock import mock_config
-from gatebench.errors import UnsupportedFeature
-from gatebench.ir import Api
-from gatebench.plan import Backend
-from gatebench.procs import ManagedProcess, Supervisor, free_port
-from gatebench.provisioners import boot_gateway
-from gatebench.renderers import RenderTarget, all_renderers, get_renderer
-from gatebench.tls import (
+from gatebench.local.backends import StartedBackend, backend_stats, start_backend_process
+from gatebench.local.backends.mock import mock_config
+from gatebench.core.errors import UnsupportedFeature
+from gatebench.core.ir import Api
+from gatebench.core.plan import Backend
+from gatebench.local.procs import ManagedProcess, Supervisor, free_port
+from gatebench.local.provisioners import boot_gateway
+from gatebench.core.renderers import RenderTarget, all_renderers, get_renderer
+from gatebench.core.tls import (
     CA_CERT,
     GatewayTls,
     make_run_certificates,

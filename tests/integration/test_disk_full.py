@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from _engine_helpers import ITEMS, ROOT, TOKEN_ENV, assert_torn_down
 
-from gatebench.errors import NoSpaceLeft
-from gatebench.model import RunRecord
+from gatebench.core.errors import NoSpaceLeft
+from gatebench.core.model import RunRecord
 from gatebench.store import open_store
 from smallfs import fill, mount_problem, small_filesystem
 

@@ -15,10 +15,10 @@ import psutil
 import pytest
 from _engine_helpers import ITEMS, TOKEN_ENV, RecordingSupervisor, assert_torn_down, items
 
-from gatebench.errors import RunError
-from gatebench.model import RunStatus
-from gatebench.procs import free_port
-from gatebench.runner import Progress, RunOptions, run_benchmark
+from gatebench.core.errors import RunError
+from gatebench.core.model import RunStatus
+from gatebench.local.procs import free_port
+from gatebench.local.runner import Progress, RunOptions, run_benchmark
 
 
 @pytest.fixture(autouse=True)
@@ -47,7 +47,7 @@ def _run(
 def test_rejected_config_fails_that_gateway_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gatebench.renderers import get_renderer
+    from gatebench.core.renderers import get_renderer
 
     renderer_cls = type(get_renderer("nginx"))
     original = renderer_cls.render
@@ -240,11 +240,11 @@ def test_a_gateway_killed_mid_run_is_flagged_and_not_ranked(
     read phase of repetition 2 runs: the run ends partial (exit 3), every phase that ends
     after the kill is flagged target-failed and left out, nginx is not ranked and the
     verdict, the score table and the CLI's score lines say so; nothing is left running."""
-    from gatebench._cli import run as run_cli
+    from gatebench.cli import run as run_cli
     from gatebench.cli import main
-    from gatebench.model import Measurement, RunRecord
-    from gatebench.report import build_report
-    from gatebench.report._tables import score_table
+    from gatebench.core.model import Measurement, RunRecord
+    from gatebench.core.report import build_report
+    from gatebench.core.report._tables import score_table
 
     results = (tmp_path / "results").resolve()
     kill: dict[str, float] = {}

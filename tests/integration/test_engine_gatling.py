@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 from _engine_helpers import ROOT
 
-from gatebench.backends import start_backend
-from gatebench.engines import EngineEvent, PhaseResult
-from gatebench.engines.gatling import GatlingEngine
-from gatebench.measure import ingest_simlog
-from gatebench.plan import Injection
-from gatebench.procs import Supervisor
-from gatebench.simlog import GroupRecord, RequestRecord, RunHeader, read_simlog
-from gatebench.workload import Control, Phase, Schedule
+from gatebench.local.backends import start_backend
+from gatebench.local.engines import EngineEvent, PhaseResult
+from gatebench.local.engines.gatling import GatlingEngine
+from gatebench.core.measure import ingest_simlog
+from gatebench.core.plan import Injection
+from gatebench.local.procs import Supervisor
+from gatebench.core.simlog import GroupRecord, RequestRecord, RunHeader, read_simlog
+from gatebench.core.workload import Control, Phase, Schedule
 
 
 class Hooks:
@@ -46,9 +46,9 @@ def _served(port: int) -> int:
 
 
 def _document(port: int) -> dict[str, Any]:
-    from gatebench.plan import build_plan
-    from gatebench.spec import read_spec
-    from gatebench.workload import render_workload
+    from gatebench.core.plan import build_plan
+    from gatebench.core.spec import read_spec
+    from gatebench.core.workload import render_workload
 
     result = read_spec(str(ROOT / "examples/auction/openapi.yaml"))
     assert result.api is not None

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from _engine_helpers import ITEMS, TOKEN_ENV, assert_torn_down, items
 
-from gatebench.model import RunStatus
-from gatebench.runner import RunOptions, run_benchmark
+from gatebench.core.model import RunStatus
+from gatebench.local.runner import RunOptions, run_benchmark
 from gatebench.store import open_store
 
 SECRET = "tok-7f3a9c1e-never-stored"
@@ -89,7 +89,7 @@ def test_short_run_counts_match_the_workload(
 def test_missing_token_fails_before_any_load(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gatebench.errors import RunError
+    from gatebench.core.errors import RunError
 
     monkeypatch.delenv(TOKEN_ENV, raising=False)
     api, plan = items()

@@ -11,22 +11,22 @@ from typing import Any
 import pytest
 from _engine_helpers import ROOT
 
-from gatebench.backends import BackendTls, backend_stats, start_backend_process
-from gatebench.engines import EngineEvent, PhaseResult
-from gatebench.engines.gatling import GatlingEngine
-from gatebench.plan import build_plan
-from gatebench.procs import Supervisor, free_port
-from gatebench.provisioners import boot_gateway
-from gatebench.renderers import RenderTarget, get_renderer
-from gatebench.spec import read_spec
-from gatebench.tls import (
+from gatebench.local.backends import BackendTls, backend_stats, start_backend_process
+from gatebench.local.engines import EngineEvent, PhaseResult
+from gatebench.local.engines.gatling import GatlingEngine
+from gatebench.core.plan import build_plan
+from gatebench.local.procs import Supervisor, free_port
+from gatebench.local.provisioners import boot_gateway
+from gatebench.core.renderers import RenderTarget, get_renderer
+from gatebench.core.spec import read_spec
+from gatebench.core.tls import (
     TRUST_P12,
     GatewayTls,
     make_run_certificates,
     remove_tls_folder,
     write_tls_folder,
 )
-from gatebench.workload import Control, Phase, Schedule, render_workload
+from gatebench.core.workload import Control, Phase, Schedule, render_workload
 
 REQUESTS = 60
 

@@ -1,4 +1,4 @@
-"""What gatebench builds on first use outside a checkout's .cache (gatebench._resources): a
+"""What gatebench builds on first use outside a checkout's .cache (gatebench.local._resources): a
 JVM gateway's jar from its Maven project, into an empty build folder, announced on the
 ``gatebench.build`` logger, and not rebuilt while its sources are unchanged. (The Go
 backend and Gatling are built the same way by tests/integration/test_wheel_install.py.)
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gatebench import _resources
+from gatebench.local import _resources
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -24,7 +24,7 @@ from _frontend_helpers import (
     start_serve,
 )
 
-from gatebench.procs import free_port
+from gatebench.local.procs import free_port
 
 RUN_A, RUN_B = "20260101-120000-synthetic-a", "20260102-120000-synthetic-b"
 EXPECTED_400 = (

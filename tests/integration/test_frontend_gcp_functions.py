@@ -59,7 +59,7 @@ from _frontend_helpers import (
 )
 
 from cloud.firestore import EmulatorFirestore
-from gatebench.procs import Supervisor, free_port, wait_ready
+from gatebench.local.procs import Supervisor, free_port, wait_ready
 from paths import ROOT
 
 RUN_A, RUN_B = "20260101-120000-site-a", "20260102-120000-site-b"

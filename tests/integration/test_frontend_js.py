@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gatebench.report._svg import _decades, nice_step
+from gatebench.core.report._svg import _decades, nice_step
 from paths import ROOT
 
 SCRIPT = r"""

@@ -23,8 +23,8 @@ from cloud.servers import (
     unpack_bundle,
 )
 from cloud.settings import deployment
-from gatebench.model import run_id_for_object
-from gatebench.procs import Supervisor
+from gatebench.core.model import run_id_for_object
+from gatebench.local.procs import Supervisor
 
 ROOT = Path(__file__).resolve().parents[2]
 AUCTION = (ROOT / "examples" / "auction" / "openapi.yaml").read_bytes()
@@ -143,7 +143,7 @@ def test_score_scores_the_run_the_workflow_created_and_writes_its_rows(
 ) -> None:
     import os
 
-    from gatebench.model import Measurement
+    from gatebench.core.model import Measurement
     from gatebench.store import open_store
 
     generation = upload(stack, "specs/score.yaml", AUCTION)
@@ -285,7 +285,7 @@ def test_parse_refuses_a_zone_outside_the_region_and_an_upload_beyond_the_active
 
     import yaml
 
-    from gatebench.model import RunRecord, RunStatus
+    from gatebench.core.model import RunRecord, RunStatus
     from gatebench.store import open_store
 
     doc = yaml.safe_load(AUCTION)

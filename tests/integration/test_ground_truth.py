@@ -28,10 +28,10 @@ from pathlib import Path
 import pytest
 from _engine_helpers import ITEMS, TOKEN_ENV, items
 
-from gatebench.backends import start_plan_backend
-from gatebench.model import Measurement
-from gatebench.procs import Supervisor
-from gatebench.runner import RunOptions, RunOutcome, run_benchmark
+from gatebench.local.backends import start_plan_backend
+from gatebench.core.model import Measurement
+from gatebench.local.procs import Supervisor
+from gatebench.local.runner import RunOptions, RunOutcome, run_benchmark
 from timing import (
     BackendWatch,
     Band,
@@ -46,7 +46,7 @@ DELAY_MS = 20.0
 USERS, DURATION_S = 5, 2.0
 STOP_CHECK_S = {"gatling": 0.0, "wrk": 0.1}
 """How late after its duration each engine may stop: wrk's threads check for the stop every
-100 ms (its RECORD_INTERVAL_MS; gatebench.engines.wrk), so a phase runs up to 2.1 s."""
+100 ms (its RECORD_INTERVAL_MS; gatebench.local.engines.wrk), so a phase runs up to 2.1 s."""
 
 pytestmark = pytest.mark.timing_band
 

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from booted import BootedGateway
-from gatebench.ir import Api
-from gatebench.spec import load_spec
+from gatebench.core.ir import Api
+from gatebench.core.spec import load_spec
 from replay import (
     HOP_BY_HOP,
     REPLAY_HOST,

@@ -1,4 +1,4 @@
-"""Live configuration changes on the real gateways (gatebench.provisioners._live): each gateway
+"""Live configuration changes on the real gateways (gatebench.local.provisioners._live): each gateway
 that runs here boots on 10 routes behind echo backend ``a``, takes 100 routes and a new
 upstream (backend ``b``) through its own mechanism, and every one of the 100 routes then answers
 correctly from ``b``; the configuration after a change routes exactly as route replay demands;
@@ -15,17 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from gatebench.backends import start_backend, start_backend_process
-from gatebench.errors import UnsupportedFeature
-from gatebench.ir import Api
-from gatebench.procs import Supervisor
-from gatebench.provisioners import ConfigRejected
-from gatebench.provisioners._live import LiveGateway, RouteProber, ask
-from gatebench.renderers import RESTART, RenderTarget, all_renderers, get_renderer
-from gatebench.renderers._jvm import JVM_OPTIONS_ENV
-from gatebench.renderers.nginx import NginxRenderer
-from gatebench.routescale import Probe, added_routes, probes_for, replicate
-from gatebench.tls import GatewayTls, make_run_certificates, remove_tls_folder, write_tls_folder
+from gatebench.local.backends import start_backend, start_backend_process
+from gatebench.core.errors import UnsupportedFeature
+from gatebench.core.ir import Api
+from gatebench.local.procs import Supervisor
+from gatebench.local.provisioners import ConfigRejected
+from gatebench.local.provisioners._live import LiveGateway, RouteProber, ask
+from gatebench.core.renderers import RESTART, RenderTarget, all_renderers, get_renderer
+from gatebench.core.renderers._jvm import JVM_OPTIONS_ENV
+from gatebench.core.renderers.nginx import NginxRenderer
+from gatebench.core.routescale import Probe, added_routes, probes_for, replicate
+from gatebench.core.tls import GatewayTls, make_run_certificates, remove_tls_folder, write_tls_folder
 from replay import (
     HOLDS_REFUSALS,
     Client,

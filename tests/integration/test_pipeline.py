@@ -59,14 +59,14 @@ from cloud.registry import placeholder, push, start_registry
 from cloud.servers import start_function, start_gcs_emulator, storage_client, unpack_bundle
 from cloud.standins import BigQueryLoads
 from cloud.workflows_interpreter import Execution, Interpreter
-from gatebench.api_keys import REDACTED, sha256_hex
+from gatebench.core.api_keys import REDACTED, sha256_hex
 from gatebench.cloud import Storage
 from gatebench.cloud._images import EMULATOR_ENV, docker_hub_mirror
-from gatebench.model import run_id_for_object
-from gatebench.procs import Supervisor
-from gatebench.report import bigquery_schema
-from gatebench.tls import make_ca
-from gatebench.tokens import generate_private_key, public_pem
+from gatebench.core.model import run_id_for_object
+from gatebench.local.procs import Supervisor
+from gatebench.core.report import bigquery_schema
+from gatebench.core.tls import make_ca
+from gatebench.core.tokens import generate_private_key, public_pem
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "gatebench-test"
@@ -102,7 +102,7 @@ def quick_auction(gateways: list[str], testers: int = 1) -> bytes:
 def gateway_images() -> list[str]:
     """Every image a renderer names for its VM (and Tyk's Redis)."""
     from gatebench.cloud._render import REDIS_IMAGE
-    from gatebench.renderers import gateway_names, get_renderer
+    from gatebench.core.renderers import gateway_names, get_renderer
 
     names = {get_renderer(n).cloud_image for n in gateway_names()} | {REDIS_IMAGE}
     return sorted(n for n in names if n)
@@ -615,8 +615,8 @@ def test_a_capacity_run_searches_on_two_testers_and_stores_its_result(
     """The same workflow, asked for a capacity run (the upload's gatebench metadata): tester 0
     searches, splitting every probe with tester 1 through the bucket; the score step stores the
     result with the run and writes its rows."""
-    from gatebench.capacity import CapacityResult
-    from gatebench.run_request import METADATA_KEY, RunRequest
+    from gatebench.kinds.capacity import CapacityResult
+    from gatebench.kinds.request import METADATA_KEY, RunRequest
 
     name = "specs/capacity.yaml"
     blob = world["uploads"].blob(name)

@@ -39,7 +39,7 @@ from test_pipeline import (  # the module's fixtures and helpers: one pipeline, 
 )
 
 from gatebench.cloud import Storage
-from gatebench.model import run_id_for_object
+from gatebench.core.model import run_id_for_object
 
 pytestmark = pytest.mark.integration
 

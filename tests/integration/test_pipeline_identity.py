@@ -23,8 +23,8 @@ from cloud.servers import gcs_env, start_function, start_gcs_emulator, storage_c
 from cloud.settings import deployment
 from cloud.standins import RecordingBigQuery, RecordingBuilds, RoutedHttp
 from cloud.workflows_interpreter import Clock, Execution, Interpreter
-from gatebench.model import run_id_for_object
-from gatebench.procs import Supervisor
+from gatebench.core.model import run_id_for_object
+from gatebench.local.procs import Supervisor
 
 ROOT = Path(__file__).resolve().parents[2]
 AUCTION = (ROOT / "examples" / "auction" / "openapi.yaml").read_bytes()

@@ -17,7 +17,7 @@ import pytest
 from cloud.servers import gcs_env, start_gcs_emulator, storage_client
 from gatebench.cloud import Storage
 from gatebench.cloud._tester import wait_for_marker
-from gatebench.procs import Supervisor
+from gatebench.local.procs import Supervisor
 
 GATEBENCH = str(Path(sys.executable).parent / "gatebench")
 RUNS = "gb-runs"

@@ -26,7 +26,7 @@ from cloud.netns import LocalNetwork, leftovers, network_namespaces_work
 from cloud.servers import start_gcs_emulator, storage_client
 from cloud.storagegate import vm_grants
 from gatebench.cloud import Storage
-from gatebench.procs import Supervisor
+from gatebench.local.procs import Supervisor
 
 pytestmark = pytest.mark.integration
 
@@ -193,8 +193,8 @@ def two_testers() -> dict[str, Any]:
 def test_the_phase_barrier_is_reached_only_through_the_port_tester_0_opens(
     vms: tuple[LocalVms, LocalNetwork, Path],
 ) -> None:
-    from gatebench.plan import Injection
-    from gatebench.workload import FORMAT, injection_json
+    from gatebench.core.plan import Injection
+    from gatebench.core.workload import FORMAT, injection_json
 
     local, network, tmp = vms
     phase = {

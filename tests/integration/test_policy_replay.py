@@ -36,10 +36,10 @@ from pathlib import Path
 import pytest
 
 from booted import skip_unless_installed
-from gatebench.api_keys import with_api_keys
-from gatebench.backends import start_backend
-from gatebench.ir import Api
-from gatebench.policies import (
+from gatebench.core.api_keys import with_api_keys
+from gatebench.local.backends import start_backend
+from gatebench.core.ir import Api
+from gatebench.core.policies import (
     ApiKeyAuth,
     Cache,
     JwtAuth,
@@ -48,10 +48,10 @@ from gatebench.policies import (
     RateLimit,
     RateLimitKey,
 )
-from gatebench.procs import Supervisor, free_port
-from gatebench.provisioners import boot_gateway
-from gatebench.renderers import RenderTarget, all_renderers, get_renderer
-from gatebench.tokens import TokenSigner, generate_private_key, public_pem
+from gatebench.local.procs import Supervisor, free_port
+from gatebench.local.provisioners import boot_gateway
+from gatebench.core.renderers import RenderTarget, all_renderers, get_renderer
+from gatebench.core.tokens import TokenSigner, generate_private_key, public_pem
 
 LOCAL = tuple(r.name for r in all_renderers() if r.runs_here)
 """Every gateway that runs here; KrakenD and Tyk where installed (skipped, with the reason,

@@ -19,13 +19,13 @@ from typing import Any, ClassVar
 import jwt
 import pytest
 
-from gatebench.errors import RunError
-from gatebench.plan import build_plan
-from gatebench.report import render
-from gatebench.runner import RunOptions, run_benchmark
-from gatebench.spec import load_spec
+from gatebench.core.errors import RunError
+from gatebench.core.plan import build_plan
+from gatebench.core.report import render
+from gatebench.local.runner import RunOptions, run_benchmark
+from gatebench.core.spec import load_spec
 from gatebench.store import open_store
-from gatebench.tokens import (
+from gatebench.core.tokens import (
     SIGNED_TOKEN_ENV,
     SIGNED_TOKENS_FILE_ENV,
     generate_private_key,

@@ -1,7 +1,7 @@
 """A replica killed mid-phase, for real: the Go backend's replica process gets SIGKILL while
 Gatling loads a gateway in front of the pool; the loopback observer sees the gateway's
 connection attempts to the dead port; the replica is started again when the phase ends; the
-impact (gatebench.fault) says what the kill did. The phase after it is untouched."""
+impact (gatebench.core.fault) says what the kill did. The phase after it is untouched."""
 
 from __future__ import annotations
 
@@ -11,19 +11,19 @@ from typing import Any
 import pytest
 from _engine_helpers import ROOT
 
-from gatebench._wire import open_observer
-from gatebench.backends import backend_stats, start_plan_backends
-from gatebench.backends._fault import Kill, ReplicaFault
-from gatebench.engines import EngineEvent, PhaseResult
-from gatebench.engines.gatling import GatlingEngine
-from gatebench.fault import fault_impact, requests_by_phase
-from gatebench.plan import build_plan
-from gatebench.procs import Supervisor, free_port
-from gatebench.provisioners import boot_gateway
-from gatebench.renderers import RenderTarget, get_renderer
-from gatebench.simlog import read_simlog
-from gatebench.spec import read_spec
-from gatebench.workload import compile_load
+from gatebench.local._wire import open_observer
+from gatebench.local.backends import backend_stats, start_plan_backends
+from gatebench.local.backends._fault import Kill, ReplicaFault
+from gatebench.local.engines import EngineEvent, PhaseResult
+from gatebench.local.engines.gatling import GatlingEngine
+from gatebench.core.fault import fault_impact, requests_by_phase
+from gatebench.core.plan import build_plan
+from gatebench.local.procs import Supervisor, free_port
+from gatebench.local.provisioners import boot_gateway
+from gatebench.core.renderers import RenderTarget, get_renderer
+from gatebench.core.simlog import read_simlog
+from gatebench.core.spec import read_spec
+from gatebench.core.workload import compile_load
 
 
 class Hooks:
@@ -148,7 +148,7 @@ class WatchHooks:
         self.watch.on_event(event.kind, event.phase, event.at_ms)
 
     def on_phase(self, result: PhaseResult) -> None:
-        from gatebench.measure import measurement_from
+        from gatebench.core.measure import measurement_from
 
         phase = self.phases[result.phase]
         m = measurement_from("run", phase, result)
@@ -162,8 +162,8 @@ def test_tls_handshakes_and_a_fault_on_each_measurement(tmp_path: Path) -> None:
     """nginx with the run's TLS and HTTP/2 in front of three replicas, Gatling over HTTP/2
     trusting the run's CA; replica 3 dies in the middle of the measured phase: the
     measurement says how many handshakes were new and resumed and what the kill did."""
-    from gatebench._deployed import DeploymentWatch, prepare_tls
-    from gatebench.tls import remove_tls_folder
+    from gatebench.local._deployed import DeploymentWatch, prepare_tls
+    from gatebench.core.tls import remove_tls_folder
 
     result = read_spec(str(ROOT / "examples/auction/openapi.yaml"))
     assert result.api is not None

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from gatebench.report import build_report, render_html
+from gatebench.core.report import build_report, render_html
 from paths import ROOT
 from synthetic import synthetic_run
 
@@ -160,10 +160,10 @@ def test_the_capacity_report_in_chromium(tmp_path: Path) -> None:
     from dataclasses import replace
 
     from capacity_sim import SimulatedTarget
-    from gatebench.capacity import Campaign, capacity_result, search
-    from gatebench.model import RunRecord, RunStatus
-    from gatebench.plan import Capacity
-    from gatebench.report import build_capacity_report, render_capacity
+    from gatebench.kinds.capacity import Campaign, capacity_result, search
+    from gatebench.core.model import RunRecord, RunStatus
+    from gatebench.core.plan import Capacity
+    from gatebench.core.report import build_capacity_report, render_capacity
 
     settings = replace(Capacity(), repetitions=3)
     targets = {

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from booted import skip_unless_installed
-from gatebench.errors import UnsupportedFeature
-from gatebench.ir import Api
-from gatebench.renderers import RenderTarget, all_renderers, get_renderer
+from gatebench.core.errors import UnsupportedFeature
+from gatebench.core.ir import Api
+from gatebench.core.renderers import RenderTarget, all_renderers, get_renderer
 from replay import Forwarding, expressible, replay, replay_matrix
 
 ROOT_GOLDEN = Path(__file__).resolve().parents[1] / "golden"

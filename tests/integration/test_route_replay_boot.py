@@ -12,10 +12,10 @@ import pytest
 
 from booted import skip_unless_installed
 from gatebench.cli import main
-from gatebench.errors import UnsupportedHere
-from gatebench.ir import Api
-from gatebench.procs import Supervisor, free_port, http_probe
-from gatebench.provisioners import (
+from gatebench.core.errors import UnsupportedHere
+from gatebench.core.ir import Api
+from gatebench.local.procs import Supervisor, free_port, http_probe
+from gatebench.local.provisioners import (
     CheckTask,
     ConfigRejected,
     boot_gateway,
@@ -23,11 +23,11 @@ from gatebench.provisioners import (
     check_gateway,
     write_files,
 )
-from gatebench.renderers import RenderTarget, get_renderer
-from gatebench.renderers.krakend import KrakendRenderer
-from gatebench.renderers.nginx import NginxRenderer
-from gatebench.renderers.traefik import TraefikRenderer
-from gatebench.renderers.tyk import TykRenderer
+from gatebench.core.renderers import RenderTarget, get_renderer
+from gatebench.core.renderers.krakend import KrakendRenderer
+from gatebench.core.renderers.nginx import NginxRenderer
+from gatebench.core.renderers.traefik import TraefikRenderer
+from gatebench.core.renderers.tyk import TykRenderer
 
 
 class BrokenNginx(NginxRenderer):
@@ -153,7 +153,7 @@ def test_a_router_traefik_drops_fails_the_boot_check(tmp_path: Path, petstore: A
 def test_render_check_exits_1_when_the_boot_refuses_the_config(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import gatebench._cli.render as render_cli
+    import gatebench.cli.render as render_cli
 
     real = render_cli.get_renderer
     monkeypatch.setattr(

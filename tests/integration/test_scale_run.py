@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gatebench.cli import main
-from gatebench.renderers import get_renderer
+from gatebench.core.renderers import get_renderer
 from gatebench.store import open_store
 from gatebench.web import handle_read
 from paths import EXAMPLES

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from firestore_emulator import firestore_emulator, missing
 
-from gatebench.errors import StoreError
-from gatebench.model import Measurement, RunRecord, RunStatus
+from gatebench.core.errors import StoreError
+from gatebench.core.model import Measurement, RunRecord, RunStatus
 from gatebench.store import FirestoreStore, ResultStore, SqliteStore, open_store
 
 ADAPTERS = ("sqlite", "firestore")

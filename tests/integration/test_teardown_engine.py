@@ -19,7 +19,7 @@ import psutil
 import pytest
 from _engine_helpers import ITEMS, ROOT, TOKEN_ENV, assert_torn_down, items, processes_mentioning
 
-from gatebench.runner import Progress, RunOptions, run_benchmark
+from gatebench.local.runner import Progress, RunOptions, run_benchmark
 
 
 def test_exception_in_the_middle_tears_everything_down(

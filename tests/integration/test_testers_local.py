@@ -1,5 +1,5 @@
 """Several real Gatling testers, each in a network namespace of its own, against the real
-auction backend (gatebench._fanout): the same request totals with 1 and 3 testers, merged
+auction backend (gatebench.local._fanout): the same request totals with 1 and 3 testers, merged
 percentiles equal to those of the concatenated raw logs, a tester killed mid-phase makes its
 phase ``partial``, and nothing of the namespaces is left behind."""
 
@@ -17,17 +17,17 @@ from typing import Any
 import pytest
 from _engine_helpers import ROOT
 
-from gatebench._fanout import FanOut, fanout_problem, run_testers
-from gatebench._netns import leftovers, namespaces_problem
-from gatebench.backends import start_backend
-from gatebench.engines import EngineEvent, PhaseResult
-from gatebench.plan import Injection, build_plan
-from gatebench.procs import Supervisor
-from gatebench.simlog import RequestRecord, read_simlog
-from gatebench.spec import read_spec
-from gatebench.stats import PhaseSample, phase_stats
-from gatebench.testers import MergedPhase
-from gatebench.workload import Control, Phase, Schedule, render_workload
+from gatebench.local._fanout import FanOut, fanout_problem, run_testers
+from gatebench.local._netns import leftovers, namespaces_problem
+from gatebench.local.backends import start_backend
+from gatebench.local.engines import EngineEvent, PhaseResult
+from gatebench.core.plan import Injection, build_plan
+from gatebench.local.procs import Supervisor
+from gatebench.core.simlog import RequestRecord, read_simlog
+from gatebench.core.spec import read_spec
+from gatebench.core.stats import PhaseSample, phase_stats
+from gatebench.core.testers import MergedPhase
+from gatebench.core.workload import Control, Phase, Schedule, render_workload
 
 pytestmark = [
     pytest.mark.integration,
@@ -197,8 +197,8 @@ def test_refusals_are_clear() -> None:
 def test_a_whole_run_with_two_testers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from _engine_helpers import ITEMS, TOKEN_ENV, items
 
-    from gatebench.model import RunStatus
-    from gatebench.runner import RunOptions, run_benchmark
+    from gatebench.core.model import RunStatus
+    from gatebench.local.runner import RunOptions, run_benchmark
 
     monkeypatch.setenv(TOKEN_ENV, "tok-testers")
     api, plan = items(repetitions=1)

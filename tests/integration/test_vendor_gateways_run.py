@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from _engine_helpers import ITEMS, TOKEN_ENV, RecordingSupervisor, assert_torn_down, items
 
-from gatebench.model import RunStatus
-from gatebench.renderers import get_renderer
-from gatebench.runner import RunOptions, run_benchmark
+from gatebench.core.model import RunStatus
+from gatebench.core.renderers import get_renderer
+from gatebench.local.runner import RunOptions, run_benchmark
 
 VENDOR = ("krakend", "tyk")
 

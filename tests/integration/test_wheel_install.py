@@ -89,7 +89,7 @@ def _gatebench(
 
 def test_the_installed_package_sees_only_itself(installed: dict[str, Path]) -> None:
     probe = (
-        "import gatebench, gatebench._resources as r; "
+        "import gatebench, gatebench.local._resources as r; "
         "print(gatebench.__file__); print(r.source_dir('frontend')); "
         "print(r.source_dir('gatling')); print(r.checkout_root()); print(r.build_dir())"
     )

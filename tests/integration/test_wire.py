@@ -1,4 +1,4 @@
-"""The loopback observer (gatebench._wire) on real traffic: TLS handshakes a real gateway
+"""The loopback observer (gatebench.local._wire) on real traffic: TLS handshakes a real gateway
 answered, new and resumed, over TLS 1.3 and 1.2, and connection attempts to a closed port.
 Needs CAP_NET_RAW (root), as the observer itself does."""
 
@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from gatebench._wire import LoopbackObserver, WireUnavailable, open_observer
-from gatebench.procs import Supervisor, free_port
-from gatebench.provisioners import boot_gateway
-from gatebench.renderers import RenderTarget, get_renderer
-from gatebench.spec import load_spec
-from gatebench.tls import (
+from gatebench.local._wire import LoopbackObserver, WireUnavailable, open_observer
+from gatebench.local.procs import Supervisor, free_port
+from gatebench.local.provisioners import boot_gateway
+from gatebench.core.renderers import RenderTarget, get_renderer
+from gatebench.core.spec import load_spec
+from gatebench.core.tls import (
     CA_CERT,
     GatewayTls,
     make_run_certificates,

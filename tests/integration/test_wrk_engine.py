@@ -15,11 +15,11 @@ from typing import Any, ClassVar
 import pytest
 from _engine_helpers import ITEMS, ROOT, TOKEN_ENV, assert_torn_down, items, processes_mentioning
 
-from gatebench.errors import RunError
-from gatebench.plan import build_plan
-from gatebench.procs import free_port
-from gatebench.runner import RunOptions, run_benchmark
-from gatebench.spec import read_spec
+from gatebench.core.errors import RunError
+from gatebench.core.plan import build_plan
+from gatebench.local.procs import free_port
+from gatebench.local.runner import RunOptions, run_benchmark
+from gatebench.core.spec import read_spec
 
 
 class _Capture(BaseHTTPRequestHandler):

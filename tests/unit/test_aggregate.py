@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gatebench.aggregate import summarize
-from gatebench.confidence import (
+from gatebench.core.aggregate import summarize
+from gatebench.core.confidence import (
     Sample,
     paired_difference,
     t_cdf,
@@ -18,9 +18,9 @@ from gatebench.confidence import (
     t_quantile,
     welch_difference,
 )
-from gatebench.metrics import METRICS
-from gatebench.model import Measurement
-from gatebench.score import score
+from gatebench.core.metrics import METRICS
+from gatebench.core.model import Measurement
+from gatebench.core.score import score
 
 # Two-sided 95 % critical values from standard tables (e.g. NIST/SEMATECH e-Handbook 1.3.6.7.2).
 T_TABLE = {

@@ -1,4 +1,4 @@
-"""API keys (``gatebench.api_keys``): the variable's format, refusals that name the variable and
+"""API keys (``gatebench.core.api_keys``): the variable's format, refusals that name the variable and
 never show a key, keys filled at the edge and never in the plan, hashes where the gateway
 compares them, keys that cannot escape their string, and the redaction of a stored copy."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gatebench.api_keys import (
+from gatebench.core.api_keys import (
     REDACTED,
     api_key_envs,
     parse_api_keys,
@@ -19,12 +19,12 @@ from gatebench.api_keys import (
     redact,
     with_api_keys,
 )
-from gatebench.errors import RenderError, RunError
-from gatebench.plan import load_plan
-from gatebench.policies import ApiKeyAuth, Policies, PolicySet
-from gatebench.provisioners._boot import redact_file
-from gatebench.renderers import RenderTarget, get_renderer, render_with_policies
-from gatebench.spec import load_spec
+from gatebench.core.errors import RenderError, RunError
+from gatebench.core.plan import load_plan
+from gatebench.core.policies import ApiKeyAuth, Policies, PolicySet
+from gatebench.local.provisioners._boot import redact_file
+from gatebench.core.renderers import RenderTarget, get_renderer, render_with_policies
+from gatebench.core.spec import load_spec
 from paths import ROOT
 
 ENV = "GATEBENCH_API_KEYS"
@@ -145,7 +145,7 @@ def test_a_renderer_without_keys_says_where_they_come_from(gateway: str) -> None
     assert [p.message for p in err.value.problems] == [
         f"{gateway}: the auth.api_key policy has no keys; they are read from "
         f"${ENV} when the configuration is rendered for a run "
-        "(gatebench.api_keys.with_api_keys)"
+        "(gatebench.core.api_keys.with_api_keys)"
     ]
 
 
@@ -183,7 +183,7 @@ def test_gateways_that_compare_hashes_hold_no_key(gateway: str, digest: str) -> 
 
 
 def test_traefik_is_left_out_with_the_reason() -> None:
-    from gatebench.renderers import policy_exclusions
+    from gatebench.core.renderers import policy_exclusions
 
     assert policy_exclusions(("traefik", "nginx"), _plan_policies()) == {
         "traefik": "traefik cannot apply the requested policies natively: API key "

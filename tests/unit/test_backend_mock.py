@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gatebench.backends.mock import mock_config
-from gatebench.plan import Backend
-from gatebench.spec import read_spec
+from gatebench.local.backends.mock import mock_config
+from gatebench.core.plan import Backend
+from gatebench.core.spec import read_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 

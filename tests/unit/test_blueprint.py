@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gatebench.spec import read_spec
-from gatebench.spec._apib import looks_like_blueprint
+from gatebench.core.spec import read_spec
+from gatebench.core.spec._apib import looks_like_blueprint
 from paths import DATA
 
 NOTES = DATA / "blueprint" / "notes.apib"

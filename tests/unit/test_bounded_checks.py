@@ -21,9 +21,9 @@ from typing import ClassVar
 import psutil
 import pytest
 
-from gatebench.ir import Api, Operation
-from gatebench.procs import run_bounded
-from gatebench.provisioners import (
+from gatebench.core.ir import Api, Operation
+from gatebench.local.procs import run_bounded
+from gatebench.local.provisioners import (
     CheckTask,
     CheckTimedOut,
     check_config,
@@ -32,8 +32,8 @@ from gatebench.provisioners import (
     run_checks,
     write_files,
 )
-from gatebench.renderers import RenderTarget, get_renderer
-from gatebench.renderers.nginx import NginxRenderer
+from gatebench.core.renderers import RenderTarget, get_renderer
+from gatebench.core.renderers.nginx import NginxRenderer
 
 # A checker that starts two helpers, one of which leaves the checker's process group (its own
 # session), writes a line, then waits: its tree must be ended, the helper that left included.
@@ -231,7 +231,7 @@ def test_a_boot_check_past_its_limit_times_out_and_stops_the_gateway(tmp_path: P
 def test_a_checker_run_by_a_run_is_in_its_ledger_while_it_runs(tmp_path: Path) -> None:
     """A run's checker is a process the run started: its group is listed in the run's ledger
     (which the guardian reads if gatebench is killed) while it runs, and struck when it ends."""
-    from gatebench.procs import Supervisor
+    from gatebench.local.procs import Supervisor
 
     ledger = tmp_path / "processes.jsonl"
     seen: list[str] = []

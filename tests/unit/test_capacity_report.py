@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from capacity_sim import SimulatedTarget
-from gatebench.capacity import Campaign, CapacityResult, capacity_result, search
-from gatebench.model import RunRecord, RunStatus
-from gatebench.plan import Capacity
-from gatebench.report import (
+from gatebench.kinds.capacity import Campaign, CapacityResult, capacity_result, search
+from gatebench.core.model import RunRecord, RunStatus
+from gatebench.core.plan import Capacity
+from gatebench.core.report import (
     bigquery_schema,
     build_capacity_report,
     capacity_rows,
@@ -119,8 +119,8 @@ def test_the_csv_loads_into_the_bigquery_schema(result: CapacityResult) -> None:
 
 
 def test_thresholds_gate_on_capacity(result: CapacityResult) -> None:
-    from gatebench.capacity import evaluate_capacity
-    from gatebench.thresholds import Threshold, evaluate, fmt
+    from gatebench.kinds.capacity import evaluate_capacity
+    from gatebench.core.thresholds import Threshold, evaluate, fmt
 
     (bid,) = result.endpoints
     haproxy, envoy = bid.summary("haproxy"), bid.summary("envoy")
@@ -139,7 +139,7 @@ def test_thresholds_gate_on_capacity(result: CapacityResult) -> None:
     missing = evaluate_capacity([Threshold("capacity", min=1.0, gateway="kong")], result)
     assert [(r.value, r.passed) for r in missing] == [(None, False)]
     # a fixed-workload run leaves capacity thresholds to a capacity run
-    from gatebench.aggregate import summarize
+    from gatebench.core.aggregate import summarize
 
     assert evaluate([floor], summarize([])) == []
 

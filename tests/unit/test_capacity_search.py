@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from capacity_sim import SimulatedTarget
-from gatebench.capacity import (
+from gatebench.kinds.capacity import (
     MAX_CONFIRMATIONS,
     MIN_RATE,
     Campaign,
@@ -31,10 +31,10 @@ from gatebench.capacity import (
     summarize,
     verdict,
 )
-from gatebench.capacity import (
+from gatebench.kinds.capacity import (
     TesterLimits as Limits,
 )
-from gatebench.plan import Capacity, Objective
+from gatebench.core.plan import Capacity, Objective
 
 SETTINGS = Capacity()  # start 100/s, growth 2, precision 5 %, p99 ≤ 50 ms, errors ≤ 0.1 %
 
@@ -550,7 +550,7 @@ def test_the_price_of_a_million_requests_at_the_knee() -> None:
 
 
 def test_the_result_of_a_campaign_round_trips_and_holds_the_curves() -> None:
-    from gatebench.capacity import CapacityResult, capacity_result
+    from gatebench.kinds.capacity import CapacityResult, capacity_result
 
     targets = {
         "haproxy": SimulatedTarget(workers=8, service_ms=10.0, jitter=0.1),
@@ -576,9 +576,9 @@ def test_the_result_of_a_campaign_round_trips_and_holds_the_curves() -> None:
 
 
 def test_a_probe_document_is_the_workloads_requests_at_the_probes_rate() -> None:
-    from gatebench.capacity._document import measured_index, probe_document, probe_template
-    from gatebench.plan import build_plan
-    from gatebench.workload import phases_from_document
+    from gatebench.kinds.capacity._document import measured_index, probe_document, probe_template
+    from gatebench.core.plan import build_plan
+    from gatebench.core.workload import phases_from_document
     from plans import auction_api, section
 
     api = auction_api()
@@ -615,7 +615,7 @@ def test_a_campaign_round_trips_as_json() -> None:
 
 
 def test_the_engines_ceiling_is_one_coarse_search_against_the_fastest_target() -> None:
-    from gatebench.capacity import ceiling_of, ceiling_settings
+    from gatebench.kinds.capacity import ceiling_of, ceiling_settings
 
     coarse = ceiling_settings(replace(SETTINGS, precision=0.02, confirm=9.0, repetitions=7))
     assert (coarse.precision, coarse.confirm, coarse.repetitions) == (0.10, 0.0, 1)
@@ -630,7 +630,7 @@ def test_the_engines_ceiling_is_one_coarse_search_against_the_fastest_target() -
 
 
 def test_a_target_that_stops_during_a_search_is_searched_no_more() -> None:
-    from gatebench.capacity import TargetDown
+    from gatebench.kinds.capacity import TargetDown
 
     healthy = {"a": SimulatedTarget(workers=4), "b": SimulatedTarget(workers=8)}
     calls = {"a": 0}

@@ -23,8 +23,8 @@ def test_the_page_shows_the_example_verbatim(name: str) -> None:
 def test_the_thresholds_listing_is_a_valid_section() -> None:
     import yaml
 
-    from gatebench.plan import build_plan
-    from gatebench.spec import load_spec
+    from gatebench.core.plan import build_plan
+    from gatebench.core.spec import load_spec
 
     section = yaml.safe_load(listings()[0])["x-gatebench"]
     api = load_spec(ROOT / "examples" / "petstore" / "openapi.yaml").api

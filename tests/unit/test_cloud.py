@@ -21,7 +21,7 @@ from gatebench.cloud import (
     plain_value,
 )
 from gatebench.cloud._bundle import build_bundle, pinned_requirements
-from gatebench.model import RunRecord, run_id_for_object
+from gatebench.core.model import RunRecord, run_id_for_object
 
 ROOT = Path(__file__).resolve().parents[2]
 AUCTION = (ROOT / "examples" / "auction" / "openapi.yaml").read_bytes()
@@ -225,14 +225,14 @@ def test_vm_vars_are_exactly_the_variables_of_infra_vms() -> None:
 
 
 def test_the_vms_live_as_long_as_the_plan_needs_and_the_testers_disk_holds_its_log() -> None:
-    """max_run_duration: the plan's estimate plus a margin (gatebench.cost.vm_max_run_s),
+    """max_run_duration: the plan's estimate plus a margin (gatebench.core.cost.vm_max_run_s),
     capped by the deployment's limits.vm_lifetime; the tester's boot disk from the plan's raw
-    log bound (gatebench.cost.disk_gib_per_tester), as infra/vms takes it."""
+    log bound (gatebench.core.cost.disk_gib_per_tester), as infra/vms takes it."""
     from gatebench.cloud._render import render_run
     from gatebench.cloud._vms import vm_vars
-    from gatebench.cost import disk_gib_per_tester, vm_max_run_s
-    from gatebench.plan import load_plan
-    from gatebench.spec import read_spec
+    from gatebench.core.cost import disk_gib_per_tester, vm_max_run_s
+    from gatebench.core.plan import load_plan
+    from gatebench.core.spec import read_spec
 
     plan = load_plan(read_spec(AUCTION, name="openapi.yaml")).to_dict()
     ref = ObjectRef("gb-uploads", "specs/auction.yaml", "9")
@@ -252,8 +252,8 @@ def test_the_vms_live_as_long_as_the_plan_needs_and_the_testers_disk_holds_its_l
 
 
 def test_a_capacity_run_is_recorded_as_one_from_the_parse_step() -> None:
-    from gatebench.report import is_capacity_run
-    from gatebench.run_request import METADATA_KEY, RunRequest
+    from gatebench.core.report import is_capacity_run
+    from gatebench.kinds.request import METADATA_KEY, RunRequest
 
     ref = ObjectRef("gb-uploads", "specs/auction.yaml", "9")
     metadata = {METADATA_KEY: RunRequest(kind="capacity").to_metadata()}
@@ -268,7 +268,7 @@ def test_the_parse_step_refuses_a_capacity_run_of_a_plan_with_tls() -> None:
     """The capacity search's load generator speaks plain HTTP/1.1: a capacity run of a plan
     with ``tls:`` starts nothing, and says why (located in the spec); a fixed run of it goes
     on (the cloud path carries TLS)."""
-    from gatebench.run_request import METADATA_KEY, RunRequest
+    from gatebench.kinds.request import METADATA_KEY, RunRequest
 
     text = AUCTION.decode()
     assert "  backend: {builtin: auction}\n" in text
@@ -288,10 +288,10 @@ def test_the_parse_step_refuses_a_capacity_run_of_a_plan_with_tls() -> None:
 def test_a_capacity_run_renders_the_search_input_for_the_tester() -> None:
     import json
 
-    from gatebench.capacity import probe_document, settings_from_dict
-    from gatebench.capacity._metrics import ProbeRequest
+    from gatebench.kinds.capacity import probe_document, settings_from_dict
+    from gatebench.kinds.capacity._metrics import ProbeRequest
     from gatebench.cloud._render import CAPACITY_INPUT, render_run
-    from gatebench.run_request import METADATA_KEY, RunRequest
+    from gatebench.kinds.request import METADATA_KEY, RunRequest
 
     settings = deployment()
     ref = ObjectRef("gb-uploads", "specs/auction.yaml", "9")
@@ -316,7 +316,7 @@ def test_a_capacity_run_renders_the_search_input_for_the_tester() -> None:
     assert doc["phases"][1]["request"]["base_url"] == baseline["request"]["base_url"]
     assert [p["injection"]["rate"] for p in doc["phases"]] == [100.0, 100.0]
     # the VMs live as long as the search may take (its budget), not the fixed workload's time
-    from gatebench.cost import capacity_seconds, vm_max_run_s
+    from gatebench.core.cost import capacity_seconds, vm_max_run_s
 
     plan_dict = {"capacity": {"default": {"budget": 7200.0}}}
     assert capacity_seconds(plan_dict) == 7200.0 and capacity_seconds({}) == 1800.0

@@ -17,14 +17,14 @@ import pytest
 
 from cloud.secretgate import SecretGrant, SecretManagerStandIn, secret_grants
 from cloud.settings import deployment
-from gatebench.api_keys import REDACTED, sha256_hex
+from gatebench.core.api_keys import REDACTED, sha256_hex
 from gatebench.cloud._objects import ObjectRef, RequestError
 from gatebench.cloud._render import render_run
 from gatebench.cloud._secrets import EMULATOR_ENV
-from gatebench.errors import RunError
-from gatebench.provisioners._vm_gateway_config import configure_gateway
-from gatebench.provisioners._vm_roles import _load_signed
-from gatebench.provisioners._vm_tokens import client_key_on_tester
+from gatebench.core.errors import RunError
+from gatebench.vm._gateway_config import configure_gateway
+from gatebench.vm._roles import _load_signed
+from gatebench.vm._tokens import client_key_on_tester
 from paths import ROOT
 
 KEYS = ["k" * 8 + "0123456789abcdef", "Z9-._~" + "q" * 20]

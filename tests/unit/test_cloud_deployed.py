@@ -21,9 +21,9 @@ from gatebench.cloud._render import config_error_object, render_run
 from gatebench.cloud._secrets import SecretAccessError
 from gatebench.cloud._tls import TLS_DIR, TRUST_STORE_ON_TESTER
 from gatebench.cloud._vms import vm_vars
-from gatebench.errors import RunError
-from gatebench.model import Measurement
-from gatebench.tls import FILES, SERVER_CERT, make_ca, make_run_certificates
+from gatebench.core.errors import RunError
+from gatebench.core.model import Measurement
+from gatebench.core.tls import FILES, SERVER_CERT, make_ca, make_run_certificates
 
 ROOT = Path(__file__).resolve().parents[2]
 AUCTION = (ROOT / "examples" / "auction" / "openapi.yaml").read_bytes()
@@ -241,7 +241,7 @@ def rendered_bucket() -> tuple[Bucket, str]:
 def test_a_gateway_vm_makes_its_own_key_and_a_certificate_the_ca_signed(tmp_path: Path) -> None:
     from cryptography import x509
 
-    from gatebench.provisioners._vm_tls import configure_gateway_tls
+    from gatebench.vm._tls import configure_gateway_tls
 
     bucket, host = rendered_bucket()
     secrets = Secrets({SECRET: CA_KEY.decode()}, {SECRET})
@@ -275,7 +275,7 @@ def test_a_gateway_vm_makes_its_own_key_and_a_certificate_the_ca_signed(tmp_path
 def test_a_gateway_vm_without_the_ca_key_writes_nothing_and_says_why(
     tmp_path: Path, contents: str, granted: bool, reason: str
 ) -> None:
-    from gatebench.provisioners._vm_tls import configure_gateway_tls
+    from gatebench.vm._tls import configure_gateway_tls
 
     bucket, _ = rendered_bucket()
     secrets = Secrets({SECRET: contents}, {SECRET} if granted else set())
@@ -291,8 +291,8 @@ def test_a_gateway_vm_without_the_ca_key_writes_nothing_and_says_why(
 def test_the_tester_trusts_the_run_ca_alone(tmp_path: Path) -> None:
     from cryptography.hazmat.primitives.serialization import Encoding, pkcs12
 
-    from gatebench.provisioners._vm_roles import trust_run_ca
-    from gatebench.tls import STORE_PASSWORD
+    from gatebench.vm._roles import trust_run_ca
+    from gatebench.core.tls import STORE_PASSWORD
 
     document = {
         "tls": {"http2": True, "trust_store": TRUST_STORE_ON_TESTER, "ca": CA_CERT.decode()}
@@ -314,7 +314,7 @@ def test_the_tester_trusts_the_run_ca_alone(tmp_path: Path) -> None:
 
 class Store:
     def __init__(self, plan: dict[str, Any]) -> None:
-        from gatebench.model import RunRecord
+        from gatebench.core.model import RunRecord
 
         self.run = RunRecord("r-" + "a" * 20, "gs://u/s#1", "x", plan=plan)
         self.stored: dict[str, Measurement] = {}
@@ -416,9 +416,9 @@ def test_the_score_step_adds_the_testers_handshakes_and_the_faults_impact() -> N
 def test_tls_replicas_and_a_fault_change_nothing_in_the_price_and_the_estimate_says_so() -> None:
     """docs/cloud.md: the replicas run on the one backend VM, TLS costs CPU on the VMs the run
     has; the estimate is the same figures, and says why."""
-    from gatebench.cost import describe_cost, estimate_cost
-    from gatebench.plan import load_plan
-    from gatebench.spec import read_spec
+    from gatebench.core.cost import describe_cost, estimate_cost
+    from gatebench.core.plan import load_plan
+    from gatebench.core.spec import read_spec
 
     def estimate(spec: bytes) -> Any:
         return estimate_cost(load_plan(read_spec(spec, name="openapi.yaml")).to_dict())
@@ -443,8 +443,8 @@ def test_tls_replicas_and_a_fault_change_nothing_in_the_price_and_the_estimate_s
 def test_every_gateway_with_an_image_renders_the_deployment_for_its_vm_or_says_why_not() -> None:
     """The cloud path renders the same deployment as the local path: each gateway reads the
     TLS files its VM makes under its folder and pools the backend VM's replicas, or is left
-    out with the renderers' own reason (gatebench.renderers.deployment_exclusions)."""
-    from gatebench.renderers import all_renderers, deployment_exclusions, deployment_needs
+    out with the renderers' own reason (gatebench.core.renderers.deployment_exclusions)."""
+    from gatebench.core.renderers import all_renderers, deployment_exclusions, deployment_needs
 
     names = [r.name for r in all_renderers() if r.cloud_image is not None]
     settings = deployment(**TLS_SETTINGS)
@@ -470,7 +470,7 @@ def test_gatebench_cloud_tls_ca_makes_a_ca_whose_key_goes_to_stdout_only(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from gatebench.cli import main
-    from gatebench.tls import ca_certificate_problem, issue_server_certificate
+    from gatebench.core.tls import ca_certificate_problem, issue_server_certificate
 
     cert = tmp_path / "ca.crt"
     assert main(["cloud", "tls-ca", "--cert", str(cert), "--key-type", "rsa-2048"]) == 0

@@ -1,5 +1,5 @@
 """Route scale and changes under load on the cloud path (gatebench.cloud._live,
-gatebench.provisioners._vm_live, gatebench.liveremote): the run request that asks for them,
+gatebench.vm._live_agent, gatebench.vm._live_tester): the run request that asks for them,
 what the parse and render steps make of it, the gateway VM's live agent and the tester's remote
 gateway talking through a bucket (in memory here, the agent's Docker a recording fake), the score
 step's results with the meter's memory, the rows, the price."""
@@ -30,16 +30,16 @@ from gatebench.cloud._live import (
 )
 from gatebench.cloud._render import render_run
 from gatebench.cloud._tester import marker
-from gatebench.cost import estimate_cost, live_seconds
-from gatebench.errors import RunError
-from gatebench.model import RunRecord
-from gatebench.provisioners._docker import ContainerState
-from gatebench.provisioners._vm_live import LiveAgent
-from gatebench.report import bigquery_schema, column_names
-from gatebench.routescale import replicate
-from gatebench.run_request import METADATA_HEADER, UploadRejected, run_request_from_metadata
-from gatebench.scaleplan import ScaleAsk
-from gatebench.spec import read_spec
+from gatebench.core.cost import estimate_cost, live_seconds
+from gatebench.core.errors import RunError
+from gatebench.core.model import RunRecord
+from gatebench.vm._docker import ContainerState
+from gatebench.vm._live_agent import LiveAgent
+from gatebench.core.report import bigquery_schema, column_names
+from gatebench.core.routescale import replicate
+from gatebench.kinds.request import METADATA_HEADER, UploadRejected, run_request_from_metadata
+from gatebench.core.scaleplan import ScaleAsk
+from gatebench.core.spec import read_spec
 from gatebench.store import SqliteStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -324,7 +324,7 @@ def world(tmp_path: Path) -> Any:
 
 
 def remote(bucket: Bucket, lead_s: float = 0.3) -> Any:
-    from gatebench.liveremote import RemoteGateway
+    from gatebench.vm._live_tester import RemoteGateway
 
     program = json.loads(bucket.objects[f"runs/{RUN}/{LIVE_PLAN}"])
     about = program["gateways"]["nginx"]
@@ -468,7 +468,7 @@ def sample(wall_ms: float, mb: float) -> str:
 def test_the_score_step_stores_each_point_with_the_meters_memory_and_writes_rows(
     tmp_path: Path,
 ) -> None:
-    from gatebench.scalemetrics import Latency, ScalePoint
+    from gatebench.kinds.scale.metrics import Latency, ScalePoint
 
     store = SqliteStore(tmp_path / "runs.sqlite")
     outcome = parse_upload(PETSTORE, REF, now=1.0, metadata=SCALE, settings=deployment())
@@ -523,7 +523,7 @@ def test_the_score_step_stores_each_point_with_the_meters_memory_and_writes_rows
 
 
 def test_points_the_meter_did_not_cover_are_noted_not_guessed(tmp_path: Path) -> None:
-    from gatebench.scalemetrics import ScalePoint
+    from gatebench.kinds.scale.metrics import ScalePoint
 
     store = SqliteStore(tmp_path / "runs.sqlite")
     store.create_run(

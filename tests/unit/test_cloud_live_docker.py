@@ -1,4 +1,4 @@
-"""The live agent's Docker client (gatebench.provisioners._docker) against the stand-in daemon
+"""The live agent's Docker client (gatebench.vm._docker) against the stand-in daemon
 the local gateway VMs serve (tests/cloud/dockerd.py), over a real Unix socket, with a real
 process as the container: the calls ``docker kill -s``, ``stop``, ``start``, ``restart``,
 ``exec`` and ``inspect`` make, and Docker's answers when they cannot be done."""
@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from cloud.dockerd import StandInContainer, StandInDocker
-from gatebench.errors import RunError
-from gatebench.procs import ManagedProcess, Supervisor
-from gatebench.provisioners._docker import DockerEngine, demultiplex, docker_time
+from gatebench.core.errors import RunError
+from gatebench.local.procs import ManagedProcess, Supervisor
+from gatebench.vm._docker import DockerEngine, demultiplex, docker_time
 
 # A "gateway" that writes a line for every SIGHUP it gets and otherwise waits.
 PROGRAM = """
@@ -36,7 +36,7 @@ while True:
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[tuple[DockerEngine, StandInContainer, Path]]:
     log = tmp_path / "reloads.txt"
-    # Processes die with the thread that started them (gatebench.procs): the daemon's handler
+    # Processes die with the thread that started them (gatebench.local.procs): the daemon's handler
     # threads are short-lived, so the "container" is started from a lasting one, as the local
     # VMs do.
     lasting = ThreadPoolExecutor(1)

@@ -21,12 +21,12 @@ from cloud.simlog import SimLogWriter
 from gatebench.cloud import METER_WAIT_S, RequestError, meter_wait_from_request
 from gatebench.cloud._ingest import METER_GAPS, ingest_run, meter_done_line
 from gatebench.cloud._tester import Clock
-from gatebench.model import RunRecord
-from gatebench.plan import Injection
-from gatebench.provisioners._vm_roles import meter_gateway
-from gatebench.resources import MB, CgroupSample
+from gatebench.core.model import RunRecord
+from gatebench.core.plan import Injection
+from gatebench.vm._roles import meter_gateway
+from gatebench.core.resources import MB, CgroupSample
 from gatebench.store import SqliteStore
-from gatebench.workload import FORMAT, injection_json
+from gatebench.core.workload import FORMAT, injection_json
 
 RUNS = "gb-runs"
 RUN = "r-" + "b" * 20
@@ -105,7 +105,7 @@ def test_the_meter_ends_only_after_every_tester_is_done_with_a_sample_past_it(
 def test_a_meter_that_never_sees_load_done_stops_at_its_time_limit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gatebench.provisioners import _vm_roles
+    from gatebench.vm import _roles as _vm_roles
 
     monkeypatch.setattr(_vm_roles, "METER_MAX_S", 8.0)
     cgroup = tmp_path / "docker-abc.scope"
@@ -212,7 +212,7 @@ def test_a_meter_that_never_finishes_is_noted_after_a_bounded_wait(
         )
     }
     # the report says it where a reader looks before trusting the numbers
-    from gatebench.report import build_report
+    from gatebench.core.report import build_report
 
     report = build_report(run_record, store.measurements(RUN))
     assert run_record.environment[METER_GAPS]["nginx"] in report.cautions

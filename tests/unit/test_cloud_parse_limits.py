@@ -11,7 +11,7 @@ import yaml
 from cloud.settings import deployment
 from gatebench.cloud import ObjectRef, parse_upload
 from gatebench.cloud._parse import active_runs
-from gatebench.model import RunRecord, RunStatus
+from gatebench.core.model import RunRecord, RunStatus
 
 ROOT = Path(__file__).resolve().parents[2]
 AUCTION = (ROOT / "examples" / "auction" / "openapi.yaml").read_bytes()

@@ -11,8 +11,8 @@ import pytest
 
 from gatebench.cloud import ObjectRef, parse_upload
 from gatebench.cloud._score import NothingMeasured, expected_keys, finish_run
-from gatebench.model import Measurement
-from gatebench.report import column_names
+from gatebench.core.model import Measurement
+from gatebench.core.report import column_names
 from gatebench.store import SqliteStore
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -21,10 +21,10 @@ from gatebench.cloud._tester import (
     run_load,
     wait_ready,
 )
-from gatebench.errors import RunError
-from gatebench.model import Measurement
-from gatebench.plan import Injection
-from gatebench.workload import FORMAT, injection_json
+from gatebench.core.errors import RunError
+from gatebench.core.model import Measurement
+from gatebench.core.plan import Injection
+from gatebench.core.workload import FORMAT, injection_json
 
 RUNS = "gb-runs"
 RUN = "r-" + "a" * 20
@@ -99,8 +99,8 @@ def test_a_single_tester_starts_as_soon_as_it_sees_the_request() -> None:
 
 
 def test_a_target_whose_vm_said_why_it_did_not_start_it_is_not_waited_for() -> None:
-    from gatebench.procs import free_port
-    from gatebench.provisioners._vm_roles import probe_targets
+    from gatebench.local.procs import free_port
+    from gatebench.vm._roles import probe_targets
 
     closed = free_port()  # nobody listens: the probe is refused at once
     document = {

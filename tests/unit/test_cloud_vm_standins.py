@@ -36,7 +36,7 @@ def allowed(role: str, permission: str, name: str | None, bucket: str = BUCKET) 
 @pytest.mark.parametrize(
     ("role", "permission", "name", "expected"),
     [
-        # Each role reads what its commands read (src/gatebench/provisioners/_vm_roles.py, cloud/_tester.py).
+        # Each role reads what its commands read (src/gatebench/vm/_roles.py, cloud/_tester.py).
         ("backend", "get", f"runs/{RUN}/backend.json", True),
         ("backend", "get", f"runs/{RUN}/mock-backend.json", True),
         ("backend", "get", f"runs/{RUN}/workload.json", False),

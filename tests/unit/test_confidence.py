@@ -1,4 +1,4 @@
-"""``gatebench.confidence`` against SciPy, the oracle (a dev-only dependency: the product
+"""``gatebench.core.confidence`` against SciPy, the oracle (a dev-only dependency: the product
 computes its Student-t quantiles with the standard library, see the module's docstring).
 
 The tolerances are what the implementation reaches on these grids, with a margin of about
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from gatebench.confidence import regularized_incomplete_beta, t_cdf, t_critical, t_quantile
+from gatebench.core.confidence import regularized_incomplete_beta, t_cdf, t_critical, t_quantile
 
 # Whole and fractional degrees of freedom (Welch's test gives fractional ones).
 DFS = [1, 1.2, 1.5, 2, 2.5, 3, 3.7, 4, 5, 6.4, 8, 10, 13.3, 20, 30, 50, 100, 300, 1000, 1e4, 1e5]

@@ -12,8 +12,8 @@ import pytest
 from openapi_spec_validator.schemas.backend.jsonschema import create_validator
 from openapi_spec_validator.schemas.utils import get_schema_content
 
-from gatebench.spec import _conformance
-from gatebench.spec._conformance import _rust_validator, _schema_path, conformance_problems
+from gatebench.core.spec import _conformance
+from gatebench.core.spec._conformance import _rust_validator, _schema_path, conformance_problems
 
 DOC = {
     "openapi": "3.0.3",

@@ -1,4 +1,4 @@
-"""The constant-rate load's moments (gatebench.engines.constant_rate): a callback runs once its
+"""The constant-rate load's moments (gatebench.local.engines.constant_rate): a callback runs once its
 offset from the first measured phase's start has passed, in a thread of its own, and what it
 raises is kept with the run, never lost; a moment the load never reached is an error."""
 
@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from gatebench.engines import EngineEvent
-from gatebench.engines.constant_rate import _Hooks
-from gatebench.errors import RunError
-from gatebench.routescale import WARMUP_WORKLOAD, rate_plan
+from gatebench.local.engines import EngineEvent
+from gatebench.local.engines.constant_rate import _Hooks
+from gatebench.core.errors import RunError
+from gatebench.core.routescale import WARMUP_WORKLOAD, rate_plan
 
 
 def test_callbacks_fire_after_their_offset_from_the_first_measured_phase() -> None:

@@ -1,5 +1,5 @@
-"""The cost of a cloud run (gatebench.cost): every figure recomputed here by hand from the
-price table (gatebench/gcp_prices.json) for one plan, the table's provenance, the refusal of a
+"""The cost of a cloud run (gatebench.core.cost): every figure recomputed here by hand from the
+price table (gatebench/core/gcp_prices.json) for one plan, the table's provenance, the refusal of a
 machine type without a price, `gatebench plan` printing it for a cloud plan only, and the
 report of a cloud run showing it."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gatebench.cli import main
-from gatebench.cost import (
+from gatebench.core.cost import (
     CostError,
     describe_cost,
     describe_vm_limits,
@@ -20,8 +20,8 @@ from gatebench.cost import (
     machine_hourly,
     price_table,
 )
-from gatebench.model import Measurement, RunRecord, RunStatus
-from gatebench.report import build_report, render_html, render_markdown
+from gatebench.core.model import Measurement, RunRecord, RunStatus
+from gatebench.core.report import build_report, render_html, render_markdown
 
 ROOT = Path(__file__).resolve().parents[2]
 AUCTION = ROOT / "examples" / "auction" / "openapi.yaml"
@@ -115,7 +115,7 @@ def test_every_figure_of_one_plan() -> None:
     )
     assert text[1] == (
         "  4 VMs for 12.7 min each; load build 7.2 min (assumptions and sources: "
-        "gatebench/gcp_prices.json)"
+        "gatebench/core/gcp_prices.json)"
     )
     assert any(
         line.startswith("  Compute Engine 2 × e2-standard-4")
@@ -144,8 +144,8 @@ def test_a_machine_type_without_a_price_is_refused_by_name() -> None:
 def test_gatebench_plan_prints_the_cost_of_a_cloud_plan_only(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from gatebench.plan import load_plan
-    from gatebench.spec import read_spec
+    from gatebench.core.plan import load_plan
+    from gatebench.core.spec import read_spec
 
     assert main(["plan", str(AUCTION)]) == 0
     out = capsys.readouterr().out
@@ -198,7 +198,7 @@ def test_the_vms_limits_come_from_the_estimate() -> None:
     """A run's VMs delete themselves after the estimated lifetime × 2 + 30 min (whole minutes),
     not a 12-hour default; the tester's disk holds the raw log's bound twice over the
     system's 4 GiB (a profile bounded by time: at 50,000 requests/s), at least 10 GiB."""
-    from gatebench.cost import (
+    from gatebench.core.cost import (
         describe_vm_limits,
         disk_gib_per_tester,
         raw_log_bytes_bound,

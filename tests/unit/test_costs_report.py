@@ -10,18 +10,18 @@ from dataclasses import replace
 
 import pytest
 
-from gatebench.model import Measurement, RunRecord, RunStatus
-from gatebench.report import (
+from gatebench.core.model import Measurement, RunRecord, RunStatus
+from gatebench.core.report import (
     build_report,
     measurement_rows,
     render_csv,
     render_html,
     render_markdown,
 )
-from gatebench.report._flat import flat_rows
-from gatebench.report._tables import cost_table
-from gatebench.score import score
-from gatebench.stats import format_workload_table, workload_rows
+from gatebench.core.report._flat import flat_rows
+from gatebench.core.report._tables import cost_table
+from gatebench.core.score import score
+from gatebench.core.stats import format_workload_table, workload_rows
 from gatebench.web import run_view
 
 NOW = 1_767_268_800.0
@@ -231,8 +231,8 @@ def test_efficiency_not_measured_for_every_gateway_is_left_out_with_a_note() -> 
 
 
 def test_efficiency_weights_belong_to_the_robust_profile() -> None:
-    from gatebench.confidence import Sample
-    from gatebench.score import ScoreError
+    from gatebench.core.confidence import Sample
+    from gatebench.core.score import ScoreError
 
     values = {"get": {"a": {"throughput": Sample(1.0), "req_per_cpu_s": Sample(5.0)}}}
     with pytest.raises(ScoreError) as info:

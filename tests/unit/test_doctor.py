@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from gatebench import _resources
+from gatebench.local import _resources
 from gatebench.cli import main
-from gatebench.doctor import diagnose
-from gatebench.renderers.tyk import TykRenderer
+from gatebench.local.doctor import diagnose
+from gatebench.core.renderers.tyk import TykRenderer
 
 
 @pytest.fixture
@@ -110,7 +110,7 @@ def test_a_vendor_gateway_named_by_its_variable_must_be_a_program(
 
 
 def test_every_registered_gateway_is_listed(bare: Path) -> None:
-    from gatebench.renderers import gateway_names
+    from gatebench.core.renderers import gateway_names
 
     names = [c.name for c in diagnose().of("gateway")]
     assert names == sorted(gateway_names())
@@ -136,7 +136,7 @@ def test_krakend_and_tyk_are_listed_with_their_versions_where_installed(
 ) -> None:
     """With the real programs (GATEBENCH_KRAKEND_BIN / GATEBENCH_TYK_BIN or PATH) doctor
     prints the version each one reports; without them, how to install them."""
-    from gatebench.renderers import get_renderer
+    from gatebench.core.renderers import get_renderer
 
     main(["doctor"])
     out = capsys.readouterr().out
@@ -153,7 +153,7 @@ def test_krakend_and_tyk_are_listed_with_their_versions_where_installed(
 def test_tyk_without_redis_is_missing_with_the_reason(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from gatebench.renderers import get_renderer
+    from gatebench.core.renderers import get_renderer
 
     if get_renderer("tyk").available_here() is not None:
         pytest.skip(get_renderer("tyk").available_here() or "")

@@ -7,8 +7,8 @@ import struct
 
 import pytest
 
-from gatebench.errors import RunError
-from gatebench.simlog import (
+from gatebench.core.errors import RunError
+from gatebench.core.simlog import (
     ErrorRecord,
     GroupRecord,
     RequestRecord,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gatebench.errors import Problem, pointer, split_pointer
+from gatebench.core.errors import Problem, pointer, split_pointer
 
 
 def test_control_characters_are_escaped_in_the_printed_line() -> None:

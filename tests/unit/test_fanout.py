@@ -1,4 +1,4 @@
-"""The local fan-out's refusals and URL rewriting (gatebench._fanout; the runs themselves are in
+"""The local fan-out's refusals and URL rewriting (gatebench.local._fanout; the runs themselves are in
 tests/integration/test_testers_local.py)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from gatebench._fanout import fanout_problem, for_host
-from gatebench._netns import LoadHost
+from gatebench.local._fanout import fanout_problem, for_host
+from gatebench.local._netns import LoadHost
 
 
 def test_not_root_refuses_more_than_one_tester(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -44,7 +44,7 @@ def test_the_phase_barrier_waits_for_testers_still_in_earlier_phases() -> None:
     import threading
     import urllib.request
 
-    from gatebench._fanout import PhaseBarrier
+    from gatebench.local._fanout import PhaseBarrier
 
     # phase 0: testers 0 and 1; phase 1: tester 0 alone (a one-user phase)
     with PhaseBarrier({0: {0, 1}, 1: {0}}, timeout=5) as barrier:
@@ -90,7 +90,7 @@ def test_a_tester_left_behind_is_not_waited_for_again_and_gone_is_an_endpoint() 
     import time
     import urllib.request
 
-    from gatebench._fanout import PhaseBarrier, barrier_controls
+    from gatebench.local._fanout import PhaseBarrier, barrier_controls
 
     def call(base: str, path: str) -> int:
         req = urllib.request.Request(base + path, method="POST")

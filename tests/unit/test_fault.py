@@ -1,11 +1,11 @@
-"""What a killed replica did to a phase (gatebench.fault), on simulated requests and
+"""What a killed replica did to a phase (gatebench.core.fault), on simulated requests and
 connection attempts whose answer is known."""
 
 from __future__ import annotations
 
 import pytest
 
-from gatebench.fault import Request, fault_impact
+from gatebench.core.fault import Request, fault_impact
 
 KILL = 1000.0
 

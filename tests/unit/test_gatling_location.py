@@ -1,4 +1,4 @@
-"""Where an installed gatebench finds Gatling (gatebench._resources.gatling_files): the runner
+"""Where an installed gatebench finds Gatling (gatebench.local._resources.gatling_files): the runner
 image (cloudbuild/runner.Dockerfile) builds it once and names it with GATEBENCH_GATLING_CLASSES
 and GATEBENCH_GATLING_CP; those are used before any source is looked for, and nothing is built
 at first use on a tester VM (no Maven run, no download)."""
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gatebench import _resources
-from gatebench.errors import RunError
+from gatebench.local import _resources
+from gatebench.core.errors import RunError
 
 
 def image_like_build(root: Path) -> tuple[Path, Path]:

@@ -1,4 +1,4 @@
-"""The run's guardian (gatebench._guardian) and the owner of a run (procs.this_process): what a
+"""The run's guardian (gatebench.local._guardian) and the owner of a run (procs.this_process): what a
 killed gatebench leaves is found from the ledger and ended, and only that."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gatebench._guardian import end_groups, recorded_groups
-from gatebench.procs import Supervisor, process_gone, this_process
+from gatebench.local._guardian import end_groups, recorded_groups
+from gatebench.local.procs import Supervisor, process_gone, this_process
 
 # A group leader that forks a child into its group, then exits on SIGTERM: what an nginx
 # master and its worker do once the master is killed.

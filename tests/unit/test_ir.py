@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from gatebench.ir import Api, Operation
-from gatebench.spec import SpecResult, read_spec
+from gatebench.core.ir import Api, Operation
+from gatebench.core.spec import SpecResult, read_spec
 
 
 def spec(tmp_path: Path, doc: dict[str, Any], name: str = "api.json") -> SpecResult:

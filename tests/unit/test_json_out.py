@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gatebench.renderers import RenderTarget, get_renderer
-from gatebench.renderers._json_out import dump_json
-from gatebench.renderers._leave_out import render_leaving_out
+from gatebench.core.renderers import RenderTarget, get_renderer
+from gatebench.core.renderers._json_out import dump_json
+from gatebench.core.renderers._leave_out import render_leaving_out
 from paths import DATA, EXAMPLES
 
 _LEAVES = st.one_of(
@@ -68,8 +68,8 @@ def test_the_rest_is_json_dumps() -> None:
     ids=lambda p: p.parent.name + "/" + p.name,
 )
 def test_renderers_documents(gateway: str, spec: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gatebench.renderers import _json_out
-    from gatebench.spec import load_spec
+    from gatebench.core.renderers import _json_out
+    from gatebench.core.spec import load_spec
 
     seen: list[Any] = []
     original = _json_out._value

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 import yaml
 
-from gatebench.errors import RenderError, UnsupportedFeature, UnsupportedHere
-from gatebench.ir import Api
-from gatebench.renderers import RenderTarget, get_renderer
-from gatebench.renderers._jvm import JVM_OPTIONS_ENV, assert_inert
-from gatebench.spec import load_spec
+from gatebench.core.errors import RenderError, UnsupportedFeature, UnsupportedHere
+from gatebench.core.ir import Api
+from gatebench.core.renderers import RenderTarget, get_renderer
+from gatebench.core.renderers._jvm import JVM_OPTIONS_ENV, assert_inert
+from gatebench.core.spec import load_spec
 from replay import replay_matrix
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from cloud.settings import deployment
-from gatebench.errors import UnsupportedFeature
-from gatebench.policies import ApiKeyAuth, Cache, JwtAuth, Policies, PolicySet, RateLimit
-from gatebench.renderers import RenderTarget, get_renderer, policy_exclusions, render_with_policies
-from gatebench.spec import load_spec
+from gatebench.core.errors import UnsupportedFeature
+from gatebench.core.policies import ApiKeyAuth, Cache, JwtAuth, Policies, PolicySet, RateLimit
+from gatebench.core.renderers import RenderTarget, get_renderer, policy_exclusions, render_with_policies
+from gatebench.core.spec import load_spec
 from paths import ROOT
 
 TARGET = RenderTarget(workdir="/srv/gatebench/x", listen_port=8080)

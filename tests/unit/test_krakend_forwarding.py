@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from gatebench.ir import Api, Operation
-from gatebench.renderers import get_renderer, routes_for
-from gatebench.renderers.krakend import rebuilt_path, rebuilt_query
+from gatebench.core.ir import Api, Operation
+from gatebench.core.renderers import get_renderer, routes_for
+from gatebench.core.renderers.krakend import rebuilt_path, rebuilt_query
 from replay import Forwarding, ReplayRequest, Reply, compare_echoes, expected_route
 
 

@@ -35,10 +35,10 @@ def _under(loaded: set[str], package: str) -> list[str]:
     "forbidden",
     [
         "gatebench.web",
-        "gatebench.runner",
-        "gatebench.stages",
-        "gatebench.engines",
-        "gatebench.provisioners",
+        "gatebench.local.runner",
+        "gatebench.run",
+        "gatebench.local.engines",
+        "gatebench.local.provisioners",
     ],
 )
 def test_importing_the_cloud_package_loads_no_edge(forbidden: str) -> None:
@@ -48,8 +48,8 @@ def test_importing_the_cloud_package_loads_no_edge(forbidden: str) -> None:
 
 
 def test_importing_the_renderers_loads_no_process_management() -> None:
-    loaded = _loaded_after("gatebench.renderers")
-    assert "gatebench.renderers.nginx" in loaded or "gatebench.renderers._registry" in loaded
-    assert [m for m in ("gatebench.procs", "gatebench.runner") if m in loaded] == []
-    assert _under(loaded, "gatebench.provisioners") == []
-    assert _under(loaded, "gatebench.engines") == []
+    loaded = _loaded_after("gatebench.core.renderers")
+    assert "gatebench.core.renderers.nginx" in loaded or "gatebench.core.renderers._registry" in loaded
+    assert [m for m in ("gatebench.local.procs", "gatebench.local.runner") if m in loaded] == []
+    assert _under(loaded, "gatebench.local.provisioners") == []
+    assert _under(loaded, "gatebench.local.engines") == []

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from gatebench.errors import UnsupportedFeature
-from gatebench.policies import ApiKeyAuth, Policies, PolicySet
-from gatebench.renderers import RenderTarget, get_renderer
-from gatebench.renderers._leave_out import render_leaving_out, sent_query_names
-from gatebench.spec import load_spec
+from gatebench.core.errors import UnsupportedFeature
+from gatebench.core.policies import ApiKeyAuth, Policies, PolicySet
+from gatebench.core.renderers import RenderTarget, get_renderer
+from gatebench.core.renderers._leave_out import render_leaving_out, sent_query_names
+from gatebench.core.spec import load_spec
 from paths import DATA
 
 TEMPLATES = DATA / "adversarial" / "templates.yaml"
@@ -79,7 +79,7 @@ def test_a_gateway_that_expresses_everything_is_unchanged() -> None:
 def test_the_report_lists_the_routes_a_gateway_left_out() -> None:
     from test_report import m, run_record
 
-    from gatebench.report import build_report
+    from gatebench.core.report import build_report
 
     line = "krakend: 3 of 1,123 routes left out (it cannot express them and no workload uses them)"
     report = build_report(

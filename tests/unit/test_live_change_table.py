@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from gatebench.renderers import all_renderers, live_change_table
+from gatebench.core.renderers import all_renderers, live_change_table
 from paths import ROOT
 
 DOC = ROOT / "docs" / "scale.md"
@@ -17,7 +17,7 @@ def test_the_doc_table_is_the_declarations() -> None:
     assert found, "docs/scale.md has no live-changes markers"
     assert found.group(1) == live_change_table(), (
         "docs/scale.md's table differs from the renderers' live_change declarations; paste "
-        "gatebench.renderers.live_change_table() between the markers"
+        "gatebench.core.renderers.live_change_table() between the markers"
     )
 
 

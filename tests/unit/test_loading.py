@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gatebench.errors import Problem
-from gatebench.spec import Limits, read_spec
+from gatebench.core.errors import Problem
+from gatebench.core.spec import Limits, read_spec
 
 MINIMAL_YAML = """\
 openapi: 3.0.3

@@ -1,4 +1,4 @@
-"""Our reader of the open-model engine's records (gatebench.loadlog): latencies from the
+"""Our reader of the open-model engine's records (gatebench.core.loadlog): latencies from the
 intended start, the schedule the engine kept, and the merge of several testers."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gatebench.errors import RunError
-from gatebench.loadlog import ScheduleSample, merge_schedules, parse_loadlog, read_loadlog
-from gatebench.stats import phase_stats
+from gatebench.core.errors import RunError
+from gatebench.core.loadlog import ScheduleSample, merge_schedules, parse_loadlog, read_loadlog
+from gatebench.core.stats import phase_stats
 
 LOG = """gatebench-loadgen/1\t1700000000000000\t2
 M\t1\tstatus.find.lt(400), found 503

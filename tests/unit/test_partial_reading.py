@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from gatebench.errors import PlanError
-from gatebench.plan import build_plan
-from gatebench.spec import SpecResult, read_spec
+from gatebench.core.errors import PlanError
+from gatebench.core.plan import build_plan
+from gatebench.core.spec import SpecResult, read_spec
 
 OK = {"200": {"description": "ok"}}
 EVIL = {"$ref": "https://evil.example/x.json"}

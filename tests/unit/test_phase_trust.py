@@ -9,21 +9,21 @@ from typing import Any
 
 import pytest
 
-from gatebench.aggregate import summarize
-from gatebench.errors import Problem
-from gatebench.ir import Api
-from gatebench.measure import PhaseResult, measurement_from
-from gatebench.metrics import METRICS
-from gatebench.model import Measurement, RunRecord, RunStatus
-from gatebench.plan import Injection, build_plan, load_plan
-from gatebench.report import build_report, render_html, render_json, render_markdown
-from gatebench.report._tables import score_table
-from gatebench.spec import load_spec
-from gatebench.stages import RunJournal
-from gatebench.stages._load_hooks import LoadHooks
-from gatebench.stats import PhaseSample
-from gatebench.trust import failures_of, min_phase_ms, too_short, too_short_throughput
-from gatebench.workload import Phase
+from gatebench.core.aggregate import summarize
+from gatebench.core.errors import Problem
+from gatebench.core.ir import Api
+from gatebench.core.measure import PhaseResult, measurement_from
+from gatebench.core.metrics import METRICS
+from gatebench.core.model import Measurement, RunRecord, RunStatus
+from gatebench.core.plan import Injection, build_plan, load_plan
+from gatebench.core.report import build_report, render_html, render_json, render_markdown
+from gatebench.core.report._tables import score_table
+from gatebench.core.spec import load_spec
+from gatebench.run import RunJournal
+from gatebench.run.stages._load_hooks import LoadHooks
+from gatebench.core.stats import PhaseSample
+from gatebench.core.trust import failures_of, min_phase_ms, too_short, too_short_throughput
+from gatebench.core.workload import Phase
 from paths import EXAMPLES
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from gatebench.ir import Api
-from gatebench.pinning import CpuLayout, resolve_layout
-from gatebench.plan import DEFAULT_CPU_MODE, Cpus, build_plan
-from gatebench.procs import Supervisor
+from gatebench.core.ir import Api
+from gatebench.local.pinning import CpuLayout, resolve_layout
+from gatebench.core.plan import DEFAULT_CPU_MODE, Cpus, build_plan
+from gatebench.local.procs import Supervisor
 from paths import EXAMPLES
 from plans import auction_api, plan_errors, section
 
@@ -128,16 +128,16 @@ def test_a_process_started_with_a_role_runs_on_its_cores(tmp_path: Path) -> None
 def test_the_run_records_its_layout_and_says_why_it_ran_unpinned(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The backend stage's pinning (gatebench.stages.backend.pin): on a machine that gives gatebench one core,
+    """The backend stage's pinning (gatebench.run.stages.backend.pin): on a machine that gives gatebench one core,
     a pinned plan runs unpinned (the supervisor pins nothing) and the run's notes say why; on
     two cores the supervisor gets the layout, and the run's environment records it."""
     from dataclasses import replace
 
-    from gatebench.model import RunRecord
-    from gatebench.plan import load_plan
-    from gatebench.spec import read_spec
-    from gatebench.stages import RunOutcome
-    from gatebench.stages.backend import layout_environment, pin
+    from gatebench.core.model import RunRecord
+    from gatebench.core.plan import load_plan
+    from gatebench.core.spec import read_spec
+    from gatebench.run import RunOutcome
+    from gatebench.run.stages.backend import layout_environment, pin
 
     result = read_spec(str(EXAMPLES / "auction" / "openapi.yaml"))
     assert result.api is not None
@@ -178,7 +178,7 @@ def test_signals_held_deliver_after_the_block() -> None:
     import os
     import signal
 
-    from gatebench.procs import signals_held
+    from gatebench.local.procs import signals_held
 
     seen: list[str] = []
 

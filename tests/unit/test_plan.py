@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 import yaml
 
-from gatebench.errors import PlanError
-from gatebench.ir import Api
-from gatebench.plan import Plan, build_plan, describe_plan, load_plan
-from gatebench.renderers import gateway_names
-from gatebench.spec import load_spec
+from gatebench.core.errors import PlanError
+from gatebench.core.ir import Api
+from gatebench.core.plan import Plan, build_plan, describe_plan, load_plan
+from gatebench.core.renderers import gateway_names
+from gatebench.core.spec import load_spec
 from paths import EXAMPLES
 from plans import auction_api, plan_errors, section
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from gatebench.ir import Api
-from gatebench.plan import Backend, Capacity, CapacityPlan, Objective, build_plan
+from gatebench.core.ir import Api
+from gatebench.core.plan import Backend, Capacity, CapacityPlan, Objective, build_plan
 from plans import auction_api, plan_errors, section
 
 
@@ -191,7 +191,7 @@ def test_errors_in_a_workload_capacity_are_located_there(auction: Api) -> None:
         ),
         (
             "/x-gatebench/workloads/0/capacity/budget",
-            "the budget is the whole capacity run's: give it in x-gatebench.capacity",
+            "the budget is the whole capacity run's: give it in x-gatebench.kinds.capacity",
         ),
         ("/x-gatebench/workloads/1/capacity", "capacity must be a mapping, got a string"),
     ]
@@ -223,7 +223,7 @@ def test_a_mock_backend_with_workers_has_a_known_capacity(auction: Api) -> None:
 
 
 def test_gatebench_plan_describes_the_capacity_settings(auction: Api) -> None:
-    from gatebench.plan import describe_plan
+    from gatebench.core.plan import describe_plan
 
     plan = build_plan(
         section(
@@ -246,10 +246,10 @@ def test_gatebench_plan_describes_the_capacity_settings(auction: Api) -> None:
 
 
 def test_a_run_overrides_the_repetitions_and_quick_shortens_the_search(auction: Api) -> None:
-    """``gatebench capacity --quick --repetitions N`` (gatebench.capacity.capacity_as_run):
+    """``gatebench capacity --quick --repetitions N`` (gatebench.kinds.capacity.capacity_as_run):
     every searched workload's settings, the defaults and each override alike; a workload that
     says ``capacity: false`` stays out; nothing else of the plan changes."""
-    from gatebench.capacity import QUICK, capacity_as_run
+    from gatebench.kinds.capacity import QUICK, capacity_as_run
 
     plan = build_plan(
         section(workloads=two(bid={"probe": "10s", "precision": "1%"}, get=False)), auction
@@ -269,8 +269,8 @@ def test_a_run_overrides_the_repetitions_and_quick_shortens_the_search(auction: 
 def test_a_capacity_run_refuses_tls_and_a_fault_with_located_errors(auction: Api) -> None:
     from dataclasses import replace
 
-    from gatebench.capacity import capacity_problems
-    from gatebench.plan import Fault, Tls
+    from gatebench.kinds.capacity import capacity_problems
+    from gatebench.core.plan import Fault, Tls
 
     plan = build_plan(section(), auction)
     assert capacity_problems(plan) == []

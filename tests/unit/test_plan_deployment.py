@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from gatebench.plan import Fault, Tls, build_plan
+from gatebench.core.plan import Fault, Tls, build_plan
 from plans import auction_api, plan_errors, section
 
 API = auction_api()

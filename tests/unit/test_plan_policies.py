@@ -1,4 +1,4 @@
-"""x-gatebench.policies: JWT / API key / rate limit / cache, defaults from securitySchemes,
+"""x-gatebench.core.policies: JWT / API key / rate limit / cache, defaults from securitySchemes,
 per-operation overrides, and the located errors for what is missing."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from gatebench.errors import PlanError
-from gatebench.ir import Api, SecurityScheme
-from gatebench.plan import build_plan
-from gatebench.policies import (
+from gatebench.core.errors import PlanError
+from gatebench.core.ir import Api, SecurityScheme
+from gatebench.core.plan import build_plan
+from gatebench.core.policies import (
     ApiKeyAuth,
     Cache,
     JwtAuth,
@@ -25,7 +25,7 @@ from gatebench.policies import (
     missing_reason,
     required_features,
 )
-from gatebench.spec import load_spec
+from gatebench.core.spec import load_spec
 from paths import EXAMPLES
 
 

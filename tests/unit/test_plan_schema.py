@@ -11,10 +11,10 @@ from typing import Any
 import jsonschema_rs
 import pytest
 
-from gatebench.ir import Api
-from gatebench.plan import SCHEMA_PATH
-from gatebench.plan import _schema as plan_schema
-from gatebench.spec import load_spec
+from gatebench.core.ir import Api
+from gatebench.core.plan import SCHEMA_PATH
+from gatebench.core.plan import _schema as plan_schema
+from gatebench.core.spec import load_spec
 from paths import DATA, EXAMPLES
 from plans import auction_api, plan_errors, section
 

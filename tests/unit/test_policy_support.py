@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from cloud.settings import deployment
-from gatebench.errors import UnsupportedFeature
-from gatebench.policies import FEATURES, Cache, JwtAuth, Policies, PolicySet, RateLimit
-from gatebench.renderers import (
+from gatebench.core.errors import UnsupportedFeature
+from gatebench.core.policies import FEATURES, Cache, JwtAuth, Policies, PolicySet, RateLimit
+from gatebench.core.renderers import (
     RenderTarget,
     all_renderers,
     get_renderer,
@@ -21,7 +21,7 @@ from gatebench.renderers import (
     render_with_policies,
     support_matrix,
 )
-from gatebench.spec import load_spec
+from gatebench.core.spec import load_spec
 from paths import ROOT
 
 DOC = ROOT / "docs" / "gateways.md"
@@ -46,7 +46,7 @@ def test_the_doc_matrix_is_the_declarations() -> None:
     assert found, "docs/gateways.md has no support-matrix markers"
     assert found.group(1) == support_matrix(), (
         "docs/gateways.md's policy matrix differs from the renderers' supported_policies; "
-        "paste gatebench.renderers.support_matrix() between the markers"
+        "paste gatebench.core.renderers.support_matrix() between the markers"
     )
 
 
@@ -155,7 +155,7 @@ def test_the_plan_check_names_the_left_out_gateways(capsys: pytest.CaptureFixtur
 
 
 def test_the_policy_spec_reads_its_key_from_the_bundle() -> None:
-    from gatebench.plan import load_plan
+    from gatebench.core.plan import load_plan
 
     result = load_spec(POLICY_SPEC)
     plan = load_plan(result)

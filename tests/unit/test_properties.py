@@ -17,10 +17,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gatebench.errors import PlanError
-from gatebench.plan import load_plan
-from gatebench.spec import Limits, SpecResult, read_spec
-from gatebench.spec._locate import json_positions, json_positions_of
+from gatebench.core.errors import PlanError
+from gatebench.core.plan import load_plan
+from gatebench.core.spec import Limits, SpecResult, read_spec
+from gatebench.core.spec._locate import json_positions, json_positions_of
 from paths import EXAMPLES
 
 SEEDS: list[tuple[str, bytes]] = [

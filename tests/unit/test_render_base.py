@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from gatebench.errors import RenderError, UnsupportedFeature, UnsupportedHere
-from gatebench.ir import Api, Operation
-from gatebench.provisioners import write_files
-from gatebench.renderers import (
+from gatebench.core.errors import RenderError, UnsupportedFeature, UnsupportedHere
+from gatebench.core.ir import Api, Operation
+from gatebench.local.provisioners import write_files
+from gatebench.core.renderers import (
     RenderTarget,
     encode_literal,
     escape_regex_char,
@@ -21,7 +21,7 @@ from gatebench.renderers import (
     local_gateway_names,
     routes_for,
 )
-from gatebench.renderers._routes import shared_param_names
+from gatebench.core.renderers._routes import shared_param_names
 from replay import expected_route
 
 
@@ -105,8 +105,8 @@ def test_unknown_gateway_lists_the_known_ones() -> None:
 
 
 def test_plan_accepts_the_registered_names() -> None:
-    from gatebench.plan import build_plan
-    from gatebench.spec import load_spec
+    from gatebench.core.plan import build_plan
+    from gatebench.core.spec import load_spec
 
     api = load_spec(Path(__file__).resolve().parents[2] / "examples/petstore/openapi.yaml").api
     assert api is not None
@@ -133,7 +133,7 @@ def test_cloud_only_gateways_have_no_local_command() -> None:
 
 def test_missing_program_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")
-    monkeypatch.setattr("gatebench.renderers._base._SYSTEM_BIN_DIRS", ("/nonexistent",))
+    monkeypatch.setattr("gatebench.core.renderers._base._SYSTEM_BIN_DIRS", ("/nonexistent",))
     with pytest.raises(UnsupportedHere) as info:
         get_renderer("haproxy").run_argv("/tmp")
     assert str(info.value) == (
@@ -153,7 +153,7 @@ def test_command_templates_are_filled_from_the_target() -> None:
 
 
 def test_write_files_stays_inside_the_workdir(tmp_path: Path) -> None:
-    from gatebench.errors import RunError
+    from gatebench.core.errors import RunError
 
     with pytest.raises(RunError, match="not a relative path inside the workdir"):
         write_files({"../escape.conf": "x"}, tmp_path)

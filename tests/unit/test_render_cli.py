@@ -156,7 +156,7 @@ def test_large_specs_are_what_the_generator_writes(tmp_path: Path) -> None:
 def test_adversarial_inputs_the_description_refuses_are_located() -> None:
     """The other outcome of the adversarial spec: each bad route is left out with one located
     warning; the one readable operation is kept."""
-    from gatebench.spec import read_spec
+    from gatebench.core.spec import read_spec
 
     result = read_spec(ROOT / "tests" / "data" / "adversarial" / "invalid.yaml")
     assert result.errors == []

@@ -18,9 +18,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gatebench.errors import UnsupportedFeature
-from gatebench.ir import Api, Operation, Parameter
-from gatebench.renderers import RenderTarget, all_renderers
+from gatebench.core.errors import UnsupportedFeature
+from gatebench.core.ir import Api, Operation, Parameter
+from gatebench.core.renderers import RenderTarget, all_renderers
 
 # What the IR lets through in a literal segment (no '/', '?', '#', braces, whitespace,
 # control characters; '%' only as %XX).

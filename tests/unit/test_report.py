@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from gatebench.metrics import METRICS
-from gatebench.model import Measurement, RunRecord, RunStatus
-from gatebench.report import (
+from gatebench.core.metrics import METRICS
+from gatebench.core.model import Measurement, RunRecord, RunStatus
+from gatebench.core.report import (
     bigquery_schema,
     build_report,
     column_names,
@@ -24,7 +24,7 @@ from gatebench.report import (
     render_json,
     render_markdown,
 )
-from gatebench.report._format import fmt_ci, fmt_signed, fmt_value
+from gatebench.core.report._format import fmt_ci, fmt_signed, fmt_value
 from paths import ROOT
 from synthetic import synthetic_run
 

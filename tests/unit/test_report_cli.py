@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gatebench.cli import main
-from gatebench.report import column_names
+from gatebench.core.report import column_names
 from gatebench.store import SqliteStore
 from synthetic import synthetic_run
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from gatebench.fault import FaultImpact
-from gatebench.report import build_report, render_html, render_markdown
+from gatebench.core.fault import FaultImpact
+from gatebench.core.report import build_report, render_html, render_markdown
 from synthetic import synthetic_run
 
 IMPACT = FaultImpact(

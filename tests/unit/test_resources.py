@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 
 from gatebench.cloud._ingest import MeterUpload, meter_uploads
-from gatebench.engines.cpu import CpuSampler, exited_unreaped
-from gatebench.measure import with_gateway_cgroup
-from gatebench.model import Measurement
-from gatebench.procs import Supervisor
-from gatebench.provisioners._vm_roles import meter_gateway, read_cgroup
-from gatebench.resources import (
+from gatebench.local.engines.cpu import CpuSampler, exited_unreaped
+from gatebench.core.measure import with_gateway_cgroup
+from gatebench.core.model import Measurement
+from gatebench.local.procs import Supervisor
+from gatebench.vm._roles import meter_gateway, read_cgroup
+from gatebench.core.resources import (
     MB,
     CgroupFormatError,
     CgroupSample,

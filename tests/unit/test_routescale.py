@@ -1,4 +1,4 @@
-"""Route replication for the scale and change-under-load runs (gatebench.routescale): exact
+"""Route replication for the scale and change-under-load runs (gatebench.core.routescale): exact
 sizes, distinct prefixes, escapes kept, deterministic, and what counts as a correct answer."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from gatebench.errors import PlanError
-from gatebench.ir import Api
-from gatebench.renderers import RenderTarget, get_renderer
-from gatebench.renderers._routes import routes_for
-from gatebench.routescale import (
+from gatebench.core.errors import PlanError
+from gatebench.core.ir import Api
+from gatebench.core.renderers import RenderTarget, get_renderer
+from gatebench.core.renderers._routes import routes_for
+from gatebench.core.routescale import (
     INSTANCE_HEADER,
     Probe,
     added_routes,
@@ -23,7 +23,7 @@ from gatebench.routescale import (
     routes_at_positions,
     table_positions,
 )
-from gatebench.spec import read_spec
+from gatebench.core.spec import read_spec
 from plans import auction_api
 
 SPEC = b"""\

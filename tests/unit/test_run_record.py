@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from gatebench.cloud import ObjectRef, parse_upload
-from gatebench.errors import RunError
-from gatebench.plan import load_plan
-from gatebench.runner import RunOptions, run_benchmark
-from gatebench.spec import read_spec
+from gatebench.core.errors import RunError
+from gatebench.core.plan import load_plan
+from gatebench.local.runner import RunOptions, run_benchmark
+from gatebench.core.spec import read_spec
 from paths import EXAMPLES
 
 PETSTORE = EXAMPLES / "petstore" / "openapi.yaml"

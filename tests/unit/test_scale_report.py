@@ -1,4 +1,4 @@
-"""The scale run's report (gatebench.report._scale): a memory and a p99 chart per gateway with
+"""The scale run's report (gatebench.kinds.scale._report): a memory and a p99 chart per gateway with
 routes on a log scale, the tables, every failed request of a change listed, the JSON document
 it is rendered from."""
 
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from gatebench.cli import main
-from gatebench.model import RunRecord
-from gatebench.report import point_key, render_scale_html, scale_document
-from gatebench.report._scale import log_line_chart
-from gatebench.scalemetrics import Arrival, ChangeOutcome, Latency, ScalePoint, change_outcome
+from gatebench.core.model import RunRecord
+from gatebench.core.report import point_key, render_scale_html, scale_document
+from gatebench.kinds.scale._report import log_line_chart
+from gatebench.kinds.scale.metrics import Arrival, ChangeOutcome, Latency, ScalePoint, change_outcome
 from gatebench.store import SqliteStore
 
 SIZES = (10, 100, 1000, 10000)

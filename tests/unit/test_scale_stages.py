@@ -1,4 +1,4 @@
-"""The route-scale and change-under-load runs are stage lists (gatebench.stages.scale): their
+"""The route-scale and change-under-load runs are stage lists (gatebench.kinds.scale._stages): their
 order, what each stage needs and gives, and the lifecycle moving forward once."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import pytest
 import yaml
 
 from gatebench.cli import main
-from gatebench.errors import RunError
-from gatebench.liveruns import LoadSettings
-from gatebench.plan import scale_problems
-from gatebench.stages import check_order
-from gatebench.stages.scale import (
+from gatebench.core.errors import RunError
+from gatebench.local.liveruns import LoadSettings
+from gatebench.core.plan import scale_problems
+from gatebench.run import check_order
+from gatebench.kinds.scale._stages import (
     ChangeSpec,
     GrowRender,
     ScaleRequest,

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gatebench.confidence import Sample
-from gatebench.metrics import METRICS
-from gatebench.score import ScoreError, metric_score, score, values_from_table
+from gatebench.core.confidence import Sample
+from gatebench.core.metrics import METRICS
+from gatebench.core.score import ScoreError, metric_score, score, values_from_table
 
 
 def one_metric(metric: str, **values: float) -> dict[str, dict[str, dict[str, Sample]]]:

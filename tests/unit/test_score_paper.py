@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from gatebench.score import ScoreResult, metric_score, score, values_from_table
+from gatebench.core.score import ScoreResult, metric_score, score, values_from_table
 from paths import DATA
 
 # Tables II, III and IV: response times (ms) and error %.

@@ -6,9 +6,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from gatebench.errors import RunError
-from gatebench.plan import build_plan
-from gatebench.stages.load import LoadSplit
+from gatebench.core.errors import RunError
+from gatebench.core.plan import build_plan
+from gatebench.kinds.fixed.load import LoadSplit
 from plans import auction_api, section
 
 

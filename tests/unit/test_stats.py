@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from gatebench.model import Measurement
-from gatebench.stats import (
+from gatebench.core.model import Measurement
+from gatebench.core.stats import (
     PhaseSample,
     format_workload_table,
     nearest_rank,

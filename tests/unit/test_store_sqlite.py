@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gatebench.errors import StoreError
-from gatebench.model import RunRecord
+from gatebench.core.errors import StoreError
+from gatebench.core.model import RunRecord
 from gatebench.store import (
     DEFAULT_STORE,
     SCHEMA_VERSION,

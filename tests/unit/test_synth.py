@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gatebench.synth import synthesize
+from gatebench.core.synth import synthesize
 
 
 def test_precedence_const_example_default_enum() -> None:

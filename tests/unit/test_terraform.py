@@ -279,7 +279,7 @@ def test_each_firewall_opens_one_port_the_vms_listen_on() -> None:
         MAX_BACKEND_PORTS,
     )
     from gatebench.cloud._live import ADMIN_PORT, CHANGED_BACKEND_PORT
-    from gatebench.plan import MAX_REPLICAS
+    from gatebench.core.plan import MAX_REPLICAS
 
     network = CONFIG[INFRA / "modules" / "network"]
     defaults = dict(
@@ -382,13 +382,13 @@ def test_build_substitutions_are_all_provided_by_the_workflow() -> None:
 
 
 def test_bigquery_table_uses_the_report_schema_and_the_view_its_columns() -> None:
-    from gatebench.report import column_names
+    from gatebench.core.report import column_names
 
     results = CONFIG[INFRA / "modules" / "results-store"]
     table = results.resources[("google_bigquery_table", "measurements")]
-    assert "src/gatebench/report/bigquery_schema.json" in table["schema"]
+    assert "src/gatebench/core/report/bigquery_schema.json" in table["schema"]
     path = (
-        INFRA / "modules" / "results-store" / "../../../src/gatebench/report/bigquery_schema.json"
+        INFRA / "modules" / "results-store" / "../../../src/gatebench/core/report/bigquery_schema.json"
     )
     assert [c["name"] for c in json.loads(path.read_text())] == list(column_names())
     sql = (INFRA / "modules" / "results-store" / "summary.sql.tftpl").read_text()

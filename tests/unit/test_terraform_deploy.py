@@ -278,8 +278,8 @@ def needs() -> dict[str, set[tuple[str, str]]]:
         run_object,
     )
     from gatebench.cloud._tester import marker, marker_of_tester
-    from gatebench.provisioners._vm_capacity import share_object
-    from gatebench.provisioners._vm_roles import CGROUP_OBJECT, RAW_OBJECT
+    from gatebench.vm._capacity import share_object
+    from gatebench.vm._roles import CGROUP_OBJECT, RAW_OBJECT
 
     return {
         # serve_backend: backend.json, then the mock configuration it names; why it did not
@@ -337,7 +337,7 @@ def needs() -> dict[str, set[tuple[str, str]]]:
             ("create", share_object(RUN_ID, 1, 1, "loadgen.records")),
             ("get", CAMPAIGN_OBJECT.format(run_id=RUN_ID)),
             ("create", CAMPAIGN_OBJECT.format(run_id=RUN_ID)),
-            # a scale or change-under-load run (gatebench.liveremote): its program, each
+            # a scale or change-under-load run (gatebench.vm._live_tester): its program, each
             # gateway agent's answers; its requests (one, replaced) and results (replaced by
             # a restarted tester)
             ("get", run_object(RUN_ID, LIVE_PLAN)),

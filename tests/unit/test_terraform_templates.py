@@ -216,7 +216,7 @@ def rendered_run(
     from gatebench.cloud import ObjectRef
     from gatebench.cloud._render import render_run
     from gatebench.cloud._vms import vm_vars
-    from gatebench.tls import make_ca
+    from gatebench.core.tls import make_ca
 
     ref = ObjectRef("gb-uploads", "specs/auction.yaml", "9")
     spec = AUCTION.read_bytes()
@@ -352,7 +352,7 @@ def test_gateway_images_come_through_the_docker_hub_remote_repository() -> None:
     """No VM pulls from docker.io through the NAT: every image any renderer names (and Tyk's
     Redis) reaches the startup script as the project's Docker Hub remote repository."""
     from gatebench.cloud._render import REDIS_IMAGE
-    from gatebench.renderers import gateway_names, get_renderer
+    from gatebench.core.renderers import gateway_names, get_renderer
 
     images = sorted(
         {i for n in gateway_names() if (i := get_renderer(n).cloud_image)} | {REDIS_IMAGE}

@@ -1,4 +1,4 @@
-"""Several testers per phase: the split rule, the exact merge, ingest of N logs (gatebench.testers)."""
+"""Several testers per phase: the split rule, the exact merge, ingest of N logs (gatebench.core.testers)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from cloud.simlog import SimLogWriter
-from gatebench.errors import RunError
-from gatebench.measure import CpuUsage, PhaseResult, measurement_from
-from gatebench.plan import Injection
-from gatebench.stats import PhaseSample, phase_stats
-from gatebench.testers import (
+from gatebench.core.errors import RunError
+from gatebench.core.measure import CpuUsage, PhaseResult, measurement_from
+from gatebench.core.plan import Injection
+from gatebench.core.stats import PhaseSample, phase_stats
+from gatebench.core.testers import (
     PhasePart,
     ingest_tester_logs,
     merge_phase,
@@ -22,7 +22,7 @@ from gatebench.testers import (
     split_injection,
     union_ms,
 )
-from gatebench.workload import FORMAT, injection_from_json, injection_json, phases_from_document
+from gatebench.core.workload import FORMAT, injection_from_json, injection_json, phases_from_document
 
 
 def test_split_counts_gives_the_remainder_to_the_first_testers() -> None:
@@ -236,7 +236,7 @@ def test_ingest_merges_every_log_and_flags_a_dead_tester(tmp_path: Path) -> None
         ("w", 4, 20.0, 20.0),
         ("w", 3, 2.0, 2.0),
     ]
-    # millisecond bursts: too short for their throughput to mean anything (gatebench.trust)
+    # millisecond bursts: too short for their throughput to mean anything (gatebench.core.trust)
     assert [m.flags for m in measurements] == [("too-short",), ("too-short",)]
     assert merged[0].start_skew_ms == 5.0
     # tester 1 died during phase 1 (1 of its 2 requests in), before its share of phase 2

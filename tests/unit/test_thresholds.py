@@ -1,4 +1,4 @@
-"""Thresholds (gatebench.thresholds): read from x-gatebench with located errors, evaluated
+"""Thresholds (gatebench.core.thresholds): read from x-gatebench with located errors, evaluated
 against a run's summary, and reported as lines and as JUnit XML."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from gatebench.errors import PlanError
-from gatebench.ir import Api
-from gatebench.plan import build_plan
-from gatebench.report import build_report
-from gatebench.report._junit import render_junit
-from gatebench.spec import load_spec
-from gatebench.thresholds import Threshold, evaluate, failures, fmt, thresholds_from_plan
+from gatebench.core.errors import PlanError
+from gatebench.core.ir import Api
+from gatebench.core.plan import build_plan
+from gatebench.core.report import build_report
+from gatebench.core.report._junit import render_junit
+from gatebench.core.spec import load_spec
+from gatebench.core.thresholds import Threshold, evaluate, failures, fmt, thresholds_from_plan
 from paths import EXAMPLES
 from synthetic import synthetic_run
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-from gatebench.measure import NOISY_OTHERS_PCT
+from gatebench.core.measure import NOISY_OTHERS_PCT
 from timing import Band, Meanwhile, Timed, judge, measure_within_bands, others_cpu_pct
 
 QUIET = Meanwhile(others_cpu_pct=3.0, backend_late_ms=0.05)

@@ -1,4 +1,4 @@
-"""The run's throwaway CA and server certificate (gatebench.tls): what they are valid for, that
+"""The run's throwaway CA and server certificate (gatebench.core.tls): what they are valid for, that
 a real TLS handshake trusts them through the CA alone, and that the private folder stays
 private."""
 
@@ -17,8 +17,8 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.hazmat.primitives.serialization import load_pem_private_key, pkcs12
 from cryptography.x509.verification import PolicyBuilder, Store
 
-from gatebench.errors import RenderError
-from gatebench.tls import (
+from gatebench.core.errors import RenderError
+from gatebench.core.tls import (
     CA_CERT,
     FILES,
     SERVER_CERT,

@@ -1,4 +1,4 @@
-"""The workload's token signer (gatebench.tokens) and the plan's auth.jwt: claims with expiry,
+"""The workload's token signer (gatebench.core.tokens) and the plan's auth.jwt: claims with expiry,
 a pool of subjects, the key never in what a run records."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from pathlib import Path
 import jwt
 import pytest
 
-from gatebench.engines.wrk import _document_problems
-from gatebench.errors import PlanError, RunError
-from gatebench.plan import load_plan
-from gatebench.spec import load_spec
-from gatebench.stages import RunOutcome
-from gatebench.stages.parse import check_engine_supports, signed_tokens
-from gatebench.testers import split_document
-from gatebench.tokens import (
+from gatebench.local.engines.wrk import _document_problems
+from gatebench.core.errors import PlanError, RunError
+from gatebench.core.plan import load_plan
+from gatebench.core.spec import load_spec
+from gatebench.run import RunOutcome
+from gatebench.run.stages.parse import check_engine_supports, signed_tokens
+from gatebench.core.testers import split_document
+from gatebench.core.tokens import (
     SIGNED_TOKEN_ENV,
     SIGNED_TOKENS_FILE_ENV,
     TokenSigner,
@@ -30,7 +30,7 @@ from gatebench.tokens import (
     token_file,
     token_lifetime,
 )
-from gatebench.workload import compile_load
+from gatebench.core.workload import compile_load
 from paths import ROOT
 
 RSA = generate_private_key("RS256")
@@ -158,7 +158,7 @@ def test_a_pool_gives_each_subject_its_token_in_a_file_that_lives_as_long_as_the
         "gatebench-3",
         "gatebench-4",
     ]
-    # no lifetime given: the run's estimated length (50.5 s: gatebench.cost.load_seconds) plus
+    # no lifetime given: the run's estimated length (50.5 s: gatebench.core.cost.load_seconds) plus
     # the 300-s margin, rounded up to a minute
     assert {c["exp"] - c["iat"] for c in claims} == {360}
     assert not path.exists() and not path.parent.exists()

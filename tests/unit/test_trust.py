@@ -9,19 +9,19 @@ from typing import Any
 
 import pytest
 
-from gatebench.aggregate import summarize
-from gatebench.ceiling import render_ceiling_config
-from gatebench.measure import PhaseResult, measurement_from
-from gatebench.metrics import METRICS
-from gatebench.model import Measurement, RunRecord, RunStatus
-from gatebench.plan import Injection
-from gatebench.report import build_report, render_html, render_json, render_markdown
-from gatebench.score import ScoreError, score, values_from_table
-from gatebench.stages import RunJournal, RunOutcome
-from gatebench.stages._load_hooks import LoadHooks
-from gatebench.stages.score import score_and_save
-from gatebench.stats import PhaseSample
-from gatebench.trust import (
+from gatebench.core.aggregate import summarize
+from gatebench.local.ceiling import render_ceiling_config
+from gatebench.core.measure import PhaseResult, measurement_from
+from gatebench.core.metrics import METRICS
+from gatebench.core.model import Measurement, RunRecord, RunStatus
+from gatebench.core.plan import Injection
+from gatebench.core.report import build_report, render_html, render_json, render_markdown
+from gatebench.core.score import ScoreError, score, values_from_table
+from gatebench.run import RunJournal, RunOutcome
+from gatebench.run.stages._load_hooks import LoadHooks
+from gatebench.kinds.fixed.score import score_and_save
+from gatebench.core.stats import PhaseSample
+from gatebench.core.trust import (
     CEILING_TARGET,
     Agreement,
     Ceiling,
@@ -38,7 +38,7 @@ from gatebench.trust import (
     near_ceiling,
     reproducibility,
 )
-from gatebench.workload import Phase
+from gatebench.core.workload import Phase
 
 
 def m(

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from gatebench.model import RunRecord, RunStatus
-from gatebench.report import score_run
-from gatebench.run_request import (
+from gatebench.core.model import RunRecord, RunStatus
+from gatebench.core.report import score_run
+from gatebench.kinds.request import (
     RunRequest,
     UploadRejected,
     run_request_from_metadata,

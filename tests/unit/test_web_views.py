@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from gatebench.confidence import welch_difference
-from gatebench.model import RunRecord, RunStatus
-from gatebench.report import build_report
-from gatebench.report._format import fmt_ci, fmt_value
-from gatebench.report._svg import colours_for
+from gatebench.core.confidence import welch_difference
+from gatebench.core.model import RunRecord, RunStatus
+from gatebench.core.report import build_report
+from gatebench.core.report._format import fmt_ci, fmt_value
+from gatebench.core.report._svg import colours_for
 from gatebench.web import compare_view, run_summary, run_view, spec_name
 from synthetic import synthetic_run
 

@@ -13,7 +13,7 @@ import pytest
 from cloud.pipeline import WORKFLOW, workflow_env
 from cloud.standins import MemoryFirestore, RecordingBigQuery, RecordingBuilds, RoutedHttp
 from cloud.workflows_interpreter import Clock, Execution, Interpreter
-from gatebench.model import run_id_for_object
+from gatebench.core.model import run_id_for_object
 
 DOCS = "projects/proj/databases/(default)/documents"
 PARSE, RENDER, SCORE = (f"https://fn.example/{n}" for n in ("parse", "render", "score"))

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from gatebench.ir import Api
-from gatebench.plan import Plan, build_plan
-from gatebench.spec import read_spec
-from gatebench.trust import CEILING_TARGET
-from gatebench.workload import (
+from gatebench.core.ir import Api
+from gatebench.core.plan import Plan, build_plan
+from gatebench.core.spec import read_spec
+from gatebench.core.trust import CEILING_TARGET
+from gatebench.core.workload import (
     build_schedule,
     compile_load,
     json_template,

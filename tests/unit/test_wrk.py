@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gatebench.engines import ENGINES, get_engine, injection_problem
-from gatebench.engines.wrk import (
+from gatebench.local.engines import ENGINES, get_engine, injection_problem
+from gatebench.local.engines.wrk import (
     apply_correction,
     correction_interval,
     lua_string,
@@ -26,8 +26,8 @@ from gatebench.engines.wrk import (
     split_users,
     value_texts,
 )
-from gatebench.errors import RunError, UnsupportedFeature
-from gatebench.stats import phase_stats
+from gatebench.core.errors import RunError, UnsupportedFeature
+from gatebench.core.stats import phase_stats
 
 
 def _decode_lua(literal: str) -> bytes:
@@ -167,7 +167,7 @@ def test_phase_data_names_secrets_but_never_holds_them(tmp_path: Path) -> None:
         "2s",
         "http://127.0.0.1:8080/",
     ]
-    assert text.startswith("-- phase p0003 (nginx · bid), rendered by gatebench.engines.wrk\n")
+    assert text.startswith("-- phase p0003 (nginx · bid), rendered by gatebench.local.engines.wrk\n")
     assert '["path"] = {"/api", "/bid/", {["p"] = "id", ["e"] = "path"}}' in text
     assert '["host"] = "127.0.0.1:8080"' in text
 
@@ -180,7 +180,7 @@ def test_a_line_break_never_reaches_a_header(tmp_path: Path) -> None:
 
 
 def test_the_engine_refuses_a_document_it_cannot_run_with_the_place(tmp_path: Path) -> None:
-    from gatebench.procs import Supervisor
+    from gatebench.local.procs import Supervisor
 
     doc = {
         "format": "gatebench-workload/1",
@@ -303,7 +303,7 @@ def test_without_expect_a_status_below_400_is_ok() -> None:
 
 
 def test_the_lua_script_is_package_data() -> None:
-    from gatebench.engines.wrk import LUA_SCRIPT
+    from gatebench.local.engines.wrk import LUA_SCRIPT
 
     text = LUA_SCRIPT.read_text(encoding="utf-8")
     assert "GATEBENCH_WRK_PHASE" in text

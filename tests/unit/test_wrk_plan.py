@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from gatebench.errors import PlanError
-from gatebench.ir import Api
-from gatebench.plan import build_plan
-from gatebench.spec import load_spec
+from gatebench.core.errors import PlanError
+from gatebench.core.ir import Api
+from gatebench.core.plan import build_plan
+from gatebench.core.spec import load_spec
 from paths import EXAMPLES
 
 

@@ -18,12 +18,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gatebench.api_keys import with_api_keys
-from gatebench.errors import UnsupportedFeature
-from gatebench.plan import load_plan
-from gatebench.renderers import RenderTarget, _yaml_out, all_renderers, render_with_policies
-from gatebench.renderers._yaml_out import _fast_dump, _libyaml_dump, dump_block_yaml
-from gatebench.spec import load_spec
+from gatebench.core.api_keys import with_api_keys
+from gatebench.core.errors import UnsupportedFeature
+from gatebench.core.plan import load_plan
+from gatebench.core.renderers import RenderTarget, _yaml_out, all_renderers, render_with_policies
+from gatebench.core.renderers._yaml_out import _fast_dump, _libyaml_dump, dump_block_yaml
+from gatebench.core.spec import load_spec
 from paths import DATA, EXAMPLES
 
 # Strings that sit on libyaml's and PyYAML's style decisions: indicators, resolvable

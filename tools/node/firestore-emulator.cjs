@@ -2,7 +2,7 @@
 //
 // Usage: node firestore-emulator.cjs [PORT]   (PORT 0 or absent: the kernel picks one)
 // Prints one line when it listens: "firestore-emulator listening on 127.0.0.1:PORT".
-// Stops on SIGTERM/SIGINT (gatebench.procs also has the kernel kill it if its parent dies).
+// Stops on SIGTERM/SIGINT (gatebench.local.procs also has the kernel kill it if its parent dies).
 //
 // FirestoreServer.start() binds 0.0.0.0; the tests must not open a port to the network, so
 // this script binds the package's own gRPC server to the loopback address itself.

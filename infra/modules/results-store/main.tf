@@ -39,7 +39,7 @@ resource "google_bigquery_table" "measurements" {
   table_id            = "measurements"
   labels              = var.labels
   description         = "gatebench's flat rows: one number per row (measurements, statistics over repetitions, overhead, scores); docs/results.md."
-  schema              = file("${path.module}/../../../src/gatebench/report/bigquery_schema.json")
+  schema              = file("${path.module}/../../../src/gatebench/core/report/bigquery_schema.json")
   deletion_protection = var.protect_results
   time_partitioning {
     type = "DAY"

@@ -7,11 +7,11 @@ pure; clients are built on first use.
 
 from __future__ import annotations
 
-from ._capacity import ingest_run
-from ._firestore_rest import firestore_fields, firestore_value, plain_value
-from ._http import json_body, problems_reply, reply
-from ._ingest import METER_WAIT_S, ingest_object
-from ._objects import (
+from gatebench.cloud._capacity import ingest_run
+from gatebench.cloud._firestore_rest import firestore_fields, firestore_value, plain_value
+from gatebench.cloud._http import json_body, problems_reply, reply
+from gatebench.cloud._ingest import METER_WAIT_S, ingest_object
+from gatebench.cloud._objects import (
     NothingMeasured,
     ObjectRef,
     RequestError,
@@ -20,11 +20,11 @@ from ._objects import (
     object_from_request,
     run_id_from_request,
 )
-from ._parse import ParseOutcome, parse_upload
-from ._render import RenderedRun, render_run
-from ._score import finish_run
-from ._settings import read_settings
-from ._storage import ObjectMissing, Storage, StoredObject
+from gatebench.cloud._parse import ParseOutcome, parse_upload
+from gatebench.cloud._render import RenderedRun, render_run
+from gatebench.cloud._score import finish_run
+from gatebench.cloud._settings import read_settings
+from gatebench.cloud._storage import ObjectMissing, Storage, StoredObject
 
 __all__ = [
     "METER_WAIT_S",

@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 
-from .._resources import PACKAGE_DIR
-from ..errors import RunError
+from gatebench.local._resources import PACKAGE_DIR
+from gatebench.core.errors import RunError
 
 RUNTIME = {
     "python_version": "3.12",

@@ -1,11 +1,11 @@
 """The score step of a capacity run on the cloud path: the tester's campaign → the run's result.
 
 Tester 0 writes ``runs/RUN/capacity/campaign.json`` when its search ends
-(gatebench.provisioners._vm_capacity). This step reads it, gives every probe of a gateway the
+(gatebench.vm._capacity). This step reads it, gives every probe of a gateway the
 gateway's CPU seconds and peak memory over the probe's window from the cgroup samples its VM's
-meter uploaded (``gatebench.resources.cgroup_resources``, as the fixed run's phases get theirs),
+meter uploaded (``gatebench.core.resources.cgroup_resources``, as the fixed run's phases get theirs),
 prices a million requests at each knee for the plan's gateway machine type
-(``gatebench.cost.machine_hourly``, the prices gatebench holds), stores the result with the run
+(``gatebench.core.cost.machine_hourly``, the prices gatebench holds), stores the result with the run
 (``RunRecord.capacity``) and writes its BigQuery rows.
 """
 
@@ -15,14 +15,14 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from ..capacity import Campaign, CapacityResult, ProbeOutcome, SearchResult, capacity_result
-from ..cost import CostError, machine_hourly
-from ..report import build_capacity_report, capacity_rows
-from ..resources import CgroupSample, cgroup_resources
-from ..store import ResultStore
-from ..thresholds import thresholds_from_plan
-from ._ingest import Bucket, meter_uploads, metered_gateways, wait_for_meters
-from ._tester import Clock
+from gatebench.kinds.capacity import Campaign, CapacityResult, ProbeOutcome, SearchResult, capacity_result
+from gatebench.core.cost import CostError, machine_hourly
+from gatebench.core.report import build_capacity_report, capacity_rows
+from gatebench.core.resources import CgroupSample, cgroup_resources
+from gatebench.store import ResultStore
+from gatebench.core.thresholds import thresholds_from_plan
+from gatebench.cloud._ingest import Bucket, meter_uploads, metered_gateways, wait_for_meters
+from gatebench.cloud._tester import Clock
 
 CAMPAIGN_OBJECT = "runs/{run_id}/capacity/campaign.json"
 """Where tester 0 writes the campaign when its search ends (provisioners._vm_capacity)."""
@@ -116,7 +116,7 @@ def ingest_run(
     """The score step's ingest: a capacity run's campaign becomes its result (the number of
     target × endpoint summaries is returned); any other run's raw logs its measurements
     (``_ingest.ingest_run``)."""
-    from ._ingest import ingest_run as ingest_raw_logs
+    from gatebench.cloud._ingest import ingest_run as ingest_raw_logs
 
     capacity = ingest_capacity(
         storage, store, bucket, run_id, meter_wait_s=meter_wait_s, clock=clock
@@ -132,7 +132,7 @@ def capacity_outcome(store: ResultStore, run_id: str) -> tuple[str, list[dict[st
     run = store.get_run(run_id)
     assert run is not None and run.capacity is not None
     result = CapacityResult.from_dict(run.capacity)
-    from ..capacity import evaluate_capacity
+    from gatebench.kinds.capacity import evaluate_capacity
 
     report = build_capacity_report(
         run, result, thresholds=evaluate_capacity(thresholds_from_plan(run.plan), result)

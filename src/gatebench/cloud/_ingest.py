@@ -1,5 +1,5 @@
 """The ingest step: a raw load-engine log in the runs bucket → the run's measurements in
-the result store (``gatebench.measure.ingest_simlog``, the same code the laptop uses).
+the result store (``gatebench.core.measure.ingest_simlog``, the same code the laptop uses).
 
 It runs twice on purpose, both idempotent (a measurement is overwritten by the same one):
 the ``ingest`` function on each raw log as it lands (object-finalized events), so results
@@ -9,7 +9,7 @@ a late or lost event never loses a measurement.
 With several testers (the fleet's ``tester.count``) a phase is split across their logs
 (``raw/gatling-tT/``): nothing is stored until every tester has said it finished
 (``tester/load-done*.json``, which the load build writes for a tester that never answered), then
-every log is merged at once (``gatebench.testers.ingest_tester_logs``); a failed tester's
+every log is merged at once (``gatebench.core.testers.ingest_tester_logs``); a failed tester's
 unfinished phases are ``partial``.
 
 Each gateway VM's meter uploads its container's cgroup samples to ``cgroup/TARGET.jsonl``,
@@ -21,11 +21,11 @@ a gateway whose phases still lack CPU or memory figures then gets a note in the 
 ``ingest`` function, which runs while the load is going on, does not wait.
 
 A plan's deployment (docs/cloud.md, "TLS and replicas"): each tester's ``load-done`` carries
-what it watched besides the engine (gatebench.provisioners._vm_deployed), and
+what it watched besides the engine (gatebench.vm._deployed), and
 :func:`with_deployment` turns it into each measured phase's figures, as the local path's
-``gatebench._deployed`` does: the TLS handshakes every tester counted (summed; none when a
+``gatebench.local._deployed`` does: the TLS handshakes every tester counted (summed; none when a
 tester could not watch), and for a phase that carried the fault its impact
-(``gatebench.fault.fault_impact``) from the phase's own requests in the raw logs, the kill's
+(``gatebench.core.fault.fault_impact``) from the phase's own requests in the raw logs, the kill's
 time and the connection attempts the backend VM saw to the dead replica. What could not be
 observed is said in the run record (``environment.deployment_notes``), not filled in.
 """
@@ -38,19 +38,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Protocol
 
-from ..fault import Request, fault_impact
-from ..measure import ingest_simlog, with_gateway_cgroup
-from ..model import Measurement
-from ..resources import CgroupSample
-from ..simlog import RequestRecord, RunHeader, read_simlog
-from ..store import ResultStore
-from ..testers import ingest_tester_logs
-from ._tester import Clock, fleet_testers, marker, marker_of_tester
+from gatebench.core.fault import Request, fault_impact
+from gatebench.core.measure import ingest_simlog, with_gateway_cgroup
+from gatebench.core.model import Measurement
+from gatebench.core.resources import CgroupSample
+from gatebench.core.simlog import RequestRecord, RunHeader, read_simlog
+from gatebench.store import ResultStore
+from gatebench.core.testers import ingest_tester_logs
+from gatebench.cloud._tester import Clock, fleet_testers, marker, marker_of_tester
 
 RAW_LOG = re.compile(r"^runs/(r-[0-9a-f]{20})/raw/[A-Za-z0-9._-]+/simulation\.log$")
 CGROUP_OBJECT = "runs/{run_id}/cgroup/{target}.jsonl"
 """Where a gateway VM's meter (``gatebench cloud meter``) uploads its container's cgroup
-samples, one JSON object per line (gatebench.resources.CgroupSample), the last upload ending
+samples, one JSON object per line (gatebench.core.resources.CgroupSample), the last upload ending
 with the ``meter_done`` line (:func:`meter_done_line`)."""
 METER_DONE = "meter_done"
 METER_WAIT_S = 60.0
@@ -64,7 +64,7 @@ memory figures."""
 
 TESTERS_OBJECT = "runs/{run_id}/testers.jsonl"
 """With several testers: per measured phase, each tester's requests and window, the start skew,
-the flags and reasons of the merge (gatebench.testers.MergedPhase.to_dict)."""
+the flags and reasons of the merge (gatebench.core.testers.MergedPhase.to_dict)."""
 
 
 class Bucket(Protocol):
@@ -229,7 +229,7 @@ def with_deployment(
 
 
 def _impact(kill: dict[str, Any], requests: list[Request], replica: int) -> dict[str, Any]:
-    """A faulted phase's ``fault`` figures (gatebench.fault.FaultImpact), or why there are
+    """A faulted phase's ``fault`` figures (gatebench.core.fault.FaultImpact), or why there are
     none."""
     if kill.get("error") or not kill.get("at"):
         return {"error": str(kill.get("error") or "the replica was not killed")}
@@ -268,7 +268,7 @@ def _phase_requests(
 
 def _with_barrier(phase: dict[str, Any], arrivals: dict[str, Any]) -> dict[str, Any]:
     """A phase of ``testers.jsonl`` with the testers that met at its barrier (tester 0's
-    ``load-done`` record of ``gatebench._fanout.PhaseBarrier``), when there was one."""
+    ``load-done`` record of ``gatebench.local._fanout.PhaseBarrier``), when there was one."""
     met = arrivals.get(str(phase.get("phase")))
     return dict(phase, barrier=met) if met is not None else phase
 

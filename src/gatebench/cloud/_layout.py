@@ -5,7 +5,7 @@ is created (render comes before provision), so addresses are a pure function of 
 VM names are fixed (``PREFIX-RUN-gw-NAME``, ``-backend``, ``-tester``, as infra/vms names
 them) and Compute Engine's internal DNS resolves ``NAME.ZONE.c.PROJECT.internal`` inside the
 network. Every gateway listens on the same port on its own VM. With several testers, tester 0
-also serves the phase barrier (gatebench._fanout.PhaseBarrier) on :data:`BARRIER_PORT`, where
+also serves the phase barrier (gatebench.local._fanout.PhaseBarrier) on :data:`BARRIER_PORT`, where
 the other testers reach it by its name.
 
 The backend VM runs the plan's replicas (``backend.replicas``) on consecutive ports from
@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..errors import Problem
-from ._objects import RequestError
+from gatebench.core.errors import Problem
+from gatebench.cloud._objects import RequestError
 
 GATEWAY_PORT = 8000
 CONTAINER_WORKDIR = "/etc/gatebench"
@@ -39,7 +39,7 @@ BACKEND_TLS_PORT = 8443
 BACKEND_CONTROL_PORT = 8079
 """The backend VM's fault control (``ports.backend_control``: from the tester only)."""
 MAX_BACKEND_PORTS = 16
-"""Ports from :data:`BACKEND_PORT` kept for replicas (gatebench.plan.MAX_REPLICAS;
+"""Ports from :data:`BACKEND_PORT` kept for replicas (gatebench.core.plan.MAX_REPLICAS;
 ``ports.backend_replicas`` in infra/modules/network)."""
 
 

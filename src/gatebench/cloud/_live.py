@@ -16,8 +16,8 @@ write and what the VMs do:
   description, the request's settings, each gateway's address and steps);
 - **provision**: the same VMs; a gateway VM boots its gateway on the first step's files and
   starts its live agent beside it (``gatebench cloud live-gateway``, with the VM's Docker
-  socket: gatebench.provisioners._vm_live);
-- **load**: the tester runs the same measurements as a local run (``gatebench.liveruns``),
+  socket: gatebench.vm._live_agent);
+- **load**: the tester runs the same measurements as a local run (``gatebench.local.liveruns``),
   telling each gateway's agent through the runs bucket (:func:`request_object`,
   :func:`answer_object`) when to start its container on a step's files or to apply the
   change, :data:`LEAD_S` ahead, and writes each scale point or change outcome
@@ -38,13 +38,13 @@ import posixpath
 from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO, Protocol
 
-from ..cost import live_seconds, vm_max_run_s
-from ..errors import GatebenchError, Problem
-from ..ir import Api
-from ..model import RunRecord
-from ..plan import Plan, scale_problems
-from ..renderers import RenderTarget, get_renderer
-from ..report import (
+from gatebench.core.cost import live_seconds, vm_max_run_s
+from gatebench.core.errors import GatebenchError, Problem
+from gatebench.core.ir import Api
+from gatebench.core.model import RunRecord
+from gatebench.core.plan import Plan, scale_problems
+from gatebench.core.renderers import RenderTarget, get_renderer
+from gatebench.core.report import (
     CHANGE_KIND,
     SCALE_KIND,
     point_key,
@@ -52,17 +52,17 @@ from ..report import (
     scale_bigquery_rows,
     stored_scale_document,
 )
-from ..resources import cgroup_window
-from ..routescale import replicate
-from ..run_request import METADATA_HEADER, RunRequest
-from ..scalemetrics import ChangeOutcome, Latency, ScalePoint, files_bytes
-from ..scaleplan import ScaleAsk
-from ..spec import SpecResult
-from ..store import ResultStore
-from ._ingest import METER_GAPS, wait_for_meters
-from ._layout import BACKEND_PORT, CONTAINER_WORKDIR, GATEWAY_PORT, Layout, layout_for
-from ._objects import NothingMeasured, ObjectRef, RequestError, rows_object
-from ._tester import Clock
+from gatebench.core.resources import cgroup_window
+from gatebench.core.routescale import replicate
+from gatebench.kinds.request import METADATA_HEADER, RunRequest
+from gatebench.kinds.scale.metrics import ChangeOutcome, Latency, ScalePoint, files_bytes
+from gatebench.core.scaleplan import ScaleAsk
+from gatebench.core.spec import SpecResult
+from gatebench.store import ResultStore
+from gatebench.cloud._ingest import METER_GAPS, wait_for_meters
+from gatebench.cloud._layout import BACKEND_PORT, CONTAINER_WORKDIR, GATEWAY_PORT, Layout, layout_for
+from gatebench.cloud._objects import NothingMeasured, ObjectRef, RequestError, rows_object
+from gatebench.cloud._tester import Clock
 
 ADMIN_PORT = 8001
 """A gateway VM's management port (Caddy's admin API, the JVM gateways' refresh endpoint,

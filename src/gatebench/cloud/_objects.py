@@ -4,7 +4,7 @@ The workflow receives either the Eventarc "object finalized" CloudEvent (its ``d
 Cloud Storage's object resource) or ``{"bucket", "name"[, "generation"]}`` from
 ``gcloud workflows run --data``, and passes the same three fields to the functions. A run is
 one object *generation*: the same upload delivered twice gives the same run id
-(:func:`gatebench.model.run_id_for_object`), a new upload of the same name a new one.
+(:func:`gatebench.core.model.run_id_for_object`), a new upload of the same name a new one.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..errors import Problem, ProblemsError
-from ..model import run_id_for_object
+from gatebench.core.errors import Problem, ProblemsError
+from gatebench.core.model import run_id_for_object
 
 # Cloud Storage's own rules: bucket names 3-222 characters of [a-z0-9._-]; object names up
 # to 1024 bytes of UTF-8 without carriage return or line feed.
@@ -101,7 +101,7 @@ _RUN_ID = re.compile(r"^r-[0-9a-f]{20}$")
 
 
 def run_id_from_request(body: Any) -> str:
-    """``{"run_id": "r-…"}`` (a cloud run id, see :func:`gatebench.model.run_id_for_object`)."""
+    """``{"run_id": "r-…"}`` (a cloud run id, see :func:`gatebench.core.model.run_id_for_object`)."""
     run_id = body.get("run_id") if isinstance(body, dict) else None
     if not isinstance(run_id, str) or not _RUN_ID.match(run_id):
         raise RequestError(

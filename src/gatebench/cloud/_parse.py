@@ -31,21 +31,21 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..cost import vm_max_run_s
-from ..errors import PlanError, Problem
-from ..model import RunRecord
-from ..plan import Backend, Plan, load_plan, workload_summary
-from ..run_request import (
+from gatebench.core.cost import vm_max_run_s
+from gatebench.core.errors import PlanError, Problem
+from gatebench.core.model import RunRecord
+from gatebench.core.plan import Backend, Plan, load_plan, workload_summary
+from gatebench.kinds.request import (
     METADATA_HEADER,
     METADATA_KEY,
     RunRequest,
     UploadRejected,
     run_request_from_metadata,
 )
-from ..spec import SpecResult, read_spec
-from ._firestore_rest import firestore_fields
-from ._objects import ObjectRef
-from ._tls import tls_problems
+from gatebench.core.spec import SpecResult, read_spec
+from gatebench.cloud._firestore_rest import firestore_fields
+from gatebench.cloud._objects import ObjectRef
+from gatebench.cloud._tls import tls_problems
 
 MAX_MESSAGE = 1500
 
@@ -188,7 +188,7 @@ def parse_upload(
     """Read and validate an uploaded description and its plan. Never raises for bad input.
 
     ``metadata`` is the object's custom metadata: its ``gatebench`` value is the run request
-    the upload form signed into the object (:func:`gatebench.run_request.run_request_from_metadata`:
+    the upload form signed into the object (:func:`gatebench.kinds.request.run_request_from_metadata`:
     a subset of the plan's gateways, the quick profile). The run records the plan as it will
     run; a malformed request is a located problem like a bad spec. With ``settings`` (the
     deployment's) and ``unfinished`` (the store's unfinished runs), the deployment's refusals
@@ -253,7 +253,7 @@ def _parse_live(
     """A scale or change-under-load run: what the cloud path refuses of it, then its record
     (``plan``: what it measures, as a local run of the kind records it, with where its memory
     figures come from and the plan's infrastructure)."""
-    from ._live import MEMORY, live_problems
+    from gatebench.cloud._live import MEMORY, live_problems
 
     assert request.scale is not None
     run = outcome.run

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import Problem, ProblemsError
+from gatebench.core.errors import Problem, ProblemsError
 
 
 class ResultFileError(ProblemsError):

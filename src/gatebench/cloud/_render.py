@@ -12,7 +12,7 @@ with ``tls`` every gateway terminates TLS with files its VM makes at boot from t
 deployment's CA (``gatebench.cloud._tls``: the fleet names the secret, never a key) and the
 baseline reaches the backend's own TLS listener; with a ``fault`` the tester kills the
 replica through the backend VM's control port at the moments this step computes
-(``gatebench.fault.fault_offsets``).
+(``gatebench.core.fault.fault_offsets``).
 """
 
 from __future__ import annotations
@@ -25,26 +25,26 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..api_keys import REDACTED, api_key_envs, with_api_keys
-from ..backends import CONTROL_PREFIX
-from ..backends.mock import mock_config
-from ..cost import capacity_seconds, disk_gib_per_tester, load_seconds, vm_max_run_s
-from ..errors import GatebenchError, PlanError, Problem, RenderError, RunError
-from ..fault import RESET_WAIT_S, fault_offsets
-from ..ir import Api
-from ..plan import Plan, load_plan
-from ..policies import PolicySet
-from ..renderers import RenderTarget, get_renderer
-from ..renderers._leave_out import render_leaving_out
-from ..run_request import METADATA_HEADER, METADATA_KEY, UploadRejected, run_request_from_metadata
-from ..score import BASELINE
-from ..spec import read_spec
-from ..tls import GatewayTls
-from ..tokens import SIGNED_TOKENS_FILE_ENV, TokenSignerError, signing_spec
-from ..workload import compile_load
-from ._layout import Layout, layout_for
-from ._objects import ObjectRef, RequestError
-from ._tls import TLS_DIR, TRUST_STORE_ON_TESTER, tls_section
+from gatebench.core.api_keys import REDACTED, api_key_envs, with_api_keys
+from gatebench.local.backends import CONTROL_PREFIX
+from gatebench.local.backends.mock import mock_config
+from gatebench.core.cost import capacity_seconds, disk_gib_per_tester, load_seconds, vm_max_run_s
+from gatebench.core.errors import GatebenchError, PlanError, Problem, RenderError, RunError
+from gatebench.core.fault import RESET_WAIT_S, fault_offsets
+from gatebench.core.ir import Api
+from gatebench.core.plan import Plan, load_plan
+from gatebench.core.policies import PolicySet
+from gatebench.core.renderers import RenderTarget, get_renderer
+from gatebench.core.renderers._leave_out import render_leaving_out
+from gatebench.kinds.request import METADATA_HEADER, METADATA_KEY, UploadRejected, run_request_from_metadata
+from gatebench.core.score import BASELINE
+from gatebench.core.spec import read_spec
+from gatebench.core.tls import GatewayTls
+from gatebench.core.tokens import SIGNED_TOKENS_FILE_ENV, TokenSignerError, signing_spec
+from gatebench.core.workload import compile_load
+from gatebench.cloud._layout import Layout, layout_for
+from gatebench.cloud._objects import ObjectRef, RequestError
+from gatebench.cloud._tls import TLS_DIR, TRUST_STORE_ON_TESTER, tls_section
 
 REDIS_IMAGE = "redis:7.4.1"
 """Tyk keeps its state in Redis: a pinned official image beside it on the gateway VM."""
@@ -66,7 +66,7 @@ the uploaded description, its object, its metadata and the deployment's settings
 
 CAPACITY_INPUT = "capacity/input.json"
 """A capacity run's search input (targets, settings, probe templates): its presence tells the
-tester to search instead of running the workload (gatebench.provisioners._vm_capacity)."""
+tester to search instead of running the workload (gatebench.vm._capacity)."""
 
 
 def config_error_object(run_id: str, gateway: str) -> str:
@@ -96,7 +96,7 @@ class RenderedRun:
     they read themselves (:data:`RENDER_INPUT`)."""
     capacity: dict[str, Any] | None = None
     """A capacity run (the run request's ``kind``): what tester 0 searches with
-    (:data:`CAPACITY_INPUT`, ``gatebench.capacity.capacity_input``)."""
+    (:data:`CAPACITY_INPUT`, ``gatebench.kinds.capacity.capacity_input``)."""
     live: dict[str, Any] | None = None
     """A scale or change-under-load run (the run request's ``kind``): the tester's program
     (``gatebench.cloud._live.LIVE_PLAN``)."""
@@ -119,7 +119,7 @@ class RenderedRun:
         if self.capacity is not None:
             out[run_object(self.run_id, CAPACITY_INPUT)] = _json(self.capacity)
         if self.live is not None:
-            from ._live import LIVE_PLAN
+            from gatebench.cloud._live import LIVE_PLAN
 
             out[run_object(self.run_id, LIVE_PLAN)] = _json(self.live)
         return out
@@ -165,10 +165,10 @@ def render_run(
     custom metadata: the run request applied to the plan exactly as the parse step did).
 
     With ``auth.api_key`` policies the render step has no key (``api_keys`` None): every
-    gateway's files are rendered with :data:`~gatebench.api_keys.REDACTED` in their place, for
+    gateway's files are rendered with :data:`~gatebench.core.api_keys.REDACTED` in their place, for
     the record, and each gateway VM renders them again with the keys of the deployment's
     ``api_clients`` secret, read with its own account, before its gateway starts
-    (``api_keys``: that secret's text; gatebench.provisioners._vm_gateway_config)."""
+    (``api_keys``: that secret's text; gatebench.vm._gateway_config)."""
     run_id = ref.run_id
     try:
         request = run_request_from_metadata((metadata or {}).get(METADATA_KEY))
@@ -186,7 +186,7 @@ def render_run(
         raise RequestError(refused)
     plan = request.apply(plan)
     if request.scale is not None:  # route scale or a change under load: cloud._live
-        from ._live import render_live_run
+        from gatebench.cloud._live import render_live_run
 
         live = RenderedRun(run_id)
         machines = _machines(plan)
@@ -301,7 +301,7 @@ def render_run(
         plan, api, layout, list(gateways), backend_url, rendered, run_id, tls
     )
     if request.kind == "capacity":  # plain HTTP, one backend: RunRequest refuses the rest
-        from ..capacity import capacity_input
+        from gatebench.kinds.capacity import capacity_input
 
         base_urls, resets = _targets(plan, layout, list(gateways), backend_url, rendered)
         rendered.capacity = capacity_input(
@@ -310,7 +310,7 @@ def render_run(
     if signing is not None:
         rendered.workload["signing"] = signing
     if clients is not None and plan.auth.api_key_env:
-        # The tester sends the first key of the same secret (gatebench.provisioners._vm_tokens).
+        # The tester sends the first key of the same secret (gatebench.vm._tokens).
         rendered.workload["client_key"] = {"env": plan.auth.api_key_env, "secret": clients}
     return rendered
 
@@ -344,7 +344,7 @@ def _api_clients(plan: Plan, settings: Mapping[str, Any]) -> str | None:
 
 def _signing(plan: Plan, settings: Mapping[str, Any], load_s: float) -> dict[str, Any] | None:
     """With ``auth.jwt``: what the tester signs the run's tokens with, just before the load
-    (gatebench.provisioners._vm_tokens): the claims, the pool, the lifetime, and the Secret
+    (gatebench.vm._tokens): the claims, the pool, the lifetime, and the Secret
     Manager secret holding the private key (the deployment's ``jwt_signer``, readable by the
     tester VMs alone: infra/secrets.tf). A name, never the key: nothing in a bucket can sign."""
     if plan.auth.jwt_private_key_env is None:
@@ -382,7 +382,7 @@ def _testers(plan: Plan, layout: Layout, machine_type: str, role_args: list[str]
         "args": ["cloud", "tester", *role_args],
         "count": count,
         "listen": [],
-        # A TLS plan's handshakes are counted from the packets arriving (gatebench._wire).
+        # A TLS plan's handshakes are counted from the packets arriving (gatebench.local._wire).
         "caps": ["NET_RAW"] if plan.tls is not None else [],
     }
     if count > 1:
@@ -439,7 +439,7 @@ def _backend_vm(
         "ports": ports,
         "args": ["cloud", "backend", *role_args],
         # With a fault the backend VM counts the connection attempts to the killed replica
-        # from the packets arriving (gatebench._wire).
+        # from the packets arriving (gatebench.local._wire).
         "caps": ["NET_RAW"] if plan.fault is not None else [],
     }
 

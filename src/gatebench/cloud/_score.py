@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 from typing import Any, BinaryIO, Protocol
 
-from ..errors import Problem
-from ..model import RunRecord
-from ..report import flat_rows, is_scale_run, measurement_rows, score_run
-from ..store import ResultStore
-from ._objects import NothingMeasured, RequestError, rows_object
+from gatebench.core.errors import Problem
+from gatebench.core.model import RunRecord
+from gatebench.core.report import flat_rows, is_scale_run, measurement_rows, score_run
+from gatebench.store import ResultStore
+from gatebench.cloud._objects import NothingMeasured, RequestError, rows_object
 
 
 class RowsSink(Protocol):
@@ -52,7 +52,7 @@ def finish_run(
     if run is None:
         raise RequestError([Problem("/run_id", f"run {run_id!r} does not exist")])
     if run.capacity is not None:  # a capacity run: its result is stored, its rows written here
-        from ._capacity import capacity_outcome
+        from gatebench.cloud._capacity import capacity_outcome
 
         status, capacity_rows = capacity_outcome(store, run_id)
         text = "".join(json.dumps(row, allow_nan=False) + "\n" for row in capacity_rows)
@@ -66,7 +66,7 @@ def finish_run(
             "rows": len(capacity_rows),
         }
     if is_scale_run(run):
-        from ._live import finish_live_run
+        from gatebench.cloud._live import finish_live_run
 
         return finish_live_run(store, sink, runs_bucket, run, meter_wait_s=meter_wait_s)
     measured = {m.key for m in store.measurements(run_id)}

@@ -21,7 +21,7 @@ import urllib.error
 import urllib.request
 from typing import Any, Protocol
 
-from ..errors import RunError
+from gatebench.core.errors import RunError
 
 API = "https://secretmanager.googleapis.com"
 EMULATOR_ENV = "SECRET_MANAGER_EMULATOR_HOST"

@@ -12,7 +12,7 @@ writes ``runs/RUN/tT/tester/ready.json`` and ``.../load-done.json``; one ``load-
 each starts its JVM when it sees the request and lets it go at ``start_at`` (the barrier:
 Compute Engine's clocks are synchronised). The load build waits for every tester; one that
 fails or never answers is recorded in its ``load-done`` marker, and its phases end ``partial``
-at ingest (``gatebench.testers``); only when every tester failed does the load fail.
+at ingest (``gatebench.core.testers``); only when every tester failed does the load fail.
 
 Objects are written once; a second writer of the same marker finds it present and stops.
 """
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..errors import RunError
+from gatebench.core.errors import RunError
 
 POLL_S = 2.0
 """How often a tester and the provision and load builds read the bucket for a marker: one
@@ -33,7 +33,7 @@ read (a Class B operation) per marker and poll, a few hundred in a run's longest
 START_DELAY_S = 10.0
 """With several testers, from the load request to the common start: every tester sees the
 request within one poll and starts its JVM within about this time; one that is later is waited
-for at the first phase's barrier (``gatebench._fanout.PHASE_BARRIER_S``), so the start is a
+for at the first phase's barrier (``gatebench.local._fanout.PHASE_BARRIER_S``), so the start is a
 convenience, not the synchronisation. A single tester starts as soon as it sees the request
 (it has no one to wait for)."""
 

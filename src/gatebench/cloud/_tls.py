@@ -1,7 +1,7 @@
 """TLS on the cloud path: the deployment's certificate authority, and the certificates the
 run's VMs make with it (docs/cloud.md, "TLS and replicas").
 
-Locally a run makes a throwaway CA and one server certificate (gatebench.tls). On Google Cloud
+Locally a run makes a throwaway CA and one server certificate (gatebench.core.tls). On Google Cloud
 no step of the pipeline may hold a private key where it lands in a bucket, Firestore, BigQuery
 or a build's log, so the key material is split:
 
@@ -26,15 +26,15 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import Problem, RunError
-from ..plan import Plan
-from ..tls import RunCertificates, ca_certificate_problem, issue_server_certificate
-from ._objects import RequestError
-from ._secrets import SecretManager, SecretReader
+from gatebench.core.errors import Problem, RunError
+from gatebench.core.plan import Plan
+from gatebench.core.tls import RunCertificates, ca_certificate_problem, issue_server_certificate
+from gatebench.cloud._objects import RequestError
+from gatebench.cloud._secrets import SecretManager, SecretReader
 
 TLS_DIR = "tls"
 """The folder of a gateway's configuration folder its VM fills with the run's TLS files
-(gatebench.tls.FILES) before the gateway starts (``gatebench cloud gateway-tls``)."""
+(gatebench.core.tls.FILES) before the gateway starts (``gatebench cloud gateway-tls``)."""
 TRUST_STORE_ON_TESTER = "tester:tls/truststore.p12"
 """The workload's ``tls.trust_store`` as rendered: the tester writes the trust store from
 ``tls.ca`` into its own folder and puts the path there before the load starts."""

@@ -1,4 +1,4 @@
-"""The result store port: one logical model (``gatebench.model``), two adapters.
+"""The result store port: one logical model (``gatebench.core.model``), two adapters.
 
 SQLite is the embedded default (one file, :class:`SqliteStore`); Firestore is the cloud
 adapter (:class:`FirestoreStore`). One contract test suite runs against both
@@ -31,10 +31,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import StoreError
-from ..model import Measurement, RunRecord, RunStatus
-from ._firestore import FirestoreStore
-from ._sqlite import SCHEMA_VERSION, SqliteStore
+from gatebench.core.errors import StoreError
+from gatebench.core.model import Measurement, RunRecord, RunStatus
+from gatebench.store._firestore import FirestoreStore
+from gatebench.store._sqlite import SCHEMA_VERSION, SqliteStore
 
 DEFAULT_STORE = "results/gatebench.sqlite"
 """Where results go when nothing else is said: a SQLite file under ``results/``."""

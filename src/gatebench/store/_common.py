@@ -7,8 +7,8 @@ import json
 import time
 from typing import Any
 
-from ..errors import StoreError
-from ..model import Measurement, RunRecord, RunStatus, can_move
+from gatebench.core.errors import StoreError
+from gatebench.core.model import Measurement, RunRecord, RunStatus, can_move
 
 _IMMUTABLE_FIELDS = ("run_id", "status")
 _RUN_FIELDS = tuple(f.name for f in dataclasses.fields(RunRecord))

@@ -22,9 +22,9 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..errors import StoreError
-from ..model import Measurement, RunRecord, RunStatus
-from ._common import (
+from gatebench.core.errors import StoreError
+from gatebench.core.model import Measurement, RunRecord, RunStatus
+from gatebench.store._common import (
     check_measurement,
     check_result,
     check_run_id,

@@ -22,10 +22,10 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from .._disk import FULL_BELOW_BYTES, free_bytes, no_space
-from ..errors import GatebenchError, StoreError
-from ..model import Measurement, RunRecord, RunStatus
-from ._common import (
+from gatebench.store._disk import FULL_BELOW_BYTES, free_bytes, no_space
+from gatebench.core.errors import GatebenchError, StoreError
+from gatebench.core.model import Measurement, RunRecord, RunStatus
+from gatebench.store._common import (
     check_measurement,
     check_result,
     check_run_id,
@@ -172,7 +172,7 @@ class SqliteStore:
         return conn
 
     def _error(self, exc: sqlite3.Error, doing: str = "") -> GatebenchError:
-        """A full disk is said as such (gatebench._disk); anything else names the file."""
+        """A full disk is said as such (gatebench.store._disk); anything else names the file."""
         code = _code(exc)
         if code == sqlite3.SQLITE_FULL or (
             code == sqlite3.SQLITE_IOERR and free_bytes(self.path) < FULL_BELOW_BYTES

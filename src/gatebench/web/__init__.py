@@ -16,7 +16,7 @@ is decided here too (:func:`run_view`, :func:`compare_view`), with the report's 
 
 from __future__ import annotations
 
-from ._api import (
+from gatebench.web._api import (
     READ_ROUTES,
     RUN_ID,
     UPLOAD_ROUTES,
@@ -30,15 +30,15 @@ from ._api import (
     handle_upload,
     list_runs,
 )
-from ._bucket import LocalBucket
-from ._dashboard import DashboardSettingError, cors_from_env, results_store, signed_uploads
-from ._gcs import GcsSigner
-from ._queue import DirectUploads, QueuedRun, QueueFull, RunQueue
-from ._reply import Reply
-from ._server import App, GatebenchHTTPServer, ServeLimits, build_server, is_loopback
-from ._site import SITE_FORMAT, SiteConfig, SiteConfigError, default_frontend_dir, export_site
-from ._static import resolve_static
-from ._uploads import (
+from gatebench.web._bucket import LocalBucket
+from gatebench.web._dashboard import DashboardSettingError, cors_from_env, results_store, signed_uploads
+from gatebench.web._gcs import GcsSigner
+from gatebench.web._queue import DirectUploads, QueuedRun, QueueFull, RunQueue
+from gatebench.web._reply import Reply
+from gatebench.web._server import App, GatebenchHTTPServer, ServeLimits, build_server, is_loopback
+from gatebench.web._site import SITE_FORMAT, SiteConfig, SiteConfigError, default_frontend_dir, export_site
+from gatebench.web._static import resolve_static
+from gatebench.web._uploads import (
     TICKET_SECONDS,
     UPLOAD_PREFIX,
     CheckedUpload,
@@ -52,7 +52,7 @@ from ._uploads import (
     safe_name,
     upload_name_from_object,
 )
-from ._views import VIEW_FORMAT, compare_view, run_summary, run_view, spec_name
+from gatebench.web._views import VIEW_FORMAT, compare_view, run_summary, run_view, spec_name
 
 __all__ = [
     "READ_ROUTES",

@@ -21,9 +21,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..errors import GatebenchError, Problem, StoreError
-from ..model import RunRecord
-from ..report import (
+from gatebench.core.errors import GatebenchError, Problem, StoreError
+from gatebench.core.model import RunRecord
+from gatebench.core.report import (
     FORMATS,
     is_capacity_run,
     load_capacity_report,
@@ -33,12 +33,12 @@ from ..report import (
     render_scale_html,
     stored_scale_document,
 )
-from ..run_request import UploadRejected, run_request_from_query
-from ..spec import DEFAULT_LIMITS
-from ..store import ResultStore
-from ._reply import Reply
-from ._uploads import UploadAcceptor, check_upload
-from ._views import capacity_view, compare_view, run_summary, run_view
+from gatebench.kinds.request import UploadRejected, run_request_from_query
+from gatebench.core.spec import DEFAULT_LIMITS
+from gatebench.store import ResultStore
+from gatebench.web._reply import Reply
+from gatebench.web._uploads import UploadAcceptor, check_upload
+from gatebench.web._views import capacity_view, compare_view, run_summary, run_view
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 """Run ids as both paths create them (``20260101-120000-1a2b3c4d``, ``r-<hex>``)."""
@@ -318,7 +318,7 @@ def _upload(
         return too_large(len(body), max_bytes)
     try:
         request = run_request_from_query(query)
-        from ..spec import Limits
+        from gatebench.core.spec import Limits
 
         upload = check_upload(body, query.get("name"), request, limits=Limits(max_bytes=max_bytes))
     except UploadRejected as exc:

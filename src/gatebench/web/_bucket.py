@@ -19,11 +19,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..run_request import METADATA_HEADER, UploadRejected, run_request_from_metadata
-from ..spec import Limits
-from ._queue import QueueFull, RunQueue, queue_full
-from ._reply import Reply
-from ._uploads import (
+from gatebench.kinds.request import METADATA_HEADER, UploadRejected, run_request_from_metadata
+from gatebench.core.spec import Limits
+from gatebench.web._queue import QueueFull, RunQueue, queue_full
+from gatebench.web._reply import Reply
+from gatebench.web._uploads import (
     UPLOAD_PREFIX,
     HmacSigner,
     SignedUploads,

@@ -20,11 +20,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import GatebenchError
-from ..store import FirestoreStore, open_store
-from ._api import Cors
-from ._gcs import GcsSigner
-from ._uploads import UPLOAD_PREFIX, SignedUploads
+from gatebench.core.errors import GatebenchError
+from gatebench.store import FirestoreStore, open_store
+from gatebench.web._api import Cors
+from gatebench.web._gcs import GcsSigner
+from gatebench.web._uploads import UPLOAD_PREFIX, SignedUploads
 
 _ORIGIN = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$")
 _PREFIX = re.compile(r"^[a-z0-9][a-z0-9_-]*/$")

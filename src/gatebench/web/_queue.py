@@ -25,14 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from ..errors import Problem, RunError
-from ..model import RunRecord, RunStatus, local_run_id
-from ..procs import ManagedProcess, Supervisor, stop_processes_below
-from ..run_request import RunRequest
-from ..store import ResultStore
-from ._reply import Reply
-from ._uploads import CheckedUpload
-from ._views import run_summary
+from gatebench.core.errors import Problem, RunError
+from gatebench.core.model import RunRecord, RunStatus, local_run_id
+from gatebench.local.procs import ManagedProcess, Supervisor, stop_processes_below
+from gatebench.kinds.request import RunRequest
+from gatebench.store import ResultStore
+from gatebench.web._reply import Reply
+from gatebench.web._uploads import CheckedUpload
+from gatebench.web._views import run_summary
 
 RETRY_AFTER_FULL_S = 60
 """What a 429 for a full queue tells the client to wait: runs take minutes."""

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..errors import Problem
+from gatebench.core.errors import Problem
 
 JSON_TYPE = "application/json; charset=utf-8"
 

@@ -46,17 +46,17 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from .._serve_limits import ServeLimits
-from ..renderers import local_gateway_names
-from ..spec import DEFAULT_LIMITS
-from ..store import ResultStore
-from ._api import handle_read, handle_upload, too_large
-from ._bucket import LocalBucket
-from ._queue import DirectUploads, QueueFull, RunQueue, queue_full
-from ._reply import REASONS, Reply
-from ._site import SiteConfig
-from ._static import content_type, resolve_static
-from ._uploads import UploadAcceptor
+from gatebench.web._limits import ServeLimits
+from gatebench.core.renderers import local_gateway_names
+from gatebench.core.spec import DEFAULT_LIMITS
+from gatebench.store import ResultStore
+from gatebench.web._api import handle_read, handle_upload, too_large
+from gatebench.web._bucket import LocalBucket
+from gatebench.web._queue import DirectUploads, QueueFull, RunQueue, queue_full
+from gatebench.web._reply import REASONS, Reply
+from gatebench.web._site import SiteConfig
+from gatebench.web._static import content_type, resolve_static
+from gatebench.web._uploads import UploadAcceptor
 
 CSRF_HEADER = "x-gatebench"
 SITE_CSP = (

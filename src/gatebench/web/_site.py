@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from ..errors import Problem, ProblemsError
-from ..spec import DEFAULT_LIMITS
-from ._static import CONTENT_TYPES
+from gatebench.core.errors import Problem, ProblemsError
+from gatebench.core.spec import DEFAULT_LIMITS
+from gatebench.web._static import CONTENT_TYPES
 
 SITE_FORMAT = "gatebench-site/1"
 Mode = Literal["local", "gcp"]
@@ -137,7 +137,7 @@ def _is_endpoint(value: Any) -> bool:
 
 def default_frontend_dir() -> Path:
     """The page's files: packaged with gatebench, or ``frontend/`` of the checkout."""
-    from .._resources import source_dir
+    from gatebench.local._resources import source_dir
 
     return source_dir("frontend")
 

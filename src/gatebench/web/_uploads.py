@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import quote, urlencode
 
-from ..errors import PlanError, Problem
-from ..ir import Api
-from ..plan import Plan, load_plan, workload_summary
-from ..run_request import METADATA_HEADER, RunRequest, UploadRejected
-from ..spec import DEFAULT_LIMITS, Limits, SpecResult, read_spec
-from ._reply import Reply
+from gatebench.core.errors import PlanError, Problem
+from gatebench.core.ir import Api
+from gatebench.core.plan import Plan, load_plan, workload_summary
+from gatebench.kinds.request import METADATA_HEADER, RunRequest, UploadRejected
+from gatebench.core.spec import DEFAULT_LIMITS, Limits, SpecResult, read_spec
+from gatebench.web._reply import Reply
 
 UPLOAD_PREFIX = "specs/"
 """Objects under this prefix start a run when they land in the uploads bucket."""

@@ -16,17 +16,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..aggregate import CellSummary, RunSummary
-from ..capacity import BASELINE
-from ..confidence import welch_difference
-from ..metrics import METRICS, UNITS
-from ..model import RunRecord
-from ..report import RESOLUTION_NOTE, CapacityReport, Report, is_capacity_run
-from ..report._build import metric_label
-from ..report._capacity import CAPACITY_NOTE, comparison_table, knee_table, objective_line
-from ..report._format import fmt_ci, fmt_pct, fmt_score, fmt_signed, fmt_value
-from ..report._svg import colours_for
-from ..report._tables import (
+from gatebench.core.aggregate import CellSummary, RunSummary
+from gatebench.kinds.capacity import BASELINE
+from gatebench.core.confidence import welch_difference
+from gatebench.core.metrics import METRICS, UNITS
+from gatebench.core.model import RunRecord
+from gatebench.core.report import RESOLUTION_NOTE, CapacityReport, Report, is_capacity_run
+from gatebench.core.report._build import metric_label
+from gatebench.kinds.capacity._report import CAPACITY_NOTE, comparison_table, knee_table, objective_line
+from gatebench.core.report._format import fmt_ci, fmt_pct, fmt_score, fmt_signed, fmt_value
+from gatebench.core.report._svg import colours_for
+from gatebench.core.report._tables import (
     Cell,
     Column,
     Table,
@@ -431,7 +431,7 @@ def compare_view(a: Report, b: Report) -> dict[str, Any]:
     charts_b = _throughput_chart(sb, colours, "throughput-b")
     top = max(charts_a.top, charts_b.top)
     if top > 0:
-        from ..report._svg import nice_step
+        from gatebench.core.report._svg import nice_step
 
         step = nice_step(top)
         charts_a.max = charts_b.max = step * math.ceil(top / step)

@@ -21,11 +21,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import GatebenchError, ProblemsError
-from ..run_request import KINDS, RunKind, RunRequest
-from ..runner import Progress, RunOptions, run_benchmark
-from ..store import open_store
-from ._uploads import check_upload
+from gatebench.core.errors import GatebenchError, ProblemsError
+from gatebench.kinds.request import KINDS, RunKind, RunRequest
+from gatebench.local.runner import Progress, RunOptions, run_benchmark
+from gatebench.store import open_store
+from gatebench.web._uploads import check_upload
 
 EXIT_OK, EXIT_INPUT, EXIT_RUN, EXIT_INTERRUPTED = 0, 1, 3, 130
 
@@ -91,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         options = RunOptions(results_dir=Path(args.results), quick=args.quick, run_id=args.run_id)
         runner = run_benchmark
         if kind == "capacity":
-            from ..capacity_runner import run_capacity as runner
+            from gatebench.local.capacity_runner import run_capacity as runner
         with open_store(args.store) as store:
             outcome = runner(
                 upload.api,

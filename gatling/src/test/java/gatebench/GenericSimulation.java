@@ -35,7 +35,7 @@ import java.util.function.Function;
 
 /**
  * The only simulation gatebench runs. It reads the workload JSON named by the system property
- * {@code gatebench.workload} (rendered by gatebench.workload from the benchmark plan) and runs
+ * {@code gatebench.core.workload} (rendered by gatebench.core.workload from the benchmark plan) and runs
  * its phases one after the other.
  *
  * <p>Phases follow each other without Gatling's scenario chaining where possible: chaining
@@ -60,9 +60,9 @@ import java.util.function.Function;
  * simulated user carries its own subject (a per-subject rate limit counts per user).
  *
  * <p>TLS: with a {@code tls} object in the workload, HTTP/2 is enabled when {@code tls.http2}
- * is true; the trust store comes from system properties set by gatebench.engines.gatling.
+ * is true; the trust store comes from system properties set by gatebench.local.engines.gatling.
  *
- * <p>stdout protocol (one line each, read by gatebench.engines.gatling): {@code GATEBENCH start
+ * <p>stdout protocol (one line each, read by gatebench.local.engines.gatling): {@code GATEBENCH start
  * INDEX EPOCH_MS}, {@code GATEBENCH end INDEX EPOCH_MS}, {@code GATEBENCH progress INDEX DONE}
  * (every second) and {@code GATEBENCH finished EPOCH_MS}.
  */
@@ -83,7 +83,7 @@ public class GenericSimulation extends Simulation {
   private String firstBaseUrl = "";
 
   public GenericSimulation() throws IOException {
-    String path = System.getProperty("gatebench.workload");
+    String path = System.getProperty("gatebench.core.workload");
     if (path == null || path.isEmpty()) {
       throw new IllegalArgumentException("set -Dgatebench.workload=FILE (the workload JSON)");
     }
@@ -113,7 +113,7 @@ public class GenericSimulation extends Simulation {
             .disableAutoOrigin()
             .disableUrlEncoding()
             .userAgentHeader("gatebench");
-    // TLS (the trust store is set by system properties, gatebench.engines.gatling): HTTP/2 by
+    // TLS (the trust store is set by system properties, gatebench.local.engines.gatling): HTTP/2 by
     // ALPN where the plan asks for it; otherwise HTTP/1.1 only.
     if (root.path("tls").path("http2").asBoolean(false)) {
       protocol = protocol.enableHttp2();
@@ -184,7 +184,7 @@ public class GenericSimulation extends Simulation {
     }
   }
 
-  /** The token of simulated user {@code user} (gatebench.tokens.subject_of_user: same rule). */
+  /** The token of simulated user {@code user} (gatebench.core.tokens.subject_of_user: same rule). */
   static String userToken(String[] tokens, long base, long stride, long user) {
     return tokens[(int) Math.floorMod(base + user * stride, (long) tokens.length)];
   }

@@ -1,1 +1,0 @@
-"""Command modules of the ``gatebench`` CLI: each has ``add_parser(subparsers)``."""

@@ -1,0 +1,436 @@
+"""``gatebench cloud ...``: the commands of the Google Cloud path that are not functions.
+
+The Cloud Build steps (cloudbuild/*.yaml) and the VMs run these, and so can anyone on a
+laptop: ``gatebench cloud bundle`` builds the functions' archives (``make bundle``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from gatebench.cli._store import add_store_argument, store_location
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "cloud",
+        help="commands of the Google Cloud path (builds, VMs, packaging)",
+        description="Commands the cloud pipeline runs (docs/cloud.md).",
+    )
+    commands = parser.add_subparsers(dest="cloud_command", metavar="COMMAND")
+    commands.required = True
+
+    bundle = commands.add_parser(
+        "bundle",
+        help="build each function's deployable source archive",
+        description="Zip functions/NAME/main.py with the gatebench package and pinned "
+        "requirements into OUT/NAME.zip, for Cloud Functions (Python 3.12).",
+    )
+    bundle.add_argument("--functions", default="functions", help="folder of the functions")
+    bundle.add_argument("--out", default="build/functions", help="where the archives go")
+    bundle.set_defaults(handler=run_bundle)
+
+    check = commands.add_parser(
+        "check",
+        help="fail when a cloud run regressed or missed its thresholds (CI)",
+        description="Check a workflow result. With --baseline: compare its scores, exit 1 "
+        "when a target's score dropped by more than --tolerance points or is missing. With "
+        "--thresholds: read the run from the result store and apply its plan's thresholds "
+        "(x-gatebench thresholds:, as `gatebench run --fail-on-threshold` does), one line per "
+        "failed threshold. Exits 1 as well when the run did not finish as done.",
+    )
+    check.add_argument("--result", required=True, help="the workflow's result (JSON file)")
+    check.add_argument("--baseline", help="the scores to hold (JSON file)")
+    check.add_argument(
+        "--tolerance", type=float, default=2.0, help="points a score may drop (default 2)"
+    )
+    check.add_argument(
+        "--thresholds",
+        action="store_true",
+        help="apply the thresholds of the run's plan to its measurements (needs --store)",
+    )
+    add_store_argument(check)
+    check.set_defaults(handler=run_check)
+
+    ready = commands.add_parser(
+        "wait-ready",
+        help="wait until the run's tester reached the targets (provision build)",
+        description="Wait for gs://RUNS_BUCKET/runs/RUN/tester/ready.json, written by the "
+        "tester VM once it reached the targets. Exits 3 on timeout or when no target answered.",
+    )
+    _run_arguments(ready)
+    ready.set_defaults(handler=run_wait_ready)
+
+    load = commands.add_parser(
+        "load",
+        help="start the run's load on its tester and wait for the end (load build)",
+        description="Ask the tester VM to run the load (runs/RUN/tester/load-request.json) "
+        "and wait for runs/RUN/tester/load-done.json. Exits 3 on timeout or a failed load.",
+    )
+    _run_arguments(load)
+    load.set_defaults(handler=run_load)
+
+    vars_ = commands.add_parser(
+        "vm-vars",
+        help="write the Terraform variables of the run's VMs (provision and teardown builds)",
+        description="Combine the deployment settings and the run's fleet (runs/RUN/fleet.json) "
+        "into the variables of infra/vms, every image pinned by the digest its registry gives "
+        "it now, write them to --out and save them in the bucket. With --saved: the saved "
+        "variables (an empty fleet when there are none). Exits 3 when an image cannot be pinned.",
+    )
+    _run_arguments(vars_)
+    vars_.add_argument("--out", required=True, help="the .tfvars.json file to write")
+    vars_.add_argument("--saved", action="store_true", help="use what provisioning saved")
+    vars_.set_defaults(handler=run_vm_vars)
+
+    backend = commands.add_parser(
+        "backend",
+        help="run the run's backend (the backend VM's command)",
+        description="Start the backend the plan asks for (built-in or mock, from "
+        "runs/RUN/backend.json) and serve until stopped.",
+    )
+    _run_arguments(backend)
+    backend.set_defaults(handler=run_backend)
+
+    tester = commands.add_parser(
+        "tester",
+        help="reach the targets, then run the load when asked (the tester VM's command)",
+        description="Probe every target of runs/RUN/workload.json and write tester/ready.json; "
+        "wait for tester/load-request.json; run the load with Gatling; upload the raw log to "
+        "runs/RUN/raw/ and write tester/load-done.json.",
+    )
+    _run_arguments(tester)
+    tester.add_argument("--workdir", default="/var/tmp/gatebench", help="local scratch folder")
+    tester.add_argument(
+        "--ready-timeout", type=float, default=600.0, help="seconds to wait for the targets"
+    )
+    tester.add_argument(
+        "--tester", type=int, default=0, help="this tester's index (0 to --testers - 1)"
+    )
+    tester.add_argument("--testers", type=int, default=1, help="how many testers share every phase")
+    tester.add_argument(
+        "--barrier",
+        default=None,
+        help="with several testers: the phase barrier's URL (http://TESTER-0-HOST:PORT); tester "
+        "0 serves it, the others call it before every phase",
+    )
+    tester.set_defaults(handler=run_tester)
+
+    meter = commands.add_parser(
+        "meter",
+        help="sample a gateway container's CPU and memory (beside it, on its VM)",
+        description="Sample the gateway container's cgroup v2 files (cpu.stat, memory.current, "
+        "memory.peak, memory.stat) every 0.2 s and upload them to runs/RUN/cgroup/TARGET.jsonl "
+        "until every tester has written its load-done marker; the last upload ends with a "
+        "meter_done line, which the score step waits for before it turns the samples into each "
+        "phase's gateway CPU seconds and peak memory.",
+    )
+    _run_arguments(meter)
+    meter.add_argument("--target", required=True, help="the gateway's name in the run")
+    meter.add_argument(
+        "--cgroup",
+        required=True,
+        help="the container's cgroup v2 directory, e.g. "
+        "/sys/fs/cgroup/system.slice/docker-ID.scope",
+    )
+    meter.set_defaults(handler=run_meter)
+
+    live = commands.add_parser(
+        "live-gateway",
+        help="start and change a gateway's container when the tester asks (beside it, on its VM)",
+        description="The live agent of a scale or change-under-load run (docs/cloud.md, "
+        '"Route scale and changes under load"): read runs/RUN/live/GATEWAY/request.json '
+        "every 0.2 s and carry it out through the VM's Docker daemon (--docker): start the "
+        "gateway's container on a step's files, check a change with the gateway's own checker, "
+        "apply it through the gateway's mechanism (a signal, a watched file, its management "
+        "port on the VM's loopback, its commands, a restart); answer in answer.json with when "
+        "it happened. Stops once the tester has written its load-done marker.",
+    )
+    _run_arguments(live)
+    live.add_argument("--gateway", required=True, help="the gateway's name in the run")
+    live.add_argument(
+        "--dir", required=True, help="the gateway's folder, mounted where its container has it"
+    )
+    live.add_argument("--docker", default="/var/run/docker.sock", help="the Docker daemon's socket")
+    live.set_defaults(handler=run_live_gateway)
+
+    configure = commands.add_parser(
+        "gateway-config",
+        help="write a gateway's API keys into its configuration (on its VM, before it starts)",
+        description="Read the deployment's api_clients secret with this VM's service account, "
+        "render the run's configuration of GATEWAY again with those keys (runs/RUN/"
+        "render-input.json) and write its files into --out. On failure it writes the reason to "
+        "runs/RUN/gateways/GATEWAY/config-error.json and exits 1: the gateway does not start.",
+    )
+    _run_arguments(configure)
+    configure.add_argument("--gateway", required=True, help="the gateway's name in the run")
+    configure.add_argument("--out", required=True, help="the gateway's configuration folder")
+    configure.set_defaults(handler=run_gateway_config)
+
+    gateway_tls = commands.add_parser(
+        "gateway-tls",
+        help="make a gateway VM's TLS key and certificate (on its VM, before it starts)",
+        description="Read the deployment's CA key (the tls_ca secret) with this VM's service "
+        "account, make a new server key of the plan's type and a certificate for this VM's "
+        "host name signed by it, and write the TLS files into --out/tls. On failure it writes "
+        "the reason to runs/RUN/gateways/GATEWAY/config-error.json and exits non-zero: the "
+        "gateway does not start.",
+    )
+    _run_arguments(gateway_tls)
+    gateway_tls.add_argument("--gateway", required=True, help="the gateway's name in the run")
+    gateway_tls.add_argument("--out", required=True, help="the gateway's configuration folder")
+    gateway_tls.set_defaults(handler=run_gateway_tls)
+
+    tls_ca = commands.add_parser(
+        "tls-ca",
+        help="make a certificate authority for a deployment's TLS runs",
+        description="Make a new CA: its certificate goes to --cert (the Terraform variable "
+        "tls_ca_certificate), its private key to standard output, for `gcloud secrets versions "
+        "add SECRET --data-file=-` (the secret the Terraform variable tls_ca names). The key is "
+        "written nowhere else.",
+    )
+    tls_ca.add_argument("--cert", required=True, help="where the CA certificate (PEM) goes")
+    tls_ca.add_argument(
+        "--key-type", choices=("ecdsa-p256", "rsa-2048"), default="ecdsa-p256", help="the CA's key"
+    )
+    tls_ca.add_argument(
+        "--days", type=int, default=365, help="how long the CA is valid (default 365)"
+    )
+    tls_ca.set_defaults(handler=run_tls_ca)
+
+
+def run_bundle(args: argparse.Namespace) -> int:
+    from gatebench.cloud._bundle import build_bundles
+
+    for path in build_bundles(Path(args.functions), Path(args.out)):
+        print(f"{path} ({path.stat().st_size:,} bytes)")
+    return 0
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from gatebench.cloud._regression import compare, read_scores
+
+    if args.baseline is None and not args.thresholds:
+        print("gatebench: cloud check needs --baseline, --thresholds or both", file=sys.stderr)
+        return 2
+    documents = []
+    for path in (args.result, args.baseline):
+        if path is None:
+            continue
+        try:
+            documents.append(json.loads(Path(path).read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            print(f"gatebench: {path}: {exc}", file=sys.stderr)
+            return 1
+    status, current = read_scores(documents[0], label=args.result)
+    failed = []
+    if args.baseline is not None:
+        _, baseline = read_scores(documents[1], label=args.baseline)
+        findings = compare(baseline, current, args.tolerance)
+        for finding in findings:
+            print(finding.line())
+        failed = [f for f in findings if f.regressed]
+    missed = _check_thresholds(args, documents[0]) if args.thresholds else 0
+    if status not in ("done", None):
+        print(f"the run finished as {status!r}, not 'done'", file=sys.stderr)
+        return 1
+    if failed:
+        print(
+            f"{len(failed)} target(s) regressed by more than {args.tolerance:g} points",
+            file=sys.stderr,
+        )
+        return 1
+    return 1 if missed else 0
+
+
+def _check_thresholds(args: argparse.Namespace, result: dict[str, object]) -> int:
+    """The run's plan thresholds against its stored measurements; how many failed."""
+    from gatebench.core.report import load_report
+    from gatebench.store import open_store
+    from gatebench.core.thresholds import evaluate, failures, thresholds_from_plan
+
+    run_id = result.get("run_id")
+    if not isinstance(run_id, str) or not run_id:
+        print(f"gatebench: {args.result}: /run_id: expected the run's id", file=sys.stderr)
+        return 1
+    with open_store(store_location(args)) as store:
+        report = load_report(store, run_id)
+    thresholds = thresholds_from_plan(report.run.plan)
+    if not thresholds:
+        print(
+            f"gatebench: run {run_id}'s plan has no thresholds (x-gatebench thresholds:)",
+            file=sys.stderr,
+        )
+        return 1
+    results = evaluate(thresholds, report.summary)
+    missed = failures(results)
+    print(f"Thresholds of run {run_id}: {len(results) - len(missed)} of {len(results)} met.")
+    for item in missed:
+        print(f"threshold failed: {item.line()}", file=sys.stderr)
+    return len(missed)
+
+
+def _run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--run-id", required=True, help="the run (r- and 20 hex digits)")
+    parser.add_argument("--runs-bucket", required=True, help="the deployment's runs bucket")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds (default 900)")
+
+
+def run_wait_ready(args: argparse.Namespace) -> int:
+    from gatebench.cloud import Storage
+    from gatebench.cloud._tester import wait_ready
+
+    ready = wait_ready(Storage(), args.runs_bucket, args.run_id, args.timeout)
+    print(f"reachable: {', '.join(ready.get('reachable') or [])}")
+    for target, reason in sorted((ready.get("unreachable") or {}).items()):
+        print(f"unreachable: {target}: {reason}")
+    return 0
+
+
+def run_load(args: argparse.Namespace) -> int:
+    from gatebench.cloud import Storage
+    from gatebench.cloud._tester import run_load as load
+
+    done = load(Storage(), args.runs_bucket, args.run_id, args.timeout)
+    print(f"load finished: {json.dumps(done, sort_keys=True)}")
+    return 0
+
+
+def run_vm_vars(args: argparse.Namespace) -> int:
+    from gatebench.cloud import Storage, read_settings
+    from gatebench.cloud._vms import VARS_OBJECT, vm_vars
+
+    storage = Storage()
+    saved_name = VARS_OBJECT.format(run_id=args.run_id)
+    if args.saved:
+        saved = storage.read_optional(args.runs_bucket, saved_name)
+        if saved is not None:
+            Path(args.out).write_bytes(saved)
+            print(f"{args.out}: the variables provisioning saved")
+            return 0
+        fleet = None
+    else:
+        data = storage.read_optional(args.runs_bucket, f"runs/{args.run_id}/fleet.json")
+        if data is None:
+            print(
+                f"gatebench: runs/{args.run_id}/fleet.json is missing (render first)",
+                file=sys.stderr,
+            )
+            return 3
+        fleet = json.loads(data)
+    settings = read_settings(storage, args.runs_bucket)
+    values = vm_vars(settings, fleet, args.run_id, args.runs_bucket)
+    if fleet is not None:  # every image the VMs start, pinned by digest (cloud._images)
+        from gatebench.cloud import RequestError
+        from gatebench.cloud._images import access_token, mirror_of, pin_images
+
+        try:
+            values = pin_images(values, mirror_of(settings), token=access_token())
+        except RequestError as exc:
+            for problem in exc.problems:
+                print(f"gatebench: {problem.message}", file=sys.stderr)
+            return 3
+    text = json.dumps(values, indent=1, sort_keys=True) + "\n"
+    Path(args.out).write_text(text, encoding="utf-8")
+    if fleet is not None:
+        storage.write(args.runs_bucket, saved_name, text)
+    print(
+        f"{args.out}: {len(values['gateways'])} gateway VM(s)"
+        + (", backend" if values["backend"] else "")
+        + (", tester" if values["tester"] else "")
+    )
+    return 0
+
+
+def run_backend(args: argparse.Namespace) -> int:
+    from gatebench.cloud import Storage
+    from gatebench.vm._backend import serve_backend
+
+    return serve_backend(Storage(), args.runs_bucket, args.run_id)
+
+
+def run_meter(args: argparse.Namespace) -> int:
+    from gatebench.cloud import Storage
+    from gatebench.vm._roles import meter_gateway
+
+    return meter_gateway(Storage(), args.runs_bucket, args.run_id, args.target, Path(args.cgroup))
+
+
+def run_live_gateway(args: argparse.Namespace) -> int:
+    from gatebench.cloud import Storage
+    from gatebench.vm._docker import DockerEngine
+    from gatebench.vm._live_agent import run_live_agent
+
+    return run_live_agent(
+        Storage(),
+        args.runs_bucket,
+        args.run_id,
+        args.gateway,
+        Path(args.dir),
+        DockerEngine(args.docker),
+    )
+
+
+def run_gateway_config(args: argparse.Namespace) -> int:
+    from gatebench.cloud import Storage
+    from gatebench.vm._gateway_config import configure_gateway
+
+    written = configure_gateway(
+        Storage(), args.runs_bucket, args.run_id, args.gateway, Path(args.out)
+    )
+    print(f"{args.gateway}: wrote {', '.join(written)}")
+    return 0
+
+
+def run_gateway_tls(args: argparse.Namespace) -> int:
+    from gatebench.cloud import Storage
+    from gatebench.vm._tls import configure_gateway_tls
+
+    written = configure_gateway_tls(
+        Storage(), args.runs_bucket, args.run_id, args.gateway, Path(args.out)
+    )
+    print(f"{args.gateway}: wrote tls/{', tls/'.join(written)}")
+    return 0
+
+
+def run_tls_ca(args: argparse.Namespace) -> int:
+    import datetime
+
+    from gatebench.core.tls import make_ca
+
+    if not 1 <= args.days <= 3650:
+        print(f"gatebench: --days: expected 1 to 3650, got {args.days}", file=sys.stderr)
+        return 2
+    key, cert = make_ca(
+        args.key_type, validity=datetime.timedelta(days=args.days), label="deployment CA"
+    )
+    Path(args.cert).write_bytes(cert)
+    sys.stdout.write(key.decode("ascii"))
+    return 0
+
+
+def run_tester(args: argparse.Namespace) -> int:
+    from gatebench.cloud import Storage
+    from gatebench.vm._live_tester import run_live_program
+    from gatebench.vm._roles import run_tester as tester
+
+    if not 0 <= args.tester < args.testers:
+        print(
+            f"gatebench: --tester: expected 0 to {args.testers - 1}, got {args.tester}",
+            file=sys.stderr,
+        )
+        return 2
+    return tester(
+        Storage(),
+        args.runs_bucket,
+        args.run_id,
+        Path(args.workdir),
+        args.ready_timeout,
+        tester=args.tester,
+        testers=args.testers,
+        barrier=args.barrier,
+        live_program=run_live_program,
+    )

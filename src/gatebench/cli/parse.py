@@ -1,0 +1,42 @@
+"""``gatebench parse SPEC``: the internal representation, as a table or as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from gatebench.cli._common import add_spec_arguments, print_problems, read
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "parse",
+        help="print the operations gatebench reads from an API description",
+        description="Print the internal representation: one record per operation.",
+    )
+    add_spec_arguments(parser)
+    parser.add_argument("--json", action="store_true", help="the whole IR as JSON")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+
+    result = read(args)
+    if result.errors:
+        print_problems(result.errors, stream=sys.stderr)
+        return 1
+    api = result.api
+    assert api is not None
+    if args.json:
+        print(json.dumps(api.to_dict(), indent=2, sort_keys=False, ensure_ascii=False))
+        return 0
+    rows = [(op.operation_id, op.method, op.route_path, op.security_label) for op in api.operations]
+    header = ("OPERATION", "METHOD", "PATH", "AUTH")
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(4)]
+    print(f"{api.title} {api.version} ({api.source_format}): {len(rows)} operation(s)")
+    for row in [header, *rows]:
+        print("  ".join(str(row[i]).ljust(widths[i]) for i in range(4)).rstrip())
+    notes = [p for p in result.problems if p.severity == "note"]
+    print_problems(notes, stream=sys.stderr)
+    return 0

@@ -1,0 +1,242 @@
+"""``gatebench render SPEC --gateway a,b --out DIR``: the configuration of each gateway.
+
+Writes ``DIR/<gateway>/<file>`` for every gateway asked for (``all`` = every registered one).
+A route a gateway cannot express is left out of that gateway's files with a located warning,
+unless a workload of the description's plan uses it: then the gateway prints its located
+problems and is skipped, and the exit code is 1. ``--check`` then checks every gateway's
+files with its own means (``provisioners._check``: its checker, or a brief boot of the routes
+written), side by side and each within a time limit that grows with the routes
+(``--check-timeout``, ``--check-jobs``); a check that fails or passes its limit fails that
+gateway only, and the exit code is 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from gatebench.core.errors import RenderError, RunError, UnsupportedFeature
+from gatebench.core.policies import PolicySet
+from gatebench.local.provisioners import CheckTask, run_checks, write_files
+from gatebench.core.renderers import RenderTarget, UnknownGateway, gateway_names, get_renderer
+from gatebench.core.renderers._leave_out import render_leaving_out
+from gatebench.core.spec import SpecResult
+from gatebench.cli._common import add_spec_arguments, print_problems, read
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "render",
+        help="write each gateway's configuration for an API description",
+        description="Render the configuration of each gateway: DIR/<gateway>/<file>. "
+        f"Gateways: {', '.join(gateway_names())} (or all).",
+    )
+    add_spec_arguments(parser)
+    parser.add_argument(
+        "--gateway",
+        "-g",
+        required=True,
+        metavar="NAMES",
+        help="comma-separated gateway names or aliases, or 'all'",
+    )
+    parser.add_argument("--out", "-o", required=True, metavar="DIR", help="output folder")
+    parser.add_argument("--port", type=int, default=8080, help="listen port (default 8080)")
+    parser.add_argument(
+        "--listen-host", default="127.0.0.1", help="listen address (default 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--backend",
+        default="http://127.0.0.1:9000",
+        metavar="URL",
+        help="backend origin, http(s)://host:port (default http://127.0.0.1:9000)",
+    )
+    parser.add_argument(
+        "--redis",
+        default="127.0.0.1:6379",
+        metavar="HOST:PORT",
+        help="the Redis Tyk keeps its state in (default 127.0.0.1:6379)",
+    )
+    parser.add_argument(
+        "--workdir",
+        metavar="PATH",
+        help="absolute folder the files will live in when the gateway runs "
+        "(default: the gateway's output folder)",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="run each gateway's own config checker where it is installed here "
+        "(a gateway without one is booted briefly on loopback)",
+    )
+    parser.add_argument(
+        "--check-timeout",
+        type=_positive(float),
+        metavar="SECONDS",
+        help="the time each gateway's check may take; one that takes longer is ended, with "
+        "everything it started, and fails that gateway's check (default: 60 s, or the "
+        "gateway's start time when booting it is its check, plus 10 ms per route; 50 ms for "
+        "Varnish, whose checker compiles the configuration)",
+    )
+    parser.add_argument(
+        "--check-jobs",
+        type=_positive(int),
+        metavar="N",
+        help="gateways checked side by side (default: the cores gatebench may use)",
+    )
+    parser.add_argument(
+        "--policies",
+        action="store_true",
+        help="apply the plan's policies (x-gatebench policies:); a gateway that cannot apply "
+        "them is refused with the reason",
+    )
+    parser.set_defaults(handler=run)
+
+
+def _positive(kind: type[float] | type[int]) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"expected a number above 0, got {text!r}")
+        return value
+
+    return parse
+
+
+def _gateways(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if any(n.lower() == "all" for n in names):
+        return list(gateway_names())
+    out: list[str] = []
+    for name in names:
+        canonical = get_renderer(name).name
+        if canonical not in out:
+            out.append(canonical)
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        gateways = _gateways(args.gateway)
+    except UnknownGateway as exc:
+        print(f"gatebench render: {exc}", file=sys.stderr)
+        return 2
+    if not gateways:
+        print("gatebench render: --gateway names no gateway", file=sys.stderr)
+        return 2
+    result = read(args)
+    if result.errors:
+        print_problems(result.errors, stream=sys.stderr)
+        return 1
+    api = result.api
+    assert api is not None
+    policies = PolicySet()
+    if args.policies:
+        from gatebench.core.errors import PlanError
+        from gatebench.core.plan import load_plan
+
+        try:
+            policies = load_plan(result).policies
+        except PlanError as exc:
+            print_problems(exc.problems, stream=sys.stderr)
+            return 1
+        from gatebench.core.api_keys import with_api_keys
+
+        try:
+            # The files are a configuration to deploy: they hold the keys from the variable.
+            policies = with_api_keys(policies, os.environ)
+        except RunError as exc:
+            print(f"gatebench render: {exc}", file=sys.stderr)
+            return 1
+    redis_host, _, redis_port = args.redis.rpartition(":")
+    if not redis_host or not redis_port.isdigit():
+        print(f"gatebench render: --redis: expected HOST:PORT, got {args.redis!r}", file=sys.stderr)
+        return 2
+    out = Path(args.out).resolve()
+    source = result.spec_name or args.spec
+    needed = _workload_operations(result, args.spec)
+    failed = False
+    to_check: list[tuple[str, CheckTask]] = []
+    for name in gateways:
+        renderer = get_renderer(name)
+        folder = out / name
+        try:
+            target = RenderTarget(
+                workdir=args.workdir or str(folder),
+                listen_host=args.listen_host,
+                listen_port=args.port,
+                backend_url=args.backend,
+                redis_host=redis_host,
+                redis_port=int(redis_port),
+            )
+        except RenderError as exc:
+            for problem in exc.problems:
+                print(f"gatebench render: {problem.message}", file=sys.stderr)
+            return 2
+        try:
+            rendered = render_leaving_out(renderer, api, target, needed, policies=policies)
+        except UnsupportedFeature as exc:
+            print(f"{name}: cannot express this API:", file=sys.stderr)
+            for problem in exc.problems:
+                print(problem.format(result.spec_name or args.spec), file=sys.stderr)
+            failed = True
+            continue
+        for problem in rendered.left_out:
+            print(problem.format(result.spec_name or args.spec), file=sys.stderr)
+        if rendered.left_out:
+            print(rendered.summary(name), file=sys.stderr)
+        files = rendered.files
+        write_files(files, folder)
+        listing = f"{name}: {folder} ({', '.join(sorted(files))})"
+        if not args.check:
+            print(listing)
+            continue
+        task = CheckTask(
+            renderer, folder, target, rendered.api or api, policies, args.check_timeout
+        )
+        to_check.append((listing, task))
+    if to_check:
+        jobs = args.check_jobs or len(os.sched_getaffinity(0))
+        tasks = [task for _, task in to_check]
+        with contextlib.closing(run_checks(tasks, jobs=jobs, source=source)) as checks:
+            for (listing, _), checked in zip(to_check, checks, strict=True):
+                for message in checked.messages:
+                    print(message, file=sys.stderr)
+                print(listing + checked.status, flush=True)
+                failed = failed or checked.failed
+    return 1 if failed else 0
+
+
+def _workload_operations(result: SpecResult, spec: str) -> set[str]:
+    """Operation ids the description's own plan benchmarks (none without a valid plan).
+
+    The configurations need only the description, so a plan that ``validate`` refuses does
+    not stop the render; its errors are printed as warnings, so that it is not silent."""
+    from gatebench.core.errors import PlanError
+    from gatebench.core.plan import load_plan
+
+    if result.benchmark_loc is None:
+        return set()
+    try:
+        return {w.operation_id for w in load_plan(result).workloads}
+    except PlanError as exc:
+        errors = exc.errors or exc.problems
+        for problem in errors:
+            print(
+                replace(problem, severity="warning").format(result.spec_name or spec),
+                file=sys.stderr,
+            )
+        print(
+            f"gatebench render: the x-gatebench plan has {len(errors)} "
+            f"error{'s' if len(errors) != 1 else ''} (above, as warnings): validate and run "
+            "refuse it; the configurations need only the description",
+            file=sys.stderr,
+        )
+        return set()

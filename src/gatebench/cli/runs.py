@@ -1,0 +1,56 @@
+"""``gatebench runs``: the stored runs, newest first. A run whose gatebench process is gone
+before it finished shows as ``abandoned`` (gatebench.run._abandoned); the next run started
+in the same store records it as failed, with the reason."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+
+from gatebench.store import open_store
+from gatebench.cli._store import add_store_argument, store_location
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "runs",
+        help="list the stored runs, newest first",
+        description="List the runs in the result store, newest first.",
+    )
+    add_store_argument(parser)
+    parser.add_argument("--limit", type=int, default=20, help="at most this many runs (default 20)")
+    parser.add_argument("--json", action="store_true", help="the run records as JSON")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gatebench.core.report import is_capacity_run
+    from gatebench.run._abandoned import abandoned
+
+    with open_store(store_location(args)) as store:
+        runs = store.list_runs(limit=args.limit)
+    gone = {r.run_id for r in runs if abandoned(r)}
+    if args.json:
+        documents = [{**r.to_dict(), "abandoned": r.run_id in gone} for r in runs]
+        print(json.dumps(documents, indent=2, ensure_ascii=False))
+        return 0
+    if not runs:
+        print(f"no runs in {store_location(args)}")
+        return 0
+    header = ("RUN", "STATUS", "CREATED (UTC)", "GATEWAYS", "WORKLOADS", "TITLE")
+    rows = [
+        (
+            r.run_id,
+            "abandoned" if r.run_id in gone else r.status.value,
+            dt.datetime.fromtimestamp(r.created_at, tz=dt.UTC).strftime("%Y-%m-%d %H:%M"),
+            ",".join(r.gateways) or "-",
+            str(len(r.workloads)),
+            (r.title or "-") + (" (capacity search)" if is_capacity_run(r) else ""),
+        )
+        for r in runs
+    ]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+    return 0

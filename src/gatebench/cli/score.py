@@ -1,0 +1,84 @@
+"""``gatebench score RUN``: score a stored run again (another profile, other weights)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from gatebench.core.metrics import COST_METRICS, METRICS
+from gatebench.core.report import score_run
+from gatebench.core.score import PROFILES, ScoreError
+from gatebench.store import open_store
+from gatebench.cli._store import add_store_argument, store_location
+
+EXIT_USAGE = 2
+
+
+def _weight(text: str) -> tuple[str, float]:
+    name, sep, value = text.partition("=")
+    if not sep or (name not in METRICS and name not in COST_METRICS):
+        raise argparse.ArgumentTypeError(
+            "expected METRIC=WEIGHT with METRIC one of "
+            f"{', '.join([*METRICS, *COST_METRICS])}; got {text!r}"
+        )
+    try:
+        return name, float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"weight of {name!r}: expected a number, got {value!r}"
+        ) from None
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "score",
+        help="score a stored run again and store the scores",
+        description="Score a stored run from its measurements and store the scores "
+        "(runs/RUN/scores). docs/scoring.md explains the profiles.",
+    )
+    parser.add_argument(
+        "run_id", metavar="RUN", help="a run id (see `gatebench runs`), or 'latest'"
+    )
+    parser.add_argument(
+        "--profile", choices=PROFILES, help="paper (AGE §IV-C) or robust (default: the plan's)"
+    )
+    parser.add_argument(
+        "--weight",
+        action="append",
+        type=_weight,
+        metavar="METRIC=WEIGHT",
+        help="robust profile only: weigh a metric (repeatable; unlisted metrics weigh 1)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the scores as JSON")
+    add_store_argument(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    with open_store(store_location(args)) as store:
+        try:
+            report = score_run(store, args.run_id, profile=args.profile, weights=args.weight)
+        except ScoreError as exc:
+            print(f"gatebench score: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    result = report.summary.scores
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+        return 0
+    workloads = list(result.workloads)
+    header = ["RANK", "GATEWAY", "SCORE", *(w.upper() for w in workloads)]
+    rows = [
+        [str(g.rank), g.target, f"{g.score:.0f}"]
+        + [("-" if g.endpoint(w).missing else f"{g.endpoint(w).score:.0f}") for w in workloads]
+        for g in result.gateways
+    ]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    print(f"run {report.run.run_id}, profile {result.profile}")
+    for row in [header, *rows]:
+        print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+    print()
+    print(" ".join(report.verdict))
+    for caution in report.cautions:
+        print(f"note: {caution}", file=sys.stderr)
+    return 0

@@ -1,0 +1,66 @@
+"""``gatebench validate SPEC``: every problem, one per line; exit 1 when one is an error."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from gatebench.core.errors import PlanError, Problem
+from gatebench.core.plan import load_plan
+from gatebench.cli._common import add_plan_argument, add_spec_arguments, read
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "validate",
+        help="check an API description and its benchmark plan",
+        description="Check an API description (and its x-gatebench plan, when present). "
+        "Prints one line per problem: FILE:LINE:COLUMN: SEVERITY: POINTER: MESSAGE. "
+        "Exits 1 when any problem blocks benchmarking.",
+    )
+    add_spec_arguments(parser)
+    add_plan_argument(parser)
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="also run openapi-spec-validator's semantic checks (slower)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help='print {"errors": [...], "warnings": [...]}'
+    )
+    parser.add_argument("--quiet", "-q", action="store_true", help="print errors only")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    result = read(args, strict=args.strict)
+    problems: list[Problem] = list(result.problems)
+    plan_checked = False
+    if not result.errors and (result.benchmark_loc is not None or args.plan):
+        try:
+            problems.extend(load_plan(result, args.plan).warnings)
+            plan_checked = True
+        except PlanError as exc:
+            problems.extend(exc.problems)
+    errors = [p for p in problems if p.severity == "error"]
+    if args.json:
+        out = {
+            "errors": [p.to_dict() for p in errors],
+            "warnings": [p.to_dict() for p in problems if p.severity != "error"],
+            "operations": len(result.api.operations) if result.api else 0,
+        }
+        print(json.dumps(out, indent=2))
+    else:
+        for p in problems:
+            if args.quiet and p.severity != "error":
+                continue
+            print(p.format(result.spec_name or args.spec))
+        if not args.quiet:
+            ops = len(result.api.operations) if result.api else 0
+            summary = f"{len(errors)} error(s), {len(problems) - len(errors)} warning(s)"
+            if result.api is not None:
+                summary += f"; {ops} operation(s)"
+                summary += "; plan ok" if plan_checked else ""
+            print(summary, file=sys.stderr)
+    return 1 if errors else 0

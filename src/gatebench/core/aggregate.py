@@ -1,0 +1,449 @@
+"""From the measurements of a run to what a reader needs: repetitions summarised, scored,
+compared with the baseline, and checked for stability. Pure: no store, no printing.
+
+- Per (workload, target) and metric: mean, sample std dev and a 95 % confidence interval
+  of the mean (Student's t, :mod:`gatebench.core.confidence`).
+- Scores from the means (:func:`gatebench.core.score.score`).
+- Per repetition: the same score on that repetition's values alone, the ranks it gives, and
+  how often each gateway ranks first. Only complete repetitions count (every measured
+  cell of the run has that repetition), so an interrupted last round does not count
+  against the gateways it had not reached yet.
+- Overhead against the baseline per endpoint: gateway − baseline per metric, with the
+  confidence interval of the difference (Welch).
+- The leader against the runner-up: the paired difference of their per-repetition global
+  scores, to say whether the win is larger than the run-to-run noise.
+- Tester-bound throughput: when a gateway's throughput reached 80 % of the load engine's
+  ceiling for a workload (``ceiling``, measured by the run) in at least half of its
+  repetitions, that workload's throughput ranks the generator, not the gateways: it is left
+  out of the score, for every gateway (docs/trust.md).
+- Too-short throughput: likewise when a gateway's phases on a workload were ``too short`` for
+  their throughput to mean anything in at least half of its repetitions (docs/trust.md).
+- A gateway that failed during the run (``failed``: target → when) is not ranked: its
+  measurements stay in the tables, but the phases that overlap its failure (flagged
+  ``target-failed``) are left out of every figure, and the score compares the others.
+
+A measurement in which no request completed (``requests == 0``) says nothing about
+latency (its latencies would read 0 ms and look best): it counts as missing, and the
+target failed that workload in that repetition.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gatebench.core.confidence import Difference, Sample, paired_difference, welch_difference
+from gatebench.core.metrics import COST_METRICS, METRICS
+from gatebench.core.model import RESOURCE_FIELDS, Measurement
+from gatebench.core.score import BASELINE, Profile, ScoreResult, score
+from gatebench.core.trust import FAILED_TARGET_FLAG, bound_by_tester, too_short_throughput
+
+
+@dataclass(frozen=True)
+class CellSummary:
+    """One target on one workload, over its repetitions."""
+
+    workload: str
+    target: str
+    repetitions: tuple[int, ...]
+    metrics: Mapping[str, Sample]
+    requests: int
+    ok: int
+    ko: int
+    flags: Mapping[str, int] = field(default_factory=dict)
+    """Flag → number of repetitions that carry it (``noisy``, ``tester-bound``, ...)."""
+    other_cpu_pct: float | None = None
+    """The highest share of CPU other processes used during one of its repetitions."""
+    tester_cpu_pct: float | None = None
+    """The highest CPU share the load generator used during one of its repetitions."""
+    errors: tuple[tuple[str, int], ...] = ()
+    """KO reasons summed over the repetitions, most frequent first."""
+    engines: tuple[str, ...] = ()
+    resources: Mapping[str, Sample] = field(default_factory=dict)
+    """What the cell cost (``req_per_cpu_s`` and each role's CPU seconds and peak MB,
+    gatebench.core.model.RESOURCE_FIELDS) over the repetitions that measured it; a figure no
+    repetition measured is absent."""
+
+    @property
+    def n(self) -> int:
+        return len(self.repetitions)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "workload": self.workload,
+            "target": self.target,
+            "repetitions": list(self.repetitions),
+            "requests": self.requests,
+            "ok": self.ok,
+            "ko": self.ko,
+            "flags": dict(self.flags),
+            "other_cpu_pct": self.other_cpu_pct,
+            "tester_cpu_pct": self.tester_cpu_pct,
+            "errors": [{"reason": r, "count": c} for r, c in self.errors],
+            "engines": list(self.engines),
+            "resources": {name: {"mean": s.mean, "n": s.n} for name, s in self.resources.items()},
+            "metrics": {
+                m: {
+                    "mean": s.mean,
+                    "stddev": s.stddev,
+                    "n": s.n,
+                    "ci95_half_width": s.ci_half_width,
+                }
+                for m, s in self.metrics.items()
+            },
+        }
+
+
+@dataclass(frozen=True)
+class Overhead:
+    """``gateway − baseline`` for one metric on one workload."""
+
+    workload: str
+    target: str
+    metric: str
+    difference: Difference
+    baseline_mean: float
+
+    @property
+    def relative_pct(self) -> float | None:
+        if self.baseline_mean == 0:
+            return None
+        return 100.0 * self.difference.estimate / self.baseline_mean
+
+
+@dataclass(frozen=True)
+class RankStability:
+    target: str
+    ranks: tuple[int, ...]
+    """Rank in each complete repetition, in repetition order."""
+    scores: tuple[float, ...]
+    """Global score in each complete repetition."""
+
+    @property
+    def first(self) -> int:
+        """Repetitions in which it ranked first (a tie for first counts for each)."""
+        return sum(1 for r in self.ranks if r == 1)
+
+    @property
+    def mean_rank(self) -> float | None:
+        return math.fsum(self.ranks) / len(self.ranks) if self.ranks else None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The leader against the runner-up over the complete repetitions (paired)."""
+
+    leader: str
+    runner_up: str
+    difference: Difference
+    """Mean of (leader − runner-up) per-repetition global scores, with its 95 % CI."""
+    repetitions: int
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    run_id: str
+    gateways: tuple[str, ...]
+    baseline: str | None
+    """The baseline target's name when the run measured it."""
+    workloads: tuple[str, ...]
+    repetitions: tuple[int, ...]
+    """Every repetition index seen."""
+    complete_repetitions: tuple[int, ...]
+    cells: Mapping[tuple[str, str], CellSummary]
+    """(workload, target) → summary."""
+    scores: ScoreResult
+    rank_stability: tuple[RankStability, ...]
+    overhead: tuple[Overhead, ...]
+    comparison: Comparison | None
+    empty_measurements: tuple[str, ...] = ()
+    """Keys (target:workload:repetition) of measurements where no request completed."""
+    notes: tuple[str, ...] = ()
+    tester_bound: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """workload → gateways whose throughput there is tester-bound (not scored there)."""
+    too_short: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """workload → gateways whose phases there were too short to measure a throughput."""
+    unranked: Mapping[str, str] = field(default_factory=dict)
+    """Gateways left out of the score, with why (``failed during repetition 3``)."""
+    failed_measurements: tuple[str, ...] = ()
+    """Keys of measurements that overlap their target's failure (left out of every figure)."""
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        return (*self.gateways, self.baseline) if self.baseline else self.gateways
+
+    def cell(self, workload: str, target: str) -> CellSummary | None:
+        return self.cells.get((workload, target))
+
+    def measured_targets(self, workload: str) -> list[str]:
+        """The targets with a cell on ``workload``, in the summary's order."""
+        return [t for t in self.targets if self.cell(workload, t) is not None]
+
+    def by_workload(self, metric: str) -> list[tuple[str, list[tuple[str, Sample]]]]:
+        """For a chart: each workload with at least one measured target, and that metric's
+        sample for each measured target, in the summary's order."""
+        out = []
+        for w in self.workloads:
+            samples = [(t, self.cells[(w, t)].metrics[metric]) for t in self.measured_targets(w)]
+            if samples:
+                out.append((w, samples))
+        return out
+
+    def best_among_gateways(self, workload: str) -> dict[str, float]:
+        """metric → the best mean among the gateways measured on ``workload`` (the baseline
+        does not compete); empty when no gateway was measured there."""
+        best: dict[str, float] = {}
+        gateways = [t for t in self.measured_targets(workload) if t != self.baseline]
+        for m in METRICS:
+            values = [self.cells[(workload, t)].metrics[m].mean for t in gateways]
+            if values:
+                best[m] = max(values) if METRICS[m] == "higher" else min(values)
+        return best
+
+    def overhead_for(self, workload: str, target: str, metric: str) -> Overhead | None:
+        for o in self.overhead:
+            if (o.workload, o.target, o.metric) == (workload, target, metric):
+                return o
+        return None
+
+    def flag_counts(self) -> dict[str, int]:
+        total: Counter[str] = Counter()
+        for cell in self.cells.values():
+            total.update(cell.flags)
+        return dict(sorted(total.items()))
+
+
+def summarize(
+    measurements: Iterable[Measurement],
+    *,
+    run_id: str | None = None,
+    gateways: Sequence[str] | None = None,
+    workloads: Sequence[str] | None = None,
+    baseline: str = BASELINE,
+    profile: Profile = "paper",
+    weights: Mapping[str, float] | Sequence[tuple[str, float]] | None = None,
+    ceiling: Mapping[str, float] | None = None,
+    failed: Mapping[str, str] | None = None,
+) -> RunSummary:
+    """Summarise a run's measurements. ``gateways`` and ``workloads`` (from the run record)
+    give the order and say who was expected; by default they come from the measurements.
+    ``ceiling``: workload → the load engine's throughput against the ceiling server.
+    ``failed``: gateways that failed during the run → when (``during repetition 3``): not
+    ranked."""
+    all_ms = sorted(measurements, key=lambda m: (m.target, m.workload, m.repetition))
+    empty = tuple(m.key for m in all_ms if m.requests <= 0)
+    overlapping = tuple(m.key for m in all_ms if FAILED_TARGET_FLAG in m.flags)
+    usable = [m for m in all_ms if m.requests > 0 and FAILED_TARGET_FLAG not in m.flags]
+    if run_id is None:
+        run_id = all_ms[0].run_id if all_ms else ""
+    if gateways is None:
+        gateways = sorted({m.target for m in all_ms if m.target != baseline})
+    gateway_list = tuple(g for g in gateways if g != baseline)
+    extra_targets = sorted({m.target for m in all_ms} - set(gateway_list) - {baseline})
+    gateway_list = (*gateway_list, *extra_targets)
+    if workloads is None:
+        workloads = sorted({m.workload for m in all_ms})
+    extra_workloads = sorted({m.workload for m in all_ms} - set(workloads))
+    workload_list = (*workloads, *extra_workloads)
+    has_baseline = any(m.target == baseline for m in all_ms)
+
+    grouped: dict[tuple[str, str], list[Measurement]] = {}
+    for m in usable:
+        grouped.setdefault((m.workload, m.target), []).append(m)
+    cells = {key: _cell(ms) for key, ms in grouped.items()}
+
+    means: dict[str, dict[str, Mapping[str, Sample]]] = {}
+    for (w, t), cell in cells.items():
+        means.setdefault(w, {})[t] = cell.metrics
+    unranked = {g: f"failed {when}" for g, when in (failed or {}).items() if g in gateway_list}
+    ranked = tuple(g for g in gateway_list if g not in unranked)
+    bound = bound_by_tester(usable, ranked, ceiling or {})
+    short = too_short_throughput(usable, ranked)
+    left_out = dict.fromkeys(sorted({*bound, *short}), ("throughput",))
+    result = score(
+        means,
+        gateways=ranked,
+        workloads=workload_list,
+        profile=profile,
+        weights=weights,
+        baseline=baseline,
+        left_out=left_out,
+    )
+
+    repetitions = tuple(sorted({m.repetition for m in all_ms}))
+    by_rep: dict[int, dict[tuple[str, str], Measurement]] = {}
+    for m in usable:
+        by_rep.setdefault(m.repetition, {})[(m.workload, m.target)] = m
+    expected_cells = {key for key in cells if key[1] in ranked}
+    complete = tuple(
+        r for r in repetitions if expected_cells and expected_cells <= set(by_rep.get(r, {}))
+    )
+    per_rep: list[ScoreResult] = []
+    for r in complete:
+        values: dict[str, dict[str, dict[str, Sample]]] = {}
+        for (w, t), m in by_rep[r].items():
+            values.setdefault(w, {})[t] = {name: Sample(m.metric(name)) for name in METRICS} | {
+                name: Sample(cost) for name in COST_METRICS if (cost := m.cost(name)) is not None
+            }
+        per_rep.append(
+            score(
+                values,
+                gateways=ranked,
+                workloads=workload_list,
+                profile=profile,
+                weights=weights,
+                baseline=baseline,
+                left_out=left_out,
+            )
+        )
+    stability = tuple(
+        RankStability(
+            g,
+            tuple(res.gateway(g).rank for res in per_rep),
+            tuple(res.gateway(g).score for res in per_rep),
+        )
+        for g in ranked
+    )
+    comparison = None
+    if len(result.gateways) >= 2:
+        leader, runner_up = result.gateways[0].target, result.gateways[1].target
+        a = [res.gateway(leader).score for res in per_rep]
+        b = [res.gateway(runner_up).score for res in per_rep]
+        if a:
+            comparison = Comparison(leader, runner_up, paired_difference(a, b), len(a))
+
+    overhead: list[Overhead] = []
+    if has_baseline:
+        for w in workload_list:
+            base = cells.get((w, baseline))
+            if base is None:
+                continue
+            for g in gateway_list:
+                gateway_cell = cells.get((w, g))
+                if gateway_cell is None:
+                    continue
+                for name in METRICS:
+                    overhead.append(
+                        Overhead(
+                            w,
+                            g,
+                            name,
+                            welch_difference(gateway_cell.metrics[name], base.metrics[name]),
+                            base.metrics[name].mean,
+                        )
+                    )
+
+    notes: list[str] = []
+    for w, names in bound.items():
+        notes.append(
+            f"throughput on {w} is not scored: {', '.join(names)} "
+            f"reached 80 % of the load engine's ceiling there in at least half of the "
+            "repetitions (tester-bound), so the number ranks the load generator, not the gateways"
+        )
+    for w, names in short.items():
+        notes.append(
+            f"throughput on {w} is not scored: the phases of {', '.join(names)} there were too "
+            "short to measure a rate (shorter than 20 × the timer's resolution plus a burst's "
+            "launch spread, in at least half of the repetitions; docs/trust.md)"
+        )
+    for g, why in unranked.items():
+        notes.append(f"{g} is not ranked: it {why}")
+    if overlapping:
+        notes.append(
+            f"{len(overlapping)} measurement(s) overlap their target's failure and are left out "
+            "of every figure: "
+            + ", ".join(overlapping[:5])
+            + (" ..." if len(overlapping) > 5 else "")
+        )
+    if empty:
+        notes.append(
+            f"{len(empty)} measurement(s) completed no request and count as missing: "
+            + ", ".join(empty[:5])
+            + (" ..." if len(empty) > 5 else "")
+        )
+    incomplete = [r for r in repetitions if r not in complete]
+    if incomplete and per_rep:
+        notes.append(
+            "repetition(s) "
+            + ", ".join(str(r) for r in incomplete)
+            + " did not measure every target and are left out of the rank stability"
+        )
+    return RunSummary(
+        run_id=run_id,
+        gateways=gateway_list,
+        baseline=baseline if has_baseline else None,
+        workloads=workload_list,
+        repetitions=repetitions,
+        complete_repetitions=complete,
+        cells=cells,
+        scores=result,
+        rank_stability=stability,
+        overhead=tuple(overhead),
+        comparison=comparison,
+        empty_measurements=empty,
+        notes=tuple(notes),
+        tester_bound=bound,
+        too_short=short,
+        unranked=unranked,
+        failed_measurements=overlapping,
+    )
+
+
+def _costs(ms: list[Measurement]) -> dict[str, Sample]:
+    """What the cell cost (gatebench.core.metrics.COST_METRICS), over the repetitions that
+    measured it: absent when none did, so the paper's metrics stay the only ones there."""
+    out: dict[str, Sample] = {}
+    for name in COST_METRICS:
+        values = [v for m in ms if (v := m.cost(name)) is not None]
+        if values:
+            out[name] = Sample.of(values)
+    return out
+
+
+def _resources(ms: list[Measurement]) -> dict[str, Sample]:
+    out: dict[str, Sample] = {}
+    for name in ("req_per_cpu_s", *RESOURCE_FIELDS):
+        values = [v for m in ms if (v := getattr(m, name)) is not None]
+        if values:
+            out[name] = Sample.of(values)
+    return out
+
+
+def _cell(ms: list[Measurement]) -> CellSummary:
+    ms = sorted(ms, key=lambda m: m.repetition)
+    flags: Counter[str] = Counter()
+    errors: Counter[str] = Counter()
+    for m in ms:
+        flags.update(set(m.flags))
+        for reason, count in m.errors:
+            errors[reason] += count
+    others = [m.other_cpu_pct for m in ms if m.other_cpu_pct is not None]
+    testers = [m.tester_cpu_pct for m in ms if m.tester_cpu_pct is not None]
+    return CellSummary(
+        workload=ms[0].workload,
+        target=ms[0].target,
+        repetitions=tuple(m.repetition for m in ms),
+        metrics={name: Sample.of([m.metric(name) for m in ms]) for name in METRICS} | _costs(ms),
+        requests=sum(m.requests for m in ms),
+        ok=sum(m.ok for m in ms),
+        ko=sum(m.ko for m in ms),
+        flags=dict(sorted(flags.items())),
+        other_cpu_pct=max(others) if others else None,
+        tester_cpu_pct=max(testers) if testers else None,
+        errors=tuple(sorted(errors.items(), key=lambda item: (-item[1], item[0]))),
+        engines=tuple(sorted({m.engine for m in ms})),
+        resources=_resources(ms),
+    )
+
+
+__all__ = [
+    "CellSummary",
+    "Comparison",
+    "Overhead",
+    "RankStability",
+    "RunSummary",
+    "summarize",
+]

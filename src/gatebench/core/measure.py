@@ -1,0 +1,197 @@
+"""From a load engine's records to the contract with scoring: one :class:`~gatebench.core.model.Measurement`
+per measured phase.
+
+Both paths turn raw records into measurements here, with the same code: the laptop as the
+engine reports each phase (:func:`measurement_from`, with the CPU shares sampled around it),
+the cloud ingest step from the tester's finished ``simulation.log`` (:func:`ingest_simlog`,
+no CPU figures). It lives in the core, beside ``stats`` and ``simlog``, so a Cloud Function
+that ingests a log loads neither the runner nor an engine.
+
+The flags a measurement carries are decided here too: ``noisy`` and ``tester-bound`` from the
+CPU shares (:class:`CpuUsage`), ``tester-bound`` from the engine's ceiling
+(``gatebench.core.trust``), ``incomplete`` when fewer requests completed than the profile sends,
+``too-short`` when the phase lasted too briefly for its throughput to mean anything against the
+engine's timer resolution and, for a burst, the spread of its start times
+(``gatebench.core.trust.too_short``, docs/trust.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from gatebench.core.model import Measurement
+from gatebench.core.resources import CgroupSample, PhaseResources, cgroup_resources
+from gatebench.core.simlog import RequestRecord, SimLogSource, read_simlog
+from gatebench.core.stats import PhaseSample, phase_stats
+from gatebench.core.trust import ENGINE_RESOLUTION_MS, TOO_SHORT_FLAG, too_short
+from gatebench.core.workload import Phase, phases_from_document
+
+NOISY_OTHERS_PCT = 20.0
+"""A phase is ``noisy`` when processes that are not part of the benchmark (not the load
+generator, not the gateway, not the backend) used more than this share of the machine."""
+TESTER_BOUND_BUSY_PCT = 85.0
+"""A phase is ``tester-bound`` when the machine was this busy (or more) and the load generator
+used more CPU than the target (gateway + backend): the generator, not the gateway, was what
+ran out of CPU first."""
+
+
+@dataclass(frozen=True)
+class CpuUsage:
+    """CPU shares over one window, % of the whole machine (``engines/cpu.py`` samples them)."""
+
+    busy_pct: float
+    tester_pct: float
+    target_pct: float
+    others_pct: float
+    window_s: float
+
+    def flags(self) -> tuple[str, ...]:
+        out = []
+        if self.others_pct > NOISY_OTHERS_PCT:
+            out.append("noisy")
+        if self.busy_pct >= TESTER_BOUND_BUSY_PCT and self.tester_pct > self.target_pct:
+            out.append("tester-bound")
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class PhaseResult:
+    """One phase's raw records, complete: what an engine reports and ingest reads back."""
+
+    phase: int
+    """The phase's index in the schedule."""
+    sample: PhaseSample
+    start_ms: float
+    """Epoch ms of the phase's first request start."""
+    end_ms: float
+    cpu: CpuUsage | None
+    resources: PhaseResources | None = None
+    """What the phase cost per role (gatebench.core.resources), when the engine sampled it."""
+
+
+def measurement_from(
+    run_id: str,
+    phase: Phase,
+    result: PhaseResult,
+    *,
+    engine: str = "gatling",
+) -> Measurement:
+    """The contract with scoring: one Measurement per measured phase. Its flags here are the
+    CPU accounting's; the ceiling's ``tester-bound`` is added once every phase is in
+    (``gatebench.core.trust.flag_near_ceiling``, called by the runner)."""
+    s = phase_stats(result.sample)
+    flags: list[str] = []
+    if result.cpu is not None:
+        flags.extend(result.cpu.flags())
+    expected = phase.injection.expected_requests
+    if expected is not None and s.requests < expected:
+        flags.append("incomplete")
+    # a burst's requests are meant to start together: the spread of their starts is the
+    # engine's launch time, inside the window; other profiles spread their starts on purpose
+    spread = result.sample.start_spread_ms if phase.injection.kind == "at_once" else 0.0
+    if s.requests > 0 and too_short(
+        result.sample.duration_ms, ENGINE_RESOLUTION_MS.get(engine, 1.0), spread
+    ):
+        flags.append(TOO_SHORT_FLAG)
+    res = result.resources
+    return Measurement(
+        run_id=run_id,
+        target=phase.target,
+        workload=phase.workload,
+        repetition=phase.repetition,
+        requests=s.requests,
+        ok=s.ok,
+        ko=s.ko,
+        error_pct=s.error_pct,
+        throughput=s.throughput,
+        min=s.min,
+        mean=s.mean,
+        max=s.max,
+        stddev=s.stddev,
+        p50=s.p50,
+        p90=s.p90,
+        p95=s.p95,
+        p99=s.p99,
+        started_at=result.start_ms / 1000.0,
+        duration_s=s.duration_s,
+        engine=engine,
+        flags=tuple(flags),
+        other_cpu_pct=None if result.cpu is None else round(result.cpu.others_pct, 1),
+        tester_cpu_pct=None if result.cpu is None else round(result.cpu.tester_pct, 1),
+        errors=s.errors[:10],
+        gateway_cpu_s=None if res is None else res.gateway_cpu_s,
+        gateway_rss_mb=None if res is None else res.gateway_rss_mb,
+        backend_cpu_s=None if res is None else res.backend_cpu_s,
+        backend_rss_mb=None if res is None else res.backend_rss_mb,
+        engine_cpu_s=None if res is None else res.engine_cpu_s,
+        engine_rss_mb=None if res is None else res.engine_rss_mb,
+    )
+
+
+def ingest_simlog(simlog: SimLogSource, document: dict[str, Any], run_id: str) -> list[Measurement]:
+    """Measurements of the measured phases of a finished ``simulation.log`` written from
+    ``document`` (the cloud path ingests the tester's log this way, streamed from the bucket;
+    no CPU figures)."""
+    phases = {p.id: p for p in phases_from_document(document)}
+    samples: dict[str, PhaseSample] = {}
+    start_ms = 0
+    for record in read_simlog(simlog):
+        if isinstance(record, RequestRecord) and record.name in phases:
+            samples.setdefault(record.name, PhaseSample()).add(
+                record.start, record.end, record.ok, record.message
+            )
+        elif not isinstance(record, RequestRecord) and hasattr(record, "start_ms"):
+            start_ms = record.start_ms
+    out = []
+    for pid, phase in phases.items():
+        sample = samples.get(pid)
+        if not phase.measured or sample is None or sample.first_start is None:
+            continue
+        result = PhaseResult(
+            phase.index,
+            sample,
+            float(start_ms + sample.first_start),
+            float(start_ms + (sample.last_end or sample.first_start)),
+            None,
+        )
+        out.append(measurement_from(run_id, phase, result))
+    return out
+
+
+def with_gateway_cgroup(
+    measurements: Sequence[Measurement], samples: Mapping[str, Sequence[CgroupSample]]
+) -> list[Measurement]:
+    """The cloud path's measurements with their gateway's CPU seconds and peak memory, from
+    the cgroup samples its VM took of the gateway's container (target → samples): each phase's
+    window is its first request start to its last end. A phase the samples do not cover from
+    its start to its end keeps None (the meter's last upload had not come, or it did not run):
+    figures cut to the samples' span would understate it."""
+    out = []
+    for m in measurements:
+        found = samples.get(m.target)
+        start_ms = m.started_at * 1000.0
+        end_ms = start_ms + m.duration_s * 1000.0
+        if not found or not (
+            min(s.wall_ms for s in found) <= start_ms and max(s.wall_ms for s in found) >= end_ms
+        ):
+            out.append(m)
+            continue
+        cost = cgroup_resources(found, start_ms, end_ms)
+        if cost.gateway_cpu_s is None:
+            out.append(m)
+            continue
+        out.append(replace(m, gateway_cpu_s=cost.gateway_cpu_s, gateway_rss_mb=cost.gateway_rss_mb))
+    return out
+
+
+__all__ = [
+    "NOISY_OTHERS_PCT",
+    "TESTER_BOUND_BUSY_PCT",
+    "CpuUsage",
+    "PhaseResult",
+    "ingest_simlog",
+    "measurement_from",
+    "with_gateway_cgroup",
+]

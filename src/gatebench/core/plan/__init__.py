@@ -1,0 +1,136 @@
+"""The benchmark plan: what to run, read from ``x-gatebench`` (or a separate benchmark file).
+
+Every key is checked; unknown keys are errors with a suggestion, because a typo such as
+``repetiton: 10`` would otherwise silently run the default. Every problem is collected and
+located (JSON pointer into the document that holds the section) before :class:`PlanError`
+is raised.
+
+Secrets never live in a plan. Cloud credentials are refused outright (the cloud path runs as
+its own service accounts), and authentication tokens are named by environment variable
+(``auth: {bearer: {env: API_TOKEN}}``): the value is read when requests are sent, and never
+stored.
+
+Sketch::
+
+    x-gatebench:
+      gateways: [nginx, haproxy, caddy]
+      baseline: true
+      repetitions: 10
+      warmup: {duration: 5s}
+      backend: {mock: {latency: 5ms}}        # or {url: http://10.0.0.5:8080}, {builtin: auction}
+      # backend: {mock: true, replicas: 3, balance: least_conn}   # an upstream pool
+      # tls: {key: ecdsa-p256, http2: true}  # TLS at every gateway, a throwaway CA per run
+      # fault: {replica: 2, workload: bid, at: 50%}   # a replica killed mid-phase
+      engine: gatling                        # or wrk: closed-model load only (docs/trust.md)
+      auth: {bearer: {env: AUCTION_TOKEN}}
+      scoring: {profile: paper}
+      workloads:
+        - name: bid
+          operation: bid                      # operationId, or "POST /auctions/{auctionId}/bids"
+          params: {auctionId: {range: [1, 100]}, amount: {counter: {start: 1}}}
+          body: {json: {amount: "${amount}"}}
+          injection: {concurrent: 50, duration: 30s}
+
+The package: ``_model`` (the plan as data), ``schemas/x-gatebench.schema.json`` (its keys, a
+JSON Schema shipped for editors, checked with jsonschema-rs by ``_schema``), ``_reader`` and
+``_build`` (values read with located messages), ``_deployment`` (tls, replicas, fault), ``_checks`` (cross-checks against the
+description and the engines), ``_load`` (where the section comes from), ``_describe`` (words).
+"""
+
+from __future__ import annotations
+
+from gatebench.core.plan._build import build_plan
+from gatebench.core.plan._checks import find_operation
+from gatebench.core.plan._deployment import scale_problems
+from gatebench.core.plan._describe import describe_injection, describe_plan, workload_summary
+from gatebench.core.plan._load import load_plan
+from gatebench.core.plan._model import (
+    BALANCES,
+    BUILTIN_BACKENDS,
+    DEFAULT_CPU_MODE,
+    MAX_BODY_BYTES,
+    MAX_DURATION_S,
+    MAX_RATE,
+    MAX_REPETITIONS,
+    MAX_REPLICAS,
+    MAX_REQUESTS,
+    MAX_TESTERS,
+    MAX_USERS,
+    OBJECTIVE_LATENCY_METRICS,
+    TLS_KEYS,
+    Auth,
+    Backend,
+    Balance,
+    BodyKind,
+    BodySpec,
+    Capacity,
+    CapacityPlan,
+    Connections,
+    CpuMode,
+    Cpus,
+    EngineName,
+    Fault,
+    Generator,
+    GeneratorKind,
+    Infrastructure,
+    Injection,
+    InjectionKind,
+    MultipartPart,
+    Objective,
+    Plan,
+    Scoring,
+    Tls,
+    TlsKey,
+    Warmup,
+    Workload,
+)
+from gatebench.core.plan._schema import SCHEMA_PATH
+
+__all__ = [
+    "BALANCES",
+    "BUILTIN_BACKENDS",
+    "DEFAULT_CPU_MODE",
+    "MAX_BODY_BYTES",
+    "MAX_DURATION_S",
+    "MAX_RATE",
+    "MAX_REPETITIONS",
+    "MAX_REPLICAS",
+    "MAX_REQUESTS",
+    "MAX_TESTERS",
+    "MAX_USERS",
+    "OBJECTIVE_LATENCY_METRICS",
+    "SCHEMA_PATH",
+    "TLS_KEYS",
+    "Auth",
+    "Backend",
+    "Balance",
+    "BodyKind",
+    "BodySpec",
+    "Capacity",
+    "CapacityPlan",
+    "Connections",
+    "CpuMode",
+    "Cpus",
+    "EngineName",
+    "Fault",
+    "Generator",
+    "GeneratorKind",
+    "Infrastructure",
+    "Injection",
+    "InjectionKind",
+    "MultipartPart",
+    "Objective",
+    "Plan",
+    "Scoring",
+    "Tls",
+    "TlsKey",
+    "Warmup",
+    "Workload",
+    "build_plan",
+    "describe_injection",
+    "describe_plan",
+    "find_operation",
+    "load_plan",
+    "scale_problems",
+    "workload_summary",
+]

@@ -1,0 +1,181 @@
+"""The semantic cross-checks a schema cannot express: the plan against the API description
+(operations, parameters and placeholders, authentication), against the engines' capabilities,
+and credentials refused wherever they hide. Each reports located problems on the reader.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any
+
+from gatebench.core.ir import Api, Operation, left_out_message
+from gatebench.core.plan._model import Auth, BodySpec, EngineName, Generator, Warmup, Workload
+from gatebench.core.plan._reader import Reader, _show, is_credential_key
+from gatebench.core.plan._schema import keys
+
+_PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
+
+
+def _engine(value: Any, r: Reader, workloads: list[Workload], warmup: Warmup) -> EngineName:
+    """The load engine, and whether it can run every workload (wrk: the closed model only)."""
+    from gatebench.core.capabilities import ENGINES, injection_problem
+
+    if value not in ENGINES:
+        r.error(["engine"], f"unknown engine {_show(value)}; available: {', '.join(ENGINES)}")
+        return "gatling"
+    engine: EngineName = value
+    for w in workloads:
+        inj = w.injection
+        reason = injection_problem(engine, inj.kind, inj.duration, inj.requests)
+        if reason is not None:
+            r.error([*_split(w.pointer.removeprefix(r.base)), "injection"], reason)
+    if warmup.requests and injection_problem(engine, "concurrent", 1.0, warmup.requests):
+        r.error(
+            ["warmup"],
+            f"engine {engine} warms up for a duration only; give warmup: {{duration: ...}}",
+        )
+    return engine
+
+
+def _split(pointer_text: str) -> list[str | int]:
+    """A pointer relative to the section (a workload's) back into tokens."""
+    from gatebench.core.errors import split_pointer
+
+    return [int(t) if t.isdigit() else t for t in split_pointer(pointer_text)]
+
+
+def _refuse_credentials(data: dict[str, Any], r: Reader) -> None:
+    """Credentials are refused by name at the top and in ``infrastructure``, and by shape
+    (a private key, a service-account JSON) anywhere in the section."""
+    message = (
+        "{key!r} looks like a credential; credentials are never accepted in the benchmark "
+        "description (the cloud path runs as its own service accounts, and request tokens "
+        "come from environment variables: auth: {{bearer: {{env: NAME}}}})"
+    )
+    for key in data:
+        if key not in keys("plan") and is_credential_key(key):
+            r.error([key], message.format(key=str(key)))
+    infra = data.get("infrastructure")
+    if isinstance(infra, dict):
+        for key in infra:
+            if is_credential_key(key):
+                r.error(["infrastructure", key], message.format(key=str(key)))
+    stack: list[tuple[Any, list[str | int]]] = [(data, [])]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, dict):
+            stack.extend((v, [*where, k]) for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((v, [*where, i]) for i, v in enumerate(item))
+        elif isinstance(item, str) and (
+            ("-----BEGIN" in item and "PRIVATE KEY" in item) or '"private_key"' in item
+        ):
+            r.error(
+                where,
+                "this value holds a private key; credentials are never accepted in the benchmark description",
+            )
+
+
+def find_operation(api: Api, ref: str) -> tuple[Operation | None, list[str]]:
+    """An operation by id or ``METHOD /path`` (template or full route path); else close matches."""
+    for op in api.operations:
+        if op.operation_id == ref:
+            return op, []
+    match = re.match(r"^\s*([A-Za-z]+)\s+(\S+)\s*$", ref)
+    if match:
+        method, path = match.group(1).upper(), match.group(2)
+        for op in api.operations:
+            if op.method == method and path in (op.path_template, op.route_path):
+                return op, []
+    options = [op.operation_id for op in api.operations] + [
+        f"{op.method} {op.path_template}" for op in api.operations
+    ]
+    return None, difflib.get_close_matches(ref, options, n=3, cutoff=0.6)
+
+
+def _operation(value: Any, r: Reader, where: list[str | int], api: Api) -> Operation | None:
+    if not isinstance(value, str) or not value.strip():
+        r.error(where, "expected an operationId or 'METHOD /path'")
+        return None
+    op, close = find_operation(api, value)
+    left_out = next((x for x in api.left_out if x.matches(value)), None)
+    if op is None and left_out is not None:
+        r.error(where, left_out_message(value, left_out))
+    elif op is None:
+        hint = (
+            f"; did you mean {', '.join(repr(c) for c in close)}?"
+            if close
+            else (
+                f"; the description has {len(api.operations)} operations (gatebench parse SPEC lists them)"
+            )
+        )
+        r.error(where, f"no operation {value!r} in the description{hint}")
+    return op
+
+
+def _placeholders(value: Any) -> set[str]:
+    found: set[str] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            found.update(_PLACEHOLDER.findall(item))
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+            stack.extend(k for k in item if isinstance(k, str))
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return found
+
+
+def _check_params(
+    op: Operation,
+    params: dict[str, Generator],
+    headers: dict[str, str],
+    body: BodySpec,
+    r: Reader,
+    where: list[str | int],
+) -> None:
+    known = {p.name for p in op.parameters}
+    used = (
+        _placeholders(body.value)
+        | _placeholders([p.value for p in body.parts])
+        | _placeholders(list(headers.values()))
+    )
+    for name in params:
+        if name not in known and name not in used:
+            listing = ", ".join(sorted(known)) or "none"
+            r.error(
+                [*where, "params", name],
+                f"{name!r} is neither a parameter of {op.operation_id!r} ({listing}) nor a "
+                "${placeholder} in the body or headers",
+            )
+    for name in sorted(used):
+        if name not in params:
+            r.error([*where], f"placeholder ${{{name}}} has no value in params")
+
+
+def _check_auth(op: Operation, auth: Auth, r: Reader, where: list[str | int]) -> None:
+    label = op.security_label
+    if label == "none":
+        return
+    needed = {
+        "bearer": auth.bearer_env,
+        "basic": auth.basic_username_env,
+        "apiKey-header": auth.api_key_env,
+        "apiKey-query": auth.api_key_env,
+        "apiKey-cookie": auth.api_key_env,
+        "oauth2": auth.bearer_env,
+        "openIdConnect": auth.bearer_env,
+    }
+    for part in label.split("+"):
+        if part in needed and needed[part] is None:
+            key = {"basic": "basic: {username_env: U, password_env: P}"}.get(
+                part, "api_key: {env: NAME}" if part.startswith("apiKey") else "bearer: {env: NAME}"
+            )
+            r.warn(
+                where,
+                f"operation {op.operation_id!r} requires {part} authentication; add auth: {{{key}}} "
+                "or requests are sent without credentials",
+            )

@@ -1,0 +1,217 @@
+"""The plan in words, for people and for run records."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gatebench.core.ir import Api
+from gatebench.core.plan._checks import find_operation
+from gatebench.core.plan._model import Capacity, Injection, Plan, Workload
+
+
+def describe_plan(plan: Plan, api: Api) -> list[str]:
+    """The plan in a few lines, for people (``gatebench plan``, ``make demo``)."""
+    from gatebench.core.units import format_duration, format_size
+
+    lines = [
+        f"Benchmark plan for {api.title or 'the API'!r} ({api.source_format}, {len(api.operations)} operations)"
+    ]
+    targets = ", ".join(plan.gateways) or "no gateway"
+    if plan.baseline:
+        targets += " + baseline (no gateway)"
+    seed = "random seed" if plan.seed is None else f"seed {plan.seed}"
+    lines.append(f"  targets:     {targets}; order {plan.order} ({seed})")
+    warm = "no warm-up"
+    if plan.warmup.duration:
+        warm = f"warm-up {format_duration(plan.warmup.duration)} per target"
+    elif plan.warmup.requests:
+        warm = f"warm-up {plan.warmup.requests} requests per target"
+    lines.append(f"  repetitions: {plan.repetitions} ({warm})")
+    backend = {
+        "url": f"your service at {plan.backend.url}",
+        "mock": "mock built from the description"
+        + (f", {format_duration(plan.backend.latency)} latency" if plan.backend.latency else "")
+        + (
+            f", {format_size(plan.backend.response_size)} responses"
+            if plan.backend.response_size
+            else ""
+        )
+        + (
+            f", {plan.backend.workers} workers (capacity "
+            f"{plan.backend.workers / plan.backend.latency:,.0f} req/s)"
+            if plan.backend.workers and plan.backend.latency
+            else ""
+        ),
+        "builtin": f"built-in {plan.backend.builtin} service",
+    }[plan.backend.kind]
+    lines.append(f"  backend:     {backend}")
+    auth = []
+    if plan.auth.bearer_env:
+        auth.append(f"bearer token from ${plan.auth.bearer_env}")
+    if plan.auth.basic_username_env:
+        auth.append(f"basic from ${plan.auth.basic_username_env} / ${plan.auth.basic_password_env}")
+    if plan.auth.api_key_env:
+        auth.append(f"API key from ${plan.auth.api_key_env}")
+    lines.append(f"  auth:        {', '.join(auth) or 'none'}")
+    lines.extend(describe_policies(plan))
+    weights = ", ".join(f"{m}×{w:g}" for m, w in plan.scoring.weights)
+    lines.append(
+        f"  scoring:     {plan.scoring.profile}"
+        + (
+            f" (weights {weights})"
+            if weights
+            else " (AGE §IV-C)"
+            if plan.scoring.profile == "paper"
+            else ""
+        )
+    )
+    if plan.infrastructure is not None:
+        infra = plan.infrastructure
+        lines.append(
+            f"  cloud:       {infra.project or '(project from the deployment)'} {infra.zone or ''} "
+            f"gateway {infra.gateway_machine}, tester {infra.tester_machine}, backend {infra.backend_machine}"
+        )
+    lines.append("  workloads:")
+    rows = []
+    for w in plan.workloads:
+        op = api.operation(w.operation_id)
+        rows.append(
+            (
+                w.name,
+                f"{op.method} {op.route_path}",
+                describe_injection(w.injection),
+                _describe_extras(w),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    for row in rows:
+        line = "    " + "  ".join(row[i].ljust(widths[i]) for i in range(3))
+        if row[3]:
+            line += "  " + row[3]
+        lines.append(line.rstrip())
+    phases = len(plan.workloads) * len(plan.targets) * plan.repetitions
+    lines.append(
+        f"  measured phases: {len(plan.workloads)} workloads × {len(plan.targets)} targets × "
+        f"{plan.repetitions} repetitions = {phases}"
+    )
+    lines.extend(describe_capacity(plan))
+    return lines
+
+
+def describe_capacity(plan: Plan) -> list[str]:
+    """The capacity search's settings (``gatebench capacity``), when the plan gives any."""
+    if plan.capacity is None:
+        return []
+    lines = [f"  capacity:    {_capacity_line(plan.capacity.default)}"]
+    for name, settings in plan.capacity.workloads:
+        lines.append(
+            f"    {name}: " + ("not searched" if settings is None else _capacity_line(settings))
+        )
+    return lines
+
+
+def _capacity_line(c: Capacity) -> str:
+    from gatebench.core.units import format_duration
+
+    confirm = f", confirm {format_duration(c.confirm)}" if c.confirm else ", no confirmation"
+    return (
+        f"{c.objective.label()}; from {c.start_rate:g}/s ×{c.growth:g} (at most {c.max_rate:g}/s) "
+        f"to {100 * c.precision:g} %; probes {format_duration(c.warmup)} + "
+        f"{format_duration(c.probe)}{confirm}; {c.repetitions} repetitions, "
+        f"{c.connections} connections, budget {format_duration(c.budget)}"
+    )
+
+
+def describe_policies(plan: Plan) -> list[str]:
+    """The policies line, and one line per gateway left out because it cannot apply them."""
+    from gatebench.core.policies import ApiKeyAuth, JwtAuth, Policies
+    from gatebench.core.renderers import policy_exclusions
+    from gatebench.core.units import format_duration
+
+    if plan.policies.empty:
+        return []
+
+    def one(p: Policies) -> str:
+        parts = []
+        if isinstance(p.auth, JwtAuth):
+            parts.append(
+                f"JWT ({'/'.join(p.auth.algorithms)}, iss {p.auth.issuer}, aud {p.auth.audience})"
+            )
+        elif isinstance(p.auth, ApiKeyAuth):
+            where = f"header {p.auth.header}" if p.auth.header else f"query {p.auth.query}"
+            parts.append(f"API key ({where}, keys from ${p.auth.keys_env})")
+        if p.rate_limit is not None:
+            key = p.rate_limit.header if p.rate_limit.key == "header" else p.rate_limit.key
+            parts.append(
+                f"rate limit {p.rate_limit.requests}/{format_duration(p.rate_limit.window)} per {key}"
+            )
+        if p.cache is not None:
+            parts.append(f"cache {format_duration(p.cache.ttl)} ({', '.join(p.cache.vary)})")
+        return ", ".join(parts) or "none"
+
+    lines = [f"  policies:    {one(plan.policies.default)}"]
+    lines.extend(f"    {op}: {one(p)}" for op, p in plan.policies.operations)
+    for reason in policy_exclusions(plan.gateways, plan.policies).values():
+        lines.append(f"  left out:    {reason}")
+    return lines
+
+
+def describe_injection(inj: Injection) -> str:
+    from gatebench.core.units import format_duration
+
+    if inj.kind == "at_once":
+        return f"{inj.users} users at once"
+    if inj.kind == "sequential":
+        return f"{inj.requests} sequential requests"
+    if inj.kind == "ramp":
+        return f"ramp to {inj.users} users over {format_duration(inj.duration or 0)}"
+    if inj.kind == "constant_rate":
+        return f"{inj.rate:g} req/s for {format_duration(inj.duration or 0)}"
+    bound = []
+    if inj.duration:
+        bound.append(f"for {format_duration(inj.duration)}")
+    if inj.requests:
+        bound.append(f"up to {inj.requests} requests")
+    return f"{inj.users} concurrent users " + " ".join(bound)
+
+
+def workload_summary(plan: Plan, api: Api) -> list[dict[str, Any]]:
+    """What a run records about each workload of ``plan`` (its run record's ``workloads``),
+    the same on every path: the laptop's runner, the upload form, the cloud parse step.
+    ``path`` is the route path the requests go to (the base path and the template)."""
+    out = []
+    for w in plan.workloads:
+        op, _ = find_operation(api, w.operation_id)
+        out.append(
+            {
+                "name": w.name,
+                "operation": w.operation_id,
+                "method": op.method if op else None,
+                "path": op.route_path if op else None,
+                "injection": describe_injection(w.injection),
+            }
+        )
+    return out
+
+
+def _describe_extras(w: Workload) -> str:
+    from gatebench.core.units import format_size
+
+    parts = []
+    if w.body.kind == "multipart":
+        files = [f"{p.name} {format_size(p.size)}" for p in w.body.parts if p.size is not None]
+        parts.append("multipart " + ", ".join(files or [p.name for p in w.body.parts]))
+    elif w.body.kind == "binary":
+        parts.append(f"binary body {format_size(w.body.size or 0)}")
+    elif w.body.kind != "none":
+        parts.append(f"{w.body.kind} body")
+    for name, gen in w.params:
+        if gen.kind in ("range", "random"):
+            parts.append(f"{name} {gen.kind} {gen.low}..{gen.high}")
+        elif gen.kind == "counter":
+            parts.append(f"{name} counter from {gen.start}")
+        elif gen.kind == "list":
+            parts.append(f"{name} one of {len(gen.values)}")
+        else:
+            parts.append(f"{name}={gen.value!r}")
+    return "; ".join(parts)

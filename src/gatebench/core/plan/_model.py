@@ -1,0 +1,415 @@
+"""The plan as data: what ``build_plan`` returns, frozen, plain (``Plan.to_dict`` is JSON-shaped)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from gatebench.core.errors import Problem
+from gatebench.core.policies import PolicySet
+from gatebench.core.thresholds import Threshold
+
+InjectionKind = Literal["at_once", "ramp", "constant_rate", "concurrent", "sequential"]
+GeneratorKind = Literal["constant", "list", "range", "random", "counter"]
+BodyKind = Literal["none", "example", "synthesized", "binary", "multipart", "json", "text"]
+BackendKind = Literal["url", "mock", "builtin"]
+EngineName = Literal["gatling", "wrk"]
+Connections = Literal["keep-alive", "new"]
+
+BUILTIN_BACKENDS = ("auction", "echo")
+TlsKey = Literal["ecdsa-p256", "rsa-2048"]
+TLS_KEYS: tuple[TlsKey, ...] = ("ecdsa-p256", "rsa-2048")
+"""The server key types a run's throwaway certificate can have (``tls.key``)."""
+Balance = Literal["round_robin", "least_conn"]
+BALANCES: tuple[Balance, ...] = ("round_robin", "least_conn")
+"""How a gateway spreads requests over the backend replicas (``backend.balance``)."""
+MAX_REPLICAS = 16
+"""The most backend replicas a plan may start (``backend.replicas``)."""
+MAX_REPETITIONS = 1000
+MAX_USERS = 100_000
+MAX_REQUESTS = 10_000_000
+MAX_TESTERS = 16
+"""The most load generators one phase is split across (``infrastructure.testers``, ``--testers``)."""
+MAX_DURATION_S = 24 * 3600.0
+MAX_BODY_BYTES = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class Injection:
+    """How requests arrive. Open models: ``at_once``, ``ramp``, ``constant_rate`` (each
+    virtual user sends one request). Closed models: ``concurrent`` (N users loop, each on
+    its own connection, until ``duration`` or ``requests`` is reached) and ``sequential``
+    (one user sends ``requests`` requests back to back)."""
+
+    kind: InjectionKind
+    users: int | None = None
+    rate: float | None = None
+    duration: float | None = None
+    requests: int | None = None
+
+    @property
+    def expected_requests(self) -> int | None:
+        """Requests the profile sends, when it is fixed in advance (None: time-bounded)."""
+        if self.kind in ("at_once", "ramp"):
+            return self.users
+        if self.kind == "sequential":
+            return self.requests
+        if self.kind == "constant_rate":
+            assert self.rate is not None
+            assert self.duration is not None
+            return round(self.rate * self.duration)
+        if self.kind == "concurrent" and self.duration is None:
+            return self.requests
+        return None
+
+
+@dataclass(frozen=True)
+class Generator:
+    """Values for one parameter or body placeholder.
+
+    constant (``value``), list (``values`` in order, cycling; ``order: random`` picks at
+    random), range (``low``..``high`` inclusive, step 1, cycling), random (uniform integer in
+    ``low``..``high``), counter (``start``, ``start+step``, ... never repeating)."""
+
+    kind: GeneratorKind
+    value: Any = None
+    values: tuple[Any, ...] = ()
+    low: int | None = None
+    high: int | None = None
+    start: int = 1
+    step: int = 1
+    random_order: bool = False
+
+
+@dataclass(frozen=True)
+class MultipartPart:
+    name: str
+    size: int | None = None
+    """Generated binary content of this many bytes (a file part)."""
+    value: Any = None
+    """A text value (may hold ``${placeholders}``)."""
+    filename: str | None = None
+    content_type: str | None = None
+
+
+@dataclass(frozen=True)
+class BodySpec:
+    kind: BodyKind
+    media_type: str | None = None
+    example: str | None = None
+    size: int | None = None
+    parts: tuple[MultipartPart, ...] = ()
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    operation_id: str
+    injection: Injection
+    params: tuple[tuple[str, Generator], ...] = ()
+    headers: tuple[tuple[str, str], ...] = ()
+    body: BodySpec = BodySpec("none")
+    expect: tuple[int, ...] = ()
+    """Status codes that count as OK; empty means any 2xx or 3xx."""
+    timeout: float = 60.0
+    pointer: str = ""
+
+    def param(self, name: str) -> Generator | None:
+        return dict(self.params).get(name)
+
+
+@dataclass(frozen=True)
+class Warmup:
+    duration: float | None = 3.0
+    requests: int | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.duration) or bool(self.requests)
+
+
+@dataclass(frozen=True)
+class Backend:
+    kind: BackendKind
+    url: str | None = None
+    builtin: str | None = None
+    latency: float = 0.0
+    """Mock only: fixed delay before every response, seconds."""
+    response_size: int | None = None
+    """Mock only: pad or cut response bodies to this many bytes."""
+    workers: int | None = None
+    """Mock only: at most this many requests are served at once, each held for ``latency``;
+    the others wait their turn in arrival order. The backend's capacity is then known:
+    ``workers / latency`` requests per second (the capacity search's ground truth)."""
+    replicas: int = 1
+    """Copies of the backend gatebench starts (mock and builtin backends): each gateway
+    spreads its requests over them with its own upstream pool (docs/gateways.md)."""
+    balance: Balance = "round_robin"
+    """How the gateways pick a replica: ``round_robin`` or ``least_conn`` (the fewest
+    requests in flight)."""
+
+
+@dataclass(frozen=True)
+class Tls:
+    """TLS at every gateway (``tls:``): a throwaway CA and server certificate made per run
+    (``gatebench.core.tls``), the load engine trusting that CA only."""
+
+    key: TlsKey = "ecdsa-p256"
+    """The server key: ``ecdsa-p256`` or ``rsa-2048``."""
+    http2: bool = False
+    """Offer HTTP/2 by ALPN (the engine then speaks it); otherwise HTTP/1.1 only."""
+    resumption: bool = True
+    """Let clients resume TLS sessions (tickets and the session cache); ``false`` makes
+    every new connection a full handshake."""
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One backend replica killed during the measured phase of one workload, for every
+    gateway and repetition (``fault:``); the replica is started again before the next phase."""
+
+    replica: int
+    """Which replica dies, 1 to ``backend.replicas``."""
+    workload: str
+    """The workload whose measured phases carry the fault."""
+    at_s: float | None = None
+    """Seconds from the start of the phase; or:"""
+    at_fraction: float | None = None
+    """A fraction (0..1) of the phase's duration."""
+    kind: Literal["kill_replica"] = "kill_replica"
+    """What happens: the replica's process is killed (SIGKILL), so its port refuses
+    connections, as when a backend process crashes."""
+
+    def offset(self, phase_duration_s: float | None) -> float | None:
+        """Seconds from the phase start to the kill (None: a fraction of a phase of unknown
+        length)."""
+        if self.at_s is not None:
+            return self.at_s
+        if self.at_fraction is None or phase_duration_s is None:
+            return None
+        return self.at_fraction * phase_duration_s
+
+
+@dataclass(frozen=True)
+class Infrastructure:
+    """Where the cloud path runs. Never credentials: see ``infra/README.md``."""
+
+    provider: str = "gcp"
+    project: str | None = None
+    region: str | None = None
+    zone: str | None = None
+    gateway_machine: str = "n2-standard-2"
+    tester_machine: str = "n2-standard-2"
+    backend_machine: str = "n2-standard-2"
+    network: str | None = None
+    testers: int = 1
+    """Load generators per phase (``gatebench.core.testers`` splits and merges)."""
+
+
+@dataclass(frozen=True)
+class Auth:
+    """Where credentials come from: environment variable names, never values."""
+
+    bearer_env: str | None = None
+    basic_username_env: str | None = None
+    basic_password_env: str | None = None
+    api_key_env: str | None = None
+    jwt_private_key_env: str | None = None
+    """Sign bearer tokens during the run with the PEM private key in this variable
+    (``gatebench.core.tokens``; with ``policies.auth.jwt``)."""
+    jwt_subjects: int = 1
+    """Size of the pool of subjects: simulated user i carries the token of subject i mod the
+    pool (with more than one, every user its own token: gatebench.core.tokens)."""
+    jwt_lifetime: float | None = None
+    """Seconds from ``iat`` to ``exp``; None: the run's estimated length plus a margin
+    (``gatebench.core.tokens.token_lifetime``)."""
+    bearer_per_user: bool = False
+    """Set by the run, never by a plan: ``bearer_env`` names a file of tokens, one a line,
+    and simulated user i sends line i mod their count (the pool of subjects)."""
+
+
+@dataclass(frozen=True)
+class Scoring:
+    profile: Literal["paper", "robust"] = "paper"
+    weights: tuple[tuple[str, float], ...] = ()
+
+
+CpuMode = Literal["pinned", "unpinned", "explicit"]
+DEFAULT_CPU_MODE: CpuMode = "unpinned"
+"""What ``cpus:`` is when the plan does not say: pinning did not make runs more repeatable
+where it was measured (docs/trust.md, "Pinned cores")."""
+
+
+@dataclass(frozen=True)
+class Cpus:
+    """Where the gateway, the load engine and the backend run (gatebench.local.pinning):
+    ``pinned`` (the gateway on a core of its own), ``unpinned`` (wherever the scheduler puts
+    them), or ``explicit`` core lists per role (an empty list: that role is not pinned)."""
+
+    mode: CpuMode = DEFAULT_CPU_MODE
+    gateway: tuple[int, ...] = ()
+    engine: tuple[int, ...] = ()
+    backend: tuple[int, ...] = ()
+
+    def cores(self, role: str) -> tuple[int, ...]:
+        found: tuple[int, ...] = getattr(self, role)
+        return found
+
+
+OBJECTIVE_LATENCY_METRICS = ("p50", "p90", "p95", "p99", "mean", "max")
+"""The latencies a capacity objective may bound (milliseconds, from each request's intended
+start: gatebench.kinds.capacity)."""
+MAX_RATE = 1_000_000.0
+"""The highest arrival rate (requests per second) a capacity search may offer."""
+
+
+@dataclass(frozen=True)
+class Objective:
+    """What "carried" means in a capacity search: every latency bound met (ms) and the error
+    rate at or below ``error_pct`` (%)."""
+
+    latency: tuple[tuple[str, float], ...] = (("p99", 50.0),)
+    """(metric, maximum in ms), in the order the plan gives them."""
+    error_pct: float = 0.1
+
+    def label(self) -> str:
+        """``p99 ≤ 50 ms, errors ≤ 0.1 %``."""
+        parts = [f"{metric} ≤ {limit:g} ms" for metric, limit in self.latency]
+        parts.append(f"errors ≤ {self.error_pct:g} %")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """How one endpoint's capacity is searched (docs/capacity.md): an open-model constant
+    arrival rate, grown by ``growth`` from ``start_rate`` until the objective breaks (at most
+    ``max_rate``), then bisected until the bracket is within ``precision``, then confirmed at
+    the rate found; every probe warms up for ``warmup`` (excluded) and measures for
+    ``probe`` seconds (the confirmation for ``confirm``). ``repetitions`` searches per target,
+    in a shuffled target order, within ``budget`` seconds in all."""
+
+    objective: Objective = field(default_factory=Objective)
+    start_rate: float = 100.0
+    max_rate: float = 100_000.0
+    growth: float = 2.0
+    precision: float = 0.05
+    """The bracket's width at which bisection stops: high / low − 1."""
+    warmup: float = 1.0
+    probe: float = 2.0
+    confirm: float = 5.0
+    """Seconds of the confirmation run at the rate found; 0: no confirmation."""
+    repetitions: int = 5
+    budget: float = 1800.0
+    connections: Connections = "keep-alive"
+    """``keep-alive``: arrivals ride a pool of kept-alive connections; ``new``: a new
+    connection per request."""
+
+
+@dataclass(frozen=True)
+class CapacityPlan:
+    """The plan's ``capacity`` settings: the defaults for every workload (``x-gatebench.kinds.capacity``)
+    with each workload's own overrides (``workloads[i].capacity``; ``false`` leaves it out)."""
+
+    default: Capacity = field(default_factory=Capacity)
+    workloads: tuple[tuple[str, Capacity | None], ...] = ()
+    """(workload name, its settings; None: not searched), for the workloads that say more
+    than the defaults."""
+
+    def of(self, workload: str) -> Capacity | None:
+        """The settings of one workload (None: ``capacity: false``)."""
+        return dict(self.workloads).get(workload, self.default)
+
+
+@dataclass(frozen=True)
+class Plan:
+    gateways: tuple[str, ...]
+    baseline: bool
+    repetitions: int
+    warmup: Warmup
+    order: Literal["shuffled", "fixed"]
+    seed: int | None
+    backend: Backend
+    workloads: tuple[Workload, ...]
+    auth: Auth = field(default_factory=Auth)
+    scoring: Scoring = field(default_factory=Scoring)
+    infrastructure: Infrastructure | None = None
+    thresholds: tuple[Threshold, ...] = ()
+    """Budgets a run must meet (``gatebench run --fail-on-threshold``; gatebench.core.thresholds)."""
+    engine: EngineName = "gatling"
+    """The load generator (``gatebench.local.engines``): ``gatling`` runs every injection profile;
+    ``wrk`` runs closed-model load only (concurrent users for whole seconds)."""
+    cpus: Cpus = field(default_factory=Cpus)
+    """Which cores each process runs on (``gatebench.local.pinning``)."""
+    warnings: tuple[Problem, ...] = field(default=(), compare=False, repr=False)
+    """Located warnings about a valid plan (a profile too short to measure...): shown by
+    ``gatebench plan`` and ``validate``, never part of the plan's data (``to_dict``)."""
+    policies: PolicySet = field(default_factory=PolicySet)
+    """What every gateway enforces in front of the API (``gatebench.core.policies``)."""
+    capacity: CapacityPlan | None = None
+    """The capacity search's settings (``gatebench capacity``), when the plan gives any; a
+    capacity run of a plan without them uses :class:`CapacityPlan`'s defaults."""
+    tls: Tls | None = None
+    """TLS (and HTTP/2) at every gateway and at the baseline; None: plain HTTP/1.1."""
+    fault: Fault | None = None
+    """A backend replica killed during a phase (needs ``backend.replicas`` of 2 or more)."""
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """Gateways plus ``baseline`` (no gateway) when enabled."""
+        return (*self.gateways, "baseline") if self.baseline else self.gateways
+
+    def capacity_settings(self) -> dict[str, Capacity]:
+        """Each workload's capacity settings (the plan's, or the defaults when it gives
+        none), without the workloads that say ``capacity: false``."""
+        section = self.capacity or CapacityPlan()
+        found = {w.name: section.of(w.name) for w in self.workloads}
+        return {name: settings for name, settings in found.items() if settings is not None}
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("warnings")
+        return data
+
+
+__all__ = [
+    "BALANCES",
+    "BUILTIN_BACKENDS",
+    "DEFAULT_CPU_MODE",
+    "MAX_BODY_BYTES",
+    "MAX_DURATION_S",
+    "MAX_RATE",
+    "MAX_REPETITIONS",
+    "MAX_REPLICAS",
+    "MAX_REQUESTS",
+    "MAX_TESTERS",
+    "MAX_USERS",
+    "OBJECTIVE_LATENCY_METRICS",
+    "TLS_KEYS",
+    "Auth",
+    "Backend",
+    "BackendKind",
+    "Balance",
+    "BodyKind",
+    "BodySpec",
+    "Capacity",
+    "CapacityPlan",
+    "Connections",
+    "CpuMode",
+    "Cpus",
+    "EngineName",
+    "Fault",
+    "Generator",
+    "GeneratorKind",
+    "Infrastructure",
+    "Injection",
+    "InjectionKind",
+    "MultipartPart",
+    "Objective",
+    "Plan",
+    "Scoring",
+    "Tls",
+    "TlsKey",
+    "Warmup",
+    "Workload",
+]

@@ -1,0 +1,121 @@
+"""The gateway as deployed: TLS termination and an upstream pool, the same for every gateway.
+
+A target may ask a gateway to terminate TLS (``RenderTarget.tls``: the run's certificate,
+``gatebench.core.tls``'s protocols and ciphers, ALPN ``h2`` when asked, resumption on or off) and to
+spread requests over several backend replicas (``RenderTarget.replicas`` with a ``balance``),
+health-checking them where the gateway can. Each renderer declares what it renders natively
+(``supported_deployment``, names in :data:`FEATURES`) and why it lacks the rest
+(``deployment_gaps``); a gateway lacking what a plan needs is left out of the comparison with
+the reason (:func:`deployment_exclusions`), never run without it. The health-check settings
+every gateway gets are defined here once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from gatebench.core.errors import Problem, UnsupportedFeature
+
+FEATURES: tuple[str, ...] = (
+    "tls",
+    "tls.http2",
+    "tls.no_resumption",
+    "pool.round_robin",
+    "pool.least_conn",
+)
+FEATURE_LABELS: Mapping[str, str] = {
+    "tls": "TLS termination (the run's certificate, TLS 1.2 + 1.3)",
+    "tls.http2": "HTTP/2 by ALPN",
+    "tls.no_resumption": "TLS session resumption off",
+    "pool.round_robin": "replicas, round robin",
+    "pool.least_conn": "replicas, least connections",
+}
+FEATURE_POINTERS: Mapping[str, str] = {
+    "tls": "/x-gatebench/tls",
+    "tls.http2": "/x-gatebench/tls/http2",
+    "tls.no_resumption": "/x-gatebench/tls/resumption",
+    "pool.round_robin": "/x-gatebench/backend/replicas",
+    "pool.least_conn": "/x-gatebench/backend/balance",
+}
+
+HEALTH_PATH = "/__gatebench__/health"
+"""What active health checks request from each replica (the backend answers 200 there,
+straight, never through a gateway: ``gatebench.local.backends.CONTROL_PREFIX``)."""
+HEALTH_INTERVAL_S = 1
+"""Seconds between two active checks of one replica."""
+HEALTH_TIMEOUT_S = 1
+"""Seconds a check may take before it counts as failed."""
+HEALTH_FALL = 2
+"""Failed checks in a row that take a replica out of the pool."""
+HEALTH_RISE = 2
+"""Passed checks in a row that put it back."""
+PASSIVE_FAILS = 1
+"""Failed requests (connection refused, reset, timed out) that take a replica out at once,
+for gateways that watch real traffic (passive checks)."""
+PASSIVE_WINDOW_S = 10
+"""How long a replica taken out by passive checks stays out before it is tried again."""
+
+
+def deployment_needs(
+    *,
+    tls: bool = False,
+    http2: bool = False,
+    resumption: bool = True,
+    replicas: int = 1,
+    balance: str = "round_robin",
+) -> frozenset[str]:
+    """The features (:data:`FEATURES`) a deployment needs."""
+    needs: set[str] = set()
+    if tls:
+        needs.add("tls")
+        if http2:
+            needs.add("tls.http2")
+        if not resumption:
+            needs.add("tls.no_resumption")
+    if replicas > 1:
+        needs.add("pool.least_conn" if balance == "least_conn" else "pool.round_robin")
+    return frozenset(needs)
+
+
+def missing_reason(gateway: str, missing: Iterable[str], gaps: Mapping[str, str]) -> str:
+    """One line saying what ``gateway`` cannot render and why (without TLS, what TLS would
+    carry goes unsaid)."""
+    missing = set(missing)
+    if "tls" in missing:
+        missing -= {"tls.http2", "tls.no_resumption"}
+    parts = []
+    for feature in sorted(missing, key=FEATURES.index):
+        why = gaps.get(feature)
+        label = FEATURE_LABELS[feature]
+        parts.append(f"{label}: {why}" if why else label)
+    return f"{gateway} cannot render {'; '.join(parts)}"
+
+
+def refuse_missing(
+    gateway: str, supported: frozenset[str], gaps: Mapping[str, str], needs: frozenset[str]
+) -> None:
+    """:class:`UnsupportedFeature` (located at the plan key) for what the gateway lacks."""
+    missing = sorted(needs - supported, key=FEATURES.index)
+    if missing:
+        raise UnsupportedFeature(
+            [
+                Problem(FEATURE_POINTERS[missing[0]], missing_reason(gateway, missing, gaps)),
+            ]
+        )
+
+
+__all__ = [
+    "FEATURES",
+    "FEATURE_LABELS",
+    "FEATURE_POINTERS",
+    "HEALTH_FALL",
+    "HEALTH_INTERVAL_S",
+    "HEALTH_PATH",
+    "HEALTH_RISE",
+    "HEALTH_TIMEOUT_S",
+    "PASSIVE_FAILS",
+    "PASSIVE_WINDOW_S",
+    "deployment_needs",
+    "missing_reason",
+    "refuse_missing",
+]

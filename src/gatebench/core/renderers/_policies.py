@@ -1,0 +1,77 @@
+"""Policies per gateway: which gateways can apply a plan's policies, the configuration with
+them applied, and the support matrix docs/gateways.md carries.
+
+Each renderer declares the policy features it renders natively (``supported_policies``); a
+gateway lacking one the plan needs is left out of the comparison with the reason
+(:func:`policy_exclusions`), never run without it silently. ``--allow-missing-policies``
+runs it bare instead, marked as such (:func:`render_with_policies` with ``allow_missing``).
+"""
+
+from __future__ import annotations
+
+from gatebench.core.errors import Problem, UnsupportedFeature
+from gatebench.core.ir import Api
+from gatebench.core.policies import FEATURE_LABELS, FEATURES, PolicySet, missing_features, missing_reason
+from gatebench.core.renderers._base import Renderer, RenderTarget
+from gatebench.core.renderers._registry import all_renderers
+
+POLICIES_POINTER = "/x-gatebench/policies"
+
+
+def policy_exclusions(gateways: tuple[str, ...], policies: PolicySet) -> dict[str, str]:
+    """Gateway → why it cannot apply ``policies`` (absent: it can)."""
+    from gatebench.core.renderers._registry import get_renderer
+
+    out: dict[str, str] = {}
+    for name in gateways:
+        renderer = get_renderer(name)
+        missing = missing_features(renderer.supported_policies, policies)
+        if missing:
+            out[name] = missing_reason(name, missing, renderer.policy_gaps)
+    return out
+
+
+def render_with_policies(
+    renderer: Renderer,
+    api: Api,
+    target: RenderTarget,
+    policies: PolicySet,
+    *,
+    allow_missing: bool = False,
+) -> dict[str, str]:
+    """Every file of the configuration with ``policies`` enforced.
+
+    Raises :class:`UnsupportedFeature` (pointer ``/x-gatebench/policies``) when the gateway
+    lacks a feature the policies need; with ``allow_missing`` it renders the bare proxy
+    instead (the caller marks the result as run without its policies).
+    """
+    files = renderer.render(api, target)
+    if policies.empty:
+        return files
+    missing = missing_features(renderer.supported_policies, policies)
+    if missing:
+        if allow_missing:
+            return files
+        raise UnsupportedFeature(
+            [
+                Problem(
+                    POLICIES_POINTER, missing_reason(renderer.name, missing, renderer.policy_gaps)
+                )
+            ]
+        )
+    return renderer.apply_policies(files, api, target, policies)
+
+
+def support_matrix() -> str:
+    """The Markdown table of docs/gateways.md: one row per feature, one column per gateway."""
+    renderers = all_renderers()
+    head = "| policy | " + " | ".join(r.name for r in renderers) + " |"
+    rule = "|---|" + "---|" * len(renderers)
+    rows = [head, rule]
+    for feature in FEATURES:
+        cells = ["yes" if feature in r.supported_policies else "—" for r in renderers]
+        rows.append(f"| {FEATURE_LABELS[feature]} (`{feature}`) | " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+__all__ = ["POLICIES_POINTER", "policy_exclusions", "render_with_policies", "support_matrix"]

@@ -1,0 +1,60 @@
+"""Traefik's policies, with the middlewares of its open-source build (no plugin):
+
+- Rate limit: a ``rateLimit`` middleware per router (operation) of the policy, a token
+  bucket of ``average`` = requests per ``period`` = window with ``burst`` = requests, counted
+  per client address (Traefik's default source) or per value of a request header
+  (``sourceCriterion.requestHeaderName``); past the limit Traefik answers 429. One middleware
+  per router, not one shared by the policy's routers, because the plan counts per operation:
+  Traefik 3.7's in-memory limiter happens to give each router using a middleware its own
+  buckets, but its Redis storage shares them per middleware, and upstream discusses aligning
+  the two (traefik/traefik#13706); a middleware of its own keeps each operation's count
+  apart either way.
+- No JWT (the open-source build validates no token; ForwardAuth delegates to another
+  service), no API key (its middlewares check user/password pairs, BasicAuth and DigestAuth,
+  or delegate, ForwardAuth; the API Key middleware is Traefik Hub's, not Traefik Proxy's) and
+  no cache: a plan that asks for any of them leaves Traefik out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from gatebench.core.ir import Api
+from gatebench.core.policies import PolicySet, RateLimit
+from gatebench.core.renderers._routes import routes_for
+
+
+def _middleware(limit: RateLimit) -> dict[str, Any]:
+    rate: dict[str, Any] = {
+        "average": limit.requests,
+        "period": f"{limit.window:g}s",
+        "burst": limit.requests,
+    }
+    if limit.key == "header":
+        rate["sourceCriterion"] = {"requestHeaderName": limit.header}
+    return {"rateLimit": rate}
+
+
+def apply_traefik_policies(files: dict[str, str], api: Api, policies: PolicySet) -> dict[str, str]:
+    text = files["dynamic.yml"]
+    header = "".join(line + "\n" for line in text.splitlines() if line.startswith("#"))
+    doc: dict[str, Any] = yaml.safe_load(text)
+    routers = doc["http"]["routers"]
+    middlewares: dict[str, Any] = {}
+    for route, name in zip(routes_for(api), list(routers), strict=False):
+        limit = policies.for_operation(route.operation_id).rate_limit
+        if limit is None:
+            continue
+        middleware = f"gatebench-rate-limit-{name}"
+        middlewares[middleware] = _middleware(limit)
+        routers[name]["middlewares"] = [middleware]
+    if middlewares:
+        doc["http"]["middlewares"] = middlewares
+    from gatebench.core.renderers._yaml_out import dump_yaml
+
+    return {**files, "dynamic.yml": header + dump_yaml(doc)}
+
+
+__all__ = ["apply_traefik_policies"]

@@ -1,0 +1,248 @@
+"""Apache httpd 2.4 with mod_proxy: its own minimal configuration, mod_rewrite for routing.
+
+Mapping rules (tests/golden/apache/README.md says the same in prose):
+
+- A complete ``httpd.conf`` that loads only what it needs (event MPM, mod_rewrite,
+  mod_proxy, mod_proxy_http) by paths relative to the server root (``-d``: Debian's
+  ``/usr/lib/apache2`` here, ``/usr/local/apache2`` in the official image).
+- Routing matches ``%{THE_REQUEST}``, the raw request line (``GET /path?query HTTP/1.1``):
+  one negated ``RewriteCond`` per route (method, a space, the path regex, then ``?`` or a
+  space), ANDed; when none matches, ``RewriteRule ^ - [R=404,L]``. ``<LocationMatch>``
+  would see the decoded, normalised path instead.
+- A match is proxied by ``ProxyPass / http://backend/ nocanon`` (the raw path goes to the
+  backend unchanged; ``AllowEncodedSlashes NoDecode`` keeps ``%2F``), with
+  ``ProxyPreserveHost On`` and pooled keep-alive connections; bodies unlimited
+  (``LimitRequestBody 0``).
+- Regexes are unquoted tokens of letters, digits, ``\\xHH`` escapes and regex syntax: no
+  spec string can end the directive, add a ``%{...}`` expansion or a new line.
+- Pid, logs, the runtime folder (mutexes) all live in the workdir. ``TRACE`` operations are
+  refused (httpd's core answers TRACE itself).
+- TLS (``target.tls``): mod_ssl on the one listener with the run's chain and key,
+  ``SSLProtocol -all +TLSv1.2 +TLSv1.3``, ``gatebench.core.tls``'s TLS 1.2 ciphers in the server's
+  order, a shared-memory session cache and tickets (or ``SSLSessionCache none`` and
+  ``SSLSessionTickets off``); ``Protocols h2 http/1.1`` (mod_http2) or ``http/1.1``.
+- Replicas (``target.replicas``): mod_proxy_balancer, one ``BalancerMember`` per replica,
+  ``lbmethod=byrequests`` (round robin) or ``bybusyness`` (the fewest requests in flight);
+  active checks by mod_proxy_hcheck (``hcuri=/__gatebench__/health``, every second, 2 to fall,
+  2 to rise) and mod_proxy's own passive one (a member that refused a connection is left out
+  for ``retry=10`` seconds).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from gatebench.core.ir import Api
+from gatebench.core.policies import PolicySet
+from gatebench.core.tls import SERVER_CERT, SERVER_KEY, openssl_ciphers
+from gatebench.core.renderers._base import LiveChange, Renderer, RenderTarget, as_files
+from gatebench.core.renderers._deployment import (
+    HEALTH_FALL,
+    HEALTH_INTERVAL_S,
+    HEALTH_PATH,
+    HEALTH_RISE,
+    PASSIVE_WINDOW_S,
+)
+from gatebench.core.renderers._routes import unsupported
+
+_MODULES = (
+    ("mpm_event_module", "mod_mpm_event.so"),
+    ("authz_core_module", "mod_authz_core.so"),
+    ("rewrite_module", "mod_rewrite.so"),
+    ("proxy_module", "mod_proxy.so"),
+    ("proxy_http_module", "mod_proxy_http.so"),
+)
+LOCAL_SERVER_ROOT = "/usr/lib/apache2"
+IMAGE_SERVER_ROOT = "/usr/local/apache2"
+
+
+class ApacheRenderer(Renderer):
+    name = "apache"
+    aliases = ("apache2", "httpd")
+    description = (
+        "Apache httpd 2.4 (mod_proxy): mod_rewrite on the raw request line, ProxyPass nocanon"
+    )
+    gateway_version = "2.4"
+    output_files = ("httpd.conf",)
+    runs_here = True
+    cloud_image = "httpd:2.4.62"
+    check_command: ClassVar[tuple[str, ...] | None] = (
+        "apache2",
+        "-t",
+        "-d",
+        LOCAL_SERVER_ROOT,
+        "-f",
+        "{workdir}/httpd.conf",
+    )
+    run_command: ClassVar[tuple[str, ...] | None] = (
+        "apache2",
+        "-d",
+        LOCAL_SERVER_ROOT,
+        "-f",
+        "{workdir}/httpd.conf",
+        "-DFOREGROUND",
+    )
+    readiness_timeout = 15.0
+    install_hint = "run `scripts/setup.sh apt` (Debian package apache2)"
+    live_change = LiveChange(
+        "signal",
+        "Apache graceful restart: SIGUSR1 to the parent (what `apachectl -k graceful` sends); "
+        "children finish their requests, new ones read the new configuration",
+        signal="SIGUSR1",
+    )
+    supported_policies: ClassVar[frozenset[str]] = frozenset(
+        {"auth.api_key", "cache", "cache.path_only", "cache.vary_header"}
+    )
+
+    supported_deployment: ClassVar[frozenset[str]] = frozenset(
+        {"tls", "tls.http2", "tls.no_resumption", "pool.round_robin", "pool.least_conn"}
+    )
+    health_checks = "active + passive"
+
+    def apply_policies(
+        self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
+    ) -> dict[str, str]:
+        from gatebench.core.renderers._apache_policies import apply_apache_policies
+
+        return apply_apache_policies(files, api, target, policies)
+
+    def cloud_argv(self, target: RenderTarget) -> list[str] | None:
+        return ["httpd", "-d", IMAGE_SERVER_ROOT, "-f", target.path("httpd.conf"), "-DFOREGROUND"]
+
+    def cloud_check_argv(self, target: RenderTarget) -> list[str] | None:
+        return ["httpd", "-t", "-d", IMAGE_SERVER_ROOT, "-f", target.path("httpd.conf")]
+
+    def prepare(self, workdir: Path) -> None:
+        for sub in ("logs", "run"):
+            (workdir / sub).mkdir(parents=True, exist_ok=True)
+
+    def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        self.refuse_missing_deployment(target)
+        routes = self.routes(api)
+        self.fail_unsupported(
+            [
+                unsupported(r, self.name, "httpd's core answers TRACE itself")
+                for r in routes
+                if r.method == "TRACE"
+            ]
+        )
+        conditions = [
+            "RewriteCond %{THE_REQUEST} !^"
+            + route.method
+            + "\\x20"
+            + route.regex(param="[^/?\\x20]+", anchor_start="", anchor_end="(?:\\x3f|\\x20)")
+            for route in routes
+        ]
+        modules = "\n".join(f"LoadModule {name} modules/{file}" for name, file in _MODULES)
+        scheme = target.backend_scheme
+        ssl = "\nSSLProxyEngine On" if scheme == "https" else ""
+        if ssl or target.tls is not None:
+            modules += "\nLoadModule ssl_module modules/mod_ssl.so"
+        modules += _deployment_modules(target)
+        text = f"""\
+# Apache httpd {self.gateway_version} configuration rendered by gatebench: {len(routes)} route(s).
+# Generated file; re-render instead of editing. Server root comes from -d.
+{modules}
+
+ServerName gatebench.local
+Listen {target.listen_address}
+PidFile {target.path("httpd.pid")}
+DefaultRuntimeDir {target.path("run")}
+ErrorLog {target.path("logs", "error.log")}
+LogLevel warn
+User www-data
+Group www-data
+ServerTokens Prod
+KeepAlive On
+MaxKeepAliveRequests 0
+KeepAliveTimeout 60
+Timeout 300
+
+# Forward every header and body unchanged; keep the raw path.
+LimitRequestBody 0
+LimitRequestLine 65536
+LimitRequestFieldSize 65536
+AllowEncodedSlashes NoDecode
+ProxyRequests Off
+ProxyPreserveHost On
+ProxyTimeout 300{ssl}
+
+# Method and raw request line -> 404 unless some route matches.
+RewriteEngine On
+{chr(10).join(conditions)}
+RewriteRule ^ - [R=404,L]
+
+{_tls(target)}{_proxy_pass(target)}
+"""
+        return as_files({"httpd.conf": text})
+
+
+def _deployment_modules(target: RenderTarget) -> str:
+    mods: list[tuple[str, str]] = []
+    if target.tls is not None:
+        mods.append(("socache_shmcb_module", "mod_socache_shmcb.so"))
+        if target.tls.http2:
+            mods.append(("http2_module", "mod_http2.so"))
+    if target.pooled:
+        mods += [
+            ("slotmem_shm_module", "mod_slotmem_shm.so"),
+            ("proxy_balancer_module", "mod_proxy_balancer.so"),
+            (
+                ("lbmethod_bybusyness_module", "mod_lbmethod_bybusyness.so")
+                if target.balance == "least_conn"
+                else ("lbmethod_byrequests_module", "mod_lbmethod_byrequests.so")
+            ),
+        ]
+    out = "".join(f"\nLoadModule {name} modules/{file}" for name, file in mods)
+    if target.pooled:
+        # Debian builds mod_watchdog in; the official image has it as a module.
+        out += (
+            "\n<IfModule !watchdog_module>\n"
+            "    LoadModule watchdog_module modules/mod_watchdog.so\n"
+            "</IfModule>\n"
+            "LoadModule proxy_hcheck_module modules/mod_proxy_hcheck.so"
+        )
+    return out
+
+
+def _tls(target: RenderTarget) -> str:
+    tls = target.tls
+    if tls is None:
+        return ""
+    if tls.resumption:
+        cache = f"SSLSessionCache shmcb:{target.path('run', 'ssl_scache')}(512000)\nSSLSessionCacheTimeout 3600\nSSLSessionTickets on"
+    else:
+        cache = "SSLSessionCache none\nSSLSessionTickets off"
+    protocols = "h2 http/1.1" if tls.http2 else "http/1.1"
+    return f"""# TLS on the listener (gatebench.core.tls's protocols and ciphers).
+SSLEngine on
+SSLCertificateFile {tls.path(SERVER_CERT)}
+SSLCertificateKeyFile {tls.path(SERVER_KEY)}
+SSLProtocol -all +TLSv1.2 +TLSv1.3
+SSLCipherSuite {openssl_ciphers()}
+SSLHonorCipherOrder on
+{cache}
+Protocols {protocols}
+
+"""
+
+
+def _proxy_pass(target: RenderTarget) -> str:
+    scheme = target.backend_scheme
+    if not target.pooled:
+        return f"ProxyPass / {scheme}://{target.backend_host}:{target.backend_port}/ nocanon keepalive=On"
+    method = "bybusyness" if target.balance == "least_conn" else "byrequests"
+    members = "".join(
+        f"    BalancerMember http://{host}:{port} keepalive=On retry={PASSIVE_WINDOW_S} "
+        f"hcmethod=GET hcuri={HEALTH_PATH} hcinterval={HEALTH_INTERVAL_S} "
+        f"hcfails={HEALTH_FALL} hcpasses={HEALTH_RISE}\n"
+        for host, port in target.upstreams
+    )
+    return (
+        "<Proxy balancer://gatebench>\n"
+        f"{members}"
+        f"    ProxySet lbmethod={method}\n"
+        "</Proxy>\n"
+        "ProxyPass / balancer://gatebench/ nocanon"
+    )

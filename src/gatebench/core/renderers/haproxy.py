@@ -1,0 +1,192 @@
+"""HAProxy: one frontend that names the matched route in a variable, 404 when none.
+
+Mapping rules (tests/golden/haproxy/README.md says the same in prose):
+
+- Each route is one ``http-request set-var(txn.gatebench_route)`` rule guarded by
+  ``{ method M }`` and ``{ path_reg '...' }``, in priority order, skipped once a route is set.
+  ``path`` is the raw path without the query string, so matching sees what the client sent.
+- No route → ``http-request return status 404``; otherwise the default backend, one server,
+  connections reused (``http-reuse safe`` is HAProxy's default, ``option http-keep-alive``).
+- Regexes are single-quoted (HAProxy does no escape processing inside single quotes) and made
+  only of letters, digits, ``\\xHH`` escapes and regex syntax, so no spec string can end
+  the quote, add a rule or start a comment.
+- Headers, ``Host`` included, and bodies pass unchanged; no ``X-Forwarded-For`` is added.
+- ``maxconn 4000`` (this machine's hard limit on file descriptors is 20000), ``nbthread`` from
+  the target's ``workers``; the pid file lives in the workdir.
+- TLS (``target.tls``): ``bind ... ssl crt`` with the run's chain and key in one PEM,
+  ``ssl-min-ver TLSv1.2``, ``gatebench.core.tls``'s TLS 1.2 ciphers, ALPN ``h2,http/1.1`` or
+  ``http/1.1``; resumption off is ``no-tls-tickets`` plus ``tune.ssl.cachesize 0``.
+- Replicas (``target.replicas``): one ``server`` per replica, ``balance roundrobin`` or
+  ``leastconn``, active checks (``option httpchk GET /__gatebench__/health``, ``inter 1s fall 2
+  rise 2``) and HAProxy's passive check (``observe layer4 error-limit 1 on-error mark-down``).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from gatebench.core.ir import Api
+from gatebench.core.policies import PolicySet
+from gatebench.core.tls import SERVER_PEM, openssl_ciphers
+from gatebench.core.renderers._base import LiveChange, Renderer, RenderTarget, as_files
+from gatebench.core.renderers._deployment import (
+    HEALTH_FALL,
+    HEALTH_INTERVAL_S,
+    HEALTH_PATH,
+    HEALTH_RISE,
+    HEALTH_TIMEOUT_S,
+    PASSIVE_FAILS,
+)
+from gatebench.core.renderers._routes import identifier
+
+
+def _tls(target: RenderTarget) -> str:
+    if target.backend_scheme != "https":
+        return ""
+    return f" ssl verify required ca-file @system-ca sni str({target.backend_host})"
+
+
+class HaproxyRenderer(Renderer):
+    name = "haproxy"
+    description = "HAProxy in HTTP mode: method + raw-path regex rules, one backend"
+    gateway_version = "2.6"
+    output_files = ("haproxy.cfg",)
+    runs_here = True
+    cloud_image = "haproxy:2.6.12"
+    # -dW: zero-warning mode, a warning fails the check like an error.
+    check_command: ClassVar[tuple[str, ...] | None] = (
+        "haproxy",
+        "-c",
+        "-dW",
+        "-f",
+        "{workdir}/haproxy.cfg",
+    )
+    run_command: ClassVar[tuple[str, ...] | None] = (
+        "haproxy",
+        "-db",
+        "-f",
+        "{workdir}/haproxy.cfg",
+    )
+    readiness_timeout = 10.0
+    install_hint = "run `scripts/setup.sh apt` (Debian package haproxy)"
+    live_change = LiveChange(
+        "signal",
+        "HAProxy seamless reload: SIGUSR2 to the master (master-worker mode); the new worker "
+        "takes the listening sockets over from the old one (expose-fd listeners), which "
+        "finishes its connections",
+        signal="SIGUSR2",
+    )
+    supported_policies: ClassVar[frozenset[str]] = frozenset(
+        {
+            "auth.api_key",
+            "auth.jwt",
+            "cache",
+            "rate_limit.address",
+            "rate_limit.header",
+            "rate_limit.subject",
+        }
+    )
+
+    supported_deployment: ClassVar[frozenset[str]] = frozenset(
+        {"tls", "tls.http2", "tls.no_resumption", "pool.round_robin", "pool.least_conn"}
+    )
+    health_checks = "active + passive"
+
+    def apply_policies(
+        self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
+    ) -> dict[str, str]:
+        from gatebench.core.renderers._haproxy_policies import apply_haproxy_policies
+
+        return apply_haproxy_policies(files, api, target, policies)
+
+    def render_live(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        """Master-worker mode, and a stats socket in the workdir that hands the listening
+        sockets to the next worker (``expose-fd listeners``): the seamless reload. The socket's
+        path is relative to the workdir (HAProxy runs there): a Unix socket's path holds at
+        most 107 bytes, which a deep workdir would pass."""
+        files = self.render(api, target)
+        live = (
+            "global\n"
+            "    master-worker\n"
+            "    stats socket unix@haproxy.sock mode 600 level admin "
+            "expose-fd listeners\n"
+        )
+        files["haproxy.cfg"] = files["haproxy.cfg"].replace("global\n", live, 1)
+        return files
+
+    def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        self.refuse_missing_deployment(target)
+        routes = self.routes(api)
+        names: set[str] = set()
+        rules = []
+        for route in routes:
+            regex = route.regex(param="[^/]+")
+            value = f"r{route.index}_{identifier(route.operation_id, taken=names)}"
+            rules.append(
+                f"    http-request set-var(txn.gatebench_route) str({value}) "
+                f"if {{ method {route.method} }} {{ path_reg '{regex}' }} "
+                "!{ var(txn.gatebench_route) -m found }"
+            )
+        text = f"""\
+# HAProxy {self.gateway_version} configuration rendered by gatebench: {len(routes)} route(s).
+# Generated file; re-render instead of editing.
+global
+    maxconn 4000
+    nbthread {target.workers}
+    pidfile {target.path("haproxy.pid")}
+    tune.bufsize 65536
+    tune.http.maxhdr 256{_global_tls(target)}
+
+defaults
+    mode http
+    timeout connect 10s
+    timeout client 300s
+    timeout server 300s
+    timeout http-request 30s
+    timeout http-keep-alive 60s
+    option http-keep-alive
+
+frontend gatebench
+    bind {target.listen_address}{_bind_tls(target)}
+    # Method and raw path (query excluded) -> route, first match wins.
+{chr(10).join(rules)}
+    http-request return status 404 content-type text/plain string "no route" unless {{ var(txn.gatebench_route) -m found }}
+    default_backend gatebench_backend
+
+backend gatebench_backend
+{_servers(target)}
+"""
+        return as_files({"haproxy.cfg": text})
+
+
+def _servers(target: RenderTarget) -> str:
+    if not target.pooled:
+        return f"    server backend {target.backend_host}:{target.backend_port}{_tls(target)}"
+    lines = [
+        f"    balance {'leastconn' if target.balance == 'least_conn' else 'roundrobin'}",
+        f"    option httpchk GET {HEALTH_PATH}",
+        f"    timeout check {HEALTH_TIMEOUT_S}s",
+        f"    default-server check inter {HEALTH_INTERVAL_S}s fall {HEALTH_FALL} rise {HEALTH_RISE} "
+        f"observe layer4 error-limit {PASSIVE_FAILS} on-error mark-down",
+    ]
+    lines += [
+        f"    server r{n} {host}:{port}" for n, (host, port) in enumerate(target.upstreams, 1)
+    ]
+    return "\n".join(lines)
+
+
+def _global_tls(target: RenderTarget) -> str:
+    if target.tls is None or target.tls.resumption:
+        return ""
+    return "\n    tune.ssl.cachesize 0"
+
+
+def _bind_tls(target: RenderTarget) -> str:
+    tls = target.tls
+    if tls is None:
+        return ""
+    tickets = "" if tls.resumption else " no-tls-tickets"
+    return (
+        f" ssl crt {tls.path(SERVER_PEM)} ssl-min-ver TLSv1.2 ciphers {openssl_ciphers()} "
+        f"alpn {','.join(tls.alpn)}{tickets}"
+    )

@@ -1,0 +1,174 @@
+"""Spring Cloud Gateway 5.0 (WebFlux server): one ``application.yml``, one route per operation.
+
+Mapping rules (tests/golden/spring-cloud-gateway/README.md says the same in prose):
+
+- Routes live under ``spring.cloud.gateway.server.webflux.routes``, one per IR route, in
+  priority order (the gateway takes the first route whose predicates all hold). Each has id
+  ``r<priority>_<operationId reduced to [A-Za-z0-9_]>``, ``uri`` = the backend origin, and two
+  predicates: ``Method`` (the one method) and ``RawPath``, gatebench's generic predicate in
+  ``gateways/spring-cloud-gateway/`` that matches a Java regex against the whole raw request
+  path. Spring's own ``Path`` predicate is not used: PathPattern matches the decoded path with
+  matrix parameters (``;...``) cut off, so it cannot match a literal ``;`` nor a parameter
+  value holding one, and it matches ``/users/me;x`` as ``/users/me``.
+- The regex is :meth:`Route.regex` (raw, percent-encoded literal text with every character
+  other than ASCII letters and digits written ``\\xHH``; a parameter is ``[^/]+``), so PathPattern
+  syntax (``{``, ``*``, ``**``), Spring placeholders (``${``) and SpEL (``#{``) cannot occur.
+- No route → the gateway's own 404. The request URI is forwarded as received (no
+  ``StripPrefix``/``RewritePath``); ``PreserveHostHeader`` keeps ``Host``; the Forwarded and
+  X-Forwarded header filters are off. Bodies stream (no caching filter), keep-alive pool to
+  the backend, request line and headers up to 64 KB.
+- The file is written by a YAML serialiser; nothing from the spec but the escaped regex and
+  the reduced operation id reaches it.
+- Cannot express (located ``UnsupportedFeature``): a literal empty segment (``//``), which
+  the gateway merges into one ``/`` when it builds the backend request.
+- TLS (``target.tls``): Spring Boot's SSL bundle ``gatebench`` (PEM: the run's chain and key)
+  on the server, TLS 1.2 and 1.3, ``gatebench.core.tls``'s TLS 1.2 ciphers plus TLS 1.3's
+  (JSSE takes one list for both), ``server.http2.enabled`` as asked. JSSE's server session
+  cache and tickets cannot be switched off from a Spring configuration.
+- Replicas (``target.replicas``): every route's ``uri`` is ``lb://gatebench-backend``, a
+  service whose instances are the replicas (Spring Cloud's simple discovery client), balanced
+  by Spring Cloud LoadBalancer round robin with its health-check instance supplier
+  (``/__gatebench__/health`` every second). It has no least-connections balancer.
+- Live changes (``render_live``, docs/scale.md): with replicas, the health-check supplier
+  also reads the pool's instances again every second (``refetch-instances``): it otherwise
+  keeps the instances it read at start, and a refresh does not rebuild it, so a pool moved by
+  a change would never be used.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from gatebench.core.errors import Problem
+from gatebench.core.ir import Api
+from gatebench.core.tls import SERVER_CERT, SERVER_KEY, TLS12_CIPHERS, TLS13_CIPHERS
+from gatebench.core.renderers._base import RenderTarget, as_files
+from gatebench.core.renderers._deployment import HEALTH_INTERVAL_S, HEALTH_PATH
+from gatebench.core.renderers._jvm import JvmRenderer, assert_inert, dump_yaml, empty_segment_problem
+from gatebench.core.renderers._routes import identifier
+
+_HEADER_LIMIT = "64KB"
+_SERVICE = "gatebench-backend"
+
+
+class SpringCloudGatewayRenderer(JvmRenderer):
+    name = "spring-cloud-gateway"
+    aliases = ("scg", "spring")
+    description = (
+        "Spring Cloud Gateway (WebFlux server): raw-path regex + Method predicate per route"
+    )
+    gateway_version = "5.0.3"
+    product = "Spring Cloud Gateway 5.0.3 (Spring Boot 4.1.1, Spring Cloud 2025.1.3)"
+    supported_deployment: ClassVar[frozenset[str]] = frozenset(
+        {"tls", "tls.http2", "pool.round_robin"}
+    )
+    deployment_gaps: ClassVar[dict[str, str]] = {
+        "tls.no_resumption": "JSSE's server session cache and tickets cannot be switched off "
+        "from a Spring configuration",
+        "pool.least_conn": "Spring Cloud LoadBalancer balances round robin or at random only",
+    }
+    health_checks = "active"
+
+    def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        self.refuse_missing_deployment(target)
+        routes = self.routes(api)
+        problems: list[Problem] = []
+        for route in routes:
+            problem = empty_segment_problem(route, self.name)
+            if problem is not None:
+                problems.append(problem)
+        self.fail_unsupported(problems)
+        names: set[str] = set()
+        scg_routes: list[dict[str, Any]] = []
+        for route in routes:
+            route_id = f"r{route.index}_{identifier(route.operation_id, taken=names)}"
+            regex = route.regex(param="[^/]+", anchor_start="", anchor_end="")
+            scg_routes.append(
+                {
+                    "id": route_id,
+                    "uri": f"lb://{_SERVICE}" if target.pooled else target.backend_origin,
+                    "predicates": [
+                        {"name": "Method", "args": {"methods": route.method}},
+                        {
+                            "name": "RawPath",
+                            "args": {"regexp": assert_inert(regex, route.pointer)},
+                        },
+                    ],
+                }
+            )
+        webflux: dict[str, Any] = {
+            "x-forwarded": {"enabled": False},
+            "forwarded": {"enabled": False},
+            "httpclient": {
+                "connect-timeout": 10000,
+                "response-timeout": "300s",
+                "max-initial-line-length": _HEADER_LIMIT,
+                "max-header-size": _HEADER_LIMIT,
+                "pool": {"type": "elastic", "max-idle-time": "30s"},
+            },
+            "default-filters": ["PreserveHostHeader"],
+            "routes": scg_routes,
+        }
+        config: dict[str, Any] = {
+            "server": {
+                "address": target.listen_host,
+                "port": target.listen_port,
+                "max-http-request-header-size": _HEADER_LIMIT,
+                "netty": {"max-initial-line-length": _HEADER_LIMIT},
+            },
+            "spring": {
+                "main": {"banner-mode": "off"},
+                "web": {"resources": {"add-mappings": False}},
+                "cloud": {"gateway": {"server": {"webflux": webflux}}},
+            },
+        }
+        if target.tls is not None:
+            tls = target.tls
+            config["server"]["ssl"] = {
+                "bundle": "gatebench",
+                "enabled-protocols": ["TLSv1.3", "TLSv1.2"],
+                "ciphers": [*TLS13_CIPHERS, *TLS12_CIPHERS],
+            }
+            config["server"]["http2"] = {"enabled": tls.http2}
+            config["spring"]["ssl"] = {
+                "bundle": {
+                    "pem": {
+                        "gatebench": {
+                            "keystore": {
+                                "certificate": f"file:{tls.path(SERVER_CERT)}",
+                                "private-key": f"file:{tls.path(SERVER_KEY)}",
+                            }
+                        }
+                    }
+                }
+            }
+        if target.pooled:
+            config["spring"]["cloud"]["discovery"] = {
+                "client": {
+                    "simple": {
+                        "instances": {
+                            _SERVICE: [
+                                {"uri": f"http://{host}:{port}"} for host, port in target.upstreams
+                            ]
+                        }
+                    }
+                }
+            }
+            config["spring"]["cloud"]["loadbalancer"] = {
+                "configurations": "health-check",
+                "cache": {"enabled": False},
+                "health-check": {
+                    "initial-delay": "0s",
+                    "interval": f"{HEALTH_INTERVAL_S}s",
+                    "path": {"default": HEALTH_PATH},
+                },
+            }
+        return as_files(
+            {"application.yml": self.header(f"{len(routes)} route(s)") + dump_yaml(config)}
+        )
+
+    def live_settings(self, config: dict[str, Any], target: RenderTarget) -> None:
+        if target.pooled:
+            config["spring"]["cloud"]["loadbalancer"]["health-check"].update(
+                {"refetch-instances": True, "refetch-instances-interval": f"{HEALTH_INTERVAL_S}s"}
+            )

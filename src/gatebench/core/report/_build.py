@@ -1,0 +1,576 @@
+"""A report's content, decided once, rendered as HTML, Markdown, JSON or CSV.
+
+:func:`build_report` is pure: a run record and its measurements in, a :class:`Report` out
+(summary, scores, verdict and the cautions a reader must see). The renderers only lay it out.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gatebench import __version__
+from gatebench.core.aggregate import RankStability, RunSummary, summarize
+from gatebench.core.cost import CostError, CostEstimate, estimate_cost
+from gatebench.core.metrics import METRICS
+from gatebench.core.model import Measurement, RunRecord
+from gatebench.core.score import BASELINE, PROFILES, Profile, ScoreError
+from gatebench.core.trust import (
+    AGREEMENT_PCT,
+    Agreement,
+    Ceiling,
+    agreement_summary,
+    ceiling_of,
+    compare_engines,
+    cross_check_of,
+    demonstrated_ceiling,
+    failures_of,
+    near_ceiling,
+)
+from gatebench.core.report._format import fmt_number, fmt_score, fmt_signed, fmt_value
+
+RESOLUTION_NOTE = (
+    "Latencies are whole milliseconds: Gatling records each request's time at 1 ms "
+    "resolution, so a 0 ms reading means under 1 ms and no latency here is more precise "
+    "than 1 ms. Intervals are 95 % confidence intervals of the mean over the repetitions "
+    "(Student's t)."
+)
+
+
+@dataclass(frozen=True)
+class Headroom:
+    """A target's mean throughput on a workload against the engine's ceiling there."""
+
+    workload: str
+    target: str
+    throughput: float
+    ceiling: float
+    near_ceiling: int
+    """Repetitions whose throughput reached the tester-bound share of the ceiling."""
+    repetitions: int
+
+    @property
+    def share_pct(self) -> float:
+        return 100.0 * self.throughput / self.ceiling if self.ceiling > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class Trust:
+    """What the run says about its own measurements (docs/trust.md): the load engine's
+    ceiling and each target's distance to it, and a second engine's agreement."""
+
+    ceiling: Ceiling | None = None
+    headroom: tuple[Headroom, ...] = ()
+    tester_bound: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """workload → gateways whose throughput there is not scored (tester-bound)."""
+    second_engine: str | None = None
+    agreements: tuple[Agreement, ...] = ()
+    second_engine_note: str = ""
+
+    @property
+    def summary(self) -> str:
+        return agreement_summary(self.agreements) if self.second_engine else ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ceiling": self.ceiling.to_dict() if self.ceiling else None,
+            "headroom": [
+                {
+                    "workload": h.workload,
+                    "target": h.target,
+                    "throughput": h.throughput,
+                    "ceiling": h.ceiling,
+                    "share_pct": h.share_pct,
+                    "near_ceiling": h.near_ceiling,
+                    "repetitions": h.repetitions,
+                }
+                for h in self.headroom
+            ],
+            "tester_bound": {w: list(ts) for w, ts in self.tester_bound.items()},
+            "second_engine": self.second_engine,
+            "second_engine_note": self.second_engine_note,
+            "agreement_pct": AGREEMENT_PCT,
+            "agreements": [a.to_dict() for a in self.agreements],
+            "summary": self.summary,
+        }
+
+
+def build_trust(run: RunRecord, summary: RunSummary, measurements: Sequence[Measurement]) -> Trust:
+    ceiling = ceiling_of(run.environment)
+    headroom = []
+    if ceiling is not None:
+        tops = demonstrated_ceiling(
+            measurements, {w: p.throughput for w, p in ceiling.workloads.items()}
+        )
+        for (w, t), cell in sorted(summary.cells.items()):
+            top = tops.get(w)
+            if top is None:
+                continue
+            near = sum(
+                1
+                for m in measurements
+                if (m.workload, m.target) == (w, t)
+                and m.requests > 0
+                and near_ceiling(m.throughput, top, ceiling.share)
+            )
+            headroom.append(Headroom(w, t, cell.metrics["throughput"].mean, top, near, cell.n))
+    check = cross_check_of(run.environment)
+    second: str | None = None
+    agreements: tuple[Agreement, ...] = ()
+    note = ""
+    if check is not None:
+        second = check[0]
+        agreements = tuple(compare_engines(measurements, check[1]))
+        data = run.environment.get("cross_check")
+        note = str(data.get("note", "")) if isinstance(data, Mapping) else ""
+    return Trust(
+        ceiling=ceiling,
+        headroom=tuple(headroom),
+        tester_bound=dict(summary.tester_bound),
+        second_engine=second,
+        agreements=agreements,
+        second_engine_note=note,
+    )
+
+
+@dataclass(frozen=True)
+class Report:
+    run: RunRecord
+    summary: RunSummary
+    profile: Profile
+    weights: tuple[tuple[str, float], ...]
+    verdict: tuple[str, ...]
+    """Sentences: the headline first, then what limits it."""
+    cautions: tuple[str, ...]
+    """What a reader must know before trusting the numbers (flags, failures, notes)."""
+    measurements: tuple[Measurement, ...] = ()
+    """Every measurement of the run, sorted by target, workload, repetition."""
+    generated_at: float = field(default_factory=time.time)
+    trust: Trust = field(default_factory=Trust)
+    """The engine's ceiling, tester-bound throughput, a second engine's agreement."""
+    cost: CostEstimate | None = None
+    """A cloud run (one a Workflows execution owns): what its plan costs at list prices."""
+
+    @property
+    def title(self) -> str:
+        return self.run.title or self.run.spec_uri.rsplit("/", 1)[-1] or self.run.run_id
+
+    def to_dict(self) -> dict[str, Any]:
+        s = self.summary
+        comparison = None
+        if s.comparison is not None:
+            c = s.comparison
+            comparison = {
+                "leader": c.leader,
+                "runner_up": c.runner_up,
+                "repetitions": c.repetitions,
+                "difference": c.difference.estimate,
+                "ci95_low": c.difference.low,
+                "ci95_high": c.difference.high,
+                "significant": c.difference.significant,
+            }
+        data: dict[str, Any] = _json_safe(
+            {
+                "gatebench": __version__,
+                "generated_at": self.generated_at,
+                "run": self.run.to_dict(),
+                "profile": self.profile,
+                "weights": dict(self.weights),
+                "verdict": " ".join(self.verdict),
+                "cautions": list(self.cautions),
+                "resolution_ms": 1,
+                "gateways": list(s.gateways),
+                "baseline": s.baseline,
+                "workloads": list(s.workloads),
+                "repetitions": list(s.repetitions),
+                "complete_repetitions": list(s.complete_repetitions),
+                "cells": [s.cells[k].to_dict() for k in sorted(s.cells)],
+                "scores": s.scores.to_dict(),
+                "rank_stability": [
+                    {
+                        "target": r.target,
+                        "first": r.first,
+                        "repetitions": len(r.ranks),
+                        "mean_rank": r.mean_rank,
+                        "ranks": list(r.ranks),
+                        "scores": list(r.scores),
+                    }
+                    for r in s.rank_stability
+                ],
+                "comparison": comparison,
+                "overhead": [
+                    {
+                        "workload": o.workload,
+                        "target": o.target,
+                        "metric": o.metric,
+                        "difference": o.difference.estimate,
+                        "ci95_low": o.difference.low,
+                        "ci95_high": o.difference.high,
+                        "baseline_mean": o.baseline_mean,
+                        "relative_pct": o.relative_pct,
+                    }
+                    for o in s.overhead
+                ],
+                "empty_measurements": list(s.empty_measurements),
+                "unranked": dict(s.unranked),
+                "too_short": {w: list(ts) for w, ts in s.too_short.items()},
+                "failed_measurements": list(s.failed_measurements),
+                "notes": list(s.notes),
+                "trust": self.trust.to_dict(),
+            }
+        )
+        if self.cost is not None:
+            data["cost"] = _json_safe(self.cost.to_dict())
+        return data
+
+
+def _json_safe(value: Any) -> Any:
+    """NaN and infinities become None: JSON has no such numbers."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def plan_scoring(run: RunRecord) -> tuple[Profile, tuple[tuple[str, float], ...]]:
+    """The scoring the run's plan asked for (``paper`` when it says nothing)."""
+    scoring = run.plan.get("scoring") if isinstance(run.plan, Mapping) else None
+    scoring = scoring if isinstance(scoring, Mapping) else {}
+    profile = scoring.get("profile", "paper")
+    if profile not in PROFILES:
+        raise ScoreError(f"run {run.run_id!r}: unknown scoring profile {profile!r} in its plan")
+    weights = tuple((str(m), float(w)) for m, w in scoring.get("weights") or ())
+    return profile, weights
+
+
+def resolve_scoring(
+    run: RunRecord,
+    profile: Profile | None = None,
+    weights: Sequence[tuple[str, float]] | None = None,
+) -> tuple[Profile, tuple[tuple[str, float], ...]]:
+    """Explicit choices first, then the plan's. The plan's weights follow only its own
+    profile (asking for ``paper`` drops them: the paper weighs every metric equally)."""
+    plan_profile, plan_weights = plan_scoring(run)
+    chosen = profile or plan_profile
+    if weights is not None:
+        return chosen, tuple(weights)
+    return chosen, plan_weights if chosen == plan_profile == "robust" else ()
+
+
+def build_report(
+    run: RunRecord,
+    measurements: Iterable[Measurement],
+    *,
+    profile: Profile | None = None,
+    weights: Sequence[tuple[str, float]] | None = None,
+    now: float | None = None,
+) -> Report:
+    chosen, chosen_weights = resolve_scoring(run, profile, weights)
+    measurements = sorted(measurements, key=lambda m: (m.target, m.workload, m.repetition))
+    gateways = [g for g in run.gateways if g != BASELINE] or None
+    workloads = [str(w["name"]) for w in run.workloads if isinstance(w, Mapping) and "name" in w]
+    ceiling = ceiling_of(run.environment)
+    summary = summarize(
+        measurements,
+        run_id=run.run_id,
+        gateways=gateways,
+        workloads=workloads or None,
+        profile=chosen,
+        weights=chosen_weights or None,
+        ceiling={w: p.throughput for w, p in ceiling.workloads.items()} if ceiling else None,
+        failed=failures_of(run.environment),
+    )
+    trust = build_trust(run, summary, measurements)
+    return Report(
+        cost=cloud_cost(run),
+        run=run,
+        summary=summary,
+        profile=chosen,
+        weights=tuple((m, w) for m, w in summary.scores.weights if chosen == "robust"),
+        verdict=tuple(verdict(summary)),
+        cautions=tuple(cautions(run, summary, trust)),
+        measurements=tuple(measurements),
+        generated_at=now if now is not None else time.time(),
+        trust=trust,
+    )
+
+
+def cloud_cost(run: RunRecord) -> CostEstimate | None:
+    """The estimate of a cloud run's plan (None for a local run, or a machine type the price
+    table does not know)."""
+    if run.execution_id is None or not isinstance(run.plan, Mapping):
+        return None
+    try:
+        return estimate_cost(run.plan)
+    except (CostError, KeyError, TypeError, ValueError):
+        return None
+
+
+def verdict(summary: RunSummary) -> list[str]:
+    """Who wins, by how much, and whether the repetitions can tell the difference; the
+    gateways that failed during the run are named last."""
+    lines = _ranking_verdict(summary)
+    failed = [f"{g} {why}" for g, why in summary.unranked.items()]
+    if failed:
+        lines.append(
+            f"{_join(failed)}: not ranked (the phases that overlap a failure are left out of "
+            "every figure)."
+        )
+    return lines
+
+
+def _ranking_verdict(summary: RunSummary) -> list[str]:
+    result = summary.scores
+    ranked = [g for g in result.gateways if len(g.missing) < max(1, len(result.workloads))]
+    if not result.workloads or not ranked:
+        return ["No gateway was measured: there is nothing to compare yet."]
+    if len(result.gateways) == 1:
+        only = result.gateways[0].target
+        done = "ranked" if summary.unranked else "measured"
+        lines = [f"Only {only} was {done}, so its score (100) compares it with nothing."]
+        lines.append(_single_gateway_overhead(summary, only))
+        return lines
+    leaders = result.leaders
+    top = result.gateways[0]
+    if len(leaders) > 1:
+        names = _join(leaders)
+        return [f"{names} tie for first place with {fmt_score(top.score)} of 100."]
+    others = [f"{g.target} ({fmt_score(g.score)})" for g in result.gateways[1:]]
+    headline = (
+        f"{top.target} scores highest ({fmt_score(top.score)} of 100, {result.profile} "
+        f"profile), ahead of {_join(others)}."
+    )
+    tied = tied_on_the_repetitions(summary)
+    lines = _disagreement(summary, tied, headline) if tied else [headline, _lead(summary)]
+    if summary.tester_bound:
+        lines.append(
+            f"Throughput does not count on {_join(list(summary.tester_bound))}: the load "
+            "generator, not the gateways, set it there (tester-bound)."
+        )
+    if summary.too_short:
+        lines.append(
+            f"Throughput does not count on {_join(list(summary.too_short))}: its phases were "
+            "too short to measure a rate (too short: docs/trust.md)."
+        )
+    erring = [e.workload for e in top.endpoints if e.has_errors]
+    everyone = [
+        w
+        for w in erring
+        if all(any(e.workload == w and e.has_errors for e in g.endpoints) for g in ranked)
+    ]
+    alone = [w for w in erring if w not in everyone]
+    if everyone:
+        lines.append(
+            f"Every gateway returned errors on {_join(everyone)}: the workload or the backend "
+            "refuses those requests, so compare the error column rather than the latencies."
+        )
+    if alone:
+        lines.append(f"{top.target} returned errors on {_join(alone)}: check the error column.")
+    if top.missing:
+        lines.append(f"{top.target} has no measurement for {_join(top.missing)}.")
+    return lines
+
+
+def _lead(summary: RunSummary) -> str:
+    """Whether the leader's lead over the runner-up is larger than the run-to-run noise (the
+    two rankings agree here: tied_on_the_repetitions found no disagreement)."""
+    result = summary.scores
+    top, runner = result.gateways[0], result.gateways[1]
+    stability = {r.target: r for r in summary.rank_stability}
+    c = summary.comparison
+    firsts = stability[top.target].first if top.target in stability else 0
+    n = c.repetitions if c else 0
+    if c is None or c.difference.half_width is None:
+        return (
+            "With a single complete repetition there is no measure of run-to-run noise: "
+            "repeat the run (3 or more repetitions) before trusting this order."
+        )
+    d = c.difference
+    half = d.half_width or 0.0
+    decimals = 1 if half < 10 else 0
+    interval = (
+        f"{fmt_number(d.estimate, decimals)} points, 95 % CI "
+        f"{fmt_number(d.estimate - half, decimals)} to {fmt_number(d.estimate + half, decimals)}"
+    )
+    if d.significant:
+        return (
+            f"Its lead over {runner.target} ({interval}) is larger than the run-to-run "
+            f"noise; it ranked first in {firsts} of {n} repetitions."
+        )
+    return (
+        f"Its lead over {runner.target} is inside the run-to-run noise ({interval}; "
+        f"first in {firsts} of {n} repetitions): treat the two as equal on this evidence."
+    )
+
+
+def tied_on_the_repetitions(summary: RunSummary) -> list[str]:
+    """The gateways tied on this evidence when the score of the averaged metrics and the
+    ranking of the single repetitions disagree, in the order of the score; empty when they
+    agree.
+
+    A gateway disagrees with the leader (the highest score of the averaged metrics) when, over
+    the complete repetitions, it ranked first more often, has a better mean rank, or a higher
+    mean of its per-repetition scores. Every gateway the score places between the leader and
+    the lowest-scored one that disagrees is tied with them too: the evidence cannot order it
+    against either."""
+    result = summary.scores
+    stability = {r.target: r for r in summary.rank_stability}
+    order = [g.target for g in result.gateways]
+    top = stability.get(order[0]) if order else None
+    if top is None or not top.ranks:
+        return []
+
+    def disagrees(r: RankStability) -> bool:
+        assert top is not None and top.mean_rank is not None and r.mean_rank is not None
+        return (
+            r.first > top.first
+            or r.mean_rank < top.mean_rank
+            or math.fsum(r.scores) / len(r.scores) > math.fsum(top.scores) / len(top.scores)
+        )
+
+    last = max(
+        (
+            i
+            for i, g in enumerate(order)
+            if g in stability and stability[g].ranks and disagrees(stability[g])
+        ),
+        default=0,
+    )
+    return order[: last + 1] if last else []
+
+
+def _disagreement(summary: RunSummary, tied: Sequence[str], headline: str) -> list[str]:
+    """The verdict's opening when the two rankings disagree (tied_on_the_repetitions): who is
+    tied, each ranking in turn, and the paired difference with its sign made plain."""
+    stability = {r.target: r for r in summary.rank_stability}
+    n = len(stability[tied[0]].ranks)
+    by_rounds = sorted(
+        tied, key=lambda g: (-stability[g].first, stability[g].mean_rank or 0.0, tied.index(g))
+    )
+    rounds = [
+        f"{g} {'ranked first in ' if i == 0 else 'in '}{stability[g].first}"
+        + (f" of {n} repetitions" if i == 0 else "")
+        + f" (mean rank {fmt_number(stability[g].mean_rank or 0.0, 1)})"
+        for i, g in enumerate(by_rounds)
+    ]
+    per_round = f"Scored one repetition at a time, {_join(rounds)}"
+    c = summary.comparison
+    if c is not None and c.difference.half_width is not None and c.difference.estimate < 0:
+        d = c.difference
+        half = d.half_width or 0.0
+        decimals = 1 if half < 10 else 0
+        per_round += (
+            f"; {c.runner_up}'s score averaged {fmt_number(-d.estimate, decimals)} points above "
+            f"{c.leader}'s (95 % CI {fmt_number(-d.estimate - half, decimals)} to "
+            f"{fmt_number(-d.estimate + half, decimals)})"
+        )
+    return [
+        f"{_join(list(tied))} are tied on this evidence: the score of the averaged metrics and "
+        "the ranking of the single repetitions disagree.",
+        "On the metrics averaged over the "
+        + (f"{len(summary.repetitions)} repetitions, " if len(summary.repetitions) > 1 else "")
+        + headline,
+        per_round + ".",
+        "More repetitions, or a quieter machine, may separate them; until then, compare them "
+        "on the tables.",
+    ]
+
+
+def _single_gateway_overhead(summary: RunSummary, gateway: str) -> str:
+    if summary.baseline is None:
+        return "There is no baseline to compare it with; add `baseline: true` to the plan."
+    parts = []
+    for w in summary.workloads:
+        o = summary.overhead_for(w, gateway, "mean")
+        if o is not None:
+            d = o.difference
+            text = fmt_signed("mean", d.estimate, d.half_width)
+            if d.half_width:
+                text += f" ± {fmt_value('mean', d.half_width, d.half_width)}"
+            parts.append(f"{text} ms on {w}")
+    if not parts:
+        return "The baseline and the gateway share no workload to compare."
+    return "Against the baseline its mean latency differs by " + _join(parts) + "."
+
+
+def cautions(run: RunRecord, summary: RunSummary, trust: Trust | None = None) -> list[str]:
+    out: list[str] = []
+    flags = summary.flag_counts()
+    if flags:
+        described = {
+            "noisy": "other processes used much of the CPU",
+            "tester-bound": (
+                "the load generator was the bottleneck: within 20 % of its ceiling, or out of CPU"
+            ),
+            "incomplete": "fewer requests than the workload defines",
+            "too-short": (
+                "the phase was too short for its throughput to mean anything: under 20 × the "
+                "timer's resolution plus a burst's launch spread"
+            ),
+            "target-failed": "the phase overlaps its target's failure; left out of every figure",
+        }
+        parts = [
+            f"{name} in {count} ({described.get(name, 'flagged by the engine')})"
+            for name, count in flags.items()
+        ]
+        out.append(
+            "Flagged measurements (target × workload × repetition): "
+            + "; ".join(parts)
+            + ". Their numbers describe the machine as much as the gateway."
+        )
+    if trust is not None:
+        if trust.ceiling is not None and trust.ceiling.note:
+            out.append(trust.ceiling.note[0].upper() + trust.ceiling.note[1:] + ".")
+        disagreeing = [a for a in trust.agreements if not a.agrees]
+        if disagreeing:
+            out.append(
+                f"The second engine does not confirm every number: {trust.summary} See "
+                '"Trust" below.'
+            )
+        if trust.second_engine_note:
+            out.append(f"Cross-check: {trust.second_engine_note}.")
+    for target, reason in sorted(run.target_errors.items()):
+        first_line = reason.strip().splitlines()[0] if reason.strip() else "no reason given"
+        out.append(f"{target} failed: {first_line}")
+    out.extend(str(line) for line in (run.environment.get("routes_left_out") or {}).values())
+    # The cloud path: gateways whose meter did not cover every phase, and what of the plan's
+    # deployment (TLS handshakes, a replica's fault) could not be observed
+    # (gatebench.cloud._ingest).
+    out.extend(str(line) for line in (run.environment.get("meter_gaps") or {}).values())
+    out.extend(str(line) for line in run.environment.get("deployment_notes") or [])
+    out.extend(summary.scores.notes)
+    out.extend(summary.notes)
+    if run.status.value not in ("done",):
+        out.append(f"The run's status is '{run.status.value}': the results may be incomplete.")
+    return out
+
+
+def _join(items: Sequence[str]) -> str:
+    items = list(items)
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def metric_label(metric: str) -> str:
+    return {
+        "throughput": "Throughput",
+        "min": "Min",
+        "mean": "Mean",
+        "max": "Max",
+        "stddev": "Std dev",
+        "p50": "p50",
+        "p90": "p90",
+        "p95": "p95",
+        "p99": "p99",
+        "error_pct": "Errors",
+    }.get(metric, metric)
+
+
+LATENCY_METRICS = tuple(m for m in METRICS if m not in ("throughput", "error_pct"))

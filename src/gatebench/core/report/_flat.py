@@ -1,0 +1,190 @@
+"""Flat rows for BigQuery (and Looker Studio) and the CSV export: one schema, defined once.
+
+``bigquery_schema.json`` beside this module is the table's schema in BigQuery's own JSON
+format (``bq load --source_format=CSV --skip_leading_rows=1 TABLE report.csv
+bigquery_schema.json``). The CSV has exactly its columns, in its order, with values
+BigQuery parses unchanged: ``true``/``false``, ``YYYY-MM-DD HH:MM:SS.ffffff+00:00``
+timestamps, plain decimal or exponent floats, and an empty field for NULL.
+
+Rows are long (one number per row) so a dashboard filters by ``metric`` and
+``statistic`` instead of knowing the columns in advance.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+import math
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from gatebench.core.metrics import COST_METRICS, COST_UNITS, METRICS, UNITS
+from gatebench.core.model import RESOURCE_FIELDS
+from gatebench.core.report._build import Report
+
+Row = dict[str, Any]
+
+
+@cache
+def bigquery_schema() -> tuple[dict[str, str], ...]:
+    text = resources.files("gatebench.core.report").joinpath("bigquery_schema.json").read_text("utf-8")
+    fields: list[dict[str, str]] = json.loads(text)
+    return tuple(fields)
+
+
+def column_names() -> tuple[str, ...]:
+    return tuple(f["name"] for f in bigquery_schema())
+
+
+def _timestamp(epoch: float) -> str:
+    return dt.datetime.fromtimestamp(epoch, tz=dt.UTC).isoformat(sep=" ", timespec="microseconds")
+
+
+def flat_rows(report: Report) -> list[Row]:
+    """Every number of the report as a row of the BigQuery table."""
+    run, s = report.run, report.summary
+    base: Row = {
+        "run_id": run.run_id,
+        "run_created_at": _timestamp(run.created_at),
+        "run_title": run.title or None,
+    }
+    rows: list[Row] = []
+
+    def add(target: str, metric: str, statistic: str, value: float | None, **extra: Any) -> None:
+        if value is None or not math.isfinite(value):
+            return
+        unit = extra.pop("unit", None) or UNITS.get(metric) or COST_UNITS.get(metric, "points")
+        row = dict(base)
+        row.update(
+            target=target,
+            is_baseline=target == s.baseline,
+            workload=None,
+            repetition=None,
+            metric=metric,
+            statistic=statistic,
+            value=float(value),
+            unit=unit,
+            n=None,
+            profile=None,
+            flags=None,
+            offered_rate=None,
+            routes=None,
+        )
+        row.update(extra)
+        rows.append(row)
+
+    for (workload, target), cell in sorted(s.cells.items()):
+        for name in METRICS:
+            sample = cell.metrics[name]
+            n = sample.n
+            add(target, name, "mean", sample.mean, workload=workload, n=n)
+            add(target, name, "stddev", sample.stddev, workload=workload, n=n)
+            half = sample.ci_half_width
+            if half is not None:
+                add(target, name, "ci95_low", sample.mean - half, workload=workload, n=n)
+                add(target, name, "ci95_high", sample.mean + half, workload=workload, n=n)
+        for name in COST_METRICS:
+            cost = cell.metrics.get(name)
+            if cost is not None:
+                add(target, name, "mean", cost.mean, workload=workload, n=cost.n)
+                add(target, name, "stddev", cost.stddev, workload=workload, n=cost.n)
+    for o in s.overhead:
+        d = o.difference
+        add(o.target, o.metric, "overhead", d.estimate, workload=o.workload)
+        add(o.target, o.metric, "overhead_ci95_low", d.low, workload=o.workload)
+        add(o.target, o.metric, "overhead_ci95_high", d.high, workload=o.workload)
+    profile = report.profile
+    for g in s.scores.gateways:
+        add(g.target, "score", "global", g.score, profile=profile)
+        add(g.target, "rank", "global", float(g.rank), profile=profile, unit="rank")
+        for e in g.endpoints:
+            add(g.target, "score", "endpoint", e.score, workload=e.workload, profile=profile)
+            for ms in e.metrics:
+                add(
+                    g.target,
+                    ms.metric,
+                    "metric_score",
+                    ms.score,
+                    workload=e.workload,
+                    profile=profile,
+                    unit="points",
+                )
+    for r in s.rank_stability:
+        for rep, (rank, sc) in zip(
+            s.complete_repetitions, zip(r.ranks, r.scores, strict=True), strict=True
+        ):
+            add(r.target, "score", "global", sc, repetition=rep, profile=profile)
+            add(
+                r.target,
+                "rank",
+                "global",
+                float(rank),
+                repetition=rep,
+                profile=profile,
+                unit="rank",
+            )
+    return rows
+
+
+def measurement_rows(report: Report) -> list[Row]:
+    """One row per measured number (statistic ``value``), for every repetition."""
+    run = report.run
+    rows: list[Row] = []
+    baseline = report.summary.baseline
+    for m in report.measurements:
+        values: list[tuple[str, float | None]] = [(name, m.metric(name)) for name in METRICS]
+        values.append(("req_per_cpu_s", m.req_per_cpu_s))
+        values.extend((name, getattr(m, name)) for name in RESOURCE_FIELDS)
+        for name, value in values:
+            if value is None or not math.isfinite(value):
+                continue
+            rows.append(
+                {
+                    "run_id": run.run_id,
+                    "run_created_at": _timestamp(run.created_at),
+                    "run_title": run.title or None,
+                    "target": m.target,
+                    "is_baseline": m.target == baseline,
+                    "workload": m.workload,
+                    "repetition": m.repetition,
+                    "metric": name,
+                    "statistic": "value",
+                    "value": float(value),
+                    "unit": UNITS.get(name) or COST_UNITS[name],
+                    "n": None,
+                    "profile": None,
+                    "flags": ";".join(m.flags) or None,
+                    "offered_rate": None,
+                    "routes": None,
+                }
+            )
+    return rows
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def rows_to_csv(rows: list[Row]) -> str:
+    """Rows as CSV with a header: the BigQuery table's columns, in its order, ready to load."""
+    columns = column_names()
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([_cell(row.get(c)) for c in columns])
+    return out.getvalue()
+
+
+def render_csv(report: Report) -> str:
+    """The flat rows as CSV with a header: the BigQuery table, ready to load."""
+    return rows_to_csv(measurement_rows(report) + flat_rows(report))

@@ -1,0 +1,155 @@
+"""The Markdown report: the same content as the HTML one, as text tables (no charts).
+
+The tables are the report's own (``_tables``), in their compact form."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gatebench.core.cost import describe_cost
+from gatebench.core.report._build import RESOLUTION_NOTE, Report
+from gatebench.core.report._deployment import (
+    FAULT_HEADER,
+    HANDSHAKE_HEADER,
+    fault_intro,
+    fault_rows,
+    handshake_intro,
+    handshake_rows,
+)
+from gatebench.core.report._tables import (
+    Table,
+    cost_table,
+    latency_tables,
+    overhead_table,
+    score_table,
+    stability_table,
+    workload_score_table,
+)
+from gatebench.core.report._trust import (
+    HEADROOM_HEADER,
+    TRUST_KEYS,
+    agreement_header,
+    agreement_intro,
+    agreement_rows,
+    headroom_intro,
+    headroom_rows,
+)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _table(
+    header: Sequence[str], rows: Sequence[Sequence[str]], numeric_from: int = 1
+) -> list[str]:
+    align = ["---" if i < numeric_from else "---:" for i in range(len(header))]
+    lines = ["| " + " | ".join(_cell(h) for h in header) + " |", "| " + " | ".join(align) + " |"]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return [*lines, ""]
+
+
+def _with_tags(text: str, tags: Sequence[str]) -> str:
+    return text + "".join(f" ({t})" for t in tags)
+
+
+def _model_table(table: Table) -> list[str]:
+    """A report table (``_tables``) in its compact form: the columns marked compact, tags
+    in brackets; left-aligned up to the first numeric column, right-aligned from there."""
+    shown = [i for i, c in enumerate(table.columns) if c.compact]
+    first_numeric = next((k for k, i in enumerate(shown) if table.columns[i].numeric), len(shown))
+    header = [table.columns[i].label for i in shown]
+    rows = []
+    for row in table.rows:
+        cells = [_with_tags(row.header, row.tags)]
+        cells += [_with_tags(row.cells[i - 1].text, row.cells[i - 1].tags) for i in shown[1:]]
+        rows.append(cells)
+    return _table(header, rows, numeric_from=first_numeric)
+
+
+def render_markdown(report: Report) -> str:
+    s, run = report.summary, report.run
+    result = s.scores
+    out = [
+        f"# {report.title}",
+        "",
+        f"Run `{run.run_id}` · status {run.status.value} · profile {report.profile}",
+        "",
+    ]
+    out += ["**Verdict.** " + " ".join(report.verdict), ""]
+    if report.cautions:
+        out += ["Before you trust these numbers:", ""]
+        out += [f"- {c}" for c in report.cautions] + [""]
+
+    out += ["## Global scores", ""]
+    out += (
+        _model_table(score_table(report)) if result.gateways else ["No gateway was scored yet.", ""]
+    )
+
+    if result.workloads:
+        out += ["## Score per workload", ""]
+        out += _model_table(workload_score_table(report))
+
+    out += [
+        "## Latency, throughput and errors",
+        "",
+        "Mean ± half-width of the 95 % confidence interval over the repetitions.",
+        "",
+    ]
+    for table in latency_tables(s):
+        out += [f"### {table.id.removeprefix('latency-')}", ""]
+        out += _model_table(table)
+
+    if s.baseline and s.overhead:
+        out += [
+            "## Overhead against the baseline",
+            "",
+            "Gateway minus baseline, ± the 95 % confidence interval of the difference.",
+            "",
+        ]
+        out += _model_table(overhead_table(s))
+
+    costs = cost_table(s)
+    if costs is not None:
+        out += ["## What each target cost", "", costs.legend, ""]
+        out += _model_table(costs)
+
+    if s.rank_stability and s.complete_repetitions:
+        out += ["## Rank stability", ""]
+        out += _model_table(stability_table(report))
+
+    rows = handshake_rows(report.measurements)
+    if rows:
+        out += ["## TLS handshakes", "", handshake_intro(report.measurements), ""]
+        out += _table(list(HANDSHAKE_HEADER), rows, numeric_from=3)
+    rows = fault_rows(report.measurements)
+    if rows:
+        out += ["## A replica fails", "", fault_intro(report.measurements), ""]
+        out += _table(list(FAULT_HEADER), rows, numeric_from=1)
+
+    out += ["## Trust: the load engine's headroom and a second engine", ""]
+    out += [headroom_intro(report), ""]
+    rows = headroom_rows(report)
+    if rows:
+        out += _table(list(HEADROOM_HEADER), rows, numeric_from=2)
+    out += [agreement_intro(report), ""]
+    rows = agreement_rows(report)
+    if rows:
+        out += _table(agreement_header(report), rows, numeric_from=2)
+
+    flagged = s.flag_counts()
+    out += ["## Run", ""]
+    out += [f"- Description: {run.spec_uri} (sha256 {run.spec_sha256[:12]}…)"]
+    out += [
+        f"- Gateways: {', '.join(run.gateways) or '–'}; baseline: {'measured' if s.baseline else 'not measured'}"
+    ]
+    out += [f"- Repetitions: {len(s.repetitions)} ({len(s.complete_repetitions)} complete)"]
+    out += [f"- Flags: {', '.join(f'{k} ×{v}' for k, v in flagged.items()) or 'none'}"]
+    for key, value in sorted(run.environment.items()):
+        if key in TRUST_KEYS:
+            continue  # in the trust section
+        out.append(f"- {key}: {value}")
+    if report.cost is not None:
+        out += ["", "## Estimated cost", "", "```", *describe_cost(report.cost), "```"]
+    out += ["", RESOLUTION_NOTE, ""]
+    return "\n".join(out)

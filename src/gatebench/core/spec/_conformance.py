@@ -1,0 +1,313 @@
+"""Conformance to the OpenAPI / Swagger JSON Schemas, via openapi-spec-validator.
+
+openapi-spec-validator ships the official schemas and validators for Swagger 2.0 and
+OpenAPI 3.0/3.1/3.2. Its fast backend (jsonschema-rs) decides whether a document conforms
+and, when it does not, explains each finding: its errors are read directly (the library's
+adapter drops the kind of error and the sub-errors of ``oneOf``/``anyOf``), so a precise
+message (``'bogus' is not one of [...]`` instead of "not valid under any of the given
+schemas") costs no second pass. The Python ``jsonschema`` backend, 20-30 times slower on a
+description with hundreds of findings, is only the fallback when the Rust validator is not
+there.
+
+Its findings are warnings: what actually blocks a benchmark is reported as an error by the
+IR builder, which is stricter about routes and lenient about everything else. The library's
+second pass (a semantic walk that resolves references itself) runs with ``strict=True``,
+through a resolver that only reads the bundle.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+from gatebench.core.errors import Problem, escape_pointer_token
+from gatebench.core.spec._reader import Reader
+
+_MAX_FINDINGS = 200
+
+
+_VERSIONS = ("2.0", "3.0", "3.1", "3.2")
+
+
+def _schema_path(version: str) -> Path:
+    """openapi-spec-validator's schema file, found without importing the library.
+
+    Importing it (pydantic settings, jsonschema-path) costs more than validating a large
+    description with the Rust validator, and only its schema files are needed here.
+    """
+    spec = importlib.util.find_spec("openapi_spec_validator")
+    if spec is None or not spec.submodule_search_locations:  # pragma: no cover - a dependency
+        raise RuntimeError("openapi-spec-validator is not installed")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    return folder / "resources" / "schemas" / f"v{version}" / "schema.json"
+
+
+@functools.cache
+def _rust_validator(version: str) -> Any | None:
+    """The compiled jsonschema-rs validator of ``version``'s schema, once per process; None
+    when jsonschema-rs is missing or openapi-spec-validator is told to use jsonschema."""
+    backend = os.environ.get("OPENAPI_SPEC_VALIDATOR_SCHEMA_VALIDATOR_BACKEND", "")
+    if backend.strip().lower() == "jsonschema":
+        return None
+    try:
+        import jsonschema_rs
+    except ImportError:  # pragma: no cover - a pinned dependency
+        return None
+    schema = json.loads(_schema_path(version).read_text(encoding="utf-8"))
+    return jsonschema_rs.validator_cls_for(schema)(schema)
+
+
+def _python_validators(version: str) -> tuple[Any, Any]:
+    from openapi_spec_validator import schemas
+    from openapi_spec_validator.schemas.backend.jsonschema import create_validator
+
+    table = {
+        "2.0": (schemas.openapi_v2_schema_validator, schemas.schema_v2),
+        "3.0": (schemas.openapi_v30_schema_validator, schemas.schema_v30),
+        "3.1": (schemas.openapi_v31_schema_validator, schemas.schema_v31),
+        "3.2": (schemas.openapi_v32_schema_validator, schemas.schema_v32),
+    }
+    fast, schema = table[version[:3]]
+    return fast, lambda: create_validator(schema)
+
+
+def conformance_problems(data: Any, version: str, source: str) -> list[Problem]:
+    rust = _rust_validator(version[:3]) if version[:3] in _VERSIONS else None
+    fast: Any = None
+    make_detailed: Any = None
+    if rust is None:
+        fast, make_detailed = _python_validators(version)
+        rust = getattr(fast, "_rs_validator", None)
+    try:
+        if rust is not None:
+            findings = list(_rust_findings(rust.iter_errors(data)))
+        else:
+            if next(iter(fast.iter_errors(data)), None) is None:
+                return []
+            findings = list(_findings(make_detailed().iter_errors(data)))
+        if not findings:
+            return []
+    except RecursionError:
+        return [
+            Problem(
+                "",
+                "too deeply nested to check against the OpenAPI schema",
+                "warning",
+                source=source,
+            )
+        ]
+    out: list[Problem] = []
+    seen: set[str] = set()
+    for pointer, message in findings:
+        if pointer in seen:
+            continue
+        seen.add(pointer)
+        out.append(Problem(pointer, message, "warning", source=source))
+        if len(out) >= _MAX_FINDINGS:
+            out.append(
+                Problem(
+                    "",
+                    f"more than {_MAX_FINDINGS} schema findings; the rest are not shown",
+                    "warning",
+                    source=source,
+                )
+            )
+            break
+    return out
+
+
+def _findings(errors: Iterator[Any]) -> Iterator[tuple[str, str]]:
+    for error in errors:
+        deepest = _deepest(error)
+        pointer = "".join("/" + escape_pointer_token(str(t)) for t in deepest.absolute_path)
+        extra = _unexpected_keys(deepest)
+        if extra:
+            # One finding per unexpected key, located at the key itself.
+            for key in extra:
+                yield pointer + "/" + escape_pointer_token(key), f"unexpected property {key!r}"
+            continue
+        yield pointer, _message(deepest)
+
+
+def _rust_findings(errors: Iterator[Any]) -> Iterator[tuple[str, str]]:
+    """Findings from jsonschema-rs errors, worded as :func:`_findings` words them."""
+    for error in errors:
+        deepest = _rust_deepest(error)
+        pointer = "".join("/" + escape_pointer_token(str(t)) for t in deepest.instance_path)
+        kind = deepest.kind
+        name = getattr(kind, "name", "")
+        if name in ("additionalProperties", "unevaluatedProperties"):
+            for key in getattr(kind, "unexpected", None) or []:
+                yield pointer + "/" + escape_pointer_token(str(key)), f"unexpected property {key!r}"
+            continue
+        yield pointer, _rust_message(deepest)
+
+
+def _rust_deepest(error: Any) -> Any:
+    """Into ``oneOf``/``anyOf``: the branch that is not a Reference Object, then the most
+    relevant error in it (the shallowest, as jsonschema's ``best_match`` chooses)."""
+    for _ in range(64):
+        context = getattr(error.kind, "context", None)
+        if not context:
+            break
+        branches = [b for b in context if b and not _is_ref_branch(b)] or [b for b in context if b]
+        candidates = [e for branch in branches for e in branch]
+        if not candidates:
+            break
+        error = min(
+            candidates,
+            key=lambda e: (len(e.instance_path), getattr(e.kind, "name", "") in _WEAK),
+        )
+    return error
+
+
+_WEAK = ("anyOf", "oneOf")
+
+
+def _is_ref_branch(branch: list[Any]) -> bool:
+    return any(
+        getattr(e.kind, "name", "") == "required" and getattr(e.kind, "property", None) == "$ref"
+        for e in branch
+    )
+
+
+def _rust_message(error: Any) -> str:
+    kind = error.kind
+    name = getattr(kind, "name", "")
+    instance = error.instance
+    if name == "required":
+        return f"required property {kind.property!r} is missing"
+    if name == "type":
+        return f"expected {_type_words(list(kind.types))}, got {_short(instance)}"
+    if name == "enum":
+        return f"{_short(instance)} is not one of {list(kind.options)}"[:200]
+    if name == "pattern":
+        return f"{_short(instance)} does not match {kind.pattern!r}"[:200]
+    return _truncate(str(error.message))
+
+
+def _unexpected_keys(error: Any) -> list[str]:
+    if error.validator not in ("additionalProperties", "unevaluatedProperties"):
+        return []
+    instance, schema = error.instance, error.schema
+    if not isinstance(instance, dict) or not isinstance(schema, dict):
+        return []
+    known = set(schema.get("properties", {}))
+    patterns = [re.compile(p) for p in schema.get("patternProperties", {})]
+    return [
+        str(k) for k in instance if k not in known and not any(p.search(str(k)) for p in patterns)
+    ]
+
+
+def _deepest(error: Any) -> Any:
+    from jsonschema.exceptions import best_match
+
+    while error.context:
+        # Prefer the branch that is not a Reference Object: "$ref is required" helps nobody.
+        candidates = [e for e in error.context if "'$ref' is a required property" not in e.message]
+        choice = best_match(candidates or error.context)
+        if choice is None:
+            break
+        error = choice
+    return error
+
+
+def _message(error: Any) -> str:
+    validator = error.validator
+    instance = error.instance
+    if validator == "required":
+        missing = [
+            k for k in error.validator_value if isinstance(instance, dict) and k not in instance
+        ]
+        if missing:
+            return f"required property {missing[0]!r} is missing"
+    if validator in ("additionalProperties", "unevaluatedProperties") and isinstance(
+        instance, dict
+    ):
+        return f"unexpected properties: {error.message.split('(')[-1].rstrip(')')}"[:200]
+    if validator == "type":
+        return f"expected {_type_words(error.validator_value)}, got {_short(instance)}"
+    if validator == "enum":
+        return f"{_short(instance)} is not one of {error.validator_value}"[:200]
+    if validator in ("pattern", "patternProperties"):
+        return f"{_short(instance)} does not match {error.validator_value!r}"[:200]
+    return _truncate(error.message)
+
+
+def _type_words(value: Any) -> str:
+    words = {
+        "object": "a mapping",
+        "array": "a list",
+        "string": "a string",
+        "boolean": "a boolean",
+        "integer": "an integer",
+        "number": "a number",
+        "null": "null",
+    }
+    if isinstance(value, list):
+        if len(value) == 1:
+            return words.get(value[0], str(value[0]))
+        return " or ".join(words.get(v, str(v)) for v in value)
+    return words.get(value, str(value))
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _truncate(message: str) -> str:
+    return message if len(message) <= 200 else message[:197] + "..."
+
+
+def strict_problems(reader: Reader, version: str) -> list[Problem]:
+    """openapi-spec-validator's semantic walk, reading only from the bundle."""
+    from openapi_spec_validator.validation import validators as v
+
+    classes = {
+        "2.0": v.OpenAPIV2SpecValidator,
+        "3.0": v.OpenAPIV30SpecValidator,
+        "3.1": v.OpenAPIV31SpecValidator,
+        "3.2": v.OpenAPIV32SpecValidator,
+    }
+    base = classes[version[:3]]
+
+    def bundle_handler(uri: str) -> Any:
+        name = uri.removeprefix("gatebench:///")
+        return reader.document(name).data
+
+    class BundleOnly(base):  # type: ignore[misc, valid-type]
+        resolver_handlers: ClassVar[dict[str, Any]] = {"gatebench": bundle_handler}
+
+    entry = reader.bundle.entry
+    validator = BundleOnly(reader.entry.data, base_uri=f"gatebench:///{entry}")
+    out: list[Problem] = []
+    try:
+        for error in validator.iter_errors():
+            path = getattr(error, "absolute_path", None) or []
+            pointer = "".join("/" + escape_pointer_token(str(t)) for t in path)
+            out.append(
+                Problem(pointer, _truncate(str(error).splitlines()[0]), "warning", source=entry)
+            )
+            if len(out) >= _MAX_FINDINGS:
+                break
+    except Exception as exc:  # the library raises its own resolver errors for remote refs
+        out.append(
+            Problem(
+                "",
+                f"openapi-spec-validator stopped: {_truncate(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}",
+                "warning",
+                source=entry,
+            )
+        )
+    return out

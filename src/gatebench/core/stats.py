@@ -1,0 +1,262 @@
+"""Per-phase statistics from raw per-request records, and the per-workload table.
+
+Exact, not sketched: every latency of a phase is kept and sorted. Percentiles use the
+nearest-rank definition (the smallest value with at least p % of the values at or below it:
+``sorted[ceil(p/100 × n) − 1]``), so every percentile is a latency that was really observed.
+The standard deviation is the population one (as Gatling reports it). Gatling records whole
+milliseconds, so every latency here is a whole number of ms: a 0 ms minimum means "under 1 ms".
+
+Throughput is requests completed per second of the measured phase, where the phase lasts
+from its first request's start to its last request's end (at least 1 ms).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from gatebench.core.model import Measurement
+
+PERCENTILES = (50, 90, 95, 99)
+
+
+@dataclass
+class PhaseSample:
+    """The raw records of one phase, accumulated while the log is read."""
+
+    latencies: list[float] = field(default_factory=list)
+    """Milliseconds: whole ones from Gatling, with microseconds from wrk."""
+    ok: int = 0
+    ko: int = 0
+    first_start: int | None = None
+    last_start: int | None = None
+    """The latest start: ``last_start - first_start`` is the spread of the start times."""
+    last_end: int | None = None
+    errors: Counter[str] = field(default_factory=Counter)
+
+    def add(self, start: int, end: int, ok: bool, message: str = "") -> None:
+        self.latencies.append(end - start)
+        if ok:
+            self.ok += 1
+        else:
+            self.ko += 1
+            self.errors[message or "KO"] += 1
+        if self.first_start is None or start < self.first_start:
+            self.first_start = start
+        if self.last_start is None or start > self.last_start:
+            self.last_start = start
+        if self.last_end is None or end > self.last_end:
+            self.last_end = end
+
+    @property
+    def requests(self) -> int:
+        return self.ok + self.ko
+
+    @property
+    def start_spread_ms(self) -> float:
+        if self.first_start is None or self.last_start is None:
+            return 0.0
+        return float(self.last_start - self.first_start)
+
+    @property
+    def duration_ms(self) -> int:
+        if self.first_start is None or self.last_end is None:
+            return 0
+        return max(1, self.last_end - self.first_start)
+
+
+def nearest_rank(sorted_values: Sequence[float], pct: float) -> float:
+    """The nearest-rank percentile of already sorted values (0 for no values)."""
+    if not sorted_values:
+        return 0.0
+    rank = max(1, math.ceil(pct / 100.0 * len(sorted_values)))
+    return float(sorted_values[min(rank, len(sorted_values)) - 1])
+
+
+@dataclass(frozen=True)
+class PhaseStats:
+    requests: int
+    ok: int
+    ko: int
+    error_pct: float
+    throughput: float
+    min: float
+    mean: float
+    max: float
+    stddev: float
+    p50: float
+    p90: float
+    p95: float
+    p99: float
+    duration_s: float
+    errors: tuple[tuple[str, int], ...]
+
+
+def phase_stats(sample: PhaseSample) -> PhaseStats:
+    values = sorted(sample.latencies)
+    n = len(values)
+    mean = sum(values) / n if n else 0.0
+    variance = sum((v - mean) ** 2 for v in values) / n if n else 0.0
+    duration_s = sample.duration_ms / 1000.0
+    return PhaseStats(
+        requests=n,
+        ok=sample.ok,
+        ko=sample.ko,
+        error_pct=100.0 * sample.ko / n if n else 0.0,
+        throughput=n / duration_s if duration_s > 0 else 0.0,
+        min=float(values[0]) if n else 0.0,
+        mean=mean,
+        max=float(values[-1]) if n else 0.0,
+        stddev=math.sqrt(variance),
+        p50=nearest_rank(values, 50),
+        p90=nearest_rank(values, 90),
+        p95=nearest_rank(values, 95),
+        p99=nearest_rank(values, 99),
+        duration_s=duration_s,
+        errors=tuple(sorted(sample.errors.items(), key=lambda kv: (-kv[1], kv[0]))),
+    )
+
+
+# -- the table printed at the end of a run (the AGE paper's Tables II-IV) ----------------------
+
+
+@dataclass(frozen=True)
+class TableRow:
+    target: str
+    repetitions: int
+    requests: float
+    error_pct: float
+    throughput: float
+    min: float
+    mean: float
+    max: float
+    stddev: float
+    p50: float
+    p90: float
+    p95: float
+    p99: float
+    flags: tuple[str, ...]
+    req_per_cpu_s: float | None = None
+    """Requests per gateway CPU-second, over the repetitions that measured it."""
+    gateway_rss_mb: float | None = None
+    """The gateway's peak resident memory (MB), over the repetitions that measured it."""
+
+
+def _mean_of(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def workload_rows(measurements: Iterable[Measurement], workload: str) -> list[TableRow]:
+    """One row per target for ``workload``: the mean over repetitions of every metric."""
+    by_target: dict[str, list[Measurement]] = {}
+    for m in measurements:
+        if m.workload == workload:
+            by_target.setdefault(m.target, []).append(m)
+    rows = []
+    for target in sorted(by_target, key=lambda t: (t == "baseline", t)):
+        ms = by_target[target]
+
+        def avg(name: str, ms: list[Measurement] = ms) -> float:
+            return sum(float(getattr(m, name)) for m in ms) / len(ms)
+
+        flags = sorted({f for m in ms for f in m.flags})
+        rows.append(
+            TableRow(
+                target=target,
+                repetitions=len(ms),
+                requests=avg("requests"),
+                error_pct=avg("error_pct"),
+                throughput=avg("throughput"),
+                min=avg("min"),
+                mean=avg("mean"),
+                max=avg("max"),
+                stddev=avg("stddev"),
+                p50=avg("p50"),
+                p90=avg("p90"),
+                p95=avg("p95"),
+                p99=avg("p99"),
+                flags=tuple(flags),
+                req_per_cpu_s=_mean_of([m.req_per_cpu_s for m in ms]),
+                gateway_rss_mb=_mean_of([m.gateway_rss_mb for m in ms]),
+            )
+        )
+    return rows
+
+
+def format_workload_table(workload: str, description: str, rows: Sequence[TableRow]) -> list[str]:
+    """Lines of one table: latencies in ms (whole ms from Gatling; means of repetitions get
+    one decimal), error %, throughput req/s, and, when the run measured them, requests per
+    gateway CPU-second and the gateway's peak memory in MB."""
+    costs = any(r.req_per_cpu_s is not None or r.gateway_rss_mb is not None for r in rows)
+    header = (
+        "target",
+        "reps",
+        "req",
+        "min",
+        "avg",
+        "max",
+        "stddev",
+        "p50",
+        "p90",
+        "p95",
+        "p99",
+        "err %",
+        "req/s",
+        *(("req/CPU-s", "gw MB") if costs else ()),
+        "flags",
+    )
+    body = []
+    for r in rows:
+        body.append(
+            (
+                r.target,
+                str(r.repetitions),
+                f"{r.requests:g}",
+                _ms(r.min),
+                _ms(r.mean),
+                _ms(r.max),
+                _ms(r.stddev),
+                _ms(r.p50),
+                _ms(r.p90),
+                _ms(r.p95),
+                _ms(r.p99),
+                f"{r.error_pct:.1f}",
+                f"{r.throughput:,.0f}" if r.throughput >= 100 else f"{r.throughput:.1f}",
+                *((_cost(r.req_per_cpu_s), _cost(r.gateway_rss_mb)) if costs else ()),
+                ",".join(r.flags),
+            )
+        )
+    widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
+    lines = [f"{workload} — {description}"]
+    for row in [header, *body]:
+        cells = [
+            row[i].ljust(widths[i]) if i in (0, len(header) - 1) else row[i].rjust(widths[i])
+            for i in range(len(header))
+        ]
+        lines.append("  " + "  ".join(cells).rstrip())
+    return lines
+
+
+def _cost(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
+
+
+def _ms(value: float) -> str:
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
+
+
+__all__ = [
+    "PERCENTILES",
+    "PhaseSample",
+    "PhaseStats",
+    "TableRow",
+    "format_workload_table",
+    "nearest_rank",
+    "phase_stats",
+    "workload_rows",
+]

@@ -1,0 +1,675 @@
+"""The load engine's input, rendered from the plan: phases of requests, as plain JSON.
+
+One generic Gatling simulation (``gatling/``) reads this file; nothing is generated as code
+per description. The same document would drive another engine. It holds, per phase, the
+target's base URL, the request (method, path and query as templates, headers, body), the
+value generators of the plan, the injection profile and the control calls to make first
+(the backend reset), and never a secret: authentication is a header *name* plus the name of
+the environment variable that holds the value, read by the engine when it sends requests.
+With ``"per_user": true`` the variable names a file of tokens, one a line (the run's pool of
+subjects, gatebench.core.tokens), and simulated user ``i`` of a phase sends line
+``(user_base + i * user_stride) mod lines`` (``user_base`` 0 and ``user_stride`` 1 unless a
+phase is split across testers: gatebench.core.testers).
+
+Templates are lists of parts, ``{"text": ...}`` (already escaped for where it goes) or
+``{"param": NAME, "as": ENCODING}`` where ENCODING is ``path`` / ``query`` (percent-encoded),
+``json`` (a JSON value: a number stays a number), ``json-string`` (inside a JSON string) or
+``raw``. A JSON body ``{bid: "${amount}"}`` becomes ``{"bid": <amount as JSON>}``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+from urllib.parse import quote
+
+from gatebench.core.errors import RunError
+from gatebench.core.ir import Api, Operation, Parameter
+from gatebench.core.plan import BodySpec, Generator, Injection, Plan, Warmup, Workload
+from gatebench.core.synth import synthesize
+from gatebench.core.trust import CEILING_TARGET
+
+FORMAT = "gatebench-workload/1"
+_PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
+_PATH_PARAM = re.compile(r"\{([^{}/]+)\}")
+_PATH_SAFE = "/:@!$&'()*+,;=-._~"
+QUICK_MAX_DURATION = 2.0
+QUICK_MAX_REQUESTS = 100
+QUICK_WARMUP = 1.0
+
+
+@dataclass(frozen=True)
+class Control:
+    """A call the engine makes before a phase, directly (never through a gateway)."""
+
+    url: str
+    method: str = "POST"
+    status: int = 204
+    wait_s: float = 0.0
+    """How long the engine keeps retrying a refused or failed call before the one that
+    counts (a replica restarting after a fault); 0: call once."""
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One phase of load: a target running one workload (measured) or warming up."""
+
+    index: int
+    target: str
+    workload: str
+    repetition: int
+    measured: bool
+    base_url: str
+    injection: Injection
+    before: tuple[Control, ...] = ()
+
+    @property
+    def id(self) -> str:
+        return f"p{self.index:04d}"
+
+    @property
+    def label(self) -> str:
+        what = self.workload if self.measured else f"warm-up {self.workload}"
+        return f"rep {self.repetition} · {self.target} · {what}"
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Every phase of a run, in the order they run."""
+
+    phases: tuple[Phase, ...]
+    seed: int
+    target_order: tuple[tuple[int, tuple[str, ...]], ...] = field(default=())
+    """(repetition, targets in the order they ran)."""
+
+    def measured(self) -> list[Phase]:
+        return [p for p in self.phases if p.measured]
+
+
+# -- the plan, made shorter for smoke runs -----------------------------------------------------
+
+
+def quick_plan(plan: Plan) -> Plan:
+    """``--quick``: one repetition, 1 s warm-up, durations ≤ 2 s and at most 100 requests."""
+
+    def shorten(inj: Injection) -> Injection:
+        duration = min(inj.duration, QUICK_MAX_DURATION) if inj.duration else inj.duration
+        requests = min(inj.requests, QUICK_MAX_REQUESTS) if inj.requests else inj.requests
+        users = inj.users
+        if inj.kind in ("at_once", "ramp") and users:
+            users = min(users, QUICK_MAX_REQUESTS)
+        rate = inj.rate
+        if inj.kind == "constant_rate" and rate and duration and rate * duration > 5000:
+            rate = 5000 / duration
+        return replace(inj, duration=duration, requests=requests, users=users, rate=rate)
+
+    return replace(
+        plan,
+        repetitions=1,
+        warmup=Warmup(duration=QUICK_WARMUP, requests=None) if plan.warmup.enabled else plan.warmup,
+        workloads=tuple(replace(w, injection=shorten(w.injection)) for w in plan.workloads),
+    )
+
+
+# -- the schedule: repetitions × shuffled targets × (warm-up, workloads) ----------------------
+
+
+def plan_as_run(plan: Plan, *, quick: bool = False, repetitions: int | None = None) -> Plan:
+    """The plan as a run runs it: the quick profile (:func:`quick_plan`) when asked, then
+    ``repetitions`` instead of the plan's own when given."""
+    if quick:
+        plan = quick_plan(plan)
+    return replace(plan, repetitions=repetitions) if repetitions else plan
+
+
+@dataclass(frozen=True)
+class CompiledLoad:
+    """A plan compiled for the targets that run: every phase in order, and the document the
+    load engine executes (:func:`render_workload`)."""
+
+    schedule: Schedule
+    document: dict[str, Any]
+
+
+def compile_load(
+    plan: Plan,
+    api: Api,
+    base_urls: dict[str, str],
+    *,
+    reset_url: str | None = None,
+    seed: int | None = None,
+    keep: Callable[[Phase], bool] | None = None,
+    ceiling_url: str | None = None,
+    skip_file: str | None = None,
+    reset_urls: Sequence[str] = (),
+    trust_store: str | None = None,
+    reset_wait_s: float = 0.0,
+) -> CompiledLoad:
+    """From a plan to what the engine runs, in one call: the schedule (:func:`build_schedule`),
+    only the phases ``keep`` accepts, the ceiling target's phases first when ``ceiling_url``
+    is given (docs/trust.md), and its workload document. ``reset_urls``: more backend
+    resets (every replica of a pool); ``trust_store``: the run's trust store (TLS plans);
+    ``reset_wait_s``: how long a reset may be retried (a replica restarting after a fault)."""
+    schedule = build_schedule(
+        plan,
+        base_urls,
+        reset_url=reset_url,
+        seed=seed,
+        reset_urls=reset_urls,
+        reset_wait_s=reset_wait_s,
+    )
+    if keep is not None:
+        schedule = replace(schedule, phases=tuple(p for p in schedule.phases if keep(p)))
+    if ceiling_url is not None:
+        schedule = _with_ceiling(schedule, plan, ceiling_url)
+    return CompiledLoad(
+        schedule,
+        render_workload(plan, api, schedule, skip_file=skip_file, trust_store=trust_store),
+    )
+
+
+def _with_ceiling(schedule: Schedule, plan: Plan, url: str) -> Schedule:
+    """The ceiling target's phases first (its warm-up, then every workload once, as
+    repetition 0, with no backend reset), then the schedule, re-indexed."""
+    ceiling_plan = replace(
+        plan, gateways=(CEILING_TARGET,), baseline=False, repetitions=1, order="fixed"
+    )
+    first = build_schedule(ceiling_plan, {CEILING_TARGET: url}, seed=schedule.seed)
+    head = [replace(p, repetition=0) for p in first.phases]
+    shifted = [replace(p, index=p.index + len(head)) for p in schedule.phases]
+    return replace(schedule, phases=(*head, *shifted))
+
+
+def build_schedule(
+    plan: Plan,
+    base_urls: dict[str, str],
+    *,
+    reset_url: str | None = None,
+    seed: int | None = None,
+    repetitions: int | None = None,
+    reset_urls: Sequence[str] = (),
+    reset_wait_s: float = 0.0,
+) -> Schedule:
+    """Phases for every repetition: targets in a shuffled order (``order: shuffled``, seeded),
+    each with its warm-up (excluded from the statistics) and then one measured phase per
+    workload, each preceded by the backend reset when the backend has one.
+
+    ``base_urls`` maps each target that runs to its URL; targets missing from it are left out.
+    """
+    seed = plan.seed if seed is None else seed
+    if seed is None:
+        seed = random.SystemRandom().randrange(2**31)
+    rng = random.Random(seed)
+    targets = [t for t in plan.targets if t in base_urls]
+    before = tuple(
+        Control(url, wait_s=reset_wait_s)
+        for url in ([reset_url] if reset_url else []) + list(reset_urls)
+    )
+    phases: list[Phase] = []
+    order: list[tuple[int, tuple[str, ...]]] = []
+    for rep in range(1, (repetitions or plan.repetitions) + 1):
+        ordered = list(targets)
+        if plan.order == "shuffled":
+            rng.shuffle(ordered)
+        order.append((rep, tuple(ordered)))
+        for target in ordered:
+            for w, inj in _warmups(plan):
+                phases.append(
+                    Phase(len(phases), target, w.name, rep, False, base_urls[target], inj)
+                )
+            for w in plan.workloads:
+                phases.append(
+                    Phase(
+                        len(phases),
+                        target,
+                        w.name,
+                        rep,
+                        True,
+                        base_urls[target],
+                        w.injection,
+                        before,
+                    )
+                )
+    return Schedule(tuple(phases), seed, tuple(order))
+
+
+def _warmups(plan: Plan) -> list[tuple[Workload, Injection]]:
+    """The warm-up of one target: every workload in turn, with its own number of users (so
+    the connections the measured phase uses are open), for an equal share of the warm-up."""
+    if not plan.warmup.enabled or not plan.workloads:
+        return []
+    n = len(plan.workloads)
+    out = []
+    for w in plan.workloads:
+        users = w.injection.users or 1
+        if w.injection.kind == "sequential":
+            users = 1
+        if w.injection.kind == "constant_rate":
+            users = max(1, min(50, round((w.injection.rate or 1) / 100)))
+        if plan.warmup.duration:
+            inj = Injection("concurrent", users=users, duration=plan.warmup.duration / n)
+        else:
+            share = max(1, (plan.warmup.requests or n) // n)
+            inj = Injection("concurrent", users=min(users, share), requests=share)
+        out.append((w, inj))
+    return out
+
+
+# -- rendering ---------------------------------------------------------------------------------
+
+
+def render_workload(
+    plan: Plan,
+    api: Api,
+    schedule: Schedule,
+    *,
+    skip_file: str | None = None,
+    trust_store: str | None = None,
+) -> dict[str, Any]:
+    """The workload JSON the generic simulation reads (no secret in it, only env names).
+
+    With a TLS plan, ``trust_store`` is the run's trust store (``gatebench.core.tls.TRUST_P12``:
+    the run's CA alone): the engine trusts it and nothing else, and speaks HTTP/2 when the
+    plan asks (``tls`` in the document)."""
+    workloads = {w.name: w for w in plan.workloads}
+    requests: dict[str, dict[str, Any]] = {}
+    generators: dict[str, dict[str, Generator]] = {}
+    for w in plan.workloads:
+        requests[w.name], generators[w.name] = _request(api.operation(w.operation_id), w, plan, api)
+    secret_env = sorted(
+        {
+            name
+            for r in requests.values()
+            for header in r["auth"]
+            for name in (header["env"] if isinstance(header["env"], list) else [header["env"]])
+        }
+        | {
+            part["secret"]
+            for r in requests.values()
+            for _, parts in r["query"]
+            for part in parts
+            if "secret" in part
+        }
+    )
+    phases = []
+    for phase in schedule.phases:
+        w = workloads[phase.workload]
+        request = dict(requests[w.name], base_url=phase.base_url.rstrip("/"))
+        phases.append(
+            {
+                "id": phase.id,
+                "index": phase.index,
+                "target": phase.target,
+                "workload": phase.workload,
+                "repetition": phase.repetition,
+                "measured": phase.measured,
+                "seed": (schedule.seed * 1_000_003 + phase.index) % (2**62),
+                "injection": injection_json(phase.injection),
+                "before": [_control_json(c) for c in phase.before],
+                "params": {name: generator_json(g) for name, g in generators[w.name].items()},
+                "request": request,
+            }
+        )
+    document: dict[str, Any] = {
+        "format": FORMAT,
+        "seed": schedule.seed,
+        "secret_env": secret_env,
+        "skip_file": skip_file or "",
+        "phases": phases,
+    }
+    if plan.tls is not None:
+        document["tls"] = tls_json(plan.tls.http2, trust_store)
+    return document
+
+
+def tls_json(http2: bool, trust_store: str | None) -> dict[str, Any]:
+    """The document's ``tls``: HTTP/2 by ALPN or not, and the trust store the engine uses
+    (its password is ``gatebench.core.tls.STORE_PASSWORD``, which guards nothing secret)."""
+    from gatebench.core.tls import STORE_PASSWORD
+
+    if trust_store is None:
+        raise RunError("a TLS plan needs the run's trust store (gatebench.core.tls.TRUST_P12)")
+    return {"http2": http2, "trust_store": trust_store, "trust_store_password": STORE_PASSWORD}
+
+
+def _control_json(c: Control) -> dict[str, Any]:
+    out: dict[str, Any] = {"method": c.method, "url": c.url, "status": c.status}
+    if c.wait_s > 0:
+        out["wait_ms"] = round(c.wait_s * 1000)
+    return out
+
+
+def injection_json(inj: Injection) -> dict[str, Any]:
+    out: dict[str, Any] = {"kind": inj.kind}
+    if inj.users is not None:
+        out["users"] = inj.users
+    if inj.rate is not None:
+        out["rate"] = inj.rate
+    if inj.duration is not None:
+        out["duration_ms"] = round(inj.duration * 1000)
+    if inj.requests is not None:
+        out["requests"] = inj.requests
+    return out
+
+
+def injection_from_json(data: dict[str, Any]) -> Injection:
+    duration = data.get("duration_ms")
+    return Injection(
+        kind=data["kind"],
+        users=data.get("users"),
+        rate=data.get("rate"),
+        duration=duration / 1000.0 if duration is not None else None,
+        requests=data.get("requests"),
+    )
+
+
+def phases_from_document(document: dict[str, Any]) -> list[Phase]:
+    """The phases of a workload document (for ingesting a log written elsewhere)."""
+    if document.get("format") != FORMAT:
+        raise RunError(f"not a {FORMAT} document (format: {document.get('format')!r})")
+    return [
+        Phase(
+            index=int(p["index"]),
+            target=str(p["target"]),
+            workload=str(p["workload"]),
+            repetition=int(p["repetition"]),
+            measured=bool(p["measured"]),
+            base_url=str(p["request"]["base_url"]),
+            injection=injection_from_json(p["injection"]),
+            before=tuple(
+                Control(c["url"], c["method"], c["status"], c.get("wait_ms", 0) / 1000.0)
+                for c in p["before"]
+            ),
+        )
+        for p in document["phases"]
+    ]
+
+
+def generator_json(g: Generator) -> dict[str, Any]:
+    if g.kind == "constant":
+        return {"kind": "constant", "value": g.value}
+    if g.kind == "list":
+        return {"kind": "list", "values": list(g.values), "random": g.random_order}
+    if g.kind in ("range", "random"):
+        return {"kind": g.kind, "low": g.low, "high": g.high}
+    return {"kind": "counter", "start": g.start, "step": g.step}
+
+
+def _request(
+    op: Operation, w: Workload, plan: Plan, api: Api
+) -> tuple[dict[str, Any], dict[str, Generator]]:
+    """The request of a workload, and its value generators (the plan's, plus a constant from
+    the example or the schema for each required parameter the plan leaves out)."""
+    given = dict(w.params)
+    path = _path_template(op, given, api)
+    query: list[list[Any]] = []
+    headers: list[list[Any]] = []
+    for p in op.query_params:
+        if p.name in given or p.required:
+            query.append([quote(p.name, safe=""), [_param_part(p, given, api, "query")]])
+    for p in op.header_params:
+        if p.name in given or p.required:
+            headers.append([p.name, [_param_part(p, given, api, "raw")]])
+    for name, value in w.headers:
+        headers.append([name, _text_template(value, "raw")])
+    auth, auth_query = _auth(op, plan)
+    query.extend(auth_query)
+    request = {
+        "operation": op.operation_id,
+        "method": op.method,
+        "path": path,
+        "query": query,
+        "headers": headers,
+        "auth": auth,
+        "body": _body(op, w.body, api),
+        "expect": list(w.expect),
+        "timeout_ms": round(w.timeout * 1000),
+    }
+    return request, given
+
+
+def _constant_for(p: Parameter, api: Api) -> Generator:
+    value = p.examples[0] if p.examples else synthesize(p.schema, api.schemas)
+    if isinstance(value, dict | list):
+        value = json.dumps(value, separators=(",", ":"))
+    return Generator("constant", value=value)
+
+
+def _param_part(
+    p: Parameter, given: dict[str, Generator], api: Api, encoding: str
+) -> dict[str, Any]:
+    if p.name not in given:
+        given[p.name] = _constant_for(p, api)
+    return {"param": p.name, "as": encoding}
+
+
+def _path_template(op: Operation, given: dict[str, Generator], api: Api) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    route = op.route_path
+    pos = 0
+    by_name = {p.name: p for p in op.path_params}
+    for match in _PATH_PARAM.finditer(route):
+        if match.start() > pos:
+            parts.append({"text": quote(route[pos : match.start()], safe=_PATH_SAFE)})
+        name = match.group(1)
+        param = by_name.get(name) or Parameter(name, "path", True, {"type": "string"})
+        parts.append(_param_part(param, given, api, "path"))
+        pos = match.end()
+    if pos < len(route):
+        parts.append({"text": quote(route[pos:], safe=_PATH_SAFE)})
+    return parts or [{"text": "/"}]
+
+
+def _auth(op: Operation, plan: Plan) -> tuple[list[dict[str, Any]], list[list[Any]]]:
+    """Headers (and query parameters) that carry credentials: names only, never values."""
+    headers: list[dict[str, Any]] = []
+    query: list[list[Any]] = []
+    if not op.security:
+        return headers, query
+    for scheme in op.security[0].schemes:
+        label = scheme.label
+        if label in ("bearer", "oauth2", "openIdConnect") and plan.auth.bearer_env:
+            header: dict[str, Any] = {
+                "header": "Authorization",
+                "prefix": "Bearer ",
+                "env": plan.auth.bearer_env,
+            }
+            if plan.auth.bearer_per_user:
+                header["per_user"] = True
+            headers.append(header)
+        elif label == "basic" and plan.auth.basic_username_env and plan.auth.basic_password_env:
+            headers.append(
+                {
+                    "header": "Authorization",
+                    "prefix": "Basic ",
+                    "env": [plan.auth.basic_username_env, plan.auth.basic_password_env],
+                }
+            )
+        elif label == "apiKey-header" and plan.auth.api_key_env and scheme.param_name:
+            headers.append(
+                {"header": scheme.param_name, "prefix": "", "env": plan.auth.api_key_env}
+            )
+        elif label == "apiKey-cookie" and plan.auth.api_key_env and scheme.param_name:
+            headers.append(
+                {
+                    "header": "Cookie",
+                    "prefix": f"{scheme.param_name}=",
+                    "env": plan.auth.api_key_env,
+                }
+            )
+        elif label == "apiKey-query" and plan.auth.api_key_env and scheme.param_name:
+            query.append([quote(scheme.param_name, safe=""), [{"secret": plan.auth.api_key_env}]])
+    return headers, query
+
+
+def _text_template(text: str, encoding: str) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    pos = 0
+    for match in _PLACEHOLDER.finditer(text):
+        if match.start() > pos:
+            parts.append({"text": text[pos : match.start()]})
+        parts.append({"param": match.group(1), "as": encoding})
+        pos = match.end()
+    if pos < len(text):
+        parts.append({"text": text[pos:]})
+    return parts
+
+
+def json_template(value: Any) -> list[dict[str, Any]]:
+    """A JSON value with ``${name}`` placeholders as template parts (see the module doc)."""
+    parts: list[dict[str, Any]] = []
+
+    def text(s: str) -> None:
+        if parts and "text" in parts[-1]:
+            parts[-1] = {"text": parts[-1]["text"] + s}
+        else:
+            parts.append({"text": s})
+
+    def walk(v: Any) -> None:
+        if isinstance(v, str):
+            whole = _PLACEHOLDER.fullmatch(v)
+            if whole:
+                parts.append({"param": whole.group(1), "as": "json"})
+                return
+            text('"')
+            for piece in _text_template(v, "json-string"):
+                if "text" in piece:
+                    text(json.dumps(piece["text"], ensure_ascii=False)[1:-1])
+                else:
+                    parts.append(piece)
+            text('"')
+        elif isinstance(v, dict):
+            text("{")
+            for i, (k, item) in enumerate(v.items()):
+                if i:
+                    text(",")
+                text(json.dumps(str(k), ensure_ascii=False) + ":")
+                walk(item)
+            text("}")
+        elif isinstance(v, list | tuple):
+            text("[")
+            for i, item in enumerate(v):
+                if i:
+                    text(",")
+                walk(item)
+            text("]")
+        else:
+            text(json.dumps(v))
+
+    walk(value)
+    return parts
+
+
+def _is_json(media_type: str | None) -> bool:
+    return bool(media_type) and (
+        media_type == "application/json" or media_type.endswith("+json")  # type: ignore[union-attr]
+    )
+
+
+def _body(op: Operation, body: BodySpec, api: Api) -> dict[str, Any]:
+    kind = body.kind
+    if kind == "none":
+        return {"kind": "none"}
+    if kind == "json":
+        return {
+            "kind": "template",
+            "content_type": body.media_type or "application/json",
+            "parts": json_template(body.value),
+        }
+    if kind == "text":
+        return {
+            "kind": "template",
+            "content_type": body.media_type or "text/plain",
+            "parts": _text_template(str(body.value), "raw"),
+        }
+    if kind == "binary":
+        return {
+            "kind": "bytes",
+            "size": body.size or 0,
+            "content_type": body.media_type or "application/octet-stream",
+        }
+    if kind == "multipart":
+        parts = []
+        for part in body.parts:
+            if part.size is not None:
+                parts.append(
+                    {
+                        "name": part.name,
+                        "size": part.size,
+                        "filename": part.filename or f"{part.name}.bin",
+                        "content_type": part.content_type or "application/octet-stream",
+                    }
+                )
+            else:
+                parts.append({"name": part.name, "parts": _text_template(str(part.value), "raw")})
+        return {"kind": "multipart", "parts": parts}
+    # example / synthesized: from the description itself
+    content = op.request_body.content if op.request_body else ()
+    media = next((m for m in content if m.media_type == body.media_type), None) or (
+        content[0] if content else None
+    )
+    if media is None:
+        raise RunError(f"operation {op.operation_id!r} has no request body to send")
+    if kind == "example":
+        examples = dict(media.examples)
+        if not examples:
+            raise RunError(f"operation {op.operation_id!r} has no request body example")
+        value = examples.get(body.example or "", next(iter(examples.values())))
+    else:
+        value = synthesize(media.schema or {}, api.schemas)
+    media_type = media.media_type
+    if media_type == "multipart/form-data" and isinstance(value, dict):
+        props = (media.schema or {}).get("properties", {}) if media.schema else {}
+        parts = []
+        for name, item in value.items():
+            fmt = props.get(name, {}).get("format") if isinstance(props.get(name), dict) else None
+            if fmt in ("binary", "byte"):
+                parts.append(
+                    {
+                        "name": name,
+                        "size": 1024,
+                        "filename": f"{name}.bin",
+                        "content_type": "application/octet-stream",
+                    }
+                )
+            else:
+                text = item if isinstance(item, str) else json.dumps(item)
+                parts.append({"name": name, "parts": [{"text": text}]})
+        return {"kind": "multipart", "parts": parts}
+    if media_type == "application/x-www-form-urlencoded" and isinstance(value, dict):
+        from urllib.parse import urlencode
+
+        encoded = urlencode(
+            {k: v if isinstance(v, str) else json.dumps(v) for k, v in value.items()}
+        )
+        return {"kind": "template", "content_type": media_type, "parts": [{"text": encoded}]}
+    if _is_json(media_type) or not isinstance(value, str):
+        text = json.dumps(value, ensure_ascii=False)
+    else:
+        text = value
+    return {"kind": "template", "content_type": media_type, "parts": [{"text": text}]}
+
+
+def workload_json_text(document: dict[str, Any]) -> str:
+    return json.dumps(document, indent=1, sort_keys=False, ensure_ascii=False) + "\n"
+
+
+__all__ = [
+    "FORMAT",
+    "Control",
+    "Phase",
+    "Schedule",
+    "build_schedule",
+    "generator_json",
+    "injection_from_json",
+    "injection_json",
+    "json_template",
+    "phases_from_document",
+    "quick_plan",
+    "render_workload",
+    "workload_json_text",
+]

@@ -1,0 +1,206 @@
+"""The step controller: which rate to probe next, and when the search is over.
+
+Like Nighthawk's exponential search (``source/adaptive_load``), it grows the rate until the
+objective breaks and then bisects between the last rate that held and the first that broke;
+unlike it, it also:
+
+* **shrinks** when the very first rate already breaks the objective (divides by the growth
+  factor until a rate holds, down to :data:`MIN_RATE`) instead of giving up;
+* bisects **geometrically** (the next rate is ``sqrt(low × high)``): rates scale, and the
+  precision is relative (``high / low − 1``), so each step halves the bracket's ratio;
+* **confirms** the rate found with a longer run; a failed confirmation makes that rate the new
+  upper end and the search goes on below it (at most :data:`MAX_CONFIRMATIONS` times);
+* stops at the plan's ``max_rate`` (the knee is then at least that: a lower bound), and on a
+  ``tester-bound`` probe (the knee is at least the last rate that held: the tester's limit).
+
+The controller only decides: it never measures, never waits, and knows nothing of engines.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+from gatebench.core.plan import Capacity
+from gatebench.kinds.capacity._metrics import ProbeKind, ProbeRequest
+from gatebench.kinds.capacity._scoring import Outcome
+
+MIN_RATE = 1.0
+"""The lowest rate the search offers (req/s): a target that breaks the objective even there
+carries nothing."""
+MIN_ARRIVALS = 20
+"""A probe's window holds at least this many arrivals: fewer say nothing about a p99 (the
+lowest rate is raised for short probes: :meth:`StepController.floor`)."""
+MAX_CONFIRMATIONS = 3
+MAX_PROBES = 64
+"""A safety stop: the search never needs this many (growth from 1/s to 10⁶/s takes 20)."""
+
+SearchStatus = Literal[
+    "found", "at-max", "nothing", "tester-bound", "unconfirmed", "budget", "failed"
+]
+"""How a search ended: ``found`` (the knee, confirmed); ``at-max`` (the plan's max_rate held:
+the knee is at least that); ``nothing`` (even MIN_RATE broke the objective); ``tester-bound``
+(the tester could not offer a rate: the knee is at least the last rate that held);
+``unconfirmed`` (confirmations kept failing: the last rate that held, not confirmed);
+``budget`` (the time budget ran out: no knee); ``failed`` (the target stopped during the
+search: no knee, and it is searched no more)."""
+
+
+@dataclass
+class StepController:
+    """Exponential growth (or shrinking), geometric bisection to ``precision``, confirmation."""
+
+    settings: Capacity
+    start_rate: float | None = None
+    """This search's first rate (the repetitions start at different points of the first
+    growth step: gatebench.kinds.capacity.start_rate_for); the plan's start_rate when None."""
+    phase: Literal["grow", "shrink", "bisect", "confirm", "done"] = "grow"
+    low: float | None = None
+    """The highest rate that held (carried within the objective)."""
+    high: float | None = None
+    """The lowest rate that broke the objective."""
+    rate: float = 0.0
+    status: SearchStatus | None = None
+    held: list[float] = field(default_factory=list)
+    confirmations: int = 0
+    probes: int = 0
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        first = self.start_rate if self.start_rate is not None else self.settings.start_rate
+        self.rate = min(max(first, self.floor), self.settings.max_rate)
+
+    @property
+    def floor(self) -> float:
+        """The lowest rate offered: :data:`MIN_RATE`, or :data:`MIN_ARRIVALS` per probe window."""
+        return max(MIN_RATE, MIN_ARRIVALS / self.settings.probe)
+
+    @property
+    def done(self) -> bool:
+        return self.phase == "done"
+
+    def next_probe(self) -> ProbeRequest | None:
+        """The next probe to run, or None once the search is over."""
+        if self.phase == "done":
+            return None
+        s = self.settings
+        if self.probes >= MAX_PROBES:
+            self._finish("unconfirmed", f"stopped after {MAX_PROBES} probes")
+            return None
+        kind: ProbeKind = self.phase
+        duration = s.confirm if self.phase == "confirm" else s.probe
+        return ProbeRequest(round(self.rate, 3), kind, s.warmup, duration)
+
+    def update(self, outcome: Outcome, why: str = "") -> None:
+        """The outcome of the probe :meth:`next_probe` proposed."""
+        if self.phase == "done":
+            raise ValueError("the search is over")
+        self.probes += 1
+        s = self.settings
+        rate = self.rate
+        if outcome == "tester-bound":
+            self._finish("tester-bound", why)
+            return
+        held = outcome == "within"
+        if held:
+            self.held.append(rate)
+        if self.phase == "confirm":
+            if held:
+                self._finish("found")
+                return
+            self.confirmations += 1
+            self.high = rate
+            below = [r for r in self.held if r < rate]
+            # a rate that held a short probe but not the confirmation: it did not hold
+            self.held = below
+            self.low = max(below) if below else None
+            if self.confirmations >= MAX_CONFIRMATIONS:
+                if self.low is None:
+                    self._finish("nothing", why)
+                else:
+                    self._finish("unconfirmed", f"{MAX_CONFIRMATIONS} confirmations failed")
+                return
+            if self.low is None:
+                self._shrink_from(rate)
+            else:
+                self._bisect_or_confirm()
+            return
+        if self.phase == "grow":
+            if held:
+                self.low = rate
+                if rate >= s.max_rate:
+                    self._finish("at-max", f"max_rate {s.max_rate:g}/s held")
+                    return
+                self.rate = min(rate * s.growth, s.max_rate)
+                return
+            self.high = rate
+            if self.low is None:
+                self._shrink_from(rate)
+            else:
+                self._bisect_or_confirm()
+            return
+        if self.phase == "shrink":
+            if held:
+                self.low = rate
+                self._bisect_or_confirm()
+            else:
+                self.high = rate
+                self._shrink_from(rate)
+            return
+        # bisect
+        if held:
+            self.low = rate
+        else:
+            self.high = rate
+        self._bisect_or_confirm()
+
+    def _shrink_from(self, rate: float) -> None:
+        if rate <= self.floor:
+            self._finish("nothing", f"the objective broke even at {self.floor:g}/s")
+            return
+        self.phase = "shrink"
+        self.rate = max(rate / self.settings.growth, self.floor)
+
+    def _bisect_or_confirm(self) -> None:
+        assert self.low is not None and self.high is not None
+        if self.high / self.low - 1.0 <= self.settings.precision:
+            if self.settings.confirm > 0:
+                self.phase = "confirm"
+                self.rate = self.low
+            else:
+                self._finish("found")
+            return
+        self.phase = "bisect"
+        self.rate = math.sqrt(self.low * self.high)
+
+    def _finish(self, status: SearchStatus, note: str = "") -> None:
+        self.phase = "done"
+        self.status = status
+        self.note = note
+
+    def target_failed(self, why: str) -> None:
+        """The target stopped answering (a gateway that died): the search ends without a knee."""
+        self._finish("failed", why)
+
+    def out_of_time(self) -> None:
+        """The time budget cannot fit the next probe: the search ends without a knee."""
+        self._finish("budget", "the time budget ran out before the search ended")
+
+    @property
+    def knee(self) -> float | None:
+        """The rate the search found: the highest that held (a lower bound for ``at-max`` and
+        ``tester-bound``); None for ``nothing`` and ``budget``, and while searching."""
+        if self.status in (None, "budget", "nothing", "failed"):
+            return 0.0 if self.status == "nothing" else None
+        return self.low
+
+
+__all__ = [
+    "MAX_CONFIRMATIONS",
+    "MAX_PROBES",
+    "MIN_ARRIVALS",
+    "MIN_RATE",
+    "SearchStatus",
+    "StepController",
+]

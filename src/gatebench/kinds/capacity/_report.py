@@ -1,0 +1,550 @@
+"""The report of a capacity run (docs/capacity.md): HTML (self-contained, like the fixed run's),
+Markdown, JSON and CSV rows for BigQuery.
+
+:func:`build_capacity_report` decides the content (pure: a run record and its
+:class:`~gatebench.kinds.capacity.CapacityResult` in); the renderers lay it out. Per endpoint: the
+verdict, a table of what each target carries within the objective (95 % interval, requests per
+gateway CPU-second, price per million requests where known), the knees as bars with their
+intervals, every pair's comparison, and the latency-against-offered-rate curves (p50 and p99,
+each target's knee marked, the objective drawn).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from html import escape
+from typing import Any
+
+from gatebench import __version__
+from gatebench.kinds.capacity import BASELINE, CapacityResult, EndpointResult, KneeSummary, rate_text
+from gatebench.core.model import RunRecord
+from gatebench.core.thresholds import ThresholdResult
+from gatebench.core.report._build import _json_safe
+from gatebench.core.report._flat import Row, _timestamp, column_names, rows_to_csv
+from gatebench.core.report._html import CSP, CSS, JS, _model_table
+from gatebench.core.report._markdown import _model_table as _md_model_table
+from gatebench.core.report._svg import Bar, CurveSeries, Group, RatePoint, colours_for, curve_chart, hbar_chart
+from gatebench.core.report._tables import Cell, Column, Table
+
+CAPACITY_NOTE = (
+    "Latencies count from each request's intended start (the open model: a stalled target "
+    "shows its queue), in milliseconds with microsecond resolution. Intervals are 95 % "
+    "confidence intervals of the mean knee over the repetitions (Student's t); comparisons are "
+    "ratios of geometric means with Welch's interval on the logarithms."
+)
+
+
+@dataclass(frozen=True)
+class CapacityReport:
+    run: RunRecord
+    result: CapacityResult
+    cautions: tuple[str, ...] = ()
+    thresholds: tuple[ThresholdResult, ...] = ()
+    generated_at: float = field(default_factory=time.time)
+
+    @property
+    def title(self) -> str:
+        return self.run.title or self.run.spec_uri.rsplit("/", 1)[-1] or self.run.run_id
+
+    @property
+    def verdict(self) -> tuple[str, ...]:
+        return tuple(e.verdict for e in self.result.endpoints)
+
+    @property
+    def targets(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for e in self.result.endpoints:
+            for s in e.summaries:
+                seen.setdefault(s.target, None)
+        return sorted(seen, key=lambda t: (t == BASELINE, t))
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = _json_safe(
+            {
+                "gatebench": __version__,
+                "kind": "capacity",
+                "generated_at": self.generated_at,
+                "run": self.run.to_dict(),
+                "verdict": list(self.verdict),
+                "cautions": list(self.cautions),
+                "capacity": self.result.to_dict(),
+                "thresholds": [
+                    {
+                        "threshold": r.threshold.to_dict(),
+                        "target": r.target,
+                        "workload": r.workload,
+                        "value": r.value,
+                        "passed": r.passed,
+                    }
+                    for r in self.thresholds
+                ],
+            }
+        )
+        return data
+
+
+def capacity_cautions(result: CapacityResult) -> list[str]:
+    """What a reader must know before trusting the knees."""
+    out = []
+    if "budget" in result.stop or "undecided" in result.stop:
+        out.append(f"The searches stopped: {result.stop}.")
+    for e in result.endpoints:
+        for s in e.summaries:
+            if s.bounded:
+                out.append(
+                    f"{s.target} on {e.workload}: {s.label()}; the number is a lower bound, "
+                    "not the target's knee."
+                )
+            if not s.knees:
+                out.append(f"{s.target} on {e.workload}: no search finished (no knee).")
+    noisy = sum(1 for c in result.curves if "noisy" in c.reasons)
+    if noisy:
+        out.append(
+            f"{noisy} of {len(result.curves)} probes ran while other processes used more than "
+            "20 % of the machine (noisy): a breach there may be the neighbours'."
+        )
+    return out
+
+
+def build_capacity_report(
+    run: RunRecord,
+    result: CapacityResult,
+    *,
+    thresholds: Sequence[ThresholdResult] = (),
+    now: float | None = None,
+) -> CapacityReport:
+    return CapacityReport(
+        run,
+        result,
+        tuple(capacity_cautions(result)),
+        tuple(thresholds),
+        generated_at=time.time() if now is None else now,
+    )
+
+
+# -- tables (defined once: the HTML report, the Markdown report and the dashboard) ----------
+
+
+def _plain(value: float | None, digits: int = 0) -> str:
+    if value is None or not math.isfinite(value):
+        return "–"
+    return f"{value:,.{digits}f}"
+
+
+def knee_table(endpoint: EndpointResult, index: int = 0) -> Table:
+    """What each target carries on one endpoint: the knee with its interval, against the
+    baseline, per gateway CPU-second, the price of a million requests, the searches behind it."""
+    table = Table(
+        f"capacity-{index}",
+        f"{endpoint.workload}: capacity per target",
+        [
+            Column("target", False),
+            Column("carries within the objective", True),
+            Column("of the baseline", True),
+            Column("req per gateway CPU-s", True, compact=False),
+            Column("per million requests", True),
+            Column("repetitions", True, compact=False),
+            Column("probes", True, compact=False),
+            Column("notes", False, compact=False),
+        ],
+        legend=f"Objective: {endpoint.objective}. Stopped: {endpoint.stop}.",
+    )
+    base = endpoint.summary(BASELINE)
+    base_rate = base.estimate if base is not None else None
+    gateways = [s for s in endpoint.summaries if s.target != BASELINE and s.estimate]
+    top = max((s.estimate or 0.0 for s in gateways), default=None)
+    for s in sorted(endpoint.summaries, key=lambda s: (s.target == BASELINE, -(s.estimate or 0))):
+        share = (
+            100.0 * s.estimate / base_rate
+            if s.target != BASELINE and s.estimate and base_rate
+            else None
+        )
+        price = endpoint.prices.get(s.target)
+        table.add(
+            s.target,
+            [
+                Cell(
+                    s.label(),
+                    s.estimate,
+                    best=s.target != BASELINE and top is not None and s.estimate == top,
+                ),
+                Cell("–" if share is None else f"{share:.0f} %", share),
+                Cell(_plain(s.req_per_cpu_s), s.req_per_cpu_s),
+                Cell("–" if price is None else f"${price:.4f}", price),
+                Cell(str(len(s.knees)), float(len(s.knees))),
+                Cell(str(s.probes), float(s.probes)),
+                Cell("; ".join(s.notes)),
+            ],
+            sort=s.target,
+        )
+    return table
+
+
+def comparison_table(endpoint: EndpointResult, index: int = 0) -> Table:
+    """Every pair of targets on one endpoint: which carries more, by how much, decided or not."""
+    table = Table(
+        f"capacity-pairs-{index}",
+        f"{endpoint.workload}: every pair",
+        [
+            Column("carries more", False),
+            Column("than", False),
+            Column("by", True),
+            Column("95 % CI", True),
+            Column("order", False),
+        ],
+        legend="Ratio of geometric means with Welch's interval on the logarithms; decided when "
+        "the interval excludes 0 %.",
+    )
+    for c in endpoint.comparisons:
+        ci = (
+            f"{100 * (c.low - 1):.0f}–{100 * (c.high - 1):.0f} %"
+            if c.low is not None and c.high is not None
+            else "–"
+        )
+        pct = None if c.ratio is None else 100.0 * (c.ratio - 1.0)
+        table.add(
+            c.better,
+            [
+                Cell(c.worse),
+                Cell(c.percent() + " more", pct),
+                Cell(ci),
+                Cell("decided" if c.decided else "undecided"),
+            ],
+        )
+    return table
+
+
+# -- HTML -----------------------------------------------------------------------------------
+
+
+def _e(value: object) -> str:
+    return escape(str(value))
+
+
+def _when(epoch: float) -> str:
+    return dt.datetime.fromtimestamp(epoch, tz=dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], caption: str) -> str:
+    table = Table("t", caption, [Column(h, False) for h in header])
+    for row in rows:
+        table.add(row[0], [Cell(c) for c in row[1:]])
+    return _model_table(table)
+
+
+def objective_line(objective: str) -> tuple[float | None, str]:
+    """The p99 bound (else the first latency bound) of an objective's words, to draw."""
+    bounds = [part.strip() for part in objective.split(",") if " ms" in part]
+    chosen = next((b for b in bounds if b.startswith("p99")), bounds[0] if bounds else None)
+    if chosen is None:
+        return None, ""
+    try:
+        return float(chosen.split("≤")[1].replace("ms", "").strip()), chosen
+    except (IndexError, ValueError):
+        return None, ""
+
+
+def _endpoint_html(report: CapacityReport, e: EndpointResult, colour_of: Any, index: int) -> str:
+    bars = []
+    for s in sorted(e.summaries, key=lambda s: (s.target == BASELINE, s.target)):
+        value = s.estimate
+        if value is None:
+            continue
+        ci = s.interval
+        bars.append(
+            Bar(
+                label=s.target,
+                value=value,
+                text=s.label(),
+                low=None if ci is None else ci[0],
+                high=None if ci is None else ci[1],
+                hatched=s.target == BASELINE,
+                data={"target": s.target, "workload": e.workload},
+            )
+        )
+    knees = hbar_chart(
+        [Group(e.workload, bars)],
+        chart_id=f"knees-{index}",
+        title=f"Rate each target carries on {e.workload} within {e.objective}",
+        description="Mean knee over the repetitions with its 95 % interval; ≥ marks a lower bound.",
+        axis_label="req/s",
+        colour_of=colour_of,
+    )
+    objective_ms, objective_text = objective_line(e.objective)
+    series = []
+    for s in sorted(e.summaries, key=lambda s: (s.target == BASELINE, s.target)):
+        points = [
+            RatePoint(
+                c.rate,
+                c.p50,
+                c.p99,
+                f"{rate_text(c.rate)} offered (repetition {c.repetition}, {c.kind}): "
+                f"p50 {c.p50:.1f} ms, p99 {c.p99:.1f} ms, errors {c.error_pct:.2f} %, "
+                f"{c.outcome}",
+                c.outcome == "within",
+            )
+            for c in report.result.curves
+            if c.target == s.target and c.workload == e.workload
+        ]
+        series.append(CurveSeries(s.target, points, s.estimate, s.label()))
+    curves = curve_chart(
+        series,
+        chart_id=f"curves-{index}",
+        title=f"{e.workload}: latency against offered rate",
+        description=(
+            "Every probe of every repetition: p99 (dots, solid line) and p50 (squares, dashed "
+            "line) against the rate offered; the vertical lines are the knees, the red line the "
+            "objective. Faded probes broke the objective."
+        ),
+        colour_of=colour_of,
+        objective_ms=objective_ms,
+        objective_text=objective_text,
+    )
+    comparisons = _model_table(comparison_table(e, index)) if e.comparisons else ""
+    return (
+        f'<h3>{_e(e.workload)}</h3><p class="verdict">{_e(e.verdict)}</p>'
+        f'<p class="legend">Objective: {_e(e.objective)}. Stopped: {_e(e.stop)}.</p>'
+        + _model_table(knee_table(e, index))
+        + knees
+        + curves
+        + comparisons
+    )
+
+
+def render_capacity_html(report: CapacityReport) -> str:
+    colours = colours_for(report.targets, BASELINE)
+
+    def colour_of(target: str) -> str:
+        return colours.get(target, "#444444")
+
+    endpoints = "".join(
+        _endpoint_html(report, e, colour_of, i) for i, e in enumerate(report.result.endpoints)
+    )
+    cautions = ""
+    if report.cautions:
+        items = "".join(f"<li>{_e(c)}</li>" for c in report.cautions)
+        cautions = (
+            '<aside class="cautions" role="note" aria-label="Cautions"><strong>Before you '
+            f"trust these numbers</strong><ul>{items}</ul></aside>"
+        )
+    thresholds = ""
+    if report.thresholds:
+        rows = [[r.subject, "pass" if r.passed else "FAIL", r.line()] for r in report.thresholds]
+        thresholds = (
+            '<section id="thresholds"><h2>Thresholds</h2>'
+            + _table(["subject", "result", "detail"], rows, "Capacity thresholds")
+            + "</section>"
+        )
+    result = report.result
+    orders = "; ".join(f"{rep}: {', '.join(o)}" for rep, o in result.orders)
+    price = (
+        f"<dt>prices</dt><dd>{_e(result.machine)} at ${result.hourly_usd:.4f} an hour</dd>"
+        if result.machine and result.hourly_usd
+        else ""
+    )
+    run = report.run
+    method = (
+        "<p>Each probe offers one constant arrival rate (an open model) for a warm-up and a "
+        "measured window; the search grows the rate until the objective breaks, bisects to the "
+        "plan's precision and confirms the rate found. A probe in which the load generator could "
+        "not keep its schedule is tester-bound: the knee is then reported as at least the last "
+        "rate that held. docs/capacity.md explains the method and its limits.</p>"
+    )
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<meta name="generator" content="gatebench {_e(__version__)}">'
+        f"<title>gatebench capacity: {_e(report.title)} ({_e(run.run_id)})</title>"
+        f"<style>{CSS}</style></head><body>"
+        f'<header><p class="sub">gatebench capacity report · run {_e(run.run_id)} · '
+        f"{_e(run.status.value)} · {_e(_when(run.created_at))}</p>"
+        f"<h1>{_e(report.title)}</h1>"
+        f'<p class="verdict" id="verdict">{_e(" ".join(report.verdict))}</p>{cautions}</header>'
+        f'<main><section id="capacity"><h2>Capacity per endpoint</h2>{endpoints}</section>'
+        f"{thresholds}"
+        f'<section id="run"><h2>Run</h2><dl class="meta"><dt>repetitions</dt>'
+        f"<dd>{result.repetitions}</dd><dt>stopped</dt><dd>{_e(result.stop)}</dd>"
+        f"<dt>target order</dt><dd>{_e(orders)}</dd>{price}</dl></section>"
+        f'<section id="method"><h2>How to read this report</h2>{method}</section></main>'
+        f"<footer>Generated by gatebench {_e(__version__)} on {_e(_when(report.generated_at))}. "
+        f"{_e(CAPACITY_NOTE)}</footer>"
+        f"<script>{JS}</script></body></html>\n"
+    )
+
+
+# -- Markdown -------------------------------------------------------------------------------
+
+
+def render_capacity_markdown(report: CapacityReport) -> str:
+    lines = [f"# Capacity: {report.title}", "", f"Run `{report.run.run_id}`.", ""]
+    for i, e in enumerate(report.result.endpoints):
+        lines += [
+            f"## {e.workload}",
+            "",
+            e.verdict,
+            "",
+            f"Objective: {e.objective}. Stopped: {e.stop}.",
+            "",
+        ]
+        lines += _md_model_table(knee_table(e, i))
+        if e.comparisons:
+            lines += _md_model_table(comparison_table(e, i))
+    if report.cautions:
+        lines += ["## Cautions", "", *(f"- {c}" for c in report.cautions), ""]
+    if report.thresholds:
+        lines += ["## Thresholds", "", *(f"- {r.line()}" for r in report.thresholds), ""]
+    lines += [f"The searches stopped: {report.result.stop}.", "", CAPACITY_NOTE, ""]
+    return "\n".join(lines)
+
+
+def text_table(table: Table) -> list[str]:
+    """A table's compact columns as aligned plain text (the terminal's view)."""
+    shown = [i for i, c in enumerate(table.columns) if c.compact]
+    rows = [[table.columns[i].label for i in shown]]
+    for row in table.rows:
+        texts = [row.header, *(c.text for c in row.cells)]
+        rows.append([texts[i] for i in shown])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(shown))]
+    numeric = [table.columns[i].numeric for i in shown]
+    return [
+        "  ".join(
+            (cell.rjust(w) if num else cell.ljust(w))
+            for cell, w, num in zip(r, widths, numeric, strict=True)
+        ).rstrip()
+        for r in rows
+    ]
+
+
+def capacity_text(report: CapacityReport) -> list[str]:
+    """What ``gatebench capacity`` prints at the end: per endpoint the objective, what each
+    target carries and the verdict; then the cautions and why the searches stopped."""
+    lines: list[str] = []
+    for i, e in enumerate(report.result.endpoints):
+        lines += ["", f"{e.workload} — objective {e.objective}"]
+        lines += ["  " + line for line in text_table(knee_table(e, i))]
+        lines.append(e.verdict)
+    if report.cautions:
+        lines.append("")
+        lines += [f"Caution: {c}" for c in report.cautions]
+    lines += ["", f"The searches stopped: {report.result.stop}."]
+    return lines
+
+
+def render_capacity_json(report: CapacityReport) -> str:
+    return json.dumps(report.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+# -- flat rows (BigQuery, CSV) --------------------------------------------------------------
+
+
+def capacity_rows(report: CapacityReport) -> list[Row]:
+    """Every number of a capacity run as rows of the BigQuery table: per endpoint and target the
+    knee (``capacity``: mean and interval, or ``lower_bound``), each repetition's knee, requests
+    per gateway CPU-second and the price at the knee; per probe its p50, p99, error rate and
+    achieved rate at the offered rate (``statistic`` ``probe``, ``offered_rate`` set)."""
+    run = report.run
+    base: Row = {
+        "run_id": run.run_id,
+        "run_created_at": _timestamp(run.created_at),
+        "run_title": run.title or None,
+    }
+    rows: list[Row] = []
+
+    def add(
+        target: str,
+        workload: str,
+        metric: str,
+        statistic: str,
+        value: float | None,
+        unit: str,
+        **extra: Any,
+    ) -> None:
+        if value is None or not math.isfinite(value):
+            return
+        row = dict.fromkeys(column_names())
+        row.update(base)
+        row.update(
+            target=target,
+            is_baseline=target == BASELINE,
+            workload=workload,
+            metric=metric,
+            statistic=statistic,
+            value=float(value),
+            unit=unit,
+        )
+        row.update(extra)
+        rows.append(row)
+
+    for e in report.result.endpoints:
+        for s in e.summaries:
+            _summary_rows(add, e, s)
+            price = e.prices.get(s.target)
+            add(s.target, e.workload, "capacity_price_per_million", "value", price, "USD")
+    for c in report.result.curves:
+        for metric, value, unit in (
+            ("p50", c.p50, "ms"),
+            ("p99", c.p99, "ms"),
+            ("error_pct", c.error_pct, "%"),
+            ("throughput", c.achieved_rate, "req/s"),
+        ):
+            add(
+                c.target,
+                c.workload,
+                metric,
+                "probe",
+                value,
+                unit,
+                repetition=c.repetition,
+                offered_rate=c.rate,
+                flags=f"{c.kind};{c.outcome}",
+            )
+    return rows
+
+
+def _summary_rows(add: Any, e: EndpointResult, s: KneeSummary) -> None:
+    n = len(s.knees)
+    if s.bounded:
+        add(s.target, e.workload, "capacity", "lower_bound", s.bound, "req/s", n=n)
+    else:
+        add(s.target, e.workload, "capacity", "mean", s.mean, "req/s", n=n)
+        ci = s.interval
+        if ci is not None:
+            add(s.target, e.workload, "capacity", "ci95_low", ci[0], "req/s", n=n)
+            add(s.target, e.workload, "capacity", "ci95_high", ci[1], "req/s", n=n)
+    for rep, knee in zip(s.repetitions, s.knees, strict=False):
+        add(s.target, e.workload, "capacity", "value", knee, "req/s", repetition=rep)
+    add(s.target, e.workload, "req_per_cpu_s", "mean", s.req_per_cpu_s, "req/CPU-s", n=n)
+
+
+def render_capacity_csv(report: CapacityReport) -> str:
+    return rows_to_csv(capacity_rows(report))
+
+
+def render_capacity_junit(report: CapacityReport) -> str:
+    """The capacity thresholds as JUnit XML (one case per threshold × target)."""
+    from gatebench.core.report._junit import cases_of, junit_xml
+
+    return junit_xml(report.run, cases_of(list(report.thresholds)))
+
+
+__all__ = [
+    "CAPACITY_NOTE",
+    "CapacityReport",
+    "build_capacity_report",
+    "capacity_cautions",
+    "capacity_rows",
+    "capacity_text",
+    "render_capacity_csv",
+    "render_capacity_html",
+    "render_capacity_json",
+    "render_capacity_junit",
+    "render_capacity_markdown",
+    "text_table",
+]

@@ -1,0 +1,227 @@
+"""A capacity run's result: what is stored with the run and what every report renders.
+
+Built once from the campaign (:func:`capacity_result`), it holds per endpoint each target's
+knee with its interval, every pair's comparison, the verdict in words and why the searches
+stopped; the latency-against-offered-rate curves (every probe: its rate, p50, p99, errors and
+outcome, the knee marked by the summaries); and the price of a million requests at the knee when
+the gateway's machine type and its price are known. It is small: a probe is a handful of numbers
+(the full probe metrics stay in the run folder's ``capacity-searches.jsonl``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gatebench.core.plan import Capacity
+from gatebench.kinds.capacity._campaign import Campaign
+from gatebench.kinds.capacity._summary import BASELINE, Comparison, KneeSummary, compare, verdict
+
+FORMAT = "gatebench-capacity/1"
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """One probe on a latency-against-offered-rate curve."""
+
+    target: str
+    workload: str
+    repetition: int
+    rate: float
+    kind: str
+    outcome: str
+    p50: float
+    p99: float
+    error_pct: float
+    achieved_rate: float
+    lag_p99_ms: float
+    reasons: str = ""
+    """The scoring function's reasons (``p99 73.0 ms > 50 ms; noisy: ...``)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CurvePoint:
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+@dataclass(frozen=True)
+class EndpointResult:
+    """One endpoint (workload): every target's knee, the comparisons, the verdict."""
+
+    workload: str
+    objective: str
+    """The objective in words: ``p99 ≤ 50 ms, errors ≤ 0.1 %``."""
+    summaries: tuple[KneeSummary, ...]
+    comparisons: tuple[Comparison, ...]
+    verdict: str
+    stop: str
+    """Why this endpoint's searches stopped."""
+    prices: Mapping[str, float] = field(default_factory=dict)
+    """Target → USD per million requests at the knee (gateways only; cloud path)."""
+
+    def summary(self, target: str) -> KneeSummary | None:
+        return next((s for s in self.summaries if s.target == target), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "workload": self.workload,
+            "objective": self.objective,
+            "summaries": [s.to_dict() for s in self.summaries],
+            "comparisons": [c.to_dict() for c in self.comparisons],
+            "verdict": self.verdict,
+            "stop": self.stop,
+            "prices": dict(self.prices),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EndpointResult:
+        return cls(
+            workload=str(data["workload"]),
+            objective=str(data["objective"]),
+            summaries=tuple(KneeSummary.from_dict(s) for s in data.get("summaries", ())),
+            comparisons=tuple(Comparison.from_dict(c) for c in data.get("comparisons", ())),
+            verdict=str(data.get("verdict", "")),
+            stop=str(data.get("stop", "")),
+            prices={str(k): float(v) for k, v in (data.get("prices") or {}).items()},
+        )
+
+
+@dataclass(frozen=True)
+class CapacityResult:
+    endpoints: tuple[EndpointResult, ...]
+    curves: tuple[CurvePoint, ...]
+    stop: str
+    """Why the run stopped: every pair decided, every repetition run, or the budget spent."""
+    repetitions: int
+    """Rounds that ran."""
+    orders: tuple[tuple[int, tuple[str, ...]], ...] = ()
+    """(repetition, targets in the order they ran)."""
+    machine: str | None = None
+    """The gateway's machine type the prices are for (cloud path)."""
+    hourly_usd: float | None = None
+    ceiling: float | None = None
+    """The engine's ceiling (req/s) the tester-bound rule used, when measured."""
+
+    def endpoint(self, workload: str) -> EndpointResult | None:
+        return next((e for e in self.endpoints if e.workload == workload), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "endpoints": [e.to_dict() for e in self.endpoints],
+            "curves": [c.to_dict() for c in self.curves],
+            "stop": self.stop,
+            "repetitions": self.repetitions,
+            "orders": [[rep, list(order)] for rep, order in self.orders],
+            "machine": self.machine,
+            "hourly_usd": self.hourly_usd,
+            "ceiling": self.ceiling,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CapacityResult:
+        return cls(
+            endpoints=tuple(EndpointResult.from_dict(e) for e in data.get("endpoints", ())),
+            curves=tuple(CurvePoint.from_dict(c) for c in data.get("curves", ())),
+            stop=str(data.get("stop", "")),
+            repetitions=int(data.get("repetitions", 0)),
+            orders=tuple((int(r), tuple(str(t) for t in o)) for r, o in data.get("orders", ())),
+            machine=data.get("machine"),
+            hourly_usd=None if data.get("hourly_usd") is None else float(data["hourly_usd"]),
+            ceiling=None if data.get("ceiling") is None else float(data["ceiling"]),
+        )
+
+
+def capacity_status(data: Mapping[str, Any] | None, target_errors: bool) -> str:
+    """A capacity run's last status from its stored result: ``partial`` when a target failed or
+    has no knee on some endpoint, or the searches stopped on the budget; ``done`` otherwise."""
+    if data is None:
+        return "partial"
+    result = CapacityResult.from_dict(data)
+    missing = any(not s.knees for e in result.endpoints for s in e.summaries)
+    budget = "budget" in result.stop
+    return "partial" if target_errors or missing or budget else "done"
+
+
+def capacity_result(
+    campaign: Campaign,
+    *,
+    machine: str | None = None,
+    hourly_usd: float | None = None,
+    ceiling: float | None = None,
+) -> CapacityResult:
+    """The result of a finished (or stopped) campaign."""
+    endpoints = []
+    for workload, settings in campaign.settings.items():
+        summaries = campaign.summaries(workload)
+        endpoints.append(_endpoint(workload, settings, summaries, campaign, hourly_usd))
+    curves = []
+    for (target, workload), results in sorted(campaign.results.items()):
+        for repetition, result in enumerate(results, start=1):
+            for p in result.probes:
+                m = p.metrics
+                curves.append(
+                    CurvePoint(
+                        target=target,
+                        workload=workload,
+                        repetition=repetition,
+                        rate=p.request.rate,
+                        kind=p.request.kind,
+                        outcome=p.verdict.outcome,
+                        p50=round(m.latency["p50"], 3),
+                        p99=round(m.latency["p99"], 3),
+                        error_pct=round(m.error_pct, 4),
+                        achieved_rate=round(m.achieved_rate, 3),
+                        lag_p99_ms=round(m.lag_p99_ms, 3),
+                        reasons="; ".join(p.verdict.reasons),
+                    )
+                )
+    return CapacityResult(
+        endpoints=tuple(endpoints),
+        curves=tuple(curves),
+        stop=campaign.stop or "",
+        repetitions=campaign.rounds,
+        orders=tuple(campaign.orders),
+        machine=machine,
+        hourly_usd=hourly_usd,
+        ceiling=ceiling,
+    )
+
+
+def _endpoint(
+    workload: str,
+    settings: Capacity,
+    summaries: Sequence[KneeSummary],
+    campaign: Campaign,
+    hourly_usd: float | None,
+) -> EndpointResult:
+    comparisons = tuple(compare(a, b) for i, a in enumerate(summaries) for b in summaries[i + 1 :])
+    prices = {}
+    for s in summaries:
+        if s.target == BASELINE:
+            continue
+        price = s.price_per_million(hourly_usd)
+        if price is not None:
+            prices[s.target] = price
+    return EndpointResult(
+        workload=workload,
+        objective=settings.objective.label(),
+        summaries=tuple(summaries),
+        comparisons=comparisons,
+        verdict=verdict(workload, summaries, settings.objective),
+        stop=campaign.done.get(workload, campaign.stop or ""),
+        prices=prices,
+    )
+
+
+__all__ = [
+    "FORMAT",
+    "CapacityResult",
+    "CurvePoint",
+    "EndpointResult",
+    "capacity_result",
+    "capacity_status",
+]

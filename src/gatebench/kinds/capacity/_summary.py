@@ -1,0 +1,352 @@
+"""From the searches to what a reader takes away: each target's knee on each endpoint with its
+95 % confidence interval, which of two targets carries more (and by how much, with an
+interval), a verdict in words, and the price of a million requests at the objective.
+
+* **The knee's interval**: the mean of the repetitions' knees, Student's t over them
+  (``gatebench.core.confidence``). Each repetition starts its search at a different point of the
+  first growth step (``start_rate_for``), so the interval includes the search's own resolution.
+* **Lower bounds**: a search that ended ``at-max`` or ``tester-bound`` found only "at least
+  R". A target whose searches were bounded in at least half of its repetitions (the rule
+  ``gatebench.core.trust`` applies to tester-bound cells) is reported as ``≥ R``, with no interval;
+  R is the smallest of its knees, the bounds and the knees found alike (a repetition that found
+  a knee below another's bound says the target does not always carry that bound).
+* **Comparisons** are of the ratio of geometric means, with Welch's interval on the logarithms
+  of the knees: "A carries 38 % more than B, 95 % CI 29–47 %". The order of A and B is
+  *decided* when that interval excludes 0 %. Against a lower bound ``≥ R`` the order is decided
+  when the other target's whole interval lies below R; two lower bounds are never ordered.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gatebench.core.confidence import Sample, welch_difference
+from gatebench.core.plan import Objective
+from gatebench.kinds.capacity._search import SearchResult
+
+BASELINE = "baseline"
+
+
+def rate_text(value: float) -> str:
+    """``1,234/s``; three significant digits below 100."""
+    return f"{value:,.0f}/s" if value >= 100 else f"{value:.3g}/s"
+
+
+def _plain(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+@dataclass(frozen=True)
+class KneeSummary:
+    """One target on one endpoint, over its repetitions."""
+
+    target: str
+    workload: str
+    knees: tuple[float, ...]
+    """The knee of every complete search (lower bounds included)."""
+    repetitions: tuple[int, ...] = ()
+    """The repetition each knee comes from (same order)."""
+    bounds: tuple[float, ...] = ()
+    """The knees that are only lower bounds (at-max, tester-bound)."""
+    notes: tuple[str, ...] = ()
+    """Why searches were bounded or incomplete (the tester's limit, the plan's max_rate...)."""
+    req_per_cpu_s: float | None = None
+    """Requests per gateway CPU-second at the knee (its confirmation runs), when measured."""
+    gateway_rss_mb: float | None = None
+    searches: int = 0
+    probes: int = 0
+
+    @property
+    def bounded(self) -> bool:
+        return bool(self.bounds) and 2 * len(self.bounds) >= len(self.knees)
+
+    @property
+    def bound(self) -> float | None:
+        """The lower bound a bounded target is reported with: its smallest knee."""
+        return min(self.knees) if self.bounded else None
+
+    @property
+    def sample(self) -> Sample | None:
+        return Sample.of(list(self.knees)) if self.knees and not self.bounded else None
+
+    @property
+    def mean(self) -> float | None:
+        s = self.sample
+        return None if s is None else s.mean
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        s = self.sample
+        if s is None or s.ci_half_width is None:
+            return None
+        return max(0.0, s.mean - s.ci_half_width), s.mean + s.ci_half_width
+
+    @property
+    def estimate(self) -> float | None:
+        """The number a table shows: the mean knee, or the lower bound."""
+        return self.bound if self.bounded else self.mean
+
+    def label(self) -> str:
+        """``1,234/s (95 % CI 1,180–1,290)``, ``≥ 8,000/s (the tester's limit)``, ``–``."""
+        if self.bounded:
+            assert self.bound is not None
+            return f"≥ {rate_text(self.bound)} ({self._bound_reason()})"
+        if self.mean is None:
+            return "–"
+        ci = self.interval
+        if ci is None:
+            return f"{rate_text(self.mean)} (one repetition: no interval)"
+        return f"{rate_text(self.mean)} (95 % CI {_plain(ci[0])}–{_plain(ci[1])})"
+
+    def _bound_reason(self) -> str:
+        text = " ".join(self.notes)
+        if "max_rate" in text:
+            return "the plan's max_rate"
+        return "the tester's limit"
+
+    def price_per_million(self, hourly_usd: float | None) -> float | None:
+        """USD per million requests at the knee, on a machine costing ``hourly_usd``."""
+        rate = self.estimate
+        if hourly_usd is None or not rate:
+            return None
+        return price_per_million(rate, hourly_usd)
+
+    def to_dict(self) -> dict[str, Any]:
+        ci = self.interval
+        return {
+            "target": self.target,
+            "workload": self.workload,
+            "knees": list(self.knees),
+            "repetitions": list(self.repetitions),
+            "bounds": list(self.bounds),
+            "bounded": self.bounded,
+            "estimate": self.estimate,
+            "mean": self.mean,
+            "ci_low": None if ci is None else ci[0],
+            "ci_high": None if ci is None else ci[1],
+            "req_per_cpu_s": self.req_per_cpu_s,
+            "gateway_rss_mb": self.gateway_rss_mb,
+            "searches": self.searches,
+            "probes": self.probes,
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> KneeSummary:
+        """A summary as :meth:`to_dict` wrote it (the derived figures are recomputed)."""
+        return cls(
+            target=str(data["target"]),
+            workload=str(data["workload"]),
+            knees=tuple(float(k) for k in data.get("knees", ())),
+            repetitions=tuple(int(r) for r in data.get("repetitions", ())),
+            bounds=tuple(float(k) for k in data.get("bounds", ())),
+            notes=tuple(str(n) for n in data.get("notes", ())),
+            req_per_cpu_s=_float(data.get("req_per_cpu_s")),
+            gateway_rss_mb=_float(data.get("gateway_rss_mb")),
+            searches=int(data.get("searches", 0)),
+            probes=int(data.get("probes", 0)),
+        )
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def price_per_million(rate: float, hourly_usd: float) -> float:
+    """What a million requests cost on a machine of ``hourly_usd`` kept busy at ``rate``."""
+    return hourly_usd / (rate * 3600.0) * 1e6
+
+
+def summarize(target: str, workload: str, results: Sequence[SearchResult]) -> KneeSummary:
+    """One target on one endpoint; ``results[i]`` is repetition i + 1's search."""
+    numbered = [(i, r) for i, r in enumerate(results, start=1) if r.complete and r.knee is not None]
+    complete = [r for _, r in numbered]
+    knees = tuple(float(r.knee) for r in complete if r.knee is not None)
+    bounds = tuple(float(r.knee) for r in complete if r.bounded and r.knee is not None)
+    notes = tuple(dict.fromkeys(r.note for r in results if r.note and r.status != "found"))
+    confirmations = [c for r in complete if (c := r.confirmation) is not None]
+    per_cpu = [v for c in confirmations if (v := c.metrics.req_per_cpu_s) is not None]
+    rss = [v for c in confirmations if (v := c.metrics.gateway_rss_mb) is not None]
+    return KneeSummary(
+        target=target,
+        workload=workload,
+        knees=knees,
+        repetitions=tuple(i for i, _ in numbered),
+        bounds=bounds,
+        notes=notes,
+        req_per_cpu_s=sum(per_cpu) / len(per_cpu) if per_cpu else None,
+        gateway_rss_mb=max(rss) if rss else None,
+        searches=len(results),
+        probes=sum(len(r.probes) for r in results),
+    )
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """``better`` against ``worse`` on one endpoint."""
+
+    workload: str
+    better: str
+    worse: str
+    ratio: float | None
+    """better / worse (ratio of geometric means; of the bound to the other's mean when one is
+    a lower bound); None when neither can be put on a number."""
+    low: float | None = None
+    high: float | None = None
+    """The ratio's 95 % interval (None: not available)."""
+    decided: bool = False
+    at_least: bool = False
+    """The ratio is a lower bound (``better`` reached a limit)."""
+
+    def percent(self) -> str:
+        """``38 %`` more; with ``at least`` for a lower bound."""
+        if self.ratio is None:
+            return "?"
+        pct = 100.0 * (self.ratio - 1.0)
+        return f"{'at least ' if self.at_least else ''}{pct:.0f} %"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "workload": self.workload,
+            "better": self.better,
+            "worse": self.worse,
+            "ratio": self.ratio,
+            "ci_low": self.low,
+            "ci_high": self.high,
+            "decided": self.decided,
+            "at_least": self.at_least,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Comparison:
+        return cls(
+            workload=str(data["workload"]),
+            better=str(data["better"]),
+            worse=str(data["worse"]),
+            ratio=_float(data.get("ratio")),
+            low=_float(data.get("ci_low")),
+            high=_float(data.get("ci_high")),
+            decided=bool(data.get("decided", False)),
+            at_least=bool(data.get("at_least", False)),
+        )
+
+
+def _logs(values: Sequence[float]) -> list[float]:
+    return [math.log(max(v, 0.5)) for v in values]
+
+
+def compare(a: KneeSummary, b: KneeSummary) -> Comparison:
+    """Which of two targets carries more on one endpoint, by how much, and whether that is
+    decided (rules in the module docstring)."""
+    if a.bounded and b.bounded:
+        first, second = (a, b) if (a.bound or 0) >= (b.bound or 0) else (b, a)
+        return Comparison(a.workload, first.target, second.target, None)
+    if a.bounded or b.bounded:
+        bounded, other = (a, b) if a.bounded else (b, a)
+        assert bounded.bound is not None
+        top = other.interval[1] if other.interval else other.mean
+        if top is None:
+            return Comparison(a.workload, bounded.target, other.target, None)
+        decided = other.interval is not None and top < bounded.bound
+        ratio = bounded.bound / other.mean if other.mean else None
+        if ratio is not None and ratio < 1.0:
+            return Comparison(a.workload, bounded.target, other.target, None)
+        return Comparison(
+            a.workload, bounded.target, other.target, ratio, decided=decided, at_least=True
+        )
+    if not a.knees or not b.knees:
+        return Comparison(a.workload, a.target, b.target, None)
+    la, lb = Sample.of(_logs(a.knees)), Sample.of(_logs(b.knees))
+    diff = welch_difference(la, lb)
+    first, second, sign = (a, b, 1.0) if diff.estimate >= 0 else (b, a, -1.0)
+    ratio = math.exp(sign * diff.estimate)
+    low = high = None
+    if diff.half_width is not None:
+        low = math.exp(sign * diff.estimate - diff.half_width)
+        high = math.exp(sign * diff.estimate + diff.half_width)
+    return Comparison(
+        a.workload,
+        first.target,
+        second.target,
+        ratio,
+        low,
+        high,
+        decided=bool(diff.significant),
+    )
+
+
+def all_decided(summaries: Sequence[KneeSummary]) -> bool:
+    """Whether every pair of targets on one endpoint is ordered."""
+    return all(compare(a, b).decided for i, a in enumerate(summaries) for b in summaries[i + 1 :])
+
+
+def undecided_pairs(summaries: Sequence[KneeSummary]) -> list[tuple[str, str]]:
+    return [
+        (a.target, b.target)
+        for i, a in enumerate(summaries)
+        for b in summaries[i + 1 :]
+        if not compare(a, b).decided
+    ]
+
+
+def verdict(workload: str, summaries: Sequence[KneeSummary], objective: Objective) -> str:
+    """The endpoint's verdict in one sentence: the gateway that carries the most against the
+    next one, or against the baseline when there is one gateway."""
+    at = objective.label()
+    gateways = [s for s in summaries if s.target != BASELINE and s.estimate is not None]
+    baseline = next((s for s in summaries if s.target == BASELINE), None)
+    if not gateways:
+        if baseline is not None and baseline.estimate is not None:
+            return f"without a gateway the backend carries {baseline.label()} of {workload} traffic at {at}"
+        return f"no target carried {workload} traffic at {at}"
+    ranked = sorted(gateways, key=lambda s: -(s.estimate or 0.0))
+    best = ranked[0]
+    if len(ranked) == 1:
+        text = f"{best.target} carries {best.label()} of {workload} traffic at {at}"
+        if baseline is not None and baseline.estimate and best.estimate is not None:
+            share = 100.0 * best.estimate / baseline.estimate
+            text += f", {share:.0f} % of what the backend carries without a gateway"
+        return text
+    c = compare(best, ranked[1])
+    if c.ratio is None:
+        if best.bounded and ranked[1].bounded:
+            return (
+                f"{c.better} and {c.worse} both reached a limit on {workload} traffic at {at}: "
+                "their order cannot be told here"
+            )
+        return (
+            f"{c.better} and {c.worse} on {workload} traffic at {at}: their order cannot be "
+            f"told here ({c.better}'s knee is only a lower bound)"
+        )
+    ci = f", 95 % CI {100 * (c.low - 1):.0f}–{100 * (c.high - 1):.0f} %" if c.low and c.high else ""
+    if c.decided:
+        return (
+            f"{c.better} carries {c.percent()} more {workload} traffic than {c.worse} at {at}{ci}"
+        )
+    if c.at_least:
+        return (
+            f"{c.better} may carry more {workload} traffic than {c.worse} at {at}: "
+            f"{c.better}'s knee is only a lower bound ({c.percent()} more) and {c.worse}'s "
+            "interval reaches above it, so their order is not decided"
+        )
+    return (
+        f"{c.better} and {c.worse} carry the same {workload} traffic at {at} within the noise "
+        f"({c.better} {c.percent()} more{ci})"
+    )
+
+
+__all__ = [
+    "BASELINE",
+    "Comparison",
+    "KneeSummary",
+    "all_decided",
+    "compare",
+    "price_per_million",
+    "rate_text",
+    "summarize",
+    "undecided_pairs",
+    "verdict",
+]

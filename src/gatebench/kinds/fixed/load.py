@@ -1,0 +1,215 @@
+"""``load``: the load engine runs the whole schedule against every target.
+
+One engine process runs every phase (docs/engine.md); it starts first and calls ``ctx.ready()``
+while it initialises, which runs ``provision``, then begins the first phase. Each measured
+phase is stored as it completes (:mod:`._load_hooks`), so a crash or Ctrl-C keeps what
+finished. Two ways to drive it, two stages with the same name:
+
+- :class:`Load`: one load generator; an engine crash is retried once for the phases not yet
+  complete, then the run fails;
+- :class:`LoadSplit` (``--testers N``): every phase split across N generators, each in a
+  network namespace of its own, their logs merged exactly (gatebench.local._fanout); no retry.
+
+A backend that refuses its reset fails the run either way.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from gatebench.local.engines import EngineRun, get_engine
+from gatebench.core.errors import RunError
+from gatebench.core.model import RunStatus
+from gatebench.core.score import BASELINE
+from gatebench.run._base import Stage
+from gatebench.run._journal import Progress
+from gatebench.run.stages._load_hooks import LoadHooks
+from gatebench.run.stages.backend import Backend
+from gatebench.run.stages.parse import Parsed
+from gatebench.run.stages.render import SKIP_FILE, Rendered
+
+if TYPE_CHECKING:
+    from gatebench.run._context import RunContext
+
+
+@dataclass(frozen=True)
+class Loaded:
+    failed: frozenset[str]
+    """Targets that failed before or during the load (their phases were skipped)."""
+
+
+class Load(Stage):
+    name = "load"
+    step = RunStatus.LOADING
+    moves = "start"
+    needs = (Parsed, Backend, Rendered)
+    gives = Loaded
+
+    def run(self, ctx: RunContext) -> Loaded:
+        hooks = start_hooks(ctx)
+        started = time.monotonic()
+        try:
+            self.drive(ctx, hooks, ctx.get(Rendered).load.document)
+        finally:
+            ctx.outcome.load_s = time.monotonic() - started
+            if hooks.watch is not None:
+                hooks.watch.close()
+        return Loaded(frozenset(hooks.failed))
+
+    def drive(self, ctx: RunContext, hooks: LoadHooks, document: dict[str, Any]) -> None:
+        """One engine; a crash is retried once with the phases not yet complete."""
+        engine = get_engine(ctx.get(Parsed).engine)
+        remaining = document
+        for attempt in (1, 2):
+            result = engine.run(
+                remaining,
+                ctx.run_dir,
+                hooks,
+                supervisor=ctx.supervisor,
+                cpu_groups=ctx.cpu_groups,
+                target_groups=target_groups(ctx),
+                name=engine.name if attempt == 1 else f"{engine.name}-retry",
+                ready=ready_then_skip(ctx, hooks) if attempt == 1 else None,
+            )
+            record_runs(ctx, [result])
+            if not result.crashed:
+                return
+            left = [p for p in remaining["phases"] if p["index"] not in hooks.completed]
+            if not left:
+                return
+            if attempt == 2:
+                raise RunError(f"the load engine failed twice: {result.reason}")
+            ctx.note(
+                "the load engine crashed; retrying "
+                f"{len(left)} phase(s): {result.reason.splitlines()[0]}"
+            )
+            ctx.journal.display(
+                Progress(step="loading", message="load engine crashed; retrying once")
+            )
+            remaining = dict(remaining, phases=left)
+
+
+class LoadSplit(Load):
+    """``--testers N``: the schedule split across several testers (gatebench.local._fanout)."""
+
+    def check(self, ctx: RunContext) -> None:
+        from gatebench.local._fanout import fanout_problem
+
+        problem = fanout_problem(ctx.options.testers, ctx.options.engine or ctx.plan.engine)
+        if problem is not None:
+            raise RunError(problem)
+        if ctx.plan.tls is not None or ctx.plan.fault is not None:
+            # Testers reach the targets from network namespaces of their own: the run's
+            # certificate names loopback only, and the loopback observer sees none of it.
+            raise RunError(
+                "--testers splits the load over network namespaces, which the run's TLS "
+                "certificate (loopback only) and the handshake and fault observer do not "
+                "reach; run a plan with tls or fault with one tester"
+            )
+
+    def drive(self, ctx: RunContext, hooks: LoadHooks, document: dict[str, Any]) -> None:
+        from gatebench.local._fanout import run_testers
+
+        fan = run_testers(
+            document,
+            ctx.options.testers,
+            ctx.run_dir,
+            hooks,
+            supervisor=ctx.supervisor,
+            cpu_groups=ctx.cpu_groups,
+            target_groups=target_groups(ctx),
+            ready=ready_then_skip(ctx, hooks),
+        )
+        ctx.outcome.notes.extend(fan.notes)
+        record_runs(ctx, fan.runs)
+
+
+def start_hooks(ctx: RunContext) -> LoadHooks:
+    """The engine's callbacks, the skip file (the targets failed so far) and the workload
+    document in the run folder."""
+    rendered = ctx.get(Rendered)
+    schedule, document = rendered.load.schedule, rendered.load.document
+    skip_file = ctx.run_dir / SKIP_FILE
+    skip_file.write_text("", encoding="utf-8")
+    (ctx.run_dir / "workload.json").write_text(
+        json.dumps(document, indent=1) + "\n", encoding="utf-8"
+    )
+    hooks = LoadHooks(
+        ctx.journal,
+        {p.index: p for p in schedule.phases},
+        rendered.provisioner,
+        skip_file,
+        len(schedule.phases),
+        ctx.get(Parsed).engine,
+        ctx.get(Backend).ceiling,
+        start_watch(ctx),
+    )
+    if hooks.failed:
+        skip_file.write_text("\n".join(sorted(hooks.failed)) + "\n", encoding="utf-8")
+    return hooks
+
+
+def start_watch(ctx: RunContext) -> Any:
+    """The deployment's watch over the load (``gatebench.local._deployed``): for a TLS plan, each
+    target's handshakes; with a fault, the replica killed and started again. None for a
+    plain plan."""
+    plan, backend = ctx.plan, ctx.get(Backend)
+    if plan.tls is None and plan.fault is None:
+        return None
+    if backend.replicas is None:
+        return None
+    from gatebench.local._deployed import DeploymentWatch
+
+    ports = {t: urlsplit(u).port or 443 for t, u in ctx.get(Rendered).urls.items()}
+    watch = DeploymentWatch(
+        ctx.supervisor,
+        plan,
+        backend.replicas,
+        ctx.get(Rendered).load.schedule.phases,
+        ports,
+        ctx.run_dir,
+        ctx.run_dir,
+    )
+    watch.start()
+    for note in watch.notes:
+        ctx.note(note)
+    return watch
+
+
+def ready_then_skip(ctx: RunContext, hooks: LoadHooks) -> Callable[[], None]:
+    """What the engine calls while it starts: the overlapped stage (provision), then skip the
+    targets that failed meanwhile."""
+
+    def ready() -> None:
+        ctx.ready()
+        hooks.skip_failed()
+
+    return ready
+
+
+def target_groups(ctx: RunContext) -> Callable[[str], list[str]]:
+    """The CPU accounting groups a target's phases count: its gateway's and the backend's."""
+    backend = ["backend"] if ctx.get(Backend).pid is not None else []
+
+    def groups(target: str) -> list[str]:
+        return backend if target == BASELINE else [f"gw:{target}", *backend]
+
+    return groups
+
+
+def record_runs(ctx: RunContext, runs: Sequence[EngineRun]) -> None:
+    ctx.outcome.engine_runs.extend(runs)
+    for run in runs:
+        if run.control_failures:
+            raise RunError(
+                "the backend did not accept its reset (is it still running?): "
+                + run.control_failures[0]
+            )
+
+
+__all__ = ["Load", "LoadSplit", "Loaded", "target_groups"]

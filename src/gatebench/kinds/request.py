@@ -1,0 +1,279 @@
+"""What a person asked for on top of the spec's own plan: a :class:`RunRequest` (a quick smoke
+run, a subset of the plan's gateways, the root description of a zip that holds several, a
+capacity search, a route-scale or a change-under-load run instead of the fixed workload),
+read from where each path carries it.
+
+The upload form sends it as query parameters to the local server
+(:func:`run_request_from_query`) and, on GCP, signs it into the uploaded object's
+``x-goog-meta-gatebench`` metadata, which the cloud parse and render steps read back with
+:func:`run_request_from_metadata`. It is core (pure, no server): the Cloud Functions that
+read it load nothing of the web server.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from gatebench.core.errors import Problem, ProblemsError
+from gatebench.core.plan import Plan
+from gatebench.core.scaleplan import LIVE_KINDS, LiveKind, ScaleAsk, scale_ask_from_json
+from gatebench.core.workload import quick_plan
+
+METADATA_KEY = "gatebench"
+"""The custom metadata key that carries a :class:`RunRequest` (Cloud Storage's custom metadata)."""
+METADATA_HEADER = f"x-goog-meta-{METADATA_KEY}"
+"""The same metadata as an HTTP header (what a signed PUT sends)."""
+
+
+RunKind = Literal["fixed", "capacity", "scale", "change-under-load"]
+KINDS: tuple[RunKind, ...] = ("fixed", "capacity", *LIVE_KINDS)
+"""``fixed``: the plan's workloads as written (``gatebench run``); ``capacity``: the capacity
+search over the same workloads (``gatebench capacity``, docs/capacity.md); ``scale`` and
+``change-under-load``: the description grown to each size, or changed under a constant-rate load,
+with the settings of the request's ``scale`` object (docs/scale.md; docs/cloud.md, "Route scale
+and changes under load"). Only an upload's metadata asks for the last two: the cloud path's run
+kinds are chosen by the upload, never by the plan."""
+
+
+class UploadRejected(ProblemsError):
+    """An upload that must not run: every located problem, answered with HTTP 400."""
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """Choices made in the upload form on top of the spec's own plan."""
+
+    quick: bool = False
+    """``--quick``: one short repetition (``workload.quick_plan``)."""
+    gateways: tuple[str, ...] | None = None
+    """Measure only these gateways of the plan (``()``: the baseline only); None: all."""
+    entry: str | None = None
+    """The root description inside an uploaded zip that holds several (``--entry``)."""
+    kind: RunKind = "fixed"
+    """The kind of run: the plan's fixed workloads, the capacity search, route scale or a
+    change under load."""
+    scale: ScaleAsk | None = None
+    """A scale or change-under-load run's sizes, change and load settings (``kind`` is one of
+    those; None for a fixed or capacity run)."""
+
+    def to_metadata(self) -> str:
+        """The ``x-goog-meta-gatebench`` value: compact, sorted JSON."""
+        data: dict[str, Any] = {"quick": self.quick}
+        if self.gateways is not None:
+            data["gateways"] = list(self.gateways)
+        if self.entry is not None:
+            data["entry"] = self.entry
+        if self.kind != "fixed":
+            data["kind"] = self.kind
+        if self.scale is not None:
+            data["scale"] = self.scale.to_json()
+        return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+    def to_query(self) -> dict[str, str]:
+        out = {"quick": "1" if self.quick else "0"}
+        if self.gateways is not None:
+            out["gateways"] = ",".join(self.gateways) or "none"
+        if self.entry is not None:
+            out["entry"] = self.entry
+        if self.kind != "fixed":
+            out["kind"] = self.kind
+        return out
+
+    def select(self, plan: Plan) -> Plan:
+        """The plan with only the chosen gateways (the caller checked them: :func:`gatebench.web.check_upload`)."""
+        if self.gateways is None:
+            return plan
+        return replace(plan, gateways=tuple(g for g in plan.gateways if g in self.gateways))
+
+    def problems(self, plan: Plan, *, source: str | None = None) -> list[Problem]:
+        """Why this request cannot run ``plan`` (a gateway the plan lacks, nothing left to
+        measure; for a capacity run, what its search cannot run: ``tls:`` or ``fault:``,
+        located in the spec); empty when it can. ``source`` names where the request came from."""
+        if self.kind == "capacity":
+            from gatebench.kinds.capacity import capacity_problems
+
+            refused = capacity_problems(plan)
+            if refused:
+                return refused
+        if self.gateways is None:
+            return []
+        unknown = [g for g in self.gateways if g not in plan.gateways]
+        if unknown:
+            return [
+                Problem(
+                    "/gateways" if source else "",
+                    f"gateways: {unknown[0]!r} is not in the plan; choose among "
+                    f"{', '.join(plan.gateways) or '(none)'}",
+                    source=source,
+                )
+            ]
+        if not self.gateways and not plan.baseline:
+            return [
+                Problem(
+                    "/gateways" if source else "",
+                    "choose at least one gateway: this plan has no baseline",
+                    source=source,
+                )
+            ]
+        return []
+
+    def apply(self, plan: Plan) -> Plan:
+        """The plan as it will run: chosen gateways, then the quick profile when asked (a
+        capacity run's: ``gatebench.kinds.capacity.capacity_as_run``; a scale or change-under-load
+        run has none: its request refuses ``quick``)."""
+        chosen = self.select(plan)
+        if self.kind == "capacity":
+            from gatebench.kinds.capacity import capacity_as_run
+
+            return capacity_as_run(chosen, quick=self.quick)
+        return quick_plan(chosen) if self.quick else chosen
+
+
+def run_request_from_query(query: Mapping[str, str]) -> RunRequest:
+    """``?quick=1&gateways=nginx,caddy&entry=api/openapi.yaml`` (``gateways=none``: the
+    baseline only; ``entry``: the root description of a zip that holds several; ``kind``:
+    ``capacity`` for a capacity run)."""
+    problems: list[Problem] = []
+    quick = _flag(query.get("quick"), "quick", problems)
+    kind = query.get("kind", "fixed") or "fixed"
+    if kind not in ("fixed", "capacity"):  # scale runs: an upload's metadata only
+        problems.append(
+            Problem("", f"query parameter 'kind': expected fixed or capacity, got {kind[:40]!r}")
+        )
+    gateways: tuple[str, ...] | None = None
+    raw = query.get("gateways")
+    if raw is not None:
+        names = [] if raw.strip() == "none" else [g.strip() for g in raw.split(",") if g.strip()]
+        gateways = tuple(dict.fromkeys(names))
+    if problems:
+        raise UploadRejected(problems)
+    return RunRequest(
+        quick=quick,
+        gateways=gateways,
+        entry=query.get("entry") or None,
+        kind="capacity" if kind == "capacity" else "fixed",
+    )
+
+
+def run_request_from_metadata(value: str | None) -> RunRequest:
+    """The :class:`RunRequest` an uploaded object carries (its ``gatebench`` metadata); no
+    metadata (``gcloud storage cp``) is the plan as written. Problems are located in the
+    metadata (``source`` is :data:`METADATA_HEADER`, pointers inside its JSON value)."""
+    if value is None or value == "":
+        return RunRequest()
+    try:
+        data = json.loads(value)
+    except ValueError as exc:
+        raise UploadRejected(
+            [Problem("", f"metadata {METADATA_HEADER}: not JSON ({exc})", source=METADATA_HEADER)]
+        ) from None
+    if not isinstance(data, dict) or set(data) - {"quick", "gateways", "entry", "kind", "scale"}:
+        raise UploadRejected(
+            [
+                Problem(
+                    "",
+                    f"metadata {METADATA_HEADER}: expected an object with 'quick', 'gateways', "
+                    f"'entry', 'kind' and 'scale', got {value[:200]!r}",
+                    source=METADATA_HEADER,
+                )
+            ]
+        )
+    quick = data.get("quick", False)
+    gateways = data.get("gateways")
+    problems = []
+    if not isinstance(quick, bool):
+        problems.append(
+            Problem("/quick", f"expected true or false, got {quick!r}", source=METADATA_HEADER)
+        )
+    if gateways is not None and not (
+        isinstance(gateways, list) and all(isinstance(g, str) for g in gateways)
+    ):
+        problems.append(
+            Problem(
+                "/gateways", f"expected a list of names, got {gateways!r}", source=METADATA_HEADER
+            )
+        )
+    entry = data.get("entry")
+    if entry is not None and not (isinstance(entry, str) and entry):
+        problems.append(
+            Problem(
+                "/entry",
+                f"expected the name of a file inside the zip, got {entry!r}",
+                source=METADATA_HEADER,
+            )
+        )
+    kind, scale = _kind(data, bool(quick), problems)
+    if problems:
+        raise UploadRejected(problems)
+    return RunRequest(
+        quick=bool(quick),
+        gateways=None if gateways is None else tuple(gateways),
+        entry=entry,
+        kind=kind,
+        scale=scale,
+    )
+
+
+def _kind(
+    data: Mapping[str, Any], quick: bool, problems: list[Problem]
+) -> tuple[RunKind, ScaleAsk | None]:
+    """The metadata's ``kind`` and, for a scale or change-under-load run, its ``scale``
+    settings (every setting's default when absent)."""
+    kind = data.get("kind", "fixed")
+    if kind not in KINDS:
+        problems.append(
+            Problem(
+                "/kind",
+                f"expected one of {', '.join(KINDS)}, got {kind!r}",
+                source=METADATA_HEADER,
+            )
+        )
+        return "fixed", None
+    if kind in ("fixed", "capacity"):
+        if "scale" in data:
+            problems.append(
+                Problem(
+                    "/scale",
+                    "only a scale or change-under-load run takes these settings: add "
+                    '"kind": "scale" or "kind": "change-under-load"',
+                    source=METADATA_HEADER,
+                )
+            )
+        return ("capacity" if kind == "capacity" else "fixed"), None
+    live: LiveKind = "scale" if kind == "scale" else "change-under-load"
+    if quick:
+        problems.append(
+            Problem(
+                "/quick",
+                f"a {live} run has no quick profile: shorten it with /scale/duration and "
+                "/scale/warmup instead",
+                source=METADATA_HEADER,
+            )
+        )
+    ask, found = scale_ask_from_json(live, data.get("scale"), source=METADATA_HEADER)
+    problems.extend(found)
+    return live, ask
+
+
+def _flag(value: str | None, name: str, problems: list[Problem]) -> bool:
+    if value is None or value.lower() in ("", "0", "false", "no", "off"):
+        return False
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    problems.append(Problem("", f"query parameter '{name}': expected 1 or 0, got {value!r}"))
+    return False
+
+
+__all__ = [
+    "KINDS",
+    "METADATA_HEADER",
+    "METADATA_KEY",
+    "RunKind",
+    "RunRequest",
+    "UploadRejected",
+    "run_request_from_metadata",
+    "run_request_from_query",
+]

@@ -1,0 +1,95 @@
+"""Which cores the gateway, the load engine and the backend run on (the plan's ``cpus:``).
+
+On one small machine the three compete for the same cores: the load engine (a JVM) and the
+gateway it loads take turns on the CPU, and what a phase measures depends on how the
+scheduler happened to interleave them. Pinning gives the gateway a core of its own and the
+engine and the backend the others, so a gateway's figures describe the gateway on its core
+(docs/trust.md has the measurement behind the default).
+
+This module only decides (a pure function of the setting and the cores this process may use);
+``gatebench.local.procs`` applies the layout with ``sched_setaffinity`` when it starts a process, so
+a gateway's workers and threads inherit it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gatebench.core.plan import Cpus
+
+ROLES = ("gateway", "engine", "backend")
+"""The processes a layout places; anything else gatebench starts is not pinned."""
+
+
+@dataclass(frozen=True)
+class CpuLayout:
+    """The cores each role runs on (empty: not pinned), and why pinning was not done."""
+
+    setting: str
+    cores: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    note: str = ""
+
+    @property
+    def pinned(self) -> bool:
+        return bool(self.cores)
+
+    def describe(self) -> str:
+        """One line for the report: ``pinned: gateway on cpu 1; engine, backend on cpu 0``."""
+        if not self.cores:
+            return "unpinned" + (f" ({self.note})" if self.note else "")
+        by_cores: dict[tuple[int, ...], list[str]] = {}
+        for role in ROLES:
+            if role in self.cores:
+                by_cores.setdefault(self.cores[role], []).append(role)
+        parts = [
+            f"{', '.join(roles)} on cpu {','.join(str(c) for c in cores)}"
+            for cores, roles in by_cores.items()
+        ]
+        return "pinned: " + "; ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "setting": self.setting,
+            "cores": {role: list(cores) for role, cores in self.cores.items()},
+            "note": self.note,
+        }
+
+
+def resolve_layout(cpus: Cpus, available: Sequence[int]) -> CpuLayout:
+    """The layout for ``cpus`` on a process allowed to run on ``available`` cores.
+
+    ``pinned``: the upper half of the cores for the gateway, the lower half for the engine
+    and the backend (2 cores: gateway on the second, the rest on the first). ``explicit``:
+    the plan's lists. Pinning needs two cores, and explicit cores this process may use; when
+    it cannot be done the run goes unpinned and the note says why."""
+    cores = sorted(set(available))
+    if cpus.mode == "unpinned":
+        return CpuLayout("unpinned")
+    if cpus.mode == "pinned":
+        if len(cores) < 2:
+            return CpuLayout(
+                "pinned",
+                note=(
+                    f"pinning needs at least 2 cores and this machine lets gatebench use "
+                    f"{len(cores)} (cpu {','.join(map(str, cores)) or '-'}): ran unpinned"
+                ),
+            )
+        half = len(cores) // 2
+        rest, gateway = tuple(cores[:half]), tuple(cores[half:])
+        return CpuLayout("pinned", {"gateway": gateway, "engine": rest, "backend": rest})
+    chosen = {role: cpus.cores(role) for role in ROLES if cpus.cores(role)}
+    missing = sorted({c for cs in chosen.values() for c in cs} - set(cores))
+    if missing:
+        return CpuLayout(
+            "explicit",
+            note=(
+                f"cpu {','.join(map(str, missing))} is not available here (gatebench may use "
+                f"cpu {','.join(map(str, cores))}): ran unpinned"
+            ),
+        )
+    return CpuLayout("explicit", chosen)
+
+
+__all__ = ["ROLES", "CpuLayout", "resolve_layout"]

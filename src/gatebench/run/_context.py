@@ -1,0 +1,139 @@
+"""The run context every stage shares: the input (API, plan, options), the run's journal
+(record, folder, store, display), what the run keeps for its caller (:class:`RunOutcome`),
+the process supervisor, what teardown closes, and the stages' outputs by type."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from gatebench.local.engines import EngineRun
+from gatebench.core.errors import RunError
+from gatebench.core.ir import Api
+from gatebench.core.model import Measurement, RunRecord, RunStatus
+from gatebench.core.plan import Plan
+from gatebench.local.procs import Supervisor
+from gatebench.core.workload import Phase, Schedule
+from gatebench.run._journal import Progress, RunJournal
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    results_dir: Path = Path("results")
+    quick: bool = False
+    repetitions: int | None = None
+    seed: int | None = None
+    engine: str | None = None
+    """The load engine; None: the plan's (``engine:``, gatling by default)."""
+    run_id: str | None = None
+    phase_filter: Callable[[Phase], bool] | None = None
+    ceiling: bool = True
+    """Measure the engine's ceiling first and flag measurements near it (docs/trust.md)."""
+    cross_check: str | None = None
+    """A second engine that re-measures the closed-model workloads before teardown."""
+    testers: int = 1
+    """Load generators per phase, each on a network namespace of its own (gatebench.local._fanout)."""
+    allow_missing_policies: bool = False
+    """Run a gateway that cannot apply the plan's policies without them (marked in the notes)
+    instead of leaving it out."""
+
+
+@dataclass
+class RunOutcome:
+    record: RunRecord
+    measurements: list[Measurement]
+    run_dir: Path
+    schedule: Schedule | None = None
+    notes: list[str] = field(default_factory=list)
+    engine_runs: list[EngineRun] = field(default_factory=list)
+    load_s: float = 0.0
+    wall_s: float = 0.0
+    report: Any = None
+    """The results package's Report (scores, verdict) once scored."""
+
+
+class RunContext:
+    """One run while it goes. Stages read their inputs with :meth:`get` and return their
+    output; the executor stores it (:meth:`put`) and owns status and teardown."""
+
+    def __init__(
+        self,
+        api: Api,
+        plan: Plan,
+        options: RunOptions,
+        journal: RunJournal,
+        supervisor: Supervisor,
+    ) -> None:
+        self.api = api
+        self.plan = plan
+        """The plan as run (``--quick``, ``--repetitions`` applied)."""
+        self.options = options
+        self.journal = journal
+        self.outcome = RunOutcome(journal.record, journal.measurements, journal.run_dir)
+        self.supervisor = supervisor
+        self.resources = contextlib.ExitStack()
+        """What teardown closes, last in first out: the supervisor (entered first, so it stops
+        every process the run started, last), then what stages enter (a token file, the
+        gateways)."""
+        self.cpu_groups: dict[str, list[int]] = {}
+        """Process groups whose CPU each phase accounts: ``backend``, ``gw:<name>``."""
+        self.ready: Callable[[], None] = lambda: None
+        """Set by the executor while a stage runs that the previous one overlaps: the stage
+        calls it when the overlapped work should happen (the engine waits for the gateways)."""
+        self._outputs: dict[type, object] = {}
+        self._torn_down = False
+
+    @property
+    def run_dir(self) -> Path:
+        return self.journal.run_dir
+
+    @property
+    def record(self) -> RunRecord:
+        return self.journal.record
+
+    def note(self, line: str) -> None:
+        """A line for the run's notes (printed after the tables)."""
+        self.outcome.notes.append(line)
+
+    def get(self, kind: type[T]) -> T:
+        """The output of type ``kind`` an earlier stage gave."""
+        value = self._outputs.get(kind)
+        if not isinstance(value, kind):
+            raise RunError(f"no stage of this run gave {kind.__name__}")
+        return value
+
+    def put(self, value: object) -> None:
+        self._outputs[type(value)] = value
+
+    def teardown(self) -> None:
+        """Close everything the run opened (shown as ``teardown`` once a stage has given
+        something); safe to call again."""
+        if self._outputs and not self._torn_down:
+            self.journal.display(Progress(step="teardown"))
+        self._torn_down = True
+        self.resources.close()
+
+    def final_status(self) -> RunStatus:
+        """``partial`` when a target failed, was not measured or a phase was partial; for a
+        capacity run, when a target failed or has no knee on some endpoint, or the budget ran
+        out (gatebench.kinds.capacity._stages)."""
+        if self.record.capacity is not None:
+            from gatebench.kinds.capacity import capacity_status
+
+            return RunStatus(capacity_status(self.record.capacity, bool(self.record.target_errors)))
+        measured = {m.target for m in self.journal.measurements}
+        if (
+            self.record.target_errors
+            or measured != set(self.plan.targets)
+            or any("partial" in m.flags for m in self.journal.measurements)
+        ):
+            return RunStatus.PARTIAL
+        return RunStatus.DONE
+
+
+__all__ = ["RunContext", "RunOptions", "RunOutcome"]

@@ -1,0 +1,179 @@
+"""Where a run writes down what happens to it: ``run.json`` and ``measurements.jsonl`` in its
+folder, the result store when there is one, and the live display.
+
+Every status change and record update goes to the folder and the store at once; every
+measured phase is appended to ``measurements.jsonl`` and written to the store in one block
+that a Ctrl-C or SIGTERM waits for (procs.signals_held), so an interrupted run keeps the same
+phases in each. A write that finds the disk full is ``no space left on DIR while writing …``
+(gatebench.store._disk): a measurement is then in neither place, and the space the journal held
+back since the start is given up to record how the run ended (:meth:`RunJournal.finish`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gatebench.store._disk import Reserve, no_space
+from gatebench.core.model import Measurement, RunRecord, RunStatus, can_move
+from gatebench.local.procs import signals_held
+from gatebench.store import ResultStore
+from gatebench.core.trust import ceiling_of, flag_near_ceiling
+from gatebench.core.workload import Phase
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What the live display shows."""
+
+    step: str
+    message: str = ""
+    phase: Phase | None = None
+    phase_number: int = 0
+    phases: int = 0
+    done: int = 0
+    rate: float = 0.0
+
+
+class RunJournal:
+    """The record, folder, store and display of one run while it goes."""
+
+    def __init__(
+        self,
+        record: RunRecord,
+        run_dir: Path,
+        store: ResultStore | None,
+        display: Callable[[Progress], None],
+    ) -> None:
+        self.record = record
+        self.run_dir = run_dir
+        self.store = store
+        self.display = display
+        self.measurements: list[Measurement] = []
+        with _writing(run_dir):
+            run_dir.mkdir(parents=True, exist_ok=True)
+        with _writing(run_dir / "measurements.jsonl"):
+            (run_dir / "measurements.jsonl").touch()
+        self.reserve = Reserve(run_dir)
+        if store is not None:
+            store.create_run(record)
+        self._save()
+
+    def _save(self) -> None:
+        self.record.updated_at = time.time()
+        tmp = self.run_dir / "run.json.tmp"
+        with _writing(self.run_dir / "run.json", tmp):
+            tmp.write_text(json.dumps(self.record.to_dict(), indent=1) + "\n", encoding="utf-8")
+            os.replace(tmp, self.run_dir / "run.json")
+
+    def finish(
+        self, status: RunStatus, *, failed_step: str | None = None, error: str | None = None
+    ) -> None:
+        """The run's last status: the space held back is given up first, so that it is
+        recorded on a full disk too."""
+        self.reserve.release()
+        self.status(status, failed_step=failed_step, error=error)
+
+    def status(
+        self, status: RunStatus, *, failed_step: str | None = None, error: str | None = None
+    ) -> None:
+        if not can_move(self.record.status, status):
+            return
+        self.record.status = status
+        if failed_step is not None:
+            self.record.failed_step = failed_step
+        if error is not None:
+            self.record.error = error
+        self._save()
+        if self.store is not None:
+            self.store.set_status(self.record.run_id, status, failed_step=failed_step, error=error)
+        self.display(Progress(step=str(status)))
+
+    def update(self, **fields: Any) -> None:
+        for key, value in fields.items():
+            setattr(self.record, key, value)
+        self._save()
+        if self.store is not None:
+            self.store.update_run(self.record.run_id, **fields)
+
+    def environment(self, **entries: Any) -> None:
+        """Add (or replace) entries of the record's environment."""
+        self.update(environment=dict(self.record.environment, **entries))
+
+    def target_failed(self, target: str, reason: str) -> None:
+        errors = dict(self.record.target_errors)
+        errors[target] = reason
+        self.update(target_errors=errors)
+        self.display(Progress(step="loading", message=f"{target} failed: {reason.splitlines()[0]}"))
+
+    def put(self, m: Measurement) -> None:
+        """One measured phase, in measurements.jsonl and the store: a Ctrl-C or SIGTERM waits
+        until it is in both (procs.signals_held), so an interrupted run keeps the same phases
+        in each."""
+        path = self.run_dir / "measurements.jsonl"
+        line = memoryview((json.dumps(m.to_dict()) + "\n").encode("utf-8"))
+        with signals_held():
+            with _writing(path):
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                try:
+                    end = os.lseek(fd, 0, os.SEEK_END)
+                    try:
+                        while line:
+                            line = line[os.write(fd, line) :]
+                        os.fsync(fd)
+                        if self.store is not None:
+                            self.store.put_measurement(m)
+                    except BaseException:
+                        with contextlib.suppress(OSError):  # in neither place: as it was
+                            os.ftruncate(fd, end)
+                        raise
+                finally:
+                    os.close(fd)
+            self.measurements.append(m)
+
+    def flag_tester_bound(self) -> None:
+        """Add the ceiling's ``tester-bound`` flags now that every phase is in (they need the
+        ceiling the run demonstrated: gatebench.core.trust.flag_near_ceiling), and write the
+        measurements that changed where they were written."""
+        ceiling = ceiling_of(self.record.environment)
+        if ceiling is None or not ceiling.workloads:
+            return
+        readings = {w: p.throughput for w, p in ceiling.workloads.items()}
+        flagged = flag_near_ceiling(self.measurements, readings, ceiling.share)
+        changed = [m for m, old in zip(flagged, self.measurements, strict=True) if m is not old]
+        if not changed:
+            return
+        self.measurements[:] = flagged
+        tmp = self.run_dir / "measurements.jsonl.tmp"
+        with _writing(self.run_dir / "measurements.jsonl", tmp):
+            text = "".join(json.dumps(m.to_dict()) + "\n" for m in flagged)
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, self.run_dir / "measurements.jsonl")
+        if self.store is not None:
+            for m in changed:
+                self.store.put_measurement(m)
+
+
+@contextlib.contextmanager
+def _writing(path: Path, partial: Path | None = None) -> Iterator[None]:
+    """A full disk while writing ``path`` is :class:`~gatebench.core.errors.NoSpaceLeft`; a partly
+    written temporary file (``partial``) is removed."""
+    try:
+        yield
+    except OSError as exc:
+        if partial is not None:
+            with contextlib.suppress(OSError):
+                partial.unlink()
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise no_space(path) from None
+        raise
+
+
+__all__ = ["Progress", "RunJournal"]

@@ -1,0 +1,186 @@
+"""The load engine's callbacks during ``load``: live progress, each measured phase stored as
+it completes, the ceiling's readings, and whether each gateway is still alive.
+
+Whether a gateway is alive is checked when each of its phases starts and ends and when each
+is reported (and five times a second): a phase that overlaps its target's failure window
+(from the last check that saw it alive to the first that saw it dead) is stored flagged
+``target-failed``; the failure is recorded with the run (``environment.failures``) and the
+target's remaining phases are skipped (the engine reads the skip file before each phase).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from gatebench.local.engines import EngineEvent
+from gatebench.core.measure import PhaseResult, measurement_from
+from gatebench.core.score import BASELINE
+from gatebench.core.stats import phase_stats
+from gatebench.core.testers import MergedPhase, merged_measurement
+from gatebench.core.trust import CEILING_TARGET, FAILED_TARGET_FLAG, Ceiling, CeilingPoint
+from gatebench.core.workload import Phase
+from gatebench.run._journal import Progress, RunJournal
+
+
+class LoadHooks:
+    def __init__(
+        self,
+        journal: RunJournal,
+        phases: dict[int, Phase],
+        provisioner: Any,
+        skip_file: Path,
+        total: int,
+        engine_name: str = "gatling",
+        ceiling_proc: Any = None,
+        watch: Any = None,
+    ) -> None:
+        self.journal = journal
+        self.watch = watch
+        """The deployment's watch (``gatebench.local._deployed.DeploymentWatch``): each phase's TLS
+        handshakes and a replica fault; None for a plain plan."""
+        self.phases = phases
+        self.provisioner = provisioner
+        self.skip_file = skip_file
+        self.total = total
+        self.engine_name = engine_name
+        self.ceiling_proc = ceiling_proc
+        self.ceiling: Ceiling | None = None
+        self.failed: set[str] = set(journal.record.target_errors)
+        self.completed: set[int] = set()
+        self._last: tuple[int, int, float] | None = None
+        self._rate = 0.0
+        self._next_check = 0.0
+        self.last_alive_ms: dict[str, float] = {}
+        """Target → when a check last saw it alive (epoch ms, the clock of the phases)."""
+        self.failures: dict[str, dict[str, Any]] = {}
+        """Targets that failed during the load → repetition and failure window."""
+        self.repetition = 0
+        """The repetition of the phase that started last."""
+
+    def on_event(self, event: EngineEvent) -> None:
+        phase = self.phases.get(event.phase)
+        if phase is None:
+            return
+        if self.watch is not None:
+            self.watch.on_event(event.kind, event.phase, event.at_ms)
+        if event.kind in ("start", "end"):
+            if event.kind == "start":
+                self.repetition = phase.repetition
+            self._check(phase.target)  # before and after every phase
+        now = time.monotonic()
+        if event.kind == "start":
+            self._last = (event.phase, 0, now)
+            self._rate = 0.0
+        elif event.kind == "progress" and self._last is not None:
+            last_phase, last_done, last_t = self._last
+            if last_phase == event.phase and now > last_t:
+                self._rate = (event.done - last_done) / (now - last_t)
+            self._last = (event.phase, event.done, now)
+        self.journal.display(
+            Progress(
+                step="loading",
+                phase=phase,
+                phase_number=sorted(self.phases).index(event.phase) + 1,
+                phases=self.total,
+                done=event.done,
+                rate=self._rate,
+            )
+        )
+
+    def on_phase(self, result: PhaseResult) -> None:
+        self.completed.add(result.phase)
+        phase = self.phases.get(result.phase)
+        if phase is None or not phase.measured or result.sample.requests == 0:
+            return
+        self._check(phase.target)  # the phase has ended: alive now means alive throughout
+        failure = self.failures.get(phase.target)
+        if phase.target in self.failed and failure is None:
+            return  # failed before the load (config, boot): no phase of it counts
+        if phase.target == CEILING_TARGET:
+            self._record_ceiling(phase, result)
+            return
+        m = measurement_from(self.journal.record.run_id, phase, result, engine=self.engine_name)
+        # a phase that ended before the last check that saw its target alive is clean
+        if failure is not None and result.end_ms > failure["last_alive_ms"]:
+            m = replace(m, flags=(*m.flags, FAILED_TARGET_FLAG))
+        if self.watch is not None:
+            m = self.watch.annotate(m, phase, result)
+        self.journal.put(m)
+
+    def _check(self, target: str) -> None:
+        """Is ``target`` alive? Remembers when it was last seen alive; the first time it is
+        seen dead, records the failure (repetition, window), skips its remaining phases and
+        marks it failed."""
+        if target in (BASELINE, CEILING_TARGET) or target in self.failed or not self.provisioner:
+            return
+        now_ms = time.time() * 1000.0
+        reason = self.provisioner.failure(target)
+        if reason is None:
+            self.last_alive_ms[target] = now_ms
+            return
+        self.failures[target] = {
+            "repetition": self.repetition,
+            "last_alive_ms": self.last_alive_ms.get(target, 0.0),
+            "first_dead_ms": now_ms,
+        }
+        self.skip(target)
+        self.journal.environment(failures=self.failures)
+        self.journal.target_failed(target, reason)
+
+    def on_merged(self, merged: MergedPhase) -> None:
+        """A phase split across testers (gatebench.local._fanout): the measurement carries the
+        merge's flags (``partial``, ``tester-bound``), each tester's share goes to
+        ``testers.jsonl`` in the run folder."""
+        result = merged.result
+        self.completed.add(result.phase)
+        phase = self.phases.get(result.phase)
+        if phase is None:
+            return
+        with (self.journal.run_dir / "testers.jsonl").open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"phase_id": phase.id, **merged.to_dict()}) + "\n")
+        if not phase.measured or phase.target in self.failed or result.sample.requests == 0:
+            return
+        if phase.target == CEILING_TARGET:
+            self._record_ceiling(phase, result)
+            return
+        self.journal.put(
+            merged_measurement(self.journal.record.run_id, phase, merged, engine=self.engine_name)
+        )
+
+    def _record_ceiling(self, phase: Phase, result: PhaseResult) -> None:
+        """The engine's ceiling for one workload, stored with the run at once."""
+        from gatebench.local.ceiling import SERVER_LABEL
+
+        if self.ceiling_proc is not None and not self.ceiling_proc.alive():
+            return  # its requests failed fast: not a ceiling
+        s = phase_stats(result.sample)
+        base = self.ceiling or Ceiling(self.engine_name, SERVER_LABEL)
+        point = CeilingPoint(s.throughput, s.p50, s.requests)
+        self.ceiling = replace(base, workloads={**base.workloads, phase.workload: point})
+        self.journal.environment(ceiling=self.ceiling.to_dict())
+
+    def skip(self, target: str) -> None:
+        """Skip the remaining phases of ``target`` (it failed)."""
+        self.failed.add(target)
+        self.skip_file.write_text("\n".join(sorted(self.failed)) + "\n", encoding="utf-8")
+
+    def skip_failed(self) -> None:
+        """Skip every target recorded as failed so far (provision runs while the engine
+        starts: the gateways that would not start are skipped before the first phase)."""
+        for target in sorted(set(self.journal.record.target_errors) - self.failed):
+            self.skip(target)
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        if now < self._next_check:
+            return
+        self._next_check = now + 0.2
+        for target in sorted({p.target for p in self.phases.values()}):
+            self._check(target)
+
+
+__all__ = ["LoadHooks"]

@@ -1,0 +1,145 @@
+"""``parse``: what the plan asks of this machine, checked before anything starts.
+
+The description and the plan were read by the caller (``gatebench run``, ``gatebench serve``:
+``read_spec``, ``load_plan``), as the cloud's parse function reads them; here the run's own
+choices are checked against this machine: the load engine is installed and can run every
+workload (``--engine`` may differ from the plan's), every credential variable the plan names
+is set. With ``auth.jwt`` the run signs its bearer tokens (the key's fingerprint goes in the
+notes; a pool of tokens lives in a file that teardown deletes). The run reaches ``parsed``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from gatebench.core.api_keys import with_api_keys
+from gatebench.core.capabilities import token_pool_problem
+from gatebench.local.engines import get_engine, injection_problem
+from gatebench.core.errors import RunError
+from gatebench.core.model import RunStatus
+from gatebench.core.plan import Plan
+from gatebench.core.policies import PolicySet
+from gatebench.core.tokens import SIGNED_TOKEN_ENV, SIGNED_TOKENS_FILE_ENV
+from gatebench.run._base import Stage
+
+if TYPE_CHECKING:
+    from gatebench.run._context import RunContext, RunOutcome
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """What the run sends and with what."""
+
+    plan: Plan
+    """The plan whose auth sends the run's signed tokens (the context's plan otherwise)."""
+    engine: str
+    """The load engine's name."""
+    policies: PolicySet
+    """What every gateway enforces, API keys included (read from their variable here)."""
+
+
+class Parse(Stage):
+    name = "parse"
+    step = RunStatus.PARSED
+    moves = "end"
+    gives = Parsed
+
+    def check(self, ctx: RunContext) -> None:
+        name = engine_name(ctx)
+        get_engine(name).check()
+        check_engine_supports(name, ctx.plan)
+
+    def run(self, ctx: RunContext) -> Parsed:
+        plan = ctx.resources.enter_context(signed_tokens(ctx.plan, ctx.outcome))
+        check_secrets(plan)
+        # The gateways get the API keys from their variable; the stored plan never holds them.
+        return Parsed(plan, engine_name(ctx), with_api_keys(plan.policies, os.environ))
+
+
+def engine_name(ctx: RunContext) -> str:
+    return ctx.options.engine or ctx.plan.engine
+
+
+def check_engine_supports(engine_name: str, plan: Plan) -> None:
+    """A plan validated for one engine may be run with another (``--engine``): refuse what it
+    cannot run before anything starts."""
+    for w in plan.workloads:
+        inj = w.injection
+        reason = injection_problem(engine_name, inj.kind, inj.duration, inj.requests)
+        if reason is not None:
+            raise RunError(f"workload {w.name!r}: {reason}")
+    if plan.auth.jwt_private_key_env is not None:
+        problem = token_pool_problem(engine_name, plan.auth.jwt_subjects)
+        if problem is not None:
+            raise RunError(f"auth.jwt.subjects: {problem}")
+
+
+def check_secrets(plan: Plan) -> None:
+    names = [
+        n
+        for n in (
+            plan.auth.bearer_env,
+            plan.auth.basic_username_env,
+            plan.auth.basic_password_env,
+            plan.auth.api_key_env,
+        )
+        if n
+    ]
+    missing = [n for n in names if not os.environ.get(n)]
+    if missing:
+        raise RunError(
+            f"environment variable {missing[0]} is not set; the plan's auth reads the credential "
+            f"from it when requests are sent (export {missing[0]}=...)"
+        )
+
+
+@contextlib.contextmanager
+def signed_tokens(plan: Plan, outcome: RunOutcome) -> Iterator[Plan]:
+    """With ``auth.jwt``: sign the requests' bearer tokens with the private key from its
+    variable and the JWT policy's claims, valid for the run's estimated length plus a margin
+    (or the plan's lifetime, refused when shorter); the run records the key's fingerprint
+    only. One subject: the token goes to the engine in this process's environment; a pool:
+    one token per subject in a temporary file, deleted when the block ends. Yields the plan
+    whose auth sends them."""
+    from gatebench.core.cost import load_seconds
+    from gatebench.core.tokens import TokenSignerError, signer_from_spec, signing_spec, token_file
+
+    name = plan.auth.jwt_private_key_env
+    if name is None:
+        yield plan
+        return
+    pem = os.environ.get(name)
+    if not pem:
+        raise RunError(
+            f"environment variable {name} is not set; auth.jwt signs the tokens with the PEM "
+            f'private key it holds (export {name}="$(cat key.pem)")'
+        )
+    try:
+        signer = signer_from_spec(signing_spec(plan, load_seconds(plan.to_dict())), pem)
+    except TokenSignerError as exc:
+        raise RunError(f"auth.jwt: {exc} (key from ${name})") from None
+    described = ", ".join(f"{k} {v}" for k, v in signer.describe().items())
+    outcome.notes.append(f"bearer tokens signed by the run ({described})")
+    if plan.auth.jwt_subjects == 1:
+        os.environ[SIGNED_TOKEN_ENV] = signer.sign(0)
+        try:
+            yield replace(plan, auth=replace(plan.auth, bearer_env=SIGNED_TOKEN_ENV))
+        finally:
+            os.environ.pop(SIGNED_TOKEN_ENV, None)
+        return
+    with token_file(signer.tokens(plan.auth.jwt_subjects)) as path:
+        os.environ[SIGNED_TOKENS_FILE_ENV] = str(path)
+        try:
+            yield replace(
+                plan,
+                auth=replace(plan.auth, bearer_env=SIGNED_TOKENS_FILE_ENV, bearer_per_user=True),
+            )
+        finally:
+            os.environ.pop(SIGNED_TOKENS_FILE_ENV, None)
+
+
+__all__ = ["Parse", "Parsed", "check_engine_supports", "check_secrets", "signed_tokens"]

@@ -1,0 +1,51 @@
+"""``provision``: start every rendered gateway (its own checker first, then the process,
+ready once a real request answers), while the load engine starts.
+
+It overlaps ``load``: the engine's JVM initialises (seconds) while the gateways boot, and the
+engine waits for this stage before its first phase. A gateway that will not start is recorded
+as failed and the others go on; with no gateway started and no baseline, the run fails. Each
+gateway's process group joins the CPU accounting, its boot time the run's environment.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gatebench.core.errors import RunError
+from gatebench.core.model import RunStatus
+from gatebench.local.provisioners import Provisioned
+from gatebench.run._base import Stage
+from gatebench.run._journal import Progress
+from gatebench.run.stages.render import Rendered
+
+if TYPE_CHECKING:
+    from gatebench.run._context import RunContext
+
+
+class Provision(Stage):
+    name = "provision"
+    step = RunStatus.PROVISIONING
+    moves = "start"
+    needs = (Rendered,)
+    gives = Provisioned
+    overlaps_next = True
+
+    def run(self, ctx: RunContext) -> Provisioned:
+        rendered, journal = ctx.get(Rendered), ctx.journal
+        for gw in rendered.planned:
+            journal.display(Progress(step="provisioning", message=gw))
+        provisioned = rendered.provisioner.provision(list(rendered.planned))
+        for gw, reason in provisioned.failures.items():
+            journal.target_failed(gw, reason)
+        for gw, reason in provisioned.unsupported.items():
+            journal.target_failed(gw, f"not run here: {reason}")
+        for gw, endpoint in provisioned.endpoints.items():
+            ctx.cpu_groups[f"gw:{gw}"] = list(endpoint.pgids)
+        if not provisioned.endpoints and not ctx.plan.baseline:
+            raise RunError("no target could be started; see the reasons per gateway")
+        boot_s = {t: round(e.boot_s, 3) for t, e in provisioned.endpoints.items()}
+        journal.environment(boot_s=boot_s)
+        return provisioned
+
+
+__all__ = ["Provision"]

@@ -1,0 +1,178 @@
+"""``render``: every gateway's configuration, and the load the engine will run.
+
+The gateways' files go into ``results/<run>/gateways/<name>/`` (``provisioners/local.py``: on
+free loopback ports, so the load can be compiled before anything starts; the configurations
+point at the backend). A gateway that cannot apply the plan's policies is left out, or run
+without them with ``--allow-missing-policies``; one that fails to render or runs only on the
+cloud path is recorded as failed, and the others go on. Then one call,
+``workload.compile_load``, turns the plan and the targets' URLs into the schedule and the
+workload document (the cloud render step makes the same call). The run reaches ``rendered``.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gatebench.local.engines import get_engine
+from gatebench.core.errors import RunError
+from gatebench.core.fault import RESET_WAIT_S
+from gatebench.core.model import RunStatus
+from gatebench.core.plan import Plan
+from gatebench.local.provisioners.local import LocalProvisioner
+from gatebench.core.renderers import deployment_exclusions, deployment_needs, policy_exclusions
+from gatebench.core.score import BASELINE
+from gatebench.core.trust import ENGINE_RESOLUTION_MS
+from gatebench.core.workload import CompiledLoad, compile_load
+from gatebench.run._base import Stage
+from gatebench.run.stages.backend import Backend, layout_environment
+from gatebench.run.stages.parse import Parsed
+
+if TYPE_CHECKING:
+    from gatebench.run._context import RunContext, RunOptions
+
+FAULT_RESET_WAIT_S = RESET_WAIT_S
+"""With a fault, how long a reset may wait for the replica that restarts as its phase ends."""
+SKIP_FILE = "skip-targets.txt"
+"""Targets the engine skips from now on (one per line), rewritten as gateways fail."""
+
+
+@dataclass(frozen=True)
+class Rendered:
+    provisioner: LocalProvisioner
+    """Holds the rendered gateways until provision starts them (and teardown stops them)."""
+    planned: dict[str, str]
+    """Gateway → base URL, for those rendered that run here."""
+    urls: dict[str, str]
+    """Every target the load reaches (the gateways, and the baseline when the plan has it)."""
+    load: CompiledLoad
+
+
+class Render(Stage):
+    name = "render"
+    step = RunStatus.RENDERED
+    moves = "end"
+    needs = (Parsed, Backend)
+    gives = Rendered
+
+    def run(self, ctx: RunContext) -> Rendered:
+        parsed, backend = ctx.get(Parsed), ctx.get(Backend)
+        plan, options, journal = parsed.plan, ctx.options, ctx.journal
+        pool = backend.replicas.origins if backend.replicas is not None else ()
+        provisioner = LocalProvisioner(
+            ctx.supervisor,
+            policies=parsed.policies,
+            allow_missing_policies=options.allow_missing_policies,
+            tls=backend.tls.gateway if backend.tls is not None else None,
+            replicas=pool if len(pool) > 1 else (),
+            balance=plan.backend.balance,
+        )
+        ctx.resources.callback(provisioner.teardown)
+        undeployable = deployment_exclusions(plan.gateways, deployment_needs_of(plan))
+        for gw, reason in undeployable.items():
+            journal.target_failed(gw, reason)
+            ctx.note(reason)
+        excluded = policy_exclusions(plan.gateways, plan.policies)
+        for gw, reason in excluded.items():
+            if options.allow_missing_policies:
+                ctx.note(f"{gw}: run WITHOUT its policies: {reason}")
+            else:
+                journal.target_failed(gw, reason)
+                ctx.note(reason)
+        gateways = [
+            g
+            for g in plan.gateways
+            if (options.allow_missing_policies or g not in excluded) and g not in undeployable
+        ]
+        needed = {w.operation_id for w in plan.workloads}
+        failures = provisioner.render(gateways, ctx.api, backend.origin, ctx.run_dir, needed=needed)
+        for gw, reason in failures.items():
+            journal.target_failed(gw, reason)
+        note_routes_left_out(ctx, provisioner.routes_left_out)
+        for gw, reason in provisioner.unsupported.items():
+            journal.target_failed(gw, f"not run here: {reason}")
+            ctx.note(f"{gw}: not measured here: {reason.removeprefix(gw + ': ')}")
+        planned = provisioner.planned()
+        urls = dict(planned)
+        if plan.baseline:
+            urls[BASELINE] = backend.url
+        if not urls:
+            raise RunError("no target can run here; see the reasons per gateway")
+        compiled = compile_load(
+            plan,
+            ctx.api,
+            urls,
+            reset_url=backend.reset_url,
+            seed=options.seed,
+            keep=options.phase_filter,
+            ceiling_url=backend.ceiling_url,
+            skip_file=str((ctx.run_dir / SKIP_FILE).resolve()),
+            reset_urls=backend.replicas.reset_urls[1:] if backend.replicas is not None else (),
+            trust_store=str(backend.tls.trust_store) if backend.tls is not None else None,
+            reset_wait_s=FAULT_RESET_WAIT_S if plan.fault is not None else 0.0,
+        )
+        ctx.outcome.schedule = schedule = compiled.schedule
+        journal.environment(
+            **environment(get_engine(parsed.engine).version(), plan, options, parsed.engine),
+            testers=options.testers,
+            seed=schedule.seed,
+            target_order=[list(o) for o in schedule.target_order],
+            **layout_environment(backend.layout),
+            **(
+                {"without_policies": excluded}
+                if excluded and options.allow_missing_policies
+                else {}
+            ),
+        )
+        return Rendered(provisioner, planned, urls, compiled)
+
+
+def deployment_needs_of(plan: Plan) -> frozenset[str]:
+    """What the plan's deployment asks every gateway to render (renderers._deployment)."""
+    tls = plan.tls
+    return deployment_needs(
+        tls=tls is not None,
+        http2=tls is not None and tls.http2,
+        resumption=tls is None or tls.resumption,
+        replicas=plan.backend.replicas,
+        balance=plan.backend.balance,
+    )
+
+
+def note_routes_left_out(ctx: RunContext, summaries: dict[str, str]) -> None:
+    """Routes a gateway left out of its files (no workload uses them): a note, and a line of
+    the report (the run record's environment keeps them)."""
+    if not summaries:
+        return
+    for gw in sorted(summaries):
+        ctx.note(summaries[gw])
+    ctx.journal.environment(routes_left_out=dict(sorted(summaries.items())))
+
+
+def environment(
+    engine_version: str, plan: Plan, options: RunOptions, engine_name: str = "gatling"
+) -> dict[str, Any]:
+    resolution = ENGINE_RESOLUTION_MS.get(engine_name, 1.0)
+    return {
+        "engine": engine_version,
+        "machine": f"{os.cpu_count()} cores, {platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "quick": options.quick,
+        "repetitions": plan.repetitions,
+        "resolution": (
+            "Gatling records whole milliseconds"
+            if resolution >= 1
+            else f"{engine_name} records latencies to {resolution * 1000:g} µs"
+        ),
+        "note": (
+            "on 2 cores every load generator but wrk uses more CPU than the server it "
+            "loads: results measure the shared machine, not only the gateway"
+            if (os.cpu_count() or 1) <= 4
+            else ""
+        ),
+    }
+
+
+__all__ = ["SKIP_FILE", "Render", "Rendered", "environment", "note_routes_left_out"]
