@@ -16,9 +16,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from gatebench.core.spec import load_spec
 from gatebench.local.backends import start_backend
 from gatebench.local.procs import Supervisor, free_port
-from gatebench.core.spec import load_spec
 
 from ._machine import CpuWindow
 
@@ -53,8 +53,8 @@ def _measure(url: str, headers: list[str]) -> tuple[list[float], float]:
 def run() -> str:
     if shutil.which("wrk") is None:
         return "wrk is not installed (scripts/setup.d/apt-packages.txt installs it)."
-    from gatebench.local.provisioners import boot_gateway
     from gatebench.core.renderers import RenderTarget
+    from gatebench.local.provisioners import boot_gateway
 
     rows = []
     auth = ["Authorization: Bearer bench"]
@@ -66,7 +66,7 @@ def run() -> str:
         assert api is not None
         import json
 
-        from gatebench.local.backends.mock import mock_config
+        from gatebench.core.backend import mock_config
         from gatebench.core.plan import Backend
 
         mock_cfg.write_text(json.dumps(mock_config(api, Backend("mock"))))

@@ -25,13 +25,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gatebench.local.backends import start_plan_backend
-from gatebench.kinds.capacity import ProbeRequest, late_threshold_ms, search, start_rate_for
-from gatebench.local.engines.loadgen import LoadgenEngine
 from gatebench.core.plan import build_plan
+from gatebench.core.spec import read_spec
+from gatebench.kinds.capacity import ProbeRequest, late_threshold_ms, search, start_rate_for
+from gatebench.local.backends import start_plan_backend
+from gatebench.local.engines.loadgen import LoadgenEngine
 from gatebench.local.probing import Prober
 from gatebench.local.procs import Supervisor
-from gatebench.core.spec import read_spec
 
 from ._machine import CpuWindow
 

@@ -24,10 +24,15 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from gatebench.local.backends import BackendTls, StartedBackend, backend_stats, start_backend_process
-from gatebench.local.procs import Supervisor, free_port
 from gatebench.core.spec import load_spec
 from gatebench.core.tls import GatewayTls, make_run_certificates, write_tls_folder
+from gatebench.local.backends import (
+    BackendTls,
+    StartedBackend,
+    backend_stats,
+    start_backend_process,
+)
+from gatebench.local.procs import Supervisor, free_port
 
 from ._machine import CpuWindow
 
@@ -118,8 +123,8 @@ def run() -> str:
     if shutil.which("h2load") is None:
         return "h2load is not installed (scripts/setup.d/apt-packages.txt: nghttp2-client)."
     from gatebench.core.errors import UnsupportedFeature
-    from gatebench.local.provisioners import boot_gateway
     from gatebench.core.renderers import RenderTarget, all_renderers
+    from gatebench.local.provisioners import boot_gateway
 
     api = load_spec(ROOT / "examples/auction/openapi.yaml").api
     assert api is not None

@@ -19,15 +19,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gatebench.local.backends import start_plan_backend
-from gatebench.local.engines import EngineEvent, PhaseResult
-from gatebench.local.engines.gatling import GatlingEngine
 from gatebench.core.plan import build_plan
-from gatebench.local.procs import Supervisor
-from gatebench.local.runner import RunOptions, run_benchmark
 from gatebench.core.spec import read_spec
 from gatebench.core.trust import CEILING_TARGET
 from gatebench.core.workload import build_schedule, render_workload
+from gatebench.local.backends import start_plan_backend
+from gatebench.local.engines.gatling import GatlingEngine
+from gatebench.local.procs import Supervisor
+from gatebench.local.runner import RunOptions, run_benchmark
+from gatebench.run.ports import EngineEvent, PhaseResult
 
 from ._machine import CpuWindow
 

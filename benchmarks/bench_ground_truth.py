@@ -21,13 +21,13 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from gatebench.local.backends import start_backend
-from gatebench.local.backends.mock import mock_config
+from gatebench.core.backend import mock_config
 from gatebench.core.model import Measurement
 from gatebench.core.plan import Backend, build_plan
+from gatebench.core.spec import read_spec
+from gatebench.local.backends import start_backend
 from gatebench.local.procs import Supervisor
 from gatebench.local.runner import RunOptions, run_benchmark
-from gatebench.core.spec import read_spec
 
 from ._machine import CpuWindow
 

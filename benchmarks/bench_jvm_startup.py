@@ -11,12 +11,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from gatebench.local.backends import start_backend
-from gatebench.local.procs import Supervisor, free_port
-from gatebench.local.provisioners import start_gateway, write_files
 from gatebench.core.renderers import RenderTarget, get_renderer
 from gatebench.core.renderers._jvm import JVM_OPTIONS_ENV
 from gatebench.core.spec import load_spec
+from gatebench.local.backends import start_backend
+from gatebench.local.procs import Supervisor, free_port
+from gatebench.local.provisioners import start_gateway, write_files
 
 from ._machine import CpuWindow
 

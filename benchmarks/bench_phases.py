@@ -26,7 +26,6 @@ from pathlib import Path
 
 from gatebench.core.model import Measurement
 from gatebench.core.plan import build_plan
-from gatebench.local.runner import RunOptions, run_benchmark
 from gatebench.core.spec import read_spec
 from gatebench.core.trust import (
     ENGINE_RESOLUTION_MS,
@@ -35,6 +34,7 @@ from gatebench.core.trust import (
     min_phase_ms,
     too_short,
 )
+from gatebench.local.runner import RunOptions, run_benchmark
 
 from ._machine import CpuWindow
 

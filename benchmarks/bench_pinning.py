@@ -1,7 +1,7 @@
 """Pinned cores against unpinned: how much the auction example's results move from run to run.
 
 On a 2-core machine the load engine, the backend and the gateway compete for the CPU; the
-plan's ``cpus:`` setting (gatebench.local.pinning) puts the gateway on a core of its own. Three
+plan's ``cpus:`` setting (gatebench.core.pinning) puts the gateway on a core of its own. Three
 pinned and three unpinned runs, interleaved (pinned, unpinned, pinned, ...) so that both see
 the same moments of the machine, each the product's own `gatebench run` path on
 examples/auction/openapi.yaml with a subset of its gateways and fewer repetitions to fit
@@ -22,9 +22,9 @@ from pathlib import Path
 from gatebench.core.aggregate import RunSummary
 from gatebench.core.plan import Cpus, load_plan
 from gatebench.core.report import build_report
-from gatebench.local.runner import RunOptions, run_benchmark
 from gatebench.core.spec import read_spec
 from gatebench.core.trust import reproducibility
+from gatebench.local.runner import RunOptions, run_benchmark
 
 from ._machine import CpuWindow
 

@@ -18,11 +18,11 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from gatebench.local.backends import start_backend
 from gatebench.core.policies import Cache, JwtAuth, Policies, PolicySet, RateLimit
-from gatebench.local.procs import Supervisor, free_port
 from gatebench.core.spec import load_spec
 from gatebench.core.tokens import TokenSigner, generate_private_key, public_pem
+from gatebench.local.backends import start_backend
+from gatebench.local.procs import Supervisor, free_port
 
 from ._machine import CpuWindow
 
@@ -88,8 +88,8 @@ def _wrk(url: str, token: str) -> float:
 def run() -> str:
     if shutil.which("wrk") is None:
         return "wrk is not installed (scripts/setup.d/apt-packages.txt installs it)."
-    from gatebench.local.provisioners import boot_gateway
     from gatebench.core.renderers import RenderTarget, all_renderers, get_renderer
+    from gatebench.local.provisioners import boot_gateway
 
     api = load_spec(ROOT / "examples/auction/openapi.yaml").api
     assert api is not None

@@ -19,9 +19,9 @@ from gatebench.core.aggregate import RunSummary
 from gatebench.core.metrics import UNITS
 from gatebench.core.plan import load_plan
 from gatebench.core.report import build_report
-from gatebench.local.runner import RunOptions, run_benchmark
 from gatebench.core.spec import read_spec
 from gatebench.core.trust import reproducibility
+from gatebench.local.runner import RunOptions, run_benchmark
 
 from ._machine import CpuWindow
 

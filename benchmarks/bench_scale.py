@@ -15,15 +15,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from gatebench.local.backends import start_backend
-from gatebench.local.engines.constant_rate import GatlingRateLoad
 from gatebench.core.errors import GatebenchError
-from gatebench.local.liveruns import LoadSettings, measure_change, measure_size
-from gatebench.local.procs import Supervisor
 from gatebench.core.renderers import all_renderers
 from gatebench.core.routescale import DEFAULT_SIZES, parse_sizes
-from gatebench.kinds.scale.metrics import ChangeOutcome, ScalePoint
 from gatebench.core.spec import load_spec
+from gatebench.kinds._live.metrics import ChangeOutcome, ScalePoint
+from gatebench.local.backends import start_backend
+from gatebench.local.engines.constant_rate import GatlingRateLoad
+from gatebench.local.liveruns import LoadSettings, measure_change, measure_size
+from gatebench.local.procs import Supervisor
 
 from ._machine import CpuWindow
 

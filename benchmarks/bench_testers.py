@@ -16,13 +16,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from gatebench.core.stats import phase_stats
+from gatebench.core.testers import MergedPhase
+from gatebench.core.workload import build_schedule, render_workload
 from gatebench.local._fanout import run_testers
 from gatebench.local._netns import namespaces_problem
 from gatebench.local.ceiling import SERVER_LABEL, start_ceiling_server
 from gatebench.local.procs import Supervisor
-from gatebench.core.stats import phase_stats
-from gatebench.core.testers import MergedPhase
-from gatebench.core.workload import build_schedule, render_workload
 
 from ._machine import CpuWindow
 from .bench_ground_truth import items_plan, read_workload

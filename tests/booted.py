@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gatebench.local.procs import ManagedProcess, Supervisor
 from gatebench.core.renderers import RenderTarget, get_renderer
+from gatebench.local.procs import ManagedProcess, Supervisor
 
 
 @dataclass

@@ -17,12 +17,12 @@ import heapq
 import random
 from dataclasses import dataclass, field
 
-from gatebench.kinds.capacity import ProbeMetrics, ProbeRequest, late_threshold_ms, read_probe
 from gatebench.core.loadlog import ScheduleSample
 from gatebench.core.measure import CpuUsage, PhaseResult
 from gatebench.core.plan import Objective
 from gatebench.core.resources import PhaseResources
 from gatebench.core.stats import PhaseSample
+from gatebench.kinds.capacity import ProbeMetrics, ProbeRequest, late_threshold_ms, read_probe
 
 
 @dataclass

@@ -50,8 +50,8 @@ from typing import Generic, Literal, TypeVar
 
 import pytest
 
-from gatebench.local.engines.cpu import CpuSampler
 from gatebench.core.measure import NOISY_OTHERS_PCT
+from gatebench.local.engines.cpu import CpuSampler
 from gatebench.local.procs import Supervisor
 
 T = TypeVar("T")

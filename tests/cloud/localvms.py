@@ -71,8 +71,8 @@ from gatebench.cloud import Storage
 from gatebench.cloud._layout import Layout
 from gatebench.cloud._secrets import EMULATOR_ENV
 from gatebench.core.errors import GatebenchError, RunError
-from gatebench.local.procs import ManagedProcess, Supervisor
 from gatebench.core.renderers import get_renderer
+from gatebench.local.procs import ManagedProcess, Supervisor
 
 from .cgroups import CgroupStandIn
 from .dockerd import StandInContainer, StandInDocker

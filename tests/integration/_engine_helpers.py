@@ -11,8 +11,8 @@ import psutil
 
 from gatebench.core.ir import Api
 from gatebench.core.plan import Plan, build_plan
-from gatebench.local.procs import ManagedProcess, Supervisor, port_is_free, wait_port_free
 from gatebench.core.spec import read_spec
+from gatebench.local.procs import ManagedProcess, Supervisor, port_is_free, wait_port_free
 
 ROOT = Path(__file__).resolve().parents[2]
 ITEMS = ROOT / "tests/data/engine/items.yaml"

@@ -220,9 +220,9 @@ def seed_capacity_run(location: str, run_id: str) -> tuple[Any, tuple[str, ...]]
     from dataclasses import replace
 
     from capacity_sim import SimulatedTarget
-    from gatebench.kinds.capacity import Campaign, capacity_result, search
     from gatebench.core.model import RunRecord, RunStatus
     from gatebench.core.plan import Capacity
+    from gatebench.kinds.capacity import Campaign, capacity_result, search
     from gatebench.store import open_store
 
     settings = replace(Capacity(), repetitions=3)

@@ -24,13 +24,13 @@ from functools import cache
 import pytest
 
 from booted import BootedGateway
-from gatebench.local.backends import start_backend
 from gatebench.core.ir import Api
-from gatebench.local.procs import Supervisor, free_port
-from gatebench.local.provisioners import boot_gateway
 from gatebench.core.renderers import RenderTarget, get_renderer
 from gatebench.core.renderers._jvm import JVM_OPTIONS_ENV
 from gatebench.core.spec import load_spec
+from gatebench.local.backends import start_backend
+from gatebench.local.procs import Supervisor, free_port
+from gatebench.local.provisioners import boot_gateway
 from paths import DATA, EXAMPLES, ROOT  # noqa: F401
 
 REPLAY_CASES: dict[str, str] = {

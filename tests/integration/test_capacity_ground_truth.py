@@ -28,10 +28,10 @@ from typing import Any
 import pytest
 from _engine_helpers import TOKEN_ENV, items
 
-from gatebench.local.backends import start_plan_backend
-from gatebench.kinds.capacity import ProbeRequest, SearchResult, late_threshold_ms, search
-from gatebench.local.engines.loadgen import LoadgenEngine
 from gatebench.core.plan import Capacity
+from gatebench.kinds.capacity import ProbeRequest, SearchResult, late_threshold_ms, search
+from gatebench.local.backends import start_plan_backend
+from gatebench.local.engines.loadgen import LoadgenEngine
 from gatebench.local.probing import Prober
 from gatebench.local.procs import Supervisor
 

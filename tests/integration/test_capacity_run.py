@@ -137,8 +137,8 @@ def test_a_gateway_that_dies_during_its_search_is_failed_and_the_others_go_on(
     import signal
 
     from _engine_helpers import ITEMS, TOKEN_ENV, RecordingSupervisor, items
-
     from gatebench.local.capacity_runner import run_capacity
+
     from gatebench.run import Progress, RunOptions
 
     monkeypatch.setenv(TOKEN_ENV, "t")

@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 from _engine_helpers import ITEMS, TOKEN_ENV, items
 
+from gatebench.core.loadlog import read_loadlog
+from gatebench.core.testers import split_counts
+from gatebench.kinds.capacity import ProbeRequest, late_threshold_ms
 from gatebench.local._netns import LoadHostNetwork, leftovers, namespaces_problem
 from gatebench.local.backends import start_plan_backend
-from gatebench.kinds.capacity import ProbeRequest, late_threshold_ms
-from gatebench.core.loadlog import read_loadlog
 from gatebench.local.probing import Prober
 from gatebench.local.procs import Supervisor
-from gatebench.core.testers import split_counts
 
 pytestmark = pytest.mark.skipif(namespaces_problem() is not None, reason=str(namespaces_problem()))
 

@@ -14,9 +14,9 @@ import psutil
 import pytest
 
 from gatebench.cli import main
-from gatebench.local.provisioners import CheckTimedOut, check_config, write_files
 from gatebench.core.renderers import RenderTarget, get_renderer
 from gatebench.core.spec import read_spec
+from gatebench.local.provisioners import CheckTimedOut, check_config, write_files
 from synthetic import many_operations
 
 OPERATIONS = 20_000

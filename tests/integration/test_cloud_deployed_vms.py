@@ -103,11 +103,11 @@ def test_a_replica_that_dies_on_its_own_ends_the_backend(replicas: Replicas) -> 
 def test_a_tester_counts_each_phases_new_and_resumed_handshakes(tmp_path: Path) -> None:
     import ssl
 
-    from gatebench.local.backends import BackendTls, start_backend_process
     from gatebench.core.measure import PhaseResult
-    from gatebench.vm._deployed import TesterWatch
     from gatebench.core.stats import PhaseSample
     from gatebench.core.tls import CA_CERT, make_run_certificates, write_tls_folder
+    from gatebench.local.backends import BackendTls, start_backend_process
+    from gatebench.vm._deployed import TesterWatch
 
     folder = write_tls_folder(make_run_certificates(), tmp_path)
     with Supervisor() as supervisor:

@@ -21,8 +21,8 @@ from gatebench.cloud._ingest import ingest_object
 from gatebench.core.measure import ingest_simlog
 from gatebench.core.model import Measurement
 from gatebench.core.plan import Injection
-from gatebench.local.procs import Supervisor
 from gatebench.core.workload import FORMAT, injection_json
+from gatebench.local.procs import Supervisor
 
 pytestmark = pytest.mark.integration
 

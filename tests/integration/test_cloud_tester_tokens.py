@@ -18,10 +18,10 @@ import pytest
 from cloud.secretgate import SecretManagerStandIn
 from gatebench.cloud._secrets import EMULATOR_ENV
 from gatebench.core.plan import build_plan
-from gatebench.vm._roles import _load_signed
 from gatebench.core.spec import load_spec
 from gatebench.core.tokens import SIGNED_TOKENS_FILE_ENV, generate_private_key, public_pem
 from gatebench.core.workload import compile_load
+from gatebench.vm._roles import _load_signed
 
 pytestmark = pytest.mark.integration
 

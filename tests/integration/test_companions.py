@@ -12,9 +12,9 @@ import psutil
 import pytest
 
 from gatebench.core.errors import RunError
+from gatebench.core.renderers import RenderTarget, get_renderer
 from gatebench.local.procs import Supervisor, free_port
 from gatebench.local.provisioners._boot import start_companions
-from gatebench.core.renderers import RenderTarget, get_renderer
 
 
 def _ping(port: int) -> bytes:

@@ -19,11 +19,11 @@ import pytest
 from booted import skip_unless_installed
 from corpus import CORPUS, EXAMPLES_CORPUS, EXPECTED_ERRORS, corpus_files, example_files
 from gatebench.core.errors import UnsupportedFeature
-from gatebench.local.provisioners import CheckTask, check_config, check_gateway, write_files
 from gatebench.core.renderers import RenderTarget, all_renderers
 from gatebench.core.renderers._jvm import JvmRenderer
 from gatebench.core.renderers._leave_out import render_leaving_out
 from gatebench.core.spec import read_spec
+from gatebench.local.provisioners import CheckTask, check_config, check_gateway, write_files
 from krakend_schema import krakend_validator
 
 RENDER_SAMPLE = [

@@ -14,8 +14,8 @@ import pytest
 
 from gatebench.core.plan import build_plan
 from gatebench.core.report import build_report, render_markdown
-from gatebench.local.runner import RunOptions, run_benchmark
 from gatebench.core.spec import read_spec
+from gatebench.local.runner import RunOptions, run_benchmark
 from gatebench.store import open_store
 from paths import EXAMPLES
 

@@ -27,13 +27,10 @@ from pathlib import Path
 import pytest
 
 from booted import skip_unless_installed
-from gatebench.local.backends import StartedBackend, backend_stats, start_backend_process
-from gatebench.local.backends.mock import mock_config
+from gatebench.core.backend import mock_config
 from gatebench.core.errors import UnsupportedFeature
 from gatebench.core.ir import Api
 from gatebench.core.plan import Backend
-from gatebench.local.procs import ManagedProcess, Supervisor, free_port
-from gatebench.local.provisioners import boot_gateway
 from gatebench.core.renderers import RenderTarget, all_renderers, get_renderer
 from gatebench.core.tls import (
     CA_CERT,
@@ -42,6 +39,9 @@ from gatebench.core.tls import (
     remove_tls_folder,
     write_tls_folder,
 )
+from gatebench.local.backends import StartedBackend, backend_stats, start_backend_process
+from gatebench.local.procs import ManagedProcess, Supervisor, free_port
+from gatebench.local.provisioners import boot_gateway
 from replay import (
     HOLDS_REFUSALS,
     Client,

@@ -11,12 +11,7 @@ from typing import Any
 import pytest
 from _engine_helpers import ROOT
 
-from gatebench.local.backends import BackendTls, backend_stats, start_backend_process
-from gatebench.local.engines import EngineEvent, PhaseResult
-from gatebench.local.engines.gatling import GatlingEngine
 from gatebench.core.plan import build_plan
-from gatebench.local.procs import Supervisor, free_port
-from gatebench.local.provisioners import boot_gateway
 from gatebench.core.renderers import RenderTarget, get_renderer
 from gatebench.core.spec import read_spec
 from gatebench.core.tls import (
@@ -27,6 +22,11 @@ from gatebench.core.tls import (
     write_tls_folder,
 )
 from gatebench.core.workload import Control, Phase, Schedule, render_workload
+from gatebench.local.backends import BackendTls, backend_stats, start_backend_process
+from gatebench.local.engines.gatling import GatlingEngine
+from gatebench.local.procs import Supervisor, free_port
+from gatebench.local.provisioners import boot_gateway
+from gatebench.run.ports import EngineEvent, PhaseResult
 
 REQUESTS = 60
 

@@ -27,11 +27,11 @@ from pathlib import Path
 import pytest
 from _engine_helpers import ITEMS, TOKEN_ENV, assert_torn_down, items
 
+from gatebench.core.report import build_report, render_markdown
+from gatebench.core.trust import AGREEMENT_PCT, TESTER_BOUND_SHARE, ceiling_of
 from gatebench.local.ceiling import start_ceiling_server
 from gatebench.local.procs import Supervisor
-from gatebench.core.report import build_report, render_markdown
 from gatebench.local.runner import RunOptions, RunOutcome, run_benchmark
-from gatebench.core.trust import AGREEMENT_PCT, TESTER_BOUND_SHARE, ceiling_of
 from timing import (
     BackendWatch,
     Band,

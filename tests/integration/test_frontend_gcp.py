@@ -30,8 +30,8 @@ from firestore_emulator import firestore_emulator, missing
 
 from cloud.servers import start_gcs_emulator, storage_client
 from cloud.signing import service_account, verify_v4
-from gatebench.local.procs import Supervisor
 from gatebench.kinds.request import RunRequest, run_request_from_metadata
+from gatebench.local.procs import Supervisor
 from gatebench.store import open_store
 from gatebench.web import GcsSigner, SignedUploads, handle_read, handle_upload
 

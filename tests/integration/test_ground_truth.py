@@ -28,8 +28,8 @@ from pathlib import Path
 import pytest
 from _engine_helpers import ITEMS, TOKEN_ENV, items
 
-from gatebench.local.backends import start_plan_backend
 from gatebench.core.model import Measurement
+from gatebench.local.backends import start_plan_backend
 from gatebench.local.procs import Supervisor
 from gatebench.local.runner import RunOptions, RunOutcome, run_benchmark
 from timing import (

@@ -15,17 +15,22 @@ from pathlib import Path
 
 import pytest
 
-from gatebench.local.backends import start_backend, start_backend_process
 from gatebench.core.errors import UnsupportedFeature
 from gatebench.core.ir import Api
-from gatebench.local.procs import Supervisor
-from gatebench.local.provisioners import ConfigRejected
-from gatebench.local.provisioners._live import LiveGateway, RouteProber, ask
 from gatebench.core.renderers import RESTART, RenderTarget, all_renderers, get_renderer
 from gatebench.core.renderers._jvm import JVM_OPTIONS_ENV
 from gatebench.core.renderers.nginx import NginxRenderer
 from gatebench.core.routescale import Probe, added_routes, probes_for, replicate
-from gatebench.core.tls import GatewayTls, make_run_certificates, remove_tls_folder, write_tls_folder
+from gatebench.core.tls import (
+    GatewayTls,
+    make_run_certificates,
+    remove_tls_folder,
+    write_tls_folder,
+)
+from gatebench.local.backends import start_backend, start_backend_process
+from gatebench.local.procs import Supervisor
+from gatebench.local.provisioners import ConfigRejected
+from gatebench.local.provisioners._live import LiveGateway, RouteProber, ask
 from replay import (
     HOLDS_REFUSALS,
     Client,

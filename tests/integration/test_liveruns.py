@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from gatebench.local.backends import start_backend
-from gatebench.local.engines.constant_rate import GatlingRateLoad
 from gatebench.core.ir import Api
-from gatebench.local.liveruns import LoadSettings, measure_change, measure_size
-from gatebench.local.procs import Supervisor
 from gatebench.core.renderers import RESTART, get_renderer
 from gatebench.core.renderers.nginx import NginxRenderer
+from gatebench.local.backends import start_backend
+from gatebench.local.engines.constant_rate import GatlingRateLoad
+from gatebench.local.liveruns import LoadSettings, measure_change, measure_size
+from gatebench.local.procs import Supervisor
 
 pytestmark = pytest.mark.integration
 

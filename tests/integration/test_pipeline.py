@@ -59,14 +59,14 @@ from cloud.registry import placeholder, push, start_registry
 from cloud.servers import start_function, start_gcs_emulator, storage_client, unpack_bundle
 from cloud.standins import BigQueryLoads
 from cloud.workflows_interpreter import Execution, Interpreter
-from gatebench.core.api_keys import REDACTED, sha256_hex
 from gatebench.cloud import Storage
 from gatebench.cloud._images import EMULATOR_ENV, docker_hub_mirror
+from gatebench.core.api_keys import REDACTED, sha256_hex
 from gatebench.core.model import run_id_for_object
-from gatebench.local.procs import Supervisor
 from gatebench.core.report import bigquery_schema
 from gatebench.core.tls import make_ca
 from gatebench.core.tokens import generate_private_key, public_pem
+from gatebench.local.procs import Supervisor
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "gatebench-test"

@@ -37,7 +37,6 @@ import pytest
 
 from booted import skip_unless_installed
 from gatebench.core.api_keys import with_api_keys
-from gatebench.local.backends import start_backend
 from gatebench.core.ir import Api
 from gatebench.core.policies import (
     ApiKeyAuth,
@@ -48,10 +47,11 @@ from gatebench.core.policies import (
     RateLimit,
     RateLimitKey,
 )
-from gatebench.local.procs import Supervisor, free_port
-from gatebench.local.provisioners import boot_gateway
 from gatebench.core.renderers import RenderTarget, all_renderers, get_renderer
 from gatebench.core.tokens import TokenSigner, generate_private_key, public_pem
+from gatebench.local.backends import start_backend
+from gatebench.local.procs import Supervisor, free_port
+from gatebench.local.provisioners import boot_gateway
 
 LOCAL = tuple(r.name for r in all_renderers() if r.runs_here)
 """Every gateway that runs here; KrakenD and Tyk where installed (skipped, with the reason,

@@ -22,15 +22,15 @@ import pytest
 from gatebench.core.errors import RunError
 from gatebench.core.plan import build_plan
 from gatebench.core.report import render
-from gatebench.local.runner import RunOptions, run_benchmark
 from gatebench.core.spec import load_spec
-from gatebench.store import open_store
 from gatebench.core.tokens import (
     SIGNED_TOKEN_ENV,
     SIGNED_TOKENS_FILE_ENV,
     generate_private_key,
     public_pem,
 )
+from gatebench.local.runner import RunOptions, run_benchmark
+from gatebench.store import open_store
 
 KEY_ENV = "GATEBENCH_TEST_JWT_KEY"
 PRIVATE = generate_private_key("RS256")

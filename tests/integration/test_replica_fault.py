@@ -11,19 +11,19 @@ from typing import Any
 import pytest
 from _engine_helpers import ROOT
 
-from gatebench.local._wire import open_observer
-from gatebench.local.backends import backend_stats, start_plan_backends
-from gatebench.local.backends._fault import Kill, ReplicaFault
-from gatebench.local.engines import EngineEvent, PhaseResult
-from gatebench.local.engines.gatling import GatlingEngine
 from gatebench.core.fault import fault_impact, requests_by_phase
 from gatebench.core.plan import build_plan
-from gatebench.local.procs import Supervisor, free_port
-from gatebench.local.provisioners import boot_gateway
 from gatebench.core.renderers import RenderTarget, get_renderer
 from gatebench.core.simlog import read_simlog
 from gatebench.core.spec import read_spec
 from gatebench.core.workload import compile_load
+from gatebench.local._wire import open_observer
+from gatebench.local.backends import backend_stats, start_plan_backends
+from gatebench.local.backends._fault import Kill, ReplicaFault
+from gatebench.local.engines.gatling import GatlingEngine
+from gatebench.local.procs import Supervisor, free_port
+from gatebench.local.provisioners import boot_gateway
+from gatebench.run.ports import EngineEvent, PhaseResult
 
 
 class Hooks:
@@ -162,8 +162,8 @@ def test_tls_handshakes_and_a_fault_on_each_measurement(tmp_path: Path) -> None:
     """nginx with the run's TLS and HTTP/2 in front of three replicas, Gatling over HTTP/2
     trusting the run's CA; replica 3 dies in the middle of the measured phase: the
     measurement says how many handshakes were new and resumed and what the kill did."""
-    from gatebench.local._deployed import DeploymentWatch, prepare_tls
     from gatebench.core.tls import remove_tls_folder
+    from gatebench.local._deployed import DeploymentWatch, prepare_tls
 
     result = read_spec(str(ROOT / "examples/auction/openapi.yaml"))
     assert result.api is not None

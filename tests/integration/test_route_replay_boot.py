@@ -14,6 +14,11 @@ from booted import skip_unless_installed
 from gatebench.cli import main
 from gatebench.core.errors import UnsupportedHere
 from gatebench.core.ir import Api
+from gatebench.core.renderers import RenderTarget, get_renderer
+from gatebench.core.renderers.krakend import KrakendRenderer
+from gatebench.core.renderers.nginx import NginxRenderer
+from gatebench.core.renderers.traefik import TraefikRenderer
+from gatebench.core.renderers.tyk import TykRenderer
 from gatebench.local.procs import Supervisor, free_port, http_probe
 from gatebench.local.provisioners import (
     CheckTask,
@@ -23,11 +28,6 @@ from gatebench.local.provisioners import (
     check_gateway,
     write_files,
 )
-from gatebench.core.renderers import RenderTarget, get_renderer
-from gatebench.core.renderers.krakend import KrakendRenderer
-from gatebench.core.renderers.nginx import NginxRenderer
-from gatebench.core.renderers.traefik import TraefikRenderer
-from gatebench.core.renderers.tyk import TykRenderer
 
 
 class BrokenNginx(NginxRenderer):

@@ -17,17 +17,17 @@ from typing import Any
 import pytest
 from _engine_helpers import ROOT
 
-from gatebench.local._fanout import FanOut, fanout_problem, run_testers
-from gatebench.local._netns import leftovers, namespaces_problem
-from gatebench.local.backends import start_backend
-from gatebench.local.engines import EngineEvent, PhaseResult
 from gatebench.core.plan import Injection, build_plan
-from gatebench.local.procs import Supervisor
 from gatebench.core.simlog import RequestRecord, read_simlog
 from gatebench.core.spec import read_spec
 from gatebench.core.stats import PhaseSample, phase_stats
 from gatebench.core.testers import MergedPhase
 from gatebench.core.workload import Control, Phase, Schedule, render_workload
+from gatebench.local._fanout import FanOut, fanout_problem, run_testers
+from gatebench.local._netns import leftovers, namespaces_problem
+from gatebench.local.backends import start_backend
+from gatebench.local.procs import Supervisor
+from gatebench.run.ports import EngineEvent, PhaseResult
 
 pytestmark = [
     pytest.mark.integration,

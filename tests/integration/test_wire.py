@@ -12,9 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from gatebench.local._wire import LoopbackObserver, WireUnavailable, open_observer
-from gatebench.local.procs import Supervisor, free_port
-from gatebench.local.provisioners import boot_gateway
 from gatebench.core.renderers import RenderTarget, get_renderer
 from gatebench.core.spec import load_spec
 from gatebench.core.tls import (
@@ -24,6 +21,9 @@ from gatebench.core.tls import (
     remove_tls_folder,
     write_tls_folder,
 )
+from gatebench.local._wire import LoopbackObserver, WireUnavailable, open_observer
+from gatebench.local.procs import Supervisor, free_port
+from gatebench.local.provisioners import boot_gateway
 from paths import EXAMPLES
 
 

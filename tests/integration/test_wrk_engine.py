@@ -17,9 +17,9 @@ from _engine_helpers import ITEMS, ROOT, TOKEN_ENV, assert_torn_down, items, pro
 
 from gatebench.core.errors import RunError
 from gatebench.core.plan import build_plan
+from gatebench.core.spec import read_spec
 from gatebench.local.procs import free_port
 from gatebench.local.runner import RunOptions, run_benchmark
-from gatebench.core.spec import read_spec
 
 
 class _Capture(BaseHTTPRequestHandler):

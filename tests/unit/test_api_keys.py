@@ -22,9 +22,9 @@ from gatebench.core.api_keys import (
 from gatebench.core.errors import RenderError, RunError
 from gatebench.core.plan import load_plan
 from gatebench.core.policies import ApiKeyAuth, Policies, PolicySet
-from gatebench.local.provisioners._boot import redact_file
 from gatebench.core.renderers import RenderTarget, get_renderer, render_with_policies
 from gatebench.core.spec import load_spec
+from gatebench.local.provisioners._boot import redact_file
 from paths import ROOT
 
 ENV = "GATEBENCH_API_KEYS"

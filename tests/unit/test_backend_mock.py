@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gatebench.local.backends.mock import mock_config
+from gatebench.core.backend import mock_config
 from gatebench.core.plan import Backend
 from gatebench.core.spec import read_spec
 

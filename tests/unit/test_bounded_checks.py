@@ -22,6 +22,8 @@ import psutil
 import pytest
 
 from gatebench.core.ir import Api, Operation
+from gatebench.core.renderers import RenderTarget, get_renderer
+from gatebench.core.renderers.nginx import NginxRenderer
 from gatebench.local.procs import run_bounded
 from gatebench.local.provisioners import (
     CheckTask,
@@ -32,8 +34,6 @@ from gatebench.local.provisioners import (
     run_checks,
     write_files,
 )
-from gatebench.core.renderers import RenderTarget, get_renderer
-from gatebench.core.renderers.nginx import NginxRenderer
 
 # A checker that starts two helpers, one of which leaves the checker's process group (its own
 # session), writes a line, then waits: its tree must be ended, the helper that left included.

@@ -14,16 +14,11 @@ from pathlib import Path
 import pytest
 
 from capacity_sim import SimulatedTarget
-from gatebench.kinds.capacity import Campaign, CapacityResult, capacity_result, search
 from gatebench.core.model import RunRecord, RunStatus
 from gatebench.core.plan import Capacity
-from gatebench.core.report import (
-    bigquery_schema,
-    build_capacity_report,
-    capacity_rows,
-    column_names,
-    render_capacity,
-)
+from gatebench.core.report import bigquery_schema, column_names
+from gatebench.kinds.capacity import Campaign, CapacityResult, capacity_result, search
+from gatebench.kinds.capacity._report import build_capacity_report, capacity_rows, render_capacity
 
 SETTINGS = replace(Capacity(), repetitions=3)
 
@@ -119,8 +114,8 @@ def test_the_csv_loads_into_the_bigquery_schema(result: CapacityResult) -> None:
 
 
 def test_thresholds_gate_on_capacity(result: CapacityResult) -> None:
-    from gatebench.kinds.capacity import evaluate_capacity
     from gatebench.core.thresholds import Threshold, evaluate, fmt
+    from gatebench.kinds.capacity import evaluate_capacity
 
     (bid,) = result.endpoints
     haproxy, envoy = bid.summary("haproxy"), bid.summary("envoy")

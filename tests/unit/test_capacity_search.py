@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 
 from capacity_sim import SimulatedTarget
+from gatebench.core.plan import Capacity, Objective
 from gatebench.kinds.capacity import (
     MAX_CONFIRMATIONS,
     MIN_RATE,
@@ -34,7 +35,6 @@ from gatebench.kinds.capacity import (
 from gatebench.kinds.capacity import (
     TesterLimits as Limits,
 )
-from gatebench.core.plan import Capacity, Objective
 
 SETTINGS = Capacity()  # start 100/s, growth 2, precision 5 %, p99 ≤ 50 ms, errors ≤ 0.1 %
 
@@ -576,9 +576,9 @@ def test_the_result_of_a_campaign_round_trips_and_holds_the_curves() -> None:
 
 
 def test_a_probe_document_is_the_workloads_requests_at_the_probes_rate() -> None:
-    from gatebench.kinds.capacity._document import measured_index, probe_document, probe_template
     from gatebench.core.plan import build_plan
     from gatebench.core.workload import phases_from_document
+    from gatebench.kinds.capacity._document import measured_index, probe_document, probe_template
     from plans import auction_api, section
 
     api = auction_api()

@@ -288,9 +288,9 @@ def test_the_parse_step_refuses_a_capacity_run_of_a_plan_with_tls() -> None:
 def test_a_capacity_run_renders_the_search_input_for_the_tester() -> None:
     import json
 
+    from gatebench.cloud._render import CAPACITY_INPUT, render_run
     from gatebench.kinds.capacity import probe_document, settings_from_dict
     from gatebench.kinds.capacity._metrics import ProbeRequest
-    from gatebench.cloud._render import CAPACITY_INPUT, render_run
     from gatebench.kinds.request import METADATA_KEY, RunRequest
 
     settings = deployment()

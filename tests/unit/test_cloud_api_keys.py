@@ -17,10 +17,10 @@ import pytest
 
 from cloud.secretgate import SecretGrant, SecretManagerStandIn, secret_grants
 from cloud.settings import deployment
-from gatebench.core.api_keys import REDACTED, sha256_hex
 from gatebench.cloud._objects import ObjectRef, RequestError
 from gatebench.cloud._render import render_run
 from gatebench.cloud._secrets import EMULATOR_ENV
+from gatebench.core.api_keys import REDACTED, sha256_hex
 from gatebench.core.errors import RunError
 from gatebench.vm._gateway_config import configure_gateway
 from gatebench.vm._roles import _load_signed

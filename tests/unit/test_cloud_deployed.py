@@ -291,8 +291,8 @@ def test_a_gateway_vm_without_the_ca_key_writes_nothing_and_says_why(
 def test_the_tester_trusts_the_run_ca_alone(tmp_path: Path) -> None:
     from cryptography.hazmat.primitives.serialization import Encoding, pkcs12
 
-    from gatebench.vm._roles import trust_run_ca
     from gatebench.core.tls import STORE_PASSWORD
+    from gatebench.vm._roles import trust_run_ca
 
     document = {
         "tls": {"http2": True, "trust_store": TRUST_STORE_ON_TESTER, "ca": CA_CERT.decode()}

@@ -33,14 +33,14 @@ from gatebench.cloud._tester import marker
 from gatebench.core.cost import estimate_cost, live_seconds
 from gatebench.core.errors import RunError
 from gatebench.core.model import RunRecord
-from gatebench.vm._docker import ContainerState
-from gatebench.vm._live_agent import LiveAgent
 from gatebench.core.report import bigquery_schema, column_names
 from gatebench.core.routescale import replicate
-from gatebench.kinds.request import METADATA_HEADER, UploadRejected, run_request_from_metadata
 from gatebench.core.scaleplan import ScaleAsk
 from gatebench.core.spec import read_spec
+from gatebench.kinds.request import METADATA_HEADER, UploadRejected, run_request_from_metadata
 from gatebench.store import SqliteStore
+from gatebench.vm._docker import ContainerState
+from gatebench.vm._live_agent import LiveAgent
 
 ROOT = Path(__file__).resolve().parents[2]
 PETSTORE = (ROOT / "examples" / "petstore" / "openapi.yaml").read_bytes()
@@ -468,7 +468,7 @@ def sample(wall_ms: float, mb: float) -> str:
 def test_the_score_step_stores_each_point_with_the_meters_memory_and_writes_rows(
     tmp_path: Path,
 ) -> None:
-    from gatebench.kinds.scale.metrics import Latency, ScalePoint
+    from gatebench.kinds._live.metrics import Latency, ScalePoint
 
     store = SqliteStore(tmp_path / "runs.sqlite")
     outcome = parse_upload(PETSTORE, REF, now=1.0, metadata=SCALE, settings=deployment())
@@ -523,7 +523,7 @@ def test_the_score_step_stores_each_point_with_the_meters_memory_and_writes_rows
 
 
 def test_points_the_meter_did_not_cover_are_noted_not_guessed(tmp_path: Path) -> None:
-    from gatebench.kinds.scale.metrics import ScalePoint
+    from gatebench.kinds._live.metrics import ScalePoint
 
     store = SqliteStore(tmp_path / "runs.sqlite")
     store.create_run(

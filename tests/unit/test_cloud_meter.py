@@ -23,10 +23,10 @@ from gatebench.cloud._ingest import METER_GAPS, ingest_run, meter_done_line
 from gatebench.cloud._tester import Clock
 from gatebench.core.model import RunRecord
 from gatebench.core.plan import Injection
-from gatebench.vm._roles import meter_gateway
 from gatebench.core.resources import MB, CgroupSample
-from gatebench.store import SqliteStore
 from gatebench.core.workload import FORMAT, injection_json
+from gatebench.store import SqliteStore
+from gatebench.vm._roles import meter_gateway
 
 RUNS = "gb-runs"
 RUN = "r-" + "b" * 20

@@ -24,9 +24,9 @@ from gatebench.cloud._objects import ObjectRef
 from gatebench.cloud._render import render_run
 from gatebench.cloud._secrets import EMULATOR_ENV
 from gatebench.core.errors import RunError
+from gatebench.core.tokens import SIGNED_TOKENS_FILE_ENV, generate_private_key, public_pem
 from gatebench.vm._roles import _load_signed
 from gatebench.vm._tokens import signed_tokens_on_tester
-from gatebench.core.tokens import SIGNED_TOKENS_FILE_ENV, generate_private_key, public_pem
 from paths import ROOT
 
 PRIVATE = generate_private_key("RS256")

@@ -17,7 +17,12 @@ def test_gcloudignore_leaves_terraform_state_and_caches_out(tmp_path: Path) -> N
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     for name in (".gitignore", ".gcloudignore"):
         shutil.copy(ROOT / name, tmp_path / name)
-    kept = ["src/gatebench/cli/__init__.py", "infra/main.tf", "infra/vms/main.tf", "gatling/pom.xml"]
+    kept = [
+        "src/gatebench/cli/__init__.py",
+        "infra/main.tf",
+        "infra/vms/main.tf",
+        "gatling/pom.xml",
+    ]
     left_out = [
         "infra/.terraform/providers/registry.terraform.io/hashicorp/google/x",
         "infra/vms/.terraform/modules/modules.json",

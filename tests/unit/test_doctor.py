@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from gatebench.local import _resources
 from gatebench.cli import main
-from gatebench.local.doctor import diagnose
 from gatebench.core.renderers.tyk import TykRenderer
+from gatebench.local import _resources
+from gatebench.local.doctor import diagnose
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
+from gatebench.core.measure import CpuUsage
 from gatebench.local.engines import cpu as cpu_mod
 from gatebench.local.engines.cpu import CpuSample, CpuSampler
-from gatebench.core.measure import CpuUsage
 
 
 def test_flags_thresholds() -> None:

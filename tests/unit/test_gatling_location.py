@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gatebench.local import _resources
 from gatebench.core.errors import RunError
+from gatebench.local import _resources
 
 
 def image_like_build(root: Path) -> tuple[Path, Path]:

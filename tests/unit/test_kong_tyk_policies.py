@@ -14,7 +14,12 @@ import yaml
 from cloud.settings import deployment
 from gatebench.core.errors import UnsupportedFeature
 from gatebench.core.policies import ApiKeyAuth, Cache, JwtAuth, Policies, PolicySet, RateLimit
-from gatebench.core.renderers import RenderTarget, get_renderer, policy_exclusions, render_with_policies
+from gatebench.core.renderers import (
+    RenderTarget,
+    get_renderer,
+    policy_exclusions,
+    render_with_policies,
+)
 from gatebench.core.spec import load_spec
 from paths import ROOT
 

@@ -49,7 +49,9 @@ def test_importing_the_cloud_package_loads_no_edge(forbidden: str) -> None:
 
 def test_importing_the_renderers_loads_no_process_management() -> None:
     loaded = _loaded_after("gatebench.core.renderers")
-    assert "gatebench.core.renderers.nginx" in loaded or "gatebench.core.renderers._registry" in loaded
+    assert (
+        "gatebench.core.renderers.nginx" in loaded or "gatebench.core.renderers._registry" in loaded
+    )
     assert [m for m in ("gatebench.local.procs", "gatebench.local.runner") if m in loaded] == []
     assert _under(loaded, "gatebench.local.provisioners") == []
     assert _under(loaded, "gatebench.local.engines") == []

@@ -19,11 +19,11 @@ from gatebench.core.plan import Injection, build_plan, load_plan
 from gatebench.core.report import build_report, render_html, render_json, render_markdown
 from gatebench.core.report._tables import score_table
 from gatebench.core.spec import load_spec
-from gatebench.run import RunJournal
-from gatebench.run.stages._load_hooks import LoadHooks
 from gatebench.core.stats import PhaseSample
 from gatebench.core.trust import failures_of, min_phase_ms, too_short, too_short_throughput
 from gatebench.core.workload import Phase
+from gatebench.run import RunJournal
+from gatebench.run.stages._load_hooks import LoadHooks
 from paths import EXAMPLES
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gatebench.core.ir import Api
-from gatebench.local.pinning import CpuLayout, resolve_layout
+from gatebench.core.pinning import CpuLayout, resolve_layout
 from gatebench.core.plan import DEFAULT_CPU_MODE, Cpus, build_plan
 from gatebench.local.procs import Supervisor
 from paths import EXAMPLES
@@ -178,7 +178,7 @@ def test_signals_held_deliver_after_the_block() -> None:
     import os
     import signal
 
-    from gatebench.local.procs import signals_held
+    from gatebench.run._signals import signals_held
 
     seen: list[str] = []
 

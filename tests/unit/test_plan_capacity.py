@@ -269,8 +269,8 @@ def test_a_run_overrides_the_repetitions_and_quick_shortens_the_search(auction: 
 def test_a_capacity_run_refuses_tls_and_a_fault_with_located_errors(auction: Api) -> None:
     from dataclasses import replace
 
-    from gatebench.kinds.capacity import capacity_problems
     from gatebench.core.plan import Fault, Tls
+    from gatebench.kinds.capacity import capacity_problems
 
     plan = build_plan(section(), auction)
     assert capacity_problems(plan) == []

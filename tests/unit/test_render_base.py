@@ -9,7 +9,6 @@ import pytest
 
 from gatebench.core.errors import RenderError, UnsupportedFeature, UnsupportedHere
 from gatebench.core.ir import Api, Operation
-from gatebench.local.provisioners import write_files
 from gatebench.core.renderers import (
     RenderTarget,
     encode_literal,
@@ -22,6 +21,7 @@ from gatebench.core.renderers import (
     routes_for,
 )
 from gatebench.core.renderers._routes import shared_param_names
+from gatebench.local.provisioners import write_files
 from replay import expected_route
 
 

@@ -12,11 +12,8 @@ from typing import Any
 import pytest
 
 from gatebench.cloud._ingest import MeterUpload, meter_uploads
-from gatebench.local.engines.cpu import CpuSampler, exited_unreaped
 from gatebench.core.measure import with_gateway_cgroup
 from gatebench.core.model import Measurement
-from gatebench.local.procs import Supervisor
-from gatebench.vm._roles import meter_gateway, read_cgroup
 from gatebench.core.resources import (
     MB,
     CgroupFormatError,
@@ -30,6 +27,9 @@ from gatebench.core.resources import (
     requests_per_cpu_s,
     window_usage,
 )
+from gatebench.local.engines.cpu import CpuSampler, exited_unreaped
+from gatebench.local.procs import Supervisor
+from gatebench.vm._roles import meter_gateway, read_cgroup
 from paths import DATA
 
 CGROUP = DATA / "cgroup"

@@ -11,8 +11,8 @@ import pytest
 from gatebench.cloud import ObjectRef, parse_upload
 from gatebench.core.errors import RunError
 from gatebench.core.plan import load_plan
-from gatebench.local.runner import RunOptions, run_benchmark
 from gatebench.core.spec import read_spec
+from gatebench.local.runner import RunOptions, run_benchmark
 from paths import EXAMPLES
 
 PETSTORE = EXAMPLES / "petstore" / "openapi.yaml"

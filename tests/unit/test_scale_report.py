@@ -1,4 +1,4 @@
-"""The scale run's report (gatebench.kinds.scale._report): a memory and a p99 chart per gateway with
+"""The scale run's report (gatebench.kinds._live._report): a memory and a p99 chart per gateway with
 routes on a log scale, the tables, every failed request of a change listed, the JSON document
 it is rendered from."""
 
@@ -12,9 +12,19 @@ import pytest
 
 from gatebench.cli import main
 from gatebench.core.model import RunRecord
-from gatebench.core.report import point_key, render_scale_html, scale_document
-from gatebench.kinds.scale._report import log_line_chart
-from gatebench.kinds.scale.metrics import Arrival, ChangeOutcome, Latency, ScalePoint, change_outcome
+from gatebench.kinds._live._report import (
+    log_line_chart,
+    point_key,
+    render_scale_html,
+    scale_document,
+)
+from gatebench.kinds._live.metrics import (
+    Arrival,
+    ChangeOutcome,
+    Latency,
+    ScalePoint,
+    change_outcome,
+)
 from gatebench.store import SqliteStore
 
 SIZES = (10, 100, 1000, 10000)

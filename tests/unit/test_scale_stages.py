@@ -1,4 +1,4 @@
-"""The route-scale and change-under-load runs are stage lists (gatebench.kinds.scale._stages): their
+"""The route-scale and change-under-load runs are stage lists (gatebench.kinds._live._stages): their
 order, what each stage needs and gives, and the lifecycle moving forward once."""
 
 from __future__ import annotations
@@ -11,16 +11,16 @@ import yaml
 
 from gatebench.cli import main
 from gatebench.core.errors import RunError
-from gatebench.local.liveruns import LoadSettings
 from gatebench.core.plan import scale_problems
-from gatebench.run import check_order
-from gatebench.kinds.scale._stages import (
+from gatebench.kinds._live._stages import (
     ChangeSpec,
     GrowRender,
     ScaleRequest,
     change_stages,
     scale_stages,
 )
+from gatebench.local.liveruns import LoadSettings
+from gatebench.run import check_order
 from paths import EXAMPLES
 
 

@@ -1,9 +1,9 @@
-"""The figures of the scale and change-under-load runs (gatebench.kinds.scale.metrics) from
+"""The figures of the scale and change-under-load runs (gatebench.kinds._live.metrics) from
 per-request records: windows, failures kept with their time, the spike, percentiles."""
 
 from __future__ import annotations
 
-from gatebench.kinds.scale.metrics import (
+from gatebench.kinds._live.metrics import (
     Arrival,
     ScalePoint,
     buckets,

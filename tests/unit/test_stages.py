@@ -14,8 +14,8 @@ import yaml
 from gatebench.core.errors import RunError
 from gatebench.core.model import RunRecord, RunStatus
 from gatebench.core.plan import load_plan
-from gatebench.local.procs import Supervisor
 from gatebench.core.spec import read_spec
+from gatebench.local.procs import Supervisor
 from gatebench.run import (
     CAPACITY_SEARCH,
     CLOUD_ONLY,
@@ -85,7 +85,7 @@ def test_the_local_stages_and_the_cloud_workflow_name_the_same_stages_in_order(k
 
 def live_kinds() -> dict[str, list[Stage]]:
     """The route-scale run (two sizes, three) and the change-under-load run."""
-    from gatebench.kinds.scale._stages import ChangeSpec, ScaleRequest, change_stages, scale_stages
+    from gatebench.kinds._live._stages import ChangeSpec, ScaleRequest, change_stages, scale_stages
 
     return {
         "scale-2": list(scale_stages(ScaleRequest(("nginx",), sizes=(10, 100)))),
@@ -363,12 +363,12 @@ def test_render_keeps_what_the_run_recorded_before_it(tmp_path: Path) -> None:
     """The environment render records (engine, machine, seed, order, cores) is added to what
     earlier stages and render itself recorded: a ceiling that could not be measured, the
     routes a gateway left out of its files."""
-    from gatebench.local.pinning import resolve_layout
+    from gatebench.core.pinning import resolve_layout
     from gatebench.core.plan import build_plan
+    from gatebench.core.trust import Ceiling
     from gatebench.run.stages.backend import Backend
     from gatebench.run.stages.parse import Parsed
     from gatebench.run.stages.render import Render
-    from gatebench.core.trust import Ceiling
 
     api = read_spec(DATA / "adversarial" / "templates.yaml").api
     assert api is not None
@@ -402,8 +402,8 @@ def test_render_keeps_what_the_run_recorded_before_it(tmp_path: Path) -> None:
 def test_a_measurement_the_store_refuses_is_in_neither_place(tmp_path: Path) -> None:
     """The store finds its disk full on the third phase: the file keeps the two before it,
     as the store does, and the run's end is still recorded (with the space held back)."""
-    from gatebench.store._disk import mount_point, no_space
     from gatebench.core.errors import NoSpaceLeft
+    from gatebench.store._disk import mount_point, no_space
     from synthetic import synthetic_run
 
     done, measurements = synthetic_run(repetitions=2)

@@ -388,7 +388,10 @@ def test_bigquery_table_uses_the_report_schema_and_the_view_its_columns() -> Non
     table = results.resources[("google_bigquery_table", "measurements")]
     assert "src/gatebench/core/report/bigquery_schema.json" in table["schema"]
     path = (
-        INFRA / "modules" / "results-store" / "../../../src/gatebench/core/report/bigquery_schema.json"
+        INFRA
+        / "modules"
+        / "results-store"
+        / "../../../src/gatebench/core/report/bigquery_schema.json"
     )
     assert [c["name"] for c in json.loads(path.read_text())] == list(column_names())
     sql = (INFRA / "modules" / "results-store" / "summary.sql.tftpl").read_text()

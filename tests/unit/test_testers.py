@@ -22,7 +22,12 @@ from gatebench.core.testers import (
     split_injection,
     union_ms,
 )
-from gatebench.core.workload import FORMAT, injection_from_json, injection_json, phases_from_document
+from gatebench.core.workload import (
+    FORMAT,
+    injection_from_json,
+    injection_json,
+    phases_from_document,
+)
 
 
 def test_split_counts_gives_the_remainder_to_the_first_testers() -> None:

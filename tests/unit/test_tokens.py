@@ -11,12 +11,9 @@ from pathlib import Path
 import jwt
 import pytest
 
-from gatebench.local.engines.wrk import _document_problems
 from gatebench.core.errors import PlanError, RunError
 from gatebench.core.plan import load_plan
 from gatebench.core.spec import load_spec
-from gatebench.run import RunOutcome
-from gatebench.run.stages.parse import check_engine_supports, signed_tokens
 from gatebench.core.testers import split_document
 from gatebench.core.tokens import (
     SIGNED_TOKEN_ENV,
@@ -31,6 +28,9 @@ from gatebench.core.tokens import (
     token_lifetime,
 )
 from gatebench.core.workload import compile_load
+from gatebench.local.engines.wrk import _document_problems
+from gatebench.run import RunOutcome
+from gatebench.run.stages.parse import check_engine_supports, signed_tokens
 from paths import ROOT
 
 RSA = generate_private_key("RS256")

@@ -10,16 +10,12 @@ from typing import Any
 import pytest
 
 from gatebench.core.aggregate import summarize
-from gatebench.local.ceiling import render_ceiling_config
 from gatebench.core.measure import PhaseResult, measurement_from
 from gatebench.core.metrics import METRICS
 from gatebench.core.model import Measurement, RunRecord, RunStatus
 from gatebench.core.plan import Injection
 from gatebench.core.report import build_report, render_html, render_json, render_markdown
 from gatebench.core.score import ScoreError, score, values_from_table
-from gatebench.run import RunJournal, RunOutcome
-from gatebench.run.stages._load_hooks import LoadHooks
-from gatebench.kinds.fixed.score import score_and_save
 from gatebench.core.stats import PhaseSample
 from gatebench.core.trust import (
     CEILING_TARGET,
@@ -39,6 +35,10 @@ from gatebench.core.trust import (
     reproducibility,
 )
 from gatebench.core.workload import Phase
+from gatebench.kinds.fixed.score import score_and_save
+from gatebench.local.ceiling import render_ceiling_config
+from gatebench.run import RunJournal, RunOutcome
+from gatebench.run.stages._load_hooks import LoadHooks
 
 
 def m(

@@ -14,6 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gatebench.core.errors import RunError, UnsupportedFeature
+from gatebench.core.stats import phase_stats
 from gatebench.local.engines import ENGINES, get_engine, injection_problem
 from gatebench.local.engines.wrk import (
     apply_correction,
@@ -26,8 +28,6 @@ from gatebench.local.engines.wrk import (
     split_users,
     value_texts,
 )
-from gatebench.core.errors import RunError, UnsupportedFeature
-from gatebench.core.stats import phase_stats
 
 
 def _decode_lua(literal: str) -> bytes:
@@ -167,7 +167,9 @@ def test_phase_data_names_secrets_but_never_holds_them(tmp_path: Path) -> None:
         "2s",
         "http://127.0.0.1:8080/",
     ]
-    assert text.startswith("-- phase p0003 (nginx · bid), rendered by gatebench.local.engines.wrk\n")
+    assert text.startswith(
+        "-- phase p0003 (nginx · bid), rendered by gatebench.local.engines.wrk\n"
+    )
     assert '["path"] = {"/api", "/bid/", {["p"] = "id", ["e"] = "path"}}' in text
     assert '["host"] = "127.0.0.1:8080"' in text
 

@@ -7,13 +7,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from gatebench.core.errors import GatebenchError
-from gatebench.core.plan import MAX_REPETITIONS
-from gatebench.run import RunOptions, RunOutcome
-from gatebench.store import DEFAULT_STORE, STORE_ENV, open_store
-from gatebench.core.thresholds import failures
 from gatebench.cli._common import add_plan_argument, add_spec_arguments
 from gatebench.cli.run import LiveDisplay, _store_location, _testers, prepared
+from gatebench.core.errors import GatebenchError
+from gatebench.core.model import RunKind
+from gatebench.core.plan import MAX_REPETITIONS
+from gatebench.core.thresholds import failures
+from gatebench.run import RunOptions, RunOutcome
+from gatebench.store import DEFAULT_STORE, STORE_ENV, open_store
 
 
 def _repetitions(text: str) -> int:
@@ -92,7 +93,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    from gatebench.local.capacity_runner import run_capacity
+    from gatebench.local.runner import run_local
 
     ready = prepared(args)
     if ready is None:
@@ -113,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
     location = _store_location(args)
     with open_store(location) as store:
         try:
-            outcome = run_capacity(
+            outcome = run_local(
+                RunKind.CAPACITY,
                 api,
                 plan,
                 spec_uri=str(Path(args.spec).resolve()),
@@ -152,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def report_lines(outcome: RunOutcome) -> list[str]:
-    from gatebench.core.report import capacity_text
+    from gatebench.kinds.capacity._report import capacity_text
 
     record = outcome.record
     lines = [f"Run {record.run_id}: {record.status} ({outcome.wall_s:.0f}s)"]
@@ -173,8 +175,8 @@ def report_lines(outcome: RunOutcome) -> list[str]:
 def _check_thresholds(outcome: RunOutcome) -> int:
     """The capacity thresholds' outcome (a count on stdout, each failure on stderr); how many
     failed (all of them when the run has no result)."""
-    from gatebench.kinds.capacity import evaluate_capacity
     from gatebench.core.thresholds import CAPACITY_METRICS, thresholds_from_plan
+    from gatebench.kinds.capacity import evaluate_capacity
 
     # A threshold on a gateway left out with --gateways is not checked: it was not asked for.
     searched = (None, "baseline", *outcome.record.gateways)

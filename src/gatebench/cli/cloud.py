@@ -249,8 +249,8 @@ def run_check(args: argparse.Namespace) -> int:
 def _check_thresholds(args: argparse.Namespace, result: dict[str, object]) -> int:
     """The run's plan thresholds against its stored measurements; how many failed."""
     from gatebench.core.report import load_report
-    from gatebench.store import open_store
     from gatebench.core.thresholds import evaluate, failures, thresholds_from_plan
+    from gatebench.store import open_store
 
     run_id = result.get("run_id")
     if not isinstance(run_id, str) or not run_id:

@@ -6,9 +6,9 @@ import argparse
 import json
 import sys
 
+from gatebench.cli._common import add_plan_argument, add_spec_arguments, load, print_problems
 from gatebench.core.cost import CostError, describe_cost, describe_vm_limits, estimate_cost
 from gatebench.core.plan import describe_plan
-from gatebench.cli._common import add_plan_argument, add_spec_arguments, load, print_problems
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

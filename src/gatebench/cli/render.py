@@ -20,13 +20,13 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from gatebench.cli._common import add_spec_arguments, print_problems, read
 from gatebench.core.errors import RenderError, RunError, UnsupportedFeature
 from gatebench.core.policies import PolicySet
-from gatebench.local.provisioners import CheckTask, run_checks, write_files
 from gatebench.core.renderers import RenderTarget, UnknownGateway, gateway_names, get_renderer
 from gatebench.core.renderers._leave_out import render_leaving_out
 from gatebench.core.spec import SpecResult
-from gatebench.cli._common import add_spec_arguments, print_problems, read
+from gatebench.local.provisioners import CheckTask, run_checks, write_files
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -8,24 +8,23 @@ import json
 import sys
 from pathlib import Path
 
-from gatebench.core.report import (
-    FORMATS,
-    find_run,
-    is_capacity_run,
-    is_scale_run,
-    load_capacity_report,
-    load_report,
-    render,
-    render_capacity,
+from gatebench.cli._store import add_store_argument, store_location
+from gatebench.core.model import RunKind
+from gatebench.core.report import FORMATS, find_run, load_report, render
+from gatebench.core.report._junit import render_junit
+from gatebench.core.score import PROFILES
+from gatebench.kinds._live._report import (
+    is_live_run,
     render_scale_csv,
     render_scale_html,
     stored_scale_document,
 )
-from gatebench.kinds.capacity._report import render_capacity_junit
-from gatebench.core.report._junit import render_junit
-from gatebench.core.score import PROFILES
+from gatebench.kinds.capacity._report import (
+    load_capacity_report,
+    render_capacity,
+    render_capacity_junit,
+)
 from gatebench.store import open_store
-from gatebench.cli._store import add_store_argument, store_location
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -64,9 +63,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(args: argparse.Namespace) -> int:
     with open_store(store_location(args)) as store:
         record = find_run(store, args.run_id)
-        if is_scale_run(record):
+        if is_live_run(record):
             return _scale(args, stored_scale_document(store, record.run_id) or {}, record.run_id)
-        if is_capacity_run(record):
+        if record.kind == RunKind.CAPACITY:
             capacity = load_capacity_report(store, record.run_id)
             text = (
                 render_capacity_junit(capacity)

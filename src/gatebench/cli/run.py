@@ -11,16 +11,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
-from gatebench.local.engines import ENGINES
+from gatebench.cli._common import add_plan_argument, add_spec_arguments, load
 from gatebench.core.errors import GatebenchError
 from gatebench.core.ir import Api
 from gatebench.core.model import Measurement, local_run_id
 from gatebench.core.plan import Plan, describe_injection
-from gatebench.local.runner import Progress, RunOptions, RunOutcome, run_benchmark
 from gatebench.core.stats import format_workload_table, workload_rows
-from gatebench.store import DEFAULT_STORE, STORE_ENV, ResultStore, open_store
 from gatebench.core.thresholds import evaluate, failures
-from gatebench.cli._common import add_plan_argument, add_spec_arguments, load
+from gatebench.local.engines import ENGINES
+from gatebench.local.runner import Progress, RunOptions, RunOutcome, run_benchmark
+from gatebench.store import DEFAULT_STORE, STORE_ENV, ResultStore, open_store
 
 
 def _testers(text: str) -> int:

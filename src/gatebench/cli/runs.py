@@ -1,5 +1,5 @@
 """``gatebench runs``: the stored runs, newest first. A run whose gatebench process is gone
-before it finished shows as ``abandoned`` (gatebench.run._abandoned); the next run started
+before it finished shows as ``abandoned`` (gatebench.local._abandoned); the next run started
 in the same store records it as failed, with the reason."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ import argparse
 import datetime as dt
 import json
 
-from gatebench.store import open_store
 from gatebench.cli._store import add_store_argument, store_location
+from gatebench.core.model import RunKind
+from gatebench.store import open_store
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -25,8 +26,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    from gatebench.core.report import is_capacity_run
-    from gatebench.run._abandoned import abandoned
+    from gatebench.local._abandoned import abandoned
 
     with open_store(store_location(args)) as store:
         runs = store.list_runs(limit=args.limit)
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
             dt.datetime.fromtimestamp(r.created_at, tz=dt.UTC).strftime("%Y-%m-%d %H:%M"),
             ",".join(r.gateways) or "-",
             str(len(r.workloads)),
-            (r.title or "-") + (" (capacity search)" if is_capacity_run(r) else ""),
+            (r.title or "-") + (" (capacity search)" if r.kind == RunKind.CAPACITY else ""),
         )
         for r in runs
     ]

@@ -11,15 +11,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gatebench.cli._common import add_spec_arguments, read
+from gatebench.cli.run import LiveDisplay, _store_location
 from gatebench.core.errors import GatebenchError, PlanError
-from gatebench.local.liveruns import LoadSettings
 from gatebench.core.model import local_run_id
 from gatebench.core.plan import scale_problems
 from gatebench.core.renderers import all_renderers, get_renderer
 from gatebench.core.routescale import DEFAULT_SIZES, MAX_ROUTES, parse_sizes
+from gatebench.local.liveruns import LoadSettings
 from gatebench.store import DEFAULT_STORE, open_store
-from gatebench.cli._common import add_spec_arguments, read
-from gatebench.cli.run import LiveDisplay, _store_location
 
 
 def _positive(kind: type[int] | type[float], upper: float) -> Callable[[str], Any]:
@@ -147,9 +147,10 @@ def _gateways(text: str | None) -> tuple[str, ...]:
 
 
 def run_scale_command(args: argparse.Namespace) -> int:
-    from gatebench.local.scale_runs import run_scale
+    from gatebench.core.scaleplan import ChangeSpec
+    from gatebench.kinds._live._stages import ScaleRequest
+    from gatebench.local.runner import run_local
     from gatebench.run import RunOptions
-    from gatebench.kinds.scale._stages import ChangeSpec, ScaleRequest
 
     result = read(args)
     result.raise_for_errors()
@@ -193,10 +194,10 @@ def run_scale_command(args: argparse.Namespace) -> int:
     location = _store_location(args)
     with open_store(location) as store:
         try:
-            outcome = run_scale(
+            outcome = run_local(
+                args.kind,
                 api,
                 request,
-                kind=args.kind,
                 spec_uri=str(spec_path.resolve()),
                 spec_sha256=digest,
                 options=options,

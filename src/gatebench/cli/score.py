@@ -6,11 +6,11 @@ import argparse
 import json
 import sys
 
+from gatebench.cli._store import add_store_argument, store_location
 from gatebench.core.metrics import COST_METRICS, METRICS
 from gatebench.core.report import score_run
 from gatebench.core.score import PROFILES, ScoreError
 from gatebench.store import open_store
-from gatebench.cli._store import add_store_argument, store_location
 
 EXIT_USAGE = 2
 

@@ -14,11 +14,11 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from gatebench.web._limits import ServeLimits
-from gatebench.local.procs import Terminated
-from gatebench.core.spec import DEFAULT_LIMITS
-from gatebench.store import STORE_ENV, open_store
 from gatebench.cli._common import _size
+from gatebench.core.spec import DEFAULT_LIMITS
+from gatebench.local.procs import Terminated
+from gatebench.store import STORE_ENV, open_store
+from gatebench.web._limits import ServeLimits
 
 if TYPE_CHECKING:
     from gatebench.web import SiteConfig

@@ -6,9 +6,9 @@ import argparse
 import json
 import sys
 
+from gatebench.cli._common import add_plan_argument, add_spec_arguments, read
 from gatebench.core.errors import PlanError, Problem
 from gatebench.core.plan import load_plan
-from gatebench.cli._common import add_plan_argument, add_spec_arguments, read
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 
-from gatebench.local._resources import PACKAGE_DIR
+from gatebench.core._locations import PACKAGE_DIR
 from gatebench.core.errors import RunError
 
 RUNTIME = {

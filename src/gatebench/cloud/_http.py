@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gatebench.core.errors import Problem, ProblemsError
 from gatebench.cloud._objects import RequestError
+from gatebench.core.errors import Problem, ProblemsError
 
 Response = tuple[str, int, dict[str, str]]
 _JSON = {"Content-Type": "application/json"}

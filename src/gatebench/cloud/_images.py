@@ -25,8 +25,8 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from gatebench.core.errors import Problem
 from gatebench.cloud._objects import RequestError
+from gatebench.core.errors import Problem
 
 EMULATOR_ENV = "ARTIFACT_REGISTRY_EMULATOR_HOST"
 MANIFEST_TYPES = (

@@ -38,14 +38,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Protocol
 
+from gatebench.cloud._tester import Clock, fleet_testers, marker, marker_of_tester
 from gatebench.core.fault import Request, fault_impact
 from gatebench.core.measure import ingest_simlog, with_gateway_cgroup
 from gatebench.core.model import Measurement
 from gatebench.core.resources import CgroupSample
 from gatebench.core.simlog import RequestRecord, RunHeader, read_simlog
-from gatebench.store import ResultStore
 from gatebench.core.testers import ingest_tester_logs
-from gatebench.cloud._tester import Clock, fleet_testers, marker, marker_of_tester
+from gatebench.store import ResultStore
 
 RAW_LOG = re.compile(r"^runs/(r-[0-9a-f]{20})/raw/[A-Za-z0-9._-]+/simulation\.log$")
 CGROUP_OBJECT = "runs/{run_id}/cgroup/{target}.jsonl"

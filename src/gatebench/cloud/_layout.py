@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gatebench.core.errors import Problem
 from gatebench.cloud._objects import RequestError
+from gatebench.core.errors import Problem
 
 GATEWAY_PORT = 8000
 CONTAINER_WORKDIR = "/etc/gatebench"

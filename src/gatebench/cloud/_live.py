@@ -38,13 +38,27 @@ import posixpath
 from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO, Protocol
 
+from gatebench.cloud._ingest import METER_GAPS, wait_for_meters
+from gatebench.cloud._layout import (
+    BACKEND_PORT,
+    CONTAINER_WORKDIR,
+    GATEWAY_PORT,
+    Layout,
+    layout_for,
+)
+from gatebench.cloud._objects import NothingMeasured, ObjectRef, RequestError, rows_object
+from gatebench.cloud._tester import Clock
 from gatebench.core.cost import live_seconds, vm_max_run_s
 from gatebench.core.errors import GatebenchError, Problem
 from gatebench.core.ir import Api
 from gatebench.core.model import RunRecord
 from gatebench.core.plan import Plan, scale_problems
 from gatebench.core.renderers import RenderTarget, get_renderer
-from gatebench.core.report import (
+from gatebench.core.resources import cgroup_window
+from gatebench.core.routescale import replicate
+from gatebench.core.scaleplan import ScaleAsk
+from gatebench.core.spec import SpecResult
+from gatebench.kinds._live._report import (
     CHANGE_KIND,
     SCALE_KIND,
     point_key,
@@ -52,17 +66,9 @@ from gatebench.core.report import (
     scale_bigquery_rows,
     stored_scale_document,
 )
-from gatebench.core.resources import cgroup_window
-from gatebench.core.routescale import replicate
+from gatebench.kinds._live.metrics import ChangeOutcome, Latency, ScalePoint, files_bytes
 from gatebench.kinds.request import METADATA_HEADER, RunRequest
-from gatebench.kinds.scale.metrics import ChangeOutcome, Latency, ScalePoint, files_bytes
-from gatebench.core.scaleplan import ScaleAsk
-from gatebench.core.spec import SpecResult
 from gatebench.store import ResultStore
-from gatebench.cloud._ingest import METER_GAPS, wait_for_meters
-from gatebench.cloud._layout import BACKEND_PORT, CONTAINER_WORKDIR, GATEWAY_PORT, Layout, layout_for
-from gatebench.cloud._objects import NothingMeasured, ObjectRef, RequestError, rows_object
-from gatebench.cloud._tester import Clock
 
 ADMIN_PORT = 8001
 """A gateway VM's management port (Caddy's admin API, the JVM gateways' refresh endpoint,

@@ -31,10 +31,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
+from gatebench.cloud._firestore_rest import firestore_fields
+from gatebench.cloud._objects import ObjectRef
+from gatebench.cloud._tls import tls_problems
 from gatebench.core.cost import vm_max_run_s
 from gatebench.core.errors import PlanError, Problem
 from gatebench.core.model import RunRecord
 from gatebench.core.plan import Backend, Plan, load_plan, workload_summary
+from gatebench.core.spec import SpecResult, read_spec
 from gatebench.kinds.request import (
     METADATA_HEADER,
     METADATA_KEY,
@@ -42,10 +46,6 @@ from gatebench.kinds.request import (
     UploadRejected,
     run_request_from_metadata,
 )
-from gatebench.core.spec import SpecResult, read_spec
-from gatebench.cloud._firestore_rest import firestore_fields
-from gatebench.cloud._objects import ObjectRef
-from gatebench.cloud._tls import tls_problems
 
 MAX_MESSAGE = 1500
 

@@ -25,9 +25,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from gatebench.cloud._layout import Layout, layout_for
+from gatebench.cloud._objects import ObjectRef, RequestError
+from gatebench.cloud._tls import TLS_DIR, TRUST_STORE_ON_TESTER, tls_section
 from gatebench.core.api_keys import REDACTED, api_key_envs, with_api_keys
-from gatebench.local.backends import CONTROL_PREFIX
-from gatebench.local.backends.mock import mock_config
+from gatebench.core.backend import CONTROL_PREFIX, mock_config
 from gatebench.core.cost import capacity_seconds, disk_gib_per_tester, load_seconds, vm_max_run_s
 from gatebench.core.errors import GatebenchError, PlanError, Problem, RenderError, RunError
 from gatebench.core.fault import RESET_WAIT_S, fault_offsets
@@ -36,15 +38,17 @@ from gatebench.core.plan import Plan, load_plan
 from gatebench.core.policies import PolicySet
 from gatebench.core.renderers import RenderTarget, get_renderer
 from gatebench.core.renderers._leave_out import render_leaving_out
-from gatebench.kinds.request import METADATA_HEADER, METADATA_KEY, UploadRejected, run_request_from_metadata
 from gatebench.core.score import BASELINE
 from gatebench.core.spec import read_spec
 from gatebench.core.tls import GatewayTls
 from gatebench.core.tokens import SIGNED_TOKENS_FILE_ENV, TokenSignerError, signing_spec
 from gatebench.core.workload import compile_load
-from gatebench.cloud._layout import Layout, layout_for
-from gatebench.cloud._objects import ObjectRef, RequestError
-from gatebench.cloud._tls import TLS_DIR, TRUST_STORE_ON_TESTER, tls_section
+from gatebench.kinds.request import (
+    METADATA_HEADER,
+    METADATA_KEY,
+    UploadRejected,
+    run_request_from_metadata,
+)
 
 REDIS_IMAGE = "redis:7.4.1"
 """Tyk keeps its state in Redis: a pinned official image beside it on the gateway VM."""

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
-from gatebench.core.errors import Problem
 from gatebench.cloud._objects import RequestError
+from gatebench.core.errors import Problem
 
 SETTINGS_OBJECT = "pipeline/settings.json"
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from gatebench.core.errors import Problem
 from gatebench.cloud._objects import ObjectRef, RequestError
+from gatebench.core.errors import Problem
 
 if TYPE_CHECKING:  # pragma: no cover
     from google.cloud.storage import Client

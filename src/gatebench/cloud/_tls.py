@@ -26,11 +26,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gatebench.cloud._objects import RequestError
+from gatebench.cloud._secrets import SecretManager, SecretReader
 from gatebench.core.errors import Problem, RunError
 from gatebench.core.plan import Plan
 from gatebench.core.tls import RunCertificates, ca_certificate_problem, issue_server_certificate
-from gatebench.cloud._objects import RequestError
-from gatebench.cloud._secrets import SecretManager, SecretReader
 
 TLS_DIR = "tls"
 """The folder of a gateway's configuration folder its VM fills with the run's TLS files

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gatebench.core.errors import Problem
 from gatebench.cloud._objects import RequestError
+from gatebench.core.errors import Problem
 
 VARS_OBJECT = "runs/{run_id}/vms.tfvars.json"
 

@@ -23,17 +23,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gatebench.local._wire import LoopbackObserver, WireUnavailable, open_observer
-from gatebench.local.backends import BackendTls, PlanBackend
-from gatebench.local.backends._fault import Kill, ReplicaFault
 from gatebench.core.fault import Request, fault_impact
 from gatebench.core.measure import PhaseResult
 from gatebench.core.model import Measurement
 from gatebench.core.plan import Plan
-from gatebench.local.procs import Supervisor
 from gatebench.core.simlog import RequestRecord, RunHeader, SimLogReader
-from gatebench.core.tls import TRUST_P12, GatewayTls, describe, make_run_certificates, write_tls_folder
+from gatebench.core.tls import (
+    TRUST_P12,
+    GatewayTls,
+    describe,
+    make_run_certificates,
+    write_tls_folder,
+)
 from gatebench.core.workload import Phase
+from gatebench.local._wire import LoopbackObserver, WireUnavailable, open_observer
+from gatebench.local.backends import BackendTls, PlanBackend
+from gatebench.local.backends._fault import Kill, ReplicaFault
+from gatebench.local.procs import Supervisor
 
 ATTEMPTS_BEFORE_S = 0.5
 """Connection attempts this long before the kill are watched too (clock skew between the

@@ -23,18 +23,17 @@ import copy
 import http.server
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gatebench.local._netns import LoadHost, LoadHostNetwork, namespaces_problem
-from gatebench.local.engines import EngineEvent, EngineRun, Hooks
-from gatebench.local.engines.gatling import GatlingEngine
 from gatebench.core.errors import RunError
 from gatebench.core.measure import PhaseResult
 from gatebench.core.plan import MAX_TESTERS
-from gatebench.local.procs import Supervisor
 from gatebench.core.testers import MergedPhase, PhasePart, merge_phase, split_document
+from gatebench.local._netns import LoadHost, LoadHostNetwork, namespaces_problem
+from gatebench.local.engines.gatling import GatlingEngine
+from gatebench.local.procs import Supervisor
+from gatebench.run.ports import EngineEvent, EngineRun, FanOut, Hooks
 
 BARRIER_TIMEOUT_S = 900.0
 """How long a started tester waits for the gateways to boot and the others to be ready."""
@@ -211,13 +210,6 @@ def for_host(document: dict[str, Any], host: LoadHost) -> dict[str, Any]:
             if str(control["url"]).startswith(LOOPBACK):
                 control["url"] = to + control["url"][len(LOOPBACK) :]
     return out
-
-
-@dataclass
-class FanOut:
-    runs: list[EngineRun] = field(default_factory=list)
-    merged: list[MergedPhase] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
 
 
 class _Merger:

@@ -15,8 +15,8 @@ import subprocess
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from gatebench.local import _resources
 from gatebench.core.errors import UnsupportedHere
+from gatebench.local import _resources
 
 if TYPE_CHECKING:
     from gatebench.core.renderers import Renderer

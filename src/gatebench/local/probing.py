@@ -20,7 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gatebench.local._netns import LoadHost
+from gatebench.core.errors import RunError
+from gatebench.core.ir import Api
+from gatebench.core.loadlog import ScheduleSample, merge_schedules
+from gatebench.core.plan import Capacity, Plan
+from gatebench.core.testers import PhasePart, merge_phase, split_document
+from gatebench.core.trust import CEILING_TARGET
 from gatebench.kinds.capacity import (
     ProbeMetrics,
     ProbeRequest,
@@ -34,15 +39,10 @@ from gatebench.kinds.capacity import (
     read_probe,
     search,
 )
-from gatebench.local.engines import EngineEvent, PhaseResult
+from gatebench.local._netns import LoadHost
 from gatebench.local.engines.loadgen import LoadgenEngine, LoadgenRun
-from gatebench.core.errors import RunError
-from gatebench.core.ir import Api
-from gatebench.core.loadlog import ScheduleSample, merge_schedules
-from gatebench.core.plan import Capacity, Plan
 from gatebench.local.procs import Supervisor
-from gatebench.core.testers import PhasePart, merge_phase, split_document
-from gatebench.core.trust import CEILING_TARGET
+from gatebench.run.ports import EngineEvent, PhaseResult
 
 START_MARGIN_S = 0.3
 """Several testers start their schedules this long after the probe is launched: time for

@@ -3,7 +3,7 @@ folder, the result store when there is one, and the live display.
 
 Every status change and record update goes to the folder and the store at once; every
 measured phase is appended to ``measurements.jsonl`` and written to the store in one block
-that a Ctrl-C or SIGTERM waits for (procs.signals_held), so an interrupted run keeps the same
+that a Ctrl-C or SIGTERM waits for (``gatebench.run._signals``), so an interrupted run keeps the same
 phases in each. A write that finds the disk full is ``no space left on DIR while writing …``
 (gatebench.store._disk): a measurement is then in neither place, and the space the journal held
 back since the start is given up to record how the run ended (:meth:`RunJournal.finish`).
@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gatebench.store._disk import Reserve, no_space
 from gatebench.core.model import Measurement, RunRecord, RunStatus, can_move
-from gatebench.local.procs import signals_held
-from gatebench.store import ResultStore
 from gatebench.core.trust import ceiling_of, flag_near_ceiling
 from gatebench.core.workload import Phase
+from gatebench.run._signals import signals_held
+from gatebench.store import ResultStore
+from gatebench.store._disk import Reserve, no_space
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ class RunJournal:
 
     def put(self, m: Measurement) -> None:
         """One measured phase, in measurements.jsonl and the store: a Ctrl-C or SIGTERM waits
-        until it is in both (procs.signals_held), so an interrupted run keeps the same phases
+        until it is in both (``gatebench.run._signals``), so an interrupted run keeps the same phases
         in each."""
         path = self.run_dir / "measurements.jsonl"
         line = memoryview((json.dumps(m.to_dict()) + "\n").encode("utf-8"))

@@ -22,7 +22,6 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from gatebench.store._disk import FULL_BELOW_BYTES, free_bytes, no_space
 from gatebench.core.errors import GatebenchError, StoreError
 from gatebench.core.model import Measurement, RunRecord, RunStatus
 from gatebench.store._common import (
@@ -34,6 +33,7 @@ from gatebench.store._common import (
     no_such_run,
     updated,
 )
+from gatebench.store._disk import FULL_BELOW_BYTES, free_bytes, no_space
 
 Migration = tuple[int, str, tuple[str, ...]]
 """(version, what it does, statements)."""

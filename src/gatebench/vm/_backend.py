@@ -37,15 +37,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gatebench.local._wire import LoopbackObserver, WireUnavailable, open_observer
-from gatebench.local.backends import BackendTls, StartedBackend, start_backend_process
 from gatebench.cloud import Storage
 from gatebench.cloud._render import backend_error_object
 from gatebench.cloud._tester import read_required_json
 from gatebench.cloud._tls import vm_certificates
 from gatebench.core.errors import GatebenchError, RunError
-from gatebench.local.procs import Supervisor
 from gatebench.core.tls import write_tls_folder
+from gatebench.local._wire import LoopbackObserver, WireUnavailable, open_observer
+from gatebench.local.backends import BackendTls, StartedBackend, start_backend_process
+from gatebench.local.procs import Supervisor
 
 READY_TIMEOUT_S = 60.0
 WATCH_S = 1.0

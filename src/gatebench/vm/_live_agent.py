@@ -37,7 +37,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gatebench.local.backends import backend_binary
 from gatebench.cloud._live import (
     CHECK_DIR,
     POLL_S,
@@ -50,10 +49,11 @@ from gatebench.cloud._live import (
 )
 from gatebench.cloud._tester import Clock, read_marker, read_required_json
 from gatebench.core.errors import GatebenchError, RunError
-from gatebench.local.procs import Supervisor
 from gatebench.core.renderers import LiveChange, Renderer, get_renderer
-from gatebench.vm._docker import DockerEngine
+from gatebench.local.backends import backend_binary
+from gatebench.local.procs import Supervisor
 from gatebench.local.provisioners._live import admin_request, fill_command, write_atomically
+from gatebench.vm._docker import DockerEngine
 
 AGENT_MAX_S = 24 * 3600.0
 """The agent stops after this long even if the tester never writes ``load-done``."""

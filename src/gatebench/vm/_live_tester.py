@@ -39,17 +39,17 @@ from gatebench.cloud._live import (
     result_object,
     write_json,
 )
-from gatebench.local.engines.constant_rate import GatlingRateLoad, RateLoad
 from gatebench.core.errors import GatebenchError, RunError
 from gatebench.core.ir import Api
-from gatebench.local.liveruns import change_under_load, load_positions, start_grown
-from gatebench.local.procs import Supervisor
-from gatebench.local.provisioners._live import ChangeApplied
 from gatebench.core.renderers import LiveChange, get_renderer
-from gatebench.core.report import CHANGE_KIND, SCALE_KIND
 from gatebench.core.routescale import replicate
 from gatebench.core.scaleplan import ScaleAsk, scale_ask_from_json
 from gatebench.core.spec import read_spec
+from gatebench.kinds._live._gateway import RateLoad, change_under_load, load_positions, start_grown
+from gatebench.kinds._live._report import CHANGE_KIND, SCALE_KIND
+from gatebench.local.engines.constant_rate import GatlingRateLoad
+from gatebench.local.procs import Supervisor
+from gatebench.local.provisioners._live import ChangeApplied
 
 ANSWER_TIMEOUT_S = 900.0
 """How long the tester waits for an agent's answer (a boot fetches the step's files, stops and
@@ -125,6 +125,9 @@ class RemoteGateway:
     def rss_bytes(self) -> int | None:
         self.marks.append(time.time())
         return None
+
+    pids: tuple[int, ...] = ()
+    """Its processes are on its own VM: its meter accounts their CPU."""
 
     def alive(self) -> bool:
         """False once the agent said it failed the request the probes wait on."""
@@ -246,7 +249,6 @@ def run_live_program(
     if ask is None:
         return {"ok": False, "reason": "; ".join(p.message for p in problems)}
     api = _program_api(plan)
-    load = load or GatlingRateLoad()
     written: list[str] = []
     failed: dict[str, str] = {}
 
@@ -264,6 +266,7 @@ def run_live_program(
             storage, bucket, run_id, name, about["url"], about["steps"], lead_s=plan["lead_s"]
         )
     with Supervisor() as supervisor:
+        load = load or GatlingRateLoad(supervisor)
         if ask.kind == "scale":
             for size in ask.sizes:
                 grown = replicate(api, size)
@@ -280,7 +283,6 @@ def run_live_program(
                                 ask,
                                 load,
                                 workdir,
-                                supervisor,
                             )
                         )
                     except GatebenchError as exc:  # the agent or the bucket failed: next size
@@ -299,7 +301,6 @@ def run_live_program(
                             ask,
                             load,
                             workdir,
-                            supervisor,
                         )
                     )
                 except GatebenchError as exc:
@@ -327,7 +328,6 @@ def _scale_point(
     ask: ScaleAsk,
     load: RateLoad,
     workdir: Path,
-    supervisor: Supervisor,
 ) -> str:
     """One scale point of a gateway (``liveruns.start_grown`` then ``load_positions``), written
     with the moments its memory is to be read at."""
@@ -339,9 +339,7 @@ def _scale_point(
     idle_ms = remote.marks[-1] * 1000.0 if remote.marks and not booted.problem else None
     remote.marks.clear()
     where = workdir / remote.name / step
-    point = load_positions(
-        booted, load=load, settings=ask.settings, workdir=where, supervisor=supervisor
-    )
+    point = load_positions(booted, load=load, settings=ask.settings, workdir=where)
     shutil.rmtree(where, ignore_errors=True)  # the engine's logs: read, never kept
     marks = remote.marks
     body = {
@@ -370,7 +368,6 @@ def _change(
     ask: ScaleAsk,
     load: RateLoad,
     workdir: Path,
-    supervisor: Supervisor,
 ) -> str:
     """A gateway's change under load (``liveruns.start_grown``, then ``change_under_load``)."""
     change = ask.change
@@ -393,7 +390,6 @@ def _change(
             change_after_s=change.change_after_s,
             window_s=change.window_s,
             workdir=where,
-            supervisor=supervisor,
         )
     finally:
         shutil.rmtree(where, ignore_errors=True)

@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from gatebench.local._fanout import PhaseBarrier, barrier_controls, expected_testers
 from gatebench.cloud import Storage
 from gatebench.cloud._ingest import CGROUP_OBJECT, meter_done_line
 from gatebench.cloud._live import LIVE_PLAN, read_json
@@ -50,13 +49,15 @@ from gatebench.cloud._tester import (
     wait_for_marker,
     write_marker,
 )
-from gatebench.local.engines import EngineEvent, PhaseResult, get_engine
 from gatebench.core.errors import GatebenchError, RunError
-from gatebench.local.procs import Supervisor, http_probe
 from gatebench.core.resources import SAMPLE_INTERVAL_S, CgroupFormatError, CgroupSample
 from gatebench.core.score import BASELINE
 from gatebench.core.testers import split_document
 from gatebench.core.tls import CA_CERT, TRUST_P12, trust_store
+from gatebench.local._fanout import PhaseBarrier, barrier_controls, expected_testers
+from gatebench.local.engines import get_engine
+from gatebench.local.procs import Supervisor, http_probe
+from gatebench.run.ports import EngineEvent, PhaseResult
 from gatebench.vm._capacity import capacity_input, search_on_tester, serve_shares
 from gatebench.vm._deployed import TesterWatch
 

@@ -21,10 +21,15 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gatebench.core.api_keys import parse_api_keys
 from gatebench.cloud._secrets import SecretManager, SecretReader
+from gatebench.core.api_keys import parse_api_keys
 from gatebench.core.errors import RunError
-from gatebench.core.tokens import SIGNED_TOKENS_FILE_ENV, TokenSignerError, signer_from_spec, token_file
+from gatebench.core.tokens import (
+    SIGNED_TOKENS_FILE_ENV,
+    TokenSignerError,
+    signer_from_spec,
+    token_file,
+)
 
 
 @contextlib.contextmanager

@@ -31,12 +31,23 @@ from gatebench.web._api import (
     list_runs,
 )
 from gatebench.web._bucket import LocalBucket
-from gatebench.web._dashboard import DashboardSettingError, cors_from_env, results_store, signed_uploads
+from gatebench.web._dashboard import (
+    DashboardSettingError,
+    cors_from_env,
+    results_store,
+    signed_uploads,
+)
 from gatebench.web._gcs import GcsSigner
 from gatebench.web._queue import DirectUploads, QueuedRun, QueueFull, RunQueue
 from gatebench.web._reply import Reply
 from gatebench.web._server import App, GatebenchHTTPServer, ServeLimits, build_server, is_loopback
-from gatebench.web._site import SITE_FORMAT, SiteConfig, SiteConfigError, default_frontend_dir, export_site
+from gatebench.web._site import (
+    SITE_FORMAT,
+    SiteConfig,
+    SiteConfigError,
+    default_frontend_dir,
+    export_site,
+)
 from gatebench.web._static import resolve_static
 from gatebench.web._uploads import (
     TICKET_SECONDS,

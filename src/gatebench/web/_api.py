@@ -22,19 +22,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gatebench.core.errors import GatebenchError, Problem, StoreError
-from gatebench.core.model import RunRecord
-from gatebench.core.report import (
-    FORMATS,
-    is_capacity_run,
-    load_capacity_report,
-    load_report,
-    render,
-    render_capacity,
-    render_scale_html,
-    stored_scale_document,
-)
-from gatebench.kinds.request import UploadRejected, run_request_from_query
+from gatebench.core.model import RunKind, RunRecord
+from gatebench.core.report import FORMATS, load_report, render
 from gatebench.core.spec import DEFAULT_LIMITS
+from gatebench.kinds._live._report import render_scale_html, stored_scale_document
+from gatebench.kinds.capacity._report import load_capacity_report, render_capacity
+from gatebench.kinds.request import UploadRejected, run_request_from_query
 from gatebench.store import ResultStore
 from gatebench.web._reply import Reply
 from gatebench.web._uploads import UploadAcceptor, check_upload
@@ -208,7 +201,7 @@ def get_run_view(store: ResultStore, run_id: str) -> Reply:
     run = store.get_run(run_id)
     if run is None:
         return _missing(run_id)
-    if is_capacity_run(run):
+    if run.kind == RunKind.CAPACITY:
         return Reply.json(200, capacity_view(load_capacity_report(store, run_id)))
     return Reply.json(200, run_view(load_report(store, run_id)))
 
@@ -221,7 +214,7 @@ def get_report(store: ResultStore, run_id: str, fmt: str) -> Reply:
     run = store.get_run(run_id)
     if run is None:
         return _missing(run_id)
-    if is_capacity_run(run):
+    if run.kind == RunKind.CAPACITY:
         text = render_capacity(load_capacity_report(store, run_id), fmt)
     else:
         text = render(load_report(store, run_id), fmt)
@@ -260,7 +253,7 @@ def compare_runs(store: ResultStore, a: str, b: str) -> Reply:
         run = store.get_run(run_id)
         if run is None:
             return _missing(run_id)
-        if is_capacity_run(run):
+        if run.kind == RunKind.CAPACITY:
             return Reply.problems(
                 400,
                 [

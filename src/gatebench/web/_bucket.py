@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gatebench.kinds.request import METADATA_HEADER, UploadRejected, run_request_from_metadata
 from gatebench.core.spec import Limits
+from gatebench.kinds.request import METADATA_HEADER, UploadRejected, run_request_from_metadata
 from gatebench.web._queue import QueueFull, RunQueue, queue_full
 from gatebench.web._reply import Reply
 from gatebench.web._uploads import (

@@ -27,8 +27,8 @@ from typing import IO, Any
 
 from gatebench.core.errors import Problem, RunError
 from gatebench.core.model import RunRecord, RunStatus, local_run_id
-from gatebench.local.procs import ManagedProcess, Supervisor, stop_processes_below
 from gatebench.kinds.request import RunRequest
+from gatebench.local.procs import ManagedProcess, Supervisor, stop_processes_below
 from gatebench.store import ResultStore
 from gatebench.web._reply import Reply
 from gatebench.web._uploads import CheckedUpload

@@ -46,12 +46,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from gatebench.web._limits import ServeLimits
 from gatebench.core.renderers import local_gateway_names
 from gatebench.core.spec import DEFAULT_LIMITS
 from gatebench.store import ResultStore
 from gatebench.web._api import handle_read, handle_upload, too_large
 from gatebench.web._bucket import LocalBucket
+from gatebench.web._limits import ServeLimits
 from gatebench.web._queue import DirectUploads, QueueFull, RunQueue, queue_full
 from gatebench.web._reply import REASONS, Reply
 from gatebench.web._site import SiteConfig

@@ -29,8 +29,8 @@ from urllib.parse import quote, urlencode
 from gatebench.core.errors import PlanError, Problem
 from gatebench.core.ir import Api
 from gatebench.core.plan import Plan, load_plan, workload_summary
-from gatebench.kinds.request import METADATA_HEADER, RunRequest, UploadRejected
 from gatebench.core.spec import DEFAULT_LIMITS, Limits, SpecResult, read_spec
+from gatebench.kinds.request import METADATA_HEADER, RunRequest, UploadRejected
 from gatebench.web._reply import Reply
 
 UPLOAD_PREFIX = "specs/"

@@ -26,7 +26,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from gatebench.core.thresholds import bound_of
 from gatebench.core.plan._model import (
     MAX_RATE,
     OBJECTIVE_LATENCY_METRICS,
@@ -35,6 +34,7 @@ from gatebench.core.plan._model import (
     Objective,
 )
 from gatebench.core.plan._reader import Reader, _kind, _show
+from gatebench.core.thresholds import bound_of
 
 MAX_CAPACITY_REPETITIONS = 100
 MAX_GROWTH = 10.0

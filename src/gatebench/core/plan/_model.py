@@ -243,7 +243,7 @@ where it was measured (docs/trust.md, "Pinned cores")."""
 
 @dataclass(frozen=True)
 class Cpus:
-    """Where the gateway, the load engine and the backend run (gatebench.local.pinning):
+    """Where the gateway, the load engine and the backend run (gatebench.core.pinning):
     ``pinned`` (the gateway on a core of its own), ``unpinned`` (wherever the scheduler puts
     them), or ``explicit`` core lists per role (an empty list: that role is not pinned)."""
 
@@ -340,7 +340,7 @@ class Plan:
     """The load generator (``gatebench.local.engines``): ``gatling`` runs every injection profile;
     ``wrk`` runs closed-model load only (concurrent users for whole seconds)."""
     cpus: Cpus = field(default_factory=Cpus)
-    """Which cores each process runs on (``gatebench.local.pinning``)."""
+    """Which cores each process runs on (``gatebench.core.pinning``)."""
     warnings: tuple[Problem, ...] = field(default=(), compare=False, repr=False)
     """Located warnings about a valid plan (a profile too short to measure...): shown by
     ``gatebench plan`` and ``validate``, never part of the plan's data (``to_dict``)."""

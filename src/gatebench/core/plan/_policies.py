@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gatebench.core.ir import Api, SecurityScheme
+from gatebench.core.plan._reader import Reader, _kind, _show
 from gatebench.core.policies import (
     JWT_ALGORITHMS,
     ApiKeyAuth,
@@ -26,7 +27,6 @@ from gatebench.core.policies import (
     RateLimit,
     RateLimitKey,
 )
-from gatebench.core.plan._reader import Reader, _kind, _show
 
 ReadFile = Callable[[str], str]
 DEFAULT_KEYS_ENV = "GATEBENCH_API_KEYS"

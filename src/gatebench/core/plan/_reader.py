@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from gatebench.core.errors import Problem, pointer
-from gatebench.core.units import parse_duration, parse_size
 from gatebench.core.plan._model import MAX_BODY_BYTES, MAX_DURATION_S
 from gatebench.core.plan._schema import SectionSchema, keys, node
+from gatebench.core.units import parse_duration, parse_size
 
 _CREDENTIAL_WORDS = re.compile(
     r"(credential|secret|password|passwd|private[_-]?key|access[_-]?key|key[_-]?file|"

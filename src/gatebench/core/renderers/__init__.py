@@ -60,11 +60,22 @@ README beside the goldens, a section in docs/gateways.md.
 
 from __future__ import annotations
 
-from gatebench.core.renderers._base import RESTART, LiveChange, Renderer, RenderTarget, as_files, finish_text
+from gatebench.core.renderers._base import (
+    RESTART,
+    LiveChange,
+    Renderer,
+    RenderTarget,
+    as_files,
+    finish_text,
+)
 from gatebench.core.renderers._deployment import deployment_needs
 from gatebench.core.renderers._deployment_support import deployment_exclusions, deployment_matrix
 from gatebench.core.renderers._live import live_change_table
-from gatebench.core.renderers._policies import policy_exclusions, render_with_policies, support_matrix
+from gatebench.core.renderers._policies import (
+    policy_exclusions,
+    render_with_policies,
+    support_matrix,
+)
 from gatebench.core.renderers._registry import (
     RENDERERS,
     UnknownGateway,

@@ -22,9 +22,9 @@ from urllib.parse import urlsplit
 from gatebench.core.errors import Problem, RenderError, UnsupportedFeature, UnsupportedHere
 from gatebench.core.ir import Api
 from gatebench.core.policies import PolicySet
-from gatebench.core.tls import GatewayTls
 from gatebench.core.renderers._deployment import deployment_needs, refuse_missing
 from gatebench.core.renderers._routes import Route, routes_for
+from gatebench.core.tls import GatewayTls
 
 # A workdir ends up inside configuration files of every syntax: keep it to characters no
 # config language treats specially.

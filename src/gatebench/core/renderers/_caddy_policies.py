@@ -49,7 +49,10 @@ def apply_caddy_policies(files: dict[str, str], api: Api, policies: PolicySet) -
     assert unrouted in text and respond in text
     text = text.replace(
         unrouted,
-        unrouted + "\t# Policies (gatebench.core.policies): API keys.\n" + "\n".join(matchers) + "\n",
+        unrouted
+        + "\t# Policies (gatebench.core.policies): API keys.\n"
+        + "\n".join(matchers)
+        + "\n",
         1,
     )
     text = text.replace(respond, respond + "".join(line + "\n" for line in responds), 1)

@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from gatebench.core.errors import Problem, UnsupportedFeature
 from gatebench.core.ir import Api
-from gatebench.core.policies import FEATURE_LABELS, FEATURES, PolicySet, missing_features, missing_reason
+from gatebench.core.policies import (
+    FEATURE_LABELS,
+    FEATURES,
+    PolicySet,
+    missing_features,
+    missing_reason,
+)
 from gatebench.core.renderers._base import Renderer, RenderTarget
 from gatebench.core.renderers._registry import all_renderers
 

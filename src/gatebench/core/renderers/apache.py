@@ -35,7 +35,6 @@ from typing import ClassVar
 
 from gatebench.core.ir import Api
 from gatebench.core.policies import PolicySet
-from gatebench.core.tls import SERVER_CERT, SERVER_KEY, openssl_ciphers
 from gatebench.core.renderers._base import LiveChange, Renderer, RenderTarget, as_files
 from gatebench.core.renderers._deployment import (
     HEALTH_FALL,
@@ -45,6 +44,7 @@ from gatebench.core.renderers._deployment import (
     PASSIVE_WINDOW_S,
 )
 from gatebench.core.renderers._routes import unsupported
+from gatebench.core.tls import SERVER_CERT, SERVER_KEY, openssl_ciphers
 
 _MODULES = (
     ("mpm_event_module", "mod_mpm_event.so"),

@@ -33,7 +33,6 @@ from typing import ClassVar
 from gatebench.core.errors import Problem, RenderError
 from gatebench.core.ir import Api
 from gatebench.core.policies import PolicySet
-from gatebench.core.tls import SERVER_CERT, SERVER_KEY, TLS12_CIPHERS
 from gatebench.core.renderers._base import LiveChange, Renderer, RenderTarget, as_files
 from gatebench.core.renderers._deployment import (
     HEALTH_INTERVAL_S,
@@ -43,6 +42,7 @@ from gatebench.core.renderers._deployment import (
     PASSIVE_WINDOW_S,
 )
 from gatebench.core.renderers._routes import identifier
+from gatebench.core.tls import SERVER_CERT, SERVER_KEY, TLS12_CIPHERS
 
 
 class CaddyRenderer(Renderer):

@@ -38,7 +38,6 @@ from typing import Any, ClassVar
 
 from gatebench.core.ir import Api
 from gatebench.core.policies import PolicySet
-from gatebench.core.tls import SERVER_CERT, SERVER_KEY, openssl_ciphers
 from gatebench.core.renderers._base import LiveChange, Renderer, RenderTarget, as_files
 from gatebench.core.renderers._deployment import (
     HEALTH_FALL,
@@ -51,6 +50,7 @@ from gatebench.core.renderers._deployment import (
 )
 from gatebench.core.renderers._routes import identifier
 from gatebench.core.renderers._yaml_out import dump_yaml
+from gatebench.core.tls import SERVER_CERT, SERVER_KEY, openssl_ciphers
 
 _LIMIT = 1_000_000
 _RE2_PROGRAM_SIZE = 1_000_000

@@ -27,7 +27,6 @@ from typing import ClassVar
 
 from gatebench.core.ir import Api
 from gatebench.core.policies import PolicySet
-from gatebench.core.tls import SERVER_PEM, openssl_ciphers
 from gatebench.core.renderers._base import LiveChange, Renderer, RenderTarget, as_files
 from gatebench.core.renderers._deployment import (
     HEALTH_FALL,
@@ -38,6 +37,7 @@ from gatebench.core.renderers._deployment import (
     PASSIVE_FAILS,
 )
 from gatebench.core.renderers._routes import identifier
+from gatebench.core.tls import SERVER_PEM, openssl_ciphers
 
 
 def _tls(target: RenderTarget) -> str:

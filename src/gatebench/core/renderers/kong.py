@@ -40,7 +40,6 @@ from typing import Any, ClassVar
 
 from gatebench.core.ir import Api
 from gatebench.core.policies import PolicySet
-from gatebench.core.tls import SERVER_CERT, SERVER_KEY, openssl_ciphers
 from gatebench.core.renderers._base import Renderer, RenderTarget, as_files
 from gatebench.core.renderers._deployment import (
     HEALTH_FALL,
@@ -53,6 +52,7 @@ from gatebench.core.renderers._deployment import (
 from gatebench.core.renderers._kong_policies import route_plugins
 from gatebench.core.renderers._routes import identifier, named_group_pcre, shared_param_names
 from gatebench.core.renderers._yaml_out import dump_yaml
+from gatebench.core.tls import SERVER_CERT, SERVER_KEY, openssl_ciphers
 
 
 class KongRenderer(Renderer):

@@ -57,7 +57,6 @@ from urllib.parse import unquote, unquote_to_bytes
 from gatebench.core.errors import Problem, UnsupportedFeature
 from gatebench.core.ir import Api
 from gatebench.core.policies import PolicySet
-from gatebench.core.tls import CIPHER_CODES, SERVER_CERT, SERVER_KEY, TLS12_CIPHERS, TLS13_CIPHERS
 from gatebench.core.renderers._base import Renderer, RenderTarget, as_files
 from gatebench.core.renderers._json_out import dump_json
 from gatebench.core.renderers._routes import (
@@ -69,6 +68,7 @@ from gatebench.core.renderers._routes import (
 from gatebench.core.renderers._routes import (
     same_route as _same_route,
 )
+from gatebench.core.tls import CIPHER_CODES, SERVER_CERT, SERVER_KEY, TLS12_CIPHERS, TLS13_CIPHERS
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 # Go's url.URL.EscapedPath leaves these bytes of a path as they are, and takes a path made of
@@ -154,7 +154,11 @@ class KrakendRenderer(Renderer):
     def apply_policies(
         self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
     ) -> dict[str, str]:
-        from gatebench.core.renderers._krakend_policies import JWKS_FILE, endpoint_policies, jwks_text
+        from gatebench.core.renderers._krakend_policies import (
+            JWKS_FILE,
+            endpoint_policies,
+            jwks_text,
+        )
 
         config = json.loads(files["krakend.json"])
         routes = self.routes(api)

@@ -28,10 +28,10 @@ from typing import ClassVar
 
 from gatebench.core.ir import Api
 from gatebench.core.policies import PolicySet
-from gatebench.core.tls import PROTOCOLS, SERVER_CERT, SERVER_KEY, openssl_ciphers
 from gatebench.core.renderers._base import LiveChange, Renderer, RenderTarget, as_files
 from gatebench.core.renderers._deployment import PASSIVE_FAILS, PASSIVE_WINDOW_S
 from gatebench.core.renderers._routes import identifier, unsupported
+from gatebench.core.tls import PROTOCOLS, SERVER_CERT, SERVER_KEY, openssl_ciphers
 
 
 def nginx_quote(text: str) -> str:

@@ -41,11 +41,16 @@ from typing import Any, ClassVar
 
 from gatebench.core.errors import Problem
 from gatebench.core.ir import Api
-from gatebench.core.tls import SERVER_CERT, SERVER_KEY, TLS12_CIPHERS, TLS13_CIPHERS
 from gatebench.core.renderers._base import RenderTarget, as_files
 from gatebench.core.renderers._deployment import HEALTH_INTERVAL_S, HEALTH_PATH
-from gatebench.core.renderers._jvm import JvmRenderer, assert_inert, dump_yaml, empty_segment_problem
+from gatebench.core.renderers._jvm import (
+    JvmRenderer,
+    assert_inert,
+    dump_yaml,
+    empty_segment_problem,
+)
 from gatebench.core.renderers._routes import identifier
+from gatebench.core.tls import SERVER_CERT, SERVER_KEY, TLS12_CIPHERS, TLS13_CIPHERS
 
 _HEADER_LIMIT = "64KB"
 _SERVICE = "gatebench-backend"

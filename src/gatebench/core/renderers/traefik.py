@@ -48,7 +48,6 @@ from typing import Any, ClassVar
 
 from gatebench.core.ir import Api
 from gatebench.core.policies import PolicySet
-from gatebench.core.tls import SERVER_CERT, SERVER_KEY, TLS12_CIPHERS
 from gatebench.core.renderers._base import LiveChange, Renderer, RenderTarget, as_files
 from gatebench.core.renderers._deployment import (
     HEALTH_INTERVAL_S,
@@ -59,6 +58,7 @@ from gatebench.core.renderers._deployment import (
 )
 from gatebench.core.renderers._routes import identifier
 from gatebench.core.renderers._yaml_out import dump_yaml
+from gatebench.core.tls import SERVER_CERT, SERVER_KEY, TLS12_CIPHERS
 
 _ADMIN_ENTRY_POINT = "traefik"
 _READY_ROUTER = "gatebench-ready"

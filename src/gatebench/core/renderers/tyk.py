@@ -48,12 +48,12 @@ from typing import Any, ClassVar
 
 from gatebench.core.ir import Api
 from gatebench.core.policies import PolicySet
-from gatebench.core.tls import SERVER_CERT, SERVER_KEY, TLS12_CIPHERS
 from gatebench.core.renderers._base import Companion, Renderer, RenderTarget, as_files
 from gatebench.core.renderers._deployment import HEALTH_FALL, HEALTH_PATH, PASSIVE_WINDOW_S
 from gatebench.core.renderers._json_out import dump_json
 from gatebench.core.renderers._routes import unsupported
 from gatebench.core.renderers._tyk_policies import cache_settings
+from gatebench.core.tls import SERVER_CERT, SERVER_KEY, TLS12_CIPHERS
 
 # Where the control API listens when the target has no admin port (the cloud path: one
 # gateway per VM, the port is not opened in its firewall). It must differ from the API's port.

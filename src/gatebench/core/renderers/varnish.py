@@ -31,7 +31,13 @@ from typing import ClassVar
 from gatebench.core.ir import Api
 from gatebench.core.policies import PolicySet
 from gatebench.core.renderers._base import LiveChange, Renderer, RenderTarget, as_files
-from gatebench.core.renderers._deployment import HEALTH_FALL, HEALTH_INTERVAL_S, HEALTH_PATH, HEALTH_RISE, HEALTH_TIMEOUT_S
+from gatebench.core.renderers._deployment import (
+    HEALTH_FALL,
+    HEALTH_INTERVAL_S,
+    HEALTH_PATH,
+    HEALTH_RISE,
+    HEALTH_TIMEOUT_S,
+)
 from gatebench.core.renderers._routes import unsupported
 
 

@@ -42,10 +42,10 @@ from urllib.parse import unquote
 
 from gatebench.core.errors import Problem
 from gatebench.core.ir import Api
-from gatebench.core.tls import SERVER_P12, STORE_PASSWORD, TLS12_CIPHERS, TLS13_CIPHERS
 from gatebench.core.renderers._base import RenderTarget, as_files
 from gatebench.core.renderers._jvm import JvmRenderer, assert_inert, dump_yaml, empty_segment
 from gatebench.core.renderers._routes import Route, encode_literal, identifier, unsupported
+from gatebench.core.tls import SERVER_P12, STORE_PASSWORD, TLS12_CIPHERS, TLS13_CIPHERS
 
 _HEADER_LIMIT = "64KB"
 _BACKEND_CONNECTIONS = 400

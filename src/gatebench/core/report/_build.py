@@ -12,11 +12,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gatebench import __version__
+from gatebench.core._version import __version__
 from gatebench.core.aggregate import RankStability, RunSummary, summarize
 from gatebench.core.cost import CostError, CostEstimate, estimate_cost
 from gatebench.core.metrics import METRICS
 from gatebench.core.model import Measurement, RunRecord
+from gatebench.core.report._format import fmt_number, fmt_score, fmt_signed, fmt_value
 from gatebench.core.score import BASELINE, PROFILES, Profile, ScoreError
 from gatebench.core.trust import (
     AGREEMENT_PCT,
@@ -30,7 +31,6 @@ from gatebench.core.trust import (
     failures_of,
     near_ceiling,
 )
-from gatebench.core.report._format import fmt_number, fmt_score, fmt_signed, fmt_value
 
 RESOLUTION_NOTE = (
     "Latencies are whole milliseconds: Gatling records each request's time at 1 ms "

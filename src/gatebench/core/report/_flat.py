@@ -30,7 +30,9 @@ Row = dict[str, Any]
 
 @cache
 def bigquery_schema() -> tuple[dict[str, str], ...]:
-    text = resources.files("gatebench.core.report").joinpath("bigquery_schema.json").read_text("utf-8")
+    text = (
+        resources.files("gatebench.core.report").joinpath("bigquery_schema.json").read_text("utf-8")
+    )
     fields: list[dict[str, str]] = json.loads(text)
     return tuple(fields)
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from gatebench.core.model import RunRecord
-from gatebench.core.thresholds import Threshold, ThresholdResult, evaluate, thresholds_from_plan
 from gatebench.core.report._build import Report
+from gatebench.core.thresholds import Threshold, ThresholdResult, evaluate, thresholds_from_plan
 
 
 def junit_cases(report: Report) -> list[tuple[Threshold, str, list[ThresholdResult]]]:

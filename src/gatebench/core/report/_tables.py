@@ -22,7 +22,14 @@ from typing import Any
 from gatebench.core.aggregate import RunSummary
 from gatebench.core.metrics import COST_UNITS, METRICS, UNITS
 from gatebench.core.report._build import Report, metric_label
-from gatebench.core.report._format import fmt_ci, fmt_number, fmt_pct, fmt_score, fmt_signed, fmt_value
+from gatebench.core.report._format import (
+    fmt_ci,
+    fmt_number,
+    fmt_pct,
+    fmt_score,
+    fmt_signed,
+    fmt_value,
+)
 
 OVERHEAD_METRICS = ("mean", "p50", "p99", "throughput", "error_pct")
 """The metrics of the overhead table (error rate only where there is room)."""

@@ -19,7 +19,13 @@ from gatebench.core.errors import (
     SpecValidationError,
 )
 from gatebench.core.ir import Api
-from gatebench.core.spec._bundle import Bundle, OutsideBundle, bundle_from_bytes, bundle_from_path, join_inside
+from gatebench.core.spec._bundle import (
+    Bundle,
+    OutsideBundle,
+    bundle_from_bytes,
+    bundle_from_path,
+    join_inside,
+)
 from gatebench.core.spec._conformance import conformance_problems, strict_problems
 from gatebench.core.spec._limits import DEFAULT_LIMITS, Limits
 from gatebench.core.spec._openapi import OpenApiBuilder

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from gatebench.core.errors import GatebenchError
 from gatebench.core.fault import fault_offsets
 from gatebench.core.plan import Fault
-from gatebench.local.procs import Supervisor
 from gatebench.core.workload import Phase
 from gatebench.local.backends import PlanBackend, StartedBackend, restart_replica
+from gatebench.local.procs import Supervisor
 
 
 @dataclass

@@ -20,13 +20,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gatebench.local._resources import gatling_files
 from gatebench.core.errors import RunError
-from gatebench.local.procs import ManagedProcess, Supervisor
 from gatebench.core.simlog import GroupRecord, RequestRecord, SimLogReader
 from gatebench.core.stats import PhaseSample
-from gatebench.local.engines import EngineEvent, EngineRun, Hooks, PhaseResult
+from gatebench.local._resources import gatling_files
 from gatebench.local.engines.cpu import CpuSampler, exited_unreaped
+from gatebench.local.procs import ManagedProcess, Supervisor
+from gatebench.run.ports import EngineEvent, EngineRun, Hooks, PhaseResult
 
 SIMULATION = "gatebench.GenericSimulation"
 GATLING_VERSION = "3.15.1"

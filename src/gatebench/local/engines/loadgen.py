@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gatebench.local._resources import loadgen_binary
 from gatebench.core.errors import Problem, RunError, UnsupportedFeature, pointer
 from gatebench.core.loadlog import LoadLog, ScheduleSample, read_loadlog
-from gatebench.local.procs import Supervisor
-from gatebench.local.engines import EngineEvent, EngineRun, Hooks, PhaseResult
+from gatebench.local._resources import loadgen_binary
 from gatebench.local.engines.cpu import CpuSampler, exited_unreaped
+from gatebench.local.procs import Supervisor
+from gatebench.run.ports import EngineEvent, EngineRun, Hooks, PhaseResult
 
 POLL_S = 0.2
 """How often the generator's CPU and the targets' are sampled while a probe runs."""

@@ -52,10 +52,10 @@ from urllib.parse import quote, urlsplit
 
 from gatebench.core.capabilities import wrk_injection_problem
 from gatebench.core.errors import Problem, RunError, UnsupportedFeature, pointer
-from gatebench.local.procs import Supervisor
 from gatebench.core.stats import PhaseSample
-from gatebench.local.engines import EngineEvent, EngineRun, Hooks, PhaseResult
 from gatebench.local.engines.cpu import CpuSampler, exited_unreaped
+from gatebench.local.procs import Supervisor
+from gatebench.run.ports import EngineEvent, EngineRun, Hooks, PhaseResult
 
 LUA_SCRIPT = Path(__file__).with_name("wrk_phase.lua")
 POLL_S = 0.2

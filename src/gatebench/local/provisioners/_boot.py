@@ -19,15 +19,15 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from gatebench.local._resources import JVM_GATEWAYS, jvm_gateway_jar
 from gatebench.core.api_keys import redact
 from gatebench.core.errors import MissingTool, RunError, UnsupportedHere
 from gatebench.core.ir import Api
 from gatebench.core.policies import PolicySet
-from gatebench.local.procs import ManagedProcess, Supervisor, run_bounded, wait_ready
 from gatebench.core.renderers import Renderer, RenderTarget, get_renderer, render_with_policies
 from gatebench.core.renderers._base import Companion
 from gatebench.core.tls import CA_CERT
+from gatebench.local._resources import JVM_GATEWAYS, jvm_gateway_jar
+from gatebench.local.procs import ManagedProcess, Supervisor, run_bounded, wait_ready
 
 
 class ConfigRejected(RunError):

@@ -31,9 +31,15 @@ from pathlib import Path
 from gatebench.core.errors import GatebenchError, ProblemsError, RunError, UnsupportedHere
 from gatebench.core.ir import Api
 from gatebench.core.policies import PolicySet
-from gatebench.local.procs import Supervisor, free_port
 from gatebench.core.renderers import Renderer, RenderTarget
-from gatebench.local.provisioners._boot import CheckTimedOut, ConfigRejected, boot_gateway, check_config, ensure_built
+from gatebench.local.procs import Supervisor, free_port
+from gatebench.local.provisioners._boot import (
+    CheckTimedOut,
+    ConfigRejected,
+    boot_gateway,
+    check_config,
+    ensure_built,
+)
 
 # Time a gateway has after it is ready to report what it refused (Traefik logs a dropped
 # router as it applies its configuration).

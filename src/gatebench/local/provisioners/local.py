@@ -29,8 +29,8 @@ from gatebench.core.api_keys import policy_keys
 from gatebench.core.errors import GatebenchError, UnsupportedHere
 from gatebench.core.ir import Api
 from gatebench.core.policies import PolicySet
-from gatebench.local.procs import ManagedProcess, Supervisor, free_port
 from gatebench.core.tls import GatewayTls
+from gatebench.local.procs import ManagedProcess, Supervisor, free_port
 from gatebench.local.provisioners import Endpoint, Provisioned
 from gatebench.local.provisioners._boot import redact_file
 

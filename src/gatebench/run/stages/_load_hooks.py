@@ -16,7 +16,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from gatebench.local.engines import EngineEvent
 from gatebench.core.measure import PhaseResult, measurement_from
 from gatebench.core.score import BASELINE
 from gatebench.core.stats import phase_stats
@@ -24,6 +23,7 @@ from gatebench.core.testers import MergedPhase, merged_measurement
 from gatebench.core.trust import CEILING_TARGET, FAILED_TARGET_FLAG, Ceiling, CeilingPoint
 from gatebench.core.workload import Phase
 from gatebench.run._journal import Progress, RunJournal
+from gatebench.run.ports import Alive, EngineEvent, Provisioner, Watch
 
 
 class LoadHooks:
@@ -31,16 +31,17 @@ class LoadHooks:
         self,
         journal: RunJournal,
         phases: dict[int, Phase],
-        provisioner: Any,
+        provisioner: Provisioner | None,
         skip_file: Path,
         total: int,
         engine_name: str = "gatling",
-        ceiling_proc: Any = None,
-        watch: Any = None,
+        ceiling_proc: Alive | None = None,
+        watch: Watch | None = None,
+        ceiling_label: str = "",
     ) -> None:
         self.journal = journal
         self.watch = watch
-        """The deployment's watch (``gatebench.local._deployed.DeploymentWatch``): each phase's TLS
+        """The deployment's watch (``Machine.deployment_watch``): each phase's TLS
         handshakes and a replica fault; None for a plain plan."""
         self.phases = phases
         self.provisioner = provisioner
@@ -48,6 +49,7 @@ class LoadHooks:
         self.total = total
         self.engine_name = engine_name
         self.ceiling_proc = ceiling_proc
+        self.ceiling_label = ceiling_label
         self.ceiling: Ceiling | None = None
         self.failed: set[str] = set(journal.record.target_errors)
         self.completed: set[int] = set()
@@ -153,12 +155,10 @@ class LoadHooks:
 
     def _record_ceiling(self, phase: Phase, result: PhaseResult) -> None:
         """The engine's ceiling for one workload, stored with the run at once."""
-        from gatebench.local.ceiling import SERVER_LABEL
-
         if self.ceiling_proc is not None and not self.ceiling_proc.alive():
             return  # its requests failed fast: not a ceiling
         s = phase_stats(result.sample)
-        base = self.ceiling or Ceiling(self.engine_name, SERVER_LABEL)
+        base = self.ceiling or Ceiling(self.engine_name, self.ceiling_label)
         point = CeilingPoint(s.throughput, s.p50, s.requests)
         self.ceiling = replace(base, workloads={**base.workloads, phase.workload: point})
         self.journal.environment(ceiling=self.ceiling.to_dict())

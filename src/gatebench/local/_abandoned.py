@@ -15,12 +15,12 @@ import json
 import os
 from pathlib import Path
 
-from gatebench.store._disk import Reserve
-from gatebench.local._guardian import LEDGER, end_groups
 from gatebench.core.errors import StoreError
 from gatebench.core.model import RunRecord, RunStatus
+from gatebench.local._guardian import LEDGER, end_groups
 from gatebench.local.procs import process_gone
 from gatebench.store import ResultStore
+from gatebench.store._disk import Reserve
 
 
 def abandoned(run: RunRecord) -> bool:
