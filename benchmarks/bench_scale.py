@@ -84,11 +84,11 @@ def run() -> str:
     )
     api = load_spec(ROOT / "examples" / "auction" / "openapi.yaml").api
     assert api is not None
-    load = GatlingRateLoad()
     scale_rows: list[str] = []
     change_rows: list[str] = []
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="gatebench-bench-scale-") as tmp, Supervisor() as sup:
+        load = GatlingRateLoad(sup)
         work = Path(tmp)
         _a, port_a = start_backend(sup, "echo", work / "a", extra_args=["-instance", "a"])
         _b, port_b = start_backend(sup, "echo", work / "b", extra_args=["-instance", "b"])

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gatebench.cli import main
-from gatebench.core.model import RunRecord
+from gatebench.core.model import RunKind, RunRecord
 from gatebench.kinds._live._report import (
     log_line_chart,
     point_key,
@@ -120,6 +120,7 @@ def test_gatebench_report_writes_a_scale_runs_own_report(
                 spec_uri="file:///a.yaml",
                 spec_sha256="0" * 64,
                 plan={"kind": "scale", "sizes": [10, 100]},
+                kind=RunKind.SCALE,
             )
         )
         for n in (10, 100):

@@ -2,7 +2,7 @@
 
 ``gatebench serve`` starts this for each upload in turn. It calls the same runner as
 ``gatebench run`` (``runner.run_local`` with the same store), or for a capacity run
-(``--kind capacity``) the one of ``gatebench capacity`` (``capacity_runner.run_capacity``),
+(``--kind capacity``) the one of ``gatebench capacity`` (``runner.run_local``),
 with the run id the server already answered to the browser. Its own process, because the runner's teardown is driven
 by signals: the server stops a run by sending SIGTERM here, and the runner's supervisor
 turns that into a teardown of every gateway, backend and load generator it started.

@@ -36,7 +36,8 @@ CAPACITY_SEARCH: tuple[Stage, ...] = (
 """``--testers N`` is the load stage's own business: it splits every probe."""
 
 
-def capacity_search(plan: Plan, options: RunOptions) -> tuple[Stage, ...]:
+def capacity_search(options: RunOptions) -> tuple[Stage, ...]:
+    """The capacity search as ``options`` ask for it: always its one list."""
     return CAPACITY_SEARCH
 
 
@@ -57,7 +58,7 @@ KIND: Kind[Plan] = Kind(
     title="capacity search",
     command="capacity",
     prepare=prepare,
-    stages=capacity_search,
+    stages=lambda plan, options: capacity_search(options),
     status_rule=capacity_run_status,
 )
 

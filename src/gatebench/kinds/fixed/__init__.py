@@ -40,7 +40,7 @@ FIXED_WORKLOAD: tuple[Stage, ...] = (
 """The stage list, with one load generator and no cross-check."""
 
 
-def fixed_workload(plan: Plan, options: RunOptions) -> tuple[Stage, ...]:
+def fixed_workload(options: RunOptions) -> tuple[Stage, ...]:
     """The fixed-workload run as ``options`` ask for it."""
     stages = FIXED_WORKLOAD
     if options.testers != 1:
@@ -61,7 +61,7 @@ KIND: Kind[Plan] = Kind(
     title="fixed workload",
     command="run",
     prepare=prepare,
-    stages=fixed_workload,
+    stages=lambda plan, options: fixed_workload(options),
 )
 
 __all__ = ["FIXED_WORKLOAD", "KIND", "fixed_workload", "prepare"]
