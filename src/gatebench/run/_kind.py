@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from gatebench.core.ir import Api
-from gatebench.core.model import RunKind, RunStatus
+from gatebench.core.model import ResultStore, RunKind, RunRecord, RunStatus
 from gatebench.core.plan import Plan
+from gatebench.core.score import Profile
 from gatebench.run._base import Stage
 from gatebench.run._context import RunContext, RunOptions, measured_status
 
@@ -31,6 +32,15 @@ class Prepared:
 
 
 @dataclass(frozen=True)
+class KindReport:
+    """A stored run's report in one format, and the file name an HTML one takes in the run's
+    folder."""
+
+    text: str
+    html_name: str = "report.html"
+
+
+@dataclass(frozen=True)
 class Kind(Generic[Ask]):
     """One kind of run. ``Ask`` is what a person asks it for: a plan (fixed, capacity), or the
     sizes or change and the load's settings (scale, change under load)."""
@@ -42,7 +52,11 @@ class Kind(Generic[Ask]):
     """The ``gatebench`` command that runs it here."""
     prepare: Callable[[Api, Ask, RunOptions], Prepared]
     stages: Callable[[Ask, RunOptions], tuple[Stage, ...]]
+    report: Callable[[ResultStore, RunRecord, str, Profile | None], KindReport]
+    """A stored run of this kind as ``format`` (``html``, ``json``, ``csv``, ``md``, ``junit``):
+    its own report section; a format it has no report in is a RunError that says which it
+    has."""
     status_rule: Callable[[RunContext], RunStatus] = measured_status
 
 
-__all__ = ["Kind", "Prepared"]
+__all__ = ["Kind", "KindReport", "Prepared"]

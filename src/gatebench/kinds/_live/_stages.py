@@ -34,12 +34,13 @@ from typing import ClassVar, Literal
 
 from gatebench.core.errors import GatebenchError, RunError
 from gatebench.core.ir import Api
-from gatebench.core.model import RunKind, RunStatus
+from gatebench.core.model import ResultStore, RunKind, RunRecord, RunStatus
 from gatebench.core.plan import Backend as PlanBackend
 from gatebench.core.plan import Plan, Warmup
 from gatebench.core.renderers import get_renderer
 from gatebench.core.routescale import replicate
 from gatebench.core.scaleplan import ChangeSpec, LoadSettings, ScaleAsk
+from gatebench.core.score import Profile
 from gatebench.kinds._live._gateway import (
     Booted,
     Gateway,
@@ -47,12 +48,17 @@ from gatebench.kinds._live._gateway import (
     start_grown,
 )
 from gatebench.kinds._live._machine import NotRendered, live_machine
-from gatebench.kinds._live._report import render_scale_html, scale_document
+from gatebench.kinds._live._report import (
+    render_scale_csv,
+    render_scale_html,
+    scale_document,
+    stored_scale_document,
+)
 from gatebench.kinds._live.metrics import ChangeOutcome, ScalePoint
 from gatebench.run._base import Stage
 from gatebench.run._context import RunContext
 from gatebench.run._journal import Progress
-from gatebench.run._kind import Prepared
+from gatebench.run._kind import KindReport, Prepared
 
 BACKENDS = ("a", "b")
 
@@ -253,14 +259,6 @@ class ScaleScore(Stage):
         ctx.outcome.report = document
 
 
-def keep(ctx: RunContext, kind: str, key: str, doc: dict[str, object]) -> None:
-    """A result in the run's folder (``<kind>.jsonl``) and the store, as soon as it is known."""
-    with (ctx.run_dir / f"{kind}.jsonl").open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps({"key": key, **doc}, sort_keys=True) + "\n")
-    if ctx.journal.store is not None:
-        ctx.journal.store.put_result(ctx.record.run_id, kind, key, doc)
-
-
 class GrowRenderNext(GrowRender):
     """:class:`GrowRender` for a later size: the run is already past ``rendered``."""
 
@@ -296,6 +294,22 @@ def live_plan(kind: RunKind, request: ScaleRequest) -> Prepared:
     return Prepared(plan, request.gateways, ask.about(request.gateways))
 
 
+def live_report(
+    store: ResultStore, run: RunRecord, fmt: str, profile: Profile | None
+) -> KindReport:
+    """A scale or change-under-load run's own report (docs/scale.md): HTML, JSON or CSV."""
+    document = stored_scale_document(store, run.run_id) or {}
+    if fmt == "html":
+        return KindReport(render_scale_html(document), "scale.html")
+    if fmt == "json":
+        return KindReport(json.dumps(document, indent=1, sort_keys=True) + "\n")
+    if fmt == "csv":
+        return KindReport(render_scale_csv(document))
+    raise RunError(
+        f"run {run.run_id} is a scale or change-under-load run: its report is html, json or csv"
+    )
+
+
 def live_status(ctx: RunContext) -> RunStatus:
     """The status rule of these kinds: they measure no workload phases, so the run is
     ``partial`` when a gateway failed, a point has a problem or a change did not deliver every
@@ -326,7 +340,7 @@ __all__ = [
     "ScaleRequest",
     "ScaleScore",
     "StartEchoBackends",
-    "keep",
     "live_plan",
+    "live_report",
     "live_status",
 ]

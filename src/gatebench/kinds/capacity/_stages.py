@@ -157,7 +157,9 @@ class CapacityLoad(Stage):
                 cpu_groups=ctx.cpu_groups,
             )
             ceilings[workload] = ceiling
-            _append(ctx, {"ceiling": workload, "rate": ceiling, "search": search.to_dict()})
+            ctx.journal.append(
+                SEARCHES, {"ceiling": workload, "rate": ceiling, "search": search.to_dict()}
+            )
         journal.environment(
             engine=machine.load_generator().version(),
             capacity_ceiling=dict(ceilings),
@@ -202,8 +204,8 @@ class CapacityLoad(Stage):
             )
 
         def on_result(key: SearchKey, result: SearchResult) -> None:
-            _append(
-                ctx,
+            ctx.journal.append(
+                SEARCHES,
                 {
                     "repetition": key.repetition,
                     "target": key.target,
@@ -266,11 +268,6 @@ def _alive(ctx: RunContext, target: str) -> None:
         if target not in ctx.record.target_errors:
             ctx.journal.target_failed(target, failure)
         raise TargetDown(failure.splitlines()[0])
-
-
-def _append(ctx: RunContext, entry: dict[str, object]) -> None:
-    with (ctx.run_dir / SEARCHES).open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(entry) + "\n")
 
 
 class CapacityScore(Stage):

@@ -11,14 +11,15 @@ machinery in, is loaded only where a capacity run executes.
 from __future__ import annotations
 
 from gatebench.core.ir import Api
-from gatebench.core.model import RunKind, RunStatus
+from gatebench.core.model import ResultStore, RunKind, RunRecord, RunStatus
 from gatebench.core.plan import Plan, workload_summary
+from gatebench.core.score import Profile
 from gatebench.kinds.capacity._document import capacity_as_run
 from gatebench.kinds.capacity._result import capacity_status
 from gatebench.kinds.capacity._stages import CapacityLoad, CapacityParse, CapacityScore
 from gatebench.run._base import Stage
 from gatebench.run._context import RunContext, RunOptions
-from gatebench.run._kind import Kind, Prepared
+from gatebench.run._kind import Kind, KindReport, Prepared
 from gatebench.run.stages.backend import StartBackend
 from gatebench.run.stages.provision import Provision
 from gatebench.run.stages.render import Render
@@ -53,12 +54,26 @@ def capacity_run_status(ctx: RunContext) -> RunStatus:
     return RunStatus(capacity_status(ctx.record.capacity, bool(ctx.record.target_errors)))
 
 
+def report(store: ResultStore, run: RunRecord, fmt: str, profile: Profile | None) -> KindReport:
+    """The capacity report of a stored run, or its capacity thresholds as JUnit."""
+    from gatebench.kinds.capacity._report import (
+        load_capacity_report,
+        render_capacity,
+        render_capacity_junit,
+    )
+
+    built = load_capacity_report(store, run.run_id)
+    text = render_capacity_junit(built) if fmt == "junit" else render_capacity(built, fmt)  # type: ignore[arg-type]
+    return KindReport(text)
+
+
 KIND: Kind[Plan] = Kind(
     name=RunKind.CAPACITY,
     title="capacity search",
     command="capacity",
     prepare=prepare,
     stages=lambda plan, options: capacity_search(options),
+    report=report,
     status_rule=capacity_run_status,
 )
 

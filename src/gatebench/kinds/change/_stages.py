@@ -30,7 +30,6 @@ from gatebench.kinds._live._stages import (
     ScaleRequest,
     ScaleScore,
     StartEchoBackends,
-    keep,
 )
 from gatebench.run._base import Stage
 from gatebench.run._context import RunContext
@@ -73,7 +72,7 @@ class ChangeLoad(Stage):
                 continue
             finally:
                 booted.live.stop()
-            keep(ctx, CHANGE_KIND, gw, outcome.to_dict())
+            ctx.journal.put_result(CHANGE_KIND, gw, outcome.to_dict())
             results.changes.append(outcome)
 
 

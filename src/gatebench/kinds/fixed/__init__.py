@@ -13,15 +13,16 @@ docs/scoring.md)::
 from __future__ import annotations
 
 from gatebench.core.ir import Api
-from gatebench.core.model import RunKind
+from gatebench.core.model import ResultStore, RunKind, RunRecord
 from gatebench.core.plan import Plan, workload_summary
+from gatebench.core.score import Profile
 from gatebench.core.workload import plan_as_run
 from gatebench.kinds.fixed.cross_check import CrossCheck
 from gatebench.kinds.fixed.load import Load, LoadSplit
 from gatebench.kinds.fixed.score import Score
 from gatebench.run._base import Stage, inserted_after, replaced
 from gatebench.run._context import RunOptions
-from gatebench.run._kind import Kind, Prepared
+from gatebench.run._kind import Kind, KindReport, Prepared
 from gatebench.run.stages.backend import StartBackend
 from gatebench.run.stages.parse import Parse
 from gatebench.run.stages.provision import Provision
@@ -56,12 +57,22 @@ def prepare(api: Api, plan: Plan, options: RunOptions) -> Prepared:
     return Prepared(plan, plan.gateways, plan.to_dict(), workload_summary(plan, api))
 
 
+def report(store: ResultStore, run: RunRecord, fmt: str, profile: Profile | None) -> KindReport:
+    """The AGE report of a stored run (``gatebench.core.report``), or its thresholds as JUnit."""
+    from gatebench.core.report import load_report, render
+    from gatebench.core.report._junit import render_junit
+
+    built = load_report(store, run.run_id, profile=profile)
+    return KindReport(render_junit(built) if fmt == "junit" else render(built, fmt))  # type: ignore[arg-type]
+
+
 KIND: Kind[Plan] = Kind(
     name=RunKind.FIXED,
     title="fixed workload",
     command="run",
     prepare=prepare,
     stages=lambda plan, options: fixed_workload(options),
+    report=report,
 )
 
 __all__ = ["FIXED_WORKLOAD", "KIND", "fixed_workload", "prepare"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from gatebench.core.ir import Api
 from gatebench.core.model import RunKind
-from gatebench.kinds._live._stages import ScaleRequest, live_plan, live_status
+from gatebench.kinds._live._stages import ScaleRequest, live_plan, live_report, live_status
 from gatebench.kinds.scale._stages import GrowLoad, GrowLoadNext, scale_stages
 from gatebench.run._context import RunOptions
 from gatebench.run._kind import Kind, Prepared
@@ -22,6 +22,7 @@ KIND: Kind[ScaleRequest] = Kind(
     command="scale",
     prepare=prepare,
     stages=lambda request, options: scale_stages(request),
+    report=live_report,
     status_rule=live_status,
 )
 

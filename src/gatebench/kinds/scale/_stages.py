@@ -29,7 +29,6 @@ from gatebench.kinds._live._stages import (
     ScaleRequest,
     ScaleScore,
     StartEchoBackends,
-    keep,
 )
 from gatebench.run._base import Stage
 from gatebench.run._context import RunContext
@@ -55,7 +54,7 @@ class GrowLoad(Stage):
                 settings=scale.request.settings,
                 workdir=ctx.run_dir / "load" / gw / str(grown.size),
             )
-            keep(ctx, SCALE_KIND, point_key(point), point.to_dict())
+            ctx.journal.put_result(SCALE_KIND, point_key(point), point.to_dict())
             results.points.append(point)
             if point.problem:
                 ctx.note(f"{gw} at {grown.size} routes: {point.problem.splitlines()[0]}")

@@ -10,7 +10,6 @@ target's remaining phases are skipped (the engine reads the skip file before eac
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -142,8 +141,7 @@ class LoadHooks:
         phase = self.phases.get(result.phase)
         if phase is None:
             return
-        with (self.journal.run_dir / "testers.jsonl").open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"phase_id": phase.id, **merged.to_dict()}) + "\n")
+        self.journal.append("testers.jsonl", {"phase_id": phase.id, **merged.to_dict()})
         if not phase.measured or phase.target in self.failed or result.sample.requests == 0:
             return
         if phase.target == CEILING_TARGET:
