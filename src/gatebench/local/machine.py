@@ -321,6 +321,12 @@ class LocalMachine:
 
         return GatlingRateLoad(self.supervisor)
 
+    def unavailable(self, gateway: str) -> str | None:
+        from gatebench.core.renderers import get_renderer
+
+        reason = get_renderer(gateway).available_here()
+        return None if reason is None else f"unsupported here: {reason}"
+
     def live_gateway(
         self,
         gateway: str,

@@ -25,6 +25,9 @@ class LiveMachine(Machine, Protocol):
     def rate_load(self) -> RateLoad:
         """The constant-rate load of this machine."""
 
+    def unavailable(self, gateway: str) -> str | None:
+        """Why ``gateway`` cannot be measured from here (None: it can)."""
+
     def live_gateway(
         self,
         gateway: str,

@@ -127,13 +127,14 @@ class ScaleParse(Stage):
             raise RunError("no gateway to measure")
 
     def run(self, ctx: RunContext) -> ScaleInput:
+        machine = live_machine(ctx.machine)
         runnable = []
         for gw in self.request.gateways:
-            reason = get_renderer(gw).available_here()
+            reason = machine.unavailable(gw)
             if reason is None:
                 runnable.append(gw)
             else:
-                ctx.journal.target_failed(gw, f"unsupported here: {reason}")
+                ctx.journal.target_failed(gw, reason)
         if not runnable:
             raise RunError("none of the gateways runs here; see the reasons per gateway")
         load = self.load or live_machine(ctx.machine).rate_load()
