@@ -21,11 +21,11 @@ from typing import Any
 from gatebench.core.stats import phase_stats
 from gatebench.core.workload import build_schedule, render_workload
 from gatebench.local.ceiling import SERVER_LABEL, start_ceiling_server
-from gatebench.local.engines import EngineEvent, PhaseResult
 from gatebench.local.engines.cpu import CpuSampler
 from gatebench.local.engines.gatling import GatlingEngine
 from gatebench.local.engines.wrk import WrkEngine
 from gatebench.local.procs import Supervisor
+from gatebench.run.ports import EngineEvent, PhaseResult
 
 from ._machine import CpuWindow
 from .bench_ground_truth import items_plan, read_workload

@@ -162,8 +162,8 @@ def test_the_capacity_report_in_chromium(tmp_path: Path) -> None:
     from capacity_sim import SimulatedTarget
     from gatebench.core.model import RunRecord, RunStatus
     from gatebench.core.plan import Capacity
-    from gatebench.core.report import build_capacity_report, render_capacity
     from gatebench.kinds.capacity import Campaign, capacity_result, search
+    from gatebench.kinds.capacity._report import build_capacity_report, render_capacity
 
     settings = replace(Capacity(), repetitions=3)
     targets = {

@@ -14,16 +14,11 @@ from pathlib import Path
 import pytest
 
 from capacity_sim import SimulatedTarget
-from gatebench.core.model import RunRecord, RunStatus
+from gatebench.core.model import RunKind, RunRecord, RunStatus
 from gatebench.core.plan import Capacity
-from gatebench.core.report import (
-    bigquery_schema,
-    build_capacity_report,
-    capacity_rows,
-    column_names,
-    render_capacity,
-)
+from gatebench.core.report import bigquery_schema, column_names
 from gatebench.kinds.capacity import Campaign, CapacityResult, capacity_result, search
+from gatebench.kinds.capacity._report import build_capacity_report, capacity_rows, render_capacity
 
 SETTINGS = replace(Capacity(), repetitions=3)
 
@@ -53,6 +48,7 @@ def run_record() -> RunRecord:
         status=RunStatus.DONE,
         created_at=1_700_000_000.0,
         title="Auction <service>",
+        kind=RunKind.CAPACITY,
     )
 
 
@@ -192,13 +188,13 @@ def test_the_dashboard_reads_a_capacity_run(result: CapacityResult, tmp_path: Pa
 
 
 def test_a_capacity_run_still_searching_is_shown_as_one(tmp_path: Path) -> None:
-    """Before its result, a capacity run's record says what it is (``environment.run_kind``):
+    """Before its result, a capacity run's record says what it is (``RunRecord.kind``):
     the dashboard and the report show a capacity run with no result yet, not an empty
     fixed-workload run."""
     from gatebench.store import SqliteStore
     from webapp import read_client
 
-    run = replace(run_record(), status=RunStatus.LOADING, environment={"run_kind": "capacity"})
+    run = replace(run_record(), status=RunStatus.LOADING)
     with SqliteStore(tmp_path / "store.sqlite") as store:
         store.create_run(run)
         client = read_client(store)

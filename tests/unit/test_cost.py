@@ -45,7 +45,7 @@ PLAN = {
 
 
 def test_the_price_table_cites_its_sources_and_date() -> None:
-    table = json.loads(resources.files("gatebench").joinpath("gcp_prices.json").read_text())
+    table = json.loads(resources.files("gatebench.core").joinpath("gcp_prices.json").read_text())
     assert table == price_table()
     assert table["as_of"] == "2026-11-23"
     assert table["region"] == "us-central1"

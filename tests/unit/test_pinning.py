@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from gatebench.core.pinning import CpuLayout, resolve_layout
 
 from gatebench.core.ir import Api
+from gatebench.core.pinning import CpuLayout, resolve_layout
 from gatebench.core.plan import DEFAULT_CPU_MODE, Cpus, build_plan
 from gatebench.local.procs import Supervisor
 from paths import EXAMPLES
@@ -128,7 +128,7 @@ def test_a_process_started_with_a_role_runs_on_its_cores(tmp_path: Path) -> None
 def test_the_run_records_its_layout_and_says_why_it_ran_unpinned(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The backend stage's pinning (gatebench.run.stages.backend.pin): on a machine that gives gatebench one core,
+    """The backend stage's pinning (``LocalMachine.pin``): on a machine that gives gatebench one core,
     a pinned plan runs unpinned (the supervisor pins nothing) and the run's notes say why; on
     two cores the supervisor gets the layout, and the run's environment records it."""
     from dataclasses import replace
@@ -136,8 +136,9 @@ def test_the_run_records_its_layout_and_says_why_it_ran_unpinned(
     from gatebench.core.model import RunRecord
     from gatebench.core.plan import load_plan
     from gatebench.core.spec import read_spec
+    from gatebench.local.machine import LocalMachine
     from gatebench.run import RunOutcome
-    from gatebench.run.stages.backend import layout_environment, pin
+    from gatebench.run.stages.backend import layout_environment
 
     result = read_spec(str(EXAMPLES / "auction" / "openapi.yaml"))
     assert result.api is not None
@@ -145,7 +146,8 @@ def test_the_run_records_its_layout_and_says_why_it_ran_unpinned(
     outcome = RunOutcome(RunRecord("r", "spec", "0" * 64), [], Path("."))
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
     supervisor = Supervisor()
-    layout = pin(supervisor, plan, outcome)
+    machine = LocalMachine(supervisor)
+    layout = machine.pin(plan, outcome.notes.append)
     assert supervisor.affinity == {}
     assert outcome.notes == [
         "cpus: pinning needs at least 2 cores and this machine lets gatebench use 1 (cpu 0): "
@@ -155,7 +157,7 @@ def test_the_run_records_its_layout_and_says_why_it_ran_unpinned(
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
     outcome.notes.clear()
-    layout = pin(supervisor, plan, outcome)
+    layout = machine.pin(plan, outcome.notes.append)
     assert supervisor.affinity == {
         "gateway": frozenset({1}),
         "engine": frozenset({0}),
@@ -178,7 +180,7 @@ def test_signals_held_deliver_after_the_block() -> None:
     import os
     import signal
 
-    from gatebench.local.procs import signals_held
+    from gatebench.run._signals import signals_held
 
     seen: list[str] = []
 

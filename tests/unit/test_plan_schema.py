@@ -38,7 +38,7 @@ def test_the_published_schema_is_the_one_the_models_generate() -> None:
 def test_the_schema_is_a_valid_2020_12_schema_shipped_in_the_package() -> None:
     assert SCHEMA["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert jsonschema_rs.meta.is_valid(SCHEMA)
-    assert SCHEMA_PATH.parent.name == "schemas" and SCHEMA_PATH.parent.parent.name == "gatebench"
+    assert SCHEMA_PATH.parent.name == "schemas" and SCHEMA_PATH.parent.parent.name == "core"
 
 
 @pytest.mark.parametrize("path", PLANS, ids=lambda p: p.name)

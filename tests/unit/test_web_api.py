@@ -518,7 +518,7 @@ def test_a_capacity_run_travels_to_the_worker_and_says_what_it_is_from_the_queue
         queue = RunQueue(store, str(tmp_path / "s.sqlite"), tmp_path)  # never started
         job = queue.submit(upload_, spec_path=spec)
         argv = queue.worker_argv(job)
-    assert job.summary.environment["run_kind"] == "capacity"  # what the runs list shows
+    assert job.summary.kind == "capacity"  # what the runs list shows
     assert _worker.parse_args(argv[3:]).kind == "capacity"
 
 

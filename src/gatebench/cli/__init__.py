@@ -12,7 +12,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from gatebench import __version__
+from gatebench.core._version import __version__
 from gatebench.core.errors import GatebenchError, ProblemsError, RunError
 
 # Command modules, in the order `gatebench --help` lists them.

@@ -15,6 +15,7 @@ from gatebench.cli._common import (
 )
 from gatebench.cli.run import _store_location, _testers, prepared
 from gatebench.core.errors import GatebenchError
+from gatebench.core.model import RunKind
 from gatebench.core.plan import MAX_REPETITIONS
 from gatebench.core.thresholds import failures
 from gatebench.run import RunOptions, RunOutcome
@@ -98,7 +99,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    from gatebench.local.capacity_runner import run_capacity
+    from gatebench.local.runner import run_local
 
     ready = prepared(args)
     if ready is None:
@@ -119,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
     location = _store_location(args)
     with open_store(location) as store:
         try:
-            outcome = run_capacity(
+            outcome = run_local(
+                RunKind.CAPACITY,
                 api,
                 plan,
                 spec_uri=str(Path(args.spec).resolve()),
@@ -158,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def report_lines(outcome: RunOutcome) -> list[str]:
-    from gatebench.core.report import capacity_text
+    from gatebench.kinds.capacity._report import capacity_text
 
     record = outcome.record
     lines = [f"Run {record.run_id}: {record.status} ({outcome.wall_s:.0f}s)"]

@@ -148,8 +148,9 @@ def _gateways(text: str | None) -> tuple[str, ...]:
 
 
 def run_scale_command(args: argparse.Namespace) -> int:
-    from gatebench.kinds._live._stages import ChangeSpec, ScaleRequest
-    from gatebench.local.scale_runs import run_scale
+    from gatebench.core.scaleplan import ChangeSpec
+    from gatebench.kinds._live._stages import ScaleRequest
+    from gatebench.local.runner import run_local
     from gatebench.run import RunOptions
 
     result = read(args)
@@ -194,10 +195,10 @@ def run_scale_command(args: argparse.Namespace) -> int:
     location = _store_location(args)
     with open_store(location) as store:
         try:
-            outcome = run_scale(
+            outcome = run_local(
+                args.kind,
                 api,
                 request,
-                kind=args.kind,
                 spec_uri=str(spec_path.resolve()),
                 spec_sha256=digest,
                 options=options,

@@ -18,7 +18,6 @@ from typing import Any
 from gatebench.cloud._ingest import Bucket, meter_uploads, metered_gateways, wait_for_meters
 from gatebench.cloud._tester import Clock
 from gatebench.core.cost import CostError, machine_hourly
-from gatebench.core.report import build_capacity_report, capacity_rows
 from gatebench.core.resources import CgroupSample, cgroup_resources
 from gatebench.core.thresholds import thresholds_from_plan
 from gatebench.kinds.capacity import (
@@ -28,6 +27,7 @@ from gatebench.kinds.capacity import (
     SearchResult,
     capacity_result,
 )
+from gatebench.kinds.capacity._report import build_capacity_report, capacity_rows
 from gatebench.store import ResultStore
 
 CAMPAIGN_OBJECT = "runs/{run_id}/capacity/campaign.json"

@@ -54,7 +54,11 @@ from gatebench.core.ir import Api
 from gatebench.core.model import RunRecord
 from gatebench.core.plan import Plan, scale_problems
 from gatebench.core.renderers import RenderTarget, get_renderer
-from gatebench.core.report import (
+from gatebench.core.resources import cgroup_window
+from gatebench.core.routescale import replicate
+from gatebench.core.scaleplan import ScaleAsk
+from gatebench.core.spec import SpecResult
+from gatebench.kinds._live._report import (
     CHANGE_KIND,
     SCALE_KIND,
     point_key,
@@ -62,10 +66,6 @@ from gatebench.core.report import (
     scale_bigquery_rows,
     stored_scale_document,
 )
-from gatebench.core.resources import cgroup_window
-from gatebench.core.routescale import replicate
-from gatebench.core.scaleplan import ScaleAsk
-from gatebench.core.spec import SpecResult
 from gatebench.kinds._live.metrics import ChangeOutcome, Latency, ScalePoint, files_bytes
 from gatebench.kinds.request import METADATA_HEADER, RunRequest
 from gatebench.store import ResultStore

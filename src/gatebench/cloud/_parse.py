@@ -233,8 +233,7 @@ def parse_upload(
             outcome.problems.extend(refused)
             return outcome
     run.gateways = list(plan.gateways)
-    if request.kind == "capacity":  # the dashboard shows a capacity run as one from the start
-        run.environment = {"run_kind": "capacity"}
+    run.kind = request.kind  # the dashboard shows a capacity run as one from the start
     # JSON-shaped (lists, not tuples): the run reads back from Firestore exactly as built.
     run.plan = json.loads(json.dumps(plan.to_dict()))
     run.workloads = workload_summary(plan, api)

@@ -29,7 +29,7 @@ from gatebench.cloud._layout import Layout, layout_for
 from gatebench.cloud._objects import ObjectRef, RequestError
 from gatebench.cloud._tls import TLS_DIR, TRUST_STORE_ON_TESTER, tls_section
 from gatebench.core.api_keys import REDACTED, api_key_envs, with_api_keys
-from gatebench.core.backend import mock_config
+from gatebench.core.backend import CONTROL_PREFIX, mock_config
 from gatebench.core.cost import capacity_seconds, disk_gib_per_tester, load_seconds, vm_max_run_s
 from gatebench.core.errors import GatebenchError, PlanError, Problem, RenderError, RunError
 from gatebench.core.fault import RESET_WAIT_S, fault_offsets
@@ -49,7 +49,6 @@ from gatebench.kinds.request import (
     UploadRejected,
     run_request_from_metadata,
 )
-from gatebench.local.backends import CONTROL_PREFIX
 
 REDIS_IMAGE = "redis:7.4.1"
 """Tyk keeps its state in Redis: a pinned official image beside it on the gateway VM."""

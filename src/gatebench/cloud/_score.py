@@ -14,7 +14,8 @@ from typing import Any, BinaryIO, Protocol
 from gatebench.cloud._objects import NothingMeasured, RequestError, rows_object
 from gatebench.core.errors import Problem
 from gatebench.core.model import RunRecord
-from gatebench.core.report import flat_rows, is_scale_run, measurement_rows, score_run
+from gatebench.core.report import flat_rows, measurement_rows, score_run
+from gatebench.kinds._live._report import is_live_run
 from gatebench.store import ResultStore
 
 
@@ -65,7 +66,7 @@ def finish_run(
             "rows_uri": f"gs://{runs_bucket}/{rows_object(run_id)}",
             "rows": len(capacity_rows),
         }
-    if is_scale_run(run):
+    if is_live_run(run):
         from gatebench.cloud._live import finish_live_run
 
         return finish_live_run(store, sink, runs_bucket, run, meter_wait_s=meter_wait_s)

@@ -15,27 +15,18 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any
 
 from gatebench.core.errors import Problem, ProblemsError
+from gatebench.core.model import RunKind
 from gatebench.core.plan import Plan
-from gatebench.core.scaleplan import LIVE_KINDS, LiveKind, ScaleAsk, scale_ask_from_json
+from gatebench.core.scaleplan import ScaleAsk, scale_ask_from_json
 from gatebench.core.workload import quick_plan
 
 METADATA_KEY = "gatebench"
 """The custom metadata key that carries a :class:`RunRequest` (Cloud Storage's custom metadata)."""
 METADATA_HEADER = f"x-goog-meta-{METADATA_KEY}"
 """The same metadata as an HTTP header (what a signed PUT sends)."""
-
-
-RunKind = Literal["fixed", "capacity", "scale", "change-under-load"]
-KINDS: tuple[RunKind, ...] = ("fixed", "capacity", *LIVE_KINDS)
-"""``fixed``: the plan's workloads as written (``gatebench run``); ``capacity``: the capacity
-search over the same workloads (``gatebench capacity``, docs/capacity.md); ``scale`` and
-``change-under-load``: the description grown to each size, or changed under a constant-rate load,
-with the settings of the request's ``scale`` object (docs/scale.md; docs/cloud.md, "Route scale
-and changes under load"). Only an upload's metadata asks for the last two: the cloud path's run
-kinds are chosen by the upload, never by the plan."""
 
 
 class UploadRejected(ProblemsError):
@@ -52,7 +43,7 @@ class RunRequest:
     """Measure only these gateways of the plan (``()``: the baseline only); None: all."""
     entry: str | None = None
     """The root description inside an uploaded zip that holds several (``--entry``)."""
-    kind: RunKind = "fixed"
+    kind: RunKind = RunKind.FIXED
     """The kind of run: the plan's fixed workloads, the capacity search, route scale or a
     change under load."""
     scale: ScaleAsk | None = None
@@ -154,7 +145,7 @@ def run_request_from_query(query: Mapping[str, str]) -> RunRequest:
         quick=quick,
         gateways=gateways,
         entry=query.get("entry") or None,
-        kind="capacity" if kind == "capacity" else "fixed",
+        kind=RunKind(kind),
     )
 
 
@@ -223,16 +214,16 @@ def _kind(
     """The metadata's ``kind`` and, for a scale or change-under-load run, its ``scale``
     settings (every setting's default when absent)."""
     kind = data.get("kind", "fixed")
-    if kind not in KINDS:
+    if kind not in tuple(RunKind):
         problems.append(
             Problem(
                 "/kind",
-                f"expected one of {', '.join(KINDS)}, got {kind!r}",
+                f"expected one of {', '.join(RunKind)}, got {kind!r}",
                 source=METADATA_HEADER,
             )
         )
-        return "fixed", None
-    if kind in ("fixed", "capacity"):
+        return RunKind.FIXED, None
+    if kind in (RunKind.FIXED, RunKind.CAPACITY):
         if "scale" in data:
             problems.append(
                 Problem(
@@ -242,8 +233,8 @@ def _kind(
                     source=METADATA_HEADER,
                 )
             )
-        return ("capacity" if kind == "capacity" else "fixed"), None
-    live: LiveKind = "scale" if kind == "scale" else "change-under-load"
+        return RunKind(kind), None
+    live = RunKind(kind)
     if quick:
         problems.append(
             Problem(
@@ -268,10 +259,8 @@ def _flag(value: str | None, name: str, problems: list[Problem]) -> bool:
 
 
 __all__ = [
-    "KINDS",
     "METADATA_HEADER",
     "METADATA_KEY",
-    "RunKind",
     "RunRequest",
     "UploadRejected",
     "run_request_from_metadata",

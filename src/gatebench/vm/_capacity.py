@@ -48,9 +48,9 @@ from gatebench.kinds.capacity import (
     read_probe,
     settings_from_dict,
 )
-from gatebench.local.engines import EngineEvent, PhaseResult
 from gatebench.local.engines.loadgen import LoadgenEngine
 from gatebench.local.procs import Supervisor
+from gatebench.run.ports import EngineEvent, PhaseResult
 
 POLL_S = 0.25
 SHARE_TIMEOUT_S = 60.0

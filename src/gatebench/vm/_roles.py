@@ -55,8 +55,9 @@ from gatebench.core.score import BASELINE
 from gatebench.core.testers import split_document
 from gatebench.core.tls import CA_CERT, TRUST_P12, trust_store
 from gatebench.local._fanout import PhaseBarrier, barrier_controls, expected_testers
-from gatebench.local.engines import EngineEvent, PhaseResult, get_engine
+from gatebench.local.engines import get_engine
 from gatebench.local.procs import Supervisor, http_probe
+from gatebench.run.ports import EngineEvent, PhaseResult
 from gatebench.vm._capacity import capacity_input, search_on_tester, serve_shares
 from gatebench.vm._deployed import TesterWatch
 

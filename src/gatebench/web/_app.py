@@ -28,17 +28,11 @@ from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 from gatebench.core.errors import GatebenchError, Problem, StoreError
-from gatebench.core.report import (
-    FORMATS,
-    is_capacity_run,
-    load_capacity_report,
-    load_report,
-    render,
-    render_capacity,
-    render_scale_html,
-    stored_scale_document,
-)
+from gatebench.core.model import RunKind
+from gatebench.core.report import FORMATS, load_report, render
 from gatebench.core.spec import DEFAULT_LIMITS, Limits
+from gatebench.kinds._live._report import render_scale_html, stored_scale_document
+from gatebench.kinds.capacity._report import load_capacity_report, render_capacity
 from gatebench.kinds.request import UploadRejected, run_request_from_query
 from gatebench.store import FirestoreStore, ResultStore, open_store
 from gatebench.web._uploads import (
@@ -248,7 +242,7 @@ def run_routes(_rest: str) -> Answer | Response:
         return ({"run": queued}, 200, []) if queued and not tail else _missing(run_id)
     if not tail:
         return {"run": _live_summary(run)}, 200, []
-    capacity = is_capacity_run(run)
+    capacity = run.kind == RunKind.CAPACITY
     if tail == ["view"]:
         if capacity:
             return capacity_view(load_capacity_report(store, run_id)), 200, []
@@ -283,7 +277,7 @@ def compare_runs() -> Answer:
         run = store.get_run(run_id)
         if run is None:
             return _missing(run_id)
-        if is_capacity_run(run):
+        if run.kind == RunKind.CAPACITY:
             message = (
                 f"run {run_id!r} is a capacity run: the comparison covers fixed-workload runs "
                 "(a capacity run compares its targets itself)"

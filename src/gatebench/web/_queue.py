@@ -90,10 +90,8 @@ def _record_of(upload: CheckedUpload, run_id: str, spec_uri: str, created_at: fl
         gateways=list(plan.gateways),
         workloads=upload.summary()["workloads"],
         plan=json.loads(json.dumps(plan.to_dict())),
-        environment={
-            "quick": upload.request.quick,
-            **({"run_kind": "capacity"} if upload.request.kind == "capacity" else {}),
-        },
+        environment={"quick": upload.request.quick},
+        kind=upload.request.kind,
     )
 
 

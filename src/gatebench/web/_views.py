@@ -19,8 +19,8 @@ from typing import Any
 from gatebench.core.aggregate import CellSummary, RunSummary
 from gatebench.core.confidence import welch_difference
 from gatebench.core.metrics import METRICS, UNITS
-from gatebench.core.model import RunRecord
-from gatebench.core.report import RESOLUTION_NOTE, CapacityReport, Report, is_capacity_run
+from gatebench.core.model import RunKind, RunRecord
+from gatebench.core.report import RESOLUTION_NOTE, Report
 from gatebench.core.report._build import metric_label
 from gatebench.core.report._format import fmt_ci, fmt_pct, fmt_score, fmt_signed, fmt_value
 from gatebench.core.report._svg import colours_for
@@ -38,6 +38,7 @@ from gatebench.core.report._tables import (
 from gatebench.kinds.capacity import BASELINE
 from gatebench.kinds.capacity._report import (
     CAPACITY_NOTE,
+    CapacityReport,
     comparison_table,
     knee_table,
     objective_line,
@@ -136,7 +137,7 @@ def run_summary(run: RunRecord) -> dict[str, Any]:
         "spec_sha256": run.spec_sha256,
         "gateways": list(run.gateways),
         # capacity (gatebench capacity), scale, change-under-load, or workload (a fixed run)
-        "kind": "capacity" if is_capacity_run(run) else str(plan.get("kind", "workload")),
+        "kind": "capacity" if run.kind == RunKind.CAPACITY else str(plan.get("kind", "workload")),
         "baseline": bool(plan.get("baseline", False)),
         "repetitions": plan.get("repetitions"),
         "quick": bool(environment.get("quick", False)),

@@ -1,8 +1,8 @@
 """One queued run, in its own process: ``python -m gatebench.web._worker ...``.
 
 ``gatebench serve`` starts this for each upload in turn. It calls the same runner as
-``gatebench run`` (``runner.run_benchmark`` with the same store), or for a capacity run
-(``--kind capacity``) the one of ``gatebench capacity`` (``capacity_runner.run_capacity``),
+``gatebench run`` (``runner.run_local`` with the same store), or for a capacity run
+(``--kind capacity``) the one of ``gatebench capacity`` (``runner.run_local``),
 with the run id the server already answered to the browser. Its own process, because the runner's teardown is driven
 by signals: the server stops a run by sending SIGTERM here, and the runner's supervisor
 turns that into a teardown of every gateway, backend and load generator it started.
@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from gatebench.core.errors import GatebenchError, ProblemsError
-from gatebench.kinds.request import KINDS, RunKind, RunRequest
-from gatebench.local.runner import Progress, RunOptions, run_benchmark
+from gatebench.core.model import RunKind
+from gatebench.kinds.request import RunRequest
+from gatebench.local.runner import Progress, RunOptions, run_local
 from gatebench.store import open_store
 from gatebench.web._uploads import check_upload
 
@@ -75,7 +76,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--gateways", help="comma-separated, or 'none' for the baseline only")
     parser.add_argument("--entry", help="the root description inside a zip that holds several")
-    parser.add_argument("--kind", choices=KINDS, default="fixed", help="the kind of run")
+    parser.add_argument(
+        "--kind", choices=[str(k) for k in RunKind], default="fixed", help="the kind of run"
+    )
     return parser.parse_args(argv)
 
 
@@ -85,16 +88,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     gateways = None
     if args.gateways is not None:
         gateways = tuple(g for g in args.gateways.split(",") if g and args.gateways != "none")
-    kind: RunKind = "capacity" if args.kind == "capacity" else "fixed"
+    kind = RunKind(args.kind)
     request = RunRequest(quick=args.quick, gateways=gateways, entry=args.entry, kind=kind)
     try:
         upload = check_upload(Path(args.spec).read_bytes(), args.name, request)
         options = RunOptions(results_dir=Path(args.results), quick=args.quick, run_id=args.run_id)
-        runner = run_benchmark
-        if kind == "capacity":
-            from gatebench.local.capacity_runner import run_capacity as runner
         with open_store(args.store) as store:
-            outcome = runner(
+            outcome = run_local(
+                kind,
                 upload.api,
                 request.select(upload.plan),
                 spec_uri=args.spec_uri,

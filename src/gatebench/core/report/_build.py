@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gatebench import __version__
+from gatebench.core._version import __version__
 from gatebench.core.aggregate import RankStability, RunSummary, summarize
 from gatebench.core.cost import CostError, CostEstimate, estimate_cost
 from gatebench.core.metrics import METRICS

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
-from gatebench import __version__
+from gatebench.core._version import __version__
 from gatebench.core.cost import describe_cost
 from gatebench.core.report._build import RESOLUTION_NOTE, Report
 from gatebench.core.report._deployment import (

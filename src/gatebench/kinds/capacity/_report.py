@@ -20,8 +20,10 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
-from gatebench import __version__
-from gatebench.core.model import RunRecord
+from gatebench.core._version import __version__
+from gatebench.core.errors import StoreError
+from gatebench.core.model import ResultStore, RunKind, RunRecord
+from gatebench.core.report import FORMATS, Format, find_run
 from gatebench.core.report._build import _json_safe
 from gatebench.core.report._flat import Row, _timestamp, column_names, rows_to_csv
 from gatebench.core.report._html import CSP, CSS, JS, _model_table
@@ -36,12 +38,13 @@ from gatebench.core.report._svg import (
     hbar_chart,
 )
 from gatebench.core.report._tables import Cell, Column, Table
-from gatebench.core.thresholds import ThresholdResult
+from gatebench.core.thresholds import ThresholdResult, thresholds_from_plan
 from gatebench.kinds.capacity import (
     BASELINE,
     CapacityResult,
     EndpointResult,
     KneeSummary,
+    evaluate_capacity,
     rate_text,
 )
 
@@ -548,6 +551,36 @@ def render_capacity_junit(report: CapacityReport) -> str:
     return junit_xml(report.run, cases_of(list(report.thresholds)))
 
 
+def render_capacity(report: CapacityReport, fmt: Format) -> str:
+    """A capacity run's report in one of :data:`FORMATS`."""
+    if fmt == "html":
+        return render_capacity_html(report)
+    if fmt == "json":
+        return render_capacity_json(report)
+    if fmt == "csv":
+        return render_capacity_csv(report)
+    if fmt == "md":
+        return render_capacity_markdown(report)
+    raise ValueError(f"unknown report format {fmt!r}; available: {', '.join(FORMATS)}")
+
+
+def load_capacity_report(store: ResultStore, run_id: str) -> CapacityReport:
+    """The report of a stored capacity run, its capacity thresholds evaluated."""
+    run = find_run(store, run_id)
+    if run.kind != RunKind.CAPACITY:
+        raise StoreError(
+            f"run {run.run_id!r} is not a capacity run; `gatebench report {run.run_id}` "
+            "writes its report"
+        )
+    if run.capacity is None:  # still searching, or stopped before its result
+        status = "still searching" if not run.status.finished else f"{run.status}"
+        result = CapacityResult((), (), f"no result: the run is {status}", 0)
+    else:
+        result = CapacityResult.from_dict(run.capacity)
+    checks = evaluate_capacity(thresholds_from_plan(run.plan), result)
+    return build_capacity_report(run, result, thresholds=checks)
+
+
 __all__ = [
     "CAPACITY_NOTE",
     "CapacityReport",
@@ -555,6 +588,8 @@ __all__ = [
     "capacity_cautions",
     "capacity_rows",
     "capacity_text",
+    "load_capacity_report",
+    "render_capacity",
     "render_capacity_csv",
     "render_capacity_html",
     "render_capacity_json",

@@ -17,6 +17,7 @@ from typing import Any
 
 from gatebench.core.model import RunRecord
 from gatebench.core.report._svg import PALETTE, _num, _tick_label, nice_step
+from gatebench.core.scaleplan import LIVE_KINDS
 from gatebench.kinds._live.metrics import ChangeOutcome, ScalePoint, scale_rows
 from gatebench.store import ResultStore
 
@@ -41,12 +42,12 @@ def scale_document(
 
 SCALE_KIND, CHANGE_KIND = "scale", "change"
 """The kinds of the store's results (``ResultStore.put_result``) a scale run writes."""
-RUN_KINDS = ("scale", "change-under-load")
 """The kinds of run (a run record's ``plan["kind"]``) whose results these are."""
 
 
-def is_scale_run(run: RunRecord) -> bool:
-    return isinstance(run.plan, Mapping) and run.plan.get("kind") in RUN_KINDS
+def is_live_run(run: RunRecord) -> bool:
+    """A route-scale or change-under-load run: its results are points and outcomes."""
+    return run.kind in LIVE_KINDS
 
 
 def render_scale_csv(document: Mapping[str, Any]) -> str:
@@ -419,10 +420,9 @@ def _changes_section(changes: Sequence[Mapping[str, Any]]) -> str:
 __all__ = [
     "CHANGE_KIND",
     "FORMAT",
-    "RUN_KINDS",
     "SCALE_KIND",
     "gateway_charts",
-    "is_scale_run",
+    "is_live_run",
     "log_line_chart",
     "point_key",
     "render_scale_csv",

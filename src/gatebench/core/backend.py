@@ -1,4 +1,5 @@
-"""The mock backend's routes file, rendered from the IR (the Go server never reads a spec).
+"""The backend gatebench serves (backend/, the Go server): its control prefix, and the mock
+mode's routes file, rendered from the IR (the Go server never reads a spec).
 
 One route per operation: method, the path the backend receives (base path + template, with
 ``{name}`` segments matching any one segment), the status to answer (the first 2xx declared,
@@ -16,6 +17,9 @@ from typing import Any
 from gatebench.core.ir import Api, Operation, Response
 from gatebench.core.plan import Backend
 from gatebench.core.synth import synthesize
+
+CONTROL_PREFIX = "/__gatebench__/"
+"""The backend's own paths (health, stats, reset): reached straight, never through a gateway."""
 
 
 def _success(op: Operation) -> tuple[int, Response | None]:
