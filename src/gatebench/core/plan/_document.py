@@ -53,7 +53,7 @@ from gatebench.core.policies import JWT_ALGORITHMS
 from gatebench.core.thresholds import bound_of
 from gatebench.core.units import parse_duration, parse_size
 
-SCHEMA_PATH = PACKAGE_DIR / "schemas" / "x-gatebench.schema.json"
+SCHEMA_PATH = PACKAGE_DIR / "core" / "schemas" / "x-gatebench.schema.json"
 """The published schema (a document whose ``x-gatebench`` property is the plan)."""
 MAX_WORKERS, MAX_CPU, MAX_GROWTH = 100_000, 4095, 10.0
 """Mock backend workers; a core number (Linux's NR_CPUS); a capacity probe's growth."""
