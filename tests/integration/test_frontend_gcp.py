@@ -30,10 +30,11 @@ from firestore_emulator import firestore_emulator, missing
 
 from cloud.servers import start_gcs_emulator, storage_client
 from cloud.signing import service_account, verify_v4
+from gatebench.cloud import GcsSigner
 from gatebench.kinds.request import RunRequest, run_request_from_metadata
 from gatebench.local.procs import Supervisor
 from gatebench.store import open_store
-from gatebench.web import GcsSigner, SignedUploads
+from gatebench.web import SignedUploads
 from webapp import read_client, upload_client
 
 BUCKET = "gb-uploads-test"

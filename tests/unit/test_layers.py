@@ -63,7 +63,7 @@ def test_the_dashboard_functions_load_no_local_server() -> None:
     assert "flask" in loaded and "gatebench.web._app" in loaded
     assert _under(loaded, "waitress") == []
     assert [m for m in ("gatebench.local.procs", "gatebench.local.runner") if m in loaded] == []
-    assert [m for m in ("gatebench.web._local", "gatebench.web._queue") if m in loaded] == []
+    assert [m for m in ("gatebench.web._local", "gatebench.local.queue") if m in loaded] == []
     # the local server's names are still the package's, loaded when first asked for
     code = "import sys, gatebench.web as w; w.build_server; print('waitress' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -597,7 +597,7 @@ def test_every_api_the_pipeline_calls_is_enabled() -> None:
     assert connectors == {"bigquery", "cloudbuild", "firestore"}
     assert {f"{c}.googleapis.com" for c in connectors} <= services
     # The upload function signs URLs through IAM (no key): IAM Service Account Credentials.
-    signer = (ROOT / "src" / "gatebench" / "web" / "_gcs.py").read_text()
+    signer = (ROOT / "src" / "gatebench" / "cloud" / "_signing.py").read_text()
     assert "service_account_email" in signer
     assert "iamcredentials.googleapis.com" in services
     assert sorted(services) == list(enabled_services_sorted())

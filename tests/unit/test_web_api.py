@@ -14,21 +14,18 @@ from werkzeug.test import TestResponse
 from gatebench.core.model import RunRecord, RunStatus
 from gatebench.core.report import score_run
 from gatebench.kinds.request import (
+    CheckedUpload,
     RunRequest,
     UploadRejected,
+    check_upload,
     run_request_from_metadata,
     run_request_from_query,
-)
-from gatebench.store import SqliteStore
-from gatebench.web import (
-    CheckedUpload,
-    HmacSigner,
-    SignedUploads,
-    check_upload,
-    cloud_app,
     safe_name,
     upload_name_from_object,
 )
+from gatebench.local.bucket import HmacSigner
+from gatebench.store import SqliteStore
+from gatebench.web import SignedUploads, cloud_app
 from gatebench.web._uploads import Answer
 from paths import EXAMPLES
 from synthetic import synthetic_run
@@ -346,8 +343,8 @@ def test_an_upload_picks_the_entry_of_a_zip_with_two_descriptions() -> None:
 def test_the_entry_travels_to_the_worker_and_in_the_signed_metadata(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from gatebench.web import _worker
-    from gatebench.web._queue import RunQueue
+    from gatebench.local import worker as _worker
+    from gatebench.local.queue import RunQueue
 
     zipped = _two_descriptions()
     upload_ = check_upload(zipped, "specs.zip", RunRequest(quick=True, entry="second.yaml"))
@@ -500,8 +497,8 @@ def test_a_capacity_run_travels_to_the_worker_and_says_what_it_is_from_the_queue
     """``kind=capacity`` from the form: the summary says so, the queued record is a capacity
     run from its first write, the worker is told ``--kind capacity``, and a quick capacity run
     shortens the capacity search, not the workloads."""
-    from gatebench.web import _worker
-    from gatebench.web._queue import RunQueue
+    from gatebench.local import worker as _worker
+    from gatebench.local.queue import RunQueue
 
     checked = upload("validate", PETSTORE, kind="capacity", quick="1").get_json()
     assert checked["kind"] == "capacity"

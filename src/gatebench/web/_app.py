@@ -14,13 +14,12 @@ Terraform sets (infra/modules/dashboard); nothing connects before the first requ
 
 from __future__ import annotations
 
-import math
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote
 
 from flask import Blueprint, Flask, Request, Response, current_app, request
@@ -29,22 +28,26 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 from gatebench.core.errors import GatebenchError, Problem, StoreError
 from gatebench.core.model import RunKind
-from gatebench.core.report import FORMATS, load_report, render
+from gatebench.core.report import (
+    FORMATS,
+    compare_view,
+    json_safe,
+    load_report,
+    render,
+    run_summary,
+    run_view,
+)
 from gatebench.core.spec import DEFAULT_LIMITS, Limits
 from gatebench.kinds._live._report import render_scale_html, stored_scale_document
-from gatebench.kinds.capacity._report import load_capacity_report, render_capacity
-from gatebench.kinds.request import UploadRejected, run_request_from_query
-from gatebench.store import FirestoreStore, ResultStore, open_store
-from gatebench.web._uploads import (
+from gatebench.kinds.capacity._report import capacity_view, load_capacity_report, render_capacity
+from gatebench.kinds.request import (
     UPLOAD_PREFIX,
-    Answer,
-    UploadAcceptor,
+    UploadRejected,
     check_upload,
-    problems,
-    refusal,
-    too_large,
+    run_request_from_query,
 )
-from gatebench.web._views import capacity_view, compare_view, run_summary, run_view
+from gatebench.store import FirestoreStore, ResultStore, open_store
+from gatebench.web._uploads import Answer, UploadAcceptor, problems, refusal, too_large
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 """Run ids as both paths create them (``20260101-120000-1a2b3c4d``, ``r-<hex>``)."""
@@ -58,16 +61,24 @@ _ORIGIN = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$")
 _PREFIX = re.compile(r"^[a-z0-9][a-z0-9_-]*/$")
 
 
-class LiveRuns:
-    """What only the process running the benchmarks knows (the local queue): runs waiting
-    for their turn and the progress of the one running. The cloud knows neither."""
+class LiveRuns(Protocol):
+    """What only the process running the benchmarks knows (``gatebench.local.queue``): runs
+    waiting for their turn and the progress of the one running."""
 
     def queued_runs(self) -> list[dict[str, Any]]:
         """Summaries (``run_summary`` shape, status ``queued``) of runs not started yet."""
-        return []
 
     def live_status(self, run_id: str) -> dict[str, Any] | None:
         """``{"queue_position": n}`` or ``{"progress": {...}}`` for a run, else None."""
+
+
+class NoLiveRuns:
+    """The cloud's: it knows neither."""
+
+    def queued_runs(self) -> list[dict[str, Any]]:
+        return []
+
+    def live_status(self, run_id: str) -> dict[str, Any] | None:
         return None
 
 
@@ -78,7 +89,7 @@ class Dashboard:
     store: Callable[[], ResultStore] | None = None
     """The result store (built on first use in a function)."""
     acceptor: Callable[[], UploadAcceptor] | None = None
-    live: LiveRuns = field(default_factory=LiveRuns)
+    live: LiveRuns = field(default_factory=NoLiveRuns)
     max_bytes: int = DEFAULT_LIMITS.max_bytes
     local_gateways: Sequence[str] | None = None
     origins: tuple[str, ...] = ()
@@ -102,17 +113,7 @@ class _Json(DefaultJSONProvider):
     mimetype = "application/json; charset=utf-8"
 
     def dumps(self, obj: Any, **kwargs: Any) -> str:
-        return super().dumps(_json_safe(obj), allow_nan=False, **kwargs)
-
-
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, Mapping):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
-    return value
+        return super().dumps(json_safe(obj), allow_nan=False, **kwargs)
 
 
 def new_app(state: Dashboard) -> Flask:
@@ -362,7 +363,7 @@ def results_store(environ: Mapping[str, str]) -> FirestoreStore:
 def signed_uploads(environ: Mapping[str, str], *, credentials: Any = None) -> Any:
     """Signed PUTs into ``GATEBENCH_UPLOADS_BUCKET`` under ``GATEBENCH_SPEC_PREFIX`` (what the
     workflow's trigger watches); signed for ``STORAGE_EMULATOR_HOST`` when it is set."""
-    from gatebench.web._gcs import GcsSigner
+    from gatebench.cloud import GcsSigner
     from gatebench.web._uploads import SignedUploads
 
     bucket = _setting(environ, "GATEBENCH_UPLOADS_BUCKET")

@@ -33,12 +33,10 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
-import re
-import secrets
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -55,25 +53,17 @@ from waitress.utilities import Error, RequestEntityTooLarge
 from waitress.wasyncore import loop
 from werkzeug.routing import PathConverter
 
+from gatebench.core.errors import Problem
 from gatebench.core.renderers import local_gateway_names
-from gatebench.core.spec import DEFAULT_LIMITS, Limits
-from gatebench.kinds.request import METADATA_HEADER, UploadRejected, run_request_from_metadata
+from gatebench.core.spec import DEFAULT_LIMITS
+from gatebench.kinds.request import UPLOAD_PREFIX, CheckedUpload, UploadRejected
+from gatebench.local.bucket import LocalBucket, PutRefused
+from gatebench.local.queue import QueueFull, RunQueue
 from gatebench.store import ResultStore
 from gatebench.web._app import Dashboard, dashboard, new_app, query, raw_path, read_api, upload_api
 from gatebench.web._limits import ServeLimits
-from gatebench.web._queue import DirectUploads, QueueFull, RunQueue, queue_full
 from gatebench.web._site import CONTENT_TYPES, SiteConfig, resolve_static
-from gatebench.web._uploads import (
-    UPLOAD_PREFIX,
-    Answer,
-    HmacSigner,
-    SignedUploads,
-    check_upload,
-    problems,
-    refusal,
-    too_large,
-    upload_name_from_object,
-)
+from gatebench.web._uploads import Answer, SignedUploads, problems, refusal, too_large
 
 SITE_CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -93,7 +83,8 @@ SECURITY_HEADERS = {
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 RETRY_AFTER_BUSY_S = 5
 """What a 503 for a busy parse slot tells the client to wait: a check takes seconds."""
-_OBJECT = re.compile(r"^specs/[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
+RETRY_AFTER_FULL_S = 60
+"""What a 429 for a full queue tells the client to wait: runs take minutes."""
 _CHUNKED = "send the body with a Content-Length (no chunked uploads)"
 
 
@@ -106,62 +97,26 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def queue_full(exc: QueueFull) -> Answer:
+    retry = [("Retry-After", str(RETRY_AFTER_FULL_S))]
+    return problems(429, [Problem("", str(exc))], retry, queue_length=exc.waiting)
+
+
 @dataclass
-class LocalBucket:
-    """The uploads bucket's stand-in (``--upload signed-url``): the page PUTs to
-    ``/bucket/specs/NAME?expires=...&signature=...``; :meth:`put` checks the signature, refuses
-    to overwrite (like ``x-goog-if-generation-match: 0``), stores the object and queues its run
-    with the ``spec_uri`` the ticket announced, as the bucket's finalize event would on GCP."""
+class DirectUploads:
+    """The local acceptor: a valid upload is queued at once (202 with its run id)."""
 
-    root: Path
     queue: RunQueue
-    max_bytes: int
-    secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    method: str = "direct"
 
-    @property
-    def bucket_uri(self) -> str:
-        return self.root.resolve().as_uri()
-
-    def signer(self, base_url: str) -> HmacSigner:
-        """URLs that point at this server (``base_url``: ``http://HOST:PORT``)."""
-        return HmacSigner(self.secret, f"{base_url.rstrip('/')}/bucket", self.bucket_uri)
-
-    def put(
-        self,
-        name: str,
-        query: Mapping[str, str],
-        headers: Mapping[str, str],
-        body: bytes,
-        base_url: str,
-    ) -> Answer:
-        """``PUT /bucket/NAME``; ``headers`` have lower-case names."""
-        if not _OBJECT.match(name) or ".." in name:
-            return refusal(400, f"{name[:100]!r} is not an object name under specs/")
-        refused = self.signer(base_url).verify(name, query, headers)
-        if refused is not None:
-            return refusal(403, f"signed URL refused: {refused}")
+    def accept(self, upload: CheckedUpload) -> Answer:
         try:
-            asked = run_request_from_metadata(headers.get(METADATA_HEADER))
-            limits = Limits(max_bytes=self.max_bytes)
-            upload = check_upload(body, upload_name_from_object(name), asked, limits=limits)
-        except UploadRejected as exc:
-            return problems(400, exc.problems)
-        path = self.root / name
-        with self._lock:
-            if path.exists():
-                return refusal(412, f"object {name!r} exists; a signed URL is for one upload")
-            try:
-                self.queue.check_room()  # a refused upload is not stored
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(body)
-                generation = str(time.time_ns() // 1000)
-                uri = f"{self.bucket_uri}/{name}#{generation}"
-                job = self.queue.submit(upload, spec_uri=uri, spec_path=path)
-            except QueueFull as exc:  # full, or another upload took the last place meanwhile
-                path.unlink(missing_ok=True)
-                return queue_full(exc)
-        return {}, 200, [("x-goog-generation", generation), ("x-gatebench-run", job.run_id)]
+            job = self.queue.submit(upload)
+        except QueueFull as exc:
+            return queue_full(exc)
+        position = self.queue.position(job.run_id)
+        answer = {"ok": True, "method": "direct", "run_id": job.run_id, "status": "queued"}
+        return answer | {"queue_position": position}, 202, [("Location", f"runs/{job.run_id}")]
 
 
 @dataclass
@@ -296,7 +251,19 @@ def _bucket_put(_name: str) -> Answer:
     name = unquote(raw_path().removeprefix("/bucket/"))
     headers = {k.lower(): v for k, v in request.headers.items()}
     asked, base = query(), state.base_url()
-    answer = state.parse(lambda body: bucket.put(name, asked, headers, body, base))  # type: ignore[misc]
+
+    def put(body: bytes) -> Answer:
+        try:
+            generation, run_id = bucket.put(name, asked, headers, body, base)
+        except PutRefused as exc:
+            return refusal(exc.status, str(exc))
+        except UploadRejected as exc:
+            return problems(400, exc.problems)
+        except QueueFull as exc:
+            return queue_full(exc)
+        return {}, 200, [("x-goog-generation", generation), ("x-gatebench-run", run_id)]
+
+    answer = state.parse(put)  # type: ignore[misc]
     state.log(f"PUT /bucket/{name[:120]}: {answer[1]}")
     return answer
 
@@ -545,4 +512,12 @@ def build_server(
     return server
 
 
-__all__ = ["LocalBucket", "ServeLimits", "Server", "build_server", "is_loopback", "local_app"]
+__all__ = [
+    "DirectUploads",
+    "ServeLimits",
+    "Server",
+    "build_server",
+    "is_loopback",
+    "local_app",
+    "queue_full",
+]

@@ -1,6 +1,8 @@
-"""Reports of a run: HTML (one self-contained file), Markdown, JSON and CSV (BigQuery rows).
+"""Reports of a run: HTML (one self-contained file), Markdown, JSON and CSV (BigQuery rows),
+and the dashboard's view of it (JSON its pages lay out).
 
-:func:`build_report` decides the content (pure); ``render_*`` lay it out; :func:`load_report`
+:func:`build_report` decides the content (pure), with its charts and tables defined once
+(``_charts``, ``_tables``); ``render_*`` and :func:`run_view` lay it out; :func:`load_report`
 and :func:`score_run` read (and write) a stored run through the store's port
 (``gatebench.core.model.ResultStore``). The capacity search's and the live runs' reports are
 their kinds' (``gatebench.kinds.capacity``, ``gatebench.kinds._live``).
@@ -20,6 +22,7 @@ from gatebench.core.report._build import (
     Report,
     Trust,
     build_report,
+    json_safe,
     plan_scoring,
     resolve_scoring,
 )
@@ -32,6 +35,7 @@ from gatebench.core.report._flat import (
 )
 from gatebench.core.report._html import render_html
 from gatebench.core.report._markdown import render_markdown
+from gatebench.core.report._view import VIEW_FORMAT, compare_view, run_summary, run_view, spec_name
 from gatebench.core.score import Profile
 
 Format = Literal["html", "json", "csv", "md"]
@@ -107,14 +111,17 @@ def score_run(
 __all__ = [
     "FORMATS",
     "RESOLUTION_NOTE",
+    "VIEW_FORMAT",
     "Format",
     "Report",
     "Trust",
     "bigquery_schema",
     "build_report",
     "column_names",
+    "compare_view",
     "find_run",
     "flat_rows",
+    "json_safe",
     "load_report",
     "measurement_rows",
     "plan_scoring",
@@ -124,5 +131,8 @@ __all__ = [
     "render_json",
     "render_markdown",
     "resolve_scoring",
+    "run_summary",
+    "run_view",
     "score_run",
+    "spec_name",
 ]

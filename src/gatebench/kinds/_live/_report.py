@@ -16,7 +16,8 @@ from html import escape
 from typing import Any
 
 from gatebench.core.model import RunRecord
-from gatebench.core.report._svg import PALETTE, _num, _tick_label, nice_step
+from gatebench.core.report._charts import PALETTE, nice_step
+from gatebench.core.report._svg import _num, _tick_label
 from gatebench.core.scaleplan import LIVE_KINDS
 from gatebench.kinds._live.metrics import ChangeOutcome, ScalePoint, scale_rows
 from gatebench.store import ResultStore

@@ -23,20 +23,21 @@ from typing import Any
 from gatebench.core._version import __version__
 from gatebench.core.errors import StoreError
 from gatebench.core.model import ResultStore, RunKind, RunRecord
-from gatebench.core.report import FORMATS, Format, find_run
-from gatebench.core.report._build import _json_safe
-from gatebench.core.report._flat import Row, _timestamp, column_names, rows_to_csv
-from gatebench.core.report._html import CSP, CSS, JS, _model_table
-from gatebench.core.report._markdown import _model_table as _md_model_table
-from gatebench.core.report._svg import (
+from gatebench.core.report import FORMATS, VIEW_FORMAT, Format, find_run, run_summary
+from gatebench.core.report._build import json_safe
+from gatebench.core.report._charts import (
     Bar,
+    Chart,
+    CurveChart,
     CurveSeries,
     Group,
     RatePoint,
     colours_for,
-    curve_chart,
-    hbar_chart,
 )
+from gatebench.core.report._flat import Row, _timestamp, column_names, rows_to_csv
+from gatebench.core.report._html import CSP, CSS, JS, _model_table
+from gatebench.core.report._markdown import _model_table as _md_model_table
+from gatebench.core.report._svg import curve_chart, hbar_chart
 from gatebench.core.report._tables import Cell, Column, Table
 from gatebench.core.thresholds import ThresholdResult, thresholds_from_plan
 from gatebench.kinds.capacity import (
@@ -81,7 +82,7 @@ class CapacityReport:
         return sorted(seen, key=lambda t: (t == BASELINE, t))
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = _json_safe(
+        data: dict[str, Any] = json_safe(
             {
                 "gatebench": __version__,
                 "kind": "capacity",
@@ -266,32 +267,25 @@ def objective_line(objective: str) -> tuple[float | None, str]:
         return None, ""
 
 
-def _endpoint_html(report: CapacityReport, e: EndpointResult, colour_of: Any, index: int) -> str:
+def knee_chart(e: EndpointResult, index: int = 0) -> Chart:
+    """The rate each target carries on one endpoint, with its interval."""
     bars = []
     for s in sorted(e.summaries, key=lambda s: (s.target == BASELINE, s.target)):
-        value = s.estimate
-        if value is None:
-            continue
-        ci = s.interval
-        bars.append(
-            Bar(
-                label=s.target,
-                value=value,
-                text=s.label(),
-                low=None if ci is None else ci[0],
-                high=None if ci is None else ci[1],
-                hatched=s.target == BASELINE,
-                data={"target": s.target, "workload": e.workload},
-            )
-        )
-    knees = hbar_chart(
+        if s.estimate is not None:
+            low, high = s.interval or (None, None)
+            bars.append(Bar(s.target, s.estimate, s.label(), low, high, s.target == BASELINE))
+    return Chart(
+        f"knees-{index}",
+        f"Rate each target carries on {e.workload} within {e.objective}",
+        "Mean knee over the repetitions with its 95 % interval; ≥ marks a lower bound (the "
+        "tester's limit or the plan's max_rate).",
+        "req/s",
         [Group(e.workload, bars)],
-        chart_id=f"knees-{index}",
-        title=f"Rate each target carries on {e.workload} within {e.objective}",
-        description="Mean knee over the repetitions with its 95 % interval; ≥ marks a lower bound.",
-        axis_label="req/s",
-        colour_of=colour_of,
     )
+
+
+def curves_chart(result: CapacityResult, e: EndpointResult, index: int = 0) -> CurveChart:
+    """Every probe of one endpoint: latency against the offered rate, each target's knee."""
     objective_ms, objective_text = objective_line(e.objective)
     series = []
     for s in sorted(e.summaries, key=lambda s: (s.target == BASELINE, s.target)):
@@ -305,30 +299,32 @@ def _endpoint_html(report: CapacityReport, e: EndpointResult, colour_of: Any, in
                 f"{c.outcome}",
                 c.outcome == "within",
             )
-            for c in report.result.curves
+            for c in result.curves
             if c.target == s.target and c.workload == e.workload
         ]
-        series.append(CurveSeries(s.target, points, s.estimate, s.label()))
-    curves = curve_chart(
+        baseline = s.target == BASELINE
+        series.append(CurveSeries(s.target, points, s.estimate, s.label(), baseline))
+    return CurveChart(
+        f"curves-{index}",
+        f"{e.workload}: latency against offered rate",
+        "Every probe of every repetition: p99 (dots, solid line) and p50 (squares, dashed "
+        "line) against the rate offered, the latency axis logarithmic; the vertical lines are "
+        "the knees, the red line the objective. Faded probes broke the objective.",
         series,
-        chart_id=f"curves-{index}",
-        title=f"{e.workload}: latency against offered rate",
-        description=(
-            "Every probe of every repetition: p99 (dots, solid line) and p50 (squares, dashed "
-            "line) against the rate offered; the vertical lines are the knees, the red line the "
-            "objective. Faded probes broke the objective."
-        ),
-        colour_of=colour_of,
-        objective_ms=objective_ms,
-        objective_text=objective_text,
+        objective_ms,
+        objective_text,
+        e.workload,
     )
+
+
+def _endpoint_html(report: CapacityReport, e: EndpointResult, colour_of: Any, index: int) -> str:
     comparisons = _model_table(comparison_table(e, index)) if e.comparisons else ""
     return (
         f'<h3>{_e(e.workload)}</h3><p class="verdict">{_e(e.verdict)}</p>'
         f'<p class="legend">Objective: {_e(e.objective)}. Stopped: {_e(e.stop)}.</p>'
         + _model_table(knee_table(e, index))
-        + knees
-        + curves
+        + hbar_chart(knee_chart(e, index), colour_of)
+        + curve_chart(curves_chart(report.result, e, index), colour_of)
         + comparisons
     )
 
@@ -394,6 +390,39 @@ def render_capacity_html(report: CapacityReport) -> str:
         f"{_e(CAPACITY_NOTE)}</footer>"
         f"<script>{JS}</script></body></html>\n"
     )
+
+
+def capacity_view(report: CapacityReport) -> dict[str, Any]:
+    """The dashboard's page of a capacity run (``gatebench-view/1``, as ``core.report``'s
+    run view): the verdict per endpoint, cautions, and each endpoint's knees, curves and
+    tables, the same as the HTML report's."""
+    result, colours = report.result, colours_for(report.targets, BASELINE)
+    charts: list[dict[str, Any]] = []
+    tables: list[dict[str, Any]] = []
+    for i, e in enumerate(result.endpoints):
+        charts += [knee_chart(e, i).to_dict(colours), curves_chart(result, e, i).to_dict(colours)]
+        tables.append(knee_table(e, i).to_dict())
+        if e.comparisons:
+            tables.append(comparison_table(e, i).to_dict())
+    return {
+        "format": VIEW_FORMAT,
+        "kind": "capacity",
+        "run": run_summary(report.run),
+        "title": report.title,
+        "verdict": list(report.verdict),
+        "cautions": list(report.cautions),
+        "resolution": CAPACITY_NOTE,
+        "measurements": len(result.curves),
+        "targets": report.targets,
+        "baseline": BASELINE if BASELINE in report.targets else None,
+        "colours": colours,
+        "stop": result.stop,
+        "charts": charts,
+        "tables": tables,
+        "thresholds": [
+            {"subject": r.subject, "passed": r.passed, "line": r.line()} for r in report.thresholds
+        ],
+    }
 
 
 # -- Markdown -------------------------------------------------------------------------------
@@ -588,6 +617,11 @@ __all__ = [
     "capacity_cautions",
     "capacity_rows",
     "capacity_text",
+    "capacity_view",
+    "comparison_table",
+    "curves_chart",
+    "knee_chart",
+    "knee_table",
     "load_capacity_report",
     "render_capacity",
     "render_capacity_csv",

@@ -1,4 +1,4 @@
-"""Cloud Storage V4 signed URLs for the upload function (the GCP :class:`UrlSigner`).
+"""Cloud Storage V4 signed URLs for the upload function (the GCP ``gatebench.web.UrlSigner``).
 
 The edge the upload function needs beyond the pure handlers: ``google-cloud-storage``
 signs a ``PUT`` of one object whose ``Content-Type`` and ``x-goog-meta-gatebench`` headers
@@ -19,7 +19,7 @@ from typing import Any
 
 
 class GcsSigner:
-    """Signs ``PUT gs://BUCKET/NAME`` for :class:`~gatebench.web.SignedUploads`."""
+    """Signs ``PUT gs://BUCKET/NAME`` for the upload function (``gatebench.web.SignedUploads``)."""
 
     def __init__(
         self,

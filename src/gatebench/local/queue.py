@@ -1,8 +1,8 @@
-"""The local server's run queue: uploads run one at a time, each in a worker process.
+"""The run queue of ``gatebench serve``: uploads run one at a time, each in a worker process.
 
 A checked upload is saved under ``<results>/uploads/<run-id>/`` and waits its turn (at most
-``max_queued`` runs wait: :class:`QueueFull`, answered 429 with ``Retry-After``); the
-queue's thread then starts ``python -m gatebench.web._worker`` (the same runner as
+``max_queued`` runs wait: :class:`QueueFull`, which the server answers 429 with
+``Retry-After``); the queue's thread then starts ``python -m gatebench.local.worker`` (the same runner as
 ``gatebench run``, writing to the same store) and reads its progress lines for the live
 status. Stopping the queue (Ctrl-C or SIGTERM to ``gatebench serve``) drops the runs still
 waiting and sends SIGTERM to the worker, whose runner tears down everything it started and
@@ -25,21 +25,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from gatebench.core.errors import Problem, RunError
+from gatebench.core.errors import RunError
 from gatebench.core.model import RunRecord, RunStatus, local_run_id
-from gatebench.kinds.request import RunRequest
+from gatebench.core.report import run_summary
+from gatebench.kinds.request import CheckedUpload, RunRequest
 from gatebench.local.procs import ManagedProcess, Supervisor, stop_processes_below
 from gatebench.store import ResultStore
-from gatebench.web._app import LiveRuns
-from gatebench.web._uploads import Answer, CheckedUpload, problems
-from gatebench.web._views import run_summary
-
-RETRY_AFTER_FULL_S = 60
-"""What a 429 for a full queue tells the client to wait: runs take minutes."""
 
 
 class QueueFull(RunError):
-    """The run queue holds its limit of waiting runs (answered 429, :func:`queue_full`)."""
+    """The run queue holds its limit of waiting runs (the server answers 429)."""
 
     def __init__(self, waiting: int, limit: int) -> None:
         self.waiting = waiting
@@ -48,11 +43,6 @@ class QueueFull(RunError):
             f"the run queue is full: {waiting} run{'s are' if waiting != 1 else ' is'} waiting "
             f"(the limit is {limit}, --max-queued); try again once one has started"
         )
-
-
-def queue_full(exc: QueueFull) -> Answer:
-    retry = [("Retry-After", str(RETRY_AFTER_FULL_S))]
-    return problems(429, [Problem("", str(exc))], retry, queue_length=exc.waiting)
 
 
 @dataclass
@@ -95,8 +85,9 @@ def _record_of(upload: CheckedUpload, run_id: str, spec_uri: str, created_at: fl
     )
 
 
-class RunQueue(LiveRuns):
-    """One run at a time; tells the read API what waits and how the running one goes."""
+class RunQueue:
+    """One run at a time; tells the read API what waits and how the running one goes (the
+    dashboard's ``LiveRuns``)."""
 
     def __init__(
         self,
@@ -190,7 +181,7 @@ class RunQueue(LiveRuns):
                     return index + 1
         return None
 
-    # -- LiveRuns --------------------------------------------------------------------------
+    # -- what waits, and how the running one goes --------------------------------------------
 
     def queued_runs(self) -> list[dict[str, Any]]:
         """Newest first: the last run queued, ..., the next to start, then the one starting
@@ -244,7 +235,7 @@ class RunQueue(LiveRuns):
         argv = [
             self.python,
             "-m",
-            "gatebench.web._worker",
+            "gatebench.local.worker",
             "--spec",
             str(job.spec_path),
             "--name",
@@ -354,28 +345,4 @@ def _tail(path: Path, lines: int = 8) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-@dataclass
-class DirectUploads:
-    """The local acceptor: a valid upload is queued at once (202 with its run id)."""
-
-    queue: RunQueue
-    method: str = "direct"
-
-    def accept(self, upload: CheckedUpload) -> Answer:
-        try:
-            job = self.queue.submit(upload)
-        except QueueFull as exc:
-            return queue_full(exc)
-        position = self.queue.position(job.run_id)
-        answer = {"ok": True, "method": "direct", "run_id": job.run_id, "status": "queued"}
-        return answer | {"queue_position": position}, 202, [("Location", f"runs/{job.run_id}")]
-
-
-__all__ = [
-    "RETRY_AFTER_FULL_S",
-    "DirectUploads",
-    "QueueFull",
-    "QueuedRun",
-    "RunQueue",
-    "queue_full",
-]
+__all__ = ["QueueFull", "QueuedRun", "RunQueue"]

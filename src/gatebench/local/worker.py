@@ -1,10 +1,9 @@
-"""One queued run, in its own process: ``python -m gatebench.web._worker ...``.
+"""One queued run, in its own process: ``python -m gatebench.local.worker ...``.
 
-``gatebench serve`` starts this for each upload in turn. It calls the same runner as
-``gatebench run`` (``runner.run_local`` with the same store), or for a capacity run
-(``--kind capacity``) the one of ``gatebench capacity`` (``runner.run_local``),
-with the run id the server already answered to the browser. Its own process, because the runner's teardown is driven
-by signals: the server stops a run by sending SIGTERM here, and the runner's supervisor
+``gatebench serve`` starts this for each upload in turn (:mod:`gatebench.local.queue`). It
+calls the runner of ``gatebench run`` and ``gatebench capacity`` (``runner.run_local``, the
+kind from ``--kind``) with the same store and the run id the server already answered to the
+browser. Its own process, because the runner's teardown is driven by signals: the server stops a run by sending SIGTERM here, and the runner's supervisor
 turns that into a teardown of every gateway, backend and load generator it started.
 
 Progress goes to stdout as one JSON object per line (``{"event": "progress", ...}``) for
@@ -23,10 +22,9 @@ from typing import Any
 
 from gatebench.core.errors import GatebenchError, ProblemsError
 from gatebench.core.model import RunKind
-from gatebench.kinds.request import RunRequest
+from gatebench.kinds.request import RunRequest, check_upload
 from gatebench.local.runner import Progress, RunOptions, run_local
 from gatebench.store import open_store
-from gatebench.web._uploads import check_upload
 
 EXIT_OK, EXIT_INPUT, EXIT_RUN, EXIT_INTERRUPTED = 0, 1, 3, 130
 
@@ -66,7 +64,7 @@ def emit(stream: Any, event: dict[str, Any]) -> None:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m gatebench.web._worker")
+    parser = argparse.ArgumentParser(prog="python -m gatebench.local.worker")
     parser.add_argument("--spec", required=True, help="the uploaded file, as saved")
     parser.add_argument("--name", required=True, help="its (safe) file name")
     parser.add_argument("--spec-uri", required=True)
