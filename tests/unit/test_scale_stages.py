@@ -12,8 +12,8 @@ import yaml
 
 from gatebench.cli import main
 from gatebench.core.errors import RunError
-from gatebench.core.plan import scale_problems
 from gatebench.core.scaleplan import ChangeSpec, LoadSettings
+from gatebench.kinds._live._plan import scale_problems
 from gatebench.kinds._live._stages import GrowRender, ScaleRequest
 from gatebench.kinds.change import change_stages
 from gatebench.kinds.scale import scale_stages

@@ -15,9 +15,9 @@ from gatebench.cli._common import ProgressLine, add_quiet_argument, add_spec_arg
 from gatebench.cli.run import _store_location
 from gatebench.core.errors import GatebenchError, PlanError
 from gatebench.core.model import local_run_id
-from gatebench.core.plan import scale_problems
 from gatebench.core.renderers import all_renderers, get_renderer
 from gatebench.core.routescale import DEFAULT_SIZES, MAX_ROUTES, parse_sizes
+from gatebench.kinds._live._plan import scale_problems
 from gatebench.local.liveruns import LoadSettings
 from gatebench.store import DEFAULT_STORE, open_store
 

@@ -52,12 +52,13 @@ from gatebench.core.cost import live_seconds, vm_max_run_s
 from gatebench.core.errors import GatebenchError, Problem
 from gatebench.core.ir import Api
 from gatebench.core.model import RunRecord
-from gatebench.core.plan import Plan, scale_problems
+from gatebench.core.plan import Plan
 from gatebench.core.renderers import RenderTarget, get_renderer
 from gatebench.core.resources import cgroup_window
 from gatebench.core.routescale import replicate
 from gatebench.core.scaleplan import ScaleAsk
 from gatebench.core.spec import SpecResult
+from gatebench.kinds._live._plan import scale_problems
 from gatebench.kinds._live._report import (
     CHANGE_KIND,
     SCALE_KIND,

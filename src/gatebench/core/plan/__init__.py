@@ -41,7 +41,7 @@ the section comes from), ``_describe`` (words).
 from __future__ import annotations
 
 from gatebench.core.plan._build import build_plan
-from gatebench.core.plan._checks import find_operation, scale_problems
+from gatebench.core.plan._checks import find_operation
 from gatebench.core.plan._describe import describe_injection, describe_plan, workload_summary
 from gatebench.core.plan._document import SCHEMA_PATH, json_schema, schema_text
 from gatebench.core.plan._load import load_plan
@@ -132,7 +132,6 @@ __all__ = [
     "find_operation",
     "json_schema",
     "load_plan",
-    "scale_problems",
     "schema_text",
     "workload_summary",
 ]

@@ -9,7 +9,6 @@ import difflib
 import re
 from typing import Any
 
-from gatebench.core.errors import Problem
 from gatebench.core.ir import Api, Operation, left_out_message
 from gatebench.core.plan._document import PlanDoc, Reading, is_credential_key, show
 from gatebench.core.plan._model import Auth, BodySpec, EngineName, Generator, Warmup, Workload
@@ -179,38 +178,3 @@ def _check_auth(op: Operation, auth: Auth, r: Reading, where: list[str | int]) -
                 f"operation {op.operation_id!r} requires {part} authentication; add auth: {{{key}}} "
                 "or requests are sent without credentials",
             )
-
-
-def scale_problems(
-    section: Any, base: str = "/x-gatebench", source: str | None = None
-) -> list[Problem]:
-    """What the route-scale and change-under-load runs cannot measure of a benchmark
-    section's deployment (docs/scale.md, "TLS and replicas"). Those runs take their settings
-    from the command line, not from the plan, so the raw section is read: a description that
-    asks for TLS, replicas or a fault is refused with located errors rather than measured
-    plain, in front of one backend."""
-    if not isinstance(section, dict):
-        return []
-    where = (
-        "these runs load and probe each gateway over plain HTTP/1.1, in front of one echo "
-        "backend at a time; run this plan with `gatebench run`, or scale a copy of the "
-        'description without the key (docs/scale.md, "TLS and replicas")'
-    )
-    out = []
-    if section.get("tls") not in (None, False):
-        out.append(
-            Problem(f"{base}/tls", f"scale and change-under-load do not carry TLS yet: {where}")
-        )
-    backend = section.get("backend")
-    if isinstance(backend, dict) and backend.get("replicas") not in (None, 1):
-        out.append(
-            Problem(
-                f"{base}/backend/replicas",
-                f"scale and change-under-load do not start backend replicas yet: {where}",
-            )
-        )
-    if section.get("fault") is not None:
-        out.append(
-            Problem(f"{base}/fault", f"scale and change-under-load inject no fault: {where}")
-        )
-    return [Problem(p.pointer, p.message, source=source) if source else p for p in out]
