@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from gatebench.core.errors import PlanError, pointer
@@ -16,7 +17,6 @@ from gatebench.core.ir import (
     Api,
     Operation,
     is_http_token,
-    server_authority_problem,
     unknown_body_message,
 )
 from gatebench.core.plan._checks import (
@@ -29,6 +29,7 @@ from gatebench.core.plan._checks import (
 from gatebench.core.plan._document import (
     BODIES,
     INJECTIONS,
+    WORKLOAD_NAME,
     AuthDoc,
     BackendDoc,
     BodyDoc,
@@ -70,7 +71,6 @@ from gatebench.core.plan._policies import ReadFile, read_policies
 from gatebench.core.policies import JwtAuth
 from gatebench.core.thresholds import bound_of, parse_thresholds
 
-_WORKLOAD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 RECOVERY_S = 3.0
 """About how long the gateways' active health checks take to put a restarted replica back
 (two passed checks a second apart, plus its start)."""
@@ -263,18 +263,7 @@ def _backend(value: Any, r: Reading) -> Backend:
     if len(chosen) != 1:
         r.error(where, "give exactly one of 'url' (your service), 'mock' or 'builtin'")
     elif chosen[0] == "url":
-        url = r.value(BackendDoc, "url", data, where)
-        if url is not None and re.search(r"//[^/]*@", url):
-            r.error(
-                ["backend", "url"],
-                "credentials in the URL are never accepted; use auth: {...} with an env variable",
-            )
-        elif url is not None and (
-            not re.fullmatch(r"https?://[A-Za-z0-9.\-\[\]:]+(:\d+)?(/[^\s]*)?", url)
-            or server_authority_problem(url)
-        ):
-            r.error(["backend", "url"], f"expected an http:// or https:// URL, got {url!r}")
-        backend = Backend("url", url=url)
+        backend = Backend("url", url=r.value(BackendDoc, "url", data, where))
     elif chosen[0] == "builtin":
         builtin = r.value(BackendDoc, "builtin", data, where)
         backend = Backend("mock") if builtin is None else Backend("builtin", builtin=builtin)
@@ -304,16 +293,7 @@ def _backend(value: Any, r: Reading) -> Backend:
         replicas = 1
     if "balance" in data and replicas == 1 and backend.kind != "url":
         r.warn(["backend", "balance"], "balance has no effect with one replica")
-    return Backend(
-        backend.kind,
-        url=backend.url,
-        builtin=backend.builtin,
-        latency=backend.latency,
-        response_size=backend.response_size,
-        workers=backend.workers,
-        replicas=replicas,
-        balance=balance,
-    )
+    return replace(backend, replicas=replicas, balance=balance)
 
 
 def _infra(doc: Any, r: Reading) -> Infrastructure | None:
@@ -327,88 +307,22 @@ def _infra(doc: Any, r: Reading) -> Infrastructure | None:
     return Infrastructure(**found)
 
 
-_AUTH_KINDS = {
-    "bearer": {"env": "bearer_env"},
-    "api_key": {"env": "api_key_env"},
-    "basic": {"username_env": "basic_username_env", "password_env": "basic_password_env"},
-}
-_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
 def _auth(value: Any, r: Reading) -> Auth:
-    if value is None:
-        return Auth()
-    data = r.keys(AuthDoc, value, ["auth"])
-    out: dict[str, Any] = {}
-    if "jwt" in data:
-        out.update(_auth_jwt(data["jwt"], r))
-    for name, fields in _AUTH_KINDS.items():
-        if name not in data:
-            continue
-        section, first = data[name], next(iter(fields))
-        if isinstance(section, str):
-            r.error(
-                ["auth", name],
-                f"write auth: {{{name}: {{{first}: NAME}}}} with the name of an environment "
-                "variable; a literal token is never accepted",
-            )
-            continue
-        if not isinstance(section, dict):
-            r.error(["auth", name], f"expected a mapping, got {kind(section)}")
-            continue
-        for key in section:
-            if key in fields:
-                continue
-            what = "a token" if name != "basic" else "a password"
-            if key in ("token", "value", "key", "password", "username", "secret"):
-                r.error(
-                    ["auth", name, key],
-                    f"{what} is never written in the description; name the environment "
-                    f"variable that holds it: auth: {{{name}: {{{first}: NAME}}}}",
-                )
-            else:
-                r.error(["auth", name, key], f"unknown key {key!r}; expected {', '.join(fields)}")
-        for key, attr in fields.items():
-            if key not in section:
-                r.error(["auth", name], f"'{key}' (an environment variable name) is required")
-            elif not isinstance(section[key], str) or not _ENV.match(section[key]):
-                r.error(
-                    ["auth", name, key],
-                    "expected an environment variable name such as API_TOKEN, got "
-                    f"{show(section[key])}",
-                )
-            else:
-                out[attr] = section[key]
-    return Auth(**out)
-
-
-def _auth_jwt(value: Any, r: Reading) -> dict[str, Any]:
-    """``auth.jwt``: the run signs the tokens itself (the key's variable, subjects, lifetime)."""
-    where: list[str | int] = ["auth", "jwt"]
-    if not isinstance(value, dict):
-        r.error(where, f"expected a mapping such as {{private_key_env: NAME}}, got {kind(value)}")
-        return {}
-    for key in value:
-        if key not in ("private_key_env", "subjects", "lifetime"):
-            r.error(
-                [*where, key], f"unknown key {key!r}; expected private_key_env, subjects, lifetime"
-            )
-    out: dict[str, Any] = {}
-    name = value.get("private_key_env")
-    if not isinstance(name, str) or not _ENV.match(name):
-        r.error(
-            [*where, "private_key_env"],
-            "expected the name of the environment variable holding the PEM private key, got "
-            f"{show(name)}",
-        )
-    else:
-        out["jwt_private_key_env"] = name
-    rules = {"subjects": Count(1, 100_000), "lifetime": Duration()}
-    for key, rule in rules.items():
-        found = r.checked(rule, value[key], [*where, key]) if key in value else None
-        if found is not None:
-            out[f"jwt_{key}"] = found
-    return out
+    """``auth``: the variables that hold the credentials, key by key (``AuthDoc``)."""
+    where: list[str | int] = ["auth"]
+    data = r.keys(AuthDoc, {} if value is None else value, where)
+    bearer, api_key, basic, jwt = (
+        r.value(AuthDoc, key, data, where) for key in ("bearer", "api_key", "basic", "jwt")
+    )
+    return Auth(
+        bearer_env=bearer.env if bearer else None,
+        api_key_env=api_key.env if api_key else None,
+        basic_username_env=basic.username_env if basic else None,
+        basic_password_env=basic.password_env if basic else None,
+        jwt_private_key_env=jwt.private_key_env if jwt else None,
+        jwt_subjects=jwt.subjects if jwt else 1,
+        jwt_lifetime=jwt.lifetime if jwt else None,
+    )
 
 
 def _cpus(value: Any, r: Reading) -> Cpus:
@@ -487,22 +401,17 @@ def _workloads(value: Any, r: Reading, api: Api, auth: Auth) -> tuple[list[Workl
         data = r.keys(WorkloadDoc, raw, at)
         if not data:
             continue
-        name = data.get("name")
-        if not isinstance(name, str) or not _WORKLOAD_NAME.match(name):
-            r.error(
-                [*at, "name"],
-                "a workload needs a 'name' of letters, digits, '.', '_' or '-' (at most 64)",
-            )
-            name = f"workload-{i + 1}"
-        elif name in names:
+        name = r.checked(WORKLOAD_NAME, data.get("name"), [*at, "name"])
+        if name in names:
             r.error([*at, "name"], f"workload name {name!r} is used twice")
+        name = name or f"workload-{i + 1}"
         names.add(name)
         op = _operation(data.get("operation"), r, [*at, "operation"], api)
         injection = _injection(data.get("injection"), r, [*at, "injection"])
         params = _params(data.get("params"), r, [*at, "params"])
         headers = _headers(data.get("headers"), r, [*at, "headers"])
         body = _body(data.get("body"), r, [*at, "body"], op)
-        expect = _expect(data.get("expect"), r, [*at, "expect"])
+        expect = r.value(WorkloadDoc, "expect", data, at) or ()
         timeout = r.value(WorkloadDoc, "timeout", data, at, 60.0) or 60.0
         if op is not None:
             _check_params(op, params, headers, body, r, at)
@@ -704,19 +613,6 @@ def _body(value: Any, r: Reading, where: list[str | int], op: Operation | None) 
     if kind_ == "json":
         return BodySpec("json", media_type=media or "application/json", value=doc.json_)
     return BodySpec("text", media_type=media or "text/plain", value=doc.text)
-
-
-def _expect(value: Any, r: Reading, where: list[str | int]) -> tuple[int, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = [value]
-    if not isinstance(value, list) or not all(
-        isinstance(v, int) and not isinstance(v, bool) and 100 <= v <= 599 for v in value
-    ):
-        r.error(where, "expected a list of HTTP status codes such as [200, 201]")
-        return ()
-    return tuple(sorted(set(value)))
 
 
 def _warn_too_short(inj: Injection, body: BodySpec, r: Reading, where: list[str | int]) -> None:

@@ -34,6 +34,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError, core_schema
 
 from gatebench.core._locations import PACKAGE_DIR
 from gatebench.core.errors import Problem, pointer
+from gatebench.core.ir import server_authority_problem
 from gatebench.core.metrics import COST_METRICS, METRICS
 from gatebench.core.plan._model import (
     BALANCES,
@@ -428,11 +429,18 @@ def ref(name: str) -> dict[str, str]:
     return {"x-ref": name}
 
 
-URL = Rule.of(
-    lambda v: isinstance(v, str) and bool(v),
-    "backend.url must be a non-empty string, got {v}",
-    STRING,
-)
+def _url(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        fail(f"backend.url must be a non-empty string, got {show(value)}")
+    if re.search(r"//[^/]*@", value):
+        fail("credentials in the URL are never accepted; use auth: {...} with an env variable")
+    shape = r"https?://[A-Za-z0-9.\-\[\]:]+(:\d+)?(/[^\s]*)?"
+    if not re.fullmatch(shape, value) or server_authority_problem(value):
+        fail(f"expected an http:// or https:// URL, got {value!r}")
+    return value
+
+
+URL = Rule(_url, STRING)
 BUILTIN = Choice(
     BUILTIN_BACKENDS, f"unknown builtin backend {{v}}; available: {', '.join(BUILTIN_BACKENDS)}"
 )
@@ -478,7 +486,11 @@ KEYS_FILE = Matching(
     BUNDLE_PATH, "a relative path inside the bundle (letters, digits, ._/-, no '..')"
 )
 KEYS_ENV = Matching(ENV_NAME, "an environment variable name such as API_KEYS")
-WORKLOAD_NAME = {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"}
+WORKLOAD_NAME = Rule.of(
+    lambda v: isinstance(v, str) and bool(re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$", v)),
+    "a workload needs a 'name' of letters, digits, '.', '_' or '-' (at most 64)",
+    {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"},
+)
 PARAMS = {
     "type": "object",
     "additionalProperties": {
@@ -486,10 +498,19 @@ PARAMS = {
     },
 }
 HEADERS = {"type": "object", "additionalProperties": {"type": ["string", "number"]}}
-EXPECT = {
-    "type": ["array", "integer"],
-    "items": {"type": "integer", "minimum": 100, "maximum": 599},
-}
+
+
+def _statuses(value: Any) -> tuple[int, ...]:
+    codes = [value] if _int(value) else value
+    if not isinstance(codes, list) or not all(_int(c) and 100 <= c <= 599 for c in codes):
+        fail("expected a list of HTTP status codes such as [200, 201]")
+    return tuple(sorted(set(codes)))
+
+
+EXPECT = Rule(
+    _statuses,
+    {"type": ["array", "integer"], "items": {"type": "integer", "minimum": 100, "maximum": 599}},
+)
 PLAN_ORDER = Choice(("shuffled", "fixed"), "expected 'shuffled' or 'fixed', got {v}")
 
 
@@ -627,19 +648,31 @@ class ScoringDoc(Section, title="scoring"):
     )
 
 
-class EnvDoc(Section, title="a variable"):
+class _Variables(Section):
+    """A mapping that names the environment variables holding a credential."""
+
+    @classmethod
+    def absent(cls, data: dict[Any, Any]) -> list[InitErrorDetails]:
+        return [
+            _error((), f"{name!r} (an environment variable name) is required")
+            for name, field in cls.model_fields.items()
+            if field.is_required() and name not in data
+        ]
+
+
+class EnvDoc(_Variables, title="a variable"):
     env: Annotated[str, Env]
     """The variable that holds it (never the value)."""
 
 
-class BasicDoc(Section, title="a variable"):
+class BasicDoc(_Variables, title="a variable"):
     username_env: Annotated[str, Env]
     """The variable that holds the user name."""
     password_env: Annotated[str, Env]
     """The variable that holds the password."""
 
 
-class JwtSignerDoc(Section, title="auth.jwt"):
+class JwtSignerDoc(_Variables, title="auth.jwt"):
     """Sign the requests' bearer tokens during the run (with policies.auth.jwt: its issuer,
     audience and first algorithm)."""
 
@@ -651,16 +684,43 @@ class JwtSignerDoc(Section, title="auth.jwt"):
     """From iat to exp (default: the run's estimated length plus a margin)."""
 
 
+SECRETS = ("token", "value", "key", "password", "username", "secret")
+"""Keys that would hold a credential's value where the name of its variable belongs."""
+
+
+def _variables(name: str, model: type[Section]) -> Rule:
+    """``auth.NAME``: the variables that hold the credential, never its value."""
+    write = f"auth: {{{name}: {{{model.key_names()[0]}: NAME}}}}"
+
+    def check(value: Any) -> Any:
+        if isinstance(value, str):
+            fail(
+                f"write {write} with the name of an environment variable; a literal token is "
+                "never accepted"
+            )
+        if not isinstance(value, dict):
+            fail(f"expected a mapping such as {write}, got {kind(value)}")
+        what = "a password" if name == "basic" else "a token"
+        said = f"{what} is never written in the description; name the environment variable "
+        said += f"that holds it: {write}"
+        found = [_error((key,), said) for key in value if key in SECRETS]
+        if found:
+            raise ValidationError.from_exception_data(name, found)
+        return model.model_validate(value)
+
+    return Rule(check, ref(model.__name__))
+
+
 class AuthDoc(Section, title="auth"):
     """Where request credentials come from: environment variable names, never values."""
 
-    bearer: Annotated[Any, Anything(ref("EnvDoc"))] = None
+    bearer: Annotated[EnvDoc | None, _variables("bearer", EnvDoc)] = None
     """A bearer token."""
-    api_key: Annotated[Any, Anything(ref("EnvDoc"))] = None
+    api_key: Annotated[EnvDoc | None, _variables("api_key", EnvDoc)] = None
     """An API key."""
-    basic: Annotated[Any, Anything(ref("BasicDoc"))] = None
+    basic: Annotated[BasicDoc | None, _variables("basic", BasicDoc)] = None
     """Basic authentication."""
-    jwt: Annotated[Any, Anything(ref("JwtSignerDoc"))] = None
+    jwt: Annotated[JwtSignerDoc | None, Model(JwtSignerDoc)] = None
 
 
 class CpusDoc(Section, title="cpus"):
@@ -896,7 +956,7 @@ class BodyDoc(Section, title="body"):
 class WorkloadDoc(Section, title="a workload"):
     """One operation under one injection profile (read key by key by ``_build``)."""
 
-    name: Annotated[Any, Anything(WORKLOAD_NAME)]
+    name: Annotated[str, WORKLOAD_NAME]
     """Letters, digits, '.', '_' or '-' (at most 64)."""
     operation: Str_
     """An operationId, or 'METHOD /path'."""
@@ -908,7 +968,7 @@ class WorkloadDoc(Section, title="a workload"):
     body: Annotated[
         Any, _alternatives({"enum": ["example", "synthesized", "none"]}, ref("BodyDoc"))
     ] = None
-    expect: Annotated[Any, Anything(EXPECT)] = None
+    expect: Annotated[tuple[int, ...] | None, EXPECT] = None
     """Statuses that count as OK; default any 2xx or 3xx."""
     timeout: Seconds = 60.0
     """Request timeout."""
