@@ -5,9 +5,11 @@ Routes::
     GET  /config.json             the site configuration (SiteConfig)
     GET  /api/runs ...            the read API over the result store
     POST /api/validate            check a spec, nothing runs
-    POST /api/uploads             check a spec and queue its run (202 + run id), or answer a
-                                  signed URL (--upload signed-url)
-    PUT  /bucket/specs/NAME?...   the stand-in bucket for signed uploads (--upload signed-url)
+    POST /api/uploads             check a spec and queue its run (202 + run id; the queue is
+                                  gatebench.local.queue), or answer a signed URL
+                                  (--upload signed-url)
+    PUT  /bucket/specs/NAME?...   the stand-in bucket for signed uploads (--upload signed-url;
+                                  gatebench.local.bucket)
     GET  /...                     a file of frontend/ (resolve_static), nothing else
 
 What keeps it safe to leave running: it binds 127.0.0.1 unless told otherwise; on loopback it
