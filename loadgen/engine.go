@@ -1,188 +1,44 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
+	"math/bits"
 	"net/http"
-	"net/http/httptrace"
-	"net/url"
-	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
-// record is one arrival's outcome.
-type record struct {
-	phase    int
-	intended time.Duration // from t0
-	lag      time.Duration // from the due time to the moment the request was handed to the client
-	latency  time.Duration // from the due time to the end of the response
-	status   int
-	message  string // "" when OK
-	newConn  bool
-	dropped  bool // never sent: the engine's own failure
-}
+// The engine: one dispatcher keeps the schedule, a pool of connection workers sends.
+//
+// The dispatcher sleeps until the next arrival is due, then hands every arrival due by now to
+// the workers through one queue, each with its number k and due time; it never waits for an
+// answer (an open model). A worker owns one connection at a time: it takes an arrival, writes
+// its request, reads the response, records the outcome in its own batch, and takes the next.
+// When the arrivals outstanding (queued or in flight) outnumber the workers, the dispatcher
+// starts another (a stalled target therefore sees as many connections as arrivals it holds, as
+// with one client per arrival); workers never stop before the run ends, so with kept-alive
+// connections the pool settles at the concurrency the target needs.
+//
+// Times: an arrival's latency runs from its due time to the end of its response; its lag from
+// its due time to the moment its worker began to send it, so an engine that fell behind can
+// never pass for a slow target. The records are batched per worker (records.go).
 
-// recorder writes records from every request goroutine through one channel.
-type recorder struct {
-	w        *bufio.Writer
-	ch       chan record
-	done     chan struct{}
-	messages map[string]int
-}
-
-func newRecorder(w *bufio.Writer) *recorder {
-	r := &recorder{w: w, ch: make(chan record, 65536), done: make(chan struct{}), messages: map[string]int{}}
-	go r.loop()
-	return r
-}
-
-func (r *recorder) message(text string) int {
-	if text == "" {
-		return 0
-	}
-	if id, ok := r.messages[text]; ok {
-		return id
-	}
-	id := len(r.messages) + 1
-	r.messages[text] = id
-	fmt.Fprintf(r.w, "M\t%d\t%s\n", id, strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(text))
-	return id
-}
-
-func (r *recorder) loop() {
-	defer close(r.done)
-	for rec := range r.ch {
-		id := r.message(rec.message)
-		if rec.dropped {
-			fmt.Fprintf(r.w, "D\t%d\t%d\t%d\n", rec.phase, rec.intended.Microseconds(), id)
-			continue
-		}
-		conn := 0
-		if rec.newConn {
-			conn = 1
-		}
-		fmt.Fprintf(r.w, "R\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", rec.phase, rec.intended.Microseconds(),
-			rec.lag.Microseconds(), rec.latency.Microseconds(), rec.status, id, conn)
-	}
-}
-
-// line writes a line once every record before it is written (the channel is drained first).
-func (r *recorder) close() {
-	close(r.ch)
-	<-r.done
+type arrival struct {
+	phase *phase
+	index int // the phase's position in the run
+	k     int64
+	due   time.Duration
 }
 
 type phaseEnd struct {
-	index       int
-	start, end  time.Duration
-	scheduled   int64
-	sent        int64
-	cpu         time.Duration
-	connections int64
-	control     string
-}
-
-type engine struct {
-	t0          time.Time
-	client      *http.Client
-	maxInFlight int64
-	inFlight    atomic.Int64
-	rec         *recorder
-	ctx         context.Context
-	cancel      context.CancelFunc
-	cancelled   atomic.Bool
-	wg          sync.WaitGroup
-}
-
-func newEngine(newConnections bool, maxInFlight int, rec *recorder) *engine {
-	transport := &http.Transport{
-		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		DisableKeepAlives:   newConnections,
-		DisableCompression:  true,
-		MaxIdleConns:        maxInFlight,
-		MaxIdleConnsPerHost: maxInFlight,
-		IdleConnTimeout:     90 * time.Second,
-		ForceAttemptHTTP2:   false,
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	e := &engine{
-		t0: time.Now(),
-		client: &http.Client{
-			Transport:     transport,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
-		maxInFlight: int64(maxInFlight),
-		rec:         rec,
-		ctx:         ctx,
-	}
-	e.cancel = func() {
-		e.cancelled.Store(true)
-		cancel()
-	}
-	return e
-}
-
-func (e *engine) now() time.Duration { return time.Since(e.t0) }
-
-// run sends every phase's arrivals on schedule, waits for every request, then writes one E
-// line per phase.
-func (e *engine) run(phases []*phase, skipFile string, startAtMS int64) {
-	timer := newWaiter()
-	defer timer.close()
-	ends := make([]phaseEnd, 0, len(phases))
-	var counters []*phaseCounters
-	start := e.now() + 5*time.Millisecond
-	if startAtMS > 0 {
-		start = time.UnixMilli(startAtMS).Sub(e.t0)
-	}
-	for _, p := range phases {
-		if e.ctx.Err() != nil {
-			break
-		}
-		end := phaseEnd{index: p.spec.Index, scheduled: p.count}
-		counters = append(counters, &phaseCounters{})
-		c := counters[len(counters)-1]
-		if msg := e.controls(p.spec.Before); msg != "" {
-			end.control = msg
-		}
-		if skipped(skipFile, p.spec.Target) {
-			end.start, end.end = e.now(), e.now()
-			ends = append(ends, end)
-			continue
-		}
-		// controls take time: the schedule starts once they are done
-		if now := e.now(); now > start {
-			start = now
-		}
-		if wait := start - e.now(); wait > 0 {
-			timer.wait(wait)
-		}
-		cpu0 := cpuTime()
-		e.dispatch(p, start, c, timer)
-		end.start, end.end = start, start+p.duration
-		end.cpu = cpuTime() - cpu0
-		ends = append(ends, end)
-		start = end.end
-	}
-	e.wg.Wait()
-	e.rec.close()
-	for i, end := range ends {
-		c := counters[i]
-		if end.control != "" {
-			fmt.Fprintf(e.rec.w, "C\t%d\t%s\n", end.index, strings.ReplaceAll(end.control, "\t", " "))
-		}
-		fmt.Fprintf(e.rec.w, "E\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", end.index, end.start.Microseconds(),
-			end.end.Microseconds(), end.scheduled, c.sent.Load(), end.cpu.Microseconds(), c.connections.Load())
-	}
+	index      int
+	start, end time.Duration
+	scheduled  int64
+	cpu        time.Duration
+	control    string
 }
 
 type phaseCounters struct {
@@ -190,122 +46,301 @@ type phaseCounters struct {
 	connections atomic.Int64
 }
 
-// dispatch sends arrival k of the phase at start + k × duration / count.
-func (e *engine) dispatch(p *phase, start time.Duration, c *phaseCounters, timer *waiter) {
-	for k := int64(0); k < p.count; k++ {
-		due := start + time.Duration(int64(p.duration)*k/p.count)
-		if wait := due - e.now(); wait > 0 {
-			timer.wait(wait)
+// transport sends one arrival's request on a worker (real: HTTP/1.1 over TCP; tests: fakes).
+type transport func(w *worker, a *arrival) exchange
+
+type engine struct {
+	clk         clock
+	rec         *recorder
+	newConns    bool
+	maxInFlight int64
+	inFlight    atomic.Int64
+	queue       chan arrival
+	counters    []*phaseCounters
+	send        transport
+	control     *http.Client
+
+	mu       sync.Mutex // guards workers (the dispatcher adds, cancel reads)
+	workers  []*worker
+	nWorkers int64 // len(workers), the dispatcher's own count
+	wg       sync.WaitGroup
+
+	stop      chan struct{}
+	stopOnce  sync.Once
+	cancelled atomic.Bool
+}
+
+func newEngine(clk clock, rec *recorder, newConnections bool, maxInFlight int) *engine {
+	if maxInFlight < 1 {
+		maxInFlight = 1
+	}
+	e := &engine{
+		clk:         clk,
+		rec:         rec,
+		newConns:    newConnections,
+		maxInFlight: int64(maxInFlight),
+		queue:       make(chan arrival, maxInFlight),
+		stop:        make(chan struct{}),
+		control: &http.Client{
+			Transport:     &http.Transport{Proxy: nil, DisableCompression: true},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}
+	e.send = e.httpExchange
+	return e
+}
+
+// cancel stops the schedule and every request in flight (SIGTERM, SIGINT).
+func (e *engine) cancel() {
+	e.stopOnce.Do(func() {
+		e.cancelled.Store(true)
+		close(e.stop)
+		e.mu.Lock()
+		for _, w := range e.workers {
+			w.abort()
 		}
-		if e.ctx.Err() != nil {
-			return
+		e.mu.Unlock()
+	})
+}
+
+func (e *engine) stopped() bool { return e.cancelled.Load() }
+
+// run sends every phase's arrivals on schedule (the next phase's schedule continuing where the
+// previous one's ended), waits for every request, then writes one E frame per phase.
+func (e *engine) run(phases []*phase, skipFile string, start time.Duration) {
+	ends := make([]phaseEnd, 0, len(phases))
+	for i, p := range phases {
+		if e.stopped() {
+			break
 		}
-		lag := e.now() - due
-		vals := p.values.next()
-		if lag > p.timeout {
-			e.rec.ch <- record{phase: p.spec.Index, intended: due, dropped: true,
-				message: fmt.Sprintf("the engine fell %d ms behind its schedule (more than the request timeout)", lag.Milliseconds())}
+		end := phaseEnd{index: p.spec.Index, scheduled: p.count}
+		c := &phaseCounters{}
+		e.counters = append(e.counters, c)
+		end.control = e.controls(p.spec.Before)
+		if skipped(skipFile, p.spec.Target) {
+			now := e.clk.now()
+			end.start, end.end = now, now
+			ends = append(ends, end)
 			continue
 		}
-		if e.inFlight.Load() >= e.maxInFlight {
-			e.rec.ch <- record{phase: p.spec.Index, intended: due, lag: lag, latency: p.timeout, status: 0,
-				message: fmt.Sprintf("not sent: %d requests were in flight (the target held them)", e.maxInFlight)}
-			continue
+		// controls take time: the schedule starts once they are done
+		if now := e.clk.now(); now > start {
+			start = now
 		}
-		e.inFlight.Add(1)
-		e.wg.Add(1)
-		go e.fire(p, k, due, vals, c)
+		e.clk.sleepUntil(start, e.stop)
+		cpu0 := cpuTime()
+		e.dispatch(p, i, start)
+		end.start, end.end = start, start+p.duration
+		end.cpu = cpuTime() - cpu0
+		ends = append(ends, end)
+		start = end.end
+	}
+	close(e.queue)
+	e.wg.Wait()
+	for i, end := range ends {
+		c := e.counters[i]
+		if end.control != "" {
+			e.rec.control(end.index, end.control)
+		}
+		e.rec.end(end, c.sent.Load(), c.connections.Load())
 	}
 }
 
-func (e *engine) fire(p *phase, user int64, due time.Duration, vals []any, c *phaseCounters) {
-	defer e.wg.Done()
-	defer e.inFlight.Add(-1)
-	rec := record{phase: p.spec.Index, intended: due}
-	req, err := p.build.request(vals, user)
-	if err != nil {
-		rec.lag = e.now() - due
-		rec.latency = rec.lag
-		rec.message = "request: " + err.Error()
-		e.rec.ch <- rec
+// due is arrival k's time: start + k × duration / count, exactly (128-bit product).
+func due(start time.Duration, duration time.Duration, k, count int64) time.Duration {
+	hi, lo := bits.Mul64(uint64(duration), uint64(k))
+	q, _ := bits.Div64(hi, lo, uint64(count))
+	return start + time.Duration(q)
+}
+
+// dispatch hands arrival k of the phase to the workers at start + k × duration / count.
+func (e *engine) dispatch(p *phase, index int, start time.Duration) {
+	for k := int64(0); k < p.count; {
+		next := due(start, p.duration, k, p.count)
+		now := e.clk.now()
+		if next > now {
+			e.clk.sleepUntil(next, e.stop)
+			if e.stopped() {
+				return
+			}
+			continue
+		}
+		// every arrival due by now, in order
+		for ; k < p.count; k++ {
+			at := due(start, p.duration, k, p.count)
+			if at > now {
+				break
+			}
+			e.offer(arrival{phase: p, index: index, k: k, due: at}, now)
+		}
+	}
+}
+
+// offer hands one due arrival over, or records why it cannot be sent.
+func (e *engine) offer(a arrival, now time.Duration) {
+	p := a.phase
+	lag := now - a.due
+	if lag > p.timeout {
+		e.lost(a, record{
+			lag:     micros(lag),
+			flags:   flagDropped,
+			message: e.rec.message(fmt.Sprintf("the engine fell %d ms behind its schedule (more than the request timeout)", lag.Milliseconds())),
+		})
 		return
 	}
-	ctx, cancel := context.WithTimeout(e.ctx, p.timeout)
-	defer cancel()
-	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
-		if !info.Reused {
-			rec.newConn = true
-		}
-	}}
-	req = req.WithContext(httptrace.WithClientTrace(ctx, trace))
-	rec.lag = e.now() - due
-	c.sent.Add(1)
-	resp, err := e.client.Do(req)
-	if err == nil {
-		_, err = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		rec.status = resp.StatusCode
+	if e.inFlight.Load() >= e.maxInFlight {
+		e.lost(a, record{
+			lag:     micros(lag),
+			latency: micros(p.timeout),
+			message: e.rec.message(fmt.Sprintf("not sent: %d requests were in flight (the target held them)", e.maxInFlight)),
+		})
+		return
 	}
-	rec.latency = e.now() - due
-	if rec.newConn {
+	if n := e.inFlight.Add(1); n > e.nWorkers {
+		e.startWorker()
+	}
+	e.queue <- a
+}
+
+// lost records an arrival the dispatcher did not hand to a worker (it is rare: written alone).
+func (e *engine) lost(a arrival, r record) {
+	r.phase = int32(a.phase.spec.Index)
+	r.intended = a.due.Microseconds()
+	e.rec.batch([]record{r})
+}
+
+func (e *engine) startWorker() {
+	w := &worker{e: e, records: make([]record, 0, batchSize), req: make([]byte, 0, 4096)}
+	e.mu.Lock()
+	e.workers = append(e.workers, w)
+	e.mu.Unlock()
+	e.nWorkers++
+	e.wg.Add(1)
+	go w.loop()
+}
+
+// worker sends arrivals one at a time on its connection.
+type worker struct {
+	e       *engine
+	conn    atomic.Pointer[httpConn]
+	records []record
+	req     []byte
+	body    []byte
+}
+
+func (w *worker) loop() {
+	defer w.e.wg.Done()
+	for a := range w.e.queue {
+		x := w.e.send(w, &a)
+		latency := w.e.clk.now() - a.due
+		w.e.inFlight.Add(-1)
+		w.finish(&a, x, latency)
+	}
+	w.e.rec.batch(w.records)
+	w.records = w.records[:0]
+	if c := w.conn.Load(); c != nil {
+		c.close()
+	}
+}
+
+// finish records an arrival's outcome.
+func (w *worker) finish(a *arrival, x exchange, latency time.Duration) {
+	p := a.phase
+	c := w.e.counters[a.index]
+	r := record{phase: int32(p.spec.Index), intended: a.due.Microseconds(), lag: x.lagUS, latency: micros(latency)}
+	if x.opened {
+		r.flags |= flagNewConn
 		c.connections.Add(1)
 	}
 	switch {
-	case err != nil && systemRefused(err):
-		c.sent.Add(-1)
-		rec.dropped = true
-		rec.message = "the system refused a socket: " + reason(err)
-	case err != nil:
-		rec.status = 0
-		rec.message = reason(err)
-		if errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err) {
-			rec.message = fmt.Sprintf("request timeout after %d ms", p.timeout.Milliseconds())
-		}
+	case x.refused:
+		r.flags |= flagDropped
+		r.latency = 0
+		r.message = w.e.rec.message("the system refused a socket: " + reason(x.err, p.timeout))
+	case x.err != nil:
+		r.message = w.e.rec.message(reason(x.err, p.timeout))
 	default:
-		if ok, msg := p.build.verdict(rec.status); !ok {
-			rec.message = msg
+		r.status = uint16(x.status)
+		if ok, msg := p.build.verdict(x.status); !ok {
+			r.message = w.e.rec.message(msg)
 		}
 	}
-	e.rec.ch <- rec
+	if !x.refused {
+		c.sent.Add(1)
+	}
+	w.records = append(w.records, r)
+	if len(w.records) == cap(w.records) {
+		w.e.rec.batch(w.records)
+		w.records = w.records[:0]
+	}
 }
 
-// systemRefused is an error of the tester's machine, not of the target: no ephemeral port
-// left (TIME_WAIT), no file descriptor, no buffer.
-func systemRefused(err error) bool {
-	return errors.Is(err, syscall.EADDRNOTAVAIL) || errors.Is(err, syscall.EMFILE) ||
-		errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ENOBUFS)
+// abort ends the request in flight (the run is cancelled).
+func (w *worker) abort() {
+	if c := w.conn.Load(); c != nil {
+		_ = c.c.SetDeadline(time.Unix(1, 0))
+	}
 }
 
-// reason is an error without the URL (one message per kind of failure, not per request).
-func reason(err error) string {
-	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "connection refused"
-	case errors.Is(err, syscall.ECONNRESET):
-		return "connection reset by the target"
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return "the connection closed before the response ended"
+// httpExchange sends one arrival's request over HTTP/1.1: on the worker's kept-alive
+// connection, or on a connection of its own (-connections new).
+func (e *engine) httpExchange(w *worker, a *arrival) exchange {
+	p := a.phase
+	w.req = p.build.request(w.req, w.body, a.k)
+	if cap(w.body) < len(w.req) && p.build.static == nil {
+		w.body = make([]byte, 0, len(w.req)) // scratch for the next body: grown once
 	}
-	var urlErr *url.Error
-	if errors.As(err, &urlErr) {
-		err = urlErr.Err
+	x := exchange{}
+	for attempt := 0; ; attempt++ {
+		c := w.conn.Load()
+		if c == nil {
+			x.lagUS = micros(e.clk.now() - a.due)
+			var err error
+			c, err = dial(p.build.address, min(p.timeout, 10*time.Second))
+			if err != nil {
+				x.err, x.refused = err, systemRefused(err)
+				return x
+			}
+			x.opened = true
+			w.conn.Store(c)
+			if e.stopped() {
+				c.close()
+				x.err = context.Canceled
+				return x
+			}
+		} else if attempt == 0 {
+			x.lagUS = micros(e.clk.now() - a.due)
+		}
+		reused := c.served > 0
+		status, keepAlive, err := c.roundTrip(w.req, p.build.isHead, time.Now().Add(p.timeout))
+		if err != nil || !keepAlive || e.newConns {
+			c.close()
+			w.conn.Store(nil)
+		}
+		// a kept-alive connection the server had closed before this request: once more on
+		// a new one (as Go's client does for requests that can be repeated)
+		if err != nil && reused && attempt == 0 && err == errClosedBeforeResponse && p.build.replayable {
+			continue
+		}
+		x.status, x.err = status, err
+		return x
 	}
-	return err.Error()
 }
 
 // controls calls the phase's control endpoints (the backend reset) directly; "" when all
 // answered as expected.
 func (e *engine) controls(calls []control) string {
 	for _, c := range calls {
-		req, err := http.NewRequestWithContext(e.ctx, c.Method, c.URL, nil)
-		if err != nil {
-			return fmt.Sprintf("%s %s: %v", c.Method, c.URL, err)
-		}
-		ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
-		resp, err := e.client.Do(req.WithContext(ctx))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		req, err := http.NewRequestWithContext(ctx, c.Method, c.URL, nil)
 		if err != nil {
 			cancel()
-			return fmt.Sprintf("%s %s: %v", c.Method, c.URL, reason(err))
+			return fmt.Sprintf("%s %s: %v", c.Method, c.URL, err)
+		}
+		resp, err := e.control.Do(req)
+		if err != nil {
+			cancel()
+			return fmt.Sprintf("%s %s: %v", c.Method, c.URL, reason(err, 10*time.Second))
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
@@ -313,15 +348,9 @@ func (e *engine) controls(calls []control) string {
 		if c.Status != 0 && resp.StatusCode != c.Status {
 			return fmt.Sprintf("%s %s answered %d, expected %d", c.Method, c.URL, resp.StatusCode, c.Status)
 		}
+		if c.WaitMS > 0 {
+			e.clk.sleepUntil(e.clk.now()+time.Duration(c.WaitMS)*time.Millisecond, e.stop)
+		}
 	}
 	return ""
-}
-
-// cpuTime is the CPU time (user + system) this process has used.
-func cpuTime() time.Duration {
-	var usage syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &usage) != nil {
-		return 0
-	}
-	return time.Duration(usage.Utime.Nano() + usage.Stime.Nano())
 }
