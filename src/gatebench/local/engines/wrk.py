@@ -52,10 +52,10 @@ from urllib.parse import quote, urlsplit
 
 from gatebench.core.capabilities import wrk_injection_problem
 from gatebench.core.errors import Problem, RunError, UnsupportedFeature, pointer
-from gatebench.local.procs import Supervisor
 from gatebench.core.stats import PhaseSample
 from gatebench.local.engines import EngineEvent, EngineRun, Hooks, PhaseResult
 from gatebench.local.engines.cpu import CpuSampler, exited_unreaped
+from gatebench.local.procs import Supervisor
 
 LUA_SCRIPT = Path(__file__).with_name("wrk_phase.lua")
 POLL_S = 0.2
@@ -320,7 +320,9 @@ def render_phase_data(
         "body": body,
         "params": params,
         "static": all(g["kind"] == "constant" for g in params.values()),
-        "seed": int(phase.get("seed", 0)) % (2**52),
+        # the generators' seed, exact: a Lua number holds 53 bits, the seed 64
+        "seed_hi": (int(phase.get("seed", 0)) >> 32) & 0xFFFFFFFF,
+        "seed_lo": int(phase.get("seed", 0)) & 0xFFFFFFFF,
         "threads": threads,
         "connections": connections,
         "out": str(out_path),
