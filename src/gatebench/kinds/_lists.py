@@ -15,16 +15,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gatebench.run._base import Stage
-from gatebench.run._context import RunOptions
-from gatebench.run.stages.backend import StartBackend
 from gatebench.kinds.capacity._stages import CapacityLoad, CapacityParse, CapacityScore
 from gatebench.kinds.fixed.cross_check import CrossCheck
 from gatebench.kinds.fixed.load import Load, LoadSplit
+from gatebench.kinds.fixed.score import Score
+from gatebench.local.pinning import capacity_layout
+from gatebench.run._base import Stage
+from gatebench.run._context import RunOptions
+from gatebench.run.stages.backend import StartBackend
 from gatebench.run.stages.parse import Parse
 from gatebench.run.stages.provision import Provision
 from gatebench.run.stages.render import Render
-from gatebench.kinds.fixed.score import Score
 from gatebench.run.stages.teardown import Teardown
 
 FIXED_WORKLOAD: tuple[Stage, ...] = (
@@ -40,7 +41,7 @@ FIXED_WORKLOAD: tuple[Stage, ...] = (
 
 CAPACITY_SEARCH: tuple[Stage, ...] = (
     CapacityParse(),
-    StartBackend(),
+    StartBackend(capacity_layout),
     Render(),
     Provision(),
     CapacityLoad(),
@@ -48,7 +49,8 @@ CAPACITY_SEARCH: tuple[Stage, ...] = (
     CapacityScore(),
 )
 """The capacity search (docs/capacity.md): the same stages and names, with its own parse (the
-load generator), load (the ceilings and the campaign) and score (the knees, stored)."""
+load generator), cores (the generator on a core of its own where the plan does not say),
+load (the ceilings and the campaign) and score (the knees, stored)."""
 
 CLOUD_ONLY = {
     "export": "the score's flat rows go to BigQuery for Looker Studio; locally the same rows "

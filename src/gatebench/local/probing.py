@@ -20,7 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gatebench.local._netns import LoadHost
+from gatebench.core.errors import RunError
+from gatebench.core.ir import Api
+from gatebench.core.loadlog import ScheduleSample, merge_schedules
+from gatebench.core.plan import Capacity, Plan
+from gatebench.core.testers import PhasePart, merge_phase, split_document
+from gatebench.core.trust import CEILING_TARGET
 from gatebench.kinds.capacity import (
     ProbeMetrics,
     ProbeRequest,
@@ -34,15 +39,10 @@ from gatebench.kinds.capacity import (
     read_probe,
     search,
 )
+from gatebench.local._netns import LoadHost
 from gatebench.local.engines import EngineEvent, PhaseResult
 from gatebench.local.engines.loadgen import LoadgenEngine, LoadgenRun
-from gatebench.core.errors import RunError
-from gatebench.core.ir import Api
-from gatebench.core.loadlog import ScheduleSample, merge_schedules
-from gatebench.core.plan import Capacity, Plan
 from gatebench.local.procs import Supervisor
-from gatebench.core.testers import PhasePart, merge_phase, split_document
-from gatebench.core.trust import CEILING_TARGET
 
 START_MARGIN_S = 0.3
 """Several testers start their schedules this long after the probe is launched: time for
@@ -90,6 +90,9 @@ class Prober:
     """Testers on hosts of their own (network namespaces); empty: one tester, here."""
     tick: Callable[[], None] | None = None
     """Called about 5 times a second while a probe runs (health checks)."""
+    shared_core: str | None = None
+    """Why the target may share a core with the generator (gatebench.local.pinning); every
+    probe says so in its reasons."""
     seed: int = 0
     probes: int = 0
     template: dict[str, Any] = field(default_factory=dict)
@@ -114,7 +117,9 @@ class Prober:
             result, schedule = self._one(document, index, workdir, name)
         else:
             result, schedule = self._many(document, index, workdir, name)
-        return read_probe(request, result, schedule, late_ms=self.late_ms)
+        return read_probe(
+            request, result, schedule, late_ms=self.late_ms, shared_core=self.shared_core
+        )
 
     def _run(
         self,

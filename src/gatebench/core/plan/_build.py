@@ -13,10 +13,14 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from gatebench.core.errors import PlanError, pointer
-from gatebench.core.ir import Api, Operation, is_http_token, server_authority_problem, unknown_body_message
+from gatebench.core.ir import (
+    Api,
+    Operation,
+    is_http_token,
+    server_authority_problem,
+    unknown_body_message,
+)
 from gatebench.core.metrics import COST_METRICS, METRICS
-from gatebench.core.policies import JwtAuth
-from gatebench.core.thresholds import parse_thresholds
 from gatebench.core.plan._capacity import read_capacity
 from gatebench.core.plan._checks import (
     _check_auth,
@@ -50,6 +54,8 @@ from gatebench.core.plan._model import (
 from gatebench.core.plan._policies import ReadFile, read_policies
 from gatebench.core.plan._reader import Reader, _kind, _show
 from gatebench.core.plan._schema import SectionSchema
+from gatebench.core.policies import JwtAuth
+from gatebench.core.thresholds import parse_thresholds
 
 MAX_WORKERS = 100_000
 """The most workers a mock backend may hold responses with (``backend.mock.workers``)."""
@@ -434,7 +440,7 @@ def _cpus(value: Any, r: Reader) -> Cpus:
     (gatebench.local.pinning decides what each means on the machine that runs it)."""
     if isinstance(value, str):
         if value in ("pinned", "unpinned"):
-            return Cpus(mode="pinned" if value == "pinned" else "unpinned")
+            return Cpus(mode="pinned" if value == "pinned" else "unpinned", given=True)
         r.error(
             ["cpus"],
             "expected 'pinned', 'unpinned' or a mapping of core lists such as "
@@ -472,7 +478,7 @@ def _cpus(value: Any, r: Reader) -> Cpus:
             "the gateway shares a core with the engine or the backend: pinning then does not "
             "keep them apart",
         )
-    return Cpus(mode="explicit", **lists)
+    return Cpus(mode="explicit", given=True, **lists)
 
 
 def _auth_jwt(value: Any, r: Reader) -> dict[str, Any]:

@@ -22,8 +22,20 @@ capacity search give it a probe function that offers the load.
 
 from __future__ import annotations
 
-from gatebench.kinds.capacity._campaign import MIN_REPETITIONS_TO_STOP, Campaign, SearchKey, campaign_for, drive
-from gatebench.kinds.capacity._controller import MAX_CONFIRMATIONS, MAX_PROBES, MIN_RATE, SearchStatus, StepController
+from gatebench.kinds.capacity._campaign import (
+    MIN_REPETITIONS_TO_STOP,
+    Campaign,
+    SearchKey,
+    campaign_for,
+    drive,
+)
+from gatebench.kinds.capacity._controller import (
+    MAX_CONFIRMATIONS,
+    MAX_PROBES,
+    MIN_RATE,
+    SearchStatus,
+    StepController,
+)
 from gatebench.kinds.capacity._document import (
     CAPACITY_FORMAT,
     QUICK,
@@ -36,7 +48,13 @@ from gatebench.kinds.capacity._document import (
     settings_dict,
     settings_from_dict,
 )
-from gatebench.kinds.capacity._metrics import LATENCY_KEYS, ProbeKind, ProbeMetrics, ProbeRequest, read_probe
+from gatebench.kinds.capacity._metrics import (
+    LATENCY_KEYS,
+    ProbeKind,
+    ProbeMetrics,
+    ProbeRequest,
+    read_probe,
+)
 from gatebench.kinds.capacity._result import (
     FORMAT,
     CapacityResult,

@@ -159,14 +159,17 @@ def search(
     *,
     limits: TesterLimits | None = None,
     start_rate: float | None = None,
+    cold: bool | None = None,
     deadline: float | None = None,
     clock: Callable[[], float] = time.monotonic,
     on_probe: Callable[[ProbeOutcome], None] | None = None,
 ) -> SearchResult:
-    """Search one target's knee. ``deadline`` (on ``clock``): a probe that would end after it
-    is not started, and the search ends with status ``budget``."""
-    controller = StepController(settings, start_rate)
+    """Search one target's knee. ``cold``: nothing of the run to start from (the controller
+    grows faster; default: when no ``start_rate`` is given). ``deadline`` (on ``clock``): a
+    probe that would end after it is not started, and the search ends with status ``budget``."""
     limits = limits or TesterLimits()
+    cap = limits.ceiling_share * limits.ceiling if limits.ceiling else None
+    controller = StepController(settings, start_rate, cold=cold, cap=cap)
     outcomes: list[ProbeOutcome] = []
     started = clock()
     while (request := controller.next_probe()) is not None:
@@ -179,7 +182,11 @@ def search(
             controller.target_failed(str(exc))
             break
         verdict = score_probe(metrics, settings.objective, limits)
-        controller.update(verdict.outcome, "; ".join(verdict.reasons))
+        controller.update(
+            verdict.outcome,
+            "; ".join(verdict.reasons),
+            achieved=metrics.served_rate or metrics.achieved_rate,
+        )
         outcome = ProbeOutcome(request, metrics, verdict)
         outcomes.append(outcome)
         if on_probe is not None:

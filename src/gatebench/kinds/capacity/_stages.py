@@ -29,7 +29,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gatebench.core.errors import PlanError, RunError
+from gatebench.core.model import RunStatus
+from gatebench.core.report import CapacityReport, build_capacity_report
+from gatebench.core.trust import TESTER_BOUND_SHARE
 from gatebench.kinds.capacity import (
+    BASELINE,
     Campaign,
     CapacityResult,
     ProbeMetrics,
@@ -45,15 +50,11 @@ from gatebench.kinds.capacity import (
     late_threshold_ms,
     rate_text,
 )
+from gatebench.kinds.fixed.load import target_groups
 from gatebench.local.engines.loadgen import LoadgenEngine
-from gatebench.core.errors import PlanError, RunError
-from gatebench.core.model import RunStatus
-from gatebench.core.report import CapacityReport, build_capacity_report
-from gatebench.core.trust import TESTER_BOUND_SHARE
 from gatebench.run._base import Stage
 from gatebench.run._journal import Progress
 from gatebench.run.stages.backend import Backend
-from gatebench.kinds.fixed.load import target_groups
 from gatebench.run.stages.parse import Parsed, check_secrets, signed_tokens
 from gatebench.run.stages.render import Rendered
 
@@ -192,6 +193,9 @@ class CapacityLoad(Stage):
                     hosts=hosts,
                     seed=seed,
                     tick=_watch(ctx, key.target),
+                    shared_core=backend.layout.shared_with_engine(
+                        ("backend",) if key.target == BASELINE else ("gateway", "backend")
+                    ),
                 )
                 probers[(key.target, key.workload)] = found
             journal.display(

@@ -10,19 +10,20 @@ skips it; when it cannot start the run goes on with a note.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from gatebench.local._deployed import RunTls, prepare_tls
-from gatebench.local.backends import PlanBackend, start_plan_backends
 from gatebench.core.errors import GatebenchError
 from gatebench.core.model import RunStatus
-from gatebench.local.pinning import CpuLayout, resolve_layout
-from gatebench.core.plan import Plan
-from gatebench.local.procs import ManagedProcess, Supervisor
+from gatebench.core.plan import Cpus, Plan
 from gatebench.core.tls import remove_tls_folder
 from gatebench.core.trust import Ceiling
+from gatebench.local._deployed import RunTls, prepare_tls
+from gatebench.local.backends import PlanBackend, start_plan_backends
+from gatebench.local.pinning import CpuLayout, resolve_layout
+from gatebench.local.procs import ManagedProcess, Supervisor
 from gatebench.run._base import Stage
 from gatebench.run._journal import Progress
 from gatebench.run.stages.parse import Parsed
@@ -50,6 +51,9 @@ class Backend:
 
 
 class StartBackend(Stage):
+    """``layout``: how the plan's ``cpus:`` becomes cores (a capacity search splits them its
+    own way: gatebench.local.pinning.capacity_layout)."""
+
     name = "backend"
     step = RunStatus.PROVISIONING
     needs = (Parsed,)
@@ -60,9 +64,12 @@ class StartBackend(Stage):
         "has a fixed address and is created by provision"
     )
 
+    def __init__(self, layout: Callable[[Cpus, Sequence[int]], CpuLayout] = resolve_layout) -> None:
+        self.layout = layout
+
     def run(self, ctx: RunContext) -> Backend:
         plan = ctx.get(Parsed).plan
-        layout = pin(ctx.supervisor, plan, ctx.outcome)
+        layout = pin(ctx.supervisor, plan, ctx.outcome, self.layout)
         ctx.journal.display(Progress(step="provisioning", message="backend"))
         tls = prepare_tls(plan)
         if tls is not None:
@@ -112,10 +119,15 @@ def start_ceiling(ctx: RunContext) -> tuple[ManagedProcess | None, str | None]:
         return None, None
 
 
-def pin(supervisor: Supervisor, plan: Plan, outcome: RunOutcome) -> CpuLayout:
+def pin(
+    supervisor: Supervisor,
+    plan: Plan,
+    outcome: RunOutcome,
+    resolve: Callable[[Cpus, Sequence[int]], CpuLayout] = resolve_layout,
+) -> CpuLayout:
     """The plan's ``cpus:`` on this machine (gatebench.local.pinning), handed to the supervisor
     before anything starts; why pinning could not be done goes in the run's notes."""
-    layout = resolve_layout(plan.cpus, sorted(os.sched_getaffinity(0)))
+    layout = resolve(plan.cpus, sorted(os.sched_getaffinity(0)))
     supervisor.pin(layout.cores)
     if layout.note:
         outcome.notes.append(f"cpus: {layout.note}")
