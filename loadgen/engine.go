@@ -6,25 +6,30 @@ import (
 	"io"
 	"math/bits"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// The engine: one dispatcher keeps the schedule, a pool of connection workers sends.
+// The engine keeps the schedule; a network sends (network.go: one thread, non-blocking sockets
+// and epoll, as wrk does it).
 //
-// The dispatcher sleeps until the next arrival is due, then hands every arrival due by now to
-// the workers through one queue, each with its number k and due time; it never waits for an
-// answer (an open model). A worker owns one connection at a time: it takes an arrival, writes
-// its request, reads the response, records the outcome in its own batch, and takes the next.
-// When the arrivals outstanding (queued or in flight) outnumber the workers, the dispatcher
-// starts another (a stalled target therefore sees as many connections as arrivals it holds, as
-// with one client per arrival); workers never stop before the run ends, so with kept-alive
+// The dispatcher waits, serving the network meanwhile, until the next arrival is due, then
+// hands every arrival due by now to the network, each with its number k and due time; it never
+// waits for an answer (an open model). The network writes each arrival's request on an idle
+// kept-alive connection, or opens one when none is idle, so a stalled target sees as many
+// connections as arrivals it holds (as with one client per arrival), and with kept-alive
 // connections the pool settles at the concurrency the target needs.
 //
+// Waking up costs more than sending a request, so the dispatcher wakes at most every
+// minWake: arrivals due within it leave together, at most that late, and the lag each one
+// records says so.
+//
 // Times: an arrival's latency runs from its due time to the end of its response; its lag from
-// its due time to the moment its worker began to send it, so an engine that fell behind can
-// never pass for a slow target. The records are batched per worker (records.go).
+// its due time to the moment its request began to leave, so an engine that fell behind can
+// never pass for a slow target.
+
+// minWake is the shortest time between two wake-ups of the dispatcher.
+const minWake = 200 * time.Microsecond
 
 type arrival struct {
 	phase *phase
@@ -42,66 +47,63 @@ type phaseEnd struct {
 }
 
 type phaseCounters struct {
-	sent        atomic.Int64
-	connections atomic.Int64
+	sent        int64
+	connections int64
 }
 
-// transport sends one arrival's request on a worker (real: HTTP/1.1 over TCP; tests: fakes).
-type transport func(w *worker, a *arrival) exchange
+// exchange is the outcome of one request.
+type exchange struct {
+	lag     time.Duration // from the due time to the moment the request began to leave
+	end     time.Duration // when its response ended (or it failed)
+	status  int
+	err     error
+	opened  bool // a connection was opened for it
+	refused bool // the system refused a socket: the tester's failure
+}
+
+// network sends the requests: the real one is network.go's; tests drive fakes.
+type network interface {
+	// send begins the arrival's request now.
+	send(a arrival, now time.Duration)
+	// wait serves the network until the clock reaches until (or the run is stopped).
+	wait(until time.Duration)
+	// busy is the number of requests outstanding.
+	busy() int
+	// connections is the number of connections open or opening.
+	connections() int
+	// close ends every request in flight and closes every connection.
+	close()
+}
 
 type engine struct {
 	clk         clock
 	rec         *recorder
-	newConns    bool
-	maxInFlight int64
-	inFlight    atomic.Int64
-	queue       chan arrival
+	net         network
+	maxInFlight int
 	counters    []*phaseCounters
-	send        transport
+	records     []record
 	control     *http.Client
-
-	mu       sync.Mutex // guards workers (the dispatcher adds, cancel reads)
-	workers  []*worker
-	nWorkers int64 // len(workers), the dispatcher's own count
-	wg       sync.WaitGroup
-
-	stop      chan struct{}
-	stopOnce  sync.Once
-	cancelled atomic.Bool
+	lastWake    time.Duration
+	peak        int // the most connections open at once
+	cancelled   atomic.Bool
 }
 
-func newEngine(clk clock, rec *recorder, newConnections bool, maxInFlight int) *engine {
-	if maxInFlight < 1 {
-		maxInFlight = 1
-	}
-	e := &engine{
+func newEngine(clk clock, rec *recorder, maxInFlight int) *engine {
+	return &engine{
 		clk:         clk,
 		rec:         rec,
-		newConns:    newConnections,
-		maxInFlight: int64(maxInFlight),
-		queue:       make(chan arrival, maxInFlight),
-		stop:        make(chan struct{}),
+		maxInFlight: max(1, maxInFlight),
+		records:     make([]record, 0, batchSize),
 		control: &http.Client{
 			Transport:     &http.Transport{Proxy: nil, DisableCompression: true},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 	}
-	e.send = e.httpExchange
-	return e
 }
 
-// cancel stops the schedule and every request in flight (SIGTERM, SIGINT).
-func (e *engine) cancel() {
-	e.stopOnce.Do(func() {
-		e.cancelled.Store(true)
-		close(e.stop)
-		e.mu.Lock()
-		for _, w := range e.workers {
-			w.abort()
-		}
-		e.mu.Unlock()
-	})
-}
+// cancel stops the schedule (SIGTERM, SIGINT: called from another goroutine); the engine's
+// own thread ends what is in flight.
+func (e *engine) cancel() { e.cancelled.Store(true) }
 
 func (e *engine) stopped() bool { return e.cancelled.Load() }
 
@@ -114,8 +116,7 @@ func (e *engine) run(phases []*phase, skipFile string, start time.Duration) {
 			break
 		}
 		end := phaseEnd{index: p.spec.Index, scheduled: p.count}
-		c := &phaseCounters{}
-		e.counters = append(e.counters, c)
+		e.counters = append(e.counters, &phaseCounters{})
 		end.control = e.controls(p.spec.Before)
 		if skipped(skipFile, p.spec.Target) {
 			now := e.clk.now()
@@ -127,7 +128,7 @@ func (e *engine) run(phases []*phase, skipFile string, start time.Duration) {
 		if now := e.clk.now(); now > start {
 			start = now
 		}
-		e.clk.sleepUntil(start, e.stop)
+		e.waitUntil(start)
 		cpu0 := cpuTime()
 		e.dispatch(p, i, start)
 		end.start, end.end = start, start+p.duration
@@ -135,14 +136,34 @@ func (e *engine) run(phases []*phase, skipFile string, start time.Duration) {
 		ends = append(ends, end)
 		start = end.end
 	}
-	close(e.queue)
-	e.wg.Wait()
+	for e.net.busy() > 0 {
+		if e.stopped() {
+			e.net.close()
+			break
+		}
+		e.net.wait(e.clk.now() + longestWait)
+	}
+	e.net.close()
+	e.rec.batch(e.records)
+	e.records = e.records[:0]
 	for i, end := range ends {
 		c := e.counters[i]
 		if end.control != "" {
 			e.rec.control(end.index, end.control)
 		}
-		e.rec.end(end, c.sent.Load(), c.connections.Load())
+		e.rec.end(end, c.sent, c.connections)
+	}
+}
+
+// waitUntil serves the network until the clock reaches t, in waits of at most longestWait
+// (the run may be stopped meanwhile).
+func (e *engine) waitUntil(t time.Duration) {
+	for !e.stopped() {
+		now := e.clk.now()
+		if now >= t {
+			return
+		}
+		e.net.wait(min(t, now+longestWait))
 	}
 }
 
@@ -153,13 +174,14 @@ func due(start time.Duration, duration time.Duration, k, count int64) time.Durat
 	return start + time.Duration(q)
 }
 
-// dispatch hands arrival k of the phase to the workers at start + k × duration / count.
+// dispatch hands arrival k of the phase to the network at start + k × duration / count.
 func (e *engine) dispatch(p *phase, index int, start time.Duration) {
 	for k := int64(0); k < p.count; {
 		next := due(start, p.duration, k, p.count)
 		now := e.clk.now()
 		if next > now {
-			e.clk.sleepUntil(next, e.stop)
+			e.waitUntil(max(next, e.lastWake+minWake))
+			e.lastWake = e.clk.now()
 			if e.stopped() {
 				return
 			}
@@ -176,154 +198,78 @@ func (e *engine) dispatch(p *phase, index int, start time.Duration) {
 	}
 }
 
-// offer hands one due arrival over, or records why it cannot be sent.
+// offer hands one due arrival to the network, or records why it cannot be sent.
 func (e *engine) offer(a arrival, now time.Duration) {
 	p := a.phase
 	lag := now - a.due
 	if lag > p.timeout {
-		e.lost(a, record{
-			lag:     micros(lag),
-			flags:   flagDropped,
-			message: e.rec.message(fmt.Sprintf("the engine fell %d ms behind its schedule (more than the request timeout)", lag.Milliseconds())),
+		e.dropped(a, lag)
+		return
+	}
+	if e.net.busy() >= e.maxInFlight {
+		e.add(record{
+			phase:    int32(p.spec.Index),
+			intended: a.due.Microseconds(),
+			lag:      micros(lag),
+			latency:  micros(p.timeout),
+			message:  e.rec.message(fmt.Sprintf("not sent: %d requests were in flight (the target held them)", e.maxInFlight)),
 		})
 		return
 	}
-	if e.inFlight.Load() >= e.maxInFlight {
-		e.lost(a, record{
-			lag:     micros(lag),
-			latency: micros(p.timeout),
-			message: e.rec.message(fmt.Sprintf("not sent: %d requests were in flight (the target held them)", e.maxInFlight)),
-		})
-		return
-	}
-	if n := e.inFlight.Add(1); n > e.nWorkers {
-		e.startWorker()
-	}
-	e.queue <- a
+	e.net.send(a, now)
+	e.peak = max(e.peak, e.net.connections())
 }
 
-// lost records an arrival the dispatcher did not hand to a worker (it is rare: written alone).
-func (e *engine) lost(a arrival, r record) {
-	r.phase = int32(a.phase.spec.Index)
-	r.intended = a.due.Microseconds()
-	e.rec.batch([]record{r})
+// dropped records an arrival the engine could not send in time: it fell further behind its
+// schedule than the request timeout.
+func (e *engine) dropped(a arrival, lag time.Duration) {
+	e.add(record{
+		phase:    int32(a.phase.spec.Index),
+		intended: a.due.Microseconds(),
+		lag:      micros(lag),
+		flags:    flagDropped,
+		message:  e.rec.message(fmt.Sprintf("the engine fell %d ms behind its schedule (more than the request timeout)", lag.Milliseconds())),
+	})
 }
 
-func (e *engine) startWorker() {
-	w := &worker{e: e, records: make([]record, 0, batchSize), req: make([]byte, 0, 4096)}
-	e.mu.Lock()
-	e.workers = append(e.workers, w)
-	e.mu.Unlock()
-	e.nWorkers++
-	e.wg.Add(1)
-	go w.loop()
-}
-
-// worker sends arrivals one at a time on its connection.
-type worker struct {
-	e       *engine
-	conn    atomic.Pointer[httpConn]
-	records []record
-	req     []byte
-	body    []byte
-}
-
-func (w *worker) loop() {
-	defer w.e.wg.Done()
-	for a := range w.e.queue {
-		x := w.e.send(w, &a)
-		latency := w.e.clk.now() - a.due
-		w.e.inFlight.Add(-1)
-		w.finish(&a, x, latency)
-	}
-	w.e.rec.batch(w.records)
-	w.records = w.records[:0]
-	if c := w.conn.Load(); c != nil {
-		c.close()
-	}
-}
-
-// finish records an arrival's outcome.
-func (w *worker) finish(a *arrival, x exchange, latency time.Duration) {
+// done records an arrival's outcome (the network calls it when a request ends).
+func (e *engine) done(a *arrival, x exchange) {
 	p := a.phase
-	c := w.e.counters[a.index]
-	r := record{phase: int32(p.spec.Index), intended: a.due.Microseconds(), lag: x.lagUS, latency: micros(latency)}
+	c := e.counters[a.index]
+	r := record{
+		phase:    int32(p.spec.Index),
+		intended: a.due.Microseconds(),
+		lag:      micros(x.lag),
+		latency:  micros(x.end - a.due),
+	}
 	if x.opened {
 		r.flags |= flagNewConn
-		c.connections.Add(1)
+		c.connections++
 	}
 	switch {
 	case x.refused:
 		r.flags |= flagDropped
 		r.latency = 0
-		r.message = w.e.rec.message("the system refused a socket: " + reason(x.err, p.timeout))
+		r.message = e.rec.message("the system refused a socket: " + reason(x.err, p.timeout))
 	case x.err != nil:
-		r.message = w.e.rec.message(reason(x.err, p.timeout))
+		r.message = e.rec.message(reason(x.err, p.timeout))
 	default:
 		r.status = uint16(x.status)
 		if ok, msg := p.build.verdict(x.status); !ok {
-			r.message = w.e.rec.message(msg)
+			r.message = e.rec.message(msg)
 		}
 	}
 	if !x.refused {
-		c.sent.Add(1)
+		c.sent++
 	}
-	w.records = append(w.records, r)
-	if len(w.records) == cap(w.records) {
-		w.e.rec.batch(w.records)
-		w.records = w.records[:0]
-	}
+	e.add(r)
 }
 
-// abort ends the request in flight (the run is cancelled).
-func (w *worker) abort() {
-	if c := w.conn.Load(); c != nil {
-		_ = c.c.SetDeadline(time.Unix(1, 0))
-	}
-}
-
-// httpExchange sends one arrival's request over HTTP/1.1: on the worker's kept-alive
-// connection, or on a connection of its own (-connections new).
-func (e *engine) httpExchange(w *worker, a *arrival) exchange {
-	p := a.phase
-	w.req = p.build.request(w.req, w.body, a.k)
-	if cap(w.body) < len(w.req) && p.build.static == nil {
-		w.body = make([]byte, 0, len(w.req)) // scratch for the next body: grown once
-	}
-	x := exchange{}
-	for attempt := 0; ; attempt++ {
-		c := w.conn.Load()
-		if c == nil {
-			x.lagUS = micros(e.clk.now() - a.due)
-			var err error
-			c, err = dial(p.build.address, min(p.timeout, 10*time.Second))
-			if err != nil {
-				x.err, x.refused = err, systemRefused(err)
-				return x
-			}
-			x.opened = true
-			w.conn.Store(c)
-			if e.stopped() {
-				c.close()
-				x.err = context.Canceled
-				return x
-			}
-		} else if attempt == 0 {
-			x.lagUS = micros(e.clk.now() - a.due)
-		}
-		reused := c.served > 0
-		status, keepAlive, err := c.roundTrip(w.req, p.build.isHead, time.Now().Add(p.timeout))
-		if err != nil || !keepAlive || e.newConns {
-			c.close()
-			w.conn.Store(nil)
-		}
-		// a kept-alive connection the server had closed before this request: once more on
-		// a new one (as Go's client does for requests that can be repeated)
-		if err != nil && reused && attempt == 0 && err == errClosedBeforeResponse && p.build.replayable {
-			continue
-		}
-		x.status, x.err = status, err
-		return x
+func (e *engine) add(r record) {
+	e.records = append(e.records, r)
+	if len(e.records) == cap(e.records) {
+		e.rec.batch(e.records)
+		e.records = e.records[:0]
 	}
 }
 
@@ -340,7 +286,7 @@ func (e *engine) controls(calls []control) string {
 		resp, err := e.control.Do(req)
 		if err != nil {
 			cancel()
-			return fmt.Sprintf("%s %s: %v", c.Method, c.URL, reason(err, 10*time.Second))
+			return fmt.Sprintf("%s %s: %v", c.Method, c.URL, err)
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
@@ -349,8 +295,9 @@ func (e *engine) controls(calls []control) string {
 			return fmt.Sprintf("%s %s answered %d, expected %d", c.Method, c.URL, resp.StatusCode, c.Status)
 		}
 		if c.WaitMS > 0 {
-			e.clk.sleepUntil(e.clk.now()+time.Duration(c.WaitMS)*time.Millisecond, e.stop)
+			e.waitUntil(e.clk.now() + time.Duration(c.WaitMS)*time.Millisecond)
 		}
 	}
+	e.control.CloseIdleConnections()
 	return ""
 }

@@ -4,115 +4,47 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"os"
 	"strconv"
 	"syscall"
 	"time"
 )
 
-// An HTTP/1.1 client of the smallest kind: one connection, one request at a time, the request
-// written as prepared bytes, the response read into a buffer the connection keeps, its status
-// and framing (Content-Length, chunked, or until close) parsed in place and its body skipped.
-// Nothing is allocated per request. Go's net/http costs several goroutines, channels and
-// allocations per request, which on one core made the engine the bottleneck long before the
-// gateways it measures (docs/capacity.md, "The engine").
+// An HTTP/1.1 response reader of the smallest kind, fed the bytes a connection receives as
+// they come (network.go reads them): it finds the status and the framing (Content-Length,
+// chunked, or until the server closes), skips the body without keeping it, and says when the
+// response is complete. Nothing is allocated per response.
 
-const (
-	readBuffer = 32 << 10
-	maxHead    = 1 << 20 // a response head larger than this is refused
+const maxHead = 1 << 20 // a response head larger than this is refused
+
+var (
+	errHeadTooLarge         = errors.New("the response head is larger than 1 MiB")
+	errClosedBeforeResponse = errors.New("the connection closed before the response ended")
 )
 
-var errHeadTooLarge = errors.New("the response head is larger than 1 MiB")
+type parseState uint8
 
-// httpConn is one connection and what it has read past the last response.
-type httpConn struct {
-	c      net.Conn
-	buf    []byte
-	r, w   int // unread bytes are buf[r:w]
-	served int // responses read on it
-}
+const (
+	stateHead parseState = iota
+	stateLength
+	stateChunkSize
+	stateChunkData
+	stateChunkEnd
+	stateTrailers
+	stateUntilClose
+	stateDone
+)
 
-// exchange is the outcome of one request.
-type exchange struct {
-	lagUS     uint32 // from the due time to the moment the request began to leave
+// response is the reader of one response on a connection.
+type response struct {
+	state     parseState
+	head      bool // the request was a HEAD: no body
 	status    int
-	err       error
-	opened    bool // a connection was opened for it
-	refused   bool // the system refused a socket: the tester's failure
-	keepAlive bool // the connection may carry another request
+	keepAlive bool
+	remaining int64 // body or chunk bytes still to skip
+	any       bool  // a byte of the response arrived
 }
 
-func dial(address string, timeout time.Duration) (*httpConn, error) {
-	c, err := net.DialTimeout("tcp", address, timeout)
-	if err != nil {
-		return nil, err
-	}
-	return &httpConn{c: c, buf: make([]byte, readBuffer)}, nil
-}
-
-// roundTrip writes req and reads its response until deadline. head: the request was a HEAD
-// (its response has no body).
-func (h *httpConn) roundTrip(req []byte, head bool, deadline time.Time) (int, bool, error) {
-	if err := h.c.SetDeadline(deadline); err != nil {
-		return 0, false, err
-	}
-	if _, err := h.c.Write(req); err != nil {
-		return 0, false, err
-	}
-	for {
-		status, keepAlive, err := h.readResponse(head)
-		if err != nil {
-			return 0, false, err
-		}
-		if status >= 100 && status < 200 && status != 101 {
-			continue // an interim response (103 Early Hints): the final one follows
-		}
-		h.served++
-		return status, keepAlive, nil
-	}
-}
-
-// fill reads more bytes into the buffer (moving the unread ones to its start, growing it
-// up to maxHead when a head does not fit).
-func (h *httpConn) fill() error {
-	if h.r > 0 {
-		n := copy(h.buf, h.buf[h.r:h.w])
-		h.r, h.w = 0, n
-	}
-	if h.w == len(h.buf) {
-		if len(h.buf) >= maxHead {
-			return errHeadTooLarge
-		}
-		bigger := make([]byte, 2*len(h.buf))
-		copy(bigger, h.buf[:h.w])
-		h.buf = bigger
-	}
-	n, err := h.c.Read(h.buf[h.w:])
-	h.w += n
-	if n > 0 {
-		return nil
-	}
-	if err == nil {
-		err = io.ErrNoProgress
-	}
-	return err
-}
-
-// line returns the next CRLF- (or LF-) terminated line, reading as needed.
-func (h *httpConn) line() ([]byte, error) {
-	for {
-		if i := bytes.IndexByte(h.buf[h.r:h.w], '\n'); i >= 0 {
-			line := h.buf[h.r : h.r+i]
-			h.r += i + 1
-			return bytes.TrimSuffix(line, []byte{'\r'}), nil
-		}
-		if err := h.fill(); err != nil {
-			return nil, err
-		}
-	}
-}
+func (r *response) reset(head bool) { *r = response{head: head} }
 
 var (
 	hContentLength    = []byte("content-length")
@@ -123,34 +55,107 @@ var (
 	vKeepAlive        = []byte("keep-alive")
 )
 
-// readResponse reads one response: its status, and whether the connection stays open.
-func (h *httpConn) readResponse(head bool) (int, bool, error) {
-	line, err := h.line()
-	if err != nil {
-		if h.r == h.w && errors.Is(err, io.EOF) {
-			return 0, false, errClosedBeforeResponse
-		}
-		return 0, false, err
+// feed reads what it can of buf: the bytes it used, and whether the response is complete.
+// Bytes past a complete response stay unread (the caller keeps them for the next one).
+func (r *response) feed(buf []byte) (int, bool, error) {
+	used := 0
+	if len(buf) > 0 {
+		r.any = true
 	}
+	for used < len(buf) || r.state == stateDone {
+		rest := buf[used:]
+		switch r.state {
+		case stateDone:
+			return used, true, nil
+		case stateHead:
+			end, skip := headEnd(rest)
+			if end < 0 {
+				if len(rest) >= maxHead {
+					return used, false, errHeadTooLarge
+				}
+				return used, false, nil
+			}
+			if err := r.readHead(rest[:end]); err != nil {
+				return used, false, err
+			}
+			used += end + skip
+		case stateLength:
+			n := min(int64(len(rest)), r.remaining)
+			r.remaining -= n
+			used += int(n)
+			if r.remaining == 0 {
+				r.state = stateDone
+			}
+		case stateChunkSize, stateChunkEnd, stateTrailers:
+			i := bytes.IndexByte(rest, '\n')
+			if i < 0 {
+				if len(rest) >= maxHead {
+					return used, false, errHeadTooLarge
+				}
+				return used, false, nil
+			}
+			line := bytes.TrimSuffix(rest[:i], []byte{'\r'})
+			used += i + 1
+			if err := r.readLine(line); err != nil {
+				return used, false, err
+			}
+		case stateChunkData:
+			n := min(int64(len(rest)), r.remaining)
+			r.remaining -= n
+			used += int(n)
+			if r.remaining == 0 {
+				r.state = stateChunkEnd
+			}
+		case stateUntilClose:
+			return len(buf), false, nil
+		}
+	}
+	return used, r.state == stateDone, nil
+}
+
+// closed is the server closing the connection after feed took everything: the end of a body
+// that runs until the close, or a response cut short.
+func (r *response) closed() (bool, error) {
+	if r.state == stateUntilClose {
+		r.state = stateDone
+		r.keepAlive = false
+		return true, nil
+	}
+	return false, errClosedBeforeResponse
+}
+
+// headEnd is where the head ends in buf (the blank line) and the length of the blank line's
+// terminator; -1 when it has not all arrived.
+func headEnd(buf []byte) (int, int) {
+	if i := bytes.Index(buf, []byte("\r\n\r\n")); i >= 0 {
+		if j := bytes.Index(buf[:i+2], []byte("\n\n")); j >= 0 {
+			return j + 1, 1
+		}
+		return i + 2, 2
+	}
+	if j := bytes.Index(buf, []byte("\n\n")); j >= 0 {
+		return j + 1, 1
+	}
+	return -1, 0
+}
+
+// readHead reads the status line and the headers (every line ends with \n).
+func (r *response) readHead(head []byte) error {
+	i := bytes.IndexByte(head, '\n')
+	line := bytes.TrimSuffix(head[:i], []byte{'\r'})
 	// HTTP/1.x SSS reason
 	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' {
-		return 0, false, fmt.Errorf("not an HTTP/1.x status line: %q", truncate(line))
+		return fmt.Errorf("not an HTTP/1.x status line: %q", truncate(line))
 	}
 	status, err := strconv.Atoi(string(line[9:12]))
 	if err != nil {
-		return 0, false, fmt.Errorf("not an HTTP/1.x status line: %q", truncate(line))
+		return fmt.Errorf("not an HTTP/1.x status line: %q", truncate(line))
 	}
-	keepAlive := line[7] == '1'
-	length := int64(-1)
-	chunked := false
-	for {
-		line, err := h.line()
-		if err != nil {
-			return 0, false, err
-		}
-		if len(line) == 0 {
-			break
-		}
+	r.status, r.keepAlive = status, line[7] == '1'
+	length, chunked := int64(-1), false
+	for rest := head[i+1:]; len(rest) > 0; {
+		j := bytes.IndexByte(rest, '\n')
+		line, rest = bytes.TrimSuffix(rest[:j], []byte{'\r'}), rest[j+1:]
 		colon := bytes.IndexByte(line, ':')
 		if colon <= 0 {
 			continue
@@ -160,7 +165,7 @@ func (h *httpConn) readResponse(head bool) (int, bool, error) {
 		case bytes.EqualFold(name, hContentLength):
 			n, err := strconv.ParseInt(string(value), 10, 64)
 			if err != nil || n < 0 {
-				return 0, false, fmt.Errorf("a Content-Length of %q", truncate(value))
+				return fmt.Errorf("a Content-Length of %q", truncate(value))
 			}
 			length = n
 		case bytes.EqualFold(name, hTransferEncoding):
@@ -169,60 +174,35 @@ func (h *httpConn) readResponse(head bool) (int, bool, error) {
 			for _, token := range bytes.Split(value, []byte{','}) {
 				token = bytes.TrimSpace(token)
 				if bytes.EqualFold(token, vClose) {
-					keepAlive = false
+					r.keepAlive = false
 				} else if bytes.EqualFold(token, vKeepAlive) {
-					keepAlive = true
+					r.keepAlive = true
 				}
 			}
 		}
 	}
 	switch {
-	case head, status >= 100 && status < 200, status == 204, status == 304:
-		return status, keepAlive, nil
+	case status >= 100 && status < 200 && status != 101:
+		r.reset(r.head) // an interim response (103 Early Hints): the final one follows
+		r.any = true
+	case r.head, status == 101, status == 204, status == 304:
+		r.state = stateDone
 	case chunked:
-		return status, keepAlive, h.skipChunked()
-	case length >= 0:
-		return status, keepAlive, h.skip(length)
+		r.state = stateChunkSize
+	case length == 0:
+		r.state = stateDone
+	case length > 0:
+		r.state, r.remaining = stateLength, length
+	default:
+		r.state = stateUntilClose
 	}
-	// no framing: the body runs until the server closes
-	for {
-		h.r = h.w
-		if err := h.fill(); err != nil {
-			if errors.Is(err, io.EOF) {
-				return status, false, nil
-			}
-			return 0, false, err
-		}
-	}
+	return nil
 }
 
-var errClosedBeforeResponse = errors.New("the connection closed before the response ended")
-
-// skip discards n body bytes.
-func (h *httpConn) skip(n int64) error {
-	for {
-		have := int64(h.w - h.r)
-		if have >= n {
-			h.r += int(n)
-			return nil
-		}
-		n -= have
-		h.r = h.w
-		if err := h.fill(); err != nil {
-			if errors.Is(err, io.EOF) {
-				return errClosedBeforeResponse
-			}
-			return err
-		}
-	}
-}
-
-func (h *httpConn) skipChunked() error {
-	for {
-		line, err := h.line()
-		if err != nil {
-			return eofIsEarly(err)
-		}
+// readLine reads one line of a chunked body: a chunk's size, the end of its data, a trailer.
+func (r *response) readLine(line []byte) error {
+	switch r.state {
+	case stateChunkSize:
 		if i := bytes.IndexByte(line, ';'); i >= 0 {
 			line = line[:i]
 		}
@@ -231,30 +211,21 @@ func (h *httpConn) skipChunked() error {
 			return fmt.Errorf("a chunk size of %q", truncate(line))
 		}
 		if size == 0 {
-			for { // trailers, up to the blank line
-				line, err := h.line()
-				if err != nil {
-					return eofIsEarly(err)
-				}
-				if len(line) == 0 {
-					return nil
-				}
-			}
+			r.state = stateTrailers
+		} else {
+			r.state, r.remaining = stateChunkData, size
 		}
-		if err := h.skip(size); err != nil {
-			return err
+	case stateChunkEnd:
+		if len(line) != 0 {
+			return fmt.Errorf("chunk data runs past its size")
 		}
-		if _, err := h.line(); err != nil { // the CRLF after the chunk
-			return eofIsEarly(err)
+		r.state = stateChunkSize
+	case stateTrailers:
+		if len(line) == 0 {
+			r.state = stateDone
 		}
 	}
-}
-
-func eofIsEarly(err error) error {
-	if errors.Is(err, io.EOF) {
-		return errClosedBeforeResponse
-	}
-	return err
+	return nil
 }
 
 func lastToken(value []byte) []byte {
@@ -271,9 +242,8 @@ func truncate(b []byte) string {
 	return string(b)
 }
 
-func (h *httpConn) close() {
-	h.c.Close()
-}
+// errTimeout is a request that got no complete response within its timeout.
+var errTimeout = errors.New("request timeout")
 
 // systemRefused is an error of the tester's machine, not of the target: no ephemeral port
 // left (TIME_WAIT), no file descriptor, no buffer.
@@ -285,18 +255,18 @@ func systemRefused(err error) bool {
 // reason is an error in a few words, without addresses (one message per kind of failure).
 func reason(err error, timeout time.Duration) string {
 	switch {
-	case errors.Is(err, os.ErrDeadlineExceeded):
+	case errors.Is(err, errTimeout):
 		return fmt.Sprintf("request timeout after %d ms", timeout.Milliseconds())
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "connection refused"
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
 		return "connection reset by the target"
-	case errors.Is(err, errClosedBeforeResponse), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+	case errors.Is(err, errClosedBeforeResponse):
 		return errClosedBeforeResponse.Error()
 	}
-	var op *net.OpError
-	if errors.As(err, &op) && op.Err != nil {
-		return op.Op + ": " + op.Err.Error()
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
 	}
 	return err.Error()
 }

@@ -23,9 +23,13 @@ func runReal(t *testing.T, newConnections bool, maxInFlight int, phases ...*phas
 	var out bytes.Buffer
 	rec := newRecorder(&out)
 	clk := newRealClock()
-	defer clk.close()
 	rec.header(clk.t0.UnixMicro(), 1)
-	e := newEngine(clk, rec, newConnections, maxInFlight)
+	e := newEngine(clk, rec, maxInFlight)
+	net, err := newEpollNet(e, clk, newConnections)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.net = net
 	e.run(phases, "", clk.now()+5*time.Millisecond)
 	if err := rec.flush(); err != nil {
 		t.Fatal(err)

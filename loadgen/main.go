@@ -119,9 +119,12 @@ func main() {
 		fail("%v", err)
 	}
 	clk := newRealClock()
-	defer clk.close()
 	rec := newRecorder(file)
-	eng := newEngine(clk, rec, newConnections, *maxInFlight)
+	eng := newEngine(clk, rec, *maxInFlight)
+	eng.net, err = newEpollNet(eng, clk, newConnections)
+	if err != nil {
+		fail("epoll: %v", err)
+	}
 
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)

@@ -153,28 +153,9 @@ func TestLongTimesSaturateAndNegativeOnesAreZero(t *testing.T) {
 	}
 }
 
-func TestAWorkerHandsItsRecordsOverInBatches(t *testing.T) {
-	var out bytes.Buffer
-	rec := newRecorder(&out)
-	rec.header(0, 1)
-	clk := &fakeClock{}
-	target := &fakeTarget{}
-	e := newEngine(clk, rec, false, 1)
-	e.send = target.transport(clk)
-	clk.settle = func() {
-		for e.inFlight.Load() != 0 {
-		}
-	}
-	// one worker (at most one in flight), more arrivals than a batch holds
-	p := testPhase(t, 0, 10_000, 1000, 1000)
-	e.run([]*phase{p}, "", 0)
-	if err := rec.flush(); err != nil {
-		t.Fatal(err)
-	}
-	got, err := decodeRecords(out.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
+func TestRecordsAreWrittenInBatches(t *testing.T) {
+	// more arrivals than a batch holds
+	_, got := runFake(t, &fakeNet{}, 1, testPhase(t, 0, 10_000, 1000, 1000))
 	frames := bytes.Count(got.kinds, []byte("R"))
 	if len(got.requests) != 10_000 || frames != 3 {
 		t.Fatalf("%d records in %d R frames, want 10,000 in 3 (4,096 each, then the rest)", len(got.requests), frames)
