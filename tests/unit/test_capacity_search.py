@@ -784,6 +784,12 @@ def test_the_engines_ceiling_is_one_coarse_search_against_the_fastest_target() -
     assert len(found.probes) <= 10
     engine_bound = search(coarse, SimulatedTarget(workers=400, service_ms=10.0, engine_rate=3000.0))
     assert engine_bound.status == "tester-bound" and ceiling_of(engine_bound) == engine_bound.knee
+    # searched as the ceiling: a rate the tester cannot offer is bisected below, not the end
+    engine = search(
+        coarse, SimulatedTarget(workers=400, service_ms=10.0, engine_rate=3000.0), ceiling=True
+    )
+    assert engine.status == "found" and engine.knee is not None
+    assert 3000 / 1.1 / 1.1 <= engine.knee <= 3000.0 and ceiling_of(engine) == engine.knee
     at_max = search(replace(coarse, max_rate=800.0), SimulatedTarget(workers=400, service_ms=10.0))
     assert at_max.status == "at-max" and ceiling_of(at_max) is None
 

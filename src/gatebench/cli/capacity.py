@@ -7,13 +7,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from gatebench.core.errors import GatebenchError
-from gatebench.core.plan import MAX_REPETITIONS
-from gatebench.run import RunOptions, RunOutcome
-from gatebench.store import DEFAULT_STORE, STORE_ENV, open_store
-from gatebench.core.thresholds import failures
 from gatebench.cli._common import add_plan_argument, add_spec_arguments
 from gatebench.cli.run import LiveDisplay, _store_location, _testers, prepared
+from gatebench.core.errors import GatebenchError
+from gatebench.core.plan import MAX_REPETITIONS
+from gatebench.core.thresholds import failures
+from gatebench.run import RunOptions, RunOutcome
+from gatebench.store import DEFAULT_STORE, STORE_ENV, open_store
 
 
 def _repetitions(text: str) -> int:
@@ -156,6 +156,9 @@ def report_lines(outcome: RunOutcome) -> list[str]:
 
     record = outcome.record
     lines = [f"Run {record.run_id}: {record.status} ({outcome.wall_s:.0f}s)"]
+    cores = record.environment.get("cpus")
+    if cores:
+        lines.append(f"Cores: {cores}")
     if outcome.report is not None:
         lines += capacity_text(outcome.report)
     for target, reason in sorted(record.target_errors.items()):
@@ -173,8 +176,8 @@ def report_lines(outcome: RunOutcome) -> list[str]:
 def _check_thresholds(outcome: RunOutcome) -> int:
     """The capacity thresholds' outcome (a count on stdout, each failure on stderr); how many
     failed (all of them when the run has no result)."""
-    from gatebench.kinds.capacity import evaluate_capacity
     from gatebench.core.thresholds import CAPACITY_METRICS, thresholds_from_plan
+    from gatebench.kinds.capacity import evaluate_capacity
 
     # A threshold on a gateway left out with --gateways is not checked: it was not asked for.
     searched = (None, "baseline", *outcome.record.gateways)

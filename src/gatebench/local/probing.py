@@ -268,7 +268,7 @@ def measure_ceiling(
             tick=tick,
             cpu_groups=cpu_groups,
         )
-        result = search(ceiling_settings(settings), prober)
+        result = search(ceiling_settings(settings), prober, ceiling=True)
     finally:
         if proc is not None:
             supervisor.stop(proc)
