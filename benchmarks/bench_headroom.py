@@ -136,7 +136,16 @@ class OpenCeiling:
 def _loadgen_ceiling(sup: Supervisor, url: str, work: Path, start: float) -> OpenCeiling:
     """The highest rate loadgen keeps on one core (the module docstring's rule), searched by
     the capacity search's step controller from ``start``."""
-    api, plan = items_plan(gateways=[], baseline=True, backend={"url": url})
+    read = {
+        "name": "read",
+        "operation": "getItem",
+        "params": {"id": {"range": [1, 10]}},
+        "injection": {"constant_rate": {"rate": 100, "duration": "1s"}},
+        # past nginx's own capacity its queue times requests out: a probe there ends 2 s after
+        # its schedule, not a minute
+        "timeout": "2s",
+    }
+    api, plan = items_plan(gateways=[], baseline=True, backend={"url": url}, workloads=[read])
     prober = Prober(
         plan, api, "read", "baseline", url, sup, work, 5.0, engine=LoadgenEngine(), seed=3
     )
