@@ -758,6 +758,8 @@ def test_a_probe_document_is_the_workloads_requests_at_the_probes_rate() -> None
     (only,) = phases_from_document(cold)
     assert only.measured and [c.url for c in only.before] == ["http://127.0.0.1:8/r"]
     assert probe_document(template, ProbeRequest(250.0, "grow", 0.5, 2.0), seed=8) != doc
+    # requests time out after 20 × the tightest bound (p99 ≤ 50 ms: 1 s), not the workload's 60 s
+    assert {p["request"]["timeout_ms"] for p in doc["phases"]} == {1000}
 
 
 def test_a_campaign_round_trips_as_json() -> None:
