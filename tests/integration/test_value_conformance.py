@@ -96,10 +96,8 @@ def capture() -> Iterator[tuple[str, list[dict[str, Any]]]]:
                             "body": body.decode("utf-8"),
                         }
                     )
-            self.send_response(200)
-            self.send_header("Content-Length", "2")
-            self.end_headers()
-            self.wfile.write(b"ok")
+            # one write: headers and body apart would wait on the client's delayed ACK (Nagle)
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 
         def log_message(self, format: str, *args: Any) -> None:
             pass
