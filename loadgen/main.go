@@ -88,6 +88,7 @@ func main() {
 	maxInFlight := flag.Int("max-in-flight", 10000, "the most outstanding requests")
 	startAt := flag.Int64("start-at", 0, "epoch ms at which the schedule starts (testers start together); 0: now")
 	flag.Parse()
+	runtime.GOMAXPROCS(1) // one thread does the work: the runtime's own work goes on it too
 	if *workload == "" || *out == "" {
 		fail("usage: gatebench-loadgen -workload FILE -out FILE [-connections keep-alive|new] [-max-in-flight N] [-start-at EPOCH_MS]")
 	}
@@ -133,6 +134,7 @@ func main() {
 		eng.cancel()
 	}()
 
+	// the engine is one thread (network.go): its CPU share is of one core
 	rec.header(clk.t0.UnixMicro(), runtime.GOMAXPROCS(0))
 	start := clk.now() + 5*time.Millisecond
 	if *startAt > 0 {
