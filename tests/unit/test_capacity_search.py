@@ -620,7 +620,11 @@ def test_repetitions_that_disagree_are_noisy_never_a_bound() -> None:
     )
     s = summarize("nginx", "bid", [*late, held])
     assert s.noisy and not s.bounded
-    assert s.label() == "noisy: broke at 800/s in repetition 1, held 9,823/s in repetition 3"
+    assert s.label() == "noisy: 800/s to 9,823/s"
+    assert s.disagreement_text() == (
+        "the repetitions disagree: the objective broke at 800/s in repetition 1, 9,823/s held "
+        "in repetition 3"
+    )
     assert s.estimate is None and s.interval is None
     other = summarize(
         "haproxy", "bid", [SearchResult("found", k, k * 1.04, ()) for k in (500.0, 510.0)]

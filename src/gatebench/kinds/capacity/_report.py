@@ -186,7 +186,13 @@ def knee_notes(endpoint: EndpointResult) -> list[tuple[str, str]]:
     """(target, why) for every target whose searches stopped for a reason a reader needs
     (bounded, unconfirmed, failed): printed under the knee table, not in it, so the table keeps
     one line a row however long the reasons are."""
-    return [(s.target, "; ".join(s.notes)) for s in endpoint.summaries if s.notes]
+    out = []
+    for s in endpoint.summaries:
+        why = [s.disagreement_text()] if s.noisy else []
+        why += list(s.notes)
+        if why:
+            out.append((s.target, "; ".join(why)))
+    return out
 
 
 def knee_table(endpoint: EndpointResult, index: int = 0) -> Table:
@@ -200,14 +206,17 @@ def knee_table(endpoint: EndpointResult, index: int = 0) -> Table:
         f"{endpoint.workload}: capacity per target",
         [
             Column("target", False),
-            Column("carries within the objective", True),
-            Column("of the baseline", True),
-            Column("req per gateway CPU-s", True, compact=False),
-            Column("per million requests", True),
+            Column("carries", True),
+            Column("of baseline", True),
+            Column("req / gateway CPU-s", True, compact=False),
+            Column("$ / million req", True),
             Column("repetitions", True, compact=False),
             Column("probes", True, compact=False),
         ],
-        legend=f"Objective: {endpoint.objective}. Stopped: {endpoint.stop}.{notes}",
+        legend=(
+            f"Carries: the rate held within the objective ({endpoint.objective}). "
+            f"Stopped: {endpoint.stop}.{notes}"
+        ),
     )
     base = endpoint.summary(BASELINE)
     base_rate = base.estimate if base is not None else None

@@ -89,6 +89,17 @@ class KneeSummary:
     def noisy(self) -> bool:
         return self.disagreement is not None
 
+    def disagreement_text(self) -> str:
+        """Why the target is noisy, in words ("" when it is not)."""
+        found = self.disagreement
+        if found is None:
+            return ""
+        (rep_f, broke), (rep_h, held) = found
+        return (
+            f"the repetitions disagree: the objective broke at {rate_text(broke)} in repetition "
+            f"{rep_f}, {rate_text(held)} held in repetition {rep_h}"
+        )
+
     @property
     def bounded(self) -> bool:
         return not self.noisy and bool(self.bounds) and 2 * len(self.bounds) >= len(self.knees)
@@ -126,11 +137,8 @@ class KneeSummary:
         ...``, ``–``."""
         found = self.disagreement
         if found is not None:
-            (rep_f, broke), (rep_h, held) = found
-            return (
-                f"noisy: broke at {rate_text(broke)} in repetition {rep_f}, held "
-                f"{rate_text(held)} in repetition {rep_h}"
-            )
+            (_, broke), (_, held) = found
+            return f"noisy: {rate_text(broke)} to {rate_text(held)}"
         if self.bounded:
             assert self.bound is not None
             return f"≥ {rate_text(self.bound)} ({self._bound_reason()})"
