@@ -203,3 +203,42 @@ def test_a_capacity_run_still_searching_is_shown_as_one(tmp_path: Path) -> None:
     assert view["kind"] == "capacity" and view["run"]["kind"] == "capacity"
     assert view["tables"] == [] and view["verdict"] == []
     assert md.status_code == 200 and "no result: the run is still searching" in md.data.decode()
+
+
+def _endpoint_of(summaries: list[object]) -> object:
+    from gatebench.kinds.capacity import EndpointResult, compare
+
+    ss = tuple(summaries)
+    comparisons = tuple(compare(a, b) for i, a in enumerate(ss) for b in ss[i + 1 :])  # type: ignore[arg-type]
+    return EndpointResult("bid", "p99 ≤ 50 ms, errors ≤ 0.1 %", ss, comparisons, "v", "stop")  # type: ignore[arg-type]
+
+
+def test_only_a_decided_knee_is_marked_best_and_the_reasons_sit_under_the_table() -> None:
+    from gatebench.kinds.capacity import SearchResult, summarize
+    from gatebench.kinds.capacity._report import best_gateway, knee_notes, knee_table
+
+    note = "3,200/s held, just under the share of the engine's ceiling at which the tester is the limit"
+    bounded = [SearchResult("tester-bound", 3200.0, None, (), note)] * 3
+    nginx, haproxy = summarize("nginx", "bid", bounded), summarize("haproxy", "bid", bounded)
+    endpoint = _endpoint_of([nginx, haproxy])
+    # two lower bounds, their order undecided: neither is best
+    assert best_gateway(endpoint) is None  # type: ignore[arg-type]
+    table = knee_table(endpoint)  # type: ignore[arg-type]
+    assert not any(c.best for r in table.rows for c in r.cells)
+    assert [c.label for c in table.columns][-1] == "probes"  # no notes column
+    assert knee_notes(endpoint) == [("nginx", note), ("haproxy", note)]  # type: ignore[arg-type]
+    assert f"nginx: {note}." in table.legend
+    # a knee decided above every other gateway is best; the baseline never competes
+    found = [SearchResult("found", k, k * 1.04, ()) for k in (1000.0, 1020.0, 990.0)]
+    slow = [SearchResult("found", k, k * 1.04, ()) for k in (500.0, 510.0, 495.0)]
+    base = [SearchResult("found", k, k * 1.04, ()) for k in (5000.0, 5100.0, 4950.0)]
+    decided = _endpoint_of(
+        [
+            summarize("envoy", "bid", found),
+            summarize("caddy", "bid", slow),
+            summarize("baseline", "bid", base),
+        ]
+    )
+    assert best_gateway(decided) == "envoy"  # type: ignore[arg-type]
+    marked = [r.header for r in knee_table(decided).rows if r.cells[0].best]  # type: ignore[arg-type]
+    assert marked == ["envoy"]

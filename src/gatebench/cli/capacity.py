@@ -164,6 +164,9 @@ def report_lines(outcome: RunOutcome) -> list[str]:
 
     record = outcome.record
     lines = [f"Run {record.run_id}: {record.status} ({outcome.wall_s:.0f}s)"]
+    cores = record.environment.get("cpus")
+    if cores:
+        lines.append(f"Cores: {cores}")
     if outcome.report is not None:
         lines += capacity_text(outcome.report)
     for target, reason in sorted(record.target_errors.items()):

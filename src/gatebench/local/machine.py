@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from gatebench.core.errors import GatebenchError
-from gatebench.core.pinning import CpuLayout, resolve_layout
+from gatebench.core.pinning import CpuLayout, LayoutRule, resolve_layout
 from gatebench.core.tls import GatewayTls, remove_tls_folder
 from gatebench.core.trust import Ceiling
 from gatebench.local._guardian import LEDGER
@@ -69,7 +69,7 @@ class LocalMachine:
     def engine(self, name: str) -> BoundEngine:
         return BoundEngine(get_engine(name), self.supervisor)
 
-    def start_backend(self, ctx: StageContext) -> Backend:
+    def start_backend(self, ctx: StageContext, layout: LayoutRule = resolve_layout) -> Backend:
         """The plan's ``cpus:`` resolved here and handed to the supervisor before anything
         starts (gatebench.core.pinning); the run's TLS; the backend (an unreachable ``url:``
         backend fails the run here, before any load); then the ceiling server (docs/trust.md),
@@ -80,7 +80,7 @@ class LocalMachine:
 
         parsed = ctx.get(Parsed)
         plan = parsed.plan
-        layout = self.pin(plan, ctx.note)
+        cores = self.pin(plan, ctx.note, layout)
         ctx.journal.display(Progress(step="provisioning", message="backend"))
         tls = prepare_tls(plan)
         if tls is not None:
@@ -110,7 +110,7 @@ class LocalMachine:
             f"{parts.scheme}://{parts.netloc}",
             started.reset_urls[0] if started.reset_urls else None,
             pids[0] if pids else None,
-            layout,
+            cores,
             ceiling,
             ceiling_url,
             origins=started.origins if started.replicas else (),
@@ -119,10 +119,12 @@ class LocalMachine:
             ceiling_label=SERVER_LABEL,
         )
 
-    def pin(self, plan: Plan, note: Callable[[str], None]) -> CpuLayout:
-        """The plan's ``cpus:`` on this machine, handed to the supervisor before anything
-        starts; why pinning could not be done goes in the run's notes."""
-        layout = resolve_layout(plan.cpus, sorted(os.sched_getaffinity(0)))
+    def pin(
+        self, plan: Plan, note: Callable[[str], None], rule: LayoutRule = resolve_layout
+    ) -> CpuLayout:
+        """The plan's ``cpus:`` on this machine (by ``rule``), handed to the supervisor before
+        anything starts; why pinning could not be done goes in the run's notes."""
+        layout = rule(plan.cpus, sorted(os.sched_getaffinity(0)))
         self.supervisor.pin(layout.cores)
         if layout.note:
             note(f"cpus: {layout.note}")
@@ -276,6 +278,7 @@ class LocalMachine:
         hosts: Sequence[object],
         seed: int,
         tick: Callable[[], None],
+        shared_core: str | None = None,
     ) -> Callable[[ProbeRequest], ProbeMetrics]:
         from gatebench.local.engines.loadgen import LoadgenEngine
         from gatebench.local.probing import Prober
@@ -297,6 +300,7 @@ class LocalMachine:
             hosts=_hosts(hosts),
             seed=seed,
             tick=tick,
+            shared_core=shared_core,
         )
 
     # the live runs' port (gatebench.kinds._live.LiveMachine)

@@ -89,6 +89,9 @@ class Prober:
     """Testers on hosts of their own (network namespaces); empty: one tester, here."""
     tick: Callable[[], None] | None = None
     """Called about 5 times a second while a probe runs (health checks)."""
+    shared_core: str | None = None
+    """Why the target may share a core with the generator (gatebench.core.pinning); every
+    probe says so in its reasons."""
     seed: int = 0
     probes: int = 0
     template: dict[str, Any] = field(default_factory=dict)
@@ -113,7 +116,9 @@ class Prober:
             result, schedule = self._one(document, index, workdir, name)
         else:
             result, schedule = self._many(document, index, workdir, name)
-        return read_probe(request, result, schedule, late_ms=self.late_ms)
+        return read_probe(
+            request, result, schedule, late_ms=self.late_ms, shared_core=self.shared_core
+        )
 
     def _run(
         self,
@@ -254,7 +259,7 @@ def measure_ceiling(
             tick=tick,
             cpu_groups=cpu_groups,
         )
-        result = search(ceiling_settings(settings), prober)
+        result = search(ceiling_settings(settings), prober, ceiling=True)
     finally:
         if proc is not None:
             supervisor.stop(proc)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from gatebench.core.measure import PhaseResult
-from gatebench.core.pinning import CpuLayout
+from gatebench.core.pinning import CpuLayout, LayoutRule
 from gatebench.core.tls import GatewayTls
 
 if TYPE_CHECKING:
@@ -256,8 +256,8 @@ class Machine(Protocol):
     def engine(self, name: str) -> LoadEngine:
         """The load engine ``name`` on this machine."""
 
-    def start_backend(self, ctx: StageContext) -> Backend:
-        """The cores (the plan's ``cpus:``), the run's TLS, the backend and the engine's
+    def start_backend(self, ctx: StageContext, layout: LayoutRule) -> Backend:
+        """The cores (the plan's ``cpus:`` by ``layout``), the run's TLS, the backend and the engine's
         ceiling server; what must be undone goes into ``ctx.resources``."""
 
     def provisioner(

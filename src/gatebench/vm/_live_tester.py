@@ -276,7 +276,7 @@ class TesterMachine:
     def _not_here(self, what: str) -> RunError:
         return RunError(f"a live run's tester VM has no {what}: its gateways are VMs of their own")
 
-    def start_backend(self, ctx: StageContext) -> Backend:
+    def start_backend(self, ctx: StageContext, layout: Any = None) -> Backend:
         raise self._not_here("backend of its own")
 
     def provisioner(self, **settings: Any) -> Provisioner:

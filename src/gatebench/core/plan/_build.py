@@ -334,7 +334,7 @@ def _cpus(value: Any, r: Reading) -> Cpus:
     )
     if isinstance(value, str):
         if value in ("pinned", "unpinned"):
-            return Cpus(mode="pinned" if value == "pinned" else "unpinned")
+            return Cpus(mode="pinned" if value == "pinned" else "unpinned", given=True)
         r.error(["cpus"], expected + show(value))
         return Cpus()
     if not isinstance(value, dict):
@@ -364,7 +364,7 @@ def _cpus(value: Any, r: Reading) -> Cpus:
             "the gateway shares a core with the engine or the backend: pinning then does not "
             "keep them apart",
         )
-    return Cpus(mode="explicit", **lists)
+    return Cpus(mode="explicit", given=True, **lists)
 
 
 def _scoring(doc: Any, r: Reading) -> Scoring:

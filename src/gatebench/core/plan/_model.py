@@ -227,6 +227,9 @@ class Cpus:
     gateway: tuple[int, ...] = ()
     engine: tuple[int, ...] = ()
     backend: tuple[int, ...] = ()
+    given: bool = False
+    """The plan says ``cpus:`` (a kind of run may have its own default where it does not:
+    a capacity search splits the cores, gatebench.core.pinning.capacity_layout)."""
 
     def cores(self, role: str) -> tuple[int, ...]:
         found: tuple[int, ...] = getattr(self, role)

@@ -62,8 +62,10 @@ class CapacityMachine(Machine, Protocol):
         hosts: Sequence[object],
         seed: int,
         tick: Callable[[], None],
+        shared_core: str | None = None,
     ) -> Callable[[ProbeRequest], ProbeMetrics]:
-        """The probe function of one target on one workload."""
+        """The probe function of one target on one workload; ``shared_core``: why the target
+        may share a core with the generator (every probe says so in its reasons)."""
 
 
 def capacity_machine(machine: Machine) -> CapacityMachine:

@@ -118,13 +118,26 @@ def capacity_cautions(result: CapacityResult) -> list[str]:
                     f"{s.target} on {e.workload}: {s.label()}; the number is a lower bound, "
                     "not the target's knee."
                 )
+            if s.noisy:
+                out.append(
+                    f"{s.target} on {e.workload}: {s.label()}; neither figure is its knee: "
+                    "search it again on a quieter machine."
+                )
             if not s.knees:
                 out.append(f"{s.target} on {e.workload}: no search finished (no knee).")
-    noisy = sum(1 for c in result.curves if "noisy" in c.reasons)
+    noisy = sum(1 for c in result.curves if "noisy:" in c.reasons)
     if noisy:
         out.append(
             f"{noisy} of {len(result.curves)} probes ran while other processes used more than "
             "20 % of the machine (noisy): a breach there may be the neighbours'."
+        )
+    shared = [c for c in result.curves if "shared core:" in c.reasons]
+    if shared:
+        why = shared[0].reasons.split("shared core: ", 1)[1].split(";")[0]
+        out.append(
+            f"{len(shared)} of {len(result.curves)} probes ran with the target on a core the "
+            f"load generator could use too: {why}. Their knees are of the target beside its "
+            "generator."
         )
     return out
 
@@ -154,28 +167,64 @@ def _plain(value: float | None, digits: int = 0) -> str:
     return f"{value:,.{digits}f}"
 
 
+def best_gateway(endpoint: EndpointResult) -> str | None:
+    """The gateway that carries the most, when that is decided: a knee (not a lower bound,
+    not noisy) whose comparison with every other gateway is decided in its favour."""
+    gateways = [s for s in endpoint.summaries if s.target != BASELINE]
+    for s in gateways:
+        if s.bounded or s.noisy or s.estimate is None:
+            continue
+        against = [
+            c
+            for c in endpoint.comparisons
+            if s.target in (c.better, c.worse) and BASELINE not in (c.better, c.worse)
+        ]
+        if len(against) == len(gateways) - 1 and all(
+            c.better == s.target and c.decided for c in against
+        ):
+            return s.target
+    return None
+
+
+def knee_notes(endpoint: EndpointResult) -> list[tuple[str, str]]:
+    """(target, why) for every target whose searches stopped for a reason a reader needs
+    (bounded, unconfirmed, failed): printed under the knee table, not in it, so the table keeps
+    one line a row however long the reasons are."""
+    out = []
+    for s in endpoint.summaries:
+        why = [s.disagreement_text()] if s.noisy else []
+        why += list(s.notes)
+        if why:
+            out.append((s.target, "; ".join(why)))
+    return out
+
+
 def knee_table(endpoint: EndpointResult, index: int = 0) -> Table:
     """What each target carries on one endpoint: the knee with its interval, against the
-    baseline, per gateway CPU-second, the price of a million requests, the searches behind it."""
+    baseline, per gateway CPU-second, the price of a million requests, the searches behind it.
+    Why searches stopped short goes under it (:func:`knee_notes`; the dashboard reads it in the
+    legend)."""
+    notes = "".join(f" {target}: {why}." for target, why in knee_notes(endpoint))
     table = Table(
         f"capacity-{index}",
         f"{endpoint.workload}: capacity per target",
         [
             Column("target", False),
-            Column("carries within the objective", True),
-            Column("of the baseline", True),
-            Column("req per gateway CPU-s", True, compact=False),
-            Column("per million requests", True),
+            Column("carries", True),
+            Column("of baseline", True),
+            Column("req / gateway CPU-s", True, compact=False),
+            Column("$ / million req", True),
             Column("repetitions", True, compact=False),
             Column("probes", True, compact=False),
-            Column("notes", False, compact=False),
         ],
-        legend=f"Objective: {endpoint.objective}. Stopped: {endpoint.stop}.",
+        legend=(
+            f"Carries: the rate held within the objective ({endpoint.objective}). "
+            f"Stopped: {endpoint.stop}.{notes}"
+        ),
     )
     base = endpoint.summary(BASELINE)
     base_rate = base.estimate if base is not None else None
-    gateways = [s for s in endpoint.summaries if s.target != BASELINE and s.estimate]
-    top = max((s.estimate or 0.0 for s in gateways), default=None)
+    best = best_gateway(endpoint)
     for s in sorted(endpoint.summaries, key=lambda s: (s.target == BASELINE, -(s.estimate or 0))):
         share = (
             100.0 * s.estimate / base_rate
@@ -186,17 +235,12 @@ def knee_table(endpoint: EndpointResult, index: int = 0) -> Table:
         table.add(
             s.target,
             [
-                Cell(
-                    s.label(),
-                    s.estimate,
-                    best=s.target != BASELINE and top is not None and s.estimate == top,
-                ),
+                Cell(s.label(), s.estimate, best=s.target == best),
                 Cell("–" if share is None else f"{share:.0f} %", share),
                 Cell(_plain(s.req_per_cpu_s), s.req_per_cpu_s),
                 Cell("–" if price is None else f"${price:.4f}", price),
                 Cell(str(len(s.knees)), float(len(s.knees))),
                 Cell(str(s.probes), float(s.probes)),
-                Cell("; ".join(s.notes)),
             ],
             sort=s.target,
         )
@@ -319,10 +363,14 @@ def curves_chart(result: CapacityResult, e: EndpointResult, index: int = 0) -> C
 
 def _endpoint_html(report: CapacityReport, e: EndpointResult, colour_of: Any, index: int) -> str:
     comparisons = _model_table(comparison_table(e, index)) if e.comparisons else ""
+    notes = "".join(
+        f"<li><strong>{_e(target)}</strong>: {_e(why)}</li>" for target, why in knee_notes(e)
+    )
     return (
         f'<h3>{_e(e.workload)}</h3><p class="verdict">{_e(e.verdict)}</p>'
         f'<p class="legend">Objective: {_e(e.objective)}. Stopped: {_e(e.stop)}.</p>'
         + _model_table(knee_table(e, index))
+        + (f'<ul class="notes" aria-label="Why searches stopped">{notes}</ul>' if notes else "")
         + hbar_chart(knee_chart(e, index), colour_of)
         + curve_chart(curves_chart(report.result, e, index), colour_of)
         + comparisons
@@ -361,6 +409,7 @@ def render_capacity_html(report: CapacityReport) -> str:
         else ""
     )
     run = report.run
+    cores = run.environment.get("cpus")
     method = (
         "<p>Each probe offers one constant arrival rate (an open model) for a warm-up and a "
         "measured window; the search grows the rate until the objective breaks, bisects to the "
@@ -384,7 +433,9 @@ def render_capacity_html(report: CapacityReport) -> str:
         f"{thresholds}"
         f'<section id="run"><h2>Run</h2><dl class="meta"><dt>repetitions</dt>'
         f"<dd>{result.repetitions}</dd><dt>stopped</dt><dd>{_e(result.stop)}</dd>"
-        f"<dt>target order</dt><dd>{_e(orders)}</dd>{price}</dl></section>"
+        f"<dt>target order</dt><dd>{_e(orders)}</dd>"
+        + (f"<dt>cores</dt><dd>{_e(cores)}</dd>" if cores else "")
+        + f"{price}</dl></section>"
         f'<section id="method"><h2>How to read this report</h2>{method}</section></main>'
         f"<footer>Generated by gatebench {_e(__version__)} on {_e(_when(report.generated_at))}. "
         f"{_e(CAPACITY_NOTE)}</footer>"
@@ -440,6 +491,9 @@ def render_capacity_markdown(report: CapacityReport) -> str:
             "",
         ]
         lines += _md_model_table(knee_table(e, i))
+        notes = knee_notes(e)
+        if notes:
+            lines += [*(f"- {target}: {why}" for target, why in notes), ""]
         if e.comparisons:
             lines += _md_model_table(comparison_table(e, i))
     if report.cautions:
@@ -475,6 +529,7 @@ def capacity_text(report: CapacityReport) -> list[str]:
     for i, e in enumerate(report.result.endpoints):
         lines += ["", f"{e.workload} — objective {e.objective}"]
         lines += ["  " + line for line in text_table(knee_table(e, i))]
+        lines += [f"  {target}: {why}" for target, why in knee_notes(e)]
         lines.append(e.verdict)
     if report.cautions:
         lines.append("")
@@ -613,6 +668,7 @@ def load_capacity_report(store: ResultStore, run_id: str) -> CapacityReport:
 __all__ = [
     "CAPACITY_NOTE",
     "CapacityReport",
+    "best_gateway",
     "build_capacity_report",
     "capacity_cautions",
     "capacity_rows",
@@ -621,6 +677,7 @@ __all__ = [
     "comparison_table",
     "curves_chart",
     "knee_chart",
+    "knee_notes",
     "knee_table",
     "load_capacity_report",
     "render_capacity",

@@ -32,6 +32,7 @@ from gatebench.core.errors import PlanError, RunError
 from gatebench.core.model import RunStatus
 from gatebench.core.trust import TESTER_BOUND_SHARE
 from gatebench.kinds.capacity import (
+    BASELINE,
     Campaign,
     CapacityResult,
     ProbeMetrics,
@@ -188,6 +189,9 @@ class CapacityLoad(Stage):
                     hosts=hosts,
                     seed=seed,
                     tick=_watch(ctx, key.target),
+                    shared_core=backend.layout.shared_with_engine(
+                        ("backend",) if key.target == BASELINE else ("gateway", "backend")
+                    ),
                 )
                 probers[(key.target, key.workload)] = found
             journal.display(

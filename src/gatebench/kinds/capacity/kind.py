@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from gatebench.core.ir import Api
 from gatebench.core.model import ResultStore, RunKind, RunRecord, RunStatus
+from gatebench.core.pinning import capacity_layout
 from gatebench.core.plan import Plan, workload_summary
 from gatebench.core.score import Profile
 from gatebench.kinds.capacity._document import capacity_as_run
@@ -27,14 +28,17 @@ from gatebench.run.stages.teardown import Teardown
 
 CAPACITY_SEARCH: tuple[Stage, ...] = (
     CapacityParse(),
-    StartBackend(),
+    StartBackend(capacity_layout),
     Render(),
     Provision(),
     CapacityLoad(),
     Teardown(),
     CapacityScore(),
 )
-"""``--testers N`` is the load stage's own business: it splits every probe."""
+"""The capacity search (docs/capacity.md): the same stages and names, with its own parse (the
+load generator), cores (the generator on a core of its own where the plan does not say:
+gatebench.core.pinning.capacity_layout), load (the ceilings and the campaign) and score (the
+knees, stored). ``--testers N`` is the load stage's own business: it splits every probe."""
 
 
 def capacity_search(options: RunOptions) -> tuple[Stage, ...]:

@@ -319,7 +319,9 @@ def render_phase_data(
         "body": body,
         "params": params,
         "static": all(g["kind"] == "constant" for g in params.values()),
-        "seed": int(phase.get("seed", 0)) % (2**52),
+        # the generators' seed, exact: a Lua number holds 53 bits, the seed 64
+        "seed_hi": (int(phase.get("seed", 0)) >> 32) & 0xFFFFFFFF,
+        "seed_lo": int(phase.get("seed", 0)) & 0xFFFFFFFF,
         "threads": threads,
         "connections": connections,
         "out": str(out_path),

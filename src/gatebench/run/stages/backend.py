@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from gatebench.core.model import RunStatus
-from gatebench.core.pinning import CpuLayout
+from gatebench.core.pinning import CpuLayout, LayoutRule, resolve_layout
 from gatebench.run._base import Stage
 from gatebench.run.ports import Backend
 from gatebench.run.stages.parse import Parsed
@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
 
 class StartBackend(Stage):
+    """``layout``: how the plan's ``cpus:`` becomes cores (a capacity search splits them its
+    own way: gatebench.core.pinning.capacity_layout)."""
+
     name = "backend"
     step = RunStatus.PROVISIONING
     needs = (Parsed,)
@@ -32,8 +35,11 @@ class StartBackend(Stage):
         "has a fixed address and is created by provision"
     )
 
+    def __init__(self, layout: LayoutRule = resolve_layout) -> None:
+        self.layout = layout
+
     def run(self, ctx: RunContext) -> Backend:
-        return ctx.machine.start_backend(ctx)
+        return ctx.machine.start_backend(ctx, self.layout)
 
 
 def layout_environment(layout: CpuLayout) -> dict[str, Any]:
