@@ -172,7 +172,7 @@ def parse_loadlog(lines: Iterable[str], name: str = "records") -> LoadLog:
 
 def _add(sample: PhaseSample, intended_us: int, latency_us: int, message: str) -> None:
     """One request, its times kept in µs until the phase is complete (:func:`_in_ms`)."""
-    sample.latencies.append(latency_us / 1000.0)
+    sample.add_latency(latency_us / 1000.0)
     if message:
         sample.ko += 1
         sample.errors[message] += 1
