@@ -221,7 +221,7 @@ module "workflow" {
     GATEBENCH_FIRESTORE_DATABASE    = module.results.firestore_database
     GATEBENCH_BQ_DATASET            = module.results.bigquery.dataset
     GATEBENCH_BQ_TABLE              = module.results.bigquery.table
-    GATEBENCH_BUILD_LOCATION        = var.region
+    GATEBENCH_BUILD_LOCATION        = var.build_region
     GATEBENCH_BUILD_SERVICE_ACCOUNT = module.runner.build_service_account.id
     GATEBENCH_RUNNER_IMAGE          = module.runner.image
     GATEBENCH_BUILD_PROVISION       = local.builds.provision

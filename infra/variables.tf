@@ -14,6 +14,16 @@ variable "bigquery_location" {
   default     = null
 }
 
+variable "build_region" {
+  description = "Region of every Cloud Build build of the deployment: the runner image's, and each run's provision, load and teardown builds (they only call Google's APIs: the VMs stay in `zone`). Cloud Build restricts some projects, new ones included, to us-central1, us-west2, europe-west1, asia-east1, australia-southeast1 and southamerica-east1 (Cloud Build's \"Locations\" page), so the default is one of those; another region works once the project may build there."
+  type        = string
+  default     = "europe-west1"
+  validation {
+    condition     = can(regex("^[a-z]+-[a-z]+[0-9]+$", var.build_region))
+    error_message = "build_region: a region name such as europe-west1 (us-central1, us-west2, europe-west1, asia-east1, australia-southeast1 and southamerica-east1 work in every project)."
+  }
+}
+
 variable "firestore_location" {
   description = "Location of the Firestore database (a region, or a multi-region such as eur3 or nam5). Null (the default): the deployment's region; set it where Firestore does not offer that region."
   type        = string
@@ -96,7 +106,7 @@ variable "project_id" {
 }
 
 variable "region" {
-  description = "Region of the buckets, functions, workflow, builds and the benchmark network."
+  description = "Region of the buckets, functions, workflow and the benchmark network (the builds run in build_region)."
   type        = string
   default     = "europe-central2"
 }

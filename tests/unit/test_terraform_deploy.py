@@ -1046,3 +1046,32 @@ def test_a_gateway_vms_token_reads_configurations_not_results() -> None:
         "pipeline/settings.json",
     ):
         assert not allowed(gateway, "get", name), name
+
+
+# -- where the builds run
+
+
+def test_builds_run_in_a_region_every_project_may_build_in() -> None:
+    """Cloud Build restricts some projects (new ones among them) to six regions; the stand-ins
+    act as such a project and refuse a build elsewhere. Every build of a deployment left at its
+    defaults (the runs' three, through the workflow's GATEBENCH_BUILD_LOCATION, and the runner
+    image's, through the output command) runs in build_region, one of those six, apart from the
+    VMs' region."""
+    from cloud.pipeline import deployed_workflow_env
+    from cloud.standins import RESTRICTED_BUILD_REGIONS, build_location_refused
+
+    location = deployed_workflow_env("GATEBENCH_BUILD_LOCATION")
+    assert location in RESTRICTED_BUILD_REGIONS
+    assert build_location_refused(f"projects/p/locations/{location}") is None
+    variables = {
+        k.strip('"'): v
+        for block in load_hcl(INFRA / "variables.tf")["variable"]
+        for k, v in block.items()
+    }
+    vm_region = str(variables["region"]["default"]).strip('"')
+    refused = build_location_refused(f"projects/p/locations/{vm_region}")
+    assert refused is not None  # the VMs' default region: a new project cannot build there
+    outputs = (INFRA / "outputs.tf").read_text()
+    block = outputs[outputs.index('output "runner_image_build_command"') :].split("\n}")[0]
+    assert "--region ${var.build_region}" in block
+    assert "var.region" not in block
