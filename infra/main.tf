@@ -83,6 +83,13 @@ module "runs" {
       prefixes = ["runs/"]
       suffixes = []
     },
+    # The sources `gcloud builds submit` staged for the runner image's builds (a tarball of
+    # the checkout each time), after build_source_retention_days.
+    {
+      age_days = var.build_source_retention_days
+      prefixes = ["pipeline/source/"]
+      suffixes = []
+    },
   ]
   iam = {
     # Functions and builds read the settings and list a run's objects; the workflow's
@@ -117,6 +124,16 @@ module "state" {
   labels               = local.labels
   versioning           = true
   keep_noncurrent_days = var.state_versions_days
+  # A run's state (and a lock a killed build left) once the run is long over: its VMs deleted
+  # themselves after limits.vm_lifetime at the latest. The object becomes an old version, gone
+  # after state_versions_days. The deployment's own state (deployment/) is never aged.
+  lifecycle_rules = [
+    {
+      age_days = var.run_state_retention_days
+      prefixes = ["runs/"]
+      suffixes = []
+    },
+  ]
   iam = {
     # `terraform init` lists the bucket's states.
     "roles/storage.objectViewer" = [module.runner.build_member]
@@ -260,6 +277,10 @@ resource "google_storage_bucket_object" "settings" {
         || (upper(local.bigquery_location) == "US" && startswith(var.region, "us-"))
       )
       error_message = "bigquery_location: ${local.bigquery_location} cannot load rows from a bucket in ${var.region}; leave it null (the region) or use the multi-region containing ${var.region}."
+    }
+    precondition {
+      condition     = var.run_state_retention_days * 86400 > var.limits.vm_lifetime
+      error_message = "run_state_retention_days: ${var.run_state_retention_days} days is not longer than limits.vm_lifetime (${var.limits.vm_lifetime} s): a run's state must outlive its VMs."
     }
   }
 }

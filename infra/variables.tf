@@ -24,6 +24,16 @@ variable "build_region" {
   }
 }
 
+variable "build_source_retention_days" {
+  description = "The sources staged for the runner image's builds (gs://RUNS_BUCKET/pipeline/source/, a tarball of the checkout per build) are deleted after this many days."
+  type        = number
+  default     = 7
+  validation {
+    condition     = var.build_source_retention_days >= 1 && var.build_source_retention_days <= 3650
+    error_message = "build_source_retention_days: 1 to 3650."
+  }
+}
+
 variable "firestore_location" {
   description = "Location of the Firestore database (a region, or a multi-region such as eur3 or nam5). Null (the default): the deployment's region; set it where Firestore does not offer that region."
   type        = string
@@ -128,6 +138,16 @@ variable "run_retention_days" {
   validation {
     condition     = var.run_retention_days >= 1 && var.run_retention_days <= 36500
     error_message = "run_retention_days: 1 to 36500."
+  }
+}
+
+variable "run_state_retention_days" {
+  description = "Each run's Terraform state (gs://STATE_BUCKET/runs/RUN/) is deleted this many days after its last write (then kept as an old version for state_versions_days); it must outlive the run's VMs (limits.vm_lifetime). The deployment's own state is kept."
+  type        = number
+  default     = 30
+  validation {
+    condition     = var.run_state_retention_days >= 1 && var.run_state_retention_days <= 3650
+    error_message = "run_state_retention_days: 1 to 3650."
   }
 }
 

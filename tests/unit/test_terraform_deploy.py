@@ -972,7 +972,80 @@ def test_images_and_run_objects_do_not_pile_up() -> None:
             "suffixes": ["/simulation.log"],
         },
         {"age_days": "${var.run_retention_days}", "prefixes": ["runs/"], "suffixes": []},
+        {
+            "age_days": "${var.build_source_retention_days}",
+            "prefixes": ["pipeline/source/"],
+            "suffixes": [],
+        },
     ]
+
+
+def defaults() -> dict[str, Any]:
+    return {
+        k: v.get("default")
+        for block in load_hcl(INFRA / "variables.tf")["variable"]
+        for k, v in block.items()
+    }
+
+
+def lifecycle_deletes(bucket: str, name: str, age_days: float) -> bool:
+    """Whether Cloud Storage's lifecycle management deletes the live object ``name`` of the
+    deployment's bucket (module ``bucket``: "runs" or "state") at ``age_days``, with every
+    variable at its default: some rule's conditions all hold (age at least ``age``, the name
+    starting with one of ``matches_prefix`` and ending with one of ``matches_suffix`` when they
+    are set), as the bucket module writes each rule (infra/modules/bucket/main.tf)."""
+    values = defaults()
+
+    def number(text: Any) -> float:
+        match = re.fullmatch(r"\$\{var\.(\w+)\}", str(text))
+        return float(values[match.group(1)] if match else text)
+
+    for rule in root()["module"][bucket].get("lifecycle_rules") or []:
+        if age_days < number(rule["age_days"]):
+            continue
+        if rule["prefixes"] and not any(name.startswith(p) for p in rule["prefixes"]):
+            continue
+        if rule["suffixes"] and not any(name.endswith(x) for x in rule["suffixes"]):
+            continue
+        return True
+    return False
+
+
+def test_staged_build_sources_and_old_run_states_are_deleted_and_nothing_the_deployment_needs() -> (
+    None
+):
+    """Every object a deployment writes again and again goes after its retention: the sources
+    each `gcloud builds submit` stages (pipeline/source/), each run's state and a lock a killed
+    build left (the state bucket's runs/); what the deployment itself needs stays: its settings,
+    its functions' current archives (Terraform replaces one when its content changes) and its
+    own state (deployment/)."""
+    values = defaults()
+    keep = [
+        ("runs", "pipeline/settings.json"),
+        ("runs", "pipeline/functions/score-0123456789abcdef0123456789abcdef.zip"),
+        ("state", "deployment/default.tfstate"),
+    ]
+    for bucket, name in keep:
+        assert not lifecycle_deletes(bucket, name, 10 * 365), name
+    aged = [
+        ("runs", "pipeline/source/1733000000.123456-0a1b2c.tgz", "build_source_retention_days"),
+        ("state", f"runs/{RUN_ID}/default.tfstate", "run_state_retention_days"),
+        ("state", f"runs/{RUN_ID}/default.tflock", "run_state_retention_days"),
+        ("runs", f"runs/{RUN_ID}/fleet.json", "run_retention_days"),
+        ("runs", f"runs/{RUN_ID}/raw/gatling/simulation.log", "raw_log_retention_days"),
+    ]
+    for bucket, name, variable in aged:
+        days = float(values[variable])
+        assert not lifecycle_deletes(bucket, name, days - 1), name
+        assert lifecycle_deletes(bucket, name, days), name
+    # A run's state outlives its VMs by far (apply refuses a shorter retention).
+    assert float(values["run_state_retention_days"]) * 86400 > 43200
+    settings = root()["resource"]["google_storage_bucket_object.settings"]
+    (lifecycle,) = settings["lifecycle"]
+    assert any(
+        p["condition"] == "${var.run_state_retention_days * 86400 > var.limits.vm_lifetime}"
+        for p in lifecycle["precondition"]
+    )
 
 
 # -- locations tied to the region
