@@ -31,6 +31,8 @@ import hcl2
 import pytest
 import yaml
 
+from cloud.computeiam import cel
+
 ROOT = Path(__file__).resolve().parents[2]
 INFRA = ROOT / "infra"
 RUN_ID = "r-0123456789abcdef0123"
@@ -610,78 +612,55 @@ def enabled_services_sorted() -> list[str]:
 # -- defects 8 and 9: images pushed by the build account; grants scoped to the run's VMs
 
 
-def cel(expression: str, resource_type: str, name: str) -> bool:
-    """The subset of IAM Conditions' CEL the conditions use: ==, !=, &&, ||, parentheses,
-    string literals, resource.type, resource.name.startsWith/endsWith/extract("...{x}")."""
-
-    def extract(value: str, template: str) -> str:
-        # The text after the template's part before ``{x}`` up to the first occurrence of its
-        # part after ``{x}`` (to the end when there is none); "" when either is missing.
-        prefix, _, rest = template.partition("{")
-        suffix = rest.split("}", 1)[1]
-        if prefix not in value:
-            return ""
-        after = value.split(prefix, 1)[1]
-        if not suffix:
-            return after
-        return after.split(suffix, 1)[0] if suffix in after else ""
-
-    python = (
-        expression.replace("&&", " and ")
-        .replace("||", " or ")
-        .replace("resource.type", "resource_type")
-    )
-    python = re.sub(r'resource\.name\.extract\(("[^"]*")\)', r"extract(resource_name, \1)", python)
-    python = python.replace("resource.name", "resource_name")
-    python = python.replace(".startsWith(", ".startswith(").replace(".endsWith(", ".endswith(")
-    scope = {"extract": extract, "resource_type": resource_type, "resource_name": name}
-    return bool(eval(python, {"__builtins__": {}}, scope))
-
-
-def build_instances_condition(prefix: str) -> str:
-    doc = load_hcl(INFRA / "modules" / "runner" / "main.tf")
-    grant = next(
-        b["google_project_iam_member"]["build_instances"]
-        for b in doc["resource"]
-        if "build_instances" in b.get("google_project_iam_member", {})
-    )
-    assert grant["role"] == "roles/compute.instanceAdmin.v1"
-    (condition,) = grant["condition"]
-    assert condition["expression"] == "${local.run_vms_only}"
-    local = {k: v for block in doc["locals"] for k, v in block.items()}
-    assert local["run_vm_prefix"] == "${var.prefix}-r-"
-    parts = re.findall(r'"((?:[^"\\]|\\.)*)"', local["run_vms_only"].split("[", 1)[1])
-    assert local["run_vms_only"].startswith('${join(" || ", [')
-    return " || ".join(
-        p.replace('\\"', '"').replace("${local.run_vm_prefix}", f"{prefix}-r-") for p in parts
-    )
-
-
 def test_the_build_account_administers_only_the_runs_instances_and_disks() -> None:
+    """The build account's Compute Engine role holds exactly the permissions the builds'
+    Terraform uses (tests/cloud/computeiam.py says which call needs which, from Google's
+    pages), and its condition keeps instances and disks to a run's VMs: nothing it holds acts
+    on another instance or disk, or on any other resource type (instance templates, instance
+    groups, images and snapshots came with the predefined role it had)."""
+    from cloud.computeiam import CREATE, DELETE, READ, USED, build_grant, refusal
     from gatebench.cloud._layout import layout_for
 
-    expression = build_instances_condition("gb")
+    grant = build_grant("gb")
+    assert grant.role == "${google_project_iam_custom_role.run_vms.id}"
+    assert grant.permissions == USED
     layout = layout_for({"prefix": "gb", "zone": "z", "project": "p"}, RUN_ID, ["nginx"])
-    zone = "projects/p/zones/europe-central2-a"
-    instance, disk = "compute.googleapis.com/Instance", "compute.googleapis.com/Disk"
+    subnet = "projects/p/regions/europe-central2/subnetworks/gb-bench"
+    calls = CREATE + READ + DELETE
     for vm in (
         layout.vm_name("backend"),
         layout.vm_name("tester"),
         layout.vm_name("gateway", "nginx"),
     ):
-        assert cel(expression, instance, f"{zone}/instances/{vm}"), vm
-        assert cel(expression, disk, f"{zone}/disks/{vm}"), vm  # the boot disk takes its name
+        assert refusal(grant, calls, "europe-central2-a", "p", vm, subnet) is None, vm
     for other in ("prod-db", "gb-dashboard", "gbx-r-1", "r-0123"):
-        assert not cel(expression, instance, f"{zone}/instances/{other}"), other
-        assert not cel(expression, disk, f"{zone}/disks/{other}"), other
-    # What the role needs besides instances and disks stays usable.
-    assert cel(
-        expression, "compute.googleapis.com/Subnetwork", "projects/p/regions/r/subnetworks/s"
+        found = refusal(grant, CREATE, "europe-central2-a", "p", other, subnet)
+        assert found == (
+            "googleapi: Error 403: Required 'compute.instances.create' permission for "
+            f"'projects/p/zones/europe-central2-a/instances/{other}', forbidden"
+        )
+        assert refusal(grant, DELETE, "europe-central2-a", "p", other, subnet) is not None
+    unrestricted = {
+        p for p in grant.permissions if not p.startswith(("compute.instances.", "compute.disks."))
+    }
+    assert unrestricted == {"compute.subnetworks.use", "compute.zoneOperations.get"}
+
+
+def test_the_predefined_instance_admin_role_would_reach_beyond_the_runs_vms() -> None:
+    """What the custom role replaced: roles/compute.instanceAdmin.v1 under the same condition
+    left every resource type but instances and disks open, templates and groups among them."""
+    from cloud.computeiam import PREDEFINED, BuildGrant, build_grant
+
+    condition = build_grant("gb").condition
+    old = BuildGrant(
+        "roles/compute.instanceAdmin.v1", PREDEFINED["roles/compute.instanceAdmin.v1"], condition
     )
-    assert cel(
-        expression,
-        "compute.googleapis.com/Image",
-        "projects/cos-cloud/global/images/family/cos-stable",
+    template = "projects/p/global/instanceTemplates/anything"
+    assert old.allows(
+        "compute.instanceTemplates.create", "compute.googleapis.com/InstanceTemplate", template
+    )
+    assert not build_grant("gb").allows(
+        "compute.instanceTemplates.create", "compute.googleapis.com/InstanceTemplate", template
     )
 
 
@@ -1148,3 +1127,19 @@ def test_builds_run_in_a_region_every_project_may_build_in() -> None:
     block = outputs[outputs.index('output "runner_image_build_command"') :].split("\n}")[0]
     assert "--region ${var.build_region}" in block
     assert "var.region" not in block
+
+
+def test_the_terraform_stand_in_refuses_what_the_build_role_lacks(tmp_path: Path) -> None:
+    """The pipeline's Terraform stand-in applies as the build account: a role without one of
+    the permissions creating an instance needs fails the apply with Compute Engine's 403."""
+    from cloud.computeiam import CREATE, build_grant, refusal
+
+    runner = tmp_path / "main.tf"
+    text = (INFRA / "modules" / "runner" / "main.tf").read_text()
+    runner.write_text(text.replace('    "compute.instances.setTags",\n', ""))
+    grant = build_grant("gb", runner)
+    vm = f"gb-{RUN_ID}-gw-nginx"
+    assert refusal(grant, CREATE, "z", "p", vm, "projects/p/regions/r/subnetworks/s") == (
+        "googleapi: Error 403: Required 'compute.instances.setTags' permission for "
+        f"'projects/p/zones/z/instances/{vm}', forbidden"
+    )
