@@ -25,7 +25,10 @@ locals {
     accounts     = module.runner.vm_service_accounts
     labels       = local.labels
     limits       = var.limits
-    layout       = "dns"
+    # What a run may cost: the parse step refuses other machine types and a higher estimate.
+    allowed_machine_types = var.allowed_machine_types
+    max_run_cost_usd      = var.max_run_cost_usd
+    layout                = "dns"
     # Cloud NAT exists: a plan may benchmark a service on the internet (the parse step refuses
     # one otherwise).
     outside_access = var.outside_access
@@ -277,6 +280,12 @@ resource "google_storage_bucket_object" "settings" {
         || (upper(local.bigquery_location) == "US" && startswith(var.region, "us-"))
       )
       error_message = "bigquery_location: ${local.bigquery_location} cannot load rows from a bucket in ${var.region}; leave it null (the region) or use the multi-region containing ${var.region}."
+    }
+    precondition {
+      # Anyone may start runs through a public upload form: what one run may cost is bounded
+      # before it starts, not only alerted on by a billing budget afterwards.
+      condition     = !var.public_upload || (length(var.allowed_machine_types) > 0 && var.max_run_cost_usd != null)
+      error_message = "public_upload: a public upload form needs allowed_machine_types (for example [\"n2-standard-2\"]) and max_run_cost_usd (for example 5), which the parse step enforces on every upload."
     }
     precondition {
       condition     = var.run_state_retention_days * 86400 > var.limits.vm_lifetime

@@ -1,3 +1,13 @@
+variable "allowed_machine_types" {
+  description = "Machine types a run may ask for (x-gatebench.infrastructure.gateway_machine, tester_machine, backend_machine): the parse step refuses any other. Empty: every type gatebench prices (E2 and N2 standard, highmem and highcpu; a type it cannot price is refused either way). Required when public_upload is on."
+  type        = list(string)
+  default     = []
+  validation {
+    condition     = alltrue([for m in var.allowed_machine_types : can(regex("^(e2|n2)-(standard|highmem|highcpu)-[0-9]+$", m))])
+    error_message = "allowed_machine_types: E2 or N2 predefined types (for example n2-standard-2), the ones gatebench prices."
+  }
+}
+
 variable "api_clients" {
   description = "Secret Manager secret (its id in this project) holding the valid keys of a run's auth.api_key policies, comma-separated (the tester sends the first). Only the gateway and tester VMs' service accounts may read it; no key is ever in a bucket. Empty: the cloud path refuses auth.api_key."
   type        = string
@@ -88,6 +98,16 @@ variable "limits" {
   validation {
     condition     = var.limits.vm_lifetime > var.limits.provision_s + var.limits.load_s + var.limits.teardown_s
     error_message = "limits.vm_lifetime (VMs delete themselves after it) must exceed provision_s + load_s + teardown_s."
+  }
+}
+
+variable "max_run_cost_usd" {
+  description = "The most one run may cost, by gatebench's estimate before it starts (the figures `gatebench plan` prints: list prices, docs/cloud.md \"Costs\"), in USD: the parse step refuses a run estimated above it. Null: no bound. Required when public_upload is on (billing budgets only alert, up to a day late)."
+  type        = number
+  default     = null
+  validation {
+    condition     = var.max_run_cost_usd == null || try(var.max_run_cost_usd > 0, false)
+    error_message = "max_run_cost_usd: a positive number of US dollars, or null."
   }
 }
 

@@ -1143,3 +1143,57 @@ def test_the_terraform_stand_in_refuses_what_the_build_role_lacks(tmp_path: Path
         "googleapi: Error 403: Required 'compute.instances.setTags' permission for "
         f"'projects/p/zones/z/instances/{vm}', forbidden"
     )
+
+
+# -- what one run may cost
+
+
+def console(expression: str, variables: dict[str, Any], tmp_path: Path) -> Any:
+    """``expression`` as Terraform evaluates it with these variables (their values given as
+    defaults of a scratch configuration; no provider)."""
+    blocks = "".join(
+        f"variable {json.dumps(name)} {{\n  default = {json.dumps(value)}\n}}\n"
+        for name, value in variables.items()
+    )
+    (tmp_path / "main.tf").write_text(blocks)
+    result = subprocess.run(
+        [terraform_cli(), "console", "-no-color"],
+        input=f"jsonencode({expression})\n",
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TF_CLI_CONFIG_FILE": os.devnull, "TF_IN_AUTOMATION": "1"},
+        timeout=120,
+    )
+    assert "Error" not in result.stderr, result.stderr
+    return json.loads(json.loads(result.stdout.strip().splitlines()[-1]))
+
+
+def test_a_public_upload_form_needs_both_cost_bounds(tmp_path: Path) -> None:
+    """The apply stops on a public upload form without allowed_machine_types and
+    max_run_cost_usd (the precondition, evaluated by Terraform itself); both reach the parse
+    step through the settings (tests/unit/test_cloud_parse_limits.py enforces them)."""
+    settings = root()["resource"]["google_storage_bucket_object.settings"]
+    (lifecycle,) = settings["lifecycle"]
+    (condition,) = [
+        p["condition"][2:-1] for p in lifecycle["precondition"] if "public_upload" in p["condition"]
+    ]
+    cases = [
+        (False, [], None, True),
+        (True, [], None, False),
+        (True, ["n2-standard-2"], None, False),
+        (True, [], 5, False),
+        (True, ["n2-standard-2"], 5, True),
+    ]
+    for public, allowed, bound, holds in cases:
+        variables = {
+            "public_upload": public,
+            "allowed_machine_types": allowed,
+            "max_run_cost_usd": bound,
+        }
+        assert console(condition, variables, tmp_path) is holds, variables
+    local = {k: v for block in load_hcl(INFRA / "main.tf")["locals"] for k, v in block.items()}
+    assert local["settings"]["allowed_machine_types"] == "${var.allowed_machine_types}"
+    assert local["settings"]["max_run_cost_usd"] == "${var.max_run_cost_usd}"
+    defaults_ = defaults()
+    assert (defaults_["allowed_machine_types"], defaults_["max_run_cost_usd"]) == ([], None)

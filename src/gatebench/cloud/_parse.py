@@ -13,6 +13,10 @@ Besides the description and its plan, the deployment refuses an upload for:
   image repositories without it);
 - a plan with ``tls`` when the deployment has no certificate authority for it
   (``/x-gatebench/tls``: gatebench.cloud._tls);
+- what a run may cost: a machine type gatebench cannot price, or one outside the deployment's
+  ``allowed_machine_types``, at ``/x-gatebench/infrastructure/ROLE_machine``, and a run whose
+  estimate (gatebench.core.cost, the figures ``gatebench plan`` prints) is above the
+  deployment's ``max_run_cost_usd`` (Terraform requires both when uploads are public);
 - too many runs at once: while ``limits.max_active_runs`` runs are in progress, no new one
   starts (a public upload form cannot start unbounded fleets). A run counts while it is not
   finished and its last update is recent enough for it to be alive (:func:`active_runs`); two
@@ -31,10 +35,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from gatebench.core.cost import vm_max_run_s
+from gatebench.cloud._firestore_rest import firestore_fields
+from gatebench.cloud._objects import ObjectRef
+from gatebench.cloud._tls import tls_problems
+from gatebench.core.cost import CostError, machine_hourly, machine_roles, run_estimate, vm_max_run_s
 from gatebench.core.errors import PlanError, Problem
 from gatebench.core.model import RunRecord
 from gatebench.core.plan import Backend, Plan, load_plan, workload_summary
+from gatebench.core.scaleplan import ScaleAsk
+from gatebench.core.spec import SpecResult, read_spec
 from gatebench.kinds.request import (
     METADATA_HEADER,
     METADATA_KEY,
@@ -42,10 +51,6 @@ from gatebench.kinds.request import (
     UploadRejected,
     run_request_from_metadata,
 )
-from gatebench.core.spec import SpecResult, read_spec
-from gatebench.cloud._firestore_rest import firestore_fields
-from gatebench.cloud._objects import ObjectRef
-from gatebench.cloud._tls import tls_problems
 
 MAX_MESSAGE = 1500
 
@@ -123,11 +128,64 @@ def inside_network(url: str) -> bool:
     return address.is_private or address.is_link_local or address.is_loopback
 
 
-def deployment_problems(
-    plan: Plan, settings: Mapping[str, Any], active: Sequence[RunRecord]
+def cost_problems(
+    plan: Plan, settings: Mapping[str, Any], *, kind: str = "fixed", live: ScaleAsk | None = None
 ) -> list[Problem]:
-    """What the deployment refuses in this plan: its zone outside the region, one run too
-    many (docs/cloud.md, "Limits")."""
+    """What the deployment refuses of what a run would cost: a machine type gatebench cannot
+    price or the deployment does not allow (``allowed_machine_types``; empty: every priced
+    type), and an estimate above ``max_run_cost_usd`` (docs/cloud.md, "Costs")."""
+    data = plan.to_dict()
+    allowed = [str(m) for m in settings.get("allowed_machine_types") or []]
+    problems = []
+    for role, machine in dict.fromkeys(machine_roles(data, live=live is not None)):
+        pointer = f"/x-gatebench/infrastructure/{role}"
+        try:
+            machine_hourly(machine)
+        except CostError as exc:
+            problems.append(
+                Problem(
+                    pointer,
+                    f"{exc}: this deployment runs only machine types gatebench can price, so "
+                    "that every run's cost is known before it starts",
+                )
+            )
+            continue
+        if allowed and machine not in allowed:
+            problems.append(
+                Problem(
+                    pointer,
+                    f"machine type {machine!r} is not one this deployment allows: "
+                    f"{', '.join(allowed)} (the Terraform variable allowed_machine_types)",
+                )
+            )
+    bound = settings.get("max_run_cost_usd")
+    if problems or bound is None:
+        return problems
+    estimate = run_estimate(data, kind=kind, live=live)
+    if estimate.total_usd > float(bound):
+        problems.append(
+            Problem(
+                "/x-gatebench",
+                f"this run is estimated to cost ${estimate.total_usd:.2f} ({estimate.vms} VMs "
+                f"for {estimate.vm_s / 60:.0f} min each; `gatebench plan` prints every figure), "
+                f"above this deployment's bound of ${float(bound):.2f} a run "
+                "(max_run_cost_usd): ask for fewer targets, repetitions or testers, shorter "
+                "phases or smaller machines",
+            )
+        )
+    return problems
+
+
+def deployment_problems(
+    plan: Plan,
+    settings: Mapping[str, Any],
+    active: Sequence[RunRecord],
+    *,
+    kind: str = "fixed",
+    live: ScaleAsk | None = None,
+) -> list[Problem]:
+    """What the deployment refuses in this plan: its zone outside the region, what it would
+    cost, one run too many (docs/cloud.md, "Limits", "Costs")."""
     problems = []
     region = settings.get("region")
     zone = plan.infrastructure.zone if plan.infrastructure else None
@@ -162,6 +220,7 @@ def deployment_problems(
             )
         )
     problems += tls_problems(plan, settings, for_s=vm_max_run_s(plan.to_dict()))
+    problems += cost_problems(plan, settings, kind=kind, live=live)
     limit = (settings.get("limits") or {}).get("max_active_runs")
     if isinstance(limit, int) and len(active) >= limit:
         ids = ", ".join(r.run_id for r in active[:5]) + (" ..." if len(active) > 5 else "")
@@ -228,7 +287,7 @@ def parse_upload(
         return _parse_live(outcome, result, plan, request, now, settings, unfinished)
     if settings is not None:
         active = active_runs(unfinished, settings, now, ref.run_id)
-        refused = deployment_problems(plan, settings, active)
+        refused = deployment_problems(plan, settings, active, kind=request.kind)
         if refused:
             outcome.problems.extend(refused)
             return outcome
@@ -266,7 +325,11 @@ def _parse_live(
         # its backends are gatebench's echo backends, whatever the plan's backend is
         echo = replace(plan, backend=Backend("builtin", builtin="echo"))
         refused += deployment_problems(
-            echo, settings, active_runs(unfinished, settings, now, run.run_id)
+            echo,
+            settings,
+            active_runs(unfinished, settings, now, run.run_id),
+            kind=request.kind,
+            live=request.scale,
         )
     if refused:
         outcome.problems.extend(refused)
