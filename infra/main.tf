@@ -2,6 +2,13 @@
 # Cloud Build + per-run VMs (infra/vms) → Firestore and BigQuery; the dashboard (static site
 # in the runs bucket, read and upload functions). See infra/README.md.
 
+# The image the runs' VMs boot, looked up at the apply: one that does not exist (any more)
+# stops the apply, not the first run's provision build.
+data "google_compute_image" "vm" {
+  project = "cos-cloud"
+  name    = var.vm_image
+}
+
 locals {
   labels = merge(var.labels, { app = "gatebench" })
   # Tied to the region unless chosen: the runs bucket, the network and the functions are there.
@@ -22,6 +29,7 @@ locals {
     subnetwork   = module.network.subnetwork
     tags         = module.network.tags
     runner_image = module.runner.image
+    vm_image     = "projects/cos-cloud/global/images/${data.google_compute_image.vm.name}"
     accounts     = module.runner.vm_service_accounts
     labels       = local.labels
     limits       = var.limits

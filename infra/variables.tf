@@ -259,6 +259,16 @@ variable "users" {
   }
 }
 
+variable "vm_image" {
+  description = "The Container-Optimized OS image (project cos-cloud) every run's VMs boot, by name: pinned, so that runs are repeatable (a family such as cos-stable moves to a new Docker and kernel without notice) and each run records it. The apply stops when the image does not exist. Newer images: `gcloud compute images list --project cos-cloud --no-standard-images --filter='family~lts'`."
+  type        = string
+  default     = "cos-133-19999-44-85"
+  validation {
+    condition     = can(regex("^cos-[0-9]+-[0-9]+-[0-9]+-[0-9]+$", var.vm_image))
+    error_message = "vm_image: an image name of cos-cloud such as cos-133-19999-44-85 (cos-MILESTONE-BUILD), not a family."
+  }
+}
+
 variable "zone" {
   description = "Default zone of the benchmark VMs, in `region` (a spec's x-gatebench.infrastructure.zone overrides it; the parse step refuses one outside `region`)."
   type        = string

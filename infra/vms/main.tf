@@ -7,7 +7,7 @@
 
 locals {
   labels   = merge(var.labels, { gatebench-run = var.run_id })
-  image    = "projects/cos-cloud/global/images/family/cos-stable"
+  image    = var.image
   name     = "${var.prefix}-${var.run_id}"
   registry = split("/", var.runner_image)[0]
   # The Docker Hub remote repository of infra/modules/runner: same registry host and project

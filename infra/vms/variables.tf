@@ -61,6 +61,15 @@ variable "gateways" {
   }
 }
 
+variable "image" {
+  description = "The Container-Optimized OS image every VM of the run boots, by name, never a family: the deployment's vm_image, so a run can be repeated on the same system (its Docker, kernel and cgroup layout) and records it."
+  type        = string
+  validation {
+    condition     = can(regex("^projects/cos-cloud/global/images/cos-[a-z0-9-]+$", var.image))
+    error_message = "image: a Container-Optimized OS image of the cos-cloud project by name (projects/cos-cloud/global/images/cos-...), not a family."
+  }
+}
+
 variable "labels" {
   description = "Labels of every VM (gatebench-run is added)."
   type        = map(string)

@@ -72,6 +72,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "gatebench-test"
 UPLOADS, RUNS = "gb-uploads", "gb-runs"
 IMAGE = "europe-central2-docker.pkg.dev/gatebench-test/gb-gatebench/runner:0.1.0"
+VM_IMAGE = "projects/cos-cloud/global/images/cos-133-19999-44-85"
+"""The Container-Optimized OS image the deployment pins (infra/ vm_image): each run records it."""
 # The deployment's secrets (docs/cloud.md, "Signed tokens", "API keys" and "TLS and
 # replicas"): Terraform variables naming them, and their contents in the local VMs' Secret
 # Manager stand-in; the TLS CA's certificate is a setting of its own (public).
@@ -161,6 +163,7 @@ def world(
             "tags": {"tester": "gb-tester", "gateway": "gb-gateway", "backend": "gb-backend"},
             "accounts": {"tester": "t@x", "gateway": "g@x", "backend": "b@x"},
             "runner_image": IMAGE,
+            "vm_image": VM_IMAGE,
             "limits": {"vm_lifetime": 3600},
             "labels": {"app": "gatebench"},
             **SECRET_VARIABLES,  # names only (infra/main.tf)
@@ -347,6 +350,9 @@ def test_petstore_through_two_gateways_and_two_testers_runs_to_done_in_the_runne
     saved = json.loads(storage.read_optional(RUNS, f"runs/{run_id}/vms.tfvars.json") or b"{}")
     digests = world["digests"]
     assert saved["runner_image"] == f"{IMAGE}@{digests[IMAGE]}"
+    # ... and the VMs booted the deployment's pinned system image, which the run records.
+    assert saved["image"] == VM_IMAGE
+    assert stored_run(run_id)["environment"]["vm_image"] == VM_IMAGE
     for name in ("nginx", "haproxy"):
         image = saved["gateways"][name]["image"]
         tag, _, pinned = image.partition("@")

@@ -263,3 +263,40 @@ def test_a_bad_meter_wait_is_a_located_error(value: Any, message: str) -> None:
     with pytest.raises(RequestError) as info:
         meter_wait_from_request({"run_id": RUN, "meter_wait_s": value}, METER_WAIT_S)
     assert [(p.pointer, p.message) for p in info.value.problems] == [("/meter_wait_s", message)]
+
+
+def test_the_run_records_the_container_optimized_os_image_its_vms_booted(
+    run: tuple[MemoryBucket, SqliteStore],
+) -> None:
+    """The deployment pins the VMs' image (infra/ vm_image, never a family that moves); the
+    provision build saves it with the run's variables and the score step records it."""
+    from gatebench.cloud._vms import VARS_OBJECT, vm_vars
+
+    bucket, store = run
+    settings = {
+        "project": "p",
+        "prefix": "gb",
+        "subnetwork": "s",
+        "tags": {},
+        "accounts": {},
+        "runner_image": "r/runner:1",
+        "vm_image": "projects/cos-cloud/global/images/cos-133-19999-44-85",
+        "limits": {},
+    }
+    values = vm_vars(settings, {}, RUN, RUNS)
+    assert values["image"] == settings["vm_image"]
+    bucket.write(RUNS, VARS_OBJECT.format(run_id=RUN), json.dumps(values))
+    bucket.write(RUNS, CGROUP, FINAL)
+    ingest_run(bucket, store, RUNS, RUN, meter_wait_s=0, clock=SteppingClock(5000.0))
+    recorded = store.get_run(RUN)
+    assert recorded is not None
+    assert (
+        recorded.environment["vm_image"] == "projects/cos-cloud/global/images/cos-133-19999-44-85"
+    )
+    without = dict(settings)
+    del without["vm_image"]
+    with pytest.raises(RequestError) as info:
+        vm_vars(without, {}, RUN, RUNS)
+    assert [(p.pointer, p.message) for p in info.value.problems] == [
+        ("/vm_image", "missing from the deployment settings")
+    ]

@@ -561,6 +561,10 @@ def test_every_value_the_gateway_script_quotes_is_validated_by_terraform(tmp_pat
             "runner_image: an image reference REGISTRY/PATH[:TAG][@sha256:DIGEST]",
         ),
         (
+            {"image": "projects/cos-cloud/global/images/family/cos-stable"},
+            "image: a Container-Optimized OS image of the cos-cloud project by name",
+        ),
+        (
             {"gateways": {"nginx": {**gateway, "args": ["nginx", "x'y"]}}},
             "gateways: arguments and paths may not contain quotes or newlines",
         ),

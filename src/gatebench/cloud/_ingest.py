@@ -46,6 +46,7 @@ from gatebench.core.simlog import RequestRecord, RunHeader, read_simlog
 from gatebench.store import ResultStore
 from gatebench.core.testers import ingest_tester_logs
 from gatebench.cloud._tester import Clock, fleet_testers, marker, marker_of_tester
+from gatebench.cloud._vms import VARS_OBJECT
 
 RAW_LOG = re.compile(r"^runs/(r-[0-9a-f]{20})/raw/[A-Za-z0-9._-]+/simulation\.log$")
 CGROUP_OBJECT = "runs/{run_id}/cgroup/{target}.jsonl"
@@ -404,22 +405,32 @@ def ingest_run(
     return len(measurements)
 
 
+VM_IMAGE = "vm_image"
+"""The run record's ``environment`` key: the Container-Optimized OS image its VMs booted (the
+deployment pins it: infra/ ``vm_image``), from the variables the provision build saved."""
+
+
 def _note_deployment(storage: Bucket, store: ResultStore, bucket: str, run_id: str) -> None:
-    """The run record's ``environment``: the deployment the run had (``tls``: the key type,
-    the CA's fingerprint, HTTP/2 and resumption, every VM's certificate its own; ``replicas``)
-    and :data:`DEPLOYMENT_NOTES`, what of it could not be observed."""
+    """The run record's ``environment``: the image the run's VMs booted (:data:`VM_IMAGE`),
+    the deployment the run had (``tls``: the key type, the CA's fingerprint, HTTP/2 and
+    resumption, every VM's certificate its own; ``replicas``) and :data:`DEPLOYMENT_NOTES`,
+    what of it could not be observed."""
     import hashlib
 
     data = storage.read_optional(bucket, f"runs/{run_id}/workload.json")
     backend = json.loads(storage.read_optional(bucket, f"runs/{run_id}/backend.json") or b"{}")
+    saved = json.loads(storage.read_optional(bucket, VARS_OBJECT.format(run_id=run_id)) or b"{}")
     document = json.loads(data) if data is not None else {}
     replicas = len(backend.get("replicas") or [])
-    if not document.get("tls") and not document.get("fault") and replicas < 2:
+    found: dict[str, Any] = {}
+    if isinstance(saved.get("image"), str):
+        found[VM_IMAGE] = saved["image"]
+    deployed = bool(document.get("tls") or document.get("fault") or replicas > 1)
+    if not found and not deployed:
         return
     run = store.get_run(run_id)
     if run is None:
         return
-    found: dict[str, Any] = {}
     tls = document.get("tls")
     if isinstance(tls, dict) and tls.get("ca"):
         from cryptography import x509
@@ -437,7 +448,7 @@ def _note_deployment(storage: Bucket, store: ResultStore, bucket: str, run_id: s
     if replicas > 1:
         balance = ((run.plan or {}).get("backend") or {}).get("balance", "round_robin")
         found["replicas"] = {"count": replicas, "balance": balance}
-    _, notes = with_deployment([], storage, bucket, run_id, document, [])
+    notes = with_deployment([], storage, bucket, run_id, document, [])[1] if deployed else []
     environment = {k: v for k, v in run.environment.items() if k != DEPLOYMENT_NOTES}
     environment.update(found)
     if notes:

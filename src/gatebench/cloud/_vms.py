@@ -1,5 +1,6 @@
 """The variables of infra/vms for one run (``run.tfvars.json``): the deployment's settings
-(network, service accounts, image, limits) plus the run's fleet from the render step.
+(network, service accounts, the runner image and the VMs' pinned Container-Optimized OS image,
+limits) plus the run's fleet from the render step.
 
 The provision build saves them as ``runs/RUN/vms.tfvars.json``; teardown destroys with the
 saved ones, or with an empty fleet when provisioning never got that far (then the state is
@@ -21,7 +22,16 @@ def vm_vars(
 ) -> dict[str, Any]:
     missing = [
         key
-        for key in ("project", "prefix", "subnetwork", "tags", "accounts", "runner_image", "limits")
+        for key in (
+            "project",
+            "prefix",
+            "subnetwork",
+            "tags",
+            "accounts",
+            "runner_image",
+            "vm_image",
+            "limits",
+        )
         if key not in settings
     ]
     if missing:
@@ -45,6 +55,8 @@ def vm_vars(
         "labels": settings.get("labels", {}),
         "service_accounts": settings["accounts"],
         "runner_image": settings["runner_image"],
+        # The deployment's pinned Container-Optimized OS image: recorded with the run.
+        "image": settings["vm_image"],
         "runs_bucket": runs_bucket,
         "max_run_duration_s": lifetime,
         "backend": fleet.get("backend"),
