@@ -84,7 +84,7 @@ module "runs" {
   lifecycle_rules = [
     {
       age_days = var.raw_log_retention_days
-      prefixes = ["runs/"]
+      prefixes = ["raw/"]
       suffixes = ["/simulation.log"]
     },
     # Every other object of a run (configs, markers, rows, samples) after run_retention_days;
@@ -200,7 +200,8 @@ module "functions" {
     GATEBENCH_RUNS_BUCKET        = module.runs.name
     GATEBENCH_FIRESTORE_DATABASE = module.results.firestore_database
   }
-  # The ingest function's Storage trigger: after the Storage agent may publish (iam.tf).
+  # The raw logs' notification to the ingest function: after the Storage agent may publish
+  # (iam.tf).
   depends_on = [
     google_project_service.enabled,
     google_project_iam_member.gcs_agent_publishes_events,

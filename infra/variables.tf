@@ -200,7 +200,7 @@ variable "public_upload" {
 }
 
 variable "raw_log_retention_days" {
-  description = "Raw load-generator logs (runs/*/raw/**/simulation.log) are deleted after this many days; results stay in Firestore and BigQuery."
+  description = "Raw load-generator logs (raw/RUN/*/simulation.log) are deleted after this many days; results stay in Firestore and BigQuery."
   type        = number
   default     = 30
   validation {

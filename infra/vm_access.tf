@@ -23,14 +23,14 @@
 #            runs/RUN/live/GATEWAY/request.json, and answers in runs/RUN/live/GATEWAY/answer.json
 #            (objectUser: one object, replaced at every answer); and nothing else.
 #   tester:  reads runs/RUN/workload.json, backend.json and the load build's markers (runs/);
-#            creates raw logs (never overwriting one); writes its own two markers, again after
+#            creates raw logs, raw/RUN/gatling/simulation.log (never overwriting one); writes its own two markers, again after
 #            a restart (objectUser: overwrite). With several testers, tester T > 0 writes
 #            runs/RUN/tT/tester/{ready,load-done}.json (the same suffixes) and
-#            runs/RUN/raw/gatling-tT/simulation.log. A capacity run (docs/capacity.md): tester 0
+#            raw/RUN/gatling-tT/simulation.log. A capacity run (docs/capacity.md): tester 0
 #            creates each other tester's share of a probe, runs/RUN/capacity/probes/N/tT/share.json,
 #            and at the end runs/RUN/capacity/campaign.json; tester T creates its records,
 #            runs/RUN/capacity/probes/N/tT/loadgen.records (never overwriting any).
-#            runs/RUN/raw/gatling-tT/simulation.log. In a scale or change-under-load run it writes
+#            In a scale or change-under-load run it writes
 #            its requests to each gateway VM's agent, runs/RUN/live/GATEWAY/request.json, and each
 #            result, runs/RUN/live/GATEWAY/STEP.result.json (objectUser: replaced, as a restarted
 #            tester measures again).
@@ -53,7 +53,7 @@ locals {
     ]
     tester = [
       { role = "roles/storage.objectViewer", prefix = "runs/", suffix = "" },
-      { role = "roles/storage.objectCreator", prefix = "runs/", suffix = "/simulation.log" },
+      { role = "roles/storage.objectCreator", prefix = "raw/", suffix = "/simulation.log" },
       { role = "roles/storage.objectUser", prefix = "runs/", suffix = "/tester/ready.json" },
       { role = "roles/storage.objectUser", prefix = "runs/", suffix = "/tester/load-done.json" },
       { role = "roles/storage.objectCreator", prefix = "runs/", folder = "capacity", suffix = "/share.json" },

@@ -54,19 +54,20 @@ from cloud.image import BuiltImage, containers, tag
 from cloud.localbuild import LocalCloudBuild
 from cloud.localvms import TESTER_READY_TIMEOUT, LocalVms
 from cloud.netns import LocalNetwork, leftovers, network_namespaces_work
+from cloud.notifications import ingest_trigger
 from cloud.pipeline import WORKFLOW, workflow_env
 from cloud.registry import placeholder, push, start_registry
 from cloud.servers import start_function, start_gcs_emulator, storage_client, unpack_bundle
 from cloud.standins import BigQueryLoads
 from cloud.workflows_interpreter import Execution, Interpreter
-from gatebench.core.api_keys import REDACTED, sha256_hex
 from gatebench.cloud import Storage
 from gatebench.cloud._images import EMULATOR_ENV, docker_hub_mirror
+from gatebench.core.api_keys import REDACTED, sha256_hex
 from gatebench.core.model import run_id_for_object
-from gatebench.local.procs import Supervisor
 from gatebench.core.report import bigquery_schema
 from gatebench.core.tls import make_ca
 from gatebench.core.tokens import generate_private_key, public_pem
+from gatebench.local.procs import Supervisor
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "gatebench-test"
@@ -344,8 +345,16 @@ def test_petstore_through_two_gateways_and_two_testers_runs_to_done_in_the_runne
     assert [measured[(t, "show")].requests for t in ("nginx", "haproxy", "baseline")] == [60] * 3
     storage: Storage = world["storage"]
     for t in (0, 1):
-        assert storage.read_optional(RUNS, f"runs/{run_id}/raw/gatling-t{t}/simulation.log")
+        assert storage.read_optional(RUNS, f"raw/{run_id}/gatling-t{t}/simulation.log")
     assert_every_gateway_phase_metered(store, storage, run_id, stored_run(run_id))
+    # Of every object the run wrote, the bucket notifies the ingest function of its two raw
+    # logs alone (tests/cloud/notifications.py reads infra/'s notification and trigger).
+    written = storage.names(RUNS, f"runs/{run_id}/") + storage.names(RUNS, f"raw/{run_id}/")
+    assert len(written) > 20
+    trigger = ingest_trigger()
+    assert [n for n in written if trigger.fires(n)] == [
+        f"raw/{run_id}/gatling-t{t}/simulation.log" for t in (0, 1)
+    ]
     # Every image its VMs start was pinned by the digest the registry gave its tag.
     saved = json.loads(storage.read_optional(RUNS, f"runs/{run_id}/vms.tfvars.json") or b"{}")
     digests = world["digests"]
@@ -416,7 +425,7 @@ def test_two_testers_run_to_done_with_the_same_requests(world: dict[str, Any]) -
     # the meter waited for both testers' load-done before its last upload
     assert_every_gateway_phase_metered(store, storage, run_id, stored_run(run_id))
     for t in (0, 1):
-        assert storage.read_optional(RUNS, f"runs/{run_id}/raw/gatling-t{t}/simulation.log")
+        assert storage.read_optional(RUNS, f"raw/{run_id}/gatling-t{t}/simulation.log")
     assert storage.read_optional(RUNS, f"runs/{run_id}/t1/tester/load-done.json")
     shares = storage.read_optional(RUNS, f"runs/{run_id}/testers.jsonl")
     assert shares is not None
@@ -665,7 +674,7 @@ def test_a_capacity_run_searches_on_two_testers_and_stores_its_result(
     assert retrieve.prices.get("nginx") is not None  # n2-standard-2 at its list price
     assert storage.read_optional(RUNS, f"runs/{run_id}/capacity/probes/0001/t1/share.json")
     assert storage.read_optional(RUNS, f"runs/{run_id}/capacity/probes/0001/t1/loadgen.records")
-    assert storage.names(RUNS, f"runs/{run_id}/raw/") == []  # no workload was run
+    assert storage.names(RUNS, f"raw/{run_id}/") == []  # no workload was run
     rows = [r for r in world["bigquery"].rows if r["run_id"] == run_id]
     assert {r["target"] for r in rows if r["metric"] == "capacity"} == {"nginx", "baseline"}
     probes = [r for r in rows if r["statistic"] == "probe"]

@@ -354,7 +354,7 @@ def test_the_score_step_adds_the_testers_handshakes_and_the_faults_impact() -> N
     logs[0].request(fault_phase["id"], at + 300, at + 340, ok=False)  # one failed after the kill
     killed = (start + at + 250) / 1000.0
     for t, log in enumerate(logs):
-        bucket.write("gb", prefix + f"raw/gatling-t{t}/simulation.log", log.bytes())
+        bucket.write("gb", f"raw/{run_id}/gatling-t{t}/simulation.log", log.bytes())
     handshakes = {str(p["index"]): [3, 7] for p in phases}
     kills = {
         str(i): {"error": "the phase ended before the kill time"}

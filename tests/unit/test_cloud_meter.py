@@ -167,7 +167,7 @@ def run(tmp_path: Path) -> tuple[MemoryBucket, SqliteStore]:
         log.request("p0000", start, start + 20)
     for start in (9000, 9020):
         log.request("p0001", start, start + 20)
-    bucket.write(RUNS, f"runs/{RUN}/raw/gatling/simulation.log", log.bytes())
+    bucket.write(RUNS, f"raw/{RUN}/gatling/simulation.log", log.bytes())
     bucket.write(RUNS, CGROUP, EARLY)
     store = SqliteStore(tmp_path / "results.sqlite")
     store.create_run(RunRecord(RUN, "gs://up/specs/a.yaml", "0" * 64))

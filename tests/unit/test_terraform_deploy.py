@@ -263,6 +263,7 @@ def vm_object_access() -> dict[str, list[dict[str, str]]]:
 def needs() -> dict[str, set[tuple[str, str]]]:
     """(access, object) each role's code performs in one run (src/gatebench/cloud)."""
     from gatebench.cloud._capacity import CAMPAIGN_OBJECT
+    from gatebench.cloud._ingest import raw_object
     from gatebench.cloud._live import (
         LIVE_PLAN,
         answer_object,
@@ -281,7 +282,7 @@ def needs() -> dict[str, set[tuple[str, str]]]:
     )
     from gatebench.cloud._tester import marker, marker_of_tester
     from gatebench.vm._capacity import share_object
-    from gatebench.vm._roles import CGROUP_OBJECT, RAW_OBJECT
+    from gatebench.vm._roles import CGROUP_OBJECT
 
     return {
         # serve_backend: backend.json, then the mock configuration it names; why it did not
@@ -329,7 +330,7 @@ def needs() -> dict[str, set[tuple[str, str]]]:
             ("overwrite", marker(RUN_ID, "ready")),
             ("create", marker(RUN_ID, "load-done")),
             ("overwrite", marker(RUN_ID, "load-done")),
-            ("create", RAW_OBJECT.format(run_id=RUN_ID, name="gatling")),
+            ("create", raw_object(RUN_ID, "gatling")),
             # a capacity run (provisioners._vm_capacity): its input; tester 0 creates the
             # others' shares of each probe and the campaign; tester T creates its records
             ("get", run_object(RUN_ID, CAPACITY_INPUT)),
@@ -405,12 +406,12 @@ def test_each_vm_role_reaches_the_objects_it_uses_and_nothing_else_it_could_harm
         f"runs/{RUN_ID}/../cgroup/x.jsonl",
     ):
         assert not any(allowed(table["gateway"], a, name) for a in ("create", "overwrite")), name
-    raw = f"runs/{RUN_ID}/raw/gatling/simulation.log"
+    raw = f"raw/{RUN_ID}/gatling/simulation.log"
     assert not allowed(table["tester"], "overwrite", raw)
     # a capacity run's objects are created once, inside its capacity/ folder only
     records = f"runs/{RUN_ID}/capacity/probes/0001/t1/loadgen.records"
     assert not allowed(table["tester"], "overwrite", records)
-    assert not allowed(table["tester"], "create", f"runs/{RUN_ID}/raw/loadgen.records")
+    assert not allowed(table["tester"], "create", f"raw/{RUN_ID}/loadgen.records")
     assert not allowed(table["tester"], "create", run_object_name("campaign.json"))
     assert not allowed(table["tester"], "overwrite", run_object_name("workload.json"))
 
@@ -499,7 +500,7 @@ def test_the_gateway_writes_only_runs_cgroup_objects_as_iam_evaluates_the_condit
     assert cel(condition, kind, f"{objects}runs/{RUN_ID}/cgroup/spring-cloud-gateway.jsonl")
     for name in (
         f"runs/{RUN_ID}/configs/nginx/cgroup/x.jsonl",
-        f"runs/{RUN_ID}/raw/cgroup/x.jsonl",
+        f"raw/{RUN_ID}/cgroup/x.jsonl",
         f"runs/{RUN_ID}/cgroup.jsonl",
         f"runs/{RUN_ID}/x.jsonl",
         f"runs/{RUN_ID}/cgroup/nginx.json",
@@ -510,7 +511,7 @@ def test_the_gateway_writes_only_runs_cgroup_objects_as_iam_evaluates_the_condit
     # The other grants' conditions are unchanged by the folder: prefix and suffix only.
     tester = [g["cel"] for g in grant_conditions(tmp_path) if g["vm"] == "tester"]
     assert tester[1] == (
-        f'resource.name.startsWith("{objects}runs/") && resource.name.endsWith("/simulation.log")'
+        f'resource.name.startsWith("{objects}raw/") && resource.name.endsWith("/simulation.log")'
     )
 
 
@@ -947,7 +948,7 @@ def test_images_and_run_objects_do_not_pile_up() -> None:
     assert rules == [
         {
             "age_days": "${var.raw_log_retention_days}",
-            "prefixes": ["runs/"],
+            "prefixes": ["raw/"],
             "suffixes": ["/simulation.log"],
         },
         {"age_days": "${var.run_retention_days}", "prefixes": ["runs/"], "suffixes": []},
@@ -1011,7 +1012,7 @@ def test_staged_build_sources_and_old_run_states_are_deleted_and_nothing_the_dep
         ("state", f"runs/{RUN_ID}/default.tfstate", "run_state_retention_days"),
         ("state", f"runs/{RUN_ID}/default.tflock", "run_state_retention_days"),
         ("runs", f"runs/{RUN_ID}/fleet.json", "run_retention_days"),
-        ("runs", f"runs/{RUN_ID}/raw/gatling/simulation.log", "raw_log_retention_days"),
+        ("runs", f"raw/{RUN_ID}/gatling/simulation.log", "raw_log_retention_days"),
     ]
     for bucket, name, variable in aged:
         days = float(values[variable])
@@ -1090,7 +1091,7 @@ def test_a_gateway_vms_token_reads_configurations_not_results() -> None:
         assert allowed(gateway, "get", name), name
     for name in (
         f"runs/{RUN_ID}/workload.json",
-        f"runs/{RUN_ID}/raw/gatling/simulation.log",
+        f"raw/{RUN_ID}/gatling/simulation.log",
         f"runs/{RUN_ID}/rows.jsonl",
         f"runs/{RUN_ID}/backend.json",
         f"runs/{RUN_ID}/testers.jsonl",
@@ -1197,3 +1198,75 @@ def test_a_public_upload_form_needs_both_cost_bounds(tmp_path: Path) -> None:
     assert local["settings"]["max_run_cost_usd"] == "${var.max_run_cost_usd}"
     defaults_ = defaults()
     assert (defaults_["allowed_machine_types"], defaults_["max_run_cost_usd"]) == ([], None)
+
+
+# -- what fires the ingest function
+
+
+def objects_of_a_run() -> list[str]:
+    """Every kind of object a run writes to the runs bucket, by the code's own names."""
+    from gatebench.cloud._ingest import CGROUP_OBJECT, TESTERS_OBJECT, raw_object
+    from gatebench.cloud._live import answer_object, request_object, result_object
+    from gatebench.cloud._objects import rows_object
+    from gatebench.cloud._render import backend_error_object, config_error_object, run_object
+    from gatebench.cloud._tester import marker, marker_of_tester
+    from gatebench.cloud._vms import VARS_OBJECT
+    from gatebench.vm._capacity import share_object
+
+    run = RUN_ID
+    return [
+        raw_object(run, "gatling"),
+        raw_object(run, "gatling-t1"),
+        run_object(run, "workload.json"),
+        run_object(run, "fleet.json"),
+        run_object(run, "configs/nginx/nginx.conf"),
+        VARS_OBJECT.format(run_id=run),
+        CGROUP_OBJECT.format(run_id=run, target="nginx"),
+        TESTERS_OBJECT.format(run_id=run),
+        marker(run, "ready"),
+        marker(run, marker_of_tester("load-done", 1)),
+        marker(run, "load-request"),
+        request_object(run, "nginx"),
+        answer_object(run, "nginx"),
+        result_object(run, "nginx", "s1"),
+        share_object(run, 3, 1, "loadgen.records"),
+        config_error_object(run, "nginx"),
+        backend_error_object(run),
+        rows_object(run),
+        "site/index.html",
+        "pipeline/settings.json",
+        "pipeline/source/1733000000.1-0a1b.tgz",
+    ]
+
+
+def test_only_a_raw_log_fires_the_ingest_function() -> None:
+    """Ingest reads raw logs only (RAW_LOG); an Eventarc trigger on Cloud Storage's direct
+    events fires for every object of its bucket, meters' samples every 5 s included. The
+    bucket's notification publishes what is finalized under raw/ alone, and that topic
+    triggers the function."""
+    from cloud.notifications import PUBLISHED, ingest_trigger
+    from gatebench.cloud._ingest import RAW_LOG
+
+    trigger = ingest_trigger()
+    assert trigger.event_type == PUBLISHED
+    assert trigger.topic == "${google_pubsub_topic.raw_logs.id}"
+    fired = [name for name in objects_of_a_run() if trigger.fires(name)]
+    assert fired == [name for name in objects_of_a_run() if RAW_LOG.match(name)]
+    assert len(fired) == 2
+    assert not trigger.fires(fired[0], "OBJECT_DELETE")
+    (notification,) = trigger.notifications
+    assert (notification["payload_format"], notification["event_types"]) == (
+        "JSON_API_V1",
+        ["OBJECT_FINALIZE"],
+    )
+
+
+def test_the_ingest_function_reads_the_object_from_the_notification() -> None:
+    from cloud.notifications import pubsub_event
+    from gatebench.cloud import object_from_event
+    from gatebench.cloud._ingest import raw_object
+
+    name = raw_object(RUN_ID, "gatling")
+    _, body = pubsub_event("gb-runs", name, "17")
+    ref = object_from_event(json.loads(body))
+    assert (ref.bucket, ref.name, ref.generation) == ("gb-runs", name, "17")

@@ -100,7 +100,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="reach the targets, then run the load when asked (the tester VM's command)",
         description="Probe every target of runs/RUN/workload.json and write tester/ready.json; "
         "wait for tester/load-request.json; run the load with Gatling; upload the raw log to "
-        "runs/RUN/raw/ and write tester/load-done.json.",
+        "raw/RUN/ and write tester/load-done.json.",
     )
     _run_arguments(tester)
     tester.add_argument("--workdir", default="/var/tmp/gatebench", help="local scratch folder")

@@ -7,7 +7,7 @@ show up during the run, and the score step over every raw log of the run before 
 a late or lost event never loses a measurement.
 
 With several testers (the fleet's ``tester.count``) a phase is split across their logs
-(``raw/gatling-tT/``): nothing is stored until every tester has said it finished
+(``raw/RUN/gatling-tT/``): nothing is stored until every tester has said it finished
 (``tester/load-done*.json``, which the load build writes for a tester that never answered), then
 every log is merged at once (``gatebench.core.testers.ingest_tester_logs``); a failed tester's
 unfinished phases are ``partial``.
@@ -48,7 +48,17 @@ from gatebench.core.testers import ingest_tester_logs
 from gatebench.cloud._tester import Clock, fleet_testers, marker, marker_of_tester
 from gatebench.cloud._vms import VARS_OBJECT
 
-RAW_LOG = re.compile(r"^runs/(r-[0-9a-f]{20})/raw/[A-Za-z0-9._-]+/simulation\.log$")
+RAW_PREFIX = "raw/"
+"""Where every raw log of every run is, apart from the rest of the run's objects (runs/RUN/):
+the bucket's notification to the ingest function fires for this prefix alone (infra/modules/
+functions), not for the markers, meters' samples and other objects a run writes."""
+RAW_LOG = re.compile(r"^raw/(r-[0-9a-f]{20})/[A-Za-z0-9._-]+/simulation\.log$")
+
+
+def raw_object(run_id: str, name: str) -> str:
+    """A raw log's object: ``raw/RUN/NAME/simulation.log`` (NAME: ``gatling``, or
+    ``gatling-tT`` for tester T of several)."""
+    return f"{RAW_PREFIX}{run_id}/{name}/simulation.log"
 CGROUP_OBJECT = "runs/{run_id}/cgroup/{target}.jsonl"
 """Where a gateway VM's meter (``gatebench cloud meter``) uploads its container's cgroup
 samples, one JSON object per line (gatebench.core.resources.CgroupSample), the last upload ending
@@ -144,12 +154,12 @@ def _measure_testers(storage: Bucket, bucket: str, run_id: str) -> list[Measurem
         return []
     failures = [None if d.get("ok") else str(d.get("reason") or "failed") for d in done]
     logs = [
-        storage.open_optional(bucket, f"runs/{run_id}/raw/gatling-t{t}/simulation.log")
+        storage.open_optional(bucket, raw_object(run_id, f"gatling-t{t}"))
         for t in range(testers)
     ]  # streams, read one after the other by the merge
     document = json.loads(workload)
     measurements, merged = ingest_tester_logs(logs, document, run_id, failures)
-    raw = [f"runs/{run_id}/raw/gatling-t{t}/simulation.log" for t in range(testers)]
+    raw = [raw_object(run_id, f"gatling-t{t}") for t in range(testers)]
     measurements = with_deployment(measurements, storage, bucket, run_id, document, raw)[0]
     barrier = done[0].get("barrier") if isinstance(done[0].get("barrier"), dict) else {}
     arrivals = barrier.get("phases") or {}
@@ -390,7 +400,7 @@ def ingest_run(
         measurements = _measure_testers(storage, bucket, run_id)
     else:
         measurements = []
-        for name in storage.names(bucket, f"runs/{run_id}/raw/"):
+        for name in storage.names(bucket, f"{RAW_PREFIX}{run_id}/"):
             if RAW_LOG.match(name):
                 measurements += _measure_object(storage, bucket, run_id, name)
     _note_deployment(storage, store, bucket, run_id)

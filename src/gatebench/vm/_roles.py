@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 
 from gatebench.local._fanout import PhaseBarrier, barrier_controls, expected_testers
 from gatebench.cloud import Storage
-from gatebench.cloud._ingest import CGROUP_OBJECT, meter_done_line
+from gatebench.cloud._ingest import CGROUP_OBJECT, meter_done_line, raw_object
 from gatebench.cloud._live import LIVE_PLAN, read_json
 from gatebench.cloud._render import backend_error_object, config_error_object
 from gatebench.cloud._tester import (
@@ -64,7 +64,6 @@ BUILTIN_TOKEN = "gatebench-builtin"
 """The credential sent to gatebench's own backends when the spec names a secret the tester
 does not have: they accept any non-empty token (examples/auction/README.md)."""
 REQUEST_TIMEOUT_S = 86400.0
-RAW_OBJECT = "runs/{run_id}/raw/{name}/simulation.log"
 METER_UPLOAD_S = 5.0
 """How often the meter uploads its samples so far (each upload replaces the object)."""
 METER_MAX_S = 6 * 3600.0
@@ -446,7 +445,7 @@ def _load(
         return {"ok": False, "reason": str(exc)}
     raw = []
     if result.raw_log is not None and result.raw_log.exists():
-        name = RAW_OBJECT.format(run_id=run_id, name=raw_as)
+        name = raw_object(run_id, raw_as)
         storage.upload_file(bucket, name, result.raw_log)  # streamed, never read whole
         raw.append(name)
     ok = not result.crashed and bool(raw)
