@@ -17,6 +17,11 @@ Besides the description and its plan, the deployment refuses an upload for:
   ``allowed_machine_types``, at ``/x-gatebench/infrastructure/ROLE_machine``, and a run whose
   estimate (gatebench.core.cost, the figures ``gatebench plan`` prints) is above the
   deployment's ``max_run_cost_usd`` (Terraform requires both when uploads are public);
+- a run whose Firestore documents could outgrow Firestore's limits (1 MiB and 20,000 fields a
+  document: gatebench.store._firestore_size): more than :data:`MAX_CLOUD_WORKLOADS` workloads
+  (each target's scores are one document), a run record above :data:`RUN_RECORD_AT_PARSE`
+  (the run adds to it: statuses, notes, a capacity result), a capacity run whose result would
+  not fit the run record (:func:`gatebench.cloud._capacity.capacity_fields_bound`);
 - too many runs at once: while ``limits.max_active_runs`` runs are in progress, no new one
   starts (a public upload form cannot start unbounded fleets). A run counts while it is not
   finished and its last update is recent enough for it to be alive (:func:`active_runs`); two
@@ -41,7 +46,7 @@ from gatebench.cloud._tls import tls_problems
 from gatebench.core.cost import CostError, machine_hourly, machine_roles, run_estimate, vm_max_run_s
 from gatebench.core.errors import PlanError, Problem
 from gatebench.core.model import RunRecord
-from gatebench.core.plan import Backend, Plan, load_plan, workload_summary
+from gatebench.core.plan import Backend, Capacity, Plan, load_plan, workload_summary
 from gatebench.core.scaleplan import ScaleAsk
 from gatebench.core.spec import SpecResult, read_spec
 from gatebench.kinds.request import (
@@ -53,6 +58,15 @@ from gatebench.kinds.request import (
 )
 
 MAX_MESSAGE = 1500
+MAX_CLOUD_WORKLOADS = 100
+"""The most workloads (endpoints) one cloud run measures: each target's scores document holds
+one entry per workload."""
+RUN_RECORD_AT_PARSE = (262_144, 6_000)
+"""The most bytes and fields the run record may take at parse (Firestore allows 1 MiB and
+20,000): what the run adds later (its statuses, notes, a capacity result) has room."""
+CAPACITY_RECORD_FIELDS = 9_000
+"""The most fields a capacity result may add to the run record (with the record at parse and
+the notes, under Firestore's 20,000)."""
 
 
 @dataclass
@@ -297,7 +311,60 @@ def parse_upload(
     # JSON-shaped (lists, not tuples): the run reads back from Firestore exactly as built.
     run.plan = json.loads(json.dumps(plan.to_dict()))
     run.workloads = workload_summary(plan, api)
+    if settings is not None:  # the cloud path: its documents within Firestore's limits
+        outcome.problems.extend(document_problems(run, plan, request.kind))
     return outcome
+
+
+def document_problems(run: RunRecord, plan: Plan, kind: str = "fixed") -> list[Problem]:
+    """What keeps this run's Firestore documents within Firestore's limits (module
+    docstring): refused here, located, rather than by Firestore after the load."""
+    from gatebench.cloud._capacity import capacity_fields_bound
+    from gatebench.store._firestore import encode
+    from gatebench.store._firestore_size import document_size, field_count
+
+    problems = []
+    if len(plan.workloads) > MAX_CLOUD_WORKLOADS:
+        problems.append(
+            Problem(
+                "/x-gatebench/workloads",
+                f"{len(plan.workloads)} workloads: a run on Google Cloud measures at most "
+                f"{MAX_CLOUD_WORKLOADS} (each target's scores are one Firestore document); "
+                "split them over several descriptions",
+            )
+        )
+    fields = encode(run.to_dict())
+    size, count = document_size(["runs", run.run_id], fields), field_count(fields)
+    most_bytes, most_fields = RUN_RECORD_AT_PARSE
+    if size > most_bytes or count > most_fields:
+        problems.append(
+            Problem(
+                "/x-gatebench",
+                f"this plan makes a run record of {size:,} bytes and {count:,} fields; on Google "
+                f"Cloud a run's record starts within {most_bytes:,} bytes and {most_fields:,} "
+                "fields, so that it stays within Firestore's limits (1 MiB, 20,000 fields) as "
+                "the run adds to it: fewer workloads, parameters or policies",
+            )
+        )
+    if kind == "capacity":
+        targets = len(plan.gateways) + (1 if plan.baseline else 0)
+        settings = plan.capacity.default if plan.capacity else Capacity()
+        repetitions = max(
+            [settings.repetitions]
+            + [c.repetitions for _, c in (plan.capacity.workloads if plan.capacity else ()) if c]
+        )
+        bound = capacity_fields_bound(targets, len(plan.workloads), repetitions)
+        if bound > CAPACITY_RECORD_FIELDS:
+            problems.append(
+                Problem(
+                    "/x-gatebench",
+                    f"a capacity search of {targets} targets on {len(plan.workloads)} "
+                    f"endpoints, {repetitions} times each, could make a result of {bound:,} "
+                    f"Firestore fields; on Google Cloud it may take {CAPACITY_RECORD_FIELDS:,}: "
+                    "fewer targets, endpoints or repetitions",
+                )
+            )
+    return problems
 
 
 def _parse_live(

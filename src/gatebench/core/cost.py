@@ -167,10 +167,13 @@ def _warmup_seconds(plan: Mapping[str, Any], assumptions: Mapping[str, Any]) -> 
 def _polls(duration_s: float, polling: Mapping[str, Any]) -> int:
     """Polling attempts of a Workflows connector waiting ``duration_s`` for an operation."""
     elapsed, delay, count = 0.0, float(polling["initial_delay_s"]), 0
+    longest = float(polling["max_delay_s"])
     while elapsed < duration_s:
+        if delay >= longest:  # every later attempt waits the longest: counted, not looped
+            return count + math.ceil((duration_s - elapsed) / longest)
         elapsed += delay
         count += 1
-        delay = min(delay * float(polling["multiplier"]), float(polling["max_delay_s"]))
+        delay = min(delay * float(polling["multiplier"]), longest)
     return count
 
 
