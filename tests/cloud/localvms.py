@@ -9,7 +9,12 @@ rules by role (infra/modules/network), named as Compute Engine's internal DNS na
 
 - every machine first runs its startup script's firewall lines, rendered from
   infra/vms/templates/*.tftpl with the variables main.tf passes (tests/cloud/startup.py):
-  a port the template forgets stays closed;
+  a port the template forgets stays closed, and a rule on a cgroup (``-m cgroup --path``)
+  applies to the machine's own cgroups (tests/cloud/netns.py);
+- every machine has its metadata server (tests/cloud/metadata.py) at Compute Engine's address,
+  serving its account's token and its instance metadata; a gateway runs in the cgroup its
+  script's ``docker run --cgroup-parent`` names, from its first instruction, so the script's
+  rules decide whether it reaches that server;
 - every machine reaches Cloud Storage as its role's service account, through a gate that lets
   through only what infra/ grants that role (tests/cloud/storagegate.py): a read the role is
   not granted answers 403;
@@ -71,17 +76,19 @@ from gatebench.cloud import Storage
 from gatebench.cloud._layout import Layout
 from gatebench.cloud._secrets import EMULATOR_ENV
 from gatebench.core.errors import GatebenchError, RunError
-from gatebench.local.procs import ManagedProcess, Supervisor
 from gatebench.core.renderers import get_renderer
+from gatebench.local.procs import ManagedProcess, Supervisor
 
 from .cgroups import CgroupStandIn
 from .dockerd import StandInContainer, StandInDocker
 from .image import containers, remove_container, run_argv
 from .localterraform import LocalTerraform
-from .netns import LocalNetwork
+from .metadata import MetadataStandIn
+from .netns import METADATA_ADDRESS, LocalNetwork
 from .secretgate import SecretManagerStandIn
 from .startup import (
     configure_commands,
+    container_cgroup,
     firewall_commands,
     live_command,
     live_mounts,
@@ -133,6 +140,8 @@ class LocalVms:
     tester_ready_timeout: str = TESTER_READY_TIMEOUT
     """The deployment's Terraform variables the secret grants read (project_id, ...)."""
     secret_gates: dict[str, SecretManagerStandIn] = field(default_factory=dict)
+    metadata: dict[str, MetadataStandIn] = field(default_factory=dict)
+    """Host name → its metadata server stand-in."""
     secret_requests: list[tuple[str, str, int]] = field(default_factory=list)
     """(role, path, status) of every Secret Manager call, across runs."""
     image: str | None = None
@@ -206,7 +215,14 @@ class LocalVms:
         self.network.assign(host, role)  # its network tag (infra/vms/main.tf: var.tags.ROLE)
         script = startup_script(role, values, gateway, self.templates, index)
         for command in firewall_commands(script):
-            self.network.run_in(host, command)
+            self.network.run_in(host, self.network.in_cgroup(host, command))
+        server = MetadataStandIn(
+            values["service_accounts"][role],
+            {},
+            self.network.listen_inside(host, METADATA_ADDRESS, 80),
+        )
+        with self._lock:
+            self.metadata[host] = server
         access = Access(
             role, values["service_accounts"][role], values["runs_bucket"], self.grants[role]
         )
@@ -328,7 +344,9 @@ class LocalVms:
             except (Forbidden, GatebenchError) as exc:
                 failures[name] = str(exc)  # the startup script stops: the gateway never answers
                 continue
-            command = self.network.command(host, argv, mount=(folder, mount))
+            script = startup_script("gateway", values, name, self.templates)
+            cgroup = container_cgroup(script, "gateway")
+            command = self.network.command(host, argv, mount=(folder, mount), cgroup=cgroup)
             env = renderer.env(Path(mount))
             proc = self._start(key, f"{run_id}-gw-{name}", command, cwd=folder, env=env)
             cgroup = self._meter(key, values, name, host, gate, proc)
@@ -486,6 +504,9 @@ class LocalVms:
             self.denied += gate.denied
         for host in list(self.secret_gates):
             self._close_secrets(host)
+        for server in list(self.metadata.values()):
+            server.close()
+        self.metadata.clear()
         self._host.shutdown()
         self.network.close()
 
@@ -502,6 +523,10 @@ class LocalVms:
             remove_container(name)
         for host in hosts:
             self._close_secrets(host)
+            with self._lock:
+                server = self.metadata.pop(host, None)
+            if server is not None:
+                server.close()
         for proc in procs:
             self.supervisor.stop(proc)
         for cgroup in cgroups:

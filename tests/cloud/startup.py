@@ -298,6 +298,19 @@ def live_mounts(script: str, image: str) -> list[str]:
     return []
 
 
+def container_cgroup(script: str, name: str) -> str | None:
+    """The ``--cgroup-parent`` the script's ``docker run --name NAME`` line gives its
+    container (None: Docker's default, the VM's system.slice)."""
+    for line in script.replace("\\\n", " ").splitlines():
+        words = shlex.split(line, comments=True) if line.startswith("docker run ") else []
+        if "--name" in words and words[words.index("--name") + 1] == name:
+            for word in words:
+                if word.startswith("--cgroup-parent="):
+                    return word.split("=", 1)[1]
+            return None
+    raise TemplateError(f"the script starts no container named {name!r}")
+
+
 def configure_commands(script: str, image: str) -> list[list[str]]:
     """The gateway script's steps before its gateway starts: the runner image's arguments
     (``cloud gateway-config ...``) of each ``docker run --rm ... IMAGE`` line, as argv."""
@@ -313,6 +326,7 @@ def configure_commands(script: str, image: str) -> list[list[str]]:
 __all__ = [
     "TemplateError",
     "configure_commands",
+    "container_cgroup",
     "firewall_commands",
     "live_command",
     "live_mounts",

@@ -141,5 +141,30 @@ def test_each_startup_script_opens_exactly_its_roles_ports(
     role: str, gateway: str | None, index: int | None, ports: list[str]
 ) -> None:
     commands = firewall_commands(startup_script(role, values(), gateway, index=index))
-    assert [c[c.index("--dport") + 1] for c in commands] == ports
-    assert all(c[:2] == ["iptables", "-w"] and c[-2:] == ["-j", "ACCEPT"] for c in commands)
+    opened = [c for c in commands if "INPUT" in c]
+    assert [c[c.index("--dport") + 1] for c in opened] == ports
+    assert all(
+        c[:4] == ["iptables", "-w", "-A", "INPUT"] and c[-2:] == ["-j", "ACCEPT"] for c in opened
+    )
+    # a gateway VM also keeps its gateway containers' cgroup from the metadata server
+    kept = [c for c in commands if "OUTPUT" in c]
+    assert kept == (
+        [
+            [
+                "iptables",
+                "-w",
+                "-I",
+                "OUTPUT",
+                "-d",
+                "169.254.169.254/32",
+                "-m",
+                "cgroup",
+                "--path",
+                "gateways.slice",
+                "-j",
+                "REJECT",
+            ]
+        ]
+        if role == "gateway"
+        else []
+    )
