@@ -49,10 +49,6 @@ locals {
     jwt_signer = var.jwt_signer
     # A name, never a key: gateway VMs (and testers) read the secret itself (secrets.tf).
     api_clients = var.api_clients
-    # A name, never the key: gateway and backend VMs read the CA key themselves (secrets.tf);
-    # its certificate is public (the testers trust it alone).
-    tls_ca             = var.tls_ca
-    tls_ca_certificate = var.tls_ca_certificate
   }
 }
 
@@ -117,6 +113,10 @@ module "runs" {
   conditional_iam = [
     { role = "roles/storage.objectAdmin", member = module.functions.service_account_member, prefix = "runs/" },
     { role = "roles/storage.objectAdmin", member = module.runner.build_member, prefix = "runs/" },
+    # Raw logs are created by the testers with write policies the build account signs
+    # (gatebench.cloud._writes): a signed upload acts as its signer, which creates there and
+    # never overwrites.
+    { role = "roles/storage.objectCreator", member = module.runner.build_member, prefix = "raw/" },
     # The functions' builder reads their source archives, nothing else.
     { role = "roles/storage.objectViewer", member = module.functions.builder_member, prefix = "pipeline/functions/" },
   ]

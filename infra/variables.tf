@@ -219,26 +219,6 @@ variable "state_versions_days" {
   }
 }
 
-variable "tls_ca" {
-  description = "Secret Manager secret (its id in this project) holding the PEM private key of the certificate authority a run's TLS certificates are signed with (x-gatebench tls): each gateway VM and the backend VM make their own key at boot and a certificate for their host name with it. Only the gateway and backend VMs' service accounts may read it; no key is ever in a bucket. Empty: the cloud path refuses tls."
-  type        = string
-  default     = ""
-  validation {
-    condition     = var.tls_ca == "" || can(regex("^[A-Za-z0-9_-]{1,255}$", var.tls_ca))
-    error_message = "tls_ca: a Secret Manager secret id (letters, digits, _ and -, at most 255), or empty."
-  }
-}
-
-variable "tls_ca_certificate" {
-  description = "The PEM certificate of the tls_ca secret's key (public: the testers trust this CA alone). `gatebench cloud tls-ca --cert ca.crt` makes both; set it with file(\"ca.crt\")."
-  type        = string
-  default     = ""
-  validation {
-    condition     = var.tls_ca_certificate == "" || startswith(trimspace(var.tls_ca_certificate), "-----BEGIN CERTIFICATE-----")
-    error_message = "tls_ca_certificate: a PEM certificate (-----BEGIN CERTIFICATE-----), or empty."
-  }
-}
-
 variable "upload_origins" {
   description = "Origins of the dashboard site (CORS on the uploads bucket and on the read and upload functions): the origin the site in the runs bucket is served from, and http://localhost:PORT for `gatebench serve`."
   type        = list(string)

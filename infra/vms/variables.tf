@@ -170,6 +170,13 @@ variable "tester" {
   }
 }
 
+variable "vm_metadata" {
+  description = "Each VM's own instance metadata beyond its startup script, by machine (backend, gw-NAME, tester, tester-T): its run's write policies (gatebench-writes: a VM writes only its own run's objects, gatebench.cloud._writes), made by the provision build. Sensitive: never in a plan's output or a build's log; only the run's state holds it."
+  type        = map(map(string))
+  default     = {}
+  sensitive   = true
+}
+
 variable "zone" {
   description = "Zone of the VMs."
   type        = string

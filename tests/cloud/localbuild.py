@@ -100,6 +100,9 @@ class LocalCloudBuild:
     """Containers are named PREFIX-BUILD-STEP (a test removes what is left by this prefix)."""
     containers: list[str] = field(default_factory=list)
     """Every step container started (names)."""
+    mounts: list[tuple[Path, str, str]] = field(default_factory=list)
+    """More (host path, container path, options) for every step's container: the build
+    account's key standing in for IAM signBlob (tests/cloud/signing.py)."""
 
     def connectors(self) -> dict[str, Callable[[dict[str, Any]], Any]]:
         return {BUILD_CREATE: self.create}
@@ -285,6 +288,7 @@ class LocalCloudBuild:
                 (workspace, "/workspace", ""),
                 (bridge.folder, BRIDGE_MOUNT, ""),
                 (bridge.shim, "/usr/local/bin/terraform", "ro"),
+                *self.mounts,
             ]
             argv = run_argv(
                 self.image,

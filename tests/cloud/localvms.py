@@ -17,7 +17,8 @@ rules by role (infra/modules/network), named as Compute Engine's internal DNS na
   rules decide whether it reaches that server;
 - every machine reaches Cloud Storage as its role's service account, through a gate that lets
   through only what infra/ grants that role (tests/cloud/storagegate.py): a read the role is
-  not granted answers 403;
+  not granted answers 403; it writes with the policies in its metadata, which the gate checks
+  as Cloud Storage does against the build account's key (``signer``);
 - every machine reaches Secret Manager the same way, as its role's account, through its own
   stand-in (tests/cloud/secretgate.py) that answers only what infra/'s secret grants give that
   role, with ``secret_variables`` as the Terraform variables (``jwt_signer``,
@@ -96,7 +97,7 @@ from .startup import (
     runner_caps,
     startup_script,
 )
-from .storagegate import Access, Forbidden, StorageGate, vm_grants
+from .storagegate import Access, Forbidden, PolicySigner, StorageGate, vm_grants
 
 GATEBENCH = str(Path(sys.executable).parent / "gatebench")
 CGROUP_MOUNT = "/host/cgroup"
@@ -142,6 +143,11 @@ class LocalVms:
     secret_gates: dict[str, SecretManagerStandIn] = field(default_factory=dict)
     metadata: dict[str, MetadataStandIn] = field(default_factory=dict)
     """Host name → its metadata server stand-in."""
+    withheld: set[str] = field(default_factory=set)
+    """Metadata attributes the machines' servers do not serve (a test of a VM without them)."""
+    signer: PolicySigner | None = None
+    """Who signs the VMs' write policies (the build account): what the gates accept a form
+    upload from; None: the gates accept none."""
     secret_requests: list[tuple[str, str, int]] = field(default_factory=list)
     """(role, path, status) of every Secret Manager call, across runs."""
     image: str | None = None
@@ -216,9 +222,13 @@ class LocalVms:
         script = startup_script(role, values, gateway, self.templates, index)
         for command in firewall_commands(script):
             self.network.run_in(host, self.network.in_cgroup(host, command))
-        server = MetadataStandIn(
+        server = MetadataStandIn(  # its attributes: its own entry of var.vm_metadata
             values["service_accounts"][role],
-            {},
+            {
+                key: value
+                for key, value in ((values.get("vm_metadata") or {}).get(machine) or {}).items()
+                if key not in self.withheld
+            },
             self.network.listen_inside(host, METADATA_ADDRESS, 80),
         )
         with self._lock:
@@ -226,7 +236,7 @@ class LocalVms:
         access = Access(
             role, values["service_accounts"][role], values["runs_bucket"], self.grants[role]
         )
-        gate = StorageGate(access, self.network.listen(host), self.storage_upstream)
+        gate = StorageGate(access, self.network.listen(host), self.storage_upstream, self.signer)
         variables = {"project_id": values["project"], **self.secret_variables}
         infra = {"infra": self.infra} if self.infra else {}
         secrets = SecretManagerStandIn(

@@ -115,6 +115,24 @@ def _lookup(expression: str, scope: dict[str, Any]) -> Any:
 # -- what main.tf passes each template
 
 
+_MERGE = re.compile(r'\$\{merge\(lookup\(var\.vm_metadata, "([^"]+)", \{\}\), \{(.*)\}\)\}', re.S)
+
+
+def instance_metadata(value: Any) -> tuple[str | None, dict[str, str]]:
+    """An instance's ``metadata`` as python-hcl2 reads main.tf: (the key of its own entry in
+    ``var.vm_metadata``, merged in; None without one) and the attributes main.tf writes, the
+    startup script as ``${templatefile(...)}``."""
+    if isinstance(value, dict):
+        return None, {str(k): str(v) for k, v in value.items()}
+    match = _MERGE.fullmatch(str(value))
+    if match is None:
+        raise TemplateError(f"metadata = {str(value)[:80]}: not merge(lookup(var.vm_metadata...))")
+    items = _object_items(match.group(2))
+    return match.group(1), {
+        k: ("${" + v + "}" if v.startswith("templatefile(") else v) for k, v in items.items()
+    }
+
+
 def templatefile_calls() -> dict[str, tuple[Path, dict[str, str]]]:
     """For each VM resource of infra/vms/main.tf: its startup-script template and the
     expressions main.tf passes (text, by argument name)."""
@@ -128,7 +146,7 @@ def templatefile_calls() -> dict[str, tuple[Path, dict[str, str]]]:
             for name, body in resources.items():
                 if name.startswith("__"):
                     continue
-                script = body["metadata"]["startup-script"]
+                script = instance_metadata(body["metadata"])[1]["startup-script"]
                 match = re.fullmatch(
                     r'\$\{templatefile\("\$\{path\.module\}/([^"]+)", \{(.*)\}\)\}', script, re.S
                 )
@@ -328,6 +346,7 @@ __all__ = [
     "configure_commands",
     "container_cgroup",
     "firewall_commands",
+    "instance_metadata",
     "live_command",
     "live_mounts",
     "meter_command",

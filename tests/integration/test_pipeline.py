@@ -37,7 +37,6 @@ it proves the meter's wiring and grant and the ingest, not the kernel's cgroup a
 
 from __future__ import annotations
 
-import datetime
 import io
 import json
 import os
@@ -58,14 +57,15 @@ from cloud.notifications import ingest_trigger
 from cloud.pipeline import WORKFLOW, workflow_env
 from cloud.registry import placeholder, push, start_registry
 from cloud.servers import start_function, start_gcs_emulator, storage_client, unpack_bundle
+from cloud.signing import BUILD_EMAIL, build_account
 from cloud.standins import BigQueryLoads
+from cloud.storagegate import PolicySigner, build_grants
 from cloud.workflows_interpreter import Execution, Interpreter
 from gatebench.cloud import Storage
 from gatebench.cloud._images import EMULATOR_ENV, docker_hub_mirror
 from gatebench.core.api_keys import REDACTED, sha256_hex
 from gatebench.core.model import run_id_for_object
 from gatebench.core.report import bigquery_schema
-from gatebench.core.tls import make_ca
 from gatebench.core.tokens import generate_private_key, public_pem
 from gatebench.local.procs import Supervisor
 
@@ -75,17 +75,15 @@ UPLOADS, RUNS = "gb-uploads", "gb-runs"
 IMAGE = "europe-central2-docker.pkg.dev/gatebench-test/gb-gatebench/runner:0.1.0"
 VM_IMAGE = "projects/cos-cloud/global/images/cos-133-19999-44-85"
 """The Container-Optimized OS image the deployment pins (infra/ vm_image): each run records it."""
-# The deployment's secrets (docs/cloud.md, "Signed tokens", "API keys" and "TLS and
-# replicas"): Terraform variables naming them, and their contents in the local VMs' Secret
-# Manager stand-in; the TLS CA's certificate is a setting of its own (public).
-SECRET_VARIABLES = {"jwt_signer": "gb-jwt", "api_clients": "gb-api", "tls_ca": "gb-tls"}
+# The deployment's secrets (docs/cloud.md, "Signed tokens" and "API keys"): Terraform
+# variables naming them, and their contents in the local VMs' Secret Manager stand-in. (A TLS
+# run's CA is the run's own, made by its provision build: no secret.)
+SECRET_VARIABLES = {"jwt_signer": "gb-jwt", "api_clients": "gb-api"}
 PRIVATE = generate_private_key("RS256")
 API_KEYS = ["pipeline-key-0123456789abcdef", "pipeline-key-fedcba9876543210"]
-CA_KEY, CA_CERT = make_ca(validity=datetime.timedelta(days=30), label="deployment CA")
 SECRETS = {
     f"projects/{PROJECT}/secrets/gb-jwt": PRIVATE,
     f"projects/{PROJECT}/secrets/gb-api": ",".join(API_KEYS),
-    f"projects/{PROJECT}/secrets/gb-tls": CA_KEY.decode(),
 }
 
 
@@ -168,7 +166,6 @@ def world(
             "limits": {"vm_lifetime": 3600},
             "labels": {"app": "gatebench"},
             **SECRET_VARIABLES,  # names only (infra/main.tf)
-            "tls_ca_certificate": CA_CERT.decode(),
         }
         runs.blob("pipeline/settings.json").upload_from_string(json.dumps(settings))
         _, firestore_host = start_firestore_emulator(supervisor, logs)
@@ -194,17 +191,22 @@ def world(
         }
         os.environ.update(env)
         storage = Storage(PROJECT)
-        vms = LocalVms(supervisor, storage, tmp, env, network, gcs.url, image=IMAGE)
+        # The build account signs each VM's write policies (a key standing in for signBlob);
+        # the VMs' gates check them against its public half and its grants.
+        build_env, build_key, build_public = build_account(tmp)
+        signer = PolicySigner(BUILD_EMAIL, build_public, build_grants())
+        vms = LocalVms(supervisor, storage, tmp, env, network, gcs.url, image=IMAGE, signer=signer)
         vms.secrets, vms.secret_variables = dict(SECRETS), dict(SECRET_VARIABLES)
         # A build reaches Cloud Storage (the emulator) and nothing else of the test's.
         builds = LocalCloudBuild(
             tmp / "builds",
             IMAGE,
             vms,
-            env={"STORAGE_EMULATOR_HOST": gcs.url, EMULATOR_ENV: registry},
+            env={"STORAGE_EMULATOR_HOST": gcs.url, EMULATOR_ENV: registry, **build_env},
             project=PROJECT,
             image=IMAGE,
             name_prefix=f"{network.tag}-build",
+            mounts=[build_key],
         )
         firestore = EmulatorFirestore(firestore_host)
         bigquery = BigQueryLoads(storage, list(bigquery_schema()))

@@ -42,9 +42,10 @@ def allowed(role: str, permission: str, name: str | None, bucket: str = BUCKET) 
         ("backend", "get", f"runs/{RUN}/workload.json", False),
         ("gateway", "get", f"runs/{RUN}/configs/nginx/nginx.conf", True),
         ("tester", "get", f"runs/{RUN}/workload.json", True),
-        ("tester", "create", f"raw/{RUN}/gatling/simulation.log", True),
-        ("tester", "create", f"runs/{RUN}/tester/ready.json", True),
-        ("tester", "delete", f"runs/{RUN}/tester/ready.json", True),
+        # ... and writes nothing with its account: its run's write policies do
+        ("tester", "create", f"raw/{RUN}/gatling/simulation.log", False),
+        ("tester", "create", f"runs/{RUN}/tester/ready.json", False),
+        ("tester", "delete", f"runs/{RUN}/tester/ready.json", False),
         # ... and nothing more: no overwrite of a raw log, no deployment settings, no state,
         # no other bucket, and no listing (a condition on object names never holds for it).
         ("tester", "delete", f"raw/{RUN}/gatling/simulation.log", False),
@@ -52,9 +53,9 @@ def allowed(role: str, permission: str, name: str | None, bucket: str = BUCKET) 
         ("gateway", "get", "pipeline/settings.json", False),
         ("gateway", "get", f"tfstate/runs/{RUN}/default.tfstate", False),
         ("gateway", "create", f"runs/{RUN}/configs/nginx/nginx.conf", False),
-        # The gateway's meter replaces runs/RUN/cgroup/GATEWAY.jsonl, and writes nothing else.
-        ("gateway", "create", f"runs/{RUN}/cgroup/nginx.jsonl", True),
-        ("gateway", "delete", f"runs/{RUN}/cgroup/nginx.jsonl", True),
+        # The gateway's meter writes runs/RUN/cgroup/GATEWAY.jsonl with a policy, not its account.
+        ("gateway", "create", f"runs/{RUN}/cgroup/nginx.jsonl", False),
+        ("gateway", "delete", f"runs/{RUN}/cgroup/nginx.jsonl", False),
         ("gateway", "get", f"runs/{RUN}/tester/load-done.json", True),
         ("gateway", "create", f"runs/{RUN}/configs/nginx/cgroup/x.jsonl", False),
         ("gateway", "create", f"runs/{RUN}/cgroup.jsonl", False),

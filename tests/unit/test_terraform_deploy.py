@@ -371,49 +371,97 @@ def allowed(grants: list[dict[str, str]], access: str, name: str) -> list[dict[s
     ]
 
 
+def fleet_values(testers: int = 1) -> dict[str, Any]:
+    """run.tfvars.json's values of a run with a backend, the gateways nginx and kong, and
+    ``testers`` testers: what the write policies are made for."""
+    return {
+        "run_id": RUN_ID,
+        "runs_bucket": "gb-runs",
+        "max_run_duration_s": 3600,
+        "backend": {"port": 8080},
+        "gateways": {"nginx": {}, "kong": {}},
+        "tester": {"count": testers},
+    }
+
+
+def may_write(machine: str, name: str) -> bool:
+    from gatebench.cloud._writes import vm_write_rules
+
+    return any(rule.allows(name) for rule in vm_write_rules(fleet_values())[machine])
+
+
+MACHINE = {"backend": "backend", "gateway": "gw-nginx", "tester": "tester"}
+
+
 def test_each_vm_role_reaches_the_objects_it_uses_and_nothing_else_it_could_harm() -> None:
+    """A VM reads with its account's grants (objectViewer, by object condition: infra/
+    vm_access.tf) and writes with its run's write policies (gatebench.cloud._writes), never
+    with its account: every read and write its code makes is covered, and no grant or policy
+    serves nothing."""
+    from gatebench.cloud._writes import vm_write_rules
+
     table = vm_object_access()
     assert set(table) == {"backend", "gateway", "tester"}
+    assert {g["role"] for grants in table.values() for g in grants} == {
+        "roles/storage.objectViewer"
+    }
+    rules = vm_write_rules(fleet_values())
     for role, wanted in needs().items():
         grants = table[role]
         for access, name in sorted(wanted):
-            assert allowed(grants, access, name), f"{role} cannot {access} {name}"
+            if access == "get":
+                assert allowed(grants, access, name), f"{role} cannot read {name}"
+            else:
+                assert may_write(MACHINE[role], name), f"{role} cannot {access} {name}"
         for grant in grants:  # no grant serves nothing
             assert any(grant in allowed(grants, a, n) for a, n in wanted), (
                 f"{role}: {grant} is unused"
             )
-    # Nothing outside runs/: the deployment settings, function sources and Terraform state.
+        for rule in rules[MACHINE[role]]:  # no policy serves nothing
+            assert any(rule.allows(n) for a, n in wanted if a != "get"), (role, rule)
+    # Nothing outside runs/ is read: the deployment settings, function sources, state.
     for role, grants in table.items():
         for name in (
             "pipeline/settings.json",
             f"tfstate/runs/{RUN_ID}/default.tfstate",
             "pipeline/functions/score-1.zip",
         ):
-            for access in ("get", "create", "overwrite"):
-                assert not allowed(grants, access, name), (role, access, name)
-    # The backend reads its two objects only; the gateway writes its cgroup samples only;
-    # raw logs are never overwritten; the tester cannot overwrite the workload it measures with.
-    backend = table["backend"]
-    assert not allowed(backend, "get", run_object_name("workload.json"))
+            assert not allowed(grants, "get", name), (role, name)
+    # The backend reads its two objects only, and a VM writes its own objects only.
+    assert not allowed(table["backend"], "get", run_object_name("workload.json"))
     for name in (
-        run_object_name("x"),
-        run_object_name("x.jsonl"),
-        run_object_name("cgroup.jsonl"),
-        run_object_name("configs/nginx/cgroup/x.jsonl"),
-        run_object_name("raw/cgroup/x.jsonl"),
-        run_object_name("cgroup/nginx.json"),
-        "runs/cgroup/nginx.jsonl",
-        f"runs/{RUN_ID}/../cgroup/x.jsonl",
+        run_object_name("workload.json"),
+        run_object_name("cgroup/kong.jsonl"),  # another gateway's samples
+        run_object_name("configs/nginx/nginx.conf"),
+        run_object_name("t1/tester/ready.json"),  # another tester's marker
+        f"raw/{RUN_ID}/gatling-t1/simulation.log",  # another tester's raw log
+        "pipeline/settings.json",
     ):
-        assert not any(allowed(table["gateway"], a, name) for a in ("create", "overwrite")), name
-    raw = f"raw/{RUN_ID}/gatling/simulation.log"
-    assert not allowed(table["tester"], "overwrite", raw)
-    # a capacity run's objects are created once, inside its capacity/ folder only
-    records = f"runs/{RUN_ID}/capacity/probes/0001/t1/loadgen.records"
-    assert not allowed(table["tester"], "overwrite", records)
-    assert not allowed(table["tester"], "create", f"raw/{RUN_ID}/loadgen.records")
-    assert not allowed(table["tester"], "create", run_object_name("campaign.json"))
-    assert not allowed(table["tester"], "overwrite", run_object_name("workload.json"))
+        assert not may_write("gw-nginx", name), name
+        assert not may_write("tester", name) or name.startswith(f"runs/{RUN_ID}/live/"), name
+
+
+def test_a_vm_writes_only_its_own_runs_objects() -> None:
+    """Every write policy of every VM names an object of its run, or a folder inside its run's
+    own: the same object of any other run is refused (the grants that were on every run's
+    runs/*/cgroup/*.jsonl and runs/*/live/*/answer.json let one run's VM forge another's)."""
+    from gatebench.cloud._writes import vm_write_rules
+
+    other = "r-" + "f" * 20
+    rules = vm_write_rules(fleet_values(testers=2))
+    assert set(rules) == {"backend", "gw-nginx", "gw-kong", "tester", "tester-1"}
+    for machine, machine_rules in rules.items():
+        for rule in machine_rules:
+            run_part = rule.value.split("/", 2)[1]
+            assert run_part == RUN_ID, (machine, rule)
+            assert rule.value.startswith((f"runs/{RUN_ID}/", f"raw/{RUN_ID}/")), rule
+            if rule.match == "starts-with":
+                assert rule.value.endswith("/") and rule.value.count("/") >= 3, rule
+            elsewhere = rule.value.replace(RUN_ID, other)
+            assert not any(r.allows(elsewhere) for r in machine_rules), (machine, elsewhere)
+    assert may_write("gw-nginx", run_object_name("cgroup/nginx.jsonl"))
+    assert not may_write("gw-nginx", f"runs/{other}/cgroup/nginx.jsonl")
+    assert not may_write("gw-nginx", f"runs/{other}/live/nginx/answer.json")
 
 
 def terraform_cli() -> str:
@@ -446,73 +494,36 @@ def grant_conditions(tmp_path: Path) -> list[dict[str, str]]:
     return list(json.loads(json.loads(result.stdout.strip().splitlines()[-1])))
 
 
-def test_the_gateway_writes_only_runs_cgroup_objects_as_iam_evaluates_the_condition(
-    tmp_path: Path,
-) -> None:
-    """The gateway's write grants: objectUser (the meter replaces its object every few seconds)
-    on runs/RUN/cgroup/*.jsonl, RUN one folder name, as the rendered IAM condition decides;
-    objectCreator (never overwrite) on runs/RUN/gateways/*/config-error.json; objectUser on
-    runs/RUN/live/*/answer.json (a scale run's live agent replaces its one answer)."""
-    grants = [g for g in grant_conditions(tmp_path) if g["vm"] == "gateway"]
-    writes = [g for g in grants if g["role"] != "roles/storage.objectViewer"]
-    assert [g["role"] for g in writes] == [
-        "roles/storage.objectUser",
-        "roles/storage.objectCreator",
-        "roles/storage.objectUser",
-    ]
-    answers = writes[2]["cel"]
+def test_the_gateways_reads_are_conditions_iam_evaluates_as_meant(tmp_path: Path) -> None:
+    """The gateway reads its run's configurations and, in a scale run, its agent's requests
+    (runs/RUN/configs/..., runs/RUN/live/*/request.json, RUN one folder name), as the rendered
+    IAM condition decides; no VM grant writes."""
+    grants = grant_conditions(tmp_path)
+    assert {g["role"] for g in grants} == {"roles/storage.objectViewer"}
+    gateway = [g for g in grants if g["vm"] == "gateway"]
     kind = "storage.googleapis.com/Object"
     objects = "projects/_/buckets/gb-runs/objects/"
-    assert cel(answers, kind, f"{objects}runs/{RUN_ID}/live/nginx/answer.json")
-    for name in (
-        f"runs/{RUN_ID}/live/nginx/request.json",
-        f"runs/{RUN_ID}/live/nginx/size-10.result.json",
-        f"runs/{RUN_ID}/configs/live/answer.json",
-        f"runs/{RUN_ID}/answer.json",
-    ):
-        assert not cel(answers, kind, f"{objects}{name}"), name
-    objects = "projects/_/buckets/gb-runs/objects/"
-    said = writes[1]["cel"]
-    assert said == (
+    configs = gateway[0]["cel"]
+    assert configs == (
         f'resource.name.startsWith("{objects}runs/") && '
-        'resource.name.extract("/objects/runs/{run}/gateways/") != "" && '
-        'resource.name.extract("/objects/runs/{run}/gateways/") == '
-        'resource.name.extract("/objects/runs/{run}/") && '
-        'resource.name.endsWith("/config-error.json")'
+        'resource.name.extract("/objects/runs/{run}/configs/") != "" && '
+        'resource.name.extract("/objects/runs/{run}/configs/") == '
+        'resource.name.extract("/objects/runs/{run}/")'
     )
-    kind = "storage.googleapis.com/Object"
-    assert cel(said, kind, f"{objects}runs/{RUN_ID}/gateways/nginx/config-error.json")
+    assert cel(configs, kind, f"{objects}runs/{RUN_ID}/configs/nginx/nginx.conf")
     for name in (
-        f"runs/{RUN_ID}/configs/nginx/config-error.json",
-        f"runs/{RUN_ID}/config-error.json",
-        f"runs/{RUN_ID}/gateways/nginx/nginx.conf",
+        f"runs/{RUN_ID}/x/configs/nginx.conf",
+        f"runs/{RUN_ID}/workload.json",
+        "runs/configs/nginx.conf",
     ):
-        assert not cel(said, kind, f"{objects}{name}"), name
-    condition = writes[0]["cel"]
-    assert condition == (
-        f'resource.name.startsWith("{objects}runs/") && '
-        'resource.name.extract("/objects/runs/{run}/cgroup/") != "" && '
-        'resource.name.extract("/objects/runs/{run}/cgroup/") == '
-        'resource.name.extract("/objects/runs/{run}/") && '
-        'resource.name.endsWith(".jsonl")'
-    )
-    assert cel(condition, kind, f"{objects}runs/{RUN_ID}/cgroup/nginx.jsonl")
-    assert cel(condition, kind, f"{objects}runs/{RUN_ID}/cgroup/spring-cloud-gateway.jsonl")
+        assert not cel(configs, kind, f"{objects}{name}"), name
+    requests = gateway[4]["cel"]
+    assert cel(requests, kind, f"{objects}runs/{RUN_ID}/live/nginx/request.json")
     for name in (
-        f"runs/{RUN_ID}/configs/nginx/cgroup/x.jsonl",
-        f"raw/{RUN_ID}/cgroup/x.jsonl",
-        f"runs/{RUN_ID}/cgroup.jsonl",
-        f"runs/{RUN_ID}/x.jsonl",
-        f"runs/{RUN_ID}/cgroup/nginx.json",
-        "runs/cgroup/x.jsonl",
-        f"tfstate/runs/{RUN_ID}/cgroup/x.jsonl",
+        f"runs/{RUN_ID}/live/nginx/answer.json",
+        f"runs/{RUN_ID}/configs/live/request.json",
     ):
-        assert not cel(condition, kind, f"{objects}{name}"), name
-    # The other grants' conditions are unchanged by the folder: prefix and suffix only.
-    tester = [g["cel"] for g in grant_conditions(tmp_path) if g["vm"] == "tester"]
-    assert tester[1] == (
-        f'resource.name.startsWith("{objects}raw/") && resource.name.endsWith("/simulation.log")'
-    )
+        assert not cel(requests, kind, f"{objects}{name}"), name
 
 
 def run_object_name(name: str) -> str:
@@ -837,7 +848,11 @@ def test_only_the_deploy_writes_the_settings_the_vms_trust() -> None:
     assert {(g["member"], g["prefix"]) for g in writes} == {
         ("${module.functions.service_account_member}", "runs/"),
         ("${module.runner.build_member}", "runs/"),
+        # the testers' raw logs, with the policies the build signs: created, never replaced
+        ("${module.runner.build_member}", "raw/"),
     }
+    raw = [g for g in writes if g["prefix"] == "raw/"]
+    assert [g["role"] for g in raw] == ["roles/storage.objectCreator"]
     expression = bucket_condition("runs/", "gb-runs-proj")
     kind = "storage.googleapis.com/Object"
     objects = "projects/_/buckets/gb-runs-proj/objects/"

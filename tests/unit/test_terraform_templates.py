@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from cloud.settings import deployment
+from cloud.startup import instance_metadata
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = ROOT / "infra" / "vms" / "templates"
@@ -172,7 +173,7 @@ def startup_arguments() -> dict[str, tuple[str, dict[str, str]]]:
     out = {}
     for block in doc["resource"]:
         for name, body in block.get('"google_compute_instance"', {}).items():
-            match = _TEMPLATEFILE.match(body["metadata"]["startup-script"])
+            match = _TEMPLATEFILE.match(instance_metadata(body["metadata"])[1]["startup-script"])
             assert match, body["metadata"]
             out[name.strip('"')] = (match.group(1), top_level_arguments(match.group(2)))
     return out
@@ -685,7 +686,8 @@ def test_every_container_of_a_run_logs_to_cloud_logging() -> None:
     ]
     assert len(instances) == 3
     for body in instances:
-        assert body["metadata"]["google-logging-enabled"].strip('"') == "true"
+        attributes = instance_metadata(body["metadata"])[1]
+        assert attributes["google-logging-enabled"].strip('"') == "true"
     runner = (ROOT / "infra" / "modules" / "runner" / "main.tf").read_text()
     writers = runner[runner.index('resource "google_project_iam_member" "log_writers"') :]
     assert "google_service_account.vm)" in writers.split("\n")[1]

@@ -125,6 +125,14 @@ locals {
   ])
 }
 
+# The provision build signs each VM's write policies as itself (IAM signBlob: no key exists);
+# a VM writes only its own run's objects with them (gatebench.cloud._writes).
+resource "google_service_account_iam_member" "build_signs_as_itself" {
+  service_account_id = google_service_account.build.name
+  role               = "roles/iam.serviceAccountTokenCreator"
+  member             = google_service_account.build.member
+}
+
 resource "google_service_account_iam_member" "build_acts_as_vms" {
   for_each           = google_service_account.vm
   service_account_id = each.value.name

@@ -38,15 +38,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Protocol
 
+from gatebench.cloud._tester import Clock, fleet_testers, marker, marker_of_tester
+from gatebench.cloud._tls import CA_OBJECT
+from gatebench.cloud._vms import VARS_OBJECT
 from gatebench.core.fault import Request, fault_impact
 from gatebench.core.measure import ingest_simlog, with_gateway_cgroup
 from gatebench.core.model import Measurement
 from gatebench.core.resources import CgroupSample
 from gatebench.core.simlog import RequestRecord, RunHeader, read_simlog
-from gatebench.store import ResultStore
 from gatebench.core.testers import ingest_tester_logs
-from gatebench.cloud._tester import Clock, fleet_testers, marker, marker_of_tester
-from gatebench.cloud._vms import VARS_OBJECT
+from gatebench.store import ResultStore
 
 RAW_PREFIX = "raw/"
 """Where every raw log of every run is, apart from the rest of the run's objects (runs/RUN/):
@@ -59,6 +60,8 @@ def raw_object(run_id: str, name: str) -> str:
     """A raw log's object: ``raw/RUN/NAME/simulation.log`` (NAME: ``gatling``, or
     ``gatling-tT`` for tester T of several)."""
     return f"{RAW_PREFIX}{run_id}/{name}/simulation.log"
+
+
 CGROUP_OBJECT = "runs/{run_id}/cgroup/{target}.jsonl"
 """Where a gateway VM's meter (``gatebench cloud meter``) uploads its container's cgroup
 samples, one JSON object per line (gatebench.core.resources.CgroupSample), the last upload ending
@@ -154,8 +157,7 @@ def _measure_testers(storage: Bucket, bucket: str, run_id: str) -> list[Measurem
         return []
     failures = [None if d.get("ok") else str(d.get("reason") or "failed") for d in done]
     logs = [
-        storage.open_optional(bucket, raw_object(run_id, f"gatling-t{t}"))
-        for t in range(testers)
+        storage.open_optional(bucket, raw_object(run_id, f"gatling-t{t}")) for t in range(testers)
     ]  # streams, read one after the other by the merge
     document = json.loads(workload)
     measurements, merged = ingest_tester_logs(logs, document, run_id, failures)
@@ -442,18 +444,22 @@ def _note_deployment(storage: Bucket, store: ResultStore, bucket: str, run_id: s
     if run is None:
         return
     tls = document.get("tls")
-    if isinstance(tls, dict) and tls.get("ca"):
+    ca = storage.read_optional(bucket, CA_OBJECT.format(run_id=run_id)) if tls else None
+    if isinstance(tls, dict) and ca is not None:
         from cryptography import x509
         from cryptography.hazmat.primitives.serialization import Encoding
 
-        der = x509.load_pem_x509_certificate(str(tls["ca"]).encode()).public_bytes(Encoding.DER)
+        certificate = x509.load_pem_x509_certificate(ca)
+        der = certificate.public_bytes(Encoding.DER)
         plan_tls = (run.plan or {}).get("tls") or {}
         found["tls"] = {
             "key": plan_tls.get("key"),
             "ca_sha256": hashlib.sha256(der).hexdigest(),
+            "ca_not_after": certificate.not_valid_after_utc.isoformat(),
             "http2": bool(tls.get("http2")),
             "resumption": plan_tls.get("resumption", True),
-            "certificates": "one per VM (each gateway's and the backend's), made at its boot",
+            "certificates": "one per VM (each gateway's and the backend's) from the run's own "
+            "CA, made by the provision build",
         }
     if replicas > 1:
         balance = ((run.plan or {}).get("backend") or {}).get("balance", "round_robin")

@@ -11,8 +11,6 @@ Besides the description and its plan, the deployment refuses an upload for:
 - a backend URL outside Google Cloud's network when the deployment has no Cloud NAT
   (``outside_access`` off, the default: Private Google Access reaches Google's APIs and the
   image repositories without it);
-- a plan with ``tls`` when the deployment has no certificate authority for it
-  (``/x-gatebench/tls``: gatebench.cloud._tls);
 - what a run may cost: a machine type gatebench cannot price, or one outside the deployment's
   ``allowed_machine_types``, at ``/x-gatebench/infrastructure/ROLE_machine``, and a run whose
   estimate (gatebench.core.cost, the figures ``gatebench plan`` prints) is above the
@@ -42,8 +40,7 @@ from urllib.parse import urlsplit
 
 from gatebench.cloud._firestore_rest import firestore_fields
 from gatebench.cloud._objects import ObjectRef
-from gatebench.cloud._tls import tls_problems
-from gatebench.core.cost import CostError, machine_hourly, machine_roles, run_estimate, vm_max_run_s
+from gatebench.core.cost import CostError, machine_hourly, machine_roles, run_estimate
 from gatebench.core.errors import PlanError, Problem
 from gatebench.core.model import RunRecord
 from gatebench.core.plan import Backend, Capacity, Plan, load_plan, workload_summary
@@ -233,7 +230,6 @@ def deployment_problems(
                 "internal name",
             )
         )
-    problems += tls_problems(plan, settings, for_s=vm_max_run_s(plan.to_dict()))
     problems += cost_problems(plan, settings, kind=kind, live=live)
     limit = (settings.get("limits") or {}).get("max_active_runs")
     if isinstance(limit, int) and len(active) >= limit:

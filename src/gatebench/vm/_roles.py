@@ -6,8 +6,8 @@ commands.
 The tester is the only machine that reaches every other one, so it checks the targets
 answer, runs the load when the load build asks (through the bucket, see ``cloud._tester``), and
 uploads the load engine's raw log, from which the ingest step computes the measurements. With a
-TLS plan it trusts the run's CA alone (the workload's ``tls.ca``: it writes its trust store
-from it) and counts each phase's handshakes; with a fault, tester 0 kills and restarts the
+TLS plan it trusts the run's CA alone (the certificate the provision build wrote: it writes
+its trust store from it) and counts each phase's handshakes; with a fault, tester 0 kills and restarts the
 replica (gatebench.vm._deployed). With
 several testers they meet before every phase as they do locally: tester 0 serves the phase
 barrier (gatebench.local._fanout.PhaseBarrier) on its VM, the others call it by tester 0's name
@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from gatebench.local._fanout import PhaseBarrier, barrier_controls, expected_testers
 from gatebench.cloud import Storage
 from gatebench.cloud._ingest import CGROUP_OBJECT, meter_done_line, raw_object
 from gatebench.cloud._live import LIVE_PLAN, read_json
@@ -50,13 +49,15 @@ from gatebench.cloud._tester import (
     wait_for_marker,
     write_marker,
 )
-from gatebench.local.engines import EngineEvent, PhaseResult, get_engine
+from gatebench.cloud._tls import CA_OBJECT
 from gatebench.core.errors import GatebenchError, RunError
-from gatebench.local.procs import Supervisor, http_probe
 from gatebench.core.resources import SAMPLE_INTERVAL_S, CgroupFormatError, CgroupSample
 from gatebench.core.score import BASELINE
 from gatebench.core.testers import split_document
 from gatebench.core.tls import CA_CERT, TRUST_P12, trust_store
+from gatebench.local._fanout import PhaseBarrier, barrier_controls, expected_testers
+from gatebench.local.engines import EngineEvent, PhaseResult, get_engine
+from gatebench.local.procs import Supervisor, http_probe
 from gatebench.vm._capacity import capacity_input, search_on_tester, serve_shares
 from gatebench.vm._deployed import TesterWatch
 
@@ -100,15 +101,15 @@ class _Quiet:
 
 
 def trust_run_ca(document: dict[str, Any], workdir: Path) -> str | None:
-    """With a TLS plan: the run's CA (the workload's ``tls.ca``) written into ``workdir/tls``
-    as a PEM file and as the engine's trust store, which the document then names; the PEM's
-    path (None without TLS)."""
+    """With a TLS plan: the run's CA (``tls.ca``: the certificate the provision build wrote,
+    gatebench.cloud._tls) written into ``workdir/tls`` as a PEM file and as the engine's trust
+    store, which the document then names; the PEM's path (None without TLS)."""
     tls = document.get("tls")
     if not isinstance(tls, dict):
         return None
     ca = str(tls.get("ca") or "")
     if not ca:
-        raise RunError("the workload's tls section holds no CA certificate")
+        raise RunError("the run has no CA certificate (the provision build writes it)")
     folder = workdir / "tls"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / CA_CERT).write_text(ca, encoding="ascii")
@@ -235,6 +236,10 @@ def run_tester(
     )
     with _meeting(barrier, tester, documents) as meeting:
         document = documents[tester]
+        tls = document.get("tls")
+        if isinstance(tls, dict) and not tls.get("ca"):  # the run's CA, from the provision build
+            ca = storage.read_optional(bucket, CA_OBJECT.format(run_id=run_id))
+            tls["ca"] = ca.decode("ascii") if ca is not None else ""
         ca_file = trust_run_ca(document, workdir)
 
         def reported(target: str) -> str | None:  # a VM that did not start its gateway
