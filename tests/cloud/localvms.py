@@ -85,11 +85,13 @@ from .dockerd import StandInContainer, StandInDocker
 from .image import containers, remove_container, run_argv
 from .localterraform import LocalTerraform
 from .metadata import MetadataStandIn
-from .netns import METADATA_ADDRESS, LocalNetwork
+from .netns import CGROUP2, METADATA_ADDRESS, LocalNetwork
 from .secretgate import SecretManagerStandIn
 from .startup import (
+    config_folder,
     configure_commands,
     container_cgroup,
+    cos_noexec,
     firewall_commands,
     live_command,
     live_mounts,
@@ -356,7 +358,10 @@ class LocalVms:
                 continue
             script = startup_script("gateway", values, name, self.templates)
             cgroup = container_cgroup(script, "gateway")
-            command = self.network.command(host, argv, mount=(folder, mount), cgroup=cgroup)
+            noexec = cos_noexec(config_folder(script))  # the volume keeps the host's flag
+            command = self.network.command(
+                host, argv, mount=(folder, mount), cgroup=cgroup, noexec=noexec
+            )
             env = renderer.env(Path(mount))
             proc = self._start(key, f"{run_id}-gw-{name}", command, cwd=folder, env=env)
             cgroup = self._meter(key, values, name, host, gate, proc)
@@ -477,10 +482,19 @@ class LocalVms:
         gate: StorageGate,
         gateway: ManagedProcess,
     ) -> CgroupStandIn | None:
-        """The script's meter beside the gateway, reading the cgroup stand-in."""
+        """The script's meter beside the gateway, reading the cgroup stand-in at the gateway's
+        own cgroup path (the one its processes' /proc/PID/cgroup names, where the meter looks
+        for its memory maps in the host's /proc)."""
         script = startup_script("gateway", values, name, self.templates)
         argv = meter_command(script, values["runner_image"])
-        folder = self.root / "vms" / f"{values['run_id']}-gw-{name}-cgroup"
+        root = self.root / "vms" / f"{values['run_id']}-gw-{name}-cgroup"
+        slice_ = container_cgroup(script, "gateway")
+        path = (
+            "/" + str(self.network.cgroup(host, slice_).relative_to(CGROUP2))
+            if slice_
+            else STAND_IN_CGROUP
+        )
+        folder = root / path.strip("/")
         cgroup = CgroupStandIn(folder, gateway.pid)
         with self._lock:
             late = key in self.destroyed
@@ -490,12 +504,18 @@ class LocalVms:
             cgroup.stop()
             return None
         meter = f"{values['run_id']}-gw-{name}-meter"
+        proc = "--proc" in argv
         if self.image is None:
             argv[argv.index("--cgroup") + 1] = str(folder)
+            argv += ["--cgroup-root", str(root)]
+            if proc:
+                argv[argv.index("--proc") + 1] = "/proc"
             command = self.runner(key, host, gate, argv, name=meter)
         else:  # the script's -v /sys/fs/cgroup:/host/cgroup:ro and --cgroup /host/cgroup$cgroup
-            argv[argv.index("--cgroup") + 1] = CGROUP_MOUNT + STAND_IN_CGROUP
-            mounts = [(folder, CGROUP_MOUNT + STAND_IN_CGROUP, "ro")]
+            argv[argv.index("--cgroup") + 1] = CGROUP_MOUNT + path
+            mounts = [(root, CGROUP_MOUNT, "ro")]
+            if proc:  # and its -v /proc:/host/proc:ro
+                mounts.append((Path("/proc"), argv[argv.index("--proc") + 1], "ro"))
             command = self.runner(key, host, gate, argv, name=meter, mounts=mounts)
         self._start(key, meter, command, env=self.vm_env(host, gate))
         return cgroup

@@ -232,11 +232,14 @@ class LocalNetwork:
         *,
         mount: tuple[Path, str] | None = None,
         cgroup: str | None = None,
+        noexec: bool = False,
     ) -> list[str]:
         """``argv`` as it runs inside the machine; with ``mount`` (folder, path), the folder
         appears at that path for it alone, as a container's volume does; with ``cgroup`` (a
         path as the machine's script names it), it runs in that cgroup of the machine from its
-        first instruction, as a container started with ``--cgroup-parent`` does."""
+        first instruction, as a container started with ``--cgroup-parent`` does; with
+        ``noexec``, the mounted folder is not executable (a volume from a folder the host
+        mounts ``noexec``: Docker's bind mount keeps the flag)."""
         prefix = ["ip", "netns", "exec", self.machines[name].namespace]
         if cgroup is not None:  # joined before `ip netns exec`, which hides this /sys
             procs = self.cgroup(name, cgroup) / "cgroup.procs"
@@ -251,6 +254,10 @@ class LocalNetwork:
             with self._lock:
                 self._mount_points.append(point)
         script = 'mount --bind "$0" "$1" && shift && exec "$@"'
+        if noexec:
+            script = (
+                'mount --bind "$0" "$1" && mount -o remount,bind,noexec "$1" && shift && exec "$@"'
+            )
         return [*prefix, "sh", "-c", script, str(folder), target, *argv]
 
     def listen_inside(self, name: str, address: str, port: int) -> socket.socket:

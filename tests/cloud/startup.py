@@ -329,6 +329,34 @@ def container_cgroup(script: str, name: str) -> str | None:
     raise TemplateError(f"the script starts no container named {name!r}")
 
 
+COS_EXECUTABLE = ("/var/lib/docker", "/var/lib/google", "/var/lib/toolbox", "/var/lib/cloud")
+"""The folders under COS's non-executable trees that are mounted executable (COS's "Disks and
+file system overview": /var is noexec "except for /var/lib/google, /var/lib/docker,
+/var/lib/toolbox", and cloud-init's /var/lib/cloud)."""
+COS_NOEXEC = ("/var", "/home", "/tmp")
+"""Container-Optimized OS's writable trees mounted ``noexec`` (the same page); /mnt/disks is
+writable and executable, the root file system read-only."""
+
+
+def cos_noexec(path: str) -> bool:
+    """Whether Container-Optimized OS mounts the host folder ``path`` non-executable: a
+    container's volume from there inherits it, and nothing the container puts in it runs."""
+
+    def under(folder: str) -> bool:
+        return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+    return any(under(f) for f in COS_NOEXEC) and not any(under(f) for f in COS_EXECUTABLE)
+
+
+def config_folder(script: str) -> str:
+    """The host folder the gateway script fetches the configuration into and mounts into the
+    gateway's container (its ``dir=`` line)."""
+    for line in script.splitlines():
+        if line.startswith("dir="):
+            return shlex.split(line[len("dir=") :])[0]
+    raise TemplateError("the gateway script sets no dir= (the configuration folder)")
+
+
 def configure_commands(script: str, image: str) -> list[list[str]]:
     """The gateway script's steps before its gateway starts: the runner image's arguments
     (``cloud gateway-config ...``) of each ``docker run --rm ... IMAGE`` line, as argv."""
@@ -342,9 +370,13 @@ def configure_commands(script: str, image: str) -> list[list[str]]:
 
 
 __all__ = [
+    "COS_EXECUTABLE",
+    "COS_NOEXEC",
     "TemplateError",
+    "config_folder",
     "configure_commands",
     "container_cgroup",
+    "cos_noexec",
     "firewall_commands",
     "instance_metadata",
     "live_command",

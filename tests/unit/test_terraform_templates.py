@@ -405,7 +405,7 @@ def test_gateway_images_come_through_the_docker_hub_remote_repository() -> None:
     joined = script.replace("\\\n", "")
     runs = re.findall(
         r"^docker run .*? --network host (?:--cgroup-parent=\S+\s+)?--log-driver=gcplogs\s+"
-        r"(?:-v \S+\s+)?'([^']+)'",
+        r"(?:-v \S+\s+)*'([^']+)'",
         joined,
         re.M,
     )
@@ -452,9 +452,9 @@ def test_the_gateway_script_starts_the_meter_with_the_runs_values_quoted() -> No
     assert meter.endswith(
         "docker run -d --name gatebench-meter --restart on-failure:10 --network host "
         "--log-driver=gcplogs \\\n"
-        "  -v /sys/fs/cgroup:/host/cgroup:ro "
-        "'europe-central2-docker.pkg.dev/proj/gb-gatebench/runner:0.1.0' cloud meter "
-        "--run-id 'r-0123456789abcdef0123' \\\n"
+        "  -v /sys/fs/cgroup:/host/cgroup:ro -v /proc:/host/proc:ro "
+        "'europe-central2-docker.pkg.dev/proj/gb-gatebench/runner:0.1.0' cloud meter \\\n"
+        "  --proc /host/proc --run-id 'r-0123456789abcdef0123' \\\n"
         "  --runs-bucket 'gb-runs-proj' --target 'nginx' --cgroup \"/host/cgroup$cgroup\"\n"
     )
     # The gateway's container is found before; a reboot replaces the previous boot's meter.
@@ -469,13 +469,16 @@ def test_the_gateway_script_starts_the_meter_with_the_runs_values_quoted() -> No
     from gatebench.cli import build_parser
 
     argv = ["cloud", "meter", "--run-id", "r-0123456789abcdef0123", "--runs-bucket"]
-    args = build_parser().parse_args([*argv, "gb-runs-proj", "--target", "nginx", "--cgroup", "/x"])
-    assert (args.run_id, args.runs_bucket, args.target, args.cgroup) == (
+    argv += ["gb-runs-proj", "--target", "nginx", "--cgroup", "/x", "--proc", "/host/proc"]
+    args = build_parser().parse_args(argv)
+    assert (args.run_id, args.runs_bucket, args.target, args.cgroup, args.proc) == (
         "r-0123456789abcdef0123",
         "gb-runs-proj",
         "nginx",
         "/x",
+        "/host/proc",
     )
+    assert args.cgroup_root == "/host/cgroup"  # where the script mounts the host's hierarchy
     # main.tf passes the runner image, the run and the gateway's own name.
     _, arguments = startup_arguments()["gateway"]
     assert (arguments["runner_image"], arguments["run_id"], arguments["target"]) == (
@@ -692,3 +695,16 @@ def test_every_container_of_a_run_logs_to_cloud_logging() -> None:
     writers = runner[runner.index('resource "google_project_iam_member" "log_writers"') :]
     assert "google_service_account.vm)" in writers.split("\n")[1]
     assert 'role     = "roles/logging.logWriter"' in writers.split("\n}")[0]
+
+
+def test_the_gateways_configuration_folder_is_where_cos_lets_it_run_what_it_puts_there() -> None:
+    """Varnish loads the VCL it compiles into its working folder and Netty its native
+    transport from java.io.tmpdir, both in the configuration folder; COS mounts /var, /home
+    and /tmp noexec and a container's volume keeps the flag (tests/integration/
+    test_cloud_vm_noexec.py shows both gateways there)."""
+    from cloud.startup import config_folder, cos_noexec
+
+    script = render((TEMPLATES / "gateway.sh.tftpl").read_text(), GATEWAY)
+    folder = config_folder(script)
+    assert folder == "/mnt/disks/gatebench/config" and not cos_noexec(folder)
+    assert f'-v "$dir:{GATEWAY["mount"]}"' in script  # the gateway's volume

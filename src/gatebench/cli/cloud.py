@@ -136,6 +136,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="the container's cgroup v2 directory, e.g. "
         "/sys/fs/cgroup/system.slice/docker-ID.scope",
     )
+    meter.add_argument(
+        "--cgroup-root",
+        default="/host/cgroup",
+        help="where the host's cgroup v2 hierarchy is mounted (the container's cgroup path is "
+        "--cgroup below it)",
+    )
+    meter.add_argument(
+        "--proc",
+        help="the host's /proc: record which of Netty's native transports the container's "
+        "processes loaded",
+    )
     meter.set_defaults(handler=run_meter)
 
     live = commands.add_parser(
@@ -354,8 +365,15 @@ def run_meter(args: argparse.Namespace) -> int:
     from gatebench.cloud._storage import vm_storage
     from gatebench.vm._roles import meter_gateway
 
+    proc = Path(args.proc) if args.proc else None
     return meter_gateway(
-        vm_storage(), args.runs_bucket, args.run_id, args.target, Path(args.cgroup)
+        vm_storage(),
+        args.runs_bucket,
+        args.run_id,
+        args.target,
+        Path(args.cgroup),
+        proc=proc,
+        cgroup_root=Path(args.cgroup_root),
     )
 
 

@@ -41,6 +41,7 @@ from typing import Any, BinaryIO, Protocol
 from gatebench.cloud._tester import Clock, fleet_testers, marker, marker_of_tester
 from gatebench.cloud._tls import CA_OBJECT
 from gatebench.cloud._vms import VARS_OBJECT
+from gatebench.core.errors import GatebenchError
 from gatebench.core.fault import Request, fault_impact
 from gatebench.core.measure import ingest_simlog, with_gateway_cgroup
 from gatebench.core.model import Measurement
@@ -105,6 +106,8 @@ class MeterUpload:
 
     samples: list[CgroupSample] = field(default_factory=list)
     done: bool = False
+    loaded: list[str] | None = None
+    """The native transports the container's processes loaded (None: the meter did not look)."""
 
 
 def ingest_object(storage: Bucket, store: ResultStore, bucket: str, name: str) -> int | None:
@@ -305,6 +308,9 @@ def meter_uploads(storage: Bucket, bucket: str, run_id: str) -> dict[str, MeterU
                 if isinstance(value, dict) and value.get(METER_DONE) is True:
                     upload.done = True
                     continue
+                if isinstance(value, dict) and isinstance(value.get("loaded"), list):
+                    upload.loaded = [str(v) for v in value["loaded"]]
+                    continue
                 upload.samples.append(CgroupSample.from_dict(value))
             except (ValueError, KeyError, TypeError, AttributeError):
                 continue
@@ -417,6 +423,9 @@ def ingest_run(
     return len(measurements)
 
 
+JVM_TRANSPORT = "jvm_transport"
+"""The run record's ``environment`` key: each JVM gateway's network transport (``epoll`` when
+Netty loaded its native transport, ``nio`` when it fell back to Java's), from its meter."""
 VM_IMAGE = "vm_image"
 """The run record's ``environment`` key: the Container-Optimized OS image its VMs booted (the
 deployment pins it: infra/ ``vm_image``), from the variables the provision build saved."""
@@ -437,6 +446,9 @@ def _note_deployment(storage: Bucket, store: ResultStore, bucket: str, run_id: s
     found: dict[str, Any] = {}
     if isinstance(saved.get("image"), str):
         found[VM_IMAGE] = saved["image"]
+    transports = jvm_transports(meter_uploads(storage, bucket, run_id))
+    if transports:
+        found[JVM_TRANSPORT] = transports
     deployed = bool(document.get("tls") or document.get("fault") or replicas > 1)
     if not found and not deployed:
         return
@@ -471,6 +483,23 @@ def _note_deployment(storage: Bucket, store: ResultStore, bucket: str, run_id: s
         environment[DEPLOYMENT_NOTES] = notes
     if environment != run.environment:
         store.update_run(run_id, environment=environment)
+
+
+def jvm_transports(uploads: dict[str, MeterUpload]) -> dict[str, str]:
+    """Each JVM gateway's transport, from what its meter saw loaded: the first native
+    transport, else ``nio``; gateways whose meter did not look are left out."""
+    from gatebench.core.renderers import get_renderer
+    from gatebench.core.renderers._jvm import JvmRenderer
+
+    out = {}
+    for target, upload in sorted(uploads.items()):
+        try:
+            jvm = isinstance(get_renderer(target), JvmRenderer)
+        except GatebenchError:
+            continue
+        if jvm and upload.loaded is not None:
+            out[target] = upload.loaded[0] if upload.loaded else "nio"
+    return out
 
 
 def _note_gaps(store: ResultStore, run_id: str, gaps: dict[str, str]) -> None:

@@ -499,6 +499,33 @@ def load_finished(storage: Storage, bucket: str, run_id: str) -> bool:
     )
 
 
+NATIVE_TRANSPORTS = {
+    "netty_transport_native_epoll": "epoll",
+    "netty_transport_native_io_uring": "io_uring",
+}
+"""Netty's native transports, by the file name of their library: a JVM gateway's Netty uses one
+only when it could load it (from java.io.tmpdir, which must be executable), else Java's NIO."""
+
+
+def loaded_transports(proc: Path, cgroup: str) -> set[str]:
+    """The native transports (:data:`NATIVE_TRANSPORTS`) mapped by any process of the cgroup
+    ``cgroup`` (its path, as ``/proc/PID/cgroup`` names it on cgroup v2), from ``proc`` (the
+    host's /proc)."""
+    found: set[str] = set()
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            lines = (entry / "cgroup").read_text().splitlines()
+            if f"0::{cgroup}" not in lines:
+                continue
+            maps = (entry / "maps").read_text(errors="replace")
+        except OSError:  # gone, or not ours to read
+            continue
+        found |= {name for lib, name in NATIVE_TRANSPORTS.items() if lib in maps}
+    return found
+
+
 def meter_gateway(
     storage: Storage,
     bucket: str,
@@ -507,12 +534,23 @@ def meter_gateway(
     cgroup_dir: Path,
     clock: Clock | None = None,
     interval: float = SAMPLE_INTERVAL_S,
+    proc: Path | None = None,
+    cgroup_root: Path | None = None,
 ) -> int:
     """Sample the gateway container's cgroup until every tester has written ``load-done`` (or
     :data:`METER_MAX_S` passes), uploading the samples as it goes; the last upload, after one
-    more sample, ends with the ``meter_done`` line. Returns 0, or 3 when the cgroup cannot be
-    read at the start."""
+    more sample, ends with the ``meter_done`` line. With ``proc`` (the host's /proc) each upload
+    also says which native transports the container's processes loaded (a ``{"loaded": [...]}``
+    line; ``cgroup_root``: where the host's cgroup hierarchy is mounted, so that ``cgroup_dir``
+    names the container's cgroup path). Returns 0, or 3 when the cgroup cannot be read at the
+    start."""
     clock = clock or Clock()
+    loaded: set[str] = set()
+    cgroup_path = (
+        "/" + str(cgroup_dir.relative_to(cgroup_root)).strip("/")
+        if cgroup_root is not None and cgroup_dir.is_relative_to(cgroup_root)
+        else None
+    )
     name = CGROUP_OBJECT.format(run_id=run_id, target=target)
     lines: list[str] = []
     started = clock.now()
@@ -532,7 +570,10 @@ def meter_gateway(
         return now
 
     def upload(*final: str) -> None:
-        text = "".join(f"{line}\n" for line in [*lines, *final])
+        if proc is not None and cgroup_path is not None:
+            loaded.update(loaded_transports(proc, cgroup_path))
+        found = [json.dumps({"loaded": sorted(loaded)})] if proc is not None else []
+        text = "".join(f"{line}\n" for line in [*lines, *found, *final])
         storage.write(bucket, name, text, "application/x-ndjson")
 
     why = "time limit"
