@@ -134,7 +134,7 @@ resource "google_storage_notification" "raw_logs" {
 resource "google_service_account" "ingest_trigger" {
   project      = var.project_id
   account_id   = "${var.prefix}-ingest-trigger"
-  display_name = "gatebench: delivers runs-bucket events to the ingest function"
+  display_name = "gatebench: delivers raw-log notifications to the ingest function"
 }
 
 resource "google_project_iam_member" "ingest_trigger_receiver" {
