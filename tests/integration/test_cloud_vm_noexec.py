@@ -64,6 +64,8 @@ def values() -> dict[str, Any]:
         "image": "varnish:7.6.1",
         "args": ["varnishd"],
         "random_env": [],
+        "sidecars": [],
+        "configure": [],
     }
     return {
         "runner_image": "europe-docker.pkg.dev/p/gb-gatebench/runner:0.1.0",

@@ -47,6 +47,8 @@ def values(run: str) -> dict[str, Any]:
 def world(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[tuple[Storage, dict[str, Any], StorageGate]]:
+    """The runs bucket behind a gate that takes a gateway VM's account for every caller but
+    a signed POST (which acts as its signer); the storage yielded reads the emulator itself."""
     from google.oauth2 import service_account
 
     info, public_key = service_account_info(BUILD_EMAIL)
@@ -55,6 +57,8 @@ def world(
         endpoint = start_gcs_emulator(supervisor, tmp_path)
         client: Any = storage_client(endpoint)
         client.create_bucket(RUNS)
+        direct = Storage("gatebench-test")
+        assert direct.client is not None  # made now: the emulator itself, not the gate
         listener = socket.socket()
         listener.bind(("127.0.0.1", 0))
         listener.listen(16)
@@ -73,7 +77,7 @@ def world(
             for run in (RUN, OTHER)
         }
         try:
-            yield Storage("gatebench-test"), policies, gate
+            yield direct, policies, gate
         finally:
             gate.close()
 
