@@ -404,7 +404,8 @@ def test_gateway_images_come_through_the_docker_hub_remote_repository() -> None:
     script = render((TEMPLATES / "gateway.sh.tftpl").read_text(), values)
     joined = script.replace("\\\n", "")
     runs = re.findall(
-        r"^docker run .*? --network host (?:--cgroup-parent=\S+\s+)?--log-driver=gcplogs\s+"
+        r"^docker run .*? --network host (?:--cgroup-parent=\S+\s+|--cgroupns=host\s+)?"
+        r"--log-driver=gcplogs\s+"
         r"(?:-v \S+\s+)*'([^']+)'",
         joined,
         re.M,
@@ -451,8 +452,8 @@ def test_the_gateway_script_starts_the_meter_with_the_runs_values_quoted() -> No
     meter = script[script.index(METER_SECTION) :]
     assert meter.endswith(
         "docker run -d --name gatebench-meter --restart on-failure:10 --network host "
-        "--log-driver=gcplogs \\\n"
-        "  -v /sys/fs/cgroup:/host/cgroup:ro -v /proc:/host/proc:ro "
+        "--cgroupns=host \\\n"
+        "  --log-driver=gcplogs -v /sys/fs/cgroup:/host/cgroup:ro -v /proc:/host/proc:ro "
         "'europe-central2-docker.pkg.dev/proj/gb-gatebench/runner:0.1.0' cloud meter \\\n"
         "  --proc /host/proc --run-id 'r-0123456789abcdef0123' \\\n"
         "  --runs-bucket 'gb-runs-proj' --target 'nginx' --cgroup \"/host/cgroup$cgroup\"\n"
