@@ -35,7 +35,7 @@ import java.util.function.Function;
 
 /**
  * The only simulation gatebench runs. It reads the workload JSON named by the system property
- * {@code gatebench.core.workload} (rendered by gatebench.core.workload from the benchmark plan) and runs
+ * {@code gatebench.workload} (rendered by gatebench.core.workload from the benchmark plan) and runs
  * its phases one after the other.
  *
  * <p>Phases follow each other without Gatling's scenario chaining where possible: chaining
@@ -83,7 +83,7 @@ public class GenericSimulation extends Simulation {
   private String firstBaseUrl = "";
 
   public GenericSimulation() throws IOException {
-    String path = System.getProperty("gatebench.core.workload");
+    String path = System.getProperty("gatebench.workload");
     if (path == null || path.isEmpty()) {
       throw new IllegalArgumentException("set -Dgatebench.workload=FILE (the workload JSON)");
     }
