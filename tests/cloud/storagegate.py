@@ -31,6 +31,7 @@ import json
 import re
 import socket
 import threading
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -312,14 +313,26 @@ class StorageGate:
             return
         from urllib.parse import quote
 
+        # to the emulator as the client library uploads (multipart: the object's metadata, then
+        # its bytes), which it takes for any content type
+        content_type = fields.get("Content-Type") or "application/octet-stream"
+        boundary = "gate-" + uuid.uuid4().hex
+        metadata = json.dumps({"name": fields["key"], "contentType": content_type})
+        related = (
+            (
+                f"--{boundary}\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n"
+                f"{metadata}\r\n--{boundary}\r\nContent-Type: {content_type}\r\n\r\n"
+            ).encode()
+            + data
+            + f"\r\n--{boundary}--\r\n".encode()
+        )
         conn = http.client.HTTPConnection(self.upstream.hostname, self.upstream.port, timeout=120)
         try:
-            name = quote(fields["key"], safe="")
             conn.request(
                 "POST",
-                f"/upload/storage/v1/b/{quote(bucket, safe='')}/o?uploadType=media&name={name}",
-                body=data,
-                headers={"Content-Type": fields.get("Content-Type") or "application/octet-stream"},
+                f"/upload/storage/v1/b/{quote(bucket, safe='')}/o?uploadType=multipart",
+                body=related,
+                headers={"Content-Type": f'multipart/related; boundary="{boundary}"'},
             )
             response = conn.getresponse()
             response.read()

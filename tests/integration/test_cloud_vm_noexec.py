@@ -152,6 +152,18 @@ def test_varnish_starts_from_the_scripts_folder_and_not_from_a_noexec_one(
     assert "failed to map segment" in log or "Could not load" in log, log
 
 
+def netty_maps(cgroup: Path) -> list[str]:
+    """The memory-map lines of Netty's native libraries of the cgroup's processes."""
+    lines = []
+    for pid in (cgroup / "cgroup.procs").read_text().split():
+        try:
+            maps = Path(f"/proc/{pid}/maps").read_text().splitlines()
+        except OSError:
+            continue
+        lines += [f"{pid}: {line}" for line in maps if "netty" in line]
+    return lines
+
+
 def start_gateway_jar(
     network: LocalNetwork, host: str, supervisor: Supervisor, folder: Path, noexec: bool
 ) -> Any:
@@ -182,15 +194,16 @@ def test_spring_cloud_gateway_loads_nettys_native_transport_only_from_an_executa
     script = startup_script("gateway", values(), "varnish")
     assert container_cgroup(script, "gateway") == "gateways.slice"
     path = "/" + str(network.cgroup(host, "gateways.slice").relative_to(CGROUP2))
-    seen = {}
+    seen, mapped = {}, {}
     for noexec in (cos_noexec(config_folder(script)), True):
         gateway = start_gateway_jar(network, host, supervisor, tmp / f"scg-{noexec}", noexec)
         log = tmp / f"scg-{noexec}.log"
         assert probe(network, host, 120) == "answers", log.read_text()
         seen[noexec] = loaded_transports(Path("/proc"), path)
+        mapped[noexec] = netty_maps(network.cgroup(host, "gateways.slice"))
         supervisor.stop(gateway)
         time.sleep(0.5)
-    assert seen == {False: {"epoll"}, True: set()}
+    assert seen == {False: {"epoll"}, True: set()}, mapped
     uploads = {
         "spring-cloud-gateway": MeterUpload(loaded=sorted(seen[False])),
         "zuul": MeterUpload(loaded=[]),

@@ -110,7 +110,7 @@ def test_a_gateway_vm_writes_its_runs_samples_and_not_another_runs(
     bad["fields"] = {**bad["fields"], "x-goog-signature": "00" * 256}
     with pytest.raises(RunError, match="signature we calculated does not match"):
         PolicyWriter([bad]).write(RUNS, samples, "{}", "application/x-ndjson")
-    assert len(gate.denied) == 3
+    assert len(gate.denied) == 3, gate.denied
 
 
 def test_a_tester_streams_its_raw_log_once_and_cannot_replace_it(

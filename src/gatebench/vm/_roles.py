@@ -508,9 +508,10 @@ only when it could load it (from java.io.tmpdir, which must be executable), else
 
 
 def loaded_transports(proc: Path, cgroup: str) -> set[str]:
-    """The native transports (:data:`NATIVE_TRANSPORTS`) mapped by any process of the cgroup
-    ``cgroup`` (its path, as ``/proc/PID/cgroup`` names it on cgroup v2), from ``proc`` (the
-    host's /proc)."""
+    """The native transports (:data:`NATIVE_TRANSPORTS`) whose code any process of the cgroup
+    ``cgroup`` (its path, as ``/proc/PID/cgroup`` names it on cgroup v2) has mapped executable,
+    from ``proc`` (the host's /proc). Only an executable mapping counts: a load that failed on a
+    ``noexec`` folder can leave the library's first, read-only segment mapped."""
     found: set[str] = set()
     for entry in proc.iterdir():
         if not entry.name.isdigit():
@@ -519,10 +520,13 @@ def loaded_transports(proc: Path, cgroup: str) -> set[str]:
             lines = (entry / "cgroup").read_text().splitlines()
             if f"0::{cgroup}" not in lines:
                 continue
-            maps = (entry / "maps").read_text(errors="replace")
+            maps = (entry / "maps").read_text(errors="replace").splitlines()
         except OSError:  # gone, or not ours to read
             continue
-        found |= {name for lib, name in NATIVE_TRANSPORTS.items() if lib in maps}
+        for line in maps:
+            fields = line.split(maxsplit=5)
+            if len(fields) == 6 and "x" in fields[1]:
+                found |= {name for lib, name in NATIVE_TRANSPORTS.items() if lib in fields[5]}
     return found
 
 
