@@ -30,7 +30,6 @@ ALLOWED_ROLES = {
     "roles/bigquery.dataViewer": "read the results dataset",
     "roles/bigquery.jobUser": "run load and query jobs",
     "roles/cloudbuild.builds.editor": "start the per-run builds",
-    "roles/compute.instanceAdmin.v1": "create and delete the per-run VMs",
     "roles/datastore.user": "read and write run documents (one database, by condition)",
     "roles/datastore.viewer": "read run documents (one database, by condition)",
     "roles/eventarc.eventReceiver": "receive events as a trigger's identity",

@@ -55,7 +55,7 @@ def finish_run(
     if run.capacity is not None:  # a capacity run: its result is stored, its rows written here
         from gatebench.cloud._capacity import capacity_outcome
 
-        status, capacity_rows = capacity_outcome(store, run_id)
+        status, capacity_rows = capacity_outcome(store, run_id, sink, runs_bucket)
         text = "".join(json.dumps(row, allow_nan=False) + "\n" for row in capacity_rows)
         sink.write(runs_bucket, rows_object(run_id), text, "application/x-ndjson")
         return {

@@ -269,7 +269,7 @@ def _add_rows(
         message = array("H", [message[i] for i in keep])
     if not intended:
         return
-    sample.latencies.extend([v / 1000.0 for v in latency])
+    sample.counts.update(Counter(v / 1000.0 for v in latency))
     schedule.lags_ms.extend([v / 1000.0 for v in lag])
     schedule.from_send_ms.extend(
         [max(0, a - b) / 1000.0 for a, b in zip(latency, lag, strict=True)]

@@ -383,7 +383,9 @@ def _changes_section(changes: Sequence[Mapping[str, Any]]) -> str:
     ]
     for c in changes:
         times = [v for v in c["new_routes_s"].values() if v is not None]
-        median = statistics.median(times) if times else None
+        median = c.get("new_route_median_s", statistics.median(times) if times else None)
+        answered = c.get("new_routes_answered", len(times))
+        total = c.get("new_routes", len(c["new_routes_s"]))
         out.append(
             "<tr>"
             + "".join(
@@ -395,7 +397,7 @@ def _changes_section(changes: Sequence[Mapping[str, Any]]) -> str:
                     _fmt(c["before"]["p99_ms"]),
                     f"{_fmt(c['during']['p99_ms'])} / {_fmt(c['during']['max_ms'])}",
                     _fmt(c["worst_bucket_p99_ms"]),
-                    f"{len(times)} of {len(c['new_routes_s'])}",
+                    f"{answered} of {total}",
                     f"{_fmt(median)} / {_fmt(c['slowest_new_route_s'])}",
                     _fmt(c["mechanism_s"]),
                 )

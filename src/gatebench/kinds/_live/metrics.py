@@ -20,6 +20,7 @@ Pure: records in, figures out.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -163,6 +164,12 @@ class ChangeOutcome:
         out["before"], out["during"] = self.before.to_dict(), self.during.to_dict()
         out["all_new_routes_answered"] = self.all_new_routes_answered
         out["slowest_new_route_s"] = self.slowest_new_route_s
+        # what the report shows of new_routes_s, kept beside it: a stored copy may hold a
+        # bounded part of it (the cloud path's Firestore document)
+        times = [v for v in self.new_routes_s.values() if v is not None]
+        out["new_routes"] = len(self.new_routes_s)
+        out["new_routes_answered"] = len(times)
+        out["new_route_median_s"] = statistics.median(times) if times else None
         return out
 
 

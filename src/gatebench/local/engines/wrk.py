@@ -428,8 +428,8 @@ def sample_from_result(
         )
     sample = PhaseSample()
     for value_us in sorted(recorded):
-        sample.latencies.extend([value_us / 1000.0] * recorded[value_us])
-    sample.latencies.extend([float(timeout_ms)] * timeouts)
+        sample.add_latency(value_us / 1000.0, recorded[value_us])
+    sample.add_latency(float(timeout_ms), timeouts)
     statuses = {int(s): int(c) for s, c in result["statuses"]}
     sample.ok = sum(c for s, c in statuses.items() if is_ok(s, expect))
     sample.ko = requests - sample.ok
