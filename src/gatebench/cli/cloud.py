@@ -294,7 +294,8 @@ def run_load(args: argparse.Namespace) -> int:
 
 def run_vm_vars(args: argparse.Namespace) -> int:
     from gatebench.cloud import Storage, read_settings
-    from gatebench.cloud._vms import VARS_OBJECT, vm_vars
+    from gatebench.cloud._objects import VARS_OBJECT
+    from gatebench.cloud._vms import vm_vars
 
     storage = Storage()
     saved_name = VARS_OBJECT.format(run_id=args.run_id)

@@ -38,9 +38,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Protocol
 
+from gatebench.cloud._objects import VARS_OBJECT
 from gatebench.cloud._tester import Clock, fleet_testers, marker, marker_of_tester
 from gatebench.cloud._tls import CA_OBJECT
-from gatebench.cloud._vms import VARS_OBJECT
 from gatebench.core.errors import GatebenchError
 from gatebench.core.fault import Request, fault_impact
 from gatebench.core.measure import ingest_simlog, with_gateway_cgroup

@@ -21,6 +21,9 @@ from gatebench.core.model import run_id_for_object
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")
 _GENERATION = re.compile(r"^[1-9][0-9]{0,19}$")
 
+VARS_OBJECT = "runs/{run_id}/vms.tfvars.json"
+"""The variables of infra/vms the provision build saved for a run (gatebench.cloud._vms)."""
+
 
 class RequestError(ProblemsError):
     """A function's request (or event) is not what it expects; answered with HTTP 400."""

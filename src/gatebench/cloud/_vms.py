@@ -18,8 +18,6 @@ from typing import Any
 from gatebench.cloud._objects import RequestError
 from gatebench.core.errors import Problem
 
-VARS_OBJECT = "runs/{run_id}/vms.tfvars.json"
-
 
 def vm_vars(
     settings: dict[str, Any], fleet: dict[str, Any] | None, run_id: str, runs_bucket: str
