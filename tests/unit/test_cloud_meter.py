@@ -270,7 +270,8 @@ def test_the_run_records_the_container_optimized_os_image_its_vms_booted(
 ) -> None:
     """The deployment pins the VMs' image (infra/ vm_image, never a family that moves); the
     provision build saves it with the run's variables and the score step records it."""
-    from gatebench.cloud._vms import VARS_OBJECT, vm_vars
+    from gatebench.cloud._objects import VARS_OBJECT
+    from gatebench.cloud._vms import vm_vars
 
     bucket, store = run
     settings = {

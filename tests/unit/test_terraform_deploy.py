@@ -1225,7 +1225,7 @@ def objects_of_a_run() -> list[str]:
     from gatebench.cloud._objects import rows_object
     from gatebench.cloud._render import backend_error_object, config_error_object, run_object
     from gatebench.cloud._tester import marker, marker_of_tester
-    from gatebench.cloud._vms import VARS_OBJECT
+    from gatebench.cloud._objects import VARS_OBJECT
     from gatebench.vm._capacity import share_object
 
     run = RUN_ID
