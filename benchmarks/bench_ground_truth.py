@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from gatebench.core.backend import mock_config
-
 from gatebench.core.model import Measurement
 from gatebench.core.plan import Backend, build_plan
 from gatebench.core.spec import read_spec

@@ -15,12 +15,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from gatebench.kinds._live.metrics import ChangeOutcome, ScalePoint
-
 from gatebench.core.errors import GatebenchError
 from gatebench.core.renderers import all_renderers
 from gatebench.core.routescale import DEFAULT_SIZES, parse_sizes
 from gatebench.core.spec import load_spec
+from gatebench.kinds._live.metrics import ChangeOutcome, ScalePoint
 from gatebench.local.backends import start_backend
 from gatebench.local.engines.constant_rate import GatlingRateLoad
 from gatebench.local.liveruns import LoadSettings, measure_change, measure_size
@@ -85,11 +84,11 @@ def run() -> str:
     )
     api = load_spec(ROOT / "examples" / "auction" / "openapi.yaml").api
     assert api is not None
-    load = GatlingRateLoad()
     scale_rows: list[str] = []
     change_rows: list[str] = []
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="gatebench-bench-scale-") as tmp, Supervisor() as sup:
+        load = GatlingRateLoad(sup)
         work = Path(tmp)
         _a, port_a = start_backend(sup, "echo", work / "a", extra_args=["-instance", "a"])
         _b, port_b = start_backend(sup, "echo", work / "b", extra_args=["-instance", "b"])

@@ -27,10 +27,11 @@ from gatebench.core.tls import (
     remove_tls_folder,
     write_tls_folder,
 )
+from gatebench.kinds._live._gateway import RouteProber, ask
 from gatebench.local.backends import start_backend, start_backend_process
 from gatebench.local.procs import Supervisor
 from gatebench.local.provisioners import ConfigRejected
-from gatebench.local.provisioners._live import LiveGateway, RouteProber, ask
+from gatebench.local.provisioners._live import LiveGateway
 from replay import (
     HOLDS_REFUSALS,
     Client,

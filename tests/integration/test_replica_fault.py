@@ -20,10 +20,10 @@ from gatebench.core.workload import compile_load
 from gatebench.local._wire import open_observer
 from gatebench.local.backends import backend_stats, start_plan_backends
 from gatebench.local.backends._fault import Kill, ReplicaFault
-from gatebench.local.engines import EngineEvent, PhaseResult
 from gatebench.local.engines.gatling import GatlingEngine
 from gatebench.local.procs import Supervisor, free_port
 from gatebench.local.provisioners import boot_gateway
+from gatebench.run.ports import EngineEvent, PhaseResult
 
 
 class Hooks:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from gatebench.core.backend import mock_config
+from gatebench.core.backend import CONTROL_PREFIX, mock_config
 from gatebench.core.errors import RunError
 from gatebench.core.ir import Api
 from gatebench.core.plan import Plan
@@ -35,7 +35,6 @@ def backend_binary() -> Path:
     return path
 
 
-CONTROL_PREFIX = "/__gatebench__/"
 """Where the engine calls the backend directly (mock and auction modes), never through a
 gateway: ``POST /__gatebench__/reset`` (back to the initial state, 204) and
 ``GET /__gatebench__/health``. Gateways route only the description's operations, and no API
