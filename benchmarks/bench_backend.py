@@ -67,7 +67,6 @@ def run() -> str:
         import json
 
         from gatebench.core.backend import mock_config
-
         from gatebench.core.plan import Backend
 
         mock_cfg.write_text(json.dumps(mock_config(api, Backend("mock"))))

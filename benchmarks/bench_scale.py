@@ -15,13 +15,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from gatebench.kinds._live.metrics import ChangeOutcome, ScalePoint
-
 from gatebench.core.errors import GatebenchError
 from gatebench.core.renderers import all_renderers
 from gatebench.core.renderers._jvm import JIT_WARMUP_S
 from gatebench.core.routescale import DEFAULT_SIZES, parse_sizes
 from gatebench.core.spec import load_spec
+from gatebench.kinds._live.metrics import ChangeOutcome, ScalePoint
 from gatebench.local.backends import start_backend
 from gatebench.local.engines.constant_rate import GatlingRateLoad
 from gatebench.local.liveruns import LoadSettings, measure_change, measure_size
@@ -86,11 +85,11 @@ def run() -> str:
     )
     api = load_spec(ROOT / "examples" / "auction" / "openapi.yaml").api
     assert api is not None
-    load = GatlingRateLoad()
     scale_rows: list[str] = []
     change_rows: list[str] = []
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="gatebench-bench-scale-") as tmp, Supervisor() as sup:
+        load = GatlingRateLoad(sup)
         work = Path(tmp)
         cores = run_cores(sup)  # as a run here: each gateway on its share, the load elsewhere
         _a, port_a = start_backend(sup, "echo", work / "a", extra_args=["-instance", "a"])

@@ -66,6 +66,15 @@ variable "gateways" {
   }
 }
 
+variable "image" {
+  description = "The Container-Optimized OS image every VM of the run boots, by name, never a family: the deployment's vm_image, so a run can be repeated on the same system (its Docker, kernel and cgroup layout) and records it."
+  type        = string
+  validation {
+    condition     = can(regex("^projects/cos-cloud/global/images/cos-[a-z0-9-]+$", var.image))
+    error_message = "image: a Container-Optimized OS image of the cos-cloud project by name (projects/cos-cloud/global/images/cos-...), not a family."
+  }
+}
+
 variable "labels" {
   description = "Labels of every VM (gatebench-run is added)."
   type        = map(string)
@@ -164,6 +173,13 @@ variable "tester" {
     condition     = var.tester == null || try(var.tester.disk_gb >= 10 && var.tester.disk_gb <= 65536 && floor(var.tester.disk_gb) == var.tester.disk_gb, false)
     error_message = "tester.disk_gb must be whole GiB from 10 (Container-Optimized OS's minimum) to 65536."
   }
+}
+
+variable "vm_metadata" {
+  description = "Each VM's own instance metadata beyond its startup script, by machine (backend, gw-NAME, tester, tester-T): its run's write policies (gatebench-writes: a VM writes only its own run's objects, gatebench.cloud._writes), made by the provision build. Sensitive: never in a plan's output or a build's log; only the run's state holds it."
+  type        = map(map(string))
+  default     = {}
+  sensitive   = true
 }
 
 variable "zone" {

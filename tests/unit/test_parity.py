@@ -25,10 +25,10 @@ from typing import Any
 
 import pytest
 import yaml
-from gatebench.core.pinning import resolve_layout
 
 from cloud.settings import deployment
 from gatebench.core.fairness import MIN_CONCURRENCY, local_cpu_policy, plan_concurrency
+from gatebench.core.pinning import resolve_layout
 from gatebench.core.plan import Cpus, load_plan
 from gatebench.core.renderers import all_renderers, get_renderer, parity_table
 from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, KEEPALIVE_REQUESTS

@@ -111,9 +111,8 @@ def test_the_verdict_names_the_cpu_policy_the_run_ran_under(
 ) -> None:
     """A run records its CPU policy (gatebench.core.fairness): the verdict ends with it, and the
     run's section shows it and each gateway's setting on one line each."""
-    from gatebench.core.pinning import resolve_layout
-
     from gatebench.core.fairness import cpu_environment, local_cpu_policy
+    from gatebench.core.pinning import resolve_layout
     from gatebench.core.plan import Cpus
 
     run, ms = synthetic

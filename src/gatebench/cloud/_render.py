@@ -8,8 +8,8 @@ twice gives the same bytes: the workload's seed is the plan's, or derived from t
 
 The deployment of a plan (docs/cloud.md, "TLS and replicas"): with ``backend.replicas`` the
 backend VM runs that many processes on consecutive ports and every gateway's pool lists them;
-with ``tls`` every gateway terminates TLS with files its VM makes at boot from the
-deployment's CA (``gatebench.cloud._tls``: the fleet names the secret, never a key) and the
+with ``tls`` every gateway terminates TLS with the key and certificates the provision build
+made for its VM from the run's own CA (``gatebench.cloud._tls``: the fleet names no key) and the
 baseline reaches the backend's own TLS listener; with a ``fault`` the tester kills the
 replica through the backend VM's control port at the moments this step computes
 (``gatebench.core.fault.fault_offsets``).
@@ -29,7 +29,7 @@ from gatebench.cloud._layout import Layout, layout_for
 from gatebench.cloud._objects import ObjectRef, RequestError
 from gatebench.cloud._tls import TLS_DIR, TRUST_STORE_ON_TESTER, tls_section
 from gatebench.core.api_keys import REDACTED, api_key_envs, with_api_keys
-from gatebench.core.backend import mock_config
+from gatebench.core.backend import CONTROL_PREFIX, mock_config
 from gatebench.core.cost import capacity_seconds, disk_gib_per_tester, load_seconds, vm_max_run_s
 from gatebench.core.errors import GatebenchError, PlanError, Problem, RenderError, RunError
 from gatebench.core.fairness import CpuPolicy, gateway_target, plan_concurrency, vm_cpu_policy
@@ -51,7 +51,6 @@ from gatebench.kinds.request import (
     UploadRejected,
     run_request_from_metadata,
 )
-from gatebench.local.backends import CONTROL_PREFIX
 
 REDIS_IMAGE = "redis:7.4.1"
 """Tyk keeps its state in Redis: a pinned official image beside it on the gateway VM."""
@@ -219,11 +218,7 @@ def render_run(
         if request.kind == "capacity"
         else load_seconds(plan.to_dict())
     )
-    tls = (
-        tls_section(plan, settings, for_s=vm_max_run_s(plan.to_dict(), load_s=load_s))
-        if plan.tls is not None
-        else None
-    )
+    tls = tls_section(plan) if plan.tls is not None else None
     signing = _signing(plan, settings, load_s)
     clients = _api_clients(plan, settings)
     if clients is not None:
@@ -308,9 +303,12 @@ def render_run(
         # limits.vm_lifetime caps it: gatebench.cloud._vms).
         "max_run_duration_s": vm_max_run_s(plan.to_dict(), load_s=load_s),
     }
-    if tls is not None:  # what the gateway VMs make their certificates from (no key)
+    if tls is not None:  # what the provision build makes the certificates for (no key)
+        backend_tls = rendered.backend is not None and "tls" in rendered.backend
         rendered.fleet["tls"] = dict(
-            tls, hosts={name: layout.gateway_host(name) for name in gateways}
+            tls,
+            hosts={name: layout.gateway_host(name) for name in gateways},
+            **({"backend_host": layout.backend_host()} if backend_tls else {}),
         )
     rendered.workload = _workload(
         plan, api, layout, list(gateways), backend_url, rendered, run_id, tls
@@ -562,9 +560,7 @@ def _workload(
         trust_store=TRUST_STORE_ON_TESTER if tls is not None else None,
         reset_wait_s=RESET_WAIT_S if plan.fault is not None else 0.0,
     )
-    document = compiled.document
-    if tls is not None:  # the tester trusts this CA alone (its certificate: public)
-        document["tls"]["ca"] = tls["ca"]
+    document = compiled.document  # with tls, the tester reads the run's CA (gatebench.cloud._tls)
     if plan.fault is not None and rendered.backend is not None:
         offsets = fault_offsets(plan.fault, compiled.schedule.phases)
         document["fault"] = {

@@ -77,6 +77,78 @@ class Phase:
         what = self.workload if self.measured else f"warm-up {self.workload}"
         return f"rep {self.repetition} · {self.target} · {what}"
 
+    @property
+    def planned_s(self) -> float | None:
+        """How long its profile says it lasts (a burst: no time); None when it ends after a
+        number of requests, at a time nobody knows in advance."""
+        inj = self.injection
+        if inj.kind == "at_once":
+            return 0.0
+        if inj.kind in ("ramp", "constant_rate", "concurrent") and inj.duration is not None:
+            return inj.duration
+        return None
+
+
+class TimeLeft:
+    """The load's time left, from the schedule: each phase lasts what its profile says, or
+    (one that ends after a number of requests) those requests at the rate its workload last
+    ran at, plus the mean time the finished phases took beyond that (the engine's start, the
+    gaps between phases, a burst's answers). Unknown (None) until every workload that ends
+    after a number of requests has run once."""
+
+    def __init__(self, phases: Sequence[Phase]) -> None:
+        self.phases = sorted(phases, key=lambda p: p.index)
+        self.rates: dict[str, float] = {}
+        """Workload → requests per second of its last phase (warm-ups included)."""
+        self.extra: list[float] = []
+        self.finished: set[int] = set()
+        self.began = (-1, 0.0)
+        """(phase index, when) of the phase running or the last one started."""
+        self.last_end: float | None = None
+
+    def _expected(self, phase: Phase) -> float | None:
+        planned = phase.planned_s
+        if planned is not None:
+            return planned
+        rate, requests = self.rates.get(phase.workload), phase.injection.expected_requests
+        return None if not rate or requests is None else requests / rate
+
+    def started(self, index: int, now: float) -> None:
+        self.began = (index, now)
+
+    def ended(self, index: int, now: float) -> None:
+        began_index, began = self.began
+        self.finished.add(index)
+        phase = next((p for p in self.phases if p.index == index), None)
+        if phase is None or began_index != index:
+            return
+        took = now - (began if self.last_end is None else self.last_end)
+        self.last_end = now
+        expected = self._expected(phase)
+        if expected is not None:
+            self.extra.append(max(0.0, took - expected))
+
+    def ran(self, workload: str, requests: int, seconds: float) -> None:
+        """A phase of ``workload`` sent ``requests`` in ``seconds`` (its engine's record)."""
+        if requests and seconds > 0:
+            self.rates[workload] = requests / seconds
+
+    def left(self, now: float) -> float | None:
+        extra = sum(self.extra) / len(self.extra) if self.extra else 0.0
+        total = 0.0
+        for phase in self.phases:
+            if phase.index in self.finished:
+                continue
+            expected = self._expected(phase)
+            if expected is None:
+                return None
+            if phase.index == self.began[0]:
+                expected = max(0.0, expected + extra - (now - self.began[1]))
+            else:
+                expected += extra
+            total += expected
+        return total
+
 
 @dataclass(frozen=True)
 class Schedule:
@@ -669,6 +741,7 @@ __all__ = [
     "Control",
     "Phase",
     "Schedule",
+    "TimeLeft",
     "build_schedule",
     "generator_json",
     "injection_from_json",

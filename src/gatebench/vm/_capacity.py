@@ -49,9 +49,9 @@ from gatebench.kinds.capacity import (
     read_probe,
     settings_from_dict,
 )
-from gatebench.local.engines import EngineEvent, PhaseResult
 from gatebench.local.engines.loadgen import LoadgenEngine
 from gatebench.local.procs import Supervisor
+from gatebench.run.ports import EngineEvent, PhaseResult
 
 POLL_S = 0.25
 SHARE_TIMEOUT_S = 60.0
@@ -163,7 +163,7 @@ class _CloudProbes:
             records = self._wait(
                 share_object(self.run_id, self.count, t, "loadgen.records"), deadline, t
             )
-            log = parse_loadlog(records.decode("utf-8").splitlines(keepends=True), f"tester {t}")
+            log = parse_loadlog(records, f"tester {t}")
             found = log.phases.get(index)
             parts.append(PhasePart(t, None if found is None else found.result))
             schedules.append(ScheduleSample() if found is None else found.schedule)
@@ -265,7 +265,7 @@ def serve_shares(
                         bucket,
                         share_object(run_id, probe, tester, "loadgen.records"),
                         run.records.read_bytes(),
-                        "text/tab-separated-values",
+                        "application/octet-stream",
                     )
                 ran += 1
             probe += 1

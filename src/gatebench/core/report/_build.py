@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gatebench import __version__
+from gatebench.core._version import __version__
 from gatebench.core.aggregate import RankStability, RunSummary, summarize
 from gatebench.core.cost import CostError, CostEstimate, estimate_cost
 from gatebench.core.metrics import METRICS
@@ -172,7 +172,7 @@ class Report:
                 "ci95_high": c.difference.high,
                 "significant": c.difference.significant,
             }
-        data: dict[str, Any] = _json_safe(
+        data: dict[str, Any] = json_safe(
             {
                 "gatebench": __version__,
                 "generated_at": self.generated_at,
@@ -223,18 +223,18 @@ class Report:
             }
         )
         if self.cost is not None:
-            data["cost"] = _json_safe(self.cost.to_dict())
+            data["cost"] = json_safe(self.cost.to_dict())
         return data
 
 
-def _json_safe(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
     """NaN and infinities become None: JSON has no such numbers."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, Mapping):
-        return {str(k): _json_safe(v) for k, v in value.items()}
+        return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
+        return [json_safe(v) for v in value]
     return value
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from gatebench.core.api_keys import with_api_keys
-from gatebench.core.capabilities import token_pool_problem
+from gatebench.core.capabilities import injection_problem, token_pool_problem
 from gatebench.core.errors import RunError
 from gatebench.core.fairness import plan_concurrency
 from gatebench.core.model import RunStatus
@@ -25,7 +25,6 @@ from gatebench.core.plan import Plan
 from gatebench.core.policies import PolicySet
 from gatebench.core.renderers._base import DEFAULT_CONCURRENCY
 from gatebench.core.tokens import SIGNED_TOKEN_ENV, SIGNED_TOKENS_FILE_ENV
-from gatebench.local.engines import get_engine, injection_problem
 from gatebench.run._base import Stage
 
 if TYPE_CHECKING:
@@ -55,7 +54,7 @@ class Parse(Stage):
 
     def check(self, ctx: RunContext) -> None:
         name = engine_name(ctx)
-        get_engine(name).check()
+        ctx.machine.engine(name).check()
         check_engine_supports(name, ctx.plan)
 
     def run(self, ctx: RunContext) -> Parsed:
