@@ -18,7 +18,6 @@ import random
 from typing import Any
 
 import yaml
-from gatebench.kinds.scale.metrics import ChangeOutcome, Latency
 
 from cloud.settings import deployment
 from gatebench.cloud import ObjectRef, parse_upload
@@ -32,6 +31,7 @@ from gatebench.cloud._parse import CAPACITY_RECORD_FIELDS, MAX_CLOUD_WORKLOADS
 from gatebench.core.model import Measurement, RunRecord, RunStatus
 from gatebench.core.renderers import gateway_names
 from gatebench.core.report import build_report
+from gatebench.kinds._live.metrics import ChangeOutcome, Latency
 from gatebench.store._firestore import encode
 from gatebench.store._firestore_size import (
     MAX_DOCUMENT_BYTES,
@@ -259,7 +259,7 @@ def test_a_change_of_100000_routes_is_stored_as_a_summary_and_bounded_lists() ->
     assert (stored["new_routes"], stored["new_routes_answered"]) == (100_000, 100_000 - len(never))
     assert stored["new_route_median_s"] == whole["new_route_median_s"]
     assert stored["all_new_routes_answered"] is False and stored["slowest_new_route_s"] is None
-    from gatebench.kinds.scale._report import render_scale_html
+    from gatebench.kinds._live._report import render_scale_html
 
     page = render_scale_html({"format": "gatebench-scale/1", "points": [], "changes": [stored]})
     assert f"{100_000 - len(never)} of 100000" in page
