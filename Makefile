@@ -6,7 +6,7 @@ PY := $(BIN)/python
 SPEC ?= examples/auction/openapi.yaml
 DEMO_FLAGS ?=
 
-.PHONY: help demo test test-fast test-integration check format goldens bench lock setup setup-demo setup-all measure-setup clean bundle
+.PHONY: help demo test test-fast test-integration check format goldens bench schema lock setup setup-demo setup-all measure-setup clean bundle
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -55,6 +55,9 @@ bundle: setup ## the Cloud Functions' source archives (build/functions/*.zip, se
 
 measure-setup: ## time `make setup-demo` and `make setup-all` in a fresh clone with empty caches (README)
 	@scripts/measure-setup.sh
+
+schema: setup ## regenerate src/gatebench/core/schemas/x-gatebench.schema.json from the plan's models
+	@$(BIN)/python -c "from gatebench.core.plan import SCHEMA_PATH, schema_text; SCHEMA_PATH.write_text(schema_text(), encoding='utf-8'); print(SCHEMA_PATH)"
 
 lock: ## re-resolve requirements/dev.lock from pyproject.toml
 	@scripts/lock.sh

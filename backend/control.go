@@ -15,7 +15,8 @@ import (
 // answers 200 once the server is serving. GET ControlPrefix+"stats" reports the requests
 // served outside the control prefix since the start or the last reset ({"http2": H,
 // "requests": N}: H of them over HTTP/2; the mock with a latency adds how late its held
-// responses were released: "latency").
+// responses were released: "latency"). GET ControlPrefix+"requests" is the backend's own
+// timeline of every request (record.go); a reset starts a new epoch of it.
 const ControlPrefix = "/__gatebench__/"
 
 type resettable interface {
@@ -62,9 +63,12 @@ func withControl(h resettable, mode string) http.Handler {
 				return
 			}
 			h.Reset()
+			record.newEpoch()
 			served.Store(0)
 			http2.Store(0)
 			w.WriteHeader(http.StatusNoContent)
+		case "requests":
+			serveRecord(w, r)
 		case "health":
 			w.Header().Set("Content-Type", "text/plain")
 			_, _ = w.Write([]byte("ok " + mode + "\n"))

@@ -12,7 +12,8 @@
 //	auction  the AGE paper's stateful auction service (examples/auction).
 //
 // Every mode also serves /__gatebench__/reset (POST: back to the initial state; the request
-// count only, in echo mode), /__gatebench__/health and /__gatebench__/stats, which the engine
+// count only, in echo mode), /__gatebench__/health, /__gatebench__/stats and
+// /__gatebench__/requests (its own timeline of every request: record.go), which the engine
 // and the gateways' health checks call directly, never through a gateway's routes.
 //
 // A replica of a pool is started with -replica N: every answer carries the header
@@ -100,6 +101,7 @@ func main() {
 	if *instance != "" {
 		handler = withInstance(handler, *instance)
 	}
+	handler = withRecord(handler, *mode == "mock")
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -153,6 +155,7 @@ func newServer(handler http.Handler) *http.Server {
 		ReadHeaderTimeout: 30 * time.Second,
 		MaxHeaderBytes:    1 << 20,
 		IdleTimeout:       120 * time.Second,
+		ConnContext:       withConnState,
 	}
 }
 

@@ -38,10 +38,12 @@ type mockHandler struct {
 	routes  []*mockRoute
 	held    holdStats
 	// workers, when set, bounds how many responses are held at once: a request waits for a
-	// free worker (in arrival order: a channel's waiting senders are served first in, first
+	// free worker (in arrival order: a channel's waiting receivers are served first in, first
 	// out), then holds it for the latency. The server's capacity is then exactly workers /
-	// latency requests per second, the capacity search's ground truth (docs/capacity.md).
-	workers chan struct{}
+	// latency requests per second, the capacity search's ground truth (docs/capacity.md). The
+	// channel holds the free workers' numbers (1..workers), so the record says which worker
+	// held each request (record.go).
+	workers chan int
 }
 
 // maxUpload bounds what one request may send: far above the 16 MB a benchmark needs.
@@ -64,7 +66,10 @@ func loadMock(path string) (*mockHandler, error) {
 		if h.latency <= 0 {
 			return nil, fmt.Errorf("%s: workers need a latency_ms above 0", path)
 		}
-		h.workers = make(chan struct{}, cfg.Workers)
+		h.workers = make(chan int, cfg.Workers)
+		for n := 1; n <= cfg.Workers; n++ {
+			h.workers <- n
+		}
 	}
 	for i := range cfg.Routes {
 		rt := &cfg.Routes[i]
@@ -151,18 +156,22 @@ func (h *mockHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			allowed = append(allowed, rt.Method)
 			continue
 		}
+		worker := 0
 		if h.workers != nil {
-			h.workers <- struct{}{} // wait for a free worker
+			worker = <-h.workers // wait for a free worker
 		}
 		if h.latency > 0 {
 			// exactly the configured time after the request was read (hold.go), or after
 			// it got its worker
-			deadline := time.Now().Add(h.latency)
+			from := time.Now()
+			deadline := from.Add(h.latency)
 			holdUntil(deadline)
-			h.held.add(time.Since(deadline))
+			to := time.Now()
+			h.held.add(to.Sub(deadline))
+			noteHold(r, from, to, worker)
 		}
 		if h.workers != nil {
-			<-h.workers
+			h.workers <- worker
 		}
 		for name, value := range rt.Headers {
 			w.Header().Set(name, value)

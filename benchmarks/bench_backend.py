@@ -53,7 +53,7 @@ def _measure(url: str, headers: list[str]) -> tuple[list[float], float]:
 def run() -> str:
     if shutil.which("wrk") is None:
         return "wrk is not installed (scripts/setup.d/apt-packages.txt installs it)."
-    from gatebench.core.renderers import RenderTarget
+    from gatebench.core.fairness import gateway_target, stated_cpu_policy
     from gatebench.local.provisioners import boot_gateway
 
     rows = []
@@ -67,7 +67,6 @@ def run() -> str:
         import json
 
         from gatebench.core.backend import mock_config
-
         from gatebench.core.plan import Backend
 
         mock_cfg.write_text(json.dumps(mock_config(api, Backend("mock"))))
@@ -80,11 +79,11 @@ def run() -> str:
             ("backend mock mode, GET /auctions/7", f"http://127.0.0.1:{mock_port}/auctions/7"),
         ]
         gw_port = free_port()
-        target = RenderTarget(
+        target = gateway_target(
+            stated_cpu_policy(1),
             workdir=str(work / "nginx"),
             listen_port=gw_port,
             backend_url=f"http://127.0.0.1:{auction_port}",
-            workers=1,
         )
         boot_gateway("nginx", api, target, sup)
         cases.append(

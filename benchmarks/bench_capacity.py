@@ -1,5 +1,5 @@
 """Capacity ground truth: the capacity search against backends of known capacity, at rates
-above the test's 400 req/s.
+above the test's 400 req/s, up to 40,000 req/s.
 
 The mock backend with W workers each holding a response for exactly S ms serves W / S requests
 per second and no more (``backend: {mock: {latency: S, workers: W}}``). For each such backend
@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gatebench.core.plan import build_plan
+from gatebench.core.pinning import capacity_layout
+from gatebench.core.plan import Cpus, build_plan
 from gatebench.core.spec import read_spec
 from gatebench.kinds.capacity import ProbeRequest, late_threshold_ms, search, start_rate_for
 from gatebench.local.backends import start_plan_backend
@@ -38,8 +39,8 @@ from ._machine import CpuWindow
 TITLE = "Capacity ground truth: the search against backends of known capacity"
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "tests/data/engine/items.yaml"
-BACKENDS = ((4, 10.0), (10, 10.0), (20, 10.0), (50, 10.0), (40, 4.0))
-"""(workers, service ms): 400, 1,000, 2,000, 5,000 and 10,000 req/s."""
+BACKENDS = ((4, 10.0), (10, 10.0), (20, 10.0), (50, 10.0), (40, 4.0), (80, 4.0), (160, 4.0))
+"""(workers, service ms): 400, 1,000, 2,000, 5,000, 10,000, 20,000 and 40,000 req/s."""
 REPETITIONS = 3
 OBJECTIVE_MARGIN_MS = 15.0
 """The objective: p50 ≤ the service time + this."""
@@ -66,6 +67,8 @@ def _plan(workers: int, service_ms: float) -> tuple[Any, Any]:
     return result.api, build_plan(section, result.api)
 
 
+LAYOUT = capacity_layout(Cpus(), sorted(os.sched_getaffinity(0)))
+"""The cores as a capacity run splits them."""
 TIME_WAIT_RATE = 2000.0
 TIME_WAIT_SECONDS = 2.0
 
@@ -109,12 +112,15 @@ def _connections() -> list[str]:
     return rows
 
 
-def _search_once(workers: int, service_ms: float, start: float) -> tuple[Any, float, float, float]:
+def _search_once(
+    workers: int, service_ms: float, start: float, cold: bool
+) -> tuple[Any, float, float, float]:
     """One search: (its result, its wall time, the most CPU other processes used during a
     probe (% of the machine), what they used over the whole search)."""
     api, plan = _plan(workers, service_ms)
     settings = plan.capacity_settings()["read"]
     with tempfile.TemporaryDirectory() as tmp, CpuWindow() as cpu, Supervisor() as sup:
+        sup.pin(LAYOUT.cores)
         backend, base_url, reset_url = start_plan_backend(sup, plan, api, tmp)
         assert backend is not None
         prober = Prober(
@@ -133,7 +139,7 @@ def _search_once(workers: int, service_ms: float, start: float) -> tuple[Any, fl
             target_groups=lambda target: ["backend"],
         )
         started = time.monotonic()
-        result = search(settings, prober, start_rate=start)
+        result = search(settings, prober, start_rate=start, cold=cold)
         wall = time.monotonic() - started
     noisy = max((p.metrics.others_cpu_pct or 0.0 for p in result.probes), default=0.0)
     return result, wall, noisy, cpu.others_pct
@@ -151,7 +157,7 @@ def run() -> str:
         for rep in range(1, REPETITIONS + 1):
             start = start_rate_for(settings, rep, knees)
             for attempt in range(1, ATTEMPTS + 1):
-                result, wall, noisy, others = _search_once(workers, service_ms, start)
+                result, wall, noisy, others = _search_once(workers, service_ms, start, not knees)
                 knee = result.knee
                 error = None if knee is None else 100.0 * (knee - truth) / truth
                 ok = result.status == "found" and error is not None and abs(error) <= 5.0
@@ -179,7 +185,9 @@ def run() -> str:
             f"{CAPACITY['start_rate']}, repetition k at half the median knee found before, "
             "times 2^frac((k−1) × 0.618) (as a capacity run's repetitions do), growth 2, precision "
             f"5 %, probes of {CAPACITY['warmup']} warm-up + {CAPACITY['probe']}, confirmation "
-            f"{CAPACITY['confirm']}; keep-alive connections; no gateway. The knee is the highest "
+            f"{CAPACITY['confirm']}; keep-alive connections; no gateway; cores {LAYOUT.describe()}. "
+            "A search with no knee to start from is cold: it grows by 4 and reads what an "
+            'overloaded probe served (docs/capacity.md, "The step controller"). The knee is the highest '
             "rate that held; the error is against workers / service time. The probes include the "
             "confirmation. Attempts: a search that missed while other processes used more than "
             f"{NOISY_PCT:g} % of the machine during a probe ran once more after {PAUSE_S:g} s. Lag "
@@ -193,9 +201,8 @@ def run() -> str:
             *rows,
             "",
             f"Within 5 % in at most 10 probes: repetitions 2 and 3 (which start next to the knees "
-            f"found before) {sum(later)} of {len(later)}; repetition 1 (from "
-            f"{CAPACITY['start_rate']}: growth alone takes log2(capacity / 100) probes) "
-            f"{sum(first)} of {len(first)}.",
+            f"found before) {sum(later)} of {len(later)}; repetition 1 (cold, from "
+            f"{CAPACITY['start_rate']}) {sum(first)} of {len(first)}.",
             "",
             "### Connections: a pool, or one per request",
             "",

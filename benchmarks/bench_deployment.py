@@ -3,9 +3,11 @@ run's TLS (an ECDSA P-256 and an RSA 2048 certificate), with HTTP/2, and in fron
 three backend replicas, side by side in one run; the baseline gets the same TLS from the
 backend itself.
 
-Per gateway, every variant is booted at once (one process each, one worker): plain and TLS
-(ECDSA, RSA; HTTP/2 offered) in front of one replica, and the same in front of three (round
-robin). h2load (nghttp2) loads each for a few seconds over kept-alive connections, HTTP/1.1 or
+Per gateway, every variant is booted at once (one process each, on the CPU policy a run here
+gives: pinned to the gateway's share, its workers set to it): plain and TLS (ECDSA, RSA;
+HTTP/2 offered) in front of one replica, and the same in front of three (round robin). Each
+variant is warmed up first (a JVM gateway for as long as a run warms it up). h2load (nghttp2),
+on the other cores, loads each for a few seconds over kept-alive connections, HTTP/1.1 or
 HTTP/2 (one stream per connection, so the concurrency is the same), in interleaved rounds, so
 that what else the machine does weighs on every variant alike. The table gives the median
 rate of the rounds and each variant's time per request against the plain one-replica proxy.
@@ -34,13 +36,15 @@ from gatebench.local.backends import (
 )
 from gatebench.local.procs import Supervisor, free_port
 
-from ._machine import CpuWindow
+from ._machine import CpuWindow, RunCores, run_cores
 
 TITLE = "What TLS, HTTP/2 and replicas cost (h2load)"
 ROOT = Path(__file__).resolve().parents[1]
 SECONDS = 3
 CLIENTS = 20
 RUNS = 2
+WARMUP_S = 2
+"""Seconds of load each variant gets, unmeasured, before the rounds (a JIT gateway: its own)."""
 HANG_S = 20
 """How long past its duration h2load may take before its variant is recorded as failed."""
 PATH = "/auctions/7"
@@ -53,16 +57,50 @@ COLUMNS = (
 )
 
 
-def _h2load(url: str, http2: bool, served: Callable[[], int]) -> tuple[float, bool]:
+def _warm_up(
+    targets: dict[tuple[str, int], dict[str | None, str]], cores: RunCores
+) -> dict[str, float]:
+    """Every variant loaded once, unmeasured, before the rounds: :data:`WARMUP_S`, or a JIT
+    gateway's own warm-up (``renderers.jit_warmups``: each variant is a JVM of its own).
+    Gateway → the seconds each of its variants was warmed."""
+    from gatebench.core.renderers import jit_warmups
+
+    jit = jit_warmups(name for name, _ in targets)
+    warmed = {}
+    for (name, _count), urls in targets.items():
+        seconds = max(WARMUP_S, jit.get(name, 0.0))
+        warmed[name] = seconds
+        for url in urls.values():
+            subprocess.run(
+                [
+                    *("h2load", "--h1", "-D", f"{seconds:g}", "-c", str(CLIENTS), "-m", "1"),
+                    *("-t", "1", "-H", "Authorization: Bearer bench-token", url + PATH),
+                ],
+                capture_output=True,
+                timeout=seconds + HANG_S,
+                preexec_fn=cores.pin_load_tool,
+            )
+    return warmed
+
+
+def _h2load(
+    url: str, http2: bool, served: Callable[[], int], preexec: Callable[[], None]
+) -> tuple[float, bool]:
     """(h2load's rate, whether the answers' status had to be checked apart). ``served()``: the
-    requests the backends behind ``url`` have answered so far."""
+    requests the backends behind ``url`` have answered so far; ``preexec``: places h2load on
+    the engine's cores."""
     argv = ["h2load", "-D", str(SECONDS), "-c", str(CLIENTS), "-m", "1", "-t", "1"]
     argv += ["-H", "Authorization: Bearer bench-token"]  # the auction accepts any bearer
     if not http2:
         argv.append("--h1")
     before = served()
     out = subprocess.run(
-        [*argv, url], capture_output=True, text=True, timeout=SECONDS + HANG_S, check=True
+        [*argv, url],
+        capture_output=True,
+        text=True,
+        timeout=SECONDS + HANG_S,
+        check=True,
+        preexec_fn=preexec,
     )
     forwarded = served() - before
     rate = re.search(r"finished in [\d.]+s, ([\d.]+) req/s", out.stdout)
@@ -123,7 +161,8 @@ def run() -> str:
     if shutil.which("h2load") is None:
         return "h2load is not installed (scripts/setup.d/apt-packages.txt: nghttp2-client)."
     from gatebench.core.errors import UnsupportedFeature
-    from gatebench.core.renderers import RenderTarget, all_renderers
+    from gatebench.core.fairness import bounded_concurrency, gateway_target
+    from gatebench.core.renderers import all_renderers
     from gatebench.local.provisioners import boot_gateway
 
     api = load_spec(ROOT / "examples/auction/openapi.yaml").api
@@ -134,6 +173,7 @@ def run() -> str:
     checked_apart: set[tuple[str, int, str]] = set()
     failed: dict[tuple[str, int, str], str] = {}
     with Supervisor() as sup, tempfile.TemporaryDirectory() as tmp:
+        cores = run_cores(sup)  # as a run here: each gateway on its share, h2load elsewhere
         work = Path(tmp)
         work.chmod(0o755)
         folders = {
@@ -159,16 +199,17 @@ def run() -> str:
                 urls: dict[str | None, str] = {}
                 for key in (None, *folders):
                     pool = tuple(r.url for r in replicas[:count])
-                    target = RenderTarget(
+                    target = gateway_target(
+                        cores.cpu,
                         workdir=str(work / f"{gateway}-{count}-{key or 'plain'}"),
                         listen_port=free_port(),
                         backend_url=pool[0],
                         admin_port=free_port(),
-                        workers=1,
                         tls=GatewayTls(str(folders[key]), key_type=key, http2=True)  # type: ignore[arg-type]
                         if key
                         else None,
-                        replicas=pool if count > 1 else (),
+                        replicas=pool,
+                        concurrency=bounded_concurrency(CLIENTS),
                     )
                     try:
                         boot_gateway(gateway, api, target, sup)
@@ -178,6 +219,7 @@ def run() -> str:
                     scheme = "https" if key else "http"
                     urls[key] = f"{scheme}://127.0.0.1:{target.listen_port}"
                 targets[(gateway, count)] = urls
+        warmed = _warm_up(targets, cores)
         for (name, count), urls in targets.items():
             rates: dict[str, list[float]] = {}
             others: list[float] = []
@@ -193,7 +235,9 @@ def run() -> str:
                         continue
                     try:
                         with CpuWindow() as cpu:
-                            rate, apart = _h2load(urls[key] + PATH, http2, _served(behind))
+                            rate, apart = _h2load(
+                                urls[key] + PATH, http2, _served(behind), cores.pin_load_tool
+                            )
                     except subprocess.TimeoutExpired:
                         failed[(name, count, column)] = (
                             f"h2load did not finish within {SECONDS + HANG_S} s"
@@ -211,7 +255,7 @@ def run() -> str:
                         checked_apart.add((name, count, column))
             for column, values in rates.items():
                 rows.append((name, count, column, values, statistics.mean(others)))
-    return _table(rows, skipped, checked_apart, failed)
+    return _table(rows, skipped, checked_apart, failed, cores, warmed)
 
 
 def _served(backends: list[StartedBackend]) -> Callable[[], int]:
@@ -223,10 +267,15 @@ def _table(
     skipped: dict[str, str],
     checked_apart: set[tuple[str, int, str]],
     failed: dict[tuple[str, int, str], str],
+    cores: RunCores,
+    warmed: dict[str, float],
 ) -> str:
+    jit = sorted({f"{name} {s:g} s" for name, s in warmed.items() if s > WARMUP_S})
     lines = [
         f"`h2load -D {SECONDS} -c {CLIENTS} -m 1` on `GET {PATH}` with a bearer token (HTTP/1.1 with `--h1`, HTTP/2 "
-        f"by ALPN), {RUNS} interleaved rounds per variant, loopback, one worker per gateway; "
+        f"by ALPN), {RUNS} interleaved rounds per variant, loopback; every gateway on the "
+        f"run's CPU policy ({cores.cpu.describe()}), h2load on the other cores; each variant "
+        f"warmed up first ({WARMUP_S} s{', the JVM gateways their own: ' + ', '.join(jit) if jit else ''}); "
         "TLS with the run's throwaway certificate and gatebench.core.tls's settings (TLS 1.3 "
         "negotiated), HTTP/2 offered by every TLS variant; replicas are auction backends "
         "balanced round robin. Cost: the time per request (1/rate) against the same gateway's "

@@ -24,10 +24,10 @@ from gatebench.core.spec import read_spec
 from gatebench.core.trust import CEILING_TARGET
 from gatebench.core.workload import build_schedule, render_workload
 from gatebench.local.backends import start_plan_backend
-from gatebench.local.engines import EngineEvent, PhaseResult
 from gatebench.local.engines.gatling import GatlingEngine
 from gatebench.local.procs import Supervisor
 from gatebench.local.runner import RunOptions, run_benchmark
+from gatebench.run.ports import EngineEvent, PhaseResult
 
 from ._machine import CpuWindow
 

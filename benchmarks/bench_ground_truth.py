@@ -2,11 +2,14 @@
 through the baseline and through five gateways by the product's own run, with each engine
 (Gatling, whole milliseconds; wrk, microseconds).
 
-What must hold (docs/trust.md): through the baseline the reported p50 is within 1 ms
-(Gatling's resolution) of the delay; through each gateway the overhead against the baseline
-is never negative and stays put from one repetition to the next. The backend also reports
-its own precision (how late after the deadline it released each response), measured here with
-wrk so that nothing but the server is judged.
+What is measured here and not tested (docs/trust.md): how close to the delay the baseline
+reads on this machine (the p50 within 1 ms: a band the machine can break, so a benchmark,
+not a test); through each gateway, whether the overhead against the baseline is never
+negative and stays put from one repetition to the next. First, the scenario of
+``tests/integration/test_ground_truth.py`` repeated: what the old band would have said, and
+the margins of the rules the test applies instead (tests/groundtruth.py). The backend also
+reports its own precision (how late after the deadline it released each response), measured
+here with wrk so that nothing but the server is judged.
 """
 
 from __future__ import annotations
@@ -22,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from gatebench.core.backend import mock_config
-
 from gatebench.core.model import Measurement
 from gatebench.core.plan import Backend, build_plan
 from gatebench.core.spec import read_spec
@@ -105,6 +107,70 @@ def _run(delay_ms: int, engine: str, tmp: Path) -> tuple[list[Measurement], floa
     return list(outcome.measurements), cpu.others_pct, wall
 
 
+TEST_REPEATS = 5
+TEST_USERS, TEST_SECONDS, TEST_DELAY_MS = 5, 2, 20.0
+
+
+def _test_scenario(engine: str, tmp: Path) -> tuple[Measurement, Any, float, float]:
+    """One run of the ground-truth test's scenario, judged by its rules: the measurement, the
+    verdict, others' CPU and steal meanwhile (% of the machine)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))  # the rules are a test helper
+    from groundtruth import TimelineWatch, gatling_stamps, judge_phase, measured_phase_ids
+
+    os.environ.setdefault("ITEMS_TOKEN", "bench")
+    api, plan = items_plan(
+        gateways=[],
+        baseline=True,
+        repetitions=1,
+        engine=engine,
+        warmup={"duration": "1s"},
+        backend={"mock": {"latency": f"{TEST_DELAY_MS:g}ms"}},
+        workloads=[read_workload(TEST_USERS, TEST_SECONDS)],
+    )
+    watch = TimelineWatch()
+    with CpuWindow() as cpu:
+        outcome = run_benchmark(
+            api,
+            plan,
+            spec_uri=str(SPEC),
+            spec_sha256="c" * 64,
+            options=RunOptions(results_dir=tmp, seed=3, ceiling=False),
+            display=watch.display,
+            supervisor_factory=watch.supervisor,
+        )
+    (m,) = outcome.measurements
+    assert watch.timeline is not None
+    phase_id = measured_phase_ids(outcome.run_dir)[m.key]
+    stamps = gatling_stamps(outcome.run_dir, phase_id) if engine == "gatling" else []
+    verdict = judge_phase(
+        m,
+        watch.timeline,
+        hold_ms=TEST_DELAY_MS,
+        in_flight=0 if engine == "gatling" else TEST_USERS,
+        stamps_ms=stamps,
+    )
+    return m, verdict, cpu.others_pct, cpu.steal_pct
+
+
+def _test_rows() -> list[str]:
+    rows = []
+    for engine in ENGINES:
+        for n in range(1, TEST_REPEATS + 1):
+            with tempfile.TemporaryDirectory() as tmp:
+                m, v, others, steal = _test_scenario(engine, Path(tmp))
+            band = abs(m.p50 - TEST_DELAY_MS) <= 1.0
+            stamps = "" if engine != "gatling" else f"{v.stamp_slack_ms:.3f}"
+            rows.append(
+                f"| {engine} | {n} | {m.requests} | {_ms(m.min)} | {_ms(m.p50)} | "
+                f"{'yes' if band else 'NO'} | {v.holds_ms[0]:.3f} | {v.holds_ms[1]:.3f} | "
+                f"{'pass' if v.passed else 'FAIL: ' + '; '.join(v.breaches)} | "
+                f"{v.margin_ms:.3f} | {stamps} | {others:.0f} % | {steal:.1f} % |"
+            )
+    return rows
+
+
 def _ms(value: float) -> str:
     return f"{value:g}" if float(value).is_integer() else f"{value:.3f}"
 
@@ -119,6 +185,23 @@ def _by_rep(ms: list[Measurement], target: str) -> dict[int, Measurement]:
 
 def run() -> str:
     lines = [
+        "### The ground-truth test's scenario, repeated",
+        "",
+        f"`tests/integration/test_ground_truth.py`'s run, {TEST_REPEATS} times per engine: the "
+        f"baseline, {TEST_USERS} users for {TEST_SECONDS} s after a 1 s warm-up, the backend "
+        f"holding {TEST_DELAY_MS:g} ms. 'Old band': the p50 within 1 ms of the hold, which the "
+        "test asserted until a quiet machine of this kind read 23 ms; the test now applies the "
+        "rules of tests/groundtruth.py against the backend's own timeline of the same requests. "
+        "'Margin a request': the largest error added to every latency the sum rule could not "
+        "have caught in that run (below 2 ms: a 2 ms error fails); 'stamps': the same for the "
+        "shift of Gatling's read stamps against its sends. Others' CPU and steal are % of the "
+        "whole machine during the run.",
+        "",
+        "| engine | run | requests | min (ms) | p50 (ms) | old band | fastest hold (ms) | "
+        "median hold (ms) | rules | margin a request (ms) | stamps (ms) | others' CPU | steal |",
+        "|---|---:|---:|---:|---:|---|---:|---:|---|---:|---:|---:|---:|",
+        *_test_rows(),
+        "",
         f"The mock backend (`backend: {{mock: {{latency: D}}}}`) holds every response D ms "
         f"after reading the request (a timerfd per response: backend/hold.go). Each delay and "
         f"engine: `gatebench`'s own run (`engine: gatling` and `engine: wrk`), the baseline "

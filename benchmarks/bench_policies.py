@@ -88,7 +88,8 @@ def _wrk(url: str, token: str) -> float:
 def run() -> str:
     if shutil.which("wrk") is None:
         return "wrk is not installed (scripts/setup.d/apt-packages.txt installs it)."
-    from gatebench.core.renderers import RenderTarget, all_renderers, get_renderer
+    from gatebench.core.fairness import gateway_target, stated_cpu_policy
+    from gatebench.core.renderers import all_renderers, get_renderer
     from gatebench.local.provisioners import boot_gateway
 
     api = load_spec(ROOT / "examples/auction/openapi.yaml").api
@@ -112,12 +113,12 @@ def run() -> str:
             urls: dict[str, str] = {}
             variants = _variants(key, get_renderer(gateway).supported_policies)
             for n, (label, policies) in enumerate(variants.items()):
-                target = RenderTarget(
+                target = gateway_target(
+                    stated_cpu_policy(1),
                     workdir=str(work / f"{gateway}-{n}"),
                     listen_port=free_port(),
                     backend_url=f"http://127.0.0.1:{backend_port}",
                     admin_port=free_port(),
-                    workers=1,
                 )
                 boot_gateway(gateway, api, target, sup, policies=policies)
                 urls[label] = f"http://127.0.0.1:{target.listen_port}{PATH}"

@@ -15,18 +15,18 @@ import tempfile
 import time
 from pathlib import Path
 
-from gatebench.kinds._live.metrics import ChangeOutcome, ScalePoint
-
 from gatebench.core.errors import GatebenchError
 from gatebench.core.renderers import all_renderers
+from gatebench.core.renderers._jvm import JIT_WARMUP_S
 from gatebench.core.routescale import DEFAULT_SIZES, parse_sizes
 from gatebench.core.spec import load_spec
+from gatebench.kinds._live.metrics import ChangeOutcome, ScalePoint
 from gatebench.local.backends import start_backend
 from gatebench.local.engines.constant_rate import GatlingRateLoad
 from gatebench.local.liveruns import LoadSettings, measure_change, measure_size
 from gatebench.local.procs import Supervisor
 
-from ._machine import CpuWindow
+from ._machine import CpuWindow, run_cores
 
 TITLE = "Route scale and configuration changes under load"
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,12 +85,13 @@ def run() -> str:
     )
     api = load_spec(ROOT / "examples" / "auction" / "openapi.yaml").api
     assert api is not None
-    load = GatlingRateLoad()
     scale_rows: list[str] = []
     change_rows: list[str] = []
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="gatebench-bench-scale-") as tmp, Supervisor() as sup:
+        load = GatlingRateLoad(sup)
         work = Path(tmp)
+        cores = run_cores(sup)  # as a run here: each gateway on its share, the load elsewhere
         _a, port_a = start_backend(sup, "echo", work / "a", extra_args=["-instance", "a"])
         _b, port_b = start_backend(sup, "echo", work / "b", extra_args=["-instance", "b"])
         url_a, url_b = f"http://127.0.0.1:{port_a}", f"http://127.0.0.1:{port_b}"
@@ -108,6 +109,7 @@ def run() -> str:
                         settings=SCALE,
                         workdir=work / gateway / str(size),
                         supervisor=sup,
+                        cpu=cores.cpu,
                     )
                     scale_rows.append(_scale_row(point))
                 print(f"   {gateway} change under load", flush=True)
@@ -124,6 +126,7 @@ def run() -> str:
                         window_s=WINDOW_S,
                         workdir=work / gateway / "change",
                         supervisor=sup,
+                        cpu=cores.cpu,
                     )
                     change_rows.append(_change_row(outcome))
                 except GatebenchError as exc:
@@ -133,12 +136,14 @@ def run() -> str:
         [
             f"The auction example (3 routes) replicated under distinct prefixes to each size; "
             f"each gateway booted alone behind the echo backend, with the files it takes live "
-            f"changes with. Start: from the process start to the first correct answer of the "
+            f"changes with, on the run's CPU policy ({cores.cpu.describe()}; the load and the "
+            f"backends on the other cores). Start: from the process start to the first correct answer of the "
             f"routes at the start, middle and end of its table. Memory: resident memory of the "
             f"gateway's process tree, idle (1 s after those answers) and the highest sampled "
             f"under load. Latency: Gatling's open-model constant rate, {SCALE.rate:g} requests "
             f"a second for {SCALE.duration_s:g} s on each of the three routes in turn after a "
-            f"{SCALE.warmup_s:g} s warm-up, each arrival on a new connection, measured from the "
+            f"{SCALE.warmup_s:g} s warm-up ({JIT_WARMUP_S:g} s for the JVM gateways, "
+            f"docs/jvm-gateways.md), each arrival on a new connection, measured from the "
             f"send in whole milliseconds (docs/scale.md says what that hides). ko: requests "
             f"that were not 2xx; a route that got fewer than 90 % of its requests is flagged "
             f"tester-bound. {minutes:.0f} min in all; CPU used by other work meanwhile: "

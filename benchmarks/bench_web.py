@@ -71,7 +71,7 @@ def run() -> str:
             start_queue=False,
             log=lambda line: None,
         )
-        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+        thread = threading.Thread(target=server.serve_forever)
         thread.start()
         port = server.server_address[1]
         steps = {
@@ -108,8 +108,8 @@ def run() -> str:
                         sizes[name] = size
         finally:
             server.shutdown()
-            server.server_close()
             thread.join(5)
+            server.server_close()
     shutil.rmtree(work, ignore_errors=True)
     lines = [
         f"Two synthetic runs of {len(gateways)} gateways + baseline × {len(workloads)} workloads "

@@ -2,6 +2,13 @@
 # Cloud Build + per-run VMs (infra/vms) → Firestore and BigQuery; the dashboard (static site
 # in the runs bucket, read and upload functions). See infra/README.md.
 
+# The image the runs' VMs boot, looked up at the apply: one that does not exist (any more)
+# stops the apply, not the first run's provision build.
+data "google_compute_image" "vm" {
+  project = "cos-cloud"
+  name    = var.vm_image
+}
+
 locals {
   labels = merge(var.labels, { app = "gatebench" })
   # Tied to the region unless chosen: the runs bucket, the network and the functions are there.
@@ -22,10 +29,14 @@ locals {
     subnetwork   = module.network.subnetwork
     tags         = module.network.tags
     runner_image = module.runner.image
+    vm_image     = "projects/cos-cloud/global/images/${data.google_compute_image.vm.name}"
     accounts     = module.runner.vm_service_accounts
     labels       = local.labels
     limits       = var.limits
-    layout       = "dns"
+    # What a run may cost: the parse step refuses other machine types and a higher estimate.
+    allowed_machine_types = var.allowed_machine_types
+    max_run_cost_usd      = var.max_run_cost_usd
+    layout                = "dns"
     # Cloud NAT exists: a plan may benchmark a service on the internet (the parse step refuses
     # one otherwise).
     outside_access = var.outside_access
@@ -38,10 +49,6 @@ locals {
     jwt_signer = var.jwt_signer
     # A name, never a key: gateway VMs (and testers) read the secret itself (secrets.tf).
     api_clients = var.api_clients
-    # A name, never the key: gateway and backend VMs read the CA key themselves (secrets.tf);
-    # its certificate is public (the testers trust it alone).
-    tls_ca             = var.tls_ca
-    tls_ca_certificate = var.tls_ca_certificate
   }
 }
 
@@ -73,7 +80,7 @@ module "runs" {
   lifecycle_rules = [
     {
       age_days = var.raw_log_retention_days
-      prefixes = ["runs/"]
+      prefixes = ["raw/"]
       suffixes = ["/simulation.log"]
     },
     # Every other object of a run (configs, markers, rows, samples) after run_retention_days;
@@ -81,6 +88,13 @@ module "runs" {
     {
       age_days = var.run_retention_days
       prefixes = ["runs/"]
+      suffixes = []
+    },
+    # The sources `gcloud builds submit` staged for the runner image's builds (a tarball of
+    # the checkout each time), after build_source_retention_days.
+    {
+      age_days = var.build_source_retention_days
+      prefixes = ["pipeline/source/"]
       suffixes = []
     },
   ]
@@ -99,6 +113,10 @@ module "runs" {
   conditional_iam = [
     { role = "roles/storage.objectAdmin", member = module.functions.service_account_member, prefix = "runs/" },
     { role = "roles/storage.objectAdmin", member = module.runner.build_member, prefix = "runs/" },
+    # Raw logs are created by the testers with write policies the build account signs
+    # (gatebench.cloud._writes): a signed upload acts as its signer, which creates there and
+    # never overwrites.
+    { role = "roles/storage.objectCreator", member = module.runner.build_member, prefix = "raw/" },
     # The functions' builder reads their source archives, nothing else.
     { role = "roles/storage.objectViewer", member = module.functions.builder_member, prefix = "pipeline/functions/" },
   ]
@@ -117,6 +135,16 @@ module "state" {
   labels               = local.labels
   versioning           = true
   keep_noncurrent_days = var.state_versions_days
+  # A run's state (and a lock a killed build left) once the run is long over: its VMs deleted
+  # themselves after limits.vm_lifetime at the latest. The object becomes an old version, gone
+  # after state_versions_days. The deployment's own state (deployment/) is never aged.
+  lifecycle_rules = [
+    {
+      age_days = var.run_state_retention_days
+      prefixes = ["runs/"]
+      suffixes = []
+    },
+  ]
   iam = {
     # `terraform init` lists the bucket's states.
     "roles/storage.objectViewer" = [module.runner.build_member]
@@ -172,7 +200,8 @@ module "functions" {
     GATEBENCH_RUNS_BUCKET        = module.runs.name
     GATEBENCH_FIRESTORE_DATABASE = module.results.firestore_database
   }
-  # The ingest function's Storage trigger: after the Storage agent may publish (iam.tf).
+  # The raw logs' notification to the ingest function: after the Storage agent may publish
+  # (iam.tf).
   depends_on = [
     google_project_service.enabled,
     google_project_iam_member.gcs_agent_publishes_events,
@@ -221,7 +250,7 @@ module "workflow" {
     GATEBENCH_FIRESTORE_DATABASE    = module.results.firestore_database
     GATEBENCH_BQ_DATASET            = module.results.bigquery.dataset
     GATEBENCH_BQ_TABLE              = module.results.bigquery.table
-    GATEBENCH_BUILD_LOCATION        = var.region
+    GATEBENCH_BUILD_LOCATION        = var.build_region
     GATEBENCH_BUILD_SERVICE_ACCOUNT = module.runner.build_service_account.id
     GATEBENCH_RUNNER_IMAGE          = module.runner.image
     GATEBENCH_BUILD_PROVISION       = local.builds.provision
@@ -260,6 +289,16 @@ resource "google_storage_bucket_object" "settings" {
         || (upper(local.bigquery_location) == "US" && startswith(var.region, "us-"))
       )
       error_message = "bigquery_location: ${local.bigquery_location} cannot load rows from a bucket in ${var.region}; leave it null (the region) or use the multi-region containing ${var.region}."
+    }
+    precondition {
+      # Anyone may start runs through a public upload form: what one run may cost is bounded
+      # before it starts, not only alerted on by a billing budget afterwards.
+      condition     = !var.public_upload || (length(var.allowed_machine_types) > 0 && var.max_run_cost_usd != null)
+      error_message = "public_upload: a public upload form needs allowed_machine_types (for example [\"n2-standard-2\"]) and max_run_cost_usd (for example 5), which the parse step enforces on every upload."
+    }
+    precondition {
+      condition     = var.run_state_retention_days * 86400 > var.limits.vm_lifetime
+      error_message = "run_state_retention_days: ${var.run_state_retention_days} days is not longer than limits.vm_lifetime (${var.limits.vm_lifetime} s): a run's state must outlive its VMs."
     }
   }
 }

@@ -57,7 +57,7 @@ output "site_export_command" {
 output "runner_image_build_command" {
   description = "Builds and pushes the runner image as the build service account (run it from the repository's root; cloudbuild/runner-image.yaml)."
   value = join(" ", [
-    "gcloud builds submit --project ${var.project_id} --region ${var.region}",
+    "gcloud builds submit --project ${var.project_id} --region ${var.build_region}",
     "--config cloudbuild/runner-image.yaml",
     "--service-account ${module.runner.build_service_account.id}",
     "--gcs-source-staging-dir gs://${module.runs.name}/pipeline/source",

@@ -38,29 +38,3 @@ resource "google_secret_manager_secret_iam_member" "tester_api_clients" {
 
   depends_on = [google_project_service.enabled]
 }
-
-# The certificate authority of runs whose plan has tls: a Secret Manager secret holding its PEM
-# private key, which the operator creates and fills (docs/cloud.md, "TLS and replicas"); its
-# certificate is the variable tls_ca_certificate. Each gateway VM reads it just before its
-# gateway starts (gatebench cloud gateway-tls) and the backend VM as it starts the baseline's
-# TLS listener, to sign a certificate for a key each makes itself; the keys never leave the
-# VMs. The testers only trust the certificate; nothing else may read the key.
-resource "google_secret_manager_secret_iam_member" "gateway_tls_ca" {
-  count     = var.tls_ca == "" ? 0 : 1
-  project   = var.project_id
-  secret_id = var.tls_ca
-  role      = "roles/secretmanager.secretAccessor"
-  member    = module.runner.vm_members["gateway"]
-
-  depends_on = [google_project_service.enabled]
-}
-
-resource "google_secret_manager_secret_iam_member" "backend_tls_ca" {
-  count     = var.tls_ca == "" ? 0 : 1
-  project   = var.project_id
-  secret_id = var.tls_ca
-  role      = "roles/secretmanager.secretAccessor"
-  member    = module.runner.vm_members["backend"]
-
-  depends_on = [google_project_service.enabled]
-}

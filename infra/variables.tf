@@ -1,3 +1,13 @@
+variable "allowed_machine_types" {
+  description = "Machine types a run may ask for (x-gatebench.infrastructure.gateway_machine, tester_machine, backend_machine): the parse step refuses any other. Empty: every type gatebench prices (E2 and N2 standard, highmem and highcpu; a type it cannot price is refused either way). Required when public_upload is on."
+  type        = list(string)
+  default     = []
+  validation {
+    condition     = alltrue([for m in var.allowed_machine_types : can(regex("^(e2|n2)-(standard|highmem|highcpu)-[0-9]+$", m))])
+    error_message = "allowed_machine_types: E2 or N2 predefined types (for example n2-standard-2), the ones gatebench prices."
+  }
+}
+
 variable "api_clients" {
   description = "Secret Manager secret (its id in this project) holding the valid keys of a run's auth.api_key policies, comma-separated (the tester sends the first). Only the gateway and tester VMs' service accounts may read it; no key is ever in a bucket. Empty: the cloud path refuses auth.api_key."
   type        = string
@@ -12,6 +22,26 @@ variable "bigquery_location" {
   description = "Location of the BigQuery dataset. Null (the default): the deployment's region, where the runs bucket is (a BigQuery load job reads the rows file from it: the bucket must be in the dataset's location, or in a region a multi-region dataset contains)."
   type        = string
   default     = null
+}
+
+variable "build_region" {
+  description = "Region of every Cloud Build build of the deployment: the runner image's, and each run's provision, load and teardown builds (they only call Google's APIs: the VMs stay in `zone`). Cloud Build restricts some projects, new ones included, to us-central1, us-west2, europe-west1, asia-east1, australia-southeast1 and southamerica-east1 (Cloud Build's \"Locations\" page), so the default is one of those; another region works once the project may build there."
+  type        = string
+  default     = "europe-west1"
+  validation {
+    condition     = can(regex("^[a-z]+-[a-z]+[0-9]+$", var.build_region))
+    error_message = "build_region: a region name such as europe-west1 (us-central1, us-west2, europe-west1, asia-east1, australia-southeast1 and southamerica-east1 work in every project)."
+  }
+}
+
+variable "build_source_retention_days" {
+  description = "The sources staged for the runner image's builds (gs://RUNS_BUCKET/pipeline/source/, a tarball of the checkout per build) are deleted after this many days."
+  type        = number
+  default     = 7
+  validation {
+    condition     = var.build_source_retention_days >= 1 && var.build_source_retention_days <= 3650
+    error_message = "build_source_retention_days: 1 to 3650."
+  }
 }
 
 variable "firestore_location" {
@@ -71,6 +101,16 @@ variable "limits" {
   }
 }
 
+variable "max_run_cost_usd" {
+  description = "The most one run may cost, by gatebench's estimate before it starts (the figures `gatebench plan` prints: list prices, docs/cloud.md \"Costs\"), in USD: the parse step refuses a run estimated above it. Null: no bound. Required when public_upload is on (billing budgets only alert, up to a day late)."
+  type        = number
+  default     = null
+  validation {
+    condition     = var.max_run_cost_usd == null || try(var.max_run_cost_usd > 0, false)
+    error_message = "max_run_cost_usd: a positive number of US dollars, or null."
+  }
+}
+
 variable "outside_access" {
   description = "Give the run VMs a route to the internet (Cloud Router and Cloud NAT, billed per hour while they exist), for plans whose backend is a URL outside Google Cloud. Off: no NAT; Google's APIs and the image repositories are reached through Private Google Access, and the parse step refuses a plan with an outside backend URL."
   type        = bool
@@ -96,7 +136,7 @@ variable "project_id" {
 }
 
 variable "region" {
-  description = "Region of the buckets, functions, workflow, builds and the benchmark network."
+  description = "Region of the buckets, functions, workflow and the benchmark network (the builds run in build_region)."
   type        = string
   default     = "europe-central2"
 }
@@ -118,6 +158,16 @@ variable "run_retention_days" {
   validation {
     condition     = var.run_retention_days >= 1 && var.run_retention_days <= 36500
     error_message = "run_retention_days: 1 to 36500."
+  }
+}
+
+variable "run_state_retention_days" {
+  description = "Each run's Terraform state (gs://STATE_BUCKET/runs/RUN/) is deleted this many days after its last write (then kept as an old version for state_versions_days); it must outlive the run's VMs (limits.vm_lifetime). The deployment's own state is kept."
+  type        = number
+  default     = 30
+  validation {
+    condition     = var.run_state_retention_days >= 1 && var.run_state_retention_days <= 3650
+    error_message = "run_state_retention_days: 1 to 3650."
   }
 }
 
@@ -150,7 +200,7 @@ variable "public_upload" {
 }
 
 variable "raw_log_retention_days" {
-  description = "Raw load-generator logs (runs/*/raw/**/simulation.log) are deleted after this many days; results stay in Firestore and BigQuery."
+  description = "Raw load-generator logs (raw/RUN/*/simulation.log) are deleted after this many days; results stay in Firestore and BigQuery."
   type        = number
   default     = 30
   validation {
@@ -166,26 +216,6 @@ variable "state_versions_days" {
   validation {
     condition     = var.state_versions_days >= 1 && var.state_versions_days <= 3650
     error_message = "state_versions_days: 1 to 3650."
-  }
-}
-
-variable "tls_ca" {
-  description = "Secret Manager secret (its id in this project) holding the PEM private key of the certificate authority a run's TLS certificates are signed with (x-gatebench tls): each gateway VM and the backend VM make their own key at boot and a certificate for their host name with it. Only the gateway and backend VMs' service accounts may read it; no key is ever in a bucket. Empty: the cloud path refuses tls."
-  type        = string
-  default     = ""
-  validation {
-    condition     = var.tls_ca == "" || can(regex("^[A-Za-z0-9_-]{1,255}$", var.tls_ca))
-    error_message = "tls_ca: a Secret Manager secret id (letters, digits, _ and -, at most 255), or empty."
-  }
-}
-
-variable "tls_ca_certificate" {
-  description = "The PEM certificate of the tls_ca secret's key (public: the testers trust this CA alone). `gatebench cloud tls-ca --cert ca.crt` makes both; set it with file(\"ca.crt\")."
-  type        = string
-  default     = ""
-  validation {
-    condition     = var.tls_ca_certificate == "" || startswith(trimspace(var.tls_ca_certificate), "-----BEGIN CERTIFICATE-----")
-    error_message = "tls_ca_certificate: a PEM certificate (-----BEGIN CERTIFICATE-----), or empty."
   }
 }
 
@@ -206,6 +236,16 @@ variable "users" {
   validation {
     condition     = alltrue([for m in var.users : can(regex("^(user|group|serviceAccount):[^@\\s]+@[^@\\s]+$", m))])
     error_message = "users: \"user:EMAIL\", \"group:EMAIL\" or \"serviceAccount:EMAIL\"; allUsers and allAuthenticatedUsers are refused."
+  }
+}
+
+variable "vm_image" {
+  description = "The Container-Optimized OS image (project cos-cloud) every run's VMs boot, by name: pinned, so that runs are repeatable (a family such as cos-stable moves to a new Docker and kernel without notice) and each run records it. The apply stops when the image does not exist. Newer images: `gcloud compute images list --project cos-cloud --no-standard-images --filter='family~lts'`."
+  type        = string
+  default     = "cos-133-19999-44-85"
+  validation {
+    condition     = can(regex("^cos-[0-9]+-[0-9]+-[0-9]+-[0-9]+$", var.vm_image))
+    error_message = "vm_image: an image name of cos-cloud such as cos-133-19999-44-85 (cos-MILESTONE-BUILD), not a family."
   }
 }
 

@@ -1,311 +1,292 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
+	"math/bits"
 	"net/http"
-	"net/http/httptrace"
-	"net/url"
-	"os"
-	"strings"
-	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
-// record is one arrival's outcome.
-type record struct {
-	phase    int
-	intended time.Duration // from t0
-	lag      time.Duration // from the due time to the moment the request was handed to the client
-	latency  time.Duration // from the due time to the end of the response
-	status   int
-	message  string // "" when OK
-	newConn  bool
-	dropped  bool // never sent: the engine's own failure
-}
+// The engine keeps the schedule; a network sends (network.go: one thread, non-blocking sockets
+// and epoll, as wrk does it).
+//
+// The dispatcher waits, serving the network meanwhile, until the next arrival is due, then
+// hands every arrival due by now to the network, each with its number k and due time; it never
+// waits for an answer (an open model). The network writes each arrival's request on an idle
+// kept-alive connection, or opens one when none is idle, so a stalled target sees as many
+// connections as arrivals it holds (as with one client per arrival), and with kept-alive
+// connections the pool settles at the concurrency the target needs.
+//
+// Waking up costs more than sending a request, so the dispatcher wakes at most every
+// minWake: arrivals due within it leave together, at most that late, and the lag each one
+// records says so.
+//
+// Times: an arrival's latency runs from its due time to the end of its response; its lag from
+// its due time to the moment its request began to leave, so an engine that fell behind can
+// never pass for a slow target.
 
-// recorder writes records from every request goroutine through one channel.
-type recorder struct {
-	w        *bufio.Writer
-	ch       chan record
-	done     chan struct{}
-	messages map[string]int
-}
+// minWake is the shortest time between two wake-ups of the dispatcher.
+const minWake = 200 * time.Microsecond
 
-func newRecorder(w *bufio.Writer) *recorder {
-	r := &recorder{w: w, ch: make(chan record, 65536), done: make(chan struct{}), messages: map[string]int{}}
-	go r.loop()
-	return r
-}
-
-func (r *recorder) message(text string) int {
-	if text == "" {
-		return 0
-	}
-	if id, ok := r.messages[text]; ok {
-		return id
-	}
-	id := len(r.messages) + 1
-	r.messages[text] = id
-	fmt.Fprintf(r.w, "M\t%d\t%s\n", id, strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(text))
-	return id
-}
-
-func (r *recorder) loop() {
-	defer close(r.done)
-	for rec := range r.ch {
-		id := r.message(rec.message)
-		if rec.dropped {
-			fmt.Fprintf(r.w, "D\t%d\t%d\t%d\n", rec.phase, rec.intended.Microseconds(), id)
-			continue
-		}
-		conn := 0
-		if rec.newConn {
-			conn = 1
-		}
-		fmt.Fprintf(r.w, "R\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", rec.phase, rec.intended.Microseconds(),
-			rec.lag.Microseconds(), rec.latency.Microseconds(), rec.status, id, conn)
-	}
-}
-
-// line writes a line once every record before it is written (the channel is drained first).
-func (r *recorder) close() {
-	close(r.ch)
-	<-r.done
+type arrival struct {
+	phase *phase
+	index int // the phase's position in the run
+	k     int64
+	due   time.Duration
 }
 
 type phaseEnd struct {
-	index       int
-	start, end  time.Duration
-	scheduled   int64
+	index      int
+	start, end time.Duration
+	scheduled  int64
+	cpu        time.Duration
+	control    string
+}
+
+type phaseCounters struct {
 	sent        int64
-	cpu         time.Duration
 	connections int64
-	control     string
+}
+
+// exchange is the outcome of one request.
+type exchange struct {
+	lag     time.Duration // from the due time to the moment the request began to leave
+	end     time.Duration // when its response ended (or it failed)
+	status  int
+	err     error
+	opened  bool // a connection was opened for it
+	refused bool // the system refused a socket: the tester's failure
+}
+
+// network sends the requests: the real one is network.go's; tests drive fakes.
+type network interface {
+	// send begins the arrival's request now.
+	send(a arrival, now time.Duration)
+	// wait serves the network until the clock reaches until (or the run is stopped).
+	wait(until time.Duration)
+	// busy is the number of requests outstanding.
+	busy() int
+	// connections is the number of connections open or opening.
+	connections() int
+	// close ends every request in flight and closes every connection.
+	close()
 }
 
 type engine struct {
-	t0          time.Time
-	client      *http.Client
-	maxInFlight int64
-	inFlight    atomic.Int64
+	clk         clock
 	rec         *recorder
-	ctx         context.Context
-	cancel      context.CancelFunc
+	net         network
+	maxInFlight int
+	counters    []*phaseCounters
+	records     []record
+	control     *http.Client
+	lastWake    time.Duration
+	peak        int // the most connections open at once
 	cancelled   atomic.Bool
-	wg          sync.WaitGroup
 }
 
-func newEngine(newConnections bool, maxInFlight int, rec *recorder) *engine {
-	transport := &http.Transport{
-		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		DisableKeepAlives:   newConnections,
-		DisableCompression:  true,
-		MaxIdleConns:        maxInFlight,
-		MaxIdleConnsPerHost: maxInFlight,
-		IdleConnTimeout:     90 * time.Second,
-		ForceAttemptHTTP2:   false,
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	e := &engine{
-		t0: time.Now(),
-		client: &http.Client{
-			Transport:     transport,
+func newEngine(clk clock, rec *recorder, maxInFlight int) *engine {
+	return &engine{
+		clk:         clk,
+		rec:         rec,
+		maxInFlight: max(1, maxInFlight),
+		records:     make([]record, 0, batchSize),
+		control: &http.Client{
+			Transport:     &http.Transport{Proxy: nil, DisableCompression: true},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		maxInFlight: int64(maxInFlight),
-		rec:         rec,
-		ctx:         ctx,
 	}
-	e.cancel = func() {
-		e.cancelled.Store(true)
-		cancel()
-	}
-	return e
 }
 
-func (e *engine) now() time.Duration { return time.Since(e.t0) }
+// cancel stops the schedule (SIGTERM, SIGINT: called from another goroutine); the engine's
+// own thread ends what is in flight.
+func (e *engine) cancel() { e.cancelled.Store(true) }
 
-// run sends every phase's arrivals on schedule, waits for every request, then writes one E
-// line per phase.
-func (e *engine) run(phases []*phase, skipFile string, startAtMS int64) {
-	timer := newWaiter()
-	defer timer.close()
+func (e *engine) stopped() bool { return e.cancelled.Load() }
+
+// run sends every phase's arrivals on schedule (the next phase's schedule continuing where the
+// previous one's ended), waits for every request, then writes one E frame per phase.
+func (e *engine) run(phases []*phase, skipFile string, start time.Duration) {
 	ends := make([]phaseEnd, 0, len(phases))
-	var counters []*phaseCounters
-	start := e.now() + 5*time.Millisecond
-	if startAtMS > 0 {
-		start = time.UnixMilli(startAtMS).Sub(e.t0)
-	}
-	for _, p := range phases {
-		if e.ctx.Err() != nil {
+	for i, p := range phases {
+		if e.stopped() {
 			break
 		}
 		end := phaseEnd{index: p.spec.Index, scheduled: p.count}
-		counters = append(counters, &phaseCounters{})
-		c := counters[len(counters)-1]
-		if msg := e.controls(p.spec.Before); msg != "" {
-			end.control = msg
-		}
+		e.counters = append(e.counters, &phaseCounters{})
+		end.control = e.controls(p.spec.Before)
 		if skipped(skipFile, p.spec.Target) {
-			end.start, end.end = e.now(), e.now()
+			now := e.clk.now()
+			end.start, end.end = now, now
 			ends = append(ends, end)
 			continue
 		}
 		// controls take time: the schedule starts once they are done
-		if now := e.now(); now > start {
+		if now := e.clk.now(); now > start {
 			start = now
 		}
-		if wait := start - e.now(); wait > 0 {
-			timer.wait(wait)
-		}
+		e.waitUntil(start)
 		cpu0 := cpuTime()
-		e.dispatch(p, start, c, timer)
+		e.dispatch(p, i, start)
 		end.start, end.end = start, start+p.duration
 		end.cpu = cpuTime() - cpu0
 		ends = append(ends, end)
 		start = end.end
 	}
-	e.wg.Wait()
-	e.rec.close()
-	for i, end := range ends {
-		c := counters[i]
-		if end.control != "" {
-			fmt.Fprintf(e.rec.w, "C\t%d\t%s\n", end.index, strings.ReplaceAll(end.control, "\t", " "))
+	for e.net.busy() > 0 {
+		if e.stopped() {
+			e.net.close()
+			break
 		}
-		fmt.Fprintf(e.rec.w, "E\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", end.index, end.start.Microseconds(),
-			end.end.Microseconds(), end.scheduled, c.sent.Load(), end.cpu.Microseconds(), c.connections.Load())
+		e.net.wait(e.clk.now() + longestWait)
+	}
+	e.net.close()
+	e.rec.batch(e.records)
+	e.records = e.records[:0]
+	for i, end := range ends {
+		c := e.counters[i]
+		if end.control != "" {
+			e.rec.control(end.index, end.control)
+		}
+		e.rec.end(end, c.sent, c.connections)
 	}
 }
 
-type phaseCounters struct {
-	sent        atomic.Int64
-	connections atomic.Int64
-}
-
-// dispatch sends arrival k of the phase at start + k × duration / count.
-func (e *engine) dispatch(p *phase, start time.Duration, c *phaseCounters, timer *waiter) {
-	for k := int64(0); k < p.count; k++ {
-		due := start + time.Duration(int64(p.duration)*k/p.count)
-		if wait := due - e.now(); wait > 0 {
-			timer.wait(wait)
-		}
-		if e.ctx.Err() != nil {
+// waitUntil serves the network until the clock reaches t, in waits of at most longestWait
+// (the run may be stopped meanwhile).
+func (e *engine) waitUntil(t time.Duration) {
+	for !e.stopped() {
+		now := e.clk.now()
+		if now >= t {
 			return
 		}
-		lag := e.now() - due
-		vals := p.values.next()
-		if lag > p.timeout {
-			e.rec.ch <- record{phase: p.spec.Index, intended: due, dropped: true,
-				message: fmt.Sprintf("the engine fell %d ms behind its schedule (more than the request timeout)", lag.Milliseconds())}
-			continue
-		}
-		if e.inFlight.Load() >= e.maxInFlight {
-			e.rec.ch <- record{phase: p.spec.Index, intended: due, lag: lag, latency: p.timeout, status: 0,
-				message: fmt.Sprintf("not sent: %d requests were in flight (the target held them)", e.maxInFlight)}
-			continue
-		}
-		e.inFlight.Add(1)
-		e.wg.Add(1)
-		go e.fire(p, k, due, vals, c)
+		e.net.wait(min(t, now+longestWait))
 	}
 }
 
-func (e *engine) fire(p *phase, user int64, due time.Duration, vals []any, c *phaseCounters) {
-	defer e.wg.Done()
-	defer e.inFlight.Add(-1)
-	rec := record{phase: p.spec.Index, intended: due}
-	req, err := p.build.request(vals, user)
-	if err != nil {
-		rec.lag = e.now() - due
-		rec.latency = rec.lag
-		rec.message = "request: " + err.Error()
-		e.rec.ch <- rec
+// due is arrival k's time: start + k × duration / count, exactly (128-bit product).
+func due(start time.Duration, duration time.Duration, k, count int64) time.Duration {
+	hi, lo := bits.Mul64(uint64(duration), uint64(k))
+	q, _ := bits.Div64(hi, lo, uint64(count))
+	return start + time.Duration(q)
+}
+
+// dispatch hands arrival k of the phase to the network at start + k × duration / count.
+func (e *engine) dispatch(p *phase, index int, start time.Duration) {
+	for k := int64(0); k < p.count; {
+		next := due(start, p.duration, k, p.count)
+		now := e.clk.now()
+		if next > now {
+			e.waitUntil(max(next, e.lastWake+minWake))
+			e.lastWake = e.clk.now()
+			if e.stopped() {
+				return
+			}
+			continue
+		}
+		// every arrival due by now, in order
+		for ; k < p.count; k++ {
+			at := due(start, p.duration, k, p.count)
+			if at > now {
+				break
+			}
+			e.offer(arrival{phase: p, index: index, k: k, due: at}, now)
+		}
+	}
+}
+
+// offer hands one due arrival to the network, or records why it cannot be sent.
+func (e *engine) offer(a arrival, now time.Duration) {
+	p := a.phase
+	lag := now - a.due
+	if lag > p.timeout {
+		e.dropped(a, lag)
 		return
 	}
-	ctx, cancel := context.WithTimeout(e.ctx, p.timeout)
-	defer cancel()
-	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
-		if !info.Reused {
-			rec.newConn = true
-		}
-	}}
-	req = req.WithContext(httptrace.WithClientTrace(ctx, trace))
-	rec.lag = e.now() - due
-	c.sent.Add(1)
-	resp, err := e.client.Do(req)
-	if err == nil {
-		_, err = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		rec.status = resp.StatusCode
+	if e.net.busy() >= e.maxInFlight {
+		e.add(record{
+			phase:    int32(p.spec.Index),
+			intended: a.due.Microseconds(),
+			lag:      micros(lag),
+			latency:  micros(p.timeout),
+			message:  e.rec.message(fmt.Sprintf("not sent: %d requests were in flight (the target held them)", e.maxInFlight)),
+		})
+		return
 	}
-	rec.latency = e.now() - due
-	if rec.newConn {
-		c.connections.Add(1)
+	e.net.send(a, now)
+	e.peak = max(e.peak, e.net.connections())
+}
+
+// dropped records an arrival the engine could not send in time: it fell further behind its
+// schedule than the request timeout.
+func (e *engine) dropped(a arrival, lag time.Duration) {
+	e.add(record{
+		phase:    int32(a.phase.spec.Index),
+		intended: a.due.Microseconds(),
+		lag:      micros(lag),
+		flags:    flagDropped,
+		message:  e.rec.message(fmt.Sprintf("the engine fell %d ms behind its schedule (more than the request timeout)", lag.Milliseconds())),
+	})
+}
+
+// done records an arrival's outcome (the network calls it when a request ends).
+func (e *engine) done(a *arrival, x exchange) {
+	p := a.phase
+	c := e.counters[a.index]
+	r := record{
+		phase:    int32(p.spec.Index),
+		intended: a.due.Microseconds(),
+		lag:      micros(x.lag),
+		latency:  micros(x.end - a.due),
+	}
+	if x.opened {
+		r.flags |= flagNewConn
+		c.connections++
 	}
 	switch {
-	case err != nil && systemRefused(err):
-		c.sent.Add(-1)
-		rec.dropped = true
-		rec.message = "the system refused a socket: " + reason(err)
-	case err != nil:
-		rec.status = 0
-		rec.message = reason(err)
-		if errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err) {
-			rec.message = fmt.Sprintf("request timeout after %d ms", p.timeout.Milliseconds())
-		}
+	case x.refused:
+		r.flags |= flagDropped
+		r.latency = 0
+		r.message = e.rec.message("the system refused a socket: " + reason(x.err, p.timeout))
+	case x.err != nil:
+		r.message = e.rec.message(reason(x.err, p.timeout))
 	default:
-		if ok, msg := p.build.verdict(rec.status); !ok {
-			rec.message = msg
+		r.status = uint16(x.status)
+		if ok, msg := p.build.verdict(x.status); !ok {
+			r.message = e.rec.message(msg)
 		}
 	}
-	e.rec.ch <- rec
+	if !x.refused {
+		c.sent++
+	}
+	e.add(r)
 }
 
-// systemRefused is an error of the tester's machine, not of the target: no ephemeral port
-// left (TIME_WAIT), no file descriptor, no buffer.
-func systemRefused(err error) bool {
-	return errors.Is(err, syscall.EADDRNOTAVAIL) || errors.Is(err, syscall.EMFILE) ||
-		errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ENOBUFS)
-}
-
-// reason is an error without the URL (one message per kind of failure, not per request).
-func reason(err error) string {
-	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "connection refused"
-	case errors.Is(err, syscall.ECONNRESET):
-		return "connection reset by the target"
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return "the connection closed before the response ended"
+func (e *engine) add(r record) {
+	e.records = append(e.records, r)
+	if len(e.records) == cap(e.records) {
+		e.rec.batch(e.records)
+		e.records = e.records[:0]
 	}
-	var urlErr *url.Error
-	if errors.As(err, &urlErr) {
-		err = urlErr.Err
-	}
-	return err.Error()
 }
 
 // controls calls the phase's control endpoints (the backend reset) directly; "" when all
 // answered as expected.
 func (e *engine) controls(calls []control) string {
 	for _, c := range calls {
-		req, err := http.NewRequestWithContext(e.ctx, c.Method, c.URL, nil)
-		if err != nil {
-			return fmt.Sprintf("%s %s: %v", c.Method, c.URL, err)
-		}
-		ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
-		resp, err := e.client.Do(req.WithContext(ctx))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		req, err := http.NewRequestWithContext(ctx, c.Method, c.URL, nil)
 		if err != nil {
 			cancel()
-			return fmt.Sprintf("%s %s: %v", c.Method, c.URL, reason(err))
+			return fmt.Sprintf("%s %s: %v", c.Method, c.URL, err)
+		}
+		resp, err := e.control.Do(req)
+		if err != nil {
+			cancel()
+			return fmt.Sprintf("%s %s: %v", c.Method, c.URL, err)
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
@@ -313,15 +294,10 @@ func (e *engine) controls(calls []control) string {
 		if c.Status != 0 && resp.StatusCode != c.Status {
 			return fmt.Sprintf("%s %s answered %d, expected %d", c.Method, c.URL, resp.StatusCode, c.Status)
 		}
+		if c.WaitMS > 0 {
+			e.waitUntil(e.clk.now() + time.Duration(c.WaitMS)*time.Millisecond)
+		}
 	}
+	e.control.CloseIdleConnections()
 	return ""
-}
-
-// cpuTime is the CPU time (user + system) this process has used.
-func cpuTime() time.Duration {
-	var usage syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &usage) != nil {
-		return 0
-	}
-	return time.Duration(usage.Utime.Nano() + usage.Stime.Nano())
 }

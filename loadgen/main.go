@@ -10,6 +10,10 @@
 // latencies (no coordinated omission), and the engine's own delay in sending (its schedule
 // lag) is recorded beside each request, so a late engine can never pass for a slow server.
 //
+// One dispatcher keeps the schedule and a pool of connection workers sends (engine.go), each
+// request written as prepared bytes on a plain HTTP/1.1 connection (http1.go, request.go):
+// no goroutine, allocation or text formatting per request.
+//
 // With -start-at EPOCH_MS the schedule starts at that wall-clock time (several testers sharing
 // a rate start together); the backend reset and other controls of the first phase run before.
 //
@@ -22,24 +26,13 @@
 // no ephemeral port, no file descriptor) is dropped: the probe says the tester, not the target,
 // ran out.
 //
-// Output (-out FILE, tab-separated lines, read by gatebench.core.loadlog):
-//
-//	gatebench-loadgen/1  START_EPOCH_US  GOMAXPROCS
-//	M  ID  MESSAGE                                    a KO or drop reason, first use
-//	R  PHASE  INTENDED_US  LAG_US  LATENCY_US  STATUS  MSG  NEWCONN
-//	D  PHASE  INTENDED_US  MSG                        an arrival that was never sent
-//	C  PHASE  MESSAGE                                 a control call (backend reset) failed
-//	E  PHASE  START_US  END_US  SCHEDULED  SENT  CPU_US  CONNECTIONS
-//
-// Times are microseconds from START (the engine's monotonic clock); STATUS 0 is a request
-// with no response, MSG 0 is OK. E lines come last, one per phase, once every request ended.
+// Output: -out FILE, binary records batched per worker (the layout is in records.go), read by
+// gatebench.core.loadlog.
 //
 // Standard library only (built like the backend by scripts/setup.d).
 package main
 
 import (
-	"bufio"
-	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -58,6 +51,7 @@ type control struct {
 	Method string `json:"method"`
 	URL    string `json:"url"`
 	Status int    `json:"status"`
+	WaitMS int64  `json:"wait_ms"`
 }
 
 type injection struct {
@@ -94,11 +88,15 @@ func main() {
 	maxInFlight := flag.Int("max-in-flight", 10000, "the most outstanding requests")
 	startAt := flag.Int64("start-at", 0, "epoch ms at which the schedule starts (testers start together); 0: now")
 	flag.Parse()
+	runtime.GOMAXPROCS(1) // one thread does the work: the runtime's own work goes on it too
 	if *workload == "" || *out == "" {
-		fail("usage: gatebench-loadgen -workload FILE -out FILE [-connections keep-alive|new] [-max-in-flight N]")
+		fail("usage: gatebench-loadgen -workload FILE -out FILE [-connections keep-alive|new] [-max-in-flight N] [-start-at EPOCH_MS]")
 	}
 	if *connections != "keep-alive" && *connections != "new" {
 		fail("-connections: expected keep-alive or new, got %q", *connections)
+	}
+	if *maxInFlight < 1 {
+		fail("-max-in-flight: expected at least 1, got %d", *maxInFlight)
 	}
 	doc, err := readDocument(*workload)
 	if err != nil {
@@ -108,9 +106,10 @@ func main() {
 	if err != nil {
 		fail("%v", err)
 	}
+	newConnections := *connections == "new"
 	phases := make([]*phase, 0, len(doc.Phases))
 	for i, spec := range doc.Phases {
-		p, err := preparePhase(spec, secrets, tokens)
+		p, err := preparePhase(spec, secrets, tokens, newConnections)
 		if err != nil {
 			fail("%s: /phases/%d: %v", *workload, i, err)
 		}
@@ -120,8 +119,13 @@ func main() {
 	if err != nil {
 		fail("%v", err)
 	}
-	rec := newRecorder(bufio.NewWriterSize(file, 1<<20))
-	eng := newEngine(*connections == "new", *maxInFlight, rec)
+	clk := newRealClock()
+	rec := newRecorder(file)
+	eng := newEngine(clk, rec, *maxInFlight)
+	eng.net, err = newEpollNet(eng, clk, newConnections)
+	if err != nil {
+		fail("epoll: %v", err)
+	}
 
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
@@ -130,15 +134,20 @@ func main() {
 		eng.cancel()
 	}()
 
-	fmt.Fprintf(rec.w, "gatebench-loadgen/1\t%d\t%d\n", eng.t0.UnixMicro(), runtime.GOMAXPROCS(0))
-	eng.run(phases, doc.SkipFile, *startAt)
-	if err := rec.w.Flush(); err != nil {
+	// the engine is one thread (network.go): its CPU share is of one core
+	rec.header(clk.t0.UnixMicro(), runtime.GOMAXPROCS(0))
+	start := clk.now() + 5*time.Millisecond
+	if *startAt > 0 {
+		start = time.UnixMilli(*startAt).Sub(clk.t0)
+	}
+	eng.run(phases, doc.SkipFile, start)
+	if err := rec.flush(); err != nil {
 		fail("writing %s: %v", *out, err)
 	}
 	if err := file.Close(); err != nil {
 		fail("writing %s: %v", *out, err)
 	}
-	if eng.cancelled.Load() {
+	if eng.stopped() {
 		os.Exit(130)
 	}
 }
@@ -199,27 +208,29 @@ func readSecrets(doc *document) (map[string]string, map[string][]string, error) 
 
 // phase is one phase, ready to run.
 type phase struct {
-	spec      phaseSpec
-	count     int64
-	duration  time.Duration
-	values    *values
-	build     *builder
-	timeout   time.Duration
-	measuring bool
+	spec     phaseSpec
+	count    int64
+	duration time.Duration
+	build    *builder
+	timeout  time.Duration
 }
 
-func preparePhase(spec phaseSpec, secrets map[string]string, tokens map[string][]string) (*phase, error) {
+func preparePhase(spec phaseSpec, secrets map[string]string, tokens map[string][]string, newConnections bool) (*phase, error) {
 	if spec.Injection.Kind != "constant_rate" {
 		return nil, fmt.Errorf("injection: gatebench-loadgen runs constant_rate phases only, got %q", spec.Injection.Kind)
 	}
 	if spec.Injection.Rate <= 0 || spec.Injection.DurationMS <= 0 {
 		return nil, fmt.Errorf("injection: a rate above 0 and a duration are needed")
 	}
-	vals, names, err := newValues(spec.Params, spec.Seed)
-	if err != nil {
-		return nil, err
+	gens := map[string]*generator{}
+	for name, g := range spec.Params {
+		gen, err := newGenerator(name, g, spec.Seed)
+		if err != nil {
+			return nil, fmt.Errorf("params/%s: %v", name, err)
+		}
+		gens[name] = gen
 	}
-	b, err := newBuilder(spec.Request, names, secrets, tokens, spec.UserBase, spec.UserStride, spec.Seed)
+	b, err := newBuilder(spec.Request, gens, secrets, tokens, spec.UserBase, spec.UserStride, spec.Seed, newConnections)
 	if err != nil {
 		return nil, fmt.Errorf("request: %v", err)
 	}
@@ -230,13 +241,11 @@ func preparePhase(spec phaseSpec, secrets map[string]string, tokens map[string][
 		timeout = 60 * time.Second
 	}
 	return &phase{
-		spec:      spec,
-		count:     count,
-		duration:  time.Duration(spec.Injection.DurationMS) * time.Millisecond,
-		values:    vals,
-		build:     b,
-		timeout:   timeout,
-		measuring: spec.Measured,
+		spec:     spec,
+		count:    count,
+		duration: time.Duration(spec.Injection.DurationMS) * time.Millisecond,
+		build:    b,
+		timeout:  timeout,
 	}, nil
 }
 
@@ -255,8 +264,4 @@ func skipped(path, target string) bool {
 		}
 	}
 	return false
-}
-
-func decodeBase64(data string) ([]byte, error) {
-	return base64.StdEncoding.DecodeString(data)
 }

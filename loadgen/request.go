@@ -1,22 +1,20 @@
 package main
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"math"
-	"math/rand"
+	"net/url"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 )
 
 // The request of a phase, built from the workload document exactly as the Gatling simulation
 // builds it (gatling/src/test/java/gatebench/GenericSimulation.java): templates of text and
-// parameter parts, the plan's value generators, bodies, and credentials read from environment
-// variables (never from the document).
+// parameter parts, the plan's value generators (values.go), bodies, and credentials read from
+// environment variables (never from the document). A request is written straight into a
+// worker's buffer as HTTP/1.1 bytes: nothing is allocated per request.
 
 type part struct {
 	Text   *string `json:"text"`
@@ -33,21 +31,19 @@ type authHeader struct {
 }
 
 type bodyPart struct {
-	Name        string `json:"name"`
-	Size        *int   `json:"size"`
-	Filename    string `json:"filename"`
-	ContentType string `json:"content_type"`
-	Parts       []part `json:"parts"`
+	Name        string          `json:"name"`
+	Size        *int            `json:"size"`
+	Filename    string          `json:"filename"`
+	ContentType string          `json:"content_type"`
+	Parts       json.RawMessage `json:"parts"`
 }
 
 type bodySpec struct {
 	Kind        string          `json:"kind"`
 	ContentType string          `json:"content_type"`
-	Parts       []part          `json:"-"`
 	RawParts    json.RawMessage `json:"parts"`
 	Size        int             `json:"size"`
 	Data        string          `json:"data"`
-	Multipart   []bodyPart      `json:"-"`
 }
 
 type requestSpec struct {
@@ -62,269 +58,418 @@ type requestSpec struct {
 	TimeoutMS int64               `json:"timeout_ms"`
 }
 
-// template is a string of literal text and parameter values, each encoded for where it goes.
-type template struct {
-	texts     []string
-	params    []int // index into the generator list, -1 for text
-	encodings []string
+// segment is literal bytes or a generator's value in an encoding.
+type segment struct {
+	literal []byte
+	gen     *generator // nil: literal
+	enc     encoding
 }
 
-func newTemplate(parts []part, names map[string]int, secrets map[string]string) (template, error) {
-	t := template{}
+// template is a string of literal text and parameter values.
+type template []segment
+
+func newTemplate(parts []part, gens map[string]*generator, secrets map[string]string) (template, error) {
+	var t template
 	for _, p := range parts {
 		switch {
 		case p.Param != "":
-			i, ok := names[p.Param]
+			g, ok := gens[p.Param]
 			if !ok {
-				return t, fmt.Errorf("template names parameter %q, which has no generator", p.Param)
+				return nil, fmt.Errorf("template names parameter %q, which has no generator", p.Param)
 			}
-			enc := p.As
-			if enc == "" {
-				enc = "raw"
+			enc, err := encodingOf(p.As)
+			if err != nil {
+				return nil, err
 			}
-			t.texts = append(t.texts, "")
-			t.params = append(t.params, i)
-			t.encodings = append(t.encodings, enc)
+			t = append(t, segment{gen: g, enc: enc})
 		case p.Secret != "":
-			t.texts = append(t.texts, percentEncode(secrets[p.Secret]))
-			t.params = append(t.params, -1)
-			t.encodings = append(t.encodings, "")
-		default:
-			text := ""
-			if p.Text != nil {
-				text = *p.Text
-			}
-			t.texts = append(t.texts, text)
-			t.params = append(t.params, -1)
-			t.encodings = append(t.encodings, "")
+			t = append(t, segment{literal: []byte(percentEncode(secrets[p.Secret]))})
+		case p.Text != nil:
+			t = append(t, segment{literal: []byte(*p.Text)})
 		}
 	}
 	return t, nil
 }
 
-func (t template) render(out *strings.Builder, values []any) {
-	for i, text := range t.texts {
-		if t.params[i] < 0 {
-			out.WriteString(text)
-			continue
+func (t template) appendTo(dst []byte, n int64) []byte {
+	for _, s := range t {
+		if s.gen == nil {
+			dst = append(dst, s.literal...)
+		} else {
+			dst = s.gen.appendValue(dst, n, s.enc)
 		}
-		out.WriteString(encodeValue(values[t.params[i]], t.encodings[i]))
 	}
+	return dst
 }
 
-func (t template) String(values []any) string {
-	var b strings.Builder
-	t.render(&b, values)
-	return b.String()
-}
-
-// valueText is a value as the simulation prints it (Java's String.valueOf).
-func valueText(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case float64:
-		if x == math.Trunc(x) && math.Abs(x) < 1e7 {
-			return strconv.FormatFloat(x, 'f', 1, 64)
+// constant says whether the template reads the same for every request.
+func (t template) constant() bool {
+	for _, s := range t {
+		if s.gen != nil && !s.gen.constant() {
+			return false
 		}
-		return strconv.FormatFloat(x, 'g', -1, 64)
-	case bool:
-		return strconv.FormatBool(x)
-	case nil:
-		return "null"
-	case json.RawMessage:
-		var s string
-		if json.Unmarshal(x, &s) == nil {
-			return s
-		}
-		return ""
 	}
-	return fmt.Sprint(v)
+	return true
 }
 
-func encodeValue(v any, encoding string) string {
-	switch encoding {
-	case "path", "query":
-		return percentEncode(valueText(v))
-	case "json":
-		if raw, ok := v.(json.RawMessage); ok {
-			return string(raw)
-		}
-		data, _ := json.Marshal(v)
-		return string(data)
-	case "json-string":
-		data, _ := json.Marshal(valueText(v))
-		return string(data[1 : len(data)-1])
+type header struct {
+	name  []byte
+	value template
+}
+
+type perUserHeader struct {
+	name   []byte
+	prefix []byte
+	tokens [][]byte
+}
+
+type multipartPart struct {
+	head []byte   // the boundary line and the part's headers, up to the blank line
+	data []byte   // a file part's generated content
+	text template // a field's value
+}
+
+// builder writes the HTTP/1.1 requests of one phase.
+type builder struct {
+	address     string // host:port to dial
+	requestLine []byte // "METHOD " + path prefix
+	path        template
+	query       []header // name=value pairs
+	head        []byte   // " HTTP/1.1\r\nHost: ...\r\nUser-Agent: gatebench\r\n"
+	headers     []header
+	perUser     []perUserHeader
+	userBase    int64
+	userStride  int64
+	bodyKind    string
+	contentType []byte
+	bodyText    template
+	bodyBytes   []byte
+	multipart   []multipartPart
+	tail        []byte // multipart: the closing boundary
+	bodyHint    bool   // send Content-Length: 0 on a bodiless POST, PUT or PATCH (as Go's client did)
+	expect      map[int]bool
+	expectText  string
+	static      []byte // every request the same: written once
+	closing     bool   // a connection per request: "Connection: close"
+	isHead      bool   // a HEAD: its response has no body
+	replayable  bool   // safe to send again on a new connection (GET, HEAD, OPTIONS, TRACE)
+}
+
+func newBuilder(spec requestSpec, gens map[string]*generator, secrets map[string]string, tokens map[string][]string, userBase, userStride, seed int64, closing bool) (*builder, error) {
+	method := strings.ToUpper(spec.Method)
+	if method == "" || strings.ContainsAny(method, " \r\n") {
+		return nil, fmt.Errorf("method %q is not an HTTP method", spec.Method)
 	}
-	return valueText(v)
-}
-
-// percentEncode keeps the unreserved characters of RFC 3986 and writes every other byte as
-// %XX (upper case), as the simulation does.
-func percentEncode(text string) string {
-	const hex = "0123456789ABCDEF"
-	var b strings.Builder
-	for i := 0; i < len(text); i++ {
-		c := text[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-			c == '-' || c == '.' || c == '_' || c == '~' {
-			b.WriteByte(c)
-			continue
-		}
-		b.WriteByte('%')
-		b.WriteByte(hex[c>>4])
-		b.WriteByte(hex[c&15])
+	base, err := url.Parse(strings.TrimRight(spec.BaseURL, "/"))
+	if err != nil || base.Host == "" {
+		return nil, fmt.Errorf("base_url %q is not an http URL", spec.BaseURL)
 	}
-	return b.String()
-}
-
-// generator yields one value per request: constant, list (in order, cycling, or random),
-// range (low..high, cycling), random (uniform in low..high), counter or weighted (a recorded
-// value distribution: the same draws as every other engine, see weighted.go).
-type generator struct {
-	kind      string
-	value     any
-	values    []any
-	random    bool
-	low, high int64
-	start     int64
-	step      int64
-	position  int64
-	weighted  *weightedSpec
-}
-
-type generatorSpec struct {
-	Kind   string            `json:"kind"`
-	Value  json.RawMessage   `json:"value"`
-	Values []json.RawMessage `json:"values"`
-	Random bool              `json:"random"`
-	Low    int64             `json:"low"`
-	High   int64             `json:"high"`
-	Start  *int64            `json:"start"`
-	Step   *int64            `json:"step"`
-	// weighted
-	Cumulative []float64   `json:"cumulative"`
-	Total      float64     `json:"total"`
-	Seed       uint64      `json:"seed"`
-	Offset     int64       `json:"offset"`
-	Stride     *int64      `json:"stride"`
-	Others     *othersSpec `json:"others"`
-}
-
-func plain(raw json.RawMessage) any {
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
-		return nil
+	if base.Scheme != "http" {
+		return nil, fmt.Errorf("base_url %q: gatebench-loadgen speaks plain HTTP/1.1 (http://) only", spec.BaseURL)
 	}
-	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
-	case string, bool, nil:
-		return x
+	address := base.Host
+	if base.Port() == "" {
+		address += ":80"
 	}
-	return raw // an object or array: sent as JSON
-}
-
-func newGenerator(spec generatorSpec) (*generator, error) {
-	g := &generator{kind: spec.Kind, random: spec.Random, low: spec.Low, high: spec.High, start: 1, step: 1}
-	switch spec.Kind {
-	case "constant":
-		g.value = plain(spec.Value)
-	case "list":
-		if len(spec.Values) == 0 {
-			return nil, fmt.Errorf("a list generator needs values")
+	b := &builder{
+		address:     address,
+		requestLine: []byte(method + " " + base.EscapedPath()),
+		userBase:    userBase,
+		userStride:  userStride,
+		closing:     closing,
+		isHead:      method == "HEAD",
+		replayable:  method == "GET" || method == "HEAD" || method == "OPTIONS" || method == "TRACE",
+	}
+	if b.userStride == 0 {
+		b.userStride = 1
+	}
+	if b.path, err = newTemplate(spec.Path, gens, secrets); err != nil {
+		return nil, fmt.Errorf("path: %v", err)
+	}
+	for i, pair := range spec.Query {
+		var name string
+		var parts []part
+		if len(pair) != 2 || json.Unmarshal(pair[0], &name) != nil || json.Unmarshal(pair[1], &parts) != nil {
+			return nil, fmt.Errorf("query/%d: expected [name, parts]", i)
 		}
-		for _, v := range spec.Values {
-			g.values = append(g.values, plain(v))
-		}
-	case "range", "random":
-		if spec.High < spec.Low {
-			return nil, fmt.Errorf("%s: high %d is below low %d", spec.Kind, spec.High, spec.Low)
-		}
-	case "counter":
-		if spec.Start != nil {
-			g.start = *spec.Start
-		}
-		if spec.Step != nil {
-			g.step = *spec.Step
-		}
-	case "weighted":
-		w, err := newWeighted(spec)
+		t, err := newTemplate(parts, gens, secrets)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("query/%d: %v", i, err)
 		}
-		g.weighted = w
+		b.query = append(b.query, header{[]byte(name), t})
+	}
+	head := " HTTP/1.1\r\nHost: " + base.Host + "\r\nUser-Agent: gatebench\r\n"
+	if closing {
+		head += "Connection: close\r\n"
+	}
+	b.head = []byte(head)
+	for i, pair := range spec.Headers {
+		var name string
+		var parts []part
+		if len(pair) != 2 || json.Unmarshal(pair[0], &name) != nil || json.Unmarshal(pair[1], &parts) != nil {
+			return nil, fmt.Errorf("headers/%d: expected [name, parts]", i)
+		}
+		if !validHeaderName(name) {
+			return nil, fmt.Errorf("headers/%d: %q is not a header name", i, name)
+		}
+		t, err := newTemplate(parts, gens, secrets)
+		if err != nil {
+			return nil, fmt.Errorf("headers/%d: %v", i, err)
+		}
+		b.headers = append(b.headers, header{[]byte(name), t})
+	}
+	for i, h := range spec.Auth {
+		if !validHeaderName(h.Header) {
+			return nil, fmt.Errorf("auth/%d: %q is not a header name", i, h.Header)
+		}
+		if h.PerUser {
+			var env string
+			if json.Unmarshal(h.Env, &env) != nil {
+				return nil, fmt.Errorf("auth/%d: a per-user header names one variable", i)
+			}
+			u := perUserHeader{name: []byte(h.Header), prefix: []byte(h.Prefix)}
+			for _, token := range tokens[env] {
+				u.tokens = append(u.tokens, []byte(token))
+			}
+			if len(u.tokens) == 0 {
+				return nil, fmt.Errorf("auth/%d: no token for %s", i, env)
+			}
+			b.perUser = append(b.perUser, u)
+			continue
+		}
+		value, err := secretValue(h, secrets)
+		if err != nil {
+			return nil, fmt.Errorf("auth/%d: %v", i, err)
+		}
+		if strings.ContainsAny(value, "\r\n") {
+			return nil, fmt.Errorf("auth/%d: the credential of %s holds a line break", i, h.Header)
+		}
+		b.headers = append(b.headers, header{[]byte(h.Header), template{{literal: []byte(value)}}})
+	}
+	body := spec.Body
+	b.bodyKind = body.Kind
+	if b.bodyKind == "" {
+		b.bodyKind = "none"
+	}
+	if body.ContentType != "" && b.bodyKind != "none" {
+		b.contentType = []byte(body.ContentType)
+	}
+	switch b.bodyKind {
+	case "none":
+		b.bodyHint = method == "POST" || method == "PUT" || method == "PATCH"
+	case "template":
+		var parts []part
+		if err := json.Unmarshal(body.RawParts, &parts); err != nil {
+			return nil, fmt.Errorf("body/parts: %v", err)
+		}
+		if b.bodyText, err = newTemplate(parts, gens, secrets); err != nil {
+			return nil, fmt.Errorf("body: %v", err)
+		}
+	case "bytes":
+		b.bodyBytes = generated(body.Size)
+	case "base64":
+		data, err := base64.StdEncoding.DecodeString(body.Data)
+		if err != nil {
+			return nil, fmt.Errorf("body/data: %v", err)
+		}
+		b.bodyBytes = data
+	case "multipart":
+		var parts []bodyPart
+		if err := json.Unmarshal(body.RawParts, &parts); err != nil {
+			return nil, fmt.Errorf("body/parts: %v", err)
+		}
+		boundary := fmt.Sprintf("gatebench%x", uint64(seed))
+		b.contentType = []byte("multipart/form-data; boundary=" + boundary)
+		for i, p := range parts {
+			disposition := fmt.Sprintf(`Content-Disposition: form-data; name="%s"`, formName(p.Name))
+			if p.Size != nil {
+				filename, contentType := p.Filename, p.ContentType
+				if filename == "" {
+					filename = p.Name + ".bin"
+				}
+				if contentType == "" {
+					contentType = "application/octet-stream"
+				}
+				b.multipart = append(b.multipart, multipartPart{
+					head: []byte(fmt.Sprintf("--%s\r\n%s; filename=\"%s\"\r\nContent-Type: %s\r\n\r\n",
+						boundary, disposition, formName(filename), contentType)),
+					data: generated(*p.Size),
+				})
+				continue
+			}
+			var textParts []part
+			if err := json.Unmarshal(p.Parts, &textParts); err != nil {
+				return nil, fmt.Errorf("body/parts/%d: %v", i, err)
+			}
+			t, err := newTemplate(textParts, gens, secrets)
+			if err != nil {
+				return nil, fmt.Errorf("body/parts/%d: %v", i, err)
+			}
+			b.multipart = append(b.multipart, multipartPart{
+				head: []byte(fmt.Sprintf("--%s\r\n%s\r\n\r\n", boundary, disposition)),
+				text: t,
+			})
+		}
+		b.tail = []byte("--" + boundary + "--\r\n")
 	default:
-		return nil, fmt.Errorf("unknown generator %q", spec.Kind)
+		return nil, fmt.Errorf("unknown body kind %q", body.Kind)
 	}
-	return g, nil
-}
-
-func (g *generator) next(rng *rand.Rand) any {
-	n := g.position
-	g.position++
-	switch g.kind {
-	case "constant":
-		return g.value
-	case "list":
-		if g.random {
-			return g.values[rng.Intn(len(g.values))]
+	if len(spec.Expect) > 0 {
+		b.expect = map[int]bool{}
+		texts := []string{}
+		for _, code := range spec.Expect {
+			b.expect[code] = true
+			texts = append(texts, strconv.Itoa(code))
 		}
-		return g.values[n%int64(len(g.values))]
-	case "range":
-		return g.low + n%(g.high-g.low+1)
-	case "random":
-		return g.low + int64(math.Floor(rng.Float64()*float64(g.high-g.low+1)))
-	case "weighted":
-		return g.weighted.value(n)
+		b.expectText = strings.Join(texts, ",")
 	}
-	return g.start + n*g.step
+	if !b.varies() {
+		b.static = b.build(nil, nil, 0)
+	}
+	return b, nil
 }
 
-// values holds a phase's generators in a fixed order (sorted by name), so a seed gives the
-// same values on every run.
-type values struct {
-	names []string
-	gens  []*generator
-	rng   *rand.Rand
-}
-
-func newValues(params map[string]generatorSpec, seed int64) (*values, map[string]int, error) {
-	v := &values{rng: rand.New(rand.NewSource(seed))}
-	for name := range params {
-		v.names = append(v.names, name)
+// varies says whether two requests of the phase can differ.
+func (b *builder) varies() bool {
+	if !b.path.constant() || !b.bodyText.constant() || len(b.perUser) > 0 {
+		return true
 	}
-	sort.Strings(v.names)
-	index := map[string]int{}
-	for i, name := range v.names {
-		g, err := newGenerator(params[name])
-		if err != nil {
-			return nil, nil, fmt.Errorf("params.%s: %v", name, err)
+	for _, q := range b.query {
+		if !q.value.constant() {
+			return true
 		}
-		v.gens = append(v.gens, g)
-		index[name] = i
 	}
-	return v, index, nil
+	for _, h := range b.headers {
+		if !h.value.constant() {
+			return true
+		}
+	}
+	for _, p := range b.multipart {
+		if !p.text.constant() {
+			return true
+		}
+	}
+	return false
 }
 
-func (v *values) next() []any {
-	out := make([]any, len(v.gens))
-	for i, g := range v.gens {
-		out[i] = g.next(v.rng)
+// request is the request of arrival n (numbered from 0 in the phase), written into dst
+// (reset first); body is scratch space for a body that has to be measured before the head.
+func (b *builder) request(dst, body []byte, n int64) []byte {
+	if b.static != nil {
+		return append(dst[:0], b.static...)
 	}
-	return out
+	return b.build(dst[:0], body, n)
 }
 
-// generated is deterministic filler content (not all zeros, so compression cannot cheat),
-// the simulation's xorshift sequence, one shared slice per size.
+func (b *builder) build(dst, scratch []byte, n int64) []byte {
+	dst = append(dst, b.requestLine...)
+	dst = b.path.appendTo(dst, n)
+	for i, q := range b.query {
+		if i == 0 {
+			dst = append(dst, '?')
+		} else {
+			dst = append(dst, '&')
+		}
+		dst = append(dst, q.name...)
+		dst = append(dst, '=')
+		dst = q.value.appendTo(dst, n)
+	}
+	dst = append(dst, b.head...)
+	for _, h := range b.headers {
+		dst = append(dst, h.name...)
+		dst = append(dst, ": "...)
+		mark := len(dst)
+		dst = h.value.appendTo(dst, n)
+		dst = headerSafe(dst, mark)
+		dst = append(dst, "\r\n"...)
+	}
+	for _, h := range b.perUser {
+		index := (b.userBase + n*b.userStride) % int64(len(h.tokens))
+		if index < 0 {
+			index += int64(len(h.tokens))
+		}
+		dst = append(dst, h.name...)
+		dst = append(dst, ": "...)
+		dst = append(dst, h.prefix...)
+		dst = append(dst, h.tokens[index]...)
+		dst = append(dst, "\r\n"...)
+	}
+	var body []byte
+	switch b.bodyKind {
+	case "none":
+		if b.bodyHint {
+			dst = append(dst, "Content-Length: 0\r\n"...)
+		}
+		return append(dst, "\r\n"...)
+	case "template":
+		body = b.bodyText.appendTo(scratch[:0], n)
+	case "bytes", "base64":
+		body = b.bodyBytes
+	case "multipart":
+		body = scratch[:0]
+		for _, p := range b.multipart {
+			body = append(body, p.head...)
+			if p.data != nil {
+				body = append(body, p.data...)
+			} else {
+				body = p.text.appendTo(body, n)
+			}
+			body = append(body, "\r\n"...)
+		}
+		body = append(body, b.tail...)
+	}
+	if b.contentType != nil {
+		dst = append(dst, "Content-Type: "...)
+		dst = append(dst, b.contentType...)
+		dst = append(dst, "\r\n"...)
+	}
+	dst = append(dst, "Content-Length: "...)
+	dst = strconv.AppendInt(dst, int64(len(body)), 10)
+	dst = append(dst, "\r\n\r\n"...)
+	return append(dst, body...)
+}
+
+// headerSafe replaces a line break inside a header value (from a generated value) by a
+// space: it would end the header and start another.
+func headerSafe(dst []byte, from int) []byte {
+	for i := from; i < len(dst); i++ {
+		if dst[i] == '\r' || dst[i] == '\n' {
+			dst[i] = ' '
+		}
+	}
+	return dst
+}
+
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// verdict says whether a status is OK for the workload (its expect list, else below 400),
+// and the KO message in the simulation's words.
+func (b *builder) verdict(status int) (bool, string) {
+	if b.expect != nil {
+		if b.expect[status] {
+			return true, ""
+		}
+		return false, fmt.Sprintf("status.find.in(%s), found %d", b.expectText, status)
+	}
+	if status < 400 {
+		return true, ""
+	}
+	return false, fmt.Sprintf("status.find.lt(400), found %d", status)
+}
+
+// generatedCache is deterministic filler content (not all zeros, so compression cannot
+// cheat), the simulation's xorshift sequence, one shared slice per size.
 var generatedCache = map[int][]byte{}
 
 func generated(size int) []byte {

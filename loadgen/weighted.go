@@ -54,15 +54,6 @@ func newWeighted(spec generatorSpec) (*weightedSpec, error) {
 	return w, nil
 }
 
-// unitDraw is SplitMix64's output for the state seed + (n + 1) × gamma, as a float64 in [0, 1).
-func unitDraw(seed uint64, n uint64) float64 {
-	z := seed + (n+1)*0x9E3779B97F4A7C15
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
-	z ^= z >> 31
-	return float64(z>>11) * (1.0 / (1 << 53))
-}
-
 func (w *weightedSpec) value(n int64) any {
 	draw := w.offset + n*w.stride
 	// explicit float64 conversions: Go may fuse a*b+c into one rounding on some CPUs; each

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"testing"
 )
 
@@ -25,13 +24,13 @@ func TestWeightedValuesMatchTheReference(t *testing.T) {
 	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
 		t.Fatal(err)
 	}
-	g, err := newGenerator(spec)
+	g, err := newGenerator("p", spec, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"v0061", "a", "b", "v0060", "a", "a", "v0095", "a", "b", "a", "a", "b"}
 	for n, w := range want {
-		if got := fmt.Sprint(g.next(nil)); got != w {
+		if got := string(g.appendValue(nil, int64(n), encRaw)); got != w {
 			t.Errorf("draw %d = %q, want %q", n, got, w)
 		}
 	}

@@ -37,6 +37,7 @@ BESIDE=(
   tests/unit
   tests/golden
   tests/integration/test_corpus_read.py
+  tests/integration/test_ingest_bounded.py
   tests/integration/test_corpus_render.py
   tests/integration/test_route_replay.py
   tests/integration/test_route_replay_boot.py

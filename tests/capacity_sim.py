@@ -82,7 +82,7 @@ class SimulatedTarget:
             schedule.sent += 1
             schedule.lags_ms.append(lag)
             schedule.from_send_ms.append(end - sent)
-            sample.latencies.append(end - due)
+            sample.add_latency(end - due)
             sample.ok += 1
             first = int(due)
             sample.first_start = first if sample.first_start is None else sample.first_start

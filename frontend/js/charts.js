@@ -1,5 +1,5 @@
-// Charts drawn in the browser from the server's chart views (gatebench.web._views), with
-// the same layout as the HTML report's inline SVG (src/gatebench/core/report/_svg.py):
+// The report's charts (src/gatebench/core/report/_charts.py, sent as JSON by the read API)
+// drawn in the browser, with the same layout as the HTML report's inline SVG (_svg.py):
 // horizontal bars in groups (a group per workload, a bar per target), an optional 95 %
 // confidence whisker, the baseline striped, every number printed beside its bar, and a
 // title and description for screen readers. Nothing depends on colour alone.

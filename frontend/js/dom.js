@@ -58,6 +58,14 @@ export function when(epochSeconds) {
 }
 
 /** "25 MB", "812 kB", "530 bytes". */
+/** A duration in seconds as the terminal's progress line writes it: 4:05, 1:02:03. */
+export function clock(seconds) {
+  const whole = Math.max(0, Math.round(seconds));
+  const [h, m, s] = [Math.floor(whole / 3600), Math.floor((whole % 3600) / 60), whole % 60];
+  const two = (n) => String(n).padStart(2, "0");
+  return h ? `${h}:${two(m)}:${two(s)}` : `${m}:${two(s)}`;
+}
+
 export function size(bytes) {
   if (bytes >= 1e6) return `${(bytes / 1e6).toFixed(bytes >= 1e7 ? 0 : 1)} MB`;
   if (bytes >= 1e3) return `${(bytes / 1e3).toFixed(0)} kB`;

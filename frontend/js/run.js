@@ -4,7 +4,7 @@
 
 import { ApiError, sleep } from "./api.js";
 import { drawChart, drawCurves } from "./charts.js";
-import { fill, h, statusBadge, when } from "./dom.js";
+import { clock, fill, h, statusBadge, when } from "./dom.js";
 import { progressText } from "./runs.js";
 import { drawTables } from "./tables.js";
 
@@ -55,6 +55,8 @@ function statusPanel(run) {
         " ",
         h("progress", { id: "phase-progress", max: p.phases, value: p.phase_number }, `${p.phase_number} of ${p.phases}`),
         p.done ? ` ${p.done.toLocaleString("en-US")} requests, ${Math.round(p.rate).toLocaleString("en-US")} req/s` : "",
+        p.elapsed != null ? ` · ${clock(p.elapsed)} so far` : "",
+        p.left != null ? ` · about ${clock(p.left)} left` : "",
       ),
     );
   }
@@ -86,8 +88,8 @@ function downloads(view, api, note) {
   );
 }
 
-/** A capacity run (gatebench capacity): per endpoint the verdict, the knees, the curves, the
- * capacity table and every pair; then the thresholds and the downloads. */
+/** A capacity run (gatebench capacity): the verdict, then per endpoint the knees, the curves,
+ * the capacity table and every pair; then the thresholds and the downloads. */
 export function capacityBlock(view, api) {
   const out = [];
   out.push(h("div", { class: "verdict", id: "verdict" }, view.verdict.map((v) => h("p", {}, v))));
@@ -96,19 +98,18 @@ export function capacityBlock(view, api) {
       h("aside", { class: "cautions", "aria-label": "Cautions" }, h("strong", {}, "Before you trust these numbers"), h("ul", {}, view.cautions.map((c) => h("li", {}, c)))),
     );
   }
-  const knees = view.charts.find((c) => c.id === "capacity");
+  const knees = Object.fromEntries(view.charts.map((c) => [c.id, c]));
   const curves = view.charts.filter((c) => c.kind === "curves");
   out.push(
     section(
       "capacity",
       "Capacity per endpoint",
-      knees ? drawChart(knees) : null,
-      knees ? h("p", { class: "legend" }, knees.legend) : null,
       curves.map((chart, i) =>
         h(
           "div",
           { class: "endpoint", dataset: { workload: chart.workload } },
           h("h3", {}, chart.workload),
+          knees[`knees-${i}`] ? drawChart(knees[`knees-${i}`]) : null,
           drawCurves(chart),
           drawTables(view.tables.filter((t) => t.id === `capacity-${i}` || t.id === `capacity-pairs-${i}`)),
         ),

@@ -1,5 +1,5 @@
 """Cloud Functions `score` (HTTP, called by workflows/benchmark.yaml with OIDC) and
-`ingest` (CloudEvent: every object finalized in the runs bucket).
+`ingest` (CloudEvent: the runs bucket's notification of a raw log finalized, through Pub/Sub).
 
 score: {"run_id", "meter_wait_s"} → ingests every raw log of the run (idempotent; waits up to
 meter_wait_s for the gateway VMs' meters to finish their last upload), scores its measurements
@@ -7,8 +7,8 @@ meter_wait_s for the gateway VMs' meters to finish their last upload), scores it
 {"status": "done" | "partial", "scores", "rows_uri", ...}; 400/422 with located errors.
 A scale or change-under-load run: its scale points and change outcomes, with the gateway VMs'
 memory samples, stored as results; its report and rows written.
-ingest: a raw log (runs/RUN/raw/*/simulation.log) → the run's measurements, as it lands;
-any other object is ignored.
+ingest: a raw log (raw/RUN/*/simulation.log) → the run's measurements, as it lands (the bucket
+notifies only objects under raw/: infra/modules/functions); any other object is ignored.
 """
 
 import os

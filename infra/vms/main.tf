@@ -7,7 +7,7 @@
 
 locals {
   labels   = merge(var.labels, { gatebench-run = var.run_id })
-  image    = "projects/cos-cloud/global/images/family/cos-stable"
+  image    = var.image
   name     = "${var.prefix}-${var.run_id}"
   registry = split("/", var.runner_image)[0]
   # The Docker Hub remote repository of infra/modules/runner: same registry host and project
@@ -61,7 +61,7 @@ resource "google_compute_instance" "backend" {
     }
   }
 
-  metadata = {
+  metadata = merge(lookup(var.vm_metadata, "backend", {}), {
     # Container-Optimized OS's logging agent: the startup script's output and the system's
     # journal to Cloud Logging (the containers log there themselves: --log-driver=gcplogs).
     google-logging-enabled = "true"
@@ -72,7 +72,7 @@ resource "google_compute_instance" "backend" {
       ports    = var.backend.ports
       caps     = var.backend.caps
     })
-  }
+  })
 }
 
 resource "google_compute_instance" "gateway" {
@@ -112,7 +112,7 @@ resource "google_compute_instance" "gateway" {
     }
   }
 
-  metadata = {
+  metadata = merge(lookup(var.vm_metadata, "gw-${each.key}", {}), {
     # Container-Optimized OS's logging agent: the startup script's output and the system's
     # journal to Cloud Logging (the containers log there themselves: --log-driver=gcplogs).
     google-logging-enabled = "true"
@@ -124,6 +124,8 @@ resource "google_compute_instance" "gateway" {
       registry = local.registry
       image    = module.images.pull[each.value.image]
       args     = each.value.args
+      # What the gateway always runs with (USAGE_DISABLE, GOMAXPROCS): plain NAME=VALUE pairs.
+      env = [for k in sort(keys(each.value.env)) : "${k}=${each.value.env[k]}"]
       # Names whose values the VM generates at boot, for the gateway container alone.
       random_env = each.value.random_env
       # `cloud gateway-config ...` (runner image): the API keys, before the gateway starts.
@@ -137,7 +139,7 @@ resource "google_compute_instance" "gateway" {
       run_id       = var.run_id
       target       = each.key
     })
-  }
+  })
 
   depends_on = [google_compute_instance.backend]
 }
@@ -184,7 +186,7 @@ resource "google_compute_instance" "tester" {
     }
   }
 
-  metadata = {
+  metadata = merge(lookup(var.vm_metadata, "tester${local.tester_suffix[count.index]}", {}), {
     # Container-Optimized OS's logging agent: the startup script's output and the system's
     # journal to Cloud Logging (the containers log there themselves: --log-driver=gcplogs).
     google-logging-enabled = "true"
@@ -195,7 +197,7 @@ resource "google_compute_instance" "tester" {
       ports    = count.index == 0 ? var.tester.listen : []
       caps     = var.tester.caps
     })
-  }
+  })
 
   depends_on = [google_compute_instance.gateway]
 }

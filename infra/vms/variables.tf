@@ -21,7 +21,7 @@ variable "backend" {
 }
 
 variable "gateways" {
-  description = "One VM per gateway: its official image pinned by version, the rendered files fetched from the runs bucket into `mount` (with the folders the gateway expects beside them), the container's arguments, the environment variables the VM fills with a random value at boot (Tyk's control-API secret), the runner image's commands that complete the configuration before the gateway starts (`cloud gateway-config`: the API keys), helper containers (Tyk's Redis), and the runner image's live agent beside it in a scale or change-under-load run (`live`: `cloud live-gateway ...`, with the VM's Docker socket)."
+  description = "One VM per gateway: its official image pinned by version, the rendered files fetched from the runs bucket into `mount` (with the folders the gateway expects beside them), the container's arguments, the environment variables it always runs with (`env`: KrakenD's USAGE_DISABLE, GOMAXPROCS = the VM's vCPUs), the environment variables the VM fills with a random value at boot (Tyk's control-API secret), the runner image's commands that complete the configuration before the gateway starts (`cloud gateway-config`: the API keys), helper containers (Tyk's Redis), and the runner image's live agent beside it in a scale or change-under-load run (`live`: `cloud live-gateway ...`, with the VM's Docker socket)."
   type = map(object({
     machine_type = string
     image        = string
@@ -33,6 +33,7 @@ variable "gateways" {
     }))
     dirs       = list(string)
     args       = list(string)
+    env        = optional(map(string), {})
     random_env = list(string)
     configure  = list(list(string))
     sidecars = list(object({
@@ -52,12 +53,25 @@ variable "gateways" {
     error_message = "gateways: arguments and paths may not contain quotes or newlines (they are quoted into the VM's startup script)."
   }
   validation {
+    condition     = alltrue(flatten([for g in values(var.gateways) : [for k, v in g.env : can(regex("^[A-Z][A-Z0-9_]{0,63}$", k)) && can(regex("^[A-Za-z0-9_.,:/=+-]{0,256}$", v))]]))
+    error_message = "gateways[*].env: environment variable names (upper-case letters, digits and _, starting with a letter) and plain values (letters, digits and _.,:/=+-: they are quoted into the VM's startup script)."
+  }
+  validation {
     condition     = alltrue(flatten([for g in values(var.gateways) : [for e in g.random_env : can(regex("^[A-Z][A-Z0-9_]{0,63}$", e))]]))
     error_message = "gateways[*].random_env: environment variable names (upper-case letters, digits and _, starting with a letter); the VM generates their values."
   }
   validation {
     condition     = alltrue([for name in keys(var.gateways) : can(regex("^[a-z][a-z0-9-]{0,30}$", name))])
     error_message = "gateways: names are lowercase letters, digits and hyphens, starting with a letter (a VM name and the meter's --target in the startup script)."
+  }
+}
+
+variable "image" {
+  description = "The Container-Optimized OS image every VM of the run boots, by name, never a family: the deployment's vm_image, so a run can be repeated on the same system (its Docker, kernel and cgroup layout) and records it."
+  type        = string
+  validation {
+    condition     = can(regex("^projects/cos-cloud/global/images/cos-[a-z0-9-]+$", var.image))
+    error_message = "image: a Container-Optimized OS image of the cos-cloud project by name (projects/cos-cloud/global/images/cos-...), not a family."
   }
 }
 
@@ -159,6 +173,13 @@ variable "tester" {
     condition     = var.tester == null || try(var.tester.disk_gb >= 10 && var.tester.disk_gb <= 65536 && floor(var.tester.disk_gb) == var.tester.disk_gb, false)
     error_message = "tester.disk_gb must be whole GiB from 10 (Container-Optimized OS's minimum) to 65536."
   }
+}
+
+variable "vm_metadata" {
+  description = "Each VM's own instance metadata beyond its startup script, by machine (backend, gw-NAME, tester, tester-T): its run's write policies (gatebench-writes: a VM writes only its own run's objects, gatebench.cloud._writes), made by the provision build. Sensitive: never in a plan's output or a build's log; only the run's state holds it."
+  type        = map(map(string))
+  default     = {}
+  sensitive   = true
 }
 
 variable "zone" {

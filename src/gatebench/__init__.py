@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gatebench.core._version import __version__
 from gatebench.core.errors import (
     GatebenchError,
     PlanError,
@@ -18,8 +19,6 @@ from gatebench.core.errors import (
 from gatebench.core.ir import Api, Operation
 from gatebench.core.plan import Plan, build_plan, load_plan
 from gatebench.core.spec import SpecResult, load_spec, read_spec
-
-__version__ = "0.1.0"
 
 __all__ = [
     "Api",

@@ -4,8 +4,12 @@ gateway, which runs as a native process (its official image cannot be pulled her
 
 Container-Optimized OS's daemon serves ``/var/run/docker.sock``; the gateway VM's startup script
 mounts it into the agent's container. Here each local gateway VM gets its own socket, mounted
-at the same path into the agent's container of the runner image. What it answers, as Docker's
-Engine API (v1.41) documents it:
+at the same path into the agent's container of the runner image. It speaks the API versions of
+Docker 29 by default (1.44 to 1.52; ``api_versions`` to act as another release): a versioned
+call (``/v1.41/...``) outside them answers 400 with Docker's own message, an unversioned one
+speaks the newest. What it answers, as Docker's Engine API documents it:
+
+- ``GET /version`` (unversioned): ``Version``, ``ApiVersion``, ``MinAPIVersion``;
 
 - ``GET /containers/NAME/json``: ``State.Running``, ``State.Pid``, ``State.StartedAt`` (RFC 3339,
   nanoseconds, UTC);
@@ -74,6 +78,15 @@ class StandInContainer:
             self.stopper(self.proc, grace)
 
 
+DOCKER_29_API = ("1.44", "1.52")
+"""The Engine API versions Docker 29 accepts (its release notes: clients older than 1.44 are
+refused)."""
+
+
+def _api(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split("."))
+
+
 def _docker_time(epoch: float | None) -> str:
     if epoch is None:
         return "0001-01-01T00:00:00Z"
@@ -95,8 +108,19 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 class StandInDocker:
     """The daemon of one local gateway VM, listening on ``path`` (module docstring)."""
 
-    def __init__(self, path: Path, *, run_id: str = "", gateway: str = "") -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        run_id: str = "",
+        gateway: str = "",
+        api_versions: tuple[str, str] = DOCKER_29_API,
+        version: str = "29.0.0",
+    ) -> None:
         self.path = path
+        self.api_versions = api_versions
+        """(oldest, newest) Engine API version it accepts."""
+        self.version = version
         self.run_id, self.gateway = run_id, gateway
         """Whose VM it serves (for the tests' record of what its agent asked)."""
         self.containers: dict[str, StandInContainer] = {}
@@ -123,8 +147,21 @@ class StandInDocker:
     def handle(self, method: str, url: str, body: bytes) -> tuple[int, Any]:
         parts = urlsplit(url)
         path = parts.path
+        oldest, newest = self.api_versions
+        if path == "/version":
+            return 200, {"Version": self.version, "ApiVersion": newest, "MinAPIVersion": oldest}
         if path.startswith("/v1."):
-            path = "/" + path.split("/", 2)[2]
+            asked, path = path.split("/", 2)[1][1:], "/" + path.split("/", 2)[2]
+            if _api(asked) < _api(oldest):
+                return 400, {
+                    "message": f"client version {asked} is too old. Minimum supported API "
+                    f"version is {oldest}, please upgrade your client to a newer version"
+                }
+            if _api(asked) > _api(newest):
+                return 400, {
+                    "message": f"client version {asked} is too new. Maximum supported API "
+                    f"version is {newest}"
+                }
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         words = path.strip("/").split("/")
         if words[0] == "containers" and len(words) == 3:
@@ -247,4 +284,4 @@ class _Handler(BaseHTTPRequestHandler):
         self._reply()
 
 
-__all__ = ["StandInContainer", "StandInDocker"]
+__all__ = ["DOCKER_29_API", "StandInContainer", "StandInDocker"]

@@ -4,7 +4,8 @@ service account and timeout) runs here, step by step, with Cloud Build's rules w
 matter: substitutions (``$_X``, ``${_X}``, ``$$``; unknown ones are errors unless
 ``ALLOW_LOOSE``), steps in order, ``/workspace`` shared between the steps of one build,
 each step's ``env``, the build's ``timeout`` (the running step is stopped and the build ends
-as TIMEOUT), and a failed step failing the build. The connector raises on a build that does
+as TIMEOUT), a failed step failing the build, and, as for a new project, no build outside the
+regions Cloud Build restricts such projects to (tests/cloud/standins.py). The connector raises on a build that does
 not succeed (an ``OperationError`` carrying the operation), and a ``TimeoutError`` when
 ``connector_params.timeout`` passes first.
 
@@ -60,6 +61,7 @@ from typing import Any
 from gatebench.local.procs import ManagedProcess
 
 from .image import remove_container, run_argv
+from .standins import build_location_refused
 from .workflows_interpreter import UnsupportedConstruct, WorkflowError, error
 
 BUILD_CREATE = "googleapis.cloudbuild.v1.projects.locations.builds.create"
@@ -98,6 +100,9 @@ class LocalCloudBuild:
     """Containers are named PREFIX-BUILD-STEP (a test removes what is left by this prefix)."""
     containers: list[str] = field(default_factory=list)
     """Every step container started (names)."""
+    mounts: list[tuple[Path, str, str]] = field(default_factory=list)
+    """More (host path, container path, options) for every step's container: the build
+    account's key standing in for IAM signBlob (tests/cloud/signing.py)."""
 
     def connectors(self) -> dict[str, Callable[[dict[str, Any]], Any]]:
         return {BUILD_CREATE: self.create}
@@ -108,6 +113,9 @@ class LocalCloudBuild:
         extra = set(args) - {"parent", "projectId", "body", "connector_params"}
         if extra:
             raise error("TypeError", f"builds.create: unexpected args {sorted(extra)}")
+        refused = build_location_refused(args["parent"])  # as a new project
+        if refused is not None:
+            raise refused
         body = args["body"]
         build_id = str(uuid.uuid4())
         record: dict[str, Any] = {
@@ -280,6 +288,7 @@ class LocalCloudBuild:
                 (workspace, "/workspace", ""),
                 (bridge.folder, BRIDGE_MOUNT, ""),
                 (bridge.shim, "/usr/local/bin/terraform", "ro"),
+                *self.mounts,
             ]
             argv = run_argv(
                 self.image,

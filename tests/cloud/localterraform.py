@@ -16,6 +16,10 @@ be installed here), and no kinder than Terraform 1.x where the builds depend on 
   and its Lock Info; ``force-unlock -force ID`` removes it. A ``terraform`` killed while it
   holds the lock (a build stopped at its timeout) leaves the lock behind, as Terraform does.
 
+- apply and destroy act as the build account: an instance its Compute Engine grant in infra/
+  does not let it create, read or delete fails the command with Compute Engine's 403
+  (tests/cloud/computeiam.py).
+
 What apply and destroy do to machines is the ``machines`` object's business (tests/cloud/
 localvms.py): ``apply(state_key, variables)`` and ``destroy(state_key)``.
 """
@@ -35,6 +39,7 @@ import hcl2
 
 from gatebench.cloud import Storage
 
+from .computeiam import terraform_refusal
 from .localbuild import CALLER_PID_ENV
 
 LOCK_FILE = ".terraform.lock.hcl"
@@ -87,6 +92,11 @@ class LocalTerraform:
                 values.update(json.loads(Path(flag.split("=", 1)[1]).read_text()))
         key = f"gs://{backend['bucket']}/{backend['prefix']}"
         lock_id = self._take_state_lock(backend, command, _lock_timeout(flags))
+        if values.get("prefix"):  # as the build account: Compute Engine's grant (infra/)
+            refused = terraform_refusal(values, command)
+            if refused is not None:
+                self._release(backend, lock_id)
+                raise TerraformFailed(refused)
         try:
             if command == "apply":
                 resources = self.machines.apply(key, values)

@@ -9,10 +9,16 @@ rules by role (infra/modules/network), named as Compute Engine's internal DNS na
 
 - every machine first runs its startup script's firewall lines, rendered from
   infra/vms/templates/*.tftpl with the variables main.tf passes (tests/cloud/startup.py):
-  a port the template forgets stays closed;
+  a port the template forgets stays closed, and a rule on a cgroup (``-m cgroup --path``)
+  applies to the machine's own cgroups (tests/cloud/netns.py);
+- every machine has its metadata server (tests/cloud/metadata.py) at Compute Engine's address,
+  serving its account's token and its instance metadata; a gateway runs in the cgroup its
+  script's ``docker run --cgroup-parent`` names, from its first instruction, so the script's
+  rules decide whether it reaches that server;
 - every machine reaches Cloud Storage as its role's service account, through a gate that lets
   through only what infra/ grants that role (tests/cloud/storagegate.py): a read the role is
-  not granted answers 403;
+  not granted answers 403; it writes with the policies in its metadata, which the gate checks
+  as Cloud Storage does against the build account's key (``signer``);
 - every machine reaches Secret Manager the same way, as its role's account, through its own
   stand-in (tests/cloud/secretgate.py) that answers only what infra/'s secret grants give that
   role, with ``secret_variables`` as the Terraform variables (``jwt_signer``,
@@ -78,10 +84,14 @@ from .cgroups import CgroupStandIn
 from .dockerd import StandInContainer, StandInDocker
 from .image import containers, remove_container, run_argv
 from .localterraform import LocalTerraform
-from .netns import LocalNetwork
+from .metadata import MetadataStandIn
+from .netns import CGROUP2, METADATA_ADDRESS, LocalNetwork
 from .secretgate import SecretManagerStandIn
 from .startup import (
+    config_folder,
     configure_commands,
+    container_cgroup,
+    cos_noexec,
     firewall_commands,
     live_command,
     live_mounts,
@@ -89,7 +99,7 @@ from .startup import (
     runner_caps,
     startup_script,
 )
-from .storagegate import Access, Forbidden, StorageGate, vm_grants
+from .storagegate import Access, Forbidden, PolicySigner, StorageGate, vm_grants
 
 GATEBENCH = str(Path(sys.executable).parent / "gatebench")
 CGROUP_MOUNT = "/host/cgroup"
@@ -133,6 +143,13 @@ class LocalVms:
     tester_ready_timeout: str = TESTER_READY_TIMEOUT
     """The deployment's Terraform variables the secret grants read (project_id, ...)."""
     secret_gates: dict[str, SecretManagerStandIn] = field(default_factory=dict)
+    metadata: dict[str, MetadataStandIn] = field(default_factory=dict)
+    """Host name → its metadata server stand-in."""
+    withheld: set[str] = field(default_factory=set)
+    """Metadata attributes the machines' servers do not serve (a test of a VM without them)."""
+    signer: PolicySigner | None = None
+    """Who signs the VMs' write policies (the build account): what the gates accept a form
+    upload from; None: the gates accept none."""
     secret_requests: list[tuple[str, str, int]] = field(default_factory=list)
     """(role, path, status) of every Secret Manager call, across runs."""
     image: str | None = None
@@ -206,11 +223,22 @@ class LocalVms:
         self.network.assign(host, role)  # its network tag (infra/vms/main.tf: var.tags.ROLE)
         script = startup_script(role, values, gateway, self.templates, index)
         for command in firewall_commands(script):
-            self.network.run_in(host, command)
+            self.network.run_in(host, self.network.in_cgroup(host, command))
+        server = MetadataStandIn(  # its attributes: its own entry of var.vm_metadata
+            values["service_accounts"][role],
+            {
+                key: value
+                for key, value in ((values.get("vm_metadata") or {}).get(machine) or {}).items()
+                if key not in self.withheld
+            },
+            self.network.listen_inside(host, METADATA_ADDRESS, 80),
+        )
+        with self._lock:
+            self.metadata[host] = server
         access = Access(
             role, values["service_accounts"][role], values["runs_bucket"], self.grants[role]
         )
-        gate = StorageGate(access, self.network.listen(host), self.storage_upstream)
+        gate = StorageGate(access, self.network.listen(host), self.storage_upstream, self.signer)
         variables = {"project_id": values["project"], **self.secret_variables}
         infra = {"infra": self.infra} if self.infra else {}
         secrets = SecretManagerStandIn(
@@ -328,8 +356,15 @@ class LocalVms:
             except (Forbidden, GatebenchError) as exc:
                 failures[name] = str(exc)  # the startup script stops: the gateway never answers
                 continue
-            command = self.network.command(host, argv, mount=(folder, mount))
-            env = renderer.env(Path(mount))
+            script = startup_script("gateway", values, name, self.templates)
+            cgroup = container_cgroup(script, "gateway")
+            noexec = cos_noexec(config_folder(script))  # the volume keeps the host's flag
+            command = self.network.command(
+                host, argv, mount=(folder, mount), cgroup=cgroup, noexec=noexec
+            )
+            # What this machine's program needs (its folders), then the script's `-e` of the
+            # fleet's env (USAGE_DISABLE, GOMAXPROCS = the VM's vCPUs), as the VM passes them.
+            env = {**renderer.env(Path(mount)), **gateway.get("env", {})}
             proc = self._start(key, f"{run_id}-gw-{name}", command, cwd=folder, env=env)
             cgroup = self._meter(key, values, name, host, gate, proc)
             self._live(key, values, name, host, gate, folder, (command, env, proc), cgroup)
@@ -449,10 +484,19 @@ class LocalVms:
         gate: StorageGate,
         gateway: ManagedProcess,
     ) -> CgroupStandIn | None:
-        """The script's meter beside the gateway, reading the cgroup stand-in."""
+        """The script's meter beside the gateway, reading the cgroup stand-in at the gateway's
+        own cgroup path (the one its processes' /proc/PID/cgroup names, where the meter looks
+        for its memory maps in the host's /proc)."""
         script = startup_script("gateway", values, name, self.templates)
         argv = meter_command(script, values["runner_image"])
-        folder = self.root / "vms" / f"{values['run_id']}-gw-{name}-cgroup"
+        root = self.root / "vms" / f"{values['run_id']}-gw-{name}-cgroup"
+        slice_ = container_cgroup(script, "gateway")
+        path = (
+            "/" + str(self.network.cgroup(host, slice_).relative_to(CGROUP2))
+            if slice_
+            else STAND_IN_CGROUP
+        )
+        folder = root / path.strip("/")
         cgroup = CgroupStandIn(folder, gateway.pid)
         with self._lock:
             late = key in self.destroyed
@@ -462,12 +506,18 @@ class LocalVms:
             cgroup.stop()
             return None
         meter = f"{values['run_id']}-gw-{name}-meter"
+        proc = "--proc" in argv
         if self.image is None:
             argv[argv.index("--cgroup") + 1] = str(folder)
+            argv += ["--cgroup-root", str(root)]
+            if proc:
+                argv[argv.index("--proc") + 1] = "/proc"
             command = self.runner(key, host, gate, argv, name=meter)
         else:  # the script's -v /sys/fs/cgroup:/host/cgroup:ro and --cgroup /host/cgroup$cgroup
-            argv[argv.index("--cgroup") + 1] = CGROUP_MOUNT + STAND_IN_CGROUP
-            mounts = [(folder, CGROUP_MOUNT + STAND_IN_CGROUP, "ro")]
+            argv[argv.index("--cgroup") + 1] = CGROUP_MOUNT + path
+            mounts = [(root, CGROUP_MOUNT, "ro")]
+            if proc:  # and its -v /proc:/host/proc:ro
+                mounts.append((Path("/proc"), argv[argv.index("--proc") + 1], "ro"))
             command = self.runner(key, host, gate, argv, name=meter, mounts=mounts)
         self._start(key, meter, command, env=self.vm_env(host, gate))
         return cgroup
@@ -486,6 +536,9 @@ class LocalVms:
             self.denied += gate.denied
         for host in list(self.secret_gates):
             self._close_secrets(host)
+        for server in list(self.metadata.values()):
+            server.close()
+        self.metadata.clear()
         self._host.shutdown()
         self.network.close()
 
@@ -502,6 +555,10 @@ class LocalVms:
             remove_container(name)
         for host in hosts:
             self._close_secrets(host)
+            with self._lock:
+                server = self.metadata.pop(host, None)
+            if server is not None:
+                server.close()
         for proc in procs:
             self.supervisor.stop(proc)
         for cgroup in cgroups:

@@ -37,6 +37,12 @@ from pathlib import Path
 from .vpc import FirewallRule, firewall_rules
 
 CLONE_NEWNET = 0x40000000
+CGROUP2 = Path("/sys/fs/cgroup/unified")
+"""This machine's cgroup v2 hierarchy (a hybrid layout: v1 controllers beside it). A machine's
+cgroups are made under a folder of its own there (:meth:`LocalNetwork.cgroup_root`), so the
+paths its startup script names (``gateways.slice``) are its own."""
+METADATA_ADDRESS = "169.254.169.254"
+"""Compute Engine's metadata server; each machine has its own stand-in at that address."""
 COS_INPUT_RULES = [
     # Container-Optimized OS's default host firewall (INPUT): drop, except these.
     ["-P", "INPUT", "DROP"],
@@ -141,7 +147,10 @@ class LocalNetwork:
                     continue
                 added.append(self._create(name, self._next))
                 self._next += 1
-            hosts = f"127.0.0.1\tlocalhost\n127.0.1.1\t{socket.gethostname()}\n" + "".join(
+            hosts = (
+                f"127.0.0.1\tlocalhost\n127.0.1.1\t{socket.gethostname()}\n"
+                f"{METADATA_ADDRESS}\tmetadata.google.internal\tmetadata\n"
+            ) + "".join(
                 f"{m.address}\t{m.name}\t{m.name.split('.')[0]}\n" for m in self.machines.values()
             )
             for machine in self.machines.values():
@@ -176,7 +185,8 @@ class LocalNetwork:
         return machine
 
     def remove(self, names: Sequence[str]) -> None:
-        """Delete machines (their namespace, link and hosts files); unknown names are skipped."""
+        """Delete machines (their namespace, link, hosts files and cgroups); unknown names are
+        skipped."""
         with self._lock:
             gone = [self.machines.pop(n) for n in names if n in self.machines]
             for name in names:
@@ -185,6 +195,7 @@ class LocalNetwork:
             with contextlib.suppress(RuntimeError):
                 _run(["ip", "netns", "del", machine.namespace])
             shutil.rmtree(NETNS_ETC / machine.namespace, ignore_errors=True)
+            _remove_cgroups(CGROUP2 / machine.namespace)
 
     def run_in(self, name: str, argv: Sequence[str]) -> str:
         """Run a command inside a machine (its startup script's firewall lines)."""
@@ -193,12 +204,47 @@ class LocalNetwork:
     def _in(self, namespace: str, argv: Sequence[str]) -> str:
         return _run(["ip", "netns", "exec", namespace, *argv])
 
+    def cgroup_root(self, name: str) -> Path:
+        """The folder of this machine's cgroups in the cgroup v2 hierarchy (:data:`CGROUP2`)."""
+        return CGROUP2 / self.machines[name].namespace
+
+    def cgroup(self, name: str, path: str) -> Path:
+        """The machine's cgroup ``path`` (relative to its root, as its startup script names
+        it), made if missing."""
+        folder = self.cgroup_root(name) / path.strip("/")
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    def in_cgroup(self, name: str, argv: Sequence[str]) -> list[str]:
+        """A firewall line of the machine's startup script with its cgroup paths (``-m cgroup
+        --path P``) made the machine's own (:meth:`cgroup`)."""
+        out = list(argv)
+        for i, word in enumerate(out[:-1]):
+            if word == "--path" and "cgroup" in out[:i]:
+                folder = self.cgroup(name, out[i + 1])
+                out[i + 1] = str(folder.relative_to(CGROUP2))
+        return out
+
     def command(
-        self, name: str, argv: Sequence[str], *, mount: tuple[Path, str] | None = None
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        mount: tuple[Path, str] | None = None,
+        cgroup: str | None = None,
+        noexec: bool = False,
     ) -> list[str]:
         """``argv`` as it runs inside the machine; with ``mount`` (folder, path), the folder
-        appears at that path for it alone, as a container's volume does."""
+        appears at that path for it alone, as a container's volume does; with ``cgroup`` (a
+        path as the machine's script names it), it runs in that cgroup of the machine from its
+        first instruction, as a container started with ``--cgroup-parent`` does; with
+        ``noexec``, the mounted folder is not executable (a volume from a folder the host
+        mounts ``noexec``: Docker's bind mount keeps the flag)."""
         prefix = ["ip", "netns", "exec", self.machines[name].namespace]
+        if cgroup is not None:  # joined before `ip netns exec`, which hides this /sys
+            procs = self.cgroup(name, cgroup) / "cgroup.procs"
+            join = 'echo $$ > "$0" && exec "$@"'
+            prefix = ["sh", "-c", join, str(procs), *prefix]
         if mount is None:
             return [*prefix, *argv]
         folder, target = mount
@@ -208,24 +254,38 @@ class LocalNetwork:
             with self._lock:
                 self._mount_points.append(point)
         script = 'mount --bind "$0" "$1" && shift && exec "$@"'
+        if noexec:
+            script = (
+                'mount --bind "$0" "$1" && mount -o remount,bind,noexec "$1" && shift && exec "$@"'
+            )
         return [*prefix, "sh", "-c", script, str(folder), target, *argv]
+
+    def listen_inside(self, name: str, address: str, port: int) -> socket.socket:
+        """A listening socket at ``address:port`` inside machine ``name`` (the address added to
+        its loopback): a server of the machine itself, such as its metadata server."""
+        machine = self.machines[name]
+        self._in(machine.namespace, ["ip", "addr", "add", f"{address}/32", "dev", "lo"])
+        return self._listen_in(machine.namespace, address, port)
 
     def listen(self, name: str, port: int = 0) -> socket.socket:
         """A listening socket on the router's end of a machine's link: what the machine
         reaches as ``http://GATEWAY:PORT`` (the storage gate). The socket lives in the router
         namespace; the threads that serve it stay in this one."""
         machine = self.machines[name]
+        return self._listen_in(self.router, machine.gateway, port)
+
+    def _listen_in(self, namespace: str, address: str, port: int) -> socket.socket:
         made: list[socket.socket | BaseException] = []
 
         def create() -> None:  # setns moves only this short-lived thread
             try:
-                with open(f"/run/netns/{self.router}") as handle:
+                with open(f"/run/netns/{namespace}") as handle:
                     libc = ctypes.CDLL("libc.so.6", use_errno=True)
                     if libc.setns(handle.fileno(), CLONE_NEWNET) != 0:
                         raise OSError(ctypes.get_errno(), "setns")
                 sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                sock.bind((machine.gateway, port))
+                sock.bind((address, port))
                 sock.listen(64)
                 made.append(sock)
             except BaseException as exc:
@@ -249,6 +309,7 @@ class LocalNetwork:
             with contextlib.suppress(RuntimeError):
                 _run(["ip", "netns", "del", namespace])
             shutil.rmtree(NETNS_ETC / namespace, ignore_errors=True)
+            _remove_cgroups(CGROUP2 / namespace)
         with contextlib.suppress(OSError):
             NETNS_ETC.rmdir()  # only when no other network left files there
         if NETNS_ETC.exists():
@@ -285,6 +346,18 @@ def _extend_in_place(path: Path, text: str) -> None:
         path.write_bytes(data)
 
 
+def _remove_cgroups(folder: Path) -> None:
+    """Remove a machine's cgroups, deepest first (a cgroup with a process left stays: the
+    process's owner stops it, and the next close removes it)."""
+    if not folder.exists():
+        return
+    for sub in sorted((p for p in folder.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+        with contextlib.suppress(OSError):
+            sub.rmdir()
+    with contextlib.suppress(OSError):
+        folder.rmdir()
+
+
 def leftovers(tag: str) -> list[str]:
     """Namespaces and hosts folders of a network still present (for tests' finalizers)."""
     names = _run(["ip", "netns", "list"]).split()
@@ -294,4 +367,11 @@ def leftovers(tag: str) -> list[str]:
     return found
 
 
-__all__ = ["LocalNetwork", "Machine", "leftovers", "network_namespaces_work"]
+__all__ = [
+    "CGROUP2",
+    "METADATA_ADDRESS",
+    "LocalNetwork",
+    "Machine",
+    "leftovers",
+    "network_namespaces_work",
+]

@@ -14,6 +14,7 @@ DEPLOYMENT: dict[str, Any] = {
     "tags": {"tester": "t", "gateway": "g", "backend": "b"},
     "accounts": {"tester": "t@x", "gateway": "g@x", "backend": "b@x"},
     "runner_image": "r/runner:1",
+    "vm_image": "projects/cos-cloud/global/images/cos-133-19999-44-85",
     "limits": {"vm_lifetime": 3600},
 }
 

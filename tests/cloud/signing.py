@@ -13,7 +13,7 @@ from urllib.parse import parse_qsl, quote, urlsplit
 EMAIL = "gb-upload@gatebench-test.iam.gserviceaccount.com"
 
 
-def service_account_info() -> tuple[dict[str, str], Any]:
+def service_account_info(email: str = EMAIL) -> tuple[dict[str, str], Any]:
     """A service-account key made for this test (its JSON form) and its public key."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
@@ -29,7 +29,7 @@ def service_account_info() -> tuple[dict[str, str], Any]:
         "project_id": "gatebench-test",
         "private_key_id": "test",
         "private_key": pem,
-        "client_email": EMAIL,
+        "client_email": email,
         "client_id": "1",
         "token_uri": "https://oauth2.googleapis.com/token",
     }
@@ -87,3 +87,24 @@ def verify_v4(url: str, headers: dict[str, str], public_key: Any) -> None:
         ]
     )
     public_key.verify(signature, to_sign.encode(), padding.PKCS1v15(), hashes.SHA256())
+
+
+BUILD_EMAIL = "gb-build@gatebench-test.iam.gserviceaccount.com"
+BUILD_KEY_PATH = "/etc/gatebench-test/build-key.json"
+"""Where a build step's container finds the build account's key (GOOGLE_APPLICATION_CREDENTIALS)."""
+
+
+def build_account(folder: Path) -> tuple[dict[str, str], tuple[Path, str, str], Any]:
+    """The deployment's build account as the pipeline stand-ins sign with it: a key of its
+    own, standing in for IAM signBlob (Cloud Build holds no key; the provision build signs the
+    VMs' write policies as this account). Returns the build steps' environment, the mount of
+    the key into their containers, and the key's public half (what Cloud Storage checks)."""
+    info, public_key = service_account_info(BUILD_EMAIL)
+    path = folder / "build-key.json"
+    path.write_text(json.dumps(info), encoding="utf-8")
+    path.chmod(0o644)  # read inside a container by its user
+    return (
+        {"GOOGLE_APPLICATION_CREDENTIALS": BUILD_KEY_PATH},
+        (path, BUILD_KEY_PATH, "ro"),
+        public_key,
+    )

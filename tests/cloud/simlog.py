@@ -4,7 +4,9 @@ raw log without running Gatling."""
 
 from __future__ import annotations
 
+import io
 import struct
+from typing import Any
 
 
 class SimLogWriter:
@@ -42,3 +44,38 @@ class SimLogWriter:
 
     def bytes(self) -> bytes:
         return bytes(self.out)
+
+
+class RequestStream(io.RawIOBase):
+    """A simulation.log of ``requests`` records of one request name, made as it is read (never
+    whole in memory): request i starts at i ms and takes ``i % spread`` ms, OK. Its records
+    take the layout Gatling writes once its strings are cached (no group, the name and the
+    empty message as back-references)."""
+
+    RECORD = struct.Struct(">BiiiiBi")
+
+    def __init__(self, name: str, requests: int, spread: int = 997) -> None:
+        head = SimLogWriter().request(name, 0, 0)  # defines the name (1) and "" (2)
+        self._head = head.bytes()
+        self.requests, self.spread = requests, spread
+        self._next = 1  # the head holds request 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._head:
+            size = len(self._head)
+            buffer[:size] = self._head
+            self._head = b""
+            return size
+        count = min(self.requests - self._next, len(buffer) // self.RECORD.size)
+        if count <= 0:
+            return 0
+        pack, spread, first = self.RECORD.pack, self.spread, self._next
+        chunk = b"".join(
+            pack(1, 0, -1, i, i + i % spread, 1, -2) for i in range(first, first + count)
+        )
+        self._next += count
+        buffer[: len(chunk)] = chunk
+        return len(chunk)

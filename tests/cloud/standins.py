@@ -23,6 +23,34 @@ BUILD_CREATE = "googleapis.cloudbuild.v1.projects.locations.builds.create"
 BQ_JOBS_INSERT = "googleapis.bigquery.v2.jobs.insert"
 
 
+RESTRICTED_BUILD_REGIONS = (
+    "us-central1",
+    "us-west2",
+    "europe-west1",
+    "asia-east1",
+    "australia-southeast1",
+    "southamerica-east1",
+)
+"""Where a project restricted by its usage may run Cloud Build at all (Cloud Build's
+"Locations" page, "Restricted regions for some projects"): a new project is one. Both Cloud
+Build stand-ins act as such a project, the strictest case."""
+
+
+def build_location_refused(parent: str) -> WorkflowError | None:
+    """What Cloud Build answers a new project's ``builds.create`` in a region outside
+    :data:`RESTRICTED_BUILD_REGIONS` (``parent``: ``projects/P/locations/L``); None when it
+    may run there."""
+    location = parent.rsplit("/", 1)[-1]
+    if location in RESTRICTED_BUILD_REGIONS:
+        return None
+    return http_error(
+        400,
+        "failed precondition: due to quota restrictions, cannot run builds in this region. "
+        "Please contact support",
+        "FAILED_PRECONDITION",
+    )
+
+
 def http_error(code: int, message: str, status: str) -> WorkflowError:
     return error(
         "HttpError",
@@ -126,7 +154,8 @@ def plain(value: dict[str, Any]) -> Any:
 @dataclass
 class RecordingBuilds:
     """Cloud Build stand-in: records each build; a config can be made to fail or time out
-    the way the connector reports it (an OperationError carrying the failed operation)."""
+    the way the connector reports it (an OperationError carrying the failed operation). As a
+    new project, it runs builds in the restricted regions only (:func:`build_location_refused`)."""
 
     outcomes: dict[str, str] = field(default_factory=dict)
     """Build id (provision/load/teardown, read from the config's tags) → SUCCESS|FAILURE|TIMEOUT."""
@@ -136,6 +165,9 @@ class RecordingBuilds:
         return {BUILD_CREATE: self.create}
 
     def create(self, args: dict[str, Any]) -> dict[str, Any]:
+        refused = build_location_refused(args["parent"])
+        if refused is not None:
+            raise refused
         body = args["body"]
         kind = next(t for t in body.get("tags", []) if t in ("provision", "load", "teardown"))
         self.builds.append({"kind": kind, **copy.deepcopy(args)})

@@ -115,6 +115,24 @@ def _lookup(expression: str, scope: dict[str, Any]) -> Any:
 # -- what main.tf passes each template
 
 
+_MERGE = re.compile(r'\$\{merge\(lookup\(var\.vm_metadata, "([^"]+)", \{\}\), \{(.*)\}\)\}', re.S)
+
+
+def instance_metadata(value: Any) -> tuple[str | None, dict[str, str]]:
+    """An instance's ``metadata`` as python-hcl2 reads main.tf: (the key of its own entry in
+    ``var.vm_metadata``, merged in; None without one) and the attributes main.tf writes, the
+    startup script as ``${templatefile(...)}``."""
+    if isinstance(value, dict):
+        return None, {str(k): str(v) for k, v in value.items()}
+    match = _MERGE.fullmatch(str(value))
+    if match is None:
+        raise TemplateError(f"metadata = {str(value)[:80]}: not merge(lookup(var.vm_metadata...))")
+    items = _object_items(match.group(2))
+    return match.group(1), {
+        k: ("${" + v + "}" if v.startswith("templatefile(") else v) for k, v in items.items()
+    }
+
+
 def templatefile_calls() -> dict[str, tuple[Path, dict[str, str]]]:
     """For each VM resource of infra/vms/main.tf: its startup-script template and the
     expressions main.tf passes (text, by argument name)."""
@@ -128,7 +146,7 @@ def templatefile_calls() -> dict[str, tuple[Path, dict[str, str]]]:
             for name, body in resources.items():
                 if name.startswith("__"):
                     continue
-                script = body["metadata"]["startup-script"]
+                script = instance_metadata(body["metadata"])[1]["startup-script"]
                 match = re.fullmatch(
                     r'\$\{templatefile\("\$\{path\.module\}/([^"]+)", \{(.*)\}\)\}', script, re.S
                 )
@@ -218,6 +236,8 @@ def startup_script(
             "image": each["image"],
             "args": each["args"],
             "sidecars": each["sidecars"],
+            # optional(map(string), {}) in variables.tf; main.tf passes sorted NAME=VALUE
+            "env": [f"{k}={v}" for k, v in sorted(each.get("env", {}).items())],
             "random_env": each["random_env"],
             "configure": each["configure"],
             "live": each.get("live", []),  # optional(list(list(string)), []) in variables.tf
@@ -298,6 +318,47 @@ def live_mounts(script: str, image: str) -> list[str]:
     return []
 
 
+def container_cgroup(script: str, name: str) -> str | None:
+    """The ``--cgroup-parent`` the script's ``docker run --name NAME`` line gives its
+    container (None: Docker's default, the VM's system.slice)."""
+    for line in script.replace("\\\n", " ").splitlines():
+        words = shlex.split(line, comments=True) if line.startswith("docker run ") else []
+        if "--name" in words and words[words.index("--name") + 1] == name:
+            for word in words:
+                if word.startswith("--cgroup-parent="):
+                    return word.split("=", 1)[1]
+            return None
+    raise TemplateError(f"the script starts no container named {name!r}")
+
+
+COS_EXECUTABLE = ("/var/lib/docker", "/var/lib/google", "/var/lib/toolbox", "/var/lib/cloud")
+"""The folders under COS's non-executable trees that are mounted executable (COS's "Disks and
+file system overview": /var is noexec "except for /var/lib/google, /var/lib/docker,
+/var/lib/toolbox", and cloud-init's /var/lib/cloud)."""
+COS_NOEXEC = ("/var", "/home", "/tmp")
+"""Container-Optimized OS's writable trees mounted ``noexec`` (the same page); /mnt/disks is
+writable and executable, the root file system read-only."""
+
+
+def cos_noexec(path: str) -> bool:
+    """Whether Container-Optimized OS mounts the host folder ``path`` non-executable: a
+    container's volume from there inherits it, and nothing the container puts in it runs."""
+
+    def under(folder: str) -> bool:
+        return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+    return any(under(f) for f in COS_NOEXEC) and not any(under(f) for f in COS_EXECUTABLE)
+
+
+def config_folder(script: str) -> str:
+    """The host folder the gateway script fetches the configuration into and mounts into the
+    gateway's container (its ``dir=`` line)."""
+    for line in script.splitlines():
+        if line.startswith("dir="):
+            return shlex.split(line[len("dir=") :])[0]
+    raise TemplateError("the gateway script sets no dir= (the configuration folder)")
+
+
 def configure_commands(script: str, image: str) -> list[list[str]]:
     """The gateway script's steps before its gateway starts: the runner image's arguments
     (``cloud gateway-config ...``) of each ``docker run --rm ... IMAGE`` line, as argv."""
@@ -311,9 +372,15 @@ def configure_commands(script: str, image: str) -> list[list[str]]:
 
 
 __all__ = [
+    "COS_EXECUTABLE",
+    "COS_NOEXEC",
     "TemplateError",
+    "config_folder",
     "configure_commands",
+    "container_cgroup",
+    "cos_noexec",
     "firewall_commands",
+    "instance_metadata",
     "live_command",
     "live_mounts",
     "meter_command",

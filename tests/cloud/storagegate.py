@@ -12,6 +12,15 @@ request without the permission answers 403, whether or not the object exists.
 Each VM reaches storage through its own :class:`StorageGate`: an HTTP proxy in front of the
 storage emulator, listening on the VM's side of the test network, that forwards only the
 requests its role is allowed.
+
+A VM writes with its run's V4 POST policies (gatebench.cloud._writes): a ``POST /BUCKET`` form
+upload. The gate checks it as Cloud Storage does ("Upload an object with HTML forms", "Policy
+document"): the signature over the base64 policy with the signer's public key (the build
+account's: :class:`PolicySigner`), the expiration, every condition against the form's fields
+(the bucket, ``eq`` or ``starts-with`` on the key, the content length), and the signer's own
+grants on the object (read from infra/ as the VMs' are: a signed request acts as its signer);
+the object is then uploaded to the emulator. A refusal answers 403 with Cloud Storage's XML
+error.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ import json
 import re
 import socket
 import threading
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -106,6 +116,36 @@ class Forbidden(Exception):
     pass
 
 
+def build_grants(infra: Path = INFRA) -> list[Grant]:
+    """The build account's grants on the runs bucket (module "runs": its bucket-wide roles and
+    its conditional ones, by object-name prefix)."""
+    grants: list[Grant] = []
+    for path in sorted(infra.glob("*.tf")):
+        with path.open() as handle:
+            document = hcl2.load(handle)
+        for block in document.get("module", []):
+            for name, body in block.items():
+                if _text(name) != "runs":
+                    continue
+                for role_name, members in (body.get("iam") or {}).items():
+                    if "module.runner.build_member" in json.dumps(members):
+                        grants.append(Grant(_text(role_name)))
+                for entry in body.get("conditional_iam") or []:
+                    if "module.runner.build_member" in str(entry.get("member")):
+                        grants.append(Grant(_text(entry["role"]), _text(entry["prefix"])))
+    return grants
+
+
+@dataclass
+class PolicySigner:
+    """Who signs the VMs' write policies: the build account, its key's public half and its
+    grants on the runs bucket."""
+
+    email: str
+    public_key: Any
+    grants: list[Grant]
+
+
 @dataclass
 class Access:
     role: str
@@ -125,10 +165,18 @@ class Access:
 
 
 class StorageGate:
-    """An HTTP proxy to the storage emulator that lets through what ``access`` allows."""
+    """An HTTP proxy to the storage emulator that lets through what ``access`` allows, and a
+    form upload its policy allows (``signer``: who may sign one)."""
 
-    def __init__(self, access: Access, listener: socket.socket, upstream: str) -> None:
+    def __init__(
+        self,
+        access: Access,
+        listener: socket.socket,
+        upstream: str,
+        signer: PolicySigner | None = None,
+    ) -> None:
         self.access = access
+        self.signer = signer
         self.upstream = urlsplit(upstream)
         self.denied: list[str] = []
         gate = self
@@ -164,6 +212,10 @@ class StorageGate:
     def _handle(self, request: http.server.BaseHTTPRequestHandler) -> None:
         length = int(request.headers.get("Content-Length") or 0)
         body = request.rfile.read(length) if length else b""
+        form = re.fullmatch(r"/([a-z0-9][a-z0-9._-]*)/?", urlsplit(request.path).path)
+        if request.command == "POST" and form is not None:
+            self._form_upload(request, unquote(form.group(1)), body)
+            return
         try:
             self._authorize(request.command, request.path, request.headers, body)
         except Forbidden as exc:
@@ -239,6 +291,107 @@ class StorageGate:
             return
         raise Forbidden(f"{self.access.account}: {method} {route} is not a request the gate knows")
 
+    # -- a form upload with a V4 POST policy
+
+    def _form_upload(
+        self, request: http.server.BaseHTTPRequestHandler, bucket: str, body: bytes
+    ) -> None:
+        try:
+            fields, data = _form_fields(request.headers.get("Content-Type", ""), body)
+            self._check_policy(bucket, fields, len(data))
+        except Forbidden as exc:
+            self.denied.append(str(exc))
+            payload = (
+                "<?xml version='1.0' encoding='UTF-8'?><Error><Code>AccessDenied</Code>"
+                f"<Message>{exc}</Message></Error>"
+            ).encode()
+            request.send_response(403)
+            request.send_header("Content-Type", "application/xml; charset=UTF-8")
+            request.send_header("Content-Length", str(len(payload)))
+            request.end_headers()
+            request.wfile.write(payload)
+            return
+        from urllib.parse import quote
+
+        # to the emulator as the client library uploads (multipart: the object's metadata, then
+        # its bytes), which it takes for any content type
+        content_type = fields.get("Content-Type") or "application/octet-stream"
+        boundary = "gate-" + uuid.uuid4().hex
+        metadata = json.dumps({"name": fields["key"], "contentType": content_type})
+        related = (
+            (
+                f"--{boundary}\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n"
+                f"{metadata}\r\n--{boundary}\r\nContent-Type: {content_type}\r\n\r\n"
+            ).encode()
+            + data
+            + f"\r\n--{boundary}--\r\n".encode()
+        )
+        conn = http.client.HTTPConnection(self.upstream.hostname, self.upstream.port, timeout=120)
+        try:
+            conn.request(
+                "POST",
+                f"/upload/storage/v1/b/{quote(bucket, safe='')}/o?uploadType=multipart",
+                body=related,
+                headers={"Content-Type": f'multipart/related; boundary="{boundary}"'},
+            )
+            response = conn.getresponse()
+            response.read()
+            status = 204 if response.status == 200 else response.status
+        finally:
+            conn.close()
+        request.send_response(status)
+        request.send_header("Content-Length", "0")
+        request.end_headers()
+
+    def _check_policy(self, bucket: str, fields: dict[str, str], size: int) -> None:
+        import base64
+        import datetime
+
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import padding
+
+        if self.signer is None:
+            raise Forbidden("Invalid argument: no policy is accepted here")
+        policy = fields.get("policy", "")
+        try:
+            self.signer.public_key.verify(
+                bytes.fromhex(fields.get("x-goog-signature", "")),
+                policy.encode(),
+                padding.PKCS1v15(),
+                hashes.SHA256(),
+            )
+        except (InvalidSignature, ValueError):
+            raise Forbidden(
+                "The request signature we calculated does not match the signature you provided."
+            ) from None
+        document = json.loads(base64.b64decode(policy))
+        expires = datetime.datetime.strptime(document["expiration"], "%Y-%m-%dT%H:%M:%SZ")
+        if expires.replace(tzinfo=datetime.UTC) < datetime.datetime.now(datetime.UTC):
+            raise Forbidden("Invalid according to Policy: Policy expired.")
+        form = {**fields, "bucket": bucket}
+        for condition in document["conditions"]:
+            if isinstance(condition, dict):
+                ((key, value),) = condition.items()
+                holds = form.get(key) == value
+            elif condition[0] == "content-length-range":
+                holds = int(condition[1]) <= size <= int(condition[2])
+            else:
+                match, field, value = condition
+                found = form.get(field.lstrip("$"), "")
+                holds = found == value if match == "eq" else found.startswith(value)
+            if not holds:
+                raise Forbidden(
+                    f"Invalid according to Policy: Policy Condition failed: {json.dumps(condition)}"
+                )
+        email = fields.get("x-goog-credential", "").split("/", 1)[0]
+        if email != self.signer.email:
+            raise Forbidden(f"Invalid argument: unknown signer {email}")
+        signer = Access("build", self.signer.email, self.access.bucket, self.signer.grants)
+        signer.check("create", bucket, fields["key"])
+        if self._exists(bucket, fields["key"]):
+            signer.check("delete", bucket, fields["key"])  # an overwrite
+
     def _exists(self, bucket: str, name: str) -> bool:
         from urllib.parse import quote
 
@@ -248,6 +401,28 @@ class StorageGate:
             return conn.getresponse().status == 200
         finally:
             conn.close()
+
+
+def _form_fields(content_type: str, body: bytes) -> tuple[dict[str, str], bytes]:
+    """A multipart/form-data body's text fields, and its ``file`` part (the last)."""
+    boundary = re.search(r'boundary="?([^";]+)"?', content_type)
+    if not content_type.startswith("multipart/form-data") or boundary is None:
+        raise Forbidden("Invalid argument: a form upload is multipart/form-data")
+    fields: dict[str, str] = {}
+    data = b""
+    for part in body.split(b"--" + boundary.group(1).encode())[1:]:
+        if part.startswith(b"--"):
+            break
+        head, _, content = part[2:].partition(b"\r\n\r\n")
+        content = content[:-2] if content.endswith(b"\r\n") else content
+        name = re.search(rb'name="([^"]+)"', head)
+        if name is None:
+            continue
+        if name.group(1) == b"file":
+            data = content
+        else:
+            fields[name.group(1).decode()] = content.decode()
+    return fields, data
 
 
 def _upload_name(headers: Any, body: bytes) -> str:
@@ -262,4 +437,12 @@ def _upload_name(headers: Any, body: bytes) -> str:
     return str(json.loads(body or b"{}").get("name", ""))
 
 
-__all__ = ["Access", "Forbidden", "Grant", "StorageGate", "vm_grants"]
+__all__ = [
+    "Access",
+    "Forbidden",
+    "Grant",
+    "PolicySigner",
+    "StorageGate",
+    "build_grants",
+    "vm_grants",
+]

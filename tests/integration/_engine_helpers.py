@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,13 @@ from gatebench.local.procs import ManagedProcess, Supervisor, port_is_free, wait
 ROOT = Path(__file__).resolve().parents[2]
 ITEMS = ROOT / "tests/data/engine/items.yaml"
 TOKEN_ENV = "ITEMS_TOKEN"
+
+
+def interruptible() -> None:
+    """``preexec_fn`` of a child a test interrupts with SIGINT: Ctrl-C reaches it even when this
+    pytest was started in the background by a script (a shell starts background jobs with
+    SIGINT ignored, children inherit that, and Python then installs no handler of its own)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def items(**overrides: Any) -> tuple[Api, Plan]:

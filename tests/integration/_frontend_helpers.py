@@ -19,6 +19,7 @@ from typing import Any, Protocol, TypeVar
 
 import psutil
 import pytest
+from _engine_helpers import interruptible
 
 from gatebench.local.procs import processes_below
 from paths import ARTIFACTS, ROOT
@@ -106,6 +107,7 @@ def start_serve(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=interruptible,  # its tests stop it with SIGINT too
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -220,7 +222,7 @@ def seed_capacity_run(location: str, run_id: str) -> tuple[Any, tuple[str, ...]]
     from dataclasses import replace
 
     from capacity_sim import SimulatedTarget
-    from gatebench.core.model import RunRecord, RunStatus
+    from gatebench.core.model import RunKind, RunRecord, RunStatus
     from gatebench.core.plan import Capacity
     from gatebench.kinds.capacity import Campaign, capacity_result, search
     from gatebench.store import open_store
@@ -247,7 +249,7 @@ def seed_capacity_run(location: str, run_id: str) -> tuple[Any, tuple[str, ...]]
         created_at=1_767_441_600.0,
         title="Auction",
         gateways=["haproxy", "envoy"],
-        environment={"run_kind": "capacity"},
+        kind=RunKind.CAPACITY,
         capacity=result.to_dict(),
     )
     with open_store(location) as store:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gatebench.local.backends import start_backend
+from gatebench.local.backends import backend_requests, start_backend
 from gatebench.local.procs import Supervisor
 
 AUTH = {"Authorization": "Bearer any-token"}
@@ -151,9 +151,11 @@ def test_mock_latency_and_response_size(tmp_path: Path) -> None:
 
 
 def test_mock_workers_serve_at_most_their_number_at_once(tmp_path: Path) -> None:
-    """2 workers holding 100 ms each: 6 requests sent together are served in three rounds, in
-    the order they arrived (physics: nothing can make them faster; a busy machine only makes
-    them slower, so only lower bounds and the order are asserted)."""
+    """2 workers holding 100 ms each: 6 requests sent 10 ms apart are served in three rounds, in
+    the order they arrived. Judged on the backend's own timeline (nothing here depends on how
+    fast the machine is): never more than 2 holds at once, each hold at least 100 ms, the
+    workers passed on in order of arrival, and a request that waited got its worker no earlier
+    than the release that freed it."""
     import threading
 
     route = {
@@ -167,27 +169,79 @@ def test_mock_workers_serve_at_most_their_number_at_once(tmp_path: Path) -> None
     (tmp_path / "w.json").write_text(
         json.dumps({"latency_ms": 100, "workers": 2, "routes": [route]})
     )
-    done: dict[int, float] = {}
     with Supervisor() as sup:
         _, port = start_backend(
             sup, "mock", tmp_path, extra_args=["-config", str(tmp_path / "w.json")]
         )
-        start = time.monotonic()
+        assert _call(port, "POST", "/__gatebench__/reset")[0] == 204
 
         def one(i: int) -> None:
-            time.sleep(0.01 * i)  # arrive in order, 10 ms apart
-            _call(port, "GET", "/x")
-            done[i] = time.monotonic() - start
+            time.sleep(0.01 * i)  # arrive about in order, 10 ms apart
+            assert _call(port, "GET", "/x")[0] == 200
 
         threads = [threading.Thread(target=one, args=(i,)) for i in range(6)]
         for th in threads:
             th.start()
         for th in threads:
             th.join()
-    ends = [done[i] for i in range(6)]
-    assert ends[0] >= 0.1 and ends[2] >= 0.2 and ends[4] >= 0.3
-    assert ends[2] > ends[1] and ends[4] > ends[3]  # first come, first served
-    assert max(ends) >= 0.3
+        served = backend_requests(port).phase()
+    assert len(served) == 6
+    holds = sorted(
+        (r.held_from_us or 0, r.held_to_us or 0, r.worker, r.received_us) for r in served
+    )
+    assert {w for _, _, w, _ in holds} == {1, 2}
+    assert all(to - start >= 100_000 for start, to, _, _ in holds), holds
+    for start, _, _, _ in holds:  # at most 2 held at once
+        assert sum(1 for s, t, _, _ in holds if s <= start < t) <= 2, holds
+    # first come, first served: a request received 20 ms or more before another got its worker
+    # first (closer ones may reach the queue in either order: the handler starts, then waits)
+    for start, _, _, got in holds:
+        assert all(s >= start for s, _, _, r in holds if r >= got + 20_000), holds
+    # the last four waited for a worker, each from the release that freed it
+    for start, _, worker, _ in holds[2:]:
+        freed = max(t for s, t, w, _ in holds if w == worker and t <= start)
+        assert start >= freed, holds
+
+
+def test_the_backend_keeps_its_own_timeline(tmp_path: Path) -> None:
+    """``GET /__gatebench__/requests``: every request with its connection, its epoch (a reset
+    starts one and keeps the record), control calls marked, and on each kept-alive connection
+    the release before and the receipt after each request."""
+    with Supervisor() as sup:
+        _, port = start_backend(sup, "echo", tmp_path)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        try:
+            for path in ("/a", "/__gatebench__/reset", "/b", "/c"):
+                conn.request("POST" if "reset" in path else "GET", path)
+                conn.getresponse().read()
+        finally:
+            conn.close()
+        _call(port, "GET", "/d")  # another connection
+        timeline = backend_requests(port)
+    assert timeline.epoch == 1
+    *_, a, reset, b, c, d, me = timeline.requests  # before them, the readiness probe
+    assert me.control and me.released_us is None  # this very call, still being answered
+    assert [r.seq for r in (a, reset, b, c, d, me)] == list(range(a.seq, a.seq + 6))
+    assert [a.epoch, reset.epoch, b.epoch, c.epoch, d.epoch] == [0, 0, 1, 1, 1]
+    assert (a.control, reset.control, b.control, c.control, d.control) == (
+        False,
+        True,
+        False,
+        False,
+        False,
+    )
+    assert a.conn == reset.conn == b.conn == c.conn != d.conn
+    assert timeline.phase() == (b, c, d)
+    # the chain on the kept-alive connection, in order on the backend's clock
+    assert a.next_receipt_us == reset.received_us and reset.prev_release_us == a.released_us
+    assert b.prev_release_us == reset.released_us and b.next_receipt_us == c.received_us
+    assert c.prev_release_us == b.released_us and c.next_receipt_us is None
+    assert d.prev_release_us is None and d.next_receipt_us is None
+    for r in (a, reset, b, c, d):
+        assert r.released_us is not None and r.received_us <= r.released_us
+        assert r.held_us is None and r.worker is None  # echo holds nothing
+    assert timeline.overwritten == 0
+    assert timeline.start_wall_us / 1e6 == pytest.approx(time.time(), abs=60)
 
 
 def test_mock_refuses_workers_without_a_latency(tmp_path: Path) -> None:

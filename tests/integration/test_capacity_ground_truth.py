@@ -1,27 +1,24 @@
 """Ground truth for the capacity search: the mock backend with 20 workers holding every response
-exactly 50 ms serves 20 / 50 ms = 400 requests per second and no more. The search, run with the
-real load generator against the real backend (no gateway), must land within its precision
-(5 %) of that. A few seconds of load at a few hundred requests per second on 127.0.0.1.
+50 ms can serve at most 20 / 50 ms = 400 requests per second. The search, run with the real
+load generator against the real backend (no gateway), must land within its precision (5 %) of
+what the backend really delivered meanwhile, on this machine at that moment: its own timeline
+says how long each worker took from one hold to the next while requests were waiting
+(tests/groundtruth.py, ``worker_capacity``). A few seconds of load at a few hundred requests per
+second on 127.0.0.1.
 
-Timing bands (marked ``timing_band``), and why they hold on a busy 2-core machine: at 400 req/s
-the engine and the backend together use a few % of one core. The objective bounds the median
-(p50 ≤ 65 ms, 15 ms above the hold), which other work on the machine cannot move (it delays a
-few requests, the tail); an overload moves it as surely as the tail: above 400 req/s the queue
-grows by the excess every second, and at 2 % over, a probe's median request (0.5 s of warm-up
-and half of its 1-s window in) waits 8 requests of 20 workers × 50 ms... 20 ms behind the
-others. A long hold (50 ms rather than 10) keeps the machine's scheduling delays a small
-share of each request's time. What the test cannot absorb is a machine so crowded that the
-backend's own holds run late for whole milliseconds (measured here: others using 96 % of the
-machine made its capacity ~370 req/s): when the search misses while other processes used more
-than 20 % of the machine (its probes say ``noisy``), it is run again after a pause, at most
-three times; a miss on a quiet machine fails at once.
+Why against what the backend delivered and not against 400: the machine moves the backend's
+capacity (a release a little late, a hand-over to the next waiting request that waits for a
+core: measured here, others using 96 % of the machine made it ~370 req/s), and nothing but the
+backend's own timeline sees by how much. What no machine can move is asserted as is: the
+delivered capacity is at most the configured 400 req/s (holds are never early); the
+confirmation's median is at least the hold; the backend served exactly what the engine sent.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
-import time
+import math
 from pathlib import Path
 from typing import Any
 
@@ -30,20 +27,17 @@ from _engine_helpers import TOKEN_ENV, items
 
 from gatebench.core.plan import Capacity
 from gatebench.kinds.capacity import ProbeRequest, SearchResult, late_threshold_ms, search
-from gatebench.local.backends import start_plan_backend
+from gatebench.local.backends import BackendTimeline, backend_requests, start_plan_backend
 from gatebench.local.engines.loadgen import LoadgenEngine
 from gatebench.local.probing import Prober
 from gatebench.local.procs import Supervisor
-
-pytestmark = pytest.mark.timing_band
+from groundtruth import worker_capacity
 
 WORKERS, SERVICE_MS = 20, 50.0
 CAPACITY = WORKERS / SERVICE_MS * 1000.0
-ATTEMPTS = 3
-PAUSE_S = 20.0
 
 
-def _search(tmp_path: Path) -> tuple[SearchResult, Capacity, dict[str, Any]]:
+def _search(tmp_path: Path) -> tuple[SearchResult, Capacity, dict[str, Any], BackendTimeline]:
     api, plan = items(
         gateways=[],
         backend={"mock": {"latency": f"{SERVICE_MS:g}ms", "workers": WORKERS}},
@@ -77,32 +71,28 @@ def _search(tmp_path: Path) -> tuple[SearchResult, Capacity, dict[str, Any]]:
         )
         result = search(settings, prober)
         stats = _stats(base_url)
-    return result, settings, stats
+        timeline = backend_requests(int(base_url.rsplit(":", 1)[1]))
+    return result, settings, stats, timeline
 
 
-def _noisy(result: SearchResult) -> float:
-    """The most CPU other processes used during a probe, % of the machine."""
-    return max((p.metrics.others_cpu_pct or 0.0 for p in result.probes), default=0.0)
-
-
-def test_the_search_finds_the_backends_known_capacity(
+def test_the_search_finds_the_capacity_the_backend_delivered(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(TOKEN_ENV, "t")
-    misses = []
-    for attempt in range(ATTEMPTS):
-        result, settings, stats = _search(tmp_path / f"attempt-{attempt}")
-        error = abs((result.knee or 0.0) - CAPACITY) / CAPACITY
-        if result.status == "found" and error <= settings.precision:
-            break
-        misses.append(f"knee {result.knee} ({result.status}), others used {_noisy(result):.0f} %")
-        if _noisy(result) <= 20.0:
-            break  # a quiet machine: the miss is the search's
-        time.sleep(PAUSE_S)
+    result, settings, stats, timeline = _search(tmp_path)
     rates = [(p.request.rate, p.verdict.outcome) for p in result.probes]
-    assert result.status == "found", (result.note, rates, misses)
+    delivered = worker_capacity([r for r in timeline.requests if not r.control], WORKERS)
+    print(f"knee {result.knee}, backend delivered {delivered}, probes {rates}")
+    assert result.status == "found", (result.note, rates)
     assert result.knee is not None
-    assert abs(result.knee - CAPACITY) / CAPACITY <= settings.precision, (rates, misses)
+    # the search probed above the knee, so the workers were saturated there
+    assert delivered.cycles >= 10 * WORKERS, delivered
+    # physics: never a hold shorter than configured, so never more than the configured capacity
+    assert delivered.fastest_hold_ms >= SERVICE_MS, delivered
+    assert delivered.rate <= CAPACITY, delivered
+    # the search found what the backend could carry meanwhile
+    error = abs(result.knee - delivered.rate) / delivered.rate
+    assert error <= settings.precision, (result.knee, delivered, rates)
     assert len(result.probes) <= 10, rates
     # the backend served exactly what the engine sent in the last probe (each probe resets it
     # first): the confirmation's warm-up and measured window
@@ -110,13 +100,15 @@ def test_the_search_finds_the_backends_known_capacity(
     assert last.kind == "confirm"
     sent = round(last.rate * last.warmup_s) + round(last.rate * last.duration_s)
     assert stats["requests"] == sent
-    # within the objective the latency is the hold (released tens of µs late) plus what a
-    # probe near the knee queues; no request reads less than the hold
+    assert len(timeline.phase()) == sent
+    # within the objective the latency is the hold plus what a probe near the knee queues
+    # (the objective itself bounds it from above); no request reads less than the hold
     confirm = result.confirmation
     assert confirm is not None
     assert SERVICE_MS <= confirm.metrics.latency["p50"] <= SERVICE_MS + 15
     assert confirm.metrics.dropped == 0 and confirm.metrics.ko == 0
     assert confirm.metrics.scheduled == round(last.rate * last.duration_s)
+    assert not math.isnan(delivered.mean_cycle_ms)
 
 
 def _stats(base_url: str) -> dict[str, int]:
@@ -160,5 +152,5 @@ def test_arrivals_ride_a_pool_of_kept_alive_connections_unless_told_otherwise(
     assert m.requests == 200 and m.ko == 0
     if connections == "new":
         assert m.connections == 200
-    else:
-        assert 1 <= m.connections <= 50
+    else:  # reused: on average each connection carried several requests
+        assert 1 <= m.connections <= m.requests / 4

@@ -92,7 +92,7 @@ def test_a_quick_capacity_run_of_two_gateways(
     assert processes_mentioning(str(run_dir.resolve())) == []
     with SqliteStore(results / "gatebench.sqlite") as store:
         (run,) = store.list_runs()
-    assert run.environment["run_kind"] == "capacity" and run.capacity is not None
+    assert run.kind == "capacity" and run.capacity is not None
     assert str(run.status) == "done", (out, err)
 
     result = json.loads((run_dir / "capacity.json").read_text(encoding="utf-8"))
@@ -138,7 +138,7 @@ def test_a_gateway_that_dies_during_its_search_is_failed_and_the_others_go_on(
 
     from _engine_helpers import ITEMS, TOKEN_ENV, RecordingSupervisor, items
 
-    from gatebench.local.capacity_runner import run_capacity
+    from gatebench.local.runner import run_local
     from gatebench.run import Progress, RunOptions
 
     monkeypatch.setenv(TOKEN_ENV, "t")
@@ -158,7 +158,8 @@ def test_a_gateway_that_dies_during_its_search_is_failed_and_the_others_go_on(
             killed.append(proc.pid)
             os.killpg(proc.pid, signal.SIGKILL)
 
-    outcome = run_capacity(
+    outcome = run_local(
+        "capacity",
         api,
         plan,
         spec_uri=str(ITEMS),

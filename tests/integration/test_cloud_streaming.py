@@ -101,7 +101,7 @@ def test_a_raw_log_is_uploaded_in_parts_and_ingested_range_by_range(
     log.write_bytes(writer.bytes())
     size = log.stat().st_size
     assert PART < size < 2 * PART
-    name = f"runs/{RUN}/raw/gatling/simulation.log"
+    name = f"raw/{RUN}/gatling/simulation.log"
     storage.upload_file(RUNS, name, log)
     parts = [e for e in storage.exchanges if e[0] == "PUT" and "upload_id" in e[1]]
     assert len(parts) == -(-size // PART)  # one request per part, none holding the whole log

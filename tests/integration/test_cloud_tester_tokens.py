@@ -120,7 +120,7 @@ def test_the_tester_signs_and_each_user_carries_its_subject(
         server.shutdown()
         server.server_close()
     assert done["ok"], done
-    assert list(bucket.objects) == ["runs/r1/raw/gatling/simulation.log"]
+    assert list(bucket.objects) == ["raw/r1/gatling/simulation.log"]
     assert Counter(_Recorder.subjects) == {f"gatebench-{i}": 2 for i in range(1, 6)}
     assert len(_Recorder.tokens) == 5
     secrets = [t.rsplit(".", 1)[1] for t in _Recorder.tokens] + [PRIVATE.splitlines()[1]]

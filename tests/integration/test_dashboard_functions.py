@@ -279,10 +279,12 @@ def test_the_read_function_answers_what_gatebench_serve_answers(
                 assert cloud.body == local.body, path
             assert cloud.headers["content-type"] == local.headers["content-type"], path
             assert cloud.headers["access-control-allow-origin"] == SITE, path
-        # The function sees the path decoded (flask), the local server raw: both refuse it.
-        traversal = call(stack["read"], "GET", "/runs/..%2Fx").json()
-        assert traversal["errors"][0]["message"] == "'..' is not a run id"
-        assert call(serve.url, "GET", "/api/runs/..%2Fx").status == 400
+        # The same application reads the path as sent on both: an encoded '/' is no separator.
+        traversal = call(stack["read"], "GET", "/runs/..%2Fx")
+        local = call(serve.url, "GET", "/api/runs/..%2Fx")
+        assert traversal.status == local.status == 400
+        assert traversal.json() == local.json()
+        assert traversal.json()["errors"][0]["message"] == "'..%2Fx' is not a run id"
         listed = call(stack["read"], "GET", "/runs").json()["runs"]
         assert [r["run_id"] for r in listed] == [RUN_B, RUN_A]
         assert call(stack["read"], "POST", "/runs", b"{}").status == 405

@@ -25,9 +25,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
-from gatebench.core.backend import mock_config
 
 from booted import skip_unless_installed
+from gatebench.core.backend import mock_config
 from gatebench.core.errors import UnsupportedFeature
 from gatebench.core.ir import Api
 from gatebench.core.plan import Backend

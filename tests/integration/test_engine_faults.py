@@ -250,7 +250,7 @@ def test_a_gateway_killed_mid_run_is_flagged_and_not_ranked(
     kill: dict[str, float] = {}
     workers: list[psutil.Process] = []
 
-    class KillingDisplay(run_cli.LiveDisplay):
+    class KillingDisplay(run_cli.ProgressLine):
         def __call__(self, p: Progress) -> None:
             phase = p.phase
             if (
@@ -268,7 +268,7 @@ def test_a_gateway_killed_mid_run_is_flagged_and_not_ranked(
                 os.kill(master.pid, signal.SIGKILL)  # the master only: the worker serves on
             super().__call__(p)
 
-    monkeypatch.setattr(run_cli, "LiveDisplay", KillingDisplay)
+    monkeypatch.setattr(run_cli, "ProgressLine", KillingDisplay)
     code = main(
         [
             "run",

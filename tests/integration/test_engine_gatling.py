@@ -19,9 +19,9 @@ from gatebench.core.plan import Injection
 from gatebench.core.simlog import GroupRecord, RequestRecord, RunHeader, read_simlog
 from gatebench.core.workload import Control, Phase, Schedule
 from gatebench.local.backends import start_backend
-from gatebench.local.engines import EngineEvent, PhaseResult
 from gatebench.local.engines.gatling import GatlingEngine
 from gatebench.local.procs import Supervisor
+from gatebench.run.ports import EngineEvent, PhaseResult
 
 
 class Hooks:

@@ -139,3 +139,71 @@ def test_cli_run_with_a_relative_results_folder(tmp_path: Path) -> None:
     assert any(line.startswith("Scores (paper profile, 0-100):") for line in out)
     assert "[loading] " in done.stderr
     assert_torn_down(run_dir)
+
+
+def test_cli_run_shows_its_progress_on_a_terminal(tmp_path: Path) -> None:
+    """`gatebench run` with its stderr on a pseudo-terminal 80 columns wide: the live line
+    (rewritten in place, never wider than the terminal) says the step, the time so far, the
+    phase's number, the time left once the schedule's durations are known, the phase, its
+    requests so far and current rate; each step stays above it. With --quiet: nothing."""
+    import fcntl
+    import os
+    import pty
+    import re
+    import struct
+    import subprocess
+    import sys
+    import termios
+
+    from rich.cells import cell_len
+
+    def run(*extra: str) -> tuple[str, str]:
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+        env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+        argv = ["run", str(ITEMS), "--quick", "--results", str(tmp_path / "out"), *extra]
+        child = subprocess.Popen(
+            [sys.executable, "-m", "gatebench.cli", *argv],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=slave,
+            env={**env, TOKEN_ENV: "t", "TERM": "xterm-256color"},
+        )
+        os.close(slave)
+        recorded = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the run closed its end
+                break
+            if not chunk:
+                break
+            recorded += chunk
+        os.close(master)
+        out, _ = child.communicate(timeout=180)
+        assert child.returncode == 0, recorded.decode(errors="replace")
+        return recorded.decode("utf-8"), out.decode()
+
+    raw, out = run()
+    assert out.startswith("Run ")
+    from paths import ARTIFACTS
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "progress-line-pty.txt").write_text(raw, encoding="utf-8")  # the recording
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", raw)
+    screens = [s for s in re.split(r"[\r\n]", plain) if s.strip()]
+    assert "\x1b[2K" in raw  # the line is rewritten in place
+    assert max(cell_len(s) for s in screens) <= 80
+    steps = [s.split("]")[0] + "]" for s in screens if s.startswith("[")]
+    for step in ("[parsed]", "[rendered]", "[provisioning]", "[loading]", "[scoring]", "[done]"):
+        assert step in steps, steps
+    clock = r"\d+:\d\d"
+    live = [s.rstrip() for s in screens if re.match(rf"loading {clock} · \d+/\d+", s)]
+    assert live, screens
+    counted = [s for s in live if " req/s" in s]
+    assert counted, live
+    assert any(s.endswith("rep 1 · nginx · read") for s in live), live
+    assert any(re.search(rf"~{clock} left", s) for s in live), live
+    raw, out = run("--quiet")
+    assert out.startswith("Run ")
+    assert raw == ""

@@ -23,10 +23,10 @@ from gatebench.core.tls import (
 )
 from gatebench.core.workload import Control, Phase, Schedule, render_workload
 from gatebench.local.backends import BackendTls, backend_stats, start_backend_process
-from gatebench.local.engines import EngineEvent, PhaseResult
 from gatebench.local.engines.gatling import GatlingEngine
 from gatebench.local.procs import Supervisor, free_port
 from gatebench.local.provisioners import boot_gateway
+from gatebench.run.ports import EngineEvent, PhaseResult
 
 REQUESTS = 60
 

@@ -30,10 +30,12 @@ from firestore_emulator import firestore_emulator, missing
 
 from cloud.servers import start_gcs_emulator, storage_client
 from cloud.signing import service_account, verify_v4
+from gatebench.cloud import GcsSigner
 from gatebench.kinds.request import RunRequest, run_request_from_metadata
 from gatebench.local.procs import Supervisor
 from gatebench.store import open_store
-from gatebench.web import GcsSigner, SignedUploads, handle_read, handle_upload
+from gatebench.web import SignedUploads
+from webapp import read_client, upload_client
 
 BUCKET = "gb-uploads-test"
 RUN_A, RUN_B = "20260101-120000-fs-a", "20260102-120000-fs-b"
@@ -61,15 +63,13 @@ def test_a_cloud_storage_signed_url_takes_the_upload(gcs: str) -> None:
     signer = GcsSigner(
         BUCKET, credentials=credentials, project="gatebench-test", api_access_endpoint=gcs
     )
-    reply = handle_upload(
-        "POST",
-        "uploads",
-        {"name": "petstore.yaml", "quick": "1", "gateways": "nginx"},
-        PETSTORE.read_bytes(),
-        accept=SignedUploads(signer),
+    reply = upload_client(SignedUploads(signer)).post(
+        "/uploads",
+        data=PETSTORE.read_bytes(),
+        query_string={"name": "petstore.yaml", "quick": "1", "gateways": "nginx"},
     )
-    assert reply.status == 200, reply.payload()
-    ticket = reply.payload()
+    assert reply.status_code == 200, reply.get_json()
+    ticket = reply.get_json()
     put = ticket["put"]
     assert ticket["spec_uri"] == f"gs://{BUCKET}/{ticket['object']}"
     query = dict(parse_qsl(urlsplit(put["url"]).query))
@@ -138,12 +138,12 @@ def test_the_read_api_answers_the_same_over_firestore_and_sqlite(
     ]
     with open_store(firestore) as fs, open_store(sqlite) as sq:
         for path, query in paths:
-            from_firestore = handle_read(fs, "GET", path, query)
-            from_sqlite = handle_read(sq, "GET", path, query)
-            assert from_firestore.status == from_sqlite.status, path
-            assert from_firestore.payload() == from_sqlite.payload(), path
+            from_firestore = read_client(fs).get(f"/{path}", query_string=query)
+            from_sqlite = read_client(sq).get(f"/{path}", query_string=query)
+            assert from_firestore.status_code == from_sqlite.status_code, path
+            assert from_firestore.get_json() == from_sqlite.get_json(), path
     with open_store(firestore) as fs:
-        listed = handle_read(fs, "GET", "runs", {}).payload()["runs"]
+        listed = read_client(fs).get("/runs").get_json()["runs"]
     assert [r["run_id"] for r in listed] == [RUN_B, RUN_A]
 
 
@@ -151,7 +151,7 @@ def test_the_dashboard_reads_runs_from_firestore(
     firestore_host: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``gatebench serve --store firestore://...``: the read path the cloud read function
-    takes (handle_read over FirestoreStore), in the browser."""
+    takes (the read API over FirestoreStore), in the browser."""
     monkeypatch.setenv("FIRESTORE_EMULATOR_HOST", firestore_host)  # the server inherits it
     firestore = f"firestore://gatebench-test/t{uuid.uuid4().hex[:12]}"
     seed_two_runs(firestore, RUN_A, RUN_B)

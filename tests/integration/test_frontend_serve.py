@@ -75,7 +75,7 @@ def test_stopping_the_server_tears_down_its_running_benchmark(tmp_path: Path, si
             timeout=120,
         )
         started = descendants(serve.proc.pid)
-        assert any("gatebench.web._worker" in cmd for cmd in started.values()), started
+        assert any("gatebench.local.worker" in cmd for cmd in started.values()), started
         assert any("nginx" in cmd for cmd in started.values()), started
         code, err = serve.stop(sig)
     finally:
@@ -107,7 +107,7 @@ def test_a_worker_that_dies_leaves_its_run_recorded_and_the_queue_going(tmp_path
         workers = {
             pid: cmd
             for pid, cmd in descendants(serve.proc.pid).items()
-            if "gatebench.web._worker" in cmd
+            if "gatebench.local.worker" in cmd
         }
         (worker,) = workers
         started = descendants(worker)

@@ -212,10 +212,13 @@ def test_score_rejects_unknown_and_unmeasured_runs(stack: dict[str, Any]) -> Non
 def test_ingest_stores_the_measurements_of_a_raw_log_from_a_binary_cloudevent(
     stack: dict[str, Any],
 ) -> None:
-    """Eventarc delivers object-finalized events to a function in CloudEvents binary mode:
-    the attributes as ce-* headers, the object resource as the JSON body."""
+    """Eventarc delivers the bucket's Pub/Sub notification to the function in CloudEvents
+    binary mode: the attributes as ce-* headers, the push body (the message, its attributes
+    naming the object) as the JSON body (tests/cloud/notifications.py). The bucket notifies
+    objects under raw/ alone (infra/modules/functions)."""
     import os
 
+    from cloud.notifications import ingest_trigger, pubsub_event
     from cloud.simlog import SimLogWriter
     from gatebench.cloud import ObjectRef, parse_upload
     from gatebench.cloud._render import render_run
@@ -235,30 +238,14 @@ def test_ingest_stores_the_measurements_of_a_raw_log_from_a_binary_cloudevent(
             log.request(phase["id"], 100 * phase["index"] + i, 100 * phase["index"] + i + 3)
     runs = stack["client"].bucket(RUNS)
     runs.blob(f"runs/{run.run_id}/workload.json").upload_from_string(json.dumps(workload))
-    name = f"runs/{run.run_id}/raw/gatling/simulation.log"
+    name = f"raw/{run.run_id}/gatling/simulation.log"
     blob = runs.blob(name)
     blob.upload_from_string(log.bytes())
 
     def deliver(object_name: str, generation: str) -> int:
-        body = {
-            "bucket": RUNS,
-            "name": object_name,
-            "generation": generation,
-            "kind": "storage#object",
-        }
+        headers, body = pubsub_event(RUNS, object_name, generation)
         request = urllib.request.Request(
-            stack["ingest"].url,
-            data=json.dumps(body).encode(),
-            method="POST",
-            headers={
-                "Content-Type": "application/json",
-                "ce-id": f"evt-{generation}",
-                "ce-specversion": "1.0",
-                "ce-type": "google.cloud.storage.object.v1.finalized",
-                "ce-source": f"//storage.googleapis.com/projects/_/buckets/{RUNS}",
-                "ce-subject": f"objects/{object_name}",
-                "ce-time": "2026-01-01T00:00:00Z",
-            },
+            stack["ingest"].url, data=body, method="POST", headers=headers
         )
         with urllib.request.urlopen(request, timeout=30) as resp:
             return int(resp.status)
@@ -268,7 +255,9 @@ def test_ingest_stores_the_measurements_of_a_raw_log_from_a_binary_cloudevent(
     assert [(m.target, m.workload, m.requests) for m in stored] == sorted(
         (p["target"], p["workload"], 10) for p in measured
     )
-    # Any other object of the runs bucket is ignored; a repeated event changes nothing.
+    # The bucket never notifies any other object; were one delivered, it would be ignored. A
+    # repeated event changes nothing.
+    assert not ingest_trigger().fires(f"runs/{run.run_id}/workload.json")
     assert deliver(f"runs/{run.run_id}/workload.json", "1") == 200
     assert deliver(name, str(blob.generation)) == 200
     assert len(store.measurements(run.run_id)) == len(measured)

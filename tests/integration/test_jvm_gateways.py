@@ -247,6 +247,26 @@ def test_listens_on_loopback_only(booted: BootedGateway) -> None:
     assert listening[0] in loopback
 
 
+def test_a_client_connection_carries_more_than_tomcats_100_requests(
+    booted: BootedGateway,
+) -> None:
+    """Every gateway lets a kept-alive connection carry at least 100,000 requests
+    (docs/gateways.md, the parity table): Zuul's Tomcat would close it after 100 (its
+    ``maxKeepAliveRequests``), unless the application's connector customizer lifts it."""
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", booted.port, timeout=30)
+    try:
+        for n in range(150):
+            conn.request("GET", "/keep-alive", headers={"Host": REPLAY_HOST})
+            response = conn.getresponse()
+            response.read()
+            assert response.status == 200
+            assert not response.will_close, f"the gateway closed the connection after {n + 1}"
+    finally:
+        conn.close()
+
+
 def test_backend_connections_are_kept_alive(booted: BootedGateway, echo_backend: int) -> None:
     client = Client("127.0.0.1", booted.port)
     req = ReplayRequest("keep-alive", "GET", "/keep-alive", (("Host", REPLAY_HOST),))

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from gatebench.core.fairness import stated_cpu_policy
 from gatebench.core.ir import Api
 from gatebench.core.renderers import RESTART, get_renderer
 from gatebench.core.renderers.nginx import NginxRenderer
@@ -62,10 +63,11 @@ def test_a_scale_point_per_size(
             size,
             backend_url=backends["a"],
             instance="a",
-            load=GatlingRateLoad(),
+            load=GatlingRateLoad(supervisor),
             settings=SETTINGS,
             workdir=tmp_path / str(size),
             supervisor=supervisor,
+            cpu=stated_cpu_policy(1),
         )
         for size in (10, 100)
     ]
@@ -102,12 +104,13 @@ def test_a_change_under_load(
         routes_before=10,
         routes_added=90,
         backends=(("a", backends["a"]), ("b", backends["b"])),
-        load=GatlingRateLoad(),
+        load=GatlingRateLoad(supervisor),
         settings=LoadSettings(rate=100, duration_s=3, warmup_s=1, deadline_s=60),
         change_after_s=1.0,
         window_s=1.5,
         workdir=tmp_path,
         supervisor=supervisor,
+        cpu=stated_cpu_policy(1),
     )
     assert out.problem == ""
     assert out.kind == get_renderer(gateway).live_change.kind
@@ -143,12 +146,13 @@ def test_a_restart_under_load_counts_each_refused_request(
         routes_before=10,
         routes_added=10,
         backends=(("a", backends["a"]), ("b", backends["b"])),
-        load=GatlingRateLoad(),
+        load=GatlingRateLoad(supervisor),
         settings=LoadSettings(rate=400, duration_s=3, warmup_s=1, deadline_s=60),
         change_after_s=1.0,
         window_s=1.5,
         workdir=tmp_path,
         supervisor=supervisor,
+        cpu=stated_cpu_policy(1),
     )
     assert out.kind == "restart"
     assert out.mechanism_s > 0  # until the new process answered

@@ -37,7 +37,6 @@ it proves the meter's wiring and grant and the ingest, not the kernel's cgroup a
 
 from __future__ import annotations
 
-import datetime
 import io
 import json
 import os
@@ -54,17 +53,19 @@ from cloud.image import BuiltImage, containers, tag
 from cloud.localbuild import LocalCloudBuild
 from cloud.localvms import TESTER_READY_TIMEOUT, LocalVms
 from cloud.netns import LocalNetwork, leftovers, network_namespaces_work
+from cloud.notifications import ingest_trigger
 from cloud.pipeline import WORKFLOW, workflow_env
 from cloud.registry import placeholder, push, start_registry
 from cloud.servers import start_function, start_gcs_emulator, storage_client, unpack_bundle
+from cloud.signing import BUILD_EMAIL, build_account
 from cloud.standins import BigQueryLoads
+from cloud.storagegate import PolicySigner, build_grants
 from cloud.workflows_interpreter import Execution, Interpreter
 from gatebench.cloud import Storage
 from gatebench.cloud._images import EMULATOR_ENV, docker_hub_mirror
 from gatebench.core.api_keys import REDACTED, sha256_hex
 from gatebench.core.model import run_id_for_object
 from gatebench.core.report import bigquery_schema
-from gatebench.core.tls import make_ca
 from gatebench.core.tokens import generate_private_key, public_pem
 from gatebench.local.procs import Supervisor
 
@@ -72,17 +73,17 @@ ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "gatebench-test"
 UPLOADS, RUNS = "gb-uploads", "gb-runs"
 IMAGE = "europe-central2-docker.pkg.dev/gatebench-test/gb-gatebench/runner:0.1.0"
-# The deployment's secrets (docs/cloud.md, "Signed tokens", "API keys" and "TLS and
-# replicas"): Terraform variables naming them, and their contents in the local VMs' Secret
-# Manager stand-in; the TLS CA's certificate is a setting of its own (public).
-SECRET_VARIABLES = {"jwt_signer": "gb-jwt", "api_clients": "gb-api", "tls_ca": "gb-tls"}
+VM_IMAGE = "projects/cos-cloud/global/images/cos-133-19999-44-85"
+"""The Container-Optimized OS image the deployment pins (infra/ vm_image): each run records it."""
+# The deployment's secrets (docs/cloud.md, "Signed tokens" and "API keys"): Terraform
+# variables naming them, and their contents in the local VMs' Secret Manager stand-in. (A TLS
+# run's CA is the run's own, made by its provision build: no secret.)
+SECRET_VARIABLES = {"jwt_signer": "gb-jwt", "api_clients": "gb-api"}
 PRIVATE = generate_private_key("RS256")
 API_KEYS = ["pipeline-key-0123456789abcdef", "pipeline-key-fedcba9876543210"]
-CA_KEY, CA_CERT = make_ca(validity=datetime.timedelta(days=30), label="deployment CA")
 SECRETS = {
     f"projects/{PROJECT}/secrets/gb-jwt": PRIVATE,
     f"projects/{PROJECT}/secrets/gb-api": ",".join(API_KEYS),
-    f"projects/{PROJECT}/secrets/gb-tls": CA_KEY.decode(),
 }
 
 
@@ -161,10 +162,10 @@ def world(
             "tags": {"tester": "gb-tester", "gateway": "gb-gateway", "backend": "gb-backend"},
             "accounts": {"tester": "t@x", "gateway": "g@x", "backend": "b@x"},
             "runner_image": IMAGE,
+            "vm_image": VM_IMAGE,
             "limits": {"vm_lifetime": 3600},
             "labels": {"app": "gatebench"},
             **SECRET_VARIABLES,  # names only (infra/main.tf)
-            "tls_ca_certificate": CA_CERT.decode(),
         }
         runs.blob("pipeline/settings.json").upload_from_string(json.dumps(settings))
         _, firestore_host = start_firestore_emulator(supervisor, logs)
@@ -190,17 +191,22 @@ def world(
         }
         os.environ.update(env)
         storage = Storage(PROJECT)
-        vms = LocalVms(supervisor, storage, tmp, env, network, gcs.url, image=IMAGE)
+        # The build account signs each VM's write policies (a key standing in for signBlob);
+        # the VMs' gates check them against its public half and its grants.
+        build_env, build_key, build_public = build_account(tmp)
+        signer = PolicySigner(BUILD_EMAIL, build_public, build_grants())
+        vms = LocalVms(supervisor, storage, tmp, env, network, gcs.url, image=IMAGE, signer=signer)
         vms.secrets, vms.secret_variables = dict(SECRETS), dict(SECRET_VARIABLES)
         # A build reaches Cloud Storage (the emulator) and nothing else of the test's.
         builds = LocalCloudBuild(
             tmp / "builds",
             IMAGE,
             vms,
-            env={"STORAGE_EMULATOR_HOST": gcs.url, EMULATOR_ENV: registry},
+            env={"STORAGE_EMULATOR_HOST": gcs.url, EMULATOR_ENV: registry, **build_env},
             project=PROJECT,
             image=IMAGE,
             name_prefix=f"{network.tag}-build",
+            mounts=[build_key],
         )
         firestore = EmulatorFirestore(firestore_host)
         bigquery = BigQueryLoads(storage, list(bigquery_schema()))
@@ -341,12 +347,23 @@ def test_petstore_through_two_gateways_and_two_testers_runs_to_done_in_the_runne
     assert [measured[(t, "show")].requests for t in ("nginx", "haproxy", "baseline")] == [60] * 3
     storage: Storage = world["storage"]
     for t in (0, 1):
-        assert storage.read_optional(RUNS, f"runs/{run_id}/raw/gatling-t{t}/simulation.log")
+        assert storage.read_optional(RUNS, f"raw/{run_id}/gatling-t{t}/simulation.log")
     assert_every_gateway_phase_metered(store, storage, run_id, stored_run(run_id))
+    # Of every object the run wrote, the bucket notifies the ingest function of its two raw
+    # logs alone (tests/cloud/notifications.py reads infra/'s notification and trigger).
+    written = storage.names(RUNS, f"runs/{run_id}/") + storage.names(RUNS, f"raw/{run_id}/")
+    assert len(written) > 20
+    trigger = ingest_trigger()
+    assert [n for n in written if trigger.fires(n)] == [
+        f"raw/{run_id}/gatling-t{t}/simulation.log" for t in (0, 1)
+    ]
     # Every image its VMs start was pinned by the digest the registry gave its tag.
     saved = json.loads(storage.read_optional(RUNS, f"runs/{run_id}/vms.tfvars.json") or b"{}")
     digests = world["digests"]
     assert saved["runner_image"] == f"{IMAGE}@{digests[IMAGE]}"
+    # ... and the VMs booted the deployment's pinned system image, which the run records.
+    assert saved["image"] == VM_IMAGE
+    assert stored_run(run_id)["environment"]["vm_image"] == VM_IMAGE
     for name in ("nginx", "haproxy"):
         image = saved["gateways"][name]["image"]
         tag, _, pinned = image.partition("@")
@@ -410,7 +427,7 @@ def test_two_testers_run_to_done_with_the_same_requests(world: dict[str, Any]) -
     # the meter waited for both testers' load-done before its last upload
     assert_every_gateway_phase_metered(store, storage, run_id, stored_run(run_id))
     for t in (0, 1):
-        assert storage.read_optional(RUNS, f"runs/{run_id}/raw/gatling-t{t}/simulation.log")
+        assert storage.read_optional(RUNS, f"raw/{run_id}/gatling-t{t}/simulation.log")
     assert storage.read_optional(RUNS, f"runs/{run_id}/t1/tester/load-done.json")
     shares = storage.read_optional(RUNS, f"runs/{run_id}/testers.jsonl")
     assert shares is not None
@@ -659,7 +676,7 @@ def test_a_capacity_run_searches_on_two_testers_and_stores_its_result(
     assert retrieve.prices.get("nginx") is not None  # n2-standard-2 at its list price
     assert storage.read_optional(RUNS, f"runs/{run_id}/capacity/probes/0001/t1/share.json")
     assert storage.read_optional(RUNS, f"runs/{run_id}/capacity/probes/0001/t1/loadgen.records")
-    assert storage.names(RUNS, f"runs/{run_id}/raw/") == []  # no workload was run
+    assert storage.names(RUNS, f"raw/{run_id}/") == []  # no workload was run
     rows = [r for r in world["bigquery"].rows if r["run_id"] == run_id]
     assert {r["target"] for r in rows if r["metric"] == "capacity"} == {"nginx", "baseline"}
     probes = [r for r in rows if r["statistic"] == "probe"]

@@ -1,34 +1,33 @@
 """The cloud pipeline with a plan's deployment (docs/cloud.md, "TLS and replicas"): the same
 stand-ins as tests/integration/test_pipeline.py (its fixtures: the functions from their
 archives, the emulators, the runner image built with podman, the builds and the VMs' commands
-in containers of it, each VM a network namespace behind the VPC's firewall rules), with the
-deployment's certificate authority: its key in the Secret Manager stand-in, which answers each
-VM only what infra/secrets.tf grants its role, and its certificate in the settings.
+in containers of it, each VM a network namespace behind the VPC's firewall rules, with its own
+metadata server), with the run's own certificate authority: the provision build makes it,
+signs each TLS VM's key with it and puts them in that VM's metadata alone.
 
 - TLS with HTTP/2, three backend replicas and replica 2 killed halfway through nginx's
-  retrieve phase runs to ``done``: nginx's VM made its key and a certificate the CA signed
-  (as the gateway VMs' account), the backend VM the baseline's, the tester trusted the CA
-  alone and counted every phase's handshakes, the backend VM killed and restarted the replica
-  for the tester and counted the gateway's connection attempts to it; no private key is in
-  the bucket, Firestore or BigQuery.
-- With infra/'s grants of the CA's secret removed, the gateway and backend VMs are refused by
-  Secret Manager, nginx never starts, the backend says why, and the provision step fails with
-  both reasons, as Google Cloud would.
+  retrieve phase runs to ``done``: nginx's VM wrote its key and the certificate the run's CA
+  signed, the backend VM the baseline's, the tester trusted the run's CA alone (valid no
+  longer than the run's VMs) and counted every phase's handshakes, the backend VM killed and
+  restarted the replica for the tester and counted the gateway's connection attempts to it; no
+  VM asked Secret Manager for anything, and no private key is in the bucket, Firestore or
+  BigQuery.
+- A VM whose metadata lacks its certificate never serves TLS: nginx never starts, the backend
+  says why, and the provision step fails with both reasons.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
 import pytest
 import yaml
 from test_pipeline import (  # the module's fixtures and helpers: one pipeline, one definition
-    CA_CERT,
     PROJECT,
     ROOT,
     RUNS,
-    SECRET_VARIABLES,
     UPLOADS,
     network,  # noqa: F401 - a fixture
     run,
@@ -42,8 +41,6 @@ from gatebench.cloud import Storage
 from gatebench.core.model import run_id_for_object
 
 pytestmark = pytest.mark.integration
-
-SECRET = f"projects/{PROJECT}/secrets/gb-tls"
 
 
 def deployed_auction(baseline: bool = True) -> bytes:
@@ -76,6 +73,7 @@ def test_tls_three_replicas_and_a_killed_replica_run_to_done_with_their_figures(
     world: dict[str, Any],  # noqa: F811 - the fixture imported above
 ) -> None:
     from cryptography import x509
+    from cryptography.hazmat.primitives.serialization import Encoding
 
     from gatebench.store import open_store
 
@@ -119,27 +117,33 @@ def test_tls_three_replicas_and_a_killed_replica_run_to_done_with_their_figures(
     assert environment["tls"]["key"] == "ecdsa-p256" and environment["tls"]["http2"] is True
     assert environment["replicas"] == {"count": 3, "balance": "round_robin"}
     assert "deployment_notes" not in environment, environment["deployment_notes"]
-    # nginx's VM made its own key and a certificate for its host name that the CA signed;
-    # its configuration forwards to the three replicas.
+    # nginx's VM wrote its own key and a certificate for its host name that the run's CA
+    # signed; the CA lives no longer than the run's VMs; the configuration forwards to the
+    # three replicas.
     vms = world["vms"]
     folder = vms.root / "vms" / f"{run_id}-gw-nginx"
     leaf, ca = x509.load_pem_x509_certificates((folder / "tls" / "server.crt").read_bytes())
-    assert ca == x509.load_pem_x509_certificate(CA_CERT)
+    run_ca = storage.read_optional(RUNS, f"runs/{run_id}/tls/ca.pem")
+    assert run_ca is not None and ca == x509.load_pem_x509_certificate(run_ca)
     leaf.verify_directly_issued_by(ca)
+    saved = json.loads(storage.read_optional(RUNS, f"runs/{run_id}/vms.tfvars.json") or b"{}")
+    lifetime = ca.not_valid_after_utc - ca.not_valid_before_utc
+    assert lifetime.total_seconds() <= saved["max_run_duration_s"] + 3600 + 300
+    assert (
+        environment["tls"]["ca_sha256"] == hashlib.sha256(ca.public_bytes(Encoding.DER)).hexdigest()
+    )
     names = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     host = f"gb-{run_id}-gw-nginx.local.c.{PROJECT}.internal"
     assert host in names.get_values_for_type(x509.DNSName)
     backend = f"gb-{run_id}-backend.local.c.{PROJECT}.internal"
     conf = (folder / "nginx.conf").read_text()
     assert [f"server {backend}:{p}" in conf for p in (8080, 8081, 8082)] == [True] * 3
-    # Only the gateway and backend VMs read the CA's key, as their own accounts.
-    calls = {(role, path, status) for role, path, status in vms.secret_requests}
-    access = f"/v1/{SECRET}/versions/latest:access"
-    assert {c for c in calls if SECRET in c[1]} == {
-        ("gateway", access, 200),
-        ("backend", access, 200),
-    }
-    # No private key in the runs bucket, the run's documents or the BigQuery rows.
+    # No VM asked Secret Manager for anything: no VM ever holds the CA's key.
+    assert [c for c in vms.secret_requests if run_id in c[1]] == []
+    assert [role for role, _, _ in vms.secret_requests if role in ("gateway", "backend")] == []
+    # No private key in the runs bucket (the variables the build saved included), the run's
+    # documents or the BigQuery rows.
+    assert "vm_metadata" not in saved
     stored = [storage.read_optional(RUNS, n) or b"" for n in storage.names(RUNS, f"runs/{run_id}/")]
     stored.append(json.dumps(doc, default=str).encode())
     stored.append(json.dumps([r for r in world["bigquery"].rows if r["run_id"] == run_id]).encode())
@@ -148,28 +152,27 @@ def test_tls_three_replicas_and_a_killed_replica_run_to_done_with_their_figures(
     assert [d for d in vms.denied if run_id in d] == []
 
 
-def test_without_the_cas_grant_no_vm_serves_tls_and_provision_says_why(
+def test_a_vm_without_its_certificate_serves_no_tls_and_provision_says_why(
     world: dict[str, Any],  # noqa: F811 - the fixture imported above
 ) -> None:
-    """The deployment names the CA's secret but Terraform granted it nobody (tls_ca's grants
-    removed): Secret Manager refuses the gateway VM and the backend VM, nginx never starts,
-    the backend writes why, and the provision step fails with both reasons."""
+    """The TLS VMs' metadata servers withhold their certificates: nginx's VM writes why and
+    never starts nginx, the backend VM says why, and the provision step fails with both."""
     vms = world["vms"]
-    vms.secret_variables = {**SECRET_VARIABLES, "tls_ca": ""}
+    vms.withheld = {"gatebench-tls"}
     try:
-        name = "specs/deployed-denied.yaml"
+        name = "specs/deployed-withheld.yaml"
         event = upload(world, name, deployed_auction())
         run_id = run_id_for_object(UPLOADS, name, event["data"]["generation"])
-        execution = run(world, event, "exec-deployed-denied")
+        execution = run(world, event, "exec-deployed-withheld")
     finally:
-        vms.secret_variables = dict(SECRET_VARIABLES)
+        vms.withheld = set()
     assert execution.state == "FAILED"
     assert execution.error["step"] == "provision"
     message = execution.error["message"]
     assert "the tester reached no target" in message
-    refused = f"{SECRET}: Secret Manager answered 403"
-    assert f"nginx: the gateway VM could not make its TLS certificate: {refused}" in message
-    assert f"the backend VM could not start the backend: {refused}" in message
+    missing = "this VM's metadata holds no gatebench-tls"
+    assert f"nginx: the gateway VM could not write its TLS certificate: {missing}" in message
+    assert f"the backend VM could not start the backend: {missing}" in message
     assert f"{run_id}-gw-nginx" not in [p.name for p in vms.running()]
     doc = stored_run(run_id)
     assert (doc["status"], doc["failed_step"], doc["teardown"]) == ("failed", "provision", "ok")

@@ -48,7 +48,7 @@ def test_load_asks_the_tester_and_waits_for_its_answer(gcs: dict[str, Any]) -> N
     def tester() -> None:  # what the tester VM does, reduced to its bucket protocol
         # The tester's own wait (gatebench.cloud): returns once the load step has asked.
         wait_for_marker(Storage("gatebench-test"), RUNS, run, "load-request", 60)
-        done = {"ok": True, "raw": [f"runs/{run}/raw/gatling/simulation.log"]}
+        done = {"ok": True, "raw": [f"raw/{run}/gatling/simulation.log"]}
         bucket.blob(f"runs/{run}/tester/load-done.json").upload_from_string(json.dumps(done))
 
     thread = threading.Thread(target=tester, daemon=True)

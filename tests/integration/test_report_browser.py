@@ -52,7 +52,11 @@ PROBE = """
 
 
 def check_page(
-    path: Path, screenshot: Path | None = None, probe: str | None = None, tmp: Path | None = None
+    path: Path,
+    screenshot: Path | None = None,
+    probe: str | None = None,
+    tmp: Path | None = None,
+    width: int | None = None,
 ) -> dict[str, Any]:
     node = shutil.which("node")
     if node is None or not (NODE_TOOLS / "node_modules" / "playwright-core").is_dir():
@@ -66,6 +70,8 @@ def check_page(
     argv = [node, str(CHECK_PAGE), path.as_uri()]
     if screenshot is not None:
         argv += ["--screenshot", str(screenshot)]
+    if width is not None:
+        argv += ["--width", str(width)]
     if probe is not None:
         assert tmp is not None
         probe_file = tmp / "probe.js"
@@ -162,8 +168,8 @@ def test_the_capacity_report_in_chromium(tmp_path: Path) -> None:
     from capacity_sim import SimulatedTarget
     from gatebench.core.model import RunRecord, RunStatus
     from gatebench.core.plan import Capacity
-    from gatebench.core.report import build_capacity_report, render_capacity
     from gatebench.kinds.capacity import Campaign, capacity_result, search
+    from gatebench.kinds.capacity._report import build_capacity_report, render_capacity
 
     settings = replace(Capacity(), repetitions=3)
     targets = {
@@ -204,4 +210,74 @@ def test_the_capacity_report_in_chromium(tmp_path: Path) -> None:
     assert probe["objective"] == [1]
     assert probe["drawnInside"] is True and probe["labelled"] is True
     assert probe["verdict"] is True
+    assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+TABLE_PROBE = """
+(() => {
+  const table = document.querySelector("#capacity table");
+  const scroll = table.closest(".scroll");
+  const rows = Array.from(table.tBodies[0].rows);
+  return {
+    rowHeights: rows.map((r) => Math.round(r.getBoundingClientRect().height)),
+    tableWidth: Math.round(table.scrollWidth),
+    scrollWidth: Math.round(scroll.clientWidth),
+    overflows: scroll.scrollWidth > scroll.clientWidth,
+    headers: Array.from(table.tHead.rows[0].cells).map((c) => c.textContent.trim()),
+    best: Array.from(table.querySelectorAll("strong.best")).map((b) => b.textContent),
+    notes: Array.from(document.querySelectorAll("ul.notes li")).map((li) => li.textContent),
+  };
+})()
+"""
+
+
+def test_the_capacity_tables_rows_stay_one_line_at_1300_px(tmp_path: Path) -> None:
+    """Long reasons (two gateways bounded by the tester, one noisy) sit under the per-target
+    table, which keeps one line a row without a horizontal scrollbar in Chromium at 1,300 px, and
+    marks no lower bound as best."""
+    from gatebench.core.model import RunRecord, RunStatus
+    from gatebench.core.plan import Capacity
+    from gatebench.kinds.capacity import Campaign, SearchKey, SearchResult, capacity_result
+    from gatebench.kinds.capacity._report import build_capacity_report, render_capacity
+
+    note = (
+        "3,200/s held, just under the share of the engine's ceiling at which the tester is the "
+        "limit; p99 48.0 ms > 45 ms; shared core: the backend shared a core with the load "
+        "generator (pinned: gateway on cpu 1; engine, backend on cpu 0)"
+    )
+    campaign = Campaign(("nginx", "haproxy", "baseline"), {"bid": Capacity()}, 1, 3600.0)
+    for rep in (1, 2):
+        for target in ("nginx", "haproxy"):
+            campaign.record(
+                SearchKey(rep, target, "bid"), SearchResult("tester-bound", 3200.0, None, (), note)
+            )
+        campaign.record(
+            SearchKey(rep, "baseline", "bid"), SearchResult("found", 9000.0, 9400.0, ())
+        )
+    result = capacity_result(campaign)
+    run = RunRecord(
+        run_id="r-table",
+        spec_uri="auction.yaml",
+        spec_sha256="a" * 64,
+        status=RunStatus.DONE,
+        created_at=1_767_272_400.0,
+        environment={"cpus": "split: gateway, backend on cpu 1; engine on cpu 0"},
+    )
+    page = tmp_path / "capacity.html"
+    page.write_text(render_capacity(build_capacity_report(run, result), "html"), encoding="utf-8")
+    screenshot = ARTIFACTS / "capacity-table-1300.png"
+    screenshot.unlink(missing_ok=True)
+
+    found = check_page(page, screenshot, TABLE_PROBE, tmp_path, width=1300)
+
+    assert found["consoleErrors"] == [] and found["pageErrors"] == []
+    probe = found["probe"]
+    assert "notes" not in probe["headers"]
+    assert not probe["overflows"], probe
+    # one line of text a row (the cells' padding included), where the notes column made them
+    # about 200 px tall
+    assert max(probe["rowHeights"]) <= 48, probe["rowHeights"]
+    assert probe["best"] == []
+    assert [n.split(":")[0] for n in probe["notes"]] == ["nginx", "haproxy"]
+    assert all(note in n for n in probe["notes"])
     assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

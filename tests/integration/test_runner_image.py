@@ -128,7 +128,8 @@ def test_the_installed_package_carries_its_data_and_gatling_runs_without_maven(
     first use on a tester VM builds nothing); the backend and the capacity search's load
     generator are the image's binaries."""
     script = (
-        "from gatebench import _locations, _resources\n"
+        "from gatebench.core import _locations\n"
+        "from gatebench.local import _resources\n"
         "data = _locations.packaged_data_dir()\n"
         "print(sorted(p.name for p in data.iterdir()))\n"
         "print(*_resources.gatling_files())\n"
@@ -188,5 +189,5 @@ def test_the_wheel_the_image_installs_has_its_data_trees(tmp_path: Path) -> None
         assert f"gatebench/_data/{tree}" in now, tree
     assert not [n for n in now if "/_data/gatling/target/" in n]
     before = wheel_from(BEFORE, tmp_path / "before")
-    assert "gatebench/cli.py" in before
+    assert "gatebench/cli/__init__.py" in before
     assert not [n for n in before if n.startswith("gatebench/_data/")]

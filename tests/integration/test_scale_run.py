@@ -12,8 +12,8 @@ import pytest
 from gatebench.cli import main
 from gatebench.core.renderers import get_renderer
 from gatebench.store import open_store
-from gatebench.web import handle_read
 from paths import EXAMPLES
+from webapp import read_client
 
 pytestmark = pytest.mark.integration
 
@@ -80,9 +80,9 @@ def test_gatebench_scale_measures_every_size_and_stores_it(
             "nginx@10",
             "nginx@100",
         }
-        served = handle_read(store, "GET", f"runs/{run.run_id}/scale", {}).payload()
+        served = read_client(store).get(f"/runs/{run.run_id}/scale").get_json()
         assert served["points"] == document["points"]
-        summary = handle_read(store, "GET", f"runs/{run.run_id}", {}).payload()["run"]
+        summary = read_client(store).get(f"/runs/{run.run_id}").get_json()["run"]
         assert summary["kind"] == "scale"
 
 

@@ -17,7 +17,15 @@ from pathlib import Path
 
 import psutil
 import pytest
-from _engine_helpers import ITEMS, ROOT, TOKEN_ENV, assert_torn_down, items, processes_mentioning
+from _engine_helpers import (
+    ITEMS,
+    ROOT,
+    TOKEN_ENV,
+    assert_torn_down,
+    interruptible,
+    items,
+    processes_mentioning,
+)
 
 from gatebench.local.runner import Progress, RunOptions, run_benchmark
 
@@ -67,6 +75,7 @@ def _start_cli(tmp_path: Path) -> subprocess.Popen[bytes]:
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=interruptible,
     )
 
 

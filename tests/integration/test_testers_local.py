@@ -26,8 +26,8 @@ from gatebench.core.workload import Control, Phase, Schedule, render_workload
 from gatebench.local._fanout import FanOut, fanout_problem, run_testers
 from gatebench.local._netns import leftovers, namespaces_problem
 from gatebench.local.backends import start_backend
-from gatebench.local.engines import EngineEvent, PhaseResult
 from gatebench.local.procs import Supervisor
+from gatebench.run.ports import EngineEvent, PhaseResult
 
 pytestmark = [
     pytest.mark.integration,

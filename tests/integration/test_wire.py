@@ -7,7 +7,7 @@ from __future__ import annotations
 import socket
 import ssl
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -39,6 +39,16 @@ def _observer(**ports: list[int]) -> LoopbackObserver:
         return open_observer(**ports)
     except WireUnavailable as exc:
         pytest.fail(f"the observer cannot run here: {exc}")
+
+
+def _taken(count: Callable[[], int], expected: int, timeout_s: float = 10.0) -> None:
+    """Wait until the observer has taken ``expected`` packets in, at most ``timeout_s``, then
+    0.3 s more for any it should not have: its thread reads the capture socket on its own, and
+    a busy machine may hold it back for longer than the traffic took."""
+    deadline = time.monotonic() + timeout_s
+    while count() < expected and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
 
 
 def _connect(port: int, context: ssl.SSLContext, session: ssl.SSLSession | None) -> ssl.SSLSession:
@@ -76,7 +86,7 @@ def test_new_and_resumed_handshakes(
             session = _connect(port, context, None)
             for _ in range(3):
                 session = _connect(port, context, session)
-            time.sleep(0.3)
+            _taken(lambda: sum(observer.handshakes_between(start, time.time(), port)), 4)
             new, resumed = observer.handshakes_between(start, time.time(), port)
         finally:
             observer.close()
@@ -97,7 +107,7 @@ def test_connection_attempts_to_a_closed_port() -> None:
         other = free_port()
         with pytest.raises(ConnectionRefusedError):
             socket.create_connection(("127.0.0.1", other), timeout=1).close()
-        time.sleep(0.3)
+        _taken(lambda: len(observer.attempts_to(port, start)), 5)
         seen = observer.attempts_to(port, start)
         assert len(seen) == 5
         assert observer.attempts_to(other, start) == []

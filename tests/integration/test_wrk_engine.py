@@ -171,7 +171,10 @@ def test_wrk_drives_the_auction_service_with_bodies(
     bid = by_name["bid"]
     assert bid.ok > bid.requests / 2
     assert all(reason.startswith("status 409, expected 200") for reason, _ in bid.errors)
-    assert all(m.p50 > 0 and m.p50 != int(m.p50) for m in by_name.values())  # µs, not whole ms
+    # µs, not whole ms: some of the 15 figures falls between two milliseconds (each whole by
+    # chance once in a thousand)
+    figures = [v for m in by_name.values() for v in (m.min, m.p50, m.p90, m.p99, m.max)]
+    assert all(v > 0 for v in figures) and any(v != int(v) for v in figures), figures
     assert outcome.record.status.value == "done"
     assert_torn_down(outcome.run_dir)
 

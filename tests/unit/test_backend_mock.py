@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from gatebench.core.backend import mock_config
-
 from gatebench.core.plan import Backend
 from gatebench.core.spec import read_spec
 

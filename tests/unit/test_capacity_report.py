@@ -14,16 +14,11 @@ from pathlib import Path
 import pytest
 
 from capacity_sim import SimulatedTarget
-from gatebench.core.model import RunRecord, RunStatus
+from gatebench.core.model import RunKind, RunRecord, RunStatus
 from gatebench.core.plan import Capacity
-from gatebench.core.report import (
-    bigquery_schema,
-    build_capacity_report,
-    capacity_rows,
-    column_names,
-    render_capacity,
-)
+from gatebench.core.report import bigquery_schema, column_names
 from gatebench.kinds.capacity import Campaign, CapacityResult, capacity_result, search
+from gatebench.kinds.capacity._report import build_capacity_report, capacity_rows, render_capacity
 
 SETTINGS = replace(Capacity(), repetitions=3)
 
@@ -53,6 +48,7 @@ def run_record() -> RunRecord:
         status=RunStatus.DONE,
         created_at=1_700_000_000.0,
         title="Auction <service>",
+        kind=RunKind.CAPACITY,
     )
 
 
@@ -169,39 +165,80 @@ def test_gatebench_report_writes_a_stored_capacity_run(
 
 def test_the_dashboard_reads_a_capacity_run(result: CapacityResult, tmp_path: Path) -> None:
     from gatebench.store import SqliteStore
-    from gatebench.web import handle_read
+    from webapp import read_client
 
     run = run_record()
     run.capacity = result.to_dict()
     with SqliteStore(tmp_path / "store.sqlite") as store:
         store.create_run(run)
-        view = json.loads(handle_read(store, "GET", f"runs/{run.run_id}/view", {}).body)
-        html = handle_read(store, "GET", f"runs/{run.run_id}/report", {"format": "html"})
-        compare = handle_read(store, "GET", "compare", {"a": run.run_id, "b": run.run_id})
-        listed = json.loads(handle_read(store, "GET", "runs", {}).body)
+        client = read_client(store)
+        view = json.loads(client.get(f"/runs/{run.run_id}/view").data)
+        html = client.get(f"/runs/{run.run_id}/report?format=html")
+        compare = client.get(f"/compare?a={run.run_id}&b={run.run_id}")
+        listed = json.loads(client.get("/runs").data)
     assert view["kind"] == "capacity" and view["run"]["kind"] == "capacity"
     assert view["verdict"] == [result.endpoints[0].verdict]
     (curves,) = [c for c in view["charts"] if c["kind"] == "curves"]
     assert curves["objective_ms"] == 50.0 and curves["objective_text"] == "p99 ≤ 50 ms"
     assert sum(len(s["points"]) for s in curves["series"]) == len(result.curves)
     assert [t["id"] for t in view["tables"]] == ["capacity-0", "capacity-pairs-0"]
-    assert html.status == 200 and b"gatebench capacity report" in html.body
-    assert compare.status == 400 and b"is a capacity run" in compare.body
+    assert html.status_code == 200 and b"gatebench capacity report" in html.data
+    assert compare.status_code == 400 and b"is a capacity run" in compare.data
     assert listed["runs"][0]["kind"] == "capacity"
 
 
 def test_a_capacity_run_still_searching_is_shown_as_one(tmp_path: Path) -> None:
-    """Before its result, a capacity run's record says what it is (``environment.run_kind``):
+    """Before its result, a capacity run's record says what it is (``RunRecord.kind``):
     the dashboard and the report show a capacity run with no result yet, not an empty
     fixed-workload run."""
     from gatebench.store import SqliteStore
-    from gatebench.web import handle_read
+    from webapp import read_client
 
-    run = replace(run_record(), status=RunStatus.LOADING, environment={"run_kind": "capacity"})
+    run = replace(run_record(), status=RunStatus.LOADING)
     with SqliteStore(tmp_path / "store.sqlite") as store:
         store.create_run(run)
-        view = json.loads(handle_read(store, "GET", f"runs/{run.run_id}/view", {}).body)
-        md = handle_read(store, "GET", f"runs/{run.run_id}/report", {"format": "md"})
+        client = read_client(store)
+        view = json.loads(client.get(f"/runs/{run.run_id}/view").data)
+        md = client.get(f"/runs/{run.run_id}/report?format=md")
     assert view["kind"] == "capacity" and view["run"]["kind"] == "capacity"
     assert view["tables"] == [] and view["verdict"] == []
-    assert md.status == 200 and "no result: the run is still searching" in md.body.decode()
+    assert md.status_code == 200 and "no result: the run is still searching" in md.data.decode()
+
+
+def _endpoint_of(summaries: list[object]) -> object:
+    from gatebench.kinds.capacity import EndpointResult, compare
+
+    ss = tuple(summaries)
+    comparisons = tuple(compare(a, b) for i, a in enumerate(ss) for b in ss[i + 1 :])  # type: ignore[arg-type]
+    return EndpointResult("bid", "p99 ≤ 50 ms, errors ≤ 0.1 %", ss, comparisons, "v", "stop")  # type: ignore[arg-type]
+
+
+def test_only_a_decided_knee_is_marked_best_and_the_reasons_sit_under_the_table() -> None:
+    from gatebench.kinds.capacity import SearchResult, summarize
+    from gatebench.kinds.capacity._report import best_gateway, knee_notes, knee_table
+
+    note = "3,200/s held, just under the share of the engine's ceiling at which the tester is the limit"
+    bounded = [SearchResult("tester-bound", 3200.0, None, (), note)] * 3
+    nginx, haproxy = summarize("nginx", "bid", bounded), summarize("haproxy", "bid", bounded)
+    endpoint = _endpoint_of([nginx, haproxy])
+    # two lower bounds, their order undecided: neither is best
+    assert best_gateway(endpoint) is None  # type: ignore[arg-type]
+    table = knee_table(endpoint)  # type: ignore[arg-type]
+    assert not any(c.best for r in table.rows for c in r.cells)
+    assert [c.label for c in table.columns][-1] == "probes"  # no notes column
+    assert knee_notes(endpoint) == [("nginx", note), ("haproxy", note)]  # type: ignore[arg-type]
+    assert f"nginx: {note}." in table.legend
+    # a knee decided above every other gateway is best; the baseline never competes
+    found = [SearchResult("found", k, k * 1.04, ()) for k in (1000.0, 1020.0, 990.0)]
+    slow = [SearchResult("found", k, k * 1.04, ()) for k in (500.0, 510.0, 495.0)]
+    base = [SearchResult("found", k, k * 1.04, ()) for k in (5000.0, 5100.0, 4950.0)]
+    decided = _endpoint_of(
+        [
+            summarize("envoy", "bid", found),
+            summarize("caddy", "bid", slow),
+            summarize("baseline", "bid", base),
+        ]
+    )
+    assert best_gateway(decided) == "envoy"  # type: ignore[arg-type]
+    marked = [r.header for r in knee_table(decided).rows if r.cells[0].best]  # type: ignore[arg-type]
+    assert marked == ["envoy"]

@@ -203,7 +203,10 @@ def test_vm_vars_are_exactly_the_variables_of_infra_vms() -> None:
         declared = {
             k.strip('"'): v for block in hcl2.load(fh)["variable"] for k, v in block.items()
         }
-    assert set(values) == set(declared)
+    # vm_metadata (each VM's write policies and TLS key) is added by vm-vars, for the apply
+    # only: machine_metadata
+    assert set(values) | {"vm_metadata"} == set(declared)
+    assert declared["vm_metadata"]["sensitive"] is True
     gateway_type = declared["gateways"]["type"]
     for key in next(iter(values["gateways"].values())):
         assert f"{key} " in gateway_type or f"{key}=" in gateway_type.replace(" ", "")
@@ -252,16 +255,16 @@ def test_the_vms_live_as_long_as_the_plan_needs_and_the_testers_disk_holds_its_l
 
 
 def test_a_capacity_run_is_recorded_as_one_from_the_parse_step() -> None:
-    from gatebench.core.report import is_capacity_run
+    from gatebench.core.model import RunKind
     from gatebench.kinds.request import METADATA_KEY, RunRequest
 
     ref = ObjectRef("gb-uploads", "specs/auction.yaml", "9")
     metadata = {METADATA_KEY: RunRequest(kind="capacity").to_metadata()}
     capacity = parse_upload(AUCTION, ref, now=1000.0, metadata=metadata)
-    assert capacity.ok and is_capacity_run(capacity.run)
+    assert capacity.ok and capacity.run.kind == RunKind.CAPACITY
     document = capacity.response()["document"]["fields"]
-    assert document["environment"]["mapValue"]["fields"]["run_kind"] == {"stringValue": "capacity"}
-    assert not is_capacity_run(parse_upload(AUCTION, ref, now=1000.0).run)
+    assert document["kind"] == {"stringValue": "capacity"}
+    assert parse_upload(AUCTION, ref, now=1000.0).run.kind == RunKind.FIXED
 
 
 def test_the_parse_step_refuses_a_capacity_run_of_a_plan_with_tls() -> None:

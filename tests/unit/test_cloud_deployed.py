@@ -1,7 +1,8 @@
 """The cloud path carries a plan's deployment (docs/cloud.md, "TLS and replicas"): the parse
-and render steps with TLS, replicas and a fault, the gateway VM's certificate made from the
-deployment's CA key as its own account, the tester's trust, and the score step's figures from
-what the testers watched (gatebench.cloud._ingest)."""
+and render steps with TLS, replicas and a fault, the run's own CA and each VM's key and
+certificate made by the provision build (the CA's key never leaves it), the gateway VM's TLS
+files from its own metadata, the tester's trust, and the score step's figures from what the
+testers watched (gatebench.cloud._ingest)."""
 
 from __future__ import annotations
 
@@ -18,19 +19,16 @@ from cloud.settings import deployment
 from cloud.simlog import SimLogWriter
 from gatebench.cloud import ObjectRef, parse_upload
 from gatebench.cloud._render import config_error_object, render_run
-from gatebench.cloud._secrets import SecretAccessError
-from gatebench.cloud._tls import TLS_DIR, TRUST_STORE_ON_TESTER
-from gatebench.cloud._vms import vm_vars
+from gatebench.cloud._tls import CA_OBJECT, TLS_DIR, TLS_METADATA_KEY, TRUST_STORE_ON_TESTER
+from gatebench.cloud._vms import machine_metadata, vm_vars
 from gatebench.core.errors import RunError
 from gatebench.core.model import Measurement
-from gatebench.core.tls import FILES, SERVER_CERT, make_ca, make_run_certificates
+from gatebench.core.tls import FILES, SERVER_CERT, make_ca
 
 ROOT = Path(__file__).resolve().parents[2]
 AUCTION = (ROOT / "examples" / "auction" / "openapi.yaml").read_bytes()
 REF = ObjectRef("gb-uploads", "specs/auction.yaml", "44")
-CA_KEY, CA_CERT = make_ca(validity=datetime.timedelta(days=30), label="deployment CA")
-SECRET = "projects/proj/secrets/gb-tls-ca"
-TLS_SETTINGS = {"tls_ca": "gb-tls-ca", "tls_ca_certificate": CA_CERT.decode()}
+CA_KEY, CA_CERT = make_ca(validity=datetime.timedelta(days=30), label="a run CA")
 
 
 def deployed_auction(gateways: list[str] | None = None, **bench: Any) -> bytes:
@@ -53,50 +51,18 @@ def errors(outcome: Any) -> list[tuple[str, str]]:
     return [(e["pointer"], e["message"]) for e in outcome.response().get("errors", [])]
 
 
-def test_parse_carries_replicas_and_the_fault_and_refuses_tls_without_a_ca() -> None:
+def test_parse_carries_tls_replicas_and_the_fault_without_a_deployment_ca() -> None:
+    """Each run makes its own CA (the provision build): TLS needs nothing of the deployment."""
     spec = deployed_auction()
-    bare = parse_upload(spec, REF, now=0.0, settings=deployment())
-    assert errors(bare) == [
-        (
-            "/x-gatebench/tls",
-            "this deployment has no certificate authority for tls: set the Terraform variables "
-            "tls_ca (a Secret Manager secret holding the CA's PEM private key) and "
-            'tls_ca_certificate (its certificate) (docs/cloud.md, "TLS and replicas")',
-        )
-    ]
-    leaf = make_run_certificates().server_cert.decode()
-    not_ca = parse_upload(
-        spec, REF, now=0.0, settings=deployment(tls_ca="s", tls_ca_certificate=leaf)
-    )
-    assert errors(not_ca) == [
-        (
-            "/x-gatebench/tls",
-            "the deployment's tls_ca_certificate is not a CA certificate (basicConstraints "
-            "CA:TRUE and keyCertSign are needed)",
-        )
-    ]
-    short = make_ca(validity=datetime.timedelta(minutes=30))[1].decode()
-    expiring = parse_upload(
-        spec, REF, now=0.0, settings=deployment(tls_ca="s", tls_ca_certificate=short)
-    )
-    ((pointer, message),) = errors(expiring)
-    assert pointer == "/x-gatebench/tls"
-    assert message.startswith("the deployment's tls_ca_certificate is valid only until ")
-    assert message.endswith(", before the run can end")
-    fine = parse_upload(spec, REF, now=0.0, settings=deployment(**TLS_SETTINGS))
+    fine = parse_upload(spec, REF, now=0.0, settings=deployment())
     assert fine.ok, errors(fine)
     assert fine.run.plan["tls"]["http2"] is True
     assert fine.run.plan["backend"]["replicas"] == 3
     assert fine.run.plan["fault"]["replica"] == 2
-    # Replicas and a fault need no CA: only TLS does.
-    plain = yaml.safe_load(spec)
-    del plain["x-gatebench"]["tls"]
-    alone = parse_upload(yaml.safe_dump(plain).encode(), REF, now=0.0, settings=deployment())
-    assert alone.ok, errors(alone)
 
 
 def test_render_gives_every_gateway_tls_from_its_vm_and_a_pool_of_the_replicas() -> None:
-    settings = deployment(**TLS_SETTINGS)
+    settings = deployment()
     rendered = render_run(deployed_auction(["nginx", "haproxy", "varnish"]), REF, settings, "gb")
     run = REF.run_id
     host = f"gb-{run}-backend.europe-central2-a.c.proj.internal"
@@ -111,8 +77,8 @@ def test_render_gives_every_gateway_tls_from_its_vm_and_a_pool_of_the_replicas()
     for port in (8080, 8081, 8082):
         assert f"server {host}:{port}" in nginx
     assert "/etc/gatebench/tls/server.pem" in rendered.configs["haproxy"]["haproxy.cfg"]
-    # Each gateway VM makes its key and certificate before its gateway starts; the fleet names
-    # the CA's secret and certificate, never a key.
+    # Each gateway VM writes its key and certificate before its gateway starts; the fleet names
+    # the hosts the provision build makes them for, never a key or a CA.
     fleet = rendered.fleet
     for name in ("nginx", "haproxy"):
         assert fleet["gateways"][name]["configure"] == [
@@ -130,8 +96,6 @@ def test_render_gives_every_gateway_tls_from_its_vm_and_a_pool_of_the_replicas()
             ]
         ]
     assert fleet["tls"] == {
-        "secret": SECRET,
-        "ca": CA_CERT.decode(),
         "key": "ecdsa-p256",
         "http2": True,
         "resumption": True,
@@ -139,6 +103,7 @@ def test_render_gives_every_gateway_tls_from_its_vm_and_a_pool_of_the_replicas()
             "nginx": f"gb-{run}-gw-nginx.europe-central2-a.c.proj.internal",
             "haproxy": f"gb-{run}-gw-haproxy.europe-central2-a.c.proj.internal",
         },
+        "backend_host": host,
     }
     # The backend VM: three replicas, replica 1's TLS listener for the baseline, the fault's
     # control; its script opens those ports, its container may count packets (NET_RAW).
@@ -148,7 +113,7 @@ def test_render_gives_every_gateway_tls_from_its_vm_and_a_pool_of_the_replicas()
         "config_object": None,
         "replicas": ["0.0.0.0:8080", "0.0.0.0:8081", "0.0.0.0:8082"],
         "tls": {
-            **{k: v for k, v in fleet["tls"].items() if k != "hosts"},
+            **{k: v for k, v in fleet["tls"].items() if k not in ("hosts", "backend_host")},
             "listen": "0.0.0.0:8443",
             "host": host,
         },
@@ -159,7 +124,8 @@ def test_render_gives_every_gateway_tls_from_its_vm_and_a_pool_of_the_replicas()
     values = vm_vars(settings, fleet, run, "gb")
     assert values["backend"]["ports"] == [8080, 8081, 8082, 8443, 8079]
     # The tester: every target over TLS, the baseline at the backend's TLS listener, every
-    # replica reset before a phase, the CA to trust, and where the fault strikes.
+    # replica reset before a phase, a trust store to make (the CA: the provision build's), and
+    # where the fault strikes.
     workload = rendered.workload
     urls = {p["target"]: p["request"]["base_url"] for p in workload["phases"]}
     assert urls == {
@@ -170,7 +136,7 @@ def test_render_gives_every_gateway_tls_from_its_vm_and_a_pool_of_the_replicas()
     measured = [p for p in workload["phases"] if p["measured"]]
     resets = {c["url"] for p in measured for c in p["before"]}
     assert resets == {f"http://{host}:{port}/__gatebench__/reset" for port in (8080, 8081, 8082)}
-    assert workload["tls"]["ca"] == CA_CERT.decode()
+    assert "ca" not in workload["tls"]
     assert workload["tls"]["trust_store"] == TRUST_STORE_ON_TESTER
     assert workload["tls"]["http2"] is True
     bids = [p for p in measured if p["workload"] == "bid" and p["target"] != "baseline"]
@@ -186,14 +152,6 @@ def test_render_gives_every_gateway_tls_from_its_vm_and_a_pool_of_the_replicas()
     assert not [n for n, text in objects.items() if "PRIVATE KEY" in text]
     again = render_run(deployed_auction(["nginx", "haproxy", "varnish"]), REF, settings, "gb")
     assert again.objects() == objects
-
-
-def test_render_refuses_tls_without_the_deployments_ca() -> None:
-    from gatebench.cloud import RequestError
-
-    with pytest.raises(RequestError) as caught:
-        render_run(deployed_auction(), REF, deployment(), "gb")
-    assert [p.pointer for p in caught.value.problems] == ["/x-gatebench/tls"]
 
 
 class Bucket:
@@ -218,70 +176,112 @@ class Bucket:
         return sorted(n for n in self.objects if n.startswith(prefix))
 
 
-class Secrets:
-    """Secret Manager as one VM's account sees it: ``granted`` secrets, else 403."""
-
-    def __init__(self, contents: dict[str, str], granted: set[str]) -> None:
-        self.contents, self.granted = contents, granted
-
-    def access(self, secret: str) -> str:
-        if secret not in self.granted:
-            raise SecretAccessError(f"{secret}: Secret Manager answered 403: Permission denied")
-        return self.contents[secret]
-
-
-def rendered_bucket() -> tuple[Bucket, str]:
-    rendered = render_run(deployed_auction(["nginx"]), REF, deployment(**TLS_SETTINGS), "gb")
-    bucket = Bucket()
-    for name, text in rendered.objects().items():
-        bucket.write("gb", name, text)
-    return bucket, rendered.fleet["tls"]["hosts"]["nginx"]
+def provisioned(gateways: list[str], now: datetime.datetime | None = None) -> tuple[Any, Any, Any]:
+    """A rendered TLS run as the provision build leaves it: its fleet, each VM's metadata and
+    the run's CA certificate."""
+    rendered = render_run(deployed_auction(gateways), REF, deployment(), "gb")
+    values = vm_vars(deployment(), rendered.fleet, REF.run_id, "gb")
+    metadata, ca_cert = machine_metadata(
+        values, rendered.fleet, email="b@x", sign=lambda data: b"s", now=now
+    )
+    return rendered, metadata, ca_cert
 
 
-def test_a_gateway_vm_makes_its_own_key_and_a_certificate_the_ca_signed(tmp_path: Path) -> None:
+def test_the_provision_build_makes_a_ca_for_the_run_alone_and_each_vm_its_own_key() -> None:
+    from cryptography import x509
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    now = datetime.datetime(2026, 12, 1, tzinfo=datetime.UTC)
+    rendered, metadata, ca_cert = provisioned(["nginx", "haproxy"], now)
+    ca = x509.load_pem_x509_certificate(ca_cert)
+    lifetime = rendered.fleet["max_run_duration_s"] + 3600
+    assert ca.not_valid_before_utc <= now
+    assert ca.not_valid_after_utc == now + datetime.timedelta(seconds=lifetime)  # the run's only
+    assert b"PRIVATE KEY" not in ca_cert
+    hosts = {**rendered.fleet["tls"]["hosts"], "backend": rendered.fleet["tls"]["backend_host"]}
+    keys = set()
+    for name, host in hosts.items():
+        machine = name if name == "backend" else f"gw-{name}"
+        tls = json.loads(metadata[machine][TLS_METADATA_KEY])
+        leaf = x509.load_pem_x509_certificate(tls["server_cert"].encode())
+        leaf.verify_directly_issued_by(ca)
+        assert leaf.not_valid_after_utc <= ca.not_valid_after_utc
+        names = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        assert host in names.get_values_for_type(x509.DNSName)
+        assert tls["ca_cert"].encode() == ca_cert
+        keys.add(tls["server_key"])
+    assert len(keys) == 3  # every VM its own key
+    # The testers hold no TLS key, and no VM the CA's: no metadata value holds a key of the
+    # CA's public key.
+    assert {m for m, attrs in metadata.items() if TLS_METADATA_KEY in attrs} == {
+        "gw-nginx",
+        "gw-haproxy",
+        "backend",
+    }
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    ca_public = ca.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
+    for key in keys:
+        public = load_pem_private_key(key.encode(), None).public_key()
+        assert public.public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo) != ca_public
+    # Two runs never share a CA.
+    _, _, other = provisioned(["nginx"], now)
+    assert other != ca_cert
+
+
+def test_a_gateway_vm_writes_its_own_key_and_certificate(tmp_path: Path) -> None:
     from cryptography import x509
 
     from gatebench.vm._tls import configure_gateway_tls
 
-    bucket, host = rendered_bucket()
-    secrets = Secrets({SECRET: CA_KEY.decode()}, {SECRET})
-    written = configure_gateway_tls(bucket, "gb", REF.run_id, "nginx", tmp_path, secrets)  # type: ignore[arg-type]
+    rendered, metadata, ca_cert = provisioned(["nginx"])
+    bucket = Bucket()
+    value = metadata["gw-nginx"][TLS_METADATA_KEY]
+    written = configure_gateway_tls(
+        bucket,  # type: ignore[arg-type]
+        "gb",
+        REF.run_id,
+        "nginx",
+        tmp_path,
+        metadata=lambda key: value if key == TLS_METADATA_KEY else None,
+    )
     assert written == sorted(FILES)
     folder = tmp_path / TLS_DIR
     assert stat.S_IMODE(folder.stat().st_mode) == 0o755
     for name in FILES:  # the gateway images' own users read them
         assert stat.S_IMODE((folder / name).stat().st_mode) == 0o644
     leaf, ca = x509.load_pem_x509_certificates((folder / SERVER_CERT).read_bytes())
-    assert ca == x509.load_pem_x509_certificate(CA_CERT)
+    assert ca == x509.load_pem_x509_certificate(ca_cert)
     leaf.verify_directly_issued_by(ca)
     names = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    assert host in names.get_values_for_type(x509.DNSName)
-    # A new key at every boot: two VMs (or two boots) never share one.
-    first = (folder / "server.key").read_bytes()
-    configure_gateway_tls(bucket, "gb", REF.run_id, "nginx", tmp_path, secrets)  # type: ignore[arg-type]
-    assert (folder / "server.key").read_bytes() != first
-    # Nothing of the key went to the bucket.
-    assert not [n for n, data in bucket.objects.items() if b"PRIVATE KEY" in data]
+    assert rendered.fleet["tls"]["hosts"]["nginx"] in names.get_values_for_type(x509.DNSName)
+    assert json.loads(value)["server_key"].encode() == (folder / "server.key").read_bytes()
+    assert bucket.objects == {}  # nothing of it went to the bucket
 
 
 @pytest.mark.parametrize(
-    ("contents", "granted", "reason"),
+    ("value", "reason"),
     [
-        (CA_KEY.decode(), False, f"{SECRET}: Secret Manager answered 403: Permission denied"),
-        (make_ca()[0].decode(), True, f"{SECRET}: the CA key is not the CA certificate's"),
-        ("not a key", True, f"{SECRET}: holds no PEM private key"),
+        (None, "this VM's metadata holds no gatebench-tls"),
+        ("{}", "this VM's gatebench-tls metadata is unreadable: 'key_type'"),
     ],
 )
-def test_a_gateway_vm_without_the_ca_key_writes_nothing_and_says_why(
-    tmp_path: Path, contents: str, granted: bool, reason: str
+def test_a_gateway_vm_without_its_certificate_writes_nothing_and_says_why(
+    tmp_path: Path, value: str | None, reason: str
 ) -> None:
     from gatebench.vm._tls import configure_gateway_tls
 
-    bucket, _ = rendered_bucket()
-    secrets = Secrets({SECRET: contents}, {SECRET} if granted else set())
+    bucket = Bucket()
     with pytest.raises(RunError) as caught:
-        configure_gateway_tls(bucket, "gb", REF.run_id, "nginx", tmp_path, secrets)  # type: ignore[arg-type]
-    prefix = "nginx: the gateway VM could not make its TLS certificate: "
+        configure_gateway_tls(
+            bucket,  # type: ignore[arg-type]
+            "gb",
+            REF.run_id,
+            "nginx",
+            tmp_path,
+            metadata=lambda key: value,
+        )
+    prefix = "nginx: the gateway VM could not write its TLS certificate: "
     assert str(caught.value).startswith(prefix + reason)
     said = json.loads(bucket.objects[config_error_object(REF.run_id, "nginx")])
     assert said == {"reason": str(caught.value)}
@@ -305,7 +305,7 @@ def test_the_tester_trusts_the_run_ca_alone(tmp_path: Path) -> None:
     pem = [c.certificate.public_bytes(Encoding.PEM) for c in loaded.additional_certs]
     assert pem == [CA_CERT]  # the run's CA, and nothing else
     assert trust_run_ca({}, tmp_path) is None
-    with pytest.raises(RunError, match="holds no CA certificate"):
+    with pytest.raises(RunError, match="the run has no CA certificate"):
         trust_run_ca({"tls": {"http2": False}}, tmp_path)
 
 
@@ -334,7 +334,7 @@ def test_the_score_step_adds_the_testers_handshakes_and_the_faults_impact() -> N
     from gatebench.cloud._ingest import ingest_run
 
     run_id = "r-" + "a" * 20
-    rendered = render_run(deployed_auction(["nginx"]), REF, deployment(**TLS_SETTINGS), "gb")
+    rendered = render_run(deployed_auction(["nginx"]), REF, deployment(), "gb")
     document = rendered.workload
     phases = [p for p in document["phases"] if p["measured"]]
     bucket = Bucket()
@@ -342,6 +342,7 @@ def test_the_score_step_adds_the_testers_handshakes_and_the_faults_impact() -> N
     bucket.write("gb", prefix + "workload.json", json.dumps(document))
     bucket.write("gb", prefix + "backend.json", json.dumps(rendered.backend))
     bucket.write("gb", prefix + "fleet.json", json.dumps({"tester": {"count": 2}}))
+    bucket.write("gb", CA_OBJECT.format(run_id=run_id), CA_CERT)  # the provision build's
     start = 1_700_000_000_000
     logs = [SimLogWriter(start), SimLogWriter(start)]
     for n, phase in enumerate(phases):
@@ -354,7 +355,7 @@ def test_the_score_step_adds_the_testers_handshakes_and_the_faults_impact() -> N
     logs[0].request(fault_phase["id"], at + 300, at + 340, ok=False)  # one failed after the kill
     killed = (start + at + 250) / 1000.0
     for t, log in enumerate(logs):
-        bucket.write("gb", prefix + f"raw/gatling-t{t}/simulation.log", log.bytes())
+        bucket.write("gb", f"raw/{run_id}/gatling-t{t}/simulation.log", log.bytes())
     handshakes = {str(p["index"]): [3, 7] for p in phases}
     kills = {
         str(i): {"error": "the phase ended before the kill time"}
@@ -447,7 +448,7 @@ def test_every_gateway_with_an_image_renders_the_deployment_for_its_vm_or_says_w
     from gatebench.core.renderers import all_renderers, deployment_exclusions, deployment_needs
 
     names = [r.name for r in all_renderers() if r.cloud_image is not None]
-    settings = deployment(**TLS_SETTINGS)
+    settings = deployment()
     spec = yaml.safe_load(deployed_auction(names))
     del spec["x-gatebench"]["fault"]
     rendered = render_run(yaml.safe_dump(spec).encode(), REF, settings, "gb")
@@ -464,21 +465,3 @@ def test_every_gateway_with_an_image_renders_the_deployment_for_its_vm_or_says_w
         for port in ("8080", "8081", "8082"):  # host:port, or Envoy's port_value
             assert port in text.replace(host, ""), (name, port)
         assert rendered.fleet["gateways"][name]["configure"][0][:2] == ["cloud", "gateway-tls"]
-
-
-def test_gatebench_cloud_tls_ca_makes_a_ca_whose_key_goes_to_stdout_only(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from gatebench.cli import main
-    from gatebench.core.tls import ca_certificate_problem, issue_server_certificate
-
-    cert = tmp_path / "ca.crt"
-    assert main(["cloud", "tls-ca", "--cert", str(cert), "--key-type", "rsa-2048"]) == 0
-    key = capsys.readouterr().out
-    assert key.startswith("-----BEGIN PRIVATE KEY-----") and "PRIVATE" not in cert.read_text()
-    assert ca_certificate_problem(cert.read_bytes(), for_s=300 * 86400) is None
-    issued = issue_server_certificate(key.encode(), cert.read_bytes(), "ecdsa-p256", ["h.x"])
-    assert issued.ca_cert == cert.read_bytes()
-    assert list(tmp_path.iterdir()) == [cert]
-    assert main(["cloud", "tls-ca", "--cert", str(cert), "--days", "0"]) == 2
-    assert capsys.readouterr().err == "gatebench: --days: expected 1 to 3650, got 0\n"

@@ -226,6 +226,94 @@ def test_render_writes_every_steps_files_the_manifests_and_the_testers_program()
     assert {p["target"] for p in rendered.workload["phases"]} == {"nginx", "haproxy"}
 
 
+class FailingRemote:
+    """A gateway VM whose container never starts (its agent said why): what the tester's
+    program records without load."""
+
+    def __init__(
+        self, storage: Any, bucket: str, run_id: str, name: str, url: str, steps: Any, **kw: Any
+    ) -> None:
+        from gatebench.core.renderers import get_renderer
+
+        self.renderer, self.name, self.steps = get_renderer(name), name, steps
+        self.step = next(iter(steps))
+        self.marks: list[float] = []
+        self.failure = "the container exited with code 1"
+        self.host, self.port, self.ca_file, self.lead_s, self.pids = "10.0.0.9", 8000, None, 0.0, ()
+
+    @property
+    def mechanism(self) -> Any:
+        return self.renderer.live_change
+
+    def start(self) -> float:
+        raise RunError(self.failure)
+
+    def confirm_start(self, started: float) -> float:
+        return started
+
+    def alive(self) -> bool:
+        return False
+
+    def rss_bytes(self) -> None:
+        self.marks.append(time.time())
+
+    def config_bytes(self) -> int:
+        return int(self.steps[self.step]["bytes"])
+
+    def stop(self) -> None:
+        pass
+
+
+class NoLoad:
+    name, measured_from = "gatling", "send"
+
+    def check(self) -> None:
+        pass
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a gateway that never started is not loaded")
+
+
+def test_the_testers_program_runs_the_kinds_stages_and_writes_each_result(tmp_path: Path) -> None:
+    """The tester VM runs route scale's own stages (gatebench.kinds.scale) on its machine: a
+    gateway VM that did not answer is a ``failed`` object; one whose container never starts
+    gets a point per size that says so, without load, and no memory moments to read."""
+    from gatebench.vm._live_tester import run_live_program
+
+    rendered = render_run(PETSTORE, REF, deployment(), BUCKET, SCALE)
+    bucket = Bucket(
+        {k: v.decode() if isinstance(v, bytes) else v for k, v in rendered.objects().items()}
+    )
+    program = json.loads(bucket.objects[f"runs/{RUN}/{LIVE_PLAN}"])
+    done = run_live_program(
+        bucket,
+        BUCKET,
+        RUN,
+        tmp_path,
+        program,
+        {"nginx": "no answer on port 8000"},
+        load=NoLoad(),
+        make_gateway=FailingRemote,
+    )
+    failed = json.loads(bucket.objects[result_object(RUN, "nginx", "failed")])
+    assert failed == {
+        "kind": "scale",
+        "gateway": "nginx",
+        "ok": False,
+        "reason": "did not answer: no answer on port 8000",
+    }
+    points = [
+        json.loads(bucket.objects[result_object(RUN, "haproxy", f"size-{n}")]) for n in (10, 100)
+    ]
+    assert [p["result"]["routes"] for p in points] == [10, 100]
+    for point in points:
+        assert point["ok"] and point["step"] == f"size-{point['result']['routes']}"
+        assert point["result"]["problem"] == "did not start: the container exited with code 1"
+        assert point["memory"] == {"idle_ms": None, "load_ms": None}
+    assert done["ok"] and done["failed"] == {"nginx": "did not answer: no answer on port 8000"}
+    assert done["results"] == [result_object(RUN, "haproxy", s) for s in ("size-10", "size-100")]
+
+
 def test_a_change_is_rendered_for_the_checker_and_moves_to_the_second_backend() -> None:
     rendered = rendered_change()
     objects = rendered.objects()
@@ -261,7 +349,7 @@ def test_the_change_runs_startup_scripts_open_both_backends_and_no_management_po
     values["runner_image"] = "europe-docker.pkg.dev/p/gb-gatebench/runner:1"
 
     def opened(script: str) -> list[str]:
-        return [c[c.index("--dport") + 1] for c in firewall_commands(script)]
+        return [c[c.index("--dport") + 1] for c in firewall_commands(script) if "INPUT" in c]
 
     assert opened(startup_script("backend", values)) == ["8080", "8081"]
     for gateway in ("nginx", "haproxy"):

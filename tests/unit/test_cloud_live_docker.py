@@ -126,3 +126,54 @@ def test_dockers_times_and_streams_are_read_as_docker_writes_them() -> None:
         docker_time("yesterday")
     frames = b"\x01\x00\x00\x00\x00\x00\x00\x03ok\n\x02\x00\x00\x00\x00\x00\x00\x04bad\n"
     assert demultiplex(frames) == "ok\nbad\n"
+
+
+@pytest.mark.parametrize(
+    ("versions", "chosen"),
+    [
+        (("1.44", "1.52"), "1.47"),  # Docker 29 (Container-Optimized OS 133): refuses 1.41
+        (("1.12", "1.43"), "1.43"),  # Docker 24 (Container-Optimized OS 117)
+        (("1.24", "1.47"), "1.47"),  # Docker 27 (Container-Optimized OS 121 to 129)
+    ],
+)
+def test_the_api_version_is_negotiated_with_the_daemon(
+    versions: tuple[str, str], chosen: str, tmp_path: Path
+) -> None:
+    """As the docker CLI does: the daemon's unversioned GET /version, then every call in the
+    lower of its newest version and gatebench's; a fixed /v1.41 fails on Docker 29."""
+    with tempfile.TemporaryDirectory(prefix="gbd-") as short:
+        server = StandInDocker(Path(short) / "docker.sock", api_versions=versions)
+        try:
+            docker = DockerEngine(str(server.path), timeout=10)
+            with pytest.raises(RunError, match="No such container"):
+                docker.inspect("gateway")
+            assert docker.daemon["ApiVersion"] == versions[1]
+            assert [p for _, p, _ in server.requests] == [
+                "/version",
+                f"/v{chosen}/containers/gateway/json",
+            ]
+            fixed = server.handle("GET", "/v1.41/containers/gateway/json", b"")
+            if versions[0] == "1.44":
+                assert fixed == (
+                    400,
+                    {
+                        "message": "client version 1.41 is too old. Minimum supported API "
+                        "version is 1.44, please upgrade your client to a newer version"
+                    },
+                )
+        finally:
+            server.close()
+
+
+def test_a_daemon_that_accepts_no_version_gatebench_speaks_is_named(tmp_path: Path) -> None:
+    with tempfile.TemporaryDirectory(prefix="gbd-") as short:
+        server = StandInDocker(Path(short) / "docker.sock", api_versions=("1.50", "1.60"))
+        try:
+            with pytest.raises(RunError) as info:
+                DockerEngine(str(server.path), timeout=10).inspect("gateway")
+            assert str(info.value) == (
+                f"the Docker daemon ({server.path}) accepts Engine API 1.50 to 1.60; gatebench "
+                "speaks 1.47 at most"
+            )
+        finally:
+            server.close()

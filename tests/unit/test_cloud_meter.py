@@ -167,7 +167,7 @@ def run(tmp_path: Path) -> tuple[MemoryBucket, SqliteStore]:
         log.request("p0000", start, start + 20)
     for start in (9000, 9020):
         log.request("p0001", start, start + 20)
-    bucket.write(RUNS, f"runs/{RUN}/raw/gatling/simulation.log", log.bytes())
+    bucket.write(RUNS, f"raw/{RUN}/gatling/simulation.log", log.bytes())
     bucket.write(RUNS, CGROUP, EARLY)
     store = SqliteStore(tmp_path / "results.sqlite")
     store.create_run(RunRecord(RUN, "gs://up/specs/a.yaml", "0" * 64))
@@ -263,3 +263,125 @@ def test_a_bad_meter_wait_is_a_located_error(value: Any, message: str) -> None:
     with pytest.raises(RequestError) as info:
         meter_wait_from_request({"run_id": RUN, "meter_wait_s": value}, METER_WAIT_S)
     assert [(p.pointer, p.message) for p in info.value.problems] == [("/meter_wait_s", message)]
+
+
+def test_the_run_records_the_container_optimized_os_image_its_vms_booted(
+    run: tuple[MemoryBucket, SqliteStore],
+) -> None:
+    """The deployment pins the VMs' image (infra/ vm_image, never a family that moves); the
+    provision build saves it with the run's variables and the score step records it."""
+    from gatebench.cloud._objects import VARS_OBJECT
+    from gatebench.cloud._vms import vm_vars
+
+    bucket, store = run
+    settings = {
+        "project": "p",
+        "prefix": "gb",
+        "subnetwork": "s",
+        "tags": {},
+        "accounts": {},
+        "runner_image": "r/runner:1",
+        "vm_image": "projects/cos-cloud/global/images/cos-133-19999-44-85",
+        "limits": {},
+    }
+    values = vm_vars(settings, {}, RUN, RUNS)
+    assert values["image"] == settings["vm_image"]
+    bucket.write(RUNS, VARS_OBJECT.format(run_id=RUN), json.dumps(values))
+    bucket.write(RUNS, CGROUP, FINAL)
+    ingest_run(bucket, store, RUNS, RUN, meter_wait_s=0, clock=SteppingClock(5000.0))
+    recorded = store.get_run(RUN)
+    assert recorded is not None
+    assert (
+        recorded.environment["vm_image"] == "projects/cos-cloud/global/images/cos-133-19999-44-85"
+    )
+    without = dict(settings)
+    del without["vm_image"]
+    with pytest.raises(RequestError) as info:
+        vm_vars(without, {}, RUN, RUNS)
+    assert [(p.pointer, p.message) for p in info.value.problems] == [
+        ("/vm_image", "missing from the deployment settings")
+    ]
+
+
+# -- which transport a JVM gateway's Netty loaded
+
+
+def fake_proc(root: Path, processes: dict[str, tuple[str, str | None]]) -> Path:
+    """A /proc with these processes: pid -> (cgroup v2 path, memory maps or None: unreadable)."""
+    proc = root / "proc"
+    (proc / "self").mkdir(parents=True)
+    for pid, (cgroup, maps) in processes.items():
+        (proc / pid).mkdir()
+        (proc / pid / "cgroup").write_text(f"0::{cgroup}\n")
+        if maps is not None:
+            (proc / pid / "maps").write_text(maps)
+    return proc
+
+
+EPOLL_MAP = (
+    "7f00-7f10 r-xp 00000000 00:2a 12 "
+    "/etc/gatebench/tmp/libnetty_transport_native_epoll_x86_644128.so (deleted)\n"
+)
+
+
+def test_the_meter_says_which_native_transport_the_gateways_processes_loaded(
+    tmp_path: Path,
+) -> None:
+    """Netty loads its native transport from java.io.tmpdir, in the gateway's configuration
+    folder; from a non-executable folder it falls back to Java's NIO without a word. The meter
+    looks at the memory maps of the container's processes (the host's /proc) and says what it
+    saw; the score step records each JVM gateway's transport with the run."""
+    from gatebench.cloud._ingest import MeterUpload, jvm_transports, meter_uploads
+    from gatebench.vm._roles import loaded_transports
+
+    root = tmp_path / "cgroup"
+    cgroup = root / "gateways.slice" / "docker-abc.scope"
+    cgroup.mkdir(parents=True)
+    (cgroup / "cpu.stat").write_text("usage_usec 0\n")
+    (cgroup / "memory.current").write_text(f"{40 * MB}\n")
+    gateway = "/gateways.slice/docker-abc.scope"
+    proc = fake_proc(
+        tmp_path,
+        {
+            "100": (gateway, "7f00-7f10 r-xp 0 00:2a 1 /usr/lib/jvm/lib/libjava.so\n"),
+            "101": (gateway, EPOLL_MAP),
+            "102": (gateway, None),  # gone, or not the meter's to read
+            # a load that failed on a noexec folder: the first segment, not executable
+            "103": (gateway, EPOLL_MAP.replace("epoll", "io_uring").replace("r-xp", "r--p")),
+            "200": ("/system.slice/docker-def.scope", EPOLL_MAP.replace("epoll", "io_uring")),
+        },
+    )
+    assert loaded_transports(proc, gateway) == {"epoll"}
+    assert loaded_transports(proc, "/system.slice/docker-def.scope") == {"io_uring"}
+    bucket = MemoryBucket()
+    bucket.put_json(f"runs/{RUN}/tester/load-done.json", {"ok": True})
+    clock = SteppingClock(100.0)
+    assert (
+        meter_gateway(
+            bucket,
+            RUNS,
+            RUN,
+            "spring-cloud-gateway",
+            cgroup,
+            clock=clock,
+            interval=1.0,
+            proc=proc,
+            cgroup_root=root,
+        )
+        == 0
+    )
+    name = f"runs/{RUN}/cgroup/spring-cloud-gateway.jsonl"
+    lines = [json.loads(line) for line in bucket.objects[name].decode().splitlines()]
+    assert lines[-2:-1] == [{"loaded": ["epoll"]}]
+    uploads = meter_uploads(bucket, RUNS, RUN)
+    assert uploads["spring-cloud-gateway"].loaded == ["epoll"]
+    assert uploads["spring-cloud-gateway"].done
+    assert all("loaded" not in s.to_dict() for s in uploads["spring-cloud-gateway"].samples)
+    # a meter without --proc says nothing of it
+    meter_gateway(bucket, RUNS, RUN, "nginx", cgroup, clock=SteppingClock(100.0), interval=1.0)
+    assert meter_uploads(bucket, RUNS, RUN)["nginx"].loaded is None
+    # JVM gateways only; nothing native loaded is Java's NIO; a meter that did not look, nothing
+    uploads["zuul"] = MeterUpload(loaded=[])
+    uploads["nginx"] = MeterUpload(loaded=[])
+    uploads["tyk"] = MeterUpload()
+    assert jvm_transports(uploads) == {"spring-cloud-gateway": "epoll", "zuul": "nio"}

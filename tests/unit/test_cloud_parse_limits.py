@@ -4,7 +4,9 @@ limits.max_active_runs runs are in progress (stale and re-delivered runs not cou
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -119,3 +121,72 @@ def test_a_plan_region_other_than_the_deployments_is_a_located_error() -> None:
     assert [p.pointer for p in outcome.problems if p.severity == "error"] == [
         "/x-gatebench/infrastructure/region"
     ]
+
+
+def with_infrastructure(**infrastructure: Any) -> bytes:
+    doc = yaml.safe_load(AUCTION)
+    doc["x-gatebench"]["infrastructure"].update(infrastructure)
+    return yaml.safe_dump(doc).encode()
+
+
+def errors(outcome: Any) -> list[tuple[str, str]]:
+    return [(p.pointer, p.message) for p in outcome.problems if p.severity == "error"]
+
+
+def test_a_machine_type_gatebench_cannot_price_or_the_deployment_does_not_allow_is_refused() -> (
+    None
+):
+    """The plan's own check is a pattern only (GPU and memory-optimised types pass it): the
+    parse step refuses a type with no price in gatebench's table, whatever the deployment, and
+    one outside the deployment's allowed_machine_types, located at the plan's key."""
+    gpu = parse_upload(
+        with_infrastructure(gateway_machine="a2-highgpu-8g"), REF, now=NOW, settings=SETTINGS
+    )
+    assert errors(gpu) == [
+        (
+            "/x-gatebench/infrastructure/gateway_machine",
+            "no list price for machine type 'a2-highgpu-8g'; priced: e2-highcpu-N, "
+            "e2-highmem-N, e2-standard-N, n2-highcpu-N, n2-highmem-N, n2-standard-N: this "
+            "deployment runs only machine types gatebench can price, so that every run's cost "
+            "is known before it starts",
+        )
+    ]
+    allowed = deployment(**SETTINGS, allowed_machine_types=["e2-standard-2", "n2-standard-2"])
+    big = parse_upload(
+        with_infrastructure(tester_machine="n2-standard-128"), REF, now=NOW, settings=allowed
+    )
+    assert errors(big) == [
+        (
+            "/x-gatebench/infrastructure/tester_machine",
+            "machine type 'n2-standard-128' is not one this deployment allows: e2-standard-2, "
+            "n2-standard-2 (the Terraform variable allowed_machine_types)",
+        )
+    ]
+    assert parse_upload(AUCTION, REF, now=NOW, settings=allowed).ok
+
+
+def test_a_run_estimated_above_the_deployments_bound_is_refused() -> None:
+    """The estimate is gatebench.core.cost's (what `gatebench plan` prints); 16 testers for the
+    auction example's load cost more than a bound its one tester keeps within."""
+    bounded = deployment(**SETTINGS, max_run_cost_usd=1.0)
+    assert parse_upload(AUCTION, REF, now=NOW, settings=bounded).ok  # about $0.54
+    sixteen = parse_upload(with_infrastructure(testers=16), REF, now=NOW, settings=bounded)
+    ((pointer, message),) = errors(sixteen)
+    assert pointer == "/x-gatebench"
+    assert re.fullmatch(
+        r"this run is estimated to cost \$1\.\d\d \(23 VMs for 28 min each; `gatebench plan` "
+        r"prints every figure\), above this deployment's bound of \$1\.00 a run "
+        r"\(max_run_cost_usd\): ask for fewer targets, repetitions or testers, shorter phases "
+        r"or smaller machines",
+        message,
+    ), message
+    # A capacity run is priced for its whole time budget (30 minutes by default: $0.68).
+    capacity = {"gatebench": '{"kind": "capacity"}'}
+    tight = deployment(**SETTINGS, max_run_cost_usd=0.60)
+    assert parse_upload(AUCTION, REF, now=NOW, settings=tight).ok
+    refused = parse_upload(AUCTION, REF, now=NOW, settings=tight, metadata=capacity)
+    ((pointer, message),) = errors(refused)
+    assert (pointer, message[:43]) == (
+        "/x-gatebench",
+        "this run is estimated to cost $0.68 (8 VMs ",
+    )

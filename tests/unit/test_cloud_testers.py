@@ -74,7 +74,7 @@ def test_load_waits_for_every_tester_and_records_a_silent_one() -> None:
     bucket = MemoryBucket()
     assert fleet_testers(bucket, RUNS, RUN) == 1
     _fleet(bucket, 2)
-    raw0 = f"runs/{RUN}/raw/gatling-t0/simulation.log"
+    raw0 = f"raw/{RUN}/gatling-t0/simulation.log"
     bucket.put_json(f"runs/{RUN}/tester/load-done.json", {"ok": True, "raw": [raw0]})
     clock = FakeClock()
     done = run_load(bucket, RUNS, RUN, 10, clock=clock, poll=1)
@@ -182,9 +182,9 @@ def test_ingest_merges_every_testers_log_once_all_are_done(tmp_path: Path) -> No
         log = SimLogWriter(1_700_000_000_000 + t)
         for latency in latencies:
             log.request("p0000", 5, 5 + latency)
-        bucket.write(RUNS, f"runs/{RUN}/raw/gatling-t{t}/simulation.log", log.bytes())
+        bucket.write(RUNS, f"raw/{RUN}/gatling-t{t}/simulation.log", log.bytes())
     store: Any = Store()
-    raw0 = f"runs/{RUN}/raw/gatling-t0/simulation.log"
+    raw0 = f"raw/{RUN}/gatling-t0/simulation.log"
     bucket.put_json(f"runs/{RUN}/tester/load-done.json", {"ok": True})
     assert ingest_object(bucket, store, RUNS, raw0) == 0  # tester 1 has not finished
     assert store.stored == {}
@@ -201,7 +201,7 @@ def test_ingest_merges_every_testers_log_once_all_are_done(tmp_path: Path) -> No
     bucket.put_json(f"runs/{RUN}/t1/tester/load-done.json", {"ok": False, "reason": "exit 137"})
     bucket.write(
         RUNS,
-        f"runs/{RUN}/raw/gatling-t1/simulation.log",
+        f"raw/{RUN}/gatling-t1/simulation.log",
         SimLogWriter().request("p0000", 5, 8).bytes(),
     )
     assert ingest_run(bucket, store, RUNS, RUN) == 1

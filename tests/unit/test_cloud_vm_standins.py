@@ -42,19 +42,20 @@ def allowed(role: str, permission: str, name: str | None, bucket: str = BUCKET) 
         ("backend", "get", f"runs/{RUN}/workload.json", False),
         ("gateway", "get", f"runs/{RUN}/configs/nginx/nginx.conf", True),
         ("tester", "get", f"runs/{RUN}/workload.json", True),
-        ("tester", "create", f"runs/{RUN}/raw/gatling/simulation.log", True),
-        ("tester", "create", f"runs/{RUN}/tester/ready.json", True),
-        ("tester", "delete", f"runs/{RUN}/tester/ready.json", True),
+        # ... and writes nothing with its account: its run's write policies do
+        ("tester", "create", f"raw/{RUN}/gatling/simulation.log", False),
+        ("tester", "create", f"runs/{RUN}/tester/ready.json", False),
+        ("tester", "delete", f"runs/{RUN}/tester/ready.json", False),
         # ... and nothing more: no overwrite of a raw log, no deployment settings, no state,
         # no other bucket, and no listing (a condition on object names never holds for it).
-        ("tester", "delete", f"runs/{RUN}/raw/gatling/simulation.log", False),
+        ("tester", "delete", f"raw/{RUN}/gatling/simulation.log", False),
         ("tester", "create", f"runs/{RUN}/workload.json", False),
         ("gateway", "get", "pipeline/settings.json", False),
         ("gateway", "get", f"tfstate/runs/{RUN}/default.tfstate", False),
         ("gateway", "create", f"runs/{RUN}/configs/nginx/nginx.conf", False),
-        # The gateway's meter replaces runs/RUN/cgroup/GATEWAY.jsonl, and writes nothing else.
-        ("gateway", "create", f"runs/{RUN}/cgroup/nginx.jsonl", True),
-        ("gateway", "delete", f"runs/{RUN}/cgroup/nginx.jsonl", True),
+        # The gateway's meter writes runs/RUN/cgroup/GATEWAY.jsonl with a policy, not its account.
+        ("gateway", "create", f"runs/{RUN}/cgroup/nginx.jsonl", False),
+        ("gateway", "delete", f"runs/{RUN}/cgroup/nginx.jsonl", False),
         ("gateway", "get", f"runs/{RUN}/tester/load-done.json", True),
         ("gateway", "create", f"runs/{RUN}/configs/nginx/cgroup/x.jsonl", False),
         ("gateway", "create", f"runs/{RUN}/cgroup.jsonl", False),
@@ -141,5 +142,30 @@ def test_each_startup_script_opens_exactly_its_roles_ports(
     role: str, gateway: str | None, index: int | None, ports: list[str]
 ) -> None:
     commands = firewall_commands(startup_script(role, values(), gateway, index=index))
-    assert [c[c.index("--dport") + 1] for c in commands] == ports
-    assert all(c[:2] == ["iptables", "-w"] and c[-2:] == ["-j", "ACCEPT"] for c in commands)
+    opened = [c for c in commands if "INPUT" in c]
+    assert [c[c.index("--dport") + 1] for c in opened] == ports
+    assert all(
+        c[:4] == ["iptables", "-w", "-A", "INPUT"] and c[-2:] == ["-j", "ACCEPT"] for c in opened
+    )
+    # a gateway VM also keeps its gateway containers' cgroup from the metadata server
+    kept = [c for c in commands if "OUTPUT" in c]
+    assert kept == (
+        [
+            [
+                "iptables",
+                "-w",
+                "-I",
+                "OUTPUT",
+                "-d",
+                "169.254.169.254/32",
+                "-m",
+                "cgroup",
+                "--path",
+                "gateways.slice",
+                "-j",
+                "REJECT",
+            ]
+        ]
+        if role == "gateway"
+        else []
+    )

@@ -11,8 +11,8 @@ import pytest
 
 from gatebench.core.errors import RunError
 from gatebench.core.routescale import WARMUP_WORKLOAD, rate_plan
-from gatebench.local.engines import EngineEvent
 from gatebench.local.engines.constant_rate import _Hooks
+from gatebench.run.ports import EngineEvent
 
 
 def test_callbacks_fire_after_their_offset_from_the_first_measured_phase() -> None:

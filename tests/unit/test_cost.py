@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,7 +19,9 @@ from gatebench.core.cost import (
     describe_vm_limits,
     estimate_cost,
     machine_hourly,
+    machine_roles,
     price_table,
+    run_estimate,
 )
 from gatebench.core.model import Measurement, RunRecord, RunStatus
 from gatebench.core.report import build_report, render_html, render_markdown
@@ -45,7 +48,7 @@ PLAN = {
 
 
 def test_the_price_table_cites_its_sources_and_date() -> None:
-    table = json.loads(resources.files("gatebench").joinpath("gcp_prices.json").read_text())
+    table = json.loads(resources.files("gatebench.core").joinpath("gcp_prices.json").read_text())
     assert table == price_table()
     assert table["as_of"] == "2026-11-23"
     assert table["region"] == "us-central1"
@@ -56,6 +59,7 @@ def test_the_price_table_cites_its_sources_and_date() -> None:
         "functions",
         "workflows",
         "storage",
+        "machine_types",
     }
     assert "'VM instance pricing'" in table["sources"]["compute"]
     assert "'Cloud Build pricing'" in table["sources"]["cloud_build"]
@@ -139,6 +143,41 @@ def test_a_machine_type_without_a_price_is_refused_by_name() -> None:
         "no list price for machine type 'c3-standard-4'; priced: e2-highcpu-N, e2-highmem-N, "
         "e2-standard-N, n2-highcpu-N, n2-highmem-N, n2-standard-N"
     )
+
+
+def test_a_machine_type_the_family_does_not_have_is_refused_by_name() -> None:
+    plan = {**PLAN, "infrastructure": {"tester_machine": "n2-standard-3"}}
+    with pytest.raises(CostError) as info:
+        estimate_cost(plan)
+    assert str(info.value) == (
+        "no machine type 'n2-standard-3': n2-standard-N exists for N in 2, 4, 8, 16, 32, 48, "
+        "64, 80, 96, 128"
+    )
+    assert machine_hourly("e2-highmem-16") == pytest.approx(16 * 0.021811 + 128 * 0.002923)
+    with pytest.raises(CostError):
+        machine_hourly("e2-highmem-32")
+
+
+def test_every_tester_vm_is_counted() -> None:
+    one = estimate_cost(PLAN)
+    four = estimate_cost({**PLAN, "infrastructure": {**PLAN["infrastructure"], "testers": 4}})
+    assert four.vms == one.vms + 3
+    lines = {line.item: line for line in four.lines}
+    # backend + 4 testers at n2-standard-2
+    assert lines["Compute Engine 5 × n2-standard-2"].quantity == pytest.approx(5 * one.vm_s / 60)
+    assert [r for r, _ in machine_roles(four_plan())].count("tester_machine") == 4
+
+
+def four_plan() -> dict[str, Any]:
+    return {**PLAN, "infrastructure": {**PLAN["infrastructure"], "testers": 4}}
+
+
+def test_a_capacity_run_is_estimated_for_its_whole_time_budget() -> None:
+    plan = {**PLAN, "capacity": {"default": {"budget": 3600.0}}}
+    estimate = run_estimate(plan, kind="capacity")
+    assert estimate.load_s == 3600.0
+    assert estimate.vm_s == pytest.approx(240 + 3600 + 90)
+    assert run_estimate(plan).load_s == estimate_cost(plan).load_s == pytest.approx(429.0)
 
 
 def test_gatebench_plan_prints_the_cost_of_a_cloud_plan_only(

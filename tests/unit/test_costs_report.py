@@ -17,12 +17,12 @@ from gatebench.core.report import (
     render_csv,
     render_html,
     render_markdown,
+    run_view,
 )
 from gatebench.core.report._flat import flat_rows
 from gatebench.core.report._tables import cost_table
 from gatebench.core.score import score
 from gatebench.core.stats import format_workload_table, workload_rows
-from gatebench.web import run_view
 
 NOW = 1_767_268_800.0
 

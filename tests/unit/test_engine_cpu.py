@@ -43,6 +43,34 @@ def test_usage_interpolates_between_samples(monkeypatch: pytest.MonkeyPatch) -> 
     assert sampler.usage(0.0, 0.0, "tester", ["gw"]) is None
 
 
+def test_hypervisor_steal_counts_as_others_and_makes_a_phase_noisy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a virtual machine the hypervisor may run another guest on our cores (/proc/stat's
+    steal): our processes wait as if another process held the CPU, so steal is time others
+    used. 30 % of the machine stolen, nothing else busy: noisy."""
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(cpu_mod, "_HZ", 100)
+    monkeypatch.setattr(cpu_mod, "_NCPU", 2)
+    fields = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+    times = [
+        SimpleNamespace(**{**dict.fromkeys(fields, 0.0), "idle": 10.0}),
+        # one second later: 2 cores × 1 s = 2 s of CPU time, 0.6 s of it stolen
+        SimpleNamespace(**{**dict.fromkeys(fields, 0.0), "idle": 11.4, "steal": 0.6}),
+    ]
+    monkeypatch.setattr(cpu_mod.psutil, "cpu_times", lambda: times.pop(0))
+    clock = iter([1000.0, 2000.0])
+    monkeypatch.setattr(cpu_mod.time, "time", lambda: next(clock))
+    sampler = CpuSampler()
+    first, second = sampler.sample(), sampler.sample()
+    usage = sampler.usage(first.wall_ms, second.wall_ms, "", [])
+    assert usage is not None
+    assert usage.busy_pct == pytest.approx(30.0)
+    assert usage.others_pct == pytest.approx(30.0, abs=1.0)  # less this process's own ticks
+    assert usage.flags() == ("noisy",)
+
+
 def _burn_cpu(seconds: float) -> None:
     """Use at least ``seconds`` of this process's CPU time (bounded by 20 s of wall time)."""
     start, deadline = time.process_time(), time.monotonic() + 20

@@ -128,7 +128,7 @@ def test_scg_settings_that_keep_the_request_unchanged() -> None:
         "address": "127.0.0.1",
         "port": 18080,
         "max-http-request-header-size": "64KB",
-        "netty": {"max-initial-line-length": "64KB"},
+        "netty": {"max-initial-line-length": "64KB", "idle-timeout": "60s"},
     }
     webflux = config["spring"]["cloud"]["gateway"]["server"]["webflux"]
     assert webflux["default-filters"] == ["PreserveHostHeader"]
@@ -233,6 +233,7 @@ def test_run_argv(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         "-Xmx512m",
         "-XX:+ExitOnOutOfMemoryError",
         "-XX:-UsePerfData",
+        "-XX:ActiveProcessorCount=1",
         "-Djava.io.tmpdir=/srv/w/tmp",
         "-XX:TieredStopAtLevel=1",
         "-Xshare:auto",

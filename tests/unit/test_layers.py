@@ -2,8 +2,9 @@
 
 import-linter (``make check``) proves no module *names* a forbidden one; these tests prove
 the effect a deployment depends on: a Cloud Function that imports ``gatebench.cloud`` loads
-neither the web server, the runner, a load engine nor a provisioner, and the renderers load
-no process management.
+neither the web server, the runner, a load engine nor a provisioner; the dashboard's functions,
+importing ``gatebench.web``, load the Flask application but not the local server (waitress),
+its run queue or process management; and the renderers load no process management.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ import sys
 import pytest
 
 
-def _loaded_after(module: str) -> set[str]:
+def _loaded_after(module: str, prefixes: tuple[str, ...] = ("gatebench",)) -> set[str]:
     code = (
         "import json, sys\n"
         f"import {module}\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('gatebench'))))\n"
+        f"print(json.dumps(sorted(m for m in sys.modules if m.startswith({prefixes!r}))))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
@@ -55,3 +56,15 @@ def test_importing_the_renderers_loads_no_process_management() -> None:
     assert [m for m in ("gatebench.local.procs", "gatebench.local.runner") if m in loaded] == []
     assert _under(loaded, "gatebench.local.provisioners") == []
     assert _under(loaded, "gatebench.local.engines") == []
+
+
+def test_the_dashboard_functions_load_no_local_server() -> None:
+    loaded = _loaded_after("gatebench.web", ("gatebench", "waitress", "flask"))
+    assert "flask" in loaded and "gatebench.web._app" in loaded
+    assert _under(loaded, "waitress") == []
+    assert [m for m in ("gatebench.local.procs", "gatebench.local.runner") if m in loaded] == []
+    assert [m for m in ("gatebench.web._local", "gatebench.local.queue") if m in loaded] == []
+    # the local server's names are still the package's, loaded when first asked for
+    code = "import sys, gatebench.web as w; w.build_server; print('waitress' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"

@@ -3,6 +3,7 @@ intended start, the schedule the engine kept, and the merge of several testers."
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import pytest
@@ -11,25 +12,54 @@ from gatebench.core.errors import RunError
 from gatebench.core.loadlog import ScheduleSample, merge_schedules, parse_loadlog, read_loadlog
 from gatebench.core.stats import phase_stats
 
-LOG = """gatebench-loadgen/1\t1700000000000000\t2
-M\t1\tstatus.find.lt(400), found 503
-R\t0\t5000\t40\t1200\t200\t0\t1
-R\t0\t15000\t60\t1500\t200\t0\t0
-M\t2\tthe engine fell 70000 ms behind its schedule (more than the request timeout)
-D\t0\t25000\t2
-R\t1\t1005000\t30\t9000\t200\t0\t0
-R\t1\t1015000\t2500\t12500\t503\t1\t1
-M\t3\tnot sent: 10000 requests were in flight (the target held them)
-R\t1\t1025000\t10\t60000000\t0\t3
-C\t1\tPOST http://127.0.0.1:9/__gatebench__/reset: connection refused
-E\t0\t5000\t1005000\t3\t2\t20000\t1
-E\t1\t1005000\t2005000\t3\t2\t150000\t1
-"""
+
+def _frame(kind: str, payload: bytes) -> bytes:
+    return kind.encode() + struct.pack("<I", len(payload)) + payload
 
 
-def test_every_record_kind(tmp_path: Path) -> None:
+def _requests(rows: list[tuple[int, int, int, int, int, int, int]]) -> bytes:
+    """An R frame: (phase, intended µs, lag µs, latency µs, status, message, flags) per row,
+    written column by column as loadgen/records.go writes them."""
+    columns = list(zip(*rows, strict=True))
+    payload = struct.pack("<I", len(rows))
+    for code, values in zip("iqIIHHB", columns, strict=True):
+        payload += struct.pack(f"<{len(values)}{code}", *values)
+    return _frame("R", payload)
+
+
+def _text(kind: str, number: int, text: str, code: str = "H") -> bytes:
+    return _frame(kind, struct.pack(f"<{code}", number) + text.encode())
+
+
+def _end(phase: int, *values: int) -> bytes:
+    return _frame("E", struct.pack("<i6q", phase, *values))
+
+
+LOG = (
+    b"gatebench-loadgen/2\n"
+    + _frame("H", struct.pack("<qI", 1_700_000_000_000_000, 2))
+    + _text("M", 1, "status.find.lt(400), found 503")
+    + _requests([(0, 5000, 40, 1200, 200, 0, 1), (0, 15000, 60, 1500, 200, 0, 0)])
+    + _text("M", 2, "the engine fell 70000 ms behind its schedule (more than the request timeout)")
+    + _text("M", 3, "not sent: 10000 requests were in flight (the target held them)")
+    # one batch across two phases, with a dropped arrival of the first
+    + _requests(
+        [
+            (0, 25000, 70_000_000, 0, 0, 2, 2),
+            (1, 1005000, 30, 9000, 200, 0, 0),
+            (1, 1015000, 2500, 12500, 503, 1, 1),
+            (1, 1025000, 10, 60_000_000, 0, 3, 0),
+        ]
+    )
+    + _text("C", 1, "POST http://127.0.0.1:9/__gatebench__/reset: connection refused", "i")
+    + _end(0, 5000, 1005000, 3, 2, 20000, 1)
+    + _end(1, 1005000, 2005000, 3, 2, 150000, 1)
+)
+
+
+def test_every_frame_kind(tmp_path: Path) -> None:
     path = tmp_path / "loadgen.records"
-    path.write_text(LOG, encoding="utf-8")
+    path.write_bytes(LOG)
     log = read_loadlog(path)
     assert (log.start_epoch_ms, log.cores) == (1_700_000_000_000.0, 2)
     warm, measured = log.phases[0], log.phases[1]
@@ -61,12 +91,17 @@ def test_every_record_kind(tmp_path: Path) -> None:
 
 
 def test_a_file_that_is_not_a_records_file_is_refused() -> None:
-    with pytest.raises(RunError, match="not a gatebench-loadgen/1 file"):
-        parse_loadlog(["GATLING\n"], "x.records")
-    with pytest.raises(RunError, match=r"x.records:2: unreadable record"):
-        parse_loadlog(["gatebench-loadgen/1\t0\t1\n", "R\t0\tnot-a-number\n"], "x.records")
-    with pytest.raises(RunError, match=r"unknown record kind 'Z'"):
-        parse_loadlog(["gatebench-loadgen/1\t0\t1\n", "Z\t0\n"], "x.records")
+    with pytest.raises(RunError, match="not a gatebench-loadgen/2 file"):
+        parse_loadlog(b"gatebench-loadgen/1\t0\t1\n", "x.records")
+    header = b"gatebench-loadgen/2\n" + _frame("H", struct.pack("<qI", 0, 1))
+    with pytest.raises(RunError, match=r"x.records: a 'R' frame cut short at byte 37"):
+        parse_loadlog(header + _requests([(0, 1, 2, 3, 200, 0, 0)])[:-3], "x.records")
+    with pytest.raises(RunError, match=r"x.records: byte 37: unreadable 'Z' frame \(unknown frame"):
+        parse_loadlog(header + _frame("Z", b""), "x.records")
+    with pytest.raises(RunError, match=r"unreadable 'R' frame \(13 bytes for 2 records\)"):
+        parse_loadlog(header + _frame("R", struct.pack("<I", 2) + b"x" * 9), "x.records")
+    with pytest.raises(RunError, match="no header frame"):
+        parse_loadlog(b"gatebench-loadgen/2\n", "x.records")
 
 
 def test_several_testers_merge_into_one_schedule() -> None:

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from gatebench.core.pinning import CpuLayout, resolve_layout
 
 from gatebench.core.ir import Api
+from gatebench.core.pinning import CpuLayout, capacity_layout, resolve_layout
 from gatebench.core.plan import DEFAULT_CPU_MODE, Cpus, build_plan
 from gatebench.local.procs import Supervisor
 from paths import EXAMPLES
@@ -24,18 +24,19 @@ def auction() -> Api:
 
 def test_cpus_default_and_the_two_words(auction: Api) -> None:
     assert build_plan(section(), auction).cpus == Cpus(mode=DEFAULT_CPU_MODE)
-    assert build_plan(section(cpus="unpinned"), auction).cpus == Cpus(mode="unpinned")
-    assert build_plan(section(cpus="pinned"), auction).cpus == Cpus(mode="pinned")
+    assert build_plan(section(cpus="unpinned"), auction).cpus == Cpus(mode="unpinned", given=True)
+    assert build_plan(section(cpus="pinned"), auction).cpus == Cpus(mode="pinned", given=True)
 
 
 def test_cpus_explicit_lists(auction: Api) -> None:
     plan = build_plan(section(cpus={"gateway": [1], "engine": [0], "backend": [0, 0]}), auction)
-    assert plan.cpus == Cpus(mode="explicit", gateway=(1,), engine=(0,), backend=(0,))
+    assert plan.cpus == Cpus(mode="explicit", gateway=(1,), engine=(0,), backend=(0,), given=True)
     assert plan.to_dict()["cpus"] == {
         "mode": "explicit",
         "gateway": (1,),
         "engine": (0,),
         "backend": (0,),
+        "given": True,
     }
 
 
@@ -101,6 +102,35 @@ def test_explicit_layout_with_a_core_not_here_runs_unpinned() -> None:
     assert ok.describe() == "pinned: gateway on cpu 1"
 
 
+def test_a_capacity_search_gives_the_generator_a_core_of_its_own() -> None:
+    two = capacity_layout(Cpus(), [1, 0])
+    assert two.cores == {"engine": (0,), "gateway": (1,), "backend": (1,)}
+    assert two.describe() == "split: gateway, backend on cpu 1; engine on cpu 0"
+    assert two.shared_with_engine(("gateway", "backend")) is None
+    assert two.shared_with_engine(("backend",)) is None  # the baseline's target
+    eight = capacity_layout(Cpus(), range(8))
+    assert eight.cores == {"engine": (0, 1), "backend": (2, 3), "gateway": (4, 5, 6, 7)}
+    three = capacity_layout(Cpus(), [0, 1, 2])
+    assert three.cores == {"engine": (0,), "backend": (1,), "gateway": (2,)}
+    one = capacity_layout(Cpus(), [3])
+    assert not one.pinned and "shares it with the target" in one.note
+    assert one.shared_with_engine(("backend",)) == (
+        "the load generator was not pinned (unpinned (splitting needs at least 2 cores and this "
+        "machine lets gatebench use 1: the load generator shares it with the target))"
+    )
+
+
+def test_a_capacity_search_keeps_the_plans_own_cpus_and_says_what_shares() -> None:
+    pinned = capacity_layout(Cpus(mode="pinned", given=True), [0, 1])
+    assert pinned.cores["engine"] == pinned.cores["backend"] == (0,)
+    assert pinned.shared_with_engine(("gateway", "backend")) == (
+        "the backend shared a core with the load generator (pinned: gateway on cpu 1; engine, "
+        "backend on cpu 0)"
+    )
+    unpinned = capacity_layout(Cpus(mode="unpinned", given=True), [0, 1])
+    assert not unpinned.pinned and unpinned.shared_with_engine(("gateway",)) is not None
+
+
 def test_unpinned_layout() -> None:
     layout = resolve_layout(Cpus(mode="unpinned"), [0, 1])
     assert layout.cores == {} and layout.describe() == "unpinned"
@@ -128,16 +158,18 @@ def test_a_process_started_with_a_role_runs_on_its_cores(tmp_path: Path) -> None
 def test_the_run_records_its_layout_and_says_why_it_ran_unpinned(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The backend stage's pinning (gatebench.run.stages.backend.pin): on a machine that gives gatebench one core,
+    """The backend stage's pinning (``LocalMachine.pin``): on a machine that gives gatebench one core,
     a pinned plan runs unpinned (the supervisor pins nothing) and the run's notes say why; on
     two cores the supervisor gets the layout, and the run's environment records it."""
     from dataclasses import replace
 
+    from gatebench.core.fairness import local_cpu_policy
     from gatebench.core.model import RunRecord
     from gatebench.core.plan import load_plan
     from gatebench.core.spec import read_spec
+    from gatebench.local.machine import LocalMachine
     from gatebench.run import RunOutcome
-    from gatebench.run.stages.backend import layout_environment, pin
+    from gatebench.run.stages.backend import layout_environment
 
     result = read_spec(str(EXAMPLES / "auction" / "openapi.yaml"))
     assert result.api is not None
@@ -145,8 +177,12 @@ def test_the_run_records_its_layout_and_says_why_it_ran_unpinned(
     outcome = RunOutcome(RunRecord("r", "spec", "0" * 64), [], Path("."))
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
     supervisor = Supervisor()
-    layout = pin(supervisor, plan, outcome)
+    machine = LocalMachine(supervisor)
+    layout = machine.pin(plan, outcome.notes.append)
+    cpu = local_cpu_policy(layout, sorted(os.sched_getaffinity(0)))
     assert supervisor.affinity == {}
+    # The share is still one core each, configured but not held.
+    assert (cpu.cores, cpu.pinned, cpu.enforced) == (1, (), False)
     assert outcome.notes == [
         "cpus: pinning needs at least 2 cores and this machine lets gatebench use 1 (cpu 0): "
         "ran unpinned"
@@ -155,7 +191,9 @@ def test_the_run_records_its_layout_and_says_why_it_ran_unpinned(
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
     outcome.notes.clear()
-    layout = pin(supervisor, plan, outcome)
+    layout = machine.pin(plan, outcome.notes.append)
+    cpu = local_cpu_policy(layout, sorted(os.sched_getaffinity(0)))
+    assert (cpu.cores, cpu.pinned, cpu.enforced) == (1, (1,), True)
     assert supervisor.affinity == {
         "gateway": frozenset({1}),
         "engine": frozenset({0}),
@@ -178,7 +216,7 @@ def test_signals_held_deliver_after_the_block() -> None:
     import os
     import signal
 
-    from gatebench.local.procs import signals_held
+    from gatebench.run._signals import signals_held
 
     seen: list[str] = []
 
@@ -202,3 +240,26 @@ def test_signals_held_deliver_after_the_block() -> None:
         assert seen == ["file", "store"]
     finally:
         signal.signal(signal.SIGTERM, old)
+
+
+def test_a_run_without_a_gateway_keeps_every_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pinning gives the gateway its share: a baseline-only run under the default pins
+    nothing, and says so."""
+    from dataclasses import replace
+
+    from gatebench.core.model import RunRecord
+    from gatebench.core.plan import load_plan
+    from gatebench.core.spec import read_spec
+    from gatebench.run import RunOutcome
+    from gatebench.run.stages.backend import pin
+
+    result = read_spec(str(EXAMPLES / "auction" / "openapi.yaml"))
+    assert result.api is not None
+    plan = replace(load_plan(result), gateways=(), cpus=Cpus())
+    assert plan.cpus.mode == "pinned"
+    outcome = RunOutcome(RunRecord("r", "spec", "0" * 64), [], Path("."))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    supervisor = Supervisor()
+    layout, _ = pin(supervisor, plan, outcome)
+    assert supervisor.affinity == {}
+    assert layout.describe() == "unpinned (no gateway to give a share of the cores: ran unpinned)"

@@ -1,10 +1,9 @@
-"""The shipped JSON Schema of ``x-gatebench``: valid draft 2020-12, satisfied by every plan
-the project ships, and the one that decides which keys a plan may hold (checked with
-jsonschema-rs while the plan is read)."""
+"""The shipped JSON Schema of ``x-gatebench``: generated from the plan's models (the file is
+what they generate, and says so), valid draft 2020-12, satisfied by every plan the project
+ships; and the models decide which keys a plan may hold, with located suggestions."""
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
@@ -12,8 +11,8 @@ import jsonschema_rs
 import pytest
 
 from gatebench.core.ir import Api
-from gatebench.core.plan import SCHEMA_PATH
-from gatebench.core.plan import _schema as plan_schema
+from gatebench.core.plan import SCHEMA_PATH, schema_text
+from gatebench.core.plan._document import PlanDoc, Section, _models
 from gatebench.core.spec import load_spec
 from paths import DATA, EXAMPLES
 from plans import auction_api, plan_errors, section
@@ -28,10 +27,18 @@ def auction() -> Api:
     return auction_api()
 
 
+def test_the_published_schema_is_the_one_the_models_generate() -> None:
+    assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_text(), "run `make schema`"
+    assert next(iter(SCHEMA)) == "$comment"
+    assert SCHEMA["$comment"].startswith(
+        "Generated from the plan's models (src/gatebench/core/plan/_document.py) by `make schema`"
+    )
+
+
 def test_the_schema_is_a_valid_2020_12_schema_shipped_in_the_package() -> None:
     assert SCHEMA["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert jsonschema_rs.meta.is_valid(SCHEMA)
-    assert SCHEMA_PATH.parent.name == "schemas" and SCHEMA_PATH.parent.parent.name == "gatebench"
+    assert SCHEMA_PATH.parent.name == "schemas" and SCHEMA_PATH.parent.parent.name == "core"
 
 
 @pytest.mark.parametrize("path", PLANS, ids=lambda p: p.name)
@@ -135,18 +142,37 @@ def test_unknown_keys_inside_a_workload(auction: Api) -> None:
     ]
 
 
-def test_the_schema_decides_which_keys_exist(auction: Api, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Take 'seed' out of the schema: the same plan now has an unknown key, worded from the
-    schema (its title, its remaining keys: no close one, so all of them)."""
-    narrowed = copy.deepcopy(SCHEMA)
-    del narrowed["$defs"]["plan"]["properties"]["seed"]
-    monkeypatch.setattr(plan_schema, "_schema", lambda: narrowed)
-    monkeypatch.setattr(plan_schema, "_validator", lambda: jsonschema_rs.validator_for(narrowed))
-    assert plan_errors(auction, section(seed=3)) == [
+def test_the_models_decide_which_keys_exist() -> None:
+    """Every mapping of the schema lists exactly its model's keys, titled as the messages name
+    it; a key with no close match is answered with the model's keys."""
+    for model in _models():
+        node = SCHEMA["$defs"][model.__name__]
+        assert list(node["properties"]) == model.key_names(), model.__name__
+        assert node["title"] == model.title()
+        assert node["additionalProperties"] is False
+        assert issubclass(model, Section)
+    assert PlanDoc.key_names()[:4] == ["spec", "gateways", "baseline", "repetitions"]
+
+
+def test_an_unknown_key_with_no_close_match_lists_the_known_ones(auction: Api) -> None:
+    assert plan_errors(auction, section(zzzzzz=3)) == [
         (
-            "/x-gatebench/seed",
-            "unknown key 'seed' in x-gatebench; expected one of: spec, gateways, baseline, "
-            "repetitions, warmup, order, backend, tls, fault, engine, cpus, infrastructure, auth, "
-            "scoring, thresholds, capacity, traffic, workloads, policies",
+            "/x-gatebench/zzzzzz",
+            "unknown key 'zzzzzz' in x-gatebench; expected one of: "
+            + ", ".join(PlanDoc.key_names()),
         )
     ]
+
+
+def test_bounds_are_defined_once() -> None:
+    """The schema's bounds are the plan's constants (MAX_REPETITIONS, ...), not a copy."""
+    from gatebench.core.plan import MAX_REPETITIONS, MAX_REPLICAS, MAX_USERS
+
+    plan = SCHEMA["$defs"]["PlanDoc"]["properties"]
+    assert plan["repetitions"]["maximum"] == MAX_REPETITIONS
+    assert SCHEMA["$defs"]["BackendDoc"]["properties"]["replicas"]["maximum"] == MAX_REPLICAS
+    assert SCHEMA["$defs"]["InjectionDoc"]["properties"]["at_once"]["maximum"] == MAX_USERS
+    assert (
+        json.dumps(SCHEMA).count('"maximum": 1000,') + json.dumps(SCHEMA).count('"maximum": 1000}')
+        == 1
+    )  # repetitions only

@@ -106,6 +106,32 @@ def test_verdict_with_a_clear_leader(report) -> None:  # type: ignore[no-untyped
     assert "is larger than the run-to-run noise; it ranked first in 5 of 5 repetitions." in text
 
 
+def test_the_verdict_names_the_cpu_policy_the_run_ran_under(
+    synthetic: tuple[RunRecord, list[Measurement]],
+) -> None:
+    """A run records its CPU policy (gatebench.core.fairness): the verdict ends with it, and the
+    run's section shows it and each gateway's setting on one line each."""
+    from gatebench.core.fairness import cpu_environment, local_cpu_policy
+    from gatebench.core.pinning import resolve_layout
+    from gatebench.core.plan import Cpus
+
+    run, ms = synthetic
+    cpu = local_cpu_policy(resolve_layout(Cpus(), [0, 1]), [0, 1])
+    environment = {**run.environment, **cpu_environment(cpu, ["nginx", "apache"], 64)}
+    report = build_report(dataclasses.replace(run, environment=environment), ms, now=0.0)
+    assert report.verdict[-1] == (
+        "CPU policy: every gateway: 1 core (cpu 1, pinned); workers, threads and event loops "
+        'set to 1 (docs/gateways.md, "A fair fight").'
+    )
+    text = render_markdown(report)
+    assert "- cpu_policy: every gateway: 1 core (cpu 1, pinned); workers" in text
+    assert (
+        "- gateway_cpu: apache: event MPM: 1 process(es) × 64 threads (StartServers, "
+        "MaxRequestWorkers / ThreadsPerChild); nginx: worker_processes 1" in text
+    )
+    assert "cpu_policy" not in " ".join(build_report(run, ms, now=0.0).verdict)
+
+
 def test_verdict_when_the_lead_is_inside_the_noise() -> None:
     ms = []
     for rep, noise in enumerate([1.0, -1.0, 0.5, -0.5]):

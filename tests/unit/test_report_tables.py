@@ -7,9 +7,8 @@ from __future__ import annotations
 import re
 from html import escape, unescape
 
-from gatebench.core.report import build_report, render_html, render_markdown
+from gatebench.core.report import build_report, render_html, render_markdown, run_view
 from gatebench.core.report._tables import latency_tables, overhead_table, score_table
-from gatebench.web import run_view
 from synthetic import synthetic_run
 
 NOW = 1_767_268_800.0

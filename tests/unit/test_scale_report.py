@@ -9,7 +9,15 @@ import re
 from pathlib import Path
 
 import pytest
-from gatebench.kinds._live._report import log_line_chart
+
+from gatebench.cli import main
+from gatebench.core.model import RunKind, RunRecord
+from gatebench.kinds._live._report import (
+    log_line_chart,
+    point_key,
+    render_scale_html,
+    scale_document,
+)
 from gatebench.kinds._live.metrics import (
     Arrival,
     ChangeOutcome,
@@ -17,10 +25,6 @@ from gatebench.kinds._live.metrics import (
     ScalePoint,
     change_outcome,
 )
-
-from gatebench.cli import main
-from gatebench.core.model import RunRecord
-from gatebench.core.report import point_key, render_scale_html, scale_document
 from gatebench.store import SqliteStore
 
 SIZES = (10, 100, 1000, 10000)
@@ -116,6 +120,7 @@ def test_gatebench_report_writes_a_scale_runs_own_report(
                 spec_uri="file:///a.yaml",
                 spec_sha256="0" * 64,
                 plan={"kind": "scale", "sizes": [10, 100]},
+                kind=RunKind.SCALE,
             )
         )
         for n in (10, 100):

@@ -1,4 +1,5 @@
-"""The route-scale and change-under-load runs are stage lists (gatebench.kinds._live._stages): their
+"""The route-scale and change-under-load runs are stage lists (gatebench.kinds.scale and
+gatebench.kinds.change, on what they share: gatebench.kinds._live): their
 order, what each stage needs and gives, and the lifecycle moving forward once."""
 
 from __future__ import annotations
@@ -8,18 +9,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from gatebench.kinds._live._stages import (
-    ChangeSpec,
-    GrowRender,
-    ScaleRequest,
-    change_stages,
-    scale_stages,
-)
 
 from gatebench.cli import main
 from gatebench.core.errors import RunError
-from gatebench.core.plan import scale_problems
-from gatebench.local.liveruns import LoadSettings
+from gatebench.core.scaleplan import ChangeSpec, LoadSettings
+from gatebench.kinds._live._plan import scale_problems
+from gatebench.kinds._live._stages import GrowRender, ScaleRequest
+from gatebench.kinds.change import change_stages
+from gatebench.kinds.scale import scale_stages
 from gatebench.run import check_order
 from paths import EXAMPLES
 

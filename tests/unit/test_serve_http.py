@@ -1,7 +1,7 @@
-"""``gatebench serve`` over real HTTP (an in-process server on a free loopback port):
-status codes, the size limit, path traversal, the host and cross-site checks, and the
-upload paths. The queue is not started here, so accepted uploads wait in it (their runs
-are the integration tests' job: tests/integration/test_serve_runs.py)."""
+"""``gatebench serve`` over real HTTP (an in-process server, waitress, on a free loopback
+port): status codes, the size limit, path traversal, the host and cross-site checks, the
+bounds, and the upload paths. The queue is not started here, so accepted uploads wait in it
+(their runs are the integration tests' job: tests/integration/test_frontend_serve.py)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 
 from gatebench.store import SqliteStore
-from gatebench.web import GatebenchHTTPServer, ServeLimits, SiteConfig, build_server, export_site
+from gatebench.web import ServeLimits, Server, SiteConfig, build_server, export_site
 from paths import EXAMPLES, ROOT
 
 PETSTORE = (EXAMPLES / "petstore" / "openapi.yaml").read_bytes()
@@ -31,7 +31,7 @@ MAX = 200_000
 
 @dataclass
 class Served:
-    server: GatebenchHTTPServer
+    server: Server
     frontend: Path
     results: Path
 
@@ -101,15 +101,16 @@ def _serve(tmp_path: Path, **kwargs: Any) -> Iterator[Served]:
             log=lambda line: None,
             **kwargs,
         )
-        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+        thread = threading.Thread(target=server.serve_forever)
         thread.start()
         try:
             yield Served(server, frontend, results)
         finally:
             server.shutdown()
-            server.server_close()
             thread.join(5)
-            server.app.queue.shutdown()
+            server.server_close()
+            assert server.state.queue is not None
+            server.state.queue.shutdown()
 
 
 @pytest.fixture
@@ -193,10 +194,30 @@ def test_an_absolute_form_request_target_is_refused(served: Served) -> None:
 def test_methods(served: Served) -> None:
     assert served.request("POST", "/index.html", b"")[0] == 405
     assert served.request("DELETE", "/api/runs")[0] == 405
+    assert served.request("OPTIONS", "/api/runs")[0] == 405  # no CORS on the local server
     status, headers, _ = served.request("GET", "/api/uploads")
     assert (status, headers["allow"]) == (405, "POST")
     status, headers, _ = served.request("PUT", "/bucket/specs/x.yaml", b"x")  # direct: no bucket
-    assert (status, headers["allow"], headers["connection"]) == (405, "GET, HEAD", "close")
+    assert (status, headers["allow"]) == (405, "GET, HEAD")
+
+
+def test_a_refused_body_is_never_read_as_the_next_request(served: Served) -> None:
+    """A body the app refused is read whole before the next request is parsed: a request
+    smuggled inside it is never answered (one answer per request on the connection)."""
+    smuggled = b"GET /config.json HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % served.port
+    sock = _open(
+        served,
+        b"PUT /bucket/specs/x.yaml HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Length: %d\r\n\r\n"
+        % (served.port, len(smuggled))
+        + smuggled
+        + b"GET /js/app.js HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n"
+        % served.port,
+    )
+    answers = _answer(sock)
+    assert answers.startswith(b"HTTP/1.1 405 ")
+    assert answers.count(b"HTTP/1.1 ") == 2
+    assert b"HTTP/1.1 200 " in answers
+    assert b'"format": "gatebench-site/1"' not in answers  # the smuggled config.json
 
 
 def test_requests_for_another_host_are_refused(served: Served) -> None:
@@ -382,7 +403,7 @@ def _until(what: str, check: Callable[[], bool], timeout: float = 10.0) -> None:
 
 
 def _slot_taken(served: Served) -> bool:
-    slots = served.server.app.parse_slots
+    slots = served.server.state.parse_slots
     if slots.acquire(blocking=False):
         slots.release()
         return False
@@ -504,23 +525,31 @@ def one_parse(tmp_path: Path) -> Iterator[Served]:
 
 def test_parses_wait_for_a_free_slot(one_parse: Served) -> None:
     bounded = one_parse
-    # One upload holds the only parse slot while its body trickles in...
+    # An upload whose body trickles in holds no parse slot: the server reads it first...
     slow = _open(
         bounded,
         b"POST /api/validate?name=p.yaml HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nX-Gatebench: 1\r\n"
         b"Connection: close\r\nContent-Length: %d\r\n\r\n" % (bounded.port, len(PETSTORE)),
     )
-    _until("the slow upload to take the parse slot", lambda: _slot_taken(bounded))
-    # ...so the next one waits for it (0.5 s here), then is told to come back.
-    status, headers, body = bounded.request(
-        "POST", "/api/validate?name=p.yaml", PETSTORE, {"X-Gatebench": "1"}
-    )
+    slow.sendall(PETSTORE[:100])
+    assert bounded.upload("validate", PETSTORE)[0] == 200
+    assert not _slot_taken(bounded)
+    # ...while a check in progress does: the next upload waits for it (0.5 s here), then is
+    # told to come back.
+    slots = bounded.server.state.parse_slots
+    assert slots.acquire(blocking=False)
+    try:
+        status, headers, body = bounded.request(
+            "POST", "/api/validate?name=p.yaml", PETSTORE, {"X-Gatebench": "1"}
+        )
+    finally:
+        slots.release()
     assert status == 503
     assert headers["retry-after"] == "5"
     assert json.loads(body)["errors"][0]["message"] == (
         "1 upload is being checked (the limit is 1, --max-parses); try again in a few seconds"
     )
-    slow.sendall(PETSTORE)
+    slow.sendall(PETSTORE[100:])
     assert _answer(slow).startswith(b"HTTP/1.1 200 ")
     assert bounded.upload("validate", PETSTORE)[0] == 200  # the slot is free again
 
@@ -536,3 +565,11 @@ def test_connections_beyond_the_limit_are_refused_at_once(bounded: Served) -> No
         sock.close()
     _until("the idle connections to end", lambda: bounded.server.connections == 0)
     assert bounded.request("GET", "/config.json")[0] == 200
+
+
+def test_answers_carry_the_standard_reason_phrase(served: Served) -> None:
+    """``400 Bad Request`` as browsers show it in their console, not werkzeug's capitals."""
+    sock = _open(served, b"GET /api/runs/.. HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % served.port)
+    sock.settimeout(5)
+    assert sock.recv(4096).startswith(b"HTTP/1.1 400 Bad Request\r\n")
+    sock.close()

@@ -15,20 +15,12 @@ from gatebench.core.errors import RunError
 from gatebench.core.model import RunRecord, RunStatus
 from gatebench.core.plan import load_plan
 from gatebench.core.spec import read_spec
+from gatebench.kinds.capacity.kind import CAPACITY_SEARCH, capacity_search
+from gatebench.kinds.fixed import FIXED_WORKLOAD, fixed_workload
+from gatebench.kinds.registry import CLOUD_ONLY
+from gatebench.local.machine import LocalMachine
 from gatebench.local.procs import Supervisor
-from gatebench.run import (
-    CAPACITY_SEARCH,
-    CLOUD_ONLY,
-    FIXED_WORKLOAD,
-    RunContext,
-    RunJournal,
-    RunOptions,
-    Stage,
-    capacity_search,
-    check_order,
-    execute,
-    fixed_workload,
-)
+from gatebench.run import RunContext, RunJournal, RunOptions, Stage, check_order, execute
 from gatebench.store import SqliteStore
 from paths import DATA, EXAMPLES, ROOT
 
@@ -85,7 +77,10 @@ def test_the_local_stages_and_the_cloud_workflow_name_the_same_stages_in_order(k
 
 def live_kinds() -> dict[str, list[Stage]]:
     """The route-scale run (two sizes, three) and the change-under-load run."""
-    from gatebench.kinds._live._stages import ChangeSpec, ScaleRequest, change_stages, scale_stages
+    from gatebench.core.scaleplan import ChangeSpec
+    from gatebench.kinds._live._stages import ScaleRequest
+    from gatebench.kinds.change import change_stages
+    from gatebench.kinds.scale import scale_stages
 
     return {
         "scale-2": list(scale_stages(ScaleRequest(("nginx",), sizes=(10, 100)))),
@@ -233,7 +228,7 @@ def _context(tmp_path: Path) -> RunContext:
     record = RunRecord("r", "file:///petstore", "0" * 64)
     store = SqliteStore(tmp_path / "gatebench.sqlite")
     journal = RunJournal(record, tmp_path / "r", store, lambda progress: None)
-    return RunContext(result.api, plan, RunOptions(), journal, Supervisor())
+    return RunContext(result.api, plan, RunOptions(), journal, LocalMachine(Supervisor()))
 
 
 def _saved(tmp_path: Path) -> dict[str, Any]:
@@ -363,8 +358,8 @@ def test_render_keeps_what_the_run_recorded_before_it(tmp_path: Path) -> None:
     """The environment render records (engine, machine, seed, order, cores) is added to what
     earlier stages and render itself recorded: a ceiling that could not be measured, the
     routes a gateway left out of its files."""
+    from gatebench.core.fairness import local_cpu_policy
     from gatebench.core.pinning import resolve_layout
-
     from gatebench.core.plan import build_plan
     from gatebench.core.trust import Ceiling
     from gatebench.run.stages.backend import Backend
@@ -381,12 +376,15 @@ def test_render_keeps_what_the_run_recorded_before_it(tmp_path: Path) -> None:
         api,
     )
     journal = RunJournal(RunRecord("r", "x", "0" * 64), tmp_path / "r", None, lambda p: None)
-    ctx = RunContext(api, plan, RunOptions(), journal, Supervisor())
+    ctx = RunContext(api, plan, RunOptions(), journal, LocalMachine(Supervisor()))
     not_measured = Ceiling("gatling", "nginx", note="the load engine's ceiling was not measured")
     journal.environment(ceiling=not_measured.to_dict())
     layout = resolve_layout(plan.cpus, [0, 1])
     ctx.put(Parsed(plan, "gatling", plan.policies))
-    ctx.put(Backend("http://127.0.0.1:9", "http://127.0.0.1:9", None, None, layout, None, None))
+    cpu = local_cpu_policy(layout, [0, 1])
+    ctx.put(
+        Backend("http://127.0.0.1:9", "http://127.0.0.1:9", None, None, layout, cpu, None, None)
+    )
     try:
         Render().run(ctx)
     finally:
@@ -398,6 +396,10 @@ def test_render_keeps_what_the_run_recorded_before_it(tmp_path: Path) -> None:
     }
     assert environment["ceiling"] == not_measured.to_dict()
     assert {"engine", "seed", "target_order", "cpus"} <= set(environment)
+    # The cores every gateway was given, and each gateway's own setting for them.
+    assert environment["cpu_policy"]["cores"] == 1
+    assert environment["cpu_policy"]["pinned"] == [1]
+    assert environment["gateway_cpu"] == {"krakend": "GOMAXPROCS=1"}
 
 
 def test_a_measurement_the_store_refuses_is_in_neither_place(tmp_path: Path) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import random
+import statistics
 
 import pytest
 
@@ -11,6 +13,7 @@ from gatebench.core.stats import (
     PhaseSample,
     format_workload_table,
     nearest_rank,
+    nearest_ranks,
     phase_stats,
     workload_rows,
 )
@@ -40,6 +43,40 @@ def test_phase_stats() -> None:
     assert s.duration_s == pytest.approx(0.014)
     assert s.throughput == pytest.approx(5 / 0.014)
     assert s.errors == (("status 409", 1),)
+
+
+@pytest.mark.parametrize("resolution", ["gatling ms", "wrk µs"])
+def test_counts_per_latency_give_the_figures_of_the_whole_list(resolution: str) -> None:
+    """A phase keeps counts per latency, not every latency: its figures are those of the sorted
+    list of every latency (percentiles and extremes equal, mean and standard deviation equal
+    to rounding), whole milliseconds from Gatling and wrk's microseconds kept as they are."""
+    rng = random.Random(7)
+    sample = PhaseSample()
+    values: list[float] = []
+    for i in range(5000):
+        if resolution == "gatling ms":
+            latency: float = int(rng.expovariate(1 / 40))
+            sample.add(i, i + int(latency), ok=True)
+        else:
+            latency = rng.randrange(50, 90_000) / 1000.0  # wrk: µs, as ms with 3 decimals
+            sample.add_latency(latency)
+        values.append(latency)
+    assert len(sample.counts) < len(values)  # what the phase holds: one count per value
+    ordered = sorted(values)
+    s = phase_stats(sample)
+    assert s.requests == len(values)
+    assert (s.min, s.max) == (ordered[0], ordered[-1])
+    for pct, got in zip((50, 90, 95, 99), (s.p50, s.p90, s.p95, s.p99), strict=True):
+        assert got == nearest_rank(ordered, pct)
+    assert s.mean == pytest.approx(statistics.fmean(ordered), rel=1e-15)
+    assert s.stddev == pytest.approx(statistics.pstdev(ordered), rel=1e-12)
+    assert sample.latencies == ordered
+
+
+def test_nearest_ranks_walk_the_counts_in_order() -> None:
+    assert nearest_ranks({3.0: 1, 1.0: 2, 10.0: 1}, (25, 50, 75, 100)) == [1.0, 1.0, 3.0, 10.0]
+    assert nearest_ranks({}, (50, 99)) == [0.0, 0.0]
+    assert nearest_ranks({5: 0, 7: 1}, (1,)) == [7.0]
 
 
 def test_empty_phase() -> None:

@@ -30,7 +30,6 @@ ALLOWED_ROLES = {
     "roles/bigquery.dataViewer": "read the results dataset",
     "roles/bigquery.jobUser": "run load and query jobs",
     "roles/cloudbuild.builds.editor": "start the per-run builds",
-    "roles/compute.instanceAdmin.v1": "create and delete the per-run VMs",
     "roles/datastore.user": "read and write run documents (one database, by condition)",
     "roles/datastore.viewer": "read run documents (one database, by condition)",
     "roles/eventarc.eventReceiver": "receive events as a trigger's identity",
@@ -469,9 +468,9 @@ def test_dashboard_functions_get_the_least_privilege_they_need() -> None:
 
 
 def test_dashboard_functions_get_every_setting_they_read() -> None:
-    from gatebench.web import _dashboard
+    from gatebench.web import _app
 
-    read = set(re.findall(r"\"(GATEBENCH_[A-Z_]+)\"", Path(_dashboard.__file__).read_text()))
+    read = set(re.findall(r"\"(GATEBENCH_[A-Z_]+)\"", Path(_app.__file__).read_text()))
     functions = CONFIG[DASHBOARD].locals["functions"]
     common = {"GATEBENCH_PROJECT", "GATEBENCH_ORIGINS"}
     (function,) = [

@@ -31,6 +31,8 @@ import hcl2
 import pytest
 import yaml
 
+from cloud.computeiam import cel
+
 ROOT = Path(__file__).resolve().parents[2]
 INFRA = ROOT / "infra"
 RUN_ID = "r-0123456789abcdef0123"
@@ -261,6 +263,7 @@ def vm_object_access() -> dict[str, list[dict[str, str]]]:
 def needs() -> dict[str, set[tuple[str, str]]]:
     """(access, object) each role's code performs in one run (src/gatebench/cloud)."""
     from gatebench.cloud._capacity import CAMPAIGN_OBJECT
+    from gatebench.cloud._ingest import raw_object
     from gatebench.cloud._live import (
         LIVE_PLAN,
         answer_object,
@@ -279,7 +282,7 @@ def needs() -> dict[str, set[tuple[str, str]]]:
     )
     from gatebench.cloud._tester import marker, marker_of_tester
     from gatebench.vm._capacity import share_object
-    from gatebench.vm._roles import CGROUP_OBJECT, RAW_OBJECT
+    from gatebench.vm._roles import CGROUP_OBJECT
 
     return {
         # serve_backend: backend.json, then the mock configuration it names; why it did not
@@ -327,7 +330,7 @@ def needs() -> dict[str, set[tuple[str, str]]]:
             ("overwrite", marker(RUN_ID, "ready")),
             ("create", marker(RUN_ID, "load-done")),
             ("overwrite", marker(RUN_ID, "load-done")),
-            ("create", RAW_OBJECT.format(run_id=RUN_ID, name="gatling")),
+            ("create", raw_object(RUN_ID, "gatling")),
             # a capacity run (provisioners._vm_capacity): its input; tester 0 creates the
             # others' shares of each probe and the campaign; tester T creates its records
             ("get", run_object(RUN_ID, CAPACITY_INPUT)),
@@ -368,49 +371,97 @@ def allowed(grants: list[dict[str, str]], access: str, name: str) -> list[dict[s
     ]
 
 
+def fleet_values(testers: int = 1) -> dict[str, Any]:
+    """run.tfvars.json's values of a run with a backend, the gateways nginx and kong, and
+    ``testers`` testers: what the write policies are made for."""
+    return {
+        "run_id": RUN_ID,
+        "runs_bucket": "gb-runs",
+        "max_run_duration_s": 3600,
+        "backend": {"port": 8080},
+        "gateways": {"nginx": {}, "kong": {}},
+        "tester": {"count": testers},
+    }
+
+
+def may_write(machine: str, name: str) -> bool:
+    from gatebench.cloud._writes import vm_write_rules
+
+    return any(rule.allows(name) for rule in vm_write_rules(fleet_values())[machine])
+
+
+MACHINE = {"backend": "backend", "gateway": "gw-nginx", "tester": "tester"}
+
+
 def test_each_vm_role_reaches_the_objects_it_uses_and_nothing_else_it_could_harm() -> None:
+    """A VM reads with its account's grants (objectViewer, by object condition: infra/
+    vm_access.tf) and writes with its run's write policies (gatebench.cloud._writes), never
+    with its account: every read and write its code makes is covered, and no grant or policy
+    serves nothing."""
+    from gatebench.cloud._writes import vm_write_rules
+
     table = vm_object_access()
     assert set(table) == {"backend", "gateway", "tester"}
+    assert {g["role"] for grants in table.values() for g in grants} == {
+        "roles/storage.objectViewer"
+    }
+    rules = vm_write_rules(fleet_values())
     for role, wanted in needs().items():
         grants = table[role]
         for access, name in sorted(wanted):
-            assert allowed(grants, access, name), f"{role} cannot {access} {name}"
+            if access == "get":
+                assert allowed(grants, access, name), f"{role} cannot read {name}"
+            else:
+                assert may_write(MACHINE[role], name), f"{role} cannot {access} {name}"
         for grant in grants:  # no grant serves nothing
             assert any(grant in allowed(grants, a, n) for a, n in wanted), (
                 f"{role}: {grant} is unused"
             )
-    # Nothing outside runs/: the deployment settings, function sources and Terraform state.
+        for rule in rules[MACHINE[role]]:  # no policy serves nothing
+            assert any(rule.allows(n) for a, n in wanted if a != "get"), (role, rule)
+    # Nothing outside runs/ is read: the deployment settings, function sources, state.
     for role, grants in table.items():
         for name in (
             "pipeline/settings.json",
             f"tfstate/runs/{RUN_ID}/default.tfstate",
             "pipeline/functions/score-1.zip",
         ):
-            for access in ("get", "create", "overwrite"):
-                assert not allowed(grants, access, name), (role, access, name)
-    # The backend reads its two objects only; the gateway writes its cgroup samples only;
-    # raw logs are never overwritten; the tester cannot overwrite the workload it measures with.
-    backend = table["backend"]
-    assert not allowed(backend, "get", run_object_name("workload.json"))
+            assert not allowed(grants, "get", name), (role, name)
+    # The backend reads its two objects only, and a VM writes its own objects only.
+    assert not allowed(table["backend"], "get", run_object_name("workload.json"))
     for name in (
-        run_object_name("x"),
-        run_object_name("x.jsonl"),
-        run_object_name("cgroup.jsonl"),
-        run_object_name("configs/nginx/cgroup/x.jsonl"),
-        run_object_name("raw/cgroup/x.jsonl"),
-        run_object_name("cgroup/nginx.json"),
-        "runs/cgroup/nginx.jsonl",
-        f"runs/{RUN_ID}/../cgroup/x.jsonl",
+        run_object_name("workload.json"),
+        run_object_name("cgroup/kong.jsonl"),  # another gateway's samples
+        run_object_name("configs/nginx/nginx.conf"),
+        run_object_name("t1/tester/ready.json"),  # another tester's marker
+        f"raw/{RUN_ID}/gatling-t1/simulation.log",  # another tester's raw log
+        "pipeline/settings.json",
     ):
-        assert not any(allowed(table["gateway"], a, name) for a in ("create", "overwrite")), name
-    raw = f"runs/{RUN_ID}/raw/gatling/simulation.log"
-    assert not allowed(table["tester"], "overwrite", raw)
-    # a capacity run's objects are created once, inside its capacity/ folder only
-    records = f"runs/{RUN_ID}/capacity/probes/0001/t1/loadgen.records"
-    assert not allowed(table["tester"], "overwrite", records)
-    assert not allowed(table["tester"], "create", f"runs/{RUN_ID}/raw/loadgen.records")
-    assert not allowed(table["tester"], "create", run_object_name("campaign.json"))
-    assert not allowed(table["tester"], "overwrite", run_object_name("workload.json"))
+        assert not may_write("gw-nginx", name), name
+        assert not may_write("tester", name) or name.startswith(f"runs/{RUN_ID}/live/"), name
+
+
+def test_a_vm_writes_only_its_own_runs_objects() -> None:
+    """Every write policy of every VM names an object of its run, or a folder inside its run's
+    own: the same object of any other run is refused (the grants that were on every run's
+    runs/*/cgroup/*.jsonl and runs/*/live/*/answer.json let one run's VM forge another's)."""
+    from gatebench.cloud._writes import vm_write_rules
+
+    other = "r-" + "f" * 20
+    rules = vm_write_rules(fleet_values(testers=2))
+    assert set(rules) == {"backend", "gw-nginx", "gw-kong", "tester", "tester-1"}
+    for machine, machine_rules in rules.items():
+        for rule in machine_rules:
+            run_part = rule.value.split("/", 2)[1]
+            assert run_part == RUN_ID, (machine, rule)
+            assert rule.value.startswith((f"runs/{RUN_ID}/", f"raw/{RUN_ID}/")), rule
+            if rule.match == "starts-with":
+                assert rule.value.endswith("/") and rule.value.count("/") >= 3, rule
+            elsewhere = rule.value.replace(RUN_ID, other)
+            assert not any(r.allows(elsewhere) for r in machine_rules), (machine, elsewhere)
+    assert may_write("gw-nginx", run_object_name("cgroup/nginx.jsonl"))
+    assert not may_write("gw-nginx", f"runs/{other}/cgroup/nginx.jsonl")
+    assert not may_write("gw-nginx", f"runs/{other}/live/nginx/answer.json")
 
 
 def terraform_cli() -> str:
@@ -443,73 +494,36 @@ def grant_conditions(tmp_path: Path) -> list[dict[str, str]]:
     return list(json.loads(json.loads(result.stdout.strip().splitlines()[-1])))
 
 
-def test_the_gateway_writes_only_runs_cgroup_objects_as_iam_evaluates_the_condition(
-    tmp_path: Path,
-) -> None:
-    """The gateway's write grants: objectUser (the meter replaces its object every few seconds)
-    on runs/RUN/cgroup/*.jsonl, RUN one folder name, as the rendered IAM condition decides;
-    objectCreator (never overwrite) on runs/RUN/gateways/*/config-error.json; objectUser on
-    runs/RUN/live/*/answer.json (a scale run's live agent replaces its one answer)."""
-    grants = [g for g in grant_conditions(tmp_path) if g["vm"] == "gateway"]
-    writes = [g for g in grants if g["role"] != "roles/storage.objectViewer"]
-    assert [g["role"] for g in writes] == [
-        "roles/storage.objectUser",
-        "roles/storage.objectCreator",
-        "roles/storage.objectUser",
-    ]
-    answers = writes[2]["cel"]
+def test_the_gateways_reads_are_conditions_iam_evaluates_as_meant(tmp_path: Path) -> None:
+    """The gateway reads its run's configurations and, in a scale run, its agent's requests
+    (runs/RUN/configs/..., runs/RUN/live/*/request.json, RUN one folder name), as the rendered
+    IAM condition decides; no VM grant writes."""
+    grants = grant_conditions(tmp_path)
+    assert {g["role"] for g in grants} == {"roles/storage.objectViewer"}
+    gateway = [g for g in grants if g["vm"] == "gateway"]
     kind = "storage.googleapis.com/Object"
     objects = "projects/_/buckets/gb-runs/objects/"
-    assert cel(answers, kind, f"{objects}runs/{RUN_ID}/live/nginx/answer.json")
-    for name in (
-        f"runs/{RUN_ID}/live/nginx/request.json",
-        f"runs/{RUN_ID}/live/nginx/size-10.result.json",
-        f"runs/{RUN_ID}/configs/live/answer.json",
-        f"runs/{RUN_ID}/answer.json",
-    ):
-        assert not cel(answers, kind, f"{objects}{name}"), name
-    objects = "projects/_/buckets/gb-runs/objects/"
-    said = writes[1]["cel"]
-    assert said == (
+    configs = gateway[0]["cel"]
+    assert configs == (
         f'resource.name.startsWith("{objects}runs/") && '
-        'resource.name.extract("/objects/runs/{run}/gateways/") != "" && '
-        'resource.name.extract("/objects/runs/{run}/gateways/") == '
-        'resource.name.extract("/objects/runs/{run}/") && '
-        'resource.name.endsWith("/config-error.json")'
+        'resource.name.extract("/objects/runs/{run}/configs/") != "" && '
+        'resource.name.extract("/objects/runs/{run}/configs/") == '
+        'resource.name.extract("/objects/runs/{run}/")'
     )
-    kind = "storage.googleapis.com/Object"
-    assert cel(said, kind, f"{objects}runs/{RUN_ID}/gateways/nginx/config-error.json")
+    assert cel(configs, kind, f"{objects}runs/{RUN_ID}/configs/nginx/nginx.conf")
     for name in (
-        f"runs/{RUN_ID}/configs/nginx/config-error.json",
-        f"runs/{RUN_ID}/config-error.json",
-        f"runs/{RUN_ID}/gateways/nginx/nginx.conf",
+        f"runs/{RUN_ID}/x/configs/nginx.conf",
+        f"runs/{RUN_ID}/workload.json",
+        "runs/configs/nginx.conf",
     ):
-        assert not cel(said, kind, f"{objects}{name}"), name
-    condition = writes[0]["cel"]
-    assert condition == (
-        f'resource.name.startsWith("{objects}runs/") && '
-        'resource.name.extract("/objects/runs/{run}/cgroup/") != "" && '
-        'resource.name.extract("/objects/runs/{run}/cgroup/") == '
-        'resource.name.extract("/objects/runs/{run}/") && '
-        'resource.name.endsWith(".jsonl")'
-    )
-    assert cel(condition, kind, f"{objects}runs/{RUN_ID}/cgroup/nginx.jsonl")
-    assert cel(condition, kind, f"{objects}runs/{RUN_ID}/cgroup/spring-cloud-gateway.jsonl")
+        assert not cel(configs, kind, f"{objects}{name}"), name
+    requests = gateway[4]["cel"]
+    assert cel(requests, kind, f"{objects}runs/{RUN_ID}/live/nginx/request.json")
     for name in (
-        f"runs/{RUN_ID}/configs/nginx/cgroup/x.jsonl",
-        f"runs/{RUN_ID}/raw/cgroup/x.jsonl",
-        f"runs/{RUN_ID}/cgroup.jsonl",
-        f"runs/{RUN_ID}/x.jsonl",
-        f"runs/{RUN_ID}/cgroup/nginx.json",
-        "runs/cgroup/x.jsonl",
-        f"tfstate/runs/{RUN_ID}/cgroup/x.jsonl",
+        f"runs/{RUN_ID}/live/nginx/answer.json",
+        f"runs/{RUN_ID}/configs/live/request.json",
     ):
-        assert not cel(condition, kind, f"{objects}{name}"), name
-    # The other grants' conditions are unchanged by the folder: prefix and suffix only.
-    tester = [g["cel"] for g in grant_conditions(tmp_path) if g["vm"] == "tester"]
-    assert tester[1] == (
-        f'resource.name.startsWith("{objects}runs/") && resource.name.endsWith("/simulation.log")'
-    )
+        assert not cel(requests, kind, f"{objects}{name}"), name
 
 
 def run_object_name(name: str) -> str:
@@ -597,7 +611,7 @@ def test_every_api_the_pipeline_calls_is_enabled() -> None:
     assert connectors == {"bigquery", "cloudbuild", "firestore"}
     assert {f"{c}.googleapis.com" for c in connectors} <= services
     # The upload function signs URLs through IAM (no key): IAM Service Account Credentials.
-    signer = (ROOT / "src" / "gatebench" / "web" / "_gcs.py").read_text()
+    signer = (ROOT / "src" / "gatebench" / "cloud" / "_signing.py").read_text()
     assert "service_account_email" in signer
     assert "iamcredentials.googleapis.com" in services
     assert sorted(services) == list(enabled_services_sorted())
@@ -610,78 +624,55 @@ def enabled_services_sorted() -> list[str]:
 # -- defects 8 and 9: images pushed by the build account; grants scoped to the run's VMs
 
 
-def cel(expression: str, resource_type: str, name: str) -> bool:
-    """The subset of IAM Conditions' CEL the conditions use: ==, !=, &&, ||, parentheses,
-    string literals, resource.type, resource.name.startsWith/endsWith/extract("...{x}")."""
-
-    def extract(value: str, template: str) -> str:
-        # The text after the template's part before ``{x}`` up to the first occurrence of its
-        # part after ``{x}`` (to the end when there is none); "" when either is missing.
-        prefix, _, rest = template.partition("{")
-        suffix = rest.split("}", 1)[1]
-        if prefix not in value:
-            return ""
-        after = value.split(prefix, 1)[1]
-        if not suffix:
-            return after
-        return after.split(suffix, 1)[0] if suffix in after else ""
-
-    python = (
-        expression.replace("&&", " and ")
-        .replace("||", " or ")
-        .replace("resource.type", "resource_type")
-    )
-    python = re.sub(r'resource\.name\.extract\(("[^"]*")\)', r"extract(resource_name, \1)", python)
-    python = python.replace("resource.name", "resource_name")
-    python = python.replace(".startsWith(", ".startswith(").replace(".endsWith(", ".endswith(")
-    scope = {"extract": extract, "resource_type": resource_type, "resource_name": name}
-    return bool(eval(python, {"__builtins__": {}}, scope))
-
-
-def build_instances_condition(prefix: str) -> str:
-    doc = load_hcl(INFRA / "modules" / "runner" / "main.tf")
-    grant = next(
-        b["google_project_iam_member"]["build_instances"]
-        for b in doc["resource"]
-        if "build_instances" in b.get("google_project_iam_member", {})
-    )
-    assert grant["role"] == "roles/compute.instanceAdmin.v1"
-    (condition,) = grant["condition"]
-    assert condition["expression"] == "${local.run_vms_only}"
-    local = {k: v for block in doc["locals"] for k, v in block.items()}
-    assert local["run_vm_prefix"] == "${var.prefix}-r-"
-    parts = re.findall(r'"((?:[^"\\]|\\.)*)"', local["run_vms_only"].split("[", 1)[1])
-    assert local["run_vms_only"].startswith('${join(" || ", [')
-    return " || ".join(
-        p.replace('\\"', '"').replace("${local.run_vm_prefix}", f"{prefix}-r-") for p in parts
-    )
-
-
 def test_the_build_account_administers_only_the_runs_instances_and_disks() -> None:
+    """The build account's Compute Engine role holds exactly the permissions the builds'
+    Terraform uses (tests/cloud/computeiam.py says which call needs which, from Google's
+    pages), and its condition keeps instances and disks to a run's VMs: nothing it holds acts
+    on another instance or disk, or on any other resource type (instance templates, instance
+    groups, images and snapshots came with the predefined role it had)."""
+    from cloud.computeiam import CREATE, DELETE, READ, USED, build_grant, refusal
     from gatebench.cloud._layout import layout_for
 
-    expression = build_instances_condition("gb")
+    grant = build_grant("gb")
+    assert grant.role == "${google_project_iam_custom_role.run_vms.id}"
+    assert grant.permissions == USED
     layout = layout_for({"prefix": "gb", "zone": "z", "project": "p"}, RUN_ID, ["nginx"])
-    zone = "projects/p/zones/europe-central2-a"
-    instance, disk = "compute.googleapis.com/Instance", "compute.googleapis.com/Disk"
+    subnet = "projects/p/regions/europe-central2/subnetworks/gb-bench"
+    calls = CREATE + READ + DELETE
     for vm in (
         layout.vm_name("backend"),
         layout.vm_name("tester"),
         layout.vm_name("gateway", "nginx"),
     ):
-        assert cel(expression, instance, f"{zone}/instances/{vm}"), vm
-        assert cel(expression, disk, f"{zone}/disks/{vm}"), vm  # the boot disk takes its name
+        assert refusal(grant, calls, "europe-central2-a", "p", vm, subnet) is None, vm
     for other in ("prod-db", "gb-dashboard", "gbx-r-1", "r-0123"):
-        assert not cel(expression, instance, f"{zone}/instances/{other}"), other
-        assert not cel(expression, disk, f"{zone}/disks/{other}"), other
-    # What the role needs besides instances and disks stays usable.
-    assert cel(
-        expression, "compute.googleapis.com/Subnetwork", "projects/p/regions/r/subnetworks/s"
+        found = refusal(grant, CREATE, "europe-central2-a", "p", other, subnet)
+        assert found == (
+            "googleapi: Error 403: Required 'compute.instances.create' permission for "
+            f"'projects/p/zones/europe-central2-a/instances/{other}', forbidden"
+        )
+        assert refusal(grant, DELETE, "europe-central2-a", "p", other, subnet) is not None
+    unrestricted = {
+        p for p in grant.permissions if not p.startswith(("compute.instances.", "compute.disks."))
+    }
+    assert unrestricted == {"compute.subnetworks.use", "compute.zoneOperations.get"}
+
+
+def test_the_predefined_instance_admin_role_would_reach_beyond_the_runs_vms() -> None:
+    """What the custom role replaced: roles/compute.instanceAdmin.v1 under the same condition
+    left every resource type but instances and disks open, templates and groups among them."""
+    from cloud.computeiam import PREDEFINED, BuildGrant, build_grant
+
+    condition = build_grant("gb").condition
+    old = BuildGrant(
+        "roles/compute.instanceAdmin.v1", PREDEFINED["roles/compute.instanceAdmin.v1"], condition
     )
-    assert cel(
-        expression,
-        "compute.googleapis.com/Image",
-        "projects/cos-cloud/global/images/family/cos-stable",
+    template = "projects/p/global/instanceTemplates/anything"
+    assert old.allows(
+        "compute.instanceTemplates.create", "compute.googleapis.com/InstanceTemplate", template
+    )
+    assert not build_grant("gb").allows(
+        "compute.instanceTemplates.create", "compute.googleapis.com/InstanceTemplate", template
     )
 
 
@@ -857,7 +848,11 @@ def test_only_the_deploy_writes_the_settings_the_vms_trust() -> None:
     assert {(g["member"], g["prefix"]) for g in writes} == {
         ("${module.functions.service_account_member}", "runs/"),
         ("${module.runner.build_member}", "runs/"),
+        # the testers' raw logs, with the policies the build signs: created, never replaced
+        ("${module.runner.build_member}", "raw/"),
     }
+    raw = [g for g in writes if g["prefix"] == "raw/"]
+    assert [g["role"] for g in raw] == ["roles/storage.objectCreator"]
     expression = bucket_condition("runs/", "gb-runs-proj")
     kind = "storage.googleapis.com/Object"
     objects = "projects/_/buckets/gb-runs-proj/objects/"
@@ -968,11 +963,84 @@ def test_images_and_run_objects_do_not_pile_up() -> None:
     assert rules == [
         {
             "age_days": "${var.raw_log_retention_days}",
-            "prefixes": ["runs/"],
+            "prefixes": ["raw/"],
             "suffixes": ["/simulation.log"],
         },
         {"age_days": "${var.run_retention_days}", "prefixes": ["runs/"], "suffixes": []},
+        {
+            "age_days": "${var.build_source_retention_days}",
+            "prefixes": ["pipeline/source/"],
+            "suffixes": [],
+        },
     ]
+
+
+def defaults() -> dict[str, Any]:
+    return {
+        k: v.get("default")
+        for block in load_hcl(INFRA / "variables.tf")["variable"]
+        for k, v in block.items()
+    }
+
+
+def lifecycle_deletes(bucket: str, name: str, age_days: float) -> bool:
+    """Whether Cloud Storage's lifecycle management deletes the live object ``name`` of the
+    deployment's bucket (module ``bucket``: "runs" or "state") at ``age_days``, with every
+    variable at its default: some rule's conditions all hold (age at least ``age``, the name
+    starting with one of ``matches_prefix`` and ending with one of ``matches_suffix`` when they
+    are set), as the bucket module writes each rule (infra/modules/bucket/main.tf)."""
+    values = defaults()
+
+    def number(text: Any) -> float:
+        match = re.fullmatch(r"\$\{var\.(\w+)\}", str(text))
+        return float(values[match.group(1)] if match else text)
+
+    for rule in root()["module"][bucket].get("lifecycle_rules") or []:
+        if age_days < number(rule["age_days"]):
+            continue
+        if rule["prefixes"] and not any(name.startswith(p) for p in rule["prefixes"]):
+            continue
+        if rule["suffixes"] and not any(name.endswith(x) for x in rule["suffixes"]):
+            continue
+        return True
+    return False
+
+
+def test_staged_build_sources_and_old_run_states_are_deleted_and_nothing_the_deployment_needs() -> (
+    None
+):
+    """Every object a deployment writes again and again goes after its retention: the sources
+    each `gcloud builds submit` stages (pipeline/source/), each run's state and a lock a killed
+    build left (the state bucket's runs/); what the deployment itself needs stays: its settings,
+    its functions' current archives (Terraform replaces one when its content changes) and its
+    own state (deployment/)."""
+    values = defaults()
+    keep = [
+        ("runs", "pipeline/settings.json"),
+        ("runs", "pipeline/functions/score-0123456789abcdef0123456789abcdef.zip"),
+        ("state", "deployment/default.tfstate"),
+    ]
+    for bucket, name in keep:
+        assert not lifecycle_deletes(bucket, name, 10 * 365), name
+    aged = [
+        ("runs", "pipeline/source/1733000000.123456-0a1b2c.tgz", "build_source_retention_days"),
+        ("state", f"runs/{RUN_ID}/default.tfstate", "run_state_retention_days"),
+        ("state", f"runs/{RUN_ID}/default.tflock", "run_state_retention_days"),
+        ("runs", f"runs/{RUN_ID}/fleet.json", "run_retention_days"),
+        ("runs", f"raw/{RUN_ID}/gatling/simulation.log", "raw_log_retention_days"),
+    ]
+    for bucket, name, variable in aged:
+        days = float(values[variable])
+        assert not lifecycle_deletes(bucket, name, days - 1), name
+        assert lifecycle_deletes(bucket, name, days), name
+    # A run's state outlives its VMs by far (apply refuses a shorter retention).
+    assert float(values["run_state_retention_days"]) * 86400 > 43200
+    settings = root()["resource"]["google_storage_bucket_object.settings"]
+    (lifecycle,) = settings["lifecycle"]
+    assert any(
+        p["condition"] == "${var.run_state_retention_days * 86400 > var.limits.vm_lifetime}"
+        for p in lifecycle["precondition"]
+    )
 
 
 # -- locations tied to the region
@@ -1038,7 +1106,7 @@ def test_a_gateway_vms_token_reads_configurations_not_results() -> None:
         assert allowed(gateway, "get", name), name
     for name in (
         f"runs/{RUN_ID}/workload.json",
-        f"runs/{RUN_ID}/raw/gatling/simulation.log",
+        f"raw/{RUN_ID}/gatling/simulation.log",
         f"runs/{RUN_ID}/rows.jsonl",
         f"runs/{RUN_ID}/backend.json",
         f"runs/{RUN_ID}/testers.jsonl",
@@ -1046,3 +1114,173 @@ def test_a_gateway_vms_token_reads_configurations_not_results() -> None:
         "pipeline/settings.json",
     ):
         assert not allowed(gateway, "get", name), name
+
+
+# -- where the builds run
+
+
+def test_builds_run_in_a_region_every_project_may_build_in() -> None:
+    """Cloud Build restricts some projects (new ones among them) to six regions; the stand-ins
+    act as such a project and refuse a build elsewhere. Every build of a deployment left at its
+    defaults (the runs' three, through the workflow's GATEBENCH_BUILD_LOCATION, and the runner
+    image's, through the output command) runs in build_region, one of those six, apart from the
+    VMs' region."""
+    from cloud.pipeline import deployed_workflow_env
+    from cloud.standins import RESTRICTED_BUILD_REGIONS, build_location_refused
+
+    location = deployed_workflow_env("GATEBENCH_BUILD_LOCATION")
+    assert location in RESTRICTED_BUILD_REGIONS
+    assert build_location_refused(f"projects/p/locations/{location}") is None
+    variables = {
+        k.strip('"'): v
+        for block in load_hcl(INFRA / "variables.tf")["variable"]
+        for k, v in block.items()
+    }
+    vm_region = str(variables["region"]["default"]).strip('"')
+    refused = build_location_refused(f"projects/p/locations/{vm_region}")
+    assert refused is not None  # the VMs' default region: a new project cannot build there
+    outputs = (INFRA / "outputs.tf").read_text()
+    block = outputs[outputs.index('output "runner_image_build_command"') :].split("\n}")[0]
+    assert "--region ${var.build_region}" in block
+    assert "var.region" not in block
+
+
+def test_the_terraform_stand_in_refuses_what_the_build_role_lacks(tmp_path: Path) -> None:
+    """The pipeline's Terraform stand-in applies as the build account: a role without one of
+    the permissions creating an instance needs fails the apply with Compute Engine's 403."""
+    from cloud.computeiam import CREATE, build_grant, refusal
+
+    runner = tmp_path / "main.tf"
+    text = (INFRA / "modules" / "runner" / "main.tf").read_text()
+    runner.write_text(text.replace('    "compute.instances.setTags",\n', ""))
+    grant = build_grant("gb", runner)
+    vm = f"gb-{RUN_ID}-gw-nginx"
+    assert refusal(grant, CREATE, "z", "p", vm, "projects/p/regions/r/subnetworks/s") == (
+        "googleapi: Error 403: Required 'compute.instances.setTags' permission for "
+        f"'projects/p/zones/z/instances/{vm}', forbidden"
+    )
+
+
+# -- what one run may cost
+
+
+def console(expression: str, variables: dict[str, Any], tmp_path: Path) -> Any:
+    """``expression`` as Terraform evaluates it with these variables (their values given as
+    defaults of a scratch configuration; no provider)."""
+    blocks = "".join(
+        f"variable {json.dumps(name)} {{\n  default = {json.dumps(value)}\n}}\n"
+        for name, value in variables.items()
+    )
+    (tmp_path / "main.tf").write_text(blocks)
+    result = subprocess.run(
+        [terraform_cli(), "console", "-no-color"],
+        input=f"jsonencode({expression})\n",
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TF_CLI_CONFIG_FILE": os.devnull, "TF_IN_AUTOMATION": "1"},
+        timeout=120,
+    )
+    assert "Error" not in result.stderr, result.stderr
+    return json.loads(json.loads(result.stdout.strip().splitlines()[-1]))
+
+
+def test_a_public_upload_form_needs_both_cost_bounds(tmp_path: Path) -> None:
+    """The apply stops on a public upload form without allowed_machine_types and
+    max_run_cost_usd (the precondition, evaluated by Terraform itself); both reach the parse
+    step through the settings (tests/unit/test_cloud_parse_limits.py enforces them)."""
+    settings = root()["resource"]["google_storage_bucket_object.settings"]
+    (lifecycle,) = settings["lifecycle"]
+    (condition,) = [
+        p["condition"][2:-1] for p in lifecycle["precondition"] if "public_upload" in p["condition"]
+    ]
+    cases = [
+        (False, [], None, True),
+        (True, [], None, False),
+        (True, ["n2-standard-2"], None, False),
+        (True, [], 5, False),
+        (True, ["n2-standard-2"], 5, True),
+    ]
+    for public, allowed, bound, holds in cases:
+        variables = {
+            "public_upload": public,
+            "allowed_machine_types": allowed,
+            "max_run_cost_usd": bound,
+        }
+        assert console(condition, variables, tmp_path) is holds, variables
+    local = {k: v for block in load_hcl(INFRA / "main.tf")["locals"] for k, v in block.items()}
+    assert local["settings"]["allowed_machine_types"] == "${var.allowed_machine_types}"
+    assert local["settings"]["max_run_cost_usd"] == "${var.max_run_cost_usd}"
+    defaults_ = defaults()
+    assert (defaults_["allowed_machine_types"], defaults_["max_run_cost_usd"]) == ([], None)
+
+
+# -- what fires the ingest function
+
+
+def objects_of_a_run() -> list[str]:
+    """Every kind of object a run writes to the runs bucket, by the code's own names."""
+    from gatebench.cloud._ingest import CGROUP_OBJECT, TESTERS_OBJECT, raw_object
+    from gatebench.cloud._live import answer_object, request_object, result_object
+    from gatebench.cloud._objects import VARS_OBJECT, rows_object
+    from gatebench.cloud._render import backend_error_object, config_error_object, run_object
+    from gatebench.cloud._tester import marker, marker_of_tester
+    from gatebench.vm._capacity import share_object
+
+    run = RUN_ID
+    return [
+        raw_object(run, "gatling"),
+        raw_object(run, "gatling-t1"),
+        run_object(run, "workload.json"),
+        run_object(run, "fleet.json"),
+        run_object(run, "configs/nginx/nginx.conf"),
+        VARS_OBJECT.format(run_id=run),
+        CGROUP_OBJECT.format(run_id=run, target="nginx"),
+        TESTERS_OBJECT.format(run_id=run),
+        marker(run, "ready"),
+        marker(run, marker_of_tester("load-done", 1)),
+        marker(run, "load-request"),
+        request_object(run, "nginx"),
+        answer_object(run, "nginx"),
+        result_object(run, "nginx", "s1"),
+        share_object(run, 3, 1, "loadgen.records"),
+        config_error_object(run, "nginx"),
+        backend_error_object(run),
+        rows_object(run),
+        "site/index.html",
+        "pipeline/settings.json",
+        "pipeline/source/1733000000.1-0a1b.tgz",
+    ]
+
+
+def test_only_a_raw_log_fires_the_ingest_function() -> None:
+    """Ingest reads raw logs only (RAW_LOG); an Eventarc trigger on Cloud Storage's direct
+    events fires for every object of its bucket, meters' samples every 5 s included. The
+    bucket's notification publishes what is finalized under raw/ alone, and that topic
+    triggers the function."""
+    from cloud.notifications import PUBLISHED, ingest_trigger
+    from gatebench.cloud._ingest import RAW_LOG
+
+    trigger = ingest_trigger()
+    assert trigger.event_type == PUBLISHED
+    assert trigger.topic == "${google_pubsub_topic.raw_logs.id}"
+    fired = [name for name in objects_of_a_run() if trigger.fires(name)]
+    assert fired == [name for name in objects_of_a_run() if RAW_LOG.match(name)]
+    assert len(fired) == 2
+    assert not trigger.fires(fired[0], "OBJECT_DELETE")
+    (notification,) = trigger.notifications
+    assert (notification["payload_format"], notification["event_types"]) == (
+        "JSON_API_V1",
+        ["OBJECT_FINALIZE"],
+    )
+
+
+def test_the_ingest_function_reads_the_object_from_the_notification() -> None:
+    from cloud.notifications import pubsub_event
+    from gatebench.cloud import object_from_event
+    from gatebench.cloud._ingest import raw_object
+
+    name = raw_object(RUN_ID, "gatling")
+    _, body = pubsub_event("gb-runs", name, "17")
+    ref = object_from_event(json.loads(body))
+    assert (ref.bucket, ref.name, ref.generation) == ("gb-runs", name, "17")

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from cloud.settings import deployment
+from cloud.startup import instance_metadata
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = ROOT / "infra" / "vms" / "templates"
@@ -79,6 +80,7 @@ GATEWAY = {
         "-g",
         "daemon off;",
     ],
+    "env": [],
     "random_env": [],
     "configure": [],
     "live": [],
@@ -172,7 +174,7 @@ def startup_arguments() -> dict[str, tuple[str, dict[str, str]]]:
     out = {}
     for block in doc["resource"]:
         for name, body in block.get('"google_compute_instance"', {}).items():
-            match = _TEMPLATEFILE.match(body["metadata"]["startup-script"])
+            match = _TEMPLATEFILE.match(instance_metadata(body["metadata"])[1]["startup-script"])
             assert match, body["metadata"]
             out[name.strip('"')] = (match.group(1), top_level_arguments(match.group(2)))
     return out
@@ -241,7 +243,15 @@ def rendered_run(
 
 
 def opened_ports(script: str) -> set[int]:
-    lines = [line for line in script.splitlines() if line.startswith("iptables")]
+    lines = [line for line in script.splitlines() if line.startswith("iptables -w -A INPUT")]
+    rest = [
+        line for line in script.splitlines() if line.startswith("iptables") and line not in lines
+    ]
+    # the one other rule: a gateway VM keeps its gateway containers from the metadata server
+    assert rest in (
+        [],
+        ["iptables -w -I OUTPUT -d 169.254.169.254/32 -m cgroup --path gateways.slice -j REJECT"],
+    ), rest
     for line in lines:  # Google's "Configuring the host firewall" (Container-Optimized OS)
         assert re.fullmatch(r"iptables -w -A INPUT -p tcp --dport \d+ -j ACCEPT", line), line
     return {int(re.search(r"--dport (\d+)", line).group(1)) for line in lines}  # type: ignore[union-attr]
@@ -268,6 +278,7 @@ def test_each_role_opens_exactly_the_ports_it_listens_on() -> None:
             "image": entry["image"],
             "sidecars": entry["sidecars"],
             "args": entry["args"],
+            "env": env_pairs(entry),
             "random_env": entry["random_env"],
             "configure": entry["configure"],
         }
@@ -395,7 +406,9 @@ def test_gateway_images_come_through_the_docker_hub_remote_repository() -> None:
     script = render((TEMPLATES / "gateway.sh.tftpl").read_text(), values)
     joined = script.replace("\\\n", "")
     runs = re.findall(
-        r"^docker run .*? --network host --log-driver=gcplogs\s+(?:-v \S+\s+)?'([^']+)'",
+        r"^docker run .*? --network host (?:--cgroup-parent=\S+\s+|--cgroupns=host\s+)?"
+        r"--log-driver=gcplogs\s+"
+        r"(?:-v \S+\s+)*'([^']+)'",
         joined,
         re.M,
     )
@@ -441,10 +454,10 @@ def test_the_gateway_script_starts_the_meter_with_the_runs_values_quoted() -> No
     meter = script[script.index(METER_SECTION) :]
     assert meter.endswith(
         "docker run -d --name gatebench-meter --restart on-failure:10 --network host "
-        "--log-driver=gcplogs \\\n"
-        "  -v /sys/fs/cgroup:/host/cgroup:ro "
-        "'europe-central2-docker.pkg.dev/proj/gb-gatebench/runner:0.1.0' cloud meter "
-        "--run-id 'r-0123456789abcdef0123' \\\n"
+        "--cgroupns=host \\\n"
+        "  --log-driver=gcplogs -v /sys/fs/cgroup:/host/cgroup:ro -v /proc:/host/proc:ro "
+        "'europe-central2-docker.pkg.dev/proj/gb-gatebench/runner:0.1.0' cloud meter \\\n"
+        "  --proc /host/proc --run-id 'r-0123456789abcdef0123' \\\n"
         "  --runs-bucket 'gb-runs-proj' --target 'nginx' --cgroup \"/host/cgroup$cgroup\"\n"
     )
     # The gateway's container is found before; a reboot replaces the previous boot's meter.
@@ -459,13 +472,16 @@ def test_the_gateway_script_starts_the_meter_with_the_runs_values_quoted() -> No
     from gatebench.cli import build_parser
 
     argv = ["cloud", "meter", "--run-id", "r-0123456789abcdef0123", "--runs-bucket"]
-    args = build_parser().parse_args([*argv, "gb-runs-proj", "--target", "nginx", "--cgroup", "/x"])
-    assert (args.run_id, args.runs_bucket, args.target, args.cgroup) == (
+    argv += ["gb-runs-proj", "--target", "nginx", "--cgroup", "/x", "--proc", "/host/proc"]
+    args = build_parser().parse_args(argv)
+    assert (args.run_id, args.runs_bucket, args.target, args.cgroup, args.proc) == (
         "r-0123456789abcdef0123",
         "gb-runs-proj",
         "nginx",
         "/x",
+        "/host/proc",
     )
+    assert args.cgroup_root == "/host/cgroup"  # where the script mounts the host's hierarchy
     # main.tf passes the runner image, the run and the gateway's own name.
     _, arguments = startup_arguments()["gateway"]
     assert (arguments["runner_image"], arguments["run_id"], arguments["target"]) == (
@@ -561,6 +577,10 @@ def test_every_value_the_gateway_script_quotes_is_validated_by_terraform(tmp_pat
             "runner_image: an image reference REGISTRY/PATH[:TAG][@sha256:DIGEST]",
         ),
         (
+            {"image": "projects/cos-cloud/global/images/family/cos-stable"},
+            "image: a Container-Optimized OS image of the cos-cloud project by name",
+        ),
+        (
             {"gateways": {"nginx": {**gateway, "args": ["nginx", "x'y"]}}},
             "gateways: arguments and paths may not contain quotes or newlines",
         ),
@@ -572,9 +592,25 @@ def test_every_value_the_gateway_script_quotes_is_validated_by_terraform(tmp_pat
             {"gateways": {"nginx": {**gateway, "random_env": ["X'; reboot"]}}},
             "gateways[*].random_env: environment variable names",
         ),
+        (
+            {"gateways": {"nginx": {**gateway, "env": {"GOMAXPROCS": "2'; reboot"}}}},
+            "gateways[*].env: environment variable names",
+        ),
+        (
+            {"gateways": {"nginx": {**gateway, "env": {"go maxprocs": "2"}}}},
+            "gateways[*].env: environment variable names",
+        ),
     ]
     for change, message in bad:
         assert message in validation_errors({**variables, **change}, tmp_path), change
+
+
+def env_pairs(entry: dict[str, Any]) -> list[str]:
+    """main.tf's ``env`` argument: the entry's env map as sorted NAME=VALUE strings."""
+    assert startup_arguments()["gateway"][1]["env"] == (
+        '[for k in sort(keys(each.value.env)) : "${k}=${each.value.env[k]}"]'
+    )
+    return [f"{k}={v}" for k, v in sorted(entry.get("env", {}).items())]
 
 
 def gateway_script(variables: dict[str, Any], gateway: str) -> str:
@@ -585,6 +621,7 @@ def gateway_script(variables: dict[str, Any], gateway: str) -> str:
         "image": entry["image"],
         "args": entry["args"],
         "sidecars": entry["sidecars"],
+        "env": env_pairs(entry),
         "random_env": entry["random_env"],
         "target": gateway,
     }
@@ -672,8 +709,38 @@ def test_every_container_of_a_run_logs_to_cloud_logging() -> None:
     ]
     assert len(instances) == 3
     for body in instances:
-        assert body["metadata"]["google-logging-enabled"].strip('"') == "true"
+        attributes = instance_metadata(body["metadata"])[1]
+        assert attributes["google-logging-enabled"].strip('"') == "true"
     runner = (ROOT / "infra" / "modules" / "runner" / "main.tf").read_text()
     writers = runner[runner.index('resource "google_project_iam_member" "log_writers"') :]
     assert "google_service_account.vm)" in writers.split("\n")[1]
     assert 'role     = "roles/logging.logWriter"' in writers.split("\n}")[0]
+
+
+def test_every_gateway_vm_runs_its_gateway_with_its_environment() -> None:
+    """The fleet carries what each gateway always runs with (``Renderer.runtime_env``), and the
+    gateway's ``docker run`` passes it: KrakenD never reports usage (``USAGE_DISABLE=1``) and the
+    Go gateways use every vCPU of their VM (``GOMAXPROCS``; n2-standard-2: 2)."""
+    _, variables = rendered_run(gateways=["nginx", "caddy", "krakend"])
+    assert variables["gateways"]["krakend"]["env"] == {"GOMAXPROCS": "2", "USAGE_DISABLE": "1"}
+    assert variables["gateways"]["caddy"]["env"] == {"GOMAXPROCS": "2"}
+    assert variables["gateways"]["nginx"]["env"] == {}
+    krakend = gateway_script(variables, "krakend").replace("\\\n", "")
+    (run,) = [x for x in krakend.splitlines() if x.startswith("docker run -d --name gateway ")]
+    assert " -e 'GOMAXPROCS=2' -e 'USAGE_DISABLE=1' " in run, run
+    nginx = gateway_script(variables, "nginx").replace("\\\n", "")
+    (run,) = [x for x in nginx.splitlines() if x.startswith("docker run -d --name gateway ")]
+    assert " -e " not in run, run
+
+
+def test_the_gateways_configuration_folder_is_where_cos_lets_it_run_what_it_puts_there() -> None:
+    """Varnish loads the VCL it compiles into its working folder and Netty its native
+    transport from java.io.tmpdir, both in the configuration folder; COS mounts /var, /home
+    and /tmp noexec and a container's volume keeps the flag (tests/integration/
+    test_cloud_vm_noexec.py shows both gateways there)."""
+    from cloud.startup import config_folder, cos_noexec
+
+    script = render((TEMPLATES / "gateway.sh.tftpl").read_text(), GATEWAY)
+    folder = config_folder(script)
+    assert folder == "/mnt/disks/gatebench/config" and not cos_noexec(folder)
+    assert f'-v "$dir:{GATEWAY["mount"]}"' in script  # the gateway's volume

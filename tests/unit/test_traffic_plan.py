@@ -194,8 +194,7 @@ def test_the_upload_form_and_the_cloud_parse_step_accept_it_unchanged(
     shop: Api, tmp_path: Path
 ) -> None:
     from gatebench.cloud import ObjectRef, parse_upload, plain_value
-    from gatebench.kinds.request import RunRequest
-    from gatebench.web._uploads import check_upload
+    from gatebench.kinds.request import RunRequest, check_upload
 
     result = import_traffic(shop, [TRAFFIC / "session.har"], ImportOptions(), spec_ref="shop.yaml")
     bundle = io.BytesIO()

@@ -1,4 +1,4 @@
-"""What the run page and the comparison page are told to show (gatebench.web._views): the
+"""What the run page and the comparison page are told to show (gatebench.core.report._view): the
 numbers come from the report's summary, printed by the report's own formatting."""
 
 from __future__ import annotations
@@ -8,10 +8,9 @@ from dataclasses import replace
 
 from gatebench.core.confidence import welch_difference
 from gatebench.core.model import RunRecord, RunStatus
-from gatebench.core.report import build_report
+from gatebench.core.report import build_report, compare_view, run_summary, run_view, spec_name
+from gatebench.core.report._charts import colours_for
 from gatebench.core.report._format import fmt_ci, fmt_value
-from gatebench.core.report._svg import colours_for
-from gatebench.web import compare_view, run_summary, run_view, spec_name
 from synthetic import synthetic_run
 
 NOW = 1_767_272_400.0

@@ -63,6 +63,35 @@ def test_schedule_shuffles_targets_per_repetition_reproducibly() -> None:
     assert first[0].injection.duration == pytest.approx(1.0)  # 3 s warm-up shared by 3 workloads
 
 
+def test_a_jvm_gateway_warms_up_until_it_is_steady_the_first_time_only() -> None:
+    """A gateway that compiles its code at run time (Renderer.jit_warmup_s) warms up at least
+    that long in its first repetition, the plan's own workloads sharing it; later repetitions
+    and the other targets keep the plan's 3 s."""
+    from dataclasses import replace
+
+    from gatebench.core.renderers import get_renderer
+
+    _, plan = auction()
+    plan = replace(plan, gateways=("nginx", "zuul"), repetitions=2)
+    jit = get_renderer("zuul").jit_warmup_s
+    assert jit > plan.warmup.duration  # type: ignore[operator]
+    urls = {"nginx": URLS["nginx"], "zuul": "http://127.0.0.1:1009", "baseline": URLS["baseline"]}
+    schedule = build_schedule(plan, urls, seed=2)
+
+    def warmup(target: str, rep: int) -> float:
+        return sum(
+            p.injection.duration or 0.0
+            for p in schedule.phases
+            if p.target == target and p.repetition == rep and not p.measured
+        )
+
+    assert warmup("zuul", 1) == pytest.approx(jit)
+    assert warmup("zuul", 2) == pytest.approx(3.0)
+    assert warmup("nginx", 1) == warmup("baseline", 1) == pytest.approx(3.0)
+    zuul_first = [p for p in schedule.phases if p.target == "zuul" and not p.measured][:3]
+    assert [p.workload for p in zuul_first] == [w.name for w in plan.workloads]
+
+
 def test_targets_without_a_url_are_left_out() -> None:
     _, plan = auction()
     schedule = build_schedule(plan, {"nginx": URLS["nginx"], "baseline": URLS["baseline"]}, seed=1)

@@ -1,6 +1,7 @@
 // Open a page in headless Chromium and print what happened as JSON (one object on stdout).
 //
 // Usage: node check-page.cjs URL [--screenshot FILE] [--probe-file FILE] [--timeout-ms N]
+//        [--width PX]   (the viewport's width; 1280 unless given)
 // The probe file holds one JavaScript expression evaluated in the page after it loaded
 // (e.g. an IIFE returning counts); its value is printed under "probe".
 "use strict";
@@ -15,6 +16,7 @@ function parse(argv) {
     if (arg === "--screenshot") options.screenshot = argv[++i];
     else if (arg === "--probe-file") options.probe = fs.readFileSync(argv[++i], "utf8");
     else if (arg === "--timeout-ms") options.timeoutMs = Number.parseInt(argv[++i], 10);
+    else if (arg === "--width") options.viewport = { width: Number.parseInt(argv[++i], 10), height: 900 };
     else if (!options.url) options.url = arg;
     else throw new Error(`unexpected argument ${arg}`);
   }

@@ -1,6 +1,6 @@
 # The Cloud Functions (gen2, Python 3.12): parse, render and score are HTTP functions the
-# workflow calls with OIDC; ingest runs on every object finalized in the runs bucket and
-# stores the measurement of each raw log as it lands. Each is a thin handler over the
+# workflow calls with OIDC; ingest runs on each raw log finalized in the runs bucket (raw/...)
+# and stores its measurements as it lands. Each is a thin handler over the
 # gatebench core (functions/*/main.py); `make bundle` builds the source archives.
 
 locals {
@@ -108,10 +108,33 @@ resource "google_storage_bucket_object" "source" {
   source = "${var.bundles_dir}/${each.key}.zip"
 }
 
+# What ingest reads, and nothing else, fires it. An Eventarc trigger on Cloud Storage's direct
+# events filters by bucket only (Eventarc's "Cloud Storage" event filters), and a run writes many
+# other objects (its meters' samples every 5 s per gateway, markers, agent messages, the site):
+# the bucket notifies a topic of objects finalized under raw/ alone (Pub/Sub notifications for
+# Cloud Storage: object_name_prefix), and the topic triggers the function. Cloud Storage's
+# service agent publishes with its project-wide grant (infra/iam.tf).
+resource "google_pubsub_topic" "raw_logs" {
+  project = var.project_id
+  name    = "${var.prefix}-raw-logs"
+  labels  = var.labels
+  # An undelivered notification is worth nothing after a day: the score step ingests every raw
+  # log again anyway.
+  message_retention_duration = "86400s"
+}
+
+resource "google_storage_notification" "raw_logs" {
+  bucket             = var.runs_bucket
+  topic              = google_pubsub_topic.raw_logs.id
+  payload_format     = "JSON_API_V1"
+  event_types        = ["OBJECT_FINALIZE"]
+  object_name_prefix = "raw/"
+}
+
 resource "google_service_account" "ingest_trigger" {
   project      = var.project_id
   account_id   = "${var.prefix}-ingest-trigger"
-  display_name = "gatebench: delivers runs-bucket events to the ingest function"
+  display_name = "gatebench: delivers raw-log notifications to the ingest function"
 }
 
 resource "google_project_iam_member" "ingest_trigger_receiver" {
@@ -155,13 +178,10 @@ resource "google_cloudfunctions2_function" "this" {
     for_each = each.key == "ingest" ? [1] : []
     content {
       trigger_region        = var.region
-      event_type            = "google.cloud.storage.object.v1.finalized"
+      event_type            = "google.cloud.pubsub.topic.v1.messagePublished"
+      pubsub_topic          = google_pubsub_topic.raw_logs.id
       retry_policy          = "RETRY_POLICY_DO_NOT_RETRY"
       service_account_email = google_service_account.ingest_trigger.email
-      event_filters {
-        attribute = "bucket"
-        value     = var.runs_bucket
-      }
     }
   }
 

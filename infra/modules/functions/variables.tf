@@ -31,7 +31,7 @@ variable "region" {
 }
 
 variable "runs_bucket" {
-  description = "Runs bucket: holds the source archives, and its object events feed the ingest function."
+  description = "Runs bucket: holds the source archives, and notifies the ingest function of each raw log (raw/)."
   type        = string
 }
 

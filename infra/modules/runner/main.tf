@@ -76,13 +76,38 @@ resource "google_service_account" "vm" {
 }
 
 # Builds create and delete the run's instances; they attach the VM service accounts to them.
-# Only instances and disks named like a run's VMs (PREFIX-r-..., infra/vms; a boot disk takes
-# its instance's name): the condition leaves every other resource type of the role as it is
-# (subnetworks to use, images to read, zone operations to poll), as Google's "resource
-# conditions" example for Compute Engine does.
+# A role of exactly what the builds' Terraform does (infra/vms: google_compute_instance with a
+# boot disk, metadata, tags, labels and a service account, in the benchmark subnet; read back
+# and deleted with its disk), the permissions each call needs as Google's "Create and start a
+# Compute Engine instance" and "Delete a Compute Engine instance" pages list them. A predefined
+# role would bring more (Compute Instance Admin (v1) also covers instance templates, instance
+# groups, images and snapshots: the IAM roles reference for Compute Engine). The condition
+# keeps instances and disks to those named like a run's VMs (PREFIX-r-..., infra/vms; a boot
+# disk takes its instance's name) and leaves the subnetwork and the zone operations usable.
+resource "google_project_iam_custom_role" "run_vms" {
+  project     = var.project_id
+  role_id     = "${replace(var.prefix, "-", "_")}_run_vms"
+  title       = "gatebench ${var.prefix}: a run's VMs"
+  description = "Create, read and delete one run's instances and their boot disks (gatebench's provision and teardown builds)."
+  permissions = [
+    "compute.disks.create",
+    "compute.disks.delete",
+    "compute.disks.get",
+    "compute.instances.create",
+    "compute.instances.delete",
+    "compute.instances.get",
+    "compute.instances.setLabels",
+    "compute.instances.setMetadata",
+    "compute.instances.setServiceAccount",
+    "compute.instances.setTags",
+    "compute.subnetworks.use",
+    "compute.zoneOperations.get",
+  ]
+}
+
 resource "google_project_iam_member" "build_instances" {
   project = var.project_id
-  role    = "roles/compute.instanceAdmin.v1"
+  role    = google_project_iam_custom_role.run_vms.id
   member  = google_service_account.build.member
   condition {
     title       = "${var.prefix}-run-vms-only"
@@ -98,6 +123,14 @@ locals {
     "(resource.type == \"compute.googleapis.com/Instance\" && resource.name.extract(\"/instances/{name}\").startsWith(\"${local.run_vm_prefix}\"))",
     "(resource.type == \"compute.googleapis.com/Disk\" && resource.name.extract(\"/disks/{name}\").startsWith(\"${local.run_vm_prefix}\"))",
   ])
+}
+
+# The provision build signs each VM's write policies as itself (IAM signBlob: no key exists);
+# a VM writes only its own run's objects with them (gatebench.cloud._writes).
+resource "google_service_account_iam_member" "build_signs_as_itself" {
+  service_account_id = google_service_account.build.name
+  role               = "roles/iam.serviceAccountTokenCreator"
+  member             = google_service_account.build.member
 }
 
 resource "google_service_account_iam_member" "build_acts_as_vms" {

@@ -12,7 +12,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from gatebench import __version__
+from gatebench.core._version import __version__
 from gatebench.core.errors import GatebenchError, ProblemsError, RunError
 
 # Command modules, in the order `gatebench --help` lists them.
@@ -38,7 +38,8 @@ COMMANDS = (
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_RUN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
+    """The parser of ``commands`` (every command: what ``--help`` lists)."""
     parser = argparse.ArgumentParser(
         prog="gatebench",
         description="Benchmark API gateways against your API description, workload and hardware.",
@@ -46,10 +47,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gatebench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name in COMMANDS:
+    for name in commands:
         module = importlib.import_module(f"gatebench.cli.{name}")
         module.add_parser(sub)
     return parser
+
+
+def command_of(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names first, when it is one: only its module is imported (a run's
+    engines, stores and servers cost ``gatebench render`` a second of imports otherwise)."""
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+        if arg in ("-h", "--help", "--version"):
+            return None
+    return None
 
 
 class _StderrLines(logging.Handler):
@@ -69,7 +81,9 @@ def _show_build_progress() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = command_of(argv)
+    parser = build_parser((command,) if command else COMMANDS)
     args = parser.parse_args(argv)
     _show_build_progress()
     try:

@@ -7,9 +7,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from gatebench.cli._common import add_plan_argument, add_spec_arguments
-from gatebench.cli.run import LiveDisplay, _store_location, _testers, prepared
+from gatebench.cli._common import (
+    ProgressLine,
+    add_plan_argument,
+    add_quiet_argument,
+    add_spec_arguments,
+)
+from gatebench.cli.run import _store_location, _testers, prepared
 from gatebench.core.errors import GatebenchError
+from gatebench.core.model import RunKind
 from gatebench.core.plan import MAX_REPETITIONS
 from gatebench.core.thresholds import failures
 from gatebench.run import RunOptions, RunOutcome
@@ -35,6 +41,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     add_spec_arguments(parser)
     add_plan_argument(parser)
+    add_quiet_argument(parser)
     parser.add_argument(
         "--quick",
         action="store_true",
@@ -92,7 +99,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    from gatebench.local.capacity_runner import run_capacity
+    from gatebench.local.runner import run_local
 
     ready = prepared(args)
     if ready is None:
@@ -109,11 +116,12 @@ def run(args: argparse.Namespace) -> int:
         testers=args.testers,
         allow_missing_policies=args.allow_missing_policies,
     )
-    display = LiveDisplay(sys.stderr)
+    display = ProgressLine(sys.stderr, quiet=args.quiet)
     location = _store_location(args)
     with open_store(location) as store:
         try:
-            outcome = run_capacity(
+            outcome = run_local(
+                RunKind.CAPACITY,
                 api,
                 plan,
                 spec_uri=str(Path(args.spec).resolve()),
@@ -152,10 +160,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def report_lines(outcome: RunOutcome) -> list[str]:
-    from gatebench.core.report import capacity_text
+    from gatebench.kinds.capacity._report import capacity_text
 
     record = outcome.record
     lines = [f"Run {record.run_id}: {record.status} ({outcome.wall_s:.0f}s)"]
+    cores = record.environment.get("cpus")
+    if cores:
+        lines.append(f"Cores: {cores}")
     if outcome.report is not None:
         lines += capacity_text(outcome.report)
     for target, reason in sorted(record.target_errors.items()):

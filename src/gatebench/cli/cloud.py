@@ -100,7 +100,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="reach the targets, then run the load when asked (the tester VM's command)",
         description="Probe every target of runs/RUN/workload.json and write tester/ready.json; "
         "wait for tester/load-request.json; run the load with Gatling; upload the raw log to "
-        "runs/RUN/raw/ and write tester/load-done.json.",
+        "raw/RUN/ and write tester/load-done.json.",
     )
     _run_arguments(tester)
     tester.add_argument("--workdir", default="/var/tmp/gatebench", help="local scratch folder")
@@ -135,6 +135,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         required=True,
         help="the container's cgroup v2 directory, e.g. "
         "/sys/fs/cgroup/system.slice/docker-ID.scope",
+    )
+    meter.add_argument(
+        "--cgroup-root",
+        default="/host/cgroup",
+        help="where the host's cgroup v2 hierarchy is mounted (the container's cgroup path is "
+        "--cgroup below it)",
+    )
+    meter.add_argument(
+        "--proc",
+        help="the host's /proc: record which of Netty's native transports the container's "
+        "processes loaded",
     )
     meter.set_defaults(handler=run_meter)
 
@@ -172,34 +183,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
     gateway_tls = commands.add_parser(
         "gateway-tls",
-        help="make a gateway VM's TLS key and certificate (on its VM, before it starts)",
-        description="Read the deployment's CA key (the tls_ca secret) with this VM's service "
-        "account, make a new server key of the plan's type and a certificate for this VM's "
-        "host name signed by it, and write the TLS files into --out/tls. On failure it writes "
-        "the reason to runs/RUN/gateways/GATEWAY/config-error.json and exits non-zero: the "
-        "gateway does not start.",
+        help="write a gateway VM's TLS key and certificate (on its VM, before it starts)",
+        description="Read this VM's own server key and certificate, which the provision build "
+        "made from the run's CA, from its metadata, and write the TLS files into --out/tls. On "
+        "failure it writes the reason to runs/RUN/gateways/GATEWAY/config-error.json and exits "
+        "non-zero: the gateway does not start.",
     )
     _run_arguments(gateway_tls)
     gateway_tls.add_argument("--gateway", required=True, help="the gateway's name in the run")
     gateway_tls.add_argument("--out", required=True, help="the gateway's configuration folder")
     gateway_tls.set_defaults(handler=run_gateway_tls)
-
-    tls_ca = commands.add_parser(
-        "tls-ca",
-        help="make a certificate authority for a deployment's TLS runs",
-        description="Make a new CA: its certificate goes to --cert (the Terraform variable "
-        "tls_ca_certificate), its private key to standard output, for `gcloud secrets versions "
-        "add SECRET --data-file=-` (the secret the Terraform variable tls_ca names). The key is "
-        "written nowhere else.",
-    )
-    tls_ca.add_argument("--cert", required=True, help="where the CA certificate (PEM) goes")
-    tls_ca.add_argument(
-        "--key-type", choices=("ecdsa-p256", "rsa-2048"), default="ecdsa-p256", help="the CA's key"
-    )
-    tls_ca.add_argument(
-        "--days", type=int, default=365, help="how long the CA is valid (default 365)"
-    )
-    tls_ca.set_defaults(handler=run_tls_ca)
 
 
 def run_bundle(args: argparse.Namespace) -> int:
@@ -301,7 +294,8 @@ def run_load(args: argparse.Namespace) -> int:
 
 def run_vm_vars(args: argparse.Namespace) -> int:
     from gatebench.cloud import Storage, read_settings
-    from gatebench.cloud._vms import VARS_OBJECT, vm_vars
+    from gatebench.cloud._objects import VARS_OBJECT
+    from gatebench.cloud._vms import vm_vars
 
     storage = Storage()
     saved_name = VARS_OBJECT.format(run_id=args.run_id)
@@ -334,9 +328,25 @@ def run_vm_vars(args: argparse.Namespace) -> int:
                 print(f"gatebench: {problem.message}", file=sys.stderr)
             return 3
     text = json.dumps(values, indent=1, sort_keys=True) + "\n"
-    Path(args.out).write_text(text, encoding="utf-8")
     if fleet is not None:
+        # what each VM alone may hold (its write policies, its TLS key), in its own metadata
+        # only: never in the saved copy, which the testers of any run may read
+        from gatebench.cloud._tls import CA_OBJECT
+        from gatebench.cloud._vms import machine_metadata
+        from gatebench.cloud._writes import ambient_signer
+
+        email, sign = ambient_signer()
+        metadata, ca_cert = machine_metadata(values, fleet, email=email, sign=sign)
+        if ca_cert is not None:  # public: what the testers trust, this run's alone
+            name = CA_OBJECT.format(run_id=args.run_id)
+            storage.write(args.runs_bucket, name, ca_cert, "application/x-pem-file")
+        Path(args.out).write_text(
+            json.dumps({**values, "vm_metadata": metadata}, indent=1, sort_keys=True) + "\n",
+            encoding="utf-8",
+        )
         storage.write(args.runs_bucket, saved_name, text)
+    else:
+        Path(args.out).write_text(text, encoding="utf-8")
     print(
         f"{args.out}: {len(values['gateways'])} gateway VM(s)"
         + (", backend" if values["backend"] else "")
@@ -346,26 +356,35 @@ def run_vm_vars(args: argparse.Namespace) -> int:
 
 
 def run_backend(args: argparse.Namespace) -> int:
-    from gatebench.cloud import Storage
+    from gatebench.cloud._storage import vm_storage
     from gatebench.vm._backend import serve_backend
 
-    return serve_backend(Storage(), args.runs_bucket, args.run_id)
+    return serve_backend(vm_storage(), args.runs_bucket, args.run_id)
 
 
 def run_meter(args: argparse.Namespace) -> int:
-    from gatebench.cloud import Storage
+    from gatebench.cloud._storage import vm_storage
     from gatebench.vm._roles import meter_gateway
 
-    return meter_gateway(Storage(), args.runs_bucket, args.run_id, args.target, Path(args.cgroup))
+    proc = Path(args.proc) if args.proc else None
+    return meter_gateway(
+        vm_storage(),
+        args.runs_bucket,
+        args.run_id,
+        args.target,
+        Path(args.cgroup),
+        proc=proc,
+        cgroup_root=Path(args.cgroup_root),
+    )
 
 
 def run_live_gateway(args: argparse.Namespace) -> int:
-    from gatebench.cloud import Storage
+    from gatebench.cloud._storage import vm_storage
     from gatebench.vm._docker import DockerEngine
     from gatebench.vm._live_agent import run_live_agent
 
     return run_live_agent(
-        Storage(),
+        vm_storage(),
         args.runs_bucket,
         args.run_id,
         args.gateway,
@@ -375,45 +394,29 @@ def run_live_gateway(args: argparse.Namespace) -> int:
 
 
 def run_gateway_config(args: argparse.Namespace) -> int:
-    from gatebench.cloud import Storage
+    from gatebench.cloud._storage import vm_storage
     from gatebench.vm._gateway_config import configure_gateway
 
     written = configure_gateway(
-        Storage(), args.runs_bucket, args.run_id, args.gateway, Path(args.out)
+        vm_storage(), args.runs_bucket, args.run_id, args.gateway, Path(args.out)
     )
     print(f"{args.gateway}: wrote {', '.join(written)}")
     return 0
 
 
 def run_gateway_tls(args: argparse.Namespace) -> int:
-    from gatebench.cloud import Storage
+    from gatebench.cloud._storage import vm_storage
     from gatebench.vm._tls import configure_gateway_tls
 
     written = configure_gateway_tls(
-        Storage(), args.runs_bucket, args.run_id, args.gateway, Path(args.out)
+        vm_storage(), args.runs_bucket, args.run_id, args.gateway, Path(args.out)
     )
     print(f"{args.gateway}: wrote tls/{', tls/'.join(written)}")
     return 0
 
 
-def run_tls_ca(args: argparse.Namespace) -> int:
-    import datetime
-
-    from gatebench.core.tls import make_ca
-
-    if not 1 <= args.days <= 3650:
-        print(f"gatebench: --days: expected 1 to 3650, got {args.days}", file=sys.stderr)
-        return 2
-    key, cert = make_ca(
-        args.key_type, validity=datetime.timedelta(days=args.days), label="deployment CA"
-    )
-    Path(args.cert).write_bytes(cert)
-    sys.stdout.write(key.decode("ascii"))
-    return 0
-
-
 def run_tester(args: argparse.Namespace) -> int:
-    from gatebench.cloud import Storage
+    from gatebench.cloud._storage import vm_storage
     from gatebench.vm._live_tester import run_live_program
     from gatebench.vm._roles import run_tester as tester
 
@@ -424,7 +427,7 @@ def run_tester(args: argparse.Namespace) -> int:
         )
         return 2
     return tester(
-        Storage(),
+        vm_storage(),
         args.runs_bucket,
         args.run_id,
         Path(args.workdir),

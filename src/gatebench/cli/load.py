@@ -14,8 +14,9 @@ from typing import Any
 
 from gatebench.core.measure import measurement_from
 from gatebench.core.workload import phases_from_document
-from gatebench.local.engines import EngineEvent, PhaseResult, get_engine
+from gatebench.local.engines import get_engine
 from gatebench.local.procs import Supervisor
+from gatebench.run.ports import EngineEvent, PhaseResult
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -22,8 +22,15 @@ from pathlib import Path
 
 from gatebench.cli._common import add_spec_arguments, print_problems, read
 from gatebench.core.errors import RenderError, RunError, UnsupportedFeature
+from gatebench.core.fairness import (
+    default_local_policy,
+    gateway_target,
+    plan_concurrency,
+    stated_cpu_policy,
+)
 from gatebench.core.policies import PolicySet
-from gatebench.core.renderers import RenderTarget, UnknownGateway, gateway_names, get_renderer
+from gatebench.core.renderers import UnknownGateway, gateway_names, get_renderer
+from gatebench.core.renderers._base import DEFAULT_CONCURRENCY
 from gatebench.core.renderers._leave_out import render_leaving_out
 from gatebench.core.spec import SpecResult
 from gatebench.local.provisioners import CheckTask, run_checks, write_files
@@ -66,6 +73,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="PATH",
         help="absolute folder the files will live in when the gateway runs "
         "(default: the gateway's output folder)",
+    )
+    parser.add_argument(
+        "--cores",
+        type=_positive(int),
+        metavar="N",
+        help="the cores each gateway is configured for: its workers, threads and event loops "
+        "(default: the share a run here gives each gateway, half the cores gatebench may use; "
+        "on a VM of its own, give its vCPUs)",
     )
     parser.add_argument(
         "--check",
@@ -161,20 +176,27 @@ def run(args: argparse.Namespace) -> int:
         return 2
     out = Path(args.out).resolve()
     source = result.spec_name or args.spec
-    needed = _workload_operations(result, args.spec)
+    needed, concurrency = _workload_operations(result, args.spec)
+    cpu = (
+        stated_cpu_policy(args.cores)
+        if args.cores
+        else default_local_policy(sorted(os.sched_getaffinity(0)))
+    )
     failed = False
     to_check: list[tuple[str, CheckTask]] = []
     for name in gateways:
         renderer = get_renderer(name)
         folder = out / name
         try:
-            target = RenderTarget(
+            target = gateway_target(
+                cpu,
                 workdir=args.workdir or str(folder),
                 listen_host=args.listen_host,
                 listen_port=args.port,
                 backend_url=args.backend,
                 redis_host=redis_host,
                 redis_port=int(redis_port),
+                concurrency=concurrency,
             )
         except RenderError as exc:
             for problem in exc.problems:
@@ -214,8 +236,9 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _workload_operations(result: SpecResult, spec: str) -> set[str]:
-    """Operation ids the description's own plan benchmarks (none without a valid plan).
+def _workload_operations(result: SpecResult, spec: str) -> tuple[set[str], int]:
+    """Operation ids the description's own plan benchmarks and the concurrency every
+    gateway's pools must hold for it (none and the default without a valid plan).
 
     The configurations need only the description, so a plan that ``validate`` refuses does
     not stop the render; its errors are printed as warnings, so that it is not silent."""
@@ -223,9 +246,10 @@ def _workload_operations(result: SpecResult, spec: str) -> set[str]:
     from gatebench.core.plan import load_plan
 
     if result.benchmark_loc is None:
-        return set()
+        return set(), DEFAULT_CONCURRENCY
     try:
-        return {w.operation_id for w in load_plan(result).workloads}
+        plan = load_plan(result)
+        return {w.operation_id for w in plan.workloads}, plan_concurrency(plan)
     except PlanError as exc:
         errors = exc.errors or exc.problems
         for problem in errors:
@@ -239,4 +263,4 @@ def _workload_operations(result: SpecResult, spec: str) -> set[str]:
             "refuse it; the configurations need only the description",
             file=sys.stderr,
         )
-        return set()
+        return set(), DEFAULT_CONCURRENCY

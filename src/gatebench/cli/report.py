@@ -4,27 +4,13 @@ its thresholds as JUnit XML for CI systems (docs/ci.md)."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from gatebench.cli._store import add_store_argument, store_location
-from gatebench.core.report import (
-    FORMATS,
-    find_run,
-    is_capacity_run,
-    is_scale_run,
-    load_capacity_report,
-    load_report,
-    render,
-    render_capacity,
-    render_scale_csv,
-    render_scale_html,
-    stored_scale_document,
-)
-from gatebench.core.report._junit import render_junit
+from gatebench.core.errors import RunError
+from gatebench.core.report import FORMATS, find_run
 from gatebench.core.score import PROFILES
-from gatebench.kinds.capacity._report import render_capacity_junit
 from gatebench.store import open_store
 
 
@@ -62,39 +48,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
+    """Each kind of run writes its own report (``Kind.report``, gatebench.kinds.registry)."""
+    from gatebench.kinds.registry import kind_of
+
     with open_store(store_location(args)) as store:
         record = find_run(store, args.run_id)
-        if is_scale_run(record):
-            return _scale(args, stored_scale_document(store, record.run_id) or {}, record.run_id)
-        if is_capacity_run(record):
-            capacity = load_capacity_report(store, record.run_id)
-            text = (
-                render_capacity_junit(capacity)
-                if args.format == "junit"
-                else render_capacity(capacity, args.format)
-            )
-            return _write(args, text, capacity.run.run_id, "report.html")
-        report = load_report(store, record.run_id, profile=args.profile)
-    text = render_junit(report) if args.format == "junit" else render(report, args.format)
-    return _write(args, text, report.run.run_id, "report.html")
-
-
-def _scale(args: argparse.Namespace, document: dict[str, object], run_id: str) -> int:
-    """A scale or change-under-load run (docs/scale.md): its own report, JSON or CSV."""
-    if args.format == "html":
-        text = render_scale_html(document)
-    elif args.format == "json":
-        text = json.dumps(document, indent=1, sort_keys=True) + "\n"
-    elif args.format == "csv":
-        text = render_scale_csv(document)
-    else:
-        print(
-            f"gatebench: run {run_id} is a scale or change-under-load run: its report is "
-            "html, json or csv",
-            file=sys.stderr,
-        )
-        return 2
-    return _write(args, text, run_id, "scale.html")
+        try:
+            report = kind_of(record).report(store, record, args.format, args.profile)
+        except RunError as exc:
+            print(f"gatebench: {exc}", file=sys.stderr)
+            return 2
+    return _write(args, report.text, record.run_id, report.html_name)
 
 
 def _write(args: argparse.Namespace, text: str, run_id: str, html_name: str) -> int:

@@ -6,12 +6,16 @@ import argparse
 import hashlib
 import os
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TextIO
 
-from gatebench.cli._common import add_plan_argument, add_spec_arguments, load
+from gatebench.cli._common import (
+    ProgressLine,
+    add_plan_argument,
+    add_quiet_argument,
+    add_spec_arguments,
+    load,
+)
 from gatebench.core.errors import GatebenchError
 from gatebench.core.ir import Api
 from gatebench.core.model import Measurement, local_run_id
@@ -19,7 +23,7 @@ from gatebench.core.plan import Plan, describe_injection
 from gatebench.core.stats import format_workload_table, workload_rows
 from gatebench.core.thresholds import evaluate, failures
 from gatebench.local.engines import ENGINES
-from gatebench.local.runner import Progress, RunOptions, RunOutcome, run_benchmark
+from gatebench.local.runner import RunOptions, RunOutcome, run_benchmark
 from gatebench.store import DEFAULT_STORE, STORE_ENV, ResultStore, open_store
 
 
@@ -42,6 +46,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     add_spec_arguments(parser)
     add_plan_argument(parser)
     parser.add_argument("--quick", action="store_true", help="one short repetition (smoke run)")
+    add_quiet_argument(parser)
     parser.add_argument(
         "--repetitions", type=int, metavar="N", help="override the plan's repetitions"
     )
@@ -102,48 +107,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.set_defaults(handler=run)
 
 
-class LiveDisplay:
-    """One status line, rewritten in place on a terminal; plain lines otherwise."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.tty = stream.isatty()
-        self._last_line = ""
-        self._last_plain = 0.0
-        self._width = 0
-
-    def __call__(self, p: Progress) -> None:
-        if p.phase is not None:
-            line = f"[{p.step}] {p.phase_number}/{p.phases} {p.phase.label}"
-            if p.done:
-                line += f": {p.done:,} req, {p.rate:,.0f} req/s"
-            if not self.tty and not p.phase.measured:
-                return  # a log file gets the measured phases only
-        else:
-            line = f"[{p.step}] {p.message}".rstrip()
-        if self.tty:
-            pad = max(0, self._width - len(line))
-            self.stream.write("\r" + line + " " * pad)
-            self._width = len(line)
-            self.stream.flush()
-            if p.phase is None:
-                self.stream.write("\n")
-                self._width = 0
-            return
-        now = time.monotonic()
-        same_phase = p.phase is not None and line.split(":")[0] == self._last_line.split(":")[0]
-        if same_phase and now - self._last_plain < 5:
-            return
-        self._last_plain = now
-        self._last_line = line
-        print(line, file=self.stream, flush=True)
-
-    def finish(self) -> None:
-        if self.tty and self._width:
-            self.stream.write("\n")
-            self.stream.flush()
-
-
 def chosen_gateways(args: argparse.Namespace, plan: Plan) -> Plan | None:
     """The plan with ``--gateways`` applied (``none``: the baseline only); None, said on
     stderr, when it names a gateway the plan lacks."""
@@ -200,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
         testers=args.testers,
         allow_missing_policies=args.allow_missing_policies,
     )
-    display = LiveDisplay(sys.stderr)
+    display = ProgressLine(sys.stderr, quiet=args.quiet)
     with open_store(_store_location(args)) as store:
         return _run_with_store(
             args, api, plan, Path(args.spec), digest, run_dir, options, display, store
@@ -215,7 +178,7 @@ def _run_with_store(
     digest: str,
     run_dir: Path,
     options: RunOptions,
-    display: LiveDisplay,
+    display: ProgressLine,
     store: ResultStore,
 ) -> int:
     try:

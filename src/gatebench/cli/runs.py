@@ -9,6 +9,7 @@ import datetime as dt
 import json
 
 from gatebench.cli._store import add_store_argument, store_location
+from gatebench.core.model import RunKind
 from gatebench.store import open_store
 
 
@@ -25,7 +26,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    from gatebench.core.report import is_capacity_run
     from gatebench.local._abandoned import abandoned
 
     with open_store(store_location(args)) as store:
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
             dt.datetime.fromtimestamp(r.created_at, tz=dt.UTC).strftime("%Y-%m-%d %H:%M"),
             ",".join(r.gateways) or "-",
             str(len(r.workloads)),
-            (r.title or "-") + (" (capacity search)" if is_capacity_run(r) else ""),
+            (r.title or "-") + (" (capacity search)" if r.kind == RunKind.CAPACITY else ""),
         )
         for r in runs
     ]

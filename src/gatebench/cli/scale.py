@@ -11,13 +11,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gatebench.cli._common import add_spec_arguments, read
-from gatebench.cli.run import LiveDisplay, _store_location
+from gatebench.cli._common import ProgressLine, add_quiet_argument, add_spec_arguments, read
+from gatebench.cli.run import _store_location
 from gatebench.core.errors import GatebenchError, PlanError
 from gatebench.core.model import local_run_id
-from gatebench.core.plan import scale_problems
 from gatebench.core.renderers import all_renderers, get_renderer
 from gatebench.core.routescale import DEFAULT_SIZES, MAX_ROUTES, parse_sizes
+from gatebench.kinds._live._plan import scale_problems
 from gatebench.local.liveruns import LoadSettings
 from gatebench.store import DEFAULT_STORE, open_store
 
@@ -44,6 +44,7 @@ def _sizes(text: str) -> tuple[int, ...]:
 
 def _common(parser: argparse.ArgumentParser) -> None:
     add_spec_arguments(parser)
+    add_quiet_argument(parser)
     parser.add_argument(
         "--gateways",
         metavar="A,B",
@@ -147,8 +148,9 @@ def _gateways(text: str | None) -> tuple[str, ...]:
 
 
 def run_scale_command(args: argparse.Namespace) -> int:
-    from gatebench.kinds._live._stages import ChangeSpec, ScaleRequest
-    from gatebench.local.scale_runs import run_scale
+    from gatebench.core.scaleplan import ChangeSpec
+    from gatebench.kinds._live._stages import ScaleRequest
+    from gatebench.local.runner import run_local
     from gatebench.run import RunOptions
 
     result = read(args)
@@ -189,14 +191,14 @@ def run_scale_command(args: argparse.Namespace) -> int:
     digest = digest or hashlib.sha256(str(spec_path).encode()).hexdigest()
     run_id = local_run_id(digest)
     options = RunOptions(results_dir=Path(args.results), run_id=run_id)
-    display = LiveDisplay(sys.stderr)
+    display = ProgressLine(sys.stderr, quiet=args.quiet)
     location = _store_location(args)
     with open_store(location) as store:
         try:
-            outcome = run_scale(
+            outcome = run_local(
+                args.kind,
                 api,
                 request,
-                kind=args.kind,
                 spec_uri=str(spec_path.resolve()),
                 spec_sha256=digest,
                 options=options,

@@ -169,8 +169,7 @@ def serve(args: argparse.Namespace) -> int:
                 read_timeout=args.read_timeout,
             ),
         )
-        address, port = server.server_address[:2]
-        host = address.decode() if isinstance(address, bytes) else address
+        host, port = server.server_address
         shown = f"[{host}]" if ":" in host else host
         print(
             f"gatebench serve: http://{shown}:{port}/ (store {location}, results {results}/); "
@@ -179,7 +178,7 @@ def serve(args: argparse.Namespace) -> int:
         )
         previous = signal.signal(signal.SIGTERM, _terminated)
         try:
-            server.serve_forever(poll_interval=0.2)
+            server.serve_forever()
         except KeyboardInterrupt:
             pass
         finally:
@@ -188,7 +187,7 @@ def serve(args: argparse.Namespace) -> int:
             try:
                 print("gatebench serve: stopping", file=sys.stderr, flush=True)
                 server.server_close()
-                stopped = server.app.queue.shutdown()
+                stopped = server.state.queue.shutdown() if server.state.queue else None
                 if stopped is not None:
                     print(
                         f"gatebench serve: run {stopped.run_id} was stopped and torn down",

@@ -24,10 +24,12 @@ from gatebench.cloud._parse import ParseOutcome, parse_upload
 from gatebench.cloud._render import RenderedRun, render_run
 from gatebench.cloud._score import finish_run
 from gatebench.cloud._settings import read_settings
+from gatebench.cloud._signing import GcsSigner
 from gatebench.cloud._storage import ObjectMissing, Storage, StoredObject
 
 __all__ = [
     "METER_WAIT_S",
+    "GcsSigner",
     "NothingMeasured",
     "ObjectMissing",
     "ObjectRef",

@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 
+from gatebench.core._locations import PACKAGE_DIR
 from gatebench.core.errors import RunError
-from gatebench.local._resources import PACKAGE_DIR
 
 RUNTIME = {
     "python_version": "3.12",

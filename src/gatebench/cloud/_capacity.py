@@ -18,7 +18,6 @@ from typing import Any
 from gatebench.cloud._ingest import Bucket, meter_uploads, metered_gateways, wait_for_meters
 from gatebench.cloud._tester import Clock
 from gatebench.core.cost import CostError, machine_hourly
-from gatebench.core.report import build_capacity_report, capacity_rows
 from gatebench.core.resources import CgroupSample, cgroup_resources
 from gatebench.core.thresholds import thresholds_from_plan
 from gatebench.kinds.capacity import (
@@ -28,6 +27,7 @@ from gatebench.kinds.capacity import (
     SearchResult,
     capacity_result,
 )
+from gatebench.kinds.capacity._report import build_capacity_report, capacity_rows
 from gatebench.store import ResultStore
 
 CAMPAIGN_OBJECT = "runs/{run_id}/capacity/campaign.json"
@@ -106,8 +106,58 @@ def ingest_capacity(
     except CostError:
         hourly = None
     result = capacity_result(campaign, machine=machine, hourly_usd=hourly)
-    store.update_run(run_id, capacity=result.to_dict())
+    whole = result_object(run_id)
+    write = getattr(storage, "write", None)  # the functions' Storage; a read-only view skips it
+    if write is not None:
+        write(bucket, whole, json.dumps(result.to_dict(), sort_keys=True), "application/json")
+    store.update_run(run_id, capacity=bounded_capacity(result.to_dict(), f"gs://{bucket}/{whole}"))
     return result
+
+
+RESULT_OBJECT = "runs/{run_id}/capacity/result.json"
+CURVES_KEPT = 400
+"""The probes of the result's curves the run record keeps in Firestore (the first repetitions'
+first): a campaign of many searches has more than a document holds."""
+
+
+CURVE_POINT_FIELDS = 13
+"""A curve point's fields in the run record (CurvePoint.to_dict's 12, and itself)."""
+
+
+def capacity_fields_bound(targets: int, workloads: int, repetitions: int) -> int:
+    """The most fields the run record's copy of a capacity result holds (Firestore's count,
+    every array element one: gatebench.store._firestore_size), for ``targets`` searched on
+    each of ``workloads`` endpoints ``repetitions`` times: per endpoint 8, a summary per target
+    (16, and its knees, repetition numbers, bounds and notes: at most one each a repetition),
+    a comparison per pair of targets (9) and a price per target; an order per repetition
+    (3 and its targets); :data:`CURVES_KEPT` curve points; the result's own 9 and 4 more."""
+    pairs = targets * (targets - 1) // 2
+    endpoint = 8 + targets * (16 + 4 * repetitions) + 9 * pairs + targets
+    curves = CURVES_KEPT * CURVE_POINT_FIELDS
+    return 13 + workloads * endpoint + repetitions * (targets + 3) + curves
+
+
+def result_object(run_id: str) -> str:
+    """A capacity run's result as the score step made it, whole (the run record's copy in
+    Firestore keeps at most :data:`CURVES_KEPT` curve points)."""
+    return RESULT_OBJECT.format(run_id=run_id)
+
+
+def bounded_capacity(result: dict[str, Any], whole: str) -> dict[str, Any]:
+    """A capacity result (``CapacityResult.to_dict``) as the run record keeps it: every
+    endpoint's knees, comparisons and verdict, at most :data:`CURVES_KEPT` curve points (by
+    repetition, then target, endpoint and rate: every search's first curve first), and where
+    the whole result is; ``kept`` counts what was cut."""
+    curves = sorted(
+        result.get("curves") or [],
+        key=lambda c: (c["repetition"], c["target"], c["workload"], c["rate"]),
+    )
+    return {
+        **result,
+        "curves": curves[:CURVES_KEPT],
+        "kept": {"curves": min(len(curves), CURVES_KEPT), "of_curves": len(curves)},
+        "whole": whole,
+    }
 
 
 def ingest_run(
@@ -132,12 +182,16 @@ def ingest_run(
     return ingest_raw_logs(storage, store, bucket, run_id, meter_wait_s=meter_wait_s, clock=clock)
 
 
-def capacity_outcome(store: ResultStore, run_id: str) -> tuple[str, list[dict[str, Any]]]:
+def capacity_outcome(
+    store: ResultStore, run_id: str, storage: Bucket | None = None, bucket: str = ""
+) -> tuple[str, list[dict[str, Any]]]:
     """(``done`` or ``partial``, the BigQuery rows) of a stored capacity run: partial when a
-    target has no knee on some endpoint or the searches stopped on an error."""
+    target has no knee on some endpoint or the searches stopped on an error. The whole result
+    is read from the bucket when ``storage`` is given (the run record's copy is bounded)."""
     run = store.get_run(run_id)
     assert run is not None and run.capacity is not None
-    result = CapacityResult.from_dict(run.capacity)
+    data = storage.read_optional(bucket, result_object(run_id)) if storage is not None else None
+    result = CapacityResult.from_dict(json.loads(data) if data is not None else run.capacity)
     from gatebench.kinds.capacity import evaluate_capacity
 
     report = build_capacity_report(
@@ -150,10 +204,14 @@ def capacity_outcome(store: ResultStore, run_id: str) -> tuple[str, list[dict[st
 
 __all__ = [
     "CAMPAIGN_OBJECT",
+    "CURVES_KEPT",
+    "bounded_capacity",
+    "capacity_fields_bound",
     "capacity_outcome",
     "gateway_machine",
     "ingest_capacity",
     "ingest_run",
     "read_campaign",
+    "result_object",
     "with_gateway_samples",
 ]

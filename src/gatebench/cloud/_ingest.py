@@ -7,7 +7,7 @@ show up during the run, and the score step over every raw log of the run before 
 a late or lost event never loses a measurement.
 
 With several testers (the fleet's ``tester.count``) a phase is split across their logs
-(``raw/gatling-tT/``): nothing is stored until every tester has said it finished
+(``raw/RUN/gatling-tT/``): nothing is stored until every tester has said it finished
 (``tester/load-done*.json``, which the load build writes for a tester that never answered), then
 every log is merged at once (``gatebench.core.testers.ingest_tester_logs``); a failed tester's
 unfinished phases are ``partial``.
@@ -38,7 +38,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Protocol
 
+from gatebench.cloud._objects import VARS_OBJECT
 from gatebench.cloud._tester import Clock, fleet_testers, marker, marker_of_tester
+from gatebench.cloud._tls import CA_OBJECT
+from gatebench.core.errors import GatebenchError
 from gatebench.core.fault import Request, fault_impact
 from gatebench.core.measure import ingest_simlog, with_gateway_cgroup
 from gatebench.core.model import Measurement
@@ -47,7 +50,19 @@ from gatebench.core.simlog import RequestRecord, RunHeader, read_simlog
 from gatebench.core.testers import ingest_tester_logs
 from gatebench.store import ResultStore
 
-RAW_LOG = re.compile(r"^runs/(r-[0-9a-f]{20})/raw/[A-Za-z0-9._-]+/simulation\.log$")
+RAW_PREFIX = "raw/"
+"""Where every raw log of every run is, apart from the rest of the run's objects (runs/RUN/):
+the bucket's notification to the ingest function fires for this prefix alone (infra/modules/
+functions), not for the markers, meters' samples and other objects a run writes."""
+RAW_LOG = re.compile(r"^raw/(r-[0-9a-f]{20})/[A-Za-z0-9._-]+/simulation\.log$")
+
+
+def raw_object(run_id: str, name: str) -> str:
+    """A raw log's object: ``raw/RUN/NAME/simulation.log`` (NAME: ``gatling``, or
+    ``gatling-tT`` for tester T of several)."""
+    return f"{RAW_PREFIX}{run_id}/{name}/simulation.log"
+
+
 CGROUP_OBJECT = "runs/{run_id}/cgroup/{target}.jsonl"
 """Where a gateway VM's meter (``gatebench cloud meter``) uploads its container's cgroup
 samples, one JSON object per line (gatebench.core.resources.CgroupSample), the last upload ending
@@ -91,6 +106,8 @@ class MeterUpload:
 
     samples: list[CgroupSample] = field(default_factory=list)
     done: bool = False
+    loaded: list[str] | None = None
+    """The native transports the container's processes loaded (None: the meter did not look)."""
 
 
 def ingest_object(storage: Bucket, store: ResultStore, bucket: str, name: str) -> int | None:
@@ -143,12 +160,11 @@ def _measure_testers(storage: Bucket, bucket: str, run_id: str) -> list[Measurem
         return []
     failures = [None if d.get("ok") else str(d.get("reason") or "failed") for d in done]
     logs = [
-        storage.open_optional(bucket, f"runs/{run_id}/raw/gatling-t{t}/simulation.log")
-        for t in range(testers)
+        storage.open_optional(bucket, raw_object(run_id, f"gatling-t{t}")) for t in range(testers)
     ]  # streams, read one after the other by the merge
     document = json.loads(workload)
     measurements, merged = ingest_tester_logs(logs, document, run_id, failures)
-    raw = [f"runs/{run_id}/raw/gatling-t{t}/simulation.log" for t in range(testers)]
+    raw = [raw_object(run_id, f"gatling-t{t}") for t in range(testers)]
     measurements = with_deployment(measurements, storage, bucket, run_id, document, raw)[0]
     barrier = done[0].get("barrier") if isinstance(done[0].get("barrier"), dict) else {}
     arrivals = barrier.get("phases") or {}
@@ -292,6 +308,9 @@ def meter_uploads(storage: Bucket, bucket: str, run_id: str) -> dict[str, MeterU
                 if isinstance(value, dict) and value.get(METER_DONE) is True:
                     upload.done = True
                     continue
+                if isinstance(value, dict) and isinstance(value.get("loaded"), list):
+                    upload.loaded = [str(v) for v in value["loaded"]]
+                    continue
                 upload.samples.append(CgroupSample.from_dict(value))
             except (ValueError, KeyError, TypeError, AttributeError):
                 continue
@@ -389,7 +408,7 @@ def ingest_run(
         measurements = _measure_testers(storage, bucket, run_id)
     else:
         measurements = []
-        for name in storage.names(bucket, f"runs/{run_id}/raw/"):
+        for name in storage.names(bucket, f"{RAW_PREFIX}{run_id}/"):
             if RAW_LOG.match(name):
                 measurements += _measure_object(storage, bucket, run_id, name)
     _note_deployment(storage, store, bucket, run_id)
@@ -404,46 +423,83 @@ def ingest_run(
     return len(measurements)
 
 
+JVM_TRANSPORT = "jvm_transport"
+"""The run record's ``environment`` key: each JVM gateway's network transport (``epoll`` when
+Netty loaded its native transport, ``nio`` when it fell back to Java's), from its meter."""
+VM_IMAGE = "vm_image"
+"""The run record's ``environment`` key: the Container-Optimized OS image its VMs booted (the
+deployment pins it: infra/ ``vm_image``), from the variables the provision build saved."""
+
+
 def _note_deployment(storage: Bucket, store: ResultStore, bucket: str, run_id: str) -> None:
-    """The run record's ``environment``: the deployment the run had (``tls``: the key type,
-    the CA's fingerprint, HTTP/2 and resumption, every VM's certificate its own; ``replicas``)
-    and :data:`DEPLOYMENT_NOTES`, what of it could not be observed."""
+    """The run record's ``environment``: the image the run's VMs booted (:data:`VM_IMAGE`),
+    the deployment the run had (``tls``: the key type, the CA's fingerprint, HTTP/2 and
+    resumption, every VM's certificate its own; ``replicas``) and :data:`DEPLOYMENT_NOTES`,
+    what of it could not be observed."""
     import hashlib
 
     data = storage.read_optional(bucket, f"runs/{run_id}/workload.json")
     backend = json.loads(storage.read_optional(bucket, f"runs/{run_id}/backend.json") or b"{}")
+    saved = json.loads(storage.read_optional(bucket, VARS_OBJECT.format(run_id=run_id)) or b"{}")
     document = json.loads(data) if data is not None else {}
     replicas = len(backend.get("replicas") or [])
-    if not document.get("tls") and not document.get("fault") and replicas < 2:
+    found: dict[str, Any] = {}
+    if isinstance(saved.get("image"), str):
+        found[VM_IMAGE] = saved["image"]
+    transports = jvm_transports(meter_uploads(storage, bucket, run_id))
+    if transports:
+        found[JVM_TRANSPORT] = transports
+    deployed = bool(document.get("tls") or document.get("fault") or replicas > 1)
+    if not found and not deployed:
         return
     run = store.get_run(run_id)
     if run is None:
         return
-    found: dict[str, Any] = {}
     tls = document.get("tls")
-    if isinstance(tls, dict) and tls.get("ca"):
+    ca = storage.read_optional(bucket, CA_OBJECT.format(run_id=run_id)) if tls else None
+    if isinstance(tls, dict) and ca is not None:
         from cryptography import x509
         from cryptography.hazmat.primitives.serialization import Encoding
 
-        der = x509.load_pem_x509_certificate(str(tls["ca"]).encode()).public_bytes(Encoding.DER)
+        certificate = x509.load_pem_x509_certificate(ca)
+        der = certificate.public_bytes(Encoding.DER)
         plan_tls = (run.plan or {}).get("tls") or {}
         found["tls"] = {
             "key": plan_tls.get("key"),
             "ca_sha256": hashlib.sha256(der).hexdigest(),
+            "ca_not_after": certificate.not_valid_after_utc.isoformat(),
             "http2": bool(tls.get("http2")),
             "resumption": plan_tls.get("resumption", True),
-            "certificates": "one per VM (each gateway's and the backend's), made at its boot",
+            "certificates": "one per VM (each gateway's and the backend's) from the run's own "
+            "CA, made by the provision build",
         }
     if replicas > 1:
         balance = ((run.plan or {}).get("backend") or {}).get("balance", "round_robin")
         found["replicas"] = {"count": replicas, "balance": balance}
-    _, notes = with_deployment([], storage, bucket, run_id, document, [])
+    notes = with_deployment([], storage, bucket, run_id, document, [])[1] if deployed else []
     environment = {k: v for k, v in run.environment.items() if k != DEPLOYMENT_NOTES}
     environment.update(found)
     if notes:
         environment[DEPLOYMENT_NOTES] = notes
     if environment != run.environment:
         store.update_run(run_id, environment=environment)
+
+
+def jvm_transports(uploads: dict[str, MeterUpload]) -> dict[str, str]:
+    """Each JVM gateway's transport, from what its meter saw loaded: the first native
+    transport, else ``nio``; gateways whose meter did not look are left out."""
+    from gatebench.core.renderers import get_renderer
+    from gatebench.core.renderers._jvm import JvmRenderer
+
+    out = {}
+    for target, upload in sorted(uploads.items()):
+        try:
+            jvm = isinstance(get_renderer(target), JvmRenderer)
+        except GatebenchError:
+            continue
+        if jvm and upload.loaded is not None:
+            out[target] = upload.loaded[0] if upload.loaded else "nio"
+    return out
 
 
 def _note_gaps(store: ResultStore, run_id: str, gaps: dict[str, str]) -> None:

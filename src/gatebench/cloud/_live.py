@@ -25,7 +25,10 @@ write and what the VMs do:
 - **score** (:func:`finish_live_run`): the results with the memory the gateway VMs' meters
   sampled (the container's working set idle and under the load), stored
   (``ResultStore.put_result``, as a local run stores them), the report (``scale.json``,
-  ``scale.html``) and the BigQuery rows written.
+  ``scale.html``) and the BigQuery rows written. A change outcome can outgrow a Firestore
+  document (one time per new route, up to 100,000; a 100 ms bucket per tenth of a second of a
+  window up to an hour): Firestore keeps its figures and a bounded part of each list
+  (:func:`bounded_change`), the bucket the whole outcome (:func:`change_object`).
 
 Pure apart from asking each renderer which folders it wants beside its files.
 """
@@ -50,11 +53,17 @@ from gatebench.cloud._objects import NothingMeasured, ObjectRef, RequestError, r
 from gatebench.cloud._tester import Clock
 from gatebench.core.cost import live_seconds, vm_max_run_s
 from gatebench.core.errors import GatebenchError, Problem
+from gatebench.core.fairness import CpuPolicy, gateway_target, rate_concurrency, vm_cpu_policy
 from gatebench.core.ir import Api
 from gatebench.core.model import RunRecord
-from gatebench.core.plan import Plan, scale_problems
+from gatebench.core.plan import Plan
 from gatebench.core.renderers import RenderTarget, get_renderer
-from gatebench.core.report import (
+from gatebench.core.resources import cgroup_window
+from gatebench.core.routescale import replicate
+from gatebench.core.scaleplan import ScaleAsk
+from gatebench.core.spec import SpecResult
+from gatebench.kinds._live._plan import scale_problems
+from gatebench.kinds._live._report import (
     CHANGE_KIND,
     SCALE_KIND,
     point_key,
@@ -62,10 +71,6 @@ from gatebench.core.report import (
     scale_bigquery_rows,
     stored_scale_document,
 )
-from gatebench.core.resources import cgroup_window
-from gatebench.core.routescale import replicate
-from gatebench.core.scaleplan import ScaleAsk
-from gatebench.core.spec import SpecResult
 from gatebench.kinds._live.metrics import ChangeOutcome, Latency, ScalePoint, files_bytes
 from gatebench.kinds.request import METADATA_HEADER, RunRequest
 from gatebench.store import ResultStore
@@ -114,6 +119,56 @@ def answer_object(run_id: str, gateway: str) -> str:
 def result_object(run_id: str, gateway: str, step: str) -> str:
     """A scale point (step ``size-N``) or change outcome (step ``change``) the tester measured."""
     return f"runs/{run_id}/live/{gateway}/{step}.result.json"
+
+
+def change_object(run_id: str, gateway: str) -> str:
+    """A change outcome as the score step stored it, whole (Firestore holds a bounded copy)."""
+    return f"runs/{run_id}/live/{gateway}/change.json"
+
+
+NEW_ROUTES_KEPT = 1000
+"""The new routes a stored change keeps (those never answered first, then the slowest)."""
+SERIES_KEPT = 600
+"""The 100 ms buckets a stored change keeps (the ones nearest the change: a minute)."""
+TEXT_KEPT = 200
+"""The characters a stored change keeps of an error's text."""
+KINDS_KEPT = 100
+"""The kinds of failure a stored change keeps (the most frequent)."""
+
+
+def bounded_change(outcome: ChangeOutcome, whole: str) -> dict[str, Any]:
+    """A change outcome as Firestore stores it: every figure (the new routes' count, how many
+    answered and their median among them), at most :data:`NEW_ROUTES_KEPT` new routes (every one
+    that never answered, then the slowest), the :data:`SERIES_KEPT` buckets nearest the change,
+    the failed requests (already at most ``ERRORS_KEPT``) and failure kinds with their texts cut
+    to :data:`TEXT_KEPT` characters, and where the whole outcome is (``whole``: the object
+    :func:`change_object` names). What was cut is counted in ``kept``."""
+    data = outcome.to_dict()
+    routes = sorted(
+        outcome.new_routes_s.items(),
+        key=lambda kv: (kv[1] is not None, -(kv[1] or 0.0), kv[0]),
+    )[:NEW_ROUTES_KEPT]
+    data["new_routes_s"] = dict(sorted(routes))
+    series = sorted(outcome.series, key=lambda b: (abs(float(b["t_ms"])), float(b["t_ms"])))
+    data["series"] = sorted(series[:SERIES_KEPT], key=lambda b: float(b["t_ms"]))
+    data["failed"] = [
+        {**f, "error": _cut(str(f.get("error") or "")), "route": _cut(str(f.get("route") or ""))}
+        for f in outcome.failed
+    ]
+    kinds = sorted(outcome.failure_kinds.items(), key=lambda kv: (-kv[1], kv[0]))[:KINDS_KEPT]
+    data["failure_kinds"] = {_cut(k): v for k, v in sorted(kinds)}
+    data["problem"] = _cut(outcome.problem, 1500)
+    data["kept"] = {
+        "new_routes_s": len(data["new_routes_s"]),
+        "series": len(data["series"]),
+        "failure_kinds": len(data["failure_kinds"]),
+    }
+    data["whole"] = whole
+    return data
+
+
+def _cut(text: str, limit: int = TEXT_KEPT) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def manifest_object(run_id: str, gateway: str) -> str:
@@ -172,6 +227,7 @@ class _Rendered(Protocol):
     backend: dict[str, Any] | None
     failures: dict[str, str]
     live: dict[str, Any] | None
+    cpu: CpuPolicy | None
 
 
 def render_live_run(
@@ -208,10 +264,23 @@ def render_live_run(
     urls = backend_urls(layout)
     role_args = ["--run-id", run_id, "--runs-bucket", runs_bucket]
     program: dict[str, Any] = {}
+    # The same share for every gateway: every vCPU of its VM; pools hold the constant rate.
+    cpu = vm_cpu_policy(gateway_machine)
+    rendered.cpu = cpu
+    concurrency = rate_concurrency(ask.settings.rate)
     for name in plan.gateways:
         try:
             entry, files, about = _render_gateway(
-                name, steps, grown, urls, run_id, role_args, prepared_dirs, redis_image
+                name,
+                steps,
+                grown,
+                urls,
+                run_id,
+                role_args,
+                prepared_dirs,
+                redis_image,
+                cpu=cpu,
+                concurrency=concurrency,
             )
         except GatebenchError as exc:
             problems = getattr(exc, "problems", None)
@@ -272,19 +341,22 @@ def render_live_run(
         "scale": ask.to_json(),
         "backends": {b: urls[b] for b in BACKENDS},
         "gateways": program,
+        "gateway_machine": gateway_machine,
         "lead_s": LEAD_S,
         "poll_s": POLL_S,
         "failures": rendered.failures,
     }
 
 
-def _target(workdir: str, backend_url: str) -> RenderTarget:
-    return RenderTarget(
+def _target(workdir: str, backend_url: str, cpu: CpuPolicy, concurrency: int) -> RenderTarget:
+    return gateway_target(
+        cpu,
         workdir=workdir,
         listen_host="0.0.0.0",
         listen_port=GATEWAY_PORT,
         backend_url=backend_url,
         admin_port=ADMIN_PORT,
+        concurrency=concurrency,
     )
 
 
@@ -297,6 +369,9 @@ def _render_gateway(
     role_args: list[str],
     prepared_dirs: Any,
     redis_image: str,
+    *,
+    cpu: CpuPolicy,
+    concurrency: int,
 ) -> tuple[dict[str, Any], dict[str, str], dict[str, Any]]:
     """A gateway's fleet entry, its objects under ``configs/GATEWAY/`` (every step's files and
     the manifest) and what the tester needs of its steps."""
@@ -309,7 +384,7 @@ def _render_gateway(
     first: RenderTarget | None = None
     first_files: list[dict[str, str]] = []
     for step, routes, backend in steps:
-        target = _target(CONTAINER_WORKDIR, urls[backend])
+        target = _target(CONTAINER_WORKDIR, urls[backend], cpu, concurrency)
         files = renderer.render_live(grown[step], target)
         listed = []
         for path, text in sorted(files.items()):
@@ -317,7 +392,7 @@ def _render_gateway(
             listed.append({"object": step_object(run_id, name, step, path), "path": path})
         check = None
         if step == "after":  # a change is checked by the gateway's own checker first
-            staged = _target(f"{CONTAINER_WORKDIR}/{CHECK_DIR}", urls[backend])
+            staged = _target(f"{CONTAINER_WORKDIR}/{CHECK_DIR}", urls[backend], cpu, concurrency)
             argv = renderer.cloud_check_argv(staged)
             if argv is not None:
                 check_files = renderer.render_live(grown[step], staged)
@@ -359,6 +434,7 @@ def _render_gateway(
         "files": first_files,
         "dirs": dirs,
         "args": renderer.cloud_argv(first) or [],
+        "env": renderer.runtime_env(first),
         "random_env": list(renderer.cloud_random_env),
         "configure": [],
         "sidecars": [{"name": "redis", "image": redis_image, "args": []}] if name == "tyk" else [],
@@ -424,7 +500,15 @@ def _change(data: Mapping[str, Any]) -> ChangeOutcome:
     return ChangeOutcome(**fields)
 
 
-_DERIVED = ("all_new_routes_answered", "slowest_new_route_s")
+_DERIVED = (
+    "all_new_routes_answered",
+    "slowest_new_route_s",
+    "new_routes",
+    "new_routes_answered",
+    "new_route_median_s",
+    "kept",
+    "whole",
+)
 
 
 def live_results(storage: _Bucket, bucket: str, run_id: str) -> list[dict[str, Any]]:
@@ -497,7 +581,10 @@ def finish_live_run(
             points.append(point)
         else:
             outcome = _change(item["result"])
-            store.put_result(run_id, CHANGE_KIND, gateway, outcome.to_dict())
+            whole = change_object(run_id, gateway)
+            storage.write(bucket, whole, json.dumps(outcome.to_dict(), sort_keys=True))
+            bounded = bounded_change(outcome, f"gs://{bucket}/{whole}")
+            store.put_result(run_id, CHANGE_KIND, gateway, bounded)
             changes.append(outcome)
     environment = {k: v for k, v in run.environment.items() if k != METER_GAPS}
     if gaps:
@@ -508,7 +595,13 @@ def finish_live_run(
             for g, keys in gaps.items()
         }
     store.update_run(run_id, target_errors=failed, environment=environment)
-    document = stored_scale_document(store, run_id) or {}
+    # the report from the whole outcomes: the store's change documents are bounded
+    stored = stored_scale_document(store, run_id) or {}
+    changed = {c.gateway: c.to_dict() for c in changes}
+    document = {
+        **stored,
+        "changes": [changed.get(str(c.get("gateway")), c) for c in stored.get("changes", [])],
+    }
     storage.write(bucket, f"runs/{run_id}/scale.json", json.dumps(document, indent=1) + "\n")
     storage.write(bucket, f"runs/{run_id}/scale.html", render_scale_html(document), "text/html")
     rows = scale_bigquery_rows(run, points, changes)

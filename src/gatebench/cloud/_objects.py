@@ -21,6 +21,9 @@ from gatebench.core.model import run_id_for_object
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")
 _GENERATION = re.compile(r"^[1-9][0-9]{0,19}$")
 
+VARS_OBJECT = "runs/{run_id}/vms.tfvars.json"
+"""The variables of infra/vms the provision build saved for a run (gatebench.cloud._vms)."""
+
 
 class RequestError(ProblemsError):
     """A function's request (or event) is not what it expects; answered with HTTP 400."""
@@ -90,7 +93,29 @@ def object_from_request(body: Any) -> ObjectRef:
 
 
 def object_from_event(data: Any) -> ObjectRef:
-    """The object of a ``google.cloud.storage.object.v1.finalized`` event (its ``data``)."""
+    """The object of a ``google.cloud.storage.object.v1.finalized`` event (its ``data``, the
+    object resource), or of a bucket's Pub/Sub notification delivered as a
+    ``google.cloud.pubsub.topic.v1.messagePublished`` event (``{"message": {"attributes":
+    ...}}``: Cloud Storage names the object in the attributes ``bucketId``, ``objectId`` and
+    ``objectGeneration``, and the change in ``eventType``; only ``OBJECT_FINALIZE`` is one)."""
+    if isinstance(data, dict) and isinstance(data.get("message"), dict):
+        attributes = data["message"].get("attributes")
+        if not isinstance(attributes, dict):
+            raise RequestError([Problem("/message/attributes", "a notification carries them")])
+        kind = attributes.get("eventType")
+        if kind != "OBJECT_FINALIZE":
+            raise RequestError(
+                [
+                    Problem(
+                        "/message/attributes/eventType", f"expected OBJECT_FINALIZE, got {kind!r}"
+                    )
+                ]
+            )
+        data = {
+            "bucket": attributes.get("bucketId"),
+            "name": attributes.get("objectId"),
+            "generation": attributes.get("objectGeneration"),
+        }
     ref = object_from_request(data)
     if ref.generation is None:
         raise RequestError([Problem("/generation", "an object-finalized event carries one")])

@@ -11,8 +11,15 @@ Besides the description and its plan, the deployment refuses an upload for:
 - a backend URL outside Google Cloud's network when the deployment has no Cloud NAT
   (``outside_access`` off, the default: Private Google Access reaches Google's APIs and the
   image repositories without it);
-- a plan with ``tls`` when the deployment has no certificate authority for it
-  (``/x-gatebench/tls``: gatebench.cloud._tls);
+- what a run may cost: a machine type gatebench cannot price, or one outside the deployment's
+  ``allowed_machine_types``, at ``/x-gatebench/infrastructure/ROLE_machine``, and a run whose
+  estimate (gatebench.core.cost, the figures ``gatebench plan`` prints) is above the
+  deployment's ``max_run_cost_usd`` (Terraform requires both when uploads are public);
+- a run whose Firestore documents could outgrow Firestore's limits (1 MiB and 20,000 fields a
+  document: gatebench.store._firestore_size): more than :data:`MAX_CLOUD_WORKLOADS` workloads
+  (each target's scores are one document), a run record above :data:`RUN_RECORD_AT_PARSE`
+  (the run adds to it: statuses, notes, a capacity result), a capacity run whose result would
+  not fit the run record (:func:`gatebench.cloud._capacity.capacity_fields_bound`);
 - too many runs at once: while ``limits.max_active_runs`` runs are in progress, no new one
   starts (a public upload form cannot start unbounded fleets). A run counts while it is not
   finished and its last update is recent enough for it to be alive (:func:`active_runs`); two
@@ -33,11 +40,17 @@ from urllib.parse import urlsplit
 
 from gatebench.cloud._firestore_rest import firestore_fields
 from gatebench.cloud._objects import ObjectRef
-from gatebench.cloud._tls import tls_problems
-from gatebench.core.cost import vm_max_run_s
+from gatebench.core.cost import CostError, machine_hourly, machine_roles, run_estimate
 from gatebench.core.errors import PlanError, Problem
+from gatebench.core.fairness import (
+    cpu_environment,
+    plan_concurrency,
+    rate_concurrency,
+    vm_cpu_policy,
+)
 from gatebench.core.model import RunRecord
-from gatebench.core.plan import Backend, Plan, load_plan, workload_summary
+from gatebench.core.plan import Backend, Capacity, Infrastructure, Plan, load_plan, workload_summary
+from gatebench.core.scaleplan import ScaleAsk
 from gatebench.core.spec import SpecResult, read_spec
 from gatebench.kinds.request import (
     METADATA_HEADER,
@@ -48,6 +61,15 @@ from gatebench.kinds.request import (
 )
 
 MAX_MESSAGE = 1500
+MAX_CLOUD_WORKLOADS = 100
+"""The most workloads (endpoints) one cloud run measures: each target's scores document holds
+one entry per workload."""
+RUN_RECORD_AT_PARSE = (262_144, 6_000)
+"""The most bytes and fields the run record may take at parse (Firestore allows 1 MiB and
+20,000): what the run adds later (its statuses, notes, a capacity result) has room."""
+CAPACITY_RECORD_FIELDS = 9_000
+"""The most fields a capacity result may add to the run record (with the record at parse and
+the notes, under Firestore's 20,000)."""
 
 
 @dataclass
@@ -123,11 +145,64 @@ def inside_network(url: str) -> bool:
     return address.is_private or address.is_link_local or address.is_loopback
 
 
-def deployment_problems(
-    plan: Plan, settings: Mapping[str, Any], active: Sequence[RunRecord]
+def cost_problems(
+    plan: Plan, settings: Mapping[str, Any], *, kind: str = "fixed", live: ScaleAsk | None = None
 ) -> list[Problem]:
-    """What the deployment refuses in this plan: its zone outside the region, one run too
-    many (docs/cloud.md, "Limits")."""
+    """What the deployment refuses of what a run would cost: a machine type gatebench cannot
+    price or the deployment does not allow (``allowed_machine_types``; empty: every priced
+    type), and an estimate above ``max_run_cost_usd`` (docs/cloud.md, "Costs")."""
+    data = plan.to_dict()
+    allowed = [str(m) for m in settings.get("allowed_machine_types") or []]
+    problems = []
+    for role, machine in dict.fromkeys(machine_roles(data, live=live is not None)):
+        pointer = f"/x-gatebench/infrastructure/{role}"
+        try:
+            machine_hourly(machine)
+        except CostError as exc:
+            problems.append(
+                Problem(
+                    pointer,
+                    f"{exc}: this deployment runs only machine types gatebench can price, so "
+                    "that every run's cost is known before it starts",
+                )
+            )
+            continue
+        if allowed and machine not in allowed:
+            problems.append(
+                Problem(
+                    pointer,
+                    f"machine type {machine!r} is not one this deployment allows: "
+                    f"{', '.join(allowed)} (the Terraform variable allowed_machine_types)",
+                )
+            )
+    bound = settings.get("max_run_cost_usd")
+    if problems or bound is None:
+        return problems
+    estimate = run_estimate(data, kind=kind, live=live)
+    if estimate.total_usd > float(bound):
+        problems.append(
+            Problem(
+                "/x-gatebench",
+                f"this run is estimated to cost ${estimate.total_usd:.2f} ({estimate.vms} VMs "
+                f"for {estimate.vm_s / 60:.0f} min each; `gatebench plan` prints every figure), "
+                f"above this deployment's bound of ${float(bound):.2f} a run "
+                "(max_run_cost_usd): ask for fewer targets, repetitions or testers, shorter "
+                "phases or smaller machines",
+            )
+        )
+    return problems
+
+
+def deployment_problems(
+    plan: Plan,
+    settings: Mapping[str, Any],
+    active: Sequence[RunRecord],
+    *,
+    kind: str = "fixed",
+    live: ScaleAsk | None = None,
+) -> list[Problem]:
+    """What the deployment refuses in this plan: its zone outside the region, what it would
+    cost, one run too many (docs/cloud.md, "Limits", "Costs")."""
     problems = []
     region = settings.get("region")
     zone = plan.infrastructure.zone if plan.infrastructure else None
@@ -161,7 +236,7 @@ def deployment_problems(
                 "internal name",
             )
         )
-    problems += tls_problems(plan, settings, for_s=vm_max_run_s(plan.to_dict()))
+    problems += cost_problems(plan, settings, kind=kind, live=live)
     limit = (settings.get("limits") or {}).get("max_active_runs")
     if isinstance(limit, int) and len(active) >= limit:
         ids = ", ".join(r.run_id for r in active[:5]) + (" ..." if len(active) > 5 else "")
@@ -228,17 +303,73 @@ def parse_upload(
         return _parse_live(outcome, result, plan, request, now, settings, unfinished)
     if settings is not None:
         active = active_runs(unfinished, settings, now, ref.run_id)
-        refused = deployment_problems(plan, settings, active)
+        refused = deployment_problems(plan, settings, active, kind=request.kind)
         if refused:
             outcome.problems.extend(refused)
             return outcome
     run.gateways = list(plan.gateways)
-    if request.kind == "capacity":  # the dashboard shows a capacity run as one from the start
-        run.environment = {"run_kind": "capacity"}
+    run.kind = request.kind  # the dashboard shows a capacity run as one from the start
+    problem = _record_cpu(run, plan, plan_concurrency(plan, capacity=request.kind == "capacity"))
+    if problem is not None:
+        outcome.problems.append(problem)
+        return outcome
     # JSON-shaped (lists, not tuples): the run reads back from Firestore exactly as built.
     run.plan = json.loads(json.dumps(plan.to_dict()))
     run.workloads = workload_summary(plan, api)
+    if settings is not None:  # the cloud path: its documents within Firestore's limits
+        outcome.problems.extend(document_problems(run, plan, request.kind))
     return outcome
+
+
+def document_problems(run: RunRecord, plan: Plan, kind: str = "fixed") -> list[Problem]:
+    """What keeps this run's Firestore documents within Firestore's limits (module
+    docstring): refused here, located, rather than by Firestore after the load."""
+    from gatebench.cloud._capacity import capacity_fields_bound
+    from gatebench.store._firestore import encode
+    from gatebench.store._firestore_size import document_size, field_count
+
+    problems = []
+    if len(plan.workloads) > MAX_CLOUD_WORKLOADS:
+        problems.append(
+            Problem(
+                "/x-gatebench/workloads",
+                f"{len(plan.workloads)} workloads: a run on Google Cloud measures at most "
+                f"{MAX_CLOUD_WORKLOADS} (each target's scores are one Firestore document); "
+                "split them over several descriptions",
+            )
+        )
+    fields = encode(run.to_dict())
+    size, count = document_size(["runs", run.run_id], fields), field_count(fields)
+    most_bytes, most_fields = RUN_RECORD_AT_PARSE
+    if size > most_bytes or count > most_fields:
+        problems.append(
+            Problem(
+                "/x-gatebench",
+                f"this plan makes a run record of {size:,} bytes and {count:,} fields; on Google "
+                f"Cloud a run's record starts within {most_bytes:,} bytes and {most_fields:,} "
+                "fields, so that it stays within Firestore's limits (1 MiB, 20,000 fields) as "
+                "the run adds to it: fewer workloads, parameters or policies",
+            )
+        )
+    if kind == "capacity":
+        targets = len(plan.gateways) + (1 if plan.baseline else 0)
+        settings = plan.capacity.default if plan.capacity else Capacity()
+        repetitions = max(
+            [settings.repetitions]
+            + [c.repetitions for _, c in (plan.capacity.workloads if plan.capacity else ()) if c]
+        )
+        bound = capacity_fields_bound(targets, len(plan.workloads), repetitions)
+        if bound > CAPACITY_RECORD_FIELDS:
+            problems.append(
+                Problem(
+                    "/x-gatebench",
+                    f"a capacity search of {targets} targets on {len(plan.workloads)} "
+                    f"endpoints, {repetitions} times each, could make a result of {bound:,} "
+                    f"Firestore fields; on Google Cloud it may take {CAPACITY_RECORD_FIELDS:,}: "
+                    "fewer targets, endpoints or repetitions",
+                )
+            )
+    return problems
 
 
 def _parse_live(
@@ -266,13 +397,34 @@ def _parse_live(
         # its backends are gatebench's echo backends, whatever the plan's backend is
         echo = replace(plan, backend=Backend("builtin", builtin="echo"))
         refused += deployment_problems(
-            echo, settings, active_runs(unfinished, settings, now, run.run_id)
+            echo,
+            settings,
+            active_runs(unfinished, settings, now, run.run_id),
+            kind=request.kind,
+            live=request.scale,
         )
     if refused:
         outcome.problems.extend(refused)
+        return outcome
+    problem = _record_cpu(run, plan, rate_concurrency(request.scale.settings.rate))
+    if problem is not None:
+        outcome.problems.append(problem)
         return outcome
     run.gateways = list(plan.gateways)
     about = request.scale.about(plan.gateways)
     infrastructure = plan.to_dict().get("infrastructure")
     run.plan = json.loads(json.dumps({**about, "memory": MEMORY, "infrastructure": infrastructure}))
     return outcome
+
+
+def _record_cpu(run: RunRecord, plan: Plan, concurrency: int) -> Problem | None:
+    """The run's CPU policy in its environment (every vCPU of the gateway VMs, each gateway's
+    own setting for them: ``gatebench.core.fairness.cpu_environment``), or why the gateway machine
+    type cannot be used."""
+    machine = (plan.infrastructure or Infrastructure()).gateway_machine
+    try:
+        cpu = vm_cpu_policy(machine)
+    except CostError as exc:
+        return Problem("/x-gatebench/infrastructure/gateway_machine", str(exc))
+    run.environment = {**run.environment, **cpu_environment(cpu, plan.gateways, concurrency)}
+    return None

@@ -8,8 +8,8 @@ twice gives the same bytes: the workload's seed is the plan's, or derived from t
 
 The deployment of a plan (docs/cloud.md, "TLS and replicas"): with ``backend.replicas`` the
 backend VM runs that many processes on consecutive ports and every gateway's pool lists them;
-with ``tls`` every gateway terminates TLS with files its VM makes at boot from the
-deployment's CA (``gatebench.cloud._tls``: the fleet names the secret, never a key) and the
+with ``tls`` every gateway terminates TLS with the key and certificates the provision build
+made for its VM from the run's own CA (``gatebench.cloud._tls``: the fleet names no key) and the
 baseline reaches the backend's own TLS listener; with a ``fault`` the tester kills the
 replica through the backend VM's control port at the moments this step computes
 (``gatebench.core.fault.fault_offsets``).
@@ -29,14 +29,16 @@ from gatebench.cloud._layout import Layout, layout_for
 from gatebench.cloud._objects import ObjectRef, RequestError
 from gatebench.cloud._tls import TLS_DIR, TRUST_STORE_ON_TESTER, tls_section
 from gatebench.core.api_keys import REDACTED, api_key_envs, with_api_keys
-from gatebench.core.backend import mock_config
+from gatebench.core.backend import CONTROL_PREFIX, mock_config
 from gatebench.core.cost import capacity_seconds, disk_gib_per_tester, load_seconds, vm_max_run_s
 from gatebench.core.errors import GatebenchError, PlanError, Problem, RenderError, RunError
+from gatebench.core.fairness import CpuPolicy, gateway_target, plan_concurrency, vm_cpu_policy
 from gatebench.core.fault import RESET_WAIT_S, fault_offsets
 from gatebench.core.ir import Api
 from gatebench.core.plan import Plan, load_plan
 from gatebench.core.policies import PolicySet
-from gatebench.core.renderers import RenderTarget, get_renderer
+from gatebench.core.renderers import get_renderer
+from gatebench.core.renderers._base import DEFAULT_CONCURRENCY
 from gatebench.core.renderers._leave_out import render_leaving_out
 from gatebench.core.score import BASELINE
 from gatebench.core.spec import read_spec
@@ -49,7 +51,6 @@ from gatebench.kinds.request import (
     UploadRejected,
     run_request_from_metadata,
 )
-from gatebench.local.backends import CONTROL_PREFIX
 
 REDIS_IMAGE = "redis:7.4.1"
 """Tyk keeps its state in Redis: a pinned official image beside it on the gateway VM."""
@@ -105,6 +106,8 @@ class RenderedRun:
     live: dict[str, Any] | None = None
     """A scale or change-under-load run (the run request's ``kind``): the tester's program
     (``gatebench.cloud._live.LIVE_PLAN``)."""
+    cpu: CpuPolicy | None = None
+    """The cores every gateway was rendered for (every vCPU of its VM)."""
 
     def objects(self) -> dict[str, str]:
         """Every object to write to the runs bucket: name → text."""
@@ -215,11 +218,7 @@ def render_run(
         if request.kind == "capacity"
         else load_seconds(plan.to_dict())
     )
-    tls = (
-        tls_section(plan, settings, for_s=vm_max_run_s(plan.to_dict(), load_s=load_s))
-        if plan.tls is not None
-        else None
-    )
+    tls = tls_section(plan) if plan.tls is not None else None
     signing = _signing(plan, settings, load_s)
     clients = _api_clients(plan, settings)
     if clients is not None:
@@ -239,6 +238,10 @@ def render_run(
     layout = layout_for(settings, run_id, list(plan.gateways), zone=zone)
     rendered = RenderedRun(run_id)
     gateway_machine, tester_machine, backend_machine = _machines(plan)
+    # The same share for every gateway: every vCPU of its VM; pools hold the plan's load.
+    cpu = vm_cpu_policy(gateway_machine)
+    concurrency = plan_concurrency(plan, capacity=request.kind == "capacity")
+    rendered.cpu = cpu
     gateways: dict[str, Any] = {}
     backend_url = _backend_url(plan, layout)
     pool = layout.replica_urls(plan.backend.replicas) if plan.backend.replicas > 1 else []
@@ -251,6 +254,8 @@ def render_run(
                 backend_url,
                 run_id,
                 {w.operation_id for w in plan.workloads},
+                cpu=cpu,
+                concurrency=concurrency,
                 policies=plan.policies,
                 plan=plan,
                 pool=pool,
@@ -298,9 +303,12 @@ def render_run(
         # limits.vm_lifetime caps it: gatebench.cloud._vms).
         "max_run_duration_s": vm_max_run_s(plan.to_dict(), load_s=load_s),
     }
-    if tls is not None:  # what the gateway VMs make their certificates from (no key)
+    if tls is not None:  # what the provision build makes the certificates for (no key)
+        backend_tls = rendered.backend is not None and "tls" in rendered.backend
         rendered.fleet["tls"] = dict(
-            tls, hosts={name: layout.gateway_host(name) for name in gateways}
+            tls,
+            hosts={name: layout.gateway_host(name) for name in gateways},
+            **({"backend_host": layout.backend_host()} if backend_tls else {}),
         )
     rendered.workload = _workload(
         plan, api, layout, list(gateways), backend_url, rendered, run_id, tls
@@ -457,6 +465,8 @@ def _render_gateway(
     run_id: str,
     needed: Collection[str] = (),
     *,
+    cpu: CpuPolicy,
+    concurrency: int = DEFAULT_CONCURRENCY,
     policies: PolicySet | None = None,
     plan: Plan | None = None,
     pool: list[str] | None = None,
@@ -466,19 +476,21 @@ def _render_gateway(
         raise RenderError(f"{name} is a managed service: there is no image to run on a VM")
     workdir = layout.gateway_workdir(name)
     tls = plan.tls if plan is not None else None
-    target = RenderTarget(
+    target = gateway_target(
+        cpu,
         workdir=workdir,
         listen_host=layout.listen_host,
         listen_port=layout.gateway_port(name),
-        backend_url=pool[0] if pool else backend_url,
+        backend_url=backend_url,
         # The files its VM makes at boot (gatebench cloud gateway-tls), under its folder.
         tls=None
         if tls is None
         else GatewayTls(
             f"{workdir}/{TLS_DIR}", key_type=tls.key, http2=tls.http2, resumption=tls.resumption
         ),
-        replicas=tuple(pool or ()),
+        replicas=pool or (),
         balance=plan.backend.balance if plan is not None else "round_robin",
+        concurrency=concurrency,
     )
     # A gateway that cannot apply the plan's policies is left out with the reason
     # (UnsupportedFeature → the run's failures), never deployed bare.
@@ -490,6 +502,8 @@ def _render_gateway(
         "files": [{"object": config_object(run_id, name, p), "path": p} for p in sorted(files)],
         "dirs": _prepared_dirs(renderer),
         "args": renderer.cloud_argv(target) or [],
+        # What the gateway always runs with (KrakenD's USAGE_DISABLE, GOMAXPROCS = its cores).
+        "env": renderer.runtime_env(target),
         # Names only: the VM generates each value at boot (Tyk's control-API secret).
         "random_env": list(renderer.cloud_random_env),
         "sidecars": [{"name": "redis", "image": REDIS_IMAGE, "args": []}] if name == "tyk" else [],
@@ -546,9 +560,7 @@ def _workload(
         trust_store=TRUST_STORE_ON_TESTER if tls is not None else None,
         reset_wait_s=RESET_WAIT_S if plan.fault is not None else 0.0,
     )
-    document = compiled.document
-    if tls is not None:  # the tester trusts this CA alone (its certificate: public)
-        document["tls"]["ca"] = tls["ca"]
+    document = compiled.document  # with tls, the tester reads the run's CA (gatebench.cloud._tls)
     if plan.fault is not None and rendered.backend is not None:
         offsets = fault_offsets(plan.fault, compiled.schedule.phases)
         document["fault"] = {

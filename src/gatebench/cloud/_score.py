@@ -14,7 +14,8 @@ from typing import Any, BinaryIO, Protocol
 from gatebench.cloud._objects import NothingMeasured, RequestError, rows_object
 from gatebench.core.errors import Problem
 from gatebench.core.model import RunRecord
-from gatebench.core.report import flat_rows, is_scale_run, measurement_rows, score_run
+from gatebench.core.report import flat_rows, measurement_rows, score_run
+from gatebench.kinds._live._report import is_live_run
 from gatebench.store import ResultStore
 
 
@@ -54,7 +55,7 @@ def finish_run(
     if run.capacity is not None:  # a capacity run: its result is stored, its rows written here
         from gatebench.cloud._capacity import capacity_outcome
 
-        status, capacity_rows = capacity_outcome(store, run_id)
+        status, capacity_rows = capacity_outcome(store, run_id, sink, runs_bucket)
         text = "".join(json.dumps(row, allow_nan=False) + "\n" for row in capacity_rows)
         sink.write(runs_bucket, rows_object(run_id), text, "application/x-ndjson")
         return {
@@ -65,7 +66,7 @@ def finish_run(
             "rows_uri": f"gs://{runs_bucket}/{rows_object(run_id)}",
             "rows": len(capacity_rows),
         }
-    if is_scale_run(run):
+    if is_live_run(run):
         from gatebench.cloud._live import finish_live_run
 
         return finish_live_run(store, sink, runs_bucket, run, meter_wait_s=meter_wait_s)

@@ -2,7 +2,8 @@
 
 The client is built on first use. With ``STORAGE_EMULATOR_HOST`` set (tests, a laptop), it
 talks to that emulator with anonymous credentials; otherwise it uses the ambient service
-account (a function's, a build's or a VM's).
+account (a function's, a build's or a VM's). A run's VM reads with its account and writes with
+its run's policies (:func:`vm_storage`, gatebench.cloud._writes).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from gatebench.core.errors import Problem
 
 if TYPE_CHECKING:  # pragma: no cover
     from google.cloud.storage import Client
+
+    from gatebench.cloud._writes import PolicyWriter
 
 
 CHUNK_BYTES = 8 * 1024 * 1024
@@ -37,9 +40,11 @@ class StoredObject:
 
 
 class Storage:
-    def __init__(self, project: str | None = None) -> None:
+    def __init__(self, project: str | None = None, *, writer: PolicyWriter | None = None) -> None:
         self.project = project or os.environ.get("GATEBENCH_PROJECT")
         self._client: Client | None = None
+        self.writer = writer
+        """Writes go through it when set (a run's VM: its run's write policies)."""
 
     @property
     def client(self) -> Client:
@@ -94,6 +99,9 @@ class Storage:
     def write(
         self, bucket: str, name: str, data: bytes | str, content_type: str = "application/json"
     ) -> None:
+        if self.writer is not None:
+            self.writer.write(bucket, name, data, content_type)
+            return
         blob = self.client.bucket(bucket).blob(name)
         blob.upload_from_string(data, content_type=content_type)
 
@@ -101,7 +109,11 @@ class Storage:
         self, bucket: str, name: str, path: Path, content_type: str = "application/octet-stream"
     ) -> None:
         """The file, streamed: a resumable upload sent in :data:`CHUNK_BYTES` parts, so a
-        raw log of any size never sits in memory whole."""
+        raw log of any size never sits in memory whole (with a writer: one form upload,
+        streamed)."""
+        if self.writer is not None:
+            self.writer.upload_file(bucket, name, path, content_type)
+            return
         blob = self.client.bucket(bucket).blob(name, chunk_size=CHUNK_BYTES)
         blob.upload_from_filename(str(path), content_type=content_type)
 
@@ -129,3 +141,12 @@ class Storage:
 
     def describe(self) -> dict[str, Any]:
         return {"project": self.project, "emulator": os.environ.get("STORAGE_EMULATOR_HOST")}
+
+
+def vm_storage(project: str | None = None) -> Storage:
+    """The storage of a command on a run's VM: reads as the VM's account, writes with the run's
+    policies from the VM's metadata when it has them (gatebench.cloud._writes)."""
+    from gatebench.cloud._writes import PolicyWriter, metadata_policies
+
+    policies = metadata_policies()
+    return Storage(project, writer=None if policies is None else PolicyWriter(policies))

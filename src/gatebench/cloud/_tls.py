@@ -1,119 +1,117 @@
-"""TLS on the cloud path: the deployment's certificate authority, and the certificates the
-run's VMs make with it (docs/cloud.md, "TLS and replicas").
+"""TLS on the cloud path: each run's own certificate authority, made by the provision build, and
+the certificates of the run's VMs (docs/cloud.md, "TLS and replicas").
 
-Locally a run makes a throwaway CA and one server certificate (gatebench.core.tls). On Google Cloud
-no step of the pipeline may hold a private key where it lands in a bucket, Firestore, BigQuery
-or a build's log, so the key material is split:
+Locally a run makes a throwaway CA and one server certificate (gatebench.core.tls). On Google
+Cloud the same holds, with the machines apart:
 
-- the deployment's CA: its private key in a Secret Manager secret the operator creates and
-  fills (the Terraform variable ``tls_ca`` names it; only the gateway and backend VMs'
-  service accounts may read it: infra/secrets.tf), its certificate, which is public, in the
-  Terraform variable ``tls_ca_certificate`` (the deployment's settings carry it);
-- each run's server keys: every gateway VM, and the backend VM for the baseline, makes a new
-  key of the plan's type at boot and a certificate for its own host name signed by that CA
-  (:func:`vm_certificates`). The key never leaves the VM; a run's certificates are its own;
-- the tester trusts that CA alone: the render step puts its certificate in the workload
-  (``tls.ca``) and the tester turns it into its trust store.
+- the run's CA is made by the provision build (``gatebench cloud vm-vars``, the deployment's
+  build account), valid as long as the run's VMs may live (their ``max_run_duration``) and no
+  longer; its key is used there to sign every VM's certificate and is never written anywhere:
+  no VM, bucket, state or log ever holds it, and no later run trusts it (:func:`run_tls`);
+- each gateway VM, and the backend VM for the baseline, gets its own server key and a
+  certificate for its own host name (and the loopback names, for its own checks) in its own
+  instance metadata (:data:`TLS_METADATA_KEY`, a Terraform variable marked sensitive: never in
+  a plan's output or a build's log; the run's Terraform state holds it, which only the build
+  account reads), read from the metadata server by gatebench's containers on that VM alone (a
+  gateway's container cannot reach it: infra/vms/templates/gateway.sh.tftpl);
+- the tester trusts that CA alone: the build writes its certificate, which is public, to
+  :data:`CA_OBJECT` (only the build and the functions may write there) and the tester turns it
+  into its trust store.
 
-The render step only names the secret (:func:`tls_section`); without ``tls_ca`` and
-``tls_ca_certificate`` the parse and render steps refuse a TLS plan at ``/x-gatebench/tls``.
+The render step names no key and no CA (:func:`tls_section`): the plan's key type, HTTP/2 and
+resumption, and each VM's host name.
 """
 
 from __future__ import annotations
 
 import datetime
-import re
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gatebench.cloud._objects import RequestError
-from gatebench.cloud._secrets import SecretManager, SecretReader
-from gatebench.core.errors import Problem, RunError
+from gatebench.core.errors import RunError
 from gatebench.core.plan import Plan
-from gatebench.core.tls import RunCertificates, ca_certificate_problem, issue_server_certificate
+from gatebench.core.tls import (
+    RunCertificates,
+    issue_server_certificate,
+    make_ca,
+)
 
 TLS_DIR = "tls"
 """The folder of a gateway's configuration folder its VM fills with the run's TLS files
 (gatebench.core.tls.FILES) before the gateway starts (``gatebench cloud gateway-tls``)."""
 TRUST_STORE_ON_TESTER = "tester:tls/truststore.p12"
-"""The workload's ``tls.trust_store`` as rendered: the tester writes the trust store from
-``tls.ca`` into its own folder and puts the path there before the load starts."""
+"""The workload's ``tls.trust_store`` as rendered: the tester writes the trust store from the
+run's CA into its own folder and puts the path there before the load starts."""
 LOOPBACK_NAMES = ("127.0.0.1", "localhost")
 """Names every VM certificate carries besides the VM's host name: the VM checks its own
 listener over TLS before it says it is ready."""
-_PRIVATE_KEY = re.compile(
-    r"-----BEGIN (?:RSA |EC )?PRIVATE KEY-----.+?-----END (?:RSA |EC )?PRIVATE KEY-----", re.S
-)
+TLS_METADATA_KEY = "gatebench-tls"
+"""The instance metadata attribute holding a TLS VM's key and certificates (JSON)."""
+CA_OBJECT = "runs/{run_id}/tls/ca.pem"
+"""The run's CA certificate, written by the provision build: what the testers trust."""
+MARGIN_S = 3600
+"""The CA and the certificates stay valid this much longer than the run's VMs may live."""
 
 
-def tls_problems(plan: Plan, settings: Mapping[str, Any], *, for_s: float = 0.0) -> list[Problem]:
-    """What the deployment lacks for the plan's ``tls`` (nothing for a plan without it): the
-    CA's secret and certificate, a certificate that is a CA valid for the run (``for_s``
-    seconds from now)."""
-    if plan.tls is None:
-        return []
-    where = "/x-gatebench/tls"
-    secret = str(settings.get("tls_ca") or "")
-    cert = str(settings.get("tls_ca_certificate") or "")
-    if not secret or not cert:
-        return [
-            Problem(
-                where,
-                "this deployment has no certificate authority for tls: set the Terraform "
-                "variables tls_ca (a Secret Manager secret holding the CA's PEM private key) "
-                'and tls_ca_certificate (its certificate) (docs/cloud.md, "TLS and replicas")',
-            )
-        ]
-    problem = ca_certificate_problem(cert.encode(), for_s=for_s)
-    if problem is not None:
-        return [Problem(where, f"the deployment's tls_ca_certificate is {problem}")]
-    return []
-
-
-def tls_section(plan: Plan, settings: Mapping[str, Any], *, for_s: float = 0.0) -> dict[str, Any]:
-    """What the run's VMs make their certificates from: the CA's secret (a name, never the
-    key), its certificate and the plan's key type and protocols. RequestError (located at
-    ``/x-gatebench/tls``) when the deployment has no CA."""
+def tls_section(plan: Plan) -> dict[str, Any]:
+    """What the run's TLS is made of: the plan's key type, HTTP/2 and resumption (no key, no
+    CA: the provision build makes them)."""
     if plan.tls is None:
         raise ValueError("the plan has no tls")
-    problems = tls_problems(plan, settings, for_s=for_s)
-    if problems:
-        raise RequestError(problems)
-    project = str(settings.get("project") or "")
-    return {
-        "secret": f"projects/{project}/secrets/{settings['tls_ca']}",
-        "ca": str(settings["tls_ca_certificate"]),
-        "key": plan.tls.key,
-        "http2": plan.tls.http2,
-        "resumption": plan.tls.resumption,
-    }
+    return {"key": plan.tls.key, "http2": plan.tls.http2, "resumption": plan.tls.resumption}
 
 
-def vm_certificates(
-    spec: Mapping[str, Any],
-    host: str,
-    secrets: SecretReader | None = None,
-    *,
-    now: datetime.datetime | None = None,
-) -> RunCertificates:
-    """A new server key of the run's type and a certificate for ``host`` (and the loopback
-    names), signed with the CA key read from the secret ``spec`` names, as this VM's service
-    account. RunError naming the secret (never its text) when it cannot be read or holds no
-    key of the CA certificate."""
-    secret = str(spec.get("secret") or "")
-    ca = str(spec.get("ca") or "")
-    if not secret or not ca:
-        raise RunError("the run's tls section names no CA secret or certificate")
-    text = (secrets or SecretManager()).access(secret)
-    found = _PRIVATE_KEY.search(text)
-    if found is None:
-        raise RunError(f"{secret}: holds no PEM private key")
-    try:
-        return issue_server_certificate(
-            found.group(0).encode(), ca.encode(), spec["key"], _names(host), now=now
+def run_tls(
+    spec: Mapping[str, Any], max_run_s: int, *, now: datetime.datetime | None = None
+) -> tuple[bytes, dict[str, str]]:
+    """The run's CA certificate, and each TLS VM's metadata value (machine ``gw-NAME`` or
+    ``backend`` → :data:`TLS_METADATA_KEY`'s JSON: its key type, server key and certificate and
+    the CA's certificate), for the fleet's ``tls`` section ``spec`` (its ``hosts``: gateway →
+    host name; ``backend_host`` when the backend serves the baseline's TLS). The CA lives
+    ``max_run_s`` + :data:`MARGIN_S` seconds; its key is dropped when this returns."""
+    key_type = spec["key"]
+    now = now or datetime.datetime.now(datetime.UTC)
+    validity = datetime.timedelta(seconds=max_run_s + MARGIN_S)
+    ca_key, ca_cert = make_ca(key_type, validity=validity, now=now, label="run CA")
+    machines = {f"gw-{name}": str(host) for name, host in sorted((spec.get("hosts") or {}).items())}
+    if spec.get("backend_host"):
+        machines["backend"] = str(spec["backend_host"])
+    out = {}
+    for machine, host in machines.items():
+        certs = issue_server_certificate(ca_key, ca_cert, key_type, _names(host), now=now)
+        out[machine] = json.dumps(
+            {
+                "key_type": certs.key_type,
+                "ca_cert": certs.ca_cert.decode("ascii"),
+                "server_cert": certs.server_cert.decode("ascii"),
+                "server_key": certs.server_key.decode("ascii"),
+                "hosts": list(certs.hosts),
+            },
+            sort_keys=True,
         )
-    except RunError as exc:
-        raise RunError(f"{secret}: {exc}") from None
+    return ca_cert, out
+
+
+def certificates_from_metadata(value: str | None) -> RunCertificates:
+    """This VM's certificates from its metadata value (:func:`run_tls`); RunError saying what
+    is missing."""
+    if not value:
+        raise RunError(
+            f"this VM's metadata holds no {TLS_METADATA_KEY} (the provision build makes the "
+            "run's certificates)"
+        )
+    try:
+        data = json.loads(value)
+        return RunCertificates(
+            key_type=data["key_type"],
+            ca_cert=str(data["ca_cert"]).encode("ascii"),
+            server_cert=str(data["server_cert"]).encode("ascii"),
+            server_key=str(data["server_key"]).encode("ascii"),
+            hosts=tuple(str(h) for h in data["hosts"]),
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        raise RunError(f"this VM's {TLS_METADATA_KEY} metadata is unreadable: {exc}") from None
 
 
 def _names(host: str) -> Sequence[str]:
@@ -121,10 +119,12 @@ def _names(host: str) -> Sequence[str]:
 
 
 __all__ = [
+    "CA_OBJECT",
     "LOOPBACK_NAMES",
     "TLS_DIR",
+    "TLS_METADATA_KEY",
     "TRUST_STORE_ON_TESTER",
-    "tls_problems",
+    "certificates_from_metadata",
+    "run_tls",
     "tls_section",
-    "vm_certificates",
 ]

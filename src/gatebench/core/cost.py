@@ -103,8 +103,36 @@ def machine_hourly(machine: str, table: Mapping[str, Any] | None = None) -> floa
         priced = ", ".join(f"{f}-{s}-N" for f in sorted(families) for s in sorted(shapes))
         raise CostError(f"no list price for machine type {machine!r}; priced: {priced}")
     vcpus = int(match["vcpus"])
+    sizes = prices["machine_vcpus"][f"{match['family']}-{match['shape']}"]
+    if vcpus not in sizes:  # the family has no such type: Compute Engine would refuse it
+        listed = ", ".join(str(n) for n in sizes)
+        raise CostError(
+            f"no machine type {machine!r}: {match['family']}-{match['shape']}-N exists for N "
+            f"in {listed}"
+        )
     rates = families[match["family"]]
     return float(vcpus * rates["vcpu_hour"] + vcpus * shapes[match["shape"]] * rates["gib_hour"])
+
+
+_CUSTOM_MACHINE = re.compile(r"^(?:[a-z0-9]+-)?custom-(?P<vcpus>\d+)-\d+(?:-ext)?$")
+_SHARED_CORE_VCPUS = {"e2-micro": 2, "e2-small": 2, "e2-medium": 2, "f1-micro": 1, "g1-small": 1}
+"""Shared-core machine types: the vCPUs the guest sees (Compute Engine's machine types page)."""
+
+
+def machine_vcpus(machine: str) -> int:
+    """The vCPUs a Compute Engine machine type gives its guest: ``n2-standard-2`` → 2,
+    ``n2-custom-4-8192`` → 4, ``e2-medium`` → 2. A type named otherwise is refused
+    (:class:`CostError`), since every gateway on it would be configured for it."""
+    for pattern in (_MACHINE, _CUSTOM_MACHINE):
+        match = pattern.match(machine)
+        if match and int(match["vcpus"]) > 0:
+            return int(match["vcpus"])
+    if machine in _SHARED_CORE_VCPUS:
+        return _SHARED_CORE_VCPUS[machine]
+    raise CostError(
+        f"cannot tell how many vCPUs machine type {machine!r} has; expected SERIES-SHAPE-VCPUS "
+        "(n2-standard-2), a custom type (n2-custom-4-8192) or a shared-core type (e2-medium)"
+    )
 
 
 def phase_seconds(injection: Mapping[str, Any], assumptions: Mapping[str, Any]) -> float:
@@ -162,10 +190,13 @@ def _warmup_seconds(plan: Mapping[str, Any], assumptions: Mapping[str, Any]) -> 
 def _polls(duration_s: float, polling: Mapping[str, Any]) -> int:
     """Polling attempts of a Workflows connector waiting ``duration_s`` for an operation."""
     elapsed, delay, count = 0.0, float(polling["initial_delay_s"]), 0
+    longest = float(polling["max_delay_s"])
     while elapsed < duration_s:
+        if delay >= longest:  # every later attempt waits the longest: counted, not looped
+            return count + math.ceil((duration_s - elapsed) / longest)
         elapsed += delay
         count += 1
-        delay = min(delay * float(polling["multiplier"]), float(polling["max_delay_s"]))
+        delay = min(delay * float(polling["multiplier"]), longest)
     return count
 
 
@@ -177,10 +208,18 @@ def load_seconds(plan: Mapping[str, Any], table: Mapping[str, Any] | None = None
     targets = len(gateways) + (1 if plan.get("baseline") else 0)
     repetitions = int(plan.get("repetitions") or 1)
     overhead = float(assume["phase_overhead_s"])
-    per_target = _warmup_seconds(plan, assume) + sum(
+    warmup = _warmup_seconds(plan, assume)
+    per_target = warmup + sum(
         phase_seconds(w["injection"], assume) + overhead for w in plan.get("workloads") or []
     )
-    return repetitions * targets * per_target + float(assume["engine_start_s"])
+    # A JIT gateway's first warm-up lasts longer (gatebench.core.workload: renderers.jit_warmups).
+    jit = 0.0
+    if warmup > 0:
+        from gatebench.core.renderers import jit_warmups
+
+        configured = float((plan.get("warmup") or {}).get("duration") or 0.0)
+        jit = sum(max(0.0, s - configured) for s in jit_warmups(gateways).values())
+    return repetitions * targets * per_target + jit + float(assume["engine_start_s"])
 
 
 def capacity_seconds(plan: Mapping[str, Any]) -> float:
@@ -286,37 +325,74 @@ def describe_vm_limits(plan: Mapping[str, Any], table: Mapping[str, Any] | None 
     )
 
 
+def plan_testers(plan: Mapping[str, Any]) -> int:
+    """How many tester VMs a plan (as ``Plan.to_dict()`` gives it) runs."""
+    infra = plan.get("infrastructure") or {}
+    return max(1, int(infra.get("testers") or 1))
+
+
+def machine_roles(plan: Mapping[str, Any], *, live: bool = False) -> list[tuple[str, str]]:
+    """(role, machine type) of every VM a cloud run of ``plan`` makes, in the order of the
+    fleet: a VM per gateway, the backend unless the plan benchmarks a URL (a scale or
+    change-under-load run always has one: its echo backends), each tester."""
+    infra = plan.get("infrastructure") or {}
+    backend = plan.get("backend") or {}
+    gateways = [g for g in plan.get("gateways") or [] if g != "baseline"]
+    roles = [("gateway_machine", infra.get("gateway_machine") or _DEFAULT_MACHINE)] * len(gateways)
+    if backend.get("kind", "mock") != "url" or live:
+        roles.append(("backend_machine", infra.get("backend_machine") or _DEFAULT_MACHINE))
+    roles += [("tester_machine", infra.get("tester_machine") or _DEFAULT_MACHINE)] * plan_testers(
+        plan
+    )
+    return roles
+
+
+def run_estimate(
+    plan: Mapping[str, Any], *, kind: str = "fixed", live: ScaleAsk | None = None
+) -> CostEstimate:
+    """The estimate of one cloud run of ``plan`` of the given kind: the plan's workloads
+    (``fixed``), a capacity search for its whole time budget (``capacity``), or a scale or
+    change-under-load run (``live``)."""
+    if live is not None:
+        return estimate_cost(plan, live=live)
+    if kind == "capacity":
+        return estimate_cost(plan, load_s=capacity_seconds(plan))
+    return estimate_cost(plan)
+
+
 def estimate_cost(
     plan: Mapping[str, Any],
     table: Mapping[str, Any] | None = None,
     *,
     live: ScaleAsk | None = None,
+    load_s: float | None = None,
 ) -> CostEstimate:
     """The estimate for a plan as ``Plan.to_dict()`` gives it (also a stored run's plan).
     ``live``: the run is a scale or change-under-load run (a ``gatebench.core.scaleplan.ScaleAsk``)
     of the plan's gateways instead of its workloads: its load lasts :func:`live_seconds`, the
     backend VM runs its echo backends, no raw log is kept (the load engine's logs stay on the
     tester), and each gateway VM's live agent reads its request object every
-    ``live_poll_s`` while it lives (docs/cloud.md, "Route scale and changes under load")."""
+    ``live_poll_s`` while it lives (docs/cloud.md, "Route scale and changes under load").
+    ``load_s``: how long the load lasts when the caller knows it better than the workloads
+    (a capacity search's time budget). Every tester VM is counted (``infrastructure.testers``)."""
     table = table or price_table()
     prices, assume = table["prices"], table["assumptions"]
     gateways = [g for g in plan.get("gateways") or [] if g != "baseline"]
     targets = len(gateways) + (1 if plan.get("baseline") else 0)
     repetitions = int(plan.get("repetitions") or 1)
     workloads = plan.get("workloads") or []
-    load_s = load_seconds(plan, table) if live is None else live_seconds(live, len(gateways), table)
+    if load_s is None:
+        load_s = (
+            load_seconds(plan, table) if live is None else live_seconds(live, len(gateways), table)
+        )
     requests = (
         repetitions * targets * sum(phase_requests(w["injection"], assume) for w in workloads)
         if live is None
         else 0.0
     )
 
-    infra = plan.get("infrastructure") or {}
-    backend = plan.get("backend") or {}
-    roles = [infra.get("gateway_machine") or _DEFAULT_MACHINE] * len(gateways)
-    if backend.get("kind", "mock") != "url" or live is not None:
-        roles.append(infra.get("backend_machine") or _DEFAULT_MACHINE)
-    roles.append(infra.get("tester_machine") or _DEFAULT_MACHINE)
+    roles = [machine for _, machine in machine_roles(plan, live=live is not None)]
+    testers = plan_testers(plan)
     vm_s = vm_estimate_s(plan, table, load_s=load_s)
 
     lines: list[CostLine] = []
@@ -333,11 +409,11 @@ def estimate_cost(
     month_s = float(assume["month_hours"]) * 3600
     disk = float(assume["boot_disk_gib"])
     tester_disk = disk_gib_per_tester(plan, table) if live is None else int(disk)
-    disk_gib = (len(roles) - 1) * disk + tester_disk
+    disk_gib = (len(roles) - testers) * disk + testers * tester_disk
     item = (
         f"boot disks {len(roles)} × {assume['boot_disk_gib']} GiB"
         if tester_disk == disk
-        else f"boot disks {len(roles)}, {disk_gib:g} GiB (the tester's {tester_disk} GiB)"
+        else f"boot disks {len(roles)}, {disk_gib:g} GiB (each tester's {tester_disk} GiB)"
     )
     lines.append(
         CostLine(
@@ -509,10 +585,13 @@ __all__ = [
     "live_seconds",
     "load_seconds",
     "machine_hourly",
+    "machine_roles",
     "phase_requests",
     "phase_seconds",
+    "plan_testers",
     "price_table",
     "raw_log_bytes_bound",
+    "run_estimate",
     "vm_estimate_s",
     "vm_max_run_s",
 ]

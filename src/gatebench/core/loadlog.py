@@ -3,8 +3,10 @@ the merge of several testers' schedules.
 
 The engine sends each arrival of a constant-rate phase when the schedule says it is due and
 measures its latency from that due time (no coordinated omission), recording beside it how late
-it really left (its schedule lag). This module turns its tab-separated records (the layout is in
-``loadgen/main.go``) into what the rest of gatebench reads:
+it really left (its schedule lag). Its records are binary frames, each batch of requests a set of
+columns (the layout is in ``loadgen/records.go``), so each column is taken in one copy
+(``array.frombytes``) and a probe of a few hundred thousand requests reads in tens of
+milliseconds. This module turns them into what the rest of gatebench reads:
 
 * a :class:`~gatebench.core.measure.PhaseResult` per phase, whose sample holds every request's
   latency from its intended start, in milliseconds with microsecond resolution, OK and KO as
@@ -15,22 +17,26 @@ it really left (its schedule lag). This module turns its tab-separated records (
   opened) — what decides whether a probe measured the target or the tester
   (``gatebench.kinds.capacity``).
 
-Pure: text in, data out (the cloud ingest and the local engine read the same way).
+Pure: bytes in, data out (the cloud path's tester and the local engine read the same way).
 """
 
 from __future__ import annotations
 
 import math
+import operator
 import os
+import struct
+import sys
+from array import array
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gatebench.core.errors import RunError
 from gatebench.core.measure import PhaseResult
 from gatebench.core.stats import PhaseSample, nearest_rank
 
-FORMAT = "gatebench-loadgen/1"
+FORMAT = "gatebench-loadgen/2"
 
 
 @dataclass
@@ -99,62 +105,84 @@ class LoadLog:
 
 def read_loadlog(path: str | os.PathLike[str]) -> LoadLog:
     """Every phase of a finished records file (RunError when it is not one)."""
-    with open(path, encoding="utf-8") as fh:
-        return parse_loadlog(fh, str(path))
+    with open(path, "rb") as fh:
+        return parse_loadlog(fh.read(), str(path))
 
 
-def parse_loadlog(lines: Iterable[str], name: str = "records") -> LoadLog:
-    it = iter(lines)
-    header = next(it, "").rstrip("\n").split("\t")
-    if header[0] != FORMAT or len(header) < 3:
-        first = " ".join(header)[:60]
+_COLUMNS: tuple[tuple[str, str, int], ...] = (
+    ("phase", "i", 4),
+    ("intended", "q", 8),
+    ("lag", "I", 4),
+    ("latency", "I", 4),
+    ("status", "H", 2),
+    ("message", "H", 2),
+    ("flags", "B", 1),
+)
+"""A batch's columns in the order loadgen/records.go writes them: name, array type code, bytes."""
+_ROW_BYTES = sum(size for _, _, size in _COLUMNS)
+DROPPED = 2
+"""A record's flag: the arrival was never sent (the engine's failure)."""
+
+
+def parse_loadlog(data: bytes, name: str = "records") -> LoadLog:
+    """The phases of a records file's bytes (RunError, located, when they are not one)."""
+    magic = FORMAT.encode() + b"\n"
+    if not data.startswith(magic):
+        first = data.split(b"\n", 1)[0][:60].decode("utf-8", "replace")
         raise RunError(f"{name}: not a {FORMAT} file (first line: {first!r})")
-    start_epoch_ms = int(header[1]) / 1000.0
-    cores = int(header[2])
-    messages: dict[str, str] = {"0": ""}
+    view = memoryview(data)
+    pos = len(magic)
+    start_epoch_ms: float | None = None
+    cores = 1
+    messages: dict[int, str] = {0: ""}
     samples: dict[int, PhaseSample] = {}
     schedules: dict[int, ScheduleSample] = {}
     controls: dict[int, str] = {}
     ends: dict[int, tuple[int, int]] = {}
-    for number, raw in enumerate(it, start=2):
-        f = raw.rstrip("\n").split("\t")
+    while pos < len(data):
+        if pos + 5 > len(data):
+            raise RunError(f"{name}: a frame cut short at byte {pos} (did the engine stop?)")
+        kind = chr(data[pos])
+        size = int.from_bytes(view[pos + 1 : pos + 5], "little")
+        payload = view[pos + 5 : pos + 5 + size]
+        if len(payload) != size:
+            raise RunError(
+                f"{name}: a {kind!r} frame cut short at byte {pos} (did the engine stop?)"
+            )
         try:
-            kind = f[0]
-            if kind == "R":
-                phase = int(f[1])
-                intended_us, lag_us, latency_us = int(f[2]), int(f[3]), int(f[4])
-                message = messages[f[6]]
-                sample = samples.setdefault(phase, PhaseSample())
-                _add(sample, intended_us, latency_us, message)
-                schedule = schedules.setdefault(phase, ScheduleSample())
-                schedule.lags_ms.append(lag_us / 1000.0)
-                schedule.from_send_ms.append(max(0, latency_us - lag_us) / 1000.0)
-            elif kind == "D":
-                schedule = schedules.setdefault(int(f[1]), ScheduleSample())
-                schedule.dropped += 1
-                schedule.drop_reasons[messages[f[3]]] += 1
+            if kind == "H":
+                start_epoch_ms = int.from_bytes(payload[:8], "little", signed=True) / 1000.0
+                cores = int.from_bytes(payload[8:12], "little")
             elif kind == "M":
-                messages[f[1]] = f[2]
+                messages[int.from_bytes(payload[:2], "little")] = bytes(payload[2:]).decode()
+            elif kind == "R":
+                _requests(payload, messages, samples, schedules)
             elif kind == "C":
-                controls[int(f[1])] = f[2]
+                controls[_int32(payload)] = bytes(payload[4:]).decode()
             elif kind == "E":
-                phase = int(f[1])
+                phase = _int32(payload)
+                start_us, end_us, scheduled, sent, cpu_us, connections = struct.unpack_from(
+                    "<6q", payload, 4
+                )
                 schedule = schedules.setdefault(phase, ScheduleSample())
-                start_us, end_us = int(f[2]), int(f[3])
-                schedule.scheduled = int(f[4])
-                schedule.sent = int(f[5])
-                schedule.engine_cpu_s = int(f[6]) / 1e6
-                schedule.connections = int(f[7])
+                schedule.scheduled = scheduled
+                schedule.sent = sent
+                schedule.engine_cpu_s = cpu_us / 1e6
+                schedule.connections = connections
                 schedule.window_s = (end_us - start_us) / 1e6
-                schedule.cores = cores
                 ends[phase] = (start_us, end_us)
             else:
-                raise ValueError(f"unknown record kind {kind!r}")
-        except (IndexError, KeyError, ValueError) as exc:
-            raise RunError(f"{name}:{number}: unreadable record ({exc}): {raw[:80]!r}") from None
+                raise ValueError(f"unknown frame kind {kind!r}")
+        except (KeyError, ValueError, struct.error, UnicodeDecodeError) as exc:
+            raise RunError(f"{name}: byte {pos}: unreadable {kind!r} frame ({exc})") from None
+        pos += 5 + size
+    if start_epoch_ms is None:
+        raise RunError(f"{name}: no header frame (did the engine start?)")
     phases = {}
     for index, (start_us, end_us) in sorted(ends.items()):
         sample = samples.get(index, PhaseSample())
+        schedule = schedules.setdefault(index, ScheduleSample())
+        schedule.cores = cores
         last_end_ms = (sample.last_end or 0) / 1000.0
         phases[index] = OpenPhase(
             PhaseResult(
@@ -164,27 +192,102 @@ def parse_loadlog(lines: Iterable[str], name: str = "records") -> LoadLog:
                 start_epoch_ms + max(end_us / 1000.0, last_end_ms),
                 None,
             ),
-            schedules.get(index, ScheduleSample()),
+            schedule,
             controls.get(index),
         )
     return LoadLog(start_epoch_ms, cores, phases)
 
 
-def _add(sample: PhaseSample, intended_us: int, latency_us: int, message: str) -> None:
-    """One request, its times kept in µs until the phase is complete (:func:`_in_ms`)."""
-    sample.latencies.append(latency_us / 1000.0)
-    if message:
-        sample.ko += 1
-        sample.errors[message] += 1
-    else:
-        sample.ok += 1
-    end_us = intended_us + latency_us
-    if sample.first_start is None or intended_us < sample.first_start:
-        sample.first_start = intended_us
-    if sample.last_start is None or intended_us > sample.last_start:
-        sample.last_start = intended_us
-    if sample.last_end is None or end_us > sample.last_end:
-        sample.last_end = end_us
+def _int32(payload: memoryview) -> int:
+    return int.from_bytes(payload[:4], "little", signed=True)
+
+
+def _column(payload: memoryview, at: int, code: str, n: int) -> array[int]:
+    out = array(code)
+    if out.itemsize * n > len(payload) - at:
+        raise ValueError(f"{n} records do not fit the frame")
+    out.frombytes(payload[at : at + out.itemsize * n])
+    if sys.byteorder != "little":
+        out.byteswap()
+    return out
+
+
+def _requests(
+    payload: memoryview,
+    messages: dict[int, str],
+    samples: dict[int, PhaseSample],
+    schedules: dict[int, ScheduleSample],
+) -> None:
+    """One batch of requests, column by column, added to its phases."""
+    n = int.from_bytes(payload[:4], "little")
+    if len(payload) != 4 + n * _ROW_BYTES:
+        raise ValueError(f"{len(payload)} bytes for {n} records")
+    columns: dict[str, array[int]] = {}
+    at = 4
+    for column, code, size in _COLUMNS:
+        columns[column] = _column(payload, at, code, n)
+        at += size * n
+    phases = set(columns["phase"])
+    for phase in phases:
+        if len(phases) == 1:
+            rows = columns
+        else:
+            keep = [i for i, p in enumerate(columns["phase"]) if p == phase]
+            rows = {c: array(v.typecode, [v[i] for i in keep]) for c, v in columns.items()}
+        _add_rows(
+            rows,
+            messages,
+            samples.setdefault(phase, PhaseSample()),
+            schedules.setdefault(phase, ScheduleSample()),
+        )
+
+
+def _add_rows(
+    rows: dict[str, array[int]],
+    messages: dict[int, str],
+    sample: PhaseSample,
+    schedule: ScheduleSample,
+) -> None:
+    """One phase's requests of a batch: the sent (and refused) ones into its sample and its
+    lags, the dropped ones into its drop count (times kept in µs until the phase is complete:
+    :func:`_in_ms`)."""
+    intended, lag, latency, message = (
+        rows["intended"],
+        rows["lag"],
+        rows["latency"],
+        rows["message"],
+    )
+    if any(f & DROPPED for f in set(rows["flags"])):
+        flags = rows["flags"]
+        for i in (i for i, f in enumerate(flags) if f & DROPPED):
+            schedule.dropped += 1
+            schedule.drop_reasons[messages[message[i]]] += 1
+        keep = [i for i, f in enumerate(flags) if not f & DROPPED]
+        intended = array("q", [intended[i] for i in keep])
+        lag = array("I", [lag[i] for i in keep])
+        latency = array("I", [latency[i] for i in keep])
+        message = array("H", [message[i] for i in keep])
+    if not intended:
+        return
+    sample.counts.update(Counter(v / 1000.0 for v in latency))
+    schedule.lags_ms.extend([v / 1000.0 for v in lag])
+    schedule.from_send_ms.extend(
+        [max(0, a - b) / 1000.0 for a, b in zip(latency, lag, strict=True)]
+    )
+    for id_, count in Counter(message).items():
+        if id_ == 0:
+            sample.ok += count
+        else:
+            sample.ko += count
+            sample.errors[messages[id_]] += count
+    first, last = min(intended), max(intended)
+    end = max(map(operator.add, intended, latency))
+    if sample.first_start is None or first < sample.first_start:
+        sample.first_start = first
+    if sample.last_start is None or last > sample.last_start:
+        sample.last_start = last
+    if sample.last_end is None or end > sample.last_end:
+        sample.last_end = end
 
 
 def _in_ms(sample: PhaseSample) -> PhaseSample:

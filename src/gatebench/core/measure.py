@@ -23,14 +23,16 @@ from typing import Any
 
 from gatebench.core.model import Measurement
 from gatebench.core.resources import CgroupSample, PhaseResources, cgroup_resources
-from gatebench.core.simlog import RequestRecord, SimLogSource, read_simlog
+from gatebench.core.simlog import RequestRecord, RunHeader, SimLogSource, read_simlog
 from gatebench.core.stats import PhaseSample, phase_stats
 from gatebench.core.trust import ENGINE_RESOLUTION_MS, TOO_SHORT_FLAG, too_short
 from gatebench.core.workload import Phase, phases_from_document
 
 NOISY_OTHERS_PCT = 20.0
 """A phase is ``noisy`` when processes that are not part of the benchmark (not the load
-generator, not the gateway, not the backend) used more than this share of the machine."""
+generator, not the gateway, not the backend) used more than this share of the machine. On a
+virtual machine, time the hypervisor gave our cores to another guest (``steal`` in
+/proc/stat) counts as theirs: the benchmark's processes waited for it all the same."""
 TESTER_BOUND_BUSY_PCT = 85.0
 """A phase is ``tester-bound`` when the machine was this busy (or more) and the load generator
 used more CPU than the target (gateway + backend): the generator, not the gateway, was what
@@ -130,34 +132,49 @@ def measurement_from(
     )
 
 
-def ingest_simlog(simlog: SimLogSource, document: dict[str, Any], run_id: str) -> list[Measurement]:
-    """Measurements of the measured phases of a finished ``simulation.log`` written from
-    ``document`` (the cloud path ingests the tester's log this way, streamed from the bucket;
-    no CPU figures)."""
-    phases = {p.id: p for p in phases_from_document(document)}
+def phase_results(simlog: SimLogSource, phases: Mapping[str, Phase]) -> dict[str, PhaseResult]:
+    """Every phase of ``phases`` (id → phase) that has requests in a finished
+    ``simulation.log``, as a :class:`PhaseResult` (no CPU figures). The log is read in chunks
+    and each phase keeps counts per latency (gatebench.core.stats): memory does not grow with
+    the number of requests."""
     samples: dict[str, PhaseSample] = {}
     start_ms = 0
     for record in read_simlog(simlog):
-        if isinstance(record, RequestRecord) and record.name in phases:
-            samples.setdefault(record.name, PhaseSample()).add(
-                record.start, record.end, record.ok, record.message
-            )
-        elif not isinstance(record, RequestRecord) and hasattr(record, "start_ms"):
+        if type(record) is RequestRecord:
+            name = record.name
+            sample = samples.get(name)
+            if sample is None:
+                if name not in phases:
+                    continue
+                sample = samples[name] = PhaseSample()
+            sample.add(record.start, record.end, record.ok, record.message)
+        elif isinstance(record, RunHeader):
             start_ms = record.start_ms
-    out = []
-    for pid, phase in phases.items():
-        sample = samples.get(pid)
-        if not phase.measured or sample is None or sample.first_start is None:
+    out = {}
+    for pid, sample in samples.items():
+        if sample.first_start is None:
             continue
-        result = PhaseResult(
-            phase.index,
+        out[pid] = PhaseResult(
+            phases[pid].index,
             sample,
             float(start_ms + sample.first_start),
             float(start_ms + (sample.last_end or sample.first_start)),
             None,
         )
-        out.append(measurement_from(run_id, phase, result))
     return out
+
+
+def ingest_simlog(simlog: SimLogSource, document: dict[str, Any], run_id: str) -> list[Measurement]:
+    """Measurements of the measured phases of a finished ``simulation.log`` written from
+    ``document`` (the cloud path ingests the tester's log this way, streamed from the bucket;
+    no CPU figures)."""
+    phases = {p.id: p for p in phases_from_document(document)}
+    results = phase_results(simlog, phases)
+    return [
+        measurement_from(run_id, phase, results[pid])
+        for pid, phase in phases.items()
+        if phase.measured and pid in results
+    ]
 
 
 def with_gateway_cgroup(
@@ -193,5 +210,6 @@ __all__ = [
     "PhaseResult",
     "ingest_simlog",
     "measurement_from",
+    "phase_results",
     "with_gateway_cgroup",
 ]

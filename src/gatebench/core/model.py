@@ -12,12 +12,26 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from gatebench.core.metrics import COST_METRICS, METRICS
 from gatebench.core.resources import PhaseResources, requests_per_cpu_s
+
+
+class RunKind(StrEnum):
+    """The kinds of run, spelled once (``gatebench.kinds.registry`` has one package per kind)."""
+
+    FIXED = "fixed"
+    """The AGE paper's run: every workload with its own injection profile, repeated, scored."""
+    CAPACITY = "capacity"
+    """The highest constant arrival rate each gateway carries within the plan's objective."""
+    SCALE = "scale"
+    """Each gateway measured as its route table grows."""
+    CHANGE = "change-under-load"
+    """Each gateway's configuration changed under a constant-rate load."""
 
 
 class RunStatus(StrEnum):
@@ -98,6 +112,8 @@ class RunRecord:
     owner: dict[str, Any] | None = None
     """Local path: the process that runs it (``host``, ``pid``, ``started``: procs.this_process)
     and its folder (``run_dir``). A run not finished whose process is gone was abandoned."""
+    kind: RunKind = RunKind.FIXED
+    """The kind of run (``gatebench.kinds.registry``)."""
     capacity: dict[str, Any] | None = None
     """A capacity run (``gatebench capacity``): its result, as
     ``gatebench.kinds.capacity.CapacityResult.to_dict`` writes it (knees, comparisons, verdicts, the
@@ -106,6 +122,7 @@ class RunRecord:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["status"] = str(self.status)
+        data["kind"] = str(self.kind)
         return data
 
     @classmethod
@@ -113,7 +130,20 @@ class RunRecord:
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
         values["status"] = RunStatus(values.get("status", "received"))
+        values["kind"] = RunKind(values["kind"]) if "kind" in values else _kind_of_older(data)
         return cls(**values)
+
+
+def _kind_of_older(data: dict[str, Any]) -> RunKind:
+    """The kind of a record written before records named their kind: a capacity result or
+    ``environment.run_kind``; a scale plan's ``kind``; else a fixed workload."""
+    environment = data.get("environment") or {}
+    if data.get("capacity") is not None or environment.get("run_kind") == "capacity":
+        return RunKind.CAPACITY
+    plan_kind = (data.get("plan") or {}).get("kind")
+    if plan_kind in (RunKind.SCALE, RunKind.CHANGE):
+        return RunKind(plan_kind)
+    return RunKind.FIXED
 
 
 @dataclass(frozen=True)
@@ -255,3 +285,54 @@ def flat_rows(measurements: list[Measurement]) -> list[dict[str, Any]]:
                 }
             )
     return rows
+
+
+@runtime_checkable
+class ResultStore(Protocol):
+    """Where runs are kept: the port SQLite and Firestore implement (``gatebench.store``,
+    whose docstring states the rules every adapter keeps)."""
+
+    def create_run(self, run: RunRecord) -> bool:
+        """Store a new run; False (and no change) when the run id already exists."""
+
+    def get_run(self, run_id: str) -> RunRecord | None: ...
+
+    def set_status(
+        self,
+        run_id: str,
+        status: RunStatus,
+        *,
+        failed_step: str | None = None,
+        error: str | None = None,
+    ) -> RunRecord:
+        """Move a run to ``status`` (see ``model.can_move``); raises StoreError otherwise."""
+
+    def update_run(self, run_id: str, **fields: Any) -> RunRecord:
+        """Change other fields of a run (environment, target_errors, ...); not its id or
+        status. Raises StoreError for an unknown run or field."""
+
+    def list_runs(self, limit: int = 50) -> list[RunRecord]:
+        """Newest first (by ``created_at``, then run id)."""
+
+    def unfinished_runs(self) -> list[RunRecord]:
+        """Every run not finished (not done, failed or partial), oldest first (by
+        ``created_at``, then run id)."""
+
+    def put_measurement(self, measurement: Measurement) -> None:
+        """Write (or overwrite) one measurement; durable when this returns."""
+
+    def measurements(self, run_id: str) -> list[Measurement]:
+        """Sorted by target, workload, repetition."""
+
+    def put_scores(self, run_id: str, scores: Mapping[str, Mapping[str, Any]]) -> None:
+        """Replace the score documents of a run: one per target (``ScoreResult.to_documents``)."""
+
+    def scores(self, run_id: str) -> dict[str, dict[str, Any]] | None:
+        """Target → score document, or None when the run has not been scored."""
+
+    def put_result(self, run_id: str, kind: str, key: str, doc: Mapping[str, Any]) -> None:
+        """Write (or overwrite) one result of a run of another kind (``kind`` ``scale``:
+        ``key`` ``nginx@100``); durable when this returns."""
+
+    def results(self, run_id: str, kind: str) -> dict[str, dict[str, Any]]:
+        """Key → document of every result of ``kind``, sorted by key (empty when none)."""

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from gatebench.core.errors import Problem
+from gatebench.core.model import RunKind
 from gatebench.core.routescale import DEFAULT_SIZES, MAX_ROUTES
 
-LiveKind = Literal["scale", "change-under-load"]
-LIVE_KINDS: tuple[LiveKind, ...] = ("scale", "change-under-load")
+LIVE_KINDS: tuple[RunKind, ...] = (RunKind.SCALE, RunKind.CHANGE)
 """The kinds of run that grow or change the description (``RunRecord.plan["kind"]``)."""
 
 
@@ -57,7 +57,7 @@ class ScaleAsk:
     """A scale or change-under-load run's request: its kind, the sizes or the change, the
     load's settings."""
 
-    kind: LiveKind
+    kind: RunKind
     sizes: tuple[int, ...] = ()
     change: ChangeSpec | None = None
     settings: LoadSettings = field(default_factory=LoadSettings)
@@ -152,7 +152,7 @@ def _count(
 
 
 def scale_ask_from_json(
-    kind: LiveKind, data: Any, *, where: str = "/scale", source: str | None = None
+    kind: RunKind, data: Any, *, where: str = "/scale", source: str | None = None
 ) -> tuple[ScaleAsk | None, list[Problem]]:
     """The :class:`ScaleAsk` of a ``scale`` object (None: every setting's default), or every
     located problem (``where``: the object's pointer; ``source``: where it came from)."""
@@ -203,7 +203,7 @@ def scale_ask_from_json(
                 sizes.append(n)
         if problems:
             return None, problems
-        return ScaleAsk("scale", tuple(sizes), None, settings), []
+        return ScaleAsk(RunKind.SCALE, tuple(sizes), None, settings), []
     before = _count(data.get("routes", 100), f"{where}/routes", problems, source, "routes before")
     added = _count(data.get("add", 100), f"{where}/add", problems, source, "routes added")
     after = _number(data, "change_after", where, problems, source)
@@ -225,7 +225,6 @@ def scale_ask_from_json(
 __all__ = [
     "LIVE_KINDS",
     "ChangeSpec",
-    "LiveKind",
     "LoadSettings",
     "ScaleAsk",
     "scale_ask_from_json",

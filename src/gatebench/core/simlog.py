@@ -28,7 +28,7 @@ import os
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from gatebench.core.errors import RunError
 
@@ -42,8 +42,10 @@ class RunHeader:
     scenarios: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class RequestRecord:
+class RequestRecord(NamedTuple):
+    """One request (a named tuple rather than a dataclass: a log holds millions of them, and
+    building a tuple costs a third of a frozen dataclass)."""
+
     groups: tuple[str, ...]
     name: str
     start: int
@@ -86,12 +88,24 @@ class _Incomplete(Exception):
     """The buffer ends inside a record: wait for more bytes."""
 
 
+_INT = struct.Struct(">i")
+_LONG = struct.Struct(">q")
+_TWO_INTS = struct.Struct(">ii")
+_THREE_INTS = struct.Struct(">iii")
+_PLAIN_REQUEST = struct.Struct(">iiiiBi")
+"""A request record after its type byte: group count, name index, start, end, status,
+message index."""
+
+
 class SimLogReader:
-    """Incremental reader: :meth:`feed` bytes as they arrive, get the complete records back."""
+    """Incremental reader: :meth:`feed` bytes as they arrive, get the complete records back.
+
+    Records are read in place from the bytes received (offsets into one buffer, no copy per
+    field), and the consumed part is dropped once per :meth:`feed`: a log of 10^7 requests is
+    read in tens of seconds, in memory bounded by the chunk size."""
 
     def __init__(self) -> None:
         self._buffer = bytearray()
-        self._pos = 0
         self._cache: dict[int, str] = {}
         self.header: RunHeader | None = None
         self.offset = 0
@@ -104,116 +118,159 @@ class SimLogReader:
 
     def feed(self, data: bytes) -> list[Record]:
         self._buffer += data
+        buffer = self._buffer
         out: list[Record] = []
-        while self._buffer:
-            self._pos = 0
+        pos = 0
+        size = len(buffer)
+        cache = self._cache
+        header = self.header
+        while pos < size:
+            # The common request first, in one unpack: no group, its name and message both
+            # strings seen before (negative indexes into the cache).
+            if header is not None and buffer[pos] == 1 and pos + _PLAIN_REQUEST.size < size:
+                groups, name_at, start, end, status, message_at = _PLAIN_REQUEST.unpack_from(
+                    buffer, pos + 1
+                )
+                if groups == 0 and name_at < 0 and message_at < 0:
+                    name = cache.get(-name_at)
+                    message = cache.get(-message_at)
+                    if name is not None and message is not None:
+                        out.append(RequestRecord((), name, start, end, status == 1, message))
+                        pos += 1 + _PLAIN_REQUEST.size
+                        continue
             new_cache: dict[int, str] = {}
             try:
-                record = self._record(new_cache)
+                record, end = self._record(buffer, pos, size, new_cache)
             except _Incomplete:
                 break
-            self._cache.update(new_cache)
-            del self._buffer[: self._pos]
-            self.offset += self._pos
+            if new_cache:
+                self._cache.update(new_cache)
             if isinstance(record, RunHeader):
-                self.header = record
+                self.header = header = record
             out.append(record)
+            pos = end
+        if pos:
+            del buffer[:pos]
+            self.offset += pos
         return out
 
-    # -- primitives ----------------------------------------------------------------------------
+    # -- primitives: each reads at ``pos`` and returns the value and the position after it ------
 
-    def _take(self, n: int) -> bytes:
-        end = self._pos + n
-        if end > len(self._buffer):
+    @staticmethod
+    def _int(buffer: bytearray, pos: int, size: int) -> tuple[int, int]:
+        if pos + 4 > size:
             raise _Incomplete()
-        chunk = bytes(self._buffer[self._pos : end])
-        self._pos = end
-        return chunk
+        value: int = _INT.unpack_from(buffer, pos)[0]
+        return value, pos + 4
 
-    def _int(self) -> int:
-        value: int = struct.unpack(">i", self._take(4))[0]
-        return value
-
-    def _long(self) -> int:
-        value: int = struct.unpack(">q", self._take(8))[0]
-        return value
-
-    def _byte(self) -> int:
-        return self._take(1)[0]
-
-    def _string(self) -> str:
-        length = self._int()
+    def _string(self, buffer: bytearray, pos: int, size: int) -> tuple[str, int]:
+        length, pos = self._int(buffer, pos, size)
         if length == 0:
-            return ""
+            return "", pos
         if length < 0:
             raise RunError(
-                f"simulation.log: negative string length {length} at byte {self.offset + self._pos - 4}"
+                f"simulation.log: negative string length {length} at byte {self.offset + pos - 4}"
             )
-        raw = self._take(length)
-        coder = self._byte()
+        end = pos + length
+        if end + 1 > size:
+            raise _Incomplete()
+        raw = bytes(buffer[pos:end])
+        coder = buffer[end]
         if coder == 0:
-            return raw.decode("latin-1")
+            return raw.decode("latin-1"), end + 1
         if coder == 1:
-            return raw.decode("utf-16-le")
+            return raw.decode("utf-16-le"), end + 1
+        raise RunError(f"simulation.log: unknown string coder {coder} at byte {self.offset + end}")
+
+    def _cached(
+        self, buffer: bytearray, pos: int, size: int, new_cache: dict[int, str]
+    ) -> tuple[str, int]:
+        index, pos = self._int(buffer, pos, size)
+        if index > 0:
+            value, pos = self._string(buffer, pos, size)
+            new_cache[index] = value
+            return value, pos
+        key = -index
+        found = self._cache.get(key)
+        if found is not None:
+            return found, pos
+        if key in new_cache:
+            return new_cache[key], pos
         raise RunError(
-            f"simulation.log: unknown string coder {coder} at byte {self.offset + self._pos - 1}"
+            f"simulation.log: string index {key} used before it was defined "
+            f"(byte {self.offset + pos - 4})"
         )
 
-    def _cached(self, new_cache: dict[int, str]) -> str:
-        index = self._int()
-        if index > 0:
-            value = self._string()
-            new_cache[index] = value
-            return value
-        key = -index
-        if key in new_cache:
-            return new_cache[key]
-        if key not in self._cache:
-            raise RunError(
-                f"simulation.log: string index {key} used before it was defined "
-                f"(byte {self.offset + self._pos - 4})"
-            )
-        return self._cache[key]
-
-    def _groups(self, new_cache: dict[int, str]) -> tuple[str, ...]:
-        count = self._int()
+    def _groups(
+        self, buffer: bytearray, pos: int, size: int, new_cache: dict[int, str]
+    ) -> tuple[tuple[str, ...], int]:
+        count, pos = self._int(buffer, pos, size)
+        if count == 0:
+            return (), pos
         if count < 0 or count > 1000:
             raise RunError(f"simulation.log: implausible group count {count}")
-        return tuple(self._cached(new_cache) for _ in range(count))
+        names = []
+        for _ in range(count):
+            name, pos = self._cached(buffer, pos, size, new_cache)
+            names.append(name)
+        return tuple(names), pos
 
-    def _record(self, new_cache: dict[int, str]) -> Record:
-        kind = self._byte()
+    def _record(
+        self, buffer: bytearray, pos: int, size: int, new_cache: dict[int, str]
+    ) -> tuple[Record, int]:
+        start_pos = pos
+        kind = buffer[pos]
+        pos += 1
+        if kind == 1 and self.header is not None:  # a request: by far the most records
+            groups, pos = self._groups(buffer, pos, size, new_cache)
+            name, pos = self._cached(buffer, pos, size, new_cache)
+            if pos + 9 > size:
+                raise _Incomplete()
+            start, end = _TWO_INTS.unpack_from(buffer, pos)
+            ok = buffer[pos + 8] == 1
+            message, pos = self._cached(buffer, pos + 9, size, new_cache)
+            return RequestRecord(groups, name, start, end, ok, message), pos
         if kind == 0:
-            version = self._string()
-            simulation = self._string()
-            start = self._long()
-            description = self._string()
-            scenarios = tuple(self._string() for _ in range(self._int()))
-            for _ in range(self._int()):
-                self._take(self._int())
-            return RunHeader(version, simulation, start, description, scenarios)
+            version, pos = self._string(buffer, pos, size)
+            simulation, pos = self._string(buffer, pos, size)
+            if pos + 8 > size:
+                raise _Incomplete()
+            start_ms: int = _LONG.unpack_from(buffer, pos)[0]
+            description, pos = self._string(buffer, pos + 8, size)
+            count, pos = self._int(buffer, pos, size)
+            scenarios = []
+            for _ in range(count):
+                scenario, pos = self._string(buffer, pos, size)
+                scenarios.append(scenario)
+            assertions, pos = self._int(buffer, pos, size)
+            for _ in range(assertions):
+                length, pos = self._int(buffer, pos, size)
+                if pos + length > size:
+                    raise _Incomplete()
+                pos += length
+            header = RunHeader(version, simulation, start_ms, description, tuple(scenarios))
+            return header, pos
         if self.header is None:
             raise RunError("simulation.log: the first record is not the run record")
-        if kind == 1:
-            groups = self._groups(new_cache)
-            name = self._cached(new_cache)
-            start, end = self._int(), self._int()
-            ok = self._byte() == 1
-            message = self._cached(new_cache)
-            return RequestRecord(groups, name, start, end, ok, message)
         if kind == 2:
-            scenario = self._int()
-            started = self._byte() == 1
-            return UserRecord(scenario, started, self._int())
+            if pos + 9 > size:
+                raise _Incomplete()
+            scenario = _INT.unpack_from(buffer, pos)[0]
+            started = buffer[pos + 4] == 1
+            time = _INT.unpack_from(buffer, pos + 5)[0]
+            return UserRecord(scenario, started, time), pos + 9
         if kind == 3:
-            groups = self._groups(new_cache)
-            start, end, cumulated = self._int(), self._int(), self._int()
-            return GroupRecord(groups, start, end, cumulated, self._byte() == 1)
+            groups, pos = self._groups(buffer, pos, size, new_cache)
+            if pos + 13 > size:
+                raise _Incomplete()
+            start, end, cumulated = _THREE_INTS.unpack_from(buffer, pos)
+            return GroupRecord(groups, start, end, cumulated, buffer[pos + 12] == 1), pos + 13
         if kind == 4:
-            message = self._cached(new_cache)
-            return ErrorRecord(message, self._int())
+            message, pos = self._cached(buffer, pos, size, new_cache)
+            time, pos = self._int(buffer, pos, size)
+            return ErrorRecord(message, time), pos
         raise RunError(
-            f"simulation.log: unknown record type {kind} at byte {self.offset}; "
+            f"simulation.log: unknown record type {kind} at byte {self.offset + start_pos}; "
             "is this a Gatling 3.13+ binary log?"
         )
 

@@ -1,10 +1,15 @@
 """Per-phase statistics from raw per-request records, and the per-workload table.
 
-Exact, not sketched: every latency of a phase is kept and sorted. Percentiles use the
-nearest-rank definition (the smallest value with at least p % of the values at or below it:
-``sorted[ceil(p/100 × n) − 1]``), so every percentile is a latency that was really observed.
-The standard deviation is the population one (as Gatling reports it). Gatling records whole
-milliseconds, so every latency here is a whole number of ms: a 0 ms minimum means "under 1 ms".
+Exact, not sketched, in memory that does not grow with the request count: a phase keeps how
+many requests took each latency (Gatling records whole milliseconds, so a phase of 10^8
+requests that all finished within a minute holds at most 60,000 counts; wrk's and the
+open-model engine's microseconds are kept as they came). Percentiles use the nearest-rank
+definition (the smallest value with at least p % of the values at or below it:
+``sorted[ceil(p/100 × n) − 1]``, found by walking the counts in order), so every percentile is
+a latency that was really observed. The mean and the standard deviation (the population one,
+as Gatling reports it) are computed exactly over the counts and rounded once. Gatling records
+whole milliseconds, so every latency from it is a whole number of ms: a 0 ms minimum means
+"under 1 ms".
 
 Throughput is requests completed per second of the measured phase, where the phase lasts
 from its first request's start to its last request's end (at least 1 ms).
@@ -14,8 +19,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from gatebench.core.model import Measurement
 
@@ -24,10 +30,12 @@ PERCENTILES = (50, 90, 95, 99)
 
 @dataclass
 class PhaseSample:
-    """The raw records of one phase, accumulated while the log is read."""
+    """The raw records of one phase, accumulated while the log is read: counts per latency,
+    never a list of every request (module docstring)."""
 
-    latencies: list[float] = field(default_factory=list)
-    """Milliseconds: whole ones from Gatling, with microseconds from wrk."""
+    counts: Counter[float] = field(default_factory=Counter)
+    """Latency (milliseconds: whole ones from Gatling, with microseconds from wrk and the
+    open-model engine) → how many requests took exactly that long."""
     ok: int = 0
     ko: int = 0
     first_start: int | None = None
@@ -37,7 +45,7 @@ class PhaseSample:
     errors: Counter[str] = field(default_factory=Counter)
 
     def add(self, start: int, end: int, ok: bool, message: str = "") -> None:
-        self.latencies.append(end - start)
+        self.counts[end - start] += 1
         if ok:
             self.ok += 1
         else:
@@ -50,9 +58,29 @@ class PhaseSample:
         if self.last_end is None or end > self.last_end:
             self.last_end = end
 
+    def add_latency(self, value_ms: float, count: int = 1) -> None:
+        """``count`` requests that each took ``value_ms`` (an engine that reports a histogram,
+        or records read apart from their status)."""
+        if count > 0:
+            self.counts[value_ms] += count
+
+    def merge_latencies(self, other: PhaseSample) -> None:
+        """Every latency of ``other`` counted here too (several testers' shares of a phase)."""
+        self.counts.update(other.counts)
+
     @property
     def requests(self) -> int:
         return self.ok + self.ko
+
+    @property
+    def latency_count(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def latencies(self) -> list[float]:
+        """Every latency, sorted: a list as long as the phase's requests, for callers that need
+        one (a capacity probe's few thousand); the phase's figures never build it."""
+        return [value for value, count in sorted(self.counts.items()) for _ in range(count)]
 
     @property
     def start_spread_ms(self) -> float:
@@ -75,6 +103,38 @@ def nearest_rank(sorted_values: Sequence[float], pct: float) -> float:
     return float(sorted_values[min(rank, len(sorted_values)) - 1])
 
 
+def nearest_ranks(counts: Mapping[float, int], pcts: Sequence[float]) -> list[float]:
+    """The nearest-rank percentiles of the values ``counts`` holds (value → how many times), as
+    :func:`nearest_rank` gives them for the sorted list of those values; 0 for no values."""
+    n = sum(counts.values())
+    if n <= 0:
+        return [0.0 for _ in pcts]
+    ranks = [min(max(1, math.ceil(p / 100.0 * n)), n) for p in pcts]
+    out: list[float | None] = [None] * len(pcts)
+    seen = 0
+    for value in sorted(counts):
+        seen += counts[value]
+        for i, rank in enumerate(ranks):
+            if out[i] is None and seen >= rank:
+                out[i] = float(value)
+        if all(v is not None for v in out):
+            break
+    return [float(v) for v in out if v is not None]
+
+
+def _exact_moments(counts: Mapping[float, int]) -> tuple[float, float]:
+    """Mean and population standard deviation of the counted values, computed exactly (every
+    float is a fraction) and rounded once: the same figures whatever the order of the
+    records, never a sum that drifts with the request count."""
+    n = sum(counts.values())
+    if n <= 0:
+        return 0.0, 0.0
+    values = {Fraction(v): c for v, c in counts.items() if c}
+    mean = sum((v * c for v, c in values.items()), Fraction(0)) / n
+    variance = sum(((v - mean) ** 2 * c for v, c in values.items()), Fraction(0)) / n
+    return float(mean), math.sqrt(variance)
+
+
 @dataclass(frozen=True)
 class PhaseStats:
     requests: int
@@ -95,25 +155,26 @@ class PhaseStats:
 
 
 def phase_stats(sample: PhaseSample) -> PhaseStats:
-    values = sorted(sample.latencies)
-    n = len(values)
-    mean = sum(values) / n if n else 0.0
-    variance = sum((v - mean) ** 2 for v in values) / n if n else 0.0
+    counts = sample.counts
+    n = sum(counts.values())
+    mean, stddev = _exact_moments(counts)
     duration_s = sample.duration_ms / 1000.0
+    p50, p90, p95, p99 = nearest_ranks(counts, (50, 90, 95, 99))
+    present = [v for v, c in counts.items() if c]
     return PhaseStats(
         requests=n,
         ok=sample.ok,
         ko=sample.ko,
         error_pct=100.0 * sample.ko / n if n else 0.0,
         throughput=n / duration_s if duration_s > 0 else 0.0,
-        min=float(values[0]) if n else 0.0,
+        min=float(min(present)) if n else 0.0,
         mean=mean,
-        max=float(values[-1]) if n else 0.0,
-        stddev=math.sqrt(variance),
-        p50=nearest_rank(values, 50),
-        p90=nearest_rank(values, 90),
-        p95=nearest_rank(values, 95),
-        p99=nearest_rank(values, 99),
+        max=float(max(present)) if n else 0.0,
+        stddev=stddev,
+        p50=p50,
+        p90=p90,
+        p95=p95,
+        p99=p99,
         duration_s=duration_s,
         errors=tuple(sorted(sample.errors.items(), key=lambda kv: (-kv[1], kv[0]))),
     )
@@ -257,6 +318,7 @@ __all__ = [
     "TableRow",
     "format_workload_table",
     "nearest_rank",
+    "nearest_ranks",
     "phase_stats",
     "workload_rows",
 ]

@@ -35,10 +35,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gatebench.core.errors import RunError
-from gatebench.core.measure import CpuUsage, PhaseResult, measurement_from
+from gatebench.core.measure import CpuUsage, PhaseResult, measurement_from, phase_results
 from gatebench.core.model import Measurement
 from gatebench.core.plan import MAX_TESTERS, Injection
-from gatebench.core.simlog import RequestRecord, RunHeader, SimLogSource, read_simlog
+from gatebench.core.simlog import SimLogSource
 from gatebench.core.stats import PhaseSample
 from gatebench.core.workload import Phase, injection_from_json, injection_json, phases_from_document
 
@@ -250,7 +250,7 @@ def merge_phase(phase: int, parts: Sequence[PhasePart]) -> MergedPhase:
             shares.append(PhaseShare(part.tester, 0, None, None, None, part.failure))
             continue
         s = r.sample
-        sample.latencies.extend(s.latencies)
+        sample.merge_latencies(s)
         sample.ok += s.ok
         sample.ko += s.ko
         errors.update(s.errors)
@@ -309,27 +309,7 @@ def _with_flags(m: Measurement, flags: tuple[str, ...]) -> Measurement:
 
 
 def _log_results(path: SimLogSource, phases: dict[str, Phase]) -> dict[int, PhaseResult]:
-    samples: dict[str, PhaseSample] = {}
-    start_ms = 0
-    for record in read_simlog(path):
-        if isinstance(record, RequestRecord) and record.name in phases:
-            samples.setdefault(record.name, PhaseSample()).add(
-                record.start, record.end, record.ok, record.message
-            )
-        elif isinstance(record, RunHeader):
-            start_ms = record.start_ms
-    out = {}
-    for pid, sample in samples.items():
-        if sample.first_start is None:
-            continue
-        out[phases[pid].index] = PhaseResult(
-            phases[pid].index,
-            sample,
-            float(start_ms + sample.first_start),
-            float(start_ms + (sample.last_end or sample.first_start)),
-            None,
-        )
-    return out
+    return {phases[pid].index: r for pid, r in phase_results(path, phases).items()}
 
 
 def ingest_tester_logs(

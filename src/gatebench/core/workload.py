@@ -43,6 +43,7 @@ from gatebench.core.errors import RunError
 from gatebench.core.ir import Api, Operation, Parameter
 from gatebench.core.plan import BodySpec, Generator, Injection, Plan, Warmup, Workload
 from gatebench.core.plan._traffic import scaled_counts
+from gatebench.core.renderers import jit_warmups
 from gatebench.core.synth import synthesize
 from gatebench.core.trust import CEILING_TARGET
 
@@ -88,6 +89,78 @@ class Phase:
     def label(self) -> str:
         what = self.workload if self.measured else f"warm-up {self.workload}"
         return f"rep {self.repetition} · {self.target} · {what}"
+
+    @property
+    def planned_s(self) -> float | None:
+        """How long its profile says it lasts (a burst: no time); None when it ends after a
+        number of requests, at a time nobody knows in advance."""
+        inj = self.injection
+        if inj.kind == "at_once":
+            return 0.0
+        if inj.kind in ("ramp", "constant_rate", "concurrent") and inj.duration is not None:
+            return inj.duration
+        return None
+
+
+class TimeLeft:
+    """The load's time left, from the schedule: each phase lasts what its profile says, or
+    (one that ends after a number of requests) those requests at the rate its workload last
+    ran at, plus the mean time the finished phases took beyond that (the engine's start, the
+    gaps between phases, a burst's answers). Unknown (None) until every workload that ends
+    after a number of requests has run once."""
+
+    def __init__(self, phases: Sequence[Phase]) -> None:
+        self.phases = sorted(phases, key=lambda p: p.index)
+        self.rates: dict[str, float] = {}
+        """Workload → requests per second of its last phase (warm-ups included)."""
+        self.extra: list[float] = []
+        self.finished: set[int] = set()
+        self.began = (-1, 0.0)
+        """(phase index, when) of the phase running or the last one started."""
+        self.last_end: float | None = None
+
+    def _expected(self, phase: Phase) -> float | None:
+        planned = phase.planned_s
+        if planned is not None:
+            return planned
+        rate, requests = self.rates.get(phase.workload), phase.injection.expected_requests
+        return None if not rate or requests is None else requests / rate
+
+    def started(self, index: int, now: float) -> None:
+        self.began = (index, now)
+
+    def ended(self, index: int, now: float) -> None:
+        began_index, began = self.began
+        self.finished.add(index)
+        phase = next((p for p in self.phases if p.index == index), None)
+        if phase is None or began_index != index:
+            return
+        took = now - (began if self.last_end is None else self.last_end)
+        self.last_end = now
+        expected = self._expected(phase)
+        if expected is not None:
+            self.extra.append(max(0.0, took - expected))
+
+    def ran(self, workload: str, requests: int, seconds: float) -> None:
+        """A phase of ``workload`` sent ``requests`` in ``seconds`` (its engine's record)."""
+        if requests and seconds > 0:
+            self.rates[workload] = requests / seconds
+
+    def left(self, now: float) -> float | None:
+        extra = sum(self.extra) / len(self.extra) if self.extra else 0.0
+        total = 0.0
+        for phase in self.phases:
+            if phase.index in self.finished:
+                continue
+            expected = self._expected(phase)
+            if expected is None:
+                return None
+            if phase.index == self.began[0]:
+                expected = max(0.0, expected + extra - (now - self.began[1]))
+            else:
+                expected += extra
+            total += expected
+        return total
 
 
 @dataclass(frozen=True)
@@ -234,6 +307,8 @@ def build_schedule(
         seed = random.SystemRandom().randrange(2**31)
     rng = random.Random(seed)
     targets = [t for t in plan.targets if t in base_urls]
+    # A JIT gateway warms up until its latency stops falling, once, after it starts.
+    jit = jit_warmups(targets)
     before = tuple(
         Control(url, wait_s=reset_wait_s)
         for url in ([reset_url] if reset_url else []) + list(reset_urls)
@@ -246,7 +321,7 @@ def build_schedule(
             rng.shuffle(ordered)
         order.append((rep, tuple(ordered)))
         for target in ordered:
-            for w, inj in _warmups(plan):
+            for w, inj in _warmups(plan, jit.get(target, 0.0) if rep == 1 else 0.0):
                 phases.append(
                     Phase(len(phases), target, w.name, rep, False, base_urls[target], inj)
                 )
@@ -266,11 +341,14 @@ def build_schedule(
     return Schedule(tuple(phases), seed, tuple(order))
 
 
-def _warmups(plan: Plan) -> list[tuple[Workload, Injection]]:
+def _warmups(plan: Plan, at_least_s: float = 0.0) -> list[tuple[Workload, Injection]]:
     """The warm-up of one target: every workload in turn, with its own number of users (so
-    the connections the measured phase uses are open), for an equal share of the warm-up."""
+    the connections the measured phase uses are open), for an equal share of the warm-up;
+    ``at_least_s``: the least it lasts in all (a JIT gateway's first, ``jit_warmups``)."""
     if not plan.warmup.enabled or not plan.workloads:
         return []
+    if at_least_s > (plan.warmup.duration or 0.0):
+        plan = replace(plan, warmup=Warmup(duration=at_least_s, requests=None))
     n = len(plan.workloads)
     out = []
     for w in plan.workloads:
@@ -775,6 +853,7 @@ __all__ = [
     "Control",
     "Phase",
     "Schedule",
+    "TimeLeft",
     "build_schedule",
     "generator_json",
     "injection_from_json",

@@ -1,7 +1,9 @@
 """What a person asked for on top of the spec's own plan: a :class:`RunRequest` (a quick smoke
 run, a subset of the plan's gateways, the root description of a zip that holds several, a
 capacity search, a route-scale or a change-under-load run instead of the fixed workload),
-read from where each path carries it.
+read from where each path carries it, and an uploaded spec checked with it before anything
+runs (:func:`check_upload`: the dashboard's upload API on both paths, and the local run queue's
+worker).
 
 The upload form sends it as query parameters to the local server
 (:func:`run_request_from_query`) and, on GCP, signs it into the uploaded object's
@@ -12,30 +14,31 @@ read it load nothing of the web server.
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Mapping
+import posixpath
+import re
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any
 
-from gatebench.core.errors import Problem, ProblemsError
-from gatebench.core.plan import Plan
-from gatebench.core.scaleplan import LIVE_KINDS, LiveKind, ScaleAsk, scale_ask_from_json
+from gatebench.core.errors import PlanError, Problem, ProblemsError
+from gatebench.core.ir import Api
+from gatebench.core.model import RunKind
+from gatebench.core.plan import Plan, load_plan, workload_summary
+from gatebench.core.scaleplan import ScaleAsk, scale_ask_from_json
+from gatebench.core.spec import DEFAULT_LIMITS, Limits, SpecResult, read_spec
 from gatebench.core.workload import quick_plan
 
 METADATA_KEY = "gatebench"
 """The custom metadata key that carries a :class:`RunRequest` (Cloud Storage's custom metadata)."""
 METADATA_HEADER = f"x-goog-meta-{METADATA_KEY}"
 """The same metadata as an HTTP header (what a signed PUT sends)."""
-
-
-RunKind = Literal["fixed", "capacity", "scale", "change-under-load"]
-KINDS: tuple[RunKind, ...] = ("fixed", "capacity", *LIVE_KINDS)
-"""``fixed``: the plan's workloads as written (``gatebench run``); ``capacity``: the capacity
-search over the same workloads (``gatebench capacity``, docs/capacity.md); ``scale`` and
-``change-under-load``: the description grown to each size, or changed under a constant-rate load,
-with the settings of the request's ``scale`` object (docs/scale.md; docs/cloud.md, "Route scale
-and changes under load"). Only an upload's metadata asks for the last two: the cloud path's run
-kinds are chosen by the upload, never by the plan."""
+UPLOAD_PREFIX = "specs/"
+"""Objects under this prefix start a run when they land in the uploads bucket."""
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+_OBJECT_NAME = re.compile(r"^.*?\d{8}-\d{6}-[0-9a-f]{8}-(?P<name>[^/]+)$")
 
 
 class UploadRejected(ProblemsError):
@@ -52,7 +55,7 @@ class RunRequest:
     """Measure only these gateways of the plan (``()``: the baseline only); None: all."""
     entry: str | None = None
     """The root description inside an uploaded zip that holds several (``--entry``)."""
-    kind: RunKind = "fixed"
+    kind: RunKind = RunKind.FIXED
     """The kind of run: the plan's fixed workloads, the capacity search, route scale or a
     change under load."""
     scale: ScaleAsk | None = None
@@ -83,7 +86,7 @@ class RunRequest:
         return out
 
     def select(self, plan: Plan) -> Plan:
-        """The plan with only the chosen gateways (the caller checked them: :func:`gatebench.web.check_upload`)."""
+        """The plan with only the chosen gateways (the caller checked them: :func:`check_upload`)."""
         if self.gateways is None:
             return plan
         return replace(plan, gateways=tuple(g for g in plan.gateways if g in self.gateways))
@@ -132,6 +135,92 @@ class RunRequest:
         return quick_plan(chosen) if self.quick else chosen
 
 
+@dataclass(frozen=True)
+class CheckedUpload:
+    """An upload that reads as a description with a valid plan, ready to run."""
+
+    name: str
+    """A safe file name (letters, digits, ``._-``), derived from the uploaded one."""
+    data: bytes
+    sha256: str
+    api: Api
+    plan: Plan
+    """The plan as written in the spec."""
+    request: RunRequest
+    spec: SpecResult
+
+    @property
+    def run_plan(self) -> Plan:
+        return self.request.apply(self.plan)
+
+    def summary(self, *, local_gateways: Sequence[str] | None = None) -> dict[str, Any]:
+        """What the form shows before anything runs: the plan as it will run."""
+        plan = self.run_plan
+        out: dict[str, Any] = {
+            "ok": True,
+            "name": self.name,
+            "sha256": self.sha256,
+            "title": self.api.title,
+            "gateways": list(self.plan.gateways),
+            "selected": list(plan.gateways),
+            "baseline": plan.baseline,
+            "repetitions": plan.repetitions,
+            "quick": self.request.quick,
+            "kind": self.request.kind,
+            "workloads": workload_summary(plan, self.api),
+            "backend": plan.backend.kind,
+            "warnings": [p.to_dict() for p in self.spec.warnings],
+        }
+        if local_gateways is not None:
+            out["cloud_only"] = [g for g in plan.gateways if g not in local_gateways]
+        return out
+
+
+def safe_name(name: str | None) -> str:
+    """The uploaded file's base name, reduced to ``[A-Za-z0-9._-]`` (never a path, never hidden)."""
+    base = posixpath.basename((name or "").replace("\\", "/"))
+    return _SAFE_NAME.sub("-", base).strip(".-")[:80] or "spec.yaml"
+
+
+def upload_name_from_object(object_name: str) -> str:
+    """The uploaded file's name inside an object name :func:`object_name_for` made."""
+    found = _OBJECT_NAME.match(object_name)
+    return found.group("name") if found else safe_name(object_name)
+
+
+def object_name_for(upload: CheckedUpload, now: float, prefix: str = UPLOAD_PREFIX) -> str:
+    """``specs/20260101-120000-1a2b3c4d-petstore.yaml``: unique per content and second."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now))
+    return f"{prefix}{stamp}-{upload.sha256[:8]}-{upload.name}"
+
+
+def check_upload(
+    data: bytes,
+    name: str | None,
+    request: RunRequest | None = None,
+    *,
+    limits: Limits = DEFAULT_LIMITS,
+) -> CheckedUpload:
+    """Read ``data`` as an API description with its plan; :class:`UploadRejected` with every
+    located problem (and the warnings) when it cannot run. No ``request``: the plan as written."""
+    request = request or RunRequest()
+    filename = safe_name(name)
+    if not data.strip():
+        raise UploadRejected([Problem("", "the upload is empty", source=filename)])
+    result = read_spec(data, name=filename, limits=limits, entry=request.entry)
+    if result.errors or result.api is None:
+        raise UploadRejected(result.problems)
+    try:
+        plan = load_plan(result)
+    except PlanError as exc:
+        raise UploadRejected([*exc.problems, *result.warnings]) from None
+    refused = request.problems(plan)
+    if refused:
+        raise UploadRejected(refused)
+    digest = hashlib.sha256(data).hexdigest()
+    return CheckedUpload(filename, data, digest, result.api, plan, request, result)
+
+
 def run_request_from_query(query: Mapping[str, str]) -> RunRequest:
     """``?quick=1&gateways=nginx,caddy&entry=api/openapi.yaml`` (``gateways=none``: the
     baseline only; ``entry``: the root description of a zip that holds several; ``kind``:
@@ -154,7 +243,7 @@ def run_request_from_query(query: Mapping[str, str]) -> RunRequest:
         quick=quick,
         gateways=gateways,
         entry=query.get("entry") or None,
-        kind="capacity" if kind == "capacity" else "fixed",
+        kind=RunKind(kind),
     )
 
 
@@ -223,16 +312,16 @@ def _kind(
     """The metadata's ``kind`` and, for a scale or change-under-load run, its ``scale``
     settings (every setting's default when absent)."""
     kind = data.get("kind", "fixed")
-    if kind not in KINDS:
+    if kind not in tuple(RunKind):
         problems.append(
             Problem(
                 "/kind",
-                f"expected one of {', '.join(KINDS)}, got {kind!r}",
+                f"expected one of {', '.join(RunKind)}, got {kind!r}",
                 source=METADATA_HEADER,
             )
         )
-        return "fixed", None
-    if kind in ("fixed", "capacity"):
+        return RunKind.FIXED, None
+    if kind in (RunKind.FIXED, RunKind.CAPACITY):
         if "scale" in data:
             problems.append(
                 Problem(
@@ -242,8 +331,8 @@ def _kind(
                     source=METADATA_HEADER,
                 )
             )
-        return ("capacity" if kind == "capacity" else "fixed"), None
-    live: LiveKind = "scale" if kind == "scale" else "change-under-load"
+        return RunKind(kind), None
+    live = RunKind(kind)
     if quick:
         problems.append(
             Problem(
@@ -268,12 +357,16 @@ def _flag(value: str | None, name: str, problems: list[Problem]) -> bool:
 
 
 __all__ = [
-    "KINDS",
     "METADATA_HEADER",
     "METADATA_KEY",
-    "RunKind",
+    "UPLOAD_PREFIX",
+    "CheckedUpload",
     "RunRequest",
     "UploadRejected",
+    "check_upload",
+    "object_name_for",
     "run_request_from_metadata",
     "run_request_from_query",
+    "safe_name",
+    "upload_name_from_object",
 ]

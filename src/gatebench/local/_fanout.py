@@ -22,19 +22,18 @@ import contextlib
 import copy
 import http.server
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from gatebench.core.errors import RunError
 from gatebench.core.measure import PhaseResult
 from gatebench.core.plan import MAX_TESTERS
 from gatebench.core.testers import MergedPhase, PhasePart, merge_phase, split_document
 from gatebench.local._netns import LoadHost, LoadHostNetwork, namespaces_problem
-from gatebench.local.engines import EngineEvent, EngineRun, Hooks
 from gatebench.local.engines.gatling import GatlingEngine
 from gatebench.local.procs import Supervisor
+from gatebench.run.ports import EngineEvent, EngineRun, FanOut, Hooks
 
 BARRIER_TIMEOUT_S = 900.0
 """How long a started tester waits for the gateways to boot and the others to be ready."""
@@ -42,6 +41,9 @@ PHASE_BARRIER_S = 45.0
 """How long the testers at a phase barrier wait for one that does not come (under Gatling's
 60-s request timeout, so the control call itself never fails); then they go on, with a note."""
 LOOPBACK = "http://127.0.0.1:"
+
+
+R = TypeVar("R")
 
 
 def fanout_problem(testers: int, engine: str) -> str | None:
@@ -213,13 +215,6 @@ def for_host(document: dict[str, Any], host: LoadHost) -> dict[str, Any]:
     return out
 
 
-@dataclass
-class FanOut:
-    runs: list[EngineRun] = field(default_factory=list)
-    merged: list[MergedPhase] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-
 class _Merger:
     """Collects each tester's phases; hands a phase on once every tester with a share is in."""
 
@@ -277,6 +272,39 @@ class _TesterHooks:
             self.hooks.tick()
 
 
+class TesterThreads(Generic[R]):
+    """Several testers at once, each in a thread of its own: ``run_one(t)`` for every tester
+    ``t`` given; what each returned or raised. The one definition of the fan-out a run's
+    split load (:func:`run_testers`) and a capacity probe over several hosts
+    (``gatebench.local.probing``) both use."""
+
+    def __init__(self, testers: Iterable[int], run_one: Callable[[int], R], name: str) -> None:
+        self.results: dict[int, R] = {}
+        self.errors: dict[int, BaseException] = {}
+
+        def body(t: int) -> None:
+            try:
+                self.results[t] = run_one(t)
+            except BaseException as exc:  # reported by the caller, per tester
+                self.errors[t] = exc
+
+        self.threads = [
+            threading.Thread(target=body, args=(t,), name=f"{name}-{t}", daemon=True)
+            for t in testers
+        ]
+
+    def start(self) -> TesterThreads[R]:
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def join(self) -> TesterThreads[R]:
+        for thread in self.threads:
+            while thread.is_alive():
+                thread.join(0.2)  # short joins: Ctrl-C reaches this thread
+        return self
+
+
 def run_testers(
     document: dict[str, Any],
     testers: int,
@@ -301,18 +329,16 @@ def run_testers(
     # a thread is killed when that thread ends (procs: PR_SET_PDEATHSIG follows the thread), and
     # tester 0 may finish before the others. The testers wait for it on the same barrier.
     barrier = threading.Barrier(testers + (1 if ready is not None else 0))
-    errors: dict[int, BaseException] = {}
     provisioning: list[BaseException] = []
-    runs: dict[int, EngineRun] = {}
 
     with LoadHostNetwork(testers) as network, PhaseBarrier(merger.expected) as phases:
 
         def go(t: int) -> None:
             barrier.wait(BARRIER_TIMEOUT_S)
 
-        def tester(t: int) -> None:
+        def tester(t: int) -> EngineRun:
             try:
-                runs[t] = engine.run(
+                return engine.run(
                     for_host(phases.controls(documents[t], t), network.hosts[t]),
                     workdir,
                     _TesterHooks(t, merger, hooks),
@@ -323,17 +349,10 @@ def run_testers(
                     ready=lambda: go(t),
                     wrapper=network.hosts[t].wrapper,
                 )
-            except BaseException as exc:
-                errors[t] = exc
             finally:
                 phases.gone(t)
 
-        threads = [
-            threading.Thread(target=tester, args=(t,), name=f"tester-{t}", daemon=True)
-            for t in range(testers)
-        ]
-        for thread in threads:
-            thread.start()
+        threads = TesterThreads(range(testers), tester, "tester").start()
         if ready is not None:
             try:
                 ready()
@@ -343,9 +362,8 @@ def run_testers(
             else:
                 with contextlib.suppress(threading.BrokenBarrierError):
                     barrier.wait(BARRIER_TIMEOUT_S)  # a tester that failed reports it itself
-        for thread in threads:
-            while thread.is_alive():
-                thread.join(0.2)  # short joins: Ctrl-C reaches this thread
+        threads.join()
+    runs, errors = threads.results, threads.errors
     out.notes.extend(phases.notes)
     if provisioning:
         raise provisioning[0]  # the runner reports it as it does for one tester
@@ -372,6 +390,7 @@ def run_testers(
 __all__ = [
     "FanOut",
     "PhaseBarrier",
+    "TesterThreads",
     "barrier_controls",
     "expected_testers",
     "fanout_problem",

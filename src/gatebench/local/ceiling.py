@@ -31,7 +31,10 @@ def render_ceiling_config(
     workdir: str | os.PathLike[str], port: int, *, as_root: bool = False
 ) -> str:
     """The nginx configuration of the ceiling server (one worker: the load generator needs the
-    other core more than nginx does). ``as_root``: gatebench runs as root, and nginx would
+    other core more than nginx does). It accepts 16,000 connections: an open-model generator
+    opens one per arrival it holds, and a short stall of the shared machine at tens of thousands
+    of arrivals a second must show as latency, not as connections refused by a configuration
+    constant (the fastest target is the point). ``as_root``: gatebench runs as root, and nginx would
     hand its worker to ``nobody``, who cannot read a file below a private run folder; the
     worker stays root instead (it only serves one file, on 127.0.0.1)."""
     w = Path(workdir).resolve()
@@ -45,7 +48,7 @@ pid {w / "nginx.pid"};
 error_log {w / "logs" / "error.log"} warn;
 
 events {{
-    worker_connections 4096;
+    worker_connections 16000;
 }}
 
 http {{

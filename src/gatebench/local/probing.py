@@ -13,7 +13,6 @@ wall-clock time, and the records are merged exactly as a fixed-workload run's ar
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,9 +39,9 @@ from gatebench.kinds.capacity import (
     search,
 )
 from gatebench.local._netns import LoadHost
-from gatebench.local.engines import EngineEvent, PhaseResult
 from gatebench.local.engines.loadgen import LoadgenEngine, LoadgenRun
 from gatebench.local.procs import Supervisor
+from gatebench.run.ports import EngineEvent, PhaseResult
 
 START_MARGIN_S = 0.3
 """Several testers start their schedules this long after the probe is launched: time for
@@ -90,6 +89,9 @@ class Prober:
     """Testers on hosts of their own (network namespaces); empty: one tester, here."""
     tick: Callable[[], None] | None = None
     """Called about 5 times a second while a probe runs (health checks)."""
+    shared_core: str | None = None
+    """Why the target may share a core with the generator (gatebench.core.pinning); every
+    probe says so in its reasons."""
     seed: int = 0
     probes: int = 0
     template: dict[str, Any] = field(default_factory=dict)
@@ -114,7 +116,9 @@ class Prober:
             result, schedule = self._one(document, index, workdir, name)
         else:
             result, schedule = self._many(document, index, workdir, name)
-        return read_probe(request, result, schedule, late_ms=self.late_ms)
+        return read_probe(
+            request, result, schedule, late_ms=self.late_ms, shared_core=self.shared_core
+        )
 
     def _run(
         self,
@@ -164,39 +168,31 @@ class Prober:
     def _many(
         self, document: dict[str, Any], index: int, workdir: Path, name: str
     ) -> tuple[PhaseResult, ScheduleSample]:
-        from gatebench.local._fanout import for_host
+        from gatebench.local._fanout import TesterThreads, for_host
 
         documents = split_document(document, len(self.hosts))
         start_at = (time.time() + START_MARGIN_S) * 1000.0
-        runs: dict[int, LoadgenRun] = {}
-        collected: dict[int, _Collect] = {}
-        errors: dict[int, BaseException] = {}
+        collected = {t: _Collect(self.tick if t == 0 else None) for t in range(len(self.hosts))}
 
-        def tester(t: int, host: LoadHost) -> None:
-            hooks = _Collect(self.tick if t == 0 else None)
-            collected[t] = hooks
-            try:
-                runs[t] = self._run(
-                    for_host(documents[t], host),
-                    workdir,
-                    f"{name}-t{t}",
-                    hooks,
-                    host.wrapper,
-                    start_at,
-                )
-            except BaseException as exc:
-                errors[t] = exc
+        def tester(t: int) -> LoadgenRun:
+            host = self.hosts[t]
+            return self._run(
+                for_host(documents[t], host),
+                workdir,
+                f"{name}-t{t}",
+                collected[t],
+                host.wrapper,
+                start_at,
+            )
 
-        threads = [
-            threading.Thread(target=tester, args=(t, h), name=f"probe-tester-{t}", daemon=True)
-            for t, h in enumerate(self.hosts)
+        with_share = [
+            t
+            for t in range(len(self.hosts))
             if any(int(p["index"]) == index for p in documents[t]["phases"])
         ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            while thread.is_alive():
-                thread.join(0.2)  # short joins: Ctrl-C reaches this thread
+        collected = {t: collected[t] for t in with_share}
+        threads = TesterThreads(with_share, tester, "probe-tester").start().join()
+        runs, errors = threads.results, threads.errors
         parts = []
         schedules = []
         for t in sorted(collected):
@@ -263,7 +259,7 @@ def measure_ceiling(
             tick=tick,
             cpu_groups=cpu_groups,
         )
-        result = search(ceiling_settings(settings), prober)
+        result = search(ceiling_settings(settings), prober, ceiling=True)
     finally:
         if proc is not None:
             supervisor.stop(proc)

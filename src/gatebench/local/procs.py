@@ -352,29 +352,6 @@ def _signals_deferred() -> Iterator[None]:
             signal.signal(s, handler)
 
 
-@contextlib.contextmanager
-def signals_held() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM until the block is done, then deliver them: a record written to
-    two places (a file and the store) is in both or in neither. Main thread only (elsewhere
-    the block runs as it is: signals reach the main thread)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    received: list[int] = []
-
-    def remember(signum: int, frame: FrameType | None) -> None:
-        received.append(signum)
-
-    old = {s: signal.signal(s, remember) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
-        for signum in dict.fromkeys(received):
-            signal.raise_signal(signum)
-
-
 def become_subreaper() -> bool:
     """Make this process the one orphans below it are re-parented to (Linux), so that
     processes a dead child leaves behind (an nginx worker whose master was killed) stay

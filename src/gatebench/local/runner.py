@@ -1,18 +1,11 @@
-"""The local benchmark run: ``run_benchmark`` builds the run's context and executes the
-fixed-workload stages (gatebench.run: parse, backend, render, provision, load, teardown,
-score; docs/development.md follows them).
+"""Runs of every kind on this machine: ``run_local`` records the run (``received``), builds its
+context on a :class:`~gatebench.local.machine.LocalMachine` and executes its kind's stage list
+(``gatebench.kinds.registry``; docs/development.md follows the fixed workload's stages).
 
 The run moves through ``received → parsed → rendered → provisioning → loading → scoring →
 done | failed | partial``; each transition is written to ``run.json`` in the run folder and,
-when a :class:`~gatebench.store.ResultStore` is given, to the store. Every measured phase is
-written as soon as the engine proves it complete (``measurements.jsonl`` and
-``store.put_measurement``), so a crash or Ctrl-C keeps what finished.
-
-Protocol (docs/engine.md): the backend and every gateway start once; the schedule lists,
-for each repetition, the targets in a shuffled order, each with its warm-up (excluded) and
-one measured phase per workload, the backend reset before each measured phase. One load
-engine process runs the whole schedule (docs/benchmarks.md has the measurement behind that
-choice); before the first repetition it drives the ceiling target (docs/trust.md).
+when a :class:`~gatebench.store.ResultStore` is given, to the store. Every measured phase or
+result is written as soon as it is known, so a crash or Ctrl-C keeps what finished.
 
 Faults: a gateway whose config is rejected or that will not start is marked failed with the
 reason and the others go on; one that dies mid-run is marked failed with its log tail, its
@@ -20,24 +13,25 @@ remaining phases are skipped and the phases that overlap its failure are left ou
 score; an unreachable backend fails the run before any load; a load-engine crash is retried
 once for the phases not yet complete, then marked failed; Ctrl-C (or SIGTERM) tears
 everything down and the run ends ``partial`` with what finished. ``kill -9`` of gatebench
-runs no teardown: the run's guardian process ends what it started (gatebench.local._guardian), and
-the next run in the same store records the run as abandoned (gatebench.local._abandoned).
+runs no teardown: the run's guardian process ends what it started (gatebench.local._guardian),
+and the next run in the same store records the run as abandoned (gatebench.local._abandoned).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from gatebench.core.ir import Api
-from gatebench.core.model import RunRecord, local_run_id
-from gatebench.core.plan import Plan, workload_summary
-from gatebench.core.workload import plan_as_run
-from gatebench.kinds._lists import fixed_workload
+from gatebench.core.model import RunKind, RunRecord, local_run_id
+from gatebench.core.plan import Plan
+from gatebench.kinds.registry import get_kind
 from gatebench.local._abandoned import settle_abandoned
+from gatebench.local.machine import LocalMachine
 from gatebench.local.procs import Supervisor, this_process
 from gatebench.run import Progress, RunContext, RunJournal, RunOptions, RunOutcome, execute
+from gatebench.run._kind import Prepared
 from gatebench.store import ResultStore
 
 DEFAULT_OPTIONS = RunOptions()
@@ -45,16 +39,14 @@ DEFAULT_OPTIONS = RunOptions()
 
 def local_journal(
     api: Api,
+    kind: RunKind,
+    prepared: Prepared,
     *,
     spec_uri: str,
     spec_sha256: str,
     options: RunOptions,
     store: ResultStore | None,
     display: Callable[[Progress], None],
-    gateways: Sequence[str],
-    plan: dict[str, Any],
-    workloads: list[dict[str, Any]] | None = None,
-    environment: dict[str, Any] | None = None,
 ) -> RunJournal:
     """A local run's journal, every kind's: its record (the run id from ``options`` or the
     spec's digest; this process as its owner, with the run folder), after the store's
@@ -68,18 +60,20 @@ def local_journal(
         spec_uri=spec_uri,
         spec_sha256=spec_sha256,
         title=api.title,
-        gateways=list(gateways),
-        plan=plan,
+        gateways=list(prepared.gateways),
+        plan=prepared.record_plan,
         owner={**this_process(), "run_dir": str(run_dir)},
-        workloads=workloads or [],
-        environment=environment or {},
+        workloads=prepared.workloads,
+        environment=dict(prepared.environment),
+        kind=kind,
     )
     return RunJournal(record, run_dir, store, display)
 
 
-def run_benchmark(
+def run_local(
+    kind: RunKind | str,
     api: Api,
-    plan: Plan,
+    ask: Any,
     *,
     spec_uri: str,
     spec_sha256: str,
@@ -88,23 +82,30 @@ def run_benchmark(
     display: Callable[[Progress], None] = lambda p: None,
     supervisor_factory: Callable[[], Supervisor] = Supervisor,
 ) -> RunOutcome:
-    """Run the whole benchmark locally. Raises nothing for target faults (they are recorded);
-    RunError for a run-level failure (after recording it); KeyboardInterrupt passes through
-    after teardown, with the run marked partial."""
-    plan = plan_as_run(plan, quick=options.quick, repetitions=options.repetitions)
+    """Run ``ask`` (a plan; for route scale and change under load, a ``ScaleRequest``) as a
+    run of ``kind`` here. Raises nothing for target faults (they are recorded); RunError for a
+    run-level failure (after recording it); KeyboardInterrupt passes through after teardown,
+    with the run marked partial."""
+    the_kind = get_kind(kind)
+    prepared = the_kind.prepare(api, ask, options)
     journal = local_journal(
         api,
+        the_kind.name,
+        prepared,
         spec_uri=spec_uri,
         spec_sha256=spec_sha256,
         options=options,
         store=store,
         display=display,
-        gateways=plan.gateways,
-        plan=plan.to_dict(),
-        workloads=workload_summary(plan, api),
     )
-    context = RunContext(api, plan, options, journal, supervisor_factory())
-    return execute(fixed_workload(options), context)
+    machine = LocalMachine(supervisor_factory())
+    context = RunContext(api, prepared.plan, options, journal, machine, the_kind.status_rule)
+    return execute(the_kind.stages(ask, options), context)
+
+
+def run_benchmark(api: Api, plan: Plan, **kwargs: Any) -> RunOutcome:
+    """``run_local`` of the fixed workload (``gatebench run``)."""
+    return run_local(RunKind.FIXED, api, plan, **kwargs)
 
 
 __all__ = [
@@ -113,4 +114,5 @@ __all__ = [
     "RunOutcome",
     "local_journal",
     "run_benchmark",
+    "run_local",
 ]

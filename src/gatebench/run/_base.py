@@ -66,4 +66,20 @@ def check_order(stages: Sequence[Stage]) -> None:
             given.add(stage.gives)
 
 
-__all__ = ["Stage", "check_order"]
+def replaced(stages: Sequence[Stage], name: str, stage: Stage) -> tuple[Stage, ...]:
+    """``stages`` with the stage called ``name`` replaced by ``stage``."""
+    if name not in {s.name for s in stages}:
+        raise ValueError(f"no stage {name!r} to replace")
+    return tuple(stage if s.name == name else s for s in stages)
+
+
+def inserted_after(stages: Sequence[Stage], name: str, stage: Stage) -> tuple[Stage, ...]:
+    """``stages`` with ``stage`` added right after the stage called ``name``."""
+    names = [s.name for s in stages]
+    if name not in names:
+        raise ValueError(f"no stage {name!r} to add {stage.name!r} after")
+    at = names.index(name) + 1
+    return (*stages[:at], stage, *stages[at:])
+
+
+__all__ = ["Stage", "check_order", "inserted_after", "replaced"]

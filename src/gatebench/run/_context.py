@@ -15,9 +15,8 @@ from gatebench.core.ir import Api
 from gatebench.core.model import Measurement, RunRecord, RunStatus
 from gatebench.core.plan import Plan
 from gatebench.core.workload import Phase, Schedule
-from gatebench.local.engines import EngineRun
-from gatebench.local.procs import Supervisor
 from gatebench.run._journal import Progress, RunJournal
+from gatebench.run.ports import EngineRun, Machine
 
 T = TypeVar("T")
 
@@ -67,7 +66,8 @@ class RunContext:
         plan: Plan,
         options: RunOptions,
         journal: RunJournal,
-        supervisor: Supervisor,
+        machine: Machine,
+        status_rule: Callable[[RunContext], RunStatus] | None = None,
     ) -> None:
         self.api = api
         self.plan = plan
@@ -75,11 +75,15 @@ class RunContext:
         self.options = options
         self.journal = journal
         self.outcome = RunOutcome(journal.record, journal.measurements, journal.run_dir)
-        self.supervisor = supervisor
+        self.status_rule = status_rule or measured_status
+        """How the run's final status is decided, by its kind (:func:`measured_status` by
+        default)."""
+        self.machine = machine
+        """Where the run's processes run (``gatebench.run.ports.Machine``)."""
         self.resources = contextlib.ExitStack()
-        """What teardown closes, last in first out: the supervisor (entered first, so it stops
-        every process the run started, last), then what stages enter (a token file, the
-        gateways)."""
+        """What teardown closes, last in first out: the machine's session (entered first, so
+        it stops every process the run started, last), then what stages enter (a token file,
+        the gateways)."""
         self.cpu_groups: dict[str, list[int]] = {}
         """Process groups whose CPU each phase accounts: ``backend``, ``gw:<name>``."""
         self.ready: Callable[[], None] = lambda: None
@@ -119,21 +123,21 @@ class RunContext:
         self.resources.close()
 
     def final_status(self) -> RunStatus:
-        """``partial`` when a target failed, was not measured or a phase was partial; for a
-        capacity run, when a target failed or has no knee on some endpoint, or the budget ran
-        out (gatebench.kinds.capacity._stages)."""
-        if self.record.capacity is not None:
-            from gatebench.kinds.capacity import capacity_status
-
-            return RunStatus(capacity_status(self.record.capacity, bool(self.record.target_errors)))
-        measured = {m.target for m in self.journal.measurements}
-        if (
-            self.record.target_errors
-            or measured != set(self.plan.targets)
-            or any("partial" in m.flags for m in self.journal.measurements)
-        ):
-            return RunStatus.PARTIAL
-        return RunStatus.DONE
+        """The run's status once every stage ran: its kind's rule (``status_rule``)."""
+        return self.status_rule(self)
 
 
-__all__ = ["RunContext", "RunOptions", "RunOutcome"]
+def measured_status(ctx: RunContext) -> RunStatus:
+    """The rule of a run that measures workload phases: ``partial`` when a target failed, was
+    not measured or a phase was partial, else ``done``."""
+    measured = {m.target for m in ctx.journal.measurements}
+    if (
+        ctx.record.target_errors
+        or measured != set(ctx.plan.targets)
+        or any("partial" in m.flags for m in ctx.journal.measurements)
+    ):
+        return RunStatus.PARTIAL
+    return RunStatus.DONE
+
+
+__all__ = ["RunContext", "RunOptions", "RunOutcome", "measured_status"]

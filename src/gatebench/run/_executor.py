@@ -5,8 +5,8 @@ step by hand (as pytest's run protocol owns setup and teardown around each test)
 2. the stages in order, the run moved to each one's step as it starts or once it has finished
    (``Stage.moves``), what each returns kept by type; a stage that overlaps the next runs when
    that one calls ``ctx.ready()``, and the next one's own status waits for it;
-3. every process the run starts in its ledger, which a guardian process acts on if gatebench
-   dies first (gatebench.local._guardian); teardown (``ctx.teardown``) where a stage does it and,
+3. every process the run starts in the machine's session, which a guardian process ends if
+   gatebench dies first (``Machine.session``); teardown (``ctx.teardown``) where a stage does it and,
    whatever happened, before the outcome is recorded: ``done`` / ``partial``
    (``ctx.final_status``), or ``failed`` / ``partial`` (measurements kept) at the step of the
    innermost stage that raised, a full disk said in one line (gatebench.store._disk).
@@ -20,7 +20,6 @@ from collections.abc import Sequence
 
 from gatebench.core.errors import GatebenchError
 from gatebench.core.model import RunStatus
-from gatebench.local._guardian import LEDGER
 from gatebench.run._base import Stage, check_order
 from gatebench.run._context import RunContext, RunOutcome
 from gatebench.store._disk import as_no_space
@@ -40,8 +39,7 @@ class Executor:
         ctx, start = self.ctx, time.monotonic()
         try:
             try:
-                ctx.supervisor.guard(ctx.run_dir / LEDGER)
-                ctx.resources.enter_context(ctx.supervisor)
+                ctx.resources.enter_context(ctx.machine.session(ctx.run_dir))
                 for stage in self.stages:
                     stage.check(ctx)
                 guest: Stage | None = None

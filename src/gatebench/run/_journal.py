@@ -3,7 +3,7 @@ folder, the result store when there is one, and the live display.
 
 Every status change and record update goes to the folder and the store at once; every
 measured phase is appended to ``measurements.jsonl`` and written to the store in one block
-that a Ctrl-C or SIGTERM waits for (procs.signals_held), so an interrupted run keeps the same
+that a Ctrl-C or SIGTERM waits for (``gatebench.run._signals``), so an interrupted run keeps the same
 phases in each. A write that finds the disk full is ``no space left on DIR while writing …``
 (gatebench.store._disk): a measurement is then in neither place, and the space the journal held
 back since the start is given up to record how the run ended (:meth:`RunJournal.finish`).
@@ -16,22 +16,24 @@ import errno
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from gatebench.core.model import Measurement, RunRecord, RunStatus, can_move
 from gatebench.core.trust import ceiling_of, flag_near_ceiling
-from gatebench.core.workload import Phase
-from gatebench.local.procs import signals_held
+from gatebench.core.workload import Phase, TimeLeft
+from gatebench.run._signals import signals_held
 from gatebench.store import ResultStore
 from gatebench.store._disk import Reserve, no_space
 
 
 @dataclass(frozen=True)
 class Progress:
-    """What the live display shows."""
+    """What the live display shows: the step, what happens in it, and while a phase runs its
+    number, requests so far and current rate; the run's time so far and the estimate of the
+    time left (set by the journal: :meth:`RunJournal.display`)."""
 
     step: str
     message: str = ""
@@ -40,6 +42,10 @@ class Progress:
     phases: int = 0
     done: int = 0
     rate: float = 0.0
+    elapsed: float = 0.0
+    """Seconds since the run started."""
+    left: float | None = None
+    """Estimated seconds of load left (``workload.TimeLeft``); None: not known yet."""
 
 
 class RunJournal:
@@ -55,7 +61,10 @@ class RunJournal:
         self.record = record
         self.run_dir = run_dir
         self.store = store
-        self.display = display
+        self._show = display
+        self.started = time.monotonic()
+        self.time_left: TimeLeft | None = None
+        """The load's estimate of its time left, while it runs (the load stage sets it)."""
         self.measurements: list[Measurement] = []
         with _writing(run_dir):
             run_dir.mkdir(parents=True, exist_ok=True)
@@ -72,6 +81,13 @@ class RunJournal:
         with _writing(self.run_dir / "run.json", tmp):
             tmp.write_text(json.dumps(self.record.to_dict(), indent=1) + "\n", encoding="utf-8")
             os.replace(tmp, self.run_dir / "run.json")
+
+    def display(self, progress: Progress) -> None:
+        """Show ``progress`` with the run's time so far and, while loading, the time left."""
+        now = time.monotonic()
+        clock = self.time_left if progress.step == "loading" else None
+        left = progress.left if clock is None else clock.left(now)
+        self._show(replace(progress, elapsed=now - self.started, left=left))
 
     def finish(
         self, status: RunStatus, *, failed_step: str | None = None, error: str | None = None
@@ -114,29 +130,58 @@ class RunJournal:
         self.display(Progress(step="loading", message=f"{target} failed: {reason.splitlines()[0]}"))
 
     def put(self, m: Measurement) -> None:
-        """One measured phase, in measurements.jsonl and the store: a Ctrl-C or SIGTERM waits
-        until it is in both (procs.signals_held), so an interrupted run keeps the same phases
-        in each."""
-        path = self.run_dir / "measurements.jsonl"
-        line = memoryview((json.dumps(m.to_dict()) + "\n").encode("utf-8"))
-        with signals_held():
-            with _writing(path):
-                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        """One measured phase, in measurements.jsonl and the store (:meth:`append`)."""
+        store = self.store
+        self.append(
+            "measurements.jsonl",
+            m.to_dict(),
+            also=None if store is None else lambda: store.put_measurement(m),
+        )
+        self.measurements.append(m)
+
+    def put_result(self, kind: str, key: str, doc: Mapping[str, Any]) -> None:
+        """A result of a kind of run that measures no workload phases (a scale point, a change
+        outcome), in ``<kind>.jsonl`` and the store (:meth:`append`)."""
+        store = self.store
+        self.append(
+            f"{kind}.jsonl",
+            {"key": key, **doc},
+            also=None
+            if store is None
+            else lambda: store.put_result(self.record.run_id, kind, key, doc),
+            sort_keys=True,
+        )
+
+    def append(
+        self,
+        name: str,
+        entry: Mapping[str, Any],
+        *,
+        also: Callable[[], None] | None = None,
+        sort_keys: bool = False,
+    ) -> None:
+        """One line of JSON at the end of ``name`` in the run's folder, on disk (fsync) when
+        this returns; with ``also`` (the store's write), in both or in neither: a Ctrl-C or
+        SIGTERM waits until both are done (``gatebench.run._signals``), and a failure of either
+        takes the line back, so an interrupted run keeps the same entries in each."""
+        path = self.run_dir / name
+        line = memoryview((json.dumps(entry, sort_keys=sort_keys) + "\n").encode("utf-8"))
+        with signals_held(), _writing(path):
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                end = os.lseek(fd, 0, os.SEEK_END)
                 try:
-                    end = os.lseek(fd, 0, os.SEEK_END)
-                    try:
-                        while line:
-                            line = line[os.write(fd, line) :]
-                        os.fsync(fd)
-                        if self.store is not None:
-                            self.store.put_measurement(m)
-                    except BaseException:
-                        with contextlib.suppress(OSError):  # in neither place: as it was
-                            os.ftruncate(fd, end)
-                        raise
-                finally:
-                    os.close(fd)
-            self.measurements.append(m)
+                    while line:
+                        line = line[os.write(fd, line) :]
+                    os.fsync(fd)
+                    if also is not None:
+                        also()
+                except BaseException:
+                    with contextlib.suppress(OSError):  # in neither place: as it was
+                        os.ftruncate(fd, end)
+                    raise
+            finally:
+                os.close(fd)
 
     def flag_tester_bound(self) -> None:
         """Add the ceiling's ``tester-bound`` flags now that every phase is in (they need the

@@ -27,12 +27,10 @@ Rules every adapter keeps:
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
 
 from gatebench.core.errors import StoreError
-from gatebench.core.model import Measurement, RunRecord, RunStatus
+from gatebench.core.model import ResultStore
 from gatebench.store._firestore import FirestoreStore
 from gatebench.store._sqlite import SCHEMA_VERSION, SqliteStore
 
@@ -40,54 +38,6 @@ DEFAULT_STORE = "results/gatebench.sqlite"
 """Where results go when nothing else is said: a SQLite file under ``results/``."""
 STORE_ENV = "GATEBENCH_STORE"
 """Environment variable naming the store (a path or URL) instead of the default."""
-
-
-@runtime_checkable
-class ResultStore(Protocol):
-    def create_run(self, run: RunRecord) -> bool:
-        """Store a new run; False (and no change) when the run id already exists."""
-
-    def get_run(self, run_id: str) -> RunRecord | None: ...
-
-    def set_status(
-        self,
-        run_id: str,
-        status: RunStatus,
-        *,
-        failed_step: str | None = None,
-        error: str | None = None,
-    ) -> RunRecord:
-        """Move a run to ``status`` (see ``model.can_move``); raises StoreError otherwise."""
-
-    def update_run(self, run_id: str, **fields: Any) -> RunRecord:
-        """Change other fields of a run (environment, target_errors, ...); not its id or
-        status. Raises StoreError for an unknown run or field."""
-
-    def list_runs(self, limit: int = 50) -> list[RunRecord]:
-        """Newest first (by ``created_at``, then run id)."""
-
-    def unfinished_runs(self) -> list[RunRecord]:
-        """Every run not finished (not done, failed or partial), oldest first (by
-        ``created_at``, then run id)."""
-
-    def put_measurement(self, measurement: Measurement) -> None:
-        """Write (or overwrite) one measurement; durable when this returns."""
-
-    def measurements(self, run_id: str) -> list[Measurement]:
-        """Sorted by target, workload, repetition."""
-
-    def put_scores(self, run_id: str, scores: Mapping[str, Mapping[str, Any]]) -> None:
-        """Replace the score documents of a run: one per target (``ScoreResult.to_documents``)."""
-
-    def scores(self, run_id: str) -> dict[str, dict[str, Any]] | None:
-        """Target → score document, or None when the run has not been scored."""
-
-    def put_result(self, run_id: str, kind: str, key: str, doc: Mapping[str, Any]) -> None:
-        """Write (or overwrite) one result of a run of another kind (``kind`` ``scale``:
-        ``key`` ``nginx@100``); durable when this returns."""
-
-    def results(self, run_id: str, kind: str) -> dict[str, dict[str, Any]]:
-        """Key → document of every result of ``kind``, sorted by key (empty when none)."""
 
 
 def default_store_location() -> str:

@@ -14,6 +14,11 @@ No ``list_documents`` (ListDocuments), ``collections()`` (ListCollectionIds), bu
 Firestore refuses an array directly inside an array, which the model has (KO reasons,
 metric weights): such an inner array is stored as a map ``{"_nested_list": [...]}`` and
 turned back on reading (:func:`encode` / :func:`decode`).
+
+Every document is measured before it is written, by Firestore's documented rules
+(gatebench.store._firestore_size): one above 1 MiB or 20,000 fields is refused with a
+StoreError naming it and its figures, never sent. What the cloud path writes is bounded so that
+this never happens for a plan its parse step accepts (docs/cloud.md, "Firestore's limits").
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from gatebench.store._common import (
     no_such_run,
     updated,
 )
+from gatebench.store._firestore_size import limit_problem
 
 if TYPE_CHECKING:  # pragma: no cover
     from google.cloud.firestore import Client, DocumentReference
@@ -65,6 +71,23 @@ def decode(value: Any) -> Any:
     if isinstance(value, list):
         return [decode(v) for v in value]
     return value
+
+
+KO_TEXT_KEPT = 1000
+"""The characters a stored measurement keeps of a KO reason's text."""
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= KO_TEXT_KEPT else text[: KO_TEXT_KEPT - 1] + "…"
+
+
+def _fits(path: list[str], fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` when a document at ``path`` holding them is within Firestore's limits;
+    StoreError otherwise."""
+    problem = limit_problem(path, fields)
+    if problem is not None:
+        raise StoreError(problem)
+    return fields
 
 
 class FirestoreStore:
@@ -133,9 +156,11 @@ class FirestoreStore:
         check_run_id(run.run_id)
         ref = self._run_ref(run.run_id)
 
+        fields = _fits([RUNS, run.run_id], encode(run.to_dict()))
+
         def create() -> bool:
             try:
-                ref.create(encode(run.to_dict()), timeout=self.timeout)
+                ref.create(fields, timeout=self.timeout)
             except (AlreadyExists, Conflict):
                 return False
             return True
@@ -168,7 +193,7 @@ class FirestoreStore:
             stored = snap.to_dict() or {}
             new = change(RunRecord.from_dict(decode(stored)))
             # Fields the model does not know (written by other tools) are kept, not dropped.
-            transaction.set(ref, {**stored, **encode(new.to_dict())})
+            transaction.set(ref, _fits([RUNS, run_id], {**stored, **encode(new.to_dict())}))
             return new
 
         result: RunRecord = self._call(what, lambda: apply(self.client.transaction()))
@@ -235,9 +260,13 @@ class FirestoreStore:
         m = measurement
         self._require_run(m.run_id)
         ref = self._run_ref(m.run_id).collection(MEASUREMENTS).document(m.key)
+        data = m.to_dict()
+        # its ten KO reasons' texts bounded: an engine's message may carry a whole answer
+        data["errors"] = [[_cut(str(text)), count] for text, count in data.get("errors") or []]
+        fields = _fits([RUNS, m.run_id, MEASUREMENTS, m.key], encode(data))
         self._call(
             f"writing measurement {m.key!r} of run {m.run_id!r}",
-            lambda: ref.set(encode(m.to_dict()), timeout=self.timeout),
+            lambda: ref.set(fields, timeout=self.timeout),
         )
 
     def measurements(self, run_id: str) -> list[Measurement]:
@@ -257,6 +286,7 @@ class FirestoreStore:
         docs = {t: dict(d) for t, d in scores.items()}
         check_run_id(run_id)
         check_scores(run_id, docs)
+        encoded = {t: _fits([RUNS, run_id, SCORES, t], encode(d)) for t, d in docs.items()}
         self._require_run(run_id)
         collection = self._run_ref(run_id).collection(SCORES)
 
@@ -268,8 +298,8 @@ class FirestoreStore:
             batch = self.client.batch()
             for target in existing:
                 batch.delete(collection.document(target))
-            for target, doc in sorted(docs.items()):
-                batch.set(collection.document(target), encode(doc))
+            for target, fields in sorted(encoded.items()):
+                batch.set(collection.document(target), fields)
             batch.commit(timeout=self.timeout)
 
         self._call(f"writing the scores of run {run_id!r}", replace)
@@ -289,6 +319,7 @@ class FirestoreStore:
 
     def put_result(self, run_id: str, kind: str, key: str, doc: Mapping[str, Any]) -> None:
         check_result(run_id, kind, key)
+        fields = _fits([RUNS, run_id, RESULTS, f"{kind}:{key}"], encode(dict(doc)))
         self._require_run(run_id)
         ref = self._run_ref(run_id).collection(RESULTS).document(f"{kind}:{key}")
 
@@ -296,7 +327,7 @@ class FirestoreStore:
             # delete then set in one commit: the npm emulator merges a set into an old document
             batch = self.client.batch()
             batch.delete(ref)
-            batch.set(ref, encode(dict(doc)))
+            batch.set(ref, fields)
             batch.commit(timeout=self.timeout)
 
         self._call(f"writing result {kind}:{key} of run {run_id!r}", replace)

@@ -3,10 +3,9 @@
 
 - ``backend.replicas`` processes of the Go backend, each on its own port of the VM (replica 1
   on the single backend's port); the gateways' pools list them;
-- with ``tls``, replica 1 also serves TLS for the baseline, with a key this VM makes at boot
-  and a certificate for its host name signed by the deployment's CA, read from Secret
-  Manager as this VM's account (gatebench.cloud._tls); the key stays in a private folder of
-  the container;
+- with ``tls``, replica 1 also serves TLS for the baseline, with this VM's own key and a
+  certificate for its host name signed by the run's CA, which the provision build put in this
+  VM's metadata (gatebench.cloud._tls); the key stays in a private folder of the container;
 - with a ``fault``, a control port the tester calls (infra/modules/network lets the tester
   alone reach it): ``POST /replicas/N/kill`` kills replica N's process (SIGKILL: its port
   refuses connections, as after a crash) and starts counting the connection attempts to its
@@ -15,7 +14,8 @@
   (the gateways' retries and health checks), from which the score step says how long each
   gateway kept sending to the dead replica.
 
-When the backend cannot start (the CA key refused, a replica that does not come up) it writes
+When the backend cannot start (no certificate in its metadata, a replica that does not come
+up) it writes
 why to ``runs/RUN/backend/error.json`` (the tester reports it for the baseline) and exits
 non-zero. Processes are started from one lasting thread: a process dies with the thread that
 started it (gatebench.local.procs), and each control request runs in a thread of its own.
@@ -38,9 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from gatebench.cloud import Storage
+from gatebench.cloud._metadata import instance_attribute
 from gatebench.cloud._render import backend_error_object
 from gatebench.cloud._tester import read_required_json
-from gatebench.cloud._tls import vm_certificates
+from gatebench.cloud._tls import TLS_METADATA_KEY, certificates_from_metadata
 from gatebench.core.errors import GatebenchError, RunError
 from gatebench.core.tls import write_tls_folder
 from gatebench.local._wire import LoopbackObserver, WireUnavailable, open_observer
@@ -233,7 +234,7 @@ def _replicas(
     tls: BackendTls | None = None
     tls_spec = spec.get("tls")
     if isinstance(tls_spec, dict):
-        certs = vm_certificates(tls_spec, str(tls_spec.get("host") or ""))
+        certs = certificates_from_metadata(instance_attribute(TLS_METADATA_KEY))
         folder = write_tls_folder(certs, scratch)  # private (0700), gone with the container
         tls = BackendTls(
             folder,

@@ -34,6 +34,7 @@ from gatebench.cloud._render import CAPACITY_INPUT, run_object
 from gatebench.cloud._tester import Clock
 from gatebench.core.errors import GatebenchError, RunError
 from gatebench.core.loadlog import ScheduleSample, merge_schedules, parse_loadlog
+from gatebench.core.renderers import jit_warmups
 from gatebench.core.testers import PhasePart, merge_phase, split_document
 from gatebench.kinds.capacity import (
     Campaign,
@@ -48,9 +49,9 @@ from gatebench.kinds.capacity import (
     read_probe,
     settings_from_dict,
 )
-from gatebench.local.engines import EngineEvent, PhaseResult
 from gatebench.local.engines.loadgen import LoadgenEngine
 from gatebench.local.procs import Supervisor
+from gatebench.run.ports import EngineEvent, PhaseResult
 
 POLL_S = 0.25
 SHARE_TIMEOUT_S = 60.0
@@ -162,7 +163,7 @@ class _CloudProbes:
             records = self._wait(
                 share_object(self.run_id, self.count, t, "loadgen.records"), deadline, t
             )
-            log = parse_loadlog(records.decode("utf-8").splitlines(keepends=True), f"tester {t}")
+            log = parse_loadlog(records, f"tester {t}")
             found = log.phases.get(index)
             parts.append(PhasePart(t, None if found is None else found.result))
             schedules.append(ScheduleSample() if found is None else found.schedule)
@@ -208,7 +209,12 @@ def search_on_tester(
             probes = _CloudProbes(
                 storage, bucket, run_id, data, workdir, supervisor, testers, env, clock
             )
-            drive(campaign, probes.probe_for, limits_for=lambda key: TesterLimits())
+            drive(
+                campaign,
+                probes.probe_for,
+                limits_for=lambda key: TesterLimits(),
+                first_warmup=jit_warmups(targets),
+            )
     except GatebenchError as exc:
         reason = str(exc)
         campaign.stop = campaign.stop or f"the search stopped: {reason}"
@@ -259,7 +265,7 @@ def serve_shares(
                         bucket,
                         share_object(run_id, probe, tester, "loadgen.records"),
                         run.records.read_bytes(),
-                        "text/tab-separated-values",
+                        "application/octet-stream",
                     )
                 ran += 1
             probe += 1

@@ -29,7 +29,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from gatebench.local._wire import LoopbackObserver, WireUnavailable, open_observer
-from gatebench.local.engines import EngineEvent, PhaseResult
+from gatebench.run.ports import EngineEvent, PhaseResult
 
 WINDOW_MARGIN_S = 0.05
 """Handshakes this close outside a phase's window count for it (as locally)."""

@@ -4,9 +4,16 @@ stop``, ``docker start``, ``docker restart``, ``docker exec`` and ``docker inspe
 The live agent of a scale or change-under-load run (``gatebench cloud live-gateway``,
 gatebench.vm._live_agent) runs in a container of the runner image beside the gateway's,
 with the host's ``/var/run/docker.sock`` mounted; it changes the gateway's container through
-the Docker Engine API (v1.41, Docker 20.10 and later: Container-Optimized OS ships a newer
-daemon, which serves older API versions too), the calls the docker CLI makes. The runner image
-needs no docker CLI for it: HTTP over a Unix socket is the standard library's.
+the Docker Engine API, the calls the docker CLI makes. The runner image needs no docker CLI for
+it: HTTP over a Unix socket is the standard library's.
+
+The API version is negotiated as the docker CLI does: the daemon's unversioned ``GET /version``
+says the newest version it speaks (``ApiVersion``) and the oldest it still accepts
+(``MinAPIVersion``); every call then names the lower of that and :data:`CLIENT_API`, the newest
+version whose reference these calls were checked against (they are unchanged from 1.41 to 1.52).
+A daemon that accepts none of them is named in the error. Docker 29 refuses clients older than
+1.44, while Docker 24 (older Container-Optimized OS milestones) speaks at most 1.43: no fixed
+version serves both.
 """
 
 from __future__ import annotations
@@ -23,7 +30,8 @@ from urllib.parse import quote, urlencode
 
 from gatebench.core.errors import RunError
 
-API = "/v1.41"
+CLIENT_API = (1, 47)
+"""The newest Engine API version gatebench's calls were checked against (Docker 27's)."""
 SOCKET = "/var/run/docker.sock"
 _TIME = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)")
 
@@ -76,12 +84,52 @@ def demultiplex(stream: bytes) -> str:
     return b"".join(out).decode("utf-8", "replace")
 
 
+def _version(text: str) -> tuple[int, int]:
+    major, minor = text.split(".", 1)
+    return int(major), int(minor)
+
+
+def _text(version: tuple[int, int]) -> str:
+    return f"{version[0]}.{version[1]}"
+
+
 class DockerEngine:
     """A few calls of the Docker Engine API on a Unix socket (module docstring)."""
 
     def __init__(self, path: str = SOCKET, timeout: float = 120.0) -> None:
         self.path = path
         self.timeout = timeout
+        self._version: str | None = None
+        """The negotiated API version (``/v1.47``), found at the first call."""
+        self.daemon: dict[str, str] = {}
+        """What the daemon said of itself: its ``Version``, ``ApiVersion`` and ``MinAPIVersion``."""
+
+    def api_version(self) -> str:
+        """The path prefix of every call (``/v1.47``): negotiated once (module docstring)."""
+        if self._version is None:
+            _, payload = self._call("GET", "/version", versioned=False)
+            try:
+                info = json.loads(payload)
+                newest = _version(str(info["ApiVersion"]))
+                oldest = _version(str(info.get("MinAPIVersion") or info["ApiVersion"]))
+            except (ValueError, KeyError, TypeError):
+                raise RunError(
+                    f"the Docker daemon ({self.path}) answered GET /version with "
+                    f"{payload[:200]!r}, not its API versions"
+                ) from None
+            chosen = min(CLIENT_API, newest)
+            if chosen < oldest:
+                raise RunError(
+                    f"the Docker daemon ({self.path}) accepts Engine API {_text(oldest)} to "
+                    f"{_text(newest)}; gatebench speaks {_text(CLIENT_API)} at most"
+                )
+            self.daemon = {
+                "Version": str(info.get("Version") or ""),
+                "ApiVersion": _text(newest),
+                "MinAPIVersion": _text(oldest),
+            }
+            self._version = f"/v{_text(chosen)}"
+        return self._version
 
     def _call(
         self,
@@ -91,12 +139,14 @@ class DockerEngine:
         *,
         timeout: float | None = None,
         ok: tuple[int, ...] = (200, 201, 204),
+        versioned: bool = True,
     ) -> tuple[int, bytes]:
+        prefix = self.api_version() if versioned else ""
         conn = _UnixConnection(self.path, timeout or self.timeout)
         data = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json"} if data is not None else {}
         try:
-            conn.request(method, API + url, body=data, headers=headers)
+            conn.request(method, prefix + url, body=data, headers=headers)
             response = conn.getresponse()
             payload = response.read()
         except (OSError, http.client.HTTPException) as exc:
@@ -168,4 +218,4 @@ class DockerEngine:
         return int(code), demultiplex(stream)
 
 
-__all__ = ["ContainerState", "DockerEngine", "demultiplex", "docker_time"]
+__all__ = ["CLIENT_API", "ContainerState", "DockerEngine", "demultiplex", "docker_time"]

@@ -1,7 +1,7 @@
 """The tester's side of a route-scale or change-under-load run on the cloud path (docs/cloud.md,
-"Route scale and changes under load"): the same measurements as a local run
-(``gatebench.local.liveruns``: the functions a local run's stages call), against gateways on their
-own VMs.
+"Route scale and changes under load"): the run's kind's own stages, as a local run executes them
+(``gatebench.kinds.scale``, ``gatebench.kinds.change``), on the tester VM as their machine
+(:class:`TesterMachine`), against gateways on their own VMs.
 
 A :class:`RemoteGateway` is reached over the network for the load and the probes, like any
 target of the tester; its starts and its change are asked of its VM's live agent
@@ -9,8 +9,9 @@ target of the tester; its starts and its change are asked of its VM's live agent
 :data:`~gatebench.cloud._live.LEAD_S` ahead, and the agent answers when they really happened;
 its memory is read by its VM's meter, at the moments the tester records (idle, under the
 load), which the score step takes from the meter's samples (``cloud._live.finish_live_run``).
-:func:`run_live_program` is the tester's whole program: every size (or the change) of every
-gateway in turn, each result written to the runs bucket as it is known.
+:func:`run_live_program` is the tester's whole program: the kind's stages (every size, or the
+change, of every gateway), each result written to the runs bucket as it is known
+(:class:`TesterResults`), the workflow's score step scoring them.
 
 Times between the two VMs are wall-clock times (Compute Engine synchronises every VM's clock
 with the metadata server's NTP service; their offset adds to each figure that spans both).
@@ -21,15 +22,15 @@ An edge: it runs the load engine and talks to Cloud Storage.
 from __future__ import annotations
 
 import base64
+import contextlib
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from gatebench.cloud._live import (
-    BACKENDS,
     LIVE_PLAN,
     POLL_S,
     Bucket,
@@ -40,16 +41,22 @@ from gatebench.cloud._live import (
     write_json,
 )
 from gatebench.core.errors import GatebenchError, RunError
+from gatebench.core.fairness import CpuPolicy, vm_cpu_policy
 from gatebench.core.ir import Api
+from gatebench.core.model import Measurement, RunKind, RunRecord, RunStatus
+from gatebench.core.pinning import CpuLayout
 from gatebench.core.renderers import LiveChange, get_renderer
-from gatebench.core.report import CHANGE_KIND, SCALE_KIND
-from gatebench.core.routescale import replicate
-from gatebench.core.scaleplan import ScaleAsk, scale_ask_from_json
+from gatebench.core.scaleplan import LoadSettings, scale_ask_from_json
 from gatebench.core.spec import read_spec
-from gatebench.local.engines.constant_rate import GatlingRateLoad, RateLoad
-from gatebench.local.liveruns import change_under_load, load_positions, start_grown
+from gatebench.kinds._live._gateway import ChangeApplied, RateLoad
+from gatebench.kinds._live._report import CHANGE_KIND, SCALE_KIND
+from gatebench.kinds._live._stages import ScaleRequest
+from gatebench.kinds.registry import get_kind
+from gatebench.local.engines import BoundEngine, get_engine
+from gatebench.local.engines.constant_rate import GatlingRateLoad
 from gatebench.local.procs import Supervisor
-from gatebench.local.provisioners._live import ChangeApplied
+from gatebench.run import RunContext, RunJournal, RunOptions, execute
+from gatebench.run.ports import Backend, FanOut, Provisioner, StageContext, Watch
 
 ANSWER_TIMEOUT_S = 900.0
 """How long the tester waits for an agent's answer (a boot fetches the step's files, stops and
@@ -125,6 +132,9 @@ class RemoteGateway:
     def rss_bytes(self) -> int | None:
         self.marks.append(time.time())
         return None
+
+    pids: tuple[int, ...] = ()
+    """Its processes are on its own VM: its meter accounts their CPU."""
 
     def alive(self) -> bool:
         """False once the agent said it failed the request the probes wait on."""
@@ -229,6 +239,203 @@ def _program_api(plan: dict[str, Any]) -> Api:
     return result.api
 
 
+class TesterMachine:
+    """The tester VM as a live run's machine (``gatebench.kinds._live.LiveMachine``): its load
+    engine runs here, as processes of the tester's supervisor; each gateway is on a VM of its
+    own (:class:`RemoteGateway`, on the step of each size's files the render step wrote); the
+    echo backends are the backend VM's, at the addresses the program names."""
+
+    name = "tester VM"
+
+    def __init__(
+        self,
+        storage: Bucket,
+        bucket: str,
+        run_id: str,
+        plan: dict[str, Any],
+        unreachable: dict[str, str],
+        supervisor: Supervisor,
+        *,
+        load: RateLoad | None = None,
+        make_gateway: Callable[..., Any] = RemoteGateway,
+    ) -> None:
+        self.storage, self.bucket, self.run_id, self.plan = storage, bucket, run_id, plan
+        self.unreachable = unreachable
+        self.supervisor = supervisor
+        self.load = load
+        self.make_gateway = make_gateway
+        self.current: dict[str, Any] = {}
+        """Gateway → the remote gateway of the size (or change) being measured."""
+
+    @contextlib.contextmanager
+    def session(self, run_dir: Path) -> Iterator[object]:
+        """The tester's supervisor: the program that called it owns it."""
+        yield self.supervisor
+
+    def engine(self, name: str) -> BoundEngine:
+        return BoundEngine(get_engine(name), self.supervisor)
+
+    def _not_here(self, what: str) -> RunError:
+        return RunError(f"a live run's tester VM has no {what}: its gateways are VMs of their own")
+
+    def start_backend(self, ctx: StageContext, layout: Any = None) -> Backend:
+        raise self._not_here("backend of its own")
+
+    def provisioner(self, **settings: Any) -> Provisioner:
+        raise self._not_here("provisioner")
+
+    def fanout_problem(self, testers: int, engine: str) -> str | None:
+        return "a live run's tester VM runs one load generator"
+
+    def run_testers(self, *args: Any, **kwargs: Any) -> FanOut:
+        raise self._not_here("second tester")
+
+    def deployment_watch(self, *args: Any, **kwargs: Any) -> Watch | None:
+        return None
+
+    def gateway_cores(self, ctx: StageContext) -> tuple[CpuLayout, CpuPolicy]:
+        """Nothing to pin here: each gateway runs alone on a VM of its own, with every vCPU
+        of its machine type (the render step's policy)."""
+        layout = CpuLayout("unpinned", note="each gateway runs alone on a VM of its own")
+        return layout, vm_cpu_policy(str(self.plan["gateway_machine"]))
+
+    def echo_backends(self, names: Sequence[str], ctx: StageContext) -> dict[str, str]:
+        return {name: str(self.plan["backends"][name]) for name in names}
+
+    def rate_load(self) -> RateLoad:
+        return self.load or GatlingRateLoad(self.supervisor)
+
+    def unavailable(self, gateway: str) -> str | None:
+        if gateway in self.unreachable:
+            return f"did not answer: {self.unreachable[gateway]}"
+        if gateway not in self.plan["gateways"]:
+            return "no VM was created for it"
+        return None
+
+    def live_gateway(
+        self,
+        gateway: str,
+        grown: Api,
+        *,
+        backend_url: str,
+        settings: LoadSettings,
+        workdir: Path,
+        cpu: CpuPolicy | None = None,
+    ) -> Any:
+        """The gateway's VM, on the step the render step wrote for ``grown`` (a size, or the
+        change's ``before``; its files were rendered for the VM's cores)."""
+        about = self.plan["gateways"][gateway]
+        remote = self.make_gateway(
+            self.storage,
+            self.bucket,
+            self.run_id,
+            gateway,
+            about["url"],
+            about["steps"],
+            lead_s=self.plan["lead_s"],
+        )
+        size_step = f"size-{len(grown.operations)}"
+        remote.step = size_step if size_step in about["steps"] else "before"
+        remote.marks.clear()
+        self.current[gateway] = remote
+        return remote
+
+
+class TesterResults:
+    """Where the tester's run writes what it measures (a ``ResultStore`` over the runs bucket):
+    each scale point or change outcome as a result object, with the moments the gateway VM's
+    meter is to read its memory at; each gateway that failed as a ``failed`` object. The run's
+    own document is the workflow's: the tester writes nothing else."""
+
+    def __init__(self, storage: Bucket, bucket: str, machine: TesterMachine) -> None:
+        self.storage, self.bucket, self.machine = storage, bucket, machine
+        self.written: list[str] = []
+        self.failed: dict[str, str] = {}
+
+    def _write(self, run_id: str, gateway: str, step: str, body: dict[str, Any]) -> str:
+        name = result_object(run_id, gateway, step)
+        write_json(self.storage, self.bucket, name, body)
+        return name
+
+    def put_result(self, run_id: str, kind: str, key: str, doc: Mapping[str, Any]) -> None:
+        gateway = str(doc["gateway"])
+        remote = self.machine.current.get(gateway)
+        if kind == SCALE_KIND:
+            step = f"size-{doc['routes']}"
+            result = dict(doc)
+            marks = list(remote.marks) if remote is not None else []
+            idle = marks[0] * 1000.0 if marks and result.get("start_s") is not None else None
+            load = marks[1:]
+            problem = str(result.get("problem") or "")
+            if problem and remote is not None and remote.failure and remote.failure not in problem:
+                result["problem"] = f"{result['problem']} (the gateway VM: {remote.failure})"
+            body = {
+                "kind": SCALE_KIND,
+                "gateway": gateway,
+                "step": step,
+                "ok": True,
+                "result": result,
+                "memory": {
+                    "idle_ms": idle,
+                    "load_ms": [load[0] * 1000.0, load[-1] * 1000.0] if len(load) > 1 else None,
+                },
+            }
+        else:
+            step = "change"
+            body = {
+                "kind": CHANGE_KIND,
+                "gateway": gateway,
+                "step": step,
+                "ok": True,
+                "result": dict(doc),
+            }
+        self.written.append(self._write(run_id, gateway, step, body))
+
+    def update_run(self, run_id: str, **fields: Any) -> RunRecord:
+        for gateway, reason in (fields.get("target_errors") or {}).items():
+            if gateway in self.failed:
+                continue
+            remote = self.machine.current.get(gateway)
+            if remote is not None and remote.failure and remote.failure not in reason:
+                reason = f"{reason} (the gateway VM: {remote.failure})"
+            self.failed[gateway] = reason
+            kind = CHANGE_KIND if self.machine.plan["kind"] == RunKind.CHANGE else SCALE_KIND
+            body = {"kind": kind, "gateway": gateway, "ok": False, "reason": reason}
+            self._write(run_id, gateway, "failed", body)
+        return RunRecord(run_id, "", "")
+
+    # the run's document is the workflow's
+    def create_run(self, run: RunRecord) -> bool:
+        return True
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        return None
+
+    def set_status(self, run_id: str, status: RunStatus, **fields: Any) -> RunRecord:
+        return RunRecord(run_id, "", "", status=status)
+
+    def list_runs(self, limit: int = 50) -> list[RunRecord]:
+        return []
+
+    def unfinished_runs(self) -> list[RunRecord]:
+        return []
+
+    def put_measurement(self, measurement: Measurement) -> None:
+        raise RunError("a live run measures no workload phase")
+
+    def measurements(self, run_id: str) -> list[Measurement]:
+        return []
+
+    def put_scores(self, run_id: str, scores: Mapping[str, Mapping[str, Any]]) -> None:
+        raise RunError("the score step scores a live run")
+
+    def scores(self, run_id: str) -> dict[str, dict[str, Any]] | None:
+        return None
+
+    def results(self, run_id: str, kind: str) -> dict[str, dict[str, Any]]:
+        return {}
+
+
 def run_live_program(
     storage: Bucket,
     bucket: str,
@@ -239,174 +446,63 @@ def run_live_program(
     load: RateLoad | None = None,
     make_gateway: Callable[..., Any] = RemoteGateway,
 ) -> dict[str, Any]:
-    """The tester's program (module docstring): every scale point, or every change outcome,
-    written to the runs bucket as it is known; the ``load-done`` marker's content (``ok``
+    """The tester's program (module docstring): the run's kind's own stages (route scale or
+    change under load, ``gatebench.kinds.registry``) on the :class:`TesterMachine`, every scale
+    point or change outcome written to the runs bucket as it is known (:class:`TesterResults`);
+    the workflow's score step scores them. Returns the ``load-done`` marker's content (``ok``
     false when no gateway was measured)."""
     ask, problems = scale_ask_from_json(plan["kind"], plan["scale"])
     if ask is None:
         return {"ok": False, "reason": "; ".join(p.message for p in problems)}
     api = _program_api(plan)
-    load = load or GatlingRateLoad()
-    written: list[str] = []
-    failed: dict[str, str] = {}
-
-    def fail(name: str, reason: str) -> None:
-        failed[name] = reason
-        body = {"kind": _kind(ask), "gateway": name, "ok": False, "reason": reason}
-        write_json(storage, bucket, result_object(run_id, name, "failed"), body)
-
-    gateways: dict[str, Any] = {}
-    for name, about in sorted(plan["gateways"].items()):
-        if name in unreachable:
-            fail(name, f"did not answer: {unreachable[name]}")
-            continue
-        gateways[name] = make_gateway(
-            storage, bucket, run_id, name, about["url"], about["steps"], lead_s=plan["lead_s"]
-        )
-    with Supervisor() as supervisor:
-        if ask.kind == "scale":
-            for size in ask.sizes:
-                grown = replicate(api, size)
-                for name, remote in gateways.items():
-                    try:
-                        written.append(
-                            _scale_point(
-                                storage,
-                                bucket,
-                                run_id,
-                                remote,
-                                f"size-{size}",
-                                grown,
-                                ask,
-                                load,
-                                workdir,
-                                supervisor,
-                            )
-                        )
-                    except GatebenchError as exc:  # the agent or the bucket failed: next size
-                        fail(name, str(exc))
-        else:
-            for name, remote in gateways.items():
-                try:
-                    written.append(
-                        _change(
-                            storage,
-                            bucket,
-                            run_id,
-                            remote,
-                            api,
-                            plan,
-                            ask,
-                            load,
-                            workdir,
-                            supervisor,
-                        )
-                    )
-                except GatebenchError as exc:
-                    fail(name, str(exc))
-    ok = bool(written)
-    return {
-        "ok": ok,
-        "reason": None if ok else f"no gateway was measured: {failed}",
-        "results": written,
-        "failed": failed,
-    }
-
-
-def _kind(ask: ScaleAsk) -> str:
-    return SCALE_KIND if ask.kind == "scale" else CHANGE_KIND
-
-
-def _scale_point(
-    storage: Bucket,
-    bucket: str,
-    run_id: str,
-    remote: RemoteGateway,
-    step: str,
-    grown: Api,
-    ask: ScaleAsk,
-    load: RateLoad,
-    workdir: Path,
-    supervisor: Supervisor,
-) -> str:
-    """One scale point of a gateway (``liveruns.start_grown`` then ``load_positions``), written
-    with the moments its memory is to be read at."""
-    remote.step = step
-    remote.marks.clear()
-    booted = start_grown(remote, grown, instance=BACKENDS[0], settings=ask.settings)
-    if booted.problem and remote.failure:
-        booted.problem += f" (the gateway VM: {remote.failure})"
-    idle_ms = remote.marks[-1] * 1000.0 if remote.marks and not booted.problem else None
-    remote.marks.clear()
-    where = workdir / remote.name / step
-    point = load_positions(
-        booted, load=load, settings=ask.settings, workdir=where, supervisor=supervisor
+    kind = get_kind(ask.kind)
+    request = ScaleRequest(
+        gateways=tuple(sorted(plan["gateways"])),
+        sizes=ask.sizes,
+        settings=ask.settings,
+        change=ask.change,
     )
-    shutil.rmtree(where, ignore_errors=True)  # the engine's logs: read, never kept
-    marks = remote.marks
-    body = {
-        "kind": SCALE_KIND,
-        "gateway": remote.name,
-        "step": step,
-        "ok": True,
-        "result": point.to_dict(),
-        "memory": {
-            "idle_ms": idle_ms,
-            "load_ms": [marks[0] * 1000.0, marks[-1] * 1000.0] if len(marks) > 1 else None,
-        },
-    }
-    name = result_object(run_id, remote.name, step)
-    write_json(storage, bucket, name, body)
-    return name
-
-
-def _change(
-    storage: Bucket,
-    bucket: str,
-    run_id: str,
-    remote: RemoteGateway,
-    api: Api,
-    plan: dict[str, Any],
-    ask: ScaleAsk,
-    load: RateLoad,
-    workdir: Path,
-    supervisor: Supervisor,
-) -> str:
-    """A gateway's change under load (``liveruns.start_grown``, then ``change_under_load``)."""
-    change = ask.change
-    assert change is not None
-    remote.step = "before"
-    before = replicate(api, change.routes_before)
-    booted = start_grown(remote, before, instance=BACKENDS[0], settings=ask.settings)
-    if booted.problem:
-        extra = f" (the gateway VM: {remote.failure})" if remote.failure else ""
-        raise RunError(f"{remote.name}: {booted.problem}{extra}")
-    after = replicate(api, change.routes_before + change.routes_added)
-    where = workdir / remote.name / "change"
-    try:
-        outcome = change_under_load(
-            booted,
-            after,
-            (BACKENDS[1], str(plan["backends"][BACKENDS[1]])),
+    options = RunOptions(results_dir=workdir, run_id=run_id)
+    prepared = kind.prepare(api, request, options)
+    problem = ""
+    with Supervisor() as supervisor:
+        machine = TesterMachine(
+            storage,
+            bucket,
+            run_id,
+            plan,
+            unreachable,
+            supervisor,
             load=load,
-            settings=ask.settings,
-            change_after_s=change.change_after_s,
-            window_s=change.window_s,
-            workdir=where,
-            supervisor=supervisor,
+            make_gateway=make_gateway,
         )
-    finally:
-        shutil.rmtree(where, ignore_errors=True)
-    body = {
-        "kind": CHANGE_KIND,
-        "gateway": remote.name,
-        "step": "change",
-        "ok": True,
-        "result": outcome.to_dict(),
-    }
-    name = result_object(run_id, remote.name, "change")
-    write_json(storage, bucket, name, body)
-    return name
+        results = TesterResults(storage, bucket, machine)
+        record = RunRecord(
+            run_id, str(plan["spec"]["name"]), "", kind=kind.name, plan=prepared.record_plan
+        )
+        journal = RunJournal(record, workdir / "run", results, lambda progress: None)
+        ctx = RunContext(api, prepared.plan, options, journal, machine, kind.status_rule)
+        stages = [s for s in kind.stages(request, options) if s.name != "score"]
+        try:
+            execute(stages, ctx)
+        except GatebenchError as exc:  # a run-level failure: said in the marker
+            problem = str(exc)
+        finally:
+            shutil.rmtree(workdir / "run" / "load", ignore_errors=True)  # engines' logs: read
+    ok = bool(results.written)
+    reason = (
+        None
+        if ok
+        else (f"no gateway was measured: {results.failed}" + (f"; {problem}" if problem else ""))
+    )
+    return {"ok": ok, "reason": reason, "results": results.written, "failed": results.failed}
 
 
-__all__ = ["ANSWER_TIMEOUT_S", "RemoteGateway", "live_plan", "run_live_program"]
+__all__ = [
+    "ANSWER_TIMEOUT_S",
+    "RemoteGateway",
+    "TesterMachine",
+    "TesterResults",
+    "live_plan",
+    "run_live_program",
+]

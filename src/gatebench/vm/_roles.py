@@ -6,8 +6,8 @@ commands.
 The tester is the only machine that reaches every other one, so it checks the targets
 answer, runs the load when the load build asks (through the bucket, see ``cloud._tester``), and
 uploads the load engine's raw log, from which the ingest step computes the measurements. With a
-TLS plan it trusts the run's CA alone (the workload's ``tls.ca``: it writes its trust store
-from it) and counts each phase's handshakes; with a fault, tester 0 kills and restarts the
+TLS plan it trusts the run's CA alone (the certificate the provision build wrote: it writes
+its trust store from it) and counts each phase's handshakes; with a fault, tester 0 kills and restarts the
 replica (gatebench.vm._deployed). With
 several testers they meet before every phase as they do locally: tester 0 serves the phase
 barrier (gatebench.local._fanout.PhaseBarrier) on its VM, the others call it by tester 0's name
@@ -36,7 +36,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from gatebench.cloud import Storage
-from gatebench.cloud._ingest import CGROUP_OBJECT, meter_done_line
+from gatebench.cloud._ingest import CGROUP_OBJECT, meter_done_line, raw_object
 from gatebench.cloud._live import LIVE_PLAN, read_json
 from gatebench.cloud._render import backend_error_object, config_error_object
 from gatebench.cloud._tester import (
@@ -49,14 +49,16 @@ from gatebench.cloud._tester import (
     wait_for_marker,
     write_marker,
 )
+from gatebench.cloud._tls import CA_OBJECT
 from gatebench.core.errors import GatebenchError, RunError
 from gatebench.core.resources import SAMPLE_INTERVAL_S, CgroupFormatError, CgroupSample
 from gatebench.core.score import BASELINE
 from gatebench.core.testers import split_document
 from gatebench.core.tls import CA_CERT, TRUST_P12, trust_store
 from gatebench.local._fanout import PhaseBarrier, barrier_controls, expected_testers
-from gatebench.local.engines import EngineEvent, PhaseResult, get_engine
+from gatebench.local.engines import get_engine
 from gatebench.local.procs import Supervisor, http_probe
+from gatebench.run.ports import EngineEvent, PhaseResult
 from gatebench.vm._capacity import capacity_input, search_on_tester, serve_shares
 from gatebench.vm._deployed import TesterWatch
 
@@ -64,7 +66,6 @@ BUILTIN_TOKEN = "gatebench-builtin"
 """The credential sent to gatebench's own backends when the spec names a secret the tester
 does not have: they accept any non-empty token (examples/auction/README.md)."""
 REQUEST_TIMEOUT_S = 86400.0
-RAW_OBJECT = "runs/{run_id}/raw/{name}/simulation.log"
 METER_UPLOAD_S = 5.0
 """How often the meter uploads its samples so far (each upload replaces the object)."""
 METER_MAX_S = 6 * 3600.0
@@ -101,15 +102,15 @@ class _Quiet:
 
 
 def trust_run_ca(document: dict[str, Any], workdir: Path) -> str | None:
-    """With a TLS plan: the run's CA (the workload's ``tls.ca``) written into ``workdir/tls``
-    as a PEM file and as the engine's trust store, which the document then names; the PEM's
-    path (None without TLS)."""
+    """With a TLS plan: the run's CA (``tls.ca``: the certificate the provision build wrote,
+    gatebench.cloud._tls) written into ``workdir/tls`` as a PEM file and as the engine's trust
+    store, which the document then names; the PEM's path (None without TLS)."""
     tls = document.get("tls")
     if not isinstance(tls, dict):
         return None
     ca = str(tls.get("ca") or "")
     if not ca:
-        raise RunError("the workload's tls section holds no CA certificate")
+        raise RunError("the run has no CA certificate (the provision build writes it)")
     folder = workdir / "tls"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / CA_CERT).write_text(ca, encoding="ascii")
@@ -236,6 +237,10 @@ def run_tester(
     )
     with _meeting(barrier, tester, documents) as meeting:
         document = documents[tester]
+        tls = document.get("tls")
+        if isinstance(tls, dict) and not tls.get("ca"):  # the run's CA, from the provision build
+            ca = storage.read_optional(bucket, CA_OBJECT.format(run_id=run_id))
+            tls["ca"] = ca.decode("ascii") if ca is not None else ""
         ca_file = trust_run_ca(document, workdir)
 
         def reported(target: str) -> str | None:  # a VM that did not start its gateway
@@ -446,7 +451,7 @@ def _load(
         return {"ok": False, "reason": str(exc)}
     raw = []
     if result.raw_log is not None and result.raw_log.exists():
-        name = RAW_OBJECT.format(run_id=run_id, name=raw_as)
+        name = raw_object(run_id, raw_as)
         storage.upload_file(bucket, name, result.raw_log)  # streamed, never read whole
         raw.append(name)
     ok = not result.crashed and bool(raw)
@@ -495,6 +500,37 @@ def load_finished(storage: Storage, bucket: str, run_id: str) -> bool:
     )
 
 
+NATIVE_TRANSPORTS = {
+    "netty_transport_native_epoll": "epoll",
+    "netty_transport_native_io_uring": "io_uring",
+}
+"""Netty's native transports, by the file name of their library: a JVM gateway's Netty uses one
+only when it could load it (from java.io.tmpdir, which must be executable), else Java's NIO."""
+
+
+def loaded_transports(proc: Path, cgroup: str) -> set[str]:
+    """The native transports (:data:`NATIVE_TRANSPORTS`) whose code any process of the cgroup
+    ``cgroup`` (its path, as ``/proc/PID/cgroup`` names it on cgroup v2) has mapped executable,
+    from ``proc`` (the host's /proc). Only an executable mapping counts: a load that failed on a
+    ``noexec`` folder can leave the library's first, read-only segment mapped."""
+    found: set[str] = set()
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            lines = (entry / "cgroup").read_text().splitlines()
+            if f"0::{cgroup}" not in lines:
+                continue
+            maps = (entry / "maps").read_text(errors="replace").splitlines()
+        except OSError:  # gone, or not ours to read
+            continue
+        for line in maps:
+            fields = line.split(maxsplit=5)
+            if len(fields) == 6 and "x" in fields[1]:
+                found |= {name for lib, name in NATIVE_TRANSPORTS.items() if lib in fields[5]}
+    return found
+
+
 def meter_gateway(
     storage: Storage,
     bucket: str,
@@ -503,12 +539,23 @@ def meter_gateway(
     cgroup_dir: Path,
     clock: Clock | None = None,
     interval: float = SAMPLE_INTERVAL_S,
+    proc: Path | None = None,
+    cgroup_root: Path | None = None,
 ) -> int:
     """Sample the gateway container's cgroup until every tester has written ``load-done`` (or
     :data:`METER_MAX_S` passes), uploading the samples as it goes; the last upload, after one
-    more sample, ends with the ``meter_done`` line. Returns 0, or 3 when the cgroup cannot be
-    read at the start."""
+    more sample, ends with the ``meter_done`` line. With ``proc`` (the host's /proc) each upload
+    also says which native transports the container's processes loaded (a ``{"loaded": [...]}``
+    line; ``cgroup_root``: where the host's cgroup hierarchy is mounted, so that ``cgroup_dir``
+    names the container's cgroup path). Returns 0, or 3 when the cgroup cannot be read at the
+    start."""
     clock = clock or Clock()
+    loaded: set[str] = set()
+    cgroup_path = (
+        "/" + str(cgroup_dir.relative_to(cgroup_root)).strip("/")
+        if cgroup_root is not None and cgroup_dir.is_relative_to(cgroup_root)
+        else None
+    )
     name = CGROUP_OBJECT.format(run_id=run_id, target=target)
     lines: list[str] = []
     started = clock.now()
@@ -528,7 +575,10 @@ def meter_gateway(
         return now
 
     def upload(*final: str) -> None:
-        text = "".join(f"{line}\n" for line in [*lines, *final])
+        if proc is not None and cgroup_path is not None:
+            loaded.update(loaded_transports(proc, cgroup_path))
+        found = [json.dumps({"loaded": sorted(loaded)})] if proc is not None else []
+        text = "".join(f"{line}\n" for line in [*lines, *found, *final])
         storage.write(bucket, name, text, "application/x-ndjson")
 
     why = "time limit"

@@ -1,4 +1,5 @@
-"""The frontend's configuration (``config.json``) and its export as a static site.
+"""The frontend's files: its configuration (``config.json``), its export as a static site,
+and the one rule that decides which file a URL path names.
 
 The same files serve both paths; only ``config.json`` differs::
 
@@ -21,13 +22,24 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from gatebench.core.errors import Problem, ProblemsError
 from gatebench.core.spec import DEFAULT_LIMITS
-from gatebench.web._static import CONTENT_TYPES
 
 SITE_FORMAT = "gatebench-site/1"
+CONTENT_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".mjs": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".json": "application/json; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".ico": "image/x-icon",
+    ".txt": "text/plain; charset=utf-8",
+    ".webmanifest": "application/manifest+json",
+}
 Mode = Literal["local", "gcp"]
 UploadMethod = Literal["direct", "signed-url"]
 
@@ -135,6 +147,40 @@ def _is_endpoint(value: Any) -> bool:
     return not value.startswith("//")
 
 
+def resolve_static(root: Path, url_path: str) -> Path | None:
+    """The file the raw ``url_path`` names inside ``root``, or None (answered 404, whichever
+    rule refused it). The path is decoded once and must then be plain relative segments: no
+    ``..`` or ``.``, no empty segment (``//etc/passwd``), no backslash, NUL, drive letter or
+    hidden file, no symbolic link anywhere on the way (even one pointing inside), a known file
+    type, and the resolved file inside the resolved root."""
+    raw = url_path.split("?", 1)[0].split("#", 1)[0]
+    try:
+        decoded = unquote(raw, errors="strict") if "%" in raw else raw
+    except UnicodeDecodeError:
+        return None
+    # a '%' left after one decoding was double-encoded (%252e): never decode twice
+    if not raw.startswith("/") or any(c in decoded for c in "\x00\\%"):
+        return None
+    parts = (decoded[1:] or "index.html").split("/")
+    if any(p in ("", ".", "..") or p.startswith(".") or ":" in p for p in parts):
+        return None
+    if os.path.splitext(parts[-1])[1].lower() not in CONTENT_TYPES:
+        return None
+    base = current = root.resolve()
+    for part in parts:
+        current = current / part
+        try:
+            info = os.lstat(current)
+        except OSError:
+            return None
+        if stat.S_ISLNK(info.st_mode):
+            return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    resolved = current.resolve()
+    return resolved if resolved.is_relative_to(base) else None
+
+
 def default_frontend_dir() -> Path:
     """The page's files: packaged with gatebench, or ``frontend/`` of the checkout."""
     from gatebench.local._resources import source_dir
@@ -202,9 +248,11 @@ def export_site(frontend: Path, dest: Path, config: SiteConfig) -> list[Path]:
 
 
 __all__ = [
+    "CONTENT_TYPES",
     "SITE_FORMAT",
     "SiteConfig",
     "SiteConfigError",
     "default_frontend_dir",
     "export_site",
+    "resolve_static",
 ]

@@ -31,18 +31,19 @@ Sketch::
           body: {json: {amount: "${amount}"}}
           injection: {concurrent: 50, duration: 30s}
 
-The package: ``_model`` (the plan as data), ``schemas/x-gatebench.schema.json`` (its keys, a
-JSON Schema shipped for editors, checked with jsonschema-rs by ``_schema``), ``_reader`` and
-``_build`` (values read with located messages), ``_deployment`` (tls, replicas, fault), ``_checks`` (cross-checks against the
-description and the engines), ``_load`` (where the section comes from), ``_describe`` (words).
+The package: ``_document`` (every key as written: its type, default, bounds, documentation
+and message, in typed models that generate the JSON Schema shipped for editors),
+``_build`` (what was read into the plan, checked as a whole), ``_policies``, ``_checks``
+(against the description and the engines), ``_model`` (the plan as data), ``_load`` (where
+the section comes from), ``_describe`` (words).
 """
 
 from __future__ import annotations
 
 from gatebench.core.plan._build import build_plan
 from gatebench.core.plan._checks import find_operation
-from gatebench.core.plan._deployment import scale_problems
 from gatebench.core.plan._describe import describe_injection, describe_plan, workload_summary
+from gatebench.core.plan._document import SCHEMA_PATH, json_schema, schema_text
 from gatebench.core.plan._load import load_plan
 from gatebench.core.plan._model import (
     BALANCES,
@@ -87,7 +88,6 @@ from gatebench.core.plan._model import (
     Warmup,
     Workload,
 )
-from gatebench.core.plan._schema import SCHEMA_PATH
 
 __all__ = [
     "BALANCES",
@@ -136,7 +136,8 @@ __all__ = [
     "describe_injection",
     "describe_plan",
     "find_operation",
+    "json_schema",
     "load_plan",
-    "scale_problems",
+    "schema_text",
     "workload_summary",
 ]

@@ -1,8 +1,7 @@
-"""``build_plan``: the ``x-gatebench`` section walked once, section by section, into a
-:class:`Plan`, every problem collected and located before :class:`PlanError` is raised.
-
-Keys come from the shipped JSON Schema (``_schema``); values are read here with the messages
-people act on; cross-checks against the description live in ``_checks``.
+"""``build_plan``: ``x-gatebench`` read key by key with its models (``_document``) into a
+:class:`Plan`, and checked as a whole: against the description (``_checks``), the engines'
+capabilities, and itself (a fault's replica, TLS and the baseline...). Every problem is
+collected and located before :class:`PlanError` is raised; warnings stay with the plan.
 """
 
 from __future__ import annotations
@@ -10,18 +9,16 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Sequence
-from typing import Any, Literal
+from dataclasses import replace
+from typing import Any
 
 from gatebench.core.errors import PlanError, pointer
 from gatebench.core.ir import (
     Api,
     Operation,
     is_http_token,
-    server_authority_problem,
     unknown_body_message,
 )
-from gatebench.core.metrics import COST_METRICS, METRICS
-from gatebench.core.plan._capacity import read_capacity
 from gatebench.core.plan._checks import (
     _check_auth,
     _check_params,
@@ -29,22 +26,41 @@ from gatebench.core.plan._checks import (
     _operation,
     _refuse_credentials,
 )
-from gatebench.core.plan._deployment import read_fault, read_pool, read_tls
+from gatebench.core.plan._document import (
+    BODIES,
+    INJECTIONS,
+    WORKLOAD_NAME,
+    AuthDoc,
+    BackendDoc,
+    BodyDoc,
+    CapacityDoc,
+    Count,
+    CpusDoc,
+    Duration,
+    FaultDoc,
+    InjectionDoc,
+    ParameterDoc,
+    PlanDoc,
+    Reading,
+    WorkloadDoc,
+    kind,
+    show,
+)
 from gatebench.core.plan._model import (
-    BUILTIN_BACKENDS,
-    MAX_REPETITIONS,
-    MAX_REQUESTS,
-    MAX_TESTERS,
-    MAX_USERS,
+    MAX_REPLICAS,
     Auth,
     Backend,
-    BodyKind,
+    Balance,
     BodySpec,
+    Capacity,
+    CapacityPlan,
     Cpus,
+    Fault,
     Generator,
     Infrastructure,
     Injection,
     MultipartPart,
+    Objective,
     Plan,
     Scoring,
     Tls,
@@ -52,18 +68,19 @@ from gatebench.core.plan._model import (
     Workload,
 )
 from gatebench.core.plan._policies import ReadFile, read_policies
-from gatebench.core.plan._reader import Reader, _kind, _show
-from gatebench.core.plan._schema import SectionSchema
-from gatebench.core.plan._traffic import read_arrivals, read_traffic, read_weights
+from gatebench.core.plan._traffic import arrivals_injection, traffic_source, weighted_list
 from gatebench.core.policies import JwtAuth
-from gatebench.core.thresholds import parse_thresholds
+from gatebench.core.thresholds import bound_of, parse_thresholds
 
-MAX_WORKERS = 100_000
-"""The most workers a mock backend may hold responses with (``backend.mock.workers``)."""
-_INJECTION_KINDS = ("at_once", "ramp", "constant_rate", "arrivals", "concurrent", "sequential")
-_BODY_KINDS = ("example", "synthesized", "binary", "multipart", "json", "text", "none")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_WORKLOAD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+RECOVERY_S = 3.0
+"""About how long the gateways' active health checks take to put a restarted replica back
+(two passed checks a second apart, plus its start)."""
+SHORT_ROUNDS = 100
+"""A closed-model phase of fewer round trips per user than this can end within 20 ms on a
+fast local target (a loopback round trip takes about 0.2 ms): too short to measure."""
+LONG_BURST_BYTES = 40 * 1024 * 1024
+"""A burst that uploads this much in all lasts at least ~20 ms on loopback (about 2 GB/s):
+long enough to measure (the auction example's 50 images of 8.6 MB take hundreds of ms)."""
 
 
 def build_plan(
@@ -82,43 +99,33 @@ def build_plan(
     if known_gateways is None:
         from gatebench.core.renderers import gateway_aliases, gateway_names
 
-        known_gateways = gateway_names()
-        aliases = gateway_aliases()
+        known_gateways, aliases = gateway_names(), gateway_aliases()
     aliases = aliases or {}
-    r = Reader(base_pointer, source, SectionSchema(section))
-    data = r.mapping(section, [], "plan", skip_credentials=True)
+    r = Reading(base_pointer, source)
+    data = r.keys(PlanDoc, section, [])
     _refuse_credentials(data, r)
 
+    def value(name: str, default: Any = None) -> Any:
+        found = r.value(PlanDoc, name, data, [], default)
+        return default if found is None else found
+
     gateways = _gateways(data.get("gateways"), r, list(known_gateways), aliases)
-    baseline = True
-    if "baseline" in data:
-        if not isinstance(data["baseline"], bool):
-            r.error(["baseline"], f"expected true or false, got {_show(data['baseline'])}")
-        else:
-            baseline = data["baseline"]
-    repetitions = 3
-    if "repetitions" in data:
-        repetitions = r.integer(data["repetitions"], ["repetitions"], 1, MAX_REPETITIONS) or 3
-    warmup = _warmup(data.get("warmup", None), r, "warmup" in data)
-    order: Literal["shuffled", "fixed"] = "shuffled"
-    if "order" in data:
-        if data["order"] not in ("shuffled", "fixed"):
-            r.error(["order"], f"expected 'shuffled' or 'fixed', got {_show(data['order'])}")
-        else:
-            order = data["order"]
-    seed = None
-    if "seed" in data:
-        seed = r.integer(data["seed"], ["seed"], 0, 2**63 - 1)
+    baseline, repetitions = value("baseline", True), value("repetitions", 3)
+    warmup_doc = value("warmup")
+    warmup = Warmup() if warmup_doc is None else _warmup(warmup_doc, r)
+    order, seed = value("order", "shuffled"), r.value(PlanDoc, "seed", data, [])
     backend = _backend(data.get("backend", {"mock": True}), r)
-    tls = read_tls(data.get("tls"), r)
+    tls_doc = value("tls")
+    tls = None if tls_doc is None else Tls(tls_doc.key, tls_doc.http2, tls_doc.resumption)
+    infra_doc = value("infrastructure") if "infrastructure" in data else None
     infrastructure = (
-        _infrastructure(data["infrastructure"], r) if "infrastructure" in data else None
+        None if infra_doc is None and "infrastructure" not in data else _infra(infra_doc, r)
     )
     auth = _auth(data.get("auth"), r)
-    scoring = _scoring(data.get("scoring"), r)
-    workloads = _workloads(data.get("workloads"), r, api, auth)
-    policies = read_policies(data.get("policies"), r, api, read_file)
-    capacity = read_capacity(data, data.get("workloads"), r)
+    scoring = _scoring(value("scoring"), r) if "scoring" in data else Scoring()
+    workloads, raw_workloads = _workloads(data.get("workloads"), r, api, auth)
+    policies = read_policies(value("policies"), r, api, read_file)
+    capacity = _capacity(data, raw_workloads, r)
     if auth.jwt_private_key_env is not None:
         if not isinstance(policies.default.auth, JwtAuth) and not any(
             isinstance(p.auth, JwtAuth) for _, p in policies.operations
@@ -133,9 +140,11 @@ def build_plan(
                 ["auth", "jwt"],
                 "give either auth.bearer (a token from a variable) or auth.jwt (signed tokens), not both",
             )
-    engine = _engine(data.get("engine", "gatling"), r, workloads, warmup)
-    fault = read_fault(data.get("fault"), r, backend, workloads, warmup.duration)
-    traffic = read_traffic(data["traffic"], r) if "traffic" in data else None
+    engine = _engine(value("engine", "gatling"), r, workloads, warmup)
+    fault = (
+        _fault(value("fault"), r, backend, workloads, warmup.duration) if "fault" in data else None
+    )
+    traffic = traffic_source(value("traffic"), r) if "traffic" in data else None
     if tls is not None:
         _check_tls(tls, engine, backend, baseline, r)
     if auth.jwt_private_key_env is not None:
@@ -157,8 +166,7 @@ def build_plan(
     r.problems.extend(threshold_problems)
     if not gateways and not baseline:
         r.error(["gateways"], "nothing to measure: no gateways and baseline: false")
-    errors = [p for p in r.problems if p.severity == "error"]
-    if errors:
+    if any(p.severity == "error" for p in r.problems):
         raise PlanError(r.problems)
     return Plan(
         gateways=tuple(gateways),
@@ -184,7 +192,7 @@ def build_plan(
     )
 
 
-def _check_tls(tls: Tls, engine: str, backend: Backend, baseline: bool, r: Reader) -> None:
+def _check_tls(tls: Tls, engine: str, backend: Backend, baseline: bool, r: Reading) -> None:
     """What the engine and the baseline need for a TLS plan."""
     from gatebench.core.capabilities import tls_problem
 
@@ -207,7 +215,7 @@ def _check_tls(tls: Tls, engine: str, backend: Backend, baseline: bool, r: Reade
         )
 
 
-def _gateways(value: Any, r: Reader, known: list[str], aliases: dict[str, str]) -> list[str]:
+def _gateways(value: Any, r: Reading, known: list[str], aliases: dict[str, str]) -> list[str]:
     if value is None:
         from gatebench.core.renderers import local_gateway_names
 
@@ -215,12 +223,12 @@ def _gateways(value: Any, r: Reader, known: list[str], aliases: dict[str, str]) 
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list):
-        r.error(["gateways"], f"expected a list of gateway names, got {_kind(value)}")
+        r.error(["gateways"], f"expected a list of gateway names, got {kind(value)}")
         return []
     out: list[str] = []
     for i, name in enumerate(value):
         if not isinstance(name, str):
-            r.error(["gateways", i], f"expected a gateway name, got {_show(name)}")
+            r.error(["gateways", i], f"expected a gateway name, got {show(name)}")
             continue
         canonical = aliases.get(name.lower(), name.lower())
         if canonical not in known:
@@ -230,236 +238,114 @@ def _gateways(value: Any, r: Reader, known: list[str], aliases: dict[str, str]) 
                 ["gateways", i],
                 f"unknown gateway {name!r}; {extra}available: {', '.join(sorted(known))}",
             )
-            continue
-        if canonical in out:
+        elif canonical in out:
             r.warn(["gateways", i], f"gateway {name!r} is listed twice; measured once")
-            continue
-        out.append(canonical)
+        else:
+            out.append(canonical)
     return out
 
 
-def _warmup(value: Any, r: Reader, present: bool) -> Warmup:
-    if not present:
-        return Warmup()
-    if value is False or value is None:
-        return Warmup(duration=None, requests=None)
-    if isinstance(value, str | int | float) and not isinstance(value, bool):
-        seconds = r.duration(value, ["warmup"], allow_zero=True)
-        return Warmup(duration=seconds or None, requests=None)
-    data = r.mapping(value, ["warmup"], "warmup")
-    duration = (
-        r.duration(data["duration"], ["warmup", "duration"], allow_zero=True)
-        if "duration" in data
-        else None
-    )
-    requests = (
-        r.integer(data["requests"], ["warmup", "requests"], 0, MAX_REQUESTS)
-        if "requests" in data
-        else None
-    )
-    if duration and requests:
+def _warmup(doc: Any, r: Reading) -> Warmup:
+    if doc.duration and doc.requests:
         r.error(["warmup"], "give either 'duration' or 'requests', not both")
-    return Warmup(duration=duration or None, requests=requests or None)
+    return Warmup(duration=doc.duration or None, requests=doc.requests or None)
 
 
-def _backend(value: Any, r: Reader) -> Backend:
-    data = r.mapping(value, ["backend"], "backend")
-    return read_pool(data, r, _backend_kind(data, value, r))
-
-
-def _backend_kind(data: dict[str, Any], value: Any, r: Reader) -> Backend:
-    chosen = [k for k in ("url", "mock", "builtin") if k in data]
-    if len(chosen) != 1:
-        pool_only = isinstance(value, dict) and not chosen
-        if (data and not pool_only) or not isinstance(value, dict):
-            r.error(["backend"], "give exactly one of 'url' (your service), 'mock' or 'builtin'")
+def _backend(value: Any, r: Reading) -> Backend:
+    where: list[str | int] = ["backend"]
+    data = r.keys(BackendDoc, value, where)
+    if not data:
         return Backend("mock")
-    kind = chosen[0]
-    if kind == "url":
-        url = r.string(data["url"], ["backend", "url"], "backend.url")
-        if url is not None and re.search(r"//[^/]*@", url):
-            r.error(
-                ["backend", "url"],
-                "credentials in the URL are never accepted; use auth: {...} with an env variable",
-            )
-        elif url is not None and (
-            not re.fullmatch(r"https?://[A-Za-z0-9.\-\[\]:]+(:\d+)?(/[^\s]*)?", url)
-            or server_authority_problem(url)
-        ):
-            r.error(["backend", "url"], f"expected an http:// or https:// URL, got {url!r}")
-        return Backend("url", url=url)
-    if kind == "builtin":
-        name = data["builtin"]
-        if name not in BUILTIN_BACKENDS:
-            r.error(
-                ["backend", "builtin"],
-                f"unknown builtin backend {_show(name)}; available: {', '.join(BUILTIN_BACKENDS)}",
-            )
-            return Backend("mock")
-        return Backend("builtin", builtin=name)
-    mock = data["mock"]
-    if mock is True:
-        return Backend("mock")
-    if mock is False:
-        r.error(
-            ["backend", "mock"], "mock: false is not a backend; give 'url' or 'builtin' instead"
-        )
-        return Backend("mock")
-    options = r.mapping(mock, ["backend", "mock"], "mock")
-    latency = 0.0
-    if "latency" in options:
-        latency = (
-            r.duration(options["latency"], ["backend", "mock", "latency"], allow_zero=True) or 0.0
-        )
-        if latency > 60:
-            r.error(
-                ["backend", "mock", "latency"], "a mock latency above 60s would time requests out"
-            )
-    size = (
-        r.size(options["response_size"], ["backend", "mock", "response_size"])
-        if "response_size" in options
-        else None
+    doc_value = (
+        {**data} if any(k in data for k in ("url", "mock", "builtin")) else {**data, "mock": True}
     )
-    workers = None
-    if "workers" in options:
-        workers = r.integer(options["workers"], ["backend", "mock", "workers"], 1, MAX_WORKERS)
-        if workers is not None and not latency:
-            r.error(
-                ["backend", "mock", "workers"],
-                "workers need a latency (each request holds a worker for it): "
-                "mock: {latency: 10ms, workers: 4} serves 400 requests per second",
-            )
-    return Backend("mock", latency=latency, response_size=size, workers=workers)
-
-
-def _infrastructure(value: Any, r: Reader) -> Infrastructure | None:
-    data = r.mapping(value, ["infrastructure"], "infrastructure", skip_credentials=True)
-    out: dict[str, Any] = {}
-    checks = {
-        "provider": (r"^gcp$", "'gcp' (the only provider)"),
-        "project": (
-            r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$",
-            "a Google Cloud project id (6-30 lower-case letters, digits, hyphens)",
-        ),
-        "region": (r"^[a-z]+-[a-z]+[0-9]+$", "a region such as 'europe-central2'"),
-        "zone": (r"^[a-z]+-[a-z]+[0-9]+-[a-z]$", "a zone such as 'europe-central2-a'"),
-        "gateway_machine": (r"^[a-z0-9]+(-[a-z0-9]+)+$", "a machine type such as 'n2-standard-2'"),
-        "tester_machine": (r"^[a-z0-9]+(-[a-z0-9]+)+$", "a machine type such as 'n2-standard-2'"),
-        "backend_machine": (r"^[a-z0-9]+(-[a-z0-9]+)+$", "a machine type such as 'n2-standard-2'"),
-        "network": (r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$", "a VPC network name"),
-    }
-    for key, raw in data.items():
-        if key == "testers":
-            testers = _testers(raw, r)
-            if testers is not None:
-                out[key] = testers
-            continue
-        if key not in checks:
-            continue
-        pattern, expected = checks[key]
-        if not isinstance(raw, str) or not re.match(pattern, raw):
-            r.error(["infrastructure", key], f"expected {expected}, got {_show(raw)}")
-            continue
-        out[key] = raw
-    if "zone" in out and "region" in out and not out["zone"].startswith(out["region"] + "-"):
-        r.error(
-            ["infrastructure", "zone"], f"zone {out['zone']!r} is not in region {out['region']!r}"
-        )
-    if "zone" in out and "region" not in out:
-        out["region"] = out["zone"].rsplit("-", 1)[0]
-    return Infrastructure(**out)
-
-
-def _testers(raw: Any, r: Reader) -> int | None:
-    if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= MAX_TESTERS:
-        r.error(
-            ["infrastructure", "testers"],
-            f"expected a whole number of load generators from 1 to {MAX_TESTERS}, got {_show(raw)}",
-        )
-        return None
-    return raw
-
-
-def _auth(value: Any, r: Reader) -> Auth:
-    if value is None:
-        return Auth()
-    data = r.mapping(value, ["auth"], "auth")
-    out: dict[str, Any] = {}
-    if "jwt" in data:
-        out.update(_auth_jwt(data["jwt"], r))
-    for kind, fields in (
-        ("bearer", {"env": "bearer_env"}),
-        ("api_key", {"env": "api_key_env"}),
-        ("basic", {"username_env": "basic_username_env", "password_env": "basic_password_env"}),
-    ):
-        if kind not in data:
-            continue
-        section = data[kind]
-        if isinstance(section, dict):
-            for key in section:
-                if key not in fields:
-                    what = "a token" if kind != "basic" else "a password"
-                    if key in ("token", "value", "key", "password", "username", "secret"):
-                        r.error(
-                            ["auth", kind, key],
-                            f"{what} is never written in the description; name the environment "
-                            f"variable that holds it: auth: {{{kind}: {{{next(iter(fields))}: NAME}}}}",
-                        )
-                    else:
-                        r.error(
-                            ["auth", kind, key],
-                            f"unknown key {key!r}; expected {', '.join(fields)}",
-                        )
-        elif isinstance(section, str):
-            r.error(
-                ["auth", kind],
-                f"write auth: {{{kind}: {{{next(iter(fields))}: NAME}}}} with the name of an "
-                "environment variable; a literal token is never accepted",
-            )
-            continue
-        else:
-            r.error(["auth", kind], f"expected a mapping, got {_kind(section)}")
-            continue
-        for key, attr in fields.items():
-            if key not in section:
-                r.error(["auth", kind], f"'{key}' (an environment variable name) is required")
-                continue
-            name = section[key]
-            if not isinstance(name, str) or not _ENV_NAME.match(name):
+    chosen = [k for k in ("url", "mock", "builtin") if k in doc_value]
+    replicas = r.value(BackendDoc, "replicas", data, where, 1) or 1
+    balance: Balance = r.value(BackendDoc, "balance", data, where, "round_robin") or "round_robin"
+    backend = Backend("mock")
+    if len(chosen) != 1:
+        r.error(where, "give exactly one of 'url' (your service), 'mock' or 'builtin'")
+    elif chosen[0] == "url":
+        backend = Backend("url", url=r.value(BackendDoc, "url", data, where))
+    elif chosen[0] == "builtin":
+        builtin = r.value(BackendDoc, "builtin", data, where)
+        backend = Backend("mock") if builtin is None else Backend("builtin", builtin=builtin)
+    else:
+        mock = r.value(BackendDoc, "mock", doc_value, where)
+        if mock is not None:
+            if mock.latency > 60:
                 r.error(
-                    ["auth", kind, key],
-                    f"expected an environment variable name such as API_TOKEN, got {_show(name)}",
+                    ["backend", "mock", "latency"],
+                    "a mock latency above 60s would time requests out",
                 )
-                continue
-            out[attr] = name
-    return Auth(**out)
+            if mock.workers is not None and not mock.latency:
+                r.error(
+                    ["backend", "mock", "workers"],
+                    "workers need a latency (each request holds a worker for it): "
+                    "mock: {latency: 10ms, workers: 4} serves 400 requests per second",
+                )
+            backend = Backend(
+                "mock", latency=mock.latency, response_size=mock.response_size, workers=mock.workers
+            )
+    if replicas > 1 and backend.kind == "url":
+        r.error(
+            ["backend", "replicas"],
+            "replicas are copies of a backend gatebench starts (mock or builtin); with your "
+            "own service (url), run its replicas behind one address yourself",
+        )
+        replicas = 1
+    if "balance" in data and replicas == 1 and backend.kind != "url":
+        r.warn(["backend", "balance"], "balance has no effect with one replica")
+    return replace(backend, replicas=replicas, balance=balance)
 
 
-MAX_CPU = 4095
-"""The highest core number ``cpus:`` accepts (Linux's default NR_CPUS limit)."""
+def _infra(doc: Any, r: Reading) -> Infrastructure | None:
+    if doc is None:
+        return None
+    found = doc.model_dump()
+    if doc.zone and doc.region and not doc.zone.startswith(doc.region + "-"):
+        r.error(["infrastructure", "zone"], f"zone {doc.zone!r} is not in region {doc.region!r}")
+    if doc.zone and not doc.region:
+        found["region"] = doc.zone.rsplit("-", 1)[0]
+    return Infrastructure(**found)
 
 
-def _cpus(value: Any, r: Reader) -> Cpus:
+def _auth(value: Any, r: Reading) -> Auth:
+    """``auth``: the variables that hold the credentials, key by key (``AuthDoc``)."""
+    where: list[str | int] = ["auth"]
+    data = r.keys(AuthDoc, {} if value is None else value, where)
+    bearer, api_key, basic, jwt = (
+        r.value(AuthDoc, key, data, where) for key in ("bearer", "api_key", "basic", "jwt")
+    )
+    return Auth(
+        bearer_env=bearer.env if bearer else None,
+        api_key_env=api_key.env if api_key else None,
+        basic_username_env=basic.username_env if basic else None,
+        basic_password_env=basic.password_env if basic else None,
+        jwt_private_key_env=jwt.private_key_env if jwt else None,
+        jwt_subjects=jwt.subjects if jwt else 1,
+        jwt_lifetime=jwt.lifetime if jwt else None,
+    )
+
+
+def _cpus(value: Any, r: Reading) -> Cpus:
     """``cpus: pinned | unpinned`` or ``cpus: {gateway: [1], engine: [0], backend: [0]}``
     (gatebench.core.pinning decides what each means on the machine that runs it)."""
+    expected = (
+        "expected 'pinned', 'unpinned' or a mapping of core lists such as "
+        "{gateway: [1], engine: [0], backend: [0]}, got "
+    )
     if isinstance(value, str):
         if value in ("pinned", "unpinned"):
-            return Cpus(mode="pinned" if value == "pinned" else "unpinned")
-        r.error(
-            ["cpus"],
-            "expected 'pinned', 'unpinned' or a mapping of core lists such as "
-            f"{{gateway: [1], engine: [0], backend: [0]}}, got {_show(value)}",
-        )
+            return Cpus(mode="pinned" if value == "pinned" else "unpinned", given=True)
+        r.error(["cpus"], expected + show(value))
         return Cpus()
     if not isinstance(value, dict):
-        r.error(
-            ["cpus"],
-            "expected 'pinned', 'unpinned' or a mapping of core lists such as "
-            f"{{gateway: [1], engine: [0], backend: [0]}}, got {_kind(value)}",
-        )
+        r.error(["cpus"], expected + kind(value))
         return Cpus()
-    data = r.mapping(value, ["cpus"], "cpus")
+    data = r.keys(CpusDoc, value, ["cpus"])
     lists: dict[str, tuple[int, ...]] = {}
+    core = Count(0, 4095)
     for role in ("gateway", "engine", "backend"):
         if role not in data:
             continue
@@ -467,130 +353,74 @@ def _cpus(value: Any, r: Reader) -> Cpus:
         if not isinstance(raw, list) or not raw:
             r.error(
                 ["cpus", role],
-                f"expected a non-empty list of core numbers such as [0], got {_show(raw)}",
+                f"expected a non-empty list of core numbers such as [0], got {show(raw)}",
             )
             continue
-        found = [r.integer(c, ["cpus", role, i], 0, MAX_CPU) for i, c in enumerate(raw)]
+        found = [r.checked(core, c, ["cpus", role, i]) for i, c in enumerate(raw)]
         lists[role] = tuple(sorted({c for c in found if c is not None}))
     if not any(role in data for role in ("gateway", "engine", "backend")):
         r.error(["cpus"], "expected at least one of: gateway, engine, backend")
-    if "gateway" in lists and set(lists["gateway"]) & {
-        c for role in ("engine", "backend") for c in lists.get(role, ())
-    }:
+    others = {c for role in ("engine", "backend") for c in lists.get(role, ())}
+    if set(lists.get("gateway", ())) & others:
         r.warn(
             ["cpus", "gateway"],
             "the gateway shares a core with the engine or the backend: pinning then does not "
             "keep them apart",
         )
-    return Cpus(mode="explicit", **lists)
+    return Cpus(mode="explicit", given=True, **lists)
 
 
-def _auth_jwt(value: Any, r: Reader) -> dict[str, Any]:
-    """``auth.jwt``: the run signs the tokens itself (the key's variable, subjects, lifetime)."""
-    where: list[str | int] = ["auth", "jwt"]
-    if not isinstance(value, dict):
-        r.error(where, f"expected a mapping such as {{private_key_env: NAME}}, got {_kind(value)}")
-        return {}
-    out: dict[str, Any] = {}
-    for key in value:
-        if key not in ("private_key_env", "subjects", "lifetime"):
-            r.error(
-                [*where, key], f"unknown key {key!r}; expected private_key_env, subjects, lifetime"
-            )
-    name = value.get("private_key_env")
-    if not isinstance(name, str) or not _ENV_NAME.match(name):
-        r.error(
-            [*where, "private_key_env"],
-            f"expected the name of the environment variable holding the PEM private key, got {_show(name)}",
-        )
-    else:
-        out["jwt_private_key_env"] = name
-    if "subjects" in value:
-        subjects = r.integer(value["subjects"], [*where, "subjects"], 1, 100_000)
-        if subjects is not None:
-            out["jwt_subjects"] = subjects
-    if "lifetime" in value:
-        lifetime = r.duration(value["lifetime"], [*where, "lifetime"])
-        if lifetime is not None:
-            out["jwt_lifetime"] = lifetime
-    return out
-
-
-def _scoring(value: Any, r: Reader) -> Scoring:
-    if value is None:
+def _scoring(doc: Any, r: Reading) -> Scoring:
+    if doc is None:
         return Scoring()
-    data = r.mapping(value, ["scoring"], "scoring")
-    profile: Literal["paper", "robust"] = "paper"
-    if "profile" in data:
-        if data["profile"] not in ("paper", "robust"):
-            r.error(
-                ["scoring", "profile"],
-                f"expected 'paper' (AGE, the default) or 'robust', got {_show(data['profile'])}",
-            )
-        else:
-            profile = data["profile"]
-    weights: list[tuple[str, float]] = []
-    if "weights" in data:
-        table = r.mapping(data["weights"], ["scoring", "weights"], "weights")
-        for metric, weight in table.items():
-            if metric not in METRICS and metric not in COST_METRICS:
-                continue
-            if isinstance(weight, bool) or not isinstance(weight, int | float) or weight < 0:
-                r.error(
-                    ["scoring", "weights", metric], f"expected a weight >= 0, got {_show(weight)}"
-                )
-                continue
-            weights.append((metric, float(weight)))
-        if profile == "paper" and weights:
-            r.error(
-                ["scoring", "weights"],
-                "weights apply to the 'robust' profile; the 'paper' profile weighs every metric equally",
-            )
-        if weights and not any(w for _, w in weights):
-            r.error(["scoring", "weights"], "at least one weight must be above 0")
-    return Scoring(profile=profile, weights=tuple(sorted(weights)))
+    weights = tuple(sorted(doc.weights.items()))
+    if doc.profile == "paper" and weights:
+        r.error(
+            ["scoring", "weights"],
+            "weights apply to the 'robust' profile; the 'paper' profile weighs every metric equally",
+        )
+    if weights and not any(w for _, w in weights):
+        r.error(["scoring", "weights"], "at least one weight must be above 0")
+    return Scoring(profile=doc.profile, weights=weights)
 
 
-def _workloads(value: Any, r: Reader, api: Api, auth: Auth) -> list[Workload]:
+# -- workloads ------------------------------------------------------------------------------
+
+
+def _workloads(value: Any, r: Reading, api: Api, auth: Auth) -> tuple[list[Workload], list[Any]]:
     if value is None:
         r.error(
             ["workloads"],
             "at least one workload is required (an operation and an injection profile)",
         )
-        return []
+        return [], []
     if not isinstance(value, list) or not value:
-        r.error(["workloads"], f"expected a non-empty list of workloads, got {_kind(value)}")
-        return []
+        r.error(["workloads"], f"expected a non-empty list of workloads, got {kind(value)}")
+        return [], []
     out: list[Workload] = []
     names: set[str] = set()
     for i, raw in enumerate(value):
-        data = r.mapping(raw, ["workloads", i], "workload")
+        at: list[str | int] = ["workloads", i]
+        data = r.keys(WorkloadDoc, raw, at)
         if not data:
             continue
-        name = data.get("name")
-        if not isinstance(name, str) or not _WORKLOAD_NAME.match(name):
-            r.error(
-                ["workloads", i, "name"],
-                "a workload needs a 'name' of letters, digits, '.', '_' or '-' (at most 64)",
-            )
-            name = f"workload-{i + 1}"
-        elif name in names:
-            r.error(["workloads", i, "name"], f"workload name {name!r} is used twice")
+        name = r.checked(WORKLOAD_NAME, data.get("name"), [*at, "name"])
+        if name in names:
+            r.error([*at, "name"], f"workload name {name!r} is used twice")
+        name = name or f"workload-{i + 1}"
         names.add(name)
-        op = _operation(data.get("operation"), r, ["workloads", i, "operation"], api)
-        injection = _injection(data.get("injection"), r, ["workloads", i, "injection"])
-        params = _params(data.get("params"), r, ["workloads", i, "params"])
-        headers = _headers(data.get("headers"), r, ["workloads", i, "headers"])
-        body = _body(data.get("body"), r, ["workloads", i, "body"], op)
-        expect = _expect(data.get("expect"), r, ["workloads", i, "expect"])
-        timeout = 60.0
-        if "timeout" in data:
-            timeout = r.duration(data["timeout"], ["workloads", i, "timeout"]) or 60.0
+        op = _operation(data.get("operation"), r, [*at, "operation"], api)
+        injection = _injection(data.get("injection"), r, [*at, "injection"])
+        params = _params(data.get("params"), r, [*at, "params"])
+        headers = _headers(data.get("headers"), r, [*at, "headers"])
+        body = _body(data.get("body"), r, [*at, "body"], op)
+        expect = r.value(WorkloadDoc, "expect", data, at) or ()
+        timeout = r.value(WorkloadDoc, "timeout", data, at, 60.0) or 60.0
         if op is not None:
-            _check_params(op, params, headers, body, r, ["workloads", i])
-            _check_auth(op, auth, r, ["workloads", i, "operation"])
+            _check_params(op, params, headers, body, r, at)
+            _check_auth(op, auth, r, [*at, "operation"])
         if injection is not None:
-            _warn_too_short(injection, body, r, ["workloads", i, "injection"])
+            _warn_too_short(injection, body, r, [*at, "injection"])
         if op is None or injection is None:
             continue
         out.append(
@@ -603,32 +433,206 @@ def _workloads(value: Any, r: Reader, api: Api, auth: Auth) -> list[Workload]:
                 body=body,
                 expect=expect,
                 timeout=timeout,
-                pointer=r.base + pointer("workloads", i),
+                pointer=r.base + pointer(*at),
             )
         )
+    return out, value
+
+
+def _injection(value: Any, r: Reading, where: list[str | int]) -> Injection | None:
+    if value is None:
+        r.error(
+            where,
+            "an injection profile is required: at_once, ramp, constant_rate, arrivals, "
+            "concurrent or sequential",
+        )
+        return None
+    doc = r.whole(InjectionDoc, value, where)
+    kind_ = next((k for k in INJECTIONS if doc and k in doc.model_fields_set), None)
+    if doc is None or kind_ is None:  # an empty mapping says nothing more
+        return None
+    extra = [k for k in ("duration", "requests") if k in doc.model_fields_set]
+    if kind_ == "arrivals":
+        if extra:
+            r.error([*where, extra[0]], "arrivals: {counts: [...], step: 1s} lasts its curve")
+        return arrivals_injection(doc.arrivals, r, [*where, kind_])
+    if kind_ == "at_once":
+        if extra:
+            r.error([*where, extra[0]], "at_once takes only a number of users")
+        return Injection("at_once", users=doc.at_once)
+    if kind_ == "sequential":
+        if extra:
+            r.error([*where, extra[0]], "sequential takes only a number of requests")
+        return Injection("sequential", users=1, requests=doc.sequential)
+    if kind_ == "concurrent":
+        if not extra:
+            r.error(
+                where, "concurrent users need a 'duration' (such as 30s) or a number of 'requests'"
+            )
+            return None
+        return Injection(
+            "concurrent", users=doc.concurrent, duration=doc.duration, requests=doc.requests
+        )
+    if extra:
+        r.error([*where, extra[0]], f"write {kind_}: {{..., duration: ...}}")
+    if kind_ == "ramp":
+        return Injection("ramp", users=doc.ramp.users, duration=doc.ramp.duration)
+    rate, seconds = doc.constant_rate.rate, doc.constant_rate.duration
+    from gatebench.core.plan._model import MAX_REQUESTS
+
+    if rate * seconds > MAX_REQUESTS:
+        r.error(
+            [*where, kind_],
+            f"{rate * seconds:,.0f} requests is above the limit of {MAX_REQUESTS:,}",
+        )
+        return None
+    return Injection("constant_rate", rate=rate, duration=seconds)
+
+
+def _params(value: Any, r: Reading, where: list[str | int]) -> dict[str, Generator]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        r.error(where, f"params must be a mapping of name to values, got {kind(value)}")
+        return {}
+    out: dict[str, Generator] = {}
+    for name, raw in value.items():
+        if isinstance(raw, list):
+            r.error([*where, name], "write a list of values as {list: [...]}")
+            continue
+        if not isinstance(raw, dict):
+            out[str(name)] = Generator("constant", value=raw)
+            continue
+        doc = r.whole(ParameterDoc, raw, [*where, name])
+        if doc is None:
+            continue
+        given = doc.model_fields_set
+        for key in ("order", "weights", "others"):
+            if key in given and "list_" not in given:
+                r.error([*where, name, key], f"{key!r} applies to a list")
+        if "value" in given:
+            out[str(name)] = Generator("constant", value=doc.value)
+        elif "list_" in given:
+            found = weighted_list(doc, r, [*where, name])
+            if found is not None:
+                out[str(name)] = found
+        elif "counter" in given:
+            out[str(name)] = Generator("counter", start=doc.counter.start, step=doc.counter.step)
+        else:
+            low, high = doc.range if "range" in given else doc.random
+            out[str(name)] = Generator(
+                "range" if "range" in given else "random", low=low, high=high
+            )
     return out
 
 
-SHORT_ROUNDS = 100
-"""A closed-model phase of fewer round trips per user than this can end within 20 ms on a
-fast local target (a loopback round trip takes about 0.2 ms): too short to measure."""
-LONG_BURST_BYTES = 40 * 1024 * 1024
-"""A burst that uploads this much in all lasts at least ~20 ms on loopback (about 2 GB/s):
-long enough to measure (the auction example's 50 images of 8.6 MB take hundreds of ms)."""
+def _headers(value: Any, r: Reading, where: list[str | int]) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        r.error(where, f"headers must be a mapping, got {kind(value)}")
+        return {}
+    out = {}
+    for name, raw in value.items():
+        if not is_http_token(str(name)):
+            r.error([*where, name], f"{str(name)!r} is not a valid HTTP header name")
+        elif str(name).lower() in ("authorization", "proxy-authorization", "cookie"):
+            r.error(
+                [*where, name],
+                f"{name} is never written in the description; use auth: {{...}} with an environment variable",
+            )
+        elif (
+            not isinstance(raw, str | int | float)
+            or isinstance(raw, bool)
+            or re.search(r"[\r\n\x00]", str(raw))
+        ):
+            r.error([*where, name], "a header value must be a single-line string")
+        else:
+            out[str(name)] = str(raw)
+    return out
 
 
-def _body_bytes(body: BodySpec) -> int:
-    return (body.size or 0) + sum(part.size or 0 for part in body.parts)
+def _body(value: Any, r: Reading, where: list[str | int], op: Operation | None) -> BodySpec:
+    media_types = [m.media_type for m in op.request_body.content] if op and op.request_body else []
+    if value is None:
+        if op is not None and op.body_unknown is not None:
+            r.error(where, unknown_body_message(op))
+        if op is None or op.request_body is None:
+            return BodySpec("none")
+        first = op.request_body.content[0]
+        if op.request_body.required or first.examples:
+            return BodySpec(
+                "example" if first.examples else "synthesized", media_type=first.media_type
+            )
+        return BodySpec("none")
+    word = value in ("example", "synthesized", "none")  # body: example is {example: true}
+    doc = r.whole(BodyDoc, {value: True} if word else value, where)
+    if doc is None:
+        return BodySpec("none")
+    kind_ = next(k for k in BODIES if k in {f.removesuffix("_") for f in doc.model_fields_set})
+    media = doc.media_type
+    if kind_ == "none":
+        return BodySpec("none")
+    if kind_ == "example":
+        name = doc.example if isinstance(doc.example, str) else None
+        if op is not None:
+            content = op.request_body.content if op.request_body else ()
+            available = [n for m in content if media in (None, m.media_type) for n, _ in m.examples]
+            if not available:
+                r.error(
+                    where,
+                    f"operation {op.operation_id!r} has no request body example; use synthesized, json or binary",
+                )
+            elif name is not None and name not in available:
+                r.error(
+                    [*where, "example"], f"no example {name!r}; available: {', '.join(available)}"
+                )
+        return BodySpec("example", media_type=media or next(iter(media_types), None), example=name)
+    if kind_ == "synthesized":
+        if op is not None and op.body_unknown is not None:
+            r.error(where, unknown_body_message(op))
+        elif op is not None and op.request_body is None:
+            r.error(
+                where, f"operation {op.operation_id!r} declares no request body to synthesize from"
+            )
+        return BodySpec("synthesized", media_type=media or next(iter(media_types), None))
+    if kind_ == "binary":
+        content_type = doc.binary.content_type or media or "application/octet-stream"
+        return BodySpec("binary", media_type=content_type, size=doc.binary.size)
+    if kind_ == "multipart":
+        parts = []
+        for name, part in doc.multipart.items():
+            if (part.size is None) == ("value" not in part.model_fields_set):
+                r.error(
+                    [*where, "multipart", name],
+                    "a part needs either 'size' (generated file content) or 'value' (text)",
+                )
+                continue
+            file_part = part.size is not None
+            parts.append(
+                MultipartPart(
+                    name=str(name),
+                    size=part.size,
+                    value=part.value,
+                    filename=part.filename or (f"{name}.bin" if file_part else None),
+                    content_type=part.content_type
+                    or ("application/octet-stream" if file_part else None),
+                )
+            )
+        return BodySpec("multipart", media_type="multipart/form-data", parts=tuple(parts))
+    if kind_ == "json":
+        return BodySpec("json", media_type=media or "application/json", value=doc.json_)
+    return BodySpec("text", media_type=media or "text/plain", value=doc.text)
 
 
-def _warn_too_short(inj: Injection, body: BodySpec, r: Reader, where: list[str | int]) -> None:
+def _warn_too_short(inj: Injection, body: BodySpec, r: Reading, where: list[str | int]) -> None:
     """A profile whose phase can end before it is long enough to measure a throughput (the
     rule of gatebench.core.trust.too_short: 20 × (timer resolution + a burst's launch spread)),
     with a profile that measures. Warned, not refused: only the run can tell how long the
     phase lasted, and the run flags it ``too-short`` when it was."""
     users = inj.users or 1
     if inj.kind == "at_once":
-        if users * _body_bytes(body) >= LONG_BURST_BYTES:
+        if users * ((body.size or 0) + sum(p.size or 0 for p in body.parts)) >= LONG_BURST_BYTES:
             return
         r.warn(
             [*where, "at_once"],
@@ -640,17 +644,17 @@ def _warn_too_short(inj: Injection, body: BodySpec, r: Reader, where: list[str |
         return
     if inj.kind not in ("sequential", "concurrent") or inj.duration is not None:
         return  # ramp and constant_rate last as long as the profile says
-    requests = inj.requests or 0
-    if requests // users >= SHORT_ROUNDS:
+    if (inj.requests or 0) // users >= SHORT_ROUNDS:
         return
     if inj.kind == "sequential":
-        what = f"{requests} sequential requests"
-        better = f"sequential: {SHORT_ROUNDS * 20}, or concurrent: 1, duration: 10s"
-        key = "sequential"
+        what = f"{inj.requests} sequential requests"
+        better, key = (
+            f"sequential: {SHORT_ROUNDS * 20}, or concurrent: 1, duration: 10s",
+            "sequential",
+        )
     else:
-        what = f"{requests} requests from {users} users"
-        better = f"concurrent: {users}, duration: 10s"
-        key = "requests"
+        what = f"{inj.requests} requests from {users} users"
+        better, key = f"concurrent: {users}, duration: 10s", "requests"
     r.warn(
         [*where, key],
         f"{what} can end within a few ms on a fast target (a loopback round trip takes "
@@ -659,309 +663,145 @@ def _warn_too_short(inj: Injection, body: BodySpec, r: Reader, where: list[str |
     )
 
 
-def _injection(value: Any, r: Reader, where: list[str | int]) -> Injection | None:
-    if value is None:
+# -- capacity and fault -------------------------------------------------------------------------
+
+
+def _capacity(section: dict[str, Any], workloads: list[Any], r: Reading) -> CapacityPlan | None:
+    """``x-gatebench.kinds.capacity`` (every workload's defaults) and ``workloads[i].capacity`` (one
+    workload's overrides, or ``false``); None when neither gives any."""
+    default, given = Capacity(), "capacity" in section
+    if given and section["capacity"] is False:
         r.error(
-            where,
-            "an injection profile is required: at_once, ramp, constant_rate, arrivals, "
-            "concurrent or sequential",
+            ["capacity"],
+            "capacity: false at the top leaves nothing out; remove it, or write capacity: "
+            "false in a workload to leave that workload out of the search",
         )
-        return None
-    data = r.mapping(value, where, "injection")
-    kinds = [k for k in _INJECTION_KINDS if k in data]
-    if len(kinds) != 1:
-        if data:
-            r.error(where, f"give exactly one of {', '.join(_INJECTION_KINDS)}")
-        return None
-    kind = kinds[0]
-    raw = data[kind]
-    extra = [k for k in ("duration", "requests") if k in data]
-    if kind == "arrivals":
-        if extra:
-            r.error([*where, extra[0]], "arrivals: {counts: [...], step: 1s} lasts its curve")
-        return read_arrivals(raw, r, [*where, kind])
-    if kind == "at_once":
-        if extra:
-            r.error([*where, extra[0]], "at_once takes only a number of users")
-        users = r.integer(raw, [*where, kind], 1, MAX_USERS)
-        return Injection("at_once", users=users) if users else None
-    if kind == "sequential":
-        if extra:
-            r.error([*where, extra[0]], "sequential takes only a number of requests")
-        requests = r.integer(raw, [*where, kind], 1, MAX_REQUESTS)
-        return Injection("sequential", users=1, requests=requests) if requests else None
-    if kind == "concurrent":
-        users = r.integer(raw, [*where, kind], 1, MAX_USERS)
-        duration = (
-            r.duration(data["duration"], [*where, "duration"]) if "duration" in data else None
-        )
-        requests = (
-            r.integer(data["requests"], [*where, "requests"], 1, MAX_REQUESTS)
-            if "requests" in data
-            else None
-        )
-        if "duration" not in data and "requests" not in data:
-            r.error(
-                where, "concurrent users need a 'duration' (such as 30s) or a number of 'requests'"
-            )
-            return None
-        if users is None:
-            return None
-        return Injection("concurrent", users=users, duration=duration, requests=requests)
-    if extra:
-        r.error([*where, extra[0]], f"write {kind}: {{..., duration: ...}}")
-    if kind == "ramp":
-        section = r.mapping(raw, [*where, kind], "ramp")
-        users = r.integer(section.get("users"), [*where, kind, "users"], 1, MAX_USERS)
-        duration = r.duration(section.get("duration"), [*where, kind, "duration"])
-        if users is None or duration is None:
-            return None
-        return Injection("ramp", users=users, duration=duration)
-    section = r.mapping(raw, [*where, kind], "constant_rate")
-    rate = section.get("rate")
-    if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate <= 1_000_000:
-        r.error([*where, kind, "rate"], f"expected requests per second above 0, got {_show(rate)}")
-        rate = None
-    duration = r.duration(section.get("duration"), [*where, kind, "duration"])
-    if rate is None or duration is None:
-        return None
-    if rate * duration > MAX_REQUESTS:
-        r.error(
-            [*where, kind],
-            f"{rate * duration:,.0f} requests is above the limit of {MAX_REQUESTS:,}",
-        )
-        return None
-    return Injection("constant_rate", rate=float(rate), duration=duration)
-
-
-def _params(value: Any, r: Reader, where: list[str | int]) -> dict[str, Generator]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        r.error(where, f"params must be a mapping of name to values, got {_kind(value)}")
-        return {}
-    out: dict[str, Generator] = {}
-    for name, raw in value.items():
-        gen = _generator(raw, r, [*where, name])
-        if gen is not None:
-            out[str(name)] = gen
-    return out
-
-
-def _generator(raw: Any, r: Reader, where: list[str | int]) -> Generator | None:
-    if not isinstance(raw, dict):
-        if isinstance(raw, list):
-            r.error(where, "write a list of values as {list: [...]}")
-            return None
-        return Generator("constant", value=raw)
-    data = r.mapping(raw, where, "parameter")
-    kinds = [k for k in ("value", "list", "range", "random", "counter") if k in data]
-    if len(kinds) != 1:
-        r.error(where, "give exactly one of value, list, range, random, counter")
-        return None
-    kind = kinds[0]
-    for key in ("order", "weights", "others"):
-        if key in data and kind != "list":
-            r.error([*where, key], f"{key!r} applies to a list")
-    if kind == "value":
-        return Generator("constant", value=data["value"])
-    if kind == "list":
-        values = data["list"]
-        if not isinstance(values, list) or not values:
-            r.error([*where, "list"], "expected a non-empty list of values")
-            return None
-        order = data.get("order", "sequential")
-        if order not in ("sequential", "random"):
-            r.error([*where, "order"], f"expected 'sequential' or 'random', got {_show(order)}")
-        weighted = read_weights(data, tuple(values), r, where)
-        if weighted is None:
-            return None
-        weights, others = weighted
-        return Generator(
-            "list",
-            values=tuple(values),
-            random_order=order == "random" or bool(weights),
-            weights=weights,
-            others=others,
-        )
-    if kind in ("range", "random"):
-        bounds = data[kind]
-        if isinstance(bounds, dict):
-            bounds = [bounds.get("min"), bounds.get("max")]
-        if (
-            not isinstance(bounds, list)
-            or len(bounds) != 2
-            or not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds)
-            or bounds[0] > bounds[1]
-        ):
-            r.error(
-                [*where, kind],
-                f"expected [low, high] whole numbers with low <= high, got {_show(bounds)}",
-            )
-            return None
-        return Generator("range" if kind == "range" else "random", low=bounds[0], high=bounds[1])
-    section = data["counter"]
-    if section is None or section is True:
-        section = {}
-    section = r.mapping(section, [*where, "counter"], "counter")
-    start, step = section.get("start", 1), section.get("step", 1)
-    if isinstance(start, bool) or not isinstance(start, int):
-        r.error([*where, "counter", "start"], f"expected a whole number, got {_show(start)}")
-        return None
-    if isinstance(step, bool) or not isinstance(step, int) or step == 0:
-        r.error(
-            [*where, "counter", "step"], f"expected a whole number other than 0, got {_show(step)}"
-        )
-        return None
-    return Generator("counter", start=start, step=step)
-
-
-def _headers(value: Any, r: Reader, where: list[str | int]) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        r.error(where, f"headers must be a mapping, got {_kind(value)}")
-        return {}
-    out = {}
-    for name, raw in value.items():
-        if not is_http_token(str(name)):
-            r.error([*where, name], f"{str(name)!r} is not a valid HTTP header name")
+    elif given and section["capacity"] is not True:
+        default = _settings(section["capacity"], ["capacity"], default, r)
+    overrides: list[tuple[str, Capacity | None]] = []
+    for i, raw in enumerate(workloads):
+        if not isinstance(raw, dict) or "capacity" not in raw:
             continue
-        if str(name).lower() in ("authorization", "proxy-authorization", "cookie"):
+        given, value, name = True, raw["capacity"], str(raw.get("name"))
+        if value is False:
+            overrides.append((name, None))
+        elif value is not True:
+            overrides.append((name, _settings(value, ["workloads", i, "capacity"], default, r)))
+    return CapacityPlan(default=default, workloads=tuple(overrides)) if given else None
+
+
+def _settings(value: Any, where: list[str | int], base: Capacity, r: Reading) -> Capacity:
+    """``base`` with the keys of one ``capacity`` mapping applied."""
+    data = r.keys(CapacityDoc, value, where)
+    out: dict[str, Any] = {}
+    for name in CapacityDoc.model_fields:
+        if name == "budget" and name in data and where[0] == "workloads":
             r.error(
                 [*where, name],
-                f"{name} is never written in the description; use auth: {{...}} with an environment variable",
+                "the budget is the whole capacity run's: give it in x-gatebench.kinds.capacity",
             )
             continue
-        if (
-            not isinstance(raw, str | int | float)
-            or isinstance(raw, bool)
-            or re.search(r"[\r\n\x00]", str(raw))
-        ):
-            r.error([*where, name], "a header value must be a single-line string")
-            continue
-        out[str(name)] = str(raw)
-    return out
-
-
-def _body(value: Any, r: Reader, where: list[str | int], op: Operation | None) -> BodySpec:
-    media_types = [m.media_type for m in op.request_body.content] if op and op.request_body else []
-    if value is None:
-        if op is not None and op.body_unknown is not None:
-            r.error(where, unknown_body_message(op))
-        if op is None or op.request_body is None:
-            return BodySpec("none")
-        first = op.request_body.content[0]
-        kind: BodyKind = "example" if first.examples else "synthesized"
-        if op.request_body.required or first.examples:
-            return BodySpec(kind, media_type=first.media_type)
-        return BodySpec("none")
-    if value in ("example", "synthesized", "none"):
-        value = {value: True}
-    data = r.mapping(value, where, "body")
-    kinds = [k for k in _BODY_KINDS if k in data]
-    if len(kinds) != 1:
+        found = r.value(CapacityDoc, name, data, where)
+        if found is not None:
+            out[name] = found
+    if "objective" in out:
+        given = data["objective"]  # in the order the plan gives the bounds
+        bounds = {str(k): float(bound_of(k, given[k])[0]) for k in given}
+        latency = tuple((k, v) for k, v in bounds.items() if k != "error_pct")
+        error_pct = bounds.get("error_pct", Objective().error_pct)
+        out["objective"] = Objective(latency or Objective().latency, error_pct)
+    settings = Capacity(**{**base.__dict__, **out})
+    if settings.max_rate < settings.start_rate:
+        key = "max_rate" if "max_rate" in out else "start_rate"
         r.error(
-            where, "give exactly one of example, synthesized, binary, multipart, json, text, none"
+            [*where, key],
+            f"max_rate ({settings.max_rate:g}/s) is below start_rate ({settings.start_rate:g}/s)",
         )
-        return BodySpec("none")
-    kind = kinds[0]  # type: ignore[assignment]
-    media = data.get("media_type")
-    if media is not None and not isinstance(media, str):
-        r.error([*where, "media_type"], "expected a media type such as 'application/json'")
-        media = None
-    if kind == "none":
-        return BodySpec("none")
-    if kind == "example":
-        name = data["example"] if isinstance(data["example"], str) else None
-        if op is not None:
-            content = op.request_body.content if op.request_body else ()
-            chosen = [m for m in content if media in (None, m.media_type)]
-            available = [n for m in chosen for n, _ in m.examples]
-            if not available:
-                r.error(
-                    where,
-                    f"operation {op.operation_id!r} has no request body example; use synthesized, json or binary",
-                )
-            elif name is not None and name not in available:
-                r.error(
-                    [*where, "example"], f"no example {name!r}; available: {', '.join(available)}"
-                )
-        return BodySpec(
-            "example", media_type=media or (media_types[0] if media_types else None), example=name
-        )
-    if kind == "synthesized":
-        if op is not None and op.body_unknown is not None:
-            r.error(where, unknown_body_message(op))
-        elif op is not None and op.request_body is None:
-            r.error(
-                where, f"operation {op.operation_id!r} declares no request body to synthesize from"
-            )
-        return BodySpec(
-            "synthesized", media_type=media or (media_types[0] if media_types else None)
-        )
-    if kind == "binary":
-        section = r.mapping(data["binary"], [*where, "binary"], "binary")
-        size = r.size(section.get("size"), [*where, "binary", "size"])
-        content_type = section.get("content_type", media or "application/octet-stream")
-        return BodySpec("binary", media_type=str(content_type), size=size)
-    if kind == "multipart":
-        section = data["multipart"]
-        if not isinstance(section, dict) or not section:
-            r.error(
-                [*where, "multipart"],
-                "expected a mapping of part name to {size: ...} or {value: ...}",
-            )
-            return BodySpec("none")
-        parts = []
-        for pname, praw in section.items():
-            pwhere = [*where, "multipart", pname]
-            pdata = r.mapping(praw, pwhere, "part")
-            if ("size" in pdata) == ("value" in pdata):
-                r.error(
-                    pwhere, "a part needs either 'size' (generated file content) or 'value' (text)"
-                )
-                continue
-            size = r.size(pdata["size"], [*pwhere, "size"]) if "size" in pdata else None
-            filename = pdata.get("filename")
-            if filename is not None and (
-                not isinstance(filename, str) or re.search(r'["\r\n\\/\x00]', filename)
-            ):
-                r.error(
-                    [*pwhere, "filename"],
-                    "a file name may not contain quotes, slashes or line breaks",
-                )
-                filename = None
-            parts.append(
-                MultipartPart(
-                    name=str(pname),
-                    size=size,
-                    value=pdata.get("value"),
-                    filename=filename
-                    if filename
-                    else (f"{pname}.bin" if size is not None else None),
-                    content_type=str(pdata["content_type"])
-                    if "content_type" in pdata
-                    else ("application/octet-stream" if size is not None else None),
-                )
-            )
-        return BodySpec("multipart", media_type="multipart/form-data", parts=tuple(parts))
-    if kind == "json":
-        return BodySpec("json", media_type=media or "application/json", value=data["json"])
-    text = data["text"]
-    if not isinstance(text, str):
-        r.error([*where, "text"], "expected a string")
-    return BodySpec("text", media_type=media or "text/plain", value=text)
+    return settings
 
 
-def _expect(value: Any, r: Reader, where: list[str | int]) -> tuple[int, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = [value]
-    if not isinstance(value, list) or not all(
-        isinstance(v, int) and not isinstance(v, bool) and 100 <= v <= 599 for v in value
-    ):
-        r.error(where, "expected a list of HTTP status codes such as [200, 201]")
-        return ()
-    return tuple(sorted(set(value)))
+def _fault(
+    doc: FaultDoc | None,
+    r: Reading,
+    backend: Backend,
+    workloads: list[Workload],
+    warmup_s: float | None,
+) -> Fault | None:
+    """``fault: {type: kill_replica, replica: N, workload: NAME, at: 50% | 5s}``."""
+    if doc is None:
+        return None
+    ok = True
+    if backend.replicas < 2:
+        r.error(
+            ["fault"],
+            "killing a replica needs at least two (backend: {replicas: 2} or more): with one, "
+            "there is nothing left to send to",
+        )
+        ok = False
+    replica = 1
+    if "replica" in doc.model_fields_set:
+        found = r.checked(Count(1, max(backend.replicas, 1)), doc.replica, ["fault", "replica"])
+        ok, replica = ok and found is not None, found or 1
+    if not workloads:
+        return None
+    workload = workloads[0]
+    if "workload" in doc.model_fields_set:
+        found = [w for w in workloads if w.name == doc.workload]
+        if not found:
+            names = ", ".join(w.name for w in workloads)
+            r.error(
+                ["fault", "workload"],
+                f"no workload named {show(doc.workload)}; the plan has: {names}",
+            )
+            return None
+        workload = found[0]
+    at_s, at_fraction = _fault_at(doc.at, r, workload)
+    if not ok or (at_s is None and at_fraction is None):
+        return None
+    if (warmup_s or 0.0) < RECOVERY_S:
+        r.warn(
+            ["fault"],
+            f"the replica starts again when its phase ends and the gateways take it back over "
+            f"about {RECOVERY_S:g}s (longer with passive checks only): a warm-up of at least "
+            f"{RECOVERY_S:g}s keeps the phases after it from meeting a pool still recovering",
+        )
+    return Fault(replica=replica, workload=workload.name, at_s=at_s, at_fraction=at_fraction)
+
+
+def _fault_at(raw: Any, r: Reading, workload: Workload) -> tuple[float | None, float | None]:
+    """(seconds, None) or (None, fraction) for ``at``; (None, None) after a problem."""
+    inj = workload.injection
+    phase_s = (
+        inj.duration if inj.kind in ("concurrent", "constant_rate", "ramp", "arrivals") else None
+    )
+    where: list[str | int] = ["fault", "at"]
+    if isinstance(raw, str) and "%" in raw:
+        match = re.match(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$", raw)
+        if match is None or not 0 < float(match.group(1)) < 100:
+            r.error(where, f"expected a percentage above 0 and below 100, got {show(raw)}")
+            return None, None
+        if phase_s is None:
+            r.error(
+                where,
+                f"workload {workload.name!r} ends after a number of requests, so a percentage "
+                "of it has no time; give a duration from the phase's start (at: 5s) or a "
+                "workload with a duration",
+            )
+            return None, None
+        return None, float(match.group(1)) / 100
+    if isinstance(raw, bool) or not isinstance(raw, str | int | float):
+        r.error(where, f"expected a percentage (50%) or a duration (5s), got {kind(raw)}")
+        return None, None
+    seconds = r.checked(Duration(), raw, where)
+    if seconds is None:
+        return None, None
+    if phase_s is not None and seconds >= phase_s:
+        r.error(
+            where,
+            f"{show(raw)} is not inside the phase: workload {workload.name!r} lasts {phase_s:g}s",
+        )
+        return None, None
+    return seconds, None
+
+
+__all__ = ["MAX_REPLICAS", "RECOVERY_S", "build_plan"]

@@ -10,19 +10,18 @@ import re
 from typing import Any
 
 from gatebench.core.ir import Api, Operation, left_out_message
+from gatebench.core.plan._document import PlanDoc, Reading, is_credential_key, show
 from gatebench.core.plan._model import Auth, BodySpec, EngineName, Generator, Warmup, Workload
-from gatebench.core.plan._reader import Reader, _show, is_credential_key
-from gatebench.core.plan._schema import keys
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
 
 
-def _engine(value: Any, r: Reader, workloads: list[Workload], warmup: Warmup) -> EngineName:
+def _engine(value: Any, r: Reading, workloads: list[Workload], warmup: Warmup) -> EngineName:
     """The load engine, and whether it can run every workload (wrk: the closed model only)."""
     from gatebench.core.capabilities import ENGINES, injection_problem
 
     if value not in ENGINES:
-        r.error(["engine"], f"unknown engine {_show(value)}; available: {', '.join(ENGINES)}")
+        r.error(["engine"], f"unknown engine {show(value)}; available: {', '.join(ENGINES)}")
         return "gatling"
     engine: EngineName = value
     for w in workloads:
@@ -45,7 +44,7 @@ def _split(pointer_text: str) -> list[str | int]:
     return [int(t) if t.isdigit() else t for t in split_pointer(pointer_text)]
 
 
-def _refuse_credentials(data: dict[str, Any], r: Reader) -> None:
+def _refuse_credentials(data: dict[str, Any], r: Reading) -> None:
     """Credentials are refused by name at the top and in ``infrastructure``, and by shape
     (a private key, a service-account JSON) anywhere in the section."""
     message = (
@@ -54,7 +53,7 @@ def _refuse_credentials(data: dict[str, Any], r: Reader) -> None:
         "come from environment variables: auth: {{bearer: {{env: NAME}}}})"
     )
     for key in data:
-        if key not in keys("plan") and is_credential_key(key):
+        if key not in PlanDoc.key_names() and is_credential_key(key):
             r.error([key], message.format(key=str(key)))
     infra = data.get("infrastructure")
     if isinstance(infra, dict):
@@ -94,7 +93,7 @@ def find_operation(api: Api, ref: str) -> tuple[Operation | None, list[str]]:
     return None, difflib.get_close_matches(ref, options, n=3, cutoff=0.6)
 
 
-def _operation(value: Any, r: Reader, where: list[str | int], api: Api) -> Operation | None:
+def _operation(value: Any, r: Reading, where: list[str | int], api: Api) -> Operation | None:
     if not isinstance(value, str) or not value.strip():
         r.error(where, "expected an operationId or 'METHOD /path'")
         return None
@@ -134,7 +133,7 @@ def _check_params(
     params: dict[str, Generator],
     headers: dict[str, str],
     body: BodySpec,
-    r: Reader,
+    r: Reading,
     where: list[str | int],
 ) -> None:
     known = {p.name for p in op.parameters}
@@ -156,7 +155,7 @@ def _check_params(
             r.error([*where], f"placeholder ${{{name}}} has no value in params")
 
 
-def _check_auth(op: Operation, auth: Auth, r: Reader, where: list[str | int]) -> None:
+def _check_auth(op: Operation, auth: Auth, r: Reading, where: list[str | int]) -> None:
     label = op.security_label
     if label == "none":
         return

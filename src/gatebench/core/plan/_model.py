@@ -1,4 +1,7 @@
-"""The plan as data: what ``build_plan`` returns, frozen, plain (``Plan.to_dict`` is JSON-shaped)."""
+"""The plan as data: what ``build_plan`` returns, frozen, plain (``Plan.to_dict`` is JSON-shaped).
+
+What each key of ``x-gatebench`` means, its default and bounds, is said once, in the models
+that read it (``_document``); the attributes here are what those keys become."""
 
 from __future__ import annotations
 
@@ -124,9 +127,7 @@ class OtherValues:
 class MultipartPart:
     name: str
     size: int | None = None
-    """Generated binary content of this many bytes (a file part)."""
     value: Any = None
-    """A text value (may hold ``${placeholders}``)."""
     filename: str | None = None
     content_type: str | None = None
 
@@ -150,7 +151,6 @@ class Workload:
     headers: tuple[tuple[str, str], ...] = ()
     body: BodySpec = BodySpec("none")
     expect: tuple[int, ...] = ()
-    """Status codes that count as OK; empty means any 2xx or 3xx."""
     timeout: float = 60.0
     pointer: str = ""
 
@@ -174,19 +174,10 @@ class Backend:
     url: str | None = None
     builtin: str | None = None
     latency: float = 0.0
-    """Mock only: fixed delay before every response, seconds."""
     response_size: int | None = None
-    """Mock only: pad or cut response bodies to this many bytes."""
     workers: int | None = None
-    """Mock only: at most this many requests are served at once, each held for ``latency``;
-    the others wait their turn in arrival order. The backend's capacity is then known:
-    ``workers / latency`` requests per second (the capacity search's ground truth)."""
     replicas: int = 1
-    """Copies of the backend gatebench starts (mock and builtin backends): each gateway
-    spreads its requests over them with its own upstream pool (docs/gateways.md)."""
     balance: Balance = "round_robin"
-    """How the gateways pick a replica: ``round_robin`` or ``least_conn`` (the fewest
-    requests in flight)."""
 
 
 @dataclass(frozen=True)
@@ -195,12 +186,9 @@ class Tls:
     (``gatebench.core.tls``), the load engine trusting that CA only."""
 
     key: TlsKey = "ecdsa-p256"
-    """The server key: ``ecdsa-p256`` or ``rsa-2048``."""
     http2: bool = False
     """Offer HTTP/2 by ALPN (the engine then speaks it); otherwise HTTP/1.1 only."""
     resumption: bool = True
-    """Let clients resume TLS sessions (tickets and the session cache); ``false`` makes
-    every new connection a full handshake."""
 
 
 @dataclass(frozen=True)
@@ -209,16 +197,11 @@ class Fault:
     gateway and repetition (``fault:``); the replica is started again before the next phase."""
 
     replica: int
-    """Which replica dies, 1 to ``backend.replicas``."""
     workload: str
-    """The workload whose measured phases carry the fault."""
     at_s: float | None = None
-    """Seconds from the start of the phase; or:"""
+    """Seconds from the start of the phase; or a fraction (0..1) of its duration:"""
     at_fraction: float | None = None
-    """A fraction (0..1) of the phase's duration."""
     kind: Literal["kill_replica"] = "kill_replica"
-    """What happens: the replica's process is killed (SIGKILL), so its port refuses
-    connections, as when a backend process crashes."""
 
     def offset(self, phase_duration_s: float | None) -> float | None:
         """Seconds from the phase start to the kill (None: a fraction of a phase of unknown
@@ -243,7 +226,6 @@ class Infrastructure:
     backend_machine: str = "n2-standard-2"
     network: str | None = None
     testers: int = 1
-    """Load generators per phase (``gatebench.core.testers`` splits and merges)."""
 
 
 @dataclass(frozen=True)
@@ -255,14 +237,8 @@ class Auth:
     basic_password_env: str | None = None
     api_key_env: str | None = None
     jwt_private_key_env: str | None = None
-    """Sign bearer tokens during the run with the PEM private key in this variable
-    (``gatebench.core.tokens``; with ``policies.auth.jwt``)."""
     jwt_subjects: int = 1
-    """Size of the pool of subjects: simulated user i carries the token of subject i mod the
-    pool (with more than one, every user its own token: gatebench.core.tokens)."""
     jwt_lifetime: float | None = None
-    """Seconds from ``iat`` to ``exp``; None: the run's estimated length plus a margin
-    (``gatebench.core.tokens.token_lifetime``)."""
     bearer_per_user: bool = False
     """Set by the run, never by a plan: ``bearer_env`` names a file of tokens, one a line,
     and simulated user i sends line i mod their count (the pool of subjects)."""
@@ -275,9 +251,9 @@ class Scoring:
 
 
 CpuMode = Literal["pinned", "unpinned", "explicit"]
-DEFAULT_CPU_MODE: CpuMode = "unpinned"
-"""What ``cpus:`` is when the plan does not say: pinning did not make runs more repeatable
-where it was measured (docs/trust.md, "Pinned cores")."""
+DEFAULT_CPU_MODE: CpuMode = "pinned"
+"""What ``cpus:`` is when the plan does not say: every gateway on the same share of cores,
+held there (a fair fight, docs/gateways.md; docs/trust.md, "Pinned cores")."""
 
 
 @dataclass(frozen=True)
@@ -290,6 +266,9 @@ class Cpus:
     gateway: tuple[int, ...] = ()
     engine: tuple[int, ...] = ()
     backend: tuple[int, ...] = ()
+    given: bool = False
+    """The plan says ``cpus:`` (a kind of run may have its own default where it does not:
+    a capacity search splits the cores, gatebench.core.pinning.capacity_layout)."""
 
     def cores(self, role: str) -> tuple[int, ...]:
         found: tuple[int, ...] = getattr(self, role)
@@ -333,16 +312,12 @@ class Capacity:
     max_rate: float = 100_000.0
     growth: float = 2.0
     precision: float = 0.05
-    """The bracket's width at which bisection stops: high / low − 1."""
     warmup: float = 1.0
     probe: float = 2.0
     confirm: float = 5.0
-    """Seconds of the confirmation run at the rate found; 0: no confirmation."""
     repetitions: int = 5
     budget: float = 1800.0
     connections: Connections = "keep-alive"
-    """``keep-alive``: arrivals ride a pool of kept-alive connections; ``new``: a new
-    connection per request."""
 
 
 @dataclass(frozen=True)
@@ -352,8 +327,7 @@ class CapacityPlan:
 
     default: Capacity = field(default_factory=Capacity)
     workloads: tuple[tuple[str, Capacity | None], ...] = ()
-    """(workload name, its settings; None: not searched), for the workloads that say more
-    than the defaults."""
+    """(workload name, its settings; None: not searched), for the workloads that say more."""
 
     def of(self, workload: str) -> Capacity | None:
         """The settings of one workload (None: ``capacity: false``)."""
@@ -397,22 +371,14 @@ class Plan:
     scoring: Scoring = field(default_factory=Scoring)
     infrastructure: Infrastructure | None = None
     thresholds: tuple[Threshold, ...] = ()
-    """Budgets a run must meet (``gatebench run --fail-on-threshold``; gatebench.core.thresholds)."""
     engine: EngineName = "gatling"
-    """The load generator (``gatebench.local.engines``): ``gatling`` runs every injection profile;
-    ``wrk`` runs closed-model load only (concurrent users for whole seconds)."""
     cpus: Cpus = field(default_factory=Cpus)
-    """Which cores each process runs on (``gatebench.core.pinning``)."""
     warnings: tuple[Problem, ...] = field(default=(), compare=False, repr=False)
-    """Located warnings about a valid plan (a profile too short to measure...): shown by
-    ``gatebench plan`` and ``validate``, never part of the plan's data (``to_dict``)."""
+    """Located warnings about a valid plan: shown by ``gatebench plan`` and ``validate``,
+    never part of the plan's data (``to_dict``)."""
     policies: PolicySet = field(default_factory=PolicySet)
-    """What every gateway enforces in front of the API (``gatebench.core.policies``)."""
     capacity: CapacityPlan | None = None
-    """The capacity search's settings (``gatebench capacity``), when the plan gives any; a
-    capacity run of a plan without them uses :class:`CapacityPlan`'s defaults."""
     tls: Tls | None = None
-    """TLS (and HTTP/2) at every gateway and at the baseline; None: plain HTTP/1.1."""
     fault: Fault | None = None
     """A backend replica killed during a phase (needs ``backend.replicas`` of 2 or more)."""
     traffic: TrafficSource | None = None

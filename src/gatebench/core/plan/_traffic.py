@@ -8,31 +8,28 @@ the workloads came from, for the report).
 count multiplied, rounded so that the running total stays within one request of the exact
 one: the curve's shape and its total are kept) and ``speed`` (each step lasts ``step /
 speed``: the same requests in less time). The :class:`Injection` holds the curve as it runs.
+
+Each key's own value is read by the plan's models (``gatebench.core.plan._document``:
+``ArrivalsDoc``, ``ParameterDoc.weights``/``OthersDoc``, ``TrafficDoc``); what holds between
+keys is checked here.
 """
 
 from __future__ import annotations
 
 import math
-import re
-from typing import Any
 
+from gatebench.core.plan._document import ArrivalsDoc, ParameterDoc, Reading, TrafficDoc
 from gatebench.core.plan._model import (
     MAX_DURATION_S,
     MAX_REQUESTS,
-    MAX_STEPS,
+    Generator,
     Injection,
     OtherValues,
     TrafficSource,
 )
-from gatebench.core.plan._reader import Reader, _kind, _show
 
-MAX_SCALE = 1000.0
-"""The largest ``scale`` or ``speed`` an arrival curve accepts."""
 MIN_STEP_S = 0.001
 """The shortest step an arrival curve may run (the engines time arrivals to the millisecond)."""
-MAX_OTHER_VALUES = 1_000_000_000
-_PREFIX = re.compile(r"^[A-Za-z0-9._~:@!$'()*+,;=-]{0,64}$")
-_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 
 
 def scaled_counts(counts: tuple[int, ...], scale: float) -> tuple[int, ...]:
@@ -51,53 +48,14 @@ def scaled_counts(counts: tuple[int, ...], scale: float) -> tuple[int, ...]:
     return tuple(out)
 
 
-def read_arrivals(raw: Any, r: Reader, where: list[str | int]) -> Injection | None:
-    """``injection.arrivals: {counts: [...], step: 1s, scale: 1, speed: 1}``."""
-    data = r.mapping(raw, where, "arrivals")
-    if not data:
-        return None
-    step = 1.0
-    if "step" in data:
-        read = r.duration(data["step"], [*where, "step"])
-        if read is None:
-            return None
-        step = read
-    factors = {}
-    for key in ("scale", "speed"):
-        value = data.get(key, 1)
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not 0 < value <= MAX_SCALE
-        ):
-            r.error(
-                [*where, key], f"expected a number above 0 and at most 1000, got {_show(value)}"
-            )
-            return None
-        factors[key] = float(value)
-    raw_counts = data.get("counts")
-    if not isinstance(raw_counts, list) or not raw_counts:
-        r.error(
-            [*where, "counts"],
-            f"expected a non-empty list of arrivals per step such as [3, 5, 4], got {_kind(raw_counts)}",
-        )
-        return None
-    if len(raw_counts) > MAX_STEPS:
-        r.error(
-            [*where, "counts"],
-            f"at most {MAX_STEPS:,} steps, got {len(raw_counts):,}; use a longer step",
-        )
-        return None
-    counts: list[int] = []
-    for i, count in enumerate(raw_counts):
+def arrivals_injection(doc: ArrivalsDoc, r: Reading, where: list[str | int]) -> Injection | None:
+    """``injection.arrivals: {counts: [...], step: 1s, scale: 1, speed: 1}`` as it runs."""
+    for i, count in enumerate(doc.counts):
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            r.error(
-                [*where, "counts", i], f"expected a whole number of arrivals, got {_show(count)}"
-            )
+            r.error([*where, "counts", i], f"expected a whole number of arrivals, got {count!r}")
             return None
-        counts.append(count)
-    effective = scaled_counts(tuple(counts), factors["scale"])
-    step_s = step / factors["speed"]
+    effective = scaled_counts(doc.counts, doc.scale)
+    step_s = doc.step / doc.speed
     if step_s < MIN_STEP_S:
         r.error(
             [*where, "speed"],
@@ -119,117 +77,61 @@ def read_arrivals(raw: Any, r: Reader, where: list[str | int]) -> Injection | No
     return Injection("arrivals", duration=duration, counts=effective, step=step_s)
 
 
-def read_weights(
-    data: dict[str, Any], values: tuple[Any, ...], r: Reader, where: list[str | int]
-) -> tuple[tuple[float, ...], OtherValues | None] | None:
-    """A list's ``weights`` (one per value) and ``others``; None after a problem."""
-    raw = data.get("weights")
-    if "others" in data and raw is None:
-        r.error([*where, "others"], "'others' needs the list's 'weights'")
-        return None
-    if raw is None:
-        return (), None
-    if "order" in data:
+def weighted_list(doc: ParameterDoc, r: Reading, where: list[str | int]) -> Generator | None:
+    """A ``list`` parameter, with its ``weights`` (one per value) and ``others`` when it has
+    them; None after a problem."""
+    values = tuple(doc.list_)
+    given = doc.model_fields_set
+    if doc.weights is None:
+        if "others" in given:
+            r.error([*where, "others"], "'others' needs the list's 'weights'")
+            return None
+        return Generator("list", values=values, random_order=doc.order == "random")
+    if "order" in given:
         r.error([*where, "order"], "a weighted list draws its values at random; leave 'order' out")
         return None
-    if not isinstance(raw, list) or len(raw) != len(values):
+    for i, weight in enumerate(doc.weights):
+        number = isinstance(weight, int | float) and not isinstance(weight, bool)
+        if not number or not 0 <= weight < 1e15 or not math.isfinite(weight):
+            r.error([*where, "weights", i], f"expected a number from 0, got {weight!r}")
+            return None
+    if len(doc.weights) != len(values):
         r.error(
             [*where, "weights"],
-            f"expected one weight per value ({len(values)}), got {_show(raw)}",
+            f"expected one weight per value ({len(values)}), got {list(doc.weights)!r}",
         )
         return None
-    weights: list[float] = []
-    for i, weight in enumerate(raw):
-        if (
-            isinstance(weight, bool)
-            or not isinstance(weight, int | float)
-            or not 0 <= weight < 1e15
-            or not math.isfinite(weight)
-        ):
-            r.error([*where, "weights", i], f"expected a number from 0, got {_show(weight)}")
-            return None
-        weights.append(float(weight))
     others = None
-    if "others" in data:
-        others = _others(data["others"], r, [*where, "others"])
-        if others is None:
+    if doc.others is not None:
+        o = doc.others
+        if o.start + o.count >= 2**53:
+            r.error([*where, "others", "count"], "start + count must stay below 2^53")
             return None
-    if sum(weights) + (others.weight if others else 0) <= 0:
+        others = OtherValues(o.count, o.weight, o.start, o.prefix, o.width)
+    if sum(doc.weights) + (others.weight if others else 0) <= 0:
         r.error([*where, "weights"], "at least one weight must be above 0")
         return None
-    return tuple(weights), others
+    return Generator("list", values=values, random_order=True, weights=doc.weights, others=others)
 
 
-def _others(raw: Any, r: Reader, where: list[str | int]) -> OtherValues | None:
-    data = r.mapping(raw, where, "others")
-    if not data:
-        return None
-    count = r.integer(data.get("count"), [*where, "count"], 1, MAX_OTHER_VALUES)
-    weight = data.get("weight")
-    if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 < weight < 1e15:
-        r.error([*where, "weight"], f"expected a number above 0, got {_show(weight)}")
-        return None
-    start = data.get("start", 1)
-    if isinstance(start, bool) or not isinstance(start, int) or not 0 <= start < 2**53:
-        r.error([*where, "start"], f"expected a whole number from 0, got {_show(start)}")
-        return None
-    prefix = data.get("prefix")
-    if prefix is not None and (not isinstance(prefix, str) or not _PREFIX.match(prefix)):
-        r.error(
-            [*where, "prefix"],
-            "expected at most 64 letters, digits or URL-safe punctuation "
-            f"(no '/', '%', '?', '#', '&' or space), got {_show(prefix)}",
-        )
-        return None
-    width = r.integer(data.get("width", 0), [*where, "width"], 0, 32)
-    if count is None or width is None:
-        return None
-    if start + count >= 2**53:
-        r.error([*where, "count"], "start + count must stay below 2^53")
-        return None
-    return OtherValues(count=count, weight=float(weight), start=start, prefix=prefix, width=width)
-
-
-def read_traffic(raw: Any, r: Reader) -> TrafficSource | None:
+def traffic_source(doc: TrafficDoc | None, r: Reading) -> TrafficSource | None:
     """``traffic: {files, format, requests, matched, start, end}`` (written by ``gatebench
     import``; the report names it)."""
-    data = r.mapping(raw, ["traffic"], "traffic")
-    if not data:
+    if doc is None:
         return None
-    files = data.get("files")
-    if (
-        not isinstance(files, list)
-        or not files
-        or not all(isinstance(f, str) and f and len(f) <= 255 for f in files)
-    ):
-        r.error(["traffic", "files"], f"expected a list of file names, got {_show(files)}")
-        return None
-    fmt = r.string(data.get("format"), ["traffic", "format"], "traffic.format")
-    requests = r.integer(data.get("requests"), ["traffic", "requests"], 0, 2**62)
-    matched = r.integer(data.get("matched"), ["traffic", "matched"], 0, 2**62)
-    times: dict[str, str | None] = {}
-    for key in ("start", "end"):
-        value = data.get(key)
-        if value is not None and (not isinstance(value, str) or not _TIME.match(value)):
-            r.error(
-                ["traffic", key],
-                f"expected a UTC time such as 2026-01-31T12:00:00Z, got {_show(value)}",
-            )
-            value = None
-        times[key] = value
-    if fmt is None or requests is None or matched is None:
-        return None
-    if matched > requests:
-        r.error(["traffic", "matched"], f"{matched:,} matched of {requests:,} requests read")
+    if doc.matched > doc.requests:
+        r.error(
+            ["traffic", "matched"], f"{doc.matched:,} matched of {doc.requests:,} requests read"
+        )
         return None
     return TrafficSource(
-        files=tuple(files),
-        format=fmt,
-        requests=requests,
-        matched=matched,
-        start=times["start"],
-        end=times["end"],
+        files=doc.files,
+        format=doc.format,
+        requests=doc.requests,
+        matched=doc.matched,
+        start=doc.start,
+        end=doc.end,
     )
 
 
-__all__ = ["MAX_SCALE", "read_arrivals", "read_traffic", "read_weights", "scaled_counts"]
+__all__ = ["arrivals_injection", "scaled_counts", "traffic_source", "weighted_list"]

@@ -71,6 +71,9 @@ from gatebench.core.renderers._base import (
 from gatebench.core.renderers._deployment import deployment_needs
 from gatebench.core.renderers._deployment_support import deployment_exclusions, deployment_matrix
 from gatebench.core.renderers._live import live_change_table
+from gatebench.core.renderers._parity import RULES as PARITY_RULES
+from gatebench.core.renderers._parity import Parity, VendorPage
+from gatebench.core.renderers._parity_table import parity_table
 from gatebench.core.renderers._policies import (
     policy_exclusions,
     render_with_policies,
@@ -83,6 +86,7 @@ from gatebench.core.renderers._registry import (
     gateway_aliases,
     gateway_names,
     get_renderer,
+    jit_warmups,
     local_gateway_names,
 )
 from gatebench.core.renderers._routes import (
@@ -97,15 +101,18 @@ from gatebench.core.renderers._routes import (
 )
 
 __all__ = [
+    "PARITY_RULES",
     "RENDERERS",
     "RESTART",
     "LiveChange",
+    "Parity",
     "Piece",
     "RenderTarget",
     "Renderer",
     "Route",
     "Segment",
     "UnknownGateway",
+    "VendorPage",
     "all_renderers",
     "as_files",
     "deployment_exclusions",
@@ -118,8 +125,10 @@ __all__ = [
     "gateway_names",
     "get_renderer",
     "identifier",
+    "jit_warmups",
     "live_change_table",
     "local_gateway_names",
+    "parity_table",
     "policy_exclusions",
     "render_with_policies",
     "routes_for",

@@ -23,6 +23,7 @@ from gatebench.core.errors import Problem, RenderError, UnsupportedFeature, Unsu
 from gatebench.core.ir import Api
 from gatebench.core.policies import PolicySet
 from gatebench.core.renderers._deployment import deployment_needs, refuse_missing
+from gatebench.core.renderers._parity import Parity
 from gatebench.core.renderers._routes import Route, routes_for
 from gatebench.core.tls import GatewayTls
 
@@ -32,6 +33,8 @@ _SAFE_WORKDIR = re.compile(r"/[A-Za-z0-9._+/-]*")
 _HOSTNAME = re.compile(
     r"(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
 )
+DEFAULT_CONCURRENCY = 1024
+"""What a target holds in flight when no plan says (``gatebench.core.fairness``)."""
 # Where Debian puts daemons; not always on a non-root PATH.
 _SYSTEM_BIN_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 
@@ -71,9 +74,15 @@ class RenderTarget:
     redis_port: int = 6379
     """Tyk keeps its state in Redis; the cloud path runs one beside it."""
     workers: int = 1
-    """Worker processes or threads, for gateways that take a number (nginx
-    ``worker_processes``, HAProxy ``nbthread``, Envoy ``--concurrency``, Caddy and Traefik
-    ``GOMAXPROCS``); the others keep their own pools (docs/gateways.md)."""
+    """The cores the gateway is given (``gatebench.core.fairness.CpuPolicy``): every renderer sets
+    its worker processes, threads and event loops from it, each the way its vendor advises
+    (nginx ``worker_processes``, HAProxy ``nbthread``, Envoy ``--concurrency``, ``GOMAXPROCS``
+    of the Go gateways, Apache's event MPM processes, Varnish's thread pools, the JVMs'
+    processor count: the parity table of docs/gateways.md)."""
+    concurrency: int = DEFAULT_CONCURRENCY
+    """The most requests the plan holds in flight through the gateway at once
+    (``gatebench.core.fairness.plan_concurrency``): no upstream pool, idle-connection cache or
+    request-thread limit is rendered below it."""
     tls: GatewayTls | None = None
     """TLS the gateway terminates on its listen address (``gatebench.core.tls``); None: plain
     HTTP/1.1."""
@@ -95,6 +104,14 @@ class RenderTarget:
             or not 0 < self.workers <= 256
         ):
             problems.append(f"workers must be an integer from 1 to 256; got {self.workers!r}")
+        if (
+            not isinstance(self.concurrency, int)
+            or isinstance(self.concurrency, bool)
+            or not 0 < self.concurrency <= 100_000
+        ):
+            problems.append(
+                f"concurrency must be an integer from 1 to 100000; got {self.concurrency!r}"
+            )
         for label, port in (
             ("listen_port", self.listen_port),
             ("admin_port", self.admin_port),
@@ -198,6 +215,7 @@ class RenderTarget:
             "listen_address": self.listen_address,
             "admin_port": str(self.admin_port) if self.admin_port is not None else "",
             "workers": str(self.workers),
+            "concurrency": str(self.concurrency),
         }
 
     def path(self, *parts: str) -> str:
@@ -371,6 +389,15 @@ class Renderer(abc.ABC):
     (it probes each replica), ``passive`` (it watches failed requests), ``active + passive``
     or ``none``."""
 
+    parity: ClassVar[Parity | None] = None
+    """How the gateway meets each rule of a fair fight (``_parity.RULES``), with the vendor
+    pages it follows: the parity table of docs/gateways.md. ``None`` only for a managed
+    service, whose settings are its provider's."""
+    jit_warmup_s: ClassVar[float] = 0.0
+    """Seconds of load a gateway that compiles its code at run time (a JVM) needs after it
+    starts before its latency stops falling (measured: ``python -m benchmarks jit_warmup``);
+    every kind of run warms it up at least this long before it measures (0: no JIT)."""
+
     live_change: ClassVar[LiveChange] = RESTART
     """How the running gateway takes a new configuration (:class:`LiveChange`); the files
     come from :meth:`render_live`."""
@@ -447,8 +474,21 @@ class Renderer(abc.ABC):
     def env(
         self, workdir: str | os.PathLike[str], target: RenderTarget | None = None
     ) -> dict[str, str]:
-        """Extra environment variables for the checker and the process."""
+        """Extra environment variables for the checker and the process here: what it runs
+        with on both paths (:meth:`runtime_env`), plus what only a local process needs."""
+        return self.runtime_env(target or RenderTarget(workdir=str(workdir)))
+
+    def runtime_env(self, target: RenderTarget) -> dict[str, str]:
+        """Environment variables the gateway runs with on both paths, here and in its
+        container: :attr:`fixed_env` plus what its CPU share needs (``GOMAXPROCS`` of the Go
+        gateways). Values are plain words (``infra/vms/variables.tf`` checks them)."""
         return dict(self.fixed_env)
+
+    def cpu_setting(self, target: RenderTarget) -> str:
+        """How the gateway uses the cores it is given, as its own settings say it, for the
+        run's environment and the report (``nginx: worker_processes 2``); the parity test
+        holds the rendered files to it."""
+        return "managed by its provider"
 
     def prepare(self, workdir: Path) -> None:  # noqa: B027 - an optional hook
         """Create what the gateway expects beside its files (folders) before it starts."""

@@ -1,7 +1,7 @@
 """Caddy's policies, with the matchers and handlers of the standard build (no plugin):
 
 - API key: one named matcher per policy, ``@gb_api_keyN`` = the policy's routes (``vars
-  gatebench_route ...``) and ``not`` the header (``header NAME KEY`` per key: exact,
+  {gatebench_route} ...``, the placeholder the route map sets) and ``not`` the header (``header NAME KEY`` per key: exact,
   case-sensitive, OR'ed) or query parameter (``query NAME=KEY`` per key); ``respond
   @gb_api_keyN 401`` comes right after the 404 of the unrouted, before ``reverse_proxy``. The
   keys are in the Caddyfile (Caddy compares no hash): a run's stored copy is redacted
@@ -37,14 +37,14 @@ def apply_caddy_policies(files: dict[str, str], api: Api, policies: PolicySet) -
             valid = [f"\t\t\tquery {auth.query}={k}" for k in keys]
         matchers += [
             f"\t@gb_api_key{n} {{",
-            f"\t\tvars gatebench_route {' '.join(values)}",
+            f"\t\tvars {{gatebench_route}} {' '.join(values)}",
             "\t\tnot {",
             *valid,
             "\t\t}",
             "\t}",
         ]
         responds.append(f"\t\trespond @gb_api_key{n} 401")
-    unrouted = "\t@unrouted vars gatebench_route none\n"
+    unrouted = "\t@unrouted vars {gatebench_route} none\n"
     respond = "\t\trespond @unrouted 404\n"
     assert unrouted in text and respond in text
     text = text.replace(

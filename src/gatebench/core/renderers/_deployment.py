@@ -40,7 +40,7 @@ FEATURE_POINTERS: Mapping[str, str] = {
 
 HEALTH_PATH = "/__gatebench__/health"
 """What active health checks request from each replica (the backend answers 200 there,
-straight, never through a gateway: ``gatebench.local.backends.CONTROL_PREFIX``)."""
+straight, never through a gateway: ``gatebench.core.backend.CONTROL_PREFIX``)."""
 HEALTH_INTERVAL_S = 1
 """Seconds between two active checks of one replica."""
 HEALTH_TIMEOUT_S = 1

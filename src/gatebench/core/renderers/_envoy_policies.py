@@ -38,6 +38,10 @@ from gatebench.core.policies import ApiKeyAuth, JwtAuth, PolicySet, RateLimit
 from gatebench.core.renderers._routes import routes_for
 from gatebench.core.renderers._yaml_out import dump_yaml
 
+UPSTREAM_OPTIONS = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
+"""The cluster's HTTP protocol options (``typed_extension_protocol_options`` key): the
+renderer sets HTTP/1.1 and the idle timeout there, the policies add their upstream filters."""
+
 _T = "type.googleapis.com/envoy.extensions.filters.http."
 _MAX_DYNAMIC = 100_000
 _CARRIED = "x-gatebench-validated-authorization"
@@ -279,13 +283,14 @@ def apply_envoy_policies(files: dict[str, str], api: Api, policies: PolicySet) -
             },
         ]
         cluster = doc["static_resources"]["clusters"][0]
-        cluster["typed_extension_protocol_options"] = {
-            "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
-                "@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
+        options = cluster.setdefault("typed_extension_protocol_options", {}).setdefault(
+            UPSTREAM_OPTIONS,
+            {
+                "@type": f"type.googleapis.com/{UPSTREAM_OPTIONS}",
                 "explicit_http_config": {"http_protocol_options": {}},
-                "http_filters": upstream,
-            }
-        }
+            },
+        )
+        options["http_filters"] = upstream
     hcm["http_filters"] = [*filters, *hcm["http_filters"]]
     return {**files, "envoy.yaml": header + dump_yaml(doc)}
 

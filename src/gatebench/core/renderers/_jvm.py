@@ -37,6 +37,13 @@ CLOUD_JAR_DIR = "/opt/gatebench"
 JVM_OPTIONS_ENV = "GATEBENCH_JVM_OPTIONS"
 """Extra JVM options, whitespace-separated, inserted before ``-jar`` (tests use
 ``-XX:TieredStopAtLevel=1`` to halve start-up; never for measured runs)."""
+JIT_WARMUP_S = 30.0
+"""Seconds of load the JVM gateways need after they start before their latency stops falling
+(``python -m benchmarks jit_warmup``, docs/jvm-gateways.md "Warm-up")."""
+JIT_WARMUP = (
+    f"at least {JIT_WARMUP_S:g} s of the plan's own load after it starts, in every kind of run "
+    "and benchmark (measured: where its latency stops falling)"
+)
 _JAR = "{jar}"
 _SPRING_EXPRESSION = re.compile(r"\$\{|^#\{")
 
@@ -60,6 +67,26 @@ def assert_inert(value: str, where: str) -> str:
     return value
 
 
+def java_command(*options: str) -> tuple[str, ...]:
+    """The java command line of a JVM gateway (placeholders as in ``Renderer.run_command``),
+    with the gateway's own ``options`` before ``-jar``."""
+    return (
+        "java",
+        "-Xms256m",
+        "-Xmx512m",
+        "-XX:+ExitOnOutOfMemoryError",
+        "-XX:-UsePerfData",
+        # The JVM sizes its collector, its JIT compiler and the gateway's thread pools for
+        # the cores the gateway is given, whatever the machine has.
+        "-XX:ActiveProcessorCount={workers}",
+        *options,
+        "-Djava.io.tmpdir={workdir}/tmp",
+        "-jar",
+        _JAR,
+        "--spring.config.location=file:{workdir}/application.yml",
+    )
+
+
 def jar_path(gateway: str) -> Path:
     """``GATEBENCH_<NAME>_JAR`` (``GATEBENCH_ZUUL_JAR``), else the jar in the build folder
     (the provisioner builds it on first use, ``gatebench.local._resources.jvm_gateway_jar``)."""
@@ -67,7 +94,8 @@ def jar_path(gateway: str) -> Path:
 
 
 class JvmRenderer(Renderer):
-    """A gateway that is a Spring Boot jar run by ``java``; subclasses set ``name`` etc."""
+    """A gateway that is a Spring Boot jar run by ``java``; subclasses set ``name`` etc. and
+    ``run_command`` (:func:`java_command`)."""
 
     runs_here = True
     # No official image exists for either gateway: the cloud path runs the same jar in the
@@ -75,17 +103,7 @@ class JvmRenderer(Renderer):
     cloud_image = "eclipse-temurin:17.0.15_6-jre"
     check_command: ClassVar[tuple[str, ...] | None] = None
     """Spring has no offline config checker; booting the jar is the check."""
-    run_command: ClassVar[tuple[str, ...] | None] = (
-        "java",
-        "-Xms256m",
-        "-Xmx512m",
-        "-XX:+ExitOnOutOfMemoryError",
-        "-XX:-UsePerfData",
-        "-Djava.io.tmpdir={workdir}/tmp",
-        "-jar",
-        _JAR,
-        "--spring.config.location=file:{workdir}/application.yml",
-    )
+    run_command: ClassVar[tuple[str, ...] | None] = java_command()
     output_files = ("application.yml",)
     live_change = LiveChange(
         "admin-api",
@@ -94,6 +112,7 @@ class JvmRenderer(Renderer):
         path="/actuator/refresh",
     )
     readiness_timeout = 120.0
+    jit_warmup_s = JIT_WARMUP_S
     install_hint = "run `make setup-all` (or scripts/setup.sh jvm-gateways; needs JDK 17 and Maven)"
 
     def run_argv(
@@ -141,16 +160,21 @@ class JvmRenderer(Renderer):
         management: dict[str, Any] = {"address": "127.0.0.1", "port": target.admin_port}
         if target.tls is not None:
             management["ssl"] = {"enabled": False}
-        config["management"] = {
-            "server": management,
-            "endpoints": {"web": {"exposure": {"include": "refresh"}}},
-        }
+        config.setdefault("management", {}).update(
+            {
+                "server": management,
+                "endpoints": {"web": {"exposure": {"include": "refresh"}}},
+            }
+        )
         self.live_settings(config, target)
         return as_files({"application.yml": header + dump_yaml(config)})
 
     def live_settings(self, config: dict[str, Any], target: RenderTarget) -> None:
         """What else the gateway needs in ``config`` (the parsed ``application.yml``) to take
         a refreshed one in full; nothing by default."""
+
+    def cpu_setting(self, target: RenderTarget) -> str:
+        return f"-XX:ActiveProcessorCount={target.workers}"
 
     product: ClassVar[str]
     """Gateway and version for the file's first line: ``Spring Cloud Gateway 5.0.3``."""

@@ -7,6 +7,7 @@ below, and one golden folder (``tests/golden/<name>/``); the contract test in
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import cache
 
 from gatebench.core.errors import RenderError
@@ -91,3 +92,15 @@ def get_renderer(name: str) -> Renderer:
     if renderer is None:
         raise UnknownGateway(name)
     return renderer
+
+
+def jit_warmups(targets: Iterable[str]) -> dict[str, float]:
+    """Target → the warm-up a gateway that compiles its code at run time needs after it
+    starts (``Renderer.jit_warmup_s``), for the gateways among ``targets`` that need one (the
+    baseline and the native gateways do not)."""
+    out = {}
+    for target in targets:
+        renderer = _instances().get(target)
+        if renderer is not None and renderer.jit_warmup_s > 0:
+            out[target] = renderer.jit_warmup_s
+    return out

@@ -8,7 +8,9 @@ Mapping rules (tests/golden/envoy/README.md says the same in prose):
   header, and is named ``r<priority>_<operationId reduced to [A-Za-z0-9_]>``.
 - No match → Envoy's own 404. A match → cluster ``backend``, 300 s timeout, HTTP/1.1 with
   pooled keep-alive connections, circuit-breaker limits raised so that Envoy never sheds
-  load the other gateways would accept.
+  load the other gateways would accept. Idle connections close after 60 s on both sides
+  (``common_http_protocol_options.idle_timeout``; Envoy's default is an hour), and no
+  statistics are kept (``stats_matcher: reject_all``: nothing reads them).
 - The path is never rewritten: ``normalize_path: false``, ``merge_slashes: false``,
   ``path_with_escaped_slashes_action: KEEP_UNCHANGED``. ``Host`` and every header pass
   unchanged (Envoy adds ``x-request-id``, ``x-forwarded-proto`` and
@@ -48,6 +50,8 @@ from gatebench.core.renderers._deployment import (
     PASSIVE_FAILS,
     PASSIVE_WINDOW_S,
 )
+from gatebench.core.renderers._envoy_policies import UPSTREAM_OPTIONS
+from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, Parity, VendorPage
 from gatebench.core.renderers._routes import identifier
 from gatebench.core.renderers._yaml_out import dump_yaml
 from gatebench.core.tls import SERVER_CERT, SERVER_KEY, openssl_ciphers
@@ -113,12 +117,38 @@ class EnvoyRenderer(Renderer):
     )
     health_checks = "active + passive"
 
+    parity = Parity(
+        cores="`--concurrency` = cores (one worker thread per core, Envoy's default)",
+        pools="circuit breakers raised to 1,000,000 (connections, pending, requests): "
+        "connections unlimited",
+        keepalive="`common_http_protocol_options.idle_timeout: 60s` to clients and to the "
+        "backend (default 1 h); no request limit",
+        timeouts="`connect_timeout: 10s`, route `timeout: 300s`, `stream_idle_timeout: 300s`",
+        bodies="streamed (no buffer filter)",
+        logs="no access log; `stats_matcher: reject_all` (no statistics kept); admin on "
+        "loopback only",
+        routes="one route per operation (RE2 regex and `:method`), first match wins",
+        pages=(
+            VendorPage(
+                "Configuring Envoy as an edge proxy",
+                "https://www.envoyproxy.io/docs/envoy/latest/configuration/best_practices/edge",
+            ),
+            VendorPage(
+                "Command line options: --concurrency",
+                "https://www.envoyproxy.io/docs/envoy/latest/operations/cli#cmdoption-concurrency",
+            ),
+        ),
+    )
+
     def apply_policies(
         self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
     ) -> dict[str, str]:
         from gatebench.core.renderers._envoy_policies import apply_envoy_policies
 
         return apply_envoy_policies(files, api, policies)
+
+    def cpu_setting(self, target: RenderTarget) -> str:
+        return f"--concurrency {target.workers}"
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
         bootstrap = self._bootstrap(api, target)
@@ -190,6 +220,14 @@ class EnvoyRenderer(Renderer):
             "type": "STATIC" if _is_ip(target.backend_host) else "STRICT_DNS",
             "dns_lookup_family": "V4_ONLY",
             "connect_timeout": "10s",
+            # HTTP/1.1 to the backend; an idle connection closes after 60 s (default 1 h).
+            "typed_extension_protocol_options": {
+                UPSTREAM_OPTIONS: {
+                    "@type": f"type.googleapis.com/{UPSTREAM_OPTIONS}",
+                    "common_http_protocol_options": {"idle_timeout": f"{IDLE_TIMEOUT_S}s"},
+                    "explicit_http_config": {"http_protocol_options": {}},
+                }
+            },
             "circuit_breakers": {
                 "thresholds": [
                     {
@@ -236,6 +274,8 @@ class EnvoyRenderer(Renderer):
             "merge_slashes": False,
             "path_with_escaped_slashes_action": "KEEP_UNCHANGED",
             "stream_idle_timeout": "300s",
+            # A client's idle connection closes after 60 s (default 1 h), like every gateway's.
+            "common_http_protocol_options": {"idle_timeout": f"{IDLE_TIMEOUT_S}s"},
             "route_config": {
                 "name": "gatebench",
                 "virtual_hosts": [{"name": "all", "domains": ["*"], "routes": envoy_routes}],
@@ -249,7 +289,8 @@ class EnvoyRenderer(Renderer):
                 }
             ],
         }
-        bootstrap: dict[str, Any] = {}
+        # No statistics: nothing reads them, and each would be counted on every request.
+        bootstrap: dict[str, Any] = {"stats_config": {"stats_matcher": {"reject_all": True}}}
         if target.admin_port is not None:
             bootstrap["admin"] = {
                 "address": {

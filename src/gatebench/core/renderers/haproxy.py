@@ -6,13 +6,16 @@ Mapping rules (tests/golden/haproxy/README.md says the same in prose):
   ``{ method M }`` and ``{ path_reg '...' }``, in priority order, skipped once a route is set.
   ``path`` is the raw path without the query string, so matching sees what the client sent.
 - No route → ``http-request return status 404``; otherwise the default backend, one server,
-  connections reused (``http-reuse safe`` is HAProxy's default, ``option http-keep-alive``).
+  connections reused (``http-reuse always``: HAProxy's default, ``safe``, opens a new backend
+  connection for the first request of every client connection, so a client that connects per
+  request never reuses one; ``option http-keep-alive``), idle ones purged after 60 s at the
+  earliest (``pool-purge-delay``).
 - Regexes are single-quoted (HAProxy does no escape processing inside single quotes) and made
   only of letters, digits, ``\\xHH`` escapes and regex syntax, so no spec string can end
   the quote, add a rule or start a comment.
 - Headers, ``Host`` included, and bodies pass unchanged; no ``X-Forwarded-For`` is added.
-- ``maxconn 4000`` (this machine's hard limit on file descriptors is 20000), ``nbthread`` from
-  the target's ``workers``; the pid file lives in the workdir.
+- ``maxconn 4000`` (this machine's hard limit on file descriptors is 20000), ``nbthread`` =
+  the target's cores; the pid file lives in the workdir; no ``log`` line, so no access log.
 - TLS (``target.tls``): ``bind ... ssl crt`` with the run's chain and key in one PEM,
   ``ssl-min-ver TLSv1.2``, ``gatebench.core.tls``'s TLS 1.2 ciphers, ALPN ``h2,http/1.1`` or
   ``http/1.1``; resumption off is ``no-tls-tickets`` plus ``tune.ssl.cachesize 0``.
@@ -36,6 +39,7 @@ from gatebench.core.renderers._deployment import (
     HEALTH_TIMEOUT_S,
     PASSIVE_FAILS,
 )
+from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, MAX_CONNECTIONS, Parity, VendorPage
 from gatebench.core.renderers._routes import identifier
 from gatebench.core.tls import SERVER_PEM, openssl_ciphers
 
@@ -92,12 +96,38 @@ class HaproxyRenderer(Renderer):
     )
     health_checks = "active + passive"
 
+    parity = Parity(
+        cores="`nbthread` = cores (one thread per core, HAProxy's default when it sees them)",
+        pools="backend connections unlimited (no `maxconn` per server, `pool-max-conn` -1); "
+        "`maxconn 4000` clients",
+        keepalive="`timeout http-keep-alive 60s`, no request limit; `http-reuse always` "
+        "(the default, `safe`, dials per client connection's first request); idle backend "
+        "connections purged after `pool-purge-delay 60s` at the earliest",
+        timeouts="`timeout connect 10s`, `timeout server 300s`",
+        bodies="streamed (HTTP mode never buffers a whole body)",
+        logs="no `log` line: no access log; no stats socket (except for live changes)",
+        routes="one `http-request set-var` rule per route (method and `path_reg`), in order",
+        pages=(
+            VendorPage(
+                "HAProxy 2.6 Configuration Manual",
+                "https://docs.haproxy.org/2.6/configuration.html",
+            ),
+            VendorPage(
+                "HAProxy 2.6 Management Guide",
+                "https://docs.haproxy.org/2.6/management.html",
+            ),
+        ),
+    )
+
     def apply_policies(
         self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
     ) -> dict[str, str]:
         from gatebench.core.renderers._haproxy_policies import apply_haproxy_policies
 
         return apply_haproxy_policies(files, api, target, policies)
+
+    def cpu_setting(self, target: RenderTarget) -> str:
+        return f"nbthread {target.workers}"
 
     def render_live(self, api: Api, target: RenderTarget) -> dict[str, str]:
         """Master-worker mode, and a stats socket in the workdir that hands the listening
@@ -131,7 +161,7 @@ class HaproxyRenderer(Renderer):
 # HAProxy {self.gateway_version} configuration rendered by gatebench: {len(routes)} route(s).
 # Generated file; re-render instead of editing.
 global
-    maxconn 4000
+    maxconn {MAX_CONNECTIONS}
     nbthread {target.workers}
     pidfile {target.path("haproxy.pid")}
     tune.bufsize 65536
@@ -143,8 +173,13 @@ defaults
     timeout client 300s
     timeout server 300s
     timeout http-request 30s
-    timeout http-keep-alive 60s
+    timeout http-keep-alive {IDLE_TIMEOUT_S}s
     option http-keep-alive
+    # Reuse any idle backend connection, also for a client connection's first request
+    # (the default, safe, dials anew for each client that opens a connection per request).
+    http-reuse always
+    # Idle backend connections are purged no sooner than the others keep theirs.
+    default-server pool-purge-delay {IDLE_TIMEOUT_S}s
 
 frontend gatebench
     bind {target.listen_address}{_bind_tls(target)}

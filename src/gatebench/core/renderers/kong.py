@@ -50,6 +50,7 @@ from gatebench.core.renderers._deployment import (
     PASSIVE_FAILS,
 )
 from gatebench.core.renderers._kong_policies import route_plugins
+from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, KEEPALIVE_REQUESTS, Parity, VendorPage
 from gatebench.core.renderers._routes import identifier, named_group_pcre, shared_param_names
 from gatebench.core.renderers._yaml_out import dump_yaml
 from gatebench.core.tls import SERVER_CERT, SERVER_KEY, openssl_ciphers
@@ -94,6 +95,30 @@ class KongRenderer(Renderer):
         "(only tickets can be switched off)"
     }
     health_checks = "active + passive"
+
+    parity = Parity(
+        cores="`nginx_worker_processes` = cores (Kong's default, `auto`, is one per core)",
+        pools="`upstream_keepalive_pool_size` = concurrency (default 512)",
+        keepalive="`nginx_http_keepalive_timeout 60s`, `nginx_http_keepalive_requests 100000`; "
+        "`upstream_keepalive_idle_timeout 60`, `upstream_keepalive_max_requests 100000`",
+        timeouts="service `connect_timeout 10000`, `read_timeout`/`write_timeout 300000`",
+        bodies="`request_buffering: false` (streamed), `nginx_http_client_max_body_size 0`",
+        logs="`proxy_access_log off`, `anonymous_reports off`; no plugin but the plan's",
+        routes="one regex route per operation, Kong's own router (`traditional_compatible`)",
+        pages=(
+            VendorPage(
+                "Kong Gateway configuration reference",
+                "https://docs.konghq.com/gateway/3.9.x/reference/configuration/",
+            ),
+            VendorPage(
+                "Kong Gateway performance testing",
+                "https://docs.konghq.com/gateway/latest/production/performance/performance-testing/",
+            ),
+        ),
+    )
+
+    def cpu_setting(self, target: RenderTarget) -> str:
+        return f"nginx_worker_processes = {target.workers}"
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
         self.refuse_missing_deployment(target)
@@ -173,8 +198,11 @@ nginx_worker_processes = {target.workers}
 nginx_http_client_max_body_size = 0
 nginx_http_underscores_in_headers = on
 nginx_http_large_client_header_buffers = 8 64k
-upstream_keepalive_pool_size = 512
-upstream_keepalive_max_requests = 100000
+nginx_http_keepalive_timeout = {IDLE_TIMEOUT_S}s
+nginx_http_keepalive_requests = {KEEPALIVE_REQUESTS}
+upstream_keepalive_pool_size = {target.concurrency}
+upstream_keepalive_max_requests = {KEEPALIVE_REQUESTS}
+upstream_keepalive_idle_timeout = {IDLE_TIMEOUT_S}
 anonymous_reports = off
 proxy_access_log = off
 proxy_error_log = {target.path("kong", "logs", "error.log")}

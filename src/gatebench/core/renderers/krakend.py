@@ -59,6 +59,7 @@ from gatebench.core.ir import Api
 from gatebench.core.policies import PolicySet
 from gatebench.core.renderers._base import Renderer, RenderTarget, as_files
 from gatebench.core.renderers._json_out import dump_json
+from gatebench.core.renderers._parity import CONNECT_TIMEOUT_S, IDLE_TIMEOUT_S, Parity, VendorPage
 from gatebench.core.renderers._routes import (
     Route,
     encode_literal,
@@ -127,6 +128,34 @@ class KrakendRenderer(Renderer):
     supported_policies: ClassVar[frozenset[str]] = frozenset(
         {"auth.jwt", "auth.jwt.jwks", "rate_limit.address", "rate_limit.header"}
     )
+
+    parity = Parity(
+        cores="`GOMAXPROCS` = cores",
+        pools="`max_idle_connections_per_host` = concurrency (default 250), "
+        "`max_idle_connections` 0 (no limit)",
+        keepalive="`idle_timeout 60s` to clients, `idle_connection_timeout 60s` to the "
+        "backend; no request limit",
+        timeouts="`dialer_timeout 10s`, `timeout 300s`",
+        bodies="streamed (`no-op` encoding)",
+        logs="`disable_access_log`; no telemetry configured; `USAGE_DISABLE=1` on both paths",
+        routes="one endpoint per operation in its router's radix tree (no route is tried in turn)",
+        pages=(
+            VendorPage(
+                "HTTP Server Settings",
+                "https://www.krakend.io/docs/service-settings/http-server-settings/",
+            ),
+            VendorPage(
+                "HTTP Global Client settings",
+                "https://www.krakend.io/docs/service-settings/http-transport-settings/",
+            ),
+        ),
+    )
+
+    def runtime_env(self, target: RenderTarget) -> dict[str, str]:
+        return {**super().runtime_env(target), "GOMAXPROCS": str(target.workers)}
+
+    def cpu_setting(self, target: RenderTarget) -> str:
+        return f"GOMAXPROCS={target.workers}"
 
     def boot_problems(self, log: str) -> list[str]:
         return [line for line in log.splitlines() if _LOG_PROBLEM.search(line)]
@@ -236,8 +265,11 @@ class KrakendRenderer(Renderer):
             "port": target.listen_port,
             "listen_ip": target.listen_host,
             "timeout": "300s",
-            "idle_timeout": "60s",
-            "max_idle_connections_per_host": 512,
+            "idle_timeout": f"{IDLE_TIMEOUT_S}s",
+            "dialer_timeout": f"{CONNECT_TIMEOUT_S}s",
+            "idle_connection_timeout": f"{IDLE_TIMEOUT_S}s",
+            "max_idle_connections": 0,
+            "max_idle_connections_per_host": target.concurrency,
             "disable_rest": False,
             "extra_config": {
                 "router": {

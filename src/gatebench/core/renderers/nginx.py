@@ -8,6 +8,10 @@ Mapping rules (tests/golden/nginx/README.md says the same in prose):
   the query string (``(?:\\?|$)``).
 - No match → ``return 404``. A match → ``proxy_pass`` without a URI part, which sends the
   original request target unchanged, to an ``upstream`` with keep-alive connections.
+- A fair fight (docs/gateways.md, the parity table): ``worker_processes`` = the target's
+  cores, the upstream keeps up to the target's concurrency idle connections per worker,
+  idle connections (client and upstream) close after 60 s, 100,000 requests per connection,
+  no access log.
 - Headers pass unchanged (``underscores_in_headers on``, ``ignore_invalid_headers off``,
   ``Host`` preserved); bodies of any size stream (``client_max_body_size 0``,
   ``proxy_request_buffering off``).
@@ -30,6 +34,7 @@ from gatebench.core.ir import Api
 from gatebench.core.policies import PolicySet
 from gatebench.core.renderers._base import LiveChange, Renderer, RenderTarget, as_files
 from gatebench.core.renderers._deployment import PASSIVE_FAILS, PASSIVE_WINDOW_S
+from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, KEEPALIVE_REQUESTS, Parity, VendorPage
 from gatebench.core.renderers._routes import identifier, unsupported
 from gatebench.core.tls import PROTOCOLS, SERVER_CERT, SERVER_KEY, openssl_ciphers
 
@@ -91,12 +96,39 @@ class NginxRenderer(Renderer):
     )
     health_checks = "passive"
 
+    parity = Parity(
+        cores="`worker_processes` = cores (one event-loop process per core)",
+        pools="upstream `keepalive` = concurrency idle connections per worker; "
+        "`worker_connections` ≥ 2 × concurrency",
+        keepalive="`keepalive_timeout 60s`, `keepalive_requests 100000` to clients and to "
+        "the upstream (its `keepalive_timeout 60s`)",
+        timeouts="`proxy_connect_timeout 10s`, `proxy_read_timeout`/`proxy_send_timeout 300s`",
+        bodies="`client_max_body_size 0`, `proxy_request_buffering off` (streamed)",
+        logs="`access_log off`, errors at `warn`; no status module",
+        routes="one regex `map` on method and raw URI, tried in order (nginx's regex "
+        "locations would see the decoded URI)",
+        pages=(
+            VendorPage("Tuning NGINX for Performance", "https://www.nginx.com/blog/tuning-nginx/"),
+            VendorPage(
+                "ngx_core_module: worker_processes",
+                "https://nginx.org/en/docs/ngx_core_module.html#worker_processes",
+            ),
+            VendorPage(
+                "ngx_http_upstream_module: keepalive",
+                "https://nginx.org/en/docs/http/ngx_http_upstream_module.html#keepalive",
+            ),
+        ),
+    )
+
     def apply_policies(
         self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
     ) -> dict[str, str]:
         from gatebench.core.renderers._nginx_policies import apply_nginx_policies
 
         return apply_nginx_policies(files, api, target, policies)
+
+    def cpu_setting(self, target: RenderTarget) -> str:
+        return f"worker_processes {target.workers}"
 
     def prepare(self, workdir: Path) -> None:
         for sub in ("logs", "tmp"):
@@ -130,7 +162,7 @@ pid {w("nginx.pid")};
 error_log {w("logs", "error.log")} warn;
 
 events {{
-    worker_connections 4096;
+    worker_connections {_worker_connections(target)};
 }}
 
 http {{
@@ -149,12 +181,14 @@ http {{
     ignore_invalid_headers off;
     large_client_header_buffers 8 64k;
     merge_slashes off;
-    keepalive_requests 100000;
+    keepalive_timeout {IDLE_TIMEOUT_S}s;
+    keepalive_requests {KEEPALIVE_REQUESTS};
 
     upstream gatebench_backend {{
 {_servers(target)}
-        keepalive 64;
-        keepalive_requests 100000;
+        keepalive {target.concurrency};
+        keepalive_timeout {IDLE_TIMEOUT_S}s;
+        keepalive_requests {KEEPALIVE_REQUESTS};
     }}
 
     # Method and raw request target -> route; regex keys are tried in this order.
@@ -184,6 +218,12 @@ http {{
 }}
 """
         return as_files({"nginx.conf": text})
+
+
+def _worker_connections(target: RenderTarget) -> int:
+    """Each worker's connection limit: a proxied request holds two (client and backend), and
+    one worker may receive every client."""
+    return max(4096, 2 * target.concurrency + 64)
 
 
 def _servers(target: RenderTarget) -> str:

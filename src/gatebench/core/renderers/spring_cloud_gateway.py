@@ -44,11 +44,14 @@ from gatebench.core.ir import Api
 from gatebench.core.renderers._base import RenderTarget, as_files
 from gatebench.core.renderers._deployment import HEALTH_INTERVAL_S, HEALTH_PATH
 from gatebench.core.renderers._jvm import (
+    JIT_WARMUP,
     JvmRenderer,
     assert_inert,
     dump_yaml,
     empty_segment_problem,
+    java_command,
 )
+from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, Parity, VendorPage
 from gatebench.core.renderers._routes import identifier
 from gatebench.core.tls import SERVER_CERT, SERVER_KEY, TLS12_CIPHERS, TLS13_CIPHERS
 
@@ -73,6 +76,40 @@ class SpringCloudGatewayRenderer(JvmRenderer):
         "pool.least_conn": "Spring Cloud LoadBalancer balances round robin or at random only",
     }
     health_checks = "active"
+    # Reactor Netty's event loops: one per core given (its default is the processor count,
+    # at least 4, which only oversubscribes a small share).
+    run_command: ClassVar[tuple[str, ...] | None] = java_command(
+        "-Dreactor.netty.ioWorkerCount={workers}"
+    )
+
+    parity = Parity(
+        cores="`-XX:ActiveProcessorCount` = cores; Reactor Netty's `ioWorkerCount` = cores "
+        "(its default is the processor count, at least 4)",
+        pools="`httpclient.pool.type: elastic` (no limit), `max-idle-time 60s`",
+        keepalive="`server.netty.idle-timeout 60s`; no request limit",
+        timeouts="`httpclient.connect-timeout 10000`, `response-timeout 300s`",
+        bodies="streamed (no filter caches a body)",
+        logs="the gateway's `metrics` and `observability` off, Spring Boot's observations and "
+        "meters off; no access log",
+        routes="one route per operation (`Method` and a raw-path regex), tried in order",
+        pages=(
+            VendorPage(
+                "Spring Cloud Gateway: HTTP client and metrics configuration",
+                "https://docs.spring.io/spring-cloud-gateway/reference/spring-cloud-gateway-server-webflux/",
+            ),
+            VendorPage(
+                "Reactor Netty reference: event loop resources",
+                "https://projectreactor.io/docs/netty/release/reference/",
+            ),
+        ),
+        warmup=JIT_WARMUP,
+    )
+
+    def cpu_setting(self, target: RenderTarget) -> str:
+        return (
+            f"-XX:ActiveProcessorCount={target.workers}, reactor.netty.ioWorkerCount "
+            f"{target.workers}"
+        )
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
         self.refuse_missing_deployment(target)
@@ -109,8 +146,12 @@ class SpringCloudGatewayRenderer(JvmRenderer):
                 "response-timeout": "300s",
                 "max-initial-line-length": _HEADER_LIMIT,
                 "max-header-size": _HEADER_LIMIT,
-                "pool": {"type": "elastic", "max-idle-time": "30s"},
+                # Unbounded (elastic) keep-alive pool; an idle connection is kept 60 s.
+                "pool": {"type": "elastic", "max-idle-time": f"{IDLE_TIMEOUT_S}s"},
             },
+            # No per-request metrics or observations (the gateway's own filters).
+            "metrics": {"enabled": False},
+            "observability": {"enabled": False},
             "default-filters": ["PreserveHostHeader"],
             "routes": scg_routes,
         }
@@ -119,7 +160,22 @@ class SpringCloudGatewayRenderer(JvmRenderer):
                 "address": target.listen_host,
                 "port": target.listen_port,
                 "max-http-request-header-size": _HEADER_LIMIT,
-                "netty": {"max-initial-line-length": _HEADER_LIMIT},
+                "netty": {
+                    "max-initial-line-length": _HEADER_LIMIT,
+                    "idle-timeout": f"{IDLE_TIMEOUT_S}s",
+                },
+            },
+            # Nothing measured per request: Spring Boot's server and client observations and
+            # every meter off (the actuator stays for the refresh endpoint of live changes).
+            "management": {
+                "metrics": {"enable": {"all": False}},
+                "observations": {
+                    "enable": {
+                        "http.server.requests": False,
+                        "http.client.requests": False,
+                        "spring.cloud.gateway": False,
+                    }
+                },
             },
             "spring": {
                 "main": {"banner-mode": "off"},

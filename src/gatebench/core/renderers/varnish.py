@@ -2,8 +2,11 @@
 
 Mapping rules (tests/golden/varnish/README.md says the same in prose):
 
-- ``vcl_recv`` has one ``if (req.method == "M" && req.url ~ "regex") { return (pass); }``
-  per route in priority order; everything else is ``return (synth(404))``. ``req.url`` is
+- One ``if (req.method == "M" && req.url ~ "regex") { return (pass); }`` per route in
+  priority order, in subroutines of :data:`ROUTES_PER_SUB` routes (``gatebench_routes_N``)
+  that ``vcl_recv`` calls in turn (a ``return`` in one ends ``vcl_recv``); everything else
+  is ``return (synth(404))``. Varnish compiles VCL to C, and the C compiler's time grows
+  faster than linearly with one function's size: split, it grows linearly. ``req.url`` is
   the raw request target, so the regex ends at ``?`` or the end.
 - ``pass`` means nothing is cached: every request reaches the backend, bodies stream both
   ways, ``Host`` and every header are kept (Varnish adds ``X-Varnish``, ``Via`` and
@@ -13,7 +16,10 @@ Mapping rules (tests/golden/varnish/README.md says the same in prose):
   fixed upper-case names.
 - The listen address and the management port are on the command line (``-a``, ``-T``),
   filled from the target; the working folder (``-n``) is inside the workdir, ``-j none``
-  keeps the cache process under the caller's user (no jail), ``-s malloc,64m``.
+  keeps the cache process under the caller's user (no jail), ``-s malloc,64m``; a fair fight
+  (docs/gateways.md): ``thread_pools`` = the target's cores, ``thread_pool_min`` so that the
+  pools start with the target's concurrency, ``timeout_idle`` and ``backend_idle_timeout``
+  60 s.
 - No TLS: Varnish Cache terminates none (it needs a TLS proxy such as Hitch in front), so a
   TLS plan leaves it out with that reason.
 - Replicas (``target.replicas``): one ``backend rN`` per replica with a ``probe`` of
@@ -25,12 +31,19 @@ Mapping rules (tests/golden/varnish/README.md says the same in prose):
 
 from __future__ import annotations
 
+import math
 import os
 from typing import ClassVar
 
 from gatebench.core.ir import Api
 from gatebench.core.policies import PolicySet
-from gatebench.core.renderers._base import LiveChange, Renderer, RenderTarget, as_files
+from gatebench.core.renderers._base import (
+    DEFAULT_CONCURRENCY,
+    LiveChange,
+    Renderer,
+    RenderTarget,
+    as_files,
+)
 from gatebench.core.renderers._deployment import (
     HEALTH_FALL,
     HEALTH_INTERVAL_S,
@@ -38,7 +51,12 @@ from gatebench.core.renderers._deployment import (
     HEALTH_RISE,
     HEALTH_TIMEOUT_S,
 )
+from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, Parity, VendorPage
 from gatebench.core.renderers._routes import unsupported
+
+ROUTES_PER_SUB = 50
+"""Routes per VCL subroutine: the C compiler's time grows faster than linearly with the size
+of one function (1,000 routes in one ``vcl_recv``: 30 s of CPU; in subroutines of 50: 3.5 s)."""
 
 
 def _no_admin_unless_asked(argv: list[str] | None, target: RenderTarget | None) -> list[str] | None:
@@ -118,6 +136,28 @@ class VarnishRenderer(Renderer):
     }
     health_checks = "active"
 
+    parity = Parity(
+        cores="`thread_pools` = cores (Varnish: more pools than cores is detrimental)",
+        pools="`thread_pool_min` × pools ≥ concurrency (threads from the start); backend "
+        "connections unlimited (no `.max_connections`)",
+        keepalive="`timeout_idle 60` (default 5 s), `backend_idle_timeout 60`; no request limit",
+        timeouts="`.connect_timeout 10s`, `.first_byte_timeout` and `.between_bytes_timeout 300s`",
+        bodies="streamed (`pass`)",
+        logs="its shared-memory log and counters, always on (no setting turns them off); no "
+        "`varnishncsa`",
+        routes="one `if` per route, in subroutines of 50 (compile time linear in the routes)",
+        pages=(
+            VendorPage(
+                "Varnish 7.1: Performance",
+                "https://varnish-cache.org/docs/7.1/users-guide/performance.html",
+            ),
+            VendorPage(
+                "varnishd parameters (thread_pools, timeout_idle)",
+                "https://varnish-cache.org/docs/7.1/reference/varnishd.html#list-of-parameters",
+            ),
+        ),
+    )
+
     def apply_policies(
         self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
     ) -> dict[str, str]:
@@ -128,10 +168,15 @@ class VarnishRenderer(Renderer):
     def run_argv(
         self, workdir: str | os.PathLike[str], target: RenderTarget | None = None
     ) -> list[str] | None:
-        return _no_admin_unless_asked(super().run_argv(workdir, target), target)
+        argv = _no_admin_unless_asked(super().run_argv(workdir, target), target)
+        return None if argv is None else [*argv, *_parameters(target)]
 
     def cloud_argv(self, target: RenderTarget) -> list[str] | None:
-        return _no_admin_unless_asked(super().cloud_argv(target), target)
+        argv = _no_admin_unless_asked(super().cloud_argv(target), target)
+        return None if argv is None else [*argv, *_parameters(target)]
+
+    def cpu_setting(self, target: RenderTarget) -> str:
+        return f"thread_pools {target.workers}, thread_pool_min {_threads_per_pool(target)}"
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
         self.refuse_missing_deployment(target)
@@ -151,19 +196,57 @@ class VarnishRenderer(Renderer):
                 "        return (pass);\n"
                 "    }"
             )
+        groups = [rules[i : i + ROUTES_PER_SUB] for i in range(0, len(rules), ROUTES_PER_SUB)]
+        subs = "".join(
+            f"sub gatebench_routes_{n} {{\n" + "\n".join(group) + "\n}\n\n"
+            for n, group in enumerate(groups)
+        )
+        calls = "".join(f"    call gatebench_routes_{n};\n" for n in range(len(groups)))
         text = f"""\
 # Varnish {self.gateway_version} VCL rendered by gatebench: {len(routes)} route(s), pass-through.
 # Generated file; re-render instead of editing.
 vcl 4.1;
 
 {_backends(target)}
-sub vcl_recv {{{_pick(target)}
-    # Method and raw URL -> pass to the backend; first match wins.
-{chr(10).join(rules)}
-    return (synth(404, "Not Found"));
+# Method and raw URL -> pass to the backend; first match wins. The routes are checked in
+# subroutines of {ROUTES_PER_SUB}, so the C compiler's time grows linearly with the routes.
+{subs}sub vcl_recv {{{_pick(target)}
+{calls}    return (synth(404, "Not Found"));
 }}
 """
         return as_files({"default.vcl": text})
+
+
+def _threads_per_pool(target: RenderTarget | None) -> int:
+    """Worker threads each pool starts with: together at least the target's concurrency
+    (a request holds a thread), never below Varnish's default of 100."""
+    workers, concurrency = _share(target)
+    return max(100, math.ceil(concurrency / workers))
+
+
+def _share(target: RenderTarget | None) -> tuple[int, int]:
+    """The target's cores and concurrency (a command line asked for without a target: the
+    defaults)."""
+    if target is None:
+        return 1, DEFAULT_CONCURRENCY
+    return target.workers, target.concurrency
+
+
+def _parameters(target: RenderTarget | None) -> list[str]:
+    """The run-time parameters of a fair fight (docs/gateways.md): one thread pool per core
+    (Varnish's advice: more pools than cores is detrimental), enough threads for the
+    concurrency from the start, idle client connections closed after 60 s (default 5 s) and
+    idle backend connections kept 60 s."""
+    return [
+        "-p",
+        f"thread_pools={_share(target)[0]}",
+        "-p",
+        f"thread_pool_min={_threads_per_pool(target)}",
+        "-p",
+        f"timeout_idle={IDLE_TIMEOUT_S}",
+        "-p",
+        f"backend_idle_timeout={IDLE_TIMEOUT_S}",
+    ]
 
 
 def _backend(name: str, host: str, port: int, probe: str = "") -> str:

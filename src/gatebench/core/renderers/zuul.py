@@ -43,12 +43,18 @@ from urllib.parse import unquote
 from gatebench.core.errors import Problem
 from gatebench.core.ir import Api
 from gatebench.core.renderers._base import RenderTarget, as_files
-from gatebench.core.renderers._jvm import JvmRenderer, assert_inert, dump_yaml, empty_segment
+from gatebench.core.renderers._jvm import (
+    JIT_WARMUP,
+    JvmRenderer,
+    assert_inert,
+    dump_yaml,
+    empty_segment,
+)
+from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, Parity, VendorPage
 from gatebench.core.renderers._routes import Route, encode_literal, identifier, unsupported
 from gatebench.core.tls import SERVER_P12, STORE_PASSWORD, TLS12_CIPHERS, TLS13_CIPHERS
 
 _HEADER_LIMIT = "64KB"
-_BACKEND_CONNECTIONS = 400
 _URL_AFTER_SLASH = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*:/|url:)")
 
 
@@ -70,6 +76,19 @@ _NO_POOL = (
     "Zuul 1 balances only through Ribbon behind its RibbonRoutingFilter, which does not forward "
     "requests unchanged (it re-encodes the query, drops a GET's body, adds Accept-Encoding)"
 )
+
+
+_NO_METRICS = [
+    "org.springframework.boot.actuate.autoconfigure.metrics.web.servlet.WebMvcMetricsAutoConfiguration",
+    "org.springframework.boot.actuate.autoconfigure.metrics.web.tomcat.TomcatMetricsAutoConfiguration",
+]
+"""Spring Boot's per-request timer filter and Tomcat's meters, left out."""
+
+
+def _pool_size(target: RenderTarget) -> int:
+    """Tomcat's request threads and HttpClient's backend connections: the target's
+    concurrency, never below Zuul's and Tomcat's default of 200."""
+    return max(200, target.concurrency)
 
 
 def zuul_limitation(route: Route) -> str | None:
@@ -109,6 +128,31 @@ class ZuulRenderer(JvmRenderer):
     }
     health_checks = "none"
 
+    parity = Parity(
+        cores="`-XX:ActiveProcessorCount` = cores (Tomcat's NIO pollers and the JVM's "
+        "threads follow)",
+        pools="Tomcat `threads.max` and HttpClient `max-total-connections` / "
+        "`max-per-route-connections` = concurrency (at least 200)",
+        keepalive="Tomcat keep-alive 60 s, no request limit (Tomcat's default closes a "
+        "connection after 100); backend connections kept until the backend closes them",
+        timeouts="`connect-timeout-millis 10000`, `socket-timeout-millis 300000`",
+        bodies="streamed (multipart and form parsing off)",
+        logs="Spring Boot's request timer and Tomcat meters left out, every meter off; no "
+        "access log",
+        routes="Ant patterns, then one regex per operation in the application's filter",
+        pages=(
+            VendorPage(
+                "Spring Cloud Netflix: Router and Filter: Zuul",
+                "https://cloud.spring.io/spring-cloud-netflix/reference/html/#router-and-filter-zuul",
+            ),
+            VendorPage(
+                "Apache Tomcat 9: the HTTP connector",
+                "https://tomcat.apache.org/tomcat-9.0-doc/config/http.html",
+            ),
+        ),
+        warmup=JIT_WARMUP,
+    )
+
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
         self.refuse_missing_deployment(target)
         routes = self.routes(api)
@@ -147,9 +191,22 @@ class ZuulRenderer(JvmRenderer):
                 "address": target.listen_host,
                 "port": target.listen_port,
                 "max-http-header-size": _HEADER_LIMIT,
-                "tomcat": {"basedir": target.path("tomcat")},
+                "tomcat": {
+                    "basedir": target.path("tomcat"),
+                    # A request holds a Tomcat thread while Zuul forwards it.
+                    "threads": {"max": _pool_size(target)},
+                },
+            },
+            # Nothing measured per request: the actuator (which Zuul's starter brings, and the
+            # refresh endpoint of live changes needs) keeps no meter and times no request.
+            "management": {
+                "metrics": {
+                    "enable": {"all": False},
+                    "web": {"server": {"request": {"autotime": {"enabled": False}}}},
+                }
             },
             "spring": {
+                "autoconfigure": {"exclude": _NO_METRICS},
                 "main": {"banner-mode": "off"},
                 "servlet": {"multipart": {"enabled": False}},
                 "resources": {"add-mappings": False},
@@ -164,8 +221,8 @@ class ZuulRenderer(JvmRenderer):
                 "remove-semicolon-content": False,
                 "force-original-query-string-encoding": True,
                 "host": {
-                    "max-total-connections": _BACKEND_CONNECTIONS,
-                    "max-per-route-connections": _BACKEND_CONNECTIONS,
+                    "max-total-connections": _pool_size(target),
+                    "max-per-route-connections": _pool_size(target),
                     "connect-timeout-millis": 10000,
                     "socket-timeout-millis": 300000,
                 },
@@ -173,7 +230,16 @@ class ZuulRenderer(JvmRenderer):
                 "DebugFilter": {"pre": {"disable": True}},
                 "routes": zuul_routes,
             },
-            "gatebench": {"operations": operations},
+            # Tomcat's keep-alive (the application's connector customizer; Spring Boot 2.3
+            # has no property for them): 60 s idle, no request limit (Tomcat's default
+            # closes a connection after 100 requests).
+            "gatebench": {
+                "operations": operations,
+                "tomcat": {
+                    "keep-alive-timeout": f"{IDLE_TIMEOUT_S}s",
+                    "max-keep-alive-requests": -1,
+                },
+            },
         }
         if target.tls is not None:
             config["server"]["ssl"] = {

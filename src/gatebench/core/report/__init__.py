@@ -1,7 +1,11 @@
-"""Reports of a run: HTML (one self-contained file), Markdown, JSON and CSV (BigQuery rows).
+"""Reports of a run: HTML (one self-contained file), Markdown, JSON and CSV (BigQuery rows),
+and the dashboard's view of it (JSON its pages lay out).
 
-:func:`build_report` decides the content (pure); ``render_*`` lay it out;
-:func:`load_report` and :func:`score_run` are the edges that read (and write) the store.
+:func:`build_report` decides the content (pure), with its charts and tables defined once
+(``_charts``, ``_tables``); ``render_*`` and :func:`run_view` lay it out; :func:`load_report`
+and :func:`score_run` read (and write) a stored run through the store's port
+(``gatebench.core.model.ResultStore``). The capacity search's and the live runs' reports are
+their kinds' (``gatebench.kinds.capacity``, ``gatebench.kinds._live``).
 docs/results.md describes every format and the BigQuery schema.
 """
 
@@ -12,12 +16,13 @@ from collections.abc import Sequence
 from typing import Literal
 
 from gatebench.core.errors import StoreError
-from gatebench.core.model import RunRecord
+from gatebench.core.model import ResultStore, RunRecord
 from gatebench.core.report._build import (
     RESOLUTION_NOTE,
     Report,
     Trust,
     build_report,
+    json_safe,
     plan_scoring,
     resolve_scoring,
     traffic_source,
@@ -31,29 +36,8 @@ from gatebench.core.report._flat import (
 )
 from gatebench.core.report._html import render_html
 from gatebench.core.report._markdown import render_markdown
+from gatebench.core.report._view import VIEW_FORMAT, compare_view, run_summary, run_view, spec_name
 from gatebench.core.score import Profile
-from gatebench.kinds._live._report import (
-    CHANGE_KIND,
-    SCALE_KIND,
-    is_scale_run,
-    point_key,
-    render_scale_csv,
-    render_scale_html,
-    scale_bigquery_rows,
-    scale_document,
-    stored_scale_document,
-)
-from gatebench.kinds.capacity._report import (
-    CapacityReport,
-    build_capacity_report,
-    capacity_rows,
-    capacity_text,
-    render_capacity_csv,
-    render_capacity_html,
-    render_capacity_json,
-    render_capacity_markdown,
-)
-from gatebench.store import ResultStore
 
 Format = Literal["html", "json", "csv", "md"]
 FORMATS: tuple[Format, ...] = ("html", "json", "csv", "md")
@@ -72,19 +56,6 @@ def render(report: Report, fmt: Format) -> str:
         return render_csv(report)
     if fmt == "md":
         return render_markdown(report)
-    raise ValueError(f"unknown report format {fmt!r}; available: {', '.join(FORMATS)}")
-
-
-def render_capacity(report: CapacityReport, fmt: Format) -> str:
-    """A capacity run's report in one of :data:`FORMATS`."""
-    if fmt == "html":
-        return render_capacity_html(report)
-    if fmt == "json":
-        return render_capacity_json(report)
-    if fmt == "csv":
-        return render_capacity_csv(report)
-    if fmt == "md":
-        return render_capacity_markdown(report)
     raise ValueError(f"unknown report format {fmt!r}; available: {', '.join(FORMATS)}")
 
 
@@ -123,32 +94,6 @@ def load_report(
     return build_report(run, store.measurements(run.run_id), profile=profile, weights=weights)
 
 
-def is_capacity_run(run: RunRecord) -> bool:
-    """A capacity run's record holds its result, and says what it is from its first write
-    (``environment.run_kind``, gatebench.local.capacity_runner); a fixed-workload run's does neither."""
-    return run.capacity is not None or run.environment.get("run_kind") == "capacity"
-
-
-def load_capacity_report(store: ResultStore, run_id: str) -> CapacityReport:
-    """The report of a stored capacity run, its capacity thresholds evaluated."""
-    from gatebench.core.thresholds import thresholds_from_plan
-    from gatebench.kinds.capacity import CapacityResult, evaluate_capacity
-
-    run = find_run(store, run_id)
-    if not is_capacity_run(run):
-        raise StoreError(
-            f"run {run.run_id!r} is not a capacity run; `gatebench report {run.run_id}` "
-            "writes its report"
-        )
-    if run.capacity is None:  # still searching, or stopped before its result
-        status = "still searching" if not run.status.finished else f"{run.status}"
-        result = CapacityResult((), (), f"no result: the run is {status}", 0)
-    else:
-        result = CapacityResult.from_dict(run.capacity)
-    checks = evaluate_capacity(thresholds_from_plan(run.plan), result)
-    return build_capacity_report(run, result, thresholds=checks)
-
-
 def score_run(
     store: ResultStore,
     run_id: str,
@@ -165,45 +110,31 @@ def score_run(
 
 
 __all__ = [
-    "CHANGE_KIND",
     "FORMATS",
     "RESOLUTION_NOTE",
-    "SCALE_KIND",
-    "CapacityReport",
+    "VIEW_FORMAT",
     "Format",
     "Report",
     "Trust",
     "bigquery_schema",
-    "build_capacity_report",
     "build_report",
-    "capacity_rows",
-    "capacity_text",
     "column_names",
+    "compare_view",
     "find_run",
     "flat_rows",
-    "is_capacity_run",
-    "is_scale_run",
-    "load_capacity_report",
+    "json_safe",
     "load_report",
     "measurement_rows",
     "plan_scoring",
-    "point_key",
     "render",
-    "render_capacity",
-    "render_capacity_csv",
-    "render_capacity_html",
-    "render_capacity_json",
-    "render_capacity_markdown",
     "render_csv",
     "render_html",
     "render_json",
     "render_markdown",
-    "render_scale_csv",
-    "render_scale_html",
     "resolve_scoring",
-    "scale_bigquery_rows",
-    "scale_document",
+    "run_summary",
+    "run_view",
     "score_run",
-    "stored_scale_document",
+    "spec_name",
     "traffic_source",
 ]

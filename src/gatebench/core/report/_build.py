@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gatebench import __version__
+from gatebench.core._version import __version__
 from gatebench.core.aggregate import RankStability, RunSummary, summarize
 from gatebench.core.cost import CostError, CostEstimate, estimate_cost
 from gatebench.core.metrics import METRICS
@@ -172,7 +172,7 @@ class Report:
                 "ci95_high": c.difference.high,
                 "significant": c.difference.significant,
             }
-        data: dict[str, Any] = _json_safe(
+        data: dict[str, Any] = json_safe(
             {
                 "gatebench": __version__,
                 "generated_at": self.generated_at,
@@ -223,18 +223,18 @@ class Report:
             }
         )
         if self.cost is not None:
-            data["cost"] = _json_safe(self.cost.to_dict())
+            data["cost"] = json_safe(self.cost.to_dict())
         return data
 
 
-def _json_safe(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
     """NaN and infinities become None: JSON has no such numbers."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, Mapping):
-        return {str(k): _json_safe(v) for k, v in value.items()}
+        return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
+        return [json_safe(v) for v in value]
     return value
 
 
@@ -293,7 +293,7 @@ def build_report(
         summary=summary,
         profile=chosen,
         weights=tuple((m, w) for m, w in summary.scores.weights if chosen == "robust"),
-        verdict=tuple(verdict(summary)),
+        verdict=(*verdict(summary), *cpu_policy_sentence(run.environment)),
         cautions=tuple(cautions(run, summary, trust)),
         measurements=tuple(measurements),
         generated_at=now if now is not None else time.time(),
@@ -331,6 +331,25 @@ def traffic_source(run: RunRecord) -> str | None:
         f"replayed from {files} ({found.get('format', '?')}{span}): {requests:,} {what}, "
         f"{matched:,}{share} matched to the description's operations"
     )
+
+
+def cpu_policy_sentence(environment: Mapping[str, Any]) -> list[str]:
+    """The CPU policy the run ran under (``gatebench.core.fairness``), for the verdict: a result
+    is a gateway's only on a share stated and equal for every gateway."""
+    policy = environment.get("cpu_policy")
+    if not isinstance(policy, Mapping) or not policy.get("describe"):
+        return []
+    return [f'CPU policy: {policy["describe"]} (docs/gateways.md, "A fair fight").']
+
+
+def environment_value(key: str, value: Any) -> str:
+    """One environment entry as the report shows it: the CPU policy by its sentence, each
+    gateway's own setting for its cores on one line, anything else as recorded."""
+    if key == "cpu_policy" and isinstance(value, Mapping) and value.get("describe"):
+        return str(value["describe"])
+    if key == "gateway_cpu" and isinstance(value, Mapping):
+        return "; ".join(f"{g}: {v}" for g, v in sorted(value.items()))
+    return str(value)
 
 
 def verdict(summary: RunSummary) -> list[str]:

@@ -18,9 +18,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
-from gatebench import __version__
+from gatebench.core._version import __version__
 from gatebench.core.cost import describe_cost
 from gatebench.core.report._build import RESOLUTION_NOTE, Report, traffic_source
+from gatebench.core.report._charts import (
+    Chart,
+    colours_for,
+    score_chart,
+    throughput_chart,
+    workload_score_chart,
+)
 from gatebench.core.report._deployment import (
     FAULT_HEADER,
     HANDSHAKE_HEADER,
@@ -29,8 +36,8 @@ from gatebench.core.report._deployment import (
     handshake_intro,
     handshake_rows,
 )
-from gatebench.core.report._format import fmt_ci, fmt_number, fmt_score
-from gatebench.core.report._svg import Bar, Group, colours_for, hbar_chart
+from gatebench.core.report._format import fmt_number
+from gatebench.core.report._svg import hbar_chart
 from gatebench.core.report._tables import (
     Table,
     cost_table,
@@ -205,9 +212,13 @@ def render_html(report: Report) -> str:
         return colours.get(target, "#444444")
 
     sections = [
-        ("scores", "Global scores", _global_scores(report, colour_of)),
+        ("scores", "Global scores", _scores(report, colour_of)),
         ("workload-scores", "Score per workload", _workload_scores(report, colour_of)),
-        ("throughput", "Throughput per endpoint", _throughput(report, colour_of)),
+        (
+            "throughput",
+            "Throughput per endpoint",
+            _chart(throughput_chart(s), colour_of, "Nothing was measured yet."),
+        ),
         ("latency", "Latency and errors", _latency(report)),
         ("overhead", "Overhead against the baseline", _overhead(report)),
         ("costs", "What each target cost", _costs(report)),
@@ -262,102 +273,24 @@ def render_html(report: Report) -> str:
     )
 
 
-def _global_scores(report: Report, colour_of: Any) -> str:
-    s = report.summary
-    result = s.scores
-    if not result.gateways or not result.workloads:
-        return "<p>No gateway was scored yet.</p>"
-    bars = [
-        Bar(
-            g.target,
-            g.score,
-            fmt_score(g.score),
-            data={"target": g.target, "kind": "global-score"},
-        )
-        for g in result.gateways
-    ]
-    chart = hbar_chart(
-        [Group("All workloads", bars)],
-        chart_id="chart-global",
-        title="Global score per gateway (0–100)",
-        description="Mean of the workload scores of each gateway, "
-        + ", ".join(f"{b.label} {b.text}" for b in bars),
-        axis_label="score",
-        colour_of=colour_of,
-        max_value=100.0,
-    )
-    return chart + _model_table(score_table(report))
+def _chart(chart: Chart | None, colour_of: Any, empty: str, table: Table | None = None) -> str:
+    """A chart, its legend and the table beside it; ``empty`` when there is nothing to draw."""
+    if chart is None or not chart.groups:
+        return f"<p>{empty}</p>"
+    legend = f'<p class="legend">{_e(chart.legend)}</p>' if chart.legend else ""
+    return hbar_chart(chart, colour_of) + legend + (_model_table(table) if table else "")
+
+
+def _scores(report: Report, colour_of: Any) -> str:
+    chart = score_chart(report)
+    table = score_table(report) if chart else None
+    return _chart(chart, colour_of, "No gateway was scored yet.", table)
 
 
 def _workload_scores(report: Report, colour_of: Any) -> str:
-    s = report.summary
-    result = s.scores
-    if not result.workloads:
-        return "<p>No workload was scored yet.</p>"
-    groups = []
-    for w in result.workloads:
-        bars = []
-        for g in result.gateways:
-            e = g.endpoint(w)
-            text = "not measured" if e.missing else fmt_score(e.score)
-            if e.capped_from is not None:
-                text += f" (capped from {fmt_score(e.capped_from)}: errors)"
-            bars.append(
-                Bar(
-                    g.target,
-                    e.score,
-                    text,
-                    data={"target": g.target, "workload": w, "kind": "endpoint-score"},
-                )
-            )
-        groups.append(Group(w, bars))
-    chart = hbar_chart(
-        groups,
-        chart_id="chart-workload-scores",
-        title="Score per workload and gateway (0–100)",
-        description="For each workload, 100 × the mean of the metric scores of each gateway.",
-        axis_label="score",
-        colour_of=colour_of,
-        max_value=100.0,
-    )
-    return chart + _model_table(workload_score_table(report))
-
-
-def _throughput(report: Report, colour_of: Any) -> str:
-    s = report.summary
-    groups = [
-        Group(
-            w,
-            [
-                Bar(
-                    t,
-                    x.mean,
-                    fmt_ci("throughput", x.mean, x.ci_half_width) + " req/s",
-                    *x.ci_whiskers(),
-                    hatched=t == s.baseline,
-                    data={"target": t, "workload": w, "kind": "throughput"},
-                )
-                for t, x in samples
-            ],
-        )
-        for w, samples in s.by_workload("throughput")
-    ]
-    if not groups:
-        return "<p>Nothing was measured yet.</p>"
-    chart = hbar_chart(
-        groups,
-        chart_id="chart-throughput",
-        title="Mean throughput per endpoint (requests per second)",
-        description="Mean over the repetitions; whiskers show the 95 % confidence interval. "
-        "The striped bar is the baseline (no gateway).",
-        axis_label="req/s",
-        colour_of=colour_of,
-    )
-    legend = (
-        '<p class="legend">Bars: mean over the repetitions; whiskers: 95 % confidence interval '
-        "(none with a single repetition). Striped: the baseline, no gateway. (The paper's Fig. 3.)</p>"
-    )
-    return chart + legend
+    chart = workload_score_chart(report)
+    table = workload_score_table(report) if chart else None
+    return _chart(chart, colour_of, "No workload was scored yet.", table)
 
 
 def _latency(report: Report) -> str:

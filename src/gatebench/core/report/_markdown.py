@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gatebench.core.cost import describe_cost
-from gatebench.core.report._build import RESOLUTION_NOTE, Report, traffic_source
+from gatebench.core.report._build import RESOLUTION_NOTE, Report, environment_value, traffic_source
 from gatebench.core.report._deployment import (
     FAULT_HEADER,
     HANDSHAKE_HEADER,
@@ -151,7 +151,7 @@ def render_markdown(report: Report) -> str:
     for key, value in sorted(run.environment.items()):
         if key in TRUST_KEYS:
             continue  # in the trust section
-        out.append(f"- {key}: {value}")
+        out.append(f"- {key}: {environment_value(key, value)}")
     if report.cost is not None:
         out += ["", "## Estimated cost", "", "```", *describe_cost(report.cost), "```"]
     out += ["", RESOLUTION_NOTE, ""]

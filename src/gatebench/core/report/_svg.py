@@ -1,5 +1,5 @@
-"""Charts as inline SVG, written here: a report must open offline and fetch nothing, and a
-charting library would be hundreds of kilobytes for a few bar charts.
+"""The report's charts (``_charts``) as inline SVG, drawn here: a report must open offline and
+fetch nothing, and a charting library would be hundreds of kilobytes for a few bar charts.
 
 Two kinds of chart cover the reports: horizontal bars in groups (a group per workload, a
 bar per target), with an optional confidence-interval whisker; and, for a capacity run,
@@ -13,24 +13,10 @@ number as text, a ``<title>`` tooltip and ``data-*`` attributes; the chart has a
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from html import escape
 
-# Okabe & Ito's palette: distinguishable with the common colour-vision deficiencies.
-PALETTE = (
-    "#0072B2",
-    "#E69F00",
-    "#009E73",
-    "#CC79A7",
-    "#D55E00",
-    "#56B4E9",
-    "#7F6A00",
-    "#000000",
-    "#8C564B",
-    "#17BECF",
-)
-BASELINE_COLOUR = "#8a8a8a"
+from gatebench.core.report._charts import BASELINE_COLOUR, Chart, CurveChart, nice_step
 
 ROW = 20
 BAR = 13
@@ -39,47 +25,6 @@ AXIS = 24
 PLOT_WIDTH = 440
 VALUE_WIDTH = 170
 CHAR = 7.0
-
-
-@dataclass(frozen=True)
-class Bar:
-    label: str
-    value: float
-    text: str
-    """The number as printed beside the bar."""
-    low: float | None = None
-    high: float | None = None
-    hatched: bool = False
-    """Drawn with stripes (the baseline), so it differs by more than colour."""
-    data: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Group:
-    title: str
-    bars: Sequence[Bar]
-
-
-def colours_for(targets: Sequence[str], baseline: str | None) -> dict[str, str]:
-    """A stable colour per target: the report's target order picks from the palette."""
-    out: dict[str, str] = {}
-    for index, target in enumerate(t for t in targets if t != baseline):
-        out[target] = PALETTE[index % len(PALETTE)]
-    if baseline:
-        out[baseline] = BASELINE_COLOUR
-    return out
-
-
-def nice_step(span: float, ticks: int = 5) -> float:
-    """A round tick step (1, 2, 2.5 or 5 × 10^k) giving about ``ticks`` intervals."""
-    if span <= 0:
-        return 1.0
-    raw = span / ticks
-    power: float = 10.0 ** math.floor(math.log10(raw))
-    for m in (1, 2, 2.5, 5, 10):
-        if raw <= m * power:
-            return m * power
-    return 10 * power
 
 
 def _num(x: float) -> str:
@@ -93,24 +38,12 @@ def _tick_label(value: float, step: float) -> str:
     return f"{value:,.{decimals}f}"
 
 
-def hbar_chart(
-    groups: Sequence[Group],
-    *,
-    chart_id: str,
-    title: str,
-    description: str,
-    axis_label: str,
-    colour_of: Callable[[str], str],
-    max_value: float | None = None,
-) -> str:
-    """Grouped horizontal bars; returns one ``<svg>`` element."""
+def hbar_chart(chart: Chart, colour_of: Callable[[str], str]) -> str:
+    """Grouped horizontal bars; returns one ``<svg>`` element (``chart-ID``)."""
+    groups, max_value = chart.groups, chart.max
     labels = [b.label for g in groups for b in g.bars]
     label_width = min(240.0, max(70.0, 12 + CHAR * max((len(x) for x in labels), default=4)))
-    top = max(
-        [b.value for g in groups for b in g.bars]
-        + [b.high for g in groups for b in g.bars if b.high is not None]
-        + [0.0]
-    )
+    top = chart.top
     scale_max = max_value if max_value is not None else top
     step = nice_step(scale_max or 1.0)
     if max_value is None:
@@ -121,13 +54,14 @@ def hbar_chart(
     def x(value: float) -> float:
         return label_width + PLOT_WIDTH * max(0.0, min(value, scale_max)) / scale_max
 
+    chart_id = f"chart-{chart.id}"
     title_id, desc_id, hatch_id = f"{chart_id}-title", f"{chart_id}-desc", f"{chart_id}-hatch"
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" id="{escape(chart_id)}" '
         f'viewBox="0 0 {_num(width)} {_num(height)}" width="{_num(width)}" height="{_num(height)}" '
         f'role="img" aria-labelledby="{escape(title_id)} {escape(desc_id)}">',
-        f'<title id="{escape(title_id)}">{escape(title)}</title>',
-        f'<desc id="{escape(desc_id)}">{escape(description)}</desc>',
+        f'<title id="{escape(title_id)}">{escape(chart.title)}</title>',
+        f'<desc id="{escape(desc_id)}">{escape(chart.description)}</desc>',
         f'<defs><pattern id="{escape(hatch_id)}" width="6" height="6" '
         'patternUnits="userSpaceOnUse" patternTransform="rotate(45)">'
         f'<rect width="6" height="6" fill="{BASELINE_COLOUR}" opacity="0.35"/>'
@@ -145,7 +79,7 @@ def hbar_chart(
             f"{escape(_tick_label(tick, step))}</text>"
         )
         tick += step
-    out.append(f'<text class="axis-label" x="4" y="{AXIS - 8}">{escape(axis_label)}</text>')
+    out.append(f'<text class="axis-label" x="4" y="{AXIS - 8}">{escape(chart.axis)}</text>')
     y = float(AXIS)
     for group in groups:
         out.append(
@@ -154,8 +88,8 @@ def hbar_chart(
         y += GROUP_HEADER
         for bar in group.bars:
             mid = y + ROW / 2
-            fill = f"url(#{hatch_id})" if bar.hatched else colour_of(bar.label)
-            attrs = "".join(f' data-{escape(k)}="{escape(v)}"' for k, v in sorted(bar.data.items()))
+            fill = f"url(#{hatch_id})" if bar.baseline else colour_of(bar.label)
+            attrs = f' data-target="{escape(bar.label)}" data-workload="{escape(group.title)}"'
             bar_width = max(0.0, x(bar.value) - label_width)
             out.append(
                 f'<g class="bar-row"{attrs}>'
@@ -195,46 +129,18 @@ CURVE_TOP = 28
 CURVE_BOTTOM = 44
 
 
-@dataclass(frozen=True)
-class RatePoint:
-    rate: float
-    p50: float
-    p99: float
-    text: str
-    """The tooltip: rate, latencies, outcome."""
-    held: bool
-
-
-@dataclass(frozen=True)
-class CurveSeries:
-    """One target's probes, and its knee (a vertical line at the rate it carries)."""
-
-    label: str
-    points: Sequence[RatePoint]
-    knee: float | None = None
-    knee_text: str = ""
-
-
 def _decades(low: float, high: float) -> tuple[float, float]:
     lo = 10.0 ** math.floor(math.log10(max(low, 0.01)))
     hi = 10.0 ** math.ceil(math.log10(max(high, lo * 10)))
     return lo, max(hi, lo * 10)
 
 
-def curve_chart(
-    series: Sequence[CurveSeries],
-    *,
-    chart_id: str,
-    title: str,
-    description: str,
-    colour_of: Callable[[str], str],
-    objective_ms: float | None = None,
-    objective_text: str = "",
-) -> str:
+def curve_chart(chart: CurveChart, colour_of: Callable[[str], str]) -> str:
     """p50 (hollow squares, dashed line) and p99 (dots, solid line) latency against the
     offered rate, one colour per target, the latency axis logarithmic (a queue grows
     without bound past the knee); each target's knee a vertical line labelled with its name,
     the objective a horizontal one. A probe that broke the objective is drawn faded."""
+    series, objective_ms, objective_text = chart.series, chart.objective_ms, chart.objective_text
     points = [p for s in series for p in s.points]
     rates = [p.rate for p in points] + [s.knee for s in series if s.knee]
     top_rate = max(rates, default=1.0)
@@ -257,13 +163,14 @@ def curve_chart(
         f = (math.log10(v) - math.log10(y_lo)) / (math.log10(y_hi) - math.log10(y_lo))
         return CURVE_TOP + plot_h * (1.0 - f)
 
+    chart_id = f"chart-{chart.id}"
     title_id, desc_id = f"{chart_id}-title", f"{chart_id}-desc"
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart curve" id="{escape(chart_id)}" '
         f'viewBox="0 0 {CURVE_WIDTH} {_num(height)}" width="{CURVE_WIDTH}" '
         f'height="{_num(height)}" role="img" aria-labelledby="{escape(title_id)} {escape(desc_id)}">',
-        f'<title id="{escape(title_id)}">{escape(title)}</title>',
-        f'<desc id="{escape(desc_id)}">{escape(description)}</desc>',
+        f'<title id="{escape(title_id)}">{escape(chart.title)}</title>',
+        f'<desc id="{escape(desc_id)}">{escape(chart.description)}</desc>',
     ]
     bottom = CURVE_TOP + plot_h
     tick = 0.0

@@ -2,7 +2,7 @@
 sort keys, which value is best), for every view to lay out.
 
 The HTML report, the Markdown report and the dashboard's run page all render these same
-tables (``_html``, ``_markdown``, ``web._views``), so a column added here appears in each and
+tables (``_html``, ``_markdown``, ``_view``), so a column added here appears in each and
 they cannot drift apart again. A view decides only presentation: HTML and the dashboard show
 every column; the Markdown report, plain text meant to be read in a terminal or a pull
 request, leaves out the columns marked ``compact=False`` (details shown next to them in

@@ -1,8 +1,9 @@
 """Repetitions: which searches run next, in which order, and when to stop.
 
 Each repetition is a round: the targets in a freshly shuffled order (seeded), and for each
-target every endpoint still undecided, one search each, starting next to the knees its earlier
-repetitions found (:meth:`Campaign.start_rate`). After each round an endpoint is done
+target every endpoint still undecided, one search each, starting next to the knees the run
+already found: its own earlier repetitions', else the other targets' on the endpoint, else its
+own on the other endpoints (:meth:`Campaign.start`). After each round an endpoint is done
 when it has had its own ``repetitions``, or — after at least :data:`MIN_REPETITIONS_TO_STOP`
 rounds — when every pair of targets on it is ordered (``gatebench.kinds.capacity._summary``). The
 whole campaign stops when every endpoint is done, or when a search ran out of the time budget;
@@ -16,12 +17,13 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gatebench.core.plan import Capacity
 from gatebench.core.units import format_duration
 from gatebench.kinds.capacity._document import settings_dict, settings_from_dict
+from gatebench.kinds.capacity._metrics import ProbeMetrics, ProbeRequest
 from gatebench.kinds.capacity._scoring import TesterLimits
 from gatebench.kinds.capacity._search import Probe, SearchResult, search, start_rate_for
 from gatebench.kinds.capacity._summary import KneeSummary, all_decided, summarize, undecided_pairs
@@ -73,15 +75,38 @@ class Campaign:
         self.orders.append((self.rounds, tuple(order)))
         return [SearchKey(self.rounds, t, w) for t in order for w in open_workloads]
 
+    def start(self, key: SearchKey) -> tuple[float, bool]:
+        """Where this search starts, and whether it starts cold (nothing of the run to start
+        from: the controller then grows faster). Next to what the run already knows
+        (``start_rate_for``), the first of these that has a knee found:
+
+        1. the earlier repetitions of the same target on the same endpoint;
+        2. the other targets on the same endpoint (the baseline's knee, or a gateway's);
+        3. the same target on the other endpoints.
+
+        Else the plan's start rate, cold."""
+        settings = self.settings[key.workload]
+        for knees in (
+            self._knees(lambda t, w: t == key.target and w == key.workload),
+            self._knees(lambda t, w: t != key.target and w == key.workload),
+            self._knees(lambda t, w: t == key.target and w != key.workload),
+        ):
+            if knees:
+                return start_rate_for(settings, key.repetition, knees), False
+        return start_rate_for(settings, key.repetition), True
+
     def start_rate(self, key: SearchKey) -> float:
-        """Where this search starts: the plan's start rate first, then next to the knees the
-        earlier repetitions of the same target and endpoint found (``start_rate_for``)."""
-        earlier = [
+        """The first rate of :meth:`start`."""
+        return self.start(key)[0]
+
+    def _knees(self, which: Callable[[str, str], bool]) -> list[float]:
+        return [
             r.knee
-            for r in self.results.get((key.target, key.workload), [])
-            if r.complete and not r.bounded and r.knee is not None
+            for (target, workload), results in self.results.items()
+            if which(target, workload)
+            for r in results
+            if r.complete and not r.bounded and r.knee is not None and r.knee > 0
         ]
-        return start_rate_for(self.settings[key.workload], key.repetition, earlier)
 
     def record(self, key: SearchKey, result: SearchResult) -> None:
         self.results.setdefault((key.target, key.workload), []).append(result)
@@ -178,20 +203,25 @@ def drive(
     limits_for: Callable[[SearchKey], TesterLimits] = lambda key: TesterLimits(),
     clock: Callable[[], float] = time.monotonic,
     on_result: Callable[[SearchKey, SearchResult], None] | None = None,
+    first_warmup: Mapping[str, float] | None = None,
 ) -> Campaign:
     """Run the campaign to its end: every round's searches in order, each with the probe
     function ``probe_for`` gives for its target and endpoint, within the campaign's budget
-    (counted from now on ``clock``)."""
+    (counted from now on ``clock``). ``first_warmup``: target → the warm-up its first probe
+    needs at least (a JIT gateway's, ``Renderer.jit_warmup_s``: it has not served before)."""
     deadline = clock() + campaign.budget_s
+    jit_cold = dict(first_warmup or {})
     while keys := campaign.next_round():
         for key in keys:
             if campaign.stop is not None:
                 break
+            start, cold = campaign.start(key)
             result = search(
                 campaign.settings[key.workload],
-                probe_for(key),
+                _warming(probe_for(key), jit_cold, key.target),
                 limits=limits_for(key),
-                start_rate=campaign.start_rate(key),
+                start_rate=start,
+                cold=cold,
                 deadline=deadline,
                 clock=clock,
             )
@@ -200,6 +230,19 @@ def drive(
                 on_result(key, result)
         campaign.end_round()
     return campaign
+
+
+def _warming(probe: Probe, cold: dict[str, float], target: str) -> Probe:
+    """``probe``, whose first call for a still-cold ``target`` warms up at least as long as
+    ``cold`` says (then the target is warm)."""
+
+    def run(request: ProbeRequest) -> ProbeMetrics:
+        need = cold.pop(target, 0.0)
+        if need > request.warmup_s:
+            request = replace(request, warmup_s=need)
+        return probe(request)
+
+    return run
 
 
 def campaign_for(targets: Sequence[str], settings: Mapping[str, Capacity], seed: int) -> Campaign:

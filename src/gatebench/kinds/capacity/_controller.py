@@ -4,12 +4,25 @@ Like Nighthawk's exponential search (``source/adaptive_load``), it grows the rat
 objective breaks and then bisects between the last rate that held and the first that broke;
 unlike it, it also:
 
+* grows by ``growth²`` while it starts **cold** (no knee of this run to start from: its first
+  search of a target), by ``growth`` when it starts next to a rate the run already knows
+  (``gatebench.kinds.capacity.Campaign.start``);
+* **reads the overload**: a probe that broke the objective while the target completed clearly
+  fewer requests than were offered (its achieved rate under ``1 − 2 × precision`` of the
+  offered one) measured what the target can carry. The next probe goes just below that
+  (``achieved × (1 − precision / 2)``) and, when it holds, the one after just above it
+  (``× (1 + precision)``): two probes instead of the bisection's four or five, and the bracket
+  is still the plan's precision. A breach with latency alone (the target kept up, slowly)
+  says nothing of the kind, and bisection does the work;
 * **shrinks** when the very first rate already breaks the objective (divides by the growth
   factor until a rate holds, down to :data:`MIN_RATE`) instead of giving up;
 * bisects **geometrically** (the next rate is ``sqrt(low × high)``): rates scale, and the
   precision is relative (``high / low − 1``), so each step halves the bracket's ratio;
 * **confirms** the rate found with a longer run; a failed confirmation makes that rate the new
   upper end and the search goes on below it (at most :data:`MAX_CONFIRMATIONS` times);
+* never offers a rate the tester cannot (``cap``: the share of the engine's ceiling at which a
+  probe is tester-bound, gatebench.kinds.capacity._scoring rule 2): it probes just under it, and
+  when that holds the knee is at least it, the tester's limit;
 * stops at the plan's ``max_rate`` (the knee is then at least that: a lower bound), and on a
   ``tester-bound`` probe (the knee is at least the last rate that held: the tester's limit).
 
@@ -55,6 +68,11 @@ class StepController:
     start_rate: float | None = None
     """This search's first rate (the repetitions start at different points of the first
     growth step: gatebench.kinds.capacity.start_rate_for); the plan's start_rate when None."""
+    cold: bool | None = None
+    """Nothing of this run to start from: grow by growth² until the first breach. None: cold
+    when no start_rate is given."""
+    cap: float | None = None
+    """Rates at or above this are tester-bound (rule 2 of the scoring): never offered."""
     phase: Literal["grow", "shrink", "bisect", "confirm", "done"] = "grow"
     low: float | None = None
     """The highest rate that held (carried within the objective)."""
@@ -66,10 +84,30 @@ class StepController:
     confirmations: int = 0
     probes: int = 0
     note: str = ""
+    hint: float | None = None
+    """What an overloaded probe carried (its achieved rate), not yet used."""
+    hinted: bool = False
+    """The rate proposed was read from an overload (:attr:`hint`)."""
 
     def __post_init__(self) -> None:
         first = self.start_rate if self.start_rate is not None else self.settings.start_rate
-        self.rate = min(max(first, self.floor), self.settings.max_rate)
+        if self.cold is None:
+            self.cold = self.start_rate is None
+        self.rate = min(max(first, self.floor), self.top)
+
+    @property
+    def top(self) -> float:
+        """The highest rate the search may offer: the plan's max_rate, or just under the
+        tester's cap."""
+        if self.cap is None or self.cap > self.settings.max_rate:
+            return self.settings.max_rate
+        return math.floor(self.cap * 1000.0 - 1.0) / 1000.0
+
+    @property
+    def growth(self) -> float:
+        """The factor between growth probes: squared while cold."""
+        g = self.settings.growth
+        return g * g if self.cold else g
 
     @property
     def floor(self) -> float:
@@ -92,19 +130,23 @@ class StepController:
         duration = s.confirm if self.phase == "confirm" else s.probe
         return ProbeRequest(round(self.rate, 3), kind, s.warmup, duration)
 
-    def update(self, outcome: Outcome, why: str = "") -> None:
-        """The outcome of the probe :meth:`next_probe` proposed."""
+    def update(self, outcome: Outcome, why: str = "", *, achieved: float | None = None) -> None:
+        """The outcome of the probe :meth:`next_probe` proposed; ``achieved``: the rate the
+        target completed in it (read from an overload)."""
         if self.phase == "done":
             raise ValueError("the search is over")
         self.probes += 1
         s = self.settings
         rate = self.rate
+        step_up, self.hinted = self.hinted, False
         if outcome == "tester-bound":
             self._finish("tester-bound", why)
             return
         held = outcome == "within"
         if held:
             self.held.append(rate)
+        elif achieved is not None and achieved < rate * (1.0 - 2.0 * s.precision):
+            self.hint = achieved
         if self.phase == "confirm":
             if held:
                 self._finish("found")
@@ -129,10 +171,17 @@ class StepController:
         if self.phase == "grow":
             if held:
                 self.low = rate
-                if rate >= s.max_rate:
-                    self._finish("at-max", f"max_rate {s.max_rate:g}/s held")
+                if rate >= self.top:
+                    if self.top < s.max_rate:
+                        self._finish(
+                            "tester-bound",
+                            f"{rate:,.0f}/s held, just under the share of the engine's ceiling "
+                            "at which the tester is the limit",
+                        )
+                    else:
+                        self._finish("at-max", f"max_rate {s.max_rate:g}/s held")
                     return
-                self.rate = min(rate * s.growth, s.max_rate)
+                self.rate = min(rate * self.growth, self.top)
                 return
             self.high = rate
             if self.low is None:
@@ -143,7 +192,7 @@ class StepController:
         if self.phase == "shrink":
             if held:
                 self.low = rate
-                self._bisect_or_confirm()
+                self._bisect_or_confirm(step_up)
             else:
                 self.high = rate
                 self._shrink_from(rate)
@@ -153,18 +202,37 @@ class StepController:
             self.low = rate
         else:
             self.high = rate
-        self._bisect_or_confirm()
+        self._bisect_or_confirm(step_up and held)
+
+    def _from_hint(self, low: float, high: float) -> float | None:
+        """The rate just below what an overloaded probe carried, when it lies inside the
+        bracket (low, high) and is worth a probe; the hint is used once."""
+        hint, self.hint = self.hint, None
+        if hint is None:
+            return None
+        rate = hint * (1.0 - self.settings.precision / 2.0)
+        if low * (1.0 + self.settings.precision) < rate < high:
+            return rate
+        return None
 
     def _shrink_from(self, rate: float) -> None:
         if rate <= self.floor:
             self._finish("nothing", f"the objective broke even at {self.floor:g}/s")
             return
         self.phase = "shrink"
+        hinted = self._from_hint(self.floor / (1.0 + self.settings.precision), rate)
+        if hinted is not None:
+            self.rate, self.hinted = max(hinted, self.floor), True
+            return
         self.rate = max(rate / self.settings.growth, self.floor)
 
-    def _bisect_or_confirm(self) -> None:
+    def _bisect_or_confirm(self, step_up: bool = False) -> None:
+        """The next rate between low and high: the confirmation once they are within the
+        precision; just above low after a hinted rate held; the overload's hint; else the
+        geometric middle."""
         assert self.low is not None and self.high is not None
-        if self.high / self.low - 1.0 <= self.settings.precision:
+        p = self.settings.precision
+        if self.high / self.low - 1.0 <= p + 1e-9:
             if self.settings.confirm > 0:
                 self.phase = "confirm"
                 self.rate = self.low
@@ -172,6 +240,14 @@ class StepController:
                 self._finish("found")
             return
         self.phase = "bisect"
+        if step_up and self.low * (1.0 + p) < self.high:
+            self.hint = None
+            self.rate = self.low * (1.0 + p)
+            return
+        hinted = self._from_hint(self.low, self.high)
+        if hinted is not None:
+            self.rate, self.hinted = hinted, True
+            return
         self.rate = math.sqrt(self.low * self.high)
 
     def _finish(self, status: SearchStatus, note: str = "") -> None:

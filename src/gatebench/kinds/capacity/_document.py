@@ -26,6 +26,13 @@ from gatebench.core.workload import Control, Phase, Schedule, injection_json, re
 from gatebench.kinds.capacity._metrics import ProbeRequest
 
 MIN_WARMUP_S = 0.001
+PROBE_TIMEOUT_FACTOR = 20.0
+MIN_PROBE_TIMEOUT_S = 1.0
+"""A probe's requests time out after 20 times the objective's tightest latency bound (at least
+1 s; never later than the workload's own ``timeout``): a request that slow broke the objective
+beyond doubt, and an overloaded probe then ends a second or two after its schedule instead of
+a minute. It counts as an error, so a target whose 0.1 % slowest requests take that long
+breaks an objective of errors ≤ 0.1 % (docs/capacity.md, "One probe")."""
 WARMUP, MEASURED = 0, 1
 """The template's phases: the warm-up, then the measured window."""
 
@@ -50,7 +57,20 @@ def probe_template(
         Phase(MEASURED, target, workload, 1, True, base_url, placeholder),
     )
     only = replace(plan, workloads=tuple(w for w in plan.workloads if w.name == workload))
-    return render_workload(only, api, Schedule(phases, 0))
+    document = render_workload(only, api, Schedule(phases, 0))
+    settings = plan.capacity_settings().get(workload)
+    if settings is not None:
+        cap_ms = round(probe_timeout_s(settings.objective) * 1000)
+        for phase in document["phases"]:
+            request = phase["request"]
+            request["timeout_ms"] = min(int(request.get("timeout_ms", cap_ms)), cap_ms)
+    return document
+
+
+def probe_timeout_s(objective: Objective) -> float:
+    """A probe's request timeout (:data:`PROBE_TIMEOUT_FACTOR`)."""
+    tightest = min((limit for _, limit in objective.latency), default=50.0)
+    return max(MIN_PROBE_TIMEOUT_S, PROBE_TIMEOUT_FACTOR * tightest / 1000.0)
 
 
 def capacity_problems(plan: Plan) -> list[Problem]:

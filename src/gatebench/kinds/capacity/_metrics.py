@@ -76,6 +76,13 @@ class ProbeMetrics:
     """The engine's CPU, % of the cores it could use (the busiest tester's)."""
     connections: int
     testers: int = 1
+    served_rate: float | None = None
+    """What the target served per second since the warm-up began: the warm-up's arrivals and
+    the window's OK responses over the time from the warm-up's start to the window's last
+    response. A target offered more than it can carry serves its queue first come, first
+    served at its capacity from the warm-up on, so this is its capacity then (the window's
+    own rate undercounts it: the queue the warm-up built delays the window's responses).
+    None in records from before it was kept."""
     gateway_cpu_s: float | None = None
     gateway_rss_mb: float | None = None
     machine_busy_pct: float | None = None
@@ -90,6 +97,9 @@ class ProbeMetrics:
     """The CPU accounting's flags (``noisy``, ``tester-bound``: gatebench.core.measure.CpuUsage)."""
     errors: tuple[tuple[str, int], ...] = ()
     drop_reasons: tuple[tuple[str, int], ...] = field(default=())
+    shared_core: str | None = None
+    """Why the target may have shared a core with the load generator during the probe (the
+    run's layout, gatebench.core.pinning); None: the layout kept them apart."""
     started_ms: float | None = None
     """Epoch ms of the measured window's start and end (the gateway's CPU over it can be
     read afterwards from samples taken elsewhere: the cloud path's cgroup meter)."""
@@ -118,8 +128,23 @@ class ProbeMetrics:
         return cls(**{k: v for k, v in values.items() if k in cls.__dataclass_fields__})
 
 
+def _served(request: ProbeRequest, ok: int, window_s: float) -> float | None:
+    """:attr:`ProbeMetrics.served_rate`: the warm-up's arrivals and the window's OK responses
+    over the warm-up and the window's span (first start to last response)."""
+    if ok == 0 or window_s <= 0:
+        return None
+    return (request.rate * request.warmup_s + ok) / (
+        request.warmup_s + max(window_s, request.duration_s)
+    )
+
+
 def read_probe(
-    request: ProbeRequest, result: PhaseResult, schedule: ScheduleSample, *, late_ms: float
+    request: ProbeRequest,
+    result: PhaseResult,
+    schedule: ScheduleSample,
+    *,
+    late_ms: float,
+    shared_core: str | None = None,
 ) -> ProbeMetrics:
     """The metrics of a probe's measured phase (``result``: its requests; ``schedule``: how
     the engine kept it). Achieved rate is over the planned window: a target that answers
@@ -141,6 +166,7 @@ def read_probe(
         ko=s.ko,
         error_pct=s.error_pct,
         achieved_rate=s.ok / max(request.duration_s, s.duration_s) if s.requests else 0.0,
+        served_rate=_served(request, s.ok, s.duration_s),
         latency=_latencies(result.sample.latencies),
         from_send=_latencies(schedule.from_send_ms or result.sample.latencies),
         lag_p50_ms=nearest_rank(lags, 50),
@@ -160,6 +186,7 @@ def read_probe(
         cpu_flags=() if cpu is None else cpu.flags(),
         errors=s.errors[:10],
         drop_reasons=tuple(sorted(schedule.drop_reasons.items(), key=lambda kv: -kv[1]))[:5],
+        shared_core=shared_core,
         started_ms=result.start_ms,
         ended_ms=result.end_ms,
     )

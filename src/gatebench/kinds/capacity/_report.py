@@ -20,28 +20,32 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
-from gatebench import __version__
-from gatebench.core.model import RunRecord
-from gatebench.core.report._build import _json_safe, traffic_source
-from gatebench.core.report._flat import Row, _timestamp, column_names, rows_to_csv
-from gatebench.core.report._html import CSP, CSS, JS, _model_table
-from gatebench.core.report._markdown import _model_table as _md_model_table
-from gatebench.core.report._svg import (
+from gatebench.core._version import __version__
+from gatebench.core.errors import StoreError
+from gatebench.core.model import ResultStore, RunKind, RunRecord
+from gatebench.core.report import FORMATS, VIEW_FORMAT, Format, find_run, run_summary
+from gatebench.core.report._build import cpu_policy_sentence, json_safe, traffic_source
+from gatebench.core.report._charts import (
     Bar,
+    Chart,
+    CurveChart,
     CurveSeries,
     Group,
     RatePoint,
     colours_for,
-    curve_chart,
-    hbar_chart,
 )
+from gatebench.core.report._flat import Row, _timestamp, column_names, rows_to_csv
+from gatebench.core.report._html import CSP, CSS, JS, _model_table
+from gatebench.core.report._markdown import _model_table as _md_model_table
+from gatebench.core.report._svg import curve_chart, hbar_chart
 from gatebench.core.report._tables import Cell, Column, Table
-from gatebench.core.thresholds import ThresholdResult
+from gatebench.core.thresholds import ThresholdResult, thresholds_from_plan
 from gatebench.kinds.capacity import (
     BASELINE,
     CapacityResult,
     EndpointResult,
     KneeSummary,
+    evaluate_capacity,
     rate_text,
 )
 
@@ -67,7 +71,11 @@ class CapacityReport:
 
     @property
     def verdict(self) -> tuple[str, ...]:
-        return tuple(e.verdict for e in self.result.endpoints)
+        """Each endpoint's, then the CPU policy the run ran under."""
+        return (
+            *(e.verdict for e in self.result.endpoints),
+            *cpu_policy_sentence(self.run.environment),
+        )
 
     @property
     def targets(self) -> list[str]:
@@ -78,7 +86,7 @@ class CapacityReport:
         return sorted(seen, key=lambda t: (t == BASELINE, t))
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = _json_safe(
+        data: dict[str, Any] = json_safe(
             {
                 "gatebench": __version__,
                 "kind": "capacity",
@@ -114,13 +122,26 @@ def capacity_cautions(result: CapacityResult) -> list[str]:
                     f"{s.target} on {e.workload}: {s.label()}; the number is a lower bound, "
                     "not the target's knee."
                 )
+            if s.noisy:
+                out.append(
+                    f"{s.target} on {e.workload}: {s.label()}; neither figure is its knee: "
+                    "search it again on a quieter machine."
+                )
             if not s.knees:
                 out.append(f"{s.target} on {e.workload}: no search finished (no knee).")
-    noisy = sum(1 for c in result.curves if "noisy" in c.reasons)
+    noisy = sum(1 for c in result.curves if "noisy:" in c.reasons)
     if noisy:
         out.append(
             f"{noisy} of {len(result.curves)} probes ran while other processes used more than "
             "20 % of the machine (noisy): a breach there may be the neighbours'."
+        )
+    shared = [c for c in result.curves if "shared core:" in c.reasons]
+    if shared:
+        why = shared[0].reasons.split("shared core: ", 1)[1].split(";")[0]
+        out.append(
+            f"{len(shared)} of {len(result.curves)} probes ran with the target on a core the "
+            f"load generator could use too: {why}. Their knees are of the target beside its "
+            "generator."
         )
     return out
 
@@ -150,28 +171,64 @@ def _plain(value: float | None, digits: int = 0) -> str:
     return f"{value:,.{digits}f}"
 
 
+def best_gateway(endpoint: EndpointResult) -> str | None:
+    """The gateway that carries the most, when that is decided: a knee (not a lower bound,
+    not noisy) whose comparison with every other gateway is decided in its favour."""
+    gateways = [s for s in endpoint.summaries if s.target != BASELINE]
+    for s in gateways:
+        if s.bounded or s.noisy or s.estimate is None:
+            continue
+        against = [
+            c
+            for c in endpoint.comparisons
+            if s.target in (c.better, c.worse) and BASELINE not in (c.better, c.worse)
+        ]
+        if len(against) == len(gateways) - 1 and all(
+            c.better == s.target and c.decided for c in against
+        ):
+            return s.target
+    return None
+
+
+def knee_notes(endpoint: EndpointResult) -> list[tuple[str, str]]:
+    """(target, why) for every target whose searches stopped for a reason a reader needs
+    (bounded, unconfirmed, failed): printed under the knee table, not in it, so the table keeps
+    one line a row however long the reasons are."""
+    out = []
+    for s in endpoint.summaries:
+        why = [s.disagreement_text()] if s.noisy else []
+        why += list(s.notes)
+        if why:
+            out.append((s.target, "; ".join(why)))
+    return out
+
+
 def knee_table(endpoint: EndpointResult, index: int = 0) -> Table:
     """What each target carries on one endpoint: the knee with its interval, against the
-    baseline, per gateway CPU-second, the price of a million requests, the searches behind it."""
+    baseline, per gateway CPU-second, the price of a million requests, the searches behind it.
+    Why searches stopped short goes under it (:func:`knee_notes`; the dashboard reads it in the
+    legend)."""
+    notes = "".join(f" {target}: {why}." for target, why in knee_notes(endpoint))
     table = Table(
         f"capacity-{index}",
         f"{endpoint.workload}: capacity per target",
         [
             Column("target", False),
-            Column("carries within the objective", True),
-            Column("of the baseline", True),
-            Column("req per gateway CPU-s", True, compact=False),
-            Column("per million requests", True),
+            Column("carries", True),
+            Column("of baseline", True),
+            Column("req / gateway CPU-s", True, compact=False),
+            Column("$ / million req", True),
             Column("repetitions", True, compact=False),
             Column("probes", True, compact=False),
-            Column("notes", False, compact=False),
         ],
-        legend=f"Objective: {endpoint.objective}. Stopped: {endpoint.stop}.",
+        legend=(
+            f"Carries: the rate held within the objective ({endpoint.objective}). "
+            f"Stopped: {endpoint.stop}.{notes}"
+        ),
     )
     base = endpoint.summary(BASELINE)
     base_rate = base.estimate if base is not None else None
-    gateways = [s for s in endpoint.summaries if s.target != BASELINE and s.estimate]
-    top = max((s.estimate or 0.0 for s in gateways), default=None)
+    best = best_gateway(endpoint)
     for s in sorted(endpoint.summaries, key=lambda s: (s.target == BASELINE, -(s.estimate or 0))):
         share = (
             100.0 * s.estimate / base_rate
@@ -182,17 +239,12 @@ def knee_table(endpoint: EndpointResult, index: int = 0) -> Table:
         table.add(
             s.target,
             [
-                Cell(
-                    s.label(),
-                    s.estimate,
-                    best=s.target != BASELINE and top is not None and s.estimate == top,
-                ),
+                Cell(s.label(), s.estimate, best=s.target == best),
                 Cell("–" if share is None else f"{share:.0f} %", share),
                 Cell(_plain(s.req_per_cpu_s), s.req_per_cpu_s),
                 Cell("–" if price is None else f"${price:.4f}", price),
                 Cell(str(len(s.knees)), float(len(s.knees))),
                 Cell(str(s.probes), float(s.probes)),
-                Cell("; ".join(s.notes)),
             ],
             sort=s.target,
         )
@@ -263,32 +315,25 @@ def objective_line(objective: str) -> tuple[float | None, str]:
         return None, ""
 
 
-def _endpoint_html(report: CapacityReport, e: EndpointResult, colour_of: Any, index: int) -> str:
+def knee_chart(e: EndpointResult, index: int = 0) -> Chart:
+    """The rate each target carries on one endpoint, with its interval."""
     bars = []
     for s in sorted(e.summaries, key=lambda s: (s.target == BASELINE, s.target)):
-        value = s.estimate
-        if value is None:
-            continue
-        ci = s.interval
-        bars.append(
-            Bar(
-                label=s.target,
-                value=value,
-                text=s.label(),
-                low=None if ci is None else ci[0],
-                high=None if ci is None else ci[1],
-                hatched=s.target == BASELINE,
-                data={"target": s.target, "workload": e.workload},
-            )
-        )
-    knees = hbar_chart(
+        if s.estimate is not None:
+            low, high = s.interval or (None, None)
+            bars.append(Bar(s.target, s.estimate, s.label(), low, high, s.target == BASELINE))
+    return Chart(
+        f"knees-{index}",
+        f"Rate each target carries on {e.workload} within {e.objective}",
+        "Mean knee over the repetitions with its 95 % interval; ≥ marks a lower bound (the "
+        "tester's limit or the plan's max_rate).",
+        "req/s",
         [Group(e.workload, bars)],
-        chart_id=f"knees-{index}",
-        title=f"Rate each target carries on {e.workload} within {e.objective}",
-        description="Mean knee over the repetitions with its 95 % interval; ≥ marks a lower bound.",
-        axis_label="req/s",
-        colour_of=colour_of,
     )
+
+
+def curves_chart(result: CapacityResult, e: EndpointResult, index: int = 0) -> CurveChart:
+    """Every probe of one endpoint: latency against the offered rate, each target's knee."""
     objective_ms, objective_text = objective_line(e.objective)
     series = []
     for s in sorted(e.summaries, key=lambda s: (s.target == BASELINE, s.target)):
@@ -302,30 +347,36 @@ def _endpoint_html(report: CapacityReport, e: EndpointResult, colour_of: Any, in
                 f"{c.outcome}",
                 c.outcome == "within",
             )
-            for c in report.result.curves
+            for c in result.curves
             if c.target == s.target and c.workload == e.workload
         ]
-        series.append(CurveSeries(s.target, points, s.estimate, s.label()))
-    curves = curve_chart(
+        baseline = s.target == BASELINE
+        series.append(CurveSeries(s.target, points, s.estimate, s.label(), baseline))
+    return CurveChart(
+        f"curves-{index}",
+        f"{e.workload}: latency against offered rate",
+        "Every probe of every repetition: p99 (dots, solid line) and p50 (squares, dashed "
+        "line) against the rate offered, the latency axis logarithmic; the vertical lines are "
+        "the knees, the red line the objective. Faded probes broke the objective.",
         series,
-        chart_id=f"curves-{index}",
-        title=f"{e.workload}: latency against offered rate",
-        description=(
-            "Every probe of every repetition: p99 (dots, solid line) and p50 (squares, dashed "
-            "line) against the rate offered; the vertical lines are the knees, the red line the "
-            "objective. Faded probes broke the objective."
-        ),
-        colour_of=colour_of,
-        objective_ms=objective_ms,
-        objective_text=objective_text,
+        objective_ms,
+        objective_text,
+        e.workload,
     )
+
+
+def _endpoint_html(report: CapacityReport, e: EndpointResult, colour_of: Any, index: int) -> str:
     comparisons = _model_table(comparison_table(e, index)) if e.comparisons else ""
+    notes = "".join(
+        f"<li><strong>{_e(target)}</strong>: {_e(why)}</li>" for target, why in knee_notes(e)
+    )
     return (
         f'<h3>{_e(e.workload)}</h3><p class="verdict">{_e(e.verdict)}</p>'
         f'<p class="legend">Objective: {_e(e.objective)}. Stopped: {_e(e.stop)}.</p>'
         + _model_table(knee_table(e, index))
-        + knees
-        + curves
+        + (f'<ul class="notes" aria-label="Why searches stopped">{notes}</ul>' if notes else "")
+        + hbar_chart(knee_chart(e, index), colour_of)
+        + curve_chart(curves_chart(report.result, e, index), colour_of)
         + comparisons
     )
 
@@ -364,6 +415,7 @@ def render_capacity_html(report: CapacityReport) -> str:
     run = report.run
     traffic = traffic_source(run)
     workloads = f"<dt>workloads</dt><dd>{_e(traffic)}</dd>" if traffic else ""
+    cores = run.environment.get("cpus")
     method = (
         "<p>Each probe offers one constant arrival rate (an open model) for a warm-up and a "
         "measured window; the search grows the rate until the objective breaks, bisects to the "
@@ -387,12 +439,47 @@ def render_capacity_html(report: CapacityReport) -> str:
         f"{thresholds}"
         f'<section id="run"><h2>Run</h2><dl class="meta"><dt>repetitions</dt>'
         f"<dd>{result.repetitions}</dd><dt>stopped</dt><dd>{_e(result.stop)}</dd>"
-        f"<dt>target order</dt><dd>{_e(orders)}</dd>{price}{workloads}</dl></section>"
+        f"<dt>target order</dt><dd>{_e(orders)}</dd>"
+        + (f"<dt>cores</dt><dd>{_e(cores)}</dd>" if cores else "")
+        + f"{price}{workloads}</dl></section>"
         f'<section id="method"><h2>How to read this report</h2>{method}</section></main>'
         f"<footer>Generated by gatebench {_e(__version__)} on {_e(_when(report.generated_at))}. "
         f"{_e(CAPACITY_NOTE)}</footer>"
         f"<script>{JS}</script></body></html>\n"
     )
+
+
+def capacity_view(report: CapacityReport) -> dict[str, Any]:
+    """The dashboard's page of a capacity run (``gatebench-view/1``, as ``core.report``'s
+    run view): the verdict per endpoint, cautions, and each endpoint's knees, curves and
+    tables, the same as the HTML report's."""
+    result, colours = report.result, colours_for(report.targets, BASELINE)
+    charts: list[dict[str, Any]] = []
+    tables: list[dict[str, Any]] = []
+    for i, e in enumerate(result.endpoints):
+        charts += [knee_chart(e, i).to_dict(colours), curves_chart(result, e, i).to_dict(colours)]
+        tables.append(knee_table(e, i).to_dict())
+        if e.comparisons:
+            tables.append(comparison_table(e, i).to_dict())
+    return {
+        "format": VIEW_FORMAT,
+        "kind": "capacity",
+        "run": run_summary(report.run),
+        "title": report.title,
+        "verdict": list(report.verdict),
+        "cautions": list(report.cautions),
+        "resolution": CAPACITY_NOTE,
+        "measurements": len(result.curves),
+        "targets": report.targets,
+        "baseline": BASELINE if BASELINE in report.targets else None,
+        "colours": colours,
+        "stop": result.stop,
+        "charts": charts,
+        "tables": tables,
+        "thresholds": [
+            {"subject": r.subject, "passed": r.passed, "line": r.line()} for r in report.thresholds
+        ],
+    }
 
 
 # -- Markdown -------------------------------------------------------------------------------
@@ -410,6 +497,9 @@ def render_capacity_markdown(report: CapacityReport) -> str:
             "",
         ]
         lines += _md_model_table(knee_table(e, i))
+        notes = knee_notes(e)
+        if notes:
+            lines += [*(f"- {target}: {why}" for target, why in notes), ""]
         if e.comparisons:
             lines += _md_model_table(comparison_table(e, i))
     if report.cautions:
@@ -448,6 +538,7 @@ def capacity_text(report: CapacityReport) -> list[str]:
     for i, e in enumerate(report.result.endpoints):
         lines += ["", f"{e.workload} — objective {e.objective}"]
         lines += ["  " + line for line in text_table(knee_table(e, i))]
+        lines += [f"  {target}: {why}" for target, why in knee_notes(e)]
         lines.append(e.verdict)
     if report.cautions:
         lines.append("")
@@ -553,13 +644,52 @@ def render_capacity_junit(report: CapacityReport) -> str:
     return junit_xml(report.run, cases_of(list(report.thresholds)))
 
 
+def render_capacity(report: CapacityReport, fmt: Format) -> str:
+    """A capacity run's report in one of :data:`FORMATS`."""
+    if fmt == "html":
+        return render_capacity_html(report)
+    if fmt == "json":
+        return render_capacity_json(report)
+    if fmt == "csv":
+        return render_capacity_csv(report)
+    if fmt == "md":
+        return render_capacity_markdown(report)
+    raise ValueError(f"unknown report format {fmt!r}; available: {', '.join(FORMATS)}")
+
+
+def load_capacity_report(store: ResultStore, run_id: str) -> CapacityReport:
+    """The report of a stored capacity run, its capacity thresholds evaluated."""
+    run = find_run(store, run_id)
+    if run.kind != RunKind.CAPACITY:
+        raise StoreError(
+            f"run {run.run_id!r} is not a capacity run; `gatebench report {run.run_id}` "
+            "writes its report"
+        )
+    if run.capacity is None:  # still searching, or stopped before its result
+        status = "still searching" if not run.status.finished else f"{run.status}"
+        result = CapacityResult((), (), f"no result: the run is {status}", 0)
+    else:
+        result = CapacityResult.from_dict(run.capacity)
+    checks = evaluate_capacity(thresholds_from_plan(run.plan), result)
+    return build_capacity_report(run, result, thresholds=checks)
+
+
 __all__ = [
     "CAPACITY_NOTE",
     "CapacityReport",
+    "best_gateway",
     "build_capacity_report",
     "capacity_cautions",
     "capacity_rows",
     "capacity_text",
+    "capacity_view",
+    "comparison_table",
+    "curves_chart",
+    "knee_chart",
+    "knee_notes",
+    "knee_table",
+    "load_capacity_report",
+    "render_capacity",
     "render_capacity_csv",
     "render_capacity_html",
     "render_capacity_json",

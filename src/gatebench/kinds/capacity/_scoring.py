@@ -23,7 +23,8 @@ The order of the rules is the decision (docs/capacity.md, "Honest limits"):
 
 A probe during which other processes used more than ``gatebench.core.measure.NOISY_OTHERS_PCT`` of
 the machine says so in its reasons, whatever its outcome: on a shared machine a breach there
-may be the neighbours' (docs/capacity.md, "Limits on a 2-core machine").
+may be the neighbours' (docs/capacity.md, "Limits on a 2-core machine"); so does a probe whose
+target may have shared a core with the load generator (``ProbeMetrics.shared_core``).
 """
 
 from __future__ import annotations
@@ -137,9 +138,12 @@ def _engine_took_the_machine(m: ProbeMetrics) -> bool:
 
 
 def _noise(m: ProbeMetrics) -> tuple[str, ...]:
-    if m.others_cpu_pct is None or m.others_cpu_pct <= NOISY_OTHERS_PCT:
-        return ()
-    return (f"noisy: other processes used {m.others_cpu_pct:.0f} % of the machine",)
+    out = []
+    if m.others_cpu_pct is not None and m.others_cpu_pct > NOISY_OTHERS_PCT:
+        out.append(f"noisy: other processes used {m.others_cpu_pct:.0f} % of the machine")
+    if m.shared_core is not None:
+        out.append(f"shared core: {m.shared_core}")
+    return tuple(out)
 
 
 __all__ = [

@@ -134,7 +134,8 @@ CEILING_PRECISION = 0.10
 def ceiling_settings(settings: Capacity) -> Capacity:
     """The search for the engine's own ceiling on this machine (against the ceiling server,
     ``gatebench.local.ceiling``: nginx with a small static file, the fastest target there is): the
-    workload's objective and rates, a coarser precision and no confirmation: one search."""
+    workload's objective and rates, a coarser precision and no confirmation: one search, run
+    with ``search(..., ceiling=True)`` (the tester failing is what it looks for)."""
     return replace(
         settings,
         precision=max(settings.precision, CEILING_PRECISION),
@@ -159,14 +160,20 @@ def search(
     *,
     limits: TesterLimits | None = None,
     start_rate: float | None = None,
+    cold: bool | None = None,
     deadline: float | None = None,
     clock: Callable[[], float] = time.monotonic,
     on_probe: Callable[[ProbeOutcome], None] | None = None,
+    ceiling: bool = False,
 ) -> SearchResult:
-    """Search one target's knee. ``deadline`` (on ``clock``): a probe that would end after it
-    is not started, and the search ends with status ``budget``."""
-    controller = StepController(settings, start_rate)
+    """Search one target's knee. ``cold``: nothing of the run to start from (the controller
+    grows faster; default: when no ``start_rate`` is given). ``deadline`` (on ``clock``): a
+    probe that would end after it is not started, and the search ends with status ``budget``.
+    ``ceiling``: the search for the engine's own ceiling, where a tester-bound probe is a rate
+    the tester could not offer, to bisect below like a breach, not the end of the search."""
     limits = limits or TesterLimits()
+    cap = limits.ceiling_share * limits.ceiling if limits.ceiling else None
+    controller = StepController(settings, start_rate, cold=cold, cap=cap)
     outcomes: list[ProbeOutcome] = []
     started = clock()
     while (request := controller.next_probe()) is not None:
@@ -179,11 +186,18 @@ def search(
             controller.target_failed(str(exc))
             break
         verdict = score_probe(metrics, settings.objective, limits)
-        controller.update(verdict.outcome, "; ".join(verdict.reasons))
-        outcome = ProbeOutcome(request, metrics, verdict)
-        outcomes.append(outcome)
+        outcome = verdict.outcome
+        if ceiling and outcome == "tester-bound":
+            outcome = "breached"
+        controller.update(
+            outcome,
+            "; ".join(verdict.reasons),
+            achieved=metrics.served_rate or metrics.achieved_rate,
+        )
+        probed = ProbeOutcome(request, metrics, verdict)
+        outcomes.append(probed)
         if on_probe is not None:
-            on_probe(outcome)
+            on_probe(probed)
     assert controller.status is not None
     return SearchResult(
         status=controller.status,

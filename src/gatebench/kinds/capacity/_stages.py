@@ -21,19 +21,20 @@ three stages of its own::
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gatebench.core.errors import PlanError, RunError
+from gatebench.core.fairness import plan_concurrency
 from gatebench.core.model import RunStatus
-from gatebench.core.report import CapacityReport, build_capacity_report
+from gatebench.core.renderers import jit_warmups
 from gatebench.core.trust import TESTER_BOUND_SHARE
 from gatebench.kinds.capacity import (
+    BASELINE,
     Campaign,
     CapacityResult,
     ProbeMetrics,
@@ -49,17 +50,16 @@ from gatebench.kinds.capacity import (
     late_threshold_ms,
     rate_text,
 )
-from gatebench.kinds.fixed.load import target_groups
-from gatebench.local.engines.loadgen import LoadgenEngine
+from gatebench.kinds.capacity._machine import capacity_machine
+from gatebench.kinds.capacity._report import CapacityReport, build_capacity_report
 from gatebench.run._base import Stage
 from gatebench.run._journal import Progress
-from gatebench.run.stages.backend import Backend
+from gatebench.run.ports import Backend
 from gatebench.run.stages.parse import Parsed, check_secrets, signed_tokens
+from gatebench.run.stages.provision import target_groups
 from gatebench.run.stages.render import Rendered
 
 if TYPE_CHECKING:
-    from gatebench.local._netns import LoadHost
-    from gatebench.local.probing import Prober
     from gatebench.run._context import RunContext
 
 ENGINE = "loadgen"
@@ -76,7 +76,8 @@ class CapacityParse(Stage):
     gives = Parsed
 
     def check(self, ctx: RunContext) -> None:
-        LoadgenEngine().check()
+        machine = capacity_machine(ctx.machine)
+        machine.load_generator().check()
         unsupported = capacity_problems(ctx.plan)
         if unsupported:
             raise PlanError(unsupported)
@@ -85,9 +86,7 @@ class CapacityParse(Stage):
                 "every workload says capacity: false: nothing to search (docs/capacity.md)"
             )
         if ctx.options.testers > 1:
-            from gatebench.local._netns import namespaces_problem
-
-            problem = namespaces_problem()
+            problem = machine.namespaces_problem()
             if problem is not None:
                 raise RunError(
                     f"--testers {ctx.options.testers} runs each load generator in a network "
@@ -99,7 +98,12 @@ class CapacityParse(Stage):
 
         plan = ctx.resources.enter_context(signed_tokens(ctx.plan, ctx.outcome))
         check_secrets(plan)
-        return Parsed(plan, ENGINE, with_api_keys(plan.policies, os.environ))
+        return Parsed(
+            plan,
+            ENGINE,
+            with_api_keys(plan.policies, os.environ),
+            plan_concurrency(plan, capacity=True),
+        )
 
 
 @dataclass(frozen=True)
@@ -122,14 +126,14 @@ class CapacityLoad(Stage):
         ctx.ready()  # provision: the gateways start
         started = time.monotonic()
         try:
-            with _hosts(ctx) as hosts:
+            machine = capacity_machine(ctx.machine)
+            with machine.load_hosts(ctx.options.testers) as hosts:
                 return self._search(ctx, hosts)
         finally:
             ctx.outcome.load_s = time.monotonic() - started
 
-    def _search(self, ctx: RunContext, hosts: list[LoadHost]) -> Searched:
-        from gatebench.local.probing import Prober, measure_ceiling
-
+    def _search(self, ctx: RunContext, hosts: Sequence[object]) -> Searched:
+        machine = capacity_machine(ctx.machine)
         parsed, backend, rendered = ctx.get(Parsed), ctx.get(Backend), ctx.get(Rendered)
         plan, journal = parsed.plan, ctx.journal
         settings = plan.capacity_settings()
@@ -150,48 +154,51 @@ class CapacityLoad(Stage):
                 ceilings[workload] = None
                 continue
             journal.display(Progress(step="loading", message=f"engine ceiling · {workload}"))
-            ceiling, search = measure_ceiling(
+            ceiling, search = machine.measure_ceiling(
                 plan,
                 ctx.api,
                 workload,
                 s,
-                ctx.supervisor,
                 ctx.run_dir / "ceiling-search" / workload,
                 url=backend.ceiling_url,
                 hosts=hosts,
                 cpu_groups=ctx.cpu_groups,
             )
             ceilings[workload] = ceiling
-            _append(ctx, {"ceiling": workload, "rate": ceiling, "search": search.to_dict()})
+            ctx.journal.append(
+                SEARCHES, {"ceiling": workload, "rate": ceiling, "search": search.to_dict()}
+            )
         journal.environment(
-            engine=LoadgenEngine().version(),
+            engine=machine.load_generator().version(),
             capacity_ceiling=dict(ceilings),
             testers=ctx.options.testers,
         )
         groups = target_groups(ctx)
-        probers: dict[tuple[str, str], Prober] = {}
+        probers: dict[tuple[str, str], Callable[[ProbeRequest], ProbeMetrics]] = {}
 
         def probe_for(key: SearchKey) -> Callable[[ProbeRequest], ProbeMetrics]:
             found = probers.get((key.target, key.workload))
             if found is None:
                 s = settings[key.workload]
-                found = Prober(
+                found = machine.prober(
                     plan,
                     ctx.api,
                     key.workload,
                     key.target,
                     rendered.urls[key.target],
-                    ctx.supervisor,
                     ctx.run_dir / "probes" / key.workload / key.target,
                     late_threshold_ms(s.objective),
-                    engine=LoadgenEngine(connections=s.connections),
+                    connections=s.connections,
                     reset_url=backend.reset_url,
-                    reset_urls=backend.replicas.reset_urls[1:] if backend.replicas else (),
+                    reset_urls=backend.reset_urls[1:],
                     cpu_groups=ctx.cpu_groups,
                     target_groups=groups,
                     hosts=hosts,
                     seed=seed,
                     tick=_watch(ctx, key.target),
+                    shared_core=backend.layout.shared_with_engine(
+                        ("backend",) if key.target == BASELINE else ("gateway", "backend")
+                    ),
                 )
                 probers[(key.target, key.workload)] = found
             journal.display(
@@ -208,8 +215,8 @@ class CapacityLoad(Stage):
             )
 
         def on_result(key: SearchKey, result: SearchResult) -> None:
-            _append(
-                ctx,
+            ctx.journal.append(
+                SEARCHES,
                 {
                     "repetition": key.repetition,
                     "target": key.target,
@@ -226,7 +233,13 @@ class CapacityLoad(Stage):
                 )
             )
 
-        drive(campaign, probe_for, limits_for=limits_for, on_result=on_result)
+        drive(
+            campaign,
+            probe_for,
+            limits_for=limits_for,
+            on_result=on_result,
+            first_warmup=jit_warmups(targets),
+        )
         journal.environment(
             target_order=[list(o) for _, o in campaign.orders], capacity_stop=campaign.stop
         )
@@ -237,7 +250,9 @@ class _announcing:
     """A prober that shows each probe's rate before it runs, and stops a search whose
     gateway died."""
 
-    def __init__(self, ctx: RunContext, key: SearchKey, prober: Prober) -> None:
+    def __init__(
+        self, ctx: RunContext, key: SearchKey, prober: Callable[[ProbeRequest], ProbeMetrics]
+    ) -> None:
         self.ctx, self.key, self.prober = ctx, key, prober
 
     def __call__(self, request: ProbeRequest) -> ProbeMetrics:
@@ -270,24 +285,6 @@ def _alive(ctx: RunContext, target: str) -> None:
         if target not in ctx.record.target_errors:
             ctx.journal.target_failed(target, failure)
         raise TargetDown(failure.splitlines()[0])
-
-
-def _append(ctx: RunContext, entry: dict[str, object]) -> None:
-    with (ctx.run_dir / SEARCHES).open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(entry) + "\n")
-
-
-@contextlib.contextmanager
-def _hosts(ctx: RunContext) -> Iterator[list[LoadHost]]:
-    """``--testers N``: N network namespaces (gatebench.local._netns) for the whole load, removed
-    on every way out; one tester: none."""
-    if ctx.options.testers <= 1:
-        yield []
-        return
-    from gatebench.local._netns import LoadHostNetwork
-
-    with LoadHostNetwork(ctx.options.testers) as network:
-        yield list(network.hosts)
 
 
 class CapacityScore(Stage):

@@ -10,6 +10,14 @@ interval), a verdict in words, and the price of a million requests at the object
   ``gatebench.core.trust`` applies to tester-bound cells) is reported as ``≥ R``, with no interval;
   R is the smallest of its knees, the bounds and the knees found alike (a repetition that found
   a knee below another's bound says the target does not always carry that bound).
+* **Noisy**: a target whose repetitions disagree — a rate held in one repetition at least
+  :data:`NOISY_SPREAD` times a rate that failed in another (broke the objective, or the tester
+  could not offer it) — is reported with both figures and neither as its knee: no interval, no
+  bound, never ordered against another target. A shared machine did that, not the target
+  (docs/capacity.md, "Honest labels").
+* A bound says what set it: the plan's ``max_rate``, the tester (it dropped arrivals, fell
+  behind, ran out of its cores or reached its ceiling), or the shared machine (saturated, the
+  generator using more of it than the target), or other work on it (the probe was noisy).
 * **Comparisons** are of the ratio of geometric means, with Welch's interval on the logarithms
   of the knees: "A carries 38 % more than B, 95 % CI 29–47 %". The order of A and B is
   *decided* when that interval excludes 0 %. Against a lower bound ``≥ R`` the order is decided
@@ -28,6 +36,9 @@ from gatebench.core.plan import Objective
 from gatebench.kinds.capacity._search import SearchResult
 
 BASELINE = "baseline"
+NOISY_SPREAD = 2.0
+"""Repetitions disagree when one held a rate at least this many times one that failed in
+another: the interval of a few repetitions cannot describe a spread that wide."""
 
 
 def rate_text(value: float) -> str:
@@ -58,10 +69,40 @@ class KneeSummary:
     gateway_rss_mb: float | None = None
     searches: int = 0
     probes: int = 0
+    failed: tuple[tuple[int, float], ...] = ()
+    """(repetition, the lowest rate that failed in it: broke the objective or was
+    tester-bound), for the repetitions where one did."""
+
+    @property
+    def disagreement(self) -> tuple[tuple[int, float], tuple[int, float]] | None:
+        """((repetition, rate that failed), (another repetition, rate held)) when a rate held
+        in one repetition is at least :data:`NOISY_SPREAD` times one that failed in another."""
+        worst: tuple[tuple[int, float], tuple[int, float]] | None = None
+        for rep_f, broke in self.failed:
+            for rep_h, held in zip(self.repetitions, self.knees, strict=False):
+                wider = worst is None or held / broke > worst[1][1] / worst[0][1]
+                if rep_h != rep_f and held >= NOISY_SPREAD * broke and wider:
+                    worst = ((rep_f, broke), (rep_h, held))
+        return worst
+
+    @property
+    def noisy(self) -> bool:
+        return self.disagreement is not None
+
+    def disagreement_text(self) -> str:
+        """Why the target is noisy, in words ("" when it is not)."""
+        found = self.disagreement
+        if found is None:
+            return ""
+        (rep_f, broke), (rep_h, held) = found
+        return (
+            f"the repetitions disagree: the objective broke at {rate_text(broke)} in repetition "
+            f"{rep_f}, {rate_text(held)} held in repetition {rep_h}"
+        )
 
     @property
     def bounded(self) -> bool:
-        return bool(self.bounds) and 2 * len(self.bounds) >= len(self.knees)
+        return not self.noisy and bool(self.bounds) and 2 * len(self.bounds) >= len(self.knees)
 
     @property
     def bound(self) -> float | None:
@@ -70,7 +111,9 @@ class KneeSummary:
 
     @property
     def sample(self) -> Sample | None:
-        return Sample.of(list(self.knees)) if self.knees and not self.bounded else None
+        if not self.knees or self.bounded or self.noisy:
+            return None
+        return Sample.of(list(self.knees))
 
     @property
     def mean(self) -> float | None:
@@ -90,7 +133,12 @@ class KneeSummary:
         return self.bound if self.bounded else self.mean
 
     def label(self) -> str:
-        """``1,234/s (95 % CI 1,180–1,290)``, ``≥ 8,000/s (the tester's limit)``, ``–``."""
+        """``1,234/s (95 % CI 1,180–1,290)``, ``≥ 8,000/s (the tester's limit)``, ``noisy:
+        ...``, ``–``."""
+        found = self.disagreement
+        if found is not None:
+            (_, broke), (_, held) = found
+            return f"noisy: {rate_text(broke)} to {rate_text(held)}"
         if self.bounded:
             assert self.bound is not None
             return f"≥ {rate_text(self.bound)} ({self._bound_reason()})"
@@ -102,9 +150,14 @@ class KneeSummary:
         return f"{rate_text(self.mean)} (95 % CI {_plain(ci[0])}–{_plain(ci[1])})"
 
     def _bound_reason(self) -> str:
+        """What set the bound, from why the bounded searches stopped (their notes)."""
         text = " ".join(self.notes)
         if "max_rate" in text:
             return "the plan's max_rate"
+        if "noisy:" in text:
+            return "other work on the machine"
+        if "the machine was saturated" in text:
+            return "the shared machine's limit"
         return "the tester's limit"
 
     def price_per_million(self, hourly_usd: float | None) -> float | None:
@@ -132,6 +185,8 @@ class KneeSummary:
             "searches": self.searches,
             "probes": self.probes,
             "notes": list(self.notes),
+            "failed": [list(f) for f in self.failed],
+            "noisy": self.noisy,
         }
 
     @classmethod
@@ -148,6 +203,7 @@ class KneeSummary:
             gateway_rss_mb=_float(data.get("gateway_rss_mb")),
             searches=int(data.get("searches", 0)),
             probes=int(data.get("probes", 0)),
+            failed=tuple((int(r), float(v)) for r, v in data.get("failed", ())),
         )
 
 
@@ -167,6 +223,11 @@ def summarize(target: str, workload: str, results: Sequence[SearchResult]) -> Kn
     knees = tuple(float(r.knee) for r in complete if r.knee is not None)
     bounds = tuple(float(r.knee) for r in complete if r.bounded and r.knee is not None)
     notes = tuple(dict.fromkeys(r.note for r in results if r.note and r.status != "found"))
+    failed = tuple(
+        (i, min(p.request.rate for p in r.probes if p.verdict.outcome != "within"))
+        for i, r in numbered
+        if any(p.verdict.outcome != "within" for p in r.probes)
+    )
     confirmations = [c for r in complete if (c := r.confirmation) is not None]
     per_cpu = [v for c in confirmations if (v := c.metrics.req_per_cpu_s) is not None]
     rss = [v for c in confirmations if (v := c.metrics.gateway_rss_mb) is not None]
@@ -181,6 +242,7 @@ def summarize(target: str, workload: str, results: Sequence[SearchResult]) -> Kn
         gateway_rss_mb=max(rss) if rss else None,
         searches=len(results),
         probes=sum(len(r.probes) for r in results),
+        failed=failed,
     )
 
 
@@ -241,6 +303,8 @@ def _logs(values: Sequence[float]) -> list[float]:
 def compare(a: KneeSummary, b: KneeSummary) -> Comparison:
     """Which of two targets carries more on one endpoint, by how much, and whether that is
     decided (rules in the module docstring)."""
+    if a.noisy or b.noisy:
+        return Comparison(a.workload, a.target, b.target, None)
     if a.bounded and b.bounded:
         first, second = (a, b) if (a.bound or 0) >= (b.bound or 0) else (b, a)
         return Comparison(a.workload, first.target, second.target, None)
@@ -295,6 +359,17 @@ def undecided_pairs(summaries: Sequence[KneeSummary]) -> list[tuple[str, str]]:
 def verdict(workload: str, summaries: Sequence[KneeSummary], objective: Objective) -> str:
     """The endpoint's verdict in one sentence: the gateway that carries the most against the
     next one, or against the baseline when there is one gateway."""
+    text = _verdict(workload, summaries, objective)
+    noisy = [s.target for s in summaries if s.noisy]
+    if noisy:
+        text += (
+            f"; {', '.join(noisy)}: the repetitions disagree (noisy), so no figure is given "
+            "for them"
+        )
+    return text
+
+
+def _verdict(workload: str, summaries: Sequence[KneeSummary], objective: Objective) -> str:
     at = objective.label()
     gateways = [s for s in summaries if s.target != BASELINE and s.estimate is not None]
     baseline = next((s for s in summaries if s.target == BASELINE), None)
@@ -340,6 +415,7 @@ def verdict(workload: str, summaries: Sequence[KneeSummary], objective: Objectiv
 
 __all__ = [
     "BASELINE",
+    "NOISY_SPREAD",
     "Comparison",
     "KneeSummary",
     "all_decided",

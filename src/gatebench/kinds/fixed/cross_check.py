@@ -12,17 +12,18 @@ import json
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from gatebench.core.capabilities import injection_problem
 from gatebench.core.errors import GatebenchError
 from gatebench.core.measure import PhaseResult, measurement_from
 from gatebench.core.model import Measurement, RunStatus
 from gatebench.core.trust import CROSS_CHECK_REPETITIONS
 from gatebench.core.workload import Phase, compile_load
-from gatebench.kinds.fixed.load import Loaded, target_groups
-from gatebench.local.engines import EngineEvent, EngineRun, get_engine, injection_problem
+from gatebench.kinds.fixed.load import Loaded
 from gatebench.run._base import Stage
 from gatebench.run._journal import Progress, RunJournal
-from gatebench.run.stages.backend import Backend
+from gatebench.run.ports import Backend, EngineEvent, EngineRun
 from gatebench.run.stages.parse import Parsed
+from gatebench.run.stages.provision import target_groups
 from gatebench.run.stages.render import Rendered
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ class CrossCheck(Stage):
         self.engine = engine
 
     def check(self, ctx: RunContext) -> None:
-        get_engine(self.engine).check()
+        ctx.machine.engine(self.engine).check()
 
     def run(self, ctx: RunContext) -> None:
         name, plan, journal = self.engine, ctx.get(Parsed).plan, ctx.journal
@@ -51,7 +52,7 @@ class CrossCheck(Stage):
             record["note"] = f"the cross-check engine is the run's own ({name}): nothing to compare"
             journal.environment(cross_check=record)
             return
-        engine = get_engine(name)
+        engine = ctx.machine.engine(name)
         record["engine"] = engine.version()
         failed = ctx.get(Loaded).failed
         urls = {t: u for t, u in ctx.get(Rendered).urls.items() if t not in failed}
@@ -78,7 +79,6 @@ class CrossCheck(Stage):
                 compiled.document,
                 ctx.run_dir,
                 hooks,
-                supervisor=ctx.supervisor,
                 cpu_groups=ctx.cpu_groups,
                 target_groups=target_groups(ctx),
                 name=f"cross-check-{name}",

@@ -24,13 +24,12 @@ from urllib.parse import urlsplit
 
 from gatebench.core.errors import RunError
 from gatebench.core.model import RunStatus
-from gatebench.core.score import BASELINE
-from gatebench.local.engines import EngineRun, get_engine
 from gatebench.run._base import Stage
 from gatebench.run._journal import Progress
+from gatebench.run.ports import Backend, EngineRun, Watch
 from gatebench.run.stages._load_hooks import LoadHooks
-from gatebench.run.stages.backend import Backend
 from gatebench.run.stages.parse import Parsed
+from gatebench.run.stages.provision import target_groups
 from gatebench.run.stages.render import SKIP_FILE, Rendered
 
 if TYPE_CHECKING:
@@ -63,14 +62,13 @@ class Load(Stage):
 
     def drive(self, ctx: RunContext, hooks: LoadHooks, document: dict[str, Any]) -> None:
         """One engine; a crash is retried once with the phases not yet complete."""
-        engine = get_engine(ctx.get(Parsed).engine)
+        engine = ctx.machine.engine(ctx.get(Parsed).engine)
         remaining = document
         for attempt in (1, 2):
             result = engine.run(
                 remaining,
                 ctx.run_dir,
                 hooks,
-                supervisor=ctx.supervisor,
                 cpu_groups=ctx.cpu_groups,
                 target_groups=target_groups(ctx),
                 name=engine.name if attempt == 1 else f"{engine.name}-retry",
@@ -95,12 +93,12 @@ class Load(Stage):
 
 
 class LoadSplit(Load):
-    """``--testers N``: the schedule split across several testers (gatebench.local._fanout)."""
+    """``--testers N``: the schedule split across several testers (``Machine.run_testers``)."""
 
     def check(self, ctx: RunContext) -> None:
-        from gatebench.local._fanout import fanout_problem
-
-        problem = fanout_problem(ctx.options.testers, ctx.options.engine or ctx.plan.engine)
+        problem = ctx.machine.fanout_problem(
+            ctx.options.testers, ctx.options.engine or ctx.plan.engine
+        )
         if problem is not None:
             raise RunError(problem)
         if ctx.plan.tls is not None or ctx.plan.fault is not None:
@@ -113,14 +111,11 @@ class LoadSplit(Load):
             )
 
     def drive(self, ctx: RunContext, hooks: LoadHooks, document: dict[str, Any]) -> None:
-        from gatebench.local._fanout import run_testers
-
-        fan = run_testers(
+        fan = ctx.machine.run_testers(
             document,
             ctx.options.testers,
             ctx.run_dir,
             hooks,
-            supervisor=ctx.supervisor,
             cpu_groups=ctx.cpu_groups,
             target_groups=target_groups(ctx),
             ready=ready_then_skip(ctx, hooks),
@@ -148,36 +143,24 @@ def start_hooks(ctx: RunContext) -> LoadHooks:
         ctx.get(Parsed).engine,
         ctx.get(Backend).ceiling,
         start_watch(ctx),
+        ctx.get(Backend).ceiling_label,
     )
     if hooks.failed:
         skip_file.write_text("\n".join(sorted(hooks.failed)) + "\n", encoding="utf-8")
     return hooks
 
 
-def start_watch(ctx: RunContext) -> Any:
-    """The deployment's watch over the load (``gatebench.local._deployed``): for a TLS plan, each
-    target's handshakes; with a fault, the replica killed and started again. None for a
+def start_watch(ctx: RunContext) -> Watch | None:
+    """The deployment's watch over the load (``Machine.deployment_watch``): for a TLS plan,
+    each target's handshakes; with a fault, the replica killed and started again. None for a
     plain plan."""
-    plan, backend = ctx.plan, ctx.get(Backend)
-    if plan.tls is None and plan.fault is None:
-        return None
-    if backend.replicas is None:
-        return None
-    from gatebench.local._deployed import DeploymentWatch
-
     ports = {t: urlsplit(u).port or 443 for t, u in ctx.get(Rendered).urls.items()}
-    watch = DeploymentWatch(
-        ctx.supervisor,
-        plan,
-        backend.replicas,
-        ctx.get(Rendered).load.schedule.phases,
-        ports,
-        ctx.run_dir,
-        ctx.run_dir,
+    watch = ctx.machine.deployment_watch(
+        ctx.plan, ctx.get(Rendered).load.schedule.phases, ports, ctx.run_dir
     )
-    watch.start()
-    for note in watch.notes:
-        ctx.note(note)
+    if watch is not None:
+        for note in watch.notes:
+            ctx.note(note)
     return watch
 
 
@@ -192,16 +175,6 @@ def ready_then_skip(ctx: RunContext, hooks: LoadHooks) -> Callable[[], None]:
     return ready
 
 
-def target_groups(ctx: RunContext) -> Callable[[str], list[str]]:
-    """The CPU accounting groups a target's phases count: its gateway's and the backend's."""
-    backend = ["backend"] if ctx.get(Backend).pid is not None else []
-
-    def groups(target: str) -> list[str]:
-        return backend if target == BASELINE else [f"gw:{target}", *backend]
-
-    return groups
-
-
 def record_runs(ctx: RunContext, runs: Sequence[EngineRun]) -> None:
     ctx.outcome.engine_runs.extend(runs)
     for run in runs:
@@ -212,4 +185,4 @@ def record_runs(ctx: RunContext, runs: Sequence[EngineRun]) -> None:
             )
 
 
-__all__ = ["Load", "LoadSplit", "Loaded", "target_groups"]
+__all__ = ["Load", "LoadSplit", "Loaded"]

@@ -1,230 +1,38 @@
-"""The stages of the route-scale and change-under-load runs (docs/scale.md).
+"""Route scale (``gatebench scale``, docs/scale.md): each gateway measured as its route table
+grows, one size after another, smallest first::
 
-Each kind is a list of these, built by :mod:`.kinds` from the sizes asked for::
+    parse → backend → render(n) → provision(n) → load(n) → teardown(n)   (for every size n)
+    → score
 
-    scale:              parse → backend → render(n) → provision(n) → load(n) → teardown(n)
-                        (for every size n, smallest first) → score
-    change-under-load:  parse → backend → render → provision → load (the change) → teardown
-                        → score
-
-``parse`` checks the load engine; ``backend`` starts two echo backends that name themselves
-(``a``, ``b``: the change moves the upstream from one to the other); ``render`` writes every
-gateway's files for the description grown to the size (``routescale.replicate``, the files
-each gateway's live mechanism needs); ``provision`` starts the gateways one at a time and
-probes until the start, middle and end routes answer correctly (the start time, then the idle
-memory); ``load`` loads each gateway in turn at the constant rate (a scale point), or applies
-the change under that load (a change outcome); each result is written to the run's folder
-and the store as soon as it is known (``ResultStore.put_result``); ``score`` writes the run's
-document and HTML report. A gateway that fails is recorded with its reason; the others go on.
-
-The lifecycle moves forward once: the first size's stages move the run to ``rendered``,
-``provisioning`` and ``loading``; the next sizes' stages run inside ``loading``.
-
-The cloud workflow runs both kinds with its own steps of the same names (docs/cloud.md, "Route
-scale and changes under load"): its render renders every size, its load measures every size,
-its teardown comes once, after score. The stages that have no step of their own there say so
-(``local_only``, ``cloud_order``); tests/unit/test_stages.py compares the lists.
+The stages it shares with change under load are ``gatebench.kinds._live``'s; its own is the
+load of each size (:class:`GrowLoad`): the constant-rate load on the start, middle and end
+routes of each gateway's table, a :class:`~gatebench.kinds._live.metrics.ScalePoint` per
+gateway and size, stored as soon as it is known.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
-from gatebench.core.errors import GatebenchError, RunError
-from gatebench.core.ir import Api
 from gatebench.core.model import RunStatus
-from gatebench.core.renderers import get_renderer
-from gatebench.core.report import (
-    CHANGE_KIND,
-    SCALE_KIND,
-    point_key,
-    render_scale_html,
-    scale_document,
+from gatebench.kinds._live._gateway import RateLoad, load_positions
+from gatebench.kinds._live._report import SCALE_KIND, point_key
+from gatebench.kinds._live._stages import (
+    Grown,
+    GrowProvision,
+    GrowProvisionNext,
+    GrowRender,
+    GrowRenderNext,
+    GrowTeardown,
+    ScaleInput,
+    ScaleParse,
+    ScaleRequest,
+    ScaleScore,
+    StartEchoBackends,
 )
-from gatebench.core.routescale import replicate
-from gatebench.core.scaleplan import ChangeSpec
-from gatebench.kinds._live.metrics import ChangeOutcome, ScalePoint
-from gatebench.local.backends import start_backend
-from gatebench.local.engines.constant_rate import GatlingRateLoad, RateLoad
-from gatebench.local.liveruns import (
-    Booted,
-    LoadSettings,
-    change_under_load,
-    load_positions,
-    render_grown,
-    start_grown,
-)
-from gatebench.local.provisioners._live import LiveGateway
 from gatebench.run._base import Stage
 from gatebench.run._context import RunContext
 from gatebench.run._journal import Progress
-
-BACKENDS = ("a", "b")
-
-
-@dataclass(frozen=True)
-class ScaleRequest:
-    """What a scale or change-under-load run measures (from the command line)."""
-
-    gateways: tuple[str, ...]
-    sizes: tuple[int, ...] = ()
-    settings: LoadSettings = field(default_factory=LoadSettings)
-    change: ChangeSpec | None = None
-
-
-@dataclass
-class Results:
-    points: list[ScalePoint] = field(default_factory=list)
-    changes: list[ChangeOutcome] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class ScaleInput:
-    request: ScaleRequest
-    gateways: tuple[str, ...]
-    """The gateways that run here (the others are recorded as failed, with the reason)."""
-    load: RateLoad
-    results: Results
-    """What the run measured so far (the load stages add to it)."""
-
-
-@dataclass(frozen=True)
-class EchoBackends:
-    urls: dict[str, str]
-    """Backend name (``a``, ``b``) → base URL."""
-
-
-@dataclass
-class Grown:
-    """The gateways of one table size, from render to teardown."""
-
-    size: int
-    api: Api
-    """The description grown to ``size`` routes."""
-    lives: dict[str, LiveGateway] = field(default_factory=dict)
-    booted: dict[str, Booted] = field(default_factory=dict)
-
-    def stop(self) -> None:
-        for live in self.lives.values():
-            live.stop()
-
-
-class ScaleParse(Stage):
-    name = "parse"
-    step = RunStatus.PARSED
-    moves = "end"
-    gives = ScaleInput
-
-    def __init__(self, request: ScaleRequest, load: RateLoad | None = None) -> None:
-        self.request = request
-        self.load = load or GatlingRateLoad()
-
-    def check(self, ctx: RunContext) -> None:
-        from gatebench.local.engines import get_engine
-
-        get_engine(self.load.name).check()
-        if not self.request.gateways:
-            raise RunError("no gateway to measure")
-
-    def run(self, ctx: RunContext) -> ScaleInput:
-        runnable = []
-        for gw in self.request.gateways:
-            reason = get_renderer(gw).available_here()
-            if reason is None:
-                runnable.append(gw)
-            else:
-                ctx.journal.target_failed(gw, f"unsupported here: {reason}")
-        if not runnable:
-            raise RunError("none of the gateways runs here; see the reasons per gateway")
-        return ScaleInput(self.request, tuple(runnable), self.load, Results())
-
-
-class StartEchoBackends(Stage):
-    name = "backend"
-    step = RunStatus.PROVISIONING
-    needs = (ScaleInput,)
-    gives = EchoBackends
-    local_only = (
-        "the gateways' configurations point at the backends' ports, chosen as they start; on "
-        "the cloud path the backend VM serves both echo backends on fixed ports "
-        "(gatebench.cloud._live) and the provision step creates it"
-    )
-
-    def run(self, ctx: RunContext) -> EchoBackends:
-        urls = {}
-        for name in BACKENDS:
-            proc, port = start_backend(
-                ctx.supervisor,
-                "echo",
-                ctx.run_dir / f"backend-{name}",
-                extra_args=["-instance", name],
-            )
-            ctx.cpu_groups[f"backend-{name}"] = [proc.pid]
-            urls[name] = f"http://127.0.0.1:{port}"
-        return EchoBackends(urls)
-
-
-class GrowRender(Stage):
-    """Every gateway's files for the description grown to ``size`` routes."""
-
-    name = "render"
-    step = RunStatus.RENDERED
-    moves: ClassVar[Literal["start", "end"] | None] = "end"
-    needs = (ScaleInput, EchoBackends)
-    gives = Grown
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-
-    def run(self, ctx: RunContext) -> Grown:
-        scale, urls = ctx.get(ScaleInput), ctx.get(EchoBackends).urls
-        grown_api = replicate(ctx.api, self.size)
-        grown = Grown(self.size, grown_api)
-        ctx.resources.callback(grown.stop)
-        for gw in scale.gateways:
-            ctx.journal.display(Progress(step="rendered", message=f"{gw} {self.size} routes"))
-            try:
-                grown.lives[gw] = render_grown(
-                    gw,
-                    grown_api,
-                    backend_url=urls[BACKENDS[0]],
-                    settings=scale.request.settings,
-                    workdir=ctx.run_dir / "gateways" / gw / str(self.size),
-                    supervisor=ctx.supervisor,
-                )
-            except GatebenchError as exc:
-                grown.booted[gw] = Booted(
-                    LiveGateway(gw, ctx.supervisor, ctx.run_dir / "gateways" / gw),
-                    grown_api,
-                    BACKENDS[0],
-                    problem=f"cannot render: {exc}",
-                )
-        return grown
-
-
-class GrowProvision(Stage):
-    """Start the gateways one at a time: start time, idle memory."""
-
-    name = "provision"
-    step = RunStatus.PROVISIONING
-    moves: ClassVar[Literal["start", "end"] | None] = "start"
-    needs = (ScaleInput, Grown)
-
-    def run(self, ctx: RunContext) -> None:
-        scale, grown = ctx.get(ScaleInput), ctx.get(Grown)
-        for gw, live in grown.lives.items():
-            ctx.journal.display(Progress(step="provisioning", message=f"{gw} {grown.size} routes"))
-            booted = start_grown(
-                live,
-                grown.api,
-                instance=BACKENDS[0],
-                settings=scale.request.settings,
-            )
-            grown.booted[gw] = booted
-            if booted.ok:
-                ctx.cpu_groups[f"gw:{gw}"] = [live.proc.pid] if live.proc else []
 
 
 class GrowLoad(Stage):
@@ -245,124 +53,12 @@ class GrowLoad(Stage):
                 load=scale.load,
                 settings=scale.request.settings,
                 workdir=ctx.run_dir / "load" / gw / str(grown.size),
-                supervisor=ctx.supervisor,
             )
-            keep(ctx, SCALE_KIND, point_key(point), point.to_dict())
+            ctx.journal.put_result(SCALE_KIND, point_key(point), point.to_dict())
             results.points.append(point)
             if point.problem:
                 ctx.note(f"{gw} at {grown.size} routes: {point.problem.splitlines()[0]}")
             booted.live.stop()
-
-
-class GrowTeardown(Stage):
-    """Stop this size's gateways before the next size starts."""
-
-    name = "teardown"
-    step = RunStatus.LOADING
-    needs = (Grown,)
-    cloud_order = (
-        "the cloud workflow deletes the VMs once, after score, on every way out; between sizes "
-        "each gateway VM's container is started again on the next size's files inside the load "
-        "step (gatebench.vm._live_tester)"
-    )
-
-    def run(self, ctx: RunContext) -> None:
-        ctx.get(Grown).stop()
-
-
-class ChangeLoad(Stage):
-    """Each gateway in turn: the change applied under the constant-rate load."""
-
-    name = "load"
-    step = RunStatus.LOADING
-    moves: ClassVar[Literal["start", "end"] | None] = "start"
-    needs = (ScaleInput, EchoBackends, Grown)
-
-    def run(self, ctx: RunContext) -> None:
-        scale, urls = ctx.get(ScaleInput), ctx.get(EchoBackends).urls
-        grown, results = ctx.get(Grown), scale.results
-        change = scale.request.change
-        if change is None:
-            raise RunError("a change-under-load run needs what to change")
-        after = replicate(ctx.api, change.routes_before + change.routes_added)
-        for gw, booted in sorted(grown.booted.items()):
-            if booted.problem:
-                ctx.journal.target_failed(gw, booted.problem)
-                continue
-            ctx.journal.display(Progress(step="loading", message=f"{gw}: change under load"))
-            try:
-                outcome = change_under_load(
-                    booted,
-                    after,
-                    (BACKENDS[1], urls[BACKENDS[1]]),
-                    load=scale.load,
-                    settings=scale.request.settings,
-                    change_after_s=change.change_after_s,
-                    window_s=change.window_s,
-                    workdir=ctx.run_dir / "load" / gw,
-                    supervisor=ctx.supervisor,
-                )
-            except GatebenchError as exc:
-                ctx.journal.target_failed(gw, str(exc))
-                continue
-            finally:
-                booted.live.stop()
-            keep(ctx, CHANGE_KIND, gw, outcome.to_dict())
-            results.changes.append(outcome)
-
-
-class ScaleScore(Stage):
-    """The run's document (``scale.json``) and HTML report (``scale.html``) in its folder."""
-
-    name = "score"
-    step = RunStatus.SCORING
-    moves: ClassVar[Literal["start", "end"] | None] = "start"
-    needs = (ScaleInput,)
-
-    def run(self, ctx: RunContext) -> None:
-        scale = ctx.get(ScaleInput)
-        results = scale.results
-        document = scale_document(
-            results.points,
-            results.changes,
-            run=ctx.record.run_id,
-            title=ctx.api.title,
-            kind=ctx.record.plan.get("kind"),
-            rate=scale.request.settings.rate,
-            engine=scale.load.name,
-            measured_from=scale.load.measured_from,
-        )
-        (ctx.run_dir / "scale.json").write_text(
-            json.dumps(document, indent=1, sort_keys=True) + "\n", encoding="utf-8"
-        )
-        (ctx.run_dir / "scale.html").write_text(render_scale_html(document), encoding="utf-8")
-        ctx.outcome.report = document
-
-
-def keep(ctx: RunContext, kind: str, key: str, doc: dict[str, object]) -> None:
-    """A result in the run's folder (``<kind>.jsonl``) and the store, as soon as it is known."""
-    with (ctx.run_dir / f"{kind}.jsonl").open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps({"key": key, **doc}, sort_keys=True) + "\n")
-    if ctx.journal.store is not None:
-        ctx.journal.store.put_result(ctx.record.run_id, kind, key, doc)
-
-
-class GrowRenderNext(GrowRender):
-    """:class:`GrowRender` for a later size: the run is already past ``rendered``."""
-
-    moves = None
-    local_only = (
-        "the cloud's render step renders every size at once: each later size's files go to the "
-        "runs bucket beside the first's (gatebench.cloud._live)"
-    )
-
-
-class GrowProvisionNext(GrowProvision):
-    moves = None
-    local_only = (
-        "the cloud's VMs are created once; each later size's start, the gateway VM's container "
-        "started again on that size's files, is measured inside the load step"
-    )
 
 
 class GrowLoadNext(GrowLoad):
@@ -388,58 +84,4 @@ def scale_stages(request: ScaleRequest, load: RateLoad | None = None) -> tuple[S
     return tuple(stages)
 
 
-def change_stages(request: ScaleRequest, load: RateLoad | None = None) -> tuple[Stage, ...]:
-    """The change-under-load run."""
-    if request.change is None:
-        raise RunError("a change-under-load run needs what to change")
-    return (
-        ScaleParse(request, load),
-        StartEchoBackends(),
-        GrowRender(request.change.routes_before),
-        GrowProvision(),
-        ChangeLoad(),
-        GrowTeardown(),
-        ScaleScore(),
-    )
-
-
-class ScaleContext(RunContext):
-    """The run context of these kinds: they measure no workload phases, so the run is
-    ``partial`` when a gateway failed, a point has a problem or a change did not deliver
-    every new route, else ``done``."""
-
-    def final_status(self) -> RunStatus:
-        try:
-            results = self.get(ScaleInput).results
-        except RunError:
-            return RunStatus.PARTIAL
-        if self.record.target_errors or any(p.problem for p in results.points):
-            return RunStatus.PARTIAL
-        if not all(c.all_new_routes_answered for c in results.changes):  # not delivered
-            return RunStatus.PARTIAL
-        return RunStatus.DONE
-
-
-__all__ = [
-    "ChangeLoad",
-    "ChangeSpec",
-    "EchoBackends",
-    "GrowLoad",
-    "GrowLoadNext",
-    "GrowProvision",
-    "GrowProvisionNext",
-    "GrowRender",
-    "GrowRenderNext",
-    "GrowTeardown",
-    "Grown",
-    "Results",
-    "ScaleContext",
-    "ScaleInput",
-    "ScaleParse",
-    "ScaleRequest",
-    "ScaleScore",
-    "StartEchoBackends",
-    "change_stages",
-    "keep",
-    "scale_stages",
-]
+__all__ = ["GrowLoad", "GrowLoadNext", "scale_stages"]

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from gatebench.core.backend import mock_config
+from gatebench.core.backend import CONTROL_PREFIX, mock_config
 from gatebench.core.errors import RunError
 from gatebench.core.ir import Api
 from gatebench.core.plan import Plan
@@ -35,7 +35,6 @@ def backend_binary() -> Path:
     return path
 
 
-CONTROL_PREFIX = "/__gatebench__/"
 """Where the engine calls the backend directly (mock and auction modes), never through a
 gateway: ``POST /__gatebench__/reset`` (back to the initial state, 204) and
 ``GET /__gatebench__/health``. Gateways route only the description's operations, and no API
@@ -180,6 +179,96 @@ def backend_stats(port: int, timeout: float = 5.0) -> dict[str, Any]:
         raise RunError(f"backend stats on port {port} answered {resp.status}, expected 200")
     data: dict[str, Any] = json.loads(body)
     return data
+
+
+@dataclass(frozen=True)
+class ServedRequest:
+    """One request in the backend's own timeline (``GET /__gatebench__/requests``; the Go
+    server's ``record.go`` says how each moment is taken). Times are µs on the backend's
+    monotonic clock since it started; None where not known."""
+
+    seq: int
+    epoch: int
+    """Resets before its receipt: each measured phase begins with one."""
+    conn: int
+    """The connection's number, in accept order."""
+    http2: bool
+    control: bool
+    """A call under ``/__gatebench__/`` (reset, stats), not a request of the load."""
+    received_us: int
+    """The handler's start: the request line and headers read (never before the client sent)."""
+    released_us: int | None
+    """The handler's return: the answer handed to the connection (never after the client read
+    it)."""
+    prev_release_us: int | None
+    """The previous answer's release on the same HTTP/1.1 connection: a closed-model client
+    sends this request only after it (None: the first on its connection)."""
+    next_receipt_us: int | None
+    """The next request's receipt on the same HTTP/1.1 connection: the client read this answer
+    before it (None: the last on its connection)."""
+    held_from_us: int | None
+    held_to_us: int | None
+    """The mock's fixed latency: the hold itself (None without one)."""
+    worker: int | None
+    """The mock worker that held it (None without workers)."""
+
+    @property
+    def held_us(self) -> int | None:
+        if self.held_from_us is None or self.held_to_us is None:
+            return None
+        return self.held_to_us - self.held_from_us
+
+
+@dataclass(frozen=True)
+class BackendTimeline:
+    """The backend's record of the requests it served (the last 16,384), oldest first."""
+
+    start_wall_us: int
+    """The backend's clock's zero, in epoch µs: ``start_wall_us + t`` is a time's wall clock."""
+    epoch: int
+    """The current epoch (resets so far)."""
+    overwritten: int
+    requests: tuple[ServedRequest, ...]
+
+    def phase(self, epoch: int | None = None) -> tuple[ServedRequest, ...]:
+        """The load's requests (no control calls) of ``epoch`` (default: the current one)."""
+        wanted = self.epoch if epoch is None else epoch
+        return tuple(r for r in self.requests if r.epoch == wanted and not r.control)
+
+
+_TIMELINE_FIELDS = tuple(f.name for f in ServedRequest.__dataclass_fields__.values())
+
+
+def backend_requests(port: int, timeout: float = 10.0) -> BackendTimeline:
+    """``GET /__gatebench__/requests`` of one backend process, directly: its own timeline of
+    every request it served (docs/trust.md, "The backend's timeline")."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("GET", f"{CONTROL_PREFIX}requests")
+        resp = conn.getresponse()
+        body = resp.read()
+    except (OSError, http.client.HTTPException) as exc:
+        raise RunError(f"backend timeline on port {port} failed: {exc}") from None
+    finally:
+        conn.close()
+    if resp.status != 200:
+        raise RunError(f"backend timeline on port {port} answered {resp.status}, expected 200")
+    data = json.loads(body)
+    fields = data.get("fields")
+    if (
+        data.get("format") != "gatebench-backend-requests/1"
+        or tuple(fields or ()) != _TIMELINE_FIELDS
+    ):
+        raise RunError(
+            f"backend timeline on port {port}: expected gatebench-backend-requests/1 with "
+            f"fields {list(_TIMELINE_FIELDS)}, got {data.get('format')!r} with {fields}"
+        )
+    return BackendTimeline(
+        start_wall_us=int(data["start_wall_us"]),
+        epoch=int(data["epoch"]),
+        overwritten=int(data["overwritten"]),
+        requests=tuple(ServedRequest(*row) for row in data["rows"]),
+    )
 
 
 def start_plan_backend(

@@ -9,7 +9,6 @@ finished). It never decides anything about the benchmark: the runner does.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -17,46 +16,13 @@ from gatebench.core.capabilities import ENGINES, injection_problem
 from gatebench.core.errors import RunError
 from gatebench.core.measure import PhaseResult
 from gatebench.local.procs import Supervisor
+from gatebench.run.ports import EngineEvent, EngineRun, Hooks
 
 
-@dataclass(frozen=True)
-class EngineEvent:
-    """Progress, for the live display: ``start`` / ``progress`` / ``end`` of a phase."""
+class ProcessEngine(Protocol):
+    """A load engine as processes of a :class:`~gatebench.local.procs.Supervisor`; the run's
+    stages see it bound to the machine's supervisor (``gatebench.run.ports.LoadEngine``)."""
 
-    kind: str
-    phase: int
-    """The phase's index in the schedule."""
-    done: int = 0
-    """Requests completed so far in the phase (``progress``)."""
-    at_ms: float = 0.0
-
-
-@dataclass
-class EngineRun:
-    """What one engine invocation produced."""
-
-    completed: list[int] = field(default_factory=list)
-    exit_code: int | None = None
-    crashed: bool = False
-    reason: str = ""
-    log_path: Path | None = None
-    raw_log: Path | None = None
-    control_failures: list[str] = field(default_factory=list)
-    wall_s: float = 0.0
-    startup_s: float = 0.0
-    """From launch to the first phase start (JVM start and simulation init for Gatling)."""
-
-
-class Hooks(Protocol):
-    def on_event(self, event: EngineEvent) -> None: ...
-
-    def on_phase(self, result: PhaseResult) -> None: ...
-
-    def tick(self) -> None:
-        """Called every poll (about 5 times a second): health checks, skip decisions."""
-
-
-class LoadEngine(Protocol):
     name: str
 
     def check(self) -> None:
@@ -84,7 +50,27 @@ class LoadEngine(Protocol):
         calls ``ready()`` while it initialises (provisioning), then begins the first phase."""
 
 
-def get_engine(name: str = "gatling") -> LoadEngine:
+class BoundEngine:
+    """An engine bound to a supervisor: the port the run's stages use
+    (``gatebench.run.ports.LoadEngine``)."""
+
+    def __init__(self, engine: ProcessEngine, supervisor: Supervisor) -> None:
+        self.engine, self.supervisor = engine, supervisor
+        self.name = engine.name
+
+    def check(self) -> None:
+        self.engine.check()
+
+    def version(self) -> str:
+        return self.engine.version()
+
+    def run(
+        self, document: dict[str, Any], workdir: Path, hooks: Hooks, **options: Any
+    ) -> EngineRun:
+        return self.engine.run(document, workdir, hooks, supervisor=self.supervisor, **options)
+
+
+def get_engine(name: str = "gatling") -> ProcessEngine:
     if name == "gatling":
         from gatebench.local.engines.gatling import GatlingEngine
 
@@ -102,11 +88,12 @@ def get_engine(name: str = "gatling") -> LoadEngine:
 
 __all__ = [
     "ENGINES",
+    "BoundEngine",
     "EngineEvent",
     "EngineRun",
     "Hooks",
-    "LoadEngine",
     "PhaseResult",
+    "ProcessEngine",
     "get_engine",
     "injection_problem",
 ]

@@ -28,9 +28,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 from gatebench.core.errors import RunError
 from gatebench.core.ir import Api
@@ -38,54 +36,27 @@ from gatebench.core.measure import PhaseResult
 from gatebench.core.routescale import LOAD_TARGET, WARMUP_WORKLOAD, rate_plan
 from gatebench.core.simlog import RequestRecord, RunHeader, read_simlog
 from gatebench.core.workload import compile_load
+from gatebench.kinds._live._gateway import RateRun
 from gatebench.kinds._live.metrics import Arrival, MeasuredFrom
-from gatebench.local.engines import EngineEvent
 from gatebench.local.procs import Supervisor
-
-
-@dataclass
-class RateRun:
-    """What a constant-rate load produced."""
-
-    arrivals: list[Arrival] = field(default_factory=list)
-    windows: dict[str, tuple[float, float]] = field(default_factory=dict)
-    """Per route label: epoch ms of its phase's first start and last end."""
-    fired: list[tuple[float, BaseException | None]] = field(default_factory=list)
-    """Per callback of ``at``, in order: epoch ms when it was called, and what it raised."""
-    problem: str = ""
-    """Why the load did not complete (the engine crashed), empty when it did."""
-
-
-class RateLoad(Protocol):
-    name: str
-    measured_from: MeasuredFrom
-
-    def run(
-        self,
-        api: Api,
-        routes: Mapping[str, str],
-        base_url: str,
-        *,
-        rate: float,
-        duration_s: float,
-        warmup_s: float,
-        workdir: Path,
-        supervisor: Supervisor,
-        at: Sequence[tuple[float, Callable[[], None]]] = (),
-        tick: Callable[[], None] | None = None,
-    ) -> RateRun:
-        """Load each route of ``routes`` (label → operation id of ``api``) in turn at ``rate``
-        requests a second for ``duration_s`` after a ``warmup_s`` warm-up. Each callback of
-        ``at`` runs (in a thread of its own) once ``offset`` seconds of the first measured
-        phase have passed; ``tick`` runs about five times a second (memory sampling)."""
+from gatebench.run.ports import EngineEvent
 
 
 class GatlingRateLoad:
-    """:class:`RateLoad` on Gatling (module docstring)."""
+    """:class:`~gatebench.kinds._live.RateLoad` on Gatling (module docstring), as processes of
+    ``supervisor``."""
 
     name = "gatling"
     measured_from: MeasuredFrom = "send"
 
+    def __init__(self, supervisor: Supervisor) -> None:
+        self.supervisor = supervisor
+
+    def check(self) -> None:
+        from gatebench.local.engines.gatling import GatlingEngine
+
+        GatlingEngine().check()
+
     def run(
         self,
         api: Api,
@@ -96,7 +67,6 @@ class GatlingRateLoad:
         duration_s: float,
         warmup_s: float,
         workdir: Path,
-        supervisor: Supervisor,
         at: Sequence[tuple[float, Callable[[], None]]] = (),
         tick: Callable[[], None] | None = None,
     ) -> RateRun:
@@ -112,7 +82,7 @@ class GatlingRateLoad:
         hooks = _Hooks(first, at, tick)
         engine = GatlingEngine()
         engine.check()
-        run = engine.run(compiled.document, workdir, hooks, supervisor=supervisor)
+        run = engine.run(compiled.document, workdir, hooks, supervisor=self.supervisor)
         hooks.join()
         out = RateRun(fired=hooks.fired)
         if run.crashed or run.raw_log is None:
@@ -198,4 +168,4 @@ def _arrivals(
     return arrivals, windows
 
 
-__all__ = ["GatlingRateLoad", "RateLoad", "RateRun"]
+__all__ = ["GatlingRateLoad"]

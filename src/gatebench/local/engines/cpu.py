@@ -38,7 +38,9 @@ class CpuSample:
 
 def _machine() -> tuple[float, float]:
     """Machine-wide CPU time (the first eight fields of ``/proc/stat``'s cpu line) and the
-    idle part of it (idle + iowait), in clock ticks."""
+    idle part of it (idle + iowait), in clock ticks. Steal (a virtual machine's cores given to
+    another guest by the hypervisor) is busy time that none of our processes used: it lands in
+    ``others_pct`` (gatebench.core.measure.NOISY_OTHERS_PCT)."""
     t = psutil.cpu_times()
     total = t.user + t.nice + t.system + t.idle + t.iowait + t.irq + t.softirq + t.steal
     return total * _HZ, (t.idle + t.iowait) * _HZ

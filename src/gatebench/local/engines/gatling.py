@@ -24,9 +24,9 @@ from gatebench.core.errors import RunError
 from gatebench.core.simlog import GroupRecord, RequestRecord, SimLogReader
 from gatebench.core.stats import PhaseSample
 from gatebench.local._resources import gatling_files
-from gatebench.local.engines import EngineEvent, EngineRun, Hooks, PhaseResult
-from gatebench.local.engines.cpu import CpuSampler, exited_unreaped
+from gatebench.local.engines._process import WatchedProcess
 from gatebench.local.procs import ManagedProcess, Supervisor
+from gatebench.run.ports import EngineEvent, EngineRun, Hooks, PhaseResult
 
 SIMULATION = "gatebench.GenericSimulation"
 GATLING_VERSION = "3.15.1"
@@ -36,7 +36,6 @@ JVM_OPTIONS = (
     "--add-opens=java.base/java.lang=ALL-UNNAMED",
     "--add-opens=java.base/jdk.internal.misc=ALL-UNNAMED",
 )
-POLL_S = 0.2
 _MARKER = re.compile(r"^GATEBENCH (start|end|progress|finished) (\d+)(?: (\d+))?\s*$")
 _FLUSH = re.compile(r"^__flush__(\d+)_")
 
@@ -144,26 +143,25 @@ class GatlingEngine:
         index_of = [int(p["index"]) for p in phases]
         target_of = [str(p["target"]) for p in phases]
         started = time.monotonic()
-        proc = supervisor.start(
+        watched = WatchedProcess(
+            supervisor,
             name,
             [*wrapper, *self.argv(workload_file, results_dir, document.get("tls"))],
             log_path=log_path,
             cwd=workdir,
             env=env,
-            role="engine",
         )
+        proc = watched.proc
         if ready is not None:
             try:
                 ready()
             except BaseException:
-                supervisor.stop(proc)
+                watched.stop()
                 raise
             go_file.touch()
-        sampler = CpuSampler()
         # read the groups now: ready() may have added the gateways it started
-        groups = {k: list(v) for k, v in (cpu_groups or {}).items()}
-        groups["tester"] = [proc.pid]
-        sampler.set_groups(groups)
+        watched.account(cpu_groups)
+        sampler = watched.sampler
         tail = _Tail(log_path)
         reader = SimLogReader()
         simlog: Path | None = None
@@ -206,49 +204,39 @@ class GatlingEngine:
                     if match:
                         report_up_to(int(match.group(1)))
 
-        try:
-            while True:
-                # not proc.alive(): it would reap the JVM, and the last sample (which the
-                # last phase's CPU figures need) would no longer see its CPU time
-                alive = not exited_unreaped(proc.pid)
-                sampler.sample()
-                for line in tail.lines():
-                    match = _MARKER.match(line)
-                    if not match:
-                        continue
-                    kind, a, b = match.group(1), int(match.group(2)), match.group(3)
-                    if kind == "finished":
-                        continue
-                    if a >= len(phases):
-                        continue
-                    if kind == "start" and first_start is None:
-                        first_start = time.monotonic()
-                    hooks.on_event(
-                        EngineEvent(
-                            kind,
-                            index_of[a],
-                            done=int(b) if kind == "progress" and b else 0,
-                            at_ms=float(b) if kind != "progress" and b else 0.0,
-                        )
+        def poll() -> None:
+            nonlocal simlog, simlog_fh, first_start
+            for line in tail.lines():
+                match = _MARKER.match(line)
+                if not match:
+                    continue
+                kind, a, b = match.group(1), int(match.group(2)), match.group(3)
+                if kind == "finished" or a >= len(phases):
+                    continue
+                if kind == "start" and first_start is None:
+                    first_start = time.monotonic()
+                hooks.on_event(
+                    EngineEvent(
+                        kind,
+                        index_of[a],
+                        done=int(b) if kind == "progress" and b else 0,
+                        at_ms=float(b) if kind != "progress" and b else 0.0,
                     )
-                if simlog is None:
-                    found = sorted(results_dir.glob("*/simulation.log"))
-                    if found:
-                        simlog = found[-1]
-                        simlog_fh = simlog.open("rb")
-                if simlog_fh is not None:
-                    consume(simlog_fh.read())
-                hooks.tick()
-                if not alive:
-                    break
-                time.sleep(POLL_S)
-            code = proc.popen.wait()
+                )
+            if simlog is None:
+                found = sorted(results_dir.glob("*/simulation.log"))
+                if found:
+                    simlog = found[-1]
+                    simlog_fh = simlog.open("rb")
             if simlog_fh is not None:
                 consume(simlog_fh.read())
+            hooks.tick()
+
+        try:
+            code = watched.wait(poll)
         finally:
             if simlog_fh is not None:
                 simlog_fh.close()
-            supervisor.stop(proc)
         result.exit_code = code
         result.raw_log = simlog
         result.wall_s = time.monotonic() - started

@@ -28,11 +28,11 @@ from typing import Any
 from gatebench.core.errors import Problem, RunError, UnsupportedFeature, pointer
 from gatebench.core.loadlog import LoadLog, ScheduleSample, read_loadlog
 from gatebench.local._resources import loadgen_binary
-from gatebench.local.engines import EngineEvent, EngineRun, Hooks, PhaseResult
-from gatebench.local.engines.cpu import CpuSampler, exited_unreaped
+from gatebench.local.engines._process import WatchedProcess
+from gatebench.local.engines.cpu import CpuSampler
 from gatebench.local.procs import Supervisor
+from gatebench.run.ports import EngineEvent, EngineRun, Hooks, PhaseResult
 
-POLL_S = 0.2
 """How often the generator's CPU and the targets' are sampled while a probe runs."""
 EXIT_POLL_S = 0.02
 """How often the run looks whether the generator has ended: a probe lasts a second or less in
@@ -140,31 +140,17 @@ class LoadgenEngine:
         started = time.monotonic()
         if ready is not None:
             ready()
-        proc = supervisor.start(
+        watched = WatchedProcess(
+            supervisor,
             name,
             [*wrapper, *self.argv(workload, records)],
             log_path=log_path,
             cwd=workdir,
             env=env,
-            role="engine",
         )
-        sampler = CpuSampler()
-        groups = {k: list(v) for k, v in (cpu_groups or {}).items()}
-        groups["tester"] = [proc.pid]
-        sampler.set_groups(groups)
-        try:
-            sampler.sample()
-            next_sample = time.monotonic() + POLL_S
-            while not exited_unreaped(proc.pid):
-                time.sleep(EXIT_POLL_S)
-                if time.monotonic() >= next_sample:
-                    sampler.sample()
-                    hooks.tick()
-                    next_sample += POLL_S
-            sampler.sample()  # the exited process still shows its CPU time until reaped
-            code = proc.popen.wait()
-        finally:
-            supervisor.stop(proc)
+        watched.account(cpu_groups)
+        code = watched.wait(hooks.tick, exit_poll_s=EXIT_POLL_S)
+        proc, sampler = watched.proc, watched.sampler
         result.exit_code = code
         result.wall_s = time.monotonic() - started
         result.startup_s = 0.0

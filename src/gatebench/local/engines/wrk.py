@@ -53,12 +53,11 @@ from urllib.parse import quote, urlsplit
 from gatebench.core.capabilities import wrk_injection_problem
 from gatebench.core.errors import Problem, RunError, UnsupportedFeature, pointer
 from gatebench.core.stats import PhaseSample
-from gatebench.local.engines import EngineEvent, EngineRun, Hooks, PhaseResult
-from gatebench.local.engines.cpu import CpuSampler, exited_unreaped
+from gatebench.local.engines._process import WatchedProcess
 from gatebench.local.procs import Supervisor
+from gatebench.run.ports import EngineEvent, EngineRun, Hooks, PhaseResult
 
 LUA_SCRIPT = Path(__file__).with_name("wrk_phase.lua")
-POLL_S = 0.2
 WRK_VERSION = "4.1.0"
 
 
@@ -350,7 +349,9 @@ def render_phase_data(
         "body": body,
         "params": params,
         "static": all(g["kind"] == "constant" for g in params.values()),
-        "seed": int(phase.get("seed", 0)) % (2**52),
+        # the generators' seed, exact: a Lua number holds 53 bits, the seed 64
+        "seed_hi": (int(phase.get("seed", 0)) >> 32) & 0xFFFFFFFF,
+        "seed_lo": int(phase.get("seed", 0)) & 0xFFFFFFFF,
         "threads": threads,
         "connections": connections,
         "out": str(out_path),
@@ -457,8 +458,8 @@ def sample_from_result(
         )
     sample = PhaseSample()
     for value_us in sorted(recorded):
-        sample.latencies.extend([value_us / 1000.0] * recorded[value_us])
-    sample.latencies.extend([float(timeout_ms)] * timeouts)
+        sample.add_latency(value_us / 1000.0, recorded[value_us])
+    sample.add_latency(float(timeout_ms), timeouts)
     statuses = {int(s): int(c) for s, c in result["statuses"]}
     sample.ok = sum(c for s, c in statuses.items() if is_ok(s, expect))
     sample.ko = requests - sample.ok
@@ -598,23 +599,12 @@ class WrkEngine:
         argv = [self.program, "-s", str(LUA_SCRIPT), *args]
         proc_env = {"GATEBENCH_WRK_PHASE": str(data_path), **secret_vars}
         hooks.on_event(EngineEvent("start", index, at_ms=time.time() * 1000.0))
-        proc = supervisor.start(
-            f"wrk-{phase['id']}", argv, log_path=log_path, env=proc_env, role="engine"
+        watched = WatchedProcess(
+            supervisor, f"wrk-{phase['id']}", argv, log_path=log_path, env=proc_env
         )
-        sampler = CpuSampler()
-        groups = {k: list(v) for k, v in (cpu_groups or {}).items()}
-        groups["tester"] = [proc.pid]
-        sampler.set_groups(groups)
-        try:
-            sampler.sample()
-            while not exited_unreaped(proc.pid):
-                time.sleep(POLL_S)
-                sampler.sample()
-                hooks.tick()
-            sampler.sample()  # the exited process still shows its CPU time until reaped
-            code = proc.popen.wait()
-        finally:
-            supervisor.stop(proc)
+        watched.account(cpu_groups)
+        code = watched.wait(hooks.tick)
+        proc, sampler = watched.proc, watched.sampler
         if code != 0 or not out_path.is_file():
             return (
                 f"wrk exited with code {code} in phase {phase['id']}; last log lines:\n"

@@ -32,29 +32,47 @@ local phase = dofile(assert(os.getenv("GATEBENCH_WRK_PHASE"), "GATEBENCH_WRK_PHA
 
 -- -- values ------------------------------------------------------------------------------------
 
-local thread_id = 0 -- set by setup() through thread:set("gatebench_thread", n)
-local threads = phase.threads
-local position = {} -- per parameter: requests of this thread so far
-
 local function int_text(v)
   return string.format("%d", v)
 end
 
--- A weighted list (gatebench.core.workload.weighted_value is the reference, and the Java and Go
--- engines draw the same): u from SplitMix64 of (seed + (draw + 1) * gamma) in 64-bit integer
--- arithmetic (LuaJIT's uint64_t), then the first value whose cumulative weight exceeds
--- u * total, or one of the others.
-local GAMMA = 0x9E3779B97F4A7C15ULL
-local MIX1 = 0xBF58476D1CE4E5B9ULL
-local MIX2 = 0x94D049BB133111EBULL
+local thread_id = 0 -- set by setup() through thread:set("gatebench_thread", n)
+local threads = phase.threads
+local sent = 0 -- requests this thread has built
 
-local function unit_draw(seed, n)
-  local z = ffi.cast("uint64_t", seed) + (ffi.cast("uint64_t", n) + 1ULL) * GAMMA
-  z = bit.bxor(z, bit.rshift(z, 30)) * MIX1
-  z = bit.bxor(z, bit.rshift(z, 27)) * MIX2
+-- The plan's generators, as every engine computes them (docs/engine.md, "Values"): request g
+-- of the phase gets constant; list values[g mod n] (random: values[floor(u * n)]); range
+-- low + g mod (high - low + 1); random low + floor(u * (high - low + 1)); counter
+-- start + g * step. u is SplitMix64's (g+1)-th output from the state seed XOR fnv1a64(the
+-- parameter's name), its top 53 bits over 2^53: the same in loadgen/values.go and the Gatling
+-- simulation, in 64-bit unsigned arithmetic (LuaJIT's uint64_t cdata wraps as Go and Java do).
+local seed = bit.bor(bit.lshift(ffi.new("uint64_t", phase.seed_hi), 32), ffi.new("uint64_t", phase.seed_lo))
+local keys = {}
+for name, _ in pairs(phase.params) do
+  local h = 0xcbf29ce484222325ULL
+  for i = 1, #name do
+    h = bit.bxor(h, ffi.new("uint64_t", name:byte(i))) * 0x100000001b3ULL
+  end
+  keys[name] = h
+end
+
+-- SplitMix64's output for the state ``state + (n + 1) * gamma``, its top 53 bits over 2^53
+-- (gatebench.core.workload.unit_draw is the reference): the one mixing function of every draw.
+local function unit_draw(state, n)
+  local z = ffi.cast("uint64_t", state) + (ffi.cast("uint64_t", n) + 1ULL) * 0x9E3779B97F4A7C15ULL
+  z = bit.bxor(z, bit.rshift(z, 30)) * 0xBF58476D1CE4E5B9ULL
+  z = bit.bxor(z, bit.rshift(z, 27)) * 0x94D049BB133111EBULL
   z = bit.bxor(z, bit.rshift(z, 31))
   return tonumber(bit.rshift(z, 11)) * 2 ^ -53
 end
+
+local function unit(name, g)
+  return unit_draw(bit.bxor(seed, keys[name]), g)
+end
+
+-- A weighted list (gatebench.core.workload.weighted_value is the reference, and the Java and Go
+-- engines draw the same): u = unit_draw(the list's own seed, draw), then the first value whose
+-- cumulative weight exceeds u * total, or one of the others.
 
 local function weighted(g, n)
   local x = unit_draw(g.seed, g.offset + n * g.stride) * g.total
@@ -96,30 +114,29 @@ end
 -- rendered by gatebench for every encoding) or a plain integer (ranges, random, counters:
 -- an integer reads the same in every encoding).
 local function next_values()
+  -- thread k of T takes the requests k, k+T, k+2T... of the phase: a counter never repeats
+  local g = thread_id + sent * threads
+  sent = sent + 1
   local values = {}
-  for name, g in pairs(phase.params) do
-    local n = position[name] or 0
-    position[name] = n + 1
-    -- thread k of T takes the requests k, k+T, k+2T... of the phase: a counter never repeats
-    local global = thread_id + n * threads
-    if g.kind == "constant" then
-      values[name] = g.text
-    elseif g.kind == "list" then
+  for name, gen in pairs(phase.params) do
+    if gen.kind == "constant" then
+      values[name] = gen.text
+    elseif gen.kind == "list" then
       local at
-      if g.random then
-        at = math.random(#g.texts)
+      if gen.random then
+        at = math.floor(unit(name, g) * #gen.texts) + 1
       else
-        at = (global % #g.texts) + 1
+        at = (g % #gen.texts) + 1
       end
-      values[name] = g.texts[at]
-    elseif g.kind == "range" then
-      values[name] = g.low + (global % (g.high - g.low + 1))
-    elseif g.kind == "random" then
-      values[name] = g.low + math.floor(math.random() * (g.high - g.low + 1))
-    elseif g.kind == "weighted" then
-      values[name] = weighted(g, global)
+      values[name] = gen.texts[at]
+    elseif gen.kind == "range" then
+      values[name] = gen.low + (g % (gen.high - gen.low + 1))
+    elseif gen.kind == "random" then
+      values[name] = gen.low + math.floor(unit(name, g) * (gen.high - gen.low + 1))
+    elseif gen.kind == "weighted" then
+      values[name] = weighted(gen, g)
     else -- counter
-      values[name] = g.start + global * g.step
+      values[name] = gen.start + g * gen.step
     end
   end
   return values
@@ -233,7 +250,6 @@ end
 
 function init(args)
   thread_id = gatebench_thread or 0
-  math.randomseed(phase.seed + thread_id)
   if phase.static then
     -- every request is the same: hand it to wrk once (wrk.init formats wrk.request from
     -- these fields after init returns), so wrk sends it without calling Lua per request

@@ -30,43 +30,24 @@ import http.client
 import os
 import shutil
 import signal
-import ssl
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import psutil
 
 from gatebench.core.errors import RunError, UnsupportedHere
+from gatebench.core.fairness import CpuPolicy, gateway_target
 from gatebench.core.ir import Api
 from gatebench.core.renderers import LiveChange, Renderer, RenderTarget, get_renderer
-from gatebench.core.routescale import Probe, answer_problem
+from gatebench.core.renderers._base import DEFAULT_CONCURRENCY
 from gatebench.core.tls import CA_CERT, GatewayTls
+from gatebench.kinds._live._gateway import ChangeApplied
 from gatebench.kinds._live.metrics import files_bytes
 from gatebench.local.procs import ManagedProcess, Supervisor, free_port
 from gatebench.local.provisioners._boot import check_config, start_gateway, write_files
-
-PROBE_TIMEOUT_S = 2.0
-"""One probe's connect + answer limit; a slower answer counts as not yet correct."""
-
-
-@dataclass(frozen=True)
-class ChangeApplied:
-    """When a change reached the gateway (monotonic seconds)."""
-
-    mechanism: LiveChange
-    written_at: float
-    """The new files were in place (all renamed)."""
-    triggered_at: float
-    """The mechanism was started: the signal sent, the admin request or command started, the
-    old process stopped (``restart``); for a watched file, the same as ``written_at``."""
-    returned_at: float
-    """The mechanism returned: the admin request was answered, the commands finished, the
-    new process answered its first request (``restart``); a signal returns at once."""
-    check_s: float = 0.0
-    """The checker's time on the staged files (before ``written_at``)."""
 
 
 @dataclass(frozen=True)
@@ -76,131 +57,6 @@ class PreparedChange:
     target: RenderTarget
     files: dict[str, str]
     check_s: float
-
-
-@dataclass
-class ProbeOutcome:
-    """Per probe: seconds from ``since`` to its first correct answer (None: never within the
-    deadline), and the last wrong answer seen before."""
-
-    since: float
-    first_correct: dict[str, float | None] = field(default_factory=dict)
-    last_problem: dict[str, str] = field(default_factory=dict)
-    rounds: int = 0
-    interval_s: float = 0.0
-    """The interval asked for; a round that took longer starts the next one late (see
-    ``late_rounds``)."""
-    late_rounds: int = 0
-
-    @property
-    def all_correct(self) -> bool:
-        return all(v is not None for v in self.first_correct.values())
-
-    @property
-    def slowest_s(self) -> float | None:
-        values = [v for v in self.first_correct.values() if v is not None]
-        return max(values) if values and self.all_correct else None
-
-
-def ask(
-    base: tuple[str, int],
-    probe: Probe,
-    timeout: float = PROBE_TIMEOUT_S,
-    *,
-    ca_file: str | None = None,
-) -> tuple[int, dict[str, str], bytes] | str:
-    """One request of ``probe`` on a new connection: (status, lower-case headers, body), or
-    why no answer came. With ``ca_file``, over TLS trusting that CA alone (host name
-    checked)."""
-    conn: http.client.HTTPConnection
-    if ca_file is not None:
-        context = ssl.create_default_context(cafile=ca_file)
-        conn = http.client.HTTPSConnection(base[0], base[1], timeout=timeout, context=context)
-    else:
-        conn = http.client.HTTPConnection(base[0], base[1], timeout=timeout)
-    try:
-        conn.putrequest(probe.method, probe.path, skip_host=True, skip_accept_encoding=True)
-        conn.putheader("Host", f"{base[0]}:{base[1]}")
-        conn.putheader("User-Agent", "gatebench-probe")
-        conn.endheaders()
-        response = conn.getresponse()
-        body = response.read()
-        headers = {k.lower(): v for k, v in response.getheaders()}
-        return response.status, headers, body
-    except (OSError, http.client.HTTPException) as exc:
-        return f"no answer: {type(exc).__name__}: {exc}"
-    finally:
-        conn.close()
-
-
-class RouteProber:
-    """Probes routes at a fixed interval until each answers correctly (module docstring)."""
-
-    def __init__(
-        self,
-        host: str,
-        port: int,
-        *,
-        instance: str | None = None,
-        normalizes_path: bool = False,
-        interval_s: float = 0.05,
-        clock: Callable[[], float] = time.monotonic,
-        ca_file: str | None = None,
-    ) -> None:
-        self.base = (host, port)
-        self.ca_file = ca_file
-        """The run's CA certificate when the gateway terminates TLS (probes speak TLS)."""
-        self.instance = instance
-        self.normalizes_path = normalizes_path
-        self.interval_s = interval_s
-        self.clock = clock
-
-    def problem(self, probe: Probe) -> str | None:
-        """Why ``probe`` is not answered correctly now, or None when it is."""
-        got = ask(self.base, probe, ca_file=self.ca_file)
-        if isinstance(got, str):
-            return got
-        return answer_problem(
-            probe,
-            *got,
-            instance=self.instance,
-            normalizes_path=self.normalizes_path,
-        )
-
-    def until_correct(
-        self,
-        probes: Sequence[Probe],
-        *,
-        since: float,
-        deadline_s: float,
-        alive: Callable[[], bool] = lambda: True,
-    ) -> ProbeOutcome:
-        """Probe every pending route once per round, a round every ``interval_s``, until all
-        answer correctly, ``deadline_s`` after ``since`` passes, or ``alive()`` is false."""
-        out = ProbeOutcome(since=since, interval_s=self.interval_s)
-        out.first_correct = {p.operation_id: None for p in probes}
-        pending = list(probes)
-        next_round = self.clock()
-        while pending and self.clock() - since < deadline_s and alive():
-            out.rounds += 1
-            still = []
-            for probe in pending:
-                problem = self.problem(probe)
-                if problem is None:
-                    out.first_correct[probe.operation_id] = self.clock() - since
-                    out.last_problem.pop(probe.operation_id, None)
-                else:
-                    out.last_problem[probe.operation_id] = problem
-                    still.append(probe)
-            pending = still
-            next_round += self.interval_s
-            wait = next_round - self.clock()
-            if wait > 0:
-                time.sleep(wait)
-            elif pending:
-                out.late_rounds += 1
-                next_round = self.clock()
-        return out
 
 
 def tree_rss_bytes(pid: int) -> int:
@@ -242,7 +98,8 @@ class LiveGateway:
         supervisor: Supervisor,
         workdir: Path,
         *,
-        workers: int = 1,
+        cpu: CpuPolicy,
+        concurrency: int = DEFAULT_CONCURRENCY,
         check_timeout: float = 120.0,
         boot_timeout: float | None = None,
         tls: GatewayTls | None = None,
@@ -252,7 +109,9 @@ class LiveGateway:
         """TLS the gateway terminates, through every change (None: plain HTTP)."""
         self.supervisor = supervisor
         self.workdir = workdir.resolve()
-        self.workers = workers
+        self.cpu = cpu
+        """The cores the gateway is given (the run's policy, ``gatebench.core.fairness``)."""
+        self.concurrency = concurrency
         self.check_timeout = check_timeout
         self.boot_timeout = boot_timeout
         self.target: RenderTarget | None = None
@@ -307,14 +166,15 @@ class LiveGateway:
         """Render ``api`` for free loopback ports and write the files (no process yet);
         ``replicas``: the pool's origins, the first being ``backend_url`` (empty: that
         backend alone)."""
-        self.target = RenderTarget(
+        self.target = gateway_target(
+            self.cpu,
             workdir=str(self.workdir),
             listen_port=free_port(),
             backend_url=backend_url,
             admin_port=free_port(),
-            workers=self.workers,
             tls=self.tls,
-            replicas=tuple(replicas),
+            replicas=replicas,
+            concurrency=self.concurrency,
         )
         self.files = self.renderer.render_live(api, self.target)
         write_files(self.files, self.workdir)
@@ -342,6 +202,10 @@ class LiveGateway:
             readiness_timeout=self.boot_timeout,
         )
         self.started_at = before + max(0.0, self.proc.started_at - before_wall)
+
+    @property
+    def pids(self) -> tuple[int, ...]:
+        return (self.proc.pid,) if self.proc is not None else ()
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.alive()
@@ -487,8 +351,6 @@ __all__ = [
     "ChangeApplied",
     "LiveGateway",
     "PreparedChange",
-    "ProbeOutcome",
-    "RouteProber",
     "admin_request",
     "files_bytes",
     "fill_command",

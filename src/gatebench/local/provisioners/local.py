@@ -3,8 +3,9 @@
 Built on the boot helpers of ``_boot`` (``write_files``, ``check_config``, ``start_gateway``):
 render and write into ``<run>/gateways/<name>/``, run the gateway's own checker, start it in
 the foreground under the caller's :class:`~gatebench.local.procs.Supervisor`, wait for a real HTTP
-answer. Each gateway gets one worker (``RenderTarget.workers = 1``): on a 2-core machine the
-load generator needs the other core. A gateway's companions (Tyk's Redis, on a free loopback
+answer. Each gateway is rendered for the run's CPU policy (``gatebench.core.fairness``: the same
+cores for every gateway, its workers and threads set to them) and the plan's concurrency (no
+pool below it), through ``fairness.gateway_target``. A gateway's companions (Tyk's Redis, on a free loopback
 port of its own) start before it and stop after it; their CPU counts as the gateway's.
 Gateways that only run on the cloud path (Kong, Google API Gateway) and gateways not installed
 here (KrakenD and Tyk come from their vendors) raise :class:`~gatebench.core.errors.UnsupportedHere`,
@@ -27,8 +28,11 @@ from pathlib import Path
 
 from gatebench.core.api_keys import policy_keys
 from gatebench.core.errors import GatebenchError, UnsupportedHere
+from gatebench.core.fairness import CpuPolicy, gateway_target
 from gatebench.core.ir import Api
 from gatebench.core.policies import PolicySet
+from gatebench.core.renderers import RenderTarget
+from gatebench.core.renderers._base import DEFAULT_CONCURRENCY
 from gatebench.core.tls import GatewayTls
 from gatebench.local.procs import ManagedProcess, Supervisor, free_port
 from gatebench.local.provisioners import Endpoint, Provisioned
@@ -42,7 +46,8 @@ class LocalProvisioner:
         self,
         supervisor: Supervisor,
         *,
-        workers: int = 1,
+        cpu: CpuPolicy,
+        concurrency: int = DEFAULT_CONCURRENCY,
         policies: PolicySet | None = None,
         allow_missing_policies: bool = False,
         tls: GatewayTls | None = None,
@@ -55,7 +60,9 @@ class LocalProvisioner:
         self.replicas = replicas
         """The backend replicas' origins when the backend is a pool (two or more)."""
         self.balance = balance
-        self.workers = workers
+        self.cpu = cpu
+        """The cores every gateway is given (its workers and threads follow them)."""
+        self.concurrency = concurrency
         self.policies = policies or PolicySet()
         """What every gateway enforces (``render_with_policies``)."""
         self.allow_missing_policies = allow_missing_policies
@@ -70,6 +77,9 @@ class LocalProvisioner:
         self.unsupported: dict[str, str] = {}
         """Gateways rendered but not runnable here (cloud path only, or not installed), with
         the reason."""
+        self.rendered: dict[str, RenderTarget] = {}
+        """Every gateway whose files were written, in order (those that run here or not), and
+        the target it was rendered for."""
         self.routes_left_out: dict[str, str] = {}
         """Gateways that left routes no workload uses out of their files: the summary."""
 
@@ -83,7 +93,7 @@ class LocalProvisioner:
     ) -> dict[str, str]:
         """Render every gateway; ``needed`` are the workloads' operation ids (a route no
         workload uses and a gateway cannot express is left out of that gateway's files)."""
-        from gatebench.core.renderers import RenderTarget, get_renderer
+        from gatebench.core.renderers import get_renderer
         from gatebench.core.renderers._leave_out import render_leaving_out
         from gatebench.local.provisioners._boot import check_limit, write_files
 
@@ -92,16 +102,17 @@ class LocalProvisioner:
             workdir = (run_dir / "gateways" / name).resolve()
             try:
                 renderer = get_renderer(name)
-                target = RenderTarget(
+                target = gateway_target(
+                    self.cpu,
                     workdir=str(workdir),
                     listen_port=free_port(),
-                    backend_url=self.replicas[0] if len(self.replicas) > 1 else backend_url,
+                    backend_url=backend_url,
                     admin_port=free_port(),
                     redis_port=free_port(),
-                    workers=self.workers,
                     tls=self.tls,
-                    replicas=self.replicas if len(self.replicas) > 1 else (),
+                    replicas=self.replicas,
                     balance=self.balance,
+                    concurrency=self.concurrency,
                 )
                 rendered = render_leaving_out(
                     renderer,
@@ -112,6 +123,7 @@ class LocalProvisioner:
                     allow_missing_policies=self.allow_missing_policies,
                 )
                 write_files(rendered.files, workdir)
+                self.rendered[name] = target
                 self._files[name] = (workdir, tuple(rendered.files))
                 written = len((rendered.api or api).operations)
                 self._check_limits[name] = check_limit(renderer, written)

@@ -10,7 +10,6 @@ target's remaining phases are skipped (the engine reads the skip file before eac
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -21,9 +20,9 @@ from gatebench.core.score import BASELINE
 from gatebench.core.stats import phase_stats
 from gatebench.core.testers import MergedPhase, merged_measurement
 from gatebench.core.trust import CEILING_TARGET, FAILED_TARGET_FLAG, Ceiling, CeilingPoint
-from gatebench.core.workload import Phase
-from gatebench.local.engines import EngineEvent
+from gatebench.core.workload import Phase, TimeLeft
 from gatebench.run._journal import Progress, RunJournal
+from gatebench.run.ports import Alive, EngineEvent, Provisioner, Watch
 
 
 class LoadHooks:
@@ -31,16 +30,18 @@ class LoadHooks:
         self,
         journal: RunJournal,
         phases: dict[int, Phase],
-        provisioner: Any,
+        provisioner: Provisioner | None,
         skip_file: Path,
         total: int,
         engine_name: str = "gatling",
-        ceiling_proc: Any = None,
-        watch: Any = None,
+        ceiling_proc: Alive | None = None,
+        watch: Watch | None = None,
+        ceiling_label: str = "",
     ) -> None:
         self.journal = journal
+        journal.time_left = TimeLeft(list(phases.values()))
         self.watch = watch
-        """The deployment's watch (``gatebench.local._deployed.DeploymentWatch``): each phase's TLS
+        """The deployment's watch (``Machine.deployment_watch``): each phase's TLS
         handshakes and a replica fault; None for a plain plan."""
         self.phases = phases
         self.provisioner = provisioner
@@ -48,6 +49,7 @@ class LoadHooks:
         self.total = total
         self.engine_name = engine_name
         self.ceiling_proc = ceiling_proc
+        self.ceiling_label = ceiling_label
         self.ceiling: Ceiling | None = None
         self.failed: set[str] = set(journal.record.target_errors)
         self.completed: set[int] = set()
@@ -72,6 +74,11 @@ class LoadHooks:
                 self.repetition = phase.repetition
             self._check(phase.target)  # before and after every phase
         now = time.monotonic()
+        clock = self.journal.time_left
+        if clock is not None and event.kind == "start":
+            clock.started(event.phase, now)
+        elif clock is not None and event.kind == "end":
+            clock.ended(event.phase, now)
         if event.kind == "start":
             self._last = (event.phase, 0, now)
             self._rate = 0.0
@@ -94,6 +101,9 @@ class LoadHooks:
     def on_phase(self, result: PhaseResult) -> None:
         self.completed.add(result.phase)
         phase = self.phases.get(result.phase)
+        if phase is not None and self.journal.time_left is not None:
+            seconds = (result.end_ms - result.start_ms) / 1000.0
+            self.journal.time_left.ran(phase.workload, result.sample.requests, seconds)
         if phase is None or not phase.measured or result.sample.requests == 0:
             return
         self._check(phase.target)  # the phase has ended: alive now means alive throughout
@@ -140,8 +150,7 @@ class LoadHooks:
         phase = self.phases.get(result.phase)
         if phase is None:
             return
-        with (self.journal.run_dir / "testers.jsonl").open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"phase_id": phase.id, **merged.to_dict()}) + "\n")
+        self.journal.append("testers.jsonl", {"phase_id": phase.id, **merged.to_dict()})
         if not phase.measured or phase.target in self.failed or result.sample.requests == 0:
             return
         if phase.target == CEILING_TARGET:
@@ -153,12 +162,10 @@ class LoadHooks:
 
     def _record_ceiling(self, phase: Phase, result: PhaseResult) -> None:
         """The engine's ceiling for one workload, stored with the run at once."""
-        from gatebench.local.ceiling import SERVER_LABEL
-
         if self.ceiling_proc is not None and not self.ceiling_proc.alive():
             return  # its requests failed fast: not a ceiling
         s = phase_stats(result.sample)
-        base = self.ceiling or Ceiling(self.engine_name, SERVER_LABEL)
+        base = self.ceiling or Ceiling(self.engine_name, self.ceiling_label)
         point = CeilingPoint(s.throughput, s.p50, s.requests)
         self.ceiling = replace(base, workloads={**base.workloads, phase.workload: point})
         self.journal.environment(ceiling=self.ceiling.to_dict())

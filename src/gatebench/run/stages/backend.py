@@ -1,55 +1,31 @@
 """``backend`` (local path only): the cores, the backend and the engine's ceiling server.
 
-The plan's ``cpus:`` is resolved on this machine and handed to the supervisor before anything
-starts (gatebench.core.pinning). The backend starts first, because the gateways' configurations
-point at its port, chosen as it starts (``render`` needs it); an unreachable ``url:`` backend
-fails the run here, before any load. Then the ceiling server (docs/trust.md), unless the run
-skips it; when it cannot start the run goes on with a note.
+The machine does it (``Machine.start_backend``; this machine: ``gatebench.local.machine``): the
+plan's ``cpus:`` resolved and handed to its processes before anything starts, with the cores
+every gateway is given (gatebench.core.fairness), the run's TLS,
+the backend first, because the gateways' configurations point at its port, chosen as it starts
+(``render`` needs it), then the ceiling server (docs/trust.md). An unreachable ``url:`` backend
+fails the run here, before any load.
 """
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
-from gatebench.core.errors import GatebenchError
 from gatebench.core.model import RunStatus
-from gatebench.core.pinning import CpuLayout, resolve_layout
-from gatebench.core.plan import Plan
-from gatebench.core.tls import remove_tls_folder
-from gatebench.core.trust import Ceiling
-from gatebench.local._deployed import RunTls, prepare_tls
-from gatebench.local.backends import PlanBackend, start_plan_backends
-from gatebench.local.procs import ManagedProcess, Supervisor
+from gatebench.core.pinning import CpuLayout, LayoutRule, resolve_layout
 from gatebench.run._base import Stage
-from gatebench.run._journal import Progress
+from gatebench.run.ports import Backend
 from gatebench.run.stages.parse import Parsed
 
 if TYPE_CHECKING:
-    from gatebench.run._context import RunContext, RunOutcome
-
-
-@dataclass(frozen=True)
-class Backend:
-    url: str
-    """The backend's base URL: the baseline target."""
-    origin: str
-    """Its scheme and host: what the gateways forward to."""
-    reset_url: str | None
-    pid: int | None
-    """The process gatebench started (None: the user's own service)."""
-    layout: CpuLayout
-    ceiling: ManagedProcess | None
-    ceiling_url: str | None
-    replicas: PlanBackend | None = None
-    """Every replica gatebench started (None: the user's own service)."""
-    tls: RunTls | None = None
-    """The run's TLS material (a plan with ``tls``); its folder is removed at teardown."""
+    from gatebench.run._context import RunContext
 
 
 class StartBackend(Stage):
+    """``layout``: how the plan's ``cpus:`` becomes cores (a capacity search splits them its
+    own way: gatebench.core.pinning.capacity_layout)."""
+
     name = "backend"
     step = RunStatus.PROVISIONING
     needs = (Parsed,)
@@ -60,66 +36,11 @@ class StartBackend(Stage):
         "has a fixed address and is created by provision"
     )
 
+    def __init__(self, layout: LayoutRule = resolve_layout) -> None:
+        self.layout = layout
+
     def run(self, ctx: RunContext) -> Backend:
-        plan = ctx.get(Parsed).plan
-        layout = pin(ctx.supervisor, plan, ctx.outcome)
-        ctx.journal.display(Progress(step="provisioning", message="backend"))
-        tls = prepare_tls(plan)
-        if tls is not None:
-            ctx.resources.callback(remove_tls_folder, tls.folder)
-            ctx.journal.environment(tls=tls.record)
-        started = start_plan_backends(
-            ctx.supervisor,
-            plan,
-            ctx.api,
-            ctx.run_dir,
-            tls=tls.backend if tls is not None else None,
-        )
-        pids = [r.process.pid for r in started.replicas]
-        if pids:
-            ctx.cpu_groups["backend"] = pids
-        if plan.backend.replicas > 1:
-            ctx.journal.environment(
-                replicas={"count": plan.backend.replicas, "balance": plan.backend.balance}
-            )
-        ceiling, ceiling_url = start_ceiling(ctx) if ctx.options.ceiling else (None, None)
-        parts = urlsplit(started.origins[0])
-        return Backend(
-            started.url,
-            f"{parts.scheme}://{parts.netloc}",
-            started.reset_urls[0] if started.reset_urls else None,
-            pids[0] if pids else None,
-            layout,
-            ceiling,
-            ceiling_url,
-            started if started.replicas else None,
-            tls,
-        )
-
-
-def start_ceiling(ctx: RunContext) -> tuple[ManagedProcess | None, str | None]:
-    """The ceiling server (gatebench.local.ceiling), or (None, None) with a note when it cannot run:
-    the run goes on, and only the CPU accounting can flag ``tester-bound`` then."""
-    from gatebench.local.ceiling import SERVER_LABEL, start_ceiling_server
-
-    try:
-        return start_ceiling_server(ctx.supervisor, ctx.run_dir / "ceiling")
-    except GatebenchError as exc:
-        note = f"the load engine's ceiling was not measured: {str(exc).splitlines()[0]}"
-        ctx.note(note)
-        ceiling = Ceiling(ctx.get(Parsed).engine, SERVER_LABEL, note=note)
-        ctx.journal.environment(ceiling=ceiling.to_dict())
-        return None, None
-
-
-def pin(supervisor: Supervisor, plan: Plan, outcome: RunOutcome) -> CpuLayout:
-    """The plan's ``cpus:`` on this machine (gatebench.core.pinning), handed to the supervisor
-    before anything starts; why pinning could not be done goes in the run's notes."""
-    layout = resolve_layout(plan.cpus, sorted(os.sched_getaffinity(0)))
-    supervisor.pin(layout.cores)
-    if layout.note:
-        outcome.notes.append(f"cpus: {layout.note}")
-    return layout
+        return ctx.machine.start_backend(ctx, self.layout)
 
 
 def layout_environment(layout: CpuLayout) -> dict[str, Any]:
@@ -127,4 +48,4 @@ def layout_environment(layout: CpuLayout) -> dict[str, Any]:
     return {"cpus": layout.describe(), "cpu_affinity": layout.to_dict()}
 
 
-__all__ = ["Backend", "StartBackend", "layout_environment", "pin"]
+__all__ = ["Backend", "StartBackend", "layout_environment"]

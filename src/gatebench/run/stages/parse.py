@@ -17,13 +17,14 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from gatebench.core.api_keys import with_api_keys
-from gatebench.core.capabilities import token_pool_problem
+from gatebench.core.capabilities import injection_problem, token_pool_problem
 from gatebench.core.errors import RunError
+from gatebench.core.fairness import plan_concurrency
 from gatebench.core.model import RunStatus
 from gatebench.core.plan import Plan
 from gatebench.core.policies import PolicySet
+from gatebench.core.renderers._base import DEFAULT_CONCURRENCY
 from gatebench.core.tokens import SIGNED_TOKEN_ENV, SIGNED_TOKENS_FILE_ENV
-from gatebench.local.engines import get_engine, injection_problem
 from gatebench.run._base import Stage
 
 if TYPE_CHECKING:
@@ -40,6 +41,9 @@ class Parsed:
     """The load engine's name."""
     policies: PolicySet
     """What every gateway enforces, API keys included (read from their variable here)."""
+    concurrency: int = DEFAULT_CONCURRENCY
+    """The most requests the run holds in flight through a gateway: no pool is rendered
+    below it (``gatebench.core.fairness.plan_concurrency``)."""
 
 
 class Parse(Stage):
@@ -50,14 +54,19 @@ class Parse(Stage):
 
     def check(self, ctx: RunContext) -> None:
         name = engine_name(ctx)
-        get_engine(name).check()
+        ctx.machine.engine(name).check()
         check_engine_supports(name, ctx.plan)
 
     def run(self, ctx: RunContext) -> Parsed:
         plan = ctx.resources.enter_context(signed_tokens(ctx.plan, ctx.outcome))
         check_secrets(plan)
         # The gateways get the API keys from their variable; the stored plan never holds them.
-        return Parsed(plan, engine_name(ctx), with_api_keys(plan.policies, os.environ))
+        return Parsed(
+            plan,
+            engine_name(ctx),
+            with_api_keys(plan.policies, os.environ),
+            plan_concurrency(plan),
+        )
 
 
 def engine_name(ctx: RunContext) -> str:

@@ -9,13 +9,15 @@ gateway's process group joins the CPU accounting, its boot time the run's enviro
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from gatebench.core.errors import RunError
 from gatebench.core.model import RunStatus
-from gatebench.local.provisioners import Provisioned
+from gatebench.core.score import BASELINE
 from gatebench.run._base import Stage
 from gatebench.run._journal import Progress
+from gatebench.run.ports import Backend, Provisioned
 from gatebench.run.stages.render import Rendered
 
 if TYPE_CHECKING:
@@ -48,4 +50,14 @@ class Provision(Stage):
         return provisioned
 
 
-__all__ = ["Provision"]
+def target_groups(ctx: RunContext) -> Callable[[str], list[str]]:
+    """The CPU accounting groups a target's phases count: its gateway's and the backend's."""
+    backend = ["backend"] if ctx.get(Backend).pid is not None else []
+
+    def groups(target: str) -> list[str]:
+        return backend if target == BASELINE else [f"gw:{target}", *backend]
+
+    return groups
+
+
+__all__ = ["Provision", "target_groups"]

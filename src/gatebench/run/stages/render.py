@@ -1,6 +1,6 @@
 """``render``: every gateway's configuration, and the load the engine will run.
 
-The gateways' files go into ``results/<run>/gateways/<name>/`` (``provisioners/local.py``: on
+The gateways' files go into ``results/<run>/gateways/<name>/`` (the machine's provisioner: here on
 free loopback ports, so the load can be compiled before anything starts; the configurations
 point at the backend). A gateway that cannot apply the plan's policies is left out, or run
 without them with ``--allow-missing-policies``; one that fails to render or runs only on the
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gatebench.core.errors import RunError
+from gatebench.core.fairness import cpu_environment
 from gatebench.core.fault import RESET_WAIT_S
 from gatebench.core.model import RunStatus
 from gatebench.core.plan import Plan
@@ -24,10 +25,9 @@ from gatebench.core.renderers import deployment_exclusions, deployment_needs, po
 from gatebench.core.score import BASELINE
 from gatebench.core.trust import ENGINE_RESOLUTION_MS
 from gatebench.core.workload import CompiledLoad, compile_load
-from gatebench.local.engines import get_engine
-from gatebench.local.provisioners.local import LocalProvisioner
 from gatebench.run._base import Stage
-from gatebench.run.stages.backend import Backend, layout_environment
+from gatebench.run.ports import Backend, Provisioner
+from gatebench.run.stages.backend import layout_environment
 from gatebench.run.stages.parse import Parsed
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ SKIP_FILE = "skip-targets.txt"
 
 @dataclass(frozen=True)
 class Rendered:
-    provisioner: LocalProvisioner
+    provisioner: Provisioner
     """Holds the rendered gateways until provision starts them (and teardown stops them)."""
     planned: dict[str, str]
     """Gateway → base URL, for those rendered that run here."""
@@ -60,9 +60,10 @@ class Render(Stage):
     def run(self, ctx: RunContext) -> Rendered:
         parsed, backend = ctx.get(Parsed), ctx.get(Backend)
         plan, options, journal = parsed.plan, ctx.options, ctx.journal
-        pool = backend.replicas.origins if backend.replicas is not None else ()
-        provisioner = LocalProvisioner(
-            ctx.supervisor,
+        pool = backend.origins
+        provisioner = ctx.machine.provisioner(
+            cpu=backend.cpu,
+            concurrency=parsed.concurrency,
             policies=parsed.policies,
             allow_missing_policies=options.allow_missing_policies,
             tls=backend.tls.gateway if backend.tls is not None else None,
@@ -109,17 +110,20 @@ class Render(Stage):
             keep=options.phase_filter,
             ceiling_url=backend.ceiling_url,
             skip_file=str((ctx.run_dir / SKIP_FILE).resolve()),
-            reset_urls=backend.replicas.reset_urls[1:] if backend.replicas is not None else (),
+            reset_urls=backend.reset_urls[1:],
             trust_store=str(backend.tls.trust_store) if backend.tls is not None else None,
             reset_wait_s=FAULT_RESET_WAIT_S if plan.fault is not None else 0.0,
         )
         ctx.outcome.schedule = schedule = compiled.schedule
         journal.environment(
-            **environment(get_engine(parsed.engine).version(), plan, options, parsed.engine),
+            **environment(
+                ctx.machine.engine(parsed.engine).version(), plan, options, parsed.engine
+            ),
             testers=options.testers,
             seed=schedule.seed,
             target_order=[list(o) for o in schedule.target_order],
             **layout_environment(backend.layout),
+            **cpu_environment(backend.cpu, list(planned), parsed.concurrency),
             **(
                 {"without_policies": excluded}
                 if excluded and options.allow_missing_policies

@@ -47,9 +47,9 @@ sub vcl_init {
     gatebench_pool.add_backend(r3);
 }
 
-sub vcl_recv {
-    set req.backend_hint = gatebench_pool.backend();
-    # Method and raw URL -> pass to the backend; first match wins.
+# Method and raw URL -> pass to the backend; first match wins. The routes are checked in
+# subroutines of 50, so the C compiler's time grows linearly with the routes.
+sub gatebench_routes_0 {
     if (req.method == "POST" && req.url ~ "^/auctions(?:\x3f|$)") {
         return (pass);
     }
@@ -59,5 +59,10 @@ sub vcl_recv {
     if (req.method == "POST" && req.url ~ "^/bid/(?:[^/?]+)(?:\x3f|$)") {
         return (pass);
     }
+}
+
+sub vcl_recv {
+    set req.backend_hint = gatebench_pool.backend();
+    call gatebench_routes_0;
     return (synth(404, "Not Found"));
 }

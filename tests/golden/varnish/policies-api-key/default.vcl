@@ -10,8 +10,9 @@ backend default {
     .between_bytes_timeout = 300s;
 }
 
-sub vcl_recv {
-    # Method and raw URL -> pass to the backend; first match wins.
+# Method and raw URL -> pass to the backend; first match wins. The routes are checked in
+# subroutines of 50, so the C compiler's time grows linearly with the routes.
+sub gatebench_routes_0 {
     if (req.method == "POST" && req.url ~ "^/auctions(?:\x3f|$)") {
         if (!(req.http.X-Api-Key == "golden-key-0123456789abcdef" || req.http.X-Api-Key == "golden.key_2~ABCDEFGHIJ")) {
             return (synth(401, "Unauthorized"));
@@ -27,6 +28,10 @@ sub vcl_recv {
     if (req.method == "POST" && req.url ~ "^/bid/(?:[^/?]+)(?:\x3f|$)") {
         return (pass);
     }
+}
+
+sub vcl_recv {
+    call gatebench_routes_0;
     return (synth(404, "Not Found"));
 }
 

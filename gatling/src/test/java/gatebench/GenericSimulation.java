@@ -27,7 +27,6 @@ import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
-import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
@@ -35,7 +34,7 @@ import java.util.function.Function;
 
 /**
  * The only simulation gatebench runs. It reads the workload JSON named by the system property
- * {@code gatebench.core.workload} (rendered by gatebench.core.workload from the benchmark plan) and runs
+ * {@code gatebench.workload} (rendered by gatebench.core.workload from the benchmark plan) and runs
  * its phases one after the other.
  *
  * <p>Phases follow each other without Gatling's scenario chaining where possible: chaining
@@ -83,7 +82,7 @@ public class GenericSimulation extends Simulation {
   private String firstBaseUrl = "";
 
   public GenericSimulation() throws IOException {
-    String path = System.getProperty("gatebench.core.workload");
+    String path = System.getProperty("gatebench.workload");
     if (path == null || path.isEmpty()) {
       throw new IllegalArgumentException("set -Dgatebench.workload=FILE (the workload JSON)");
     }
@@ -813,23 +812,46 @@ public class GenericSimulation extends Simulation {
   }
 
   /**
-   * The plan's generators, one value per parameter per request: constant, list (in order,
-   * cycling, or random), range (low..high cycling), random (uniform in low..high), counter,
-   * weighted (a recorded value distribution, the same draws in every engine).
+   * The plan's generators, one value per parameter per request g of the phase (numbered from 0
+   * in the order users take them), as every engine computes them (docs/engine.md, "Values"):
+   * constant; list (values[g mod n], or values[floor(u × n)] when random); range (low + g mod
+   * (high − low + 1)); random (low + floor(u × (high − low + 1))); counter (start + g × step).
+   * u is SplitMix64's (g+1)-th output from the state seed XOR fnv1a64(the parameter's name in
+   * UTF-8), its top 53 bits over 2^53: a function of (seed, name, g) alone, the same in
+   * loadgen/values.go and engines/wrk_phase.lua. A weighted list (a recorded value
+   * distribution) draws from its own seed: {@link #weighted}.
    */
   static final class Values implements Iterator<Map<String, Object>> {
     private final List<String> names = new ArrayList<>();
     private final List<JsonNode> specs = new ArrayList<>();
-    private final long[] positions;
-    private final Random random;
+    private final long[] keys;
+    private final long seed;
+    private long position;
 
     Values(JsonNode params, long seed) {
       params.fields().forEachRemaining(e -> {
         names.add(e.getKey());
         specs.add(e.getValue());
       });
-      positions = new long[names.size()];
-      random = new Random(seed);
+      keys = new long[names.size()];
+      for (int i = 0; i < keys.length; i++) {
+        keys[i] = fnv1a64(names.get(i));
+      }
+      this.seed = seed;
+    }
+
+    static long fnv1a64(String name) {
+      long h = 0xcbf29ce484222325L;
+      for (byte b : name.getBytes(StandardCharsets.UTF_8)) {
+        h ^= (b & 0xff);
+        h *= 0x100000001b3L;
+      }
+      return h;
+    }
+
+    /** u of request g for the parameter keyed by key. */
+    static double unit(long seed, long key, long g) {
+      return unitDraw(seed ^ key, g);
     }
 
     @Override
@@ -840,10 +862,10 @@ public class GenericSimulation extends Simulation {
     @Override
     public synchronized Map<String, Object> next() {
       Map<String, Object> out = new HashMap<>();
+      long n = position++;
       for (int i = 0; i < names.size(); i++) {
         JsonNode spec = specs.get(i);
         Object value;
-        long n = positions[i]++;
         switch (spec.path("kind").asText()) {
           case "constant":
             value = plain(spec.path("value"));
@@ -853,7 +875,7 @@ public class GenericSimulation extends Simulation {
               JsonNode values = spec.path("values");
               int at =
                   spec.path("random").asBoolean(false)
-                      ? random.nextInt(values.size())
+                      ? (int) Math.floor(unit(seed, keys[i], n) * values.size())
                       : (int) (n % values.size());
               value = plain(values.get(at));
               break;
@@ -869,11 +891,11 @@ public class GenericSimulation extends Simulation {
             {
               long low = spec.path("low").asLong();
               long span = spec.path("high").asLong() - low + 1;
-              value = low + (long) Math.floor(random.nextDouble() * span);
+              value = low + (long) Math.floor(unit(seed, keys[i], n) * (double) span);
               break;
             }
           case "counter":
-            value = spec.path("start").asLong() + n * spec.path("step").asLong(1);
+            value = spec.path("start").asLong(1) + n * spec.path("step").asLong(1);
             break;
           case "weighted":
             value = weighted(spec, n);
@@ -925,7 +947,10 @@ public class GenericSimulation extends Simulation {
       return out.append(digits).toString();
     }
 
-    /** SplitMix64's output for the state seed + (n + 1) × gamma, as a double in [0, 1). */
+    /**
+     * SplitMix64's output for the state seed + (n + 1) × gamma, as a double in [0, 1)
+     * (gatebench.core.workload.unit_draw is the reference): the one mixing of every draw.
+     */
     static double unitDraw(long seed, long n) {
       long z = seed + (n + 1) * 0x9E3779B97F4A7C15L;
       z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;

@@ -1,0 +1,552 @@
+package main
+
+import (
+	"errors"
+	"net"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// The real network: one thread, non-blocking sockets and one epoll set, as wrk does it. Each
+// connection writes its request as prepared bytes and feeds what it reads to its response
+// reader (http1.go); a timerfd in the same epoll set wakes the thread when the next arrival is
+// due, so one epoll_wait serves both the schedule and the sockets. No goroutine, channel or
+// allocation per request: on one core a goroutine per connection spent as much time being
+// scheduled and re-arming timers as sending.
+
+type connState uint8
+
+const (
+	connIdle connState = iota
+	connConnecting
+	connWriting
+	connReading
+	connClosed
+)
+
+const readBuffer = 4 << 10
+
+// behind is how late the engine must be before an arrival that finds no idle connection
+// waits for one instead of opening another: the engine, not the target, is then what is slow,
+// and opening connections would only slow it further (its lag records the wait). The waiting
+// ones get the next connection that comes free, or new ones as soon as the engine has time to
+// spare again.
+const behind = time.Millisecond
+
+// openPerPass is how many connections the waiting arrivals may open in one look at the
+// sockets once the engine has time to spare.
+const openPerPass = 8
+
+// maxConnecting is how many connections may be opening at once: beyond it an arrival waits for
+// the first connection that is free (at a run's start every arrival would otherwise open one
+// while the target accepts the first ones, thousands a second at high rates).
+const maxConnecting = 64
+
+// netConn is one connection and the request it carries.
+type netConn struct {
+	fd      int
+	pool    *pool
+	state   connState
+	a       arrival
+	x       exchange
+	req     []byte
+	body    []byte
+	written int
+	in      []byte
+	r, w    int
+	resp    response
+	served  int // responses read on it
+	sentAt  time.Duration
+	retried bool
+	outs    bool // epoll reports room to write (while connecting, or a write that must wait)
+}
+
+// pool is the connections to one address (a target).
+type pool struct {
+	sa   syscall.Sockaddr
+	af   int
+	idle []*netConn
+	err  error // the address could not be resolved
+}
+
+type epollNet struct {
+	e        *engine
+	clk      clock
+	newConns bool
+	epfd     int
+	timerfd  int
+	armed    time.Duration // when the timer is set to expire (-1: not armed)
+	pools    map[string]*pool
+	byFD     []*netConn       // the open connections, by descriptor
+	nOpen    int              // how many
+	opening  int              // how many are connecting
+	inFlight int              // requests sent and not finished, and arrivals waiting for a connection
+	pending  []pendingArrival // waiting for a connection, from head on
+	head     int
+	events   [256]syscall.EpollEvent
+	lastScan time.Duration
+}
+
+// pendingArrival waits for a connection while the engine is behind.
+type pendingArrival struct {
+	a    arrival
+	pool *pool
+}
+
+func newEpollNet(e *engine, clk clock, newConns bool) (*epollNet, error) {
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	tfd, _, errno := syscall.Syscall(syscall.SYS_TIMERFD_CREATE, clockMonotonic, syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if errno != 0 {
+		syscall.Close(epfd)
+		return nil, errno
+	}
+	n := &epollNet{
+		e: e, clk: clk, newConns: newConns, epfd: epfd, timerfd: int(tfd), armed: -1,
+		pools: map[string]*pool{},
+	}
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | epollET, Fd: int32(tfd)}
+	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, int(tfd), &ev); err != nil {
+		syscall.Close(epfd)
+		syscall.Close(int(tfd))
+		return nil, err
+	}
+	return n, nil
+}
+
+const (
+	clockMonotonic = 1
+	epollET        = 1 << 31 // the timer's event: reported on each expiry, never read
+)
+
+type itimerspec struct {
+	interval syscall.Timespec
+	value    syscall.Timespec
+}
+
+func (n *epollNet) busy() int        { return n.inFlight }
+func (n *epollNet) connections() int { return n.nOpen }
+
+func (n *epollNet) poolFor(address string) *pool {
+	if p, ok := n.pools[address]; ok {
+		return p
+	}
+	p := &pool{}
+	addr, err := net.ResolveTCPAddr("tcp", address)
+	switch {
+	case err != nil:
+		p.err = err
+	case addr.IP.To4() != nil:
+		sa := &syscall.SockaddrInet4{Port: addr.Port}
+		copy(sa.Addr[:], addr.IP.To4())
+		p.sa, p.af = sa, syscall.AF_INET
+	default:
+		sa := &syscall.SockaddrInet6{Port: addr.Port}
+		copy(sa.Addr[:], addr.IP.To16())
+		p.sa, p.af = sa, syscall.AF_INET6
+	}
+	n.pools[address] = p
+	return p
+}
+
+// send begins the arrival's request: on an idle connection to its target, else on a new one,
+// unless the engine is behind (then it waits for a connection to come free).
+func (n *epollNet) send(a arrival, now time.Duration) {
+	p := n.poolFor(a.phase.build.address)
+	n.inFlight++
+	if c := n.idle(p); c != nil {
+		n.begin(c, a, exchange{lag: now - a.due}, now)
+		return
+	}
+	if !n.newConns && n.nOpen > 0 && (now-a.due > behind || n.opening >= maxConnecting) {
+		n.pending = append(n.pending, pendingArrival{a, p})
+		return
+	}
+	n.open(p, a, exchange{lag: now - a.due}, now)
+}
+
+// idle is an idle connection of the pool (nil: none, or connections are not kept).
+func (n *epollNet) idle(p *pool) *netConn {
+	if n.newConns {
+		return nil
+	}
+	for len(p.idle) > 0 {
+		c := p.idle[len(p.idle)-1]
+		p.idle = p.idle[:len(p.idle)-1]
+		if c.state == connIdle {
+			return c
+		}
+	}
+	return nil
+}
+
+// unqueue sends the arrivals waiting for a connection, oldest first, while it can: on the idle
+// ones, on at most opens new ones (the engine is on time again: a few at a time, never a
+// burst); one later than its timeout is dropped.
+func (n *epollNet) unqueue(now time.Duration, opens int) {
+	for n.head < len(n.pending) {
+		w := n.pending[n.head]
+		lag := now - w.a.due
+		if lag > w.a.phase.timeout {
+			n.inFlight--
+			n.e.dropped(w.a, lag)
+		} else if c := n.idle(w.pool); c != nil {
+			n.begin(c, w.a, exchange{lag: lag}, now)
+		} else if opens > 0 && n.opening < maxConnecting || n.nOpen == 0 {
+			opens--
+			n.open(w.pool, w.a, exchange{lag: lag}, now)
+		} else {
+			return
+		}
+		n.pending[n.head] = pendingArrival{}
+		n.head++
+		if n.head == len(n.pending) {
+			n.pending, n.head = n.pending[:0], 0
+		}
+	}
+}
+
+// open opens a connection for the arrival, written once connected (nil: it failed at once,
+// and the arrival is finished).
+func (n *epollNet) open(p *pool, a arrival, x exchange, now time.Duration) *netConn {
+	x.opened = true
+	if p.err != nil {
+		x.err = p.err
+		n.finish(a, x)
+		return nil
+	}
+	fd, err := syscall.Socket(p.af, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, 0)
+	if err == nil {
+		_ = syscall.SetsockoptInt(fd, syscall.IPPROTO_TCP, syscall.TCP_NODELAY, 1)
+		if err = syscall.Connect(fd, p.sa); err == syscall.EINPROGRESS {
+			err = nil
+		}
+		if err == nil {
+			ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLOUT | syscall.EPOLLRDHUP, Fd: int32(fd)}
+			err = syscall.EpollCtl(n.epfd, syscall.EPOLL_CTL_ADD, fd, &ev)
+		}
+		if err != nil {
+			syscall.Close(fd)
+		}
+	}
+	if err != nil {
+		x.err, x.refused = err, systemRefused(err)
+		n.finish(a, x)
+		return nil
+	}
+	c := &netConn{fd: fd, pool: p, in: make([]byte, readBuffer), outs: true}
+	for len(n.byFD) <= fd {
+		n.byFD = append(n.byFD, nil)
+	}
+	n.byFD[fd] = c
+	n.nOpen++
+	c.a, c.x, c.sentAt = a, x, now
+	c.build()
+	c.state = connConnecting
+	n.opening++
+	return c
+}
+
+// begin writes the arrival's request on a connection that is open.
+func (n *epollNet) begin(c *netConn, a arrival, x exchange, now time.Duration) {
+	c.a, c.x, c.sentAt, c.retried = a, x, now, false
+	c.build()
+	n.write(c)
+}
+
+func (c *netConn) build() {
+	b := c.a.phase.build
+	c.req = b.request(c.req, c.body, c.a.k)
+	if b.static == nil && cap(c.body) < len(c.req) {
+		c.body = make([]byte, 0, len(c.req)) // the next body's scratch, grown once
+	}
+	c.written = 0
+	c.resp.reset(b.isHead)
+}
+
+// watch sets what epoll reports for a connection: reads, and room to write when asked.
+func (n *epollNet) watch(c *netConn, writes bool) error {
+	events := uint32(syscall.EPOLLIN | syscall.EPOLLRDHUP)
+	if writes {
+		events |= syscall.EPOLLOUT
+	}
+	ev := syscall.EpollEvent{Events: events, Fd: int32(c.fd)}
+	if err := syscall.EpollCtl(n.epfd, syscall.EPOLL_CTL_MOD, c.fd, &ev); err != nil {
+		return err
+	}
+	c.outs = writes
+	return nil
+}
+
+// write sends what is left of the request; the rest goes when the socket takes it.
+func (n *epollNet) write(c *netConn) {
+	c.state = connWriting
+	for c.written < len(c.req) {
+		w, err := syscall.Write(c.fd, c.req[c.written:])
+		if err == syscall.EAGAIN {
+			if !c.outs {
+				if err := n.watch(c, true); err != nil {
+					n.broken(c, err)
+					return
+				}
+			}
+			return
+		}
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			n.broken(c, err)
+			return
+		}
+		c.written += w
+	}
+	if c.outs {
+		if err := n.watch(c, false); err != nil {
+			n.broken(c, err)
+			return
+		}
+	}
+	c.state = connReading
+}
+
+// connected is a connection whose connect ended: on to its request, or its failure. From
+// now on only its reads are watched (the request is small: a write that cannot finish at once
+// watches for room again).
+func (n *epollNet) connected(c *netConn) {
+	n.opening--
+	c.state = connWriting
+	errno, err := syscall.GetsockoptInt(c.fd, syscall.SOL_SOCKET, syscall.SO_ERROR)
+	if err == nil && errno != 0 {
+		err = syscall.Errno(errno)
+	}
+	if err != nil {
+		a, x := c.a, c.x
+		x.err, x.refused = err, systemRefused(err)
+		n.drop(c)
+		n.finish(a, x)
+		return
+	}
+	n.write(c)
+}
+
+// readable reads what the socket has and feeds the response in progress (epoll says so again
+// while more is there).
+func (n *epollNet) readable(c *netConn) {
+	for c.state != connClosed {
+		if c.r == c.w {
+			c.r, c.w = 0, 0
+		} else if c.w == len(c.in) {
+			if c.r > 0 {
+				c.w = copy(c.in, c.in[c.r:c.w])
+				c.r = 0
+			} else {
+				bigger := make([]byte, 2*len(c.in))
+				copy(bigger, c.in[:c.w])
+				c.in = bigger
+			}
+		}
+		got, err := syscall.Read(c.fd, c.in[c.w:])
+		switch {
+		case err == syscall.EAGAIN:
+			return
+		case err == syscall.EINTR:
+			continue
+		case err != nil:
+			n.broken(c, err)
+			return
+		case got == 0:
+			n.ended(c)
+			return
+		}
+		c.w += got
+		if c.state != connReading {
+			// bytes nobody asked for (an idle connection): it cannot be trusted with a request
+			n.drop(c)
+			return
+		}
+		used, done, perr := c.resp.feed(c.in[c.r:c.w])
+		c.r += used
+		if perr != nil {
+			n.fail(c, perr)
+			return
+		}
+		if done {
+			n.complete(c)
+		}
+		if c.w < len(c.in) {
+			return // the read did not fill the buffer: nothing more is waiting
+		}
+	}
+}
+
+// ended is the server closing the connection.
+func (n *epollNet) ended(c *netConn) {
+	if c.state != connReading {
+		n.drop(c) // an idle connection the server closed
+		return
+	}
+	if done, err := c.resp.closed(); done {
+		n.complete(c)
+	} else {
+		n.broken(c, err)
+	}
+}
+
+// broken is a connection that failed during a request: a kept-alive connection the server
+// had closed before this request arrived (nothing of its response came) is tried once more on
+// a new connection when the request can be repeated (as Go's client does); else the request
+// fails.
+func (n *epollNet) broken(c *netConn, err error) {
+	if c.state == connIdle {
+		n.drop(c)
+		return
+	}
+	if c.served > 0 && !c.resp.any && !c.retried && c.a.phase.build.replayable {
+		a, x := c.a, c.x
+		n.drop(c)
+		if again := n.open(c.pool, a, x, c.sentAt); again != nil {
+			again.retried = true
+		}
+		return
+	}
+	n.fail(c, err)
+}
+
+func (n *epollNet) complete(c *netConn) {
+	a, x := c.a, c.x
+	x.status = c.resp.status
+	c.served++
+	if c.resp.keepAlive && !n.newConns && c.r == c.w {
+		c.state = connIdle
+		c.pool.idle = append(c.pool.idle, c)
+	} else {
+		n.drop(c)
+	}
+	n.finish(a, x)
+	if n.head < len(n.pending) {
+		n.unqueue(x.end, 0)
+	}
+}
+
+func (n *epollNet) fail(c *netConn, err error) {
+	a, x := c.a, c.x
+	x.err = err
+	n.drop(c)
+	n.finish(a, x)
+}
+
+// finish ends an arrival's request and hands its outcome to the engine.
+func (n *epollNet) finish(a arrival, x exchange) {
+	n.inFlight--
+	x.end = n.clk.now()
+	n.e.done(&a, x)
+}
+
+// drop closes a connection (a request on it is the caller's to finish).
+func (n *epollNet) drop(c *netConn) {
+	if c.state == connClosed {
+		return
+	}
+	if c.state == connConnecting {
+		n.opening--
+	}
+	c.state = connClosed
+	n.byFD[c.fd] = nil
+	n.nOpen--
+	syscall.Close(c.fd)
+}
+
+// wait serves the sockets until the clock reaches until: at least one look at them, even when
+// until has passed (an engine behind its schedule still reads its responses).
+func (n *epollNet) wait(until time.Duration) {
+	for first := true; ; first = false {
+		now := n.clk.now()
+		if now-n.lastScan >= 10*time.Millisecond {
+			n.timeouts(now)
+		}
+		late := now >= until
+		if !first && late || n.e.stopped() {
+			return
+		}
+		if n.head < len(n.pending) && !late {
+			n.unqueue(now, openPerPass) // time to spare: the engine is on time again
+		}
+		timeout := 0
+		if !late {
+			timeout = -1
+			if n.armed != until {
+				spec := itimerspec{value: syscall.NsecToTimespec(int64(until - now))}
+				if _, _, errno := syscall.Syscall6(syscall.SYS_TIMERFD_SETTIME, uintptr(n.timerfd), 0,
+					uintptr(unsafe.Pointer(&spec)), 0, 0, 0); errno == 0 {
+					n.armed = until
+				} else {
+					timeout = 1 // no timer: look every millisecond
+				}
+			}
+		}
+		k, err := syscall.EpollWait(n.epfd, n.events[:], timeout)
+		if err != nil && err != syscall.EINTR {
+			return
+		}
+		for i := 0; i < k; i++ {
+			ev := n.events[i]
+			fd := int(ev.Fd)
+			if fd == n.timerfd {
+				n.armed = -1
+				continue
+			}
+			if fd >= len(n.byFD) || n.byFD[fd] == nil {
+				continue
+			}
+			c := n.byFD[fd]
+			if c.state == connConnecting && ev.Events&(syscall.EPOLLOUT|syscall.EPOLLERR|syscall.EPOLLHUP) != 0 {
+				n.connected(c)
+			} else if c.state == connWriting && ev.Events&syscall.EPOLLOUT != 0 {
+				n.write(c)
+			}
+			if ev.Events&(syscall.EPOLLIN|syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 && c.state != connClosed && c.state != connConnecting {
+				n.readable(c)
+			}
+		}
+		if late {
+			return
+		}
+	}
+}
+
+// timeouts fails the requests that have waited longer than their phase's timeout.
+func (n *epollNet) timeouts(now time.Duration) {
+	n.lastScan = now
+	for _, c := range n.byFD {
+		if c != nil && c.state != connIdle && c.state != connClosed && now-c.sentAt > c.a.phase.timeout {
+			n.fail(c, errTimeout)
+		}
+	}
+}
+
+// close fails what is in flight (the run was stopped) and closes every connection.
+func (n *epollNet) close() {
+	for _, w := range n.pending[n.head:] {
+		n.finish(w.a, exchange{lag: n.clk.now() - w.a.due, err: errStopped})
+	}
+	n.pending, n.head = nil, 0
+	for _, c := range n.byFD {
+		if c == nil {
+			continue
+		}
+		if c.state != connIdle && c.state != connClosed {
+			n.fail(c, errStopped)
+		} else {
+			n.drop(c)
+		}
+	}
+	for _, p := range n.pools {
+		p.idle = nil
+	}
+}
+
+var errStopped = errors.New("the run was stopped")

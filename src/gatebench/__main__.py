@@ -1,0 +1,7 @@
+"""``python -m gatebench``: the ``gatebench`` command."""
+
+import sys
+
+from gatebench.cli import main
+
+sys.exit(main())

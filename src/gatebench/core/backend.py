@@ -1,0 +1,77 @@
+"""The backend gatebench serves (backend/, the Go server): its control prefix, and the mock
+mode's routes file, rendered from the IR (the Go server never reads a spec).
+
+One route per operation: method, the path the backend receives (base path + template, with
+``{name}`` segments matching any one segment), the status to answer (the first 2xx declared,
+else 200) and its body: the response's example when the description has one, else a value
+synthesized from its schema (``gatebench.core.synth``), else no body. Fixed latency and response
+size come from ``backend: {mock: {latency, response_size}}``; ``workers`` bounds how many
+responses are held at once (a known capacity of ``workers / latency`` requests per second).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gatebench.core.ir import Api, Operation, Response
+from gatebench.core.plan import Backend
+from gatebench.core.synth import synthesize
+
+CONTROL_PREFIX = "/__gatebench__/"
+"""The backend's own paths (health, stats, reset): reached straight, never through a gateway."""
+
+
+def _success(op: Operation) -> tuple[int, Response | None]:
+    for response in op.responses:
+        if response.status.isdigit() and 200 <= int(response.status) < 300:
+            return int(response.status), response
+    for response in op.responses:
+        if response.status.upper() == "2XX":
+            return 200, response
+    default = next((r for r in op.responses if r.status == "default"), None)
+    return 200, default
+
+
+def mock_route(op: Operation, api: Api) -> dict[str, Any]:
+    status, response = _success(op)
+    content_type = ""
+    body = ""
+    if response is not None and response.content and status not in (204, 304):
+        media = next((m for m in response.content if "json" in m.media_type), response.content[0])
+        content_type = media.media_type
+        if media.examples:
+            value = media.examples[0][1]
+        elif media.schema is not None:
+            value = synthesize(media.schema, api.schemas)
+        else:
+            value = None
+        if value is not None:
+            body = (
+                value
+                if isinstance(value, str) and "json" not in content_type
+                else json.dumps(value, ensure_ascii=False, sort_keys=True)
+            )
+    return {
+        "method": op.method,
+        "path": op.route_path or "/",
+        "status": status,
+        "content_type": content_type,
+        "body": body,
+        "headers": {},
+    }
+
+
+def mock_config(api: Api, backend: Backend) -> dict[str, Any]:
+    """The JSON the Go server reads with ``-mode mock -config FILE``."""
+    config: dict[str, Any] = {
+        "latency_ms": backend.latency * 1000.0,
+        "response_size": backend.response_size,
+        "routes": [mock_route(op, api) for op in api.operations],
+    }
+    if backend.workers:
+        config["workers"] = backend.workers  # a known capacity: workers / latency (req/s)
+    return config
+
+
+__all__ = ["mock_config", "mock_route"]

@@ -1,0 +1,446 @@
+"""The report of a scale and change-under-load run (docs/scale.md): self-contained HTML with a
+chart per gateway (resident memory and p99 against the number of routes, routes on a log
+scale), the change-under-load table with every failed request, and the JSON document both
+are rendered from.
+
+Charts are inline SVG written here, like the rest of the report (``_svg``): a line per series,
+a point per size carrying its number as text, a ``<title>`` tooltip and ``data-*`` attributes.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any
+
+from gatebench.core.model import RunRecord
+from gatebench.core.report._charts import PALETTE, nice_step
+from gatebench.core.report._svg import _num, _tick_label
+from gatebench.core.scaleplan import LIVE_KINDS
+from gatebench.kinds._live.metrics import ChangeOutcome, ScalePoint, scale_rows
+from gatebench.store import ResultStore
+
+FORMAT = "gatebench-scale/1"
+WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 380.0, 230.0, 56.0, 30.0, 36.0, 36.0
+POSITIONS = ("start", "middle", "end")
+
+
+def scale_document(
+    points: Sequence[ScalePoint], changes: Sequence[ChangeOutcome], **about: Any
+) -> dict[str, Any]:
+    """The JSON of a run: ``about`` (run id, description, sizes, settings...), every scale
+    point and every change outcome, gateways and sizes in order."""
+    ordered = sorted(points, key=lambda p: (p.gateway, p.routes))
+    return {
+        "format": FORMAT,
+        **about,
+        "points": [p.to_dict() for p in ordered],
+        "changes": [c.to_dict() for c in sorted(changes, key=lambda c: c.gateway)],
+    }
+
+
+SCALE_KIND, CHANGE_KIND = "scale", "change"
+"""The kinds of the store's results (``ResultStore.put_result``) a scale run writes."""
+"""The kinds of run (a run record's ``plan["kind"]``) whose results these are."""
+
+
+def is_live_run(run: RunRecord) -> bool:
+    """A route-scale or change-under-load run: its results are points and outcomes."""
+    return run.kind in LIVE_KINDS
+
+
+def render_scale_csv(document: Mapping[str, Any]) -> str:
+    """Flat rows (run, gateway, routes, metric, value) of the scale points, and per change
+    (routes: the table before it) its failures, p99 before and after, and slowest new route."""
+    import csv
+    import io
+
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["run", "gateway", "routes", "metric", "value"])
+    run = document.get("run", "")
+    points = [_point(p) for p in document.get("points", [])]
+    for row in scale_rows(points):
+        writer.writerow([run, row["gateway"], row["routes"], row["metric"], _cell(row["value"])])
+    for c in document.get("changes", []):
+        for metric, value in (
+            ("change_failures", c["failures"]),
+            ("change_p99_before_ms", c["before"]["p99_ms"]),
+            ("change_p99_after_ms", c["during"]["p99_ms"]),
+            ("change_worst_bucket_p99_ms", c["worst_bucket_p99_ms"]),
+            ("change_slowest_new_route_s", c["slowest_new_route_s"]),
+            ("change_mechanism_s", c["mechanism_s"]),
+        ):
+            writer.writerow([run, c["gateway"], c["routes_before"], metric, _cell(value)])
+    return out.getvalue()
+
+
+def _cell(value: object) -> str:
+    return "" if value is None else str(value)
+
+
+def point_key(point: ScalePoint) -> str:
+    """The store key of a scale point: ``gateway@routes``."""
+    return f"{point.gateway}@{point.routes}"
+
+
+def cpu_policy_of(environment: Mapping[str, Any]) -> dict[str, str]:
+    """``{"cpu_policy": ...}``: the cores every gateway was given, in the run's words
+    (``gatebench.core.fairness``), for the document's header; empty when the run recorded none."""
+    policy = environment.get("cpu_policy")
+    if isinstance(policy, Mapping) and policy.get("describe"):
+        return {"cpu_policy": str(policy["describe"])}
+    return {}
+
+
+def stored_scale_document(store: ResultStore, run_id: str) -> dict[str, Any] | None:
+    """A run's document rebuilt from the store (None when the run does not exist)."""
+    run = store.get_run(run_id)
+    if run is None:
+        return None
+    points = store.results(run_id, SCALE_KIND).values()
+    changes = store.results(run_id, CHANGE_KIND).values()
+    return {
+        "format": FORMAT,
+        "run": run_id,
+        "title": run.title,
+        "status": str(run.status),
+        **({"plan": run.plan} if run.plan else {}),
+        **cpu_policy_of(run.environment),
+        "points": sorted(points, key=lambda p: (str(p.get("gateway")), int(p.get("routes", 0)))),
+        "changes": sorted(changes, key=lambda c: str(c.get("gateway"))),
+    }
+
+
+def scale_bigquery_rows(
+    run: RunRecord, points: Sequence[ScalePoint], changes: Sequence[ChangeOutcome]
+) -> list[dict[str, Any]]:
+    """A scale or change-under-load run's numbers as rows of the BigQuery table
+    (``bigquery_schema.json``; docs/results.md, "A scale run's rows"): per scale point its
+    configuration size, start, memory idle and under load (``gateway_rss_mb`` with statistic
+    ``idle``, ``under_load``) and per position (``workload``: start, middle, end) p50, p99 and
+    the error share, ``routes`` the table's size; per change its failures, p99 before and
+    after, the worst 100 ms, the new routes' median and slowest time and the mechanism's,
+    ``routes`` the table before it."""
+    from gatebench.core.report._flat import _timestamp
+
+    base = {
+        "run_id": run.run_id,
+        "run_created_at": _timestamp(run.created_at),
+        "run_title": run.title or None,
+        "is_baseline": False,
+        "repetition": None,
+        "n": None,
+        "profile": None,
+    }
+    rows: list[dict[str, Any]] = []
+
+    def add(
+        target: str, routes: int, metric: str, value: float | None, unit: str, **extra: Any
+    ) -> None:
+        if value is None or not math.isfinite(float(value)):
+            return
+        row = dict(base, target=target, routes=routes, metric=metric, value=float(value), unit=unit)
+        row.update({"workload": None, "statistic": "value", "flags": None, **extra})
+        rows.append(row)
+
+    for p in sorted(points, key=lambda p: (p.gateway, p.routes)):
+        flags = None
+        if p.problem:
+            flags = "tester-bound" if "tester-bound" in p.problem else "incomplete"
+        add(p.gateway, p.routes, "config_bytes", p.config_bytes, "bytes")
+        add(p.gateway, p.routes, "start_s", p.start_s, "s", flags=flags)
+        add(p.gateway, p.routes, "gateway_rss_mb", p.rss_idle_mb, "MB", statistic="idle")
+        add(p.gateway, p.routes, "gateway_rss_mb", p.rss_load_mb, "MB", statistic="under_load")
+        for position, lat in sorted(p.latency.items()):
+            for metric, value in (("p50", lat.p50_ms), ("p99", lat.p99_ms)):
+                add(p.gateway, p.routes, metric, value, "ms", workload=position, flags=flags)
+            if lat.requests:
+                share = 100.0 * lat.ko / lat.requests
+                add(p.gateway, p.routes, "error_pct", share, "%", workload=position, flags=flags)
+    for c in sorted(changes, key=lambda c: c.gateway):
+        flags = (
+            "tester-bound" if "tester-bound" in c.problem else ("incomplete" if c.problem else None)
+        )
+        times = [v for v in c.new_routes_s.values() if v is not None]
+        for metric, value, unit, statistic in (
+            ("change_failures", c.failures, "requests", "value"),
+            ("p99", c.before.p99_ms, "ms", "before_change"),
+            ("p99", c.during.p99_ms, "ms", "after_change"),
+            ("max", c.during.max_ms, "ms", "after_change"),
+            ("p99", c.worst_bucket_p99_ms, "ms", "worst_100ms"),
+            ("new_route_s", statistics.median(times) if times else None, "s", "median"),
+            ("new_route_s", c.slowest_new_route_s, "s", "slowest"),
+            ("mechanism_s", c.mechanism_s, "s", "value"),
+            ("check_s", c.check_s, "s", "value"),
+        ):
+            add(c.gateway, c.routes_before, metric, value, unit, statistic=statistic, flags=flags)
+    return rows
+
+
+def log_line_chart(
+    series: Mapping[str, Sequence[tuple[float, float | None]]],
+    *,
+    chart_id: str,
+    title: str,
+    y_label: str,
+    x_label: str = "routes (log scale)",
+) -> str:
+    """Lines over a log10 x axis (the sizes) and a linear y axis from 0; None values leave a
+    gap. One ``<svg>``."""
+    xs = sorted({x for values in series.values() for x, _y in values if x > 0})
+    ys = [y for values in series.values() for _x, y in values if y is not None]
+    top = max(ys, default=0.0) or 1.0
+    step = nice_step(top)
+    y_max = step * math.ceil(top / step)
+    lo = math.floor(math.log10(xs[0])) if xs else 0
+    hi = max(lo + 1, math.ceil(math.log10(xs[-1]))) if xs else 1
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+
+    def px(x: float) -> float:
+        return LEFT + plot_w * (math.log10(x) - lo) / (hi - lo)
+
+    def py(y: float) -> float:
+        return TOP + plot_h * (1 - y / y_max)
+
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart line-chart" id="{escape(chart_id)}" '
+        f'viewBox="0 0 {_num(WIDTH)} {_num(HEIGHT)}" width="{_num(WIDTH)}" height="{_num(HEIGHT)}" '
+        f'role="img" aria-label="{escape(title)}"><title>{escape(title)}</title>',
+        f'<text class="group" x="4" y="14">{escape(title)}</text>',
+    ]
+    tick = 0.0
+    while tick <= y_max + step * 1e-9:
+        y = py(tick)
+        out.append(
+            f'<line class="grid" x1="{_num(LEFT)}" x2="{_num(WIDTH - RIGHT)}" y1="{_num(y)}" '
+            f'y2="{_num(y)}"/><text class="tick" x="{_num(LEFT - 4)}" y="{_num(y + 4)}" '
+            f'text-anchor="end">{escape(_tick_label(tick, step))}</text>'
+        )
+        tick += step
+    for power in range(lo, hi + 1):
+        x = px(10.0**power)
+        out.append(
+            f'<line class="grid" x1="{_num(x)}" x2="{_num(x)}" y1="{_num(TOP)}" '
+            f'y2="{_num(TOP + plot_h)}"/><text class="tick" x="{_num(x)}" '
+            f'y="{_num(TOP + plot_h + 14)}" text-anchor="middle">{10**power:,}</text>'
+        )
+    out.append(
+        f'<text class="axis-label" x="{_num(LEFT + plot_w / 2)}" y="{_num(HEIGHT - 4)}" '
+        f'text-anchor="middle">{escape(x_label)}</text>'
+        f'<text class="axis-label" x="{_num(LEFT)}" y="{_num(TOP - 6)}">{escape(y_label)}</text>'
+    )
+    for index, (name, values) in enumerate(series.items()):
+        colour = PALETTE[index % len(PALETTE)]
+        path, pen_down = [], False
+        ordered = sorted(values, key=lambda item: item[0])
+        for vx, vy in ordered:
+            if vy is None or vx <= 0:
+                pen_down = False
+                continue
+            path.append(f"{'L' if pen_down else 'M'}{_num(px(vx))} {_num(py(vy))}")
+            pen_down = True
+        out.append(
+            f'<g class="series" data-series="{escape(name)}">'
+            f'<path d="{"".join(path)}" fill="none" stroke="{colour}" stroke-width="2"/>'
+        )
+        for vx, vy in ordered:
+            if vy is None or vx <= 0:
+                continue
+            out.append(
+                f'<circle cx="{_num(px(vx))}" cy="{_num(py(vy))}" r="3" fill="{colour}" '
+                f'data-x="{vx!r}" data-y="{vy!r}"><title>{escape(name)}: {vx:,.0f} routes, '
+                f"{escape(_fmt(vy))}</title></circle>"
+            )
+        legend_y = TOP + 4 + 14 * index
+        out.append(
+            f'<text class="legend" x="{_num(LEFT + 8)}" y="{_num(legend_y + 8)}" '
+            f'fill="{colour}">{escape(name)}</text></g>'
+        )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _fmt(value: float | None, unit: str = "") -> str:
+    if value is None:
+        return "–"
+    text = f"{value:,.0f}" if abs(value) >= 10 else f"{value:,.2f}".rstrip("0").rstrip(".")
+    return text + (f" {unit}" if unit else "")
+
+
+def gateway_charts(gateway: str, points: Sequence[ScalePoint]) -> str:
+    """Memory (idle and under load) and p99 per position against the table size."""
+    mine = sorted((p for p in points if p.gateway == gateway), key=lambda p: p.routes)
+    memory = {
+        "idle": [(float(p.routes), p.rss_idle_mb) for p in mine],
+        "under load": [(float(p.routes), p.rss_load_mb) for p in mine],
+    }
+    p99 = {
+        position: [
+            (
+                float(p.routes),
+                p.latency[position].p99_ms if position in p.latency else None,
+            )
+            for p in mine
+        ]
+        for position in POSITIONS
+    }
+    slug = "".join(c if c.isalnum() else "-" for c in gateway)
+    return log_line_chart(
+        memory,
+        chart_id=f"mem-{slug}",
+        title=f"{gateway}: resident memory",
+        y_label="MB",
+    ) + log_line_chart(
+        p99, chart_id=f"p99-{slug}", title=f"{gateway}: p99 at the constant rate", y_label="ms"
+    )
+
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;margin:1.5rem;color:#1b1b1b;max-width:1100px}
+table{border-collapse:collapse;margin:.5rem 0 1rem}th,td{border:1px solid #ccc;padding:.2rem .5rem;
+text-align:right}th:first-child,td:first-child{text-align:left}
+.chart{margin:.25rem .5rem .25rem 0}.grid{stroke:#e3e3e3}.tick,.legend,.axis-label{font-size:11px}
+.group{font-size:12px;font-weight:600}.charts{display:flex;flex-wrap:wrap}
+.failed{font-family:monospace;font-size:12px}
+"""
+
+
+def render_scale_html(document: Mapping[str, Any]) -> str:
+    """The HTML page of a run's JSON document (:func:`scale_document`)."""
+    points = [_point(p) for p in document.get("points", [])]
+    gateways = sorted({p.gateway for p in points})
+    head = escape(str(document.get("title") or "Route scale and live changes"))
+    out = [
+        "<!doctype html><html lang=en><head><meta charset=utf-8>"
+        f"<title>{head}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{head}</h1>",
+    ]
+    about = {k: v for k, v in document.items() if k not in ("points", "changes", "format")}
+    if about:
+        out.append(
+            "<table class=about>"
+            + "".join(
+                f"<tr><th>{escape(str(k))}</th><td>{escape(str(v))}</td></tr>"
+                for k, v in sorted(about.items())
+            )
+            + "</table>"
+        )
+    if points:
+        plan = document.get("plan")
+        memory = plan.get("memory") if isinstance(plan, Mapping) else None
+        memory = memory or "resident memory of the process tree"
+        out.append(
+            f"<h2>Route scale</h2><p>Memory ({escape(str(memory))}; idle and the highest under "
+            "load) and p99 at the constant rate for the routes at the start, middle and end of "
+            "the table, against the number of routes (log scale).</p>"
+        )
+        for gateway in gateways:
+            out.append(f"<h3>{escape(gateway)}</h3><div class=charts>")
+            out.append(gateway_charts(gateway, points))
+            out.append("</div>")
+        out.append(_points_table(points))
+    changes = document.get("changes", [])
+    if changes:
+        out.append(_changes_section(changes))
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+def _point(data: Mapping[str, Any]) -> ScalePoint:
+    from gatebench.kinds._live.metrics import Latency
+
+    fields = dict(data)
+    fields["latency"] = {k: Latency(**v) for k, v in data.get("latency", {}).items()}
+    return ScalePoint(**fields)
+
+
+def _points_table(points: Sequence[ScalePoint]) -> str:
+    rows = [
+        "<table class=points><tr><th>gateway</th><th>routes</th><th>config, KiB</th>"
+        "<th>start, s</th><th>RSS idle, MB</th><th>RSS load, MB</th>"
+        + "".join(f"<th>{p} p50 / p99, ms</th>" for p in POSITIONS)
+        + "<th>not 2xx</th><th>problem</th></tr>"
+    ]
+    for p in sorted(points, key=lambda p: (p.gateway, p.routes)):
+        cells = [
+            escape(p.gateway),
+            f"{p.routes:,}",
+            _fmt(p.config_bytes / 1024),
+            _fmt(p.start_s),
+            _fmt(p.rss_idle_mb),
+            _fmt(p.rss_load_mb),
+        ]
+        for position in POSITIONS:
+            lat = p.latency.get(position)
+            cells.append(f"{_fmt(lat.p50_ms)} / {_fmt(lat.p99_ms)}" if lat else "–")
+        cells.append(str(sum(x.ko for x in p.latency.values())))
+        cells.append(escape(p.problem[:200]))
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    return "".join(rows) + "</table>"
+
+
+def _changes_section(changes: Sequence[Mapping[str, Any]]) -> str:
+    out = [
+        "<h2>Configuration change under load</h2><p>Every request of the window after the "
+        "change that was not 2xx or got no answer, the latency before and after, and the time "
+        "until each new route answered correctly from the new upstream.</p>",
+        "<table class=changes><tr><th>gateway</th><th>mechanism</th><th>failed</th>"
+        "<th>p99 before, ms</th><th>p99 / max after, ms</th><th>worst 100 ms p99</th>"
+        "<th>new routes answered</th><th>median / slowest, s</th><th>mechanism, s</th></tr>",
+    ]
+    for c in changes:
+        times = [v for v in c["new_routes_s"].values() if v is not None]
+        median = c.get("new_route_median_s", statistics.median(times) if times else None)
+        answered = c.get("new_routes_answered", len(times))
+        total = c.get("new_routes", len(c["new_routes_s"]))
+        out.append(
+            "<tr>"
+            + "".join(
+                f"<td>{x}</td>"
+                for x in (
+                    escape(c["gateway"]),
+                    f'<span title="{escape(c["mechanism"])}">{escape(c["kind"])}</span>',
+                    str(c["failures"]),
+                    _fmt(c["before"]["p99_ms"]),
+                    f"{_fmt(c['during']['p99_ms'])} / {_fmt(c['during']['max_ms'])}",
+                    _fmt(c["worst_bucket_p99_ms"]),
+                    f"{answered} of {total}",
+                    f"{_fmt(median)} / {_fmt(c['slowest_new_route_s'])}",
+                    _fmt(c["mechanism_s"]),
+                )
+            )
+            + "</tr>"
+        )
+    out.append("</table>")
+    for c in changes:
+        if not c["failed"]:
+            continue
+        listed = "".join(
+            f"<li>{escape(_fmt(f['after_ms']))} ms: {escape(f['route'])}: {escape(f['error'])}</li>"
+            for f in c["failed"]
+        )
+        more = c["failures"] - len(c["failed"])
+        out.append(
+            f"<h3>{escape(c['gateway'])}: {c['failures']} failed request(s) after the change</h3>"
+            f"<ul class=failed>{listed}</ul>" + (f"<p>and {more} more</p>" if more > 0 else "")
+        )
+    return "".join(out)
+
+
+__all__ = [
+    "CHANGE_KIND",
+    "FORMAT",
+    "SCALE_KIND",
+    "gateway_charts",
+    "is_live_run",
+    "log_line_chart",
+    "point_key",
+    "render_scale_csv",
+    "render_scale_html",
+    "scale_bigquery_rows",
+    "scale_document",
+    "stored_scale_document",
+]
