@@ -569,10 +569,10 @@ def test_the_scan_finds_a_target_built_by_hand(tmp_path: Path) -> None:
 
 def test_route_scale_and_changes_warm_a_jvm_gateway_up_after_each_start() -> None:
     """Rule 8 in the live runs: every load there follows a fresh start, so a JVM gateway's
-    warm-up is at least its own (``liveruns.warmup_s``); the fixed schedule and the capacity
+    warm-up is at least its own (``kinds._live._gateway.warmup_s``); the fixed schedule and the capacity
     campaign are held to it in test_workload.py and test_capacity_search.py."""
     from gatebench.core.scaleplan import LoadSettings
-    from gatebench.local.liveruns import warmup_s
+    from gatebench.kinds._live._gateway import warmup_s
 
     settings = LoadSettings(warmup_s=3.0)
     for gateway in ("spring-cloud-gateway", "zuul"):

@@ -250,8 +250,8 @@ def test_a_run_without_a_gateway_keeps_every_core(monkeypatch: pytest.MonkeyPatc
     from gatebench.core.model import RunRecord
     from gatebench.core.plan import load_plan
     from gatebench.core.spec import read_spec
+    from gatebench.local.machine import LocalMachine
     from gatebench.run import RunOutcome
-    from gatebench.run.stages.backend import pin
 
     result = read_spec(str(EXAMPLES / "auction" / "openapi.yaml"))
     assert result.api is not None
@@ -260,6 +260,6 @@ def test_a_run_without_a_gateway_keeps_every_core(monkeypatch: pytest.MonkeyPatc
     outcome = RunOutcome(RunRecord("r", "spec", "0" * 64), [], Path("."))
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
     supervisor = Supervisor()
-    layout, _ = pin(supervisor, plan, outcome)
+    layout = LocalMachine(supervisor).pin(plan, outcome.notes.append)
     assert supervisor.affinity == {}
     assert layout.describe() == "unpinned (no gateway to give a share of the cores: ran unpinned)"

@@ -128,11 +128,11 @@ def capacity_fields_bound(targets: int, workloads: int, repetitions: int) -> int
     """The most fields the run record's copy of a capacity result holds (Firestore's count,
     every array element one: gatebench.store._firestore_size), for ``targets`` searched on
     each of ``workloads`` endpoints ``repetitions`` times: per endpoint 8, a summary per target
-    (16, and its knees, repetition numbers, bounds and notes: at most one each a repetition),
+    (18, and its knees, repetition numbers, bounds and notes: at most one each a repetition),
     a comparison per pair of targets (9) and a price per target; an order per repetition
     (3 and its targets); :data:`CURVES_KEPT` curve points; the result's own 9 and 4 more."""
     pairs = targets * (targets - 1) // 2
-    endpoint = 8 + targets * (16 + 4 * repetitions) + 9 * pairs + targets
+    endpoint = 8 + targets * (18 + 4 * repetitions) + 9 * pairs + targets
     curves = CURVES_KEPT * CURVE_POINT_FIELDS
     return 13 + workloads * endpoint + repetitions * (targets + 3) + curves
 

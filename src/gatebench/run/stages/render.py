@@ -123,7 +123,9 @@ class Render(Stage):
             seed=schedule.seed,
             target_order=[list(o) for o in schedule.target_order],
             **layout_environment(backend.layout),
-            **cpu_environment(backend.cpu, list(planned), parsed.concurrency),
+            **cpu_environment(
+                backend.cpu, [g for g in gateways if g not in failures], parsed.concurrency
+            ),
             **(
                 {"without_policies": excluded}
                 if excluded and options.allow_missing_policies
