@@ -17,9 +17,10 @@
 #   gateway: reads the configurations, runs/RUN/configs/... (RUN one folder name), the fleet,
 #            the render input (its API keys' configure step), the testers' load-done markers
 #            (its meter) and, in a scale or change-under-load run, the tester's requests to its
-#            live agent, runs/RUN/live/GATEWAY/request.json: never a workload, raw log, row or
-#            sample of any run, nor pipeline/ (writes its meter's samples, its config error and
-#            its agent's answers).
+#            live agent, runs/RUN/live/GATEWAY/request.json, and its agent's own last answer,
+#            .../answer.json (a restarted agent answers no request twice): never a workload,
+#            raw log, row or sample of any run, nor pipeline/ (writes its meter's samples, its
+#            config error and its agent's answers).
 #   tester:  reads runs/ (the workload, backend.json, the load build's markers, the other
 #            testers' capacity shares and records, its agents' answers); writes its markers,
 #            its raw log (raw/RUN/...), a capacity run's objects and a scale run's requests and
@@ -36,6 +37,7 @@ locals {
       { role = "roles/storage.objectViewer", prefix = "runs/", suffix = "/render-input.json" },
       { role = "roles/storage.objectViewer", prefix = "runs/", suffix = "/tester/load-done.json" },
       { role = "roles/storage.objectViewer", prefix = "runs/", folder = "live", suffix = "/request.json" },
+      { role = "roles/storage.objectViewer", prefix = "runs/", folder = "live", suffix = "/answer.json" },
     ]
     tester = [
       { role = "roles/storage.objectViewer", prefix = "runs/", suffix = "" },

@@ -495,9 +495,9 @@ def grant_conditions(tmp_path: Path) -> list[dict[str, str]]:
 
 
 def test_the_gateways_reads_are_conditions_iam_evaluates_as_meant(tmp_path: Path) -> None:
-    """The gateway reads its run's configurations and, in a scale run, its agent's requests
-    (runs/RUN/configs/..., runs/RUN/live/*/request.json, RUN one folder name), as the rendered
-    IAM condition decides; no VM grant writes."""
+    """The gateway reads its run's configurations and, in a scale run, its agent's requests and
+    its own last answer (runs/RUN/configs/..., runs/RUN/live/*/request.json and answer.json,
+    RUN one folder name), as the rendered IAM condition decides; no VM grant writes."""
     grants = grant_conditions(tmp_path)
     assert {g["role"] for g in grants} == {"roles/storage.objectViewer"}
     gateway = [g for g in grants if g["vm"] == "gateway"]
@@ -524,6 +524,14 @@ def test_the_gateways_reads_are_conditions_iam_evaluates_as_meant(tmp_path: Path
         f"runs/{RUN_ID}/configs/live/request.json",
     ):
         assert not cel(requests, kind, f"{objects}{name}"), name
+    answers = gateway[5]["cel"]
+    assert cel(answers, kind, f"{objects}runs/{RUN_ID}/live/nginx/answer.json")
+    for name in (
+        f"runs/{RUN_ID}/live/nginx/request.json",
+        f"runs/{RUN_ID}/configs/live/answer.json",
+        f"runs/{RUN_ID}/answer.json",
+    ):
+        assert not cel(answers, kind, f"{objects}{name}"), name
 
 
 def run_object_name(name: str) -> str:
