@@ -20,7 +20,8 @@ from gatebench.core.errors import RunError
 from gatebench.local.procs import ManagedProcess, Supervisor
 from gatebench.vm._docker import DockerEngine, demultiplex, docker_time
 
-# A "gateway" that writes a line for every SIGHUP it gets and otherwise waits.
+# A "gateway" that writes a line for every SIGHUP it gets and otherwise waits; it says it is
+# ready (its handler installed) on its standard output, which goes to its log.
 PROGRAM = """
 import signal, sys, time
 path = sys.argv[1]
@@ -28,6 +29,7 @@ def hup(*_):
     with open(path, "a") as out:
         out.write("reload\\n")
 signal.signal(signal.SIGHUP, hup)
+print("ready", flush=True)
 while True:
     time.sleep(0.05)
 """
@@ -70,9 +72,14 @@ def test_a_signal_reaches_the_containers_main_process(daemon: tuple) -> None:
     state = docker.inspect("gateway")
     assert state.running and state.pid == container.proc.pid  # type: ignore[union-attr]
     assert state.started_at == pytest.approx(container.started_at, abs=1e-5)
-    time.sleep(0.3)  # the program installs its handler
+    ready = log.parent / "gateway.log"  # the program's output: "ready" once its handler is set
+    deadline = time.monotonic() + 60  # a bound, not a timing: a busy machine only waits longer
+    while "ready" not in (ready.read_text() if ready.exists() else "") and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.05)
     docker.kill("gateway", "SIGHUP")
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60
     while not log.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert log.read_text() == "reload\n"
