@@ -136,6 +136,9 @@ def test_the_upload_asks_for_the_kind_and_its_settings_each_problem_located() ->
 def test_the_parse_step_records_what_the_run_measures_as_a_local_run_does() -> None:
     outcome = parse_upload(PETSTORE, REF, now=1.0, metadata=CHANGE, settings=deployment())
     assert outcome.ok, outcome.message
+    # the record is the kind's from the start: the score step picks the kind's results by it
+    assert outcome.run.kind == "change-under-load"
+    assert parse_upload(PETSTORE, REF, now=1.0, metadata=SCALE).run.kind == "scale"
     plan = outcome.run.plan
     assert plan["kind"] == "change-under-load"
     assert plan["gateways"] == ["nginx", "haproxy"]

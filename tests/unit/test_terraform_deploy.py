@@ -308,10 +308,12 @@ def needs() -> dict[str, set[tuple[str, str]]]:
             ("get", run_object(RUN_ID, RENDER_INPUT)),
             ("create", config_error_object(RUN_ID, "nginx")),
             # gatebench cloud live-gateway (a scale or change-under-load run): its manifest and
-            # each step's files, the tester's requests; one answer, replaced at every request.
+            # each step's files, the tester's requests; one answer, replaced at every request,
+            # and read back when the agent starts (a restarted agent answers no request twice).
             ("get", manifest_object(RUN_ID, "nginx")),
             ("get", step_object(RUN_ID, "nginx", "size-100", "nginx.conf")),
             ("get", request_object(RUN_ID, "nginx")),
+            ("get", answer_object(RUN_ID, "nginx")),
             ("create", answer_object(RUN_ID, "nginx")),
             ("overwrite", answer_object(RUN_ID, "nginx")),
         },

@@ -48,7 +48,7 @@ from gatebench.core.fairness import (
     rate_concurrency,
     vm_cpu_policy,
 )
-from gatebench.core.model import RunRecord
+from gatebench.core.model import RunKind, RunRecord
 from gatebench.core.plan import Backend, Capacity, Infrastructure, Plan, load_plan, workload_summary
 from gatebench.core.scaleplan import ScaleAsk
 from gatebench.core.spec import SpecResult, read_spec
@@ -299,6 +299,7 @@ def parse_upload(
         outcome.problems.extend(refused)
         return outcome
     plan = request.apply(plan)
+    run.kind = RunKind(request.kind)  # the dashboard shows the run as its kind from the start
     if request.scale is not None:  # route scale or a change under load (cloud._live)
         return _parse_live(outcome, result, plan, request, now, settings, unfinished)
     if settings is not None:
@@ -308,7 +309,6 @@ def parse_upload(
             outcome.problems.extend(refused)
             return outcome
     run.gateways = list(plan.gateways)
-    run.kind = request.kind  # the dashboard shows a capacity run as one from the start
     problem = _record_cpu(run, plan, plan_concurrency(plan, capacity=request.kind == "capacity"))
     if problem is not None:
         outcome.problems.append(problem)
