@@ -39,6 +39,9 @@ end
 local thread_id = 0 -- set by setup() through thread:set("gatebench_thread", n)
 local threads = phase.threads
 local sent = 0 -- requests this thread has built
+-- wrk calls request() once on thread 0 right after init() to check the request it builds
+-- (script_verify_request): that call is not a request sent, so it takes no request number.
+local verifying = false
 
 -- The plan's generators, as every engine computes them (docs/engine.md, "Values"): request g
 -- of the phase gets constant; list values[g mod n] (random: values[floor(u * n)]); range
@@ -250,6 +253,7 @@ end
 
 function init(args)
   thread_id = gatebench_thread or 0
+  verifying = thread_id == 0
   if phase.static then
     -- every request is the same: hand it to wrk once (wrk.init formats wrk.request from
     -- these fields after init returns), so wrk sends it without calling Lua per request
@@ -269,6 +273,13 @@ end
 
 if not phase.static then
   function request()
+    if verifying then
+      verifying = false
+      local numbered = sent
+      local text = build_request()
+      sent = numbered
+      return text
+    end
     return build_request()
   end
 end
