@@ -48,8 +48,10 @@ PERMISSIONS = {
     "roles/storage.objectCreator": {"create"},
     "roles/storage.objectUser": {"get", "list", "create", "delete"},
     "roles/storage.objectAdmin": {"get", "list", "create", "delete"},
-    "roles/storage.admin": {"get", "list", "create", "delete"},
+    "roles/storage.admin": {"get", "list", "create", "delete", "bucket-get"},
 }
+"""``bucket-get``: storage.buckets.get (the bucket's metadata), which only storage.admin holds
+of these roles."""
 
 
 @dataclass(frozen=True)
@@ -278,6 +280,16 @@ class StorageGate:
         match = re.fullmatch(r"/storage/v1/b/([^/]+)/o", route)
         if match and method == "GET":
             self.access.check("list", unquote(match.group(1)), None)
+            return
+        match = re.fullmatch(r"/storage/v1/b/([^/]+)", route)
+        if match and method == "GET":  # the client library's cache of the bucket's metadata
+            bucket = unquote(match.group(1))
+            if not any(g.allows("bucket-get", bucket, None) for g in self.access.grants):
+                raise Forbidden(
+                    f"{self.access.account} does not have storage.buckets.get access to the "
+                    f"Google Cloud Storage bucket. Permission 'storage.buckets.get' denied on "
+                    f"resource (or it may not exist)."
+                )
             return
         match = re.fullmatch(r"/upload/storage/v1/b/([^/]+)/o", route)
         if match:

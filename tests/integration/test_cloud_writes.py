@@ -110,7 +110,11 @@ def test_a_gateway_vm_writes_its_runs_samples_and_not_another_runs(
     bad["fields"] = {**bad["fields"], "x-goog-signature": "00" * 256}
     with pytest.raises(RunError, match="signature we calculated does not match"):
         PolicyWriter([bad]).write(RUNS, samples, "{}", "application/x-ndjson")
-    assert len(gate.denied) == 3, gate.denied
+    # google-cloud-storage 3 also asks for the bucket's metadata in a background thread (its
+    # bucket metadata cache), refused as Cloud Storage refuses it (no storage.buckets.get), at a
+    # moment of its own: the object requests refused are the three above
+    objects = [d for d in gate.denied if "storage.buckets.get" not in d]
+    assert len(objects) == 3, gate.denied
 
 
 def test_a_tester_streams_its_raw_log_once_and_cannot_replace_it(
