@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import http.client
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -131,7 +132,7 @@ def _add_2_ms_to_wrk(monkeypatch: pytest.MonkeyPatch) -> None:
 
     def late(*args: Any, **kwargs: Any) -> Any:
         sample, start_ms, end_ms = real(*args, **kwargs)
-        sample.latencies[:] = [v + 2.0 for v in sample.latencies]
+        sample.counts = Counter({v + 2.0: n for v, n in sample.counts.items()})
         return sample, start_ms, end_ms
 
     monkeypatch.setattr(wrk_engine, "sample_from_result", late)
