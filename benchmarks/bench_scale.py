@@ -3,8 +3,11 @@
 change of 100 routes plus a new upstream applied while a constant-rate load runs.
 
 Uses the measurements the scale and change-under-load runs are made of
-(``gatebench.local.liveruns``) with Gatling's constant-rate load. ``GATEBENCH_BENCH_SCALE_SIZES``
-(``10,100``) and ``GATEBENCH_BENCH_SCALE_GATEWAYS`` (``nginx,haproxy``) shorten it.
+(``gatebench.local.liveruns``) with their constant-rate load (the open-model load generator,
+latency from the intended start); ``GATEBENCH_BENCH_SCALE_ENGINE=gatling`` runs Gatling's
+adapter instead (latency from the send), as the figures before it were measured.
+``GATEBENCH_BENCH_SCALE_SIZES`` (``10,100``) and ``GATEBENCH_BENCH_SCALE_GATEWAYS``
+(``nginx,haproxy``) shorten it.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from gatebench.core.routescale import DEFAULT_SIZES, parse_sizes
 from gatebench.core.spec import load_spec
 from gatebench.kinds._live.metrics import ChangeOutcome, ScalePoint
 from gatebench.local.backends import start_backend
-from gatebench.local.engines.constant_rate import GatlingRateLoad
+from gatebench.local.engines.constant_rate import GatlingRateLoad, LoadgenRateLoad
 from gatebench.local.liveruns import LoadSettings, measure_change, measure_size
 from gatebench.local.procs import Supervisor
 
@@ -89,7 +92,12 @@ def run() -> str:
     change_rows: list[str] = []
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="gatebench-bench-scale-") as tmp, Supervisor() as sup:
-        load = GatlingRateLoad(sup)
+        gatling = os.environ.get("GATEBENCH_BENCH_SCALE_ENGINE") == "gatling"
+        load = GatlingRateLoad(sup) if gatling else LoadgenRateLoad(sup)
+        engine = (
+            "Gatling's open-model constant rate" if gatling else "the open-model load generator"
+        )
+        measured = "send in whole milliseconds" if gatling else "intended start, in µs"
         work = Path(tmp)
         cores = run_cores(sup)  # as a run here: each gateway on its share, the load elsewhere
         _a, port_a = start_backend(sup, "echo", work / "a", extra_args=["-instance", "a"])
@@ -140,11 +148,11 @@ def run() -> str:
             f"backends on the other cores). Start: from the process start to the first correct answer of the "
             f"routes at the start, middle and end of its table. Memory: resident memory of the "
             f"gateway's process tree, idle (1 s after those answers) and the highest sampled "
-            f"under load. Latency: Gatling's open-model constant rate, {SCALE.rate:g} requests "
+            f"under load. Latency: {engine}, {SCALE.rate:g} requests "
             f"a second for {SCALE.duration_s:g} s on each of the three routes in turn after a "
             f"{SCALE.warmup_s:g} s warm-up ({JIT_WARMUP_S:g} s for the JVM gateways, "
             f"docs/jvm-gateways.md), each arrival on a new connection, measured from the "
-            f"send in whole milliseconds (docs/scale.md says what that hides). ko: requests "
+            f'{measured} (docs/scale.md, "The load"). ko: requests '
             f"that were not 2xx; a route that got fewer than 90 % of its requests is flagged "
             f"tester-bound. {minutes:.0f} min in all; CPU used by other work meanwhile: "
             f"{cpu.others_pct:.0f} % of the machine.",

@@ -1,5 +1,6 @@
 """The scale and change-under-load measurements end to end at small sizes (10 and 100 routes,
-seconds of load): real gateways, real Gatling at a constant rate, real echo backends.
+seconds of load): real gateways, the open-model load generator at a constant rate (and Gatling's
+adapter once, for comparison), real echo backends.
 
 Every gateway's mechanism is proven in test_live_change.py; here the measurements: a scale point
 per size with its memory, start time and per-position latency; a change under load (HAProxy's
@@ -18,7 +19,7 @@ from gatebench.core.ir import Api
 from gatebench.core.renderers import RESTART, get_renderer
 from gatebench.core.renderers.nginx import NginxRenderer
 from gatebench.local.backends import start_backend
-from gatebench.local.engines.constant_rate import GatlingRateLoad
+from gatebench.local.engines.constant_rate import GatlingRateLoad, LoadgenRateLoad
 from gatebench.local.liveruns import LoadSettings, measure_change, measure_size
 from gatebench.local.procs import Supervisor
 
@@ -47,9 +48,18 @@ def _needs(gateway: str) -> None:
         pytest.skip(reason)
 
 
-@pytest.mark.parametrize("gateway", ["nginx", "traefik"])
+RATE_LOADS = {
+    "loadgen": (LoadgenRateLoad, "intended start"),
+    "gatling": (GatlingRateLoad, "send"),
+}
+
+
+@pytest.mark.parametrize(
+    ("gateway", "engine"), [("nginx", "loadgen"), ("traefik", "loadgen"), ("nginx", "gatling")]
+)
 def test_a_scale_point_per_size(
     gateway: str,
+    engine: str,
     supervisor: Supervisor,
     backends: dict[str, str],
     tmp_path: Path,
@@ -63,7 +73,7 @@ def test_a_scale_point_per_size(
             size,
             backend_url=backends["a"],
             instance="a",
-            load=GatlingRateLoad(supervisor),
+            load=RATE_LOADS[engine][0](supervisor),
             settings=SETTINGS,
             workdir=tmp_path / str(size),
             supervisor=supervisor,
@@ -78,12 +88,17 @@ def test_a_scale_point_per_size(
         assert point.rss_load_mb is not None and point.rss_load_mb > 1
         assert set(point.latency) == {"start", "middle", "end"}
         for lat in point.latency.values():
-            # 100/s for 2 s; Gatling's injector may start one arrival late at the edge.
+            # 100/s for 2 s (loadgen: exactly 200 arrivals due); Gatling's injector may start
+            # one arrival late at the edge.
             assert 190 <= lat.requests <= 201, lat
             assert lat.ko == 0
             assert lat.p50_ms is not None and lat.p99_ms is not None
             assert lat.p50_ms <= lat.p99_ms
-        assert (point.engine, point.measured_from, point.rate) == ("gatling", "send", 100)
+        assert (point.engine, point.measured_from, point.rate) == (
+            engine,
+            RATE_LOADS[engine][1],
+            100,
+        )
     assert points[1].config_bytes > points[0].config_bytes > 0
     assert [p.routes for p in points] == [10, 100]
 
@@ -104,7 +119,7 @@ def test_a_change_under_load(
         routes_before=10,
         routes_added=90,
         backends=(("a", backends["a"]), ("b", backends["b"])),
-        load=GatlingRateLoad(supervisor),
+        load=LoadgenRateLoad(supervisor),
         settings=LoadSettings(rate=100, duration_s=3, warmup_s=1, deadline_s=60),
         change_after_s=1.0,
         window_s=1.5,
@@ -146,7 +161,7 @@ def test_a_restart_under_load_counts_each_refused_request(
         routes_before=10,
         routes_added=10,
         backends=(("a", backends["a"]), ("b", backends["b"])),
-        load=GatlingRateLoad(supervisor),
+        load=LoadgenRateLoad(supervisor),
         settings=LoadSettings(rate=400, duration_s=3, warmup_s=1, deadline_s=60),
         change_after_s=1.0,
         window_s=1.5,

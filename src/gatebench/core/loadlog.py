@@ -29,7 +29,7 @@ import struct
 import sys
 from array import array
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from gatebench.core.errors import RunError
@@ -126,12 +126,6 @@ DROPPED = 2
 
 def parse_loadlog(data: bytes, name: str = "records") -> LoadLog:
     """The phases of a records file's bytes (RunError, located, when they are not one)."""
-    magic = FORMAT.encode() + b"\n"
-    if not data.startswith(magic):
-        first = data.split(b"\n", 1)[0][:60].decode("utf-8", "replace")
-        raise RunError(f"{name}: not a {FORMAT} file (first line: {first!r})")
-    view = memoryview(data)
-    pos = len(magic)
     start_epoch_ms: float | None = None
     cores = 1
     messages: dict[int, str] = {0: ""}
@@ -139,16 +133,7 @@ def parse_loadlog(data: bytes, name: str = "records") -> LoadLog:
     schedules: dict[int, ScheduleSample] = {}
     controls: dict[int, str] = {}
     ends: dict[int, tuple[int, int]] = {}
-    while pos < len(data):
-        if pos + 5 > len(data):
-            raise RunError(f"{name}: a frame cut short at byte {pos} (did the engine stop?)")
-        kind = chr(data[pos])
-        size = int.from_bytes(view[pos + 1 : pos + 5], "little")
-        payload = view[pos + 5 : pos + 5 + size]
-        if len(payload) != size:
-            raise RunError(
-                f"{name}: a {kind!r} frame cut short at byte {pos} (did the engine stop?)"
-            )
+    for pos, kind, payload in _frames(data, name):
         try:
             if kind == "H":
                 start_epoch_ms = int.from_bytes(payload[:8], "little", signed=True) / 1000.0
@@ -175,7 +160,6 @@ def parse_loadlog(data: bytes, name: str = "records") -> LoadLog:
                 raise ValueError(f"unknown frame kind {kind!r}")
         except (KeyError, ValueError, struct.error, UnicodeDecodeError) as exc:
             raise RunError(f"{name}: byte {pos}: unreadable {kind!r} frame ({exc})") from None
-        pos += 5 + size
     if start_epoch_ms is None:
         raise RunError(f"{name}: no header frame (did the engine start?)")
     phases = {}
@@ -196,6 +180,78 @@ def parse_loadlog(data: bytes, name: str = "records") -> LoadLog:
             controls.get(index),
         )
     return LoadLog(start_epoch_ms, cores, phases)
+
+
+def _frames(data: bytes, name: str) -> Iterator[tuple[int, str, memoryview]]:
+    """Each frame of a records file: (its byte offset, its kind, its payload); RunError when
+    the file is not one or a frame is cut short."""
+    magic = FORMAT.encode() + b"\n"
+    if not data.startswith(magic):
+        first = data.split(b"\n", 1)[0][:60].decode("utf-8", "replace")
+        raise RunError(f"{name}: not a {FORMAT} file (first line: {first!r})")
+    view = memoryview(data)
+    pos = len(magic)
+    while pos < len(data):
+        if pos + 5 > len(data):
+            raise RunError(f"{name}: a frame cut short at byte {pos} (did the engine stop?)")
+        kind = chr(data[pos])
+        size = int.from_bytes(view[pos + 1 : pos + 5], "little")
+        payload = view[pos + 5 : pos + 5 + size]
+        if len(payload) != size:
+            raise RunError(
+                f"{name}: a {kind!r} frame cut short at byte {pos} (did the engine stop?)"
+            )
+        yield pos, kind, payload
+        pos += 5 + size
+
+
+@dataclass(frozen=True)
+class SentRequest:
+    """One request of a records file as the engine recorded it (an arrival it sent, or refused
+    at its in-flight limit; one it never sent is not a request)."""
+
+    phase: int
+    due_ms: float
+    """When the schedule meant it to start, epoch milliseconds."""
+    latency_ms: float
+    """From that moment to its answer (or its failure)."""
+    status: int
+    message: str
+    """Empty for an answer the phase counts OK; else its status or error, as recorded."""
+
+
+def sent_requests(data: bytes, name: str = "records") -> list[SentRequest]:
+    """Every request of a records file's bytes, in the order recorded (RunError, located, when
+    they are not one): what a load that needs each request (route scale, a change under load)
+    reads, where :func:`parse_loadlog` keeps each phase's figures."""
+    start_epoch_ms: float | None = None
+    messages: dict[int, str] = {0: ""}
+    out: list[SentRequest] = []
+    for pos, kind, payload in _frames(data, name):
+        try:
+            if kind == "H":
+                start_epoch_ms = int.from_bytes(payload[:8], "little", signed=True) / 1000.0
+            elif kind == "M":
+                messages[int.from_bytes(payload[:2], "little")] = bytes(payload[2:]).decode()
+            elif kind == "R":
+                if start_epoch_ms is None:
+                    raise ValueError("requests before the header frame")
+                columns = _batch(payload)
+                for i, flags in enumerate(columns["flags"]):
+                    if flags & DROPPED:
+                        continue
+                    out.append(
+                        SentRequest(
+                            columns["phase"][i],
+                            start_epoch_ms + columns["intended"][i] / 1000.0,
+                            columns["latency"][i] / 1000.0,
+                            columns["status"][i],
+                            messages[columns["message"][i]],
+                        )
+                    )
+        except (KeyError, ValueError, struct.error, UnicodeDecodeError) as exc:
+            raise RunError(f"{name}: byte {pos}: unreadable {kind!r} frame ({exc})") from None
+    return out
 
 
 def _int32(payload: memoryview) -> int:
@@ -219,14 +275,7 @@ def _requests(
     schedules: dict[int, ScheduleSample],
 ) -> None:
     """One batch of requests, column by column, added to its phases."""
-    n = int.from_bytes(payload[:4], "little")
-    if len(payload) != 4 + n * _ROW_BYTES:
-        raise ValueError(f"{len(payload)} bytes for {n} records")
-    columns: dict[str, array[int]] = {}
-    at = 4
-    for column, code, size in _COLUMNS:
-        columns[column] = _column(payload, at, code, n)
-        at += size * n
+    columns = _batch(payload)
     phases = set(columns["phase"])
     for phase in phases:
         if len(phases) == 1:
@@ -240,6 +289,19 @@ def _requests(
             samples.setdefault(phase, PhaseSample()),
             schedules.setdefault(phase, ScheduleSample()),
         )
+
+
+def _batch(payload: memoryview) -> dict[str, array[int]]:
+    """A batch of requests' columns (loadgen/records.go), each in one copy."""
+    n = int.from_bytes(payload[:4], "little")
+    if len(payload) != 4 + n * _ROW_BYTES:
+        raise ValueError(f"{len(payload)} bytes for {n} records")
+    columns: dict[str, array[int]] = {}
+    at = 4
+    for column, code, size in _COLUMNS:
+        columns[column] = _column(payload, at, code, n)
+        at += size * n
+    return columns
 
 
 def _add_rows(
@@ -326,7 +388,9 @@ __all__ = [
     "LoadLog",
     "OpenPhase",
     "ScheduleSample",
+    "SentRequest",
     "merge_schedules",
     "parse_loadlog",
     "read_loadlog",
+    "sent_requests",
 ]

@@ -336,9 +336,9 @@ class LocalMachine:
         return urls
 
     def rate_load(self) -> RateLoad:
-        from gatebench.local.engines.constant_rate import GatlingRateLoad
+        from gatebench.local.engines.constant_rate import LoadgenRateLoad
 
-        return GatlingRateLoad(self.supervisor)
+        return LoadgenRateLoad(self.supervisor)
 
     def unavailable(self, gateway: str) -> str | None:
         from gatebench.core.renderers import get_renderer

@@ -53,7 +53,7 @@ from gatebench.kinds._live._report import CHANGE_KIND, SCALE_KIND
 from gatebench.kinds._live._stages import ScaleRequest
 from gatebench.kinds.registry import get_kind
 from gatebench.local.engines import BoundEngine, get_engine
-from gatebench.local.engines.constant_rate import GatlingRateLoad
+from gatebench.local.engines.constant_rate import LoadgenRateLoad
 from gatebench.local.procs import Supervisor
 from gatebench.run import RunContext, RunJournal, RunOptions, execute
 from gatebench.run.ports import Backend, FanOut, Provisioner, StageContext, Watch
@@ -303,7 +303,7 @@ class TesterMachine:
         return {name: str(self.plan["backends"][name]) for name in names}
 
     def rate_load(self) -> RateLoad:
-        return self.load or GatlingRateLoad(self.supervisor)
+        return self.load or LoadgenRateLoad(self.supervisor)
 
     def unavailable(self, gateway: str) -> str | None:
         if gateway in self.unreachable:

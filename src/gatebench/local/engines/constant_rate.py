@@ -1,26 +1,26 @@
 """A constant-rate load on a few routes, with a record per request: the port the scale and
-change-under-load runs use (docs/scale.md), and its adapter on Gatling.
+change-under-load runs use (docs/scale.md), and its adapters.
 
 The runs need one thing from a load engine: send requests to named routes at a fixed arrival
 rate, call back at given moments while doing so (to apply a change), and return one
 :class:`~gatebench.kinds._live.metrics.Arrival` per request, with when it started and how it ended.
-:class:`RateLoad` is that port, and says what its latencies count from (``measured_from``).
+:class:`~gatebench.kinds._live.RateLoad` is that port, and says what its latencies count from
+(``measured_from``). Both adapters run the plan from ``routescale.rate_plan`` (a warm-up at the
+same rate, excluded, then each route in turn), every arrival on a new connection, so a gateway
+that stops accepting during a reload is seen at once.
 
-:class:`GatlingRateLoad` is the adapter on the engine gatebench has: the plan from
-``routescale.rate_plan`` (Gatling's open-model ``constantUsersPerSec``: arrivals do not wait
-for answers), run by :class:`~gatebench.local.engines.gatling.GatlingEngine`, its raw
-``simulation.log`` read back request by request. What it measures, and what it does not:
+:class:`LoadgenRateLoad`, what every route-scale and change-under-load run uses: the open-model
+engine the capacity search uses (``gatebench-loadgen``), each request's latency from the moment
+the schedule meant it to start (``measured_from = "intended start"``, microseconds): a stall of
+the engine or of the gateway delays no arrival and hides in no figure (no coordinated
+omission), and each arrival's schedule lag is recorded. Its schedule starts at a wall-clock
+time it is given, and its phases follow each other without a gap, so the moments of ``at``
+are known before it starts.
 
-- latency counts from the moment Gatling *sent* the request (``measured_from = "send"``), in
-  whole milliseconds; a stall of the JVM itself would delay sends and hide in the figures
-  (coordinated omission), which an engine that measures from the intended start does not;
-- every arrival is a new virtual user with its own connection: each request opens a
-  connection, so a gateway that stops accepting during a reload is seen at once;
-- the first measured phase starts after a warm-up at the same rate (excluded), so the JIT
-  outliers of the JVM's first seconds stay out of the figures.
-
-An open-model engine that measures from the intended start is a second adapter behind the
-same port.
+:class:`GatlingRateLoad`, kept for comparison (``benchmarks scale`` can run either): Gatling's
+open-model ``constantUsersPerSec``, latency from the moment Gatling *sent* the request
+(``measured_from = "send"``), whole milliseconds; a stall of the JVM itself delays sends and
+hides in the figures.
 """
 
 from __future__ import annotations
@@ -92,19 +92,102 @@ class GatlingRateLoad:
         return out
 
 
+START_MARGIN_S = 0.5
+"""The load generator's schedule starts this long after it is launched (its start, its first
+connections): the moment ``at`` counts from is then known before it runs."""
+
+
+class LoadgenRateLoad:
+    """:class:`~gatebench.kinds._live.RateLoad` on the open-model load generator (module
+    docstring), as processes of ``supervisor``."""
+
+    name = "loadgen"
+    measured_from: MeasuredFrom = "intended start"
+
+    def __init__(self, supervisor: Supervisor, binary: str | Path | None = None) -> None:
+        self.supervisor = supervisor
+        self.binary = binary
+
+    def check(self) -> None:
+        from gatebench.local.engines.loadgen import LoadgenEngine
+
+        LoadgenEngine(self.binary).check()
+
+    def run(
+        self,
+        api: Api,
+        routes: Mapping[str, str],
+        base_url: str,
+        *,
+        rate: float,
+        duration_s: float,
+        warmup_s: float,
+        workdir: Path,
+        at: Sequence[tuple[float, Callable[[], None]]] = (),
+        tick: Callable[[], None] | None = None,
+    ) -> RateRun:
+        from gatebench.core.loadlog import sent_requests
+        from gatebench.local.engines.loadgen import LoadgenEngine
+
+        plan = rate_plan(
+            routes, rate=rate, duration_s=duration_s, warmup_s=warmup_s, backend_url=base_url
+        )
+        compiled = compile_load(plan, api, {LOAD_TARGET: base_url})
+        phases = sorted(compiled.schedule.phases, key=lambda p: p.index)
+        label_of = {p.index: p.workload for p in phases if p.workload != WARMUP_WORKLOAD}
+        # the phases follow each other without a gap: the first measured one starts after the
+        # warm-up's duration
+        before_s = sum(p.injection.duration or 0.0 for p in phases if p.workload == WARMUP_WORKLOAD)
+        start_at_ms = (time.time() + START_MARGIN_S) * 1000.0
+        hooks = _Hooks(-1, at, tick, started=time.monotonic() + START_MARGIN_S + before_s)
+        engine = LoadgenEngine(self.binary, connections="new", start_at_ms=start_at_ms)
+        engine.check()
+        run = engine.run(compiled.document, workdir, hooks, supervisor=self.supervisor)
+        hooks.join()
+        out = RateRun(fired=hooks.fired)
+        if run.crashed or run.records is None:
+            out.problem = run.reason or "the load generator wrote no records"
+            return out
+        arrivals: list[Arrival] = []
+        for request in sent_requests(run.records.read_bytes(), str(run.records)):
+            label = label_of.get(request.phase)
+            if label is None:
+                continue
+            arrivals.append(
+                Arrival(
+                    request.due_ms,
+                    request.latency_ms,
+                    not request.message,
+                    label,
+                    request.message,
+                )
+            )
+            lo, hi = out.windows.get(label, (request.due_ms, request.due_ms))
+            out.windows[label] = (
+                min(lo, request.due_ms),
+                max(hi, request.due_ms + request.latency_ms),
+            )
+        arrivals.sort(key=lambda a: a.at_ms)
+        out.arrivals = arrivals
+        return out
+
+
 class _Hooks:
-    """Fires the callbacks at their offsets from the first measured phase's start."""
+    """Fires the callbacks at their offsets from the first measured phase's start (seen as it
+    starts, or known ahead: ``started``, monotonic seconds)."""
 
     def __init__(
         self,
         first_measured: int,
         at: Sequence[tuple[float, Callable[[], None]]],
         tick: Callable[[], None] | None,
+        *,
+        started: float | None = None,
     ) -> None:
         self.first = first_measured
         self.pending = sorted(at, key=lambda item: item[0])
         self.user_tick = tick
-        self.started: float | None = None
+        self.started: float | None = started
         self.fired: list[tuple[float, BaseException | None]] = []
         self.threads: list[threading.Thread] = []
 
@@ -168,4 +251,4 @@ def _arrivals(
     return arrivals, windows
 
 
-__all__ = ["GatlingRateLoad"]
+__all__ = ["GatlingRateLoad", "LoadgenRateLoad"]
