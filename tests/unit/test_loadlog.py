@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from gatebench.core.errors import RunError
-from gatebench.core.loadlog import ScheduleSample, merge_schedules, parse_loadlog, read_loadlog
+from gatebench.core.loadlog import (
+    ScheduleSample,
+    SentRequest,
+    merge_schedules,
+    parse_loadlog,
+    read_loadlog,
+    sent_requests,
+)
 from gatebench.core.stats import phase_stats
 
 
@@ -55,6 +62,34 @@ LOG = (
     + _end(0, 5000, 1005000, 3, 2, 20000, 1)
     + _end(1, 1005000, 2005000, 3, 2, 150000, 1)
 )
+
+
+def test_each_request_read_one_by_one_as_the_phases_count_them() -> None:
+    """What a route-scale or change-under-load run reads (gatebench.local.engines.constant_rate):
+    every request the engine sent or refused, due time in epoch ms, latency from it; a dropped
+    arrival (never sent) is no request."""
+    start = 1_700_000_000_000.0
+    found = sent_requests(LOG)
+    assert found == [
+        SentRequest(0, start + 5.0, 1.2, 200, ""),
+        SentRequest(0, start + 15.0, 1.5, 200, ""),
+        SentRequest(1, start + 1005.0, 9.0, 200, ""),
+        SentRequest(1, start + 1015.0, 12.5, 503, "status.find.lt(400), found 503"),
+        SentRequest(
+            1,
+            start + 1025.0,
+            60_000.0,
+            0,
+            "not sent: 10000 requests were in flight (the target held them)",
+        ),
+    ]
+    counted = parse_loadlog(LOG).phases
+    for phase, got in counted.items():
+        mine = [r for r in found if r.phase == phase]
+        assert len(mine) == got.result.sample.requests
+        assert sum(1 for r in mine if not r.message) == got.result.sample.ok
+    with pytest.raises(RunError, match="not a gatebench-loadgen/2 file"):
+        sent_requests(b"GATLING\n")
 
 
 def test_every_frame_kind(tmp_path: Path) -> None:
