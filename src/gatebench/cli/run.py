@@ -213,7 +213,7 @@ def _run_with_store(
     if args.fail_on_threshold and not plan.thresholds:
         print(
             "gatebench: --fail-on-threshold: the plan has no thresholds (x-gatebench "
-            "thresholds:, docs/ci.md); nothing was checked",
+            "thresholds:, docs/ci.md); only the default (no wrong answer) was checked",
             file=sys.stderr,
         )
     if failed and args.fail_on_threshold:
@@ -223,10 +223,12 @@ def _run_with_store(
 
 def _check_thresholds(plan: Plan, outcome: RunOutcome) -> int:
     """Print the thresholds' outcome (a count on stdout, each failure on stderr); returns
-    how many failed (all of them when the run produced nothing to check)."""
-    if not plan.thresholds:
-        return 0
+    how many failed (all of them when the run produced nothing to check). The defaults
+    (``wrong_answers <= 0``, gatebench.core.thresholds.DEFAULT_THRESHOLDS) are checked in
+    every scored run."""
     if outcome.report is None:
+        if not plan.thresholds:
+            return 0
         print(
             f"gatebench: {len(plan.thresholds)} threshold(s) not checked: the run was not scored",
             file=sys.stderr,
@@ -235,6 +237,8 @@ def _check_thresholds(plan: Plan, outcome: RunOutcome) -> int:
     # Thresholds on a gateway left out with --gateways are not checked: it was not asked for.
     chosen = [t for t in plan.thresholds if t.gateway in (None, "baseline", *plan.gateways)]
     results = evaluate(chosen, outcome.report.summary)
+    if not results:
+        return 0
     failed = failures(results)
     print(f"Thresholds: {len(results) - len(failed)} of {len(results)} met.")
     for result in failed:

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from gatebench.core.answers import EVIDENCE_KEPT, evidence, wrong_answer_kind
 from gatebench.core.model import Measurement
 
 PERCENTILES = (50, 90, 95, 99)
@@ -43,11 +44,19 @@ class PhaseSample:
     """The latest start: ``last_start - first_start`` is the spread of the start times."""
     last_end: int | None = None
     errors: Counter[str] = field(default_factory=Counter)
+    wrong: int = 0
+    """Wrong answers (gatebench.core.answers): answered, but not the answer to this request,
+    not whole, or not to what was sent; neither OK nor KO."""
+    wrong_kinds: Counter[str] = field(default_factory=Counter)
+    wrong_evidence: list[str] = field(default_factory=list)
+    """The first ``EVIDENCE_KEPT`` wrong answers, in the engine's words."""
 
     def add(self, start: int, end: int, ok: bool, message: str = "") -> None:
         self.counts[end - start] += 1
         if ok:
             self.ok += 1
+        elif (kind := wrong_answer_kind(message)) is not None:
+            self.add_wrong(kind, message)
         else:
             self.ko += 1
             self.errors[message or "KO"] += 1
@@ -57,6 +66,20 @@ class PhaseSample:
             self.last_start = start
         if self.last_end is None or end > self.last_end:
             self.last_end = end
+
+    def add_wrong(self, kind: str, message: str, count: int = 1) -> None:
+        """``count`` wrong answers of ``kind``; the first few kept word for word."""
+        self.wrong += count
+        self.wrong_kinds[kind] += count
+        if len(self.wrong_evidence) < EVIDENCE_KEPT:
+            self.wrong_evidence.append(evidence(message))
+
+    def merge_wrong(self, other: PhaseSample) -> None:
+        """The wrong answers of ``other`` counted here too (several testers' shares)."""
+        self.wrong += other.wrong
+        self.wrong_kinds.update(other.wrong_kinds)
+        room = EVIDENCE_KEPT - len(self.wrong_evidence)
+        self.wrong_evidence.extend(other.wrong_evidence[: max(0, room)])
 
     def add_latency(self, value_ms: float, count: int = 1) -> None:
         """``count`` requests that each took ``value_ms`` (an engine that reports a histogram,
@@ -70,7 +93,7 @@ class PhaseSample:
 
     @property
     def requests(self) -> int:
-        return self.ok + self.ko
+        return self.ok + self.ko + self.wrong
 
     @property
     def latency_count(self) -> int:
@@ -152,6 +175,10 @@ class PhaseStats:
     p99: float
     duration_s: float
     errors: tuple[tuple[str, int], ...]
+    wrong: int = 0
+    """Wrong answers (not in ``ok`` nor ``ko``: gatebench.core.answers)."""
+    wrong_kinds: tuple[tuple[str, int], ...] = ()
+    wrong_evidence: tuple[str, ...] = ()
 
 
 def phase_stats(sample: PhaseSample) -> PhaseStats:
@@ -177,6 +204,9 @@ def phase_stats(sample: PhaseSample) -> PhaseStats:
         p99=p99,
         duration_s=duration_s,
         errors=tuple(sorted(sample.errors.items(), key=lambda kv: (-kv[1], kv[0]))),
+        wrong=sample.wrong,
+        wrong_kinds=tuple(sorted(sample.wrong_kinds.items())),
+        wrong_evidence=tuple(sample.wrong_evidence),
     )
 
 

@@ -43,7 +43,7 @@ from gatebench.core.errors import RunError
 from gatebench.core.ir import Api, Operation, Parameter
 from gatebench.core.plan import BodySpec, Generator, Injection, Plan, Warmup, Workload
 from gatebench.core.plan._traffic import scaled_counts
-from gatebench.core.renderers import jit_warmups
+from gatebench.core.renderers import jit_warmups, rewrites_request_target
 from gatebench.core.synth import synthesize
 from gatebench.core.trust import CEILING_TARGET
 
@@ -80,6 +80,10 @@ class Phase:
     base_url: str
     injection: Injection
     before: tuple[Control, ...] = ()
+    answers_checked: bool = False
+    """Whether the engine checks every answer against the request it answers (docs/trust.md,
+    "Right answers under load"): measured phases with gatebench's own backend, which signs its
+    answers, except on the ceiling target (a static file server)."""
 
     @property
     def id(self) -> str:
@@ -307,6 +311,7 @@ def build_schedule(
         seed = random.SystemRandom().randrange(2**31)
     rng = random.Random(seed)
     targets = [t for t in plan.targets if t in base_urls]
+    signed = plan.backend.kind != "url"  # a user's own backend does not sign its answers
     # A JIT gateway warms up until its latency stops falling, once, after it starts.
     jit = jit_warmups(targets)
     before = tuple(
@@ -336,6 +341,7 @@ def build_schedule(
                         base_urls[target],
                         w.injection,
                         before,
+                        answers_checked=signed and target != CEILING_TARGET,
                     )
                 )
     return Schedule(tuple(phases), seed, tuple(order))
@@ -425,6 +431,7 @@ def render_workload(
                     for name, g in generators[w.name].items()
                 },
                 "request": request,
+                **_answers_json(phase, request),
             }
         )
     document: dict[str, Any] = {
@@ -437,6 +444,21 @@ def render_workload(
     if plan.tls is not None:
         document["tls"] = tls_json(plan.tls.http2, trust_store)
     return document
+
+
+def _answers_json(phase: Phase, request: dict[str, Any]) -> dict[str, Any]:
+    """The phase's ``answers`` key when its answers are checked (``Phase.answers_checked``):
+    whether the backend's receipt of the request target is held to what was sent (not through
+    a gateway that rebuilds it), and the plan's headers the backend signs as it received
+    them."""
+    if not phase.answers_checked:
+        return {}
+    return {
+        "answers": {
+            "target": not rewrites_request_target(phase.target),
+            "headers": sorted({str(name).lower() for name, _ in request["headers"]}),
+        }
+    }
 
 
 def tls_json(http2: bool, trust_store: str | None) -> dict[str, Any]:
@@ -504,6 +526,7 @@ def phases_from_document(document: dict[str, Any]) -> list[Phase]:
                 Control(c["url"], c["method"], c["status"], c.get("wait_ms", 0) / 1000.0)
                 for c in p["before"]
             ),
+            answers_checked="answers" in p,
         )
         for p in document["phases"]
     ]

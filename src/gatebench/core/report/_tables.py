@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gatebench.core.aggregate import RunSummary
+from gatebench.core.aggregate import CellSummary, RunSummary
 from gatebench.core.metrics import COST_UNITS, METRICS, UNITS
 from gatebench.core.report._build import Report, metric_label
 from gatebench.core.report._format import (
@@ -184,6 +184,17 @@ def workload_score_table(report: Report) -> Table:
     return table
 
 
+def wrong_answers_cell(cell: CellSummary) -> Cell:
+    """A cell's wrong answers: their count and kinds, ``unchecked`` when no repetition's
+    answers were checked (wrk, a user's own backend), ``–`` in records older than the check."""
+    if cell.wrong_answers:
+        kinds = ", ".join(f"{kind} {n:,}" for kind, n in cell.wrong_kinds)
+        return Cell(f"{cell.wrong_answers:,}", cell.wrong_answers, tags=[kinds] if kinds else [])
+    if cell.unchecked == cell.n:
+        return Cell("unchecked", None)
+    return Cell("0", 0)
+
+
 def latency_tables(s: RunSummary) -> list[Table]:
     """One table per workload: every metric's mean ± its 95 % interval, per target."""
     tables = []
@@ -194,15 +205,18 @@ def latency_tables(s: RunSummary) -> list[Table]:
         best = s.best_among_gateways(w)
         columns = [Column("Target", False)]
         columns += [Column(f"{metric_label(m)} ({UNITS[m]})", True) for m in METRICS]
-        columns += [Column("Requests", True), Column("Reps", True)]
+        columns += [Column("Requests", True), Column("Reps", True), Column("Wrong answers", True)]
         table = Table(
             f"latency-{w}",
             f"Workload {w}: latency, errors and throughput",
             columns,
             legend="Mean over the repetitions ± the half-width of its 95 % confidence interval; "
-            "marked best: the best value among the gateways (the baseline does not compete).",
+            "marked best: the best value among the gateways (the baseline does not compete, "
+            "nor does a gateway that gave wrong answers). Wrong answers: answers that were not "
+            "the backend's answer to their request, whole, summed over the repetitions "
+            '(docs/trust.md, "Right answers under load").',
         )
-        gateways_here = sum(1 for t in targets if t != s.baseline)
+        gateways_here = sum(1 for t in targets if t != s.baseline and t not in s.wrong)
         for t in targets:
             cell = s.cells[(w, t)]
             cells = []
@@ -215,7 +229,11 @@ def latency_tables(s: RunSummary) -> list[Table]:
                 cells.append(Cell(text, sample.mean, best=is_best))
             cells.append(Cell(f"{cell.requests:,}", cell.requests))
             cells.append(Cell(str(cell.n), cell.n))
-            table.add(t, cells, tags=["no gateway"] if t == s.baseline else [], sort=t)
+            cells.append(wrong_answers_cell(cell))
+            tags = ["no gateway"] if t == s.baseline else []
+            if cell.wrong_answers:
+                tags.append("wrong answers")
+            table.add(t, cells, tags=tags, sort=t)
         tables.append(table)
     return tables
 

@@ -1,0 +1,155 @@
+"""Right answers under load: the engines catch a deliberately faulty proxy's wrong answers at
+exactly the counts it injected (docs/trust.md, "Right answers under load").
+
+The proxy (``tests/faulty_proxy.py``) sits between the engine and the real Go backend (mock
+mode, which signs every answer to a request that names itself) and swaps answers between two
+connections, truncates bodies above a size, drops the plan's header on the way in and sends a
+POST twice. Each engine runs the same workload document through it; every wrong answer it
+reports must be one the proxy injected, of the kind it injected, and every injected fault must
+be reported: counts, which no machine speed changes. The same document straight to the
+backend gives no wrong answer at all.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from faulty_proxy import Faults, FaultyProxy
+from gatebench.core.backend import mock_config
+from gatebench.core.measure import measurement_from
+from gatebench.core.plan import build_plan
+from gatebench.core.spec import read_spec
+from gatebench.core.workload import Control, Phase, Schedule, phases_from_document, render_workload
+from gatebench.local.backends import start_backend
+from gatebench.local.engines.gatling import GatlingEngine
+from gatebench.local.procs import Supervisor
+from gatebench.run.ports import EngineEvent, PhaseResult
+
+ROOT = Path(__file__).resolve().parents[2]
+TOKEN_ENV = "ITEMS_TOKEN"
+FAULTS = Faults(swaps=3, truncations=2, truncate_above=600, dropped=2, repeats=2)
+
+
+class Hooks:
+    def __init__(self) -> None:
+        self.results: dict[int, PhaseResult] = {}
+
+    def on_event(self, event: EngineEvent) -> None:
+        pass
+
+    def on_phase(self, result: PhaseResult) -> None:
+        self.results[result.phase] = result
+
+    def tick(self) -> None:
+        pass
+
+
+def _document(base: str, backend: str) -> tuple[dict[str, Any], Any]:
+    result = read_spec(str(ROOT / "tests/data/engine/items.yaml"))
+    assert result.api is not None
+    section = dict(result.benchmark)
+    section["backend"] = {"mock": {"response_size": "1kB"}}
+    section["workloads"] = [
+        {
+            "name": "read",
+            "operation": "getItem",
+            "params": {"id": {"range": [1, 10]}},
+            "headers": {"X-Tenant": "acme"},
+            "injection": {"concurrent": 4, "requests": 120},
+        },
+        {
+            "name": "write",
+            "operation": "createItem",
+            "params": {"n": {"counter": {"start": 1}}},
+            "body": {"json": {"name": "item-${n}"}},
+            "injection": {"concurrent": 2, "requests": 30},
+        },
+    ]
+    plan = build_plan(section, result.api)
+    reset = Control(f"{backend}/__gatebench__/reset")
+    phases = tuple(
+        Phase(i, "faulty", w.name, 1, True, base, w.injection, (reset,), answers_checked=True)
+        for i, w in enumerate(plan.workloads)
+    )
+    return render_workload(plan, result.api, Schedule(phases, seed=3)), (result.api, plan)
+
+
+def _run_gatling(document: dict[str, Any], work: Path, sup: Supervisor) -> dict[str, Any]:
+    hooks = Hooks()
+    run = GatlingEngine().run(
+        document, work, hooks, supervisor=sup, env={TOKEN_ENV: "t"}, name="gatling"
+    )
+    assert not run.crashed, run.reason
+    phases = {p.index: p for p in phases_from_document(document)}
+    return {
+        phases[i].workload: measurement_from("r", phases[i], r, engine="gatling")
+        for i, r in hooks.results.items()
+    }
+
+
+@pytest.fixture(scope="module")
+def backend(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    work = tmp_path_factory.mktemp("wrong-answers")
+    result = read_spec(str(ROOT / "tests/data/engine/items.yaml"))
+    assert result.api is not None
+    section = {**result.benchmark, "backend": {"mock": {"response_size": "1kB"}}}
+    plan = build_plan(section, result.api)
+    routes = work / "routes.json"
+    routes.write_text(json.dumps(mock_config(result.api, plan.backend)))
+    with Supervisor() as sup:
+        _, port = start_backend(sup, "mock", work, extra_args=["-config", str(routes)])
+        yield sup, port, work
+
+
+def test_gatling_catches_every_injected_fault_and_nothing_else(backend: Any) -> None:
+    sup, port, work = backend
+    with FaultyProxy(port, FAULTS) as proxy:
+        document, _ = _document(proxy.url, f"http://127.0.0.1:{port}")
+        measured = _run_gatling(document, work / "faulty", sup)
+    caught: Counter[str] = Counter()
+    for m in measured.values():
+        assert m.answers_checked is True
+        assert m.requests == m.ok + m.ko + m.wrong_answers
+        caught.update(dict(m.wrong_kinds))
+    # the proxy did each fault as often as its budget says (swaps need two answers in flight
+    # at once: four users keep them there)
+    assert proxy.injected == Counter(crossed=6, truncated=2, received=2, repeated=2)
+    assert caught == proxy.injected
+    assert measured["read"].requests == 120 and measured["write"].requests == 30
+    assert measured["read"].ko == measured["write"].ko == 0
+    assert "wrong-answers" in measured["read"].flags
+    evidence = measured["read"].wrong_evidence
+    assert 0 < len(evidence) <= 5
+    assert all(e.startswith("wrong answer (") and "request " in e for e in evidence)
+    assert all("?" not in e.split(";")[0] or "?..." in e for e in evidence)
+
+
+def test_gatling_straight_to_the_backend_gives_no_wrong_answer(backend: Any) -> None:
+    sup, port, work = backend
+    base = f"http://127.0.0.1:{port}"
+    document, _ = _document(base, base)
+    measured = _run_gatling(document, work / "clean", sup)
+    for m in measured.values():
+        assert m.answers_checked is True
+        assert (m.wrong_answers, m.ko) == (0, 0), (m.wrong_kinds, m.wrong_evidence, m.errors)
+        assert m.ok == m.requests > 0
+
+
+def test_an_unchecked_phase_sends_no_identity(backend: Any) -> None:
+    """Warm-ups and phases of a user's own backend are not checked: the engine sends them as
+    before, and the backend answers unsigned."""
+    sup, port, work = backend
+    base = f"http://127.0.0.1:{port}"
+    document, _ = _document(base, base)
+    for phase in document["phases"]:
+        phase.pop("answers")
+        phase["injection"] = {"kind": "sequential", "requests": 3}
+    measured = _run_gatling(document, work / "unchecked", sup)
+    for m in measured.values():
+        assert m.answers_checked is False
+        assert (m.ok, m.wrong_answers) == (3, 0)
