@@ -184,6 +184,15 @@ def workload_score_table(report: Report) -> Table:
     return table
 
 
+def _target_tags(s: RunSummary, target: str) -> list[str]:
+    """The tags of a target's row: ``no gateway`` for the baseline, ``wrong answers`` for a
+    target that gave any in the run (it is never marked best)."""
+    tags = ["no gateway"] if target == s.baseline else []
+    if target in s.wrong:
+        tags.append("wrong answers")
+    return tags
+
+
 def wrong_answers_cell(cell: CellSummary) -> Cell:
     """A cell's wrong answers: their count and kinds, ``unchecked`` when no repetition's
     answers were checked (wrk, a user's own backend), ``–`` in records older than the check."""
@@ -223,17 +232,18 @@ def latency_tables(s: RunSummary) -> list[Table]:
             for m in METRICS:
                 sample = cell.metrics[m]
                 is_best = (
-                    t != s.baseline and gateways_here > 1 and m in best and sample.mean == best[m]
+                    t != s.baseline
+                    and t not in s.wrong
+                    and gateways_here > 1
+                    and m in best
+                    and sample.mean == best[m]
                 )
                 text = fmt_ci(m, sample.mean, sample.ci_half_width)
                 cells.append(Cell(text, sample.mean, best=is_best))
             cells.append(Cell(f"{cell.requests:,}", cell.requests))
             cells.append(Cell(str(cell.n), cell.n))
             cells.append(wrong_answers_cell(cell))
-            tags = ["no gateway"] if t == s.baseline else []
-            if cell.wrong_answers:
-                tags.append("wrong answers")
-            table.add(t, cells, tags=tags, sort=t)
+            table.add(t, cells, tags=_target_tags(s, t), sort=t)
         tables.append(table)
     return tables
 
@@ -270,7 +280,7 @@ def overhead_table(s: RunSummary) -> Table:
                 if m != "error_pct" and o.relative_pct is not None:
                     text += f" ({fmt_pct(o.relative_pct)})"
                 cells.append(Cell(text, d.estimate))
-            table.add(g, cells, sort=g)
+            table.add(g, cells, tags=_target_tags(s, g), sort=g)
     return table
 
 
@@ -321,7 +331,7 @@ def cost_table(s: RunSummary) -> Table | None:
     )
     for w in s.workloads:
         targets = [t for t in s.measured_targets(w) if s.cells[(w, t)].resources]
-        gateways = [t for t in targets if t != s.baseline]
+        gateways = [t for t in targets if t != s.baseline and t not in s.wrong]
         best: dict[str, float] = {}
         for name, pick in _COST_BEST.items():
             values = [
@@ -339,9 +349,9 @@ def cost_table(s: RunSummary) -> Table | None:
                 if sample is None:
                     cells.append(Cell("–"))
                     continue
-                is_best = t != s.baseline and name in best and sample.mean == best[name]
+                is_best = t in gateways and name in best and sample.mean == best[name]
                 cells.append(Cell(_fmt_cost(name, sample.mean), sample.mean, best=is_best))
-            table.add(t, cells, tags=["no gateway"] if t == s.baseline else [], sort=t)
+            table.add(t, cells, tags=_target_tags(s, t), sort=t)
     return table
 
 
