@@ -27,6 +27,7 @@ from gatebench.core.spec import read_spec
 from gatebench.core.workload import Control, Phase, Schedule, phases_from_document, render_workload
 from gatebench.local.backends import start_backend
 from gatebench.local.engines.gatling import GatlingEngine
+from gatebench.local.engines.loadgen import LoadgenEngine
 from gatebench.local.procs import Supervisor
 from gatebench.run.ports import EngineEvent, PhaseResult
 
@@ -49,7 +50,9 @@ class Hooks:
         pass
 
 
-def _document(base: str, backend: str) -> tuple[dict[str, Any], Any]:
+def _document(base: str, backend: str, *, rates: bool = False) -> tuple[dict[str, Any], Any]:
+    """The two workloads through ``base``, resetting ``backend`` before each; with ``rates``,
+    as constant arrival rates (the load generator runs nothing else)."""
     result = read_spec(str(ROOT / "tests/data/engine/items.yaml"))
     assert result.api is not None
     section = dict(result.benchmark)
@@ -70,6 +73,9 @@ def _document(base: str, backend: str) -> tuple[dict[str, Any], Any]:
             "injection": {"concurrent": 2, "requests": 30},
         },
     ]
+    if rates:
+        section["workloads"][0]["injection"] = {"constant_rate": {"rate": 100, "duration": "1.2s"}}
+        section["workloads"][1]["injection"] = {"constant_rate": {"rate": 30, "duration": "1s"}}
     plan = build_plan(section, result.api)
     reset = Control(f"{backend}/__gatebench__/reset")
     phases = tuple(
@@ -79,17 +85,20 @@ def _document(base: str, backend: str) -> tuple[dict[str, Any], Any]:
     return render_workload(plan, result.api, Schedule(phases, seed=3)), (result.api, plan)
 
 
-def _run_gatling(document: dict[str, Any], work: Path, sup: Supervisor) -> dict[str, Any]:
+def _run(engine: str, document: dict[str, Any], work: Path, sup: Supervisor) -> dict[str, Any]:
     hooks = Hooks()
-    run = GatlingEngine().run(
-        document, work, hooks, supervisor=sup, env={TOKEN_ENV: "t"}, name="gatling"
-    )
+    runner = GatlingEngine() if engine == "gatling" else LoadgenEngine()
+    run = runner.run(document, work, hooks, supervisor=sup, env={TOKEN_ENV: "t"}, name=engine)
     assert not run.crashed, run.reason
     phases = {p.index: p for p in phases_from_document(document)}
     return {
-        phases[i].workload: measurement_from("r", phases[i], r, engine="gatling")
+        phases[i].workload: measurement_from("r", phases[i], r, engine=engine)
         for i, r in hooks.results.items()
     }
+
+
+def _run_gatling(document: dict[str, Any], work: Path, sup: Supervisor) -> dict[str, Any]:
+    return _run("gatling", document, work, sup)
 
 
 @pytest.fixture(scope="module")
@@ -153,3 +162,34 @@ def test_an_unchecked_phase_sends_no_identity(backend: Any) -> None:
     for m in measured.values():
         assert m.answers_checked is False
         assert (m.ok, m.wrong_answers) == (3, 0)
+
+
+def test_the_load_generator_catches_every_injected_fault_and_nothing_else(backend: Any) -> None:
+    """The open-model engine of the capacity search checks each answer against the bytes it
+    sent (its multipart bodies too); arrivals keep coming while an answer waits for a swap, so
+    two are in flight on two connections."""
+    sup, port, work = backend
+    with FaultyProxy(port, FAULTS) as proxy:
+        document, _ = _document(proxy.url, f"http://127.0.0.1:{port}", rates=True)
+        measured = _run("loadgen", document, work / "loadgen-faulty", sup)
+    caught: Counter[str] = Counter()
+    for m in measured.values():
+        assert m.answers_checked is True
+        assert m.requests == m.ok + m.ko + m.wrong_answers
+        caught.update(dict(m.wrong_kinds))
+    assert proxy.injected == Counter(crossed=6, truncated=2, received=2, repeated=2)
+    assert caught == proxy.injected
+    assert (measured["read"].requests, measured["write"].requests) == (120, 30)
+    assert measured["read"].ko == measured["write"].ko == 0
+    assert all(e.startswith("wrong answer (") for e in measured["read"].wrong_evidence)
+
+
+def test_the_load_generator_straight_to_the_backend_gives_no_wrong_answer(backend: Any) -> None:
+    sup, port, work = backend
+    base = f"http://127.0.0.1:{port}"
+    document, _ = _document(base, base, rates=True)
+    measured = _run("loadgen", document, work / "loadgen-clean", sup)
+    for m in measured.values():
+        assert m.answers_checked is True
+        assert (m.wrong_answers, m.ko) == (0, 0), (m.wrong_kinds, m.wrong_evidence, m.errors)
+        assert m.ok == m.requests > 0

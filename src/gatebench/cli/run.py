@@ -258,7 +258,7 @@ def report_lines(outcome: RunOutcome) -> list[str]:
         f"{outcome.wall_s:.0f}s)",
         f"Latencies in ms ({record.environment.get('resolution', 'Gatling records whole milliseconds')}; "
         "the columns average the repetitions); err % = KO / requests; req/s = requests / "
-        "phase duration.",
+        "phase duration; wrong = wrong answers over the repetitions (– not checked).",
     ]
     for workload in record.workloads:
         rows = workload_rows(outcome.measurements, workload["name"])
@@ -342,6 +342,8 @@ def _flag_note(flagged: list[Measurement]) -> str:
         "incomplete": "fewer requests than the workload defines",
         "too-short": "too short for its throughput to mean anything (docs/trust.md)",
         "target-failed": "overlaps its target's failure; not scored",
+        "wrong-answers": "answers that were not the backend's answer to their request, whole; "
+        "the gateway is not ranked (docs/trust.md)",
     }
     for flag, n in sorted(counts.items()):
         parts.append(f"{flag} ×{n} ({meaning.get(flag, flag)})")

@@ -71,8 +71,10 @@ class PhaseSample:
         """``count`` wrong answers of ``kind``; the first few kept word for word."""
         self.wrong += count
         self.wrong_kinds[kind] += count
-        if len(self.wrong_evidence) < EVIDENCE_KEPT:
-            self.wrong_evidence.append(evidence(message))
+        words = evidence(message)
+        # an engine names later wrong answers by their kind alone: those are no evidence
+        if len(self.wrong_evidence) < EVIDENCE_KEPT and ":" in words:
+            self.wrong_evidence.append(words)
 
     def merge_wrong(self, other: PhaseSample) -> None:
         """The wrong answers of ``other`` counted here too (several testers' shares)."""
@@ -233,6 +235,9 @@ class TableRow:
     """Requests per gateway CPU-second, over the repetitions that measured it."""
     gateway_rss_mb: float | None = None
     """The gateway's peak resident memory (MB), over the repetitions that measured it."""
+    wrong_answers: int | None = None
+    """Wrong answers summed over the repetitions (gatebench.core.answers); None when no
+    repetition's answers were checked."""
 
 
 def _mean_of(values: list[float | None]) -> float | None:
@@ -272,6 +277,9 @@ def workload_rows(measurements: Iterable[Measurement], workload: str) -> list[Ta
                 flags=tuple(flags),
                 req_per_cpu_s=_mean_of([m.req_per_cpu_s for m in ms]),
                 gateway_rss_mb=_mean_of([m.gateway_rss_mb for m in ms]),
+                wrong_answers=sum(m.wrong_answers for m in ms)
+                if any(m.answers_checked for m in ms)
+                else None,
             )
         )
     return rows
@@ -280,8 +288,10 @@ def workload_rows(measurements: Iterable[Measurement], workload: str) -> list[Ta
 def format_workload_table(workload: str, description: str, rows: Sequence[TableRow]) -> list[str]:
     """Lines of one table: latencies in ms (whole ms from Gatling; means of repetitions get
     one decimal), error %, throughput req/s, and, when the run measured them, requests per
-    gateway CPU-second and the gateway's peak memory in MB."""
+    gateway CPU-second, the gateway's peak memory in MB and the wrong answers (summed over the
+    repetitions; ``–`` where they were not checked)."""
     costs = any(r.req_per_cpu_s is not None or r.gateway_rss_mb is not None for r in rows)
+    checked = any(r.wrong_answers is not None for r in rows)
     header = (
         "target",
         "reps",
@@ -297,6 +307,7 @@ def format_workload_table(workload: str, description: str, rows: Sequence[TableR
         "err %",
         "req/s",
         *(("req/CPU-s", "gw MB") if costs else ()),
+        *(("wrong",) if checked else ()),
         "flags",
     )
     body = []
@@ -317,6 +328,7 @@ def format_workload_table(workload: str, description: str, rows: Sequence[TableR
                 f"{r.error_pct:.1f}",
                 f"{r.throughput:,.0f}" if r.throughput >= 100 else f"{r.throughput:.1f}",
                 *((_cost(r.req_per_cpu_s), _cost(r.gateway_rss_mb)) if costs else ()),
+                *((_count(r.wrong_answers),) if checked else ()),
                 ",".join(r.flags),
             )
         )
@@ -329,6 +341,10 @@ def format_workload_table(workload: str, description: str, rows: Sequence[TableR
         ]
         lines.append("  " + "  ".join(cells).rstrip())
     return lines
+
+
+def _count(value: int | None) -> str:
+    return "–" if value is None else f"{value:,}"
 
 
 def _cost(value: float | None) -> str:
