@@ -321,6 +321,18 @@ def test_a_breach_says_which_bound() -> None:
     assert (v.outcome, v.reasons) == ("breached", ("errors 0.50 % > 0.1 %",))
 
 
+def test_wrong_answers_breach_the_objective_and_are_never_the_testers() -> None:
+    wrong = {"wrong_answers": 3, "wrong_kinds": (("crossed", 2), ("truncated", 1)), "ok": 1997}
+    v = score_probe(metrics(**wrong), OBJECTIVE, Limits())
+    assert (v.outcome, v.reasons) == ("breached", ("3 wrong answers (crossed 2, truncated 1)",))
+    # late arrivals and a busy engine would explain a slow probe, never a wrong answer
+    busy = metrics(**wrong, latency=SLOW, late_pct=50.0, engine_cpu_pct=100.0)
+    v = score_probe(busy, OBJECTIVE, Limits())
+    assert v.outcome == "breached"
+    assert v.reasons[:2] == ("3 wrong answers (crossed 2, truncated 1)", "p99 80.0 ms > 50 ms")
+    assert ProbeMetrics.from_dict(metrics(**wrong).to_dict()) == metrics(**wrong)
+
+
 def test_dropped_arrivals_make_the_probe_tester_bound_whatever_the_latencies() -> None:
     m = metrics(dropped=40, drop_reasons=(("the system refused a socket: no port", 40),))
     v = score_probe(m, OBJECTIVE, Limits())
