@@ -18,6 +18,7 @@ from gatebench.core.plan import build_plan
 from gatebench.core.report import build_report
 from gatebench.core.report._build import verdict
 from gatebench.core.report._tables import latency_tables
+from gatebench.core.report._view import run_view
 from gatebench.core.spec import read_spec
 from gatebench.core.stats import PhaseSample
 from gatebench.core.thresholds import Threshold, evaluate, failures
@@ -147,7 +148,14 @@ def test_the_tables_flag_wrong_answers_and_never_mark_them_best() -> None:
         else m
         for m in measurements
     ]
-    summary = build_report(run, measurements).summary
+    report = build_report(run, measurements)
+    summary = report.summary
+    # the dashboard's run page gets the same table and the count per target
+    view = run_view(report)
+    assert view["wrong_answers"] == {"caddy": 3}
+    (shown,) = [t for t in view["tables"] if t["id"] == "latency-show"]
+    assert shown["columns"][-1]["label"] == "Wrong answers"
+    assert "3 wrong answers: crossed 3" in " ".join(view["verdict"])
     (show,) = [t for t in latency_tables(summary) if t.id == "latency-show"]
     assert show.columns[-1].label == "Wrong answers"
     rows = {r.header: r for r in show.rows}
