@@ -238,3 +238,23 @@ def test_the_document_says_which_phases_are_checked_and_how(
         assert doc["answers"] == {"target": phase.target != "krakend", "headers": ["x-tenant"]}
     again = phases_from_document(document)
     assert [p.answers_checked for p in again] == [p.answers_checked for p in schedule.phases]
+
+
+def test_a_cached_operation_says_so_to_the_engine() -> None:
+    """Where the plan caches the operation's answers at the gateway, an answer may carry an
+    earlier request's identity (of the same phase): the engine is told (``cached``)."""
+    api, section = _items()
+    section = {
+        **section,
+        "policies": {"operations": {"getItem": {"cache": {"ttl": "30s"}}}},
+        "gateways": ["envoy"],
+    }
+    plan = build_plan(section, api)
+    schedule = build_schedule(plan, {t: "http://127.0.0.1:9" for t in plan.targets}, seed=2)
+    document = render_workload(plan, api, schedule)
+    cached = {
+        (p["workload"], p["answers"].get("cached", False))
+        for p in document["phases"]
+        if "answers" in p
+    }
+    assert cached == {("read", True), ("write", False)}

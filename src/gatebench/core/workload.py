@@ -431,7 +431,7 @@ def render_workload(
                     for name, g in generators[w.name].items()
                 },
                 "request": request,
-                **_answers_json(phase, request),
+                **_answers_json(phase, plan, request),
             }
         )
     document: dict[str, Any] = {
@@ -446,19 +446,22 @@ def render_workload(
     return document
 
 
-def _answers_json(phase: Phase, request: dict[str, Any]) -> dict[str, Any]:
+def _answers_json(phase: Phase, plan: Plan, request: dict[str, Any]) -> dict[str, Any]:
     """The phase's ``answers`` key when its answers are checked (``Phase.answers_checked``):
     whether the backend's receipt of the request target is held to what was sent (not through
-    a gateway that rebuilds it), and the plan's headers the backend signs as it received
-    them."""
+    a gateway that rebuilds it), the plan's headers the backend signs as it received them,
+    and ``cached`` when the plan caches the operation's answers at the gateway (an answer
+    may then be an earlier request's of the phase: docs/trust.md)."""
     if not phase.answers_checked:
         return {}
-    return {
-        "answers": {
-            "target": not rewrites_request_target(phase.target),
-            "headers": sorted({str(name).lower() for name, _ in request["headers"]}),
-        }
+    answers: dict[str, Any] = {
+        "target": not rewrites_request_target(phase.target),
+        "headers": sorted({str(name).lower() for name, _ in request["headers"]}),
     }
+    cache = plan.policies.for_operation(str(request["operation"])).cache
+    if cache is not None and str(request["method"]).upper() in {m.upper() for m in cache.methods}:
+        answers["cached"] = True
+    return {"answers": answers}
 
 
 def tls_json(http2: bool, trust_store: str | None) -> dict[str, Any]:
