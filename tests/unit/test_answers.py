@@ -250,7 +250,7 @@ def test_a_cached_operation_says_so_to_the_engine() -> None:
         "gateways": ["envoy"],
     }
     plan = build_plan(section, api)
-    schedule = build_schedule(plan, {t: "http://127.0.0.1:9" for t in plan.targets}, seed=2)
+    schedule = build_schedule(plan, dict.fromkeys(plan.targets, "http://127.0.0.1:9"), seed=2)
     document = render_workload(plan, api, schedule)
     cached = {
         (p["workload"], p["answers"].get("cached", False))

@@ -254,12 +254,14 @@ def compile_load(
     reset_urls: Sequence[str] = (),
     trust_store: str | None = None,
     reset_wait_s: float = 0.0,
+    signed: bool | None = None,
 ) -> CompiledLoad:
     """From a plan to what the engine runs, in one call: the schedule (:func:`build_schedule`),
     only the phases ``keep`` accepts, the ceiling target's phases first when ``ceiling_url``
     is given (docs/trust.md), and its workload document. ``reset_urls``: more backend
     resets (every replica of a pool); ``trust_store``: the run's trust store (TLS plans);
-    ``reset_wait_s``: how long a reset may be retried (a replica restarting after a fault)."""
+    ``reset_wait_s``: how long a reset may be retried (a replica restarting after a fault);
+    ``signed``: whether the backend signs its answers (:func:`build_schedule`)."""
     schedule = build_schedule(
         plan,
         base_urls,
@@ -267,6 +269,7 @@ def compile_load(
         seed=seed,
         reset_urls=reset_urls,
         reset_wait_s=reset_wait_s,
+        signed=signed,
     )
     if keep is not None:
         schedule = replace(schedule, phases=tuple(p for p in schedule.phases if keep(p)))
@@ -299,19 +302,23 @@ def build_schedule(
     repetitions: int | None = None,
     reset_urls: Sequence[str] = (),
     reset_wait_s: float = 0.0,
+    signed: bool | None = None,
 ) -> Schedule:
     """Phases for every repetition: targets in a shuffled order (``order: shuffled``, seeded),
     each with its warm-up (excluded from the statistics) and then one measured phase per
     workload, each preceded by the backend reset when the backend has one.
 
     ``base_urls`` maps each target that runs to its URL; targets missing from it are left out.
+    ``signed``: whether the backend signs its answers, so the measured phases check them
+    (``Phase.answers_checked``); by default every backend but a user's own (``backend.url``).
     """
     seed = plan.seed if seed is None else seed
     if seed is None:
         seed = random.SystemRandom().randrange(2**31)
     rng = random.Random(seed)
     targets = [t for t in plan.targets if t in base_urls]
-    signed = plan.backend.kind != "url"  # a user's own backend does not sign its answers
+    if signed is None:
+        signed = plan.backend.kind != "url"  # a user's own backend does not sign its answers
     # A JIT gateway warms up until its latency stops falling, once, after it starts.
     jit = jit_warmups(targets)
     before = tuple(

@@ -17,7 +17,10 @@ for answers), run by :class:`~gatebench.local.engines.gatling.GatlingEngine`, it
 - every arrival is a new virtual user with its own connection: each request opens a
   connection, so a gateway that stops accepting during a reload is seen at once;
 - the first measured phase starts after a warm-up at the same rate (excluded), so the JIT
-  outliers of the JVM's first seconds stay out of the figures.
+  outliers of the JVM's first seconds stay out of the figures;
+- every answer of the measured phases is checked against the request it answers (the echo
+  backends sign theirs: docs/trust.md, "Right answers under load"): a wrong answer is an
+  arrival that is not OK, counted apart from the failures (``Latency.wrong``).
 
 An open-model engine that measures from the intended start is a second adapter behind the
 same port.
@@ -75,7 +78,8 @@ class GatlingRateLoad:
         plan = rate_plan(
             routes, rate=rate, duration_s=duration_s, warmup_s=warmup_s, backend_url=base_url
         )
-        compiled = compile_load(plan, api, {LOAD_TARGET: base_url})
+        # the gateway forwards to gatebench's own echo backends, which sign every answer
+        compiled = compile_load(plan, api, {LOAD_TARGET: base_url}, signed=True)
         measured = [p for p in compiled.schedule.phases if p.workload != WARMUP_WORKLOAD]
         label_of = {p.id: p.workload for p in measured}
         first = min(p.index for p in measured)

@@ -786,6 +786,11 @@ public class GenericSimulation extends Simulation {
             });
 
     private final String method;
+    /** gatebench.core.answers.EVIDENCE_KEPT: wrong answers of a phase kept word for word. */
+    static final int EVIDENCE_KEPT = 5;
+
+    private final java.util.concurrent.atomic.AtomicInteger kept =
+        new java.util.concurrent.atomic.AtomicInteger();
     private final boolean checkTarget;
     private final boolean cached;
     private final List<String> signed;
@@ -942,7 +947,15 @@ public class GenericSimulation extends Simulation {
       }
     }
 
-    private static String wrong(String kind, String request, String expected, String got) {
+    /**
+     * The wrong answer's message: with its evidence for the first {@link #EVIDENCE_KEPT} of the
+     * phase, by its kind alone after (every message with its own words would be a new string
+     * in the log and in Gatling's table of them, however wrong a target is).
+     */
+    private String wrong(String kind, String request, String expected, String got) {
+      if (kept.getAndIncrement() >= EVIDENCE_KEPT) {
+        return "wrong answer (" + kind + ")";
+      }
       return "wrong answer (" + kind + "): " + request + "; expected " + expected + "; got " + got;
     }
   }
