@@ -13,7 +13,7 @@ import pytest
 from gatebench.core.aggregate import summarize
 from gatebench.core.answers import EVIDENCE_KEPT, evidence, wrong_answer_kind
 from gatebench.core.measure import PhaseResult, measurement_from
-from gatebench.core.model import Measurement
+from gatebench.core.model import Measurement, flat_rows
 from gatebench.core.plan import build_plan
 from gatebench.core.report import build_report
 from gatebench.core.report._build import verdict
@@ -94,6 +94,10 @@ def test_a_measurement_carries_its_wrong_answers_and_reads_back() -> None:
     assert "wrong-answers" in m.flags
     assert m.answers_checked is True
     assert Measurement.from_dict(m.to_dict()) == m
+    # BigQuery and CSV get a row of them where they were checked
+    rows = {r["metric"]: r["value"] for r in flat_rows([m])}
+    assert rows["wrong_answers"] == 2.0
+    assert "wrong_answers" not in {r["metric"] for r in flat_rows([_measurement(0, engine="wrk")])}
     clean = _measurement(0)
     assert "wrong-answers" not in clean.flags and clean.wrong_answers == 0
     # wrk does not check answers: its phases say so, whatever the document asked

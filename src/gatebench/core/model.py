@@ -280,12 +280,14 @@ RESOURCE_FIELDS = (
 def flat_rows(measurements: list[Measurement]) -> list[dict[str, Any]]:
     """``(run, target, workload, repetition, metric, value)`` rows for BigQuery and CSV: every
     metric, then what the phase cost where it was measured (``req_per_cpu_s`` and each role's
-    CPU seconds and peak MB; no row for a figure not measured)."""
+    CPU seconds and peak MB), then its wrong answers where they were checked; no row for a
+    figure not measured."""
     rows = []
     for m in measurements:
         values: list[tuple[str, float | None]] = [(metric, m.metric(metric)) for metric in METRICS]
         values.append(("req_per_cpu_s", m.req_per_cpu_s))
         values.extend((name, getattr(m, name)) for name in RESOURCE_FIELDS)
+        values.append(("wrong_answers", float(m.wrong_answers) if m.answers_checked else None))
         for metric, value in values:
             if value is None:
                 continue
