@@ -160,6 +160,10 @@ def test_the_tables_flag_wrong_answers_and_never_mark_them_best() -> None:
     (shown,) = [t for t in view["tables"] if t["id"] == "latency-show"]
     assert shown["columns"][-1]["label"] == "Wrong answers"
     assert "3 wrong answers: crossed 3" in " ".join(view["verdict"])
+    assert (
+        "caddy on show: 3 wrong answers, the first: wrong answer (crossed): request a GET /s; "
+        "x; y" in view["cautions"]
+    )
     (show,) = [t for t in latency_tables(summary) if t.id == "latency-show"]
     assert show.columns[-1].label == "Wrong answers"
     rows = {r.header: r for r in show.rows}

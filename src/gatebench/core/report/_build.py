@@ -589,6 +589,7 @@ def cautions(run: RunRecord, summary: RunSummary, trust: Trust | None = None) ->
                 "timer's resolution plus a burst's launch spread"
             ),
             "target-failed": "the phase overlaps its target's failure; left out of every figure",
+            "wrong-answers": "an answer was not the backend's answer to its request, whole",
         }
         parts = [
             f"{name} in {count} ({described.get(name, 'flagged by the engine')})"
@@ -610,6 +611,7 @@ def cautions(run: RunRecord, summary: RunSummary, trust: Trust | None = None) ->
             )
         if trust.second_engine_note:
             out.append(f"Cross-check: {trust.second_engine_note}.")
+    out.extend(wrong_answer_evidence(summary))
     for target, reason in sorted(run.target_errors.items()):
         first_line = reason.strip().splitlines()[0] if reason.strip() else "no reason given"
         out.append(f"{target} failed: {first_line}")
@@ -623,6 +625,19 @@ def cautions(run: RunRecord, summary: RunSummary, trust: Trust | None = None) ->
     out.extend(summary.notes)
     if run.status.value not in ("done",):
         out.append(f"The run's status is '{run.status.value}': the results may be incomplete.")
+    return out
+
+
+def wrong_answer_evidence(summary: RunSummary) -> list[str]:
+    """One caution per target and workload with wrong answers: the first one kept, in the
+    engine's words (request, expected, got)."""
+    out = []
+    for (workload, target), cell in sorted(summary.cells.items()):
+        if cell.wrong_answers and cell.wrong_evidence:
+            out.append(
+                f"{target} on {workload}: {cell.wrong_answers:,} wrong answer"
+                f"{'s' if cell.wrong_answers != 1 else ''}, the first: {cell.wrong_evidence[0]}"
+            )
     return out
 
 
