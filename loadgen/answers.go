@@ -45,12 +45,14 @@ type answersSpec struct {
 	Target  bool     `json:"target"`
 	Headers []string `json:"headers"`
 	Cached  bool     `json:"cached"` // the plan caches these answers at the gateway
+	Every   int64    `json:"every"`  // check one answer in this many (0, 1: all)
 }
 
 // answerCheck is one phase's check.
 type answerCheck struct {
 	target   bool
 	cached   bool     // an answer may be an earlier request's of the phase (a gateway's cache)
+	every    int64    // check one answer in this many
 	signed   []string // lower-case header names the backend signs
 	idPrefix []byte   // "TAG.PHASEID."
 	extra    []byte   // the signed headers' list, as a request header line
@@ -58,7 +60,7 @@ type answerCheck struct {
 }
 
 func newAnswerCheck(spec *answersSpec, phaseID string) *answerCheck {
-	c := &answerCheck{target: spec.Target, cached: spec.Cached, idPrefix: []byte(runTag + "." + phaseID + ".")}
+	c := &answerCheck{target: spec.Target, cached: spec.Cached, every: max(1, spec.Every), idPrefix: []byte(runTag + "." + phaseID + ".")}
 	for _, name := range spec.Headers {
 		c.signed = append(c.signed, strings.ToLower(name))
 	}
@@ -68,8 +70,12 @@ func newAnswerCheck(spec *answersSpec, phaseID string) *answerCheck {
 	return c
 }
 
-// appendHeaders writes the request's identity (arrival n of the phase).
+// appendHeaders writes the request's identity (arrival n of the phase); nothing for a request
+// left out of the sample (answers: {every: N}), which goes unsigned and unchecked.
 func (c *answerCheck) appendHeaders(dst []byte, n int64) []byte {
+	if n%c.every != 0 {
+		return dst
+	}
 	dst = append(dst, requestHeader+": "...)
 	dst = append(dst, c.idPrefix...)
 	dst = strconv.AppendInt(dst, n, 10)
@@ -154,6 +160,9 @@ func (c *answerCheck) received(s sentRequest) string {
 // first evidenceKept of the phase, by kind alone after.
 func (c *answerCheck) verdict(req []byte, status int, ok bool, answer []byte, bodyLen int64, bodySum []byte) string {
 	s := parseSent(req)
+	if s.id == "" {
+		return "" // not in the sample
+	}
 	path := s.target
 	if i := strings.IndexByte(path, '?'); i >= 0 {
 		path = path[:i] + "?..." // a query may hold a key: never written

@@ -97,3 +97,23 @@ func TestACachedPhaseTakesAnEarlierAnswerOfItsOwn(t *testing.T) {
 		t.Errorf("a cached answer is still held to its own body: %q", got)
 	}
 }
+
+func TestASampledPhaseNamesAndChecksOneRequestInN(t *testing.T) {
+	c := newAnswerCheck(&answersSpec{Every: 3}, "p0004")
+	named := 0
+	for n := int64(0); n < 9; n++ {
+		req := append(c.appendHeaders([]byte("GET /a HTTP/1.1\r\nHost: h\r\n"), n), "\r\n"...)
+		s := parseSent(req)
+		if s.id != "" {
+			named++
+			if n%3 != 0 {
+				t.Errorf("arrival %d is not in the sample but named itself %q", n, s.id)
+			}
+		} else if got := c.verdict(req, 200, true, nil, 0, nil); got != "" {
+			t.Errorf("arrival %d, left out of the sample, was judged: %q", n, got)
+		}
+	}
+	if named != 3 {
+		t.Errorf("named %d of 9, want 3", named)
+	}
+}

@@ -193,3 +193,21 @@ def test_the_load_generator_straight_to_the_backend_gives_no_wrong_answer(backen
         assert m.answers_checked is True
         assert (m.wrong_answers, m.ko) == (0, 0), (m.wrong_kinds, m.wrong_evidence, m.errors)
         assert m.ok == m.requests > 0
+
+
+@pytest.mark.parametrize("engine", ["gatling", "loadgen"])
+def test_a_sampled_phase_checks_one_answer_in_n(backend: Any, engine: str) -> None:
+    """``answers: {every: 4}``: the proxy truncates every answer, and exactly one in four is
+    checked, so caught (the first of every four requests of the phase, whatever the order
+    they finish in)."""
+    sup, port, work = backend
+    every_answer = Faults(truncations=10_000, truncate_above=600)
+    with FaultyProxy(port, every_answer) as proxy:
+        document, _ = _document(proxy.url, f"http://127.0.0.1:{port}", rates=engine == "loadgen")
+        for phase in document["phases"]:
+            phase["answers"]["every"] = 4
+        measured = _run(engine, document, work / f"{engine}-sampled", sup)
+    for m in measured.values():
+        assert proxy.injected["truncated"] >= m.requests
+        assert m.wrong_kinds == (("truncated", m.requests // 4 + (m.requests % 4 > 0)),)
+        assert m.ok == m.requests - m.wrong_answers

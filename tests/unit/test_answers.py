@@ -266,3 +266,19 @@ def test_a_cached_operation_says_so_to_the_engine() -> None:
         if "answers" in p
     }
     assert cached == {("read", True), ("write", False)}
+
+
+def test_a_sampled_plan_tells_the_engines_and_the_report_says_so() -> None:
+    api, section = _items()
+    plan = build_plan({**section, "answers": {"every": 3}}, api)
+    assert plan.answers_every == 3
+    schedule = build_schedule(plan, dict.fromkeys(plan.targets, "http://127.0.0.1:9"), seed=2)
+    document = render_workload(plan, api, schedule)
+    assert {p["answers"]["every"] for p in document["phases"] if "answers" in p} == {3}
+    run, measurements = _run_with_wrong("nginx", 1)
+    run = dataclasses.replace(run, plan={**run.plan, "answers_every": 3})
+    assert (
+        "Answers were checked one in 3 (answers: {every: 3}): a wrong answer between them is "
+        "not seen, and the wrong answers counted are a sample."
+        in build_report(run, measurements).cautions
+    )

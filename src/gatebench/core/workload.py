@@ -465,6 +465,8 @@ def _answers_json(phase: Phase, plan: Plan, request: dict[str, Any]) -> dict[str
         "target": not rewrites_request_target(phase.target),
         "headers": sorted({str(name).lower() for name, _ in request["headers"]}),
     }
+    if plan.answers_every > 1:
+        answers["every"] = plan.answers_every
     cache = plan.policies.for_operation(str(request["operation"])).cache
     if cache is not None and str(request["method"]).upper() in {m.upper() for m in cache.methods}:
         answers["cached"] = True

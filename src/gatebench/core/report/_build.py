@@ -612,6 +612,12 @@ def cautions(run: RunRecord, summary: RunSummary, trust: Trust | None = None) ->
         if trust.second_engine_note:
             out.append(f"Cross-check: {trust.second_engine_note}.")
     out.extend(wrong_answer_evidence(summary))
+    every = (run.plan or {}).get("answers_every") or 1
+    if isinstance(every, int) and every > 1:
+        out.append(
+            f"Answers were checked one in {every:,} (answers: {{every: {every}}}): a wrong "
+            "answer between them is not seen, and the wrong answers counted are a sample."
+        )
     for target, reason in sorted(run.target_errors.items()):
         first_line = reason.strip().splitlines()[0] if reason.strip() else "no reason given"
         out.append(f"{target} failed: {first_line}")

@@ -616,6 +616,7 @@ public class GenericSimulation extends Simulation {
     Template bodyTemplate =
         "template".equals(bodyKind) ? new Template(secrets, body.path("parts")) : null;
     boolean checked = !answers.isMissingNode();
+    long every = Math.max(1L, answers.path("every").asLong(1L)); // check one answer in every
     AtomicLong sequence = new AtomicLong();
     String idPrefix = RUN_TAG + "." + id + ".";
     Function<Session, Session> prepare =
@@ -636,7 +637,9 @@ public class GenericSimulation extends Simulation {
             values.put("gb.body", bodyTemplate.render(session));
           }
           if (checked) {
-            values.put("gb.rid", idPrefix + sequence.incrementAndGet());
+            long seq = sequence.incrementAndGet();
+            // a request left out of the sample names nothing: the backend does not sign
+            values.put("gb.rid", (seq - 1) % every == 0 ? idPrefix + seq : "");
           }
           return session.setAll(values);
         };
@@ -864,6 +867,9 @@ public class GenericSimulation extends Simulation {
     /** "" for a right answer, else the wrong answer in gatebench.core.answers' words. */
     String verdict(byte[] body, Session session) {
       String rid = session.getString("gb.rid");
+      if (rid == null || rid.isEmpty()) {
+        return ""; // not in the sample (answers: {every: N})
+      }
       String answer = session.getString("gb.answer");
       int status = session.getInt("gb.status");
       String target = session.getString("gb.target");
