@@ -105,3 +105,32 @@ func TestABadIdentityIsRefusedWithItsReason(t *testing.T) {
 		}
 	}
 }
+
+func TestAHeadOrAnEmptyAnswerIsSignedWithAnEmptyBody(t *testing.T) {
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/none" {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		_, _ = w.Write([]byte("a body a HEAD never carries"))
+	})
+	server := httptest.NewServer(withSignature(inner))
+	defer server.Close()
+	for _, tc := range []struct{ method, path, status string }{
+		{"HEAD", "/some", "200"},
+		{"GET", "/none", "204"},
+	} {
+		req, _ := http.NewRequest(tc.method, server.URL+tc.path, nil)
+		req.Header.Set(RequestHeader, "p2."+tc.method)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		got := fields(t, resp.Header.Get(AnswerHeader))
+		if len(body) != 0 || got["status"] != tc.status || got["sent"] != "0:"+sum8("") {
+			t.Errorf("%s %s: body %q, signature %v", tc.method, tc.path, body, got)
+		}
+	}
+}
