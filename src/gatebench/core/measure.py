@@ -11,9 +11,9 @@ The flags a measurement carries are decided here too: ``noisy`` and ``tester-bou
 CPU shares (:class:`CpuUsage`), ``tester-bound`` from the engine's ceiling
 (``gatebench.core.trust``), ``incomplete`` when fewer requests completed than the profile sends,
 ``wrong-answers`` when an answer was not the right answer to its request
-(``gatebench.core.answers``), ``too-short`` when the phase lasted too briefly for its throughput to mean anything against the
-engine's timer resolution and, for a burst, the spread of its start times
-(``gatebench.core.trust.too_short``, docs/trust.md).
+(``gatebench.core.answers``), ``too-short`` when the phase lasted too briefly for its throughput
+to mean anything against the engine's timer resolution and, for a burst, the spread of its
+start times (``gatebench.core.trust.too_short``, docs/trust.md).
 """
 
 from __future__ import annotations
