@@ -856,3 +856,25 @@ def test_a_target_that_stops_during_a_search_is_searched_no_more() -> None:
     assert campaign.failed == {"a": "a exited with code 1 during the run"}
     assert len(b) == 3 and all(r.status == "found" for r in b)
     assert campaign.stop == "all 3 repetitions ran"
+
+
+def test_the_capacity_report_cautions_about_probes_with_wrong_answers() -> None:
+    from gatebench.kinds.capacity import CapacityResult, CurvePoint
+    from gatebench.kinds.capacity._report import capacity_cautions
+
+    def point(target: str, rate: float, reasons: str) -> CurvePoint:
+        return CurvePoint(
+            target, "bid", 1, rate, "grow", "breached", 2.0, 9.0, 0.0, rate, 0.1, reasons
+        )
+
+    curves = (
+        point("nginx", 100.0, ""),
+        point("nginx", 200.0, "2 wrong answers (crossed 2); p99 80.0 ms > 50 ms"),
+        point("caddy", 100.0, "p99 80.0 ms > 50 ms"),
+    )
+    cautions = capacity_cautions(CapacityResult((), curves, "done", 1))
+    assert cautions == [
+        "1 of 3 probes got wrong answers (nginx): answers that were not the backend's answer "
+        "to their request, whole; a rate at which a target answers wrongly is not one it "
+        'carries (docs/trust.md, "Right answers under load").'
+    ]
