@@ -131,7 +131,10 @@ def _add_2_ms_to_wrk(monkeypatch: pytest.MonkeyPatch) -> None:
 
     def late(*args: Any, **kwargs: Any) -> Any:
         sample, start_ms, end_ms = real(*args, **kwargs)
-        sample.latencies[:] = [v + 2.0 for v in sample.latencies]
+        # a phase keeps counts per latency (gatebench.core.stats): shift every one of them
+        shifted = {value + 2.0: count for value, count in sample.counts.items()}
+        sample.counts.clear()
+        sample.counts.update(shifted)
         return sample, start_ms, end_ms
 
     monkeypatch.setattr(wrk_engine, "sample_from_result", late)
