@@ -211,3 +211,66 @@ def test_a_sampled_phase_checks_one_answer_in_n(backend: Any, engine: str) -> No
         assert proxy.injected["truncated"] >= m.requests
         assert m.wrong_kinds == (("truncated", m.requests // 4 + (m.requests % 4 > 0)),)
         assert m.ok == m.requests - m.wrong_answers
+
+
+def test_every_gateway_that_runs_here_answers_right_under_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A clean run through every gateway that runs here (the JVM gateways too) and the
+    baseline: every answer of every measured phase checked, none wrong, every gateway ranked
+    and the default gate passed. A gateway that does not run here (not installed) proves
+    nothing here and is left out, as route replay leaves it out."""
+    from gatebench.core.renderers import gateway_names, get_renderer
+    from gatebench.core.thresholds import evaluate, failures
+    from gatebench.local.runner import RunOptions, run_benchmark
+
+    monkeypatch.setenv(TOKEN_ENV, "t")
+    here = [
+        name
+        for name in gateway_names()
+        if get_renderer(name).runs_here and get_renderer(name).available_here() is None
+    ]
+    result = read_spec(str(ROOT / "tests/data/engine/items.yaml"))
+    assert result.api is not None
+    section = dict(result.benchmark)
+    section.update(
+        gateways=here,
+        repetitions=1,
+        warmup={"duration": "500ms"},
+        backend={"mock": {"response_size": "1kB"}},
+        workloads=[
+            {
+                "name": "read",
+                "operation": "getItem",
+                "params": {"id": {"range": [1, 10]}},
+                "headers": {"X-Tenant": "acme"},
+                "injection": {"concurrent": 8, "duration": "1s"},
+            },
+            {
+                "name": "write",
+                "operation": "createItem",
+                "params": {"n": {"counter": {"start": 1}}},
+                "body": {"json": {"name": "item-${n}"}},
+                "injection": {"concurrent": 4, "duration": "1s"},
+            },
+        ],
+    )
+    plan = build_plan(section, result.api)
+    outcome = run_benchmark(
+        result.api,
+        plan,
+        spec_uri="items",
+        spec_sha256="0" * 64,
+        options=RunOptions(results_dir=tmp_path, seed=5, ceiling=False),
+    )
+    assert not outcome.record.target_errors, outcome.record.target_errors
+    measured = {m.target for m in outcome.measurements}
+    assert measured == {*here, "baseline"}
+    for m in outcome.measurements:
+        assert m.answers_checked is True, m.key
+        assert m.wrong_answers == 0, (m.key, m.wrong_kinds, m.wrong_evidence)
+        assert m.requests > 0
+    assert outcome.report is not None
+    summary = outcome.report.summary
+    assert summary.wrong == {} and not summary.unranked
+    assert not failures(evaluate([], summary))
