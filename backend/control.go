@@ -63,6 +63,7 @@ func withControl(h resettable, mode string) http.Handler {
 				return
 			}
 			h.Reset()
+			seen.reset()
 			record.newEpoch()
 			served.Store(0)
 			http2.Store(0)

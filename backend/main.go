@@ -16,6 +16,10 @@
 // /__gatebench__/requests (its own timeline of every request: record.go), which the engine
 // and the gateways' health checks call directly, never through a gateway's routes.
 //
+// Every answer to a request that names itself in X-Gatebench-Request is signed: the header
+// X-Gatebench-Answer carries its identity, what the backend received and a digest of the body it
+// sent, so an engine can check each answer under load (sign.go).
+//
 // A replica of a pool is started with -replica N: every answer carries the header
 // X-Gatebench-Replica: N, and its stats count what it alone served. With -tls-listen (and
 // -tls-cert, -tls-key) the same handler is also served over TLS on a second address: the
@@ -101,6 +105,7 @@ func main() {
 	if *instance != "" {
 		handler = withInstance(handler, *instance)
 	}
+	handler = withSignature(handler)
 	handler = withRecord(handler, *mode == "mock")
 
 	ln, err := net.Listen("tcp", *listen)

@@ -57,8 +57,9 @@ type exchange struct {
 	end     time.Duration // when its response ended (or it failed)
 	status  int
 	err     error
-	opened  bool // a connection was opened for it
-	refused bool // the system refused a socket: the tester's failure
+	opened  bool   // a connection was opened for it
+	refused bool   // the system refused a socket: the tester's failure
+	wrong   string // a wrong answer, in gatebench.core.answers' words (answers.go); "": right
 }
 
 // network sends the requests: the real one is network.go's; tests drive fakes.
@@ -253,6 +254,9 @@ func (e *engine) done(a *arrival, x exchange) {
 		r.message = e.rec.message("the system refused a socket: " + reason(x.err, p.timeout))
 	case x.err != nil:
 		r.message = e.rec.message(reason(x.err, p.timeout))
+	case x.wrong != "":
+		r.status = uint16(x.status)
+		r.message = e.rec.message(x.wrong)
 	default:
 		r.status = uint16(x.status)
 		if ok, msg := p.build.verdict(x.status); !ok {

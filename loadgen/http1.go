@@ -40,16 +40,33 @@ type response struct {
 	head      bool // the request was a HEAD: no body
 	status    int
 	keepAlive bool
-	remaining int64 // body or chunk bytes still to skip
-	any       bool  // a byte of the response arrived
+	remaining int64     // body or chunk bytes still to skip
+	any       bool      // a byte of the response arrived
+	sum       *bodyHash // the body's digest, when the phase checks its answers (answers.go)
+	answer    [maxAnswer]byte
+	answerLen int // the backend's signature (X-Gatebench-Answer); 0: none
 }
 
-func (r *response) reset(head bool) { *r = response{head: head} }
+func (r *response) reset(head bool) {
+	sum := r.sum
+	*r = response{head: head, sum: sum}
+	if sum != nil {
+		sum.reset()
+	}
+}
+
+// digest feeds body bytes to the answer's check.
+func (r *response) digest(body []byte) {
+	if r.sum != nil {
+		r.sum.write(body)
+	}
+}
 
 var (
 	hContentLength    = []byte("content-length")
 	hTransferEncoding = []byte("transfer-encoding")
 	hConnection       = []byte("connection")
+	hAnswer           = []byte(answerHeader)
 	vChunked          = []byte("chunked")
 	vClose            = []byte("close")
 	vKeepAlive        = []byte("keep-alive")
@@ -81,6 +98,7 @@ func (r *response) feed(buf []byte) (int, bool, error) {
 			used += end + skip
 		case stateLength:
 			n := min(int64(len(rest)), r.remaining)
+			r.digest(rest[:n])
 			r.remaining -= n
 			used += int(n)
 			if r.remaining == 0 {
@@ -101,12 +119,14 @@ func (r *response) feed(buf []byte) (int, bool, error) {
 			}
 		case stateChunkData:
 			n := min(int64(len(rest)), r.remaining)
+			r.digest(rest[:n])
 			r.remaining -= n
 			used += int(n)
 			if r.remaining == 0 {
 				r.state = stateChunkEnd
 			}
 		case stateUntilClose:
+			r.digest(rest)
 			return len(buf), false, nil
 		}
 	}
@@ -168,6 +188,8 @@ func (r *response) readHead(head []byte) error {
 				return fmt.Errorf("a Content-Length of %q", truncate(value))
 			}
 			length = n
+		case r.sum != nil && bytes.EqualFold(name, hAnswer) && len(value) <= maxAnswer:
+			r.answerLen = copy(r.answer[:], value)
 		case bytes.EqualFold(name, hTransferEncoding):
 			chunked = bytes.EqualFold(lastToken(value), vChunked)
 		case bytes.EqualFold(name, hConnection):

@@ -72,6 +72,7 @@ type phaseSpec struct {
 	Request    requestSpec              `json:"request"`
 	UserBase   int64                    `json:"user_base"`
 	UserStride int64                    `json:"user_stride"`
+	Answers    *answersSpec             `json:"answers"` // check every answer (answers.go)
 }
 
 type document struct {
@@ -233,6 +234,10 @@ func preparePhase(spec phaseSpec, secrets map[string]string, tokens map[string][
 	b, err := newBuilder(spec.Request, gens, secrets, tokens, spec.UserBase, spec.UserStride, spec.Seed, newConnections)
 	if err != nil {
 		return nil, fmt.Errorf("request: %v", err)
+	}
+	if spec.Answers != nil {
+		// every request names itself: none is the same as another
+		b.answers, b.static = newAnswerCheck(spec.Answers, spec.ID), nil
 	}
 	// the count gatebench expects (Python's round: half to even, Injection.expected_requests)
 	count := int64(math.RoundToEven(spec.Injection.Rate * float64(spec.Injection.DurationMS) / 1000.0))

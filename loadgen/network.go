@@ -264,6 +264,11 @@ func (c *netConn) build() {
 		c.body = make([]byte, 0, len(c.req)) // the next body's scratch, grown once
 	}
 	c.written = 0
+	if b.answers == nil {
+		c.resp.sum = nil
+	} else if c.resp.sum == nil {
+		c.resp.sum = &bodyHash{}
+	}
 	c.resp.reset(b.isHead)
 }
 
@@ -419,6 +424,11 @@ func (n *epollNet) broken(c *netConn, err error) {
 func (n *epollNet) complete(c *netConn) {
 	a, x := c.a, c.x
 	x.status = c.resp.status
+	if b := a.phase.build; b.answers != nil {
+		ok, _ := b.verdict(x.status)
+		r := &c.resp
+		x.wrong = b.answers.verdict(c.req, x.status, ok, r.answer[:r.answerLen], r.sum.n, r.sum.h.Sum(nil))
+	}
 	c.served++
 	if c.resp.keepAlive && !n.newConns && c.r == c.w {
 		c.state = connIdle

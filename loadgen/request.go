@@ -149,10 +149,11 @@ type builder struct {
 	bodyHint    bool   // send Content-Length: 0 on a bodiless POST, PUT or PATCH (as Go's client did)
 	expect      map[int]bool
 	expectText  string
-	static      []byte // every request the same: written once
-	closing     bool   // a connection per request: "Connection: close"
-	isHead      bool   // a HEAD: its response has no body
-	replayable  bool   // safe to send again on a new connection (GET, HEAD, OPTIONS, TRACE)
+	static      []byte       // every request the same: written once
+	closing     bool         // a connection per request: "Connection: close"
+	isHead      bool         // a HEAD: its response has no body
+	replayable  bool         // safe to send again on a new connection (GET, HEAD, OPTIONS, TRACE)
+	answers     *answerCheck // nil: the phase's answers are not checked
 }
 
 func newBuilder(spec requestSpec, gens map[string]*generator, secrets map[string]string, tokens map[string][]string, userBase, userStride, seed int64, closing bool) (*builder, error) {
@@ -375,6 +376,9 @@ func (b *builder) build(dst, scratch []byte, n int64) []byte {
 		dst = q.value.appendTo(dst, n)
 	}
 	dst = append(dst, b.head...)
+	if b.answers != nil {
+		dst = b.answers.appendHeaders(dst, n)
+	}
 	for _, h := range b.headers {
 		dst = append(dst, h.name...)
 		dst = append(dst, ": "...)

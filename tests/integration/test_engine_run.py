@@ -9,6 +9,7 @@ import pytest
 from _engine_helpers import ITEMS, TOKEN_ENV, assert_torn_down, items
 
 from gatebench.core.model import RunStatus
+from gatebench.core.thresholds import evaluate, failures
 from gatebench.local.runner import RunOptions, run_benchmark
 from gatebench.store import open_store
 
@@ -41,6 +42,10 @@ def test_short_run_counts_match_the_workload(
     for m in outcome.measurements:
         expected = 60 if m.workload == "read" else 20
         assert (m.requests, m.ok, m.ko) == (expected, expected, 0), m
+        # every answer was checked against the backend's signature, through nginx too, and
+        # every one was right (docs/trust.md, "Right answers under load")
+        assert m.answers_checked is True
+        assert m.wrong_answers == 0, m.wrong_evidence
         assert m.min <= m.p50 <= m.p90 <= m.p95 <= m.p99 <= m.max
         assert m.throughput > 0
         assert m.tester_cpu_pct is not None
@@ -67,6 +72,9 @@ def test_short_run_counts_match_the_workload(
     scores = store.scores(record.run_id)
     assert scores is not None and set(scores) == {"nginx"}
     assert outcome.report is not None
+    # the default gate held every checked cell to no wrong answer, and it passed
+    gate = evaluate([], outcome.report.summary)
+    assert len(gate) == 2 and not failures(gate)
     # artefacts on disk
     run_dir = outcome.run_dir
     saved = json.loads((run_dir / "run.json").read_text())

@@ -60,7 +60,10 @@ def _document(base_url: str, *reset_urls: str, http2: bool, trust_store: Path) -
     ]
     plan = build_plan(section, result.api)
     resets = tuple(Control(url) for url in reset_urls)
-    phase = Phase(0, "target", "get", 1, True, base_url, plan.workloads[0].injection, resets)
+    # every answer checked against the backend's signature (docs/trust.md): over TLS, HTTP/2
+    # and through a gateway's pool too; an answer counted OK was a right one
+    injection = plan.workloads[0].injection
+    phase = Phase(0, "target", "get", 1, True, base_url, injection, resets, answers_checked=True)
     return render_workload(
         plan, result.api, Schedule((phase,), seed=3), trust_store=str(trust_store)
     )

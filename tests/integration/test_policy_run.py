@@ -91,6 +91,10 @@ def test_a_run_with_policies(
     by_target = {m.target: m for m in outcome.measurements}
     envoy = by_target["envoy"]
     assert (envoy.requests, envoy.ko) == (20, 0), "Envoy refused the signed tokens"
+    # Envoy answers the cached operation from its cache: an earlier request's answer of the
+    # phase, which the check accepts held to its own signature (docs/trust.md)
+    assert envoy.answers_checked is True
+    assert envoy.wrong_answers == 0, envoy.wrong_evidence
     if allow_missing:
         assert f"caddy: run WITHOUT its policies: {reason}" in outcome.notes
         assert record.environment["without_policies"] == {"caddy": reason}

@@ -321,6 +321,18 @@ def test_a_breach_says_which_bound() -> None:
     assert (v.outcome, v.reasons) == ("breached", ("errors 0.50 % > 0.1 %",))
 
 
+def test_wrong_answers_breach_the_objective_and_are_never_the_testers() -> None:
+    wrong = {"wrong_answers": 3, "wrong_kinds": (("crossed", 2), ("truncated", 1)), "ok": 1997}
+    v = score_probe(metrics(**wrong), OBJECTIVE, Limits())
+    assert (v.outcome, v.reasons) == ("breached", ("3 wrong answers (crossed 2, truncated 1)",))
+    # late arrivals and a busy engine would explain a slow probe, never a wrong answer
+    busy = metrics(**wrong, latency=SLOW, late_pct=50.0, engine_cpu_pct=100.0)
+    v = score_probe(busy, OBJECTIVE, Limits())
+    assert v.outcome == "breached"
+    assert v.reasons[:2] == ("3 wrong answers (crossed 2, truncated 1)", "p99 80.0 ms > 50 ms")
+    assert ProbeMetrics.from_dict(metrics(**wrong).to_dict()) == metrics(**wrong)
+
+
 def test_dropped_arrivals_make_the_probe_tester_bound_whatever_the_latencies() -> None:
     m = metrics(dropped=40, drop_reasons=(("the system refused a socket: no port", 40),))
     v = score_probe(m, OBJECTIVE, Limits())
@@ -844,3 +856,25 @@ def test_a_target_that_stops_during_a_search_is_searched_no_more() -> None:
     assert campaign.failed == {"a": "a exited with code 1 during the run"}
     assert len(b) == 3 and all(r.status == "found" for r in b)
     assert campaign.stop == "all 3 repetitions ran"
+
+
+def test_the_capacity_report_cautions_about_probes_with_wrong_answers() -> None:
+    from gatebench.kinds.capacity import CapacityResult, CurvePoint
+    from gatebench.kinds.capacity._report import capacity_cautions
+
+    def point(target: str, rate: float, reasons: str) -> CurvePoint:
+        return CurvePoint(
+            target, "bid", 1, rate, "grow", "breached", 2.0, 9.0, 0.0, rate, 0.1, reasons
+        )
+
+    curves = (
+        point("nginx", 100.0, ""),
+        point("nginx", 200.0, "2 wrong answers (crossed 2); p99 80.0 ms > 50 ms"),
+        point("caddy", 100.0, "p99 80.0 ms > 50 ms"),
+    )
+    cautions = capacity_cautions(CapacityResult((), curves, "done", 1))
+    assert cautions == [
+        "1 of 3 probes got wrong answers (nginx): answers that were not the backend's answer "
+        "to their request, whole; a rate at which a target answers wrongly is not one it "
+        'carries (docs/trust.md, "Right answers under load").'
+    ]

@@ -41,4 +41,5 @@ def test_the_thresholds_listing_is_a_valid_section() -> None:
         "overhead.mean <= 20%",
         "score >= 70",
         "capacity >= 2,000 req/s",
+        "wrong_answers <= 0",
     ]

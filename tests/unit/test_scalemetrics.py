@@ -133,3 +133,26 @@ def test_a_load_that_did_not_keep_its_schedule_is_flagged_as_the_testers() -> No
     assert out.problem.startswith("tester-bound: the load sent 33 of the 100 requests due in")
     fine = change_outcome(_load(), T0 + 2000, window_s=1.0, calm_s=1.0, **_fields())
     assert fine.problem == ""
+
+
+def test_wrong_answers_are_counted_apart_from_failures_and_by_their_kind() -> None:
+    """A constant-rate load checks its answers (docs/trust.md): a wrong answer is not OK, is
+    not among the latency's KO, and the change's failures name it by its kind, not by the
+    words that name its request."""
+    load = _load()
+    for i in (250, 251):  # two answers crossed in the window, after the refused ones
+        a = load[i]
+        load[i] = Arrival(
+            a.at_ms,
+            a.latency_ms,
+            False,
+            a.route,
+            f"wrong answer (crossed): request t.p0001.{i} GET /a; expected its own answer; "
+            f"got the answer to request t.p0001.{i + 1}",
+        )
+    lat = latency_of(load)
+    assert (lat.requests, lat.ko, lat.wrong) == (400, 10, 2)
+    out = change_outcome(load, T0 + 2000, window_s=1.0, calm_s=1.0, **_fields())
+    assert out.failures == 12
+    assert out.failure_kinds == {"connection refused": 10, "wrong answer (crossed)": 2}
+    assert out.during.wrong == 2 and out.during.ko == 10

@@ -102,7 +102,7 @@ def test_bad_thresholds_are_located_errors_all_at_once(petstore: Api) -> None:
             "unknown metric 'p96'; did you mean 'p99'? expected one of min, mean, max, stddev, "
             "p50, p90, p95, p99, error_pct, throughput, overhead.min, overhead.mean, "
             "overhead.max, overhead.stddev, overhead.p50, overhead.p90, overhead.p95, "
-            "overhead.p99, score, capacity",
+            "overhead.p99, score, capacity, wrong_answers",
         ),
         (
             "/x-gatebench/thresholds/1/max",
@@ -141,7 +141,8 @@ def test_bad_thresholds_are_located_errors_all_at_once(petstore: Api) -> None:
             "/x-gatebench/thresholds/9",
             "a threshold needs 'metric' (min, mean, max, stddev, p50, p90, p95, p99, "
             "error_pct, throughput, overhead.min, overhead.mean, overhead.max, "
-            "overhead.stddev, overhead.p50, overhead.p90, overhead.p95, overhead.p99, score, capacity)",
+            "overhead.stddev, overhead.p50, overhead.p90, overhead.p95, overhead.p99, score, capacity, "
+            "wrong_answers)",
         ),
         (
             "/x-gatebench/thresholds/10",

@@ -213,7 +213,7 @@ def _run_with_store(
     if args.fail_on_threshold and not plan.thresholds:
         print(
             "gatebench: --fail-on-threshold: the plan has no thresholds (x-gatebench "
-            "thresholds:, docs/ci.md); nothing was checked",
+            "thresholds:, docs/ci.md); only the default (no wrong answer) was checked",
             file=sys.stderr,
         )
     if failed and args.fail_on_threshold:
@@ -223,10 +223,12 @@ def _run_with_store(
 
 def _check_thresholds(plan: Plan, outcome: RunOutcome) -> int:
     """Print the thresholds' outcome (a count on stdout, each failure on stderr); returns
-    how many failed (all of them when the run produced nothing to check)."""
-    if not plan.thresholds:
-        return 0
+    how many failed (all of them when the run produced nothing to check). The defaults
+    (``wrong_answers <= 0``, gatebench.core.thresholds.DEFAULT_THRESHOLDS) are checked in
+    every scored run."""
     if outcome.report is None:
+        if not plan.thresholds:
+            return 0
         print(
             f"gatebench: {len(plan.thresholds)} threshold(s) not checked: the run was not scored",
             file=sys.stderr,
@@ -235,6 +237,8 @@ def _check_thresholds(plan: Plan, outcome: RunOutcome) -> int:
     # Thresholds on a gateway left out with --gateways are not checked: it was not asked for.
     chosen = [t for t in plan.thresholds if t.gateway in (None, "baseline", *plan.gateways)]
     results = evaluate(chosen, outcome.report.summary)
+    if not results:
+        return 0
     failed = failures(results)
     print(f"Thresholds: {len(results) - len(failed)} of {len(results)} met.")
     for result in failed:
@@ -254,7 +258,7 @@ def report_lines(outcome: RunOutcome) -> list[str]:
         f"{outcome.wall_s:.0f}s)",
         f"Latencies in ms ({record.environment.get('resolution', 'Gatling records whole milliseconds')}; "
         "the columns average the repetitions); err % = KO / requests; req/s = requests / "
-        "phase duration.",
+        "phase duration; wrong = wrong answers over the repetitions (– not checked).",
     ]
     for workload in record.workloads:
         rows = workload_rows(outcome.measurements, workload["name"])
@@ -338,6 +342,8 @@ def _flag_note(flagged: list[Measurement]) -> str:
         "incomplete": "fewer requests than the workload defines",
         "too-short": "too short for its throughput to mean anything (docs/trust.md)",
         "target-failed": "overlaps its target's failure; not scored",
+        "wrong-answers": "answers that were not the backend's answer to their request, whole; "
+        "the gateway is not ranked (docs/trust.md)",
     }
     for flag, n in sorted(counts.items()):
         parts.append(f"{flag} ×{n} ({meaning.get(flag, flag)})")

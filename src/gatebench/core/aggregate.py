@@ -21,6 +21,10 @@ compared with the baseline, and checked for stability. Pure: no store, no printi
 - A gateway that failed during the run (``failed``: target → when) is not ranked: its
   measurements stay in the tables, but the phases that overlap its failure (flagged
   ``target-failed``) are left out of every figure, and the score compares the others.
+- A gateway that gave a wrong answer (``gatebench.core.answers``: an answer that was not the
+  backend's answer to that request, whole) is not ranked either, however fast it was: a fast
+  wrong answer is not a result, so it can never rank first over a gateway without one
+  (docs/trust.md, "Right answers under load").
 
 A measurement in which no request completed (``requests == 0``) says nothing about
 latency (its latencies would read 0 ms and look best): it counts as missing, and the
@@ -35,6 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gatebench.core.answers import EVIDENCE_KEPT
 from gatebench.core.confidence import Difference, Sample, paired_difference, welch_difference
 from gatebench.core.metrics import COST_METRICS, METRICS
 from gatebench.core.model import RESOURCE_FIELDS, Measurement
@@ -66,6 +71,14 @@ class CellSummary:
     """What the cell cost (``req_per_cpu_s`` and each role's CPU seconds and peak MB,
     gatebench.core.model.RESOURCE_FIELDS) over the repetitions that measured it; a figure no
     repetition measured is absent."""
+    wrong_answers: int = 0
+    """Wrong answers summed over the repetitions (gatebench.core.answers)."""
+    wrong_kinds: tuple[tuple[str, int], ...] = ()
+    wrong_evidence: tuple[str, ...] = ()
+    """The first few wrong answers, from the earliest repetitions."""
+    unchecked: int = 0
+    """Repetitions whose answers the engine did not check (wrk, a user's own backend, records
+    older than the check)."""
 
     @property
     def n(self) -> int:
@@ -85,6 +98,10 @@ class CellSummary:
             "errors": [{"reason": r, "count": c} for r, c in self.errors],
             "engines": list(self.engines),
             "resources": {name: {"mean": s.mean, "n": s.n} for name, s in self.resources.items()},
+            "wrong_answers": self.wrong_answers,
+            "wrong_kinds": dict(self.wrong_kinds),
+            "wrong_evidence": list(self.wrong_evidence),
+            "unchecked": self.unchecked,
             "metrics": {
                 m: {
                     "mean": s.mean,
@@ -170,6 +187,9 @@ class RunSummary:
     """Gateways left out of the score, with why (``failed during repetition 3``)."""
     failed_measurements: tuple[str, ...] = ()
     """Keys of measurements that overlap their target's failure (left out of every figure)."""
+    wrong: Mapping[str, int] = field(default_factory=dict)
+    """Target → its wrong answers over the run, for every target that gave one (the baseline
+    too): such a gateway is in ``unranked``."""
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -194,9 +214,12 @@ class RunSummary:
 
     def best_among_gateways(self, workload: str) -> dict[str, float]:
         """metric → the best mean among the gateways measured on ``workload`` (the baseline
-        does not compete); empty when no gateway was measured there."""
+        does not compete, nor does a gateway that gave wrong answers); empty when no gateway
+        was measured there."""
         best: dict[str, float] = {}
-        gateways = [t for t in self.measured_targets(workload) if t != self.baseline]
+        gateways = [
+            t for t in self.measured_targets(workload) if t != self.baseline and t not in self.wrong
+        ]
         for m in METRICS:
             values = [self.cells[(workload, t)].metrics[m].mean for t in gateways]
             if values:
@@ -259,6 +282,10 @@ def summarize(
     for (w, t), cell in cells.items():
         means.setdefault(w, {})[t] = cell.metrics
     unranked = {g: f"failed {when}" for g, when in (failed or {}).items() if g in gateway_list}
+    wrong = wrong_answers(usable)
+    for g, n in wrong.items():
+        if g in gateway_list and g not in unranked:
+            unranked[g] = f"gave {n:,} wrong answer{'s' if n != 1 else ''}"
     ranked = tuple(g for g in gateway_list if g not in unranked)
     bound = bound_by_tester(usable, ranked, ceiling or {})
     short = too_short_throughput(usable, ranked)
@@ -351,6 +378,11 @@ def summarize(
         )
     for g, why in unranked.items():
         notes.append(f"{g} is not ranked: it {why}")
+    if baseline in wrong:
+        notes.append(
+            f"the baseline gave {wrong[baseline]:,} wrong answer(s) with no gateway in the way: "
+            "the backend or the load engine is at fault, not a gateway"
+        )
     if overlapping:
         notes.append(
             f"{len(overlapping)} measurement(s) overlap their target's failure and are left out "
@@ -389,7 +421,17 @@ def summarize(
         too_short=short,
         unranked=unranked,
         failed_measurements=overlapping,
+        wrong=wrong,
     )
+
+
+def wrong_answers(measurements: Iterable[Measurement]) -> dict[str, int]:
+    """Target → its wrong answers, for the targets that gave at least one, sorted by target."""
+    total: Counter[str] = Counter()
+    for m in measurements:
+        if m.wrong_answers:
+            total[m.target] += m.wrong_answers
+    return dict(sorted(total.items()))
 
 
 def _costs(ms: list[Measurement]) -> dict[str, Sample]:
@@ -422,6 +464,9 @@ def _cell(ms: list[Measurement]) -> CellSummary:
             errors[reason] += count
     others = [m.other_cpu_pct for m in ms if m.other_cpu_pct is not None]
     testers = [m.tester_cpu_pct for m in ms if m.tester_cpu_pct is not None]
+    kinds: Counter[str] = Counter()
+    for m in ms:
+        kinds.update(dict(m.wrong_kinds))
     return CellSummary(
         workload=ms[0].workload,
         target=ms[0].target,
@@ -436,6 +481,10 @@ def _cell(ms: list[Measurement]) -> CellSummary:
         errors=tuple(sorted(errors.items(), key=lambda item: (-item[1], item[0]))),
         engines=tuple(sorted({m.engine for m in ms})),
         resources=_resources(ms),
+        wrong_answers=sum(m.wrong_answers for m in ms),
+        wrong_kinds=tuple(sorted(kinds.items())),
+        wrong_evidence=tuple(e for m in ms for e in m.wrong_evidence)[:EVIDENCE_KEPT],
+        unchecked=sum(1 for m in ms if not m.answers_checked),
     )
 
 
@@ -446,4 +495,5 @@ __all__ = [
     "RankStability",
     "RunSummary",
     "summarize",
+    "wrong_answers",
 ]

@@ -13,7 +13,19 @@ ENGINES = ("gatling", "wrk")
 - ``gatling``: every injection profile, whole-millisecond latencies (docs/engine.md).
 - ``wrk``: closed-model load only (concurrent users for whole seconds), microsecond
   latencies (docs/trust.md)."""
+ANSWER_CHECKING = ("gatling", "loadgen")
+"""The engines that check every answer of a measured phase against the request it answers
+(gatebench.core.answers, docs/trust.md "Right answers under load"). wrk does not: its Lua
+``request`` and ``response`` hooks run per thread, not per connection, so an answer cannot be
+matched to the request it answers when a thread keeps several connections, its LuaJIT has no
+SHA-256, and a ``response`` hook makes wrk hand every header and body to Lua, the CPU that
+makes it the light engine; its phases are recorded unchecked (``answers_checked`` False)."""
 WRK_SUPPORTED = "the closed model (concurrent users for a whole number of seconds)"
+
+
+def checks_answers(engine: str) -> bool:
+    """Whether ``engine`` checks the answers of the phases the workload asks it to check."""
+    return engine in ANSWER_CHECKING
 
 
 def injection_problem(
@@ -67,8 +79,10 @@ def wrk_injection_problem(kind: str, duration_s: float | None, requests: int | N
 
 
 __all__ = [
+    "ANSWER_CHECKING",
     "ENGINES",
     "WRK_SUPPORTED",
+    "checks_answers",
     "injection_problem",
     "tls_problem",
     "token_pool_problem",

@@ -32,6 +32,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+from gatebench.core.answers import wrong_answer_kind
 from gatebench.core.errors import RunError
 from gatebench.core.measure import PhaseResult
 from gatebench.core.stats import PhaseSample, nearest_rank
@@ -339,9 +340,11 @@ def _add_rows(
     for id_, count in Counter(message).items():
         if id_ == 0:
             sample.ok += count
+        elif (kind := wrong_answer_kind(text := messages[id_])) is not None:
+            sample.add_wrong(kind, text, count)
         else:
             sample.ko += count
-            sample.errors[messages[id_]] += count
+            sample.errors[text] += count
     first, last = min(intended), max(intended)
     end = max(map(operator.add, intended, latency))
     if sample.first_start is None or first < sample.first_start:

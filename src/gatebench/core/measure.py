@@ -10,9 +10,10 @@ that ingests a log loads neither the runner nor an engine.
 The flags a measurement carries are decided here too: ``noisy`` and ``tester-bound`` from the
 CPU shares (:class:`CpuUsage`), ``tester-bound`` from the engine's ceiling
 (``gatebench.core.trust``), ``incomplete`` when fewer requests completed than the profile sends,
-``too-short`` when the phase lasted too briefly for its throughput to mean anything against the
-engine's timer resolution and, for a burst, the spread of its start times
-(``gatebench.core.trust.too_short``, docs/trust.md).
+``wrong-answers`` when an answer was not the right answer to its request
+(``gatebench.core.answers``), ``too-short`` when the phase lasted too briefly for its throughput
+to mean anything against the engine's timer resolution and, for a burst, the spread of its
+start times (``gatebench.core.trust.too_short``, docs/trust.md).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from gatebench.core.answers import WRONG_ANSWERS_FLAG
+from gatebench.core.capabilities import checks_answers
 from gatebench.core.model import Measurement
 from gatebench.core.resources import CgroupSample, PhaseResources, cgroup_resources
 from gatebench.core.simlog import RequestRecord, RunHeader, SimLogSource, read_simlog
@@ -97,6 +100,8 @@ def measurement_from(
         result.sample.duration_ms, ENGINE_RESOLUTION_MS.get(engine, 1.0), spread
     ):
         flags.append(TOO_SHORT_FLAG)
+    if s.wrong:
+        flags.append(WRONG_ANSWERS_FLAG)
     res = result.resources
     return Measurement(
         run_id=run_id,
@@ -129,6 +134,10 @@ def measurement_from(
         backend_rss_mb=None if res is None else res.backend_rss_mb,
         engine_cpu_s=None if res is None else res.engine_cpu_s,
         engine_rss_mb=None if res is None else res.engine_rss_mb,
+        wrong_answers=s.wrong,
+        wrong_kinds=s.wrong_kinds,
+        wrong_evidence=s.wrong_evidence,
+        answers_checked=phase.answers_checked and checks_answers(engine),
     )
 
 

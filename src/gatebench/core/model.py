@@ -202,6 +202,17 @@ class Measurement:
     fault: dict[str, Any] | None = None
     """What a killed backend replica did to this phase (``gatebench.core.fault.FaultImpact``), for a
     phase that carried the plan's fault; None otherwise."""
+    wrong_answers: int = 0
+    """Answers that were not the right answer to their request (gatebench.core.answers): counted
+    in ``requests``, never in ``ok`` nor ``ko``."""
+    wrong_kinds: tuple[tuple[str, int], ...] = ()
+    """Wrong answers per kind (``crossed``, ``truncated``, ...), sorted by kind."""
+    wrong_evidence: tuple[str, ...] = ()
+    """The first few wrong answers in the engine's words: request, expected, got."""
+    answers_checked: bool | None = None
+    """Whether the engine checked every answer of the phase: False for an engine that cannot
+    (wrk) or a backend that does not sign (a user's own), None in records older than the
+    check."""
 
     @property
     def key(self) -> str:
@@ -240,6 +251,8 @@ class Measurement:
         data = asdict(self)
         data["flags"] = list(self.flags)
         data["errors"] = [list(e) for e in self.errors]
+        data["wrong_kinds"] = [list(e) for e in self.wrong_kinds]
+        data["wrong_evidence"] = list(self.wrong_evidence)
         return data
 
     @classmethod
@@ -248,6 +261,8 @@ class Measurement:
         values = {k: v for k, v in data.items() if k in known}
         values["flags"] = tuple(values.get("flags") or ())
         values["errors"] = tuple((str(a), int(b)) for a, b in values.get("errors") or ())
+        values["wrong_kinds"] = tuple((str(a), int(b)) for a, b in values.get("wrong_kinds") or ())
+        values["wrong_evidence"] = tuple(str(e) for e in values.get("wrong_evidence") or ())
         return cls(**values)
 
 
@@ -265,12 +280,14 @@ RESOURCE_FIELDS = (
 def flat_rows(measurements: list[Measurement]) -> list[dict[str, Any]]:
     """``(run, target, workload, repetition, metric, value)`` rows for BigQuery and CSV: every
     metric, then what the phase cost where it was measured (``req_per_cpu_s`` and each role's
-    CPU seconds and peak MB; no row for a figure not measured)."""
+    CPU seconds and peak MB), then its wrong answers where they were checked; no row for a
+    figure not measured."""
     rows = []
     for m in measurements:
         values: list[tuple[str, float | None]] = [(metric, m.metric(metric)) for metric in METRICS]
         values.append(("req_per_cpu_s", m.req_per_cpu_s))
         values.extend((name, getattr(m, name)) for name in RESOURCE_FIELDS)
+        values.append(("wrong_answers", float(m.wrong_answers) if m.answers_checked else None))
         for metric, value in values:
             if value is None:
                 continue

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from gatebench.core.answers import EVIDENCE_KEPT, evidence, wrong_answer_kind
 from gatebench.core.model import Measurement
 
 PERCENTILES = (50, 90, 95, 99)
@@ -43,11 +44,19 @@ class PhaseSample:
     """The latest start: ``last_start - first_start`` is the spread of the start times."""
     last_end: int | None = None
     errors: Counter[str] = field(default_factory=Counter)
+    wrong: int = 0
+    """Wrong answers (gatebench.core.answers): answered, but not the answer to this request,
+    not whole, or not to what was sent; neither OK nor KO."""
+    wrong_kinds: Counter[str] = field(default_factory=Counter)
+    wrong_evidence: list[str] = field(default_factory=list)
+    """The first ``EVIDENCE_KEPT`` wrong answers, in the engine's words."""
 
     def add(self, start: int, end: int, ok: bool, message: str = "") -> None:
         self.counts[end - start] += 1
         if ok:
             self.ok += 1
+        elif (kind := wrong_answer_kind(message)) is not None:
+            self.add_wrong(kind, message)
         else:
             self.ko += 1
             self.errors[message or "KO"] += 1
@@ -57,6 +66,22 @@ class PhaseSample:
             self.last_start = start
         if self.last_end is None or end > self.last_end:
             self.last_end = end
+
+    def add_wrong(self, kind: str, message: str, count: int = 1) -> None:
+        """``count`` wrong answers of ``kind``; the first few kept word for word."""
+        self.wrong += count
+        self.wrong_kinds[kind] += count
+        words = evidence(message)
+        # an engine names later wrong answers by their kind alone: those are no evidence
+        if len(self.wrong_evidence) < EVIDENCE_KEPT and ":" in words:
+            self.wrong_evidence.append(words)
+
+    def merge_wrong(self, other: PhaseSample) -> None:
+        """The wrong answers of ``other`` counted here too (several testers' shares)."""
+        self.wrong += other.wrong
+        self.wrong_kinds.update(other.wrong_kinds)
+        room = EVIDENCE_KEPT - len(self.wrong_evidence)
+        self.wrong_evidence.extend(other.wrong_evidence[: max(0, room)])
 
     def add_latency(self, value_ms: float, count: int = 1) -> None:
         """``count`` requests that each took ``value_ms`` (an engine that reports a histogram,
@@ -70,7 +95,7 @@ class PhaseSample:
 
     @property
     def requests(self) -> int:
-        return self.ok + self.ko
+        return self.ok + self.ko + self.wrong
 
     @property
     def latency_count(self) -> int:
@@ -152,6 +177,10 @@ class PhaseStats:
     p99: float
     duration_s: float
     errors: tuple[tuple[str, int], ...]
+    wrong: int = 0
+    """Wrong answers (not in ``ok`` nor ``ko``: gatebench.core.answers)."""
+    wrong_kinds: tuple[tuple[str, int], ...] = ()
+    wrong_evidence: tuple[str, ...] = ()
 
 
 def phase_stats(sample: PhaseSample) -> PhaseStats:
@@ -177,6 +206,9 @@ def phase_stats(sample: PhaseSample) -> PhaseStats:
         p99=p99,
         duration_s=duration_s,
         errors=tuple(sorted(sample.errors.items(), key=lambda kv: (-kv[1], kv[0]))),
+        wrong=sample.wrong,
+        wrong_kinds=tuple(sorted(sample.wrong_kinds.items())),
+        wrong_evidence=tuple(sample.wrong_evidence),
     )
 
 
@@ -203,6 +235,9 @@ class TableRow:
     """Requests per gateway CPU-second, over the repetitions that measured it."""
     gateway_rss_mb: float | None = None
     """The gateway's peak resident memory (MB), over the repetitions that measured it."""
+    wrong_answers: int | None = None
+    """Wrong answers summed over the repetitions (gatebench.core.answers); None when no
+    repetition's answers were checked."""
 
 
 def _mean_of(values: list[float | None]) -> float | None:
@@ -242,6 +277,9 @@ def workload_rows(measurements: Iterable[Measurement], workload: str) -> list[Ta
                 flags=tuple(flags),
                 req_per_cpu_s=_mean_of([m.req_per_cpu_s for m in ms]),
                 gateway_rss_mb=_mean_of([m.gateway_rss_mb for m in ms]),
+                wrong_answers=sum(m.wrong_answers for m in ms)
+                if any(m.answers_checked for m in ms)
+                else None,
             )
         )
     return rows
@@ -250,8 +288,10 @@ def workload_rows(measurements: Iterable[Measurement], workload: str) -> list[Ta
 def format_workload_table(workload: str, description: str, rows: Sequence[TableRow]) -> list[str]:
     """Lines of one table: latencies in ms (whole ms from Gatling; means of repetitions get
     one decimal), error %, throughput req/s, and, when the run measured them, requests per
-    gateway CPU-second and the gateway's peak memory in MB."""
+    gateway CPU-second, the gateway's peak memory in MB and the wrong answers (summed over the
+    repetitions; ``–`` where they were not checked)."""
     costs = any(r.req_per_cpu_s is not None or r.gateway_rss_mb is not None for r in rows)
+    checked = any(r.wrong_answers is not None for r in rows)
     header = (
         "target",
         "reps",
@@ -267,6 +307,7 @@ def format_workload_table(workload: str, description: str, rows: Sequence[TableR
         "err %",
         "req/s",
         *(("req/CPU-s", "gw MB") if costs else ()),
+        *(("wrong",) if checked else ()),
         "flags",
     )
     body = []
@@ -287,6 +328,7 @@ def format_workload_table(workload: str, description: str, rows: Sequence[TableR
                 f"{r.error_pct:.1f}",
                 f"{r.throughput:,.0f}" if r.throughput >= 100 else f"{r.throughput:.1f}",
                 *((_cost(r.req_per_cpu_s), _cost(r.gateway_rss_mb)) if costs else ()),
+                *((_count(r.wrong_answers),) if checked else ()),
                 ",".join(r.flags),
             )
         )
@@ -299,6 +341,10 @@ def format_workload_table(workload: str, description: str, rows: Sequence[TableR
         ]
         lines.append("  " + "  ".join(cells).rstrip())
     return lines
+
+
+def _count(value: int | None) -> str:
+    return "–" if value is None else f"{value:,}"
 
 
 def _cost(value: float | None) -> str:

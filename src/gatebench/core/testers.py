@@ -253,6 +253,7 @@ def merge_phase(phase: int, parts: Sequence[PhasePart]) -> MergedPhase:
         sample.merge_latencies(s)
         sample.ok += s.ok
         sample.ko += s.ko
+        sample.merge_wrong(s)
         errors.update(s.errors)
         if s.requests:
             windows.append((r.start_ms, r.end_ms))

@@ -11,6 +11,13 @@ assertions do), read from ``x-gatebench`` and checked against a run's summary.
       - {metric: overhead.mean, max: 20%}                 # ... relative to the baseline's
       - {metric: score, min: 70}                          # the gateway's score, 0–100
       - {metric: capacity, min: 2000/s, workload: bid}    # a capacity run's knee (req/s)
+      - {metric: wrong_answers, max: 0}                   # answers checked wrong (a count)
+
+Every run is also held to ``wrong_answers <= 0`` on every gateway and workload whose answers
+were checked (:data:`DEFAULT_THRESHOLDS`), unless the plan states its own ``wrong_answers``
+threshold: a gateway that answered wrongly under load fails a CI gate that says nothing more
+(docs/trust.md, "Right answers under load"). A cell whose answers were not checked (wrk) is
+not held to the default; a threshold the plan writes fails it, as any value not measured.
 
 A threshold applies to the gateway it names (or the baseline, for measured metrics), else to
 every gateway of the plan; to the workload it names, else to every workload (``score``
@@ -40,12 +47,20 @@ from gatebench.core.errors import Problem, pointer
 
 LATENCY_METRICS = ("min", "mean", "max", "stddev", "p50", "p90", "p95", "p99")
 MEASURED_METRICS = (*LATENCY_METRICS, "error_pct", "throughput")
+WRONG_ANSWERS = "wrong_answers"
+"""Answers checked wrong, summed over a cell's repetitions (gatebench.core.answers): a count."""
 OVERHEAD_METRICS = tuple(f"overhead.{m}" for m in LATENCY_METRICS)
 CAPACITY_METRICS = ("capacity",)
 """Thresholds a capacity run gates on (``gatebench capacity``: the rate each target carries
 within the objective, gatebench.kinds.capacity.evaluate_capacity); a fixed-workload run leaves them
 out, and a capacity run leaves the others out."""
-METRIC_NAMES = (*MEASURED_METRICS, *OVERHEAD_METRICS, "score", *CAPACITY_METRICS)
+METRIC_NAMES = (
+    *MEASURED_METRICS,
+    *OVERHEAD_METRICS,
+    "score",
+    *CAPACITY_METRICS,
+    WRONG_ANSWERS,
+)
 """Every metric a threshold may name, in the order error messages list them."""
 KEYS = ("metric", "max", "min", "gateway", "workload")
 BASELINE = "baseline"
@@ -74,7 +89,7 @@ class Threshold:
 
     @property
     def unit(self) -> str:
-        if self.metric == "score":
+        if self.metric in ("score", WRONG_ANSWERS):
             return ""
         if self.metric == "error_pct" or self.relative:
             return "%"
@@ -278,6 +293,10 @@ def _gateway(
 
 def _bound(metric: str, value: Any) -> tuple[float, bool] | str:
     """(value in the metric's unit, relative?) or the message saying what was expected."""
+    if metric == WRONG_ANSWERS:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            return f"expected a count of wrong answers (a whole number from 0), got {_show(value)}"
+        return float(value), False
     if metric == "score":
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 100:
             return f"expected a score from 0 to 100 (a plain number), got {_show(value)}"
@@ -328,11 +347,23 @@ def thresholds_from_plan(plan: Mapping[str, Any] | None) -> tuple[Threshold, ...
 
 # -- evaluation ----------------------------------------------------------------------------
 
+DEFAULT_POINTER = "default"
+"""The ``pointer`` of a default threshold: no plan wrote it."""
+DEFAULT_THRESHOLDS = (Threshold(WRONG_ANSWERS, max=0.0, pointer=DEFAULT_POINTER),)
+"""What every run is held to unless its plan says otherwise: no wrong answer anywhere."""
+
+
+def with_defaults(thresholds: Sequence[Threshold]) -> tuple[Threshold, ...]:
+    """The plan's thresholds, and each default whose metric the plan does not gate itself."""
+    stated = {t.metric for t in thresholds}
+    return (*thresholds, *(d for d in DEFAULT_THRESHOLDS if d.metric not in stated))
+
 
 def evaluate(thresholds: Sequence[Threshold], summary: RunSummary) -> list[ThresholdResult]:
-    """One result per threshold × target × workload (× target only for an overall score)."""
+    """One result per threshold × target × workload (× target only for an overall score),
+    the defaults (:data:`DEFAULT_THRESHOLDS`) included."""
     results = []
-    for t in thresholds:
+    for t in with_defaults(thresholds):
         if t.metric in CAPACITY_METRICS:
             continue  # a capacity run's (gatebench.kinds.capacity.evaluate_capacity)
         targets = [t.gateway] if t.gateway else list(summary.gateways)
@@ -342,10 +373,18 @@ def evaluate(thresholds: Sequence[Threshold], summary: RunSummary) -> list[Thres
             workloads = [t.workload] if t.workload else list(summary.workloads)
         for target in targets:
             for workload in workloads:
+                if t.pointer == DEFAULT_POINTER and not _checked(summary, target, workload):
+                    continue  # a default asks nothing the engine could not check
                 results.append(
                     ThresholdResult(t, target, workload, _value(t, summary, target, workload))
                 )
     return results
+
+
+def _checked(summary: RunSummary, target: str, workload: str | None) -> bool:
+    """Whether every repetition of the cell had its answers checked."""
+    cell = summary.cell(workload, target) if workload is not None else None
+    return cell is not None and cell.unchecked == 0
 
 
 def failures(results: Sequence[ThresholdResult]) -> list[ThresholdResult]:
@@ -367,7 +406,11 @@ def _value(t: Threshold, summary: RunSummary, target: str, workload: str | None)
             return None
         return _finite(overhead.relative_pct if t.relative else overhead.difference.estimate)
     cell = summary.cell(workload, target)
-    if cell is None or cell.requests == 0 or t.metric not in cell.metrics:
+    if cell is None or cell.requests == 0:
+        return None
+    if t.metric == WRONG_ANSWERS:
+        return None if cell.unchecked else float(cell.wrong_answers)
+    if t.metric not in cell.metrics:
         return None
     return _finite(cell.metrics[t.metric].mean)
 
@@ -412,8 +455,10 @@ def _kind(value: Any) -> str:
 
 __all__ = [
     "CAPACITY_METRICS",
+    "DEFAULT_THRESHOLDS",
     "LATENCY_METRICS",
     "METRIC_NAMES",
+    "WRONG_ANSWERS",
     "Threshold",
     "ThresholdResult",
     "bound_of",
@@ -422,4 +467,5 @@ __all__ = [
     "fmt",
     "parse_thresholds",
     "thresholds_from_plan",
+    "with_defaults",
 ]

@@ -43,7 +43,7 @@ from gatebench.core.errors import RunError
 from gatebench.core.ir import Api, Operation, Parameter
 from gatebench.core.plan import BodySpec, Generator, Injection, Plan, Warmup, Workload
 from gatebench.core.plan._traffic import scaled_counts
-from gatebench.core.renderers import jit_warmups
+from gatebench.core.renderers import jit_warmups, rewrites_request_target
 from gatebench.core.synth import synthesize
 from gatebench.core.trust import CEILING_TARGET
 
@@ -80,6 +80,10 @@ class Phase:
     base_url: str
     injection: Injection
     before: tuple[Control, ...] = ()
+    answers_checked: bool = False
+    """Whether the engine checks every answer against the request it answers (docs/trust.md,
+    "Right answers under load"): measured phases with gatebench's own backend, which signs its
+    answers, except on the ceiling target (a static file server)."""
 
     @property
     def id(self) -> str:
@@ -250,12 +254,14 @@ def compile_load(
     reset_urls: Sequence[str] = (),
     trust_store: str | None = None,
     reset_wait_s: float = 0.0,
+    signed: bool | None = None,
 ) -> CompiledLoad:
     """From a plan to what the engine runs, in one call: the schedule (:func:`build_schedule`),
     only the phases ``keep`` accepts, the ceiling target's phases first when ``ceiling_url``
     is given (docs/trust.md), and its workload document. ``reset_urls``: more backend
     resets (every replica of a pool); ``trust_store``: the run's trust store (TLS plans);
-    ``reset_wait_s``: how long a reset may be retried (a replica restarting after a fault)."""
+    ``reset_wait_s``: how long a reset may be retried (a replica restarting after a fault);
+    ``signed``: whether the backend signs its answers (:func:`build_schedule`)."""
     schedule = build_schedule(
         plan,
         base_urls,
@@ -263,6 +269,7 @@ def compile_load(
         seed=seed,
         reset_urls=reset_urls,
         reset_wait_s=reset_wait_s,
+        signed=signed,
     )
     if keep is not None:
         schedule = replace(schedule, phases=tuple(p for p in schedule.phases if keep(p)))
@@ -295,18 +302,23 @@ def build_schedule(
     repetitions: int | None = None,
     reset_urls: Sequence[str] = (),
     reset_wait_s: float = 0.0,
+    signed: bool | None = None,
 ) -> Schedule:
     """Phases for every repetition: targets in a shuffled order (``order: shuffled``, seeded),
     each with its warm-up (excluded from the statistics) and then one measured phase per
     workload, each preceded by the backend reset when the backend has one.
 
     ``base_urls`` maps each target that runs to its URL; targets missing from it are left out.
+    ``signed``: whether the backend signs its answers, so the measured phases check them
+    (``Phase.answers_checked``); by default every backend but a user's own (``backend.url``).
     """
     seed = plan.seed if seed is None else seed
     if seed is None:
         seed = random.SystemRandom().randrange(2**31)
     rng = random.Random(seed)
     targets = [t for t in plan.targets if t in base_urls]
+    if signed is None:
+        signed = plan.backend.kind != "url"  # a user's own backend does not sign its answers
     # A JIT gateway warms up until its latency stops falling, once, after it starts.
     jit = jit_warmups(targets)
     before = tuple(
@@ -336,6 +348,7 @@ def build_schedule(
                         base_urls[target],
                         w.injection,
                         before,
+                        answers_checked=signed and target != CEILING_TARGET,
                     )
                 )
     return Schedule(tuple(phases), seed, tuple(order))
@@ -425,6 +438,7 @@ def render_workload(
                     for name, g in generators[w.name].items()
                 },
                 "request": request,
+                **_answers_json(phase, plan, request),
             }
         )
     document: dict[str, Any] = {
@@ -437,6 +451,26 @@ def render_workload(
     if plan.tls is not None:
         document["tls"] = tls_json(plan.tls.http2, trust_store)
     return document
+
+
+def _answers_json(phase: Phase, plan: Plan, request: dict[str, Any]) -> dict[str, Any]:
+    """The phase's ``answers`` key when its answers are checked (``Phase.answers_checked``):
+    whether the backend's receipt of the request target is held to what was sent (not through
+    a gateway that rebuilds it), the plan's headers the backend signs as it received them,
+    and ``cached`` when the plan caches the operation's answers at the gateway (an answer
+    may then be an earlier request's of the phase: docs/trust.md)."""
+    if not phase.answers_checked:
+        return {}
+    answers: dict[str, Any] = {
+        "target": not rewrites_request_target(phase.target),
+        "headers": sorted({str(name).lower() for name, _ in request["headers"]}),
+    }
+    if plan.answers_every > 1:
+        answers["every"] = plan.answers_every
+    cache = plan.policies.for_operation(str(request["operation"])).cache
+    if cache is not None and str(request["method"]).upper() in {m.upper() for m in cache.methods}:
+        answers["cached"] = True
+    return {"answers": answers}
 
 
 def tls_json(http2: bool, trust_store: str | None) -> dict[str, Any]:
@@ -504,6 +538,7 @@ def phases_from_document(document: dict[str, Any]) -> list[Phase]:
                 Control(c["url"], c["method"], c["status"], c.get("wait_ms", 0) / 1000.0)
                 for c in p["before"]
             ),
+            answers_checked="answers" in p,
         )
         for p in document["phases"]
     ]

@@ -145,6 +145,8 @@ def build_plan(
         _fault(value("fault"), r, backend, workloads, warmup.duration) if "fault" in data else None
     )
     traffic = traffic_source(value("traffic"), r) if "traffic" in data else None
+    answers_doc = value("answers")
+    answers_every = 1 if answers_doc is None else answers_doc.every
     if tls is not None:
         _check_tls(tls, engine, backend, baseline, r)
     if auth.jwt_private_key_env is not None:
@@ -189,6 +191,7 @@ def build_plan(
         tls=tls,
         fault=fault,
         traffic=traffic,
+        answers_every=answers_every,
     )
 
 

@@ -58,6 +58,7 @@ from gatebench.core.units import parse_duration, parse_size
 SCHEMA_PATH = PACKAGE_DIR / "core" / "schemas" / "x-gatebench.schema.json"
 """The published schema (a document whose ``x-gatebench`` property is the plan)."""
 MAX_WORKERS, MAX_CPU, MAX_GROWTH = 100_000, 4095, 10.0
+MAX_ANSWERS_EVERY = 1_000_000
 MAX_SCALE = 1000.0
 """The largest ``scale`` or ``speed`` a recorded arrival curve accepts."""
 MAX_OTHER_VALUES = 1_000_000_000
@@ -530,6 +531,15 @@ class WarmupDoc(Section, title="warmup"):
     """A duration: 500ms, 3s, 1m; a bare number is seconds."""
     requests: Annotated[int | None, Count(0, MAX_REQUESTS)] = None
     """A number of requests."""
+
+
+class AnswersDoc(Section, title="answers"):
+    """How the engines check the answers of the measured phases against the requests they
+    answer (docs/trust.md, "Right answers under load")."""
+
+    every: Annotated[int, Count(1, MAX_ANSWERS_EVERY)] = 1
+    """Check one answer in this many (1: every answer): the requests between go unnamed and
+    unchecked, for a probe the check would make tester-bound."""
 
 
 class MockDoc(Section, title="backend.mock"):
@@ -1280,6 +1290,7 @@ class PlanDoc(Section, title="x-gatebench"):
     capacity: Annotated[Any, CAPACITY] = None
     engine: Annotated[Any, Anything({"enum": ["gatling", "wrk"]})] = "gatling"
     """The load engine (wrk: closed-model load only)."""
+    answers: Annotated[AnswersDoc | None, Model(AnswersDoc)] = None
     fault: Annotated[FaultDoc | None, Model(FaultDoc)] = None
     cpus: Annotated[Any, CPUS] = None
     thresholds: Annotated[Any, Anything({"type": "array", "items": ref("ThresholdDoc")})] = None

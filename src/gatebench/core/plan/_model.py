@@ -383,6 +383,9 @@ class Plan:
     """A backend replica killed during a phase (needs ``backend.replicas`` of 2 or more)."""
     traffic: TrafficSource | None = None
     """The recorded traffic the workloads were imported from (``gatebench import``)."""
+    answers_every: int = 1
+    """The engines check one answer in this many of each measured phase (``answers: {every:
+    N}``; docs/trust.md, "Right answers under load")."""
 
     @property
     def targets(self) -> tuple[str, ...]:

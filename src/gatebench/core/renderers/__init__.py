@@ -88,6 +88,7 @@ from gatebench.core.renderers._registry import (
     get_renderer,
     jit_warmups,
     local_gateway_names,
+    rewrites_request_target,
 )
 from gatebench.core.renderers._routes import (
     Piece,
@@ -131,6 +132,7 @@ __all__ = [
     "parity_table",
     "policy_exclusions",
     "render_with_policies",
+    "rewrites_request_target",
     "routes_for",
     "support_matrix",
     "unsupported",

@@ -94,6 +94,22 @@ def get_renderer(name: str) -> Renderer:
     return renderer
 
 
+def rewrites_request_target(target: str) -> bool:
+    """Whether a gateway forwards a request's path or query rebuilt rather than as the client
+    sent it (it declares :meth:`Renderer.forwarded_path` or :meth:`Renderer.forwarded_query`:
+    KrakenD, Traefik): the engines then do not hold the backend's receipt of the request target
+    to what they sent (docs/trust.md, "Right answers under load"). The baseline and the ceiling
+    target rewrite nothing."""
+    renderer = _instances().get(target)
+    if renderer is None:
+        return False
+    kind = type(renderer)
+    return (
+        kind.forwarded_path is not Renderer.forwarded_path
+        or kind.forwarded_query is not Renderer.forwarded_query
+    )
+
+
 def jit_warmups(targets: Iterable[str]) -> dict[str, float]:
     """Target → the warm-up a gateway that compiles its code at run time needs after it
     starts (``Renderer.jit_warmup_s``), for the gateways among ``targets`` that need one (the

@@ -216,6 +216,7 @@ class Report:
                 ],
                 "empty_measurements": list(s.empty_measurements),
                 "unranked": dict(s.unranked),
+                "wrong_answers": dict(s.wrong),
                 "too_short": {w: list(ts) for w, ts in s.too_short.items()},
                 "failed_measurements": list(s.failed_measurements),
                 "notes": list(s.notes),
@@ -356,13 +357,47 @@ def verdict(summary: RunSummary) -> list[str]:
     """Who wins, by how much, and whether the repetitions can tell the difference; the
     gateways that failed during the run are named last."""
     lines = _ranking_verdict(summary)
-    failed = [f"{g} {why}" for g, why in summary.unranked.items()]
+    failed = [f"{g} {why}" for g, why in summary.unranked.items() if g not in summary.wrong]
     if failed:
         lines.append(
             f"{_join(failed)}: not ranked (the phases that overlap a failure are left out of "
             "every figure)."
         )
+    lines.extend(wrong_answer_verdict(summary))
     return lines
+
+
+def wrong_answer_verdict(summary: RunSummary) -> list[str]:
+    """What the verdict says of the targets that gave wrong answers (gatebench.core.answers):
+    each is named with its count and kinds, and is not ranked whatever its speed."""
+    lines = []
+    wrong = [g for g in summary.wrong if g != summary.baseline]
+    if wrong:
+        named = [f"{g} ({_wrong_words(summary, g)})" for g in wrong]
+        lines.append(
+            f"{_join(named)} gave wrong answers under load: not ranked, however fast "
+            f"{'it was' if len(wrong) == 1 else 'they were'} (a fast wrong answer is not a "
+            'result; docs/trust.md, "Right answers under load").'
+        )
+    if summary.baseline is not None and summary.baseline in summary.wrong:
+        lines.append(
+            f"The baseline gave {_wrong_words(summary, summary.baseline)} with no gateway in "
+            "the way: the backend or the load engine is at fault, so no figure of this run "
+            "can be trusted."
+        )
+    return lines
+
+
+def _wrong_words(summary: RunSummary, target: str) -> str:
+    """``3 wrong answers: crossed 2, truncated 1`` over every workload of ``target``."""
+    kinds: dict[str, int] = {}
+    for cell in summary.cells.values():
+        if cell.target == target:
+            for kind, n in cell.wrong_kinds:
+                kinds[kind] = kinds.get(kind, 0) + n
+    n = summary.wrong[target]
+    detail = ", ".join(f"{kind} {count:,}" for kind, count in sorted(kinds.items()))
+    return f"{n:,} wrong answer{'s' if n != 1 else ''}" + (f": {detail}" if detail else "")
 
 
 def _ranking_verdict(summary: RunSummary) -> list[str]:
@@ -554,6 +589,7 @@ def cautions(run: RunRecord, summary: RunSummary, trust: Trust | None = None) ->
                 "timer's resolution plus a burst's launch spread"
             ),
             "target-failed": "the phase overlaps its target's failure; left out of every figure",
+            "wrong-answers": "an answer was not the backend's answer to its request, whole",
         }
         parts = [
             f"{name} in {count} ({described.get(name, 'flagged by the engine')})"
@@ -575,6 +611,13 @@ def cautions(run: RunRecord, summary: RunSummary, trust: Trust | None = None) ->
             )
         if trust.second_engine_note:
             out.append(f"Cross-check: {trust.second_engine_note}.")
+    out.extend(wrong_answer_evidence(summary))
+    every = (run.plan or {}).get("answers_every") or 1
+    if isinstance(every, int) and every > 1:
+        out.append(
+            f"Answers were checked one in {every:,} (answers: {{every: {every}}}): a wrong "
+            "answer between them is not seen, and the wrong answers counted are a sample."
+        )
     for target, reason in sorted(run.target_errors.items()):
         first_line = reason.strip().splitlines()[0] if reason.strip() else "no reason given"
         out.append(f"{target} failed: {first_line}")
@@ -588,6 +631,19 @@ def cautions(run: RunRecord, summary: RunSummary, trust: Trust | None = None) ->
     out.extend(summary.notes)
     if run.status.value not in ("done",):
         out.append(f"The run's status is '{run.status.value}': the results may be incomplete.")
+    return out
+
+
+def wrong_answer_evidence(summary: RunSummary) -> list[str]:
+    """One caution per target and workload with wrong answers: the first one kept, in the
+    engine's words (request, expected, got)."""
+    out = []
+    for (workload, target), cell in sorted(summary.cells.items()):
+        if cell.wrong_answers and cell.wrong_evidence:
+            out.append(
+                f"{target} on {workload}: {cell.wrong_answers:,} wrong answer"
+                f"{'s' if cell.wrong_answers != 1 else ''}, the first: {cell.wrong_evidence[0]}"
+            )
     return out
 
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gatebench.core.aggregate import RunSummary
+from gatebench.core.aggregate import CellSummary, RunSummary
 from gatebench.core.metrics import COST_UNITS, METRICS, UNITS
 from gatebench.core.report._build import Report, metric_label
 from gatebench.core.report._format import (
@@ -184,6 +184,26 @@ def workload_score_table(report: Report) -> Table:
     return table
 
 
+def _target_tags(s: RunSummary, target: str) -> list[str]:
+    """The tags of a target's row: ``no gateway`` for the baseline, ``wrong answers`` for a
+    target that gave any in the run (it is never marked best)."""
+    tags = ["no gateway"] if target == s.baseline else []
+    if target in s.wrong:
+        tags.append("wrong answers")
+    return tags
+
+
+def wrong_answers_cell(cell: CellSummary) -> Cell:
+    """A cell's wrong answers: their count and kinds, ``unchecked`` when no repetition's
+    answers were checked (wrk, a user's own backend), ``–`` in records older than the check."""
+    if cell.wrong_answers:
+        kinds = ", ".join(f"{kind} {n:,}" for kind, n in cell.wrong_kinds)
+        return Cell(f"{cell.wrong_answers:,}", cell.wrong_answers, tags=[kinds] if kinds else [])
+    if cell.unchecked == cell.n:
+        return Cell("unchecked", None)
+    return Cell("0", 0)
+
+
 def latency_tables(s: RunSummary) -> list[Table]:
     """One table per workload: every metric's mean ± its 95 % interval, per target."""
     tables = []
@@ -194,28 +214,36 @@ def latency_tables(s: RunSummary) -> list[Table]:
         best = s.best_among_gateways(w)
         columns = [Column("Target", False)]
         columns += [Column(f"{metric_label(m)} ({UNITS[m]})", True) for m in METRICS]
-        columns += [Column("Requests", True), Column("Reps", True)]
+        columns += [Column("Requests", True), Column("Reps", True), Column("Wrong answers", True)]
         table = Table(
             f"latency-{w}",
             f"Workload {w}: latency, errors and throughput",
             columns,
             legend="Mean over the repetitions ± the half-width of its 95 % confidence interval; "
-            "marked best: the best value among the gateways (the baseline does not compete).",
+            "marked best: the best value among the gateways (the baseline does not compete, "
+            "nor does a gateway that gave wrong answers). Wrong answers: answers that were not "
+            "the backend's answer to their request, whole, summed over the repetitions "
+            '(docs/trust.md, "Right answers under load").',
         )
-        gateways_here = sum(1 for t in targets if t != s.baseline)
+        gateways_here = sum(1 for t in targets if t != s.baseline and t not in s.wrong)
         for t in targets:
             cell = s.cells[(w, t)]
             cells = []
             for m in METRICS:
                 sample = cell.metrics[m]
                 is_best = (
-                    t != s.baseline and gateways_here > 1 and m in best and sample.mean == best[m]
+                    t != s.baseline
+                    and t not in s.wrong
+                    and gateways_here > 1
+                    and m in best
+                    and sample.mean == best[m]
                 )
                 text = fmt_ci(m, sample.mean, sample.ci_half_width)
                 cells.append(Cell(text, sample.mean, best=is_best))
             cells.append(Cell(f"{cell.requests:,}", cell.requests))
             cells.append(Cell(str(cell.n), cell.n))
-            table.add(t, cells, tags=["no gateway"] if t == s.baseline else [], sort=t)
+            cells.append(wrong_answers_cell(cell))
+            table.add(t, cells, tags=_target_tags(s, t), sort=t)
         tables.append(table)
     return tables
 
@@ -252,7 +280,7 @@ def overhead_table(s: RunSummary) -> Table:
                 if m != "error_pct" and o.relative_pct is not None:
                     text += f" ({fmt_pct(o.relative_pct)})"
                 cells.append(Cell(text, d.estimate))
-            table.add(g, cells, sort=g)
+            table.add(g, cells, tags=_target_tags(s, g), sort=g)
     return table
 
 
@@ -303,7 +331,7 @@ def cost_table(s: RunSummary) -> Table | None:
     )
     for w in s.workloads:
         targets = [t for t in s.measured_targets(w) if s.cells[(w, t)].resources]
-        gateways = [t for t in targets if t != s.baseline]
+        gateways = [t for t in targets if t != s.baseline and t not in s.wrong]
         best: dict[str, float] = {}
         for name, pick in _COST_BEST.items():
             values = [
@@ -321,9 +349,9 @@ def cost_table(s: RunSummary) -> Table | None:
                 if sample is None:
                     cells.append(Cell("–"))
                     continue
-                is_best = t != s.baseline and name in best and sample.mean == best[name]
+                is_best = t in gateways and name in best and sample.mean == best[name]
                 cells.append(Cell(_fmt_cost(name, sample.mean), sample.mean, best=is_best))
-            table.add(t, cells, tags=["no gateway"] if t == s.baseline else [], sort=t)
+            table.add(t, cells, tags=_target_tags(s, t), sort=t)
     return table
 
 

@@ -86,7 +86,8 @@ def run_summary(run: RunRecord) -> dict[str, Any]:
 
 
 def run_view(report: Report) -> dict[str, Any]:
-    """The run page: verdict, cautions, charts and tables of one run."""
+    """The run page: verdict, cautions, charts and tables of one run, and the targets that
+    gave wrong answers (target → count; docs/trust.md, "Right answers under load")."""
     s = report.summary
     colours = colours_for(s.targets, s.baseline)
     scores = score_chart(report)
@@ -109,6 +110,7 @@ def run_view(report: Report) -> dict[str, Any]:
         "measurements": len(report.measurements),
         "targets": list(s.targets),
         "baseline": s.baseline,
+        "wrong_answers": dict(s.wrong),
         "colours": colours,
         "charts": [c.to_dict(colours) for c in charts if c is not None and c.groups],
         "tables": [t.to_dict() for t in tables if t is not None and t.rows],

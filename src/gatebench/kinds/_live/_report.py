@@ -362,7 +362,7 @@ def _points_table(points: Sequence[ScalePoint]) -> str:
         "<table class=points><tr><th>gateway</th><th>routes</th><th>config, KiB</th>"
         "<th>start, s</th><th>RSS idle, MB</th><th>RSS load, MB</th>"
         + "".join(f"<th>{p} p50 / p99, ms</th>" for p in POSITIONS)
-        + "<th>not 2xx</th><th>problem</th></tr>"
+        + "<th>not 2xx</th><th>wrong answers</th><th>problem</th></tr>"
     ]
     for p in sorted(points, key=lambda p: (p.gateway, p.routes)):
         cells = [
@@ -377,6 +377,7 @@ def _points_table(points: Sequence[ScalePoint]) -> str:
             lat = p.latency.get(position)
             cells.append(f"{_fmt(lat.p50_ms)} / {_fmt(lat.p99_ms)}" if lat else "–")
         cells.append(str(sum(x.ko for x in p.latency.values())))
+        cells.append(str(sum(x.wrong for x in p.latency.values())))
         cells.append(escape(p.problem[:200]))
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     return "".join(rows) + "</table>"

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from gatebench.core.answers import wrong_answer_kind
 from gatebench.core.stats import nearest_rank
 
 BUCKET_MS = 100.0
@@ -72,6 +73,8 @@ class Latency:
     p50_ms: float | None
     p99_ms: float | None
     max_ms: float | None
+    wrong: int = 0
+    """Wrong answers (gatebench.core.answers): not OK, and not among ``ko``."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -80,14 +83,21 @@ class Latency:
 def latency_of(arrivals: Iterable[Arrival]) -> Latency:
     """Percentiles (nearest rank) over every request, failed ones included: a refused request
     took its time too."""
-    values, ko = [], 0
+    values, ko, wrong = [], 0, 0
     for a in arrivals:
         values.append(a.latency_ms)
-        ko += 0 if a.ok else 1
+        if a.ok:
+            continue
+        if wrong_answer_kind(a.error) is None:
+            ko += 1
+        else:
+            wrong += 1
     if not values:
         return Latency(0, 0, None, None, None)
     values.sort()
-    return Latency(len(values), ko, nearest_rank(values, 50), nearest_rank(values, 99), values[-1])
+    return Latency(
+        len(values), ko, nearest_rank(values, 50), nearest_rank(values, 99), values[-1], wrong
+    )
 
 
 @dataclass(frozen=True)
@@ -200,7 +210,10 @@ def change_outcome(
     failed = sorted((a for a in window if not a.ok), key=lambda a: a.at_ms)
     kinds: dict[str, int] = {}
     for a in failed:
-        kinds[a.error or "failed"] = kinds.get(a.error or "failed", 0) + 1
+        # a wrong answer's own words name its request: counted by its kind
+        kind = wrong_answer_kind(a.error)
+        key = f"wrong answer ({kind})" if kind else a.error or "failed"
+        kinds[key] = kinds.get(key, 0) + 1
     return ChangeOutcome(
         window_s=window_s,
         before=latency_of(calm),

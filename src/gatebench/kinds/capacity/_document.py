@@ -54,7 +54,16 @@ def probe_template(
     before = tuple(Control(url) for url in ([reset_url] if reset_url else []) + list(reset_urls))
     phases = (
         Phase(WARMUP, target, workload, 1, False, base_url, placeholder, before),
-        Phase(MEASURED, target, workload, 1, True, base_url, placeholder),
+        Phase(
+            MEASURED,
+            target,
+            workload,
+            1,
+            True,
+            base_url,
+            placeholder,
+            answers_checked=plan.backend.kind != "url",  # gatebench's own backend signs
+        ),
     )
     only = replace(plan, workloads=tuple(w for w in plan.workloads if w.name == workload))
     document = render_workload(only, api, Schedule(phases, 0))

@@ -104,6 +104,11 @@ class ProbeMetrics:
     """Epoch ms of the measured window's start and end (the gateway's CPU over it can be
     read afterwards from samples taken elsewhere: the cloud path's cgroup meter)."""
     ended_ms: float | None = None
+    wrong_answers: int = 0
+    """Answers of the window that were not the backend's answer to their request, whole
+    (gatebench.core.answers): a probe with any breaches its objective."""
+    wrong_kinds: tuple[tuple[str, int], ...] = ()
+    wrong_evidence: tuple[str, ...] = ()
 
     @property
     def req_per_cpu_s(self) -> float | None:
@@ -117,6 +122,8 @@ class ProbeMetrics:
         out["errors"] = [list(e) for e in self.errors]
         out["drop_reasons"] = [list(e) for e in self.drop_reasons]
         out["cpu_flags"] = list(self.cpu_flags)
+        out["wrong_kinds"] = [list(e) for e in self.wrong_kinds]
+        out["wrong_evidence"] = list(self.wrong_evidence)
         return out
 
     @classmethod
@@ -125,6 +132,8 @@ class ProbeMetrics:
         values["errors"] = tuple((str(m), int(n)) for m, n in data.get("errors", ()))
         values["drop_reasons"] = tuple((str(m), int(n)) for m, n in data.get("drop_reasons", ()))
         values["cpu_flags"] = tuple(data.get("cpu_flags", ()))
+        values["wrong_kinds"] = tuple((str(k), int(n)) for k, n in data.get("wrong_kinds", ()))
+        values["wrong_evidence"] = tuple(str(e) for e in data.get("wrong_evidence", ()))
         return cls(**{k: v for k, v in values.items() if k in cls.__dataclass_fields__})
 
 
@@ -189,6 +198,9 @@ def read_probe(
         shared_core=shared_core,
         started_ms=result.start_ms,
         ended_ms=result.end_ms,
+        wrong_answers=s.wrong,
+        wrong_kinds=s.wrong_kinds,
+        wrong_evidence=s.wrong_evidence,
     )
 
 

@@ -21,6 +21,7 @@ from html import escape
 from typing import Any
 
 from gatebench.core._version import __version__
+from gatebench.core.answers import WRONG_ANSWER
 from gatebench.core.errors import StoreError
 from gatebench.core.model import ResultStore, RunKind, RunRecord
 from gatebench.core.report import FORMATS, VIEW_FORMAT, Format, find_run, run_summary
@@ -134,6 +135,15 @@ def capacity_cautions(result: CapacityResult) -> list[str]:
         out.append(
             f"{noisy} of {len(result.curves)} probes ran while other processes used more than "
             "20 % of the machine (noisy): a breach there may be the neighbours'."
+        )
+    wrong = sorted({c.target for c in result.curves if WRONG_ANSWER in c.reasons})
+    if wrong:
+        probes = sum(1 for c in result.curves if WRONG_ANSWER in c.reasons)
+        out.append(
+            f"{probes} of {len(result.curves)} probes got wrong answers ({', '.join(wrong)}): "
+            "answers that were not the backend's answer to their request, whole; a rate at "
+            'which a target answers wrongly is not one it carries (docs/trust.md, "Right '
+            'answers under load").'
         )
     shared = [c for c in result.curves if "shared core:" in c.reasons]
     if shared:

@@ -11,15 +11,18 @@ The order of the rules is the decision (docs/capacity.md, "Honest limits"):
    engine demonstrated against the fastest target on the machine (``gatebench.core.trust``'s
    80 % rule; with several testers, of their summed ceilings): ``tester-bound``, whatever the
    latencies say, since a knee there would describe the generator.
-3. **The objective**: every latency bound (from the intended start) and the error bound.
+3. **Wrong answers** (gatebench.core.answers): a probe with any is ``breached``, whatever the
+   engine did, since a rate at which the target answers wrongly is not a rate it carries and
+   a crossed or truncated answer is never the tester's doing.
+4. **The objective**: every latency bound (from the intended start) and the error bound.
    Met: ``within``, even when the engine was late (its lateness only added latency).
-4. **A breach the engine can explain**: breached, and either more than
+5. **A breach the engine can explain**: breached, and either more than
    :attr:`TesterLimits.late_pct` of the arrivals left more than ``late_ms`` late and the
    objective is met when latencies are measured from the moment requests really left; or
    the engine used :attr:`TesterLimits.engine_cpu_pct` of its cores; or the machine was
    saturated (``gatebench.core.measure.TESTER_BOUND_BUSY_PCT``) with the engine using more CPU than
    the target and more than every other process together: ``tester-bound``.
-5. Otherwise ``breached``: the target's.
+6. Otherwise ``breached``: the target's.
 
 A probe during which other processes used more than ``gatebench.core.measure.NOISY_OTHERS_PCT`` of
 the machine says so in its reasons, whatever its outcome: on a shared machine a breach there
@@ -109,6 +112,13 @@ def score_probe(m: ProbeMetrics, objective: Objective, limits: TesterLimits) -> 
             ),
         )
     noise = _noise(m)
+    if m.wrong_answers:
+        # a rate at which the target answers wrongly is not a rate it carries, whatever the
+        # engine did: never the tester's (docs/trust.md, "Right answers under load")
+        kinds = ", ".join(f"{kind} {n:,}" for kind, n in m.wrong_kinds)
+        wrong = f"{m.wrong_answers:,} wrong answer{'s' if m.wrong_answers != 1 else ''}"
+        missed = breaches(m.latency, m.error_pct, objective)
+        return Verdict("breached", (f"{wrong} ({kinds})" if kinds else wrong, *missed, *noise))
     missed = breaches(m.latency, m.error_pct, objective)
     if not missed:
         return Verdict("within", noise)

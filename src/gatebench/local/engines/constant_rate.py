@@ -21,6 +21,10 @@ are known before it starts.
 open-model ``constantUsersPerSec``, latency from the moment Gatling *sent* the request
 (``measured_from = "send"``), whole milliseconds; a stall of the JVM itself delays sends and
 hides in the figures.
+
+With either, every answer of the measured phases is checked against the request it answers
+(the echo backends sign theirs: docs/trust.md, "Right answers under load"): a wrong answer is
+an arrival that is not OK, counted apart from the failures (``Latency.wrong``).
 """
 
 from __future__ import annotations
@@ -75,7 +79,8 @@ class GatlingRateLoad:
         plan = rate_plan(
             routes, rate=rate, duration_s=duration_s, warmup_s=warmup_s, backend_url=base_url
         )
-        compiled = compile_load(plan, api, {LOAD_TARGET: base_url})
+        # the gateway forwards to gatebench's own echo backends, which sign every answer
+        compiled = compile_load(plan, api, {LOAD_TARGET: base_url}, signed=True)
         measured = [p for p in compiled.schedule.phases if p.workload != WARMUP_WORKLOAD]
         label_of = {p.id: p.workload for p in measured}
         first = min(p.index for p in measured)
@@ -132,7 +137,8 @@ class LoadgenRateLoad:
         plan = rate_plan(
             routes, rate=rate, duration_s=duration_s, warmup_s=warmup_s, backend_url=base_url
         )
-        compiled = compile_load(plan, api, {LOAD_TARGET: base_url})
+        # the gateway forwards to gatebench's own echo backends, which sign every answer
+        compiled = compile_load(plan, api, {LOAD_TARGET: base_url}, signed=True)
         phases = sorted(compiled.schedule.phases, key=lambda p: p.index)
         label_of = {p.index: p.workload for p in phases if p.workload != WARMUP_WORKLOAD}
         # the phases follow each other without a gap: the first measured one starts after the

@@ -58,6 +58,11 @@ import java.util.function.Function;
  * of subjects): user i of a phase sends line (user_base + i * user_stride) mod lines, so each
  * simulated user carries its own subject (a per-subject rate limit counts per user).
  *
+ * <p>Answers: in a phase with {@code answers} (measured, against gatebench's own backend), every
+ * request names itself ({@code X-Gatebench-Request}) and every answer is checked against the
+ * backend's signature ({@link Answers}); a wrong answer is a KO whose message begins "wrong
+ * answer (KIND)", which gatebench.core.answers counts apart from the errors.
+ *
  * <p>TLS: with a {@code tls} object in the workload, HTTP/2 is enabled when {@code tls.http2}
  * is true; the trust store comes from system properties set by gatebench.local.engines.gatling.
  *
@@ -409,6 +414,7 @@ public class GenericSimulation extends Simulation {
             request(
                 phase.path("id").asText(),
                 phase.path("request"),
+                phase.path("answers"),
                 phase.path("user_base").asLong(0),
                 phase.path("user_stride").asLong(1)))
         .exec(
@@ -580,10 +586,18 @@ public class GenericSimulation extends Simulation {
     return steps.toArray(new OpenInjectionStep[0]);
   }
 
-  private HttpRequestActionBuilder request(
-      String id, JsonNode spec, long userBase, long userStride) {
+  /**
+   * The requests of one phase. Every part of a request is rendered once, before it is sent, into
+   * the user's session ({@code gb.url}, {@code gb.h.N}, {@code gb.body}), so that where the phase
+   * checks its answers ({@code answers} in the document) the check compares the backend's
+   * signature with exactly what was sent: {@link Answers}.
+   */
+  private ChainBuilder request(
+      String id, JsonNode spec, JsonNode answers, long userBase, long userStride) {
     String method = spec.path("method").asText();
     String base = spec.path("base_url").asText();
+    int authority = base.indexOf('/', base.indexOf("://") + 3);
+    String basePath = authority < 0 ? "" : base.substring(authority);
     Template path = new Template(secrets, spec.path("path"));
     List<String[]> query = new ArrayList<>();
     List<Template> queryValues = new ArrayList<>();
@@ -591,20 +605,49 @@ public class GenericSimulation extends Simulation {
       query.add(new String[] {pair.get(0).asText()});
       queryValues.add(new Template(secrets, pair.get(1)));
     }
-    Function<Session, String> url =
-        session -> {
-          StringBuilder out = new StringBuilder(base).append(path.render(session));
-          for (int q = 0; q < query.size(); q++) {
-            out.append(q == 0 ? '?' : '&').append(query.get(q)[0]).append('=');
-            out.append(queryValues.get(q).render(session));
-          }
-          return out.toString();
-        };
-    HttpRequestActionBuilder req = http(id).httpRequest(session -> method, url);
+    List<String> headerNames = new ArrayList<>();
+    List<Template> headerValues = new ArrayList<>();
     for (JsonNode header : spec.path("headers")) {
-      String name = header.get(0).asText();
-      Template value = new Template(secrets, header.get(1));
-      req = req.header(name, value::render);
+      headerNames.add(header.get(0).asText());
+      headerValues.add(new Template(secrets, header.get(1)));
+    }
+    JsonNode body = spec.path("body");
+    String bodyKind = body.path("kind").asText("none");
+    Template bodyTemplate =
+        "template".equals(bodyKind) ? new Template(secrets, body.path("parts")) : null;
+    boolean checked = !answers.isMissingNode();
+    long every = Math.max(1L, answers.path("every").asLong(1L)); // check one answer in every
+    AtomicLong sequence = new AtomicLong();
+    String idPrefix = RUN_TAG + "." + id + ".";
+    Function<Session, Session> prepare =
+        session -> {
+          StringBuilder target = new StringBuilder(basePath).append(path.render(session));
+          for (int q = 0; q < query.size(); q++) {
+            target.append(q == 0 ? '?' : '&').append(query.get(q)[0]).append('=');
+            target.append(queryValues.get(q).render(session));
+          }
+          Map<String, Object> values = new HashMap<>();
+          values.put("gb.target", target.toString());
+          String origin = base.substring(0, authority < 0 ? base.length() : authority);
+          values.put("gb.url", origin + target);
+          for (int h = 0; h < headerValues.size(); h++) {
+            values.put("gb.h." + h, headerValues.get(h).render(session));
+          }
+          if (bodyTemplate != null) {
+            values.put("gb.body", bodyTemplate.render(session));
+          }
+          if (checked) {
+            long seq = sequence.incrementAndGet();
+            // a request left out of the sample names nothing: the backend does not sign
+            values.put("gb.rid", (seq - 1) % every == 0 ? idPrefix + seq : "");
+          }
+          return session.setAll(values);
+        };
+    HttpRequestActionBuilder req =
+        http(id).httpRequest(session -> method, session -> session.getString("gb.url"));
+    for (int h = 0; h < headerNames.size(); h++) {
+      String key = "gb.h." + h;
+      req = req.header(headerNames.get(h), session -> session.getString(key));
     }
     JsonNode auth = spec.path("auth");
     for (JsonNode header : auth) {
@@ -624,30 +667,31 @@ public class GenericSimulation extends Simulation {
       String value = secretValue(header);
       req = req.header(name, session -> value);
     }
-    JsonNode body = spec.path("body");
-    String bodyKind = body.path("kind").asText("none");
+    String bodySignature = null; // "length:digest" of a body every request sends alike
     switch (bodyKind) {
       case "none":
+        bodySignature = Answers.signature(new byte[0]);
         break;
       case "template":
-        {
-          Template template = new Template(secrets, body.path("parts"));
-          req = req.body(StringBody(template::render));
-          break;
-        }
+        req = req.body(StringBody(session -> session.getString("gb.body")));
+        break;
       case "bytes":
         {
           byte[] bytes = generated(body.path("size").asInt());
+          bodySignature = checked ? Answers.signature(bytes) : null;
           req = req.body(ByteArrayBody(session -> bytes));
           break;
         }
       case "base64":
         {
           byte[] bytes = Base64.getDecoder().decode(body.path("data").asText());
+          bodySignature = checked ? Answers.signature(bytes) : null;
           req = req.body(ByteArrayBody(session -> bytes));
           break;
         }
       case "multipart":
+        // the boundary is Gatling's own, drawn per request: the body sent is not known here,
+        // so the backend's receipt of it is not checked (docs/trust.md)
         for (JsonNode part : body.path("parts")) {
           String partName = part.path("name").asText();
           if (part.has("size")) {
@@ -677,8 +721,249 @@ public class GenericSimulation extends Simulation {
     for (JsonNode code : spec.path("expect")) {
       expect.add(code.asInt());
     }
+    if (checked) {
+      List<String> signed = new ArrayList<>();
+      for (JsonNode name : answers.path("headers")) {
+        signed.add(name.asText());
+      }
+      Answers check =
+          new Answers(
+              method,
+              answers.path("target").asBoolean(true),
+              signed,
+              headerNames,
+              bodyKind,
+              bodySignature,
+              expect,
+              answers.path("cached").asBoolean(false));
+      req = req.header(Answers.REQUEST, session -> session.getString("gb.rid"));
+      if (!signed.isEmpty()) {
+        String names = String.join(",", signed);
+        req = req.header(Answers.SIGNED, session -> names);
+      }
+      // the signature and the status are saved first, so the verdict sees them; a wrong
+      // answer fails before the status check, so it is recorded as one (gatebench.core.answers)
+      req =
+          req.check(
+              header(Answers.ANSWER).withDefault("").saveAs("gb.answer"),
+              status().saveAs("gb.status"),
+              bodyBytes()
+                  .transformWithSession(check::verdict)
+                  .validate(
+                      "answer",
+                      (verdict, session) -> {
+                        if (!verdict.isEmpty()) {
+                          throw new IllegalStateException(verdict);
+                        }
+                        return verdict;
+                      }));
+    }
     req = expect.isEmpty() ? req.check(status().lt(400)) : req.check(status().in(expect));
-    return req.requestTimeout(Duration.ofMillis(spec.path("timeout_ms").asLong(60000)));
+    req = req.requestTimeout(Duration.ofMillis(spec.path("timeout_ms").asLong(60000)));
+    return exec(prepare).exec(req);
+  }
+
+  /** Tells this run's request identities from another's (a backend shared across runs). */
+  private static final String RUN_TAG =
+      Long.toHexString(Double.doubleToLongBits(Math.random()) & 0xffffffL);
+
+  /**
+   * The check of one phase's answers against the backend's signature (backend/sign.go; the
+   * kinds and the message are gatebench.core.answers'): the answer names this request, the
+   * backend received it once, the status and the body read are the ones it sent, and it
+   * received what was sent. A failure reads {@code wrong answer (KIND): request ID METHOD
+   * PATH; expected ...; got ...}, never with a query or a header value (they may hold a key).
+   */
+  static final class Answers {
+    static final String REQUEST = "X-Gatebench-Request";
+    static final String SIGNED = "X-Gatebench-Signed-Headers";
+    static final String ANSWER = "X-Gatebench-Answer";
+    private static final ThreadLocal<java.security.MessageDigest> SHA =
+        ThreadLocal.withInitial(
+            () -> {
+              try {
+                return java.security.MessageDigest.getInstance("SHA-256");
+              } catch (java.security.NoSuchAlgorithmException e) {
+                throw new IllegalStateException(e);
+              }
+            });
+
+    private final String method;
+    /** gatebench.core.answers.EVIDENCE_KEPT: wrong answers of a phase kept word for word. */
+    static final int EVIDENCE_KEPT = 5;
+
+    private final java.util.concurrent.atomic.AtomicInteger kept =
+        new java.util.concurrent.atomic.AtomicInteger();
+    private final boolean checkTarget;
+    private final boolean cached;
+    private final List<String> signed;
+    private final List<String> headerNames;
+    private final String bodyKind;
+    private final String bodySignature;
+    private final List<Integer> expect;
+
+    Answers(
+        String method,
+        boolean target,
+        List<String> signed,
+        List<String> headerNames,
+        String bodyKind,
+        String bodySignature,
+        List<Integer> expect,
+        boolean cached) {
+      this.method = method;
+      this.checkTarget = target;
+      this.cached = cached;
+      this.signed = signed;
+      this.headerNames = headerNames;
+      this.bodyKind = bodyKind;
+      this.bodySignature = bodySignature;
+      this.expect = expect;
+    }
+
+    /** The first 8 bytes of SHA-256 in hex: the backend's digest. */
+    static String digest(byte[] data) {
+      java.security.MessageDigest sha = SHA.get();
+      sha.reset();
+      byte[] sum = sha.digest(data);
+      StringBuilder out = new StringBuilder(16);
+      for (int i = 0; i < 8; i++) {
+        out.append(Character.forDigit((sum[i] >> 4) & 0xf, 16));
+        out.append(Character.forDigit(sum[i] & 0xf, 16));
+      }
+      return out.toString();
+    }
+
+    static String signature(byte[] data) {
+      return data.length + ":" + digest(data);
+    }
+
+    private boolean success(int status) {
+      return expect.isEmpty() ? status < 400 : expect.contains(status);
+    }
+
+    /** The digest the backend computes of what it received, for what was sent. */
+    private String received(Session session) {
+      StringBuilder text =
+          new StringBuilder(method).append(' ').append(session.getString("gb.target"));
+      text.append('\n');
+      for (String name : signed) {
+        text.append(name).append(':');
+        String value = null;
+        for (int h = 0; h < headerNames.size(); h++) {
+          if (headerNames.get(h).equalsIgnoreCase(name)) {
+            String v = session.getString("gb.h." + h).strip();
+            value = value == null ? v : value + ", " + v;
+          }
+        }
+        if (value != null) {
+          text.append(' ').append(value);
+        }
+        text.append('\n');
+      }
+      return digest(text.toString().getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** "" for a right answer, else the wrong answer in gatebench.core.answers' words. */
+    String verdict(byte[] body, Session session) {
+      String rid = session.getString("gb.rid");
+      if (rid == null || rid.isEmpty()) {
+        return ""; // not in the sample (answers: {every: N})
+      }
+      String answer = session.getString("gb.answer");
+      int status = session.getInt("gb.status");
+      String target = session.getString("gb.target");
+      int q = target.indexOf('?');
+      String request =
+          "request " + rid + " " + method + " " + (q < 0 ? target : target.substring(0, q) + "?...");
+      if (answer == null || answer.isEmpty()) {
+        return success(status)
+            ? wrong("unsigned", request, "the backend's signature", "status " + status + ", none")
+            : "";
+      }
+      Map<String, String> fields = new HashMap<>();
+      for (String part : answer.split(";")) {
+        int eq = part.indexOf('=');
+        if (eq > 0) {
+          fields.put(part.substring(0, eq).strip(), part.substring(eq + 1).strip());
+        }
+      }
+      String id = fields.getOrDefault("id", "");
+      boolean own = id.equals(rid);
+      if (!own && !(cached && earlier(id, rid))) {
+        return wrong(
+            "crossed",
+            request,
+            cached ? "its own answer or an earlier one of this phase (cached)" : "its own answer",
+            "the answer to request " + id);
+      }
+      String seen = fields.getOrDefault("seen", "");
+      if (!seen.equals("1")) {
+        return wrong(
+            "repeated", request, "the backend to receive it once", "received " + seen + " times");
+      }
+      String sentStatus = fields.getOrDefault("status", "");
+      if (!sentStatus.equals(Integer.toString(status))) {
+        return wrong(
+            "status", request, "status " + sentStatus + " (the backend's)", "status " + status);
+      }
+      String sent = fields.getOrDefault("sent", "");
+      String read = signature(body);
+      if (!sent.equals(read)) {
+        return wrong("truncated", request, "the backend's body " + sent, "a body " + read);
+      }
+      if (!own) {
+        return ""; // a cached answer: what the backend received was the earlier request
+      }
+      if (checkTarget && !fields.getOrDefault("received", "").equals(received(session))) {
+        return wrong(
+            "received",
+            request,
+            "the backend to receive the method, target and headers sent",
+            "something else");
+      }
+      String sentBody =
+          "template".equals(bodyKind)
+              ? signature(session.getString("gb.body").getBytes(StandardCharsets.UTF_8))
+              : bodySignature;
+      String receivedBody = fields.getOrDefault("received-body", "");
+      if (sentBody != null && !sentBody.equals(receivedBody)) {
+        return wrong(
+            "received",
+            request,
+            "the backend to receive a body " + sentBody,
+            "a body " + receivedBody);
+      }
+      return "";
+    }
+
+    /**
+     * Whether {@code id} names a request of this phase sent before {@code rid} (the same run
+     * tag and phase, a lower number): a gateway's cache may answer with it.
+     */
+    static boolean earlier(String id, String rid) {
+      int cut = rid.lastIndexOf('.') + 1;
+      if (cut <= 0 || !id.startsWith(rid.substring(0, cut)) || id.length() <= cut) {
+        return false;
+      }
+      try {
+        return Long.parseLong(id.substring(cut)) < Long.parseLong(rid.substring(cut));
+      } catch (NumberFormatException e) {
+        return false;
+      }
+    }
+
+    /**
+     * The wrong answer's message: with its evidence for the first {@link #EVIDENCE_KEPT} of the
+     * phase, by its kind alone after (every message with its own words would be a new string
+     * in the log and in Gatling's table of them, however wrong a target is).
+     */
+    private String wrong(String kind, String request, String expected, String got) {
+      if (kept.getAndIncrement() >= EVIDENCE_KEPT) {
+        return "wrong answer (" + kind + ")";
+      }
+      return "wrong answer (" + kind + "): " + request + "; expected " + expected + "; got " + got;
+    }
   }
 
   private String secretValue(JsonNode header) {

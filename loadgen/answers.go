@@ -1,0 +1,248 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Right answers under load (docs/trust.md): in a phase with "answers" in the document, every
+// request names itself (X-Gatebench-Request) and every answer is checked against the Go
+// backend's signature (backend/sign.go), with the request's own bytes as they were sent: the
+// answer names this request, the backend received it once, the status and the body read are
+// the ones it sent, and it received what was sent (the method, the request target when the
+// phase asks, the plan's headers, the body). A wrong answer is recorded as a KO whose message
+// is gatebench.core.answers' ("wrong answer (KIND): request ID METHOD PATH; expected ...; got
+// ..."), which the reader counts apart from the errors.
+//
+// Digests are the backend's: the first 8 bytes of SHA-256 in hex. The check costs three
+// digests per request (the target and headers, the request body, the answer's body) and, for
+// each connection, one running hash; nothing is allocated per request but the digests' own
+// state.
+
+const (
+	requestHeader = "X-Gatebench-Request"
+	signedHeader  = "X-Gatebench-Signed-Headers"
+	answerHeader  = "x-gatebench-answer"
+	// evidenceKept is how many wrong answers of a phase keep their own words (request, expected,
+	// got); later ones are recorded by kind alone, so the records' message table stays small
+	// however wrong a target is.
+	evidenceKept = 5
+	// maxAnswer bounds the signature a response may carry.
+	maxAnswer = 512
+)
+
+// runTag tells this process's request identities from another tester's.
+var runTag = strconv.FormatInt((time.Now().UnixNano()^int64(os.Getpid())<<20)&0xffffff, 16)
+
+type answersSpec struct {
+	Target  bool     `json:"target"`
+	Headers []string `json:"headers"`
+	Cached  bool     `json:"cached"` // the plan caches these answers at the gateway
+	Every   int64    `json:"every"`  // check one answer in this many (0, 1: all)
+}
+
+// answerCheck is one phase's check.
+type answerCheck struct {
+	target   bool
+	cached   bool     // an answer may be an earlier request's of the phase (a gateway's cache)
+	every    int64    // check one answer in this many
+	signed   []string // lower-case header names the backend signs
+	idPrefix []byte   // "TAG.PHASEID."
+	extra    []byte   // the signed headers' list, as a request header line
+	kept     int      // wrong answers recorded with their evidence so far
+}
+
+func newAnswerCheck(spec *answersSpec, phaseID string) *answerCheck {
+	c := &answerCheck{target: spec.Target, cached: spec.Cached, every: max(1, spec.Every), idPrefix: []byte(runTag + "." + phaseID + ".")}
+	for _, name := range spec.Headers {
+		c.signed = append(c.signed, strings.ToLower(name))
+	}
+	if len(c.signed) > 0 {
+		c.extra = []byte(signedHeader + ": " + strings.Join(c.signed, ",") + "\r\n")
+	}
+	return c
+}
+
+// appendHeaders writes the request's identity (arrival n of the phase); nothing for a request
+// left out of the sample (answers: {every: N}), which goes unsigned and unchecked.
+func (c *answerCheck) appendHeaders(dst []byte, n int64) []byte {
+	if n%c.every != 0 {
+		return dst
+	}
+	dst = append(dst, requestHeader+": "...)
+	dst = append(dst, c.idPrefix...)
+	dst = strconv.AppendInt(dst, n, 10)
+	dst = append(dst, "\r\n"...)
+	return append(dst, c.extra...)
+}
+
+func digest8(sum []byte) string { return hex.EncodeToString(sum[:8]) }
+
+func signature(body []byte) string {
+	sum := sha256.Sum256(body)
+	return strconv.Itoa(len(body)) + ":" + digest8(sum[:])
+}
+
+// sentRequest is what a request's bytes say: method, target, the value of each header and the
+// body.
+type sentRequest struct {
+	method, target string
+	id             string
+	head           []byte
+	body           []byte
+}
+
+func parseSent(req []byte) sentRequest {
+	var s sentRequest
+	end := bytes.Index(req, []byte("\r\n\r\n"))
+	if end < 0 {
+		return s
+	}
+	s.head, s.body = req[:end], req[end+4:]
+	line := s.head
+	if i := bytes.Index(line, []byte("\r\n")); i >= 0 {
+		line = line[:i]
+	}
+	parts := strings.SplitN(string(line), " ", 3)
+	if len(parts) == 3 {
+		s.method, s.target = parts[0], parts[1]
+	}
+	s.id = s.header(strings.ToLower(requestHeader))
+	return s
+}
+
+// header is the value of a header the request carries ("" when none; several are joined by
+// ", " as the backend reads them).
+func (s sentRequest) header(name string) string {
+	var values []string
+	for _, line := range bytes.Split(s.head, []byte("\r\n"))[1:] {
+		colon := bytes.IndexByte(line, ':')
+		if colon > 0 && strings.EqualFold(string(line[:colon]), name) {
+			values = append(values, strings.TrimSpace(string(line[colon+1:])))
+		}
+	}
+	return strings.Join(values, ", ")
+}
+
+func (s sentRequest) has(name string) bool {
+	for _, line := range bytes.Split(s.head, []byte("\r\n"))[1:] {
+		colon := bytes.IndexByte(line, ':')
+		if colon > 0 && strings.EqualFold(string(line[:colon]), name) {
+			return true
+		}
+	}
+	return false
+}
+
+// received is the digest the backend computes of what it received, for what was sent.
+func (c *answerCheck) received(s sentRequest) string {
+	var text strings.Builder
+	text.WriteString(s.method + " " + s.target + "\n")
+	for _, name := range c.signed {
+		text.WriteString(name + ":")
+		if s.has(name) {
+			text.WriteString(" " + s.header(name))
+		}
+		text.WriteString("\n")
+	}
+	sum := sha256.Sum256([]byte(text.String()))
+	return digest8(sum[:])
+}
+
+// verdict is "" for a right answer, else the wrong answer's message: with its evidence for the
+// first evidenceKept of the phase, by kind alone after.
+func (c *answerCheck) verdict(req []byte, status int, ok bool, answer []byte, bodyLen int64, bodySum []byte) string {
+	s := parseSent(req)
+	if s.id == "" {
+		return "" // not in the sample
+	}
+	path := s.target
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path = path[:i] + "?..." // a query may hold a key: never written
+	}
+	request := "request " + s.id + " " + s.method + " " + path
+	if len(answer) == 0 {
+		if !ok {
+			return "" // the gateway's own refusal: an error, which the status says
+		}
+		return c.wrong("unsigned", request, "the backend's signature", "status "+strconv.Itoa(status)+", none")
+	}
+	fields := map[string]string{}
+	for _, part := range strings.Split(string(answer), ";") {
+		if key, value, found := strings.Cut(part, "="); found {
+			fields[strings.TrimSpace(key)] = strings.TrimSpace(value)
+		}
+	}
+	own := fields["id"] == s.id
+	if !own && !(c.cached && c.earlier(fields["id"], s.id)) {
+		expected := "its own answer"
+		if c.cached {
+			expected = "its own answer or an earlier one of this phase (cached)"
+		}
+		return c.wrong("crossed", request, expected, "the answer to request "+fields["id"])
+	}
+	if fields["seen"] != "1" {
+		return c.wrong("repeated", request, "the backend to receive it once", "received "+fields["seen"]+" times")
+	}
+	if fields["status"] != strconv.Itoa(status) {
+		return c.wrong("status", request, "status "+fields["status"]+" (the backend's)", "status "+strconv.Itoa(status))
+	}
+	if read := strconv.FormatInt(bodyLen, 10) + ":" + digest8(bodySum); fields["sent"] != read {
+		return c.wrong("truncated", request, "the backend's body "+fields["sent"], "a body "+read)
+	}
+	if !own {
+		return "" // a cached answer: what the backend received was the earlier request
+	}
+	if c.target && fields["received"] != c.received(s) {
+		return c.wrong("received", request, "the backend to receive the method, target and headers sent", "something else")
+	}
+	if sent := signature(s.body); fields["received-body"] != sent {
+		return c.wrong("received", request, "the backend to receive a body "+sent, "a body "+fields["received-body"])
+	}
+	return ""
+}
+
+// earlier says whether id names a request of this phase sent before own.
+func (c *answerCheck) earlier(id, own string) bool {
+	prefix := string(c.idPrefix)
+	if !strings.HasPrefix(id, prefix) || !strings.HasPrefix(own, prefix) {
+		return false
+	}
+	a, errA := strconv.ParseInt(id[len(prefix):], 10, 64)
+	b, errB := strconv.ParseInt(own[len(prefix):], 10, 64)
+	return errA == nil && errB == nil && a < b
+}
+
+func (c *answerCheck) wrong(kind, request, expected, got string) string {
+	if c.kept >= evidenceKept {
+		return "wrong answer (" + kind + ")"
+	}
+	c.kept++
+	return fmt.Sprintf("wrong answer (%s): %s; expected %s; got %s", kind, request, expected, got)
+}
+
+// bodyHash digests a response's body as the reader skips it (one per connection).
+type bodyHash struct {
+	h hash.Hash
+	n int64
+}
+
+func (b *bodyHash) reset() {
+	if b.h == nil {
+		b.h = sha256.New()
+	}
+	b.h.Reset()
+	b.n = 0
+}
+
+func (b *bodyHash) write(p []byte) {
+	b.h.Write(p)
+	b.n += int64(len(p))
+}

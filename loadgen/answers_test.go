@@ -1,0 +1,119 @@
+package main
+
+import (
+	"crypto/sha256"
+	"strings"
+	"testing"
+)
+
+// signed is the backend's signature (backend/sign.go) of an answer to req, written here from
+// its definition: the digest of "METHOD SP TARGET LF" and each signed header, the request
+// body's and the answer body's lengths and digests.
+func signed(t *testing.T, c *answerCheck, req []byte, status string, seen string, body []byte) []byte {
+	t.Helper()
+	s := parseSent(req)
+	text := s.method + " " + s.target + "\n"
+	for _, name := range c.signed {
+		text += name + ":"
+		if s.has(name) {
+			text += " " + s.header(name)
+		}
+		text += "\n"
+	}
+	sum := sha256.Sum256([]byte(text))
+	return []byte("id=" + s.id + "; status=" + status + "; seen=" + seen +
+		"; received=" + digest8(sum[:]) + "; received-body=" + signature(s.body) +
+		"; sent=" + signature(body))
+}
+
+func TestTheCheckNamesEachKindOfWrongAnswer(t *testing.T) {
+	c := newAnswerCheck(&answersSpec{Target: true, Headers: []string{"X-Tenant"}}, "p0003")
+	request := func(n int64, tenant string) []byte {
+		req := []byte("POST /items?key=secret HTTP/1.1\r\nHost: h\r\n")
+		req = c.appendHeaders(req, n)
+		if tenant != "" {
+			req = append(req, "X-Tenant: "+tenant+"\r\n"...)
+		}
+		return append(req, "Content-Length: 5\r\n\r\nhello"...)
+	}
+	body := []byte(`{"id":1}`)
+	sum := func(b []byte) []byte { s := sha256.Sum256(b); return s[:] }
+	right := request(7, "acme")
+	if got := c.verdict(right, 201, true, signed(t, c, right, "201", "1", body), int64(len(body)), sum(body)); got != "" {
+		t.Fatalf("a right answer: %q", got)
+	}
+	cases := []struct {
+		kind   string
+		answer []byte
+		status int
+		read   []byte
+	}{
+		{"unsigned", nil, 201, body},
+		{"crossed", signed(t, c, request(8, "acme"), "201", "1", body), 201, body},
+		{"repeated", signed(t, c, right, "201", "2", body), 201, body},
+		{"status", signed(t, c, right, "200", "1", body), 201, body},
+		{"truncated", signed(t, c, right, "201", "1", body), 201, body[:4]},
+		{"received", signed(t, c, request(7, ""), "201", "1", body), 201, body},
+	}
+	for _, tc := range cases {
+		got := c.verdict(right, tc.status, true, tc.answer, int64(len(tc.read)), sum(tc.read))
+		if !strings.HasPrefix(got, "wrong answer ("+tc.kind+")") {
+			t.Errorf("%s: got %q", tc.kind, got)
+		}
+		if strings.Contains(got, "secret") {
+			t.Errorf("%s: the query reached the evidence: %q", tc.kind, got)
+		}
+	}
+	// an unsigned refusal is the gateway's error, not a wrong answer
+	if got := c.verdict(right, 429, false, nil, 0, sum(nil)); got != "" {
+		t.Errorf("an unsigned 429: %q", got)
+	}
+	// past the evidence kept, a wrong answer is named by its kind alone
+	if got := c.verdict(right, 201, true, nil, 0, sum(nil)); got != "wrong answer (unsigned)" {
+		t.Errorf("after %d with evidence: %q", evidenceKept, got)
+	}
+}
+
+func TestACachedPhaseTakesAnEarlierAnswerOfItsOwn(t *testing.T) {
+	c := newAnswerCheck(&answersSpec{Target: true, Cached: true}, "p0001")
+	request := func(n int64) []byte {
+		return append(c.appendHeaders([]byte("GET /items/1 HTTP/1.1\r\nHost: h\r\n"), n), "\r\n"...)
+	}
+	body := []byte("cached")
+	s := sha256.Sum256(body)
+	earlier, later, now := request(3), request(9), request(5)
+	if got := c.verdict(now, 200, true, signed(t, c, earlier, "200", "1", body), int64(len(body)), s[:]); got != "" {
+		t.Errorf("an earlier request's answer from the cache: %q", got)
+	}
+	if got := c.verdict(now, 200, true, signed(t, c, later, "200", "1", body), int64(len(body)), s[:]); !strings.HasPrefix(got, "wrong answer (crossed)") {
+		t.Errorf("a later request's answer cannot come from a cache: %q", got)
+	}
+	other := newAnswerCheck(&answersSpec{}, "p0002")
+	foreign := append(other.appendHeaders([]byte("GET /items/1 HTTP/1.1\r\nHost: h\r\n"), 1), "\r\n"...)
+	if got := c.verdict(now, 200, true, signed(t, c, foreign, "200", "1", body), int64(len(body)), s[:]); !strings.HasPrefix(got, "wrong answer (crossed)") {
+		t.Errorf("another phase's answer: %q", got)
+	}
+	if got := c.verdict(now, 200, true, signed(t, c, earlier, "200", "1", body), 3, s[:]); !strings.HasPrefix(got, "wrong answer (truncated)") {
+		t.Errorf("a cached answer is still held to its own body: %q", got)
+	}
+}
+
+func TestASampledPhaseNamesAndChecksOneRequestInN(t *testing.T) {
+	c := newAnswerCheck(&answersSpec{Every: 3}, "p0004")
+	named := 0
+	for n := int64(0); n < 9; n++ {
+		req := append(c.appendHeaders([]byte("GET /a HTTP/1.1\r\nHost: h\r\n"), n), "\r\n"...)
+		s := parseSent(req)
+		if s.id != "" {
+			named++
+			if n%3 != 0 {
+				t.Errorf("arrival %d is not in the sample but named itself %q", n, s.id)
+			}
+		} else if got := c.verdict(req, 200, true, nil, 0, nil); got != "" {
+			t.Errorf("arrival %d, left out of the sample, was judged: %q", n, got)
+		}
+	}
+	if named != 3 {
+		t.Errorf("named %d of 9, want 3", named)
+	}
+}

@@ -1,0 +1,222 @@
+"""A deliberately faulty HTTP/1.1 proxy on loopback: the proof that the engines catch wrong
+answers under load (docs/trust.md, "Right answers under load").
+
+It forwards each client connection to the backend over a connection of its own, and injects
+four faults, each a fixed number of times, counting what it really did:
+
+- ``swaps``: the answers of two requests in flight on two client connections are exchanged
+  (each swap makes two crossed answers);
+- ``truncations``: an answer whose body is longer than ``truncate_above`` bytes is cut to that
+  length, its ``Content-Length`` cut with it (a proxy whose buffer filled);
+- ``dropped``: the request header ``drop_header`` is removed on the way to the backend;
+- ``repeats``: a POST is sent to the backend twice and the second answer is returned (a retry
+  of a request that is not idempotent).
+
+A request gets at most one fault, so each wrong answer has exactly one cause and the counts
+the engine reports can be compared with :attr:`FaultyProxy.injected` exactly. A test helper:
+nothing in the product imports it. Request bodies must carry a ``Content-Length`` (every
+workload the tests send here does); an answer to a HEAD or with a 1xx, 204 or 304 status has no
+body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+
+SWAP_WAIT_S = 2.0
+"""How long an answer waits for another connection's answer to swap with; after that it goes
+out unswapped (the budget is kept for a later pair)."""
+
+
+@dataclass
+class Faults:
+    swaps: int = 0
+    truncations: int = 0
+    truncate_above: int = 1024
+    dropped: int = 0
+    drop_header: str = "x-tenant"
+    repeats: int = 0
+
+
+@dataclass
+class _Message:
+    head: bytes
+    body: bytes
+
+    def header(self, name: str) -> str | None:
+        for line in self.head.split(b"\r\n")[1:]:
+            key, _, value = line.partition(b":")
+            if key.strip().lower() == name.encode():
+                return value.strip().decode("latin-1")
+        return None
+
+    def without(self, name: str) -> _Message:
+        lines = self.head.split(b"\r\n")
+        kept = [lines[0]] + [
+            line for line in lines[1:] if line.partition(b":")[0].strip().lower() != name.encode()
+        ]
+        return _Message(b"\r\n".join(kept), self.body)
+
+    def cut(self, size: int) -> _Message:
+        cut = self.without("content-length")
+        lines = cut.head.split(b"\r\n")
+        lines.insert(1, f"Content-Length: {size}".encode())
+        return _Message(b"\r\n".join(lines), self.body[:size])
+
+    def raw(self) -> bytes:
+        return self.head + b"\r\n\r\n" + self.body
+
+
+async def _read(reader: asyncio.StreamReader, *, request: bool, method: str = "GET") -> _Message:
+    head = (await reader.readuntil(b"\r\n\r\n"))[:-4]
+    message = _Message(head, b"")
+    if message.header("transfer-encoding"):
+        raise ValueError("the faulty proxy reads Content-Length bodies only")
+    status = 0 if request else int(head.split(b" ", 2)[1])
+    no_body = not request and (method == "HEAD" or status < 200 or status in (204, 304))
+    length = int(message.header("content-length") or 0)
+    if length and not no_body:
+        message.body = await reader.readexactly(length)
+    return message
+
+
+@dataclass
+class _Pending:
+    """An answer waiting for a partner to swap with."""
+
+    answer: _Message
+    swapped: asyncio.Future[_Message]
+
+
+@dataclass
+class FaultyProxy:
+    """Serves on 127.0.0.1 (``url``) in a thread of its own until :meth:`close`."""
+
+    backend_port: int
+    faults: Faults
+    injected: Counter[str] = field(default_factory=Counter)
+    """What it really did: ``crossed`` (answers, two per swap), ``truncated``, ``received``
+    (requests that lost the header), ``repeated``."""
+    port: int = 0
+
+    def __post_init__(self) -> None:
+        self._left = Counter(
+            swaps=self.faults.swaps,
+            truncations=self.faults.truncations,
+            dropped=self.faults.dropped,
+            repeats=self.faults.repeats,
+        )
+        self._waiting: _Pending | None = None
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("the faulty proxy did not start")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        server = self._loop.run_until_complete(asyncio.start_server(self._client, "127.0.0.1", 0))
+        self.port = server.sockets[0].getsockname()[1]
+        self._server = server
+        self._ready.set()
+        self._loop.run_forever()
+
+    def close(self) -> None:
+        asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
+
+    async def _shutdown(self) -> None:
+        self._server.close()
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._server.wait_closed()
+
+    def __enter__(self) -> FaultyProxy:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _take(self, fault: str) -> bool:
+        if self._left[fault] > 0:
+            self._left[fault] -= 1
+            return True
+        return False
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.backend_port)
+        try:
+            while True:
+                try:
+                    request = await _read(reader, request=True)
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                answer = await self._forward(request, up_reader, up_writer)
+                writer.write(answer.raw())
+                await writer.drain()
+        finally:
+            up_writer.close()
+            writer.close()
+
+    async def _exchange(
+        self, request: _Message, up_reader: asyncio.StreamReader, up_writer: asyncio.StreamWriter
+    ) -> _Message:
+        up_writer.write(request.raw())
+        await up_writer.drain()
+        method = request.head.split(b" ", 1)[0].decode()
+        return await _read(up_reader, request=False, method=method)
+
+    async def _forward(
+        self, request: _Message, up_reader: asyncio.StreamReader, up_writer: asyncio.StreamWriter
+    ) -> _Message:
+        method = request.head.split(b" ", 1)[0].decode()
+        if method == "POST" and self._take("repeats"):
+            await self._exchange(request, up_reader, up_writer)
+            self.injected["repeated"] += 1
+            return await self._exchange(request, up_reader, up_writer)
+        if method != "POST" and request.header(self.faults.drop_header) and self._take("dropped"):
+            self.injected["received"] += 1
+            return await self._exchange(
+                request.without(self.faults.drop_header), up_reader, up_writer
+            )
+        answer = await self._exchange(request, up_reader, up_writer)
+        if len(answer.body) > self.faults.truncate_above and self._take("truncations"):
+            self.injected["truncated"] += 1
+            return answer.cut(self.faults.truncate_above)
+        if self._left["swaps"] > 0:
+            return await self._swap(answer)
+        return answer
+
+    async def _swap(self, answer: _Message) -> _Message:
+        waiting = self._waiting
+        if waiting is not None and not waiting.swapped.done():
+            self._waiting = None
+            self._left["swaps"] -= 1
+            self.injected["crossed"] += 2
+            waiting.swapped.set_result(answer)
+            return waiting.answer
+        pending = _Pending(answer, self._loop.create_future())
+        self._waiting = pending
+        try:
+            return await asyncio.wait_for(asyncio.shield(pending.swapped), SWAP_WAIT_S)
+        except TimeoutError:
+            if self._waiting is pending:
+                self._waiting = None
+            if pending.swapped.done():
+                return pending.swapped.result()
+            return answer
+
+
+__all__ = ["Faults", "FaultyProxy"]
