@@ -112,8 +112,9 @@ def test_github_actions_job_passes_within_the_thresholds(tmp_path: Path) -> None
     run_out = ran[1][2]
     assert re.search(r"^Thresholds: (\d+) of \1 met\.$", run_out, re.MULTILINE), run_out
     suite = ET.parse(work / "gatebench-junit.xml").getroot()
-    # One case per threshold × gateway: the plan has one gateway (nginx) and four thresholds.
-    assert (suite.get("tests"), suite.get("failures")) == ("4", "0")
+    # One case per threshold × gateway: the plan has one gateway (nginx), four thresholds and
+    # the default wrong-answers gate (docs/ci.md, "A default gate").
+    assert (suite.get("tests"), suite.get("failures")) == ("5", "0")
 
 
 def test_github_actions_job_fails_on_a_missed_threshold(tmp_path: Path) -> None:
@@ -128,7 +129,7 @@ def test_github_actions_job_fails_on_a_missed_threshold(tmp_path: Path) -> None:
     assert len(re.findall(r"^threshold failed: ", stderr, re.MULTILINE)) == 1, stderr
     assert IMPOSSIBLE_LINE.search(stderr), stderr
     suite = ET.parse(work / "gatebench-junit.xml").getroot()
-    assert (suite.get("tests"), suite.get("failures")) == ("5", "1")
+    assert (suite.get("tests"), suite.get("failures")) == ("6", "1")
     (failure,) = suite.iter("failure")
     assert "nginx/list: throughput" in (failure.get("message") or "")
 
@@ -243,7 +244,8 @@ def test_cloud_build_passes_within_the_thresholds(tmp_path: Path) -> None:
         rf"^Thresholds of run {result['run_id']}: (\d+) of \1 met\.$", ran[2][2], re.MULTILINE
     ), ran[2]
     suite = ET.parse(work / "gatebench-junit.xml").getroot()
-    assert (suite.get("tests"), suite.get("failures")) == ("4", "0")
+    # four thresholds and the default wrong-answers gate, for nginx
+    assert (suite.get("tests"), suite.get("failures")) == ("5", "0")
 
 
 def test_cloud_build_fails_on_a_missed_threshold(tmp_path: Path) -> None:
@@ -258,4 +260,4 @@ def test_cloud_build_fails_on_a_missed_threshold(tmp_path: Path) -> None:
     assert len(re.findall(r"^threshold failed: ", stderr, re.MULTILINE)) == 1, stderr
     assert IMPOSSIBLE_LINE.search(stderr), stderr
     suite = ET.parse(work / "gatebench-junit.xml").getroot()
-    assert (suite.get("tests"), suite.get("failures")) == ("5", "1")
+    assert (suite.get("tests"), suite.get("failures")) == ("6", "1")
