@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -134,15 +135,17 @@ def test_cli_run_with_a_relative_results_folder(tmp_path: Path) -> None:
     assert any(line.startswith("read — GET /items/{id}, 60 sequential requests") for line in out)
     assert any(line.startswith("write — POST /items, 20 users at once") for line in out)
     (run_dir,) = [p for p in (tmp_path / "out").iterdir() if p.is_dir()]
-    assert out[-2] == (
+    assert out[-3] == (
         f"Results: {run_dir}/ (run.json, measurements.jsonl, workload.json, gateway logs, "
         "simulation.log)"
     )
     store = tmp_path / "out" / "gatebench.sqlite"
-    assert out[-1] == (
+    assert out[-2] == (
         f"Stored in out/gatebench.sqlite; `gatebench report {run_dir.name} --store "
         "out/gatebench.sqlite` writes the HTML report."
     )
+    # the default wrong-answers gate holds every run (docs/ci.md, "A default gate")
+    assert re.fullmatch(r"Thresholds: (\d+) of \1 met\.", out[-1]), out[-1]
     assert store.is_file()
     assert any(line.startswith("Scores (paper profile, 0-100):") for line in out)
     assert "[loading] " in done.stderr
