@@ -39,7 +39,7 @@ from gatebench.core.ir import Api
 from gatebench.core.measure import PhaseResult
 from gatebench.core.routescale import LOAD_TARGET, WARMUP_WORKLOAD, rate_plan
 from gatebench.core.simlog import RequestRecord, RunHeader, read_simlog
-from gatebench.core.workload import compile_load
+from gatebench.core.workload import CompiledLoad, compile_load
 from gatebench.kinds._live._gateway import RateRun
 from gatebench.kinds._live.metrics import Arrival, MeasuredFrom
 from gatebench.local.procs import Supervisor
@@ -76,11 +76,7 @@ class GatlingRateLoad:
     ) -> RateRun:
         from gatebench.local.engines.gatling import GatlingEngine
 
-        plan = rate_plan(
-            routes, rate=rate, duration_s=duration_s, warmup_s=warmup_s, backend_url=base_url
-        )
-        # the gateway forwards to gatebench's own echo backends, which sign every answer
-        compiled = compile_load(plan, api, {LOAD_TARGET: base_url}, signed=True)
+        compiled = _compiled(api, routes, base_url, rate, duration_s, warmup_s)
         measured = [p for p in compiled.schedule.phases if p.workload != WARMUP_WORKLOAD]
         label_of = {p.id: p.workload for p in measured}
         first = min(p.index for p in measured)
@@ -134,11 +130,7 @@ class LoadgenRateLoad:
         from gatebench.core.loadlog import sent_requests
         from gatebench.local.engines.loadgen import LoadgenEngine
 
-        plan = rate_plan(
-            routes, rate=rate, duration_s=duration_s, warmup_s=warmup_s, backend_url=base_url
-        )
-        # the gateway forwards to gatebench's own echo backends, which sign every answer
-        compiled = compile_load(plan, api, {LOAD_TARGET: base_url}, signed=True)
+        compiled = _compiled(api, routes, base_url, rate, duration_s, warmup_s)
         phases = sorted(compiled.schedule.phases, key=lambda p: p.index)
         label_of = {p.index: p.workload for p in phases if p.workload != WARMUP_WORKLOAD}
         # the phases follow each other without a gap: the first measured one starts after the
@@ -176,6 +168,23 @@ class LoadgenRateLoad:
         arrivals.sort(key=lambda a: a.at_ms)
         out.arrivals = arrivals
         return out
+
+
+def _compiled(
+    api: Api,
+    routes: Mapping[str, str],
+    base_url: str,
+    rate: float,
+    duration_s: float,
+    warmup_s: float,
+) -> CompiledLoad:
+    """The rate plan (``routescale.rate_plan``) compiled for the one target at ``base_url``:
+    what either adapter runs."""
+    plan = rate_plan(
+        routes, rate=rate, duration_s=duration_s, warmup_s=warmup_s, backend_url=base_url
+    )
+    # the gateway forwards to gatebench's own echo backends, which sign every answer
+    return compile_load(plan, api, {LOAD_TARGET: base_url}, signed=True)
 
 
 class _Hooks:
