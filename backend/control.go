@@ -6,12 +6,14 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"time"
 )
 
 // ControlPrefix is where the engine talks to the backend directly, never through a gateway:
 // gateways only route the operations of the description, and no API path starts with a
-// segment wrapped in double underscores in practice. POST ControlPrefix+"reset" restores the
-// initial state (the auction service re-seeds its auctions); GET ControlPrefix+"health"
+// segment wrapped in double underscores in practice. POST ControlPrefix+"reset" waits until no
+// request is being served (drain), then restores the initial state (the auction service
+// re-seeds its auctions); GET ControlPrefix+"health"
 // answers 200 once the server is serving. GET ControlPrefix+"stats" reports the requests
 // served outside the control prefix since the start or the last reset ({"http2": H,
 // "requests": N}: H of them over HTTP/2; the mock with a latency adds how late its held
@@ -24,6 +26,25 @@ type resettable interface {
 	Reset()
 }
 
+// drainLimit bounds how long a reset waits for the requests still being served (a hold the
+// client gave up on, a queue a gateway keeps forwarding): below every caller's timeout for
+// the reset (the engines' 40 s).
+const drainLimit = 30 * time.Second
+
+// drain waits until no request is in flight, or limit has passed; how many still are.
+// A reset starts the next measurement: the requests of the one before (an overload probe's
+// queue outlives its load by up to the probe's length) must not share the backend with it.
+func drain(inFlight *atomic.Int64, limit time.Duration) int64 {
+	deadline := time.Now().Add(limit)
+	for {
+		left := inFlight.Load()
+		if left <= 0 || !time.Now().Before(deadline) {
+			return left
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // statsReporter is a mode with more to report than the request count (the mock's latency
 // precision); its fields are added to the stats document.
 type statsReporter interface {
@@ -32,9 +53,11 @@ type statsReporter interface {
 
 // withControl serves the control endpoints and passes every other request to h.
 func withControl(h resettable, mode string) http.Handler {
-	var served, http2 atomic.Int64
+	var served, http2, inFlight atomic.Int64
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.HasPrefix(r.URL.Path, ControlPrefix) {
+			inFlight.Add(1)
+			defer inFlight.Add(-1)
 			h.ServeHTTP(w, r)
 			served.Add(1)
 			if r.ProtoMajor == 2 {
@@ -60,6 +83,12 @@ func withControl(h resettable, mode string) http.Handler {
 			if r.Method != http.MethodPost {
 				w.Header().Set("Allow", "POST")
 				http.Error(w, "reset needs POST", http.StatusMethodNotAllowed)
+				return
+			}
+			if left := drain(&inFlight, drainLimit); left > 0 {
+				http.Error(w, fmt.Sprintf(
+					"%d requests of the earlier load are still being served after %s: a measurement started now would share the backend with them",
+					left, drainLimit), http.StatusServiceUnavailable)
 				return
 			}
 			h.Reset()

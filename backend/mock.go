@@ -158,7 +158,14 @@ func (h *mockHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		worker := 0
 		if h.workers != nil {
-			worker = <-h.workers // wait for a free worker
+			// wait for a free worker, unless the client leaves first (its timeout, or the end
+			// of the load): a request nobody waits for would hold a worker for the next
+			// measurement (withControl's reset waits for held ones only)
+			select {
+			case worker = <-h.workers:
+			case <-r.Context().Done():
+				return
+			}
 		}
 		if h.latency > 0 {
 			// exactly the configured time after the request was read (hold.go), or after

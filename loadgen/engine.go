@@ -277,11 +277,15 @@ func (e *engine) add(r record) {
 	}
 }
 
+// controlTimeout bounds one control call: the backend's reset waits up to 30 s for the earlier
+// load's requests to finish (backend/control.go, drainLimit) before it answers.
+const controlTimeout = 40 * time.Second
+
 // controls calls the phase's control endpoints (the backend reset) directly; "" when all
 // answered as expected.
 func (e *engine) controls(calls []control) string {
 	for _, c := range calls {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
 		req, err := http.NewRequestWithContext(ctx, c.Method, c.URL, nil)
 		if err != nil {
 			cancel()

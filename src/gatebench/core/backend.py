@@ -19,6 +19,10 @@ from gatebench.core.plan import Backend
 from gatebench.core.synth import synthesize
 
 CONTROL_PREFIX = "/__gatebench__/"
+CONTROL_TIMEOUT_S = 40.0
+"""How long a caller waits for a control call: the reset answers once the earlier load's
+requests are served, up to 30 s (backend/control.go, ``drainLimit``); loadgen's
+``controlTimeout`` is the same."""
 """The backend's own paths (health, stats, reset): reached straight, never through a gateway."""
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from gatebench.core.backend import CONTROL_PREFIX, mock_config
+from gatebench.core.backend import CONTROL_PREFIX, CONTROL_TIMEOUT_S, mock_config
 from gatebench.core.errors import RunError
 from gatebench.core.ir import Api
 from gatebench.core.plan import Plan
@@ -397,8 +397,9 @@ def _check_reachable(url: str, timeout: float = 5.0) -> None:
         conn.close()
 
 
-def reset_backend(reset_url: str, timeout: float = 5.0) -> None:
-    """Call the backend's reset directly (never through a gateway)."""
+def reset_backend(reset_url: str, timeout: float = CONTROL_TIMEOUT_S) -> None:
+    """Call the backend's reset directly (never through a gateway); it answers once the
+    requests of the earlier load are served (up to 30 s: backend/control.go)."""
     parts = urlsplit(reset_url)
     conn = http.client.HTTPConnection(
         parts.hostname or "127.0.0.1", parts.port or 80, timeout=timeout

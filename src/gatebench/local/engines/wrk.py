@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from gatebench.core.backend import CONTROL_TIMEOUT_S
 from gatebench.core.capabilities import wrk_injection_problem
 from gatebench.core.errors import Problem, RunError, UnsupportedFeature, pointer
 from gatebench.core.stats import PhaseSample
@@ -636,7 +637,7 @@ def _skipped(skip_file: Path | None, target: str) -> bool:
         return False
 
 
-def _controls(calls: Iterable[Mapping[str, Any]], timeout: float = 10.0) -> str | None:
+def _controls(calls: Iterable[Mapping[str, Any]], timeout: float = CONTROL_TIMEOUT_S) -> str | None:
     """Make the phase's control calls (the backend reset), directly; the first failure. A
     call with ``wait_ms`` is retried every 100 ms until it succeeds or that time is up."""
     for call in calls:
