@@ -80,7 +80,10 @@ def test_a_signal_reaches_the_containers_main_process(daemon: tuple) -> None:
         time.sleep(0.05)
     docker.kill("gateway", "SIGHUP")
     deadline = time.monotonic() + 60
-    while not log.exists() and time.monotonic() < deadline:
+    # the handler opens the file, then writes: wait for the whole line, not the file
+    while not (log.read_text() if log.exists() else "").endswith("\n") and (
+        time.monotonic() < deadline
+    ):
         time.sleep(0.05)
     assert log.read_text() == "reload\n"
     assert docker.inspect("gateway").pid == state.pid  # a reload keeps the process
