@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import math
 import random
 import statistics
@@ -10,6 +11,7 @@ import pytest
 
 from gatebench.core.model import Measurement
 from gatebench.core.stats import (
+    LatencySummary,
     PhaseSample,
     format_workload_table,
     nearest_rank,
@@ -77,6 +79,39 @@ def test_nearest_ranks_walk_the_counts_in_order() -> None:
     assert nearest_ranks({3.0: 1, 1.0: 2, 10.0: 1}, (25, 50, 75, 100)) == [1.0, 1.0, 3.0, 10.0]
     assert nearest_ranks({}, (50, 99)) == [0.0, 0.0]
     assert nearest_ranks({5: 0, 7: 1}, (1,)) == [7.0]
+
+
+def test_every_kind_summarises_latencies_the_same_way() -> None:
+    """One summary (``LatencySummary``) for a phase, a capacity probe and a scale point: from
+    the values or from counts per value, the same figures, those of the sorted list."""
+    from gatebench.kinds._live.metrics import Arrival, latency_of
+    from gatebench.kinds.capacity._metrics import _latencies
+
+    rng = random.Random(11)
+    values = [rng.randrange(100, 40_000) / 1000.0 for _ in range(2001)]
+    ordered = sorted(values)
+    s = LatencySummary.of(values)
+    assert s == LatencySummary.of_counts(collections.Counter(values))
+    assert (s.count, s.min, s.max) == (2001, ordered[0], ordered[-1])
+    assert (s.p50, s.p90, s.p95, s.p99) == tuple(nearest_rank(ordered, p) for p in (50, 90, 95, 99))
+    assert s.mean == pytest.approx(statistics.fmean(ordered), rel=1e-15)
+    sample = PhaseSample()
+    for v in values:
+        sample.add_latency(v)
+    phase = phase_stats(sample)
+    assert (phase.p50, phase.p99, phase.mean, phase.max) == (s.p50, s.p99, s.mean, s.max)
+    probe = _latencies(LatencySummary.of_counts(sample.counts))
+    assert probe == {
+        "p50": s.p50,
+        "p90": s.p90,
+        "p95": s.p95,
+        "p99": s.p99,
+        "mean": s.mean,
+        "max": s.max,
+    }
+    point = latency_of(Arrival(0.0, v, True, "start") for v in values)
+    assert (point.requests, point.p50_ms, point.p99_ms, point.max_ms) == (2001, s.p50, s.p99, s.max)
+    assert LatencySummary.of([]) == LatencySummary(0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
 
 def test_empty_phase() -> None:

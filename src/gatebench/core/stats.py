@@ -161,6 +161,48 @@ def _exact_moments(counts: Mapping[float, int]) -> tuple[float, float]:
 
 
 @dataclass(frozen=True)
+class LatencySummary:
+    """The one summary of a set of latencies (ms), as the module's docstring defines it:
+    nearest-rank percentiles and exact moments. Every kind's latency figures come from it: a
+    phase's (``PhaseStats``), a capacity probe's (``latency``, ``from_send``), a route-scale
+    point's and a change window's (``kinds._live.metrics.Latency``)."""
+
+    count: int
+    min: float
+    mean: float
+    max: float
+    stddev: float
+    p50: float
+    p90: float
+    p95: float
+    p99: float
+
+    @classmethod
+    def of_counts(cls, counts: Mapping[float, int]) -> LatencySummary:
+        """From counts per latency (a phase's ``PhaseSample.counts``); zeros for none."""
+        n = sum(counts.values())
+        mean, stddev = _exact_moments(counts)
+        p50, p90, p95, p99 = nearest_ranks(counts, PERCENTILES)
+        present = [v for v, c in counts.items() if c]
+        return cls(
+            count=n,
+            min=float(min(present)) if n else 0.0,
+            mean=mean,
+            max=float(max(present)) if n else 0.0,
+            stddev=stddev,
+            p50=p50,
+            p90=p90,
+            p95=p95,
+            p99=p99,
+        )
+
+    @classmethod
+    def of(cls, values: Iterable[float]) -> LatencySummary:
+        """From the latencies themselves, in any order."""
+        return cls.of_counts(Counter(values))
+
+
+@dataclass(frozen=True)
 class PhaseStats:
     requests: int
     ok: int
@@ -184,26 +226,23 @@ class PhaseStats:
 
 
 def phase_stats(sample: PhaseSample) -> PhaseStats:
-    counts = sample.counts
-    n = sum(counts.values())
-    mean, stddev = _exact_moments(counts)
+    latency = LatencySummary.of_counts(sample.counts)
+    n = latency.count
     duration_s = sample.duration_ms / 1000.0
-    p50, p90, p95, p99 = nearest_ranks(counts, (50, 90, 95, 99))
-    present = [v for v, c in counts.items() if c]
     return PhaseStats(
         requests=n,
         ok=sample.ok,
         ko=sample.ko,
         error_pct=100.0 * sample.ko / n if n else 0.0,
         throughput=n / duration_s if duration_s > 0 else 0.0,
-        min=float(min(present)) if n else 0.0,
-        mean=mean,
-        max=float(max(present)) if n else 0.0,
-        stddev=stddev,
-        p50=p50,
-        p90=p90,
-        p95=p95,
-        p99=p99,
+        min=latency.min,
+        mean=latency.mean,
+        max=latency.max,
+        stddev=latency.stddev,
+        p50=latency.p50,
+        p90=latency.p90,
+        p95=latency.p95,
+        p99=latency.p99,
         duration_s=duration_s,
         errors=tuple(sorted(sample.errors.items(), key=lambda kv: (-kv[1], kv[0]))),
         wrong=sample.wrong,

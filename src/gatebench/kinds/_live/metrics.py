@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from gatebench.core.answers import wrong_answer_kind
-from gatebench.core.stats import nearest_rank
+from gatebench.core.stats import LatencySummary
 
 BUCKET_MS = 100.0
 """Width of the buckets of the latency-over-time series around a change."""
@@ -94,10 +94,8 @@ def latency_of(arrivals: Iterable[Arrival]) -> Latency:
             wrong += 1
     if not values:
         return Latency(0, 0, None, None, None)
-    values.sort()
-    return Latency(
-        len(values), ko, nearest_rank(values, 50), nearest_rank(values, 99), values[-1], wrong
-    )
+    s = LatencySummary.of(values)
+    return Latency(s.count, ko, s.p50, s.p99, s.max, wrong)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ its intended start, and how the engine kept the schedule. :func:`read_probe` red
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -16,7 +15,7 @@ from typing import Any, Literal
 from gatebench.core.loadlog import ScheduleSample
 from gatebench.core.measure import PhaseResult
 from gatebench.core.resources import requests_per_cpu_s
-from gatebench.core.stats import nearest_rank, phase_stats
+from gatebench.core.stats import LatencySummary, nearest_rank, phase_stats
 
 ProbeKind = Literal["grow", "shrink", "bisect", "confirm"]
 LATENCY_KEYS = ("p50", "p90", "p95", "p99", "mean", "max")
@@ -36,12 +35,9 @@ class ProbeRequest:
         return self.warmup_s + self.duration_s
 
 
-def _latencies(values: list[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    out = {f"p{p}": nearest_rank(ordered, p) for p in (50, 90, 95, 99)}
-    out["mean"] = statistics.fmean(ordered) if ordered else 0.0
-    out["max"] = ordered[-1] if ordered else 0.0
-    return out
+def _latencies(s: LatencySummary) -> dict[str, float]:
+    """A probe's figures (``ProbeMetrics.latency``'s keys) from the one summary."""
+    return {"p50": s.p50, "p90": s.p90, "p95": s.p95, "p99": s.p99, "mean": s.mean, "max": s.max}
 
 
 @dataclass(frozen=True)
@@ -159,6 +155,7 @@ def read_probe(
     the engine kept it). Achieved rate is over the planned window: a target that answers
     after the window ends did not carry the rate in it."""
     s = phase_stats(result.sample)
+    measured = LatencySummary.of_counts(result.sample.counts)
     lags = sorted(schedule.lags_ms)
     late = sum(1 for lag in lags if lag > late_ms)
     cpu = result.cpu
@@ -176,8 +173,10 @@ def read_probe(
         error_pct=s.error_pct,
         achieved_rate=s.ok / max(request.duration_s, s.duration_s) if s.requests else 0.0,
         served_rate=_served(request, s.ok, s.duration_s),
-        latency=_latencies(result.sample.latencies),
-        from_send=_latencies(schedule.from_send_ms or result.sample.latencies),
+        latency=_latencies(measured),
+        from_send=_latencies(
+            LatencySummary.of(schedule.from_send_ms) if schedule.from_send_ms else measured
+        ),
         lag_p50_ms=nearest_rank(lags, 50),
         lag_p99_ms=nearest_rank(lags, 99),
         lag_max_ms=lags[-1] if lags else 0.0,
