@@ -183,7 +183,7 @@ def test_the_dashboard_reads_a_capacity_run(result: CapacityResult, tmp_path: Pa
     assert sum(len(s["points"]) for s in curves["series"]) == len(result.curves)
     assert [t["id"] for t in view["tables"]] == ["capacity-0", "capacity-pairs-0"]
     assert html.status_code == 200 and b"gatebench capacity report" in html.data
-    assert compare.status_code == 400 and b"is a capacity run" in compare.data
+    assert compare.status_code == 400 and b"is a capacity search run" in compare.data
     assert listed["runs"][0]["kind"] == "capacity"
 
 

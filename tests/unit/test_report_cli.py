@@ -36,12 +36,13 @@ def test_runs_lists_newest_first(store_path: str, capsys: pytest.CaptureFixture[
         "STATUS",
         "CREATED",
         "(UTC)",
+        "KIND",
         "GATEWAYS",
         "WORKLOADS",
         "TITLE",
     ]
     assert lines[1].startswith(
-        "20260101-120000-synthetic  done    2026-01-01 12:00  nginx,haproxy,caddy"
+        "20260101-120000-synthetic  done    2026-01-01 12:00  fixed workload  nginx,haproxy,caddy"
     )
     assert lines[2].startswith("older")
     assert main(["runs", "--store", store_path, "--json", "--limit", "1"]) == 0

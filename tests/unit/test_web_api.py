@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from werkzeug.test import TestResponse
 
-from gatebench.core.model import RunRecord, RunStatus
+from gatebench.core.model import RunKind, RunRecord, RunStatus
 from gatebench.core.report import score_run
 from gatebench.kinds.request import (
     CheckedUpload,
@@ -559,3 +559,35 @@ def test_a_scale_runs_points_and_changes_as_json_and_html(store: SqliteStore) ->
     assert b'id="mem-nginx"' in html.data and b'id="p99-envoy"' in html.data
     assert get(store, f"runs/{run_id}/scale", format="csv").status_code == 400
     assert get(store, "runs/20990101-000000-zzzz/scale").status_code == 404
+
+
+def test_each_kind_answers_its_own_report_and_only_fixed_runs_are_compared(
+    store: SqliteStore,
+) -> None:
+    """``/report`` and ``/view`` look the run's kind up in the registry: a route-scale run's
+    report is its own (not an empty AGE report), in the formats it has; ``/compare`` takes the
+    kinds that can stand side by side (fixed workloads) and names any other."""
+    scale_id, fixed_id = "20260103-130000-dddd", "20260103-130000-eeee"
+    store.create_run(
+        RunRecord(
+            run_id=scale_id, spec_uri="file:///a.yaml", spec_sha256="0" * 64, kind=RunKind.SCALE
+        )
+    )
+    run, measurements = synthetic_run(run_id=fixed_id)
+    store.create_run(run)
+    for m in measurements:
+        store.put_measurement(m)
+    html = get(store, f"runs/{scale_id}/report", format="html")
+    assert html.status_code == 200 and html.data == get(
+        store, f"runs/{scale_id}/scale", format="html"
+    ).data
+    as_json = get(store, f"runs/{scale_id}/report", format="json")
+    assert as_json.status_code == 200 and json.loads(as_json.data)["format"] == "gatebench-scale/1"
+    markdown = get(store, f"runs/{scale_id}/report", format="md")
+    assert markdown.status_code == 400 and b"html, json or csv" in markdown.data
+    fixed = get(store, f"runs/{fixed_id}/report", format="md")
+    assert fixed.status_code == 200 and b"# " in fixed.data
+    assert get(store, f"runs/{fixed_id}/view").get_json()["run"]["kind"] == "workload"
+    refused = get(store, "compare", a=fixed_id, b=scale_id)
+    assert refused.status_code == 400 and b"is a route scale run" in refused.data
+    assert get(store, "compare", a=fixed_id, b=fixed_id).status_code == 200

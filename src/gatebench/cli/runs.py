@@ -9,7 +9,6 @@ import datetime as dt
 import json
 
 from gatebench.cli._store import add_store_argument, store_location
-from gatebench.core.model import RunKind
 from gatebench.store import open_store
 
 
@@ -38,15 +37,18 @@ def run(args: argparse.Namespace) -> int:
     if not runs:
         print(f"no runs in {store_location(args)}")
         return 0
-    header = ("RUN", "STATUS", "CREATED (UTC)", "GATEWAYS", "WORKLOADS", "TITLE")
+    from gatebench.kinds.registry import kind_of
+
+    header = ("RUN", "STATUS", "CREATED (UTC)", "KIND", "GATEWAYS", "WORKLOADS", "TITLE")
     rows = [
         (
             r.run_id,
             "abandoned" if r.run_id in gone else r.status.value,
             dt.datetime.fromtimestamp(r.created_at, tz=dt.UTC).strftime("%Y-%m-%d %H:%M"),
+            kind_of(r).title,
             ",".join(r.gateways) or "-",
             str(len(r.workloads)),
-            (r.title or "-") + (" (capacity search)" if r.kind == RunKind.CAPACITY else ""),
+            r.title or "-",
         )
         for r in runs
     ]

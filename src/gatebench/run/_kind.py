@@ -56,7 +56,11 @@ class Kind(Generic[Ask]):
     """A stored run of this kind as ``format`` (``html``, ``json``, ``csv``, ``md``, ``junit``):
     its own report section; a format it has no report in is a RunError that says which it
     has."""
+    view: Callable[[ResultStore, RunRecord], dict[str, Any]]
+    """A stored run of this kind as the dashboard's run page reads it (``/api/runs/ID/view``)."""
     status_rule: Callable[[RunContext], RunStatus] = measured_status
+    compared: bool = False
+    """Two runs of this kind can stand side by side on the dashboard (``/api/compare``)."""
 
 
 __all__ = ["Kind", "KindReport", "Prepared"]

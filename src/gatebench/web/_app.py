@@ -26,20 +26,16 @@ from flask import Blueprint, Flask, Request, Response, current_app, request
 from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
-from gatebench.core.errors import GatebenchError, Problem, StoreError
-from gatebench.core.model import RunKind
+from gatebench.core.errors import GatebenchError, Problem, RunError, StoreError
 from gatebench.core.report import (
     FORMATS,
     compare_view,
     json_safe,
     load_report,
-    render,
     run_summary,
-    run_view,
 )
 from gatebench.core.spec import DEFAULT_LIMITS, Limits
 from gatebench.kinds._live._report import render_scale_html, stored_scale_document
-from gatebench.kinds.capacity._report import capacity_view, load_capacity_report, render_capacity
 from gatebench.kinds.request import (
     UPLOAD_PREFIX,
     UploadRejected,
@@ -243,15 +239,15 @@ def run_routes(_rest: str) -> Answer | Response:
         return ({"run": queued}, 200, []) if queued and not tail else _missing(run_id)
     if not tail:
         return {"run": _live_summary(run)}, 200, []
-    capacity = run.kind == RunKind.CAPACITY
+    from gatebench.kinds.registry import kind_of  # each kind's own page and report
+
+    kind = kind_of(run)
     if tail == ["view"]:
-        if capacity:
-            return capacity_view(load_capacity_report(store, run_id)), 200, []
-        return run_view(load_report(store, run_id)), 200, []
-    if capacity:
-        text = render_capacity(load_capacity_report(store, run_id), fmt)  # type: ignore[arg-type]
-    else:
-        text = render(load_report(store, run_id), fmt)  # type: ignore[arg-type]
+        return kind.view(store, run), 200, []
+    try:
+        text = kind.report(store, run, fmt, None).text
+    except RunError as exc:
+        return refusal(400, str(exc))
     disposition = "inline" if fmt == "html" else "attachment"
     return Response(
         text,
@@ -263,6 +259,8 @@ def run_routes(_rest: str) -> Answer | Response:
 @read_api.get("/compare")
 def compare_runs() -> Answer:
     """Two fixed-workload runs side by side."""
+    from gatebench.kinds.registry import kind_of
+
     state = dashboard()
     assert state.store is not None
     ids = {key: request.args.get(key, "") for key in ("a", "b")}
@@ -278,10 +276,10 @@ def compare_runs() -> Answer:
         run = store.get_run(run_id)
         if run is None:
             return _missing(run_id)
-        if run.kind == RunKind.CAPACITY:
+        if not kind_of(run).compared:
             message = (
-                f"run {run_id!r} is a capacity run: the comparison covers fixed-workload runs "
-                "(a capacity run compares its targets itself)"
+                f"run {run_id!r} is a {kind_of(run).title} run: the comparison covers "
+                "fixed-workload runs (the other kinds compare their targets themselves)"
             )
             return problems(400, [Problem(f"/{key}", message)])
     return compare_view(load_report(store, ids["a"]), load_report(store, ids["b"])), 200, []

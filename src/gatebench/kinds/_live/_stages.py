@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from gatebench.core.errors import GatebenchError, RunError
 from gatebench.core.fairness import CpuPolicy, cpu_environment, rate_concurrency
@@ -325,6 +325,14 @@ def live_report(
     raise RunError(
         f"run {run.run_id} is a scale or change-under-load run: its report is html, json or csv"
     )
+
+
+def live_view(store: ResultStore, run: RunRecord) -> dict[str, Any]:
+    """The dashboard's page of a scale or change-under-load run: the run's own lines (its
+    figures are in its report, ``live_report``)."""
+    from gatebench.core.report import load_report, run_view
+
+    return run_view(load_report(store, run.run_id))
 
 
 def live_status(ctx: RunContext) -> RunStatus:

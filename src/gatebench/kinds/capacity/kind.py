@@ -10,6 +10,8 @@ machinery in, is loaded only where a capacity run executes.
 
 from __future__ import annotations
 
+from typing import Any
+
 from gatebench.core.ir import Api
 from gatebench.core.model import ResultStore, RunKind, RunRecord, RunStatus
 from gatebench.core.pinning import capacity_layout
@@ -71,6 +73,13 @@ def report(store: ResultStore, run: RunRecord, fmt: str, profile: Profile | None
     return KindReport(text)
 
 
+def view(store: ResultStore, run: RunRecord) -> dict[str, Any]:
+    """The dashboard's page of a stored capacity run: its knees, curves and verdict as data."""
+    from gatebench.kinds.capacity._report import capacity_view, load_capacity_report
+
+    return capacity_view(load_capacity_report(store, run.run_id))
+
+
 KIND: Kind[Plan] = Kind(
     name=RunKind.CAPACITY,
     title="capacity search",
@@ -78,6 +87,7 @@ KIND: Kind[Plan] = Kind(
     prepare=prepare,
     stages=lambda plan, options: capacity_search(options),
     report=report,
+    view=view,
     status_rule=capacity_run_status,
 )
 

@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from gatebench.core.ir import Api
 from gatebench.core.model import RunKind
-from gatebench.kinds._live._stages import ScaleRequest, live_plan, live_report, live_status
+from gatebench.kinds._live._stages import (
+    ScaleRequest,
+    live_plan,
+    live_report,
+    live_status,
+    live_view,
+)
 from gatebench.kinds.change._stages import ChangeLoad, change_stages
 from gatebench.run._context import RunOptions
 from gatebench.run._kind import Kind, Prepared
@@ -24,6 +30,7 @@ KIND: Kind[ScaleRequest] = Kind(
     prepare=prepare,
     stages=lambda request, options: change_stages(request),
     report=live_report,
+    view=live_view,
     status_rule=live_status,
 )
 

@@ -12,6 +12,8 @@ docs/scoring.md)::
 
 from __future__ import annotations
 
+from typing import Any
+
 from gatebench.core.ir import Api
 from gatebench.core.model import ResultStore, RunKind, RunRecord
 from gatebench.core.plan import Plan, workload_summary
@@ -66,6 +68,13 @@ def report(store: ResultStore, run: RunRecord, fmt: str, profile: Profile | None
     return KindReport(render_junit(built) if fmt == "junit" else render(built, fmt))  # type: ignore[arg-type]
 
 
+def view(store: ResultStore, run: RunRecord) -> dict[str, Any]:
+    """The dashboard's page of a stored run: its AGE report as data."""
+    from gatebench.core.report import load_report, run_view
+
+    return run_view(load_report(store, run.run_id))
+
+
 KIND: Kind[Plan] = Kind(
     name=RunKind.FIXED,
     title="fixed workload",
@@ -73,6 +82,8 @@ KIND: Kind[Plan] = Kind(
     prepare=prepare,
     stages=lambda plan, options: fixed_workload(options),
     report=report,
+    view=view,
+    compared=True,
 )
 
 __all__ = ["FIXED_WORKLOAD", "KIND", "fixed_workload", "prepare"]
