@@ -493,8 +493,9 @@ def test_the_readers_can_fail(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 
 def test_the_route_tables_are_written_for_many_routes() -> None:
-    """Caddy routes with one map (no subroute per route); Varnish's routes sit in subroutines of
-    at most 50, so its C compiler sees no function that grows with the table."""
+    """Caddy routes with one map (no subroute per route); HAProxy with one ``map_reg`` lookup
+    (no rule per route); Varnish's routes sit in subroutines of at most 50, so its C compiler
+    sees no function that grows with the table."""
     from gatebench.core.routescale import replicate
     from gatebench.core.spec import load_spec
 
@@ -510,6 +511,11 @@ def test_the_route_tables_are_written_for_many_routes() -> None:
     caddy = get_renderer("caddy").render(grown, target)["Caddyfile"]
     assert caddy.count("\tmap ") == 1 and "vars_regexp" not in caddy and "@r0" not in caddy
     assert len(re.findall(r"^\t\t`~\^", caddy, re.M)) == 120
+    haproxy = get_renderer("haproxy").render(grown, target)
+    assert "path_reg" not in haproxy["haproxy.cfg"]
+    assert haproxy["haproxy.cfg"].count("map_reg(/srv/gb/routes.map)") == 1
+    lines = [line for line in haproxy["routes.map"].splitlines() if not line.startswith("#")]
+    assert len(lines) == 120 and all(re.fullmatch(r"\^[A-Z]+:/\S+\$ r\d+_\w+", x) for x in lines)
     vcl = get_renderer("varnish").render(grown, target)["default.vcl"]
     subs = re.findall(r"^sub gatebench_routes_\d+ \{\n(.*?)^\}", vcl, re.M | re.S)
     assert [s.count("return (pass);") for s in subs] == [50, 50, 20]

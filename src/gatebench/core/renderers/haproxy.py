@@ -2,17 +2,21 @@
 
 Mapping rules (tests/golden/haproxy/README.md says the same in prose):
 
-- Each route is one ``http-request set-var(txn.gatebench_route)`` rule guarded by
-  ``{ method M }`` and ``{ path_reg '...' }``, in priority order, skipped once a route is set.
-  ``path`` is the raw path without the query string, so matching sees what the client sent.
+- The routes are one map file (``routes.map``: a key ``^METHOD:regex`` per route, in priority
+  order, its value the route's name) looked up once per request with ``map_reg`` on
+  ``METHOD:path``: the regexes are tried in file order, the first match wins, and the result
+  for a key already seen comes from HAProxy's pattern cache (``tune.pattern.cache-size``). One
+  ``http-request`` rule per route, as before, fetched and matched the path again for every
+  rule: at 10,000 routes on one core a request cost enough CPU that 200 a second queued for
+  seconds (docs/benchmarks.md, "Route scale"). ``path`` is the raw path without the query
+  string, so matching sees what the client sent.
 - No route → ``http-request return status 404``; otherwise the default backend, one server,
   connections reused (``http-reuse always``: HAProxy's default, ``safe``, opens a new backend
   connection for the first request of every client connection, so a client that connects per
   request never reuses one; ``option http-keep-alive``), idle ones purged after 60 s at the
   earliest (``pool-purge-delay``).
-- Regexes are single-quoted (HAProxy does no escape processing inside single quotes) and made
-  only of letters, digits, ``\\xHH`` escapes and regex syntax, so no spec string can end
-  the quote, add a rule or start a comment.
+- Regexes are made only of letters, digits, ``\\xHH`` escapes and regex syntax (no white
+  space, quote or ``#``), so no spec string can end a map key, add a line or start a comment.
 - Headers, ``Host`` included, and bodies pass unchanged; no ``X-Forwarded-For`` is added.
 - ``maxconn 4000`` (this machine's hard limit on file descriptors is 20000), ``nbthread`` =
   the target's cores; the pid file lives in the workdir; no ``log`` line, so no access log.
@@ -43,6 +47,9 @@ from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, MAX_CONNECTIONS, Pa
 from gatebench.core.renderers._routes import identifier
 from gatebench.core.tls import SERVER_PEM, openssl_ciphers
 
+ROUTES_MAP = "routes.map"
+"""The route table: one ``^METHOD:regex name`` line per route, looked up with ``map_reg``."""
+
 
 def _tls(target: RenderTarget) -> str:
     if target.backend_scheme != "https":
@@ -52,9 +59,9 @@ def _tls(target: RenderTarget) -> str:
 
 class HaproxyRenderer(Renderer):
     name = "haproxy"
-    description = "HAProxy in HTTP mode: method + raw-path regex rules, one backend"
+    description = "HAProxy in HTTP mode: method + raw-path regexes in one map, one backend"
     gateway_version = "2.6"
-    output_files = ("haproxy.cfg",)
+    output_files = ("haproxy.cfg", ROUTES_MAP)
     runs_here = True
     cloud_image = "haproxy:2.6.12"
     # -dW: zero-warning mode, a warning fails the check like an error.
@@ -106,7 +113,9 @@ class HaproxyRenderer(Renderer):
         timeouts="`timeout connect 10s`, `timeout server 300s`",
         bodies="streamed (HTTP mode never buffers a whole body)",
         logs="no `log` line: no access log; no stats socket (except for live changes)",
-        routes="one `http-request set-var` rule per route (method and `path_reg`), in order",
+        routes="one `map_reg` lookup per request in a map of `METHOD:regex` keys, tried in "
+        "order, the first match wins; results cached by `tune.pattern.cache-size` (a rule per "
+        "route fetched and matched the path once per route)",
         pages=(
             VendorPage(
                 "HAProxy 2.6 Configuration Manual",
@@ -148,15 +157,11 @@ class HaproxyRenderer(Renderer):
         self.refuse_missing_deployment(target)
         routes = self.routes(api)
         names: set[str] = set()
-        rules = []
+        entries = []
         for route in routes:
-            regex = route.regex(param="[^/]+")
+            regex = route.regex(param="[^/]+", anchor_start="")
             value = f"r{route.index}_{identifier(route.operation_id, taken=names)}"
-            rules.append(
-                f"    http-request set-var(txn.gatebench_route) str({value}) "
-                f"if {{ method {route.method} }} {{ path_reg '{regex}' }} "
-                "!{ var(txn.gatebench_route) -m found }"
-            )
+            entries.append(f"^{route.method}:{regex} {value}")
         text = f"""\
 # HAProxy {self.gateway_version} configuration rendered by gatebench: {len(routes)} route(s).
 # Generated file; re-render instead of editing.
@@ -183,15 +188,20 @@ defaults
 
 frontend gatebench
     bind {target.listen_address}{_bind_tls(target)}
-    # Method and raw path (query excluded) -> route, first match wins.
-{chr(10).join(rules)}
+    # Method and raw path (query excluded) -> route: routes.map's regex keys in order, the
+    # first match wins; a key seen before is answered from the pattern cache.
+    http-request set-var(txn.gatebench_path) path
+    http-request set-var(txn.gatebench_route) method,concat(:,txn.gatebench_path),map_reg({target.path(ROUTES_MAP)})
     http-request return status 404 content-type text/plain string "no route" unless {{ var(txn.gatebench_route) -m found }}
     default_backend gatebench_backend
 
 backend gatebench_backend
 {_servers(target)}
 """
-        return as_files({"haproxy.cfg": text})
+        header = f"# {len(routes)} route(s): METHOD:path regex, route name; first match wins.\n"
+        return as_files(
+            {"haproxy.cfg": text, ROUTES_MAP: header + "".join(e + "\n" for e in entries)}
+        )
 
 
 def _servers(target: RenderTarget) -> str:
