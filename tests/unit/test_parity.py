@@ -30,7 +30,7 @@ from cloud.settings import deployment
 from gatebench.core.fairness import MIN_CONCURRENCY, local_cpu_policy, plan_concurrency
 from gatebench.core.pinning import resolve_layout
 from gatebench.core.plan import Cpus, load_plan
-from gatebench.core.renderers import all_renderers, apache, get_renderer, parity_table
+from gatebench.core.renderers import all_renderers, get_renderer, parity_table
 from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, KEEPALIVE_REQUESTS
 from gatebench.core.spec import read_spec
 from gatebench.local.procs import Supervisor
@@ -310,15 +310,6 @@ def _tyk(r: Rendered) -> Observed:
     )
 
 
-def _cores(cores: int) -> int:
-    return cores
-
-
-WORKERS = {"apache": lambda cores: max(apache.MIN_PROCESSES, cores)}
-"""Where a gateway's worker count is not its cores, and what it is instead (docs/gateways.md,
-"What remains different": Apache runs two processes on one core)."""
-
-
 def _apache(r: Rendered) -> Observed:
     conf = r.files["httpd.conf"]
     threads = int(_one(r"^ThreadsPerChild (\d+)$", conf))
@@ -467,7 +458,7 @@ def test_the_parity_rules_hold(
     concurrency = plan_concurrency(plan)
     assert concurrency == (MIN_CONCURRENCY if users is None else BUSY_USERS)
     seen = READERS[gateway](rendered(path, cores, users, tmp_path_factory.getbasetemp())[gateway])
-    assert seen.workers and set(seen.workers) == {WORKERS.get(gateway, _cores)(cores)}, seen.workers
+    assert seen.workers and set(seen.workers) == {cores}, seen.workers
     assert seen.pools and all(p is None or p >= concurrency for p in seen.pools), seen.pools
     assert seen.client_idle_s == IDLE_TIMEOUT_S
     assert seen.keepalive_requests is None or seen.keepalive_requests >= KEEPALIVE_REQUESTS

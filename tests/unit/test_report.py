@@ -126,7 +126,7 @@ def test_the_verdict_names_the_cpu_policy_the_run_ran_under(
     text = render_markdown(report)
     assert "- cpu_policy: every gateway: 1 core (cpu 1, pinned); workers" in text
     assert (
-        "- gateway_cpu: apache: event MPM: 2 process(es) × 32 threads (StartServers, "
+        "- gateway_cpu: apache: event MPM: 1 process(es) × 64 threads (StartServers, "
         "MaxRequestWorkers / ThreadsPerChild); nginx: worker_processes 1" in text
     )
     assert "cpu_policy" not in " ".join(build_report(run, ms, now=0.0).verdict)

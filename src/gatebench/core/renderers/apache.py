@@ -13,18 +13,13 @@ Mapping rules (tests/golden/apache/README.md says the same in prose):
   backend unchanged; ``AllowEncodedSlashes NoDecode`` keeps ``%2F``), with
   ``ProxyPreserveHost On`` and pooled keep-alive connections (``ttl=60``: idle ones are kept a
   minute); bodies unlimited (``LimitRequestBody 0``).
-- A fair fight (docs/gateways.md): the event MPM runs one process per core of the target, and
-  at least two (``processes``: ``StartServers``, and ``MaxRequestWorkers`` /
-  ``ThreadsPerChild``), each with enough worker threads that every request in flight has one
-  (``ThreadsPerChild``; mod_proxy's pool per process is as large), none stopped for being
-  idle; ``ServerLimit`` is twice that, so a graceful restart (a live change) starts the new
-  generation beside the old one. Two at least because httpd's parent starts a new-generation
-  process only when an old one exits or at its next one-second maintenance tick: with a single,
-  busy process every graceful restart queued requests for about a second (measured on one core,
-  100 routes: p99 1,004 ms after the change, new routes answered after 1.13 s; with two, 23 ms
-  and 0.14 s); with an idle one beside it, the replacement starts at once. Apache's own default
-  is three processes whatever the cores. Keep-alive 60 s, unlimited requests per connection; no
-  access log.
+- A fair fight (docs/gateways.md): the event MPM runs one process per core of the target
+  (``StartServers``, and ``MaxRequestWorkers`` / ``ThreadsPerChild``), each with enough worker
+  threads that every request in flight has one (``ThreadsPerChild``; mod_proxy's pool per
+  process is as large), none stopped for being idle; ``ServerLimit`` is twice that, so a
+  graceful restart (a live change) starts the new generation beside the old one (with one
+  slot per core, the new routes waited for the old process to finish: 2.3 s at 100 routes);
+  keep-alive 60 s, unlimited requests per connection; no access log.
 - Regexes are unquoted tokens of letters, digits, ``\\xHH`` escapes and regex syntax: no
   spec string can end the directive, add a ``%{...}`` expansion or a new line.
 - Pid, logs, the runtime folder (mutexes) all live in the workdir. ``TRACE`` operations are
@@ -115,9 +110,8 @@ class ApacheRenderer(Renderer):
     health_checks = "active + passive"
 
     parity = Parity(
-        cores="event MPM: `StartServers` = `MaxRequestWorkers` / `ThreadsPerChild` = cores, at "
-        "least 2 (one listener process per core; on one core two, so that a graceful restart "
-        "starts its new generation at once; `ServerLimit` twice that, for a graceful restart)",
+        cores="event MPM: `StartServers` = `MaxRequestWorkers` / `ThreadsPerChild` = cores (one "
+        "listener process per core; `ServerLimit` twice that, for a graceful restart)",
         pools="`ThreadsPerChild` × processes ≥ concurrency (a request holds a thread); "
         "mod_proxy's pool per process is as large",
         keepalive="`KeepAliveTimeout 60`, `MaxKeepAliveRequests 0` (no limit); backend "
@@ -148,7 +142,7 @@ class ApacheRenderer(Renderer):
 
     def cpu_setting(self, target: RenderTarget) -> str:
         return (
-            f"event MPM: {processes(target)} process(es) × {threads_per_child(target)} threads "
+            f"event MPM: {target.workers} process(es) × {threads_per_child(target)} threads "
             "(StartServers, MaxRequestWorkers / ThreadsPerChild)"
         )
 
@@ -205,18 +199,17 @@ MaxKeepAliveRequests 0
 KeepAliveTimeout {IDLE_TIMEOUT_S}
 Timeout 300
 
-# Event MPM: one process (its listener thread and workers) per core, at least two (a
-# graceful restart starts its new generation at once only beside an idle process), every
-# request in flight with a worker thread of its own, no process stopped for being idle. At most
+# Event MPM: one process (its listener thread and workers) per core, every request in
+# flight with a worker thread of its own, and no process ever stopped for being idle. At most
 # MaxRequestWorkers / ThreadsPerChild processes serve; ServerLimit leaves as many slots again
 # for a graceful restart's new generation while the old one finishes.
-StartServers {processes(target)}
-ServerLimit {2 * processes(target)}
+StartServers {target.workers}
+ServerLimit {2 * target.workers}
 ThreadLimit {threads}
 ThreadsPerChild {threads}
-MaxRequestWorkers {processes(target) * threads}
+MaxRequestWorkers {target.workers * threads}
 MinSpareThreads {threads}
-MaxSpareThreads {(processes(target) + 1) * threads}
+MaxSpareThreads {(target.workers + 1) * threads}
 
 # Forward every header and body unchanged; keep the raw path.
 LimitRequestBody 0
@@ -237,18 +230,10 @@ RewriteRule ^ - [R=404,L]
         return as_files({"httpd.conf": text})
 
 
-MIN_PROCESSES = 2
-
-
 def threads_per_child(target: RenderTarget) -> int:
     """Worker threads of each event-MPM process: together at least the target's concurrency
     (mod_proxy holds a thread for each request it forwards)."""
-    return max(25, math.ceil(target.concurrency / processes(target)))
-
-
-def processes(target: RenderTarget) -> int:
-    """Event-MPM processes: one per core, and at least two (the module's docstring says why)."""
-    return max(MIN_PROCESSES, target.workers)
+    return max(25, math.ceil(target.concurrency / target.workers))
 
 
 def _deployment_modules(target: RenderTarget) -> str:
