@@ -17,9 +17,12 @@ Mapping rules (tests/golden/apache/README.md says the same in prose):
   (``StartServers``, and ``MaxRequestWorkers`` / ``ThreadsPerChild``), each with enough worker
   threads that every request in flight has one (``ThreadsPerChild``; mod_proxy's pool per
   process is as large), none stopped for being idle; ``ServerLimit`` is twice that, so a
-  graceful restart (a live change) starts the new generation beside the old one (with one
-  slot per core, the new routes waited for the old process to finish: 2.3 s at 100 routes);
-  keep-alive 60 s, unlimited requests per connection; no access log.
+  graceful restart (a live change) has slots for the new generation beside the old one;
+  keep-alive 60 s, unlimited requests per connection; no access log. httpd's parent starts
+  the new generation of a graceful restart when an old process exits or at its next
+  one-second maintenance tick, so a change under load often waits about a second (measured on
+  one core, 100 routes, 200 requests a second: 8 of 10 changes, with one, two or three
+  processes alike; docs/scale.md): httpd's, not the rendering's.
 - Regexes are unquoted tokens of letters, digits, ``\\xHH`` escapes and regex syntax: no
   spec string can end the directive, add a ``%{...}`` expansion or a new line.
 - Pid, logs, the runtime folder (mutexes) all live in the workdir. ``TRACE`` operations are
