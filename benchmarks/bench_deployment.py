@@ -36,6 +36,7 @@ from gatebench.local.backends import (
 )
 from gatebench.local.procs import Supervisor, free_port
 
+from ._before import Before, before
 from ._machine import CpuWindow, RunCores, run_cores
 
 TITLE = "What TLS, HTTP/2 and replicas cost (h2load)"
@@ -48,6 +49,9 @@ WARMUP_S = 2
 HANG_S = 20
 """How long past its duration h2load may take before its variant is recorded as failed."""
 PATH = "/auctions/7"
+EARLIER = "6db6b76"
+"""The last commit before the fair-fight configurations (docs/gateways.md, "A fair fight"): its
+figures stand beside this run's."""
 # (column, certificate or None, HTTP/2): what h2load speaks to each boot
 COLUMNS = (
     ("plain", None, False),
@@ -262,6 +266,15 @@ def _served(backends: list[StartedBackend]) -> Callable[[], int]:
     return lambda: sum(int(backend_stats(b.port)["requests"]) for b in backends)
 
 
+def _earlier_row(earlier: Before, name: str, count: int, column: str) -> dict[str, str]:
+    """The earlier run's row for one variant (its footnote mark left out), or nothing."""
+    for row in earlier.table(0):
+        variant = row.get("variant", "").removesuffix(" ¹")
+        if (row.get("target"), row.get("replicas"), variant) == (name, str(count), column):
+            return row
+    return {}
+
+
 def _table(
     rows: list[tuple[str, int, str, list[float], float]],
     skipped: dict[str, str],
@@ -271,6 +284,7 @@ def _table(
     warmed: dict[str, float],
 ) -> str:
     jit = sorted({f"{name} {s:g} s" for name, s in warmed.items() if s > WARMUP_S})
+    earlier = before("deployment", EARLIER)
     lines = [
         f"`h2load -D {SECONDS} -c {CLIENTS} -m 1` on `GET {PATH}` with a bearer token (HTTP/1.1 with `--h1`, HTTP/2 "
         f"by ALPN), {RUNS} interleaved rounds per variant, loopback; every gateway on the "
@@ -282,8 +296,15 @@ def _table(
         "plain one-replica variant, from the medians; negative means faster. The baseline is "
         "the backend itself (one replica), with the same TLS.",
         "",
-        "| target | replicas | variant | req/s (median) | range | cost vs plain | others' CPU |",
-        "|---|---:|---|---:|---:|---:|---:|",
+        f"Before: the median and cost {earlier.describe()} published, measured before the "
+        'fair-fight configurations (docs/gateways.md, "A fair fight": then every gateway '
+        "ran unpinned, with one worker where it has a setting for it and its own defaults "
+        "elsewhere, and without a warm-up); a different machine of the same kind, so compare "
+        "the costs more than the rates.",
+        "",
+        "| target | replicas | variant | req/s (median) | range | cost vs plain | others' CPU "
+        "| before: req/s | before: cost |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     plain: dict[str, float] = {}
     for name, count, column, values, others_pct in rows:
@@ -296,9 +317,11 @@ def _table(
             else f"{(plain[name] / median - 1) * 100:+.0f} %"
         )
         mark = " ¹" if (name, count, column) in checked_apart else ""
+        was = _earlier_row(earlier, name, count, column)
         lines.append(
             f"| {name} | {count} | {column}{mark} | {median:,.0f} | "
-            f"{min(values):,.0f}–{max(values):,.0f} | {cost} | {others_pct:.0f} % |"
+            f"{min(values):,.0f}–{max(values):,.0f} | {cost} | {others_pct:.0f} % | "
+            f"{was.get('req/s (median)', '–')} | {was.get('cost vs plain', '–')} |"
         )
     if checked_apart:
         lines += [

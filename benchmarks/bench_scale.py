@@ -29,6 +29,7 @@ from gatebench.local.engines.constant_rate import GatlingRateLoad, LoadgenRateLo
 from gatebench.local.liveruns import LoadSettings, measure_change, measure_size
 from gatebench.local.procs import Supervisor
 
+from ._before import before, rows_of, side_by_side
 from ._machine import CpuWindow, run_cores
 
 TITLE = "Route scale and configuration changes under load"
@@ -40,6 +41,19 @@ CHANGE = LoadSettings(
     rate=200, duration_s=8, warmup_s=3, deadline_s=120, check_timeout_s=900, probe_interval_s=0.05
 )
 CHANGE_BEFORE, CHANGE_ADDED, CHANGE_AT_S, WINDOW_S = 100, 100, 3.0, 4.0
+EARLIER = "6db6b76"
+"""The last commit before the fair-fight configurations (docs/gateways.md, "A fair fight"): its
+figures stand beside this run's."""
+SCALE_HEADER = (
+    "| gateway | routes | config, KiB | start, s | RSS idle, MB | RSS load, MB | "
+    "start p50 / p99, ms | middle p50 / p99, ms | end p50 / p99, ms | ko |"
+)
+CHANGE_HEADER = (
+    "| gateway | mechanism | failed of sent | what failed | p99 before, ms | p99 / max "
+    "after, ms | worst 100 ms p99 | new routes: median / slowest, s | mechanism, s | |"
+)
+SLOWEST = "slowest route p50 / p99, ms"
+ROUTES = ("start p50 / p99, ms", "middle p50 / p99, ms", "end p50 / p99, ms")
 
 
 def _gateways() -> list[str]:
@@ -78,6 +92,55 @@ def _change_row(c: ChangeOutcome) -> str:
         f"{'–' if c.slowest_new_route_s is None else f'{c.slowest_new_route_s:.2f}'} | "
         f"{c.mechanism_s:.2f} |{' ' + c.problem[:90] if c.problem else ''}"
     )
+
+
+def _slowest(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Each row with its slowest route's "p50 / p99" (highest p99) added as ``SLOWEST``."""
+
+    def p99(cell: str) -> float:
+        try:
+            return float(cell.split("/")[1])
+        except (IndexError, ValueError):
+            return -1.0
+
+    return [{**row, SLOWEST: max((row.get(c, "–") for c in ROUTES), key=p99)} for row in rows]
+
+
+def _compared(scale_rows: list[str], change_rows: list[str]) -> list[str]:
+    earlier = before("scale", EARLIER)
+    if earlier.problem:
+        return ["", f"Earlier figures: {earlier.describe()}."]
+    scale_now = _slowest(rows_of([SCALE_HEADER, "|---|", *scale_rows]))
+    change_now = rows_of([CHANGE_HEADER, "|---|", *change_rows])
+    return [
+        "",
+        f"Before and now: each cell is the figure {earlier.describe()} published, then this "
+        "run's. Before, every gateway ran unpinned, with one worker where it has a setting for "
+        'it; docs/gateways.md ("A fair fight") says what changed since: one CPU policy, route '
+        "tables as each vendor advises, pools and keep-alive. Latency then came from Gatling, "
+        "timed from the send in whole milliseconds, now from the engine named above, on the "
+        "machine each line names: a difference of a few milliseconds is not the "
+        "configuration's.",
+        "",
+        *side_by_side(
+            _slowest(earlier.table(0)),
+            scale_now,
+            ("gateway", "routes"),
+            ("start, s", "RSS idle, MB", "RSS load, MB", SLOWEST, "ko"),
+        ),
+        "",
+        *side_by_side(
+            earlier.table(1),
+            change_now,
+            ("gateway",),
+            (
+                "failed of sent",
+                "p99 / max after, ms",
+                "new routes: median / slowest, s",
+                "mechanism, s",
+            ),
+        ),
+    ]
 
 
 def run() -> str:
@@ -157,8 +220,7 @@ def run() -> str:
             f"tester-bound. {minutes:.0f} min in all; CPU used by other work meanwhile: "
             f"{cpu.others_pct:.0f} % of the machine.",
             "",
-            "| gateway | routes | config, KiB | start, s | RSS idle, MB | RSS load, MB | "
-            "start p50 / p99, ms | middle p50 / p99, ms | end p50 / p99, ms | ko |",
+            SCALE_HEADER,
             "|---|---|---|---|---|---|---|---|---|---|",
             *scale_rows,
             "",
@@ -176,9 +238,9 @@ def run() -> str:
             f"slowest seconds after the change; mechanism: until the signal, request or "
             f"command returned (a restart: until the new process answered).",
             "",
-            "| gateway | mechanism | failed of sent | what failed | p99 before, ms | p99 / max "
-            "after, ms | worst 100 ms p99 | new routes: median / slowest, s | mechanism, s | |",
+            CHANGE_HEADER,
             "|---|---|---|---|---|---|---|---|---|---|",
             *change_rows,
+            *_compared(scale_rows, change_rows),
         ]
     )

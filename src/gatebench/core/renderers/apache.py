@@ -21,7 +21,7 @@ Mapping rules (tests/golden/apache/README.md says the same in prose):
   keep-alive 60 s, unlimited requests per connection; no access log. httpd's parent starts
   the new generation of a graceful restart when an old process exits or at its next
   one-second maintenance tick, so a change under load often waits about a second (measured on
-  one core, 100 routes, 200 requests a second: 8 of 10 changes, with one, two or three
+  one core, 100 routes, 200 requests a second: 9 of 11 changes, with one, two or three
   processes alike; docs/scale.md): httpd's, not the rendering's.
 - Regexes are unquoted tokens of letters, digits, ``\\xHH`` escapes and regex syntax: no
   spec string can end the directive, add a ``%{...}`` expansion or a new line.
