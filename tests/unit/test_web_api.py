@@ -578,9 +578,10 @@ def test_each_kind_answers_its_own_report_and_only_fixed_runs_are_compared(
     for m in measurements:
         store.put_measurement(m)
     html = get(store, f"runs/{scale_id}/report", format="html")
-    assert html.status_code == 200 and html.data == get(
-        store, f"runs/{scale_id}/scale", format="html"
-    ).data
+    assert (
+        html.status_code == 200
+        and html.data == get(store, f"runs/{scale_id}/scale", format="html").data
+    )
     as_json = get(store, f"runs/{scale_id}/report", format="json")
     assert as_json.status_code == 200 and json.loads(as_json.data)["format"] == "gatebench-scale/1"
     markdown = get(store, f"runs/{scale_id}/report", format="md")
