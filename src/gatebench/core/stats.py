@@ -203,20 +203,13 @@ class LatencySummary:
 
 
 @dataclass(frozen=True)
-class PhaseStats:
-    requests: int
+class PhaseStats(LatencySummary):
+    """A phase's figures: its latency summary (every request's, OK or not) and its counts."""
+
     ok: int
     ko: int
     error_pct: float
     throughput: float
-    min: float
-    mean: float
-    max: float
-    stddev: float
-    p50: float
-    p90: float
-    p95: float
-    p99: float
     duration_s: float
     errors: tuple[tuple[str, int], ...]
     wrong: int = 0
@@ -224,25 +217,22 @@ class PhaseStats:
     wrong_kinds: tuple[tuple[str, int], ...] = ()
     wrong_evidence: tuple[str, ...] = ()
 
+    @property
+    def requests(self) -> int:
+        """Every request of the phase: ``ok + ko + wrong``."""
+        return self.count
+
 
 def phase_stats(sample: PhaseSample) -> PhaseStats:
     latency = LatencySummary.of_counts(sample.counts)
     n = latency.count
     duration_s = sample.duration_ms / 1000.0
     return PhaseStats(
-        requests=n,
+        **vars(latency),
         ok=sample.ok,
         ko=sample.ko,
         error_pct=100.0 * sample.ko / n if n else 0.0,
         throughput=n / duration_s if duration_s > 0 else 0.0,
-        min=latency.min,
-        mean=latency.mean,
-        max=latency.max,
-        stddev=latency.stddev,
-        p50=latency.p50,
-        p90=latency.p90,
-        p95=latency.p95,
-        p99=latency.p99,
         duration_s=duration_s,
         errors=tuple(sorted(sample.errors.items(), key=lambda kv: (-kv[1], kv[0]))),
         wrong=sample.wrong,

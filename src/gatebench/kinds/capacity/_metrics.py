@@ -155,7 +155,6 @@ def read_probe(
     the engine kept it). Achieved rate is over the planned window: a target that answers
     after the window ends did not carry the rate in it."""
     s = phase_stats(result.sample)
-    measured = LatencySummary.of_counts(result.sample.counts)
     lags = sorted(schedule.lags_ms)
     late = sum(1 for lag in lags if lag > late_ms)
     cpu = result.cpu
@@ -173,9 +172,9 @@ def read_probe(
         error_pct=s.error_pct,
         achieved_rate=s.ok / max(request.duration_s, s.duration_s) if s.requests else 0.0,
         served_rate=_served(request, s.ok, s.duration_s),
-        latency=_latencies(measured),
+        latency=_latencies(s),
         from_send=_latencies(
-            LatencySummary.of(schedule.from_send_ms) if schedule.from_send_ms else measured
+            LatencySummary.of(schedule.from_send_ms) if schedule.from_send_ms else s
         ),
         lag_p50_ms=nearest_rank(lags, 50),
         lag_p99_ms=nearest_rank(lags, 99),
