@@ -72,7 +72,7 @@ def test_a_checker_past_its_limit_fails_its_gateway_only_and_leaves_nothing(
     assert captured.out.splitlines() == [
         f"varnish: {out / 'varnish'} (default.vcl) check timed out",
         f"nginx: {out / 'nginx'} (nginx.conf) [checker: ok]",
-        f"haproxy: {out / 'haproxy'} (haproxy.cfg) [checker: ok]",
+        f"haproxy: {out / 'haproxy'} (haproxy.cfg, routes.map) [checker: ok]",
     ]
     (line,) = [e for e in captured.err.splitlines() if "did not finish" in e]
     assert line.startswith(f"{out / 'varnish'}: varnish: `")

@@ -185,13 +185,13 @@ def test_render_writes_every_steps_files_the_manifests_and_the_testers_program()
     rendered = render_run(PETSTORE, REF, deployment(), BUCKET, SCALE)
     assert rendered.failures == {}
     objects = rendered.objects()
-    for gateway, first in (("nginx", "nginx.conf"), ("haproxy", "haproxy.cfg")):
+    for gateway, names in (("nginx", ["nginx.conf"]), ("haproxy", ["haproxy.cfg", "routes.map"])):
         manifest = json.loads(objects[manifest_object(RUN, gateway)])
         assert sorted(manifest["steps"]) == ["size-10", "size-100"]
         small, large = (manifest["steps"][s] for s in ("size-10", "size-100"))
         assert small["bytes"] < large["bytes"]
-        assert [f["object"] for f in large["files"]] == [
-            f"runs/{RUN}/configs/{gateway}/steps/size-100/{first}"
+        assert sorted(f["object"] for f in large["files"]) == [
+            f"runs/{RUN}/configs/{gateway}/steps/size-100/{name}" for name in names
         ]
         # the gateway boots on the first size's files; its live agent beside it
         entry = rendered.fleet["gateways"][gateway]
