@@ -117,8 +117,8 @@ def test_what_counts_as_loopback(host: str, loopback: bool) -> None:
         ("--max-queued", "0", "expected a whole number of at least 1, got '0'"),
         ("--max-parses", "²", "expected a whole number of at least 1, got '²'"),
         ("--max-connections", "-3", "expected a whole number of at least 1, got '-3'"),
-        ("--read-timeout", "0", "expected a number of seconds above 0, got '0'"),
-        ("--read-timeout", "nan", "expected a number of seconds above 0, got 'nan'"),
+        ("--read-timeout", "0", "expected a number above 0, got '0'"),
+        ("--read-timeout", "nan", "expected a number above 0, got 'nan'"),
     ],
 )
 def test_bounds_must_be_positive(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from rich.console import Console, ConsoleOptions, RenderResult
@@ -70,6 +71,31 @@ def add_quiet_argument(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="no live progress on stderr (the results are printed all the same)",
     )
+
+
+def number(kind: type[int] | type[float], *, most: float | None = None) -> Callable[[str], Any]:
+    """An option's type: a whole number from 1 (``int``) or a finite number above 0
+    (``float``), at most ``most`` when given."""
+    whole = kind is int
+    if whole:
+        wanted = (
+            "a whole number of at least 1"
+            if most is None
+            else f"a whole number from 1 to {most:,g}"
+        )
+    else:
+        wanted = "a number above 0" + ("" if most is None else f" and at most {most:g}")
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text) if text.isascii() else None
+        except ValueError:
+            value = None
+        if value is None or not 0 < value < float("inf") or (most is not None and value > most):
+            raise argparse.ArgumentTypeError(f"expected {wanted}, got {text!r}")
+        return value
+
+    return parse
 
 
 PLAIN_EVERY_S = 5.0

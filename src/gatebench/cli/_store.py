@@ -1,21 +1,40 @@
-"""The ``--store`` option shared by the commands that read or write results."""
+"""The ``--store`` option (and ``--results``, for the commands that write run folders) shared by
+the commands that read or write results."""
 
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 
-from gatebench.store import DEFAULT_STORE, STORE_ENV, default_store_location
+from gatebench.store import DEFAULT_STORE, STORE_ENV
 
 
-def add_store_argument(parser: argparse.ArgumentParser) -> None:
+def add_store_argument(parser: argparse.ArgumentParser, *, results: bool = False) -> None:
+    """``--store``; with ``results``, ``--results DIR`` too, whose ``gatebench.sqlite`` is then
+    the default store."""
+    if results:
+        parser.add_argument(
+            "--results", default="results", metavar="DIR", help="where run folders go (results/)"
+        )
     parser.add_argument(
         "--store",
         metavar="LOCATION",
         default=None,
         help=f"the result store: a SQLite file, sqlite:PATH or firestore://PROJECT[/DATABASE] "
-        f"(default: ${STORE_ENV} or {DEFAULT_STORE})",
+        f"(default: ${STORE_ENV}, else "
+        + ("gatebench.sqlite under --results)" if results else f"{DEFAULT_STORE})"),
     )
 
 
 def store_location(args: argparse.Namespace) -> str:
-    return str(args.store or default_store_location())
+    """``--store``, else ``$GATEBENCH_STORE``, else ``gatebench.sqlite`` under ``--results``
+    (``results/`` for the commands without it)."""
+    results = Path(getattr(args, "results", "results"))
+    return str(args.store or os.environ.get(STORE_ENV) or results / "gatebench.sqlite")
+
+
+def store_flag(location: str) -> str:
+    """`` --store LOCATION`` for a command line that should read the same store, or nothing
+    when it is the default."""
+    return "" if location == DEFAULT_STORE else f" --store {location}"

@@ -5,43 +5,22 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from gatebench.cli._common import (
-    ProgressLine,
-    add_plan_argument,
-    add_quiet_argument,
-    add_spec_arguments,
-)
-from gatebench.cli.run import _store_location, _testers, prepared
-from gatebench.core.errors import GatebenchError
+from gatebench.cli._common import number
+from gatebench.cli._local import add_run_arguments, exit_code, run_plan
 from gatebench.core.model import RunKind
 from gatebench.core.plan import MAX_REPETITIONS
 from gatebench.core.thresholds import failures
-from gatebench.run import RunOptions, RunOutcome
-from gatebench.store import DEFAULT_STORE, STORE_ENV, open_store
+from gatebench.run import RunOutcome
 
 
-def _repetitions(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= MAX_REPETITIONS:
-        raise argparse.ArgumentTypeError(f"expected 1 to {MAX_REPETITIONS}, got {text!r}")
-    return int(text)
-
-
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser(
-        "capacity",
-        help="search how much traffic each gateway carries within the plan's objective",
-        description="Start every gateway that runs here and search, per endpoint, the highest "
-        "arrival rate each one and the baseline carry within the plan's objective (capacity: "
-        "p99 ≤ 50 ms and errors ≤ 0.1 % unless the plan says otherwise): growth, bisection, "
-        "confirmation, repeated in a shuffled target order until every pair's order is decided "
-        "or the time budget is spent. Prints each knee with its 95 % CI and the verdict; "
-        "saves everything under results/<run-id>/ (docs/capacity.md).",
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_run_arguments(
+        parser,
+        ceiling="skip searching the load generator's own ceiling (against gatebench's static "
+        "server) before the targets; tester-bound probes are then known from the generator's "
+        "schedule lag and CPU only",
     )
-    add_spec_arguments(parser)
-    add_plan_argument(parser)
-    add_quiet_argument(parser)
     parser.add_argument(
         "--quick",
         action="store_true",
@@ -50,113 +29,22 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     parser.add_argument(
         "--repetitions",
-        type=_repetitions,
+        type=number(int, most=MAX_REPETITIONS),
         metavar="N",
         help="searches per target (default: the plan's capacity repetitions, 5)",
     )
-    parser.add_argument(
-        "--gateways",
-        metavar="A,B",
-        help="search only these gateways of the plan (comma-separated; 'none' for baseline only)",
-    )
-    parser.add_argument("--seed", type=int, help="seed of the target order and random values")
-    parser.add_argument(
-        "--testers",
-        type=_testers,
-        default=1,
-        metavar="N",
-        help="split every probe's rate across N load generators (1-16), each in a network "
-        "namespace of its own, merged exactly (needs root when N > 1)",
-    )
-    parser.add_argument(
-        "--no-ceiling",
-        action="store_true",
-        help="skip searching the load generator's own ceiling (against gatebench's static "
-        "server) before the targets; tester-bound probes are then known from the generator's "
-        "schedule lag and CPU only",
-    )
-    parser.add_argument(
-        "--allow-missing-policies",
-        action="store_true",
-        help="search a gateway that cannot apply the plan's policies without them, instead of "
-        "leaving it out",
-    )
-    parser.add_argument(
-        "--fail-on-threshold",
-        action="store_true",
-        help="exit 1 when a capacity threshold of the plan ({metric: capacity, min: ...}) is "
-        "not met, one line per failed threshold on stderr (docs/ci.md)",
-    )
-    parser.add_argument(
-        "--results", default="results", metavar="DIR", help="where run folders go (results/)"
-    )
-    parser.add_argument(
-        "--store",
-        metavar="LOCATION",
-        help=f"the result store (default: ${STORE_ENV}, else gatebench.sqlite in DIR)",
-    )
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from gatebench.local.runner import run_local
-
-    ready = prepared(args)
-    if ready is None:
+    ran = run_plan(args, RunKind.CAPACITY, kept="the searches that finished are in")
+    if ran is None:
         return 2
-    api, plan, digest, run_id = ready
-    run_dir = Path(args.results) / run_id
-    options = RunOptions(
-        results_dir=Path(args.results),
-        quick=args.quick,
-        repetitions=args.repetitions,
-        seed=args.seed,
-        run_id=run_id,
-        ceiling=not args.no_ceiling,
-        testers=args.testers,
-        allow_missing_policies=args.allow_missing_policies,
-    )
-    display = ProgressLine(sys.stderr, quiet=args.quiet)
-    location = _store_location(args)
-    with open_store(location) as store:
-        try:
-            outcome = run_local(
-                RunKind.CAPACITY,
-                api,
-                plan,
-                spec_uri=str(Path(args.spec).resolve()),
-                spec_sha256=digest,
-                options=options,
-                store=store,
-                display=display,
-            )
-        except KeyboardInterrupt:
-            display.finish()
-            print(f"gatebench: the searches that finished are in {run_dir}/", file=sys.stderr)
-            raise
-        except GatebenchError:
-            display.finish()
-            if run_dir.exists():
-                print(f"gatebench: the run's files are in {run_dir}/", file=sys.stderr)
-            raise
-    display.finish()
+    _, outcome, location = ran
     for line in report_lines(outcome):
         print(line)
-    store_flag = "" if location == DEFAULT_STORE else f" --store {location}"
-    print(
-        f"Stored in {location}; `gatebench report {outcome.record.run_id}{store_flag}` "
-        "writes the HTML report (curves with each knee marked)."
+    return exit_code(
+        args, outcome, location, lambda: _check_thresholds(outcome), unchecked="nothing was checked"
     )
-    failed = _check_thresholds(outcome)
-    if args.fail_on_threshold and not outcome.record.plan.get("thresholds"):
-        print(
-            "gatebench: --fail-on-threshold: the plan has no thresholds (docs/ci.md); "
-            "nothing was checked",
-            file=sys.stderr,
-        )
-    if failed and args.fail_on_threshold:
-        return 1
-    return 0 if str(outcome.record.status) == "done" else 3
 
 
 def report_lines(outcome: RunOutcome) -> list[str]:

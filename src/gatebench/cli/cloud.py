@@ -14,12 +14,7 @@ from pathlib import Path
 from gatebench.cli._store import add_store_argument, store_location
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser(
-        "cloud",
-        help="commands of the Google Cloud path (builds, VMs, packaging)",
-        description="Commands the cloud pipeline runs (docs/cloud.md).",
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     commands = parser.add_subparsers(dest="cloud_command", metavar="COMMAND")
     commands.required = True
 

@@ -15,17 +15,6 @@ SECTIONS = (
 )
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser(
-        "doctor",
-        help="what can run on this machine, and how to install what is missing",
-        description="List the load engines, the backend, every gateway and the build tools: "
-        "present (with its version), built on first use, missing (with the command that "
-        "installs it) or cloud-only. Exit 1 when nothing can run here (no load engine).",
-    )
-    parser.set_defaults(handler=run)
-
-
 def report_lines(diagnosis: Diagnosis) -> list[str]:
     lines = [f"Build folder: {build_dir()}"]
     width = max(len(c.name) for c in diagnosis.checks)

@@ -13,17 +13,10 @@ from pathlib import Path
 from gatebench.core.measure import ingest_simlog
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser(
-        "ingest",
-        help="turn a Gatling simulation.log into measurements (JSON lines)",
-        description="Read a binary simulation.log written from a workload document and print "
-        "one measurement per measured phase.",
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("simlog", metavar="SIMULATION_LOG")
     parser.add_argument("--workload", required=True, metavar="FILE", help="the workload.json")
     parser.add_argument("--run-id", default="ingested", help="run id to put in each row")
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -19,17 +19,10 @@ from gatebench.local.procs import Supervisor
 from gatebench.run.ports import EngineEvent, PhaseResult
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser(
-        "load",
-        help="run a workload document with the load engine (one step of a run)",
-        description="Run every phase of a workload.json with Gatling and write "
-        "measurements.jsonl (measured phases) into --out.",
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("workload", metavar="WORKLOAD")
     parser.add_argument("--out", required=True, metavar="DIR")
     parser.add_argument("--run-id", default="load", help="run id to put in each row")
-    parser.set_defaults(handler=run)
 
 
 class _Writer:

@@ -8,15 +8,9 @@ import json
 from gatebench.cli._common import add_spec_arguments, print_problems, read
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser(
-        "parse",
-        help="print the operations gatebench reads from an API description",
-        description="Print the internal representation: one record per operation.",
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_spec_arguments(parser)
     parser.add_argument("--json", action="store_true", help="the whole IR as JSON")
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

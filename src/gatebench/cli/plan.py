@@ -11,16 +11,10 @@ from gatebench.core.cost import CostError, describe_cost, describe_vm_limits, es
 from gatebench.core.plan import describe_plan
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser(
-        "plan",
-        help="print the benchmark plan of an API description",
-        description="Validate the x-gatebench section (or --plan FILE) and print the plan.",
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_spec_arguments(parser)
     add_plan_argument(parser)
     parser.add_argument("--json", action="store_true", help="the plan as JSON")
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

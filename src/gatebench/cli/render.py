@@ -16,11 +16,10 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from gatebench.cli._common import add_spec_arguments, print_problems, read
+from gatebench.cli._common import add_spec_arguments, number, print_problems, read
 from gatebench.core.errors import RenderError, RunError, UnsupportedFeature
 from gatebench.core.fairness import (
     default_local_policy,
@@ -36,13 +35,8 @@ from gatebench.core.spec import SpecResult
 from gatebench.local.provisioners import CheckTask, run_checks, write_files
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser(
-        "render",
-        help="write each gateway's configuration for an API description",
-        description="Render the configuration of each gateway: DIR/<gateway>/<file>. "
-        f"Gateways: {', '.join(gateway_names())} (or all).",
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = f"{parser.description} Gateways: {', '.join(gateway_names())} (or all)."
     add_spec_arguments(parser)
     parser.add_argument(
         "--gateway",
@@ -76,7 +70,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     parser.add_argument(
         "--cores",
-        type=_positive(int),
+        type=number(int),
         metavar="N",
         help="the cores each gateway is configured for: its workers, threads and event loops "
         "(default: the share a run here gives each gateway, half the cores gatebench may use; "
@@ -90,7 +84,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     parser.add_argument(
         "--check-timeout",
-        type=_positive(float),
+        type=number(float),
         metavar="SECONDS",
         help="the time each gateway's check may take; one that takes longer is ended, with "
         "everything it started, and fails that gateway's check (default: 60 s, or the "
@@ -99,7 +93,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     parser.add_argument(
         "--check-jobs",
-        type=_positive(int),
+        type=number(int),
         metavar="N",
         help="gateways checked side by side (default: the cores gatebench may use)",
     )
@@ -109,20 +103,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="apply the plan's policies (x-gatebench policies:); a gateway that cannot apply "
         "them is refused with the reason",
     )
-    parser.set_defaults(handler=run)
-
-
-def _positive(kind: type[float] | type[int]) -> Callable[[str], float]:
-    def parse(text: str) -> float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"expected a number above 0, got {text!r}")
-        return value
-
-    return parse
 
 
 def _gateways(text: str) -> list[str]:

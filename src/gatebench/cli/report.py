@@ -14,13 +14,7 @@ from gatebench.core.score import PROFILES
 from gatebench.store import open_store
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser(
-        "report",
-        help="write the report of a stored run (html, json, csv, md)",
-        description="Write the report of a stored run. HTML is one self-contained file that "
-        "works offline; CSV holds the flat rows of the BigQuery table (docs/results.md).",
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "run_id", metavar="RUN", help="a run id (see `gatebench runs`), or 'latest'"
     )
@@ -44,7 +38,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="scoring profile (default: the one the run was scored with, else its plan's)",
     )
     add_store_argument(parser)
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -3,59 +3,27 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
-import os
 import sys
-from dataclasses import replace
-from pathlib import Path
 
-from gatebench.cli._common import (
-    ProgressLine,
-    add_plan_argument,
-    add_quiet_argument,
-    add_spec_arguments,
-    load,
-)
-from gatebench.core.errors import GatebenchError
-from gatebench.core.ir import Api
-from gatebench.core.model import Measurement, local_run_id
+from gatebench.cli._local import add_run_arguments, exit_code, run_plan
+from gatebench.core.model import Measurement, RunKind
 from gatebench.core.plan import Plan, describe_injection
 from gatebench.core.stats import format_workload_table, workload_rows
 from gatebench.core.thresholds import evaluate, failures
 from gatebench.local.engines import ENGINES
-from gatebench.local.runner import RunOptions, RunOutcome, run_benchmark
-from gatebench.store import DEFAULT_STORE, STORE_ENV, ResultStore, open_store
+from gatebench.run import RunOutcome
 
 
-def _testers(text: str) -> int:
-    from gatebench.core.plan import MAX_TESTERS
-
-    if not text.isdigit() or not 1 <= int(text) <= MAX_TESTERS:
-        raise argparse.ArgumentTypeError(f"expected 1 to {MAX_TESTERS}, got {text!r}")
-    return int(text)
-
-
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser(
-        "run",
-        help="benchmark the gateways of a plan on this machine",
-        description="Render, start every gateway that runs here, drive the plan's workloads "
-        "through each one and through no gateway (the baseline) with Gatling, print one table "
-        "per workload and save everything under results/<run-id>/.",
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_run_arguments(
+        parser,
+        ceiling="skip measuring the engine's ceiling (nginx static file) before the run; "
+        "tester-bound flags then come from the CPU accounting only",
     )
-    add_spec_arguments(parser)
-    add_plan_argument(parser)
     parser.add_argument("--quick", action="store_true", help="one short repetition (smoke run)")
-    add_quiet_argument(parser)
     parser.add_argument(
         "--repetitions", type=int, metavar="N", help="override the plan's repetitions"
     )
-    parser.add_argument(
-        "--gateways",
-        metavar="A,B",
-        help="measure only these gateways of the plan (comma-separated; 'none' for baseline only)",
-    )
-    parser.add_argument("--seed", type=int, help="seed of the target order and random values")
     parser.add_argument(
         "--engine",
         choices=ENGINES,
@@ -69,156 +37,28 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="after the run, re-measure the closed-model workloads with a second engine "
         "(gatling or wrk) and report where the two agree (docs/trust.md)",
     )
-    parser.add_argument(
-        "--testers",
-        type=_testers,
-        default=1,
-        metavar="N",
-        help="split every phase across N load generators (1-16), each in a network namespace "
-        "of its own, and merge their logs exactly (needs root when N > 1; docs/engine.md)",
-    )
-    parser.add_argument(
-        "--no-ceiling",
-        action="store_true",
-        help="skip measuring the engine's ceiling (nginx static file) before the run; "
-        "tester-bound flags then come from the CPU accounting only",
-    )
-    parser.add_argument(
-        "--allow-missing-policies",
-        action="store_true",
-        help="run a gateway that cannot apply the plan's policies (x-gatebench policies:) "
-        "without them, marked in the report, instead of leaving it out",
-    )
-    parser.add_argument(
-        "--fail-on-threshold",
-        action="store_true",
-        help="exit 1 when a threshold of the plan (x-gatebench thresholds:) is not met, with "
-        "one line per failed threshold on stderr (docs/ci.md)",
-    )
-    parser.add_argument(
-        "--results", default="results", metavar="DIR", help="where run folders go (results/)"
-    )
-    parser.add_argument(
-        "--store",
-        metavar="LOCATION",
-        help=f"the result store: a SQLite file, sqlite:PATH or firestore://PROJECT[/DATABASE] "
-        f"(default: ${STORE_ENV}, else DIR/gatebench.sqlite under --results)",
-    )
-    parser.set_defaults(handler=run)
-
-
-def chosen_gateways(args: argparse.Namespace, plan: Plan) -> Plan | None:
-    """The plan with ``--gateways`` applied (``none``: the baseline only); None, said on
-    stderr, when it names a gateway the plan lacks."""
-    if not args.gateways:
-        return plan
-    wanted = [] if args.gateways == "none" else [g.strip() for g in args.gateways.split(",")]
-    unknown = [g for g in wanted if g not in plan.gateways]
-    if unknown:
-        print(
-            f"gatebench: --gateways: {unknown[0]!r} is not in the plan "
-            f"({', '.join(plan.gateways)})",
-            file=sys.stderr,
-        )
-        return None
-    return replace(plan, gateways=tuple(wanted))
-
-
-def spec_digest(spec: str) -> str:
-    """The SHA-256 of the spec file (of its name when it is not a file: a URL, stdin)."""
-    path = Path(spec)
-    digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
-    return digest or hashlib.sha256(str(path).encode()).hexdigest()
-
-
-def prepared(args: argparse.Namespace) -> tuple[Api, Plan, str, str] | None:
-    """What a local run of any kind starts from: the API, the plan with ``--gateways``
-    applied, the spec's digest and the run id it gives; None (said on stderr) when
-    ``--gateways`` names a gateway the plan lacks."""
-    result, loaded = load(args)
-    api = result.api
-    assert api is not None
-    plan = chosen_gateways(args, loaded)
-    if plan is None:
-        return None
-    digest = spec_digest(args.spec)
-    return api, plan, digest, local_run_id(digest)
 
 
 def run(args: argparse.Namespace) -> int:
-    ready = prepared(args)
-    if ready is None:
-        return 2
-    api, plan, digest, run_id = ready
-    run_dir = Path(args.results) / run_id
-    options = RunOptions(
-        results_dir=Path(args.results),
-        quick=args.quick,
-        repetitions=args.repetitions,
-        seed=args.seed,
-        run_id=run_id,
+    ran = run_plan(
+        args,
+        RunKind.FIXED,
+        kept="completed measurements kept in",
         engine=args.engine,
-        ceiling=not args.no_ceiling,
         cross_check=args.cross_check,
-        testers=args.testers,
-        allow_missing_policies=args.allow_missing_policies,
     )
-    display = ProgressLine(sys.stderr, quiet=args.quiet)
-    with open_store(_store_location(args)) as store:
-        return _run_with_store(
-            args, api, plan, Path(args.spec), digest, run_dir, options, display, store
-        )
-
-
-def _run_with_store(
-    args: argparse.Namespace,
-    api: Api,
-    plan: Plan,
-    spec_path: Path,
-    digest: str,
-    run_dir: Path,
-    options: RunOptions,
-    display: ProgressLine,
-    store: ResultStore,
-) -> int:
-    try:
-        outcome = run_benchmark(
-            api,
-            plan,
-            spec_uri=str(spec_path.resolve()),
-            spec_sha256=digest,
-            options=options,
-            store=store,
-            display=display,
-        )
-    except KeyboardInterrupt:
-        display.finish()
-        print(f"gatebench: completed measurements kept in {run_dir}/", file=sys.stderr)
-        raise
-    except GatebenchError:
-        display.finish()
-        if run_dir.exists():
-            print(f"gatebench: the run's files are in {run_dir}/", file=sys.stderr)
-        raise
-    display.finish()
+    if ran is None:
+        return 2
+    plan, outcome, location = ran
     for line in report_lines(outcome):
         print(line)
-    location = _store_location(args)
-    store_flag = "" if location == DEFAULT_STORE else f" --store {location}"
-    print(
-        f"Stored in {location}; `gatebench report {outcome.record.run_id}{store_flag}` "
-        "writes the HTML report."
+    return exit_code(
+        args,
+        outcome,
+        location,
+        lambda: _check_thresholds(plan, outcome),
+        unchecked="only the default (no wrong answer) was checked",
     )
-    failed = _check_thresholds(plan, outcome)
-    if args.fail_on_threshold and not plan.thresholds:
-        print(
-            "gatebench: --fail-on-threshold: the plan has no thresholds (x-gatebench "
-            "thresholds:, docs/ci.md); only the default (no wrong answer) was checked",
-            file=sys.stderr,
-        )
-    if failed and args.fail_on_threshold:
-        return 1
-    return 0 if str(outcome.record.status) == "done" else 3
 
 
 def _check_thresholds(plan: Plan, outcome: RunOutcome) -> int:
@@ -244,11 +84,6 @@ def _check_thresholds(plan: Plan, outcome: RunOutcome) -> int:
     for result in failed:
         print(f"threshold failed: {result.line()}", file=sys.stderr)
     return len(failed)
-
-
-def _store_location(args: argparse.Namespace) -> str:
-    """``--store``, else ``$GATEBENCH_STORE``, else ``<--results>/gatebench.sqlite``."""
-    return str(args.store or os.environ.get(STORE_ENV) or Path(args.results) / "gatebench.sqlite")
 
 
 def report_lines(outcome: RunOutcome) -> list[str]:

@@ -12,16 +12,10 @@ from gatebench.cli._store import add_store_argument, store_location
 from gatebench.store import open_store
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser(
-        "runs",
-        help="list the stored runs, newest first",
-        description="List the runs in the result store, newest first.",
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser)
     parser.add_argument("--limit", type=int, default=20, help="at most this many runs (default 20)")
     parser.add_argument("--json", action="store_true", help="the run records as JSON")
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

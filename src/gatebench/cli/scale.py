@@ -5,34 +5,18 @@ requests (docs/scale.md)."""
 from __future__ import annotations
 
 import argparse
-import hashlib
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from gatebench.cli._common import ProgressLine, add_quiet_argument, add_spec_arguments, read
-from gatebench.cli.run import _store_location
+from gatebench.cli._common import add_quiet_argument, add_spec_arguments, number, read
+from gatebench.cli._local import run_here, spec_digest
+from gatebench.cli._store import add_store_argument, store_flag
 from gatebench.core.errors import GatebenchError, PlanError
 from gatebench.core.model import local_run_id
 from gatebench.core.renderers import all_renderers, get_renderer
 from gatebench.core.routescale import DEFAULT_SIZES, MAX_ROUTES, parse_sizes
 from gatebench.kinds._live._plan import scale_problems
 from gatebench.local.liveruns import LoadSettings
-from gatebench.store import DEFAULT_STORE, open_store
-
-
-def _positive(kind: type[int] | type[float], upper: float) -> Callable[[str], Any]:
-    def parse(text: str) -> float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        if not 0 < value <= upper:
-            raise argparse.ArgumentTypeError(f"expected more than 0 and at most {upper:g}")
-        return value
-
-    return parse
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -42,7 +26,7 @@ def _sizes(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
+def _arguments(parser: argparse.ArgumentParser) -> None:
     add_spec_arguments(parser)
     add_quiet_argument(parser)
     parser.add_argument(
@@ -52,53 +36,37 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--rate",
-        type=_positive(float, 100_000),
+        type=number(float, most=100_000),
         default=200.0,
         help="constant arrival rate of the load, requests a second (default 200)",
     )
     parser.add_argument(
         "--duration",
-        type=_positive(float, 3600),
+        type=number(float, most=3600),
         default=10.0,
         metavar="SECONDS",
         help="measured seconds of load per route (scale) or in all (change; default 10)",
     )
     parser.add_argument(
         "--warmup",
-        type=_positive(float, 600),
+        type=number(float, most=600),
         default=3.0,
         metavar="SECONDS",
         help="warm-up at the same rate before the measured load (default 3)",
     )
     parser.add_argument(
         "--deadline",
-        type=_positive(float, 3600),
+        type=number(float, most=3600),
         default=120.0,
         metavar="SECONDS",
         help="how long a route may take to answer correctly after a start or a change "
         "(default 120)",
     )
-    parser.add_argument(
-        "--results", default="results", metavar="DIR", help="where run folders go (results/)"
-    )
-    parser.add_argument(
-        "--store",
-        metavar="LOCATION",
-        help="the result store (default: $GATEBENCH_STORE, else DIR/gatebench.sqlite)",
-    )
+    add_store_argument(parser, results=True)
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    scale = sub.add_parser(
-        "scale",
-        help="memory, start time and latency of each gateway as the API grows",
-        description="Replicate the description's routes under distinct prefixes to each size, "
-        "boot every gateway on it, and measure the configuration's size, the time from start "
-        "to the first correct answer, resident memory idle and under a constant-rate load, "
-        "and p50/p99 at that load for the routes at the start, middle and end of the table "
-        "(docs/scale.md).",
-    )
-    _common(scale)
+def add_scale_arguments(scale: argparse.ArgumentParser) -> None:
+    _arguments(scale)
     scale.add_argument(
         "--routes",
         type=_sizes,
@@ -106,39 +74,30 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="N,N,...",
         help=f"table sizes, increasing, at most {MAX_ROUTES:,} (default 10,100,1000,10000)",
     )
-    scale.set_defaults(handler=run_scale_command, kind="scale")
-    change = sub.add_parser(
-        "change-under-load",
-        help="apply a new configuration through each gateway's own mechanism under load",
-        description="Boot every gateway on the description grown to --routes routes, load "
-        "the route at the end of its table at a constant rate, and during the load add --add "
-        "routes and move the upstream to a second backend through the gateway's own "
-        "mechanism (reload, admin API, watched file, refresh; a restart where it has none): "
-        "every failed request, the latency spike and the time until each new route answers "
-        "(docs/scale.md).",
-    )
-    _common(change)
+
+
+def add_change_arguments(change: argparse.ArgumentParser) -> None:
+    _arguments(change)
     change.add_argument(
-        "--routes", type=_positive(int, MAX_ROUTES), default=100, help="routes before (100)"
+        "--routes", type=number(int, most=MAX_ROUTES), default=100, help="routes before (100)"
     )
     change.add_argument(
-        "--add", type=_positive(int, MAX_ROUTES), default=100, help="routes added (100)"
+        "--add", type=number(int, most=MAX_ROUTES), default=100, help="routes added (100)"
     )
     change.add_argument(
         "--change-after",
-        type=_positive(float, 3600),
+        type=number(float, most=3600),
         default=3.0,
         metavar="SECONDS",
         help="when, into the measured load, the change is applied (default 3)",
     )
     change.add_argument(
         "--window",
-        type=_positive(float, 3600),
+        type=number(float, most=3600),
         default=4.0,
         metavar="SECONDS",
         help="the window after the change in which failures and the spike count (default 4)",
     )
-    change.set_defaults(handler=run_scale_command, kind="change-under-load")
 
 
 def _gateways(text: str | None) -> tuple[str, ...]:
@@ -147,10 +106,17 @@ def _gateways(text: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(get_renderer(g.strip()).name for g in text.split(",") if g.strip()))
 
 
-def run_scale_command(args: argparse.Namespace) -> int:
+def run_scale(args: argparse.Namespace) -> int:
+    return _run(args, "scale")
+
+
+def run_change(args: argparse.Namespace) -> int:
+    return _run(args, "change-under-load")
+
+
+def _run(args: argparse.Namespace, kind: str) -> int:
     from gatebench.core.scaleplan import ChangeSpec
     from gatebench.kinds._live._stages import ScaleRequest
-    from gatebench.local.runner import run_local
     from gatebench.run import RunOptions
 
     result = read(args)
@@ -171,7 +137,7 @@ def run_scale_command(args: argparse.Namespace) -> int:
         deadline_s=args.deadline,
     )
     change = None
-    if args.kind == "change-under-load":
+    if kind == "change-under-load":
         if args.change_after + args.window > args.duration:
             print(
                 "gatebench: --change-after plus --window must not pass --duration (the window "
@@ -182,41 +148,26 @@ def run_scale_command(args: argparse.Namespace) -> int:
         change = ChangeSpec(args.routes, args.add, args.change_after, args.window)
     request = ScaleRequest(
         gateways=_gateways(args.gateways),
-        sizes=args.routes if args.kind == "scale" else (),
+        sizes=args.routes if kind == "scale" else (),
         settings=settings,
         change=change,
     )
-    spec_path = Path(args.spec)
-    digest = hashlib.sha256(spec_path.read_bytes()).hexdigest() if spec_path.is_file() else ""
-    digest = digest or hashlib.sha256(str(spec_path).encode()).hexdigest()
-    run_id = local_run_id(digest)
-    options = RunOptions(results_dir=Path(args.results), run_id=run_id)
-    display = ProgressLine(sys.stderr, quiet=args.quiet)
-    location = _store_location(args)
-    with open_store(location) as store:
-        try:
-            outcome = run_local(
-                args.kind,
-                api,
-                request,
-                spec_uri=str(spec_path.resolve()),
-                spec_sha256=digest,
-                options=options,
-                store=store,
-                display=display,
-            )
-        finally:
-            display.finish()
+    digest = spec_digest(args.spec)
+    options = RunOptions(results_dir=Path(args.results), run_id=local_run_id(digest))
+    outcome, location = run_here(
+        args, kind, api, request, digest, options, kept="what was measured so far is in"
+    )
     record = outcome.record
     print(f"Run {record.run_id}: {record.status} ({outcome.wall_s:.0f}s)")
     for target, reason in sorted(record.target_errors.items()):
         print(f"{target}: FAILED: {reason.splitlines()[0]}")
     for line in outcome.notes:
         print(f"Note: {line}")
-    store_flag = "" if location == DEFAULT_STORE else f" --store {location}"
     print(f"Report: {outcome.run_dir}/scale.html (and scale.json)")
-    print(f"Stored in {location}; `gatebench serve{store_flag}` shows it on the dashboard.")
+    print(
+        f"Stored in {location}; `gatebench serve{store_flag(location)}` shows it on the dashboard."
+    )
     return 0 if str(record.status) == "done" else 3
 
 
-__all__ = ["run_scale_command"]
+__all__ = ["add_change_arguments", "add_scale_arguments", "run_change", "run_scale"]

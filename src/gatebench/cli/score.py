@@ -30,13 +30,7 @@ def _weight(text: str) -> tuple[str, float]:
         ) from None
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser(
-        "score",
-        help="score a stored run again and store the scores",
-        description="Score a stored run from its measurements and store the scores "
-        "(runs/RUN/scores). docs/scoring.md explains the profiles.",
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "run_id", metavar="RUN", help="a run id (see `gatebench runs`), or 'latest'"
     )
@@ -52,7 +46,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     parser.add_argument("--json", action="store_true", help="print the scores as JSON")
     add_store_argument(parser)
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,17 +7,17 @@ another host (the GCP bucket), instead of serving it.
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from gatebench.cli._common import _size
+from gatebench.cli._common import _size, number
+from gatebench.cli._store import add_store_argument, store_location
 from gatebench.core.spec import DEFAULT_LIMITS
 from gatebench.local.procs import Terminated
-from gatebench.store import STORE_ENV, open_store
+from gatebench.store import open_store
 from gatebench.web._limits import ServeLimits
 
 if TYPE_CHECKING:
@@ -26,15 +26,7 @@ if TYPE_CHECKING:
 DEFAULT_PORT = 8321
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser(
-        "serve",
-        help="the upload form and dashboard: upload a spec, watch it run, read the results",
-        description="Serve frontend/ and a small JSON API over the result store on this "
-        "machine. An uploaded spec is checked, then queued: runs go one at a time, with the "
-        "same runner as `gatebench run`. Ctrl-C (or SIGTERM) stops the server and tears down "
-        "a running benchmark.",
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--host",
         default="127.0.0.1",
@@ -47,14 +39,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         default=DEFAULT_PORT,
         help=f"0 picks a free one (default {DEFAULT_PORT})",
     )
-    parser.add_argument(
-        "--results", default="results", metavar="DIR", help="where run folders go (results/)"
-    )
-    parser.add_argument(
-        "--store",
-        metavar="LOCATION",
-        help=f"the result store (default: ${STORE_ENV}, else DIR/gatebench.sqlite under --results)",
-    )
+    add_store_argument(parser, results=True)
     parser.add_argument(
         "--max-bytes",
         type=_size,
@@ -84,7 +69,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     bounds = parser.add_argument_group('bounds (docs/frontend.md, "What keeps it bounded")')
     bounds.add_argument(
         "--max-queued",
-        type=_count,
+        type=number(int),
         default=ServeLimits.max_queued,
         metavar="N",
         help=f"runs that may wait at once; more uploads get 429 with Retry-After "
@@ -92,7 +77,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     bounds.add_argument(
         "--max-parses",
-        type=_count,
+        type=number(int),
         default=ServeLimits.max_parses,
         metavar="N",
         help="uploads read and checked at once; the others wait for a slot "
@@ -100,14 +85,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     bounds.add_argument(
         "--max-connections",
-        type=_count,
+        type=number(int),
         default=ServeLimits.max_connections,
         metavar="N",
         help=f"connections served at once; more get 503 (default {ServeLimits.max_connections})",
     )
     bounds.add_argument(
         "--read-timeout",
-        type=_seconds,
+        type=number(float),
         default=ServeLimits.read_timeout,
         metavar="S",
         help="seconds a request's head may take, however its bytes trickle in; a body gets "
@@ -121,7 +106,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     export.add_argument(
         "--upload-endpoint", metavar="URL", help="the upload API's base URL (ends in /)"
     )
-    parser.set_defaults(handler=serve)
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -145,7 +129,7 @@ def serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     results = Path(args.results)
-    location = str(args.store or os.environ.get(STORE_ENV) or results / "gatebench.sqlite")
+    location = store_location(args)
     # This process runs nothing but the queue: whatever a dead worker leaves below it is
     # re-parented here and stopped by PID after the run (RunQueue.sweep).
     sweep = become_subreaper()
@@ -199,22 +183,6 @@ def serve(args: argparse.Namespace) -> int:
                 signal.signal(signal.SIGTERM, previous)
     print("gatebench serve: stopped", file=sys.stderr)
     return 0
-
-
-def _count(text: str) -> int:
-    if not text.isascii() or not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
-    return int(text)
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
-    return value
 
 
 def _terminated(signum: int, frame: FrameType | None) -> None:

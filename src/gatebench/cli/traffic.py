@@ -25,15 +25,7 @@ from gatebench.core.traffic._summary import describe_import, import_stats, repla
 from gatebench.core.units import format_duration, parse_duration
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser(
-        "import",
-        help="turn access logs, HAR files or a JMeter plan into a plan that replays them",
-        description=(
-            "Read recorded traffic, match every request to an operation of SPEC, and write a "
-            "benchmark plan that replays its mix and arrival curve (docs/input.md)."
-        ),
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_spec_arguments(parser)
     parser.add_argument(
         "traffic",
@@ -91,7 +83,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="leave out operations with fewer requests (default 1)",
     )
     parser.add_argument("--stats", metavar="FILE", help="also write what was derived, as JSON")
-    parser.set_defaults(handler=run)
 
 
 def _duration(text: str) -> float:

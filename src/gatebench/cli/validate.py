@@ -11,14 +11,7 @@ from gatebench.core.errors import PlanError, Problem
 from gatebench.core.plan import load_plan
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser(
-        "validate",
-        help="check an API description and its benchmark plan",
-        description="Check an API description (and its x-gatebench plan, when present). "
-        "Prints one line per problem: FILE:LINE:COLUMN: SEVERITY: POINTER: MESSAGE. "
-        "Exits 1 when any problem blocks benchmarking.",
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_spec_arguments(parser)
     add_plan_argument(parser)
     parser.add_argument(
@@ -30,7 +23,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--json", action="store_true", help='print {"errors": [...], "warnings": [...]}'
     )
     parser.add_argument("--quiet", "-q", action="store_true", help="print errors only")
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

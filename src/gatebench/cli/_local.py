@@ -1,0 +1,202 @@
+"""What the commands that run a kind on this machine share (``run``, ``capacity``, ``scale``,
+``change-under-load``): their options, the plan with ``--gateways`` applied, the spec's digest,
+and the run itself with the live progress line and the store."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from gatebench.cli._common import (
+    ProgressLine,
+    add_plan_argument,
+    add_quiet_argument,
+    add_spec_arguments,
+    load,
+    number,
+)
+from gatebench.cli._store import add_store_argument, store_flag, store_location
+from gatebench.core.errors import GatebenchError
+from gatebench.core.ir import Api
+from gatebench.core.model import local_run_id
+from gatebench.core.plan import Plan
+from gatebench.run import RunOptions, RunOutcome
+from gatebench.store import open_store
+
+
+def add_run_arguments(parser: argparse.ArgumentParser, *, ceiling: str) -> None:
+    """The options of every local run of a plan (``gatebench run``, ``gatebench capacity``):
+    the spec and plan, progress, which gateways, the seed, testers, the tester's ceiling
+    (``ceiling``: what ``--no-ceiling`` skips), policies, thresholds, results and store."""
+    from gatebench.core.plan import MAX_TESTERS
+
+    add_spec_arguments(parser)
+    add_plan_argument(parser)
+    add_quiet_argument(parser)
+    parser.add_argument(
+        "--gateways",
+        metavar="A,B",
+        help="only these gateways of the plan (comma-separated; 'none' for the baseline only)",
+    )
+    parser.add_argument("--seed", type=int, help="seed of the target order and random values")
+    parser.add_argument(
+        "--testers",
+        type=number(int, most=MAX_TESTERS),
+        default=1,
+        metavar="N",
+        help=f"split the load across N load generators (1-{MAX_TESTERS}), each in a network "
+        "namespace of its own, and merge their records exactly (needs root when N > 1; "
+        "docs/engine.md)",
+    )
+    parser.add_argument("--no-ceiling", action="store_true", help=ceiling)
+    parser.add_argument(
+        "--allow-missing-policies",
+        action="store_true",
+        help="run a gateway that cannot apply the plan's policies (x-gatebench policies:) "
+        "without them, marked in the report, instead of leaving it out",
+    )
+    parser.add_argument(
+        "--fail-on-threshold",
+        action="store_true",
+        help="exit 1 when a threshold of the plan (x-gatebench thresholds:) is not met, with "
+        "one line per failed threshold on stderr (docs/ci.md)",
+    )
+    add_store_argument(parser, results=True)
+
+
+def chosen_gateways(args: argparse.Namespace, plan: Plan) -> Plan | None:
+    """The plan with ``--gateways`` applied (``none``: the baseline only); None, said on
+    stderr, when it names a gateway the plan lacks."""
+    if not args.gateways:
+        return plan
+    wanted = [] if args.gateways == "none" else [g.strip() for g in args.gateways.split(",")]
+    unknown = [g for g in wanted if g not in plan.gateways]
+    if unknown:
+        print(
+            f"gatebench: --gateways: {unknown[0]!r} is not in the plan "
+            f"({', '.join(plan.gateways)})",
+            file=sys.stderr,
+        )
+        return None
+    return replace(plan, gateways=tuple(wanted))
+
+
+def spec_digest(spec: str) -> str:
+    """The SHA-256 of the spec file (of its name when it is not a file: a URL, stdin)."""
+    path = Path(spec)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
+    return digest or hashlib.sha256(str(path).encode()).hexdigest()
+
+
+def prepared(args: argparse.Namespace) -> tuple[Api, Plan, str, str] | None:
+    """What a local run of any kind starts from: the API, the plan with ``--gateways``
+    applied, the spec's digest and the run id it gives; None (said on stderr) when
+    ``--gateways`` names a gateway the plan lacks."""
+    result, loaded = load(args)
+    api = result.api
+    assert api is not None
+    plan = chosen_gateways(args, loaded)
+    if plan is None:
+        return None
+    digest = spec_digest(args.spec)
+    return api, plan, digest, local_run_id(digest)
+
+
+def run_here(
+    args: argparse.Namespace,
+    kind: str,
+    api: Api,
+    request: Any,
+    digest: str,
+    options: RunOptions,
+    *,
+    kept: str,
+) -> tuple[RunOutcome, str]:
+    """Run ``kind`` on this machine (gatebench.local.runner) with the live progress line on
+    stderr and the store of ``args``; the outcome and the store's location. Interrupted or
+    failed, it says on stderr where the run's files are (``kept``: what an interrupted run
+    left there)."""
+    from gatebench.local.runner import run_local
+
+    run_dir = options.results_dir / str(options.run_id)
+    display = ProgressLine(sys.stderr, quiet=args.quiet)
+    location = store_location(args)
+    with open_store(location) as store:
+        try:
+            outcome = run_local(
+                kind,
+                api,
+                request,
+                spec_uri=str(Path(args.spec).resolve()),
+                spec_sha256=digest,
+                options=options,
+                store=store,
+                display=display,
+            )
+        except BaseException as exc:
+            display.finish()
+            if run_dir.exists() and isinstance(exc, (KeyboardInterrupt, GatebenchError)):
+                said = kept if isinstance(exc, KeyboardInterrupt) else "the run's files are in"
+                print(f"gatebench: {said} {run_dir}/", file=sys.stderr)
+            raise
+    display.finish()
+    return outcome, location
+
+
+def run_plan(
+    args: argparse.Namespace, kind: str, *, kept: str, **options: Any
+) -> tuple[Plan, RunOutcome, str] | None:
+    """Run the plan of ``args`` (``gatebench run``, ``gatebench capacity``) as ``kind`` with
+    the options every such command has, and ``options`` more: the plan as run, the outcome and
+    the store's location; None (said on stderr) when ``--gateways`` names a gateway the plan
+    lacks."""
+    ready = prepared(args)
+    if ready is None:
+        return None
+    api, plan, digest, run_id = ready
+    run_options = RunOptions(
+        results_dir=Path(args.results),
+        quick=args.quick,
+        repetitions=args.repetitions,
+        seed=args.seed,
+        run_id=run_id,
+        ceiling=not args.no_ceiling,
+        testers=args.testers,
+        allow_missing_policies=args.allow_missing_policies,
+        **options,
+    )
+    outcome, location = run_here(args, kind, api, plan, digest, run_options, kept=kept)
+    return plan, outcome, location
+
+
+def exit_code(
+    args: argparse.Namespace,
+    outcome: RunOutcome,
+    location: str,
+    check: Callable[[], int],
+    *,
+    unchecked: str,
+) -> int:
+    """Where the run is stored, then its thresholds (``check``: prints them, returns how many
+    failed); 0 done, 1 a threshold failed with ``--fail-on-threshold``, 3 the run did not
+    finish. ``unchecked``: what ``--fail-on-threshold`` checked when the plan has no
+    thresholds."""
+    print(
+        f"Stored in {location}; `gatebench report {outcome.record.run_id}{store_flag(location)}` "
+        "writes the HTML report."
+    )
+    failed = check()
+    if args.fail_on_threshold and not outcome.record.plan.get("thresholds"):
+        print(
+            f"gatebench: --fail-on-threshold: the plan has no thresholds (x-gatebench "
+            f"thresholds:, docs/ci.md); {unchecked}",
+            file=sys.stderr,
+        )
+    if failed and args.fail_on_threshold:
+        return 1
+    return 0 if str(outcome.record.status) == "done" else 3
