@@ -6,7 +6,7 @@ What a reader needs beside each knee: how each search ended (a knee found, or a 
 what set it), the probes it took (at most 10 is the target, from a cold start too), the worst
 schedule lag of the load generator and its busiest CPU share (it must not be what limits), the
 cores as the run split them, and what the rest of the machine used meanwhile. Each example is
-one run (``gatebench.local.capacity_runner.run_capacity``, the code behind the command).
+one run (``gatebench.local.runner.run_local`` of the capacity kind, the code behind the command).
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gatebench.local.capacity_runner import run_capacity
-
+from gatebench.core.model import RunKind
 from gatebench.core.plan import build_plan
 from gatebench.core.spec import read_spec
 from gatebench.kinds.capacity import CapacityResult, SearchResult
+from gatebench.kinds.capacity._stages import RESULT
+from gatebench.local.runner import run_local
 from gatebench.run import RunOptions
 
 from ._machine import CpuWindow
@@ -55,7 +56,8 @@ def _one(example: str, results: Path) -> tuple[list[str], list[str]]:
     plan = build_plan(section, read.api)
     started = time.monotonic()
     with CpuWindow() as cpu:
-        outcome = run_capacity(
+        outcome = run_local(
+            RunKind.CAPACITY,
             read.api,
             plan,
             spec_uri=str(spec),
@@ -64,8 +66,9 @@ def _one(example: str, results: Path) -> tuple[list[str], list[str]]:
         )
     wall = time.monotonic() - started
     record = outcome.record
-    assert record.capacity is not None, f"{example}: the run stored no result ({record.status})"
-    result = CapacityResult.from_dict(record.capacity)
+    stored = outcome.run_dir / RESULT
+    assert stored.is_file(), f"{example}: the run stored no result ({record.status})"
+    result = CapacityResult.from_dict(json.loads(stored.read_text(encoding="utf-8")))
     searches = _searches(outcome.run_dir)
     env: dict[str, Any] = record.environment
     rows = []

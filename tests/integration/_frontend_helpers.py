@@ -224,7 +224,13 @@ def seed_capacity_run(location: str, run_id: str) -> tuple[Any, tuple[str, ...]]
     from capacity_sim import SimulatedTarget
     from gatebench.core.model import RunKind, RunRecord, RunStatus
     from gatebench.core.plan import Capacity
-    from gatebench.kinds.capacity import Campaign, capacity_result, search
+    from gatebench.kinds.capacity import (
+        RESULT_KEY,
+        RESULT_KIND,
+        Campaign,
+        capacity_result,
+        search,
+    )
     from gatebench.store import open_store
 
     settings = replace(Capacity(), repetitions=3)
@@ -250,10 +256,10 @@ def seed_capacity_run(location: str, run_id: str) -> tuple[Any, tuple[str, ...]]
         title="Auction",
         gateways=["haproxy", "envoy"],
         kind=RunKind.CAPACITY,
-        capacity=result.to_dict(),
     )
     with open_store(location) as store:
         store.create_run(run)
+        store.put_result(run_id, RESULT_KIND, RESULT_KEY, result.to_dict())
     return result, tuple(targets)
 
 

@@ -20,7 +20,7 @@ from _engine_helpers import ITEMS, TOKEN_ENV, items
 
 from gatebench.core.loadlog import read_loadlog
 from gatebench.core.testers import split_counts
-from gatebench.kinds.capacity import ProbeRequest, late_threshold_ms
+from gatebench.kinds.capacity import ProbeRequest, late_threshold_ms, stored_capacity
 from gatebench.local._netns import LoadHostNetwork, leftovers, namespaces_problem
 from gatebench.local.backends import start_plan_backend
 from gatebench.local.probing import Prober
@@ -124,9 +124,11 @@ def test_gatebench_capacity_with_two_testers_searches_through_a_gateway(
     assert set(leftovers()) <= before
     with SqliteStore(results / "gatebench.sqlite") as store:
         (run,) = store.list_runs()
+        stored = stored_capacity(store, run.run_id)
     assert code == 0 and str(run.status) == "done", (out, err)
     assert run.environment["testers"] == 2
-    (endpoint,) = run.capacity["endpoints"]
+    assert stored is not None
+    (endpoint,) = stored["endpoints"]
     for s in endpoint["summaries"]:
         assert 0 < s["estimate"] <= 400 * 1.2, s
     (run_dir,) = [p for p in results.iterdir() if p.is_dir()]

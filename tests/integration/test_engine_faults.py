@@ -240,8 +240,8 @@ def test_a_gateway_killed_mid_run_is_flagged_and_not_ranked(
     read phase of repetition 2 runs: the run ends partial (exit 3), every phase that ends
     after the kill is flagged target-failed and left out, nginx is not ranked and the
     verdict, the score table and the CLI's score lines say so; nothing is left running."""
-    from gatebench.cli import main
     from gatebench.cli import _local as run_cli
+    from gatebench.cli import main
     from gatebench.core.model import Measurement, RunRecord
     from gatebench.core.report import build_report
     from gatebench.core.report._tables import score_table

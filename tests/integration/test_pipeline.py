@@ -659,11 +659,12 @@ def test_a_capacity_run_searches_on_two_testers_and_stores_its_result(
     ]
     assert execution.result["status"] == "done", (execution.result, campaign.get("stop"), said)
     assert execution.result["teardown"] == "ok"
+    from gatebench.kinds.capacity import stored_capacity
     from gatebench.store import open_store
 
-    stored = open_store(f"firestore://{PROJECT}").get_run(run_id)
-    assert stored is not None and stored.capacity is not None
-    result = CapacityResult.from_dict(stored.capacity)
+    stored = stored_capacity(open_store(f"firestore://{PROJECT}"), run_id)
+    assert stored is not None
+    result = CapacityResult.from_dict(stored)
     (retrieve,) = result.endpoints
     knees = {s.target: s.estimate for s in retrieve.summaries}
     assert set(knees) == {"nginx", "baseline"}

@@ -147,11 +147,11 @@ def test_gatebench_report_writes_a_stored_capacity_run(
     from gatebench.store import SqliteStore
 
     run = run_record()
-    run.capacity = result.to_dict()
     run.plan = {"thresholds": [{"metric": "capacity", "min": 1.0, "gateway": "envoy"}]}
     store = tmp_path / "store.sqlite"
     with SqliteStore(store) as s:
         s.create_run(run)
+        s.put_result(run.run_id, "capacity", "result", result.to_dict())
     assert main(["report", run.run_id, "--store", str(store), "-f", "md"]) == 0
     md = capsys.readouterr().out
     assert md.startswith("# Capacity: Auction <service>") and "envoy/bid: capacity" in md
@@ -168,9 +168,9 @@ def test_the_dashboard_reads_a_capacity_run(result: CapacityResult, tmp_path: Pa
     from webapp import read_client
 
     run = run_record()
-    run.capacity = result.to_dict()
     with SqliteStore(tmp_path / "store.sqlite") as store:
         store.create_run(run)
+        store.put_result(run.run_id, "capacity", "result", result.to_dict())
         client = read_client(store)
         view = json.loads(client.get(f"/runs/{run.run_id}/view").data)
         html = client.get(f"/runs/{run.run_id}/report?format=html")

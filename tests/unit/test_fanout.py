@@ -80,7 +80,10 @@ def test_the_cli_refuses_a_tester_count_out_of_range(capsys: pytest.CaptureFixtu
         main(["run", "tests/data/engine/items.yaml", "--testers", "17"])
     assert exc.value.code == 2
     err = capsys.readouterr().err.splitlines()[-1]
-    assert err == "gatebench run: error: argument --testers: expected a whole number from 1 to 16, got '17'"
+    assert (
+        err
+        == "gatebench run: error: argument --testers: expected a whole number from 1 to 16, got '17'"
+    )
 
 
 def test_a_tester_left_behind_is_not_waited_for_again_and_gone_is_an_endpoint() -> None:

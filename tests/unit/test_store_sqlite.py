@@ -4,6 +4,7 @@ the Firestore adapter's encoding of nested arrays (pure, no server)."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -38,6 +39,7 @@ def test_a_new_file_gets_wal_full_sync_and_the_latest_schema(tmp_path: Path) -> 
     assert rows == [
         (1, "runs, measurements and scores as JSON documents"),
         (2, "results of other kinds of run (scale points, changes under load)"),
+        (3, "a capacity run's result is one of its results (it was a field of the run)"),
     ]
 
 
@@ -55,15 +57,41 @@ def test_migrations_bring_an_older_file_up_to_date(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "s.sqlite", isolation_level=None)
     assert migrate(conn, MIGRATIONS[:1]) == 1
     conn.execute("INSERT INTO runs VALUES ('r', 1.0, 'received', '{}')")
-    later = (*MIGRATIONS, (3, "a note column", ("ALTER TABLE runs ADD COLUMN note TEXT",)))
-    assert migrate(conn, later) == 3
+    later = (*MIGRATIONS, (4, "a note column", ("ALTER TABLE runs ADD COLUMN note TEXT",)))
+    assert migrate(conn, later) == 4
     assert conn.execute("SELECT run_id, note FROM runs").fetchall() == [("r", None)]
     assert conn.execute("SELECT COUNT(*) FROM results").fetchone() == (0,)
     assert [r[0] for r in conn.execute("SELECT version FROM schema_version ORDER BY version")] == [
         1,
         2,
         3,
+        4,
     ]
+
+
+def test_a_capacity_result_written_in_its_run_becomes_one_of_its_results(tmp_path: Path) -> None:
+    """Files written before schema 3 kept a capacity run's result in the run's document."""
+    path = tmp_path / "s.sqlite"
+    conn = sqlite3.connect(path, isolation_level=None)
+    assert migrate(conn, MIGRATIONS[:2]) == 2
+    about = {"status": "done", "spec_uri": "s.yaml", "spec_sha256": "0" * 64}
+    old = {"run_id": "c", **about, "capacity": {"endpoints": [], "stop": "decided"}}
+    fixed = {"run_id": "f", **about, "kind": "fixed", "capacity": None}
+    for doc in (old, fixed):
+        conn.execute(
+            "INSERT INTO runs VALUES (?, 1.0, 'done', ?)", (doc["run_id"], json.dumps(doc))
+        )
+    conn.close()
+    with SqliteStore(path) as store:
+        assert store.schema_version() == SCHEMA_VERSION
+        assert store.results("c", "capacity") == {"result": old["capacity"]}
+        assert store.results("f", "capacity") == {}
+        run = store.get_run("c")
+        assert run is not None and run.kind == "capacity"
+        fixed_run = store.get_run("f")
+        assert fixed_run is not None and fixed_run.kind == "fixed"
+    docs = dict(sqlite3.connect(path).execute("SELECT run_id, doc FROM runs").fetchall())
+    assert all("capacity" not in json.loads(doc) for doc in docs.values())
 
 
 def test_a_failing_migration_changes_nothing(tmp_path: Path) -> None:

@@ -588,7 +588,7 @@ def test_each_kind_answers_its_own_report_and_only_fixed_runs_are_compared(
     assert markdown.status_code == 400 and b"html, json or csv" in markdown.data
     fixed = get(store, f"runs/{fixed_id}/report", format="md")
     assert fixed.status_code == 200 and b"# " in fixed.data
-    assert get(store, f"runs/{fixed_id}/view").get_json()["run"]["kind"] == "workload"
+    assert get(store, f"runs/{fixed_id}/view").get_json()["run"]["kind"] == "fixed"
     refused = get(store, "compare", a=fixed_id, b=scale_id)
     assert refused.status_code == 400 and b"is a route scale run" in refused.data
     assert get(store, "compare", a=fixed_id, b=fixed_id).status_code == 200

@@ -21,11 +21,14 @@ from gatebench.core.cost import CostError, machine_hourly
 from gatebench.core.resources import CgroupSample, cgroup_resources
 from gatebench.core.thresholds import thresholds_from_plan
 from gatebench.kinds.capacity import (
+    RESULT_KEY,
+    RESULT_KIND,
     Campaign,
     CapacityResult,
     ProbeOutcome,
     SearchResult,
     capacity_result,
+    stored_capacity,
 )
 from gatebench.kinds.capacity._report import build_capacity_report, capacity_rows
 from gatebench.store import ResultStore
@@ -110,22 +113,27 @@ def ingest_capacity(
     write = getattr(storage, "write", None)  # the functions' Storage; a read-only view skips it
     if write is not None:
         write(bucket, whole, json.dumps(result.to_dict(), sort_keys=True), "application/json")
-    store.update_run(run_id, capacity=bounded_capacity(result.to_dict(), f"gs://{bucket}/{whole}"))
+    store.put_result(
+        run_id,
+        RESULT_KIND,
+        RESULT_KEY,
+        bounded_capacity(result.to_dict(), f"gs://{bucket}/{whole}"),
+    )
     return result
 
 
 RESULT_OBJECT = "runs/{run_id}/capacity/result.json"
 CURVES_KEPT = 400
-"""The probes of the result's curves the run record keeps in Firestore (the first repetitions'
+"""The probes of the result's curves its stored copy keeps in Firestore (the first repetitions'
 first): a campaign of many searches has more than a document holds."""
 
 
 CURVE_POINT_FIELDS = 13
-"""A curve point's fields in the run record (CurvePoint.to_dict's 12, and itself)."""
+"""A curve point's fields in the stored result (CurvePoint.to_dict's 12, and itself)."""
 
 
 def capacity_fields_bound(targets: int, workloads: int, repetitions: int) -> int:
-    """The most fields the run record's copy of a capacity result holds (Firestore's count,
+    """The most fields the stored copy of a capacity result holds (Firestore's count,
     every array element one: gatebench.store._firestore_size), for ``targets`` searched on
     each of ``workloads`` endpoints ``repetitions`` times: per endpoint 8, a summary per target
     (18, and its knees, repetition numbers, bounds and notes: at most one each a repetition),
@@ -138,13 +146,13 @@ def capacity_fields_bound(targets: int, workloads: int, repetitions: int) -> int
 
 
 def result_object(run_id: str) -> str:
-    """A capacity run's result as the score step made it, whole (the run record's copy in
+    """A capacity run's result as the score step made it, whole (the stored copy in
     Firestore keeps at most :data:`CURVES_KEPT` curve points)."""
     return RESULT_OBJECT.format(run_id=run_id)
 
 
 def bounded_capacity(result: dict[str, Any], whole: str) -> dict[str, Any]:
-    """A capacity result (``CapacityResult.to_dict``) as the run record keeps it: every
+    """A capacity result (``CapacityResult.to_dict``) as the store keeps it: every
     endpoint's knees, comparisons and verdict, at most :data:`CURVES_KEPT` curve points (by
     repetition, then target, endpoint and rate: every search's first curve first), and where
     the whole result is; ``kept`` counts what was cut."""
@@ -187,11 +195,11 @@ def capacity_outcome(
 ) -> tuple[str, list[dict[str, Any]]]:
     """(``done`` or ``partial``, the BigQuery rows) of a stored capacity run: partial when a
     target has no knee on some endpoint or the searches stopped on an error. The whole result
-    is read from the bucket when ``storage`` is given (the run record's copy is bounded)."""
-    run = store.get_run(run_id)
-    assert run is not None and run.capacity is not None
+    is read from the bucket when ``storage`` is given (the stored copy is bounded)."""
+    run, stored = store.get_run(run_id), stored_capacity(store, run_id)
+    assert run is not None and stored is not None
     data = storage.read_optional(bucket, result_object(run_id)) if storage is not None else None
-    result = CapacityResult.from_dict(json.loads(data) if data is not None else run.capacity)
+    result = CapacityResult.from_dict(json.loads(data) if data is not None else stored)
     from gatebench.kinds.capacity import evaluate_capacity
 
     report = build_capacity_report(

@@ -66,10 +66,10 @@ MAX_CLOUD_WORKLOADS = 100
 one entry per workload."""
 RUN_RECORD_AT_PARSE = (262_144, 6_000)
 """The most bytes and fields the run record may take at parse (Firestore allows 1 MiB and
-20,000): what the run adds later (its statuses, notes, a capacity result) has room."""
+20,000): what the run adds later (its statuses, notes) has room."""
 CAPACITY_RECORD_FIELDS = 9_000
-"""The most fields a capacity result may add to the run record (with the record at parse and
-the notes, under Firestore's 20,000)."""
+"""The most fields a capacity run's stored result may take (a document of its own, under
+Firestore's 20,000 with room to spare)."""
 
 
 @dataclass

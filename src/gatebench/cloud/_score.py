@@ -13,7 +13,7 @@ from typing import Any, BinaryIO, Protocol
 
 from gatebench.cloud._objects import NothingMeasured, RequestError, rows_object
 from gatebench.core.errors import Problem
-from gatebench.core.model import RunRecord
+from gatebench.core.model import RunKind, RunRecord
 from gatebench.core.report import flat_rows, measurement_rows, score_run
 from gatebench.kinds._live._report import is_live_run
 from gatebench.store import ResultStore
@@ -38,6 +38,12 @@ def expected_keys(run: RunRecord) -> set[str]:
     return {f"{t}:{w}:{r}" for t in targets for w in workloads for r in range(1, repetitions + 1)}
 
 
+def _has_capacity_result(store: ResultStore, run_id: str) -> bool:
+    from gatebench.kinds.capacity import stored_capacity
+
+    return stored_capacity(store, run_id) is not None
+
+
 def finish_run(
     store: ResultStore,
     sink: RowsSink,
@@ -52,7 +58,8 @@ def finish_run(
     run = store.get_run(run_id)
     if run is None:
         raise RequestError([Problem("/run_id", f"run {run_id!r} does not exist")])
-    if run.capacity is not None:  # a capacity run: its result is stored, its rows written here
+    if run.kind == RunKind.CAPACITY and _has_capacity_result(store, run_id):
+        # a capacity run: its result is stored, its rows are written here
         from gatebench.cloud._capacity import capacity_outcome
 
         status, capacity_rows = capacity_outcome(store, run_id, sink, runs_bucket)

@@ -43,6 +43,7 @@ from gatebench.core.answers import EVIDENCE_KEPT
 from gatebench.core.confidence import Difference, Sample, paired_difference, welch_difference
 from gatebench.core.metrics import COST_METRICS, METRICS
 from gatebench.core.model import RESOURCE_FIELDS, Measurement
+from gatebench.core.records import fields
 from gatebench.core.score import BASELINE, Profile, ScoreResult, score
 from gatebench.core.trust import FAILED_TARGET_FLAG, bound_by_tester, too_short_throughput
 
@@ -89,9 +90,7 @@ class CellSummary:
             "workload": self.workload,
             "target": self.target,
             "repetitions": list(self.repetitions),
-            "requests": self.requests,
-            "ok": self.ok,
-            "ko": self.ko,
+            **fields(self, "requests ok ko"),
             "flags": dict(self.flags),
             "other_cpu_pct": self.other_cpu_pct,
             "tester_cpu_pct": self.tester_cpu_pct,

@@ -27,6 +27,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from gatebench.core.errors import GatebenchError
+from gatebench.core.records import fields
 
 if TYPE_CHECKING:
     from gatebench.core.scaleplan import ScaleAsk
@@ -74,11 +75,7 @@ class CostEstimate:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "total_usd": self.total_usd,
-            "load_s": self.load_s,
-            "vm_s": self.vm_s,
-            "vms": self.vms,
-            "region": self.region,
+            **fields(self, "total_usd load_s vm_s vms region"),
             "prices_as_of": self.as_of,
             "lines": [line.to_dict() for line in self.lines],
             **({"notes": list(self.notes)} if self.notes else {}),

@@ -29,6 +29,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from gatebench.core.records import fields
+
 Severity = Literal["error", "warning", "note"]
 
 
@@ -84,11 +86,7 @@ class Problem:
         return f"{where}: {self.severity}: {_printable(self.pointer) or '/'}: {_printable(self.message)}"
 
     def to_dict(self) -> dict[str, object]:
-        out: dict[str, object] = {
-            "pointer": self.pointer,
-            "message": self.message,
-            "severity": self.severity,
-        }
+        out: dict[str, object] = fields(self, "pointer message severity")
         if self.line is not None:
             out["line"] = self.line
         if self.column is not None:

@@ -39,6 +39,7 @@ from typing import Any, Literal
 from gatebench.core.cost import machine_vcpus
 from gatebench.core.pinning import CpuLayout, resolve_layout
 from gatebench.core.plan import CapacityPlan, Cpus, Plan
+from gatebench.core.records import fields
 from gatebench.core.renderers import RenderTarget, get_renderer
 from gatebench.core.renderers._base import DEFAULT_CONCURRENCY
 from gatebench.core.tls import GatewayTls
@@ -100,9 +101,7 @@ class CpuPolicy:
             "cores": self.cores,
             "path": self.path,
             "pinned": list(self.pinned),
-            "machine": self.machine,
-            "enforced": self.enforced,
-            "note": self.note,
+            **fields(self, "machine enforced note"),
             "describe": self.describe(),
         }
 

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from gatebench.core.records import fields
+
 HTTP_METHODS = ("GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH", "TRACE")
 ParamLocation = Literal["path", "query", "header", "cookie"]
 SecurityKind = Literal["apiKey", "http", "oauth2", "openIdConnect", "mutualTLS"]
@@ -194,12 +196,9 @@ class Operation:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "operation_id": self.operation_id,
-            "operation_id_generated": self.operation_id_generated,
-            "method": self.method,
-            "path_template": self.path_template,
-            "route_path": self.route_path,
-            "base_url": self.base_url,
+            **fields(
+                self, "operation_id operation_id_generated method path_template route_path base_url"
+            ),
             "path_params": {p.name: p.to_dict() for p in self.path_params},
             "query_params": {p.name: p.to_dict() for p in self.query_params},
             "header_params": {p.name: p.to_dict() for p in self.header_params},
@@ -264,12 +263,7 @@ class LeftOut:
         return False
 
     def to_dict(self) -> dict[str, Any]:
-        out = {
-            "method": self.method,
-            "path": self.path,
-            "pointer": self.pointer,
-            "reason": self.reason,
-        }
+        out = fields(self, "method path pointer reason")
         if self.source:
             out["source"] = self.source
         if self.operation_id:
@@ -297,9 +291,7 @@ class Api:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "title": self.title,
-            "version": self.version,
-            "source_format": self.source_format,
+            **fields(self, "title version source_format"),
             "operations": [op.to_dict() for op in self.operations],
             "schemas": self.schemas,
             "security_schemes": [s.to_dict() for s in self.security_schemes],

@@ -114,10 +114,6 @@ class RunRecord:
     and its folder (``run_dir``). A run not finished whose process is gone was abandoned."""
     kind: RunKind = RunKind.FIXED
     """The kind of run (``gatebench.kinds.registry``)."""
-    capacity: dict[str, Any] | None = None
-    """A capacity run (``gatebench capacity``): its result, as
-    ``gatebench.kinds.capacity.CapacityResult.to_dict`` writes it (knees, comparisons, verdicts, the
-    probes' curves); None for a fixed-workload run."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -38,6 +38,7 @@ from gatebench.core.errors import RunError
 from gatebench.core.measure import CpuUsage, PhaseResult, measurement_from, phase_results
 from gatebench.core.model import Measurement
 from gatebench.core.plan import MAX_TESTERS, Injection
+from gatebench.core.records import fields
 from gatebench.core.simlog import SimLogSource
 from gatebench.core.stats import PhaseSample
 from gatebench.core.workload import Phase, injection_from_json, injection_json, phases_from_document
@@ -172,14 +173,7 @@ class PhaseShare:
     failure: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "tester": self.tester,
-            "requests": self.requests,
-            "start_ms": self.start_ms,
-            "end_ms": self.end_ms,
-            "cpu_pct": self.cpu_pct,
-            "failure": self.failure,
-        }
+        return fields(self, "tester requests start_ms end_ms cpu_pct failure")
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from gatebench.core.errors import GatebenchError
 from gatebench.core.policies import JwtAlgorithm, JwtAuth
+from gatebench.core.records import fields
 
 if TYPE_CHECKING:  # pragma: no cover
     from gatebench.core.plan import Plan
@@ -96,10 +97,7 @@ class TokenSigner:
     def describe(self) -> dict[str, Any]:
         """What a run records about the signer: never the key, only its fingerprint."""
         return {
-            "algorithm": self.algorithm,
-            "issuer": self.issuer,
-            "audience": self.audience,
-            "lifetime": self.lifetime,
+            **fields(self, "algorithm issuer audience lifetime"),
             "subjects": len(self.subjects),
             "key_sha256": hashlib.sha256(self.private_key_pem.encode()).hexdigest()[:16],
         }

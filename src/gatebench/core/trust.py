@@ -41,13 +41,14 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from gatebench.core.confidence import Sample
 from gatebench.core.metrics import METRICS
 from gatebench.core.model import Measurement
+from gatebench.core.records import fields
 from gatebench.core.score import ScoreResult
 
 CEILING_TARGET = "ceiling"
@@ -196,21 +197,9 @@ def bound_by_tester(
     it would then hide throughput that the gateways did set (docs/trust.md)."""
     measurements = list(measurements)
     ceiling = demonstrated_ceiling(measurements, ceiling)
-    wanted = set(gateways)
-    near: dict[tuple[str, str], int] = {}
-    total: dict[tuple[str, str], int] = {}
-    for m in measurements:
-        if m.target not in wanted or m.requests <= 0:
-            continue
-        key = (m.workload, m.target)
-        total[key] = total.get(key, 0) + 1
-        if near_ceiling(m.throughput, ceiling.get(m.workload), share):
-            near[key] = near.get(key, 0) + 1
-    out: dict[str, list[str]] = {}
-    for key, count in near.items():
-        if is_tester_bound(count, total[key]):
-            out.setdefault(key[0], []).append(key[1])
-    return {w: tuple(sorted(ts)) for w, ts in sorted(out.items())}
+    return _in_half(
+        measurements, gateways, lambda m: near_ceiling(m.throughput, ceiling.get(m.workload), share)
+    )
 
 
 # -- too short to measure ----------------------------------------------------------------------
@@ -236,18 +225,29 @@ def too_short_throughput(
 ) -> dict[str, tuple[str, ...]]:
     """workload → the gateways whose phases there were ``too short`` in at least half of their
     repetitions (the rule of :func:`is_tester_bound`). Only workloads with such a gateway."""
+    return _in_half(measurements, gateways, lambda m: TOO_SHORT_FLAG in m.flags)
+
+
+def _in_half(
+    measurements: Iterable[Measurement],
+    gateways: Iterable[str],
+    holds: Callable[[Measurement], bool],
+) -> dict[str, tuple[str, ...]]:
+    """workload → the ``gateways`` for which ``holds`` in at least half of their repetitions
+    there that sent requests (the rule of :func:`is_tester_bound`). Only workloads with
+    such a gateway."""
     wanted = set(gateways)
-    short: dict[tuple[str, str], int] = {}
+    held: dict[tuple[str, str], int] = {}
     total: dict[tuple[str, str], int] = {}
     for m in measurements:
         if m.target not in wanted or m.requests <= 0:
             continue
         key = (m.workload, m.target)
         total[key] = total.get(key, 0) + 1
-        if TOO_SHORT_FLAG in m.flags:
-            short[key] = short.get(key, 0) + 1
+        if holds(m):
+            held[key] = held.get(key, 0) + 1
     out: dict[str, list[str]] = {}
-    for key, count in short.items():
+    for key, count in held.items():
         if is_tester_bound(count, total[key]):
             out.setdefault(key[0], []).append(key[1])
     return {w: tuple(sorted(ts)) for w, ts in sorted(out.items())}
@@ -318,22 +318,10 @@ class Agreement:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "target": self.target,
-            "workload": self.workload,
-            "engine": self.engine,
-            "other": self.other,
-            "throughput": self.throughput,
-            "other_throughput": self.other_throughput,
-            "throughput_gap_pct": self.throughput_gap_pct,
-            "throughput_agrees": self.throughput_agrees,
-            "p50": self.p50,
-            "other_p50": self.other_p50,
-            "p50_gap_pct": self.p50_gap_pct,
-            "p50_agrees": self.p50_agrees,
-            "repetitions": self.repetitions,
-            "other_repetitions": self.other_repetitions,
-            "tester_bound": self.tester_bound,
-            "agrees": self.agrees,
+            **fields(
+                self,
+                "target workload engine other throughput other_throughput throughput_gap_pct throughput_agrees p50 other_p50 p50_gap_pct p50_agrees repetitions other_repetitions tester_bound agrees",
+            ),
         }
 
 

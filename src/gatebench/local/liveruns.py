@@ -52,15 +52,7 @@ def boot_grown(
     cpu: CpuPolicy,
 ) -> Booted:
     """:func:`render_grown`, then :func:`start_grown`."""
-    live = LiveGateway(
-        gateway,
-        supervisor,
-        workdir / "gateway",
-        cpu=cpu,
-        concurrency=rate_concurrency(settings.rate),
-        check_timeout=settings.check_timeout_s,
-        boot_timeout=max(settings.deadline_s, _readiness_timeout(gateway)),
-    )
+    live = _live_gateway(gateway, settings, workdir, supervisor, cpu)
     try:
         live.render(grown, backend_url)
     except GatebenchError as exc:
@@ -81,7 +73,21 @@ def render_grown(
     """The gateway's files for ``grown`` written into ``workdir/gateway`` (no process yet),
     for ``cpu``'s cores and pools that hold the constant rate; raises what the renderer
     raises."""
-    live = LiveGateway(
+    live = _live_gateway(gateway, settings, workdir, supervisor, cpu)
+    live.render(grown, backend_url)
+    return live
+
+
+def _live_gateway(
+    gateway: str | Renderer,
+    settings: LoadSettings,
+    workdir: Path,
+    supervisor: Supervisor,
+    cpu: CpuPolicy,
+) -> LiveGateway:
+    """The gateway of a grown description, in ``workdir/gateway``, for ``cpu``'s cores and
+    pools that hold the constant rate."""
+    return LiveGateway(
         gateway,
         supervisor,
         workdir / "gateway",
@@ -90,8 +96,6 @@ def render_grown(
         check_timeout=settings.check_timeout_s,
         boot_timeout=max(settings.deadline_s, _readiness_timeout(gateway)),
     )
-    live.render(grown, backend_url)
-    return live
 
 
 def measure_size(

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from gatebench.core.workload import Phase
     from gatebench.kinds._live._gateway import Gateway, RateLoad
     from gatebench.kinds.capacity import ProbeMetrics, ProbeRequest, SearchResult
+    from gatebench.kinds.capacity._machine import ProbeSite
     from gatebench.local._netns import LoadHost
     from gatebench.local.backends import PlanBackend
 
@@ -271,47 +272,28 @@ class LocalMachine:
             cpu_groups=cpu_groups,
         )
 
-    def prober(
-        self,
-        plan: Plan,
-        api: Api,
-        workload: str,
-        target: str,
-        base_url: str,
-        workdir: Path,
-        late_ms: float,
-        *,
-        connections: str,
-        reset_url: str | None,
-        reset_urls: Sequence[str],
-        cpu_groups: Mapping[str, Sequence[int]],
-        target_groups: Callable[[str], Sequence[str]],
-        hosts: Sequence[object],
-        seed: int,
-        tick: Callable[[], None],
-        shared_core: str | None = None,
-    ) -> Callable[[ProbeRequest], ProbeMetrics]:
+    def prober(self, site: ProbeSite) -> Callable[[ProbeRequest], ProbeMetrics]:
         from gatebench.local.engines.loadgen import LoadgenEngine
         from gatebench.local.probing import Prober
 
         return Prober(
-            plan,
-            api,
-            workload,
-            target,
-            base_url,
+            site.plan,
+            site.api,
+            site.workload,
+            site.target,
+            site.base_url,
             self.supervisor,
-            workdir,
-            late_ms,
-            engine=LoadgenEngine(connections=connections),
-            reset_url=reset_url,
-            reset_urls=reset_urls,
-            cpu_groups=cpu_groups,
-            target_groups=target_groups,
-            hosts=_hosts(hosts),
-            seed=seed,
-            tick=tick,
-            shared_core=shared_core,
+            site.workdir,
+            site.late_ms,
+            engine=LoadgenEngine(connections=site.connections),
+            reset_url=site.reset_url,
+            reset_urls=site.reset_urls,
+            cpu_groups=site.cpu_groups,
+            target_groups=site.target_groups,
+            hosts=_hosts(site.hosts),
+            seed=site.seed,
+            tick=site.tick,
+            shared_core=site.shared_core,
         )
 
     # the live runs' port (gatebench.kinds._live.LiveMachine)

@@ -30,7 +30,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -39,6 +39,7 @@ from typing import IO, Any
 import psutil
 
 from gatebench.core.errors import RunError
+from gatebench.run._signals import signals_held
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
@@ -295,7 +296,7 @@ class Supervisor:
     def __exit__(self, *exc: object) -> None:
         try:
             # Teardown must not be cut short by a second Ctrl-C.
-            with _signals_deferred():
+            with signals_held(deliver=False):
                 self.stop_all()
                 self._release_guardian()
         finally:
@@ -332,24 +333,6 @@ def process_gone(owner: Mapping[str, Any]) -> bool:
 
 def _raise_terminated(signum: int, frame: FrameType | None) -> None:
     raise Terminated()
-
-
-@contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    received: list[int] = []
-
-    def remember(signum: int, frame: FrameType | None) -> None:
-        received.append(signum)
-
-    old = {s: signal.signal(s, remember) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
 
 
 def become_subreaper() -> bool:

@@ -106,10 +106,15 @@ class RunContext:
 
     def get(self, kind: type[T]) -> T:
         """The output of type ``kind`` an earlier stage gave."""
-        value = self._outputs.get(kind)
-        if not isinstance(value, kind):
+        value = self.find(kind)
+        if value is None:
             raise RunError(f"no stage of this run gave {kind.__name__}")
         return value
+
+    def find(self, kind: type[T]) -> T | None:
+        """The output of type ``kind`` an earlier stage gave, None when none did (yet)."""
+        value = self._outputs.get(kind)
+        return value if isinstance(value, kind) else None
 
     def put(self, value: object) -> None:
         self._outputs[type(value)] = value

@@ -1,4 +1,5 @@
-"""Signals held while a record is written to two places (a file and the store)."""
+"""Signals held while a record is written to two places (a file and the store), or while
+processes are torn down."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from types import FrameType
 
 
 @contextlib.contextmanager
-def signals_held() -> Iterator[None]:
+def signals_held(*, deliver: bool = True) -> Iterator[None]:
     """Hold SIGINT and SIGTERM until the block is done, then deliver them: a record written to
-    two places (a file and the store) is in both or in neither. Main thread only (elsewhere
+    two places (a file and the store) is in both or in neither. Without ``deliver`` they are
+    dropped (a teardown that a second Ctrl-C must not cut short). Main thread only (elsewhere
     the block runs as it is: signals reach the main thread)."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -28,7 +30,7 @@ def signals_held() -> Iterator[None]:
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
-        for signum in dict.fromkeys(received):
+        for signum in dict.fromkeys(received) if deliver else ():
             signal.raise_signal(signum)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 from gatebench.core.errors import StoreError
@@ -114,6 +115,37 @@ def updated(run: RunRecord, fields: dict[str, Any], now: float | None = None) ->
     except (TypeError, ValueError) as exc:
         raise StoreError(f"run {run.run_id!r}: a field cannot be stored: {exc}") from None
     return new
+
+
+class RunChanges:
+    """``set_status`` and ``update_run``, the same in every store: each is one read, change
+    and write of the run, in the store's own transaction (``_change_run``)."""
+
+    def _change_run(
+        self, run_id: str, what: str, change: Callable[[RunRecord], RunRecord]
+    ) -> RunRecord:
+        """Read run ``run_id``, write ``change(run)`` and return it, in one transaction;
+        ``what``: the operation, for error messages. Raises StoreError for an unknown run."""
+        raise NotImplementedError
+
+    def set_status(
+        self,
+        run_id: str,
+        status: RunStatus,
+        *,
+        failed_step: str | None = None,
+        error: str | None = None,
+    ) -> RunRecord:
+        return self._change_run(
+            run_id,
+            f"moving run {run_id!r} to {RunStatus(status).value!r}",
+            lambda run: moved(run, status, failed_step, error),
+        )
+
+    def update_run(self, run_id: str, **fields: Any) -> RunRecord:
+        return self._change_run(
+            run_id, f"updating run {run_id!r}", lambda run: updated(run, fields)
+        )
 
 
 def check_scores(run_id: str, scores: dict[str, dict[str, Any]]) -> None:

@@ -30,13 +30,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from gatebench.core.errors import StoreError
 from gatebench.core.model import Measurement, RunRecord, RunStatus
 from gatebench.store._common import (
+    RunChanges,
     check_measurement,
     check_result,
     check_run_id,
     check_scores,
-    moved,
     no_such_run,
-    updated,
 )
 from gatebench.store._firestore_size import limit_problem
 
@@ -90,7 +89,7 @@ def _fits(path: list[str], fields: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
-class FirestoreStore:
+class FirestoreStore(RunChanges):
     """The result store in a Firestore database (``(default)`` unless named)."""
 
     def __init__(self, project: str, database: str = "(default)", *, timeout: float = 30.0):
@@ -198,25 +197,6 @@ class FirestoreStore:
 
         result: RunRecord = self._call(what, lambda: apply(self.client.transaction()))
         return result
-
-    def set_status(
-        self,
-        run_id: str,
-        status: RunStatus,
-        *,
-        failed_step: str | None = None,
-        error: str | None = None,
-    ) -> RunRecord:
-        return self._change_run(
-            run_id,
-            f"moving run {run_id!r} to {RunStatus(status).value!r}",
-            lambda run: moved(run, status, failed_step, error),
-        )
-
-    def update_run(self, run_id: str, **fields: Any) -> RunRecord:
-        return self._change_run(
-            run_id, f"updating run {run_id!r}", lambda run: updated(run, fields)
-        )
 
     def list_runs(self, limit: int = 50) -> list[RunRecord]:
         from google.cloud import firestore

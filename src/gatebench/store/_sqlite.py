@@ -17,7 +17,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -25,13 +25,12 @@ from typing import Any
 from gatebench.core.errors import GatebenchError, StoreError
 from gatebench.core.model import Measurement, RunRecord, RunStatus
 from gatebench.store._common import (
+    RunChanges,
     check_measurement,
     check_result,
     check_run_id,
     check_scores,
-    moved,
     no_such_run,
-    updated,
 )
 from gatebench.store._disk import FULL_BELOW_BYTES, free_bytes, no_space
 
@@ -79,6 +78,19 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    (
+        3,
+        "a capacity run's result is one of its results (it was a field of the run)",
+        (
+            """INSERT OR IGNORE INTO results (run_id, kind, key, doc)
+                SELECT run_id, 'capacity', 'result', json_extract(doc, '$.capacity') FROM runs
+                WHERE json_type(doc, '$.capacity') = 'object'""",
+            # the kind stays known to a record that said it only by holding the result
+            """UPDATE runs SET doc = json_set(json_remove(doc, '$.capacity'), '$.kind', 'capacity')
+                WHERE json_type(doc, '$.capacity') = 'object'""",
+            "UPDATE runs SET doc = json_remove(doc, '$.capacity') WHERE json_type(doc, '$.capacity') = 'null'",
+        ),
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -120,7 +132,7 @@ def migrate(conn: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIO
     return current
 
 
-class SqliteStore:
+class SqliteStore(RunChanges):
     """The result store in one SQLite file (created with its folder on first use)."""
 
     def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
@@ -261,28 +273,14 @@ class SqliteStore:
         rows = self._query("SELECT doc FROM runs WHERE run_id = ?", (run_id,))
         return self._load_run(rows[0][0]) if rows else None
 
-    def set_status(
-        self,
-        run_id: str,
-        status: RunStatus,
-        *,
-        failed_step: str | None = None,
-        error: str | None = None,
+    def _change_run(
+        self, run_id: str, what: str, change: Callable[[RunRecord], RunRecord]
     ) -> RunRecord:
         with self._transaction() as conn:
             run = self._read_run(conn, run_id)
             if run is None:
                 raise no_such_run(run_id)
-            new = moved(run, status, failed_step, error)
-            self._write_run(conn, new)
-            return new
-
-    def update_run(self, run_id: str, **fields: Any) -> RunRecord:
-        with self._transaction() as conn:
-            run = self._read_run(conn, run_id)
-            if run is None:
-                raise no_such_run(run_id)
-            new = updated(run, fields)
+            new = change(run)
             self._write_run(conn, new)
             return new
 

@@ -50,8 +50,8 @@ entry by ``tests/golden/test_contract.py``:
 6. The gateway as deployed (``renderers/_deployment.py``): ``render`` calls
    ``refuse_missing_deployment(target)`` first; TLS (``target.tls``) and a pool of replicas
    (``target.replicas``, ``target.balance``) are rendered as the gateway's own TLS termination
-   and upstream pool, with the shared health-check settings; ``supported_deployment`` says
-   which, ``deployment_gaps`` why not the others. ``tests/golden/test_deployment_goldens.py``
+   and upstream pool, with the shared health-check settings; ``deployment_gaps`` says what a
+   renderer lacks and why, and it renders the rest (``supported_deployment``, derived). ``tests/golden/test_deployment_goldens.py``
    holds every renderer to it.
 
 Adding a gateway: the module, one line in ``_registry.RENDERERS``, ``make goldens``, the

@@ -16,13 +16,13 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
 from gatebench.core.errors import Problem, RenderError, UnsupportedFeature, UnsupportedHere
 from gatebench.core.ir import Api
 from gatebench.core.policies import PolicySet
-from gatebench.core.renderers._deployment import deployment_needs, refuse_missing
+from gatebench.core.renderers._deployment import deployment_needs, refuse_missing, supported
 from gatebench.core.renderers._parity import Parity
 from gatebench.core.renderers._routes import Route, routes_for
 from gatebench.core.tls import GatewayTls
@@ -376,11 +376,17 @@ class Renderer(abc.ABC):
     """Feature → why the gateway cannot apply it natively, for features it lacks although it
     ships something close (Kong's jwt plugin checks no audience): the exclusion reason says it."""
 
-    supported_deployment: ClassVar[frozenset[str]] = frozenset()
-    """Deployment features (``renderers._deployment.FEATURES``: TLS, HTTP/2, resumption off,
-    replica pools by balance) the renderer renders natively when the target asks."""
     deployment_gaps: ClassVar[Mapping[str, str]] = {}
-    """Deployment feature → why the gateway cannot render it (the exclusion reason)."""
+    """Deployment feature (``renderers._deployment.FEATURES``: TLS, HTTP/2, resumption off,
+    replica pools by balance) → why the gateway cannot render it (the exclusion reason)."""
+    supported_deployment: ClassVar[frozenset[str]] = frozenset()
+    """The deployment features the renderer renders natively when the target asks: every one
+    its ``deployment_gaps`` does not name (derived for each renderer class, never declared)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.supported_deployment = supported(cls.deployment_gaps)
+
     http2_always: ClassVar[bool] = False
     """The gateway offers ``h2`` by ALPN whenever it terminates TLS (no setting turns it off):
     without ``http2`` in the plan the engine keeps to HTTP/1.1 itself."""

@@ -3,9 +3,9 @@
 A target may ask a gateway to terminate TLS (``RenderTarget.tls``: the run's certificate,
 ``gatebench.core.tls``'s protocols and ciphers, ALPN ``h2`` when asked, resumption on or off) and to
 spread requests over several backend replicas (``RenderTarget.replicas`` with a ``balance``),
-health-checking them where the gateway can. Each renderer declares what it renders natively
-(``supported_deployment``, names in :data:`FEATURES`) and why it lacks the rest
-(``deployment_gaps``); a gateway lacking what a plan needs is left out of the comparison with
+health-checking them where the gateway can. Each renderer declares why it lacks what it does
+not render (``deployment_gaps``, names in :data:`FEATURES`); it renders the rest natively
+(``supported_deployment``, derived: :func:`supported`); a gateway lacking what a plan needs is left out of the comparison with
 the reason (:func:`deployment_exclusions`), never run without it. The health-check settings
 every gateway gets are defined here once.
 """
@@ -23,6 +23,14 @@ FEATURES: tuple[str, ...] = (
     "pool.round_robin",
     "pool.least_conn",
 )
+
+
+def supported(gaps: Mapping[str, str]) -> frozenset[str]:
+    """The features a renderer with these ``gaps`` renders: every other one, but none of a
+    feature that needs one it lacks (``tls.http2`` needs ``tls``)."""
+    return frozenset(f for f in FEATURES if f not in gaps and f.split(".", 1)[0] not in gaps)
+
+
 FEATURE_LABELS: Mapping[str, str] = {
     "tls": "TLS termination (the run's certificate, TLS 1.2 + 1.3)",
     "tls.http2": "HTTP/2 by ALPN",

@@ -93,6 +93,12 @@ def jar_path(gateway: str) -> Path:
     return jvm_gateway_jar_location(gateway)
 
 
+NO_RESUMPTION_GAP = (
+    "JSSE's server session cache and tickets cannot be switched off from a Spring configuration"
+)
+"""Why no JVM gateway here turns TLS session resumption off (``deployment_gaps``)."""
+
+
 class JvmRenderer(Renderer):
     """A gateway that is a Spring Boot jar run by ``java``; subclasses set ``name`` etc. and
     ``run_command`` (:func:`java_command`)."""

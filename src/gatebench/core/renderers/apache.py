@@ -107,9 +107,6 @@ class ApacheRenderer(Renderer):
         {"auth.api_key", "cache", "cache.path_only", "cache.vary_header"}
     )
 
-    supported_deployment: ClassVar[frozenset[str]] = frozenset(
-        {"tls", "tls.http2", "tls.no_resumption", "pool.round_robin", "pool.least_conn"}
-    )
     health_checks = "active + passive"
 
     parity = Parity(

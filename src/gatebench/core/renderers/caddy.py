@@ -93,9 +93,6 @@ class CaddyRenderer(Renderer):
         body="Caddyfile",
     )
     supported_policies: ClassVar[frozenset[str]] = frozenset({"auth.api_key"})
-    supported_deployment: ClassVar[frozenset[str]] = frozenset(
-        {"tls", "tls.http2", "pool.round_robin", "pool.least_conn"}
-    )
     deployment_gaps: ClassVar[dict[str, str]] = {
         "tls.no_resumption": "the Caddyfile has no setting for TLS session tickets (only "
         "Caddy's JSON tls app does)"

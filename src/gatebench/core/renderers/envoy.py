@@ -112,9 +112,6 @@ class EnvoyRenderer(Renderer):
         }
     )
 
-    supported_deployment: ClassVar[frozenset[str]] = frozenset(
-        {"tls", "tls.http2", "tls.no_resumption", "pool.round_robin", "pool.least_conn"}
-    )
     health_checks = "active + passive"
 
     parity = Parity(

@@ -98,9 +98,6 @@ class HaproxyRenderer(Renderer):
         }
     )
 
-    supported_deployment: ClassVar[frozenset[str]] = frozenset(
-        {"tls", "tls.http2", "tls.no_resumption", "pool.round_robin", "pool.least_conn"}
-    )
     health_checks = "active + passive"
 
     parity = Parity(

@@ -87,9 +87,6 @@ class KongRenderer(Renderer):
         "cannot ignore the query",
     }
 
-    supported_deployment: ClassVar[frozenset[str]] = frozenset(
-        {"tls", "tls.http2", "pool.round_robin", "pool.least_conn"}
-    )
     deployment_gaps: ClassVar[Mapping[str, str]] = {
         "tls.no_resumption": "Kong's nginx template always keeps a shared TLS session cache "
         "(only tickets can be switched off)"

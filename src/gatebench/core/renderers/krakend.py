@@ -214,7 +214,6 @@ class KrakendRenderer(Renderer):
             out[JWKS_FILE] = jwks
         return as_files(out)
 
-    supported_deployment: ClassVar[frozenset[str]] = frozenset({"tls", "tls.http2"})
     http2_always = True
     deployment_gaps: ClassVar[dict[str, str]] = {
         "tls.no_resumption": "KrakenD's tls settings have none for session tickets",

@@ -91,9 +91,6 @@ class NginxRenderer(Renderer):
         }
     )
 
-    supported_deployment: ClassVar[frozenset[str]] = frozenset(
-        {"tls", "tls.http2", "tls.no_resumption", "pool.round_robin", "pool.least_conn"}
-    )
     health_checks = "passive"
 
     parity = Parity(

@@ -45,6 +45,7 @@ from gatebench.core.renderers._base import RenderTarget, as_files
 from gatebench.core.renderers._deployment import HEALTH_INTERVAL_S, HEALTH_PATH
 from gatebench.core.renderers._jvm import (
     JIT_WARMUP,
+    NO_RESUMPTION_GAP,
     JvmRenderer,
     assert_inert,
     dump_yaml,
@@ -67,12 +68,8 @@ class SpringCloudGatewayRenderer(JvmRenderer):
     )
     gateway_version = "5.0.3"
     product = "Spring Cloud Gateway 5.0.3 (Spring Boot 4.1.1, Spring Cloud 2025.1.3)"
-    supported_deployment: ClassVar[frozenset[str]] = frozenset(
-        {"tls", "tls.http2", "pool.round_robin"}
-    )
     deployment_gaps: ClassVar[dict[str, str]] = {
-        "tls.no_resumption": "JSSE's server session cache and tickets cannot be switched off "
-        "from a Spring configuration",
+        "tls.no_resumption": NO_RESUMPTION_GAP,
         "pool.least_conn": "Spring Cloud LoadBalancer balances round robin or at random only",
     }
     health_checks = "active"

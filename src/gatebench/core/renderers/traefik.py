@@ -122,9 +122,6 @@ class TraefikRenderer(Renderer):
         {"rate_limit.address", "rate_limit.header"}
     )
 
-    supported_deployment: ClassVar[frozenset[str]] = frozenset(
-        {"tls", "tls.http2", "pool.round_robin", "pool.least_conn"}
-    )
     deployment_gaps: ClassVar[dict[str, str]] = {
         "tls.no_resumption": "Traefik's TLS options have no setting for session tickets"
     }

@@ -134,9 +134,6 @@ class TykRenderer(Renderer):
         "cache.path_only": "Tyk's cache key always holds the whole query",
     }
 
-    supported_deployment: ClassVar[frozenset[str]] = frozenset(
-        {"tls", "tls.http2", "pool.round_robin"}
-    )
     deployment_gaps: ClassVar[Mapping[str, str]] = {
         "tls.no_resumption": "Tyk's http_server_options have no setting for session tickets",
         "pool.least_conn": "Tyk balances its target list round robin only",

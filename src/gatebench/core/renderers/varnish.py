@@ -128,7 +128,6 @@ class VarnishRenderer(Renderer):
         {"auth.api_key", "cache", "cache.path_only", "cache.vary_header"}
     )
 
-    supported_deployment: ClassVar[frozenset[str]] = frozenset({"pool.round_robin"})
     deployment_gaps: ClassVar[dict[str, str]] = {
         "tls": "Varnish Cache terminates no TLS; it needs a TLS proxy (such as Hitch) in front",
         "pool.least_conn": "vmod_directors has no least-connections director (round_robin, "

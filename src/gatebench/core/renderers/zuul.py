@@ -45,6 +45,7 @@ from gatebench.core.ir import Api
 from gatebench.core.renderers._base import RenderTarget, as_files
 from gatebench.core.renderers._jvm import (
     JIT_WARMUP,
+    NO_RESUMPTION_GAP,
     JvmRenderer,
     assert_inert,
     dump_yaml,
@@ -119,10 +120,8 @@ class ZuulRenderer(JvmRenderer):
     )
     gateway_version = "1.3.1"
     product = "Zuul 1.3.1 (Spring Cloud Netflix 2.2.9: Spring Boot 2.3.12, Hoxton.SR12)"
-    supported_deployment: ClassVar[frozenset[str]] = frozenset({"tls", "tls.http2"})
     deployment_gaps: ClassVar[dict[str, str]] = {
-        "tls.no_resumption": "JSSE's server session cache and tickets cannot be switched off "
-        "from a Spring configuration",
+        "tls.no_resumption": NO_RESUMPTION_GAP,
         "pool.round_robin": _NO_POOL,
         "pool.least_conn": _NO_POOL,
     }

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gatebench.core.aggregate import RunSummary
+from gatebench.core.records import fields
 from gatebench.core.report._build import Report
 from gatebench.core.report._format import fmt_ci, fmt_score, fmt_value
 from gatebench.core.report._tables import finite
@@ -120,13 +121,7 @@ class Chart:
 
     def to_dict(self, colours: Mapping[str, str]) -> dict[str, Any]:
         return {
-            "id": self.id,
-            "kind": self.kind,
-            "title": self.title,
-            "description": self.description,
-            "axis": self.axis,
-            "max": self.max,
-            "legend": self.legend,
+            **fields(self, "id kind title description axis max legend"),
             "groups": [
                 {"title": g.title, "bars": [b.to_dict(colours) for b in g.bars]}
                 for g in self.groups
@@ -185,11 +180,7 @@ class CurveChart:
         return {
             "id": self.id,
             "kind": "curves",
-            "workload": self.workload,
-            "title": self.title,
-            "description": self.description,
-            "objective_ms": self.objective_ms,
-            "objective_text": self.objective_text,
+            **fields(self, "workload title description objective_ms objective_text"),
             "series": series,
         }
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from gatebench.core.aggregate import CellSummary, RunSummary
 from gatebench.core.metrics import COST_UNITS, METRICS, UNITS
+from gatebench.core.records import fields
 from gatebench.core.report._build import Report, metric_label
 from gatebench.core.report._format import (
     fmt_ci,
@@ -104,9 +105,7 @@ class Table:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "id": self.id,
-            "caption": self.caption,
-            "legend": self.legend,
+            **fields(self, "id caption legend"),
             "columns": [{"label": c.label, "numeric": c.numeric} for c in self.columns],
             "rows": [r.to_dict() for r in self.rows],
         }

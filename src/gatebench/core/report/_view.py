@@ -19,7 +19,7 @@ from typing import Any
 from gatebench.core.aggregate import CellSummary, RunSummary
 from gatebench.core.confidence import welch_difference
 from gatebench.core.metrics import METRICS, UNITS
-from gatebench.core.model import RunKind, RunRecord
+from gatebench.core.model import RunRecord
 from gatebench.core.report._build import RESOLUTION_NOTE, Report, metric_label
 from gatebench.core.report._charts import (
     colours_for,
@@ -65,8 +65,9 @@ def run_summary(run: RunRecord) -> dict[str, Any]:
         "spec_uri": run.spec_uri,
         "spec_sha256": run.spec_sha256,
         "gateways": list(run.gateways),
-        # capacity (gatebench capacity), scale, change-under-load, or workload (a fixed run)
-        "kind": "capacity" if run.kind == RunKind.CAPACITY else str(plan.get("kind", "workload")),
+        # the kind of run, as gatebench.kinds.registry names it: fixed, capacity, scale or
+        # change-under-load
+        "kind": str(run.kind),
         "baseline": bool(plan.get("baseline", False)),
         "repetitions": plan.get("repetitions"),
         "quick": bool(environment.get("quick", False)),

@@ -32,6 +32,7 @@ from gatebench.core.ir import (
     method_rank,
     server_authority_problem,
 )
+from gatebench.core.spec._ids import with_generated_ids
 
 
 class Document(Protocol):
@@ -133,7 +134,7 @@ def read_blueprint(doc: Document) -> tuple[Api | None, list[Problem]]:
                 doc.name,
             )
         )
-    operations = _unique_ids(operations)
+    operations = with_generated_ids(operations, set())
     operations.sort(key=lambda op: (op.route_path, method_rank(op.method), op.operation_id))
     if not operations:
         problems.append(
@@ -323,23 +324,6 @@ def _media(content_type: Any, body: Any) -> MediaType:
         except ValueError:
             value = body
     return MediaType(media, None, (("default", value),))
-
-
-def _unique_ids(operations: list[Operation]) -> list[Operation]:
-    from dataclasses import replace
-
-    taken: set[str] = set()
-    out = []
-    for op in operations:
-        words = [w for w in re.split(r"[^A-Za-z0-9]+", op.path_template) if w]
-        base = "_".join([op.method.lower(), *words]) if words else op.method.lower() + "_root"
-        name, n = base, 1
-        while name in taken:
-            n += 1
-            name = f"{base}_{n}"
-        taken.add(name)
-        out.append(replace(op, operation_id=name))
-    return out
 
 
 class _Positions:

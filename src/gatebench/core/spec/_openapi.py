@@ -45,6 +45,7 @@ from gatebench.core.ir import (
     token_problem,
     url_path,
 )
+from gatebench.core.spec._ids import unused, with_generated_ids
 from gatebench.core.spec._reader import Document, Reader
 from gatebench.core.spec._refs import Loc, RefError, Refs, remote_refs
 from gatebench.core.spec._walk import SCHEMA_NAME_MAPS, is_data
@@ -1209,7 +1210,7 @@ class OpenApiBuilder:
                 continue
             op_id = op.operation_id
             if op_id in taken:
-                new = _suffix(op_id, taken)
+                new = unused(op_id, taken)
                 self.warn(
                     Loc(op.source or self.doc.name, op.pointer + "/operationId"),
                     f"operationId {op_id!r} is used twice; this one is renamed {new!r}",
@@ -1217,15 +1218,9 @@ class OpenApiBuilder:
                 op = replace(op, operation_id=new)
             taken.add(op.operation_id)
             out.append(op)
-        for op in operations:
-            if not op.operation_id_generated:
-                continue
-            op_id = _generated_id(op.method, op.path_template)
-            if op_id in taken:
-                op_id = _suffix(op_id, taken)
-            taken.add(op_id)
-            out.append(replace(op, operation_id=op_id))
-        return out
+        return out + with_generated_ids(
+            (op for op in operations if op.operation_id_generated), taken
+        )
 
 
 def _methods_of(item: Any) -> list[str]:
@@ -1237,20 +1232,6 @@ def _methods_of(item: Any) -> list[str]:
 
 def _source(loc: Loc, doc: Document) -> str:
     return loc.doc if loc.doc != doc.name else ""
-
-
-def _suffix(op_id: str, taken: Iterable[str]) -> str:
-    taken_set = set(taken)
-    n = 2
-    while f"{op_id}_{n}" in taken_set:
-        n += 1
-    return f"{op_id}_{n}"
-
-
-def _generated_id(method: str, path: str) -> str:
-    """``GET /pets/{petId}/photos`` → ``get_pets_petId_photos``."""
-    words = [w for w in re.split(r"[^A-Za-z0-9]+", path) if w]
-    return "_".join([method.lower(), *words]) if words else method.lower() + "_root"
 
 
 def _bad_base_path(path: str) -> bool:

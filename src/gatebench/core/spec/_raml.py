@@ -42,6 +42,7 @@ from gatebench.core.ir import (
     token_problem,
 )
 from gatebench.core.spec._bundle import OutsideBundle, join_inside
+from gatebench.core.spec._ids import with_generated_ids
 from gatebench.core.spec._reader import Document, Reader
 from gatebench.core.spec._refs import Loc
 
@@ -211,7 +212,7 @@ class RamlBuilder:
                 self._resource(
                     key, value, root_loc.child(key), key, [], default_security, operations
                 )
-        operations = self._unique_ids(operations)
+        operations = with_generated_ids(operations, set())
         operations.sort(key=lambda op: (op.route_path, method_rank(op.method), op.operation_id))
         if not operations:
             self.warn(root_loc, "the description has no operations to benchmark")
@@ -771,22 +772,6 @@ class RamlBuilder:
         return {}
 
     # -- ids --------------------------------------------------------------------------------
-
-    def _unique_ids(self, operations: list[Operation]) -> list[Operation]:
-        from dataclasses import replace
-
-        taken: set[str] = set()
-        out = []
-        for op in operations:
-            words = [w for w in re.split(r"[^A-Za-z0-9]+", op.path_template) if w]
-            base = "_".join([op.method.lower(), *words]) if words else op.method.lower() + "_root"
-            op_id, n = base, 1
-            while op_id in taken:
-                n += 1
-                op_id = f"{base}_{n}"
-            taken.add(op_id)
-            out.append(replace(op, operation_id=op_id))
-        return out
 
 
 def _ref_and_args(ref: Any) -> tuple[str, dict[str, Any]]:

@@ -29,6 +29,7 @@ its teardown comes once, after score. The stages that have no step of their own 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -60,7 +61,7 @@ from gatebench.kinds._live.metrics import ChangeOutcome, ScalePoint
 from gatebench.run._base import Stage
 from gatebench.run._context import RunContext
 from gatebench.run._journal import Progress
-from gatebench.run._kind import KindReport, Prepared
+from gatebench.run._kind import Kind, KindReport, Prepared
 from gatebench.run.stages.backend import layout_environment
 
 BACKENDS = ("a", "b")
@@ -350,6 +351,26 @@ def live_status(ctx: RunContext) -> RunStatus:
     return RunStatus.DONE
 
 
+def live_kind(
+    name: RunKind,
+    title: str,
+    command: str,
+    stages: Callable[[ScaleRequest], tuple[Stage, ...]],
+) -> Kind[ScaleRequest]:
+    """A kind of live run (route scale, change under load): everything but its stage list is
+    these kinds' own, defined here once."""
+    return Kind(
+        name=name,
+        title=title,
+        command=command,
+        prepare=lambda api, request, options: live_plan(name, request),
+        stages=lambda request, options: stages(request),
+        report=live_report,
+        view=live_view,
+        status_rule=live_status,
+    )
+
+
 __all__ = [
     "BACKENDS",
     "EchoBackends",
@@ -365,6 +386,7 @@ __all__ = [
     "ScaleRequest",
     "ScaleScore",
     "StartEchoBackends",
+    "live_kind",
     "live_plan",
     "live_report",
     "live_status",

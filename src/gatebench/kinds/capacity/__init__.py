@@ -57,11 +57,14 @@ from gatebench.kinds.capacity._metrics import (
 )
 from gatebench.kinds.capacity._result import (
     FORMAT,
+    RESULT_KEY,
+    RESULT_KIND,
     CapacityResult,
     CurvePoint,
     EndpointResult,
     capacity_result,
     capacity_status,
+    stored_capacity,
 )
 from gatebench.kinds.capacity._scoring import (
     Outcome,
@@ -105,6 +108,8 @@ __all__ = [
     "MIN_RATE",
     "MIN_REPETITIONS_TO_STOP",
     "QUICK",
+    "RESULT_KEY",
+    "RESULT_KIND",
     "Campaign",
     "CapacityResult",
     "Comparison",
@@ -149,6 +154,7 @@ __all__ = [
     "settings_dict",
     "settings_from_dict",
     "start_rate_for",
+    "stored_capacity",
     "summarize",
     "undecided_pairs",
     "verdict",

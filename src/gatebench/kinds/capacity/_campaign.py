@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gatebench.core.plan import Capacity
+from gatebench.core.records import fields
 from gatebench.core.units import format_duration
 from gatebench.kinds.capacity._document import settings_dict, settings_from_dict
 from gatebench.kinds.capacity._metrics import ProbeMetrics, ProbeRequest
@@ -154,9 +155,7 @@ class Campaign:
         return {
             "targets": list(self.targets),
             "settings": {w: settings_dict(s) for w, s in self.settings.items()},
-            "seed": self.seed,
-            "budget_s": self.budget_s,
-            "rounds": self.rounds,
+            **fields(self, "seed budget_s rounds"),
             "orders": [[rep, list(order)] for rep, order in self.orders],
             "done": dict(self.done),
             "failed": dict(self.failed),

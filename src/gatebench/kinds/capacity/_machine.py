@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -16,6 +17,33 @@ from gatebench.core.plan import Capacity, Plan
 from gatebench.kinds.capacity._metrics import ProbeMetrics, ProbeRequest
 from gatebench.kinds.capacity._search import SearchResult
 from gatebench.run.ports import LoadEngine, Machine
+
+
+@dataclass(frozen=True)
+class ProbeSite:
+    """What one target's probes on one workload are made of: the target at ``base_url``, the
+    files under ``workdir``, a request later than ``late_ms`` late, the generator's
+    ``connections``, the backends' resets, the accounting groups, the testers' ``hosts``, the
+    values' ``seed``, a ``tick`` about 5 times a second while a probe runs (health checks), and
+    ``shared_core``: why the target may share a core with the generator (every probe says so in
+    its reasons)."""
+
+    plan: Plan
+    api: Api
+    workload: str
+    target: str
+    base_url: str
+    workdir: Path
+    late_ms: float
+    connections: str
+    reset_url: str | None
+    reset_urls: Sequence[str]
+    cpu_groups: Mapping[str, Sequence[int]]
+    target_groups: Callable[[str], Sequence[str]]
+    hosts: Sequence[object]
+    seed: int
+    tick: Callable[[], None]
+    shared_core: str | None = None
 
 
 @runtime_checkable
@@ -44,28 +72,8 @@ class CapacityMachine(Machine, Protocol):
     ) -> tuple[float | None, SearchResult]:
         """The load generator's ceiling for one workload against the ceiling server."""
 
-    def prober(
-        self,
-        plan: Plan,
-        api: Api,
-        workload: str,
-        target: str,
-        base_url: str,
-        workdir: Path,
-        late_ms: float,
-        *,
-        connections: str,
-        reset_url: str | None,
-        reset_urls: Sequence[str],
-        cpu_groups: Mapping[str, Sequence[int]],
-        target_groups: Callable[[str], Sequence[str]],
-        hosts: Sequence[object],
-        seed: int,
-        tick: Callable[[], None],
-        shared_core: str | None = None,
-    ) -> Callable[[ProbeRequest], ProbeMetrics]:
-        """The probe function of one target on one workload; ``shared_core``: why the target
-        may share a core with the generator (every probe says so in its reasons)."""
+    def prober(self, site: ProbeSite) -> Callable[[ProbeRequest], ProbeMetrics]:
+        """The probe function of one target on one workload."""
 
 
 def capacity_machine(machine: Machine) -> CapacityMachine:
@@ -75,4 +83,4 @@ def capacity_machine(machine: Machine) -> CapacityMachine:
     return machine
 
 
-__all__ = ["CapacityMachine", "capacity_machine"]
+__all__ = ["CapacityMachine", "ProbeSite", "capacity_machine"]

@@ -48,6 +48,7 @@ from gatebench.kinds.capacity import (
     KneeSummary,
     evaluate_capacity,
     rate_text,
+    stored_capacity,
 )
 
 CAPACITY_NOTE = (
@@ -675,11 +676,12 @@ def load_capacity_report(store: ResultStore, run_id: str) -> CapacityReport:
             f"run {run.run_id!r} is not a capacity run; `gatebench report {run.run_id}` "
             "writes its report"
         )
-    if run.capacity is None:  # still searching, or stopped before its result
+    stored = stored_capacity(store, run.run_id)
+    if stored is None:  # still searching, or stopped before its result
         status = "still searching" if not run.status.finished else f"{run.status}"
         result = CapacityResult((), (), f"no result: the run is {status}", 0)
     else:
-        result = CapacityResult.from_dict(run.capacity)
+        result = CapacityResult.from_dict(stored)
     checks = evaluate_capacity(thresholds_from_plan(run.plan), result)
     return build_capacity_report(run, result, thresholds=checks)
 

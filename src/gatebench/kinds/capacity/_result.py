@@ -14,7 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gatebench.core.model import ResultStore
 from gatebench.core.plan import Capacity
+from gatebench.core.records import fields
 from gatebench.kinds.capacity._campaign import Campaign
 from gatebench.kinds.capacity._summary import BASELINE, Comparison, KneeSummary, compare, verdict
 
@@ -116,9 +118,7 @@ class CapacityResult:
             "stop": self.stop,
             "repetitions": self.repetitions,
             "orders": [[rep, list(order)] for rep, order in self.orders],
-            "machine": self.machine,
-            "hourly_usd": self.hourly_usd,
-            "ceiling": self.ceiling,
+            **fields(self, "machine hourly_usd ceiling"),
         }
 
     @classmethod
@@ -135,15 +135,26 @@ class CapacityResult:
         )
 
 
-def capacity_status(data: Mapping[str, Any] | None, target_errors: bool) -> str:
-    """A capacity run's last status from its stored result: ``partial`` when a target failed or
-    has no knee on some endpoint, or the searches stopped on the budget; ``done`` otherwise."""
-    if data is None:
+def capacity_status(result: CapacityResult | None, target_errors: bool) -> str:
+    """A capacity run's last status from its result: ``partial`` when there is none, a target
+    failed or has no knee on some endpoint, or the searches stopped on the budget; ``done``
+    otherwise."""
+    if result is None:
         return "partial"
-    result = CapacityResult.from_dict(data)
     missing = any(not s.knees for e in result.endpoints for s in e.summaries)
     budget = "budget" in result.stop
     return "partial" if target_errors or missing or budget else "done"
+
+
+RESULT_KIND, RESULT_KEY = "capacity", "result"
+"""Where a capacity run's result is stored: ``ResultStore.put_result(run_id, RESULT_KIND,
+RESULT_KEY, CapacityResult.to_dict())``, as every kind stores its results."""
+
+
+def stored_capacity(store: ResultStore, run_id: str) -> dict[str, Any] | None:
+    """The stored result of capacity run ``run_id`` (``CapacityResult.to_dict``), None while
+    it has none (still searching, or stopped before its result)."""
+    return store.results(run_id, RESULT_KIND).get(RESULT_KEY)
 
 
 def capacity_result(
@@ -219,9 +230,12 @@ def _endpoint(
 
 __all__ = [
     "FORMAT",
+    "RESULT_KEY",
+    "RESULT_KIND",
     "CapacityResult",
     "CurvePoint",
     "EndpointResult",
     "capacity_result",
     "capacity_status",
+    "stored_capacity",
 ]

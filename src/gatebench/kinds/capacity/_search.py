@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gatebench.core.plan import Capacity
+from gatebench.core.records import fields
 from gatebench.kinds.capacity._controller import MIN_RATE, SearchStatus, StepController
 from gatebench.kinds.capacity._metrics import ProbeMetrics, ProbeRequest
 from gatebench.kinds.capacity._scoring import TesterLimits, Verdict, score_probe
@@ -100,10 +101,7 @@ class SearchResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "status": self.status,
-            "knee": self.knee,
-            "high": self.high,
-            "note": self.note,
+            **fields(self, "status knee high note"),
             "seconds": round(self.seconds, 3),
             "probes": [p.to_dict() for p in self.probes],
         }

@@ -35,6 +35,8 @@ from gatebench.core.renderers import jit_warmups
 from gatebench.core.trust import TESTER_BOUND_SHARE
 from gatebench.kinds.capacity import (
     BASELINE,
+    RESULT_KEY,
+    RESULT_KIND,
     Campaign,
     CapacityResult,
     ProbeMetrics,
@@ -50,7 +52,7 @@ from gatebench.kinds.capacity import (
     late_threshold_ms,
     rate_text,
 )
-from gatebench.kinds.capacity._machine import capacity_machine
+from gatebench.kinds.capacity._machine import ProbeSite, capacity_machine
 from gatebench.kinds.capacity._report import CapacityReport, build_capacity_report
 from gatebench.run._base import Stage
 from gatebench.run._journal import Progress
@@ -180,7 +182,7 @@ class CapacityLoad(Stage):
             found = probers.get((key.target, key.workload))
             if found is None:
                 s = settings[key.workload]
-                found = machine.prober(
+                site = ProbeSite(
                     plan,
                     ctx.api,
                     key.workload,
@@ -200,6 +202,7 @@ class CapacityLoad(Stage):
                         ("backend",) if key.target == BASELINE else ("gateway", "backend")
                     ),
                 )
+                found = machine.prober(site)
                 probers[(key.target, key.workload)] = found
             journal.display(
                 Progress(
@@ -301,7 +304,8 @@ class CapacityScore(Stage):
             raise RunError("no search finished")
         ceilings = [c for c in searched.ceilings.values() if c is not None]
         result = capacity_result(searched.campaign, ceiling=min(ceilings) if ceilings else None)
-        ctx.journal.update(capacity=result.to_dict())
+        ctx.journal.put_result(RESULT_KIND, RESULT_KEY, result.to_dict())
+        ctx.put(result)
         (ctx.run_dir / RESULT).write_text(
             json.dumps(result.to_dict(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
         )

@@ -33,6 +33,7 @@ from typing import Any
 
 from gatebench.core.confidence import Sample, welch_difference
 from gatebench.core.plan import Objective
+from gatebench.core.records import fields
 from gatebench.kinds.capacity._search import SearchResult
 
 BASELINE = "baseline"
@@ -175,15 +176,10 @@ class KneeSummary:
             "knees": list(self.knees),
             "repetitions": list(self.repetitions),
             "bounds": list(self.bounds),
-            "bounded": self.bounded,
-            "estimate": self.estimate,
-            "mean": self.mean,
+            **fields(self, "bounded estimate mean"),
             "ci_low": None if ci is None else ci[0],
             "ci_high": None if ci is None else ci[1],
-            "req_per_cpu_s": self.req_per_cpu_s,
-            "gateway_rss_mb": self.gateway_rss_mb,
-            "searches": self.searches,
-            "probes": self.probes,
+            **fields(self, "req_per_cpu_s gateway_rss_mb searches probes"),
             "notes": list(self.notes),
             "failed": [list(f) for f in self.failed],
             "noisy": self.noisy,
@@ -272,10 +268,7 @@ class Comparison:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "workload": self.workload,
-            "better": self.better,
-            "worse": self.worse,
-            "ratio": self.ratio,
+            **fields(self, "workload better worse ratio"),
             "ci_low": self.low,
             "ci_high": self.high,
             "decided": self.decided,

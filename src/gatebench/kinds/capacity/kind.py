@@ -18,7 +18,7 @@ from gatebench.core.pinning import capacity_layout
 from gatebench.core.plan import Plan, workload_summary
 from gatebench.core.score import Profile
 from gatebench.kinds.capacity._document import capacity_as_run
-from gatebench.kinds.capacity._result import capacity_status
+from gatebench.kinds.capacity._result import CapacityResult, capacity_status
 from gatebench.kinds.capacity._stages import CapacityLoad, CapacityParse, CapacityScore
 from gatebench.run._base import Stage
 from gatebench.run._context import RunContext, RunOptions
@@ -57,7 +57,7 @@ def prepare(api: Api, plan: Plan, options: RunOptions) -> Prepared:
 def capacity_run_status(ctx: RunContext) -> RunStatus:
     """``partial`` when a target failed or has no knee on some endpoint, or the budget ran
     out; else ``done``."""
-    return RunStatus(capacity_status(ctx.record.capacity, bool(ctx.record.target_errors)))
+    return RunStatus(capacity_status(ctx.find(CapacityResult), bool(ctx.record.target_errors)))
 
 
 def report(store: ResultStore, run: RunRecord, fmt: str, profile: Profile | None) -> KindReport:

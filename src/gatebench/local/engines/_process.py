@@ -13,13 +13,77 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Generic, TypeVar
 
 from gatebench.local.engines.cpu import CpuSampler, exited_unreaped
 from gatebench.local.procs import ManagedProcess, Supervisor
+from gatebench.run.ports import EngineRun, Hooks
 
 POLL_S = 0.2
 """How often the CPU is sampled and the engine's per-poll work runs."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How one engine run is placed: as processes of ``supervisor``, its files under ``name``,
+    the CPU of ``cpu_groups`` accounted (the tester's own group is added), a target made of the
+    groups ``target_groups(target)`` lists (gateway + backend), ``env`` added to the engine's
+    environment, ``ready`` called while it initialises, ``wrapper`` before its command (``ip
+    netns exec NS``: a tester on a host of its own, gatebench.local._netns)."""
+
+    supervisor: Supervisor
+    name: str
+    cpu_groups: Mapping[str, Sequence[int]] | None = None
+    target_groups: Callable[[str], Sequence[str]] = lambda target: ()
+    env: Mapping[str, str] | None = None
+    ready: Callable[[], None] | None = None
+    wrapper: Sequence[str] = ()
+
+
+RunT = TypeVar("RunT", bound=EngineRun, covariant=True)
+
+
+class ProcessEngine(Generic[RunT]):
+    """A load engine as processes of a :class:`~gatebench.local.procs.Supervisor`; the run's
+    stages see it bound to the machine's supervisor (``gatebench.run.ports.LoadEngine``). An
+    engine implements ``check``, ``version`` and ``launch``; ``run`` is the same for all."""
+
+    name: str
+
+    def check(self) -> None:
+        """Raise RunError saying how to install the engine when it is missing."""
+        raise NotImplementedError
+
+    def version(self) -> str:
+        raise NotImplementedError
+
+    def run(
+        self,
+        document: dict[str, Any],
+        workdir: Path,
+        hooks: Hooks,
+        *,
+        supervisor: Supervisor,
+        cpu_groups: Mapping[str, Sequence[int]] | None = None,
+        target_groups: Callable[[str], Sequence[str]] = lambda target: (),
+        name: str = "",
+        env: Mapping[str, str] | None = None,
+        ready: Callable[[], None] | None = None,
+        wrapper: Sequence[str] = (),
+    ) -> RunT:
+        """Run every phase of ``document`` in order, placed as :class:`Launch` says (``name``:
+        the engine's own by default); files go into ``workdir``. With ``ready``, the engine
+        starts, calls ``ready()`` while it initialises (provisioning), then begins the first
+        phase."""
+        how = Launch(
+            supervisor, name or self.name, cpu_groups, target_groups, env, ready, tuple(wrapper)
+        )
+        return self.launch(document, workdir, hooks, how)
+
+    def launch(self, document: dict[str, Any], workdir: Path, hooks: Hooks, how: Launch) -> RunT:
+        raise NotImplementedError
 
 
 class WatchedProcess:

@@ -33,6 +33,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from gatebench.core.errors import RunError
 from gatebench.core.ir import Api
@@ -42,24 +43,25 @@ from gatebench.core.simlog import RequestRecord, RunHeader, read_simlog
 from gatebench.core.workload import CompiledLoad, compile_load
 from gatebench.kinds._live._gateway import RateRun
 from gatebench.kinds._live.metrics import Arrival, MeasuredFrom
+from gatebench.local.engines._process import ProcessEngine
 from gatebench.local.procs import Supervisor
-from gatebench.run.ports import EngineEvent
+from gatebench.run.ports import EngineEvent, EngineRun
+
+R = TypeVar("R", bound=EngineRun)
+Moments = Sequence[tuple[float, Callable[[], None]]]
+"""Callbacks at their offsets (seconds) from the first measured phase's start."""
+Tick = Callable[[], None] | None
 
 
-class GatlingRateLoad:
-    """:class:`~gatebench.kinds._live.RateLoad` on Gatling (module docstring), as processes of
-    ``supervisor``."""
+class _ConstantRate:
+    """What both adapters do alike: the port's ``run`` compiles the rate plan, the adapter's
+    ``_load`` drives its engine (:meth:`_drive`) and reads the arrivals."""
 
-    name = "gatling"
-    measured_from: MeasuredFrom = "send"
+    name: str
+    measured_from: MeasuredFrom
 
     def __init__(self, supervisor: Supervisor) -> None:
         self.supervisor = supervisor
-
-    def check(self) -> None:
-        from gatebench.local.engines.gatling import GatlingEngine
-
-        GatlingEngine().check()
 
     def run(
         self,
@@ -71,21 +73,50 @@ class GatlingRateLoad:
         duration_s: float,
         warmup_s: float,
         workdir: Path,
-        at: Sequence[tuple[float, Callable[[], None]]] = (),
-        tick: Callable[[], None] | None = None,
+        at: Moments = (),
+        tick: Tick = None,
     ) -> RateRun:
-        from gatebench.local.engines.gatling import GatlingEngine
+        """The rate plan (``routescale.rate_plan``) compiled for the one target at
+        ``base_url`` and loaded by the adapter's engine."""
+        plan = rate_plan(
+            routes, rate=rate, duration_s=duration_s, warmup_s=warmup_s, backend_url=base_url
+        )
+        # the gateway forwards to gatebench's own echo backends, which sign every answer
+        compiled = compile_load(plan, api, {LOAD_TARGET: base_url}, signed=True)
+        return self._load(compiled, workdir, at, tick)
 
-        compiled = _compiled(api, routes, base_url, rate, duration_s, warmup_s)
-        measured = [p for p in compiled.schedule.phases if p.workload != WARMUP_WORKLOAD]
-        label_of = {p.id: p.workload for p in measured}
-        first = min(p.index for p in measured)
-        hooks = _Hooks(first, at, tick)
-        engine = GatlingEngine()
+    def _load(self, compiled: CompiledLoad, workdir: Path, at: Moments, tick: Tick) -> RateRun:
+        raise NotImplementedError
+
+    def _drive(
+        self, engine: ProcessEngine[R], compiled: CompiledLoad, workdir: Path, hooks: _Hooks
+    ) -> tuple[R, RateRun]:
+        """``engine`` run on the compiled plan until it ends, the callbacks joined."""
         engine.check()
         run = engine.run(compiled.document, workdir, hooks, supervisor=self.supervisor)
         hooks.join()
-        out = RateRun(fired=hooks.fired)
+        return run, RateRun(fired=hooks.fired)
+
+
+class GatlingRateLoad(_ConstantRate):
+    """:class:`~gatebench.kinds._live.RateLoad` on Gatling (module docstring), as processes of
+    ``supervisor``."""
+
+    name = "gatling"
+    measured_from: MeasuredFrom = "send"
+
+    def check(self) -> None:
+        from gatebench.local.engines.gatling import GatlingEngine
+
+        GatlingEngine().check()
+
+    def _load(self, compiled: CompiledLoad, workdir: Path, at: Moments, tick: Tick) -> RateRun:
+        from gatebench.local.engines.gatling import GatlingEngine
+
+        measured = [p for p in compiled.schedule.phases if p.workload != WARMUP_WORKLOAD]
+        label_of = {p.id: p.workload for p in measured}
+        first = min(p.index for p in measured)
+        run, out = self._drive(GatlingEngine(), compiled, workdir, _Hooks(first, at, tick))
         if run.crashed or run.raw_log is None:
             out.problem = run.reason or "Gatling wrote no simulation.log"
         if run.raw_log is not None:
@@ -98,7 +129,7 @@ START_MARGIN_S = 0.5
 connections): the moment ``at`` counts from is then known before it runs."""
 
 
-class LoadgenRateLoad:
+class LoadgenRateLoad(_ConstantRate):
     """:class:`~gatebench.kinds._live.RateLoad` on the open-model load generator (module
     docstring), as processes of ``supervisor``."""
 
@@ -106,7 +137,7 @@ class LoadgenRateLoad:
     measured_from: MeasuredFrom = "intended start"
 
     def __init__(self, supervisor: Supervisor, binary: str | Path | None = None) -> None:
-        self.supervisor = supervisor
+        super().__init__(supervisor)
         self.binary = binary
 
     def check(self) -> None:
@@ -114,23 +145,10 @@ class LoadgenRateLoad:
 
         LoadgenEngine(self.binary).check()
 
-    def run(
-        self,
-        api: Api,
-        routes: Mapping[str, str],
-        base_url: str,
-        *,
-        rate: float,
-        duration_s: float,
-        warmup_s: float,
-        workdir: Path,
-        at: Sequence[tuple[float, Callable[[], None]]] = (),
-        tick: Callable[[], None] | None = None,
-    ) -> RateRun:
+    def _load(self, compiled: CompiledLoad, workdir: Path, at: Moments, tick: Tick) -> RateRun:
         from gatebench.core.loadlog import sent_requests
         from gatebench.local.engines.loadgen import LoadgenEngine
 
-        compiled = _compiled(api, routes, base_url, rate, duration_s, warmup_s)
         phases = sorted(compiled.schedule.phases, key=lambda p: p.index)
         label_of = {p.index: p.workload for p in phases if p.workload != WARMUP_WORKLOAD}
         # the phases follow each other without a gap: the first measured one starts after the
@@ -139,10 +157,7 @@ class LoadgenRateLoad:
         start_at_ms = (time.time() + START_MARGIN_S) * 1000.0
         hooks = _Hooks(-1, at, tick, started=time.monotonic() + START_MARGIN_S + before_s)
         engine = LoadgenEngine(self.binary, connections="new", start_at_ms=start_at_ms)
-        engine.check()
-        run = engine.run(compiled.document, workdir, hooks, supervisor=self.supervisor)
-        hooks.join()
-        out = RateRun(fired=hooks.fired)
+        run, out = self._drive(engine, compiled, workdir, hooks)
         if run.crashed or run.records is None:
             out.problem = run.reason or "the load generator wrote no records"
             return out
@@ -168,23 +183,6 @@ class LoadgenRateLoad:
         arrivals.sort(key=lambda a: a.at_ms)
         out.arrivals = arrivals
         return out
-
-
-def _compiled(
-    api: Api,
-    routes: Mapping[str, str],
-    base_url: str,
-    rate: float,
-    duration_s: float,
-    warmup_s: float,
-) -> CompiledLoad:
-    """The rate plan (``routescale.rate_plan``) compiled for the one target at ``base_url``:
-    what either adapter runs."""
-    plan = rate_plan(
-        routes, rate=rate, duration_s=duration_s, warmup_s=warmup_s, backend_url=base_url
-    )
-    # the gateway forwards to gatebench's own echo backends, which sign every answer
-    return compile_load(plan, api, {LOAD_TARGET: base_url}, signed=True)
 
 
 class _Hooks:

@@ -16,7 +16,7 @@ import re
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +24,8 @@ from gatebench.core.errors import RunError
 from gatebench.core.simlog import GroupRecord, RequestRecord, SimLogReader
 from gatebench.core.stats import PhaseSample
 from gatebench.local._resources import gatling_files
-from gatebench.local.engines._process import WatchedProcess
-from gatebench.local.procs import ManagedProcess, Supervisor
+from gatebench.local.engines._process import Launch, ProcessEngine, WatchedProcess
+from gatebench.local.procs import ManagedProcess
 from gatebench.run.ports import EngineEvent, EngineRun, Hooks, PhaseResult
 
 SIMULATION = "gatebench.GenericSimulation"
@@ -67,7 +67,7 @@ def tls_options(tls: Mapping[str, Any] | None) -> list[str]:
     ]
 
 
-class GatlingEngine:
+class GatlingEngine(ProcessEngine[EngineRun]):
     name = "gatling"
 
     def __init__(self, java: str | None = None, jvm_options: Sequence[str] = JVM_OPTIONS) -> None:
@@ -109,58 +109,47 @@ class GatlingEngine:
             "-nr",
         ]
 
-    def run(
-        self,
-        document: dict[str, Any],
-        workdir: Path,
-        hooks: Hooks,
-        *,
-        supervisor: Supervisor,
-        cpu_groups: Mapping[str, Sequence[int]] | None = None,
-        target_groups: Callable[[str], Sequence[str]] = lambda target: (),
-        name: str = "gatling",
-        env: Mapping[str, str] | None = None,
-        ready: Callable[[], None] | None = None,
-        wrapper: Sequence[str] = (),
+    def launch(
+        self, document: dict[str, Any], workdir: Path, hooks: Hooks, how: Launch
     ) -> EngineRun:
         """Run every phase of ``document``; report phases through ``hooks`` as they complete.
 
-        With ``ready``, the JVM starts first and waits for a go file; ``ready()`` runs
+        With ``how.ready``, the JVM starts first and waits for a go file; ``how.ready()`` runs
         meanwhile (the runner boots the gateways) and the go file is written when it returns,
-        so the JVM's start-up overlaps provisioning. ``wrapper`` prefixes the command (``ip
+        so the JVM's start-up overlaps provisioning. ``how.wrapper`` prefixes the command (``ip
         netns exec NS``: a tester on a host of its own, gatebench.local._netns)."""
         workdir = workdir.resolve()  # the JVM runs in workdir: paths must not be relative
         workdir.mkdir(parents=True, exist_ok=True)
-        go_file = workdir / f"{name}.go"
+        go_file = workdir / f"{how.name}.go"
         go_file.unlink(missing_ok=True)
-        if ready is not None:
+        if how.ready is not None:
             document = dict(document, go_file=str(go_file))
-        workload_file = workdir / f"{name}-workload.json"
+        workload_file = workdir / f"{how.name}-workload.json"
         workload_file.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
-        results_dir = workdir / f"{name}-results"
-        log_path = workdir / f"{name}.log"
+        results_dir = workdir / f"{how.name}-results"
+        log_path = workdir / f"{how.name}.log"
         phases = document["phases"]
         index_of = [int(p["index"]) for p in phases]
         target_of = [str(p["target"]) for p in phases]
         started = time.monotonic()
         watched = WatchedProcess(
-            supervisor,
-            name,
-            [*wrapper, *self.argv(workload_file, results_dir, document.get("tls"))],
+            how.supervisor,
+            how.name,
+            [*how.wrapper, *self.argv(workload_file, results_dir, document.get("tls"))],
             log_path=log_path,
             cwd=workdir,
-            env=env,
+            env=how.env,
         )
         proc = watched.proc
-        if ready is not None:
+        if how.ready is not None:
             try:
-                ready()
+                how.ready()
             except BaseException:
                 watched.stop()
                 raise
             go_file.touch()
-        # read the groups now: ready() may have added the gateways it started
-        watched.account(cpu_groups)
+        # read the groups now: how.ready() may have added the gateways it started
+        watched.account(how.cpu_groups)
         sampler = watched.sampler
         tail = _Tail(log_path)
         reader = SimLogReader()
@@ -182,7 +171,7 @@ class GatlingEngine:
                     end_ms = float(header.start_ms + (sample.last_end or sample.first_start))
                 else:
                     start_ms = end_ms = time.time() * 1000.0
-                groups = target_groups(target_of[local])
+                groups = how.target_groups(target_of[local])
                 cpu = sampler.usage(start_ms, end_ms, "tester", groups)
                 cost = sampler.resources(start_ms, end_ms, "tester", groups)
                 result.completed.append(index_of[local])

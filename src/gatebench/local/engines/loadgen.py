@@ -28,9 +28,8 @@ from typing import Any
 from gatebench.core.errors import Problem, RunError, UnsupportedFeature, pointer
 from gatebench.core.loadlog import LoadLog, ScheduleSample, read_loadlog
 from gatebench.local._resources import loadgen_binary
-from gatebench.local.engines._process import WatchedProcess
+from gatebench.local.engines._process import Launch, ProcessEngine, WatchedProcess
 from gatebench.local.engines.cpu import CpuSampler
-from gatebench.local.procs import Supervisor
 from gatebench.run.ports import EngineEvent, EngineRun, Hooks, PhaseResult
 
 """How often the generator's CPU and the targets' are sampled while a probe runs."""
@@ -64,7 +63,7 @@ class LoadgenRun(EngineRun):
     records: Path | None = None
 
 
-class LoadgenEngine:
+class LoadgenEngine(ProcessEngine[LoadgenRun]):
     name = "loadgen"
     resolution_ms = 0.001
 
@@ -107,48 +106,37 @@ class LoadgenEngine:
             *(("-start-at", str(round(self.start_at_ms))) if self.start_at_ms else ()),
         ]
 
-    def run(
-        self,
-        document: dict[str, Any],
-        workdir: Path,
-        hooks: Hooks,
-        *,
-        supervisor: Supervisor,
-        cpu_groups: Mapping[str, Sequence[int]] | None = None,
-        target_groups: Callable[[str], Sequence[str]] = lambda target: (),
-        name: str = "loadgen",
-        env: Mapping[str, str] | None = None,
-        ready: Callable[[], None] | None = None,
-        wrapper: Sequence[str] = (),
+    def launch(
+        self, document: dict[str, Any], workdir: Path, hooks: Hooks, how: Launch
     ) -> LoadgenRun:
         """Run every phase of ``document``; report each through ``hooks`` once the process has
         ended (a probe lasts seconds: nothing is gained by reading it while it grows).
-        ``wrapper`` prefixes the command (``ip netns exec NS``: a tester on a host of its own)."""
+        ``how.wrapper`` prefixes the command (``ip netns exec NS``: a tester on a host of its own)."""
         problems = document_problems(document)
         if problems:
             raise UnsupportedFeature(problems)
         workdir = workdir.resolve()
         workdir.mkdir(parents=True, exist_ok=True)
-        workload = workdir / f"{name}-workload.json"
+        workload = workdir / f"{how.name}-workload.json"
         from gatebench.core.workload import workload_json_text
 
         workload.write_text(workload_json_text(document), encoding="utf-8")
-        records = workdir / f"{name}.records"
+        records = workdir / f"{how.name}.records"
         records.unlink(missing_ok=True)
-        log_path = workdir / f"{name}.log"
+        log_path = workdir / f"{how.name}.log"
         result = LoadgenRun(log_path=log_path, records=records)
         started = time.monotonic()
-        if ready is not None:
-            ready()
+        if how.ready is not None:
+            how.ready()
         watched = WatchedProcess(
-            supervisor,
-            name,
-            [*wrapper, *self.argv(workload, records)],
+            how.supervisor,
+            how.name,
+            [*how.wrapper, *self.argv(workload, records)],
             log_path=log_path,
             cwd=workdir,
-            env=env,
+            env=how.env,
         )
-        watched.account(cpu_groups)
+        watched.account(how.cpu_groups)
         code = watched.wait(hooks.tick, exit_poll_s=EXIT_POLL_S)
         proc, sampler = watched.proc, watched.sampler
         result.exit_code = code
@@ -161,7 +149,7 @@ class LoadgenEngine:
             )
             return result
         log = read_loadlog(records)
-        self._report(document, log, sampler, target_groups, hooks, result)
+        self._report(document, log, sampler, how.target_groups, hooks, result)
         return result
 
     @staticmethod

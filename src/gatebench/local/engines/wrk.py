@@ -45,7 +45,7 @@ import re
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -54,8 +54,7 @@ from gatebench.core.backend import CONTROL_TIMEOUT_S
 from gatebench.core.capabilities import wrk_injection_problem
 from gatebench.core.errors import Problem, RunError, UnsupportedFeature, pointer
 from gatebench.core.stats import PhaseSample
-from gatebench.local.engines._process import WatchedProcess
-from gatebench.local.procs import Supervisor
+from gatebench.local.engines._process import Launch, ProcessEngine, WatchedProcess
 from gatebench.run.ports import EngineEvent, EngineRun, Hooks, PhaseResult
 
 LUA_SCRIPT = Path(__file__).with_name("wrk_phase.lua")
@@ -488,7 +487,7 @@ def sample_from_result(
 # -- the engine -----------------------------------------------------------------------------
 
 
-class WrkEngine:
+class WrkEngine(ProcessEngine[EngineRun]):
     name = "wrk"
     resolution_ms = 0.001
 
@@ -515,29 +514,22 @@ class WrkEngine:
         build = f"{match.group(1)}, {match.group(2)}" if match else first.strip()
         return f"wrk {WRK_VERSION} ({build}, LuaJIT)"
 
-    def run(
-        self,
-        document: dict[str, Any],
-        workdir: Path,
-        hooks: Hooks,
-        *,
-        supervisor: Supervisor,
-        cpu_groups: Mapping[str, Sequence[int]] | None = None,
-        target_groups: Callable[[str], Sequence[str]] = lambda target: (),
-        name: str = "wrk",
-        env: Mapping[str, str] | None = None,
-        ready: Callable[[], None] | None = None,
+    def launch(
+        self, document: dict[str, Any], workdir: Path, hooks: Hooks, how: Launch
     ) -> EngineRun:
         """Run every phase of ``document`` in order, one wrk process each; report each phase
-        through ``hooks`` as soon as its process has written its result."""
+        through ``hooks`` as soon as its process has written its result. It runs on this
+        host only (no ``how.wrapper``: split load needs Gatling or loadgen)."""
+        if how.wrapper:
+            raise RunError("wrk runs on this host only: it cannot be a tester on a host of its own")
         problems = _document_problems(document)
         if problems:
             raise UnsupportedFeature(problems)
         workdir = workdir.resolve()
-        files = workdir / f"{name}-phases"
+        files = workdir / f"{how.name}-phases"
         files.mkdir(parents=True, exist_ok=True)
-        log_path = workdir / f"{name}.log"
-        environ = {**os.environ, **(env or {})}
+        log_path = workdir / f"{how.name}.log"
+        environ = {**os.environ, **(how.env or {})}
         missing = [n for n in document.get("secret_env", []) if not environ.get(n)]
         if missing:
             raise RunError(
@@ -546,8 +538,8 @@ class WrkEngine:
         secrets = {n: environ[n] for n in document.get("secret_env", [])}
         started = time.monotonic()
         result = EngineRun(log_path=log_path)
-        if ready is not None:
-            ready()
+        if how.ready is not None:
+            how.ready()
         first_start: float | None = None
         skip_file = Path(document["skip_file"]) if document.get("skip_file") else None
         try:
@@ -564,9 +556,7 @@ class WrkEngine:
                     break
                 if first_start is None:
                     first_start = time.monotonic()
-                outcome = self._phase(
-                    phase, files, log_path, hooks, supervisor, cpu_groups, target_groups, secrets
-                )
+                outcome = self._phase(phase, files, log_path, hooks, how, secrets)
                 if isinstance(outcome, str):
                     result.crashed = True
                     result.reason = outcome
@@ -585,9 +575,7 @@ class WrkEngine:
         files: Path,
         log_path: Path,
         hooks: Hooks,
-        supervisor: Supervisor,
-        cpu_groups: Mapping[str, Sequence[int]] | None,
-        target_groups: Callable[[str], Sequence[str]],
+        how: Launch,
         secrets: Mapping[str, str],
     ) -> PhaseResult | str:
         """One phase; a PhaseResult, or the reason it failed (the run counts it a crash)."""
@@ -601,9 +589,9 @@ class WrkEngine:
         proc_env = {"GATEBENCH_WRK_PHASE": str(data_path), **secret_vars}
         hooks.on_event(EngineEvent("start", index, at_ms=time.time() * 1000.0))
         watched = WatchedProcess(
-            supervisor, f"wrk-{phase['id']}", argv, log_path=log_path, env=proc_env
+            how.supervisor, f"wrk-{phase['id']}", argv, log_path=log_path, env=proc_env
         )
-        watched.account(cpu_groups)
+        watched.account(how.cpu_groups)
         code = watched.wait(hooks.tick)
         proc, sampler = watched.proc, watched.sampler
         if code != 0 or not out_path.is_file():
@@ -622,7 +610,7 @@ class WrkEngine:
         except (ValueError, KeyError, RunError) as exc:
             return f"wrk's result for phase {phase['id']} is unusable: {exc}"
         hooks.on_event(EngineEvent("end", index, at_ms=end_ms))
-        target_names = target_groups(str(phase["target"]))
+        target_names = how.target_groups(str(phase["target"]))
         cpu = sampler.usage(start_ms, end_ms, "tester", target_names)
         cost = sampler.resources(start_ms, end_ms, "tester", target_names)
         return PhaseResult(index, sample, start_ms, end_ms, cpu, cost)
