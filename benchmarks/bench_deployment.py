@@ -347,8 +347,10 @@ def _table(
         lines += [f"- {reason}" for _, reason in sorted(skipped.items())]
     lines += [
         "",
-        "h2load shares the 2 cores with the gateway and the backends, so the figures compare "
-        "variants on this machine; they are not the gateways' ceilings. Kept-alive "
+        "On 2 cores the run's layout puts h2load and the backends on one core and the gateway "
+        "on the other (the baseline, the backend itself, shares h2load's core), so the "
+        "figures compare variants on this machine; they are not the gateways' ceilings. "
+        "Kept-alive "
         "connections make this the cost of encrypting the traffic: handshakes (new and "
         "resumed) are what a run's report counts per phase.",
     ]
