@@ -37,6 +37,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from gatebench.core.answers import EVIDENCE_KEPT
@@ -289,8 +290,8 @@ def summarize(
     bound = bound_by_tester(usable, ranked, ceiling or {})
     short = too_short_throughput(usable, ranked)
     left_out = dict.fromkeys(sorted({*bound, *short}), ("throughput",))
-    result = score(
-        means,
+    scored = partial(
+        score,
         gateways=ranked,
         workloads=workload_list,
         profile=profile,
@@ -298,6 +299,7 @@ def summarize(
         baseline=baseline,
         left_out=left_out,
     )
+    result = scored(means)  # the means over the repetitions; each complete repetition below
 
     repetitions = tuple(sorted({m.repetition for m in all_ms}))
     by_rep: dict[int, dict[tuple[str, str], Measurement]] = {}
@@ -314,17 +316,7 @@ def summarize(
             values.setdefault(w, {})[t] = {name: Sample(m.metric(name)) for name in METRICS} | {
                 name: Sample(cost) for name in COST_METRICS if (cost := m.cost(name)) is not None
             }
-        per_rep.append(
-            score(
-                values,
-                gateways=ranked,
-                workloads=workload_list,
-                profile=profile,
-                weights=weights,
-                baseline=baseline,
-                left_out=left_out,
-            )
-        )
+        per_rep.append(scored(values))
     stability = tuple(
         RankStability(
             g,

@@ -437,6 +437,19 @@ def _fractional_iso(texts: list[bytes]) -> list[float]:
 # -- one chunk, line by line ------------------------------------------------------------------
 
 
+def lines_of(chunk: Chunk, source: str, skips: Skips) -> Iterator[tuple[int, bytes]]:
+    """The chunk's lines that hold something, each with its line number; a line longer than
+    ``MAX_LINE_BYTES`` is a located, counted skip."""
+    for i, line in enumerate(chunk.data.split(b"\n")[:-1]):
+        if not line.strip():
+            continue
+        where = chunk.first_line + i
+        if len(line) > MAX_LINE_BYTES:
+            skips.add(source, where, f"a line longer than {MAX_LINE_BYTES:,} bytes", "too long")
+            continue
+        yield where, line
+
+
 def columns_by_line(fmt: LogFormat, chunk: Chunk, source: str, skips: Skips) -> Columns:
     """The chunk read line by line with the format's regular expression: every line that
     does not fit is a located, counted skip."""
@@ -447,13 +460,7 @@ def columns_by_line(fmt: LogFormat, chunk: Chunk, source: str, skips: Skips) -> 
     duration_name = fmt.duration_variable
     unit = DURATION_VARIABLES.get(duration_name or "", 1.0)
     start = time_name in START_TIMES
-    for i, line in enumerate(chunk.data.split(b"\n")[:-1]):
-        if not line.strip():
-            continue
-        where = chunk.first_line + i
-        if len(line) > MAX_LINE_BYTES:
-            skips.add(source, where, f"a line longer than {MAX_LINE_BYTES:,} bytes", "too long")
-            continue
+    for where, line in lines_of(chunk, source, skips):
         match = fmt.regex.match(line.rstrip(b"\r"))
         if match is None:
             skips.add(source, where, f"not in the {fmt.name} format", "not in the format")
@@ -643,13 +650,7 @@ def json_columns(chunk: Chunk, source: str, skips: Skips, keys: dict[str, str]) 
     first lines used."""
     out = Columns([], [], [], [])
     assert out.size is not None
-    for i, line in enumerate(chunk.data.split(b"\n")[:-1]):
-        if not line.strip():
-            continue
-        where = chunk.first_line + i
-        if len(line) > MAX_LINE_BYTES:
-            skips.add(source, where, f"a line longer than {MAX_LINE_BYTES:,} bytes", "too long")
-            continue
+    for where, line in lines_of(chunk, source, skips):
         try:
             record = json.loads(line)
         except (ValueError, UnicodeDecodeError) as exc:
