@@ -39,7 +39,6 @@ from typing import IO, Any
 import psutil
 
 from gatebench.core.errors import RunError
-from gatebench.run._signals import signals_held
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
@@ -294,6 +293,10 @@ class Supervisor:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        # here, not at the top: importing gatebench.run loads its machinery, and every
+        # process that starts one of ours (a VM's tester, a function) would pay for it
+        from gatebench.run._signals import signals_held
+
         try:
             # Teardown must not be cut short by a second Ctrl-C.
             with signals_held(deliver=False):
