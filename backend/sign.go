@@ -33,6 +33,17 @@ import (
 //	        the transfer coding, before any content coding)
 //	K:D     the answer body's length and digest (nothing for HEAD)
 //
+// When the engine also names, in CacheKeyHeader, the parts of the request a gateway's cache
+// keys its answers on (comma-separated: "path", "query", "header:NAME"), the signature ends with
+//
+//	; key=C
+//
+//	C       digest of "METHOD SP P LF" then "name: value LF" for each header part in the order
+//	        named (absent: "name:" alone), where P is the request target's path, followed by
+//	        "?" and its query when "query" is named and the target has one: what the engine
+//	        computes for a later request answered from the cache with this answer, which
+//	        must be the same (an answer cached under another key is a crossed answer)
+//
 // A digest is the first 8 bytes of SHA-256, in 16 lower-case hex digits: every engine has it in
 // its standard library (Go, Java), and 64 bits make an accidental match between two different
 // bodies of one run negligible. This is a check against accidents of a proxy (a crossed,
@@ -44,10 +55,11 @@ import (
 // endpoints are served exactly as before, unsigned.
 
 const (
-	RequestHeader = "X-Gatebench-Request"
-	SignedHeaders = "X-Gatebench-Signed-Headers"
-	AnswerHeader  = "X-Gatebench-Answer"
-	maxIDLength   = 128
+	RequestHeader  = "X-Gatebench-Request"
+	SignedHeaders  = "X-Gatebench-Signed-Headers"
+	AnswerHeader   = "X-Gatebench-Answer"
+	CacheKeyHeader = "X-Gatebench-Cache-Key"
+	maxIDLength    = 128
 )
 
 // digest is the signature's digest of data: the first 8 bytes of SHA-256, in hex.
@@ -137,20 +149,39 @@ func (a *heldAnswer) Write(p []byte) (int, error) {
 
 // receivedDigest is R of the signature for this request.
 func receivedDigest(r *http.Request) string {
-	h := sha256.New()
-	h.Write([]byte(r.Method + " " + r.RequestURI + "\n"))
-	if names := r.Header.Get(SignedHeaders); names != "" {
-		for _, name := range strings.Split(names, ",") {
-			name = strings.ToLower(strings.TrimSpace(name))
-			if name == "" {
-				continue
-			}
-			h.Write([]byte(name + ":"))
-			if values, ok := r.Header[http.CanonicalHeaderKey(name)]; ok {
-				h.Write([]byte(" " + strings.Join(values, ", ")))
-			}
-			h.Write([]byte("\n"))
+	return requestDigest(r, r.RequestURI, strings.Split(r.Header.Get(SignedHeaders), ","))
+}
+
+// keyDigest is C of the signature for this request, given the parts its key varies on.
+func keyDigest(r *http.Request, parts string) string {
+	target, query, _ := strings.Cut(r.RequestURI, "?")
+	var headers []string
+	for _, part := range strings.Split(parts, ",") {
+		part = strings.ToLower(strings.TrimSpace(part))
+		if part == "query" && query != "" {
+			target += "?" + query
+		} else if name, ok := strings.CutPrefix(part, "header:"); ok {
+			headers = append(headers, name)
 		}
+	}
+	return requestDigest(r, target, headers)
+}
+
+// requestDigest digests "METHOD SP target LF" then "name: value LF" for each named header as
+// received (absent: "name:" alone; blank names skipped).
+func requestDigest(r *http.Request, target string, names []string) string {
+	h := sha256.New()
+	h.Write([]byte(r.Method + " " + target + "\n"))
+	for _, name := range names {
+		name = strings.ToLower(strings.TrimSpace(name))
+		if name == "" {
+			continue
+		}
+		h.Write([]byte(name + ":"))
+		if values, ok := r.Header[http.CanonicalHeaderKey(name)]; ok {
+			h.Write([]byte(" " + strings.Join(values, ", ")))
+		}
+		h.Write([]byte("\n"))
 	}
 	return digest(h.Sum(nil))
 }
@@ -169,6 +200,10 @@ func withSignature(next http.Handler) http.Handler {
 		}
 		times := seen.add(id)
 		received := receivedDigest(r)
+		key := ""
+		if parts := r.Header.Get(CacheKeyHeader); parts != "" {
+			key = "; key=" + keyDigest(r, parts)
+		}
 		body := &hashingBody{body: r.Body, hash: sha256.New()}
 		r.Body = body
 		answer := &heldAnswer{header: w.Header()}
@@ -188,7 +223,7 @@ func withSignature(next http.Handler) http.Handler {
 			"; seen="+strconv.Itoa(times)+
 			"; received="+received+
 			"; received-body="+strconv.FormatInt(body.n, 10)+":"+digest(body.hash.Sum(nil))+
-			"; sent="+strconv.Itoa(len(sent))+":"+digest(sentSum[:]))
+			"; sent="+strconv.Itoa(len(sent))+":"+digest(sentSum[:])+key)
 		if r.Method != http.MethodHead && answer.status != http.StatusNoContent && answer.status != http.StatusNotModified {
 			w.Header().Set("Content-Length", strconv.Itoa(len(sent)))
 		}

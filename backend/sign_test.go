@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -132,5 +133,42 @@ func TestAHeadOrAnEmptyAnswerIsSignedWithAnEmptyBody(t *testing.T) {
 		if len(body) != 0 || got["status"] != tc.status || got["sent"] != "0:"+sum8("") {
 			t.Errorf("%s %s: body %q, signature %v", tc.method, tc.path, body, got)
 		}
+	}
+}
+
+func TestCacheKeyNamesThePartsACacheKeysOn(t *testing.T) {
+	seen.reset()
+	server := httptest.NewServer(withSignature(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("ok"))
+	})))
+	defer server.Close()
+	sent := 0
+	answer := func(target, parts string) map[string]string {
+		sent++
+		req, _ := http.NewRequest("GET", server.URL+target, nil)
+		req.Header.Set(RequestHeader, "p0001.ab."+strconv.Itoa(sent))
+		req.Header.Set("X-Tenant", "acme")
+		if parts != "" {
+			req.Header.Set(CacheKeyHeader, parts)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return fields(t, resp.Header.Get(AnswerHeader))
+	}
+	cases := []struct{ target, parts, text string }{
+		{"/items/1?x=1", "path, query", "GET /items/1?x=1\n"},
+		{"/items/2?x=1", "path", "GET /items/2\n"},
+		{"/items/3", "path,query,header:X-Tenant,header:x-missing", "GET /items/3\nx-tenant: acme\nx-missing:\n"},
+	}
+	for _, c := range cases {
+		if got := answer(c.target, c.parts)["key"]; got != sum8(c.text) {
+			t.Errorf("%s keyed on %q: want the digest of %q, got %q", c.target, c.parts, c.text, got)
+		}
+	}
+	if got, ok := answer("/items/4", "")["key"]; ok {
+		t.Errorf("a request that names no cache key got key=%q", got)
 	}
 }

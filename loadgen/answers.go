@@ -27,9 +27,10 @@ import (
 // state.
 
 const (
-	requestHeader = "X-Gatebench-Request"
-	signedHeader  = "X-Gatebench-Signed-Headers"
-	answerHeader  = "x-gatebench-answer"
+	requestHeader  = "X-Gatebench-Request"
+	signedHeader   = "X-Gatebench-Signed-Headers"
+	cacheKeyHeader = "X-Gatebench-Cache-Key"
+	answerHeader   = "x-gatebench-answer"
 	// evidenceKept is how many wrong answers of a phase keep their own words (request, expected,
 	// got); later ones are recorded by kind alone, so the records' message table stays small
 	// however wrong a target is.
@@ -44,14 +45,16 @@ var runTag = strconv.FormatInt((time.Now().UnixNano()^int64(os.Getpid())<<20)&0x
 type answersSpec struct {
 	Target  bool     `json:"target"`
 	Headers []string `json:"headers"`
-	Cached  bool     `json:"cached"` // the plan caches these answers at the gateway
-	Every   int64    `json:"every"`  // check one answer in this many (0, 1: all)
+	Cached  bool     `json:"cached"`    // the plan caches these answers at the gateway
+	Key     []string `json:"cache_key"` // the parts the cache keys them on (backend/sign.go)
+	Every   int64    `json:"every"`     // check one answer in this many (0, 1: all)
 }
 
 // answerCheck is one phase's check.
 type answerCheck struct {
 	target   bool
 	cached   bool     // an answer may be an earlier request's of the phase (a gateway's cache)
+	key      []string // the parts of a request the cache keys on, when held to it
 	every    int64    // check one answer in this many
 	signed   []string // lower-case header names the backend signs
 	idPrefix []byte   // "TAG.PHASEID."
@@ -66,6 +69,12 @@ func newAnswerCheck(spec *answersSpec, phaseID string) *answerCheck {
 	}
 	if len(c.signed) > 0 {
 		c.extra = []byte(signedHeader + ": " + strings.Join(c.signed, ",") + "\r\n")
+	}
+	// a cached answer is held to this request's cache key where the backend receives the
+	// target as sent
+	if c.cached && c.target && len(spec.Key) > 0 {
+		c.key = spec.Key
+		c.extra = append(c.extra, cacheKeyHeader+": "+strings.Join(spec.Key, ",")+"\r\n"...)
 	}
 	return c
 }
@@ -143,9 +152,30 @@ func (s sentRequest) has(name string) bool {
 
 // received is the digest the backend computes of what it received, for what was sent.
 func (c *answerCheck) received(s sentRequest) string {
+	return s.digest(s.target, c.signed)
+}
+
+// cacheKey is the backend's key digest of this request: its path, its query where the key
+// varies on it, and the headers it names.
+func (c *answerCheck) cacheKey(s sentRequest) string {
+	target, query, _ := strings.Cut(s.target, "?")
+	var names []string
+	for _, part := range c.key {
+		if part == "query" && query != "" {
+			target += "?" + query
+		} else if name, ok := strings.CutPrefix(part, "header:"); ok {
+			names = append(names, strings.ToLower(name))
+		}
+	}
+	return s.digest(target, names)
+}
+
+// digest is the backend's digest of "METHOD SP target LF" then "name: value LF" for each named
+// header sent ("name:" alone when it was not).
+func (s sentRequest) digest(target string, names []string) string {
 	var text strings.Builder
-	text.WriteString(s.method + " " + s.target + "\n")
-	for _, name := range c.signed {
+	text.WriteString(s.method + " " + target + "\n")
+	for _, name := range names {
 		text.WriteString(name + ":")
 		if s.has(name) {
 			text.WriteString(" " + s.header(name))
@@ -181,9 +211,13 @@ func (c *answerCheck) verdict(req []byte, status int, ok bool, answer []byte, bo
 		}
 	}
 	own := fields["id"] == s.id
-	if !own && !(c.cached && c.earlier(fields["id"], s.id)) {
+	earlier := !own && c.cached && c.earlier(fields["id"], s.id)
+	otherKey := earlier && c.key != nil && fields["key"] != c.cacheKey(s)
+	if !own && (!earlier || otherKey) {
 		expected := "its own answer"
-		if c.cached {
+		if otherKey {
+			expected = "an answer of its cache key"
+		} else if c.cached {
 			expected = "its own answer or an earlier one of this phase (cached)"
 		}
 		return c.wrong("crossed", request, expected, "the answer to request "+fields["id"])

@@ -98,6 +98,45 @@ func TestACachedPhaseTakesAnEarlierAnswerOfItsOwn(t *testing.T) {
 	}
 }
 
+func TestACachedAnswerIsHeldToItsCacheKey(t *testing.T) {
+	c := newAnswerCheck(&answersSpec{Target: true, Cached: true, Key: []string{"path", "header:X-Tenant"}}, "p0004")
+	request := func(n int64, target, tenant string) []byte {
+		req := c.appendHeaders([]byte("GET "+target+" HTTP/1.1\r\nHost: h\r\n"), n)
+		return append(req, "X-Tenant: "+tenant+"\r\n\r\n"...)
+	}
+	if !strings.Contains(string(request(1, "/", "a")), cacheKeyHeader+": path,header:X-Tenant\r\n") {
+		t.Fatalf("the request does not name the parts of its cache key: %q", request(1, "/", "a"))
+	}
+	body := []byte("cached")
+	s := sha256.Sum256(body)
+	// the backend's key of what it received (backend/sign.go): the path, not the query, and
+	// the tenant
+	keyed := func(req []byte, key string) []byte {
+		sum := sha256.Sum256([]byte(key))
+		return append(signed(t, c, req, "200", "1", body), "; key="+digest8(sum[:])...)
+	}
+	now := request(5, "/items/1?page=2", "acme")
+	cases := []struct {
+		earlier []byte
+		key     string
+		wrong   bool
+	}{
+		{request(3, "/items/1?page=1", "acme"), "GET /items/1\nx-tenant: acme\n", false},
+		{request(3, "/items/2?page=2", "acme"), "GET /items/2\nx-tenant: acme\n", true},
+		{request(3, "/items/1?page=2", "other"), "GET /items/1\nx-tenant: other\n", true},
+	}
+	for _, tc := range cases {
+		got := c.verdict(now, 200, true, keyed(tc.earlier, tc.key), int64(len(body)), s[:])
+		if tc.wrong != strings.HasPrefix(got, "wrong answer (crossed)") || (tc.wrong && !strings.Contains(got, "expected an answer of its cache key")) {
+			t.Errorf("the answer cached for %q: %q", tc.key, got)
+		}
+	}
+	// an answer without the backend's key is not taken as one of this key
+	if got := c.verdict(now, 200, true, signed(t, c, request(3, "/items/1", "acme"), "200", "1", body), int64(len(body)), s[:]); !strings.HasPrefix(got, "wrong answer (crossed)") {
+		t.Errorf("a cached answer without a key: %q", got)
+	}
+}
+
 func TestASampledPhaseNamesAndChecksOneRequestInN(t *testing.T) {
 	c := newAnswerCheck(&answersSpec{Every: 3}, "p0004")
 	named := 0

@@ -10,7 +10,13 @@ four faults, each a fixed number of times, counting what it really did:
   length, its ``Content-Length`` cut with it (a proxy whose buffer filled);
 - ``dropped``: the request header ``drop_header`` is removed on the way to the backend;
 - ``repeats``: a POST is sent to the backend twice and the second answer is returned (a retry
-  of a request that is not idempotent).
+  of a request that is not idempotent);
+- ``wrong_keys``: a GET is answered with the answer to an earlier GET of another request
+  target, without reaching the backend (a cache keyed on too little);
+- ``cache_hits``: a GET is answered with the answer to an earlier GET of the same request
+  target (a cache working as it should: not a wrong answer where the phase is ``cached``).
+  Both keep the first answer to each target, and only serve one to a request the engine
+  numbered later (``X-Gatebench-Request``), as a cache can only hold what came before.
 
 A request gets at most one fault, so each wrong answer has exactly one cause and the counts
 the engine reports can be compared with :attr:`FaultyProxy.injected` exactly. A test helper:
@@ -39,6 +45,8 @@ class Faults:
     dropped: int = 0
     drop_header: str = "x-tenant"
     repeats: int = 0
+    wrong_keys: int = 0
+    cache_hits: int = 0
 
 
 @dataclass
@@ -100,6 +108,8 @@ class FaultyProxy:
     injected: Counter[str] = field(default_factory=Counter)
     """What it really did: ``crossed`` (answers, two per swap), ``truncated``, ``received``
     (requests that lost the header), ``repeated``."""
+    hits: int = 0
+    """Answers served from the cache under their own key (not wrong)."""
     port: int = 0
 
     def __post_init__(self) -> None:
@@ -108,7 +118,10 @@ class FaultyProxy:
             truncations=self.faults.truncations,
             dropped=self.faults.dropped,
             repeats=self.faults.repeats,
+            wrong_keys=self.faults.wrong_keys,
+            cache_hits=self.faults.cache_hits,
         )
+        self._cache: dict[str, tuple[int, _Message]] = {}
         self._waiting: _Pending | None = None
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
@@ -191,13 +204,32 @@ class FaultyProxy:
             return await self._exchange(
                 request.without(self.faults.drop_header), up_reader, up_writer
             )
+        if method == "GET":
+            cached = self._cached(request)
+            if cached is not None:
+                return cached
         answer = await self._exchange(request, up_reader, up_writer)
+        if method == "GET" and _number(request) >= 0:
+            self._cache.setdefault(_target(request), (_number(request), answer))
         if len(answer.body) > self.faults.truncate_above and self._take("truncations"):
             self.injected["truncated"] += 1
             return answer.cut(self.faults.truncate_above)
         if self._left["swaps"] > 0:
             return await self._swap(answer)
         return answer
+
+    def _cached(self, request: _Message) -> _Message | None:
+        """An earlier answer for this GET, when a cache fault is left to inject on it."""
+        target, number = _target(request), _number(request)
+        own = self._cache.get(target)
+        if own is not None and own[0] < number and self._take("cache_hits"):
+            self.hits += 1
+            return own[1]
+        other = next((a for t, (n, a) in self._cache.items() if t != target and n < number), None)
+        if other is not None and self._take("wrong_keys"):
+            self.injected["crossed"] += 1
+            return other
+        return None
 
     async def _swap(self, answer: _Message) -> _Message:
         waiting = self._waiting
@@ -217,6 +249,16 @@ class FaultyProxy:
             if pending.swapped.done():
                 return pending.swapped.result()
             return answer
+
+
+def _target(request: _Message) -> str:
+    return request.head.split(b" ", 2)[1].decode("latin-1")
+
+
+def _number(request: _Message) -> int:
+    """The engine's number of the request (the last part of its identity; -1: none)."""
+    number = (request.header("x-gatebench-request") or "").rpartition(".")[2]
+    return int(number) if number.isdigit() else -1
 
 
 __all__ = ["Faults", "FaultyProxy"]

@@ -213,6 +213,27 @@ def test_a_sampled_phase_checks_one_answer_in_n(backend: Any, engine: str) -> No
         assert m.ok == m.requests - m.wrong_answers
 
 
+@pytest.mark.parametrize("engine", ["gatling", "loadgen"])
+def test_a_cached_answer_is_held_to_its_cache_key(backend: Any, engine: str) -> None:
+    """Where the plan caches the reads, an answer may be an earlier read's of the same phase:
+    the proxy answers 5 reads from the answer to an earlier read of the same target (right)
+    and 3 from the answer to an earlier read of another target (a cache keyed on too
+    little): each engine reports exactly those 3, as crossed, and nothing else."""
+    sup, port, work = backend
+    cache = Faults(cache_hits=5, wrong_keys=3)
+    with FaultyProxy(port, cache) as proxy:
+        document, _ = _document(proxy.url, f"http://127.0.0.1:{port}", rates=engine == "loadgen")
+        read = next(p for p in document["phases"] if p["workload"] == "read")
+        read["answers"].update(cached=True, cache_key=["path", "query"])
+        measured = _run(engine, document, work / f"{engine}-cached", sup)
+    assert (proxy.hits, proxy.injected) == (5, Counter(crossed=3))
+    assert measured["read"].wrong_kinds == (("crossed", 3),), (measured["read"].ok, measured["read"].ko, measured["read"].errors, measured["read"].requests)
+    assert measured["read"].ok == measured["read"].requests - 3
+    assert measured["write"].wrong_answers == 0
+    evidence = measured["read"].wrong_evidence
+    assert len(evidence) == 3 and all("expected an answer of its cache key" in e for e in evidence), evidence
+
+
 def test_every_gateway_that_runs_here_answers_right_under_load(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

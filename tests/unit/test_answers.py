@@ -250,11 +250,14 @@ def test_the_document_says_which_phases_are_checked_and_how(
 
 def test_a_cached_operation_says_so_to_the_engine() -> None:
     """Where the plan caches the operation's answers at the gateway, an answer may carry an
-    earlier request's identity (of the same phase): the engine is told (``cached``)."""
+    earlier request's identity (of the same phase) with the same cache key: the engine is told
+    (``cached``) and what the key varies on (``cache_key``, header names in lower case, as the
+    backend digests them)."""
     api, section = _items()
+    cache = {"ttl": "30s", "vary": ["path", "query", "header:X-Tenant"]}
     section = {
         **section,
-        "policies": {"operations": {"getItem": {"cache": {"ttl": "30s"}}}},
+        "policies": {"operations": {"getItem": {"cache": cache}}},
         "gateways": ["envoy"],
     }
     plan = build_plan(section, api)
@@ -266,6 +269,8 @@ def test_a_cached_operation_says_so_to_the_engine() -> None:
         if "answers" in p
     }
     assert cached == {("read", True), ("write", False)}
+    keys = {tuple(p["answers"].get("cache_key", ())) for p in document["phases"] if "answers" in p}
+    assert keys == {("path", "query", "header:x-tenant"), ()}
 
 
 def test_a_sampled_plan_tells_the_engines_and_the_report_says_so() -> None:

@@ -458,7 +458,8 @@ def _answers_json(phase: Phase, plan: Plan, request: dict[str, Any]) -> dict[str
     whether the backend's receipt of the request target is held to what was sent (not through
     a gateway that rebuilds it), the plan's headers the backend signs as it received them,
     and ``cached`` when the plan caches the operation's answers at the gateway (an answer
-    may then be an earlier request's of the phase: docs/trust.md)."""
+    may then be an earlier request's of the phase with the same ``cache_key``, the parts the
+    cache keys on: docs/trust.md)."""
     if not phase.answers_checked:
         return {}
     answers: dict[str, Any] = {
@@ -470,6 +471,7 @@ def _answers_json(phase: Phase, plan: Plan, request: dict[str, Any]) -> dict[str
     cache = plan.policies.for_operation(str(request["operation"])).cache
     if cache is not None and str(request["method"]).upper() in {m.upper() for m in cache.methods}:
         answers["cached"] = True
+        answers["cache_key"] = [v.lower() if v.startswith("header:") else v for v in cache.vary]
     return {"answers": answers}
 
 

@@ -726,6 +726,10 @@ public class GenericSimulation extends Simulation {
       for (JsonNode name : answers.path("headers")) {
         signed.add(name.asText());
       }
+      List<String> cacheKey = new ArrayList<>();
+      for (JsonNode part : answers.path("cache_key")) {
+        cacheKey.add(part.asText());
+      }
       Answers check =
           new Answers(
               method,
@@ -735,8 +739,13 @@ public class GenericSimulation extends Simulation {
               bodyKind,
               bodySignature,
               expect,
-              answers.path("cached").asBoolean(false));
+              answers.path("cached").asBoolean(false),
+              cacheKey);
       req = req.header(Answers.REQUEST, session -> session.getString("gb.rid"));
+      if (check.keyed()) {
+        String parts = String.join(",", cacheKey);
+        req = req.header(Answers.CACHE_KEY, session -> parts);
+      }
       if (!signed.isEmpty()) {
         String names = String.join(",", signed);
         req = req.header(Answers.SIGNED, session -> names);
@@ -778,6 +787,7 @@ public class GenericSimulation extends Simulation {
     static final String REQUEST = "X-Gatebench-Request";
     static final String SIGNED = "X-Gatebench-Signed-Headers";
     static final String ANSWER = "X-Gatebench-Answer";
+    static final String CACHE_KEY = "X-Gatebench-Cache-Key";
     private static final ThreadLocal<java.security.MessageDigest> SHA =
         ThreadLocal.withInitial(
             () -> {
@@ -796,6 +806,9 @@ public class GenericSimulation extends Simulation {
         new java.util.concurrent.atomic.AtomicInteger();
     private final boolean checkTarget;
     private final boolean cached;
+    /** The parts the gateway's cache keys this operation's answers on (backend/sign.go). */
+    private final List<String> cacheKey;
+
     private final List<String> signed;
     private final List<String> headerNames;
     private final String bodyKind;
@@ -810,10 +823,12 @@ public class GenericSimulation extends Simulation {
         String bodyKind,
         String bodySignature,
         List<Integer> expect,
-        boolean cached) {
+        boolean cached,
+        List<String> cacheKey) {
       this.method = method;
       this.checkTarget = target;
       this.cached = cached;
+      this.cacheKey = cacheKey;
       this.signed = signed;
       this.headerNames = headerNames;
       this.bodyKind = bodyKind;
@@ -842,12 +857,40 @@ public class GenericSimulation extends Simulation {
       return expect.isEmpty() ? status < 400 : expect.contains(status);
     }
 
+    /**
+     * Whether an answer from the gateway's cache is held to this request's cache key: where
+     * the plan caches the operation and the backend receives the target as sent.
+     */
+    boolean keyed() {
+      return cached && checkTarget && !cacheKey.isEmpty();
+    }
+
     /** The digest the backend computes of what it received, for what was sent. */
     private String received(Session session) {
-      StringBuilder text =
-          new StringBuilder(method).append(' ').append(session.getString("gb.target"));
+      return requestDigest(session, session.getString("gb.target"), signed);
+    }
+
+    /** The backend's key digest of this request (the path, the query if keyed on, headers). */
+    private String key(Session session) {
+      String target = session.getString("gb.target");
+      int q = target.indexOf('?');
+      String path = q < 0 ? target : target.substring(0, q);
+      List<String> names = new ArrayList<>();
+      for (String part : cacheKey) {
+        if (part.equals("query") && q >= 0 && q + 1 < target.length()) {
+          path = target;
+        } else if (part.startsWith("header:")) {
+          names.add(part.substring("header:".length()));
+        }
+      }
+      return requestDigest(session, path, names);
+    }
+
+    /** "METHOD SP target LF" then "name: value LF" for each named header sent, digested. */
+    private String requestDigest(Session session, String target, List<String> names) {
+      StringBuilder text = new StringBuilder(method).append(' ').append(target);
       text.append('\n');
-      for (String name : signed) {
+      for (String name : names) {
         text.append(name).append(':');
         String value = null;
         for (int h = 0; h < headerNames.size(); h++) {
@@ -890,12 +933,17 @@ public class GenericSimulation extends Simulation {
       }
       String id = fields.getOrDefault("id", "");
       boolean own = id.equals(rid);
-      if (!own && !(cached && earlier(id, rid))) {
-        return wrong(
-            "crossed",
-            request,
-            cached ? "its own answer or an earlier one of this phase (cached)" : "its own answer",
-            "the answer to request " + id);
+      boolean earlier = !own && cached && earlier(id, rid);
+      boolean otherKey =
+          earlier && keyed() && !fields.getOrDefault("key", "").equals(key(session));
+      if (!own && (!earlier || otherKey)) {
+        String expected = "its own answer";
+        if (otherKey) {
+          expected = "an answer of its cache key";
+        } else if (cached) {
+          expected = "its own answer or an earlier one of this phase (cached)";
+        }
+        return wrong("crossed", request, expected, "the answer to request " + id);
       }
       String seen = fields.getOrDefault("seen", "");
       if (!seen.equals("1")) {
