@@ -21,8 +21,7 @@ from typing import Any
 from gatebench.core.model import RunKind
 from gatebench.core.plan import build_plan
 from gatebench.core.spec import read_spec
-from gatebench.kinds.capacity import CapacityResult, SearchResult
-from gatebench.kinds.capacity._stages import RESULT
+from gatebench.kinds.capacity import RESULT_KIND, CapacityResult, SearchResult
 from gatebench.local.runner import run_local
 from gatebench.run import RunOptions
 
@@ -66,9 +65,10 @@ def _one(example: str, results: Path) -> tuple[list[str], list[str]]:
         )
     wall = time.monotonic() - started
     record = outcome.record
-    stored = outcome.run_dir / RESULT
+    stored = outcome.run_dir / f"{RESULT_KIND}.jsonl"  # the journal's line: {"key", **result}
     assert stored.is_file(), f"{example}: the run stored no result ({record.status})"
-    result = CapacityResult.from_dict(json.loads(stored.read_text(encoding="utf-8")))
+    (line,) = stored.read_text(encoding="utf-8").splitlines()
+    result = CapacityResult.from_dict(json.loads(line))
     searches = _searches(outcome.run_dir)
     env: dict[str, Any] = record.environment
     rows = []

@@ -97,8 +97,9 @@ def test_a_quick_capacity_run_of_two_gateways(
     assert run.kind == "capacity" and stored is not None
     assert str(run.status) == "done", (out, err)
 
-    result = json.loads((run_dir / "capacity.json").read_text(encoding="utf-8"))
-    assert result == stored
+    (line,) = (run_dir / "capacity.jsonl").read_text(encoding="utf-8").splitlines()
+    result = json.loads(line)
+    assert result.pop("key") == "result" and result == stored
     (endpoint,) = result["endpoints"]
     summaries = {s["target"]: s for s in endpoint["summaries"]}
     assert set(summaries) == {"nginx", "haproxy", "baseline"}
@@ -184,6 +185,7 @@ def test_a_gateway_that_dies_during_its_search_is_failed_and_the_others_go_on(
     assert nginx[0]["search"]["knee"] is None
     baseline = [s for s in searches if s["target"] == "baseline"]
     assert len(baseline) == 2 and all(s["search"]["knee"] for s in baseline)
-    stored = json.loads((outcome.run_dir / "capacity.json").read_text(encoding="utf-8"))
+    (line,) = (outcome.run_dir / "capacity.jsonl").read_text(encoding="utf-8").splitlines()
+    stored = json.loads(line)
     assert [order for _, order in stored["orders"]][1] == ["baseline"]
     assert processes_mentioning(str(outcome.run_dir)) == []

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
-from collections.abc import Callable
-from typing import Any, TextIO
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.live import Live
@@ -13,10 +14,15 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from gatebench.core.errors import ProblemsError
 from gatebench.core.plan import Plan, load_plan
 from gatebench.core.spec import DEFAULT_LIMITS, Limits, SpecResult, read_spec
 from gatebench.core.units import parse_size
 from gatebench.run import Progress
+
+if TYPE_CHECKING:
+    from gatebench.core.ir import Api
+    from gatebench.core.thresholds import ThresholdResult
 
 
 def add_spec_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,6 +58,16 @@ def read(args: argparse.Namespace, *, strict: bool = False) -> SpecResult:
     return read_spec(args.spec, entry=args.entry, limits=limits, strict=strict)
 
 
+def read_api(args: argparse.Namespace) -> tuple[SpecResult, Api]:
+    """The spec of ``args`` and its API; when it has errors, they alone are raised (the command
+    line prints one per line and exits 1)."""
+    result = read(args)
+    if result.errors:
+        raise ProblemsError(result.errors)
+    assert result.api is not None
+    return result, result.api
+
+
 def load(args: argparse.Namespace) -> tuple[SpecResult, Plan]:
     """Spec and plan, or the first error (raised as a ProblemsError subclass)."""
     result = read(args)
@@ -62,6 +78,18 @@ def load(args: argparse.Namespace) -> tuple[SpecResult, Plan]:
 def print_problems(problems: list[Any], *, stream: Any) -> None:
     for problem in problems:
         print(problem.format(), file=stream)
+
+
+def print_thresholds(results: Sequence[ThresholdResult], heading: str = "Thresholds") -> int:
+    """``HEADING: N of M met.`` on stdout, then each failed threshold on stderr; how many
+    failed."""
+    from gatebench.core.thresholds import failures
+
+    failed = failures(results)
+    print(f"{heading}: {len(results) - len(failed)} of {len(results)} met.")
+    for result in failed:
+        print(f"threshold failed: {result.line()}", file=sys.stderr)
+    return len(failed)
 
 
 def add_quiet_argument(parser: argparse.ArgumentParser) -> None:

@@ -149,15 +149,24 @@ def run_here(
 
 
 def run_plan(
-    args: argparse.Namespace, kind: str, *, kept: str, **options: Any
-) -> tuple[Plan, RunOutcome, str] | None:
+    args: argparse.Namespace,
+    kind: str,
+    *,
+    kept: str,
+    report: Callable[[RunOutcome], list[str]],
+    check: Callable[[Plan, RunOutcome], int],
+    unchecked: str,
+    **options: Any,
+) -> int:
     """Run the plan of ``args`` (``gatebench run``, ``gatebench capacity``) as ``kind`` with
-    the options every such command has, and ``options`` more: the plan as run, the outcome and
-    the store's location; None (said on stderr) when ``--gateways`` names a gateway the plan
-    lacks."""
+    the options every such command has, and ``options`` more; print the outcome (``report``:
+    its lines), where it is stored, then its thresholds (``check``: prints them, returns how
+    many failed; ``unchecked``: what ``--fail-on-threshold`` checked when the plan has none).
+    The exit code: 0 done, 1 a threshold failed with ``--fail-on-threshold``, 2 ``--gateways``
+    names a gateway the plan lacks (said on stderr), 3 the run did not finish."""
     ready = prepared(args)
     if ready is None:
-        return None
+        return 2
     api, plan, digest, run_id = ready
     run_options = RunOptions(
         results_dir=Path(args.results),
@@ -171,26 +180,13 @@ def run_plan(
         **options,
     )
     outcome, location = run_here(args, kind, api, plan, digest, run_options, kept=kept)
-    return plan, outcome, location
-
-
-def exit_code(
-    args: argparse.Namespace,
-    outcome: RunOutcome,
-    location: str,
-    check: Callable[[], int],
-    *,
-    unchecked: str,
-) -> int:
-    """Where the run is stored, then its thresholds (``check``: prints them, returns how many
-    failed); 0 done, 1 a threshold failed with ``--fail-on-threshold``, 3 the run did not
-    finish. ``unchecked``: what ``--fail-on-threshold`` checked when the plan has no
-    thresholds."""
+    for line in report(outcome):
+        print(line)
     print(
         f"Stored in {location}; `gatebench report {outcome.record.run_id}{store_flag(location)}` "
         "writes the HTML report."
     )
-    failed = check()
+    failed = check(plan, outcome)
     if args.fail_on_threshold and not outcome.record.plan.get("thresholds"):
         print(
             f"gatebench: --fail-on-threshold: the plan has no thresholds (x-gatebench "

@@ -6,11 +6,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gatebench.cli._common import number
-from gatebench.cli._local import add_run_arguments, exit_code, run_plan
+from gatebench.cli._common import number, print_thresholds
+from gatebench.cli._local import add_run_arguments, run_plan
 from gatebench.core.model import RunKind
-from gatebench.core.plan import MAX_REPETITIONS
-from gatebench.core.thresholds import failures
+from gatebench.core.plan import MAX_REPETITIONS, Plan
 from gatebench.run import RunOutcome
 
 
@@ -36,14 +35,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    ran = run_plan(args, RunKind.CAPACITY, kept="the searches that finished are in")
-    if ran is None:
-        return 2
-    _, outcome, location = ran
-    for line in report_lines(outcome):
-        print(line)
-    return exit_code(
-        args, outcome, location, lambda: _check_thresholds(outcome), unchecked="nothing was checked"
+    return run_plan(
+        args,
+        RunKind.CAPACITY,
+        kept="the searches that finished are in",
+        report=report_lines,
+        check=_check_thresholds,
+        unchecked="nothing was checked",
     )
 
 
@@ -63,13 +61,13 @@ def report_lines(outcome: RunOutcome) -> list[str]:
         lines.append(f"Note: {note}")
     lines += [
         "",
-        f"Results: {outcome.run_dir}/ (run.json, capacity.json, capacity-searches.jsonl, "
+        f"Results: {outcome.run_dir}/ (run.json, capacity.jsonl, capacity-searches.jsonl, "
         "probes/, gateway logs)",
     ]
     return lines
 
 
-def _check_thresholds(outcome: RunOutcome) -> int:
+def _check_thresholds(_plan: Plan, outcome: RunOutcome) -> int:
     """The capacity thresholds' outcome (a count on stdout, each failure on stderr); how many
     failed (all of them when the run has no result)."""
     from gatebench.core.thresholds import CAPACITY_METRICS, thresholds_from_plan
@@ -91,9 +89,4 @@ def _check_thresholds(outcome: RunOutcome) -> int:
             file=sys.stderr,
         )
         return len(chosen)
-    results = evaluate_capacity(chosen, report.result)
-    failed = failures(results)
-    print(f"Thresholds: {len(results) - len(failed)} of {len(results)} met.")
-    for result in failed:
-        print(f"threshold failed: {result.line()}", file=sys.stderr)
-    return len(failed)
+    return print_thresholds(evaluate_capacity(chosen, report.result))

@@ -9,185 +9,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gatebench.cli._store import add_store_argument, store_location
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    commands = parser.add_subparsers(dest="cloud_command", metavar="COMMAND")
-    commands.required = True
-
-    bundle = commands.add_parser(
-        "bundle",
-        help="build each function's deployable source archive",
-        description="Zip functions/NAME/main.py with the gatebench package and pinned "
-        "requirements into OUT/NAME.zip, for Cloud Functions (Python 3.12).",
-    )
-    bundle.add_argument("--functions", default="functions", help="folder of the functions")
-    bundle.add_argument("--out", default="build/functions", help="where the archives go")
-    bundle.set_defaults(handler=run_bundle)
-
-    check = commands.add_parser(
-        "check",
-        help="fail when a cloud run regressed or missed its thresholds (CI)",
-        description="Check a workflow result. With --baseline: compare its scores, exit 1 "
-        "when a target's score dropped by more than --tolerance points or is missing. With "
-        "--thresholds: read the run from the result store and apply its plan's thresholds "
-        "(x-gatebench thresholds:, as `gatebench run --fail-on-threshold` does), one line per "
-        "failed threshold. Exits 1 as well when the run did not finish as done.",
-    )
-    check.add_argument("--result", required=True, help="the workflow's result (JSON file)")
-    check.add_argument("--baseline", help="the scores to hold (JSON file)")
-    check.add_argument(
-        "--tolerance", type=float, default=2.0, help="points a score may drop (default 2)"
-    )
-    check.add_argument(
-        "--thresholds",
-        action="store_true",
-        help="apply the thresholds of the run's plan to its measurements (needs --store)",
-    )
-    add_store_argument(check)
-    check.set_defaults(handler=run_check)
-
-    ready = commands.add_parser(
-        "wait-ready",
-        help="wait until the run's tester reached the targets (provision build)",
-        description="Wait for gs://RUNS_BUCKET/runs/RUN/tester/ready.json, written by the "
-        "tester VM once it reached the targets. Exits 3 on timeout or when no target answered.",
-    )
-    _run_arguments(ready)
-    ready.set_defaults(handler=run_wait_ready)
-
-    load = commands.add_parser(
-        "load",
-        help="start the run's load on its tester and wait for the end (load build)",
-        description="Ask the tester VM to run the load (runs/RUN/tester/load-request.json) "
-        "and wait for runs/RUN/tester/load-done.json. Exits 3 on timeout or a failed load.",
-    )
-    _run_arguments(load)
-    load.set_defaults(handler=run_load)
-
-    vars_ = commands.add_parser(
-        "vm-vars",
-        help="write the Terraform variables of the run's VMs (provision and teardown builds)",
-        description="Combine the deployment settings and the run's fleet (runs/RUN/fleet.json) "
-        "into the variables of infra/vms, every image pinned by the digest its registry gives "
-        "it now, write them to --out and save them in the bucket. With --saved: the saved "
-        "variables (an empty fleet when there are none). Exits 3 when an image cannot be pinned.",
-    )
-    _run_arguments(vars_)
-    vars_.add_argument("--out", required=True, help="the .tfvars.json file to write")
-    vars_.add_argument("--saved", action="store_true", help="use what provisioning saved")
-    vars_.set_defaults(handler=run_vm_vars)
-
-    backend = commands.add_parser(
-        "backend",
-        help="run the run's backend (the backend VM's command)",
-        description="Start the backend the plan asks for (built-in or mock, from "
-        "runs/RUN/backend.json) and serve until stopped.",
-    )
-    _run_arguments(backend)
-    backend.set_defaults(handler=run_backend)
-
-    tester = commands.add_parser(
-        "tester",
-        help="reach the targets, then run the load when asked (the tester VM's command)",
-        description="Probe every target of runs/RUN/workload.json and write tester/ready.json; "
-        "wait for tester/load-request.json; run the load with Gatling; upload the raw log to "
-        "raw/RUN/ and write tester/load-done.json.",
-    )
-    _run_arguments(tester)
-    tester.add_argument("--workdir", default="/var/tmp/gatebench", help="local scratch folder")
-    tester.add_argument(
-        "--ready-timeout", type=float, default=600.0, help="seconds to wait for the targets"
-    )
-    tester.add_argument(
-        "--tester", type=int, default=0, help="this tester's index (0 to --testers - 1)"
-    )
-    tester.add_argument("--testers", type=int, default=1, help="how many testers share every phase")
-    tester.add_argument(
-        "--barrier",
-        default=None,
-        help="with several testers: the phase barrier's URL (http://TESTER-0-HOST:PORT); tester "
-        "0 serves it, the others call it before every phase",
-    )
-    tester.set_defaults(handler=run_tester)
-
-    meter = commands.add_parser(
-        "meter",
-        help="sample a gateway container's CPU and memory (beside it, on its VM)",
-        description="Sample the gateway container's cgroup v2 files (cpu.stat, memory.current, "
-        "memory.peak, memory.stat) every 0.2 s and upload them to runs/RUN/cgroup/TARGET.jsonl "
-        "until every tester has written its load-done marker; the last upload ends with a "
-        "meter_done line, which the score step waits for before it turns the samples into each "
-        "phase's gateway CPU seconds and peak memory.",
-    )
-    _run_arguments(meter)
-    meter.add_argument("--target", required=True, help="the gateway's name in the run")
-    meter.add_argument(
-        "--cgroup",
-        required=True,
-        help="the container's cgroup v2 directory, e.g. "
-        "/sys/fs/cgroup/system.slice/docker-ID.scope",
-    )
-    meter.add_argument(
-        "--cgroup-root",
-        default="/host/cgroup",
-        help="where the host's cgroup v2 hierarchy is mounted (the container's cgroup path is "
-        "--cgroup below it)",
-    )
-    meter.add_argument(
-        "--proc",
-        help="the host's /proc: record which of Netty's native transports the container's "
-        "processes loaded",
-    )
-    meter.set_defaults(handler=run_meter)
-
-    live = commands.add_parser(
-        "live-gateway",
-        help="start and change a gateway's container when the tester asks (beside it, on its VM)",
-        description="The live agent of a scale or change-under-load run (docs/cloud.md, "
-        '"Route scale and changes under load"): read runs/RUN/live/GATEWAY/request.json '
-        "every 0.2 s and carry it out through the VM's Docker daemon (--docker): start the "
-        "gateway's container on a step's files, check a change with the gateway's own checker, "
-        "apply it through the gateway's mechanism (a signal, a watched file, its management "
-        "port on the VM's loopback, its commands, a restart); answer in answer.json with when "
-        "it happened. Stops once the tester has written its load-done marker.",
-    )
-    _run_arguments(live)
-    live.add_argument("--gateway", required=True, help="the gateway's name in the run")
-    live.add_argument(
-        "--dir", required=True, help="the gateway's folder, mounted where its container has it"
-    )
-    live.add_argument("--docker", default="/var/run/docker.sock", help="the Docker daemon's socket")
-    live.set_defaults(handler=run_live_gateway)
-
-    configure = commands.add_parser(
-        "gateway-config",
-        help="write a gateway's API keys into its configuration (on its VM, before it starts)",
-        description="Read the deployment's api_clients secret with this VM's service account, "
-        "render the run's configuration of GATEWAY again with those keys (runs/RUN/"
-        "render-input.json) and write its files into --out. On failure it writes the reason to "
-        "runs/RUN/gateways/GATEWAY/config-error.json and exits 1: the gateway does not start.",
-    )
-    _run_arguments(configure)
-    configure.add_argument("--gateway", required=True, help="the gateway's name in the run")
-    configure.add_argument("--out", required=True, help="the gateway's configuration folder")
-    configure.set_defaults(handler=run_gateway_config)
-
-    gateway_tls = commands.add_parser(
-        "gateway-tls",
-        help="write a gateway VM's TLS key and certificate (on its VM, before it starts)",
-        description="Read this VM's own server key and certificate, which the provision build "
-        "made from the run's CA, from its metadata, and write the TLS files into --out/tls. On "
-        "failure it writes the reason to runs/RUN/gateways/GATEWAY/config-error.json and exits "
-        "non-zero: the gateway does not start.",
-    )
-    _run_arguments(gateway_tls)
-    gateway_tls.add_argument("--gateway", required=True, help="the gateway's name in the run")
-    gateway_tls.add_argument("--out", required=True, help="the gateway's configuration folder")
-    gateway_tls.set_defaults(handler=run_gateway_tls)
 
 
 def run_bundle(args: argparse.Namespace) -> int:
@@ -236,8 +63,9 @@ def run_check(args: argparse.Namespace) -> int:
 
 def _check_thresholds(args: argparse.Namespace, result: dict[str, object]) -> int:
     """The run's plan thresholds against its stored measurements; how many failed."""
+    from gatebench.cli._common import print_thresholds
     from gatebench.core.report import load_report
-    from gatebench.core.thresholds import evaluate, failures, thresholds_from_plan
+    from gatebench.core.thresholds import evaluate, thresholds_from_plan
     from gatebench.store import open_store
 
     run_id = result.get("run_id")
@@ -253,18 +81,7 @@ def _check_thresholds(args: argparse.Namespace, result: dict[str, object]) -> in
             file=sys.stderr,
         )
         return 1
-    results = evaluate(thresholds, report.summary)
-    missed = failures(results)
-    print(f"Thresholds of run {run_id}: {len(results) - len(missed)} of {len(results)} met.")
-    for item in missed:
-        print(f"threshold failed: {item.line()}", file=sys.stderr)
-    return len(missed)
-
-
-def _run_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--run-id", required=True, help="the run (r- and 20 hex digits)")
-    parser.add_argument("--runs-bucket", required=True, help="the deployment's runs bucket")
-    parser.add_argument("--timeout", type=float, default=900.0, help="seconds (default 900)")
+    return print_thresholds(evaluate(thresholds, report.summary), f"Thresholds of run {run_id}")
 
 
 def run_wait_ready(args: argparse.Namespace) -> int:
@@ -432,3 +249,218 @@ def run_tester(args: argparse.Namespace) -> int:
         barrier=args.barrier,
         live_program=run_live_program,
     )
+
+
+_Option = tuple[tuple[str, ...], dict[str, Any]]
+"""An option's flags and what ``add_argument`` is told of it."""
+
+
+def _option(*flags: str, **settings: Any) -> _Option:
+    return flags, settings
+
+
+_RUN = (
+    _option("--run-id", required=True, help="the run (r- and 20 hex digits)"),
+    _option("--runs-bucket", required=True, help="the deployment's runs bucket"),
+    _option("--timeout", type=float, default=900.0, help="seconds (default 900)"),
+)
+"""The options of every command that acts on one run of the runs bucket."""
+_GATEWAY = _option("--gateway", required=True, help="the gateway's name in the run")
+_CONFIG_OUT = _option("--out", required=True, help="the gateway's configuration folder")
+
+
+@dataclass(frozen=True)
+class Subcommand:
+    """One ``gatebench cloud`` command: what ``--help`` says of it, its options (then
+    ``--store`` with ``store``) and the function that runs it."""
+
+    name: str
+    help: str
+    description: str
+    handler: Callable[[argparse.Namespace], int]
+    options: tuple[_Option, ...] = _RUN
+    store: bool = False
+
+
+SUBCOMMANDS = (
+    Subcommand(
+        "bundle",
+        "build each function's deployable source archive",
+        "Zip functions/NAME/main.py with the gatebench package and pinned "
+        "requirements into OUT/NAME.zip, for Cloud Functions (Python 3.12).",
+        run_bundle,
+        (
+            _option("--functions", default="functions", help="folder of the functions"),
+            _option("--out", default="build/functions", help="where the archives go"),
+        ),
+    ),
+    Subcommand(
+        "check",
+        "fail when a cloud run regressed or missed its thresholds (CI)",
+        "Check a workflow result. With --baseline: compare its scores, exit 1 "
+        "when a target's score dropped by more than --tolerance points or is missing. With "
+        "--thresholds: read the run from the result store and apply its plan's thresholds "
+        "(x-gatebench thresholds:, as `gatebench run --fail-on-threshold` does), one line per "
+        "failed threshold. Exits 1 as well when the run did not finish as done.",
+        run_check,
+        (
+            _option("--result", required=True, help="the workflow's result (JSON file)"),
+            _option("--baseline", help="the scores to hold (JSON file)"),
+            _option(
+                "--tolerance", type=float, default=2.0, help="points a score may drop (default 2)"
+            ),
+            _option(
+                "--thresholds",
+                action="store_true",
+                help="apply the thresholds of the run's plan to its measurements (needs --store)",
+            ),
+        ),
+        store=True,
+    ),
+    Subcommand(
+        "wait-ready",
+        "wait until the run's tester reached the targets (provision build)",
+        "Wait for gs://RUNS_BUCKET/runs/RUN/tester/ready.json, written by the "
+        "tester VM once it reached the targets. Exits 3 on timeout or when no target answered.",
+        run_wait_ready,
+    ),
+    Subcommand(
+        "load",
+        "start the run's load on its tester and wait for the end (load build)",
+        "Ask the tester VM to run the load (runs/RUN/tester/load-request.json) "
+        "and wait for runs/RUN/tester/load-done.json. Exits 3 on timeout or a failed load.",
+        run_load,
+    ),
+    Subcommand(
+        "vm-vars",
+        "write the Terraform variables of the run's VMs (provision and teardown builds)",
+        "Combine the deployment settings and the run's fleet (runs/RUN/fleet.json) "
+        "into the variables of infra/vms, every image pinned by the digest its registry gives "
+        "it now, write them to --out and save them in the bucket. With --saved: the saved "
+        "variables (an empty fleet when there are none). Exits 3 when an image cannot be pinned.",
+        run_vm_vars,
+        (
+            *_RUN,
+            _option("--out", required=True, help="the .tfvars.json file to write"),
+            _option("--saved", action="store_true", help="use what provisioning saved"),
+        ),
+    ),
+    Subcommand(
+        "backend",
+        "run the run's backend (the backend VM's command)",
+        "Start the backend the plan asks for (built-in or mock, from "
+        "runs/RUN/backend.json) and serve until stopped.",
+        run_backend,
+    ),
+    Subcommand(
+        "tester",
+        "reach the targets, then run the load when asked (the tester VM's command)",
+        "Probe every target of runs/RUN/workload.json and write tester/ready.json; "
+        "wait for tester/load-request.json; run the load with Gatling; upload the raw log to "
+        "raw/RUN/ and write tester/load-done.json.",
+        run_tester,
+        (
+            *_RUN,
+            _option("--workdir", default="/var/tmp/gatebench", help="local scratch folder"),
+            _option(
+                "--ready-timeout", type=float, default=600.0, help="seconds to wait for the targets"
+            ),
+            _option(
+                "--tester", type=int, default=0, help="this tester's index (0 to --testers - 1)"
+            ),
+            _option("--testers", type=int, default=1, help="how many testers share every phase"),
+            _option(
+                "--barrier",
+                default=None,
+                help="with several testers: the phase barrier's URL (http://TESTER-0-HOST:PORT); "
+                "tester 0 serves it, the others call it before every phase",
+            ),
+        ),
+    ),
+    Subcommand(
+        "meter",
+        "sample a gateway container's CPU and memory (beside it, on its VM)",
+        "Sample the gateway container's cgroup v2 files (cpu.stat, memory.current, "
+        "memory.peak, memory.stat) every 0.2 s and upload them to runs/RUN/cgroup/TARGET.jsonl "
+        "until every tester has written its load-done marker; the last upload ends with a "
+        "meter_done line, which the score step waits for before it turns the samples into each "
+        "phase's gateway CPU seconds and peak memory.",
+        run_meter,
+        (
+            *_RUN,
+            _option("--target", required=True, help="the gateway's name in the run"),
+            _option(
+                "--cgroup",
+                required=True,
+                help="the container's cgroup v2 directory, e.g. "
+                "/sys/fs/cgroup/system.slice/docker-ID.scope",
+            ),
+            _option(
+                "--cgroup-root",
+                default="/host/cgroup",
+                help="where the host's cgroup v2 hierarchy is mounted (the container's cgroup "
+                "path is --cgroup below it)",
+            ),
+            _option(
+                "--proc",
+                help="the host's /proc: record which of Netty's native transports the "
+                "container's processes loaded",
+            ),
+        ),
+    ),
+    Subcommand(
+        "live-gateway",
+        "start and change a gateway's container when the tester asks (beside it, on its VM)",
+        "The live agent of a scale or change-under-load run (docs/cloud.md, "
+        '"Route scale and changes under load"): read runs/RUN/live/GATEWAY/request.json '
+        "every 0.2 s and carry it out through the VM's Docker daemon (--docker): start the "
+        "gateway's container on a step's files, check a change with the gateway's own checker, "
+        "apply it through the gateway's mechanism (a signal, a watched file, its management "
+        "port on the VM's loopback, its commands, a restart); answer in answer.json with when "
+        "it happened. Stops once the tester has written its load-done marker.",
+        run_live_gateway,
+        (
+            *_RUN,
+            _GATEWAY,
+            _option(
+                "--dir",
+                required=True,
+                help="the gateway's folder, mounted where its container has it",
+            ),
+            _option("--docker", default="/var/run/docker.sock", help="the Docker daemon's socket"),
+        ),
+    ),
+    Subcommand(
+        "gateway-config",
+        "write a gateway's API keys into its configuration (on its VM, before it starts)",
+        "Read the deployment's api_clients secret with this VM's service account, "
+        "render the run's configuration of GATEWAY again with those keys (runs/RUN/"
+        "render-input.json) and write its files into --out. On failure it writes the reason to "
+        "runs/RUN/gateways/GATEWAY/config-error.json and exits 1: the gateway does not start.",
+        run_gateway_config,
+        (*_RUN, _GATEWAY, _CONFIG_OUT),
+    ),
+    Subcommand(
+        "gateway-tls",
+        "write a gateway VM's TLS key and certificate (on its VM, before it starts)",
+        "Read this VM's own server key and certificate, which the provision build "
+        "made from the run's CA, from its metadata, and write the TLS files into --out/tls. On "
+        "failure it writes the reason to runs/RUN/gateways/GATEWAY/config-error.json and exits "
+        "non-zero: the gateway does not start.",
+        run_gateway_tls,
+        (*_RUN, _GATEWAY, _CONFIG_OUT),
+    ),
+)
+"""Every ``gatebench cloud`` command, in the order ``gatebench cloud --help`` lists them."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    commands = parser.add_subparsers(dest="cloud_command", metavar="COMMAND")
+    commands.required = True
+    for command in SUBCOMMANDS:
+        sub = commands.add_parser(command.name, help=command.help, description=command.description)
+        for flags, settings in command.options:
+            sub.add_argument(*flags, **settings)
+        if command.store:
+            add_store_argument(sub)
+        sub.set_defaults(handler=command.handler)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from gatebench.cli._common import add_spec_arguments, print_problems, read
+from gatebench.cli._common import add_spec_arguments, print_problems, read_api
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,12 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    result = read(args)
-    if result.errors:
-        print_problems(result.errors, stream=sys.stderr)
-        return 1
-    api = result.api
-    assert api is not None
+    result, api = read_api(args)
     if args.json:
         print(json.dumps(api.to_dict(), indent=2, sort_keys=False, ensure_ascii=False))
         return 0

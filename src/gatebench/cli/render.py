@@ -19,7 +19,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from gatebench.cli._common import add_spec_arguments, number, print_problems, read
+from gatebench.cli._common import add_spec_arguments, number, print_problems, read_api
 from gatebench.core.errors import RenderError, RunError, UnsupportedFeature
 from gatebench.core.fairness import (
     default_local_policy,
@@ -126,12 +126,7 @@ def run(args: argparse.Namespace) -> int:
     if not gateways:
         print("gatebench render: --gateway names no gateway", file=sys.stderr)
         return 2
-    result = read(args)
-    if result.errors:
-        print_problems(result.errors, stream=sys.stderr)
-        return 1
-    api = result.api
-    assert api is not None
+    result, api = read_api(args)
     policies = PolicySet()
     if args.policies:
         from gatebench.core.errors import PlanError

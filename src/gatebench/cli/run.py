@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gatebench.cli._local import add_run_arguments, exit_code, run_plan
+from gatebench.cli._common import print_thresholds
+from gatebench.cli._local import add_run_arguments, run_plan
 from gatebench.core.model import Measurement, RunKind
 from gatebench.core.plan import Plan, describe_injection
 from gatebench.core.stats import format_workload_table, workload_rows
-from gatebench.core.thresholds import evaluate, failures
+from gatebench.core.thresholds import evaluate
 from gatebench.local.engines import ENGINES
 from gatebench.run import RunOutcome
 
@@ -40,24 +41,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    ran = run_plan(
+    return run_plan(
         args,
         RunKind.FIXED,
         kept="completed measurements kept in",
+        report=report_lines,
+        check=_check_thresholds,
+        unchecked="only the default (no wrong answer) was checked",
         engine=args.engine,
         cross_check=args.cross_check,
-    )
-    if ran is None:
-        return 2
-    plan, outcome, location = ran
-    for line in report_lines(outcome):
-        print(line)
-    return exit_code(
-        args,
-        outcome,
-        location,
-        lambda: _check_thresholds(plan, outcome),
-        unchecked="only the default (no wrong answer) was checked",
     )
 
 
@@ -79,11 +71,7 @@ def _check_thresholds(plan: Plan, outcome: RunOutcome) -> int:
     results = evaluate(chosen, outcome.report.summary)
     if not results:
         return 0
-    failed = failures(results)
-    print(f"Thresholds: {len(results) - len(failed)} of {len(results)} met.")
-    for result in failed:
-        print(f"threshold failed: {result.line()}", file=sys.stderr)
-    return len(failed)
+    return print_thresholds(results)
 
 
 def report_lines(outcome: RunOutcome) -> list[str]:

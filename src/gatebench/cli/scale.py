@@ -26,6 +26,14 @@ def _sizes(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _add_seconds(parser: argparse.ArgumentParser, *options: tuple[str, float, int, str]) -> None:
+    """Options in seconds, each a number above 0: its flag, default, largest value and help."""
+    for flag, default, most, text in options:
+        parser.add_argument(
+            flag, type=number(float, most=most), default=default, metavar="SECONDS", help=text
+        )
+
+
 def _arguments(parser: argparse.ArgumentParser) -> None:
     add_spec_arguments(parser)
     add_quiet_argument(parser)
@@ -40,27 +48,21 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         default=200.0,
         help="constant arrival rate of the load, requests a second (default 200)",
     )
-    parser.add_argument(
-        "--duration",
-        type=number(float, most=3600),
-        default=10.0,
-        metavar="SECONDS",
-        help="measured seconds of load per route (scale) or in all (change; default 10)",
-    )
-    parser.add_argument(
-        "--warmup",
-        type=number(float, most=600),
-        default=3.0,
-        metavar="SECONDS",
-        help="warm-up at the same rate before the measured load (default 3)",
-    )
-    parser.add_argument(
-        "--deadline",
-        type=number(float, most=3600),
-        default=120.0,
-        metavar="SECONDS",
-        help="how long a route may take to answer correctly after a start or a change "
-        "(default 120)",
+    _add_seconds(
+        parser,
+        (
+            "--duration",
+            10.0,
+            3600,
+            "measured seconds of load per route (scale) or in all (change; default 10)",
+        ),
+        ("--warmup", 3.0, 600, "warm-up at the same rate before the measured load (default 3)"),
+        (
+            "--deadline",
+            120.0,
+            3600,
+            "how long a route may take to answer correctly after a start or a change (default 120)",
+        ),
     )
     add_store_argument(parser, results=True)
 
@@ -84,19 +86,20 @@ def add_change_arguments(change: argparse.ArgumentParser) -> None:
     change.add_argument(
         "--add", type=number(int, most=MAX_ROUTES), default=100, help="routes added (100)"
     )
-    change.add_argument(
-        "--change-after",
-        type=number(float, most=3600),
-        default=3.0,
-        metavar="SECONDS",
-        help="when, into the measured load, the change is applied (default 3)",
-    )
-    change.add_argument(
-        "--window",
-        type=number(float, most=3600),
-        default=4.0,
-        metavar="SECONDS",
-        help="the window after the change in which failures and the spike count (default 4)",
+    _add_seconds(
+        change,
+        (
+            "--change-after",
+            3.0,
+            3600,
+            "when, into the measured load, the change is applied (default 3)",
+        ),
+        (
+            "--window",
+            4.0,
+            3600,
+            "the window after the change in which failures and the spike count (default 4)",
+        ),
     )
 
 

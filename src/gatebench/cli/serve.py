@@ -25,6 +25,20 @@ if TYPE_CHECKING:
 
 DEFAULT_PORT = 8321
 
+_BOUNDS = (
+    ("max_queued", "N", "runs that may wait at once; more uploads get 429 with Retry-After"),
+    ("max_parses", "N", "uploads read and checked at once; the others wait for a slot"),
+    ("max_connections", "N", "connections served at once; more get 503"),
+    (
+        "read_timeout",
+        "S",
+        "seconds a request's head may take, however its bytes trickle in; a body gets this "
+        f"plus its length at {ServeLimits.min_body_rate // 1024} KiB/s",
+    ),
+)
+"""The bounds the command line sets: a field of ``ServeLimits`` (its option, ``--max-queued``,
+and its default), the option's metavar and what it bounds."""
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -67,38 +81,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="on Ctrl-C, how long a running benchmark may take to tear down (default 60)",
     )
     bounds = parser.add_argument_group('bounds (docs/frontend.md, "What keeps it bounded")')
-    bounds.add_argument(
-        "--max-queued",
-        type=number(int),
-        default=ServeLimits.max_queued,
-        metavar="N",
-        help=f"runs that may wait at once; more uploads get 429 with Retry-After "
-        f"(default {ServeLimits.max_queued})",
-    )
-    bounds.add_argument(
-        "--max-parses",
-        type=number(int),
-        default=ServeLimits.max_parses,
-        metavar="N",
-        help="uploads read and checked at once; the others wait for a slot "
-        f"(default {ServeLimits.max_parses})",
-    )
-    bounds.add_argument(
-        "--max-connections",
-        type=number(int),
-        default=ServeLimits.max_connections,
-        metavar="N",
-        help=f"connections served at once; more get 503 (default {ServeLimits.max_connections})",
-    )
-    bounds.add_argument(
-        "--read-timeout",
-        type=number(float),
-        default=ServeLimits.read_timeout,
-        metavar="S",
-        help="seconds a request's head may take, however its bytes trickle in; a body gets "
-        f"this plus its length at {ServeLimits.min_body_rate // 1024} KiB/s "
-        f"(default {ServeLimits.read_timeout:g})",
-    )
+    for name, metavar, text in _BOUNDS:
+        default = getattr(ServeLimits, name)
+        bounds.add_argument(
+            "--" + name.replace("_", "-"),
+            type=number(type(default)),
+            default=default,
+            metavar=metavar,
+            help=f"{text} (default {default:g})",
+        )
     export = parser.add_argument_group("export the static site instead of serving it")
     export.add_argument("--export", metavar="DIR", help="write the site and its config.json here")
     export.add_argument("--mode", choices=("local", "gcp"), default="gcp")
@@ -146,12 +137,7 @@ def serve(args: argparse.Namespace) -> int:
             site=site,
             stop_timeout=args.stop_timeout,
             sweep=sweep,
-            limits=ServeLimits(
-                max_queued=args.max_queued,
-                max_parses=args.max_parses,
-                max_connections=args.max_connections,
-                read_timeout=args.read_timeout,
-            ),
+            limits=ServeLimits(**{name: getattr(args, name) for name, _, _ in _BOUNDS}),
         )
         host, port = server.server_address
         shown = f"[{host}]" if ":" in host else host

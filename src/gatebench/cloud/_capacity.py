@@ -81,7 +81,7 @@ def gateway_machine(plan: dict[str, Any]) -> str:
     return str(infra.get("gateway_machine") or DEFAULT_MACHINE)
 
 
-def ingest_capacity(
+def ingest_run(
     storage: Bucket,
     store: ResultStore,
     bucket: str,
@@ -89,12 +89,17 @@ def ingest_capacity(
     *,
     meter_wait_s: float = 0.0,
     clock: Clock | None = None,
-) -> CapacityResult | None:
-    """The run's capacity result, stored with the run; None when the run is not a capacity run
-    (no campaign in the bucket)."""
+) -> int:
+    """The score step's ingest: a capacity run's campaign (in the bucket) becomes its result,
+    stored with the run (the number of target × endpoint summaries is returned); any other
+    run's raw logs its measurements (``_ingest.ingest_run``)."""
     campaign = read_campaign(storage, bucket, run_id)
     if campaign is None:
-        return None
+        from gatebench.cloud._ingest import ingest_run as ingest_raw_logs
+
+        return ingest_raw_logs(
+            storage, store, bucket, run_id, meter_wait_s=meter_wait_s, clock=clock
+        )
     searched = {t for (t, _), results in campaign.results.items() if results}
     targets = [t for t in metered_gateways(storage, bucket, run_id) if t in searched]
     uploads = wait_for_meters(storage, bucket, run_id, targets, meter_wait_s, clock)
@@ -119,7 +124,7 @@ def ingest_capacity(
         RESULT_KEY,
         bounded_capacity(result.to_dict(), f"gs://{bucket}/{whole}"),
     )
-    return result
+    return sum(len(e.summaries) for e in result.endpoints)
 
 
 RESULT_OBJECT = "runs/{run_id}/capacity/result.json"
@@ -168,28 +173,6 @@ def bounded_capacity(result: dict[str, Any], whole: str) -> dict[str, Any]:
     }
 
 
-def ingest_run(
-    storage: Bucket,
-    store: ResultStore,
-    bucket: str,
-    run_id: str,
-    *,
-    meter_wait_s: float = 0.0,
-    clock: Clock | None = None,
-) -> int:
-    """The score step's ingest: a capacity run's campaign becomes its result (the number of
-    target × endpoint summaries is returned); any other run's raw logs its measurements
-    (``_ingest.ingest_run``)."""
-    from gatebench.cloud._ingest import ingest_run as ingest_raw_logs
-
-    capacity = ingest_capacity(
-        storage, store, bucket, run_id, meter_wait_s=meter_wait_s, clock=clock
-    )
-    if capacity is not None:
-        return sum(len(e.summaries) for e in capacity.endpoints)
-    return ingest_raw_logs(storage, store, bucket, run_id, meter_wait_s=meter_wait_s, clock=clock)
-
-
 def capacity_outcome(
     store: ResultStore, run_id: str, storage: Bucket | None = None, bucket: str = ""
 ) -> tuple[str, list[dict[str, Any]]]:
@@ -217,7 +200,6 @@ __all__ = [
     "capacity_fields_bound",
     "capacity_outcome",
     "gateway_machine",
-    "ingest_capacity",
     "ingest_run",
     "read_campaign",
     "result_object",

@@ -42,11 +42,11 @@ from gatebench.cloud._objects import VARS_OBJECT
 from gatebench.cloud._tester import Clock, fleet_testers, marker, marker_of_tester
 from gatebench.cloud._tls import CA_OBJECT
 from gatebench.core.errors import GatebenchError
-from gatebench.core.fault import Request, fault_impact
+from gatebench.core.fault import Request, fault_impact, requests_by_phase
 from gatebench.core.measure import ingest_simlog, with_gateway_cgroup
 from gatebench.core.model import Measurement
 from gatebench.core.resources import CgroupSample
-from gatebench.core.simlog import RequestRecord, RunHeader, read_simlog
+from gatebench.core.simlog import read_simlog
 from gatebench.core.testers import ingest_tester_logs
 from gatebench.store import ResultStore
 
@@ -267,18 +267,8 @@ def _phase_requests(
         stream = storage.open_optional(bucket, name)
         if stream is None:
             continue
-        start_ms = 0
-        for record in read_simlog(stream):
-            if isinstance(record, RunHeader):
-                start_ms = record.start_ms
-            elif isinstance(record, RequestRecord) and record.name in phase_ids:
-                out.setdefault(record.name, []).append(
-                    Request(
-                        (start_ms + record.start) / 1000.0,
-                        (start_ms + record.end) / 1000.0,
-                        record.ok,
-                    )
-                )
+        for phase, requests in requests_by_phase(read_simlog(stream), phase_ids).items():
+            out.setdefault(phase, []).extend(requests)
     return out
 
 

@@ -49,7 +49,13 @@ from gatebench.cloud._layout import (
     Layout,
     layout_for,
 )
-from gatebench.cloud._objects import NothingMeasured, ObjectRef, RequestError, rows_object
+from gatebench.cloud._objects import (
+    NothingMeasured,
+    ObjectRef,
+    RequestError,
+    failure_reason,
+    rows_object,
+)
 from gatebench.cloud._tester import Clock
 from gatebench.core.cost import live_seconds, vm_max_run_s
 from gatebench.core.errors import GatebenchError, Problem
@@ -283,9 +289,7 @@ def render_live_run(
                 concurrency=concurrency,
             )
         except GatebenchError as exc:
-            problems = getattr(exc, "problems", None)
-            reason = "; ".join(p.message for p in problems) if problems else str(exc)
-            rendered.failures[name] = reason
+            rendered.failures[name] = failure_reason(exc)
             continue
         entry["machine_type"] = gateway_machine
         rendered.fleet.setdefault("gateways", {})[name] = entry

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gatebench.core.errors import Problem, ProblemsError
+from gatebench.core.errors import GatebenchError, Problem, ProblemsError
 from gatebench.core.model import run_id_for_object
 
 # Cloud Storage's own rules: bucket names 3-222 characters of [a-z0-9._-]; object names up
@@ -31,6 +31,13 @@ class RequestError(ProblemsError):
 
 class NothingMeasured(RequestError):
     """The run has no measurement to score (HTTP 422 at the edge)."""
+
+
+def failure_reason(exc: GatebenchError) -> str:
+    """Why a gateway of a run failed, in one line: its problems' messages, else the error's
+    text (a run's ``failures``)."""
+    problems = getattr(exc, "problems", None)
+    return "; ".join(p.message for p in problems) if problems else str(exc)
 
 
 def rows_object(run_id: str) -> str:

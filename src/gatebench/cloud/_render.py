@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from gatebench.cloud._layout import Layout, layout_for
-from gatebench.cloud._objects import ObjectRef, RequestError
+from gatebench.cloud._objects import ObjectRef, RequestError, failure_reason
 from gatebench.cloud._tls import TLS_DIR, TRUST_STORE_ON_TESTER, tls_section
 from gatebench.core.api_keys import REDACTED, api_key_envs, with_api_keys
 from gatebench.core.backend import CONTROL_PREFIX, mock_config
@@ -261,9 +261,7 @@ def render_run(
                 pool=pool,
             )
         except GatebenchError as exc:
-            problems = getattr(exc, "problems", None)
-            reason = "; ".join(p.message for p in problems) if problems else str(exc)
-            rendered.failures[name] = reason
+            rendered.failures[name] = failure_reason(exc)
             continue
         entry["machine_type"] = gateway_machine
         entry["configure"] = []

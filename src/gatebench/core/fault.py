@@ -26,7 +26,7 @@ dead replica's port. docs/input.md ("A replica fails") says what each figure mea
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
@@ -173,9 +173,12 @@ def fault_offsets(
     return out
 
 
-def requests_by_phase(records: Iterable[object]) -> dict[str, list[Request]]:
+def requests_by_phase(
+    records: Iterable[object], phases: Container[str] | None = None
+) -> dict[str, list[Request]]:
     """The requests of each phase (by record name, ``p0007``) of a Gatling log's records
-    (``gatebench.core.simlog.read_simlog``), in epoch seconds."""
+    (``gatebench.core.simlog.read_simlog``), in epoch seconds; only those of ``phases`` when
+    given (the others' records are passed over, never kept)."""
     from gatebench.core.simlog import RequestRecord, RunHeader
 
     start_ms = 0
@@ -183,7 +186,9 @@ def requests_by_phase(records: Iterable[object]) -> dict[str, list[Request]]:
     for record in records:
         if isinstance(record, RunHeader):
             start_ms = record.start_ms
-        elif isinstance(record, RequestRecord) and record.name.startswith("p"):
+        elif isinstance(record, RequestRecord) and (
+            record.name in phases if phases is not None else record.name.startswith("p")
+        ):
             out.setdefault(record.name, []).append(
                 Request(
                     (start_ms + record.start) / 1000.0,

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from gatebench.core.records import fields
+from gatebench.core.records import fields, find
 
 HTTP_METHODS = ("GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH", "TRACE")
 ParamLocation = Literal["path", "query", "header", "cookie"]
@@ -284,10 +284,7 @@ class Api:
     """Operations the description hides, with the reason (see :class:`LeftOut`)."""
 
     def operation(self, operation_id: str) -> Operation:
-        for op in self.operations:
-            if op.operation_id == operation_id:
-                return op
-        raise KeyError(operation_id)
+        return find(self.operations, "operation_id", operation_id)
 
     def to_dict(self) -> dict[str, Any]:
         return {

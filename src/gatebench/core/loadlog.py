@@ -345,14 +345,7 @@ def _add_rows(
         else:
             sample.ko += count
             sample.errors[text] += count
-    first, last = min(intended), max(intended)
-    end = max(map(operator.add, intended, latency))
-    if sample.first_start is None or first < sample.first_start:
-        sample.first_start = first
-    if sample.last_start is None or last > sample.last_start:
-        sample.last_start = last
-    if sample.last_end is None or end > sample.last_end:
-        sample.last_end = end
+    sample.widen(min(intended), max(intended), max(map(operator.add, intended, latency)))
 
 
 def _in_ms(sample: PhaseSample) -> PhaseSample:

@@ -24,6 +24,7 @@ from typing import Any
 
 from gatebench.core.answers import WRONG_ANSWERS_FLAG
 from gatebench.core.capabilities import checks_answers
+from gatebench.core.metrics import METRICS
 from gatebench.core.model import Measurement
 from gatebench.core.resources import CgroupSample, PhaseResources, cgroup_resources
 from gatebench.core.simlog import RequestRecord, RunHeader, SimLogSource, read_simlog
@@ -102,41 +103,22 @@ def measurement_from(
         flags.append(TOO_SHORT_FLAG)
     if s.wrong:
         flags.append(WRONG_ANSWERS_FLAG)
-    res = result.resources
+    metrics: dict[str, Any] = {name: getattr(s, name) for name in METRICS}
+    costs: dict[str, Any] = (result.resources or PhaseResources()).to_dict()
     return Measurement(
         run_id=run_id,
         target=phase.target,
         workload=phase.workload,
         repetition=phase.repetition,
-        requests=s.requests,
-        ok=s.ok,
-        ko=s.ko,
-        error_pct=s.error_pct,
-        throughput=s.throughput,
-        min=s.min,
-        mean=s.mean,
-        max=s.max,
-        stddev=s.stddev,
-        p50=s.p50,
-        p90=s.p90,
-        p95=s.p95,
-        p99=s.p99,
+        **s.outcomes(),
+        **metrics,
         started_at=result.start_ms / 1000.0,
         duration_s=s.duration_s,
         engine=engine,
         flags=tuple(flags),
         other_cpu_pct=None if result.cpu is None else round(result.cpu.others_pct, 1),
         tester_cpu_pct=None if result.cpu is None else round(result.cpu.tester_pct, 1),
-        errors=s.errors[:10],
-        gateway_cpu_s=None if res is None else res.gateway_cpu_s,
-        gateway_rss_mb=None if res is None else res.gateway_rss_mb,
-        backend_cpu_s=None if res is None else res.backend_cpu_s,
-        backend_rss_mb=None if res is None else res.backend_rss_mb,
-        engine_cpu_s=None if res is None else res.engine_cpu_s,
-        engine_rss_mb=None if res is None else res.engine_rss_mb,
-        wrong_answers=s.wrong,
-        wrong_kinds=s.wrong_kinds,
-        wrong_evidence=s.wrong_evidence,
+        **costs,
         answers_checked=phase.answers_checked and checks_answers(engine),
     )
 

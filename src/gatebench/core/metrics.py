@@ -25,9 +25,10 @@ METRICS: dict[str, Direction] = {
 }
 """Metric name → direction. Order is the report's column order."""
 
-UNITS = {"throughput": "req/s", "error_pct": "%"} | {
-    m: "ms" for m in METRICS if m not in ("throughput", "error_pct")
-}
+LATENCY_METRICS = tuple(m for m in METRICS if m not in ("throughput", "error_pct"))
+"""The metrics that are latencies (milliseconds), in the report's order."""
+
+UNITS = {"throughput": "req/s", "error_pct": "%"} | dict.fromkeys(LATENCY_METRICS, "ms")
 
 COST_METRICS: dict[str, Direction] = {
     "req_per_cpu_s": "higher",

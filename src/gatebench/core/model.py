@@ -13,11 +13,12 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
 from gatebench.core.metrics import COST_METRICS, METRICS
+from gatebench.core.records import known_fields
 from gatebench.core.resources import PhaseResources, requests_per_cpu_s
 
 
@@ -123,8 +124,7 @@ class RunRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunRecord:
-        known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
+        values = known_fields(cls, data)
         values["status"] = RunStatus(values.get("status", "received"))
         values["kind"] = RunKind(values["kind"]) if "kind" in values else _kind_of_older(data)
         return cls(**values)
@@ -230,6 +230,15 @@ class Measurement:
             self.engine_rss_mb,
         )
 
+    def figures(self) -> list[tuple[str, float | None]]:
+        """Every metric, then what the phase cost (``req_per_cpu_s``, each role's CPU seconds
+        and peak MB), by name, in the order the flat rows give them; None: not measured."""
+        return [
+            *((name, self.metric(name)) for name in METRICS),
+            ("req_per_cpu_s", self.req_per_cpu_s),
+            *((name, getattr(self, name)) for name in RESOURCE_FIELDS),
+        ]
+
     def metric(self, name: str) -> float:
         if name not in METRICS:
             raise KeyError(name)
@@ -253,8 +262,7 @@ class Measurement:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Measurement:
-        known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
+        values = known_fields(cls, data)
         values["flags"] = tuple(values.get("flags") or ())
         values["errors"] = tuple((str(a), int(b)) for a, b in values.get("errors") or ())
         values["wrong_kinds"] = tuple((str(a), int(b)) for a, b in values.get("wrong_kinds") or ())
@@ -270,7 +278,8 @@ RESOURCE_FIELDS = (
     "engine_cpu_s",
     "engine_rss_mb",
 )
-"""The Measurement fields of what a phase cost, in the order the flat rows give them."""
+"""The Measurement fields of what a phase cost, in the order the flat rows give them
+(``Measurement.figures``)."""
 
 
 def flat_rows(measurements: list[Measurement]) -> list[dict[str, Any]]:
@@ -280,10 +289,10 @@ def flat_rows(measurements: list[Measurement]) -> list[dict[str, Any]]:
     figure not measured."""
     rows = []
     for m in measurements:
-        values: list[tuple[str, float | None]] = [(metric, m.metric(metric)) for metric in METRICS]
-        values.append(("req_per_cpu_s", m.req_per_cpu_s))
-        values.extend((name, getattr(m, name)) for name in RESOURCE_FIELDS)
-        values.append(("wrong_answers", float(m.wrong_answers) if m.answers_checked else None))
+        values = [
+            *m.figures(),
+            ("wrong_answers", float(m.wrong_answers) if m.answers_checked else None),
+        ]
         for metric, value in values:
             if value is None:
                 continue

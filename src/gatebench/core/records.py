@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable, Mapping
+from dataclasses import fields as _dataclass_fields
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 def fields(record: object, names: str) -> dict[str, Any]:
@@ -11,4 +15,19 @@ def fields(record: object, names: str) -> dict[str, Any]:
     return {name: getattr(record, name) for name in names.split()}
 
 
-__all__ = ["fields"]
+def known_fields(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
+    """The entries of ``data`` that are fields of the dataclass ``cls``: what a ``from_dict``
+    reads (a record written by a newer version may hold more)."""
+    known = {f.name for f in _dataclass_fields(cls)}
+    return {k: v for k, v in data.items() if k in known}
+
+
+def find(items: Iterable[T], field: str, value: object) -> T:
+    """The first of ``items`` whose ``field`` is ``value``; KeyError(value) when none is."""
+    for item in items:
+        if getattr(item, field) == value:
+            return item
+    raise KeyError(value)
+
+
+__all__ = ["fields", "find", "known_fields"]

@@ -15,11 +15,12 @@ Pure: data in, data out.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gatebench.core.errors import Problem
 from gatebench.core.model import RunKind
+from gatebench.core.records import fields
 from gatebench.core.routescale import DEFAULT_SIZES, MAX_ROUTES
 
 LIVE_KINDS: tuple[RunKind, ...] = (RunKind.SCALE, RunKind.CHANGE)
@@ -65,24 +66,15 @@ class ScaleAsk:
     def about(self, gateways: Sequence[str]) -> dict[str, Any]:
         """The run record's ``plan`` (JSON-shaped): what the run measures, the same on both
         paths (``report.is_scale_run`` reads ``kind``)."""
-        settings = self.settings
         out: dict[str, Any] = {
             "kind": self.kind,
             "gateways": list(gateways),
-            "rate": settings.rate,
-            "duration_s": settings.duration_s,
-            "warmup_s": settings.warmup_s,
-            "probe_interval_s": settings.probe_interval_s,
+            **fields(self.settings, "rate duration_s warmup_s probe_interval_s"),
         }
         if self.kind == "scale":
             out["sizes"] = list(self.sizes)
         if self.change is not None:
-            out["change"] = {
-                "routes_before": self.change.routes_before,
-                "routes_added": self.change.routes_added,
-                "change_after_s": self.change.change_after_s,
-                "window_s": self.change.window_s,
-            }
+            out["change"] = asdict(self.change)
         return out
 
     def to_json(self) -> dict[str, Any]:

@@ -52,6 +52,7 @@ from typing import Any, Literal
 from gatebench.core.confidence import Sample, welch_difference
 from gatebench.core.errors import GatebenchError
 from gatebench.core.metrics import COST_METRICS, METRICS, UNITS
+from gatebench.core.records import find
 
 Profile = Literal["paper", "robust"]
 PROFILES: tuple[Profile, ...] = ("paper", "robust")
@@ -93,10 +94,7 @@ class EndpointScore:
     """Robust profile: the score before the errors rule lowered it."""
 
     def metric(self, name: str) -> MetricScore:
-        for item in self.metrics:
-            if item.metric == name:
-                return item
-        raise KeyError(name)
+        return find(self.metrics, "metric", name)
 
 
 @dataclass(frozen=True)
@@ -110,10 +108,7 @@ class GatewayScore:
     missing: tuple[str, ...] = ()
 
     def endpoint(self, workload: str) -> EndpointScore:
-        for item in self.endpoints:
-            if item.workload == workload:
-                return item
-        raise KeyError(workload)
+        return find(self.endpoints, "workload", workload)
 
 
 @dataclass(frozen=True)
@@ -135,10 +130,7 @@ class ScoreResult:
     throughput: docs/trust.md)."""
 
     def gateway(self, target: str) -> GatewayScore:
-        for item in self.gateways:
-            if item.target == target:
-                return item
-        raise KeyError(target)
+        return find(self.gateways, "target", target)
 
     @property
     def leaders(self) -> tuple[str, ...]:

@@ -22,11 +22,15 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 from gatebench.core.answers import EVIDENCE_KEPT, evidence, wrong_answer_kind
+from gatebench.core.metrics import LATENCY_METRICS, METRICS
 from gatebench.core.model import Measurement
 
 PERCENTILES = (50, 90, 95, 99)
+ERRORS_KEPT = 10
+"""KO reasons a phase's record keeps, the most frequent first."""
 
 
 @dataclass
@@ -60,12 +64,17 @@ class PhaseSample:
         else:
             self.ko += 1
             self.errors[message or "KO"] += 1
-        if self.first_start is None or start < self.first_start:
-            self.first_start = start
-        if self.last_start is None or start > self.last_start:
-            self.last_start = start
-        if self.last_end is None or end > self.last_end:
-            self.last_end = end
+        self.widen(start, start, end)
+
+    def widen(self, first_start: int, last_start: int, last_end: int) -> None:
+        """The phase's window widened to hold requests started from ``first_start`` to
+        ``last_start`` and ended by ``last_end``."""
+        if self.first_start is None or first_start < self.first_start:
+            self.first_start = first_start
+        if self.last_start is None or last_start > self.last_start:
+            self.last_start = last_start
+        if self.last_end is None or last_end > self.last_end:
+            self.last_end = last_end
 
     def add_wrong(self, kind: str, message: str, count: int = 1) -> None:
         """``count`` wrong answers of ``kind``; the first few kept word for word."""
@@ -222,6 +231,20 @@ class PhaseStats(LatencySummary):
         """Every request of the phase: ``ok + ko + wrong``."""
         return self.count
 
+    def outcomes(self) -> dict[str, Any]:
+        """How the phase's requests ended, as each record of a phase keeps it (a
+        ``Measurement``, a capacity probe's metrics): the counts, the ``ERRORS_KEPT`` most
+        frequent KO reasons and the wrong answers."""
+        return {
+            "requests": self.requests,
+            "ok": self.ok,
+            "ko": self.ko,
+            "errors": self.errors[:ERRORS_KEPT],
+            "wrong_answers": self.wrong,
+            "wrong_kinds": self.wrong_kinds,
+            "wrong_evidence": self.wrong_evidence,
+        }
+
 
 def phase_stats(sample: PhaseSample) -> PhaseStats:
     latency = LatencySummary.of_counts(sample.counts)
@@ -292,17 +315,7 @@ def workload_rows(measurements: Iterable[Measurement], workload: str) -> list[Ta
             TableRow(
                 target=target,
                 repetitions=len(ms),
-                requests=avg("requests"),
-                error_pct=avg("error_pct"),
-                throughput=avg("throughput"),
-                min=avg("min"),
-                mean=avg("mean"),
-                max=avg("max"),
-                stddev=avg("stddev"),
-                p50=avg("p50"),
-                p90=avg("p90"),
-                p95=avg("p95"),
-                p99=avg("p99"),
+                **{name: avg(name) for name in ("requests", *METRICS)},
                 flags=tuple(flags),
                 req_per_cpu_s=_mean_of([m.req_per_cpu_s for m in ms]),
                 gateway_rss_mb=_mean_of([m.gateway_rss_mb for m in ms]),
@@ -346,14 +359,7 @@ def format_workload_table(workload: str, description: str, rows: Sequence[TableR
                 r.target,
                 str(r.repetitions),
                 f"{r.requests:g}",
-                _ms(r.min),
-                _ms(r.mean),
-                _ms(r.max),
-                _ms(r.stddev),
-                _ms(r.p50),
-                _ms(r.p90),
-                _ms(r.p95),
-                _ms(r.p99),
+                *(_ms(getattr(r, name)) for name in LATENCY_METRICS),
                 f"{r.error_pct:.1f}",
                 f"{r.throughput:,.0f}" if r.throughput >= 100 else f"{r.throughput:.1f}",
                 *((_cost(r.req_per_cpu_s), _cost(r.gateway_rss_mb)) if costs else ()),

@@ -44,8 +44,8 @@ from typing import Any
 
 from gatebench.core.aggregate import RunSummary
 from gatebench.core.errors import Problem, pointer
+from gatebench.core.metrics import LATENCY_METRICS
 
-LATENCY_METRICS = ("min", "mean", "max", "stddev", "p50", "p90", "p95", "p99")
 MEASURED_METRICS = (*LATENCY_METRICS, "error_pct", "throughput")
 WRONG_ANSWERS = "wrong_answers"
 """Answers checked wrong, summed over a cell's repetitions (gatebench.core.answers): a count."""

@@ -142,6 +142,59 @@ def _ca_name(label: str) -> x509.Name:
     )
 
 
+def _certificate_builder(
+    subject: x509.Name,
+    issuer: x509.Name,
+    key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey,
+    now: datetime.datetime,
+    not_after: datetime.datetime,
+    *,
+    ca: bool,
+) -> x509.CertificateBuilder:
+    """What both certificates start with: a random serial, valid from five minutes before
+    ``now``, and what the key may do (critical). A CA signs server certificates only (path
+    length 0) and revocation lists; a server key signs its handshakes, and an RSA one also
+    enciphers the key exchange's secret."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(not_after)
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=0 if ca else None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=not ca and isinstance(key, rsa.RSAPrivateKey),
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=ca,
+                crl_sign=ca,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+    )
+
+
+def _private_pem(key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> bytes:
+    """A private key as unencrypted PKCS #8 PEM."""
+    from cryptography.hazmat.primitives import serialization
+
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
 def make_ca(
     key_type: KeyType = "ecdsa-p256",
     *,
@@ -159,39 +212,14 @@ def make_ca(
     ca_key = _new_key(key_type)
     name = _ca_name(label)
     ca_cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + validity)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        _certificate_builder(name, name, ca_key, now, now + validity, ca=True)
         .add_extension(
             x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()),
             critical=False,
         )
         .sign(ca_key, hashes.SHA256())
     )
-    pem = serialization.Encoding.PEM
-    key_pem = ca_key.private_bytes(
-        pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    return key_pem, ca_cert.public_bytes(pem)
+    return _private_pem(ca_key), ca_cert.public_bytes(serialization.Encoding.PEM)
 
 
 def ca_certificate_problem(
@@ -260,41 +288,19 @@ def issue_server_certificate(
             names.append(x509.IPAddress(ipaddress.ip_address(host)))
         except ValueError:
             names.append(x509.DNSName(host))
-    is_rsa = isinstance(server_key, rsa.RSAPrivateKey)
-    server_cert = (
-        x509.CertificateBuilder()
-        .subject_name(
-            x509.Name(
-                [
-                    x509.NameAttribute(NameOID.ORGANIZATION_NAME, "gatebench"),
-                    # A common name holds 64 characters; clients check the names below.
-                    x509.NameAttribute(
-                        NameOID.COMMON_NAME,
-                        hosts[0] if hosts and len(hosts[0]) <= 64 else "gatebench server",
-                    ),
-                ]
-            )
-        )
-        .issuer_name(ca.subject)
-        .public_key(server_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(min(now + VALIDITY, ca.not_valid_after_utc))
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=is_rsa,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
+    subject = x509.Name(
+        [
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "gatebench"),
+            # A common name holds 64 characters; clients check the names below.
+            x509.NameAttribute(
+                NameOID.COMMON_NAME,
+                hosts[0] if hosts and len(hosts[0]) <= 64 else "gatebench server",
             ),
-            critical=True,
-        )
+        ]
+    )
+    not_after = min(now + VALIDITY, ca.not_valid_after_utc)
+    server_cert = (
+        _certificate_builder(subject, ca.subject, server_key, now, not_after, ca=False)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(x509.SubjectAlternativeName(names), critical=False)
         .add_extension(
@@ -308,9 +314,7 @@ def issue_server_certificate(
         key_type=key_type,
         ca_cert=ca.public_bytes(pem),
         server_cert=server_cert.public_bytes(pem),
-        server_key=server_key.private_bytes(
-            pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        ),
+        server_key=_private_pem(server_key),
         hosts=tuple(hosts),
     )
 

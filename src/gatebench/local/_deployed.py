@@ -36,6 +36,7 @@ from gatebench.core.tls import (
     write_tls_folder,
 )
 from gatebench.core.workload import Phase
+from gatebench.local._watching import PhaseWatch
 from gatebench.local._wire import LoopbackObserver, WireUnavailable, open_observer
 from gatebench.local.backends import BackendTls, PlanBackend
 from gatebench.local.backends._fault import Kill, ReplicaFault
@@ -78,7 +79,7 @@ def prepare_tls(plan: Plan, parent: str | os.PathLike[str] | None = None) -> Run
 
 
 @dataclass
-class DeploymentWatch:
+class DeploymentWatch(PhaseWatch):
     """What the load watches for a TLS plan or a fault; a no-op for a plain plan."""
 
     supervisor: Supervisor
@@ -94,8 +95,6 @@ class DeploymentWatch:
     observer: LoopbackObserver | None = None
     fault: ReplicaFault | None = None
     started_ms: dict[int, float] = field(default_factory=dict)
-    """Phase → the engine's start marker (epoch ms): connections (and their handshakes) open
-    before a request's own start time."""
 
     def start(self) -> None:
         watch_ports = tuple(self.target_ports.values()) if self.plan.tls is not None else ()
@@ -115,25 +114,17 @@ class DeploymentWatch:
                 )
 
     def on_event(self, kind: str, phase: int, at_ms: float) -> None:
-        if kind == "start" and at_ms:
-            self.started_ms[phase] = at_ms
-        if self.fault is None:
-            return
-        if kind == "start":
-            self.fault.on_start(phase, at_ms)
-        elif kind == "end":
-            self.fault.on_end(phase)
+        self.follow(kind, phase, at_ms)
 
     def annotate(self, measurement: Measurement, phase: Phase, result: PhaseResult) -> Measurement:
         """The measurement with the phase's handshakes and the fault's impact, where known."""
         changes: dict[str, Any] = {}
         port = self.target_ports.get(phase.target)
-        if self.observer is not None and self.plan.tls is not None and port is not None:
-            start_ms = min(result.start_ms, self.started_ms.get(phase.index, result.start_ms))
-            new, resumed = self.observer.handshakes_between(
-                start_ms / 1000.0 - 0.05, result.end_ms / 1000.0 + 0.05, port
-            )
-            changes.update(tls_new=new, tls_resumed=resumed)
+        seen = (
+            None if port is None or self.plan.tls is None else self.phase_handshakes(result, port)
+        )
+        if seen is not None:
+            changes.update(tls_new=seen[0], tls_resumed=seen[1])
         kill = self.fault.kills.get(phase.index) if self.fault is not None else None
         if kill is not None:
             changes["fault"] = self._impact(kill, phase, result)
@@ -174,12 +165,6 @@ class DeploymentWatch:
                             )
                         )
         return out
-
-    def close(self) -> None:
-        if self.fault is not None:
-            self.fault.close()
-        if self.observer is not None:
-            self.observer.close()
 
 
 __all__ = ["DeploymentWatch", "RunTls", "prepare_tls"]

@@ -25,6 +25,7 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -71,6 +72,19 @@ def group_members(pgid: int, created: float) -> list[psutil.Process]:
     return members
 
 
+def term_then_kill(live: Callable[[], list[psutil.Process]], grace: float) -> None:
+    """SIGTERM to the processes ``live()`` lists, then SIGKILL to those it lists after ``grace``
+    seconds; returns once they are gone (5 s at most after the SIGKILL)."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        procs = live()
+        if not procs:
+            break
+        for proc in procs:
+            with contextlib.suppress(psutil.Error):
+                proc.send_signal(sig)
+        psutil.wait_procs(procs, timeout=wait)
+
+
 def end_groups(ledger: Path, grace: float = 3.0, *, read: bytes | None = None) -> list[str]:
     """End every group ``ledger`` lists as started and not stopped (SIGTERM, then SIGKILL to
     what is left after ``grace`` seconds); returns the command lines ended, which the ledger
@@ -82,14 +96,7 @@ def end_groups(ledger: Path, grace: float = 3.0, *, read: bytes | None = None) -
     for proc in procs:
         with contextlib.suppress(psutil.Error):
             ended.append(f"{proc.pid}: {' '.join(proc.cmdline())[:120]}")
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-        alive = [p for p in procs if p.is_running()]
-        if not alive:
-            break
-        for proc in alive:
-            with contextlib.suppress(psutil.Error):
-                proc.send_signal(sig)
-        psutil.wait_procs(alive, timeout=wait)
+    term_then_kill(lambda: [p for p in procs if p.is_running()], grace)
     if ended:
         with contextlib.suppress(OSError), ledger.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps({"ended": ended}) + "\n")

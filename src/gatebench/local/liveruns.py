@@ -4,13 +4,15 @@
 change-under-load runs' shared measurements (``gatebench.kinds._live``).
 
 - :func:`render_grown`: the gateway's files for a grown description (no process yet);
-- :func:`boot_grown`: those files, then ``start_grown``;
+- :func:`booted_grown`: those files, then ``start_grown``, the gateway stopped after the block;
 - :func:`measure_size`, :func:`measure_change`: one scale point, one change outcome, the gateway
   stopped on return (the route-scale benchmark and its tests use them directly).
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from gatebench.core.errors import GatebenchError
@@ -26,6 +28,7 @@ from gatebench.kinds._live._gateway import (
     load_positions,
     start_grown,
 )
+from gatebench.kinds._live._machine import GrownSite
 from gatebench.kinds._live.metrics import ChangeOutcome, ScalePoint
 from gatebench.local.procs import Supervisor
 from gatebench.local.provisioners._live import LiveGateway
@@ -40,41 +43,37 @@ def _readiness_timeout(gateway: str | Renderer) -> float:
     return renderer.readiness_timeout
 
 
-def boot_grown(
+@contextlib.contextmanager
+def booted_grown(
     gateway: str | Renderer,
     grown: Api,
-    *,
-    backend_url: str,
-    instance: str,
+    backend: tuple[str, str],
     settings: LoadSettings,
     workdir: Path,
     supervisor: Supervisor,
     cpu: CpuPolicy,
-) -> Booted:
-    """:func:`render_grown`, then :func:`start_grown`."""
+) -> Iterator[Booted]:
+    """:func:`render_grown` forwarding to ``backend`` (its instance name, its URL), then
+    :func:`start_grown`; the gateway is stopped when the block ends."""
+    instance, backend_url = backend
     live = _live_gateway(gateway, settings, workdir, supervisor, cpu)
     try:
         live.render(grown, backend_url)
     except GatebenchError as exc:
-        return Booted(live, grown, instance, problem=f"cannot render: {exc}")
-    return start_grown(live, grown, instance=instance, settings=settings)
+        booted = Booted(live, grown, instance, problem=f"cannot render: {exc}")
+    else:
+        booted = start_grown(live, grown, instance=instance, settings=settings)
+    try:
+        yield booted
+    finally:
+        booted.live.stop()
 
 
-def render_grown(
-    gateway: str | Renderer,
-    grown: Api,
-    *,
-    backend_url: str,
-    settings: LoadSettings,
-    workdir: Path,
-    supervisor: Supervisor,
-    cpu: CpuPolicy,
-) -> LiveGateway:
-    """The gateway's files for ``grown`` written into ``workdir/gateway`` (no process yet),
-    for ``cpu``'s cores and pools that hold the constant rate; raises what the renderer
-    raises."""
-    live = _live_gateway(gateway, settings, workdir, supervisor, cpu)
-    live.render(grown, backend_url)
+def render_grown(site: GrownSite, supervisor: Supervisor) -> LiveGateway:
+    """The gateway of ``site``, its files written into ``workdir/gateway`` (no process yet);
+    raises what the renderer raises."""
+    live = _live_gateway(site.gateway, site.settings, site.workdir, supervisor, site.cpu)
+    live.render(site.grown, site.backend_url)
     return live
 
 
@@ -111,22 +110,13 @@ def measure_size(
     supervisor: Supervisor,
     cpu: CpuPolicy,
 ) -> ScalePoint:
-    """One :class:`ScalePoint` (module docstring): :func:`boot_grown`, then
+    """One :class:`ScalePoint` (module docstring): :func:`booted_grown`, then
     :func:`load_positions`; the gateway is stopped on return."""
-    booted = boot_grown(
-        gateway,
-        replicate(api, routes),
-        backend_url=backend_url,
-        instance=instance,
-        settings=settings,
-        workdir=workdir,
-        supervisor=supervisor,
-        cpu=cpu,
-    )
-    try:
+    grown = replicate(api, routes)
+    with booted_grown(
+        gateway, grown, (instance, backend_url), settings, workdir, supervisor, cpu
+    ) as booted:
         return load_positions(booted, load=load, settings=settings, workdir=workdir / "load")
-    finally:
-        booted.live.stop()
 
 
 def measure_change(
@@ -144,39 +134,28 @@ def measure_change(
     supervisor: Supervisor,
     cpu: CpuPolicy,
 ) -> ChangeOutcome:
-    """One :class:`ChangeOutcome` (module docstring): :func:`boot_grown` on ``routes_before``
+    """One :class:`ChangeOutcome` (module docstring): :func:`booted_grown` on ``routes_before``
     routes behind the first backend, then :func:`change_under_load` to ``routes_before +
     routes_added`` routes behind the second. ``backends``: ((name, URL) before, (name, URL)
     after); the gateway is stopped on return."""
-    (old_name, old_url), new_backend = backends
-    booted = boot_grown(
-        gateway,
-        replicate(api, routes_before),
-        backend_url=old_url,
-        instance=old_name,
-        settings=settings,
-        workdir=workdir,
-        supervisor=supervisor,
-        cpu=cpu,
-    )
-    try:
+    before, after = backends
+    grown = replicate(api, routes_before)
+    with booted_grown(gateway, grown, before, settings, workdir, supervisor, cpu) as booted:
         return change_under_load(
             booted,
             replicate(api, routes_before + routes_added),
-            new_backend,
+            after,
             load=load,
             settings=settings,
             change_after_s=change_after_s,
             window_s=window_s,
             workdir=workdir / "load",
         )
-    finally:
-        booted.live.stop()
 
 
 __all__ = [
     "LoadSettings",
-    "boot_grown",
+    "booted_grown",
     "measure_change",
     "measure_size",
     "render_grown",

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from gatebench.core.errors import GatebenchError
 from gatebench.core.fairness import CpuPolicy, local_cpu_policy
 from gatebench.core.pinning import CpuLayout, LayoutRule, resolve_layout
-from gatebench.core.tls import GatewayTls, remove_tls_folder
+from gatebench.core.tls import remove_tls_folder
 from gatebench.core.trust import Ceiling
 from gatebench.local._guardian import LEDGER
 from gatebench.local.ceiling import SERVER_LABEL
@@ -40,10 +40,9 @@ from gatebench.run.ports import (
 if TYPE_CHECKING:
     from gatebench.core.ir import Api
     from gatebench.core.plan import Capacity, Plan
-    from gatebench.core.policies import PolicySet
-    from gatebench.core.scaleplan import LoadSettings
     from gatebench.core.workload import Phase
     from gatebench.kinds._live._gateway import Gateway, RateLoad
+    from gatebench.kinds._live._machine import GrownSite
     from gatebench.kinds.capacity import ProbeMetrics, ProbeRequest, SearchResult
     from gatebench.kinds.capacity._machine import ProbeSite
     from gatebench.local._netns import LoadHost
@@ -154,29 +153,12 @@ class LocalMachine:
             ctx.journal.environment(ceiling=ceiling.to_dict())
             return None, None
 
-    def provisioner(
-        self,
-        *,
-        cpu: CpuPolicy,
-        concurrency: int,
-        policies: PolicySet | None,
-        allow_missing_policies: bool,
-        tls: GatewayTls | None,
-        replicas: Sequence[str],
-        balance: str,
-    ) -> Provisioner:
+    def provisioner(self, **settings: Any) -> Provisioner:
+        """The gateways as processes of this run's supervisor, with the port's settings
+        (``Machine.provisioner``)."""
         from gatebench.local.provisioners.local import LocalProvisioner
 
-        return LocalProvisioner(
-            self.supervisor,
-            cpu=cpu,
-            concurrency=concurrency,
-            policies=policies,
-            allow_missing_policies=allow_missing_policies,
-            tls=tls,
-            replicas=tuple(replicas),
-            balance=balance,
-        )
+        return LocalProvisioner(self.supervisor, **settings)
 
     def fanout_problem(self, testers: int, engine: str) -> str | None:
         from gatebench.local._fanout import fanout_problem
@@ -328,27 +310,10 @@ class LocalMachine:
         reason = get_renderer(gateway).available_here()
         return None if reason is None else f"unsupported here: {reason}"
 
-    def live_gateway(
-        self,
-        gateway: str,
-        grown: Api,
-        *,
-        backend_url: str,
-        settings: LoadSettings,
-        workdir: Path,
-        cpu: CpuPolicy,
-    ) -> Gateway:
+    def live_gateway(self, site: GrownSite) -> Gateway:
         from gatebench.local.liveruns import render_grown
 
-        return render_grown(
-            gateway,
-            grown,
-            backend_url=backend_url,
-            settings=settings,
-            workdir=workdir,
-            supervisor=self.supervisor,
-            cpu=cpu,
-        )
+        return render_grown(site, self.supervisor)
 
 
 def _hosts(hosts: Sequence[object]) -> list[LoadHost]:

@@ -39,6 +39,7 @@ from typing import IO, Any
 import psutil
 
 from gatebench.core.errors import RunError
+from gatebench.local._guardian import term_then_kill
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
@@ -156,24 +157,45 @@ def start_process(
     starts) may run on (``sched_setaffinity``)."""
     log = Path(log_path)
     log.parent.mkdir(parents=True, exist_ok=True)
-    full_env = dict(os.environ)
-    if env:
-        full_env.update(env)
     with log.open("ab") as out:
-        try:
-            popen = subprocess.Popen(
-                list(argv),
-                cwd=cwd,
-                env=full_env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE if stdout_pipe else out,
-                stderr=out if stdout_pipe else subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=_child_setup(cpus),
-            )
-        except OSError as exc:
-            raise RunError(f"{name}: cannot start {argv[0]}: {exc.strerror or exc}") from None
+        popen = _spawn(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE if stdout_pipe else out,
+            stderr=out if stdout_pipe else subprocess.STDOUT,
+            cpus=cpus,
+            failed=f"{name}: ",
+        )
     return ManagedProcess(name, list(argv), popen, log)
+
+
+def _spawn(
+    argv: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str] | None,
+    env: Mapping[str, str] | None,
+    stdout: int | IO[bytes],
+    stderr: int | IO[bytes],
+    cpus: frozenset[int] | None = None,
+    failed: str = "",
+) -> subprocess.Popen[bytes]:
+    """``argv`` (never through a shell) in a new session of its own, without standard input,
+    with ``env`` over this process's environment (:func:`_child_setup`: on ``cpus``, killed if
+    gatebench dies); a RunError (after ``failed``) when it cannot start."""
+    try:
+        return subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env={**os.environ, **(env or {})},
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+            preexec_fn=_child_setup(cpus),
+        )
+    except OSError as exc:
+        raise RunError(f"{failed}cannot start {argv[0]}: {exc.strerror or exc}") from None
 
 
 class Supervisor:
@@ -378,14 +400,7 @@ def stop_processes_below(pid: int, grace: float = 3.0) -> list[str]:
     still there after ``grace`` seconds; those that are our children are reaped. Returns
     the command lines found (empty: nothing was left)."""
     left = processes_below(pid)
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-        procs = _below(pid)
-        if not procs:
-            break
-        for proc in procs:
-            with contextlib.suppress(psutil.Error):
-                proc.send_signal(sig)
-        psutil.wait_procs(procs, timeout=wait)
+    term_then_kill(lambda: _below(pid), grace)
     return list(left.values())
 
 
@@ -528,21 +543,8 @@ def run_bounded(
     its group is in the run's ledger while it runs, so what it started is ended too."""
     started = time.monotonic()
     deadline = started + timeout
-    full_env = {**os.environ, **(env or {})}
     with tempfile.TemporaryFile() as out:
-        try:
-            popen = subprocess.Popen(
-                list(argv),
-                cwd=cwd,
-                env=full_env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=_child_setup(None),
-            )
-        except OSError as exc:
-            raise RunError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
+        popen = _spawn(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
         ended: tuple[str, ...] = ()
         stopped = False
         try:

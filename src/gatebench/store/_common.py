@@ -6,7 +6,7 @@ import dataclasses
 import json
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Self
 
 from gatebench.core.errors import StoreError
 from gatebench.core.model import Measurement, RunRecord, RunStatus, can_move
@@ -117,9 +117,19 @@ def updated(run: RunRecord, fields: dict[str, Any], now: float | None = None) ->
     return new
 
 
-class RunChanges:
-    """``set_status`` and ``update_run``, the same in every store: each is one read, change
-    and write of the run, in the store's own transaction (``_change_run``)."""
+class BaseStore:
+    """What every store does alike: ``set_status`` and ``update_run``, each one read, change
+    and write of the run in the store's own transaction (``_change_run``), and ``close`` at
+    the end of a ``with`` block."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _change_run(
         self, run_id: str, what: str, change: Callable[[RunRecord], RunRecord]

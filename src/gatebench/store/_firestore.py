@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from gatebench.core.errors import StoreError
 from gatebench.core.model import Measurement, RunRecord, RunStatus
 from gatebench.store._common import (
-    RunChanges,
+    BaseStore,
     check_measurement,
     check_result,
     check_run_id,
@@ -89,7 +89,7 @@ def _fits(path: list[str], fields: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
-class FirestoreStore(RunChanges):
+class FirestoreStore(BaseStore):
     """The result store in a Firestore database (``(default)`` unless named)."""
 
     def __init__(self, project: str, database: str = "(default)", *, timeout: float = 30.0):
@@ -125,12 +125,6 @@ class FirestoreStore(RunChanges):
             if self._client is not None:
                 self._client.close()  # type: ignore[no-untyped-call]
                 self._client = None
-
-    def __enter__(self) -> FirestoreStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _call(self, what: str, fn: Callable[[], _T]) -> _T:
         """Run one Firestore call; its failures become StoreError naming the store."""

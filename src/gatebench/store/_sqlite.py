@@ -25,7 +25,7 @@ from typing import Any
 from gatebench.core.errors import GatebenchError, StoreError
 from gatebench.core.model import Measurement, RunRecord, RunStatus
 from gatebench.store._common import (
-    RunChanges,
+    BaseStore,
     check_measurement,
     check_result,
     check_run_id,
@@ -132,7 +132,7 @@ def migrate(conn: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIO
     return current
 
 
-class SqliteStore(RunChanges):
+class SqliteStore(BaseStore):
     """The result store in one SQLite file (created with its folder on first use)."""
 
     def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
@@ -236,12 +236,6 @@ class SqliteStore(RunChanges):
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
-
-    def __enter__(self) -> SqliteStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- runs -------------------------------------------------------------------------------
 

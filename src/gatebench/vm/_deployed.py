@@ -20,7 +20,6 @@ there too, never guessed.
 from __future__ import annotations
 
 import json
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -28,11 +27,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from gatebench.local._watching import PhaseTimers, PhaseWatch
 from gatebench.local._wire import LoopbackObserver, WireUnavailable, open_observer
 from gatebench.run.ports import EngineEvent, PhaseResult
 
-WINDOW_MARGIN_S = 0.05
-"""Handshakes this close outside a phase's window count for it (as locally)."""
 CONTROL_TIMEOUT_S = 90.0
 """A restart waits for the replica to answer (up to 60 s on the backend VM)."""
 
@@ -55,8 +53,7 @@ class RemoteFault:
     replica: int
     offsets: dict[int, float]
     kills: dict[int, dict[str, Any]] = field(default_factory=dict)
-    _timers: dict[int, threading.Timer] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _timers: PhaseTimers = field(default_factory=PhaseTimers)
 
     def _url(self, action: str) -> str:
         return f"{self.control.rstrip('/')}/replicas/{self.replica}/{action}"
@@ -65,31 +62,25 @@ class RemoteFault:
         offset = self.offsets.get(index)
         if offset is None:
             return
+        self.kills[index] = {}
         delay = max(0.0, (at_ms / 1000.0 if at_ms else time.time()) + offset - time.time())
-        timer = threading.Timer(delay, self._kill, args=(index,))
-        timer.daemon = True
-        with self._lock:
-            self.kills[index] = {}
-            self._timers[index] = timer
-        timer.start()
+        self._timers.arm(index, delay, lambda: self._kill(index))
 
     def _kill(self, index: int) -> None:
-        with self._lock:
-            if index not in self._timers:
+        with self._timers.lock:
+            if not self._timers.armed(index):
                 return  # the phase ended first
         answer = _post(self._url("kill"))
-        with self._lock:
+        with self._timers.lock:
             if "error" in answer:
                 self.kills[index]["error"] = f"the replica was not killed: {answer['error']}"
             else:
                 self.kills[index]["at"] = float(answer["at"])
 
     def on_end(self, index: int) -> None:
-        with self._lock:
-            timer = self._timers.pop(index, None)
+        timer = self._timers.disarm(index)
         if timer is None:
             return
-        timer.cancel()
         timer.join(CONTROL_TIMEOUT_S)  # a kill under way ends first
         kill = self.kills[index]
         if "at" not in kill:
@@ -105,15 +96,11 @@ class RemoteFault:
             kill["note"] = answer["note"]
 
     def close(self) -> None:
-        with self._lock:
-            timers = list(self._timers.values())
-            self._timers.clear()
-        for timer in timers:
-            timer.cancel()
+        self._timers.close()
 
 
 @dataclass
-class TesterWatch:
+class TesterWatch(PhaseWatch):
     """The engine's listener on a tester VM: handshakes per phase, and tester 0's fault."""
 
     document: dict[str, Any]
@@ -151,24 +138,13 @@ class TesterWatch:
     # -- the engine's listener
 
     def on_event(self, event: EngineEvent) -> None:
-        if event.kind == "start" and event.at_ms:
-            self.started_ms[event.phase] = event.at_ms
-        if self.fault is None:
-            return
-        if event.kind == "start":
-            self.fault.on_start(event.phase, event.at_ms)
-        elif event.kind == "end":
-            self.fault.on_end(event.phase)
+        self.follow(event.kind, event.phase, event.at_ms)
 
     def on_phase(self, result: PhaseResult) -> None:
         port = self._ports().get(result.phase)
-        if self.observer is None or port is None:
-            return
-        start_ms = min(result.start_ms, self.started_ms.get(result.phase, result.start_ms))
-        new, resumed = self.observer.handshakes_between(
-            start_ms / 1000.0 - WINDOW_MARGIN_S, result.end_ms / 1000.0 + WINDOW_MARGIN_S, port
-        )
-        self.handshakes[result.phase] = [new, resumed]
+        seen = None if port is None else self.phase_handshakes(result, port)
+        if seen is not None:
+            self.handshakes[result.phase] = list(seen)
 
     def tick(self) -> None:
         pass
@@ -188,12 +164,6 @@ class TesterWatch:
         if self.notes:
             out["notes"] = list(self.notes)
         return out
-
-    def close(self) -> None:
-        if self.fault is not None:
-            self.fault.close()
-        if self.observer is not None:
-            self.observer.close()
 
 
 __all__ = ["RemoteFault", "TesterWatch"]

@@ -21,6 +21,7 @@ import base64
 import binascii
 import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 from gatebench.cloud._objects import ObjectRef
@@ -65,6 +66,23 @@ def gateway_files(
     return rendered.configs[gateway]
 
 
+@contextlib.contextmanager
+def config_error_written(
+    storage: Storage, bucket: str, run_id: str, gateway: str, what: str
+) -> Iterator[None]:
+    """A RunError inside becomes the gateway's ``config-error.json`` (:func:`config_error_object`)
+    and is raised again as ``GATEWAY: the gateway VM could not WHAT: REASON``."""
+    try:
+        yield
+    except RunError as exc:
+        reason = f"{gateway}: the gateway VM could not {what}: {exc}"
+        body = json.dumps({"reason": reason}, indent=1, sort_keys=True) + "\n"
+        # Best effort (a reboot's second failure cannot overwrite it): stderr says it too.
+        with contextlib.suppress(Exception):
+            storage.write(bucket, config_error_object(run_id, gateway), body, "application/json")
+        raise RunError(reason) from None
+
+
 def configure_gateway(
     storage: Storage,
     bucket: str,
@@ -76,15 +94,8 @@ def configure_gateway(
     """Write the gateway's key-bearing files under ``out`` (its mounted folder): the paths
     written. On failure the reason goes to :func:`config_error_object` and RunError is raised:
     nothing is written into ``out``."""
-    try:
+    with config_error_written(storage, bucket, run_id, gateway, "write its API keys"):
         files = gateway_files(storage, bucket, run_id, gateway, secrets)
-    except RunError as exc:
-        reason = f"{gateway}: the gateway VM could not write its API keys: {exc}"
-        body = json.dumps({"reason": reason}, indent=1, sort_keys=True) + "\n"
-        # Best effort (a reboot's second failure cannot overwrite it): stderr says it too.
-        with contextlib.suppress(Exception):
-            storage.write(bucket, config_error_object(run_id, gateway), body, "application/json")
-        raise RunError(reason) from None
     for path, text in sorted(files.items()):
         target = out / path
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -93,4 +104,4 @@ def configure_gateway(
     return sorted(files)
 
 
-__all__ = ["configure_gateway", "gateway_files"]
+__all__ = ["config_error_written", "configure_gateway", "gateway_files"]

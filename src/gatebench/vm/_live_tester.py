@@ -46,9 +46,10 @@ from gatebench.core.ir import Api
 from gatebench.core.model import Measurement, RunKind, RunRecord, RunStatus
 from gatebench.core.pinning import CpuLayout
 from gatebench.core.renderers import LiveChange, get_renderer
-from gatebench.core.scaleplan import LoadSettings, scale_ask_from_json
+from gatebench.core.scaleplan import scale_ask_from_json
 from gatebench.core.spec import read_spec
 from gatebench.kinds._live._gateway import ChangeApplied, RateLoad
+from gatebench.kinds._live._machine import GrownSite
 from gatebench.kinds._live._report import CHANGE_KIND, SCALE_KIND
 from gatebench.kinds._live._stages import ScaleRequest
 from gatebench.kinds.registry import get_kind
@@ -312,18 +313,10 @@ class TesterMachine:
             return "no VM was created for it"
         return None
 
-    def live_gateway(
-        self,
-        gateway: str,
-        grown: Api,
-        *,
-        backend_url: str,
-        settings: LoadSettings,
-        workdir: Path,
-        cpu: CpuPolicy | None = None,
-    ) -> Any:
-        """The gateway's VM, on the step the render step wrote for ``grown`` (a size, or the
-        change's ``before``; its files were rendered for the VM's cores)."""
+    def live_gateway(self, site: GrownSite) -> Any:
+        """The gateway's VM, on the step the render step wrote for ``site.grown`` (a size, or
+        the change's ``before``; its files were rendered for the VM's cores)."""
+        gateway, grown = site.gateway, site.grown
         about = self.plan["gateways"][gateway]
         remote = self.make_gateway(
             self.storage,

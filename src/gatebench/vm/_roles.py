@@ -363,21 +363,16 @@ def _load_signed(
     barrier: Callable[[], None] | None = None,
     listener: Any = None,
 ) -> dict[str, Any]:
-    """:func:`_load`, after the tester signed the run's tokens when its plan asks for it
-    (``auth.jwt``: gatebench.vm._tokens), and read the API key it sends
-    (``auth.api_key``); they are gone when the load ends."""
-    from gatebench.vm._tokens import client_key_on_tester, signed_tokens_on_tester
-
-    with contextlib.ExitStack() as held:
-        try:
-            held.enter_context(client_key_on_tester(document))
-        except RunError as exc:
-            return {"ok": False, "reason": f"the tester could not read the run's API key: {exc}"}
-        try:
-            held.enter_context(signed_tokens_on_tester(document))
-        except RunError as exc:  # _load reports its own failures
-            return {"ok": False, "reason": f"the tester could not sign the run's tokens: {exc}"}
-        return _load(storage, bucket, run_id, workdir, document, raw_as, barrier, listener)
+    """:func:`_load`, with the run's credentials (:func:`_credentialed`)."""
+    return _credentialed(
+        storage,
+        bucket,
+        run_id,
+        document,
+        lambda env: _load(
+            storage, bucket, run_id, workdir, document, env, raw_as, barrier, listener
+        ),
+    )
 
 
 def _capacity_signed(
@@ -393,22 +388,9 @@ def _capacity_signed(
     clock: Clock,
 ) -> dict[str, Any]:
     """The capacity search (tester 0) or this tester's shares of its probes (the others), with
-    the run's credentials as for the workload (:func:`_load_signed`)."""
-    from gatebench.vm._tokens import client_key_on_tester, signed_tokens_on_tester
+    the run's credentials (:func:`_credentialed`)."""
 
-    with contextlib.ExitStack() as held:
-        try:
-            held.enter_context(client_key_on_tester(document))
-            held.enter_context(signed_tokens_on_tester(document))
-        except RunError as exc:
-            return {
-                "ok": False,
-                "reason": f"the tester could not prepare the run's credentials: {exc}",
-            }
-        missing = [name for name in document.get("secret_env", []) if not os.environ.get(name)]
-        if missing and storage.read_optional(bucket, f"runs/{run_id}/backend.json") is None:
-            return {"ok": False, "reason": f"the tester has no value for {', '.join(missing)}"}
-        env = dict.fromkeys(missing, BUILTIN_TOKEN)
+    def search(env: dict[str, str]) -> dict[str, Any]:
         try:
             if tester == 0:
                 return search_on_tester(
@@ -420,6 +402,37 @@ def _capacity_signed(
         except GatebenchError as exc:
             return {"ok": False, "reason": str(exc)}
 
+    return _credentialed(storage, bucket, run_id, document, search)
+
+
+def _credentialed(
+    storage: Storage,
+    bucket: str,
+    run_id: str,
+    document: dict[str, Any],
+    work: Callable[[dict[str, str]], dict[str, Any]],
+) -> dict[str, Any]:
+    """``work(env)`` once the tester has read the API key it sends (``auth.api_key``) and
+    signed the run's tokens when its plan asks for it (``auth.jwt``: gatebench.vm._tokens);
+    they are gone when it returns. ``env``: :data:`BUILTIN_TOKEN` for each secret variable
+    without a value here, when the run has a backend of its own (``backend.json``). What stops
+    it first is the marker's reason."""
+    from gatebench.vm._tokens import client_key_on_tester, signed_tokens_on_tester
+
+    with contextlib.ExitStack() as held:
+        for holding, what in (
+            (client_key_on_tester, "read the run's API key"),
+            (signed_tokens_on_tester, "sign the run's tokens"),
+        ):
+            try:
+                held.enter_context(holding(document))
+            except RunError as exc:
+                return {"ok": False, "reason": f"the tester could not {what}: {exc}"}
+        missing = [name for name in document.get("secret_env", []) if not os.environ.get(name)]
+        if missing and storage.read_optional(bucket, f"runs/{run_id}/backend.json") is None:
+            return {"ok": False, "reason": f"the tester has no value for {', '.join(missing)}"}
+        return work(dict.fromkeys(missing, BUILTIN_TOKEN))
+
 
 def _load(
     storage: Storage,
@@ -427,14 +440,11 @@ def _load(
     run_id: str,
     workdir: Path,
     document: dict[str, Any],
+    env: dict[str, str],
     raw_as: str = "gatling",
     barrier: Callable[[], None] | None = None,
     listener: Any = None,
 ) -> dict[str, Any]:
-    missing = [name for name in document.get("secret_env", []) if not os.environ.get(name)]
-    if missing and storage.read_optional(bucket, f"runs/{run_id}/backend.json") is None:
-        return {"ok": False, "reason": f"the tester has no value for {', '.join(missing)}"}
-    env = dict.fromkeys(missing, BUILTIN_TOKEN)
     started = time.time()
     try:
         with Supervisor() as supervisor:

@@ -17,18 +17,15 @@ never answers) and fails: the startup script stops and the gateway never runs wi
 
 from __future__ import annotations
 
-import contextlib
-import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 from gatebench.cloud._metadata import instance_attribute
-from gatebench.cloud._render import config_error_object
 from gatebench.cloud._storage import Storage
 from gatebench.cloud._tls import TLS_DIR, TLS_METADATA_KEY, certificates_from_metadata
-from gatebench.core.errors import RunError
 from gatebench.core.tls import tls_files
+from gatebench.vm._gateway_config import config_error_written
 
 
 def configure_gateway_tls(
@@ -40,18 +37,11 @@ def configure_gateway_tls(
     metadata: Callable[[str], str | None] = instance_attribute,
 ) -> list[str]:
     """Write the gateway's TLS files into ``out/tls`` (its mounted folder): the names written.
-    On failure the reason goes to :func:`config_error_object` and RunError is raised: nothing
+    On failure the reason goes to ``config-error.json`` and RunError is raised: nothing
     is left in ``out/tls``. ``metadata``: how this VM's metadata is read."""
     folder = out / TLS_DIR
-    try:
+    with config_error_written(storage, bucket, run_id, gateway, "write its TLS certificate"):
         files = tls_files(certificates_from_metadata(metadata(TLS_METADATA_KEY)))
-    except RunError as exc:
-        reason = f"{gateway}: the gateway VM could not write its TLS certificate: {exc}"
-        body = json.dumps({"reason": reason}, indent=1, sort_keys=True) + "\n"
-        # Best effort (a reboot's second failure cannot overwrite it): stderr says it too.
-        with contextlib.suppress(Exception):
-            storage.write(bucket, config_error_object(run_id, gateway), body, "application/json")
-        raise RunError(reason) from None
     shutil.rmtree(folder, ignore_errors=True)  # a previous boot's files
     folder.mkdir(parents=True)
     folder.chmod(0o755)

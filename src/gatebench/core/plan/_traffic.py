@@ -27,6 +27,7 @@ from gatebench.core.plan._model import (
     OtherValues,
     TrafficSource,
 )
+from gatebench.core.records import fields
 
 MIN_STEP_S = 0.001
 """The shortest step an arrival curve may run (the engines time arrivals to the millisecond)."""
@@ -124,14 +125,7 @@ def traffic_source(doc: TrafficDoc | None, r: Reading) -> TrafficSource | None:
             ["traffic", "matched"], f"{doc.matched:,} matched of {doc.requests:,} requests read"
         )
         return None
-    return TrafficSource(
-        files=doc.files,
-        format=doc.format,
-        requests=doc.requests,
-        matched=doc.matched,
-        start=doc.start,
-        end=doc.end,
-    )
+    return TrafficSource(**fields(doc, "files format requests matched start end"))
 
 
 __all__ = ["arrivals_injection", "scaled_counts", "traffic_source", "weighted_list"]

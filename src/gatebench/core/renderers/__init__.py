@@ -30,8 +30,8 @@ entry by ``tests/golden/test_contract.py``:
    check (``provisioners.boot_gateway`` then skips straight to the start and the readiness probe).
 2. ``render(api, target)`` returns exactly ``output_files``: LF line ends, one final newline
    (``as_files``), byte-identical for the same input. It takes routes from
-   :meth:`Renderer.routes` (validated, in priority order) and never lets a spec string reach
-   the output unescaped: regexes come from :meth:`Route.regex` (``\\xHH`` escapes), names
+   :meth:`Renderer.render_routes` (validated, in priority order) and never lets a spec string
+   reach the output unescaped: regexes come from :meth:`Route.regex` (``\\xHH`` escapes), names
    from :func:`identifier`, and structured formats (YAML/JSON) are written by a serialiser.
 3. Identical semantics (docs/gateways.md, and ``_routes``'s docstring): a request is
    forwarded iff an operation has its method and its template matches the path; everything
@@ -47,8 +47,8 @@ entry by ``tests/golden/test_contract.py``:
    here is also checked by its own checker and by route replay
    (``tests/integration/test_route_replay.py``).
 
-6. The gateway as deployed (``renderers/_deployment.py``): ``render`` calls
-   ``refuse_missing_deployment(target)`` first; TLS (``target.tls``) and a pool of replicas
+6. The gateway as deployed (``renderers/_deployment.py``): ``render`` starts with
+   ``render_routes(api, target)``, which first refuses what the gateway cannot deploy; TLS (``target.tls``) and a pool of replicas
    (``target.replicas``, ``target.balance``) are rendered as the gateway's own TLS termination
    and upstream pool, with the shared health-check settings; ``deployment_gaps`` says what a
    renderer lacks and why, and it renders the rest (``supported_deployment``, derived). ``tests/golden/test_deployment_goldens.py``

@@ -24,7 +24,7 @@ from gatebench.core.ir import Api
 from gatebench.core.policies import PolicySet
 from gatebench.core.renderers._deployment import deployment_needs, refuse_missing, supported
 from gatebench.core.renderers._parity import Parity
-from gatebench.core.renderers._routes import Route, routes_for
+from gatebench.core.renderers._routes import Route, routes_for, unsupported
 from gatebench.core.tls import GatewayTls
 
 # A workdir ends up inside configuration files of every syntax: keep it to characters no
@@ -363,6 +363,13 @@ class Renderer(abc.ABC):
     fixed_env: ClassVar[Mapping[str, str]] = {}
     """Environment variables the gateway always runs with, here (``env``) and in its container
     (KrakenD's ``USAGE_DISABLE=1``, without which it reports usage to an outside host)."""
+    cores_setting: ClassVar[str] = "managed by its provider"
+    """How the gateway uses the cores it is given, as its own settings say it, with the
+    command templates' placeholders (``worker_processes {workers}``), for :meth:`cpu_setting`."""
+    cores_env: ClassVar[str | None] = None
+    """The environment variable that holds the gateway's runtime to the target's cores
+    (``GOMAXPROCS`` of the Go gateways, whose default is every core of the machine): set by
+    :meth:`runtime_env`, named by :meth:`cpu_setting`."""
     cloud_random_env: ClassVar[tuple[str, ...]] = ()
     """Environment variables the gateway's container gets on the cloud path with a random
     value generated on its VM at every boot and stored nowhere (Tyk's control-API secret,
@@ -404,6 +411,10 @@ class Renderer(abc.ABC):
     starts before its latency stops falling (measured: ``python -m benchmarks jit_warmup``);
     every kind of run warms it up at least this long before it measures (0: no JIT)."""
 
+    trace_refusal: ClassVar[str | None] = None
+    """Why the gateway cannot forward a ``TRACE`` request (its core answers it itself), for
+    :meth:`route_limitation`; ``None``: it forwards TRACE like any other method."""
+
     live_change: ClassVar[LiveChange] = RESTART
     """How the running gateway takes a new configuration (:class:`LiveChange`); the files
     come from :meth:`render_live`."""
@@ -424,7 +435,9 @@ class Renderer(abc.ABC):
     ) -> dict[str, str]:
         """``files`` (from :meth:`render`) with ``policies`` enforced; called only when every
         feature the policies need is in :attr:`supported_policies`
-        (``gatebench.core.renderers.render_with_policies``)."""
+        (``gatebench.core.renderers.render_with_policies``). A gateway whose policies edit its
+        rendered files names the function of its policies module that does it
+        (``apply_policies = staticmethod(apply_nginx_policies)``, same parameters)."""
         raise UnsupportedFeature(
             [Problem("/x-gatebench/policies", f"{self.name} renders no policies")]
         )
@@ -486,15 +499,21 @@ class Renderer(abc.ABC):
 
     def runtime_env(self, target: RenderTarget) -> dict[str, str]:
         """Environment variables the gateway runs with on both paths, here and in its
-        container: :attr:`fixed_env` plus what its CPU share needs (``GOMAXPROCS`` of the Go
-        gateways). Values are plain words (``infra/vms/variables.tf`` checks them)."""
-        return dict(self.fixed_env)
+        container: :attr:`fixed_env` plus what its CPU share needs (:attr:`cores_env`).
+        Values are plain words (``infra/vms/variables.tf`` checks them)."""
+        env = dict(self.fixed_env)
+        if self.cores_env is not None:
+            env[self.cores_env] = str(target.workers)
+        return env
 
     def cpu_setting(self, target: RenderTarget) -> str:
         """How the gateway uses the cores it is given, as its own settings say it, for the
         run's environment and the report (``nginx: worker_processes 2``); the parity test
-        holds the rendered files to it."""
-        return "managed by its provider"
+        holds the rendered files to it. :attr:`cores_env` and its value for a gateway that has
+        one, else :attr:`cores_setting` filled in."""
+        if self.cores_env is not None:
+            return f"{self.cores_env}={target.workers}"
+        return _fill(self.cores_setting, target.placeholders())
 
     def prepare(self, workdir: Path) -> None:  # noqa: B027 - an optional hook
         """Create what the gateway expects beside its files (folders) before it starts."""
@@ -589,9 +608,29 @@ class Renderer(abc.ABC):
         """The IR's routes, validated and in priority order (see ``_routes``)."""
         return routes_for(api)
 
+    def render_routes(self, api: Api, target: RenderTarget) -> tuple[Route, ...]:
+        """Where every :meth:`render` starts: a deployment the gateway cannot render refused
+        (:meth:`refuse_missing_deployment`), then the routes (:meth:`routes`), each one it
+        cannot forward unchanged refused, located (:meth:`route_limitation`)."""
+        self.refuse_missing_deployment(target)
+        routes = self.routes(api)
+        self.fail_unsupported(
+            [
+                unsupported(route, self.name, why)
+                for route in routes
+                if (why := self.route_limitation(route)) is not None
+            ]
+        )
+        return routes
+
+    def route_limitation(self, route: Route) -> str | None:
+        """Why the gateway cannot forward ``route`` unchanged, whatever the rest of the API;
+        ``None``: it can. By default only a TRACE route, when :attr:`trace_refusal` says why."""
+        return self.trace_refusal if route.method == "TRACE" else None
+
     def refuse_missing_deployment(self, target: RenderTarget) -> None:
         """Raise a located :class:`UnsupportedFeature` when the target asks for TLS, HTTP/2,
-        resumption off or a pool the gateway cannot render (every ``render`` calls this)."""
+        resumption off or a pool the gateway cannot render (:meth:`render_routes`)."""
         refuse_missing(
             self.name, self.supported_deployment, self.deployment_gaps, target.deployment_needs()
         )
@@ -603,6 +642,25 @@ class Renderer(abc.ABC):
 
     def __repr__(self) -> str:
         return f"<renderer {self.name}>"
+
+
+class InlinePoliciesRenderer(Renderer):
+    """A gateway whose policies are written inline in the files it renders, not edited into
+    them afterwards (Kong's plugins nested in its routes, Tyk's cache in its API definition):
+    :meth:`render_files` writes the files with the policies, :meth:`render` with none."""
+
+    @abc.abstractmethod
+    def render_files(self, api: Api, target: RenderTarget, policies: PolicySet) -> dict[str, str]:
+        """Every file of a complete configuration, ``policies`` included (:meth:`render`'s
+        contract)."""
+
+    def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        return self.render_files(api, target, PolicySet())
+
+    def apply_policies(
+        self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
+    ) -> dict[str, str]:
+        return self.render_files(api, target, policies)
 
 
 def _fill(template: str, values: Mapping[str, str]) -> str:

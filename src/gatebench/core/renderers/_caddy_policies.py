@@ -15,18 +15,21 @@ from __future__ import annotations
 from gatebench.core.api_keys import checked_keys
 from gatebench.core.ir import Api
 from gatebench.core.policies import ApiKeyAuth, PolicySet
-from gatebench.core.renderers._routes import identifier, routes_for
+from gatebench.core.renderers._base import RenderTarget
+from gatebench.core.renderers._routes import route_names, routes_for
 
 
-def apply_caddy_policies(files: dict[str, str], api: Api, policies: PolicySet) -> dict[str, str]:
+def apply_caddy_policies(
+    files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
+) -> dict[str, str]:
     text = files["Caddyfile"]
-    names: set[str] = set()
+    routes = routes_for(api)
+    names = route_names(routes)
     keyed: dict[ApiKeyAuth, list[str]] = {}
-    for route in routes_for(api):
-        value = f"r{route.index}_{identifier(route.operation_id, taken=names)}"
+    for route in routes:
         auth = policies.for_operation(route.operation_id).auth
         if isinstance(auth, ApiKeyAuth):
-            keyed.setdefault(auth, []).append(value)
+            keyed.setdefault(auth, []).append(names[route.index])
     matchers: list[str] = []
     responds: list[str] = []
     for n, (auth, values) in enumerate(keyed.items()):

@@ -30,13 +30,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import yaml
-
 from gatebench.core.api_keys import checked_keys
 from gatebench.core.ir import Api
 from gatebench.core.policies import ApiKeyAuth, JwtAuth, PolicySet, RateLimit
+from gatebench.core.renderers._base import RenderTarget
 from gatebench.core.renderers._routes import routes_for
-from gatebench.core.renderers._yaml_out import dump_yaml
+from gatebench.core.renderers._yaml_out import dump_yaml, read_rendered
 
 UPSTREAM_OPTIONS = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
 """The cluster's HTTP protocol options (``typed_extension_protocol_options`` key): the
@@ -111,10 +110,10 @@ def _local_ratelimit(limit: RateLimit, prefix: str) -> dict[str, Any]:
     }
 
 
-def apply_envoy_policies(files: dict[str, str], api: Api, policies: PolicySet) -> dict[str, str]:
-    text = files["envoy.yaml"]
-    header = "".join(line + "\n" for line in text.splitlines() if line.startswith("#"))
-    doc: dict[str, Any] = yaml.safe_load(text)
+def apply_envoy_policies(
+    files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
+) -> dict[str, str]:
+    header, doc = read_rendered(files["envoy.yaml"])
     hcm = doc["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
     envoy_routes = hcm["route_config"]["virtual_hosts"][0]["routes"]
     providers: dict[str, Any] = {}

@@ -26,7 +26,7 @@ from gatebench.core.api_keys import checked_keys, sha256_hex
 from gatebench.core.ir import Api
 from gatebench.core.policies import ApiKeyAuth, Cache, JwtAuth, Policies, PolicySet, RateLimit
 from gatebench.core.renderers._base import RenderTarget
-from gatebench.core.renderers._routes import identifier, routes_for
+from gatebench.core.renderers._routes import route_names, routes_for
 
 _CARRIED = "x-gatebench-validated-authorization"
 
@@ -34,11 +34,9 @@ _CARRIED = "x-gatebench-validated-authorization"
 def _route_values(api: Api) -> list[tuple[str, str, str]]:
     """(operationId, method, the route variable's value) in rule order, as ``haproxy.render``
     names them."""
-    names: set[str] = set()
-    return [
-        (r.operation_id, r.method, f"r{r.index}_{identifier(r.operation_id, taken=names)}")
-        for r in routes_for(api)
-    ]
+    routes = routes_for(api)
+    names = route_names(routes)
+    return [(r.operation_id, r.method, names[r.index]) for r in routes]
 
 
 def _refuse(status: int, reason: str) -> str:

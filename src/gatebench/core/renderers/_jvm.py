@@ -17,20 +17,17 @@ written.
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
 from pathlib import Path
 from typing import Any, ClassVar
 
-import yaml
-
 from gatebench.core._locations import jvm_gateway_jar_location
 from gatebench.core.errors import Problem, RenderError, UnsupportedHere
 from gatebench.core.ir import Api
 from gatebench.core.renderers._base import LiveChange, Renderer, RenderTarget, as_files
-from gatebench.core.renderers._routes import Route, unsupported
-from gatebench.core.renderers._yaml_out import dump_block_yaml
+from gatebench.core.renderers._routes import Route
+from gatebench.core.renderers._yaml_out import dump_block_yaml, read_rendered
 
 CLOUD_JAR_DIR = "/opt/gatebench"
 """Where the cloud path's container (``eclipse-temurin`` JRE image) holds the jar."""
@@ -119,6 +116,7 @@ class JvmRenderer(Renderer):
     )
     readiness_timeout = 120.0
     jit_warmup_s = JIT_WARMUP_S
+    cores_setting = "-XX:ActiveProcessorCount={workers}"
     install_hint = "run `make setup-all` (or scripts/setup.sh jvm-gateways; needs JDK 17 and Maven)"
 
     def run_argv(
@@ -143,6 +141,11 @@ class JvmRenderer(Renderer):
     def prepare(self, workdir: Path) -> None:
         (workdir / "tmp").mkdir(parents=True, exist_ok=True)
 
+    def route_limitation(self, route: Route) -> str | None:
+        if empty_segment(route):
+            return "an empty path segment ('//'), which it merges into one '/' when forwarding"
+        return super().route_limitation(route)
+
     def render_live(self, api: Api, target: RenderTarget) -> dict[str, str]:
         """The management port on loopback (``target.admin_port``) with the refresh endpoint
         exposed; the API's port serves no actuator endpoint either way. With TLS, the
@@ -158,11 +161,7 @@ class JvmRenderer(Renderer):
                     )
                 ]
             )
-        text = self.render(api, target)["application.yml"]
-        header = "".join(
-            itertools.takewhile(lambda line: line.startswith("#"), text.splitlines(keepends=True))
-        )
-        config = yaml.safe_load(text)
+        header, config = read_rendered(self.render(api, target)["application.yml"])
         management: dict[str, Any] = {"address": "127.0.0.1", "port": target.admin_port}
         if target.tls is not None:
             management["ssl"] = {"enabled": False}
@@ -178,9 +177,6 @@ class JvmRenderer(Renderer):
     def live_settings(self, config: dict[str, Any], target: RenderTarget) -> None:
         """What else the gateway needs in ``config`` (the parsed ``application.yml``) to take
         a refreshed one in full; nothing by default."""
-
-    def cpu_setting(self, target: RenderTarget) -> str:
-        return f"-XX:ActiveProcessorCount={target.workers}"
 
     product: ClassVar[str]
     """Gateway and version for the file's first line: ``Spring Cloud Gateway 5.0.3``."""
@@ -202,11 +198,3 @@ def empty_segment(route: Route) -> bool:
     """
     last = len(route.segments) - 1
     return any(s.is_literal and s.literal == "" and i < last for i, s in enumerate(route.segments))
-
-
-def empty_segment_problem(route: Route, gateway: str) -> Problem | None:
-    if not empty_segment(route):
-        return None
-    return unsupported(
-        route, gateway, "an empty path segment ('//'), which it merges into one '/' when forwarding"
-    )

@@ -33,15 +33,13 @@ from gatebench.core.errors import Problem, UnsupportedFeature
 from gatebench.core.ir import Api
 from gatebench.core.policies import ApiKeyAuth, Cache, PolicySet, RateLimit
 from gatebench.core.renderers._base import RenderTarget
-from gatebench.core.renderers._routes import identifier, routes_for
+from gatebench.core.renderers._routes import route_names, routes_for
 
 
 def _route_values(api: Api) -> list[tuple[str, str, str]]:
-    names: set[str] = set()
-    return [
-        (r.operation_id, r.method, f"r{r.index}_{identifier(r.operation_id, taken=names)}")
-        for r in routes_for(api)
-    ]
+    routes = routes_for(api)
+    names = route_names(routes)
+    return [(r.operation_id, r.method, names[r.index]) for r in routes]
 
 
 def _rate(limit: RateLimit) -> str:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote_to_bytes
 
@@ -409,6 +409,27 @@ def same_route(route: Route, first: Route, gateway: str) -> Problem:
     )
 
 
+def distinct_paths(
+    routes: Sequence[Route],
+    path_of: Callable[[Route], str | None],
+    gateway: str,
+    problems: list[Problem],
+) -> Iterator[tuple[Route, str]]:
+    """Each route with its path in ``gateway``'s own terms (``path_of``; ``None`` when it
+    cannot have one, a problem ``path_of`` noted), but the route an earlier one already has
+    that method and path is noted in ``problems`` (:func:`same_route`) instead."""
+    seen: dict[tuple[str, str], Route] = {}
+    for route in routes:
+        path = path_of(route)
+        if path is None:
+            continue
+        first = seen.setdefault((route.method, path), route)
+        if first is not route:
+            problems.append(same_route(route, first, gateway))
+            continue
+        yield route, path
+
+
 def methods_by_path(routes: Sequence[Route]) -> dict[str, list[Route]]:
     """Routes grouped by path template, in priority order (first route's position)."""
     out: dict[str, list[Route]] = {}
@@ -445,6 +466,17 @@ def shared_param_names(routes: Sequence[Route]) -> dict[int, tuple[str, ...]]:
             prefix.append("/".join("{}" if p.is_param else p.text for p in segment.pieces))
         out[route.index] = tuple(names)
     return out
+
+
+def route_names(routes: Sequence[Route], separator: str = "_") -> tuple[str, ...]:
+    """Each route's name in a configuration, by route index: ``r<index>_<operationId>``, the
+    operationId made an :func:`identifier` (unique among the routes'). A gateway's policies
+    module finds the routes its renderer named by the same names."""
+    taken: set[str] = set()
+    return tuple(
+        f"r{route.index}{separator}{identifier(route.operation_id, taken=taken)}"
+        for route in routes
+    )
 
 
 def named_group_pcre(name: str) -> str:

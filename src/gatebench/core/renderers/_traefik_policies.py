@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
 from gatebench.core.ir import Api
 from gatebench.core.policies import PolicySet, RateLimit
+from gatebench.core.renderers._base import RenderTarget
 from gatebench.core.renderers._routes import routes_for
+from gatebench.core.renderers._yaml_out import dump_yaml, read_rendered
 
 
 def _middleware(limit: RateLimit) -> dict[str, Any]:
@@ -37,10 +37,10 @@ def _middleware(limit: RateLimit) -> dict[str, Any]:
     return {"rateLimit": rate}
 
 
-def apply_traefik_policies(files: dict[str, str], api: Api, policies: PolicySet) -> dict[str, str]:
-    text = files["dynamic.yml"]
-    header = "".join(line + "\n" for line in text.splitlines() if line.startswith("#"))
-    doc: dict[str, Any] = yaml.safe_load(text)
+def apply_traefik_policies(
+    files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
+) -> dict[str, str]:
+    header, doc = read_rendered(files["dynamic.yml"])
     routers = doc["http"]["routers"]
     middlewares: dict[str, Any] = {}
     for route, name in zip(routes_for(api), list(routers), strict=False):
@@ -52,8 +52,6 @@ def apply_traefik_policies(files: dict[str, str], api: Api, policies: PolicySet)
         routers[name]["middlewares"] = [middleware]
     if middlewares:
         doc["http"]["middlewares"] = middlewares
-    from gatebench.core.renderers._yaml_out import dump_yaml
-
     return {**files, "dynamic.yml": header + dump_yaml(doc)}
 
 

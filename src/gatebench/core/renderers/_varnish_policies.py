@@ -22,6 +22,7 @@ from gatebench.core.api_keys import checked_keys
 from gatebench.core.errors import Problem, UnsupportedFeature
 from gatebench.core.ir import Api
 from gatebench.core.policies import ApiKeyAuth, Cache, PolicySet
+from gatebench.core.renderers._base import RenderTarget
 from gatebench.core.renderers._routes import routes_for
 
 _CARRIED = "X-Gatebench-Carried-Authorization"
@@ -77,7 +78,9 @@ def _hash_branch(n: int, cache: Cache) -> str:
     return "\n".join(lines) + "\n"
 
 
-def apply_varnish_policies(files: dict[str, str], api: Api, policies: PolicySet) -> dict[str, str]:
+def apply_varnish_policies(
+    files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
+) -> dict[str, str]:
     text = files["default.vcl"]
     blocks = text.split("        return (pass);\n")
     routes = routes_for(api)

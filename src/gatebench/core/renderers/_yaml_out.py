@@ -24,6 +24,7 @@ the rest.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from typing import Any
@@ -63,6 +64,15 @@ def dump_yaml(data: Any) -> str:
     """Block-style YAML in insertion order (deterministic), unicode kept, long lines kept: the
     style of the YAML files Envoy, Kong, Traefik and Google API Gateway read."""
     return dump_block_yaml(data, allow_unicode=True)
+
+
+def read_rendered(text: str) -> tuple[str, dict[str, Any]]:
+    """A rendered file, its comment header then :func:`dump_yaml`'s document, read back to
+    be edited: the header (written in front again) and the document."""
+    header = "".join(
+        itertools.takewhile(lambda line: line.startswith("#"), text.splitlines(keepends=True))
+    )
+    return header, yaml.safe_load(text)
 
 
 def _libyaml_dump(data: Any, *, allow_unicode: bool) -> str:
@@ -258,4 +268,4 @@ def _sequence(
         lead = pad
 
 
-__all__ = ["dump_block_yaml", "dump_yaml"]
+__all__ = ["dump_block_yaml", "dump_yaml", "read_rendered"]

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from gatebench.core.ir import Api
-from gatebench.core.policies import PolicySet
+from gatebench.core.renderers._apache_policies import apply_apache_policies
 from gatebench.core.renderers._base import LiveChange, Renderer, RenderTarget, as_files
 from gatebench.core.renderers._deployment import (
     HEALTH_FALL,
@@ -55,7 +55,6 @@ from gatebench.core.renderers._deployment import (
     PASSIVE_WINDOW_S,
 )
 from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, Parity, VendorPage
-from gatebench.core.renderers._routes import unsupported
 from gatebench.core.tls import SERVER_CERT, SERVER_KEY, openssl_ciphers
 
 _MODULES = (
@@ -69,6 +68,14 @@ LOCAL_SERVER_ROOT = "/usr/lib/apache2"
 IMAGE_SERVER_ROOT = "/usr/local/apache2"
 
 
+def _httpd(program: str, server_root: str, config: str, *, check: bool) -> tuple[str, ...]:
+    """httpd's checker (``-t``) or server in the foreground, for ``config`` with the modules
+    of ``server_root``: the same command here (Debian's ``apache2``) and in the image."""
+    if check:
+        return (program, "-t", "-d", server_root, "-f", config)
+    return (program, "-d", server_root, "-f", config, "-DFOREGROUND")
+
+
 class ApacheRenderer(Renderer):
     name = "apache"
     aliases = ("apache2", "httpd")
@@ -79,23 +86,10 @@ class ApacheRenderer(Renderer):
     output_files = ("httpd.conf",)
     runs_here = True
     cloud_image = "httpd:2.4.62"
-    check_command: ClassVar[tuple[str, ...] | None] = (
-        "apache2",
-        "-t",
-        "-d",
-        LOCAL_SERVER_ROOT,
-        "-f",
-        "{workdir}/httpd.conf",
-    )
-    run_command: ClassVar[tuple[str, ...] | None] = (
-        "apache2",
-        "-d",
-        LOCAL_SERVER_ROOT,
-        "-f",
-        "{workdir}/httpd.conf",
-        "-DFOREGROUND",
-    )
+    check_command = _httpd("apache2", LOCAL_SERVER_ROOT, "{workdir}/httpd.conf", check=True)
+    run_command = _httpd("apache2", LOCAL_SERVER_ROOT, "{workdir}/httpd.conf", check=False)
     readiness_timeout = 15.0
+    trace_refusal = "httpd's core answers TRACE itself"
     install_hint = "run `scripts/setup.sh apt` (Debian package apache2)"
     live_change = LiveChange(
         "signal",
@@ -106,6 +100,7 @@ class ApacheRenderer(Renderer):
     supported_policies: ClassVar[frozenset[str]] = frozenset(
         {"auth.api_key", "cache", "cache.path_only", "cache.vary_header"}
     )
+    apply_policies = staticmethod(apply_apache_policies)
 
     health_checks = "active + passive"
 
@@ -133,13 +128,6 @@ class ApacheRenderer(Renderer):
         ),
     )
 
-    def apply_policies(
-        self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
-    ) -> dict[str, str]:
-        from gatebench.core.renderers._apache_policies import apply_apache_policies
-
-        return apply_apache_policies(files, api, target, policies)
-
     def cpu_setting(self, target: RenderTarget) -> str:
         return (
             f"event MPM: {target.workers} process(es) × {threads_per_child(target)} threads "
@@ -147,25 +135,17 @@ class ApacheRenderer(Renderer):
         )
 
     def cloud_argv(self, target: RenderTarget) -> list[str] | None:
-        return ["httpd", "-d", IMAGE_SERVER_ROOT, "-f", target.path("httpd.conf"), "-DFOREGROUND"]
+        return list(_httpd("httpd", IMAGE_SERVER_ROOT, target.path("httpd.conf"), check=False))
 
     def cloud_check_argv(self, target: RenderTarget) -> list[str] | None:
-        return ["httpd", "-t", "-d", IMAGE_SERVER_ROOT, "-f", target.path("httpd.conf")]
+        return list(_httpd("httpd", IMAGE_SERVER_ROOT, target.path("httpd.conf"), check=True))
 
     def prepare(self, workdir: Path) -> None:
         for sub in ("logs", "run"):
             (workdir / sub).mkdir(parents=True, exist_ok=True)
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
-        self.refuse_missing_deployment(target)
-        routes = self.routes(api)
-        self.fail_unsupported(
-            [
-                unsupported(r, self.name, "httpd's core answers TRACE itself")
-                for r in routes
-                if r.method == "TRACE"
-            ]
-        )
+        routes = self.render_routes(api, target)
         conditions = [
             "RewriteCond %{THE_REQUEST} !^"
             + route.method

@@ -39,8 +39,8 @@ from typing import ClassVar
 
 from gatebench.core.errors import Problem, RenderError
 from gatebench.core.ir import Api
-from gatebench.core.policies import PolicySet
 from gatebench.core.renderers._base import LiveChange, Renderer, RenderTarget, as_files
+from gatebench.core.renderers._caddy_policies import apply_caddy_policies
 from gatebench.core.renderers._deployment import (
     HEALTH_INTERVAL_S,
     HEALTH_PATH,
@@ -55,8 +55,10 @@ from gatebench.core.renderers._parity import (
     Parity,
     VendorPage,
 )
-from gatebench.core.renderers._routes import identifier
+from gatebench.core.renderers._routes import route_names
 from gatebench.core.tls import SERVER_CERT, SERVER_KEY, TLS12_CIPHERS
+
+_CONFIG = ("--config", "{workdir}/Caddyfile", "--adapter", "caddyfile")
 
 
 class CaddyRenderer(Renderer):
@@ -66,22 +68,9 @@ class CaddyRenderer(Renderer):
     output_files = ("Caddyfile",)
     runs_here = True
     cloud_image = "caddy:2.6.2"
-    check_command: ClassVar[tuple[str, ...] | None] = (
-        "caddy",
-        "validate",
-        "--config",
-        "{workdir}/Caddyfile",
-        "--adapter",
-        "caddyfile",
-    )
-    run_command: ClassVar[tuple[str, ...] | None] = (
-        "caddy",
-        "run",
-        "--config",
-        "{workdir}/Caddyfile",
-        "--adapter",
-        "caddyfile",
-    )
+    check_command = ("caddy", "validate", *_CONFIG)
+    run_command = ("caddy", "run", *_CONFIG)
+    cores_env = "GOMAXPROCS"
     readiness_timeout = 15.0
     install_hint = "run `scripts/setup.sh apt` (Debian package caddy)"
     live_change = LiveChange(
@@ -93,6 +82,7 @@ class CaddyRenderer(Renderer):
         body="Caddyfile",
     )
     supported_policies: ClassVar[frozenset[str]] = frozenset({"auth.api_key"})
+    apply_policies = staticmethod(apply_caddy_policies)
     deployment_gaps: ClassVar[dict[str, str]] = {
         "tls.no_resumption": "the Caddyfile has no setting for TLS session tickets (only "
         "Caddy's JSON tls app does)"
@@ -125,13 +115,6 @@ class CaddyRenderer(Renderer):
         ),
     )
 
-    def apply_policies(
-        self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
-    ) -> dict[str, str]:
-        from gatebench.core.renderers._caddy_policies import apply_caddy_policies
-
-        return apply_caddy_policies(files, api, policies)
-
     def env(
         self, workdir: str | os.PathLike[str], target: RenderTarget | None = None
     ) -> dict[str, str]:
@@ -142,12 +125,6 @@ class CaddyRenderer(Renderer):
             "XDG_CONFIG_HOME": f"{folder}/config",
             **super().env(workdir, target),
         }
-
-    def runtime_env(self, target: RenderTarget) -> dict[str, str]:
-        return {**super().runtime_env(target), "GOMAXPROCS": str(target.workers)}
-
-    def cpu_setting(self, target: RenderTarget) -> str:
-        return f"GOMAXPROCS={target.workers}"
 
     def render_live(self, api: Api, target: RenderTarget) -> dict[str, str]:
         """The admin endpoint on the loopback admin port instead of ``admin off`` (the new
@@ -163,14 +140,12 @@ class CaddyRenderer(Renderer):
         return files
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
-        self.refuse_missing_deployment(target)
-        routes = self.routes(api)
-        names: set[str] = set()
+        routes = self.render_routes(api, target)
+        names = route_names(routes)
         keys = []
         for route in routes:
             regex = route.regex(param="[^/?]+", anchor_start="", anchor_end="(?:\\x3f|$)")
-            value = f"r{route.index}_{identifier(route.operation_id, taken=names)}"
-            keys.append(f"\t\t`~^{route.method}\\x20{regex}` {value}")
+            keys.append(f"\t\t`~^{route.method}\\x20{regex}` {names[route.index]}")
         upstream = f"{target.backend_scheme}://{target.backend_host}:{target.backend_port}"
         if target.pooled:
             upstream = " ".join(f"http://{h}:{p}" for h, p in target.upstreams)

@@ -39,7 +39,6 @@ import ipaddress
 from typing import Any, ClassVar
 
 from gatebench.core.ir import Api
-from gatebench.core.policies import PolicySet
 from gatebench.core.renderers._base import LiveChange, Renderer, RenderTarget, as_files
 from gatebench.core.renderers._deployment import (
     HEALTH_FALL,
@@ -50,9 +49,9 @@ from gatebench.core.renderers._deployment import (
     PASSIVE_FAILS,
     PASSIVE_WINDOW_S,
 )
-from gatebench.core.renderers._envoy_policies import UPSTREAM_OPTIONS
+from gatebench.core.renderers._envoy_policies import UPSTREAM_OPTIONS, apply_envoy_policies
 from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, Parity, VendorPage
-from gatebench.core.renderers._routes import identifier
+from gatebench.core.renderers._routes import route_names
 from gatebench.core.renderers._yaml_out import dump_yaml
 from gatebench.core.tls import SERVER_CERT, SERVER_KEY, openssl_ciphers
 
@@ -111,8 +110,10 @@ class EnvoyRenderer(Renderer):
             "cache",
         }
     )
+    apply_policies = staticmethod(apply_envoy_policies)
 
     health_checks = "active + passive"
+    cores_setting = "--concurrency {workers}"
 
     parity = Parity(
         cores="`--concurrency` = cores (one worker thread per core, Envoy's default)",
@@ -136,16 +137,6 @@ class EnvoyRenderer(Renderer):
             ),
         ),
     )
-
-    def apply_policies(
-        self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
-    ) -> dict[str, str]:
-        from gatebench.core.renderers._envoy_policies import apply_envoy_policies
-
-        return apply_envoy_policies(files, api, policies)
-
-    def cpu_setting(self, target: RenderTarget) -> str:
-        return f"--concurrency {target.workers}"
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
         bootstrap = self._bootstrap(api, target)
@@ -195,14 +186,13 @@ class EnvoyRenderer(Renderer):
         )
 
     def _bootstrap(self, api: Api, target: RenderTarget) -> dict[str, Any]:
-        self.refuse_missing_deployment(target)
-        routes = self.routes(api)
-        names: set[str] = set()
+        routes = self.render_routes(api, target)
+        names = route_names(routes)
         envoy_routes = []
         for route in routes:
             envoy_routes.append(
                 {
-                    "name": f"r{route.index}_{identifier(route.operation_id, taken=names)}",
+                    "name": names[route.index],
                     "match": {
                         "safe_regex": {
                             "regex": route.regex(param="[^/]+", anchor_start="", anchor_end="")

@@ -35,8 +35,13 @@ from typing import Any, ClassVar
 from gatebench.core.errors import Problem
 from gatebench.core.ir import Api
 from gatebench.core.renderers._base import Renderer, RenderTarget, as_files
-from gatebench.core.renderers._routes import Route, identifier, shared_param_names, unsupported
-from gatebench.core.renderers._routes import same_route as _same_route
+from gatebench.core.renderers._routes import (
+    Route,
+    distinct_paths,
+    route_names,
+    shared_param_names,
+    unsupported,
+)
 from gatebench.core.renderers._yaml_out import dump_yaml
 
 _LITERAL_OK = re.compile(r"[A-Za-z0-9\-._~!$&'()+,;=@]*")
@@ -67,24 +72,17 @@ class GoogleApiGatewayRenderer(Renderer):
     }
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
-        self.refuse_missing_deployment(target)
-        routes = self.routes(api)
+        routes = self.render_routes(api, target)
         names = shared_param_names(routes)
         problems: list[Problem] = []
         paths: dict[str, dict[str, Any]] = {}
-        taken: set[str] = set()
-        seen: dict[tuple[str, str], Route] = {}
-        for route in routes:
-            path = self._path(route, names[route.index], problems)
-            if path is None:
-                continue
-            first = seen.setdefault((route.method, path), route)
-            if first is not route:
-                problems.append(_same_route(route, first, self.name))
-                continue
+        ids = route_names(routes)
+        for route, path in distinct_paths(
+            routes, lambda r: self._path(r, names[r.index], problems), self.name, problems
+        ):
             item = paths.setdefault(path, {})
             operation: dict[str, Any] = {
-                "operationId": f"r{route.index}_{identifier(route.operation_id, taken=taken)}",
+                "operationId": ids[route.index],
                 "responses": {"default": {"description": "whatever the backend answers"}},
             }
             if names[route.index]:

@@ -33,7 +33,6 @@ from __future__ import annotations
 from typing import ClassVar
 
 from gatebench.core.ir import Api
-from gatebench.core.policies import PolicySet
 from gatebench.core.renderers._base import LiveChange, Renderer, RenderTarget, as_files
 from gatebench.core.renderers._deployment import (
     HEALTH_FALL,
@@ -43,8 +42,9 @@ from gatebench.core.renderers._deployment import (
     HEALTH_TIMEOUT_S,
     PASSIVE_FAILS,
 )
+from gatebench.core.renderers._haproxy_policies import apply_haproxy_policies
 from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, MAX_CONNECTIONS, Parity, VendorPage
-from gatebench.core.renderers._routes import identifier
+from gatebench.core.renderers._routes import route_names
 from gatebench.core.tls import SERVER_PEM, openssl_ciphers
 
 ROUTES_MAP = "routes.map"
@@ -97,8 +97,10 @@ class HaproxyRenderer(Renderer):
             "rate_limit.subject",
         }
     )
+    apply_policies = staticmethod(apply_haproxy_policies)
 
     health_checks = "active + passive"
+    cores_setting = "nbthread {workers}"
 
     parity = Parity(
         cores="`nbthread` = cores (one thread per core, HAProxy's default when it sees them)",
@@ -125,16 +127,6 @@ class HaproxyRenderer(Renderer):
         ),
     )
 
-    def apply_policies(
-        self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
-    ) -> dict[str, str]:
-        from gatebench.core.renderers._haproxy_policies import apply_haproxy_policies
-
-        return apply_haproxy_policies(files, api, target, policies)
-
-    def cpu_setting(self, target: RenderTarget) -> str:
-        return f"nbthread {target.workers}"
-
     def render_live(self, api: Api, target: RenderTarget) -> dict[str, str]:
         """Master-worker mode, and a stats socket in the workdir that hands the listening
         sockets to the next worker (``expose-fd listeners``): the seamless reload. The socket's
@@ -151,14 +143,12 @@ class HaproxyRenderer(Renderer):
         return files
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
-        self.refuse_missing_deployment(target)
-        routes = self.routes(api)
-        names: set[str] = set()
+        routes = self.render_routes(api, target)
+        names = route_names(routes)
         entries = []
         for route in routes:
             regex = route.regex(param="[^/]+", anchor_start="")
-            value = f"r{route.index}_{identifier(route.operation_id, taken=names)}"
-            entries.append(f"^{route.method}:{regex} {value}")
+            entries.append(f"^{route.method}:{regex} {names[route.index]}")
         text = f"""\
 # HAProxy {self.gateway_version} configuration rendered by gatebench: {len(routes)} route(s).
 # Generated file; re-render instead of editing.

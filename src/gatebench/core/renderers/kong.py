@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 
 from gatebench.core.ir import Api
 from gatebench.core.policies import PolicySet
-from gatebench.core.renderers._base import Renderer, RenderTarget, as_files
+from gatebench.core.renderers._base import InlinePoliciesRenderer, RenderTarget, as_files
 from gatebench.core.renderers._deployment import (
     HEALTH_FALL,
     HEALTH_INTERVAL_S,
@@ -51,12 +51,13 @@ from gatebench.core.renderers._deployment import (
 )
 from gatebench.core.renderers._kong_policies import route_plugins
 from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, KEEPALIVE_REQUESTS, Parity, VendorPage
-from gatebench.core.renderers._routes import identifier, named_group_pcre, shared_param_names
+from gatebench.core.renderers._routes import named_group_pcre, route_names, shared_param_names
 from gatebench.core.renderers._yaml_out import dump_yaml
+from gatebench.core.renderers.nginx import listen_tls
 from gatebench.core.tls import SERVER_CERT, SERVER_KEY, openssl_ciphers
 
 
-class KongRenderer(Renderer):
+class KongRenderer(InlinePoliciesRenderer):
     name = "kong"
     description = "Kong Gateway 3.x OSS, DB-less declarative config: one regex route per operation"
     gateway_version = "3.9"
@@ -92,6 +93,7 @@ class KongRenderer(Renderer):
         "(only tickets can be switched off)"
     }
     health_checks = "active + passive"
+    cores_setting = "nginx_worker_processes = {workers}"
 
     parity = Parity(
         cores="`nginx_worker_processes` = cores (Kong's default, `auto`, is one per core)",
@@ -114,23 +116,10 @@ class KongRenderer(Renderer):
         ),
     )
 
-    def cpu_setting(self, target: RenderTarget) -> str:
-        return f"nginx_worker_processes = {target.workers}"
-
-    def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
-        self.refuse_missing_deployment(target)
-        return self._files(api, target, None)
-
-    def apply_policies(
-        self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
-    ) -> dict[str, str]:
-        self.refuse_missing_deployment(target)
-        return self._files(api, target, policies)
-
-    def _files(self, api: Api, target: RenderTarget, policies: PolicySet | None) -> dict[str, str]:
-        routes = self.routes(api)
+    def render_files(self, api: Api, target: RenderTarget, policies: PolicySet) -> dict[str, str]:
+        routes = self.render_routes(api, target)
         names = shared_param_names(routes)
-        taken: set[str] = set()
+        route_ids = route_names(routes, separator="-")
         kong_routes: list[dict[str, Any]] = []
         for route in routes:
             regex = route.regex(
@@ -142,7 +131,7 @@ class KongRenderer(Renderer):
             )
             kong_routes.append(
                 {
-                    "name": f"r{route.index}-{identifier(route.operation_id, taken=taken)}",
+                    "name": route_ids[route.index],
                     "methods": [route.method],
                     "paths": ["~" + regex],
                     "regex_priority": len(routes) - route.index,
@@ -153,12 +142,11 @@ class KongRenderer(Renderer):
                     "response_buffering": True,
                 }
             )
-            if policies is not None:
-                plugins = route_plugins(
-                    policies.for_operation(route.operation_id), route.method, route.operation_id
-                )
-                if plugins:
-                    kong_routes[-1]["plugins"] = plugins
+            plugins = route_plugins(
+                policies.for_operation(route.operation_id), route.method, route.operation_id
+            )
+            if plugins:
+                kong_routes[-1]["plugins"] = plugins
         service = {
             "name": "gatebench-backend",
             "url": target.backend_origin,
@@ -186,7 +174,7 @@ class KongRenderer(Renderer):
 prefix = {target.path("kong")}
 database = off
 declarative_config = {target.path("kong.yml")}
-proxy_listen = {target.listen_address}{_listen_tls(target)} reuseport backlog=4096
+proxy_listen = {target.listen_address}{listen_tls(target)} reuseport backlog=4096
 admin_listen = off
 status_listen = off
 router_flavor = traditional_compatible
@@ -209,12 +197,6 @@ log_level = warn
 
 
 _UPSTREAM = "gatebench-backend"
-
-
-def _listen_tls(target: RenderTarget) -> str:
-    if target.tls is None:
-        return ""
-    return " ssl http2" if target.tls.http2 else " ssl"
 
 
 def _tls_conf(target: RenderTarget) -> str:

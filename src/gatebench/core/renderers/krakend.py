@@ -62,12 +62,10 @@ from gatebench.core.renderers._json_out import dump_json
 from gatebench.core.renderers._parity import CONNECT_TIMEOUT_S, IDLE_TIMEOUT_S, Parity, VendorPage
 from gatebench.core.renderers._routes import (
     Route,
+    distinct_paths,
     encode_literal,
     shared_param_names,
     unsupported,
-)
-from gatebench.core.renderers._routes import (
-    same_route as _same_route,
 )
 from gatebench.core.tls import CIPHER_CODES, SERVER_CERT, SERVER_KEY, TLS12_CIPHERS, TLS13_CIPHERS
 
@@ -102,19 +100,9 @@ class KrakendRenderer(Renderer):
     runs_here = True
     vendor_installed = True
     cloud_image = "krakend:2.13.1"
-    run_command: ClassVar[tuple[str, ...] | None] = (
-        "krakend",
-        "run",
-        "-c",
-        "{workdir}/krakend.json",
-    )
+    run_command = ("krakend", "run", "-c", "{workdir}/krakend.json")
     # Never `-l`: it downloads the schema from krakend.io.
-    check_command: ClassVar[tuple[str, ...] | None] = (
-        "krakend",
-        "check",
-        "-c",
-        "{workdir}/krakend.json",
-    )
+    check_command = ("krakend", "check", "-c", "{workdir}/krakend.json")
     install_hint = (
         "install KrakenD CE 2.13 from its vendor (https://www.krakend.io/download/: Debian "
         "package, generic Linux tarball or Homebrew), or name the binary in GATEBENCH_KRAKEND_BIN"
@@ -122,6 +110,7 @@ class KrakendRenderer(Renderer):
     boot_check = True
     # KrakenD reports usage to an outside host at start unless told not to.
     fixed_env: ClassVar[Mapping[str, str]] = {"USAGE_DISABLE": "1"}
+    cores_env = "GOMAXPROCS"
     forwards_host = False
     routes_empty_parameters = True
 
@@ -150,12 +139,6 @@ class KrakendRenderer(Renderer):
             ),
         ),
     )
-
-    def runtime_env(self, target: RenderTarget) -> dict[str, str]:
-        return {**super().runtime_env(target), "GOMAXPROCS": str(target.workers)}
-
-    def cpu_setting(self, target: RenderTarget) -> str:
-        return f"GOMAXPROCS={target.workers}"
 
     def boot_problems(self, log: str) -> list[str]:
         return [line for line in log.splitlines() if _LOG_PROBLEM.search(line)]
@@ -225,20 +208,13 @@ class KrakendRenderer(Renderer):
     }
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
-        self.refuse_missing_deployment(target)
-        routes = self.routes(api)
+        routes = self.render_routes(api, target)
         names = shared_param_names(routes)
         problems: list[Problem] = []
         endpoints: list[dict[str, Any]] = []
-        seen: dict[tuple[str, str], Route] = {}
-        for route in routes:
-            path = self._path(route, names[route.index], problems)
-            if path is None:
-                continue
-            first = seen.setdefault((route.method, path), route)
-            if first is not route:
-                problems.append(_same_route(route, first, self.name))
-                continue
+        for route, path in distinct_paths(
+            routes, lambda r: self._path(r, names[r.index], problems), self.name, problems
+        ):
             endpoints.append(
                 {
                     "endpoint": path,

@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import ClassVar
 
 from gatebench.core.ir import Api
-from gatebench.core.policies import PolicySet
 from gatebench.core.renderers._base import LiveChange, Renderer, RenderTarget, as_files
 from gatebench.core.renderers._deployment import PASSIVE_FAILS, PASSIVE_WINDOW_S
+from gatebench.core.renderers._nginx_policies import apply_nginx_policies
 from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, KEEPALIVE_REQUESTS, Parity, VendorPage
-from gatebench.core.renderers._routes import identifier, unsupported
+from gatebench.core.renderers._routes import route_names
 from gatebench.core.tls import PROTOCOLS, SERVER_CERT, SERVER_KEY, openssl_ciphers
 
 
@@ -45,6 +45,10 @@ def nginx_quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+# The checker's and the server's: the prefix (pid, temporary folders), error log and config.
+_FILES = ("-p", "{workdir}/", "-e", "{workdir}/logs/error.log", "-c", "{workdir}/nginx.conf")
+
+
 class NginxRenderer(Renderer):
     name = "nginx"
     description = "nginx (open source) as a reverse proxy: regex map on the raw request URI"
@@ -52,27 +56,10 @@ class NginxRenderer(Renderer):
     output_files = ("nginx.conf",)
     runs_here = True
     cloud_image = "nginx:1.22.1"
-    check_command: ClassVar[tuple[str, ...] | None] = (
-        "nginx",
-        "-t",
-        "-q",
-        "-p",
-        "{workdir}/",
-        "-e",
-        "{workdir}/logs/error.log",
-        "-c",
-        "{workdir}/nginx.conf",
-    )
-    run_command: ClassVar[tuple[str, ...] | None] = (
-        "nginx",
-        "-p",
-        "{workdir}/",
-        "-e",
-        "{workdir}/logs/error.log",
-        "-c",
-        "{workdir}/nginx.conf",
-    )
+    check_command = ("nginx", "-t", "-q", *_FILES)
+    run_command = ("nginx", *_FILES)
     readiness_timeout = 10.0
+    trace_refusal = "nginx answers TRACE with 405 itself"
     install_hint = "run `scripts/setup.sh apt` (Debian package nginx)"
     live_change = LiveChange(
         "signal",
@@ -90,8 +77,10 @@ class NginxRenderer(Renderer):
             "rate_limit.header",
         }
     )
+    apply_policies = staticmethod(apply_nginx_policies)
 
     health_checks = "passive"
+    cores_setting = "worker_processes {workers}"
 
     parity = Parity(
         cores="`worker_processes` = cores (one event-loop process per core)",
@@ -117,37 +106,18 @@ class NginxRenderer(Renderer):
         ),
     )
 
-    def apply_policies(
-        self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
-    ) -> dict[str, str]:
-        from gatebench.core.renderers._nginx_policies import apply_nginx_policies
-
-        return apply_nginx_policies(files, api, target, policies)
-
-    def cpu_setting(self, target: RenderTarget) -> str:
-        return f"worker_processes {target.workers}"
-
     def prepare(self, workdir: Path) -> None:
         for sub in ("logs", "tmp"):
             (workdir / sub).mkdir(parents=True, exist_ok=True)
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
-        self.refuse_missing_deployment(target)
-        routes = self.routes(api)
-        self.fail_unsupported(
-            [
-                unsupported(r, self.name, "nginx answers TRACE with 405 itself")
-                for r in routes
-                if r.method == "TRACE"
-            ]
-        )
-        names: set[str] = set()
+        routes = self.render_routes(api, target)
+        names = route_names(routes)
         keys = []
         for route in routes:
             regex = route.regex(param="[^/?]+", anchor_start="", anchor_end="(?:\\x3f|$)")
             pattern = "~^" + route.method + "\\x20" + regex
-            value = f"r{route.index}_{identifier(route.operation_id, taken=names)}"
-            keys.append(f"        {nginx_quote(pattern)} {value};")
+            keys.append(f"        {nginx_quote(pattern)} {names[route.index]};")
         w = target.path
         text = f"""\
 # nginx {self.gateway_version} configuration rendered by gatebench: {len(routes)} route(s).
@@ -195,7 +165,7 @@ http {{
     }}
 
     server {{
-        listen {target.listen_address}{_listen_tls(target)} backlog=4096;
+        listen {target.listen_address}{listen_tls(target)} backlog=4096;
         server_name _;
 {_tls_lines(target)}
         location / {{
@@ -234,7 +204,9 @@ def _servers(target: RenderTarget) -> str:
     return "\n".join(lines)
 
 
-def _listen_tls(target: RenderTarget) -> str:
+def listen_tls(target: RenderTarget) -> str:
+    """What nginx's ``listen`` adds for the target's TLS (Kong's ``proxy_listen`` takes the
+    same, its proxy being nginx)."""
     if target.tls is None:
         return ""
     return " ssl http2" if target.tls.http2 else " ssl"

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from gatebench.core.errors import Problem
 from gatebench.core.ir import Api
 from gatebench.core.renderers._base import RenderTarget, as_files
 from gatebench.core.renderers._deployment import HEALTH_INTERVAL_S, HEALTH_PATH
@@ -49,11 +48,10 @@ from gatebench.core.renderers._jvm import (
     JvmRenderer,
     assert_inert,
     dump_yaml,
-    empty_segment_problem,
     java_command,
 )
 from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, Parity, VendorPage
-from gatebench.core.renderers._routes import identifier
+from gatebench.core.renderers._routes import route_names
 from gatebench.core.tls import SERVER_CERT, SERVER_KEY, TLS12_CIPHERS, TLS13_CIPHERS
 
 _HEADER_LIMIT = "64KB"
@@ -78,6 +76,7 @@ class SpringCloudGatewayRenderer(JvmRenderer):
     run_command: ClassVar[tuple[str, ...] | None] = java_command(
         "-Dreactor.netty.ioWorkerCount={workers}"
     )
+    cores_setting = "-XX:ActiveProcessorCount={workers}, reactor.netty.ioWorkerCount {workers}"
 
     parity = Parity(
         cores="`-XX:ActiveProcessorCount` = cores; Reactor Netty's `ioWorkerCount` = cores "
@@ -102,29 +101,15 @@ class SpringCloudGatewayRenderer(JvmRenderer):
         warmup=JIT_WARMUP,
     )
 
-    def cpu_setting(self, target: RenderTarget) -> str:
-        return (
-            f"-XX:ActiveProcessorCount={target.workers}, reactor.netty.ioWorkerCount "
-            f"{target.workers}"
-        )
-
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
-        self.refuse_missing_deployment(target)
-        routes = self.routes(api)
-        problems: list[Problem] = []
-        for route in routes:
-            problem = empty_segment_problem(route, self.name)
-            if problem is not None:
-                problems.append(problem)
-        self.fail_unsupported(problems)
-        names: set[str] = set()
+        routes = self.render_routes(api, target)
+        names = route_names(routes)
         scg_routes: list[dict[str, Any]] = []
         for route in routes:
-            route_id = f"r{route.index}_{identifier(route.operation_id, taken=names)}"
             regex = route.regex(param="[^/]+", anchor_start="", anchor_end="")
             scg_routes.append(
                 {
-                    "id": route_id,
+                    "id": names[route.index],
                     "uri": f"lb://{_SERVICE}" if target.pooled else target.backend_origin,
                     "predicates": [
                         {"name": "Method", "args": {"methods": route.method}},

@@ -49,7 +49,6 @@ import re
 from typing import Any, ClassVar
 
 from gatebench.core.ir import Api
-from gatebench.core.policies import PolicySet
 from gatebench.core.renderers._base import LiveChange, Renderer, RenderTarget, as_files
 from gatebench.core.renderers._deployment import (
     HEALTH_INTERVAL_S,
@@ -59,7 +58,8 @@ from gatebench.core.renderers._deployment import (
     PASSIVE_WINDOW_S,
 )
 from gatebench.core.renderers._parity import CONNECT_TIMEOUT_S, IDLE_TIMEOUT_S, Parity, VendorPage
-from gatebench.core.renderers._routes import identifier
+from gatebench.core.renderers._routes import route_names
+from gatebench.core.renderers._traefik_policies import apply_traefik_policies
 from gatebench.core.renderers._yaml_out import dump_yaml
 from gatebench.core.tls import SERVER_CERT, SERVER_KEY, TLS12_CIPHERS
 
@@ -82,6 +82,7 @@ class TraefikRenderer(Renderer):
         "traefik",
         "--configFile={workdir}/traefik.yml",
     )
+    cores_env = "GOMAXPROCS"
     ready_path = "/ping"
     normalizes_path = True
     readiness_timeout = 15.0
@@ -121,24 +122,12 @@ class TraefikRenderer(Renderer):
     supported_policies: ClassVar[frozenset[str]] = frozenset(
         {"rate_limit.address", "rate_limit.header"}
     )
+    apply_policies = staticmethod(apply_traefik_policies)
 
     deployment_gaps: ClassVar[dict[str, str]] = {
         "tls.no_resumption": "Traefik's TLS options have no setting for session tickets"
     }
     health_checks = "active + passive"
-
-    def apply_policies(
-        self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
-    ) -> dict[str, str]:
-        from gatebench.core.renderers._traefik_policies import apply_traefik_policies
-
-        return apply_traefik_policies(files, api, policies)
-
-    def runtime_env(self, target: RenderTarget) -> dict[str, str]:
-        return {**super().runtime_env(target), "GOMAXPROCS": str(target.workers)}
-
-    def cpu_setting(self, target: RenderTarget) -> str:
-        return f"GOMAXPROCS={target.workers}"
 
     def boot_problems(self, log: str) -> list[str]:
         """Traefik keeps running when it drops a router or a whole file it cannot use; it
@@ -155,15 +144,14 @@ class TraefikRenderer(Renderer):
         return files
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
-        self.refuse_missing_deployment(target)
-        routes = self.routes(api)
-        taken: set[str] = set()
+        routes = self.render_routes(api, target)
+        names = route_names(routes, separator="-")
         routers: dict[str, Any] = {}
         for route in routes:
             regex = route.regex(param="[^/]+", either=True)
             if "`" in regex:  # cannot happen: every backtick is written \x60
                 raise AssertionError("backtick in a Traefik rule")
-            routers[f"r{route.index}-{identifier(route.operation_id, taken=taken)}"] = {
+            routers[names[route.index]] = {
                 "entryPoints": ["web"],
                 "rule": f"Method(`{route.method}`) && PathRegexp(`{regex}`)",
                 "priority": len(routes) - route.index,

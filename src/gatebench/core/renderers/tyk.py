@@ -48,11 +48,11 @@ from typing import Any, ClassVar
 
 from gatebench.core.ir import Api
 from gatebench.core.policies import PolicySet
-from gatebench.core.renderers._base import Companion, Renderer, RenderTarget, as_files
+from gatebench.core.renderers._base import Companion, InlinePoliciesRenderer, RenderTarget, as_files
 from gatebench.core.renderers._deployment import HEALTH_FALL, HEALTH_PATH, PASSIVE_WINDOW_S
 from gatebench.core.renderers._json_out import dump_json
 from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, Parity, VendorPage
-from gatebench.core.renderers._routes import unsupported
+from gatebench.core.renderers._routes import Route
 from gatebench.core.renderers._tyk_policies import cache_settings
 from gatebench.core.tls import SERVER_CERT, SERVER_KEY, TLS12_CIPHERS
 
@@ -83,7 +83,7 @@ def control_port(target: RenderTarget) -> int:
     return CONTROL_PORT if target.listen_port != CONTROL_PORT else CONTROL_PORT + 1
 
 
-class TykRenderer(Renderer):
+class TykRenderer(InlinePoliciesRenderer):
     name = "tyk"
     description = (
         "Tyk Gateway 5 OSS: keyless file-based API definition with an exact-match allow list"
@@ -116,6 +116,7 @@ class TykRenderer(Renderer):
     # The control API is served with the gateway's http_server_options, TLS included.
     admin_port_shares_tls = True
 
+    cores_env = "GOMAXPROCS"
     cloud_random_env = (SECRET_ENV,)
     supported_policies = frozenset({"cache", "cache.vary_header"})
     policy_gaps: ClassVar[Mapping[str, str]] = {
@@ -156,10 +157,6 @@ class TykRenderer(Renderer):
         ),
     )
 
-    def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
-        self.refuse_missing_deployment(target)
-        return self._files(api, target, None)
-
     def boot_problems(self, log: str) -> list[str]:
         """Tyk's error lines up to its shutdown: it logs an API definition or a part of its
         configuration it cannot use and keeps running. Not the GraphQL playground's missing
@@ -182,12 +179,6 @@ class TykRenderer(Renderer):
         # A fresh control-API secret at every start, written nowhere (an empty one would let
         # any local client use the control API).
         return {**super().env(workdir, target), SECRET_ENV: secrets.token_urlsafe(24)}
-
-    def runtime_env(self, target: RenderTarget) -> dict[str, str]:
-        return {**super().runtime_env(target), "GOMAXPROCS": str(target.workers)}
-
-    def cpu_setting(self, target: RenderTarget) -> str:
-        return f"GOMAXPROCS={target.workers}"
 
     def companions(self, target: RenderTarget) -> tuple[Companion, ...]:
         """Redis on loopback at the target's ``redis_port``, in memory only, its files in the
@@ -221,34 +212,23 @@ class TykRenderer(Renderer):
             ),
         )
 
-    def apply_policies(
-        self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
-    ) -> dict[str, str]:
-        self.refuse_missing_deployment(target)
-        return self._files(api, target, policies)
+    def route_limitation(self, route: Route) -> str | None:
+        first = route.segments[0]
+        if len(route.segments) > 1 and first.is_literal and not first.literal:
+            return (
+                "a path that starts with an empty segment ('//'): Tyk joins the path to its "
+                "target and drops the leading '/', so the backend would get another path"
+            )
+        return super().route_limitation(route)
 
-    def _files(self, api: Api, target: RenderTarget, policies: PolicySet | None) -> dict[str, str]:
-        routes = self.routes(api)
-        self.fail_unsupported(
-            [
-                unsupported(
-                    route,
-                    self.name,
-                    "a path that starts with an empty segment ('//'): Tyk joins the path to its "
-                    "target and drops the leading '/', so the backend would get another path",
-                )
-                for route in routes
-                if len(route.segments) > 1
-                and route.segments[0].is_literal
-                and not route.segments[0].literal
-            ]
-        )
+    def render_files(self, api: Api, target: RenderTarget, policies: PolicySet) -> dict[str, str]:
+        routes = self.render_routes(api, target)
         # One allow-list entry per distinct path pattern, in priority order of first use.
         by_regex: dict[str, dict[str, Any]] = {}
         cached: list[tuple[str, str, str, float]] = []
         for route in routes:
             regex = route.regex(param="[^/]+", either=True)
-            cache = policies.for_operation(route.operation_id).cache if policies else None
+            cache = policies.for_operation(route.operation_id).cache
             if cache is not None and route.method in cache.methods:
                 cached.append((route.operation_id, route.method, regex, cache.ttl))
             entry = by_regex.setdefault(
@@ -264,7 +244,7 @@ class TykRenderer(Renderer):
         allow = [{**entry, "path": regex} for regex, entry in by_regex.items()]
         extended: dict[str, Any] = {"white_list": allow}
         cache_options = None
-        if cached and policies is not None:
+        if cached:
             cache_options, extended["advance_cache_config"] = cache_settings(cached, policies)
         definition = {
             "name": "gatebench",

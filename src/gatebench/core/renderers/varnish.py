@@ -36,7 +36,6 @@ import os
 from typing import ClassVar
 
 from gatebench.core.ir import Api
-from gatebench.core.policies import PolicySet
 from gatebench.core.renderers._base import (
     DEFAULT_CONCURRENCY,
     LiveChange,
@@ -52,11 +51,15 @@ from gatebench.core.renderers._deployment import (
     HEALTH_TIMEOUT_S,
 )
 from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, Parity, VendorPage
-from gatebench.core.renderers._routes import unsupported
+from gatebench.core.renderers._varnish_policies import apply_varnish_policies
 
 ROUTES_PER_SUB = 50
 """Routes per VCL subroutine: the C compiler's time grows faster than linearly with the size
 of one function (1,000 routes in one ``vcl_recv``: 30 s of CPU; in subroutines of 50: 3.5 s)."""
+
+
+# The checker's and the server's: no jail (the caller's user), the VCL, the working folder.
+_INSTANCE = ("-j", "none", "-f", "{workdir}/default.vcl", "-n", "{workdir}/varnish")
 
 
 def _no_admin_unless_asked(argv: list[str] | None, target: RenderTarget | None) -> list[str] | None:
@@ -76,25 +79,11 @@ class VarnishRenderer(Renderer):
     output_files = ("default.vcl",)
     runs_here = True
     cloud_image = "varnish:7.1.2"
-    check_command: ClassVar[tuple[str, ...] | None] = (
-        "varnishd",
-        "-C",
-        "-j",
-        "none",
-        "-f",
-        "{workdir}/default.vcl",
-        "-n",
-        "{workdir}/varnish",
-    )
-    run_command: ClassVar[tuple[str, ...] | None] = (
+    check_command = ("varnishd", "-C", *_INSTANCE)
+    run_command = (
         "varnishd",
         "-F",
-        "-j",
-        "none",
-        "-f",
-        "{workdir}/default.vcl",
-        "-n",
-        "{workdir}/varnish",
+        *_INSTANCE,
         "-a",
         "{listen_address}",
         "-T",
@@ -107,6 +96,7 @@ class VarnishRenderer(Renderer):
         "http_req_hdr_len=65536",
     )
     readiness_timeout = 20.0
+    trace_refusal = "Varnish does not forward TRACE"
     install_hint = "run `scripts/setup.sh apt` (Debian package varnish)"
     live_change = LiveChange(
         "command",
@@ -127,6 +117,7 @@ class VarnishRenderer(Renderer):
     supported_policies: ClassVar[frozenset[str]] = frozenset(
         {"auth.api_key", "cache", "cache.path_only", "cache.vary_header"}
     )
+    apply_policies = staticmethod(apply_varnish_policies)
 
     deployment_gaps: ClassVar[dict[str, str]] = {
         "tls": "Varnish Cache terminates no TLS; it needs a TLS proxy (such as Hitch) in front",
@@ -157,13 +148,6 @@ class VarnishRenderer(Renderer):
         ),
     )
 
-    def apply_policies(
-        self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
-    ) -> dict[str, str]:
-        from gatebench.core.renderers._varnish_policies import apply_varnish_policies
-
-        return apply_varnish_policies(files, api, policies)
-
     def run_argv(
         self, workdir: str | os.PathLike[str], target: RenderTarget | None = None
     ) -> list[str] | None:
@@ -178,15 +162,7 @@ class VarnishRenderer(Renderer):
         return f"thread_pools {target.workers}, thread_pool_min {_threads_per_pool(target)}"
 
     def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
-        self.refuse_missing_deployment(target)
-        routes = self.routes(api)
-        self.fail_unsupported(
-            [
-                unsupported(r, self.name, "Varnish does not forward TRACE")
-                for r in routes
-                if r.method == "TRACE"
-            ]
-        )
+        routes = self.render_routes(api, target)
         rules = []
         for route in routes:
             regex = route.regex(param="[^/?]+", anchor_end="(?:\\x3f|$)")

@@ -40,7 +40,6 @@ import re
 from typing import Any, ClassVar
 from urllib.parse import unquote
 
-from gatebench.core.errors import Problem
 from gatebench.core.ir import Api
 from gatebench.core.renderers._base import RenderTarget, as_files
 from gatebench.core.renderers._jvm import (
@@ -49,10 +48,9 @@ from gatebench.core.renderers._jvm import (
     JvmRenderer,
     assert_inert,
     dump_yaml,
-    empty_segment,
 )
 from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, Parity, VendorPage
-from gatebench.core.renderers._routes import Route, encode_literal, identifier, unsupported
+from gatebench.core.renderers._routes import Route, encode_literal, route_names
 from gatebench.core.tls import SERVER_P12, STORE_PASSWORD, TLS12_CIPHERS, TLS13_CIPHERS
 
 _HEADER_LIMIT = "64KB"
@@ -93,9 +91,8 @@ def _pool_size(target: RenderTarget) -> int:
 
 
 def zuul_limitation(route: Route) -> str | None:
-    """Why Zuul 1 cannot forward this route unchanged, or None."""
-    if empty_segment(route):
-        return "an empty path segment ('//'), which it merges into one '/' when forwarding"
+    """Why Zuul 1 cannot forward this route unchanged, or None (beside what no JVM gateway
+    forwards: ``JvmRenderer.route_limitation``)."""
     for segment in route.segments:
         if not segment.is_literal:
             continue
@@ -152,16 +149,11 @@ class ZuulRenderer(JvmRenderer):
         warmup=JIT_WARMUP,
     )
 
-    def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
-        self.refuse_missing_deployment(target)
-        routes = self.routes(api)
-        problems: list[Problem] = []
-        for route in routes:
-            reason = zuul_limitation(route)
-            if reason is not None:
-                problems.append(unsupported(route, self.name, reason))
-        self.fail_unsupported(problems)
+    def route_limitation(self, route: Route) -> str | None:
+        return super().route_limitation(route) or zuul_limitation(route)
 
+    def render(self, api: Api, target: RenderTarget) -> dict[str, str]:
+        routes = self.render_routes(api, target)
         zuul_routes: dict[str, dict[str, Any]] = {}
         seen: set[str] = set()
         for route in routes:
@@ -174,10 +166,10 @@ class ZuulRenderer(JvmRenderer):
                 "url": target.backend_origin,
                 "strip-prefix": False,
             }
-        names: set[str] = set()
+        names = route_names(routes)
         operations = [
             {
-                "id": f"r{route.index}_{identifier(route.operation_id, taken=names)}",
+                "id": names[route.index],
                 "method": route.method,
                 "path-regex": assert_inert(
                     route.regex(param="[^/]+", anchor_start="", anchor_end=""), route.pointer

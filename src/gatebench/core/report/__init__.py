@@ -12,8 +12,8 @@ docs/results.md describes every format and the BigQuery schema.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import Literal, TypeVar
 
 from gatebench.core.errors import StoreError
 from gatebench.core.model import ResultStore, RunRecord
@@ -47,16 +47,21 @@ def render_json(report: Report) -> str:
     return json.dumps(report.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
+R = TypeVar("R")
+
+
+def renderer_for(renderers: Mapping[str, Callable[[R], str]], fmt: str) -> Callable[[R], str]:
+    """The renderer of ``fmt`` among ``renderers`` (a report's, one per format of
+    :data:`FORMATS`); for any other format, a ValueError that names them."""
+    found = renderers.get(fmt)
+    if found is None:
+        raise ValueError(f"unknown report format {fmt!r}; available: {', '.join(FORMATS)}")
+    return found
+
+
 def render(report: Report, fmt: Format) -> str:
-    if fmt == "html":
-        return render_html(report)
-    if fmt == "json":
-        return render_json(report)
-    if fmt == "csv":
-        return render_csv(report)
-    if fmt == "md":
-        return render_markdown(report)
-    raise ValueError(f"unknown report format {fmt!r}; available: {', '.join(FORMATS)}")
+    renderers = {"html": render_html, "json": render_json, "csv": render_csv, "md": render_markdown}
+    return renderer_for(renderers, fmt)(report)
 
 
 def find_run(store: ResultStore, run_id: str) -> RunRecord:
@@ -131,6 +136,7 @@ __all__ = [
     "render_html",
     "render_json",
     "render_markdown",
+    "renderer_for",
     "resolve_scoring",
     "run_summary",
     "run_view",

@@ -15,7 +15,6 @@ from typing import Any
 from gatebench.core._version import __version__
 from gatebench.core.aggregate import RankStability, RunSummary, summarize
 from gatebench.core.cost import CostError, CostEstimate, estimate_cost
-from gatebench.core.metrics import METRICS
 from gatebench.core.model import Measurement, RunRecord
 from gatebench.core.report._format import fmt_number, fmt_score, fmt_signed, fmt_value
 from gatebench.core.score import BASELINE, PROFILES, Profile, ScoreError
@@ -667,6 +666,3 @@ def metric_label(metric: str) -> str:
         "p99": "p99",
         "error_pct": "Errors",
     }.get(metric, metric)
-
-
-LATENCY_METRICS = tuple(m for m in METRICS if m not in ("throughput", "error_pct"))

@@ -8,9 +8,10 @@ from collections.abc import Sequence
 
 from gatebench.core.model import Measurement
 from gatebench.core.report._format import fmt_number
+from gatebench.core.report._tables import TextTable
 
-HANDSHAKE_HEADER = ("target", "workload", "rep", "new", "resumed", "resumed %")
-FAULT_HEADER = (
+_HANDSHAKE_HEADER = ("target", "workload", "rep", "new", "resumed", "resumed %")
+_FAULT_HEADER = (
     "gateway",
     "rep",
     "requests after",
@@ -28,7 +29,7 @@ def _measured(measurements: Sequence[Measurement]) -> list[Measurement]:
     return sorted(measurements, key=lambda m: (m.target, m.workload, m.repetition))
 
 
-def handshake_intro(measurements: Sequence[Measurement]) -> str:
+def _handshake_intro(measurements: Sequence[Measurement]) -> str:
     if not any(m.tls_new is not None for m in measurements):
         return ""
     return (
@@ -38,7 +39,7 @@ def handshake_intro(measurements: Sequence[Measurement]) -> str:
     )
 
 
-def handshake_rows(measurements: Sequence[Measurement]) -> list[list[str]]:
+def _handshake_rows(measurements: Sequence[Measurement]) -> list[list[str]]:
     rows = []
     for m in _measured(measurements):
         if m.tls_new is None or m.tls_resumed is None:
@@ -51,7 +52,7 @@ def handshake_rows(measurements: Sequence[Measurement]) -> list[list[str]]:
     return rows
 
 
-def fault_intro(measurements: Sequence[Measurement]) -> str:
+def _fault_intro(measurements: Sequence[Measurement]) -> str:
     faulted = [m for m in measurements if m.fault]
     if not faulted:
         return ""
@@ -71,7 +72,7 @@ def _opt(value: object, digits: int) -> str:
     return "–" if not isinstance(value, int | float) else fmt_number(float(value), digits)
 
 
-def fault_rows(measurements: Sequence[Measurement]) -> list[list[str]]:
+def _fault_rows(measurements: Sequence[Measurement]) -> list[list[str]]:
     rows = []
     for m in _measured(measurements):
         f = m.fault
@@ -97,11 +98,27 @@ def fault_rows(measurements: Sequence[Measurement]) -> list[list[str]]:
     return rows
 
 
-__all__ = [
-    "FAULT_HEADER",
-    "HANDSHAKE_HEADER",
-    "fault_intro",
-    "fault_rows",
-    "handshake_intro",
-    "handshake_rows",
-]
+def deployment_tables(measurements: Sequence[Measurement]) -> list[TextTable]:
+    """The sections a run has of TLS handshakes and a replica's failure (none without rows)."""
+    tables = [
+        TextTable(
+            "tls",
+            "TLS handshakes",
+            _handshake_intro(measurements),
+            _HANDSHAKE_HEADER,
+            _handshake_rows(measurements),
+            3,
+        ),
+        TextTable(
+            "fault",
+            "A replica fails",
+            _fault_intro(measurements),
+            _FAULT_HEADER,
+            _fault_rows(measurements),
+            1,
+        ),
+    ]
+    return [t for t in tables if t.rows]
+
+
+__all__ = ["deployment_tables"]

@@ -22,7 +22,6 @@ from importlib import resources
 from typing import Any
 
 from gatebench.core.metrics import COST_METRICS, COST_UNITS, METRICS, UNITS
-from gatebench.core.model import RESOURCE_FIELDS
 from gatebench.core.report._build import Report
 
 Row = dict[str, Any]
@@ -45,38 +44,42 @@ def _timestamp(epoch: float) -> str:
     return dt.datetime.fromtimestamp(epoch, tz=dt.UTC).isoformat(sep=" ", timespec="microseconds")
 
 
-def flat_rows(report: Report) -> list[Row]:
-    """Every number of the report as a row of the BigQuery table."""
-    run, s = report.run, report.summary
-    base: Row = {
+def _row(
+    report: Report,
+    target: str,
+    metric: str,
+    statistic: str,
+    value: float,
+    unit: str,
+    **columns: Any,
+) -> Row:
+    """One row of the table: every column, in its order, None where nothing gives a value."""
+    run = report.run
+    return {
+        **dict.fromkeys(column_names()),
         "run_id": run.run_id,
         "run_created_at": _timestamp(run.created_at),
         "run_title": run.title or None,
+        "target": target,
+        "is_baseline": target == report.summary.baseline,
+        "metric": metric,
+        "statistic": statistic,
+        "value": float(value),
+        "unit": unit,
+        **columns,
     }
+
+
+def flat_rows(report: Report) -> list[Row]:
+    """Every number of the report as a row of the BigQuery table."""
+    s = report.summary
     rows: list[Row] = []
 
     def add(target: str, metric: str, statistic: str, value: float | None, **extra: Any) -> None:
         if value is None or not math.isfinite(value):
             return
         unit = extra.pop("unit", None) or UNITS.get(metric) or COST_UNITS.get(metric, "points")
-        row = dict(base)
-        row.update(
-            target=target,
-            is_baseline=target == s.baseline,
-            workload=None,
-            repetition=None,
-            metric=metric,
-            statistic=statistic,
-            value=float(value),
-            unit=unit,
-            n=None,
-            profile=None,
-            flags=None,
-            offered_rate=None,
-            routes=None,
-        )
-        row.update(extra)
-        rows.append(row)
+        rows.append(_row(report, target, metric, statistic, value, unit, **extra))
 
     for (workload, target), cell in sorted(s.cells.items()):
         for name in METRICS:
@@ -133,37 +136,22 @@ def flat_rows(report: Report) -> list[Row]:
 
 def measurement_rows(report: Report) -> list[Row]:
     """One row per measured number (statistic ``value``), for every repetition."""
-    run = report.run
-    rows: list[Row] = []
-    baseline = report.summary.baseline
-    for m in report.measurements:
-        values: list[tuple[str, float | None]] = [(name, m.metric(name)) for name in METRICS]
-        values.append(("req_per_cpu_s", m.req_per_cpu_s))
-        values.extend((name, getattr(m, name)) for name in RESOURCE_FIELDS)
-        for name, value in values:
-            if value is None or not math.isfinite(value):
-                continue
-            rows.append(
-                {
-                    "run_id": run.run_id,
-                    "run_created_at": _timestamp(run.created_at),
-                    "run_title": run.title or None,
-                    "target": m.target,
-                    "is_baseline": m.target == baseline,
-                    "workload": m.workload,
-                    "repetition": m.repetition,
-                    "metric": name,
-                    "statistic": "value",
-                    "value": float(value),
-                    "unit": UNITS.get(name) or COST_UNITS[name],
-                    "n": None,
-                    "profile": None,
-                    "flags": ";".join(m.flags) or None,
-                    "offered_rate": None,
-                    "routes": None,
-                }
-            )
-    return rows
+    return [
+        _row(
+            report,
+            m.target,
+            name,
+            "value",
+            value,
+            UNITS.get(name) or COST_UNITS[name],
+            workload=m.workload,
+            repetition=m.repetition,
+            flags=";".join(m.flags) or None,
+        )
+        for m in report.measurements
+        for name, value in m.figures()
+        if value is not None and math.isfinite(value)
+    ]
 
 
 def _cell(value: Any) -> str:

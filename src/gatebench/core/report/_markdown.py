@@ -8,16 +8,10 @@ from collections.abc import Sequence
 
 from gatebench.core.cost import describe_cost
 from gatebench.core.report._build import RESOLUTION_NOTE, Report, environment_value, traffic_source
-from gatebench.core.report._deployment import (
-    FAULT_HEADER,
-    HANDSHAKE_HEADER,
-    fault_intro,
-    fault_rows,
-    handshake_intro,
-    handshake_rows,
-)
+from gatebench.core.report._deployment import deployment_tables
 from gatebench.core.report._tables import (
     Table,
+    TextTable,
     cost_table,
     latency_tables,
     overhead_table,
@@ -25,15 +19,7 @@ from gatebench.core.report._tables import (
     stability_table,
     workload_score_table,
 )
-from gatebench.core.report._trust import (
-    HEADROOM_HEADER,
-    TRUST_KEYS,
-    agreement_header,
-    agreement_intro,
-    agreement_rows,
-    headroom_intro,
-    headroom_rows,
-)
+from gatebench.core.report._trust import TRUST_KEYS, trust_tables
 
 
 def _cell(text: str) -> str:
@@ -51,6 +37,12 @@ def _table(
 
 def _with_tags(text: str, tags: Sequence[str]) -> str:
     return text + "".join(f" ({t})" for t in tags)
+
+
+def _text_table(table: TextTable) -> list[str]:
+    """A printed table (``_tables.TextTable``) after its introduction."""
+    rows = _table(table.header, table.rows, table.numeric_from) if table.rows else []
+    return [table.intro, "", *rows]
 
 
 def _model_table(table: Table) -> list[str]:
@@ -118,24 +110,12 @@ def render_markdown(report: Report) -> str:
         out += ["## Rank stability", ""]
         out += _model_table(stability_table(report))
 
-    rows = handshake_rows(report.measurements)
-    if rows:
-        out += ["## TLS handshakes", "", handshake_intro(report.measurements), ""]
-        out += _table(list(HANDSHAKE_HEADER), rows, numeric_from=3)
-    rows = fault_rows(report.measurements)
-    if rows:
-        out += ["## A replica fails", "", fault_intro(report.measurements), ""]
-        out += _table(list(FAULT_HEADER), rows, numeric_from=1)
+    for section in deployment_tables(report.measurements):
+        out += [f"## {section.title}", "", *_text_table(section)]
 
     out += ["## Trust: the load engine's headroom and a second engine", ""]
-    out += [headroom_intro(report), ""]
-    rows = headroom_rows(report)
-    if rows:
-        out += _table(list(HEADROOM_HEADER), rows, numeric_from=2)
-    out += [agreement_intro(report), ""]
-    rows = agreement_rows(report)
-    if rows:
-        out += _table(agreement_header(report), rows, numeric_from=2)
+    for trust in trust_tables(report):
+        out += _text_table(trust)
 
     flagged = s.flag_counts()
     out += ["## Run", ""]

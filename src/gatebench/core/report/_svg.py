@@ -13,7 +13,7 @@ number as text, a ``<title>`` tooltip and ``data-*`` attributes; the chart has a
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from html import escape
 
 from gatebench.core.report._charts import BASELINE_COLOUR, Chart, CurveChart, nice_step
@@ -31,11 +31,33 @@ def _num(x: float) -> str:
     return f"{x:.1f}".rstrip("0").rstrip(".")
 
 
-def _tick_label(value: float, step: float) -> str:
+def grid_line(
+    start: tuple[float, float],
+    end: tuple[float, float],
+    label: str,
+    at: tuple[float, float],
+    anchor: str,
+) -> str:
+    """A grid line of a chart from ``start`` to ``end`` (x, y), and its tick's label (already
+    escaped) at ``at``, anchored ``middle`` (under a vertical line) or ``end`` (left of one
+    across)."""
+    return (
+        f'<line class="grid" x1="{_num(start[0])}" x2="{_num(end[0])}" y1="{_num(start[1])}" '
+        f'y2="{_num(end[1])}"/><text class="tick" x="{_num(at[0])}" y="{_num(at[1])}" '
+        f'text-anchor="{anchor}">{label}</text>'
+    )
+
+
+def axis_ticks(top: float, step: float) -> Iterator[tuple[float, str]]:
+    """The ticks of a linear axis from 0 to ``top`` every ``step`` (``charts.nice_step``):
+    each value and its label, escaped, with as many decimals as the step needs."""
     exponent = math.floor(math.log10(step))
     mantissa = round(step / 10**exponent, 3)
     decimals = max(0, -exponent + (1 if mantissa == 2.5 else 0))
-    return f"{value:,.{decimals}f}"
+    tick = 0.0
+    while tick <= top + step * 1e-9:
+        yield tick, escape(f"{tick:,.{decimals}f}")
+        tick += step
 
 
 def hbar_chart(chart: Chart, colour_of: Callable[[str], str]) -> str:
@@ -69,16 +91,9 @@ def hbar_chart(chart: Chart, colour_of: Callable[[str], str]) -> str:
         "</pattern></defs>",
     ]
     # Axis: ticks along the top, grid lines through every group.
-    tick = 0.0
-    while tick <= scale_max + step * 1e-9:
+    for tick, label in axis_ticks(scale_max, step):
         tx = x(tick)
-        out.append(
-            f'<line class="grid" x1="{_num(tx)}" x2="{_num(tx)}" y1="{AXIS - 4}" '
-            f'y2="{_num(height - 8)}"/>'
-            f'<text class="tick" x="{_num(tx)}" y="{AXIS - 8}" text-anchor="middle">'
-            f"{escape(_tick_label(tick, step))}</text>"
-        )
-        tick += step
+        out.append(grid_line((tx, AXIS - 4), (tx, height - 8), label, (tx, AXIS - 8), "middle"))
     out.append(f'<text class="axis-label" x="4" y="{AXIS - 8}">{escape(chart.axis)}</text>')
     y = float(AXIS)
     for group in groups:
@@ -173,23 +188,20 @@ def curve_chart(chart: CurveChart, colour_of: Callable[[str], str]) -> str:
         f'<desc id="{escape(desc_id)}">{escape(chart.description)}</desc>',
     ]
     bottom = CURVE_TOP + plot_h
-    tick = 0.0
-    while tick <= x_max + step * 1e-9:
+    for tick, label in axis_ticks(x_max, step):
         tx = x(tick)
-        out.append(
-            f'<line class="grid" x1="{_num(tx)}" x2="{_num(tx)}" y1="{CURVE_TOP}" '
-            f'y2="{_num(bottom)}"/><text class="tick" x="{_num(tx)}" y="{_num(bottom + 14)}" '
-            f'text-anchor="middle">{escape(_tick_label(tick, step))}</text>'
-        )
-        tick += step
+        out.append(grid_line((tx, CURVE_TOP), (tx, bottom), label, (tx, bottom + 14), "middle"))
     decade = y_lo
     while decade <= y_hi * 1.0001:
         ty = y(decade)
-        label = f"{decade:g}"
         out.append(
-            f'<line class="grid" x1="{CURVE_LEFT}" x2="{CURVE_WIDTH - CURVE_RIGHT}" '
-            f'y1="{_num(ty)}" y2="{_num(ty)}"/><text class="tick" x="{CURVE_LEFT - 6}" '
-            f'y="{_num(ty + 4)}" text-anchor="end">{escape(label)}</text>'
+            grid_line(
+                (CURVE_LEFT, ty),
+                (CURVE_WIDTH - CURVE_RIGHT, ty),
+                escape(f"{decade:g}"),
+                (CURVE_LEFT - 6, ty + 4),
+                "end",
+            )
         )
         decade *= 10
     out.append(

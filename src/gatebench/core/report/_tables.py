@@ -111,6 +111,19 @@ class Table:
         }
 
 
+@dataclass(frozen=True)
+class TextTable:
+    """A table already printed, with the paragraph that introduces it: the first cell of a row
+    is its header (and its sort key), the columns from ``numeric_from`` on are numbers."""
+
+    id: str
+    title: str
+    intro: str
+    header: Sequence[str]
+    rows: list[list[str]]
+    numeric_from: int
+
+
 def finite(value: float | None) -> float | None:
     """``value``, or None when it is not a finite number (JSON has no NaN or infinity)."""
     if value is None or not math.isfinite(value):

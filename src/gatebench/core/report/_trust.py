@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from gatebench.core.report._build import Report
 from gatebench.core.report._format import fmt_number
+from gatebench.core.report._tables import TextTable
 
 TRUST_KEYS = frozenset({"ceiling", "cross_check"})
 """Keys of a run's environment shown in the trust section, not in the run's metadata."""
-HEADROOM_HEADER = (
+_HEADROOM_HEADER = (
     "Workload",
     "Target",
     "Throughput (req/s)",
@@ -28,7 +29,7 @@ def _ms(value: float, engine: str) -> str:
     return fmt_number(value, 1 if engine == "gatling" else 2)
 
 
-def headroom_intro(report: Report) -> str:
+def _headroom_intro(report: Report) -> str:
     trust = report.trust
     ceiling = trust.ceiling
     if ceiling is None:
@@ -56,23 +57,21 @@ def headroom_intro(report: Report) -> str:
     return text
 
 
-def headroom_rows(report: Report) -> list[list[str]]:
-    rows = []
-    for h in report.trust.headroom:
-        rows.append(
-            [
-                h.workload,
-                h.target,
-                _rate(h.throughput),
-                _rate(h.ceiling),
-                f"{fmt_number(h.share_pct, 0 if h.share_pct >= 10 else 1)} %",
-                f"{h.near_ceiling} of {h.repetitions}",
-            ]
-        )
-    return rows
+def _headroom_rows(report: Report) -> list[list[str]]:
+    return [
+        [
+            h.workload,
+            h.target,
+            _rate(h.throughput),
+            _rate(h.ceiling),
+            f"{fmt_number(h.share_pct, 0 if h.share_pct >= 10 else 1)} %",
+            f"{h.near_ceiling} of {h.repetitions}",
+        ]
+        for h in report.trust.headroom
+    ]
 
 
-def agreement_intro(report: Report) -> str:
+def _agreement_intro(report: Report) -> str:
     trust = report.trust
     if trust.second_engine is None:
         return (
@@ -89,7 +88,7 @@ def agreement_intro(report: Report) -> str:
     )
 
 
-def agreement_header(report: Report) -> list[str]:
+def _agreement_header(report: Report) -> list[str]:
     first = report.trust.agreements[0] if report.trust.agreements else None
     one, two = (first.engine, first.other) if first else ("run", "second engine")
     return [
@@ -106,32 +105,45 @@ def agreement_header(report: Report) -> list[str]:
 
 
 def agreement_rows(report: Report) -> list[list[str]]:
-    rows = []
-    for a in report.trust.agreements:
-        rows.append(
-            [
-                a.target,
-                a.workload,
-                _rate(a.throughput),
-                _rate(a.other_throughput),
-                f"{fmt_number(a.throughput_gap_pct, 1)} %",
-                _ms(a.p50, a.engine),
-                _ms(a.other_p50, a.other),
-                f"{fmt_number(a.p50_gap_pct, 1)} %",
-                "yes"
-                if a.agrees
-                else "no" + (f" ({a.engine} flagged tester-bound)" if a.tester_bound else ""),
-            ]
-        )
-    return rows
+    return [
+        [
+            a.target,
+            a.workload,
+            _rate(a.throughput),
+            _rate(a.other_throughput),
+            f"{fmt_number(a.throughput_gap_pct, 1)} %",
+            _ms(a.p50, a.engine),
+            _ms(a.other_p50, a.other),
+            f"{fmt_number(a.p50_gap_pct, 1)} %",
+            "yes"
+            if a.agrees
+            else "no" + (f" ({a.engine} flagged tester-bound)" if a.tester_bound else ""),
+        ]
+        for a in report.trust.agreements
+    ]
 
 
-__all__ = [
-    "HEADROOM_HEADER",
-    "TRUST_KEYS",
-    "agreement_header",
-    "agreement_intro",
-    "agreement_rows",
-    "headroom_intro",
-    "headroom_rows",
-]
+def trust_tables(report: Report) -> tuple[TextTable, TextTable]:
+    """The load engine's headroom, then a second engine's agreement: each introduced even
+    without rows (the introduction says why there are none)."""
+    return (
+        TextTable(
+            "headroom",
+            "Throughput against the load engine's ceiling (mean over the repetitions)",
+            _headroom_intro(report),
+            _HEADROOM_HEADER,
+            _headroom_rows(report),
+            2,
+        ),
+        TextTable(
+            "agreement",
+            "The same cells measured by a second engine",
+            _agreement_intro(report),
+            _agreement_header(report),
+            agreement_rows(report),
+            2,
+        ),
+    )
+
+
+__all__ = ["TRUST_KEYS", "agreement_rows", "trust_tables"]

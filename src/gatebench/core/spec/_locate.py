@@ -10,6 +10,7 @@ import contextlib
 import json
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
@@ -113,11 +114,33 @@ def json_duplicate_keys(text: str) -> list[tuple[str, str, Position]]:
     return [(p, k, pos) for p, k, pos in _walk_json(text, {}) if k is not None]
 
 
+@dataclass
+class _Open:
+    """A mapping or sequence a walk is inside of: where its next value's pointer comes from."""
+
+    pointer: str
+    is_map: bool
+    index: int = 0
+    key: Any = None
+    """A mapping's key whose value comes next; None: a key comes next."""
+    seen: set[Any] = field(default_factory=set)
+
+    def member(self, key: Any) -> str:
+        return self.pointer + "/" + escape_pointer_token(str(key))
+
+    def next_value(self) -> str:
+        """The pointer of the value that comes next: the key's just read, or the next item's."""
+        if self.is_map:
+            pointer, self.key = self.member(self.key), None
+        else:
+            pointer, self.index = f"{self.pointer}/{self.index}", self.index + 1
+        return pointer
+
+
 def _walk_json(
     text: str, positions: dict[str, Position]
 ) -> Iterator[tuple[str, str | None, Position]]:
-    # Each stack entry: [pointer, is_object, next_index, pending_key, seen_keys]
-    stack: list[list[object]] = []
+    stack: list[_Open] = []
     import json as _json
 
     line_col = LineIndex(text)
@@ -125,49 +148,38 @@ def _walk_json(
         tok = match.group()
         if not stack:
             if tok in "{[":
-                stack.append(["", tok == "{", 0, None, set()])
+                stack.append(_Open("", tok == "{"))
             continue
         top = stack[-1]
-        ptr = str(top[0])
         if tok in ("}", "]"):
             stack.pop()
             continue
         if tok in (",", ":"):
             continue
-        if top[1] and top[3] is None:
+        if top.is_map and top.key is None:
             # an object key
             try:
                 key = _json.loads(tok)
             except ValueError:
                 key = tok
-            top[3] = key
-            child = ptr + "/" + escape_pointer_token(str(key))
+            top.key = key
             pos = line_col(match.start())
-            seen = top[4]
-            assert isinstance(seen, set)
-            if key in seen:
-                yield ptr, str(key), pos
-            seen.add(key)
-            positions.setdefault(child, pos)
+            if key in top.seen:
+                yield top.pointer, str(key), pos
+            top.seen.add(key)
+            positions.setdefault(top.member(key), pos)
             continue
-        if top[1]:
-            child = ptr + "/" + escape_pointer_token(str(top[3]))
-            top[3] = None
-        else:
-            index = top[2]
-            assert isinstance(index, int)
-            child = f"{ptr}/{index}"
-            top[2] = index + 1
+        child = top.next_value()
+        if not top.is_map:
             positions.setdefault(child, line_col(match.start()))
         if tok in "{[":
-            stack.append([child, tok == "{", 0, None, set()])
+            stack.append(_Open(child, tok == "{"))
 
 
 def yaml_positions(text: str) -> dict[str, Position]:
     """Pointer -> position for a YAML text (keys located at the key, like JSON)."""
     positions: dict[str, Position] = {"": (1, 1)}
-    # stack entries: [pointer, is_map, index, pending_key]
-    stack: list[list[object]] = []
+    stack: list[_Open] = []
     try:
         events = list(yaml.parse(text, Loader=_Loader))
     except yaml.YAMLError:
@@ -183,24 +195,15 @@ def yaml_positions(text: str) -> dict[str, Position]:
                 ptr = ""
             else:
                 top = stack[-1]
-                if top[1]:
-                    if top[3] is None:
-                        key = event.value if isinstance(event, yaml.ScalarEvent) else "?"
-                        top[3] = key
-                        positions.setdefault(
-                            str(top[0]) + "/" + escape_pointer_token(str(key)), pos
-                        )
-                        continue
-                    ptr = str(top[0]) + "/" + escape_pointer_token(str(top[3]))
-                    top[3] = None
-                else:
-                    index = top[2]
-                    assert isinstance(index, int)
-                    ptr = f"{top[0]}/{index}"
-                    top[2] = index + 1
+                if top.is_map and top.key is None:
+                    top.key = event.value if isinstance(event, yaml.ScalarEvent) else "?"
+                    positions.setdefault(top.member(top.key), pos)
+                    continue
+                ptr = top.next_value()
+                if not top.is_map:
                     positions.setdefault(ptr, pos)
             if isinstance(event, yaml.MappingStartEvent | yaml.SequenceStartEvent):
-                stack.append([ptr, isinstance(event, yaml.MappingStartEvent), 0, None])
+                stack.append(_Open(ptr, isinstance(event, yaml.MappingStartEvent)))
         elif isinstance(event, yaml.MappingEndEvent | yaml.SequenceEndEvent):
             stack.pop()
     return positions

@@ -59,6 +59,8 @@ SUPPORTED = (
     "ConstantTimer",
     "ConstantThroughputTimer",
 )
+_SCOPED = ("CSVDataSet", "ConstantTimer", "ConstantThroughputTimer")
+"""What applies to every sampler of the level it stands in (``_Scope``)."""
 
 
 class JmxError(ValueError):
@@ -220,6 +222,17 @@ class Group:
     samplers: list[Sampler] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class _Scope:
+    """What applies to the samplers below a level of the plan (the plan, a thread group, a
+    sampler): its constant timers' pauses, its data sets, and its throughput timer (an inner
+    one replaces an outer one)."""
+
+    timers: tuple[float, ...] = ()
+    data_sets: tuple[DataSet, ...] = ()
+    throughput: tuple[float, int] | None = None
+
+
 @dataclass
 class TestPlan:
     groups: list[Group]
@@ -287,24 +300,12 @@ class _Walker:
                 self._leave_out(node, subtree, "the plan's root")
                 continue
             self._variables(node)
-            plan_timers, plan_sets, plan_throughput = [], [], None
             children = _elements(subtree) if subtree is not None else []
-            for child, below in children:
-                found = self._scoped(child, below, "Test Plan")
-                if found is not None:
-                    kind, value = found
-                    if kind == "timer":
-                        plan_timers.append(value)
-                    elif kind == "throughput":
-                        plan_throughput = value
-                    else:
-                        plan_sets.append(value)
+            scope = self._inner(_Scope(), children, "Test Plan")
             for child, below in children:
                 if child.tag == "ThreadGroup" and self._enabled(child, "Test Plan"):
-                    groups.append(
-                        self._group(child, below, plan_timers, plan_sets, plan_throughput)
-                    )
-                elif child.tag not in ("CSVDataSet", "ConstantTimer", "ConstantThroughputTimer"):
+                    groups.append(self._group(child, below, scope))
+                elif child.tag not in _SCOPED:
                     self._leave_out(child, below, "Test Plan")
         return TestPlan(groups, self.unsupported, self.notes, self.variables)
 
@@ -335,13 +336,35 @@ class _Walker:
             if name:
                 self.variables[name] = props.get("Argument.value", "")
 
+    def _inner(
+        self,
+        outer: _Scope,
+        elements: list[tuple[Node, Node | None]],
+        where: str,
+        *,
+        leave_out_others: bool = False,
+    ) -> _Scope:
+        """``outer`` with the timers and data sets among ``elements`` (a level's) added; the
+        other elements left out here too when ``leave_out_others`` (a sampler's)."""
+        timers, data_sets, throughput = list(outer.timers), list(outer.data_sets), outer.throughput
+        for child, below in elements:
+            found = self._scoped(child, below, where)
+            if found is None:
+                if leave_out_others and child.tag not in _SCOPED:
+                    self._leave_out(child, below, where)
+                continue
+            kind, value = found
+            if kind == "timer":
+                timers.append(value)
+            elif kind == "throughput":
+                throughput = value
+            else:
+                data_sets.append(value)
+        return _Scope(tuple(timers), tuple(data_sets), throughput)
+
     def _scoped(self, node: Node, subtree: Node | None, where: str) -> tuple[str, Any] | None:
         """A timer or data set that applies to its scope, or None."""
-        if node.tag in (
-            "ConstantTimer",
-            "ConstantThroughputTimer",
-            "CSVDataSet",
-        ) and not self._enabled(node, where):
+        if node.tag in _SCOPED and not self._enabled(node, where):
             return None
         props = node.props()
         if node.tag == "ConstantTimer":
@@ -410,9 +433,7 @@ class _Walker:
         self,
         node: Node,
         subtree: Node | None,
-        timers: list[float],
-        data_sets: list[DataSet],
-        throughput: tuple[float, int] | None,
+        scope: _Scope,
     ) -> Group:
         props = node.props()
         where = f"line {node.line}: ThreadGroup {node.name!r}"
@@ -450,27 +471,12 @@ class _Walker:
         group = Group(node.name, node.line, max(1, threads), ramp, loops, duration)
         group_where = f"Test Plan › {node.name}"
         elements = _elements(subtree) if subtree is not None else []
-        group_timers, group_sets, group_throughput = list(timers), list(data_sets), throughput
-        for child, below in elements:
-            found = self._scoped(child, below, group_where)
-            if found is None:
-                continue
-            kind, value = found
-            if kind == "timer":
-                group_timers.append(value)
-            elif kind == "throughput":
-                group_throughput = value
-            else:
-                group_sets.append(value)
+        group_scope = self._inner(scope, elements, group_where)
         for child, below in elements:
             if child.tag == "HTTPSamplerProxy":
                 if self._enabled(child, group_where):
-                    group.samplers.append(
-                        self._sampler(
-                            child, below, group_where, group_timers, group_sets, group_throughput
-                        )
-                    )
-            elif child.tag not in ("CSVDataSet", "ConstantTimer", "ConstantThroughputTimer"):
+                    group.samplers.append(self._sampler(child, below, group_where, group_scope))
+            elif child.tag not in _SCOPED:
                 self._leave_out(child, below, group_where)
         return group
 
@@ -479,25 +485,11 @@ class _Walker:
         node: Node,
         subtree: Node | None,
         where: str,
-        timers: list[float],
-        data_sets: list[DataSet],
-        throughput: tuple[float, int] | None,
+        scope: _Scope,
     ) -> Sampler:
         props = node.props()
-        own_timers, own_sets, own_throughput = list(timers), list(data_sets), throughput
-        for child, below in _elements(subtree) if subtree is not None else []:
-            found = self._scoped(child, below, f"{where} › {node.name}")
-            if found is None:
-                if child.tag not in ("CSVDataSet", "ConstantTimer", "ConstantThroughputTimer"):
-                    self._leave_out(child, below, f"{where} › {node.name}")
-                continue
-            kind, value = found
-            if kind == "timer":
-                own_timers.append(value)
-            elif kind == "throughput":
-                own_throughput = value
-            else:
-                own_sets.append(value)
+        elements = _elements(subtree) if subtree is not None else []
+        own = self._inner(scope, elements, f"{where} › {node.name}", leave_out_others=True)
         arguments = []
         args = node.element("HTTPsampler.Arguments")
         for arg in args.collection("Arguments.arguments") if args is not None else []:
@@ -529,9 +521,9 @@ class _Walker:
             path=path,
             arguments=[(self._substitute(n), self._substitute(v)) for n, v in arguments],
             raw_body=self._substitute(raw) if raw is not None else None,
-            timers=[("constant", t) for t in own_timers],
-            throughput=own_throughput,
-            data_sets=own_sets,
+            timers=[("constant", t) for t in own.timers],
+            throughput=own.throughput,
+            data_sets=list(own.data_sets),
         )
 
     def _substitute(self, text: str) -> str:

@@ -5,6 +5,7 @@ description, and the constant-rate load (this machine: ``gatebench.local.machine
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -16,6 +17,20 @@ from gatebench.core.renderers import LiveChange, Renderer
 from gatebench.core.scaleplan import LoadSettings
 from gatebench.kinds._live._gateway import ChangeApplied, Gateway, RateLoad
 from gatebench.run.ports import Machine, StageContext
+
+
+@dataclass(frozen=True)
+class GrownSite:
+    """One gateway rendered for a grown description: ``grown`` forwarding to ``backend_url``,
+    its files under ``workdir``, for ``cpu``'s cores and pools that hold ``settings``' constant
+    rate."""
+
+    gateway: str
+    grown: Api
+    backend_url: str
+    settings: LoadSettings
+    workdir: Path
+    cpu: CpuPolicy
 
 
 @runtime_checkable
@@ -34,18 +49,8 @@ class LiveMachine(Machine, Protocol):
     def unavailable(self, gateway: str) -> str | None:
         """Why ``gateway`` cannot be measured from here (None: it can)."""
 
-    def live_gateway(
-        self,
-        gateway: str,
-        grown: Api,
-        *,
-        backend_url: str,
-        settings: LoadSettings,
-        workdir: Path,
-        cpu: CpuPolicy,
-    ) -> Gateway:
-        """The gateway's files for ``grown``, forwarding to ``backend_url`` (no process yet),
-        for ``cpu``'s cores and pools that hold the constant rate; raises what the renderer
+    def live_gateway(self, site: GrownSite) -> Gateway:
+        """The gateway of ``site``, its files written (no process yet); raises what the renderer
         raises."""
 
 
@@ -102,4 +107,4 @@ class NotRendered:
         return None
 
 
-__all__ = ["LiveMachine", "NotRendered", "live_machine"]
+__all__ = ["GrownSite", "LiveMachine", "NotRendered", "live_machine"]

@@ -17,7 +17,7 @@ from typing import Any
 
 from gatebench.core.model import RunRecord
 from gatebench.core.report._charts import PALETTE, nice_step
-from gatebench.core.report._svg import _num, _tick_label
+from gatebench.core.report._svg import _num, axis_ticks, grid_line
 from gatebench.core.scaleplan import LIVE_KINDS
 from gatebench.kinds._live.metrics import ChangeOutcome, ScalePoint, scale_rows
 from gatebench.store import ResultStore
@@ -211,22 +211,13 @@ def log_line_chart(
         f'role="img" aria-label="{escape(title)}"><title>{escape(title)}</title>',
         f'<text class="group" x="4" y="14">{escape(title)}</text>',
     ]
-    tick = 0.0
-    while tick <= y_max + step * 1e-9:
+    for tick, label in axis_ticks(y_max, step):
         y = py(tick)
-        out.append(
-            f'<line class="grid" x1="{_num(LEFT)}" x2="{_num(WIDTH - RIGHT)}" y1="{_num(y)}" '
-            f'y2="{_num(y)}"/><text class="tick" x="{_num(LEFT - 4)}" y="{_num(y + 4)}" '
-            f'text-anchor="end">{escape(_tick_label(tick, step))}</text>'
-        )
-        tick += step
+        out.append(grid_line((LEFT, y), (WIDTH - RIGHT, y), label, (LEFT - 4, y + 4), "end"))
+    bottom = TOP + plot_h
     for power in range(lo, hi + 1):
         x = px(10.0**power)
-        out.append(
-            f'<line class="grid" x1="{_num(x)}" x2="{_num(x)}" y1="{_num(TOP)}" '
-            f'y2="{_num(TOP + plot_h)}"/><text class="tick" x="{_num(x)}" '
-            f'y="{_num(TOP + plot_h + 14)}" text-anchor="middle">{10**power:,}</text>'
-        )
+        out.append(grid_line((x, TOP), (x, bottom), f"{10**power:,}", (x, bottom + 14), "middle"))
     out.append(
         f'<text class="axis-label" x="{_num(LEFT + plot_w / 2)}" y="{_num(HEIGHT - 4)}" '
         f'text-anchor="middle">{escape(x_label)}</text>'

@@ -29,7 +29,7 @@ its teardown comes once, after score. The stages that have no step of their own 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -49,7 +49,7 @@ from gatebench.kinds._live._gateway import (
     RateLoad,
     start_grown,
 )
-from gatebench.kinds._live._machine import NotRendered, live_machine
+from gatebench.kinds._live._machine import GrownSite, NotRendered, live_machine
 from gatebench.kinds._live._report import (
     cpu_policy_of,
     render_scale_csv,
@@ -191,14 +191,11 @@ class GrowRender(Stage):
         for gw in scale.gateways:
             ctx.journal.display(Progress(step="rendered", message=f"{gw} {self.size} routes"))
             try:
-                grown.lives[gw] = live_machine(ctx.machine).live_gateway(
-                    gw,
-                    grown_api,
-                    backend_url=urls[BACKENDS[0]],
-                    settings=scale.request.settings,
-                    workdir=ctx.run_dir / "gateways" / gw / str(self.size),
-                    cpu=backends.cpu,
+                workdir = ctx.run_dir / "gateways" / gw / str(self.size)
+                site = GrownSite(
+                    gw, grown_api, urls[BACKENDS[0]], scale.request.settings, workdir, backends.cpu
                 )
+                grown.lives[gw] = live_machine(ctx.machine).live_gateway(site)
             except GatebenchError as exc:
                 grown.booted[gw] = Booted(
                     NotRendered(get_renderer(gw)),
@@ -230,6 +227,29 @@ class GrowProvision(Stage):
             grown.booted[gw] = booted
             if booted.ok:
                 ctx.cpu_groups[f"gw:{gw}"] = list(live.pids)
+
+
+class LiveLoad(Stage):
+    """``load`` of a live run: each gateway in turn (:meth:`measure`), stopped once measured."""
+
+    name = "load"
+    step = RunStatus.LOADING
+    moves: ClassVar[Literal["start", "end"] | None] = "start"
+    needs: ClassVar[tuple[type, ...]] = (ScaleInput, Grown)
+
+    def run(self, ctx: RunContext) -> None:
+        scale, grown = ctx.get(ScaleInput), ctx.get(Grown)
+        for gw, booted in sorted(grown.booted.items()):
+            try:
+                self.measure(ctx, scale, grown, gw, booted)
+            finally:
+                booted.live.stop()
+
+    def measure(
+        self, ctx: RunContext, scale: ScaleInput, grown: Grown, gw: str, booted: Booted
+    ) -> None:
+        """Measure one gateway and store what it gave (``ctx.journal.put_result``)."""
+        raise NotImplementedError
 
 
 class GrowTeardown(Stage):
@@ -293,6 +313,27 @@ class GrowProvisionNext(GrowProvision):
         "the cloud's VMs are created once; each later size's start, the gateway VM's container "
         "started again on that size's files, is measured inside the load step"
     )
+
+
+def live_stages(
+    request: ScaleRequest,
+    load: RateLoad | None,
+    sizes: Iterable[int],
+    load_stage: Callable[[bool], LiveLoad],
+) -> tuple[Stage, ...]:
+    """A live run's stages: render, provision, load (``load_stage(first)``) and tear down each
+    size, smallest first, between parse and backend and the score."""
+    stages: list[Stage] = [ScaleParse(request, load), StartEchoBackends()]
+    for i, size in enumerate(sorted(sizes)):
+        first = i == 0
+        stages += [
+            GrowRender(size) if first else GrowRenderNext(size),
+            GrowProvision() if first else GrowProvisionNext(),
+            load_stage(first),
+            GrowTeardown(),
+        ]
+    stages.append(ScaleScore())
+    return tuple(stages)
 
 
 def live_plan(kind: RunKind, request: ScaleRequest) -> Prepared:
@@ -380,6 +421,7 @@ __all__ = [
     "GrowRenderNext",
     "GrowTeardown",
     "Grown",
+    "LiveLoad",
     "Results",
     "ScaleInput",
     "ScaleParse",
@@ -389,5 +431,6 @@ __all__ = [
     "live_kind",
     "live_plan",
     "live_report",
+    "live_stages",
     "live_status",
 ]

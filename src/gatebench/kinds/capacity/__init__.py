@@ -49,7 +49,6 @@ from gatebench.kinds.capacity._document import (
     settings_from_dict,
 )
 from gatebench.kinds.capacity._metrics import (
-    LATENCY_KEYS,
     ProbeKind,
     ProbeMetrics,
     ProbeRequest,
@@ -102,7 +101,6 @@ __all__ = [
     "BASELINE",
     "CAPACITY_FORMAT",
     "FORMAT",
-    "LATENCY_KEYS",
     "MAX_CONFIRMATIONS",
     "MAX_PROBES",
     "MIN_RATE",

@@ -163,10 +163,7 @@ class StepController:
                 else:
                     self._finish("unconfirmed", f"{MAX_CONFIRMATIONS} confirmations failed")
                 return
-            if self.low is None:
-                self._shrink_from(rate)
-            else:
-                self._bisect_or_confirm()
+            self._below(rate)
             return
         if self.phase == "grow":
             if held:
@@ -184,10 +181,7 @@ class StepController:
                 self.rate = min(rate * self.growth, self.top)
                 return
             self.high = rate
-            if self.low is None:
-                self._shrink_from(rate)
-            else:
-                self._bisect_or_confirm()
+            self._below(rate)
             return
         if self.phase == "shrink":
             if held:
@@ -214,6 +208,14 @@ class StepController:
         if low * (1.0 + self.settings.precision) < rate < high:
             return rate
         return None
+
+    def _below(self, rate: float) -> None:
+        """After ``rate`` did not hold: shrink from it while no rate has held, else bisect
+        between the highest that held and it (or confirm)."""
+        if self.low is None:
+            self._shrink_from(rate)
+        else:
+            self._bisect_or_confirm()
 
     def _shrink_from(self, rate: float) -> None:
         if rate <= self.floor:

@@ -14,11 +14,11 @@ from typing import Any, Literal
 
 from gatebench.core.loadlog import ScheduleSample
 from gatebench.core.measure import PhaseResult
+from gatebench.core.plan import OBJECTIVE_LATENCY_METRICS
 from gatebench.core.resources import requests_per_cpu_s
 from gatebench.core.stats import LatencySummary, nearest_rank, phase_stats
 
 ProbeKind = Literal["grow", "shrink", "bisect", "confirm"]
-LATENCY_KEYS = ("p50", "p90", "p95", "p99", "mean", "max")
 
 
 @dataclass(frozen=True)
@@ -36,8 +36,9 @@ class ProbeRequest:
 
 
 def _latencies(s: LatencySummary) -> dict[str, float]:
-    """A probe's figures (``ProbeMetrics.latency``'s keys) from the one summary."""
-    return {"p50": s.p50, "p90": s.p90, "p95": s.p95, "p99": s.p99, "mean": s.mean, "max": s.max}
+    """A probe's figures (``ProbeMetrics.latency``'s keys: the latencies an objective may
+    bound) from the one summary."""
+    return {name: getattr(s, name) for name in OBJECTIVE_LATENCY_METRICS}
 
 
 @dataclass(frozen=True)
@@ -166,9 +167,7 @@ def read_probe(
         sent=schedule.sent,
         dropped=schedule.dropped,
         refused=schedule.refused,
-        requests=s.requests,
-        ok=s.ok,
-        ko=s.ko,
+        **s.outcomes(),
         error_pct=s.error_pct,
         achieved_rate=s.ok / max(request.duration_s, s.duration_s) if s.requests else 0.0,
         served_rate=_served(request, s.ok, s.duration_s),
@@ -191,15 +190,11 @@ def read_probe(
         target_machine_pct=None if cpu is None else round(cpu.target_pct, 1),
         others_cpu_pct=None if cpu is None else round(cpu.others_pct, 1),
         cpu_flags=() if cpu is None else cpu.flags(),
-        errors=s.errors[:10],
         drop_reasons=tuple(sorted(schedule.drop_reasons.items(), key=lambda kv: -kv[1]))[:5],
         shared_core=shared_core,
         started_ms=result.start_ms,
         ended_ms=result.end_ms,
-        wrong_answers=s.wrong,
-        wrong_kinds=s.wrong_kinds,
-        wrong_evidence=s.wrong_evidence,
     )
 
 
-__all__ = ["LATENCY_KEYS", "ProbeKind", "ProbeMetrics", "ProbeRequest", "read_probe"]
+__all__ = ["ProbeKind", "ProbeMetrics", "ProbeRequest", "read_probe"]

@@ -15,14 +15,13 @@ three stages of its own::
   ``--testers N`` every probe split over N generators in network namespaces of their own. Each
   search is appended to ``capacity-searches.jsonl`` as it ends, so an interrupted run keeps the
   searches that finished.
-- :class:`CapacityScore` (``score``): the result (``gatebench.kinds.capacity.capacity_result``) stored
-  with the run (``RunRecord.capacity``) and in ``capacity.json``; the report is built from it.
+- :class:`CapacityScore` (``score``): the result (``gatebench.kinds.capacity.capacity_result``),
+  one of the run's results (``capacity.jsonl`` and the store, through the journal); the report is
+  built from it.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -57,25 +56,20 @@ from gatebench.kinds.capacity._report import CapacityReport, build_capacity_repo
 from gatebench.run._base import Stage
 from gatebench.run._journal import Progress
 from gatebench.run.ports import Backend
-from gatebench.run.stages.parse import Parsed, check_secrets, signed_tokens
-from gatebench.run.stages.provision import target_groups
+from gatebench.run.stages.parse import Parse, Parsed
+from gatebench.run.stages.provision import LoadStage, target_groups
 from gatebench.run.stages.render import Rendered
 
 if TYPE_CHECKING:
+    from gatebench.core.plan import Plan
     from gatebench.run._context import RunContext
 
 ENGINE = "loadgen"
 SEARCHES = "capacity-searches.jsonl"
-RESULT = "capacity.json"
 
 
-class CapacityParse(Stage):
+class CapacityParse(Parse):
     """``parse`` for a capacity run: the load generator instead of the plan's engine."""
-
-    name = "parse"
-    step = RunStatus.PARSED
-    moves = "end"
-    gives = Parsed
 
     def check(self, ctx: RunContext) -> None:
         machine = capacity_machine(ctx.machine)
@@ -95,17 +89,11 @@ class CapacityParse(Stage):
                     f"namespace of its own, and {problem}; run as root or use --testers 1"
                 )
 
-    def run(self, ctx: RunContext) -> Parsed:
-        from gatebench.core.api_keys import with_api_keys
+    def engine(self, ctx: RunContext) -> str:
+        return ENGINE
 
-        plan = ctx.resources.enter_context(signed_tokens(ctx.plan, ctx.outcome))
-        check_secrets(plan)
-        return Parsed(
-            plan,
-            ENGINE,
-            with_api_keys(plan.policies, os.environ),
-            plan_concurrency(plan, capacity=True),
-        )
+    def concurrency(self, plan: Plan) -> int:
+        return plan_concurrency(plan, capacity=True)
 
 
 @dataclass(frozen=True)
@@ -115,13 +103,9 @@ class Searched:
     """Workload → the load generator's ceiling here (None: not measured, or above max_rate)."""
 
 
-class CapacityLoad(Stage):
+class CapacityLoad(LoadStage):
     """``load`` for a capacity run: the gateways start, the ceilings, then the campaign."""
 
-    name = "load"
-    step = RunStatus.LOADING
-    moves = "start"
-    needs = (Parsed, Backend, Rendered)
     gives = Searched
 
     def run(self, ctx: RunContext) -> Searched:
@@ -291,7 +275,7 @@ def _alive(ctx: RunContext, target: str) -> None:
 
 
 class CapacityScore(Stage):
-    """``score`` for a capacity run: the result, stored with the run and in its folder."""
+    """``score`` for a capacity run: the result, in the run's folder and the store."""
 
     name = "score"
     step = RunStatus.SCORING
@@ -306,9 +290,6 @@ class CapacityScore(Stage):
         result = capacity_result(searched.campaign, ceiling=min(ceilings) if ceilings else None)
         ctx.journal.put_result(RESULT_KIND, RESULT_KEY, result.to_dict())
         ctx.put(result)
-        (ctx.run_dir / RESULT).write_text(
-            json.dumps(result.to_dict(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
-        )
         ctx.outcome.report = capacity_report(ctx, result)
 
 
@@ -318,7 +299,6 @@ def capacity_report(ctx: RunContext, result: CapacityResult) -> CapacityReport:
 
 
 __all__ = [
-    "RESULT",
     "SEARCHES",
     "CapacityLoad",
     "CapacityParse",

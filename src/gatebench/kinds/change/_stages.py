@@ -11,84 +11,63 @@ known.
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
-
 from gatebench.core.errors import GatebenchError, RunError
-from gatebench.core.model import RunStatus
 from gatebench.core.routescale import replicate
-from gatebench.kinds._live._gateway import RateLoad, change_under_load
+from gatebench.kinds._live._gateway import Booted, RateLoad, change_under_load
 from gatebench.kinds._live._report import CHANGE_KIND
 from gatebench.kinds._live._stages import (
     BACKENDS,
     EchoBackends,
     Grown,
-    GrowProvision,
-    GrowRender,
-    GrowTeardown,
+    LiveLoad,
     ScaleInput,
-    ScaleParse,
     ScaleRequest,
-    ScaleScore,
-    StartEchoBackends,
+    live_stages,
 )
 from gatebench.run._base import Stage
 from gatebench.run._context import RunContext
 from gatebench.run._journal import Progress
 
 
-class ChangeLoad(Stage):
+class ChangeLoad(LiveLoad):
     """Each gateway in turn: the change applied under the constant-rate load."""
 
-    name = "load"
-    step = RunStatus.LOADING
-    moves: ClassVar[Literal["start", "end"] | None] = "start"
     needs = (ScaleInput, EchoBackends, Grown)
 
-    def run(self, ctx: RunContext) -> None:
-        scale, urls = ctx.get(ScaleInput), ctx.get(EchoBackends).urls
-        grown, results = ctx.get(Grown), scale.results
+    def measure(
+        self, ctx: RunContext, scale: ScaleInput, grown: Grown, gw: str, booted: Booted
+    ) -> None:
         change = scale.request.change
         if change is None:
             raise RunError("a change-under-load run needs what to change")
+        if booted.problem:
+            ctx.journal.target_failed(gw, booted.problem)
+            return
+        ctx.journal.display(Progress(step="loading", message=f"{gw}: change under load"))
         after = replicate(ctx.api, change.routes_before + change.routes_added)
-        for gw, booted in sorted(grown.booted.items()):
-            if booted.problem:
-                ctx.journal.target_failed(gw, booted.problem)
-                continue
-            ctx.journal.display(Progress(step="loading", message=f"{gw}: change under load"))
-            try:
-                outcome = change_under_load(
-                    booted,
-                    after,
-                    (BACKENDS[1], urls[BACKENDS[1]]),
-                    load=scale.load,
-                    settings=scale.request.settings,
-                    change_after_s=change.change_after_s,
-                    window_s=change.window_s,
-                    workdir=ctx.run_dir / "load" / gw,
-                )
-            except GatebenchError as exc:
-                ctx.journal.target_failed(gw, str(exc))
-                continue
-            finally:
-                booted.live.stop()
-            ctx.journal.put_result(CHANGE_KIND, gw, outcome.to_dict())
-            results.changes.append(outcome)
+        try:
+            outcome = change_under_load(
+                booted,
+                after,
+                (BACKENDS[1], ctx.get(EchoBackends).urls[BACKENDS[1]]),
+                load=scale.load,
+                settings=scale.request.settings,
+                change_after_s=change.change_after_s,
+                window_s=change.window_s,
+                workdir=ctx.run_dir / "load" / gw,
+            )
+        except GatebenchError as exc:
+            ctx.journal.target_failed(gw, str(exc))
+            return
+        ctx.journal.put_result(CHANGE_KIND, gw, outcome.to_dict())
+        scale.results.changes.append(outcome)
 
 
 def change_stages(request: ScaleRequest, load: RateLoad | None = None) -> tuple[Stage, ...]:
-    """The change-under-load run."""
+    """The change-under-load run: one size, the routes before the change."""
     if request.change is None:
         raise RunError("a change-under-load run needs what to change")
-    return (
-        ScaleParse(request, load),
-        StartEchoBackends(),
-        GrowRender(request.change.routes_before),
-        GrowProvision(),
-        ChangeLoad(),
-        GrowTeardown(),
-        ScaleScore(),
-    )
+    return live_stages(request, load, (request.change.routes_before,), lambda first: ChangeLoad())
 
 
 __all__ = ["ChangeLoad", "change_stages"]

@@ -23,13 +23,11 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from gatebench.core.errors import RunError
-from gatebench.core.model import RunStatus
-from gatebench.run._base import Stage
 from gatebench.run._journal import Progress
 from gatebench.run.ports import Backend, EngineRun, Watch
 from gatebench.run.stages._load_hooks import LoadHooks
 from gatebench.run.stages.parse import Parsed
-from gatebench.run.stages.provision import target_groups
+from gatebench.run.stages.provision import LoadStage, target_groups
 from gatebench.run.stages.render import SKIP_FILE, Rendered
 
 if TYPE_CHECKING:
@@ -42,11 +40,7 @@ class Loaded:
     """Targets that failed before or during the load (their phases were skipped)."""
 
 
-class Load(Stage):
-    name = "load"
-    step = RunStatus.LOADING
-    moves = "start"
-    needs = (Parsed, Backend, Rendered)
+class Load(LoadStage):
     gives = Loaded
 
     def run(self, ctx: RunContext) -> Loaded:

@@ -12,53 +12,37 @@ gateway and size, stored as soon as it is known.
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
-
-from gatebench.core.model import RunStatus
-from gatebench.kinds._live._gateway import RateLoad, load_positions
+from gatebench.kinds._live._gateway import Booted, RateLoad, load_positions
 from gatebench.kinds._live._report import SCALE_KIND, point_key
 from gatebench.kinds._live._stages import (
     Grown,
-    GrowProvision,
-    GrowProvisionNext,
-    GrowRender,
-    GrowRenderNext,
-    GrowTeardown,
+    LiveLoad,
     ScaleInput,
-    ScaleParse,
     ScaleRequest,
-    ScaleScore,
-    StartEchoBackends,
+    live_stages,
 )
 from gatebench.run._base import Stage
 from gatebench.run._context import RunContext
 from gatebench.run._journal import Progress
 
 
-class GrowLoad(Stage):
+class GrowLoad(LiveLoad):
     """The constant-rate load on each gateway in turn: its scale point, stored at once."""
 
-    name = "load"
-    step = RunStatus.LOADING
-    moves: ClassVar[Literal["start", "end"] | None] = "start"
-    needs = (ScaleInput, Grown)
-
-    def run(self, ctx: RunContext) -> None:
-        scale, grown = ctx.get(ScaleInput), ctx.get(Grown)
-        results = scale.results
-        for gw, booted in sorted(grown.booted.items()):
-            ctx.journal.display(Progress(step="loading", message=f"{gw} {grown.size} routes"))
-            point = load_positions(
-                booted,
-                load=scale.load,
-                settings=scale.request.settings,
-                workdir=ctx.run_dir / "load" / gw / str(grown.size),
-            )
-            ctx.journal.put_result(SCALE_KIND, point_key(point), point.to_dict())
-            results.points.append(point)
-            if point.problem:
-                ctx.note(f"{gw} at {grown.size} routes: {point.problem.splitlines()[0]}")
-            booted.live.stop()
+    def measure(
+        self, ctx: RunContext, scale: ScaleInput, grown: Grown, gw: str, booted: Booted
+    ) -> None:
+        ctx.journal.display(Progress(step="loading", message=f"{gw} {grown.size} routes"))
+        point = load_positions(
+            booted,
+            load=scale.load,
+            settings=scale.request.settings,
+            workdir=ctx.run_dir / "load" / gw / str(grown.size),
+        )
+        ctx.journal.put_result(SCALE_KIND, point_key(point), point.to_dict())
+        scale.results.points.append(point)
+        if point.problem:
+            ctx.note(f"{gw} at {grown.size} routes: {point.problem.splitlines()[0]}")
 
 
 class GrowLoadNext(GrowLoad):
@@ -71,17 +55,9 @@ class GrowLoadNext(GrowLoad):
 
 def scale_stages(request: ScaleRequest, load: RateLoad | None = None) -> tuple[Stage, ...]:
     """The route-scale run: render, provision, load and tear down each size, smallest first."""
-    stages: list[Stage] = [ScaleParse(request, load), StartEchoBackends()]
-    for i, size in enumerate(sorted(request.sizes)):
-        first = i == 0
-        stages += [
-            GrowRender(size) if first else GrowRenderNext(size),
-            GrowProvision() if first else GrowProvisionNext(),
-            GrowLoad() if first else GrowLoadNext(),
-            GrowTeardown(),
-        ]
-    stages.append(ScaleScore())
-    return tuple(stages)
+    return live_stages(
+        request, load, request.sizes, lambda first: GrowLoad() if first else GrowLoadNext()
+    )
 
 
 __all__ = ["GrowLoad", "GrowLoadNext", "scale_stages"]

@@ -166,18 +166,10 @@ def start_replicas(
 def backend_stats(port: int, timeout: float = 5.0) -> dict[str, Any]:
     """``GET /__gatebench__/stats`` of one backend process, directly: ``{"requests": N, ...}``
     (N counts what it served outside the control prefix since its start or last reset)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        conn.request("GET", f"{CONTROL_PREFIX}stats")
-        resp = conn.getresponse()
-        body = resp.read()
-    except (OSError, http.client.HTTPException) as exc:
-        raise RunError(f"backend stats on port {port} failed: {exc}") from None
-    finally:
-        conn.close()
-    if resp.status != 200:
-        raise RunError(f"backend stats on port {port} answered {resp.status}, expected 200")
-    data: dict[str, Any] = json.loads(body)
+    what = f"backend stats on port {port}"
+    data: dict[str, Any] = json.loads(
+        _control("GET", "127.0.0.1", port, f"{CONTROL_PREFIX}stats", what, 200, timeout)
+    )
     return data
 
 
@@ -242,18 +234,10 @@ _TIMELINE_FIELDS = tuple(f.name for f in ServedRequest.__dataclass_fields__.valu
 def backend_requests(port: int, timeout: float = 10.0) -> BackendTimeline:
     """``GET /__gatebench__/requests`` of one backend process, directly: its own timeline of
     every request it served (docs/trust.md, "The backend's timeline")."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        conn.request("GET", f"{CONTROL_PREFIX}requests")
-        resp = conn.getresponse()
-        body = resp.read()
-    except (OSError, http.client.HTTPException) as exc:
-        raise RunError(f"backend timeline on port {port} failed: {exc}") from None
-    finally:
-        conn.close()
-    if resp.status != 200:
-        raise RunError(f"backend timeline on port {port} answered {resp.status}, expected 200")
-    data = json.loads(body)
+    what = f"backend timeline on port {port}"
+    data = json.loads(
+        _control("GET", "127.0.0.1", port, f"{CONTROL_PREFIX}requests", what, 200, timeout)
+    )
     fields = data.get("fields")
     if (
         data.get("format") != "gatebench-backend-requests/1"
@@ -401,15 +385,24 @@ def reset_backend(reset_url: str, timeout: float = CONTROL_TIMEOUT_S) -> None:
     """Call the backend's reset directly (never through a gateway); it answers once the
     requests of the earlier load are served (up to 30 s: backend/control.go)."""
     parts = urlsplit(reset_url)
-    conn = http.client.HTTPConnection(
-        parts.hostname or "127.0.0.1", parts.port or 80, timeout=timeout
-    )
+    host, port = parts.hostname or "127.0.0.1", parts.port or 80
+    _control("POST", host, port, parts.path, f"backend reset {reset_url}", 204, timeout)
+
+
+def _control(
+    method: str, host: str, port: int, path: str, what: str, expected: int, timeout: float
+) -> bytes:
+    """One call to a backend's control endpoint, directly: its body; RunError naming ``what``
+    when it fails or answers other than ``expected``."""
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
     try:
-        conn.request("POST", parts.path)
-        status = conn.getresponse().status
+        conn.request(method, path)
+        resp = conn.getresponse()
+        body = resp.read()
     except (OSError, http.client.HTTPException) as exc:
-        raise RunError(f"backend reset {reset_url} failed: {exc}") from None
+        raise RunError(f"{what} failed: {exc}") from None
     finally:
         conn.close()
-    if status != 204:
-        raise RunError(f"backend reset {reset_url} answered {status}, expected 204")
+    if resp.status != expected:
+        raise RunError(f"{what} answered {resp.status}, expected {expected}")
+    return body

@@ -14,7 +14,6 @@ What the kill did is computed afterwards from the phase's requests
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from gatebench.core.errors import GatebenchError
 from gatebench.core.fault import fault_offsets
 from gatebench.core.plan import Fault
 from gatebench.core.workload import Phase
+from gatebench.local._watching import PhaseTimers
 from gatebench.local.backends import PlanBackend, StartedBackend, restart_replica
 from gatebench.local.procs import Supervisor
 
@@ -49,8 +49,7 @@ class ReplicaFault:
     on_kill: Callable[[Kill], None] = lambda kill: None
     """Called right after each kill (the loopback observer starts watching the port)."""
     kills: dict[int, Kill] = field(default_factory=dict)
-    _timers: dict[int, threading.Timer] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _timers: PhaseTimers = field(default_factory=PhaseTimers)
 
     @property
     def replica(self) -> StartedBackend:
@@ -65,18 +64,14 @@ class ReplicaFault:
         offset = fault_offsets(self.fault, [phase]).get(index) if phase is not None else None
         if phase is None or offset is None:
             return
-        delay = max(0.0, at_ms / 1000.0 + offset - time.time())
         kill = Kill(index, phase.target, self.replica.port)
-        timer = threading.Timer(delay, self._kill, args=(kill,))
-        timer.daemon = True
-        with self._lock:
-            self.kills[index] = kill
-            self._timers[index] = timer
-        timer.start()
+        self.kills[index] = kill
+        delay = max(0.0, at_ms / 1000.0 + offset - time.time())
+        self._timers.arm(index, delay, lambda: self._kill(kill))
 
     def _kill(self, kill: Kill) -> None:
-        with self._lock:
-            if kill.phase not in self._timers:
+        with self._timers.lock:
+            if not self._timers.armed(kill.phase):
                 return  # the phase ended first
             replica = self.replica
             replica.process.kill()
@@ -84,11 +79,8 @@ class ReplicaFault:
         self.on_kill(kill)
 
     def on_end(self, index: int) -> None:
-        with self._lock:
-            timer = self._timers.pop(index, None)
-        if timer is None:
+        if self._timers.disarm(index) is None:
             return
-        timer.cancel()
         kill = self.kills[index]
         if not kill.at:
             kill.error = "the phase ended before the kill time"
@@ -114,11 +106,7 @@ class ReplicaFault:
         kill.restarted_at = time.time()
 
     def close(self) -> None:
-        with self._lock:
-            timers = list(self._timers.values())
-            self._timers.clear()
-        for timer in timers:
-            timer.cancel()
+        self._timers.close()
 
 
 __all__ = ["Kill", "ReplicaFault"]

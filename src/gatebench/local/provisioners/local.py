@@ -23,7 +23,7 @@ compiled VCL, is removed).
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from gatebench.core.api_keys import policy_keys
@@ -51,13 +51,13 @@ class LocalProvisioner:
         policies: PolicySet | None = None,
         allow_missing_policies: bool = False,
         tls: GatewayTls | None = None,
-        replicas: tuple[str, ...] = (),
+        replicas: Sequence[str] = (),
         balance: str = "round_robin",
     ) -> None:
         self.supervisor = supervisor
         self.tls = tls
         """TLS every gateway terminates (the run's folder, ``gatebench.core.tls``); None: plain."""
-        self.replicas = replicas
+        self.replicas = tuple(replicas)
         """The backend replicas' origins when the backend is a pool (two or more)."""
         self.balance = balance
         self.cpu = cpu

@@ -47,6 +47,9 @@ class Parsed:
 
 
 class Parse(Stage):
+    """``parse``: the run's signed tokens and secrets, the load engine (:meth:`engine`) and the
+    concurrency the gateways' pools hold (:meth:`concurrency`)."""
+
     name = "parse"
     step = RunStatus.PARSED
     moves = "end"
@@ -63,10 +66,16 @@ class Parse(Stage):
         # The gateways get the API keys from their variable; the stored plan never holds them.
         return Parsed(
             plan,
-            engine_name(ctx),
+            self.engine(ctx),
             with_api_keys(plan.policies, os.environ),
-            plan_concurrency(plan),
+            self.concurrency(plan),
         )
+
+    def engine(self, ctx: RunContext) -> str:
+        return engine_name(ctx)
+
+    def concurrency(self, plan: Plan) -> int:
+        return plan_concurrency(plan)
 
 
 def engine_name(ctx: RunContext) -> str:

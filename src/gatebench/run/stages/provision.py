@@ -18,6 +18,7 @@ from gatebench.core.score import BASELINE
 from gatebench.run._base import Stage
 from gatebench.run._journal import Progress
 from gatebench.run.ports import Backend, Provisioned
+from gatebench.run.stages.parse import Parsed
 from gatebench.run.stages.render import Rendered
 
 if TYPE_CHECKING:
@@ -48,6 +49,16 @@ class Provision(Stage):
         boot_s = {t: round(e.boot_s, 3) for t, e in provisioned.endpoints.items()}
         journal.environment(boot_s=boot_s)
         return provisioned
+
+
+class LoadStage(Stage):
+    """``load`` after the shared stages: it reads what parse, backend and render gave, and
+    lets :class:`Provision` (which overlaps it) start the gateways with ``ctx.ready()``."""
+
+    name = "load"
+    step = RunStatus.LOADING
+    moves = "start"
+    needs = (Parsed, Backend, Rendered)
 
 
 def target_groups(ctx: RunContext) -> Callable[[str], list[str]]:
