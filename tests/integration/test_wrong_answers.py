@@ -227,11 +227,18 @@ def test_a_cached_answer_is_held_to_its_cache_key(backend: Any, engine: str) -> 
         read["answers"].update(cached=True, cache_key=["path", "query"])
         measured = _run(engine, document, work / f"{engine}-cached", sup)
     assert (proxy.hits, proxy.injected) == (5, Counter(crossed=3))
-    assert measured["read"].wrong_kinds == (("crossed", 3),), (measured["read"].ok, measured["read"].ko, measured["read"].errors, measured["read"].requests)
+    assert measured["read"].wrong_kinds == (("crossed", 3),), (
+        measured["read"].ok,
+        measured["read"].ko,
+        measured["read"].errors,
+        measured["read"].requests,
+    )
     assert measured["read"].ok == measured["read"].requests - 3
     assert measured["write"].wrong_answers == 0
     evidence = measured["read"].wrong_evidence
-    assert len(evidence) == 3 and all("expected an answer of its cache key" in e for e in evidence), evidence
+    assert len(evidence) == 3 and all(
+        "expected an answer of its cache key" in e for e in evidence
+    ), evidence
 
 
 def test_every_gateway_that_runs_here_answers_right_under_load(
