@@ -175,12 +175,14 @@ def bounded_capacity(result: dict[str, Any], whole: str) -> dict[str, Any]:
 
 def capacity_outcome(
     store: ResultStore, run_id: str, storage: Bucket | None = None, bucket: str = ""
-) -> tuple[str, list[dict[str, Any]]]:
+) -> tuple[str, list[dict[str, Any]]] | None:
     """(``done`` or ``partial``, the BigQuery rows) of a stored capacity run: partial when a
-    target has no knee on some endpoint or the searches stopped on an error. The whole result
-    is read from the bucket when ``storage`` is given (the stored copy is bounded)."""
+    target has no knee on some endpoint or the searches stopped on an error; ``None`` when
+    the run stored no result. The whole result is read from the bucket when ``storage`` is
+    given (the stored copy is bounded)."""
     run, stored = store.get_run(run_id), stored_capacity(store, run_id)
-    assert run is not None and stored is not None
+    if run is None or stored is None:
+        return None
     data = storage.read_optional(bucket, result_object(run_id)) if storage is not None else None
     result = CapacityResult.from_dict(json.loads(data) if data is not None else stored)
     from gatebench.kinds.capacity import evaluate_capacity

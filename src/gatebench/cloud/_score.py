@@ -38,10 +38,12 @@ def expected_keys(run: RunRecord) -> set[str]:
     return {f"{t}:{w}:{r}" for t in targets for w in workloads for r in range(1, repetitions + 1)}
 
 
-def _has_capacity_result(store: ResultStore, run_id: str) -> bool:
-    from gatebench.kinds.capacity import stored_capacity
+def _capacity_outcome(
+    store: ResultStore, run_id: str, sink: RowsSink, runs_bucket: str
+) -> tuple[str, list[dict[str, Any]]] | None:
+    from gatebench.cloud._capacity import capacity_outcome
 
-    return stored_capacity(store, run_id) is not None
+    return capacity_outcome(store, run_id, sink, runs_bucket)
 
 
 def finish_run(
@@ -58,11 +60,11 @@ def finish_run(
     run = store.get_run(run_id)
     if run is None:
         raise RequestError([Problem("/run_id", f"run {run_id!r} does not exist")])
-    if run.kind == RunKind.CAPACITY and _has_capacity_result(store, run_id):
+    if run.kind == RunKind.CAPACITY and (
+        outcome := _capacity_outcome(store, run_id, sink, runs_bucket)
+    ):
         # a capacity run: its result is stored, its rows are written here
-        from gatebench.cloud._capacity import capacity_outcome
-
-        status, capacity_rows = capacity_outcome(store, run_id, sink, runs_bucket)
+        status, capacity_rows = outcome
         text = "".join(json.dumps(row, allow_nan=False) + "\n" for row in capacity_rows)
         sink.write(runs_bucket, rows_object(run_id), text, "application/x-ndjson")
         return {
