@@ -268,7 +268,8 @@ def run() -> str:
             "### The open-model engine (gatebench-loadgen) on one core",
             "",
             f"In the same rounds, against the same nginx: the highest constant arrival rate "
-            f"loadgen offers on cpu {first} with a schedule lag p99 ≤ {LAG_P99_MS:g} ms, no "
+            f"loadgen offers on cpu {first} (a core of its own, so at the real-time priority: "
+            f"loadgen/sys.go) with a schedule lag p99 ≤ {LAG_P99_MS:g} ms, no "
             f"arrival dropped, no error and {CARRIED:.0%} of the rate carried (each probe 1 s of "
             "warm-up and 3 s measured; latency timed from each arrival's intended start), beside "
             f"plain wrk's closed loop at {max(USER_COUNTS)} kept-alive connections: with 2 "

@@ -17,16 +17,18 @@ import (
 // hands every arrival due by now to the network, each with its number k and due time; it never
 // waits for an answer (an open model). The network writes each arrival's request on an idle
 // kept-alive connection, or opens one when none is idle, so a stalled target sees as many
-// connections as arrivals it holds (as with one client per arrival), and with kept-alive
-// connections the pool settles at the concurrency the target needs.
+// connections as arrivals it holds (as with one client per arrival), up to 64 new ones it has
+// not answered on yet (network.go, maxConnecting), and with kept-alive connections the pool
+// settles at the concurrency the target needs.
 //
 // Waking up costs more than sending a request, so the dispatcher wakes at most every
 // minWake: arrivals due within it leave together, at most that late, and the lag each one
 // records says so.
 //
 // Times: an arrival's latency runs from its due time to the end of its response; its lag from
-// its due time to the moment its request began to leave, so an engine that fell behind can
-// never pass for a slow target.
+// its due time to the moment its request began to leave (or, held for a connection the target
+// had not taken up, to the moment the engine took it up), so an engine that fell behind can
+// never pass for a slow target, nor a target that holds connections for a slow engine.
 
 // minWake is the shortest time between two wake-ups of the dispatcher.
 const minWake = 200 * time.Microsecond
@@ -87,6 +89,9 @@ type engine struct {
 	lastWake    time.Duration
 	peak        int // the most connections open at once
 	cancelled   atomic.Bool
+	// onThread, when set, runs on the engine's thread as each phase's schedule starts and at
+	// each wake-up (main.go's -realtime: the thread's priority)
+	onThread func()
 }
 
 func newEngine(clk clock, rec *recorder, maxInFlight int) *engine {
@@ -128,6 +133,9 @@ func (e *engine) run(phases []*phase, skipFile string, start time.Duration) {
 		// controls take time: the schedule starts once they are done
 		if now := e.clk.now(); now > start {
 			start = now
+		}
+		if e.onThread != nil {
+			e.onThread()
 		}
 		e.waitUntil(start)
 		cpu0 := cpuTime()
@@ -183,6 +191,9 @@ func (e *engine) dispatch(p *phase, index int, start time.Duration) {
 		if next > now {
 			e.waitUntil(max(next, e.lastWake+minWake))
 			e.lastWake = e.clk.now()
+			if e.onThread != nil {
+				e.onThread()
+			}
 			if e.stopped() {
 				return
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -314,5 +315,22 @@ func TestADeadTargetIsAKOOfTheTargetNotADrop(t *testing.T) {
 	}
 	if got.ends[0].sent != 5 {
 		t.Fatalf("sent %d, want 5", got.ends[0].sent)
+	}
+}
+
+func TestOnThreadRunsAsEachPhasesScheduleStartsAndAtEachWakeUp(t *testing.T) {
+	target := &fakeNet{clk: &fakeClock{}}
+	var out bytes.Buffer
+	rec := newRecorder(&out)
+	e := newEngine(target.clk, rec, 100)
+	e.net, target.e = target, e
+	var sentBefore []int
+	e.onThread = func() { sentBefore = append(sentBefore, len(target.seen)) }
+	e.run([]*phase{testPhase(t, 0, 10, 500, 1000), testPhase(t, 1, 10, 500, 1000)}, "", 5*time.Millisecond)
+	// 5 arrivals 100 ms apart a phase: a call before each phase's first, and at each wake-up
+	// for the next
+	want := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+	if !slices.Equal(sentBefore, want) {
+		t.Fatalf("called with %v arrivals sent, want %v", sentBefore, want)
 	}
 }

@@ -162,6 +162,66 @@ func TestARealStalledServerIsStillOfferedEveryArrivalOnTime(t *testing.T) {
 	}
 }
 
+func TestNewConnectionsTheTargetHasNotAnsweredOnAreCapped(t *testing.T) {
+	const release = 500 * time.Millisecond
+	var mu sync.Mutex
+	inside, most := 0, 0
+	gate := make(chan struct{})
+	time.AfterFunc(release, func() { close(gate) })
+	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		inside++
+		most = max(most, inside)
+		mu.Unlock()
+		<-gate
+		mu.Lock()
+		inside--
+		mu.Unlock()
+		io.WriteString(w, "late")
+	})
+	// 1,000/s for 0.2 s: every arrival is due while the server answers none
+	_, got := runReal(t, false, 10_000, phaseFor(t, srv.URL, 1000, 200, 5000, false, nil))
+	if len(got.requests) != 200 || got.ends[0].sent != 200 {
+		t.Fatalf("%d records, %d sent: want 200 and 200", len(got.requests), got.ends[0].sent)
+	}
+	// until it answers, the server is given maxConnecting connections, not one per arrival
+	mu.Lock()
+	held := most
+	mu.Unlock()
+	if held != maxConnecting {
+		t.Fatalf("the server held at most %d requests before it answered, want %d", held, maxConnecting)
+	}
+	for _, r := range got.requests {
+		if r.status != 200 || r.flags&flagDropped != 0 {
+			t.Fatalf("record %+v (%q): want 200", r, got.messages[r.message])
+		}
+		// the wait for a connection is the target's: the engine took it up on time
+		if r.lag > 40_000 {
+			t.Fatalf("arrival due at %d µs left %d µs late: the target's wait was counted as the engine's", r.intended, r.lag)
+		}
+		// and its latency runs from its due time, through the wait
+		if end := r.intended + int64(r.latency); end < (release - 50*time.Millisecond).Microseconds() {
+			t.Fatalf("arrival due at %d µs: latency %d µs, ended before the server answered", r.intended, r.latency)
+		}
+	}
+}
+
+func TestAnArrivalHeldForTheTargetPastItsTimeoutIsTheTargetsTimeout(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) { <-release })
+	// 1,000/s for 0.1 s and a 150 ms timeout: all but maxConnecting wait for a connection
+	_, got := runReal(t, false, 10_000, phaseFor(t, srv.URL, 1000, 100, 150, false, nil))
+	if len(got.requests) != 100 || got.ends[0].sent != 100 {
+		t.Fatalf("%d records, %d sent: want 100 and 100", len(got.requests), got.ends[0].sent)
+	}
+	for _, r := range got.requests {
+		if r.flags&flagDropped != 0 || got.messages[r.message] != "request timeout after 150 ms" || r.latency < 150_000 {
+			t.Fatalf("record %+v (%q): want a timeout after 150 ms", r, got.messages[r.message])
+		}
+	}
+}
+
 func TestTheInFlightLimitHoldsAgainstARealServer(t *testing.T) {
 	release := make(chan struct{})
 	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {

@@ -17,6 +17,11 @@
 // With -start-at EPOCH_MS the schedule starts at that wall-clock time (several testers sharing
 // a rate start together); the backend reset and other controls of the first phase run before.
 //
+// With -realtime the engine's thread runs at the lowest real-time priority (sys.go), for a
+// generator given a core of its own: woken by its timer, it no longer waits for another
+// process's slice to end, which is where most of its schedule lag came from on a busy machine.
+// Without the privilege it says so and runs as before.
+//
 // Arrivals ride a pool of kept-alive connections (-connections keep-alive, the default), as
 // clients behind a real gateway do; -connections new opens a connection per request.
 // At most -max-in-flight requests are outstanding: an arrival beyond that is refused and
@@ -88,10 +93,11 @@ func main() {
 	connections := flag.String("connections", "keep-alive", "keep-alive (a pool) or new (a connection per request)")
 	maxInFlight := flag.Int("max-in-flight", 10000, "the most outstanding requests")
 	startAt := flag.Int64("start-at", 0, "epoch ms at which the schedule starts (testers start together); 0: now")
+	rt := flag.Bool("realtime", false, "run the engine thread at the lowest real-time priority (a core of its own)")
 	flag.Parse()
 	runtime.GOMAXPROCS(1) // one thread does the work: the runtime's own work goes on it too
 	if *workload == "" || *out == "" {
-		fail("usage: gatebench-loadgen -workload FILE -out FILE [-connections keep-alive|new] [-max-in-flight N] [-start-at EPOCH_MS]")
+		fail("usage: gatebench-loadgen -workload FILE -out FILE [-connections keep-alive|new] [-max-in-flight N] [-start-at EPOCH_MS] [-realtime]")
 	}
 	if *connections != "keep-alive" && *connections != "new" {
 		fail("-connections: expected keep-alive or new, got %q", *connections)
@@ -127,6 +133,9 @@ func main() {
 	if err != nil {
 		fail("epoll: %v", err)
 	}
+	if *rt {
+		eng.onThread = raisePriority()
+	}
 
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
@@ -150,6 +159,28 @@ func main() {
 	}
 	if eng.stopped() {
 		os.Exit(130)
+	}
+}
+
+// raisePriority gives the thread that calls it the real-time priority (sys.go) when it has not
+// had it yet, saying once why when the system refuses. The priority is the thread's, and the
+// engine's goroutine may change threads: between phases (the controls' HTTP calls block in Go's
+// own poller) or after a system call the runtime saw (opening a connection), hence a look at
+// each wake-up. It is not locked to a thread: the runtime's own work (the collector, a
+// preemption) then runs on the same thread, where a locked one hands the P to an ordinary
+// thread and waits for it back.
+func raisePriority() func() {
+	warned, raised := false, map[int]bool{}
+	return func() {
+		tid := gettid()
+		if raised[tid] {
+			return
+		}
+		raised[tid] = true
+		if err := realtime(); err != nil && !warned {
+			warned = true
+			fmt.Fprintf(os.Stderr, "gatebench-loadgen: -realtime: %v; running at the ordinary priority\n", err)
+		}
 	}
 }
 

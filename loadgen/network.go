@@ -5,7 +5,6 @@ import (
 	"net"
 	"syscall"
 	"time"
-	"unsafe"
 )
 
 // The real network: one thread, non-blocking sockets and one epoll set, as wrk does it. Each
@@ -13,7 +12,8 @@ import (
 // reader (http1.go); a timerfd in the same epoll set wakes the thread when the next arrival is
 // due, so one epoll_wait serves both the schedule and the sockets. No goroutine, channel or
 // allocation per request: on one core a goroutine per connection spent as much time being
-// scheduled and re-arming timers as sending.
+// scheduled and re-arming timers as sending. The thread's own system calls leave Go's scheduler
+// out (sys.go).
 
 type connState uint8
 
@@ -38,9 +38,14 @@ const behind = time.Millisecond
 // sockets once the engine has time to spare.
 const openPerPass = 8
 
-// maxConnecting is how many connections may be opening at once: beyond it an arrival waits for
-// the first connection that is free (at a run's start every arrival would otherwise open one
-// while the target accepts the first ones, thousands a second at high rates).
+// maxConnecting is how many new connections may wait at once for their first response: beyond
+// it an arrival waits for the first connection that is free. A connection is new until the
+// target has answered on it, not only until the kernel has connected it: on loopback the kernel
+// completes every handshake while the target has not accepted the connection yet, so during a
+// stall of a few milliseconds every arrival would open one, and a server that accepts a
+// connection per turn of its event loop (nginx) would then spend seconds accepting thousands
+// while their requests time out. The wait is the target's, not the engine's: the arrival keeps
+// the lag it had when the engine took it up, and its latency counts from its due time.
 const maxConnecting = 64
 
 // netConn is one connection and the request it carries.
@@ -59,6 +64,7 @@ type netConn struct {
 	served  int // responses read on it
 	sentAt  time.Duration
 	retried bool
+	fresh   bool // no response on it yet (counted in opening)
 	outs    bool // epoll reports room to write (while connecting, or a write that must wait)
 }
 
@@ -80,18 +86,22 @@ type epollNet struct {
 	pools    map[string]*pool
 	byFD     []*netConn       // the open connections, by descriptor
 	nOpen    int              // how many
-	opening  int              // how many are connecting
+	opening  int              // how many are new: no response on them yet
 	inFlight int              // requests sent and not finished, and arrivals waiting for a connection
 	pending  []pendingArrival // waiting for a connection, from head on
 	head     int
+	behind   int // how many of them wait for the engine (not held)
 	events   [256]syscall.EpollEvent
 	lastScan time.Duration
 }
 
-// pendingArrival waits for a connection while the engine is behind.
+// pendingArrival waits for a connection: the engine is behind, or the target has not yet
+// answered on the new connections it was given (held).
 type pendingArrival struct {
 	a    arrival
 	pool *pool
+	held bool
+	lag  time.Duration // held: when the engine took it up
 }
 
 func newEpollNet(e *engine, clk clock, newConns bool) (*epollNet, error) {
@@ -121,11 +131,6 @@ const (
 	clockMonotonic = 1
 	epollET        = 1 << 31 // the timer's event: reported on each expiry, never read
 )
-
-type itimerspec struct {
-	interval syscall.Timespec
-	value    syscall.Timespec
-}
 
 func (n *epollNet) busy() int        { return n.inFlight }
 func (n *epollNet) connections() int { return n.nOpen }
@@ -161,8 +166,12 @@ func (n *epollNet) send(a arrival, now time.Duration) {
 		n.begin(c, a, exchange{lag: now - a.due}, now)
 		return
 	}
-	if !n.newConns && n.nOpen > 0 && (now-a.due > behind || n.opening >= maxConnecting) {
-		n.pending = append(n.pending, pendingArrival{a, p})
+	if lag := now - a.due; !n.newConns && n.nOpen > 0 && (lag > behind || n.opening >= maxConnecting) {
+		held := n.opening >= maxConnecting
+		if !held {
+			n.behind++
+		}
+		n.pending = append(n.pending, pendingArrival{a: a, pool: p, held: held, lag: lag})
 		return
 	}
 	n.open(p, a, exchange{lag: now - a.due}, now)
@@ -185,26 +194,51 @@ func (n *epollNet) idle(p *pool) *netConn {
 
 // unqueue sends the arrivals waiting for a connection, oldest first, while it can: on the idle
 // ones, on at most opens new ones (the engine is on time again: a few at a time, never a
-// burst); one later than its timeout is dropped.
+// burst); one later than its timeout is dropped, or, held for the target, a timeout of the
+// target's.
 func (n *epollNet) unqueue(now time.Duration, opens int) {
 	for n.head < len(n.pending) {
 		w := n.pending[n.head]
 		lag := now - w.a.due
-		if lag > w.a.phase.timeout {
-			n.inFlight--
-			n.e.dropped(w.a, lag)
+		if w.held {
+			lag = w.lag
+		}
+		if now-w.a.due > w.a.phase.timeout {
+			if w.held {
+				n.finish(w.a, exchange{lag: lag, err: errTimeout})
+			} else {
+				n.inFlight--
+				n.e.dropped(w.a, lag)
+			}
 		} else if c := n.idle(w.pool); c != nil {
 			n.begin(c, w.a, exchange{lag: lag}, now)
 		} else if opens > 0 && n.opening < maxConnecting || n.nOpen == 0 {
 			opens--
 			n.open(w.pool, w.a, exchange{lag: lag}, now)
 		} else {
+			if n.opening >= maxConnecting {
+				n.hold(now)
+			}
 			return
+		}
+		if !w.held {
+			n.behind--
 		}
 		n.pending[n.head] = pendingArrival{}
 		n.head++
 		if n.head == len(n.pending) {
 			n.pending, n.head = n.pending[:0], 0
+		}
+	}
+}
+
+// hold marks every arrival that waits for the engine as held: from now on they wait for the
+// target, which has not answered on the connections it was given yet.
+func (n *epollNet) hold(now time.Duration) {
+	for i := n.head; n.behind > 0 && i < len(n.pending); i++ {
+		if w := &n.pending[i]; !w.held {
+			w.held, w.lag = true, now-w.a.due
+			n.behind--
 		}
 	}
 }
@@ -246,6 +280,7 @@ func (n *epollNet) open(p *pool, a arrival, x exchange, now time.Duration) *netC
 	c.a, c.x, c.sentAt = a, x, now
 	c.build()
 	c.state = connConnecting
+	c.fresh = true
 	n.opening++
 	return c
 }
@@ -290,7 +325,7 @@ func (n *epollNet) watch(c *netConn, writes bool) error {
 func (n *epollNet) write(c *netConn) {
 	c.state = connWriting
 	for c.written < len(c.req) {
-		w, err := syscall.Write(c.fd, c.req[c.written:])
+		w, err := write(c.fd, c.req[c.written:])
 		if err == syscall.EAGAIN {
 			if !c.outs {
 				if err := n.watch(c, true); err != nil {
@@ -322,7 +357,6 @@ func (n *epollNet) write(c *netConn) {
 // now on only its reads are watched (the request is small: a write that cannot finish at once
 // watches for room again).
 func (n *epollNet) connected(c *netConn) {
-	n.opening--
 	c.state = connWriting
 	errno, err := syscall.GetsockoptInt(c.fd, syscall.SOL_SOCKET, syscall.SO_ERROR)
 	if err == nil && errno != 0 {
@@ -354,7 +388,7 @@ func (n *epollNet) readable(c *netConn) {
 				c.in = bigger
 			}
 		}
-		got, err := syscall.Read(c.fd, c.in[c.w:])
+		got, err := read(c.fd, c.in[c.w:])
 		switch {
 		case err == syscall.EAGAIN:
 			return
@@ -430,6 +464,10 @@ func (n *epollNet) complete(c *netConn) {
 		x.wrong = b.answers.verdict(c.req, x.status, ok, r.answer[:r.answerLen], r.sum.n, r.sum.h.Sum(nil))
 	}
 	c.served++
+	if c.fresh {
+		c.fresh = false
+		n.opening--
+	}
 	if c.resp.keepAlive && !n.newConns && c.r == c.w {
 		c.state = connIdle
 		c.pool.idle = append(c.pool.idle, c)
@@ -438,7 +476,7 @@ func (n *epollNet) complete(c *netConn) {
 	}
 	n.finish(a, x)
 	if n.head < len(n.pending) {
-		n.unqueue(x.end, 0)
+		n.unqueue(n.clk.now(), 0)
 	}
 }
 
@@ -461,7 +499,8 @@ func (n *epollNet) drop(c *netConn) {
 	if c.state == connClosed {
 		return
 	}
-	if c.state == connConnecting {
+	if c.fresh {
+		c.fresh = false
 		n.opening--
 	}
 	c.state = connClosed
@@ -489,16 +528,14 @@ func (n *epollNet) wait(until time.Duration) {
 		if !late {
 			timeout = -1
 			if n.armed != until {
-				spec := itimerspec{value: syscall.NsecToTimespec(int64(until - now))}
-				if _, _, errno := syscall.Syscall6(syscall.SYS_TIMERFD_SETTIME, uintptr(n.timerfd), 0,
-					uintptr(unsafe.Pointer(&spec)), 0, 0, 0); errno == 0 {
+				if setTimer(n.timerfd, int64(until-now)) == nil {
 					n.armed = until
 				} else {
 					timeout = 1 // no timer: look every millisecond
 				}
 			}
 		}
-		k, err := syscall.EpollWait(n.epfd, n.events[:], timeout)
+		k, err := epollWait(n.epfd, n.events[:], timeout)
 		if err != nil && err != syscall.EINTR {
 			return
 		}
@@ -543,7 +580,7 @@ func (n *epollNet) close() {
 	for _, w := range n.pending[n.head:] {
 		n.finish(w.a, exchange{lag: n.clk.now() - w.a.due, err: errStopped})
 	}
-	n.pending, n.head = nil, 0
+	n.pending, n.head, n.behind = nil, 0, 0
 	for _, c := range n.byFD {
 		if c == nil {
 			continue

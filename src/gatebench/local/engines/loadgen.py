@@ -30,6 +30,7 @@ from gatebench.core.loadlog import LoadLog, ScheduleSample, read_loadlog
 from gatebench.local._resources import loadgen_binary
 from gatebench.local.engines._process import Launch, ProcessEngine, WatchedProcess
 from gatebench.local.engines.cpu import CpuSampler
+from gatebench.local.procs import Supervisor
 from gatebench.run.ports import EngineEvent, EngineRun, Hooks, PhaseResult
 
 """How often the generator's CPU and the targets' are sampled while a probe runs."""
@@ -53,6 +54,20 @@ def document_problems(document: Mapping[str, Any]) -> list[Problem]:
                 )
             )
     return out
+
+
+def has_cores_of_its_own(supervisor: Supervisor) -> bool:
+    """Whether the engine is pinned to cores no other role is pinned to (a role left unpinned
+    moves away from a busy core). Only then does it run at a real-time priority (``-realtime``,
+    loadgen/sys.go): woken by its timer it preempts whatever else runs there, which on a busy
+    machine would otherwise delay it by milliseconds, and which a gateway or backend sharing its
+    core would pay for."""
+    mine = supervisor.affinity.get("engine")
+    if not mine:
+        return False
+    return all(
+        not (mine & cores) for role, cores in supervisor.affinity.items() if role != "engine"
+    )
 
 
 @dataclass
@@ -92,7 +107,7 @@ class LoadgenEngine(ProcessEngine[LoadgenRun]):
     def version(self) -> str:
         return "gatebench-loadgen (Go, open model, latency from the intended start, µs)"
 
-    def argv(self, workload: Path, records: Path) -> list[str]:
+    def argv(self, workload: Path, records: Path, *, realtime: bool = False) -> list[str]:
         return [
             str(self.program()),
             "-workload",
@@ -104,6 +119,7 @@ class LoadgenEngine(ProcessEngine[LoadgenRun]):
             "-max-in-flight",
             str(self.max_in_flight),
             *(("-start-at", str(round(self.start_at_ms))) if self.start_at_ms else ()),
+            *(("-realtime",) if realtime else ()),
         ]
 
     def launch(
@@ -128,10 +144,13 @@ class LoadgenEngine(ProcessEngine[LoadgenRun]):
         started = time.monotonic()
         if how.ready is not None:
             how.ready()
+        # one tester on cores of its own keeps its schedule at a real-time priority; testers
+        # sharing cores (a wrapper: several of them) or a target on its cores stay fair
+        realtime = not how.wrapper and has_cores_of_its_own(how.supervisor)
         watched = WatchedProcess(
             how.supervisor,
             how.name,
-            [*how.wrapper, *self.argv(workload, records)],
+            [*how.wrapper, *self.argv(workload, records, realtime=realtime)],
             log_path=log_path,
             cwd=workdir,
             env=how.env,
@@ -179,4 +198,10 @@ class LoadgenEngine(ProcessEngine[LoadgenRun]):
             hooks.on_phase(PhaseResult(index, r.sample, r.start_ms, r.end_ms, cpu, cost))
 
 
-__all__ = ["DEFAULT_MAX_IN_FLIGHT", "LoadgenEngine", "LoadgenRun", "document_problems"]
+__all__ = [
+    "DEFAULT_MAX_IN_FLIGHT",
+    "LoadgenEngine",
+    "LoadgenRun",
+    "document_problems",
+    "has_cores_of_its_own",
+]
