@@ -124,19 +124,34 @@ func TestConnectionsNewOpensOnePerRequestAndSaysClose(t *testing.T) {
 	}
 }
 
+// heldCount counts the requests a handler holds at once, and the most it held.
+type heldCount struct {
+	mu           sync.Mutex
+	inside, most int
+}
+
+func (h *heldCount) hold(wait func()) {
+	h.mu.Lock()
+	h.inside++
+	h.most = max(h.most, h.inside)
+	h.mu.Unlock()
+	wait()
+	h.mu.Lock()
+	h.inside--
+	h.mu.Unlock()
+}
+
+func (h *heldCount) peak() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.most
+}
+
 func TestARealStalledServerIsStillOfferedEveryArrivalOnTime(t *testing.T) {
 	const hold = 400 * time.Millisecond
-	var mu sync.Mutex
-	inside, most := 0, 0
+	var held heldCount
 	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		inside++
-		most = max(most, inside)
-		mu.Unlock()
-		time.Sleep(hold)
-		mu.Lock()
-		inside--
-		mu.Unlock()
+		held.hold(func() { time.Sleep(hold) })
 		io.WriteString(w, "late")
 	})
 	// 100/s for 0.3 s: every arrival is due while the first is still held
@@ -157,26 +172,18 @@ func TestARealStalledServerIsStillOfferedEveryArrivalOnTime(t *testing.T) {
 			t.Fatalf("arrival due at %d µs: latency %d µs, below the server's %v hold", r.intended, r.latency, hold)
 		}
 	}
-	if most != 30 || conns.Load() != 30 {
+	if most := held.peak(); most != 30 || conns.Load() != 30 {
 		t.Fatalf("the server held at most %d requests on %d connections, want 30 and 30", most, conns.Load())
 	}
 }
 
 func TestNewConnectionsTheTargetHasNotAnsweredOnAreCapped(t *testing.T) {
 	const release = 500 * time.Millisecond
-	var mu sync.Mutex
-	inside, most := 0, 0
+	var counted heldCount
 	gate := make(chan struct{})
 	time.AfterFunc(release, func() { close(gate) })
 	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		inside++
-		most = max(most, inside)
-		mu.Unlock()
-		<-gate
-		mu.Lock()
-		inside--
-		mu.Unlock()
+		counted.hold(func() { <-gate })
 		io.WriteString(w, "late")
 	})
 	// 1,000/s for 0.2 s: every arrival is due while the server answers none
@@ -185,10 +192,7 @@ func TestNewConnectionsTheTargetHasNotAnsweredOnAreCapped(t *testing.T) {
 		t.Fatalf("%d records, %d sent: want 200 and 200", len(got.requests), got.ends[0].sent)
 	}
 	// until it answers, the server is given maxConnecting connections, not one per arrival
-	mu.Lock()
-	held := most
-	mu.Unlock()
-	if held != maxConnecting {
+	if held := counted.peak(); held != maxConnecting {
 		t.Fatalf("the server held at most %d requests before it answered, want %d", held, maxConnecting)
 	}
 	for _, r := range got.requests {
