@@ -66,6 +66,7 @@ type netConn struct {
 	retried bool
 	fresh   bool // no response on it yet (counted in opening)
 	outs    bool // epoll reports room to write (while connecting, or a write that must wait)
+	unsent  bool // answered before its whole request was sent: never reused
 }
 
 // pool is the connections to one address (a target).
@@ -287,7 +288,7 @@ func (n *epollNet) open(p *pool, a arrival, x exchange, now time.Duration) *netC
 
 // begin writes the arrival's request on a connection that is open.
 func (n *epollNet) begin(c *netConn, a arrival, x exchange, now time.Duration) {
-	c.a, c.x, c.sentAt, c.retried = a, x, now, false
+	c.a, c.x, c.sentAt, c.retried, c.unsent = a, x, now, false, false
 	c.build()
 	n.write(c)
 }
@@ -402,6 +403,19 @@ func (n *epollNet) readable(c *netConn) {
 			return
 		}
 		c.w += got
+		if c.state == connWriting {
+			// the target answered before the whole request was sent (a large upload refused:
+			// 413, 401, 405): stop sending and read the answer; the connection is closed after
+			// it, since the rest of the request was never sent
+			c.unsent = true
+			if c.outs {
+				if err := n.watch(c, false); err != nil {
+					n.broken(c, err)
+					return
+				}
+			}
+			c.state = connReading
+		}
 		if c.state != connReading {
 			// bytes nobody asked for (an idle connection): it cannot be trusted with a request
 			n.drop(c)
@@ -424,6 +438,10 @@ func (n *epollNet) readable(c *netConn) {
 
 // ended is the server closing the connection.
 func (n *epollNet) ended(c *netConn) {
+	if c.state == connWriting {
+		n.broken(c, errUnsent) // closed before the whole request was sent, unanswered
+		return
+	}
 	if c.state != connReading {
 		n.drop(c) // an idle connection the server closed
 		return
@@ -468,7 +486,7 @@ func (n *epollNet) complete(c *netConn) {
 		c.fresh = false
 		n.opening--
 	}
-	if c.resp.keepAlive && !n.newConns && c.r == c.w {
+	if c.resp.keepAlive && !n.newConns && c.r == c.w && !c.unsent {
 		c.state = connIdle
 		c.pool.idle = append(c.pool.idle, c)
 	} else {
@@ -597,3 +615,5 @@ func (n *epollNet) close() {
 }
 
 var errStopped = errors.New("the run was stopped")
+
+var errUnsent = errors.New("the target closed the connection before the whole request was sent")
