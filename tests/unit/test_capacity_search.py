@@ -207,8 +207,43 @@ def test_confirmations_that_keep_failing_end_unconfirmed() -> None:
             if request.rate <= 400
             else "breached"
         )
-    assert c.status in ("unconfirmed", "nothing")
+    assert c.status == "unconfirmed"
     assert c.confirmations == MAX_CONFIRMATIONS
+    assert c.knee is not None and c.knee <= 400  # the last rate that held a short probe
+
+
+def test_a_failed_confirmation_with_nothing_held_under_it_confirms_just_below() -> None:
+    """A noisy machine: every rate up to 1,010/s holds a 2 s probe, but the 5 s confirmation
+    only at 960/s or less. Nothing that held lies under the first rate confirmed (1,000/s:
+    the first probe held, 2,000/s broke, every bisection above broke), so the next
+    confirmation is one precision step under it, at once: no shrinking by the growth factor
+    and climbing back."""
+    c = StepController(SETTINGS, start_rate=1000.0)
+    seen = []
+    while (request := c.next_probe()) is not None:
+        seen.append((round(request.rate), request.kind))
+        limit = 960.0 if request.kind == "confirm" else 1010.0
+        c.update("within" if request.rate <= limit else "breached")
+    assert seen[:2] == [(1000, "grow"), (2000, "grow")]
+    assert [r for r, kind in seen if kind == "confirm"] == [1000, 952]
+    assert c.status == "found" and c.knee == pytest.approx(1000.0 / 1.05)
+    assert len(seen) <= 9, seen
+    # a rate that held far below (500/s, before the first rate confirmed) does not pull the
+    # next confirmation halfway down to it
+    c = StepController(SETTINGS, start_rate=500.0)
+    confirms = []
+    while (request := c.next_probe()) is not None:
+        if request.kind == "confirm":
+            confirms.append(round(request.rate))
+        limit = 960.0 if request.kind == "confirm" else 1010.0
+        c.update("within" if request.rate <= limit else "breached")
+    assert confirms[-1] == round(confirms[-2] / 1.05) and c.status == "found"
+    # no confirmation ever holds: unconfirmed, with no knee (short probes held: not "nothing")
+    c = StepController(SETTINGS, start_rate=1000.0)
+    while (request := c.next_probe()) is not None:
+        c.update("within" if request.kind != "confirm" and request.rate <= 1010 else "breached")
+    assert (c.status, c.knee, c.confirmations) == ("unconfirmed", None, MAX_CONFIRMATIONS)
+    assert c.note == "3 confirmations failed, the last at 907/s"
 
 
 def test_a_finished_controller_refuses_more_outcomes() -> None:
@@ -706,6 +741,13 @@ def test_a_search_starts_from_what_the_run_already_knows() -> None:
     bounded = Campaign(("a", "b"), {"bid": settings}, 1, 3600.0)
     bounded.record(SearchKey(1, "a", "bid"), SearchResult("tester-bound", 9000.0, None, (), "x"))
     assert bounded.start(SearchKey(1, "b", "bid")) == (100.0, True)
+    # a confirmed knee before an unconfirmed one (the last rate that held on a noisy machine,
+    # often far under the knee), which counts only when nothing was confirmed
+    noisy = Campaign(("a", "b"), {"bid": settings, "list": settings}, 1, 3600.0)
+    noisy.record(SearchKey(1, "a", "bid"), SearchResult("unconfirmed", 1600.0, None, (), "x"))
+    assert noisy.start(SearchKey(1, "b", "bid")) == (800.0, False)
+    noisy.record(SearchKey(1, "b", "list"), SearchResult("found", 6000.0, 6200.0, ()))
+    assert noisy.start(SearchKey(1, "b", "bid")) == (3000.0, False)
 
 
 def test_a_campaign_needs_at_most_ten_probes_a_search() -> None:
@@ -796,6 +838,13 @@ def test_a_probe_document_is_the_workloads_requests_at_the_probes_rate() -> None
     assert probe_document(template, ProbeRequest(250.0, "grow", 0.5, 2.0), seed=8) != doc
     # requests time out after 20 × the tightest bound (p99 ≤ 50 ms: 1 s), not the workload's 60 s
     assert {p["request"]["timeout_ms"] for p in doc["phases"]} == {1000}
+    # the measured phase checks every answer the backend signs; never those of the ceiling
+    # server, a static file server whose answers no backend signed (each would be wrong)
+    assert measured.answers_checked and "answers" in doc["phases"][1]
+    from gatebench.core.trust import CEILING_TARGET
+
+    ceiling = probe_template(plan, api, "get", CEILING_TARGET, "http://127.0.0.1:9")
+    assert [p.answers_checked for p in phases_from_document(ceiling)] == [False, False]
 
 
 def test_a_campaign_round_trips_as_json() -> None:

@@ -84,6 +84,10 @@ class Phase:
     """Whether the engine checks every answer against the request it answers (docs/trust.md,
     "Right answers under load"): measured phases with gatebench's own backend, which signs its
     answers, except on the ceiling target (a static file server)."""
+    refusals: tuple[int, ...] = ()
+    """The statuses that are the plan's rate limit refusing a request here (``RATE_LIMITED``):
+    a measured phase of a gateway whose operation the plan's policies rate-limit. Such an
+    answer is counted as rate-limited, not as an error (gatebench.core.stats.phase_stats)."""
 
     @property
     def id(self) -> str:
@@ -317,8 +321,6 @@ def build_schedule(
         seed = random.SystemRandom().randrange(2**31)
     rng = random.Random(seed)
     targets = [t for t in plan.targets if t in base_urls]
-    if signed is None:
-        signed = plan.backend.kind != "url"  # a user's own backend does not sign its answers
     # A JIT gateway warms up until its latency stops falling, once, after it starts.
     jit = jit_warmups(targets)
     before = tuple(
@@ -348,10 +350,36 @@ def build_schedule(
                         base_urls[target],
                         w.injection,
                         before,
-                        answers_checked=signed and target != CEILING_TARGET,
+                        answers_checked=answers_checked(plan, target, signed),
+                        refusals=refusals_of(plan, w, target),
                     )
                 )
     return Schedule(tuple(phases), seed, tuple(order))
+
+
+def answers_checked(plan: Plan, target: str, signed: bool | None = None) -> bool:
+    """Whether the measured phases of ``target`` check every answer (``Phase.answers_checked``):
+    the backend signs its answers (``signed``; by default gatebench's own backends do, a
+    user's own ``backend.url`` does not) and the target is not the ceiling server (a static
+    file server, which answers on its own)."""
+    if signed is None:
+        signed = plan.backend.kind != "url"
+    return signed and target != CEILING_TARGET
+
+
+RATE_LIMITED = 429
+"""The status every renderer has a gateway answer past the plan's rate limit (Too Many
+Requests: ``limit_req_status 429``, HAProxy's ``deny_status 429``, ...; docs/gateways.md)."""
+
+
+def refusals_of(plan: Plan, workload: Workload, target: str) -> tuple[int, ...]:
+    """The statuses that are the plan's rate limit refusing ``workload``'s requests on
+    ``target`` (``Phase.refusals``): none on the baseline and the ceiling target, which run no
+    policy."""
+    if target in ("baseline", CEILING_TARGET):
+        return ()
+    limited = plan.policies.for_operation(workload.operation_id).rate_limit is not None
+    return (RATE_LIMITED,) if limited else ()
 
 
 def _warmups(plan: Plan, at_least_s: float = 0.0) -> list[tuple[Workload, Injection]]:
@@ -438,6 +466,7 @@ def render_workload(
                     for name, g in generators[w.name].items()
                 },
                 "request": request,
+                **({"refusals": list(phase.refusals)} if phase.refusals else {}),
                 **_answers_json(phase, plan, request),
             }
         )
@@ -541,6 +570,7 @@ def phases_from_document(document: dict[str, Any]) -> list[Phase]:
                 for c in p["before"]
             ),
             answers_checked="answers" in p,
+            refusals=tuple(int(s) for s in p.get("refusals") or ()),
         )
         for p in document["phases"]
     ]
@@ -887,10 +917,12 @@ def workload_json_text(document: dict[str, Any]) -> str:
 
 __all__ = [
     "FORMAT",
+    "RATE_LIMITED",
     "Control",
     "Phase",
     "Schedule",
     "TimeLeft",
+    "answers_checked",
     "build_schedule",
     "generator_json",
     "injection_from_json",
@@ -898,6 +930,7 @@ __all__ = [
     "json_template",
     "phases_from_document",
     "quick_plan",
+    "refusals_of",
     "render_workload",
     "stream_seed",
     "unit_draw",

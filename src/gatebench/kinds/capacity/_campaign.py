@@ -85,28 +85,32 @@ class Campaign:
         2. the other targets on the same endpoint (the baseline's knee, or a gateway's);
         3. the same target on the other endpoints.
 
-        Else the plan's start rate, cold."""
+        A knee the search confirmed counts first; one whose confirmations kept failing
+        (``unconfirmed``: the last rate that held, often far under the knee on a noisy
+        machine) only when none was confirmed. Else the plan's start rate, cold."""
         settings = self.settings[key.workload]
-        for knees in (
-            self._knees(lambda t, w: t == key.target and w == key.workload),
-            self._knees(lambda t, w: t != key.target and w == key.workload),
-            self._knees(lambda t, w: t == key.target and w != key.workload),
-        ):
-            if knees:
-                return start_rate_for(settings, key.repetition, knees), False
+        for confirmed in (True, False):
+            for knees in (
+                self._knees(lambda t, w: t == key.target and w == key.workload, confirmed),
+                self._knees(lambda t, w: t != key.target and w == key.workload, confirmed),
+                self._knees(lambda t, w: t == key.target and w != key.workload, confirmed),
+            ):
+                if knees:
+                    return start_rate_for(settings, key.repetition, knees), False
         return start_rate_for(settings, key.repetition), True
 
     def start_rate(self, key: SearchKey) -> float:
         """The first rate of :meth:`start`."""
         return self.start(key)[0]
 
-    def _knees(self, which: Callable[[str, str], bool]) -> list[float]:
+    def _knees(self, which: Callable[[str, str], bool], confirmed: bool) -> list[float]:
         return [
             r.knee
             for (target, workload), results in self.results.items()
             if which(target, workload)
             for r in results
             if r.complete and not r.bounded and r.knee is not None and r.knee > 0
+            if r.status == "found" or not confirmed
         ]
 
     def record(self, key: SearchKey, result: SearchResult) -> None:

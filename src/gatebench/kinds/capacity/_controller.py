@@ -19,7 +19,10 @@ unlike it, it also:
 * bisects **geometrically** (the next rate is ``sqrt(low × high)``): rates scale, and the
   precision is relative (``high / low − 1``), so each step halves the bracket's ratio;
 * **confirms** the rate found with a longer run; a failed confirmation makes that rate the new
-  upper end and the search goes on below it (at most :data:`MAX_CONFIRMATIONS` times);
+  upper end and the next confirmation is one precision step under it, at once (the rate held a
+  short probe, so the knee is just under it: a noisy machine's longer run fails where a short
+  one passed), or at the highest rate that held when that is nearer (at most
+  :data:`MAX_CONFIRMATIONS` times), instead of shrinking or bisecting down and climbing back;
 * never offers a rate the tester cannot (``cap``: the share of the engine's ceiling at which a
   probe is tester-bound, gatebench.kinds.capacity._scoring rule 2): it probes just under it, and
   when that holds the knee is at least it, the tester's limit;
@@ -55,7 +58,8 @@ SearchStatus = Literal[
 """How a search ended: ``found`` (the knee, confirmed); ``at-max`` (the plan's max_rate held:
 the knee is at least that); ``nothing`` (even MIN_RATE broke the objective); ``tester-bound``
 (the tester could not offer a rate: the knee is at least the last rate that held);
-``unconfirmed`` (confirmations kept failing: the last rate that held, not confirmed);
+``unconfirmed`` (confirmations kept failing: the last rate that held, not confirmed, or no knee
+when none held below them);
 ``budget`` (the time budget ran out: no knee); ``failed`` (the target stopped during the
 search: no knee, and it is searched no more)."""
 
@@ -149,6 +153,7 @@ class StepController:
             self.hint = achieved
         if self.phase == "confirm":
             if held:
+                self.low = rate
                 self._finish("found")
                 return
             self.confirmations += 1
@@ -158,10 +163,17 @@ class StepController:
             self.held = below
             self.low = max(below) if below else None
             if self.confirmations >= MAX_CONFIRMATIONS:
-                if self.low is None:
-                    self._finish("nothing", why)
-                else:
-                    self._finish("unconfirmed", f"{MAX_CONFIRMATIONS} confirmations failed")
+                self._finish(
+                    "unconfirmed",
+                    f"{MAX_CONFIRMATIONS} confirmations failed"
+                    + ("" if self.low is not None else f", the last at {rate:,.0f}/s"),
+                )
+                return
+            under = rate / (1.0 + s.precision)
+            if self.low is None or self.low < under:
+                # it held a short probe: the knee is just under it, not half as high, nor
+                # halfway down to a rate that held far below
+                self.rate = max(under, self.floor)
                 return
             self._below(rate)
             return

@@ -22,7 +22,14 @@ from typing import Any
 from gatebench.core.errors import Problem, pointer
 from gatebench.core.ir import Api
 from gatebench.core.plan import Capacity, CapacityPlan, Injection, Objective, Plan
-from gatebench.core.workload import Control, Phase, Schedule, injection_json, render_workload
+from gatebench.core.workload import (
+    Control,
+    Phase,
+    Schedule,
+    answers_checked,
+    injection_json,
+    render_workload,
+)
 from gatebench.kinds.capacity._metrics import ProbeRequest
 
 MIN_WARMUP_S = 0.001
@@ -62,7 +69,7 @@ def probe_template(
             True,
             base_url,
             placeholder,
-            answers_checked=plan.backend.kind != "url",  # gatebench's own backend signs
+            answers_checked=answers_checked(plan, target),
         ),
     )
     only = replace(plan, workloads=tuple(w for w in plan.workloads if w.name == workload))
