@@ -81,6 +81,9 @@ class CellSummary:
     unchecked: int = 0
     """Repetitions whose answers the engine did not check (wrk, a user's own backend, records
     older than the check)."""
+    rate_limited: int | None = None
+    """Answers that were the plan's rate limit refusing the request, summed over the
+    repetitions (``Measurement.rate_limited``); None where the plan limits nothing."""
 
     @property
     def n(self) -> int:
@@ -102,6 +105,7 @@ class CellSummary:
             "wrong_kinds": dict(self.wrong_kinds),
             "wrong_evidence": list(self.wrong_evidence),
             "unchecked": self.unchecked,
+            **({} if self.rate_limited is None else {"rate_limited": self.rate_limited}),
             "metrics": {
                 m: {
                     "mean": s.mean,
@@ -476,7 +480,14 @@ def _cell(ms: list[Measurement]) -> CellSummary:
         wrong_kinds=tuple(sorted(kinds.items())),
         wrong_evidence=tuple(e for m in ms for e in m.wrong_evidence)[:EVIDENCE_KEPT],
         unchecked=sum(1 for m in ms if not m.answers_checked),
+        rate_limited=_sum_known(m.rate_limited for m in ms),
     )
+
+
+def _sum_known(values: Iterable[int | None]) -> int | None:
+    """The sum of the known values; None when none is known."""
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
 
 
 __all__ = [

@@ -87,7 +87,7 @@ def measurement_from(
     """The contract with scoring: one Measurement per measured phase. Its flags here are the
     CPU accounting's; the ceiling's ``tester-bound`` is added once every phase is in
     (``gatebench.core.trust.flag_near_ceiling``, called by the runner)."""
-    s = phase_stats(result.sample)
+    s = phase_stats(result.sample, phase.refusals)
     flags: list[str] = []
     if result.cpu is not None:
         flags.extend(result.cpu.flags())
@@ -120,6 +120,7 @@ def measurement_from(
         tester_cpu_pct=None if result.cpu is None else round(result.cpu.tester_pct, 1),
         **costs,
         answers_checked=phase.answers_checked and checks_answers(engine),
+        rate_limited=s.rate_limited if phase.refusals else None,
     )
 
 

@@ -205,6 +205,10 @@ class Measurement:
     """Wrong answers per kind (``crossed``, ``truncated``, ...), sorted by kind."""
     wrong_evidence: tuple[str, ...] = ()
     """The first few wrong answers in the engine's words: request, expected, got."""
+    rate_limited: int | None = None
+    """Answers that were the plan's rate limit refusing the request (429 from a gateway whose
+    operation the plan rate-limits: ``Phase.refusals``): counted in ``requests``, never in
+    ``ok`` nor ``ko`` (so not in ``error_pct``); None where the plan limits nothing."""
     answers_checked: bool | None = None
     """Whether the engine checked every answer of the phase: False for an engine that cannot
     (wrk) or a backend that does not sign (a user's own), None in records older than the
@@ -285,13 +289,14 @@ RESOURCE_FIELDS = (
 def flat_rows(measurements: list[Measurement]) -> list[dict[str, Any]]:
     """``(run, target, workload, repetition, metric, value)`` rows for BigQuery and CSV: every
     metric, then what the phase cost where it was measured (``req_per_cpu_s`` and each role's
-    CPU seconds and peak MB), then its wrong answers where they were checked; no row for a
-    figure not measured."""
+    CPU seconds and peak MB), then its wrong answers where they were checked and its
+    rate-limited answers where the plan limits its rate; no row for a figure not measured."""
     rows = []
     for m in measurements:
         values = [
             *m.figures(),
             ("wrong_answers", float(m.wrong_answers) if m.answers_checked else None),
+            ("rate_limited", None if m.rate_limited is None else float(m.rate_limited)),
         ]
         for metric, value in values:
             if value is None:

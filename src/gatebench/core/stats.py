@@ -18,6 +18,7 @@ from its first request's start to its last request's end (at least 1 ms).
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -225,10 +226,13 @@ class PhaseStats(LatencySummary):
     """Wrong answers (not in ``ok`` nor ``ko``: gatebench.core.answers)."""
     wrong_kinds: tuple[tuple[str, int], ...] = ()
     wrong_evidence: tuple[str, ...] = ()
+    rate_limited: int = 0
+    """Answers that were the plan's rate limit refusing the request (``Phase.refusals``): not in
+    ``ok`` nor ``ko``, so not in ``error_pct``."""
 
     @property
     def requests(self) -> int:
-        """Every request of the phase: ``ok + ko + wrong``."""
+        """Every request of the phase: ``ok + ko + wrong + rate_limited``."""
         return self.count
 
     def outcomes(self) -> dict[str, Any]:
@@ -246,18 +250,42 @@ class PhaseStats(LatencySummary):
         }
 
 
-def phase_stats(sample: PhaseSample) -> PhaseStats:
+_STATUS = re.compile(r"(?:\bfound|^status) (\d{3})\b")
+"""The status a KO reason names: Gatling's and the open-model engine's ``status.find.in(200),
+(but actually) found 429``, wrk's ``status 429, expected 200``."""
+
+
+def status_of(reason: str) -> int | None:
+    """The status of an answer a KO reason reports, or None when it reports no answer (a
+    timeout, a refused connection)."""
+    found = _STATUS.search(reason)
+    return int(found.group(1)) if found else None
+
+
+def phase_stats(sample: PhaseSample, refusals: Iterable[int] = ()) -> PhaseStats:
+    """A phase's figures. ``refusals``: the statuses that are the plan's rate limit refusing a
+    request in this phase (``Phase.refusals``); its KOs with one of them are counted as
+    ``rate_limited``, apart from the errors."""
     latency = LatencySummary.of_counts(sample.counts)
     n = latency.count
     duration_s = sample.duration_ms / 1000.0
+    refused = frozenset(refusals)
+    errors = Counter(sample.errors)
+    limited = 0
+    for reason, count in sample.errors.items():
+        if refused and status_of(reason) in refused:
+            limited += count
+            del errors[reason]
+    ko = sample.ko - limited
     return PhaseStats(
         **vars(latency),
         ok=sample.ok,
-        ko=sample.ko,
-        error_pct=100.0 * sample.ko / n if n else 0.0,
+        ko=ko,
+        error_pct=100.0 * ko / n if n else 0.0,
         throughput=n / duration_s if duration_s > 0 else 0.0,
         duration_s=duration_s,
-        errors=tuple(sorted(sample.errors.items(), key=lambda kv: (-kv[1], kv[0]))),
+        errors=tuple(sorted(errors.items(), key=lambda kv: (-kv[1], kv[0]))),
+        rate_limited=limited,
         wrong=sample.wrong,
         wrong_kinds=tuple(sorted(sample.wrong_kinds.items())),
         wrong_evidence=tuple(sample.wrong_evidence),
@@ -401,5 +429,6 @@ __all__ = [
     "nearest_rank",
     "nearest_ranks",
     "phase_stats",
+    "status_of",
     "workload_rows",
 ]

@@ -611,6 +611,7 @@ def cautions(run: RunRecord, summary: RunSummary, trust: Trust | None = None) ->
         if trust.second_engine_note:
             out.append(f"Cross-check: {trust.second_engine_note}.")
     out.extend(wrong_answer_evidence(summary))
+    out.extend(rate_limit_notes(summary))
     every = (run.plan or {}).get("answers_every") or 1
     if isinstance(every, int) and every > 1:
         out.append(
@@ -643,6 +644,24 @@ def wrong_answer_evidence(summary: RunSummary) -> list[str]:
                 f"{target} on {workload}: {cell.wrong_answers:,} wrong answer"
                 f"{'s' if cell.wrong_answers != 1 else ''}, the first: {cell.wrong_evidence[0]}"
             )
+    return out
+
+
+def rate_limit_notes(summary: RunSummary) -> list[str]:
+    """One caution per target and workload the plan rate-limits: how many of its answers were
+    the limit refusing the request. They are not errors, but their latency and throughput are
+    in the cell's figures, so two gateways compare fairly only when they refused alike."""
+    out = []
+    for (workload, target), cell in sorted(summary.cells.items()):
+        n = cell.rate_limited
+        if n is None:
+            continue
+        share = 100.0 * n / cell.requests if cell.requests else 0.0
+        out.append(
+            f"{target} on {workload}: {n:,} of {cell.requests:,} answers ({share:.1f} %) were "
+            "the plan's rate limit refusing the request (429), counted apart from the errors; "
+            "the latency and throughput include them"
+        )
     return out
 
 

@@ -224,9 +224,12 @@ def latency_tables(s: RunSummary) -> list[Table]:
         if not targets:
             continue
         best = s.best_among_gateways(w)
+        limited = any(s.cells[(w, t)].rate_limited is not None for t in targets)
         columns = [Column("Target", False)]
         columns += [Column(f"{metric_label(m)} ({UNITS[m]})", True) for m in METRICS]
         columns += [Column("Requests", True), Column("Reps", True), Column("Wrong answers", True)]
+        if limited:
+            columns.append(Column("Rate-limited", True))
         table = Table(
             f"latency-{w}",
             f"Workload {w}: latency, errors and throughput",
@@ -235,7 +238,14 @@ def latency_tables(s: RunSummary) -> list[Table]:
             "marked best: the best value among the gateways (the baseline does not compete, "
             "nor does a gateway that gave wrong answers). Wrong answers: answers that were not "
             "the backend's answer to their request, whole, summed over the repetitions "
-            '(docs/trust.md, "Right answers under load").',
+            '(docs/trust.md, "Right answers under load").'
+            + (
+                " Rate-limited: answers that were the plan's rate limit refusing the request "
+                "(429), summed over the repetitions; counted in the requests, not in the "
+                "errors (– where the plan limits nothing)."
+                if limited
+                else ""
+            ),
         )
         gateways_here = sum(1 for t in targets if t != s.baseline and t not in s.wrong)
         for t in targets:
@@ -255,6 +265,9 @@ def latency_tables(s: RunSummary) -> list[Table]:
             cells.append(Cell(f"{cell.requests:,}", cell.requests))
             cells.append(Cell(str(cell.n), cell.n))
             cells.append(wrong_answers_cell(cell))
+            if limited:
+                n = cell.rate_limited
+                cells.append(Cell("–") if n is None else Cell(f"{n:,}", n))
             table.add(t, cells, tags=_target_tags(s, t), sort=t)
         tables.append(table)
     return tables
