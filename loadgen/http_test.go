@@ -265,17 +265,16 @@ func TestATimeoutIsAKOWithItsReason(t *testing.T) {
 
 // rawServer answers every request read on a connection with the next canned response, and
 // records the requests.
-func rawServer(t *testing.T, responses ...string) (string, *[]string, *atomic.Int64) {
+// tcpServer serves each connection it accepts on 127.0.0.1 with serve (which closes it by
+// returning) and counts them.
+func tcpServer(t *testing.T, serve func(c net.Conn)) (string, *atomic.Int64) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	var mu sync.Mutex
-	var seen []string
 	var conns atomic.Int64
-	var next atomic.Int64
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -285,28 +284,39 @@ func rawServer(t *testing.T, responses ...string) (string, *[]string, *atomic.In
 			conns.Add(1)
 			go func(c net.Conn) {
 				defer c.Close()
-				r := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(r)
-					if err != nil {
-						return
-					}
-					body, _ := io.ReadAll(req.Body)
-					mu.Lock()
-					seen = append(seen, req.Method+" "+req.RequestURI+" "+string(body))
-					mu.Unlock()
-					i := int(next.Add(1)) - 1
-					resp := responses[i%len(responses)]
-					c.Write([]byte(resp))
-					lower := strings.ToLower(resp)
-					if strings.Contains(lower, "connection: close") || !strings.Contains(lower, "content-length") && !strings.Contains(lower, "chunked") && !strings.Contains(lower, " 204 ") {
-						return
-					}
-				}
+				serve(c)
 			}(c)
 		}
 	}()
-	return "http://" + ln.Addr().String(), &seen, &conns
+	return "http://" + ln.Addr().String(), &conns
+}
+
+func rawServer(t *testing.T, responses ...string) (string, *[]string, *atomic.Int64) {
+	t.Helper()
+	var mu sync.Mutex
+	var seen []string
+	var next atomic.Int64
+	url, conns := tcpServer(t, func(c net.Conn) {
+		r := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(r)
+			if err != nil {
+				return
+			}
+			body, _ := io.ReadAll(req.Body)
+			mu.Lock()
+			seen = append(seen, req.Method+" "+req.RequestURI+" "+string(body))
+			mu.Unlock()
+			i := int(next.Add(1)) - 1
+			resp := responses[i%len(responses)]
+			c.Write([]byte(resp))
+			lower := strings.ToLower(resp)
+			if strings.Contains(lower, "connection: close") || !strings.Contains(lower, "content-length") && !strings.Contains(lower, "chunked") && !strings.Contains(lower, " 204 ") {
+				return
+			}
+		}
+	})
+	return url, &seen, conns
 }
 
 func TestTheClientReadsEveryResponseFraming(t *testing.T) {
@@ -398,32 +408,15 @@ func TestRequestsCarryTheirValuesAndBodies(t *testing.T) {
 // after the answer; it counts the connections it accepted.
 func earlyServer(t *testing.T, response string, closing bool) (string, *atomic.Int64) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	var conns atomic.Int64
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns.Add(1)
-			go func(c net.Conn) {
-				defer c.Close()
-				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
-					return
-				}
-				c.Write([]byte(response))
-				if !closing {
-					time.Sleep(3 * time.Second) // the body is never read
-				}
-			}(c)
+	return tcpServer(t, func(c net.Conn) {
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+			return
 		}
-	}()
-	return "http://" + ln.Addr().String(), &conns
+		c.Write([]byte(response))
+		if !closing {
+			time.Sleep(3 * time.Second) // the body is never read
+		}
+	})
 }
 
 func TestAnAnswerBeforeTheWholeUploadWasSentEndsTheRequest(t *testing.T) {
