@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -765,6 +766,21 @@ def test_a_campaign_needs_at_most_ten_probes_a_search() -> None:
             assert abs((r.knee or 0) - targets[target].capacity) / targets[target].capacity <= 0.06
 
 
+def test_a_verdict_without_a_knee_says_what_stopped_the_searches() -> None:
+    """Uploads the tester cannot send at the lowest rate: no knee, and the verdict says why
+    (never that nothing was carried); targets that broke the objective even at the lowest rate
+    carried nothing, said once, not compared as 0 % more."""
+    why = "the engine dropped 65 of 200 arrivals (32.5 %)"
+    bounded = [SearchResult("tester-bound", None, 100.0, (), why)] * 2
+    text = verdict("upload", [summarize("nginx", "upload", bounded)] * 2, OBJECTIVE)
+    assert text == f"no target could be measured on upload at p99 ≤ 50 ms, errors ≤ 0.1 %: {why}"
+    nothing = [SearchResult("nothing", 0.0, 10.0, (), "the objective broke even at 10/s")] * 2
+    summaries = [summarize(g, "bid", nothing) for g in ("nginx", "haproxy")]
+    assert verdict("bid", summaries, OBJECTIVE) == (
+        "no gateway carried bid traffic at p99 ≤ 50 ms, errors ≤ 0.1 %, even at the lowest rate"
+    )
+
+
 def test_one_gateway_is_put_against_the_baseline() -> None:
     found = [SearchResult("found", k, k * 1.04, ()) for k in (800.0, 820.0, 810.0)]
     base = [SearchResult("found", k, k * 1.04, ()) for k in (1000.0, 1000.0, 1030.0)]
@@ -845,6 +861,26 @@ def test_a_probe_document_is_the_workloads_requests_at_the_probes_rate() -> None
 
     ceiling = probe_template(plan, api, "get", CEILING_TARGET, "http://127.0.0.1:9")
     assert [p.answers_checked for p in phases_from_document(ceiling)] == [False, False]
+
+
+def test_a_probes_counters_go_on_from_its_warm_up() -> None:
+    """The auction example's bids rise (a counter) and the backend refuses one not above the
+    highest: the measured phase follows its warm-up on the same auction (one reset, before the
+    warm-up), so its counter starts after the warm-up's last value, not at the start again."""
+    from gatebench.core.plan import build_plan
+    from gatebench.core.spec import read_spec
+    from gatebench.kinds.capacity._document import probe_document, probe_template
+
+    read = read_spec(str(Path(__file__).parents[2] / "examples/auction/openapi.yaml"))
+    assert read.api is not None
+    plan = build_plan(dict(read.benchmark, gateways=["nginx"]), read.api)
+    template = probe_template(plan, read.api, "bid", "nginx", "http://127.0.0.1:9")
+    doc = probe_document(template, ProbeRequest(250.0, "grow", 0.5, 2.0), seed=7)
+    warm, measured = (p["params"]["amount"] for p in doc["phases"])
+    assert (warm["kind"], warm["start"], warm["step"]) == ("counter", 1, 1)
+    assert measured["start"] == 1 + 125  # 250/s for 0.5 s: values 1..125 in the warm-up
+    cold = probe_document(template, ProbeRequest(250.0, "grow", 0.0, 2.0), seed=7)
+    assert [p["params"]["amount"]["start"] for p in cold["phases"]] == [1]
 
 
 def test_a_campaign_round_trips_as_json() -> None:

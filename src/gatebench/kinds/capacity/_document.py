@@ -120,9 +120,8 @@ def probe_document(
     moves to the measured phase. ``seed`` seeds the value generators of this probe."""
     document = copy.deepcopy(template)
     warmup, measured = document["phases"]
-    warmup["injection"] = injection_json(
-        Injection("constant_rate", rate=request.rate, duration=request.warmup_s)
-    )
+    warm = Injection("constant_rate", rate=request.rate, duration=request.warmup_s)
+    warmup["injection"] = injection_json(warm)
     measured["injection"] = injection_json(
         Injection("constant_rate", rate=request.rate, duration=request.duration_s)
     )
@@ -131,8 +130,21 @@ def probe_document(
     if request.warmup_s < MIN_WARMUP_S:
         measured["before"] = warmup["before"]
         document["phases"] = [measured]
+    else:
+        _continue_counters(measured, warm.expected_requests or 0)
     document["seed"] = seed
     return document
+
+
+def _continue_counters(phase: dict[str, Any], after: int) -> None:
+    """The measured phase's counters go on from where the warm-up's ended. The two phases share
+    the backend's state (one reset, before the warm-up: nothing comes between them), so a
+    workload whose values must rise (the auction example's bids, each above the one before)
+    would otherwise send the warm-up's values again and be refused (409) until it passed them:
+    half of every probe's requests, at any rate."""
+    for spec in phase["params"].values():
+        if spec.get("kind") == "counter":
+            spec["start"] = int(spec["start"]) + int(spec["step"]) * after
 
 
 CAPACITY_FORMAT = "gatebench-capacity-input/1"

@@ -369,9 +369,15 @@ def _verdict(workload: str, summaries: Sequence[KneeSummary], objective: Objecti
     if not gateways:
         if baseline is not None and baseline.estimate is not None:
             return f"without a gateway the backend carries {baseline.label()} of {workload} traffic at {at}"
+        # no search found a knee: say what stopped them (the tester's limit, the budget)
+        stops = list(dict.fromkeys(n for s in summaries for n in s.notes))
+        if stops:
+            return f"no target could be measured on {workload} at {at}: {stops[0]}"
         return f"no target carried {workload} traffic at {at}"
     ranked = sorted(gateways, key=lambda s: -(s.estimate or 0.0))
     best = ranked[0]
+    if not best.estimate:
+        return f"no gateway carried {workload} traffic at {at}, even at the lowest rate"
     if len(ranked) == 1:
         text = f"{best.target} carries {best.label()} of {workload} traffic at {at}"
         if baseline is not None and baseline.estimate and best.estimate is not None:
