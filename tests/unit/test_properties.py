@@ -295,6 +295,26 @@ def test_textual_mutations_give_an_ir_or_located_problems(case: tuple[str, bytes
     check(read_spec(data, name=name, limits=LIMITS))
 
 
+NOT_A_URI = (
+    b'{"openapi": "3.1.0", "info": {"title": "t", "version": "1"}, "paths": {"/a": {"post": '
+    b'{"requestBody": {"content": {"application/json": {"schema": {"$ref": '
+    b'"https://[s.example/pet#name"}}}}, "responses": {"200": {"description": "ok"}}}}}, '
+    b'"components": {"schemas": {"P": {"$id": "https://s.example/pet", "$anchor": "name"}}}}'
+)
+
+
+def test_a_reference_that_is_no_uri_is_a_located_problem() -> None:
+    """A textual mutation found it: "https://[host" is no URI (urllib raises on it while
+    resolving against a schema's $id); the schema is then unknown, said where, not a crash."""
+    result = read_spec(NOT_A_URI, name="anchors31.json", limits=LIMITS)
+    check(result)
+    (problem,) = result.warnings
+    assert problem.pointer.endswith("/schema/$ref")
+    assert "'https://[s.example/pet#name' is not a valid reference (Invalid IPv6 URL)" in (
+        problem.message
+    )
+
+
 def test_seeds_are_valid(tmp_path: Path) -> None:
     for name, data in SEEDS:
         result = read_spec(data, name=name)

@@ -111,12 +111,15 @@ class Refs:
         index = self._index(at.doc)
         if index.registry is None:
             return None
-        base = index.base_uri(self.reader.document(at.doc).data, at.pointer)
-        pointer = index.lookup(base, ref)
-        if pointer is not None:
-            return Loc(at.doc, pointer)
-        full = urljoin(base, ref)
-        fragment = urldefrag(full)[1]
+        try:  # an $id or a reference that is no URI ("https://[host/...": urllib refuses it)
+            base = index.base_uri(self.reader.document(at.doc).data, at.pointer)
+            pointer = index.lookup(base, ref)
+            if pointer is not None:
+                return Loc(at.doc, pointer)
+            full = urljoin(base, ref)
+            fragment = urldefrag(full)[1]
+        except ValueError as exc:
+            raise RefError(f"{ref!r} is not a valid reference ({exc})") from None
         if base == index.uri and (not fragment or fragment.startswith("/")):
             return None  # a pointer or a file of the bundle, as without $ids
         if base != index.uri and index.is_document(full):
