@@ -272,8 +272,8 @@ def phase_stats(sample: PhaseSample, refusals: Iterable[int] = ()) -> PhaseStats
     refused = frozenset(refusals)
     errors = Counter(sample.errors)
     limited = 0
-    for reason, count in sample.errors.items():
-        if refused and status_of(reason) in refused:
+    for reason, count in sample.errors.items() if refused else ():
+        if status_of(reason) in refused:
             limited += count
             del errors[reason]
     ko = sample.ko - limited
