@@ -181,6 +181,45 @@ def test_a_tester_bound_probe_ends_the_search_at_the_last_rate_that_held() -> No
     )
 
 
+def test_a_first_rate_the_tester_cannot_offer_sends_the_search_under_it() -> None:
+    """The first rate is tester-bound (no rate held yet): the search shrinks from it and grows
+    back up to one precision step under it; held there, the knee is that bound, and the note
+    names the rate the tester could not offer and why."""
+    c = StepController(replace(SETTINGS, start_rate=800.0))
+    seen = []
+    while (request := c.next_probe()) is not None:
+        seen.append(request.rate)
+        c.update("tester-bound" if request.rate >= 800 else "within", "the engine dropped 9 %")
+    cap = math.floor(800.0 / 1.05 * 1000.0 - 1.0) / 1000.0
+    assert seen == [800.0, 400.0, cap]
+    assert (c.status, c.knee) == ("tester-bound", cap)
+    assert c.note == (
+        f"{cap:,.0f}/s held, just under 800/s, which the tester could not offer "
+        "(the engine dropped 9 %)"
+    )
+
+
+def test_under_the_rate_the_tester_could_not_offer_the_targets_knee_is_found() -> None:
+    """An upload the engine can send at 60/s at most, to a target that carries 25/s: the first
+    probe (100/s) is the tester's limit, not the target's; the search goes under it and finds
+    the target's knee, confirmed (before, the search ended there with no knee)."""
+    target = SimulatedTarget(workers=1, service_ms=40.0, engine_rate=60.0)
+    result = search(SETTINGS, target)
+    assert [p.verdict.outcome for p in result.probes][:1] == ["tester-bound"]
+    assert result.status == "found" and result.knee is not None
+    assert abs(result.knee - target.capacity) / target.capacity <= SETTINGS.precision + 0.03
+
+
+def test_a_tester_bound_probe_at_the_lowest_rate_ends_the_search_without_a_knee() -> None:
+    c = StepController(replace(SETTINGS, start_rate=20.0))
+    seen = []
+    while (request := c.next_probe()) is not None:
+        seen.append(request.rate)
+        c.update("tester-bound", "the engine dropped 30 %")
+    assert (c.status, c.knee, c.note) == ("tester-bound", None, "the engine dropped 30 %")
+    assert seen == [20.0, 10.0]  # the floor: 20 arrivals in a 2 s probe
+
+
 def test_a_failed_confirmation_searches_on_below_it() -> None:
     c = StepController(SETTINGS)
     confirmed_fail = 0

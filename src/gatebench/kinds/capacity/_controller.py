@@ -27,7 +27,13 @@ unlike it, it also:
   probe is tester-bound, gatebench.kinds.capacity._scoring rule 2): it probes just under it, and
   when that holds the knee is at least it, the tester's limit;
 * stops at the plan's ``max_rate`` (the knee is then at least that: a lower bound), and on a
-  ``tester-bound`` probe (the knee is at least the last rate that held: the tester's limit).
+  ``tester-bound`` probe once a rate has held (the knee is at least the last rate that held:
+  the tester's limit);
+* **goes under the tester** when a probe is ``tester-bound`` before any rate held (the first
+  rate was more than the tester could offer: an 8.6 MB upload the engine cannot send at the
+  rate its ceiling against a small file suggests): that rate, one precision step lowered,
+  becomes the cap and the search shrinks from it as from a breach, then grows back up to the
+  cap (held there: "≥ R", the tester's limit; broken below it: the target's knee).
 
 The controller only decides: it never measures, never waits, and knows nothing of engines.
 """
@@ -57,7 +63,8 @@ SearchStatus = Literal[
 ]
 """How a search ended: ``found`` (the knee, confirmed); ``at-max`` (the plan's max_rate held:
 the knee is at least that); ``nothing`` (even MIN_RATE broke the objective); ``tester-bound``
-(the tester could not offer a rate: the knee is at least the last rate that held);
+(the tester could not offer a rate: the knee is at least the last rate that held, None when
+even the lowest rate was more than it could offer);
 ``unconfirmed`` (confirmations kept failing: the last rate that held, not confirmed, or no knee
 when none held below them);
 ``budget`` (the time budget ran out: no knee); ``failed`` (the target stopped during the
@@ -92,6 +99,8 @@ class StepController:
     """What an overloaded probe carried (its achieved rate), not yet used."""
     hinted: bool = False
     """The rate proposed was read from an overload (:attr:`hint`)."""
+    unoffered: str = ""
+    """Why a probe before any rate held was tester-bound (the cap was lowered under it)."""
 
     def __post_init__(self) -> None:
         first = self.start_rate if self.start_rate is not None else self.settings.start_rate
@@ -144,7 +153,7 @@ class StepController:
         rate = self.rate
         step_up, self.hinted = self.hinted, False
         if outcome == "tester-bound":
-            self._finish("tester-bound", why)
+            self._tester_could_not_offer(rate, why)
             return
         held = outcome == "within"
         if held:
@@ -184,8 +193,12 @@ class StepController:
                     if self.top < s.max_rate:
                         self._finish(
                             "tester-bound",
-                            f"{rate:,.0f}/s held, just under the share of the engine's ceiling "
-                            "at which the tester is the limit",
+                            f"{rate:,.0f}/s held, just under "
+                            + (
+                                self.unoffered
+                                or "the share of the engine's ceiling at which the tester is "
+                                "the limit"
+                            ),
                         )
                     else:
                         self._finish("at-max", f"max_rate {s.max_rate:g}/s held")
@@ -198,6 +211,10 @@ class StepController:
         if self.phase == "shrink":
             if held:
                 self.low = rate
+                if self.high is None:  # shrunk under the tester, not a breach: grow back
+                    self.phase = "grow"
+                    self.rate = min(rate * s.growth, self.top)
+                    return
                 self._bisect_or_confirm(step_up)
             else:
                 self.high = rate
@@ -209,6 +226,19 @@ class StepController:
         else:
             self.high = rate
         self._bisect_or_confirm(step_up and held)
+
+    def _tester_could_not_offer(self, rate: float, why: str) -> None:
+        """A tester-bound probe at ``rate``: the end, with the last rate that held as a lower
+        bound; before any held, the cap goes one precision step under ``rate`` and the search
+        shrinks from it (down to the floor, where it ends without a knee)."""
+        if self.low is not None or self.phase == "confirm" or rate <= self.floor:
+            self._finish("tester-bound", why)
+            return
+        self.cap = rate / (1.0 + self.settings.precision)
+        self.unoffered = f"{rate:,.0f}/s, which the tester could not offer ({why})"
+        self.hint = None
+        self.phase = "shrink"
+        self.rate = max(min(rate / self.settings.growth, self.top), self.floor)
 
     def _from_hint(self, low: float, high: float) -> float | None:
         """The rate just below what an overloaded probe carried, when it lies inside the
