@@ -47,6 +47,21 @@ def _searches(run_dir: Path) -> dict[tuple[str, str], list[SearchResult]]:
     return out
 
 
+MARKS = {"within": "✓", "breached": "✗", "tester-bound": "T"}
+
+
+def trail(result: SearchResult) -> str:
+    """A search's probes in order: rate, ✓ held / ✗ broke / T tester-bound, what an overloaded
+    probe served, C before a confirmation: ``100 ✓ · 6,400 ✗ (served 4,210) · C 4,105 ✓``."""
+    out = []
+    for p in result.probes:
+        rate, mark = p.request.rate, MARKS.get(p.verdict.outcome, "?")
+        served = p.metrics.served_rate or p.metrics.achieved_rate
+        said = f" (served {served:,.0f})" if mark != "✓" and served < 0.9 * rate else ""
+        out.append(f"{'C ' if p.request.kind == 'confirm' else ''}{rate:,.0f} {mark}{said}")
+    return " · ".join(out)
+
+
 def _one(example: str, results: Path) -> tuple[list[str], list[str]]:
     spec = ROOT / "examples" / example / "openapi.yaml"
     read = read_spec(str(spec))
@@ -94,6 +109,13 @@ def _one(example: str, results: Path) -> tuple[list[str], list[str]]:
         )
         + f"; stopped: {result.stop}.",
         *(f"  - {e.workload}: {e.verdict}." for e in result.endpoints),
+        "  - the searches' probes in order (✓ held, ✗ broke, T tester-bound, C a confirmation, "
+        "with what an overloaded probe served):",
+        *(
+            f"    - {workload} · {target} · rep {k}: {trail(r)}"
+            for (target, workload), found in sorted(searches.items())
+            for k, r in enumerate(found, 1)
+        ),
     ]
     return rows, notes
 

@@ -1,7 +1,8 @@
 """Ground truth for the capacity search: the mock backend with 20 workers holding every response
 50 ms can serve at most 20 / 50 ms = 400 requests per second. The search, run with the real
 load generator against the real backend (no gateway), must land within its precision (5 %) of
-what the backend really delivered meanwhile, on this machine at that moment: its own timeline
+what the backend really delivered meanwhile (one step more below it per confirmation that
+broke: the search then confirms one step lower), on this machine at that moment: its own timeline
 says how long each worker took from one hold to the next while requests were waiting
 (tests/groundtruth.py, ``worker_capacity``). A few seconds of load at a few hundred requests per
 second on 127.0.0.1.
@@ -90,9 +91,15 @@ def test_the_search_finds_the_capacity_the_backend_delivered(
     # physics: never a hold shorter than configured, so never more than the configured capacity
     assert delivered.fastest_hold_ms >= SERVICE_MS, delivered
     assert delivered.rate <= CAPACITY, delivered
-    # the search found what the backend could carry meanwhile
-    error = abs(result.knee - delivered.rate) / delivered.rate
-    assert error <= settings.precision, (result.knee, delivered, rates)
+    # the search found what the backend could carry meanwhile: never more than it delivered
+    # saturated (within the precision), and under it by at most the bracket's step plus one step
+    # per confirmation that broke the objective (each is a longer run at which the machine did
+    # not carry that rate: near saturation the queue a stall leaves breaks a p50 bound 15 ms
+    # above the hold, and the search then confirms one step lower, by design)
+    step = 1.0 + settings.precision
+    failed = sum(1 for p in result.probes if p.request.kind == "confirm") - 1
+    low, high = delivered.rate / step ** (1 + failed), delivered.rate * step
+    assert low <= result.knee <= high, (result.knee, delivered, rates)
     # how many probes it took is the machine's as much as the search's (a probe that other
     # work made breach sends the search lower): `make bench` reports it ("Capacity ground truth")
     # the backend served exactly what the engine sent in the last probe (each probe resets it
