@@ -207,3 +207,30 @@ def test_ingest_merges_every_testers_log_once_all_are_done(tmp_path: Path) -> No
     assert ingest_run(bucket, store, RUNS, RUN) == 1
     m = store.stored["nginx:w:1"]
     assert (m.requests, m.flags) == (3, ("incomplete", "too-short", "partial"))
+
+
+def test_a_tester_says_each_step_on_its_serial_console(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A tester that stops or hangs says after which step: the provision build's timeout names
+    only the marker it waited for (a CI run's tester 0 once wrote no ready marker and nothing
+    else)."""
+    from gatebench.local.procs import free_port
+    from gatebench.vm._roles import run_tester
+
+    bucket = MemoryBucket()
+    closed = free_port()
+    document = {
+        "format": FORMAT,
+        "phases": [{"target": "nginx", "request": {"base_url": f"http://127.0.0.1:{closed}"}}],
+    }
+    bucket.put_json(f"runs/{RUN}/workload.json", document)
+    assert run_tester(bucket, RUNS, RUN, tmp_path, 1.0, clock=FakeClock()) == 3  # type: ignore[arg-type]
+    said = [line.split(" ", 4)[-1] for line in capsys.readouterr().err.splitlines()]
+    assert said == [
+        f"reading the workload of {RUN}",
+        "waiting up to 1s for the targets to answer",
+        "ready: 0 target(s) answered, 1 did not",
+    ]
+    ready = json.loads(bucket.objects[marker(RUN, "ready")])
+    assert ready["reachable"] == [] and list(ready["unreachable"]) == ["nginx"]

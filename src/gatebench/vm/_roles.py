@@ -213,6 +213,15 @@ def _meeting(
         yield _Meeting(tester, url, served)
 
 
+def _step(tester: int, what: str) -> None:
+    """One line of a tester's progress on its serial console (stderr): where it got to, so a
+    tester that stops or hangs says after which step (the provision build's timeout names only
+    the marker it waited for)."""
+    stamp = time.strftime("%H:%M:%S", time.gmtime())
+    sys.stderr.write(f"gatebench: tester {tester}: {stamp} {what}\n")
+    sys.stderr.flush()
+
+
 def run_tester(
     storage: Storage,
     bucket: str,
@@ -232,10 +241,13 @@ def run_tester(
     with ``gatebench.local.liveruns``, which builds on this package)."""
     clock = clock or Clock()
     workdir.mkdir(parents=True, exist_ok=True)
+    _step(tester, f"reading the workload of {run_id}")
     documents = split_document(
         read_required_json(storage, bucket, f"runs/{run_id}/workload.json"), testers
     )
     with _meeting(barrier, tester, documents) as meeting:
+        if meeting.served is not None:
+            _step(tester, f"serving the phase barrier on port {meeting.served.port}")
         document = documents[tester]
         tls = document.get("tls")
         if isinstance(tls, dict) and not tls.get("ca"):  # the run's CA, from the provision build
@@ -258,6 +270,7 @@ def run_tester(
                 reason = None
             return str(reason or "no reason given")
 
+        _step(tester, f"waiting up to {ready_timeout:g}s for the targets to answer")
         reachable, unreachable = probe_targets(
             document, ready_timeout, clock, ca_file, reported=reported
         )
@@ -274,6 +287,7 @@ def run_tester(
             marker_of_tester("ready", tester),
             {"reachable": reachable, "unreachable": unreachable},
         )
+        _step(tester, f"ready: {len(reachable)} target(s) answered, {len(unreachable)} did not")
         if not reachable:
             return 3
         skip_file = workdir / "skip-targets.txt"
@@ -282,10 +296,12 @@ def run_tester(
         done_marker = marker_of_tester("load-done", tester)
         if read_marker(storage, bucket, run_id, done_marker) is not None:
             return 0  # a restarted tester: the load happened already
+        _step(tester, "waiting for the load request")
         request = wait_for_marker(
             storage, bucket, run_id, "load-request", REQUEST_TIMEOUT_S, clock=clock
         )
         start_at = float(request.get("start_at") or 0.0)
+        _step(tester, "the load request came: loading")
 
         def go() -> None:  # the JVM is up; every tester lets its load go at start_at
             clock.sleep(max(0.0, start_at - clock.now()))
@@ -335,6 +351,7 @@ def run_tester(
         if met is not None:
             done["barrier"] = met
         write_marker(storage, bucket, run_id, done_marker, done)
+        _step(tester, "load done" if done["ok"] else f"load failed: {done.get('reason')}")
         if meeting.served is not None:  # a tester left behind may still call the barrier
             _linger(storage, bucket, run_id, testers, max(60.0, clock.now() - started), clock)
     return 0 if done["ok"] else 3
