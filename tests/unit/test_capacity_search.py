@@ -283,7 +283,33 @@ def test_a_failed_confirmation_with_nothing_held_under_it_confirms_just_below() 
     while (request := c.next_probe()) is not None:
         c.update("within" if request.kind != "confirm" and request.rate <= 1010 else "breached")
     assert (c.status, c.knee, c.confirmations) == ("unconfirmed", None, MAX_CONFIRMATIONS)
-    assert c.note == "3 confirmations failed, the last at 907/s"
+    assert c.note == "3 confirmations failed, the last at 864/s"  # 1,000, 952, then 2 steps
+
+
+def test_confirmations_that_keep_failing_step_further_down() -> None:
+    """A long run keeps breaking where 2 s probes held (a run here: 7,960/s held short probes,
+    its confirmations broke at 7,960, 7,581 and 7,220/s, the last serving 6,489/s, and the
+    search ended unconfirmed at 3,980/s): the second failure steps two precision steps down,
+    and a confirmation that served clearly less than offered sends the next under what it
+    served."""
+    c = StepController(SETTINGS, start_rate=1000.0)
+    confirms = []
+    while (request := c.next_probe()) is not None:
+        if request.kind == "confirm":
+            confirms.append(round(request.rate))
+        limit = 880.0 if request.kind == "confirm" else 1010.0
+        c.update("within" if request.rate <= limit else "breached")
+    assert confirms == [1000, 952, 864] and (c.status, round(c.knee or 0)) == ("found", 864)
+    c = StepController(SETTINGS, start_rate=1000.0)
+    confirms = []
+    while (request := c.next_probe()) is not None:
+        if request.kind == "confirm":
+            confirms.append(round(request.rate))
+        if request.kind == "confirm" and request.rate > 700.0:  # overloaded: served 700/s
+            c.update("breached", achieved=700.0)
+            continue
+        c.update("within" if request.rate <= 1010.0 else "breached")
+    assert confirms == [1000, round(700 * 0.975)] and c.status == "found"
 
 
 def test_a_finished_controller_refuses_more_outcomes() -> None:

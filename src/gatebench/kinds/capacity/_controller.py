@@ -21,8 +21,11 @@ unlike it, it also:
 * **confirms** the rate found with a longer run; a failed confirmation makes that rate the new
   upper end and the next confirmation is one precision step under it, at once (the rate held a
   short probe, so the knee is just under it: a noisy machine's longer run fails where a short
-  one passed), or at the highest rate that held when that is nearer (at most
-  :data:`MAX_CONFIRMATIONS` times), instead of shrinking or bisecting down and climbing back;
+  one passed), two steps after a second failure (a longer run that keeps breaking sees more of
+  the machine's stalls than a short probe: the gap is wider), under what an overloaded
+  confirmation served when that is lower, or at the highest rate that held when that is nearer
+  (at most :data:`MAX_CONFIRMATIONS` times), instead of shrinking or bisecting down and
+  climbing back;
 * never offers a rate the tester cannot (``cap``: the share of the engine's ceiling at which a
   probe is tester-bound, gatebench.kinds.capacity._scoring rule 2): it probes just under it, and
   when that holds the knee is at least it, the tester's limit;
@@ -178,7 +181,13 @@ class StepController:
                     + ("" if self.low is not None else f", the last at {rate:,.0f}/s"),
                 )
                 return
-            under = rate / (1.0 + s.precision)
+            # one precision step under it, then two: a longer run keeps breaking where short
+            # probes held, so the gap is wider than one step; under what an overloaded
+            # confirmation served, when that is lower
+            under = rate / (1.0 + s.precision) ** (2 ** (self.confirmations - 1))
+            hint, self.hint = self.hint, None
+            if hint is not None:
+                under = min(under, hint * (1.0 - s.precision / 2.0))
             if self.low is None or self.low < under:
                 # it held a short probe: the knee is just under it, not half as high, nor
                 # halfway down to a rate that held far below
