@@ -797,8 +797,9 @@ def test_a_search_starts_from_what_the_run_already_knows() -> None:
     campaign.record(first, SearchResult("found", 4000.0, 4100.0, ()))
     # another target on the endpoint: half the baseline's knee, not cold
     assert campaign.start(SearchKey(1, "nginx", "bid")) == (2000.0, False)
-    # the same target on another endpoint
-    assert campaign.start(SearchKey(1, "baseline", "list")) == (2000.0, False)
+    # the same target on another endpoint: cold (an 8.6 MB upload and a read differ by orders
+    # of magnitude)
+    assert campaign.start(SearchKey(1, "baseline", "list")) == (2000.0, True)
     # its own earlier repetitions first
     campaign.record(SearchKey(1, "nginx", "bid"), SearchResult("found", 1000.0, 1040.0, ()))
     start, cold = campaign.start(SearchKey(2, "nginx", "bid"))
@@ -813,7 +814,7 @@ def test_a_search_starts_from_what_the_run_already_knows() -> None:
     noisy.record(SearchKey(1, "a", "bid"), SearchResult("unconfirmed", 1600.0, None, (), "x"))
     assert noisy.start(SearchKey(1, "b", "bid")) == (800.0, False)
     noisy.record(SearchKey(1, "b", "list"), SearchResult("found", 6000.0, 6200.0, ()))
-    assert noisy.start(SearchKey(1, "b", "bid")) == (3000.0, False)
+    assert noisy.start(SearchKey(1, "b", "bid")) == (3000.0, True)
 
 
 def test_a_campaign_needs_at_most_ten_probes_a_search() -> None:
@@ -1028,3 +1029,36 @@ def test_the_capacity_report_cautions_about_probes_with_wrong_answers() -> None:
         "to their request, whole; a rate at which a target answers wrongly is not one it "
         'carries (docs/trust.md, "Right answers under load").'
     ]
+
+
+def test_a_tester_bound_probe_far_under_the_engines_ceiling_runs_once_more() -> None:
+    """A stall of the engine at 160/s with a ceiling of 10,000/s (the auction's read once ended
+    its search at 97/s so): the same probe runs again, and its second outcome is the one the
+    search goes on with; near the ceiling a tester-bound probe is the limit, not run again."""
+    target = SimulatedTarget(workers=4, service_ms=10.0)  # 400/s
+    stalls = {160.0}
+
+    def probe(request: ProbeRequest) -> ProbeMetrics:
+        metrics = target(request)
+        if request.rate in stalls:
+            stalls.discard(request.rate)  # once
+            return replace(metrics, dropped=metrics.scheduled, requests=0)
+        return metrics
+
+    start = 10.0
+    result = search(SETTINGS, probe, limits=Limits(ceiling=10_000.0), start_rate=start)
+    seen = [(p.request.rate, p.verdict.outcome) for p in result.probes]
+    assert seen[:6] == [
+        (10.0, "within"),
+        (20.0, "within"),
+        (40.0, "within"),
+        (80.0, "within"),
+        (160.0, "tester-bound"),
+        (160.0, "within"),
+    ]
+    assert result.status == "found" and result.knee is not None and result.knee > 360.0
+    # near the ceiling (at least 40 % of it), tester-bound is the limit: no second run
+    near = SimulatedTarget(workers=400, service_ms=10.0, engine_rate=3_000.0)
+    bounded = search(SETTINGS, near, limits=Limits(ceiling=4_000.0))
+    rates = [p.request.rate for p in bounded.probes]
+    assert bounded.status == "tester-bound" and len(rates) == len(set(rates)), rates
