@@ -204,14 +204,12 @@ def search(
         try:
             probed = _probe(request, probe, settings, limits)
             outcomes.append(probed)
-            if on_probe is not None:
-                on_probe(probed)
             fits = deadline is None or clock() + request.seconds <= deadline
             if not ceiling and fits and _stalled(probed, limits):  # once more, the same probe
-                probed = _probe(request, probe, settings, limits)
-                outcomes.append(probed)
                 if on_probe is not None:
                     on_probe(probed)
+                probed = _probe(request, probe, settings, limits)
+                outcomes.append(probed)
         except TargetDown as exc:
             controller.target_failed(str(exc))
             break
@@ -223,6 +221,8 @@ def search(
             "; ".join(probed.verdict.reasons),
             achieved=probed.metrics.served_rate or probed.metrics.achieved_rate,
         )
+        if on_probe is not None:
+            on_probe(probed)
     assert controller.status is not None
     return SearchResult(
         status=controller.status,
