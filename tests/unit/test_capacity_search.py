@@ -1057,6 +1057,16 @@ def test_a_tester_bound_probe_far_under_the_engines_ceiling_runs_once_more() -> 
         (160.0, "within"),
     ]
     assert result.status == "found" and result.knee is not None and result.knee > 360.0
+    # an engine that used its cores there is at its limit, however far under its ceiling
+    stalls.add(160.0)
+
+    def busy(request: ProbeRequest) -> ProbeMetrics:
+        found = probe(request)
+        return replace(found, engine_cpu_pct=99.0) if found.requests == 0 else found
+
+    result = search(SETTINGS, busy, limits=Limits(ceiling=10_000.0), start_rate=start)
+    assert [p.request.rate for p in result.probes][-1:] == [160.0]
+    assert (result.status, result.knee) == ("tester-bound", 80.0)
     # near the ceiling (at least 40 % of it), tester-bound is the limit: no second run
     near = SimulatedTarget(workers=400, service_ms=10.0, engine_rate=3_000.0)
     bounded = search(SETTINGS, near, limits=Limits(ceiling=4_000.0))
