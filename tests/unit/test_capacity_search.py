@@ -126,6 +126,21 @@ def test_the_tester_cap_is_never_offered() -> None:
     assert below.status == "found" and below.knee is not None and below.knee <= 3000.0
 
 
+def test_a_cold_search_starts_a_sixteenth_of_the_tester_cap_up() -> None:
+    """Nothing of the run to start from, but the tester's cap is known (40,000/s): the knee is
+    under it or the tester is the limit, so the search starts two cold growth steps under it
+    (2,500/s) instead of growing from the plan's 100/s through 400 and 1,600/s."""
+    c = StepController(SETTINGS, cap=40_000.0)
+    seen = against(c, 6_000.0, saturates=True)
+    assert seen[0] == (2_500.0, "grow") and seen[1] == (10_000.0, "grow")
+    assert c.status == "found" and c.knee is not None and 6_000 / 1.05 <= c.knee <= 6_000
+    assert len(seen) <= 6, seen
+    # a start the run knew (not cold) keeps its rate; so does a cold start above a 16th
+    assert StepController(SETTINGS, 100.0, cap=40_000.0).rate == 100.0
+    assert StepController(SETTINGS, 3_000.0, cold=True, cap=40_000.0).rate == 3_000.0
+    assert StepController(SETTINGS, 30.0, cold=True, cap=40_000.0).rate == 2_500.0
+
+
 def test_the_probes_have_the_plan_durations() -> None:
     settings = replace(SETTINGS, warmup=0.5, probe=3.0, confirm=7.0)
     c = StepController(settings)
@@ -310,6 +325,23 @@ def test_confirmations_that_keep_failing_step_further_down() -> None:
             continue
         c.update("within" if request.rate <= 1010.0 else "breached")
     assert confirms == [1000, round(700 * 0.975)] and c.status == "found"
+
+
+def test_a_failed_confirmation_is_not_followed_by_one_at_a_rate_that_held_short() -> None:
+    """Short probes held 950 and 992/s; the 5 s confirmation holds at 948/s or less. After
+    992/s broke, the next confirmation is one precision step under it (945/s), not at 950/s,
+    the rate between that held a short probe: short probes hold too high where the longer run
+    broke, and confirming there broke again and sent the search two steps further down (862/s,
+    a third confirmation)."""
+    c = StepController(SETTINGS, start_rate=950.0)
+    seen = []
+    while (request := c.next_probe()) is not None:
+        seen.append((round(request.rate), request.kind))
+        limit = 948.0 if request.kind == "confirm" else 1010.0
+        c.update("within" if request.rate <= limit else "breached")
+    assert (950, "grow") in seen and (992, "bisect") in seen
+    assert [r for r, kind in seen if kind == "confirm"] == [992, 945]
+    assert c.status == "found" and c.knee == pytest.approx(992.0 / 1.05, rel=1e-3)
 
 
 def test_a_finished_controller_refuses_more_outcomes() -> None:

@@ -22,10 +22,16 @@ unlike it, it also:
   upper end and the next confirmation is one precision step under it, at once (the rate held a
   short probe, so the knee is just under it: a noisy machine's longer run fails where a short
   one passed), two steps after a second failure (a longer run that keeps breaking sees more of
-  the machine's stalls than a short probe: the gap is wider), under what an overloaded
-  confirmation served when that is lower, or at the highest rate that held when that is nearer
-  (at most :data:`MAX_CONFIRMATIONS` times), instead of shrinking or bisecting down and
-  climbing back;
+  the machine's stalls than a short probe: the gap is wider), or under what an overloaded
+  confirmation served when that is lower (at most :data:`MAX_CONFIRMATIONS` times), instead of
+  shrinking or bisecting down and climbing back. Never at a rate in between that held a short
+  probe: short probes held where the longer run broke, so they hold too high (in the
+  examples' runs here, 19 of 34 first confirmations broke, and a next one at a rate that held
+  short broke again);
+* starts a **cold** search from the tester's side when that is higher than the plan's
+  ``start_rate``: a 16th of the cap (two cold growth steps under it), since the knee is under
+  the cap or the tester is the limit (the first search of a run here grew from 100/s through
+  400 and 1,600 to 6,400/s before its first breach at 25,600/s);
 * never offers a rate the tester cannot (``cap``: the share of the engine's ceiling at which a
   probe is tester-bound, gatebench.kinds.capacity._scoring rule 2): it probes just under it, and
   when that holds the knee is at least it, the tester's limit;
@@ -109,6 +115,8 @@ class StepController:
         first = self.start_rate if self.start_rate is not None else self.settings.start_rate
         if self.cold is None:
             self.cold = self.start_rate is None
+        if self.cold and self.cap is not None:
+            first = max(first, self.cap / self.growth**2)
         self.rate = min(max(first, self.floor), self.top)
 
     @property
@@ -188,12 +196,10 @@ class StepController:
             hint, self.hint = self.hint, None
             if hint is not None:
                 under = min(under, hint * (1.0 - s.precision / 2.0))
-            if self.low is None or self.low < under:
-                # it held a short probe: the knee is just under it, not half as high, nor
-                # halfway down to a rate that held far below
-                self.rate = max(under, self.floor)
-                return
-            self._below(rate)
+            # it held a short probe: the knee is just under it, not half as high, nor halfway
+            # down to a rate that held far below; nor at a rate between that held a short
+            # probe (short probes held where this longer run broke: they hold too high)
+            self.rate = max(under, self.floor)
             return
         if self.phase == "grow":
             if held:
