@@ -95,9 +95,16 @@ def test_the_search_finds_the_capacity_the_backend_delivered(
     # saturated (within the precision), and under it by at most the bracket's step plus one step
     # per confirmation that broke the objective (each is a longer run at which the machine did
     # not carry that rate: near saturation the queue a stall leaves breaks a p50 bound 15 ms
-    # above the hold, and the search then confirms one step lower, by design)
+    # above the hold, and the search then confirms one step lower, by design); the bisection's
+    # last step, run as long as a confirmation above every rate that held a short probe, is
+    # not one of them: broken, it is the bracket's top
     step = 1.0 + settings.precision
-    failed = sum(1 for p in result.probes if p.request.kind == "confirm") - 1
+    held = max(p.request.rate for p in result.probes if p.verdict.outcome == "within")
+    failed = sum(
+        1
+        for p in result.probes
+        if p.request.kind == "confirm" and p.verdict.outcome != "within" and p.request.rate <= held
+    )
     low, high = delivered.rate / step ** (1 + failed), delivered.rate * step
     assert low <= result.knee <= high, (result.knee, delivered, rates)
     # how many probes it took is the machine's as much as the search's (a probe that other

@@ -56,6 +56,21 @@ def against(
     return seen
 
 
+def noisy(controller: StepController, short: float, long: float) -> list[tuple[int, str]]:
+    """Run a controller against a noisy machine's target: short probes hold up to ``short``/s,
+    the longer confirmations only up to ``long``/s; the probes as (rate, kind)."""
+    seen = []
+    while (request := controller.next_probe()) is not None:
+        seen.append((round(request.rate), request.kind))
+        limit = long if request.kind == "confirm" else short
+        controller.update("within" if request.rate <= limit else "breached")
+    return seen
+
+
+def confirmations(seen: list[tuple[int, str]]) -> list[int]:
+    return [rate for rate, kind in seen if kind == "confirm"]
+
+
 # -- the step controller -------------------------------------------------------------------
 
 
@@ -68,10 +83,10 @@ def test_growth_then_geometric_bisection_then_confirmation() -> None:
     assert kinds[:4] == ["grow"] * 4
     # bisection is geometric: the first midpoint of [400, 800] is sqrt(400 × 800)
     assert rates[4] == pytest.approx(math.sqrt(400 * 800), abs=0.001)
-    assert kinds[-1] == "confirm" and rates[-1] == c.knee
+    assert kinds[-1] == "confirm" and rates[-1] == pytest.approx(c.knee, abs=0.001)
     assert c.status == "found"
     assert c.high is not None and c.knee is not None
-    assert c.high / c.knee - 1 <= SETTINGS.precision
+    assert c.high / c.knee - 1 <= SETTINGS.precision + 1e-6
     assert 400 / 1.05 <= c.knee <= 400.0
     assert len(seen) <= 10
 
@@ -270,33 +285,23 @@ def test_confirmations_that_keep_failing_end_unconfirmed() -> None:
 def test_a_failed_confirmation_with_nothing_held_under_it_confirms_just_below() -> None:
     """A noisy machine: every rate up to 1,010/s holds a 2 s probe, but the 5 s confirmation
     only at 960/s or less. Nothing that held lies under the first rate confirmed (1,000/s:
-    the first probe held, 2,000/s broke, every bisection above broke), so the next
-    confirmation is one precision step under it, at once: no shrinking by the growth factor
-    and climbing back."""
+    the first probe held, 2,000/s broke, every bisection above broke, the last step, 1,044/s,
+    run as long as a confirmation), so the next confirmation is one precision step under it,
+    at once: no shrinking by the growth factor and climbing back."""
     c = StepController(SETTINGS, start_rate=1000.0)
-    seen = []
-    while (request := c.next_probe()) is not None:
-        seen.append((round(request.rate), request.kind))
-        limit = 960.0 if request.kind == "confirm" else 1010.0
-        c.update("within" if request.rate <= limit else "breached")
+    seen = noisy(c, 1010.0, 960.0)
     assert seen[:2] == [(1000, "grow"), (2000, "grow")]
-    assert [r for r, kind in seen if kind == "confirm"] == [1000, 952]
-    assert c.status == "found" and c.knee == pytest.approx(1000.0 / 1.05)
-    assert len(seen) <= 9, seen
+    assert confirmations(seen) == [1044, 1000, 952]
+    assert c.status == "found" and c.knee == pytest.approx(1000.0 / 1.05, abs=0.001)
+    assert len(seen) <= 8, seen
     # a rate that held far below (500/s, before the first rate confirmed) does not pull the
     # next confirmation halfway down to it
     c = StepController(SETTINGS, start_rate=500.0)
-    confirms = []
-    while (request := c.next_probe()) is not None:
-        if request.kind == "confirm":
-            confirms.append(round(request.rate))
-        limit = 960.0 if request.kind == "confirm" else 1010.0
-        c.update("within" if request.rate <= limit else "breached")
+    confirms = confirmations(noisy(c, 1010.0, 960.0))
     assert confirms[-1] == round(confirms[-2] / 1.05) and c.status == "found"
     # no confirmation ever holds: unconfirmed, with no knee (short probes held: not "nothing")
     c = StepController(SETTINGS, start_rate=1000.0)
-    while (request := c.next_probe()) is not None:
-        c.update("within" if request.kind != "confirm" and request.rate <= 1010 else "breached")
+    noisy(c, 1010.0, 0.0)
     assert (c.status, c.knee, c.confirmations) == ("unconfirmed", None, MAX_CONFIRMATIONS)
     assert c.note == "3 confirmations failed, the last at 864/s"  # 1,000, 952, then 2 steps
 
@@ -308,13 +313,8 @@ def test_confirmations_that_keep_failing_step_further_down() -> None:
     and a confirmation that served clearly less than offered sends the next under what it
     served."""
     c = StepController(SETTINGS, start_rate=1000.0)
-    confirms = []
-    while (request := c.next_probe()) is not None:
-        if request.kind == "confirm":
-            confirms.append(round(request.rate))
-        limit = 880.0 if request.kind == "confirm" else 1010.0
-        c.update("within" if request.rate <= limit else "breached")
-    assert confirms == [1000, 952, 864] and (c.status, round(c.knee or 0)) == ("found", 864)
+    assert confirmations(noisy(c, 1010.0, 880.0)) == [1044, 1000, 952, 864]
+    assert (c.status, round(c.knee or 0)) == ("found", 864)
     c = StepController(SETTINGS, start_rate=1000.0)
     confirms = []
     while (request := c.next_probe()) is not None:
@@ -324,24 +324,41 @@ def test_confirmations_that_keep_failing_step_further_down() -> None:
             c.update("breached", achieved=700.0)
             continue
         c.update("within" if request.rate <= 1010.0 else "breached")
-    assert confirms == [1000, round(700 * 0.975)] and c.status == "found"
+    assert confirms == [1044, 1000, round(700 * 0.975)] and c.status == "found"
 
 
 def test_a_failed_confirmation_is_not_followed_by_one_at_a_rate_that_held_short() -> None:
-    """Short probes held 950 and 992/s; the 5 s confirmation holds at 948/s or less. After
-    992/s broke, the next confirmation is one precision step under it (945/s), not at 950/s,
-    the rate between that held a short probe: short probes hold too high where the longer run
-    broke, and confirming there broke again and sent the search two steps further down (862/s,
-    a third confirmation)."""
-    c = StepController(SETTINGS, start_rate=950.0)
-    seen = []
-    while (request := c.next_probe()) is not None:
-        seen.append((round(request.rate), request.kind))
-        limit = 948.0 if request.kind == "confirm" else 1010.0
-        c.update("within" if request.rate <= limit else "breached")
-    assert (950, "grow") in seen and (992, "bisect") in seen
-    assert [r for r, kind in seen if kind == "confirm"] == [992, 945]
-    assert c.status == "found" and c.knee == pytest.approx(992.0 / 1.05, rel=1e-3)
+    """Short probes held 900 and 981/s; the 5 s confirmation holds at 890/s or less. The
+    bisection's last step (1,025/s) and the confirmations at 981 and 935/s broke; the next is
+    two precision steps under 935/s (848/s), not at 900/s, the rate between that held a short
+    probe: short probes hold too high where the longer run broke, and confirming there broke
+    a third time and ended the search unconfirmed."""
+    c = StepController(SETTINGS, start_rate=900.0)
+    seen = noisy(c, 1010.0, 890.0)
+    assert (900, "grow") in seen and (981, "bisect") in seen
+    assert confirmations(seen) == [1025, 981, 935, 848]
+    assert c.status == "found" and c.knee == pytest.approx(935.0 / 1.05**2, rel=1e-3)
+
+
+def test_the_bisections_last_step_runs_as_long_as_a_confirmation_and_is_one() -> None:
+    """A bracket within two precision steps closes whatever its middle does: that probe runs
+    as long as a confirmation. Held, it is the knee, confirmed, with no confirmation after it;
+    broken, it is the bracket's top, and the rate under it is confirmed."""
+    c = StepController(SETTINGS, start_rate=1000.0)
+    seen = [(round(r), kind) for r, kind in against(c, 1050.0)]
+    assert seen == [
+        (1000, "grow"),
+        (2000, "grow"),
+        (1414, "bisect"),
+        (1189, "bisect"),
+        (1091, "bisect"),
+        (1044, "confirm"),
+    ]
+    assert (c.status, round(c.knee or 0), round(c.high or 0)) == ("found", 1044, 1091)
+    c = StepController(SETTINGS, start_rate=1000.0)
+    assert [round(r) for r, kind in against(c, 1020.0) if kind == "confirm"] == [1044, 1000]
+    assert (c.status, c.knee, c.confirmations) == ("found", 1000.0, 0)
+    assert c.high is not None and round(c.high) == 1044
 
 
 def test_a_finished_controller_refuses_more_outcomes() -> None:

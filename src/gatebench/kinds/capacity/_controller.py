@@ -18,7 +18,11 @@ unlike it, it also:
   factor until a rate holds, down to :data:`MIN_RATE`) instead of giving up;
 * bisects **geometrically** (the next rate is ``sqrt(low × high)``): rates scale, and the
   precision is relative (``high / low − 1``), so each step halves the bracket's ratio;
-* **confirms** the rate found with a longer run; a failed confirmation makes that rate the new
+* **confirms** the rate found with a longer run. The bisection's last step (a bracket within two
+  precision steps, so that either outcome closes it) is run as long as a confirmation: held,
+  it is the knee, confirmed, one probe fewer; broken, it is the bracket's top, and the rate
+  under it is confirmed (a short last step had held in searches whose confirmation then broke
+  at that very rate). A failed confirmation makes that rate the new
   upper end and the next confirmation is one precision step under it, at once (the rate held a
   short probe, so the knee is just under it: a noisy machine's longer run fails where a short
   one passed), two steps after a second failure (a longer run that keeps breaking sees more of
@@ -108,6 +112,8 @@ class StepController:
     """What an overloaded probe carried (its achieved rate), not yet used."""
     hinted: bool = False
     """The rate proposed was read from an overload (:attr:`hint`)."""
+    closing: bool = False
+    """The rate proposed is the bisection's last step, run as long as a confirmation."""
     unoffered: str = ""
     """Why a probe before any rate held was tester-bound (the cap was lowered under it)."""
 
@@ -161,7 +167,7 @@ class StepController:
             raise ValueError("the search is over")
         self.probes += 1
         s = self.settings
-        rate = self.rate
+        rate = self.rate = round(self.rate, 3)  # the rate offered (next_probe's)
         step_up, self.hinted = self.hinted, False
         if outcome == "tester-bound":
             self._tester_could_not_offer(rate, why)
@@ -175,6 +181,11 @@ class StepController:
             if held:
                 self.low = rate
                 self._finish("found")
+                return
+            if self.closing:  # the bisection's last step broke: confirm the rate under it
+                self.closing = False
+                self.high = rate
+                self._bisect_or_confirm()
                 return
             self.confirmations += 1
             self.high = rate
@@ -307,6 +318,10 @@ class StepController:
         if hinted is not None:
             self.rate, self.hinted = hinted, True
             return
+        if self.settings.confirm > 0 and self.high / self.low <= (1.0 + p) ** 2 + 1e-9:
+            # the last step of the bisection: either outcome closes the bracket, so it is run
+            # as long as a confirmation (held: the knee, confirmed; broken: the bracket's top)
+            self.phase, self.closing = "confirm", True
         self.rate = math.sqrt(self.low * self.high)
 
     def _finish(self, status: SearchStatus, note: str = "") -> None:
