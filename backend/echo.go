@@ -19,6 +19,8 @@ type echoHandler struct{}
 func (echoHandler) Reset() {}
 
 type echoReply struct {
+	// the backend's signature for a signed request, first (sign.go, bodyCopy)
+	Signature  string              `json:"signature,omitempty"`
 	Method     string              `json:"method"`
 	Path       string              `json:"path"`
 	Query      string              `json:"query"`
@@ -60,6 +62,7 @@ func (echoHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Headers:    headers,
 		BodySHA256: hex.EncodeToString(hash.Sum(nil)),
 		BodyLength: n,
+		Signature:  bodyCopy(r, http.StatusOK),
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Gatebench-Backend", "echo")

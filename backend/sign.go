@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"hash"
@@ -53,6 +54,13 @@ import (
 // returns, then written with its Content-Length: answers of the backend's modes are small (the
 // mock's are bounded by its response_size). Requests without RequestHeader and the control
 // endpoints are served exactly as before, unsigned.
+//
+// A handler that composes its own body (echo's JSON; not the mock's or the auction's, which
+// answer in the description's shapes) also copies the signature into it, as the body's first
+// member: {"signature":"id=ID; status=S; seen=N; received=R; received-body=L:B", ...}: every
+// field but the answer body's own (sent, key), which no body can hold (bodyCopy). An engine
+// then tells whose answer a body is even when a gateway dropped the header, or crossed the
+// bodies of two answers and kept their heads.
 
 const (
 	RequestHeader  = "X-Gatebench-Request"
@@ -186,6 +194,37 @@ func requestDigest(r *http.Request, target string, names []string) string {
 	return digest(h.Sum(nil))
 }
 
+// receipt is what the backend received of a signed request: the signature's fields that do
+// not depend on the answer's body.
+type receipt struct {
+	id       string
+	times    int
+	received string
+	body     *hashingBody
+}
+
+// fields is the signature up to the answer body's own: id, status, seen, received and
+// received-body (the body as the handler has read it so far).
+func (rc *receipt) fields(status int) string {
+	return "id=" + rc.id +
+		"; status=" + strconv.Itoa(status) +
+		"; seen=" + strconv.Itoa(rc.times) +
+		"; received=" + rc.received +
+		"; received-body=" + strconv.FormatInt(rc.body.n, 10) + ":" + digest(rc.body.hash.Sum(nil))
+}
+
+type receiptKey struct{}
+
+// bodyCopy is the signature's copy for a body the handler composes itself and answers with
+// status, once it has read the request's body: "" for a request that is not signed.
+func bodyCopy(r *http.Request, status int) string {
+	rc, ok := r.Context().Value(receiptKey{}).(*receipt)
+	if !ok {
+		return ""
+	}
+	return rc.fields(status)
+}
+
 // withSignature signs every answer to a request that names itself in RequestHeader.
 func withSignature(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -198,14 +237,14 @@ func withSignature(next http.Handler) http.Handler {
 			http.Error(w, RequestHeader+": expected a token of at most 128 visible ASCII characters without ';', ',' or '='", http.StatusBadRequest)
 			return
 		}
-		times := seen.add(id)
-		received := receivedDigest(r)
 		key := ""
 		if parts := r.Header.Get(CacheKeyHeader); parts != "" {
 			key = "; key=" + keyDigest(r, parts)
 		}
 		body := &hashingBody{body: r.Body, hash: sha256.New()}
+		rc := &receipt{id: id, times: seen.add(id), received: receivedDigest(r), body: body}
 		r.Body = body
+		r = r.WithContext(context.WithValue(r.Context(), receiptKey{}, rc))
 		answer := &heldAnswer{header: w.Header()}
 		next.ServeHTTP(answer, r)
 		// what the handler left unread was received all the same: digest all of it
@@ -218,11 +257,7 @@ func withSignature(next http.Handler) http.Handler {
 			sent = nil
 		}
 		sentSum := sha256.Sum256(sent)
-		w.Header().Set(AnswerHeader, "id="+id+
-			"; status="+strconv.Itoa(answer.status)+
-			"; seen="+strconv.Itoa(times)+
-			"; received="+received+
-			"; received-body="+strconv.FormatInt(body.n, 10)+":"+digest(body.hash.Sum(nil))+
+		w.Header().Set(AnswerHeader, rc.fields(answer.status)+
 			"; sent="+strconv.Itoa(len(sent))+":"+digest(sentSum[:])+key)
 		if r.Method != http.MethodHead && answer.status != http.StatusNoContent && answer.status != http.StatusNotModified {
 			w.Header().Set("Content-Length", strconv.Itoa(len(sent)))

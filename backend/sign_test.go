@@ -172,3 +172,42 @@ func TestCacheKeyNamesThePartsACacheKeysOn(t *testing.T) {
 		t.Errorf("a request that names no cache key got key=%q", got)
 	}
 }
+
+func TestEchoCopiesTheSignatureIntoItsBodyFirst(t *testing.T) {
+	seen.reset()
+	server := httptest.NewServer(withSignature(echoHandler{}))
+	defer server.Close()
+	send := func(id string) (*http.Response, string) {
+		req, _ := http.NewRequest("POST", server.URL+"/items?x=1", strings.NewReader("hello"))
+		if id != "" {
+			req.Header.Set(RequestHeader, id)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(body)
+	}
+	resp, body := send("p3.ab.1")
+	header := resp.Header.Get(AnswerHeader)
+	own, _, found := strings.Cut(header, "; sent=")
+	if !found {
+		t.Fatalf("no sent= in %q", header)
+	}
+	// the copy is the body's first member, every field of the header but the body's own
+	if want := `{"signature":"` + own + `","method":"POST"`; !strings.HasPrefix(body, want) {
+		t.Fatalf("body %q does not start with %q", body, want)
+	}
+	if got := fields(t, own); got["received-body"] != "5:"+sum8("hello") || got["seen"] != "1" {
+		t.Errorf("the copy names another receipt: %v", got)
+	}
+	if got := fields(t, header)["sent"]; got != strconv.Itoa(len(body))+":"+sum8(body) {
+		t.Errorf("the header's sent=%s is not the body carrying the copy (%d bytes)", got, len(body))
+	}
+	// an unsigned request gets echo's reply as before, without the member
+	if _, body := send(""); strings.Contains(body, "signature") {
+		t.Errorf("an unsigned request's echo carries a signature: %q", body)
+	}
+}

@@ -37,6 +37,8 @@ const (
 	evidenceKept = 5
 	// maxAnswer bounds the signature a response may carry.
 	maxAnswer = 512
+	// bodyCopyPrefix starts a body that carries a copy of its signature (answersSpec.Body).
+	bodyCopyPrefix = `{"signature":"`
 )
 
 // runTag tells this process's request identities from another tester's.
@@ -48,6 +50,7 @@ type answersSpec struct {
 	Cached  bool     `json:"cached"`    // the plan caches these answers at the gateway
 	Key     []string `json:"cache_key"` // the parts the cache keys them on (backend/sign.go)
 	Every   int64    `json:"every"`     // check one answer in this many (0, 1: all)
+	Body    bool     `json:"body"`      // the backend copies its signature into its bodies (echo)
 }
 
 // answerCheck is one phase's check.
@@ -56,6 +59,7 @@ type answerCheck struct {
 	cached   bool     // an answer may be an earlier request's of the phase (a gateway's cache)
 	key      []string // the parts of a request the cache keys on, when held to it
 	every    int64    // check one answer in this many
+	body     bool     // an answer's body carries a copy of its signature (bodyCopy)
 	signed   []string // lower-case header names the backend signs
 	idPrefix []byte   // "TAG.PHASEID."
 	extra    []byte   // the signed headers' list, as a request header line
@@ -63,7 +67,7 @@ type answerCheck struct {
 }
 
 func newAnswerCheck(spec *answersSpec, phaseID string) *answerCheck {
-	c := &answerCheck{target: spec.Target, cached: spec.Cached, every: max(1, spec.Every), idPrefix: []byte(runTag + "." + phaseID + ".")}
+	c := &answerCheck{target: spec.Target, cached: spec.Cached, every: max(1, spec.Every), body: spec.Body, idPrefix: []byte(runTag + "." + phaseID + ".")}
 	for _, name := range spec.Headers {
 		c.signed = append(c.signed, strings.ToLower(name))
 	}
@@ -187,8 +191,9 @@ func (s sentRequest) digest(target string, names []string) string {
 }
 
 // verdict is "" for a right answer, else the wrong answer's message: with its evidence for the
-// first evidenceKept of the phase, by kind alone after.
-func (c *answerCheck) verdict(req []byte, status int, ok bool, answer []byte, bodyLen int64, bodySum []byte) string {
+// first evidenceKept of the phase, by kind alone after. body is what was read of the answer's
+// body.
+func (c *answerCheck) verdict(req []byte, status int, ok bool, answer []byte, body *bodyHash) string {
 	s := parseSent(req)
 	if s.id == "" {
 		return "" // not in the sample
@@ -198,18 +203,24 @@ func (c *answerCheck) verdict(req []byte, status int, ok bool, answer []byte, bo
 		path = path[:i] + "?..." // a query may hold a key: never written
 	}
 	request := "request " + s.id + " " + s.method + " " + path
+	copied := ""
+	if c.body {
+		copied = bodyCopy(body.head())
+	}
 	if len(answer) == 0 {
+		if copied != "" {
+			// the backend's own body without its header: a gateway dropped the signature
+			if id := signatureFields(copied)["id"]; id != s.id && !(c.cached && c.earlier(id, s.id)) {
+				return c.wrong("crossed", request, "its own answer", "the body of request "+id+", no header")
+			}
+			return c.wrong("unsigned", request, "the backend's signature", "its own body, no header")
+		}
 		if !ok {
 			return "" // the gateway's own refusal: an error, which the status says
 		}
 		return c.wrong("unsigned", request, "the backend's signature", "status "+strconv.Itoa(status)+", none")
 	}
-	fields := map[string]string{}
-	for _, part := range strings.Split(string(answer), ";") {
-		if key, value, found := strings.Cut(part, "="); found {
-			fields[strings.TrimSpace(key)] = strings.TrimSpace(value)
-		}
-	}
+	fields := signatureFields(string(answer))
 	own := fields["id"] == s.id
 	earlier := !own && c.cached && c.earlier(fields["id"], s.id)
 	otherKey := earlier && c.key != nil && fields["key"] != c.cacheKey(s)
@@ -222,13 +233,17 @@ func (c *answerCheck) verdict(req []byte, status int, ok bool, answer []byte, bo
 		}
 		return c.wrong("crossed", request, expected, "the answer to request "+fields["id"])
 	}
+	if id := signatureFields(copied)["id"]; copied != "" && id != fields["id"] {
+		// the head of one answer with the body of another
+		return c.wrong("crossed", request, "its own body", "the body of request "+id)
+	}
 	if fields["seen"] != "1" {
 		return c.wrong("repeated", request, "the backend to receive it once", "received "+fields["seen"]+" times")
 	}
 	if fields["status"] != strconv.Itoa(status) {
 		return c.wrong("status", request, "status "+fields["status"]+" (the backend's)", "status "+strconv.Itoa(status))
 	}
-	if read := strconv.FormatInt(bodyLen, 10) + ":" + digest8(bodySum); fields["sent"] != read {
+	if read := strconv.FormatInt(body.n, 10) + ":" + digest8(body.h.Sum(nil)); fields["sent"] != read {
 		return c.wrong("truncated", request, "the backend's body "+fields["sent"], "a body "+read)
 	}
 	if !own {
@@ -241,6 +256,32 @@ func (c *answerCheck) verdict(req []byte, status int, ok bool, answer []byte, bo
 		return c.wrong("received", request, "the backend to receive a body "+sent, "a body "+fields["received-body"])
 	}
 	return ""
+}
+
+// signatureFields are the key=value fields of a signature (or of its copy in a body).
+func signatureFields(signature string) map[string]string {
+	fields := map[string]string{}
+	for _, part := range strings.Split(signature, ";") {
+		if key, value, found := strings.Cut(part, "="); found {
+			fields[strings.TrimSpace(key)] = strings.TrimSpace(value)
+		}
+	}
+	return fields
+}
+
+// bodyCopy is the signature's copy a body starts with ({"signature":"...": backend/sign.go's
+// bodyCopy, which only engine-made identities reach, so it holds no JSON escape); "" when
+// the body starts otherwise.
+func bodyCopy(start []byte) string {
+	rest, found := bytes.CutPrefix(start, []byte(bodyCopyPrefix))
+	if !found {
+		return ""
+	}
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 {
+		return ""
+	}
+	return string(rest[:end])
 }
 
 // earlier says whether id names a request of this phase sent before own.
@@ -262,11 +303,16 @@ func (c *answerCheck) wrong(kind, request, expected, got string) string {
 	return fmt.Sprintf("wrong answer (%s): %s; expected %s; got %s", kind, request, expected, got)
 }
 
-// bodyHash digests a response's body as the reader skips it (one per connection).
+// bodyHash digests a response's body as the reader skips it (one per connection), and keeps
+// its first bytes, where a body may carry a copy of its signature (bodyCopy).
 type bodyHash struct {
-	h hash.Hash
-	n int64
+	h     hash.Hash
+	n     int64
+	start [len(bodyCopyPrefix) + maxAnswer]byte
 }
+
+// head is the body's first bytes read, as many as a copy of the signature can take.
+func (b *bodyHash) head() []byte { return b.start[:min(b.n, int64(len(b.start)))] }
 
 func (b *bodyHash) reset() {
 	if b.h == nil {
@@ -277,6 +323,9 @@ func (b *bodyHash) reset() {
 }
 
 func (b *bodyHash) write(p []byte) {
+	if b.n < int64(len(b.start)) {
+		copy(b.start[b.n:], p)
+	}
 	b.h.Write(p)
 	b.n += int64(len(p))
 }

@@ -26,6 +26,14 @@ func signed(t *testing.T, c *answerCheck, req []byte, status string, seen string
 		"; sent=" + signature(body))
 }
 
+// readBody is a body as the engine reads it.
+func readBody(body []byte) *bodyHash {
+	b := &bodyHash{}
+	b.reset()
+	b.write(body)
+	return b
+}
+
 func TestTheCheckNamesEachKindOfWrongAnswer(t *testing.T) {
 	c := newAnswerCheck(&answersSpec{Target: true, Headers: []string{"X-Tenant"}}, "p0003")
 	request := func(n int64, tenant string) []byte {
@@ -37,9 +45,8 @@ func TestTheCheckNamesEachKindOfWrongAnswer(t *testing.T) {
 		return append(req, "Content-Length: 5\r\n\r\nhello"...)
 	}
 	body := []byte(`{"id":1}`)
-	sum := func(b []byte) []byte { s := sha256.Sum256(b); return s[:] }
 	right := request(7, "acme")
-	if got := c.verdict(right, 201, true, signed(t, c, right, "201", "1", body), int64(len(body)), sum(body)); got != "" {
+	if got := c.verdict(right, 201, true, signed(t, c, right, "201", "1", body), readBody(body)); got != "" {
 		t.Fatalf("a right answer: %q", got)
 	}
 	cases := []struct {
@@ -56,7 +63,7 @@ func TestTheCheckNamesEachKindOfWrongAnswer(t *testing.T) {
 		{"received", signed(t, c, request(7, ""), "201", "1", body), 201, body},
 	}
 	for _, tc := range cases {
-		got := c.verdict(right, tc.status, true, tc.answer, int64(len(tc.read)), sum(tc.read))
+		got := c.verdict(right, tc.status, true, tc.answer, readBody(tc.read))
 		if !strings.HasPrefix(got, "wrong answer ("+tc.kind+")") {
 			t.Errorf("%s: got %q", tc.kind, got)
 		}
@@ -65,11 +72,11 @@ func TestTheCheckNamesEachKindOfWrongAnswer(t *testing.T) {
 		}
 	}
 	// an unsigned refusal is the gateway's error, not a wrong answer
-	if got := c.verdict(right, 429, false, nil, 0, sum(nil)); got != "" {
+	if got := c.verdict(right, 429, false, nil, readBody(nil)); got != "" {
 		t.Errorf("an unsigned 429: %q", got)
 	}
 	// past the evidence kept, a wrong answer is named by its kind alone
-	if got := c.verdict(right, 201, true, nil, 0, sum(nil)); got != "wrong answer (unsigned)" {
+	if got := c.verdict(right, 201, true, nil, readBody(nil)); got != "wrong answer (unsigned)" {
 		t.Errorf("after %d with evidence: %q", evidenceKept, got)
 	}
 }
@@ -80,20 +87,19 @@ func TestACachedPhaseTakesAnEarlierAnswerOfItsOwn(t *testing.T) {
 		return append(c.appendHeaders([]byte("GET /items/1 HTTP/1.1\r\nHost: h\r\n"), n), "\r\n"...)
 	}
 	body := []byte("cached")
-	s := sha256.Sum256(body)
 	earlier, later, now := request(3), request(9), request(5)
-	if got := c.verdict(now, 200, true, signed(t, c, earlier, "200", "1", body), int64(len(body)), s[:]); got != "" {
+	if got := c.verdict(now, 200, true, signed(t, c, earlier, "200", "1", body), readBody(body)); got != "" {
 		t.Errorf("an earlier request's answer from the cache: %q", got)
 	}
-	if got := c.verdict(now, 200, true, signed(t, c, later, "200", "1", body), int64(len(body)), s[:]); !strings.HasPrefix(got, "wrong answer (crossed)") {
+	if got := c.verdict(now, 200, true, signed(t, c, later, "200", "1", body), readBody(body)); !strings.HasPrefix(got, "wrong answer (crossed)") {
 		t.Errorf("a later request's answer cannot come from a cache: %q", got)
 	}
 	other := newAnswerCheck(&answersSpec{}, "p0002")
 	foreign := append(other.appendHeaders([]byte("GET /items/1 HTTP/1.1\r\nHost: h\r\n"), 1), "\r\n"...)
-	if got := c.verdict(now, 200, true, signed(t, c, foreign, "200", "1", body), int64(len(body)), s[:]); !strings.HasPrefix(got, "wrong answer (crossed)") {
+	if got := c.verdict(now, 200, true, signed(t, c, foreign, "200", "1", body), readBody(body)); !strings.HasPrefix(got, "wrong answer (crossed)") {
 		t.Errorf("another phase's answer: %q", got)
 	}
-	if got := c.verdict(now, 200, true, signed(t, c, earlier, "200", "1", body), 3, s[:]); !strings.HasPrefix(got, "wrong answer (truncated)") {
+	if got := c.verdict(now, 200, true, signed(t, c, earlier, "200", "1", body), readBody(body[:3])); !strings.HasPrefix(got, "wrong answer (truncated)") {
 		t.Errorf("a cached answer is still held to its own body: %q", got)
 	}
 }
@@ -108,7 +114,6 @@ func TestACachedAnswerIsHeldToItsCacheKey(t *testing.T) {
 		t.Fatalf("the request does not name the parts of its cache key: %q", request(1, "/", "a"))
 	}
 	body := []byte("cached")
-	s := sha256.Sum256(body)
 	// the backend's key of what it received (backend/sign.go): the path, not the query, and
 	// the tenant
 	keyed := func(req []byte, key string) []byte {
@@ -126,13 +131,13 @@ func TestACachedAnswerIsHeldToItsCacheKey(t *testing.T) {
 		{request(3, "/items/1?page=2", "other"), "GET /items/1\nx-tenant: other\n", true},
 	}
 	for _, tc := range cases {
-		got := c.verdict(now, 200, true, keyed(tc.earlier, tc.key), int64(len(body)), s[:])
+		got := c.verdict(now, 200, true, keyed(tc.earlier, tc.key), readBody(body))
 		if tc.wrong != strings.HasPrefix(got, "wrong answer (crossed)") || (tc.wrong && !strings.Contains(got, "expected an answer of its cache key")) {
 			t.Errorf("the answer cached for %q: %q", tc.key, got)
 		}
 	}
 	// an answer without the backend's key is not taken as one of this key
-	if got := c.verdict(now, 200, true, signed(t, c, request(3, "/items/1", "acme"), "200", "1", body), int64(len(body)), s[:]); !strings.HasPrefix(got, "wrong answer (crossed)") {
+	if got := c.verdict(now, 200, true, signed(t, c, request(3, "/items/1", "acme"), "200", "1", body), readBody(body)); !strings.HasPrefix(got, "wrong answer (crossed)") {
 		t.Errorf("a cached answer without a key: %q", got)
 	}
 }
@@ -148,11 +153,56 @@ func TestASampledPhaseNamesAndChecksOneRequestInN(t *testing.T) {
 			if n%3 != 0 {
 				t.Errorf("arrival %d is not in the sample but named itself %q", n, s.id)
 			}
-		} else if got := c.verdict(req, 200, true, nil, 0, nil); got != "" {
+		} else if got := c.verdict(req, 200, true, nil, readBody(nil)); got != "" {
 			t.Errorf("arrival %d, left out of the sample, was judged: %q", n, got)
 		}
 	}
 	if named != 3 {
 		t.Errorf("named %d of 9, want 3", named)
+	}
+}
+
+func TestABodyThatCopiesItsSignatureNamesWhoseAnswerItIs(t *testing.T) {
+	c := newAnswerCheck(&answersSpec{Target: true, Body: true}, "p0005")
+	request := func(n int64) []byte {
+		return append(c.appendHeaders([]byte("GET /echo HTTP/1.1\r\nHost: h\r\n"), n), "\r\n"...)
+	}
+	// echo's body (backend/echo.go): the signature's fields but the body's own, first
+	echo := func(req []byte) []byte {
+		own, _, _ := strings.Cut(string(signed(t, c, req, "200", "1", nil)), "; sent=")
+		return []byte(bodyCopyPrefix + own + `","method":"GET"}`)
+	}
+	header := func(req, body []byte) []byte {
+		own, _, _ := strings.Cut(string(signed(t, c, req, "200", "1", nil)), "; sent=")
+		return []byte(own + "; sent=" + signature(body))
+	}
+	mine, other := request(4), request(6)
+	body := echo(mine)
+	if got := c.verdict(mine, 200, true, header(mine, body), readBody(body)); got != "" {
+		t.Fatalf("a right answer: %q", got)
+	}
+	cases := []struct {
+		name, kind, words string
+		answer, body      []byte
+	}{
+		{"the header dropped", "unsigned", "got its own body, no header", nil, body},
+		{"crossed, the header dropped", "crossed", "expected its own answer; got the body of request " + parseSent(other).id + ", no header", nil, echo(other)},
+		{"the head of one, the body of another", "crossed", "expected its own body; got the body of request", header(mine, echo(other)), echo(other)},
+		{"no copy, no header", "unsigned", "status 200, none", nil, []byte(`{"method":"GET"}`)},
+	}
+	for _, tc := range cases {
+		got := c.verdict(mine, 200, true, tc.answer, readBody(tc.body))
+		if !strings.HasPrefix(got, "wrong answer ("+tc.kind+")") || !strings.Contains(got, tc.words) {
+			t.Errorf("%s: got %q", tc.name, got)
+		}
+	}
+	// a refusal with the backend's body is the backend's answer all the same
+	if got := c.verdict(mine, 502, false, nil, readBody(body)); !strings.HasPrefix(got, "wrong answer (unsigned)") {
+		t.Errorf("a 502 carrying the backend's body without its header: %q", got)
+	}
+	// where bodies carry no copy, a body that starts like one is not read as one
+	plain := newAnswerCheck(&answersSpec{Target: true}, "p0005")
+	if got := plain.verdict(mine, 502, false, nil, readBody(body)); got != "" {
+		t.Errorf("a phase without copies read one: %q", got)
 	}
 }

@@ -479,7 +479,7 @@ func (n *epollNet) complete(c *netConn) {
 	if b := a.phase.build; b.answers != nil {
 		ok, _ := b.verdict(x.status)
 		r := &c.resp
-		x.wrong = b.answers.verdict(c.req, x.status, ok, r.answer[:r.answerLen], r.sum.n, r.sum.h.Sum(nil))
+		x.wrong = b.answers.verdict(c.req, x.status, ok, r.answer[:r.answerLen], r.sum)
 	}
 	c.served++
 	if c.fresh {

@@ -6,6 +6,10 @@ four faults, each a fixed number of times, counting what it really did:
 
 - ``swaps``: the answers of two requests in flight on two client connections are exchanged
   (each swap makes two crossed answers);
+- ``body_swaps``: the same, but only the bodies are exchanged, each answer keeping its own
+  head (status, headers, the signature), its ``Content-Length`` fitted to the new body;
+- ``stripped_swaps``: the same as ``swaps``, and both answers lose their signature header;
+- ``stripped``: an answer loses its signature header (``X-Gatebench-Answer``) on the way back;
 - ``truncations``: an answer whose body is longer than ``truncate_above`` bytes is cut to that
   length, its ``Content-Length`` cut with it (a proxy whose buffer filled);
 - ``dropped``: the request header ``drop_header`` is removed on the way to the backend;
@@ -32,6 +36,10 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 
+SIGNATURE = "x-gatebench-answer"
+"""The backend's signature header (backend/sign.go), which ``stripped`` faults remove."""
+SWAPS = ("swaps", "body_swaps", "stripped_swaps")
+"""The kinds of swap, injected in this order (both answers of a pair, one kind)."""
 SWAP_WAIT_S = 2.0
 """How long an answer waits for another connection's answer to swap with; after that it goes
 out unswapped (the budget is kept for a later pair)."""
@@ -40,6 +48,9 @@ out unswapped (the budget is kept for a later pair)."""
 @dataclass
 class Faults:
     swaps: int = 0
+    body_swaps: int = 0
+    stripped_swaps: int = 0
+    stripped: int = 0
     truncations: int = 0
     truncate_above: int = 1024
     dropped: int = 0
@@ -69,10 +80,14 @@ class _Message:
         return _Message(b"\r\n".join(kept), self.body)
 
     def cut(self, size: int) -> _Message:
-        cut = self.without("content-length")
-        lines = cut.head.split(b"\r\n")
-        lines.insert(1, f"Content-Length: {size}".encode())
-        return _Message(b"\r\n".join(lines), self.body[:size])
+        return self.with_body(self.body[:size])
+
+    def with_body(self, body: bytes) -> _Message:
+        """This head with another body, its ``Content-Length`` fitted to it."""
+        head = self.without("content-length")
+        lines = head.head.split(b"\r\n")
+        lines.insert(1, f"Content-Length: {len(body)}".encode())
+        return _Message(b"\r\n".join(lines), body)
 
     def raw(self) -> bytes:
         return self.head + b"\r\n\r\n" + self.body
@@ -97,6 +112,7 @@ class _Pending:
 
     answer: _Message
     swapped: asyncio.Future[_Message]
+    kind: str
 
 
 @dataclass
@@ -106,8 +122,9 @@ class FaultyProxy:
     backend_port: int
     faults: Faults
     injected: Counter[str] = field(default_factory=Counter)
-    """What it really did: ``crossed`` (answers, two per swap), ``truncated``, ``received``
-    (requests that lost the header), ``repeated``."""
+    """What it really did: ``crossed`` (answers, two per swap of any kind), ``truncated``,
+    ``received`` (requests that lost the header), ``repeated``, ``unsigned`` (answers that
+    lost their signature)."""
     hits: int = 0
     """Answers served from the cache under their own key (not wrong)."""
     port: int = 0
@@ -115,6 +132,9 @@ class FaultyProxy:
     def __post_init__(self) -> None:
         self._left = Counter(
             swaps=self.faults.swaps,
+            body_swaps=self.faults.body_swaps,
+            stripped_swaps=self.faults.stripped_swaps,
+            stripped=self.faults.stripped,
             truncations=self.faults.truncations,
             dropped=self.faults.dropped,
             repeats=self.faults.repeats,
@@ -214,8 +234,14 @@ class FaultyProxy:
         if len(answer.body) > self.faults.truncate_above and self._take("truncations"):
             self.injected["truncated"] += 1
             return answer.cut(self.faults.truncate_above)
-        if self._left["swaps"] > 0:
-            return await self._swap(answer)
+        if answer.header(SIGNATURE) is None:
+            return answer  # not checked (Gatling's first request, a warm-up): no fault to count
+        if self._take("stripped"):
+            self.injected["unsigned"] += 1
+            return answer.without(SIGNATURE)
+        swap = next((s for s in SWAPS if self._left[s] > 0), None)
+        if swap is not None:
+            return await self._swap(answer, swap)
         return answer
 
     def _cached(self, request: _Message) -> _Message | None:
@@ -231,15 +257,22 @@ class FaultyProxy:
             return other
         return None
 
-    async def _swap(self, answer: _Message) -> _Message:
+    async def _swap(self, answer: _Message, swap: str) -> _Message:
+        """This answer's partner's, as the kind of swap says, once another answer comes to
+        swap with it (itself after :data:`SWAP_WAIT_S`)."""
         waiting = self._waiting
-        if waiting is not None and not waiting.swapped.done():
+        if waiting is not None and waiting.kind == swap and not waiting.swapped.done():
             self._waiting = None
-            self._left["swaps"] -= 1
+            self._left[swap] -= 1
             self.injected["crossed"] += 2
-            waiting.swapped.set_result(answer)
-            return waiting.answer
-        pending = _Pending(answer, self._loop.create_future())
+            mine, theirs = answer, waiting.answer
+            if swap == "body_swaps":
+                mine, theirs = theirs.with_body(answer.body), answer.with_body(theirs.body)
+            elif swap == "stripped_swaps":
+                mine, theirs = mine.without(SIGNATURE), theirs.without(SIGNATURE)
+            waiting.swapped.set_result(mine)
+            return theirs
+        pending = _Pending(answer, self._loop.create_future(), swap)
         self._waiting = pending
         try:
             return await asyncio.wait_for(asyncio.shield(pending.swapped), SWAP_WAIT_S)

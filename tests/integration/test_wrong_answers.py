@@ -50,13 +50,16 @@ class Hooks:
         pass
 
 
-def _document(base: str, backend: str, *, rates: bool = False) -> tuple[dict[str, Any], Any]:
+def _document(
+    base: str, backend: str, *, rates: bool = False, echo: bool = False
+) -> tuple[dict[str, Any], Any]:
     """The two workloads through ``base``, resetting ``backend`` before each; with ``rates``,
-    as constant arrival rates (the load generator runs nothing else)."""
+    as constant arrival rates (the load generator runs nothing else); with ``echo``, for the
+    echo backend, which copies its signature into its bodies."""
     result = read_spec(str(ROOT / "tests/data/engine/items.yaml"))
     assert result.api is not None
     section = dict(result.benchmark)
-    section["backend"] = {"mock": {"response_size": "1kB"}}
+    section["backend"] = {"builtin": "echo"} if echo else {"mock": {"response_size": "1kB"}}
     section["workloads"] = [
         {
             "name": "read",
@@ -239,6 +242,51 @@ def test_a_cached_answer_is_held_to_its_cache_key(backend: Any, engine: str) -> 
     assert len(evidence) == 3 and all(
         "expected an answer of its cache key" in e for e in evidence
     ), evidence
+
+
+@pytest.fixture(scope="module")
+def echo(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    work = tmp_path_factory.mktemp("wrong-answers-echo")
+    with Supervisor() as sup:
+        _, port = start_backend(sup, "echo", work)
+        yield sup, port, work
+
+
+@pytest.mark.parametrize("engine", ["gatling", "loadgen"])
+def test_the_body_copy_of_the_signature_names_whose_answer_it_is(echo: Any, engine: str) -> None:
+    """The echo backend copies its signature into its bodies (the phase's ``answers.body``).
+    Through the proxy, one pair of answers exchanges bodies and keeps heads (crossed, by the
+    body's copy: without it, the body's digest would call them truncated), one pair is
+    exchanged without the signature header (crossed, by the body's copy: without it,
+    unsigned), and one answer loses the header (unsigned, its body named as the backend's
+    answer to the request: not the gateway's own). Each engine reports exactly those, each
+    with its evidence (five, all kept); straight to the backend, nothing."""
+    sup, port, work = echo
+    base = f"http://127.0.0.1:{port}"
+    faults = Faults(body_swaps=1, stripped_swaps=1, stripped=1)
+    with FaultyProxy(port, faults) as proxy:
+        document, _ = _document(proxy.url, base, rates=engine == "loadgen", echo=True)
+        assert all(p["answers"]["body"] is True for p in document["phases"])
+        measured = _run(engine, document, work / f"{engine}-faulty", sup)
+    caught: Counter[str] = Counter()
+    evidence: list[str] = []
+    for m in measured.values():
+        assert m.requests == m.ok + m.ko + m.wrong_answers and m.ko == 0, m.errors
+        caught.update(dict(m.wrong_kinds))
+        evidence += m.wrong_evidence
+    assert proxy.injected == Counter(crossed=4, unsigned=1)
+    assert caught == proxy.injected, [
+        (m.wrong_kinds, m.wrong_evidence, m.requests, m.ok) for m in measured.values()
+    ]
+    by_body = [e for e in evidence if "; expected its own body; got the body of request" in e]
+    unheaded = [e for e in evidence if "; expected its own answer; got the body of request" in e]
+    dropped = [e for e in evidence if "; got its own body, no header" in e]
+    assert (len(by_body), len(unheaded), len(dropped)) == (2, 2, 1), evidence
+
+    document, _ = _document(base, base, rates=engine == "loadgen", echo=True)
+    for m in _run(engine, document, work / f"{engine}-clean", sup).values():
+        assert (m.wrong_answers, m.ko) == (0, 0), (m.wrong_kinds, m.wrong_evidence, m.errors)
+        assert m.ok == m.requests > 0
 
 
 def test_every_gateway_that_runs_here_answers_right_under_load(

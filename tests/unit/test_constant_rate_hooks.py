@@ -10,7 +10,8 @@ import time
 import pytest
 
 from gatebench.core.errors import RunError
-from gatebench.core.routescale import WARMUP_WORKLOAD, rate_plan
+from gatebench.core.routescale import LOAD_TARGET, WARMUP_WORKLOAD, rate_plan
+from gatebench.core.workload import answers_checked, body_signed
 from gatebench.local.engines.constant_rate import _Hooks
 from gatebench.run.ports import EngineEvent
 
@@ -57,9 +58,7 @@ def test_a_moment_the_load_never_reached_is_an_error() -> None:
 
 
 def test_the_load_plan_warms_up_at_its_own_rate_then_loads_each_route_in_turn() -> None:
-    plan = rate_plan(
-        {"start": "a", "end": "b"}, rate=150, duration_s=5, warmup_s=2, backend_url="http://x:1"
-    )
+    plan = rate_plan({"start": "a", "end": "b"}, rate=150, duration_s=5, warmup_s=2)
     assert [(w.name, w.operation_id) for w in plan.workloads] == [
         (WARMUP_WORKLOAD, "a"),
         ("start", "a"),
@@ -72,9 +71,8 @@ def test_the_load_plan_warms_up_at_its_own_rate_then_loads_each_route_in_turn() 
     ]
     assert all(w.expect == tuple(range(200, 300)) for w in plan.workloads)
     assert not plan.warmup.enabled and not plan.baseline and plan.repetitions == 1
-    assert [
-        w.name
-        for w in rate_plan(
-            {"x": "a"}, rate=1, duration_s=1, warmup_s=0, backend_url="http://x:1"
-        ).workloads
-    ] == ["x"]
+    # in front of the echo backends, which sign every answer and copy it into their bodies
+    assert body_signed(plan) and answers_checked(plan, LOAD_TARGET)
+    assert [w.name for w in rate_plan({"x": "a"}, rate=1, duration_s=1, warmup_s=0).workloads] == [
+        "x"
+    ]

@@ -230,14 +230,14 @@ def rate_plan(
     rate: float,
     duration_s: float,
     warmup_s: float,
-    backend_url: str,
 ) -> Plan:
     """A plan that loads each route of ``routes`` (label → operation id) in turn at a
     constant ``rate`` (requests per second) for ``duration_s``, after a warm-up of
     ``warmup_s`` seconds on the first route at the same rate (the workload
     :data:`WARMUP_WORKLOAD`: the load engine's own first seconds are slow, and the arrivals of
     an open model take another path through it than a closed warm-up's); only a 2xx counts as
-    OK. One target (:data:`LOAD_TARGET`), no baseline, one repetition, fixed order."""
+    OK. One target (:data:`LOAD_TARGET`), in front of gatebench's echo backends (which sign
+    every answer, in its header and in its body), no baseline, one repetition, fixed order."""
     items = list(routes.items())
     if warmup_s > 0 and items:
         items.insert(0, (WARMUP_WORKLOAD, items[0][1]))
@@ -261,7 +261,7 @@ def rate_plan(
         warmup=Warmup(duration=None),
         order="fixed",
         seed=0,
-        backend=Backend("url", url=backend_url),
+        backend=Backend("builtin", builtin="echo"),
         workloads=workloads,
     )
 

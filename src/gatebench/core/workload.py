@@ -367,6 +367,13 @@ def answers_checked(plan: Plan, target: str, signed: bool | None = None) -> bool
     return signed and target != CEILING_TARGET
 
 
+def body_signed(plan: Plan) -> bool:
+    """Whether the backend copies its signature into its bodies as well (the ``answers``
+    key's ``body``): the echo backend, whose JSON is its own; the mock and the auction answer
+    in the description's shapes, which carry no copy (backend/sign.go, ``bodyCopy``)."""
+    return plan.backend.kind == "builtin" and plan.backend.builtin == "echo"
+
+
 RATE_LIMITED = 429
 """The status every renderer has a gateway answer past the plan's rate limit (Too Many
 Requests: ``limit_req_status 429``, HAProxy's ``deny_status 429``, ...; docs/gateways.md)."""
@@ -486,6 +493,7 @@ def _answers_json(phase: Phase, plan: Plan, request: dict[str, Any]) -> dict[str
     """The phase's ``answers`` key when its answers are checked (``Phase.answers_checked``):
     whether the backend's receipt of the request target is held to what was sent (not through
     a gateway that rebuilds it), the plan's headers the backend signs as it received them,
+    ``body`` when the backend copies its signature into its bodies (:func:`body_signed`),
     and ``cached`` when the plan caches the operation's answers at the gateway (an answer
     may then be an earlier request's of the phase with the same ``cache_key``, the parts the
     cache keys on: docs/trust.md)."""
@@ -495,6 +503,8 @@ def _answers_json(phase: Phase, plan: Plan, request: dict[str, Any]) -> dict[str
         "target": not rewrites_request_target(phase.target),
         "headers": sorted({str(name).lower() for name, _ in request["headers"]}),
     }
+    if body_signed(plan):
+        answers["body"] = True
     if plan.answers_every > 1:
         answers["every"] = plan.answers_every
     cache = plan.policies.for_operation(str(request["operation"])).cache
@@ -923,6 +933,7 @@ __all__ = [
     "Schedule",
     "TimeLeft",
     "answers_checked",
+    "body_signed",
     "build_schedule",
     "generator_json",
     "injection_from_json",

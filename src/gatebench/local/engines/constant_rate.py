@@ -78,11 +78,8 @@ class _ConstantRate:
     ) -> RateRun:
         """The rate plan (``routescale.rate_plan``) compiled for the one target at
         ``base_url`` and loaded by the adapter's engine."""
-        plan = rate_plan(
-            routes, rate=rate, duration_s=duration_s, warmup_s=warmup_s, backend_url=base_url
-        )
-        # the gateway forwards to gatebench's own echo backends, which sign every answer
-        compiled = compile_load(plan, api, {LOAD_TARGET: base_url}, signed=True)
+        plan = rate_plan(routes, rate=rate, duration_s=duration_s, warmup_s=warmup_s)
+        compiled = compile_load(plan, api, {LOAD_TARGET: base_url})
         return self._load(compiled, workdir, at, tick)
 
     def _load(self, compiled: CompiledLoad, workdir: Path, at: Moments, tick: Tick) -> RateRun:
