@@ -56,14 +56,20 @@ def against(
     return seen
 
 
-def noisy(controller: StepController, short: float, long: float) -> list[tuple[int, str]]:
+def noisy(
+    controller: StepController, short: float, long: float, served: float | None = None
+) -> list[tuple[int, str]]:
     """Run a controller against a noisy machine's target: short probes hold up to ``short``/s,
-    the longer confirmations only up to ``long``/s; the probes as (rate, kind)."""
+    the longer confirmations only up to ``long``/s (a broken one serving ``served``/s when
+    given: overloaded); the probes as (rate, kind)."""
     seen = []
     while (request := controller.next_probe()) is not None:
         seen.append((round(request.rate), request.kind))
         limit = long if request.kind == "confirm" else short
-        controller.update("within" if request.rate <= limit else "breached")
+        if request.rate <= limit:
+            controller.update("within")
+        else:
+            controller.update("breached", achieved=served if request.kind == "confirm" else None)
     return seen
 
 
@@ -316,15 +322,8 @@ def test_confirmations_that_keep_failing_step_further_down() -> None:
     assert confirmations(noisy(c, 1010.0, 880.0)) == [1044, 1000, 952, 864]
     assert (c.status, round(c.knee or 0)) == ("found", 864)
     c = StepController(SETTINGS, start_rate=1000.0)
-    confirms = []
-    while (request := c.next_probe()) is not None:
-        if request.kind == "confirm":
-            confirms.append(round(request.rate))
-        if request.kind == "confirm" and request.rate > 700.0:  # overloaded: served 700/s
-            c.update("breached", achieved=700.0)
-            continue
-        c.update("within" if request.rate <= 1010.0 else "breached")
-    assert confirms == [1044, 1000, round(700 * 0.975)] and c.status == "found"
+    overloaded = noisy(c, 1010.0, 700.0, served=700.0)
+    assert confirmations(overloaded) == [1044, 1000, round(700 * 0.975)] and c.status == "found"
 
 
 def test_a_failed_confirmation_is_not_followed_by_one_at_a_rate_that_held_short() -> None:
