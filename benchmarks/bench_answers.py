@@ -1,7 +1,8 @@
 """What checking every answer costs (docs/trust.md, "Right answers under load").
 
-Each engine runs the same phase against the Go backend (mock mode, 1 kB answers, a JSON body
-sent with every POST) twice in a row, once with its answers checked (every request names
+Each engine runs the same phase against the Go backend (mock mode, 1 kB answers, then echo
+mode, whose bodies carry a copy of the signature too; a JSON body sent with every POST) twice
+in a row, once with its answers checked (every request names
 itself, the backend signs, the engine checks) and once without, and the pair is repeated; the
 order within each pair alternates so a drift of the machine falls on both. For each phase the
 CPU the engine and the backend used over its window is read from the same samples as a run's
@@ -35,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PAIRS = 3
 RATE, RATE_SECONDS = 1500, 3
 USERS, USERS_SECONDS = 8, 3
+BACKENDS = ("mock", "echo")
 _RUNS = itertools.count()
 
 
@@ -52,11 +54,18 @@ class _Hooks:
         pass
 
 
-def _document(base: str, engine: str, checked: bool) -> dict[str, Any]:
+def _section(mode: str) -> dict[str, Any]:
+    """The description's plan with the backend in ``mode`` (mock: 1 kB answers)."""
     result = read_spec(str(ROOT / "tests/data/engine/items.yaml"))
     assert result.api is not None
-    section = dict(result.benchmark)
-    section["backend"] = {"mock": {"response_size": "1kB"}}
+    backend = {"mock": {"response_size": "1kB"}} if mode == "mock" else {"builtin": mode}
+    return {**result.benchmark, "backend": backend}
+
+
+def _document(base: str, engine: str, checked: bool, mode: str) -> dict[str, Any]:
+    result = read_spec(str(ROOT / "tests/data/engine/items.yaml"))
+    assert result.api is not None
+    section = _section(mode)
     injection: dict[str, Any] = (
         {"constant_rate": {"rate": RATE, "duration": f"{RATE_SECONDS}s"}}
         if engine == "loadgen"
@@ -79,25 +88,27 @@ def _document(base: str, engine: str, checked: bool) -> dict[str, Any]:
     return render_workload(plan, result.api, Schedule((warm, measured), seed=5))
 
 
-def _phase(engine: str, base: str, checked: bool, backend_pid: int, work: Path, sup: Any) -> dict:
+def _phase(
+    engine: str, base: str, checked: bool, mode: str, backend_pid: int, work: Path, sup: Any
+) -> dict:
     """One measured phase's figures; run again (at most twice more) when the CPU samples did
     not surround its window (the engine reported it before the sample after its end)."""
     for attempt in range(3):
         # a folder per phase: Gatling reads the newest simulation.log of its folder
         folder = work / f"{engine}-{'checked' if checked else 'unchecked'}-{next(_RUNS)}-{attempt}"
-        found = _one_phase(engine, base, checked, backend_pid, folder, sup)
+        found = _one_phase(engine, base, checked, mode, backend_pid, folder, sup)
         if found is not None:
             return found
     raise RuntimeError(f"{engine}: three phases without CPU figures")
 
 
 def _one_phase(
-    engine: str, base: str, checked: bool, backend_pid: int, work: Path, sup: Any
+    engine: str, base: str, checked: bool, mode: str, backend_pid: int, work: Path, sup: Any
 ) -> dict | None:
     hooks = _Hooks()
     runner = GatlingEngine() if engine == "gatling" else LoadgenEngine()
     run = runner.run(
-        _document(base, engine, checked),
+        _document(base, engine, checked, mode),
         work,
         hooks,
         supervisor=sup,
@@ -132,44 +143,50 @@ def run() -> str:
         work = Path(tmp)
         result = read_spec(str(ROOT / "tests/data/engine/items.yaml"))
         assert result.api is not None
-        section = {**result.benchmark, "backend": {"mock": {"response_size": "1kB"}}}
-        plan = build_plan(section, result.api)
-        routes = work / "routes.json"
-        routes.write_text(json.dumps(mock_config(result.api, plan.backend)))
-        backend = start_backend_process(sup, "mock", work, extra_args=["-config", str(routes)])
-        base = f"http://127.0.0.1:{backend.port}"
-        for engine in ("loadgen", "gatling"):
-            got: dict[bool, list[dict]] = {True: [], False: []}
-            for pair in range(PAIRS):
-                order = (True, False) if pair % 2 == 0 else (False, True)
-                for checked in order:
-                    got[checked].append(
-                        _phase(engine, base, checked, backend.process.pid, work, sup)
-                    )
-            if any(r["wrong"] for r in got[True]):
-                raise RuntimeError(f"{engine}: wrong answers straight from the backend")
-            others = statistics.mean(r["others"] for rs in got.values() for r in rs)
-            rows.append((engine, got, others))
+        for mode in BACKENDS:
+            plan = build_plan(_section(mode), result.api)
+            args: list[str] = []
+            if mode == "mock":
+                routes = work / "routes.json"
+                routes.write_text(json.dumps(mock_config(result.api, plan.backend)))
+                args = ["-config", str(routes)]
+            (work / mode).mkdir()
+            backend = start_backend_process(sup, mode, work / mode, extra_args=args)
+            base = f"http://127.0.0.1:{backend.port}"
+            for engine in ("loadgen", "gatling"):
+                got: dict[bool, list[dict]] = {True: [], False: []}
+                for pair in range(PAIRS):
+                    order = (True, False) if pair % 2 == 0 else (False, True)
+                    for checked in order:
+                        got[checked].append(
+                            _phase(engine, base, checked, mode, backend.process.pid, work, sup)
+                        )
+                if any(r["wrong"] for r in got[True]):
+                    raise RuntimeError(f"{engine}: wrong answers straight from the {mode} backend")
+                others = statistics.mean(r["others"] for rs in got.values() for r in rs)
+                rows.append((engine, mode, got, others))
+            sup.stop(backend.process)
     lines = [
-        f"Straight to the backend (mock mode, 1 kB answers), POST with a JSON body: the load "
+        "Straight to the backend (mock mode, 1 kB answers; echo mode, whose JSON answers carry "
+        "a copy of the signature when checked), POST with a JSON body: the load "
         f"generator at {RATE:,}/s for {RATE_SECONDS} s, Gatling with {USERS} users for "
         f"{USERS_SECONDS} s; {PAIRS} pairs of phases (checked, not checked; the order "
         "alternating). CPU per request: the medians of the phases' CPU seconds over their "
         "requests; others' CPU: what processes outside the benchmark used during the measured "
         "phases, their mean (% of the machine; the engine's own accounting, docs/engine.md).",
         "",
-        "| engine | engine CPU / request, checked | not checked | backend CPU / request, "
-        "checked | not checked | req/s checked | not checked | others' CPU |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| engine | backend | engine CPU / request, checked | not checked | backend CPU / "
+        "request, checked | not checked | req/s checked | not checked | others' CPU |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
 
     def med(rs: list[dict], key: str) -> float:
         return statistics.median(r[key] for r in rs)
 
-    for engine, got, others in rows:
+    for engine, mode, got, others in rows:
         on, off = got[True], got[False]
         lines.append(
-            f"| {engine} | {med(on, 'engine_us'):.1f} µs | {med(off, 'engine_us'):.1f} µs | "
+            f"| {engine} | {mode} | {med(on, 'engine_us'):.1f} µs | {med(off, 'engine_us'):.1f} µs | "
             f"{med(on, 'backend_us'):.1f} µs | {med(off, 'backend_us'):.1f} µs | "
             f"{med(on, 'rate'):,.0f} | {med(off, 'rate'):,.0f} | {others:.0f} % |"
         )
