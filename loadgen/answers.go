@@ -233,9 +233,11 @@ func (c *answerCheck) verdict(req []byte, status int, ok bool, answer []byte, bo
 		}
 		return c.wrong("crossed", request, expected, "the answer to request "+fields["id"])
 	}
-	if id := signatureFields(copied)["id"]; copied != "" && id != fields["id"] {
-		// the head of one answer with the body of another
-		return c.wrong("crossed", request, "its own body", "the body of request "+id)
+	if copied != "" {
+		if id := signatureFields(copied)["id"]; id != fields["id"] {
+			// the head of one answer with the body of another
+			return c.wrong("crossed", request, "its own body", "the body of request "+id)
+		}
 	}
 	if fields["seen"] != "1" {
 		return c.wrong("repeated", request, "the backend to receive it once", "received "+fields["seen"]+" times")
@@ -304,10 +306,11 @@ func (c *answerCheck) wrong(kind, request, expected, got string) string {
 }
 
 // bodyHash digests a response's body as the reader skips it (one per connection), and keeps
-// its first bytes, where a body may carry a copy of its signature (bodyCopy).
+// its first bytes where the phase's bodies carry a copy of their signature (bodyCopy).
 type bodyHash struct {
 	h     hash.Hash
 	n     int64
+	keep  bool
 	start [len(bodyCopyPrefix) + maxAnswer]byte
 }
 
@@ -323,7 +326,7 @@ func (b *bodyHash) reset() {
 }
 
 func (b *bodyHash) write(p []byte) {
-	if b.n < int64(len(b.start)) {
+	if b.keep && b.n < int64(len(b.start)) {
 		copy(b.start[b.n:], p)
 	}
 	b.h.Write(p)

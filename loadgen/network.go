@@ -302,8 +302,11 @@ func (c *netConn) build() {
 	c.written = 0
 	if b.answers == nil {
 		c.resp.sum = nil
-	} else if c.resp.sum == nil {
-		c.resp.sum = &bodyHash{}
+	} else {
+		if c.resp.sum == nil {
+			c.resp.sum = &bodyHash{}
+		}
+		c.resp.sum.keep = b.answers.body
 	}
 	c.resp.reset(b.isHead)
 }

@@ -821,7 +821,8 @@ public class GenericSimulation extends Simulation {
     private final boolean bodyCopied;
 
     /** How a body that carries a copy of its signature starts. */
-    static final String BODY_COPY = "{\"signature\":\"";
+    private static final byte[] BODY_COPY =
+        "{\"signature\":\"".getBytes(StandardCharsets.US_ASCII);
 
     Answers(
         String method,
@@ -868,7 +869,7 @@ public class GenericSimulation extends Simulation {
      * it holds no JSON escape); "" when the body starts otherwise.
      */
     static String bodyCopy(byte[] body) {
-      byte[] prefix = BODY_COPY.getBytes(StandardCharsets.US_ASCII);
+      byte[] prefix = BODY_COPY;
       if (body.length < prefix.length
           || !Arrays.equals(body, 0, prefix.length, prefix, 0, prefix.length)) {
         return "";
@@ -960,7 +961,7 @@ public class GenericSimulation extends Simulation {
       String request =
           "request " + rid + " " + method + " " + (q < 0 ? target : target.substring(0, q) + "?...");
       String copied = bodyCopied ? bodyCopy(body) : "";
-      String copiedId = fields(copied).getOrDefault("id", "");
+      String copiedId = copied.isEmpty() ? "" : fields(copied).getOrDefault("id", "");
       if (answer == null || answer.isEmpty()) {
         if (!copied.isEmpty()) {
           // the backend's own body without its header: a gateway dropped the signature
