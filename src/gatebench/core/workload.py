@@ -258,14 +258,12 @@ def compile_load(
     reset_urls: Sequence[str] = (),
     trust_store: str | None = None,
     reset_wait_s: float = 0.0,
-    signed: bool | None = None,
 ) -> CompiledLoad:
     """From a plan to what the engine runs, in one call: the schedule (:func:`build_schedule`),
     only the phases ``keep`` accepts, the ceiling target's phases first when ``ceiling_url``
     is given (docs/trust.md), and its workload document. ``reset_urls``: more backend
     resets (every replica of a pool); ``trust_store``: the run's trust store (TLS plans);
-    ``reset_wait_s``: how long a reset may be retried (a replica restarting after a fault);
-    ``signed``: whether the backend signs its answers (:func:`build_schedule`)."""
+    ``reset_wait_s``: how long a reset may be retried (a replica restarting after a fault)."""
     schedule = build_schedule(
         plan,
         base_urls,
@@ -273,7 +271,6 @@ def compile_load(
         seed=seed,
         reset_urls=reset_urls,
         reset_wait_s=reset_wait_s,
-        signed=signed,
     )
     if keep is not None:
         schedule = replace(schedule, phases=tuple(p for p in schedule.phases if keep(p)))
@@ -306,16 +303,14 @@ def build_schedule(
     repetitions: int | None = None,
     reset_urls: Sequence[str] = (),
     reset_wait_s: float = 0.0,
-    signed: bool | None = None,
 ) -> Schedule:
     """Phases for every repetition: targets in a shuffled order (``order: shuffled``, seeded),
     each with its warm-up (excluded from the statistics) and then one measured phase per
     workload, each preceded by the backend reset when the backend has one.
 
     ``base_urls`` maps each target that runs to its URL; targets missing from it are left out.
-    ``signed``: whether the backend signs its answers, so the measured phases check them
-    (``Phase.answers_checked``); by default every backend but a user's own (``backend.url``).
-    """
+    The measured phases check their answers where the backend signs them
+    (:func:`answers_checked`)."""
     seed = plan.seed if seed is None else seed
     if seed is None:
         seed = random.SystemRandom().randrange(2**31)
@@ -350,21 +345,19 @@ def build_schedule(
                         base_urls[target],
                         w.injection,
                         before,
-                        answers_checked=answers_checked(plan, target, signed),
+                        answers_checked=answers_checked(plan, target),
                         refusals=refusals_of(plan, w, target),
                     )
                 )
     return Schedule(tuple(phases), seed, tuple(order))
 
 
-def answers_checked(plan: Plan, target: str, signed: bool | None = None) -> bool:
+def answers_checked(plan: Plan, target: str) -> bool:
     """Whether the measured phases of ``target`` check every answer (``Phase.answers_checked``):
-    the backend signs its answers (``signed``; by default gatebench's own backends do, a
-    user's own ``backend.url`` does not) and the target is not the ceiling server (a static
-    file server, which answers on its own)."""
-    if signed is None:
-        signed = plan.backend.kind != "url"
-    return signed and target != CEILING_TARGET
+    the backend signs its answers (gatebench's own backends do, a user's own ``backend.url``
+    does not) and the target is not the ceiling server (a static file server, which answers on
+    its own)."""
+    return plan.backend.kind != "url" and target != CEILING_TARGET
 
 
 def body_signed(plan: Plan) -> bool:
