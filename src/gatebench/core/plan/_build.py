@@ -38,10 +38,12 @@ from gatebench.core.plan._document import (
     CpusDoc,
     Duration,
     FaultDoc,
+    InfrastructureDoc,
     InjectionDoc,
     ParameterDoc,
     PlanDoc,
     Reading,
+    TlsDoc,
     WorkloadDoc,
     kind,
     show,
@@ -57,13 +59,11 @@ from gatebench.core.plan._model import (
     Cpus,
     Fault,
     Generator,
-    Infrastructure,
     Injection,
     MultipartPart,
     Objective,
     Plan,
     Scoring,
-    Tls,
     Warmup,
     Workload,
 )
@@ -115,8 +115,7 @@ def build_plan(
     warmup = Warmup() if warmup_doc is None else _warmup(warmup_doc, r)
     order, seed = value("order", "shuffled"), r.value(PlanDoc, "seed", data, [])
     backend = _backend(data.get("backend", {"mock": True}), r)
-    tls_doc = value("tls")
-    tls = None if tls_doc is None else Tls(tls_doc.key, tls_doc.http2, tls_doc.resumption)
+    tls = value("tls")
     infra_doc = value("infrastructure") if "infrastructure" in data else None
     infrastructure = (
         None if infra_doc is None and "infrastructure" not in data else _infra(infra_doc, r)
@@ -195,7 +194,7 @@ def build_plan(
     )
 
 
-def _check_tls(tls: Tls, engine: str, backend: Backend, baseline: bool, r: Reading) -> None:
+def _check_tls(tls: TlsDoc, engine: str, backend: Backend, baseline: bool, r: Reading) -> None:
     """What the engine and the baseline need for a TLS plan."""
     from gatebench.core.capabilities import tls_problem
 
@@ -302,15 +301,14 @@ def _backend(value: Any, r: Reading) -> Backend:
     return replace(backend, replicas=replicas, balance=balance)
 
 
-def _infra(doc: Any, r: Reading) -> Infrastructure | None:
+def _infra(doc: InfrastructureDoc | None, r: Reading) -> InfrastructureDoc | None:
     if doc is None:
         return None
-    found = doc.model_dump()
     if doc.zone and doc.region and not doc.zone.startswith(doc.region + "-"):
         r.error(["infrastructure", "zone"], f"zone {doc.zone!r} is not in region {doc.region!r}")
     if doc.zone and not doc.region:
-        found["region"] = doc.zone.rsplit("-", 1)[0]
-    return Infrastructure(**found)
+        return doc.model_copy(update={"region": doc.zone.rsplit("-", 1)[0]})
+    return doc
 
 
 def _auth(value: Any, r: Reading) -> Auth:
@@ -348,19 +346,10 @@ def _cpus(value: Any, r: Reading) -> Cpus:
         return Cpus()
     data = r.keys(CpusDoc, value, ["cpus"])
     lists: dict[str, tuple[int, ...]] = {}
-    core = Count(0, 4095)
     for role in ("gateway", "engine", "backend"):
-        if role not in data:
-            continue
-        raw = data[role]
-        if not isinstance(raw, list) or not raw:
-            r.error(
-                ["cpus", role],
-                f"expected a non-empty list of core numbers such as [0], got {show(raw)}",
-            )
-            continue
-        found = [r.checked(core, c, ["cpus", role, i]) for i, c in enumerate(raw)]
-        lists[role] = tuple(sorted({c for c in found if c is not None}))
+        found = r.value(CpusDoc, role, data, ["cpus"])
+        if found is not None:
+            lists[role] = tuple(sorted(set(found)))
     if not any(role in data for role in ("gateway", "engine", "backend")):
         r.error(["cpus"], "expected at least one of: gateway, engine, backend")
     others = {c for role in ("engine", "backend") for c in lists.get(role, ())}

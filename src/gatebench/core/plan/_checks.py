@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from gatebench.core.ir import Api, Operation, left_out_message
-from gatebench.core.plan._document import PlanDoc, Reading, is_credential_key, show
+from gatebench.core.plan._document import PlanDoc, Reading, is_credential_key
 from gatebench.core.plan._model import Auth, BodySpec, EngineName, Generator, Warmup, Workload
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
@@ -18,11 +18,8 @@ _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
 
 def _engine(value: Any, r: Reading, workloads: list[Workload], warmup: Warmup) -> EngineName:
     """The load engine, and whether it can run every workload (wrk: the closed model only)."""
-    from gatebench.core.capabilities import ENGINES, injection_problem
+    from gatebench.core.capabilities import injection_problem
 
-    if value not in ENGINES:
-        r.error(["engine"], f"unknown engine {show(value)}; available: {', '.join(ENGINES)}")
-        return "gatling"
     engine: EngineName = value
     for w in workloads:
         inj = w.injection

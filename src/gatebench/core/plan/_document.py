@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Annotated, Any, ClassVar, NoReturn
+from typing import Annotated, Any, ClassVar, Literal, NoReturn
 
 from pydantic import (
     BaseModel,
@@ -33,28 +33,35 @@ from pydantic.json_schema import GenerateJsonSchema
 from pydantic_core import InitErrorDetails, PydanticCustomError, core_schema
 
 from gatebench.core._locations import PACKAGE_DIR
+from gatebench.core.capabilities import ENGINES
 from gatebench.core.errors import Problem, pointer
 from gatebench.core.ir import server_authority_problem
 from gatebench.core.metrics import COST_METRICS, METRICS
-from gatebench.core.plan._model import (
-    BALANCES,
-    BUILTIN_BACKENDS,
-    MAX_BODY_BYTES,
-    MAX_DURATION_S,
-    MAX_RATE,
-    MAX_REPETITIONS,
-    MAX_REPLICAS,
-    MAX_REQUESTS,
-    MAX_STEPS,
-    MAX_TESTERS,
-    MAX_USERS,
-    TLS_KEYS,
-    Capacity,
-)
 from gatebench.core.policies import JWT_ALGORITHMS
 from gatebench.core.thresholds import bound_of
 from gatebench.core.units import parse_duration, parse_size
 
+BUILTIN_BACKENDS = ("auction", "echo")
+TlsKey = Literal["ecdsa-p256", "rsa-2048"]
+TLS_KEYS: tuple[TlsKey, ...] = ("ecdsa-p256", "rsa-2048")
+"""The server key types a run's throwaway certificate can have (``tls.key``)."""
+Balance = Literal["round_robin", "least_conn"]
+BALANCES: tuple[Balance, ...] = ("round_robin", "least_conn")
+"""How a gateway spreads requests over the backend replicas (``backend.balance``)."""
+MAX_REPLICAS = 16
+"""The most backend replicas a plan may start (``backend.replicas``)."""
+MAX_REPETITIONS = 1000
+MAX_USERS = 100_000
+MAX_REQUESTS = 10_000_000
+MAX_TESTERS = 16
+"""The most load generators one phase is split across (``infrastructure.testers``, ``--testers``)."""
+MAX_DURATION_S = 24 * 3600.0
+MAX_BODY_BYTES = 1_000_000_000
+MAX_STEPS = 86_400
+"""The most steps a recorded arrival curve may hold (``injection.arrivals.counts``): a day at
+one-second steps."""
+MAX_RATE = 1_000_000.0
+"""The highest arrival rate (requests per second) a capacity search may offer."""
 SCHEMA_PATH = PACKAGE_DIR / "core" / "schemas" / "x-gatebench.schema.json"
 """The published schema (a document whose ``x-gatebench`` property is the plan)."""
 MAX_WORKERS, MAX_CPU, MAX_GROWTH = 100_000, 4095, 10.0
@@ -213,6 +220,26 @@ def Listed(values: Sequence[str]) -> Rule:
         return tuple(dict.fromkeys(value))
 
     return Rule(check, {"type": "array", "items": {"enum": list(values)}, "minItems": 1})
+
+
+def Items(item: Rule, message: str) -> Rule:
+    """A non-empty list read item by item by ``item``, each problem located at its index;
+    ``message`` for anything else (``{v}``: the value, ``{k}``: its kind)."""
+
+    def check(value: Any) -> tuple[Any, ...]:
+        if not isinstance(value, list) or not value:
+            fail(message.format(v=show(value), k=kind(value)))
+        out, errors = [], []
+        for i, found in enumerate(value):
+            try:
+                out.append(item.check(found))
+            except PydanticCustomError as exc:
+                errors.append(_error((i,), exc.message()))
+        if errors:
+            raise ValidationError.from_exception_data("items", errors)
+        return tuple(out)
+
+    return Rule(check, {"type": "array", "minItems": 1, "items": item.schema})
 
 
 def printable(value: Any) -> bool:
@@ -419,8 +446,10 @@ Requests = Annotated[int | None, Count(1, MAX_REQUESTS)]
 Machine = Annotated[
     str, Matching(r"^[a-z0-9]+(-[a-z0-9]+)+$", "a machine type such as 'n2-standard-2'")
 ]
-CORES = {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": MAX_CPU}}
-Cores = Annotated[Any, Anything({**CORES, "minItems": 1})]
+Cores = Annotated[
+    tuple[int, ...] | None,
+    Items(Count(0, MAX_CPU), "expected a non-empty list of core numbers such as [0], got {v}"),
+]
 Latency = Str_
 TokenName = Annotated[str | None, Token]
 Printable = Annotated[str | None, Rule.of(printable, "", STRING)]
@@ -580,9 +609,9 @@ class BackendDoc(Section, title="backend"):
 
 class TlsDoc(Section, title="tls"):
     """TLS at every gateway and at the baseline, with a throwaway CA and server certificate
-    made per run (docs/input.md)."""
+    made per run (gatebench.core.tls; docs/input.md), the load engine trusting that CA only."""
 
-    key: Annotated[str, Choice(TLS_KEYS)] = "ecdsa-p256"
+    key: Annotated[TlsKey, Choice(TLS_KEYS)] = "ecdsa-p256"
     """The server key type."""
     http2: BOOL = False
     """Offer HTTP/2 by ALPN; the load engine then speaks it (false: HTTP/1.1)."""
@@ -607,7 +636,7 @@ class FaultDoc(Section, title="fault"):
 
 
 class InfrastructureDoc(Section, title="infrastructure"):
-    """Where the cloud path runs; never credentials."""
+    """Where the cloud path runs; never credentials (infra/README.md)."""
 
     provider: Annotated[str, Matching(r"^gcp$", "'gcp' (the only provider)")] = "gcp"
     """gcp (the only provider)."""
@@ -801,34 +830,31 @@ def _precision(value: Any) -> float:
     return found[0] / 100.0
 
 
-_CAPACITY = Capacity()
-
-
 class CapacityDoc(Section, title="capacity"):
     """The capacity search (gatebench capacity, docs/capacity.md): true for the defaults, a
     mapping of settings, or (in a workload) false to leave the workload out."""
 
     objective: Annotated[ObjectiveDoc | None, Model(ObjectiveDoc)] = None
-    start_rate: Annotated[float, Rate()] = _CAPACITY.start_rate
+    start_rate: Annotated[float, Rate()] = 100.0
     """The first probe's arrival rate: 100/s or a number of requests per second."""
-    max_rate: Annotated[float, Rate()] = _CAPACITY.max_rate
+    max_rate: Annotated[float, Rate()] = 100_000.0
     """The highest rate the search offers."""
-    growth: Annotated[float, GROWTH] = _CAPACITY.growth
+    growth: Annotated[float, GROWTH] = 2.0
     """Each growth probe offers this many times the last."""
-    precision: Annotated[float, Rule(_precision, STRING)] = _CAPACITY.precision
+    precision: Annotated[float, Rule(_precision, STRING)] = 0.05
     """Bisection stops when high / low − 1 is at most this: '5%'."""
-    warmup: Seconds0 = _CAPACITY.warmup
+    warmup: Seconds0 = 1.0
     """Load at the probe's rate before it is measured, excluded."""
-    probe: Seconds = _CAPACITY.probe
+    probe: Seconds = 2.0
     """The measured part of each probe."""
-    confirm: Seconds0 = _CAPACITY.confirm
+    confirm: Seconds0 = 5.0
     """The confirmation run at the rate found (0: none)."""
-    repetitions: Annotated[int, Count(1, 100)] = _CAPACITY.repetitions
+    repetitions: Annotated[int, Count(1, 100)] = 5
     """Searches per target, in a shuffled target order (stops early when every pair's order is
     decided)."""
-    budget: Seconds = _CAPACITY.budget
+    budget: Seconds = 1800.0
     """Time for the whole capacity run (at the top only)."""
-    connections: Annotated[str, CONNECTIONS] = _CAPACITY.connections
+    connections: Annotated[str, CONNECTIONS] = "keep-alive"
     """keep-alive: arrivals ride a pool of kept-alive connections; new: a new connection per
     request."""
 
@@ -852,12 +878,21 @@ class ConstantRateDoc(Section, title="constant_rate"):
     """A duration."""
 
 
+ARRIVALS = Items(
+    Rule.of(
+        lambda v: _int(v) and v >= 0,
+        "expected a whole number of arrivals, got {v}",
+        {"type": "integer", "minimum": 0},
+    ),
+    "expected a non-empty list of arrivals per step such as [3, 5, 4], got {k}",
+)
+
+
 def _arrival_counts(value: Any) -> tuple[int, ...]:
-    if not isinstance(value, list) or not value:
-        fail(f"expected a non-empty list of arrivals per step such as [3, 5, 4], got {kind(value)}")
-    if len(value) > MAX_STEPS:
+    if isinstance(value, list) and len(value) > MAX_STEPS:
         fail(f"at most {MAX_STEPS:,} steps, got {len(value):,}; use a longer step")
-    return tuple(value)  # each count is checked where it can be located (plan._traffic)
+    found: tuple[int, ...] = ARRIVALS.check(value)
+    return found
 
 
 FACTOR = Number(
@@ -871,13 +906,7 @@ class ArrivalsDoc(Section, title="arrivals"):
     """A recorded arrival curve (``gatebench import`` writes it): ``counts[i]`` users arrive,
     evenly spaced, during step ``i`` (gatebench.core.plan._traffic)."""
 
-    counts: Annotated[
-        tuple[int, ...],
-        Rule(
-            _arrival_counts,
-            {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 0}},
-        ),
-    ]
+    counts: Annotated[tuple[int, ...], Rule(_arrival_counts, ARRIVALS.schema)]
     """Users arriving in each step."""
     step: Seconds = 1.0
     """The length of one step (default 1s)."""
@@ -941,14 +970,13 @@ BOUNDS = Rule(_bounds, {"type": ["array", "object"], "items": {"type": "integer"
 COUNTER = Rule(_counter, {"anyOf": [{"type": ["boolean", "null"]}, ref("CounterDoc")]})
 
 
-def _list_weights(value: Any) -> tuple[float, ...]:
-    if not isinstance(value, list) or not value:
-        fail(f"expected a list of weights, one per value, got {show(value)}")
-    return tuple(value)  # each weight is checked where it can be located (plan._traffic)
-
-
-LIST_WEIGHTS = Rule(
-    _list_weights, {"type": "array", "minItems": 1, "items": {"type": "number", "minimum": 0}}
+LIST_WEIGHTS = Items(
+    Rule.of(
+        lambda v: isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v < 1e15,
+        "expected a number from 0, got {v}",
+        {"type": "number", "minimum": 0},
+    ),
+    "expected a list of weights, one per value, got {v}",
 )
 PREFIX = Matching(
     r"^[A-Za-z0-9._~:@!$'()*+,;=-]{0,64}$",
@@ -971,6 +999,14 @@ class OthersDoc(Section, title="others"):
     prefix: Annotated[str | None, PREFIX] = None
     width: Annotated[int, Count(0, 32)] = 0
     """Digits the number is padded to with zeros."""
+
+    def value(self, index: int) -> Any:
+        """The ``index``-th of these values (0-based): a whole number, or with a prefix or a
+        width, the prefix then the number padded with zeros to ``width`` digits."""
+        number = self.start + index
+        if self.prefix is None and self.width == 0:
+            return number
+        return f"{self.prefix or ''}{number:0{self.width}d}"
 
 
 class ParameterDoc(Section, title="a parameter"):
@@ -1253,7 +1289,13 @@ class TrafficDoc(Section, title="traffic"):
     matched: Annotated[int, Count(0, 2**62)]
     """Of those, requests matched to an operation of the description."""
     start: Annotated[str | None, UTC_TIME] = None
+    """The first request's time (ISO 8601, UTC), when the files carry times."""
     end: Annotated[str | None, UTC_TIME] = None
+    """The last request's time."""
+
+    @property
+    def matched_pct(self) -> float:
+        return 100.0 * self.matched / self.requests if self.requests else 0.0
 
 
 class PlanDoc(Section, title="x-gatebench"):
@@ -1288,7 +1330,9 @@ class PlanDoc(Section, title="x-gatebench"):
     """What to send: an operation and an injection profile each."""
     policies: Annotated[PoliciesDoc | None, Model(PoliciesDoc)] = None
     capacity: Annotated[Any, CAPACITY] = None
-    engine: Annotated[Any, Anything({"enum": ["gatling", "wrk"]})] = "gatling"
+    engine: Annotated[
+        str, Choice(ENGINES, f"unknown engine {{v}}; available: {', '.join(ENGINES)}")
+    ] = "gatling"
     """The load engine (wrk: closed-model load only)."""
     answers: Annotated[AnswersDoc | None, Model(AnswersDoc)] = None
     fault: Annotated[FaultDoc | None, Model(FaultDoc)] = None

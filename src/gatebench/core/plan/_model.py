@@ -1,14 +1,39 @@
 """The plan as data: what ``build_plan`` returns, frozen, plain (``Plan.to_dict`` is JSON-shaped).
 
 What each key of ``x-gatebench`` means, its default and bounds, is said once, in the models
-that read it (``_document``); the attributes here are what those keys become."""
+that read it (``_document``). The parts a run uses as they are written are those models
+(``Tls``, ``Infrastructure``, ``TrafficSource``, ``OtherValues``); the records here are the
+parts a run needs in another shape (an injection's kind, a parameter's generator...)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from pydantic import BaseModel
+
 from gatebench.core.errors import Problem
+from gatebench.core.plan._document import (  # the bounds, and the parts kept as written
+    BALANCES,
+    BUILTIN_BACKENDS,
+    MAX_BODY_BYTES,
+    MAX_DURATION_S,
+    MAX_RATE,
+    MAX_REPETITIONS,
+    MAX_REPLICAS,
+    MAX_REQUESTS,
+    MAX_STEPS,
+    MAX_TESTERS,
+    MAX_USERS,
+    TLS_KEYS,
+    Balance,
+    CapacityDoc,
+    TlsKey,
+)
+from gatebench.core.plan._document import InfrastructureDoc as Infrastructure
+from gatebench.core.plan._document import OthersDoc as OtherValues
+from gatebench.core.plan._document import TlsDoc as Tls
+from gatebench.core.plan._document import TrafficDoc as TrafficSource
 from gatebench.core.policies import PolicySet
 from gatebench.core.thresholds import Threshold
 
@@ -18,26 +43,6 @@ BodyKind = Literal["none", "example", "synthesized", "binary", "multipart", "jso
 BackendKind = Literal["url", "mock", "builtin"]
 EngineName = Literal["gatling", "wrk"]
 Connections = Literal["keep-alive", "new"]
-
-BUILTIN_BACKENDS = ("auction", "echo")
-TlsKey = Literal["ecdsa-p256", "rsa-2048"]
-TLS_KEYS: tuple[TlsKey, ...] = ("ecdsa-p256", "rsa-2048")
-"""The server key types a run's throwaway certificate can have (``tls.key``)."""
-Balance = Literal["round_robin", "least_conn"]
-BALANCES: tuple[Balance, ...] = ("round_robin", "least_conn")
-"""How a gateway spreads requests over the backend replicas (``backend.balance``)."""
-MAX_REPLICAS = 16
-"""The most backend replicas a plan may start (``backend.replicas``)."""
-MAX_REPETITIONS = 1000
-MAX_USERS = 100_000
-MAX_REQUESTS = 10_000_000
-MAX_TESTERS = 16
-"""The most load generators one phase is split across (``infrastructure.testers``, ``--testers``)."""
-MAX_DURATION_S = 24 * 3600.0
-MAX_BODY_BYTES = 1_000_000_000
-MAX_STEPS = 86_400
-"""The most steps a recorded arrival curve may hold (``injection.arrivals.counts``): a day at
-one-second steps."""
 
 
 @dataclass(frozen=True)
@@ -104,26 +109,6 @@ class Generator:
 
 
 @dataclass(frozen=True)
-class OtherValues:
-    """``count`` more values of a weighted list, together drawn ``weight`` times as often as a
-    value of weight 1: ``start``, ``start + 1``, ... (whole numbers), or, with a ``prefix``
-    or a ``width``, text: the prefix then the number padded with zeros to ``width`` digits."""
-
-    count: int
-    weight: float
-    start: int = 1
-    prefix: str | None = None
-    width: int = 0
-
-    def value(self, index: int) -> Any:
-        """The ``index``-th of these values (0-based)."""
-        number = self.start + index
-        if self.prefix is None and self.width == 0:
-            return number
-        return f"{self.prefix or ''}{number:0{self.width}d}"
-
-
-@dataclass(frozen=True)
 class MultipartPart:
     name: str
     size: int | None = None
@@ -181,17 +166,6 @@ class Backend:
 
 
 @dataclass(frozen=True)
-class Tls:
-    """TLS at every gateway (``tls:``): a throwaway CA and server certificate made per run
-    (``gatebench.core.tls``), the load engine trusting that CA only."""
-
-    key: TlsKey = "ecdsa-p256"
-    http2: bool = False
-    """Offer HTTP/2 by ALPN (the engine then speaks it); otherwise HTTP/1.1 only."""
-    resumption: bool = True
-
-
-@dataclass(frozen=True)
 class Fault:
     """One backend replica killed during the measured phase of one workload, for every
     gateway and repetition (``fault:``); the replica is started again before the next phase."""
@@ -211,21 +185,6 @@ class Fault:
         if self.at_fraction is None or phase_duration_s is None:
             return None
         return self.at_fraction * phase_duration_s
-
-
-@dataclass(frozen=True)
-class Infrastructure:
-    """Where the cloud path runs. Never credentials: see ``infra/README.md``."""
-
-    provider: str = "gcp"
-    project: str | None = None
-    region: str | None = None
-    zone: str | None = None
-    gateway_machine: str = "n2-standard-2"
-    tester_machine: str = "n2-standard-2"
-    backend_machine: str = "n2-standard-2"
-    network: str | None = None
-    testers: int = 1
 
 
 @dataclass(frozen=True)
@@ -278,8 +237,6 @@ class Cpus:
 OBJECTIVE_LATENCY_METRICS = ("p50", "p90", "p95", "p99", "mean", "max")
 """The latencies a capacity objective may bound (milliseconds, from each request's intended
 start: gatebench.kinds.capacity)."""
-MAX_RATE = 1_000_000.0
-"""The highest arrival rate (requests per second) a capacity search may offer."""
 
 
 @dataclass(frozen=True)
@@ -298,6 +255,10 @@ class Objective:
         return ", ".join(parts)
 
 
+_SEARCH = CapacityDoc.model_construct()
+"""The search's defaults, as ``capacity`` defines them."""
+
+
 @dataclass(frozen=True)
 class Capacity:
     """How one endpoint's capacity is searched (docs/capacity.md): an open-model constant
@@ -308,16 +269,16 @@ class Capacity:
     in a shuffled target order, within ``budget`` seconds in all."""
 
     objective: Objective = field(default_factory=Objective)
-    start_rate: float = 100.0
-    max_rate: float = 100_000.0
-    growth: float = 2.0
-    precision: float = 0.05
-    warmup: float = 1.0
-    probe: float = 2.0
-    confirm: float = 5.0
-    repetitions: int = 5
-    budget: float = 1800.0
-    connections: Connections = "keep-alive"
+    start_rate: float = _SEARCH.start_rate
+    max_rate: float = _SEARCH.max_rate
+    growth: float = _SEARCH.growth
+    precision: float = _SEARCH.precision
+    warmup: float = _SEARCH.warmup
+    probe: float = _SEARCH.probe
+    confirm: float = _SEARCH.confirm
+    repetitions: int = _SEARCH.repetitions
+    budget: float = _SEARCH.budget
+    connections: Connections = _SEARCH.connections  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)
@@ -332,29 +293,6 @@ class CapacityPlan:
     def of(self, workload: str) -> Capacity | None:
         """The settings of one workload (None: ``capacity: false``)."""
         return dict(self.workloads).get(workload, self.default)
-
-
-@dataclass(frozen=True)
-class TrafficSource:
-    """Where a plan's workloads came from when ``gatebench import`` wrote them from recorded
-    traffic (``traffic:``): the report names it beside the results."""
-
-    files: tuple[str, ...]
-    """The files read (names only, never their folders)."""
-    format: str
-    """The format they were read as (``combined``, ``har``, ``jmx``, ...)."""
-    requests: int
-    """Requests read from them (in the window, when one was chosen)."""
-    matched: int
-    """Of those, requests matched to an operation of the description."""
-    start: str | None = None
-    """The first request's time (ISO 8601, UTC), when the files carry times."""
-    end: str | None = None
-    """The last request's time."""
-
-    @property
-    def matched_pct(self) -> float:
-        return 100.0 * self.matched / self.requests if self.requests else 0.0
 
 
 @dataclass(frozen=True)
@@ -400,9 +338,14 @@ class Plan:
         return {name: settings for name, settings in found.items() if settings is not None}
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = asdict(self, dict_factory=_plain)
         data.pop("warnings")
         return data
+
+
+def _plain(items: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A record's fields, the parts read as written (models) as their data."""
+    return {k: v.model_dump() if isinstance(v, BaseModel) else v for k, v in items}
 
 
 __all__ = [
