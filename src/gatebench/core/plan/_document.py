@@ -65,12 +65,12 @@ MAX_RATE = 1_000_000.0
 SCHEMA_PATH = PACKAGE_DIR / "core" / "schemas" / "x-gatebench.schema.json"
 """The published schema (a document whose ``x-gatebench`` property is the plan)."""
 MAX_WORKERS, MAX_CPU, MAX_GROWTH = 100_000, 4095, 10.0
+"""Mock backend workers; a core number (Linux's NR_CPUS); a capacity probe's growth."""
 MAX_ANSWERS_EVERY = 1_000_000
 MAX_SCALE = 1000.0
 """The largest ``scale`` or ``speed`` a recorded arrival curve accepts."""
 MAX_OTHER_VALUES = 1_000_000_000
 """The most values a weighted list's ``others`` may stand for."""
-"""Mock backend workers; a core number (Linux's NR_CPUS); a capacity probe's growth."""
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 TOKEN = r"^[A-Za-z0-9_.-]{1,64}$"
 BUNDLE_PATH = r"^(?!/)(?!.*(?:^|/)\.\.(?:/|$))[A-Za-z0-9._/-]{1,200}$"
