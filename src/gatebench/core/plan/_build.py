@@ -362,10 +362,10 @@ def _cpus(value: Any, r: Reading) -> Cpus:
     return Cpus(mode="explicit", given=True, **lists)
 
 
-def _scoring(doc: Any, r: Reading) -> Scoring:
+def _scoring(doc: Scoring | None, r: Reading) -> Scoring:
     if doc is None:
         return Scoring()
-    weights = tuple(sorted(doc.weights.items()))
+    weights = doc.weights
     if doc.profile == "paper" and weights:
         r.error(
             ["scoring", "weights"],
@@ -373,7 +373,7 @@ def _scoring(doc: Any, r: Reading) -> Scoring:
         )
     if weights and not any(w for _, w in weights):
         r.error(["scoring", "weights"], "at least one weight must be above 0")
-    return Scoring(profile=doc.profile, weights=weights)
+    return doc
 
 
 # -- workloads ------------------------------------------------------------------------------

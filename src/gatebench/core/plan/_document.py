@@ -677,19 +677,17 @@ WeightsDoc = create_model(  # one key per metric the score knows
 )
 
 
-def _weights(value: Any) -> dict[str, float]:
+def _weights(value: Any) -> tuple[tuple[str, float], ...]:
     read = WeightsDoc.model_validate(value)
-    return {k: v for k, v in read.model_dump().items() if k in read.model_fields_set}
+    return tuple(sorted((k, getattr(read, k)) for k in read.model_fields_set))
 
 
 class ScoringDoc(Section, title="scoring"):
     """How scores are computed (docs/scoring.md)."""
 
-    profile: Annotated[str, PROFILE] = "paper"
+    profile: Annotated[Literal["paper", "robust"], PROFILE] = "paper"
     """paper (the AGE equations) or robust."""
-    weights: Annotated[dict[str, float], Rule(_weights, ref("WeightsDoc"))] = Field(
-        default_factory=dict
-    )
+    weights: Annotated[tuple[tuple[str, float], ...], Rule(_weights, ref("WeightsDoc"))] = ()
 
 
 class _Variables(Section):

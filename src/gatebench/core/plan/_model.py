@@ -2,7 +2,7 @@
 
 What each key of ``x-gatebench`` means, its default and bounds, is said once, in the models
 that read it (``_document``). The parts a run uses as they are written are those models
-(``Tls``, ``Infrastructure``, ``TrafficSource``, ``OtherValues``); the records here are the
+(``Tls``, ``Infrastructure``, ``Scoring``, ``TrafficSource``, ``OtherValues``); the records here are the
 parts a run needs in another shape (an injection's kind, a parameter's generator...)."""
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from gatebench.core.plan._document import (  # the bounds, and the parts kept as
 )
 from gatebench.core.plan._document import InfrastructureDoc as Infrastructure
 from gatebench.core.plan._document import OthersDoc as OtherValues
+from gatebench.core.plan._document import ScoringDoc as Scoring
 from gatebench.core.plan._document import TlsDoc as Tls
 from gatebench.core.plan._document import TrafficDoc as TrafficSource
 from gatebench.core.policies import PolicySet
@@ -201,12 +202,6 @@ class Auth:
     bearer_per_user: bool = False
     """Set by the run, never by a plan: ``bearer_env`` names a file of tokens, one a line,
     and simulated user i sends line i mod their count (the pool of subjects)."""
-
-
-@dataclass(frozen=True)
-class Scoring:
-    profile: Literal["paper", "robust"] = "paper"
-    weights: tuple[tuple[str, float], ...] = ()
 
 
 CpuMode = Literal["pinned", "unpinned", "explicit"]
