@@ -18,6 +18,7 @@ import itertools
 import json
 import statistics
 import tempfile
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -54,17 +55,23 @@ class _Hooks:
         pass
 
 
-def _section(mode: str) -> dict[str, Any]:
-    """The description's plan with the backend in ``mode`` (mock: 1 kB answers)."""
+@cache
+def _description() -> Any:
+    """The description the phases load (read once)."""
     result = read_spec(str(ROOT / "tests/data/engine/items.yaml"))
     assert result.api is not None
+    return result
+
+
+def _section(mode: str) -> dict[str, Any]:
+    """The description's plan with the backend in ``mode`` (mock: 1 kB answers)."""
+    result = _description()
     backend = {"mock": {"response_size": "1kB"}} if mode == "mock" else {"builtin": mode}
     return {**result.benchmark, "backend": backend}
 
 
 def _document(base: str, engine: str, checked: bool, mode: str) -> dict[str, Any]:
-    result = read_spec(str(ROOT / "tests/data/engine/items.yaml"))
-    assert result.api is not None
+    result = _description()
     section = _section(mode)
     injection: dict[str, Any] = (
         {"constant_rate": {"rate": RATE, "duration": f"{RATE_SECONDS}s"}}
@@ -141,8 +148,7 @@ def run() -> str:
     rows = []
     with Supervisor() as sup, tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        result = read_spec(str(ROOT / "tests/data/engine/items.yaml"))
-        assert result.api is not None
+        result = _description()
         for mode in BACKENDS:
             plan = build_plan(_section(mode), result.api)
             args: list[str] = []
