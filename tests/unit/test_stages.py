@@ -402,6 +402,46 @@ def test_render_keeps_what_the_run_recorded_before_it(tmp_path: Path) -> None:
     assert environment["gateway_cpu"] == {"krakend": "GOMAXPROCS=1"}
 
 
+def test_a_signal_while_a_measurement_is_written_finds_it_in_the_file_the_store_and_the_list(
+    tmp_path: Path,
+) -> None:
+    """A SIGTERM that comes while a phase is written is delivered once the run's list holds
+    it too: the rewrite at the run's end (tester-bound flags) then keeps it in the file."""
+    import os
+    import signal
+
+    from synthetic import synthetic_run
+
+    done, measurements = synthetic_run(repetitions=2)
+    run = RunRecord(done.run_id, "file:///x", "0" * 64)
+
+    class Stop(Exception):
+        pass
+
+    def stop(signum: int, frame: object) -> None:
+        raise Stop
+
+    class Signalled(SqliteStore):
+        def put_measurement(self, m: Any) -> None:
+            super().put_measurement(m)
+            if len(self.measurements(m.run_id)) == 2:
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    store = Signalled(tmp_path / "gatebench.sqlite")
+    journal = RunJournal(run, tmp_path / "r", store, lambda progress: None)
+    old = signal.signal(signal.SIGTERM, stop)
+    try:
+        journal.put(measurements[0])
+        with pytest.raises(Stop):
+            journal.put(measurements[1])
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    lines = (tmp_path / "r" / "measurements.jsonl").read_text().splitlines()
+    assert lines == [json.dumps(m.to_dict()) for m in measurements[:2]]
+    assert journal.measurements == measurements[:2]
+    assert len(store.measurements(run.run_id)) == 2
+
+
 def test_a_measurement_the_store_refuses_is_in_neither_place(tmp_path: Path) -> None:
     """The store finds its disk full on the third phase: the file keeps the two before it,
     as the store does, and the run's end is still recorded (with the space held back)."""

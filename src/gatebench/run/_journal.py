@@ -130,14 +130,17 @@ class RunJournal:
         self.display(Progress(step="loading", message=f"{target} failed: {reason.splitlines()[0]}"))
 
     def put(self, m: Measurement) -> None:
-        """One measured phase, in measurements.jsonl and the store (:meth:`append`)."""
+        """One measured phase, in measurements.jsonl, the store (:meth:`append`) and the run's
+        list, or in none: a signal that came while it was written is delivered once the list
+        holds it too (what the run ends with rewrites the file from the list)."""
         store = self.store
-        self.append(
-            "measurements.jsonl",
-            m.to_dict(),
-            also=None if store is None else lambda: store.put_measurement(m),
-        )
-        self.measurements.append(m)
+        with signals_held():
+            self.append(
+                "measurements.jsonl",
+                m.to_dict(),
+                also=None if store is None else lambda: store.put_measurement(m),
+            )
+            self.measurements.append(m)
 
     def put_result(self, kind: str, key: str, doc: Mapping[str, Any]) -> None:
         """A result of a kind of run that measures no workload phases (a scale point, a change
