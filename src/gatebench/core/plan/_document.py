@@ -273,6 +273,12 @@ class Section(BaseModel):
     one_of_message: ClassVar[str] = ""
     empty_is_none: ClassVar[bool] = False
     """An empty mapping is read as nothing given (no exactly-one-of to say)."""
+    credentials: ClassVar[bool] = False
+    """Its keys that name a credential are refused with their reason (``_checks``), not as
+    unknown."""
+    missing: ClassVar[str] = ""
+    """A required key's absence said of the mapping itself (``{key}``); by default, of the key,
+    in its rule's words for null."""
 
     @classmethod
     def key_names(cls) -> list[str]:
@@ -283,14 +289,10 @@ class Section(BaseModel):
         return str(cls.model_config.get("title") or cls.__name__)
 
     @classmethod
-    def skips(cls, key: Any) -> bool:
-        """A key reported elsewhere, with its reason (a credential)."""
-        return False
-
-    @classmethod
     def unknown(cls, data: dict[Any, Any]) -> list[InitErrorDetails]:
         known, out = cls.key_names(), []
-        for key in (k for k in data if str(k) not in cls.key_names() and not cls.skips(k)):
+        skip = is_credential_key if cls.credentials else lambda key: False
+        for key in (k for k in data if str(k) not in cls.key_names() and not skip(k)):
             hint = difflib.get_close_matches(str(key), known, n=1)
             said = f"did you mean {hint[0]!r}?" if hint else f"expected one of: {', '.join(known)}"
             out.append(_error((key,), f"unknown key {key!r} in {cls.title()}; {said}"))
@@ -300,13 +302,18 @@ class Section(BaseModel):
     def absent(cls, data: dict[Any, Any]) -> list[InitErrorDetails]:
         out = []
         for name, field in cls.model_fields.items():
-            if field.is_required() and (field.alias or name) not in data:
-                rule = next((m for m in field.metadata if isinstance(m, Rule)), None)
-                try:
-                    message = f"{name!r} is required" if rule is None else rule.check(None)
-                except PydanticCustomError as exc:
-                    message = exc.message()
-                out.append(_error((field.alias or name,), message))
+            key = field.alias or name
+            if not field.is_required() or key in data:
+                continue
+            if cls.missing:
+                out.append(_error((), cls.missing.format(key=key)))
+                continue
+            rule = next((m for m in field.metadata if isinstance(m, Rule)), None)
+            try:
+                message = f"{name!r} is required" if rule is None else rule.check(None)
+            except PydanticCustomError as exc:
+                message = exc.message()
+            out.append(_error((key,), message))
         return out
 
     @model_validator(mode="wrap")
@@ -657,10 +664,7 @@ class InfrastructureDoc(Section, title="infrastructure"):
     testers: Annotated[int, Count(1, MAX_TESTERS, "a whole number of load generators")] = 1
     """Load generators per phase: each phase is split across them and their logs merged
     (docs/engine.md)."""
-
-    @classmethod
-    def skips(cls, key: Any) -> bool:
-        return is_credential_key(key)
+    credentials = True
 
 
 class _Weights(Section, title="scoring.weights"):
@@ -693,13 +697,7 @@ class ScoringDoc(Section, title="scoring"):
 class _Variables(Section):
     """A mapping that names the environment variables holding a credential."""
 
-    @classmethod
-    def absent(cls, data: dict[Any, Any]) -> list[InitErrorDetails]:
-        return [
-            _error((), f"{name!r} (an environment variable name) is required")
-            for name, field in cls.model_fields.items()
-            if field.is_required() and name not in data
-        ]
+    missing = "{key!r} (an environment variable name) is required"
 
 
 class EnvDoc(_Variables, title="a variable"):
@@ -1154,11 +1152,7 @@ class RateLimitDoc(Section, title="policies.rate_limit"):
     window: Seconds = 1.0
     key: Annotated[str, Rule(_rate_key, STRING)] = "address"
     """What is counted: address, subject (the token's 'sub'), or header:NAME."""
-
-    @classmethod
-    def absent(cls, data: dict[Any, Any]) -> list[InitErrorDetails]:
-        said = "'requests' (requests allowed per window) is required"
-        return [] if "requests" in data else [_error((), said)]
+    missing = "{key!r} (requests allowed per window) is required"
 
 
 def _vary(value: Any) -> tuple[str, ...]:
@@ -1189,11 +1183,7 @@ class CacheDoc(Section, title="policies.cache"):
         "query",
     )
     """Request parts the key varies on: path, query, header:NAME."""
-
-    @classmethod
-    def absent(cls, data: dict[Any, Any]) -> list[InitErrorDetails]:
-        said = "'ttl' (how long a response is served by the gateway) is required"
-        return [] if "ttl" in data else [_error((), said)]
+    missing = "{key!r} (how long a response is served by the gateway) is required"
 
 
 def _off(model: type[Section]) -> Rule:
@@ -1336,13 +1326,10 @@ class PlanDoc(Section, title="x-gatebench"):
     fault: Annotated[FaultDoc | None, Model(FaultDoc)] = None
     cpus: Annotated[Any, CPUS] = None
     thresholds: Annotated[Any, Anything({"type": "array", "items": ref("ThresholdDoc")})] = None
-    traffic: Annotated[TrafficDoc | None, Model(TrafficDoc)] = None
     """Budgets a run must meet for `gatebench run --fail-on-threshold` and `gatebench report
     --format junit` (docs/ci.md)."""
-
-    @classmethod
-    def skips(cls, key: Any) -> bool:
-        return is_credential_key(key)
+    traffic: Annotated[TrafficDoc | None, Model(TrafficDoc)] = None
+    credentials = True
 
 
 class ThresholdDoc(Section, title="a threshold"):
