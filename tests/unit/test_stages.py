@@ -442,6 +442,40 @@ def test_a_signal_while_a_measurement_is_written_finds_it_in_the_file_the_store_
     assert len(store.measurements(run.run_id)) == 2
 
 
+def test_the_folder_shows_a_status_only_once_the_store_holds_it(tmp_path: Path) -> None:
+    """Each status and record update reaches the store before run.json: a ``kill -9`` between
+    the two leaves the folder a step behind the store (it is settled from the store), never
+    ahead of it (found by the kill -9 teardown test: run.json said provisioning, the store
+    rendered)."""
+    seen: list[tuple[str, str]] = []
+    folder = tmp_path / "r"
+
+    def on_disk() -> str:
+        return str(json.loads((folder / "run.json").read_text())["status"])
+
+    class Watched(SqliteStore):
+        def set_status(self, run_id: str, status: RunStatus, **fields: Any) -> Any:
+            seen.append((status.value, on_disk()))
+            return super().set_status(run_id, status, **fields)
+
+        def update_run(self, run_id: str, **fields: Any) -> Any:
+            seen.append((sorted(fields)[0], on_disk()))
+            return super().update_run(run_id, **fields)
+
+    store = Watched(tmp_path / "gatebench.sqlite")
+    journal = RunJournal(RunRecord("r", "x", "0" * 64), folder, store, lambda p: None)
+    journal.status(RunStatus.RENDERED)
+    journal.status(RunStatus.PROVISIONING)
+    journal.environment(kernel="k")
+    assert seen == [
+        ("rendered", "received"),
+        ("provisioning", "rendered"),
+        ("environment", "provisioning"),
+    ]
+    assert on_disk() == "provisioning"
+    assert store.get_run("r").environment == {"kernel": "k"}  # type: ignore[union-attr]
+
+
 def test_a_measurement_the_store_refuses_is_in_neither_place(tmp_path: Path) -> None:
     """The store finds its disk full on the third phase: the file keeps the two before it,
     as the store does, and the run's end is still recorded (with the space held back)."""

@@ -1,7 +1,9 @@
 """Where a run writes down what happens to it: ``run.json`` and ``measurements.jsonl`` in its
 folder, the result store when there is one, and the live display.
 
-Every status change and record update goes to the folder and the store at once; every
+Every status change and record update goes to the store, then to the folder: what ``run.json``
+shows, the store already holds (a ``kill -9`` between the two leaves the folder a step behind
+the store, never ahead of it, and the run is settled from the store); every
 measured phase is appended to ``measurements.jsonl`` and written to the store in one block
 that a Ctrl-C or SIGTERM waits for (``gatebench.run._signals``), so an interrupted run keeps the same
 phases in each. A write that finds the disk full is ``no space left on DIR while writing …``
@@ -107,17 +109,17 @@ class RunJournal:
             self.record.failed_step = failed_step
         if error is not None:
             self.record.error = error
-        self._save()
         if self.store is not None:
             self.store.set_status(self.record.run_id, status, failed_step=failed_step, error=error)
+        self._save()
         self.display(Progress(step=str(status)))
 
     def update(self, **fields: Any) -> None:
         for key, value in fields.items():
             setattr(self.record, key, value)
-        self._save()
         if self.store is not None:
             self.store.update_run(self.record.run_id, **fields)
+        self._save()
 
     def environment(self, **entries: Any) -> None:
         """Add (or replace) entries of the record's environment."""
