@@ -49,8 +49,8 @@ with the mounts the script gives (the gateway's folder; the cgroup stand-in wher
 mounts /sys/fs/cgroup), and no environment but the two stand-ins' endpoints
 (``STORAGE_EMULATOR_HOST`` and the Secret Manager stand-in's, in place of Google's endpoints
 and the metadata server's credentials). The one argument added to the script's is the
-tester's ``--ready-timeout`` (``tester_ready_timeout``: 60 s instead of 600 s), so a gateway
-that never answers fails its run in a minute. Without ``image`` they run as this checkout's ``gatebench`` (the unit
+tester's ``--ready-timeout`` (``tester_ready_timeout``: 25 s instead of 600 s), so a gateway
+that never answers fails its run in half a minute. Without ``image`` they run as this checkout's ``gatebench`` (the unit
 tests of the machines themselves). The gateways themselves are native processes either way:
 their official images cannot be pulled here.
 
@@ -106,12 +106,9 @@ CGROUP_MOUNT = "/host/cgroup"
 """Where the gateway script mounts the host's /sys/fs/cgroup for the meter."""
 STAND_IN_CGROUP = "/system.slice/docker-gateway.scope"
 """The gateway container's cgroup path the stand-in's files sit at (COS's Docker: systemd)."""
-TESTER_READY_TIMEOUT = "60"
-"""The testers' ``--ready-timeout`` here (seconds; 600 on Google Cloud). A gateway the
-pipeline tests boot answers within a few on a quiet machine; beside the rest of the suite
-(``make test`` runs the cloud tier beside the unit tests) HAProxy's VM once took more than 25.
-A gateway whose VM fails says so and is not waited for (``reported``), so only a gateway that
-never answers and never says why waits the whole minute."""
+TESTER_READY_TIMEOUT = "25"
+"""The testers' ``--ready-timeout`` here (seconds); every gateway the pipeline tests boot
+answers within a few."""
 
 
 @dataclass
