@@ -96,3 +96,69 @@ def test_the_owner_of_a_run_is_gone_once_its_process_is(tmp_path: Path) -> None:
     proc = subprocess.Popen(["true"])
     proc.wait()
     assert process_gone({**me, "pid": proc.pid})
+
+
+def _script(tmp_path: Path, text: str) -> subprocess.Popen[str]:
+    """``text`` run by this Python in a process of its own (its stdout a pipe)."""
+    return subprocess.Popen(
+        [sys.executable, "-c", text, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+
+
+def test_no_python_runs_in_a_started_process_before_its_program(tmp_path: Path) -> None:
+    """The child execs right after fork: a hook Python runs in a forked child (what
+    subprocess's ``preexec_fn`` made it run, and where a child of a process with threads can
+    hang for good on a lock another thread held) never runs, and the program does."""
+    script = _script(
+        tmp_path,
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from gatebench.local.procs import start_process\n"
+        "folder = Path(sys.argv[1])\n"
+        "os.register_at_fork(after_in_child=lambda: (folder / 'python-ran').touch())\n"
+        "proc = start_process('true', ['true'], log_path=folder / 'true.log')\n"
+        "print(proc.wait())\n",
+    )
+    out, _ = script.communicate(timeout=60)
+    assert out.strip() == "0"
+    assert not (tmp_path / "python-ran").exists()
+
+
+def test_a_started_process_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
+    """``kill -9`` of gatebench runs no cleanup; the kernel still kills what it started
+    (the parent-death signal, armed before the program runs)."""
+    script = _script(
+        tmp_path,
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from gatebench.local.procs import start_process\n"
+        "proc = start_process('sleep', ['sleep', '60'], log_path=Path(sys.argv[1]) / 's.log')\n"
+        "print(proc.pid, flush=True)\n"
+        "time.sleep(60)\n",
+    )
+    assert script.stdout is not None
+    pid = int(script.stdout.readline())
+    _wait(lambda: psutil.Process(pid).cmdline() == ["sleep", "60"])  # setpriv has exec'd it
+    assert psutil.Process(pid).cmdline() == ["sleep", "60"]
+    script.kill()
+    script.communicate(timeout=10)
+
+    def gone() -> bool:
+        try:
+            return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return True
+
+    _wait(gone)
+    assert gone()
+
+
+def test_a_program_that_cannot_start_is_a_run_error_naming_it(tmp_path: Path) -> None:
+    from gatebench.core.errors import RunError
+    from gatebench.local.procs import start_process
+
+    with pytest.raises(RunError, match=r"^gw: cannot start no-such-gb: No such file or directory$"):
+        start_process("gw", ["no-such-gb"], log_path=tmp_path / "a.log")
+    (tmp_path / "plain").write_text("")
+    with pytest.raises(RunError, match=r"cannot start \./plain: Permission denied$"):
+        start_process("gw", ["./plain"], log_path=tmp_path / "b.log", cwd=tmp_path)

@@ -7,7 +7,8 @@ on every way out: normal exit, exception, Ctrl-C (SIGINT) and SIGTERM, by signal
 whole process group, so a gateway's own worker processes go too.
 
 ``kill -9`` of gatebench itself runs no cleanup. The kernel still sends SIGKILL to each
-process gatebench started directly (``PR_SET_PDEATHSIG``, armed in the child), so
+process gatebench started directly (``PR_SET_PDEATHSIG``, armed by ``setpriv`` in the child:
+:func:`_child_setup`), so
 single-process gateways (HAProxy, Envoy, Caddy, the JVM gateways) and the engines die with
 it; the worker processes of gateways that fork (nginx, Apache, Varnish) are not its children
 and would outlive it. A supervisor that guards a run (:meth:`Supervisor.guard`) writes each
@@ -23,6 +24,7 @@ import ctypes
 import http.client
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -32,6 +34,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any
@@ -41,25 +44,40 @@ import psutil
 from gatebench.core.errors import RunError
 from gatebench.local._guardian import term_then_kill
 
-_PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+def _child_setup(
+    argv: Sequence[str], cpus: frozenset[int] | None, env: Mapping[str, str], cwd: Any, failed: str
+) -> list[str]:
+    """``argv`` behind what the child sets before the program runs: SIGKILL when gatebench
+    dies (util-linux's ``setpriv --pdeathsig``) and, given ``cpus``, those cores (``taskset``),
+    so every thread and worker process the program starts inherits them. Both are programs
+    the child execs on its way to ``argv``, never Python run between fork and exec: gatebench
+    has threads (the display, its pools, Google's clients), and a child forked from a process
+    with threads that runs code before exec can hang for good on a lock another thread held
+    (subprocess's ``preexec_fn`` did: a gateway of the cloud tests never started, its log
+    holding one line of gRPC's poller, restarted in the child). ``argv[0]`` is looked up here
+    first, so a missing program is a RunError (after ``failed``), as it was from ``exec``."""
+    program = argv[0]
+    if os.sep in program:
+        found: str | None = os.path.join(cwd or "", program)
+    else:
+        found = shutil.which(program, path=env.get("PATH", os.defpath))
+    if found is None or not os.path.isfile(found):
+        raise RunError(f"{failed}cannot start {program}: No such file or directory")
+    if not os.access(found, os.X_OK):
+        raise RunError(f"{failed}cannot start {program}: Permission denied")
+    cores = ["taskset", "-c", ",".join(map(str, sorted(cpus)))] if cpus else []
+    return [_setpriv(), "--pdeathsig", "KILL", "--", *cores, *argv]
 
 
-def _child_setup(cpus: frozenset[int] | None) -> Callable[[], None]:
-    """What the child runs before ``exec``: die with gatebench, and run on ``cpus`` when
-    given, so every thread and worker process the program starts inherits the affinity."""
-
-    def setup() -> None:  # pragma: no cover - runs in the child
-        _die_with_parent()
-        if cpus:
-            os.sched_setaffinity(0, cpus)
-
-    return setup
+@cache
+def _setpriv() -> str:
+    found = shutil.which("setpriv")
+    if found is None:
+        raise RunError("setpriv is not installed here (Debian's util-linux package)")
+    return found
 
 
 class Terminated(KeyboardInterrupt):
@@ -183,16 +201,16 @@ def _spawn(
     """``argv`` (never through a shell) in a new session of its own, without standard input,
     with ``env`` over this process's environment (:func:`_child_setup`: on ``cpus``, killed if
     gatebench dies); a RunError (after ``failed``) when it cannot start."""
+    environment = {**os.environ, **(env or {})}
     try:
         return subprocess.Popen(
-            list(argv),
+            _child_setup(argv, cpus, environment, cwd, failed),
             cwd=cwd,
-            env={**os.environ, **(env or {})},
+            env=environment,
             stdin=subprocess.DEVNULL,
             stdout=stdout,
             stderr=stderr,
             start_new_session=True,
-            preexec_fn=_child_setup(cpus),
         )
     except OSError as exc:
         raise RunError(f"{failed}cannot start {argv[0]}: {exc.strerror or exc}") from None
