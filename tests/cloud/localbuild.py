@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gatebench.local.procs import ManagedProcess
+from gatebench.local.procs import start_process
 
 from .image import remove_container, run_argv
 from .standins import build_location_refused
@@ -254,7 +254,7 @@ class LocalCloudBuild:
             )
             env[_BRIDGE_ENV] = str(bridge.socket_path)
             log = self.root / build_id / f"step-{index}.log"
-            proc = _start_step(f"build-step-{index}", argv, log, workspace, env)
+            proc = start_process(f"build-step-{index}", argv, log_path=log, cwd=workspace, env=env)
             try:
                 proc.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
@@ -301,7 +301,7 @@ class LocalCloudBuild:
                 workdir="/workspace",
             )
             log = self.root / build_id / f"step-{index}.log"
-            proc = _start_step(f"build-step-{index}", argv, log, workspace, {})
+            proc = start_process(f"build-step-{index}", argv, log_path=log, cwd=workspace)
             try:
                 proc.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
@@ -315,26 +315,6 @@ class LocalCloudBuild:
         if proc.returncode != 0:
             command = " ".join([entrypoint, *step.get("args", [])])
             raise StepFailed(f"{command} exited {proc.returncode}:\n{proc.log_tail()}")
-
-
-def _start_step(
-    name: str, argv: list[str], log: Path, cwd: Path, env: dict[str, str]
-) -> ManagedProcess:
-    """A step's container, started without any Python code between fork and exec (no
-    ``preexec_fn``: Python then uses vfork, which runs no fork handlers): this test process
-    holds gRPC clients (Firestore), whose fork handlers can break a plain fork's child."""
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("ab") as out:
-        popen = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env={**os.environ, **env},
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    return ManagedProcess(name, argv, popen, log)
 
 
 _BRIDGE_ENV = "GATEBENCH_TERRAFORM_BRIDGE"
