@@ -4,6 +4,7 @@ folders still hold the Debian gateways, as find_program looks there too)."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -140,10 +141,12 @@ def test_krakend_and_tyk_are_listed_with_their_versions_where_installed(
 
     main(["doctor"])
     out = capsys.readouterr().out
-    versions = {"krakend": "ok krakend KrakenD Version: 2.13.", "tyk": "ok tyk v5."}
+    # Tyk's releases print their tag without its "v" (goreleaser's Version); a build that sets
+    # no version prints the source's default, with it.
+    versions = {"krakend": r"ok krakend KrakenD Version: 2\.13\.", "tyk": r"ok tyk v?5\."}
     for name, version in versions.items():
         if get_renderer(name).available_here() is None:
-            assert _row(out, name).startswith(version), _row(out, name)
+            assert re.match(version, _row(out, name)), _row(out, name)
         else:
             assert _row(out, name).startswith(f"missing {name} "), _row(out, name)
             assert "from its vendor" in _row(out, name)
@@ -160,7 +163,7 @@ def test_tyk_without_redis_is_missing_with_the_reason(
     monkeypatch.setenv("GATEBENCH_REDIS_SERVER_BIN", str(tmp_path / "no-redis"))
     (tyk,) = [c for c in diagnose().of("gateway") if c.name == "tyk"]
     assert tyk.status == "missing"
-    assert tyk.detail.startswith("v5.")
+    assert re.match(r"v?5\.", tyk.detail), tyk.detail
     assert tyk.detail.endswith(
         f", but GATEBENCH_REDIS_SERVER_BIN={str(tmp_path / 'no-redis')!r} is not an executable file"
     )
