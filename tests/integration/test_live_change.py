@@ -15,10 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from gatebench.core.errors import UnsupportedFeature
+from gatebench.core.errors import RunError, UnsupportedFeature
 from gatebench.core.fairness import stated_cpu_policy
 from gatebench.core.ir import Api
-from gatebench.core.renderers import RESTART, RenderTarget, all_renderers, get_renderer
+from gatebench.core.renderers import (
+    RESTART,
+    LiveChange,
+    RenderTarget,
+    all_renderers,
+    get_renderer,
+)
 from gatebench.core.renderers._jvm import JVM_OPTIONS_ENV
 from gatebench.core.renderers.nginx import NginxRenderer
 from gatebench.core.routescale import Probe, added_routes, probes_for, replicate
@@ -293,6 +299,33 @@ class _RefusedOnChange(NginxRenderer):
         if len(api.operations) > 10:
             files["nginx.conf"] += "this is not a directive;\n"
         return files
+
+
+class _AdminPortNeverOpens(NginxRenderer):
+    """nginx taking changes on an admin port it never opens (as a Spring Boot gateway's
+    management port is not open yet when its API port first answers)."""
+
+    live_change = LiveChange("admin-api", "POST /change on the admin port", path="/change")
+
+
+def test_a_gateway_taking_changes_on_an_admin_port_is_ready_once_that_port_answers(
+    supervisor: Supervisor,
+    backends: dict[str, int],
+    tmp_path: Path,
+    replay_api: Callable[[str], Api],
+) -> None:
+    """The boot waits for the port changes go to, not only the API's: a change sent right after
+    the boot reached Zuul's management port before it was open (refused)."""
+    live = LiveGateway(
+        _AdminPortNeverOpens(),
+        supervisor,
+        tmp_path / "gw",
+        cpu=stated_cpu_policy(1),
+        boot_timeout=2.0,
+    )
+    with pytest.raises(RunError, match=r"did not answer on 127\.0\.0\.1:\d+ within 2s"):
+        live.boot(replay_api("auction"), f"http://127.0.0.1:{backends['a']}")
+    assert live.proc is not None and not live.proc.alive(), "the gateway outlived its boot"
 
 
 def test_a_gateway_without_a_live_mechanism_is_restarted(

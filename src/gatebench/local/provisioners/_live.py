@@ -46,7 +46,7 @@ from gatebench.core.renderers._base import DEFAULT_CONCURRENCY
 from gatebench.core.tls import CA_CERT, GatewayTls
 from gatebench.kinds._live._gateway import ChangeApplied
 from gatebench.kinds._live.metrics import files_bytes
-from gatebench.local.procs import ManagedProcess, Supervisor, free_port
+from gatebench.local.procs import ManagedProcess, Supervisor, free_port, wait_ready
 from gatebench.local.provisioners._boot import check_config, start_gateway, write_files
 
 
@@ -201,6 +201,19 @@ class LiveGateway:
             log_path=self.log_path,
             readiness_timeout=self.boot_timeout,
         )
+        if self.mechanism.kind == "admin-api" and self.renderer.ready_path is None:
+            # Changes go to the admin port, which may open after the listen port (Spring Boot
+            # starts its management server second): a change sent between is refused.
+            assert self.target.admin_port is not None  # render_live gives it one
+            try:
+                wait_ready(
+                    self.proc,
+                    self.target.admin_port,
+                    timeout=self.boot_timeout or self.renderer.readiness_timeout,
+                )
+            except BaseException:
+                self.supervisor.stop(self.proc)
+                raise
         self.started_at = before + max(0.0, self.proc.started_at - before_wall)
 
     @property
