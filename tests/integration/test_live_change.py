@@ -78,8 +78,16 @@ def jvm_quick() -> Iterator[None]:
         yield
 
 
-def _live(gateway: object, supervisor: Supervisor, tmp_path: Path) -> LiveGateway:
-    live = LiveGateway(gateway, supervisor, tmp_path / "gw", cpu=stated_cpu_policy(1))  # type: ignore[arg-type]
+def _live(
+    gateway: object, supervisor: Supervisor, tmp_path: Path, boot_timeout: float | None = None
+) -> LiveGateway:
+    live = LiveGateway(
+        gateway,  # type: ignore[arg-type]
+        supervisor,
+        tmp_path / "gw",
+        cpu=stated_cpu_policy(1),
+        boot_timeout=boot_timeout,
+    )
     reason = live.renderer.available_here()
     if reason is not None:
         pytest.skip(f"{live.renderer.name} is not installed here: {reason}")
@@ -316,13 +324,7 @@ def test_a_gateway_taking_changes_on_an_admin_port_is_ready_once_that_port_answe
 ) -> None:
     """The boot waits for the port changes go to, not only the API's: a change sent right after
     the boot reached Zuul's management port before it was open (refused)."""
-    live = LiveGateway(
-        _AdminPortNeverOpens(),
-        supervisor,
-        tmp_path / "gw",
-        cpu=stated_cpu_policy(1),
-        boot_timeout=2.0,
-    )
+    live = _live(_AdminPortNeverOpens(), supervisor, tmp_path, boot_timeout=2.0)
     with pytest.raises(RunError, match=r"did not answer on 127\.0\.0\.1:\d+ within 2s"):
         live.boot(replay_api("auction"), f"http://127.0.0.1:{backends['a']}")
     assert live.proc is not None and not live.proc.alive(), "the gateway outlived its boot"
