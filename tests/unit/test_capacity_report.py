@@ -242,3 +242,30 @@ def test_only_a_decided_knee_is_marked_best_and_the_reasons_sit_under_the_table(
     assert best_gateway(decided) == "envoy"  # type: ignore[arg-type]
     marked = [r.header for r in knee_table(decided).rows if r.cells[0].best]  # type: ignore[arg-type]
     assert marked == ["envoy"]
+
+
+def test_why_the_searches_stopped_is_said_once() -> None:
+    """A one-repetition campaign ends with every order undecided: that is a caution, and the
+    text and Markdown do not say it a second time at their end."""
+    from gatebench.kinds.capacity._report import capacity_text
+
+    one = replace(SETTINGS, repetitions=1)
+    targets = {
+        "nginx": SimulatedTarget(workers=11, service_ms=10.0, jitter=0.1),
+        "haproxy": SimulatedTarget(workers=8, service_ms=10.0, jitter=0.1),
+    }
+    campaign = Campaign(tuple(targets), {"bid": one}, 1, budget_s=3600.0)
+    for key in campaign.next_round():
+        campaign.record(key, search(one, targets[key.target]))
+    campaign.end_round()
+    report = build_capacity_report(run_record(), capacity_result(campaign), now=1_700_000_100.0)
+    stopped = f"The searches stopped: {report.result.stop}."
+    assert "undecided: nginx–haproxy" in stopped and stopped in report.cautions
+    text = "\n".join(capacity_text(report))
+    assert text.count("The searches stopped") == 1 and f"Caution: {stopped}" in text
+    assert render_capacity(report, "md").count("The searches stopped") == 1
+    (bid,) = report.result.endpoints
+    assert "not decided" in bid.verdict and "within the noise" not in bid.verdict
+    # a run whose every order was decided says why it stopped at its end, with no caution
+    decided = replace(report, cautions=())
+    assert capacity_text(decided)[-1] == stopped

@@ -778,6 +778,29 @@ def test_a_lower_bound_is_never_above_a_knee_the_target_was_found_at() -> None:
     assert "not decided" in text and "same" not in text
 
 
+def test_one_search_each_leaves_the_order_undecided_never_the_same_within_the_noise() -> None:
+    """One repetition (``--quick``) gives one knee per target and so no interval: the verdict
+    gives the difference it saw and says the order is not decided, without calling the targets
+    the same "within the noise" it never measured."""
+    nginx = summarize("nginx", "list", [SearchResult("found", 7542.0, 7900.0, ())])
+    haproxy = summarize("haproxy", "list", [SearchResult("found", 5365.0, 5600.0, ())])
+    c = compare(nginx, haproxy)
+    assert (c.better, c.low, c.high, c.decided) == ("nginx", None, None, False)
+    text = verdict("list", [haproxy, nginx], OBJECTIVE)
+    assert text == (
+        "nginx carried 41 % more list traffic than haproxy at p99 ≤ 50 ms, errors ≤ 0.1 %, but "
+        "with fewer than two searches of each there is no interval: their order is not decided "
+        "(search again with more repetitions)"
+    )
+    knees = {"nginx": (7500.0, 7700.0), "envoy": (7300.0, 7800.0)}  # two each, overlapping
+    both = [
+        summarize(t, "list", [SearchResult("found", k, k * 1.04, ()) for k in ks])
+        for t, ks in knees.items()
+    ]
+    assert "carry the same list traffic" in verdict("list", both, OBJECTIVE)
+    assert "95 % CI" in verdict("list", both, OBJECTIVE)
+
+
 def _probe(rate: float, outcome: str) -> ProbeOutcome:
     request = ProbeRequest(rate, "grow", 1.0, 2.0)
     return ProbeOutcome(request, SimulatedTarget()(request), Verdict(outcome, ()))  # type: ignore[arg-type]

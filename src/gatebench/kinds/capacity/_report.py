@@ -510,8 +510,16 @@ def render_capacity_markdown(report: CapacityReport) -> str:
     traffic = traffic_source(report.run)
     if traffic is not None:
         lines += [f"Workloads {traffic}.", ""]
-    lines += [f"The searches stopped: {report.result.stop}.", "", CAPACITY_NOTE, ""]
+    stopped = _stopped(report)
+    lines += [*([stopped, ""] if stopped else []), CAPACITY_NOTE, ""]
     return "\n".join(lines)
+
+
+def _stopped(report: CapacityReport) -> str | None:
+    """Why the searches stopped, unless a caution already says it (a budget spent, an order
+    left undecided)."""
+    stopped = f"The searches stopped: {report.result.stop}."
+    return None if stopped in report.cautions else stopped
 
 
 def text_table(table: Table) -> list[str]:
@@ -544,8 +552,8 @@ def capacity_text(report: CapacityReport) -> list[str]:
     if report.cautions:
         lines.append("")
         lines += [f"Caution: {c}" for c in report.cautions]
-    lines += ["", f"The searches stopped: {report.result.stop}."]
-    return lines
+    stopped = _stopped(report)
+    return [*lines, "", stopped] if stopped else lines
 
 
 def render_capacity_json(report: CapacityReport) -> str:

@@ -406,6 +406,12 @@ def _verdict(workload: str, summaries: Sequence[KneeSummary], objective: Objecti
             f"{c.better}'s knee is only a lower bound ({c.percent()} more) and {c.worse}'s "
             "interval reaches above it, so their order is not decided"
         )
+    if c.low is None:  # fewer than two knees on a side: no interval, so no noise to be within
+        return (
+            f"{c.better} carried {c.percent()} more {workload} traffic than {c.worse} at {at}, "
+            "but with fewer than two searches of each there is no interval: their order is not "
+            "decided (search again with more repetitions)"
+        )
     return (
         f"{c.better} and {c.worse} carry the same {workload} traffic at {at} within the noise "
         f"({c.better} {c.percent()} more{ci})"
