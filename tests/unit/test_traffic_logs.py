@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import io
 import random
+import re
 import tracemalloc
 from pathlib import Path
 
@@ -211,6 +212,35 @@ def test_most_lines_outside_the_format_given_is_an_error(shop: Api) -> None:
     with pytest.raises(TrafficError) as err:
         imported(shop, "json.log", format="combined")
     assert "most lines do not fit the combined format" in err.value.problems[0].message
+
+
+def test_nothing_to_replay_says_why(shop: Api, tmp_path: Path) -> None:
+    """A log without the description's base path (written behind a gateway that strips
+    ``/api``) matches nothing: the error names the requests most often unmatched and what they
+    lack; a log whose every operation is left out says why the first was."""
+    lines = re.sub(r'"([A-Z]+) /api/', r'"\1 /', (TRAFFIC / "combined.log").read_text())
+    (tmp_path / "stripped.log").write_text(lines)
+    with pytest.raises(TrafficError) as err:
+        imported(shop, tmp_path / "stripped.log")
+    [problem] = err.value.problems
+    assert problem.source == "stripped.log"
+    assert problem.message.startswith("no operation of the description is left to replay (")
+    assert "0 matched; most often unmatched: GET /items" in problem.message
+    assert problem.message.endswith(
+        "the description's paths start with /api (its server URL) and the logged ones do not; "
+        "import a log of what clients send"
+    )
+    (tmp_path / "other.log").write_text(re.sub(r'"([A-Z]+) /', r'"\1 /elsewhere/', lines))
+    with pytest.raises(TrafficError) as err:
+        imported(shop, tmp_path / "other.log", format="combined")
+    assert "most often unmatched: GET /elsewhere/" in err.value.problems[0].message
+    assert "/api" not in err.value.problems[0].message
+    with pytest.raises(TrafficError) as err:
+        imported(shop, "combined.log", min_requests=10**6)
+    assert (
+        "matched): every operation matched was left out, such as " in err.value.problems[0].message
+    )
+    assert err.value.problems[0].message.endswith("fewer than --min-requests 1000000")
 
 
 def test_a_har_that_is_not_json_is_located(shop: Api) -> None:

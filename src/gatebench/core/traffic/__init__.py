@@ -47,7 +47,7 @@ from gatebench.core.traffic._logs import (
     read_chunks,
     read_columns,
 )
-from gatebench.core.traffic._match import Matcher
+from gatebench.core.traffic._match import Matched, Matcher
 from gatebench.core.traffic._plan import (
     KeepValues,
     OperationCurve,
@@ -339,7 +339,8 @@ def import_traffic(
                 Problem(
                     "",
                     f"no operation of the description is left to replay ({stats.read:,} requests "
-                    f"read, {stats.matched:,} matched)",
+                    f"read, {stats.matched:,} matched{_why_nothing(matcher, stats, result.left_out)}",
+                    source=paths[0].name,
                 ),
             ]
         )
@@ -352,6 +353,32 @@ def import_traffic(
         warnings=problems,
         window=steps,
     )
+
+
+def _why_nothing(matcher: Matcher, stats: TrafficStats, left_out: list[tuple[str, str]]) -> str:
+    """Why no operation is left to replay, as the end of a message: why the first operation
+    matched was left out (too few requests...); or the requests no operation took, most frequent first, and whether the
+    description's base path is what they lack (logged behind a gateway that strips it)."""
+    if left_out:
+        return (
+            f"): every operation matched was left out, such as {left_out[0][0]}: {left_out[0][1]}"
+        )
+    top = stats.misses()[2].most_common(2)
+    if not top:
+        return ")"
+    shown = ", ".join(
+        f"{m} {p if len(p) <= 40 else p[:37] + '...'} ({n:,})" for (m, p, _), n in top
+    )
+    shown = f"; most often unmatched: {shown})"
+    (method, path, _), _ = top[0]
+    for base in sorted({op.base_path for op in matcher.operations if op.base_path}):
+        line = f"{method} {base}{path} HTTP/1.1".encode("latin-1", "replace")
+        if isinstance(matcher.resolve(line), Matched):
+            return (
+                f"{shown}: the description's paths start with {base} (its server URL) and the "
+                "logged ones do not; import a log of what clients send"
+            )
+    return shown
 
 
 def _api_secret_names(api: Api) -> list[str]:
