@@ -36,15 +36,31 @@ SEED = 7
 
 
 def _searches(run_dir: Path) -> dict[tuple[str, str], list[SearchResult]]:
-    """(target, endpoint) → its searches in order, from the run's capacity-searches.jsonl."""
+    """(target, endpoint) → its searches in order, from the run's capacity-searches.jsonl;
+    the load generator's ceiling searches under ("ceiling", endpoint)."""
     out: dict[tuple[str, str], list[SearchResult]] = {}
     path = run_dir / "capacity-searches.jsonl"
     for line in path.read_text(encoding="utf-8").splitlines():
         entry = json.loads(line)
-        if "target" in entry:
-            key = (str(entry["target"]), str(entry["workload"]))
-            out.setdefault(key, []).append(SearchResult.from_dict(entry["search"]))
+        if "target" in entry or "ceiling" in entry:
+            target, workload = (
+                entry.get("target", "ceiling"),
+                entry.get("workload", entry.get("ceiling")),
+            )
+            out.setdefault((str(target), str(workload)), []).append(
+                SearchResult.from_dict(entry["search"])
+            )
     return out
+
+
+def _ceiling(rate: float | None, found: list[SearchResult], max_rate: float) -> str:
+    """The generator's ceiling on one endpoint, or why there is no number (a ceiling above
+    what the plan offers is not one the search could find)."""
+    if rate is not None:
+        return f"{rate:,.0f}/s"
+    if found and found[-1].status == "at-max":
+        return f"≥ {max_rate:,.0f}/s (the plan's max_rate held)"
+    return "not measured" if not found else f"none ({found[-1].status})"
 
 
 MARKS = {"within": "✓", "breached": "✗", "tester-bound": "T"}
@@ -86,6 +102,7 @@ def _one(example: str, results: Path) -> tuple[list[str], list[str]]:
     result = CapacityResult.from_dict(json.loads(line))
     searches = _searches(outcome.run_dir)
     env: dict[str, Any] = record.environment
+    settings = plan.capacity_settings()
     rows = []
     for e in result.endpoints:
         for s in e.summaries:
@@ -105,7 +122,8 @@ def _one(example: str, results: Path) -> tuple[list[str], list[str]]:
         f"{cpu.others_pct:.0f} % of the machine): cores {env.get('cpus', 'unrecorded')}; "
         f"the generator's ceiling per endpoint "
         + ", ".join(
-            f"{w} {'–' if c is None else f'{c:,.0f}/s'}" for w, c in sorted(ceilings.items())
+            f"{w} {_ceiling(c, searches.get(('ceiling', w), []), settings[w].max_rate)}"
+            for w, c in sorted(ceilings.items())
         )
         + f"; stopped: {result.stop}.",
         *(f"  - {e.workload}: {e.verdict}." for e in result.endpoints),
