@@ -357,8 +357,9 @@ def import_traffic(
 
 def _why_nothing(matcher: Matcher, stats: TrafficStats, left_out: list[tuple[str, str]]) -> str:
     """Why no operation is left to replay, as the end of a message: why the first operation
-    matched was left out (too few requests...); or the requests no operation took, most frequent first, and whether the
-    description's base path is what they lack (logged behind a gateway that strips it)."""
+    matched was left out (too few requests...); or the requests no operation took, most
+    frequent first, and whether the description's base path is what they lack (logged behind
+    a gateway that strips it)."""
     if left_out:
         return (
             f"): every operation matched was left out, such as {left_out[0][0]}: {left_out[0][1]}"

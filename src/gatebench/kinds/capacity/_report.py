@@ -116,7 +116,7 @@ def capacity_cautions(result: CapacityResult) -> list[str]:
     """What a reader must know before trusting the knees."""
     out = []
     if "budget" in result.stop or "undecided" in result.stop:
-        out.append(f"The searches stopped: {result.stop}.")
+        out.append(_stop_line(result))
     for e in result.endpoints:
         for s in e.summaries:
             if s.bounded:
@@ -515,10 +515,14 @@ def render_capacity_markdown(report: CapacityReport) -> str:
     return "\n".join(lines)
 
 
+def _stop_line(result: CapacityResult) -> str:
+    return f"The searches stopped: {result.stop}."
+
+
 def _stopped(report: CapacityReport) -> str | None:
     """Why the searches stopped, unless a caution already says it (a budget spent, an order
     left undecided)."""
-    stopped = f"The searches stopped: {report.result.stop}."
+    stopped = _stop_line(report.result)
     return None if stopped in report.cautions else stopped
 
 
