@@ -128,6 +128,7 @@ def test_this_machine_runs_gatling_and_the_local_gateways(
     assert _row(out, "gatling").startswith('ok gatling Gatling 3.15.1 on openjdk version "17')
     assert _row(out, "nginx") == "ok nginx nginx version: nginx/1.22.1"
     assert _row(out, "zuul").startswith("ok zuul Zuul 1.3.1")
+    assert _row(out, "traefik") == "ok traefik Version: 3.7.15"
     assert "Nothing can run" not in out
 
 

@@ -34,6 +34,7 @@ VERSION_ARGS: dict[str, tuple[str, ...]] = {
     "krakend": ("version",),
     "mvn": ("-v",),
     "nginx": ("-v",),
+    "traefik": ("version",),
     "tyk": ("--version",),
     "varnishd": ("-V",),
     "wrk": ("-v",),
