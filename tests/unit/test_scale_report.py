@@ -16,7 +16,9 @@ from gatebench.kinds._live._report import (
     log_line_chart,
     point_key,
     render_scale_html,
+    render_scale_markdown,
     scale_document,
+    scale_text,
 )
 from gatebench.kinds._live.metrics import (
     Arrival,
@@ -106,7 +108,34 @@ def test_every_failed_request_of_a_change_is_listed_with_its_time() -> None:
     assert "1 failed request(s) after the change" in html
     assert "500 ms: end: status 502" in html
     assert "1 of 2" in html  # new routes answered
-    assert 'title="SIGHUP &lt;to master&gt;"' in html
+    assert '<span class="tag">SIGHUP &lt;to master&gt;</span>' in html  # the mechanism, escaped
+
+
+def test_the_terminal_and_markdown_show_the_same_tables_as_the_page() -> None:
+    """One definition of each table (``points_table``, ``changes_table``) in every view: the
+    terminal's aligned text, Markdown and HTML; a point with a problem is marked and says it."""
+    import dataclasses
+
+    broken = dataclasses.replace(_point("nginx", 100), problem="did not answer in 120 s")
+    doc = json.loads(
+        json.dumps(scale_document([_point("nginx", 10), broken], [_change()], run="r3"))
+    )
+    text = scale_text(doc)
+    header = next(line for line in text if "started in, s" in line)
+    assert header.split()[:2] == ["gateway", "routes"] and "config, KiB" not in header
+    rows = [line.split() for line in text if line.strip().startswith("nginx ")]
+    assert [r[:2] for r in rows[:2]] == [["nginx", "10"], ["nginx", "(problem)"]]
+    assert "  nginx at 100 routes: did not answer in 120 s" in text
+    assert any(line.split()[:3] == ["nginx", "signal", "1"] for line in text)  # failed: 1
+    assert "  nginx: 1 failed request(s) after the change" in text
+    assert "    500 ms: end: status 502" in text
+    md = render_scale_markdown(doc)
+    assert "| nginx (problem) | 100 |" in md and "- nginx at 100 routes: did not answer" in md
+    assert "| nginx | signal | 1 |" in md and "- 500 ms: end: status 502" in md
+    assert "- run: r3" in md
+    html = render_scale_html(doc)
+    assert "<li>nginx at 100 routes: did not answer in 120 s</li>" in html
+    assert '<span class="tag">problem</span>' in html
 
 
 def test_gatebench_report_writes_a_scale_runs_own_report(
@@ -138,5 +167,8 @@ def test_gatebench_report_writes_a_scale_runs_own_report(
     assert "r-scale,nginx,100,change_failures,1" in rows
     assert main([*base, "--format", "html"]) == 0
     assert 'id="mem-nginx"' in capsys.readouterr().out
-    assert main([*base, "--format", "md"]) == 2
-    assert "its report is html, json or csv" in capsys.readouterr().err
+    assert main([*base, "--format", "md"]) == 0
+    md = capsys.readouterr().out
+    assert md.startswith("# ") and "| nginx | 100 |" in md and "| nginx | signal | 1 |" in md
+    assert main([*base, "--format", "junit"]) == 2
+    assert "its report is html, json, csv or md" in capsys.readouterr().err

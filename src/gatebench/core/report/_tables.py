@@ -124,6 +124,26 @@ class TextTable:
     numeric_from: int
 
 
+def text_table(table: Table) -> list[str]:
+    """A table's compact columns as aligned plain text (the terminal's view), tags in brackets
+    as in Markdown."""
+    shown = [i for i, c in enumerate(table.columns) if c.compact]
+    rows = [[table.columns[i].label for i in shown]]
+    for row in table.rows:
+        texts = [row.header, *(c.text for c in row.cells)]
+        tags = [row.tags, *(c.tags for c in row.cells)]
+        rows.append([texts[i] + "".join(f" ({t})" for t in tags[i]) for i in shown])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(shown))]
+    numeric = [table.columns[i].numeric for i in shown]
+    return [
+        "  ".join(
+            (cell.rjust(w) if num else cell.ljust(w))
+            for cell, w, num in zip(r, widths, numeric, strict=True)
+        ).rstrip()
+        for r in rows
+    ]
+
+
 def finite(value: float | None) -> float | None:
     """``value``, or None when it is not a finite number (JSON has no NaN or infinity)."""
     if value is None or not math.isfinite(value):

@@ -17,7 +17,10 @@ from typing import Any
 
 from gatebench.core.model import RunRecord
 from gatebench.core.report._charts import PALETTE, nice_step
+from gatebench.core.report._html import _model_table
+from gatebench.core.report._markdown import _model_table as _md_model_table
 from gatebench.core.report._svg import _num, axis_ticks, grid_line
+from gatebench.core.report._tables import Cell, Column, Table, text_table
 from gatebench.core.scaleplan import LIVE_KINDS
 from gatebench.kinds._live.metrics import ChangeOutcome, ScalePoint, scale_rows
 from gatebench.store import ResultStore
@@ -292,10 +295,11 @@ def gateway_charts(gateway: str, points: Sequence[ScalePoint]) -> str:
 _STYLE = """
 body{font-family:system-ui,sans-serif;margin:1.5rem;color:#1b1b1b;max-width:1100px}
 table{border-collapse:collapse;margin:.5rem 0 1rem}th,td{border:1px solid #ccc;padding:.2rem .5rem;
-text-align:right}th:first-child,td:first-child{text-align:left}
+text-align:right}th:first-child,td:first-child,.about td{text-align:left}
 .chart{margin:.25rem .5rem .25rem 0}.grid{stroke:#e3e3e3}.tick,.legend,.axis-label{font-size:11px}
 .group{font-size:12px;font-weight:600}.charts{display:flex;flex-wrap:wrap}
-.failed{font-family:monospace;font-size:12px}
+.failed{font-family:monospace;font-size:12px}caption{text-align:left;font-weight:600}
+.tag{margin-left:.35em;font-size:11px;color:#555}.tag::before{content:"("}.tag::after{content:")"}
 """
 
 
@@ -314,7 +318,7 @@ def render_scale_html(document: Mapping[str, Any]) -> str:
         out.append(
             "<table class=about>"
             + "".join(
-                f"<tr><th>{escape(str(k))}</th><td>{escape(str(v))}</td></tr>"
+                f"<tr><th>{escape(str(k))}</th><td>{escape(_about(v))}</td></tr>"
                 for k, v in sorted(about.items())
             )
             + "</table>"
@@ -332,7 +336,10 @@ def render_scale_html(document: Mapping[str, Any]) -> str:
             out.append(f"<h3>{escape(gateway)}</h3><div class=charts>")
             out.append(gateway_charts(gateway, points))
             out.append("</div>")
-        out.append(_points_table(points))
+        out.append(_model_table(points_table(points), sortable=False))
+        notes = point_notes(points)
+        if notes:
+            out.append("<ul>" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>")
     changes = document.get("changes", [])
     if changes:
         out.append(_changes_section(changes))
@@ -348,30 +355,77 @@ def _point(data: Mapping[str, Any]) -> ScalePoint:
     return ScalePoint(**fields)
 
 
-def _points_table(points: Sequence[ScalePoint]) -> str:
-    rows = [
-        "<table class=points><tr><th>gateway</th><th>routes</th><th>config, KiB</th>"
-        "<th>start, s</th><th>RSS idle, MB</th><th>RSS load, MB</th>"
-        + "".join(f"<th>{p} p50 / p99, ms</th>" for p in POSITIONS)
-        + "<th>not 2xx</th><th>wrong answers</th><th>problem</th></tr>"
+def points_table(points: Sequence[ScalePoint]) -> Table:
+    """One row per gateway and table size: what its configuration weighed, how long it took to
+    answer, its memory, and p50 / p99 for the routes at the start, middle and end of the table."""
+    columns = [
+        Column("gateway", False),
+        Column("routes", True),
+        Column("config, KiB", True, compact=False),
+        Column("started in, s", True),
+        Column("RSS idle, MB", True),
+        Column("RSS load, MB", True),
+        *(Column(f"{p} p50 / p99, ms", True) for p in POSITIONS),
+        Column("not 2xx", True),
+        Column("wrong answers", True),
     ]
+    table = Table("points", "Route scale: every gateway at every size", columns)
     for p in sorted(points, key=lambda p: (p.gateway, p.routes)):
         cells = [
-            escape(p.gateway),
-            f"{p.routes:,}",
-            _fmt(p.config_bytes / 1024),
-            _fmt(p.start_s),
-            _fmt(p.rss_idle_mb),
-            _fmt(p.rss_load_mb),
+            Cell(f"{p.routes:,}", p.routes),
+            Cell(_fmt(p.config_bytes / 1024), p.config_bytes),
+            Cell(_fmt(p.start_s), p.start_s),
+            Cell(_fmt(p.rss_idle_mb), p.rss_idle_mb),
+            Cell(_fmt(p.rss_load_mb), p.rss_load_mb),
         ]
         for position in POSITIONS:
             lat = p.latency.get(position)
-            cells.append(f"{_fmt(lat.p50_ms)} / {_fmt(lat.p99_ms)}" if lat else "–")
-        cells.append(str(sum(x.ko for x in p.latency.values())))
-        cells.append(str(sum(x.wrong for x in p.latency.values())))
-        cells.append(escape(p.problem[:200]))
-        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    return "".join(rows) + "</table>"
+            text = f"{_fmt(lat.p50_ms)} / {_fmt(lat.p99_ms)}" if lat else "–"
+            cells.append(Cell(text, lat.p99_ms if lat else None))
+        cells.append(Cell(str(sum(x.ko for x in p.latency.values()))))
+        cells.append(Cell(str(sum(x.wrong for x in p.latency.values()))))
+        table.add(p.gateway, cells, tags=["problem"] if p.problem else [], sort=p.gateway)
+    return table
+
+
+def point_notes(points: Sequence[ScalePoint]) -> list[str]:
+    """The problem of each point that has one (the table marks its row ``problem``)."""
+    ordered = sorted(points, key=lambda p: (p.gateway, p.routes))
+    return [f"{p.gateway} at {p.routes:,} routes: {p.problem}" for p in ordered if p.problem]
+
+
+def changes_table(changes: Sequence[Mapping[str, Any]]) -> Table:
+    """One row per gateway: how the change was applied, the requests that failed in the window
+    after it, p99 before and after, and when the new routes answered from the new upstream."""
+    columns = [
+        Column("gateway", False),
+        Column("mechanism", False),
+        Column("failed", True),
+        Column("p99 before, ms", True),
+        Column("p99 / max after, ms", True),
+        Column("worst 100 ms p99", True, compact=False),
+        Column("new routes answered", True),
+        Column("median / slowest, s", True),
+        Column("mechanism, s", True, compact=False),
+    ]
+    table = Table("changes", "Configuration change under load", columns)
+    for c in changes:
+        times = [v for v in c["new_routes_s"].values() if v is not None]
+        median = c.get("new_route_median_s", statistics.median(times) if times else None)
+        answered = c.get("new_routes_answered", len(times))
+        total = c.get("new_routes", len(c["new_routes_s"]))
+        cells = [
+            Cell(str(c["kind"]), hints=[str(c["mechanism"])]),
+            Cell(str(c["failures"]), c["failures"]),
+            Cell(_fmt(c["before"]["p99_ms"]), c["before"]["p99_ms"]),
+            Cell(f"{_fmt(c['during']['p99_ms'])} / {_fmt(c['during']['max_ms'])}"),
+            Cell(_fmt(c["worst_bucket_p99_ms"]), c["worst_bucket_p99_ms"]),
+            Cell(f"{answered} of {total}", answered),
+            Cell(f"{_fmt(median)} / {_fmt(c['slowest_new_route_s'])}"),
+            Cell(_fmt(c["mechanism_s"]), c["mechanism_s"]),
+        ]
+        table.add(str(c["gateway"]), cells, sort=str(c["gateway"]))
+    return table
 
 
 def _changes_section(changes: Sequence[Mapping[str, Any]]) -> str:
@@ -379,34 +433,8 @@ def _changes_section(changes: Sequence[Mapping[str, Any]]) -> str:
         "<h2>Configuration change under load</h2><p>Every request of the window after the "
         "change that was not 2xx or got no answer, the latency before and after, and the time "
         "until each new route answered correctly from the new upstream.</p>",
-        "<table class=changes><tr><th>gateway</th><th>mechanism</th><th>failed</th>"
-        "<th>p99 before, ms</th><th>p99 / max after, ms</th><th>worst 100 ms p99</th>"
-        "<th>new routes answered</th><th>median / slowest, s</th><th>mechanism, s</th></tr>",
+        _model_table(changes_table(changes), sortable=False),
     ]
-    for c in changes:
-        times = [v for v in c["new_routes_s"].values() if v is not None]
-        median = c.get("new_route_median_s", statistics.median(times) if times else None)
-        answered = c.get("new_routes_answered", len(times))
-        total = c.get("new_routes", len(c["new_routes_s"]))
-        out.append(
-            "<tr>"
-            + "".join(
-                f"<td>{x}</td>"
-                for x in (
-                    escape(c["gateway"]),
-                    f'<span title="{escape(c["mechanism"])}">{escape(c["kind"])}</span>',
-                    str(c["failures"]),
-                    _fmt(c["before"]["p99_ms"]),
-                    f"{_fmt(c['during']['p99_ms'])} / {_fmt(c['during']['max_ms'])}",
-                    _fmt(c["worst_bucket_p99_ms"]),
-                    f"{answered} of {total}",
-                    f"{_fmt(median)} / {_fmt(c['slowest_new_route_s'])}",
-                    _fmt(c["mechanism_s"]),
-                )
-            )
-            + "</tr>"
-        )
-    out.append("</table>")
     for c in changes:
         if not c["failed"]:
             continue
@@ -422,17 +450,79 @@ def _changes_section(changes: Sequence[Mapping[str, Any]]) -> str:
     return "".join(out)
 
 
+def _failed_lines(change: Mapping[str, Any]) -> list[str]:
+    """A change's failed requests, as the HTML report lists them (at most a few kept)."""
+    if not change["failed"]:
+        return []
+    lines = [f"{change['gateway']}: {change['failures']} failed request(s) after the change"]
+    lines += [f"  {_fmt(f['after_ms'])} ms: {f['route']}: {f['error']}" for f in change["failed"]]
+    more = change["failures"] - len(change["failed"])
+    return [*lines, f"  and {more} more"] if more > 0 else lines
+
+
+def scale_text(document: Mapping[str, Any]) -> list[str]:
+    """What ``gatebench scale`` and ``change-under-load`` print at the end: the points' table
+    and their problems, the changes' table and every failed request kept."""
+    points = [_point(p) for p in document.get("points", [])]
+    changes = document.get("changes", [])
+    lines: list[str] = []
+    if points:
+        lines += ["", "Route scale (p50 / p99 at the constant rate; the charts are in scale.html)"]
+        lines += ["  " + line for line in text_table(points_table(points))]
+        lines += ["  " + note for note in point_notes(points)]
+    if changes:
+        lines += ["", "Configuration change under load"]
+        lines += ["  " + line for line in text_table(changes_table(changes))]
+        for c in changes:
+            lines += ["  " + line for line in _failed_lines(c)]
+    return lines
+
+
+def render_scale_markdown(document: Mapping[str, Any]) -> str:
+    """The Markdown report of a run's JSON document: its settings, the two tables and what
+    went wrong (the charts are in the HTML report)."""
+    points = [_point(p) for p in document.get("points", [])]
+    changes = document.get("changes", [])
+    head = str(document.get("title") or "Route scale and live changes")
+    out = [f"# {head}", ""]
+    about = {k: v for k, v in document.items() if k not in ("points", "changes", "format")}
+    out += [f"- {k}: {_about(v)}" for k, v in sorted(about.items())]
+    if points:
+        out += ["", "## Route scale", "", *_md_model_table(points_table(points))]
+        out += [f"- {note}" for note in point_notes(points)]
+    if changes:
+        out += ["", "## Configuration change under load", ""]
+        out += _md_model_table(changes_table(changes))
+        for c in changes:
+            out += [f"- {line.strip()}" for line in _failed_lines(c)]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _about(value: object) -> str:
+    """A setting of the run as words: a mapping as ``key: value`` pairs, a list by commas."""
+    if isinstance(value, Mapping):
+        return "; ".join(f"{k}: {_about(v)}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return ", ".join(_about(v) for v in value)
+    return " ".join(str(value).split())
+
+
 __all__ = [
     "CHANGE_KIND",
     "FORMAT",
     "SCALE_KIND",
+    "changes_table",
     "gateway_charts",
     "is_live_run",
     "log_line_chart",
     "point_key",
+    "point_notes",
+    "points_table",
     "render_scale_csv",
     "render_scale_html",
+    "render_scale_markdown",
     "scale_bigquery_rows",
     "scale_document",
+    "scale_text",
     "stored_scale_document",
 ]

@@ -54,6 +54,7 @@ from gatebench.kinds._live._report import (
     cpu_policy_of,
     render_scale_csv,
     render_scale_html,
+    render_scale_markdown,
     scale_document,
     stored_scale_document,
 )
@@ -356,7 +357,8 @@ def live_plan(kind: RunKind, request: ScaleRequest) -> Prepared:
 def live_report(
     store: ResultStore, run: RunRecord, fmt: str, profile: Profile | None
 ) -> KindReport:
-    """A scale or change-under-load run's own report (docs/scale.md): HTML, JSON or CSV."""
+    """A scale or change-under-load run's own report (docs/scale.md): HTML, JSON, CSV or
+    Markdown."""
     document = stored_scale_document(store, run.run_id) or {}
     if fmt == "html":
         return KindReport(render_scale_html(document), "scale.html")
@@ -364,8 +366,10 @@ def live_report(
         return KindReport(json.dumps(document, indent=1, sort_keys=True) + "\n")
     if fmt == "csv":
         return KindReport(render_scale_csv(document))
+    if fmt == "md":
+        return KindReport(render_scale_markdown(document))
     raise RunError(
-        f"run {run.run_id} is a scale or change-under-load run: its report is html, json or csv"
+        f"run {run.run_id} is a scale or change-under-load run: its report is html, json, csv or md"
     )
 
 

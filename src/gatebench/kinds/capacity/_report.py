@@ -39,7 +39,7 @@ from gatebench.core.report._flat import Row, _timestamp, column_names, rows_to_c
 from gatebench.core.report._html import _model_table, html_page
 from gatebench.core.report._markdown import _model_table as _md_model_table
 from gatebench.core.report._svg import curve_chart, hbar_chart
-from gatebench.core.report._tables import Cell, Column, Table
+from gatebench.core.report._tables import Cell, Column, Table, text_table
 from gatebench.core.thresholds import ThresholdResult, thresholds_from_plan
 from gatebench.kinds.capacity import (
     BASELINE,
@@ -526,24 +526,6 @@ def _stopped(report: CapacityReport) -> str | None:
     return None if stopped in report.cautions else stopped
 
 
-def text_table(table: Table) -> list[str]:
-    """A table's compact columns as aligned plain text (the terminal's view)."""
-    shown = [i for i, c in enumerate(table.columns) if c.compact]
-    rows = [[table.columns[i].label for i in shown]]
-    for row in table.rows:
-        texts = [row.header, *(c.text for c in row.cells)]
-        rows.append([texts[i] for i in shown])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(shown))]
-    numeric = [table.columns[i].numeric for i in shown]
-    return [
-        "  ".join(
-            (cell.rjust(w) if num else cell.ljust(w))
-            for cell, w, num in zip(r, widths, numeric, strict=True)
-        ).rstrip()
-        for r in rows
-    ]
-
-
 def capacity_text(report: CapacityReport) -> list[str]:
     """What ``gatebench capacity`` prints at the end: per endpoint the objective, what each
     target carries and the verdict; then the cautions and why the searches stopped."""
@@ -707,5 +689,4 @@ __all__ = [
     "render_capacity_json",
     "render_capacity_junit",
     "render_capacity_markdown",
-    "text_table",
 ]
