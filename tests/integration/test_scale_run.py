@@ -70,6 +70,13 @@ def test_gatebench_scale_measures_every_size_and_stores_it(
     assert points[("nginx", 100)]["config_bytes"] > points[("nginx", 10)]["config_bytes"]
     html = (run_dir / "scale.html").read_text()
     assert 'id="mem-nginx"' in html and 'id="p99-haproxy"' in html
+    printed = [line.split()[:2] for line in out.splitlines() if line.startswith("  ")]
+    assert [r for r in printed if r[0] in ("haproxy", "nginx")] == [
+        ["haproxy", "10"],
+        ["haproxy", "100"],
+        ["nginx", "10"],
+        ["nginx", "100"],
+    ]  # the table printed at the end, a row per gateway and size
     with open_store(str(tmp_path / "gatebench.sqlite")) as store:
         run = store.get_run(run_dir.name)
         assert run is not None and str(run.status) == "done"
