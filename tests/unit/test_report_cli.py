@@ -137,6 +137,32 @@ def test_score_refuses_weights_for_the_paper_profile(
     )
 
 
+@pytest.mark.parametrize("kind", ["capacity", "scale", "change-under-load"])
+def test_score_refuses_a_run_of_another_kind_and_stores_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    """Only a fixed-workload run has the AGE score: another kind's scores would say nothing was
+    measured, and would be stored as its scores."""
+    from gatebench.core.model import RunKind, RunRecord
+
+    path = tmp_path / "s.sqlite"
+    record = RunRecord(
+        run_id="20260101-000000-aaaa",
+        spec_uri="file:///a.yaml",
+        spec_sha256="0" * 64,
+        kind=RunKind(kind),
+    )
+    with SqliteStore(path) as store:
+        store.create_run(record)
+    assert main(["score", "latest", "--store", str(path)]) == 2
+    assert capsys.readouterr().err == (
+        f"gatebench score: run 20260101-000000-aaaa is a {kind} run: only a fixed-workload run "
+        "has the AGE score; `gatebench report 20260101-000000-aaaa` shows what it measured\n"
+    )
+    with SqliteStore(path) as store:
+        assert store.scores("20260101-000000-aaaa") is None
+
+
 def test_score_weight_syntax(store_path: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["score", "latest", "--weight", "latency=2", "--store", store_path])

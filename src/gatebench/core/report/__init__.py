@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Literal, TypeVar
 
 from gatebench.core.errors import StoreError
-from gatebench.core.model import ResultStore, RunRecord
+from gatebench.core.model import ResultStore, RunKind, RunRecord
 from gatebench.core.report._build import (
     RESOLUTION_NOTE,
     Report,
@@ -37,7 +37,7 @@ from gatebench.core.report._flat import (
 from gatebench.core.report._html import render_html
 from gatebench.core.report._markdown import render_markdown
 from gatebench.core.report._view import VIEW_FORMAT, compare_view, run_summary, run_view, spec_name
-from gatebench.core.score import Profile
+from gatebench.core.score import Profile, ScoreError
 
 Format = Literal["html", "json", "csv", "md"]
 FORMATS: tuple[Format, ...] = ("html", "json", "csv", "md")
@@ -109,6 +109,11 @@ def score_run(
     """Score a stored run (the plan's profile unless told) and store the scores: the
     runner's scoring step, and ``gatebench score`` to rescore with another profile."""
     run = find_run(store, run_id)
+    if run.kind != RunKind.FIXED:  # its scores would say nothing was measured, and be stored
+        raise ScoreError(
+            f"run {run.run_id} is a {run.kind} run: only a fixed-workload run has the AGE "
+            f"score; `gatebench report {run.run_id}` shows what it measured"
+        )
     report = build_report(run, store.measurements(run.run_id), profile=profile, weights=weights)
     store.put_scores(run.run_id, report.summary.scores.to_documents())
     return report
