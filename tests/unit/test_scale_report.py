@@ -19,6 +19,7 @@ from gatebench.kinds._live._report import (
     render_scale_markdown,
     scale_document,
     scale_text,
+    scale_view,
 )
 from gatebench.kinds._live.metrics import (
     Arrival,
@@ -136,6 +137,40 @@ def test_the_terminal_and_markdown_show_the_same_tables_as_the_page() -> None:
     html = render_scale_html(doc)
     assert "<li>nginx at 100 routes: did not answer in 120 s</li>" in html
     assert '<span class="tag">problem</span>' in html
+
+
+def test_the_dashboards_view_of_a_scale_run_says_what_it_measured() -> None:
+    """Not the fixed run's words ("No gateway was measured", Gatling's resolution): what was
+    measured, its problems as cautions, and the report's tables."""
+    import dataclasses
+
+    broken = dataclasses.replace(_point("nginx", 100), problem="did not answer in 120 s")
+    doc = scale_document([_point("nginx", 10), broken], [_change()], run="r4")
+    doc["cpu_policy"] = "every gateway: 1 core"
+    record = RunRecord(
+        run_id="r4",
+        spec_uri="file:///a.yaml",
+        spec_sha256="0" * 64,
+        kind=RunKind.SCALE,
+        target_errors={"envoy": "did not start\nlog..."},
+    )
+    view = scale_view(record, json.loads(json.dumps(doc)))
+    assert view["kind"] == "scale" and view["format"] == "gatebench-view/1"
+    assert view["verdict"] == [
+        "Route scale of nginx at 10, 100 routes: the tables below.",
+        "nginx (signal): 1 failed request(s) after the change, 1 of 2 new routes answered.",
+        "CPU policy: every gateway: 1 core.",
+    ]
+    assert view["cautions"] == [
+        "envoy: failed: did not start",
+        "nginx at 100 routes: did not answer in 120 s",
+        "nginx: 1 of 2 new routes never answered correctly",
+    ]
+    assert "Gatling records" not in view["resolution"]
+    assert view["resolution"].startswith("Latencies from each request's send, by gatling")
+    assert [t["id"] for t in view["tables"]] == ["points", "changes"]
+    assert [r["header"] for r in view["tables"][0]["rows"]] == ["nginx", "nginx"]
+    assert view["tables"][0]["rows"][1]["tags"] == ["problem"]
 
 
 def test_gatebench_report_writes_a_scale_runs_own_report(

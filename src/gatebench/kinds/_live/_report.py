@@ -478,6 +478,61 @@ def scale_text(document: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def scale_view(run: RunRecord, document: Mapping[str, Any]) -> dict[str, Any]:
+    """The dashboard's page of a scale or change-under-load run (``gatebench-view/1``, as the
+    run view of the core report): what was measured in words, the problems as cautions, and
+    the same tables as the report (its charts stay in ``scale.html``)."""
+    from gatebench.core.report import VIEW_FORMAT, run_summary
+
+    points = [_point(p) for p in document.get("points", [])]
+    changes = document.get("changes", [])
+    verdict = []
+    if points:
+        gateways = ", ".join(sorted({p.gateway for p in points}))
+        sizes = ", ".join(f"{n:,}" for n in sorted({p.routes for p in points}))
+        verdict.append(f"Route scale of {gateways} at {sizes} routes: the tables below.")
+    for c in changes:
+        total = c.get("new_routes", len(c["new_routes_s"]))
+        answered = c.get(
+            "new_routes_answered", sum(v is not None for v in c["new_routes_s"].values())
+        )
+        verdict.append(
+            f"{c['gateway']} ({c['kind']}): {c['failures']} failed request(s) after the change, "
+            f"{answered} of {total} new routes answered."
+        )
+    if not verdict:
+        verdict.append("Nothing measured yet.")
+    if document.get("cpu_policy"):
+        verdict.append(f"CPU policy: {document['cpu_policy']}.")
+    cautions = [
+        f"{t}: failed: {why.splitlines()[0]}" for t, why in sorted(run.target_errors.items())
+    ]
+    cautions += point_notes(points)
+    cautions += [f"{c['gateway']}: {c['problem']}" for c in changes if c.get("problem")]
+    measured = [*(p.to_dict() for p in points), *changes]
+    how = sorted({(str(m["engine"]), str(m["measured_from"]), float(m["rate"])) for m in measured})
+    tables = ([points_table(points)] if points else []) + (
+        [changes_table(changes)] if changes else []
+    )
+    return {
+        "format": VIEW_FORMAT,
+        "kind": str(run.kind),
+        "run": run_summary(run),
+        "title": run.title,
+        "verdict": verdict,
+        "cautions": cautions,
+        "resolution": " ".join(
+            f"Latencies from each request's {when}, by {engine}, at a constant {rate:g} requests a second."
+            for engine, when, rate in how
+        ),
+        "measurements": len(measured),
+        "targets": sorted({str(m["gateway"]) for m in measured}),
+        "baseline": None,
+        "charts": [],
+        "tables": [t.to_dict() for t in tables],
+    }
+
+
 def render_scale_markdown(document: Mapping[str, Any]) -> str:
     """The Markdown report of a run's JSON document: its settings, the two tables and what
     went wrong (the charts are in the HTML report)."""
@@ -524,5 +579,6 @@ __all__ = [
     "scale_bigquery_rows",
     "scale_document",
     "scale_text",
+    "scale_view",
     "stored_scale_document",
 ]

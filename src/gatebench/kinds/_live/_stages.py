@@ -56,6 +56,7 @@ from gatebench.kinds._live._report import (
     render_scale_html,
     render_scale_markdown,
     scale_document,
+    scale_view,
     stored_scale_document,
 )
 from gatebench.kinds._live.metrics import ChangeOutcome, ScalePoint
@@ -374,11 +375,9 @@ def live_report(
 
 
 def live_view(store: ResultStore, run: RunRecord) -> dict[str, Any]:
-    """The dashboard's page of a scale or change-under-load run: the run's own lines (its
-    figures are in its report, ``live_report``)."""
-    from gatebench.core.report import load_report, run_view
-
-    return run_view(load_report(store, run.run_id))
+    """The dashboard's page of a scale or change-under-load run (``scale_view``: its tables;
+    its charts are in its report, ``live_report``)."""
+    return scale_view(run, stored_scale_document(store, run.run_id) or {})
 
 
 def live_status(ctx: RunContext) -> RunStatus:
