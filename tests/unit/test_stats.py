@@ -142,6 +142,15 @@ def _m(target: str, rep: int, mean: float) -> Measurement:
     )
 
 
+def test_the_requests_column_is_never_written_with_an_exponent() -> None:
+    import dataclasses
+
+    (row,) = workload_rows([_m("nginx", 1, 1.0)], "bid")
+    for requests, shown in ((1_234_567.0, "1,234,567"), (11_283.5, "11,283.5"), (50.0, "50")):
+        lines = format_workload_table("bid", "x", [dataclasses.replace(row, requests=requests)])
+        assert lines[2].split()[2] == shown
+
+
 def test_table_averages_repetitions_and_puts_baseline_last() -> None:
     rows = workload_rows([_m("baseline", 1, 1.0), _m("nginx", 1, 2.0), _m("nginx", 2, 3.0)], "bid")
     assert [r.target for r in rows] == ["nginx", "baseline"]

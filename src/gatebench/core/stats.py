@@ -386,7 +386,7 @@ def format_workload_table(workload: str, description: str, rows: Sequence[TableR
             (
                 r.target,
                 str(r.repetitions),
-                f"{r.requests:g}",
+                _requests(r.requests),
                 *(_ms(getattr(r, name)) for name in LATENCY_METRICS),
                 f"{r.error_pct:.1f}",
                 f"{r.throughput:,.0f}" if r.throughput >= 100 else f"{r.throughput:.1f}",
@@ -404,6 +404,12 @@ def format_workload_table(workload: str, description: str, rows: Sequence[TableR
         ]
         lines.append("  " + "  ".join(cells).rstrip())
     return lines
+
+
+def _requests(value: float) -> str:
+    """Requests per phase, the mean of the repetitions: ``1,234,567`` or ``11,283.5`` (never in
+    an exponent)."""
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
 
 
 def _count(value: int | None) -> str:
