@@ -380,7 +380,7 @@ def _quality(report: Report) -> str:
         ("Target", False),
         ("Workload", False),
         ("Reps", True),
-        ("Requests", True),
+        ("Requests, all reps", True),
         ("KO", True),
         ("Flags", False),
         ("Other CPU, max (%)", True),

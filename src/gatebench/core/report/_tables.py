@@ -247,7 +247,8 @@ def latency_tables(s: RunSummary) -> list[Table]:
         limited = any(s.cells[(w, t)].rate_limited is not None for t in targets)
         columns = [Column("Target", False)]
         columns += [Column(f"{metric_label(m)} ({UNITS[m]})", True) for m in METRICS]
-        columns += [Column("Requests", True), Column("Reps", True), Column("Wrong answers", True)]
+        columns += [Column("Requests, all reps", True), Column("Reps", True)]
+        columns.append(Column("Wrong answers", True))
         if limited:
             columns.append(Column("Rate-limited", True))
         table = Table(
