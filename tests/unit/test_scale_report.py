@@ -127,15 +127,19 @@ def test_the_terminal_and_markdown_show_the_same_tables_as_the_page() -> None:
     rows = [line.split() for line in text if line.strip().startswith("nginx ")]
     assert [r[:2] for r in rows[:2]] == [["nginx", "10"], ["nginx", "(problem)"]]
     assert "  nginx at 100 routes: did not answer in 120 s" in text
-    assert any(line.split()[:3] == ["nginx", "signal", "1"] for line in text)  # failed: 1
+    assert "  nginx: 1 of 2 new routes never answered correctly" in text  # the change's problem
+    changed = ["nginx", "(problem)", "signal", "1"]  # failed: 1
+    assert any(line.split()[:4] == changed for line in text)
     assert "  nginx: 1 failed request(s) after the change" in text
     assert "    500 ms: end: status 502" in text
     md = render_scale_markdown(doc)
     assert "| nginx (problem) | 100 |" in md and "- nginx at 100 routes: did not answer" in md
-    assert "| nginx | signal | 1 |" in md and "- 500 ms: end: status 502" in md
+    assert "| nginx (problem) | signal | 1 |" in md and "- 500 ms: end: status 502" in md
+    assert "- nginx: 1 of 2 new routes never answered correctly" in md
     assert "- run: r3" in md
     html = render_scale_html(doc)
     assert "<li>nginx at 100 routes: did not answer in 120 s</li>" in html
+    assert "<li>nginx: 1 of 2 new routes never answered correctly</li>" in html
     assert '<span class="tag">problem</span>' in html
 
 
@@ -204,6 +208,8 @@ def test_gatebench_report_writes_a_scale_runs_own_report(
     assert 'id="mem-nginx"' in capsys.readouterr().out
     assert main([*base, "--format", "md"]) == 0
     md = capsys.readouterr().out
-    assert md.startswith("# ") and "| nginx | 100 |" in md and "| nginx | signal | 1 |" in md
+    assert (
+        md.startswith("# ") and "| nginx | 100 |" in md and "| nginx (problem) | signal | 1 |" in md
+    )
     assert main([*base, "--format", "junit"]) == 2
     assert "its report is html, json, csv or md" in capsys.readouterr().err

@@ -424,8 +424,14 @@ def changes_table(changes: Sequence[Mapping[str, Any]]) -> Table:
             Cell(f"{_fmt(median)} / {_fmt(c['slowest_new_route_s'])}"),
             Cell(_fmt(c["mechanism_s"]), c["mechanism_s"]),
         ]
-        table.add(str(c["gateway"]), cells, sort=str(c["gateway"]))
+        tags = ["problem"] if c.get("problem") else []
+        table.add(str(c["gateway"]), cells, tags=tags, sort=str(c["gateway"]))
     return table
+
+
+def change_notes(changes: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The problem of each change that has one (the table marks its row ``problem``)."""
+    return [f"{c['gateway']}: {c['problem']}" for c in changes if c.get("problem")]
 
 
 def _changes_section(changes: Sequence[Mapping[str, Any]]) -> str:
@@ -435,6 +441,9 @@ def _changes_section(changes: Sequence[Mapping[str, Any]]) -> str:
         "until each new route answered correctly from the new upstream.</p>",
         _model_table(changes_table(changes), sortable=False),
     ]
+    notes = change_notes(changes)
+    if notes:
+        out.append("<ul>" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>")
     for c in changes:
         if not c["failed"]:
             continue
@@ -473,6 +482,7 @@ def scale_text(document: Mapping[str, Any]) -> list[str]:
     if changes:
         lines += ["", "Configuration change under load"]
         lines += ["  " + line for line in text_table(changes_table(changes))]
+        lines += ["  " + note for note in change_notes(changes)]
         for c in changes:
             lines += ["  " + line for line in _failed_lines(c)]
     return lines
@@ -508,7 +518,7 @@ def scale_view(run: RunRecord, document: Mapping[str, Any]) -> dict[str, Any]:
         f"{t}: failed: {why.splitlines()[0]}" for t, why in sorted(run.target_errors.items())
     ]
     cautions += point_notes(points)
-    cautions += [f"{c['gateway']}: {c['problem']}" for c in changes if c.get("problem")]
+    cautions += change_notes(changes)
     measured = [*(p.to_dict() for p in points), *changes]
     how = sorted({(str(m["engine"]), str(m["measured_from"]), float(m["rate"])) for m in measured})
     tables = ([points_table(points)] if points else []) + (
@@ -548,6 +558,7 @@ def render_scale_markdown(document: Mapping[str, Any]) -> str:
     if changes:
         out += ["", "## Configuration change under load", ""]
         out += _md_model_table(changes_table(changes))
+        out += [f"- {note}" for note in change_notes(changes)]
         for c in changes:
             out += [f"- {line.strip()}" for line in _failed_lines(c)]
     return "\n".join(out).rstrip() + "\n"
@@ -566,6 +577,7 @@ __all__ = [
     "CHANGE_KIND",
     "FORMAT",
     "SCALE_KIND",
+    "change_notes",
     "changes_table",
     "gateway_charts",
     "is_live_run",
