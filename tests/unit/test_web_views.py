@@ -97,6 +97,29 @@ def test_run_view_tables_scores_latency_overhead() -> None:
     assert len(overhead["rows"]) == len(s.gateways) * len(s.workloads)
 
 
+def test_a_throughput_the_score_leaves_out_is_never_marked_best() -> None:
+    """Where the load generator set the throughput (tester-bound) or the phases were too short,
+    the score leaves throughput out: the tables mark no best there and say it is not scored."""
+    from gatebench.core.report._tables import latency_tables
+
+    s = _report().summary
+    bid, retrieve = "bid", "retrieve"
+    before = {t.id: t for t in latency_tables(s)}
+    assert any(c.best for r in before[f"latency-{bid}"].rows for c in r.cells[:1])
+    left_out = replace(s, tester_bound={bid: ("nginx",)}, too_short={retrieve: ("caddy",)})
+    for table in latency_tables(left_out):
+        for row in table.rows:
+            throughput = row.cells[0]
+            if table.id in (f"latency-{bid}", f"latency-{retrieve}"):
+                assert not throughput.best
+                gateway = row.header != "baseline"
+                assert list(throughput.hints) == (["not scored"] if gateway else [])
+            else:
+                assert not throughput.hints
+    kept = {t.id: t for t in latency_tables(left_out)}["latency-create-auction"]
+    assert any(r.cells[0].best for r in kept.rows)  # elsewhere, throughput still competes
+
+
 def test_a_single_repetition_has_no_whisker_and_a_run_without_measurements_no_chart() -> None:
     single = run_view(_report(repetitions=1))
     for group in next(c for c in single["charts"] if c["id"] == "throughput")["groups"]:

@@ -257,7 +257,8 @@ def latency_tables(s: RunSummary) -> list[Table]:
             columns,
             legend="Mean over the repetitions ± the half-width of its 95 % confidence interval; "
             "marked best: the best value among the gateways (the baseline does not compete, "
-            "nor does a gateway that gave wrong answers). Wrong answers: answers that were not "
+            "nor does a gateway that gave wrong answers, nor a throughput the score leaves out: "
+            "not scored, tester-bound or too short). Wrong answers: answers that were not "
             "the backend's answer to their request, whole, summed over the repetitions "
             '(docs/trust.md, "Right answers under load").'
             + (
@@ -274,15 +275,19 @@ def latency_tables(s: RunSummary) -> list[Table]:
             cells = []
             for m in METRICS:
                 sample = cell.metrics[m]
+                # throughput the score leaves out here: the tester set it, or too short a phase
+                unscored = m == "throughput" and (w in s.tester_bound or w in s.too_short)
                 is_best = (
                     t != s.baseline
                     and t not in s.wrong
                     and gateways_here > 1
+                    and not unscored
                     and m in best
                     and sample.mean == best[m]
                 )
                 text = fmt_ci(m, sample.mean, sample.ci_half_width)
-                cells.append(Cell(text, sample.mean, best=is_best))
+                hints = ["not scored"] if unscored and t != s.baseline else []
+                cells.append(Cell(text, sample.mean, best=is_best, hints=hints))
             cells.append(Cell(f"{cell.requests:,}", cell.requests))
             cells.append(Cell(str(cell.n), cell.n))
             cells.append(wrong_answers_cell(cell))
