@@ -64,6 +64,42 @@ def test_the_auction_example_plan(auction: Api) -> None:
     assert lines[-1] == "  measured phases: 3 workloads × 7 targets × 10 repetitions = 210"
 
 
+def test_gatebench_plan_says_the_replicas_tls_and_fault_it_will_run(auction: Api) -> None:
+    """What a run will do to the deployment is in the plan's description, not only in its
+    report afterwards."""
+    plan = build_plan(
+        section(
+            backend={"builtin": "auction", "replicas": 3, "balance": "least_conn"},
+            tls={"key": "rsa-2048", "http2": True, "resumption": False},
+            fault={"replica": 2, "workload": "get", "at": "4s"},
+            warmup={"duration": "3s"},
+        ),
+        auction,
+    )
+    lines = describe_plan(plan, auction)
+    assert lines[3] == (
+        "  backend:     built-in auction service; 3 replicas, least_conn at every gateway (the "
+        "baseline reaches the first)"
+    )
+    assert lines[4] == (
+        "  tls:         rsa-2048 key, throwaway CA; HTTP/2 by ALPN; a full handshake per connection"
+    )
+    assert lines[5] == (
+        "  fault:       backend replica 2 killed 4s into every gateway's measured 'get' "
+        "phases, started again as each ends (not the baseline's)"
+    )
+    timed = [
+        {"name": "get", "operation": "getAuction", "injection": {"concurrent": 2, "duration": "4s"}}
+    ]
+    at_half = build_plan(
+        section(backend={"builtin": "auction", "replicas": 2}, fault={}, workloads=timed), auction
+    )
+    (fault,) = [line for line in describe_plan(at_half, auction) if "fault:" in line]
+    assert "killed 50 % into every gateway's measured 'get' phases" in fault
+    plain = describe_plan(build_plan(section(), auction), auction)
+    assert not [line for line in plain if "tls:" in line or "fault:" in line or "replicas" in line]
+
+
 def test_operation_by_method_and_path(auction: Api) -> None:
     plan = build_plan(
         section(

@@ -44,7 +44,13 @@ def describe_plan(plan: Plan, api: Api) -> list[str]:
         ),
         "builtin": f"built-in {plan.backend.builtin} service",
     }[plan.backend.kind]
+    if plan.backend.replicas > 1:
+        backend += (
+            f"; {plan.backend.replicas} replicas, {plan.backend.balance} at every gateway "
+            "(the baseline reaches the first)"
+        )
     lines.append(f"  backend:     {backend}")
+    lines.extend(describe_deployment(plan))
     if plan.traffic is not None:
         t = plan.traffic
         span = f", {t.start} to {t.end}" if t.start and t.end else ""
@@ -102,6 +108,32 @@ def describe_plan(plan: Plan, api: Api) -> list[str]:
         f"{plan.repetitions} repetitions = {phases}"
     )
     lines.extend(describe_capacity(plan))
+    return lines
+
+
+def describe_deployment(plan: Plan) -> list[str]:
+    """TLS and the fault a plan asks for (docs/input.md, "The gateway as deployed")."""
+    from gatebench.core.units import format_duration
+
+    lines = []
+    if plan.tls is not None:
+        tls = plan.tls
+        lines.append(
+            f"  tls:         {tls.key} key, throwaway CA; "
+            + ("HTTP/2 by ALPN" if tls.http2 else "HTTP/1.1")
+            + ("; sessions resumed" if tls.resumption else "; a full handshake per connection")
+        )
+    if plan.fault is not None:
+        f = plan.fault
+        when = (
+            f"{format_duration(f.at_s)} into"
+            if f.at_s is not None
+            else f"{(f.at_fraction or 0) * 100:g} % into"
+        )
+        lines.append(
+            f"  fault:       backend replica {f.replica} killed {when} every gateway's "
+            f"measured {f.workload!r} phases, started again as each ends (not the baseline's)"
+        )
     return lines
 
 
