@@ -519,3 +519,16 @@ def test_verdict_separates_errors_everyone_had_from_the_leaders_own() -> None:
         "requests, so compare the error column rather than the latencies."
     ) in verdict
     assert "a returned errors on v: check the error column." in verdict
+
+
+def test_a_recorded_value_is_written_in_words_not_as_python_repr() -> None:
+    """The Markdown report's run section and a scale run's settings (one helper): no braces,
+    quotes or None."""
+    from gatebench.core.report._build import in_words
+
+    assert in_words({"nginx": "1.22", "caddy": 2.6}) == "nginx: 1.22; caddy: 2.6"
+    assert in_words({"cores": {"gateway": [1], "engine": [0]}, "note": ""}) == (
+        "cores: (gateway: 1; engine: 0); note: –"
+    )
+    assert in_words([[1, ["nginx", "baseline"]], [2, []]]) == "(1, (nginx, baseline)), (2, –)"
+    assert in_words(None) == "–" and in_words("two\nlines") == "two lines" and in_words({}) == "–"

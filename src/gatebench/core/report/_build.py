@@ -349,7 +349,24 @@ def environment_value(key: str, value: Any) -> str:
         return str(value["describe"])
     if key == "gateway_cpu" and isinstance(value, Mapping):
         return "; ".join(f"{g}: {v}" for g, v in sorted(value.items()))
-    return str(value)
+    return in_words(value)
+
+
+def in_words(value: Any, *, within: str = "") -> str:
+    """A recorded value as words (never Python's repr): a mapping as ``key: value`` pairs
+    split by semicolons, a list by commas, a mapping within another value or a list within a
+    list in brackets, nothing as ``–``."""
+    if isinstance(value, Mapping):
+        text = "; ".join(f"{k}: {in_words(v, within='mapping')}" for k, v in value.items())
+        bracket = bool(within)
+    elif isinstance(value, list | tuple):
+        text = ", ".join(in_words(v, within="list") for v in value)
+        bracket = within == "list"
+    else:
+        return "–" if value is None or value == "" else " ".join(str(value).split())
+    if not text:
+        return "–"
+    return f"({text})" if bracket else text
 
 
 def verdict(summary: RunSummary) -> list[str]:

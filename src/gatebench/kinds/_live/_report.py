@@ -16,6 +16,7 @@ from html import escape
 from typing import Any
 
 from gatebench.core.model import RunRecord
+from gatebench.core.report._build import in_words
 from gatebench.core.report._charts import PALETTE, nice_step
 from gatebench.core.report._html import _model_table
 from gatebench.core.report._markdown import _model_table as _md_model_table
@@ -318,7 +319,7 @@ def render_scale_html(document: Mapping[str, Any]) -> str:
         out.append(
             "<table class=about>"
             + "".join(
-                f"<tr><th>{escape(str(k))}</th><td>{escape(_about(v))}</td></tr>"
+                f"<tr><th>{escape(str(k))}</th><td>{escape(in_words(v))}</td></tr>"
                 for k, v in sorted(about.items())
             )
             + "</table>"
@@ -551,7 +552,7 @@ def render_scale_markdown(document: Mapping[str, Any]) -> str:
     head = str(document.get("title") or "Route scale and live changes")
     out = [f"# {head}", ""]
     about = {k: v for k, v in document.items() if k not in ("points", "changes", "format")}
-    out += [f"- {k}: {_about(v)}" for k, v in sorted(about.items())]
+    out += [f"- {k}: {in_words(v)}" for k, v in sorted(about.items())]
     if points:
         out += ["", "## Route scale", "", *_md_model_table(points_table(points))]
         out += [f"- {note}" for note in point_notes(points)]
@@ -562,15 +563,6 @@ def render_scale_markdown(document: Mapping[str, Any]) -> str:
         for c in changes:
             out += [f"- {line.strip()}" for line in _failed_lines(c)]
     return "\n".join(out).rstrip() + "\n"
-
-
-def _about(value: object) -> str:
-    """A setting of the run as words: a mapping as ``key: value`` pairs, a list by commas."""
-    if isinstance(value, Mapping):
-        return "; ".join(f"{k}: {_about(v)}" for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return ", ".join(_about(v) for v in value)
-    return " ".join(str(value).split())
 
 
 __all__ = [
