@@ -53,3 +53,27 @@ def test_no_sections_without_tls_or_a_fault() -> None:
     report = build_report(run, ms, now=1_767_272_400.0)
     assert "TLS handshakes" not in render_markdown(report)
     assert 'id="fault"' not in render_html(report)
+
+
+def test_gatebench_run_prints_what_a_killed_replica_did() -> None:
+    """The terminal's report of a run with a fault has its table, a row per gateway and
+    repetition (the same rows as the report's section); a run without one has none."""
+    from pathlib import Path
+
+    from gatebench.cli.run import report_lines
+    from gatebench.run import RunOutcome
+
+    def lines_of(report):  # type: ignore[no-untyped-def]
+        run = report.run
+        named = [{**w, "method": "GET", "path": "/x"} for w in run.workloads]
+        run = dataclasses.replace(run, workloads=named)
+        return report_lines(RunOutcome(run, list(report.measurements), Path("r"), report=report))
+
+    report, first = _run_with_deployment()
+    lines = lines_of(report)
+    start = lines.index("A replica fails (the report says what each column counts):")
+    assert lines[start + 1].split()[:4] == ["gateway", "rep", "requests", "after"]
+    row = [first.target, str(first.repetition), "900", "12", "1.33", "310", "1.20", "0.75"]
+    assert lines[start + 2].split() == [*row, "9", "1.0"]
+    run, ms = synthetic_run()
+    assert not [line for line in lines_of(build_report(run, ms)) if "replica" in line]

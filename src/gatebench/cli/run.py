@@ -102,6 +102,7 @@ def report_lines(outcome: RunOutcome) -> list[str]:
     note = record.environment.get("note") if record.environment else None
     if note:
         lines.append(f"Note: {note}.")
+    lines.extend(_fault_lines(outcome))
     lines.extend(_score_lines(outcome))
     lines.extend(_trust_lines(outcome))
     for target, reason in sorted(record.target_errors.items()):
@@ -113,6 +114,22 @@ def report_lines(outcome: RunOutcome) -> list[str]:
         f"Results: {outcome.run_dir}/ (run.json, measurements.jsonl, workload.json, gateway logs, simulation.log)"
     )
     return lines
+
+
+def _fault_lines(outcome: RunOutcome) -> list[str]:
+    """The plan's fault, per gateway and repetition: what its clients saw after the kill (the
+    report's "A replica fails", whose introduction says what each column means)."""
+    from gatebench.core.report._deployment import deployment_tables
+    from gatebench.core.report._tables import aligned
+
+    for table in deployment_tables(outcome.measurements):
+        if table.id == "fault":
+            numeric = [i >= table.numeric_from for i in range(len(table.header))]
+            rows = aligned(table.header, table.rows, numeric)
+            return ["", f"{table.title} (the report says what each column counts):"] + [
+                "  " + line for line in rows
+            ]
+    return []
 
 
 def _trust_lines(outcome: RunOutcome) -> list[str]:

@@ -128,19 +128,27 @@ def text_table(table: Table) -> list[str]:
     """A table's compact columns as aligned plain text (the terminal's view), tags in brackets
     as in Markdown."""
     shown = [i for i, c in enumerate(table.columns) if c.compact]
-    rows = [[table.columns[i].label for i in shown]]
+    rows = []
     for row in table.rows:
         texts = [row.header, *(c.text for c in row.cells)]
         tags = [row.tags, *(c.tags for c in row.cells)]
         rows.append([texts[i] + "".join(f" ({t})" for t in tags[i]) for i in shown])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(shown))]
-    numeric = [table.columns[i].numeric for i in shown]
+    header = [table.columns[i].label for i in shown]
+    return aligned(header, rows, [table.columns[i].numeric for i in shown])
+
+
+def aligned(
+    header: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[bool]
+) -> list[str]:
+    """Rows under a header as plain text in columns: numbers to the right, words to the left."""
+    every = [list(header), *(list(r) for r in rows)]
+    widths = [max(len(r[i]) for r in every) for i in range(len(header))]
     return [
         "  ".join(
             (cell.rjust(w) if num else cell.ljust(w))
             for cell, w, num in zip(r, widths, numeric, strict=True)
         ).rstrip()
-        for r in rows
+        for r in every
     ]
 
 
