@@ -413,8 +413,7 @@ def changes_table(changes: Sequence[Mapping[str, Any]]) -> Table:
     for c in changes:
         times = [v for v in c["new_routes_s"].values() if v is not None]
         median = c.get("new_route_median_s", statistics.median(times) if times else None)
-        answered = c.get("new_routes_answered", len(times))
-        total = c.get("new_routes", len(c["new_routes_s"]))
+        answered, total = new_routes_answered(c)
         cells = [
             Cell(str(c["kind"]), hints=[str(c["mechanism"])]),
             Cell(str(c["failures"]), c["failures"]),
@@ -428,6 +427,14 @@ def changes_table(changes: Sequence[Mapping[str, Any]]) -> Table:
         tags = ["problem"] if c.get("problem") else []
         table.add(str(c["gateway"]), cells, tags=tags, sort=str(c["gateway"]))
     return table
+
+
+def new_routes_answered(change: Mapping[str, Any]) -> tuple[int, int]:
+    """How many of a change's new routes answered from the new upstream, and how many it added
+    (as its document says, else counted from ``new_routes_s``)."""
+    times = change["new_routes_s"]
+    answered = sum(v is not None for v in times.values())
+    return change.get("new_routes_answered", answered), change.get("new_routes", len(times))
 
 
 def change_notes(changes: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -503,10 +510,7 @@ def scale_view(run: RunRecord, document: Mapping[str, Any]) -> dict[str, Any]:
         sizes = ", ".join(f"{n:,}" for n in sorted({p.routes for p in points}))
         verdict.append(f"Route scale of {gateways} at {sizes} routes: the tables below.")
     for c in changes:
-        total = c.get("new_routes", len(c["new_routes_s"]))
-        answered = c.get(
-            "new_routes_answered", sum(v is not None for v in c["new_routes_s"].values())
-        )
+        answered, total = new_routes_answered(c)
         verdict.append(
             f"{c['gateway']} ({c['kind']}): {c['failures']} failed request(s) after the change, "
             f"{answered} of {total} new routes answered."
