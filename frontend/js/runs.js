@@ -14,13 +14,29 @@ export function progressText(run) {
   return p.message ? `(${p.step}: ${p.message})` : "";
 }
 
+const KIND_WORDS = { capacity: "capacity search", scale: "route scale", "change-under-load": "change under load" };
+
+/** What the runs list says of a run's kind: a capacity search, a route scale or a change
+ * under load by name; a fixed-workload run by its repetitions. */
+export function kindText(run) {
+  const words = KIND_WORDS[run.kind];
+  if (words) return run.quick ? `${words}, quick` : words;
+  return run.quick ? "quick" : run.repetitions ? `${run.repetitions} reps` : "–";
+}
+
+/** Only fixed-workload runs stand side by side (the read API's compare refuses the others; a
+ * capacity run compares its targets itself). */
+export function comparable(run) {
+  return run.status !== "queued" && (run.kind === undefined || run.kind === "fixed");
+}
+
 function row(run, onPick) {
   const pick = h("input", {
     type: "checkbox",
     id: `pick-${run.run_id}`,
     value: run.run_id,
     class: "pick",
-    disabled: run.status === "queued" || run.kind === "capacity", // a capacity run compares its targets itself
+    disabled: !comparable(run),
     onchange: onPick,
   });
   return h(
@@ -34,7 +50,7 @@ function row(run, onPick) {
     ),
     h("td", { class: "status-cell" }, statusBadge(run.status, progressText(run))),
     h("td", {}, [...run.gateways, ...(run.baseline ? ["baseline"] : [])].join(", ") || "–"),
-    h("td", {}, run.kind === "capacity" ? (run.quick ? "capacity search, quick" : "capacity search") : run.quick ? "quick" : run.repetitions ? `${run.repetitions} reps` : "–"),
+    h("td", {}, kindText(run)),
     h("td", {}, when(run.created_at)),
     h("td", {}, pick, h("label", { for: `pick-${run.run_id}`, class: "sr-only" }, `Compare ${run.run_id}`)),
   );

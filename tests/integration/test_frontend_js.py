@@ -18,7 +18,7 @@ from paths import ROOT
 
 SCRIPT = r"""
 import { stepState, isScaleRun, scaleBlock } from "./run.mjs";
-import { progressText } from "./runs.mjs";
+import { progressText, kindText, comparable } from "./runs.mjs";
 import { niceStep, decades } from "./charts.mjs";
 const STEPS = 7;
 const states = (run) => Array.from({ length: STEPS }, (_, i) => stepState(run, i));
@@ -40,6 +40,15 @@ const out = {
   steps: [0.7, 9, 42, 180, 1234, 4598.9, 100].map((v) => niceStep(v)),
   decades: [[0.4, 52], [10, 10], [3, 2500], [0.001, 0.5]].map(([lo, hi]) => decades(lo, hi)),
   scaleKinds: ["scale", "change-under-load", "workload", undefined].map((kind) => isScaleRun({ kind })),
+  kinds: [
+    { kind: "fixed", repetitions: 10 }, { kind: "fixed", quick: true }, { kind: "capacity" },
+    { kind: "capacity", quick: true }, { kind: "scale" }, { kind: "change-under-load" }, {},
+  ].map(kindText),
+  comparable: [
+    { kind: "fixed", status: "done" }, { status: "done" }, { kind: "fixed", status: "queued" },
+    { kind: "capacity", status: "done" }, { kind: "scale", status: "done" },
+    { kind: "change-under-load", status: "done" },
+  ].map(comparable),
 };
 console.log(JSON.stringify(out));
 """
@@ -65,6 +74,17 @@ def run_in_node(tmp_path: Path) -> dict[str, Any]:
 def test_step_states_status_words_and_axis_steps(tmp_path: Path) -> None:
     out = run_in_node(tmp_path)
     assert out["scaleKinds"] == [True, True, False, False]
+    assert out["kinds"] == [
+        "10 reps",
+        "quick",
+        "capacity search",
+        "capacity search, quick",
+        "route scale",
+        "change under load",
+        "–",
+    ]
+    # the read API's compare refuses every kind but fixed workloads: none can be picked
+    assert out["comparable"] == [True, True, False, False, False, False]
     done, current, todo = "done", "current", "to do"
     assert out["loading"] == [done, done, done, done, current, todo, todo]
     assert out["done"] == [done] * 7
