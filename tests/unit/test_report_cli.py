@@ -50,6 +50,27 @@ def test_runs_lists_newest_first(store_path: str, capsys: pytest.CaptureFixture[
     assert [r["run_id"] for r in data] == ["20260101-120000-synthetic"]
 
 
+def test_runs_lists_a_scale_run_without_a_count_of_workloads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A route scale has no workloads: '-', not 0."""
+    from gatebench.core.model import RunKind, RunRecord
+
+    path = tmp_path / "s.sqlite"
+    record = RunRecord(
+        run_id="20260101-000000-bbbb",
+        spec_uri="file:///a.yaml",
+        spec_sha256="0" * 64,
+        gateways=["nginx"],
+        kind=RunKind.SCALE,
+    )
+    with SqliteStore(path) as store:
+        store.create_run(record)
+    assert main(["runs", "--store", str(path)]) == 0
+    row = capsys.readouterr().out.splitlines()[1].split()
+    assert row[4:8] == ["route", "scale", "nginx", "-"]
+
+
 def test_runs_of_an_empty_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "empty.sqlite"
     assert main(["runs", "--store", str(path)]) == 0

@@ -16,16 +16,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
+    from gatebench.core.report._tables import aligned
+
     result, api = read_api(args)
     if args.json:
         print(json.dumps(api.to_dict(), indent=2, sort_keys=False, ensure_ascii=False))
         return 0
     rows = [(op.operation_id, op.method, op.route_path, op.security_label) for op in api.operations]
     header = ("OPERATION", "METHOD", "PATH", "AUTH")
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(4)]
     print(f"{api.title} {api.version} ({api.source_format}): {len(rows)} operation(s)")
-    for row in [header, *rows]:
-        print("  ".join(str(row[i]).ljust(widths[i]) for i in range(4)).rstrip())
+    for line in aligned(header, [[str(c) for c in r] for r in rows], [False] * len(header)):
+        print(line)
     notes = [p for p in result.problems if p.severity == "note"]
     print_problems(notes, stream=sys.stderr)
     return 0

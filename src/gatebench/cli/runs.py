@@ -31,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
     if not runs:
         print(f"no runs in {store_location(args)}")
         return 0
+    from gatebench.core.report._tables import aligned
     from gatebench.kinds.registry import kind_of
 
     header = ("RUN", "STATUS", "CREATED (UTC)", "KIND", "GATEWAYS", "WORKLOADS", "TITLE")
@@ -41,12 +42,11 @@ def run(args: argparse.Namespace) -> int:
             dt.datetime.fromtimestamp(r.created_at, tz=dt.UTC).strftime("%Y-%m-%d %H:%M"),
             kind_of(r).title,
             ",".join(r.gateways) or "-",
-            str(len(r.workloads)),
+            str(len(r.workloads)) if r.workloads else "-",
             r.title or "-",
         )
         for r in runs
     ]
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    for row in [header, *rows]:
-        print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+    for line in aligned(header, rows, [False] * len(header)):
+        print(line)
     return 0

@@ -9,6 +9,7 @@ import sys
 from gatebench.cli._store import add_store_argument, store_location
 from gatebench.core.metrics import COST_METRICS, METRICS
 from gatebench.core.report import score_run
+from gatebench.core.report._tables import aligned
 from gatebench.core.score import PROFILES, ScoreError
 from gatebench.store import open_store
 
@@ -66,10 +67,9 @@ def run(args: argparse.Namespace) -> int:
         + [("-" if g.endpoint(w).missing else f"{g.endpoint(w).score:.0f}") for w in workloads]
         for g in result.gateways
     ]
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     print(f"run {report.run.run_id}, profile {result.profile}")
-    for row in [header, *rows]:
-        print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+    for line in aligned(header, rows, [False] * len(header)):
+        print(line)
     print()
     print(" ".join(report.verdict))
     for caution in report.cautions:
