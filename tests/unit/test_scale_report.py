@@ -13,6 +13,7 @@ import pytest
 from gatebench.cli import main
 from gatebench.core.model import RunKind, RunRecord
 from gatebench.kinds._live._report import (
+    failed_of,
     log_line_chart,
     point_key,
     render_scale_html,
@@ -109,7 +110,7 @@ def test_every_failed_request_of_a_change_is_listed_with_its_time() -> None:
     assert "1 failed request(s) after the change" in html
     assert "500 ms: end: status 502" in html
     assert "1 of 2" in html  # new routes answered
-    assert '<span class="tag">SIGHUP &lt;to master&gt;</span>' in html  # the mechanism, escaped
+    assert "<li>nginx: SIGHUP &lt;to master&gt;</li>" in html  # the mechanism, escaped
 
 
 def test_the_terminal_and_markdown_show_the_same_tables_as_the_page() -> None:
@@ -149,7 +150,8 @@ def test_the_dashboards_view_of_a_scale_run_says_what_it_measured() -> None:
     import dataclasses
 
     broken = dataclasses.replace(_point("nginx", 100), problem="did not answer in 120 s")
-    doc = scale_document([_point("nginx", 10), broken], [_change()], run="r4")
+    failed = failed_of({"envoy": "did not start\nlog..."})  # as the run's document holds it
+    doc = scale_document([_point("nginx", 10), broken], [_change()], run="r4", **failed)
     doc["cpu_policy"] = "every gateway: 1 core"
     record = RunRecord(
         run_id="r4",
@@ -175,6 +177,15 @@ def test_the_dashboards_view_of_a_scale_run_says_what_it_measured() -> None:
     assert [t["id"] for t in view["tables"]] == ["points", "changes"]
     assert [r["header"] for r in view["tables"][0]["rows"]] == ["nginx", "nginx"]
     assert view["tables"][0]["rows"][1]["tags"] == ["problem"]
+    # the page says the same first, on the report's own page (a policy that fetches nothing)
+    html = render_scale_html(json.loads(json.dumps(doc)))
+    assert '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'' in html
+    assert "Route scale of nginx at 10, 100 routes: the tables below." in html.split("</header>")[0]
+    assert "<li>envoy: failed: did not start</li>" in html.split("</header>")[0]
+    assert "<dt>failed</dt>" not in html  # a caution, not a setting
+    md = render_scale_markdown(json.loads(json.dumps(doc)))
+    assert md.splitlines()[2].startswith("**Verdict.** Route scale of nginx at 10, 100 routes")
+    assert "- envoy: failed: did not start" in md and "- failed:" not in md
 
 
 def test_gatebench_report_writes_a_scale_runs_own_report(

@@ -15,10 +15,11 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from gatebench.core._version import __version__
 from gatebench.core.model import RunRecord
 from gatebench.core.report._build import in_words
 from gatebench.core.report._charts import PALETTE, nice_step
-from gatebench.core.report._html import _model_table
+from gatebench.core.report._html import _model_table, html_page
 from gatebench.core.report._markdown import _model_table as _md_model_table
 from gatebench.core.report._svg import _num, axis_ticks, grid_line
 from gatebench.core.report._tables import Cell, Column, Table, text_table
@@ -99,6 +100,13 @@ def cpu_policy_of(environment: Mapping[str, Any]) -> dict[str, str]:
     return {}
 
 
+def failed_of(target_errors: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    """The gateways that failed, each by the first line of its reason, as a run's document
+    holds them (``failed``; none: no key)."""
+    failed = {t: why.splitlines()[0] if why else "" for t, why in sorted(target_errors.items())}
+    return {"failed": failed} if failed else {}
+
+
 def stored_scale_document(store: ResultStore, run_id: str) -> dict[str, Any] | None:
     """A run's document rebuilt from the store (None when the run does not exist)."""
     run = store.get_run(run_id)
@@ -113,6 +121,7 @@ def stored_scale_document(store: ResultStore, run_id: str) -> dict[str, Any] | N
         "status": str(run.status),
         **({"plan": run.plan} if run.plan else {}),
         **cpu_policy_of(run.environment),
+        **failed_of(run.target_errors),
         "points": sorted(points, key=lambda p: (str(p.get("gateway")), int(p.get("routes", 0)))),
         "changes": sorted(changes, key=lambda c: str(c.get("gateway"))),
     }
@@ -249,10 +258,10 @@ def log_line_chart(
                 f'data-x="{vx!r}" data-y="{vy!r}"><title>{escape(name)}: {vx:,.0f} routes, '
                 f"{escape(_fmt(vy))}</title></circle>"
             )
-        legend_y = TOP + 4 + 14 * index
+        legend_y = TOP + 4 + 14 * index  # in the series' colour, over the page's text colour
         out.append(
             f'<text class="legend" x="{_num(LEFT + 8)}" y="{_num(legend_y + 8)}" '
-            f'fill="{colour}">{escape(name)}</text></g>'
+            f'fill="{colour}" style="fill:{colour}">{escape(name)}</text></g>'
         )
     out.append("</svg>")
     return "".join(out)
@@ -293,59 +302,90 @@ def gateway_charts(gateway: str, points: Sequence[ScalePoint]) -> str:
     )
 
 
-_STYLE = """
-body{font-family:system-ui,sans-serif;margin:1.5rem;color:#1b1b1b;max-width:1100px}
-table{border-collapse:collapse;margin:.5rem 0 1rem}th,td{border:1px solid #ccc;padding:.2rem .5rem;
-text-align:right}th:first-child,td:first-child,.about td{text-align:left}
-.chart{margin:.25rem .5rem .25rem 0}.grid{stroke:#e3e3e3}.tick,.legend,.axis-label{font-size:11px}
-.group{font-size:12px;font-weight:600}.charts{display:flex;flex-wrap:wrap}
-.failed{font-family:monospace;font-size:12px}caption{text-align:left;font-weight:600}
-.tag{margin-left:.35em;font-size:11px;color:#555}.tag::before{content:"("}.tag::after{content:")"}
-"""
-
-
 def render_scale_html(document: Mapping[str, Any]) -> str:
-    """The HTML page of a run's JSON document (:func:`scale_document`)."""
+    """The HTML page of a run's JSON document (:func:`scale_document`), on the report's own
+    page (``html_page``: its style and script, a policy that fetches nothing): what was measured
+    and what went wrong first (:func:`scale_summary`), then a memory and a p99 chart per gateway,
+    the tables and every failed request kept."""
     points = [_point(p) for p in document.get("points", [])]
-    gateways = sorted({p.gateway for p in points})
-    head = escape(str(document.get("title") or "Route scale and live changes"))
-    out = [
-        "<!doctype html><html lang=en><head><meta charset=utf-8>"
-        f"<title>{head}</title><style>{_STYLE}</style></head><body>",
-        f"<h1>{head}</h1>",
-    ]
-    about = {k: v for k, v in document.items() if k not in ("points", "changes", "format")}
-    if about:
-        out.append(
-            "<table class=about>"
-            + "".join(
-                f"<tr><th>{escape(str(k))}</th><td>{escape(in_words(v))}</td></tr>"
-                for k, v in sorted(about.items())
-            )
-            + "</table>"
-        )
+    heading = str(document.get("title") or "Route scale and live changes")
+    verdict, cautions = scale_summary(document)
+    body = ["<main>"]
     if points:
         plan = document.get("plan")
         memory = plan.get("memory") if isinstance(plan, Mapping) else None
         memory = memory or "resident memory of the process tree"
-        out.append(
+        body.append(
             f"<h2>Route scale</h2><p>Memory ({escape(str(memory))}; idle and the highest under "
             "load) and p99 at the constant rate for the routes at the start, middle and end of "
             "the table, against the number of routes (log scale).</p>"
         )
-        for gateway in gateways:
-            out.append(f"<h3>{escape(gateway)}</h3><div class=charts>")
-            out.append(gateway_charts(gateway, points))
-            out.append("</div>")
-        out.append(_model_table(points_table(points), sortable=False))
-        notes = point_notes(points)
-        if notes:
-            out.append("<ul>" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>")
+        for gateway in sorted({p.gateway for p in points}):
+            body.append(f'<h3>{escape(gateway)}</h3><div style="{_SIDE_BY_SIDE}">')
+            body.append(gateway_charts(gateway, points))
+            body.append("</div>")
+        body.append(_model_table(points_table(points)))
     changes = document.get("changes", [])
     if changes:
-        out.append(_changes_section(changes))
-    out.append("</body></html>")
-    return "\n".join(out) + "\n"
+        body.append(_changes_section(changes))
+    about = {k: v for k, v in document.items() if k not in _NOT_SETTINGS}
+    if about:
+        pairs = "".join(
+            f"<dt>{escape(str(k))}</dt><dd>{escape(in_words(v))}</dd>"
+            for k, v in sorted(about.items())
+        )
+        body.append(f'<h2>Run</h2><dl class="meta">{pairs}</dl>')
+    body.append("</main>")
+    what = "change under load" if changes and not points else "route scale"
+    run = str(document.get("run") or "")
+    return html_page(
+        title=f"gatebench {what}: {heading}" + (f" ({run})" if run else ""),
+        subtitle=" · ".join(
+            x
+            for x in (
+                f"gatebench {what} report",
+                f"run {run}" if run else "",
+                str(document.get("status") or ""),
+            )
+            if x
+        ),
+        heading=heading,
+        verdict=verdict,
+        cautions=cautions,
+        body="".join(body),
+        footer=f"Generated by gatebench {__version__} from the run's document ({FORMAT}).",
+    )
+
+
+_SIDE_BY_SIDE = "display:flex;flex-wrap:wrap;gap:0 16px"
+"""The charts of one gateway side by side (an inline style: the page's own stays shared)."""
+
+
+def scale_summary(document: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """What a run measured, in words (the verdict: the gateways and sizes; per change its
+    failed requests and the new routes answered; the CPU policy), and what went wrong (the
+    cautions: a gateway that failed, each point's and change's problem): the page's header
+    and the dashboard's view say the same."""
+    points = [_point(p) for p in document.get("points", [])]
+    changes = document.get("changes", [])
+    verdict = []
+    if points:
+        gateways = ", ".join(sorted({p.gateway for p in points}))
+        sizes = ", ".join(f"{n:,}" for n in sorted({p.routes for p in points}))
+        verdict.append(f"Route scale of {gateways} at {sizes} routes: the tables below.")
+    for c in changes:
+        answered, total = new_routes_answered(c)
+        verdict.append(
+            f"{c['gateway']} ({c['kind']}): {c['failures']} failed request(s) after the change, "
+            f"{answered} of {total} new routes answered."
+        )
+    if not verdict:
+        verdict.append("Nothing measured yet.")
+    if document.get("cpu_policy"):
+        verdict.append(f"CPU policy: {document['cpu_policy']}.")
+    failed = document.get("failed") or {}
+    cautions = [f"{t}: failed: {str(why).splitlines()[0]}" for t, why in sorted(failed.items())]
+    return verdict, [*cautions, *point_notes(points), *change_notes(changes)]
 
 
 def _point(data: Mapping[str, Any]) -> ScalePoint:
@@ -415,7 +455,7 @@ def changes_table(changes: Sequence[Mapping[str, Any]]) -> Table:
         median = c.get("new_route_median_s", statistics.median(times) if times else None)
         answered, total = new_routes_answered(c)
         cells = [
-            Cell(str(c["kind"]), hints=[str(c["mechanism"])]),
+            Cell(str(c["kind"])),
             Cell(str(c["failures"]), c["failures"]),
             Cell(_fmt(c["before"]["p99_ms"]), c["before"]["p99_ms"]),
             Cell(f"{_fmt(c['during']['p99_ms'])} / {_fmt(c['during']['max_ms'])}"),
@@ -447,11 +487,11 @@ def _changes_section(changes: Sequence[Mapping[str, Any]]) -> str:
         "<h2>Configuration change under load</h2><p>Every request of the window after the "
         "change that was not 2xx or got no answer, the latency before and after, and the time "
         "until each new route answered correctly from the new upstream.</p>",
-        _model_table(changes_table(changes), sortable=False),
+        _model_table(changes_table(changes)),
+        "<p>How each gateway applied the change:</p><ul>"
+        + "".join(f"<li>{escape(c['gateway'])}: {escape(c['mechanism'])}</li>" for c in changes)
+        + "</ul>",
     ]
-    notes = change_notes(changes)
-    if notes:
-        out.append("<ul>" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>")
     for c in changes:
         if not c["failed"]:
             continue
@@ -462,7 +502,8 @@ def _changes_section(changes: Sequence[Mapping[str, Any]]) -> str:
         more = c["failures"] - len(c["failed"])
         out.append(
             f"<h3>{escape(c['gateway'])}: {c['failures']} failed request(s) after the change</h3>"
-            f"<ul class=failed>{listed}</ul>" + (f"<p>and {more} more</p>" if more > 0 else "")
+            f'<ul style="font-family:monospace">{listed}</ul>'
+            + (f"<p>and {more} more</p>" if more > 0 else "")
         )
     return "".join(out)
 
@@ -504,26 +545,7 @@ def scale_view(run: RunRecord, document: Mapping[str, Any]) -> dict[str, Any]:
 
     points = [_point(p) for p in document.get("points", [])]
     changes = document.get("changes", [])
-    verdict = []
-    if points:
-        gateways = ", ".join(sorted({p.gateway for p in points}))
-        sizes = ", ".join(f"{n:,}" for n in sorted({p.routes for p in points}))
-        verdict.append(f"Route scale of {gateways} at {sizes} routes: the tables below.")
-    for c in changes:
-        answered, total = new_routes_answered(c)
-        verdict.append(
-            f"{c['gateway']} ({c['kind']}): {c['failures']} failed request(s) after the change, "
-            f"{answered} of {total} new routes answered."
-        )
-    if not verdict:
-        verdict.append("Nothing measured yet.")
-    if document.get("cpu_policy"):
-        verdict.append(f"CPU policy: {document['cpu_policy']}.")
-    cautions = [
-        f"{t}: failed: {why.splitlines()[0]}" for t, why in sorted(run.target_errors.items())
-    ]
-    cautions += point_notes(points)
-    cautions += change_notes(changes)
+    verdict, cautions = scale_summary(document)
     measured = [*(p.to_dict() for p in points), *changes]
     how = sorted({(str(m["engine"]), str(m["measured_from"]), float(m["rate"])) for m in measured})
     tables = ([points_table(points)] if points else []) + (
@@ -549,24 +571,32 @@ def scale_view(run: RunRecord, document: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def render_scale_markdown(document: Mapping[str, Any]) -> str:
-    """The Markdown report of a run's JSON document: its settings, the two tables and what
-    went wrong (the charts are in the HTML report)."""
+    """The Markdown report of a run's JSON document: what was measured and what went wrong
+    (:func:`scale_summary`, as the page's header), the two tables, every failed request kept,
+    and the run's settings (the charts are in the HTML report)."""
     points = [_point(p) for p in document.get("points", [])]
     changes = document.get("changes", [])
     head = str(document.get("title") or "Route scale and live changes")
-    out = [f"# {head}", ""]
-    about = {k: v for k, v in document.items() if k not in ("points", "changes", "format")}
-    out += [f"- {k}: {in_words(v)}" for k, v in sorted(about.items())]
+    verdict, cautions = scale_summary(document)
+    out = [f"# {head}", "", f"**Verdict.** {' '.join(verdict)}", ""]
+    if cautions:
+        out += ["Before you trust these numbers:", "", *(f"- {c}" for c in cautions), ""]
     if points:
-        out += ["", "## Route scale", "", *_md_model_table(points_table(points))]
-        out += [f"- {note}" for note in point_notes(points)]
+        out += ["## Route scale", "", *_md_model_table(points_table(points))]
     if changes:
-        out += ["", "## Configuration change under load", ""]
+        out += ["## Configuration change under load", ""]
         out += _md_model_table(changes_table(changes))
-        out += [f"- {note}" for note in change_notes(changes)]
         for c in changes:
             out += [f"- {line.strip()}" for line in _failed_lines(c)]
+        if out[-1]:
+            out.append("")
+    about = {k: v for k, v in document.items() if k not in _NOT_SETTINGS}
+    out += ["## Run", "", *(f"- {k}: {in_words(v)}" for k, v in sorted(about.items()))]
     return "\n".join(out).rstrip() + "\n"
+
+
+_NOT_SETTINGS = ("points", "changes", "format", "failed")
+"""The keys of a run's document that are not its settings (the page and Markdown list those)."""
 
 
 __all__ = [
@@ -575,6 +605,7 @@ __all__ = [
     "SCALE_KIND",
     "change_notes",
     "changes_table",
+    "failed_of",
     "gateway_charts",
     "is_live_run",
     "log_line_chart",
@@ -586,6 +617,7 @@ __all__ = [
     "render_scale_markdown",
     "scale_bigquery_rows",
     "scale_document",
+    "scale_summary",
     "scale_text",
     "scale_view",
     "stored_scale_document",

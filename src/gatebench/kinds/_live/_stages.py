@@ -52,6 +52,7 @@ from gatebench.kinds._live._gateway import (
 from gatebench.kinds._live._machine import GrownSite, NotRendered, live_machine
 from gatebench.kinds._live._report import (
     cpu_policy_of,
+    failed_of,
     render_scale_csv,
     render_scale_html,
     render_scale_markdown,
@@ -291,6 +292,7 @@ class ScaleScore(Stage):
             engine=scale.load.name,
             measured_from=scale.load.measured_from,
             **cpu_policy_of(ctx.record.environment),
+            **failed_of(ctx.record.target_errors),
         )
         (ctx.run_dir / "scale.json").write_text(
             json.dumps(document, indent=1, sort_keys=True) + "\n", encoding="utf-8"
