@@ -171,11 +171,10 @@ class _Table:
         )
 
 
-def _model_table(table: Table, *, sortable: bool = True) -> str:
-    """A report table (``_tables``), every column, sortable (unless the page has no script):
-    escaped text, tags and hints as tags, the best value and totals in bold."""
-    columns = [(_e(c.label), c.numeric) for c in table.columns]
-    out = _Table(_e(table.caption), columns, sortable=sortable)
+def _model_table(table: Table) -> str:
+    """A report table (``_tables``), every column, sortable: escaped text, tags and hints as
+    tags, the best value and totals in bold."""
+    out = _Table(_e(table.caption), [(_e(c.label), c.numeric) for c in table.columns])
     for row in table.rows:
         header = _e(row.header) + "".join(f'<span class="tag">{_e(t)}</span>' for t in row.tags)
         cells: list[tuple[str, float | str | None]] = []
