@@ -162,8 +162,12 @@ def _run(args: argparse.Namespace, kind: str) -> int:
     )
     record = outcome.record
     print(f"Run {record.run_id}: {record.status} ({outcome.wall_s:.0f}s)")
-    for line in _tables(outcome.run_dir / "scale.json"):
-        print(line)
+    if outcome.report is not None:  # the run's document (ScaleScore), the one its files hold
+        from gatebench.kinds._live._report import scale_text
+
+        lines = scale_text(outcome.report)
+        for line in [*lines, ""] if lines else []:
+            print(line)
     for target, reason in sorted(record.target_errors.items()):
         print(f"{target}: FAILED: {reason.splitlines()[0]}")
     for line in outcome.notes:
@@ -173,20 +177,6 @@ def _run(args: argparse.Namespace, kind: str) -> int:
         f"Stored in {location}; `gatebench serve{store_flag(location)}` shows it on the dashboard."
     )
     return 0 if str(record.status) == "done" else 3
-
-
-def _tables(document: Path) -> list[str]:
-    """The run's tables (gatebench.kinds._live._report.scale_text), with a blank line after;
-    none when the run stopped before it wrote its document."""
-    import json
-
-    from gatebench.kinds._live._report import scale_text
-
-    try:
-        lines = scale_text(json.loads(document.read_text(encoding="utf-8")))
-    except (OSError, ValueError):
-        return []
-    return [*lines, ""] if lines else []
 
 
 __all__ = ["add_change_arguments", "add_scale_arguments", "run_change", "run_scale"]

@@ -384,7 +384,7 @@ def scale_summary(document: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     if document.get("cpu_policy"):
         verdict.append(f"CPU policy: {document['cpu_policy']}.")
     failed = document.get("failed") or {}
-    cautions = [f"{t}: failed: {str(why).splitlines()[0]}" for t, why in sorted(failed.items())]
+    cautions = [f"{t}: failed: {why}" for t, why in sorted(failed.items())]  # first lines
     return verdict, [*cautions, *point_notes(points), *change_notes(changes)]
 
 
