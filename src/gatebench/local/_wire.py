@@ -163,23 +163,22 @@ def parse_server_hello(payload: bytes) -> tuple[bool, str] | None:
     if extensions.get(_EXT_SUPPORTED_VERSIONS) == b"\x03\x04":
         return _EXT_PRE_SHARED_KEY in extensions, "TLSv1.3"
     # TLS 1.2: a full handshake sends its Certificate next; an abbreviated (resumed) one
-    # goes straight to ChangeCipherSpec. Unknown (the flight continues in a later segment):
-    # counted as new.
-    types: list[int] = []
-    change_cipher_spec = False
+    # goes on to ChangeCipherSpec without one (a NewSessionTicket may come first). What follows
+    # ChangeCipherSpec is encrypted (its first byte may be 11 as often as anything): not read.
+    # Unknown (the flight continues in a later segment): counted as new.
     rest = payload
     while len(rest) >= 5:
         kind, size = rest[0], int.from_bytes(rest[3:5], "big")
-        record = rest[5 : 5 + size]
+        if kind == 20:
+            return True, "TLSv1.2"
         if kind == 22:
-            at = 0
+            record, at = rest[5 : 5 + size], 0
             while at + 4 <= len(record):
-                types.append(record[at])
+                if record[at] == 11:
+                    return False, "TLSv1.2"
                 at += 4 + int.from_bytes(record[at + 1 : at + 4], "big")
-        elif kind == 20:
-            change_cipher_spec = True
         rest = rest[5 + size :]
-    return (11 not in types and change_cipher_spec), "TLSv1.2"
+    return False, "TLSv1.2"
 
 
 @dataclass
