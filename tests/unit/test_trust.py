@@ -4,11 +4,13 @@ score, two engines' agreement, reproducibility across runs, and the report's tru
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from gatebench.cli.run import report_lines
 from gatebench.core.aggregate import summarize
 from gatebench.core.measure import PhaseResult, measurement_from
 from gatebench.core.metrics import METRICS
@@ -93,16 +95,17 @@ def test_within_20_percent_of_the_ceiling_is_tester_bound() -> None:
     assert not is_tester_bound(1, 3) and not is_tester_bound(0, 0)
 
 
-def _phase(target: str = "a", workload: str = "w", index: int = 0) -> Phase:
-    return Phase(
-        index, target, workload, 1, True, "http://x", Injection("concurrent", 5, None, 2.0)
-    )
+def _phase(
+    target: str = "a", workload: str = "w", index: int = 0, injection: Injection | None = None
+) -> Phase:
+    injection = injection or Injection("concurrent", 5, None, 2.0)
+    return Phase(index, target, workload, 1, True, "http://x", injection)
 
 
-def _result(requests: int, duration_ms: int, index: int = 0) -> PhaseResult:
+def _result(requests: int, duration_ms: int, index: int = 0, latency_ms: int = 1) -> PhaseResult:
     sample = PhaseSample()
     for i in range(requests):
-        sample.add(i * duration_ms // requests, i * duration_ms // requests + 1, True)
+        sample.add(i * duration_ms // requests, i * duration_ms // requests + latency_ms, True)
     sample.last_end = duration_ms
     return PhaseResult(index, sample, 0.0, float(duration_ms), None)
 
@@ -168,6 +171,85 @@ def test_the_tester_bound_flag_and_the_score_use_the_same_ceiling(tmp_path: Path
     assert summary.tester_bound == {"w": ("b",)}
     assert summary.flag_counts() == {"tester-bound": 2}
     assert summary.cells[("w", "a")].flags == {}
+
+
+def test_the_rate_an_open_model_offers() -> None:
+    assert Injection("constant_rate", rate=200.0, duration=4.0).offered_rate == 200.0
+    assert Injection("ramp", users=50, duration=10.0).offered_rate == 5.0
+    assert Injection("arrivals", counts=(10, 30, 0, 20), step=2.0).offered_rate == 7.5
+    for closed in (
+        Injection("concurrent", users=5, duration=2.0),
+        Injection("sequential", users=1, requests=400),
+        Injection("at_once", users=50),
+    ):
+        assert closed.offered_rate is None
+
+
+def test_where_the_plan_sets_the_rate_the_ceiling_is_no_limit(tmp_path: Path) -> None:
+    """A constant_rate workload of 200 req/s: the ceiling phase carries 200 req/s, which is
+    the plan's rate and not what the engine can do. No target is flagged tester-bound there
+    (they all carry 200 req/s, at 100 % of that reading), throughput is not scored, and the
+    report says why. The closed-model workload beside it keeps the ceiling rule."""
+    rate = Injection("constant_rate", rate=200.0, duration=2.0)
+    record = run_record(gateways=["a", "b"], workloads=[{"name": "w"}, {"name": "v"}])
+    run = RunJournal(record, tmp_path, None, lambda progress: None)
+    phases = {
+        0: _phase(CEILING_TARGET, "w", 0),
+        1: _phase(CEILING_TARGET, "v", 1, rate),
+        2: _phase("a", "w", 2),
+        3: _phase("b", "w", 3),
+        4: _phase("a", "v", 4, rate),
+        5: _phase("b", "v", 5, rate),
+    }
+    hooks = LoadHooks(run, phases, None, tmp_path / "skip.txt", len(phases))
+    for index, requests in ((0, 1_000), (1, 400), (2, 900), (3, 500), (4, 400), (5, 400)):
+        phase = phases[index]
+        latency = 3 if phase.target == "b" else 1  # b is slower: no tie
+        hooks.on_phase(_result(requests, 2_000 if phase.workload == "v" else 1_000, index, latency))
+    ceiling = ceiling_of(run.record.environment)
+    assert ceiling is not None
+    assert ceiling.workloads["v"].offered == 200.0 and ceiling.workloads["w"].offered is None
+    assert ceiling.limits() == {"w": 1_000.0} and ceiling.rates_set() == {"v": 200.0}
+    outcome = RunOutcome(record, run.measurements, tmp_path)
+    score_and_save(run, outcome)
+    flags = {(x.target, x.workload): x.flags for x in outcome.measurements}
+    assert flags == {
+        ("a", "w"): ("tester-bound",),
+        ("b", "w"): (),
+        ("a", "v"): (),
+        ("b", "v"): (),
+    }
+    report = outcome.report
+    summary = report.summary
+    assert summary.rates_set == {"v": 200.0} and summary.tester_bound == {"w": ("a",)}
+    assert set(summary.scores.left_out) == {("w", "throughput"), ("v", "throughput")}
+    assert not summary.throughput_scored("v")
+    assert (
+        "Throughput does not count on v: the plan sets the rate there (an open model), and "
+        "every target that keeps up carries it."
+    ) in report.verdict
+    assert summary.notes[0].startswith(
+        "throughput on v is not scored: its profile starts 200 requests a second"
+    )
+    assert [(h.workload, h.target) for h in report.trust.headroom] == [
+        ("w", "a"),
+        ("w", "b"),
+    ]
+    md = render_markdown(report)
+    assert "throughput is not scored there (v, 200 req/s offered)" in md
+    named = [{**w, "method": "GET", "path": "/x", "injection": "..."} for w in record.workloads]
+    shown = replace(outcome, record=replace(record, workloads=named))
+    lines = report_lines(shown)
+    assert any(x.startswith("Engine ceiling (") and ": w 1,000 req/s;" in x for x in lines)
+    assert "The plan sets the rate of v (200 req/s), an open model: " in "\n".join(lines)
+    # a rate the engine could not carry against the static file stays its limit
+    short = Ceiling("gatling", "nginx", {"v": CeilingPoint(150.0, 0.0, 300, 200.0)})
+    assert short.limits() == {"v": 150.0} and short.rates_set() == {}
+    assert Ceiling.from_dict(short.to_dict()) == short
+    assert (
+        "offered"
+        not in Ceiling("g", "n", {"w": CeilingPoint(1.0, 0.0, 1)}).to_dict()["workloads"]["w"]
+    )
 
 
 def test_only_the_ceiling_leaves_throughput_out_of_the_score() -> None:

@@ -139,14 +139,19 @@ def _trust_lines(outcome: RunOutcome) -> list[str]:
         return []
     trust = report.trust
     lines = []
-    if trust.ceiling is not None and trust.ceiling.workloads:
-        points = ", ".join(
-            f"{w} {p.throughput:,.0f} req/s" for w, p in trust.ceiling.workloads.items()
-        )
+    ceiling = trust.ceiling
+    if ceiling is not None and ceiling.limits():
+        points = ", ".join(f"{w} {rate:,.0f} req/s" for w, rate in ceiling.limits().items())
         lines.append(
-            f"Engine ceiling ({trust.ceiling.engine} against {trust.ceiling.server}): {points}; "
+            f"Engine ceiling ({ceiling.engine} against {ceiling.server}): {points}; "
             "a measurement within 20 % of it (or of the fastest target's mean, where a target "
             "went faster) is tester-bound."
+        )
+    if ceiling is not None and ceiling.rates_set():
+        rates = ", ".join(f"{w} ({rate:,.4g} req/s)" for w, rate in ceiling.rates_set().items())
+        lines.append(
+            f"The plan sets the rate of {rates}, an open model: {ceiling.engine} carried it "
+            f"against {ceiling.server}, so that is no limit, and throughput there is not scored."
         )
     if trust.second_engine is not None:
         lines.append(trust.summary or f"Cross-check: {trust.second_engine_note}")

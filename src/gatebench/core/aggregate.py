@@ -187,6 +187,9 @@ class RunSummary:
     """workload → gateways whose throughput there is tester-bound (not scored there)."""
     too_short: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """workload → gateways whose phases there were too short to measure a throughput."""
+    rates_set: Mapping[str, float] = field(default_factory=dict)
+    """workload → the rate its profile offers, which the engine carried: throughput there is
+    the plan's (not scored)."""
     unranked: Mapping[str, str] = field(default_factory=dict)
     """Gateways left out of the score, with why (``failed during repetition 3``)."""
     failed_measurements: tuple[str, ...] = ()
@@ -198,6 +201,11 @@ class RunSummary:
     @property
     def targets(self) -> tuple[str, ...]:
         return (*self.gateways, self.baseline) if self.baseline else self.gateways
+
+    def throughput_scored(self, workload: str) -> bool:
+        """Whether the score ranks throughput on ``workload`` (not when the load engine or the
+        plan's rate set it, or the phases were too short to measure it)."""
+        return not any(workload in m for m in (self.tester_bound, self.too_short, self.rates_set))
 
     def cell(self, workload: str, target: str) -> CellSummary | None:
         return self.cells.get((workload, target))
@@ -253,11 +261,15 @@ def summarize(
     profile: Profile = "paper",
     weights: Mapping[str, float] | Sequence[tuple[str, float]] | None = None,
     ceiling: Mapping[str, float] | None = None,
+    rates_set: Mapping[str, float] | None = None,
     failed: Mapping[str, str] | None = None,
 ) -> RunSummary:
     """Summarise a run's measurements. ``gateways`` and ``workloads`` (from the run record)
     give the order and say who was expected; by default they come from the measurements.
-    ``ceiling``: workload → the load engine's throughput against the ceiling server.
+    ``ceiling``: workload → the load engine's throughput against the ceiling server, where
+    that is its limit. ``rates_set``: workload → the rate its profile offers, where the
+    engine carried it (:meth:`gatebench.core.trust.Ceiling.rates_set`): throughput is not
+    scored there, it is the plan's.
     ``failed``: gateways that failed during the run → when (``during repetition 3``): not
     ranked."""
     all_ms = sorted(measurements, key=lambda m: (m.target, m.workload, m.repetition))
@@ -291,9 +303,11 @@ def summarize(
         if g in gateway_list and g not in unranked:
             unranked[g] = f"gave {n:,} wrong answer{'s' if n != 1 else ''}"
     ranked = tuple(g for g in gateway_list if g not in unranked)
-    bound = bound_by_tester(usable, ranked, ceiling or {})
-    short = too_short_throughput(usable, ranked)
-    left_out = dict.fromkeys(sorted({*bound, *short}), ("throughput",))
+    rates = {w: r for w, r in (rates_set or {}).items() if w in workload_list}
+    limits = {w: c for w, c in (ceiling or {}).items() if w not in rates}
+    bound = bound_by_tester(usable, ranked, limits)
+    short = {w: ts for w, ts in too_short_throughput(usable, ranked).items() if w not in rates}
+    left_out = dict.fromkeys(sorted({*bound, *short, *rates}), ("throughput",))
     scored = partial(
         score,
         gateways=ranked,
@@ -359,6 +373,12 @@ def summarize(
                     )
 
     notes: list[str] = []
+    for w, rate in rates.items():
+        notes.append(
+            f"throughput on {w} is not scored: its profile starts {rate:,.4g} requests a second "
+            "whatever the target does (an open model) and the load engine carried that rate, so "
+            "every target that keeps up carries the same; its latency and errors are scored"
+        )
     for w, names in bound.items():
         notes.append(
             f"throughput on {w} is not scored: {', '.join(names)} "
@@ -414,6 +434,7 @@ def summarize(
         notes=tuple(notes),
         tester_bound=bound,
         too_short=short,
+        rates_set=rates,
         unranked=unranked,
         failed_measurements=overlapping,
         wrong=wrong,

@@ -55,6 +55,9 @@ CEILING_TARGET = "ceiling"
 """The pseudo-target of the ceiling phases (never a gateway, never stored as a measurement)."""
 TESTER_BOUND_SHARE = 0.8
 """A throughput at or above this share of the engine's ceiling is ``tester-bound``."""
+RATE_CARRIED_SHARE = 0.9
+"""A ceiling phase whose profile sets the arrival rate (an open model) and that carried at
+least this share of that rate measured the plan's rate, not the engine's limit."""
 AGREEMENT_PCT = 10.0
 """Two engines agree on a value when the smaller is at least (100 − this) % of the larger."""
 ENGINE_RESOLUTION_MS = {"gatling": 1.0, "wrk": 0.001, "loadgen": 0.001}
@@ -78,6 +81,17 @@ class CeilingPoint:
     throughput: float
     p50: float
     requests: int
+    offered: float | None = None
+    """Requests per second the workload's profile starts whatever the target does (an open
+    model: :attr:`gatebench.core.plan.Injection.offered_rate`); None where the target sets
+    the pace (closed models, a burst)."""
+
+    @property
+    def rate_set(self) -> bool:
+        """Whether this reading is the plan's rate rather than the engine's limit: the profile
+        offers a rate and the engine carried it against the fastest target, so every target
+        that keeps up carries the same throughput."""
+        return self.offered is not None and self.throughput >= RATE_CARRIED_SHARE * self.offered
 
 
 @dataclass(frozen=True)
@@ -93,6 +107,18 @@ class Ceiling:
         point = self.workloads.get(workload)
         return point.throughput if point is not None else None
 
+    def limits(self) -> dict[str, float]:
+        """workload → the engine's throughput against the fastest target, where that is the
+        engine's limit (not where the plan's rate set it: :attr:`CeilingPoint.rate_set`)."""
+        return {w: p.throughput for w, p in self.workloads.items() if not p.rate_set}
+
+    def rates_set(self) -> dict[str, float]:
+        """workload → the rate its profile offers, where the engine carried it: there the
+        throughput says how much the plan sent, not how fast a target is."""
+        return {
+            w: p.offered for w, p in self.workloads.items() if p.rate_set and p.offered is not None
+        }
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "engine": self.engine,
@@ -101,6 +127,7 @@ class Ceiling:
             "note": self.note,
             "workloads": {
                 w: {"throughput": p.throughput, "p50": p.p50, "requests": p.requests}
+                | ({} if p.offered is None else {"offered": p.offered})
                 for w, p in sorted(self.workloads.items())
             },
         }
@@ -108,7 +135,12 @@ class Ceiling:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Ceiling:
         points = {
-            str(w): CeilingPoint(float(p["throughput"]), float(p["p50"]), int(p["requests"]))
+            str(w): CeilingPoint(
+                float(p["throughput"]),
+                float(p["p50"]),
+                int(p["requests"]),
+                None if p.get("offered") is None else float(p["offered"]),
+            )
             for w, p in (data.get("workloads") or {}).items()
         }
         return cls(

@@ -195,8 +195,7 @@ class RunJournal:
         ceiling = ceiling_of(self.record.environment)
         if ceiling is None or not ceiling.workloads:
             return
-        readings = {w: p.throughput for w, p in ceiling.workloads.items()}
-        flagged = flag_near_ceiling(self.measurements, readings, ceiling.share)
+        flagged = flag_near_ceiling(self.measurements, ceiling.limits(), ceiling.share)
         changed = [m for m, old in zip(flagged, self.measurements, strict=True) if m is not old]
         if not changed:
             return

@@ -84,6 +84,19 @@ class Injection:
             return self.requests
         return None
 
+    @property
+    def offered_rate(self) -> float | None:
+        """Requests per second the profile starts whatever the target does: the open models
+        (constant_rate; ramp, its users spread evenly over its duration; arrivals, on average
+        over the curve). None where the target sets the pace (the closed models, a burst)."""
+        if self.kind == "constant_rate":
+            return self.rate
+        if self.kind == "ramp" and self.users and self.duration:
+            return self.users / self.duration
+        if self.kind == "arrivals" and self.counts and self.step:
+            return sum(self.counts) / (len(self.counts) * self.step)
+        return None
+
 
 @dataclass(frozen=True)
 class Generator:

@@ -101,9 +101,7 @@ def build_trust(run: RunRecord, summary: RunSummary, measurements: Sequence[Meas
     ceiling = ceiling_of(run.environment)
     headroom = []
     if ceiling is not None:
-        tops = demonstrated_ceiling(
-            measurements, {w: p.throughput for w, p in ceiling.workloads.items()}
-        )
+        tops = demonstrated_ceiling(measurements, ceiling.limits())
         for (w, t), cell in sorted(summary.cells.items()):
             top = tops.get(w)
             if top is None:
@@ -217,6 +215,7 @@ class Report:
                 "unranked": dict(s.unranked),
                 "wrong_answers": dict(s.wrong),
                 "too_short": {w: list(ts) for w, ts in s.too_short.items()},
+                "rates_set": dict(s.rates_set),
                 "failed_measurements": list(s.failed_measurements),
                 "notes": list(s.notes),
                 "trust": self.trust.to_dict(),
@@ -283,7 +282,8 @@ def build_report(
         workloads=workloads or None,
         profile=chosen,
         weights=chosen_weights or None,
-        ceiling={w: p.throughput for w, p in ceiling.workloads.items()} if ceiling else None,
+        ceiling=ceiling.limits() if ceiling else None,
+        rates_set=ceiling.rates_set() if ceiling else None,
         failed=failures_of(run.environment),
     )
     trust = build_trust(run, summary, measurements)
@@ -443,6 +443,11 @@ def _ranking_verdict(summary: RunSummary) -> list[str]:
         lines.append(
             f"Throughput does not count on {_join(list(summary.tester_bound))}: the load "
             "generator, not the gateways, set it there (tester-bound)."
+        )
+    if summary.rates_set:
+        lines.append(
+            f"Throughput does not count on {_join(list(summary.rates_set))}: the plan sets the "
+            "rate there (an open model), and every target that keeps up carries it."
         )
     if summary.too_short:
         lines.append(

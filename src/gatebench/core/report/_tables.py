@@ -283,8 +283,9 @@ def latency_tables(s: RunSummary) -> list[Table]:
             cells = []
             for m in METRICS:
                 sample = cell.metrics[m]
-                # throughput the score leaves out here: the tester set it, or too short a phase
-                unscored = m == "throughput" and (w in s.tester_bound or w in s.too_short)
+                # throughput the score leaves out here (the tester or the plan's rate set it,
+                # or too short a phase)
+                unscored = m == "throughput" and not s.throughput_scored(w)
                 is_best = (
                     t != s.baseline
                     and t not in s.wrong

@@ -47,12 +47,21 @@ def _headroom_intro(report: Report) -> str:
         f"workload's throughput is not scored when a gateway reached it in at least half of "
         "its repetitions."
     )
+    rates = ceiling.rates_set()
+    if rates:
+        text += (
+            " Where the plan sets the rate (an open model), the engine carried it, so that "
+            "reading is the plan's rate, not a limit, and every target that keeps up carries "
+            "the same: throughput is not scored there ("
+            + "; ".join(f"{w}, {_rate(r)} req/s offered" for w, r in rates.items())
+            + ")."
+        )
     if trust.tester_bound:
         text += " Not scored here: " + "; ".join(
             f"throughput on {w} ({', '.join(ts)})" for w, ts in trust.tester_bound.items()
         )
         text += "."
-    else:
+    elif not rates:
         text += " No workload's throughput was left out."
     return text
 

@@ -166,7 +166,7 @@ class LoadHooks:
             return  # its requests failed fast: not a ceiling
         s = phase_stats(result.sample)
         base = self.ceiling or Ceiling(self.engine_name, self.ceiling_label)
-        point = CeilingPoint(s.throughput, s.p50, s.requests)
+        point = CeilingPoint(s.throughput, s.p50, s.requests, phase.injection.offered_rate)
         self.ceiling = replace(base, workloads={**base.workloads, phase.workload: point})
         self.journal.environment(ceiling=self.ceiling.to_dict())
 
