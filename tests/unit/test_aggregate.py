@@ -114,6 +114,18 @@ def test_paired_difference() -> None:
         paired_difference([1.0], [1.0, 2.0])
 
 
+def test_a_difference_of_scores_stays_within_what_scores_can_differ_by() -> None:
+    """Two repetitions give t with 1 degree of freedom (12.7): 100 and 88 against 88 and 100
+    differ by 12 and −12, and the interval is 0 ± 152, past −100 and 100 without bounds."""
+    wide = paired_difference([100.0, 88.0], [88.0, 100.0])
+    assert wide.low is not None and wide.low < -100 and wide.high is not None and wide.high > 100
+    bounded = paired_difference([100.0, 88.0], [88.0, 100.0], bounds=(-100.0, 100.0))
+    assert (bounded.low, bounded.high) == (-100.0, 100.0)
+    assert bounded.significant is False and bounded.half_width == wide.half_width
+    inside = paired_difference([100.0, 96.0], [90.0, 93.0], bounds=(-100.0, 100.0))
+    assert inside.half_width is not None and inside.low == inside.estimate - inside.half_width
+
+
 # -- summaries ---------------------------------------------------------------------------------
 
 

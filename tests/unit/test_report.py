@@ -532,3 +532,23 @@ def test_a_recorded_value_is_written_in_words_not_as_python_repr() -> None:
     )
     assert in_words([[1, ["nginx", "baseline"]], [2, []]]) == "(1, (nginx, baseline)), (2, –)"
     assert in_words(None) == "–" and in_words("two\nlines") == "two lines" and in_words({}) == "–"
+
+
+def test_the_verdict_never_gives_an_interval_past_what_two_scores_can_differ_by() -> None:
+    """Two repetitions (t = 12.7 with one degree of freedom): a leads by 50 points in one and
+    by a hair in the other. The paired interval is about 26 ± 300; two scores of 0-100 cannot
+    differ by more than 100, so the verdict says -100 to 100."""
+    ms = [
+        m("a", "w", 1, 1.0),
+        m("b", "w", 1, 2.0),
+        m("a", "w", 2, 1.0),
+        m("b", "w", 2, 1.01),
+    ]
+    report = build_report(run_record(gateways=["a", "b"], workloads=[{"name": "w"}]), ms)
+    c = report.summary.comparison
+    assert c is not None and c.difference.half_width is not None
+    assert c.difference.half_width > 100
+    assert (c.difference.low, c.difference.high) == (-100.0, 100.0)
+    lead = [line for line in report.verdict if line.startswith("Its lead over b")]
+    assert lead and "95 % CI -100 to 100;" in lead[0], report.verdict
+    assert json.loads(render_json(report))["comparison"]["ci95_low"] == -100.0

@@ -349,7 +349,9 @@ def summarize(
         a = [res.gateway(leader).score for res in per_rep]
         b = [res.gateway(runner_up).score for res in per_rep]
         if a:
-            comparison = Comparison(leader, runner_up, paired_difference(a, b), len(a))
+            # two scores of 0-100: their difference lies within -100..100, whatever t says
+            difference = paired_difference(a, b, bounds=(-100.0, 100.0))
+            comparison = Comparison(leader, runner_up, difference, len(a))
 
     overhead: list[Overhead] = []
     if has_baseline:

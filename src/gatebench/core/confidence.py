@@ -166,14 +166,23 @@ class Difference:
     half_width: float | None
     """None when either side has a single value: no interval can be given."""
     df: float | None = None
+    bounds: tuple[float, float] | None = None
+    """The values the difference can take (two 0–100 scores: −100 to 100): the interval's
+    ends stay inside them, where a few repetitions would stretch it past what is possible."""
 
     @property
     def low(self) -> float | None:
-        return None if self.half_width is None else self.estimate - self.half_width
+        if self.half_width is None:
+            return None
+        low = self.estimate - self.half_width
+        return low if self.bounds is None else max(self.bounds[0], low)
 
     @property
     def high(self) -> float | None:
-        return None if self.half_width is None else self.estimate + self.half_width
+        if self.half_width is None:
+            return None
+        high = self.estimate + self.half_width
+        return high if self.bounds is None else min(self.bounds[1], high)
 
     @property
     def significant(self) -> bool | None:
@@ -200,14 +209,19 @@ def welch_difference(a: Sample, b: Sample, confidence: float = CONFIDENCE) -> Di
 
 
 def paired_difference(
-    a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE
+    a: Sequence[float],
+    b: Sequence[float],
+    confidence: float = CONFIDENCE,
+    bounds: tuple[float, float] | None = None,
 ) -> Difference:
     """Mean of ``a[i] - b[i]`` and its confidence interval (paired t): repetitions run in
-    the same round share the machine's state, so pairing them removes that noise."""
+    the same round share the machine's state, so pairing them removes that noise.
+    ``bounds``: the values the difference can take (:attr:`Difference.bounds`)."""
     if len(a) != len(b):
         raise ValueError(f"paired samples need the same length, got {len(a)} and {len(b)}")
     diffs = Sample.of([x - y for x, y in zip(a, b, strict=True)])
-    return Difference(diffs.mean, diffs.ci_half_width, float(diffs.n - 1) if diffs.n > 1 else None)
+    df = float(diffs.n - 1) if diffs.n > 1 else None
+    return Difference(diffs.mean, diffs.ci_half_width, df, bounds)
 
 
 __all__ = [

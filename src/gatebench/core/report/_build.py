@@ -492,7 +492,7 @@ def _lead(summary: RunSummary) -> str:
     decimals = 1 if half < 10 else 0
     interval = (
         f"{fmt_number(d.estimate, decimals)} points, 95 % CI "
-        f"{fmt_number(d.estimate - half, decimals)} to {fmt_number(d.estimate + half, decimals)}"
+        f"{fmt_number(d.low or 0.0, decimals)} to {fmt_number(d.high or 0.0, decimals)}"
     )
     if d.significant:
         return (
@@ -563,8 +563,8 @@ def _disagreement(summary: RunSummary, tied: Sequence[str], headline: str) -> li
         decimals = 1 if half < 10 else 0
         per_round += (
             f"; {c.runner_up}'s score averaged {fmt_number(-d.estimate, decimals)} points above "
-            f"{c.leader}'s (95 % CI {fmt_number(-d.estimate - half, decimals)} to "
-            f"{fmt_number(-d.estimate + half, decimals)})"
+            f"{c.leader}'s (95 % CI {fmt_number(-(d.high or 0.0), decimals)} to "
+            f"{fmt_number(-(d.low or 0.0), decimals)})"
         )
     return [
         f"{_join(list(tied))} are tied on this evidence: the score of the averaged metrics and "
