@@ -9,7 +9,7 @@ from gatebench.cli._common import print_thresholds
 from gatebench.cli._local import add_run_arguments, run_plan
 from gatebench.core.model import Measurement, RunKind
 from gatebench.core.plan import Plan, describe_injection
-from gatebench.core.stats import format_workload_table, workload_rows
+from gatebench.core.stats import fmt_rate, format_workload_table, workload_rows
 from gatebench.core.thresholds import evaluate
 from gatebench.local.engines import ENGINES
 from gatebench.run import RunOutcome
@@ -141,14 +141,16 @@ def _trust_lines(outcome: RunOutcome) -> list[str]:
     lines = []
     ceiling = trust.ceiling
     if ceiling is not None and ceiling.limits():
-        points = ", ".join(f"{w} {rate:,.0f} req/s" for w, rate in ceiling.limits().items())
+        points = ", ".join(f"{w} {fmt_rate(rate)} req/s" for w, rate in ceiling.limits().items())
         lines.append(
             f"Engine ceiling ({ceiling.engine} against {ceiling.server}): {points}; "
             "a measurement within 20 % of it (or of the fastest target's mean, where a target "
             "went faster) is tester-bound."
         )
     if ceiling is not None and ceiling.rates_set():
-        rates = ", ".join(f"{w} ({rate:,.4g} req/s)" for w, rate in ceiling.rates_set().items())
+        rates = ", ".join(
+            f"{w} ({fmt_rate(rate)} req/s)" for w, rate in ceiling.rates_set().items()
+        )
         lines.append(
             f"The plan sets the rate of {rates}, an open model: {ceiling.engine} carried it "
             f"against {ceiling.server}, so that is no limit, and throughput there is not scored."

@@ -46,6 +46,7 @@ from gatebench.core.metrics import COST_METRICS, METRICS
 from gatebench.core.model import RESOURCE_FIELDS, Measurement
 from gatebench.core.records import fields
 from gatebench.core.score import BASELINE, Profile, ScoreResult, score
+from gatebench.core.stats import fmt_rate
 from gatebench.core.trust import FAILED_TARGET_FLAG, bound_by_tester, too_short_throughput
 
 
@@ -377,7 +378,7 @@ def summarize(
     notes: list[str] = []
     for w, rate in rates.items():
         notes.append(
-            f"throughput on {w} is not scored: its profile starts {rate:,.4g} requests a second "
+            f"throughput on {w} is not scored: its profile starts {fmt_rate(rate)} requests a second "
             "whatever the target does (an open model) and the load engine carried that rate, so "
             "every target that keeps up carries the same; its latency and errors are scored"
         )

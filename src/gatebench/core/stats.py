@@ -389,8 +389,15 @@ def format_workload_table(workload: str, description: str, rows: Sequence[TableR
                 _requests(r.requests),
                 *(_ms(getattr(r, name)) for name in LATENCY_METRICS),
                 f"{r.error_pct:.1f}",
-                f"{r.throughput:,.0f}" if r.throughput >= 100 else f"{r.throughput:.1f}",
-                *((_cost(r.req_per_cpu_s), _cost(r.gateway_rss_mb)) if costs else ()),
+                fmt_rate(r.throughput),
+                *(
+                    (
+                        "–" if r.req_per_cpu_s is None else fmt_rate(r.req_per_cpu_s),
+                        _cost(r.gateway_rss_mb),
+                    )
+                    if costs
+                    else ()
+                ),
                 *((_count(r.wrong_answers),) if checked else ()),
                 ",".join(r.flags),
             )
@@ -404,6 +411,12 @@ def format_workload_table(workload: str, description: str, rows: Sequence[TableR
         ]
         lines.append("  " + "  ".join(cells).rstrip())
     return lines
+
+
+def fmt_rate(value: float) -> str:
+    """A rate (or a count per second) in words, the same everywhere: ``13,524`` from 100 up,
+    three significant digits below (``25.5``, ``2.56``)."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
 def _requests(value: float) -> str:
@@ -431,6 +444,7 @@ __all__ = [
     "PhaseSample",
     "PhaseStats",
     "TableRow",
+    "fmt_rate",
     "format_workload_table",
     "nearest_rank",
     "nearest_ranks",

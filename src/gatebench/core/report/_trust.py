@@ -7,6 +7,7 @@ from __future__ import annotations
 from gatebench.core.report._build import Report
 from gatebench.core.report._format import fmt_number
 from gatebench.core.report._tables import TextTable
+from gatebench.core.stats import fmt_rate
 
 TRUST_KEYS = frozenset({"ceiling", "cross_check"})
 """Keys of a run's environment shown in the trust section, not in the run's metadata."""
@@ -18,10 +19,6 @@ _HEADROOM_HEADER = (
     "Share of the ceiling",
     "Repetitions at 80 % or more",
 )
-
-
-def _rate(value: float) -> str:
-    return fmt_number(value, 0 if value >= 100 else 1)
 
 
 def _ms(value: float, engine: str) -> str:
@@ -53,7 +50,7 @@ def _headroom_intro(report: Report) -> str:
             " Where the plan sets the rate (an open model), the engine carried it, so that "
             "reading is the plan's rate, not a limit, and every target that keeps up carries "
             "the same: throughput is not scored there ("
-            + "; ".join(f"{w}, {_rate(r)} req/s offered" for w, r in rates.items())
+            + "; ".join(f"{w}, {fmt_rate(r)} req/s offered" for w, r in rates.items())
             + ")."
         )
     if trust.tester_bound:
@@ -71,8 +68,8 @@ def _headroom_rows(report: Report) -> list[list[str]]:
         [
             h.workload,
             h.target,
-            _rate(h.throughput),
-            _rate(h.ceiling),
+            fmt_rate(h.throughput),
+            fmt_rate(h.ceiling),
             f"{fmt_number(h.share_pct, 0 if h.share_pct >= 10 else 1)} %",
             f"{h.near_ceiling} of {h.repetitions}",
         ]
@@ -118,8 +115,8 @@ def agreement_rows(report: Report) -> list[list[str]]:
         [
             a.target,
             a.workload,
-            _rate(a.throughput),
-            _rate(a.other_throughput),
+            fmt_rate(a.throughput),
+            fmt_rate(a.other_throughput),
             f"{fmt_number(a.throughput_gap_pct, 1)} %",
             _ms(a.p50, a.engine),
             _ms(a.other_p50, a.other),

@@ -38,6 +38,7 @@ from typing import Literal
 
 from gatebench.core.measure import NOISY_OTHERS_PCT, TESTER_BOUND_BUSY_PCT
 from gatebench.core.plan import Objective
+from gatebench.core.stats import fmt_rate
 from gatebench.core.trust import TESTER_BOUND_SHARE
 from gatebench.kinds.capacity._metrics import ProbeMetrics
 
@@ -74,10 +75,6 @@ class Verdict:
     """Why, in words: ``p99 73 ms > 50 ms``, ``the engine dropped 2.1 % of arrivals``."""
 
 
-def _rate(value: float) -> str:
-    return f"{value:,.0f}/s" if value >= 100 else f"{value:.3g}/s"
-
-
 def breaches(latency: Mapping[str, float], error_pct: float, objective: Objective) -> list[str]:
     """The objective's bounds a probe missed, in words (none: it was met)."""
     out = [
@@ -107,8 +104,8 @@ def score_probe(m: ProbeMetrics, objective: Objective, limits: TesterLimits) -> 
         return Verdict(
             "tester-bound",
             (
-                f"{_rate(m.offered_rate)} is at least {limits.ceiling_share:.0%} of the engine's "
-                f"ceiling here ({_rate(limits.ceiling)})",
+                f"{fmt_rate(m.offered_rate)}/s is at least {limits.ceiling_share:.0%} of the engine's "
+                f"ceiling here ({fmt_rate(limits.ceiling)}/s)",
             ),
         )
     noise = _noise(m)

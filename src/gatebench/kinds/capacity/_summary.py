@@ -34,6 +34,7 @@ from typing import Any
 from gatebench.core.confidence import Sample, welch_difference
 from gatebench.core.plan import Objective
 from gatebench.core.records import fields
+from gatebench.core.stats import fmt_rate
 from gatebench.kinds.capacity._search import SearchResult
 
 BASELINE = "baseline"
@@ -43,12 +44,8 @@ another: the interval of a few repetitions cannot describe a spread that wide.""
 
 
 def rate_text(value: float) -> str:
-    """``1,234/s``; three significant digits below 100."""
-    return f"{value:,.0f}/s" if value >= 100 else f"{value:.3g}/s"
-
-
-def _plain(value: float) -> str:
-    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+    """``1,234/s``; three significant digits below 100 (gatebench.core.stats.fmt_rate)."""
+    return f"{fmt_rate(value)}/s"
 
 
 @dataclass(frozen=True)
@@ -148,7 +145,7 @@ class KneeSummary:
         ci = self.interval
         if ci is None:
             return f"{rate_text(self.mean)} (one repetition: no interval)"
-        return f"{rate_text(self.mean)} (95 % CI {_plain(ci[0])}–{_plain(ci[1])})"
+        return f"{rate_text(self.mean)} (95 % CI {fmt_rate(ci[0])}–{fmt_rate(ci[1])})"
 
     def _bound_reason(self) -> str:
         """What set the bound, from why the bounded searches stopped (their notes)."""
