@@ -237,6 +237,33 @@ def test_verdict_with_a_tie() -> None:
     assert report.verdict == ("a and b tie for first place with 100 of 100.",)
 
 
+def test_a_tie_still_says_what_does_not_count_and_where_every_gateway_erred() -> None:
+    """A tie for first place is no reason to drop the rest of the verdict: both erred on v
+    (the backend refuses it), and v's phases were too short for a throughput."""
+    ms = [
+        m(
+            t,
+            w,
+            r,
+            10.0,
+            error_pct=50.0 if w == "v" else 0.0,
+            ko=50 if w == "v" else 0,
+            ok=50 if w == "v" else 100,
+        )
+        for t in ("a", "b")
+        for w in ("w", "v")
+        for r in (1, 2)
+    ]
+    ms = [dataclasses.replace(x, flags=("too-short",)) if x.workload == "v" else x for x in ms]
+    report = build_report(run_record(gateways=["a", "b"]), ms)
+    assert report.verdict[0] == "a and b tie for first place with 100 of 100."
+    assert (
+        "Throughput does not count on v: its phases were too short to measure a rate (too "
+        "short: docs/trust.md)."
+    ) in report.verdict
+    assert any(line.startswith("Every gateway returned errors on v:") for line in report.verdict)
+
+
 def test_verdict_with_a_single_gateway_speaks_of_the_baseline() -> None:
     ms = [m("a", "w", r, v) for r, v in enumerate([12.0, 13.0, 14.0])]
     ms += [m("baseline", "w", r, v) for r, v in enumerate([10.0, 10.5, 11.0])]

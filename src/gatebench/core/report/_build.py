@@ -430,15 +430,15 @@ def _ranking_verdict(summary: RunSummary) -> list[str]:
     leaders = result.leaders
     top = result.gateways[0]
     if len(leaders) > 1:
-        names = _join(leaders)
-        return [f"{names} tie for first place with {fmt_score(top.score)} of 100."]
-    others = [f"{g.target} ({fmt_score(g.score)})" for g in result.gateways[1:]]
-    headline = (
-        f"{top.target} scores highest ({fmt_score(top.score)} of 100, {result.profile} "
-        f"profile), ahead of {_join(others)}."
-    )
-    tied = tied_on_the_repetitions(summary)
-    lines = _disagreement(summary, tied, headline) if tied else [headline, _lead(summary)]
+        lines = [f"{_join(leaders)} tie for first place with {fmt_score(top.score)} of 100."]
+    else:
+        others = [f"{g.target} ({fmt_score(g.score)})" for g in result.gateways[1:]]
+        headline = (
+            f"{top.target} scores highest ({fmt_score(top.score)} of 100, {result.profile} "
+            f"profile), ahead of {_join(others)}."
+        )
+        tied = tied_on_the_repetitions(summary)
+        lines = _disagreement(summary, tied, headline) if tied else [headline, _lead(summary)]
     if summary.tester_bound:
         lines.append(
             f"Throughput does not count on {_join(list(summary.tester_bound))}: the load "
@@ -454,22 +454,25 @@ def _ranking_verdict(summary: RunSummary) -> list[str]:
             f"Throughput does not count on {_join(list(summary.too_short))}: its phases were "
             "too short to measure a rate (too short: docs/trust.md)."
         )
-    erring = [e.workload for e in top.endpoints if e.has_errors]
     everyone = [
-        w
-        for w in erring
-        if all(any(e.workload == w and e.has_errors for e in g.endpoints) for g in ranked)
+        e.workload
+        for e in top.endpoints
+        if e.has_errors
+        and all(any(x.workload == e.workload and x.has_errors for x in g.endpoints) for g in ranked)
     ]
-    alone = [w for w in erring if w not in everyone]
     if everyone:
         lines.append(
             f"Every gateway returned errors on {_join(everyone)}: the workload or the backend "
             "refuses those requests, so compare the error column rather than the latencies."
         )
-    if alone:
-        lines.append(f"{top.target} returned errors on {_join(alone)}: check the error column.")
-    if top.missing:
-        lines.append(f"{top.target} has no measurement for {_join(top.missing)}.")
+    for first in (result.gateway(g) for g in leaders or (top.target,)):  # each one ranked first
+        alone = [e.workload for e in first.endpoints if e.has_errors and e.workload not in everyone]
+        if alone:
+            lines.append(
+                f"{first.target} returned errors on {_join(alone)}: check the error column."
+            )
+        if first.missing:
+            lines.append(f"{first.target} has no measurement for {_join(first.missing)}.")
     return lines
 
 
