@@ -133,7 +133,10 @@ class Campaign:
                 continue
             summaries = [s for s in self.summaries(workload) if s.target not in self.failed]
             if self.rounds >= settings.repetitions:
-                self.done[workload] = f"all {settings.repetitions} repetitions ran"
+                n = settings.repetitions
+                self.done[workload] = (
+                    "its one repetition ran" if n == 1 else f"all {n} repetitions ran"
+                )
                 if len(summaries) > 1 and not all_decided(summaries):
                     pairs = ", ".join(f"{a}–{b}" for a, b in undecided_pairs(summaries))
                     self.done[workload] += f"; undecided: {pairs}"
