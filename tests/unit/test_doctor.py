@@ -13,7 +13,7 @@ import pytest
 from gatebench.cli import main
 from gatebench.core.renderers.tyk import TykRenderer
 from gatebench.local import _resources
-from gatebench.local.doctor import diagnose
+from gatebench.local.doctor import diagnose, program_version
 
 
 @pytest.fixture
@@ -168,3 +168,13 @@ def test_tyk_without_redis_is_missing_with_the_reason(
     assert tyk.detail.endswith(
         f", but GATEBENCH_REDIS_SERVER_BIN={str(tmp_path / 'no-redis')!r} is not an executable file"
     )
+
+
+def test_a_version_line_is_read_with_its_padding_collapsed(tmp_path: Path) -> None:
+    """Traefik prints ``Version:      3.7.15``, coloured on a terminal."""
+    fake = tmp_path / "traefik"
+    fake.write_text(
+        "#!/bin/sh\nprintf '\\n\\033[1mVersion:\\033[0m      3.7.15\\nCodename: x\\n'\n"
+    )
+    fake.chmod(0o755)
+    assert program_version(str(fake), "traefik") == "Version: 3.7.15"

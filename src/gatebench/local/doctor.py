@@ -101,7 +101,7 @@ def program_version(path: str, program: str, env: dict[str, str] | None = None) 
         return "present (its version could not be read)"
     for line in _ANSI.sub("", done.stdout + "\n" + done.stderr).splitlines():
         if line.strip():
-            return line.strip()
+            return " ".join(line.split())  # Traefik pads: "Version:      3.7.15"
     return "present"
 
 
