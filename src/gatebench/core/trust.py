@@ -14,6 +14,10 @@ the generator used more CPU than the target (``engines/cpu.py``). A workload's t
 not scored (for any gateway) when some gateway reached 80 % of the ceiling in at least half of
 its repetitions (:func:`bound_by_tester`): ranking on it would rank the generator. The CPU
 flag stays a caution: on a shared machine it also fires when other work filled the CPU.
+Where the profile sets the arrival rate (an open model) and the engine carried it against the
+ceiling server, that reading is the plan's rate, not a limit (:meth:`Ceiling.limits`,
+:meth:`Ceiling.rates_set`): no phase is flagged by it, and throughput there is not scored
+because every target that keeps up carries the same.
 
 **Too short to measure** (:func:`too_short`). A phase's throughput is its requests over its
 window (first start to last end), read from timestamps of :data:`ENGINE_RESOLUTION_MS`
