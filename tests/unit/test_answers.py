@@ -162,7 +162,7 @@ def test_the_tables_flag_wrong_answers_and_never_mark_them_best() -> None:
     assert "3 wrong answers: crossed 3" in " ".join(view["verdict"])
     assert (
         "caddy on show: 3 wrong answers, the first: wrong answer (crossed): request a GET /s; "
-        "x; y" in view["cautions"]
+        "x; y." in view["cautions"]
     )
     (show,) = [t for t in latency_tables(summary) if t.id == "latency-show"]
     assert show.columns[-1].label == "Wrong answers"

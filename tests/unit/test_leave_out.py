@@ -91,7 +91,7 @@ def test_the_report_lists_the_routes_a_gateway_left_out() -> None:
         [m("krakend", "w", 0, 10.0)],
     )
     cautions = list(report.cautions)
-    assert cautions[cautions.index("nginx failed: config rejected") + 1] == line
+    assert cautions[cautions.index("nginx failed: config rejected.") + 1] == line + "."
 
 
 SEARCH = """

@@ -290,7 +290,7 @@ def test_cautions_name_failed_targets_and_flags() -> None:
         "generator was the bottleneck: within 20 % of its ceiling, or out of CPU). Their numbers "
         "describe the machine as much as the gateway."
     )
-    assert report.cautions[1] == "b failed: config rejected"
+    assert report.cautions[1] == "b failed: config rejected."
 
 
 def test_the_plan_profile_is_used_unless_told_otherwise() -> None:

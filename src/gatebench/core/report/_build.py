@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -656,7 +657,18 @@ def cautions(run: RunRecord, summary: RunSummary, trust: Trust | None = None) ->
     out.extend(summary.notes)
     if run.status.value not in ("done",):
         out.append(f"The run's status is '{run.status.value}': the results may be incomplete.")
-    return out
+    names = (*summary.targets, *run.gateways)
+    return [_sentence(line, names) for line in out]
+
+
+def _sentence(text: str, names: Sequence[str]) -> str:
+    """A caution as a sentence: a capital first letter (unless it opens with a gateway's name,
+    which keeps its own spelling) and a full stop (not after a colon that introduces what
+    follows)."""
+    opens_with_name = any(re.match(rf"{re.escape(n)}\b", text) for n in names if n)
+    if text and not opens_with_name:
+        text = text[0].upper() + text[1:]
+    return text + "." if text and (text[-1].isalnum() or text[-1] in ")%'\"") else text
 
 
 def wrong_answer_evidence(summary: RunSummary) -> list[str]:
