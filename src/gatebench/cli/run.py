@@ -140,19 +140,19 @@ def _trust_lines(outcome: RunOutcome) -> list[str]:
     trust = report.trust
     lines = []
     ceiling = trust.ceiling
-    if ceiling is not None and ceiling.limits():
-        points = ", ".join(f"{w} {fmt_rate(rate)} req/s" for w, rate in ceiling.limits().items())
+    limits = ceiling.limits() if ceiling is not None else {}
+    rates = ceiling.rates_set() if ceiling is not None else {}
+    if ceiling is not None and limits:
+        points = ", ".join(f"{w} {fmt_rate(rate)} req/s" for w, rate in limits.items())
         lines.append(
             f"Engine ceiling ({ceiling.engine} against {ceiling.server}): {points}; "
             "a measurement within 20 % of it (or of the fastest target's mean, where a target "
             "went faster) is tester-bound."
         )
-    if ceiling is not None and ceiling.rates_set():
-        rates = ", ".join(
-            f"{w} ({fmt_rate(rate)} req/s)" for w, rate in ceiling.rates_set().items()
-        )
+    if ceiling is not None and rates:
+        offered = ", ".join(f"{w} ({fmt_rate(rate)} req/s)" for w, rate in rates.items())
         lines.append(
-            f"The plan sets the rate of {rates}, an open model: {ceiling.engine} carried it "
+            f"The plan sets the rate of {offered}, an open model: {ceiling.engine} carried it "
             f"against {ceiling.server}, so that is no limit, and throughput there is not scored."
         )
     if trust.second_engine is not None:

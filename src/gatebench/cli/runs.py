@@ -47,6 +47,6 @@ def run(args: argparse.Namespace) -> int:
         )
         for r in runs
     ]
-    for line in aligned(header, rows, [False] * len(header)):
+    for line in aligned(header, rows):
         print(line)
     return 0

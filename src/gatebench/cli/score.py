@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         for g in result.gateways
     ]
     print(f"run {report.run.run_id}, profile {result.profile}")
-    for line in aligned(header, rows, [False] * len(header)):
+    for line in aligned(header, rows):
         print(line)
     print()
     print(" ".join(report.verdict))

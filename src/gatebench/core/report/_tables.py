@@ -138,9 +138,11 @@ def text_table(table: Table) -> list[str]:
 
 
 def aligned(
-    header: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[bool]
+    header: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[bool] | None = None
 ) -> list[str]:
-    """Rows under a header as plain text in columns: numbers to the right, words to the left."""
+    """Rows under a header as plain text in columns: numbers to the right, words to the left
+    (``numeric``: which columns hold numbers; none by default)."""
+    numeric = numeric or [False] * len(header)
     every = [list(header), *(list(r) for r in rows)]
     widths = [max(len(r[i]) for r in every) for i in range(len(header))]
     return [
