@@ -57,7 +57,9 @@ def test_a_quick_run_with_tls_replicas_and_a_killed_replica(
         plan,
         spec_uri="auction",
         spec_sha256="0" * 64,
-        options=RunOptions(results_dir=tmp_path / "results", seed=4, ceiling=False),
+        options=RunOptions(
+            results_dir=tmp_path / "results", seed=4, ceiling=False, engine_warmup=False
+        ),
         store=store,
     )
     record = outcome.record

@@ -47,7 +47,9 @@ def test_a_disk_that_fills_during_the_load_ends_the_run_with_one_line_and_keeps_
 ) -> None:
     with small_filesystem(tmp_path / "small", "16m") as small:
         results = small / "results"
-        proc = _gatebench("run", str(ITEMS), "--repetitions", "6", "--results", str(results))
+        proc = _gatebench(
+            "run", str(ITEMS), "--repetitions", "6", "--no-engine-warmup", "--results", str(results)
+        )
         try:
             deadline = time.monotonic() + 120
             run_dir = None
@@ -105,7 +107,9 @@ def test_a_disk_that_fills_during_the_load_ends_the_run_with_one_line_and_keeps_
 def test_a_run_on_a_full_disk_stops_at_once_with_one_line(tmp_path: Path) -> None:
     with small_filesystem(tmp_path / "small", "1m") as small:
         fill(small)
-        proc = _gatebench("run", str(ITEMS), "--results", str(small / "results"))
+        proc = _gatebench(
+            "run", str(ITEMS), "--no-engine-warmup", "--results", str(small / "results")
+        )
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 3, err
         assert "Traceback" not in err

@@ -38,7 +38,7 @@ def _run(
         plan,
         spec_uri=str(ITEMS),
         spec_sha256="2" * 64,
-        options=RunOptions(results_dir=tmp_path, seed=5),
+        options=RunOptions(results_dir=tmp_path, seed=5, engine_warmup=False),
         display=display or (lambda p: None),
         supervisor_factory=(lambda: supervisor) if supervisor else RecordingSupervisor,
     )
@@ -273,6 +273,7 @@ def test_a_gateway_killed_mid_run_is_flagged_and_not_ranked(
         [
             "run",
             str(_kill_master_spec(tmp_path)),
+            "--no-engine-warmup",
             "--results",
             str(results),
             "--seed",

@@ -9,9 +9,12 @@ from pathlib import Path
 import pytest
 from _engine_helpers import ITEMS, TOKEN_ENV, assert_torn_down, items
 
+from gatebench.core.capabilities import ENGINE_WARMUP_S
 from gatebench.core.model import RunStatus
 from gatebench.core.thresholds import evaluate, failures
+from gatebench.core.workload import Phase
 from gatebench.local.runner import RunOptions, run_benchmark
+from gatebench.run import Progress
 from gatebench.store import open_store
 
 SECRET = "tok-7f3a9c1e-never-stored"
@@ -23,6 +26,14 @@ def test_short_run_counts_match_the_workload(
     monkeypatch.setenv(TOKEN_ENV, SECRET)
     api, plan = items()
     seen_steps: list[str] = []
+    seen_phases: list[Phase] = []
+
+    def display(p: Progress) -> None:
+        if p.phase is not None and p.phase not in seen_phases:
+            seen_phases.append(p.phase)
+        elif not p.message and p.phase is None:
+            seen_steps.append(p.step)
+
     store = open_store(tmp_path / "store.sqlite")
     outcome = run_benchmark(
         api,
@@ -31,7 +42,7 @@ def test_short_run_counts_match_the_workload(
         spec_sha256="0" * 64,
         options=RunOptions(results_dir=tmp_path, seed=11),
         store=store,
-        display=lambda p: seen_steps.append(p.step) if not p.message and p.phase is None else None,
+        display=display,
     )
     record = outcome.record
     assert record.status == RunStatus.DONE, record.error
@@ -63,6 +74,15 @@ def test_short_run_counts_match_the_workload(
         else:
             assert m.gateway_cpu_s is not None and m.gateway_rss_mb is not None
             assert m.gateway_rss_mb > 1
+    # the engine warmed itself against the backend first (docs/trust.md, "The engine's own
+    # warm-up"): before the ceiling and every target, one phase per workload, reported by the
+    # engine as it ran them
+    warm = [p for p in seen_phases if p.engine_warmup]
+    assert [p.workload for p in warm] == ["read", "write"] and seen_phases[:2] == warm
+    assert seen_phases[2].target == "ceiling"
+    direct = {p.base_url for p in seen_phases if p.target == "baseline" and p.measured}
+    assert {p.base_url for p in warm} == direct and len(direct) == 1
+    assert outcome.record.environment["engine_warmup_s"] == ENGINE_WARMUP_S["gatling"]
     # lifecycle, in order
     order = [s for s in seen_steps if s in {str(x) for x in RunStatus}]
     assert order == ["parsed", "rendered", "provisioning", "loading", "scoring", "done"]

@@ -75,7 +75,7 @@ def _judged(engine: str, results: Path, delay_ms: float = DELAY_MS) -> Verdict:
         plan,
         spec_uri=str(ITEMS),
         spec_sha256="9" * 64,
-        options=RunOptions(results_dir=results, seed=3, ceiling=False),
+        options=RunOptions(results_dir=results, seed=3, ceiling=False, engine_warmup=False),
         display=watch.display,
         supervisor_factory=watch.supervisor,
     )

@@ -295,6 +295,12 @@ def test_the_auction_example_runs_to_done_and_a_redelivered_event_starts_nothing
     assert set(execution.result["scores"]) == {"nginx"}
     doc = stored_run(run_id)
     assert doc["status"] == "done"
+    # the tester's Gatling warmed itself against the backend first (one phase per workload)
+    storage: Storage = world["storage"]
+    workload = json.loads(storage.read_optional(RUNS, f"runs/{run_id}/workload.json") or b"{}")
+    warm = [p for p in workload["phases"] if p["repetition"] == 0 and p["target"] == "baseline"]
+    assert [p["workload"] for p in warm] == ["create-auction", "bid", "retrieve"]
+    assert workload["phases"][:3] == warm and not any(p["measured"] for p in warm)
     order = sorted(doc["status_times"], key=doc["status_times"].get)
     assert order == ["parsed", "rendered", "provisioning", "loading", "scoring", "done"]
     store = open_store(f"firestore://{PROJECT}")
@@ -307,7 +313,6 @@ def test_the_auction_example_runs_to_done_and_a_redelivered_event_starts_nothing
     # gateway's grant, its last upload ending with meter_done, which the score step waited
     # for: every measured phase of nginx carries its CPU and memory, the baseline (no
     # gateway) none, and the run has no note of a gap.
-    storage: Storage = world["storage"]
     assert storage.names(RUNS, f"runs/{run_id}/cgroup/") == [f"runs/{run_id}/cgroup/nginx.jsonl"]
     assert_every_gateway_phase_metered(store, storage, run_id, doc)
     rows = [r for r in world["bigquery"].rows if r["run_id"] == run_id]
@@ -332,7 +337,9 @@ def test_petstore_through_two_gateways_and_two_testers_runs_to_done_in_the_runne
     from gatebench.store import open_store
 
     name = "specs/petstore.yaml"
-    event = upload(world, name, quick_petstore(["nginx", "haproxy"], testers=2))
+    # A quick run (its plan is short already): no engine warm-up, which the tests of the
+    # auction example and of two testers run
+    event = upload(world, name, quick_petstore(["nginx", "haproxy"], testers=2), {"quick": True})
     run_id = run_id_for_object(UPLOADS, name, event["data"]["generation"])
     execution = run(world, event, "exec-petstore")
     assert execution.state == "SUCCEEDED", execution.error
@@ -494,7 +501,7 @@ def test_a_signed_and_keyed_plan_runs_to_done_with_every_request_accepted(
     from gatebench.store import open_store
 
     name = "specs/signed-keyed.zip"
-    event = upload(world, name, signed_and_keyed_auction("haproxy"))
+    event = upload(world, name, signed_and_keyed_auction("haproxy"), {"quick": True})
     run_id = run_id_for_object(UPLOADS, name, event["data"]["generation"])
     execution = run(world, event, "exec-signed-keyed")
     assert execution.state == "SUCCEEDED", execution.error

@@ -79,7 +79,11 @@ def test_a_run_with_policies(
         spec_uri="auction",
         spec_sha256="0" * 64,
         options=RunOptions(
-            results_dir=tmp_path, seed=3, ceiling=False, allow_missing_policies=allow_missing
+            results_dir=tmp_path,
+            seed=3,
+            ceiling=False,
+            engine_warmup=False,
+            allow_missing_policies=allow_missing,
         ),
     )
     record = outcome.record
@@ -171,7 +175,9 @@ def test_a_run_with_api_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         plan,  # type: ignore[arg-type]
         spec_uri="auction-keys",
         spec_sha256="1" * 64,
-        options=RunOptions(results_dir=tmp_path / "results", seed=5, ceiling=False),
+        options=RunOptions(
+            results_dir=tmp_path / "results", seed=5, ceiling=False, engine_warmup=False
+        ),
     )
     by_target = {m.target: m for m in outcome.measurements}
     assert outcome.record.target_errors == {}
@@ -202,7 +208,9 @@ def test_a_run_refuses_a_bad_key_list_naming_its_variable(
             plan,  # type: ignore[arg-type]
             spec_uri="auction-keys",
             spec_sha256="2" * 64,
-            options=RunOptions(results_dir=tmp_path / "results", seed=5, ceiling=False),
+            options=RunOptions(
+                results_dir=tmp_path / "results", seed=5, ceiling=False, engine_warmup=False
+            ),
         )
     assert str(err.value) == (
         f"environment variable {KEYS_ENV} (the valid keys of the auth.api_key policy): key 2 of "
@@ -279,7 +287,9 @@ def test_a_limit_per_subject_counts_each_user_apart(
         plan,
         spec_uri="auction",
         spec_sha256="0" * 64,
-        options=RunOptions(results_dir=tmp_path / "results", seed=5, ceiling=False),
+        options=RunOptions(
+            results_dir=tmp_path / "results", seed=5, ceiling=False, engine_warmup=False
+        ),
         store=store,
         display=_tokens_seen(seen),
     )
@@ -391,7 +401,7 @@ def test_user_i_sends_the_token_of_subject_i_modulo_the_pool(
             plan,
             spec_uri="auction",
             spec_sha256="0" * 64,
-            options=RunOptions(results_dir=tmp_path, seed=5, ceiling=False),
+            options=RunOptions(results_dir=tmp_path, seed=5, ceiling=False, engine_warmup=False),
         )
     finally:
         server.shutdown()

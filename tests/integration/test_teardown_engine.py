@@ -46,7 +46,7 @@ def test_exception_in_the_middle_tears_everything_down(
             plan,
             spec_uri=str(ITEMS),
             spec_sha256="3" * 64,
-            options=RunOptions(results_dir=tmp_path),
+            options=RunOptions(results_dir=tmp_path, engine_warmup=False),
             display=display,
         )
     (run_dir,) = tmp_path.iterdir()
@@ -68,6 +68,7 @@ def _start_cli(tmp_path: Path) -> subprocess.Popen[bytes]:
             str(ITEMS),
             "--repetitions",
             "6",
+            "--no-engine-warmup",
             "--results",
             str(tmp_path),
         ],

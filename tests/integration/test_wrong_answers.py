@@ -337,7 +337,7 @@ def test_every_gateway_that_runs_here_answers_right_under_load(
         plan,
         spec_uri="items",
         spec_sha256="0" * 64,
-        options=RunOptions(results_dir=tmp_path, seed=5, ceiling=False),
+        options=RunOptions(results_dir=tmp_path, seed=5, ceiling=False, engine_warmup=False),
     )
     assert not outcome.record.target_errors, outcome.record.target_errors
     measured = {m.target for m in outcome.measurements}

@@ -133,6 +133,14 @@ def test_render_gives_every_gateway_tls_from_its_vm_and_a_pool_of_the_replicas()
         "haproxy": f"https://gb-{run}-gw-haproxy.europe-central2-a.c.proj.internal:8000",
         "baseline": f"https://{host}:8443",
     }
+    # The tester's Gatling warms itself first, against the backend as the baseline reaches it
+    # (docs/trust.md, "The engine's own warm-up"): one phase per workload, never measured.
+    warm = [p for p in workload["phases"] if p["repetition"] == 0 and p["target"] == "baseline"]
+    assert workload["phases"][: len(warm)] == warm
+    assert [p["workload"] for p in warm] == ["create-auction", "bid", "retrieve"]
+    assert {(p["request"]["base_url"], p["measured"]) for p in warm} == {
+        (f"https://{host}:8443", False)
+    }
     measured = [p for p in workload["phases"] if p["measured"]]
     resets = {c["url"] for p in measured for c in p["before"]}
     assert resets == {f"http://{host}:{port}/__gatebench__/reset" for port in (8080, 8081, 8082)}

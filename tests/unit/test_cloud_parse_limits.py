@@ -174,7 +174,7 @@ def test_a_run_estimated_above_the_deployments_bound_is_refused() -> None:
     ((pointer, message),) = errors(sixteen)
     assert pointer == "/x-gatebench"
     assert re.fullmatch(
-        r"this run is estimated to cost \$1\.\d\d \(23 VMs for 28 min each; `gatebench plan` "
+        r"this run is estimated to cost \$1\.\d\d \(23 VMs for 29 min each; `gatebench plan` "
         r"prints every figure\), above this deployment's bound of \$1\.00 a run "
         r"\(max_run_cost_usd\): ask for fewer targets, repetitions or testers, shorter phases "
         r"or smaller machines",

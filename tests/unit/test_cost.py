@@ -76,30 +76,31 @@ def test_every_figure_of_one_plan() -> None:
     estimate = estimate_cost(PLAN)
     # Per target and repetition: warm-up 6 s + 2 phases × 2 s overhead = 10 s; the concurrent
     # phase 30 s + 2 s; 200 sequential requests × 0.01 s + 2 s = 4 s: 46 s. 3 targets × 3
-    # repetitions × 46 s + 15 s engine start = 429 s of load.
-    assert estimate.load_s == pytest.approx(429.0)
-    # Each VM: 240 s provision + 429 s + 90 s teardown.
-    assert estimate.vm_s == pytest.approx(759.0)
+    # repetitions × 46 s + 15 s engine start + the engine's own warm-up (20 s + 2 phases × 2 s
+    # overhead) = 453 s of load.
+    assert estimate.load_s == pytest.approx(453.0)
+    # Each VM: 240 s provision + 453 s + 90 s teardown.
+    assert estimate.vm_s == pytest.approx(783.0)
     assert estimate.vms == 4
     lines = {line.item: line for line in estimate.lines}
     expected = {
-        # 2 gateways × 759 s = 25.3 VM-minutes at 0.134012 $/h
-        "Compute Engine 2 × e2-standard-4": (25.3, 0.134012 / 60),
+        # 2 gateways × 783 s = 26.1 VM-minutes at 0.134012 $/h
+        "Compute Engine 2 × e2-standard-4": (26.1, 0.134012 / 60),
         # backend + tester
-        "Compute Engine 2 × n2-standard-2": (25.3, 0.097118 / 60),
-        # 4 × 10 GiB (the tester's too: test_the_vms_limits_come_from_the_estimate) for 759 s
+        "Compute Engine 2 × n2-standard-2": (26.1, 0.097118 / 60),
+        # 4 × 10 GiB (the tester's too: test_the_vms_limits_come_from_the_estimate) for 783 s
         # of a 730-hour month
-        "boot disks 4 × 10 GiB": (4 * 10 * 759 / (730 * 3600), 0.04),
-        # 240 + 429 + 90 s of builds
-        "Cloud Build (provision, load, teardown)": (12.65, 0.006),
+        "boot disks 4 × 10 GiB": (4 * 10 * 783 / (730 * 3600), 0.04),
+        # 240 + 453 + 90 s of builds
+        "Cloud Build (provision, load, teardown)": (13.05, 0.006),
         # parse, render, score + ingest (12 + 2 × 2 objects)
         "Cloud Run functions invocations": (19, 0.4 / 1e6),
         # 2×0.333 + 3×0.333 + 10×0.583 + 16 × 2×0.583
         "Cloud Run functions CPU": (26.151, 0.000024),
         # 2×0.5 + 3×0.5 + 10×1 + 16 × 2×1
         "Cloud Run functions memory": (44.5, 0.0000025),
-        # 80 + polls: 240 s → 7 (10, 15, 22.5, 33.75, 50.625, 60, 60), 429 s → 10, 90 s → 5
-        "Workflows steps (polling included)": (102, 0.01 / 1000),
+        # 80 + polls: 240 s → 7 (10, 15, 22.5, 33.75, 50.625, 60, 60), 453 s → 11, 90 s → 5
+        "Workflows steps (polling included)": (103, 0.01 / 1000),
         # (10 users × 30 s / 0.01 s + 200) × 9 phases × 25 bytes, 30 days of a 730-hour month
         "raw logs kept 30 days": (271800 * 25 / 2**30 * 30 * 24 / 730, 0.02),
         "Cloud Storage writes": (16, 0.005 / 1000),
@@ -111,19 +112,19 @@ def test_every_figure_of_one_plan() -> None:
         assert lines[item].unit_price == pytest.approx(price, rel=1e-12), item
     total = sum(q * p for q, p in expected.values())
     assert estimate.total_usd == pytest.approx(total, rel=1e-12)
-    assert round(estimate.total_usd, 4) == 0.1758
+    assert round(estimate.total_usd, 4) == 0.1813
     text = describe_cost(estimate)
     assert text[0] == (
         "Estimated cost of one run on Google Cloud: $0.18 (us-central1 list prices read "
         "2026-11-23, no free tier or discount)"
     )
     assert text[1] == (
-        "  4 VMs for 12.7 min each; load build 7.2 min (assumptions and sources: "
+        "  4 VMs for 13.1 min each; load build 7.5 min (assumptions and sources: "
         "gatebench/core/gcp_prices.json)"
     )
     assert any(
         line.startswith("  Compute Engine 2 × e2-standard-4")
-        and line.endswith("× $0.0022335333 = $0.0565")
+        and line.endswith("× $0.0022335333 = $0.0583")
         for line in text
     ), text
 
@@ -177,7 +178,7 @@ def test_a_capacity_run_is_estimated_for_its_whole_time_budget() -> None:
     estimate = run_estimate(plan, kind="capacity")
     assert estimate.load_s == 3600.0
     assert estimate.vm_s == pytest.approx(240 + 3600 + 90)
-    assert run_estimate(plan).load_s == estimate_cost(plan).load_s == pytest.approx(429.0)
+    assert run_estimate(plan).load_s == estimate_cost(plan).load_s == pytest.approx(453.0)
 
 
 def test_gatebench_plan_prints_the_cost_of_a_cloud_plan_only(
@@ -244,8 +245,8 @@ def test_the_vms_limits_come_from_the_estimate() -> None:
         vm_max_run_s,
     )
 
-    # 759 s × 2 + 1800 s = 3318 s → 56 whole minutes
-    assert vm_max_run_s(PLAN) == 56 * 60
+    # 783 s × 2 + 1800 s = 3366 s → 57 whole minutes
+    assert vm_max_run_s(PLAN) == 57 * 60
     # per target: 3 repetitions × (30 s × 50,000 + 200) + a 6-s warm-up × 50,000; 3 targets
     assert raw_log_bytes_bound(PLAN) == 3 * (3 * (30 * 50_000 + 200) + 6 * 50_000) * 25
     assert disk_gib_per_tester(PLAN) == 10  # 4 + 2 × 0.335 GiB: the minimum
@@ -258,6 +259,6 @@ def test_the_vms_limits_come_from_the_estimate() -> None:
     # 3 × 3 × 3600 s × 50,000 requests/s + 3 × 6 s × 50,000, × 25 bytes: 37.74 GiB
     assert disk_gib_per_tester(long) == 4 + 76
     assert describe_vm_limits(PLAN) == (
-        "VMs delete themselves after 56 min at most (estimated 12.7 min × 2 + 30 min; the "
+        "VMs delete themselves after 57 min at most (estimated 13.1 min × 2 + 30 min; the "
         "deployment's limits.vm_lifetime caps it); tester boot disk 10 GiB"
     )

@@ -146,3 +146,21 @@ def test_the_time_left_comes_from_the_schedules_durations_and_what_ran() -> None
     assert clock.left(200.0) == 0.0
     clock.ended(2, 95.0)
     assert clock.left(95.0) == 0.0
+
+
+def test_a_log_shows_the_engines_own_warm_up_but_not_each_targets() -> None:
+    """In a log the 20 s of the engine's warm-up are not a silent gap; a target's own warm-up
+    phases stay out of it, as before."""
+    import io
+
+    from gatebench.cli._common import ProgressLine
+    from gatebench.run import Progress
+
+    stream = io.StringIO()
+    display = ProgressLine(stream)
+    inj = Injection("concurrent", users=10, duration=10.0)
+    engine = Phase(3, "baseline", "list", 0, False, "http://127.0.0.1:1", inj)
+    target = Phase(4, "nginx", "list", 1, False, "http://127.0.0.1:2", inj)
+    for number, phase in ((4, engine), (5, target)):
+        display(Progress(step="loading", phase=phase, phase_number=number, phases=9, elapsed=1.0))
+    assert stream.getvalue().splitlines() == ["[loading] 0:01 · 4/9 · engine warm-up · list"]

@@ -158,9 +158,9 @@ def test_a_pool_gives_each_subject_its_token_in_a_file_that_lives_as_long_as_the
         "gatebench-3",
         "gatebench-4",
     ]
-    # no lifetime given: the run's estimated length (50.5 s: gatebench.core.cost.load_seconds) plus
-    # the 300-s margin, rounded up to a minute
-    assert {c["exp"] - c["iat"] for c in claims} == {360}
+    # no lifetime given: the run's estimated length (72.5 s: gatebench.core.cost.load_seconds,
+    # the engine's own warm-up included) plus the 300-s margin, rounded up to a minute
+    assert {c["exp"] - c["iat"] for c in claims} == {420}
     assert not path.exists() and not path.parent.exists()
     assert SIGNED_TOKENS_FILE_ENV not in os.environ
     auth = document["phases"][-1]["request"]["auth"]
@@ -218,10 +218,11 @@ def test_a_lifetime_shorter_than_the_run_is_refused(
         signed_tokens(plan, _outcome(tmp_path)),  # type: ignore[arg-type]
     ):
         pass
-    # 15 s engine start + 5 targets × (3-s warm-up + 2 s + 10 requests × 10 ms + 2 s) = 50.5 s
+    # 15 s engine start + 5 targets × (3-s warm-up + 2 s + 10 requests × 10 ms + 2 s) + the
+    # engine's own warm-up (20 s + 2 s) = 72.5 s
     assert str(run_info.value) == (
-        "auth.jwt: lifetime 60s is shorter than this run (about 50s of load) plus a 300s margin: "
-        "its tokens would expire during the run; give at least 351s, or leave lifetime out (the "
+        "auth.jwt: lifetime 60s is shorter than this run (about 72s of load) plus a 300s margin: "
+        "its tokens would expire during the run; give at least 373s, or leave lifetime out (the "
         "run's length plus the margin) (key from $TEST_JWT_KEY)"
     )
 

@@ -203,3 +203,43 @@ def test_one_call_compiles_a_plan_into_the_schedule_and_its_document() -> None:
         (p.index, p.target) for p in phases
     ]
     assert document == render_workload(plan, api, compiled.schedule, skip_file="/tmp/skip")
+
+
+def test_the_engine_warms_itself_against_the_backend_after_the_ceiling() -> None:
+    """The engine's own warm-up (docs/trust.md, "The engine's own warm-up"): every workload in
+    turn against the backend, its answers checked, unmeasured, as repetition 0, lasting the
+    seconds asked in all; first of all, so that the ceiling is read on a warm engine too."""
+    api, plan = auction()
+    urls = {"nginx": URLS["nginx"], "baseline": URLS["baseline"]}
+    backend = "http://127.0.0.1:2000"
+    compiled = compile_load(
+        plan,
+        api,
+        urls,
+        seed=5,
+        ceiling_url="http://127.0.0.1:4000",
+        engine_warmup=(backend, 20.0),
+    )
+    phases = compiled.schedule.phases
+    ceiling = [p for p in phases if p.target == CEILING_TARGET]
+    warm = [p for p in phases if p.engine_warmup]
+    assert phases[: len(warm)] == tuple(warm)
+    assert phases[len(warm) : len(warm) + len(ceiling)] == tuple(ceiling)
+    assert [p.workload for p in warm] == [w.name for w in plan.workloads]
+    assert all(p.base_url == backend and not p.measured and p.repetition == 0 for p in warm)
+    # checking answers as the measured phases do: that code is as cold as the rest until used
+    assert all(p.answers_checked for p in warm)
+    assert sum(p.injection.duration or 0.0 for p in warm) == pytest.approx(20.0)
+    assert warm[0].label == f"engine warm-up · {plan.workloads[0].name}"
+    # the schedule follows, its order untouched, and the document numbers phases in order
+    plain = compile_load(plan, api, urls, seed=5, ceiling_url="http://127.0.0.1:4000")
+    rest = phases[len(warm) :]
+    assert [(p.target, p.workload, p.repetition, p.measured) for p in rest] == [
+        (p.target, p.workload, p.repetition, p.measured) for p in plain.schedule.phases
+    ]
+    assert [d["index"] for d in compiled.document["phases"]] == list(range(len(phases)))
+    # no seconds, no warm-up; and no target's own warm-up phase is taken for the engine's
+    assert compile_load(plan, api, urls, seed=5, engine_warmup=(backend, 0.0)) == compile_load(
+        plan, api, urls, seed=5
+    )
+    assert not any(p.engine_warmup for p in plain.schedule.phases)

@@ -195,8 +195,8 @@ class ProgressLine:
     """A run's live display on stderr. On a terminal, one line rewritten in place (rich):
     the step, the time so far, the phases done and an estimate of the time left, then the
     phase with its requests so far and current rate, fitted to the terminal's width. Elsewhere
-    (a CI log) plain lines: every step, every measured phase, its progress at most every
-    5 s. With ``quiet``, nothing."""
+    (a CI log) plain lines: every step, every measured phase and the engine's own warm-up, its
+    progress at most every 5 s. With ``quiet``, nothing."""
 
     def __init__(self, stream: TextIO, *, quiet: bool = False) -> None:
         self.stream, self.quiet = stream, quiet
@@ -221,8 +221,8 @@ class ProgressLine:
                 self._live.console.print(Text(line, no_wrap=True, overflow="ellipsis"))
             self._live.refresh()
             return
-        if p.phase is not None and not p.phase.measured:
-            return  # a log file gets the measured phases only
+        if p.phase is not None and not p.phase.measured and not p.phase.engine_warmup:
+            return  # a log file gets the measured phases and the engine's own warm-up only
         now, label = time.monotonic(), p.phase.label if p.phase is not None else ""
         if label and label == self._last[0] and now - self._last[1] < PLAIN_EVERY_S:
             return

@@ -7,6 +7,7 @@ import sys
 
 from gatebench.cli._common import print_thresholds
 from gatebench.cli._local import add_run_arguments, run_plan
+from gatebench.core.capabilities import ENGINE_WARMUP_S
 from gatebench.core.model import Measurement, RunKind
 from gatebench.core.plan import Plan, describe_injection
 from gatebench.core.stats import fmt_rate, format_workload_table, workload_rows
@@ -22,6 +23,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "tester-bound flags then come from the CPU accounting only",
     )
     parser.add_argument("--quick", action="store_true", help="one short repetition (smoke run)")
+    parser.add_argument(
+        "--no-engine-warmup",
+        action="store_true",
+        help="skip the engine's own warm-up against the backend before the first phase "
+        f"({ENGINE_WARMUP_S['gatling']:g} s for Gatling, without which the first target meets "
+        "a colder engine; docs/trust.md)",
+    )
     parser.add_argument(
         "--repetitions", type=int, metavar="N", help="override the plan's repetitions"
     )
@@ -50,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
         unchecked="only the default (no wrong answer) was checked",
         engine=args.engine,
         cross_check=args.cross_check,
+        engine_warmup=not args.no_engine_warmup,
     )
 
 

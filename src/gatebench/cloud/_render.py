@@ -30,6 +30,7 @@ from gatebench.cloud._objects import ObjectRef, RequestError, failure_reason
 from gatebench.cloud._tls import TLS_DIR, TRUST_STORE_ON_TESTER, tls_section
 from gatebench.core.api_keys import REDACTED, api_key_envs, with_api_keys
 from gatebench.core.backend import CONTROL_PREFIX, mock_config
+from gatebench.core.capabilities import engine_warmup_s
 from gatebench.core.cost import capacity_seconds, disk_gib_per_tester, load_seconds, vm_max_run_s
 from gatebench.core.errors import GatebenchError, PlanError, Problem, RenderError, RunError
 from gatebench.core.fairness import CpuPolicy, gateway_target, plan_concurrency, vm_cpu_policy
@@ -309,7 +310,7 @@ def render_run(
             **({"backend_host": layout.backend_host()} if backend_tls else {}),
         )
     rendered.workload = _workload(
-        plan, api, layout, list(gateways), backend_url, rendered, run_id, tls
+        plan, api, layout, list(gateways), backend_url, rendered, run_id, tls, quick=request.quick
     )
     if request.kind == "capacity":  # plain HTTP, one backend: RunRequest refuses the rest
         from gatebench.kinds.capacity import capacity_input
@@ -509,6 +510,15 @@ def _render_gateway(
     return entry, files
 
 
+def _direct(
+    layout: Layout, backend_url: str, rendered: RenderedRun, tls: Mapping[str, Any] | None
+) -> str:
+    """The backend as the tester reaches it without a gateway (the baseline's URL)."""
+    if tls is not None and rendered.backend is not None:
+        return f"https://{layout.backend_host()}:{layout.backend_tls_port()}"
+    return backend_url
+
+
 def _targets(
     plan: Plan,
     layout: Layout,
@@ -521,11 +531,7 @@ def _targets(
     backend replicas' reset URLs (none for a backend without one)."""
     base_urls = {g: layout.gateway_url(g, tls=tls is not None) for g in gateways}
     if plan.baseline:
-        base_urls[BASELINE] = (
-            f"https://{layout.backend_host()}:{layout.backend_tls_port()}"
-            if tls is not None and rendered.backend is not None
-            else backend_url
-        )
+        base_urls[BASELINE] = _direct(layout, backend_url, rendered, tls)
     resets: list[str] = []
     if rendered.backend is not None and rendered.backend["mode"] in ("mock", "auction"):
         replicas = layout.replica_urls(plan.backend.replicas)
@@ -546,8 +552,13 @@ def _workload(
     rendered: RenderedRun,
     run_id: str,
     tls: Mapping[str, Any] | None = None,
+    *,
+    quick: bool = False,
 ) -> dict[str, Any]:
     base_urls, resets = _targets(plan, layout, gateways, backend_url, rendered, tls)
+    # The testers run Gatling (gatling/): it warms itself against the backend first, as a
+    # local run does (none in the quick profile).
+    warm = 0.0 if quick else engine_warmup_s("gatling")
     compiled = compile_load(
         plan,
         api,
@@ -557,6 +568,7 @@ def _workload(
         seed=_seed(plan, run_id),
         trust_store=TRUST_STORE_ON_TESTER if tls is not None else None,
         reset_wait_s=RESET_WAIT_S if plan.fault is not None else 0.0,
+        engine_warmup=(_direct(layout, backend_url, rendered, tls), warm),
     )
     document = compiled.document  # with tls, the tester reads the run's CA (gatebench.cloud._tls)
     if plan.fault is not None and rendered.backend is not None:

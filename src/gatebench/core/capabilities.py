@@ -20,7 +20,16 @@ ANSWER_CHECKING = ("gatling", "loadgen")
 matched to the request it answers when a thread keeps several connections, its LuaJIT has no
 SHA-256, and a ``response`` hook makes wrk hand every header and body to Lua, the CPU that
 makes it the light engine; its phases are recorded unchecked (``answers_checked`` False)."""
+ENGINE_WARMUP_S = {"gatling": 20.0}
+"""How long an engine with a JIT compiler loads the backend itself, checking its answers, before
+the first phase of a run, so that no target is measured on a colder engine than the others
+(docs/trust.md, "The engine's own warm-up": measured, 10 s left 2-4 % and 20 s none)."""
 WRK_SUPPORTED = "the closed model (concurrent users for a whole number of seconds)"
+
+
+def engine_warmup_s(engine: str) -> float:
+    """How long ``engine`` warms itself before a run's first phase (``ENGINE_WARMUP_S``)."""
+    return ENGINE_WARMUP_S.get(engine, 0.0)
 
 
 def checks_answers(engine: str) -> bool:
@@ -81,8 +90,10 @@ def wrk_injection_problem(kind: str, duration_s: float | None, requests: int | N
 __all__ = [
     "ANSWER_CHECKING",
     "ENGINES",
+    "ENGINE_WARMUP_S",
     "WRK_SUPPORTED",
     "checks_answers",
+    "engine_warmup_s",
     "injection_problem",
     "tls_problem",
     "token_pool_problem",

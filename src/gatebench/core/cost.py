@@ -26,6 +26,7 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from gatebench.core.capabilities import ENGINE_WARMUP_S
 from gatebench.core.errors import GatebenchError
 from gatebench.core.records import fields
 
@@ -199,7 +200,8 @@ def _polls(duration_s: float, polling: Mapping[str, Any]) -> int:
 
 def load_seconds(plan: Mapping[str, Any], table: Mapping[str, Any] | None = None) -> float:
     """How long the load of a plan (as ``Plan.to_dict()`` gives it) lasts: every phase of
-    every target and repetition, plus the engine's start."""
+    every target and repetition, plus the engine's start and its own warm-up (counted even
+    for a quick run, which has none: an estimate that errs long)."""
     assume = (table or price_table())["assumptions"]
     gateways = [g for g in plan.get("gateways") or [] if g != "baseline"]
     targets = len(gateways) + (1 if plan.get("baseline") else 0)
@@ -216,7 +218,10 @@ def load_seconds(plan: Mapping[str, Any], table: Mapping[str, Any] | None = None
 
         configured = float((plan.get("warmup") or {}).get("duration") or 0.0)
         jit = sum(max(0.0, s - configured) for s in jit_warmups(gateways).values())
-    return repetitions * targets * per_target + jit + float(assume["engine_start_s"])
+    # The engine's own warm-up against the backend, once (gatebench.core.workload).
+    warm = ENGINE_WARMUP_S.get(str(plan.get("engine") or "gatling"), 0.0)
+    engine = _warmup_seconds({**plan, "warmup": {"duration": warm}}, assume)
+    return repetitions * targets * per_target + jit + engine + float(assume["engine_start_s"])
 
 
 def capacity_seconds(plan: Mapping[str, Any]) -> float:

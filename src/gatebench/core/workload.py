@@ -44,6 +44,7 @@ from gatebench.core.ir import Api, Operation, Parameter
 from gatebench.core.plan import BodySpec, Generator, Injection, Plan, Warmup, Workload
 from gatebench.core.plan._traffic import scaled_counts
 from gatebench.core.renderers import jit_warmups, rewrites_request_target
+from gatebench.core.score import BASELINE
 from gatebench.core.synth import synthesize
 from gatebench.core.trust import CEILING_TARGET
 
@@ -95,8 +96,16 @@ class Phase:
 
     @property
     def label(self) -> str:
+        if self.engine_warmup:
+            return f"engine warm-up · {self.workload}"
         what = self.workload if self.measured else f"warm-up {self.workload}"
         return f"rep {self.repetition} · {self.target} · {what}"
+
+    @property
+    def engine_warmup(self) -> bool:
+        """A phase of the engine's own warm-up (against the backend, before every other
+        phase: :func:`compile_load`)."""
+        return self.repetition == 0 and self.target == BASELINE and not self.measured
 
     @property
     def planned_s(self) -> float | None:
@@ -258,12 +267,15 @@ def compile_load(
     reset_urls: Sequence[str] = (),
     trust_store: str | None = None,
     reset_wait_s: float = 0.0,
+    engine_warmup: tuple[str, float] | None = None,
 ) -> CompiledLoad:
     """From a plan to what the engine runs, in one call: the schedule (:func:`build_schedule`),
-    only the phases ``keep`` accepts, the ceiling target's phases first when ``ceiling_url``
-    is given (docs/trust.md), and its workload document. ``reset_urls``: more backend
-    resets (every replica of a pool); ``trust_store``: the run's trust store (TLS plans);
-    ``reset_wait_s``: how long a reset may be retried (a replica restarting after a fault)."""
+    only the phases ``keep`` accepts, the ceiling target's phases before them when
+    ``ceiling_url`` is given (docs/trust.md), the engine's own warm-up first of all when
+    ``engine_warmup`` (the backend's URL, seconds) is given, and its workload document.
+    ``reset_urls``: more backend resets (every replica of a pool); ``trust_store``: the run's
+    trust store (TLS plans); ``reset_wait_s``: how long a reset may be retried (a replica
+    restarting after a fault)."""
     schedule = build_schedule(
         plan,
         base_urls,
@@ -276,6 +288,8 @@ def compile_load(
         schedule = replace(schedule, phases=tuple(p for p in schedule.phases if keep(p)))
     if ceiling_url is not None:
         schedule = _with_ceiling(schedule, plan, ceiling_url)
+    if engine_warmup is not None and engine_warmup[1] > 0:
+        schedule = _with_engine_warmup(schedule, plan, *engine_warmup)
     return CompiledLoad(
         schedule,
         render_workload(plan, api, schedule, skip_file=skip_file, trust_store=trust_store),
@@ -289,7 +303,25 @@ def _with_ceiling(schedule: Schedule, plan: Plan, url: str) -> Schedule:
         plan, gateways=(CEILING_TARGET,), baseline=False, repetitions=1, order="fixed"
     )
     first = build_schedule(ceiling_plan, {CEILING_TARGET: url}, seed=schedule.seed)
-    head = [replace(p, repetition=0) for p in first.phases]
+    return _after([replace(p, repetition=0) for p in first.phases], schedule)
+
+
+def _with_engine_warmup(schedule: Schedule, plan: Plan, url: str, seconds: float) -> Schedule:
+    """The engine's warm-up first: every workload in turn against the backend itself (no
+    gateway, so no target gains from it), its answers checked as the measured phases check
+    them, for ``seconds`` in all, as repetition 0; then the schedule (the ceiling's phases
+    first, read on a warm engine), re-indexed (docs/trust.md, "The engine's own warm-up")."""
+    warm = replace(plan, warmup=Warmup(duration=seconds, requests=None))
+    checked = answers_checked(plan, BASELINE)
+    head = [
+        Phase(i, BASELINE, w.name, 0, False, url, inj, answers_checked=checked)
+        for i, (w, inj) in enumerate(_warmups(warm))
+    ]
+    return _after(head, schedule)
+
+
+def _after(head: Sequence[Phase], schedule: Schedule) -> Schedule:
+    """``head`` (indexed from 0), then the schedule's phases, re-indexed after it."""
     shifted = [replace(p, index=p.index + len(head)) for p in schedule.phases]
     return replace(schedule, phases=(*head, *shifted))
 
@@ -376,7 +408,7 @@ def refusals_of(plan: Plan, workload: Workload, target: str) -> tuple[int, ...]:
     """The statuses that are the plan's rate limit refusing ``workload``'s requests on
     ``target`` (``Phase.refusals``): none on the baseline and the ceiling target, which run no
     policy."""
-    if target in ("baseline", CEILING_TARGET):
+    if target in (BASELINE, CEILING_TARGET):
         return ()
     limited = plan.policies.for_operation(workload.operation_id).rate_limit is not None
     return (RATE_LIMITED,) if limited else ()

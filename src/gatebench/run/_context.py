@@ -33,6 +33,9 @@ class RunOptions:
     phase_filter: Callable[[Phase], bool] | None = None
     ceiling: bool = True
     """Measure the engine's ceiling first and flag measurements near it (docs/trust.md)."""
+    engine_warmup: bool = True
+    """Let the engine warm itself against the backend before the first phase (its JIT;
+    ``core.capabilities.ENGINE_WARMUP_S``); never in the quick profile (docs/trust.md)."""
     cross_check: str | None = None
     """A second engine that re-measures the closed-model workloads before teardown."""
     testers: int = 1

@@ -34,7 +34,7 @@ from gatebench.run.stages.teardown import Teardown
 FIXED_WORKLOAD: tuple[Stage, ...] = (
     Parse(),
     StartBackend(),
-    Render(),
+    Render(engine_warmup=True),
     Provision(),
     Load(),
     Teardown(),

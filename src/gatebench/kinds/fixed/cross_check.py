@@ -24,7 +24,7 @@ from gatebench.run._journal import Progress, RunJournal
 from gatebench.run.ports import Backend, EngineEvent, EngineRun
 from gatebench.run.stages.parse import Parsed
 from gatebench.run.stages.provision import target_groups
-from gatebench.run.stages.render import Rendered
+from gatebench.run.stages.render import Rendered, engine_warmup_of
 
 if TYPE_CHECKING:
     from gatebench.run._context import RunContext
@@ -70,8 +70,14 @@ class CrossCheck(Stage):
         repetitions = min(plan.repetitions, CROSS_CHECK_REPETITIONS)
         check_plan = replace(plan, workloads=workloads, repetitions=repetitions)
         seed = None if ctx.options.seed is None else ctx.options.seed + 1
+        backend = ctx.get(Backend)
         compiled = compile_load(
-            check_plan, ctx.api, urls, reset_url=ctx.get(Backend).reset_url, seed=seed
+            check_plan,
+            ctx.api,
+            urls,
+            reset_url=backend.reset_url,
+            seed=seed,
+            engine_warmup=engine_warmup_of(ctx.options, backend.url, name),
         )
         hooks = CrossCheckHooks(journal, {p.index: p for p in compiled.schedule.phases}, name)
         try:

@@ -16,6 +16,7 @@ import platform
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gatebench.core.capabilities import engine_warmup_s
 from gatebench.core.errors import RunError
 from gatebench.core.fairness import cpu_environment
 from gatebench.core.fault import RESET_WAIT_S
@@ -56,6 +57,11 @@ class Render(Stage):
     moves = "end"
     needs = (Parsed, Backend)
     gives = Rendered
+
+    def __init__(self, *, engine_warmup: bool = False) -> None:
+        self.engine_warmup = engine_warmup
+        """The kind's engine runs the compiled load, so it warms itself first
+        (:func:`engine_warmup_of`); a kind that drives its own load compiles none."""
 
     def run(self, ctx: RunContext) -> Rendered:
         parsed, backend = ctx.get(Parsed), ctx.get(Backend)
@@ -101,6 +107,7 @@ class Render(Stage):
             urls[BASELINE] = backend.url
         if not urls:
             raise RunError("no target can run here; see the reasons per gateway")
+        warm = engine_warmup_of(options, backend.url, parsed.engine) if self.engine_warmup else None
         compiled = compile_load(
             plan,
             ctx.api,
@@ -113,6 +120,7 @@ class Render(Stage):
             reset_urls=backend.reset_urls[1:],
             trust_store=str(backend.tls.trust_store) if backend.tls is not None else None,
             reset_wait_s=FAULT_RESET_WAIT_S if plan.fault is not None else 0.0,
+            engine_warmup=warm,
         )
         ctx.outcome.schedule = schedule = compiled.schedule
         journal.environment(
@@ -120,6 +128,7 @@ class Render(Stage):
                 ctx.machine.engine(parsed.engine).version(), plan, options, parsed.engine
             ),
             testers=options.testers,
+            engine_warmup_s=warm[1] if warm is not None else 0.0,
             seed=schedule.seed,
             target_order=[list(o) for o in schedule.target_order],
             **layout_environment(backend.layout),
@@ -133,6 +142,14 @@ class Render(Stage):
             ),
         )
         return Rendered(provisioner, planned, urls, compiled)
+
+
+def engine_warmup_of(options: RunOptions, url: str, engine: str) -> tuple[str, float] | None:
+    """The engine's own warm-up against the backend at ``url`` (``compile_load``): the
+    engine's (``ENGINE_WARMUP_S``) unless the run asks for none or is quick."""
+    if not options.engine_warmup or options.quick or not engine_warmup_s(engine):
+        return None
+    return url, engine_warmup_s(engine)
 
 
 def deployment_needs_of(plan: Plan) -> frozenset[str]:
@@ -181,4 +198,11 @@ def environment(
     }
 
 
-__all__ = ["SKIP_FILE", "Render", "Rendered", "environment", "note_routes_left_out"]
+__all__ = [
+    "SKIP_FILE",
+    "Render",
+    "Rendered",
+    "engine_warmup_of",
+    "environment",
+    "note_routes_left_out",
+]
