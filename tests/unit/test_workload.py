@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from gatebench.core.capabilities import ENGINE_WARMUP_S
 from gatebench.core.ir import Api
 from gatebench.core.plan import Plan, build_plan
 from gatebench.core.spec import read_spec
@@ -15,6 +16,7 @@ from gatebench.core.trust import CEILING_TARGET
 from gatebench.core.workload import (
     build_schedule,
     compile_load,
+    engine_warmup,
     json_template,
     plan_as_run,
     quick_plan,
@@ -238,8 +240,9 @@ def test_the_engine_warms_itself_against_the_backend_after_the_ceiling() -> None
         (p.target, p.workload, p.repetition, p.measured) for p in plain.schedule.phases
     ]
     assert [d["index"] for d in compiled.document["phases"]] == list(range(len(phases)))
-    # no seconds, no warm-up; and no target's own warm-up phase is taken for the engine's
-    assert compile_load(plan, api, urls, seed=5, engine_warmup=(backend, 0.0)) == compile_load(
-        plan, api, urls, seed=5
-    )
+    # no target's own warm-up phase is taken for the engine's
     assert not any(p.engine_warmup for p in plain.schedule.phases)
+    # Gatling's 20 s on both paths; none for wrk (no JIT) and none in the quick profile
+    assert engine_warmup(backend, "gatling", quick=False) == (backend, ENGINE_WARMUP_S["gatling"])
+    assert engine_warmup(backend, "gatling", quick=True) is None
+    assert engine_warmup(backend, "wrk", quick=False) is None

@@ -30,7 +30,6 @@ from gatebench.cloud._objects import ObjectRef, RequestError, failure_reason
 from gatebench.cloud._tls import TLS_DIR, TRUST_STORE_ON_TESTER, tls_section
 from gatebench.core.api_keys import REDACTED, api_key_envs, with_api_keys
 from gatebench.core.backend import CONTROL_PREFIX, mock_config
-from gatebench.core.capabilities import engine_warmup_s
 from gatebench.core.cost import capacity_seconds, disk_gib_per_tester, load_seconds, vm_max_run_s
 from gatebench.core.errors import GatebenchError, PlanError, Problem, RenderError, RunError
 from gatebench.core.fairness import CpuPolicy, gateway_target, plan_concurrency, vm_cpu_policy
@@ -45,7 +44,7 @@ from gatebench.core.score import BASELINE
 from gatebench.core.spec import read_spec
 from gatebench.core.tls import GatewayTls
 from gatebench.core.tokens import SIGNED_TOKENS_FILE_ENV, TokenSignerError, signing_spec
-from gatebench.core.workload import compile_load
+from gatebench.core.workload import compile_load, engine_warmup
 from gatebench.kinds.request import (
     METADATA_HEADER,
     METADATA_KEY,
@@ -556,9 +555,6 @@ def _workload(
     quick: bool = False,
 ) -> dict[str, Any]:
     base_urls, resets = _targets(plan, layout, gateways, backend_url, rendered, tls)
-    # The testers run Gatling (gatling/): it warms itself against the backend first, as a
-    # local run does (none in the quick profile).
-    warm = 0.0 if quick else engine_warmup_s("gatling")
     compiled = compile_load(
         plan,
         api,
@@ -568,7 +564,10 @@ def _workload(
         seed=_seed(plan, run_id),
         trust_store=TRUST_STORE_ON_TESTER if tls is not None else None,
         reset_wait_s=RESET_WAIT_S if plan.fault is not None else 0.0,
-        engine_warmup=(_direct(layout, backend_url, rendered, tls), warm),
+        # The testers run Gatling (gatling/): it warms itself against the backend first.
+        engine_warmup=engine_warmup(
+            _direct(layout, backend_url, rendered, tls), "gatling", quick=quick
+        ),
     )
     document = compiled.document  # with tls, the tester reads the run's CA (gatebench.cloud._tls)
     if plan.fault is not None and rendered.backend is not None:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import quote
 
+from gatebench.core.capabilities import engine_warmup_s
 from gatebench.core.errors import RunError
 from gatebench.core.ir import Api, Operation, Parameter
 from gatebench.core.plan import BodySpec, Generator, Injection, Plan, Warmup, Workload
@@ -288,12 +289,20 @@ def compile_load(
         schedule = replace(schedule, phases=tuple(p for p in schedule.phases if keep(p)))
     if ceiling_url is not None:
         schedule = _with_ceiling(schedule, plan, ceiling_url)
-    if engine_warmup is not None and engine_warmup[1] > 0:
+    if engine_warmup is not None:
         schedule = _with_engine_warmup(schedule, plan, *engine_warmup)
     return CompiledLoad(
         schedule,
         render_workload(plan, api, schedule, skip_file=skip_file, trust_store=trust_store),
     )
+
+
+def engine_warmup(url: str, engine: str, *, quick: bool) -> tuple[str, float] | None:
+    """The engine's own warm-up against the backend at ``url`` (:func:`compile_load`'s
+    ``engine_warmup``) on both paths: ``engine``'s ``ENGINE_WARMUP_S``, none in the quick
+    profile or for an engine without a JIT."""
+    seconds = 0.0 if quick else engine_warmup_s(engine)
+    return (url, seconds) if seconds > 0 else None
 
 
 def _with_ceiling(schedule: Schedule, plan: Plan, url: str) -> Schedule:

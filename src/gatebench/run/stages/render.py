@@ -16,7 +16,6 @@ import platform
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gatebench.core.capabilities import engine_warmup_s
 from gatebench.core.errors import RunError
 from gatebench.core.fairness import cpu_environment
 from gatebench.core.fault import RESET_WAIT_S
@@ -25,7 +24,7 @@ from gatebench.core.plan import Plan
 from gatebench.core.renderers import deployment_exclusions, deployment_needs, policy_exclusions
 from gatebench.core.score import BASELINE
 from gatebench.core.trust import ENGINE_RESOLUTION_MS
-from gatebench.core.workload import CompiledLoad, compile_load
+from gatebench.core.workload import CompiledLoad, compile_load, engine_warmup
 from gatebench.run._base import Stage
 from gatebench.run.ports import Backend, Provisioner
 from gatebench.run.stages.backend import layout_environment
@@ -145,11 +144,9 @@ class Render(Stage):
 
 
 def engine_warmup_of(options: RunOptions, url: str, engine: str) -> tuple[str, float] | None:
-    """The engine's own warm-up against the backend at ``url`` (``compile_load``): the
-    engine's (``ENGINE_WARMUP_S``) unless the run asks for none or is quick."""
-    if not options.engine_warmup or options.quick or not engine_warmup_s(engine):
-        return None
-    return url, engine_warmup_s(engine)
+    """The engine's own warm-up against the backend at ``url`` (``core.workload.engine_warmup``)
+    unless the run asks for none (``--no-engine-warmup``)."""
+    return engine_warmup(url, engine, quick=options.quick) if options.engine_warmup else None
 
 
 def deployment_needs_of(plan: Plan) -> frozenset[str]:
