@@ -104,9 +104,8 @@ class Phase:
 
     @property
     def engine_warmup(self) -> bool:
-        """A phase of the engine's own warm-up (against the backend, before every other
-        phase: :func:`compile_load`)."""
-        return self.repetition == 0 and self.target == BASELINE and not self.measured
+        """A phase of the engine's own warm-up (:func:`is_engine_warmup`)."""
+        return is_engine_warmup(self.target, self.repetition, self.measured)
 
     @property
     def planned_s(self) -> float | None:
@@ -295,6 +294,13 @@ def compile_load(
         schedule,
         render_workload(plan, api, schedule, skip_file=skip_file, trust_store=trust_store),
     )
+
+
+def is_engine_warmup(target: str, repetition: int | None, measured: bool | None) -> bool:
+    """Whether a phase (or a workload document's phase) is the engine's own warm-up: against
+    the backend, before every other phase (:func:`compile_load`). It reaches no target: a plan
+    without the baseline has none, so the targets a tester waits for leave it out."""
+    return repetition == 0 and target == BASELINE and measured is False
 
 
 def engine_warmup(url: str, engine: str, *, quick: bool) -> tuple[str, float] | None:

@@ -55,6 +55,7 @@ from gatebench.core.resources import SAMPLE_INTERVAL_S, CgroupFormatError, Cgrou
 from gatebench.core.score import BASELINE
 from gatebench.core.testers import split_document
 from gatebench.core.tls import CA_CERT, TRUST_P12, trust_store
+from gatebench.core.workload import is_engine_warmup
 from gatebench.local._fanout import PhaseBarrier, barrier_controls, expected_testers
 from gatebench.local.engines import get_engine
 from gatebench.local.procs import Supervisor, http_probe
@@ -132,7 +133,9 @@ def probe_targets(
     asked every :data:`POLL_S` seconds while the target is silent."""
     urls: dict[str, str] = {}
     for phase in document.get("phases", []):
-        urls.setdefault(phase["target"], phase["request"]["base_url"])
+        warmup = is_engine_warmup(phase["target"], phase.get("repetition"), phase.get("measured"))
+        if not warmup:
+            urls.setdefault(phase["target"], phase["request"]["base_url"])
     reachable: list[str] = []
     unreachable: dict[str, str] = {}
     deadline = clock.now() + timeout
