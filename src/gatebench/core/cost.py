@@ -26,7 +26,7 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from gatebench.core.capabilities import ENGINE_WARMUP_S
+from gatebench.core.capabilities import engine_warmup_s
 from gatebench.core.errors import GatebenchError
 from gatebench.core.records import fields
 
@@ -219,7 +219,7 @@ def load_seconds(plan: Mapping[str, Any], table: Mapping[str, Any] | None = None
         configured = float((plan.get("warmup") or {}).get("duration") or 0.0)
         jit = sum(max(0.0, s - configured) for s in jit_warmups(gateways).values())
     # The engine's own warm-up against the backend, once (gatebench.core.workload).
-    warm = ENGINE_WARMUP_S.get(str(plan.get("engine") or "gatling"), 0.0)
+    warm = engine_warmup_s(str(plan.get("engine") or "gatling"))
     engine = _warmup_seconds({**plan, "warmup": {"duration": warm}}, assume)
     return repetitions * targets * per_target + jit + engine + float(assume["engine_start_s"])
 
