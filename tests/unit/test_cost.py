@@ -262,3 +262,14 @@ def test_the_vms_limits_come_from_the_estimate() -> None:
         "VMs delete themselves after 57 min at most (estimated 13.1 min × 2 + 30 min; the "
         "deployment's limits.vm_lifetime caps it); tester boot disk 10 GiB"
     )
+
+
+def test_a_stored_plan_counts_the_baseline_once_and_as_no_gateway() -> None:
+    from gatebench.core.model import plan_targets
+
+    # A plan written by hand (or an old record) may list the baseline among its gateways.
+    listed = {**PLAN, "gateways": ["nginx", "baseline", "kong"]}
+    assert plan_targets(listed) == ["nginx", "kong", "baseline"]
+    assert plan_targets({**listed, "baseline": False}) == ["nginx", "kong"]
+    assert estimate_cost(listed).vms == estimate_cost(PLAN).vms
+    assert estimate_cost(listed).total_usd == estimate_cost(PLAN).total_usd

@@ -8,7 +8,7 @@ import sys
 
 from gatebench.cli._common import number, print_thresholds
 from gatebench.cli._local import add_run_arguments, run_plan
-from gatebench.core.model import RunKind
+from gatebench.core.model import BASELINE, RunKind
 from gatebench.core.plan import MAX_REPETITIONS, Plan
 from gatebench.run import RunOutcome
 
@@ -74,7 +74,7 @@ def _check_thresholds(_plan: Plan, outcome: RunOutcome) -> int:
     from gatebench.kinds.capacity import evaluate_capacity
 
     # A threshold on a gateway left out with --gateways is not checked: it was not asked for.
-    searched = (None, "baseline", *outcome.record.gateways)
+    searched = (None, BASELINE, *outcome.record.gateways)
     chosen = [
         t
         for t in thresholds_from_plan(outcome.record.plan)

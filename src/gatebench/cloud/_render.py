@@ -35,12 +35,12 @@ from gatebench.core.errors import GatebenchError, PlanError, Problem, RenderErro
 from gatebench.core.fairness import CpuPolicy, gateway_target, plan_concurrency, vm_cpu_policy
 from gatebench.core.fault import RESET_WAIT_S, fault_offsets
 from gatebench.core.ir import Api
+from gatebench.core.model import BASELINE
 from gatebench.core.plan import Plan, load_plan
 from gatebench.core.policies import PolicySet
 from gatebench.core.renderers import get_renderer
 from gatebench.core.renderers._base import DEFAULT_CONCURRENCY
 from gatebench.core.renderers._leave_out import render_leaving_out
-from gatebench.core.score import BASELINE
 from gatebench.core.spec import read_spec
 from gatebench.core.tls import GatewayTls
 from gatebench.core.tokens import SIGNED_TOKENS_FILE_ENV, TokenSignerError, signing_spec

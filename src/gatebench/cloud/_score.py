@@ -13,7 +13,7 @@ from typing import Any, BinaryIO, Protocol
 
 from gatebench.cloud._objects import NothingMeasured, RequestError, rows_object
 from gatebench.core.errors import Problem
-from gatebench.core.model import RunKind, RunRecord
+from gatebench.core.model import RunKind, RunRecord, plan_targets
 from gatebench.core.report import flat_rows, measurement_rows, score_run
 from gatebench.kinds._live._report import is_live_run
 from gatebench.store import ResultStore
@@ -32,7 +32,7 @@ class RowsSink(Protocol):
 def expected_keys(run: RunRecord) -> set[str]:
     """``target:workload:repetition`` of every phase the plan measures."""
     plan = run.plan or {}
-    targets = list(plan.get("gateways") or []) + (["baseline"] if plan.get("baseline") else [])
+    targets = plan_targets(plan)
     workloads = [w.get("name") for w in plan.get("workloads") or [] if isinstance(w, dict)]
     repetitions = int(plan.get("repetitions") or 0)
     return {f"{t}:{w}:{r}" for t in targets for w in workloads for r in range(1, repetitions + 1)}

@@ -43,9 +43,9 @@ from typing import Any
 from gatebench.core.answers import EVIDENCE_KEPT
 from gatebench.core.confidence import Difference, Sample, paired_difference, welch_difference
 from gatebench.core.metrics import COST_METRICS, METRICS
-from gatebench.core.model import RESOURCE_FIELDS, Measurement
+from gatebench.core.model import BASELINE, RESOURCE_FIELDS, Measurement
 from gatebench.core.records import fields
-from gatebench.core.score import BASELINE, Profile, ScoreResult, score
+from gatebench.core.score import Profile, ScoreResult, score
 from gatebench.core.stats import fmt_rate
 from gatebench.core.trust import FAILED_TARGET_FLAG, bound_by_tester, too_short_throughput
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from gatebench.core.capabilities import engine_warmup_s
 from gatebench.core.errors import GatebenchError
+from gatebench.core.model import BASELINE, plan_targets
 from gatebench.core.records import fields
 
 if TYPE_CHECKING:
@@ -198,13 +199,17 @@ def _polls(duration_s: float, polling: Mapping[str, Any]) -> int:
     return count
 
 
+def _gateways(plan: Mapping[str, Any]) -> list[str]:
+    return [t for t in plan_targets(plan) if t != BASELINE]
+
+
 def load_seconds(plan: Mapping[str, Any], table: Mapping[str, Any] | None = None) -> float:
     """How long the load of a plan (as ``Plan.to_dict()`` gives it) lasts: every phase of
     every target and repetition, plus the engine's start and its own warm-up (counted even
     for a quick run, which has none: an estimate that errs long)."""
     assume = (table or price_table())["assumptions"]
-    gateways = [g for g in plan.get("gateways") or [] if g != "baseline"]
-    targets = len(gateways) + (1 if plan.get("baseline") else 0)
+    gateways = _gateways(plan)
+    targets = len(plan_targets(plan))
     repetitions = int(plan.get("repetitions") or 1)
     overhead = float(assume["phase_overhead_s"])
     warmup = _warmup_seconds(plan, assume)
@@ -286,8 +291,7 @@ def raw_log_bytes_bound(plan: Mapping[str, Any], table: Mapping[str, Any] | None
     repetition (warm-ups included), a profile bounded by time at most ``raw_log_bound_rps``."""
     assume = (table or price_table())["assumptions"]
     bound_rps = float(assume["raw_log_bound_rps"])
-    gateways = [g for g in plan.get("gateways") or [] if g != "baseline"]
-    targets = len(gateways) + (1 if plan.get("baseline") else 0)
+    targets = len(plan_targets(plan))
     repetitions = int(plan.get("repetitions") or 1)
     requests = 0.0
     for w in plan.get("workloads") or []:
@@ -339,7 +343,7 @@ def machine_roles(plan: Mapping[str, Any], *, live: bool = False) -> list[tuple[
     change-under-load run always has one: its echo backends), each tester."""
     infra = plan.get("infrastructure") or {}
     backend = plan.get("backend") or {}
-    gateways = [g for g in plan.get("gateways") or [] if g != "baseline"]
+    gateways = _gateways(plan)
     roles = [("gateway_machine", infra.get("gateway_machine") or _DEFAULT_MACHINE)] * len(gateways)
     if backend.get("kind", "mock") != "url" or live:
         roles.append(("backend_machine", infra.get("backend_machine") or _DEFAULT_MACHINE))
@@ -379,8 +383,8 @@ def estimate_cost(
     (a capacity search's time budget). Every tester VM is counted (``infrastructure.testers``)."""
     table = table or price_table()
     prices, assume = table["prices"], table["assumptions"]
-    gateways = [g for g in plan.get("gateways") or [] if g != "baseline"]
-    targets = len(gateways) + (1 if plan.get("baseline") else 0)
+    gateways = _gateways(plan)
+    targets = len(plan_targets(plan))
     repetitions = int(plan.get("repetitions") or 1)
     workloads = plan.get("workloads") or []
     if load_s is None:

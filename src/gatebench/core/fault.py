@@ -30,6 +30,8 @@ from collections.abc import Container, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
+from gatebench.core.model import BASELINE
+
 RESET_WAIT_S = 5.0
 """With a fault, how long a backend reset before a phase may wait for the replica that is
 started again as the phase before it ends (the local and the cloud path alike)."""
@@ -160,7 +162,7 @@ class _Fault(Protocol):
 
 
 def fault_offsets(
-    fault: _Fault, phases: Iterable[_Phase], baseline: str = "baseline"
+    fault: _Fault, phases: Iterable[_Phase], baseline: str = BASELINE
 ) -> dict[int, float]:
     """The phases that carry the plan's fault and when: phase index → seconds from the phase's
     start to the kill. Every measured phase of the fault's workload through a gateway (never

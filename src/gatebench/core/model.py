@@ -21,6 +21,16 @@ from gatebench.core.metrics import COST_METRICS, METRICS
 from gatebench.core.records import known_fields
 from gatebench.core.resources import PhaseResources, requests_per_cpu_s
 
+BASELINE = "baseline"
+"""The target that is no gateway: the backend measured directly."""
+
+
+def plan_targets(plan: Mapping[str, Any]) -> list[str]:
+    """The targets of a plan as ``Plan.to_dict()`` gives it (a stored run's plan): its
+    gateways, then :data:`BASELINE` when the plan measures it."""
+    gateways = [str(g) for g in plan.get("gateways") or [] if g != BASELINE]
+    return gateways + ([BASELINE] if plan.get("baseline") else [])
+
 
 class RunKind(StrEnum):
     """The kinds of run, spelled once (``gatebench.kinds.registry`` has one package per kind)."""

@@ -52,11 +52,11 @@ from typing import Any, Literal
 from gatebench.core.confidence import Sample, welch_difference
 from gatebench.core.errors import GatebenchError
 from gatebench.core.metrics import COST_METRICS, METRICS, UNITS
+from gatebench.core.model import BASELINE
 from gatebench.core.records import find
 
 Profile = Literal["paper", "robust"]
 PROFILES: tuple[Profile, ...] = ("paper", "robust")
-BASELINE = "baseline"
 RESOLUTION_MS = 1.0
 """Gatling records whole milliseconds: latencies below this are scored as this."""
 

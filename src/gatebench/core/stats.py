@@ -27,7 +27,7 @@ from typing import Any
 
 from gatebench.core.answers import EVIDENCE_KEPT, evidence, wrong_answer_kind
 from gatebench.core.metrics import LATENCY_METRICS, METRICS
-from gatebench.core.model import Measurement
+from gatebench.core.model import BASELINE, Measurement
 
 PERCENTILES = (50, 90, 95, 99)
 ERRORS_KEPT = 10
@@ -332,7 +332,7 @@ def workload_rows(measurements: Iterable[Measurement], workload: str) -> list[Ta
         if m.workload == workload:
             by_target.setdefault(m.target, []).append(m)
     rows = []
-    for target in sorted(by_target, key=lambda t: (t == "baseline", t)):
+    for target in sorted(by_target, key=lambda t: (t == BASELINE, t)):
         ms = by_target[target]
 
         def avg(name: str, ms: list[Measurement] = ms) -> float:

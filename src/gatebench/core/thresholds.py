@@ -45,6 +45,7 @@ from typing import Any
 from gatebench.core.aggregate import RunSummary
 from gatebench.core.errors import Problem, pointer
 from gatebench.core.metrics import LATENCY_METRICS
+from gatebench.core.model import BASELINE
 
 MEASURED_METRICS = (*LATENCY_METRICS, "error_pct", "throughput")
 WRONG_ANSWERS = "wrong_answers"
@@ -63,7 +64,6 @@ METRIC_NAMES = (
 )
 """Every metric a threshold may name, in the order error messages list them."""
 KEYS = ("metric", "max", "min", "gateway", "workload")
-BASELINE = "baseline"
 
 _NUMBER = r"(-?\d+(?:\.\d+)?)"
 _LATENCY = re.compile(rf"^\s*{_NUMBER}\s*(us|µs|ms|s)\s*$")

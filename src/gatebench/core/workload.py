@@ -42,10 +42,10 @@ from urllib.parse import quote
 from gatebench.core.capabilities import engine_warmup_s
 from gatebench.core.errors import RunError
 from gatebench.core.ir import Api, Operation, Parameter
+from gatebench.core.model import BASELINE
 from gatebench.core.plan import BodySpec, Generator, Injection, Plan, Warmup, Workload
 from gatebench.core.plan._traffic import scaled_counts
 from gatebench.core.renderers import jit_warmups, rewrites_request_target
-from gatebench.core.score import BASELINE
 from gatebench.core.synth import synthesize
 from gatebench.core.trust import CEILING_TARGET
 

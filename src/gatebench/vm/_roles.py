@@ -51,8 +51,8 @@ from gatebench.cloud._tester import (
 )
 from gatebench.cloud._tls import CA_OBJECT
 from gatebench.core.errors import GatebenchError, RunError
+from gatebench.core.model import BASELINE
 from gatebench.core.resources import SAMPLE_INTERVAL_S, CgroupFormatError, CgroupSample
-from gatebench.core.score import BASELINE
 from gatebench.core.testers import split_document
 from gatebench.core.tls import CA_CERT, TRUST_P12, trust_store
 from gatebench.core.workload import is_engine_warmup

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from gatebench.core.errors import Problem
+from gatebench.core.model import BASELINE
 from gatebench.core.plan._document import (  # the bounds, and the parts kept as written
     BALANCES,
     BUILTIN_BACKENDS,
@@ -336,7 +337,7 @@ class Plan:
     @property
     def targets(self) -> tuple[str, ...]:
         """Gateways plus ``baseline`` (no gateway) when enabled."""
-        return (*self.gateways, "baseline") if self.baseline else self.gateways
+        return (*self.gateways, BASELINE) if self.baseline else self.gateways
 
     def capacity_settings(self) -> dict[str, Capacity]:
         """Each workload's capacity settings (the plan's, or the defaults when it gives

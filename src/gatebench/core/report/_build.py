@@ -16,9 +16,9 @@ from typing import Any
 from gatebench.core._version import __version__
 from gatebench.core.aggregate import RankStability, RunSummary, summarize
 from gatebench.core.cost import CostError, CostEstimate, estimate_cost
-from gatebench.core.model import Measurement, RunRecord
+from gatebench.core.model import BASELINE, Measurement, RunRecord
 from gatebench.core.report._format import fmt_number, fmt_score, fmt_signed, fmt_value
-from gatebench.core.score import BASELINE, PROFILES, Profile, ScoreError
+from gatebench.core.score import PROFILES, Profile, ScoreError
 from gatebench.core.trust import (
     AGREEMENT_PCT,
     Agreement,

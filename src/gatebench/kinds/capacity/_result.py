@@ -14,11 +14,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gatebench.core.model import ResultStore
+from gatebench.core.model import BASELINE, ResultStore
 from gatebench.core.plan import Capacity
 from gatebench.core.records import fields
 from gatebench.kinds.capacity._campaign import Campaign
-from gatebench.kinds.capacity._summary import BASELINE, Comparison, KneeSummary, compare, verdict
+from gatebench.kinds.capacity._summary import Comparison, KneeSummary, compare, verdict
 
 FORMAT = "gatebench-capacity/1"
 

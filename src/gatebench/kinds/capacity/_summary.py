@@ -32,12 +32,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from gatebench.core.confidence import Sample, welch_difference
+from gatebench.core.model import BASELINE
 from gatebench.core.plan import Objective
 from gatebench.core.records import fields
 from gatebench.core.stats import fmt_rate
 from gatebench.kinds.capacity._search import SearchResult
 
-BASELINE = "baseline"
 NOISY_SPREAD = 2.0
 """Repetitions disagree when one held a rate at least this many times one that failed in
 another: the interval of a few repetitions cannot describe a spread that wide."""

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gatebench.core.model import BASELINE
 from gatebench.core.thresholds import CAPACITY_METRICS, Threshold, ThresholdResult
 from gatebench.kinds.capacity._result import CapacityResult
-from gatebench.kinds.capacity._summary import BASELINE
 
 
 def evaluate_capacity(

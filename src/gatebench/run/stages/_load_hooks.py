@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gatebench.core.measure import PhaseResult, measurement_from
-from gatebench.core.score import BASELINE
+from gatebench.core.model import BASELINE
 from gatebench.core.stats import phase_stats
 from gatebench.core.testers import MergedPhase, merged_measurement
 from gatebench.core.trust import CEILING_TARGET, FAILED_TARGET_FLAG, Ceiling, CeilingPoint

@@ -13,8 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from gatebench.core.errors import RunError
-from gatebench.core.model import RunStatus
-from gatebench.core.score import BASELINE
+from gatebench.core.model import BASELINE, RunStatus
 from gatebench.run._base import Stage
 from gatebench.run._journal import Progress
 from gatebench.run.ports import Backend, Provisioned

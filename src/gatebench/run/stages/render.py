@@ -19,10 +19,9 @@ from typing import TYPE_CHECKING, Any
 from gatebench.core.errors import RunError
 from gatebench.core.fairness import cpu_environment
 from gatebench.core.fault import RESET_WAIT_S
-from gatebench.core.model import RunStatus
+from gatebench.core.model import BASELINE, RunStatus
 from gatebench.core.plan import Plan
 from gatebench.core.renderers import deployment_exclusions, deployment_needs, policy_exclusions
-from gatebench.core.score import BASELINE
 from gatebench.core.trust import ENGINE_RESOLUTION_MS
 from gatebench.core.workload import CompiledLoad, compile_load, engine_warmup
 from gatebench.run._base import Stage
