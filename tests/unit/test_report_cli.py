@@ -90,6 +90,33 @@ def test_report_html_goes_to_results_by_default(
     assert (tmp_path / written).read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
 
 
+def test_a_run_is_named_by_its_folder_whose_store_is_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``gatebench run --results /tmp/res`` writes /tmp/res/RUN and /tmp/res/gatebench.sqlite:
+    the folder alone names the run and its store, and the HTML report goes into the folder."""
+    results = tmp_path / "res"
+    run, ms = synthetic_run(repetitions=3)
+    with SqliteStore(results / "gatebench.sqlite") as store:
+        store.create_run(run)
+        for m in ms:
+            store.put_measurement(m)
+    folder = results / run.run_id
+    folder.mkdir()
+    (folder / "run.json").write_text(json.dumps(run.to_dict()), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GATEBENCH_STORE", raising=False)
+    assert main(["report", "res/" + run.run_id + "/"]) == 0
+    assert capsys.readouterr().out.strip() == f"res/{run.run_id}/report.html"
+    assert (folder / "report.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert main(["score", str(folder), "--profile", "robust"]) == 0
+    assert capsys.readouterr().out.startswith(f"run {run.run_id}, profile robust")
+    # A folder that is no run's is read as a run id, and the store says it has no such run.
+    (tmp_path / "empty").mkdir()
+    assert main(["report", "empty"]) != 0
+    assert "run 'empty' does not exist" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("fmt", ["json", "csv", "md"])
 def test_report_formats_go_to_stdout(
     store_path: str, fmt: str, capsys: pytest.CaptureFixture[str]

@@ -34,6 +34,21 @@ def store_location(args: argparse.Namespace) -> str:
     return str(args.store or os.environ.get(STORE_ENV) or results / "gatebench.sqlite")
 
 
+RUN_HELP = "a run id (see `gatebench runs`), 'latest', or a run's folder (results/RUN)"
+
+
+def run_location(args: argparse.Namespace) -> tuple[str, str]:
+    """(store location, run id) of the ``RUN`` argument: a run id or ``latest`` in the store
+    :func:`store_location` names, or a run's folder (it holds ``run.json``), whose store is
+    the ``gatebench.sqlite`` beside it unless ``--store`` or ``$GATEBENCH_STORE`` names one."""
+    given, folder = str(args.run_id), Path(str(args.run_id))
+    if not (folder / "run.json").is_file():
+        return store_location(args), given
+    beside = folder.resolve().parent / "gatebench.sqlite"
+    chosen = args.store or os.environ.get(STORE_ENV)
+    return (chosen or (str(beside) if beside.is_file() else store_location(args))), folder.name
+
+
 def store_flag(location: str) -> str:
     """`` --store LOCATION`` for a command line that should read the same store, or nothing
     when it is the default."""

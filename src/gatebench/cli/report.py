@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from gatebench.cli._store import add_store_argument, store_location
+from gatebench.cli._store import RUN_HELP, add_store_argument, run_location
 from gatebench.core.errors import RunError
 from gatebench.core.report import FORMATS, find_run
 from gatebench.core.score import PROFILES
@@ -15,9 +15,7 @@ from gatebench.store import open_store
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "run_id", metavar="RUN", help="a run id (see `gatebench runs`), or 'latest'"
-    )
+    parser.add_argument("run_id", metavar="RUN", help=RUN_HELP)
     parser.add_argument(
         "--format",
         "-f",
@@ -29,8 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--output",
         "-o",
         metavar="FILE",
-        help="where to write it; '-' for stdout (default: results/RUN/report.html for html, "
-        "stdout for the others)",
+        help="where to write it; '-' for stdout (default: report.html in the run's folder, "
+        "results/RUN, for html; stdout for the others)",
     )
     parser.add_argument(
         "--profile",
@@ -44,20 +42,25 @@ def run(args: argparse.Namespace) -> int:
     """Each kind of run writes its own report (``Kind.report``, gatebench.kinds.registry)."""
     from gatebench.kinds.registry import kind_of
 
-    with open_store(store_location(args)) as store:
-        record = find_run(store, args.run_id)
+    location, run_id = run_location(args)
+    with open_store(location) as store:
+        record = find_run(store, run_id)
         try:
             report = kind_of(record).report(store, record, args.format, args.profile)
         except RunError as exc:
             print(f"gatebench: {exc}", file=sys.stderr)
             return 2
-    return _write(args, report.text, record.run_id, report.html_name)
+    given = Path(args.run_id)  # a run's folder, or results/RUN
+    folder = (
+        given if given.name == record.run_id and given.is_dir() else Path("results") / record.run_id
+    )
+    return _write(args, report.text, folder, report.html_name)
 
 
-def _write(args: argparse.Namespace, text: str, run_id: str, html_name: str) -> int:
+def _write(args: argparse.Namespace, text: str, folder: Path, html_name: str) -> int:
     output = args.output
     if output is None and args.format == "html":
-        output = str(Path("results") / run_id / html_name)
+        output = str(folder / html_name)
     if output is None or output == "-":
         sys.stdout.write(text)
         return 0

@@ -7,8 +7,8 @@ import sys
 
 from gatebench.cli._common import print_thresholds
 from gatebench.cli._local import add_run_arguments, run_plan
-from gatebench.core.capabilities import ENGINE_WARMUP_S
-from gatebench.core.model import Measurement, RunKind
+from gatebench.core.capabilities import engine_warmup_s
+from gatebench.core.model import BASELINE, Measurement, RunKind
 from gatebench.core.plan import Plan, describe_injection
 from gatebench.core.stats import fmt_rate, format_workload_table, workload_rows
 from gatebench.core.thresholds import evaluate
@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-engine-warmup",
         action="store_true",
         help="skip the engine's own warm-up against the backend before the first phase "
-        f"({ENGINE_WARMUP_S['gatling']:g} s for Gatling, without which the first target meets "
+        f"({engine_warmup_s('gatling'):g} s for Gatling, without which the first target meets "
         "a colder engine; docs/trust.md)",
     )
     parser.add_argument(
@@ -76,7 +76,7 @@ def _check_thresholds(plan: Plan, outcome: RunOutcome) -> int:
         )
         return len(plan.thresholds)
     # Thresholds on a gateway left out with --gateways are not checked: it was not asked for.
-    chosen = [t for t in plan.thresholds if t.gateway in (None, "baseline", *plan.gateways)]
+    chosen = [t for t in plan.thresholds if t.gateway in (None, BASELINE, *plan.gateways)]
     results = evaluate(chosen, outcome.report.summary)
     if not results:
         return 0

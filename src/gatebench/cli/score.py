@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from gatebench.cli._store import add_store_argument, store_location
+from gatebench.cli._store import RUN_HELP, add_store_argument, run_location
 from gatebench.core.metrics import COST_METRICS, METRICS
 from gatebench.core.report import score_run
 from gatebench.core.report._tables import aligned
@@ -32,9 +32,7 @@ def _weight(text: str) -> tuple[str, float]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "run_id", metavar="RUN", help="a run id (see `gatebench runs`), or 'latest'"
-    )
+    parser.add_argument("run_id", metavar="RUN", help=RUN_HELP)
     parser.add_argument(
         "--profile", choices=PROFILES, help="paper (AGE §IV-C) or robust (default: the plan's)"
     )
@@ -50,9 +48,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    with open_store(store_location(args)) as store:
+    location, run_id = run_location(args)
+    with open_store(location) as store:
         try:
-            report = score_run(store, args.run_id, profile=args.profile, weights=args.weight)
+            report = score_run(store, run_id, profile=args.profile, weights=args.weight)
         except ScoreError as exc:
             print(f"gatebench score: {exc}", file=sys.stderr)
             return EXIT_USAGE
