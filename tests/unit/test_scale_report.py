@@ -105,6 +105,26 @@ def test_routes_are_on_a_log_scale() -> None:
     assert ">10,000<" in svg and ">10<" in svg
 
 
+def test_the_legend_stands_above_the_plot_so_no_line_runs_through_it() -> None:
+    """A series near the top of its axis (nginx's memory: 13 of 15 MB) ran through a legend
+    drawn inside the plot; the names now stand on the unit's line above it, one after another."""
+    from gatebench.kinds._live._report import LEGEND_CHAR_W, TOP
+
+    svg = log_line_chart(
+        {"idle": [(10.0, 13.0), (1000.0, 14.0)], "under load": [(10.0, 13.2), (1000.0, 14.0)]},
+        chart_id="c",
+        title="nginx: resident memory",
+        y_label="MB",
+    )
+    found = re.findall(r'<text class="legend" x="([0-9.]+)" y="([0-9.]+)"[^>]*>([^<]+)<', svg)
+    assert [name for _x, _y, name in found] == ["idle", "under load"]
+    assert all(float(y) < TOP for _x, y, _name in found)  # above the plot's top edge
+    ys = [float(y) for y in re.findall(r'<circle cx="[0-9.]+" cy="([0-9.]+)"', svg)]
+    assert min(ys) >= TOP
+    (x1, _, first), (x2, _, _) = found
+    assert float(x2) >= float(x1) + LEGEND_CHAR_W * len(first)  # side by side, not overlapping
+
+
 def test_every_failed_request_of_a_change_is_listed_with_its_time() -> None:
     html = render_scale_html(scale_document([], [_change()], run="r2"))
     assert "1 failed request(s) after the change" in html

@@ -29,6 +29,8 @@ from gatebench.store import ResultStore
 
 FORMAT = "gatebench-scale/1"
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 380.0, 230.0, 56.0, 30.0, 36.0, 36.0
+LEGEND_CHAR_W, LEGEND_GAP = 7.0, 14.0
+"""A legend's width per character (12 px sans-serif, generously) and the gap between names."""
 POSITIONS = ("start", "middle", "end")
 
 
@@ -236,6 +238,7 @@ def log_line_chart(
         f'text-anchor="middle">{escape(x_label)}</text>'
         f'<text class="axis-label" x="{_num(LEFT)}" y="{_num(TOP - 6)}">{escape(y_label)}</text>'
     )
+    legend_x = LEFT + LEGEND_CHAR_W * len(y_label) + LEGEND_GAP
     for index, (name, values) in enumerate(series.items()):
         colour = PALETTE[index % len(PALETTE)]
         path, pen_down = [], False
@@ -258,11 +261,13 @@ def log_line_chart(
                 f'data-x="{vx!r}" data-y="{vy!r}"><title>{escape(name)}: {vx:,.0f} routes, '
                 f"{escape(_fmt(vy))}</title></circle>"
             )
-        legend_y = TOP + 4 + 14 * index  # in the series' colour, over the page's text colour
+        # Above the plot, on the unit's line, so that no line runs through it; in the series'
+        # colour, over the page's text colour.
         out.append(
-            f'<text class="legend" x="{_num(LEFT + 8)}" y="{_num(legend_y + 8)}" '
+            f'<text class="legend" x="{_num(legend_x)}" y="{_num(TOP - 6)}" '
             f'fill="{colour}" style="fill:{colour}">{escape(name)}</text></g>'
         )
+        legend_x += LEGEND_CHAR_W * len(name) + LEGEND_GAP
     out.append("</svg>")
     return "".join(out)
 
