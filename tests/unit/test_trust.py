@@ -296,6 +296,17 @@ def test_a_target_faster_than_the_ceiling_reading_raises_the_ceiling() -> None:
     assert bound_by_tester(ms, ["a", "b"], ceiling) == {"bid": ("b",), "get": ("a",)}
     empty = m("b", "get", 2, throughput=0.0, requests=0)
     assert demonstrated_ceiling([*ms, empty], ceiling)["get"] == 1_000.0
+    # the report says which ceiling its table shows, and why it is not the reading
+    points = {w: CeilingPoint(v, 0.0, 5000) for w, v in ceiling.items()}
+    env = {"ceiling": Ceiling("gatling", "nginx static file (1 worker)", points).to_dict()}
+    md = render_markdown(build_report(run_record(environment=env), ms, now=0.0))
+    assert (
+        "One short reading is noisy: on bid the ceiling phase read 10,000 req/s, and baseline "
+        "averaged 29,000 req/s over its repetitions. The engine drives at least what a target "
+        "averaged, so that is the ceiling shown there."
+    ) in md
+    assert "| bid | b | 26,000 | 29,000 | 90 % | 2 of 2 |" in md
+    assert "on get the ceiling phase read" not in md  # no target went faster there
 
 
 def test_left_out_metrics_change_the_mean_as_eq5_says() -> None:
