@@ -129,8 +129,16 @@ def test_the_upload_asks_for_the_kind_and_its_settings_each_problem_located() ->
         "expected one of fixed, capacity, scale, change-under-load, got 'soak'"
     )
     too_late = json.dumps({"kind": "change-under-load", "scale": {"duration": 6}})
-    with pytest.raises(UploadRejected, match=r"/scale/window: change_after \(3 s\) plus window"):
+    with pytest.raises(UploadRejected) as caught:
         run_request_from_metadata(too_late)
+    assert [(p.pointer, p.message) for p in caught.value.problems] == [
+        (
+            "/scale/window",
+            "the window after the change (3 s into the load, then 4 s) ends at 7 s, after the "
+            "measured load (6 s), and that window is read under the load: measure for at least "
+            "7 s, or change sooner",
+        )
+    ]
 
 
 def test_the_parse_step_records_what_the_run_measures_as_a_local_run_does() -> None:

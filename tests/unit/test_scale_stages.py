@@ -104,3 +104,19 @@ def test_plain_deployment_keys_are_not_refused() -> None:
     assert scale_problems(None) == []
     (problem,) = scale_problems({"tls": True}, "/x-gatebench", "bench.yaml")
     assert (problem.pointer, problem.source) == ("/x-gatebench/tls", "bench.yaml")
+
+
+def test_a_change_whose_window_ends_after_the_load_is_refused_with_the_figures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The command line and an upload's metadata say the same (core.scaleplan)."""
+    spec = EXAMPLES / "petstore" / "openapi.yaml"
+    results = tmp_path / "results"
+    argv = ["change-under-load", str(spec), "--gateways", "nginx", "--results", str(results)]
+    assert main([*argv, "--duration", "4"]) == 2
+    assert capsys.readouterr().err == (
+        "gatebench: --change-after, --window, --duration: the window after the change (3 s "
+        "into the load, then 4 s) ends at 7 s, after the measured load (4 s), and that window "
+        "is read under the load: measure for at least 7 s, or change sooner\n"
+    )
+    assert not results.exists(), "nothing may start"

@@ -118,7 +118,7 @@ def run_change(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, kind: str) -> int:
-    from gatebench.core.scaleplan import ChangeSpec
+    from gatebench.core.scaleplan import ChangeSpec, change_window_problem
     from gatebench.kinds._live._stages import ScaleRequest
     from gatebench.run import RunOptions
 
@@ -141,12 +141,9 @@ def _run(args: argparse.Namespace, kind: str) -> int:
     )
     change = None
     if kind == "change-under-load":
-        if args.change_after + args.window > args.duration:
-            print(
-                "gatebench: --change-after plus --window must not pass --duration (the window "
-                "after the change is measured under the load)",
-                file=sys.stderr,
-            )
+        late = change_window_problem(args.change_after, args.window, args.duration)
+        if late is not None:
+            print(f"gatebench: --change-after, --window, --duration: {late}", file=sys.stderr)
             return 2
         change = ChangeSpec(args.routes, args.add, args.change_after, args.window)
     request = ScaleRequest(

@@ -143,6 +143,19 @@ def _count(
     return value
 
 
+def change_window_problem(change_after_s: float, window_s: float, duration_s: float) -> str | None:
+    """Why a change and the window after it do not fit in the measured load (None: they do):
+    the window's failures and spike are read under the load."""
+    if change_after_s + window_s <= duration_s:
+        return None
+    end = change_after_s + window_s
+    return (
+        f"the window after the change ({change_after_s:g} s into the load, then {window_s:g} s) "
+        f"ends at {end:g} s, after the measured load ({duration_s:g} s), and that window is "
+        f"read under the load: measure for at least {end:g} s, or change sooner"
+    )
+
+
 def scale_ask_from_json(
     kind: RunKind, data: Any, *, where: str = "/scale", source: str | None = None
 ) -> tuple[ScaleAsk | None, list[Problem]]:
@@ -200,15 +213,9 @@ def scale_ask_from_json(
     added = _count(data.get("add", 100), f"{where}/add", problems, source, "routes added")
     after = _number(data, "change_after", where, problems, source)
     window = _number(data, "window", where, problems, source)
-    if not problems and after + window > duration:
-        problems.append(
-            Problem(
-                f"{where}/window",
-                f"change_after ({after:g} s) plus window ({window:g} s) must not pass duration "
-                f"({duration:g} s): the window after the change is measured under the load",
-                source=source,
-            )
-        )
+    late = None if problems else change_window_problem(after, window, duration)
+    if late is not None:
+        problems.append(Problem(f"{where}/window", late, source=source))
     if problems or before is None or added is None:
         return None, problems
     return ScaleAsk(kind, (), ChangeSpec(before, added, after, window), settings), []
@@ -219,5 +226,6 @@ __all__ = [
     "ChangeSpec",
     "LoadSettings",
     "ScaleAsk",
+    "change_window_problem",
     "scale_ask_from_json",
 ]
