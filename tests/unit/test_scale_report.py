@@ -133,6 +133,43 @@ def test_every_failed_request_of_a_change_is_listed_with_its_time() -> None:
     assert "<li>nginx: SIGHUP &lt;to master&gt;</li>" in html  # the mechanism, escaped
 
 
+def test_the_verdict_of_a_change_compares_the_gateways() -> None:
+    """Who failed requests after the change, who answered every new route, and through which
+    gateway new routes answered soonest and last: not one sentence per gateway."""
+    import dataclasses
+
+    def change(gateway: str, failures: int, times: dict[str, float | None]) -> dict[str, object]:
+        c = dataclasses.replace(_change(), gateway=gateway, new_routes_s=times)
+        data = json.loads(json.dumps(scale_document([], [c], run="r")))["changes"][0]
+        return {**data, "failures": failures, "failed": data["failed"][:failures]}
+
+    both = {"a": 0.1, "b": 0.3}
+    doc = {
+        "changes": [
+            change("nginx", 0, {"a": 0.1, "b": 0.1}),
+            change("envoy", 0, both),
+            change("haproxy", 0, {"a": 0.4, "b": 0.6}),
+        ]
+    }
+    from gatebench.kinds._live._report import scale_summary
+
+    verdict, _ = scale_summary(doc)
+    assert verdict == [
+        "No gateway failed a request in the 1 s after the change.",
+        "Every gateway answered all 2 new routes from the new upstream.",
+        "New routes answered soonest through nginx (median 0.1 s, slowest 0.1 s) and last "
+        "through haproxy (median 0.5 s, slowest 0.6 s).",
+    ]
+    doc["changes"][1] = change("envoy", 1, {"a": 0.2, "b": None})
+    doc["changes"][2]["failures"] = 1200
+    verdict, _ = scale_summary(doc)
+    assert verdict[:2] == [
+        "In the 1 s after the change, haproxy failed 1,200 request(s), envoy failed 1 "
+        "request(s); nginx: none.",
+        "envoy answered 1 of 2 new routes from the new upstream.",
+    ]
+
+
 def test_the_terminal_and_markdown_show_the_same_tables_as_the_page() -> None:
     """One definition of each table (``points_table``, ``changes_table``) in every view: the
     terminal's aligned text, Markdown and HTML; a point with a problem is marked and says it."""
@@ -184,7 +221,9 @@ def test_the_dashboards_view_of_a_scale_run_says_what_it_measured() -> None:
     assert view["kind"] == "scale" and view["format"] == "gatebench-view/1"
     assert view["verdict"] == [
         "Route scale of nginx at 10, 100 routes: the tables below.",
-        "nginx (signal): 1 failed request(s) after the change, 1 of 2 new routes answered.",
+        "In the 1 s after the change, nginx failed 1 request(s).",
+        "nginx answered 1 of 2 new routes from the new upstream.",
+        "New routes answered through nginx (median 0.1 s, some never).",
         "CPU policy: every gateway: 1 core.",
     ]
     assert view["cautions"] == [

@@ -378,12 +378,7 @@ def scale_summary(document: Mapping[str, Any]) -> tuple[list[str], list[str]]:
         gateways = ", ".join(sorted({p.gateway for p in points}))
         sizes = ", ".join(f"{n:,}" for n in sorted({p.routes for p in points}))
         verdict.append(f"Route scale of {gateways} at {sizes} routes: the tables below.")
-    for c in changes:
-        answered, total = new_routes_answered(c)
-        verdict.append(
-            f"{c['gateway']} ({c['kind']}): {c['failures']} failed request(s) after the change, "
-            f"{answered} of {total} new routes answered."
-        )
+    verdict += change_verdict(changes)
     if not verdict:
         verdict.append("Nothing measured yet.")
     if document.get("cpu_policy"):
@@ -391,6 +386,73 @@ def scale_summary(document: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     failed = document.get("failed") or {}
     cautions = [f"{t}: failed: {why}" for t, why in sorted(failed.items())]  # first lines
     return verdict, [*cautions, *point_notes(points), *change_notes(changes)]
+
+
+def change_verdict(changes: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The changes compared, in words: who failed requests in the window after the change
+    (and how many), who answered every new route, and through which gateway new routes
+    answered soonest and last (median, then slowest)."""
+    if not changes:
+        return []
+    windows = {c.get("window_s") for c in changes}
+    window = (
+        f"the {next(iter(windows)):g} s"
+        if len(windows) == 1 and None not in windows
+        else "the window"
+    )
+    failing = sorted(
+        (c for c in changes if c["failures"]), key=lambda c: (-c["failures"], c["gateway"])
+    )
+    clean = sorted(c["gateway"] for c in changes if not c["failures"])
+    if not failing:
+        out = [f"No gateway failed a request in {window} after the change."]
+    else:
+        said = ", ".join(f"{c['gateway']} failed {c['failures']:,} request(s)" for c in failing)
+        rest = f"; {_names(clean)}: none" if clean else ""
+        out = [f"In {window} after the change, {said}{rest}."]
+    short = [(c, *new_routes_answered(c)) for c in changes]
+    partial = [(c["gateway"], a, t) for c, a, t in short if a < t]
+    if not partial:
+        totals = {t for _c, _a, t in short}
+        each = f"all {next(iter(totals)):,}" if len(totals) == 1 else "all their"
+        out.append(f"Every gateway answered {each} new routes from the new upstream.")
+    else:
+        out.append(
+            "; ".join(f"{g} answered {a:,} of {t:,} new routes" for g, a, t in sorted(partial))
+            + " from the new upstream."
+        )
+    timed = sorted(
+        (m, c["gateway"], c.get("slowest_new_route_s"))
+        for c in changes
+        if (m := _median_new_route_s(c)) is not None
+    )
+    if len(timed) >= 2:
+        (m1, g1, s1), (m2, g2, s2) = timed[0], timed[-1]
+        out.append(
+            f"New routes answered soonest through {g1} ({_when(m1, s1)}) and last through "
+            f"{g2} ({_when(m2, s2)})."
+        )
+    elif timed:
+        m1, g1, s1 = timed[0]
+        out.append(f"New routes answered through {g1} ({_when(m1, s1)}).")
+    return out
+
+
+def _when(median_s: float, slowest_s: float | None) -> str:
+    slowest = "some never" if slowest_s is None else f"slowest {_fmt(slowest_s)} s"
+    return f"median {_fmt(median_s)} s, {slowest}"
+
+
+def _names(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _median_new_route_s(change: Mapping[str, Any]) -> float | None:
+    """When half of a change's new routes answered from the new upstream (as its document
+    says, else from ``new_routes_s``)."""
+    times = [v for v in change["new_routes_s"].values() if v is not None]
+    found = change.get("new_route_median_s", statistics.median(times) if times else None)
+    return None if found is None else float(found)
 
 
 def _point(data: Mapping[str, Any]) -> ScalePoint:
@@ -456,8 +518,7 @@ def changes_table(changes: Sequence[Mapping[str, Any]]) -> Table:
     ]
     table = Table("changes", "Configuration change under load", columns)
     for c in changes:
-        times = [v for v in c["new_routes_s"].values() if v is not None]
-        median = c.get("new_route_median_s", statistics.median(times) if times else None)
+        median = _median_new_route_s(c)
         answered, total = new_routes_answered(c)
         cells = [
             Cell(str(c["kind"])),
@@ -498,29 +559,38 @@ def _changes_section(changes: Sequence[Mapping[str, Any]]) -> str:
         + "</ul>",
     ]
     for c in changes:
-        if not c["failed"]:
+        found = failed_requests(c)
+        if found is None:
             continue
-        listed = "".join(
-            f"<li>{escape(_fmt(f['after_ms']))} ms: {escape(f['route'])}: {escape(f['error'])}</li>"
-            for f in c["failed"]
-        )
-        more = c["failures"] - len(c["failed"])
+        heading, listed, more = found
+        items = "".join(f"<li>{escape(line)}</li>" for line in listed)
         out.append(
-            f"<h3>{escape(c['gateway'])}: {c['failures']} failed request(s) after the change</h3>"
-            f'<ul style="font-family:monospace">{listed}</ul>'
-            + (f"<p>and {more} more</p>" if more > 0 else "")
+            f"<h3>{escape(heading)}</h3>"
+            f'<ul style="font-family:monospace">{items}</ul>'
+            + (f"<p>{escape(more)}</p>" if more else "")
         )
     return "".join(out)
 
 
-def _failed_lines(change: Mapping[str, Any]) -> list[str]:
-    """A change's failed requests, as the HTML report lists them (at most a few kept)."""
+def failed_requests(change: Mapping[str, Any]) -> tuple[str, list[str], str] | None:
+    """A change's failed requests in every view (the page, the terminal, Markdown): a heading,
+    one line per request kept (its time after the change, route and error), and how many more
+    there were ("" when every one is kept); None when none failed."""
     if not change["failed"]:
-        return []
-    lines = [f"{change['gateway']}: {change['failures']} failed request(s) after the change"]
-    lines += [f"  {_fmt(f['after_ms'])} ms: {f['route']}: {f['error']}" for f in change["failed"]]
+        return None
+    heading = f"{change['gateway']}: {change['failures']:,} failed request(s) after the change"
+    listed = [f"{_fmt(f['after_ms'])} ms: {f['route']}: {f['error']}" for f in change["failed"]]
     more = change["failures"] - len(change["failed"])
-    return [*lines, f"  and {more} more"] if more > 0 else lines
+    return heading, listed, (f"and {more:,} more" if more > 0 else "")
+
+
+def _failed_lines(change: Mapping[str, Any]) -> list[str]:
+    """A change's failed requests as text lines (:func:`failed_requests`), those kept indented."""
+    found = failed_requests(change)
+    if found is None:
+        return []
+    heading, listed, more = found
+    return [heading, *(f"  {line}" for line in listed), *([f"  {more}"] if more else [])]
 
 
 def scale_text(document: Mapping[str, Any]) -> list[str]:
