@@ -14,7 +14,7 @@ from gatebench.cli import main
 from gatebench.core.model import RunKind, RunRecord
 from gatebench.kinds._live._report import (
     failed_of,
-    log_line_chart,
+    line_chart,
     point_key,
     render_scale_html,
     render_scale_markdown,
@@ -93,7 +93,7 @@ def test_a_memory_and_a_p99_chart_per_gateway_with_a_point_per_size() -> None:
 
 
 def test_routes_are_on_a_log_scale() -> None:
-    svg = log_line_chart(
+    svg = line_chart(
         {"s": [(10.0, 1.0), (100.0, 2.0), (1000.0, 3.0), (10000.0, None)]},
         chart_id="c",
         title="t",
@@ -110,7 +110,7 @@ def test_the_legend_stands_above_the_plot_so_no_line_runs_through_it() -> None:
     drawn inside the plot; the names now stand on the unit's line above it, one after another."""
     from gatebench.kinds._live._report import LEGEND_CHAR_W, TOP
 
-    svg = log_line_chart(
+    svg = line_chart(
         {"idle": [(10.0, 13.0), (1000.0, 14.0)], "under load": [(10.0, 13.2), (1000.0, 14.0)]},
         chart_id="c",
         title="nginx: resident memory",
@@ -168,6 +168,35 @@ def test_the_verdict_of_a_change_compares_the_gateways() -> None:
         "request(s); nginx: none.",
         "envoy answered 1 of 2 new routes from the new upstream.",
     ]
+
+
+def test_the_page_draws_p99_over_time_around_the_change_with_the_failed_buckets_ringed() -> None:
+    """The document's 100 ms series, drawn: one line per gateway against seconds from the
+    change, the change a labelled line at 0, the bucket holding the failed request ringed."""
+    from gatebench.kinds._live._report import change_timeline
+
+    doc = json.loads(json.dumps(scale_document([], [_change()], run="r5")))
+    series = doc["changes"][0]["series"]
+    failed = [b for b in series if b["ko"]]
+    assert [b["t_ms"] for b in failed] == [500.0]  # the request 0.5 s after the change
+    svg = change_timeline(doc["changes"])
+    assert svg in render_scale_html(doc)
+    xs = [float(x) for x in re.findall(r'<circle cx="([0-9.]+)"', svg)]
+    assert len(xs) == sum(1 for b in series if b["p99_ms"] is not None)
+    assert xs == sorted(xs)  # time runs left to right
+    ringed = re.findall(r'<circle cx="([0-9.]+)"[^>]*class="marked"[^>]*data-x="([^"]+)"', svg)
+    assert [float(x) for _cx, x in ringed] == [0.5]
+    assert "1 of 10 failed" in svg  # the bucket's tooltip: 10 requests in 100 ms at 100/s
+    moment = re.search(r'<line class="moment" x1="([0-9.]+)"', svg)
+    assert moment is not None and ">change</text>" in svg
+    at_zero = [
+        float(cx)
+        for cx, x in re.findall(r'<circle cx="([0-9.]+)"[^>]*data-x="([^"]+)"', svg)
+        if float(x) == 0.0
+    ]
+    assert at_zero == [float(moment.group(1))]
+    assert "seconds from the change" in svg
+    assert change_timeline([{**doc["changes"][0], "series": []}]) == ""
 
 
 def test_the_terminal_and_markdown_show_the_same_tables_as_the_page() -> None:

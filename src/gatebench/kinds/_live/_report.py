@@ -195,56 +195,83 @@ def scale_bigquery_rows(
     return rows
 
 
-def log_line_chart(
+def line_chart(
     series: Mapping[str, Sequence[tuple[float, float | None]]],
     *,
     chart_id: str,
     title: str,
     y_label: str,
     x_label: str = "routes (log scale)",
+    x_log: bool = True,
+    moment: tuple[float, str] | None = None,
+    marked: Mapping[str, Mapping[float, str]] | None = None,
+    width: float = WIDTH,
 ) -> str:
-    """Lines over a log10 x axis (the sizes) and a linear y axis from 0; None values leave a
-    gap. One ``<svg>``."""
-    xs = sorted({x for values in series.values() for x, _y in values if x > 0})
+    """Lines over an x axis, log10 (the sizes, from a power of 10 to the next) or linear (time
+    around a change), and a linear y axis from 0; None values leave a gap. ``moment``: a
+    vertical line at an x, labelled (the change); ``marked``: per series, the points ringed
+    in red and what their tooltip adds (a bucket with failed requests). One ``<svg>``."""
+    xs = sorted({x for values in series.values() for x, _y in values if x > 0 or not x_log})
     ys = [y for values in series.values() for _x, y in values if y is not None]
     top = max(ys, default=0.0) or 1.0
     step = nice_step(top)
     y_max = step * math.ceil(top / step)
-    lo = math.floor(math.log10(xs[0])) if xs else 0
-    hi = max(lo + 1, math.ceil(math.log10(xs[-1]))) if xs else 1
-    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    if x_log:
+        lo = math.floor(math.log10(xs[0])) if xs else 0
+        hi = max(lo + 1, math.ceil(math.log10(xs[-1]))) if xs else 1
+        ticks = [(math.log10(10.0**p), f"{10**p:,}") for p in range(lo, hi + 1)]
+    else:
+        x_step = nice_step((xs[-1] - xs[0]) if len(xs) > 1 else 1.0)
+        lo = x_step * math.floor((xs[0] if xs else 0.0) / x_step)
+        hi = max(lo + x_step, x_step * math.ceil((xs[-1] if xs else 1.0) / x_step))
+        count = round((hi - lo) / x_step)
+        ticks = [(lo + i * x_step, f"{lo + i * x_step:g}") for i in range(count + 1)]
+    plot_w, plot_h = width - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
 
     def px(x: float) -> float:
-        return LEFT + plot_w * (math.log10(x) - lo) / (hi - lo)
+        at = math.log10(x) if x_log else x
+        return LEFT + plot_w * (at - lo) / (hi - lo)
 
     def py(y: float) -> float:
         return TOP + plot_h * (1 - y / y_max)
 
+    def shown(x: float) -> bool:
+        return x > 0 or not x_log
+
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart line-chart" id="{escape(chart_id)}" '
-        f'viewBox="0 0 {_num(WIDTH)} {_num(HEIGHT)}" width="{_num(WIDTH)}" height="{_num(HEIGHT)}" '
+        f'viewBox="0 0 {_num(width)} {_num(HEIGHT)}" width="{_num(width)}" height="{_num(HEIGHT)}" '
         f'role="img" aria-label="{escape(title)}"><title>{escape(title)}</title>',
         f'<text class="group" x="4" y="14">{escape(title)}</text>',
     ]
     for tick, label in axis_ticks(y_max, step):
         y = py(tick)
-        out.append(grid_line((LEFT, y), (WIDTH - RIGHT, y), label, (LEFT - 4, y + 4), "end"))
+        out.append(grid_line((LEFT, y), (width - RIGHT, y), label, (LEFT - 4, y + 4), "end"))
     bottom = TOP + plot_h
-    for power in range(lo, hi + 1):
-        x = px(10.0**power)
-        out.append(grid_line((x, TOP), (x, bottom), f"{10**power:,}", (x, bottom + 14), "middle"))
+    for at, label in ticks:
+        x = LEFT + plot_w * (at - lo) / (hi - lo)
+        out.append(grid_line((x, TOP), (x, bottom), escape(label), (x, bottom + 14), "middle"))
     out.append(
         f'<text class="axis-label" x="{_num(LEFT + plot_w / 2)}" y="{_num(HEIGHT - 4)}" '
         f'text-anchor="middle">{escape(x_label)}</text>'
         f'<text class="axis-label" x="{_num(LEFT)}" y="{_num(TOP - 6)}">{escape(y_label)}</text>'
     )
+    if moment is not None:
+        mx = px(moment[0])
+        out.append(
+            f'<line class="moment" x1="{_num(mx)}" x2="{_num(mx)}" y1="{_num(TOP)}" '
+            f'y2="{_num(bottom)}" stroke="#b00020" stroke-dasharray="4 3"/>'
+            f'<text class="moment" x="{_num(mx + 3)}" y="{_num(TOP + 10)}" fill="#b00020" '
+            f'style="fill:#b00020">{escape(moment[1])}</text>'
+        )
     legend_x = LEFT + LEGEND_CHAR_W * len(y_label) + LEGEND_GAP
     for index, (name, values) in enumerate(series.items()):
         colour = PALETTE[index % len(PALETTE)]
+        notes = (marked or {}).get(name, {})
         path, pen_down = [], False
         ordered = sorted(values, key=lambda item: item[0])
         for vx, vy in ordered:
-            if vy is None or vx <= 0:
+            if vy is None or not shown(vx):
                 pen_down = False
                 continue
             path.append(f"{'L' if pen_down else 'M'}{_num(px(vx))} {_num(py(vy))}")
@@ -254,12 +281,16 @@ def log_line_chart(
             f'<path d="{"".join(path)}" fill="none" stroke="{colour}" stroke-width="2"/>'
         )
         for vx, vy in ordered:
-            if vy is None or vx <= 0:
+            if vy is None or not shown(vx):
                 continue
+            where = f"{vx:,.0f} routes" if x_log else f"{vx:g} s"
+            note = notes.get(vx, "")
+            ring = ' stroke="#b00020" stroke-width="2" class="marked"' if note else ""
             out.append(
-                f'<circle cx="{_num(px(vx))}" cy="{_num(py(vy))}" r="3" fill="{colour}" '
-                f'data-x="{vx!r}" data-y="{vy!r}"><title>{escape(name)}: {vx:,.0f} routes, '
-                f"{escape(_fmt(vy))}</title></circle>"
+                f'<circle cx="{_num(px(vx))}" cy="{_num(py(vy))}" r="{3 if x_log or note else 2}" '
+                f'fill="{colour}"{ring} data-x="{vx!r}" data-y="{vy!r}"><title>{escape(name)}: '
+                f"{escape(where)}, {escape(_fmt(vy))}{escape(', ' + note if note else '')}"
+                "</title></circle>"
             )
         # Above the plot, on the unit's line, so that no line runs through it; in the series'
         # colour, over the page's text colour.
@@ -297,12 +328,12 @@ def gateway_charts(gateway: str, points: Sequence[ScalePoint]) -> str:
         for position in POSITIONS
     }
     slug = "".join(c if c.isalnum() else "-" for c in gateway)
-    return log_line_chart(
+    return line_chart(
         memory,
         chart_id=f"mem-{slug}",
         title=f"{gateway}: resident memory",
         y_label="MB",
-    ) + log_line_chart(
+    ) + line_chart(
         p99, chart_id=f"p99-{slug}", title=f"{gateway}: p99 at the constant rate", y_label="ms"
     )
 
@@ -548,11 +579,48 @@ def change_notes(changes: Sequence[Mapping[str, Any]]) -> list[str]:
     return [f"{c['gateway']}: {c['problem']}" for c in changes if c.get("problem")]
 
 
+TIMELINE_WIDTH = 760.0
+"""The timeline of the changes: one line per gateway, a point per bucket."""
+
+
+def change_timeline(changes: Sequence[Mapping[str, Any]]) -> str:
+    """p99 per 100 ms bucket around the change (the document's ``series``; the change at 0 s),
+    one line per gateway, a bucket with failed requests ringed in red; "" without a series."""
+    series: dict[str, list[tuple[float, float | None]]] = {}
+    marked: dict[str, dict[float, str]] = {}
+    for c in sorted(changes, key=lambda c: str(c["gateway"])):
+        buckets = c.get("series") or []
+        if not buckets:
+            continue
+        name = str(c["gateway"])
+        series[name] = [(b["t_ms"] / 1000, b.get("p99_ms")) for b in buckets]
+        marked[name] = {
+            b["t_ms"] / 1000: f"{b['ko']:,} of {b['requests']:,} failed"
+            for b in buckets
+            if b.get("ko")
+        }
+    if not series:
+        return ""
+    return line_chart(
+        series,
+        chart_id="change-timeline",
+        title="p99 per 100 ms around the change",
+        y_label="ms",
+        x_label="seconds from the change",
+        x_log=False,
+        moment=(0.0, "change"),
+        marked=marked,
+        width=TIMELINE_WIDTH,
+    )
+
+
 def _changes_section(changes: Sequence[Mapping[str, Any]]) -> str:
     out = [
         "<h2>Configuration change under load</h2><p>Every request of the window after the "
         "change that was not 2xx or got no answer, the latency before and after, and the time "
-        "until each new route answered correctly from the new upstream.</p>",
+        "until each new route answered correctly from the new upstream. The chart: p99 of each "
+        "100 ms of the load around the change, a bucket with failed requests ringed in red.</p>",
+        change_timeline(changes),
         _model_table(changes_table(changes)),
         "<p>How each gateway applied the change:</p><ul>"
         + "".join(f"<li>{escape(c['gateway'])}: {escape(c['mechanism'])}</li>" for c in changes)
@@ -679,11 +747,12 @@ __all__ = [
     "FORMAT",
     "SCALE_KIND",
     "change_notes",
+    "change_timeline",
     "changes_table",
     "failed_of",
     "gateway_charts",
     "is_live_run",
-    "log_line_chart",
+    "line_chart",
     "point_key",
     "point_notes",
     "points_table",
