@@ -216,10 +216,13 @@ def line_chart(
     top = max(ys, default=0.0) or 1.0
     step = nice_step(top)
     y_max = step * math.ceil(top / step)
+    lo: float
+    hi: float
     if x_log:
-        lo = math.floor(math.log10(xs[0])) if xs else 0
-        hi = max(lo + 1, math.ceil(math.log10(xs[-1]))) if xs else 1
-        ticks = [(math.log10(10.0**p), f"{10**p:,}") for p in range(lo, hi + 1)]
+        low = math.floor(math.log10(xs[0])) if xs else 0
+        high = max(low + 1, math.ceil(math.log10(xs[-1]))) if xs else 1
+        lo, hi = float(low), float(high)
+        ticks = [(float(p), f"{10**p:,}") for p in range(low, high + 1)]
     else:
         x_step = nice_step((xs[-1] - xs[0]) if len(xs) > 1 else 1.0)
         lo = x_step * math.floor((xs[0] if xs else 0.0) / x_step)
