@@ -172,7 +172,8 @@ export function scaleBlock(run, api) {
     section(
       "scale",
       title,
-      h("iframe", { class: "scale-report", src: api.scaleUrl(run.run_id, "html"), title: `${title} report` }),
+      // Sandboxed: the report's own script (its sortable tables) runs in an origin of its own.
+      h("iframe", { class: "scale-report", src: api.scaleUrl(run.run_id, "html"), title: `${title} report`, sandbox: "allow-scripts" }),
       h(
         "ul",
         { class: "downloads" },

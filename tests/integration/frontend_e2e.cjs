@@ -5,7 +5,7 @@
 //
 // Usage: node frontend_e2e.cjs SCENARIO --base URL --artifacts DIR [--spec FILE] [--broken FILE]
 //   [--run-a ID --run-b ID] [--timeout-ms N]
-// Scenarios: broken, keyboard-upload, signed-upload, cloud-upload, compare, capacity.
+// Scenarios: broken, keyboard-upload, signed-upload, cloud-upload, compare, capacity, change.
 "use strict";
 
 const fs = require("node:fs");
@@ -317,6 +317,21 @@ const scenarios = {
     result.tables = await page.$$eval("table", (ts) => ts.map((t) => ({ id: t.id, rows: t.tBodies[0].rows.length })));
     result.unlabelled = await page.evaluate(LABEL_PROBE);
     result.screenshots = [await shot(page, options, "frontend-capacity.png")];
+  },
+
+  /** A stored change-under-load run: its page frames the run's own report (sandboxed), and
+   * the frame shows it: the verdict, the timeline chart, the table. */
+  async change(page, options, result) {
+    await page.goto(`${options.base}#/runs/${encodeURIComponent(options.runA)}`, { waitUntil: "load" });
+    const frameElement = await page.waitForSelector("iframe.scale-report");
+    result.sandbox = await frameElement.getAttribute("sandbox");
+    const frame = await frameElement.contentFrame();
+    if (!frame) throw new Error("the report's frame has no document");
+    await frame.waitForSelector("#change-timeline", { timeout: 10000 });
+    result.frameVerdict = await frame.textContent(".verdict");
+    result.frameCircles = await frame.$$eval("#change-timeline circle", (cs) => cs.length);
+    result.frameTables = await frame.$$eval("table", (ts) => ts.map((t) => t.tBodies[0].rows.length));
+    result.screenshots = [await shot(page, options, "frontend-change.png")];
   },
 
   /** Two runs side by side: picked in the runs list, then the comparison page. */

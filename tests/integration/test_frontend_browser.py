@@ -212,3 +212,66 @@ def test_a_capacity_run_on_the_dashboard(tmp_path: Path) -> None:
     assert code == 0, err
     assert_clean(found, serve)
     assert_capacity_run_shown(found, result, targets)
+
+
+def test_a_change_run_on_the_dashboard_shows_its_report_in_its_frame(tmp_path: Path) -> None:
+    """A stored change-under-load run: its page frames the run's own report, and the browser
+    shows it (the page's policy allows the frame, the report's allows this server to frame it:
+    nothing refused, nothing logged), the report's script sandboxed."""
+    from gatebench.core.model import RunKind, RunRecord, RunStatus
+    from gatebench.kinds._live._report import CHANGE_KIND
+    from gatebench.kinds._live.metrics import Arrival, change_outcome
+    from gatebench.store import open_store
+
+    run_id = "20260104-120000-change"
+    arrivals = [
+        Arrival(1000.0 + 10 * i, 2.0, i != 250, "end", "" if i != 250 else "status 502")
+        for i in range(400)
+    ]
+    store_path = tmp_path / "store.sqlite"
+    with open_store(str(store_path)) as store:
+        store.create_run(
+            RunRecord(
+                run_id=run_id,
+                spec_uri="file:///petstore.yaml",
+                spec_sha256="0" * 64,
+                title="Petstore",
+                gateways=["haproxy", "nginx"],
+                kind=RunKind.CHANGE,
+                status=RunStatus.DONE,
+            )
+        )
+        for gateway in ("haproxy", "nginx"):
+            change = change_outcome(
+                arrivals,
+                3000.0,
+                window_s=1.0,
+                calm_s=1.0,
+                gateway=gateway,
+                mechanism="a reload",
+                kind="signal",
+                routes_before=10,
+                routes_added=10,
+                upstream_changed=True,
+                rate=100.0,
+                engine="loadgen",
+                measured_from="intended start",
+                new_routes_s={"a": 0.1, "b": 0.2},
+                mechanism_s=0.0,
+                check_s=0.1,
+            )
+            store.put_result(run_id, CHANGE_KIND, gateway, change.to_dict())
+    serve = start_serve(tmp_path, store=store_path)
+    try:
+        found = scenario("change", serve, run_a=run_id)
+    finally:
+        code, err = serve.stop()
+    assert code == 0, err
+    assert_clean(found, serve)
+    assert found["sandbox"] == "allow-scripts"
+    assert found["frameVerdict"].startswith(
+        "In the 1 s after the change, haproxy failed 1 request(s), nginx failed 1 request(s)."
+    )
+    assert found["frameCircles"] > 20  # a point per 100 ms bucket per gateway
+    assert found["frameTables"] == [2]
+    assert_screenshot(found["screenshots"][0])

@@ -48,11 +48,13 @@ def test_export_allows_plain_http_endpoints_by_exact_origin(tmp_path: Path) -> N
     config = SiteConfig("gcp", "http://127.0.0.1:8081/", "http://127.0.0.1:8082/up/")
     export_site(default_frontend_dir(), http_site, config)
     html = (http_site / "index.html").read_text()
-    assert "connect-src 'self' https: http://127.0.0.1:8081 http://127.0.0.1:8082;" in html
+    origins = "http://127.0.0.1:8081 http://127.0.0.1:8082;"
+    assert f"connect-src 'self' https: {origins}" in html
+    # the API's report of a scale or change run is framed by the page
+    assert f"frame-src 'self' https: {origins}" in html
     assert (
-        html.replace(
-            "connect-src 'self' https: http://127.0.0.1:8081 http://127.0.0.1:8082;",
-            frontend_policy,
+        html.replace(f"connect-src 'self' https: {origins}", frontend_policy).replace(
+            f"frame-src 'self' https: {origins}", "frame-src 'self' https:;"
         )
         == (default_frontend_dir() / "index.html").read_text()
     )

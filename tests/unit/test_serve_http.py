@@ -128,7 +128,9 @@ def test_the_site_and_its_config(served: Served) -> None:
     assert status == 200
     assert headers["content-type"] == "text/html; charset=utf-8"
     assert body == (served.frontend / "index.html").read_bytes()
-    assert headers["content-security-policy"].startswith("default-src 'none'; script-src 'self'")
+    csp = headers["content-security-policy"]
+    assert csp.startswith("default-src 'none'; script-src 'self'")
+    assert "frame-src 'self';" in csp and csp.endswith("frame-ancestors 'none'")
     assert headers["x-content-type-options"] == "nosniff"
     assert headers["x-frame-options"] == "DENY"
     status, headers, _ = served.request("GET", "/js/app.js")
@@ -573,3 +575,46 @@ def test_answers_carry_the_standard_reason_phrase(served: Served) -> None:
     sock.settimeout(5)
     assert sock.recv(4096).startswith(b"HTTP/1.1 400 Bad Request\r\n")
     sock.close()
+
+
+def test_the_report_the_dashboard_frames_may_be_framed_by_this_server_alone(
+    served: Served,
+) -> None:
+    """A change run's page holds its report in a frame (frontend/js/run.js): the page may frame
+    this server (frame-src 'self'), and the report may be framed by this server alone
+    (frame-ancestors 'self', X-Frame-Options SAMEORIGIN); the dashboard's own pages by none."""
+    from gatebench.core.model import RunKind, RunRecord
+    from gatebench.kinds._live._report import CHANGE_KIND
+    from gatebench.kinds._live.metrics import Arrival, change_outcome
+
+    arrivals = [Arrival(1000.0 + 10 * i, 2.0, True, "end", "") for i in range(300)]
+    change = change_outcome(
+        arrivals,
+        2000.0,
+        window_s=1.0,
+        calm_s=1.0,
+        gateway="nginx",
+        mechanism="SIGHUP",
+        kind="signal",
+        routes_before=10,
+        routes_added=10,
+        upstream_changed=True,
+        rate=100.0,
+        engine="loadgen",
+        measured_from="intended start",
+        new_routes_s={"a": 0.1},
+        mechanism_s=0.0,
+        check_s=0.1,
+    )
+    record = RunRecord(
+        run_id="r-change", spec_uri="file:///a.yaml", spec_sha256="0" * 64, kind=RunKind.CHANGE
+    )
+    with SqliteStore(served.results / "s.sqlite") as store:
+        store.create_run(record)
+        store.put_result(record.run_id, CHANGE_KIND, "nginx", change.to_dict())
+    status, headers, body = served.request("GET", "/api/runs/r-change/scale?format=html")
+    assert status == 200 and b'id="change-timeline"' in body
+    assert headers["content-security-policy"].endswith("frame-ancestors 'self'")
+    assert headers["x-frame-options"] == "SAMEORIGIN"
+    status, headers, _ = served.request("GET", "/api/runs/r-change/scale?format=json")
+    assert status == 200 and headers["x-frame-options"] == "DENY"

@@ -69,12 +69,18 @@ from gatebench.web._uploads import Answer, SignedUploads, problems, refusal, too
 
 SITE_CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'{extra}; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    "connect-src 'self'{extra}; frame-src 'self'{extra}; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'"
 )
+"""The dashboard's pages: nothing but this server (and the API endpoints its site names),
+framed by nobody; the one frame they hold is a report of the API (a route scale or change
+run's page)."""
 REPORT_CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
-    "img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    "img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'self'"
 )
+"""A report the API serves as HTML: its own inline style and script only; framed by this
+server's dashboard alone (the page opens it sandboxed)."""
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
@@ -226,6 +232,8 @@ def _secure(response: Response) -> Response:
         REPORT_CSP if report else SITE_CSP.format(extra=extra)
     )
     response.headers.update(SECURITY_HEADERS)
+    if report:  # the older header says what frame-ancestors 'self' says
+        response.headers["X-Frame-Options"] = "SAMEORIGIN"
     if request.blueprint == "upload" and (response.status_code >= 400 or "uploads" in request.path):
         state.log(f"POST {request.path} {request.args.get('name', '')!r}: {response.status_code}")
     return response

@@ -191,29 +191,33 @@ def default_frontend_dir() -> Path:
 SITE_CONNECT_SRC = "connect-src 'self' https:;"
 """The page's own connect-src (frontend/index.html): its origin and https, which covers the
 functions and Cloud Storage on Google Cloud."""
+SITE_FRAME_SRC = "frame-src 'self' https:;"
+"""The page's own frame-src: a route scale or change run's report, served by the API."""
 
 
 def _allow_endpoints(index: Path, config: SiteConfig) -> None:
     """Add the configured endpoints that speak plain http (functions on a test machine, a
-    local server) to the exported page's connect-src, by exact origin; https ones are already
-    allowed. Nothing else in the policy changes."""
+    local server) to the exported page's connect-src and frame-src, by exact origin; https
+    ones are already allowed. Nothing else in the policy changes."""
     extra = [o for o in config.origins() if o.startswith("http://")]
     if not extra:
         return
     html = index.read_text(encoding="utf-8")
-    if html.count(SITE_CONNECT_SRC) != 1:
-        raise SiteConfigError(
-            [
-                Problem(
-                    "",
-                    f"expected the page's policy to hold {SITE_CONNECT_SRC!r} once, to add "
-                    f"{', '.join(extra)} to it",
-                    source=str(index),
-                )
-            ]
-        )
-    allowed = SITE_CONNECT_SRC.removesuffix(";") + " " + " ".join(extra) + ";"
-    index.write_text(html.replace(SITE_CONNECT_SRC, allowed), encoding="utf-8")
+    for directive in (SITE_CONNECT_SRC, SITE_FRAME_SRC):
+        if html.count(directive) != 1:
+            raise SiteConfigError(
+                [
+                    Problem(
+                        "",
+                        f"expected the page's policy to hold {directive!r} once, to add "
+                        f"{', '.join(extra)} to it",
+                        source=str(index),
+                    )
+                ]
+            )
+        allowed = directive.removesuffix(";") + " " + " ".join(extra) + ";"
+        html = html.replace(directive, allowed)
+    index.write_text(html, encoding="utf-8")
 
 
 def export_site(frontend: Path, dest: Path, config: SiteConfig) -> list[Path]:
