@@ -10,6 +10,7 @@ const ROW = 20;
 const BAR = 13;
 const GROUP_HEADER = 22;
 const AXIS = 24;
+const TICK_ROW = 16; // a group's own scale (chart.per_group): its ticks, between its title and its bars
 const PLOT_WIDTH = 440;
 const VALUE_WIDTH = 190;
 const CHAR = 7.0;
@@ -35,17 +36,27 @@ function tickLabel(value, step) {
   return value.toLocaleString("en-US", { minimumFractionDigits: decimals, maximumFractionDigits: decimals });
 }
 
-/** One <svg> for a chart view: {id, kind, title, description, axis, max, groups}. */
+/** The longest bar or whisker of some bars. */
+function topOf(bars) {
+  return Math.max(0, ...bars.map((b) => b.value || 0), ...bars.map((b) => (b.high == null ? 0 : b.high)));
+}
+
+/** [end, step] of a bar scale: `given`, else the next round number above `top` (as _charts.scale_end). */
+export function scaleEnd(top, given) {
+  const step = niceStep(given != null ? given : top || 1);
+  return [given != null ? given : step * Math.ceil((top || 1) / step), step];
+}
+
+/** One <svg> for a chart view: {id, kind, title, description, axis, max, per_group, groups}: one
+ * scale along the top, or (per_group) each group's own above its bars. */
 export function drawChart(chart, idPrefix = "") {
   const chartId = `${idPrefix}chart-${chart.id}`;
   const bars = chart.groups.flatMap((g) => g.bars);
   const labelWidth = Math.min(240, Math.max(70, 12 + CHAR * Math.max(4, ...bars.map((b) => b.label.length))));
-  const top = Math.max(0, ...bars.map((b) => b.value || 0), ...bars.map((b) => (b.high == null ? 0 : b.high)));
-  let scaleMax = chart.max;
-  const step = niceStep(scaleMax || top || 1);
-  if (scaleMax == null) scaleMax = step * Math.ceil((top || 1) / step);
-  const height = AXIS + chart.groups.reduce((sum, g) => sum + GROUP_HEADER + ROW * g.bars.length, 0) + 8;
+  const own = chart.per_group ? TICK_ROW : 0;
+  const height = AXIS + chart.groups.reduce((sum, g) => sum + GROUP_HEADER + own + ROW * g.bars.length, 0) + 8;
   const width = labelWidth + PLOT_WIDTH + VALUE_WIDTH;
+  let [scaleMax, step] = scaleEnd(topOf(bars), chart.max);
   const x = (value) => labelWidth + (PLOT_WIDTH * Math.max(0, Math.min(value || 0, scaleMax))) / scaleMax;
   const hatchId = `${chartId}-hatch`;
 
@@ -73,19 +84,27 @@ export function drawChart(chart, idPrefix = "") {
       ),
     ),
   );
-  for (let tick = 0; tick <= scaleMax + step * 1e-9; tick += step) {
-    const tx = num(x(tick));
-    root.append(
-      svg("line", { class: "grid", x1: tx, x2: tx, y1: AXIS - 4, y2: num(height - 8) }),
-      svg("text", { class: "tick", x: tx, y: AXIS - 8, "text-anchor": "middle" }, tickLabel(tick, step)),
-    );
-  }
+  const ticks = (top, bottom) => {
+    for (let tick = 0; tick <= scaleMax + step * 1e-9; tick += step) {
+      const tx = num(x(tick));
+      root.append(
+        svg("line", { class: "grid", x1: tx, x2: tx, y1: num(top), y2: num(bottom) }),
+        svg("text", { class: "tick", x: tx, y: num(top - 4), "text-anchor": "middle" }, tickLabel(tick, step)),
+      );
+    }
+  };
+  if (!chart.per_group) ticks(AXIS - 4, height - 8); // along the top, grid lines through every group
   root.append(svg("text", { class: "axis-label", x: 4, y: AXIS - 8 }, chart.axis));
 
   let y = AXIS;
   for (const group of chart.groups) {
     root.append(svg("text", { class: "group", x: 4, y: num(y + GROUP_HEADER - 7) }, group.title));
     y += GROUP_HEADER;
+    if (chart.per_group) {
+      [scaleMax, step] = scaleEnd(topOf(group.bars), group.max);
+      ticks(y + own - 2, y + own + ROW * group.bars.length);
+      y += own;
+    }
     for (const bar of group.bars) {
       const mid = y + ROW / 2;
       const fill = bar.baseline ? `url(#${hatchId})` : bar.colour;

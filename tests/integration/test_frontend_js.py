@@ -13,13 +13,14 @@ from typing import Any
 
 import pytest
 
+from gatebench.core.report._charts import scale_end
 from gatebench.core.report._svg import _decades, nice_step
 from paths import ROOT
 
 SCRIPT = r"""
 import { stepState, isScaleRun, scaleBlock } from "./run.mjs";
 import { progressText, kindText, comparable } from "./runs.mjs";
-import { niceStep, decades } from "./charts.mjs";
+import { niceStep, decades, scaleEnd } from "./charts.mjs";
 const STEPS = 7;
 const states = (run) => Array.from({ length: STEPS }, (_, i) => stepState(run, i));
 const out = {
@@ -39,6 +40,7 @@ const out = {
   finished: progressText({ status: "done", finished: true, progress: null }),
   steps: [0.7, 9, 42, 180, 1234, 4598.9, 100].map((v) => niceStep(v)),
   decades: [[0.4, 52], [10, 10], [3, 2500], [0.001, 0.5]].map(([lo, hi]) => decades(lo, hi)),
+  scaleEnds: [[63.4, null], [12041, null], [0, null], [80, 100], [0.7, null]].map(([top, given]) => scaleEnd(top, given)),
   scaleKinds: ["scale", "change-under-load", "workload", undefined].map((kind) => isScaleRun({ kind })),
   kinds: [
     { kind: "fixed", repetitions: 10 }, { kind: "fixed", quick: true }, { kind: "capacity" },
@@ -111,3 +113,6 @@ def test_step_states_status_words_and_axis_steps(tmp_path: Path) -> None:
     # the capacity curves' log axis: the same decades as the report's (report._svg._decades)
     pairs = [(0.4, 52), (10, 10), (3, 2500), (0.001, 0.5)]
     assert out["decades"] == [pytest.approx(list(_decades(lo, hi))) for lo, hi in pairs]
+    # a group's own bar scale (Chart.per_group): the same end and step as the report's
+    ends = [(63.4, None), (12041, None), (0, None), (80, 100.0), (0.7, None)]
+    assert out["scaleEnds"] == [pytest.approx(list(scale_end(top, given))) for top, given in ends]

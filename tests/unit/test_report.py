@@ -496,6 +496,35 @@ def test_html_has_the_required_sections_and_accessible_structure(report) -> None
     assert len(whiskers) == n_cells
 
 
+def test_each_endpoint_has_its_own_throughput_scale() -> None:
+    """The auction's endpoints differ by orders of magnitude (60 and 12,000 req/s): on one
+    scale the slow endpoint's bars were slivers nobody could compare. Each endpoint is drawn
+    on its own scale, ticked above its bars, its fastest bar filling most of the width."""
+    from gatebench.core.report._svg import PLOT_WIDTH
+
+    ms = [
+        m(t, w, rep, 1.0, throughput=tp * (1 + 0.01 * rep))
+        for w, scale in (("upload", 60.0), ("get", 12_000.0))
+        for t, tp in (("a", scale), ("b", scale / 2))
+        for rep in (1, 2)
+    ]
+    html = render_html(build_report(run_record(gateways=["a", "b"]), ms))
+    svg = re.search(r'<svg[^>]*id="chart-throughput".*?</svg>', html, re.S)
+    assert svg is not None
+    rows = re.findall(
+        r'data-workload="([^"]+)"><text[^>]*>[^<]*</text><rect class="bar" x="([0-9.]+)" [^>]*width="([0-9.]+)"',
+        svg.group(0),
+    )
+    widths = {w: max(float(width) for ww, _x, width in rows if ww == w) for w, _x, _width in rows}
+    assert set(widths) == {"upload", "get"}
+    assert all(width > 0.5 * PLOT_WIDTH for width in widths.values()), widths
+    ticks = re.findall(r'<text class="tick"[^>]*>([^<]+)</text>', svg.group(0))
+    numbers = [float(t.replace(",", "")) for t in ticks]
+    assert max(n for n in numbers if n < 1000) <= 100  # the upload's scale ends near 60
+    assert max(numbers) >= 12_000  # the get's near 12,000
+    assert "Each endpoint on its own scale." in html
+
+
 def test_html_escapes_everything_from_the_run() -> None:
     evil = '<script>alert("x")</script>'
     run = run_record(

@@ -96,6 +96,21 @@ class Bar:
 class Group:
     title: str
     bars: Sequence[Bar]
+    max: float | None = None
+    """Its own scale's end, in a chart whose groups each have their own scale
+    (``Chart.per_group``); None: the next round number above its longest bar or whisker."""
+
+    @property
+    def top(self) -> float:
+        values = [b.value for b in self.bars] + [b.high for b in self.bars if b.high is not None]
+        return max([v for v in values if math.isfinite(v)] + [0.0])
+
+
+def scale_end(top: float, given: float | None) -> tuple[float, float]:
+    """(end, tick step) of a bar scale: ``given``, else the next round number above ``top``
+    (the longest bar or whisker). The dashboard's charts.js computes the same."""
+    step = nice_step(given if given is not None else top or 1.0)
+    return (given if given is not None else step * math.ceil((top or 1.0) / step)), step
 
 
 @dataclass
@@ -112,18 +127,20 @@ class Chart:
     max: float | None = None
     """The scale's end; None: the next round number above the longest bar or whisker."""
     legend: str = ""
+    per_group: bool = False
+    """Each group on its own scale (``Group.max``), drawn above its bars: workloads whose
+    numbers differ by orders of magnitude (the auction's 60 and 12,000 req/s) each fill
+    the width, instead of the small ones drawn as slivers beside the large."""
 
     @property
     def top(self) -> float:
-        values = [b.value for g in self.groups for b in g.bars]
-        values += [b.high for g in self.groups for b in g.bars if b.high is not None]
-        return max([v for v in values if math.isfinite(v)] + [0.0])
+        return max([g.top for g in self.groups] + [0.0])
 
     def to_dict(self, colours: Mapping[str, str]) -> dict[str, Any]:
         return {
-            **fields(self, "id kind title description axis max legend"),
+            **fields(self, "id kind title description axis max legend per_group"),
             "groups": [
-                {"title": g.title, "bars": [b.to_dict(colours) for b in g.bars]}
+                {"title": g.title, "max": g.max, "bars": [b.to_dict(colours) for b in g.bars]}
                 for g in self.groups
             ],
         }
@@ -259,7 +276,9 @@ def throughput_chart(s: RunSummary, chart_id: str = "throughput") -> Chart:
         "req/s",
         groups,
         legend="Bars: mean over the repetitions; whiskers: 95 % confidence interval (none "
-        "with a single repetition). Striped: the baseline, no gateway. (The paper's Fig. 3.)",
+        "with a single repetition). Striped: the baseline, no gateway. Each endpoint on its "
+        "own scale. (The paper's Fig. 3.)",
+        per_group=True,
     )
 
 
@@ -283,8 +302,9 @@ def percentile_chart(s: RunSummary) -> Chart:
         "ms",
         groups,
         kind="percentiles",
-        legend="Thick: up to p50 · middle: p50 to p90 · thin: p90 to p99. Gatling records "
-        "whole milliseconds; <1 means under 1 ms.",
+        legend="Thick: up to p50 · middle: p50 to p90 · thin: p90 to p99. Each endpoint on its "
+        "own scale. Gatling records whole milliseconds; <1 means under 1 ms.",
+        per_group=True,
     )
 
 
@@ -300,6 +320,7 @@ __all__ = [
     "colours_for",
     "nice_step",
     "percentile_chart",
+    "scale_end",
     "score_chart",
     "throughput_chart",
     "workload_score_chart",

@@ -16,12 +16,14 @@ import math
 from collections.abc import Callable, Iterator
 from html import escape
 
-from gatebench.core.report._charts import BASELINE_COLOUR, Chart, CurveChart, nice_step
+from gatebench.core.report._charts import BASELINE_COLOUR, Chart, CurveChart, nice_step, scale_end
 
 ROW = 20
 BAR = 13
 GROUP_HEADER = 22
 AXIS = 24
+TICK_ROW = 16
+"""A group's own scale (``Chart.per_group``): its tick labels, between its title and its bars."""
 PLOT_WIDTH = 440
 VALUE_WIDTH = 170
 CHAR = 7.0
@@ -61,21 +63,14 @@ def axis_ticks(top: float, step: float) -> Iterator[tuple[float, str]]:
 
 
 def hbar_chart(chart: Chart, colour_of: Callable[[str], str]) -> str:
-    """Grouped horizontal bars; returns one ``<svg>`` element (``chart-ID``)."""
-    groups, max_value = chart.groups, chart.max
+    """Grouped horizontal bars; returns one ``<svg>`` element (``chart-ID``). One scale along
+    the top, or (``Chart.per_group``) each group's own above its bars."""
+    groups = chart.groups
     labels = [b.label for g in groups for b in g.bars]
     label_width = min(240.0, max(70.0, 12 + CHAR * max((len(x) for x in labels), default=4)))
-    top = chart.top
-    scale_max = max_value if max_value is not None else top
-    step = nice_step(scale_max or 1.0)
-    if max_value is None:
-        scale_max = step * math.ceil((top or 1.0) / step)
-    height = AXIS + sum(GROUP_HEADER + ROW * len(g.bars) for g in groups) + 8
+    own = TICK_ROW if chart.per_group else 0
+    height = AXIS + sum(GROUP_HEADER + own + ROW * len(g.bars) for g in groups) + 8
     width = label_width + PLOT_WIDTH + VALUE_WIDTH
-
-    def x(value: float) -> float:
-        return label_width + PLOT_WIDTH * max(0.0, min(value, scale_max)) / scale_max
-
     chart_id = f"chart-{chart.id}"
     title_id, desc_id, hatch_id = f"{chart_id}-title", f"{chart_id}-desc", f"{chart_id}-hatch"
     out = [
@@ -90,10 +85,15 @@ def hbar_chart(chart: Chart, colour_of: Callable[[str], str]) -> str:
         f'<line x1="0" y1="0" x2="0" y2="6" stroke="{BASELINE_COLOUR}" stroke-width="3"/>'
         "</pattern></defs>",
     ]
-    # Axis: ticks along the top, grid lines through every group.
-    for tick, label in axis_ticks(scale_max, step):
-        tx = x(tick)
-        out.append(grid_line((tx, AXIS - 4), (tx, height - 8), label, (tx, AXIS - 8), "middle"))
+
+    def ticks(end: float, step: float, top: float, bottom: float) -> None:
+        for tick, label in axis_ticks(end, step):
+            tx = label_width + PLOT_WIDTH * max(0.0, min(tick, end)) / end
+            out.append(grid_line((tx, top), (tx, bottom), label, (tx, top - 4), "middle"))
+
+    scale = scale_end(chart.top, chart.max)
+    if not chart.per_group:  # along the top, grid lines through every group
+        ticks(*scale, AXIS - 4, height - 8)
     out.append(f'<text class="axis-label" x="4" y="{AXIS - 8}">{escape(chart.axis)}</text>')
     y = float(AXIS)
     for group in groups:
@@ -101,6 +101,15 @@ def hbar_chart(chart: Chart, colour_of: Callable[[str], str]) -> str:
             f'<text class="group" x="4" y="{_num(y + GROUP_HEADER - 7)}">{escape(group.title)}</text>'
         )
         y += GROUP_HEADER
+        if chart.per_group:
+            scale = scale_end(group.top, group.max)
+            ticks(*scale, y + own - 2, y + own + ROW * len(group.bars))
+            y += own
+        end = scale[0]
+
+        def x(value: float, end: float = end) -> float:
+            return label_width + PLOT_WIDTH * max(0.0, min(value, end)) / end
+
         for bar in group.bars:
             mid = y + ROW / 2
             fill = f"url(#{hatch_id})" if bar.baseline else colour_of(bar.label)
@@ -115,7 +124,7 @@ def hbar_chart(chart: Chart, colour_of: Callable[[str], str]) -> str:
                 f'stroke="{colour_of(bar.label)}" data-value="{bar.value!r}">'
                 f"<title>{escape(group.title)}, {escape(bar.label)}: {escape(bar.text)}</title></rect>"
             )
-            end = x(bar.value)
+            end_x = x(bar.value)
             if bar.low is not None and bar.high is not None:
                 lo, hi = x(bar.low), x(bar.high)
                 out.append(
@@ -124,9 +133,9 @@ def hbar_chart(chart: Chart, colour_of: Callable[[str], str]) -> str:
                     f'M{_num(hi)} {_num(mid - 4)}V{_num(mid + 4)}" '
                     f'data-low="{bar.low!r}" data-high="{bar.high!r}"/>'
                 )
-                end = max(end, hi)
+                end_x = max(end_x, hi)
             out.append(
-                f'<text class="value" x="{_num(end + 6)}" y="{_num(mid + 4)}">'
+                f'<text class="value" x="{_num(end_x + 6)}" y="{_num(mid + 4)}">'
                 f"{escape(bar.text)}</text></g>"
             )
             y += ROW

@@ -11,9 +11,9 @@ server and the cloud read function send the same views.
 
 from __future__ import annotations
 
-import math
 import posixpath
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from gatebench.core.aggregate import CellSummary, RunSummary
@@ -23,8 +23,8 @@ from gatebench.core.model import RunRecord
 from gatebench.core.report._build import RESOLUTION_NOTE, Report, metric_label
 from gatebench.core.report._charts import (
     colours_for,
-    nice_step,
     percentile_chart,
+    scale_end,
     score_chart,
     throughput_chart,
     workload_score_chart,
@@ -127,10 +127,15 @@ def compare_view(a: Report, b: Report) -> dict[str, Any]:
     colours = colours_for(targets, baseline)
     charts_a = throughput_chart(sa, "throughput-a")
     charts_b = throughput_chart(sb, "throughput-b")
-    top = max(charts_a.top, charts_b.top)
-    if top > 0:
-        step = nice_step(top)
-        charts_a.max = charts_b.max = step * math.ceil(top / step)
+    # One scale per workload for both runs: the longer of the two bars sets it.
+    tops: dict[str, float] = {}
+    for group in (*charts_a.groups, *charts_b.groups):
+        tops[group.title] = max(tops.get(group.title, 0.0), group.top)
+    for chart in (charts_a, charts_b):
+        chart.groups = [
+            replace(g, max=scale_end(tops[g.title], None)[0]) if tops[g.title] > 0 else g
+            for g in chart.groups
+        ]
     notes = []
     if a.run.spec_sha256 != b.run.spec_sha256:
         notes.append(
