@@ -74,7 +74,9 @@ export function uploadForm(ctx) {
     type: "file",
     id: "spec-file",
     name: "spec",
-    accept: ".yaml,.yml,.json,.raml,.zip",
+    // API Blueprint is read with Node.js, which the local server has and the Cloud Functions
+    // do not (docs/input.md, "API Blueprint").
+    accept: config.mode === "local" ? ".yaml,.yml,.json,.raml,.apib,.md,.zip" : ".yaml,.yml,.json,.raml,.zip",
     "aria-describedby": "spec-hint",
   });
   const quick = h("input", { type: "checkbox", id: "quick", name: "quick", "aria-describedby": "quick-hint" });
@@ -93,7 +95,9 @@ export function uploadForm(ctx) {
     h(
       "p",
       { id: "spec-hint", class: "hint" },
-      `OpenAPI 3.x, Swagger 2.0 or RAML, as YAML, JSON or a zip; up to ${size(config.max_bytes)}. `,
+      config.mode === "local"
+        ? `OpenAPI 3.x, Swagger 2.0, RAML or API Blueprint, as a file or a zip; up to ${size(config.max_bytes)}. `
+        : `OpenAPI 3.x, Swagger 2.0 or RAML, as YAML, JSON or a zip; up to ${size(config.max_bytes)} (convert API Blueprint to OpenAPI first). `,
       "Choose a file or drag and drop it onto this box. It is checked before anything runs.",
     ),
   );

@@ -99,6 +99,11 @@ async function withPage(options, body) {
     try {
       await page.goto(options.base, { waitUntil: "load" });
       await page.waitForSelector("#upload-form, #comparison, h1");
+      if (await page.$("#spec-hint")) {
+        // What the form says it reads, as the page's mode has it.
+        result.hint = await page.textContent("#spec-hint");
+        result.accept = await page.getAttribute("#spec-file", "accept");
+      }
       await body(page, result);
     } catch (error) {
       // Keep what the page looked like and what it logged: the test prints both.

@@ -52,6 +52,9 @@ def test_a_broken_spec_dropped_on_the_form_shows_located_errors(
     result = scenario("broken", dashboard, broken=str(broken))
     # The validation answer is a 400 (the browser logs that), and nothing else went wrong.
     assert_clean(result, dashboard, console=[EXPECTED_400])
+    # this server reads API Blueprint (Node.js is here); the Cloud Functions do not
+    assert result["hint"].startswith("OpenAPI 3.x, Swagger 2.0, RAML or API Blueprint")
+    assert ".apib" in result["accept"].split(",")
     assert result["dragClass"] == "drop-zone dragging"
     assert result["heading"] == "broken-petstore.yaml: 2 problems to fix before it can run"
     assert result["problems"] == [
@@ -177,6 +180,8 @@ def test_gcp_mode_uploads_through_a_signed_url(tmp_path: Path) -> None:
         code, err = serve.stop()
     assert code == 0, err
     assert_clean(result, serve)
+    assert "convert API Blueprint to OpenAPI first" in result["hint"]
+    assert ".apib" not in result["accept"].split(",")
     assert result["where"] == "Runs on Google Cloud"
     assert "Targets: baseline (no gateway)" in result["summary"]
     calls = [
