@@ -123,6 +123,12 @@ def test_the_legend_stands_above_the_plot_so_no_line_runs_through_it() -> None:
     assert min(ys) >= TOP
     (x1, _, first), (x2, _, _) = found
     assert float(x2) >= float(x1) + LEGEND_CHAR_W * len(first)  # side by side, not overlapping
+    # two series that coincide (envoy: idle as much as under load) still show both colours
+    dashes = re.findall(
+        r'<path d="[^"]*" fill="none" stroke="[^"]+" stroke-width="2"( stroke-dasharray="[^"]+")?/>',
+        svg,
+    )
+    assert dashes == ["", ' stroke-dasharray="7 4"']
 
 
 def test_every_failed_request_of_a_change_is_listed_with_its_time() -> None:

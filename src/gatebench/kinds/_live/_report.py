@@ -281,7 +281,8 @@ def line_chart(
             pen_down = True
         out.append(
             f'<g class="series" data-series="{escape(name)}">'
-            f'<path d="{"".join(path)}" fill="none" stroke="{colour}" stroke-width="2"/>'
+            f'<path d="{"".join(path)}" fill="none" stroke="{colour}" stroke-width="2"'
+            f"{_dash(index) if x_log else ''}/>"
         )
         for vx, vy in ordered:
             if vy is None or not shown(vx):
@@ -304,6 +305,16 @@ def line_chart(
         legend_x += LEGEND_CHAR_W * len(name) + LEGEND_GAP
     out.append("</svg>")
     return "".join(out)
+
+
+DASHES = ("", "7 4", "2 3")
+"""Series after the first drawn dashed, then dotted: two that coincide (idle memory equal to
+memory under load) still show both colours."""
+
+
+def _dash(index: int) -> str:
+    dash = DASHES[index % len(DASHES)]
+    return f' stroke-dasharray="{dash}"' if dash else ""
 
 
 def _fmt(value: float | None, unit: str = "") -> str:
