@@ -641,7 +641,7 @@ def _changes_section(changes: Sequence[Mapping[str, Any]]) -> str:
         + "</ul>",
     ]
     for c in changes:
-        found = failed_requests(c)
+        found = _failed_requests(c)
         if found is None:
             continue
         heading, listed, more = found
@@ -654,7 +654,7 @@ def _changes_section(changes: Sequence[Mapping[str, Any]]) -> str:
     return "".join(out)
 
 
-def failed_requests(change: Mapping[str, Any]) -> tuple[str, list[str], str] | None:
+def _failed_requests(change: Mapping[str, Any]) -> tuple[str, list[str], str] | None:
     """A change's failed requests in every view (the page, the terminal, Markdown): a heading,
     one line per request kept (its time after the change, route and error), and how many more
     there were ("" when every one is kept); None when none failed."""
@@ -667,8 +667,8 @@ def failed_requests(change: Mapping[str, Any]) -> tuple[str, list[str], str] | N
 
 
 def _failed_lines(change: Mapping[str, Any]) -> list[str]:
-    """A change's failed requests as text lines (:func:`failed_requests`), those kept indented."""
-    found = failed_requests(change)
+    """A change's failed requests as text lines (:func:`_failed_requests`), those kept indented."""
+    found = _failed_requests(change)
     if found is None:
         return []
     heading, listed, more = found
