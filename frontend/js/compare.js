@@ -1,4 +1,4 @@
-// Two runs side by side: their throughput on one scale, their scores and ranks, and the
+// Two runs side by side: their throughput on the same scales (one per endpoint), their scores and ranks, and the
 // change of each metric from run A to run B with its interval.
 
 import { drawChart } from "./charts.js";
@@ -60,7 +60,7 @@ export function comparePage(ctx, a, b) {
       h(
         "section",
         { "aria-labelledby": "cmp-throughput-h" },
-        h("h2", { id: "cmp-throughput-h" }, "Throughput per endpoint, on one scale"),
+        h("h2", { id: "cmp-throughput-h" }, "Throughput per endpoint, both runs on the same scales"),
         h(
           "div",
           { class: "side-by-side" },
