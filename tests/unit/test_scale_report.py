@@ -224,6 +224,7 @@ def test_the_terminal_and_markdown_show_the_same_tables_as_the_page() -> None:
     changed = ["nginx", "(problem)", "signal", "1"]  # failed: 1
     assert any(line.split()[:4] == changed for line in text)
     assert "  nginx: 1 failed request(s) after the change" in text
+    assert text[-1].startswith("In the 1 s after the change, nginx failed 1 request(s).")
     assert "    500 ms: end: status 502" in text
     md = render_scale_markdown(doc)
     assert "| nginx (problem) | 100 |" in md and "- nginx at 100 routes: did not answer" in md

@@ -677,7 +677,8 @@ def _failed_lines(change: Mapping[str, Any]) -> list[str]:
 
 def scale_text(document: Mapping[str, Any]) -> list[str]:
     """What ``gatebench scale`` and ``change-under-load`` print at the end: the points' table
-    and their problems, the changes' table and every failed request kept."""
+    and their problems, the changes' table and every failed request kept, then a change's
+    verdict (:func:`change_verdict`, as the page's header says it)."""
     points = [_point(p) for p in document.get("points", [])]
     changes = document.get("changes", [])
     lines: list[str] = []
@@ -691,6 +692,7 @@ def scale_text(document: Mapping[str, Any]) -> list[str]:
         lines += ["  " + note for note in change_notes(changes)]
         for c in changes:
             lines += ["  " + line for line in _failed_lines(c)]
+        lines += ["", " ".join(change_verdict(changes))]
     return lines
 
 
