@@ -166,6 +166,24 @@ def test_the_verdict_of_a_change_compares_the_gateways() -> None:
         "New routes answered soonest through nginx (median 0.1 s, slowest 0.1 s) and last "
         "through haproxy (median 0.5 s, slowest 0.6 s).",
     ]
+    # medians within one probe round (0.05 s by default): no order is claimed
+    close = {
+        "changes": [
+            change("nginx", 0, {"a": 0.1, "b": 0.1}),
+            change("envoy", 0, {"a": 0.12, "b": 0.14}),
+        ]
+    }
+    assert scale_summary(close)[0][2] == (
+        "New routes answered as soon through envoy and nginx (medians 0.1 to 0.13 s, within one "
+        "probe round (0.05 s))."
+    )
+    tied = {"changes": [*close["changes"][:1], change("envoy", 0, {"a": 0.1, "b": 0.1})]}
+    assert (
+        scale_summary(tied)[0][2]
+        == "New routes answered as soon through envoy and nginx (medians 0.1 s)."
+    )
+    slow = {**close, "plan": {"probe_interval_s": 0.01}}  # a finer probe tells them apart
+    assert scale_summary(slow)[0][2].startswith("New routes answered soonest through nginx")
     doc["changes"][1] = change("envoy", 1, {"a": 0.2, "b": None})
     doc["changes"][2]["failures"] = 1200
     verdict, _ = scale_summary(doc)

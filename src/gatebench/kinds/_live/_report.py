@@ -23,7 +23,7 @@ from gatebench.core.report._html import _model_table, html_page
 from gatebench.core.report._markdown import _model_table as _md_model_table
 from gatebench.core.report._svg import _num, axis_ticks, grid_line
 from gatebench.core.report._tables import Cell, Column, Table, text_table
-from gatebench.core.scaleplan import LIVE_KINDS
+from gatebench.core.scaleplan import LIVE_KINDS, LoadSettings
 from gatebench.kinds._live.metrics import ChangeOutcome, ScalePoint, scale_rows
 from gatebench.store import ResultStore
 
@@ -423,7 +423,7 @@ def scale_summary(document: Mapping[str, Any]) -> tuple[list[str], list[str]]:
         gateways = ", ".join(sorted({p.gateway for p in points}))
         sizes = ", ".join(f"{n:,}" for n in sorted({p.routes for p in points}))
         verdict.append(f"Route scale of {gateways} at {sizes} routes: the tables below.")
-    verdict += change_verdict(changes)
+    verdict += change_verdict(changes, probe_interval_s(document))
     if not verdict:
         verdict.append("Nothing measured yet.")
     if document.get("cpu_policy"):
@@ -433,10 +433,11 @@ def scale_summary(document: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     return verdict, [*cautions, *point_notes(points), *change_notes(changes)]
 
 
-def change_verdict(changes: Sequence[Mapping[str, Any]]) -> list[str]:
+def change_verdict(changes: Sequence[Mapping[str, Any]], resolution_s: float = 0.0) -> list[str]:
     """The changes compared, in words: who failed requests in the window after the change
     (and how many), who answered every new route, and through which gateway new routes
-    answered soonest and last (median, then slowest)."""
+    answered soonest and last (median, then slowest), an order said only where the medians
+    differ by more than ``resolution_s`` (the new routes were asked once per probe round)."""
     if not changes:
         return []
     windows = {c.get("window_s") for c in changes}
@@ -471,16 +472,32 @@ def change_verdict(changes: Sequence[Mapping[str, Any]]) -> list[str]:
         for c in changes
         if (m := _median_new_route_s(c)) is not None
     )
-    if len(timed) >= 2:
+    if len(timed) >= 2 and timed[-1][0] - timed[0][0] > resolution_s:
         (m1, g1, s1), (m2, g2, s2) = timed[0], timed[-1]
         out.append(
             f"New routes answered soonest through {g1} ({_when(m1, s1)}) and last through "
             f"{g2} ({_when(m2, s2)})."
         )
+    elif len(timed) >= 2:
+        low, high = timed[0][0], timed[-1][0]
+        medians = f"{_fmt(low)} s" if low == high else f"{_fmt(low)} to {_fmt(high)} s"
+        within = f", within one probe round ({resolution_s:g} s)" if low != high else ""
+        out.append(
+            f"New routes answered as soon through {_names(sorted(g for _m, g, _s in timed))} "
+            f"(medians {medians}{within})."
+        )
     elif timed:
         m1, g1, s1 = timed[0]
         out.append(f"New routes answered through {g1} ({_when(m1, s1)}).")
     return out
+
+
+def probe_interval_s(document: Mapping[str, Any]) -> float:
+    """How often a run asked its new routes (its plan's ``probe_interval_s``, the same on both
+    paths: ``ScaleAsk.about``)."""
+    plan = document.get("plan")
+    found = plan.get("probe_interval_s") if isinstance(plan, Mapping) else None
+    return float(found) if isinstance(found, int | float) else LoadSettings().probe_interval_s
 
 
 def _when(median_s: float, slowest_s: float | None) -> str:
@@ -692,7 +709,7 @@ def scale_text(document: Mapping[str, Any]) -> list[str]:
         lines += ["  " + note for note in change_notes(changes)]
         for c in changes:
             lines += ["  " + line for line in _failed_lines(c)]
-        lines += ["", " ".join(change_verdict(changes))]
+        lines += ["", " ".join(change_verdict(changes, probe_interval_s(document)))]
     return lines
 
 
