@@ -269,3 +269,17 @@ def test_why_the_searches_stopped_is_said_once() -> None:
     # a run whose every order was decided says why it stopped at its end, with no caution
     decided = replace(report, cautions=())
     assert capacity_text(decided)[-1] == stopped
+
+
+def test_a_narrow_interval_keeps_its_ends_apart() -> None:
+    """The simulated campaign's 41.0–41.4 % read "41–41 %", as if there were no uncertainty:
+    the interval takes the decimals (up to two) that keep its ends apart."""
+    from gatebench.kinds.capacity._summary import Comparison
+
+    def interval(low: float, high: float) -> str | None:
+        return Comparison("bid", "a", "b", (low + high) / 2, low, high, decided=True).interval()
+
+    assert interval(1.29, 1.47) == "29–47 %"
+    assert interval(1.4101, 1.4139) == "41.0–41.4 %"
+    assert interval(1.41001, 1.41004) == "41.00–41.00 %"  # two decimals at most
+    assert Comparison("bid", "a", "b", 1.4).interval() is None

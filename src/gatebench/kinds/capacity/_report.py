@@ -278,11 +278,7 @@ def comparison_table(endpoint: EndpointResult, index: int = 0) -> Table:
         "the interval excludes 0 %.",
     )
     for c in endpoint.comparisons:
-        ci = (
-            f"{100 * (c.low - 1):.0f}–{100 * (c.high - 1):.0f} %"
-            if c.low is not None and c.high is not None
-            else "–"
-        )
+        ci = c.interval() or "–"
         pct = None if c.ratio is None else 100.0 * (c.ratio - 1.0)
         table.add(
             c.better,

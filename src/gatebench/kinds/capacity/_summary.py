@@ -256,6 +256,15 @@ class Comparison:
     at_least: bool = False
     """The ratio is a lower bound (``better`` reached a limit)."""
 
+    def interval(self) -> str | None:
+        """The 95 % interval of how much more, ``35–41 %``, with as many decimals (up to two)
+        as keep its ends apart: a narrow one never reads as no uncertainty (``41–41 %``)."""
+        if self.low is None or self.high is None:
+            return None
+        low, high = 100 * (self.low - 1), 100 * (self.high - 1)
+        decimals = next((d for d in (0, 1) if f"{low:.{d}f}" != f"{high:.{d}f}"), 2)
+        return f"{low:.{decimals}f}–{high:.{decimals}f} %"
+
     def percent(self) -> str:
         """``38 %`` more; with ``at least`` for a lower bound."""
         if self.ratio is None:
@@ -392,7 +401,7 @@ def _verdict(workload: str, summaries: Sequence[KneeSummary], objective: Objecti
             f"{c.better} and {c.worse} on {workload} traffic at {at}: their order cannot be "
             f"told here ({c.better}'s knee is only a lower bound)"
         )
-    ci = f", 95 % CI {100 * (c.low - 1):.0f}–{100 * (c.high - 1):.0f} %" if c.low and c.high else ""
+    ci = f", 95 % CI {c.interval()}" if c.low and c.high else ""
     if c.decided:
         return (
             f"{c.better} carries {c.percent()} more {workload} traffic than {c.worse} at {at}{ci}"
