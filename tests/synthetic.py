@@ -114,3 +114,41 @@ def many_operations(count: int) -> dict[str, Any]:
             done += 1
         paths[path] = operations
     return {"openapi": "3.0.3", "info": {"title": "many", "version": "1"}, "paths": paths}
+
+
+def synthetic_change(
+    gateway: str = "nginx",
+    *,
+    arrivals: int = 300,
+    failed: Sequence[int] = (150,),
+    change_ms: float = 2000.0,
+    new_routes_s: dict[str, float | None] | None = None,
+    mechanism: str = "SIGHUP <to master>",
+) -> Any:
+    """A change-under-load outcome (``kinds._live.metrics.ChangeOutcome``) of a made-up load:
+    ``arrivals`` requests 10 ms apart from 1 s on (100 a second), those at the indexes in
+    ``failed`` answered 502, the change at ``change_ms``, a window and a calm second of 1 s."""
+    from gatebench.kinds._live.metrics import Arrival, change_outcome
+
+    load = [
+        Arrival(1000.0 + 10 * i, 2.0, i not in failed, "end", "status 502" if i in failed else "")
+        for i in range(arrivals)
+    ]
+    return change_outcome(
+        load,
+        change_ms,
+        window_s=1.0,
+        calm_s=1.0,
+        gateway=gateway,
+        mechanism=mechanism,
+        kind="signal",
+        routes_before=100,
+        routes_added=100,
+        upstream_changed=True,
+        rate=100.0,
+        engine="gatling",
+        measured_from="send",
+        new_routes_s={"a": 0.1, "b": None} if new_routes_s is None else new_routes_s,
+        mechanism_s=0.0,
+        check_s=0.1,
+    )

@@ -225,14 +225,10 @@ def test_a_change_run_on_the_dashboard_shows_its_report_in_its_frame(tmp_path: P
     nothing refused, nothing logged), the report's script sandboxed."""
     from gatebench.core.model import RunKind, RunRecord, RunStatus
     from gatebench.kinds._live._report import CHANGE_KIND
-    from gatebench.kinds._live.metrics import Arrival, change_outcome
     from gatebench.store import open_store
+    from synthetic import synthetic_change
 
     run_id = "20260104-120000-change"
-    arrivals = [
-        Arrival(1000.0 + 10 * i, 2.0, i != 250, "end", "" if i != 250 else "status 502")
-        for i in range(400)
-    ]
     store_path = tmp_path / "store.sqlite"
     with open_store(str(store_path)) as store:
         store.create_run(
@@ -247,23 +243,13 @@ def test_a_change_run_on_the_dashboard_shows_its_report_in_its_frame(tmp_path: P
             )
         )
         for gateway in ("haproxy", "nginx"):
-            change = change_outcome(
-                arrivals,
-                3000.0,
-                window_s=1.0,
-                calm_s=1.0,
-                gateway=gateway,
-                mechanism="a reload",
-                kind="signal",
-                routes_before=10,
-                routes_added=10,
-                upstream_changed=True,
-                rate=100.0,
-                engine="loadgen",
-                measured_from="intended start",
+            change = synthetic_change(
+                gateway,
+                arrivals=400,
+                failed=(250,),
+                change_ms=3000.0,
                 new_routes_s={"a": 0.1, "b": 0.2},
-                mechanism_s=0.0,
-                check_s=0.1,
+                mechanism="a reload",
             )
             store.put_result(run_id, CHANGE_KIND, gateway, change.to_dict())
     serve = start_serve(tmp_path, store=store_path)

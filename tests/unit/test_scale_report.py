@@ -23,13 +23,12 @@ from gatebench.kinds._live._report import (
     scale_view,
 )
 from gatebench.kinds._live.metrics import (
-    Arrival,
     ChangeOutcome,
     Latency,
     ScalePoint,
-    change_outcome,
 )
 from gatebench.store import SqliteStore
+from synthetic import synthetic_change
 
 SIZES = (10, 100, 1000, 10000)
 
@@ -54,29 +53,8 @@ def _point(gateway: str, routes: int) -> ScalePoint:
 
 
 def _change() -> ChangeOutcome:
-    arrivals = [
-        Arrival(1000.0 + 10 * i, 2.0, i != 150, "end", "" if i != 150 else "status 502")
-        for i in range(300)
-    ]
-    out = change_outcome(
-        arrivals,
-        2000.0,
-        window_s=1.0,
-        calm_s=1.0,
-        gateway="nginx",
-        mechanism="SIGHUP <to master>",
-        kind="signal",
-        routes_before=100,
-        routes_added=100,
-        upstream_changed=True,
-        rate=100.0,
-        engine="gatling",
-        measured_from="send",
-        new_routes_s={"a": 0.1, "b": None},
-        mechanism_s=0.0,
-        check_s=0.1,
-    )
-    return out
+    change: ChangeOutcome = synthetic_change()
+    return change
 
 
 def test_a_memory_and_a_p99_chart_per_gateway_with_a_point_per_size() -> None:

@@ -585,27 +585,9 @@ def test_the_report_the_dashboard_frames_may_be_framed_by_this_server_alone(
     (frame-ancestors 'self', X-Frame-Options SAMEORIGIN); the dashboard's own pages by none."""
     from gatebench.core.model import RunKind, RunRecord
     from gatebench.kinds._live._report import CHANGE_KIND
-    from gatebench.kinds._live.metrics import Arrival, change_outcome
+    from synthetic import synthetic_change
 
-    arrivals = [Arrival(1000.0 + 10 * i, 2.0, True, "end", "") for i in range(300)]
-    change = change_outcome(
-        arrivals,
-        2000.0,
-        window_s=1.0,
-        calm_s=1.0,
-        gateway="nginx",
-        mechanism="SIGHUP",
-        kind="signal",
-        routes_before=10,
-        routes_added=10,
-        upstream_changed=True,
-        rate=100.0,
-        engine="loadgen",
-        measured_from="intended start",
-        new_routes_s={"a": 0.1},
-        mechanism_s=0.0,
-        check_s=0.1,
-    )
+    change = synthetic_change(failed=())
     record = RunRecord(
         run_id="r-change", spec_uri="file:///a.yaml", spec_sha256="0" * 64, kind=RunKind.CHANGE
     )
