@@ -24,6 +24,7 @@ import ctypes
 import http.client
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -422,12 +423,44 @@ def stop_processes_below(pid: int, grace: float = 3.0) -> list[str]:
     return list(left.values())
 
 
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+"""Where Linux says which ports it gives outgoing connections (32768-60999 by default)."""
+SERVICE_LOW = 20_000
+"""The lowest port :func:`free_port` picks when the ephemeral range starts above it."""
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on right now (the kernel's choice)."""
+    """A TCP port nobody listens on right now, below the kernel's ephemeral range when it can:
+    a port chosen now and listened on later (every gateway's ports are chosen when it is
+    rendered, before the load) cannot meanwhile become the local port of an outgoing
+    connection, which the kernel picks from that range (the load engine opens thousands;
+    Varnish once failed to listen on its management port so). Chosen at random, bound once to
+    check; the kernel's own choice when no such range is known or no port in it is free."""
+    found = _below_ephemeral()
+    if found is not None:
+        chooser = random.Random()
+        for _ in range(100):
+            port = chooser.randrange(*found)
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                try:
+                    sock.bind((host, port))
+                except OSError:
+                    continue
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
-        return port
+        chosen: int = sock.getsockname()[1]
+        return chosen
+
+
+def _below_ephemeral() -> tuple[int, int] | None:
+    """[low, high) of the ports below the ephemeral range, from :data:`SERVICE_LOW` (None when
+    the range is unknown or starts too low to leave room)."""
+    try:
+        first = int(EPHEMERAL_RANGE.read_text(encoding="ascii").split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return (SERVICE_LOW, first) if first - SERVICE_LOW >= 1000 else None
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
