@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -28,9 +30,62 @@ type mockRoute struct {
 	ContentType string            `json:"content_type"`
 	Body        string            `json:"body"`
 	Headers     map[string]string `json:"headers"`
-	segments    []string
-	params      int
+	segments    []segment
 	body        []byte
+}
+
+// segment is one '/'-separated part of a route's path template: literal text, a whole
+// parameter ({id}), or literal text mixed with parameters ({id}.json, {from}-{to}), which is
+// matched by its own expression. The rules are the gateways' (gatebench.core.renderers._routes):
+// a parameter matches one non-empty segment; literal text is compared decoded, as the request's
+// path is.
+type segment struct {
+	shape   int // literal, partial or param: the order in which they win
+	literal string
+	partial *regexp.Regexp
+}
+
+const (
+	literalSegment = iota
+	partialSegment
+	paramSegment
+)
+
+var templateParam = regexp.MustCompile(`\{[^{}/]*\}`)
+
+func parseSegment(text string) segment {
+	unescape := func(s string) string {
+		if decoded, err := url.PathUnescape(s); err == nil {
+			return decoded
+		}
+		return s
+	}
+	params := templateParam.FindAllStringIndex(text, -1)
+	if params == nil {
+		return segment{shape: literalSegment, literal: unescape(text)}
+	}
+	if len(params) == 1 && params[0][0] == 0 && params[0][1] == len(text) {
+		return segment{shape: paramSegment}
+	}
+	pattern, at := "^", 0
+	for _, p := range params {
+		pattern += regexp.QuoteMeta(unescape(text[at:p[0]])) + "[^/]+"
+		at = p[1]
+	}
+	pattern += regexp.QuoteMeta(unescape(text[at:])) + "$"
+	return segment{shape: partialSegment, partial: regexp.MustCompile(pattern)}
+}
+
+// before says whether route a wins over route b where both match (the gateways' priority):
+// at the first segment where their shapes differ, a literal segment wins over a partial one,
+// which wins over a whole parameter. Routes that both match have as many segments.
+func before(a, b *mockRoute) bool {
+	for i := 0; i < len(a.segments) && i < len(b.segments); i++ {
+		if a.segments[i].shape != b.segments[i].shape {
+			return a.segments[i].shape < b.segments[i].shape
+		}
+	}
+	return false
 }
 
 type mockHandler struct {
@@ -80,11 +135,8 @@ func loadMock(path string) (*mockHandler, error) {
 			return nil, fmt.Errorf("%s: routes[%d].status must be 100..599, got %d", path, i, rt.Status)
 		}
 		rt.Method = strings.ToUpper(rt.Method)
-		rt.segments = strings.Split(rt.Path, "/")
-		for _, s := range rt.segments {
-			if isParam(s) {
-				rt.params++
-			}
+		for _, text := range strings.Split(rt.Path, "/") {
+			rt.segments = append(rt.segments, parseSegment(text))
 		}
 		rt.body = []byte(rt.Body)
 		if cfg.ResponseSize != nil {
@@ -93,7 +145,7 @@ func loadMock(path string) (*mockHandler, error) {
 		h.routes = append(h.routes, rt)
 	}
 	// A literal segment wins over a template parameter (/pets/mine before /pets/{id}).
-	sort.SliceStable(h.routes, func(a, b int) bool { return h.routes[a].params < h.routes[b].params })
+	sort.SliceStable(h.routes, func(a, b int) bool { return before(h.routes[a], h.routes[b]) })
 	return h, nil
 }
 
@@ -110,21 +162,24 @@ func resize(body []byte, n int) []byte {
 	return out
 }
 
-func isParam(segment string) bool {
-	return strings.HasPrefix(segment, "{") && strings.HasSuffix(segment, "}") && len(segment) > 2
-}
-
 func (rt *mockRoute) matches(segments []string) bool {
 	if len(segments) != len(rt.segments) {
 		return false
 	}
 	for i, s := range rt.segments {
-		if isParam(s) {
+		switch s.shape {
+		case paramSegment:
 			if segments[i] == "" {
 				return false
 			}
-		} else if s != segments[i] {
-			return false
+		case partialSegment:
+			if !s.partial.MatchString(segments[i]) {
+				return false
+			}
+		default:
+			if s.literal != segments[i] {
+				return false
+			}
 		}
 	}
 	return true

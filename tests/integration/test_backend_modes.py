@@ -66,6 +66,46 @@ def mock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
                 "headers": {},
             },
             {
+                "method": "GET",
+                "path": "/items/{id}.json",
+                "status": 200,
+                "content_type": "",
+                "body": "one item",
+                "headers": {},
+            },
+            {
+                "method": "GET",
+                "path": "/items/{id}",
+                "status": 200,
+                "content_type": "",
+                "body": "item",
+                "headers": {},
+            },
+            {
+                "method": "GET",
+                "path": "/items/latest.json",
+                "status": 200,
+                "content_type": "",
+                "body": "latest",
+                "headers": {},
+            },
+            {
+                "method": "GET",
+                "path": "/range/{from}-{to}",
+                "status": 200,
+                "content_type": "",
+                "body": "range",
+                "headers": {},
+            },
+            {
+                "method": "GET",
+                "path": "/caf%C3%A9/{x}.txt",
+                "status": 200,
+                "content_type": "",
+                "body": "cafe",
+                "headers": {},
+            },
+            {
                 "method": "POST",
                 "path": "/pets",
                 "status": 201,
@@ -112,6 +152,20 @@ def test_mock_routes_statuses_and_bodies(mock: int) -> None:
     assert (status, headers["allow"]) == (405, "GET")
     assert _call(mock, "GET", "/nothing")[0] == 404
     assert _call(mock, "GET", "/pets/")[0] == 404  # an empty segment is not a value
+
+
+def test_mock_routes_segments_that_mix_text_and_parameters(mock: int) -> None:
+    """The gateways' rules (core.renderers._routes): a parameter is one non-empty segment, or
+    part of one; a literal segment wins over a partial one, which wins over a parameter."""
+    assert _call(mock, "GET", "/items/7.json")[2] == b"one item"
+    assert _call(mock, "GET", "/items/latest.json")[2] == b"latest"
+    assert _call(mock, "GET", "/items/7")[2] == b"item"
+    assert _call(mock, "GET", "/items/.json")[2] == b"item"  # no value before .json
+    assert _call(mock, "GET", "/range/1-20")[2] == b"range"
+    assert _call(mock, "GET", "/range/1-")[0] == 404
+    assert _call(mock, "GET", "/range/12")[0] == 404
+    assert _call(mock, "GET", "/caf%C3%A9/menu.txt")[2] == b"cafe"  # compared decoded
+    assert _call(mock, "GET", "/items/a.json/x")[0] == 404
 
 
 def test_mock_reads_uploads_of_16_mb_and_more(mock: int) -> None:
