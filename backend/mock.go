@@ -37,8 +37,8 @@ type mockRoute struct {
 // segment is one '/'-separated part of a route's path template: literal text, a whole
 // parameter ({id}), or literal text mixed with parameters ({id}.json, {from}-{to}), which is
 // matched by its own expression. The rules are the gateways' (gatebench.core.renderers._routes):
-// a parameter matches one non-empty segment; literal text is compared decoded, as the request's
-// path is.
+// a parameter matches one non-empty segment, or part of one; literal text is compared decoded,
+// each segment of the request's path too.
 type segment struct {
 	shape   int // literal, partial or param: the order in which they win
 	literal string
@@ -53,13 +53,14 @@ const (
 
 var templateParam = regexp.MustCompile(`\{[^{}/]*\}`)
 
-func parseSegment(text string) segment {
-	unescape := func(s string) string {
-		if decoded, err := url.PathUnescape(s); err == nil {
-			return decoded
-		}
-		return s
+func unescape(s string) string {
+	if decoded, err := url.PathUnescape(s); err == nil {
+		return decoded
 	}
+	return s
+}
+
+func parseSegment(text string) segment {
 	params := templateParam.FindAllStringIndex(text, -1)
 	if params == nil {
 		return segment{shape: literalSegment, literal: unescape(text)}
@@ -67,25 +68,26 @@ func parseSegment(text string) segment {
 	if len(params) == 1 && params[0][0] == 0 && params[0][1] == len(text) {
 		return segment{shape: paramSegment}
 	}
-	pattern, at := "^", 0
+	pattern, at := "(?s)^", 0
 	for _, p := range params {
-		pattern += regexp.QuoteMeta(unescape(text[at:p[0]])) + "[^/]+"
+		pattern += regexp.QuoteMeta(unescape(text[at:p[0]])) + ".+"
 		at = p[1]
 	}
 	pattern += regexp.QuoteMeta(unescape(text[at:])) + "$"
 	return segment{shape: partialSegment, partial: regexp.MustCompile(pattern)}
 }
 
-// before says whether route a wins over route b where both match (the gateways' priority):
-// at the first segment where their shapes differ, a literal segment wins over a partial one,
-// which wins over a whole parameter. Routes that both match have as many segments.
+// before says whether route a wins over route b where both match (the gateways' priority,
+// gatebench.core.renderers._routes): at the first segment where their shapes differ, a literal
+// segment wins over a partial one, which wins over a whole parameter. Routes that both match
+// have as many segments; between others the shorter sorts first, so that the order is total.
 func before(a, b *mockRoute) bool {
 	for i := 0; i < len(a.segments) && i < len(b.segments); i++ {
 		if a.segments[i].shape != b.segments[i].shape {
 			return a.segments[i].shape < b.segments[i].shape
 		}
 	}
-	return false
+	return len(a.segments) < len(b.segments)
 }
 
 type mockHandler struct {
@@ -201,7 +203,12 @@ func (h *mockHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "reading body: "+err.Error(), http.StatusRequestEntityTooLarge)
 		return
 	}
-	segments := strings.Split(r.URL.Path, "/")
+	// Split where the client wrote '/', then decode each segment (an escaped %2F stays in its
+	// segment), as the template's literal text is decoded.
+	segments := strings.Split(r.URL.EscapedPath(), "/")
+	for i, s := range segments {
+		segments[i] = unescape(s)
+	}
 	var allowed []string
 	for _, rt := range h.routes {
 		if !rt.matches(segments) {

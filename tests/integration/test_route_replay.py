@@ -8,6 +8,7 @@ that refuses a case must say so in its golden folder too (``errors.txt``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -16,10 +17,14 @@ from typing import Any
 import pytest
 
 from booted import skip_unless_installed
+from gatebench.core.backend import mock_config
 from gatebench.core.errors import UnsupportedFeature
 from gatebench.core.ir import Api
+from gatebench.core.plan import Backend
 from gatebench.core.renderers import RenderTarget, all_renderers, get_renderer
-from replay import Forwarding, expressible, replay, replay_matrix
+from gatebench.local.backends import start_backend
+from gatebench.local.procs import Supervisor
+from replay import Client, Forwarding, expressible, replay, replay_matrix
 
 ROOT_GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 CASES = ("adversarial", "auction", "petstore", "portable", "templates")
@@ -67,4 +72,44 @@ def test_route_replay(
     assert not failures, (
         f"{gateway} on {case}: {len(failures)} of {len(matrix)} requests differ:\n"
         + "\n".join(failures[:60])
+    )
+
+
+def test_the_mock_backend_routes_as_the_gateways_do(
+    replay_case: str,
+    replay_api: Callable[[str], Api],
+    supervisor: Supervisor,
+    tmp_path: Path,
+) -> None:
+    """The mock backend (``core.backend.mock_config``) answers the whole request matrix as the
+    oracle routes it: a routed request gets its own operation's answer, any other none (404 or
+    405), so that a benchmark of a route never measures a mock that refuses it."""
+    api = replay_api(replay_case)
+    config = mock_config(api, Backend("mock"))
+    index = {}
+    for n, (op, route) in enumerate(zip(api.operations, config["routes"], strict=True)):
+        route.update(status=200, body=str(n), headers={})
+        index[op.operation_id] = str(n).encode()
+    path = tmp_path / "mock-backend.json"
+    path.write_text(json.dumps(config))
+    proc, port = start_backend(supervisor, "mock", tmp_path, extra_args=["-config", str(path)])
+    client = Client("127.0.0.1", port)
+    failures = []
+    try:
+        for req in replay_matrix(api, large_body_bytes=1000):
+            reply = client.send(req)
+            if req.expect_routed and req.method != "HEAD":
+                wanted = (200, index[req.operation_id or ""])
+                got: tuple[int, bytes] = (reply.status, reply.body)
+            else:
+                wanted, got = (200 if req.expect_routed else 404, b""), (reply.status, b"")
+                if not req.expect_routed and reply.status == 405:
+                    got = (404, b"")  # the path is routed for another method
+            if got != wanted:
+                failures.append(f"{req.label}: {req.method} {req.target} → {got}, wanted {wanted}")
+    finally:
+        client.close()
+        supervisor.stop(proc)
+    assert not failures, (
+        f"the mock on {replay_case}: {len(failures)} requests differ:\n" + "\n".join(failures[:40])
     )
