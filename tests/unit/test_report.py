@@ -608,3 +608,30 @@ def test_the_verdict_never_gives_an_interval_past_what_two_scores_can_differ_by(
     lead = [line for line in report.verdict if line.startswith("Its lead over b")]
     assert lead and "95 % CI -100 to 100;" in lead[0], report.verdict
     assert json.loads(render_json(report))["comparison"]["ci95_low"] == -100.0
+
+
+def test_a_baseline_the_gateways_outrun_is_said_to_be_no_floor(
+    synthetic: tuple[RunRecord, list[Measurement]],
+) -> None:
+    run, ms = synthetic
+    floor = "There the baseline is no floor"
+    assert not any(floor in c for c in build_report(run, ms).cautions)
+    slow = [
+        dataclasses.replace(x, throughput=x.throughput / 4) if x.target == "baseline" else x
+        for x in ms
+        if x.workload != "bid" or x.target != "baseline"
+    ]
+    environment = {
+        **run.environment,
+        "cpu_affinity": {"cores": {"gateway": [1], "engine": [0], "backend": [0]}},
+        "tls": {"http2": True},
+    }
+    cautions = build_report(dataclasses.replace(run, environment=environment), slow).cautions
+    said = [c for c in cautions if floor in c]
+    assert said == [
+        "More requests per second than the baseline (no gateway): nginx, haproxy and caddy on "
+        "create-auction and retrieve. There the baseline is no floor "
+        "(the baseline is the backend itself, which ran on the load engine's cpu 0 while each "
+        "gateway had its own; with tls, the backend ends TLS itself at the baseline): the "
+        "overhead table shows gains there, so compare the gateways with one another."
+    ]

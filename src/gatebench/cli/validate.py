@@ -54,5 +54,6 @@ def run(args: argparse.Namespace) -> int:
             if result.api is not None:
                 summary += f"; {ops} operation(s)"
                 summary += "; plan ok" if plan_checked else ""
+            sys.stdout.flush()  # the problems first, then the summary, when both go to one pipe
             print(summary, file=sys.stderr)
     return 1 if errors else 0

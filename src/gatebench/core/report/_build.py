@@ -636,6 +636,7 @@ def cautions(run: RunRecord, summary: RunSummary, trust: Trust | None = None) ->
             )
         if trust.second_engine_note:
             out.append(f"Cross-check: {trust.second_engine_note}.")
+    out.extend(baseline_not_a_floor(run, summary))
     out.extend(wrong_answer_evidence(summary))
     out.extend(rate_limit_notes(summary))
     every = (run.plan or {}).get("answers_every") or 1
@@ -669,6 +670,51 @@ def _sentence(text: str, names: Sequence[str]) -> str:
     if text and not opens_with_name:
         text = text[0].upper() + text[1:]
     return text + "." if text and (text[-1].isalnum() or text[-1] in ")%'\"") else text
+
+
+BEYOND_BASELINE_PCT = 10.0
+"""With no interval (one repetition), a gateway is said to carry more than the baseline when
+it carries this much more."""
+
+
+def baseline_not_a_floor(run: RunRecord, summary: RunSummary) -> list[str]:
+    """Where gateways carried more requests per second than the baseline (no gateway): there
+    the baseline is no floor to read the gateways' overhead from, with what the run's own
+    record says of why (the backend on the load engine's cores, TLS ended by the backend)."""
+    ahead: dict[str, list[str]] = {}
+    for w in summary.workloads:
+        if not summary.throughput_scored(w):
+            continue
+        for g in summary.gateways:
+            o = summary.overhead_for(w, g, "throughput")
+            if o is None:
+                continue
+            d, relative = o.difference, o.relative_pct or 0.0
+            if (d.low > 0) if d.low is not None else relative > BEYOND_BASELINE_PCT:
+                ahead.setdefault(w, []).append(g)
+    if not ahead:
+        return []
+    by_gateways: dict[tuple[str, ...], list[str]] = {}
+    for w, gs in ahead.items():
+        by_gateways.setdefault(tuple(gs), []).append(w)
+    where = "; ".join(f"{_join(list(gs))} on {_join(ws)}" for gs, ws in by_gateways.items())
+    why = []
+    cores = (run.environment.get("cpu_affinity") or {}).get("cores") or {}
+    shared = sorted(set(cores.get("backend") or ()) & set(cores.get("engine") or ()))
+    if shared and cores.get("gateway"):
+        listed = ", ".join(str(c) for c in shared)
+        why.append(
+            f"the baseline is the backend itself, which ran on the load engine's cpu {listed} "
+            "while each gateway had its own"
+        )
+    if run.environment.get("tls"):
+        why.append("with tls, the backend ends TLS itself at the baseline")
+    reason = f" ({'; '.join(why)})" if why else ""
+    return [
+        f"More requests per second than the baseline (no gateway): {where}. There the "
+        f"baseline is no floor{reason}: the overhead table shows gains there, so compare the "
+        "gateways with one another"
+    ]
 
 
 def wrong_answer_evidence(summary: RunSummary) -> list[str]:
