@@ -626,8 +626,8 @@ def test_a_baseline_the_gateways_outrun_is_said_to_be_no_floor(
         "cpu_affinity": {"cores": {"gateway": [1], "engine": [0], "backend": [0]}},
         "tls": {"http2": True},
     }
-    cautions = build_report(dataclasses.replace(run, environment=environment), slow).cautions
-    said = [c for c in cautions if floor in c]
+    report = build_report(dataclasses.replace(run, environment=environment), slow)
+    said = [c for c in report.cautions if floor in c]
     assert said == [
         "More requests per second than the baseline (no gateway): nginx, haproxy and caddy on "
         "create-auction and retrieve. There the baseline is no floor "
@@ -635,3 +635,11 @@ def test_a_baseline_the_gateways_outrun_is_said_to_be_no_floor(
         "gateway had its own; with tls, the backend ends TLS itself at the baseline): the "
         "overhead table shows gains there, so compare the gateways with one another."
     ]
+    # the terminal says it too, after the scores
+    from gatebench.cli.run import report_lines
+    from gatebench.run import RunOutcome
+
+    named = [{**w, "method": "GET", "path": "/x"} for w in report.run.workloads]
+    run = dataclasses.replace(report.run, workloads=named)
+    lines = report_lines(RunOutcome(run, list(report.measurements), Path("r"), report=report))
+    assert [line for line in lines if floor in line] == [f"Note: {said[0]}"]

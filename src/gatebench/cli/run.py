@@ -114,6 +114,12 @@ def report_lines(outcome: RunOutcome) -> list[str]:
     lines.extend(_fault_lines(outcome))
     lines.extend(_score_lines(outcome))
     lines.extend(_trust_lines(outcome))
+    if outcome.report is not None:
+        from gatebench.core.report import baseline_not_a_floor
+
+        lines.extend(
+            f"Note: {line}." for line in baseline_not_a_floor(record, outcome.report.summary)
+        )
     for target, reason in sorted(record.target_errors.items()):
         lines.append(f"{target}: FAILED: {reason.splitlines()[0]}")
     for note_line in outcome.notes:
