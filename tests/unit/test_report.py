@@ -575,6 +575,15 @@ def test_verdict_separates_errors_everyone_had_from_the_leaders_own() -> None:
         "requests, so compare the error column rather than the latencies."
     ) in verdict
     assert "a returned errors on v: check the error column." in verdict
+    # the baseline refused them too: then it is the backend that refuses
+    ms.append(m("baseline", "w", 0, 8.0, error_pct=100.0, ko=100, ok=0))
+    ms.append(m("baseline", "v", 0, 8.0))
+    verdict = build_report(run_record(gateways=["a", "b"]), ms).verdict
+    assert (
+        "Every gateway returned errors on w, and so did the baseline, which reaches the backend "
+        "directly: the backend refuses those requests (the error column says which errors), so "
+        "their latencies are those of refusals."
+    ) in verdict
 
 
 def test_a_recorded_value_is_written_in_words_not_as_python_repr() -> None:

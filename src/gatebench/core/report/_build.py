@@ -462,10 +462,20 @@ def _ranking_verdict(summary: RunSummary) -> list[str]:
         and all(any(x.workload == e.workload and x.has_errors for x in g.endpoints) for g in ranked)
     ]
     if everyone:
-        lines.append(
-            f"Every gateway returned errors on {_join(everyone)}: the workload or the backend "
-            "refuses those requests, so compare the error column rather than the latencies."
-        )
+        base = summary.baseline
+        cells = [summary.cell(w, base) for w in everyone] if base else []
+        if cells and all(c is not None and c.ko for c in cells):
+            lines.append(
+                f"Every gateway returned errors on {_join(everyone)}, and so did the baseline, "
+                "which reaches the backend directly: the backend refuses those requests (the "
+                "error column says which errors), so their latencies are those of refusals."
+            )
+        else:
+            lines.append(
+                f"Every gateway returned errors on {_join(everyone)}: the workload or the "
+                "backend refuses those requests, so compare the error column rather than the "
+                "latencies."
+            )
     for first in (result.gateway(g) for g in leaders or (top.target,)):  # each one ranked first
         alone = [e.workload for e in first.endpoints if e.has_errors and e.workload not in everyone]
         if alone:
