@@ -5,6 +5,7 @@ the emulators: tests/integration/test_dashboard_functions.py."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,14 @@ def test_parse_applies_the_uploads_run_request_to_the_plan() -> None:
     assert run.plan is not None
     assert run.plan["gateways"] == ["nginx", "caddy"]
     assert run.plan["repetitions"] == 1  # the quick profile
+    # recorded as a local run records it: the report's cost estimate runs no engine warm-up
+    assert run.environment["quick"] is True
+    from gatebench.core.cost import estimate_cost
+    from gatebench.core.report._build import cloud_cost
+
+    cost = cloud_cost(dataclasses.replace(run, execution_id="e"))
+    assert cost is not None and cost.load_s == estimate_cost(run.plan, quick=True).load_s
+    assert cost.load_s < estimate_cost(run.plan).load_s
     document = plain_value({"mapValue": outcome.response()["document"]})
     assert document["gateways"] == ["nginx", "caddy"]
     # Without metadata (a `gcloud storage cp`), or other metadata only: the plan as written.

@@ -79,6 +79,9 @@ def test_every_figure_of_one_plan() -> None:
     # repetitions × 46 s + 15 s engine start + the engine's own warm-up (20 s + 2 phases × 2 s
     # overhead) = 453 s of load.
     assert estimate.load_s == pytest.approx(453.0)
+    # A quick run has no engine warm-up (core.workload.engine_warmup): 453 − 24 s.
+    assert estimate_cost(PLAN, quick=True).load_s == pytest.approx(429.0)
+    assert run_estimate(PLAN, quick=True).load_s == pytest.approx(429.0)
     # Each VM: 240 s provision + 453 s + 90 s teardown.
     assert estimate.vm_s == pytest.approx(783.0)
     assert estimate.vms == 4

@@ -146,7 +146,12 @@ def inside_network(url: str) -> bool:
 
 
 def cost_problems(
-    plan: Plan, settings: Mapping[str, Any], *, kind: str = "fixed", live: ScaleAsk | None = None
+    plan: Plan,
+    settings: Mapping[str, Any],
+    *,
+    kind: str = "fixed",
+    live: ScaleAsk | None = None,
+    quick: bool = False,
 ) -> list[Problem]:
     """What the deployment refuses of what a run would cost: a machine type gatebench cannot
     price or the deployment does not allow (``allowed_machine_types``; empty: every priced
@@ -178,7 +183,7 @@ def cost_problems(
     bound = settings.get("max_run_cost_usd")
     if problems or bound is None:
         return problems
-    estimate = run_estimate(data, kind=kind, live=live)
+    estimate = run_estimate(data, kind=kind, live=live, quick=quick)
     if estimate.total_usd > float(bound):
         problems.append(
             Problem(
@@ -200,6 +205,7 @@ def deployment_problems(
     *,
     kind: str = "fixed",
     live: ScaleAsk | None = None,
+    quick: bool = False,
 ) -> list[Problem]:
     """What the deployment refuses in this plan: its zone outside the region, what it would
     cost, one run too many (docs/cloud.md, "Limits", "Costs")."""
@@ -236,7 +242,7 @@ def deployment_problems(
                 "internal name",
             )
         )
-    problems += cost_problems(plan, settings, kind=kind, live=live)
+    problems += cost_problems(plan, settings, kind=kind, live=live, quick=quick)
     limit = (settings.get("limits") or {}).get("max_active_runs")
     if isinstance(limit, int) and len(active) >= limit:
         ids = ", ".join(r.run_id for r in active[:5]) + (" ..." if len(active) > 5 else "")
@@ -304,11 +310,14 @@ def parse_upload(
         return _parse_live(outcome, result, plan, request, now, settings, unfinished)
     if settings is not None:
         active = active_runs(unfinished, settings, now, ref.run_id)
-        refused = deployment_problems(plan, settings, active, kind=request.kind)
+        refused = deployment_problems(
+            plan, settings, active, kind=request.kind, quick=request.quick
+        )
         if refused:
             outcome.problems.extend(refused)
             return outcome
     run.gateways = list(plan.gateways)
+    run.environment = {**run.environment, "quick": request.quick}  # as a local run records it
     problem = _record_cpu(run, plan, plan_concurrency(plan, capacity=request.kind == "capacity"))
     if problem is not None:
         outcome.problems.append(problem)

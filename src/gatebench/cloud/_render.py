@@ -216,7 +216,7 @@ def render_run(
     load_s = (
         capacity_seconds(plan.to_dict())
         if request.kind == "capacity"
-        else load_seconds(plan.to_dict())
+        else load_seconds(plan.to_dict(), quick=request.quick)
     )
     tls = tls_section(plan) if plan.tls is not None else None
     signing = _signing(plan, settings, load_s)

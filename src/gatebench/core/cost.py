@@ -203,10 +203,12 @@ def _gateways(plan: Mapping[str, Any]) -> list[str]:
     return [t for t in plan_targets(plan) if t != BASELINE]
 
 
-def load_seconds(plan: Mapping[str, Any], table: Mapping[str, Any] | None = None) -> float:
+def load_seconds(
+    plan: Mapping[str, Any], table: Mapping[str, Any] | None = None, *, quick: bool = False
+) -> float:
     """How long the load of a plan (as ``Plan.to_dict()`` gives it) lasts: every phase of
-    every target and repetition, plus the engine's start and its own warm-up (counted even
-    for a quick run, which has none: an estimate that errs long)."""
+    every target and repetition, plus the engine's start and its own warm-up (none for a
+    ``quick`` run: ``core.workload.engine_warmup``)."""
     assume = (table or price_table())["assumptions"]
     gateways = _gateways(plan)
     targets = len(plan_targets(plan))
@@ -224,7 +226,7 @@ def load_seconds(plan: Mapping[str, Any], table: Mapping[str, Any] | None = None
         configured = float((plan.get("warmup") or {}).get("duration") or 0.0)
         jit = sum(max(0.0, s - configured) for s in jit_warmups(gateways).values())
     # The engine's own warm-up against the backend, once (gatebench.core.workload).
-    warm = engine_warmup_s(str(plan.get("engine") or "gatling"))
+    warm = 0.0 if quick else engine_warmup_s(str(plan.get("engine") or "gatling"))
     engine = _warmup_seconds({**plan, "warmup": {"duration": warm}}, assume)
     return repetitions * targets * per_target + jit + engine + float(assume["engine_start_s"])
 
@@ -354,7 +356,11 @@ def machine_roles(plan: Mapping[str, Any], *, live: bool = False) -> list[tuple[
 
 
 def run_estimate(
-    plan: Mapping[str, Any], *, kind: str = "fixed", live: ScaleAsk | None = None
+    plan: Mapping[str, Any],
+    *,
+    kind: str = "fixed",
+    live: ScaleAsk | None = None,
+    quick: bool = False,
 ) -> CostEstimate:
     """The estimate of one cloud run of ``plan`` of the given kind: the plan's workloads
     (``fixed``), a capacity search for its whole time budget (``capacity``), or a scale or
@@ -363,7 +369,7 @@ def run_estimate(
         return estimate_cost(plan, live=live)
     if kind == "capacity":
         return estimate_cost(plan, load_s=capacity_seconds(plan))
-    return estimate_cost(plan)
+    return estimate_cost(plan, quick=quick)
 
 
 def estimate_cost(
@@ -372,6 +378,7 @@ def estimate_cost(
     *,
     live: ScaleAsk | None = None,
     load_s: float | None = None,
+    quick: bool = False,
 ) -> CostEstimate:
     """The estimate for a plan as ``Plan.to_dict()`` gives it (also a stored run's plan).
     ``live``: the run is a scale or change-under-load run (a ``gatebench.core.scaleplan.ScaleAsk``)
@@ -380,7 +387,8 @@ def estimate_cost(
     tester), and each gateway VM's live agent reads its request object every
     ``live_poll_s`` while it lives (docs/cloud.md, "Route scale and changes under load").
     ``load_s``: how long the load lasts when the caller knows it better than the workloads
-    (a capacity search's time budget). Every tester VM is counted (``infrastructure.testers``)."""
+    (a capacity search's time budget). ``quick``: the plan is the quick profile's, which runs
+    no engine warm-up. Every tester VM is counted (``infrastructure.testers``)."""
     table = table or price_table()
     prices, assume = table["prices"], table["assumptions"]
     gateways = _gateways(plan)
@@ -389,7 +397,9 @@ def estimate_cost(
     workloads = plan.get("workloads") or []
     if load_s is None:
         load_s = (
-            load_seconds(plan, table) if live is None else live_seconds(live, len(gateways), table)
+            load_seconds(plan, table, quick=quick)
+            if live is None
+            else live_seconds(live, len(gateways), table)
         )
     requests = (
         repetitions * targets * sum(phase_requests(w["injection"], assume) for w in workloads)

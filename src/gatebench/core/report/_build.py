@@ -308,7 +308,7 @@ def cloud_cost(run: RunRecord) -> CostEstimate | None:
     if run.execution_id is None or not isinstance(run.plan, Mapping):
         return None
     try:
-        return estimate_cost(run.plan)
+        return estimate_cost(run.plan, quick=bool(run.environment.get("quick")))
     except (CostError, KeyError, TypeError, ValueError):
         return None
 
