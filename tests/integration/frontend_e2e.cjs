@@ -49,6 +49,8 @@ const RESULTS_PROBE = `(() => {
   const drawn = (sel) => Array.from(document.querySelectorAll(sel))
     .filter((b) => Number(b.getAttribute("data-value")) > 0 && b.getBBox().width > 0).length;
   return {
+    // how far the page scrolls sideways: wide tables scroll in their own box, never the page
+    pageOverflow: document.documentElement.scrollWidth - document.documentElement.clientWidth,
     verdict: (document.getElementById("verdict") || {}).textContent || null,
     scoreRows: rows("#table-scores"),
     charts: Array.from(document.querySelectorAll("svg.chart")).map((s) => s.id),
