@@ -18,7 +18,7 @@ func oneWorkerMock(t *testing.T, hold time.Duration) *mockHandler {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "routes.json")
 	config := `{"latency_ms": ` + strconv.FormatInt(hold.Milliseconds(), 10) + `, "workers": 1,
-		"routes": [{"method": "GET", "path": "/x", "status": 200, "body": "ok"}]}`
+		"routes": [{"method": "GET", "path": "/x", "segments": [[{"text": "x"}]], "status": 200, "body": "ok"}]}`
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}

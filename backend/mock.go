@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 )
@@ -26,6 +25,7 @@ type mockConfig struct {
 type mockRoute struct {
 	Method      string            `json:"method"`
 	Path        string            `json:"path"`
+	Segments    [][]piece         `json:"segments"`
 	Status      int               `json:"status"`
 	ContentType string            `json:"content_type"`
 	Body        string            `json:"body"`
@@ -34,24 +34,22 @@ type mockRoute struct {
 	body        []byte
 }
 
-// segment is one '/'-separated part of a route's path template: literal text, a whole
-// parameter ({id}), or literal text mixed with parameters ({id}.json, {from}-{to}), which is
-// matched by its own expression. The rules are the gateways' (gatebench.core.renderers._routes):
-// a parameter matches one non-empty segment, or part of one; literal text is compared decoded,
-// each segment of the request's path too.
+// piece is part of one segment of a route's path template, as the core splits it
+// (gatebench.core.renderers.split_template): literal text, or a parameter (its name).
+type piece struct {
+	Text  string  `json:"text"`
+	Param *string `json:"param"`
+}
+
+// segment is how one segment is matched: literal text, a whole parameter ({id}), or literal
+// text mixed with parameters ({id}.json, {from}-{to}), by its own expression. A parameter
+// matches one non-empty segment, or part of one; literal text is compared decoded, each
+// segment of the request's path too.
 type segment struct {
-	shape   int // literal, partial or param: the order in which they win
+	param   bool
 	literal string
 	partial *regexp.Regexp
 }
-
-const (
-	literalSegment = iota
-	partialSegment
-	paramSegment
-)
-
-var templateParam = regexp.MustCompile(`\{[^{}/]*\}`)
 
 func unescape(s string) string {
 	if decoded, err := url.PathUnescape(s); err == nil {
@@ -60,34 +58,23 @@ func unescape(s string) string {
 	return s
 }
 
-func parseSegment(text string) segment {
-	params := templateParam.FindAllStringIndex(text, -1)
-	if params == nil {
-		return segment{shape: literalSegment, literal: unescape(text)}
+func compileSegment(pieces []piece) segment {
+	if len(pieces) == 1 && pieces[0].Param != nil {
+		return segment{param: true}
 	}
-	if len(params) == 1 && params[0][0] == 0 && params[0][1] == len(text) {
-		return segment{shape: paramSegment}
-	}
-	pattern, at := "(?s)^", 0
-	for _, p := range params {
-		pattern += regexp.QuoteMeta(unescape(text[at:p[0]])) + ".+"
-		at = p[1]
-	}
-	pattern += regexp.QuoteMeta(unescape(text[at:])) + "$"
-	return segment{shape: partialSegment, partial: regexp.MustCompile(pattern)}
-}
-
-// before says whether route a wins over route b where both match (the gateways' priority,
-// gatebench.core.renderers._routes): at the first segment where their shapes differ, a literal
-// segment wins over a partial one, which wins over a whole parameter. Routes that both match
-// have as many segments; between others the shorter sorts first, so that the order is total.
-func before(a, b *mockRoute) bool {
-	for i := 0; i < len(a.segments) && i < len(b.segments); i++ {
-		if a.segments[i].shape != b.segments[i].shape {
-			return a.segments[i].shape < b.segments[i].shape
+	pattern, literal, partial := "(?s)^", "", false
+	for _, p := range pieces {
+		if p.Param != nil {
+			pattern, partial = pattern+".+", true
+		} else {
+			pattern += regexp.QuoteMeta(unescape(p.Text))
+			literal += p.Text
 		}
 	}
-	return len(a.segments) < len(b.segments)
+	if !partial {
+		return segment{literal: unescape(literal)}
+	}
+	return segment{partial: regexp.MustCompile(pattern + "$")}
 }
 
 type mockHandler struct {
@@ -137,8 +124,11 @@ func loadMock(path string) (*mockHandler, error) {
 			return nil, fmt.Errorf("%s: routes[%d].status must be 100..599, got %d", path, i, rt.Status)
 		}
 		rt.Method = strings.ToUpper(rt.Method)
-		for _, text := range strings.Split(rt.Path, "/") {
-			rt.segments = append(rt.segments, parseSegment(text))
+		if len(rt.Segments) == 0 {
+			return nil, fmt.Errorf("%s: routes[%d].segments must list the path's segments", path, i)
+		}
+		for _, pieces := range rt.Segments {
+			rt.segments = append(rt.segments, compileSegment(pieces))
 		}
 		rt.body = []byte(rt.Body)
 		if cfg.ResponseSize != nil {
@@ -146,8 +136,8 @@ func loadMock(path string) (*mockHandler, error) {
 		}
 		h.routes = append(h.routes, rt)
 	}
-	// A literal segment wins over a template parameter (/pets/mine before /pets/{id}).
-	sort.SliceStable(h.routes, func(a, b int) bool { return before(h.routes[a], h.routes[b]) })
+	// The routes come in the order the gateways try them (gatebench.core.backend): the first
+	// that matches answers, so /pets/mine is listed before /pets/{id}.
 	return h, nil
 }
 
@@ -169,19 +159,17 @@ func (rt *mockRoute) matches(segments []string) bool {
 		return false
 	}
 	for i, s := range rt.segments {
-		switch s.shape {
-		case paramSegment:
+		switch {
+		case s.param:
 			if segments[i] == "" {
 				return false
 			}
-		case partialSegment:
+		case s.partial != nil:
 			if !s.partial.MatchString(segments[i]) {
 				return false
 			}
-		default:
-			if s.literal != segments[i] {
-				return false
-			}
+		case s.literal != segments[i]:
+			return false
 		}
 	}
 	return true
@@ -205,7 +193,7 @@ func (h *mockHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// Split where the client wrote '/', then decode each segment (an escaped %2F stays in its
 	// segment), as the template's literal text is decoded.
-	segments := strings.Split(r.URL.EscapedPath(), "/")
+	segments := strings.Split(strings.TrimPrefix(r.URL.EscapedPath(), "/"), "/")
 	for i, s := range segments {
 		segments[i] = unescape(s)
 	}

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from gatebench.core.backend import mock_segments, route_order
 from gatebench.local.backends import backend_requests, start_backend
 from gatebench.local.procs import Supervisor
 
@@ -52,6 +53,7 @@ def mock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
             {
                 "method": "GET",
                 "path": "/pets/{id}",
+                "segments": mock_segments("/pets/{id}"),
                 "status": 200,
                 "content_type": "application/json",
                 "body": '{"id": 1}',
@@ -60,6 +62,7 @@ def mock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
             {
                 "method": "GET",
                 "path": "/pets/mine",
+                "segments": mock_segments("/pets/mine"),
                 "status": 200,
                 "content_type": "text/plain",
                 "body": "mine",
@@ -68,6 +71,7 @@ def mock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
             {
                 "method": "GET",
                 "path": "/items/{id}.json",
+                "segments": mock_segments("/items/{id}.json"),
                 "status": 200,
                 "content_type": "",
                 "body": "one item",
@@ -76,6 +80,7 @@ def mock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
             {
                 "method": "GET",
                 "path": "/items/{id}",
+                "segments": mock_segments("/items/{id}"),
                 "status": 200,
                 "content_type": "",
                 "body": "item",
@@ -84,6 +89,7 @@ def mock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
             {
                 "method": "GET",
                 "path": "/items/latest.json",
+                "segments": mock_segments("/items/latest.json"),
                 "status": 200,
                 "content_type": "",
                 "body": "latest",
@@ -92,6 +98,7 @@ def mock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
             {
                 "method": "GET",
                 "path": "/range/{from}-{to}",
+                "segments": mock_segments("/range/{from}-{to}"),
                 "status": 200,
                 "content_type": "",
                 "body": "range",
@@ -100,6 +107,7 @@ def mock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
             {
                 "method": "GET",
                 "path": "/caf%C3%A9/{x}.txt",
+                "segments": mock_segments("/caf%C3%A9/{x}.txt"),
                 "status": 200,
                 "content_type": "",
                 "body": "cafe",
@@ -108,6 +116,7 @@ def mock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
             {
                 "method": "POST",
                 "path": "/pets",
+                "segments": mock_segments("/pets"),
                 "status": 201,
                 "content_type": "",
                 "body": "",
@@ -115,6 +124,8 @@ def mock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
             },
         ],
     }
+    # in the order the core writes them (the backend answers with the first that matches)
+    config["routes"] = sorted(config["routes"], key=route_order)
     path = work / "routes.json"
     path.write_text(json.dumps(config))
     with Supervisor() as sup:
@@ -156,7 +167,8 @@ def test_mock_routes_statuses_and_bodies(mock: int) -> None:
 
 def test_mock_routes_segments_that_mix_text_and_parameters(mock: int) -> None:
     """The gateways' rules (core.renderers._routes): a parameter is one non-empty segment, or
-    part of one; a literal segment wins over a partial one, which wins over a parameter."""
+    part of one; literal text is compared decoded; with the routes in the core's order, a
+    literal segment wins over a partial one, which wins over a parameter."""
     assert _call(mock, "GET", "/items/7.json")[2] == b"one item"
     assert _call(mock, "GET", "/items/latest.json")[2] == b"latest"
     assert _call(mock, "GET", "/items/7")[2] == b"item"
@@ -179,6 +191,7 @@ def test_mock_latency_and_response_size(tmp_path: Path) -> None:
     route = {
         "method": "GET",
         "path": "/x",
+        "segments": mock_segments("/x"),
         "status": 200,
         "content_type": "application/json",
         "body": '{"a": 1}',
@@ -215,6 +228,7 @@ def test_mock_workers_serve_at_most_their_number_at_once(tmp_path: Path) -> None
     route = {
         "method": "GET",
         "path": "/x",
+        "segments": mock_segments("/x"),
         "status": 200,
         "content_type": "",
         "body": "ok",

@@ -1,8 +1,11 @@
 """The backend gatebench serves (backend/, the Go server): its control prefix, and the mock
 mode's routes file, rendered from the IR (the Go server never reads a spec).
 
-One route per operation: method, the path the backend receives (base path + template, with
-``{name}`` segments matching any one segment), the status to answer (the first 2xx declared,
+One route per operation, in the order the gateways try them (``core.renderers.priority_key``;
+the backend answers with the first route a request matches): method, the path the backend
+receives (base path + template) split into segments of literal text and parameters as the
+gateways split it (``core.renderers.split_template``; the Go server only matches them: a
+parameter is one non-empty segment or part of one), the status to answer (the first 2xx declared,
 else 200) and its body: the response's example when the description has one, else a value
 synthesized from its schema (``gatebench.core.synth``), else no body. Fixed latency and response
 size come from ``backend: {mock: {latency, response_size}}``; ``workers`` bounds how many
@@ -16,6 +19,7 @@ from typing import Any
 
 from gatebench.core.ir import Api, Operation, Response
 from gatebench.core.plan import Backend
+from gatebench.core.renderers import priority_key, split_template
 from gatebench.core.synth import synthesize
 
 CONTROL_PREFIX = "/__gatebench__/"
@@ -35,6 +39,14 @@ def _success(op: Operation) -> tuple[int, Response | None]:
             return 200, response
     default = next((r for r in op.responses if r.status == "default"), None)
     return 200, default
+
+
+def mock_segments(path: str) -> list[list[dict[str, Any]]]:
+    """``/items/{id}.json`` → ``[[{"text": "items"}], [{"param": "id"}, {"text": ".json"}]]``."""
+    return [
+        [{"param": p.text} if p.is_param else {"text": p.text} for p in segment.pieces]
+        for segment in split_template(path)
+    ]
 
 
 def mock_route(op: Operation, api: Api) -> dict[str, Any]:
@@ -59,6 +71,7 @@ def mock_route(op: Operation, api: Api) -> dict[str, Any]:
     return {
         "method": op.method,
         "path": op.route_path or "/",
+        "segments": mock_segments(op.route_path or "/"),
         "status": status,
         "content_type": content_type,
         "body": body,
@@ -66,16 +79,22 @@ def mock_route(op: Operation, api: Api) -> dict[str, Any]:
     }
 
 
+def route_order(route: dict[str, Any]) -> tuple[object, ...]:
+    """Where a mock route goes in the routes file: the gateways' order
+    (``core.renderers.priority_key``), since the backend answers with the first that matches."""
+    return priority_key(split_template(route["path"]), route["method"])
+
+
 def mock_config(api: Api, backend: Backend) -> dict[str, Any]:
     """The JSON the Go server reads with ``-mode mock -config FILE``."""
     config: dict[str, Any] = {
         "latency_ms": backend.latency * 1000.0,
         "response_size": backend.response_size,
-        "routes": [mock_route(op, api) for op in api.operations],
+        "routes": sorted((mock_route(op, api) for op in api.operations), key=route_order),
     }
     if backend.workers:
         config["workers"] = backend.workers  # a known capacity: workers / latency (req/s)
     return config
 
 
-__all__ = ["mock_config", "mock_route"]
+__all__ = ["mock_config", "mock_route", "mock_segments", "route_order"]

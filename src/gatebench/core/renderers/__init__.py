@@ -97,7 +97,9 @@ from gatebench.core.renderers._routes import (
     encode_literal,
     escape_regex_char,
     identifier,
+    priority_key,
     routes_for,
+    split_template,
     unsupported,
 )
 
@@ -131,9 +133,11 @@ __all__ = [
     "local_gateway_names",
     "parity_table",
     "policy_exclusions",
+    "priority_key",
     "render_with_policies",
     "rewrites_request_target",
     "routes_for",
+    "split_template",
     "support_matrix",
     "unsupported",
 ]

@@ -121,9 +121,7 @@ class Route:
         return "/" + "/".join(encode_literal(s.literal) for s in self.segments)
 
     def priority_key(self) -> tuple[object, ...]:
-        shapes = tuple(s.shape for s in self.segments)
-        literals = tuple(encode_literal(s.literal) for s in self.segments)
-        return (shapes, -len(self.segments), literals, method_rank(self.method), self.method)
+        return priority_key(self.segments, self.method)
 
     def regex(
         self,
@@ -294,6 +292,15 @@ def split_template(path: str) -> tuple[Segment, ...]:
             pieces.append(Piece(raw[pos:], False))
         segments.append(Segment(tuple(pieces)))
     return tuple(segments)
+
+
+def priority_key(segments: Sequence[Segment], method: str) -> tuple[object, ...]:
+    """The order in which routes are tried (the module's rules): at the first segment where
+    two differ, a literal segment before a partial one before a whole parameter; then the
+    longer path, the literal text, the method."""
+    shapes = tuple(s.shape for s in segments)
+    literals = tuple(encode_literal(s.literal) for s in segments)
+    return (shapes, -len(segments), literals, method_rank(method), method)
 
 
 _LAST_ROUTES: list[tuple[tuple[Operation, ...], tuple[Route, ...]]] = []
