@@ -124,7 +124,7 @@ def test_unknown_keys_inside_a_workload(auction: Api) -> None:
         ),
         (
             "/x-gatebench/workloads/0/injection/ramp/duration",
-            "expected a duration such as '30s' or '500ms', got None",
+            "expected a duration such as '30s' or '500ms', got nothing",
         ),
         (
             "/x-gatebench/workloads/0/params/auctionId/rnage",
@@ -176,3 +176,19 @@ def test_bounds_are_defined_once() -> None:
         json.dumps(SCHEMA).count('"maximum": 1000,') + json.dumps(SCHEMA).count('"maximum": 1000}')
         == 1
     )  # repetitions only
+
+
+def test_a_warmup_written_as_its_duration_is_refused_where_it_is_written(auction: Api) -> None:
+    assert plan_errors(auction, section(warmup="3 seconds")) == [
+        (
+            "/x-gatebench/warmup",
+            "expected a duration such as '30s', '500ms' or '2m', got '3 seconds'",
+        )
+    ]
+    assert plan_errors(auction, section(warmup="3s")) == []
+    assert plan_errors(auction, section(warmup={"duration": None})) == [
+        (
+            "/x-gatebench/warmup/duration",
+            "expected a duration such as '30s' or '500ms', got nothing",
+        )
+    ]

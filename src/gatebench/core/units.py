@@ -24,6 +24,12 @@ _SIZE_FACTORS = {
 }
 
 
+def _given(value: object) -> str:
+    """A value that is no string, in words (YAML's null is nothing, not Python's None)."""
+    words = {type(None): "nothing", dict: "a mapping", list: "a list"}
+    return words.get(type(value), repr(value))
+
+
 def parse_duration(value: object) -> float:
     """Seconds, from ``30s`` / ``500ms`` / ``2m`` / ``1h`` / a number. Raises ValueError."""
     if isinstance(value, bool):
@@ -33,7 +39,7 @@ def parse_duration(value: object) -> float:
             raise ValueError("a duration cannot be negative")
         return float(value)
     if not isinstance(value, str):
-        raise ValueError(f"expected a duration such as '30s' or '500ms', got {value!r}")
+        raise ValueError(f"expected a duration such as '30s' or '500ms', got {_given(value)}")
     match = _DURATION.match(value)
     if not match:
         raise ValueError(f"expected a duration such as '30s', '500ms' or '2m', got {value!r}")
@@ -51,7 +57,7 @@ def parse_size(value: object) -> int:
     if isinstance(value, float):
         raise ValueError(f"write a fractional size with a unit, such as '{value}MB'")
     if not isinstance(value, str):
-        raise ValueError(f"expected a size such as '8.6MB', got {value!r}")
+        raise ValueError(f"expected a size such as '8.6MB', got {_given(value)}")
     match = _SIZE.match(value)
     if not match:
         raise ValueError(f"expected a size such as '8.6MB', '16MiB' or '512B', got {value!r}")

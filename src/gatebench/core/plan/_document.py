@@ -1224,8 +1224,10 @@ class PoliciesDoc(OperationPoliciesDoc, title="policies"):
 def _warmup(value: Any) -> WarmupDoc:
     if value is False or value is None:
         return WarmupDoc.model_construct(duration=None, requests=None)
-    scalar = isinstance(value, str | int | float) and not isinstance(value, bool)
-    return WarmupDoc.model_validate({"duration": value} if scalar else value)
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        # ``warmup: 3s`` is its duration, and a problem is the warm-up's own
+        return WarmupDoc.model_construct(duration=Duration(zero=True).check(value), requests=None)
+    return WarmupDoc.model_validate(value)
 
 
 def _tls(value: Any) -> TlsDoc | None:
