@@ -191,3 +191,9 @@ def test_a_warmup_written_as_its_duration_is_refused_where_it_is_written(auction
             "expected a duration such as '30s' or '500ms', got nothing",
         )
     ]
+
+
+def test_a_null_is_nothing_in_the_messages(auction: Api) -> None:
+    assert plan_errors(auction, section(repetitions=None)) == [
+        ("/x-gatebench/repetitions", "expected a whole number from 1 to 1,000, got nothing")
+    ]

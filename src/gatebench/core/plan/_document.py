@@ -81,6 +81,8 @@ BODIES = ("example", "synthesized", "binary", "multipart", "json", "text", "none
 
 
 def show(value: Any) -> str:
+    if value is None:
+        return "nothing"  # YAML's null, or a key left out
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
