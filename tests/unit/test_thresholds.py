@@ -152,6 +152,19 @@ def test_bad_thresholds_are_located_errors_all_at_once(petstore: Api) -> None:
     ]
 
 
+def test_a_threshold_keyed_by_its_metric_is_shown_how_to_write_it(petstore: Api) -> None:
+    assert errors(petstore, [{"p99": "50ms", "gateway": "nginx"}, {"p95": None}]) == [
+        (
+            "/x-gatebench/thresholds/0/p99",
+            "a threshold names its metric: write {metric: p99, max: '50ms'} (or min:)",
+        ),
+        (
+            "/x-gatebench/thresholds/1/p95",
+            "a threshold names its metric: write {metric: p95, max: ...} (or min:)",
+        ),
+    ]
+
+
 def test_thresholds_must_be_a_list(petstore: Api) -> None:
     assert errors(petstore, {"p95": "50ms"}) == [
         ("/x-gatebench/thresholds", "thresholds must be a list of thresholds, got a mapping")

@@ -217,10 +217,19 @@ def _threshold(
             f"a threshold must be a mapping such as {{metric: p95, max: 50ms}}, got {_kind(item)}",
         )
         return None
+    named = [k for k in item if k not in KEYS and str(k) in METRIC_NAMES]
     for key in item:
-        if key not in KEYS:
+        if key in named and "metric" not in item:
+            shown = _show(item[key]) if isinstance(item[key], str | int | float) else "..."
+            error(
+                [i, str(key)],
+                f"a threshold names its metric: write {{metric: {key}, max: {shown}}} (or min:)",
+            )
+        elif key not in KEYS:
             error([i, str(key)], f"unknown key {str(key)!r} in a threshold; {_suggest(key, KEYS)}")
     metric = item.get("metric")
+    if "metric" not in item and named:
+        return None
     if "metric" not in item:
         error([i], "a threshold needs 'metric' (" + ", ".join(METRIC_NAMES) + ")")
         return None
@@ -434,6 +443,8 @@ def _suggest(word: Any, options: Sequence[str]) -> str:
 
 
 def _show(value: Any) -> str:
+    if value is None:
+        return "nothing"  # YAML's null, or a key left out
     return (
         repr(value)
         if isinstance(value, str)
