@@ -1145,3 +1145,35 @@ def test_a_tester_bound_probe_far_under_the_engines_ceiling_runs_once_more() -> 
     bounded = search(SETTINGS, near, limits=Limits(ceiling=4_000.0))
     rates = [p.request.rate for p in bounded.probes]
     assert bounded.status == "tester-bound" and len(rates) == len(set(rates)), rates
+
+
+def test_a_gateway_that_carries_more_than_the_baseline_is_a_caution() -> None:
+    from gatebench.kinds.capacity import CapacityResult, Comparison, EndpointResult
+    from gatebench.kinds.capacity._report import capacity_cautions
+
+    def endpoint(ratio: float, low: float | None, high: float | None) -> EndpointResult:
+        decided = low is not None
+        found = Comparison("bid", "nginx", "baseline", ratio, low, high, decided=decided)
+        return EndpointResult("bid", "p99 ≤ 50 ms", (), (found,), "v", "stop")
+
+    pinned = {
+        "cpu_affinity": {"cores": {"gateway": [1], "engine": [0], "backend": [0]}},
+        "tls": {"http2": True},
+    }
+    said = (
+        "nginx carried more than the baseline (no gateway) on bid: there the baseline is no "
+        "floor (the baseline is the backend itself, which ran on the load engine's cpu 0 "
+        "while each gateway had its own; with tls, the backend ends TLS itself at the "
+        "baseline), so compare the gateways with one another."
+    )
+    decided = CapacityResult((endpoint(1.3, 1.2, 1.4),), (), "done", 3)
+    assert capacity_cautions(decided, pinned) == [said]
+    one_search = CapacityResult((endpoint(1.3, None, None),), (), "done", 1)
+    assert said in capacity_cautions(one_search, pinned)
+    close = CapacityResult((endpoint(1.05, None, None),), (), "done", 1)
+    assert not any("no floor" in c for c in capacity_cautions(close, pinned))
+    unpinned = capacity_cautions(decided, {})
+    assert unpinned == [
+        "nginx carried more than the baseline (no gateway) on bid: there the baseline is no "
+        "floor, so compare the gateways with one another."
+    ]

@@ -708,8 +708,19 @@ def baseline_not_a_floor(run: RunRecord, summary: RunSummary) -> list[str]:
     for w, gs in ahead.items():
         by_gateways.setdefault(tuple(gs), []).append(w)
     where = "; ".join(f"{_join(list(gs))} on {_join(ws)}" for gs, ws in by_gateways.items())
+    return [
+        f"More requests per second than the baseline (no gateway): {where}. There the "
+        f"baseline is no floor{baseline_handicaps(run.environment)}: the overhead table shows "
+        "gains there, so compare the gateways with one another"
+    ]
+
+
+def baseline_handicaps(environment: Mapping[str, Any]) -> str:
+    """What the run's record says held the baseline back against the gateways, in brackets
+    (empty when it says nothing): the backend on the load engine's cores, TLS ended by the
+    backend."""
     why = []
-    cores = (run.environment.get("cpu_affinity") or {}).get("cores") or {}
+    cores = (environment.get("cpu_affinity") or {}).get("cores") or {}
     shared = sorted(set(cores.get("backend") or ()) & set(cores.get("engine") or ()))
     if shared and cores.get("gateway"):
         listed = ", ".join(str(c) for c in shared)
@@ -717,14 +728,9 @@ def baseline_not_a_floor(run: RunRecord, summary: RunSummary) -> list[str]:
             f"the baseline is the backend itself, which ran on the load engine's cpu {listed} "
             "while each gateway had its own"
         )
-    if run.environment.get("tls"):
+    if environment.get("tls"):
         why.append("with tls, the backend ends TLS itself at the baseline")
-    reason = f" ({'; '.join(why)})" if why else ""
-    return [
-        f"More requests per second than the baseline (no gateway): {where}. There the "
-        f"baseline is no floor{reason}: the overhead table shows gains there, so compare the "
-        "gateways with one another"
-    ]
+    return f" ({'; '.join(why)})" if why else ""
 
 
 def wrong_answer_evidence(summary: RunSummary) -> list[str]:

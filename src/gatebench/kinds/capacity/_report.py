@@ -15,7 +15,7 @@ import datetime as dt
 import json
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from typing import Any
@@ -25,7 +25,13 @@ from gatebench.core.answers import WRONG_ANSWER
 from gatebench.core.errors import StoreError
 from gatebench.core.model import ResultStore, RunKind, RunRecord
 from gatebench.core.report import VIEW_FORMAT, Format, find_run, renderer_for, run_summary
-from gatebench.core.report._build import cpu_policy_sentence, json_safe, traffic_source
+from gatebench.core.report._build import (
+    BEYOND_BASELINE_PCT,
+    baseline_handicaps,
+    cpu_policy_sentence,
+    json_safe,
+    traffic_source,
+)
 from gatebench.core.report._charts import (
     Bar,
     Chart,
@@ -112,11 +118,29 @@ class CapacityReport:
         return data
 
 
-def capacity_cautions(result: CapacityResult) -> list[str]:
-    """What a reader must know before trusting the knees."""
+def capacity_cautions(
+    result: CapacityResult, environment: Mapping[str, Any] | None = None
+) -> list[str]:
+    """What a reader must know before trusting the knees (``environment``: the run's record,
+    which says what held the baseline back where a gateway carried more)."""
     out = []
     if "budget" in result.stop or "undecided" in result.stop:
         out.append(_stop_line(result))
+    for e in result.endpoints:
+        ahead = [
+            c.better
+            for c in e.comparisons
+            if c.worse == BASELINE
+            and c.better != BASELINE
+            and (c.decided or (c.ratio or 0.0) > 1 + BEYOND_BASELINE_PCT / 100)
+        ]
+        if ahead:
+            out.append(
+                f"{', '.join(ahead)} carried more than the baseline (no gateway) on "
+                f"{e.workload}: there the baseline is no floor"
+                f"{baseline_handicaps(environment or {})}, so compare the gateways with one "
+                "another."
+            )
     for e in result.endpoints:
         for s in e.summaries:
             if s.bounded:
@@ -167,7 +191,7 @@ def build_capacity_report(
     return CapacityReport(
         run,
         result,
-        tuple(capacity_cautions(result)),
+        tuple(capacity_cautions(result, run.environment)),
         tuple(thresholds),
         generated_at=time.time() if now is None else now,
     )
