@@ -131,8 +131,11 @@ def capacity_cautions(
             c.better
             for c in e.comparisons
             if c.worse == BASELINE
-            and c.better != BASELINE
-            and (c.decided or (c.ratio or 0.0) > 1 + BEYOND_BASELINE_PCT / 100)
+            and (
+                c.decided
+                if c.low is not None  # as a fixed run's: its interval, else 10 % more
+                else (c.ratio or 0.0) > 1 + BEYOND_BASELINE_PCT / 100
+            )
         ]
         if ahead:
             out.append(
