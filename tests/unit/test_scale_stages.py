@@ -120,3 +120,32 @@ def test_a_change_whose_window_ends_after_the_load_is_refused_with_the_figures(
         "is read under the load: measure for at least 7 s, or change sooner\n"
     )
     assert not results.exists(), "nothing may start"
+
+
+def test_by_default_every_gateway_installed_here_is_measured_and_the_others_are_named(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A gateway that is not installed is left out of the default, not failed (the run would
+    be partial on every machine without KrakenD); one named with --gateways is measured, and
+    fails with its reason when it does not run here."""
+    from gatebench.cli.scale import _gateways
+    from gatebench.core.renderers import all_renderers
+    from gatebench.core.renderers._base import Renderer
+
+    installed = {"nginx", "haproxy"}
+    monkeypatch.setattr(
+        Renderer,
+        "available_here",
+        lambda self: None if self.name in installed else f"{self.name} is not installed",
+    )
+    chosen, missing = _gateways(None)
+    assert set(chosen) == installed
+    native = {r.name for r in all_renderers() if r.runs_here}
+    assert set(missing) == native - installed and "krakend" in missing
+    assert _gateways("krakend, NGINX,nginx") == (("krakend", "nginx"), ())
+
+    installed.clear()
+    argv = ["scale", str(EXAMPLES / "petstore" / "openapi.yaml"), "--results", str(tmp_path)]
+    assert main(argv) == 2
+    assert "no gateway is installed here" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir()), "nothing may start"

@@ -40,7 +40,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--gateways",
         metavar="A,B",
-        help="the gateways to measure (default: every gateway that runs here)",
+        help="the gateways to measure (default: every gateway installed here)",
     )
     parser.add_argument(
         "--rate",
@@ -103,10 +103,16 @@ def add_change_arguments(change: argparse.ArgumentParser) -> None:
     )
 
 
-def _gateways(text: str | None) -> tuple[str, ...]:
-    if not text:
-        return tuple(r.name for r in all_renderers() if r.runs_here)
-    return tuple(dict.fromkeys(get_renderer(g.strip()).name for g in text.split(",") if g.strip()))
+def _gateways(text: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The gateways to measure, and those left out: named with ``--gateways``, each is measured
+    (one not installed is recorded as failed, with the reason); by default, every gateway
+    installed here, and the ones that run here but are not installed are left out."""
+    if text:
+        names = (get_renderer(g.strip()).name for g in text.split(",") if g.strip())
+        return tuple(dict.fromkeys(names)), ()
+    native = [r for r in all_renderers() if r.runs_here]
+    missing = tuple(r.name for r in native if r.available_here() is not None)
+    return tuple(r.name for r in native if r.name not in missing), missing
 
 
 def run_scale(args: argparse.Namespace) -> int:
@@ -146,8 +152,15 @@ def _run(args: argparse.Namespace, kind: str) -> int:
             print(f"gatebench: --change-after, --window, --duration: {late}", file=sys.stderr)
             return 2
         change = ChangeSpec(args.routes, args.add, args.change_after, args.window)
+    gateways, missing = _gateways(args.gateways)
+    if not gateways:
+        print(
+            "gatebench: no gateway is installed here; `gatebench doctor` says how to install them",
+            file=sys.stderr,
+        )
+        return 2
     request = ScaleRequest(
-        gateways=_gateways(args.gateways),
+        gateways=gateways,
         sizes=args.routes if kind == "scale" else (),
         settings=settings,
         change=change,
@@ -169,6 +182,11 @@ def _run(args: argparse.Namespace, kind: str) -> int:
         print(f"{target}: FAILED: {reason.splitlines()[0]}")
     for line in outcome.notes:
         print(f"Note: {line}")
+    if missing:
+        print(
+            f"Not measured, not installed here: {', '.join(missing)} (`gatebench doctor` says how "
+            "to install them; --gateways names the gateways to measure)"
+        )
     print(f"Report: {outcome.run_dir}/scale.html (and scale.json)")
     print(
         f"Stored in {location}; `gatebench serve{store_flag(location)}` shows it on the dashboard."
