@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -613,3 +614,51 @@ def test_no_plan_says_how_to_add_one(tmp_path: Path) -> None:
     assert info.value.errors[0].message == (
         "no 'x-gatebench' section: add one to the description (see examples/) or pass a benchmark file with --plan"
     )
+
+
+SELF_REQUIRING = """\
+openapi: 3.0.3
+info: {title: t, version: "1"}
+paths:
+  /a:
+    post:
+      operationId: a
+      requestBody:
+        required: true
+        content: {application/json: {schema: {$ref: '#/components/schemas/Node'}}}
+      responses: {"200": {description: ok}}
+components:
+  schemas:
+    Node: {type: object, required: [child], properties: {child: {$ref: '#/components/schemas/Node'}}}
+x-gatebench:
+  gateways: [nginx]
+  workloads:
+    - {name: given, operation: a, body: synthesized, injection: {at_once: 1}}
+    - {name: default, operation: a, injection: {at_once: 1}}
+    - {name: mine, operation: a, body: {json: {child: null}}, injection: {at_once: 1}}
+"""
+
+
+def test_a_body_no_finite_value_matches_is_warned_where_it_is_asked_and_still_sent(
+    tmp_path: Path,
+) -> None:
+    """A request body whose schema requires itself (no finite JSON matches it) used to raise
+    out of the run from the synthesizer; now the plan warns at the body it asks for, and the
+    load carries the body ended with null."""
+    from gatebench.core.workload import compile_load
+
+    (tmp_path / "api.yaml").write_text(SELF_REQUIRING)
+    result = load_spec(tmp_path / "api.yaml")
+    assert result.api is not None
+    plan = load_plan(result)
+    warned = [(w.pointer, w.message) for w in plan.warnings if "no finite body" in w.message]
+    assert [p for p, _ in warned] == [
+        "/x-gatebench/workloads/0/body",
+        "/x-gatebench/workloads/1/body",
+    ]
+    assert "operation 'a'" in warned[0][1] and "body: {json: {...}}" in warned[0][1]
+    document = compile_load(plan, result.api, {"nginx": "http://127.0.0.1:1"}).document
+    bodies = {p["workload"]: p["request"]["body"] for p in document["phases"]}
+    assert bodies["given"] == bodies["default"]
+    sent = [json.loads(bodies[w]["parts"][0]["text"]) for w in ("given", "mine")]
+    assert sent == [{"child": None}] * 2

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gatebench.core.synth import synthesize
+from gatebench.core.synth import closes, synthesize
 
 
 def test_precedence_const_example_default_enum() -> None:
@@ -70,6 +70,37 @@ def test_recursive_schema_is_finite() -> None:
         }
     }
     assert synthesize({"$ref": "#/schemas/Node"}, schemas) == {"value": 1, "children": []}
+    assert closes({"$ref": "#/schemas/Node"}, schemas)
+
+
+def test_a_schema_no_finite_value_matches_still_gives_a_value_and_says_so() -> None:
+    """A required property (or a non-empty list) that leads back to its own schema: no finite
+    JSON matches it. The value ends that branch with null (the request is still sent, the
+    plan warns) instead of raising out of a run."""
+    schemas = {
+        "Node": {
+            "type": "object",
+            "required": ["child", "id"],
+            "properties": {"child": {"$ref": "#/schemas/Node"}, "id": {"type": "integer"}},
+        },
+        "Forest": {
+            "type": "object",
+            "required": ["trees"],
+            "properties": {
+                "trees": {"type": "array", "minItems": 1, "items": {"$ref": "#/schemas/Forest"}}
+            },
+        },
+        "Either": {"oneOf": [{"$ref": "#/schemas/Either"}]},
+    }
+    node = {"$ref": "#/schemas/Node"}
+    assert not closes(node, schemas)
+    assert synthesize(node, schemas) == {"child": None, "id": 1}
+    assert not closes({"$ref": "#/schemas/Forest"}, schemas)
+    assert synthesize({"$ref": "#/schemas/Forest"}, schemas) == {"trees": []}
+    assert not closes({"$ref": "#/schemas/Either"}, schemas)
+    assert synthesize({"$ref": "#/schemas/Either"}, schemas) is None
+    wrapped = {"type": "object", "properties": {"n": node}}  # optional: left out, closes
+    assert closes(wrapped, schemas) and synthesize(wrapped, schemas) == {}
 
 
 def test_deterministic() -> None:

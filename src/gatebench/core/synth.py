@@ -4,7 +4,10 @@ Deterministic: the same schema always gives the same value, so a mock answers th
 through every gateway and a workload sends the same body to every target. The IR rewrites
 every ``$ref`` to ``#/schemas/<name>`` (a key of ``Api.schemas``); references are followed
 with a depth limit so recursive schemas stay finite (a recursive property is left out, a
-recursive array item gives an empty array).
+recursive array item gives an empty array). A schema no finite value matches (a required
+property, or a non-empty array, whose schema leads back to itself) still gives a value: the
+branch it cannot close is null there; :func:`closes` tells the two apart, so that a plan can
+say so where it asks for such a body.
 
 Precedence, first match wins: ``const``, ``example``, ``examples[0]``, ``default``, ``enum[0]``,
 then ``allOf`` (merged), ``oneOf``/``anyOf`` (first alternative), then by ``type`` (the first
@@ -52,8 +55,22 @@ class _Cut(Exception):
 
 
 def synthesize(schema: Any, schemas: dict[str, Any] | None = None) -> Any:
-    """An example value valid for ``schema`` in the common cases (see the module docstring)."""
-    return _value(schema, schemas or {}, (), 0)
+    """An example value valid for ``schema`` in the common cases (see the module docstring);
+    where no finite value is valid (:func:`closes` is false), the recursion is cut with null."""
+    try:
+        return _value(schema, schemas or {}, (), 0)
+    except _Cut:
+        return _value(schema, schemas or {}, (), 0, lenient=True)
+
+
+def closes(schema: Any, schemas: dict[str, Any] | None = None) -> bool:
+    """Whether :func:`synthesize` finds a finite value of ``schema`` without cutting a branch
+    it requires (a required property or a non-empty array that leads back to its own schema)."""
+    try:
+        _value(schema, schemas or {}, (), 0)
+    except _Cut:
+        return False
+    return True
 
 
 def _resolve(schema: dict[str, Any], schemas: dict[str, Any], seen: tuple[str, ...]) -> Any:
@@ -71,7 +88,10 @@ def _resolve(schema: dict[str, Any], schemas: dict[str, Any], seen: tuple[str, .
     return target, (*seen, name)
 
 
-def _value(schema: Any, schemas: dict[str, Any], seen: tuple[str, ...], depth: int) -> Any:
+def _value(
+    schema: Any, schemas: dict[str, Any], seen: tuple[str, ...], depth: int, lenient: bool = False
+) -> Any:
+    """``lenient``: a branch that cannot close is null instead of cutting its parent."""
     if schema is True or not isinstance(schema, dict):
         return None if schema is False else "example"
     schema, seen = _resolve(schema, schemas, seen)
@@ -100,7 +120,7 @@ def _value(schema: Any, schemas: dict[str, Any], seen: tuple[str, ...], depth: i
             except _Cut:
                 continue
             merged = _merge(merged, resolved if isinstance(resolved, dict) else {})
-        return _value(merged, schemas, seen, depth + 1)
+        return _value(merged, schemas, seen, depth + 1, lenient)
     for key in ("oneOf", "anyOf"):
         options = schema.get(key)
         if isinstance(options, list) and options:
@@ -109,16 +129,18 @@ def _value(schema: Any, schemas: dict[str, Any], seen: tuple[str, ...], depth: i
                 try:
                     if isinstance(option, dict) and rest:
                         resolved, inner = _resolve(option, schemas, seen)
-                        return _value(_merge(rest, resolved), schemas, inner, depth + 1)
-                    return _value(option, schemas, seen, depth + 1)
+                        return _value(_merge(rest, resolved), schemas, inner, depth + 1, lenient)
+                    return _value(option, schemas, seen, depth + 1, lenient)
                 except _Cut:
                     continue
+            if lenient:
+                return None
             raise _Cut()
     kind = _type(schema)
     if kind == "object":
-        return _object(schema, schemas, seen, depth)
+        return _object(schema, schemas, seen, depth, lenient)
     if kind == "array":
-        return _array(schema, schemas, seen, depth)
+        return _array(schema, schemas, seen, depth, lenient)
     if kind == "string":
         return _string(schema)
     if kind == "integer":
@@ -163,7 +185,11 @@ def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 
 def _object(
-    schema: dict[str, Any], schemas: dict[str, Any], seen: tuple[str, ...], depth: int
+    schema: dict[str, Any],
+    schemas: dict[str, Any],
+    seen: tuple[str, ...],
+    depth: int,
+    lenient: bool,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     properties = schema.get("properties")
@@ -174,10 +200,12 @@ def _object(
             if isinstance(sub, dict) and (sub.get("readOnly") is True and name not in required):
                 continue
             try:
-                out[str(name)] = _value(sub, schemas, seen, depth + 1)
+                out[str(name)] = _value(sub, schemas, seen, depth + 1, lenient)
             except _Cut:
-                if name in required:
+                if name in required and not lenient:
                     raise
+                if name in required:
+                    out[str(name)] = None
     for name in required:
         if isinstance(name, str) and name not in out:
             out[name] = "example"
@@ -185,7 +213,11 @@ def _object(
 
 
 def _array(
-    schema: dict[str, Any], schemas: dict[str, Any], seen: tuple[str, ...], depth: int
+    schema: dict[str, Any],
+    schemas: dict[str, Any],
+    seen: tuple[str, ...],
+    depth: int,
+    lenient: bool,
 ) -> list[Any]:
     low = schema.get("minItems", 1)
     high = schema.get("maxItems")
@@ -196,9 +228,9 @@ def _array(
     if isinstance(items, list):  # draft-4 tuple form
         items = items[0] if items else {}
     try:
-        item = _value(items, schemas, seen, depth + 1)
+        item = _value(items, schemas, seen, depth + 1, lenient)
     except _Cut:
-        if isinstance(schema.get("minItems"), int) and schema["minItems"] > 0:
+        if isinstance(schema.get("minItems"), int) and schema["minItems"] > 0 and not lenient:
             raise
         return []
     return [item] * count
@@ -248,4 +280,4 @@ def _number(schema: dict[str, Any], *, integer: bool) -> float:
     return value
 
 
-__all__ = ["MAX_DEPTH", "synthesize"]
+__all__ = ["MAX_DEPTH", "closes", "synthesize"]

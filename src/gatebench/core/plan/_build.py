@@ -70,6 +70,7 @@ from gatebench.core.plan._model import (
 from gatebench.core.plan._policies import ReadFile, read_policies
 from gatebench.core.plan._traffic import arrivals_injection, traffic_source, weighted_list
 from gatebench.core.policies import JwtAuth
+from gatebench.core.synth import closes
 from gatebench.core.thresholds import bound_of, parse_thresholds
 
 RECOVERY_S = 3.0
@@ -405,7 +406,7 @@ def _workloads(value: Any, r: Reading, api: Api, auth: Auth) -> tuple[list[Workl
         injection = _injection(data.get("injection"), r, [*at, "injection"])
         params = _params(data.get("params"), r, [*at, "params"])
         headers = _headers(data.get("headers"), r, [*at, "headers"])
-        body = _body(data.get("body"), r, [*at, "body"], op)
+        body = _body(data.get("body"), r, [*at, "body"], op, api)
         expect = r.value(WorkloadDoc, "expect", data, at) or ()
         timeout = r.value(WorkloadDoc, "timeout", data, at, 60.0) or 60.0
         if op is not None:
@@ -544,7 +545,9 @@ def _headers(value: Any, r: Reading, where: list[str | int]) -> dict[str, str]:
     return out
 
 
-def _body(value: Any, r: Reading, where: list[str | int], op: Operation | None) -> BodySpec:
+def _body(
+    value: Any, r: Reading, where: list[str | int], op: Operation | None, api: Api
+) -> BodySpec:
     media_types = [m.media_type for m in op.request_body.content] if op and op.request_body else []
     if value is None:
         if op is not None and op.body_unknown is not None:
@@ -552,10 +555,11 @@ def _body(value: Any, r: Reading, where: list[str | int], op: Operation | None) 
         if op is None or op.request_body is None:
             return BodySpec("none")
         first = op.request_body.content[0]
-        if op.request_body.required or first.examples:
-            return BodySpec(
-                "example" if first.examples else "synthesized", media_type=first.media_type
-            )
+        if first.examples:
+            return BodySpec("example", media_type=first.media_type)
+        if op.request_body.required:
+            _warn_open_schema(op, first.media_type, api, r, where)
+            return BodySpec("synthesized", media_type=first.media_type)
         return BodySpec("none")
     word = value in ("example", "synthesized", "none")  # body: example is {example: true}
     doc = r.whole(BodyDoc, {value: True} if word else value, where)
@@ -587,7 +591,10 @@ def _body(value: Any, r: Reading, where: list[str | int], op: Operation | None) 
             r.error(
                 where, f"operation {op.operation_id!r} declares no request body to synthesize from"
             )
-        return BodySpec("synthesized", media_type=media or next(iter(media_types), None))
+        chosen = media or next(iter(media_types), None)
+        if op is not None and op.request_body is not None:
+            _warn_open_schema(op, chosen, api, r, where)
+        return BodySpec("synthesized", media_type=chosen)
     if kind_ == "binary":
         content_type = doc.binary.content_type or media or "application/octet-stream"
         return BodySpec("binary", media_type=content_type, size=doc.binary.size)
@@ -615,6 +622,25 @@ def _body(value: Any, r: Reading, where: list[str | int], op: Operation | None) 
     if kind_ == "json":
         return BodySpec("json", media_type=media or "application/json", value=doc.json_)
     return BodySpec("text", media_type=media or "text/plain", value=doc.text)
+
+
+def _warn_open_schema(
+    op: Operation, media_type: str | None, api: Api, r: Reading, where: list[str | int]
+) -> None:
+    """A synthesized body whose schema no finite value matches (it requires itself)."""
+    content = op.request_body.content if op.request_body else ()
+    media = next((m for m in content if m.media_type == media_type), None) or next(
+        iter(content), None
+    )
+    if media is None or closes(media.schema or {}, api.schemas):
+        return
+    r.warn(
+        where,
+        f"no finite body matches the request body schema of operation {op.operation_id!r}: a "
+        "required property (or a non-empty list) leads back to its own schema; the synthesized "
+        "body ends that branch with null, which the schema refuses. Write the body to send: "
+        "body: {json: {...}}",
+    )
 
 
 def _warn_too_short(inj: Injection, body: BodySpec, r: Reading, where: list[str | int]) -> None:
