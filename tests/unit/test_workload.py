@@ -10,8 +10,8 @@ import pytest
 
 from gatebench.core.capabilities import ENGINE_WARMUP_S
 from gatebench.core.ir import Api
-from gatebench.core.plan import Plan, build_plan
-from gatebench.core.spec import read_spec
+from gatebench.core.plan import Plan, build_plan, load_plan
+from gatebench.core.spec import load_spec, read_spec
 from gatebench.core.trust import CEILING_TARGET
 from gatebench.core.workload import (
     build_schedule,
@@ -156,7 +156,56 @@ def test_required_parameters_get_a_constant_from_the_description() -> None:
     plan2 = type(plan)(**{**plan.__dict__, "workloads": (type(w)(**{**w.__dict__, "params": ()}),)})
     schedule = build_schedule(plan2, {"baseline": URLS["baseline"]}, seed=1, repetitions=1)
     doc = render_workload(plan2, api, schedule)
-    assert doc["phases"][-1]["params"] == {"auctionId": {"kind": "constant", "value": 1}}
+    phase = doc["phases"][-1]
+    assert phase["params"] == {}  # fixed text in the request, as its style writes it
+    assert phase["request"]["path"] == [{"text": "/auctions/"}, {"text": "1"}]
+
+
+STYLED = """\
+openapi: 3.0.3
+info: {title: p, version: "1"}
+paths:
+  /p/{ids}/{obj}/{dot}:
+    get:
+      operationId: styles
+      parameters:
+        - {name: ids, in: path, required: true, schema: {type: array, items: {type: integer}, example: [3, 4]}}
+        - {name: obj, in: path, required: true, style: matrix, explode: true, schema: {type: object, properties: {a: {type: string}, b: {type: integer}}}}
+        - {name: dot, in: path, required: true, style: label, schema: {type: string, example: "x y"}}
+        - {name: tags, in: query, required: true, schema: {type: array, items: {type: string}, example: [a, "b&c"]}}
+        - {name: pipes, in: query, required: true, style: pipeDelimited, explode: false, schema: {type: array, items: {type: string}, example: [a, b]}}
+        - {name: filter, in: query, required: true, style: deepObject, explode: true, schema: {type: object, properties: {x: {type: string}}}}
+        - {name: optional, in: query, schema: {type: string}}
+        - {name: q, in: query, required: true, content: {application/json: {schema: {type: object, properties: {k: {type: string}}}}}}
+        - {name: X-Ids, in: header, required: true, schema: {type: array, items: {type: integer}, example: [1, 2]}}
+        - {name: session, in: cookie, required: true, schema: {type: string, example: s1}}
+        - {name: prefs, in: cookie, required: true, explode: false, schema: {type: object, example: {k: v}}}
+      responses: {"200": {description: ok}}
+x-gatebench:
+  gateways: [nginx]
+  workloads: [{name: styles, operation: styles, injection: {at_once: 1}}]
+"""
+
+
+def test_a_parameter_the_plan_leaves_out_is_sent_as_its_style_says(tmp_path: Path) -> None:
+    """OpenAPI's style and explode (the specification's "Style Examples"): a list in the path
+    is 3,4 and not the JSON [3,4]; an exploded form list repeats its name; deepObject names its
+    keys; a parameter described by content is its JSON; a cookie parameter goes in the Cookie
+    header (before this, it was never sent)."""
+    (tmp_path / "api.yaml").write_text(STYLED)
+    result = load_spec(tmp_path / "api.yaml")
+    assert result.api is not None
+    plan = load_plan(result)
+    schedule = build_schedule(plan, {"nginx": URLS["nginx"]}, seed=1, repetitions=1)
+    request = render_workload(plan, result.api, schedule)["phases"][-1]["request"]
+    path = "".join(part["text"] for part in request["path"])
+    assert path == "/p/3,4/;a=example;b=1/.x%20y"
+    query = "&".join(f"{n}={''.join(p['text'] for p in parts)}" for n, parts in request["query"])
+    assert query == (
+        "tags=a&tags=b%26c&pipes=a%7Cb&filter%5Bx%5D=example&q=%7B%22k%22%3A%22example%22%7D"
+    )
+    headers = {n: "".join(p["text"] for p in parts) for n, parts in request["headers"]}
+    assert headers == {"X-Ids": "1,2", "Cookie": "session=s1; prefs=k,v"}
 
 
 def test_quick_plan_is_one_short_repetition() -> None:

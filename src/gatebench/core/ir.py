@@ -31,6 +31,9 @@ class Parameter:
     style: str | None = None
     explode: bool | None = None
     pointer: str = ""
+    content: str | None = None
+    """The media type of a parameter described by ``content`` instead of a schema (OpenAPI 3):
+    its value is that media type's text (JSON), not a style's."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -45,6 +48,8 @@ class Parameter:
             out["style"] = self.style
         if self.explode is not None:
             out["explode"] = self.explode
+        if self.content is not None:
+            out["content"] = self.content
         return out
 
 

@@ -46,6 +46,7 @@ from gatebench.core.model import BASELINE
 from gatebench.core.plan import BodySpec, Generator, Injection, Plan, Warmup, Workload
 from gatebench.core.plan._traffic import scaled_counts
 from gatebench.core.renderers import jit_warmups, rewrites_request_target
+from gatebench.core.styles import serialized
 from gatebench.core.synth import synthesize
 from gatebench.core.trust import CEILING_TARGET
 
@@ -715,16 +716,29 @@ def _request(
     path = _path_template(op, given, api)
     query: list[list[Any]] = []
     headers: list[list[Any]] = []
+    cookie: list[dict[str, Any]] = []
     for p in op.query_params:
-        if p.name in given or p.required:
-            query.append([quote(p.name, safe=""), [_param_part(p, given, api, "query")]])
+        if p.name in given:
+            query.append([quote(p.name, safe=""), [{"param": p.name, "as": "query"}]])
+        elif p.required:
+            query.extend([n, [{"text": v}]] for n, v in serialized(p, _default_value(p, api)))
     for p in op.header_params:
-        if p.name in given or p.required:
-            headers.append([p.name, [_param_part(p, given, api, "raw")]])
+        if p.name in given:
+            headers.append([p.name, [{"param": p.name, "as": "raw"}]])
+        elif p.required:
+            headers.append([p.name, [{"text": serialized(p, _default_value(p, api))[0][1]}]])
+    for p in op.cookie_params:
+        if p.name in given:
+            pairs = [(p.name, {"param": p.name, "as": "raw"})]
+        else:
+            pairs = [(n, {"text": v}) for n, v in serialized(p, _default_value(p, api))]
+        for n, part in pairs if p.name in given or p.required else ():
+            cookie += [{"text": f"{'; ' if cookie else ''}{n}="}, part]
     for name, value in w.headers:
         headers.append([name, _text_template(value, "raw")])
     auth, auth_query = _auth(op, plan)
     query.extend(auth_query)
+    _add_cookie(cookie, auth, headers)
     request = {
         "operation": op.operation_id,
         "method": op.method,
@@ -739,19 +753,23 @@ def _request(
     return request, given
 
 
-def _constant_for(p: Parameter, api: Api) -> Generator:
-    value = p.examples[0] if p.examples else synthesize(p.schema, api.schemas)
-    if isinstance(value, dict | list):
-        value = json.dumps(value, separators=(",", ":"))
-    return Generator("constant", value=value)
+def _default_value(p: Parameter, api: Api) -> Any:
+    """A required parameter the plan leaves out: its example, else one from its schema."""
+    return p.examples[0] if p.examples else synthesize(p.schema, api.schemas)
 
 
-def _param_part(
-    p: Parameter, given: dict[str, Generator], api: Api, encoding: str
-) -> dict[str, Any]:
-    if p.name not in given:
-        given[p.name] = _constant_for(p, api)
-    return {"param": p.name, "as": encoding}
+def _add_cookie(
+    cookie: list[dict[str, Any]], auth: list[dict[str, Any]], headers: list[list[Any]]
+) -> None:
+    """The cookie parameters as the one ``Cookie`` header a client sends (RFC 6265 5.4): in
+    front of an API key sent as a cookie when they are fixed text, else a header of their own."""
+    if not cookie:
+        return
+    key = next((a for a in auth if a["header"] == "Cookie"), None)
+    if key is not None and all("text" in part for part in cookie):
+        key["prefix"] = "".join(part["text"] for part in cookie) + "; " + key["prefix"]
+    else:
+        headers.append(["Cookie", cookie])
 
 
 def _path_template(op: Operation, given: dict[str, Generator], api: Api) -> list[dict[str, Any]]:
@@ -764,7 +782,10 @@ def _path_template(op: Operation, given: dict[str, Generator], api: Api) -> list
             parts.append({"text": quote(route[pos : match.start()], safe=_PATH_SAFE)})
         name = match.group(1)
         param = by_name.get(name) or Parameter(name, "path", True, {"type": "string"})
-        parts.append(_param_part(param, given, api, "path"))
+        if name in given:
+            parts.append({"param": name, "as": "path"})
+        else:
+            parts.append({"text": serialized(param, _default_value(param, api))[0][1]})
         pos = match.end()
     if pos < len(route):
         parts.append({"text": quote(route[pos:], safe=_PATH_SAFE)})

@@ -726,6 +726,7 @@ class OpenApiBuilder:
                 got = self.deref(ex, real.child("examples", ex_name), "the example")
                 if got is not None and isinstance(got[0], dict) and "value" in got[0]:
                     examples.append(got[0]["value"])
+        content = None
         if self.v2:
             if where == "body":
                 schema = self.schema(value.get("schema", {}), real.child("schema"))
@@ -735,6 +736,7 @@ class OpenApiBuilder:
             schema = self.schema(value["schema"], real.child("schema"))
         elif isinstance(value.get("content"), dict) and value["content"]:
             media, media_value = next(iter(value["content"].items()))
+            content = str(media)
             schema = {}
             if isinstance(media_value, dict):
                 schema = self.schema(
@@ -745,6 +747,10 @@ class OpenApiBuilder:
                 loc, f"parameter {name!r} has neither 'schema' nor 'content'; treated as a string"
             )
             schema = {"type": "string"}
+        style = value.get("style") if isinstance(value.get("style"), str) else None
+        explode = value.get("explode") if isinstance(value.get("explode"), bool) else None
+        if self.v2 and schema.get("type") == "array":  # collectionFormat, csv by default
+            style, explode = _V2_FORMATS.get(value.get("collectionFormat"), (None, False))
         return Parameter(
             name=name,
             # body/formData (Swagger 2.0) ride along here and are split off before the IR.
@@ -752,9 +758,10 @@ class OpenApiBuilder:
             required=required,
             schema=schema,
             examples=tuple(examples),
-            style=value.get("style") if isinstance(value.get("style"), str) else None,
-            explode=value.get("explode") if isinstance(value.get("explode"), bool) else None,
+            style=style,
+            explode=explode,
             pointer=loc.pointer,
+            content=content,
         )
 
     # -- operations -------------------------------------------------------------------------
@@ -1248,6 +1255,17 @@ def _split_suffix(key: str) -> tuple[str, str]:
 
 def _normalise(path: str) -> str:
     return _TEMPLATE_VAR.sub("{}", path)
+
+
+_V2_FORMATS: dict[Any, tuple[str | None, bool]] = {
+    "ssv": ("spaceDelimited", False),
+    "tsv": ("tabDelimited", False),
+    "pipes": ("pipeDelimited", False),
+    "multi": ("form", True),
+}
+"""Swagger 2.0's ``collectionFormat`` as OpenAPI 3's style and explode (``csv``, the default:
+the style of the place, not exploded); ``tsv`` has no OpenAPI 3 style, ``gatebench.core.styles``
+writes it."""
 
 
 def _v2_inline_schema(param: dict[str, Any]) -> dict[str, Any]:
