@@ -295,3 +295,27 @@ def test_the_engine_warms_itself_against_the_backend_after_the_ceiling() -> None
     assert engine_warmup(backend, "gatling", quick=False) == (backend, ENGINE_WARMUP_S["gatling"])
     assert engine_warmup(backend, "gatling", quick=True) is None
     assert engine_warmup(backend, "wrk", quick=False) is None
+
+
+def test_cookie_parameters_and_an_api_key_cookie_are_one_cookie_header(tmp_path: Path) -> None:
+    """A client sends one Cookie header (RFC 6265 5.4): fixed cookie parameters go in front of
+    the API key the plan sends as a cookie; with a generator among them, a header of their own."""
+    spec = STYLED.replace(
+        "      responses:",
+        "      security: [{key: []}]\n      responses:",
+        1,
+    ).replace(
+        "x-gatebench:",
+        "components:\n  securitySchemes:\n    key: {type: apiKey, in: cookie, name: key}\n"
+        "x-gatebench:\n  auth: {api_key: {env: KEY}}",
+    )
+    (tmp_path / "api.yaml").write_text(spec)
+    result = load_spec(tmp_path / "api.yaml")
+    assert result.api is not None
+    plan = load_plan(result)
+    schedule = build_schedule(plan, {"nginx": URLS["nginx"]}, seed=1, repetitions=1)
+    request = render_workload(plan, result.api, schedule)["phases"][-1]["request"]
+    assert [h[0] for h in request["headers"]] == ["X-Ids"]
+    assert request["auth"] == [
+        {"header": "Cookie", "prefix": "session=s1; prefs=k,v; key=", "env": "KEY"}
+    ]
