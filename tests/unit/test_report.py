@@ -293,6 +293,25 @@ def test_cautions_name_failed_targets_and_flags() -> None:
     assert report.cautions[1] == "b failed: config rejected."
 
 
+def test_a_gateway_that_failed_before_it_was_measured_is_named_not_ranked_last() -> None:
+    """A gateway whose configuration could not be rendered has no measurement: it used to
+    score 0 and be ranked ("a scores highest, ahead of b (0)"), as if it had been measured."""
+    ms = [m("a", "w", 0, 10.0), m("c", "w", 0, 12.0)]
+    run = run_record(gateways=["a", "b", "c"], target_errors={"b": "cannot render"})
+    report = build_report(run, ms)
+    assert [g.target for g in report.summary.scores.gateways] == ["a", "c"]
+    assert dict(report.summary.unranked) == {"b": "failed before it was measured"}
+    verdict = " ".join(report.verdict)
+    assert "ahead of c (" in verdict and "b (" not in verdict
+    assert "b failed before it was measured: not ranked." in verdict
+    assert "overlap a failure" not in verdict  # nothing of b's was measured to leave out
+    # b failed later (the runner records when): its measurements stay, it is not ranked
+    later = dataclasses.replace(run, environment={"failures": {"b": {"repetition": 1}}})
+    report = build_report(later, [*ms, m("b", "w", 0, 11.0)])
+    assert dict(report.summary.unranked) == {"b": "failed during repetition 1"}
+    assert "overlap a failure" in " ".join(report.verdict)
+
+
 def test_the_plan_profile_is_used_unless_told_otherwise() -> None:
     run = run_record(plan={"scoring": {"profile": "robust", "weights": [["p99", 2.0]]}})
     ms = [m("a", "w", 0, 10.0), m("b", "w", 0, 12.0)]

@@ -263,6 +263,19 @@ def resolve_scoring(
     return chosen, plan_weights if chosen == plan_profile == "robust" else ()
 
 
+def _failed(run: RunRecord, measurements: Sequence[Measurement]) -> dict[str, str]:
+    """The gateways that failed during the run (``failures_of``), and those with an error on
+    record and no measurement (``target_errors``: a configuration it could not render, a
+    gateway that did not start): such a gateway is named with its failure, never ranked with a
+    score of 0 as if it had been measured and lost."""
+    failed = failures_of(run.environment)
+    measured = {m.target for m in measurements}
+    for target in run.target_errors:
+        if target not in measured:
+            failed.setdefault(target, "before it was measured")
+    return failed
+
+
 def build_report(
     run: RunRecord,
     measurements: Iterable[Measurement],
@@ -285,7 +298,7 @@ def build_report(
         weights=chosen_weights or None,
         ceiling=ceiling.limits() if ceiling else None,
         rates_set=ceiling.rates_set() if ceiling else None,
-        failed=failures_of(run.environment),
+        failed=_failed(run, measurements),
     )
     trust = build_trust(run, summary, measurements)
     return Report(
@@ -376,10 +389,9 @@ def verdict(summary: RunSummary) -> list[str]:
     lines = _ranking_verdict(summary)
     failed = [f"{g} {why}" for g, why in summary.unranked.items() if g not in summary.wrong]
     if failed:
-        lines.append(
-            f"{_join(failed)}: not ranked (the phases that overlap a failure are left out of "
-            "every figure)."
-        )
+        during = any("before it was measured" not in why for why in failed)
+        overlap = " (the phases that overlap a failure are left out of every figure)"
+        lines.append(f"{_join(failed)}: not ranked{overlap if during else ''}.")
     lines.extend(wrong_answer_verdict(summary))
     return lines
 
