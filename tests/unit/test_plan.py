@@ -662,3 +662,24 @@ def test_a_body_no_finite_value_matches_is_warned_where_it_is_asked_and_still_se
     assert bodies["given"] == bodies["default"]
     sent = [json.loads(bodies[w]["parts"][0]["text"]) for w in ("given", "mine")]
     assert sent == [{"child": None}] * 2
+
+
+def test_a_cookie_value_a_cookie_cannot_hold_is_refused_where_it_is_given(tmp_path: Path) -> None:
+    """The engines send a value the plan gives as written; in a Cookie header a space, a
+    comma or a semicolon would change what the server reads (RFC 6265's cookie-octet)."""
+    (tmp_path / "api.yaml").write_text(
+        SELF_REQUIRING.split("x-gatebench:")[0].replace(
+            "      requestBody:",
+            "      parameters: [{name: s, in: cookie, schema: {type: string}}]\n      requestBody:",
+        )
+        + "x-gatebench:\n  gateways: [nginx]\n  workloads:\n"
+        + "    - {name: a, operation: a, body: {json: {}}, params: {s: {list: [ok, 'c;d']}},"
+        + " injection: {at_once: 1}}\n"
+        + "    - {name: b, operation: a, body: {json: {}}, params: {s: 'a%20b'},"
+        + " injection: {at_once: 1}}\n"
+    )
+    with pytest.raises(PlanError) as info:
+        load_plan(load_spec(tmp_path / "api.yaml"))
+    assert [(e.pointer, e.message[:28]) for e in info.value.errors] == [
+        ("/x-gatebench/workloads/0/params/s", "the cookie value 'c;d' holds")
+    ]

@@ -150,6 +150,17 @@ def _check_params(
     for name in sorted(used):
         if name not in params:
             r.error([*where], f"placeholder ${{{name}}} has no value in params")
+    for p in op.cookie_params:
+        g = params.get(p.name)
+        values = () if g is None else (g.value,) if g.kind == "constant" else g.values
+        bad = next((v for v in values if re.search(r'[\s",;\\]', str(v))), None)
+        if bad is not None:
+            r.error(
+                [*where, "params", p.name],
+                f"the cookie value {bad!r} holds a character a cookie cannot (a space, '\"', ',', "
+                "';' or '\\', RFC 6265): the engines send it as written, so write it encoded "
+                "(a%20b)",
+            )
 
 
 def _check_auth(op: Operation, auth: Auth, r: Reading, where: list[str | int]) -> None:
