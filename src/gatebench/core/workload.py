@@ -710,8 +710,9 @@ def weighted_value(spec: dict[str, Any], n: int) -> Any:
 def _request(
     op: Operation, w: Workload, plan: Plan, api: Api
 ) -> tuple[dict[str, Any], dict[str, Generator]]:
-    """The request of a workload, and its value generators (the plan's, plus a constant from
-    the example or the schema for each required parameter the plan leaves out)."""
+    """The request of a workload, and its value generators (the plan's). A required parameter
+    the plan leaves out is fixed text in the request: its example, or a value from its schema,
+    as its style writes it (``gatebench.core.styles``)."""
     given = dict(w.params)
     path = _path_template(op, given, api)
     query: list[list[Any]] = []
@@ -730,9 +731,11 @@ def _request(
     for p in op.cookie_params:
         if p.name in given:
             pairs = [(p.name, {"param": p.name, "as": "raw"})]
-        else:
+        elif p.required:
             pairs = [(n, {"text": v}) for n, v in serialized(p, _default_value(p, api))]
-        for n, part in pairs if p.name in given or p.required else ():
+        else:
+            continue
+        for n, part in pairs:
             cookie += [{"text": f"{'; ' if cookie else ''}{n}="}, part]
     for name, value in w.headers:
         headers.append([name, _text_template(value, "raw")])
