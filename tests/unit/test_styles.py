@@ -56,6 +56,8 @@ def test_the_defaults_by_place_and_the_empty_cases() -> None:
     assert text("header", None, None, RGB) == "R,100,G,200,B,150"
     assert text("cookie", None, None, "a b;c=1%") == "color=a%20b%3Bc=1%25"  # RFC 6265
     assert text("header", None, None, "50% a\r\nX-Evil: 1") == "50% a%0D%0AX-Evil: 1"
+    assert text("query", "matrix", None, COLORS) == "color=blue&color=black&color=brown"
+    assert text("path", "deepObject", True, RGB) == "R=100,G=200,B=150"  # not the place's: simple
     assert text("path", "matrix", False, []) == ";color"
     assert text("path", "matrix", True, []) == ";color"
     assert text("path", "label", False, []) == "."

@@ -30,6 +30,15 @@ _DELIMITERS = {
 }
 
 
+_STYLES = {
+    "path": ("simple", "label", "matrix"),
+    "query": ("form", "spaceDelimited", "pipeDelimited", "deepObject", "tabDelimited"),
+    "header": ("simple",),
+    "cookie": ("form",),
+}
+"""The styles each place takes, its default first; another (the description's mistake) is
+read as the default."""
+
 _PRINTABLE = "".join(chr(c) for c in range(0x20, 0x7F))
 _SAFE = {
     "header": _PRINTABLE,  # a control character (a line break) never reaches the head
@@ -50,7 +59,7 @@ def serialized(p: Parameter, value: Any) -> list[tuple[str, str]]:
     that replaces ``{name}``, a ``label`` or ``matrix`` prefix included); in the query and in
     cookies, one pair per name the style writes."""
     where = p.location
-    style = p.style or ("form" if where in ("query", "cookie") else "simple")
+    style = p.style if p.style in _STYLES[where] else _STYLES[where][0]
     explode = p.explode if p.explode is not None else style == "form"
 
     def enc(text: str) -> str:
