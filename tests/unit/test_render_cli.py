@@ -28,6 +28,11 @@ def test_render_writes_one_folder_per_gateway(
     ]
     conf = (tmp_path / "nginx" / "nginx.conf").read_text()
     assert f"pid {tmp_path / 'nginx' / 'nginx.pid'};" in conf
+    # --gateways, as run, capacity and scale spell it, names the same
+    assert main(["render", PETSTORE, "--gateways", "nginx", "--out", str(tmp_path / "b")]) == 0
+    assert (tmp_path / "b" / "nginx" / "nginx.conf").read_text() == conf.replace(
+        str(tmp_path / "nginx"), str(tmp_path / "b" / "nginx")
+    )
     assert "listen 127.0.0.1:8080 backlog=4096;" in conf
 
 

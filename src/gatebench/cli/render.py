@@ -40,7 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_spec_arguments(parser)
     parser.add_argument(
         "--gateway",
+        "--gateways",  # as run, capacity and scale spell it
         "-g",
+        dest="gateway",
         required=True,
         metavar="NAMES",
         help="comma-separated gateway names or aliases, or 'all'",
