@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -187,17 +188,22 @@ x-gatebench:
 """
 
 
+def _request_of(spec: str, tmp_path: Path) -> dict[str, Any]:
+    """The request the engines get for the last phase of ``spec``'s plan."""
+    (tmp_path / "api.yaml").write_text(spec)
+    result = load_spec(tmp_path / "api.yaml")
+    assert result.api is not None
+    plan = load_plan(result)
+    schedule = build_schedule(plan, {"nginx": URLS["nginx"]}, seed=1, repetitions=1)
+    return dict(render_workload(plan, result.api, schedule)["phases"][-1]["request"])
+
+
 def test_a_parameter_the_plan_leaves_out_is_sent_as_its_style_says(tmp_path: Path) -> None:
     """OpenAPI's style and explode (the specification's "Style Examples"): a list in the path
     is 3,4 and not the JSON [3,4]; an exploded form list repeats its name; deepObject names its
     keys; a parameter described by content is its JSON; a cookie parameter goes in the Cookie
     header (before this, it was never sent)."""
-    (tmp_path / "api.yaml").write_text(STYLED)
-    result = load_spec(tmp_path / "api.yaml")
-    assert result.api is not None
-    plan = load_plan(result)
-    schedule = build_schedule(plan, {"nginx": URLS["nginx"]}, seed=1, repetitions=1)
-    request = render_workload(plan, result.api, schedule)["phases"][-1]["request"]
+    request = _request_of(STYLED, tmp_path)
     path = "".join(part["text"] for part in request["path"])
     assert path == "/p/3,4/;a=example;b=1/.x%20y"
     query = "&".join(f"{n}={''.join(p['text'] for p in parts)}" for n, parts in request["query"])
@@ -309,12 +315,7 @@ def test_cookie_parameters_and_an_api_key_cookie_are_one_cookie_header(tmp_path:
         "components:\n  securitySchemes:\n    key: {type: apiKey, in: cookie, name: key}\n"
         "x-gatebench:\n  auth: {api_key: {env: KEY}}",
     )
-    (tmp_path / "api.yaml").write_text(spec)
-    result = load_spec(tmp_path / "api.yaml")
-    assert result.api is not None
-    plan = load_plan(result)
-    schedule = build_schedule(plan, {"nginx": URLS["nginx"]}, seed=1, repetitions=1)
-    request = render_workload(plan, result.api, schedule)["phases"][-1]["request"]
+    request = _request_of(spec, tmp_path)
     assert [h[0] for h in request["headers"]] == ["X-Ids"]
     assert request["auth"] == [
         {"header": "Cookie", "prefix": "session=s1; prefs=k,v; key=", "env": "KEY"}
