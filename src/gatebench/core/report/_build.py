@@ -263,6 +263,10 @@ def resolve_scoring(
     return chosen, plan_weights if chosen == plan_profile == "robust" else ()
 
 
+NOT_MEASURED = "before it was measured"
+"""When a gateway with an error on record and no measurement failed (``_failed``)."""
+
+
 def _failed(run: RunRecord, measurements: Sequence[Measurement]) -> dict[str, str]:
     """The gateways that failed during the run (``failures_of``), and those with an error on
     record and no measurement (``target_errors``: a configuration it could not render, a
@@ -272,7 +276,7 @@ def _failed(run: RunRecord, measurements: Sequence[Measurement]) -> dict[str, st
     measured = {m.target for m in measurements}
     for target in run.target_errors:
         if target not in measured:
-            failed.setdefault(target, "before it was measured")
+            failed.setdefault(target, NOT_MEASURED)
     return failed
 
 
@@ -389,7 +393,7 @@ def verdict(summary: RunSummary) -> list[str]:
     lines = _ranking_verdict(summary)
     failed = [f"{g} {why}" for g, why in summary.unranked.items() if g not in summary.wrong]
     if failed:
-        during = any("before it was measured" not in why for why in failed)
+        during = any(NOT_MEASURED not in why for why in failed)
         overlap = " (the phases that overlap a failure are left out of every figure)"
         lines.append(f"{_join(failed)}: not ranked{overlap if during else ''}.")
     lines.extend(wrong_answer_verdict(summary))
