@@ -306,6 +306,9 @@ func newBuilder(spec requestSpec, gens map[string]*generator, secrets map[string
 			if err != nil {
 				return nil, fmt.Errorf("body/parts/%d: %v", i, err)
 			}
+			if p.ContentType != "" {
+				disposition += "\r\nContent-Type: " + p.ContentType
+			}
 			b.multipart = append(b.multipart, multipartPart{
 				head: []byte(fmt.Sprintf("--%s\r\n%s\r\n\r\n", boundary, disposition)),
 				text: t,

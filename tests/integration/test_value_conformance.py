@@ -19,6 +19,8 @@ import json
 import math
 import threading
 from collections.abc import Iterator
+from email.parser import BytesParser
+from email.policy import HTTP
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -88,13 +90,18 @@ def capture() -> Iterator[tuple[str, list[dict[str, Any]]]]:
             with lock:
                 if len(seen) < 5000:
                     parts = urlsplit(self.path)
+                    kind = str(self.headers.get("Content-Type"))
                     seen.append(
                         {
                             "path": parts.path,
                             "query": parts.query,
                             "x-range": self.headers.get("X-Range"),
                             "cookie": self.headers.get_all("Cookie"),
-                            "body": body.decode("utf-8"),
+                            **(
+                                {"parts": _parts(kind, body)}
+                                if kind.startswith("multipart/")
+                                else {"body": body.decode("utf-8")}
+                            ),
                         }
                     )
             # one write: headers and body apart would wait on the client's delayed ACK (Nagle)
@@ -113,13 +120,28 @@ def capture() -> Iterator[tuple[str, list[dict[str, Any]]]]:
         server.server_close()
 
 
-def _document(url: str) -> dict[str, Any]:
-    result = read_spec(str(SPEC))
+def _parts(content_type: str, body: bytes) -> list[tuple[str, str, str | None, bytes]]:
+    """A multipart body's parts: (name, media type, file name, content)."""
+    head = f"Content-Type: {content_type}\r\n\r\n".encode()
+    message = BytesParser(policy=HTTP).parsebytes(head + body)
+    return [
+        (
+            str(part.get_param("name", header="content-disposition")),
+            part.get_content_type(),  # text/plain when the part names none (RFC 7578)
+            part.get_filename(),
+            part.get_payload(decode=True),
+        )
+        for part in message.iter_parts()
+    ]
+
+
+def _document(url: str, spec: Path = SPEC) -> dict[str, Any]:
+    result = read_spec(str(spec))
     assert result.api is not None, [p.format() for p in result.errors]
     plan = build_plan(dict(result.benchmark, backend={"url": url}), result.api)
     schedule = build_schedule(plan, {"baseline": url}, seed=8675309)
     document = render_workload(plan, result.api, schedule)
-    assert [p["measured"] for p in document["phases"]] == [True]
+    assert all(p["measured"] for p in document["phases"])
     return document
 
 
@@ -191,3 +213,46 @@ def test_the_three_engines_send_the_same_values(
     # only if the definition were too)
     assert len({r["path"] for r in gatling}) > 30
     assert len({dict(parse_qsl(r["query"]))["pick"] for r in gatling}) == 4
+
+
+def test_the_three_engines_send_the_same_multipart_parts(
+    capture: tuple[str, list[dict[str, Any]]], tmp_path: Path
+) -> None:
+    """A multipart body (tests/data/engine/parts.yaml): the plan's parts, a text part with its
+    own media type among them, then the parts the description gives (a file typed by
+    contentMediaType, an array as one part per item, an object as JSON). Each engine writes
+    its own boundary; the parts must be alike."""
+    url, seen = capture
+    document = _document(url, DATA / "engine" / "parts.yaml")
+    sent = {}
+    for engine, injection in (
+        (GatlingEngine(), None),
+        (WrkEngine(), {"kind": "concurrent", "users": 1, "duration_ms": 1000}),
+        (LoadgenEngine(), {"kind": "constant_rate", "rate": 20, "duration_ms": 200}),
+    ):
+        seen.clear()
+        run_document = copy.deepcopy(document)
+        for phase in run_document["phases"]:
+            phase["injection"] = injection or phase["injection"]
+        with Supervisor() as supervisor:
+            run = engine.run(run_document, tmp_path / engine.name, _Hooks(), supervisor=supervisor)
+        assert not run.crashed, run.reason
+        first = {r["path"]: r["parts"] for r in reversed(seen)}  # each path's first request
+        sent[engine.name] = {
+            path: [(name, kind, filename, len(data)) for name, kind, filename, data in parts]
+            for path, parts in first.items()
+        }
+    assert sent["gatling"] == sent["wrk"] == sent["loadgen"], sent
+    assert sent["gatling"]["/plan"] == [
+        ("file", "image/png", "file.bin", 10),
+        ("meta", "application/json", None, 8),
+        ("note", "text/plain", None, 5),
+    ]
+    assert sent["gatling"]["/described"] == [
+        ("photo", "image/png", "photo.bin", 1024),
+        ("pics", "application/octet-stream", "pics.bin", 1024),
+        ("pics", "application/octet-stream", "pics.bin", 1024),
+        ("labels", "text/plain", None, 1),
+        ("labels", "text/plain", None, 1),
+        ("meta", "application/json", None, 16),
+    ]

@@ -810,6 +810,42 @@ def test_a_header_or_cookie_name_that_is_not_an_http_token_is_a_located_error(
     ) in [(p.pointer, p.message) for p in result.warnings]
 
 
+def test_a_media_type_a_content_type_header_cannot_carry_is_left_out_with_a_warning(
+    tmp_path: Path,
+) -> None:
+    """A request body's media type becomes the Content-Type of every request sent, a
+    response's the mock's: one with a line break would be another header."""
+    doc = oas(
+        {
+            "/a": {
+                "post": {
+                    "requestBody": {
+                        "content": {
+                            "text/plain\r\nX-Evil: 1": {"schema": {"type": "string"}},
+                            "application/json; charset=utf-8": {"schema": {"type": "object"}},
+                        }
+                    },
+                    "responses": {
+                        "200": {"description": "ok", "content": {"json, xml": {"schema": {}}}}
+                    },
+                }
+            }
+        }
+    )
+    result = spec(tmp_path, doc)
+    assert result.api is not None
+    op = result.api.operations[0]
+    assert op.request_body is not None
+    assert [m.media_type for m in op.request_body.content] == ["application/json; charset=utf-8"]
+    assert op.responses[0].content == ()
+    said = [(p.pointer, p.message) for p in result.warnings if "media type" in p.message]
+    tail = "is not a media type (type/subtype, RFC 9110 8.3.1): left out"
+    assert said == [
+        ("/paths/~1a/post", f"request body media type 'text/plain\\r\\nX-Evil: 1' {tail}"),
+        ("/paths/~1a/post", f"response 200 media type 'json, xml' {tail}"),
+    ]
+
+
 @pytest.mark.parametrize(
     ("url", "why"),
     [

@@ -683,3 +683,25 @@ def test_a_cookie_value_a_cookie_cannot_hold_is_refused_where_it_is_given(tmp_pa
     assert [(e.pointer, e.message[:28]) for e in info.value.errors] == [
         ("/x-gatebench/workloads/0/params/s", "the cookie value 'c;d' holds")
     ]
+
+
+def test_a_content_type_that_is_not_a_media_type_is_refused_at_its_key(tmp_path: Path) -> None:
+    """A body's media type and a part's content type go into a Content-Type header as
+    written: a line break in one would be another header."""
+    (tmp_path / "api.yaml").write_text(
+        SELF_REQUIRING.split("x-gatebench:")[0]
+        + "x-gatebench:\n  gateways: [nginx]\n  workloads:\n"
+        + "    - {name: a, operation: a, injection: {at_once: 1}, body: {multipart: {f: {size: 1,"
+        + ' content_type: "image/png\\r\\nX: 1"}, t: {value: x, content_type: "a/b; c"}}}}\n'
+        + '    - {name: b, operation: a, injection: {at_once: 1}, body: {text: x, media_type: "a"}}\n'
+        + "    - {name: c, operation: a, injection: {at_once: 1}, body: {text: x,"
+        + ' media_type: "text/csv; header=present"}}\n'
+    )
+    with pytest.raises(PlanError) as info:
+        load_plan(load_spec(tmp_path / "api.yaml"))
+    said = "expected a media type such as 'application/json' (type/subtype; RFC 9110 8.3.1), got "
+    assert [(e.pointer, e.message) for e in info.value.errors] == [
+        ("/x-gatebench/workloads/0/body/multipart/f/content_type", said + "'image/png\\r\\nX: 1'"),
+        ("/x-gatebench/workloads/0/body/multipart/t/content_type", said + "'a/b; c'"),
+        ("/x-gatebench/workloads/1/body/media_type", said + "'a'"),
+    ]

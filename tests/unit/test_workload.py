@@ -15,6 +15,7 @@ from gatebench.core.plan import Plan, build_plan, load_plan
 from gatebench.core.spec import load_spec, read_spec
 from gatebench.core.trust import CEILING_TARGET
 from gatebench.core.workload import (
+    OCTETS,
     build_schedule,
     compile_load,
     engine_warmup,
@@ -319,4 +320,109 @@ def test_cookie_parameters_and_an_api_key_cookie_are_one_cookie_header(tmp_path:
     assert [h[0] for h in request["headers"]] == ["X-Ids"]
     assert request["auth"] == [
         {"header": "Cookie", "prefix": "session=s1; prefs=k,v; key=", "env": "KEY"}
+    ]
+
+
+FORMS = """\
+openapi: 3.1.0
+info: {title: f, version: "1"}
+paths:
+  /form:
+    post:
+      operationId: form
+      requestBody:
+        required: true
+        content:
+          application/x-www-form-urlencoded:
+            schema:
+              type: object
+              required: [user, tags, ids, meta, deep]
+              properties:
+                user: {type: string, example: "a b&c"}
+                tags: {type: array, items: {type: string}, example: [x, y]}
+                ids: {type: array, items: {type: integer}, example: [1, 2]}
+                meta: {type: object, properties: {k: {type: string}}}
+                deep: {type: object, properties: {k: {type: string}}}
+            encoding:
+              ids: {style: form, explode: false}
+              deep: {style: deepObject, explode: true}
+      responses: {"200": {description: ok}}
+  /up:
+    post:
+      operationId: up
+      requestBody:
+        required: true
+        content:
+          multipart/form-data:
+            schema:
+              type: object
+              required: [photo, pics, labels, meta]
+              properties:
+                photo: {type: string, contentMediaType: image/png}
+                pics: {type: array, items: {type: string, format: binary}, minItems: 2}
+                labels: {type: array, items: {type: string}, example: [a, b]}
+                meta: {type: object, properties: {k: {type: string}}}
+      responses: {"200": {description: ok}}
+x-gatebench:
+  gateways: [nginx]
+  workloads: [{name: w, operation: OPERATION, injection: {at_once: 1}}]
+"""
+
+SWAGGER_FORM = """\
+swagger: "2.0"
+info: {title: s, version: "1"}
+consumes: [application/x-www-form-urlencoded]
+paths:
+  /login:
+    post:
+      operationId: login
+      parameters:
+        - {name: user, in: formData, type: string, required: true, x-example: joe}
+        - {name: multi, in: formData, type: array, items: {type: integer}, collectionFormat: multi, required: true, x-example: [1, 2]}
+        - {name: csv, in: formData, type: array, items: {type: string}, required: true, x-example: [a, b]}
+        - {name: pipes, in: formData, type: array, items: {type: string}, collectionFormat: pipes, required: true, x-example: [c, d]}
+      responses: {"200": {description: ok}}
+x-gatebench:
+  gateways: [nginx]
+  workloads: [{name: w, operation: login, injection: {at_once: 1}}]
+"""
+
+
+def _body_of(spec: str, tmp_path: Path) -> dict[str, Any]:
+    body: dict[str, Any] = _request_of(spec, tmp_path)["body"]
+    return body
+
+
+def test_a_form_body_is_written_as_its_encoding_says(tmp_path: Path) -> None:
+    """Each property of an application/x-www-form-urlencoded body is written as a query
+    parameter: form and exploded by default (OpenAPI's Encoding Object), or as the encoding
+    says; before, a list or an object went as its JSON (tags=%5B%22x%22...)."""
+    body = _body_of(FORMS.replace("OPERATION", "form"), tmp_path)
+    assert body["content_type"] == "application/x-www-form-urlencoded"
+    assert [p["text"] for p in body["parts"]] == [
+        "user=a%20b%26c&tags=x&tags=y&ids=1,2&k=example&deep%5Bk%5D=example"
+    ]
+
+
+def test_a_swagger_form_is_written_by_its_collection_formats(tmp_path: Path) -> None:
+    """formData parameters: collectionFormat (csv by default, multi repeats the name) and the
+    parameter's x-example."""
+    body = _body_of(SWAGGER_FORM, tmp_path)
+    assert [p["text"] for p in body["parts"]] == ["user=joe&multi=1&multi=2&csv=a,b&pipes=c%7Cd"]
+
+
+def test_multipart_parts_from_the_description(tmp_path: Path) -> None:
+    """A file named by OpenAPI 3.1's contentMediaType is a file of that type; an array is one
+    part per item (before, one text part holding the JSON list); an object is its JSON, typed
+    application/json."""
+    parts = _body_of(FORMS.replace("OPERATION", "up"), tmp_path)["parts"]
+    files = [(p["name"], p["content_type"]) for p in parts if "size" in p]
+    assert files == [("photo", "image/png"), ("pics", OCTETS), ("pics", OCTETS)]
+    texts = [
+        (p["name"], p["parts"][0]["text"], p.get("content_type")) for p in parts if "parts" in p
+    ]
+    assert texts == [
+        ("labels", "a", None),
+        ("labels", "b", None),
+        ("meta", '{"k": "example"}', "application/json"),
     ]

@@ -59,6 +59,11 @@ class MediaType:
     schema: dict[str, Any] | None = None
     examples: tuple[tuple[str, Any], ...] = ()
     """``(name, value)`` pairs; a single ``example`` is named ``default``."""
+    encoding: tuple[Parameter, ...] = ()
+    """How properties of a form body (``application/x-www-form-urlencoded``) are written, each
+    as a query parameter of its name (OpenAPI 3's Encoding Object: ``style`` and ``explode``;
+    Swagger 2.0's ``collectionFormat`` of a ``formData`` parameter). A property not listed is
+    written as ``form``, exploded (gatebench.core.styles.form_body)."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"media_type": self.media_type}
@@ -66,7 +71,13 @@ class MediaType:
             out["schema"] = self.schema
         if self.examples:
             out["examples"] = dict(self.examples)
+        if self.encoding:
+            out["encoding"] = {p.name: _style_of(p) for p in self.encoding}
         return out
+
+
+def _style_of(p: Parameter) -> dict[str, Any]:
+    return {k: v for k, v in (("style", p.style), ("explode", p.explode)) if v is not None}
 
 
 @dataclass(frozen=True)
@@ -343,6 +354,19 @@ def is_http_token(name: str) -> bool:
     the load engine sends; one with a space, a colon or a line break would be another header.
     """
     return _TOKEN.fullmatch(name) is not None
+
+
+_T = _TOKEN.pattern
+_MEDIA_TYPE = re.compile(
+    rf'{_T}/{_T}(?:[ \t]*;[ \t]*{_T}=(?:{_T}|"(?:[\t\x20\x21\x23-\x5b\x5d-\x7e]|\\[\t\x20-\x7e])*"))*'
+)
+
+
+def is_media_type(text: str) -> bool:
+    """Whether ``text`` is a media type (RFC 9110 8.3.1: ``type/subtype`` and parameters), as
+    it goes into a ``Content-Type`` header: a line break or a stray byte in it would be another
+    header."""
+    return _MEDIA_TYPE.fullmatch(text) is not None
 
 
 def token_problem(what: str, name: str) -> str:

@@ -16,6 +16,7 @@ space may not appear in a request target, and ``deepObject`` names are ``name%5B
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -107,4 +108,19 @@ def _scalar(style: str, name: str, text: str) -> list[tuple[str, str]]:
     return [(name, text)]
 
 
-__all__ = ["serialized"]
+def form_body(value: dict[str, Any], encoding: Sequence[Parameter] = ()) -> str:
+    """A form body (``application/x-www-form-urlencoded``): each property written as a query
+    parameter of its name would be, ``form`` and exploded unless ``encoding`` (the media type's
+    :attr:`~gatebench.core.ir.MediaType.encoding`) says otherwise: ``tags=a&tags=b``."""
+    given = {p.name: p for p in encoding}
+    pairs = [
+        pair
+        for name, item in value.items()
+        for pair in serialized(
+            given.get(str(name)) or Parameter(str(name), "query", False, {}), item
+        )
+    ]
+    return "&".join(f"{name}={text}" for name, text in pairs)
+
+
+__all__ = ["form_body", "serialized"]

@@ -35,7 +35,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError, core_schema
 from gatebench.core._locations import PACKAGE_DIR
 from gatebench.core.capabilities import ENGINES
 from gatebench.core.errors import Problem, pointer
-from gatebench.core.ir import server_authority_problem
+from gatebench.core.ir import is_media_type, server_authority_problem
 from gatebench.core.metrics import COST_METRICS, METRICS
 from gatebench.core.policies import JWT_ALGORITHMS
 from gatebench.core.thresholds import bound_of
@@ -524,7 +524,9 @@ FILENAME = Rule.of(
     STRING,
 )
 MEDIA = Rule.of(
-    lambda v: isinstance(v, str), "expected a media type such as 'application/json'", STRING
+    lambda v: isinstance(v, str) and is_media_type(v),
+    "expected a media type such as 'application/json' (type/subtype; RFC 9110 8.3.1), got {v}",
+    STRING,
 )
 KEYS_FILE = Matching(
     BUNDLE_PATH, "a relative path inside the bundle (letters, digits, ._/-, no '..')"
@@ -1034,7 +1036,7 @@ class BinaryDoc(Section, title="binary"):
 
     size: Annotated[int, Size()]
     """Its size (1kB, 8.6MB decimal; 16MiB binary; a bare number is bytes)."""
-    content_type: Str_ = None
+    content_type: Annotated[str | None, MEDIA] = None
 
 
 class PartDoc(Section, title="a multipart part"):
@@ -1045,7 +1047,7 @@ class PartDoc(Section, title="a multipart part"):
     value: Any_ = None
     """A text value (may hold ${placeholders})."""
     filename: Annotated[str | None, FILENAME] = None
-    content_type: Str_ = None
+    content_type: Annotated[str | None, MEDIA] = None
 
 
 def _parts(value: Any) -> dict[str, PartDoc]:

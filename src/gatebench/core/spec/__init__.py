@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gatebench.core.errors import (
@@ -18,7 +18,7 @@ from gatebench.core.errors import (
     SpecSyntaxError,
     SpecValidationError,
 )
-from gatebench.core.ir import Api
+from gatebench.core.ir import Api, MediaType, Operation, is_media_type
 from gatebench.core.spec._bundle import (
     Bundle,
     OutsideBundle,
@@ -177,6 +177,38 @@ def _follow_benchmark_file(reader: Reader, entry: Document, result: SpecResult) 
 
 
 def _build(reader: Reader, doc: Document, strict: bool) -> tuple[Api | None, list[Problem]]:
+    api, problems = _read(reader, doc, strict)
+    if api is None:
+        return api, problems
+    return _sendable(api, doc.name, problems), problems
+
+
+def _sendable(api: Api, source: str, problems: list[Problem]) -> Api:
+    """``api`` without the media types a ``Content-Type`` header cannot carry (a line break, a
+    list, a word without ``/``), each left out with a warning at its operation: the request
+    body's go into every request the engines send, the responses' into the mock's answers."""
+
+    def kept(content: tuple[MediaType, ...], op: Operation, what: str) -> tuple[MediaType, ...]:
+        for media in (m for m in content if not is_media_type(m.media_type)):
+            said = f"{what} media type {media.media_type!r} is not a media type (type/subtype, "
+            said += "RFC 9110 8.3.1): left out"
+            problems.append(Problem(op.pointer, said, "warning", source=source))
+        return tuple(m for m in content if is_media_type(m.media_type))
+
+    operations = []
+    for op in api.operations:
+        body = op.request_body
+        if body is not None:
+            content = kept(body.content, op, "request body")
+            body = replace(body, content=content) if content else None
+        responses = tuple(
+            replace(r, content=kept(r.content, op, f"response {r.status}")) for r in op.responses
+        )
+        operations.append(replace(op, request_body=body, responses=responses))
+    return replace(api, operations=tuple(operations))
+
+
+def _read(reader: Reader, doc: Document, strict: bool) -> tuple[Api | None, list[Problem]]:
     if doc.format == "apib":
         from gatebench.core.spec._apib import read_blueprint
 

@@ -980,7 +980,25 @@ class OpenApiBuilder:
                             mloc.child("examples", name),
                             "externalValue examples are not fetched; the schema is used instead",
                         )
-            out.append(MediaType(media, schema, tuple(examples)))
+            encoding = self._encoding(raw.get("encoding"), mloc.child("encoding"))
+            out.append(MediaType(media, schema, tuple(examples), encoding))
+        return tuple(out)
+
+    def _encoding(self, value: Any, loc: Loc) -> tuple[Parameter, ...]:
+        """A media type's Encoding Object: the ``style`` and ``explode`` of its properties (the
+        rest, ``contentType`` and ``headers``, is not read)."""
+        if value is None:
+            return ()
+        if not isinstance(value, dict):
+            self.warn(loc, f"encoding must be a mapping of property names, got {_kind(value)}")
+            return ()
+        out = []
+        for name, raw in value.items():
+            raw = raw if isinstance(raw, dict) else {}
+            style = raw.get("style") if isinstance(raw.get("style"), str) else None
+            explode = raw.get("explode") if isinstance(raw.get("explode"), bool) else None
+            if style is not None or explode is not None:
+                out.append(Parameter(str(name), "query", False, {}, style=style, explode=explode))
         return tuple(out)
 
     def _v2_body(
@@ -1027,14 +1045,17 @@ class OpenApiBuilder:
                 ]
             schema = {
                 "type": "object",
-                "properties": {p.name: p.schema for p, _ in form_params},
+                "properties": {p.name: _with_example(p) for p, _ in form_params},
                 "required": [p.name for p, _ in form_params if p.required],
             }
             if not schema["required"]:
                 del schema["required"]
+            encoding = tuple(
+                replace(p, location="query") for p, _ in form_params if p.explode is not None
+            )
             return RequestBody(
                 required=any(p.required for p, _ in form_params),
-                content=tuple(MediaType(m, schema) for m in form_types),
+                content=tuple(MediaType(m, schema, (), encoding) for m in form_types),
             )
         return None
 
@@ -1266,6 +1287,14 @@ _V2_FORMATS: dict[Any, tuple[str | None, bool]] = {
 """Swagger 2.0's ``collectionFormat`` as OpenAPI 3's style and explode (``csv``, the default:
 the style of the place, not exploded); ``tsv`` has no OpenAPI 3 style, ``gatebench.core.styles``
 writes it."""
+
+
+def _with_example(p: Parameter) -> dict[str, Any]:
+    """A ``formData`` parameter's schema as a property of the form body, with its example
+    (``x-example``) when the schema has none."""
+    if not p.examples or "example" in p.schema:
+        return p.schema
+    return {**p.schema, "example": p.examples[0]}
 
 
 def _v2_inline_schema(param: dict[str, Any]) -> dict[str, Any]:

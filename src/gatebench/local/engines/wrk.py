@@ -252,6 +252,8 @@ def _body(body: Mapping[str, Any], seed: int) -> dict[str, Any]:
                 )
                 parts.append({"head": head, "size": int(part["size"])})
             else:
+                if part.get("content_type"):
+                    disposition += f"\r\nContent-Type: {part['content_type']}"
                 parts.append(
                     {
                         "head": f"--{boundary}\r\n{disposition}\r\n\r\n",

@@ -706,7 +706,12 @@ public class GenericSimulation extends Simulation {
                         .contentType(session -> type));
           } else {
             Template value = new Template(secrets, part.path("parts"));
-            req = req.bodyPart(StringBodyPart(session -> partName, value::render));
+            var text = StringBodyPart(session -> partName, value::render);
+            if (part.has("content_type")) {
+              String type = part.path("content_type").asText();
+              text = text.contentType(session -> type);
+            }
+            req = req.bodyPart(text);
           }
         }
         req = req.asMultipartForm();
