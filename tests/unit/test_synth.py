@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+import pytest
+from jsonschema import Draft4Validator, Draft202012Validator
+
 from gatebench.core.synth import closes, synthesize
 
 
@@ -106,3 +112,53 @@ def test_a_schema_no_finite_value_matches_still_gives_a_value_and_says_so() -> N
 def test_deterministic() -> None:
     schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "number"}}}
     assert synthesize(schema) == synthesize(schema)
+
+
+VALID_BY_CONSTRUCTION = [
+    {"type": "string", "pattern": r"^[A-Z]{3}-\d{2}$"},
+    {"type": "string", "pattern": r"^\d{5}(-\d{4})?$", "minLength": 10},
+    {"type": "string", "pattern": r"^(ab|cd){2,}$"},
+    {"type": "string", "pattern": r"^\+?[1-9]\d{1,14}$", "minLength": 8},
+    {"type": "string", "pattern": r"^#[0-9a-fA-F]{6}$"},
+    {"type": "string", "pattern": r"^\S+@\S+\.\S+$"},
+    {"type": "string", "pattern": r"[\t]", "minLength": 4},
+    {"type": "string", "pattern": r"^[^a-z]+$", "maxLength": 3},
+    {"type": "string", "format": "date", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
+    {
+        "type": "array",
+        "prefixItems": [{"type": "integer"}, {"type": "string", "format": "date"}],
+        "items": False,
+    },
+    {"type": "array", "items": [{"type": "integer"}, {"type": "boolean"}], "minItems": 3},
+    {"type": "array", "items": {"type": "integer"}, "minItems": 3, "uniqueItems": True},
+    {"type": "array", "items": {"enum": ["a", "b", "c"]}, "minItems": 3, "uniqueItems": True},
+    {"type": "array", "items": {"type": "string"}, "minItems": 2, "uniqueItems": True},
+    {"type": "object", "additionalProperties": {"type": "integer"}, "minProperties": 2},
+    {"type": "object", "properties": {"a": {"type": "string"}}, "minProperties": 3},
+]
+
+
+@pytest.mark.parametrize("schema", VALID_BY_CONSTRUCTION, ids=lambda s: json.dumps(s)[:60])
+def test_what_is_synthesized_is_valid_for_its_schema(schema: dict[str, Any]) -> None:
+    """A server that validates its input answers 400 to a body its schema refuses: pattern,
+    prefixItems (and draft 4's list of items), uniqueItems and minProperties are honoured (a
+    pattern was ignored: 'example' was sent for ^[A-Z]{3}-\\d{2}$)."""
+    value = synthesize(schema)
+    validator = Draft202012Validator if "prefixItems" in schema else Draft4Validator
+    assert not list(validator(schema).iter_errors(value)), value
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"^(\d+|-|:|T)+Z?X$",  # a repetition inside a repetition: exponential to check
+        r"^(?!admin)[a-z]+$",  # a lookaround
+        r"(a)\1",  # a back-reference
+        r"^\p{L}+$",  # ECMA 262, not Python
+        "x{1000000}",  # longer than a string made to match
+    ],
+)
+def test_a_pattern_not_matched_in_linear_time_is_left_as_it_is(pattern: str) -> None:
+    """No pattern from a description is run against a string that could take exponential
+    time: such a pattern is not synthesized from (the value is as without it)."""
+    assert synthesize({"type": "string", "pattern": pattern, "minLength": 8}) == "examplex"

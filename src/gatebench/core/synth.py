@@ -13,14 +13,20 @@ Precedence, first match wins: ``const``, ``example``, ``examples[0]``, ``default
 then ``allOf`` (merged), ``oneOf``/``anyOf`` (first alternative), then by ``type`` (the first
 non-null of a type list; inferred from ``properties``/``items`` when absent). Strings honour
 ``format`` (date-time, date, time, email, uuid, uri, hostname, ipv4, ipv6, byte, binary,
-password) and ``minLength``/``maxLength``/``pattern``-free lengths; numbers honour
-``minimum``/``maximum`` (exclusive too) and ``multipleOf``; arrays ``minItems``/``maxItems``;
-objects list every ``required`` property and every declared property.
+password), ``minLength``/``maxLength`` and ``pattern`` (a string built from the pattern's
+parse tree, where it is one Python's ``re`` reads and can match in linear time); numbers
+honour ``minimum``/``maximum`` (exclusive too) and ``multipleOf``; arrays
+``minItems``/``maxItems``, ``prefixItems`` (and draft 4's list of ``items``) and
+``uniqueItems``; objects list every ``required`` property and every declared property, and
+more (``key1``...) up to ``minProperties``.
 """
 
 from __future__ import annotations
 
 import math
+import re
+import re._parser as _sre  # type: ignore[import-not-found]  # a pattern's parse tree
+from collections.abc import Callable
 from typing import Any
 
 MAX_DEPTH = 8
@@ -209,6 +215,15 @@ def _object(
     for name in required:
         if isinstance(name, str) and name not in out:
             out[name] = "example"
+    least, more = schema.get("minProperties"), schema.get("additionalProperties", True)
+    if isinstance(least, int) and more is not False:
+        value = "example" if more is True else None
+        for n in range(1, min(least, 1000) + 1):
+            if len(out) >= least:
+                break
+            if value is None:
+                value = _value(more, schemas, seen, depth + 1, lenient)
+            out.setdefault(f"key{n}", value)
     return out
 
 
@@ -219,21 +234,50 @@ def _array(
     depth: int,
     lenient: bool,
 ) -> list[Any]:
+    prefix, items = schema.get("prefixItems"), schema.get("items", {})
+    if isinstance(items, list):  # draft 4's tuple form
+        prefix, items = items, schema.get("additionalItems", {})
+    prefix = prefix if isinstance(prefix, list) else []
     low = schema.get("minItems", 1)
     high = schema.get("maxItems")
-    count = max(low if isinstance(low, int) else 1, 1)
+    count = max(low if isinstance(low, int) else 1, 1, len(prefix))
     if isinstance(high, int):
         count = min(count, high)
-    items = schema.get("items", {})
-    if isinstance(items, list):  # draft-4 tuple form
-        items = items[0] if items else {}
+    if items is False:
+        count = min(count, len(prefix))
+    out: list[Any] = []
     try:
-        item = _value(items, schemas, seen, depth + 1, lenient)
+        for i in range(count):
+            each = prefix[i] if i < len(prefix) else items
+            if i > len(prefix) and not schema.get("uniqueItems"):
+                out.append(out[-1])  # the same schema gives the same value
+                continue
+            found = _value(each, schemas, seen, depth + 1, lenient)
+            out.append(_nth(each, found, i - len(prefix)) if schema.get("uniqueItems") else found)
     except _Cut:
         if isinstance(schema.get("minItems"), int) and schema["minItems"] > 0 and not lenient:
             raise
-        return []
-    return [item] * count
+        return out
+    return out
+
+
+def _nth(schema: Any, value: Any, i: int) -> Any:
+    """The ``i``-th of distinct values of ``schema`` (``uniqueItems``), ``value`` the first:
+    its enum's, or numbers counted up by their multiple, or text with a number after it."""
+    enum = schema.get("enum") if isinstance(schema, dict) else None
+    if i <= 0:
+        return value
+    if isinstance(enum, list) and i < len(enum):
+        return enum[i]
+    step = schema.get("multipleOf", 1) if isinstance(schema, dict) else 1
+    step = step if isinstance(step, int | float) and not isinstance(step, bool) and step > 0 else 1
+    if isinstance(value, bool):
+        return not value if i == 1 else value
+    if isinstance(value, int | float):
+        return value + i * step
+    if isinstance(value, str):
+        return f"{value}{i}"
+    return value
 
 
 def _string(schema: dict[str, Any]) -> str:
@@ -241,11 +285,142 @@ def _string(schema: dict[str, Any]) -> str:
     text = _FORMATS.get(fmt, "example") if isinstance(fmt, str) else "example"
     low = schema.get("minLength")
     high = schema.get("maxLength")
-    if isinstance(low, int) and len(text) < low:
+    low = low if isinstance(low, int) and not isinstance(low, bool) else 0
+    high = high if isinstance(high, int) and not isinstance(high, bool) and high >= 0 else None
+    pattern = schema.get("pattern")
+    tree = _tree(pattern) if isinstance(pattern, str) else None
+    if tree is not None and re.search(str(pattern), text) is None:
+        matching = _matching(str(pattern), tree, low, high)
+        if matching is not None:
+            return matching
+    if len(text) < low:
         text = text + "x" * (low - len(text))
-    if isinstance(high, int) and high >= 0 and len(text) > high:
+    if high is not None and len(text) > high:
         text = text[:high]
     return text
+
+
+MAX_PATTERN = 1000
+"""The longest ``pattern`` a string is made to match."""
+MAX_MATCHING = 256
+"""The longest string made to match a pattern."""
+
+
+def _tree(pattern: str) -> list[Any] | None:
+    """``pattern`` as Python's ``re`` parses it, when a string is made to match it: not one
+    ``re`` cannot read (ECMA 262's ``\\p{L}``), nor one whose matching can take exponential
+    time (a repetition inside one of more than once, a lookaround, a back-reference): for
+    those the string is made as without the pattern."""
+    if len(pattern) > MAX_PATTERN:
+        return None
+    try:
+        tree = list(_sre.parse(pattern))
+    except (re.error, RecursionError, OverflowError, ValueError):
+        return None
+    return None if _risky(tree, inside_repeat=False) else tree
+
+
+def _risky(items: list[Any], inside_repeat: bool) -> bool:
+    for op, av in items:
+        name = str(op)
+        if name in ("ASSERT", "ASSERT_NOT", "GROUPREF", "GROUPREF_EXISTS"):
+            return True
+        if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            if inside_repeat or _risky(list(av[2]), inside_repeat=av[1] > 1):
+                return True
+        elif name in ("SUBPATTERN", "ATOMIC_GROUP"):
+            if _risky(list(av[-1] if name == "SUBPATTERN" else av), inside_repeat):
+                return True
+        elif name == "BRANCH" and any(_risky(list(b), inside_repeat) for b in av[1]):
+            return True
+    return False
+
+
+def _matching(pattern: str, tree: list[Any], low: int, high: int | None) -> str | None:
+    """The shortest string this finds that ``pattern`` matches (a JSON Schema pattern is a
+    search, not anchored), its length from ``low`` to ``high`` where one is found; None when
+    none was. Each repetition takes its least count (plus ``extra``, tried upwards for
+    ``minLength``), each alternation its first branch, each class its first member."""
+    found = None
+    for extra in range(0, min(max(low, 1), 64) + 1):
+        try:
+            text = _sample(tree, extra)
+        except (ValueError, StopIteration):
+            return None
+        if len(text) > MAX_MATCHING or re.search(pattern, text) is None:
+            return found
+        found = found or text
+        if len(text) >= low and (high is None or len(text) <= high):
+            return text
+        padded = text + "x" * (low - len(text))  # an unanchored end takes more
+        if len(text) < low and (high is None or low <= high) and re.search(pattern, padded):
+            return padded
+        if high is not None and len(text) > high:
+            break
+    return found
+
+
+_CANDIDATES = "a0A_-x. Z9z\t"
+"""The characters a class is sampled from, in order."""
+
+
+def _sample(items: list[Any], extra: int) -> str:
+    out = []
+    for op, av in items:
+        name = str(op)
+        if name == "LITERAL":
+            out.append(chr(av))
+        elif name == "NOT_LITERAL":
+            out.append(next(c for c in _CANDIDATES if ord(c) != av))
+        elif name == "ANY":
+            out.append("a")
+        elif name == "IN":
+            out.append(next(c for c in _CANDIDATES if _member(c, av)))
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            least, most, sub = av
+            count = min(least + extra, most)
+            if count > MAX_MATCHING:
+                raise ValueError("longer than a string made to match")
+            out.append(_sample(list(sub), extra) * count)
+        elif name in ("SUBPATTERN", "ATOMIC_GROUP"):
+            out.append(_sample(list(av[-1] if name == "SUBPATTERN" else av), extra))
+        elif name == "BRANCH":
+            out.append(_sample(list(av[1][0]), extra))
+        elif name != "AT":
+            raise ValueError(name)
+    return "".join(out)
+
+
+_CATEGORIES: dict[str, Callable[[str], bool]] = {
+    "CATEGORY_DIGIT": str.isdigit,
+    "CATEGORY_NOT_DIGIT": lambda c: not c.isdigit(),
+    "CATEGORY_WORD": lambda c: c.isalnum() or c == "_",
+    "CATEGORY_NOT_WORD": lambda c: not (c.isalnum() or c == "_"),
+    "CATEGORY_SPACE": str.isspace,
+    "CATEGORY_NOT_SPACE": lambda c: not c.isspace(),
+}
+
+
+def _member(c: str, items: list[Any]) -> bool:
+    """Whether ``c`` is in a character class (``[...]``, ``\\d``...) as ``re`` parsed it."""
+    inside = False
+    negate = False
+    for op, av in items:
+        name = str(op)
+        if name == "NEGATE":
+            negate = True
+        elif name == "LITERAL":
+            inside = inside or ord(c) == av
+        elif name == "RANGE":
+            inside = inside or av[0] <= ord(c) <= av[1]
+        elif name == "CATEGORY":
+            test = _CATEGORIES.get(str(av))
+            if test is None:
+                raise ValueError(str(av))
+            inside = inside or bool(test(c))
+        else:
+            raise ValueError(name)
+    return inside != negate
 
 
 def _number(schema: dict[str, Any], *, integer: bool) -> float:
