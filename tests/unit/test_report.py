@@ -25,6 +25,7 @@ from gatebench.core.report import (
     render_markdown,
 )
 from gatebench.core.report._format import fmt_ci, fmt_signed, fmt_value
+from gatebench.core.trust import Ceiling, CeilingPoint
 from paths import ROOT
 from synthetic import synthetic_run
 
@@ -671,3 +672,26 @@ def test_a_baseline_the_gateways_outrun_is_said_to_be_no_floor(
     run = dataclasses.replace(report.run, workloads=named)
     lines = report_lines(RunOutcome(run, list(report.measurements), Path("r"), report=report))
     assert [line for line in lines if floor in line] == [f"Note: {said[0]}"]
+
+
+def test_the_verdict_names_a_workload_once_with_the_first_reason_its_throughput_does_not_count() -> (
+    None
+):
+    """v is tester-bound (a reached the engine's ceiling there) and too short, u and w only too
+    short: v is said tester-bound, and the other two too short together (before, v came
+    twice)."""
+    ms = [
+        dataclasses.replace(m(t, w, r, 10.0 + (t == "b") + (w == "u")), flags=("too-short",))
+        for t in ("a", "b")
+        for w in ("u", "v", "w")
+        for r in (1, 2, 3)
+    ]
+    ceiling = Ceiling("gatling", "nginx", {"v": CeilingPoint(100.0, 0.0, 300)})
+    record = run_record(gateways=["a", "b"], environment={"ceiling": ceiling.to_dict()})
+    said = [x for x in build_report(record, ms).verdict if x.startswith("Throughput does not")]
+    assert said == [
+        "Throughput does not count on v: the load generator, not the gateways, set it there "
+        "(tester-bound).",
+        "Throughput does not count on u and w: their phases were too short to measure a rate "
+        "(too short: docs/trust.md).",
+    ]

@@ -456,20 +456,25 @@ def _ranking_verdict(summary: RunSummary) -> list[str]:
         )
         tied = tied_on_the_repetitions(summary)
         lines = _disagreement(summary, tied, headline) if tied else [headline, _lead(summary)]
-    if summary.tester_bound:
+    # each workload once, with the first reason its throughput does not count
+    bound = list(summary.tester_bound)
+    rates_set = [w for w in summary.rates_set if w not in bound]
+    too_short = [w for w in summary.too_short if w not in bound and w not in rates_set]
+    if bound:
         lines.append(
-            f"Throughput does not count on {_join(list(summary.tester_bound))}: the load "
-            "generator, not the gateways, set it there (tester-bound)."
+            f"Throughput does not count on {_join(bound)}: the load generator, not the "
+            "gateways, set it there (tester-bound)."
         )
-    if summary.rates_set:
+    if rates_set:
         lines.append(
-            f"Throughput does not count on {_join(list(summary.rates_set))}: the plan sets the "
-            "rate there (an open model), and every target that keeps up carries it."
+            f"Throughput does not count on {_join(rates_set)}: the plan sets the rate there "
+            "(an open model), and every target that keeps up carries it."
         )
-    if summary.too_short:
+    if too_short:
+        whose = "its" if len(too_short) == 1 else "their"
         lines.append(
-            f"Throughput does not count on {_join(list(summary.too_short))}: its phases were "
-            "too short to measure a rate (too short: docs/trust.md)."
+            f"Throughput does not count on {_join(too_short)}: {whose} phases were too short "
+            "to measure a rate (too short: docs/trust.md)."
         )
     everyone = [
         e.workload
