@@ -747,8 +747,7 @@ class OpenApiBuilder:
                 loc, f"parameter {name!r} has neither 'schema' nor 'content'; treated as a string"
             )
             schema = {"type": "string"}
-        style = value.get("style") if isinstance(value.get("style"), str) else None
-        explode = value.get("explode") if isinstance(value.get("explode"), bool) else None
+        style, explode = _style(value)
         if self.v2 and schema.get("type") == "array":  # collectionFormat, csv by default
             style, explode = _V2_FORMATS.get(value.get("collectionFormat"), (None, False))
         return Parameter(
@@ -992,14 +991,12 @@ class OpenApiBuilder:
         if not isinstance(value, dict):
             self.warn(loc, f"encoding must be a mapping of property names, got {_kind(value)}")
             return ()
-        out = []
-        for name, raw in value.items():
-            raw = raw if isinstance(raw, dict) else {}
-            style = raw.get("style") if isinstance(raw.get("style"), str) else None
-            explode = raw.get("explode") if isinstance(raw.get("explode"), bool) else None
-            if style is not None or explode is not None:
-                out.append(Parameter(str(name), "query", False, {}, style=style, explode=explode))
-        return tuple(out)
+        read = {str(name): _style(raw) for name, raw in value.items() if isinstance(raw, dict)}
+        return tuple(
+            Parameter(name, "query", False, {}, style=style, explode=explode)
+            for name, (style, explode) in read.items()
+            if style is not None or explode is not None
+        )
 
     def _v2_body(
         self, raw: dict[str, Any], params: list[tuple[Parameter, Loc]], loc: Loc
@@ -1287,6 +1284,15 @@ _V2_FORMATS: dict[Any, tuple[str | None, bool]] = {
 """Swagger 2.0's ``collectionFormat`` as OpenAPI 3's style and explode (``csv``, the default:
 the style of the place, not exploded); ``tsv`` has no OpenAPI 3 style, ``gatebench.core.styles``
 writes it."""
+
+
+def _style(value: dict[str, Any]) -> tuple[str | None, bool | None]:
+    """``style`` and ``explode`` of a Parameter or an Encoding Object, where they are given."""
+    style, explode = value.get("style"), value.get("explode")
+    return (
+        style if isinstance(style, str) else None,
+        explode if isinstance(explode, bool) else None,
+    )
 
 
 def _with_example(p: Parameter) -> dict[str, Any]:
