@@ -162,3 +162,26 @@ def test_a_pattern_not_matched_in_linear_time_is_left_as_it_is(pattern: str) -> 
     """No pattern from a description is run against a string that could take exponential
     time: such a pattern is not synthesized from (the value is as without it)."""
     assert synthesize({"type": "string", "pattern": pattern, "minLength": 8}) == "examplex"
+
+
+def test_read_only_properties_are_not_sent_and_write_only_ones_not_answered() -> None:
+    """OpenAPI: a readOnly property, required or not, is not part of a request (a server
+    that validates refuses a client-set id), and a writeOnly one not part of a response (the
+    mock never echoes a password); ``required`` applies to the other direction only."""
+    schema = {
+        "type": "object",
+        "required": ["id", "name", "password"],
+        "properties": {
+            "id": {"type": "integer", "readOnly": True},
+            "name": {"type": "string"},
+            "password": {"type": "string", "writeOnly": True},
+            "stamp": {"$ref": "#/schemas/Stamp"},
+        },
+    }
+    schemas = {"Stamp": {"type": "string", "format": "date-time", "readOnly": True}}
+    assert synthesize(schema, schemas) == {"name": "example", "password": "example"}
+    assert synthesize(schema, schemas, sent_by="server") == {
+        "id": 1,
+        "name": "example",
+        "stamp": "2024-01-01T00:00:00Z",
+    }

@@ -59,7 +59,7 @@ def mock_route(op: Operation, api: Api) -> dict[str, Any]:
         if media.examples:
             value = media.examples[0][1]
         elif media.schema is not None:
-            value = synthesize(media.schema, api.schemas)
+            value = synthesize(media.schema, api.schemas, sent_by="server")
         else:
             value = None
         if value is not None:

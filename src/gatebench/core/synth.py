@@ -18,7 +18,8 @@ parse tree, where it is one Python's ``re`` reads and can match in linear time);
 honour ``minimum``/``maximum`` (exclusive too) and ``multipleOf``; arrays
 ``minItems``/``maxItems``, ``prefixItems`` (and draft 4's list of ``items``) and
 ``uniqueItems``; objects list every ``required`` property and every declared property, and
-more (``key1``...) up to ``minProperties``.
+more (``key1``...) up to ``minProperties``, but never a ``readOnly`` one in a request nor a
+``writeOnly`` one in a response (OpenAPI: ``required`` applies to the other direction only).
 """
 
 from __future__ import annotations
@@ -60,13 +61,18 @@ class _Cut(Exception):
     """A branch reached the depth limit through references (recursion)."""
 
 
-def synthesize(schema: Any, schemas: dict[str, Any] | None = None) -> Any:
+def synthesize(
+    schema: Any, schemas: dict[str, Any] | None = None, *, sent_by: str = "client"
+) -> Any:
     """An example value valid for ``schema`` in the common cases (see the module docstring);
-    where no finite value is valid (:func:`closes` is false), the recursion is cut with null."""
+    where no finite value is valid (:func:`closes` is false), the recursion is cut with null.
+    ``sent_by``: ``client`` (a request: ``readOnly`` properties are left out, required or not)
+    or ``server`` (a response: ``writeOnly`` ones are), as OpenAPI says of both."""
+    hidden = "readOnly" if sent_by == "client" else "writeOnly"
     try:
-        return _value(schema, schemas or {}, (), 0)
+        return _value(schema, schemas or {}, (), 0, False, hidden)
     except _Cut:
-        return _value(schema, schemas or {}, (), 0, lenient=True)
+        return _value(schema, schemas or {}, (), 0, True, hidden)
 
 
 def closes(schema: Any, schemas: dict[str, Any] | None = None) -> bool:
@@ -95,9 +101,15 @@ def _resolve(schema: dict[str, Any], schemas: dict[str, Any], seen: tuple[str, .
 
 
 def _value(
-    schema: Any, schemas: dict[str, Any], seen: tuple[str, ...], depth: int, lenient: bool = False
+    schema: Any,
+    schemas: dict[str, Any],
+    seen: tuple[str, ...],
+    depth: int,
+    lenient: bool = False,
+    hidden: str = "readOnly",
 ) -> Any:
-    """``lenient``: a branch that cannot close is null instead of cutting its parent."""
+    """``lenient``: a branch that cannot close is null instead of cutting its parent;
+    ``hidden``: the properties left out (:func:`synthesize`)."""
     if schema is True or not isinstance(schema, dict):
         return None if schema is False else "example"
     schema, seen = _resolve(schema, schemas, seen)
@@ -126,7 +138,7 @@ def _value(
             except _Cut:
                 continue
             merged = _merge(merged, resolved if isinstance(resolved, dict) else {})
-        return _value(merged, schemas, seen, depth + 1, lenient)
+        return _value(merged, schemas, seen, depth + 1, lenient, hidden)
     for key in ("oneOf", "anyOf"):
         options = schema.get(key)
         if isinstance(options, list) and options:
@@ -135,8 +147,10 @@ def _value(
                 try:
                     if isinstance(option, dict) and rest:
                         resolved, inner = _resolve(option, schemas, seen)
-                        return _value(_merge(rest, resolved), schemas, inner, depth + 1, lenient)
-                    return _value(option, schemas, seen, depth + 1, lenient)
+                        return _value(
+                            _merge(rest, resolved), schemas, inner, depth + 1, lenient, hidden
+                        )
+                    return _value(option, schemas, seen, depth + 1, lenient, hidden)
                 except _Cut:
                     continue
             if lenient:
@@ -144,9 +158,9 @@ def _value(
             raise _Cut()
     kind = _type(schema)
     if kind == "object":
-        return _object(schema, schemas, seen, depth, lenient)
+        return _object(schema, schemas, seen, depth, lenient, hidden)
     if kind == "array":
-        return _array(schema, schemas, seen, depth, lenient)
+        return _array(schema, schemas, seen, depth, lenient, hidden)
     if kind == "string":
         return _string(schema)
     if kind == "integer":
@@ -196,24 +210,27 @@ def _object(
     seen: tuple[str, ...],
     depth: int,
     lenient: bool,
+    hidden: str,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     properties = schema.get("properties")
     raw_required = schema.get("required")
     required: list[Any] = raw_required if isinstance(raw_required, list) else []
+    left_out = set()
     if isinstance(properties, dict):
         for name, sub in properties.items():
-            if isinstance(sub, dict) and (sub.get("readOnly") is True and name not in required):
+            if _marked(sub, hidden, schemas):
+                left_out.add(name)
                 continue
             try:
-                out[str(name)] = _value(sub, schemas, seen, depth + 1, lenient)
+                out[str(name)] = _value(sub, schemas, seen, depth + 1, lenient, hidden)
             except _Cut:
                 if name in required and not lenient:
                     raise
                 if name in required:
                     out[str(name)] = None
     for name in required:
-        if isinstance(name, str) and name not in out:
+        if isinstance(name, str) and name not in out and name not in left_out:
             out[name] = "example"
     least, more = schema.get("minProperties"), schema.get("additionalProperties", True)
     if isinstance(least, int) and more is not False:
@@ -222,9 +239,18 @@ def _object(
             if len(out) >= least:
                 break
             if value is None:
-                value = _value(more, schemas, seen, depth + 1, lenient)
+                value = _value(more, schemas, seen, depth + 1, lenient, hidden)
             out.setdefault(f"key{n}", value)
     return out
+
+
+def _marked(schema: Any, hidden: str, schemas: dict[str, Any]) -> bool:
+    """Whether a property's schema (or the one its ``$ref`` names) says ``hidden: true``."""
+    if not isinstance(schema, dict):
+        return False
+    ref = schema.get("$ref")
+    target = schemas.get(ref.removeprefix("#/schemas/")) if isinstance(ref, str) else None
+    return schema.get(hidden) is True or (isinstance(target, dict) and target.get(hidden) is True)
 
 
 def _array(
@@ -233,6 +259,7 @@ def _array(
     seen: tuple[str, ...],
     depth: int,
     lenient: bool,
+    hidden: str,
 ) -> list[Any]:
     prefix, items = schema.get("prefixItems"), schema.get("items", {})
     if isinstance(items, list):  # draft 4's tuple form
@@ -252,7 +279,7 @@ def _array(
             if i > len(prefix) and not schema.get("uniqueItems"):
                 out.append(out[-1])  # the same schema gives the same value
                 continue
-            found = _value(each, schemas, seen, depth + 1, lenient)
+            found = _value(each, schemas, seen, depth + 1, lenient, hidden)
             out.append(_nth(each, found, i - len(prefix)) if schema.get("uniqueItems") else found)
     except _Cut:
         if isinstance(schema.get("minItems"), int) and schema["minItems"] > 0 and not lenient:
