@@ -402,6 +402,12 @@ def test_a_form_body_is_written_as_its_encoding_says(tmp_path: Path) -> None:
     assert [p["text"] for p in body["parts"]] == [
         "user=a%20b%26c&tags=x&tags=y&ids=1,2&k=example&deep%5Bk%5D=example"
     ]
+    # a media type with parameters is the same media type (it went out as JSON before)
+    typed = "'application/x-www-form-urlencoded; charset=utf-8':"
+    spec = FORMS.replace("OPERATION", "form").replace("application/x-www-form-urlencoded:", typed)
+    body = _body_of(spec, tmp_path)
+    assert body["content_type"] == "application/x-www-form-urlencoded; charset=utf-8"
+    assert body["parts"][0]["text"].startswith("user=a%20b%26c&tags=x&tags=y&")
 
 
 def test_a_swagger_form_is_written_by_its_collection_formats(tmp_path: Path) -> None:
