@@ -664,23 +664,33 @@ def test_a_body_no_finite_value_matches_is_warned_where_it_is_asked_and_still_se
     assert sent == [{"child": None}] * 2
 
 
+def _errors_of(tmp_path: Path, workloads: str, head: str = "") -> list[Any]:
+    """The plan's errors for ``workloads`` (YAML lines under ``workloads:``) on ``head`` (the
+    description; by default SELF_REQUIRING's, with its operation ``a``)."""
+    head = head or SELF_REQUIRING.split("x-gatebench:")[0]
+    plan = "x-gatebench:\n  gateways: [nginx]\n  workloads:\n" + workloads
+    (tmp_path / "api.yaml").write_text(head + plan)
+    with pytest.raises(PlanError) as info:
+        load_plan(load_spec(tmp_path / "api.yaml"))
+    return list(info.value.errors)
+
+
 def test_a_cookie_value_a_cookie_cannot_hold_is_refused_where_it_is_given(tmp_path: Path) -> None:
     """The engines send a value the plan gives as written; in a Cookie header a space, a
     comma or a semicolon would change what the server reads (RFC 6265's cookie-octet)."""
-    (tmp_path / "api.yaml").write_text(
-        SELF_REQUIRING.split("x-gatebench:")[0].replace(
-            "      requestBody:",
-            "      parameters: [{name: s, in: cookie, schema: {type: string}}]\n      requestBody:",
-        )
-        + "x-gatebench:\n  gateways: [nginx]\n  workloads:\n"
-        + "    - {name: a, operation: a, body: {json: {}}, params: {s: {list: [ok, 'c;d']}},"
-        + " injection: {at_once: 1}}\n"
-        + "    - {name: b, operation: a, body: {json: {}}, params: {s: 'a%20b'},"
-        + " injection: {at_once: 1}}\n"
+    head = SELF_REQUIRING.split("x-gatebench:")[0].replace(
+        "      requestBody:",
+        "      parameters: [{name: s, in: cookie, schema: {type: string}}]\n      requestBody:",
     )
-    with pytest.raises(PlanError) as info:
-        load_plan(load_spec(tmp_path / "api.yaml"))
-    assert [(e.pointer, e.message[:28]) for e in info.value.errors] == [
+    errors = _errors_of(
+        tmp_path,
+        "    - {name: a, operation: a, body: {json: {}}, params: {s: {list: [ok, 'c;d']}},"
+        " injection: {at_once: 1}}\n"
+        "    - {name: b, operation: a, body: {json: {}}, params: {s: 'a%20b'},"
+        " injection: {at_once: 1}}\n",
+        head,
+    )
+    assert [(e.pointer, e.message[:28]) for e in errors] == [
         ("/x-gatebench/workloads/0/params/s", "the cookie value 'c;d' holds")
     ]
 
@@ -688,19 +698,16 @@ def test_a_cookie_value_a_cookie_cannot_hold_is_refused_where_it_is_given(tmp_pa
 def test_a_content_type_that_is_not_a_media_type_is_refused_at_its_key(tmp_path: Path) -> None:
     """A body's media type and a part's content type go into a Content-Type header as
     written: a line break in one would be another header."""
-    (tmp_path / "api.yaml").write_text(
-        SELF_REQUIRING.split("x-gatebench:")[0]
-        + "x-gatebench:\n  gateways: [nginx]\n  workloads:\n"
-        + "    - {name: a, operation: a, injection: {at_once: 1}, body: {multipart: {f: {size: 1,"
-        + ' content_type: "image/png\\r\\nX: 1"}, t: {value: x, content_type: "a/b; c"}}}}\n'
-        + '    - {name: b, operation: a, injection: {at_once: 1}, body: {text: x, media_type: "a"}}\n'
-        + "    - {name: c, operation: a, injection: {at_once: 1}, body: {text: x,"
-        + ' media_type: "text/csv; header=present"}}\n'
+    errors = _errors_of(
+        tmp_path,
+        "    - {name: a, operation: a, injection: {at_once: 1}, body: {multipart: {f: {size: 1,"
+        ' content_type: "image/png\\r\\nX: 1"}, t: {value: x, content_type: "a/b; c"}}}}\n'
+        '    - {name: b, operation: a, injection: {at_once: 1}, body: {text: x, media_type: "a"}}\n'
+        "    - {name: c, operation: a, injection: {at_once: 1}, body: {text: x,"
+        ' media_type: "text/csv; header=present"}}\n',
     )
-    with pytest.raises(PlanError) as info:
-        load_plan(load_spec(tmp_path / "api.yaml"))
     said = "expected a media type such as 'application/json' (type/subtype; RFC 9110 8.3.1), got "
-    assert [(e.pointer, e.message) for e in info.value.errors] == [
+    assert [(e.pointer, e.message) for e in errors] == [
         ("/x-gatebench/workloads/0/body/multipart/f/content_type", said + "'image/png\\r\\nX: 1'"),
         ("/x-gatebench/workloads/0/body/multipart/t/content_type", said + "'a/b; c'"),
         ("/x-gatebench/workloads/1/body/media_type", said + "'a'"),
