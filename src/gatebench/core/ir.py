@@ -369,6 +369,18 @@ def is_media_type(text: str) -> bool:
     return _MEDIA_TYPE.fullmatch(text) is not None
 
 
+def bare_media_type(media_type: str | None) -> str:
+    """A media type without its parameters, in lower case: ``text/plain; charset=utf-8`` is
+    ``text/plain``."""
+    return (media_type or "").split(";")[0].strip().lower()
+
+
+def is_json_media(media_type: str | None) -> bool:
+    """``application/json`` or a ``+json`` type, whatever its parameters."""
+    bare = bare_media_type(media_type)
+    return bare == "application/json" or bare.endswith("+json")
+
+
 def token_problem(what: str, name: str) -> str:
     """``""`` when ``name`` is an HTTP token, else what to say about ``what`` (``header
     parameter name``) with the name escaped."""

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
-from gatebench.core.ir import Parameter
+from gatebench.core.ir import Parameter, is_json_media
 
 _DELIMITERS = {
     "form": ",",
@@ -68,10 +68,9 @@ def serialized(p: Parameter, value: Any) -> list[tuple[str, str]]:
 
     name = enc(p.name)
     if p.content is not None:  # the media type's text: JSON for application/json and +json
-        json_media = p.content.split(";")[0].strip().endswith("json")
-        return [
-            (name, enc(json.dumps(value, separators=(",", ":")) if json_media else _text(value)))
-        ]
+        if is_json_media(p.content):
+            return [(name, enc(json.dumps(value, separators=(",", ":"))))]
+        return [(name, enc(_text(value)))]
     if isinstance(value, dict):
         pairs = [(enc(str(k)), enc(_text(v))) for k, v in value.items()]
         flat = [x for pair in pairs for x in pair]
