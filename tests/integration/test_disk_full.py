@@ -82,7 +82,7 @@ def test_a_disk_that_fills_during_the_load_ends_the_run_with_one_line_and_keeps_
         kept = _lines(run_dir / "measurements.jsonl")
         # What was measured before is kept, whole. The one change allowed: a run that ends
         # rewrites its measurements once with the ceiling's "tester-bound" flags added
-        # (stages._journal.flag_tester_bound), so flags may grow and nothing else may differ.
+        # (stages._journal.flag_whole_run), so flags may grow and nothing else may differ.
         assert len(kept) >= len(before)
         for was, now in zip(before, kept[: len(before)], strict=True):
             was_m, now_m = json.loads(was), json.loads(now)

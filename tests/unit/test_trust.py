@@ -30,6 +30,7 @@ from gatebench.core.trust import (
     coefficient_of_variation,
     compare_engines,
     demonstrated_ceiling,
+    flag_engine_cold,
     flag_near_ceiling,
     gap_pct,
     is_tester_bound,
@@ -114,6 +115,64 @@ def test_a_measurement_carries_only_the_cpu_flags_when_it_is_made() -> None:
     made = measurement_from("r", _phase(), _result(900, 1000), engine="wrk")
     assert made.flags == () and made.engine == "wrk"
     assert measurement_from("r", _phase(), _result(500, 1000)).engine == "gatling"
+
+
+def _cold(target: str, rep: int, at: float, cpu: float | None, requests: int = 10_000) -> Any:
+    return m(target, "w", rep, started_at=at, engine_cpu_s=cpu, requests=requests)
+
+
+def test_engine_cold_flags_the_first_phases_that_cost_the_engine_more_per_request() -> None:
+    # measured here (docs/trust.md): the run's first phase of a workload cost the engine
+    # 1.31-1.41 CPU-s for 7,200-7,700 requests, the later ones 0.6-0.7 for 11,000-14,800
+    ms = [
+        _cold("a", 1, 30.0, 0.7, 11_000),  # third to run, warm
+        _cold("b", 1, 10.0, 1.34, 7_559),  # first to run: cold
+        _cold("baseline", 1, 20.0, 1.1, 8_000),  # second: still cold (1.5 × the cheapest)
+        _cold("a", 2, 40.0, 0.62, 11_000),
+        _cold("b", 2, 50.0, 0.66, 11_300),
+        _cold("baseline", 2, 60.0, 0.61, 14_800),
+    ]
+    flagged = flag_engine_cold(ms)
+    assert [x.flags for x in flagged] == [(), ("engine-cold",), ("engine-cold",), (), (), ()]
+    assert flagged[0] is ms[0] and flagged[3] is ms[3]
+    assert flag_engine_cold(flagged) == flagged  # once
+
+
+def test_engine_cold_leaves_a_warm_run_and_a_costly_target_alone() -> None:
+    # a costly phase after a cheap one is no cold engine: the workload's first phase was warm
+    warm_first = [
+        _cold("a", 1, 10.0, 0.6),
+        _cold("b", 1, 20.0, 1.5),
+        _cold("baseline", 1, 30.0, 0.6),
+    ]
+    assert flag_engine_cold(warm_first) == warm_first
+    # a target that costs the engine more in every repetition (new connections): not the engine
+    costly = [
+        _cold("b", 1, 10.0, 1.5),
+        _cold("a", 1, 20.0, 0.6),
+        _cold("baseline", 1, 30.0, 0.6),
+        _cold("a", 2, 40.0, 0.6),
+        _cold("b", 2, 50.0, 1.4),
+    ]
+    assert [x.flags for x in flag_engine_cold(costly)] == [()] * 5
+    # too little to compare: no engine figure, a fraction of a CPU-second, two phases
+    assert flag_engine_cold([_cold("b", 1, 1.0, None), *warm_first[:1], *warm_first[2:]]) == [
+        _cold("b", 1, 1.0, None),
+        *warm_first[:1],
+        *warm_first[2:],
+    ]
+    tiny = [_cold("b", 1, 1.0, 0.04, 100), _cold("a", 1, 2.0, 0.01, 100), _cold("c", 1, 3, 0.01)]
+    assert [x.flags for x in flag_engine_cold(tiny)] == [()] * 3
+    # a phase too small to judge neither is flagged nor ends the first ones; 100 sequential
+    # requests that cost the engine 0.16 CPU-s beside 0.02-0.03 are judged (measured here)
+    small = [
+        _cold("a", 1, 1.0, 0.04, 100),
+        _cold("b", 1, 2.0, 0.16, 100),
+        _cold("c", 1, 3.0, 0.03, 100),
+        _cold("a", 2, 4.0, 0.02, 100),
+    ]
+    assert [x.flags for x in flag_engine_cold(small)] == [(), ("engine-cold",), (), ()]
+    assert flag_engine_cold([_cold("b", 1, 1.0, 1.4), _cold("a", 1, 2.0, 0.6)])[0].flags == ()
 
 
 def test_flag_near_ceiling_uses_the_demonstrated_ceiling() -> None:

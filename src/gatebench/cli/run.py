@@ -8,6 +8,7 @@ import sys
 from gatebench.cli._common import print_thresholds
 from gatebench.cli._local import add_run_arguments, run_plan
 from gatebench.core.capabilities import engine_warmup_s
+from gatebench.core.measure import FLAGS
 from gatebench.core.model import BASELINE, Measurement, RunKind
 from gatebench.core.plan import Plan, describe_injection
 from gatebench.core.stats import fmt_rate, format_workload_table, workload_rows
@@ -197,18 +198,8 @@ def _flag_note(flagged: list[Measurement]) -> str:
         for f in m.flags:
             counts[f] = counts.get(f, 0) + 1
     parts = []
-    meaning = {
-        "noisy": "other processes used > 20 % of the machine",
-        "tester-bound": "within 20 % of the load engine's ceiling, or the machine was ≥ 85 % "
-        "busy and the engine used more CPU than the target",
-        "incomplete": "fewer requests than the workload defines",
-        "too-short": "too short for its throughput to mean anything (docs/trust.md)",
-        "target-failed": "overlaps its target's failure; not scored",
-        "wrong-answers": "answers that were not the backend's answer to their request, whole; "
-        "the gateway is not ranked (docs/trust.md)",
-    }
     for flag, n in sorted(counts.items()):
-        parts.append(f"{flag} ×{n} ({meaning.get(flag, flag)})")
+        parts.append(f"{flag} ×{n} ({FLAGS.get(flag, flag)})")
     return "Flags: " + "; ".join(parts) + "."
 
 

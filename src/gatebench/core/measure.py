@@ -43,6 +43,28 @@ used more CPU than the target (gateway + backend): the generator, not the gatewa
 ran out of CPU first."""
 
 
+FLAGS = {
+    "noisy": "other processes used much of the CPU",
+    "tester-bound": (
+        "the load generator was the bottleneck: within 20 % of its ceiling, or out of CPU"
+    ),
+    "incomplete": "fewer requests than the workload defines",
+    "too-short": (
+        "the phase was too short for its throughput to mean anything: under 20 × the "
+        "timer's resolution plus a burst's launch spread"
+    ),
+    "target-failed": "the phase overlaps its target's failure; left out of every figure",
+    "wrong-answers": "an answer was not the backend's answer to its request, whole",
+    "engine-cold": (
+        "among the run's first phases of a workload, the load engine spent at least 1.5 × the "
+        "median CPU per request of its phases: a JIT engine still compiling, so the phase "
+        "reads slower than the target is"
+    ),
+}
+"""What each flag of a measurement means, as the report and the command line say it
+(docs/engine.md's table says when each is set)."""
+
+
 @dataclass(frozen=True)
 class CpuUsage:
     """CPU shares over one window, % of the whole machine (``engines/cpu.py`` samples them)."""
@@ -196,6 +218,7 @@ def with_gateway_cgroup(
 
 
 __all__ = [
+    "FLAGS",
     "NOISY_OTHERS_PCT",
     "TESTER_BOUND_BUSY_PCT",
     "CpuUsage",

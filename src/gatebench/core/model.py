@@ -185,7 +185,9 @@ class Measurement:
     """``noisy`` (other processes used much CPU), ``tester-bound`` (the load generator was
     the bottleneck), ``incomplete`` (fewer requests than the workload defines), ``too-short``
     (too brief for its throughput to mean anything), ``target-failed`` (it overlaps its
-    target's failure: never scored). docs/trust.md."""
+    target's failure: never scored), ``engine-cold`` (the engine, still warming, spent more
+    CPU per request than on the workload's other phases). Their meanings:
+    ``gatebench.core.measure.FLAGS``; docs/trust.md."""
     other_cpu_pct: float | None = None
     tester_cpu_pct: float | None = None
     errors: tuple[tuple[str, int], ...] = ()

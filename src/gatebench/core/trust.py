@@ -73,6 +73,12 @@ TOO_SHORT_ERROR_PCT = 5.0
 FAILED_TARGET_FLAG = "target-failed"
 """A phase that overlaps its target's failure window (last seen alive → first seen dead)."""
 TOO_SHORT_FLAG = "too-short"
+ENGINE_COLD_FLAG = "engine-cold"
+"""A phase among a workload's first of the run on which the load engine spent
+:data:`ENGINE_COLD_RATIO` times the median CPU per request of its phases (:func:`flag_engine_cold`)."""
+ENGINE_COLD_RATIO = 1.5
+ENGINE_COLD_MIN_CPU_S = 0.05
+"""Phases on which the engine spent less CPU are too small to compare (a timer's wake-ups)."""
 
 
 # -- headroom ---------------------------------------------------------------------------------
@@ -216,6 +222,58 @@ def flag_near_ceiling(
             m = replace(m, flags=(*m.flags, "tester-bound"))
         out.append(m)
     return out
+
+
+def flag_engine_cold(measurements: Sequence[Measurement]) -> list[Measurement]:
+    """``measurements`` with ``engine-cold`` added to the phases that opened a workload on a
+    load engine still warming (docs/trust.md, "The engine's own warm-up"): per workload, in the
+    order the phases ran, each phase from the first on whose engine CPU per request was at
+    least :data:`ENGINE_COLD_RATIO` times the median of the workload's phases, until the first
+    that was not (the median, not the cheapest: the baseline, faster, spreads the engine's
+    fixed cost per second over more requests).
+
+    The same target's other repetitions tell a cold engine from a target that costs the engine
+    more per request (new connections, larger answers): where one of them cost as much, the
+    phase keeps no flag. Phases without the engine's CPU or without requests are left out; a
+    workload needs three others. One with less than :data:`ENGINE_COLD_MIN_CPU_S` counts in the
+    median but is too small to judge (neither flagged nor ending the first ones). Unchanged
+    measurements are the same objects."""
+
+    by_workload: dict[str, list[tuple[float, int]]] = {}
+    for i, m in enumerate(measurements):
+        if m.engine_cpu_s is not None and m.requests > 0:
+            by_workload.setdefault(m.workload, []).append((m.engine_cpu_s / m.requests, i))
+    cold: set[int] = set()
+    for phases in by_workload.values():
+        if len(phases) < 3:
+            continue
+        bar = ENGINE_COLD_RATIO * statistics.median(c for c, _ in phases)
+        costly = {
+            i
+            for c, i in phases
+            if c >= bar and (measurements[i].engine_cpu_s or 0.0) >= ENGINE_COLD_MIN_CPU_S
+        }
+        for _, i in sorted(phases, key=lambda p: (measurements[p[1]].started_at, p[1])):
+            m = measurements[i]
+            if (m.engine_cpu_s or 0.0) < ENGINE_COLD_MIN_CPU_S:
+                continue  # too small to judge either way
+            if i not in costly:
+                break
+            again = [
+                j
+                for _, j in phases
+                if j != i
+                and measurements[j].target == m.target
+                and measurements[j].repetition != m.repetition
+            ]
+            if not any(j in costly for j in again):
+                cold.add(i)
+    return [
+        replace(m, flags=(*m.flags, ENGINE_COLD_FLAG))
+        if i in cold and ENGINE_COLD_FLAG not in m.flags
+        else m
+        for i, m in enumerate(measurements)
+    ]
 
 
 def bound_by_tester(
@@ -561,6 +619,9 @@ __all__ = [
     "AGREEMENT_PCT",
     "CEILING_TARGET",
     "CROSS_CHECK_REPETITIONS",
+    "ENGINE_COLD_FLAG",
+    "ENGINE_COLD_MIN_CPU_S",
+    "ENGINE_COLD_RATIO",
     "ENGINE_RESOLUTION_MS",
     "FAILED_TARGET_FLAG",
     "TESTER_BOUND_SHARE",
@@ -579,6 +640,7 @@ __all__ = [
     "cross_check_of",
     "demonstrated_ceiling",
     "failures_of",
+    "flag_engine_cold",
     "flag_near_ceiling",
     "gap_pct",
     "is_tester_bound",

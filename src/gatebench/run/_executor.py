@@ -98,7 +98,7 @@ class Executor:
     def _record_failure(self, error: str) -> None:
         journal = self.ctx.journal
         with contextlib.suppress(GatebenchError, OSError):
-            journal.flag_tester_bound()
+            journal.flag_whole_run()
         status = RunStatus.PARTIAL if journal.measurements else RunStatus.FAILED
         step = (self.failed or self.current).step
         journal.finish(status, failed_step=str(step), error=error)

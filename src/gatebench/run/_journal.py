@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from gatebench.core.model import Measurement, RunRecord, RunStatus, can_move
-from gatebench.core.trust import ceiling_of, flag_near_ceiling
+from gatebench.core.trust import ceiling_of, flag_engine_cold, flag_near_ceiling
 from gatebench.core.workload import Phase, TimeLeft
 from gatebench.run._signals import signals_held
 from gatebench.store import ResultStore
@@ -188,14 +188,16 @@ class RunJournal:
             finally:
                 os.close(fd)
 
-    def flag_tester_bound(self) -> None:
-        """Add the ceiling's ``tester-bound`` flags now that every phase is in (they need the
-        ceiling the run demonstrated: gatebench.core.trust.flag_near_ceiling), and write the
-        measurements that changed where they were written."""
+    def flag_whole_run(self) -> None:
+        """Add the flags that compare a phase with the run's others, now that every phase is
+        in: the ceiling's ``tester-bound`` (the ceiling the run demonstrated:
+        gatebench.core.trust.flag_near_ceiling) and ``engine-cold`` (the engine's CPU per
+        request against the workload's median: gatebench.core.trust.flag_engine_cold),
+        and write the measurements that changed where they were written."""
+        flagged = flag_engine_cold(self.measurements)
         ceiling = ceiling_of(self.record.environment)
-        if ceiling is None or not ceiling.workloads:
-            return
-        flagged = flag_near_ceiling(self.measurements, ceiling.limits(), ceiling.share)
+        if ceiling is not None and ceiling.workloads:
+            flagged = flag_near_ceiling(flagged, ceiling.limits(), ceiling.share)
         changed = [m for m, old in zip(flagged, self.measurements, strict=True) if m is not old]
         if not changed:
             return

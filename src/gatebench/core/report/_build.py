@@ -16,6 +16,7 @@ from typing import Any
 from gatebench.core._version import __version__
 from gatebench.core.aggregate import RankStability, RunSummary, summarize
 from gatebench.core.cost import CostError, CostEstimate, estimate_cost
+from gatebench.core.measure import FLAGS
 from gatebench.core.model import BASELINE, Measurement, RunRecord
 from gatebench.core.report._format import fmt_number, fmt_score, fmt_signed, fmt_value
 from gatebench.core.score import PROFILES, Profile, ScoreError
@@ -634,21 +635,8 @@ def cautions(run: RunRecord, summary: RunSummary, trust: Trust | None = None) ->
     out: list[str] = []
     flags = summary.flag_counts()
     if flags:
-        described = {
-            "noisy": "other processes used much of the CPU",
-            "tester-bound": (
-                "the load generator was the bottleneck: within 20 % of its ceiling, or out of CPU"
-            ),
-            "incomplete": "fewer requests than the workload defines",
-            "too-short": (
-                "the phase was too short for its throughput to mean anything: under 20 × the "
-                "timer's resolution plus a burst's launch spread"
-            ),
-            "target-failed": "the phase overlaps its target's failure; left out of every figure",
-            "wrong-answers": "an answer was not the backend's answer to its request, whole",
-        }
         parts = [
-            f"{name} in {count} ({described.get(name, 'flagged by the engine')})"
+            f"{name} in {count} ({FLAGS.get(name, 'flagged by the engine')})"
             for name, count in flags.items()
         ]
         out.append(

@@ -20,6 +20,7 @@ from typing import Any
 
 from gatebench.core._version import __version__
 from gatebench.core.cost import describe_cost
+from gatebench.core.measure import FLAGS
 from gatebench.core.report._build import RESOLUTION_NOTE, Report, traffic_source
 from gatebench.core.report._charts import (
     Chart,
@@ -408,9 +409,9 @@ def _quality(report: Report) -> str:
             sort_key=t,
         )
     legend = (
-        '<p class="legend">Flags come from the engine: <em>noisy</em> (other processes used much '
-        "CPU during the phase), <em>tester-bound</em> (the load generator was the bottleneck), "
-        "<em>incomplete</em> (fewer requests than the workload defines).</p>"
+        '<p class="legend">Flags: '
+        + "; ".join(f"<em>{_e(flag)}</em> ({_e(meaning)})" for flag, meaning in FLAGS.items())
+        + ".</p>"
     )
     return legend + table.html()
 

@@ -39,7 +39,7 @@ def score_and_save(journal: RunJournal, outcome: RunOutcome) -> None:
     from gatebench.core.report import build_report, score_run
     from gatebench.core.score import ScoreError
 
-    journal.flag_tester_bound()
+    journal.flag_whole_run()
     try:
         if journal.store is not None:
             report = score_run(journal.store, journal.record.run_id)
