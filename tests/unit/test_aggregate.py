@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gatebench.core.aggregate import summarize
+from gatebench.core.aggregate import UNSCORED_REASONS, first_reasons, summarize
 from gatebench.core.confidence import (
     Sample,
     paired_difference,
@@ -237,3 +237,11 @@ def test_flags_and_cpu_are_gathered() -> None:
     assert (cell.other_cpu_pct, cell.tester_cpu_pct) == (40.0, 90.0)
     assert cell.errors == (("timeout", 3),)
     assert s.flag_counts() == {"noisy": 1, "tester-bound": 1}
+
+
+def test_each_unscored_workload_has_one_reason_the_first_that_holds() -> None:
+    # the verdict and the notes name a workload once: tester-bound, then a rate the plan
+    # sets, then too short
+    reasons = first_reasons(["w"], {"v": 50.0, "w": 50.0}, {"u": ("a",), "w": ("a",)})
+    assert reasons == {"w": "tester-bound", "v": "rate-set", "u": "too-short"}
+    assert tuple(dict.fromkeys(reasons.values())) == UNSCORED_REASONS

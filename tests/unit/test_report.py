@@ -233,6 +233,23 @@ def test_verdict_with_one_repetition() -> None:
     )
 
 
+def test_the_verdict_names_the_targets_measured_on_a_cold_engine() -> None:
+    cold = ("engine-cold",)
+    ms = [m("a", "w", 0, 10.0), m("b", "w", 0, 12.0, flags=cold), m("b", "v", 0, 12.0)]
+    report = build_report(run_record(gateways=["a", "b"]), ms)
+    assert report.verdict[-1] == (
+        "The load engine was still warming when it measured b on w (engine-cold): those "
+        "figures read worse than the targets are, because of the order the targets ran in, "
+        "not of the gateways. More repetitions spread that cost over the targets, longer "
+        "phases shrink it (docs/trust.md)."
+    )
+    assert any("engine-cold in 1 (among the run's first phases" in c for c in report.cautions)
+    warm = build_report(
+        run_record(gateways=["a", "b"]), [dataclasses.replace(x, flags=()) for x in ms]
+    )
+    assert not any("engine-cold" in line for line in warm.verdict)
+
+
 def test_verdict_with_a_tie() -> None:
     report = build_report(run_record(), [m("a", "w", 0, 10.0), m("b", "w", 0, 10.0)])
     assert report.verdict == ("a and b tie for first place with 100 of 100.",)

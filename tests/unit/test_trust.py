@@ -287,9 +287,14 @@ def test_where_the_plan_sets_the_rate_the_ceiling_is_no_limit(tmp_path: Path) ->
         "Throughput does not count on v: the plan sets the rate there (an open model), and "
         "every target that keeps up carries it."
     ) in report.verdict
-    assert summary.notes[0].startswith(
+    unscored = [n for n in summary.notes if " is not scored: " in n]
+    assert unscored[1].startswith(  # the verdict's order: tester-bound, then a rate set
         "throughput on v is not scored: its profile starts 200 requests a second"
     )
+    assert [n.split(" is not scored")[0] for n in unscored] == [
+        "throughput on w",
+        "throughput on v",
+    ]
     assert [(h.workload, h.target) for h in report.trust.headroom] == [
         ("w", "a"),
         ("w", "b"),

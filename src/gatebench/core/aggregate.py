@@ -208,6 +208,10 @@ class RunSummary:
         plan's rate set it, or the phases were too short to measure it)."""
         return not any(workload in m for m in (self.tester_bound, self.too_short, self.rates_set))
 
+    def unscored_throughput(self) -> dict[str, str]:
+        """workload → the first reason its throughput is not scored (:func:`first_reasons`)."""
+        return first_reasons(self.tester_bound, self.rates_set, self.too_short)
+
     def cell(self, workload: str, target: str) -> CellSummary | None:
         return self.cells.get((workload, target))
 
@@ -250,6 +254,25 @@ class RunSummary:
         for cell in self.cells.values():
             total.update(cell.flags)
         return dict(sorted(total.items()))
+
+
+UNSCORED_REASONS = ("tester-bound", "rate-set", "too-short")
+"""Why a workload's throughput is not scored, the first that holds said alone: the load
+engine set it, the plan's rate set it, its phases were too short to measure it."""
+
+
+def first_reasons(
+    tester_bound: Iterable[str], rates_set: Iterable[str], too_short: Iterable[str]
+) -> dict[str, str]:
+    """workload → the first of :data:`UNSCORED_REASONS` that holds for it, in that order: the
+    verdict and the summary's notes name each workload once, with that reason."""
+    out: dict[str, str] = {}
+    for reason, workloads in zip(
+        UNSCORED_REASONS, (tester_bound, rates_set, too_short), strict=True
+    ):
+        for w in workloads:
+            out.setdefault(w, reason)
+    return out
 
 
 def summarize(
@@ -376,24 +399,27 @@ def summarize(
                     )
 
     notes: list[str] = []
-    for w, rate in rates.items():
-        notes.append(
-            f"throughput on {w} is not scored: its profile starts {fmt_rate(rate)} requests a second "
-            "whatever the target does (an open model) and the load engine carried that rate, so "
-            "every target that keeps up carries the same; its latency and errors are scored"
-        )
-    for w, names in bound.items():
-        notes.append(
-            f"throughput on {w} is not scored: {', '.join(names)} "
-            f"reached 80 % of the load engine's ceiling there in at least half of the "
-            "repetitions (tester-bound), so the number ranks the load generator, not the gateways"
-        )
-    for w, names in short.items():
-        notes.append(
-            f"throughput on {w} is not scored: the phases of {', '.join(names)} there were too "
-            "short to measure a rate (shorter than 20 × the timer's resolution plus a burst's "
-            "launch spread, in at least half of the repetitions; docs/trust.md)"
-        )
+    for w, reason in first_reasons(bound, rates, short).items():  # each workload once
+        if reason == "tester-bound":
+            notes.append(
+                f"throughput on {w} is not scored: {', '.join(bound[w])} reached 80 % of the "
+                "load engine's ceiling there in at least half of the repetitions "
+                "(tester-bound), so the number ranks the load generator, not the gateways"
+            )
+        elif reason == "rate-set":
+            notes.append(
+                f"throughput on {w} is not scored: its profile starts {fmt_rate(rates[w])} "
+                "requests a second whatever the target does (an open model) and the load "
+                "engine carried that rate, so every target that keeps up carries the same; its "
+                "latency and errors are scored"
+            )
+        else:
+            notes.append(
+                f"throughput on {w} is not scored: the phases of {', '.join(short[w])} there "
+                "were too short to measure a rate (shorter than 20 × the timer's resolution "
+                "plus a burst's launch spread, in at least half of the repetitions; "
+                "docs/trust.md)"
+            )
     for g, why in unranked.items():
         notes.append(f"{g} is not ranked: it {why}")
     if baseline in wrong:
@@ -515,11 +541,13 @@ def _sum_known(values: Iterable[int | None]) -> int | None:
 
 
 __all__ = [
+    "UNSCORED_REASONS",
     "CellSummary",
     "Comparison",
     "Overhead",
     "RankStability",
     "RunSummary",
+    "first_reasons",
     "summarize",
     "wrong_answers",
 ]

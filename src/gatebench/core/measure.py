@@ -54,7 +54,9 @@ FLAGS = {
         "timer's resolution plus a burst's launch spread"
     ),
     "target-failed": "the phase overlaps its target's failure; left out of every figure",
-    "wrong-answers": "an answer was not the backend's answer to its request, whole",
+    "wrong-answers": (
+        "an answer was not the backend's answer to its request, whole; the gateway is not ranked"
+    ),
     "engine-cold": (
         "among the run's first phases of a workload, the load engine spent at least 1.5 × the "
         "median CPU per request of its phases: a JIT engine still compiling, so the phase "

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gatebench.core._version import __version__
-from gatebench.core.aggregate import RankStability, RunSummary, summarize
+from gatebench.core.aggregate import UNSCORED_REASONS, RankStability, RunSummary, summarize
 from gatebench.core.cost import CostError, CostEstimate, estimate_cost
 from gatebench.core.measure import FLAGS
 from gatebench.core.model import BASELINE, Measurement, RunRecord
@@ -22,6 +22,7 @@ from gatebench.core.report._format import fmt_number, fmt_score, fmt_signed, fmt
 from gatebench.core.score import PROFILES, Profile, ScoreError
 from gatebench.core.trust import (
     AGREEMENT_PCT,
+    ENGINE_COLD_FLAG,
     Agreement,
     Ceiling,
     agreement_summary,
@@ -398,7 +399,26 @@ def verdict(summary: RunSummary) -> list[str]:
         overlap = " (the phases that overlap a failure are left out of every figure)"
         lines.append(f"{_join(failed)}: not ranked{overlap if during else ''}.")
     lines.extend(wrong_answer_verdict(summary))
+    lines.extend(engine_cold_verdict(summary))
     return lines
+
+
+def engine_cold_verdict(summary: RunSummary) -> list[str]:
+    """The targets measured on a load engine still warming (``engine-cold``,
+    gatebench.core.trust.flag_engine_cold): the order the targets ran in, not the gateways,
+    lowered those figures."""
+    cold = sorted(
+        (c.target, c.workload) for c in summary.cells.values() if c.flags.get(ENGINE_COLD_FLAG)
+    )
+    if not cold:
+        return []
+    where = _join([f"{target} on {workload}" for target, workload in cold])
+    return [
+        f"The load engine was still warming when it measured {where} (engine-cold): those "
+        "figures read worse than the targets are, because of the order the targets ran in, "
+        "not of the gateways. More repetitions spread that cost over the targets, longer "
+        "phases shrink it (docs/trust.md)."
+    ]
 
 
 def wrong_answer_verdict(summary: RunSummary) -> list[str]:
@@ -458,9 +478,8 @@ def _ranking_verdict(summary: RunSummary) -> list[str]:
         tied = tied_on_the_repetitions(summary)
         lines = _disagreement(summary, tied, headline) if tied else [headline, _lead(summary)]
     # each workload once, with the first reason its throughput does not count
-    bound = list(summary.tester_bound)
-    rates_set = [w for w in summary.rates_set if w not in bound]
-    too_short = [w for w in summary.too_short if w not in bound and w not in rates_set]
+    why = summary.unscored_throughput()
+    bound, rates_set, too_short = ([w for w, r in why.items() if r == k] for k in UNSCORED_REASONS)
     if bound:
         lines.append(
             f"Throughput does not count on {_join(bound)}: the load generator, not the "
