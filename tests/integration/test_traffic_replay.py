@@ -185,6 +185,26 @@ def _expected_seconds(scheduled: list[float], sent: list[float]) -> tuple[list[i
     ]
 
 
+def _edges_crossed(
+    replayed: list[int], expected: list[int], slack: list[int]
+) -> tuple[list[int], list[int]]:
+    """``expected`` and ``slack`` with a first or last second left out when the replayed curve
+    is that second shorter and every request of it was near enough its edge to land in the
+    neighbouring second (as it did here once: [1, 42, 118, ...] scheduled, [43, 118, ...]
+    logged); the neighbour then holds them."""
+    expected, slack = list(expected), list(slack)
+    while len(replayed) < len(expected) and len(expected) > 1:
+        if expected[0] <= slack[0]:
+            count, may = expected.pop(0), slack.pop(0)
+            expected[0], slack[0] = expected[0] + count, slack[0] + may
+        elif expected[-1] <= slack[-1]:
+            count, may = expected.pop(), slack.pop()
+            expected[-1], slack[-1] = expected[-1] + count, slack[-1] + may
+        else:
+            break
+    return expected, slack
+
+
 PATHS = {
     "getItem": re.compile(r"/api/items/\d+"),
     "listItems": re.compile(r"/api/items\?.*"),
@@ -254,6 +274,7 @@ def test_imported_back_the_mix_and_the_arrival_curve_are_the_same(
         sent = _sent(logs / "precise.log", PATHS[op])
         scheduled = _schedule(round_trip["starts"][op] / 1000.0, counts)
         expected, slack = _expected_seconds(scheduled, sent)
+        expected, slack = _edges_crossed(replayed, expected, slack)
         assert len(replayed) == len(expected), (op, replayed, expected)
         for got, want, may in zip(replayed, expected, slack, strict=True):
             assert abs(got - want) <= max(1, may), (op, replayed, expected, slack)
