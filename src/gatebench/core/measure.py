@@ -29,7 +29,12 @@ from gatebench.core.model import Measurement
 from gatebench.core.resources import CgroupSample, PhaseResources, cgroup_resources
 from gatebench.core.simlog import RequestRecord, RunHeader, SimLogSource, read_simlog
 from gatebench.core.stats import PhaseSample, phase_stats
-from gatebench.core.trust import ENGINE_RESOLUTION_MS, TOO_SHORT_FLAG, too_short
+from gatebench.core.trust import (
+    ENGINE_COLD_RATIO,
+    ENGINE_RESOLUTION_MS,
+    TOO_SHORT_FLAG,
+    too_short,
+)
 from gatebench.core.workload import Phase, phases_from_document
 
 NOISY_OTHERS_PCT = 20.0
@@ -58,9 +63,9 @@ FLAGS = {
         "an answer was not the backend's answer to its request, whole; the gateway is not ranked"
     ),
     "engine-cold": (
-        "among the run's first phases of a workload, the load engine spent at least 1.5 × the "
-        "median CPU per request of its phases: a JIT engine still compiling, so the phase "
-        "reads slower than the target is"
+        "among the run's first phases of a workload, the load engine spent at least "
+        f"{ENGINE_COLD_RATIO:g} × the median CPU per request of its phases: a JIT engine still "
+        "compiling, so the phase reads slower than the target is"
     ),
 }
 """What each flag of a measurement means, as the report and the command line say it

@@ -235,7 +235,7 @@ def flag_engine_cold(measurements: Sequence[Measurement]) -> list[Measurement]:
     The same target's other repetitions tell a cold engine from a target that costs the engine
     more per request (new connections, larger answers): where one of them cost as much, the
     phase keeps no flag. Phases without the engine's CPU or without requests are left out; a
-    workload needs three others. One with less than :data:`ENGINE_COLD_MIN_CPU_S` counts in the
+    workload needs three that have both. One with less than :data:`ENGINE_COLD_MIN_CPU_S` counts in the
     median but is too small to judge (neither flagged nor ending the first ones). Unchanged
     measurements are the same objects."""
 
