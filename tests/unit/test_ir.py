@@ -663,7 +663,8 @@ def test_ir_json_is_stable(tmp_path: Path) -> None:
 
 def test_raml_resource_types_traits_and_security(tmp_path: Path) -> None:
     (tmp_path / "lib.raml").write_text(
-        "#%RAML 1.0 Library\ntypes:\n  Bid:\n    properties:\n      amount: number\n      note?: string\n",
+        "#%RAML 1.0 Library\ntypes:\n  Bid:\n    properties:\n      amount: number\n      note?: string\n"
+        "      currency?: Currency\n  Currency:\n    enum: [EUR, USD]\n",
         encoding="utf-8",
     )
     text = """\
@@ -727,11 +728,18 @@ traits:
     assert bid.path_params[0].schema == {"type": "integer"}
     assert bid.request_body is not None
     assert bid.request_body.content[0].schema == {"$ref": "#/schemas/lib.Bid"}
+    # inside its library, a type names a sibling without the namespace (RAML 1.0 Libraries)
     assert api.schemas["lib.Bid"] == {
         "type": "object",
-        "properties": {"amount": {"type": "number"}, "note": {"type": "string"}},
+        "properties": {
+            "amount": {"type": "number"},
+            "note": {"type": "string"},
+            "currency": {"$ref": "#/schemas/lib.Currency"},
+        },
         "required": ["amount"],
     }
+    assert api.schemas["lib.Currency"] == {"type": "string", "enum": ["EUR", "USD"]}
+    assert not result.problems
     assert op(api, "GET", "/auctions/{auctionId}").responses[0].content[0].examples == (
         ("default", {"id": 1}),
     )

@@ -156,6 +156,9 @@ class RamlBuilder:
         self.types: dict[str, tuple[Any, Loc]] = {}
         self.traits: dict[str, tuple[Any, Loc]] = {}
         self.resource_types: dict[str, tuple[Any, Loc]] = {}
+        self.namespaces: dict[Loc, str] = {}
+        """Where each library's declarations are (its document, or the mapping it was
+        included as) → its ``namespace.``: there, a type is named without it."""
         self.security_schemes: dict[str, SecurityScheme] = {}
         self.schemas: dict[str, Any] = {}
         self.media_types: list[str] = ["application/json"]
@@ -265,6 +268,7 @@ class RamlBuilder:
             lloc = loc.child(namespace)
             if not isinstance(path, str):
                 if isinstance(path, dict):  # already included
+                    self.namespaces[lloc] = f"{namespace}."
                     self._collect_declarations(path, lloc, f"{namespace}.")
                 continue
             try:
@@ -286,6 +290,7 @@ class RamlBuilder:
                 self.problems.extend(exc.problems)
                 continue
             if isinstance(lib.data, dict):
+                self.namespaces[Loc(name, "")] = f"{namespace}."
                 self._collect_declarations(lib.data, Loc(name, ""), f"{namespace}.")
 
     def _security_scheme(self, name: str, value: Any, loc: Loc) -> SecurityScheme | None:
@@ -761,6 +766,7 @@ class RamlBuilder:
             return {"type": "array", "items": self._type_expression(text[:-2], loc, depth + 1)}
         if text in _BUILTIN_TYPES:
             return dict(_BUILTIN_TYPES[text])
+        text = self._in_namespace(text, loc)
         if text in self.types:
             name = re.sub(r"[^A-Za-z0-9._-]", "_", text)
             if name not in self.schemas:
@@ -770,6 +776,17 @@ class RamlBuilder:
             return {"$ref": f"#/schemas/{name}"}
         self.warn(loc, f"unknown type {text!r}; treated as any value")
         return {}
+
+    def _in_namespace(self, name: str, loc: Loc) -> str:
+        """``name`` as declared: inside a library, a sibling type is named without the
+        library's namespace (RAML 1.0, Libraries)."""
+        if name in self.types:
+            return name
+        for where, namespace in self.namespaces.items():
+            inside = loc.pointer == where.pointer or loc.pointer.startswith(where.pointer + "/")
+            if loc.doc == where.doc and inside and namespace + name in self.types:
+                return namespace + name
+        return name
 
     # -- ids --------------------------------------------------------------------------------
 
