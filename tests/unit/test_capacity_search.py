@@ -666,7 +666,7 @@ def test_targets_that_cannot_be_told_apart_run_every_repetition() -> None:
     assert campaign.rounds == 4
     assert campaign.stop == "all 4 repetitions ran; undecided: a–b"
     one = run_campaign(targets, replace(SETTINGS, repetitions=1))
-    assert one.stop == "its one repetition ran; undecided: a–b"
+    assert one.stop == "the one repetition ran; undecided: a–b"
 
 
 def test_a_campaign_within_its_budget_ends_with_the_search_that_ran_out() -> None:

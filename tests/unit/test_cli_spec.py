@@ -118,6 +118,15 @@ def test_parse_table(capsys: pytest.CaptureFixture[str]) -> None:
     ]
 
 
+def test_parse_table_of_a_description_without_a_version(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "api.raml"
+    spec.write_text("#%RAML 1.0\ntitle: Notes\n/notes:\n  get:\n")
+    assert main(["parse", str(spec)]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "Notes (raml-1.0): 1 operation(s)"
+
+
 def test_plan_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", AUCTION]) == 0
     out = capsys.readouterr().out.splitlines()

@@ -24,7 +24,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     rows = [(op.operation_id, op.method, op.route_path, op.security_label) for op in api.operations]
     header = ("OPERATION", "METHOD", "PATH", "AUTH")
-    print(f"{api.title} {api.version} ({api.source_format}): {len(rows)} operation(s)")
+    named = " ".join(x for x in (api.title, api.version) if x)
+    print(f"{named} ({api.source_format}): {len(rows)} operation(s)")
     for line in aligned(header, [[str(c) for c in r] for r in rows]):
         print(line)
     notes = [p for p in result.problems if p.severity == "note"]

@@ -11,6 +11,7 @@ from gatebench.core.capabilities import engine_warmup_s
 from gatebench.core.measure import FLAGS
 from gatebench.core.model import BASELINE, Measurement, RunKind
 from gatebench.core.plan import Plan, describe_injection
+from gatebench.core.resources import MIN_CPU_S
 from gatebench.core.stats import fmt_rate, format_workload_table, workload_rows
 from gatebench.core.thresholds import evaluate
 from gatebench.local.engines import ENGINES
@@ -91,7 +92,8 @@ def report_lines(outcome: RunOutcome) -> list[str]:
         f"{outcome.wall_s:.0f}s)",
         f"Latencies in ms ({record.environment.get('resolution', 'Gatling records whole milliseconds')}; "
         "the columns average the repetitions); err % = KO / requests; req/s = requests / "
-        "phase duration; wrong = wrong answers over the repetitions (– not checked).",
+        "phase duration; req/CPU-s = requests per gateway CPU-second (– under "
+        f"{MIN_CPU_S:g} CPU-s); wrong = wrong answers over the repetitions (– not checked).",
     ]
     for workload in record.workloads:
         rows = workload_rows(outcome.measurements, workload["name"])

@@ -31,6 +31,7 @@ from gatebench.core.report._format import (
     fmt_signed,
     fmt_value,
 )
+from gatebench.core.resources import MIN_CPU_S
 
 OVERHEAD_METRICS = ("mean", "p50", "p99", "throughput", "error_pct")
 """The metrics of the overhead table (error rate only where there is room)."""
@@ -389,7 +390,7 @@ def cost_table(s: RunSummary) -> Table | None:
         "(its container's, on the cloud path) during the phase; peak memory: the highest "
         "resident set sampled during it (every 0.2 s, and around it). Requests per gateway "
         "CPU-second: the requests one fully busy core of the gateway would serve each second "
-        "(not computed under 0.1 CPU-s). Marked best: among the gateways.",
+        f"(not computed under {MIN_CPU_S:g} CPU-s). Marked best: among the gateways.",
     )
     for w in s.workloads:
         targets = [t for t in s.measured_targets(w) if s.cells[(w, t)].resources]

@@ -135,7 +135,7 @@ class Campaign:
             if self.rounds >= settings.repetitions:
                 n = settings.repetitions
                 self.done[workload] = (
-                    "its one repetition ran" if n == 1 else f"all {n} repetitions ran"
+                    "the one repetition ran" if n == 1 else f"all {n} repetitions ran"
                 )
                 if len(summaries) > 1 and not all_decided(summaries):
                     pairs = ", ".join(f"{a}–{b}" for a, b in undecided_pairs(summaries))
