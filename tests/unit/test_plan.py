@@ -140,6 +140,16 @@ def test_unknown_operation_lists_close_matches(auction: Api) -> None:
     ]
 
 
+def test_a_workload_without_an_operation_says_it_got_nothing(auction: Api) -> None:
+    data = section(workloads=[{"name": "w", "injection": {"at_once": 1}}])
+    assert plan_errors(auction, data) == [
+        (
+            "/x-gatebench/workloads/0/operation",
+            "expected an operationId or 'METHOD /path', got nothing",
+        )
+    ]
+
+
 def test_unknown_key_suggests_the_right_one(auction: Api) -> None:
     assert plan_errors(auction, section(repetiton=10)) == [
         (
@@ -208,6 +218,14 @@ def test_credentials_are_refused(
         ({"ramp": {"users": 10, "duration": "5s"}}, ("ramp", 10, None, 5.0, None)),
         (
             {"constant_rate": {"rate": 20, "duration": "1m"}},
+            ("constant_rate", None, 20.0, 60.0, None),
+        ),
+        (
+            {"constant_rate": {"rate": "20/s", "duration": "1m"}},
+            ("constant_rate", None, 20.0, 60.0, None),
+        ),
+        (
+            {"constant_rate": {"rate": "20 req/s", "duration": "1m"}},
             ("constant_rate", None, 20.0, 60.0, None),
         ),
         ({"concurrent": 5, "duration": "500ms"}, ("concurrent", 5, None, 0.5, None)),

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
 from jsonschema import Draft4Validator, Draft202012Validator
 
-from gatebench.core.synth import closes, synthesize
+from gatebench.core.synth import UUID_PREFIX, closes, numbered, numbered_value, synthesize
 
 
 def test_precedence_const_example_default_enum() -> None:
@@ -185,3 +186,54 @@ def test_read_only_properties_are_not_sent_and_write_only_ones_not_answered() ->
         "name": "example",
         "stamp": "2024-01-01T00:00:00Z",
     }
+
+
+@pytest.mark.parametrize(
+    ("schema", "count", "form"),
+    [
+        ({"type": "string"}, 150, (1, "v", 0)),
+        ({"type": "string", "pattern": "^[A-Z]{3}-[0-9]{4}$"}, 21, (1, "AAA-00", 2)),
+        ({"type": "string", "pattern": "^[A-Z]{3}-[0-9]{4}$"}, 9_999, (1, "AAA-", 4)),
+        ({"type": "string", "pattern": "^ord_[a-z0-9]{8}$"}, 500, (1, "ord_aaaaa", 3)),
+        ({"type": "string", "minLength": 6, "maxLength": 8}, 40, (1, "examp", 2)),
+        ({"type": "string", "format": "uuid"}, 3, (1, UUID_PREFIX, 12)),
+        ({"type": "integer", "minimum": 1, "maximum": 50}, 50, (1, None, 0)),
+        ({"type": "integer", "minimum": 10, "exclusiveMinimum": True}, 5, (11, None, 0)),
+        ({"type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 4}, 3, (1, None, 0)),
+    ],
+)
+def test_numbered_values_valid_for_their_schema(
+    schema: dict[str, Any], count: int, form: tuple[Any, ...]
+) -> None:
+    """A parameter's distinct synthetic values (an import's replay) are valid for its schema:
+    every one of them, not only the first."""
+    assert numbered(schema, count) == form
+    start, prefix, width = form
+    pattern = schema.get("pattern", "")
+    for n in range(start, start + count):
+        value = numbered_value(n, prefix, width)
+        assert re.search(pattern, str(value)), value
+        assert len(str(value)) <= schema.get("maxLength", 99) or prefix is None
+        assert value != "" and (prefix is not None or value <= schema.get("maximum", 1e9))
+
+
+@pytest.mark.parametrize(
+    ("schema", "count"),
+    [
+        ({"type": "string", "pattern": "^[A-Z]{3}-[0-9]{4}$"}, 10_000),  # more than it has
+        ({"type": "string", "pattern": "^[a-z]+$"}, 2),  # no digit fits
+        ({"type": "string", "format": "date"}, 2),
+        ({"type": "integer", "minimum": 1, "maximum": 50}, 51),
+        ({"type": "integer", "multipleOf": 5}, 3),
+        ({"type": "string", "maxLength": 1}, 10),
+        ({"type": "string", "enum": ["a", "b"]}, 2),
+    ],
+)
+def test_no_numbered_form_where_none_is_valid(schema: dict[str, Any], count: int) -> None:
+    assert numbered(schema, count) is None
+
+
+def test_a_numbered_prefix_keeps_to_the_characters_asked() -> None:
+    schema = {"type": "string", "pattern": "^a b [0-9]{3}$"}
+    assert numbered(schema, 5) == (1, "a b 00", 1)
+    assert numbered(schema, 5, prefixes=r"[a-z]*") is None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import random
+import re
 import shutil
 import zipfile
 from collections import Counter
@@ -120,6 +121,61 @@ def test_the_value_distribution_keeps_its_cardinality_and_shape(shop: Api, tmp_p
         got = sum(c for _, c in replayed.most_common(k)) / 30_000
         assert got == pytest.approx(want, abs=0.02), k
     assert len(replayed) == pytest.approx(len(truth), rel=0.15)
+
+
+CATALOG = """
+openapi: 3.0.3
+info: {title: Catalog, version: "1"}
+paths:
+  /skus/{sku}:
+    get:
+      parameters:
+        - {name: sku, in: path, required: true, schema: {type: string, pattern: "^[A-Z]{3}-[0-9]{4}$"}}
+      responses: {"200": {description: ok}}
+  /regions/{region}:
+    get:
+      parameters:
+        - {name: region, in: path, required: true, schema: {type: string, pattern: "^[A-Z]{2}$"}}
+        - name: warehouse
+          in: query
+          required: true
+          style: pipeDelimited
+          schema: {type: array, items: {type: string, enum: [north, south, east]}}
+      responses: {"200": {description: ok}}
+"""
+
+
+def test_synthetic_values_are_valid_for_the_parameters_schema(tmp_path: Path) -> None:
+    """A replay sends values the description accepts: a patterned path parameter's synthetic
+    values (the listed ones and the ``others`` past them) match its pattern; a list of the
+    description's own enum values is kept; where no numbered value fits, the import says so."""
+    (tmp_path / "catalog.yaml").write_text(CATALOG)
+    api = load_spec(tmp_path / "catalog.yaml").api
+    assert api is not None
+    line = '192.0.2.1 - - [31/Jan/2026:12:00:{s:02d} +0000] "GET {path} HTTP/1.1" 200 1 "-" "-"\n'
+    paths = [f"/skus/XYZ-{i:04d}" for i in range(150) for _ in range(1 + (i < 10))]
+    paths += ["/regions/QQ?warehouse=north%7Ceast", "/regions/RR?warehouse=south"] * 2
+    paths += ["/regions/QQ?warehouse=west"]
+    log = tmp_path / "a.log"
+    log.write_text("".join(line.format(s=i % 60, path=p) for i, p in enumerate(paths)))
+    result = imported(api, log)
+    plan = build_plan(result.plan.section, api)
+    found = {w["name"]: w["params"] for w in result.plan.section["workloads"]}
+    sku = found["get_skus_sku"]["sku"]
+    assert sku["list"][:2] == ["AAA-0001", "AAA-0002"] and sku["others"]["count"] == 50
+    document = render_workload(plan, api, build_schedule(plan, {"baseline": "http://x"}, seed=1))
+    spec = next(p for p in document["phases"] if p["workload"] == "get_skus_sku")["params"]["sku"]
+    drawn = {weighted_value(spec, n) for n in range(5_000)}
+    assert len(drawn) > 140 and all(re.fullmatch(r"[A-Z]{3}-[0-9]{4}", v) for v in drawn)
+    assert found["get_regions_region"]["warehouse"] == {
+        "list": ["north|east", "south"],
+        "weights": [2, 2],
+    }
+    assert found["get_regions_region"]["region"] == {"list": ["v1", "v2"], "weights": [3, 2]}
+    assert result.plan.notes[0] == (
+        "get_regions_region: region takes values that its schema refuses (no numbered values fit "
+        "it): give valid ones in params"
+    )
 
 
 def test_past_its_bound_a_parameter_keeps_the_most_frequent_and_estimates_the_rest(

@@ -482,4 +482,87 @@ def _number(schema: dict[str, Any], *, integer: bool) -> float:
     return value
 
 
-__all__ = ["MAX_DEPTH", "closes", "synthesize"]
+UUID_PREFIX = "00000000-0000-4000-8000-"
+"""Numbered UUIDs: this prefix, then the number in 12 digits (a valid version 4 UUID)."""
+_PROBES = 200
+"""Numbers of a numbered form checked against the schema, spread over its range."""
+
+
+def numbered(
+    schema: Any, count: int, prefixes: str | None = None
+) -> tuple[int, str | None, int] | None:
+    """``count`` distinct values valid for a parameter's scalar ``schema``, as a numbered form
+    ``(start, prefix, width)``: whole numbers ``start``, ``start + 1``, ... (prefix None, width
+    0), or text, ``prefix`` then the number padded with zeros to ``width`` digits (a weighted
+    list's ``others`` in a plan). Text takes ``v1``, ``v2``, ... where the schema allows them,
+    else a string made to match its ``pattern`` and lengths with its last characters counted
+    up (``^[A-Z]{3}-[0-9]{4}$``: ``AAA-0001``...). None when no such form is found: a number
+    range too small, a ``multipleOf``, a ``format`` other than uuid, a pattern no numbered
+    text matches. ``prefixes``: a pattern every text prefix must match."""
+    if not isinstance(schema, dict) or count < 1:
+        return None
+    kind = _type(schema)
+    if kind in ("integer", "number"):
+        if schema.get("multipleOf") not in (None, 1):
+            return None
+        start = max(1, int(_number(schema, integer=True)))
+        return (start, None, 0) if _fits(schema, start, None, 0, count) else None
+    if kind not in ("string", None) or "enum" in schema or "const" in schema:
+        return None
+    if schema.get("format") == "uuid":
+        return (1, UUID_PREFIX, 12) if count < 10**12 else None
+    if schema.get("format") is not None:
+        return None
+    digits = len(str(count))
+    sample = _string(schema)
+    forms = [("v", 0)] + [(sample[:-w], w) for w in range(digits, min(len(sample), 18) + 1)]
+    forms += [(sample, digits), ("", digits)]
+    forms = [(p, w) for p, w in forms if prefixes is None or re.fullmatch(prefixes, p)]
+    return next(((1, p, w) for p, w in forms if _fits(schema, 1, p, w, count)), None)
+
+
+def numbered_value(number: int, prefix: str | None, width: int) -> Any:
+    """The value ``number`` of a numbered form (:func:`numbered`)."""
+    return number if prefix is None and not width else f"{prefix or ''}{number:0{width}d}"
+
+
+def _fits(schema: dict[str, Any], start: int, prefix: str | None, width: int, count: int) -> bool:
+    """Whether the numbered form's first, last and :data:`_PROBES` spread values are valid."""
+    last = start + count - 1
+    if width and len(str(last)) > width:
+        return False
+    spread = {start + (count - 1) * i // _PROBES for i in range(_PROBES + 1)}
+    spread |= {start + i for i in range(min(count, 10))}
+    return all(_valid(schema, numbered_value(n, prefix, width)) for n in sorted(spread))
+
+
+def _bound(value: Any) -> float | None:
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _valid(schema: dict[str, Any], value: Any) -> bool:
+    """Whether a scalar ``value`` meets ``schema``'s bounds, lengths and pattern."""
+    if isinstance(value, int):
+        low, high = _bound(schema.get("minimum")), _bound(schema.get("maximum"))
+        ex_low, ex_high = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
+        above = low is None or (value > low if ex_low is True else value >= low)
+        below = high is None or (value < high if ex_high is True else value <= high)
+        strict_low, strict_high = _bound(ex_low), _bound(ex_high)  # OpenAPI 3.1: numbers
+        return (
+            above
+            and below
+            and (strict_low is None or value > strict_low)
+            and (strict_high is None or value < strict_high)
+        )
+    low, high = schema.get("minLength"), schema.get("maxLength")
+    if (isinstance(low, int) and len(value) < low) or (isinstance(high, int) and len(value) > high):
+        return False
+    pattern = schema.get("pattern")
+    if not isinstance(pattern, str):
+        return True
+    if _tree(pattern) is None:  # not one this can check in linear time: said to fit
+        return True
+    return re.search(pattern, value) is not None
+
+
+__all__ = ["MAX_DEPTH", "UUID_PREFIX", "closes", "numbered", "numbered_value", "synthesize"]

@@ -38,6 +38,7 @@ from gatebench.core.errors import Problem, pointer
 from gatebench.core.ir import is_media_type, server_authority_problem
 from gatebench.core.metrics import COST_METRICS, METRICS
 from gatebench.core.policies import JWT_ALGORITHMS
+from gatebench.core.synth import numbered_value
 from gatebench.core.thresholds import bound_of
 from gatebench.core.units import parse_duration, parse_size
 
@@ -507,11 +508,6 @@ CONNECTIONS = Choice(
     "expected 'keep-alive' (a pool of kept-alive connections) or 'new' (a new connection per "
     "request), got {v}",
 )
-PER_SECOND = Number(
-    lambda v: 0 < v <= 1_000_000,
-    "expected requests per second above 0, got {v}",
-    {"exclusiveMinimum": 0},
-)
 ORDER = Choice(("sequential", "random"), "expected 'sequential' or 'random', got {v}")
 VALUES = Rule.of(
     lambda v: isinstance(v, list) and bool(v),
@@ -873,7 +869,8 @@ class RampDoc(Section, title="ramp"):
 class ConstantRateDoc(Section, title="constant_rate"):
     """Requests per second for a duration."""
 
-    rate: Annotated[float, PER_SECOND]
+    rate: Annotated[float, Rate()]
+    """Requests per second: 100/s, 100 req/s or a number."""
     duration: Seconds
     """A duration."""
 
@@ -978,8 +975,10 @@ LIST_WEIGHTS = Items(
     ),
     "expected a list of weights, one per value, got {v}",
 )
+OTHERS_PREFIX = r"^[A-Za-z0-9._~:@!$'()*+,;=-]{0,64}$"
+"""What an ``others`` prefix may hold: it goes into URLs as written."""
 PREFIX = Matching(
-    r"^[A-Za-z0-9._~:@!$'()*+,;=-]{0,64}$",
+    OTHERS_PREFIX,
     "at most 64 letters, digits or URL-safe punctuation (no '/', '%', '?', '#', '&' or space)",
 )
 
@@ -1003,10 +1002,7 @@ class OthersDoc(Section, title="others"):
     def value(self, index: int) -> Any:
         """The ``index``-th of these values (0-based): a whole number, or with a prefix or a
         width, the prefix then the number padded with zeros to ``width`` digits."""
-        number = self.start + index
-        if self.prefix is None and self.width == 0:
-            return number
-        return f"{self.prefix or ''}{number:0{self.width}d}"
+        return numbered_value(self.start + index, self.prefix, self.width)
 
 
 class ParameterDoc(Section, title="a parameter"):

@@ -8,7 +8,8 @@ allows it (``--keep-values``, for every parameter or the ones named) and never w
 parameter is named like a secret or the value looks like a token (a JWT); values the
 description itself enumerates (``enum``, booleans) are its own, not the traffic's. Every other
 value is replaced by a synthetic one with the same frequency: the k-th most frequent value
-becomes the k-th synthetic value (``1``, ``2``, ... or ``v1``, ``v2``, ...), and the values
+becomes the k-th synthetic value (``1``, ``2``, ..., ``v1``, ``v2``, ... or another numbered
+form valid for the parameter's schema: :func:`gatebench.core.synth.numbered`), and the values
 past the most frequent :data:`TOP_VALUES` become ``others`` with their count and share, so a
 cache in front of the API sees the recorded hit rate. Headers, cookies, bodies, addresses and
 user agents are never read into anything.
@@ -24,7 +25,8 @@ from typing import Any
 from urllib.parse import unquote, unquote_plus
 
 from gatebench.core.ir import Api, Operation, Parameter
-from gatebench.core.plan import MAX_REQUESTS, MAX_STEPS
+from gatebench.core.plan import MAX_REQUESTS, MAX_STEPS, OTHERS_PREFIX
+from gatebench.core.synth import numbered, numbered_value, synthesize
 from gatebench.core.traffic._stats import OperationStats, ValueCounts, is_secret_name
 
 TOP_VALUES = 100
@@ -32,8 +34,11 @@ TOP_VALUES = 100
 _WORKLOAD_NAME = re.compile(r"[^A-Za-z0-9_.-]")
 _JWT = re.compile(r"^eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*$")
 _INTEGER = re.compile(r"^-?\d{1,15}$")
+MISFIT = " that its schema refuses (no numbered values fit it): give valid ones in params"
+"""Said of a parameter's synthetic values where none that fit its schema were found."""
+_ITEMS = re.compile(r"[,| ]")
+"""What separates a list parameter's items as it is written (form, pipe- or space-delimited)."""
 _BINARY_MEDIA = re.compile(r"^(application/octet-stream|image/|video/|audio/|application/pdf)")
-UUID_PREFIX = "00000000-0000-4000-8000-"
 
 
 @dataclass(frozen=True)
@@ -71,13 +76,29 @@ class PlanResult:
 
 
 def _schema(param: Parameter | None, api: Api) -> dict[str, Any]:
-    schema: dict[str, Any] = dict(param.schema) if param is not None else {}
+    return _schema_of(param.schema if param is not None else None, api)
+
+
+def _schema_of(found: Any, api: Api) -> dict[str, Any]:
+    schema: dict[str, Any] = dict(found) if isinstance(found, dict) else {}
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/schemas/"):
         target = api.schemas.get(ref.removeprefix("#/schemas/"))
         if isinstance(target, dict):
             schema = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
     return schema
+
+
+def _enumerated(schema: dict[str, Any]) -> set[str] | None:
+    """The texts a schema enumerates (its enum, or a boolean's), None when it does not."""
+    enum = schema.get("enum")
+    if isinstance(enum, list):
+        return {str(e).lower() if isinstance(e, bool) else str(e) for e in enum}
+    return {"true", "false"} if schema.get("type") == "boolean" else None
+
+
+def _is_array(schema: dict[str, Any]) -> bool:
+    return schema.get("type") == "array" or "array" in (schema.get("type") or ())
 
 
 def _typed(text: str, schema: dict[str, Any]) -> Any:
@@ -114,13 +135,14 @@ def value_generator(
     schema = _schema(param, api)
     top = counts.top(TOP_VALUES)
     texts = [(unquote_plus(v) if query else unquote(v)) if decode else v for v, _ in top]
-    enum = schema.get("enum")
-    enumerable = isinstance(enum, list) or schema.get("type") == "boolean"
     shown = f"{counts.distinct:,}{'' if counts.exact else ' (estimated)'} distinct values"
-    if enumerable:
-        allowed = {str(e) for e in enum} if isinstance(enum, list) else {"true", "false"}
+    allowed = _enumerated(schema)
+    items = _enumerated(_schema_of(schema.get("items"), api)) if _is_array(schema) else None
+    if allowed is not None or items is not None:
         pairs = [
-            (_typed(t, schema), c) for t, (_, c) in zip(texts, top, strict=True) if t in allowed
+            (_typed(t, schema), c)
+            for t, (_, c) in zip(texts, top, strict=True)
+            if t in (allowed or ()) or (items is not None and set(_ITEMS.split(t)) <= items)
         ]
         if not pairs:
             return None, ""
@@ -132,7 +154,6 @@ def value_generator(
     rest_count = max(0, counts.distinct - listed)
     rest_weight = max(0, counts.total - listed_total)
     integer = schema.get("type") in ("integer", "number")
-    uuid = schema.get("format") == "uuid"
     if kept:
         values = [_typed(t, schema) for t in texts]
         if integer and all(isinstance(v, int) for v in values):
@@ -142,19 +163,16 @@ def value_generator(
             others = _others(rest_count, rest_weight, start=1, prefix="gb-")
         what = "recorded values (--keep-values)"
     else:
-        start = _synthetic_start(schema)
-        if integer:
-            values = list(range(start, start + listed))
-            others = _others(rest_count, rest_weight, start=start + listed)
-        elif uuid:
-            values = [f"{UUID_PREFIX}{n:012d}" for n in range(1, listed + 1)]
-            others = _others(
-                rest_count, rest_weight, start=listed + 1, prefix=UUID_PREFIX, width=12
-            )
-        else:
-            values = [f"v{n}" for n in range(1, listed + 1)]
-            others = _others(rest_count, rest_weight, start=listed + 1, prefix="v")
-        what = "synthetic values with the recorded frequencies"
+        form = numbered(schema, listed + rest_count, OTHERS_PREFIX)
+        fits = form is not None
+        start, prefix, width = form or (
+            (_synthetic_start(schema), None, 0) if integer else (1, "v", 0)
+        )
+        values = [numbered_value(start + i, prefix, width) for i in range(listed)]
+        if not fits and listed + rest_count == 1:  # one value: the schema's own example fits
+            values, fits = [synthesize(schema, api.schemas)], True
+        others = _others(rest_count, rest_weight, start=start + listed, prefix=prefix, width=width)
+        what = "synthetic values with the recorded frequencies" + ("" if fits else MISFIT)
     comment = f"{shown}; {what}"
     if counts.distinct == 1 and others is None:
         return values[0], comment
@@ -272,6 +290,9 @@ def build_section(
         workload["injection"] = {"arrivals": arrivals}
         workloads.append(workload)
         result.comments[name] = [*_describe(op, stats, counts, this_step), *comments]
+        result.notes += [
+            f"{name}: {c.split(':')[0]} takes values{MISFIT}" for c in comments if MISFIT in c
+        ]
         labels.update(p for p in op.security_label.split("+") if p != "none")
     section["workloads"] = workloads
     auth = _auth(labels)
