@@ -47,6 +47,22 @@ def test_validate_prints_one_line_per_problem_and_exits_1(
     assert err == "1 error(s), 3 warning(s)\n"
 
 
+def test_validate_counts_notes_apart_from_warnings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "api.yaml"
+    spec.write_text(
+        "openapi: 3.1.0\ninfo: {title: t, version: '1'}\n"
+        "webhooks:\n  ping:\n    post: {responses: {'200': {description: ok}}}\n"
+        "paths:\n  /a:\n    get: {responses: {'200': {description: ok}}}\n",
+        encoding="utf-8",
+    )
+    assert main(["validate", str(spec)]) == 0
+    out, err = capsys.readouterr()
+    assert ": note: /webhooks: 1 webhook(s) skipped" in out
+    assert err == "0 error(s), 0 warning(s), 1 note(s); 1 operation(s)\n"
+
+
 def test_validate_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec = tmp_path / "api.json"
     spec.write_text(

@@ -50,7 +50,10 @@ def run(args: argparse.Namespace) -> int:
             print(p.format(result.spec_name or args.spec))
         if not args.quiet:
             ops = len(result.api.operations) if result.api else 0
-            summary = f"{len(errors)} error(s), {len(problems) - len(errors)} warning(s)"
+            warnings = sum(p.severity == "warning" for p in problems)
+            notes = len(problems) - len(errors) - warnings
+            summary = f"{len(errors)} error(s), {warnings} warning(s)"
+            summary += f", {notes} note(s)" if notes else ""
             if result.api is not None:
                 summary += f"; {ops} operation(s)"
                 summary += "; plan ok" if plan_checked else ""
