@@ -138,9 +138,16 @@ def test_parse_table_of_a_description_without_a_version(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     spec = tmp_path / "api.raml"
-    spec.write_text("#%RAML 1.0\ntitle: Notes\n/notes:\n  get:\n")
+    spec.write_text(
+        "#%RAML 1.0\ntitle: Notes\nx-gatebench:\n  workloads:\n"
+        "    - {name: w, operation: GET /notes, injection: {at_once: 1}}\n/notes:\n  get:\n"
+    )
     assert main(["parse", str(spec)]) == 0
     assert capsys.readouterr().out.splitlines()[0] == "Notes (raml-1.0): 1 operation(s)"
+    assert main(["plan", str(spec)]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "Benchmark plan for 'Notes' (raml-1.0, 1 operation)"
+    )
 
 
 def test_plan_command(capsys: pytest.CaptureFixture[str]) -> None:

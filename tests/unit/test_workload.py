@@ -432,3 +432,57 @@ def test_multipart_parts_from_the_description(tmp_path: Path) -> None:
         ("labels", "b", None),
         ("meta", '{"k": "example"}', "application/json"),
     ]
+
+
+UPLOAD = """
+openapi: 3.0.3
+info: {title: t, version: "1"}
+paths:
+  /files:
+    post:
+      operationId: upload
+      requestBody:
+        required: true
+        content:
+          multipart/form-data:
+            schema: {$ref: "#/components/schemas/Upload"}
+      responses: {"201": {description: ok}}
+components:
+  schemas:
+    Upload:
+      type: object
+      required: [file, label]
+      properties:
+        file: {type: string, format: binary}
+        label: {type: string, example: cat}
+        note: {type: string}
+x-gatebench:
+  gateways: [nginx]
+  workloads: [{name: w, operation: upload, injection: {at_once: 1}BODY}]
+"""
+
+
+def test_multipart_parts_through_a_reference_and_the_required_parts_a_plan_leaves_out(
+    tmp_path: Path,
+) -> None:
+    """A multipart schema written as a $ref is read through it: its file went out as the text
+    'example'. A multipart body the plan writes keeps the parts the description requires and
+    the plan leaves out, as a required parameter the plan leaves out is sent."""
+    parts = _body_of(UPLOAD.replace("BODY", ""), tmp_path)["parts"]
+    assert [(p["name"], p.get("size"), p.get("parts")) for p in parts] == [
+        ("file", 1024, None),
+        ("label", None, [{"text": "cat"}]),
+        ("note", None, [{"text": "example"}]),
+    ]
+    sized = UPLOAD.replace("BODY", ", body: {multipart: {file: {size: 64kB}}}")
+    parts = _body_of(sized, tmp_path)["parts"]
+    assert [(p["name"], p.get("size"), p.get("parts")) for p in parts] == [
+        ("file", 64_000, None),
+        ("label", None, [{"text": "cat"}]),
+    ]
+    given = UPLOAD.replace("BODY", ", body: {multipart: {label: {value: dog}}}")
+    parts = _body_of(given, tmp_path)["parts"]
+    assert [(p["name"], p.get("size"), p.get("parts")) for p in parts] == [
+        ("label", None, [{"text": "dog"}]),
+        ("file", 1024, None),
+    ]

@@ -85,6 +85,15 @@ def closes(schema: Any, schemas: dict[str, Any] | None = None) -> bool:
     return True
 
 
+def dereferenced(schema: Any, schemas: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with its ``$ref`` (``#/schemas/<name>``) followed once, its siblings kept;
+    ``{}`` for anything but a mapping or an unknown reference."""
+    if not isinstance(schema, dict):
+        return {}
+    found, _ = _resolve(schema, schemas, ())
+    return dict(found) if isinstance(found, dict) else {}
+
+
 def _resolve(schema: dict[str, Any], schemas: dict[str, Any], seen: tuple[str, ...]) -> Any:
     ref = schema.get("$ref")
     if not isinstance(ref, str):
@@ -565,4 +574,12 @@ def _valid(schema: dict[str, Any], value: Any) -> bool:
     return re.search(pattern, value) is not None
 
 
-__all__ = ["MAX_DEPTH", "UUID_PREFIX", "closes", "numbered", "numbered_value", "synthesize"]
+__all__ = [
+    "MAX_DEPTH",
+    "UUID_PREFIX",
+    "closes",
+    "dereferenced",
+    "numbered",
+    "numbered_value",
+    "synthesize",
+]

@@ -54,7 +54,7 @@ from gatebench.core.plan import BodySpec, Generator, Injection, Plan, Warmup, Wo
 from gatebench.core.plan._traffic import scaled_counts
 from gatebench.core.renderers import jit_warmups, rewrites_request_target
 from gatebench.core.styles import form_body, serialized
-from gatebench.core.synth import synthesize
+from gatebench.core.synth import dereferenced, synthesize
 from gatebench.core.trust import CEILING_TARGET
 
 FORMAT = "gatebench-workload/1"
@@ -944,7 +944,7 @@ def _body(op: Operation, body: BodySpec, api: Api) -> dict[str, Any]:
                 typed = {"content_type": part.content_type} if part.content_type else {}
                 text_part = {"name": part.name, "parts": _text_template(str(part.value), "raw")}
                 parts.append({**text_part, **typed})
-        return {"kind": "multipart", "parts": parts}
+        return {"kind": "multipart", "parts": parts + _required_parts(op, body, api)}
     # example / synthesized: from the description itself
     content = op.request_body.content if op.request_body else ()
     media = next((m for m in content if m.media_type == body.media_type), None) or (
@@ -961,7 +961,8 @@ def _body(op: Operation, body: BodySpec, api: Api) -> dict[str, Any]:
         value = synthesize(media.schema or {}, api.schemas)
     media_type = media.media_type
     if bare_media_type(media_type) == "multipart/form-data" and isinstance(value, dict):
-        return {"kind": "multipart", "parts": _described_parts(value, media.schema or {})}
+        schema = dereferenced(media.schema, api.schemas)
+        return {"kind": "multipart", "parts": _described_parts(value, schema)}
     if bare_media_type(media_type) == "application/x-www-form-urlencoded" and isinstance(
         value, dict
     ):
@@ -972,6 +973,25 @@ def _body(op: Operation, body: BodySpec, api: Api) -> dict[str, Any]:
     else:
         text = value
     return {"kind": "template", "content_type": media_type, "parts": [{"text": text}]}
+
+
+def _required_parts(op: Operation, body: BodySpec, api: Api) -> list[dict[str, Any]]:
+    """The parts a multipart body the plan writes leaves out and the description requires,
+    as the description gives them (as a required parameter the plan leaves out is sent)."""
+    content = op.request_body.content if op.request_body else ()
+    media = next(
+        (m for m in content if bare_media_type(m.media_type) == "multipart/form-data"), None
+    )
+    schema = dereferenced(media.schema, api.schemas) if media is not None else {}
+    required = schema.get("required")
+    if not isinstance(required, list):
+        return []
+    given = {part.name for part in body.parts}
+    value = synthesize(schema, api.schemas)
+    if not isinstance(value, dict):
+        return []
+    left_out = {k: v for k, v in value.items() if k in required and k not in given}
+    return _described_parts(left_out, schema)
 
 
 def _described_parts(value: dict[str, Any], schema: dict[str, Any]) -> list[dict[str, Any]]:

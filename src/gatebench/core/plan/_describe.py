@@ -13,8 +13,10 @@ def describe_plan(plan: Plan, api: Api) -> list[str]:
     """The plan in a few lines, for people (``gatebench plan``, ``make demo``)."""
     from gatebench.core.units import format_duration, format_size
 
+    n = len(api.operations)
     lines = [
-        f"Benchmark plan for {api.title or 'the API'!r} ({api.source_format}, {len(api.operations)} operations)"
+        f"Benchmark plan for {api.title or 'the API'!r} ({api.source_format}, {n} "
+        f"operation{'' if n == 1 else 's'})"
     ]
     targets = ", ".join(plan.gateways) or "no gateway"
     if plan.baseline:

@@ -26,7 +26,7 @@ from urllib.parse import unquote, unquote_plus
 
 from gatebench.core.ir import Api, Operation, Parameter
 from gatebench.core.plan import MAX_REQUESTS, MAX_STEPS, OTHERS_PREFIX
-from gatebench.core.synth import numbered, numbered_value, synthesize
+from gatebench.core.synth import dereferenced, numbered, numbered_value, synthesize
 from gatebench.core.traffic._stats import OperationStats, ValueCounts, is_secret_name
 
 TOP_VALUES = 100
@@ -80,13 +80,7 @@ def _schema(param: Parameter | None, api: Api) -> dict[str, Any]:
 
 
 def _schema_of(found: Any, api: Api) -> dict[str, Any]:
-    schema: dict[str, Any] = dict(found) if isinstance(found, dict) else {}
-    ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/schemas/"):
-        target = api.schemas.get(ref.removeprefix("#/schemas/"))
-        if isinstance(target, dict):
-            schema = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
-    return schema
+    return dereferenced(found, api.schemas)
 
 
 def _enumerated(schema: dict[str, Any]) -> set[str] | None:
