@@ -188,6 +188,15 @@ def test_api_paths_that_are_not_runs(served: Served, path: str, status: int) -> 
     assert body["errors"][0]["message"]
 
 
+def test_an_unknown_api_route_lists_every_route_the_server_answers(served: Served) -> None:
+    got, body = served.json("GET", "/api/nothing")
+    assert (got, body["errors"][0]["message"]) == (
+        404,
+        "no API route 'nothing'; routes: runs, runs/{id}, runs/{id}/view, runs/{id}/report, "
+        "runs/{id}/scale, compare?a=ID&b=ID, validate, uploads",
+    )
+
+
 def test_an_absolute_form_request_target_is_refused(served: Served) -> None:
     status, _, _ = served.request("GET", "http://evil.example/")
     assert status == 400

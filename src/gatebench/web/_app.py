@@ -148,7 +148,8 @@ def not_found() -> Answer:
     """A 404 that lists the API's routes when the path is under the API."""
     if not raw_path().startswith(dashboard().api_base + "/"):
         return refusal(404, "not found")
-    routes = READ_ROUTES if "read" in current_app.blueprints else UPLOAD_ROUTES
+    mounted = {"read": READ_ROUTES, "upload": UPLOAD_ROUTES}
+    routes = ", ".join(r for name, r in mounted.items() if name in current_app.blueprints)
     return refusal(404, f"no API route {_api_path()[:100]!r}; routes: {routes}")
 
 
