@@ -745,6 +745,48 @@ traits:
     )
 
 
+def test_raml_library_resource_types_and_traits_name_their_own_declarations(
+    tmp_path: Path,
+) -> None:
+    """A library's resource type names its library's trait and parent resource type, and its
+    trait its types, without the namespace (RAML 1.0 Libraries): the resource type was
+    refused ('unknown trait') and the trait's parameters read as any value."""
+    (tmp_path / "lib.raml").write_text(
+        "#%RAML 1.0 Library\n"
+        "types:\n  Sort:\n    enum: [asc, desc]\n  Page:\n    type: integer\n    minimum: 1\n"
+        "traits:\n  paged:\n    queryParameters:\n      page: Page\n      sort?: Sort\n"
+        "resourceTypes:\n  base:\n    get:\n      responses:\n        200:\n"
+        "          body:\n            application/json:\n              type: Page\n"
+        "  item:\n    type: base\n    get:\n      is: [paged]\n"
+        "  coll:\n    get:\n      responses:\n        200:\n          body:\n"
+        "            application/json:\n              type: <<item>>[]\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "api.raml").write_text(
+        "#%RAML 1.0\ntitle: T\nuses:\n  lib: lib.raml\n"
+        "types:\n  Page: string\n"
+        "/a:\n  type: lib.item\n/b:\n  get:\n    is: [lib.paged]\n/c:\n  get:\n"
+        "    queryParameters:\n      page: Page\n/d:\n  type: {lib.coll: {item: Page}}\n",
+        encoding="utf-8",
+    )
+    result = read_spec(tmp_path / "api.raml")
+    api = api_of(result)
+    assert not result.problems
+    for path in ("/a", "/b"):
+        query = {p.name: (p.required, p.schema) for p in op(api, "GET", path).query_params}
+        assert query == {
+            "page": (True, {"$ref": "#/schemas/lib.Page"}),
+            "sort": (False, {"$ref": "#/schemas/lib.Sort"}),
+        }, path
+    [answer] = op(api, "GET", "/a").responses
+    assert answer.content[0].schema == {"$ref": "#/schemas/lib.Page"}
+    # outside what a library applies, a name is the main document's own, and so is a type
+    # the main document gives a library's resource type as a <<parameter>>
+    assert op(api, "GET", "/c").query_params[0].schema == {"$ref": "#/schemas/Page"}
+    [listed] = op(api, "GET", "/d").responses
+    assert listed.content[0].schema == {"type": "array", "items": {"$ref": "#/schemas/Page"}}
+
+
 def test_raml_errors_are_located(tmp_path: Path) -> None:
     (tmp_path / "api.raml").write_text(
         "#%RAML 1.0\ntitle: x\n/a:\n  type: missing\n  fetch:\n  /{id}:\n    uriParameters:\n      other: string\n    get:\n",

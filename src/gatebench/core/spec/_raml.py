@@ -25,6 +25,7 @@ import copy
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from gatebench.core.errors import Problem, Severity, SpecSyntaxError
@@ -499,7 +500,8 @@ class RamlBuilder:
                 "resourcePathName": _path_name(path, self.version),
                 **args,
             }
-            body = _substitute(copy.deepcopy(decl), params) if isinstance(decl, dict) else {}
+            ours = self._qualified(copy.deepcopy(decl), name, resource=True)
+            body = _substitute(ours, params) if isinstance(decl, dict) else {}
             ref = body.pop("type", None) if isinstance(body, dict) else None
             merged = _merge_resource(merged, body)
         return merged
@@ -547,7 +549,7 @@ class RamlBuilder:
                 "methodName": method,
                 **args,
             }
-            trait = _substitute(copy.deepcopy(found[0]), params)
+            trait = _substitute(self._qualified(copy.deepcopy(found[0]), name), params)
             if isinstance(trait, dict):
                 method_def = _deep_merge(trait, method_def)
         template_vars = _TEMPLATE_VAR.findall(path)
@@ -788,7 +790,110 @@ class RamlBuilder:
                 return namespace + name
         return name
 
+    def _qualified(self, body: Any, name: str, *, resource: bool = False) -> Any:
+        """A library's trait or resource type (``name``), as applied outside the library: the
+        types, traits and resource types it names without the namespace are the library's,
+        so they get it (``page: Page`` in ``lib.paged`` is ``lib.Page``), before its
+        ``<<parameters>>`` take the values the caller gives."""
+        namespace = next((ns for ns in self.namespaces.values() if name.startswith(ns)), None)
+        if namespace is None or not isinstance(body, dict):
+            return body
+        qualify = _Qualify(namespace, self.types, self.traits, self.resource_types)
+        if not resource:
+            return qualify.method(body)
+        out = {
+            k: qualify.method(v) if k.rstrip("?") in RAML_METHODS else v for k, v in body.items()
+        }
+        if "type" in out:
+            out["type"] = qualify.ref(out["type"], self.resource_types)
+        if "is" in out:
+            out["is"] = qualify.refs(out["is"])
+        if "uriParameters" in out:
+            out["uriParameters"] = qualify.params(out["uriParameters"])
+        return out
+
     # -- ids --------------------------------------------------------------------------------
+
+
+_TYPE_NAME = re.compile(r"(?<![<\w.!-])[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*(?![\w.>-])")
+"""A type's name in a type expression, not a ``<<parameter>>`` nor its ``!function``."""
+
+
+@dataclass(frozen=True)
+class _Qualify:
+    """Gives a library's own names their namespace, in the places a trait or a resource
+    type names types (parameters, bodies, responses), traits (``is``) and resource types."""
+
+    namespace: str
+    types: dict[str, Any]
+    traits: dict[str, Any]
+    resource_types: dict[str, Any]
+
+    def type(self, value: Any) -> Any:
+        """A type declaration: an expression (``Page[] | Sort``) or a mapping of facets."""
+        if isinstance(value, str):
+            if value.lstrip().startswith(("{", "<")):  # an inline JSON or XML schema
+                return value
+            ours = lambda m: self.namespace + m[0] if self.namespace + m[0] in self.types else m[0]  # noqa: E731
+            return _TYPE_NAME.sub(ours, value)
+        if isinstance(value, list):
+            return [self.type(v) for v in value]
+        if not isinstance(value, dict):
+            return value
+        out = {k: self.type(v) if k in ("type", "items", "schema") else v for k, v in value.items()}
+        if isinstance(out.get("properties"), dict):
+            out["properties"] = self.params(out["properties"])
+        return out
+
+    def params(self, value: Any) -> Any:
+        return {k: self.type(v) for k, v in value.items()} if isinstance(value, dict) else value
+
+    def body(self, value: Any) -> Any:
+        if isinstance(value, dict) and any("/" in str(k) for k in value):
+            return {k: self.type(v) for k, v in value.items()}  # by media type
+        return self.type(value)
+
+    def ref(self, value: Any, table: dict[str, Any]) -> Any:
+        name, args = _ref_and_args(value)
+        if self.namespace + name not in table:
+            return value
+        return (
+            self.namespace + name if not isinstance(value, dict) else {self.namespace + name: args}
+        )
+
+    def refs(self, value: Any) -> Any:
+        listed = value if isinstance(value, list) else [value]
+        return [self.ref(v, self.traits) for v in listed]
+
+    def method(self, value: Any) -> Any:
+        """A method, or a trait (what it adds to one)."""
+        if not isinstance(value, dict):
+            return value
+        out = dict(value)
+        for key in ("queryParameters", "headers", "uriParameters", "baseUriParameters"):
+            if key in out:
+                out[key] = self.params(out[key])
+        if "queryString" in out:
+            out["queryString"] = self.type(out["queryString"])
+        if "body" in out:
+            out["body"] = self.body(out["body"])
+        if "is" in out:
+            out["is"] = self.refs(out["is"])
+        if isinstance(out.get("responses"), dict):
+            out["responses"] = {
+                code: self._response(answer) for code, answer in out["responses"].items()
+            }
+        return out
+
+    def _response(self, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        out = dict(value)
+        if "body" in out:
+            out["body"] = self.body(out["body"])
+        if "headers" in out:
+            out["headers"] = self.params(out["headers"])
+        return out
 
 
 def _ref_and_args(ref: Any) -> tuple[str, dict[str, Any]]:
