@@ -316,6 +316,30 @@ def test_content_checks(served: Served) -> None:
     assert listed == {"runs": []}  # nothing was queued
 
 
+def test_a_plan_whose_credential_the_server_lacks_is_refused_before_it_is_queued(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runs read the server's environment: an unset credential variable would fail the
+    run at once, after the form said the upload was fine."""
+    auction = (EXAMPLES / "auction" / "openapi.yaml").read_bytes()
+    monkeypatch.delenv("AUCTION_TOKEN", raising=False)
+    for route in ("validate", "uploads"):
+        status, body = served.upload(route, auction, "name=auction.yaml")
+        assert status == 409, route
+        assert [(e["pointer"], e["message"], e["source"]) for e in body["errors"]] == [
+            (
+                "/x-gatebench/auth",
+                "environment variable AUCTION_TOKEN is not set; the plan's auth reads the "
+                "credential from it when requests are sent (export AUCTION_TOKEN=...); the runs "
+                "of gatebench serve read its environment: start it with the variable set",
+                "auction.yaml",
+            )
+        ]
+    assert served.json("GET", "/api/runs")[1] == {"runs": []}
+    monkeypatch.setenv("AUCTION_TOKEN", "t0ken")
+    assert served.upload("validate", auction, "name=auction.yaml")[0] == 200
+
+
 def test_valid_uploads_queue_one_after_the_other(served: Served) -> None:
     status, first = served.upload("uploads", PETSTORE, "name=petstore.yaml&quick=1")
     assert status == 202

@@ -38,6 +38,7 @@ from gatebench.core.spec import DEFAULT_LIMITS, Limits
 from gatebench.kinds._live._report import render_scale_html, stored_scale_document
 from gatebench.kinds.request import (
     UPLOAD_PREFIX,
+    CheckedUpload,
     UploadRejected,
     check_upload,
     run_request_from_query,
@@ -94,6 +95,9 @@ class Dashboard:
     """How the local server reads and checks a body (its parse slots); None: at once."""
     api_base: str = ""
     """Where the APIs are mounted (``/api`` locally, the root in a function)."""
+    refusals: Callable[[CheckedUpload], list[Problem]] = lambda upload: []
+    """What this server cannot run of a valid upload (the local server: a credential
+    variable its environment lacks); nothing on the cloud path, whose testers read their own."""
 
 
 def dashboard() -> Dashboard:
@@ -308,6 +312,9 @@ def upload() -> Answer:
             checked = check_upload(body, request.args.get("name"), asked, limits=limits)
         except UploadRejected as exc:
             return problems(400, exc.problems)
+        refused = state.refusals(checked)
+        if refused:
+            return problems(409, refused)
         if route == "validate":
             return checked.summary(local_gateways=state.local_gateways), 200, []
         assert state.acceptor is not None

@@ -35,12 +35,13 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+import os
 import sys
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,7 @@ from gatebench.core.spec import DEFAULT_LIMITS
 from gatebench.kinds.request import UPLOAD_PREFIX, CheckedUpload, UploadRejected
 from gatebench.local.bucket import LocalBucket, PutRefused
 from gatebench.local.queue import QueueFull, RunQueue
+from gatebench.run.stages.parse import environment_problems
 from gatebench.store import ResultStore
 from gatebench.web._app import Dashboard, dashboard, new_app, query, raw_path, read_api, upload_api
 from gatebench.web._limits import ServeLimits
@@ -166,6 +168,16 @@ class Local(Dashboard):
 
     def base_url(self) -> str:
         return f"http://{request.host}"
+
+
+def _unset_credentials(upload: CheckedUpload) -> list[Problem]:
+    """The credential variables the upload's plan reads and this server's environment, which
+    its runs inherit, lacks: the run would fail at once."""
+    where = upload.spec.benchmark_loc
+    found = environment_problems(upload.run_plan, os.environ, *([where.pointer] if where else []))
+    said = "; the runs of gatebench serve read its environment: start it with the variable set"
+    source = where.doc if where is not None else upload.name
+    return [replace(p, message=p.message + said, source=source) for p in found]
 
 
 def local() -> Local:
@@ -506,6 +518,7 @@ def build_server(
         loopback_only=is_loopback(host),
         limits=limits,
         log=log,
+        refusals=_unset_credentials,
     )
     state.acceptor = lambda: (
         SignedUploads(bucket.signer(state.base_url()), prefix=UPLOAD_PREFIX)

@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from gatebench.core.api_keys import with_api_keys
+from gatebench.core.api_keys import api_key_envs, key_problems, with_api_keys
 from gatebench.core.capabilities import injection_problem, token_pool_problem
-from gatebench.core.errors import RunError
+from gatebench.core.errors import Problem, RunError
 from gatebench.core.fairness import plan_concurrency
 from gatebench.core.model import RunStatus
 from gatebench.core.plan import Plan
 from gatebench.core.policies import PolicySet
 from gatebench.core.renderers._base import DEFAULT_CONCURRENCY
+from gatebench.core.spec import BENCH_KEY
 from gatebench.core.tokens import SIGNED_TOKEN_ENV, SIGNED_TOKENS_FILE_ENV
 from gatebench.run._base import Stage
 
@@ -97,22 +98,47 @@ def check_engine_supports(engine_name: str, plan: Plan) -> None:
 
 
 def check_secrets(plan: Plan) -> None:
-    names = [
-        n
-        for n in (
-            plan.auth.bearer_env,
-            plan.auth.basic_username_env,
-            plan.auth.basic_password_env,
-            plan.auth.api_key_env,
-        )
-        if n
-    ]
-    missing = [n for n in names if not os.environ.get(n)]
+    missing = _unset_auth(plan, os.environ)
     if missing:
-        raise RunError(
-            f"environment variable {missing[0]} is not set; the plan's auth reads the credential "
-            f"from it when requests are sent (export {missing[0]}=...)"
-        )
+        raise RunError(missing[0])
+
+
+def _unset_auth(plan: Plan, environ: Mapping[str, str]) -> list[str]:
+    names = (
+        plan.auth.bearer_env,
+        plan.auth.basic_username_env,
+        plan.auth.basic_password_env,
+        plan.auth.api_key_env,
+    )
+    return [
+        f"environment variable {n} is not set; the plan's auth reads the credential from it "
+        f"when requests are sent (export {n}=...)"
+        for n in names
+        if n and not environ.get(n)
+    ]
+
+
+def _unset_signing_key(name: str) -> str:
+    return (
+        f"environment variable {name} is not set; auth.jwt signs the tokens with the PEM "
+        f'private key it holds (export {name}="$(cat key.pem)")'
+    )
+
+
+def environment_problems(
+    plan: Plan, environ: Mapping[str, str], base: str = "/" + BENCH_KEY
+) -> list[Problem]:
+    """What this stage would refuse of ``environ`` for ``plan``: every credential variable
+    the plan's auth reads that is unset, and the API keys its policies read, each at its key
+    (``gatebench serve`` says it before a run is queued, not when the run fails at once);
+    ``base``: where the plan is."""
+    out = [Problem(f"{base}/auth", m) for m in _unset_auth(plan, environ)]
+    signing = plan.auth.jwt_private_key_env
+    if signing and not environ.get(signing):
+        out.append(Problem(f"{base}/auth/jwt", _unset_signing_key(signing)))
+    for env in api_key_envs(plan.policies):
+        out += [Problem(f"{base}/policies", m) for m in key_problems(env, environ.get(env))]
+    return out
 
 
 @contextlib.contextmanager
@@ -132,10 +158,7 @@ def signed_tokens(plan: Plan, outcome: RunOutcome) -> Iterator[Plan]:
         return
     pem = os.environ.get(name)
     if not pem:
-        raise RunError(
-            f"environment variable {name} is not set; auth.jwt signs the tokens with the PEM "
-            f'private key it holds (export {name}="$(cat key.pem)")'
-        )
+        raise RunError(_unset_signing_key(name))
     try:
         signer = signer_from_spec(signing_spec(plan, load_seconds(plan.to_dict())), pem)
     except TokenSignerError as exc:
@@ -160,4 +183,11 @@ def signed_tokens(plan: Plan, outcome: RunOutcome) -> Iterator[Plan]:
             os.environ.pop(SIGNED_TOKENS_FILE_ENV, None)
 
 
-__all__ = ["Parse", "Parsed", "check_engine_supports", "check_secrets", "signed_tokens"]
+__all__ = [
+    "Parse",
+    "Parsed",
+    "check_engine_supports",
+    "check_secrets",
+    "environment_problems",
+    "signed_tokens",
+]
