@@ -162,6 +162,12 @@ def test_the_verdict_of_a_change_compares_the_gateways() -> None:
     )
     slow = {**close, "plan": {"probe_interval_s": 0.01}}  # a finer probe tells them apart
     assert scale_summary(slow)[0][2].startswith("New routes answered soonest through nginx")
+    # two within one probe round at one end: both named, no order between them
+    ends = {"changes": [*close["changes"], change("haproxy", 0, {"a": 0.4, "b": 0.6})]}
+    assert scale_summary(ends)[0][2] == (
+        "New routes answered soonest through envoy and nginx (medians 0.1 to 0.13 s, within "
+        "one probe round of 0.05 s) and last through haproxy (median 0.5 s, slowest 0.6 s)."
+    )
     doc["changes"][1] = change("envoy", 1, {"a": 0.2, "b": None})
     doc["changes"][2]["failures"] = 1200
     verdict, _ = scale_summary(doc)

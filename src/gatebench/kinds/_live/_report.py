@@ -473,10 +473,11 @@ def change_verdict(changes: Sequence[Mapping[str, Any]], resolution_s: float = 0
         if (m := _median_new_route_s(c)) is not None
     )
     if len(timed) >= 2 and timed[-1][0] - timed[0][0] > resolution_s:
-        (m1, g1, s1), (m2, g2, s2) = timed[0], timed[-1]
+        first = [t for t in timed if t[0] - timed[0][0] <= resolution_s]
+        last = [t for t in timed if timed[-1][0] - t[0] <= resolution_s and t not in first]
         out.append(
-            f"New routes answered soonest through {g1} ({_when(m1, s1)}) and last through "
-            f"{g2} ({_when(m2, s2)})."
+            f"New routes answered soonest through {_group(first, resolution_s)} and last "
+            f"through {_group(last, resolution_s)}."
         )
     elif len(timed) >= 2:
         low, high = timed[0][0], timed[-1][0]
@@ -498,6 +499,18 @@ def probe_interval_s(document: Mapping[str, Any]) -> float:
     plan = document.get("plan")
     found = plan.get("probe_interval_s") if isinstance(plan, Mapping) else None
     return float(found) if isinstance(found, int | float) else LoadSettings().probe_interval_s
+
+
+def _group(timed: Sequence[tuple[float, str, float | None]], resolution_s: float) -> str:
+    """Gateways whose new routes answered within one probe round of each other: one is named
+    with its median and slowest, several with their medians (no order among them)."""
+    if len(timed) == 1:
+        m, g, s = timed[0]
+        return f"{g} ({_when(m, s)})"
+    low, high = timed[0][0], timed[-1][0]
+    medians = f"{_fmt(low)} s" if _fmt(low) == _fmt(high) else f"{_fmt(low)} to {_fmt(high)} s"
+    names = _names(sorted(g for _m, g, _s in timed))
+    return f"{names} (medians {medians}, within one probe round of {resolution_s:g} s)"
 
 
 def _when(median_s: float, slowest_s: float | None) -> str:
