@@ -174,3 +174,25 @@ def test_a_data_set_outside_the_plans_folder_is_refused(shop: Api, tmp_path: Pat
     with pytest.raises(TrafficError) as err:
         import_traffic(shop, [tmp_path / "p.jmx"], ImportOptions(), spec_ref=None)
     assert "'../secrets.csv' is outside the plan's folder" in err.value.problems[0].message
+
+
+def test_synthetic_values_of_a_csv_data_set_are_valid_for_the_parameter(tmp_path: Path) -> None:
+    """A column that feeds a parameter with a pattern gets numbered values that match it
+    (``1``..``4`` did not), as an access log's values do."""
+    spec = (DATA / "traffic" / "shop.yaml").read_text()
+    typed = "{name: itemId, in: path, required: true, schema: {type: integer}}"
+    assert typed in spec
+    patterned = (
+        "{name: itemId, in: path, required: true, schema: {type: string, pattern: '^SKU[0-9]{5}$'}}"
+    )
+    (tmp_path / "shop.yaml").write_text(spec.replace(typed, patterned))
+    api = load_spec(tmp_path / "shop.yaml").api
+    assert api is not None
+    for name in ("csv_data_set.jmx", "items.csv"):
+        (tmp_path / name).write_bytes((JMX / name).read_bytes())
+    result = import_traffic(api, [tmp_path / "csv_data_set.jmx"], ImportOptions(), spec_ref=None)
+    found = workloads(result)
+    assert found["getItem"]["params"] == {
+        "itemId": {"list": ["SKU00001", "SKU00002", "SKU00003", "SKU00004"]}
+    }
+    build_plan(result.plan.section, api)

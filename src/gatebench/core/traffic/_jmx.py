@@ -40,6 +40,8 @@ from urllib.parse import quote, urlsplit
 
 from gatebench.core.errors import Problem
 from gatebench.core.ir import Api, Operation
+from gatebench.core.plan import OTHERS_PREFIX
+from gatebench.core.synth import dereferenced, numbered, numbered_value
 from gatebench.core.traffic._match import Matched, Matcher
 from gatebench.core.traffic._plan import KeepValues, PlanResult, workload_name
 from gatebench.core.traffic._stats import is_secret_name
@@ -554,21 +556,33 @@ def _column(sampler: Sampler, variable: str) -> list[str] | None:
     return None
 
 
-def _generator(values: list[str], name: str, keep: KeepValues) -> Any:
+def _generator(
+    values: list[str], name: str, keep: KeepValues, schema: dict[str, Any] | None = None
+) -> Any:
     """A CSV column as a generator: its values in file order when kept, else synthetic values
-    with its cardinality (1..n in order; with repeats, weighted)."""
+    with its cardinality (1..n in order; with repeats, weighted), valid for the ``schema`` of
+    the parameter it feeds where a numbered form is (``synth.numbered``: ``AAA-0001``...)."""
     if len(values) > MAX_CSV_VALUES:
         values = values[:MAX_CSV_VALUES]
     if keep.allows(name):
         typed: list[Any] = [int(v) if re.fullmatch(r"-?\d{1,15}", v) else v for v in values]
         return {"list": typed} if len(set(values)) > 1 else typed[0]
     counts = Counter(values)
+    form = numbered(schema, len(counts), OTHERS_PREFIX) if schema else None
+    if form is None or form == (1, None, 0):
+        if len(counts) == 1:
+            return 1
+        if all(c == 1 for c in counts.values()):
+            return {"range": [1, len(values)]}
+        ranked = counts.most_common()
+        return {"list": list(range(1, len(ranked) + 1)), "weights": [c for _, c in ranked]}
+    start, prefix, width = form
+    synthetic = [numbered_value(start + i, prefix, width) for i in range(len(counts))]
     if len(counts) == 1:
-        return 1
+        return synthetic[0]
     if all(c == 1 for c in counts.values()):
-        return {"range": [1, len(values)]}
-    ranked = counts.most_common()
-    return {"list": list(range(1, len(ranked) + 1)), "weights": [c for _, c in ranked]}
+        return {"list": synthetic}
+    return {"list": synthetic, "weights": [c for _, c in counts.most_common()]}
 
 
 def jmx_section(
@@ -661,17 +675,18 @@ def _workload(
     comments = [
         f"{sampler.method} {sampler.path}: HTTP sampler {sampler.name!r} (line {sampler.line}) of thread group {group.name!r}"
     ]
+    schemas = {p.name: dereferenced(p.schema, api.schemas) for p in op.path_params}
     for pname, value in zip(matcher.param_names[found.operation], found.params, strict=True):
-        _value(pname, value, tokens, sampler, keep, params, comments)
+        _value(pname, value, tokens, sampler, keep, params, comments, schemas.get(pname))
     query = [(n, v) for n, v in (p.partition("=")[::2] for p in query_text.split("&") if p)]
     if not body_args:
         query += sampler.arguments
-    declared = {p.name for p in op.query_params}
+    declared = {p.name: dereferenced(p.schema, api.schemas) for p in op.query_params}
     for qname, value in query:
         if qname not in declared:
             comments.append(f"{qname}: not a parameter of the description; left out")
             continue
-        _value(qname, value, {}, sampler, keep, params, comments)
+        _value(qname, value, {}, sampler, keep, params, comments, declared[qname])
     body = _sampler_body(op, sampler, body_args, keep, params, comments)
     if body is not None:
         workload["body"] = body
@@ -690,6 +705,7 @@ def _value(
     keep: KeepValues,
     params: dict[str, Any],
     comments: list[str],
+    schema: dict[str, Any] | None = None,
 ) -> None:
     variable = tokens.get(value)
     whole = _VAR.fullmatch(value)
@@ -720,7 +736,7 @@ def _value(
             f"{name}: ${{{variable}}} comes from no CSV data set read here; the description's example is sent"
         )
         return
-    params[name] = _generator(column, variable, keep)
+    params[name] = _generator(column, variable, keep, schema)
     kept = "its values" if keep.allows(variable) else "synthetic values, the same count"
     comments.append(
         f"{name}: ${{{variable}}} from a CSV data set, {len(set(column)):,} distinct: {kept}"
