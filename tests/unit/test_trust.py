@@ -30,6 +30,7 @@ from gatebench.core.trust import (
     coefficient_of_variation,
     compare_engines,
     demonstrated_ceiling,
+    flag_engine_busy,
     flag_engine_cold,
     flag_near_ceiling,
     gap_pct,
@@ -175,6 +176,65 @@ def test_engine_cold_leaves_a_warm_run_and_a_costly_target_alone() -> None:
     assert flag_engine_cold([_cold("b", 1, 1.0, 1.4), _cold("a", 1, 2.0, 0.6)])[0].flags == ()
 
 
+PINNED = {"gateway": (1,), "engine": (0,), "backend": (0,)}
+
+
+def _busy(target: str, rep: int, engine: float, backend: float, gateway: float | None) -> Any:
+    """A 2 s phase with its CPU seconds per role (the engine and the backend on cpu 0)."""
+    return m(
+        target,
+        "list",
+        rep,
+        duration_s=2.0,
+        engine_cpu_s=engine,
+        backend_cpu_s=backend,
+        gateway_cpu_s=gateway,
+        throughput=3_000.0 if target != "baseline" else 5_800.0,
+    )
+
+
+def test_engine_busy_where_the_engines_cores_were_out_of_time_and_the_gateways_not() -> None:
+    """Measured here (a quick run of examples/petstore, seed given in docs/trust.md): the
+    engine and the backend used 1.46 + 0.54 CPU-s of cpu 0 in 2 s while haproxy used 0.31 of
+    cpu 1; wrk measured haproxy and nginx within 1 % of each other, Gatling 24 % apart."""
+    ms = [
+        _busy("haproxy", 1, 1.46, 0.54, 0.31),  # cpu 0: 100 %
+        _busy("nginx", 1, 1.34, 0.64, 0.37),  # 99 %
+        _busy("baseline", 1, 0.91, 0.86, None),  # 88 %: not saturated
+        _busy("envoy", 1, 1.2, 0.8, 1.96),  # its own core full too: the gateway's limit
+        _busy("caddy", 1, None, 0.8, 0.5),  # no engine figure
+    ]
+    flagged = flag_engine_busy(ms, PINNED)
+    assert [x.flags for x in flagged] == [("engine-busy",), ("engine-busy",), (), (), ()]
+    assert flagged[2] is ms[2] and flag_engine_busy(flagged, PINNED) == flagged  # once
+    # the backend elsewhere: only the engine counts on its cores
+    apart = {"gateway": (1,), "engine": (0,), "backend": (2,)}
+    assert [x.flags for x in flag_engine_busy(ms, apart)] == [()] * 5
+    # not pinned apart (or no layout on record): the CPU accounting's rule, not this one
+    assert flag_engine_busy(ms, {"gateway": (0, 1), "engine": (0, 1)}) == ms
+    assert flag_engine_busy(ms, {}) == ms
+
+
+def test_an_engine_busy_workload_counts_as_tester_bound_for_the_score() -> None:
+    ms = [
+        *flag_engine_busy([_busy(t, 1, 1.46, 0.54, 0.31) for t in ("a", "b")], PINNED),
+        _busy("baseline", 1, 0.91, 0.86, None),
+        m("a", "show", 1, throughput=700.0),
+        m("b", "show", 1, throughput=500.0),
+    ]
+    assert bound_by_tester(ms, ["a", "b"], {}) == {"list": ("a", "b")}
+    summary = summarize(ms, gateways=["a", "b"])
+    assert not summary.throughput_scored("list") and summary.throughput_scored("show")
+    assert summary.engine_busy == {"list": ("a", "b")}
+    assert any("(engine-busy)" in n for n in summary.notes)
+    run = run_record(workloads=[{"name": "list"}, {"name": "show"}])
+    said = " ".join(build_report(run, ms).verdict)
+    assert (
+        "Throughput does not count on list: the load engine's cores were out of time there "
+        "while the gateways' were not, so the engine, not the gateways, set it (engine-busy)."
+    ) in said
+
+
 def test_flag_near_ceiling_uses_the_demonstrated_ceiling() -> None:
     ms = [
         m("baseline", "w", 1, throughput=2_000.0),
@@ -230,6 +290,22 @@ def test_the_tester_bound_flag_and_the_score_use_the_same_ceiling(tmp_path: Path
     assert summary.tester_bound == {"w": ("b",)}
     assert summary.flag_counts() == {"tester-bound": 2}
     assert summary.cells[("w", "a")].flags == {}
+
+
+def test_a_run_flags_engine_busy_from_the_cores_its_record_names(tmp_path: Path) -> None:
+    """Once every phase is in, the run reads its layout from its record and flags the phases
+    whose engine cores were out of time (written back to measurements.jsonl too)."""
+    cores = {"setting": "pinned", "cores": {"gateway": [1], "engine": [0], "backend": [0]}}
+    record = run_record(workloads=[{"name": "list"}], environment={"cpu_affinity": cores})
+    run = RunJournal(record, tmp_path, None, lambda progress: None)
+    for x in (_busy("a", 1, 1.46, 0.54, 0.31), _busy("b", 1, 0.8, 0.5, 0.3)):
+        run.put(x)
+    outcome = RunOutcome(record, run.measurements, tmp_path)
+    score_and_save(run, outcome)
+    want = {"a": ["engine-busy"], "b": []}
+    assert {x.target: list(x.flags) for x in outcome.measurements} == want
+    lines = (tmp_path / "measurements.jsonl").read_text(encoding="utf-8").splitlines()
+    assert {d["target"]: d["flags"] for d in map(json.loads, lines)} == want
 
 
 def test_the_rate_an_open_model_offers() -> None:

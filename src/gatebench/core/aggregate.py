@@ -47,7 +47,13 @@ from gatebench.core.model import BASELINE, RESOURCE_FIELDS, Measurement
 from gatebench.core.records import fields
 from gatebench.core.score import Profile, ScoreResult, score
 from gatebench.core.stats import fmt_rate
-from gatebench.core.trust import FAILED_TARGET_FLAG, bound_by_tester, too_short_throughput
+from gatebench.core.trust import (
+    ENGINE_BUSY_SHARE,
+    FAILED_TARGET_FLAG,
+    bound_by_tester,
+    engine_busy_throughput,
+    too_short_throughput,
+)
 
 
 @dataclass(frozen=True)
@@ -186,6 +192,9 @@ class RunSummary:
     notes: tuple[str, ...] = ()
     tester_bound: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """workload → gateways whose throughput there is tester-bound (not scored there)."""
+    engine_busy: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """workload → gateways whose phases there were ``engine-busy`` (part of ``tester_bound``:
+    the engine's cores were out of time, not its ceiling reached)."""
     too_short: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """workload → gateways whose phases there were too short to measure a throughput."""
     rates_set: Mapping[str, float] = field(default_factory=dict)
@@ -330,6 +339,7 @@ def summarize(
     rates = {w: r for w, r in (rates_set or {}).items() if w in workload_list}
     limits = {w: c for w, c in (ceiling or {}).items() if w not in rates}
     bound = bound_by_tester(usable, ranked, limits)
+    busy = engine_busy_throughput(usable, ranked)
     short = {w: ts for w, ts in too_short_throughput(usable, ranked).items() if w not in rates}
     left_out = dict.fromkeys(sorted({*bound, *short, *rates}), ("throughput",))
     scored = partial(
@@ -400,7 +410,15 @@ def summarize(
 
     notes: list[str] = []
     for w, reason in first_reasons(bound, rates, short).items():  # each workload once
-        if reason == "tester-bound":
+        if reason == "tester-bound" and w in busy:
+            notes.append(
+                f"throughput on {w} is not scored: the load engine's cores (with the backend "
+                f"where it is pinned beside the engine) were busy for at least "
+                f"{ENGINE_BUSY_SHARE:.0%} of the phases of {', '.join(busy[w])} in at least "
+                "half of the repetitions while their gateway's core was not (engine-busy), so "
+                "the number ranks the load generator, not the gateways"
+            )
+        elif reason == "tester-bound":
             notes.append(
                 f"throughput on {w} is not scored: {', '.join(bound[w])} reached 80 % of the "
                 "load engine's ceiling there in at least half of the repetitions "
@@ -462,6 +480,7 @@ def summarize(
         empty_measurements=empty,
         notes=tuple(notes),
         tester_bound=bound,
+        engine_busy=busy,
         too_short=short,
         rates_set=rates,
         unranked=unranked,

@@ -30,6 +30,7 @@ from gatebench.core.resources import CgroupSample, PhaseResources, cgroup_resour
 from gatebench.core.simlog import RequestRecord, RunHeader, SimLogSource, read_simlog
 from gatebench.core.stats import PhaseSample, phase_stats
 from gatebench.core.trust import (
+    ENGINE_BUSY_SHARE,
     ENGINE_COLD_RATIO,
     ENGINE_RESOLUTION_MS,
     TOO_SHORT_FLAG,
@@ -66,6 +67,11 @@ FLAGS = {
         "among the run's first phases of a workload, the load engine spent at least "
         f"{ENGINE_COLD_RATIO:g} × the median CPU per request of its phases: a JIT engine still "
         "compiling, so the phase reads slower than the target is"
+    ),
+    "engine-busy": (
+        f"the load engine's pinned cores were busy for at least {ENGINE_BUSY_SHARE:.0%} of the "
+        "phase (with the backend beside it) while the gateway's were not: the engine set the "
+        "throughput"
     ),
 }
 """What each flag of a measurement means, as the report and the command line say it

@@ -78,6 +78,20 @@ class CpuLayout:
         }
 
 
+def recorded_cores(environment: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
+    """role → the cores a run pinned it to, as its record says (``environment.cpu_affinity``,
+    :meth:`CpuLayout.to_dict`); empty when it says none."""
+    found = environment.get("cpu_affinity")
+    cores = found.get("cores") if isinstance(found, Mapping) else None
+    if not isinstance(cores, Mapping):
+        return {}
+    return {
+        str(role): tuple(c for c in listed if isinstance(c, int))
+        for role, listed in cores.items()
+        if isinstance(listed, list | tuple)
+    }
+
+
 def resolve_layout(cpus: Cpus, available: Sequence[int]) -> CpuLayout:
     """The layout for ``cpus`` on a process allowed to run on ``available`` cores.
 
@@ -148,4 +162,11 @@ def capacity_layout(cpus: Cpus, available: Sequence[int]) -> CpuLayout:
 LayoutRule = Callable[[Cpus, Sequence[int]], CpuLayout]
 """How a kind of run turns the plan's ``cpus:`` and the cores it may use into a layout."""
 
-__all__ = ["ROLES", "CpuLayout", "LayoutRule", "capacity_layout", "resolve_layout"]
+__all__ = [
+    "ROLES",
+    "CpuLayout",
+    "LayoutRule",
+    "capacity_layout",
+    "recorded_cores",
+    "resolve_layout",
+]

@@ -13,7 +13,11 @@ reading, or a target's mean throughput where one went faster), for the flag of e
 the generator used more CPU than the target (``engines/cpu.py``). A workload's throughput is
 not scored (for any gateway) when some gateway reached 80 % of the ceiling in at least half of
 its repetitions (:func:`bound_by_tester`): ranking on it would rank the generator. The CPU
-flag stays a caution: on a shared machine it also fires when other work filled the CPU.
+flag stays a caution: on a shared machine it also fires when other work filled the CPU. The
+ceiling server leaves the engine's cores to the engine; in a run the backend may share them:
+where the engine is pinned apart from the gateway and its cores were busy with the engine
+and the backend (95 % or more) while the gateway's were not, the phase is ``engine-busy``
+(:func:`flag_engine_busy`), and counts as tester-bound for the score.
 Where the profile sets the arrival rate (an open model) and the engine carried it against the
 ceiling server, that reading is the plan's rate, not a limit (:meth:`Ceiling.limits`,
 :meth:`Ceiling.rates_set`): no phase is flagged by it, and throughput there is not scored
@@ -79,6 +83,13 @@ ENGINE_COLD_FLAG = "engine-cold"
 ENGINE_COLD_RATIO = 1.5
 ENGINE_COLD_MIN_CPU_S = 0.05
 """Phases on which the engine spent less CPU are too small to compare (a timer's wake-ups)."""
+ENGINE_BUSY_FLAG = "engine-busy"
+"""A phase on which the cores the load engine is pinned to were busy with it (and the
+backend pinned beside it) for :data:`ENGINE_BUSY_SHARE` of the phase or more, while the
+gateway's own cores were not (:func:`flag_engine_busy`)."""
+ENGINE_BUSY_SHARE = 0.95
+"""The share of its cores' time the load side must use to be the bottleneck: a core is not
+saturated below it (10 concurrent users through a 1 ms backend kept it at 79-89 %)."""
 
 
 # -- headroom ---------------------------------------------------------------------------------
@@ -276,6 +287,37 @@ def flag_engine_cold(measurements: Sequence[Measurement]) -> list[Measurement]:
     ]
 
 
+def flag_engine_busy(
+    measurements: Sequence[Measurement], cores: Mapping[str, Sequence[int]]
+) -> list[Measurement]:
+    """``measurements`` with ``engine-busy`` added where the load side was the bottleneck:
+    the cores the engine is pinned to (``cores``: role → core numbers, the run's
+    ``environment.cpu_affinity.cores``) were busy with the engine, and the backend where it is
+    pinned among them, for :data:`ENGINE_BUSY_SHARE` of the phase or more, while the gateway's
+    cores were below that. Such a phase's throughput is the rate the engine could send from
+    its cores, not the gateway's: the ceiling misses it, since the ceiling server leaves the
+    engine's cores to the engine alone. Only this run's own processes count (not the noise of
+    others, which the CPU accounting's ``tester-bound`` also counts), and only where the
+    engine and the gateway are pinned apart. Unchanged measurements are the same objects."""
+    engine = set(cores.get("engine") or ())
+    gateway = set(cores.get("gateway") or ())
+    if not engine or not gateway or engine & gateway:
+        return list(measurements)
+    backend = set(cores.get("backend") or ())
+    beside = bool(backend) and backend <= engine
+    out = []
+    for m in measurements:
+        if m.engine_cpu_s is not None and m.duration_s > 0 and ENGINE_BUSY_FLAG not in m.flags:
+            load = m.engine_cpu_s + ((m.backend_cpu_s or 0.0) if beside else 0.0)
+            busy = load / (m.duration_s * len(engine)) >= ENGINE_BUSY_SHARE
+            own = m.gateway_cpu_s
+            free = own is None or own / (m.duration_s * len(gateway)) < ENGINE_BUSY_SHARE
+            if busy and free:
+                m = replace(m, flags=(*m.flags, ENGINE_BUSY_FLAG))
+        out.append(m)
+    return out
+
+
 def bound_by_tester(
     measurements: Iterable[Measurement],
     gateways: Iterable[str],
@@ -283,17 +325,31 @@ def bound_by_tester(
     share: float = TESTER_BOUND_SHARE,
 ) -> dict[str, tuple[str, ...]]:
     """workload → the gateways whose throughput there is tester-bound: it reached ``share`` of
-    the engine's ceiling for that workload (:func:`demonstrated_ceiling`) in at least half of
-    its repetitions. Only workloads with at least one such gateway.
+    the engine's ceiling for that workload (:func:`demonstrated_ceiling`), or the engine's
+    cores were busy (``engine-busy``: :func:`flag_engine_busy`), in at least half of its
+    repetitions. Only workloads with at least one such gateway.
 
-    Only the ceiling decides this, not the CPU accounting's flag of the same name: on a shared
-    machine that one also fires when other processes, not the generator, filled the CPU, and
-    it would then hide throughput that the gateways did set (docs/trust.md)."""
+    Not the CPU accounting's flag of the same name: on a shared machine that one also fires
+    when other processes, not the generator, filled the CPU, and it would then hide
+    throughput that the gateways did set (docs/trust.md)."""
     measurements = list(measurements)
     ceiling = demonstrated_ceiling(measurements, ceiling)
     return _in_half(
-        measurements, gateways, lambda m: near_ceiling(m.throughput, ceiling.get(m.workload), share)
+        measurements,
+        gateways,
+        lambda m: (
+            near_ceiling(m.throughput, ceiling.get(m.workload), share)
+            or ENGINE_BUSY_FLAG in m.flags
+        ),
     )
+
+
+def engine_busy_throughput(
+    measurements: Iterable[Measurement], gateways: Iterable[str]
+) -> dict[str, tuple[str, ...]]:
+    """workload → the gateways whose phases there were ``engine-busy`` in at least half of
+    their repetitions (the part of :func:`bound_by_tester` the ceiling did not decide)."""
+    return _in_half(measurements, gateways, lambda m: ENGINE_BUSY_FLAG in m.flags)
 
 
 # -- too short to measure ----------------------------------------------------------------------
@@ -619,6 +675,8 @@ __all__ = [
     "AGREEMENT_PCT",
     "CEILING_TARGET",
     "CROSS_CHECK_REPETITIONS",
+    "ENGINE_BUSY_FLAG",
+    "ENGINE_BUSY_SHARE",
     "ENGINE_COLD_FLAG",
     "ENGINE_COLD_MIN_CPU_S",
     "ENGINE_COLD_RATIO",
@@ -639,7 +697,9 @@ __all__ = [
     "compare_engines",
     "cross_check_of",
     "demonstrated_ceiling",
+    "engine_busy_throughput",
     "failures_of",
+    "flag_engine_busy",
     "flag_engine_cold",
     "flag_near_ceiling",
     "gap_pct",

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from gatebench.core.model import Measurement, RunRecord, RunStatus, can_move
-from gatebench.core.trust import ceiling_of, flag_engine_cold, flag_near_ceiling
+from gatebench.core.pinning import recorded_cores
+from gatebench.core.trust import ceiling_of, flag_engine_busy, flag_engine_cold, flag_near_ceiling
 from gatebench.core.workload import Phase, TimeLeft
 from gatebench.run._signals import signals_held
 from gatebench.store import ResultStore
@@ -191,10 +192,12 @@ class RunJournal:
     def flag_whole_run(self) -> None:
         """Add the flags that compare a phase with the run's others, now that every phase is
         in: the ceiling's ``tester-bound`` (the ceiling the run demonstrated:
-        gatebench.core.trust.flag_near_ceiling) and ``engine-cold`` (the engine's CPU per
-        request against the workload's median: gatebench.core.trust.flag_engine_cold),
+        gatebench.core.trust.flag_near_ceiling), ``engine-cold`` (the engine's CPU per
+        request against the workload's median: gatebench.core.trust.flag_engine_cold) and
+        ``engine-busy`` (the engine's pinned cores out of time: flag_engine_busy),
         and write the measurements that changed where they were written."""
         flagged = flag_engine_cold(self.measurements)
+        flagged = flag_engine_busy(flagged, recorded_cores(self.record.environment))
         ceiling = ceiling_of(self.record.environment)
         if ceiling is not None and ceiling.workloads:
             flagged = flag_near_ceiling(flagged, ceiling.limits(), ceiling.share)

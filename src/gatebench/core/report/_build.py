@@ -18,6 +18,7 @@ from gatebench.core.aggregate import UNSCORED_REASONS, RankStability, RunSummary
 from gatebench.core.cost import CostError, CostEstimate, estimate_cost
 from gatebench.core.measure import FLAGS
 from gatebench.core.model import BASELINE, Measurement, RunRecord
+from gatebench.core.pinning import recorded_cores
 from gatebench.core.report._format import fmt_number, fmt_score, fmt_signed, fmt_value
 from gatebench.core.score import PROFILES, Profile, ScoreError
 from gatebench.core.trust import (
@@ -480,10 +481,18 @@ def _ranking_verdict(summary: RunSummary) -> list[str]:
     # each workload once, with the first reason its throughput does not count
     why = summary.unscored_throughput()
     bound, rates_set, too_short = ([w for w, r in why.items() if r == k] for k in UNSCORED_REASONS)
-    if bound:
+    busy = [w for w in bound if w in summary.engine_busy]
+    near = [w for w in bound if w not in summary.engine_busy]
+    if near:
         lines.append(
-            f"Throughput does not count on {_join(bound)}: the load generator, not the "
+            f"Throughput does not count on {_join(near)}: the load generator, not the "
             "gateways, set it there (tester-bound)."
+        )
+    if busy:
+        lines.append(
+            f"Throughput does not count on {_join(busy)}: the load engine's cores were out of "
+            "time there while the gateways' were not, so the engine, not the gateways, set it "
+            "(engine-busy)."
         )
     if rates_set:
         lines.append(
@@ -748,7 +757,7 @@ def baseline_handicaps(environment: Mapping[str, Any]) -> str:
     (empty when it says nothing): the backend on the load engine's cores, TLS ended by the
     backend."""
     why = []
-    cores = (environment.get("cpu_affinity") or {}).get("cores") or {}
+    cores = recorded_cores(environment)
     shared = sorted(set(cores.get("backend") or ()) & set(cores.get("engine") or ()))
     if shared and cores.get("gateway"):
         listed = ", ".join(str(c) for c in shared)
