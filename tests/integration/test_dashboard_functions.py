@@ -37,6 +37,7 @@ from _frontend_helpers import PETSTORE, seed_two_runs, start_serve
 from cloud.servers import Endpoint
 from cloud.signing import EMAIL, verify_v4
 from gatebench.core.model import run_id_for_object
+from gatebench.web import READ_ROUTES, UPLOAD_ROUTES
 
 SITE = "https://site.example"
 RUN_A, RUN_B = "20260101-120000-dash-a", "20260102-120000-dash-b"
@@ -272,6 +273,10 @@ def test_the_read_function_answers_what_gatebench_serve_answers(
             assert cloud.status == local.status, (path, cloud.body, local.body)
             if "format=json" in path:  # the report says when it was made: all else is equal
                 assert _undated(cloud.json()) == _undated(local.json())
+            elif path == "/nothing":  # each lists the routes it answers: serve takes uploads
+                said = "no API route 'nothing'; routes: " + READ_ROUTES
+                assert cloud.json()["errors"][0]["message"] == said
+                assert local.json()["errors"][0]["message"] == f"{said}, {UPLOAD_ROUTES}"
             elif local.headers["content-type"].startswith("application/json"):
                 # Equal as JSON: Firestore keeps a map's keys in its own order.
                 assert cloud.json() == local.json(), path
