@@ -16,6 +16,7 @@ from _engine_helpers import ITEMS, ROOT, TOKEN_ENV, assert_torn_down
 
 from gatebench.core.errors import NoSpaceLeft
 from gatebench.core.model import RunRecord
+from gatebench.core.trust import ENGINE_BUSY_FLAG, ENGINE_COLD_FLAG
 from gatebench.store import open_store
 from smallfs import fill, mount_problem, small_filesystem
 
@@ -81,13 +82,15 @@ def test_a_disk_that_fills_during_the_load_ends_the_run_with_one_line_and_keeps_
         )
         kept = _lines(run_dir / "measurements.jsonl")
         # What was measured before is kept, whole. The one change allowed: a run that ends
-        # rewrites its measurements once with the ceiling's "tester-bound" flags added
-        # (stages._journal.flag_whole_run), so flags may grow and nothing else may differ.
+        # rewrites its measurements once with the flags that compare a phase with the run's
+        # others added (run._journal.flag_whole_run: the ceiling's "tester-bound",
+        # "engine-cold", "engine-busy"), so flags may grow and nothing else may differ.
         assert len(kept) >= len(before)
         for was, now in zip(before, kept[: len(before)], strict=True):
             was_m, now_m = json.loads(was), json.loads(now)
             was_flags, now_flags = set(was_m.pop("flags")), set(now_m.pop("flags"))
-            assert was_flags <= now_flags and now_flags - was_flags <= {"tester-bound"}, (was, now)
+            whole_run = {"tester-bound", ENGINE_COLD_FLAG, ENGINE_BUSY_FLAG}
+            assert was_flags <= now_flags and now_flags - was_flags <= whole_run, (was, now)
             assert now_m == was_m
         assert all(json.loads(line)["run_id"] == run_dir.name for line in kept)
         with open_store(results / "gatebench.sqlite") as store:
