@@ -759,14 +759,17 @@ def test_raml_library_resource_types_and_traits_name_their_own_declarations(
         "          body:\n            application/json:\n              type: Page\n"
         "  item:\n    type: base\n    get:\n      is: [paged]\n"
         "  coll:\n    get:\n      responses:\n        200:\n          body:\n"
-        "            application/json:\n              type: <<item>>[]\n",
+        "            application/json:\n              type: <<item>>[]\n"
+        "  either:\n    get:\n      responses:\n        200:\n          body:\n"
+        "            application/json:\n              type: <<item>> | Sort\n",
         encoding="utf-8",
     )
     (tmp_path / "api.raml").write_text(
         "#%RAML 1.0\ntitle: T\nuses:\n  lib: lib.raml\n"
         "types:\n  Page: string\n"
         "/a:\n  type: lib.item\n/b:\n  get:\n    is: [lib.paged]\n/c:\n  get:\n"
-        "    queryParameters:\n      page: Page\n/d:\n  type: {lib.coll: {item: Page}}\n",
+        "    queryParameters:\n      page: Page\n/d:\n  type: {lib.coll: {item: Page}}\n"
+        "/e:\n  type: {lib.either: {item: Page}}\n",
         encoding="utf-8",
     )
     result = read_spec(tmp_path / "api.raml")
@@ -785,6 +788,12 @@ def test_raml_library_resource_types_and_traits_name_their_own_declarations(
     assert op(api, "GET", "/c").query_params[0].schema == {"$ref": "#/schemas/Page"}
     [listed] = op(api, "GET", "/d").responses
     assert listed.content[0].schema == {"type": "array", "items": {"$ref": "#/schemas/Page"}}
+    # an expression that starts with a <<parameter>> is not an inline XML schema: the
+    # library's name after it is still the library's (it was left as 'Sort', the main's none)
+    [either] = op(api, "GET", "/e").responses
+    assert either.content[0].schema == {
+        "anyOf": [{"$ref": "#/schemas/Page"}, {"$ref": "#/schemas/lib.Sort"}]
+    }
 
 
 def test_raml_errors_are_located(tmp_path: Path) -> None:

@@ -832,8 +832,9 @@ class _Qualify:
     def type(self, value: Any) -> Any:
         """A type declaration: an expression (``Page[] | Sort``) or a mapping of facets."""
         if isinstance(value, str):
-            if value.lstrip().startswith(("{", "<")):  # an inline JSON or XML schema
-                return value
+            text = value.lstrip()
+            if text.startswith("{") or (text.startswith("<") and not text.startswith("<<")):
+                return value  # an inline JSON or XML schema, not a <<parameter>>
             ours = lambda m: self.namespace + m[0] if self.namespace + m[0] in self.types else m[0]  # noqa: E731
             return _TYPE_NAME.sub(ours, value)
         if isinstance(value, list):
