@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,11 @@ def test_the_auction_example_plan(auction: Api) -> None:
     lines = describe_plan(plan, auction)
     assert lines[0] == "Benchmark plan for 'Auction service' (openapi-3.0.3, 3 operations)"
     assert lines[-1] == "  measured phases: 3 workloads × 7 targets × 10 repetitions = 210"
+    one = dataclasses.replace(plan, repetitions=1, workloads=plan.workloads[:1])
+    # one of each is said in the singular ('1 repetitions' read wrong)
+    assert describe_plan(one, auction)[-1] == (
+        "  measured phases: 1 workload × 7 targets × 1 repetition = 7"
+    )
 
 
 def test_gatebench_plan_says_the_replicas_tls_and_fault_it_will_run(auction: Api) -> None:
@@ -710,6 +716,42 @@ def test_a_cookie_value_a_cookie_cannot_hold_is_refused_where_it_is_given(tmp_pa
     )
     assert [(e.pointer, e.message[:28]) for e in errors] == [
         ("/x-gatebench/workloads/0/params/s", "the cookie value 'c;d' holds")
+    ]
+
+
+def test_a_list_or_mapping_a_parameter_draws_is_refused_a_fixed_one_is_not(
+    tmp_path: Path,
+) -> None:
+    """A value an engine draws for a parameter is sent as one text; a list or mapping among
+    them would reach the server as Java's or JSON's text, not as the parameter's style writes
+    it. A fixed one ({value: ...}) is written by the style (core.workload), a cookie's too."""
+    head = SELF_REQUIRING.split("x-gatebench:")[0].replace(
+        "      requestBody:",
+        "      parameters: [{name: s, in: cookie, schema: {type: object}},"
+        " {name: ids, in: query, schema: {type: array}}]\n      requestBody:",
+    )
+    errors = _errors_of(
+        tmp_path,
+        "    - {name: a, operation: a, body: {json: {}}, params: {ids: {list: [[1, 2], '3']}},"
+        " injection: {at_once: 1}}\n"
+        "    - {name: b, operation: a, body: {json: {}}, params: {s: {value: {k: 'a b'}}, "
+        "ids: {value: [1, 2]}}, injection: {at_once: 1}}\n"
+        "    - {name: c, operation: a, body: {json: {}}, params: {ids: [1, 2]},"
+        " injection: {at_once: 1}}\n",
+        head,
+    )
+    assert [(e.pointer, e.message) for e in errors] == [
+        (
+            "/x-gatebench/workloads/0/params/ids",
+            "a list or mapping among the values of query parameter 'ids' would be sent as one "
+            "text, not as its style writes it: give a fixed one with {value: ...} (written by "
+            "its style), or each value as the text to send ('3,4')",
+        ),
+        (
+            "/x-gatebench/workloads/2/params/ids",
+            "write values to cycle through as {list: [...]}, or one list sent as the "
+            "parameter's value (by its style: ids=1,2) as {value: [...]}",
+        ),
     ]
 
 

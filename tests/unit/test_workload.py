@@ -215,6 +215,29 @@ def test_a_parameter_the_plan_leaves_out_is_sent_as_its_style_says(tmp_path: Pat
     assert headers == {"X-Ids": "1,2", "Cookie": "session=s1; prefs=k,v"}
 
 
+def test_a_list_or_mapping_the_plan_gives_is_sent_as_the_style_says(tmp_path: Path) -> None:
+    """``{value: [...]}`` or ``{value: {...}}`` for a parameter is written by its style, as the
+    description's own values are: it was sent as one text, Java's or JSON's (``ids=[5, 6]``,
+    ``filter={"x":"new"}``), a value no server reads as the description says. A value the
+    engine draws, or plain text, is sent as written."""
+    given = STYLED.replace(
+        "injection: {at_once: 1}}]",
+        "injection: {at_once: 1}, params: {ids: {value: [5, 6]}, filter: {value: {x: new}}, "
+        "X-Ids: {value: [7, 8]}, prefs: {value: {a: b}}, tags: 'x,y', pipes: {list: [p, q]}}}]",
+    )
+    request = _request_of(given, tmp_path)
+    assert "".join(part["text"] for part in request["path"]) == "/p/5,6/;a=example;b=1/.x%20y"
+    query = [(n, parts) for n, parts in request["query"]]
+    assert query[:2] == [
+        ("tags", [{"param": "tags", "as": "query"}]),
+        ("pipes", [{"param": "pipes", "as": "query"}]),
+    ]
+    rest = "&".join(f"{n}={''.join(p['text'] for p in parts)}" for n, parts in query[2:])
+    assert rest == "filter%5Bx%5D=new&q=%7B%22k%22%3A%22example%22%7D"
+    headers = {n: "".join(p["text"] for p in parts) for n, parts in request["headers"]}
+    assert headers == {"X-Ids": "7,8", "Cookie": "session=s1; prefs=a,b"}
+
+
 def test_quick_plan_is_one_short_repetition() -> None:
     _, plan = auction()
     quick = quick_plan(plan)

@@ -726,20 +726,20 @@ def _request(
     headers: list[list[Any]] = []
     cookie: list[dict[str, Any]] = []
     for p in op.query_params:
-        if p.name in given:
+        if (value := _fixed(p, given, api)) is not _DRAWN:
+            query.extend([n, [{"text": v}]] for n, v in serialized(p, value))
+        elif p.name in given:
             query.append([quote(p.name, safe=""), [{"param": p.name, "as": "query"}]])
-        elif p.required:
-            query.extend([n, [{"text": v}]] for n, v in serialized(p, _default_value(p, api)))
     for p in op.header_params:
-        if p.name in given:
+        if (value := _fixed(p, given, api)) is not _DRAWN:
+            headers.append([p.name, [{"text": serialized(p, value)[0][1]}]])
+        elif p.name in given:
             headers.append([p.name, [{"param": p.name, "as": "raw"}]])
-        elif p.required:
-            headers.append([p.name, [{"text": serialized(p, _default_value(p, api))[0][1]}]])
     for p in op.cookie_params:
-        if p.name in given:
+        if (value := _fixed(p, given, api)) is not _DRAWN:
+            pairs = [(n, {"text": v}) for n, v in serialized(p, value)]
+        elif p.name in given:
             pairs = [(p.name, {"param": p.name, "as": "raw"})]
-        elif p.required:
-            pairs = [(n, {"text": v}) for n, v in serialized(p, _default_value(p, api))]
         else:
             continue
         for n, part in pairs:
@@ -768,6 +768,23 @@ def _default_value(p: Parameter, api: Api) -> Any:
     return p.examples[0] if p.examples else synthesize(p.schema, api.schemas)
 
 
+_DRAWN = object()
+"""What :func:`_fixed` says of a parameter the plan's generator writes, or that is left out."""
+
+
+def _fixed(p: Parameter, given: dict[str, Generator], api: Api) -> Any:
+    """The value a parameter is written with as fixed text, by its style
+    (``gatebench.core.styles``): a list or mapping the plan gives it with ``{value: ...}``
+    (``filter: {value: {status: new}}`` is ``filter[status]=new`` in a deepObject query, as the
+    description's own values are: as one text it would read ``{"status":"new"}``), or, when the
+    plan leaves a required parameter out, its example or a value from its schema; else
+    ``_DRAWN`` (the engine writes the generator's values, or the parameter is not sent)."""
+    g = given.get(p.name)
+    if g is None:
+        return _default_value(p, api) if p.required else _DRAWN
+    return g.value if g.kind == "constant" and isinstance(g.value, list | dict) else _DRAWN
+
+
 def _add_cookie(
     cookie: list[dict[str, Any]], auth: list[dict[str, Any]], headers: list[list[Any]]
 ) -> None:
@@ -792,10 +809,11 @@ def _path_template(op: Operation, given: dict[str, Generator], api: Api) -> list
             parts.append({"text": quote(route[pos : match.start()], safe=_PATH_SAFE)})
         name = match.group(1)
         param = by_name.get(name) or Parameter(name, "path", True, {"type": "string"})
-        if name in given:
+        value = _fixed(param, given, api) if name in given else _default_value(param, api)
+        if value is _DRAWN:
             parts.append({"param": name, "as": "path"})
-        else:
-            parts.append({"text": serialized(param, _default_value(param, api))[0][1]})
+        else:  # a path parameter is always sent
+            parts.append({"text": serialized(param, value)[0][1]})
         pos = match.end()
     if pos < len(route):
         parts.append({"text": quote(route[pos:], safe=_PATH_SAFE)})

@@ -491,7 +491,11 @@ def _params(value: Any, r: Reading, where: list[str | int]) -> dict[str, Generat
     out: dict[str, Generator] = {}
     for name, raw in value.items():
         if isinstance(raw, list):
-            r.error([*where, name], "write a list of values as {list: [...]}")
+            r.error(
+                [*where, name],
+                "write values to cycle through as {list: [...]}, or one list sent as the "
+                "parameter's value (by its style: ids=1,2) as {value: [...]}",
+            )
             continue
         if not isinstance(raw, dict):
             out[str(name)] = Generator("constant", value=raw)

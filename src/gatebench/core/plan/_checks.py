@@ -150,9 +150,22 @@ def _check_params(
     for name in sorted(used):
         if name not in params:
             r.error([*where], f"placeholder ${{{name}}} has no value in params")
+    for p in op.parameters:
+        g = params.get(p.name)
+        drawn = () if g is None or g.kind == "constant" else g.values
+        if any(isinstance(v, list | dict) for v in drawn):
+            r.error(
+                [*where, "params", p.name],
+                f"a list or mapping among the values of {p.location} parameter {p.name!r} "
+                "would be sent as one text, not as its style writes it: give a fixed one "
+                "with {value: ...} (written by its style), or each value as the text to send "
+                "('3,4')",
+            )
     for p in op.cookie_params:
         g = params.get(p.name)
         values = () if g is None else (g.value,) if g.kind == "constant" else g.values
+        # a fixed list or mapping is written by the style, encoded (core.workload._fixed)
+        values = tuple(v for v in values if not isinstance(v, list | dict))
         bad = next((v for v in values if re.search(r'[\s",;\\]', str(v))), None)
         if bad is not None:
             r.error(

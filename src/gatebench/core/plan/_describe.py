@@ -104,10 +104,14 @@ def describe_plan(plan: Plan, api: Api) -> list[str]:
         if row[3]:
             line += "  " + row[3]
         lines.append(line.rstrip())
-    phases = len(plan.workloads) * len(plan.targets) * plan.repetitions
+    counts = (len(plan.workloads), len(plan.targets), plan.repetitions)
+    words = ("workload", "target", "repetition")
     lines.append(
-        f"  measured phases: {len(plan.workloads)} workloads × {len(plan.targets)} targets × "
-        f"{plan.repetitions} repetitions = {phases}"
+        "  measured phases: "
+        + " × ".join(
+            f"{n} {word}{'' if n == 1 else 's'}" for n, word in zip(counts, words, strict=True)
+        )
+        + f" = {counts[0] * counts[1] * counts[2]}"
     )
     lines.extend(describe_capacity(plan))
     return lines
