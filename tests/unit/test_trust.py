@@ -3,6 +3,7 @@ score, two engines' agreement, reproducibility across runs, and the report's tru
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -227,6 +228,11 @@ def test_an_engine_busy_workload_counts_as_tester_bound_for_the_score() -> None:
     assert not summary.throughput_scored("list") and summary.throughput_scored("show")
     assert summary.engine_busy == {"list": ("a", "b")}
     assert any("(engine-busy)" in n for n in summary.notes)
+    # the same reason on two workloads is one note naming both (it was one note each)
+    get = [dataclasses.replace(x, workload="get") for x in ms if x.workload == "list"]
+    both = summarize([*ms, *get], gateways=["a", "b"])
+    [note] = [n for n in both.notes if "(engine-busy)" in n]
+    assert note.startswith("throughput on get and list is not scored: the load engine's cores")
     run = run_record(workloads=[{"name": "list"}, {"name": "show"}])
     said = " ".join(build_report(run, ms).verdict)
     assert (

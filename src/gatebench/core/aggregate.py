@@ -46,7 +46,7 @@ from gatebench.core.metrics import COST_METRICS, METRICS
 from gatebench.core.model import BASELINE, RESOURCE_FIELDS, Measurement
 from gatebench.core.records import fields
 from gatebench.core.score import Profile, ScoreResult, score
-from gatebench.core.stats import fmt_rate
+from gatebench.core.stats import fmt_rate, joined_names
 from gatebench.core.trust import (
     ENGINE_BUSY_SHARE,
     FAILED_TARGET_FLAG,
@@ -408,36 +408,39 @@ def summarize(
                         )
                     )
 
-    notes: list[str] = []
+    unscored: dict[str, list[str]] = {}  # why → the workloads it holds for, said once
     for w, reason in first_reasons(bound, rates, short).items():  # each workload once
         if reason == "tester-bound" and w in busy:
-            notes.append(
-                f"throughput on {w} is not scored: the load engine's cores (with the backend "
-                f"where it is pinned beside the engine) were busy for at least "
-                f"{ENGINE_BUSY_SHARE:.0%} of the phases of {', '.join(busy[w])} in at least "
-                "half of the repetitions while their gateway's core was not (engine-busy), so "
-                "the number ranks the load generator, not the gateways"
+            why = (
+                "the load engine's cores (with the backend where it is pinned beside the "
+                f"engine) were busy for at least {ENGINE_BUSY_SHARE:.0%} of the phases of "
+                f"{', '.join(busy[w])} in at least half of the repetitions while their "
+                "gateway's core was not (engine-busy), so the number ranks the load generator, "
+                "not the gateways"
             )
         elif reason == "tester-bound":
-            notes.append(
-                f"throughput on {w} is not scored: {', '.join(bound[w])} reached 80 % of the "
-                "load engine's ceiling there in at least half of the repetitions "
-                "(tester-bound), so the number ranks the load generator, not the gateways"
+            why = (
+                f"{', '.join(bound[w])} reached 80 % of the load engine's ceiling there in at "
+                "least half of the repetitions (tester-bound), so the number ranks the load "
+                "generator, not the gateways"
             )
         elif reason == "rate-set":
-            notes.append(
-                f"throughput on {w} is not scored: its profile starts {fmt_rate(rates[w])} "
-                "requests a second whatever the target does (an open model) and the load "
-                "engine carried that rate, so every target that keeps up carries the same; its "
-                "latency and errors are scored"
+            why = (
+                f"its profile starts {fmt_rate(rates[w])} requests a second whatever the target "
+                "does (an open model) and the load engine carried that rate, so every target "
+                "that keeps up carries the same; its latency and errors are scored"
             )
         else:
-            notes.append(
-                f"throughput on {w} is not scored: the phases of {', '.join(short[w])} there "
-                "were too short to measure a rate (shorter than 20 × the timer's resolution "
-                "plus a burst's launch spread, in at least half of the repetitions; "
-                "docs/trust.md)"
+            why = (
+                f"the phases of {', '.join(short[w])} there were too short to measure a rate "
+                "(shorter than 20 × the timer's resolution plus a burst's launch spread, in at "
+                "least half of the repetitions; docs/trust.md)"
             )
+        unscored.setdefault(why, []).append(w)
+    notes = [
+        f"throughput on {joined_names(workloads)} is not scored: {why}"
+        for why, workloads in unscored.items()
+    ]
     for g, why in unranked.items():
         notes.append(f"{g} is not ranked: it {why}")
     if baseline in wrong:

@@ -419,6 +419,14 @@ def fmt_rate(value: float) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
+def joined_names(items: Iterable[str]) -> str:
+    """Names in a sentence, the same everywhere: ``a``, ``a and b``, ``a, b and c``."""
+    listed = list(items)
+    if len(listed) <= 1:
+        return "".join(listed)
+    return ", ".join(listed[:-1]) + " and " + listed[-1]
+
+
 def _requests(value: float) -> str:
     """Requests per phase, the mean of the repetitions: ``1,234,567`` or ``11,283.5`` (never in
     an exponent)."""

@@ -21,6 +21,7 @@ from gatebench.core.model import BASELINE, Measurement, RunRecord
 from gatebench.core.pinning import recorded_cores
 from gatebench.core.report._format import fmt_number, fmt_score, fmt_signed, fmt_value
 from gatebench.core.score import PROFILES, Profile, ScoreError
+from gatebench.core.stats import joined_names
 from gatebench.core.trust import (
     AGREEMENT_PCT,
     ENGINE_COLD_FLAG,
@@ -398,7 +399,7 @@ def verdict(summary: RunSummary) -> list[str]:
     if failed:
         during = any(NOT_MEASURED not in why for why in failed)
         overlap = " (the phases that overlap a failure are left out of every figure)"
-        lines.append(f"{_join(failed)}: not ranked{overlap if during else ''}.")
+        lines.append(f"{joined_names(failed)}: not ranked{overlap if during else ''}.")
     lines.extend(wrong_answer_verdict(summary))
     lines.extend(engine_cold_verdict(summary))
     return lines
@@ -413,7 +414,7 @@ def engine_cold_verdict(summary: RunSummary) -> list[str]:
     )
     if not cold:
         return []
-    where = _join([f"{target} on {workload}" for target, workload in cold])
+    where = joined_names([f"{target} on {workload}" for target, workload in cold])
     return [
         f"The load engine was still warming when it measured {where} (engine-cold): those "
         "figures read worse than the targets are, because of the order the targets ran in, "
@@ -430,7 +431,7 @@ def wrong_answer_verdict(summary: RunSummary) -> list[str]:
     if wrong:
         named = [f"{g} ({_wrong_words(summary, g)})" for g in wrong]
         lines.append(
-            f"{_join(named)} gave wrong answers under load: not ranked, however fast "
+            f"{joined_names(named)} gave wrong answers under load: not ranked, however fast "
             f"{'it was' if len(wrong) == 1 else 'they were'} (a fast wrong answer is not a "
             'result; docs/trust.md, "Right answers under load").'
         )
@@ -469,12 +470,12 @@ def _ranking_verdict(summary: RunSummary) -> list[str]:
     leaders = result.leaders
     top = result.gateways[0]
     if len(leaders) > 1:
-        lines = [f"{_join(leaders)} tie for first place with {fmt_score(top.score)} of 100."]
+        lines = [f"{joined_names(leaders)} tie for first place with {fmt_score(top.score)} of 100."]
     else:
         others = [f"{g.target} ({fmt_score(g.score)})" for g in result.gateways[1:]]
         headline = (
             f"{top.target} scores highest ({fmt_score(top.score)} of 100, {result.profile} "
-            f"profile), ahead of {_join(others)}."
+            f"profile), ahead of {joined_names(others)}."
         )
         tied = tied_on_the_repetitions(summary)
         lines = _disagreement(summary, tied, headline) if tied else [headline, _lead(summary)]
@@ -485,24 +486,24 @@ def _ranking_verdict(summary: RunSummary) -> list[str]:
     near = [w for w in bound if w not in summary.engine_busy]
     if near:
         lines.append(
-            f"Throughput does not count on {_join(near)}: the load generator, not the "
+            f"Throughput does not count on {joined_names(near)}: the load generator, not the "
             "gateways, set it there (tester-bound)."
         )
     if busy:
         lines.append(
-            f"Throughput does not count on {_join(busy)}: the load engine's cores were out of "
+            f"Throughput does not count on {joined_names(busy)}: the load engine's cores were out of "
             "time there while the gateways' were not, so the engine, not the gateways, set it "
             "(engine-busy)."
         )
     if rates_set:
         lines.append(
-            f"Throughput does not count on {_join(rates_set)}: the plan sets the rate there "
+            f"Throughput does not count on {joined_names(rates_set)}: the plan sets the rate there "
             "(an open model), and every target that keeps up carries it."
         )
     if too_short:
         whose = "its" if len(too_short) == 1 else "their"
         lines.append(
-            f"Throughput does not count on {_join(too_short)}: {whose} phases were too short "
+            f"Throughput does not count on {joined_names(too_short)}: {whose} phases were too short "
             "to measure a rate (too short: docs/trust.md)."
         )
     everyone = [
@@ -516,13 +517,13 @@ def _ranking_verdict(summary: RunSummary) -> list[str]:
         cells = [summary.cell(w, base) for w in everyone] if base else []
         if cells and all(c is not None and c.ko for c in cells):
             lines.append(
-                f"Every gateway returned errors on {_join(everyone)}, and so did the baseline, "
+                f"Every gateway returned errors on {joined_names(everyone)}, and so did the baseline, "
                 "which reaches the backend directly: the backend refuses those requests (the "
                 "error column says which errors), so their latencies are those of refusals."
             )
         else:
             lines.append(
-                f"Every gateway returned errors on {_join(everyone)}: the workload or the "
+                f"Every gateway returned errors on {joined_names(everyone)}: the workload or the "
                 "backend refuses those requests, so compare the error column rather than the "
                 "latencies."
             )
@@ -530,10 +531,10 @@ def _ranking_verdict(summary: RunSummary) -> list[str]:
         alone = [e.workload for e in first.endpoints if e.has_errors and e.workload not in everyone]
         if alone:
             lines.append(
-                f"{first.target} returned errors on {_join(alone)}: check the error column."
+                f"{first.target} returned errors on {joined_names(alone)}: check the error column."
             )
         if first.missing:
-            lines.append(f"{first.target} has no measurement for {_join(first.missing)}.")
+            lines.append(f"{first.target} has no measurement for {joined_names(first.missing)}.")
     return lines
 
 
@@ -619,7 +620,7 @@ def _disagreement(summary: RunSummary, tied: Sequence[str], headline: str) -> li
         + f" (mean rank {fmt_number(stability[g].mean_rank or 0.0, 1)})"
         for i, g in enumerate(by_rounds)
     ]
-    per_round = f"Scored one repetition at a time, {_join(rounds)}"
+    per_round = f"Scored one repetition at a time, {joined_names(rounds)}"
     c = summary.comparison
     if c is not None and c.difference.half_width is not None and c.difference.estimate < 0:
         d = c.difference
@@ -631,7 +632,7 @@ def _disagreement(summary: RunSummary, tied: Sequence[str], headline: str) -> li
             f"{fmt_number(-(d.low or 0.0), decimals)})"
         )
     return [
-        f"{_join(list(tied))} are tied on this evidence: the score of the averaged metrics and "
+        f"{joined_names(list(tied))} are tied on this evidence: the score of the averaged metrics and "
         "the ranking of the single repetitions disagree.",
         "On the metrics averaged over the "
         + (f"{len(summary.repetitions)} repetitions, " if len(summary.repetitions) > 1 else "")
@@ -656,7 +657,7 @@ def _single_gateway_overhead(summary: RunSummary, gateway: str) -> str:
             parts.append(f"{text} ms on {w}")
     if not parts:
         return "The baseline and the gateway share no workload to compare."
-    return "Against the baseline its mean latency differs by " + _join(parts) + "."
+    return "Against the baseline its mean latency differs by " + joined_names(parts) + "."
 
 
 def cautions(run: RunRecord, summary: RunSummary, trust: Trust | None = None) -> list[str]:
@@ -744,7 +745,9 @@ def baseline_not_a_floor(run: RunRecord, summary: RunSummary) -> list[str]:
     by_gateways: dict[tuple[str, ...], list[str]] = {}
     for w, gs in ahead.items():
         by_gateways.setdefault(tuple(gs), []).append(w)
-    where = "; ".join(f"{_join(list(gs))} on {_join(ws)}" for gs, ws in by_gateways.items())
+    where = "; ".join(
+        f"{joined_names(list(gs))} on {joined_names(ws)}" for gs, ws in by_gateways.items()
+    )
     return [
         f"More requests per second than the baseline (no gateway): {where}. There the "
         f"baseline is no floor{baseline_handicaps(run.environment)}: the overhead table shows "
@@ -799,13 +802,6 @@ def rate_limit_notes(summary: RunSummary) -> list[str]:
             "the latency and throughput include them"
         )
     return out
-
-
-def _join(items: Sequence[str]) -> str:
-    items = list(items)
-    if len(items) <= 1:
-        return "".join(items)
-    return ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def metric_label(metric: str) -> str:

@@ -24,6 +24,7 @@ from gatebench.core.report._markdown import _model_table as _md_model_table
 from gatebench.core.report._svg import _num, axis_ticks, grid_line
 from gatebench.core.report._tables import Cell, Column, Table, text_table
 from gatebench.core.scaleplan import LIVE_KINDS, LoadSettings
+from gatebench.core.stats import joined_names
 from gatebench.kinds._live.metrics import ChangeOutcome, ScalePoint, scale_rows
 from gatebench.store import ResultStore
 
@@ -454,7 +455,7 @@ def change_verdict(changes: Sequence[Mapping[str, Any]], resolution_s: float = 0
         out = [f"No gateway failed a request in {window} after the change."]
     else:
         said = ", ".join(f"{c['gateway']} failed {c['failures']:,} request(s)" for c in failing)
-        rest = f"; {_names(clean)}: none" if clean else ""
+        rest = f"; {joined_names(clean)}: none" if clean else ""
         out = [f"In {window} after the change, {said}{rest}."]
     short = [(c, *new_routes_answered(c)) for c in changes]
     partial = [(c["gateway"], a, t) for c, a, t in short if a < t]
@@ -484,7 +485,7 @@ def change_verdict(changes: Sequence[Mapping[str, Any]], resolution_s: float = 0
         medians = f"{_fmt(low)} s" if low == high else f"{_fmt(low)} to {_fmt(high)} s"
         within = f", within one probe round ({resolution_s:g} s)" if low != high else ""
         out.append(
-            f"New routes answered as soon through {_names(sorted(g for _m, g, _s in timed))} "
+            f"New routes answered as soon through {joined_names(sorted(g for _m, g, _s in timed))} "
             f"(medians {medians}{within})."
         )
     elif timed:
@@ -509,17 +510,13 @@ def _group(timed: Sequence[tuple[float, str, float | None]], resolution_s: float
         return f"{g} ({_when(m, s)})"
     low, high = timed[0][0], timed[-1][0]
     medians = f"{_fmt(low)} s" if _fmt(low) == _fmt(high) else f"{_fmt(low)} to {_fmt(high)} s"
-    names = _names(sorted(g for _m, g, _s in timed))
+    names = joined_names(sorted(g for _m, g, _s in timed))
     return f"{names} (medians {medians}, within one probe round of {resolution_s:g} s)"
 
 
 def _when(median_s: float, slowest_s: float | None) -> str:
     slowest = "some never" if slowest_s is None else f"slowest {_fmt(slowest_s)} s"
     return f"median {_fmt(median_s)} s, {slowest}"
-
-
-def _names(names: Sequence[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _median_new_route_s(change: Mapping[str, Any]) -> float | None:
