@@ -1007,3 +1007,30 @@ def test_validate_refuses_a_header_name_with_a_line_break(
         "api.yaml:7:12: error: /paths/~1a/get/parameters/0/name: header parameter name "
         f"'X-A\\r\\nX-B: 1' is not an HTTP token ({TOKEN_HINT})\n"
     )
+
+
+def test_an_encoding_content_type_is_read_and_a_wrong_one_is_a_located_warning(
+    tmp_path: Path,
+) -> None:
+    """The Encoding Object's contentType: the first concrete media type of its list; a
+    wildcard alone names none; text that is no media type is a warning at its key, never a
+    Content-Type header."""
+    media = {
+        "schema": {"type": "object", "properties": {"a": {}, "b": {}, "c": {}}},
+        "encoding": {
+            "a": {"contentType": "image/*, image/png"},
+            "b": {"contentType": "image/*"},
+            "c": {"contentType": "png\r\nX-Evil: 1"},
+        },
+    }
+    body = {"content": {"multipart/form-data": media}}
+    result = spec(tmp_path, oas({"/a": {"post": {"requestBody": body, "responses": OK}}}))
+    [content] = op(api_of(result), "POST", "/a").request_body.content  # type: ignore[union-attr]
+    assert [(p.name, p.content) for p in content.encoding] == [("a", "image/png")]
+    assert content.to_dict()["encoding"] == {"a": {"content_type": "image/png"}}
+    assert [(p.pointer, p.message[:40]) for p in result.problems] == [
+        (
+            "/paths/~1a/post/requestBody/content/multipart~1form-data/encoding/c/contentType",
+            "expected a media type, or a comma-separa",
+        )
+    ]

@@ -457,6 +457,45 @@ def test_multipart_parts_from_the_description(tmp_path: Path) -> None:
     ]
 
 
+def test_an_encoding_content_type_types_the_part_it_names(tmp_path: Path) -> None:
+    """OpenAPI's Encoding Object ``contentType``: a file part is sent as the first concrete
+    type it lists (``image/jpeg, image/*``; it went as the property's own type), a text part
+    with that type, a JSON one as its JSON; a form property typed application/json is its JSON
+    text. A wildcard alone names no type: the part keeps its default."""
+    encoding = (
+        "                meta: {type: object, properties: {k: {type: string}}}\n"
+        "            encoding:\n"
+        "              photo: {contentType: 'image/jpeg, image/*'}\n"
+        "              pics: {contentType: 'image/*'}\n"
+        "              labels: {contentType: text/csv}\n"
+        "              meta: {contentType: application/vnd.meta+json}\n"
+        "      responses:"
+    )
+    up = FORMS.replace("OPERATION", "up")
+    marker = (
+        "                meta: {type: object, properties: {k: {type: string}}}\n      responses:"
+    )
+    assert up.count(marker) == 1
+    parts = _body_of(up.replace(marker, encoding), tmp_path)["parts"]
+    files = [(p["name"], p["content_type"]) for p in parts if "size" in p]
+    assert files == [("photo", "image/jpeg"), ("pics", OCTETS), ("pics", OCTETS)]
+    texts = [
+        (p["name"], p["parts"][0]["text"], p.get("content_type")) for p in parts if "parts" in p
+    ]
+    assert texts == [
+        ("labels", "a", "text/csv"),
+        ("labels", "b", "text/csv"),
+        ("meta", '{"k": "example"}', "application/vnd.meta+json"),
+    ]
+    form = FORMS.replace("OPERATION", "form").replace(
+        "              ids: {style: form, explode: false}",
+        "              ids: {style: form, explode: false}\n"
+        "              meta: {contentType: application/json}",
+    )
+    [text] = [p["text"] for p in _body_of(form, tmp_path)["parts"]]
+    assert "&meta=%7B%22k%22%3A%22example%22%7D&" in text  # it was k=example (form, exploded)
+
+
 UPLOAD = """
 openapi: 3.0.3
 info: {title: t, version: "1"}

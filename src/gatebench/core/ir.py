@@ -63,7 +63,9 @@ class MediaType:
     """How properties of a form body (``application/x-www-form-urlencoded``) are written, each
     as a query parameter of its name (OpenAPI 3's Encoding Object: ``style`` and ``explode``;
     Swagger 2.0's ``collectionFormat`` of a ``formData`` parameter). A property not listed is
-    written as ``form``, exploded (gatebench.core.styles.form_body)."""
+    written as ``form``, exploded (gatebench.core.styles.form_body). An Encoding Object's
+    ``contentType`` is the entry's ``content``: a form property's text in that media type
+    (JSON), a multipart part's ``Content-Type`` (gatebench.core.workload)."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"media_type": self.media_type}
@@ -77,7 +79,8 @@ class MediaType:
 
 
 def _style_of(p: Parameter) -> dict[str, Any]:
-    return {k: v for k, v in (("style", p.style), ("explode", p.explode)) if v is not None}
+    given = (("style", p.style), ("explode", p.explode), ("content_type", p.content))
+    return {k: v for k, v in given if v is not None}
 
 
 @dataclass(frozen=True)

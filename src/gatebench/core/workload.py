@@ -980,7 +980,7 @@ def _body(op: Operation, body: BodySpec, api: Api) -> dict[str, Any]:
     media_type = media.media_type
     if bare_media_type(media_type) == "multipart/form-data" and isinstance(value, dict):
         schema = dereferenced(media.schema, api.schemas)
-        return {"kind": "multipart", "parts": _described_parts(value, schema)}
+        return {"kind": "multipart", "parts": _described_parts(value, schema, media.encoding)}
     if bare_media_type(media_type) == "application/x-www-form-urlencoded" and isinstance(
         value, dict
     ):
@@ -1009,17 +1009,22 @@ def _required_parts(op: Operation, body: BodySpec, api: Api) -> list[dict[str, A
     if not isinstance(value, dict):
         return []
     left_out = {k: v for k, v in value.items() if k in required and k not in given}
-    return _described_parts(left_out, schema)
+    return _described_parts(left_out, schema, media.encoding if media is not None else ())
 
 
-def _described_parts(value: dict[str, Any], schema: dict[str, Any]) -> list[dict[str, Any]]:
+def _described_parts(
+    value: dict[str, Any], schema: dict[str, Any], encoding: Sequence[Parameter] = ()
+) -> list[dict[str, Any]]:
     """The parts of a multipart body taken from the description: a file (``format: binary`` or
     ``byte``; OpenAPI 3.1's ``contentMediaType`` of a string that is not text) as 1 kB of
     generated content of its type, text as written, an object as its JSON (``application/json``,
     OpenAPI 3's default), another value as its JSON text; an array as one part per item, all of
-    its name (OpenAPI 3: an array's parts are those of its items)."""
+    its name (OpenAPI 3: an array's parts are those of its items). The media type's Encoding
+    Object names a part's type where it gives one (``contentType: image/png``): a file's, a
+    text's, or a JSON one's (an object stays JSON: gatebench writes no other notation of it)."""
     found = schema.get("properties")
     props: dict[str, Any] = found if isinstance(found, dict) else {}
+    declared = {p.name: p.content for p in encoding if p.content}
     parts: list[dict[str, Any]] = []
     for name, item in value.items():
         prop: dict[str, Any] = props[name] if isinstance(props.get(name), dict) else {}
@@ -1032,16 +1037,21 @@ def _described_parts(value: dict[str, Any], schema: dict[str, Any]) -> list[dict
         is_file = prop.get("format") in ("binary", "byte") or (
             named and "contentEncoding" not in prop
         )
+        given = declared.get(name)
         for one in items:
             if is_file:
                 file = {"size": 1024, "filename": f"{name}.bin"}
-                parts.append({"name": name, **file, "content_type": media if named else OCTETS})
-            elif isinstance(one, dict | list):
+                typed = given or (media if named else OCTETS)
+                parts.append({"name": name, **file, "content_type": typed})
+            elif isinstance(one, dict | list) or (given and is_json_media(given)):
                 text = {"text": json.dumps(one)}
-                parts.append({"name": name, "parts": [text], "content_type": "application/json"})
+                typed = given if given and is_json_media(given) else "application/json"
+                parts.append({"name": name, "parts": [text], "content_type": typed})
             else:
                 text = {"text": one if isinstance(one, str) else json.dumps(one)}
-                parts.append({"name": name, "parts": [text]})
+                parts.append(
+                    {"name": name, "parts": [text], **({"content_type": given} if given else {})}
+                )
     return parts
 
 

@@ -40,6 +40,7 @@ from gatebench.core.ir import (
     SecurityRequirement,
     SecurityScheme,
     UnknownPart,
+    is_media_type,
     method_rank,
     server_authority_problem,
     token_problem,
@@ -984,19 +985,44 @@ class OpenApiBuilder:
         return tuple(out)
 
     def _encoding(self, value: Any, loc: Loc) -> tuple[Parameter, ...]:
-        """A media type's Encoding Object: the ``style`` and ``explode`` of its properties (the
-        rest, ``contentType`` and ``headers``, is not read)."""
+        """A media type's Encoding Object: the ``style`` and ``explode`` of its properties, and
+        their ``contentType`` (the first media type it lists that is not a wildcard, as
+        :attr:`Parameter.content`: ``image/png, image/*`` is ``image/png``; ``image/*`` alone
+        names none, so the part keeps its default). Its ``headers`` are not read."""
         if value is None:
             return ()
         if not isinstance(value, dict):
             self.warn(loc, f"encoding must be a mapping of property names, got {_kind(value)}")
             return ()
-        read = {str(name): _style(raw) for name, raw in value.items() if isinstance(raw, dict)}
-        return tuple(
-            Parameter(name, "query", False, {}, style=style, explode=explode)
-            for name, (style, explode) in read.items()
-            if style is not None or explode is not None
-        )
+        out = []
+        for name, raw in value.items():
+            if not isinstance(raw, dict):
+                continue
+            style, explode = _style(raw)
+            content = self._part_type(raw.get("contentType"), loc.child(str(name), "contentType"))
+            if style is not None or explode is not None or content is not None:
+                out.append(
+                    Parameter(
+                        str(name), "query", False, {}, style=style, explode=explode, content=content
+                    )
+                )
+        return tuple(out)
+
+    def _part_type(self, value: Any, loc: Loc) -> str | None:
+        """An Encoding Object's ``contentType``: the first concrete media type it lists."""
+        if value is None:
+            return None
+        listed = [t.strip() for t in str(value).split(",")] if isinstance(value, str) else []
+        concrete = [t for t in listed if is_media_type(t) and "*" not in t]
+        if concrete:
+            return concrete[0]
+        if not all(is_media_type(t) for t in listed) or not listed:
+            self.warn(
+                loc,
+                "expected a media type, or a comma-separated list of them (image/png, "
+                f"image/*), got {value!r}; the part is sent with its default type",
+            )
+        return None
 
     def _v2_body(
         self, raw: dict[str, Any], params: list[tuple[Parameter, Loc]], loc: Loc
