@@ -178,6 +178,61 @@ def test_synthetic_values_are_valid_for_the_parameters_schema(tmp_path: Path) ->
     )
 
 
+FILTERED = """
+openapi: 3.0.3
+info: {title: Shipments, version: "1"}
+paths:
+  /shipments:
+    get:
+      parameters:
+        - name: filter
+          in: query
+          style: deepObject
+          schema: {type: object, properties: {status: {type: string, enum: [new, sent]}, carrier: {type: string}}}
+        - {name: ids, in: query, explode: false, schema: {type: array, items: {type: integer}, minItems: 2}}
+      responses: {"200": {description: ok}}
+"""
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_deep_object_and_an_array_parameter_are_imported_as_the_plan_reads_them(
+    tmp_path: Path, keep: bool
+) -> None:
+    """``filter[status]=sent`` is a key of the deepObject parameter ``filter`` (it was 'not a
+    parameter of the description'), and an array parameter's one value is written as
+    ``{value: [...]}`` (it was a bare list, which the written plan then refused): the plan the
+    import writes is read back, and the request sends what the traffic sent, by the style."""
+    (tmp_path / "api.yaml").write_text(FILTERED)
+    api = load_spec(tmp_path / "api.yaml").api
+    assert api is not None
+    line = '192.0.2.1 - - [31/Jan/2026:12:00:{s:02d} +0000] "GET {path} HTTP/1.1" 200 1 "-" "-"\n'
+    paths = ["/shipments?filter%5Bstatus%5D=sent&ids=7,8"] * 3
+    paths += ["/shipments?filter%5Bstatus%5D=new&filter%5Bcarrier%5D=ups&ids=7,8"]
+    log = tmp_path / "a.log"
+    log.write_text("".join(line.format(s=i, path=p) for i, p in enumerate(paths)))
+    result = imported(api, log, keep=KeepValues(everything=True) if keep else KeepValues())
+    [workload] = result.plan.section["workloads"]
+    status = "sent" if keep else "new"
+    expected = {"status": status, "carrier": "ups" if keep else "example"}
+    assert workload["params"]["filter"] == {"value": expected}
+    # a kept value is the recorded text; a synthetic one the schema's own list
+    assert workload["params"]["ids"] == ("7,8" if keep else {"value": [1, 1]})
+    plan = build_plan(result.plan.section, api)
+    document = render_workload(plan, api, build_schedule(plan, {"baseline": "http://x"}, seed=1))
+    query = document["phases"][-1]["request"]["query"]
+    params = document["phases"][-1]["params"]
+    written = {"ids": "7%2C8"}  # a constant text the engines encode (values_test.go)
+    sent = "&".join(
+        f"{n}={''.join(p.get('text') or written[p['param']] for p in parts)}" for n, parts in query
+    )
+    assert params["ids"] == {"kind": "constant", "value": "7,8" if keep else [1, 1]}
+    carrier = "ups" if keep else "example"
+    ids = "7%2C8" if keep else "1,1"
+    assert sent == f"filter%5Bstatus%5D={status}&filter%5Bcarrier%5D={carrier}&ids={ids}"
+    said = "\n".join(result.plan.comments[workload["name"]])
+    assert "filter[status], filter[carrier]: in 100 % of requests, keys of the deepObject" in said
+
+
 def test_past_its_bound_a_parameter_keeps_the_most_frequent_and_estimates_the_rest(
     shop: Api, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

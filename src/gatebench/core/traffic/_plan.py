@@ -129,7 +129,8 @@ def value_generator(
     schema = _schema(param, api)
     top = counts.top(TOP_VALUES)
     texts = [(unquote_plus(v) if query else unquote(v)) if decode else v for v, _ in top]
-    shown = f"{counts.distinct:,}{'' if counts.exact else ' (estimated)'} distinct values"
+    estimated = "" if counts.exact else " (estimated)"
+    shown = f"{counts.distinct:,}{estimated} distinct value{'' if counts.distinct == 1 else 's'}"
     allowed = _enumerated(schema)
     items = _enumerated(_schema_of(schema.get("items"), api)) if _is_array(schema) else None
     if allowed is not None or items is not None:
@@ -169,8 +170,40 @@ def value_generator(
         what = "synthetic values with the recorded frequencies" + ("" if fits else MISFIT)
     comment = f"{shown}; {what}"
     if counts.distinct == 1 and others is None:
-        return values[0], comment
+        # a list or mapping (an array's own example) is written by the style: {value: ...}
+        return ({"value": values[0]} if isinstance(values[0], list | dict) else values[0]), comment
     return _weighted(values, [c for _, c in top], others), comment
+
+
+_DEEP_KEY = re.compile(r"^([^\[\]]+)\[([^\[\]]*)\]$")
+
+
+def _deep_owner(name: str, declared: dict[str, Parameter]) -> tuple[Parameter, str] | None:
+    """The ``deepObject`` query parameter a recorded name such as ``filter[status]`` is a key
+    of (OpenAPI's "Style Values"), and the key."""
+    match = _DEEP_KEY.match(name)
+    param = declared.get(match[1]) if match else None
+    if match is None or param is None or param.style != "deepObject":
+        return None
+    return param, match[2]
+
+
+def _deep_value(
+    param: Parameter, keys: list[str], stats: OperationStats, api: Api, keep: bool
+) -> dict[str, Any]:
+    """One value of a ``deepObject`` parameter, with the keys the traffic gave it: each the most
+    frequent recorded value (``--keep-values``) or one from its property's schema."""
+    found = _schema(param, api).get("properties")
+    props: dict[str, Any] = found if isinstance(found, dict) else {}
+    out: dict[str, Any] = {}
+    for key in keys:
+        schema = _schema_of(props.get(key), api)
+        recorded = stats.query_values.get(f"{param.name}[{key}]")
+        top = recorded.top(1) if recorded is not None and keep else []
+        out[key] = (
+            _typed(unquote_plus(top[0][0]), schema) if top else synthesize(schema, api.schemas)
+        )
+    return out
 
 
 def _synthetic_start(schema: dict[str, Any]) -> int:
@@ -324,12 +357,19 @@ def _params(
             out[name] = gen
             comments.append(f"{name}: {comment}")
     declared = {p.name: p for p in op.query_params}
+    deep: dict[str, list[str]] = {}  # a deepObject parameter → its keys the traffic gave
+    deep_seen: dict[str, float] = {}
     for name, seen in sorted(stats.query_seen.items(), key=lambda kv: -kv[1]):
         share = 100.0 * seen / stats.requests if stats.requests else 0.0
         if name in secret_query or name in stats.secret_queries:
             comments.append(
                 f"{name}: in {share:.0f} % of requests; named like a secret, never kept"
             )
+            continue
+        owner = _deep_owner(name, declared) if name not in declared else None
+        if owner is not None:
+            deep.setdefault(owner[0].name, []).append(owner[1])
+            deep_seen[owner[0].name] = max(deep_seen.get(owner[0].name, 0.0), share)
             continue
         if name not in declared:
             comments.append(
@@ -352,6 +392,22 @@ def _params(
         if gen is not None:
             out[name] = gen
             comments.append(f"{name}: in {share:.0f} % of requests; {comment}")
+    for name, keys in deep.items():
+        share, param = deep_seen[name], declared[name]
+        written = ", ".join(f"{name}[{k}]" for k in keys)
+        if share < 50 and not param.required:
+            comments.append(
+                f"{written}: in {share:.0f} % of requests; left out (a workload sends a "
+                "parameter always or never)"
+            )
+            continue
+        kept = keep.allows(name)
+        out[name] = {"value": _deep_value(param, keys, stats, api, kept)}
+        comments.append(
+            f"{written}: in {share:.0f} % of requests, keys of the deepObject parameter {name}; "
+            + ("its most frequent recorded value" if kept else "a value from its schema")
+            + " for each, the same in every request (an object's values are not drawn)"
+        )
     return out, comments
 
 
