@@ -12,7 +12,14 @@ import yaml
 
 from gatebench.core.errors import PlanError
 from gatebench.core.ir import Api
-from gatebench.core.plan import Plan, build_plan, describe_plan, load_plan
+from gatebench.core.plan import (
+    Injection,
+    Plan,
+    build_plan,
+    describe_injection,
+    describe_plan,
+    load_plan,
+)
 from gatebench.core.renderers import gateway_names
 from gatebench.core.spec import load_spec
 from paths import EXAMPLES
@@ -69,6 +76,24 @@ def test_the_auction_example_plan(auction: Api) -> None:
     assert describe_plan(one, auction)[-1] == (
         "  measured phases: 1 workload × 7 targets × 1 repetition = 7"
     )
+
+
+def test_one_user_or_request_is_said_in_the_singular() -> None:
+    """'1 requests over 2s' and '1 users at once' read wrong in a plan and a run's tables."""
+    said = [
+        describe_injection(Injection("at_once", users=1)),
+        describe_injection(Injection("sequential", users=1, requests=1)),
+        describe_injection(Injection("concurrent", users=1, requests=1)),
+        describe_injection(Injection("arrivals", counts=(1, 0), step=1.0, duration=2.0)),
+        describe_injection(Injection("sequential", users=1, requests=2000)),
+    ]
+    assert said == [
+        "1 user at once",
+        "1 sequential request",
+        "1 concurrent user up to 1 request",
+        "recorded arrivals: 1 request over 2s (peak 1 req/s)",
+        "2,000 sequential requests",
+    ]
 
 
 def test_gatebench_plan_says_the_replicas_tls_and_fault_it_will_run(auction: Api) -> None:

@@ -12,7 +12,7 @@ from gatebench.core.measure import FLAGS
 from gatebench.core.model import BASELINE, Measurement, RunKind
 from gatebench.core.plan import Plan, describe_injection
 from gatebench.core.resources import MIN_CPU_S
-from gatebench.core.stats import fmt_rate, format_workload_table, workload_rows
+from gatebench.core.stats import fmt_rate, format_workload_table, joined_names, workload_rows
 from gatebench.core.thresholds import evaluate
 from gatebench.local.engines import ENGINES
 from gatebench.run import RunOutcome
@@ -168,7 +168,7 @@ def _trust_lines(outcome: RunOutcome) -> list[str]:
             "went faster) is tester-bound."
         )
     if ceiling is not None and rates:
-        offered = ", ".join(f"{w} ({fmt_rate(rate)} req/s)" for w, rate in rates.items())
+        offered = joined_names(f"{w} ({fmt_rate(rate)} req/s)" for w, rate in rates.items())
         lines.append(
             f"The plan sets the rate of {offered}, an open model: {ceiling.engine} carried it "
             f"against {ceiling.server}, so that is no limit, and throughput there is not scored."

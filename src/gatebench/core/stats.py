@@ -419,6 +419,11 @@ def fmt_rate(value: float) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
+def counted(n: int, word: str) -> str:
+    """A count and its noun, in the singular for one: ``1 request``, ``2,000 requests``."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
 def joined_names(items: Iterable[str]) -> str:
     """Names in a sentence, the same everywhere: ``a``, ``a and b``, ``a, b and c``."""
     listed = list(items)

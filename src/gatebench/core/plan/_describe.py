@@ -7,6 +7,7 @@ from typing import Any
 from gatebench.core.ir import Api
 from gatebench.core.plan._checks import find_operation
 from gatebench.core.plan._model import Capacity, Injection, Plan, Workload
+from gatebench.core.stats import counted
 
 
 def describe_plan(plan: Plan, api: Api) -> list[str]:
@@ -108,10 +109,8 @@ def describe_plan(plan: Plan, api: Api) -> list[str]:
     words = ("workload", "target", "repetition")
     lines.append(
         "  measured phases: "
-        + " × ".join(
-            f"{n} {word}{'' if n == 1 else 's'}" for n, word in zip(counts, words, strict=True)
-        )
-        + f" = {counts[0] * counts[1] * counts[2]}"
+        + " × ".join(counted(n, word) for n, word in zip(counts, words, strict=True))
+        + f" = {counts[0] * counts[1] * counts[2]:,}"
     )
     lines.extend(describe_capacity(plan))
     return lines
@@ -205,26 +204,28 @@ def describe_injection(inj: Injection) -> str:
     from gatebench.core.units import format_duration
 
     if inj.kind == "at_once":
-        return f"{inj.users} users at once"
+        return f"{counted(inj.users or 0, 'user')} at once"
     if inj.kind == "sequential":
-        return f"{inj.requests} sequential requests"
+        return counted(inj.requests or 0, "sequential request")
     if inj.kind == "ramp":
-        return f"ramp to {inj.users} users over {format_duration(inj.duration or 0)}"
+        return (
+            f"ramp to {counted(inj.users or 0, 'user')} over {format_duration(inj.duration or 0)}"
+        )
     if inj.kind == "constant_rate":
         return f"{inj.rate:g} req/s for {format_duration(inj.duration or 0)}"
     if inj.kind == "arrivals":
         step = inj.step or 1.0
         peak = max(inj.counts, default=0) / step
         return (
-            f"recorded arrivals: {sum(inj.counts):,} requests over "
+            f"recorded arrivals: {counted(sum(inj.counts), 'request')} over "
             f"{format_duration(inj.duration or 0)} (peak {peak:,.4g} req/s)"
         )
     bound = []
     if inj.duration:
         bound.append(f"for {format_duration(inj.duration)}")
     if inj.requests:
-        bound.append(f"up to {inj.requests} requests")
-    return f"{inj.users} concurrent users " + " ".join(bound)
+        bound.append(f"up to {counted(inj.requests, 'request')}")
+    return f"{counted(inj.users or 0, 'concurrent user')} " + " ".join(bound)
 
 
 def workload_summary(plan: Plan, api: Api) -> list[dict[str, Any]]:
