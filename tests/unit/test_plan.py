@@ -371,17 +371,28 @@ def test_parameter_errors(auction: Api) -> None:
                 "operation": "getAuction",
                 "params": {"auctionID": 1, "auctionId": {"range": [5, 1]}},
                 "injection": {"at_once": 1},
-            }
+            },
+            {
+                "name": "v",
+                "operation": "getAuction",
+                "params": {"auctionId": {"random": {"min": 1}}},
+                "injection": {"at_once": 1},
+            },
         ]
     )
     assert plan_errors(auction, data) == [
         (
             "/x-gatebench/workloads/0/params/auctionId/range",
-            "expected [low, high] whole numbers with low <= high, got [5, 1]",
+            "expected [low, high] (or {min, max}) whole numbers with low <= high, got [5, 1]",
         ),
         (
             "/x-gatebench/workloads/0/params/auctionID",
             "'auctionID' is neither a parameter of 'getAuction' (auctionId) nor a ${placeholder} in the body or headers",
+        ),
+        (  # it said "got [1, None]"
+            "/x-gatebench/workloads/1/params/auctionId/random",
+            "expected [low, high] (or {min, max}) whole numbers with low <= high, got "
+            "{'min': 1}: 'max' is missing",
         ),
     ]
 

@@ -958,7 +958,12 @@ def _bounds(value: Any) -> tuple[int, int]:
     bounds: Any = [value.get("min"), value.get("max")] if isinstance(value, dict) else value
     ok = isinstance(bounds, list) and len(bounds) == 2 and all(map(_int, bounds))
     if not ok or bounds[0] > bounds[1]:
-        fail(f"expected [low, high] whole numbers with low <= high, got {show(bounds)}")
+        missing = [k for k in ("min", "max") if isinstance(value, dict) and k not in value]
+        lacks = f": {missing[0]!r} is missing" if missing else ""
+        fail(
+            "expected [low, high] (or {min, max}) whole numbers with low <= high, got "
+            f"{show(value)}{lacks}"
+        )
     low, high = bounds
     return int(low), int(high)
 
