@@ -570,6 +570,15 @@ def test_backend_variants(auction: Api) -> None:
         assert plan_errors(auction, section(backend={"url": url})) == [
             ("/x-gatebench/backend/url", f"expected an http:// or https:// URL, got {url!r}")
         ]
+    # the gateways forward to the origin with the description's paths, and the baseline
+    # would have sent its requests under the path: the two compared different requests
+    for url in ("http://10.0.0.5:8080/base", "http://10.0.0.5/?x=1", "https://a.example/#f"):
+        [(where, said)] = plan_errors(auction, section(backend={"url": url}))
+        assert where == "/x-gatebench/backend/url"
+        assert said.startswith(
+            f"expected the origin of your service, http(s)://host:port, got {url!r}"
+        )
+    assert build_plan(section(backend={"url": "http://[::1]:8080/"}), auction).backend.url
 
 
 def test_infrastructure(auction: Api) -> None:

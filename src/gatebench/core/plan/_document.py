@@ -482,6 +482,15 @@ def _url(value: Any) -> str:
     shape = r"https?://[A-Za-z0-9.\-\[\]:]+(:\d+)?(/[^\s]*)?"
     if not re.fullmatch(shape, value) or server_authority_problem(value):
         fail(f"expected an http:// or https:// URL, got {value!r}")
+    rest = re.sub(r"^https?://[^/?#]*", "", value)
+    if rest not in ("", "/"):
+        # every gateway forwards the description's paths unchanged (renderers.RenderTarget)
+        fail(
+            f"expected the origin of your service, http(s)://host:port, got {value!r}: the "
+            "gateways and the baseline send it the description's paths as they are, so a "
+            "path, query or fragment here is never sent (a base path belongs in the "
+            "description's servers)"
+        )
     return value
 
 
