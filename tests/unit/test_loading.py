@@ -337,6 +337,31 @@ def test_benchmark_file_points_to_unmodified_spec(tmp_path: Path) -> None:
     assert result.benchmark_loc is not None and result.benchmark_loc.doc == "bench.yaml"
 
 
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        (
+            "https://example.com/api.yaml",
+            "a URL is never fetched: put the file in the bundle (a folder or zip) and give its "
+            "relative path",
+        ),
+        ("//example.com/api.yaml", "a URL is never fetched"),
+        ("../api.yaml", "the path leaves the bundle"),
+        ("nothere.yaml", "no such file beside the benchmark file"),
+    ],
+)
+def test_a_benchmark_files_spec_is_a_file_beside_it(
+    tmp_path: Path, target: str, message: str
+) -> None:
+    """A URL was read as a relative path and answered 'no such file beside the benchmark
+    file', as if a file of that name could have been there."""
+    write(tmp_path, "api.yaml", MINIMAL_YAML)
+    bench = write(tmp_path, "bench.yaml", f"x-gatebench:\n  spec: '{target}'\n")
+    [problem] = read_spec(bench).errors
+    assert problem.pointer == "/x-gatebench/spec"
+    assert problem.message.startswith(f"{target!r}: {message}")
+
+
 # -- safety -------------------------------------------------------------------------------
 
 

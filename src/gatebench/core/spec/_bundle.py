@@ -40,6 +40,11 @@ def join_inside(base: str, target: str) -> str:
     """Resolve ``target`` relative to the bundle file ``base``; raise if it leaves the bundle."""
     if "\x00" in target or "\\" in target:
         raise OutsideBundle("a path may not contain backslashes or NUL characters")
+    if re.match(r"^([A-Za-z][A-Za-z0-9+.-]+:)?//", target):
+        raise OutsideBundle(
+            "a URL is never fetched: put the file in the bundle (a folder or zip) and give "
+            "its relative path"
+        )
     if target.startswith("/") or re.match(r"^[A-Za-z]:", target):
         raise OutsideBundle("absolute paths point outside the bundle")
     joined = posixpath.normpath(posixpath.join(posixpath.dirname(base), target))
