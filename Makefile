@@ -21,7 +21,7 @@ setup-all: ## everything the tests need: Debian packages, .venv, JVM gateways, G
 	@scripts/setup.sh
 
 demo: setup-demo ## benchmark the auction example through 6 gateways + the baseline here (<= 10 min); DEMO_FLAGS=--quick for a smoke run
-	@$(BIN)/gatebench validate $(SPEC)
+	@AUCTION_TOKEN=$${AUCTION_TOKEN:-demo-token} $(BIN)/gatebench validate $(SPEC)
 	@AUCTION_TOKEN=$${AUCTION_TOKEN:-demo-token} $(BIN)/gatebench run $(SPEC) $(DEMO_FLAGS)
 	@$(BIN)/gatebench report latest
 

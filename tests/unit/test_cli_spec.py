@@ -13,11 +13,30 @@ from paths import EXAMPLES
 AUCTION = str(EXAMPLES / "auction" / "openapi.yaml")
 
 
-def test_validate_clean_example(capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_clean_example(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AUCTION_TOKEN", "t")
     assert main(["validate", AUCTION]) == 0
     out, err = capsys.readouterr()
     assert out == ""
     assert err == "0 error(s), 0 warning(s); 3 operation(s); plan ok\n"
+
+
+def test_validate_notes_a_credential_variable_this_shell_lacks(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plan is sound (another machine may set the variable), but a run here would stop
+    at once: validate said 'plan ok' and nothing more."""
+    monkeypatch.delenv("AUCTION_TOKEN", raising=False)
+    assert main(["validate", AUCTION]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [
+        "openapi.yaml:114:3: note: /x-gatebench/auth: environment variable AUCTION_TOKEN is not "
+        "set; the plan's auth reads the credential from it when requests are sent (export "
+        "AUCTION_TOKEN=...) (in this shell: gatebench run here would stop at once)"
+    ]
+    assert err == "0 error(s), 0 warning(s), 1 note(s); 3 operation(s); plan ok\n"
 
 
 def test_validate_prints_one_line_per_problem_and_exits_1(

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from dataclasses import replace
 
 from gatebench.cli._common import add_plan_argument, add_spec_arguments, read
 from gatebench.core.errors import PlanError, Problem
-from gatebench.core.plan import load_plan
+from gatebench.core.plan import Plan, load_plan
+from gatebench.core.spec import SpecResult
+from gatebench.run.stages.parse import environment_problems
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,13 +29,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", "-q", action="store_true", help="print errors only")
 
 
+def _unset_here(plan: Plan, result: SpecResult, plan_file: str | None) -> list[Problem]:
+    """The credential variables the plan reads and this shell lacks, as notes: the plan is
+    sound (another machine may set them), but ``gatebench run`` here would stop at once."""
+    where = result.benchmark_loc if plan_file is None else None
+    found = environment_problems(plan, os.environ, *([where.pointer] if where else []))
+    source = where.doc if where is not None else plan_file
+    said = " (in this shell: gatebench run here would stop at once)"
+    notes = [replace(p, severity="note", message=p.message + said, source=source) for p in found]
+    return [result.reader.locate(p) for p in notes] if where and result.reader else notes
+
+
 def run(args: argparse.Namespace) -> int:
     result = read(args, strict=args.strict)
     problems: list[Problem] = list(result.problems)
     plan_checked = False
     if not result.errors and (result.benchmark_loc is not None or args.plan):
         try:
-            problems.extend(load_plan(result, args.plan).warnings)
+            plan = load_plan(result, args.plan)
+            problems.extend(plan.warnings)
+            problems.extend(_unset_here(plan, result, args.plan))
             plan_checked = True
         except PlanError as exc:
             problems.extend(exc.problems)
