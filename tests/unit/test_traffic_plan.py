@@ -233,6 +233,32 @@ def test_a_deep_object_and_an_array_parameter_are_imported_as_the_plan_reads_the
     assert "filter[status], filter[carrier]: in 100 % of requests, keys of the deepObject" in said
 
 
+def test_a_query_name_repeated_in_a_request_is_counted_once_for_its_share(
+    tmp_path: Path,
+) -> None:
+    """``tags=a&tags=b`` is one request carrying ``tags``: it read 'in 150 % of requests'."""
+    (tmp_path / "api.yaml").write_text(
+        FILTERED.replace(
+            "        - {name: ids,",
+            "        - {name: tags, in: query, "
+            "schema: {type: array, items: {type: string}}}\n        - {name: ids,",
+        )
+    )
+    api = load_spec(tmp_path / "api.yaml").api
+    assert api is not None
+    line = '192.0.2.1 - - [31/Jan/2026:12:00:{s:02d} +0000] "GET {path} HTTP/1.1" 200 1 "-" "-"\n'
+    paths = ["/shipments?tags=a&tags=b", "/shipments?tags=a"]
+    log = tmp_path / "a.log"
+    log.write_text("".join(line.format(s=i, path=p) for i, p in enumerate(paths)))
+    result = imported(api, log)
+    [workload] = result.plan.section["workloads"]
+    [said] = [c for c in result.plan.comments[workload["name"]] if c.startswith("tags:")]
+    assert said.startswith("tags: in 100 % of requests; 2 distinct values")
+    assert said.endswith(
+        "repeated within a request (3 values in 2 requests), replayed one value a request"
+    )
+
+
 def test_past_its_bound_a_parameter_keeps_the_most_frequent_and_estimates_the_rest(
     shop: Api, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -391,6 +391,11 @@ def _params(
         )
         if gen is not None:
             out[name] = gen
+            if recorded.total > seen:  # tag=a&tag=b: a workload draws one value a request
+                comment += (
+                    f"; repeated within a request ({recorded.total:,} values in {seen:,} "
+                    "requests), replayed one value a request"
+                )
             comments.append(f"{name}: in {share:.0f} % of requests; {comment}")
     for name, keys in deep.items():
         share, param = deep_seen[name], declared[name]

@@ -311,6 +311,7 @@ class TrafficStats:
         if cached is not None:
             return cached
         keys = []
+        named: set[str] = set()
         for name, value in _query_pairs(query):
             secret = self._secret.get(name)
             if secret is None:
@@ -318,6 +319,9 @@ class TrafficStats:
                     is_secret_name(name) or name.lower() in self.secret_names
                 )
             keys.append((self._param_id(op, "query", name), _SECRET_VALUE if secret else value))
+            if name not in named:  # the requests that carry it, once however often it repeats
+                named.add(name)
+                keys.append((self._param_id(op, "seen", name), ""))
         found = tuple(keys)
         if len(self._queries) > MAX_CACHED:
             self._queries.clear()
@@ -393,11 +397,12 @@ class TrafficStats:
         for pid, (op, where, name) in enumerate(self.params):
             table = tables.get(pid, {})
             stats = out[op]
-            if where == "query":
+            if where == "seen":
                 stats.query_seen[name] = sum(table.values())
-                if _SECRET_VALUE in table:
-                    stats.secret_queries.add(name)
-                    continue
+                continue
+            if where == "query" and _SECRET_VALUE in table:
+                stats.secret_queries.add(name)
+                continue
             pruned = self._pruned.get(pid)
             if pruned is not None:
                 for value in table:
