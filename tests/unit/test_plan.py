@@ -547,6 +547,43 @@ def test_missing_auth_for_a_secured_operation_is_a_warning(auction: Api) -> None
     assert plan.auth.bearer_env is None
 
 
+SCHEMES = """\
+openapi: 3.1.0
+info: {title: s, version: "1"}
+components:
+  securitySchemes:
+    mtls: {type: mutualTLS}
+    digest: {type: http, scheme: digest}
+    key: {type: apiKey, in: header, name: X-Key}
+paths:
+  /a: {get: {operationId: a, security: [{mtls: []}], responses: {"200": {description: ok}}}}
+  /e: {get: {operationId: e, security: [{key: [], digest: []}], responses: {"200": {description: ok}}}}
+  /k: {get: {operationId: k, security: [{key: []}], responses: {"200": {description: ok}}}}
+x-gatebench:
+  gateways: [nginx]
+  auth: {api_key: {env: K}}
+  workloads:
+    - {name: a, operation: a, injection: {concurrent: 1, duration: 1s}}
+    - {name: e, operation: e, injection: {concurrent: 1, duration: 1s}}
+    - {name: k, operation: k, injection: {concurrent: 1, duration: 1s}}
+"""
+
+
+def test_a_scheme_gatebench_cannot_send_is_a_warning(tmp_path: Path) -> None:
+    """mutualTLS and HTTP digest: the requests went without them and nothing said so."""
+    (tmp_path / "api.yaml").write_text(SCHEMES)
+    plan = load_plan(load_spec(tmp_path / "api.yaml"))
+    assert [(w.pointer, w.message) for w in plan.warnings] == [
+        (
+            f"/x-gatebench/workloads/{i}/operation",
+            f"operation {op!r} requires {scheme} authentication, which gatebench does not "
+            "send: its requests go without it (a backend of your own that checks it refuses "
+            "them; gatebench's own backends do not check it)",
+        )
+        for i, op, scheme in ((0, "a", "mutualTLS"), (1, "e", "digest"))
+    ]
+
+
 def test_backend_variants(auction: Api) -> None:
     assert (
         build_plan(section(backend={"url": "http://10.0.0.5:8080"}), auction).backend.url

@@ -70,6 +70,7 @@ from gatebench.core.plan._model import (
 from gatebench.core.plan._policies import ReadFile, read_policies
 from gatebench.core.plan._traffic import arrivals_injection, traffic_source, weighted_list
 from gatebench.core.policies import JwtAuth
+from gatebench.core.stats import counted
 from gatebench.core.synth import closes
 from gatebench.core.thresholds import bound_of, parse_thresholds
 
@@ -658,7 +659,7 @@ def _warn_too_short(inj: Injection, body: BodySpec, r: Reading, where: list[str 
             return
         r.warn(
             [*where, "at_once"],
-            f"a burst of {users} requests lasts about one response time (a few ms on a fast "
+            f"a burst of {counted(users, 'request')} lasts about one response time (a few ms on a fast "
             "target): its throughput is not scored when the phase is too short to measure "
             f"(docs/trust.md); to measure throughput, repeat the burst: concurrent: {users}, "
             "duration: 10s",
@@ -669,13 +670,13 @@ def _warn_too_short(inj: Injection, body: BodySpec, r: Reading, where: list[str 
     if (inj.requests or 0) // users >= SHORT_ROUNDS:
         return
     if inj.kind == "sequential":
-        what = f"{inj.requests} sequential requests"
+        what = counted(inj.requests or 0, "sequential request")
         better, key = (
             f"sequential: {SHORT_ROUNDS * 20}, or concurrent: 1, duration: 10s",
             "sequential",
         )
     else:
-        what = f"{inj.requests} requests from {users} users"
+        what = f"{counted(inj.requests or 0, 'request')} from {counted(users, 'user')}"
         better, key = f"concurrent: {users}, duration: 10s", "requests"
     r.warn(
         [*where, key],

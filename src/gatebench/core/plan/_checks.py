@@ -189,6 +189,14 @@ def _check_auth(op: Operation, auth: Auth, r: Reading, where: list[str | int]) -
         "oauth2": auth.bearer_env,
         "openIdConnect": auth.bearer_env,
     }
+    cannot = [part for part in label.split("+") if part not in needed]
+    if cannot:
+        r.warn(
+            where,
+            f"operation {op.operation_id!r} requires {' and '.join(cannot)} authentication, "
+            "which gatebench does not send: its requests go without it (a backend of your own "
+            "that checks it refuses them; gatebench's own backends do not check it)",
+        )
     for part in label.split("+"):
         if part in needed and needed[part] is None:
             key = {"basic": "basic: {username_env: U, password_env: P}"}.get(
