@@ -621,6 +621,16 @@ def test_verdict_separates_errors_everyone_had_from_the_leaders_own() -> None:
         "directly: the backend refuses those requests (the error column says which errors), so "
         "their latencies are those of refusals."
     ) in verdict
+    # the leader's own errors where the baseline had some too (the demo's bid: a few 409s the
+    # auction refuses to bids reordered in flight) are the backend's, not the leader's
+    ms[-1] = m("baseline", "v", 0, 8.0, error_pct=1.0, ko=1, ok=99)
+    verdict = build_report(run_record(gateways=["a", "b"]), ms).verdict
+    assert "a returned errors on v: check the error column." not in verdict
+    assert (
+        "a returned errors on v, as the baseline did, which reaches the backend directly: the "
+        "backend refused some of those requests whatever was in front of it, so they are not "
+        "the gateway's doing (the error column says which errors)."
+    ) in verdict
 
 
 def test_a_recorded_value_is_written_in_words_not_as_python_repr() -> None:

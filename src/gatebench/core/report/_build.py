@@ -512,8 +512,8 @@ def _ranking_verdict(summary: RunSummary) -> list[str]:
         if e.has_errors
         and all(any(x.workload == e.workload and x.has_errors for x in g.endpoints) for g in ranked)
     ]
+    base = summary.baseline
     if everyone:
-        base = summary.baseline
         cells = [summary.cell(w, base) for w in everyone] if base else []
         if cells and all(c is not None and c.ko for c in cells):
             lines.append(
@@ -527,11 +527,23 @@ def _ranking_verdict(summary: RunSummary) -> list[str]:
                 "backend refuses those requests, so compare the error column rather than the "
                 "latencies."
             )
+    refused = {  # workloads where the backend, reached directly, refused requests too
+        w for w in summary.workloads if base and (c := summary.cell(w, base)) is not None and c.ko
+    }
     for first in (result.gateway(g) for g in leaders or (top.target,)):  # each one ranked first
         alone = [e.workload for e in first.endpoints if e.has_errors and e.workload not in everyone]
-        if alone:
+        also = [w for w in alone if w in refused]
+        own = [w for w in alone if w not in refused]
+        if also:
             lines.append(
-                f"{first.target} returned errors on {joined_names(alone)}: check the error column."
+                f"{first.target} returned errors on {joined_names(also)}, as the baseline did, "
+                "which reaches the backend directly: the backend refused some of those requests "
+                "whatever was in front of it, so they are not the gateway's doing (the error "
+                "column says which errors)."
+            )
+        if own:
+            lines.append(
+                f"{first.target} returned errors on {joined_names(own)}: check the error column."
             )
         if first.missing:
             lines.append(f"{first.target} has no measurement for {joined_names(first.missing)}.")
