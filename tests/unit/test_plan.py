@@ -96,6 +96,20 @@ def test_one_user_or_request_is_said_in_the_singular() -> None:
     ]
 
 
+def test_a_fixed_value_is_described_as_the_plan_writes_it(auction: Api) -> None:
+    """Python's repr read id='v1' and filter={'status': 'new'} in `gatebench plan`."""
+    params = {"auctionId": {"value": {"status": "new"}}, "X": "v1", "Y": {"value": [1, 2]}}
+    data = section(
+        workloads=[
+            {"name": "w", "operation": "getAuction", "params": params, "injection": {"at_once": 1}}
+        ]
+    )
+    data["workloads"][0]["headers"] = {"H": "${X}", "I": "${Y}"}
+    plan = build_plan(data, auction)
+    [line] = [x for x in describe_plan(plan, auction) if x.startswith("    w ")]
+    assert line.endswith('auctionId={"status": "new"}; X=v1; Y=[1, 2]')
+
+
 def test_gatebench_plan_says_the_replicas_tls_and_fault_it_will_run(auction: Api) -> None:
     """What a run will do to the deployment is in the plan's description, not only in its
     report afterwards."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from gatebench.core.ir import Api
@@ -268,6 +269,7 @@ def _describe_extras(w: Workload) -> str:
             parts.append(f"{name} weighted, {len(gen.values) + more:,} values")
         elif gen.kind == "list":
             parts.append(f"{name} one of {len(gen.values)}")
-        else:
-            parts.append(f"{name}={gen.value!r}")
+        else:  # as the plan writes it: text as it is, a list or mapping as JSON
+            shown = gen.value if isinstance(gen.value, str) else json.dumps(gen.value)
+            parts.append(f"{name}={shown}")
     return "; ".join(parts)
