@@ -406,7 +406,7 @@ def test_parameter_errors(auction: Api) -> None:
         (  # it said "got [1, None]"
             "/x-gatebench/workloads/1/params/auctionId/random",
             "expected [low, high] (or {min, max}) whole numbers with low <= high, got "
-            "{'min': 1}: 'max' is missing",
+            "{\"min\": 1}: 'max' is missing",
         ),
     ]
 
@@ -654,7 +654,7 @@ def test_infrastructure_testers(auction: Api) -> None:
     assert plan.infrastructure is not None and plan.infrastructure.testers == 3
     plan = build_plan(section(infrastructure={"zone": "europe-central2-a"}), auction)
     assert plan.infrastructure is not None and plan.infrastructure.testers == 1
-    for bad, shown in ((0, "0"), (17, "17"), ("2", "'2'"), (True, "True"), (2.5, "2.5")):
+    for bad, shown in ((0, "0"), (17, "17"), ("2", "'2'"), (True, "true"), (2.5, "2.5")):
         errors = plan_errors(auction, section(infrastructure={"testers": bad}))
         assert errors == [
             (

@@ -208,7 +208,7 @@ def test_jwt_asks_for_what_the_description_cannot_say(auction: Api) -> None:
         (
             {"auth": {"jwt": {**JWT, "algorithms": ["none"]}}},
             "/x-gatebench/policies/auth/jwt/algorithms",
-            "expected a list of RS256, ES256, HS256, got ['none']",
+            'expected a list of RS256, ES256, HS256, got ["none"]',
         ),
         (
             {"auth": {"jwt": {**JWT, "audience": 'a"b'}}},
@@ -243,7 +243,7 @@ def test_jwt_asks_for_what_the_description_cannot_say(auction: Api) -> None:
         (
             {"cache": {"ttl": "1s", "methods": ["POST"]}},
             "/x-gatebench/policies/cache/methods",
-            "expected a list of GET, HEAD, got ['POST']",
+            'expected a list of GET, HEAD, got ["POST"]',
         ),
         (
             {"cache": {"ttl": "1s", "vary": ["query"]}},

@@ -82,9 +82,14 @@ BODIES = ("example", "synthesized", "binary", "multipart", "json", "text", "none
 
 
 def show(value: Any) -> str:
+    """A value as the plan wrote it: text quoted, anything else as JSON (``true``, ``[1, null]``,
+    ``{"min": 1}``; Python's ``True`` and ``None`` are not what anyone wrote)."""
     if value is None:
         return "nothing"  # YAML's null, or a key left out
-    text = repr(value)
+    try:
+        text = repr(value) if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):  # a YAML date or another value JSON has no notation for
+        text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
