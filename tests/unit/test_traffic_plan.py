@@ -233,6 +233,33 @@ def test_a_deep_object_and_an_array_parameter_are_imported_as_the_plan_reads_the
     assert "filter[status], filter[carrier]: in 100 % of requests, keys of the deepObject" in said
 
 
+def test_an_array_parameter_that_may_hold_one_item_replays_one_valid_item(
+    tmp_path: Path,
+) -> None:
+    """An array of integers took the text values v1, v2, ... (its schema refuses them) when
+    the traffic had several: now one numbered item a request, valid exploded or not."""
+    (tmp_path / "api.yaml").write_text(
+        FILTERED.replace(
+            "items: {type: integer}, minItems: 2}}", "items: {type: integer, minimum: 3}}}"
+        )
+    )
+    api = load_spec(tmp_path / "api.yaml").api
+    assert api is not None
+    line = '192.0.2.1 - - [31/Jan/2026:12:00:{s:02d} +0000] "GET {path} HTTP/1.1" 200 1 "-" "-"\n'
+    paths = [f"/shipments?ids={i},{i + 1}" for i in range(3)] + ["/shipments?ids=0,1"]
+    log = tmp_path / "a.log"
+    log.write_text("".join(line.format(s=i, path=p) for i, p in enumerate(paths)))
+    result = imported(api, log)
+    [workload] = result.plan.section["workloads"]
+    assert workload["params"]["ids"] == {"list": [3, 4, 5], "weights": [2, 1, 1]}
+    said = [c for c in result.plan.comments[workload["name"]] if c.startswith("ids:")]
+    assert said == [
+        "ids: in 100 % of requests; 3 distinct values; synthetic values with the recorded "
+        "frequencies, one item a request"
+    ]
+    assert not result.plan.notes
+
+
 def test_a_query_name_repeated_in_a_request_is_counted_once_for_its_share(
     tmp_path: Path,
 ) -> None:

@@ -95,6 +95,11 @@ def _is_array(schema: dict[str, Any]) -> bool:
     return schema.get("type") == "array" or "array" in (schema.get("type") or ())
 
 
+def _min_items(schema: dict[str, Any]) -> int:
+    found = schema.get("minItems")
+    return found if isinstance(found, int) and not isinstance(found, bool) else 0
+
+
 def _typed(text: str, schema: dict[str, Any]) -> Any:
     """A recorded value as the plan writes it: a whole number for an integer parameter."""
     if schema.get("type") in ("integer", "number") and _INTEGER.match(text):
@@ -158,7 +163,11 @@ def value_generator(
             others = _others(rest_count, rest_weight, start=1, prefix="gb-")
         what = "recorded values (--keep-values)"
     else:
-        form = numbered(schema, listed + rest_count, OTHERS_PREFIX)
+        # an array that may hold one item gets one a request (ids=5: a list of one, valid
+        # exploded or not), numbered as its items are
+        one_item = _is_array(schema) and _min_items(schema) <= 1
+        target = _schema_of(schema.get("items"), api) if one_item else schema
+        form = numbered(target, listed + rest_count, OTHERS_PREFIX)
         fits = form is not None
         start, prefix, width = form or (
             (_synthetic_start(schema), None, 0) if integer else (1, "v", 0)
@@ -168,6 +177,7 @@ def value_generator(
             values, fits = [synthesize(schema, api.schemas)], True
         others = _others(rest_count, rest_weight, start=start + listed, prefix=prefix, width=width)
         what = "synthetic values with the recorded frequencies" + ("" if fits else MISFIT)
+        what += ", one item a request" if one_item and form is not None else ""
     comment = f"{shown}; {what}"
     if counts.distinct == 1 and others is None:
         # a list or mapping (an array's own example) is written by the style: {value: ...}
