@@ -1034,3 +1034,22 @@ def test_an_encoding_content_type_is_read_and_a_wrong_one_is_a_located_warning(
             "expected a media type, or a comma-separa",
         )
     ]
+
+
+def test_a_scheme_declared_but_unreadable_is_not_called_unknown(tmp_path: Path) -> None:
+    """An apiKey scheme without 'in' was refused, then every requirement naming it read
+    "unknown security scheme 'k' ignored (known: none defined)", and the refusal said
+    "got None" for what the document left out."""
+    doc = oas(
+        {"/a": {"get": {"security": [{"k": []}], "responses": OK}}},
+        components={"securitySchemes": {"k": {"type": "apiKey", "name": "X"}}},
+    )
+    said = {(p.pointer, p.message) for p in spec(tmp_path, doc).problems}
+    assert (
+        "/components/securitySchemes/k/in",
+        "apiKey 'in' must be header, query or cookie; got nothing",
+    ) in said
+    assert (
+        "/paths/~1a/get/security/0/k",
+        "security scheme 'k' ignored: its declaration could not be read (its problems are above)",
+    ) in said

@@ -202,3 +202,18 @@ def closest(word: str, options: Iterable[str]) -> str | None:
         return lowered[word.lower()]
     hits = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
     return hits[0] if hits else None
+
+
+def shown(value: object) -> str:
+    """A value of an input as it was written, for a message: text quoted, anything else as
+    JSON (``true``, ``[1, null]``, ``{"min": 1}``; Python's ``True`` and ``None`` are not what
+    anyone wrote), nothing as ``nothing``, cut at 60 characters."""
+    import json
+
+    if value is None:
+        return "nothing"  # YAML's null, or a key left out
+    try:
+        text = repr(value) if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):  # a YAML date or another value JSON has no notation for
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

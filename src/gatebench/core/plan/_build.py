@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from gatebench.core.errors import PlanError, pointer
+from gatebench.core.errors import PlanError, pointer, shown
 from gatebench.core.ir import (
     Api,
     Operation,
@@ -46,7 +46,6 @@ from gatebench.core.plan._document import (
     TlsDoc,
     WorkloadDoc,
     kind,
-    show,
 )
 from gatebench.core.plan._model import (
     MAX_REPLICAS,
@@ -232,7 +231,7 @@ def _gateways(value: Any, r: Reading, known: list[str], aliases: dict[str, str])
     out: list[str] = []
     for i, name in enumerate(value):
         if not isinstance(name, str):
-            r.error(["gateways", i], f"expected a gateway name, got {show(name)}")
+            r.error(["gateways", i], f"expected a gateway name, got {shown(name)}")
             continue
         canonical = aliases.get(name.lower(), name.lower())
         if canonical not in known:
@@ -341,7 +340,7 @@ def _cpus(value: Any, r: Reading) -> Cpus:
     if isinstance(value, str):
         if value in ("pinned", "unpinned"):
             return Cpus(mode="pinned" if value == "pinned" else "unpinned", given=True)
-        r.error(["cpus"], expected + show(value))
+        r.error(["cpus"], expected + shown(value))
         return Cpus()
     if not isinstance(value, dict):
         r.error(["cpus"], expected + kind(value))
@@ -774,7 +773,7 @@ def _fault(
             names = ", ".join(w.name for w in workloads)
             r.error(
                 ["fault", "workload"],
-                f"no workload named {show(doc.workload)}; the plan has: {names}",
+                f"no workload named {shown(doc.workload)}; the plan has: {names}",
             )
             return None
         workload = found[0]
@@ -801,7 +800,7 @@ def _fault_at(raw: Any, r: Reading, workload: Workload) -> tuple[float | None, f
     if isinstance(raw, str) and "%" in raw:
         match = re.match(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$", raw)
         if match is None or not 0 < float(match.group(1)) < 100:
-            r.error(where, f"expected a percentage above 0 and below 100, got {show(raw)}")
+            r.error(where, f"expected a percentage above 0 and below 100, got {shown(raw)}")
             return None, None
         if phase_s is None:
             r.error(
@@ -821,7 +820,7 @@ def _fault_at(raw: Any, r: Reading, workload: Workload) -> tuple[float | None, f
     if phase_s is not None and seconds >= phase_s:
         r.error(
             where,
-            f"{show(raw)} is not inside the phase: workload {workload.name!r} lasts {phase_s:g}s",
+            f"{shown(raw)} is not inside the phase: workload {workload.name!r} lasts {phase_s:g}s",
         )
         return None, None
     return seconds, None

@@ -9,8 +9,9 @@ import difflib
 import re
 from typing import Any
 
+from gatebench.core.errors import shown
 from gatebench.core.ir import Api, Operation, left_out_message
-from gatebench.core.plan._document import PlanDoc, Reading, is_credential_key, show
+from gatebench.core.plan._document import PlanDoc, Reading, is_credential_key
 from gatebench.core.plan._model import Auth, BodySpec, EngineName, Generator, Warmup, Workload
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
@@ -92,7 +93,7 @@ def find_operation(api: Api, ref: str) -> tuple[Operation | None, list[str]]:
 
 def _operation(value: Any, r: Reading, where: list[str | int], api: Api) -> Operation | None:
     if not isinstance(value, str) or not value.strip():
-        r.error(where, f"expected an operationId or 'METHOD /path', got {show(value)}")
+        r.error(where, f"expected an operationId or 'METHOD /path', got {shown(value)}")
         return None
     op, close = find_operation(api, value)
     left_out = next((x for x in api.left_out if x.matches(value)), None)

@@ -270,6 +270,6 @@ def _describe_extras(w: Workload) -> str:
         elif gen.kind == "list":
             parts.append(f"{name} one of {len(gen.values)}")
         else:  # as the plan writes it: text as it is, a list or mapping as JSON
-            shown = gen.value if isinstance(gen.value, str) else json.dumps(gen.value)
-            parts.append(f"{name}={shown}")
+            written = gen.value if isinstance(gen.value, str) else json.dumps(gen.value)
+            parts.append(f"{name}={written}")
     return "; ".join(parts)

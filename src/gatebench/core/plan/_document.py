@@ -34,7 +34,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError, core_schema
 
 from gatebench.core._locations import PACKAGE_DIR
 from gatebench.core.capabilities import ENGINES
-from gatebench.core.errors import Problem, pointer
+from gatebench.core.errors import Problem, pointer, shown
 from gatebench.core.ir import is_media_type, server_authority_problem
 from gatebench.core.metrics import COST_METRICS, METRICS
 from gatebench.core.policies import JWT_ALGORITHMS
@@ -81,18 +81,6 @@ BODIES = ("example", "synthesized", "binary", "multipart", "json", "text", "none
 # -- values ------------------------------------------------------------------------------------
 
 
-def show(value: Any) -> str:
-    """A value as the plan wrote it: text quoted, anything else as JSON (``true``, ``[1, null]``,
-    ``{"min": 1}``; Python's ``True`` and ``None`` are not what anyone wrote)."""
-    if value is None:
-        return "nothing"  # YAML's null, or a key left out
-    try:
-        text = repr(value) if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):  # a YAML date or another value JSON has no notation for
-        text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def kind(value: Any) -> str:
     if value is None:
         return "nothing"
@@ -119,7 +107,7 @@ class Rule:
         """The value as written when ``test`` holds; else ``message`` (``{v}``: the value)."""
 
         def check(value: Any) -> Any:
-            return value if test(value) else fail(message.format(v=show(value)))
+            return value if test(value) else fail(message.format(v=shown(value)))
 
         return cls(check, schema)
 
@@ -137,8 +125,8 @@ def _int(value: Any) -> bool:
 def Count(low: int, high: int, what: str = "a whole number") -> Rule:
     def check(value: Any) -> int:
         if not _int(value) or not low <= value <= high:
-            shown = f"{value:,}" if _int(value) and what == "a whole number" else show(value)
-            fail(f"expected {what} from {low} to {high:,}, got {shown}")
+            text = f"{value:,}" if _int(value) and what == "a whole number" else shown(value)
+            fail(f"expected {what} from {low} to {high:,}, got {text}")
         return int(value)
 
     return Rule(check, {"type": "integer", "minimum": low, "maximum": high})
@@ -178,7 +166,7 @@ def Duration(zero: bool = False) -> Rule:
         except ValueError as exc:
             fail(str(exc))
         if seconds > MAX_DURATION_S:
-            fail(f"at most 24h, got {show(value)}")
+            fail(f"at most 24h, got {shown(value)}")
         return seconds if seconds or zero else fail("a duration must be more than 0")
 
     return Rule(check, {"type": ["string", "number"]})
@@ -190,7 +178,7 @@ def Size() -> Rule:
             found = parse_size(value)
         except ValueError as exc:
             fail(str(exc))
-        return found if found <= MAX_BODY_BYTES else fail(f"at most 1GB, got {show(value)}")
+        return found if found <= MAX_BODY_BYTES else fail(f"at most 1GB, got {shown(value)}")
 
     return Rule(check, {"type": ["string", "integer"]})
 
@@ -206,7 +194,7 @@ def Rate() -> Rule:
         if found is None or value is False or not 0 < found <= MAX_RATE:
             fail(
                 f"expected an arrival rate above 0 and at most {MAX_RATE:,.0f}/s, such as "
-                f"100/s, got {show(value)}"
+                f"100/s, got {shown(value)}"
             )
         return float(found)
 
@@ -216,7 +204,7 @@ def Rate() -> Rule:
 def Number(test: Callable[[float], bool], message: str, schema: dict[str, Any]) -> Rule:
     def check(value: Any) -> float:
         ok = isinstance(value, int | float) and not isinstance(value, bool) and test(value)
-        return float(value) if ok else fail(message.format(v=show(value)))
+        return float(value) if ok else fail(message.format(v=shown(value)))
 
     return Rule(check, {"type": "number", **schema})
 
@@ -224,7 +212,7 @@ def Number(test: Callable[[float], bool], message: str, schema: dict[str, Any]) 
 def Listed(values: Sequence[str]) -> Rule:
     def check(value: Any) -> tuple[str, ...]:
         if not isinstance(value, list) or not value or any(v not in values for v in value):
-            fail(f"expected a list of {', '.join(values)}, got {show(value)}")
+            fail(f"expected a list of {', '.join(values)}, got {shown(value)}")
         return tuple(dict.fromkeys(value))
 
     return Rule(check, {"type": "array", "items": {"enum": list(values)}, "minItems": 1})
@@ -236,7 +224,7 @@ def Items(item: Rule, message: str) -> Rule:
 
     def check(value: Any) -> tuple[Any, ...]:
         if not isinstance(value, list) or not value:
-            fail(message.format(v=show(value), k=kind(value)))
+            fail(message.format(v=shown(value), k=kind(value)))
         out, errors = [], []
         for i, found in enumerate(value):
             try:
@@ -252,9 +240,9 @@ def Items(item: Rule, message: str) -> Rule:
 
 def printable(value: Any) -> bool:
     if not isinstance(value, str) or not value or len(value) > 256 or not value.isprintable():
-        fail(f"expected a non-empty printable string of at most 256 characters, got {show(value)}")
+        fail(f"expected a non-empty printable string of at most 256 characters, got {shown(value)}")
     if any(c in value for c in "\"'\\`$;{}#\n"):
-        fail(f"quotes, backslashes and ` $ ; {{ }} # are not accepted here, got {show(value)}")
+        fail(f"quotes, backslashes and ` $ ; {{ }} # are not accepted here, got {shown(value)}")
     return True
 
 
@@ -361,7 +349,7 @@ def problems_of(
         return [Problem(base + pointer(*where), exc.message(), source=source)]
     out = []
     for e in exc.errors():
-        message = e["msg"] if e["type"] == "plan" else f"{e['msg']}, got {show(e['input'])}"
+        message = e["msg"] if e["type"] == "plan" else f"{e['msg']}, got {shown(e['input'])}"
         out.append(Problem(base + pointer(*where, *e["loc"]), message, source=source))
     return out
 
@@ -481,7 +469,7 @@ def ref(name: str) -> dict[str, str]:
 
 def _url(value: Any) -> str:
     if not isinstance(value, str) or not value:
-        fail(f"backend.url must be a non-empty string, got {show(value)}")
+        fail(f"backend.url must be a non-empty string, got {shown(value)}")
     if re.search(r"//[^/]*@", value):
         fail("credentials in the URL are never accepted; use auth: {...} with an env variable")
     shape = r"https?://[A-Za-z0-9.\-\[\]:]+(:\d+)?(/[^\s]*)?"
@@ -822,7 +810,7 @@ class ObjectiveDoc(Section, title="capacity.objective"):
             if isinstance(found, str):
                 errors.append(_error((metric,), found))
             elif metric != "error_pct" and found[0] <= 0:
-                said = f"a latency objective must be above 0 ms, got {show(raw)}"
+                said = f"a latency objective must be above 0 ms, got {shown(raw)}"
                 errors.append(_error((metric,), said))
         if not self.model_fields_set:
             errors.append(_error((), "an objective needs at least one bound, such as {p99: 50ms}"))
@@ -835,8 +823,8 @@ def _precision(value: Any) -> float:
     found = bound_of("error_pct", value) if isinstance(value, str) else None
     if found is None or isinstance(found, str) or not 0.1 <= found[0] <= 50:
         unit = " (the unit % is needed)" if isinstance(value, int | float) else ""
-        shown = show(value) if not isinstance(value, dict | list) else kind(value)
-        fail(f"expected a precision from 0.1% to 50% such as '5%'{unit}, got {shown}")
+        text = shown(value) if not isinstance(value, dict | list) else kind(value)
+        fail(f"expected a precision from 0.1% to 50% such as '5%'{unit}, got {text}")
     return found[0] / 100.0
 
 
@@ -976,7 +964,7 @@ def _bounds(value: Any) -> tuple[int, int]:
         lacks = f": {missing[0]!r} is missing" if missing else ""
         fail(
             "expected [low, high] (or {min, max}) whole numbers with low <= high, got "
-            f"{show(value)}{lacks}"
+            f"{shown(value)}{lacks}"
         )
     low, high = bounds
     return int(low), int(high)
@@ -1161,7 +1149,7 @@ def _rate_key(value: Any) -> str:
         return str(value)
     if isinstance(value, str) and value.startswith("header:"):
         return "header:" + str(Token.check(value[len("header:") :]))
-    fail(f"expected address, subject or header:NAME, got {show(value)}")
+    fail(f"expected address, subject or header:NAME, got {shown(value)}")
 
 
 class RateLimitDoc(Section, title="policies.rate_limit"):
@@ -1176,7 +1164,7 @@ class RateLimitDoc(Section, title="policies.rate_limit"):
 
 def _vary(value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not value:
-        fail(f"expected path, query or header:NAME, got {show(value)}")
+        fail(f"expected path, query or header:NAME, got {shown(value)}")
     parts, errors = [], []
     for i, part in enumerate(value):
         if part in ("path", "query"):
@@ -1184,7 +1172,7 @@ def _vary(value: Any) -> tuple[str, ...]:
         elif isinstance(part, str) and part.startswith("header:") and re.match(TOKEN, part[7:]):
             parts.append("header:" + part[7:].lower())
         else:
-            errors.append(_error((i,), f"expected path, query or header:NAME, got {show(part)}"))
+            errors.append(_error((i,), f"expected path, query or header:NAME, got {shown(part)}"))
     if errors:
         raise ValidationError.from_exception_data("vary", errors)
     if "path" not in parts:

@@ -26,7 +26,13 @@ from dataclasses import dataclass, replace
 from typing import Any, cast
 from urllib.parse import parse_qsl, urlsplit
 
-from gatebench.core.errors import Problem, Severity, SpecSyntaxError, escape_pointer_token
+from gatebench.core.errors import (
+    Problem,
+    Severity,
+    SpecSyntaxError,
+    escape_pointer_token,
+    shown,
+)
 from gatebench.core.ir import (
     HTTP_METHODS,
     Api,
@@ -100,6 +106,8 @@ class OpenApiBuilder:
         self.v2 = False
         self.root: dict[str, Any] = {}
         self.security_schemes: dict[str, SecurityScheme] = {}
+        self.declared_schemes: set[str] = set()
+        """Every scheme name the document declares, those it could not read too."""
         self._servers: dict[Loc, str] = {}
         self._bad_servers: dict[Loc, Problem] = {}
         self.left_out: list[LeftOut] = []
@@ -279,6 +287,7 @@ class OpenApiBuilder:
             self.warn(loc, f"expected a mapping of security schemes, got {_kind(table)}")
             return
         for name, raw in table.items():
+            self.declared_schemes.add(str(name))
             resolved = self.deref(raw, loc.child(name), f"security scheme {str(name)!r}")
             if resolved is None:
                 continue
@@ -298,7 +307,8 @@ class OpenApiBuilder:
             where = value.get("in")
             if where not in ("header", "query", "cookie"):
                 self.warn(
-                    loc.child("in"), f"apiKey 'in' must be header, query or cookie; got {where!r}"
+                    loc.child("in"),
+                    f"apiKey 'in' must be header, query or cookie; got {shown(where)}",
                 )
                 return None
             param = value.get("name")
@@ -352,6 +362,13 @@ class OpenApiBuilder:
             scopes: list[tuple[str, tuple[str, ...]]] = []
             for name, scope_list in req.items():
                 scheme = self.security_schemes.get(str(name))
+                if scheme is None and str(name) in self.declared_schemes:
+                    self.warn(
+                        loc.child(i, name),
+                        f"security scheme {name!r} ignored: its declaration could not be read "
+                        "(its problems are above)",
+                    )
+                    continue
                 if scheme is None:
                     known = ", ".join(sorted(self.security_schemes)) or "none defined"
                     self.warn(
@@ -703,7 +720,7 @@ class OpenApiBuilder:
         if where not in allowed:
             self.warn(
                 loc.child("in"),
-                f"parameter {name!r}: 'in' must be one of {', '.join(allowed)}; got {where!r} "
+                f"parameter {name!r}: 'in' must be one of {', '.join(allowed)}; got {shown(where)} "
                 "(the parameter is ignored)",
             )
             return None
