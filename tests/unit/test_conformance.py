@@ -21,12 +21,27 @@ DOC = {
     "paths": {
         "/a": {
             "get": {"deprecated": "no", "x_unknown": 1, "responses": {"200": {"description": "ok"}}}
-        }
+        },
+        "/b": {
+            "get": {
+                "parameters": [
+                    {"name": "q", "in": "query", "schema": {}, "content": {"text/plain": {}}}
+                ],
+                "responses": {"200": {"description": "ok"}},
+            },
+            "post": {"responses": {}},
+        },
     },
 }
 EXPECTED = [
     ("/paths/~1a/get/deprecated", "expected a boolean, got 'no'"),
     ("/paths/~1a/get/x_unknown", "unexpected property 'x_unknown'"),
+    # in words, not jsonschema's {"required":["schema","content"]} is not allowed for {...}
+    (
+        "/paths/~1b/get/parameters/0",
+        "'schema' and 'content' may not both be given (one of them says what the value is)",
+    ),
+    ("/paths/~1b/post/responses", "expected at least 1 entry, got 0"),  # not "{} has less ..."
 ]
 
 

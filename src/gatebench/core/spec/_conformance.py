@@ -189,7 +189,20 @@ def _rust_message(error: Any) -> str:
         return f"{_short(instance)} is not one of {list(kind.options)}"[:200]
     if name == "pattern":
         return f"{_short(instance)} does not match {kind.pattern!r}"[:200]
-    return _truncate(str(error.message))
+    worded = _worded(name, getattr(kind, "schema", None) or getattr(kind, "limit", None), instance)
+    return worded or _truncate(str(error.message))
+
+
+def _worded(validator: str, value: Any, instance: Any) -> str | None:
+    """What jsonschema says in its own notation, in words: ``not: {required: [schema,
+    content]}`` (a Parameter takes one of the two) and ``minProperties`` (``responses: {}``)."""
+    required = value.get("required") if validator == "not" and isinstance(value, dict) else None
+    if isinstance(required, list) and len(required) >= 2 and len(value) == 1:
+        names = " and ".join(repr(str(k)) for k in required)
+        return f"{names} may not both be given (one of them says what the value is)"
+    if validator == "minProperties" and isinstance(value, int) and isinstance(instance, dict):
+        return f"expected at least {value} entr{'y' if value == 1 else 'ies'}, got {len(instance)}"
+    return None
 
 
 def _unexpected_keys(error: Any) -> list[str]:
@@ -237,7 +250,7 @@ def _message(error: Any) -> str:
         return f"{_short(instance)} is not one of {error.validator_value}"[:200]
     if validator in ("pattern", "patternProperties"):
         return f"{_short(instance)} does not match {error.validator_value!r}"[:200]
-    return _truncate(error.message)
+    return _worded(validator, error.validator_value, instance) or _truncate(error.message)
 
 
 def _type_words(value: Any) -> str:
