@@ -29,7 +29,12 @@ DOC = {
                 ],
                 "responses": {"200": {"description": "ok"}},
             },
-            "post": {"responses": {}},
+            "post": {
+                "requestBody": {
+                    "content": {"application/json": {"schema": {"type": "object", "required": []}}}
+                },
+                "responses": {},
+            },
         },
     },
 }
@@ -40,6 +45,10 @@ EXPECTED = [
     (
         "/paths/~1b/get/parameters/0",
         "'schema' and 'content' may not both be given (one of them says what the value is)",
+    ),
+    (
+        "/paths/~1b/post/requestBody/content/application~1json/schema/required",
+        "expected at least 1 item, got 0",  # not "[] has less than 1 item"
     ),
     ("/paths/~1b/post/responses", "expected at least 1 entry, got 0"),  # not "{} has less ..."
 ]

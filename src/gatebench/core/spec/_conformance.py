@@ -195,13 +195,16 @@ def _rust_message(error: Any) -> str:
 
 def _worded(validator: str, value: Any, instance: Any) -> str | None:
     """What jsonschema says in its own notation, in words: ``not: {required: [schema,
-    content]}`` (a Parameter takes one of the two) and ``minProperties`` (``responses: {}``)."""
+    content]}`` (a Parameter takes one of the two), ``minProperties`` (``responses: {}``) and
+    ``minItems`` (``required: []``)."""
     required = value.get("required") if validator == "not" and isinstance(value, dict) else None
     if isinstance(required, list) and len(required) >= 2 and len(value) == 1:
         names = " and ".join(repr(str(k)) for k in required)
         return f"{names} may not both be given (one of them says what the value is)"
     if validator == "minProperties" and isinstance(value, int) and isinstance(instance, dict):
         return f"expected at least {value} entr{'y' if value == 1 else 'ies'}, got {len(instance)}"
+    if validator == "minItems" and isinstance(value, int) and isinstance(instance, list):
+        return f"expected at least {value} item{'' if value == 1 else 's'}, got {len(instance)}"
     return None
 
 

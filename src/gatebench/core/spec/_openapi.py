@@ -689,7 +689,9 @@ class OpenApiBuilder:
         if value is None:
             return []
         if not isinstance(value, list):
-            self.unknown("the parameters", loc, f"parameters must be a list, got {_kind(value)}")
+            self.unknown(
+                "the parameter list", loc, f"parameters must be a list, got {_kind(value)}"
+            )
             return []
         out: list[tuple[Parameter, Loc]] = []
         for i, raw in enumerate(value):
