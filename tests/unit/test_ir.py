@@ -108,6 +108,28 @@ def test_swagger_base_path_without_host_is_relative(tmp_path: Path) -> None:
     assert (api.operations[0].base_url, api.operations[0].route_path) == ("/api", "/api/x")
 
 
+def test_a_swagger_host_written_as_a_url_is_read_as_its_host(tmp_path: Path) -> None:
+    """host: http://x.example.com made the route //x.example.com/api/a: a path no client
+    sends, which every gateway was configured with."""
+    doc = {
+        "swagger": "2.0",
+        "info": {"title": "t", "version": "1"},
+        "host": "http://x.example.com",
+        "basePath": "api",
+        "paths": {"/a": {"get": {"responses": OK}}},
+    }
+    result = spec(tmp_path, doc)
+    [operation] = api_of(result).operations
+    assert (operation.base_url, operation.route_path) == ("http://x.example.com/api", "/api/a")
+    said = {(p.pointer, p.message) for p in result.problems}
+    assert ("/basePath", "basePath must start with '/'; read as '/api'") in said
+    assert (
+        "/host",
+        "host 'http://x.example.com' is a URL; Swagger 2.0's host is a name and an optional "
+        "port (the scheme goes in 'schemes', the path in 'basePath'): read as 'x.example.com'",
+    ) in said
+
+
 def test_path_level_parameters_are_merged_and_overridden(tmp_path: Path) -> None:
     doc = oas(
         {

@@ -476,8 +476,11 @@ class OpenApiBuilder:
         base_path = self.root.get("basePath")
         base_path = base_path if isinstance(base_path, str) else ""
         if base_path and not base_path.startswith("/"):
-            self.warn(Loc(self.doc.name, "/basePath"), "basePath must start with '/'")
             base_path = "/" + base_path
+            self.warn(
+                Loc(self.doc.name, "/basePath"),
+                f"basePath must start with '/'; read as {base_path!r}",
+            )
         if _bad_base_path(base_path):
             self.warn(
                 Loc(self.doc.name, "/basePath"),
@@ -487,6 +490,15 @@ class OpenApiBuilder:
             base_path = ""
         if not isinstance(host, str) or not host:
             return base_path
+        if "://" in host:  # a URL where a host name goes: its path would have become the route's
+            written, host = host, urlsplit(host).netloc
+            self.warn(
+                Loc(self.doc.name, "/host"),
+                f"host {written!r} is a URL; Swagger 2.0's host is a name and an optional port "
+                f"(the scheme goes in 'schemes', the path in 'basePath'): read as {host!r}",
+            )
+            if not host:
+                return base_path
         wrong = server_authority_problem("//" + host)
         if wrong:
             self.problem(Loc(self.doc.name, "/host"), f"host {host!r} cannot be a server: {wrong}")
