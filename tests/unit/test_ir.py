@@ -130,6 +130,37 @@ def test_a_swagger_host_written_as_a_url_is_read_as_its_host(tmp_path: Path) -> 
     ) in said
 
 
+@pytest.mark.parametrize(
+    ("url", "route", "warned"),
+    [
+        (
+            "//api.example.com/v1",
+            "/v1/a",
+            False,
+        ),  # a network-path reference: its host is not a path
+        ("api.example.com/v1", "/api.example.com/v1/a", True),  # relative, as OpenAPI says
+        ("localhost:8080/api", "/localhost:8080/api/a", True),
+        ("v1.2/api", "/v1.2/api/a", False),
+    ],
+)
+def test_a_server_url_without_a_scheme(tmp_path: Path, url: str, route: str, warned: bool) -> None:
+    """//host/v1 made the route //api.example.com/v1/a; a relative URL whose first segment
+    reads like a host is still a path (OpenAPI), with a warning that says how to write a host."""
+    doc = oas({"/a": {"get": {"responses": OK}}}, servers=[{"url": url}])
+    result = spec(tmp_path, doc)
+    assert api_of(result).operations[0].route_path == route
+    said = [p.message for p in result.problems if p.pointer == "/servers/0/url"]
+    assert said == (
+        [
+            f"server URL {url!r} has no scheme, so it is a path relative to the description "
+            f"(OpenAPI) and routes start at '/{url}'; its first segment reads like a host "
+            f"name: if it is one, write 'https://{url}'"
+        ]
+        if warned
+        else []
+    )
+
+
 def test_path_level_parameters_are_merged_and_overridden(tmp_path: Path) -> None:
     doc = oas(
         {

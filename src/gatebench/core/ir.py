@@ -437,8 +437,8 @@ def url_path(url: str) -> str:
     """
     rest = url.split("#", 1)[0].split("?", 1)[0]
     scheme_end = rest.find("://")
-    if scheme_end >= 0:
-        after = rest[scheme_end + 3 :]
+    if scheme_end >= 0 or rest.startswith("//"):  # also a network-path reference: //host/path
+        after = rest[scheme_end + 3 :] if scheme_end >= 0 else rest[2:]
         slash = after.find("/")
         return after[slash:] if slash >= 0 else ""
     return rest
