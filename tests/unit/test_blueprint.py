@@ -146,3 +146,20 @@ def test_a_question_mark_in_a_uri_template_starts_its_query_part(tmp_path: Path)
             "they are routed on the part before it and its variables are sent as query parameters",
         )
     ]
+
+
+def test_a_host_without_a_scheme_is_a_path_and_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "api.apib"
+    path.write_text(
+        "FORMAT: 1A\nHOST: api.example.com/v1\n\n# T\n\n## Things [/things]\n\n"
+        "### List [GET]\n\n+ Response 200\n",
+        encoding="utf-8",
+    )
+    result = read_spec(path)
+    assert result.api is not None
+    assert result.api.operations[0].route_path == "/api.example.com/v1/things"
+    assert [p.format() for p in result.problems] == [
+        "api.apib:2:1: warning: /: HOST 'api.example.com/v1' has no scheme, so it is a path and "
+        "routes start at '/api.example.com/v1'; its first segment reads like a host name: if it "
+        "is one, write 'https://api.example.com/v1'"
+    ]

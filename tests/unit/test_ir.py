@@ -152,13 +152,25 @@ def test_a_server_url_without_a_scheme(tmp_path: Path, url: str, route: str, war
     said = [p.message for p in result.problems if p.pointer == "/servers/0/url"]
     assert said == (
         [
-            f"server URL {url!r} has no scheme, so it is a path relative to the description "
-            f"(OpenAPI) and routes start at '/{url}'; its first segment reads like a host "
-            f"name: if it is one, write 'https://{url}'"
+            f"server URL {url!r} has no scheme, so it is a path and routes start at '/{url}'; "
+            f"its first segment reads like a host name: if it is one, write 'https://{url}'"
         ]
         if warned
         else []
     )
+
+
+def test_a_raml_base_uri_without_a_scheme_is_warned_about_as_a_server_url_is(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "api.raml").write_text(
+        "#%RAML 1.0\ntitle: T\nbaseUri: api.example.com/v1\n/a:\n  get:\n", encoding="utf-8"
+    )
+    result = read_spec(tmp_path / "api.raml")
+    assert api_of(result).operations[0].route_path == "/api.example.com/v1/a"
+    assert [(p.pointer, p.line, p.message[:59]) for p in result.problems] == [
+        ("/baseUri", 3, "baseUri 'api.example.com/v1' has no scheme, so it is a path")
+    ]
 
 
 def test_path_level_parameters_are_merged_and_overridden(tmp_path: Path) -> None:

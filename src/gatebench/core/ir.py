@@ -392,6 +392,25 @@ def token_problem(what: str, name: str) -> str:
     return f"{what} {name!r} is not an HTTP token ({TOKEN_CHARACTERS})"
 
 
+_HOST_FIRST = re.compile(
+    r"^([A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(:\d+)?|[A-Za-z0-9.-]+:\d+)(/|$)"
+)
+"""A relative URL whose first segment reads like a host name (``api.example.com/v1``,
+``localhost:8080/api``)."""
+
+
+def host_as_path(url: str, what: str) -> str | None:
+    """What to say of a server URL (``what``: ``server URL``, ``baseUri``, ``HOST``) with no
+    scheme whose first segment reads like a host: it is a path, and routes start with it."""
+    if not _HOST_FIRST.match(url):
+        return None
+    return (
+        f"{what} {url!r} has no scheme, so it is a path and routes start at "
+        f"'/{url.strip('/')}'; its first segment reads like a host name: if it is one, write "
+        f"'https://{url}'"
+    )
+
+
 def server_authority_problem(url: str) -> str:
     """Why the authority of a server URL (``//host:port``) cannot name a server, or ``""``.
 

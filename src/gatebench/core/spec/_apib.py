@@ -29,6 +29,7 @@ from gatebench.core.ir import (
     Parameter,
     RequestBody,
     Response,
+    host_as_path,
     method_rank,
     server_authority_problem,
 )
@@ -87,15 +88,18 @@ def read_blueprint(doc: Document) -> tuple[Api | None, list[Problem]]:
         return None, problems
     base_url = str(parsed.get("host") or "")
     wrong = server_authority_problem(base_url)
+    found = re.search(r"^HOST:", doc.text, re.MULTILINE)
+    line = doc.text.count("\n", 0, found.start()) + 1 if found else None
     if wrong:
-        found = re.search(r"^HOST:", doc.text, re.MULTILINE)
-        line = doc.text.count("\n", 0, found.start()) + 1 if found else None
         problems.append(
             Problem(
                 "", f"HOST {base_url!r} cannot be a server: {wrong}", "error", line, 1, doc.name
             )
         )
         base_url = ""
+    said = host_as_path(base_url, "HOST")
+    if said:
+        problems.append(Problem("", said, "warning", line, 1, doc.name))
     operations: list[Operation] = []
     with_query: dict[str, tuple[int | None, int | None]] = {}
     for i, resource in enumerate(parsed.get("resources", [])):

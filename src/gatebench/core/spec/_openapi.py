@@ -46,6 +46,7 @@ from gatebench.core.ir import (
     SecurityRequirement,
     SecurityScheme,
     UnknownPart,
+    host_as_path,
     is_media_type,
     method_rank,
     server_authority_problem,
@@ -469,14 +470,9 @@ class OpenApiBuilder:
                 "'%' that does not start a %XX escape); ignored, routes start at '/'",
             )
             return ""
-        if _HOST_FIRST.match(resolved):
-            self.warn(
-                loc.child("url"),
-                f"server URL {resolved!r} has no scheme, so it is a path relative to the "
-                f"description (OpenAPI) and routes start at '/{resolved.strip('/')}'; its "
-                f"first segment reads like a host name: if it is one, write "
-                f"'https://{resolved}'",
-            )
+        said = host_as_path(resolved, "server URL")
+        if said:
+            self.warn(loc.child("url"), said)
         return resolved
 
     def _v2_base_url(self) -> str:
@@ -1349,13 +1345,6 @@ _V2_FORMATS: dict[Any, tuple[str | None, bool]] = {
 """Swagger 2.0's ``collectionFormat`` as OpenAPI 3's style and explode (``csv``, the default:
 the style of the place, not exploded); ``tsv`` has no OpenAPI 3 style, ``gatebench.core.styles``
 writes it."""
-
-
-_HOST_FIRST = re.compile(
-    r"^([A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(:\d+)?|[A-Za-z0-9.-]+:\d+)(/|$)"
-)
-"""A relative server URL whose first segment reads like a host name (``api.example.com/v1``,
-``localhost:8080/api``)."""
 
 
 def _style(value: dict[str, Any]) -> tuple[str | None, bool | None]:

@@ -38,6 +38,7 @@ from gatebench.core.ir import (
     Response,
     SecurityRequirement,
     SecurityScheme,
+    host_as_path,
     method_rank,
     server_authority_problem,
     token_problem,
@@ -390,6 +391,9 @@ class RamlBuilder:
         if re.search(r"\s", url):
             self.problem(loc.child("baseUri"), f"baseUri {url!r} contains whitespace")
             return ""
+        said = host_as_path(url, "baseUri")
+        if said:
+            self.warn(loc.child("baseUri"), said)
         return url
 
     # -- resources --------------------------------------------------------------------------
