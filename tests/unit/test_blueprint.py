@@ -163,3 +163,20 @@ def test_a_host_without_a_scheme_is_a_path_and_says_so(tmp_path: Path) -> None:
         "routes start at '/api.example.com/v1'; its first segment reads like a host name: if it "
         "is one, write 'https://api.example.com/v1'"
     ]
+
+
+def test_a_template_variable_in_the_host_is_warned_about(tmp_path: Path) -> None:
+    """API Blueprint expands nothing in HOST: {version} became a path parameter of every route,
+    silently."""
+    path = tmp_path / "api.apib"
+    path.write_text(
+        "FORMAT: 1A\nHOST: http://api.example.com/{version}/x\n\n# T\n\n## Things [/things]\n\n"
+        "### List [GET]\n\n+ Response 200\n",
+        encoding="utf-8",
+    )
+    result = read_spec(path)
+    assert [p.format() for p in result.problems] == [
+        "api.apib:2:1: warning: /: HOST 'http://api.example.com/{version}/x' holds {version}, "
+        "which API Blueprint never expands (its HOST is a URL, not a template): every route "
+        "takes it as a path parameter of that name; write the value instead"
+    ]

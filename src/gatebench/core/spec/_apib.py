@@ -32,6 +32,7 @@ from gatebench.core.ir import (
     host_as_path,
     method_rank,
     server_authority_problem,
+    url_path,
 )
 from gatebench.core.spec._ids import with_generated_ids
 
@@ -100,6 +101,20 @@ def read_blueprint(doc: Document) -> tuple[Api | None, list[Problem]]:
     said = host_as_path(base_url, "HOST")
     if said:
         problems.append(Problem("", said, "warning", line, 1, doc.name))
+    template = re.search(r"\{[^{}]*\}", url_path(base_url))
+    if template:
+        problems.append(
+            Problem(
+                "",
+                f"HOST {base_url!r} holds {template[0]}, which API Blueprint never expands (its "
+                "HOST is a URL, not a template): every route takes it as a path parameter of "
+                "that name; write the value instead",
+                "warning",
+                line,
+                1,
+                doc.name,
+            )
+        )
     operations: list[Operation] = []
     with_query: dict[str, tuple[int | None, int | None]] = {}
     for i, resource in enumerate(parsed.get("resources", [])):
