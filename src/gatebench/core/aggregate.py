@@ -414,13 +414,13 @@ def summarize(
             why = (
                 "the load engine's cores (with the backend where it is pinned beside the "
                 f"engine) were busy for at least {ENGINE_BUSY_SHARE:.0%} of the phases of "
-                f"{', '.join(busy[w])} in at least half of the repetitions while their "
+                f"{joined_names(busy[w])} in at least half of the repetitions while their "
                 "gateway's core was not (engine-busy), so the number ranks the load generator, "
                 "not the gateways"
             )
         elif reason == "tester-bound":
             why = (
-                f"{', '.join(bound[w])} reached 80 % of the load engine's ceiling there in at "
+                f"{joined_names(bound[w])} reached 80 % of the load engine's ceiling there in at "
                 "least half of the repetitions (tester-bound), so the number ranks the load "
                 "generator, not the gateways"
             )
@@ -432,7 +432,7 @@ def summarize(
             )
         else:
             why = (
-                f"the phases of {', '.join(short[w])} there were too short to measure a rate "
+                f"the phases of {joined_names(short[w])} there were too short to measure a rate "
                 "(shorter than 20 × the timer's resolution plus a burst's launch spread, in at "
                 "least half of the repetitions; docs/trust.md)"
             )
