@@ -233,6 +233,7 @@ def test_an_engine_busy_workload_counts_as_tester_bound_for_the_score() -> None:
     both = summarize([*ms, *get], gateways=["a", "b"])
     [note] = [n for n in both.notes if "(engine-busy)" in n]
     assert note.startswith("throughput on get and list is not scored: the load engine's cores")
+    assert "of the phases of a and b in at least half" in note  # it read "of a, b"
     run = run_record(workloads=[{"name": "list"}, {"name": "show"}])
     said = " ".join(build_report(run, ms).verdict)
     assert (
