@@ -180,6 +180,26 @@ def test_bad_settings_are_located(
     ]
 
 
+def test_an_unknown_key_in_an_objective_hides_none_of_its_other_problems(auction: Api) -> None:
+    """Only the unknown key was said: the bounds were read after the whole mapping passed."""
+    objective = {"p99": 50, "error_pct": "200%", "p42": "3ms"}
+    assert plan_errors(auction, section(capacity={"objective": objective})) == [
+        (
+            "/x-gatebench/capacity/objective/p42",
+            "unknown key 'p42' in capacity.objective; expected one of: p50, p90, p95, p99, "
+            "mean, max, error_pct",
+        ),
+        (
+            "/x-gatebench/capacity/objective/p99",
+            "the unit is missing: expected a latency such as '50ms' or '0.5s', got 50",
+        ),
+        (
+            "/x-gatebench/capacity/objective/error_pct",
+            "expected an error rate from 0% to 100% such as '1%', got '200%'",
+        ),
+    ]
+
+
 def test_errors_in_a_workload_capacity_are_located_there(auction: Api) -> None:
     errors = plan_errors(
         auction, section(workloads=two(get={"budget": "1h", "growth": 20}, bid="yes"))
