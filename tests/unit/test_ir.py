@@ -128,6 +128,9 @@ def test_a_swagger_host_written_as_a_url_is_read_as_its_host(tmp_path: Path) -> 
         "host 'http://x.example.com' is a URL; Swagger 2.0's host is a name and an optional "
         "port (the scheme goes in 'schemes', the path in 'basePath'): read as 'x.example.com'",
     ) in said
+    # a URL that is no URL either is a located error, never a crash (urlsplit raises on '[x')
+    result = spec(tmp_path, {**doc, "host": "http://[x"})
+    assert [(p.pointer, p.severity) for p in result.errors] == [("/host", "error")]
 
 
 @pytest.mark.parametrize(

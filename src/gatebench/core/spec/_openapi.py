@@ -495,7 +495,7 @@ class OpenApiBuilder:
         if not isinstance(host, str) or not host:
             return base_path
         if "://" in host:  # a URL where a host name goes: its path would have become the route's
-            written, host = host, urlsplit(host).netloc
+            written, host = host, host.split("://", 1)[1].split("/", 1)[0]
             self.warn(
                 Loc(self.doc.name, "/host"),
                 f"host {written!r} is a URL; Swagger 2.0's host is a name and an optional port "
