@@ -326,9 +326,10 @@ def test_a_plan_whose_credential_the_server_lacks_is_refused_before_it_is_queued
     for route in ("validate", "uploads"):
         status, body = served.upload(route, auction, "name=auction.yaml")
         assert status == 409, route
-        assert [(e["pointer"], e["message"], e["source"]) for e in body["errors"]] == [
+        assert [(e["pointer"], e["line"], e["message"], e["source"]) for e in body["errors"]] == [
             (
                 "/x-gatebench/auth",
+                114,
                 "environment variable AUCTION_TOKEN is not set; the plan's auth reads the "
                 "credential from it when requests are sent (export AUCTION_TOKEN=...); the runs "
                 "of gatebench serve read its environment: start it with the variable set",

@@ -6,13 +6,11 @@ import argparse
 import json
 import os
 import sys
-from dataclasses import replace
 
 from gatebench.cli._common import add_plan_argument, add_spec_arguments, read
 from gatebench.core.errors import PlanError, Problem
-from gatebench.core.plan import Plan, load_plan
-from gatebench.core.spec import SpecResult
-from gatebench.run.stages.parse import environment_problems
+from gatebench.core.plan import load_plan
+from gatebench.run.stages.parse import unset_credentials
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,17 +27,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", "-q", action="store_true", help="print errors only")
 
 
-def _unset_here(plan: Plan, result: SpecResult, plan_file: str | None) -> list[Problem]:
-    """The credential variables the plan reads and this shell lacks, as notes: the plan is
-    sound (another machine may set them), but ``gatebench run`` here would stop at once."""
-    where = result.benchmark_loc if plan_file is None else None
-    found = environment_problems(plan, os.environ, *([where.pointer] if where else []))
-    source = where.doc if where is not None else plan_file
-    said = " (in this shell: gatebench run here would stop at once)"
-    notes = [replace(p, severity="note", message=p.message + said, source=source) for p in found]
-    return [result.reader.locate(p) for p in notes] if where and result.reader else notes
-
-
 def run(args: argparse.Namespace) -> int:
     result = read(args, strict=args.strict)
     problems: list[Problem] = list(result.problems)
@@ -48,7 +35,10 @@ def run(args: argparse.Namespace) -> int:
         try:
             plan = load_plan(result, args.plan)
             problems.extend(plan.warnings)
-            problems.extend(_unset_here(plan, result, args.plan))
+            said = " (in this shell: gatebench run here would stop at once)"
+            problems += unset_credentials(
+                plan, result, os.environ, said, severity="note", plan_file=args.plan
+            )
             plan_checked = True
         except PlanError as exc:
             problems.extend(exc.problems)

@@ -41,7 +41,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
@@ -62,7 +62,7 @@ from gatebench.core.spec import DEFAULT_LIMITS
 from gatebench.kinds.request import UPLOAD_PREFIX, CheckedUpload, UploadRejected
 from gatebench.local.bucket import LocalBucket, PutRefused
 from gatebench.local.queue import QueueFull, RunQueue
-from gatebench.run.stages.parse import environment_problems
+from gatebench.run.stages.parse import unset_credentials
 from gatebench.store import ResultStore
 from gatebench.web._app import Dashboard, dashboard, new_app, query, raw_path, read_api, upload_api
 from gatebench.web._limits import ServeLimits
@@ -173,11 +173,8 @@ class Local(Dashboard):
 def _unset_credentials(upload: CheckedUpload) -> list[Problem]:
     """The credential variables the upload's plan reads and this server's environment, which
     its runs inherit, lacks: the run would fail at once."""
-    where = upload.spec.benchmark_loc
-    found = environment_problems(upload.run_plan, os.environ, *([where.pointer] if where else []))
     said = "; the runs of gatebench serve read its environment: start it with the variable set"
-    source = where.doc if where is not None else upload.name
-    return [replace(p, message=p.message + said, source=source) for p in found]
+    return unset_credentials(upload.run_plan, upload.spec, os.environ, said)
 
 
 def local() -> Local:

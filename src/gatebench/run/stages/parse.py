@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING
 
 from gatebench.core.api_keys import api_key_envs, key_problems, with_api_keys
 from gatebench.core.capabilities import injection_problem, token_pool_problem
-from gatebench.core.errors import Problem, RunError
+from gatebench.core.errors import Problem, RunError, Severity
 from gatebench.core.fairness import plan_concurrency
 from gatebench.core.model import RunStatus
 from gatebench.core.plan import Plan
 from gatebench.core.policies import PolicySet
 from gatebench.core.renderers._base import DEFAULT_CONCURRENCY
-from gatebench.core.spec import BENCH_KEY
+from gatebench.core.spec import BENCH_KEY, SpecResult
 from gatebench.core.tokens import SIGNED_TOKEN_ENV, SIGNED_TOKENS_FILE_ENV
 from gatebench.run._base import Stage
 
@@ -141,6 +141,26 @@ def environment_problems(
     return out
 
 
+def unset_credentials(
+    plan: Plan,
+    spec: SpecResult,
+    environ: Mapping[str, str],
+    said: str,
+    *,
+    severity: Severity = "error",
+    plan_file: str | None = None,
+) -> list[Problem]:
+    """``environment_problems`` as the edges say them before a run: at the line of the spec's
+    ``x-gatebench`` (or in ``plan_file``, the plan read apart), ``said`` appended (what the
+    unset variable means where it is checked) and at ``severity`` (``gatebench validate``
+    notes them: another machine may set them; ``gatebench serve`` refuses the upload)."""
+    where = spec.benchmark_loc if plan_file is None else None
+    found = environment_problems(plan, environ, *([where.pointer] if where else []))
+    source = where.doc if where is not None else (plan_file or spec.spec_name or None)
+    out = [replace(p, severity=severity, message=p.message + said, source=source) for p in found]
+    return [spec.reader.locate(p) for p in out] if where and spec.reader else out
+
+
 @contextlib.contextmanager
 def signed_tokens(plan: Plan, outcome: RunOutcome) -> Iterator[Plan]:
     """With ``auth.jwt``: sign the requests' bearer tokens with the private key from its
@@ -190,4 +210,5 @@ __all__ = [
     "check_secrets",
     "environment_problems",
     "signed_tokens",
+    "unset_credentials",
 ]
