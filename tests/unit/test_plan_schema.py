@@ -142,6 +142,26 @@ def test_unknown_keys_inside_a_workload(auction: Api) -> None:
     ]
 
 
+def test_a_load_written_beside_the_injection_is_sent_to_it(auction: Api) -> None:
+    """Other load tools write users and a duration on the scenario: 'duration' was answered
+    "did you mean 'operation'?", which sends people the wrong way."""
+    workload = {"name": "b", "operation": "bid", "users": 2, "duration": "2s", "injection": None}
+    moved = (
+        "how requests arrive goes in 'injection', e.g. injection: {concurrent: 10, duration: "
+        "5s} (10 users looping for 5 s) or injection: {constant_rate: {rate: 50, duration: 5s}}"
+    )
+    found = plan_errors(auction, section(workloads=[workload], concurrent=3))
+    assert found[:3] == [
+        (
+            "/x-gatebench/concurrent",
+            "unknown key 'concurrent' in x-gatebench; "
+            + moved.replace("goes in 'injection'", "is each workload's 'injection'"),
+        ),
+        ("/x-gatebench/workloads/0/users", "unknown key 'users' in a workload; " + moved),
+        ("/x-gatebench/workloads/0/duration", "unknown key 'duration' in a workload; " + moved),
+    ]
+
+
 def test_the_models_decide_which_keys_exist() -> None:
     """Every mapping of the schema lists exactly its model's keys, titled as the messages name
     it; a key with no close match is answered with the model's keys."""

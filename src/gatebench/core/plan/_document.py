@@ -76,6 +76,12 @@ ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 TOKEN = r"^[A-Za-z0-9_.-]{1,64}$"
 BUNDLE_PATH = r"^(?!/)(?!.*(?:^|/)\.\.(?:/|$))[A-Za-z0-9._/-]{1,200}$"
 INJECTIONS = ("at_once", "ramp", "constant_rate", "arrivals", "concurrent", "sequential")
+_LOAD_WORDS = ("users", "vus", "duration", "rate", "requests", "iterations", "concurrency")
+"""What other load tools call a load's size, written where gatebench has no such key."""
+_LOAD_EXAMPLE = (
+    "e.g. injection: {concurrent: 10, duration: 5s} (10 users looping for 5 s) or "
+    "injection: {constant_rate: {rate: 50, duration: 5s}}"
+)
 BODIES = ("example", "synthesized", "binary", "multipart", "json", "text", "none")
 
 # -- values ------------------------------------------------------------------------------------
@@ -272,6 +278,9 @@ class Section(BaseModel):
     credentials: ClassVar[bool] = False
     """Its keys that name a credential are refused with their reason (``_checks``), not as
     unknown."""
+    elsewhere: ClassVar[dict[str, str]] = {}
+    """Unknown keys people put here that belong in another place, with where (said instead
+    of the closest known key, which would send them the wrong way)."""
     missing: ClassVar[str] = ""
     """A required key's absence said of the mapping itself (``{key}``); by default, of the key,
     in its rule's words for null."""
@@ -291,6 +300,7 @@ class Section(BaseModel):
         for key in (k for k in data if str(k) not in cls.key_names() and not skip(k)):
             hint = difflib.get_close_matches(str(key), known, n=1)
             said = f"did you mean {hint[0]!r}?" if hint else f"expected one of: {', '.join(known)}"
+            said = cls.elsewhere.get(str(key), said)
             out.append(_error((key,), f"unknown key {key!r} in {cls.title()}; {said}"))
         return out
 
@@ -1106,6 +1116,9 @@ class WorkloadDoc(Section, title="a workload"):
     timeout: Seconds = 60.0
     """Request timeout."""
     capacity: Annotated[Any, _alternatives({"type": "boolean"}, ref("CapacityDoc"))] = None
+    elsewhere = dict.fromkeys(
+        (*INJECTIONS, *_LOAD_WORDS), "how requests arrive goes in 'injection', " + _LOAD_EXAMPLE
+    )
 
 
 # -- policies ------------------------------------------------------------------------------------
@@ -1343,6 +1356,10 @@ class PlanDoc(Section, title="x-gatebench"):
     --format junit` (docs/ci.md)."""
     traffic: Annotated[TrafficDoc | None, Model(TrafficDoc)] = None
     credentials = True
+    elsewhere = dict.fromkeys(
+        (*INJECTIONS, *_LOAD_WORDS),
+        "how requests arrive is each workload's 'injection', " + _LOAD_EXAMPLE,
+    )
 
 
 class ThresholdDoc(Section, title="a threshold"):
