@@ -37,7 +37,13 @@ def synthetic_run(
         title="Synthetic auction run",
         gateways=list(gateways),
         workloads=[
-            {"name": w, "operation": w, "injection": {"concurrent": 50, "duration": "10s"}}
+            {
+                "name": w,
+                "operation": w,
+                "method": "POST" if w == "bid" else "GET",
+                "path": f"/{w}",
+                "injection": "50 concurrent users for 10s",
+            }
             for w in workloads
         ],
         plan={"repetitions": repetitions, "baseline": baseline, "scoring": {"profile": "paper"}},

@@ -134,7 +134,7 @@ def test_the_tables_and_cautions_show_the_refusals() -> None:
     cell = report.summary.cell("show", "nginx")
     assert cell is not None and cell.rate_limited == 14
     assert cell.to_dict()["rate_limited"] == 14
-    tables = {t.id: t for t in latency_tables(report.summary)}
+    tables = {t.id: t for t in latency_tables(report)}
     show, listing = tables["latency-show"], tables["latency-list"]
     assert show.columns[-1].label == "Rate-limited"
     assert {r.header: r.cells[-1].text for r in show.rows} == {

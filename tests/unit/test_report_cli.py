@@ -90,6 +90,28 @@ def test_report_html_goes_to_results_by_default(
     assert (tmp_path / written).read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
 
 
+def test_report_html_goes_into_the_folder_the_run_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``gatebench run --results out`` ends with "`gatebench report RUN --store
+    out/gatebench.sqlite` writes the HTML report": it went to a new results/RUN beside the
+    run's own out/RUN, holding nothing else."""
+    results = tmp_path / "out"
+    run, ms = synthetic_run(repetitions=3)
+    folder = results / run.run_id
+    folder.mkdir(parents=True)
+    run.owner = {"host": "h", "pid": 1, "started": 0.0, "run_dir": str(folder)}
+    with SqliteStore(results / "gatebench.sqlite") as store:
+        store.create_run(run)
+        for m in ms:
+            store.put_measurement(m)
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", run.run_id, "--store", "out/gatebench.sqlite"]) == 0
+    assert capsys.readouterr().out.strip() == str(folder / "report.html")
+    assert (folder / "report.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert not (tmp_path / "results").exists()
+
+
 def test_a_run_is_named_by_its_folder_whose_store_is_beside_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -60,7 +60,14 @@ def test_the_latency_and_overhead_tables_are_the_same_in_html_and_on_the_dashboa
     report = _report()
     view = {t["id"]: t for t in run_view(report)["tables"]}
     html = render_html(report)
-    for model in [*latency_tables(report.summary), overhead_table(report.summary)]:
+    latency = latency_tables(report)
+    # what each workload sends is in its caption: the tables said only 'Workload bid'
+    assert [t.caption.split(":")[0] for t in latency] == [
+        "Workload create-auction (GET /create-auction, 50 concurrent users for 10s)",
+        "Workload bid (POST /bid, 50 concurrent users for 10s)",
+        "Workload retrieve (GET /retrieve, 50 concurrent users for 10s)",
+    ]
+    for model in [*latency, overhead_table(report.summary)]:
         labels = [c.label for c in model.columns]
         assert [c["label"] for c in view[model.id]["columns"]] == labels
         assert _html_headers(html, model.caption) == labels

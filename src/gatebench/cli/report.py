@@ -9,6 +9,7 @@ from pathlib import Path
 
 from gatebench.cli._store import RUN_HELP, add_store_argument, run_location
 from gatebench.core.errors import RunError
+from gatebench.core.model import RunRecord
 from gatebench.core.report import FORMATS, find_run
 from gatebench.core.score import PROFILES
 from gatebench.store import open_store
@@ -28,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "-o",
         metavar="FILE",
         help="where to write it; '-' for stdout (default: report.html in the run's folder, "
-        "results/RUN, for html; stdout for the others)",
+        "where the run wrote it (results/RUN by default), for html; stdout for the others)",
     )
     parser.add_argument(
         "--profile",
@@ -50,11 +51,24 @@ def run(args: argparse.Namespace) -> int:
         except RunError as exc:
             print(f"gatebench: {exc}", file=sys.stderr)
             return 2
-    given = Path(args.run_id)  # a run's folder, or results/RUN
-    folder = (
-        given if given.name == record.run_id and given.is_dir() else Path("results") / record.run_id
-    )
-    return _write(args, report.text, folder, report.html_name)
+    return _write(args, report.text, _folder(args.run_id, record), report.html_name)
+
+
+def _folder(given: str, record: RunRecord) -> Path:
+    """The run's folder, where its HTML report goes: the folder named as RUN, else the one the
+    run recorded as its own (``gatebench run --results out`` puts it in out/RUN), else
+    results/RUN."""
+    named = Path(given)
+    if named.name == record.run_id and named.is_dir():
+        return named
+    recorded = (record.owner or {}).get("run_dir")
+    if (
+        isinstance(recorded, str)
+        and Path(recorded).name == record.run_id
+        and Path(recorded).is_dir()
+    ):
+        return Path(recorded)
+    return Path("results") / record.run_id
 
 
 def _write(args: argparse.Namespace, text: str, folder: Path, html_name: str) -> int:

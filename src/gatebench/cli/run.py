@@ -12,7 +12,13 @@ from gatebench.core.measure import FLAGS
 from gatebench.core.model import BASELINE, Measurement, RunKind
 from gatebench.core.plan import Plan, describe_injection
 from gatebench.core.resources import MIN_CPU_S
-from gatebench.core.stats import fmt_rate, format_workload_table, joined_names, workload_rows
+from gatebench.core.stats import (
+    fmt_rate,
+    format_workload_table,
+    joined_names,
+    workload_descriptions,
+    workload_rows,
+)
 from gatebench.core.thresholds import evaluate
 from gatebench.local.engines import ENGINES
 from gatebench.run import RunOutcome
@@ -95,18 +101,10 @@ def report_lines(outcome: RunOutcome) -> list[str]:
         "phase duration; req/CPU-s = requests per gateway CPU-second (– under "
         f"{MIN_CPU_S:g} CPU-s); wrong = wrong answers over the repetitions (– not checked).",
     ]
-    for workload in record.workloads:
-        rows = workload_rows(outcome.measurements, workload["name"])
-        if not rows:
-            continue
-        lines.append("")
-        lines.extend(
-            format_workload_table(
-                workload["name"],
-                f"{workload['method']} {workload['path']}, {workload['injection']}",
-                rows,
-            )
-        )
+    for name, description in workload_descriptions(record.workloads).items():
+        rows = workload_rows(outcome.measurements, name)
+        if rows:
+            lines += ["", *format_workload_table(name, description, rows)]
     flagged = [m for m in outcome.measurements if m.flags]
     if flagged:
         lines.append("")

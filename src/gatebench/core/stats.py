@@ -355,6 +355,20 @@ def workload_rows(measurements: Iterable[Measurement], workload: str) -> list[Ta
     return rows
 
 
+def workload_descriptions(workloads: Iterable[Any]) -> dict[str, str]:
+    """What each workload of a run record (``RunRecord.workloads``) sends, by name, as every
+    table's heading says it: ``POST /v1/items/{id}:cancel, 2 concurrent users for 2s`` (the
+    parts a record lacks are left out; empty when it has none)."""
+    out = {}
+    for w in workloads:
+        if not isinstance(w, Mapping) or not w.get("name"):
+            continue
+        said = [" ".join(str(w[k]) for k in ("method", "path") if w.get(k))]
+        said.append(w["injection"] if isinstance(w.get("injection"), str) else "")
+        out[str(w["name"])] = ", ".join(x for x in said if x)
+    return out
+
+
 def format_workload_table(workload: str, description: str, rows: Sequence[TableRow]) -> list[str]:
     """Lines of one table: latencies in ms (whole ms from Gatling; means of repetitions get
     one decimal), error %, throughput req/s, and, when the run measured them, requests per
@@ -403,7 +417,7 @@ def format_workload_table(workload: str, description: str, rows: Sequence[TableR
             )
         )
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
-    lines = [f"{workload} — {description}"]
+    lines = [f"{workload} — {description}" if description else workload]
     for row in [header, *body]:
         cells = [
             row[i].ljust(widths[i]) if i in (0, len(header) - 1) else row[i].rjust(widths[i])
@@ -463,5 +477,6 @@ __all__ = [
     "nearest_ranks",
     "phase_stats",
     "status_of",
+    "workload_descriptions",
     "workload_rows",
 ]

@@ -318,7 +318,7 @@ def _latency(report: Report) -> str:
         "interval. <strong>Bold</strong>: the best value among the gateways (the baseline does "
         "not compete). Latencies in ms, whole-millisecond readings (&lt;1 means under 1 ms).</p>"
     ]
-    parts += [_model_table(table) for table in latency_tables(s)]
+    parts += [_model_table(table) for table in latency_tables(report)]
     return "".join(parts)
 
 

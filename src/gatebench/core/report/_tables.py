@@ -32,6 +32,7 @@ from gatebench.core.report._format import (
     fmt_value,
 )
 from gatebench.core.resources import MIN_CPU_S
+from gatebench.core.stats import workload_descriptions
 
 OVERHEAD_METRICS = ("mean", "p50", "p99", "throughput", "error_pct")
 """The metrics of the overhead table (error rate only where there is room)."""
@@ -247,9 +248,11 @@ def wrong_answers_cell(cell: CellSummary) -> Cell:
     return Cell("0", 0)
 
 
-def latency_tables(s: RunSummary) -> list[Table]:
-    """One table per workload: every metric's mean ± its 95 % interval, per target."""
-    tables = []
+def latency_tables(report: Report) -> list[Table]:
+    """One table per workload: every metric's mean ± its 95 % interval, per target; its
+    caption says what the workload sends (``stats.workload_descriptions``)."""
+    s, tables = report.summary, []
+    described = workload_descriptions(report.run.workloads)
     for w in s.workloads:
         targets = s.measured_targets(w)
         if not targets:
@@ -264,7 +267,8 @@ def latency_tables(s: RunSummary) -> list[Table]:
             columns.append(Column("Rate-limited", True))
         table = Table(
             f"latency-{w}",
-            f"Workload {w}: latency, errors and throughput",
+            f"Workload {w}{f' ({described[w]})' if described.get(w) else ''}: latency, errors "
+            "and throughput",
             columns,
             legend="Mean over the repetitions ± the half-width of its 95 % confidence interval; "
             "marked best: the best value among the gateways (the baseline does not compete, "

@@ -96,7 +96,7 @@ def run_view(report: Report) -> dict[str, Any]:
     tables = [
         score_table(report) if scores else None,
         workload_score_table(report) if scores else None,
-        *latency_tables(s),
+        *latency_tables(report),
         overhead_table(s) if s.baseline is not None and s.overhead else None,
         cost_table(s),
     ]
