@@ -262,7 +262,7 @@ def test_a_change_run_on_the_dashboard_shows_its_report_in_its_frame(tmp_path: P
     assert_clean(found, serve)
     assert found["sandbox"] == "allow-scripts"
     assert found["frameVerdict"].startswith(
-        "In the 1 s after the change, haproxy failed 1 request(s), nginx failed 1 request(s)."
+        "In the 1 s after the change, haproxy failed 1 request and nginx failed 1 request."
     )
     assert found["frameCircles"] > 20  # a point per 100 ms bucket per gateway
     assert found["frameTables"] == [2]

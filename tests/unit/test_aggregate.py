@@ -177,7 +177,7 @@ def test_an_incomplete_repetition_is_left_out_of_the_ranks() -> None:
     assert s.complete_repetitions == (0,)
     assert {r.target: r.ranks for r in s.rank_stability} == {"a": (1,), "b": (2,)}
     assert s.notes == (
-        "repetition(s) 1 did not measure every target and are left out of the rank stability",
+        "repetition 1 did not measure every target and is left out of the rank stability",
     )
 
 
@@ -187,7 +187,7 @@ def test_a_measurement_without_requests_counts_as_missing() -> None:
     assert s.cell("w", "b") is None
     assert s.scores.gateway("b").endpoint("w").missing
     assert s.empty_measurements == ("b:w:0",)
-    assert s.notes[0] == "1 measurement(s) completed no request and count as missing: b:w:0"
+    assert s.notes[0] == "1 measurement completed no request and counts as missing: b:w:0"
 
 
 def test_overhead_against_the_baseline() -> None:

@@ -168,7 +168,7 @@ def test_a_gateway_that_failed_is_not_ranked_and_its_overlapping_phases_not_coun
     assert s.complete_repetitions == (1, 2)  # b's missing repetition does not count against a
     assert "b is not ranked: it failed during repetition 2" in s.notes
     assert (
-        "1 measurement(s) overlap their target's failure and are left out of every figure: b:w:2"
+        "1 measurement overlaps its target's failure and is left out of every figure: b:w:2"
         in s.notes
     )
     report = build_report(record, ms)

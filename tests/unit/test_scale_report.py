@@ -111,7 +111,7 @@ def test_the_legend_stands_above_the_plot_so_no_line_runs_through_it() -> None:
 
 def test_every_failed_request_of_a_change_is_listed_with_its_time() -> None:
     html = render_scale_html(scale_document([], [_change()], run="r2"))
-    assert "1 failed request(s) after the change" in html
+    assert "1 failed request after the change" in html
     assert "500 ms: end: status 502" in html
     assert "1 of 2" in html  # new routes answered
     assert "<li>nginx: SIGHUP &lt;to master&gt;</li>" in html  # the mechanism, escaped
@@ -172,8 +172,8 @@ def test_the_verdict_of_a_change_compares_the_gateways() -> None:
     doc["changes"][2]["failures"] = 1200
     verdict, _ = scale_summary(doc)
     assert verdict[:2] == [
-        "In the 1 s after the change, haproxy failed 1,200 request(s), envoy failed 1 "
-        "request(s); nginx: none.",
+        "In the 1 s after the change, haproxy failed 1,200 requests and envoy failed 1 "
+        "request; nginx: none.",
         "envoy answered 1 of 2 new routes from the new upstream.",
     ]
 
@@ -225,8 +225,8 @@ def test_the_terminal_and_markdown_show_the_same_tables_as_the_page() -> None:
     assert "  nginx: 1 of 2 new routes never answered correctly" in text  # the change's problem
     changed = ["nginx", "(problem)", "signal", "1"]  # failed: 1
     assert any(line.split()[:4] == changed for line in text)
-    assert "  nginx: 1 failed request(s) after the change" in text
-    assert text[-1].startswith("In the 1 s after the change, nginx failed 1 request(s).")
+    assert "  nginx: 1 failed request after the change" in text
+    assert text[-1].startswith("In the 1 s after the change, nginx failed 1 request.")
     assert "    500 ms: end: status 502" in text
     md = render_scale_markdown(doc)
     assert "| nginx (problem) | 100 |" in md and "- nginx at 100 routes: did not answer" in md
@@ -259,7 +259,7 @@ def test_the_dashboards_view_of_a_scale_run_says_what_it_measured() -> None:
     assert view["kind"] == "scale" and view["format"] == "gatebench-view/1"
     assert view["verdict"] == [
         "Route scale of nginx at 10, 100 routes: the tables below.",
-        "In the 1 s after the change, nginx failed 1 request(s).",
+        "In the 1 s after the change, nginx failed 1 request.",
         "nginx answered 1 of 2 new routes from the new upstream.",
         "New routes answered through nginx (median 0.1 s, some never).",
         "CPU policy: every gateway: 1 core.",

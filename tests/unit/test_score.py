@@ -27,9 +27,7 @@ def test_a_zero_ms_minimum_ties_with_one_ms() -> None:
     result = score(one_metric("min", a=0.0, b=1.0, c=3.0), metrics=("min",))
     assert per_metric(result, "min") == {"a": 1.0, "b": 1.0, "c": pytest.approx(1 / 3)}
     assert result.gateway("a").endpoint("e").metric("min").value == 1.0
-    assert result.notes == (
-        "1 latency value(s) under 1 ms (Gatling's resolution) were scored as 1 ms",
-    )
+    assert result.notes == ("1 latency value under 1 ms (Gatling's resolution) was scored as 1 ms",)
 
 
 def test_the_literal_equation_would_zero_a_1_ms_difference() -> None:

@@ -316,7 +316,7 @@ def test_past_its_bound_the_curve_doubles_its_step(
 def test_few_requests_left_out_and_listed(shop: Api) -> None:
     result = imported(shop, TRAFFIC / "combined.log", min_requests=2)
     assert [w["name"] for w in result.plan.section["workloads"]] == ["getItem", "listItems"]
-    assert ("getMe", "1 request(s), fewer than --min-requests 2") in result.plan.left_out
+    assert ("getMe", "1 request, fewer than --min-requests 2") in result.plan.left_out
 
 
 def test_the_command_writes_a_plan_gatebench_runs(
@@ -344,7 +344,7 @@ def test_the_command_writes_a_plan_gatebench_runs(
     assert f"wrote {plan_file}: 4 workload(s)" in out
     assert "left out: getUser: no request in the chosen window" in out
     assert f"run it: gatebench run {plan_file}" in out
-    assert "matched 10 (76.9 %) to 6 operation(s) of the description" in out
+    assert "matched 10 (76.9 %) to 6 operations of the description" in out
     assert yaml.safe_load(plan_file.read_text())["x-gatebench"]["spec"] == "shop.yaml"
     assert main(["plan", str(plan_file)]) == 0
     described = capsys.readouterr().out

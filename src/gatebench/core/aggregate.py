@@ -46,7 +46,7 @@ from gatebench.core.metrics import COST_METRICS, METRICS
 from gatebench.core.model import BASELINE, RESOURCE_FIELDS, Measurement
 from gatebench.core.records import fields
 from gatebench.core.score import Profile, ScoreResult, score
-from gatebench.core.stats import fmt_rate, joined_names
+from gatebench.core.stats import counted, fmt_rate, joined_names
 from gatebench.core.trust import (
     ENGINE_BUSY_SHARE,
     FAILED_TARGET_FLAG,
@@ -445,28 +445,36 @@ def summarize(
         notes.append(f"{g} is not ranked: it {why}")
     if baseline in wrong:
         notes.append(
-            f"the baseline gave {wrong[baseline]:,} wrong answer(s) with no gateway in the way: "
+            f"the baseline gave {counted(wrong[baseline], 'wrong answer')} with no gateway in the "
+            "way: "
             "the backend or the load engine is at fault, not a gateway"
         )
     if overlapping:
         notes.append(
-            f"{len(overlapping)} measurement(s) overlap their target's failure and are left out "
-            "of every figure: "
+            f"{counted(len(overlapping), 'measurement')} "
+            + ("overlaps its" if len(overlapping) == 1 else "overlap their")
+            + " target's failure and "
+            + ("is" if len(overlapping) == 1 else "are")
+            + " left out of every figure: "
             + ", ".join(overlapping[:5])
             + (" ..." if len(overlapping) > 5 else "")
         )
     if empty:
         notes.append(
-            f"{len(empty)} measurement(s) completed no request and count as missing: "
+            f"{counted(len(empty), 'measurement')} completed no request and "
+            + ("counts" if len(empty) == 1 else "count")
+            + " as missing: "
             + ", ".join(empty[:5])
             + (" ..." if len(empty) > 5 else "")
         )
     incomplete = [r for r in repetitions if r not in complete]
     if incomplete and per_rep:
         notes.append(
-            "repetition(s) "
-            + ", ".join(str(r) for r in incomplete)
-            + " did not measure every target and are left out of the rank stability"
+            ("repetition " if len(incomplete) == 1 else "repetitions ")
+            + joined_names(str(r) for r in incomplete)
+            + " did not measure every target and "
+            + ("is" if len(incomplete) == 1 else "are")
+            + " left out of the rank stability"
         )
     return RunSummary(
         run_id=run_id,

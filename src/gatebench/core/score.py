@@ -54,6 +54,7 @@ from gatebench.core.errors import GatebenchError
 from gatebench.core.metrics import COST_METRICS, METRICS, UNITS
 from gatebench.core.model import BASELINE
 from gatebench.core.records import find
+from gatebench.core.stats import counted
 
 Profile = Literal["paper", "robust"]
 PROFILES: tuple[Profile, ...] = ("paper", "robust")
@@ -401,8 +402,8 @@ def score(
             notes.append(f"{result.target} was not measured at all: scored 0")
     if floored:
         notes.append(
-            f"{floored} latency value(s) under {resolution_ms:g} ms (Gatling's resolution) "
-            f"were scored as {resolution_ms:g} ms"
+            f"{counted(floored, 'latency value')} under {resolution_ms:g} ms (Gatling's "
+            f"resolution) {'was' if floored == 1 else 'were'} scored as {resolution_ms:g} ms"
         )
     if profile == "robust" and single_rep:
         notes.append(

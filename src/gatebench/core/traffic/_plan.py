@@ -26,6 +26,7 @@ from urllib.parse import unquote, unquote_plus
 
 from gatebench.core.ir import Api, Operation, Parameter
 from gatebench.core.plan import MAX_REQUESTS, MAX_STEPS, OTHERS_PREFIX
+from gatebench.core.stats import counted
 from gatebench.core.synth import dereferenced, numbered, numbered_value, synthesize
 from gatebench.core.traffic._stats import OperationStats, ValueCounts, is_secret_name
 
@@ -283,7 +284,7 @@ def build_section(
             result.left_out.append(
                 (
                     op.operation_id,
-                    f"{stats.requests} request(s), fewer than --min-requests {min_requests}",
+                    f"{counted(stats.requests, 'request')}, fewer than --min-requests {min_requests}",
                 )
             )
             continue

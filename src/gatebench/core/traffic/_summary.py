@@ -16,6 +16,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from gatebench.core.stats import counted
 from gatebench.core.traffic._stats import OperationStats, TrafficStats
 
 if TYPE_CHECKING:
@@ -194,7 +195,7 @@ def describe_import(result: TrafficImport) -> list[str]:
     when = f", {span['start']} → {span['end']} UTC" if span else ""
     lines.append(f"read {requests['read']:,} requests from {files} ({result.format}){when}")
     if result.skips.count:
-        lines.append(f"skipped {result.skips.count:,} line(s):")
+        lines.append(f"skipped {counted(result.skips.count, 'line')}:")
         for source, line, reason in result.skips.shown:
             where = f"{source}:{line}" if line else source
             lines.append(f"  {where}: {reason}")
@@ -204,11 +205,13 @@ def describe_import(result: TrafficImport) -> list[str]:
         lines.append(f"left {requests['outside_window']:,} requests outside the window")
     lines.append(
         f"matched {requests['matched']:,} ({requests['matched_pct']:.1f} %) to "
-        f"{len(data['operations'])} operation(s) of the description"
+        f"{counted(len(data['operations']), 'operation')} of the description"
     )
     if requests["unmatched"] or requests["not_requests"]:
         lines.append(
-            f"{requests['unmatched']:,} request(s) match no operation (a finding about the "
+            f"{counted(requests['unmatched'], 'request')} "
+            + ("matches" if requests["unmatched"] == 1 else "match")
+            + " no operation (a finding about the "
             "description: the gateways answer them 404), most frequent:"
         )
         for item in data["unmatched"]:

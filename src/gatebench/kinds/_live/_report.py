@@ -24,7 +24,7 @@ from gatebench.core.report._markdown import _model_table as _md_model_table
 from gatebench.core.report._svg import _num, axis_ticks, grid_line
 from gatebench.core.report._tables import Cell, Column, Table, text_table
 from gatebench.core.scaleplan import LIVE_KINDS, LoadSettings
-from gatebench.core.stats import joined_names
+from gatebench.core.stats import counted, joined_names
 from gatebench.kinds._live.metrics import ChangeOutcome, ScalePoint, scale_rows
 from gatebench.store import ResultStore
 
@@ -454,7 +454,9 @@ def change_verdict(changes: Sequence[Mapping[str, Any]], resolution_s: float = 0
     if not failing:
         out = [f"No gateway failed a request in {window} after the change."]
     else:
-        said = ", ".join(f"{c['gateway']} failed {c['failures']:,} request(s)" for c in failing)
+        said = joined_names(
+            f"{c['gateway']} failed {counted(c['failures'], 'request')}" for c in failing
+        )
         rest = f"; {joined_names(clean)}: none" if clean else ""
         out = [f"In {window} after the change, {said}{rest}."]
     short = [(c, *new_routes_answered(c)) for c in changes]
@@ -687,7 +689,9 @@ def _failed_requests(change: Mapping[str, Any]) -> tuple[str, list[str], str] | 
     there were ("" when every one is kept); None when none failed."""
     if not change["failed"]:
         return None
-    heading = f"{change['gateway']}: {change['failures']:,} failed request(s) after the change"
+    heading = (
+        f"{change['gateway']}: {counted(change['failures'], 'failed request')} after the change"
+    )
     listed = [f"{_fmt(f['after_ms'])} ms: {f['route']}: {f['error']}" for f in change["failed"]]
     more = change["failures"] - len(change["failed"])
     return heading, listed, (f"and {more:,} more" if more > 0 else "")
