@@ -34,7 +34,12 @@ function problemList(title, problems, className) {
 }
 
 function summaryBlock(summary, mode) {
-  const targets = [...summary.selected, ...(summary.baseline ? ["baseline (no gateway)"] : [])];
+  const leftOut = summary.left_out || {};
+  const measured = summary.selected.filter((g) => !(g in leftOut));
+  const targets = [...measured, ...(summary.baseline ? ["baseline (no gateway)"] : [])];
+  const left = Object.keys(leftOut).length
+    ? h("div", { class: "note", id: "left-out" }, h("p", {}, "Left out of the run:"), h("ul", {}, Object.values(leftOut).map((why) => h("li", {}, why))))
+    : null;
   const cloudOnly = summary.cloud_only && summary.cloud_only.length && mode === "local"
     ? h("p", { class: "note" }, `Only on the cloud path (reported, not measured here): ${summary.cloud_only.join(", ")}.`)
     : null;
@@ -52,6 +57,7 @@ function summaryBlock(summary, mode) {
       h("li", {}, `Backend: ${summary.backend}`),
     ),
     cloudOnly,
+    left,
     h(
       "table",
       { class: "workloads" },

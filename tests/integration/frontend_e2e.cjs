@@ -205,6 +205,15 @@ const scenarios = {
     result.unlabelled = await page.evaluate(LABEL_PROBE);
   },
 
+  /** A plan some gateway cannot apply: the form says who is left out, and why, before the run. */
+  async "left-out"(page, options, result) {
+    await page.setInputFiles("#spec-file", options.spec);
+    await page.waitForSelector("#check-ok");
+    result.targets = await page.textContent("#check-ok ul.plan li");
+    result.leftOut = await page.$$eval("#left-out li", (items) => items.map((li) => li.textContent));
+    result.unlabelled = await page.evaluate(LABEL_PROBE);
+  },
+
   /** Keyboard only: Tab to the file input, Space opens the chooser, pick the petstore,
    * Tab to "quick", Space, Tab to "Start", Enter; then watch the run reach its end. */
   async "keyboard-upload"(page, options, result) {

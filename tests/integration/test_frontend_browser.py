@@ -83,6 +83,27 @@ def test_a_broken_spec_dropped_on_the_form_shows_located_errors(
     assert_screenshot(result["screenshots"][0])
 
 
+def test_the_form_says_which_gateways_the_run_leaves_out(dashboard: Serve, tmp_path: Path) -> None:
+    """A policy caddy cannot apply leaves it out of the run: the form listed it among the
+    targets all the same."""
+    limited = tmp_path / "limited-petstore.yaml"
+    limited.write_bytes(
+        PETSTORE.read_bytes().replace(
+            b"  baseline: true\n",
+            b"  baseline: true\n  policies: {rate_limit: {requests: 100, window: 1s, key: address}}\n",
+        )
+    )
+    result = scenario("left-out", dashboard, spec=str(limited))
+    assert_clean(result, dashboard)
+    assert result["targets"] == "Targets: nginx, haproxy, baseline (no gateway)"
+    assert result["leftOut"] == [
+        "caddy cannot apply the requested policies natively: rate limit per client address "
+        "(rate_limit.address); it is left out (--allow-missing-policies runs it without them, "
+        "marked)"
+    ]
+    assert result["unlabelled"] == []
+
+
 def test_keyboard_only_upload_of_the_petstore_runs_to_done(dashboard: Serve) -> None:
     result = scenario("keyboard-upload", dashboard, spec=str(PETSTORE))
     assert_clean(result, dashboard)

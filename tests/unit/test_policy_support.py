@@ -147,6 +147,12 @@ def test_the_plan_check_names_the_left_out_gateways(capsys: pytest.CaptureFixtur
     )
     left_out = [line for line in out.splitlines() if line.startswith("  left out:")]
     assert [line.split()[2] for line in left_out] == ["nginx", "caddy"]
+    # the targets and the phases are the ones that run: they named all four gateways, 5 phases
+    assert out.splitlines()[1:3] == [
+        "  targets:     envoy, haproxy + baseline (no gateway); order shuffled (random seed)",
+        "               nginx and caddy left out: see below",
+    ]
+    assert "  measured phases: 1 workload × 3 targets × 1 repetition = 3\n" in out
     assert left_out[0] == (
         "  left out:    nginx cannot apply the requested policies natively: JWT validation "
         "(auth.jwt), rate limit per token subject (rate_limit.subject); it is left out "

@@ -189,6 +189,20 @@ def test_validate_answers_the_plan_as_it_will_run() -> None:
         "300 sequential requests",
         "50 req/s for 5s",
     ]
+    limited = PETSTORE.replace(
+        b"  baseline: true\n",
+        b"  baseline: true\n  policies: {rate_limit: {requests: 100, window: 1s, key: address}}\n",
+    )
+    assert limited != PETSTORE
+    # a gateway the run leaves out (it cannot apply the policies) is said before the run
+    summary = upload("validate", limited).get_json()
+    assert summary["selected"] == ["nginx", "haproxy", "caddy"]
+    assert summary["left_out"] == {
+        "caddy": "caddy cannot apply the requested policies natively: rate limit per client "
+        "address (rate_limit.address); it is left out (--allow-missing-policies runs it "
+        "without them, marked)"
+    }
+    assert upload("validate", PETSTORE).get_json()["left_out"] == {}
     quick = upload("validate", PETSTORE, quick="1", gateways="nginx").get_json()
     assert quick["selected"] == ["nginx"]
     assert quick["repetitions"] == 1

@@ -26,7 +26,7 @@ from typing import Any
 from gatebench.core.errors import PlanError, Problem, ProblemsError
 from gatebench.core.ir import Api
 from gatebench.core.model import RunKind
-from gatebench.core.plan import Plan, load_plan, workload_summary
+from gatebench.core.plan import Plan, left_out, load_plan, workload_summary
 from gatebench.core.scaleplan import ScaleAsk, scale_ask_from_json
 from gatebench.core.spec import DEFAULT_LIMITS, Limits, SpecResult, read_spec
 from gatebench.core.workload import quick_plan
@@ -163,6 +163,7 @@ class CheckedUpload:
             "title": self.api.title,
             "gateways": list(self.plan.gateways),
             "selected": list(plan.gateways),
+            "left_out": left_out(plan),
             "baseline": plan.baseline,
             "repetitions": plan.repetitions,
             "quick": self.request.quick,

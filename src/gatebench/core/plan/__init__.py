@@ -43,7 +43,13 @@ from __future__ import annotations
 from gatebench.core.plan import _model
 from gatebench.core.plan._build import build_plan
 from gatebench.core.plan._checks import find_operation
-from gatebench.core.plan._describe import describe_injection, describe_plan, workload_summary
+from gatebench.core.plan._describe import (
+    deployment_needs_of,
+    describe_injection,
+    describe_plan,
+    left_out,
+    workload_summary,
+)
 from gatebench.core.plan._document import OTHERS_PREFIX, SCHEMA_PATH, json_schema, schema_text
 from gatebench.core.plan._load import load_plan
 from gatebench.core.plan._model import *  # noqa: F403  (the plan as data: every name it exports)
@@ -52,10 +58,12 @@ __all__ = [
     "OTHERS_PREFIX",
     "SCHEMA_PATH",
     "build_plan",
+    "deployment_needs_of",
     "describe_injection",
     "describe_plan",
     "find_operation",
     "json_schema",
+    "left_out",
     "load_plan",
     "schema_text",
     "workload_summary",

@@ -8,7 +8,7 @@ from typing import Any
 from gatebench.core.ir import Api
 from gatebench.core.plan._checks import find_operation
 from gatebench.core.plan._model import Capacity, Injection, Plan, Workload
-from gatebench.core.stats import counted
+from gatebench.core.stats import counted, joined_names
 
 
 def describe_plan(plan: Plan, api: Api) -> list[str]:
@@ -20,11 +20,15 @@ def describe_plan(plan: Plan, api: Api) -> list[str]:
         f"Benchmark plan for {api.title or 'the API'!r} ({api.source_format}, {n} "
         f"operation{'' if n == 1 else 's'})"
     ]
-    targets = ", ".join(plan.gateways) or "no gateway"
+    left = left_out(plan)
+    measured = [g for g in plan.gateways if g not in left]
+    targets = ", ".join(measured) or "no gateway"
     if plan.baseline:
         targets += " + baseline (no gateway)"
     seed = "random seed" if plan.seed is None else f"seed {plan.seed}"
     lines.append(f"  targets:     {targets}; order {plan.order} ({seed})")
+    if left:
+        lines.append(f"               {joined_names(left)} left out: see below")
     warm = "no warm-up"
     if plan.warmup.duration:
         warm = f"warm-up {format_duration(plan.warmup.duration)} per target"
@@ -106,7 +110,7 @@ def describe_plan(plan: Plan, api: Api) -> list[str]:
         if row[3]:
             line += "  " + row[3]
         lines.append(line.rstrip())
-    counts = (len(plan.workloads), len(plan.targets), plan.repetitions)
+    counts = (len(plan.workloads), len(measured) + plan.baseline, plan.repetitions)
     words = ("workload", "target", "repetition")
     lines.append(
         "  measured phases: "
@@ -117,8 +121,36 @@ def describe_plan(plan: Plan, api: Api) -> list[str]:
     return lines
 
 
+def deployment_needs_of(plan: Plan) -> frozenset[str]:
+    """What the plan's deployment asks every gateway to render (renderers._deployment)."""
+    from gatebench.core.renderers import deployment_needs
+
+    tls = plan.tls
+    return deployment_needs(
+        tls=tls is not None,
+        http2=tls is not None and tls.http2,
+        resumption=tls is None or tls.resumption,
+        replicas=plan.backend.replicas,
+        balance=plan.backend.balance,
+    )
+
+
+def left_out(plan: Plan) -> dict[str, str]:
+    """Gateway → why a run of ``plan`` leaves it out, in the plan's order: a deployment it
+    cannot render (TLS, a pool of replicas), else policies it cannot apply (``gatebench run
+    --allow-missing-policies`` runs those bare, marked); absent: it runs."""
+    from gatebench.core.renderers import deployment_exclusions, policy_exclusions
+
+    undeployable = deployment_exclusions(plan.gateways, deployment_needs_of(plan))
+    unpolicied = policy_exclusions(plan.gateways, plan.policies)
+    found = {**unpolicied, **undeployable}
+    return {g: found[g] for g in plan.gateways if g in found}
+
+
 def describe_deployment(plan: Plan) -> list[str]:
-    """TLS and the fault a plan asks for (docs/input.md, "The gateway as deployed")."""
+    """TLS and the fault a plan asks for (docs/input.md, "The gateway as deployed"), and one
+    line per gateway left out because it cannot render them."""
+    from gatebench.core.renderers import deployment_exclusions
     from gatebench.core.units import format_duration
 
     lines = []
@@ -140,6 +172,8 @@ def describe_deployment(plan: Plan) -> list[str]:
             f"  fault:       backend replica {f.replica} killed {when} every gateway's "
             f"measured {f.workload!r} phases, started again as each ends (not the baseline's)"
         )
+    for reason in deployment_exclusions(plan.gateways, deployment_needs_of(plan)).values():
+        lines.append(f"  left out:    {reason}")
     return lines
 
 

@@ -20,8 +20,8 @@ from gatebench.core.errors import RunError
 from gatebench.core.fairness import cpu_environment
 from gatebench.core.fault import RESET_WAIT_S
 from gatebench.core.model import BASELINE, RunStatus
-from gatebench.core.plan import Plan
-from gatebench.core.renderers import deployment_exclusions, deployment_needs, policy_exclusions
+from gatebench.core.plan import Plan, deployment_needs_of
+from gatebench.core.renderers import deployment_exclusions, policy_exclusions
 from gatebench.core.trust import ENGINE_RESOLUTION_MS
 from gatebench.core.workload import CompiledLoad, compile_load, engine_warmup
 from gatebench.run._base import Stage
@@ -146,18 +146,6 @@ def engine_warmup_of(options: RunOptions, url: str, engine: str) -> tuple[str, f
     """The engine's own warm-up against the backend at ``url`` (``core.workload.engine_warmup``)
     unless the run asks for none (``--no-engine-warmup``)."""
     return engine_warmup(url, engine, quick=options.quick) if options.engine_warmup else None
-
-
-def deployment_needs_of(plan: Plan) -> frozenset[str]:
-    """What the plan's deployment asks every gateway to render (renderers._deployment)."""
-    tls = plan.tls
-    return deployment_needs(
-        tls=tls is not None,
-        http2=tls is not None and tls.http2,
-        resumption=tls is None or tls.resumption,
-        replicas=plan.backend.replicas,
-        balance=plan.backend.balance,
-    )
 
 
 def note_routes_left_out(ctx: RunContext, summaries: dict[str, str]) -> None:
