@@ -56,18 +56,20 @@ type answersSpec struct {
 // answerCheck is one phase's check.
 type answerCheck struct {
 	target   bool
-	cached   bool     // an answer may be an earlier request's of the phase (a gateway's cache)
+	cached   bool     // an answer may be another request's of the phase already sent (a gateway's cache)
 	key      []string // the parts of a request the cache keys on, when held to it
 	every    int64    // check one answer in this many
 	body     bool     // an answer's body carries a copy of its signature (bodyCopy)
 	signed   []string // lower-case header names the backend signs
 	idPrefix []byte   // "TAG.PHASEID."
+	phaseID  string   // "p0004": the phase's index, in the run's order
 	extra    []byte   // the signed headers' list, as a request header line
 	kept     int      // wrong answers recorded with their evidence so far
+	sent     int64    // the highest arrival number whose request was written (appendHeaders)
 }
 
 func newAnswerCheck(spec *answersSpec, phaseID string) *answerCheck {
-	c := &answerCheck{target: spec.Target, cached: spec.Cached, every: max(1, spec.Every), body: spec.Body, idPrefix: []byte(runTag + "." + phaseID + ".")}
+	c := &answerCheck{target: spec.Target, cached: spec.Cached, every: max(1, spec.Every), body: spec.Body, idPrefix: []byte(runTag + "." + phaseID + "."), phaseID: phaseID}
 	for _, name := range spec.Headers {
 		c.signed = append(c.signed, strings.ToLower(name))
 	}
@@ -86,6 +88,7 @@ func newAnswerCheck(spec *answersSpec, phaseID string) *answerCheck {
 // appendHeaders writes the request's identity (arrival n of the phase); nothing for a request
 // left out of the sample (answers: {every: N}), which goes unsigned and unchecked.
 func (c *answerCheck) appendHeaders(dst []byte, n int64) []byte {
+	c.sent = max(c.sent, n)
 	if n%c.every != 0 {
 		return dst
 	}
@@ -210,7 +213,7 @@ func (c *answerCheck) verdict(req []byte, status int, ok bool, answer []byte, bo
 	if len(answer) == 0 {
 		if copied != "" {
 			// the backend's own body without its header: a gateway dropped the signature
-			if id := signatureFields(copied)["id"]; id != s.id && !(c.cached && c.earlier(id, s.id)) {
+			if id := signatureFields(copied)["id"]; id != s.id && !(c.cached && c.sentBefore(id, s.id)) {
 				return c.wrong("crossed", request, "its own answer", "the body of request "+id+", no header")
 			}
 			return c.wrong("unsigned", request, "the backend's signature", "its own body, no header")
@@ -222,14 +225,14 @@ func (c *answerCheck) verdict(req []byte, status int, ok bool, answer []byte, bo
 	}
 	fields := signatureFields(string(answer))
 	own := fields["id"] == s.id
-	earlier := !own && c.cached && c.earlier(fields["id"], s.id)
-	otherKey := earlier && c.key != nil && fields["key"] != c.cacheKey(s)
-	if !own && (!earlier || otherKey) {
+	cachedOne := !own && c.cached && c.sentBefore(fields["id"], s.id)
+	otherKey := cachedOne && c.key != nil && fields["key"] != c.cacheKey(s)
+	if !own && (!cachedOne || otherKey) {
 		expected := "its own answer"
 		if otherKey {
 			expected = "an answer of its cache key"
 		} else if c.cached {
-			expected = "its own answer or an earlier one of this phase (cached)"
+			expected = "its own answer or one of a request of this run already sent (cached)"
 		}
 		return c.wrong("crossed", request, expected, "the answer to request "+fields["id"])
 	}
@@ -286,15 +289,36 @@ func bodyCopy(start []byte) string {
 	return string(rest[:end])
 }
 
-// earlier says whether id names a request of this phase sent before own.
-func (c *answerCheck) earlier(id, own string) bool {
-	prefix := string(c.idPrefix)
-	if !strings.HasPrefix(id, prefix) || !strings.HasPrefix(own, prefix) {
+// sentBefore says whether id names another request of this run sent before this answer is
+// checked, which a gateway's cache may hold the answer of: one of an earlier phase (the
+// target's warm-up, an earlier repetition: the cache outlives a phase), or one of this phase
+// already written. Not "a lower number": an arrival held for a connection leaves after a
+// later one, and users send side by side, so the answer a cache keeps can be a
+// later-numbered request's that reached the gateway first.
+func (c *answerCheck) sentBefore(id, own string) bool {
+	if id == own || !strings.HasPrefix(own, string(c.idPrefix)) {
 		return false
 	}
-	a, errA := strconv.ParseInt(id[len(prefix):], 10, 64)
-	b, errB := strconv.ParseInt(own[len(prefix):], 10, 64)
-	return errA == nil && errB == nil && a < b
+	phase, n, ok := splitRequestID(id)
+	if !ok {
+		return false
+	}
+	if phase == c.phaseID {
+		return n <= c.sent
+	}
+	mine, _ := strconv.Atoi(strings.TrimPrefix(c.phaseID, "p"))
+	other, err := strconv.Atoi(strings.TrimPrefix(phase, "p"))
+	return strings.HasPrefix(phase, "p") && err == nil && other < mine
+}
+
+// splitRequestID reads "TAG.PHASE.N", a request's identity of this run: its phase and number.
+func splitRequestID(id string) (phase string, n int64, ok bool) {
+	parts := strings.Split(id, ".")
+	if len(parts) != 3 || parts[0] != runTag {
+		return "", 0, false
+	}
+	n, err := strconv.ParseInt(parts[2], 10, 64)
+	return parts[1], n, err == nil && n >= 0
 }
 
 func (c *answerCheck) wrong(kind, request, expected, got string) string {

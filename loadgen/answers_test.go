@@ -81,23 +81,46 @@ func TestTheCheckNamesEachKindOfWrongAnswer(t *testing.T) {
 	}
 }
 
-func TestACachedPhaseTakesAnEarlierAnswerOfItsOwn(t *testing.T) {
+func TestACachedPhaseTakesTheAnswerOfARequestAlreadySent(t *testing.T) {
 	c := newAnswerCheck(&answersSpec{Target: true, Cached: true}, "p0001")
 	request := func(n int64) []byte {
 		return append(c.appendHeaders([]byte("GET /items/1 HTTP/1.1\r\nHost: h\r\n"), n), "\r\n"...)
 	}
 	body := []byte("cached")
-	earlier, later, now := request(3), request(9), request(5)
+	earlier, now, later := request(3), request(5), request(9)
 	if got := c.verdict(now, 200, true, signed(t, c, earlier, "200", "1", body), readBody(body)); got != "" {
 		t.Errorf("an earlier request's answer from the cache: %q", got)
 	}
-	if got := c.verdict(now, 200, true, signed(t, c, later, "200", "1", body), readBody(body)); !strings.HasPrefix(got, "wrong answer (crossed)") {
-		t.Errorf("a later request's answer cannot come from a cache: %q", got)
+	// Request 9 left before request 5 reached the gateway (users send side by side; an arrival
+	// waits for a connection): the cache kept its answer, which is no wrong answer. Nginx's
+	// cache gave request 1 and 2 of a phase the answer of request 3, and they were 'crossed'.
+	if got := c.verdict(now, 200, true, signed(t, c, later, "200", "1", body), readBody(body)); got != "" {
+		t.Errorf("a later-numbered request already sent, from the cache: %q", got)
+	}
+	// the signature of request 12, which the engine has not written yet
+	unsent := []byte(strings.Replace(string(later), ".p0001.9\r\n", ".p0001.12\r\n", 1))
+	if string(unsent) == string(later) {
+		t.Fatalf("no request number in %q", later)
+	}
+	if got := c.verdict(now, 200, true, signed(t, c, unsent, "200", "1", body), readBody(body)); !strings.HasPrefix(got, "wrong answer (crossed)") {
+		t.Errorf("the answer to a request not yet sent cannot come from a cache: %q", got)
 	}
 	other := newAnswerCheck(&answersSpec{}, "p0002")
 	foreign := append(other.appendHeaders([]byte("GET /items/1 HTTP/1.1\r\nHost: h\r\n"), 1), "\r\n"...)
 	if got := c.verdict(now, 200, true, signed(t, c, foreign, "200", "1", body), readBody(body)); !strings.HasPrefix(got, "wrong answer (crossed)") {
-		t.Errorf("another phase's answer: %q", got)
+		t.Errorf("a later phase's answer: %q", got)
+	}
+	// The cache outlives a phase: the target's warm-up (p0000) or an earlier repetition filled
+	// it, and every answer of the next phase named that request ('crossed' 800 times of 800).
+	before := newAnswerCheck(&answersSpec{Target: true}, "p0000")
+	warm := append(before.appendHeaders([]byte("GET /items/1 HTTP/1.1\r\nHost: h\r\n"), 7), "\r\n"...)
+	if got := c.verdict(now, 200, true, signed(t, c, warm, "200", "1", body), readBody(body)); got != "" {
+		t.Errorf("an earlier phase's answer from the cache: %q", got)
+	}
+	uncached := newAnswerCheck(&answersSpec{Target: true}, "p0001")
+	mine := append(uncached.appendHeaders([]byte("GET /items/1 HTTP/1.1\r\nHost: h\r\n"), 5), "\r\n"...)
+	if got := uncached.verdict(mine, 200, true, signed(t, uncached, warm, "200", "1", body), readBody(body)); !strings.HasPrefix(got, "wrong answer (crossed)") {
+		t.Errorf("an earlier phase's answer where nothing is cached: %q", got)
 	}
 	if got := c.verdict(now, 200, true, signed(t, c, earlier, "200", "1", body), readBody(body[:3])); !strings.HasPrefix(got, "wrong answer (truncated)") {
 		t.Errorf("a cached answer is still held to its own body: %q", got)

@@ -292,6 +292,54 @@ def test_verdict_with_a_single_gateway_speaks_of_the_baseline() -> None:
     )
 
 
+def test_verdict_when_every_gateway_measured_gave_wrong_answers() -> None:
+    """Measured and then not ranked: 'No gateway was measured' was false."""
+    ms = [m(g, "w", r, 10.0, wrong_answers=3, answers_checked=True) for g in "ab" for r in (1, 2)]
+    report = build_report(run_record(gateways=["a", "b"]), ms)
+    assert report.verdict[0] == "No gateway was ranked: there is nothing to compare."
+
+
+def test_gateways_left_out_before_the_run_are_not_said_to_have_failed() -> None:
+    """Gateways that cannot apply the plan's policies are left out before the run: the
+    verdict said 'apache failed before it was measured' and the cautions 'apache failed'."""
+    reason = (
+        "{g} cannot apply the requested policies natively: rate limit per client address "
+        "(rate_limit.address); it is left out (--allow-missing-policies runs it without them, "
+        "marked)"
+    )
+    record = run_record(
+        gateways=["a", "b", "c", "d"],
+        target_errors={g: reason.format(g=g) for g in ("b", "c", "d")},
+        environment={
+            "left_out": {
+                "b": "cannot apply the plan's policies",
+                "c": "cannot apply the plan's policies",
+                "d": "cannot render the plan's deployment (TLS or a pool of replicas)",
+            }
+        },
+    )
+    ms = [m(g, "w", r, 10.0) for g in ("a", "baseline") for r in (1, 2)]
+    report = build_report(record, ms)
+    said = " ".join(report.verdict)
+    assert "failed" not in said
+    assert (
+        "b and c were left out before the run, as they cannot apply the plan's policies: not "
+        "ranked." in report.verdict
+    )
+    assert (
+        "d was left out before the run, as it cannot render the plan's deployment (TLS or a "
+        "pool of replicas): not ranked." in report.verdict
+    )
+    assert report.summary.unranked["b"] == (
+        "was left out before the run, as it cannot apply the plan's policies"
+    )
+    assert [c for c in report.cautions if c.startswith(reason.format(g="b"))]
+    assert not [c for c in report.cautions if c.startswith(("b failed", "c failed", "d failed"))]
+    # a gateway with an error on record and no left_out entry still failed
+    failed = build_report(run_record(gateways=["a", "b"], target_errors={"b": "exited 1"}), ms)
+    assert "b failed before it was measured: not ranked." in failed.verdict
+
+
 def test_verdict_without_measurements() -> None:
     report = build_report(run_record(gateways=["a", "b"], status=RunStatus.LOADING), [])
     assert report.verdict == ("No gateway was measured: there is nothing to compare yet.",)

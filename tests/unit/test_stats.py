@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import dataclasses
 import math
 import random
 import statistics
@@ -149,6 +150,23 @@ def test_the_requests_column_is_never_written_with_an_exponent() -> None:
     for requests, shown in ((1_234_567.0, "1,234,567"), (11_283.5, "11,283.5"), (50.0, "50")):
         lines = format_workload_table("bid", "x", [dataclasses.replace(row, requests=requests)])
         assert lines[2].split()[2] == shown
+
+
+def test_table_counts_the_rate_limited_answers_apart() -> None:
+    """A run whose plan rate-limits a workload printed err % 0.0 and a throughput mostly made
+    of the gateways' 429s, with nothing saying so: the report's tables had the column, the
+    console's did not."""
+    limited = [
+        dataclasses.replace(_m("nginx", 1, 1.0), rate_limited=30),
+        dataclasses.replace(_m("nginx", 2, 1.0), rate_limited=12),
+        _m("baseline", 1, 1.0),
+    ]
+    lines = format_workload_table("bid", "x", workload_rows(limited, "bid"))
+    assert lines[1].split()[-2:] == ["limited", "flags"]
+    assert lines[2].split()[-2:] == ["42", "noisy"]
+    assert lines[3].split()[-1] == "–"  # the baseline runs no policy
+    plain = format_workload_table("bid", "x", workload_rows([_m("nginx", 1, 1.0)], "bid"))
+    assert "limited" not in plain[1]
 
 
 def test_table_averages_repetitions_and_puts_baseline_last() -> None:

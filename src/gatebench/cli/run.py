@@ -20,6 +20,7 @@ from gatebench.core.stats import (
     workload_rows,
 )
 from gatebench.core.thresholds import evaluate
+from gatebench.core.trust import left_out_of
 from gatebench.local.engines import ENGINES
 from gatebench.run import RunOutcome
 
@@ -99,7 +100,13 @@ def report_lines(outcome: RunOutcome) -> list[str]:
         f"Latencies in ms ({record.environment.get('resolution', 'Gatling records whole milliseconds')}; "
         "the columns average the repetitions); err % = KO / requests; req/s = requests / "
         "phase duration; req/CPU-s = requests per gateway CPU-second (– under "
-        f"{MIN_CPU_S:g} CPU-s); wrong = wrong answers over the repetitions (– not checked).",
+        f"{MIN_CPU_S:g} CPU-s); wrong = wrong answers over the repetitions (– not checked)"
+        + (
+            "; limited = answers that were the plan's rate limit refusing the request (429), "
+            "over the repetitions: counted in req and req/s, not in err %."
+            if any(m.rate_limited is not None for m in outcome.measurements)
+            else "."
+        ),
     ]
     for name, description in workload_descriptions(record.workloads).items():
         rows = workload_rows(outcome.measurements, name)
@@ -121,8 +128,10 @@ def report_lines(outcome: RunOutcome) -> list[str]:
         lines.extend(
             f"Note: {line}." for line in baseline_not_a_floor(record, outcome.report.summary)
         )
+    left_out = left_out_of(record.environment)
     for target, reason in sorted(record.target_errors.items()):
-        lines.append(f"{target}: FAILED: {reason.splitlines()[0]}")
+        said = reason.splitlines()[0]
+        lines.append(f"Left out: {said}" if target in left_out else f"{target}: FAILED: {said}")
     for note_line in outcome.notes:
         lines.append(f"Note: {note_line}")
     lines.append("")

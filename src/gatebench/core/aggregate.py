@@ -202,6 +202,9 @@ class RunSummary:
     the plan's (not scored)."""
     unranked: Mapping[str, str] = field(default_factory=dict)
     """Gateways left out of the score, with why (``failed during repetition 3``)."""
+    left_out: Mapping[str, str] = field(default_factory=dict)
+    """Gateways the run left out before it started → what they cannot do (``cannot apply the
+    plan's policies``); in ``unranked`` too."""
     failed_measurements: tuple[str, ...] = ()
     """Keys of measurements that overlap their target's failure (left out of every figure)."""
     wrong: Mapping[str, int] = field(default_factory=dict)
@@ -296,6 +299,7 @@ def summarize(
     ceiling: Mapping[str, float] | None = None,
     rates_set: Mapping[str, float] | None = None,
     failed: Mapping[str, str] | None = None,
+    left_out: Mapping[str, str] | None = None,
 ) -> RunSummary:
     """Summarise a run's measurements. ``gateways`` and ``workloads`` (from the run record)
     give the order and say who was expected; by default they come from the measurements.
@@ -304,7 +308,8 @@ def summarize(
     engine carried it (:meth:`gatebench.core.trust.Ceiling.rates_set`): throughput is not
     scored there, it is the plan's.
     ``failed``: gateways that failed during the run → when (``during repetition 3``): not
-    ranked."""
+    ranked. ``left_out``: gateways the run left out before it started → what they cannot do
+    (``cannot apply the plan's policies``): not ranked either, and never said to have failed."""
     all_ms = sorted(measurements, key=lambda m: (m.target, m.workload, m.repetition))
     empty = tuple(m.key for m in all_ms if m.requests <= 0)
     overlapping = tuple(m.key for m in all_ms if FAILED_TARGET_FLAG in m.flags)
@@ -330,7 +335,11 @@ def summarize(
     means: dict[str, dict[str, Mapping[str, Sample]]] = {}
     for (w, t), cell in cells.items():
         means.setdefault(w, {})[t] = cell.metrics
-    unranked = {g: f"failed {when}" for g, when in (failed or {}).items() if g in gateway_list}
+    left = {g: why for g, why in (left_out or {}).items() if g in gateway_list}
+    unranked = {g: f"was left out before the run, as it {why}" for g, why in left.items()}
+    for g, when in (failed or {}).items():
+        if g in gateway_list and g not in unranked:
+            unranked[g] = f"failed {when}"
     wrong = wrong_answers(usable)
     for g, n in wrong.items():
         if g in gateway_list and g not in unranked:
@@ -341,7 +350,7 @@ def summarize(
     bound = bound_by_tester(usable, ranked, limits)
     busy = engine_busy_throughput(usable, ranked)
     short = {w: ts for w, ts in too_short_throughput(usable, ranked).items() if w not in rates}
-    left_out = dict.fromkeys(sorted({*bound, *short, *rates}), ("throughput",))
+    unscored_metrics = dict.fromkeys(sorted({*bound, *short, *rates}), ("throughput",))
     scored = partial(
         score,
         gateways=ranked,
@@ -349,7 +358,7 @@ def summarize(
         profile=profile,
         weights=weights,
         baseline=baseline,
-        left_out=left_out,
+        left_out=unscored_metrics,
     )
     result = scored(means)  # the means over the repetitions; each complete repetition below
 
@@ -495,6 +504,7 @@ def summarize(
         too_short=short,
         rates_set=rates,
         unranked=unranked,
+        left_out=left,
         failed_measurements=overlapping,
         wrong=wrong,
     )

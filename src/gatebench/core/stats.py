@@ -250,16 +250,17 @@ class PhaseStats(LatencySummary):
         }
 
 
-_STATUS = re.compile(r"(?:\bfound|^status) (\d{3})\b")
+_STATUS = re.compile(r"(?:\bfound|^status) (\d{3})\b|, (\d{3}) is not less than \d+$")
 """The status a KO reason names: Gatling's and the open-model engine's ``status.find.in(200),
-(but actually) found 429``, wrk's ``status 429, expected 200``."""
+(but actually) found 429``, Gatling's ``status.find.lessThan(400), 429 is not less than 400``
+(the check of a workload without ``expect``), wrk's ``status 429, expected 200``."""
 
 
 def status_of(reason: str) -> int | None:
     """The status of an answer a KO reason reports, or None when it reports no answer (a
     timeout, a refused connection)."""
     found = _STATUS.search(reason)
-    return int(found.group(1)) if found else None
+    return int(found.group(1) or found.group(2)) if found else None
 
 
 def phase_stats(sample: PhaseSample, refusals: Iterable[int] = ()) -> PhaseStats:
@@ -318,6 +319,9 @@ class TableRow:
     wrong_answers: int | None = None
     """Wrong answers summed over the repetitions (gatebench.core.answers); None when no
     repetition's answers were checked."""
+    rate_limited: int | None = None
+    """Answers that were the plan's rate limit refusing the request, summed over the
+    repetitions; None where the plan limits nothing."""
 
 
 def _mean_of(values: list[float | None]) -> float | None:
@@ -350,6 +354,9 @@ def workload_rows(measurements: Iterable[Measurement], workload: str) -> list[Ta
                 wrong_answers=sum(m.wrong_answers for m in ms)
                 if any(m.answers_checked for m in ms)
                 else None,
+                rate_limited=sum(m.rate_limited or 0 for m in ms)
+                if any(m.rate_limited is not None for m in ms)
+                else None,
             )
         )
     return rows
@@ -372,10 +379,13 @@ def workload_descriptions(workloads: Iterable[Any]) -> dict[str, str]:
 def format_workload_table(workload: str, description: str, rows: Sequence[TableRow]) -> list[str]:
     """Lines of one table: latencies in ms (whole ms from Gatling; means of repetitions get
     one decimal), error %, throughput req/s, and, when the run measured them, requests per
-    gateway CPU-second, the gateway's peak memory in MB and the wrong answers (summed over the
-    repetitions; ``–`` where they were not checked)."""
+    gateway CPU-second, the gateway's peak memory in MB, the wrong answers (summed over the
+    repetitions; ``–`` where they were not checked) and, where the plan rate-limits the
+    workload, the answers that were the limit refusing a request (counted in ``req`` and
+    ``req/s``, not in ``err %``; ``–`` on the baseline, which runs no policy)."""
     costs = any(r.req_per_cpu_s is not None or r.gateway_rss_mb is not None for r in rows)
     checked = any(r.wrong_answers is not None for r in rows)
+    limited = any(r.rate_limited is not None for r in rows)
     header = (
         "target",
         "reps",
@@ -392,6 +402,7 @@ def format_workload_table(workload: str, description: str, rows: Sequence[TableR
         "req/s",
         *(("req/CPU-s", "gw MB") if costs else ()),
         *(("wrong",) if checked else ()),
+        *(("limited",) if limited else ()),
         "flags",
     )
     body = []
@@ -413,6 +424,7 @@ def format_workload_table(workload: str, description: str, rows: Sequence[TableR
                     else ()
                 ),
                 *((_count(r.wrong_answers),) if checked else ()),
+                *((_count(r.rate_limited),) if limited else ()),
                 ",".join(r.flags),
             )
         )

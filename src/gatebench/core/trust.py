@@ -403,6 +403,15 @@ def _in_half(
     return {w: tuple(sorted(ts)) for w, ts in sorted(out.items())}
 
 
+def left_out_of(environment: Mapping[str, Any]) -> dict[str, str]:
+    """Gateways the run left out before it started (``environment.left_out``, written by the
+    render stage) → what they cannot do: ``cannot apply the plan's policies``."""
+    data = environment.get("left_out")
+    if not isinstance(data, Mapping):
+        return {}
+    return {str(g): str(why) for g, why in sorted(data.items())}
+
+
 def failures_of(environment: Mapping[str, Any]) -> dict[str, str]:
     """Gateways that failed during the run (``environment.failures``, written by the runner)
     → when: ``during repetition 3``."""
@@ -704,6 +713,7 @@ __all__ = [
     "flag_near_ceiling",
     "gap_pct",
     "is_tester_bound",
+    "left_out_of",
     "min_phase_ms",
     "near_ceiling",
     "reproducibility",

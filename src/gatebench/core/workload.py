@@ -385,9 +385,20 @@ def build_schedule(
             rng.shuffle(ordered)
         order.append((rep, tuple(ordered)))
         for target in ordered:
+            # The warm-up's requests name themselves too: a gateway's cache fills during it,
+            # and the measured phases' cached answers then name a request of the run.
             for w, inj in _warmups(plan, jit.get(target, 0.0) if rep == 1 else 0.0):
                 phases.append(
-                    Phase(len(phases), target, w.name, rep, False, base_urls[target], inj)
+                    Phase(
+                        len(phases),
+                        target,
+                        w.name,
+                        rep,
+                        False,
+                        base_urls[target],
+                        inj,
+                        answers_checked=answers_checked(plan, target),
+                    )
                 )
             for w in plan.workloads:
                 phases.append(
@@ -543,8 +554,8 @@ def _answers_json(phase: Phase, plan: Plan, request: dict[str, Any]) -> dict[str
     a gateway that rebuilds it), the plan's headers the backend signs as it received them,
     ``body`` when the backend copies its signature into its bodies (:func:`body_signed`),
     and ``cached`` when the plan caches the operation's answers at the gateway (an answer
-    may then be an earlier request's of the phase with the same ``cache_key``, the parts the
-    cache keys on: docs/trust.md)."""
+    may then be the answer to another request of the run already sent, with the same
+    ``cache_key``, the parts the cache keys on: docs/trust.md)."""
     if not phase.answers_checked:
         return {}
     answers: dict[str, Any] = {

@@ -126,6 +126,17 @@ class RunJournal:
         """Add (or replace) entries of the record's environment."""
         self.update(environment=dict(self.record.environment, **entries))
 
+    def target_left_out(self, target: str, reason: str, cannot: str) -> None:
+        """``target`` is left out before the run: ``reason`` is its error, and the record says
+        what it ``cannot`` do (``environment.left_out``), so that no report says it failed."""
+        errors = dict(self.record.target_errors)
+        errors[target] = reason
+        left_out = dict(self.record.environment.get("left_out") or {}, **{target: cannot})
+        self.update(
+            target_errors=errors, environment=dict(self.record.environment, left_out=left_out)
+        )
+        self.display(Progress(step=str(self.record.status), message=reason.splitlines()[0]))
+
     def target_failed(self, target: str, reason: str) -> None:
         errors = dict(self.record.target_errors)
         errors[target] = reason

@@ -33,6 +33,7 @@ from gatebench.core.trust import (
     cross_check_of,
     demonstrated_ceiling,
     failures_of,
+    left_out_of,
     near_ceiling,
 )
 
@@ -307,6 +308,7 @@ def build_report(
         ceiling=ceiling.limits() if ceiling else None,
         rates_set=ceiling.rates_set() if ceiling else None,
         failed=_failed(run, measurements),
+        left_out=left_out_of(run.environment),
     )
     trust = build_trust(run, summary, measurements)
     return Report(
@@ -395,7 +397,18 @@ def verdict(summary: RunSummary) -> list[str]:
     """Who wins, by how much, and whether the repetitions can tell the difference; the
     gateways that failed during the run are named last."""
     lines = _ranking_verdict(summary)
-    failed = [f"{g} {why}" for g, why in summary.unranked.items() if g not in summary.wrong]
+    failed = [
+        f"{g} {why}"
+        for g, why in summary.unranked.items()
+        if g not in summary.wrong and g not in summary.left_out
+    ]
+    for why in dict.fromkeys(summary.left_out.values()):
+        left = [g for g, said in summary.left_out.items() if said == why]
+        one = len(left) == 1
+        lines.append(
+            f"{joined_names(left)} {'was' if one else 'were'} left out before the run, as "
+            f"{'it' if one else 'they'} {why}: not ranked."
+        )
     if failed:
         during = any(NOT_MEASURED not in why for why in failed)
         overlap = " (the phases that overlap a failure are left out of every figure)"
@@ -460,6 +473,9 @@ def _ranking_verdict(summary: RunSummary) -> list[str]:
     result = summary.scores
     ranked = [g for g in result.gateways if len(g.missing) < max(1, len(result.workloads))]
     if not result.workloads or not ranked:
+        measured = {t for (_, t), cell in summary.cells.items() if t != summary.baseline}
+        if summary.unranked and measured:  # measured, then not ranked: the reasons follow
+            return ["No gateway was ranked: there is nothing to compare."]
         return ["No gateway was measured: there is nothing to compare yet."]
     if len(result.gateways) == 1:
         only = result.gateways[0].target
@@ -705,9 +721,10 @@ def cautions(run: RunRecord, summary: RunSummary, trust: Trust | None = None) ->
             f"Answers were checked one in {every:,} (answers: {{every: {every}}}): a wrong "
             "answer between them is not seen, and the wrong answers counted are a sample."
         )
+    left_out = left_out_of(run.environment)
     for target, reason in sorted(run.target_errors.items()):
         first_line = reason.strip().splitlines()[0] if reason.strip() else "no reason given"
-        out.append(f"{target} failed: {first_line}")
+        out.append(first_line if target in left_out else f"{target} failed: {first_line}")
     out.extend(str(line) for line in (run.environment.get("routes_left_out") or {}).values())
     # The cloud path: gateways whose meter did not cover every phase, and what of the plan's
     # deployment (TLS handshakes, a replica's fault) could not be observed

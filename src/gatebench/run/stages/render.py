@@ -77,15 +77,13 @@ class Render(Stage):
         ctx.resources.callback(provisioner.teardown)
         undeployable = deployment_exclusions(plan.gateways, deployment_needs_of(plan))
         for gw, reason in undeployable.items():
-            journal.target_failed(gw, reason)
-            ctx.note(reason)
+            journal.target_left_out(gw, reason, CANNOT_DEPLOY)
         excluded = policy_exclusions(plan.gateways, plan.policies)
         for gw, reason in excluded.items():
             if options.allow_missing_policies:
                 ctx.note(f"{gw}: run WITHOUT its policies: {reason}")
-            else:
-                journal.target_failed(gw, reason)
-                ctx.note(reason)
+            elif gw not in undeployable:
+                journal.target_left_out(gw, reason, CANNOT_APPLY)
         gateways = [
             g
             for g in plan.gateways
@@ -146,6 +144,11 @@ def engine_warmup_of(options: RunOptions, url: str, engine: str) -> tuple[str, f
     """The engine's own warm-up against the backend at ``url`` (``core.workload.engine_warmup``)
     unless the run asks for none (``--no-engine-warmup``)."""
     return engine_warmup(url, engine, quick=options.quick) if options.engine_warmup else None
+
+
+CANNOT_DEPLOY = "cannot render the plan's deployment (TLS or a pool of replicas)"
+CANNOT_APPLY = "cannot apply the plan's policies"
+"""What a gateway left out before the run cannot do (``environment.left_out``)."""
 
 
 def note_routes_left_out(ctx: RunContext, summaries: dict[str, str]) -> None:

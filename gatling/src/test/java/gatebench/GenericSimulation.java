@@ -747,7 +747,8 @@ public class GenericSimulation extends Simulation {
               expect,
               answers.path("cached").asBoolean(false),
               cacheKey,
-              answers.path("body").asBoolean(false));
+              answers.path("body").asBoolean(false),
+              sequence);
       req = req.header(Answers.REQUEST, session -> session.getString("gb.rid"));
       if (check.keyed()) {
         String parts = String.join(",", cacheKey);
@@ -813,6 +814,8 @@ public class GenericSimulation extends Simulation {
         new java.util.concurrent.atomic.AtomicInteger();
     private final boolean checkTarget;
     private final boolean cached;
+    /** The phase's request numbers given so far: the requests a cache may hold an answer of. */
+    private final AtomicLong sent;
     /** The parts the gateway's cache keys this operation's answers on (backend/sign.go). */
     private final List<String> cacheKey;
 
@@ -839,8 +842,10 @@ public class GenericSimulation extends Simulation {
         List<Integer> expect,
         boolean cached,
         List<String> cacheKey,
-        boolean bodyCopied) {
+        boolean bodyCopied,
+        AtomicLong sent) {
       this.method = method;
+      this.sent = sent;
       this.bodyCopied = bodyCopied;
       this.checkTarget = target;
       this.cached = cached;
@@ -970,7 +975,7 @@ public class GenericSimulation extends Simulation {
       if (answer == null || answer.isEmpty()) {
         if (!copied.isEmpty()) {
           // the backend's own body without its header: a gateway dropped the signature
-          if (!copiedId.equals(rid) && !(cached && earlier(copiedId, rid))) {
+          if (!copiedId.equals(rid) && !(cached && sentBefore(copiedId, rid))) {
             return wrong(
                 "crossed", request, "its own answer", "the body of request " + copiedId + ", no header");
           }
@@ -983,15 +988,15 @@ public class GenericSimulation extends Simulation {
       Map<String, String> fields = fields(answer);
       String id = fields.getOrDefault("id", "");
       boolean own = id.equals(rid);
-      boolean earlier = !own && cached && earlier(id, rid);
+      boolean cachedOne = !own && cached && sentBefore(id, rid);
       boolean otherKey =
-          earlier && keyed() && !fields.getOrDefault("key", "").equals(key(session));
-      if (!own && (!earlier || otherKey)) {
+          cachedOne && keyed() && !fields.getOrDefault("key", "").equals(key(session));
+      if (!own && (!cachedOne || otherKey)) {
         String expected = "its own answer";
         if (otherKey) {
           expected = "an answer of its cache key";
         } else if (cached) {
-          expected = "its own answer or an earlier one of this phase (cached)";
+          expected = "its own answer or one of a request of this run already sent (cached)";
         }
         return wrong("crossed", request, expected, "the answer to request " + id);
       }
@@ -1040,16 +1045,27 @@ public class GenericSimulation extends Simulation {
     }
 
     /**
-     * Whether {@code id} names a request of this phase sent before {@code rid} (the same run
-     * tag and phase, a lower number): a gateway's cache may answer with it.
+     * Whether {@code id} names another request of this run sent before this answer is checked,
+     * which a gateway's cache may hold the answer of: one of an earlier phase (the target's
+     * warm-up, an earlier repetition: the cache outlives a phase), or one of this phase whose
+     * number was given. Not "a lower number": users send side by side, and a later-numbered
+     * request that reached the gateway first is the one its cache keeps.
      */
-    static boolean earlier(String id, String rid) {
-      int cut = rid.lastIndexOf('.') + 1;
-      if (cut <= 0 || !id.startsWith(rid.substring(0, cut)) || id.length() <= cut) {
+    boolean sentBefore(String id, String rid) {
+      String[] theirs = id.split("\\.", -1);
+      String[] mine = rid.split("\\.", -1);
+      if (id.equals(rid) || theirs.length != 3 || mine.length != 3 || !theirs[0].equals(mine[0])) {
         return false;
       }
       try {
-        return Long.parseLong(id.substring(cut)) < Long.parseLong(rid.substring(cut));
+        long n = Long.parseLong(theirs[2]);
+        if (theirs[1].equals(mine[1])) {
+          return n >= 1 && n <= sent.get();
+        }
+        return n >= 1
+            && theirs[1].startsWith("p")
+            && mine[1].startsWith("p")
+            && Integer.parseInt(theirs[1].substring(1)) < Integer.parseInt(mine[1].substring(1));
       } catch (NumberFormatException e) {
         return false;
       }
