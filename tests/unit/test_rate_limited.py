@@ -149,3 +149,24 @@ def test_the_tables_and_cautions_show_the_refusals() -> None:
     assert len(notes) == 2
     assert notes[1].startswith(f"nginx on show: 14 of {cell.requests:,} answers (")
     assert "counted apart from the errors" in notes[1]
+    # a few refusals among many answers: the verdict has nothing to add
+    assert not [line for line in report.verdict if "rate limit" in line]
+
+
+def test_the_verdict_says_where_most_answers_were_refusals() -> None:
+    """98 % of nginx's answers were 429s and it ranked first on a throughput of refusals,
+    with only a caution to say so."""
+    run, measurements = synthetic_run(("nginx", "haproxy"), ("list", "show"), 2)
+    measurements = [
+        dataclasses.replace(m, rate_limited=m.requests - 10)
+        if m.target != "baseline" and (m.workload == "show" or m.target == "nginx")
+        else m
+        for m in measurements
+    ]
+    report = build_report(run, measurements)
+    assert (
+        "Most answers of nginx on list; haproxy and nginx on show were the plan's rate limit "
+        "refusing the request (429): their latency and throughput there measure how fast a "
+        "gateway refuses, not how it serves the API; send less than the limit to compare "
+        "serving (the cautions give each share)." in report.verdict
+    )

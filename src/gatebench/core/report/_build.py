@@ -414,8 +414,32 @@ def verdict(summary: RunSummary) -> list[str]:
         overlap = " (the phases that overlap a failure are left out of every figure)"
         lines.append(f"{joined_names(failed)}: not ranked{overlap if during else ''}.")
     lines.extend(wrong_answer_verdict(summary))
+    lines.extend(refusal_verdict(summary))
     lines.extend(engine_cold_verdict(summary))
     return lines
+
+
+def refusal_verdict(summary: RunSummary) -> list[str]:
+    """Where most answers of a gateway were the plan's rate limit refusing the request: its
+    latency and throughput there measure how fast it refuses, which the ranking counts."""
+    by_workload: dict[str, list[str]] = {}
+    for (workload, target), cell in sorted(summary.cells.items()):
+        if target == summary.baseline or not cell.rate_limited or not cell.requests:
+            continue
+        if 2 * cell.rate_limited > cell.requests:
+            by_workload.setdefault(workload, []).append(target)
+    if not by_workload:
+        return []
+    grouped: dict[tuple[str, ...], list[str]] = {}
+    for w, ts in by_workload.items():
+        grouped.setdefault(tuple(ts), []).append(w)
+    where = "; ".join(f"{joined_names(ts)} on {joined_names(ws)}" for ts, ws in grouped.items())
+    return [
+        f"Most answers of {where} were the plan's rate limit refusing the request (429): "
+        "their latency and throughput there measure how fast a gateway refuses, not how it "
+        "serves the API; send less than the limit to compare serving (the cautions give "
+        "each share)."
+    ]
 
 
 def engine_cold_verdict(summary: RunSummary) -> list[str]:
