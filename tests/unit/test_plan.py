@@ -815,6 +815,34 @@ def test_a_cookie_value_a_cookie_cannot_hold_is_refused_where_it_is_given(tmp_pa
     ]
 
 
+def test_a_line_break_in_a_value_sent_in_a_header_is_refused_where_it_is_given(
+    tmp_path: Path,
+) -> None:
+    """'headers:' refused a value with a line break, but a header parameter's value, or a
+    placeholder's in a header, validated fine and went to the engines as written."""
+    head = SELF_REQUIRING.split("x-gatebench:")[0].replace(
+        "      requestBody:",
+        "      parameters: [{name: X-Trace, in: header, schema: {type: string}}]\n"
+        "      requestBody:",
+    )
+    errors = _errors_of(
+        tmp_path,
+        '    - {name: a, operation: a, body: {json: {}}, params: {X-Trace: {value: "v\\r\\nX: 1"}},'
+        " injection: {at_once: 1}}\n"
+        "    - {name: b, operation: a, body: {json: {}}, headers: {X-Tenant: '${t}'},"
+        ' params: {t: {list: [ok, "a\\nb"]}, X-Trace: fine}, injection: {at_once: 1}}\n',
+        head,
+    )
+    said = "and it is sent in a header: a header value must be a single-line string"
+    assert [(e.pointer, e.message) for e in errors] == [
+        (
+            "/x-gatebench/workloads/0/params/X-Trace",
+            f"a value of 'X-Trace' holds a line break or NUL, {said}",
+        ),
+        ("/x-gatebench/workloads/1/params/t", f"a value of 't' holds a line break or NUL, {said}"),
+    ]
+
+
 def test_a_list_or_mapping_a_parameter_draws_is_refused_a_fixed_one_is_not(
     tmp_path: Path,
 ) -> None:

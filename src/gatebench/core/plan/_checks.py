@@ -162,6 +162,16 @@ def _check_params(
                 "with {value: ...} (written by its style), or each value as the text to send "
                 "('3,4')",
             )
+    in_headers = [*(p.name for p in op.header_params), *_placeholders(list(headers.values()))]
+    for name in dict.fromkeys(in_headers):
+        g = params.get(name)
+        values = () if g is None else (g.value,) if g.kind == "constant" else g.values
+        if any(isinstance(v, str) and re.search(r"[\r\n\x00]", v) for v in values):
+            r.error(
+                [*where, "params", name],
+                f"a value of {name!r} holds a line break or NUL, and it is sent in a header: a "
+                "header value must be a single-line string",
+            )
     for p in op.cookie_params:
         g = params.get(p.name)
         values = () if g is None else (g.value,) if g.kind == "constant" else g.values
