@@ -24,7 +24,7 @@ from gatebench.core.report import (
     render_json,
     render_markdown,
 )
-from gatebench.core.report._format import fmt_ci, fmt_signed, fmt_value
+from gatebench.core.report._format import fmt_ci, fmt_points, fmt_signed, fmt_value
 from gatebench.core.trust import Ceiling, CeilingPoint
 from paths import ROOT
 from synthetic import synthetic_run
@@ -95,6 +95,14 @@ def test_differences_are_signed() -> None:
     assert fmt_signed("throughput", -123.4, None) == "−123"
     assert fmt_signed("mean", 0.0, None) == "0.0"
     assert fmt_value("mean", float("nan")) == "–"
+
+
+def test_score_points_are_counted_in_words() -> None:
+    """The verdict read 'Its lead over nginx is inside the run-to-run noise (1 points, ...)'."""
+    assert fmt_points(1.2, 0) == "1 point"
+    assert fmt_points(1.0, 1) == "1.0 points"
+    assert fmt_points(6.0, 0) == "6 points"
+    assert fmt_points(-0.2, 0) == "0 points"
 
 
 # -- verdict -----------------------------------------------------------------------------------

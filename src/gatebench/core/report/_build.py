@@ -19,7 +19,13 @@ from gatebench.core.cost import CostError, CostEstimate, estimate_cost
 from gatebench.core.measure import FLAGS
 from gatebench.core.model import BASELINE, Measurement, RunRecord
 from gatebench.core.pinning import recorded_cores
-from gatebench.core.report._format import fmt_number, fmt_score, fmt_signed, fmt_value
+from gatebench.core.report._format import (
+    fmt_number,
+    fmt_points,
+    fmt_score,
+    fmt_signed,
+    fmt_value,
+)
 from gatebench.core.score import PROFILES, Profile, ScoreError
 from gatebench.core.stats import joined_names
 from gatebench.core.trust import (
@@ -608,7 +614,7 @@ def _lead(summary: RunSummary) -> str:
     half = d.half_width or 0.0
     decimals = 1 if half < 10 else 0
     interval = (
-        f"{fmt_number(d.estimate, decimals)} points, 95 % CI "
+        f"{fmt_points(d.estimate, decimals)}, 95 % CI "
         f"{fmt_number(d.low or 0.0, decimals)} to {fmt_number(d.high or 0.0, decimals)}"
     )
     if d.significant:
@@ -679,7 +685,7 @@ def _disagreement(summary: RunSummary, tied: Sequence[str], headline: str) -> li
         half = d.half_width or 0.0
         decimals = 1 if half < 10 else 0
         per_round += (
-            f"; {c.runner_up}'s score averaged {fmt_number(-d.estimate, decimals)} points above "
+            f"; {c.runner_up}'s score averaged {fmt_points(-d.estimate, decimals)} above "
             f"{c.leader}'s (95 % CI {fmt_number(-(d.high or 0.0), decimals)} to "
             f"{fmt_number(-(d.low or 0.0), decimals)})"
         )

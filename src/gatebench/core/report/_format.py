@@ -58,6 +58,13 @@ def fmt_number(value: float, decimals: int) -> str:
     return text
 
 
+def fmt_points(value: float, decimals: int) -> str:
+    """A number of score points, in the singular for exactly one: ``1 point``, ``1.0 points``
+    (a measured figure), ``6 points``."""
+    text = fmt_number(value, decimals)
+    return f"{text} point" if text == "1" else f"{text} points"
+
+
 def fmt_value(metric: str, value: float | None, half_width: float | None = None) -> str:
     """``value`` of ``metric`` (no unit), at the precision its interval supports."""
     if value is None or not math.isfinite(value):

@@ -30,7 +30,7 @@ from gatebench.core.report._charts import (
     workload_score_chart,
 )
 from gatebench.core.report._deployment import deployment_tables
-from gatebench.core.report._format import fmt_number
+from gatebench.core.report._format import fmt_number, fmt_points
 from gatebench.core.report._svg import hbar_chart
 from gatebench.core.report._tables import (
     Table,
@@ -355,7 +355,7 @@ def _stability(report: Report) -> str:
         if d.estimate >= 0:
             text = (
                 f"<p>{_e(c.leader)} − {_e(c.runner_up)}, paired by repetition: "
-                f"{_e(fmt_number(d.estimate, 1))} points, 95 % CI {_e(fmt_number(d.low or 0.0, 1))} "
+                f"{_e(fmt_points(d.estimate, 1))}, 95 % CI {_e(fmt_number(d.low or 0.0, 1))} "
                 f"to {_e(fmt_number(d.high or 0.0, 1))}: the lead is {noise} the run-to-run "
                 "noise.</p>"
             )
@@ -363,7 +363,7 @@ def _stability(report: Report) -> str:
             # Scored one repetition at a time the runner-up does better: no "lead" to speak of.
             text = (
                 f"<p>{_e(c.runner_up)} − {_e(c.leader)}, paired by repetition: "
-                f"{_e(fmt_number(-d.estimate, 1))} points, 95 % CI "
+                f"{_e(fmt_points(-d.estimate, 1))}, 95 % CI "
                 f"{_e(fmt_number(-(d.high or 0.0), 1))} to {_e(fmt_number(-(d.low or 0.0), 1))}: "
                 f"scored one repetition at a time, {_e(c.runner_up)} does better than "
                 f"{_e(c.leader)}, against the order of the averaged metrics (see the verdict); the "
