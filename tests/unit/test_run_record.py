@@ -41,3 +41,25 @@ def test_local_and_cloud_runs_record_a_based_spec_alike(tmp_path: Path) -> None:
     assert {k: cloud[k] for k in SAME} == {k: local[k] for k in SAME}
     # the base path (servers: .../v1) is part of what is recorded, on both paths
     assert [w["path"] for w in local["workloads"]][:1] == ["/v1/pets"]  # type: ignore[index]
+
+
+def test_the_cloud_records_the_gateways_it_leaves_out_as_a_local_run_does() -> None:
+    """The render step deploys no gateway that cannot apply the plan's policies, and nothing
+    said so in the run record: the report scored it 0, 'not measured at all'."""
+    from gatebench.core.report import build_report
+
+    limited = PETSTORE.read_bytes().replace(
+        b"  baseline: true\n",
+        b"  baseline: true\n  policies: {rate_limit: {requests: 100, window: 1s, key: address}}\n",
+    )
+    outcome = parse_upload(limited, REF, now=0.0)
+    assert outcome.ok, outcome.message
+    run = outcome.run
+    assert run.gateways == ["nginx", "haproxy", "caddy"]
+    assert run.environment["left_out"] == {"caddy": "cannot apply the plan's policies"}
+    assert run.target_errors["caddy"].startswith(
+        "caddy cannot apply the requested policies natively: rate limit per client address"
+    )
+    report = build_report(run, [])
+    assert report.summary.unranked["caddy"].startswith("was left out before the run")
+    assert [g.target for g in report.summary.scores.gateways if g.target == "caddy"] == []

@@ -49,7 +49,15 @@ from gatebench.core.fairness import (
     vm_cpu_policy,
 )
 from gatebench.core.model import RunKind, RunRecord
-from gatebench.core.plan import Backend, Capacity, Infrastructure, Plan, load_plan, workload_summary
+from gatebench.core.plan import (
+    Backend,
+    Capacity,
+    Infrastructure,
+    Plan,
+    left_out,
+    load_plan,
+    workload_summary,
+)
 from gatebench.core.scaleplan import ScaleAsk
 from gatebench.core.spec import SpecResult, read_spec
 from gatebench.kinds.request import (
@@ -318,6 +326,12 @@ def parse_upload(
             return outcome
     run.gateways = list(plan.gateways)
     run.environment = {**run.environment, "quick": request.quick}  # as a local run records it
+    # Left out before the run, as a local run records them (run.stages.render): the render
+    # step deploys none of them, and the report names them, never scores them 0.
+    left = left_out(plan)
+    if left:
+        run.target_errors = {g: why.reason for g, why in left.items()}
+        run.environment["left_out"] = {g: why.cannot for g, why in left.items()}
     problem = _record_cpu(run, plan, plan_concurrency(plan, capacity=request.kind == "capacity"))
     if problem is not None:
         outcome.problems.append(problem)

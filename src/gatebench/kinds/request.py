@@ -163,7 +163,7 @@ class CheckedUpload:
             "title": self.api.title,
             "gateways": list(self.plan.gateways),
             "selected": list(plan.gateways),
-            "left_out": left_out(plan),
+            "left_out": {g: why.reason for g, why in left_out(plan).items()},
             "baseline": plan.baseline,
             "repetitions": plan.repetitions,
             "quick": self.request.quick,

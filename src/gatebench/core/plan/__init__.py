@@ -44,6 +44,9 @@ from gatebench.core.plan import _model
 from gatebench.core.plan._build import build_plan
 from gatebench.core.plan._checks import find_operation
 from gatebench.core.plan._describe import (
+    CANNOT_APPLY,
+    CANNOT_DEPLOY,
+    LeftOut,
     deployment_needs_of,
     describe_injection,
     describe_plan,
@@ -55,8 +58,11 @@ from gatebench.core.plan._load import load_plan
 from gatebench.core.plan._model import *  # noqa: F403  (the plan as data: every name it exports)
 
 __all__ = [
+    "CANNOT_APPLY",
+    "CANNOT_DEPLOY",
     "OTHERS_PREFIX",
     "SCHEMA_PATH",
+    "LeftOut",
     "build_plan",
     "deployment_needs_of",
     "describe_injection",

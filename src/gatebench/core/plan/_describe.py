@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from gatebench.core.ir import Api
@@ -135,15 +136,32 @@ def deployment_needs_of(plan: Plan) -> frozenset[str]:
     )
 
 
-def left_out(plan: Plan) -> dict[str, str]:
-    """Gateway → why a run of ``plan`` leaves it out, in the plan's order: a deployment it
-    cannot render (TLS, a pool of replicas), else policies it cannot apply (``gatebench run
-    --allow-missing-policies`` runs those bare, marked); absent: it runs."""
+CANNOT_DEPLOY = "cannot render the plan's deployment (TLS or a pool of replicas)"
+CANNOT_APPLY = "cannot apply the plan's policies"
+"""What a gateway left out before the run cannot do, as the run records it
+(``environment.left_out``) and the verdict says it."""
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """Why a run leaves a gateway out before it starts."""
+
+    reason: str
+    """In full, naming what it lacks: the target's error on record."""
+    cannot: str
+    """:data:`CANNOT_DEPLOY` or :data:`CANNOT_APPLY`."""
+
+
+def left_out(plan: Plan) -> dict[str, LeftOut]:
+    """The gateways a run of ``plan`` leaves out, in the plan's order: a deployment it cannot
+    render (TLS, a pool of replicas), else policies it cannot apply (``gatebench run
+    --allow-missing-policies`` runs those bare, marked; the cloud path never does)."""
     from gatebench.core.renderers import deployment_exclusions, policy_exclusions
 
     undeployable = deployment_exclusions(plan.gateways, deployment_needs_of(plan))
     unpolicied = policy_exclusions(plan.gateways, plan.policies)
-    found = {**unpolicied, **undeployable}
+    found = {g: LeftOut(r, CANNOT_APPLY) for g, r in unpolicied.items()}
+    found.update({g: LeftOut(r, CANNOT_DEPLOY) for g, r in undeployable.items()})
     return {g: found[g] for g in plan.gateways if g in found}
 
 

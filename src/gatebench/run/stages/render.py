@@ -20,8 +20,7 @@ from gatebench.core.errors import RunError
 from gatebench.core.fairness import cpu_environment
 from gatebench.core.fault import RESET_WAIT_S
 from gatebench.core.model import BASELINE, RunStatus
-from gatebench.core.plan import Plan, deployment_needs_of
-from gatebench.core.renderers import deployment_exclusions, policy_exclusions
+from gatebench.core.plan import CANNOT_APPLY, Plan, left_out
 from gatebench.core.trust import ENGINE_RESOLUTION_MS
 from gatebench.core.workload import CompiledLoad, compile_load, engine_warmup
 from gatebench.run._base import Stage
@@ -75,20 +74,16 @@ class Render(Stage):
             balance=plan.backend.balance,
         )
         ctx.resources.callback(provisioner.teardown)
-        undeployable = deployment_exclusions(plan.gateways, deployment_needs_of(plan))
-        for gw, reason in undeployable.items():
-            journal.target_left_out(gw, reason, CANNOT_DEPLOY)
-        excluded = policy_exclusions(plan.gateways, plan.policies)
-        for gw, reason in excluded.items():
-            if options.allow_missing_policies:
-                ctx.note(f"{gw}: run WITHOUT its policies: {reason}")
-            elif gw not in undeployable:
-                journal.target_left_out(gw, reason, CANNOT_APPLY)
-        gateways = [
-            g
-            for g in plan.gateways
-            if (options.allow_missing_policies or g not in excluded) and g not in undeployable
-        ]
+        left = left_out(plan)
+        # run without the policies they cannot apply (--allow-missing-policies), marked
+        bare: dict[str, str] = {}
+        for gw, why in left.items():
+            if why.cannot == CANNOT_APPLY and options.allow_missing_policies:
+                ctx.note(f"{gw}: run WITHOUT its policies: {why.reason}")
+                bare[gw] = why.reason
+            else:
+                journal.target_left_out(gw, why.reason, why.cannot)
+        gateways = [g for g in plan.gateways if g not in left or g in bare]
         needed = {w.operation_id for w in plan.workloads}
         failures = provisioner.render(gateways, ctx.api, backend.origin, ctx.run_dir, needed=needed)
         for gw, reason in failures.items():
@@ -131,11 +126,7 @@ class Render(Stage):
             **cpu_environment(
                 backend.cpu, [g for g in gateways if g not in failures], parsed.concurrency
             ),
-            **(
-                {"without_policies": excluded}
-                if excluded and options.allow_missing_policies
-                else {}
-            ),
+            **({"without_policies": bare} if bare else {}),
         )
         return Rendered(provisioner, planned, urls, compiled)
 
@@ -144,11 +135,6 @@ def engine_warmup_of(options: RunOptions, url: str, engine: str) -> tuple[str, f
     """The engine's own warm-up against the backend at ``url`` (``core.workload.engine_warmup``)
     unless the run asks for none (``--no-engine-warmup``)."""
     return engine_warmup(url, engine, quick=options.quick) if options.engine_warmup else None
-
-
-CANNOT_DEPLOY = "cannot render the plan's deployment (TLS or a pool of replicas)"
-CANNOT_APPLY = "cannot apply the plan's policies"
-"""What a gateway left out before the run cannot do (``environment.left_out``)."""
 
 
 def note_routes_left_out(ctx: RunContext, summaries: dict[str, str]) -> None:
