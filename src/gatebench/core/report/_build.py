@@ -425,6 +425,15 @@ def verdict(summary: RunSummary) -> list[str]:
     return lines
 
 
+def targets_on(by_workload: Mapping[str, Sequence[str]]) -> str:
+    """Workload → targets, said once per set of targets: ``envoy and nginx on get and order;
+    haproxy on list``."""
+    grouped: dict[tuple[str, ...], list[str]] = {}
+    for w, ts in by_workload.items():
+        grouped.setdefault(tuple(ts), []).append(w)
+    return "; ".join(f"{joined_names(ts)} on {joined_names(ws)}" for ts, ws in grouped.items())
+
+
 def refusal_verdict(summary: RunSummary) -> list[str]:
     """Where most answers of a gateway were the plan's rate limit refusing the request: its
     latency and throughput there measure how fast it refuses, which the ranking counts."""
@@ -436,10 +445,7 @@ def refusal_verdict(summary: RunSummary) -> list[str]:
             by_workload.setdefault(workload, []).append(target)
     if not by_workload:
         return []
-    grouped: dict[tuple[str, ...], list[str]] = {}
-    for w, ts in by_workload.items():
-        grouped.setdefault(tuple(ts), []).append(w)
-    where = "; ".join(f"{joined_names(ts)} on {joined_names(ws)}" for ts, ws in grouped.items())
+    where = targets_on(by_workload)
     return [
         f"Most answers of {where} were the plan's rate limit refusing the request (429): "
         "their latency and throughput there measure how fast a gateway refuses, not how it "
@@ -801,12 +807,7 @@ def baseline_not_a_floor(run: RunRecord, summary: RunSummary) -> list[str]:
                 ahead.setdefault(w, []).append(g)
     if not ahead:
         return []
-    by_gateways: dict[tuple[str, ...], list[str]] = {}
-    for w, gs in ahead.items():
-        by_gateways.setdefault(tuple(gs), []).append(w)
-    where = "; ".join(
-        f"{joined_names(list(gs))} on {joined_names(ws)}" for gs, ws in by_gateways.items()
-    )
+    where = targets_on(ahead)
     return [
         f"More requests per second than the baseline (no gateway): {where}. There the "
         f"baseline is no floor{baseline_handicaps(run.environment)}: the overhead table shows "
