@@ -29,6 +29,12 @@ export function stepState(run, index) {
   return index < at ? "done" : index === at ? "current" : "to do";
 }
 
+/** A target's error in words: a gateway left out before the run says so itself (its reason
+ * names it), never that it failed. */
+export function targetErrorText(run, target, reason) {
+  return (run.left_out || []).includes(target) ? reason : `${target} failed: ${reason}`;
+}
+
 function steps(run) {
   return h(
     "ol",
@@ -64,7 +70,7 @@ function statusPanel(run) {
   if (run.teardown && run.teardown !== "ok") parts.push(h("p", { class: "error" }, `Teardown: ${run.teardown}`));
   const failures = Object.entries(run.target_errors || {});
   if (failures.length) {
-    parts.push(h("ul", { class: "target-errors" }, failures.map(([t, reason]) => h("li", {}, `${t} failed: ${reason}`))));
+    parts.push(h("ul", { class: "target-errors" }, failures.map(([t, reason]) => h("li", {}, targetErrorText(run, t, reason)))));
   }
   return parts;
 }

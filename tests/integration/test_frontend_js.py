@@ -18,7 +18,7 @@ from gatebench.core.report._svg import _decades, nice_step
 from paths import ROOT
 
 SCRIPT = r"""
-import { stepState, isScaleRun, scaleBlock } from "./run.mjs";
+import { stepState, isScaleRun, scaleBlock, targetErrorText } from "./run.mjs";
 import { progressText, kindText, comparable } from "./runs.mjs";
 import { niceStep, decades, scaleEnd } from "./charts.mjs";
 const STEPS = 7;
@@ -46,6 +46,11 @@ const out = {
     { kind: "fixed", repetitions: 10 }, { kind: "fixed", quick: true }, { kind: "capacity" },
     { kind: "capacity", quick: true }, { kind: "scale" }, { kind: "change-under-load" }, {},
   ].map(kindText),
+  targetErrors: [
+    targetErrorText({ left_out: ["caddy"] }, "caddy", "caddy cannot apply the requested policies natively"),
+    targetErrorText({ left_out: ["caddy"] }, "kong", "exited 1"),
+    targetErrorText({}, "kong", "exited 1"),
+  ],
   comparable: [
     { kind: "fixed", status: "done" }, { status: "done" }, { kind: "fixed", status: "queued" },
     { kind: "capacity", status: "done" }, { kind: "scale", status: "done" },
@@ -87,6 +92,12 @@ def test_step_states_status_words_and_axis_steps(tmp_path: Path) -> None:
     ]
     # the read API's compare refuses every kind but fixed workloads: none can be picked
     assert out["comparable"] == [True, True, False, False, False, False]
+    # a gateway left out before the run (policies it cannot apply) was shown as 'failed'
+    assert out["targetErrors"] == [
+        "caddy cannot apply the requested policies natively",
+        "kong failed: exited 1",
+        "kong failed: exited 1",
+    ]
     done, current, todo = "done", "current", "to do"
     assert out["loading"] == [done, done, done, done, current, todo, todo]
     assert out["done"] == [done] * 7

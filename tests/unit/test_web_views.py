@@ -217,5 +217,13 @@ def test_run_summary_and_spec_names() -> None:
     assert summary["baseline"] is True
     assert summary["repetitions"] == 3
     assert summary["target_errors"] == {"kong": "unsupported here"}
+    assert summary["left_out"] == []
+    # a gateway left out before the run is listed apart: the page said 'caddy failed: ...'
+    left = replace(
+        run,
+        target_errors={"caddy": "caddy cannot apply the requested policies natively: ..."},
+        environment={"left_out": {"caddy": "cannot apply the plan's policies"}},
+    )
+    assert run_summary(left)["left_out"] == ["caddy"]
     assert spec_name("/tmp/x/openapi.yaml") == "openapi.yaml"
     assert spec_name("file:///tmp/bucket/specs/a.json") == "a.json"

@@ -43,6 +43,7 @@ from gatebench.core.report._tables import (
     workload_score_table,
 )
 from gatebench.core.report._trust import TRUST_KEYS, trust_tables
+from gatebench.core.trust import left_out_of
 
 CSS = """
 :root{--fg:#1b1b1b;--muted:#595959;--line:#d0d0d0;--bg:#fff;--zebra:#f5f7f9;--accent:#0b5cad}
@@ -480,8 +481,9 @@ def _run_metadata(report: Report) -> str:
         items.insert(4, ("Workloads", traffic))
     if run.error:
         items.append(("Error", run.error))
+    left_out = left_out_of(run.environment)
     for target, reason in sorted(run.target_errors.items()):
-        items.append((f"Failed: {target}", reason))
+        items.append((f"{'Left out' if target in left_out else 'Failed'}: {target}", reason))
     env: list[tuple[str, str]] = []
     _flatten("", {k: v for k, v in run.environment.items() if k not in TRUST_KEYS}, env)
     workloads: list[tuple[str, str]] = []

@@ -40,6 +40,7 @@ from gatebench.core.report._tables import (
     score_table,
     workload_score_table,
 )
+from gatebench.core.trust import left_out_of
 
 VIEW_FORMAT = "gatebench-view/1"
 COMPARED_METRICS = ("throughput", "mean", "p99", "error_pct")
@@ -83,6 +84,8 @@ def run_summary(run: RunRecord) -> dict[str, Any]:
             t: (reason.strip().splitlines() or ["no reason given"])[0]
             for t, reason in sorted(run.target_errors.items())
         },
+        # of those, the gateways left out before the run: their reason says so, not 'failed'
+        "left_out": sorted(left_out_of(run.environment)),
     }
 
 
