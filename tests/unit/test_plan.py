@@ -843,6 +843,52 @@ def test_a_line_break_in_a_value_sent_in_a_header_is_refused_where_it_is_given(
     ]
 
 
+def test_headers_the_load_engine_sets_are_never_sent_from_a_description_or_a_plan(
+    tmp_path: Path,
+) -> None:
+    """A required 'Connection: close' parameter ended every kept-alive connection, and a
+    Content-Length from a plan framed a GET with a body it does not have."""
+    from gatebench.core.workload import compile_load
+
+    head = SELF_REQUIRING.split("x-gatebench:")[0].replace(
+        "      requestBody:",
+        "      parameters: [{name: Connection, in: header, required: true, schema: {type: string,"
+        " example: close}}, {name: Content-Length, in: header, schema: {type: integer}},"
+        " {name: X-Ok, in: header, required: true, schema: {type: string, example: 'yes'}}]\n"
+        "      requestBody:",
+    )
+    errors = _errors_of(
+        tmp_path,
+        "    - {name: a, operation: a, body: {json: {}}, params: {Content-Length: 5},"
+        " headers: {Transfer-Encoding: chunked}, injection: {at_once: 1}}\n",
+        head,
+    )
+    assert [(e.pointer, e.message) for e in errors] == [
+        (
+            "/x-gatebench/workloads/0/headers/Transfer-Encoding",
+            "Transfer-Encoding is set by the load engine (how the request is framed and its "
+            "connection kept alive): leave it out",
+        ),
+        (
+            "/x-gatebench/workloads/0/params/Content-Length",
+            "header parameter 'Content-Length' of 'a' is never sent: the load engine sets it (how "
+            "the request is framed and its connection kept alive)",
+        ),
+    ]
+    (tmp_path / "api.yaml").write_text(
+        head + "x-gatebench:\n  gateways: [nginx]\n  workloads:\n"
+        "    - {name: a, operation: a, body: {json: {}}, injection: {at_once: 1}}\n"
+    )
+    result = load_spec(tmp_path / "api.yaml")
+    plan = load_plan(result)
+    assert [w.message[:40] for w in plan.warnings if w.pointer == "/x-gatebench/workloads/0"] == [
+        "header parameter 'Connection' of 'a' is "
+    ]
+    assert result.api is not None
+    document = compile_load(plan, result.api, {"nginx": "http://127.0.0.1:1"}).document
+    assert [h[0] for h in document["phases"][0]["request"]["headers"]] == ["X-Ok"]
+
+
 def test_a_list_or_mapping_a_parameter_draws_is_refused_a_fixed_one_is_not(
     tmp_path: Path,
 ) -> None:

@@ -350,6 +350,29 @@ _IP_LITERAL = re.compile(r"\[[0-9A-Fa-f:.]+(?:%25(?:[A-Za-z0-9\-._~]|%[0-9A-Fa-f
 _PORT = re.compile(r"[0-9]{1,5}")
 
 
+ENGINE_HEADERS = frozenset(
+    {
+        "connection",
+        "content-length",
+        "transfer-encoding",
+        "keep-alive",
+        "te",
+        "trailer",
+        "upgrade",
+        "proxy-connection",
+    }
+)
+"""Headers the load engine sets itself, as HTTP/1.1 frames the request and keeps the
+connection alive: a value from a description or a plan would break the framing (a
+``Content-Length`` on a GET, a ``Connection: close`` that ends every kept-alive connection),
+so none is ever sent from there."""
+
+
+def engine_header(name: str) -> bool:
+    """Whether the header ``name`` is one the load engine sets itself (:data:`ENGINE_HEADERS`)."""
+    return name.lower() in ENGINE_HEADERS
+
+
 def is_http_token(name: str) -> bool:
     """Whether ``name`` can be a header or cookie name: an HTTP token (RFC 9110 5.6.2).
 

@@ -46,6 +46,7 @@ from gatebench.core.ir import (
     Operation,
     Parameter,
     bare_media_type,
+    engine_header,
     is_json_media,
     is_media_type,
 )
@@ -741,7 +742,7 @@ def _request(
             query.extend([n, [{"text": v}]] for n, v in serialized(p, value))
         elif p.name in given:
             query.append([quote(p.name, safe=""), [{"param": p.name, "as": "query"}]])
-    for p in op.header_params:
+    for p in (p for p in op.header_params if not engine_header(p.name)):
         if (value := _fixed(p, given, api)) is not _DRAWN:
             headers.append([p.name, [{"text": serialized(p, value)[0][1]}]])
         elif p.name in given:

@@ -16,6 +16,7 @@ from gatebench.core.errors import PlanError, pointer, shown
 from gatebench.core.ir import (
     Api,
     Operation,
+    engine_header,
     is_http_token,
     unknown_body_message,
 )
@@ -533,6 +534,12 @@ def _headers(value: Any, r: Reading, where: list[str | int]) -> dict[str, str]:
     for name, raw in value.items():
         if not is_http_token(str(name)):
             r.error([*where, name], f"{str(name)!r} is not a valid HTTP header name")
+        elif engine_header(str(name)):
+            r.error(
+                [*where, name],
+                f"{name} is set by the load engine (how the request is framed and its "
+                "connection kept alive): leave it out",
+            )
         elif str(name).lower() in ("authorization", "proxy-authorization", "cookie"):
             r.error(
                 [*where, name],

@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from gatebench.core.errors import shown
-from gatebench.core.ir import Api, Operation, left_out_message
+from gatebench.core.ir import Api, Operation, engine_header, left_out_message
 from gatebench.core.plan._document import PlanDoc, Reading, is_credential_key
 from gatebench.core.plan._model import Auth, BodySpec, EngineName, Generator, Warmup, Workload
 
@@ -162,6 +162,15 @@ def _check_params(
                 "with {value: ...} (written by its style), or each value as the text to send "
                 "('3,4')",
             )
+    for p in (p for p in op.header_params if engine_header(p.name)):
+        said = (
+            f"header parameter {p.name!r} of {op.operation_id!r} is never sent: the load "
+            "engine sets it (how the request is framed and its connection kept alive)"
+        )
+        if p.name in params:
+            r.error([*where, "params", p.name], said)
+        elif p.required:
+            r.warn(where, said)
     in_headers = [*(p.name for p in op.header_params), *_placeholders(list(headers.values()))]
     for name in dict.fromkeys(in_headers):
         g = params.get(name)
