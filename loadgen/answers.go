@@ -289,36 +289,34 @@ func bodyCopy(start []byte) string {
 	return string(rest[:end])
 }
 
-// sentBefore says whether id names another request of this run sent before this answer is
-// checked, which a gateway's cache may hold the answer of: one of an earlier phase (the
-// target's warm-up, an earlier repetition: the cache outlives a phase), or one of this phase
-// already written. Not "a lower number": an arrival held for a connection leaves after a
-// later one, and users send side by side, so the answer a cache keeps can be a
-// later-numbered request's that reached the gateway first.
+// sentBefore says whether id names another request already sent to the target, which a
+// gateway's cache may hold the answer of: one of another load generator's (a tester beside
+// this one, an earlier probe's process: the gateway outlives them), one of an earlier phase
+// of this one (the target's warm-up, an earlier repetition: the cache outlives a phase), or
+// one of this phase already written. Not "a lower number": an arrival held for a connection
+// leaves after a later one, and users send side by side, so the answer a cache keeps can be a
+// later-numbered request's that reached the gateway first. The cache key still binds it.
 func (c *answerCheck) sentBefore(id, own string) bool {
 	if id == own || !strings.HasPrefix(own, string(c.idPrefix)) {
 		return false
 	}
-	phase, n, ok := splitRequestID(id)
-	if !ok {
+	parts := strings.Split(id, ".")
+	if len(parts) != 3 {
 		return false
 	}
-	if phase == c.phaseID {
+	n, err := strconv.ParseInt(parts[2], 10, 64)
+	if err != nil || n < 0 {
+		return false
+	}
+	if parts[0] != runTag {
+		return true
+	}
+	if parts[1] == c.phaseID {
 		return n <= c.sent
 	}
 	mine, _ := strconv.Atoi(strings.TrimPrefix(c.phaseID, "p"))
-	other, err := strconv.Atoi(strings.TrimPrefix(phase, "p"))
-	return strings.HasPrefix(phase, "p") && err == nil && other < mine
-}
-
-// splitRequestID reads "TAG.PHASE.N", a request's identity of this run: its phase and number.
-func splitRequestID(id string) (phase string, n int64, ok bool) {
-	parts := strings.Split(id, ".")
-	if len(parts) != 3 || parts[0] != runTag {
-		return "", 0, false
-	}
-	n, err := strconv.ParseInt(parts[2], 10, 64)
-	return parts[1], n, err == nil && n >= 0
+	other, err := strconv.Atoi(strings.TrimPrefix(parts[1], "p"))
+	return strings.HasPrefix(parts[1], "p") && err == nil && other < mine
 }
 
 func (c *answerCheck) wrong(kind, request, expected, got string) string {

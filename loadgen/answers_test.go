@@ -117,10 +117,22 @@ func TestACachedPhaseTakesTheAnswerOfARequestAlreadySent(t *testing.T) {
 	if got := c.verdict(now, 200, true, signed(t, c, warm, "200", "1", body), readBody(body)); got != "" {
 		t.Errorf("an earlier phase's answer from the cache: %q", got)
 	}
+	// Another load generator's (a tester beside this one, an earlier probe's process) reached
+	// the same gateway: its cache may answer with it too.
+	beside := []byte(strings.Replace(string(warm), runTag+".", "beside.", 1))
+	if string(beside) == string(warm) {
+		t.Fatalf("no run tag in %q", warm)
+	}
+	if got := c.verdict(now, 200, true, signed(t, c, beside, "200", "1", body), readBody(body)); got != "" {
+		t.Errorf("another tester's answer from the cache: %q", got)
+	}
 	uncached := newAnswerCheck(&answersSpec{Target: true}, "p0001")
 	mine := append(uncached.appendHeaders([]byte("GET /items/1 HTTP/1.1\r\nHost: h\r\n"), 5), "\r\n"...)
 	if got := uncached.verdict(mine, 200, true, signed(t, uncached, warm, "200", "1", body), readBody(body)); !strings.HasPrefix(got, "wrong answer (crossed)") {
 		t.Errorf("an earlier phase's answer where nothing is cached: %q", got)
+	}
+	if got := uncached.verdict(mine, 200, true, signed(t, uncached, beside, "200", "1", body), readBody(body)); !strings.HasPrefix(got, "wrong answer (crossed)") {
+		t.Errorf("another tester's answer where nothing is cached: %q", got)
 	}
 	if got := c.verdict(now, 200, true, signed(t, c, earlier, "200", "1", body), readBody(body[:3])); !strings.HasPrefix(got, "wrong answer (truncated)") {
 		t.Errorf("a cached answer is still held to its own body: %q", got)

@@ -996,6 +996,9 @@ def test_a_probe_document_is_the_workloads_requests_at_the_probes_rate() -> None
     # the measured phase checks every answer the backend signs; never those of the ceiling
     # server, a static file server whose answers no backend signed (each would be wrong)
     assert measured.answers_checked and "answers" in doc["phases"][1]
+    # the warm-up's requests name themselves too: a gateway caching the operation answers the
+    # window from what the warm-up left, which was unsigned, so a wrong answer every time
+    assert warm.answers_checked and "answers" in doc["phases"][0]
     from gatebench.core.trust import CEILING_TARGET
 
     ceiling = probe_template(plan, api, "get", CEILING_TARGET, "http://127.0.0.1:9")

@@ -59,8 +59,21 @@ def probe_template(
     resets of the other replicas, ``reset_urls``), then the measured phase."""
     placeholder = Injection("constant_rate", rate=1.0, duration=1.0)
     before = tuple(Control(url) for url in ([reset_url] if reset_url else []) + list(reset_urls))
+    checked = answers_checked(plan, target)
+    # The warm-up's requests name themselves too: a gateway's cache fills during it, and the
+    # window's cached answers then name a request already sent (docs/trust.md).
     phases = (
-        Phase(WARMUP, target, workload, 1, False, base_url, placeholder, before),
+        Phase(
+            WARMUP,
+            target,
+            workload,
+            1,
+            False,
+            base_url,
+            placeholder,
+            before,
+            answers_checked=checked,
+        ),
         Phase(
             MEASURED,
             target,
@@ -69,7 +82,7 @@ def probe_template(
             True,
             base_url,
             placeholder,
-            answers_checked=answers_checked(plan, target),
+            answers_checked=checked,
         ),
     )
     only = replace(plan, workloads=tuple(w for w in plan.workloads if w.name == workload))

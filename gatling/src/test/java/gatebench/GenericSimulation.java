@@ -1045,20 +1045,24 @@ public class GenericSimulation extends Simulation {
     }
 
     /**
-     * Whether {@code id} names another request of this run sent before this answer is checked,
-     * which a gateway's cache may hold the answer of: one of an earlier phase (the target's
-     * warm-up, an earlier repetition: the cache outlives a phase), or one of this phase whose
-     * number was given. Not "a lower number": users send side by side, and a later-numbered
-     * request that reached the gateway first is the one its cache keeps.
+     * Whether {@code id} names another request already sent to the target, which a gateway's
+     * cache may hold the answer of: one of another load generator's (a tester beside this one:
+     * the gateway outlives them), one of an earlier phase of this one (the target's warm-up, an
+     * earlier repetition: the cache outlives a phase), or one of this phase whose number was
+     * given. Not "a lower number": users send side by side, and a later-numbered request that
+     * reached the gateway first is the one its cache keeps. The cache key still binds it.
      */
     boolean sentBefore(String id, String rid) {
       String[] theirs = id.split("\\.", -1);
       String[] mine = rid.split("\\.", -1);
-      if (id.equals(rid) || theirs.length != 3 || mine.length != 3 || !theirs[0].equals(mine[0])) {
+      if (id.equals(rid) || theirs.length != 3 || mine.length != 3) {
         return false;
       }
       try {
         long n = Long.parseLong(theirs[2]);
+        if (!theirs[0].equals(mine[0])) {
+          return n >= 0;
+        }
         if (theirs[1].equals(mine[1])) {
           return n >= 1 && n <= sent.get();
         }
