@@ -5,6 +5,7 @@ reason, in the plan check), and --allow-missing-policies."""
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -158,6 +159,28 @@ def test_the_plan_check_names_the_left_out_gateways(capsys: pytest.CaptureFixtur
         "(auth.jwt), rate limit per token subject (rate_limit.subject); it is left out "
         "(--allow-missing-policies runs it without them, marked)"
     )
+
+
+def test_a_gateway_left_out_twice_over_is_named_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Caddy can neither validate a JWT nor turn TLS session resumption off: the run leaves it
+    out for its deployment (``core.plan.left_out``), and the plan says so once, as the run
+    records it, not once per category."""
+    from gatebench.cli import main
+
+    shutil.copytree(POLICY_SPEC.parent, tmp_path / "policies")
+    spec = tmp_path / "policies" / "openapi.yaml"
+    doc = yaml.safe_load(spec.read_text())
+    doc["x-gatebench"]["tls"] = {"resumption": False}
+    spec.write_text(yaml.safe_dump(doc))
+    assert main(["plan", str(spec)]) == 0
+    left_out = [
+        line for line in capsys.readouterr().out.splitlines() if line.startswith("  left out:")
+    ]
+    assert [line.split()[2] for line in left_out] == ["caddy", "nginx"]
+    assert "TLS session resumption off" in left_out[0]
+    assert "JWT validation" in left_out[1]
 
 
 def test_the_policy_spec_reads_its_key_from_the_bundle() -> None:

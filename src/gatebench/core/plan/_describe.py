@@ -59,7 +59,7 @@ def describe_plan(plan: Plan, api: Api) -> list[str]:
             "(the baseline reaches the first)"
         )
     lines.append(f"  backend:     {backend}")
-    lines.extend(describe_deployment(plan))
+    lines.extend(describe_deployment(plan, left))
     if plan.traffic is not None:
         t = plan.traffic
         span = f", {t.start} to {t.end}" if t.start and t.end else ""
@@ -75,7 +75,7 @@ def describe_plan(plan: Plan, api: Api) -> list[str]:
     if plan.auth.api_key_env:
         auth.append(f"API key from ${plan.auth.api_key_env}")
     lines.append(f"  auth:        {', '.join(auth) or 'none'}")
-    lines.extend(describe_policies(plan))
+    lines.extend(describe_policies(plan, left))
     weights = ", ".join(f"{m}×{w:g}" for m, w in plan.scoring.weights)
     lines.append(
         f"  scoring:     {plan.scoring.profile}"
@@ -165,10 +165,13 @@ def left_out(plan: Plan) -> dict[str, LeftOut]:
     return {g: found[g] for g in plan.gateways if g in found}
 
 
-def describe_deployment(plan: Plan) -> list[str]:
+def _left_out_lines(left: dict[str, LeftOut], cannot: str) -> list[str]:
+    return [f"  left out:    {why.reason}" for why in left.values() if why.cannot == cannot]
+
+
+def describe_deployment(plan: Plan, left: dict[str, LeftOut]) -> list[str]:
     """TLS and the fault a plan asks for (docs/input.md, "The gateway as deployed"), and one
-    line per gateway left out because it cannot render them."""
-    from gatebench.core.renderers import deployment_exclusions
+    line per gateway of ``left`` (:func:`left_out`) because it cannot render them."""
     from gatebench.core.units import format_duration
 
     lines = []
@@ -190,9 +193,7 @@ def describe_deployment(plan: Plan) -> list[str]:
             f"  fault:       backend replica {f.replica} killed {when} every gateway's "
             f"measured {f.workload!r} phases, started again as each ends (not the baseline's)"
         )
-    for reason in deployment_exclusions(plan.gateways, deployment_needs_of(plan)).values():
-        lines.append(f"  left out:    {reason}")
-    return lines
+    return lines + _left_out_lines(left, CANNOT_DEPLOY)
 
 
 def describe_capacity(plan: Plan) -> list[str]:
@@ -219,10 +220,10 @@ def _capacity_line(c: Capacity) -> str:
     )
 
 
-def describe_policies(plan: Plan) -> list[str]:
-    """The policies line, and one line per gateway left out because it cannot apply them."""
+def describe_policies(plan: Plan, left: dict[str, LeftOut]) -> list[str]:
+    """The policies line, and one line per gateway of ``left`` (:func:`left_out`) because it
+    cannot apply them."""
     from gatebench.core.policies import ApiKeyAuth, JwtAuth, Policies
-    from gatebench.core.renderers import policy_exclusions
     from gatebench.core.units import format_duration
 
     if plan.policies.empty:
@@ -248,9 +249,7 @@ def describe_policies(plan: Plan) -> list[str]:
 
     lines = [f"  policies:    {one(plan.policies.default)}"]
     lines.extend(f"    {op}: {one(p)}" for op, p in plan.policies.operations)
-    for reason in policy_exclusions(plan.gateways, plan.policies).values():
-        lines.append(f"  left out:    {reason}")
-    return lines
+    return lines + _left_out_lines(left, CANNOT_APPLY)
 
 
 def describe_injection(inj: Injection) -> str:

@@ -20,7 +20,6 @@ from gatebench.core.report._tables import (
     workload_score_table,
 )
 from gatebench.core.report._trust import TRUST_KEYS, trust_tables
-from gatebench.core.stats import workload_descriptions
 
 
 def _cell(text: str) -> str:
@@ -89,10 +88,8 @@ def render_markdown(report: Report) -> str:
         "Mean ± half-width of the 95 % confidence interval over the repetitions.",
         "",
     ]
-    described = workload_descriptions(run.workloads)
     for table in latency_tables(report):
-        name = table.id.removeprefix("latency-")
-        out += [f"### {name}" + (f" — {described[name]}" if described.get(name) else ""), ""]
+        out += [f"### {table.subject}", ""]
         out += _model_table(table)
 
     if s.baseline and s.overhead:

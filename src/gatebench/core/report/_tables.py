@@ -94,6 +94,9 @@ class Table:
     """The row header's column first."""
     rows: list[Row] = field(default_factory=list)
     legend: str = ""
+    subject: str = ""
+    """What the table is about, for a heading (a latency table: its workload and what it
+    sends); not in :meth:`to_dict`, whose caption says it."""
 
     def add(
         self,
@@ -265,10 +268,10 @@ def latency_tables(report: Report) -> list[Table]:
         columns.append(Column("Wrong answers", True))
         if limited:
             columns.append(Column("Rate-limited", True))
+        sends = described.get(w)
         table = Table(
             f"latency-{w}",
-            f"Workload {w}{f' ({described[w]})' if described.get(w) else ''}: latency, errors "
-            "and throughput",
+            f"Workload {w}{f' ({sends})' if sends else ''}: latency, errors and throughput",
             columns,
             legend="Mean over the repetitions ± the half-width of its 95 % confidence interval; "
             "marked best: the best value among the gateways (the baseline does not compete, "
@@ -283,6 +286,7 @@ def latency_tables(report: Report) -> list[Table]:
                 if limited
                 else ""
             ),
+            subject=f"{w} — {sends}" if sends else w,
         )
         gateways_here = sum(1 for t in targets if t != s.baseline and t not in s.wrong)
         for t in targets:
