@@ -55,7 +55,7 @@ def test_a_drop_beyond_tolerance_fails(tmp_path: Path, capsys: pytest.CaptureFix
     captured = capsys.readouterr()
     assert "nginx: 80.0 vs 91.0 (-11.0) REGRESSED" in captured.out
     assert "baseline: missing from the run (baseline 100.0)" in captured.out
-    assert captured.err.strip() == "2 target(s) regressed by more than 5 points"
+    assert captured.err.strip() == "2 targets regressed by more than 5 points"
 
 
 def test_a_run_that_is_not_done_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

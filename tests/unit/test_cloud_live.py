@@ -646,7 +646,7 @@ def test_points_the_meter_did_not_cover_are_noted_not_guessed(tmp_path: Path) ->
     noted = store.get_run(RUN)
     assert noted is not None
     assert noted.environment["meter_gaps"]["nginx"].startswith(
-        "nginx: no memory figure for 1 scale point(s) (nginx@10)"
+        "nginx: no memory figure for 1 scale point (nginx@10)"
     )
 
 

@@ -206,7 +206,7 @@ def test_a_meter_that_never_finishes_is_noted_after_a_bounded_wait(
     assert run_record is not None
     assert run_record.environment[METER_GAPS] == {
         "nginx": (
-            "nginx: no gateway CPU or memory for 1 measured phase(s) (nginx:w1:1): its meter's "
+            "nginx: no gateway CPU or memory for 1 measured phase (nginx:w1:1): its meter's "
             f"last upload (gs://{RUNS}/{CGROUP}, ending with a meter_done line) did not arrive "
             "within 60s of scoring"
         )
@@ -233,7 +233,7 @@ def test_a_gateway_whose_meter_uploaded_nothing_is_noted(
     run_record = store.get_run(RUN)
     assert run_record is not None
     assert run_record.environment[METER_GAPS]["nginx"] == (
-        "nginx: no gateway CPU or memory for 2 measured phase(s) (nginx:w0:1, nginx:w1:1): its "
+        "nginx: no gateway CPU or memory for 2 measured phases (nginx:w0:1, nginx:w1:1): its "
         f"meter uploaded nothing (gs://{RUNS}/{CGROUP} is missing)"
     )
 

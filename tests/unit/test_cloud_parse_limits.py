@@ -65,7 +65,7 @@ def test_an_upload_while_max_active_runs_are_in_progress_starts_no_run() -> None
     assert [(p.pointer, p.message) for p in errors] == [
         (
             "",
-            "2 run(s) are in progress (r-11111111111111111111, r-22222222222222222222) and "
+            "2 runs are in progress (r-11111111111111111111, r-22222222222222222222) and "
             "this deployment runs at most 2 at once (limits.max_active_runs): this upload "
             "starts no run; upload it again once one has finished",
         )

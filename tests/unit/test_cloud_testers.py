@@ -241,7 +241,7 @@ def test_a_tester_says_each_step_on_its_serial_console(
     assert said == [
         f"reading the workload of {RUN}",
         "waiting up to 1s for the targets to answer",
-        "ready: 0 target(s) answered, 1 did not",
+        "ready: 0 targets answered, 1 did not",
     ]
     ready = json.loads(bucket.objects[marker(RUN, "ready")])
     assert ready["reachable"] == [] and list(ready["unreachable"]) == ["nginx"]

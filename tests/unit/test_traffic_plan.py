@@ -341,7 +341,7 @@ def test_the_command_writes_a_plan_gatebench_runs(
     out = capsys.readouterr().out
     assert code == 0
     plan_file = tmp_path / "shop.traffic.yaml"
-    assert f"wrote {plan_file}: 4 workload(s)" in out
+    assert f"wrote {plan_file}: 4 workloads" in out
     assert "left out: getUser: no request in the chosen window" in out
     assert f"run it: gatebench run {plan_file}" in out
     assert "matched 10 (76.9 %) to 6 operations of the description" in out

@@ -10,6 +10,7 @@ from gatebench.cli._common import number, print_thresholds
 from gatebench.cli._local import add_run_arguments, run_plan
 from gatebench.core.model import BASELINE, RunKind
 from gatebench.core.plan import MAX_REPETITIONS, Plan
+from gatebench.core.stats import counted
 from gatebench.run import RunOutcome
 
 
@@ -85,7 +86,7 @@ def _check_thresholds(_plan: Plan, outcome: RunOutcome) -> int:
     report = outcome.report
     if report is None:
         print(
-            f"gatebench: {len(chosen)} capacity threshold(s) not checked: no result",
+            f"gatebench: {counted(len(chosen), 'capacity threshold')} not checked: no result",
             file=sys.stderr,
         )
         return len(chosen)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gatebench.cli._store import add_store_argument, store_location
+from gatebench.core.stats import counted
 
 
 def run_bundle(args: argparse.Namespace) -> int:
@@ -54,7 +55,7 @@ def run_check(args: argparse.Namespace) -> int:
         return 1
     if failed:
         print(
-            f"{len(failed)} target(s) regressed by more than {args.tolerance:g} points",
+            f"{counted(len(failed), 'target')} regressed by more than {args.tolerance:g} points",
             file=sys.stderr,
         )
         return 1
@@ -160,7 +161,7 @@ def run_vm_vars(args: argparse.Namespace) -> int:
     else:
         Path(args.out).write_text(text, encoding="utf-8")
     print(
-        f"{args.out}: {len(values['gateways'])} gateway VM(s)"
+        f"{args.out}: {counted(len(values['gateways']), 'gateway VM')}"
         + (", backend" if values["backend"] else "")
         + (", tester" if values["tester"] else "")
     )

@@ -9,6 +9,7 @@ import sys
 from gatebench.cli._common import add_plan_argument, add_spec_arguments, load, print_problems
 from gatebench.core.cost import CostError, describe_cost, describe_vm_limits, estimate_cost
 from gatebench.core.plan import describe_plan
+from gatebench.core.stats import counted
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     warnings = [p for p in result.problems if p.severity == "warning"]
     if warnings:
         print(
-            f"({len(warnings)} warning(s) about the description: gatebench validate {args.spec})",
+            f"({counted(len(warnings), 'warning')} about the description: gatebench validate {args.spec})",
             file=sys.stderr,
         )
         print_problems(warnings[:5], stream=sys.stderr)

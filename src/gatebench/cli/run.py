@@ -13,6 +13,7 @@ from gatebench.core.model import BASELINE, Measurement, RunKind
 from gatebench.core.plan import Plan, describe_injection
 from gatebench.core.resources import MIN_CPU_S
 from gatebench.core.stats import (
+    counted,
     fmt_rate,
     format_workload_table,
     joined_names,
@@ -80,7 +81,7 @@ def _check_thresholds(plan: Plan, outcome: RunOutcome) -> int:
         if not plan.thresholds:
             return 0
         print(
-            f"gatebench: {len(plan.thresholds)} threshold(s) not checked: the run was not scored",
+            f"gatebench: {counted(len(plan.thresholds), 'threshold')} not checked: the run was not scored",
             file=sys.stderr,
         )
         return len(plan.thresholds)

@@ -13,6 +13,7 @@ from pathlib import Path
 from gatebench.cli._common import add_spec_arguments, print_problems, read
 from gatebench.core.errors import TrafficError
 from gatebench.core.plan import load_plan
+from gatebench.core.stats import counted
 from gatebench.core.traffic import (
     FORMATS,
     ImportOptions,
@@ -181,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
     length = replay_length(imported.plan.section)
     how = f"gatebench run {out}" if ref is not None else f"gatebench run {args.spec} --plan {out}"
     print(
-        f"wrote {out}: {workloads} workload(s), {format_duration(length)} of load per target "
+        f"wrote {out}: {counted(workloads, 'workload')}, {format_duration(length)} of load per target "
         f"and repetition (each operation in its own phase); run it: {how}"
     )
     return 0

@@ -10,6 +10,7 @@ import sys
 from gatebench.cli._common import add_plan_argument, add_spec_arguments, read
 from gatebench.core.errors import PlanError, Problem
 from gatebench.core.plan import load_plan
+from gatebench.core.stats import counted
 from gatebench.run.stages.parse import unset_credentials
 
 
@@ -59,10 +60,10 @@ def run(args: argparse.Namespace) -> int:
             ops = len(result.api.operations) if result.api else 0
             warnings = sum(p.severity == "warning" for p in problems)
             notes = len(problems) - len(errors) - warnings
-            summary = f"{len(errors)} error(s), {warnings} warning(s)"
-            summary += f", {notes} note(s)" if notes else ""
+            summary = f"{counted(len(errors), 'error')}, {counted(warnings, 'warning')}"
+            summary += f", {counted(notes, 'note')}" if notes else ""
             if result.api is not None:
-                summary += f"; {ops} operation(s)"
+                summary += f"; {counted(ops, 'operation')}"
                 summary += "; plan ok" if plan_checked else ""
             sys.stdout.flush()  # the problems first, then the summary, when both go to one pipe
             print(summary, file=sys.stderr)

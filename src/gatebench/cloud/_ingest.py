@@ -47,6 +47,7 @@ from gatebench.core.measure import ingest_simlog, with_gateway_cgroup
 from gatebench.core.model import Measurement
 from gatebench.core.resources import CgroupSample
 from gatebench.core.simlog import read_simlog
+from gatebench.core.stats import counted
 from gatebench.core.testers import ingest_tester_logs
 from gatebench.store import ResultStore
 
@@ -376,7 +377,7 @@ def meter_gaps(
             why = f"the samples of its meter ({where}) do not cover them"
         shown = ", ".join(lacking[:10]) + (" ..." if len(lacking) > 10 else "")
         gaps[target] = (
-            f"{target}: no gateway CPU or memory for {len(lacking)} measured phase(s) "
+            f"{target}: no gateway CPU or memory for {counted(len(lacking), 'measured phase')} "
             f"({shown}): {why}"
         )
     return gaps

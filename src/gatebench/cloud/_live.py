@@ -68,6 +68,7 @@ from gatebench.core.resources import cgroup_window
 from gatebench.core.routescale import replicate
 from gatebench.core.scaleplan import ScaleAsk
 from gatebench.core.spec import SpecResult
+from gatebench.core.stats import counted
 from gatebench.kinds._live._plan import scale_problems
 from gatebench.kinds._live._report import (
     CHANGE_KIND,
@@ -593,7 +594,7 @@ def finish_live_run(
     environment = {k: v for k, v in run.environment.items() if k != METER_GAPS}
     if gaps:
         environment[METER_GAPS] = {
-            g: f"{g}: no memory figure for {len(keys)} scale point(s) ({', '.join(keys)}): the "
+            g: f"{g}: no memory figure for {counted(len(keys), 'scale point')} ({', '.join(keys)}): the "
             f"samples of its meter (gs://{bucket}/runs/{run_id}/cgroup/{g}.jsonl) do not cover "
             "them"
             for g, keys in gaps.items()

@@ -60,6 +60,7 @@ from gatebench.core.plan import (
 )
 from gatebench.core.scaleplan import ScaleAsk
 from gatebench.core.spec import SpecResult, read_spec
+from gatebench.core.stats import counted
 from gatebench.kinds.request import (
     METADATA_HEADER,
     METADATA_KEY,
@@ -257,7 +258,7 @@ def deployment_problems(
         problems.append(
             Problem(
                 "",
-                f"{len(active)} run(s) are in progress ({ids}) and this deployment runs at "
+                f"{counted(len(active), 'run')} {'is' if len(active) == 1 else 'are'} in progress ({ids}) and this deployment runs at "
                 f"most {limit} at once (limits.max_active_runs): this upload starts no run; "
                 "upload it again once one has finished",
             )

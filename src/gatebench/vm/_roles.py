@@ -53,6 +53,7 @@ from gatebench.cloud._tls import CA_OBJECT
 from gatebench.core.errors import GatebenchError, RunError
 from gatebench.core.model import BASELINE
 from gatebench.core.resources import SAMPLE_INTERVAL_S, CgroupFormatError, CgroupSample
+from gatebench.core.stats import counted
 from gatebench.core.testers import split_document
 from gatebench.core.tls import CA_CERT, TRUST_P12, trust_store
 from gatebench.core.workload import is_engine_warmup
@@ -290,7 +291,10 @@ def run_tester(
             marker_of_tester("ready", tester),
             {"reachable": reachable, "unreachable": unreachable},
         )
-        _step(tester, f"ready: {len(reachable)} target(s) answered, {len(unreachable)} did not")
+        _step(
+            tester,
+            f"ready: {counted(len(reachable), 'target')} answered, {len(unreachable)} did not",
+        )
         if not reachable:
             return 3
         skip_file = workdir / "skip-targets.txt"

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from gatebench.core.errors import RunError
+from gatebench.core.stats import counted
 from gatebench.run._journal import Progress
 from gatebench.run.ports import Backend, EngineRun, Watch
 from gatebench.run.stages._load_hooks import LoadHooks
@@ -78,7 +79,7 @@ class Load(LoadStage):
                 raise RunError(f"the load engine failed twice: {result.reason}")
             ctx.note(
                 "the load engine crashed; retrying "
-                f"{len(left)} phase(s): {result.reason.splitlines()[0]}"
+                f"{counted(len(left), 'phase')}: {result.reason.splitlines()[0]}"
             )
             ctx.journal.display(
                 Progress(step="loading", message="load engine crashed; retrying once")

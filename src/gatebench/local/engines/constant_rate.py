@@ -40,6 +40,7 @@ from gatebench.core.ir import Api
 from gatebench.core.measure import PhaseResult
 from gatebench.core.routescale import LOAD_TARGET, WARMUP_WORKLOAD, rate_plan
 from gatebench.core.simlog import RequestRecord, RunHeader, read_simlog
+from gatebench.core.stats import counted
 from gatebench.core.workload import CompiledLoad, compile_load
 from gatebench.kinds._live._gateway import RateRun
 from gatebench.kinds._live.metrics import Arrival, MeasuredFrom
@@ -234,7 +235,7 @@ class _Hooks:
             thread.join()
         if self.pending:
             raise RunError(
-                f"the load ended before {len(self.pending)} planned moment(s) of it: "
+                f"the load ended before {counted(len(self.pending), 'planned moment')} of it: "
                 "make the measured phase longer than the change's offset"
             )
 
