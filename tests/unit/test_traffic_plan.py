@@ -286,6 +286,36 @@ def test_a_query_name_repeated_in_a_request_is_counted_once_for_its_share(
     )
 
 
+@pytest.mark.parametrize("keep", [False, True])
+def test_recorded_values_of_an_array_of_two_or_more_items_are_said_to_be_refused(
+    tmp_path: Path, keep: bool
+) -> None:
+    """``tags=a&tags=b`` of an array with ``minItems: 2`` is replayed one value a request,
+    which the description refuses: with ``--keep-values`` the plan said nothing of it."""
+    (tmp_path / "api.yaml").write_text(
+        FILTERED.replace(
+            "        - {name: ids,",
+            "        - {name: tags, in: query, required: true, "
+            "schema: {type: array, minItems: 2, items: {type: string}}}\n        - {name: ids,",
+        )
+    )
+    api = load_spec(tmp_path / "api.yaml").api
+    assert api is not None
+    line = '192.0.2.1 - - [31/Jan/2026:12:00:{s:02d} +0000] "GET {path} HTTP/1.1" 200 1 "-" "-"\n'
+    paths = ["/shipments?tags=a&tags=b", "/shipments?tags=c&tags=d&tags=e"]
+    log = tmp_path / "a.log"
+    log.write_text("".join(line.format(s=i, path=p) for i, p in enumerate(paths)))
+    result = imported(api, log, keep=KeepValues(everything=True) if keep else KeepValues())
+    [workload] = result.plan.section["workloads"]
+    [said] = [c for c in result.plan.comments[workload["name"]] if c.startswith("tags:")]
+    why = "at least 2 items a request" if keep else "no numbered values fit it"
+    assert f"that its schema refuses ({why}): give valid ones in params" in said
+    assert result.plan.notes == [
+        f"{workload['name']}: tags takes values that its schema refuses ({why}): "
+        "give valid ones in params"
+    ]
+
+
 def test_past_its_bound_a_parameter_keeps_the_most_frequent_and_estimates_the_rest(
     shop: Api, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -35,7 +35,25 @@ TOP_VALUES = 100
 _WORKLOAD_NAME = re.compile(r"[^A-Za-z0-9_.-]")
 _JWT = re.compile(r"^eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*$")
 _INTEGER = re.compile(r"^-?\d{1,15}$")
-MISFIT = " that its schema refuses (no numbered values fit it): give valid ones in params"
+REFUSED = " that its schema refuses"
+"""In every comment on values the plan replays that the description refuses (:func:`misfit`):
+each is a note of the import too."""
+
+
+_GIVE = ": give valid ones in params"
+
+
+def misfit(why: str) -> str:
+    return f"{REFUSED} ({why}){_GIVE}"
+
+
+def _misfit_in(comment: str) -> str:
+    """The :func:`misfit` words a comment holds."""
+    start = comment.index(REFUSED)
+    return comment[start : comment.index(_GIVE, start) + len(_GIVE)]
+
+
+MISFIT = misfit("no numbered values fit it")
 """Said of a parameter's synthetic values where none that fit its schema were found."""
 _ITEMS = re.compile(r"[,| ]")
 """What separates a list parameter's items as it is written (form, pipe- or space-delimited)."""
@@ -329,7 +347,9 @@ def build_section(
         workloads.append(workload)
         result.comments[name] = [*_describe(op, stats, counts, this_step), *comments]
         result.notes += [
-            f"{name}: {c.split(':')[0]} takes values{MISFIT}" for c in comments if MISFIT in c
+            f"{name}: {c.split(':')[0]} takes values{_misfit_in(c)}"
+            for c in comments
+            if REFUSED in c
         ]
         labels.update(p for p in op.security_label.split("+") if p != "none")
     section["workloads"] = workloads
@@ -407,6 +427,9 @@ def _params(
                     f"; repeated within a request ({recorded.total:,} values in {seen:,} "
                     "requests), replayed one value a request"
                 )
+                least = _min_items(_schema(param, api))
+                if least > 1 and REFUSED not in comment:
+                    comment += ", values" + misfit(f"at least {least} items a request")
             comments.append(f"{name}: in {share:.0f} % of requests; {comment}")
     for name, keys in deep.items():
         share, param = deep_seen[name], declared[name]
