@@ -306,6 +306,14 @@ def test_injection_profiles(
                 "concurrent users need a 'duration' (such as 30s) or a number of 'requests'",
             ),
         ),
+        (  # as k6 writes it: the bound is said to go beside the count
+            {"concurrent": {"users": 2, "duration": "2s"}},
+            (
+                "/x-gatebench/workloads/0/injection/concurrent",
+                "expected a whole number of users from 1 to 100,000, got a mapping; the bound "
+                "goes beside it: injection: {concurrent: 50, duration: 30s} (or requests: N)",
+            ),
+        ),
         (
             {"ramp": {"users": 5, "duration": "soon"}},
             (

@@ -454,7 +454,20 @@ Seconds0 = Annotated[float, Duration(zero=True)]
 OptSeconds = Annotated[float | None, Duration()]
 OptSeconds0 = Annotated[float | None, Duration(zero=True)]
 OptSize = Annotated[int | None, Size()]
-Users = Annotated[int | None, Count(1, MAX_USERS)]
+USERS = Count(1, MAX_USERS)
+Users = Annotated[int | None, USERS]
+
+
+def _concurrent(value: Any) -> int:
+    if isinstance(value, dict):  # concurrent: {users: 50, duration: 30s}, as k6 writes it
+        fail(
+            f"expected a whole number of users from 1 to {MAX_USERS:,}, got a mapping; the "
+            "bound goes beside it: injection: {concurrent: 50, duration: 30s} (or requests: N)"
+        )
+    found: int = USERS.check(value)
+    return found
+
+
 Requests = Annotated[int | None, Count(1, MAX_REQUESTS)]
 Machine = Annotated[
     str, Matching(r"^[a-z0-9]+(-[a-z0-9]+)+$", "a machine type such as 'n2-standard-2'")
@@ -938,7 +951,7 @@ class InjectionDoc(Section, title="injection"):
     ramp: Annotated[RampDoc | None, Model(RampDoc)] = None
     constant_rate: Annotated[ConstantRateDoc | None, Model(ConstantRateDoc)] = None
     arrivals: Annotated[ArrivalsDoc | None, Model(ArrivalsDoc)] = None
-    concurrent: Users = None
+    concurrent: Annotated[int | None, Rule(_concurrent, USERS.schema)] = None
     """N users looping on kept-alive connections (give duration and/or requests)."""
     sequential: Requests = None
     """One user, N requests back to back."""
