@@ -110,7 +110,12 @@ def test_github_actions_job_passes_within_the_thresholds(tmp_path: Path) -> None
         ("Thresholds as test results", 0),
     ], ran
     run_out = ran[1][2]
-    assert re.search(r"^Thresholds: (\d+) of \1 met\.$", run_out, re.MULTILINE), run_out
+    assert re.search(
+        r"^Thresholds: (\d+) of \1 met, 1 of them the default gate: no wrong answers "
+        r"\(docs/ci\.md\)\.$",
+        run_out,
+        re.MULTILINE,
+    ), run_out
     suite = ET.parse(work / "gatebench-junit.xml").getroot()
     # One case per threshold × gateway: the plan has one gateway (nginx), four thresholds and
     # the default wrong-answers gate (docs/ci.md, "A default gate").

@@ -165,7 +165,10 @@ def test_cli_run_with_a_relative_results_folder(tmp_path: Path) -> None:
         "out/gatebench.sqlite` writes the HTML report."
     )
     # the default wrong-answers gate holds every run (docs/ci.md, "A default gate")
-    assert re.fullmatch(r"Thresholds: (\d+) of \1 met\.", out[-1]), out[-1]
+    assert re.fullmatch(
+        r"Thresholds: (\d+) of \1 met, the default gate: no wrong answers \(docs/ci\.md\)\.",
+        out[-1],
+    ), out[-1]
     assert store.is_file()
     assert any(line.startswith("Scores (paper profile, 0-100):") for line in out)
     assert "[loading] " in done.stderr

@@ -175,7 +175,11 @@ def test_the_tables_flag_wrong_answers_and_never_mark_them_best() -> None:
     assert {r.header: r.cells[-1].text for r in show.rows}["nginx"] == "unchecked"
 
 
-def test_every_run_is_gated_on_wrong_answers_by_default() -> None:
+def test_every_run_is_gated_on_wrong_answers_by_default(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from gatebench.cli._common import print_thresholds
+
     run, measurements = _run_with_wrong("haproxy", 1)
     summary = build_report(run, measurements).summary
     results = evaluate([], summary)
@@ -184,9 +188,16 @@ def test_every_run_is_gated_on_wrong_answers_by_default() -> None:
     }
     (failed,) = failures(results)
     assert failed.line() == ("haproxy/show: wrong_answers 1 is above the maximum 0 (default)")
+    # the console says which thresholds no plan wrote ('Thresholds: 5 of 6 met.' did not)
+    assert print_thresholds(results) == 1
+    assert capsys.readouterr().out == (
+        "Thresholds: 5 of 6 met, the default gate: no wrong answers (docs/ci.md).\n"
+    )
     # the plan's own threshold replaces the default
     allowed = evaluate([Threshold("wrong_answers", max=1.0, pointer="/t/0")], summary)
     assert not failures(allowed) and {r.threshold.pointer for r in allowed} == {"/t/0"}
+    print_thresholds([*allowed, *results[:2]])
+    assert capsys.readouterr().out.startswith("Thresholds: 8 of 8 met, 2 of them the default")
     # what was not checked is not held to the default; a threshold the plan writes fails it
     unchecked = [dataclasses.replace(m, answers_checked=False) for m in measurements]
     summary = build_report(run, unchecked).summary

@@ -81,12 +81,17 @@ def print_problems(problems: list[Any], *, stream: Any) -> None:
 
 
 def print_thresholds(results: Sequence[ThresholdResult], heading: str = "Thresholds") -> int:
-    """``HEADING: N of M met.`` on stdout, then each failed threshold on stderr; how many
-    failed."""
-    from gatebench.core.thresholds import failures
+    """``HEADING: N of M met.`` on stdout (saying how many are the default gate, which no plan
+    wrote), then each failed threshold on stderr; how many failed."""
+    from gatebench.core.thresholds import DEFAULT_POINTER, failures
 
     failed = failures(results)
-    print(f"{heading}: {len(results) - len(failed)} of {len(results)} met.")
+    defaults = sum(1 for r in results if r.threshold.pointer == DEFAULT_POINTER)
+    said = f"{heading}: {len(results) - len(failed)} of {len(results)} met"
+    if defaults:
+        some = "" if defaults == len(results) else f"{defaults:,} of them "
+        said += f", {some}the default gate: no wrong answers (docs/ci.md)"
+    print(said + ".")
     for result in failed:
         print(f"threshold failed: {result.line()}", file=sys.stderr)
     return len(failed)

@@ -15,6 +15,7 @@ responses are held at once (a known capacity of ``workers / latency`` requests p
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from gatebench.core.ir import Api, Operation, Response
@@ -30,7 +31,11 @@ requests are served, up to 30 s (backend/control.go, ``drainLimit``); loadgen's
 """The backend's own paths (health, stats, reset): reached straight, never through a gateway."""
 
 
-def _success(op: Operation) -> tuple[int, Response | None]:
+def _answer(op: Operation) -> tuple[int, Response | None]:
+    """What the mock answers ``op`` with: its first documented success (``200``, then
+    ``2XX``), else ``default`` as 200; an operation that documents neither (a redirect, ``410
+    Gone``) gets the lowest status it documents, as the service would answer it; none at all,
+    an empty 200."""
     for response in op.responses:
         if response.status.isdigit() and 200 <= int(response.status) < 300:
             return int(response.status), response
@@ -38,7 +43,14 @@ def _success(op: Operation) -> tuple[int, Response | None]:
         if response.status.upper() == "2XX":
             return 200, response
     default = next((r for r in op.responses if r.status == "default"), None)
-    return 200, default
+    if default is not None:
+        return 200, default
+    others = [
+        (int(r.status.upper().replace("X", "0")), r)
+        for r in op.responses
+        if re.fullmatch(r"[3-5](\d\d|XX)", r.status.upper())
+    ]
+    return min(others, key=lambda found: found[0], default=(200, None))
 
 
 def mock_segments(path: str) -> list[list[dict[str, Any]]]:
@@ -50,7 +62,7 @@ def mock_segments(path: str) -> list[list[dict[str, Any]]]:
 
 
 def mock_route(op: Operation, api: Api) -> dict[str, Any]:
-    status, response = _success(op)
+    status, response = _answer(op)
     content_type = ""
     body = ""
     if response is not None and response.content and status not in (204, 304):
