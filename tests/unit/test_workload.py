@@ -548,3 +548,33 @@ def test_multipart_parts_through_a_reference_and_the_required_parts_a_plan_leave
         ("label", None, [{"text": "dog"}]),
         ("file", 1024, None),
     ]
+
+
+def test_multipart_values_the_plan_gives_are_written_as_the_descriptions_are(
+    tmp_path: Path,
+) -> None:
+    """A part's list, object, boolean or number went out as Python's text of it (``['a',
+    'b']``, ``{'k': 1}``, ``True``): now a list is one part per item, an object its JSON
+    (``application/json``), a boolean or a number its JSON text, text as written."""
+    given = UPLOAD.replace(
+        "BODY",
+        ", body: {multipart: {label: {value: [a, b]}, meta: {value: {k: 1, who: '${id}'}}, "
+        "public: {value: true}, n: {value: 2.5}, none: {value: null}, "
+        "note: {value: '${id}', content_type: text/plain}}}, params: {id: 7}",
+    )
+    parts = _body_of(given, tmp_path)["parts"]
+    shown = [(p["name"], p.get("parts"), p.get("content_type")) for p in parts]
+    assert shown == [
+        ("label", [{"text": "a"}], None),
+        ("label", [{"text": "b"}], None),
+        (
+            "meta",
+            [{"text": '{"k":1,"who":'}, {"param": "id", "as": "json"}, {"text": "}"}],
+            "application/json",
+        ),
+        ("public", [{"text": "true"}], None),
+        ("n", [{"text": "2.5"}], None),
+        ("none", [{"text": "null"}], None),
+        ("note", [{"param": "id", "as": "raw"}], "text/plain"),
+        ("file", None, "application/octet-stream"),
+    ]

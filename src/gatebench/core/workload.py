@@ -971,9 +971,7 @@ def _body(op: Operation, body: BodySpec, api: Api) -> dict[str, Any]:
                     }
                 )
             else:
-                typed = {"content_type": part.content_type} if part.content_type else {}
-                text_part = {"name": part.name, "parts": _text_template(str(part.value), "raw")}
-                parts.append({**text_part, **typed})
+                parts += _plan_parts(part.name, part.value, part.content_type)
         return {"kind": "multipart", "parts": parts + _required_parts(op, body, api)}
     # example / synthesized: from the description itself
     content = op.request_body.content if op.request_body else ()
@@ -1022,6 +1020,24 @@ def _required_parts(op: Operation, body: BodySpec, api: Api) -> list[dict[str, A
         return []
     left_out = {k: v for k, v in value.items() if k in required and k not in given}
     return _described_parts(left_out, schema, media.encoding if media is not None else ())
+
+
+def _plan_parts(name: str, value: Any, content_type: str | None) -> list[dict[str, Any]]:
+    """The parts of a value the plan's ``multipart`` gives, written as a value taken from the
+    description is (:func:`_described_parts`): text as written (its ``${placeholders}``
+    filled), a list as one part per item, an object as its JSON (``application/json``), a
+    number, a boolean or null as its JSON text; ``content_type`` names each part's type."""
+    parts = []
+    for one in value if isinstance(value, list) else [value]:
+        typed = content_type
+        if isinstance(one, str):
+            text = _text_template(one, "raw")
+        elif isinstance(one, dict | list):
+            text, typed = json_template(one), content_type or "application/json"
+        else:
+            text = [{"text": json.dumps(one)}]
+        parts.append({"name": name, "parts": text, **({"content_type": typed} if typed else {})})
+    return parts
 
 
 def _described_parts(

@@ -1075,7 +1075,8 @@ class PartDoc(Section, title="a multipart part"):
     size: OptSize = None
     """Generated file content of this size."""
     value: Any_ = None
-    """A text value (may hold ${placeholders})."""
+    """A text value (may hold ${placeholders}); a list is one part per item, an object its
+    JSON (application/json), a number or boolean its JSON text."""
     filename: Annotated[str | None, FILENAME] = None
     content_type: Annotated[str | None, MEDIA] = None
 
