@@ -39,7 +39,7 @@ def test_a_blueprint_is_read_into_operations() -> None:
     )
     assert [r.status for r in create.responses] == ["201"]
     limit = result.api.operation("get_notes").query_params[0]
-    assert (limit.required, limit.schema, limit.examples) == (False, {"type": "number"}, ("10",))
+    assert (limit.required, limit.schema, limit.examples) == (False, {"type": "number"}, (10,))
 
 
 def test_blueprint_warnings_are_located_by_line(tmp_path: Path) -> None:
@@ -130,10 +130,10 @@ def test_a_question_mark_in_a_uri_template_starts_its_query_part(tmp_path: Path)
     assert got == {
         "/devices": [
             ("product_key", "query", True, {"type": "string"}, ("abc",)),
-            ("limit", "query", False, {"type": "number"}, ("10",)),
+            ("limit", "query", False, {"type": "number"}, (10,)),
         ],
         "/devices/{id}/status": [
-            ("id", "path", True, {"type": "number"}, ("1",)),
+            ("id", "path", True, {"type": "number"}, (1,)),
             ("type", "query", True, {"type": "string", "enum": ["phone"]}, ("phone",)),
             ("since", "query", False, {"type": "string"}, ("2024-01-01",)),
         ],
@@ -142,10 +142,53 @@ def test_a_question_mark_in_a_uri_template_starts_its_query_part(tmp_path: Path)
         (
             "note",
             11,
-            "2 URI template(s) carry a query part after '?' (e.g. '/devices?{product_key}&{limit}'); "
+            "2 URI templates carry a query part after '?' (e.g. '/devices?{product_key}&{limit}'): "
             "they are routed on the part before it and its variables are sent as query parameters",
         )
     ]
+
+
+def test_parameters_keep_their_members_default_type_and_place_in_the_template(
+    tmp_path: Path,
+) -> None:
+    """``+ Members`` of an enum, ``+ Default:`` and ``array[number]`` were lost (a request sent
+    ``.example`` where only ``pdf`` or ``png`` go), and ``?type=phone{&since}`` fixed ``type``
+    to ``phone{`` and lost ``since``."""
+    path = tmp_path / "notes.apib"
+    path.write_text(
+        "FORMAT: 1A\n\n# Notes\n\n## File [/notes/{id}/{name}.{ext}{?limit,ids*}]\n\n"
+        "### Get [GET]\n\n+ Parameters\n    + id: 7 (number, required)\n"
+        "    + name: report (string, required)\n"
+        "    + ext: `pdf` (enum[string], required)\n        + Members\n"
+        "            + `pdf`\n            + `png`\n"
+        "    + limit: 10 (number, optional)\n        + Default: `20`\n"
+        "    + ids: 1 (array[number], required)\n\n+ Response 200\n\n"
+        "## Phones [/phones?type=phone{&since}]\n\n### List [GET]\n\n"
+        "+ Parameters\n    + since: `2024-01-01` (string, required)\n\n+ Response 200\n",
+        encoding="utf-8",
+    )
+    result = read_spec(path)
+    assert result.errors == []
+    assert result.api is not None
+    got = {
+        op.route_path: [
+            (p.name, p.required, p.schema, p.examples, p.explode) for p in op.parameters
+        ]
+        for op in result.api.operations
+    }
+    assert got == {
+        "/notes/{id}/{name}.{ext}": [
+            ("id", True, {"type": "number"}, (7,), None),
+            ("name", True, {"type": "string"}, ("report",), None),
+            ("ext", True, {"type": "string", "enum": ["pdf", "png"]}, ("pdf",), None),
+            ("limit", False, {"type": "number", "default": 20}, (10,), None),
+            ("ids", True, {"type": "array", "items": {"type": "number"}}, ([1],), True),
+        ],
+        "/phones": [
+            ("type", True, {"type": "string", "enum": ["phone"]}, ("phone",), None),
+            ("since", True, {"type": "string"}, ("2024-01-01",), None),
+        ],
+    }
 
 
 def test_a_host_without_a_scheme_is_a_path_and_says_so(tmp_path: Path) -> None:

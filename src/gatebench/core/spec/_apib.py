@@ -13,6 +13,7 @@ result (``/resources/0/actions/1``) and every problem carries the line and colum
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -144,9 +145,13 @@ def read_blueprint(doc: Document) -> tuple[Api | None, list[Problem]]:
         problems.append(
             Problem(
                 "",
-                f"{len(with_query)} URI template(s) carry a query part after '?' (e.g. "
-                f"{first!r}); they are routed on the part before it and its variables are sent "
-                "as query parameters",
+                (
+                    f"1 URI template carries a query part after '?' ({first!r}): it is"
+                    if len(with_query) == 1
+                    else f"{len(with_query):,} URI templates carry a query part after '?' (e.g. "
+                    f"{first!r}): they are"
+                )
+                + " routed on the part before it and its variables are sent as query parameters",
                 "note",
                 line,
                 column,
@@ -227,6 +232,7 @@ def _operation(
     if method not in _METHODS or not href.startswith("/"):
         return None
     href, query = split_query(href)
+    exploded = set(re.findall(r"([^{},*?&]+)\*", href + query))  # {?ids*}: ids=1&ids=2
     described = {
         v["name"]: v for v in [*resource.get("variables", []), *action.get("variables", [])]
     }
@@ -242,7 +248,8 @@ def _operation(
             query_params.append(Parameter(name, "query", True, schema, examples=(fixed,)))
             continue
         decl = described.get(variable)
-        query_params.append(_parameter(name, "query", bool((decl or {}).get("required")), decl))
+        required = bool((decl or {}).get("required"))
+        query_params.append(_parameter(name, "query", required, decl, variable in exploded))
     path = _EXPRESSION.sub(
         lambda m: "{" + m.group(1).split(",")[0].rstrip("*") + "}", _QUERY_EXPRESSION.sub("", href)
     )
@@ -312,8 +319,14 @@ def _query_part(query: str) -> list[tuple[str, str, str | None]]:
     value, or the fixed value). ``{a}`` and ``{?a}`` name ``a``; ``b={v}`` names ``b`` with the
     value of ``v``; ``c=1`` is ``c`` fixed to ``1``; the fragment is never sent."""
     out: list[tuple[str, str, str | None]] = []
-    for piece in query.partition("#")[0].lstrip("?").split("&"):
-        name, equals, value = piece.partition("=")
+    text = query.partition("#")[0]
+    # {?a} and {&a} expand to whole pairs wherever they stand (?type=phone{&since})
+    pieces = [p for i, p in enumerate(re.split(r"(\{[?&][^}]*\})", text)) if i % 2 or p]
+    for piece in (q for p in pieces for q in ([p] if p[:2] in ("{?", "{&") else p.split("&"))):
+        if piece.startswith(("{?", "{&")):
+            out.extend((n, n, None) for n in _expression_names(_QUERY_EXPRESSION, piece))
+            continue
+        name, equals, value = piece.lstrip("?").partition("=")
         if not equals:
             out.extend((n, n, None) for n in _expression_names(_ANY_EXPRESSION, name))
             continue
@@ -323,15 +336,60 @@ def _query_part(query: str) -> list[tuple[str, str, str | None]]:
     return out
 
 
+_SCALARS = ("number", "boolean", "integer", "string")
+
+
+def _typed(kind: str, text: str) -> Any:
+    """A value the blueprint writes as text, as its type reads it (``5`` of a number: 5)."""
+    try:
+        if kind == "integer" or (kind == "number" and re.fullmatch(r"-?\d+", text)):
+            return int(text)
+        if kind == "number":
+            number = float(text)
+            return number if math.isfinite(number) else text
+    except ValueError:
+        return text
+    if kind == "boolean" and text in ("true", "false"):
+        return text == "true"
+    return text
+
+
 def _parameter(
-    name: str, where: Any, required: bool, described: dict[str, Any] | None
+    name: str,
+    where: Any,
+    required: bool,
+    described: dict[str, Any] | None,
+    exploded: bool = False,
 ) -> Parameter:
-    kind = str((described or {}).get("type") or "string")
-    schema: dict[str, Any] = {
-        "type": kind if kind in ("number", "boolean", "integer") else "string"
-    }
-    example = (described or {}).get("example")
-    return Parameter(name, where, required, schema, examples=(example,) if example else ())
+    """A parameter as ``+ Parameters`` describes it: its type (``array[number]`` an array of
+    numbers), ``+ Members`` of an ``enum[T]`` as its enum, ``+ Default:`` as its default, the
+    sample value as its example, each typed."""
+    decl = described or {}
+    kind = str(decl.get("type") or "string")
+    array = re.fullmatch(r"array\[(\w+)\]", kind)
+    item = array[1] if array else re.sub(r"^enum\[(\w+)\]$", r"\1", kind)
+    item = item if item in _SCALARS else "string"
+    schema: dict[str, Any] = {"type": item}
+    members = [m for m in decl.get("members") or () if isinstance(m, str)]
+    if members:
+        schema["enum"] = [_typed(item, m) for m in members]
+    if decl.get("default"):
+        schema["default"] = _typed(item, str(decl["default"]))
+    example = decl.get("example")
+    value = _typed(item, example) if example else None
+    if array:
+        schema = {"type": "array", "items": schema}
+        value = [value] if value is not None else None
+    explode = exploded if array and where == "query" else None
+    return Parameter(
+        name,
+        where,
+        required,
+        schema,
+        examples=(value,) if value is not None else (),
+        style="form" if explode is not None else None,
+        explode=explode,
+    )
 
 
 def _media(content_type: Any, body: Any) -> MediaType:

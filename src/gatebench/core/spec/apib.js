@@ -10,6 +10,7 @@ function text(element) {
   if (element === undefined || element === null) return "";
   if (typeof element === "string") return element;
   if (typeof element.content === "string") return element.content;
+  if (typeof element.content === "number" || typeof element.content === "boolean") return String(element.content);
   return "";
 }
 
@@ -33,14 +34,20 @@ function variables(element) {
   return list.content.map((member) => {
     const flags = ((member.attributes || {}).typeAttributes || {}).content || [];
     const value = (member.content || {}).value;
+    const attributes = (value && value.attributes) || {};
     let example = "";
     if (value && typeof value.content === "string") example = value.content;
     else if (value && Array.isArray(value.content) && value.content.length) example = text(value.content[0]);
+    else if (value && value.element === "enum" && value.content) example = text(value.content);
+    const members = (attributes.enumerations || {}).content;
     return {
       name: text((member.content || {}).key),
       type: text((member.meta || {}).title) || "string",
       required: flags.some((f) => text(f) === "required"),
       example,
+      // + Members of an enum[T], + Default: of any
+      members: Array.isArray(members) ? members.map(text) : [],
+      default: attributes.default ? text(attributes.default) : "",
     };
   });
 }
