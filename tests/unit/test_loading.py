@@ -132,6 +132,72 @@ def test_raml_10_and_08(tmp_path: Path) -> None:
     assert op.path_params[0].schema == {"type": "integer"}
 
 
+@pytest.mark.parametrize("version", ["1.0", "0.8"])
+def test_a_json_schema_a_raml_file_includes_keeps_its_required_list(
+    tmp_path: Path, version: str
+) -> None:
+    """A JSON Schema brought in with ``!include`` as a named type (``types:``, 0.8's
+    ``schemas:``) was read as a RAML type: every property required, its own list ignored."""
+    write(
+        tmp_path,
+        "api/item.schema.json",
+        '{"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, '
+        '"qty": {"type": "integer", "minimum": 1}}}',
+    )
+    declared = (
+        "types:\n  Item: !include item.schema.json\n"
+        if version == "1.0"
+        else "schemas:\n  - Item: !include item.schema.json\n"
+    )
+    uses = "type: Item" if version == "1.0" else "schema: Item"
+    spec = write(
+        tmp_path,
+        "api/api.raml",
+        f"#%RAML {version}\ntitle: A\n{declared}/items:\n  post:\n    body:\n"
+        f"      application/json:\n        {uses}\n",
+    )
+    result = read_spec(spec)
+    assert result.errors == [], [p.format() for p in result.errors]
+    assert result.api is not None
+    assert result.api.schemas["Item"] == {
+        "type": "object",
+        "required": ["name"],
+        "properties": {"name": {"type": "string"}, "qty": {"type": "integer", "minimum": 1}},
+    }
+
+
+def test_a_raml_query_string_gives_its_query_parameters(tmp_path: Path) -> None:
+    """RAML 1.0's ``queryString`` (an object type, inline or named) was dropped without a word:
+    a required ``q`` was never sent."""
+    spec = write(
+        tmp_path,
+        "api.raml",
+        "#%RAML 1.0\ntitle: A\ntypes:\n  Paging:\n    properties:\n      page?: integer\n"
+        "  Search:\n    type: Paging\n    properties:\n      q: string\n"
+        "/search:\n  get:\n    queryString:\n      type: object\n      properties:\n"
+        "        q: string\n        limit?: {type: integer, minimum: 1}\n"
+        "/named:\n  get:\n    queryString: Search\n"
+        "/odd:\n  get:\n    queryString: string\n",
+    )
+    result = read_spec(spec)
+    assert result.api is not None
+    got = {
+        op.route_path: [(p.name, p.required, p.schema) for p in op.query_params]
+        for op in result.api.operations
+    }
+    assert got == {
+        "/search": [
+            ("q", True, {"type": "string"}),
+            ("limit", False, {"type": "integer", "minimum": 1}),
+        ],
+        "/named": [("q", True, {"type": "string"}), ("page", False, {"type": "integer"})],
+        "/odd": [],
+    }
+    assert [(p.pointer, p.severity) for p in result.warnings] == [
+        ("/~1odd/get/queryString", "warning")
+    ]
+
+
 def test_utf8_bom_and_utf16_are_read(tmp_path: Path) -> None:
     bom = read_spec(write(tmp_path, "bom.yaml", b"\xef\xbb\xbf" + MINIMAL_YAML.encode()))
     utf16 = read_spec(write(tmp_path, "u16.yaml", MINIMAL_YAML.encode("utf-16")))

@@ -45,7 +45,7 @@ from gatebench.core.ir import (
 )
 from gatebench.core.spec._bundle import OutsideBundle, join_inside
 from gatebench.core.spec._ids import with_generated_ids
-from gatebench.core.spec._reader import Document, Reader
+from gatebench.core.spec._reader import Document, IncludedJson, Reader
 from gatebench.core.spec._refs import Loc
 
 RAML_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace", "connect")
@@ -565,6 +565,13 @@ class RamlBuilder:
         query = self._params(
             method_def.get("queryParameters"), "query", loc.child("queryParameters")
         )
+        if "queryString" in method_def:
+            named = {p.name for p in query}
+            query += [
+                p
+                for p in self._query_string(method_def["queryString"], loc.child("queryString"))
+                if p.name not in named
+            ]
         headers = self._params(method_def.get("headers"), "header", loc.child("headers"))
         return Operation(
             operation_id="",
@@ -607,6 +614,41 @@ class RamlBuilder:
                 self._param(clean, where, decl, loc.child(name), required_default=default_required)
             )
         return out
+
+    def _query_string(self, decl: Any, loc: Loc) -> list[Parameter]:
+        """RAML 1.0's ``queryString``: an object type whose properties are the query
+        parameters (required as the type says), inline or named."""
+        schema, props, required = self._type(decl, loc), {}, set()
+        parts, seen = [schema], set()
+        while parts and len(seen) < 32:
+            part = parts.pop(0)
+            ref = part.get("$ref")
+            if isinstance(ref, str):
+                name = ref.rsplit("/", 1)[-1]
+                if name not in seen:
+                    seen.add(name)
+                    parts.append(self.schemas.get(name, {}))
+                continue
+            parts += [p for p in part.get("allOf", ()) if isinstance(p, dict)]
+            if isinstance(part.get("properties"), dict):
+                props.update(part["properties"])
+                required.update(r for r in part.get("required", ()) if isinstance(r, str))
+        if not props:
+            self.warn(
+                loc,
+                "queryString is read as an object type with properties (RAML 1.0, 'The Query "
+                "String'); this one has none, so no query parameter is sent for it",
+            )
+        return [
+            Parameter(
+                name=str(name),
+                location="query",
+                required=name in required,
+                schema=prop if isinstance(prop, dict) else {},
+                pointer=loc.child("properties", name).pointer,
+            )
+            for name, prop in props.items()
+        ]
 
     def _param(
         self, name: str, where: str, decl: Any, loc: Loc, *, required_default: bool
@@ -708,6 +750,8 @@ class RamlBuilder:
             return {"anyOf": [self._type(d, loc, depth + 1) for d in decl]}
         if not isinstance(decl, dict):
             return {}
+        if isinstance(decl, IncludedJson):
+            return dict(_json_schema(decl))
         base = decl.get("type", decl.get("schema"))
         if isinstance(base, dict) and ("$schema" in base or "properties" in base or "type" in base):
             return dict(_json_schema(base))

@@ -176,9 +176,19 @@ class Reader:
                 doc = self.document(name)
             finally:
                 self._include_stack.pop()
-            return doc.data, _count_values(doc.data)
+            data = (
+                IncludedJson(doc.data)
+                if doc.format == "json" and isinstance(doc.data, dict)
+                else doc.data
+            )
+            return data, _count_values(data)
 
         return include
+
+
+class IncludedJson(dict[str, Any]):
+    """A JSON file a RAML ``!include`` brought in: in a type's place it is a JSON Schema, whose
+    ``required`` list says which properties are required, never a RAML type declaration."""
 
 
 def _count_values(value: Any) -> int:
