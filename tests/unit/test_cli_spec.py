@@ -58,7 +58,7 @@ def test_validate_prints_one_line_per_problem_and_exits_1(
     assert main(["validate", str(spec)]) == 1
     out, err = capsys.readouterr()
     assert out.splitlines() == [
-        "api.yaml:3:1: error: /paths: every operation is left out (2 problem(s) above); there is nothing to benchmark",
+        "api.yaml:3:1: error: /paths: every operation is left out (2 problems above); there is nothing to benchmark",
         "api.yaml:2:18: warning: /info/version: expected a string, got 1.0",
         "api.yaml:7:11: warning: /paths/~1bid~1{id}/post/parameters/0: path parameter 'auctionId' is not in the path template '/bid/{id}' (its variables: id); the operation is left out",
         "api.yaml:9:5: warning: /paths/~1bid~1{id}/FETCH: unknown method 'FETCH'; expected one of get, put, post, delete, options, head, patch, trace; the operation is left out",
@@ -78,7 +78,7 @@ def test_validate_counts_notes_apart_from_warnings(
     )
     assert main(["validate", str(spec)]) == 0
     out, err = capsys.readouterr()
-    assert ": note: /webhooks: 1 webhook(s) skipped" in out
+    assert ": note: /webhooks: 1 webhook skipped" in out
     assert err == "0 errors, 0 warnings, 1 note; 1 operation\n"
 
 
@@ -93,7 +93,7 @@ def test_validate_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert data["errors"] == [
         {
             "pointer": "/paths",
-            "message": "every operation is left out (1 problem(s) above); there is nothing to benchmark",
+            "message": "every operation is left out (1 problem above); there is nothing to benchmark",
             "severity": "error",
             "line": 1,
             "column": 22,

@@ -238,7 +238,7 @@ def test_path_parameter_missing_from_template_blocks(tmp_path: Path) -> None:
     assert [(p.pointer, p.message) for p in result.errors] == [
         (
             "/paths",
-            "every operation is left out (1 problem(s) above); there is nothing to benchmark",
+            "every operation is left out (1 problem above); there is nothing to benchmark",
         )
     ]
     assert [(p.pointer, p.message, p.line) for p in result.warnings] == [
@@ -410,7 +410,7 @@ def test_bad_path_templates_leave_their_operations_out(
     assert [(p.pointer, p.message) for p in alone.errors] == [
         (
             "/paths",
-            "every operation is left out (1 problem(s) above); there is nothing to benchmark",
+            "every operation is left out (1 problem above); there is nothing to benchmark",
         )
     ]
 
@@ -450,7 +450,7 @@ def test_path_key_suffixes_route_on_the_part_before_them(tmp_path: Path) -> None
     assert [(p.pointer, p.message) for p in result.problems if p.severity == "note"] == [
         (
             "/paths",
-            "4 path(s) carry a '#...' or '?...' suffix (e.g. '/#Action=Start'); requests never "
+            "4 paths carry a '#...' or '?...' suffix (e.g. '/#Action=Start'); requests never "
             "send it, so those operations are routed on the part before it",
         )
     ]
@@ -463,6 +463,7 @@ def test_security_default_override_and_none(tmp_path: Path) -> None:
             "/key": {"get": {"security": [{"key": []}], "responses": OK}},
             "/open": {"get": {"security": [], "responses": OK}},
             "/optional": {"get": {"security": [{}, {"bearer": []}], "responses": OK}},
+            "/optional-too": {"get": {"security": [{"bearer": []}, {}], "responses": OK}},
             "/both": {"get": {"security": [{"bearer": [], "key": []}], "responses": OK}},
         },
         security=[{"bearer": []}],
@@ -479,11 +480,51 @@ def test_security_default_override_and_none(tmp_path: Path) -> None:
         "/default": "bearer",
         "/key": "apiKey-header",
         "/open": "none",
-        "/optional": "none",
+        "/optional": "bearer",
+        "/optional-too": "bearer",
         "/both": "bearer+apiKey-header",
     }
+    # {} anywhere makes the credentials optional: sent when the plan gives them, never said to
+    # be required ({} first dropped the bearer alternative; {} last was 'requires oauth2')
+    optional = {o.path_template for o in api.operations if o.auth_optional}
+    assert optional == {"/open", "/optional", "/optional-too"}
     key = op(api, "GET", "/key").security[0].schemes[0]
     assert (key.location, key.param_name) == ("header", "X-API-Key")
+
+
+def test_optional_authentication_is_optional_wherever_it_is_written(tmp_path: Path) -> None:
+    """RAML's ``null`` in ``securedBy`` (as OpenAPI's ``{}``): first, it dropped the scheme
+    beside it; last, it was dropped, and the plan said the operation 'requires' the scheme.
+    Now either way the scheme is sent when the plan gives credentials, and not asked for."""
+    from gatebench.core.plan import build_plan
+
+    (tmp_path / "api.raml").write_text(
+        "#%RAML 1.0\ntitle: T\nsecuritySchemes:\n  tok:\n    type: OAuth 2.0\n"
+        "/first:\n  get:\n    securedBy: [null, tok]\n"
+        "/last:\n  get:\n    securedBy: [tok, null]\n"
+        "/only:\n  get:\n    securedBy: [tok]\n",
+        encoding="utf-8",
+    )
+    api = api_of(read_spec(tmp_path / "api.raml"))
+    got = {o.path_template: (o.security_label, o.auth_optional) for o in api.operations}
+    assert got == {
+        "/first": ("oauth2", True),
+        "/last": ("oauth2", True),
+        "/only": ("oauth2", False),
+    }
+    workloads = [
+        {
+            "name": o.path_template.strip("/"),
+            "operation": o.operation_id,
+            "injection": {"at_once": 1},
+        }
+        for o in api.operations
+    ]
+    plan = build_plan({"gateways": ["nginx"], "workloads": workloads}, api)
+    assert [w.message for w in plan.warnings if "authentication" in w.message] == [
+        "operation 'get_only' requires oauth2 authentication; add auth: {bearer: {env: NAME}} "
+        "or requests are sent without credentials"
+    ]
 
 
 def test_swagger_security_definitions(tmp_path: Path) -> None:
@@ -662,7 +703,7 @@ def test_callbacks_are_skipped_with_a_note(tmp_path: Path) -> None:
         (
             "note",
             "/paths/~1s/post/callbacks",
-            "1 callback(s) skipped: callbacks are calls the API makes, not routes",
+            "1 callback skipped: callbacks are calls the API makes, not routes",
         )
     ]
 

@@ -129,7 +129,7 @@ def test_unsupported_elements_are_listed_with_their_place_and_left_out(shop: Api
         "supported, left out",
         "line 51: RegexExtractor 'take id' in Test Plan › Browsers › item 42: not supported, "
         "left out",
-        "line 57: IfController 'sometimes' in Test Plan › Browsers and the 1 element(s) inside "
+        "line 57: IfController 'sometimes' in Test Plan › Browsers and the 1 element inside "
         "it: not supported, left out",
         "line 67: JSR223Sampler 'script' in Test Plan › Browsers: not supported, left out",
         "line 71: ResultCollector 'View Results Tree' in Test Plan › Browsers: not supported, "

@@ -203,11 +203,22 @@ class Operation:
         return self.base_path + self.path_template
 
     @property
+    def sent_security(self) -> SecurityRequirement | None:
+        """The alternative whose credentials a request sends: the first that names schemes.
+        An alternative without schemes (OpenAPI's ``{}``, RAML's ``null``), wherever it
+        stands, makes authentication optional (:attr:`auth_optional`), not absent."""
+        return next((r for r in self.security if r.schemes), None)
+
+    @property
+    def auth_optional(self) -> bool:
+        """Whether a request without credentials is one the description allows."""
+        return not self.security or any(not r.schemes for r in self.security)
+
+    @property
     def security_label(self) -> str:
-        """``none``, or the first alternative's schemes joined with ``+`` (``bearer``)."""
-        if not self.security:
-            return "none"
-        return "+".join(s.label for s in self.security[0].schemes) or "none"
+        """``none``, or :attr:`sent_security`'s schemes joined with ``+`` (``bearer``)."""
+        sent = self.sent_security
+        return "+".join(s.label for s in sent.schemes) if sent else "none"
 
     @property
     def parameters(self) -> tuple[Parameter, ...]:

@@ -836,9 +836,8 @@ def _auth(op: Operation, plan: Plan) -> tuple[list[dict[str, Any]], list[list[An
     """Headers (and query parameters) that carry credentials: names only, never values."""
     headers: list[dict[str, Any]] = []
     query: list[list[Any]] = []
-    if not op.security:
-        return headers, query
-    for scheme in op.security[0].schemes:
+    sent = op.sent_security
+    for scheme in sent.schemes if sent else ():
         label = scheme.label
         if label in ("bearer", "oauth2", "openIdConnect") and plan.auth.bearer_env:
             header: dict[str, Any] = {

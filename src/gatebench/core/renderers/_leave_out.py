@@ -115,15 +115,15 @@ def render_leaving_out(
 
 def sent_query_names(op: Operation, policies: PolicySet) -> list[str]:
     """The query parameters a workload of ``op`` may send, in order (gatebench.core.workload): its
-    declared query parameters, the API key of its first security requirement when that key
+    declared query parameters, the API key of the security requirement it sends when that key
     travels in the query, and the key of an ``auth.api_key`` policy read from the query."""
     names = [p.name for p in op.query_params]
-    if op.security:
-        names += [
-            s.param_name
-            for s in op.security[0].schemes
-            if s.kind == "apiKey" and s.location == "query" and s.param_name
-        ]
+    sent = op.sent_security
+    names += [
+        s.param_name
+        for s in (sent.schemes if sent else ())
+        if s.kind == "apiKey" and s.location == "query" and s.param_name
+    ]
     auth = policies.for_operation(op.operation_id).auth
     if isinstance(auth, ApiKeyAuth) and auth.query:
         names.append(auth.query)

@@ -32,7 +32,7 @@ from gatebench.core.report._format import (
     fmt_value,
 )
 from gatebench.core.resources import MIN_CPU_S
-from gatebench.core.stats import workload_descriptions
+from gatebench.core.stats import counted, workload_descriptions
 
 OVERHEAD_METRICS = ("mean", "p50", "p99", "throughput", "error_pct")
 """The metrics of the overhead table (error rate only where there is room)."""
@@ -432,7 +432,7 @@ def stability_table(report: Report) -> Table:
     n = len(s.complete_repetitions)
     table = Table(
         "stability",
-        f"Each complete repetition scored on its own ({n} repetition(s); the same "
+        f"Each complete repetition scored on its own ({counted(n, 'repetition')}; the same "
         f"{report.profile} profile)",
         [
             Column("Gateway", False),

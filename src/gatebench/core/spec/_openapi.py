@@ -57,6 +57,7 @@ from gatebench.core.spec._ids import unused, with_generated_ids
 from gatebench.core.spec._reader import Document, Reader
 from gatebench.core.spec._refs import Loc, RefError, Refs, remote_refs
 from gatebench.core.spec._walk import SCHEMA_NAME_MAPS, is_data
+from gatebench.core.stats import counted
 
 V3_PATH_ITEM_KEYS = {"$ref", "summary", "description", "servers", "parameters"}
 V2_PATH_ITEM_KEYS = {"$ref", "parameters"}
@@ -199,7 +200,7 @@ class OpenApiBuilder:
             if isinstance(hooks, dict) and hooks:
                 self.note(
                     root_loc.child("webhooks"),
-                    f"{len(hooks)} webhook(s) skipped: webhooks are calls the API makes, not routes",
+                    f"{counted(len(hooks), 'webhook')} skipped: webhooks are calls the API makes, not routes",
                 )
         self._drain_schema_queue()
         self._unused_remote_refs()
@@ -210,7 +211,7 @@ class OpenApiBuilder:
         if not operations and self.left_out:
             self.problem(
                 root_loc.child("paths"),
-                f"every operation is left out ({len(self.left_out)} problem(s) above); "
+                f"every operation is left out ({counted(len(self.left_out), 'problem')} above); "
                 "there is nothing to benchmark",
             )
         elif not operations and not any(p.severity == "error" for p in self.problems):
@@ -382,9 +383,8 @@ class OpenApiBuilder:
                     scopes.append((str(name), tuple(str(s) for s in scope_list)))
             if schemes or not req:
                 out.append(SecurityRequirement(tuple(schemes), tuple(scopes)))
-        # An alternative without schemes means "no authentication"; nothing is required then.
-        if any(not r.schemes for r in out) and out and not out[0].schemes:
-            return ()
+        # An alternative without schemes ({}) makes authentication optional, wherever it
+        # stands (Operation.auth_optional); the others are kept, for a plan that sends them.
         return tuple(out)
 
     # -- servers ----------------------------------------------------------------------------
@@ -621,8 +621,14 @@ class OpenApiBuilder:
         if suffixed:
             self.note(
                 loc,
-                f"{len(suffixed)} path(s) carry a '#...' or '?...' suffix (e.g. {suffixed[0]!r}); "
-                "requests never send it, so those operations are routed on the part before it",
+                (
+                    f"1 path carries a '#...' or '?...' suffix ({suffixed[0]!r}); requests never "
+                    "send it, so its operations are routed on the part before it"
+                    if len(suffixed) == 1
+                    else f"{len(suffixed):,} paths carry a '#...' or '?...' suffix (e.g. "
+                    f"{suffixed[0]!r}); requests never send it, so those operations are routed "
+                    "on the part before it"
+                ),
             )
         return operations
 
@@ -901,7 +907,7 @@ class OpenApiBuilder:
         if "callbacks" in raw and isinstance(raw["callbacks"], dict) and raw["callbacks"]:
             self.note(
                 loc.child("callbacks"),
-                f"{len(raw['callbacks'])} callback(s) skipped: callbacks are calls the API makes, not routes",
+                f"{counted(len(raw['callbacks']), 'callback')} skipped: callbacks are calls the API makes, not routes",
             )
         summary = raw.get("summary")
         tags = raw.get("tags")

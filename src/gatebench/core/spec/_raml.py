@@ -343,10 +343,9 @@ class RamlBuilder:
         if not isinstance(value, list):
             value = [value]
         out: list[SecurityRequirement] = []
-        optional = False
         for i, item in enumerate(value):
-            if item is None or item == "null":
-                optional = True
+            if item is None or item == "null":  # optional (Operation.auth_optional)
+                out.append(SecurityRequirement(()))
                 continue
             name = next(iter(item)) if isinstance(item, dict) and item else item
             scheme = self.security_schemes.get(str(name))
@@ -354,8 +353,6 @@ class RamlBuilder:
                 self.warn(loc.child(i), f"unknown security scheme {name!r} ignored")
                 continue
             out.append(SecurityRequirement((scheme,)))
-        if optional and (not out or value[0] is None or value[0] == "null"):
-            return ()
         return tuple(out)
 
     def _base_url(self, data: dict[str, Any], loc: Loc, version: Any) -> str:

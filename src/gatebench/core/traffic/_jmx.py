@@ -41,6 +41,7 @@ from urllib.parse import quote, urlsplit
 from gatebench.core.errors import Problem
 from gatebench.core.ir import Api, Operation
 from gatebench.core.plan import OTHERS_PREFIX
+from gatebench.core.stats import counted
 from gatebench.core.synth import dereferenced, numbered, numbered_value
 from gatebench.core.traffic._match import Matched, Matcher
 from gatebench.core.traffic._plan import KeepValues, PlanResult, workload_name
@@ -184,7 +185,7 @@ class Unsupported:
     reason: str = "not supported"
 
     def describe(self) -> str:
-        more = f" and the {self.inside} element(s) inside it" if self.inside else ""
+        more = f" and the {counted(self.inside, 'element')} inside it" if self.inside else ""
         return f"line {self.line}: {self.tag} {self.name!r} in {self.where}{more}: {self.reason}, left out"
 
 
