@@ -615,8 +615,10 @@ class RamlBuilder:
     def _query_string(self, decl: Any, loc: Loc) -> list[Parameter]:
         """RAML 1.0's ``queryString``: an object type whose properties are the query
         parameters (required as the type says), inline or named."""
-        schema, props, required = self._type(decl, loc), {}, set()
-        parts, seen = [schema], set()
+        props: dict[str, Any] = {}
+        required: set[str] = set()
+        seen: set[str] = set()
+        parts = [self._type(decl, loc)]
         while parts and len(seen) < 32:
             part = parts.pop(0)
             ref = part.get("$ref")
