@@ -234,3 +234,20 @@ def test_validate_exits_1_only_when_a_workload_needs_what_is_left_out(
         "left out of the description: /paths/~1gone/$ref: cannot resolve "
         "'#/components/pathItems/Gone': no 'components' in /; fix the description to benchmark it"
     ]
+
+
+def test_a_capacity_search_refuses_tls_at_its_line_before_a_run_is_recorded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``gatebench capacity`` of a plan with ``tls:`` stored a failed run and said where only
+    by JSON pointer; now it stops before anything starts, at the key's line, as a plan error."""
+    monkeypatch.setenv("AUCTION_TOKEN", "t")
+    text = Path(AUCTION).read_text().replace("x-gatebench:\n", "x-gatebench:\n  tls: true\n", 1)
+    spec = tmp_path / "openapi.yaml"
+    spec.write_text(text)
+    line = text.splitlines().index("  tls: true") + 1
+    results = tmp_path / "results"
+    assert main(["capacity", str(spec), "--quick", "--results", str(results)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"openapi.yaml:{line}:3: error: /x-gatebench/tls: the capacity search's ")
+    assert not results.exists()

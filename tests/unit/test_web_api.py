@@ -495,6 +495,10 @@ def test_a_capacity_upload_of_a_plan_with_tls_is_refused_where_a_fixed_one_is_no
         check_upload(with_tls, "petstore.yaml", RunRequest(kind="capacity"))
     assert [p.pointer for p in refused.value.problems] == ["/x-gatebench/tls"]
     assert "plain HTTP/1.1" in refused.value.problems[0].message
+    # at its line and column, as every other problem of the plan is (it had neither)
+    line = with_tls.decode().splitlines().index("  tls: {}") + 1
+    where = refused.value.problems[0]
+    assert (where.source, where.line, where.column) == ("petstore.yaml", line, 3)
 
 
 def test_answers_are_plain_utf8_json_in_their_keys_order() -> None:

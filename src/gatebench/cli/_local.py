@@ -21,9 +21,9 @@ from gatebench.cli._common import (
     number,
 )
 from gatebench.cli._store import add_store_argument, store_flag, store_location
-from gatebench.core.errors import GatebenchError
+from gatebench.core.errors import GatebenchError, PlanError
 from gatebench.core.ir import Api
-from gatebench.core.model import local_run_id
+from gatebench.core.model import RunKind, local_run_id
 from gatebench.core.plan import Plan
 from gatebench.run import RunOptions, RunOutcome
 from gatebench.store import open_store
@@ -93,13 +93,19 @@ def spec_digest(spec: str) -> str:
     return digest or hashlib.sha256(str(path).encode()).hexdigest()
 
 
-def prepared(args: argparse.Namespace) -> tuple[Api, Plan, str, str] | None:
+def prepared(args: argparse.Namespace, kind: str) -> tuple[Api, Plan, str, str] | None:
     """What a local run of any kind starts from: the API, the plan with ``--gateways``
     applied, the spec's digest and the run id it gives; None (said on stderr) when
-    ``--gateways`` names a gateway the plan lacks."""
+    ``--gateways`` names a gateway the plan lacks. What ``kind`` cannot run of the plan (a
+    capacity search's ``tls:``) is refused here, located, before a run is recorded."""
+    from gatebench.kinds.request import RunRequest
+
     result, loaded = load(args)
     api = result.api
     assert api is not None
+    refused = [result.in_plan(p) for p in RunRequest(kind=RunKind(kind)).problems(loaded)]
+    if refused:
+        raise PlanError(refused)
     plan = chosen_gateways(args, loaded)
     if plan is None:
         return None
@@ -164,7 +170,7 @@ def run_plan(
     many failed; ``unchecked``: what ``--fail-on-threshold`` checked when the plan has none).
     The exit code: 0 done, 1 a threshold failed with ``--fail-on-threshold``, 2 ``--gateways``
     names a gateway the plan lacks (said on stderr), 3 the run did not finish."""
-    ready = prepared(args)
+    ready = prepared(args, kind)
     if ready is None:
         return 2
     api, plan, digest, run_id = ready

@@ -309,7 +309,7 @@ def parse_upload(
         return outcome
     if request is None:
         return outcome
-    refused = request.problems(plan, source=METADATA_HEADER)
+    refused = [result.in_plan(p) for p in request.problems(plan, source=METADATA_HEADER)]
     if refused:
         outcome.problems.extend(refused)
         return outcome

@@ -189,7 +189,7 @@ def render_run(
         plan = load_plan(result)
     except PlanError as exc:
         raise RequestError(exc.problems) from None
-    refused = request.problems(plan, source=METADATA_HEADER)
+    refused = [result.in_plan(p) for p in request.problems(plan, source=METADATA_HEADER)]
     if refused:
         raise RequestError(refused)
     plan = request.apply(plan)

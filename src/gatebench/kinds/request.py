@@ -215,7 +215,7 @@ def check_upload(
         plan = load_plan(result)
     except PlanError as exc:
         raise UploadRejected([*exc.problems, *result.warnings]) from None
-    refused = request.problems(plan)
+    refused = [result.in_plan(p) for p in request.problems(plan)]
     if refused:
         raise UploadRejected(refused)
     digest = hashlib.sha256(data).hexdigest()

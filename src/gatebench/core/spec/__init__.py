@@ -65,6 +65,22 @@ class SpecResult:
         cls = SpecSyntaxError if self.syntax_failed else SpecValidationError
         raise cls(self.problems)
 
+    def in_plan(self, problem: Problem) -> Problem:
+        """A problem of the plan written at ``/x-gatebench/...`` (what a kind of run refuses
+        of a plan it is given: ``kinds.request.RunRequest.problems``), placed where this
+        description's section is (its benchmark file, its pointer) with its line and column."""
+        prefix = "/" + BENCH_KEY
+        at = self.benchmark_loc
+        if at is None or problem.source or not problem.pointer.startswith(prefix):
+            return problem
+        moved = Problem(
+            at.pointer + problem.pointer[len(prefix) :],
+            problem.message,
+            problem.severity,
+            source=at.doc,
+        )
+        return self.reader.locate(moved) if self.reader is not None else moved
+
 
 def read_spec(
     source: str | os.PathLike[str] | bytes,
