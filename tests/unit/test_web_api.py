@@ -539,7 +539,11 @@ def test_a_capacity_run_travels_to_the_worker_and_says_what_it_is_from_the_queue
 
 def test_a_scale_runs_points_and_changes_as_json_and_html(store: SqliteStore) -> None:
     run_id = "20260103-120000-cccc"
-    store.create_run(RunRecord(run_id=run_id, spec_uri="file:///a.yaml", spec_sha256="0" * 64))
+    store.create_run(
+        RunRecord(
+            run_id=run_id, spec_uri="file:///a.yaml", spec_sha256="0" * 64, kind=RunKind.SCALE
+        )
+    )
     for gateway, routes in (("nginx", 100), ("nginx", 10), ("envoy", 10)):
         store.put_result(
             run_id,
@@ -610,3 +614,7 @@ def test_each_kind_answers_its_own_report_and_only_fixed_runs_are_compared(
     refused = get(store, "compare", a=fixed_id, b=scale_id)
     assert refused.status_code == 400 and b"is a route scale run" in refused.data
     assert get(store, "compare", a=fixed_id, b=fixed_id).status_code == 200
+    # /scale serves the live kinds: a fixed run's was a scale report, 'Nothing measured yet.'
+    not_live = get(store, f"runs/{fixed_id}/scale", format="html")
+    assert not_live.status_code == 400
+    assert b"is a fixed workload run: /scale serves route scale" in not_live.data

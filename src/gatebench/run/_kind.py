@@ -61,6 +61,9 @@ class Kind(Generic[Ask]):
     status_rule: Callable[[RunContext], RunStatus] = measured_status
     compared: bool = False
     """Two runs of this kind can stand side by side on the dashboard (``/api/compare``)."""
+    live: bool = False
+    """A live run (route scale, change under load): ``/api/runs/ID/scale`` serves its points
+    and changes."""
 
 
 __all__ = ["Kind", "KindReport", "Prepared"]

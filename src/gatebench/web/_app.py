@@ -224,9 +224,20 @@ def run_routes(_rest: str) -> Answer | Response:
     assert state.store is not None
     store = state.store()
     if tail == ["scale"]:
+        from gatebench.kinds.registry import kind_of
+
         fmt = request.args.get("format", "json")
         if fmt not in ("json", "html"):
             return refusal(400, f"format: expected json or html, got {fmt[:20]!r}")
+        found = store.get_run(run_id)
+        if found is None:
+            return _missing(run_id)
+        if not kind_of(found).live:  # 'Nothing measured yet.' of a finished capacity run
+            return refusal(
+                400,
+                f"run {run_id!r} is a {kind_of(found).title} run: /scale serves route scale "
+                f"and change-under-load runs; its report is runs/{run_id}/report",
+            )
         document = stored_scale_document(store, run_id)
         if document is None:
             return _missing(run_id)

@@ -414,6 +414,7 @@ def live_kind(
         report=live_report,
         view=live_view,
         status_rule=live_status,
+        live=True,
     )
 
 
