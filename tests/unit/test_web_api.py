@@ -520,6 +520,11 @@ def test_a_capacity_run_travels_to_the_worker_and_says_what_it_is_from_the_queue
 
     checked = upload("validate", PETSTORE, kind="capacity", quick="1").get_json()
     assert checked["kind"] == "capacity"
+    # each workload as the capacity run records it: its search, not the unused injection
+    assert {w["injection"] for w in checked["workloads"]} == {
+        "searched: constant rates from 100/s up to 100,000/s within p99 ≤ 50 ms, errors ≤ 0.1 %, "
+        "1 search a target"
+    }
     request = RunRequest(quick=True, kind="capacity")
     upload_ = check_upload(PETSTORE, "petstore.yaml", request)
     (workload, *_) = upload_.plan.workloads
