@@ -251,3 +251,25 @@ def test_a_capacity_search_refuses_tls_at_its_line_before_a_run_is_recorded(
     err = capsys.readouterr().err
     assert err.startswith(f"openapi.yaml:{line}:3: error: /x-gatebench/tls: the capacity search's ")
     assert not results.exists()
+
+
+def test_a_live_run_names_a_wrong_gateway_at_the_option_and_notes_the_plans_problems(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``change-under-load --gateways nosuch`` blamed the spec ('<spec>: error: /: no renderer
+    for ...', cloud-only gateways listed); a plan with a misspelt key ran without a word."""
+    monkeypatch.setenv("AUCTION_TOKEN", "t")
+    text = Path(AUCTION).read_text().replace("x-gatebench:\n", "x-gatebench:\n  repetiton: 2\n", 1)
+    spec = tmp_path / "openapi.yaml"
+    spec.write_text(text)
+    for kind in ("change-under-load", "scale"):
+        code = main(
+            [kind, str(spec), "--gateways", "nginx,nosuch", "--results", str(tmp_path / "r")]
+        )
+        assert code == 2
+        note, refusal = capsys.readouterr().err.splitlines()
+        assert note.startswith("gatebench: note: the benchmark section has 1 problem (")
+        assert "unknown key 'repetiton'" in note and note.endswith("and goes on")
+        assert refusal.startswith("gatebench: --gateways: 'nosuch' is not a gateway; here: ")
+        assert "google-api-gateway" not in refusal
+    assert not (tmp_path / "r").exists()

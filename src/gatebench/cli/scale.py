@@ -13,8 +13,10 @@ from gatebench.cli._local import run_here, spec_digest
 from gatebench.cli._store import add_store_argument, store_flag
 from gatebench.core.errors import GatebenchError, PlanError
 from gatebench.core.model import local_run_id
-from gatebench.core.renderers import all_renderers, get_renderer
+from gatebench.core.plan import load_plan
+from gatebench.core.renderers import all_renderers
 from gatebench.core.routescale import DEFAULT_SIZES, MAX_ROUTES, parse_sizes
+from gatebench.core.stats import counted
 from gatebench.kinds._live._plan import scale_problems
 from gatebench.local.liveruns import LoadSettings
 
@@ -103,14 +105,26 @@ def add_change_arguments(change: argparse.ArgumentParser) -> None:
     )
 
 
-def _gateways(text: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _gateways(text: str | None) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     """The gateways to measure, and those left out: named with ``--gateways``, each is measured
     (one not installed is recorded as failed, with the reason); by default, every gateway
-    installed here, and the ones that run here but are not installed are left out."""
-    if text:
-        names = (get_renderer(g.strip()).name for g in text.split(",") if g.strip())
-        return tuple(dict.fromkeys(names)), ()
+    installed here, and the ones that run here but are not installed are left out. None, said
+    on stderr of the option (not of the spec), when a name is no gateway that runs here."""
     native = [r for r in all_renderers() if r.runs_here]
+    if text:
+        names = [g.strip() for g in text.split(",") if g.strip()]
+        here = [r.name for r in native]
+        for name in names:
+            if name not in here:
+                cloud = name in (r.name for r in all_renderers())
+                print(
+                    f"gatebench: --gateways: {name!r} "
+                    + ("runs only on the cloud path" if cloud else "is not a gateway")
+                    + f"; here: {', '.join(here)}",
+                    file=sys.stderr,
+                )
+                return None
+        return tuple(dict.fromkeys(names)), ()
     missing = tuple(r.name for r in native if r.available_here() is not None)
     return tuple(r.name for r in native if r.name not in missing), missing
 
@@ -139,6 +153,16 @@ def _run(args: argparse.Namespace, kind: str) -> int:
         if refused:
             reader = result.reader
             raise PlanError([reader.locate(p) for p in refused] if reader else refused)
+        try:  # the rest of the section is not read here, but its problems are not hidden
+            load_plan(result)
+        except PlanError as exc:
+            first = exc.problems[0].format() if exc.problems else str(exc)
+            print(
+                f"gatebench: note: the benchmark section has {counted(len(exc.problems), 'problem')}"
+                f" (`gatebench validate` lists them; the first: {first}); this run reads only its "
+                "tls, backend.replicas and fault, and goes on",
+                file=sys.stderr,
+            )
     settings = LoadSettings(
         rate=args.rate,
         duration_s=args.duration,
@@ -152,7 +176,10 @@ def _run(args: argparse.Namespace, kind: str) -> int:
             print(f"gatebench: --change-after, --window, --duration: {late}", file=sys.stderr)
             return 2
         change = ChangeSpec(args.routes, args.add, args.change_after, args.window)
-    gateways, missing = _gateways(args.gateways)
+    chosen = _gateways(args.gateways)
+    if chosen is None:
+        return 2
+    gateways, missing = chosen
     if not gateways:
         print(
             "gatebench: no gateway is installed here; `gatebench doctor` says how to install them",
