@@ -26,7 +26,7 @@ from typing import Any
 from gatebench.core.errors import PlanError, Problem, ProblemsError
 from gatebench.core.ir import Api
 from gatebench.core.model import RunKind
-from gatebench.core.plan import Plan, left_out, load_plan
+from gatebench.core.plan import Plan, left_out, load_plan, workload_summary
 from gatebench.core.scaleplan import ScaleAsk, scale_ask_from_json
 from gatebench.core.spec import DEFAULT_LIMITS, Limits, SpecResult, read_spec
 from gatebench.core.workload import quick_plan
@@ -155,15 +155,15 @@ class CheckedUpload:
 
     def summary(self, *, local_gateways: Sequence[str] | None = None) -> dict[str, Any]:
         """What the form shows before anything runs: the plan as it will run, and each
-        workload as its kind's run records it (``Kind.prepare``: a capacity run's search, not
-        an injection it does not use)."""
-        from gatebench.kinds.registry import get_kind
-        from gatebench.run._context import RunOptions
+        workload as its kind's run records it (a capacity run's search, not an injection it does
+        not use: ``kinds.capacity.capacity_workloads``)."""
+        plan = self.run_plan
+        if self.request.kind == "capacity":
+            from gatebench.kinds.capacity import capacity_workloads
 
-        prepared = get_kind(self.request.kind).prepare(
-            self.api, self.request.select(self.plan), RunOptions(quick=self.request.quick)
-        )
-        plan = prepared.plan
+            workloads = capacity_workloads(plan, self.api)
+        else:
+            workloads = workload_summary(plan, self.api)
         out: dict[str, Any] = {
             "ok": True,
             "name": self.name,
@@ -176,7 +176,7 @@ class CheckedUpload:
             "repetitions": plan.repetitions,
             "quick": self.request.quick,
             "kind": self.request.kind,
-            "workloads": prepared.workloads,
+            "workloads": workloads,
             "backend": plan.backend.kind,
             "warnings": [p.to_dict() for p in self.spec.warnings],
         }

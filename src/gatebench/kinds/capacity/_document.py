@@ -21,7 +21,15 @@ from typing import Any
 
 from gatebench.core.errors import Problem, pointer
 from gatebench.core.ir import Api
-from gatebench.core.plan import Capacity, CapacityPlan, Injection, Objective, Plan
+from gatebench.core.plan import (
+    Capacity,
+    CapacityPlan,
+    Injection,
+    Objective,
+    Plan,
+    workload_summary,
+)
+from gatebench.core.stats import counted
 from gatebench.core.workload import (
     Control,
     Phase,
@@ -94,6 +102,22 @@ def probe_template(
             request = phase["request"]
             request["timeout_ms"] = min(int(request.get("timeout_ms", cap_ms)), cap_ms)
     return document
+
+
+def capacity_workloads(plan: Plan, api: Api) -> list[dict[str, Any]]:
+    """What a capacity run records of each workload (``core.plan.workload_summary``), its
+    ``injection`` being its search, not the injection a capacity run does not use."""
+    searched = plan.capacity_settings()
+    workloads = workload_summary(plan, api)
+    for row in workloads:
+        s = searched.get(row["name"])
+        row["injection"] = (
+            f"searched: constant rates from {s.start_rate:,g}/s up to {s.max_rate:,g}/s within "
+            f"{s.objective.label()}, {counted(s.repetitions, 'search')} a target"
+            if s is not None
+            else "not searched (capacity: false)"
+        )
+    return workloads
 
 
 def probe_timeout_s(objective: Objective) -> float:

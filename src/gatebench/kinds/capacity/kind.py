@@ -15,10 +15,9 @@ from typing import Any
 from gatebench.core.ir import Api
 from gatebench.core.model import ResultStore, RunKind, RunRecord, RunStatus
 from gatebench.core.pinning import capacity_layout
-from gatebench.core.plan import Plan, workload_summary
+from gatebench.core.plan import Plan
 from gatebench.core.score import Profile
-from gatebench.core.stats import counted
-from gatebench.kinds.capacity._document import capacity_as_run
+from gatebench.kinds.capacity._document import capacity_as_run, capacity_workloads
 from gatebench.kinds.capacity._result import CapacityResult, capacity_status
 from gatebench.kinds.capacity._stages import CapacityLoad, CapacityParse, CapacityScore
 from gatebench.run._base import Stage
@@ -53,17 +52,7 @@ def prepare(api: Api, plan: Plan, options: RunOptions) -> Prepared:
     """The capacity settings as run (``--quick``, ``--repetitions``), and the record's summary
     of each workload: its search, not the injection a capacity run does not use."""
     plan = capacity_as_run(plan, quick=options.quick, repetitions=options.repetitions)
-    searched = plan.capacity_settings()
-    workloads = workload_summary(plan, api)
-    for row in workloads:
-        s = searched.get(row["name"])
-        row["injection"] = (
-            f"searched: constant rates from {s.start_rate:,g}/s up to {s.max_rate:,g}/s within "
-            f"{s.objective.label()}, {counted(s.repetitions, 'search')} a target"
-            if s is not None
-            else "not searched (capacity: false)"
-        )
-    return Prepared(plan, plan.gateways, plan.to_dict(), workloads)
+    return Prepared(plan, plan.gateways, plan.to_dict(), capacity_workloads(plan, api))
 
 
 def capacity_run_status(ctx: RunContext) -> RunStatus:
