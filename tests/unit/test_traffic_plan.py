@@ -406,3 +406,36 @@ def test_the_upload_form_and_the_cloud_parse_step_accept_it_unchanged(
     response = outcome.response("exec-1")
     document = plain_value({"mapValue": response["document"]})
     assert document["plan"]["workloads"][0]["injection"]["counts"]
+
+
+def test_each_workloads_comment_says_what_the_plan_replays_scaled_and_sped_up(
+    tmp_path: Path,
+) -> None:
+    """``--scale 3 --speed 2``: the comment said the recorded counts over the recorded time
+    ('replayed: 2 over 4s'), where the plan replays 6 in 2s."""
+    (tmp_path / "api.yaml").write_text(FILTERED)
+    api = load_spec(tmp_path / "api.yaml").api
+    assert api is not None
+    line = (
+        '192.0.2.1 - - [31/Jan/2026:12:00:{s:02d} +0000] "GET /shipments HTTP/1.1" 200 1 "-" "-"\n'
+    )
+    log = tmp_path / "a.log"
+    log.write_text(line.format(s=0) + line.format(s=3))
+    result = imported(api, log, scale=3.0, speed=2.0)
+    [workload] = result.plan.section["workloads"]
+    plan = build_plan(result.plan.section, api)
+    runs = plan.workloads[0].injection
+    assert (sum(runs.counts), runs.duration) == (6, 2.0)
+    said = result.plan.comments[workload["name"]][0]
+    assert said == "GET /shipments: 2 requests recorded; replayed: 6 over 2s, peak 6/s"
+
+
+def test_inter_arrival_times_read_in_ms_or_s_never_in_an_exponent() -> None:
+    from gatebench.core.traffic._summary import _gap
+
+    assert [_gap(s) for s in (0.0125, 0.9996, 1.14, 75.0)] == [
+        "12.5 ms",
+        "1 s",
+        "1.14 s",
+        "1.25 min",
+    ]

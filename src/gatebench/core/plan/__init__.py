@@ -56,6 +56,7 @@ from gatebench.core.plan._describe import (
 from gatebench.core.plan._document import OTHERS_PREFIX, SCHEMA_PATH, json_schema, schema_text
 from gatebench.core.plan._load import load_plan
 from gatebench.core.plan._model import *  # noqa: F403  (the plan as data: every name it exports)
+from gatebench.core.plan._traffic import scaled_counts
 
 __all__ = [
     "CANNOT_APPLY",
@@ -71,6 +72,7 @@ __all__ = [
     "json_schema",
     "left_out",
     "load_plan",
+    "scaled_counts",
     "schema_text",
     "workload_summary",
 ]

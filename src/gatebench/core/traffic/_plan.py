@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import unquote, unquote_plus
 
 from gatebench.core.ir import Api, Operation, Parameter
-from gatebench.core.plan import MAX_REQUESTS, MAX_STEPS, OTHERS_PREFIX
+from gatebench.core.plan import MAX_REQUESTS, MAX_STEPS, OTHERS_PREFIX, scaled_counts
 from gatebench.core.stats import counted
 from gatebench.core.synth import dereferenced, numbered, numbered_value, synthesize
 from gatebench.core.traffic._stats import OperationStats, ValueCounts, is_secret_name
@@ -345,7 +345,8 @@ def build_section(
             workload["body"] = body
         workload["injection"] = {"arrivals": arrivals}
         workloads.append(workload)
-        result.comments[name] = [*_describe(op, stats, counts, this_step), *comments]
+        replayed = scaled_counts(tuple(counts), scale)  # as the plan reads it back
+        result.comments[name] = [*_describe(op, stats, replayed, this_step / speed), *comments]
         result.notes += [
             f"{name}: {c.split(':')[0]} takes values{_misfit_in(c)}"
             for c in comments
@@ -475,7 +476,7 @@ def _quantile(values: dict[int, int], q: float) -> float:
 def _describe(
     op: Operation, stats: OperationStats, counts: Sequence[int], step: float
 ) -> list[str]:
-    lines = [f"{op.method} {op.route_path}: {stats.requests:,} requests recorded"]
+    lines = [f"{op.method} {op.route_path}: {counted(stats.requests, 'request')} recorded"]
     peak = max(counts, default=0)
     if counts:
         lines[0] += (

@@ -47,6 +47,11 @@ def _clock(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _gap(seconds: float) -> str:
+    """An inter-arrival time: ``12.5 ms``, ``1.14 s`` (never ``1.14e+03 ms``)."""
+    return f"{seconds * 1000:.3g} ms" if seconds < 0.9995 else _duration(seconds)
+
+
 def _duration(seconds: float) -> str:
     if seconds >= 3600:
         return f"{seconds / 3600:.3g} h"
@@ -241,8 +246,7 @@ def describe_import(result: TrafficImport) -> list[str]:
         gaps = arrivals.get("inter_arrival_s")
         if gaps:
             lines.append(
-                "  inter-arrival times: "
-                + ", ".join(f"{k} {v * 1000:.3g} ms" for k, v in gaps.items())
+                "  inter-arrival times: " + ", ".join(f"{k} {_gap(v)}" for k, v in gaps.items())
             )
         else:
             lines.append("  inter-arrival times: the log has times to the second only")
