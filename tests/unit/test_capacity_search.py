@@ -794,6 +794,12 @@ def test_one_search_each_leaves_the_order_undecided_never_the_same_within_the_no
         "with fewer than two searches of each there is no interval: their order is not decided "
         "(search again with more repetitions)"
     )
+    # equal knees: the same traffic, not '0 % more'
+    twin = summarize("haproxy", "list", [SearchResult("found", 7542.0, 7900.0, ())])
+    assert verdict("list", [twin, nginx], OBJECTIVE).startswith(
+        "haproxy and nginx carried the same list traffic at p99 ≤ 50 ms, errors ≤ 0.1 %, but "
+        "with fewer than two searches"
+    )
     knees = {"nginx": (7500.0, 7700.0), "envoy": (7300.0, 7800.0)}  # two each, overlapping
     both = [
         summarize(t, "list", [SearchResult("found", k, k * 1.04, ()) for k in ks])

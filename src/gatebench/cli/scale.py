@@ -14,7 +14,7 @@ from gatebench.cli._store import add_store_argument, store_flag
 from gatebench.core.errors import GatebenchError, PlanError
 from gatebench.core.model import local_run_id
 from gatebench.core.plan import load_plan
-from gatebench.core.renderers import all_renderers
+from gatebench.core.renderers import UnknownGateway, all_renderers, get_renderer
 from gatebench.core.routescale import DEFAULT_SIZES, MAX_ROUTES, parse_sizes
 from gatebench.core.stats import counted
 from gatebench.kinds._live._plan import scale_problems
@@ -112,18 +112,21 @@ def _gateways(text: str | None) -> tuple[tuple[str, ...], tuple[str, ...]] | Non
     on stderr of the option (not of the spec), when a name is no gateway that runs here."""
     native = [r for r in all_renderers() if r.runs_here]
     if text:
-        names = [g.strip() for g in text.split(",") if g.strip()]
-        here = [r.name for r in native]
-        for name in names:
+        here, names = [r.name for r in native], []
+        for written in (g.strip() for g in text.split(",") if g.strip()):
+            try:
+                name = get_renderer(written).name  # an alias, any case
+            except UnknownGateway:
+                name = ""
             if name not in here:
-                cloud = name in (r.name for r in all_renderers())
                 print(
-                    f"gatebench: --gateways: {name!r} "
-                    + ("runs only on the cloud path" if cloud else "is not a gateway")
+                    f"gatebench: --gateways: {written!r} "
+                    + ("runs only on the cloud path" if name else "is not a gateway")
                     + f"; here: {', '.join(here)}",
                     file=sys.stderr,
                 )
                 return None
+            names.append(name)
         return tuple(dict.fromkeys(names)), ()
     missing = tuple(r.name for r in native if r.available_here() is not None)
     return tuple(r.name for r in native if r.name not in missing), missing

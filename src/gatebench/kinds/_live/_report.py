@@ -463,11 +463,17 @@ def change_verdict(changes: Sequence[Mapping[str, Any]], resolution_s: float = 0
     partial = [(c["gateway"], a, t) for c, a, t in short if a < t]
     if not partial:
         totals = {t for _c, _a, t in short}
-        each = f"all {next(iter(totals)):,}" if len(totals) == 1 else "all their"
-        out.append(f"Every gateway answered {each} new routes from the new upstream.")
+        each = (
+            ("its new route" if 1 in totals else f"all {next(iter(totals)):,} new routes")
+            if len(totals) == 1
+            else "all their new routes"
+        )
+        out.append(f"Every gateway answered {each} from the new upstream.")
     else:
         out.append(
-            "; ".join(f"{g} answered {a:,} of {t:,} new routes" for g, a, t in sorted(partial))
+            "; ".join(
+                f"{g} answered {a:,} of {counted(t, 'new route')}" for g, a, t in sorted(partial)
+            )
             + " from the new upstream."
         )
     timed = sorted(

@@ -413,10 +413,14 @@ def _verdict(workload: str, summaries: Sequence[KneeSummary], objective: Objecti
             "interval reaches above it, so their order is not decided"
         )
     if c.low is None:  # fewer than two knees on a side: no interval, so no noise to be within
+        carried = (
+            f"{c.better} and {c.worse} carried the same {workload} traffic at {at}"
+            if c.percent() == "0 %"  # not '0 % more'
+            else f"{c.better} carried {c.percent()} more {workload} traffic than {c.worse} at {at}"
+        )
         return (
-            f"{c.better} carried {c.percent()} more {workload} traffic than {c.worse} at {at}, "
-            "but with fewer than two searches of each there is no interval: their order is not "
-            "decided (search again with more repetitions)"
+            f"{carried}, but with fewer than two searches of each there is no interval: their "
+            "order is not decided (search again with more repetitions)"
         )
     return (
         f"{c.better} and {c.worse} carry the same {workload} traffic at {at} within the noise "
