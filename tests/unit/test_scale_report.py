@@ -140,7 +140,7 @@ def test_the_verdict_of_a_change_compares_the_gateways() -> None:
     verdict, _ = scale_summary(doc)
     assert verdict == [
         "No gateway failed a request in the 1 s after the change.",
-        "Every gateway answered all 2 new routes from the new upstream.",,
+        "Every gateway answered all 2 new routes from the new upstream.",
         "New routes answered soonest through nginx (median 0.1 s, slowest 0.1 s) and last "
         "through haproxy (median 0.5 s, slowest 0.6 s).",
     ]
