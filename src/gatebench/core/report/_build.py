@@ -619,8 +619,9 @@ def _lead(summary: RunSummary) -> str:
     d = c.difference
     half = d.half_width or 0.0
     decimals = 1 if half < 10 else 0
+    # the mean of the repetitions' own differences, not the difference of the scores above
     interval = (
-        f"{fmt_points(d.estimate, decimals)}, 95 % CI "
+        f"{fmt_points(d.estimate, decimals)} a repetition on average, 95 % CI "
         f"{fmt_number(d.low or 0.0, decimals)} to {fmt_number(d.high or 0.0, decimals)}"
     )
     if d.significant:
