@@ -324,6 +324,13 @@ def test_the_busiest_window_and_a_window_by_times(shop: Api, tmp_path: Path) -> 
     busiest = imported(shop, tmp_path / "a.log", window=Window(busiest=2.0))
     workload = busiest.plan.section["workloads"][0]
     assert workload["injection"]["arrivals"]["counts"] == [5, 9]
+    # the import says which window it chose (it named none)
+    from gatebench.core.traffic._summary import describe_import
+
+    assert (
+        "replays 2026-01-31 12:00:02 → 2026-01-31 12:00:04 UTC, the busiest window: 14 requests "
+        "of those read" in describe_import(busiest)
+    )
     start = 1769860800.0
     cut = imported(shop, tmp_path / "a.log", window=Window(start=start + 2, end=start + 4))
     assert cut.plan.section["workloads"][0]["injection"]["arrivals"]["counts"] == [5, 9]

@@ -165,6 +165,14 @@ def import_stats(result: TrafficImport) -> dict[str, Any]:
     }
     if stats.first is not None and stats.last is not None:
         out["span"] = {"start": _clock(stats.first), "end": _clock(stats.last)}
+    total = stats.total_curve()
+    if result.window is not None and total and result.window != (min(total), max(total)):
+        low, high = result.window  # a part of the traffic (--window busiest:...): which
+        out["replayed"] = {
+            "start": _clock(low * stats.step),
+            "end": _clock((high + 1) * stats.step),
+            "requests": sum(total.get(s, 0) for s in range(low, high + 1)),
+        }
     out["arrivals"] = curve_summary(stats)
     per_op = stats.operation_stats()
     out["operations"] = [
@@ -189,7 +197,7 @@ def describe_import(result: TrafficImport) -> list[str]:
     if result.stats is None:
         section = result.plan.section
         lines.append(
-            f"read {files} (JMeter plan): {section['traffic']['requests']} HTTP sampler(s), "
+            f"read {files} (JMeter plan): {counted(section['traffic']['requests'], 'HTTP sampler')}, "
             f"{section['traffic']['matched']} matched to operations"
         )
         for item in result.unsupported:
@@ -208,6 +216,12 @@ def describe_import(result: TrafficImport) -> list[str]:
             lines.append(f"  {count:,} × {reason}")
     if requests["outside_window"]:
         lines.append(f"left {requests['outside_window']:,} requests outside the window")
+    replayed = data.get("replayed")
+    if replayed:
+        lines.append(
+            f"replays {replayed['start']} → {replayed['end']} UTC, the busiest window: "
+            f"{counted(replayed['requests'], 'request')} of those read"
+        )
     lines.append(
         f"matched {requests['matched']:,} ({requests['matched_pct']:.1f} %) to "
         f"{counted(len(data['operations']), 'operation')} of the description"
