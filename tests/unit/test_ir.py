@@ -912,18 +912,47 @@ def test_raml_errors_are_located(tmp_path: Path) -> None:
     )
     result = read_spec(tmp_path / "api.raml")
     assert [(p.pointer, p.line, p.message) for p in result.errors] == [
+        ("", 1, "every operation is left out (1 operation above); there is nothing to benchmark"),
         ("/~1a/type", 4, "unknown resource type 'missing' (no resource types are declared)"),
         (
             "/~1a/fetch",
             5,
             "unknown method or property 'fetch'; expected a method (get, put, post, delete, options, head, patch, trace, connect), a nested '/resource' or a resource property",
         ),
+    ]
+    # a URI parameter its path lacks leaves its methods out, as OpenAPI's reader does, rather
+    # than stopping the whole description
+    assert [(p.pointer, p.line, p.message) for p in result.warnings] == [
         (
             "/~1a/~1{id}/uriParameters/other",
             8,
-            "URI parameter 'other' is not in the resource path '/a/{id}'",
+            "URI parameter 'other' is not in the resource path '/a/{id}': its methods are left out",
         ),
     ]
+
+
+def test_a_raml_resource_with_a_stray_uri_parameter_is_left_out_and_named(tmp_path: Path) -> None:
+    """It stopped the whole description with an error; now its methods are left out, with a
+    warning, and a workload naming one is told why, as for OpenAPI."""
+    from gatebench.core.errors import PlanError
+    from gatebench.core.plan import build_plan
+
+    (tmp_path / "api.raml").write_text(
+        "#%RAML 1.0\ntitle: T\n/a:\n  get:\n/b/{id}:\n  uriParameters:\n    idd: integer\n"
+        "  get:\n  delete:\n",
+        encoding="utf-8",
+    )
+    result = read_spec(tmp_path / "api.raml")
+    api = api_of(result)
+    assert [o.path_template for o in api.operations] == ["/a"]
+    assert [(x.method, x.path, x.pointer) for x in api.left_out] == [
+        ("GET", "/b/{id}", "/~1b~1{id}/get"),
+        ("DELETE", "/b/{id}", "/~1b~1{id}/delete"),
+    ]
+    workloads = [{"name": "w", "operation": "GET /b/{id}", "injection": {"at_once": 1}}]
+    with pytest.raises(PlanError) as refused:
+        build_plan({"gateways": ["nginx"], "workloads": workloads}, api)
+    assert "is left out of the description" in str(refused.value.problems[0].message)
 
 
 # -- names that cannot be what they claim ---------------------------------------------------

@@ -31,6 +31,7 @@ from typing import Any
 from gatebench.core.errors import Problem, Severity, SpecSyntaxError
 from gatebench.core.ir import (
     Api,
+    LeftOut,
     MediaType,
     Operation,
     Parameter,
@@ -47,6 +48,7 @@ from gatebench.core.spec._bundle import OutsideBundle, join_inside
 from gatebench.core.spec._ids import with_generated_ids
 from gatebench.core.spec._reader import Document, IncludedJson, Reader
 from gatebench.core.spec._refs import Loc
+from gatebench.core.stats import counted
 
 RAML_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace", "connect")
 _SUPPORTED_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -165,6 +167,9 @@ class RamlBuilder:
         self.schemas: dict[str, Any] = {}
         self.media_types: list[str] = ["application/json"]
         self.base_url = ""
+        self.left_out: list[LeftOut] = []
+        """Operations the description hides (a URI parameter its path does not have), as
+        OpenAPI's reader leaves them out: with a warning, the others read."""
 
     def problem(self, loc: Loc, message: str, severity: Severity = "error") -> None:
         self.problems.append(Problem(loc.pointer, message, severity, source=loc.doc))
@@ -219,7 +224,13 @@ class RamlBuilder:
                 )
         operations = with_generated_ids(operations, set())
         operations.sort(key=lambda op: (op.route_path, method_rank(op.method), op.operation_id))
-        if not operations:
+        if not operations and self.left_out:  # as OpenAPI's reader says it
+            self.problem(
+                root_loc,
+                f"every operation is left out ({counted(len(self.left_out), 'operation')} "
+                "above); there is nothing to benchmark",
+            )
+        elif not operations:
             self.warn(root_loc, "the description has no operations to benchmark")
         return Api(
             title=title,
@@ -228,6 +239,7 @@ class RamlBuilder:
             operations=tuple(operations),
             schemas=self.schemas,
             security_schemes=tuple(self.security_schemes[k] for k in sorted(self.security_schemes)),
+            left_out=tuple(self.left_out),
         )
 
     # -- declarations -----------------------------------------------------------------------
@@ -418,9 +430,11 @@ class RamlBuilder:
             for name, decl in resource["uriParameters"].items():
                 uri_params.append((str(name), decl, loc.child("uriParameters", name)))
         own_vars = set(_TEMPLATE_VAR.findall(key))
+        hidden = ""
         for name, _decl, ploc in uri_params[len(inherited_uri_params) :]:
             if name not in own_vars and name not in set(_TEMPLATE_VAR.findall(path)):
-                self.problem(ploc, f"URI parameter {name!r} is not in the resource path {path!r}")
+                hidden = f"URI parameter {name!r} is not in the resource path {path!r}"
+                self.warn(ploc, f"{hidden}: its methods are left out")
         security = self._secured_by(
             resource.get("securedBy"), loc.child("securedBy"), default_security
         )
@@ -444,6 +458,18 @@ class RamlBuilder:
                 continue  # optional methods only exist in resource types
             if base not in _SUPPORTED_METHODS:
                 self.warn(loc.child(mkey), f"{base.upper()} requests are not benchmarked; skipped")
+                continue
+            if hidden:
+                where = loc.child(mkey)
+                self.left_out.append(
+                    LeftOut(
+                        base.upper(),
+                        path,
+                        where.pointer,
+                        hidden,
+                        source=where.doc if where.doc != self.doc.name else "",
+                    )
+                )
                 continue
             op = self._method(
                 base, mvalue, loc.child(mkey), path, uri_params, security, resource_traits, key
