@@ -1191,3 +1191,13 @@ def test_a_scheme_declared_but_unreadable_is_not_called_unknown(tmp_path: Path) 
         "/paths/~1a/get/security/0/k",
         "security scheme 'k' ignored: its declaration could not be read (its problems are above)",
     ) in said
+
+
+def test_a_title_is_one_line_wherever_it_is_shown(tmp_path: Path) -> None:
+    """A RAML title with a line break spilled onto a line of its own in `gatebench parse`."""
+    (tmp_path / "api.raml").write_text(
+        '#%RAML 1.0\ntitle: "Notes\\nAPI\\t\\u0085v2"\nversion: "1\\n"\n/a:\n  get:\n',
+        encoding="utf-8",
+    )
+    api = api_of(read_spec(tmp_path / "api.raml"))
+    assert (api.title, api.version) == ("Notes API v2", "1")

@@ -21,6 +21,10 @@ ParamLocation = Literal["path", "query", "header", "cookie"]
 SecurityKind = Literal["apiKey", "http", "oauth2", "openIdConnect", "mutualTLS"]
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+"""Control characters, C0 and C1 (a title is shown on one line)."""
+
+
 @dataclass(frozen=True)
 class Parameter:
     name: str
@@ -312,6 +316,15 @@ class Api:
     security_schemes: tuple[SecurityScheme, ...] = ()
     left_out: tuple[LeftOut, ...] = ()
     """Operations the description hides, with the reason (see :class:`LeftOut`)."""
+
+    def __post_init__(self) -> None:
+        # The title heads consoles, reports and pages: one line, whatever the description
+        # wrote (a RAML title with a line break spilled onto a line of its own).
+        for name in ("title", "version"):
+            text = getattr(self, name)
+            one_line = " ".join(_CONTROL.sub(" ", text).split())
+            if one_line != text:
+                object.__setattr__(self, name, one_line)
 
     def operation(self, operation_id: str) -> Operation:
         return find(self.operations, "operation_id", operation_id)
