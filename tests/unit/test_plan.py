@@ -950,3 +950,28 @@ def test_a_content_type_that_is_not_a_media_type_is_refused_at_its_key(tmp_path:
         ("/x-gatebench/workloads/0/body/multipart/t/content_type", said + "'a/b; c'"),
         ("/x-gatebench/workloads/1/body/media_type", said + "'a'"),
     ]
+
+
+def test_a_form_field_given_as_a_parameter_is_sent_to_the_body(tmp_path: Path) -> None:
+    """Swagger 2.0 declares form fields as parameters (in: formData); gatebench reads them as
+    the body's fields, so 'tags' in params was refused without saying where it goes."""
+    from gatebench.core.spec import read_spec
+
+    (tmp_path / "api.yaml").write_text(
+        'swagger: "2.0"\ninfo: {title: Up, version: "1"}\npaths:\n  /up:\n    post:\n'
+        "      operationId: up\n      consumes: [CONSUMES]\n      parameters:\n"
+        "        - {name: tags, in: formData, type: string}\n"
+        '      responses: {"200": {description: ok}}\n'.replace("CONSUMES", "multipart/form-data")
+    )
+    api = read_spec(tmp_path / "api.yaml").api
+    assert api is not None
+    data = {
+        "workloads": [
+            {"name": "w", "operation": "up", "params": {"tags": "x"}, "injection": {"at_once": 1}}
+        ]
+    }
+    (message,) = [m for p, m in plan_errors(api, section(**data)) if p.endswith("/params/tags")]
+    assert message.endswith(
+        "; it is a field of the multipart/form-data body: give it there, body: {multipart: "
+        "{tags: {value: ...}}} (docs/input.md, 'Bodies')"
+    )

@@ -143,10 +143,29 @@ def _check_params(
     for name in params:
         if name not in known and name not in used:
             listing = ", ".join(sorted(known)) or "none"
+            field = next(
+                (
+                    m.media_type
+                    for m in (op.request_body.content if op.request_body else ())
+                    if "form" in m.media_type and name in (m.schema or {}).get("properties", {})
+                ),
+                None,
+            )
+            given = (
+                f"body: {{multipart: {{{name}: {{value: ...}}}}}}"
+                if field and "multipart" in field
+                else f"body: {{text: '{name}=...', media_type: {field}}}"
+            )
+            hint = (
+                f"; it is a field of the {field} body: give it there, {given} (docs/input.md, "
+                "'Bodies')"
+                if field
+                else ""
+            )
             r.error(
                 [*where, "params", name],
                 f"{name!r} is neither a parameter of {op.operation_id!r} ({listing}) nor a "
-                "${placeholder} in the body or headers",
+                f"${{placeholder}} in the body or headers{hint}",
             )
     for name in sorted(used):
         if name not in params:
