@@ -223,3 +223,25 @@ def test_a_template_variable_in_the_host_is_warned_about(tmp_path: Path) -> None
         "which API Blueprint never expands (its HOST is a URL, not a template): every route "
         "takes it as a path parameter of that name; write the value instead"
     ]
+
+
+def test_the_headers_a_request_shows_are_header_parameters(tmp_path: Path) -> None:
+    """``+ Headers`` of a ``+ Request`` were not read: a service that needs ``X-Client`` got
+    requests without it. Credentials and the body's type are never among them."""
+    path = tmp_path / "h.apib"
+    path.write_text(
+        "FORMAT: 1A\n\n# H\n\n## Notes [/notes]\n\n### Create [POST]\n\n"
+        "+ Request (application/json)\n\n    + Headers\n\n            X-Client: web-app\n"
+        "            Authorization: Bearer secret\n            X-Trace: abc\n\n"
+        '    + Body\n\n            {"title": "a"}\n\n'
+        "+ Request (text/plain)\n\n    + Headers\n\n            X-Client: cli\n\n"
+        "    + Body\n\n            hello\n\n+ Response 201\n",
+        encoding="utf-8",
+    )
+    result = read_spec(path)
+    assert result.api is not None
+    (op,) = result.api.operations
+    assert [(p.name, p.required, p.examples) for p in op.header_params] == [
+        ("X-Client", True, ("web-app",)),
+        ("X-Trace", False, ("abc",)),
+    ]

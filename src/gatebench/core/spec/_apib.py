@@ -33,6 +33,7 @@ from gatebench.core.ir import (
     host_as_path,
     method_rank,
     server_authority_problem,
+    token_problem,
     url_path,
 )
 from gatebench.core.spec._ids import with_generated_ids
@@ -266,6 +267,7 @@ def _operation(
             required=True, content=tuple({m.media_type: m for m in contents}.values())
         )
     responses: dict[str, Response] = {}
+    header_params = _request_headers(action.get("requests", []))
     for r in action.get("responses", []):
         status = str(r.get("status") or "200")
         if status in responses:
@@ -282,10 +284,40 @@ def _operation(
         base_url=base_url,
         path_params=path_params,
         query_params=tuple(query_params),
+        header_params=header_params,
         request_body=body,
         responses=tuple(responses.values()),
         summary=str(action.get("title") or ""),
         pointer=pointer,
+    )
+
+
+_NOT_HEADER_PARAMS = ("authorization", "content-type", "accept")
+"""Headers a request's ``+ Headers`` show that are not parameters (as OpenAPI ignores header
+parameters of these names): credentials come from the plan's ``auth``, never a description."""
+
+
+def _request_headers(requests: list[Any]) -> tuple[Parameter, ...]:
+    """The headers an action's ``+ Request`` sections show (``X-Client: web-app``), as header
+    parameters: required when every request shows one, its first value the example."""
+    shown: dict[str, list[str]] = {}
+    for r in requests:
+        for pair in r.get("headers") or ():
+            if not (isinstance(pair, list) and len(pair) == 2):
+                continue
+            name, value = str(pair[0]), str(pair[1])
+            bad = token_problem("header", name) or re.search(r"[\x00-\x1f\x7f]", value)
+            if bad or name.lower() in _NOT_HEADER_PARAMS:
+                continue
+            shown.setdefault(name, []).append(value)
+    everywhere = {
+        n
+        for n in shown
+        if all(any(str(p[0]) == n for p in r.get("headers") or ()) for r in requests)
+    }
+    return tuple(
+        Parameter(name, "header", name in everywhere, {"type": "string"}, examples=(values[0],))
+        for name, values in shown.items()
     )
 
 

@@ -55,9 +55,12 @@ function variables(element) {
 function message(element) {
   const headers = ((element.attributes || {}).headers || {}).content || [];
   let contentType = "";
+  const others = [];
   for (const header of headers) {
     const key = text((header.content || {}).key);
-    if (key.toLowerCase() === "content-type") contentType = text((header.content || {}).value);
+    const value = text((header.content || {}).value);
+    if (key.toLowerCase() === "content-type") contentType = value;
+    else others.push([key, value]);
   }
   let body = null;
   for (const item of element.content || []) {
@@ -67,7 +70,7 @@ function message(element) {
       contentType = contentType || text((item.attributes || {}).contentType);
     }
   }
-  return { contentType, body };
+  return { contentType, body, headers: others };
 }
 
 function actions(resource) {
