@@ -686,3 +686,17 @@ def test_raml_include_outside_bundle_and_cycles(tmp_path: Path) -> None:
         cyclic.message
         == "!include 'one.raml': the file includes itself (directly or through other files)"
     )
+    # every include that cannot be read is said at once (only the first was)
+    several = read_spec(
+        write(
+            tmp_path,
+            "d/api.raml",
+            "#%RAML 1.0\ntitle: x\ntypes:\n  A: !include ../secret.json\n"
+            "  B: !include http://example.com/b.json\n  C: !include missing.json\n/a:\n  get:\n",
+        )
+    )
+    assert [(p.line, p.message.split(":")[0]) for p in several.errors] == [
+        (4, "!include '../secret.json'"),
+        (5, "!include 'http"),
+        (6, "!include 'missing.json'"),
+    ]

@@ -132,6 +132,15 @@ class Reader:
 
     def _include_hook(self, base: str) -> Any:
         def include(target: str, where: str, line: int, column: int) -> tuple[Any, int]:
+            """The included value; an include that cannot be read is an error on record and
+            null in its place, so that every such problem is said at once, not the first."""
+            try:
+                return resolve(target, where, line, column)
+            except SpecSyntaxError as exc:
+                self.warnings.extend(exc.problems)
+                return None, 1
+
+        def resolve(target: str, where: str, line: int, column: int) -> tuple[Any, int]:
             def fail(message: str) -> SpecSyntaxError:
                 return SpecSyntaxError(
                     [
