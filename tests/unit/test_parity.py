@@ -31,7 +31,7 @@ from gatebench.core.fairness import MIN_CONCURRENCY, local_cpu_policy, plan_conc
 from gatebench.core.pinning import resolve_layout
 from gatebench.core.plan import Cpus, load_plan
 from gatebench.core.renderers import all_renderers, get_renderer, parity_table
-from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, KEEPALIVE_REQUESTS
+from gatebench.core.renderers._parity import CONNECT_TIMEOUT_S, IDLE_TIMEOUT_S, KEEPALIVE_REQUESTS
 from gatebench.core.spec import read_spec
 from gatebench.local.procs import Supervisor
 from paths import EXAMPLES, ROOT
@@ -66,6 +66,8 @@ class Observed:
     """How long idle backend connections are kept (None: until the backend closes them)."""
     quiet: list[str] = field(default_factory=list)
     """What breaks the logs-and-metrics rule (empty: nothing)."""
+    connect_s: list[float | None] = field(default_factory=list)
+    """Every timeout to connect to the backend found (None: the gateway has no setting)."""
 
 
 # -- rendering on both paths ---------------------------------------------------------------------
@@ -199,6 +201,7 @@ def _nginx(r: Rendered) -> Observed:
         client_idle_s=_seconds(_one(r"^    keepalive_timeout (\w+);", http)),
         keepalive_requests=int(_one(r"^    keepalive_requests (\d+);", http)),
         upstream_idle_s=[_seconds(_one(r"keepalive_timeout (\w+);", upstream))],
+        connect_s=[_seconds(t) for t in re.findall(r"proxy_connect_timeout (\w+);", conf)],
         quiet=[] if "access_log off;" in conf and "stub_status" not in conf else ["access log"],
     )
 
@@ -220,6 +223,7 @@ def _haproxy(r: Rendered) -> Observed:
             else 0.0
         ],
         quiet=[line for line in cfg.splitlines() if re.match(r"\s*(log|stats) ", line)],
+        connect_s=[_seconds(_one(r"^    timeout connect (\w+)$", cfg))],
     )
 
 
@@ -238,6 +242,7 @@ def _envoy(r: Rendered) -> Observed:
             "max_requests_per_connection"
         ),
         upstream_idle_s=[_seconds(options["common_http_protocol_options"]["idle_timeout"])],
+        connect_s=[_seconds(cluster["connect_timeout"])],
         quiet=[
             *(["access log"] if "access_log" in hcm else []),
             *([] if doc["stats_config"]["stats_matcher"]["reject_all"] else ["stats"]),
@@ -255,6 +260,7 @@ def _caddy(r: Rendered) -> Observed:
         ],
         client_idle_s=_seconds(_one(r"^\t\t\tidle (\w+)$", text)),
         upstream_idle_s=[_seconds(_one(r"^\s+keepalive (\d+s)$", text))],
+        connect_s=[_seconds(t) for t in re.findall(r"^\s+dial_timeout (\w+)$", text, re.M)],
         quiet=[line for line in text.splitlines() if re.match(r"\s*(log|metrics|tracing)\b", line)],
     )
 
@@ -269,6 +275,7 @@ def _traefik(r: Rendered) -> Observed:
             static["entryPoints"]["web"]["transport"]["respondingTimeouts"]["idleTimeout"]
         ),
         upstream_idle_s=[_seconds(transport["forwardingTimeouts"]["idleConnTimeout"])],
+        connect_s=[_seconds(transport["forwardingTimeouts"]["dialTimeout"])],
         quiet=[
             *(k for k in ("accessLog", "metrics", "tracing") if k in static),
             *(["usage"] if static["global"]["sendAnonymousUsage"] is not False else []),
@@ -286,6 +293,7 @@ def _krakend(r: Rendered) -> Observed:
         ],
         client_idle_s=_seconds(config["idle_timeout"]),
         upstream_idle_s=[_seconds(config["idle_connection_timeout"])],
+        connect_s=[_seconds(config["dialer_timeout"])],
         quiet=[
             *([] if config["extra_config"]["router"]["disable_access_log"] else ["access log"]),
             *(k for k in config["extra_config"] if k.startswith("telemetry")),
@@ -303,6 +311,7 @@ def _tyk(r: Rendered) -> Observed:
         client_idle_s=float(conf["http_server_options"]["read_timeout"]),
         # Tyk's transport keeps idle backend connections 90 s (gateway/reverse_proxy.go)
         upstream_idle_s=[None if not conf["proxy_close_connections"] else 0.0],
+        connect_s=[None],  # tyk.conf has no connect timeout: its dialer's own (TIMEOUT_EXEMPT)
         quiet=[
             *(["analytics"] if conf["enable_analytics"] else []),
             *(["close_connections"] if conf["close_connections"] else []),
@@ -324,6 +333,7 @@ def _apache(r: Rendered) -> Observed:
         client_idle_s=float(_one(r"^KeepAliveTimeout (\d+)$", conf)),
         keepalive_requests=int(_one(r"^MaxKeepAliveRequests (\d+)$", conf)) or None,
         upstream_idle_s=[float(t) for t in re.findall(r"keepalive=On ttl=(\d+)", conf)],
+        connect_s=[float(t) for t in re.findall(r"connectiontimeout=(\d+)", conf)],
         quiet=[
             line
             for line in conf.splitlines()
@@ -344,6 +354,9 @@ def _varnish(r: Rendered) -> Observed:
         pools=[pools * int(_varnish_param(r.argv, "thread_pool_min"))],
         client_idle_s=float(_varnish_param(r.argv, "timeout_idle")),
         upstream_idle_s=[float(_varnish_param(r.argv, "backend_idle_timeout"))],
+        connect_s=[
+            _seconds(t) for t in re.findall(r"\.connect_timeout = (\w+);", r.files["default.vcl"])
+        ],
         quiet=[a for a in r.argv if "varnishncsa" in a],
     )
 
@@ -357,6 +370,7 @@ def _kong(r: Rendered) -> Observed:
         client_idle_s=_seconds(conf["nginx_http_keepalive_timeout"]),
         keepalive_requests=int(conf["nginx_http_keepalive_requests"]),
         upstream_idle_s=[float(conf["upstream_keepalive_idle_timeout"])],
+        connect_s=[s["connect_timeout"] / 1000 for s in declarative["services"]],
         quiet=[
             *(["access log"] if conf["proxy_access_log"] != "off" else []),
             *(["usage reporting"] if conf["anonymous_reports"] != "off" else []),
@@ -377,6 +391,7 @@ def _spring(r: Rendered) -> Observed:
         pools=[None if pool["type"] == "elastic" else int(pool["max-connections"])],
         client_idle_s=_seconds(config["server"]["netty"]["idle-timeout"]),
         upstream_idle_s=[_seconds(pool["max-idle-time"])],
+        connect_s=[webflux["httpclient"]["connect-timeout"] / 1000],
         quiet=[
             *(["gateway metrics"] if webflux["metrics"]["enabled"] is not False else []),
             *(["observability"] if webflux["observability"]["enabled"] is not False else []),
@@ -405,6 +420,7 @@ def _zuul(r: Rendered) -> Observed:
         client_idle_s=_seconds(tomcat["keep-alive-timeout"]),
         keepalive_requests=None if requests < 0 else requests,
         upstream_idle_s=[None],  # HttpClient keeps them until the backend closes them
+        connect_s=[host["connect-timeout-millis"] / 1000],
         quiet=[
             *(["meters"] if config["management"]["metrics"]["enable"]["all"] is not False else []),
             *(
@@ -417,6 +433,9 @@ def _zuul(r: Rendered) -> Observed:
         ],
     )
 
+
+TIMEOUT_EXEMPT = {"tyk"}
+"""Gateways with no connect timeout to set; their parity line says so."""
 
 READERS: Mapping[str, Callable[[Rendered], Observed]] = {
     "apache": _apache,
@@ -466,6 +485,9 @@ def test_the_parity_rules_hold(
         s is None or s >= IDLE_TIMEOUT_S for s in seen.upstream_idle_s
     ), seen.upstream_idle_s
     assert seen.quiet == []
+    # rule 4: 10 s to connect to the backend (Apache waited its 300 s Timeout)
+    expected = None if gateway in TIMEOUT_EXEMPT else CONNECT_TIMEOUT_S
+    assert seen.connect_s and set(seen.connect_s) == {expected}, seen.connect_s
 
 
 @pytest.mark.usefixtures("programs")

@@ -54,7 +54,12 @@ from gatebench.core.renderers._deployment import (
     HEALTH_RISE,
     PASSIVE_WINDOW_S,
 )
-from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, Parity, VendorPage
+from gatebench.core.renderers._parity import (
+    CONNECT_TIMEOUT_S,
+    IDLE_TIMEOUT_S,
+    Parity,
+    VendorPage,
+)
 from gatebench.core.tls import SERVER_CERT, SERVER_KEY, openssl_ciphers
 
 _MODULES = (
@@ -110,8 +115,10 @@ class ApacheRenderer(Renderer):
         pools="`ThreadsPerChild` × processes ≥ concurrency (a request holds a thread); "
         "mod_proxy's pool per process is as large",
         keepalive="`KeepAliveTimeout 60`, `MaxKeepAliveRequests 0` (no limit); backend "
-        "connections `keepalive=On ttl=60`",
-        timeouts="`Timeout 300`, `ProxyTimeout 300`",
+        "connections reused (mod_proxy's pool, the default) and kept `ttl=60` s idle, with "
+        "TCP keep-alive probes (`keepalive=On`)",
+        timeouts="`connectiontimeout=10` on the backend, `Timeout 300`, `ProxyTimeout 300` (the "
+        "connect timeout is otherwise the 300 s `Timeout`)",
         bodies="streamed, `LimitRequestBody 0`",
         logs="no `CustomLog`: no access log; no mod_status",
         routes="one negated `RewriteCond` per route on the raw request line, tried in turn",
@@ -271,12 +278,12 @@ def _proxy_pass(target: RenderTarget) -> str:
     if not target.pooled:
         return (
             f"ProxyPass / {scheme}://{target.backend_host}:{target.backend_port}/ nocanon "
-            f"keepalive=On ttl={IDLE_TIMEOUT_S}"
+            f"keepalive=On ttl={IDLE_TIMEOUT_S} connectiontimeout={CONNECT_TIMEOUT_S}"
         )
     method = "bybusyness" if target.balance == "least_conn" else "byrequests"
     members = "".join(
         f"    BalancerMember http://{host}:{port} keepalive=On ttl={IDLE_TIMEOUT_S} "
-        f"retry={PASSIVE_WINDOW_S} "
+        f"connectiontimeout={CONNECT_TIMEOUT_S} retry={PASSIVE_WINDOW_S} "
         f"hcmethod=GET hcuri={HEALTH_PATH} hcinterval={HEALTH_INTERVAL_S} "
         f"hcfails={HEALTH_FALL} hcpasses={HEALTH_RISE}\n"
         for host, port in target.upstreams

@@ -106,8 +106,11 @@ class HaproxyRenderer(Renderer):
         cores="`nbthread` = cores (one thread per core, HAProxy's default when it sees them)",
         pools="backend connections unlimited (no `maxconn` per server, `pool-max-conn` -1); "
         "`maxconn 4000` clients",
-        keepalive="`timeout http-keep-alive 60s`, no request limit; `http-reuse always` "
-        "(the default, `safe`, dials per client connection's first request); idle backend "
+        keepalive="`timeout http-keep-alive 60s`, no request limit; `http-reuse always`, a "
+        "departure from the manual's recommended `safe` (which dials per client connection's "
+        "first request, where every other gateway here reuses any idle backend connection; the "
+        "manual keeps `always` for a path that never breaks them, and asks for a low "
+        "`http-keep-alive` with it, not done here: the same 60 s as the others); idle backend "
         "connections purged after `pool-purge-delay 60s` at the earliest",
         timeouts="`timeout connect 10s`, `timeout server 300s`",
         bodies="streamed (HTTP mode never buffers a whole body)",

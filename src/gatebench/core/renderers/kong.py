@@ -2,7 +2,8 @@
 
 Mapping rules (tests/golden/kong/README.md says the same in prose):
 
-- One service (``gatebench-backend``, the backend URL, 300 s timeouts, no retries) and one
+- One service (``gatebench-backend``, the backend URL, 10 s to connect, 300 s timeouts, Kong's
+  own retries, 5, as every gateway keeps its own retry behaviour) and one
   route per operation: ``methods: [M]``, ``paths: ["~/regex$"]`` (Kong 3 reads a path as a
   regex only with the ``~`` prefix and anchors it at the start; the ``$`` anchors the end),
   path parameters as named captures ``(?<name>[^/]+)``, ``strip_path: false`` and
@@ -153,7 +154,6 @@ class KongRenderer(InlinePoliciesRenderer):
             "connect_timeout": 10000,
             "read_timeout": 300000,
             "write_timeout": 300000,
-            "retries": 0,
             "routes": kong_routes,
         }
         declarative: dict[str, Any] = {

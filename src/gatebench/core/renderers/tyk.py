@@ -148,7 +148,8 @@ class TykRenderer(InlinePoliciesRenderer):
         keepalive="`read_timeout 60` (Go closes an idle client connection after it); backend "
         "idle connections kept 90 s (fixed in Tyk); `close_connections` and "
         "`proxy_close_connections` false",
-        timeouts="`proxy_default_timeout 300`, `write_timeout 300`",
+        timeouts="`proxy_default_timeout 300`, `write_timeout 300`; no connect timeout to set "
+        "(tyk.conf has none: its dialer's own)",
         bodies="streamed, `max_request_body_size 0`",
         logs="`enable_analytics false`, health checks off; no access log",
         routes="one allow-list entry per path pattern (anchored regexes), tried in turn",
