@@ -31,7 +31,12 @@ from gatebench.core.fairness import MIN_CONCURRENCY, local_cpu_policy, plan_conc
 from gatebench.core.pinning import resolve_layout
 from gatebench.core.plan import Cpus, load_plan
 from gatebench.core.renderers import all_renderers, get_renderer, parity_table
-from gatebench.core.renderers._parity import CONNECT_TIMEOUT_S, IDLE_TIMEOUT_S, KEEPALIVE_REQUESTS
+from gatebench.core.renderers._parity import (
+    CONNECT_TIMEOUT_S,
+    IDLE_TIMEOUT_S,
+    KEEPALIVE_REQUESTS,
+    LISTEN_BACKLOG,
+)
 from gatebench.core.spec import read_spec
 from gatebench.local.procs import Supervisor
 from paths import EXAMPLES, ROOT
@@ -608,3 +613,24 @@ def test_route_scale_and_changes_warm_a_jvm_gateway_up_after_each_start() -> Non
         assert renderer.jit_warmup_s > settings.warmup_s
         assert warmup_s(renderer, settings) == renderer.jit_warmup_s
     assert warmup_s(get_renderer("nginx"), settings) == 3.0
+
+
+@pytest.mark.usefixtures("programs")
+def test_every_listener_queues_as_many_connections(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Apache kept its 511, Varnish its 1,024 and Tomcat (Zuul) its 100 pending connections
+    while nginx and Kong queued 4,096: a run opening a connection per request found them
+    unequal. Gateways without the setting take the kernel's somaxconn (4,096 here)."""
+    files = rendered("local", 1, None, tmp_path_factory.getbasetemp())
+    cloud = rendered("cloud", 1, None, tmp_path_factory.getbasetemp())
+    seen = {
+        "nginx": _one(r"backlog=(\d+);", files["nginx"].files["nginx.conf"]),
+        "apache": _one(r"^ListenBacklog (\d+)$", files["apache"].files["httpd.conf"]),
+        "varnish": _varnish_param(files["varnish"].argv, "listen_depth"),
+        "zuul": yaml.safe_load(files["zuul"].files["application.yml"])["server"]["tomcat"][
+            "accept-count"
+        ],
+        "kong": _one(r"backlog=(\d+)", cloud["kong"].files["kong.conf"]),
+    }
+    assert {g: int(v) for g, v in seen.items()} == dict.fromkeys(seen, LISTEN_BACKLOG)

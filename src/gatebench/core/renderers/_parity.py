@@ -22,6 +22,11 @@ starts keep theirs 120 s)."""
 KEEPALIVE_REQUESTS = 100_000
 """Requests one keep-alive connection may carry where a gateway limits them (nginx, Kong,
 Zuul's Tomcat); the others set no limit."""
+LISTEN_BACKLOG = 4096
+"""Connections a gateway's listener queues before it accepts them, where it has the setting
+(Linux's ``net.core.somaxconn`` caps it, 4096 by default; the gateways without the setting
+take that): a run that opens a connection per request (``connections: new``, route scale)
+must not find one gateway's queue at 100 (Tomcat) or 511 (Apache) and another's at 4096."""
 CONNECT_TIMEOUT_S = 10
 """Time to open a connection to the backend."""
 RESPONSE_TIMEOUT_S = 300

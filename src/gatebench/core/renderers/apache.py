@@ -57,6 +57,7 @@ from gatebench.core.renderers._deployment import (
 from gatebench.core.renderers._parity import (
     CONNECT_TIMEOUT_S,
     IDLE_TIMEOUT_S,
+    LISTEN_BACKLOG,
     Parity,
     VendorPage,
 )
@@ -174,6 +175,7 @@ class ApacheRenderer(Renderer):
 
 ServerName gatebench.local
 Listen {target.listen_address}
+ListenBacklog {LISTEN_BACKLOG}
 PidFile {target.path("httpd.pid")}
 DefaultRuntimeDir {target.path("run")}
 ErrorLog {target.path("logs", "error.log")}

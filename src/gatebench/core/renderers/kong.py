@@ -51,7 +51,13 @@ from gatebench.core.renderers._deployment import (
     PASSIVE_FAILS,
 )
 from gatebench.core.renderers._kong_policies import route_plugins
-from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, KEEPALIVE_REQUESTS, Parity, VendorPage
+from gatebench.core.renderers._parity import (
+    IDLE_TIMEOUT_S,
+    KEEPALIVE_REQUESTS,
+    LISTEN_BACKLOG,
+    Parity,
+    VendorPage,
+)
 from gatebench.core.renderers._routes import named_group_pcre, route_names, shared_param_names
 from gatebench.core.renderers._yaml_out import dump_yaml
 from gatebench.core.renderers.nginx import listen_tls
@@ -174,7 +180,7 @@ class KongRenderer(InlinePoliciesRenderer):
 prefix = {target.path("kong")}
 database = off
 declarative_config = {target.path("kong.yml")}
-proxy_listen = {target.listen_address}{listen_tls(target)} reuseport backlog=4096
+proxy_listen = {target.listen_address}{listen_tls(target)} reuseport backlog={LISTEN_BACKLOG}
 admin_listen = off
 status_listen = off
 router_flavor = traditional_compatible

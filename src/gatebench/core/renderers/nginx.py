@@ -34,7 +34,13 @@ from gatebench.core.ir import Api
 from gatebench.core.renderers._base import LiveChange, Renderer, RenderTarget, as_files
 from gatebench.core.renderers._deployment import PASSIVE_FAILS, PASSIVE_WINDOW_S
 from gatebench.core.renderers._nginx_policies import apply_nginx_policies
-from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, KEEPALIVE_REQUESTS, Parity, VendorPage
+from gatebench.core.renderers._parity import (
+    IDLE_TIMEOUT_S,
+    KEEPALIVE_REQUESTS,
+    LISTEN_BACKLOG,
+    Parity,
+    VendorPage,
+)
 from gatebench.core.renderers._routes import route_names
 from gatebench.core.tls import PROTOCOLS, SERVER_CERT, SERVER_KEY, openssl_ciphers
 
@@ -165,7 +171,7 @@ http {{
     }}
 
     server {{
-        listen {target.listen_address}{listen_tls(target)} backlog=4096;
+        listen {target.listen_address}{listen_tls(target)} backlog={LISTEN_BACKLOG};
         server_name _;
 {_tls_lines(target)}
         location / {{

@@ -50,7 +50,7 @@ from gatebench.core.renderers._deployment import (
     HEALTH_RISE,
     HEALTH_TIMEOUT_S,
 )
-from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, Parity, VendorPage
+from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, LISTEN_BACKLOG, Parity, VendorPage
 from gatebench.core.renderers._varnish_policies import apply_varnish_policies
 
 ROUTES_PER_SUB = 50
@@ -90,6 +90,8 @@ class VarnishRenderer(Renderer):
         "127.0.0.1:{admin_port}",
         "-s",
         "malloc,64m",
+        "-p",
+        f"listen_depth={LISTEN_BACKLOG}",
         "-p",
         "http_req_size=65536",
         "-p",

@@ -49,7 +49,7 @@ from gatebench.core.renderers._jvm import (
     assert_inert,
     dump_yaml,
 )
-from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, Parity, VendorPage
+from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, LISTEN_BACKLOG, Parity, VendorPage
 from gatebench.core.renderers._routes import Route, encode_literal, route_names
 from gatebench.core.tls import SERVER_P12, STORE_PASSWORD, TLS12_CIPHERS, TLS13_CIPHERS
 
@@ -184,6 +184,7 @@ class ZuulRenderer(JvmRenderer):
                 "max-http-header-size": _HEADER_LIMIT,
                 "tomcat": {
                     "basedir": target.path("tomcat"),
+                    "accept-count": LISTEN_BACKLOG,
                     # A request holds a Tomcat thread while Zuul forwards it.
                     "threads": {"max": _pool_size(target)},
                 },
