@@ -627,6 +627,7 @@ def test_every_listener_queues_as_many_connections(
     seen = {
         "nginx": _one(r"backlog=(\d+);", files["nginx"].files["nginx.conf"]),
         "apache": _one(r"^ListenBacklog (\d+)$", files["apache"].files["httpd.conf"]),
+        "haproxy": _one(r"^    backlog (\d+)$", files["haproxy"].files["haproxy.cfg"]),
         "varnish": _varnish_param(files["varnish"].argv, "listen_depth"),
         "zuul": yaml.safe_load(files["zuul"].files["application.yml"])["server"]["tomcat"][
             "accept-count"

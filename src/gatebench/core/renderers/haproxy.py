@@ -43,7 +43,13 @@ from gatebench.core.renderers._deployment import (
     PASSIVE_FAILS,
 )
 from gatebench.core.renderers._haproxy_policies import apply_haproxy_policies
-from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, MAX_CONNECTIONS, Parity, VendorPage
+from gatebench.core.renderers._parity import (
+    IDLE_TIMEOUT_S,
+    LISTEN_BACKLOG,
+    MAX_CONNECTIONS,
+    Parity,
+    VendorPage,
+)
 from gatebench.core.renderers._routes import route_names
 from gatebench.core.tls import SERVER_PEM, openssl_ciphers
 
@@ -170,6 +176,7 @@ defaults
     timeout http-request 30s
     timeout http-keep-alive {IDLE_TIMEOUT_S}s
     option http-keep-alive
+    backlog {LISTEN_BACKLOG}
     # Reuse any idle backend connection, also for a client connection's first request
     # (the default, safe, dials anew for each client that opens a connection per request).
     http-reuse always
