@@ -67,6 +67,11 @@ def _is_ip(host: str) -> bool:
     return True
 
 
+EDGE_BUFFER_BYTES = 32 * 1024
+"""Envoy's edge best practices: 32 KiB per connection, listener and cluster (its default is
+1 MiB), docs: configuration/best_practices/edge."""
+
+
 class EnvoyRenderer(Renderer):
     name = "envoy"
     description = "Envoy proxy (static v3 bootstrap): RE2 path regex + :method per route"
@@ -122,7 +127,11 @@ class EnvoyRenderer(Renderer):
         keepalive="`common_http_protocol_options.idle_timeout: 60s` to clients and to the "
         "backend (default 1 h); no request limit",
         timeouts="`connect_timeout: 10s`, route `timeout: 300s`, `stream_idle_timeout: 300s`",
-        bodies="streamed (no buffer filter)",
+        bodies="streamed (no buffer filter); 32 KiB buffered per connection, to clients and to "
+        "the backend (`per_connection_buffer_limit_bytes`, the edge page's advice; flow control "
+        "holds the rest). Of that page, the overload manager and the header rules protect "
+        "rather than speed and are not set; `use_remote_address` is not either: it would add "
+        "the `X-Forwarded-For` no other gateway adds",
         logs="no access log; `stats_matcher: reject_all` (no statistics kept); admin on "
         "loopback only",
         routes="one route per operation (RE2 regex and `:method`), first match wins",
@@ -207,6 +216,8 @@ class EnvoyRenderer(Renderer):
             "type": "STATIC" if _is_ip(target.backend_host) else "STRICT_DNS",
             "dns_lookup_family": "V4_ONLY",
             "connect_timeout": "10s",
+            # The edge page's buffer limit: flow control holds what does not fit.
+            "per_connection_buffer_limit_bytes": EDGE_BUFFER_BYTES,
             # HTTP/1.1 to the backend; an idle connection closes after 60 s (default 1 h).
             "typed_extension_protocol_options": {
                 UPSTREAM_OPTIONS: {
@@ -304,6 +315,7 @@ class EnvoyRenderer(Renderer):
                             "port_value": target.listen_port,
                         }
                     },
+                    "per_connection_buffer_limit_bytes": EDGE_BUFFER_BYTES,
                     "filter_chains": [
                         {
                             "filters": [
