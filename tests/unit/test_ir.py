@@ -1201,3 +1201,40 @@ def test_a_title_is_one_line_wherever_it_is_shown(tmp_path: Path) -> None:
     )
     api = api_of(read_spec(tmp_path / "api.raml"))
     assert (api.title, api.version) == ("Notes API v2", "1")
+
+
+def test_a_parameter_described_by_content_takes_its_media_types_example(tmp_path: Path) -> None:
+    """A parameter with ``content`` instead of ``schema`` read only its own example: the media
+    type's ({a: 1, b: "x y"}) was replaced by a synthesized {"a": 1}."""
+    doc = oas(
+        {
+            "/c": {
+                "get": {
+                    "parameters": [
+                        {
+                            "name": "f",
+                            "in": "query",
+                            "required": True,
+                            "content": {
+                                "application/json": {
+                                    "schema": {"type": "object"},
+                                    "example": {"a": 1, "b": "x y"},
+                                }
+                            },
+                        },
+                        {
+                            "name": "t",
+                            "in": "query",
+                            "content": {"text/plain": {"examples": {"hi": {"value": "hello"}}}},
+                        },
+                    ],
+                    "responses": OK,
+                }
+            }
+        }
+    )
+    (operation,) = api_of(spec(tmp_path, doc)).operations
+    assert [(p.name, p.examples) for p in operation.query_params] == [
+        ("f", ({"a": 1, "b": "x y"},)),
+        ("t", ("hello",)),
+    ]

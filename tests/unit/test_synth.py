@@ -136,7 +136,88 @@ VALID_BY_CONSTRUCTION = [
     {"type": "array", "items": {"type": "string"}, "minItems": 2, "uniqueItems": True},
     {"type": "object", "additionalProperties": {"type": "integer"}, "minProperties": 2},
     {"type": "object", "properties": {"a": {"type": "string"}}, "minProperties": 3},
+    # allOf: a property both parts describe is both (minLength 10 was lost to maxLength 12)
+    {
+        "allOf": [
+            {"required": ["a"], "properties": {"a": {"type": "string", "minLength": 10}}},
+            {"required": ["b"], "properties": {"a": {"maxLength": 12}, "b": {"minimum": 5}}},
+        ]
+    },
+    {
+        "properties": {"n": {"type": "integer", "minimum": 10}},
+        "allOf": [{"properties": {"n": {"maximum": 20, "multipleOf": 3}}}],
+    },
+    # bounds: an open lower bound stepped past the maximum (0.5 for a maximum of 0.2)
+    {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 0.2},
+    {"type": "integer", "maximum": -3.5},
+    {"type": "number", "multipleOf": 0.1, "minimum": 0.25},  # 0.30000000000000004
+    {
+        "type": "array",
+        "items": {"type": "number", "multipleOf": 0.1},
+        "minItems": 3,
+        "uniqueItems": True,
+    },
+    # unique objects ({"k": "example"} three times)
+    {
+        "type": "array",
+        "minItems": 3,
+        "uniqueItems": True,
+        "items": {"type": "object", "properties": {"k": {"type": "string"}}},
+    },
+    # a required name no property describes takes additionalProperties' schema ('example')
+    {
+        "type": "object",
+        "required": ["count"],
+        "minProperties": 3,
+        "additionalProperties": {"type": "integer", "minimum": 2},
+    },
 ]
+
+VALID_2020 = [  # OpenAPI 3.1's numeric exclusive bounds and contentEncoding
+    {"type": "number", "exclusiveMinimum": 0, "maximum": 0.3},
+    {"type": "integer", "exclusiveMinimum": 2.5, "exclusiveMaximum": 4},
+    {"type": "number", "exclusiveMinimum": 1, "exclusiveMaximum": 1.2},
+]
+
+
+@pytest.mark.parametrize("schema", VALID_2020, ids=lambda s: json.dumps(s)[:60])
+def test_what_is_synthesized_is_valid_for_its_2020_12_schema(schema: dict[str, Any]) -> None:
+    value = synthesize(schema)
+    assert not list(Draft202012Validator(schema).iter_errors(value)), value
+
+
+def test_a_discriminator_names_the_schema_the_value_was_built_from() -> None:
+    """The Discriminator Object's property went out as 'example': a server that dispatches
+    on it refused every request. Now the mapping's key, else the schema's name, also when a
+    schema that inherits the discriminator (allOf) is built by itself."""
+    pet = {
+        "type": "object",
+        "required": ["petType"],
+        "properties": {"petType": {"type": "string"}},
+        "discriminator": {"propertyName": "petType"},
+    }
+    schemas = {
+        "Pet": pet,
+        "Cat": {
+            "allOf": [{"$ref": "#/schemas/Pet"}, {"properties": {"meow": {"type": "boolean"}}}]
+        },
+        "Dog": {
+            "allOf": [{"$ref": "#/schemas/Pet"}, {"properties": {"bark": {"type": "boolean"}}}]
+        },
+    }
+    either = [{"$ref": "#/schemas/Cat"}, {"$ref": "#/schemas/Dog"}]
+    mapped = {
+        "oneOf": either,
+        "discriminator": {
+            "propertyName": "petType",
+            "mapping": {"kitty": "#/components/schemas/Cat", "doggo": "#/components/schemas/Dog"},
+        },
+    }
+    assert synthesize(mapped, schemas) == {"petType": "kitty", "meow": True}
+    plain = {"anyOf": either, "discriminator": {"propertyName": "petType"}}
+    assert synthesize(plain, schemas) == {"petType": "Cat", "meow": True}
+    assert synthesize({"$ref": "#/schemas/Dog"}, schemas) == {"petType": "Dog", "bark": True}
+    assert synthesize({"type": "string", "contentEncoding": "base64"}) == "ZXhhbXBsZQ=="
 
 
 @pytest.mark.parametrize("schema", VALID_BY_CONSTRUCTION, ids=lambda s: json.dumps(s)[:60])

@@ -578,3 +578,18 @@ def test_multipart_values_the_plan_gives_are_written_as_the_descriptions_are(
         ("note", [{"param": "id", "as": "raw"}], "text/plain"),
         ("file", None, "application/octet-stream"),
     ]
+
+
+def test_a_base64_part_is_sent_as_base64_text_not_as_a_file(tmp_path: Path) -> None:
+    """``format: byte`` is base64 text (OpenAPI 3.0 Data Types), as is 3.1's
+    ``contentEncoding: base64``: the first went out as 1 kB of raw bytes, the second as the
+    text 'example'; ``format: binary`` stays a file."""
+    spec = UPLOAD.replace(
+        "        note: {type: string}\n",
+        "        note: {type: string, format: byte}\n"
+        "        logo: {type: string, contentEncoding: base64, contentMediaType: image/png}\n",
+    ).replace("BODY", "")
+    parts = {p["name"]: p for p in _body_of(spec, tmp_path)["parts"]}
+    assert parts["file"]["size"] == 1024
+    assert parts["note"]["parts"] == [{"text": "ZXhhbXBsZQ=="}] and "size" not in parts["note"]
+    assert parts["logo"]["parts"] == [{"text": "ZXhhbXBsZQ=="}]

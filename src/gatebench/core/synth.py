@@ -28,6 +28,7 @@ import math
 import re
 import re._parser as _sre  # type: ignore[import-not-found]  # a pattern's parse tree
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 MAX_DEPTH = 8
@@ -121,7 +122,9 @@ def _value(
     ``hidden``: the properties left out (:func:`synthesize`)."""
     if schema is True or not isinstance(schema, dict):
         return None if schema is False else "example"
+    before = seen
     schema, seen = _resolve(schema, schemas, seen)
+    named = seen[-1] if len(seen) > len(before) else None  # the schema's own name, by $ref
     if not isinstance(schema, dict):
         return "example"
     if "const" in schema:
@@ -147,19 +150,24 @@ def _value(
             except _Cut:
                 continue
             merged = _merge(merged, resolved if isinstance(resolved, dict) else {})
-        return _value(merged, schemas, seen, depth + 1, lenient, hidden)
+        found = _value(merged, schemas, seen, depth + 1, lenient, hidden)
+        return _discriminated(merged, found, named)
     for key in ("oneOf", "anyOf"):
         options = schema.get(key)
         if isinstance(options, list) and options:
             rest = {k: v for k, v in schema.items() if k != key}
             for option in options:
                 try:
+                    ref = option.get("$ref") if isinstance(option, dict) else None
+                    chosen = ref.removeprefix("#/schemas/") if isinstance(ref, str) else None
                     if isinstance(option, dict) and rest:
                         resolved, inner = _resolve(option, schemas, seen)
-                        return _value(
+                        found = _value(
                             _merge(rest, resolved), schemas, inner, depth + 1, lenient, hidden
                         )
-                    return _value(option, schemas, seen, depth + 1, lenient, hidden)
+                    else:
+                        found = _value(option, schemas, seen, depth + 1, lenient, hidden)
+                    return _discriminated(schema, found, chosen)
                 except _Cut:
                     continue
             if lenient:
@@ -183,6 +191,35 @@ def _value(
     return "example"
 
 
+def _places(step: float) -> int:
+    """The decimals of ``step`` as written (``0.1``: 1)."""
+    return max(0, -int(Decimal(str(step)).as_tuple().exponent))
+
+
+def _whole_multiple(value: float, step: float) -> bool:
+    """Whether ``value / step`` is whole in floating point, as JSON Schema validators compute
+    ``multipleOf`` (python-jsonschema, Ajv)."""
+    quotient = value / step
+    return math.isfinite(quotient) and quotient == int(quotient)
+
+
+def _discriminated(schema: dict[str, Any], value: Any, name: str | None) -> Any:
+    """``value`` with the discriminator's property naming the schema it was built from
+    (OpenAPI's Discriminator Object: the key of ``mapping`` that names it, else its name);
+    as it is when there is no discriminator or no name to give."""
+    found = schema.get("discriminator")
+    prop = found.get("propertyName") if isinstance(found, dict) else None
+    if not (isinstance(prop, str) and isinstance(value, dict) and name):
+        return value
+    mapping = found.get("mapping") if isinstance(found, dict) else None
+    keys = [
+        key
+        for key, target in (mapping.items() if isinstance(mapping, dict) else ())
+        if isinstance(target, str) and (target == name or target.rsplit("/", 1)[-1] == name)
+    ]
+    return {**value, prop: keys[0] if keys else name}
+
+
 def _type(schema: dict[str, Any]) -> str | None:
     kind = schema.get("type")
     if isinstance(kind, list):
@@ -201,13 +238,30 @@ def _type(schema: dict[str, Any]) -> str | None:
     return None
 
 
+_LEAST = ("minimum", "minLength", "minItems", "minProperties")
+_MOST = ("maximum", "maxLength", "maxItems", "maxProperties")
+
+
 def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Two schemas that must both hold (``allOf``): a property both describe is both
+    (``allOf`` of the two), a bound both give the tighter."""
     out = dict(a)
     for key, value in b.items():
         if key == "properties" and isinstance(value, dict):
-            out["properties"] = {**out.get("properties", {}), **value}
+            mine = out.get("properties", {})
+            out["properties"] = {
+                **mine,
+                **{
+                    name: {"allOf": [mine[name], sub]} if name in mine else sub
+                    for name, sub in value.items()
+                },
+            }
         elif key == "required" and isinstance(value, list):
             out["required"] = list(dict.fromkeys([*out.get("required", []), *value]))
+        elif (
+            key in _LEAST + _MOST and _bound(value) is not None and _bound(out.get(key)) is not None
+        ):
+            out[key] = max(out[key], value) if key in _LEAST else min(out[key], value)
         else:
             out.setdefault(key, value)
     return out
@@ -238,10 +292,13 @@ def _object(
                     raise
                 if name in required:
                     out[str(name)] = None
-    for name in required:
-        if isinstance(name, str) and name not in out and name not in left_out:
-            out[name] = "example"
     least, more = schema.get("minProperties"), schema.get("additionalProperties", True)
+    for name in required:  # a required name no property describes: additionalProperties does
+        if isinstance(name, str) and name not in out and name not in left_out:
+            described = isinstance(more, dict)
+            out[name] = (
+                _value(more, schemas, seen, depth + 1, lenient, hidden) if described else "example"
+            )
     if isinstance(least, int) and more is not False:
         value = "example" if more is True else None
         for n in range(1, min(least, 1000) + 1):
@@ -309,15 +366,30 @@ def _nth(schema: Any, value: Any, i: int) -> Any:
     step = step if isinstance(step, int | float) and not isinstance(step, bool) and step > 0 else 1
     if isinstance(value, bool):
         return not value if i == 1 else value
+    if isinstance(value, float) and step != int(step):  # the i-th multiple above that divides whole
+        places, taken, k = _places(step), 0, 0
+        while taken < i and k < _PROBES * (i + 1):
+            k += 1
+            candidate = round(value + k * step, places)
+            taken += _whole_multiple(candidate, step)
+        return candidate
     if isinstance(value, int | float):
         return value + i * step
     if isinstance(value, str):
         return f"{value}{i}"
+    if isinstance(value, dict):  # an object differs from the others by its first text or number
+        props = schema.get("properties", {}) if isinstance(schema, dict) else {}
+        for key, item in value.items():
+            if isinstance(item, str | int | float) and not isinstance(item, bool):
+                sub = props.get(key) if isinstance(props, dict) else None
+                return {**value, key: _nth(sub if isinstance(sub, dict) else {}, item, i)}
     return value
 
 
 def _string(schema: dict[str, Any]) -> str:
     fmt = schema.get("format")
+    if schema.get("contentEncoding") == "base64":  # OpenAPI 3.1's form of format: byte
+        fmt = "byte"
     text = _FORMATS.get(fmt, "example") if isinstance(fmt, str) else "example"
     low = schema.get("minLength")
     high = schema.get("maxLength")
@@ -460,35 +532,46 @@ def _member(c: str, items: list[Any]) -> bool:
 
 
 def _number(schema: dict[str, Any], *, integer: bool) -> float:
-    low = schema.get("minimum")
-    high = schema.get("maximum")
-    ex_low = schema.get("exclusiveMinimum")
-    ex_high = schema.get("exclusiveMaximum")
-    step = 1.0 if integer else 0.5
-    # OpenAPI 3.0 / draft 4 booleans; 3.1 numbers.
-    if ex_low is True and isinstance(low, int | float):
-        low = low + step
-    elif isinstance(ex_low, int | float) and not isinstance(ex_low, bool):
-        low = ex_low + step
-    if ex_high is True and isinstance(high, int | float):
-        high = high - step
-    elif isinstance(ex_high, int | float) and not isinstance(ex_high, bool):
-        high = ex_high - step
-    value: float
-    if isinstance(low, int | float) and not isinstance(low, bool):
-        value = float(low)
-    elif isinstance(high, int | float) and not isinstance(high, bool):
-        value = float(min(high, 1))
-    else:
-        value = 1.0
-    if integer:
-        value = float(math.ceil(value))
-    multiple = schema.get("multipleOf")
-    if isinstance(multiple, int | float) and not isinstance(multiple, bool) and multiple > 0:
-        value = math.ceil(value / multiple) * multiple
-    if integer:
-        return float(int(value))
-    return value
+    """A number within every bound (OpenAPI 3.0's boolean exclusive bounds, 3.1's numeric
+    ones) and a multiple of ``multipleOf``, written to its decimals (``0.3``, never
+    ``0.30000000000000004``): the least such from the lower bound, else the greatest up to 1
+    below the upper one; a point inside an open range when no bound is a candidate."""
+    low, low_open = _bound(schema.get("minimum")), schema.get("exclusiveMinimum") is True
+    high, high_open = _bound(schema.get("maximum")), schema.get("exclusiveMaximum") is True
+    strict_low, strict_high = (
+        _bound(schema.get("exclusiveMinimum")),
+        _bound(schema.get("exclusiveMaximum")),
+    )
+    if strict_low is not None and (low is None or strict_low >= low):
+        low, low_open = strict_low, True
+    if strict_high is not None and (high is None or strict_high <= high):
+        high, high_open = strict_high, True
+
+    def fits(v: float) -> bool:
+        above = low is None or (v > low if low_open else v >= low)
+        return above and (high is None or (v < high if high_open else v <= high))
+
+    multiple = _bound(schema.get("multipleOf"))
+    step = multiple if multiple is not None and multiple > 0 else (1.0 if integer else None)
+    start = low if low is not None else (min(high, 1.0) if high is not None else 1.0)
+    if step is not None:
+        places = _places(step)
+        up = math.ceil(start / step - 1e-9)
+        down = math.floor(start / step + 1e-9)
+        found = [
+            v
+            for k in (*range(up, up + _PROBES), *range(down, down - _PROBES, -1))
+            if fits(v := round(k * step, places)) and (not integer or v == int(v))
+        ]
+        # a validator that divides in floating point must see a whole quotient too (0.3 / 0.1
+        # is 2.9999999999999996: 0.5 is the least multiple of 0.1 above 0.25 both agree on)
+        whole = [v for v in found if _whole_multiple(v, step)]
+        return float((whole or found or [round(up * step, places)])[0])
+    if fits(start):
+        return float(start)
+    if low is not None and high is not None:
+        return (low + high) / 2
+    return float(low + 1 if low is not None else (high or 0) - 1)
 
 
 UUID_PREFIX = "00000000-0000-4000-8000-"

@@ -1042,9 +1042,10 @@ def _plan_parts(name: str, value: Any, content_type: str | None) -> list[dict[st
 def _described_parts(
     value: dict[str, Any], schema: dict[str, Any], encoding: Sequence[Parameter] = ()
 ) -> list[dict[str, Any]]:
-    """The parts of a multipart body taken from the description: a file (``format: binary`` or
-    ``byte``; OpenAPI 3.1's ``contentMediaType`` of a string that is not text) as 1 kB of
-    generated content of its type, text as written, an object as its JSON (``application/json``,
+    """The parts of a multipart body taken from the description: a file (``format: binary``;
+    OpenAPI 3.1's ``contentMediaType`` of a string that is not text, without a
+    ``contentEncoding``) as 1 kB of generated content of its type; base64 (``format: byte``,
+    ``contentEncoding: base64``) as its text, as the synthesizer writes it; text as written, an object as its JSON (``application/json``,
     OpenAPI 3's default), another value as its JSON text; an array as one part per item, all of
     its name (OpenAPI 3: an array's parts are those of its items). The media type's Encoding
     Object names a part's type where it gives one (``contentType: image/png``): a file's, a
@@ -1061,9 +1062,7 @@ def _described_parts(
             items = [item]
         media = prop.get("contentMediaType")
         named = isinstance(media, str) and is_media_type(media) and not media.startswith("text/")
-        is_file = prop.get("format") in ("binary", "byte") or (
-            named and "contentEncoding" not in prop
-        )
+        is_file = prop.get("format") == "binary" or (named and "contentEncoding" not in prop)
         given = declared.get(name)
         for one in items:
             if is_file:

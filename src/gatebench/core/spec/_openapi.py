@@ -784,6 +784,15 @@ class OpenApiBuilder:
                 schema = self.schema(
                     media_value.get("schema", {}), real.child("content", media, "schema")
                 )
+                # the media type's own example(s), after the parameter's (as a body's are read)
+                if "example" in media_value:
+                    examples.append(media_value["example"])
+                if isinstance(media_value.get("examples"), dict):
+                    for ex_name, ex in media_value["examples"].items():
+                        at = real.child("content", media, "examples", ex_name)
+                        got = self.deref(ex, at, "the example")
+                        if got is not None and isinstance(got[0], dict) and "value" in got[0]:
+                            examples.append(got[0]["value"])
         else:
             self.warn(
                 loc, f"parameter {name!r} has neither 'schema' nor 'content'; treated as a string"
