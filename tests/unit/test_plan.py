@@ -975,3 +975,38 @@ def test_a_form_field_given_as_a_parameter_is_sent_to_the_body(tmp_path: Path) -
         "; it is a field of the multipart/form-data body: give it there, body: {multipart: "
         "{tags: {value: ...}}} (docs/input.md, 'Bodies')"
     )
+
+
+def test_a_structure_synthesized_for_a_media_type_gatebench_does_not_write_is_warned(
+    tmp_path: Path,
+) -> None:
+    """An application/xml body without an example went out as JSON text, without a word."""
+    from gatebench.core.spec import read_spec
+
+    (tmp_path / "api.yaml").write_text(
+        'openapi: 3.0.3\ninfo: {title: t, version: "1"}\npaths:\n'
+        "  /pets:\n    post:\n      operationId: addPet\n      requestBody:\n"
+        "        required: true\n        content:\n          application/xml:\n"
+        "            schema: {type: object, properties: {id: {type: integer}}}\n"
+        '      responses: {"201": {description: ok}}\n'
+        "  /notes:\n    post:\n      operationId: addNote\n      requestBody:\n"
+        "        required: true\n        content:\n          text/plain:\n"
+        "            schema: {type: string}\n"
+        '      responses: {"201": {description: ok}}\n'
+    )
+    api = read_spec(tmp_path / "api.yaml").api
+    assert api is not None
+    workloads = [
+        {"name": n, "operation": n, "injection": {"at_once": 1}} for n in ("addPet", "addNote")
+    ]
+    plan = build_plan(section(workloads=workloads), api)
+    said = [(w.pointer, w.message) for w in plan.warnings if "synthesizes" in w.message]
+    assert said == [
+        (
+            "/x-gatebench/workloads/0/body",
+            "the request body of operation 'addPet' is application/xml without an example: "
+            "gatebench synthesizes a structure as JSON text, which a service reading "
+            "application/xml refuses. Give the body to send: body: {text: '...', media_type: "
+            "application/xml}, or an example in the description",
+        )
+    ]

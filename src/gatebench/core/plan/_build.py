@@ -16,8 +16,10 @@ from gatebench.core.errors import PlanError, pointer, shown
 from gatebench.core.ir import (
     Api,
     Operation,
+    bare_media_type,
     engine_header,
     is_http_token,
+    is_json_media,
     unknown_body_message,
 )
 from gatebench.core.plan._checks import (
@@ -71,7 +73,7 @@ from gatebench.core.plan._policies import ReadFile, read_policies
 from gatebench.core.plan._traffic import arrivals_injection, traffic_source, weighted_list
 from gatebench.core.policies import JwtAuth
 from gatebench.core.stats import counted
-from gatebench.core.synth import closes
+from gatebench.core.synth import closes, synthesize
 from gatebench.core.thresholds import bound_of, parse_thresholds
 
 RECOVERY_S = 3.0
@@ -569,7 +571,7 @@ def _body(
         if first.examples:
             return BodySpec("example", media_type=first.media_type)
         if op.request_body.required:
-            _warn_open_schema(op, first.media_type, api, r, where)
+            _warn_synthesized(op, first.media_type, api, r, where)
             return BodySpec("synthesized", media_type=first.media_type)
         return BodySpec("none")
     word = value in ("example", "synthesized", "none")  # body: example is {example: true}
@@ -604,7 +606,7 @@ def _body(
             )
         chosen = media or next(iter(media_types), None)
         if op is not None and op.request_body is not None:
-            _warn_open_schema(op, chosen, api, r, where)
+            _warn_synthesized(op, chosen, api, r, where)
         return BodySpec("synthesized", media_type=chosen)
     if kind_ == "binary":
         content_type = doc.binary.content_type or media or "application/octet-stream"
@@ -635,15 +637,29 @@ def _body(
     return BodySpec("text", media_type=media or "text/plain", value=doc.text)
 
 
-def _warn_open_schema(
+def _warn_synthesized(
     op: Operation, media_type: str | None, api: Api, r: Reading, where: list[str | int]
 ) -> None:
-    """A synthesized body whose schema no finite value matches (it requires itself)."""
+    """A synthesized body its media type does not read (gatebench writes a structure as JSON,
+    a form or multipart; ``application/xml`` got JSON text), or whose schema no finite value
+    matches (it requires itself)."""
     content = op.request_body.content if op.request_body else ()
     media = next((m for m in content if m.media_type == media_type), None) or next(
         iter(content), None
     )
-    if media is None or closes(media.schema or {}, api.schemas):
+    if media is None:
+        return
+    bare = bare_media_type(media.media_type)
+    written = is_json_media(bare) or bare.startswith(("multipart/", "application/x-www-form"))
+    if not written and not isinstance(synthesize(media.schema or {}, api.schemas), str):
+        r.warn(
+            where,
+            f"the request body of operation {op.operation_id!r} is {media.media_type} without "
+            "an example: gatebench synthesizes a structure as JSON text, which a service "
+            f"reading {bare} refuses. Give the body to send: body: {{text: '...', media_type: "
+            f"{bare}}}, or an example in the description",
+        )
+    if closes(media.schema or {}, api.schemas):
         return
     r.warn(
         where,
