@@ -689,6 +689,29 @@ def test_verdict_separates_errors_everyone_had_from_the_leaders_own() -> None:
     ) in verdict
 
 
+def test_verdict_says_a_lower_ranked_gateway_was_charged_with_the_baselines_errors() -> None:
+    """The demo's bid on a busy machine: the baseline had 38 % errors, envoy 72 %, the leader
+    none; the verdict said nothing of it, while the score counted them against envoy."""
+    ms = [
+        m("a", "v", 0, 10.0),
+        m("b", "v", 0, 12.0, error_pct=72.0, ko=36, ok=14),
+        m("baseline", "v", 0, 8.0, error_pct=38.0, ko=19, ok=31),
+    ]
+    verdict = build_report(run_record(gateways=["a", "b"]), ms).verdict
+    assert (
+        "The baseline, which reaches the backend directly, had errors too (38.0 % on v): the "
+        "backend refused those requests whatever was in front of it, so part of each gateway's "
+        "error rate there is not the gateway's doing, though the score counts it (the error "
+        "column says which errors)."
+    ) in verdict
+    # without the baseline's errors there is nothing to say
+    ms[-1] = m("baseline", "v", 0, 8.0)
+    assert not any(
+        "had errors too" in line
+        for line in build_report(run_record(gateways=["a", "b"]), ms).verdict
+    )
+
+
 def test_a_recorded_value_is_written_in_words_not_as_python_repr() -> None:
     """The Markdown report's run section and a scale run's settings (one helper): no braces,
     quotes or None."""
