@@ -256,6 +256,15 @@ def test_the_verdict_names_the_targets_measured_on_a_cold_engine() -> None:
         run_record(gateways=["a", "b"]), [dataclasses.replace(x, flags=()) for x in ms]
     )
     assert not any("engine-cold" in line for line in warm.verdict)
+    # a cold baseline makes every gateway seem to add less (all 9 overheads read negative in a
+    # run whose baseline ran first): said, where nothing did
+    ms += [m("baseline", "w", 0, 11.0, flags=cold), m("baseline", "v", 0, 8.0)]
+    said = build_report(run_record(gateways=["a", "b"]), ms).verdict[-1]
+    assert said == (
+        "The overhead against the baseline on w is understated for the same reason: the "
+        "baseline read slower than the backend is, so a gateway can seem to add less than it "
+        "does, or to be faster than no gateway."
+    )
 
 
 def test_verdict_with_a_tie() -> None:

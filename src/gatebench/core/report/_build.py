@@ -464,12 +464,20 @@ def engine_cold_verdict(summary: RunSummary) -> list[str]:
     if not cold:
         return []
     where = joined_names([f"{target} on {workload}" for target, workload in cold])
-    return [
+    lines = [
         f"The load engine was still warming when it measured {where} (engine-cold): those "
         "figures read worse than the targets are, because of the order the targets ran in, "
         "not of the gateways. More repetitions spread that cost over the targets, longer "
         "phases shrink it (docs/trust.md)."
     ]
+    base = [w for t, w in cold if t == summary.baseline]
+    if base and summary.overhead:
+        lines.append(
+            f"The overhead against the baseline on {joined_names(base)} is understated for the "
+            "same reason: the baseline read slower than the backend is, so a gateway can seem "
+            "to add less than it does, or to be faster than no gateway."
+        )
+    return lines
 
 
 def wrong_answer_verdict(summary: RunSummary) -> list[str]:
