@@ -179,7 +179,7 @@ def test_verdict_when_the_averaged_metrics_and_the_repetitions_disagree() -> Non
     assert report.verdict == (
         "nginx, caddy and haproxy are tied on this evidence: the score of the averaged metrics "
         "and the ranking of the single repetitions disagree.",
-        "On the metrics averaged over the 10 repetitions, nginx scores highest (100 of 100, paper "
+        "On the metrics averaged over the 10 repetitions, nginx scores highest (99.8 of 100, paper "
         "profile), ahead of caddy (99) and haproxy (63).",
         "Scored one repetition at a time, haproxy ranked first in 6 of 10 repetitions (mean rank "
         "1.8), caddy in 4 (mean rank 1.7) and nginx in 0 (mean rank 2.5); caddy's score averaged "

@@ -88,10 +88,16 @@ def fmt_ci(metric: str, value: float | None, half_width: float | None) -> str:
 
 
 def fmt_score(value: float | None, half_width: float | None = None) -> str:
+    """A score at the precision its interval supports, whole points without one; never
+    ``100`` for a score below it (99.59 reads ``99.6``, not a perfect score)."""
     if value is None or not math.isfinite(value):
         return "–"
     decimals = decimals_for(half_width, "points", 0) if half_width else 0
-    return fmt_number(value, decimals)
+    text = fmt_number(value, decimals)
+    while value < 100 and float(text.replace(",", "")) >= 100 and decimals < 3:
+        decimals += 1
+        text = fmt_number(value, decimals)
+    return text
 
 
 def fmt_signed(metric: str, value: float, half_width: float | None) -> str:
