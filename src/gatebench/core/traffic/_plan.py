@@ -35,26 +35,16 @@ TOP_VALUES = 100
 _WORKLOAD_NAME = re.compile(r"[^A-Za-z0-9_.-]")
 _JWT = re.compile(r"^eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*$")
 _INTEGER = re.compile(r"^-?\d{1,15}$")
-REFUSED = " that its schema refuses"
-"""In every comment on values the plan replays that the description refuses (:func:`misfit`):
-each is a note of the import too."""
-
-
-_GIVE = ": give valid ones in params"
 
 
 def misfit(why: str) -> str:
-    return f"{REFUSED} ({why}){_GIVE}"
+    """Said, in its comment and in a note of the import, of values the plan replays that the
+    description refuses."""
+    return f" that its schema refuses ({why}): give valid ones in params"
 
 
-def _misfit_in(comment: str) -> str:
-    """The :func:`misfit` words a comment holds."""
-    start = comment.index(REFUSED)
-    return comment[start : comment.index(_GIVE, start) + len(_GIVE)]
-
-
-MISFIT = misfit("no numbered values fit it")
-"""Said of a parameter's synthetic values where none that fit its schema were found."""
+NO_FIT = "no numbered values fit it"
+"""Why a parameter's synthetic values refuse its schema: none that fit it were found."""
 _ITEMS = re.compile(r"[,| ]")
 """What separates a list parameter's items as it is written (form, pipe- or space-delimited)."""
 _BINARY_MEDIA = re.compile(r"^(application/octet-stream|image/|video/|audio/|application/pdf)")
@@ -148,8 +138,9 @@ def value_generator(
     keep: bool,
     decode: bool,
     query: bool,
-) -> tuple[Any, str]:
-    """A parameter's generator from its recorded values, and a comment on what it keeps."""
+) -> tuple[Any, str, str | None]:
+    """A parameter's generator from its recorded values, a comment on what it keeps, and why its
+    schema refuses them (None when it does not: :func:`misfit`)."""
     schema = _schema(param, api)
     top = counts.top(TOP_VALUES)
     texts = [(unquote_plus(v) if query else unquote(v)) if decode else v for v, _ in top]
@@ -164,9 +155,9 @@ def value_generator(
             if t in (allowed or ()) or (items is not None and set(_ITEMS.split(t)) <= items)
         ]
         if not pairs:
-            return None, ""
+            return None, "", None
         comment = f"{shown}, the description's own (enum)"
-        return _weighted([v for v, _ in pairs], [c for _, c in pairs], None), comment
+        return _weighted([v for v, _ in pairs], [c for _, c in pairs], None), comment, None
     kept = keep and not any(_JWT.match(t) for t in texts)
     listed = len(top)
     listed_total = sum(c for _, c in top)
@@ -180,7 +171,7 @@ def value_generator(
             others = _others(rest_count, rest_weight, start=start)
         else:
             others = _others(rest_count, rest_weight, start=1, prefix="gb-")
-        what = "recorded values (--keep-values)"
+        what, refused = "recorded values (--keep-values)", None
     else:
         # an array that may hold one item gets one a request (ids=5: a list of one, valid
         # exploded or not), numbered as its items are
@@ -195,13 +186,15 @@ def value_generator(
         if not fits and listed + rest_count == 1:  # one value: the schema's own example fits
             values, fits = [synthesize(schema, api.schemas)], True
         others = _others(rest_count, rest_weight, start=start + listed, prefix=prefix, width=width)
-        what = "synthetic values with the recorded frequencies" + ("" if fits else MISFIT)
+        refused = None if fits else NO_FIT
+        what = "synthetic values with the recorded frequencies" + ("" if fits else misfit(NO_FIT))
         what += ", one item a request" if one_item and form is not None else ""
     comment = f"{shown}; {what}"
     if counts.distinct == 1 and others is None:
         # a list or mapping (an array's own example) is written by the style: {value: ...}
-        return ({"value": values[0]} if isinstance(values[0], list | dict) else values[0]), comment
-    return _weighted(values, [c for _, c in top], others), comment
+        one = {"value": values[0]} if isinstance(values[0], list | dict) else values[0]
+        return one, comment, refused
+    return _weighted(values, [c for _, c in top], others), comment, refused
 
 
 _DEEP_KEY = re.compile(r"^([^\[\]]+)\[([^\[\]]*)\]$")
@@ -337,7 +330,7 @@ def build_section(
         if speed != 1:
             arrivals["speed"] = speed
         workload: dict[str, Any] = {"name": name, "operation": op.operation_id}
-        params, comments = _params(op, stats, api, keep)
+        params, comments, refusals = _params(op, stats, api, keep)
         if params:
             workload["params"] = params
         body = _body(op, stats)
@@ -347,11 +340,7 @@ def build_section(
         workloads.append(workload)
         replayed = scaled_counts(tuple(counts), scale)  # as the plan reads it back
         result.comments[name] = [*_describe(op, stats, replayed, this_step / speed), *comments]
-        result.notes += [
-            f"{name}: {c.split(':')[0]} takes values{_misfit_in(c)}"
-            for c in comments
-            if REFUSED in c
-        ]
+        result.notes += [f"{name}: {param} takes values{misfit(why)}" for param, why in refusals]
         labels.update(p for p in op.security_label.split("+") if p != "none")
     section["workloads"] = workloads
     auth = _auth(labels)
@@ -368,9 +357,12 @@ def build_section(
 
 def _params(
     op: Operation, stats: OperationStats, api: Api, keep: KeepValues
-) -> tuple[dict[str, Any], list[str]]:
+) -> tuple[dict[str, Any], list[str], list[tuple[str, str]]]:
+    """The workload's ``params``, a comment on each parameter the traffic had, and each
+    parameter whose replayed values its schema refuses, with why."""
     out: dict[str, Any] = {}
     comments: list[str] = []
+    refusals: list[tuple[str, str]] = []
     by_name = {p.name: p for p in op.path_params}
     secret_query = {
         s.param_name
@@ -382,12 +374,13 @@ def _params(
         if is_secret_name(name):
             comments.append(f"{name}: named like a secret, its values are never kept")
             continue
-        gen, comment = value_generator(
+        gen, comment, refused = value_generator(
             counts, by_name.get(name), api, keep=keep.allows(name), decode=True, query=False
         )
         if gen is not None:
             out[name] = gen
             comments.append(f"{name}: {comment}")
+            refusals += [(name, refused)] if refused else []
     declared = {p.name: p for p in op.query_params}
     deep: dict[str, list[str]] = {}  # a deepObject parameter → its keys the traffic gave
     deep_seen: dict[str, float] = {}
@@ -418,7 +411,7 @@ def _params(
         recorded = stats.query_values.get(name)
         if recorded is None:
             continue
-        gen, comment = value_generator(
+        gen, comment, refused = value_generator(
             recorded, param, api, keep=keep.allows(name), decode=True, query=True
         )
         if gen is not None:
@@ -429,9 +422,11 @@ def _params(
                     "requests), replayed one value a request"
                 )
                 least = _min_items(_schema(param, api))
-                if least > 1 and REFUSED not in comment:
-                    comment += ", values" + misfit(f"at least {least} items a request")
+                if least > 1 and refused is None:
+                    refused = f"at least {least} items a request"
+                    comment += ", values" + misfit(refused)
             comments.append(f"{name}: in {share:.0f} % of requests; {comment}")
+            refusals += [(name, refused)] if refused else []
     for name, keys in deep.items():
         share, param = deep_seen[name], declared[name]
         written = ", ".join(f"{name}[{k}]" for k in keys)
@@ -448,7 +443,7 @@ def _params(
             + ("its most frequent recorded value" if kept else "a value from its schema")
             + " for each, the same in every request (an object's values are not drawn)"
         )
-    return out, comments
+    return out, comments, refusals
 
 
 def _body(op: Operation, stats: OperationStats) -> dict[str, Any] | None:
