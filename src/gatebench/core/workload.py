@@ -40,7 +40,7 @@ from typing import Any
 from urllib.parse import quote
 
 from gatebench.core.capabilities import engine_warmup_s
-from gatebench.core.errors import RunError
+from gatebench.core.errors import Problem, RunError
 from gatebench.core.ir import (
     Api,
     Operation,
@@ -51,7 +51,15 @@ from gatebench.core.ir import (
     is_media_type,
 )
 from gatebench.core.model import BASELINE
-from gatebench.core.plan import BodySpec, Generator, Injection, Plan, Warmup, Workload
+from gatebench.core.plan import (
+    BodySpec,
+    Generator,
+    Injection,
+    Plan,
+    Warmup,
+    Workload,
+    workload_summary,
+)
 from gatebench.core.plan._traffic import scaled_counts
 from gatebench.core.renderers import jit_warmups, rewrites_request_target
 from gatebench.core.styles import form_body, serialized
@@ -252,6 +260,35 @@ def plan_as_run(plan: Plan, *, quick: bool = False, repetitions: int | None = No
     if quick:
         plan = quick_plan(plan)
     return replace(plan, repetitions=repetitions) if repetitions else plan
+
+
+def _no_problems(plan: Plan) -> list[Problem]:
+    return []
+
+
+@dataclass(frozen=True)
+class AsRun:
+    """How a kind of run reads a plan, pure: what it refuses of it (located), the plan as it
+    runs (``--quick``, ``--repetitions``), and each workload as its record and the upload form
+    show it. A kind's ``prepare`` (``gatebench.kinds``) and a request checked before anything
+    runs (``kinds.request``: the upload API and the cloud steps, which load no run machinery)
+    read a plan with the same one."""
+
+    plan: Callable[..., Plan]
+    """``(plan, *, quick, repetitions) -> Plan``."""
+    workloads: Callable[[Plan, Api], list[dict[str, Any]]]
+    problems: Callable[[Plan], list[Problem]] = _no_problems
+
+    def prepare(
+        self, plan: Plan, api: Api, *, quick: bool = False, repetitions: int | None = None
+    ) -> tuple[Plan, list[dict[str, Any]]]:
+        """The plan as run and its workloads' summary."""
+        ran = self.plan(plan, quick=quick, repetitions=repetitions)
+        return ran, self.workloads(ran, api)
+
+
+FIXED_AS_RUN = AsRun(plan_as_run, workload_summary)
+"""The fixed workload's reading: the plan's own workloads and injections."""
 
 
 @dataclass(frozen=True)
@@ -1086,8 +1123,10 @@ def workload_json_text(document: dict[str, Any]) -> str:
 
 
 __all__ = [
+    "FIXED_AS_RUN",
     "FORMAT",
     "RATE_LIMITED",
+    "AsRun",
     "Control",
     "Phase",
     "Schedule",

@@ -26,10 +26,11 @@ from typing import Any
 from gatebench.core.errors import PlanError, Problem, ProblemsError
 from gatebench.core.ir import Api
 from gatebench.core.model import RunKind
-from gatebench.core.plan import Plan, left_out, load_plan, workload_summary
+from gatebench.core.plan import Plan, left_out, load_plan
 from gatebench.core.scaleplan import ScaleAsk, scale_ask_from_json
 from gatebench.core.spec import DEFAULT_LIMITS, Limits, SpecResult, read_spec
-from gatebench.core.workload import quick_plan
+from gatebench.core.workload import FIXED_AS_RUN, AsRun
+from gatebench.kinds.capacity import CAPACITY_AS_RUN
 
 METADATA_KEY = "gatebench"
 """The custom metadata key that carries a :class:`RunRequest` (Cloud Storage's custom metadata)."""
@@ -39,6 +40,22 @@ UPLOAD_PREFIX = "specs/"
 """Objects under this prefix start a run when they land in the uploads bucket."""
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 _OBJECT_NAME = re.compile(r"^.*?\d{8}-\d{6}-[0-9a-f]{8}-(?P<name>[^/]+)$")
+
+
+AS_RUN: dict[RunKind, AsRun] = {
+    RunKind.FIXED: FIXED_AS_RUN,
+    RunKind.CAPACITY: CAPACITY_AS_RUN,
+    RunKind.SCALE: FIXED_AS_RUN,
+    RunKind.CHANGE: FIXED_AS_RUN,
+}
+"""How each kind reads a plan (its refusals, the plan as run, its workloads' summary): the
+reading its ``prepare`` in the registry uses, here where the cloud steps, which may not load
+the registry, find it too. A scale or change-under-load run reads the plan as the fixed
+workload does (its request refuses ``quick``: its own sizes and load come with it)."""
+
+
+def as_run(kind: RunKind) -> AsRun:
+    return AS_RUN[kind]
 
 
 class UploadRejected(ProblemsError):
@@ -95,12 +112,9 @@ class RunRequest:
         """Why this request cannot run ``plan`` (a gateway the plan lacks, nothing left to
         measure; for a capacity run, what its search cannot run: ``tls:`` or ``fault:``,
         located in the spec); empty when it can. ``source`` names where the request came from."""
-        if self.kind == "capacity":
-            from gatebench.kinds.capacity import capacity_problems
-
-            refused = capacity_problems(plan)
-            if refused:
-                return refused
+        refused = as_run(self.kind).problems(plan)
+        if refused:
+            return refused
         if self.gateways is None:
             return []
         unknown = [g for g in self.gateways if g not in plan.gateways]
@@ -124,15 +138,9 @@ class RunRequest:
         return []
 
     def apply(self, plan: Plan) -> Plan:
-        """The plan as it will run: chosen gateways, then the quick profile when asked (a
-        capacity run's: ``gatebench.kinds.capacity.capacity_as_run``; a scale or change-under-load
-        run has none: its request refuses ``quick``)."""
-        chosen = self.select(plan)
-        if self.kind == "capacity":
-            from gatebench.kinds.capacity import capacity_as_run
-
-            return capacity_as_run(chosen, quick=self.quick)
-        return quick_plan(chosen) if self.quick else chosen
+        """The plan as it will run: chosen gateways, then its kind's reading (:func:`as_run`:
+        the quick profile when asked)."""
+        return as_run(self.kind).plan(self.select(plan), quick=self.quick, repetitions=None)
 
 
 @dataclass(frozen=True)
@@ -155,15 +163,10 @@ class CheckedUpload:
 
     def summary(self, *, local_gateways: Sequence[str] | None = None) -> dict[str, Any]:
         """What the form shows before anything runs: the plan as it will run, and each
-        workload as its kind's run records it (a capacity run's search, not an injection it does
-        not use: ``kinds.capacity.capacity_workloads``)."""
+        workload as its kind's run records it (:func:`as_run`: a capacity run's search, not an
+        injection it does not use)."""
         plan = self.run_plan
-        if self.request.kind == "capacity":
-            from gatebench.kinds.capacity import capacity_workloads
-
-            workloads = capacity_workloads(plan, self.api)
-        else:
-            workloads = workload_summary(plan, self.api)
+        workloads = as_run(self.request.kind).workloads(plan, self.api)
         out: dict[str, Any] = {
             "ok": True,
             "name": self.name,
@@ -366,6 +369,7 @@ def _flag(value: str | None, name: str, problems: list[Problem]) -> bool:
 
 
 __all__ = [
+    "AS_RUN",
     "METADATA_HEADER",
     "METADATA_KEY",
     "UPLOAD_PREFIX",

@@ -37,6 +37,7 @@ from gatebench.kinds.capacity._controller import (
     StepController,
 )
 from gatebench.kinds.capacity._document import (
+    CAPACITY_AS_RUN,
     CAPACITY_FORMAT,
     QUICK,
     capacity_as_run,
@@ -100,6 +101,7 @@ from gatebench.kinds.capacity._thresholds import evaluate_capacity
 
 __all__ = [
     "BASELINE",
+    "CAPACITY_AS_RUN",
     "CAPACITY_FORMAT",
     "FORMAT",
     "MAX_CONFIRMATIONS",

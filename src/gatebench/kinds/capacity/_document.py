@@ -31,6 +31,7 @@ from gatebench.core.plan import (
 )
 from gatebench.core.stats import counted
 from gatebench.core.workload import (
+    AsRun,
     Control,
     Phase,
     Schedule,
@@ -239,6 +240,11 @@ def capacity_as_run(plan: Plan, *, quick: bool = False, repetitions: int | None 
     )
 
 
+CAPACITY_AS_RUN = AsRun(capacity_as_run, capacity_workloads, capacity_problems)
+"""How a capacity search reads a plan: refuses ``tls:`` and ``fault:``, runs its search's
+settings, and shows each workload's search."""
+
+
 def capacity_input(
     plan: Plan,
     api: Api,
@@ -274,6 +280,7 @@ def measured_index(document: dict[str, Any]) -> int:
 
 
 __all__ = [
+    "CAPACITY_AS_RUN",
     "CAPACITY_FORMAT",
     "MEASURED",
     "WARMUP",

@@ -17,7 +17,7 @@ from gatebench.core.model import ResultStore, RunKind, RunRecord, RunStatus
 from gatebench.core.pinning import capacity_layout
 from gatebench.core.plan import Plan
 from gatebench.core.score import Profile
-from gatebench.kinds.capacity._document import capacity_as_run, capacity_workloads
+from gatebench.kinds.capacity._document import CAPACITY_AS_RUN
 from gatebench.kinds.capacity._result import CapacityResult, capacity_status
 from gatebench.kinds.capacity._stages import CapacityLoad, CapacityParse, CapacityScore
 from gatebench.run._base import Stage
@@ -51,8 +51,10 @@ def capacity_search(options: RunOptions) -> tuple[Stage, ...]:
 def prepare(api: Api, plan: Plan, options: RunOptions) -> Prepared:
     """The capacity settings as run (``--quick``, ``--repetitions``), and the record's summary
     of each workload: its search, not the injection a capacity run does not use."""
-    plan = capacity_as_run(plan, quick=options.quick, repetitions=options.repetitions)
-    return Prepared(plan, plan.gateways, plan.to_dict(), capacity_workloads(plan, api))
+    plan, workloads = CAPACITY_AS_RUN.prepare(
+        plan, api, quick=options.quick, repetitions=options.repetitions
+    )
+    return Prepared(plan, plan.gateways, plan.to_dict(), workloads)
 
 
 def capacity_run_status(ctx: RunContext) -> RunStatus:

@@ -16,9 +16,9 @@ from typing import Any
 
 from gatebench.core.ir import Api
 from gatebench.core.model import ResultStore, RunKind, RunRecord
-from gatebench.core.plan import Plan, workload_summary
+from gatebench.core.plan import Plan
 from gatebench.core.score import Profile
-from gatebench.core.workload import plan_as_run
+from gatebench.core.workload import FIXED_AS_RUN
 from gatebench.kinds.fixed.cross_check import CrossCheck
 from gatebench.kinds.fixed.load import Load, LoadSplit
 from gatebench.kinds.fixed.score import Score
@@ -55,8 +55,10 @@ def fixed_workload(options: RunOptions) -> tuple[Stage, ...]:
 
 def prepare(api: Api, plan: Plan, options: RunOptions) -> Prepared:
     """The plan as run (``--quick``, ``--repetitions``) and the record's summary of it."""
-    plan = plan_as_run(plan, quick=options.quick, repetitions=options.repetitions)
-    return Prepared(plan, plan.gateways, plan.to_dict(), workload_summary(plan, api))
+    plan, workloads = FIXED_AS_RUN.prepare(
+        plan, api, quick=options.quick, repetitions=options.repetitions
+    )
+    return Prepared(plan, plan.gateways, plan.to_dict(), workloads)
 
 
 def report(store: ResultStore, run: RunRecord, fmt: str, profile: Profile | None) -> KindReport:
