@@ -558,15 +558,17 @@ def _number(schema: dict[str, Any], *, integer: bool) -> float:
         places = _places(step)
         up = math.ceil(start / step - 1e-9)
         down = math.floor(start / step + 1e-9)
-        found = [
-            v
-            for k in (*range(up, up + _PROBES), *range(down, down - _PROBES, -1))
-            if fits(v := round(k * step, places)) and (not integer or v == int(v))
-        ]
-        # a validator that divides in floating point must see a whole quotient too (0.3 / 0.1
-        # is 2.9999999999999996: 0.5 is the least multiple of 0.1 above 0.25 both agree on)
-        whole = [v for v in found if _whole_multiple(v, step)]
-        return float((whole or found or [round(up * step, places)])[0])
+        first = None
+        for k in (*range(up, up + _PROBES), *range(down, down - _PROBES, -1)):
+            v = round(k * step, places)
+            if not fits(v) or (integer and v != int(v)):
+                continue
+            # a validator that divides in floating point must see a whole quotient too (0.3 /
+            # 0.1 is 2.9999999999999996: 0.5 is the least multiple of 0.1 above 0.25 both agree on)
+            if _whole_multiple(v, step):
+                return float(v)
+            first = v if first is None else first
+        return float(round(up * step, places) if first is None else first)
     if fits(start):
         return float(start)
     if low is not None and high is not None:
