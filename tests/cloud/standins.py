@@ -90,7 +90,11 @@ class MemoryFirestore:
     def get(self, args: dict[str, Any]) -> dict[str, Any]:
         if args["name"] not in self.documents:
             raise http_error(404, f"Document not found: {args['name']}", "NOT_FOUND")
-        return copy.deepcopy(self.documents[args["name"]])
+        doc = copy.deepcopy(self.documents[args["name"]])
+        mask = args.get("mask.fieldPaths")
+        if mask is not None:  # only the fields asked for (top-level names here)
+            doc["fields"] = {k: v for k, v in doc["fields"].items() if k in mask}
+        return doc
 
     def patch(self, args: dict[str, Any]) -> dict[str, Any]:
         name = args["name"]

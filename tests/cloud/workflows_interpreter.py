@@ -365,6 +365,8 @@ class Execution:
     steps: list[str] = field(default_factory=list)
     """Names of the steps executed, in order (subworkflow steps prefixed by their name)."""
     logs: list[Any] = field(default_factory=list)
+    peak_data_bytes: int = 0
+    """The most its variables took at once (:data:`DATA_BYTES`)."""
 
 
 _DEFAULT_BACKOFF = {"initial_delay": 1.0, "max_delay": 60.0, "multiplier": 1.25}
@@ -372,6 +374,11 @@ _CONNECTOR_MAX_RETRIES = 5
 _IDEMPOTENT_CODES = (429, 502, 503, 504)
 _NON_IDEMPOTENT_CODES = (429, 503)
 _MAX_HTTP_TIMEOUT = 1800
+DATA_BYTES = 512_000
+"""Workflows' "Data size" limit: 512 KB, "the cumulative maximum size of variables, arguments
+and events" (cloud.google.com/workflows/quotas, Limits); an HTTP response stored in a variable
+counts too. Counted here as the JSON of every variable of every running (sub)workflow, after
+each assignment and each stored result, in kB of 1,000 bytes (the stricter reading)."""
 
 
 class Interpreter:
@@ -403,6 +410,8 @@ class Interpreter:
         self._count = 0
         self._trace: list[str] = []
         self._logs: list[Any] = []
+        self._scopes: list[dict[str, Any]] = []
+        self.peak_data_bytes = 0
 
     # -- entry point
 
@@ -410,6 +419,8 @@ class Interpreter:
         self._count = 0
         self._trace = []
         self._logs = []
+        self._scopes = []
+        self.peak_data_bytes = 0
         main = self.workflows["main"]
         params = main.get("params") or []
         if len(params) > 1:
@@ -421,8 +432,20 @@ class Interpreter:
         try:
             result = self._run_workflow("main", args, [])
         except WorkflowError as exc:
-            return Execution("FAILED", error=exc.payload, steps=self._trace, logs=self._logs)
-        return Execution("SUCCEEDED", result=result, steps=self._trace, logs=self._logs)
+            return Execution(
+                "FAILED",
+                error=exc.payload,
+                steps=self._trace,
+                logs=self._logs,
+                peak_data_bytes=self.peak_data_bytes,
+            )
+        return Execution(
+            "SUCCEEDED",
+            result=result,
+            steps=self._trace,
+            logs=self._logs,
+            peak_data_bytes=self.peak_data_bytes,
+        )
 
     # -- subworkflows
 
@@ -447,6 +470,8 @@ class Interpreter:
         if args:
             raise error("TypeError", f"{name}: unexpected argument(s) {sorted(args)}")
         prefix = "" if name == "main" else f"{name}."
+        self._scopes.append(scope)
+        self._check_data()
         try:
             self._run_steps(body["steps"], scope, prefix)
         except _Return as ret:
@@ -457,7 +482,22 @@ class Interpreter:
             raise UnsupportedConstruct(f"next: {jump.target!r}: no such step in {name}") from None
         except _LoopControl as ctl:
             raise UnsupportedConstruct(f"next: {ctl.kind} outside a for loop in {name}") from None
+        finally:
+            self._scopes.pop()
         return None
+
+    def data_bytes(self) -> int:
+        """What the running (sub)workflows' variables take, as :data:`DATA_BYTES` counts."""
+        return sum(len(json.dumps(s, default=str, separators=(",", ":"))) for s in self._scopes)
+
+    def _check_data(self) -> None:
+        used = self.data_bytes()
+        self.peak_data_bytes = max(self.peak_data_bytes, used)
+        if used > DATA_BYTES:
+            raise error(
+                "ResourceLimitError",
+                f"Memory usage limit exceeded: variables take {used:,} bytes, above {DATA_BYTES:,}",
+            )
 
     # -- steps
 
@@ -558,6 +598,7 @@ class Interpreter:
             target, raw = next(iter(item.items()))
             value = self.evaluate(raw, scope)
             self._store(str(target), value, scope)
+            self._check_data()
 
     def _store(self, target: str, value: Any, scope: dict[str, Any]) -> None:
         """``name``, ``name.key``, ``name[expr]`` and chains of them."""
@@ -776,6 +817,7 @@ class Interpreter:
             raise UnsupportedConstruct(f"step {name!r}: unknown function {target!r}")
         if "result" in body:
             scope[str(body["result"])] = value
+            self._check_data()
 
     def _with_connector_retries(
         self, spec: ConnectorSpec, connector: Connector, args: dict[str, Any]

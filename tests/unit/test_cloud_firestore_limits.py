@@ -26,8 +26,9 @@ from gatebench.cloud._capacity import (
     bounded_capacity,
     capacity_fields_bound,
 )
+from gatebench.cloud._http import reply
 from gatebench.cloud._live import NEW_ROUTES_KEPT, SERIES_KEPT, bounded_change
-from gatebench.cloud._parse import CAPACITY_RECORD_FIELDS, MAX_CLOUD_WORKLOADS
+from gatebench.cloud._parse import CAPACITY_RECORD_FIELDS, MAX_CLOUD_WORKLOADS, PARSE_ANSWER_BYTES
 from gatebench.core.model import Measurement, RunRecord, RunStatus
 from gatebench.core.renderers import gateway_names
 from gatebench.core.report import build_report
@@ -348,3 +349,29 @@ def test_the_largest_capacity_run_the_parse_step_accepts_fits_its_run_record() -
     run = later_additions(outcome.run)
     fits(["runs", run.run_id], run.to_dict())
     fits(["runs", run.run_id, "results", "capacity:result"], stored)
+
+
+def test_a_plan_whose_answer_the_workflow_cannot_hold_is_refused_at_parse() -> None:
+    """Within Firestore's limits, the record in its REST form can still outgrow what the
+    workflow holds (512 KB of variables, the answer twice): refused, located, and the failed
+    run's record keeps the problem, not the plan."""
+    doc = yaml.safe_load(largest_fixed_spec(MAX_CLOUD_WORKLOADS))
+    for flow in doc["x-gatebench"]["workloads"]:
+        flow["headers"] = {"X-Long": "h" * 300}
+    outcome = parse_upload(yaml.safe_dump(doc).encode(), REF, now=1.0, settings=SETTINGS)
+    ((pointer, message),) = [
+        (p.pointer, p.message) for p in outcome.problems if p.severity == "error"
+    ]
+    assert pointer == "/x-gatebench"
+    assert message.startswith("this plan makes a run record of ")
+    assert f"it may take {PARSE_ANSWER_BYTES:,} (the workflow holds at most 512 KB" in message
+    answer = reply(outcome.response("0" * 36))[0].encode()
+    assert len(answer) < PARSE_ANSWER_BYTES // 10
+    assert outcome.run.plan == {} and outcome.run.workloads == []
+
+
+def test_the_largest_fixed_run_answers_within_what_the_workflow_holds() -> None:
+    outcome = parse_upload(largest_fixed_spec(), REF, now=1.0, settings=SETTINGS)
+    assert outcome.ok
+    answer = reply(outcome.response("0" * 36))[0].encode()  # as functions/parse sends it
+    assert PARSE_ANSWER_BYTES * 0.8 < len(answer) <= PARSE_ANSWER_BYTES

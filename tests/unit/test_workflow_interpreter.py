@@ -567,3 +567,32 @@ def test_connectors_retry_as_documented(
     else:
         assert execution.state == "FAILED"
         assert execution.error["code"] == outcome
+
+
+def test_variables_above_workflows_data_limit_fail_as_workflows_fails_them() -> None:
+    """Workflows keeps at most 512 KB of variables (its quotas page, "Data size"): the stand-in
+    refuses what the service refuses, a subworkflow's variables counted with its caller's."""
+    from cloud.workflows_interpreter import DATA_BYTES
+
+    def grows(size: int) -> str:
+        return f"""
+    - grow:
+        assign:
+          - big: {"x" * size}
+    - done:
+        return: ${{len(big)}}
+"""
+
+    interpreter = Interpreter("main:\n  steps:" + grows(DATA_BYTES - 1000))
+    assert interpreter.run().state == "SUCCEEDED"
+    assert DATA_BYTES - 1000 < interpreter.peak_data_bytes <= DATA_BYTES
+    refused = fail("main:\n  steps:" + grows(DATA_BYTES + 1))
+    assert refused["tags"] == ["ResourceLimitError"] and "Memory usage limit" in refused["message"]
+    # Half in main's variables, the other half and more in a subworkflow's.
+    nested = (
+        f"main:\n  steps:\n    - keep:\n        assign:\n          - mine: {'y' * (DATA_BYTES // 2)}"
+        "\n    - inner:\n        call: sub\n        result: n\n    - out:\n        return: ${n}"
+        "\nsub:\n  steps:" + grows(DATA_BYTES // 2 + 100)
+    )
+    assert fail(nested)["tags"] == ["ResourceLimitError"]
+    assert run(nested.replace("y" * (DATA_BYTES // 2), "y")) == DATA_BYTES // 2 + 100

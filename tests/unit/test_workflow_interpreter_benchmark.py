@@ -6,6 +6,7 @@ main paths with the real functions, emulators and build steps."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -26,12 +27,16 @@ def env(**overrides: str) -> dict[str, str]:
 class Pipeline:
     """The workflow plus stand-ins for everything it calls."""
 
-    def __init__(self, *, parse_status: int = 200, score_status: int = 200) -> None:
+    def __init__(
+        self, *, parse_status: int = 200, score_status: int = 200, answer_bytes: int = 0
+    ) -> None:
         self.firestore = MemoryFirestore()
         self.builds = RecordingBuilds()
         self.bigquery = RecordingBigQuery()
         self.parse_status = parse_status
         self.score_status = score_status
+        self.answer_bytes = answer_bytes
+        """Parse answers this many bytes of JSON, its record padded (0: as small as it is)."""
         self.http = RoutedHttp({PARSE: self.parse, RENDER: self.render, SCORE: self.score})
         self.now = 1000.0
 
@@ -48,7 +53,13 @@ class Pipeline:
         if self.parse_status == 400:
             message = "/paths: error: expected a mapping"
             return 400, {"run_id": run_id, "document": document, "message": message, "errors": []}
-        return 200, {"run_id": run_id, "generation": generation, "document": document}
+        answer = {"run_id": run_id, "generation": generation, "document": document}
+        if self.answer_bytes:
+            short = self.answer_bytes - len(json.dumps(answer, separators=(",", ":")))
+            pad = short - len(',"plan":{"stringValue":""}')
+            document["fields"]["plan"] = {"stringValue": "p" * pad}
+            assert len(json.dumps(answer, separators=(",", ":"))) == self.answer_bytes
+        return 200, answer
 
     def render(self, body: dict[str, Any]) -> tuple[int, Any]:
         return 200, {"run_id": body["run_id"], "gateways": {"nginx": ["nginx.conf"]}}
@@ -204,6 +215,41 @@ def test_a_redelivered_event_starts_no_second_run() -> None:
     # A new generation of the same object is a new run.
     third = pipeline.run(event(generation="43"), GOOGLE_CLOUD_WORKFLOW_EXECUTION_ID="exec-3")
     assert third.result["run_id"] == run_id_for_object("gb-uploads", "specs/auction.yaml", "43")
+
+
+def test_the_largest_answer_parse_gives_fits_the_workflows_variables() -> None:
+    """Workflows holds at most 512 KB of variables: the largest answer parse gives
+    (cloud._parse.PARSE_ANSWER_BYTES) runs to the end; one well above it (what parse answered
+    for a plan of 100 workloads with long headers before that bound) fails the execution,
+    as Workflows fails it, before any VM is made."""
+    from cloud.workflows_interpreter import DATA_BYTES
+    from gatebench.cloud._parse import PARSE_ANSWER_BYTES
+
+    largest = Pipeline(answer_bytes=PARSE_ANSWER_BYTES)
+    execution = largest.run(event())
+    assert execution.state == "SUCCEEDED", execution.error
+    assert execution.result["status"] == "done"
+    assert 2 * PARSE_ANSWER_BYTES < execution.peak_data_bytes <= DATA_BYTES
+    too_large = Pipeline(answer_bytes=396_566)
+    failed = too_large.run(event())
+    assert failed.error["tags"] == ["ResourceLimitError"]
+    assert not too_large.builds.builds
+
+
+def test_a_redelivered_event_of_a_large_finished_run_reads_only_its_owner() -> None:
+    """A finished run's record can take most of Firestore's 1 MiB: the duplicate check reads
+    only the two fields it needs, which the workflow's 512 KB of variables hold."""
+    pipeline = Pipeline()
+    pipeline.firestore.documents[pipeline.doc(RUN)] = {
+        "fields": {
+            "execution_id": {"stringValue": "exec-0"},
+            "status": {"stringValue": "done"},
+            "result": {"stringValue": "r" * 900_000},
+        }
+    }
+    execution = pipeline.run(event())
+    assert execution.state == "SUCCEEDED", execution.error
+    assert execution.result == {"run_id": RUN, "duplicate": True, "status": "done"}
 
 
 def test_a_retried_create_of_our_own_document_is_not_a_duplicate() -> None:

@@ -20,6 +20,9 @@ Besides the description and its plan, the deployment refuses an upload for:
   (each target's scores are one document), a run record above :data:`RUN_RECORD_AT_PARSE`
   (the run adds to it: statuses, notes, a capacity result), a capacity run whose result would
   not fit the run record (:func:`gatebench.cloud._capacity.capacity_fields_bound`);
+- an answer the workflow cannot hold: Workflows keeps at most 512 KB of variables, and the
+  parse step's answer (the run record in Firestore's REST form, larger than the record it
+  stores) is held twice for a moment: above :data:`PARSE_ANSWER_BYTES` it is refused;
 - too many runs at once: while ``limits.max_active_runs`` runs are in progress, no new one
   starts (a public upload form cannot start unbounded fleets). A run counts while it is not
   finished and its last update is recent enough for it to be alive (:func:`active_runs`); two
@@ -56,7 +59,6 @@ from gatebench.core.plan import (
     Plan,
     left_out,
     load_plan,
-    workload_summary,
 )
 from gatebench.core.scaleplan import ScaleAsk
 from gatebench.core.spec import SpecResult, read_spec
@@ -66,6 +68,7 @@ from gatebench.kinds.request import (
     METADATA_KEY,
     RunRequest,
     UploadRejected,
+    as_run,
     run_request_from_metadata,
 )
 
@@ -76,6 +79,13 @@ one entry per workload."""
 RUN_RECORD_AT_PARSE = (262_144, 6_000)
 """The most bytes and fields the run record may take at parse (Firestore allows 1 MiB and
 20,000): what the run adds later (its statuses, notes) has room."""
+PARSE_ANSWER_BYTES = 200_000
+"""The most bytes the parse step's answer may take as JSON: the workflow holds the HTTP response
+and its body at once (workflows/benchmark.yaml, ``identified``), and both, with its other
+variables, must stay within Workflows' 512 KB (cloud.google.com/workflows/quotas, "Data size").
+The largest plan the other bounds accept answers about 171,000 bytes."""
+_EXECUTION_ID = "0" * 36
+"""As long as a Workflows execution id (a UUID), for measuring an answer before it has one."""
 CAPACITY_RECORD_FIELDS = 9_000
 """The most fields a capacity run's stored result may take (a document of its own, under
 Firestore's 20,000 with room to spare)."""
@@ -116,10 +126,9 @@ class ParseOutcome:
         if not self.ok:
             out["errors"] = [p.to_dict() for p in self.problems if p.severity == "error"]
             out["message"] = self.message
-        else:
+        else:  # the workloads are in the document (the workflow holds this answer: 512 KB)
             out["title"] = self.run.title
             out["gateways"] = self.run.gateways
-            out["workloads"] = self.run.workloads
         return out
 
 
@@ -339,10 +348,30 @@ def parse_upload(
         return outcome
     # JSON-shaped (lists, not tuples): the run reads back from Firestore exactly as built.
     run.plan = json.loads(json.dumps(plan.to_dict()))
-    run.workloads = workload_summary(plan, api)
-    if settings is not None:  # the cloud path: its documents within Firestore's limits
-        outcome.problems.extend(document_problems(run, plan, request.kind))
+    run.workloads = as_run(request.kind).workloads(plan, api)
+    if settings is not None:  # the cloud path: its documents and its answer within limits
+        refused = document_problems(run, plan, request.kind) or answer_problems(outcome)
+        if refused:  # the failed run's record holds the problems, not what was refused
+            outcome.problems.extend(refused)
+            run.plan, run.workloads = {}, []
     return outcome
+
+
+def answer_problems(outcome: ParseOutcome) -> list[Problem]:
+    """An answer the workflow cannot hold (:data:`PARSE_ANSWER_BYTES`)."""
+    from gatebench.cloud._http import reply
+
+    size = len(reply(outcome.response(_EXECUTION_ID))[0].encode())
+    if size <= PARSE_ANSWER_BYTES:
+        return []
+    return [
+        Problem(
+            "/x-gatebench",
+            f"this plan makes a run record of {size:,} bytes as the workflow receives it; on "
+            f"Google Cloud it may take {PARSE_ANSWER_BYTES:,} (the workflow holds at most "
+            "512 KB at once): fewer workloads, parameters, headers or policies",
+        )
+    ]
 
 
 def document_problems(run: RunRecord, plan: Plan, kind: str = "fixed") -> list[Problem]:

@@ -18,7 +18,7 @@ turned back on reading (:func:`encode` / :func:`decode`).
 Every document is measured before it is written, by Firestore's documented rules
 (gatebench.store._firestore_size): one above 1 MiB or 20,000 fields is refused with a
 StoreError naming it and its figures, never sent. What the cloud path writes is bounded so that
-this never happens for a plan its parse step accepts (docs/cloud.md, "Firestore's limits").
+this never happens for a plan its parse step accepts (docs/cloud.md, "Limits": what one run's records may hold).
 """
 
 from __future__ import annotations
