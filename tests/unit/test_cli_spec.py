@@ -169,6 +169,26 @@ def test_parse_table_of_a_description_without_a_version(
     )
 
 
+def test_parse_table_escapes_what_a_terminal_would_obey(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An operationId could colour the terminal and print a line of its own."""
+    ok = {"200": {"description": "ok"}}
+    doc = {
+        "openapi": "3.0.3",
+        "info": {"title": "t", "version": "1"},
+        "paths": {"/a": {"get": {"operationId": "x\x1b[31mRED\nFAKE: error", "responses": ok}}},
+    }
+    spec = tmp_path / "api.json"
+    spec.write_text(json.dumps(doc))
+    assert main(["parse", str(spec)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "t 1 (openapi-3.0.3): 1 operation",
+        "OPERATION                  METHOD  PATH  AUTH",
+        "x\\x1b[31mRED\\nFAKE: error  GET     /a    none",
+    ]
+
+
 def test_plan_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", AUCTION]) == 0
     out = capsys.readouterr().out.splitlines()

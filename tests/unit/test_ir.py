@@ -669,6 +669,50 @@ def test_operation_ids_are_unique_and_generated(tmp_path: Path) -> None:
     assert op(api, "GET", "/pets/{petId}/photos").operation_id_generated
 
 
+def test_a_renamed_operation_id_never_takes_another_operations(tmp_path: Path) -> None:
+    """``dup`` twice beside an explicit ``dup_2``: the second ``dup`` was renamed ``dup_2``
+    and the written ``dup_2`` became ``dup_2_2``, so a workload naming ``dup_2`` ran POST /c."""
+    doc = oas(
+        {
+            "/c": {
+                "get": {"operationId": "dup", "responses": OK},
+                "post": {"operationId": "dup", "responses": OK},
+            },
+            "/d": {"get": {"operationId": "dup_2", "responses": OK}},
+        }
+    )
+    result = spec(tmp_path, doc)
+    api = api_of(result)
+    assert [(o.method, o.path_template, o.operation_id) for o in api.operations] == [
+        ("GET", "/c", "dup"),
+        ("POST", "/c", "dup_3"),
+        ("GET", "/d", "dup_2"),
+    ]
+    assert [(p.pointer, p.message) for p in result.warnings if "operationId" in p.message] == [
+        (
+            "/paths/~1c/post/operationId",
+            "operationId 'dup' is used twice; this one is renamed 'dup_3'",
+        )
+    ]
+
+
+def test_a_made_up_operation_id_never_takes_another_operations(tmp_path: Path) -> None:
+    """``/a`` and ``/a/`` both make ``get_a``; the second is not ``get_a_2``, ``/a/2``'s."""
+    doc = oas(
+        {
+            "/a": {"get": {"responses": OK}},
+            "/a/": {"get": {"responses": OK}},
+            "/a/2": {"get": {"responses": OK}},
+        }
+    )
+    api = api_of(spec(tmp_path, doc))
+    assert [(o.path_template, o.operation_id) for o in api.operations] == [
+        ("/a", "get_a"),
+        ("/a/", "get_a_3"),
+        ("/a/2", "get_a_2"),
+    ]
+
+
 def test_order_is_deterministic_by_route_then_method(tmp_path: Path) -> None:
     doc = oas(
         {

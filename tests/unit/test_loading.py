@@ -583,6 +583,38 @@ def test_control_characters(tmp_path: Path) -> None:
     assert (json_problem.line, json_problem.column) == (1, 42)
 
 
+@pytest.mark.parametrize(
+    ("text", "escape", "column"),
+    [
+        ('{"openapi": "3.0.3", "info": {"title": "a\\ud800", "version": "1"}}', "\\ud800", 42),
+        ('{"openapi": "3.0.3", "paths": {"/a\\uDFFF": {}}}', "\\uDFFF", 35),
+        ('{"openapi": "3.0.3", "x": ["\\ud83d\\u0041"]}', "\\ud83d", 29),
+    ],
+)
+def test_a_lone_surrogate_escape_is_not_json_text(
+    tmp_path: Path, text: str, escape: str, column: int
+) -> None:
+    """json.loads keeps ``\\ud800`` as a character no encoder writes: it passed, then failed
+    with a traceback in the strict check, ``parse`` or the result store."""
+    problem = only_error(read_spec(write(tmp_path, "api.json", text)))
+    assert (problem.pointer, problem.line, problem.column, problem.message) == (
+        "",
+        1,
+        column,
+        f"JSON syntax: {escape} is not a Unicode character (half of a UTF-16 surrogate pair, "
+        "without the other half)",
+    )
+
+
+def test_a_surrogate_pair_and_an_escaped_backslash_are_json_text(tmp_path: Path) -> None:
+    doc = {"openapi": "3.0.3", "info": {"title": "\U0001f600 \\ud800", "version": "1"}, "paths": {}}
+    text = json.dumps(doc)
+    assert "\\ud83d\\ude00 \\\\ud800" in text
+    result = read_spec(write(tmp_path, "api.json", text))
+    assert result.errors == []
+    assert result.api is not None and result.api.title == "\U0001f600 \\ud800"
+
+
 def test_trailing_commas_are_tolerated_with_a_warning(tmp_path: Path) -> None:
     text = (
         '{"openapi": "3.0.3", "info": {"title": "t", "version": "1",},\n'

@@ -215,6 +215,37 @@ def test_a_parameter_the_plan_leaves_out_is_sent_as_its_style_says(tmp_path: Pat
     assert headers == {"X-Ids": "1,2", "Cookie": "session=s1; prefs=k,v"}
 
 
+ESCAPED = """\
+openapi: 3.0.3
+info: {title: t, version: "1"}
+paths:
+  /pct/a%20b%2f/{id}/é:
+    get:
+      operationId: pct
+      parameters: [{name: id, in: path, required: true, schema: {type: string, example: x}}]
+      responses: {"200": {description: ok}}
+x-gatebench:
+  gateways: [nginx]
+  workloads: [{name: pct, operation: pct, injection: {at_once: 1}}]
+"""
+
+
+def test_a_percent_escape_in_the_path_is_sent_as_written(tmp_path: Path) -> None:
+    """``%20`` in a template was encoded again (``%2520``): every request missed the route
+    the gateways and the mock backend match. What is not ``pchar`` is still encoded."""
+    import re
+
+    from gatebench.core.renderers import routes_for
+
+    request = _request_of(ESCAPED, tmp_path)
+    path = "".join(part["text"] for part in request["path"])
+    assert path == "/pct/a%20b%2F/x/%C3%A9"
+    api = load_spec(tmp_path / "api.yaml").api
+    assert api is not None
+    [route] = routes_for(api)
+    assert re.fullmatch(route.regex(), path)
+
+
 def test_a_list_or_mapping_the_plan_gives_is_sent_as_the_style_says(tmp_path: Path) -> None:
     """``{value: [...]}`` or ``{value: {...}}`` for a parameter is written by its style, as the
     description's own values are: it was sent as one text, Java's or JSON's (``ids=[5, 6]``,

@@ -6,6 +6,7 @@ import argparse
 import json
 
 from gatebench.cli._common import add_spec_arguments, print_problems, read_api
+from gatebench.core.errors import printable
 from gatebench.core.stats import counted
 
 
@@ -25,9 +26,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     rows = [(op.operation_id, op.method, op.route_path, op.security_label) for op in api.operations]
     header = ("OPERATION", "METHOD", "PATH", "AUTH")
-    named = " ".join(x for x in (api.title, api.version) if x)
-    print(f"{named} ({api.source_format}): {counted(len(rows), 'operation')}")
-    for line in aligned(header, [[str(c) for c in r] for r in rows]):
+    named = " ".join(printable(x) for x in (api.title, api.version) if x)
+    print(f"{named} ({printable(api.source_format)}): {counted(len(rows), 'operation')}")
+    # Spec strings print as messages do: a control character is written as its escape.
+    for line in aligned(header, [[printable(str(c)) for c in r] for r in rows]):
         print(line)
     notes = [p for p in result.problems if p.severity == "note"]
     print_problems(notes, stream=sys.stderr)

@@ -78,12 +78,14 @@ class Problem:
     def format(self, default_source: str | None = None) -> str:
         """``api.yaml:12:5: error: /paths/~1pets/get: message`` (compiler style)."""
         # A name is data too (a zip member may be called "a\nb.yaml: error: ..."): escaped.
-        where = _printable(self.source or default_source or "<spec>")
+        where = printable(self.source or default_source or "<spec>")
         if self.line is not None:
             where += f":{self.line}"
             if self.column is not None:
                 where += f":{self.column}"
-        return f"{where}: {self.severity}: {_printable(self.pointer) or '/'}: {_printable(self.message)}"
+        return (
+            f"{where}: {self.severity}: {printable(self.pointer) or '/'}: {printable(self.message)}"
+        )
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = fields(self, "pointer message severity")
@@ -103,7 +105,7 @@ _CONTROL = {i: f"\\x{i:02x}" for i in (*range(0x20), 0x7F)} | {
 }
 
 
-def _printable(text: str, limit: int = 300) -> str:
+def printable(text: str, limit: int = 300) -> str:
     """One line, of bounded length: control characters escaped, long runs shortened.
 
     Spec strings reach messages (a path key with a newline, a 9,000-character path); a

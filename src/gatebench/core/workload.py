@@ -61,7 +61,7 @@ from gatebench.core.plan import (
     workload_summary,
 )
 from gatebench.core.plan._traffic import scaled_counts
-from gatebench.core.renderers import jit_warmups, rewrites_request_target
+from gatebench.core.renderers import encode_literal, jit_warmups, rewrites_request_target
 from gatebench.core.styles import form_body, serialized
 from gatebench.core.synth import dereferenced, synthesize
 from gatebench.core.trust import CEILING_TARGET
@@ -69,7 +69,6 @@ from gatebench.core.trust import CEILING_TARGET
 FORMAT = "gatebench-workload/1"
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
 _PATH_PARAM = re.compile(r"\{([^{}/]+)\}")
-_PATH_SAFE = "/:@!$&'()*+,;=-._~"
 QUICK_MAX_DURATION = 2.0
 QUICK_MAX_REQUESTS = 100
 QUICK_WARMUP = 1.0
@@ -855,7 +854,7 @@ def _path_template(op: Operation, given: dict[str, Generator], api: Api) -> list
     by_name = {p.name: p for p in op.path_params}
     for match in _PATH_PARAM.finditer(route):
         if match.start() > pos:
-            parts.append({"text": quote(route[pos : match.start()], safe=_PATH_SAFE)})
+            parts.append({"text": _literal_path(route[pos : match.start()])})
         name = match.group(1)
         param = by_name.get(name) or Parameter(name, "path", True, {"type": "string"})
         value = _fixed(param, given, api) if name in given else _default_value(param, api)
@@ -865,8 +864,14 @@ def _path_template(op: Operation, given: dict[str, Generator], api: Api) -> list
             parts.append({"text": serialized(param, value)[0][1]})
         pos = match.end()
     if pos < len(route):
-        parts.append({"text": quote(route[pos:], safe=_PATH_SAFE)})
+        parts.append({"text": _literal_path(route[pos:])})
     return parts or [{"text": "/"}]
+
+
+def _literal_path(text: str) -> str:
+    """A template's literal text as the client sends it, encoded as the gateways' routes and
+    the mock backend expect it (a ``%XX`` escape stays one, a bare ``%`` is ``%25``)."""
+    return "/".join(encode_literal(segment) for segment in text.split("/"))
 
 
 def _auth(op: Operation, plan: Plan) -> tuple[list[dict[str, Any]], list[list[Any]]]:

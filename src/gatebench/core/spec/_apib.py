@@ -36,7 +36,7 @@ from gatebench.core.ir import (
     token_problem,
     url_path,
 )
-from gatebench.core.spec._ids import with_generated_ids
+from gatebench.core.spec._ids import unique_ids
 
 
 class Document(Protocol):
@@ -159,7 +159,7 @@ def read_blueprint(doc: Document) -> tuple[Api | None, list[Problem]]:
                 doc.name,
             )
         )
-    operations = with_generated_ids(operations, set())
+    operations = unique_ids(operations)
     operations.sort(key=lambda op: (op.route_path, method_rank(op.method), op.operation_id))
     if not operations:
         problems.append(

@@ -22,12 +22,14 @@ import importlib.util
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 from gatebench.core.errors import Problem, escape_pointer_token
 from gatebench.core.spec._reader import Reader
+from gatebench.core.spec._refs import Loc, RefError, Refs
+from gatebench.core.spec._walk import walk_objects
 
 _MAX_FINDINGS = 200
 
@@ -287,7 +289,13 @@ def _truncate(message: str) -> str:
 
 
 def strict_problems(reader: Reader, version: str) -> list[Problem]:
-    """openapi-spec-validator's semantic walk, reading only from the bundle."""
+    """openapi-spec-validator's semantic walk, reading only from the bundle.
+
+    The library fetches any URI its handlers do not claim (``requests`` for http(s), ``urlopen``
+    for the rest, ``file:`` included), so one handler claims every scheme: a reference is
+    resolved as the reader resolves it (:meth:`Refs.target`), and one the reader refuses stops
+    the walk with the reader's words, at that ``$ref``, without a byte sent or read.
+    """
     from openapi_spec_validator.validation import validators as v
 
     classes = {
@@ -297,16 +305,19 @@ def strict_problems(reader: Reader, version: str) -> list[Problem]:
         "3.2": v.OpenAPIV32SpecValidator,
     }
     base = classes[version[:3]]
+    entry = reader.bundle.entry
+    refs = Refs(reader)
 
-    def bundle_handler(uri: str) -> Any:
-        name = uri.removeprefix("gatebench:///")
-        return reader.document(name).data
+    def bundle_document(uri: str) -> Any:
+        # URIs arrive joined to the referring file's URI; the entry's is "", so a relative
+        # URI is relative to the entry's folder, as the reader resolves the entry's refs.
+        target = refs.target(uri, Loc(entry, ""))
+        return refs.get(Loc(target.doc, ""), uri)
 
     class BundleOnly(base):  # type: ignore[misc, valid-type]
-        resolver_handlers: ClassVar[dict[str, Any]] = {"gatebench": bundle_handler}
+        resolver_handlers: ClassVar[Mapping[str, Any]] = _EveryScheme(bundle_document)
 
-    entry = reader.bundle.entry
-    validator = BundleOnly(reader.entry.data, base_uri=f"gatebench:///{entry}")
+    validator = BundleOnly(reader.entry.data)
     out: list[Problem] = []
     try:
         for error in validator.iter_errors():
@@ -317,13 +328,74 @@ def strict_problems(reader: Reader, version: str) -> list[Problem]:
             )
             if len(out) >= _MAX_FINDINGS:
                 break
-    except Exception as exc:  # the library raises its own resolver errors for remote refs
-        out.append(
-            Problem(
-                "",
-                f"openapi-spec-validator stopped: {_truncate(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}",
-                "warning",
-                source=entry,
+    except Exception as exc:  # the library's resolver errors, and any error of its own
+        refused = _refused_ref(reader, refs, exc)
+        if refused is not None:
+            out.append(refused)
+        else:
+            out.append(
+                Problem(
+                    "",
+                    f"openapi-spec-validator stopped: {_truncate(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}",
+                    "warning",
+                    source=entry,
+                )
             )
-        )
     return out
+
+
+class _EveryScheme(Mapping[str, Any]):
+    """Resolver handlers that claim every URI scheme for one handler."""
+
+    def __init__(self, handler: Any) -> None:
+        self.handler = handler
+
+    def __getitem__(self, scheme: str) -> Any:
+        return self.handler
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+def _refused_ref(reader: Reader, refs: Refs, exc: BaseException) -> Problem | None:
+    """The problem at the ``$ref`` whose refusal stopped the walk, when one did."""
+    refusal: RefError | None = None
+    ref = ""  # as written: referencing's Unresolvable keeps it, the handler sees it joined
+    chain: BaseException | None = exc
+    while chain is not None:
+        if isinstance(chain, RefError):
+            refusal = chain
+        if not ref and isinstance(getattr(chain, "ref", None), str):
+            ref = chain.ref  # type: ignore[attr-defined]
+        chain = chain.__cause__ or chain.__context__
+    if refusal is None:
+        return None
+    message = str(refusal)
+    where = Loc(reader.bundle.entry, "")
+    for name in sorted(reader.documents, key=lambda n: (n != reader.bundle.entry, n)):
+        if not ref:
+            break
+        holder = next(
+            (
+                Loc(name, p)
+                for o, p in walk_objects(reader.documents[name].data)
+                if o.get("$ref") == ref
+            ),
+            None,
+        )
+        if holder is not None:
+            where = holder.child("$ref")
+            try:
+                refs.target(ref, holder)
+            except RefError as said:
+                message = str(said)
+            break
+    return Problem(
+        where.pointer,
+        f"{message}; the strict check stops here",
+        "warning",
+        source=where.doc,
+    )

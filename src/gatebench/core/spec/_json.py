@@ -83,6 +83,21 @@ def load_json(text: str, source: str, limits: Limits) -> tuple[Any, list[Problem
         raise SpecSyntaxError(
             [Problem("", f"nesting deeper than {limits.max_depth} levels", source=source)]
         ) from None
+    lone = _lone_surrogate(text)
+    if lone is not None:
+        line, column = line_col(text, lone)
+        raise SpecSyntaxError(
+            [
+                Problem(
+                    "",
+                    f"JSON syntax: {text[lone : lone + 6]} is not a Unicode character (half of a "
+                    "UTF-16 surrogate pair, without the other half)",
+                    line=line,
+                    column=column,
+                    source=source,
+                )
+            ]
+        )
     if _deeper_than(text, limits.max_depth):
         raise SpecSyntaxError(
             [Problem("", f"nesting deeper than {limits.max_depth} levels", source=source)]
@@ -110,6 +125,35 @@ def _loads(text: str, pairs_hook: Any) -> Any:
 
 _STRINGS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 """A JSON string, written as an unrolled loop (twice as fast as ``(?:[^"\\]|\\.)*``)."""
+
+
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_LOW_SURROGATE = re.compile(r"\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+def _lone_surrogate(text: str) -> int | None:
+    """The offset of the first ``\\uD800``-``\\uDFFF`` escape without its other half, in a
+    JSON text that parsed. ``json`` keeps it as a character that is no Unicode character (YAML
+    refuses it), which no UTF-8 encoder writes: it would fail later, in the store or a config.
+
+    Only surrogate escapes are looked at (none in most texts): outside strings a valid text has
+    no backslash, and one is an escape when an even number of backslashes stand before it.
+    """
+    paired = -1
+    for match in _SURROGATE.finditer(text):
+        start = match.start()
+        if start == paired:
+            continue
+        before = start
+        while before and text[before - 1] == "\\":
+            before -= 1
+        if (start - before) % 2:
+            continue  # an escaped backslash followed by the letters "uD8.."
+        if text[start + 3] in "89abAB" and _LOW_SURROGATE.match(text, match.end()):
+            paired = match.end()
+            continue
+        return start
+    return None
 
 
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")

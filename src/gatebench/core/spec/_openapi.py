@@ -53,7 +53,7 @@ from gatebench.core.ir import (
     token_problem,
     url_path,
 )
-from gatebench.core.spec._ids import unused, with_generated_ids
+from gatebench.core.spec._ids import unique_ids
 from gatebench.core.spec._reader import Document, Reader
 from gatebench.core.spec._refs import Loc, RefError, Refs, remote_refs
 from gatebench.core.spec._walk import SCHEMA_NAME_MAPS, is_data
@@ -1303,25 +1303,15 @@ class OpenApiBuilder:
     # -- operation ids ----------------------------------------------------------------------
 
     def _unique_ids(self, operations: list[Operation]) -> list[Operation]:
-        taken: set[str] = set()
-        out: list[Operation] = []
-        # Explicit ids first, in document order, so generated ones never steal them.
-        for op in operations:
-            if op.operation_id_generated:
-                continue
-            op_id = op.operation_id
-            if op_id in taken:
-                new = unused(op_id, taken)
+        out = unique_ids(operations)
+        for op, renamed in zip(operations, out, strict=True):
+            if not op.operation_id_generated and renamed.operation_id != op.operation_id:
                 self.warn(
                     Loc(op.source or self.doc.name, op.pointer + "/operationId"),
-                    f"operationId {op_id!r} is used twice; this one is renamed {new!r}",
+                    f"operationId {op.operation_id!r} is used twice; this one is renamed "
+                    f"{renamed.operation_id!r}",
                 )
-                op = replace(op, operation_id=new)
-            taken.add(op.operation_id)
-            out.append(op)
-        return out + with_generated_ids(
-            (op for op in operations if op.operation_id_generated), taken
-        )
+        return out
 
 
 def _methods_of(item: Any) -> list[str]:

@@ -45,7 +45,7 @@ from gatebench.core.ir import (
     token_problem,
 )
 from gatebench.core.spec._bundle import OutsideBundle, join_inside
-from gatebench.core.spec._ids import with_generated_ids
+from gatebench.core.spec._ids import unique_ids
 from gatebench.core.spec._reader import Document, IncludedJson, Reader
 from gatebench.core.spec._refs import Loc
 from gatebench.core.stats import counted
@@ -222,7 +222,7 @@ class RamlBuilder:
                 self._resource(
                     key, value, root_loc.child(key), key, [], default_security, operations
                 )
-        operations = with_generated_ids(operations, set())
+        operations = unique_ids(operations)
         operations.sort(key=lambda op: (op.route_path, method_rank(op.method), op.operation_id))
         if not operations and self.left_out:  # as OpenAPI's reader says it
             self.problem(
