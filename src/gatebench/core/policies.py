@@ -177,14 +177,23 @@ def missing_features(supported: frozenset[str], policies: PolicySet) -> tuple[st
 
 
 def missing_reason(
-    gateway: str, missing: tuple[str, ...], why: Mapping[str, str] | None = None
+    gateway: str,
+    missing: tuple[str, ...],
+    why: Mapping[str, str] | None = None,
+    limits: tuple[str, ...] = (),
 ) -> str:
     """One sentence for the plan check and the report; ``why`` (feature → the gateway's own
-    limit) makes a feature's mention precise."""
+    limit) makes a feature's mention precise; ``limits`` are values of a declared feature the
+    gateway cannot express (``Renderer.policy_limits``), each a phrase of its own."""
     why = why or {}
     labels = ", ".join(
-        f"{FEATURE_LABELS[f]} ({f}: {why[f]})" if f in why else f"{FEATURE_LABELS[f]} ({f})"
-        for f in missing
+        [
+            *(
+                f"{FEATURE_LABELS[f]} ({f}: {why[f]})" if f in why else f"{FEATURE_LABELS[f]} ({f})"
+                for f in missing
+            ),
+            *limits,
+        ]
     )
     return (
         f"{gateway} cannot apply the requested policies natively: {labels}; it is left out "

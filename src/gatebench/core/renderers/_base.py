@@ -442,6 +442,16 @@ class Renderer(abc.ABC):
             [Problem("/x-gatebench/policies", f"{self.name} renders no policies")]
         )
 
+    def policy_limits(self, policies: PolicySet) -> tuple[str, ...]:
+        """Why the gateway cannot express some values of ``policies`` although it declares
+        their features (a window shorter than its rate limiter's timer, a rate below its
+        unit): one phrase per reason, naming the gateway's own limit and the value asked;
+        ``()`` when it can. The gateway is then left out like one lacking a feature
+        (``gatebench.core.renderers.policy_exclusions``), never given a value it would refuse
+        at start or a different limit. A gateway with limits names the function of its
+        policies module that finds them (``policy_limits = staticmethod(...)``)."""
+        return ()
+
     def render_live(self, api: Api, target: RenderTarget) -> dict[str, str]:
         """The files of a gateway that will take changes through :attr:`live_change` (an admin
         endpoint on the loopback ``admin_port``, a watched file): :meth:`render`'s unless the

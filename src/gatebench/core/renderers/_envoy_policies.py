@@ -15,7 +15,15 @@
   ``rate_limits`` actions (remote address, a request header, or the token's ``sub`` claim)
   gives each key its own bucket (a descriptor entry with an empty value: dynamic
   descriptors), and only that bucket counts (``always_consume_default_token_bucket: false``;
-  requests without the key share the default bucket). Past the limit: 429.
+  requests without the key share the default bucket). Past the limit: 429. Envoy refills a
+  bucket at most every 50 ms: a shorter window leaves Envoy out
+  (:func:`envoy_policy_limits`). A per-address limit counts the connection's peer, as the
+  other gateways do: the listener then sets ``use_remote_address: true`` (without it Envoy
+  takes the client address from ``X-Forwarded-For``, which any client writes) and keeps what
+  the backend gets as it was: ``skip_xff_append: true`` (``X-Forwarded-For`` as the client sent
+  it, no address added), ``preserve_external_request_id: true`` (the client's
+  ``X-Request-Id``), ``x-envoy-external-address`` removed. ``X-Forwarded-Proto`` becomes the
+  connection's scheme, and a client's ``x-envoy-*`` headers are ignored (an edge's rules).
 - Cache: ``envoy.filters.http.cache`` with the in-memory ``simple_http_cache``. Envoy caches
   by the HTTP caching rules, so a cached route adds ``Cache-Control: public, max-age=TTL`` to
   the backend's response before the cache sees it (the client sees it too). The key is
@@ -43,6 +51,9 @@ renderer sets HTTP/1.1 and the idle timeout there, the policies add their upstre
 
 _T = "type.googleapis.com/envoy.extensions.filters.http."
 _MAX_DYNAMIC = 100_000
+_MIN_FILL_INTERVAL = 0.05
+"""Envoy refuses a token bucket ``fill_interval`` under 50 ms ("local rate limit token bucket
+fill timer must be >= 50ms")."""
 _CARRIED = "x-gatebench-validated-authorization"
 _CACHE_CONTROL = "x-gatebench-cache-control"
 
@@ -110,6 +121,18 @@ def _local_ratelimit(limit: RateLimit, prefix: str) -> dict[str, Any]:
     }
 
 
+def envoy_policy_limits(policies: PolicySet) -> tuple[str, ...]:
+    """The rate limits of ``policies`` whose window is shorter than Envoy refills a bucket
+    (``Renderer.policy_limits``)."""
+    reasons = (
+        f"a rate limit of {p.rate_limit.requests} per {p.rate_limit.window:g}s "
+        "(local_ratelimit refills its token bucket at most every 50ms: fill_interval >= 50ms)"
+        for p in policies.all_policies()
+        if p.rate_limit is not None and p.rate_limit.window < _MIN_FILL_INTERVAL
+    )
+    return tuple(dict.fromkeys(reasons))
+
+
 def apply_envoy_policies(
     files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
 ) -> dict[str, str]:
@@ -118,7 +141,7 @@ def apply_envoy_policies(
     envoy_routes = hcm["route_config"]["virtual_hosts"][0]["routes"]
     providers: dict[str, Any] = {}
     names: dict[tuple[JwtAuth, bool], str] = {}
-    uses_jwt = uses_limit = uses_cache = False
+    uses_jwt = uses_limit = uses_cache = by_address = False
     carried_routes: set[str] = set()
     uses_key = any(isinstance(p.auth, ApiKeyAuth) for p in policies.all_policies())
     for route, envoy_route in zip(routes_for(api), envoy_routes, strict=True):
@@ -149,6 +172,7 @@ def apply_envoy_policies(
             }
         if p.rate_limit is not None:
             uses_limit = True
+            by_address = by_address or p.rate_limit.key == "address"
             per_filter["envoy.filters.http.local_ratelimit"] = _local_ratelimit(
                 p.rate_limit, f"rl_{envoy_route['name']}"
             )
@@ -290,6 +314,13 @@ def apply_envoy_policies(
             },
         )
         options["http_filters"] = upstream
+    if by_address:
+        # The remote_address action reads the address Envoy trusts: the peer's only with
+        # use_remote_address (else the last X-Forwarded-For entry); the header passes as sent.
+        hcm["use_remote_address"] = True
+        hcm["skip_xff_append"] = True
+        hcm["preserve_external_request_id"] = True
+        hcm["route_config"]["request_headers_to_remove"] = ["x-envoy-external-address"]
     hcm["http_filters"] = [*filters, *hcm["http_filters"]]
     return {**files, "envoy.yaml": header + dump_yaml(doc)}
 
@@ -329,4 +360,4 @@ def as_jwks(auth: JwtAuth) -> str:
     return json.dumps({"keys": [dict(sorted(jwk.items()))]}, separators=(",", ":"))
 
 
-__all__ = ["apply_envoy_policies"]
+__all__ = ["apply_envoy_policies", "envoy_policy_limits"]

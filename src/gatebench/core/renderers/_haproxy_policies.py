@@ -11,8 +11,10 @@
   holds hashes, never a key. Absent or wrong: 401 from HAProxy, before any rate limit counts.
 - Rate limit: one stick table per policy (``st_rl<n>`` backend), counting per operation and
   key (the plan's rule): the tracked key is the route's number and the client address
-  (``src``), a request header, or the token's ``sub`` (``r<index>@<key>``); a request past
-  ``requests`` within the sliding ``window`` (``http_req_rate``) gets 429.
+  (``src``), a request header, or the token's ``sub`` (``r<index>@<key>``). The table counts
+  the requests it lets through, not the ones it refuses (as nginx's, Envoy's and Traefik's
+  limits do): ``gpc0_rate`` over the sliding ``window``, raised by ``sc-inc-gpc0`` after the
+  deny rule; a request that finds ``requests`` already let through within the window gets 429.
 - Cache: one ``cache`` section per TTL policy (``max-age``), used and stored in the backend for
   the cached routes' GET/HEAD; HAProxy keys it on host, path and query.
 
@@ -155,25 +157,30 @@ def _table(name: str, limit: RateLimit) -> str:
     window = f"{max(1, int(limit.window * 1000))}ms"
     return (
         f"backend {name}\n"
-        f"    stick-table type {kind} size 100k expire {window} store http_req_rate({window})\n"
+        f"    stick-table type {kind} size 100k expire {window} store gpc0_rate({window})\n"
     )
 
 
 def _limit_rules(limit: RateLimit, acl: str, table: str) -> list[str]:
     """Track ``"r<route index>@<client key>"``: one table counts each operation apart. An absent
-    header or ``sub`` sets no key, and nothing is counted (as before)."""
+    header or ``sub`` sets no key, and nothing is counted (as before). Only a request past the
+    deny rule raises the count: a refused request must not push the client's rate further over
+    the limit (``http_req_rate`` would count it, and a client a little over the limit would get
+    almost nothing through)."""
     if limit.key == "address":
         key = "src"
     elif limit.key == "header":
         key = f"req.hdr({limit.header})"
     else:
         key = "var(txn.gb_bearer),jwt_payload_query('$.sub')"
+    counted = f"{acl} {{ var(txn.gb_rl_key) -m found }}"
     return [
         f"    http-request set-var(txn.gb_rl_key) {key} if {acl}",
         f"    http-request track-sc0 var(txn.gatebench_route),field(1,_),concat(@,txn.gb_rl_key) "
-        f"table {table} if {acl} {{ var(txn.gb_rl_key) -m found }}",
+        f"table {table} if {counted}",
         f"    {_refuse(429, 'rate limit exceeded')} if {acl} "
-        f"{{ sc_http_req_rate(0,{table}) gt {limit.requests} }}",
+        f"{{ sc_gpc0_rate(0,{table}) ge {limit.requests} }}",
+        f"    http-request sc-inc-gpc0(0) if {counted}",
     ]
 
 

@@ -6,9 +6,12 @@
   or a header's value (``$http_<name>``), and the empty string elsewhere or when the header
   is absent (nginx counts no empty key). One zone, not one per operation: nginx sizes each
   zone's shared memory (10 MB, about 160,000 counters) whatever the number of operations.
-  nginx's limit is a leaky bucket: ``rate`` = requests / window (per minute when that is not
-  a whole number per second) and ``burst`` = requests − 1 with ``nodelay``, so ``requests``
-  pass at once and the next one within the window gets 429 (``limit_req_status``).
+  nginx's limit is a leaky bucket: ``rate`` = requests / window (per minute, to the nearest
+  whole number, when that is not a whole number per second) and ``burst`` = requests − 1 with
+  ``nodelay``, so ``requests`` pass at once and the next one within the window gets 429
+  (``limit_req_status``). One request per window has no ``burst`` (nginx refuses
+  ``burst=0``). nginx counts whole requests per second or per minute only: a limit below one
+  request per minute leaves nginx out (:func:`nginx_policy_limits`), never raised to 1r/m.
 - Cache: ``proxy_cache`` with one zone (files in the workdir), key ``$scheme$proxy_host
   $request_uri`` (path and query), ``proxy_cache_valid 200`` = the TTL; the routes without the
   policy bypass it and store nothing (``proxy_cache_bypass`` / ``proxy_no_cache`` on a map of
@@ -46,7 +49,30 @@ def _rate(limit: RateLimit) -> str:
     per_second = limit.requests / limit.window
     if per_second >= 1 and per_second == int(per_second):
         return f"{int(per_second)}r/s"
-    return f"{max(1, round(limit.requests * 60 / limit.window))}r/m"
+    reason = _slow_limit(limit)
+    if reason is not None:
+        raise UnsupportedFeature([Problem("/x-gatebench/policies", f"nginx cannot apply {reason}")])
+    return f"{round(limit.requests * 60 / limit.window)}r/m"
+
+
+def _slow_limit(limit: RateLimit) -> str | None:
+    """Why nginx cannot count ``limit``: its ``rate`` is a whole number of requests per second
+    or per minute, so the slowest it counts is 1r/m."""
+    if limit.requests * 60 / limit.window >= 1:
+        return None
+    return (
+        f"a rate limit of {limit.requests} per {limit.window:g}s (limit_req counts whole "
+        "requests per second or per minute, at least 1r/m; this limit is "
+        f"{limit.requests * 60 / limit.window:.3g} per minute)"
+    )
+
+
+def nginx_policy_limits(policies: PolicySet) -> tuple[str, ...]:
+    """The rate limits of ``policies`` slower than nginx counts (``Renderer.policy_limits``)."""
+    reasons = (
+        _slow_limit(p.rate_limit) for p in policies.all_policies() if p.rate_limit is not None
+    )
+    return tuple(dict.fromkeys(r for r in reasons if r is not None))
 
 
 def apply_nginx_policies(
@@ -87,7 +113,8 @@ def apply_nginx_policies(
     for n, (limit, values) in enumerate(limits.items()):
         http.extend(_limit_key_maps(n, limit, values))
         http.append(f"    limit_req_zone $gb_rl{n}_key zone=gb_rl{n}:10m rate={_rate(limit)};")
-        location.append(f"            limit_req zone=gb_rl{n} burst={limit.requests - 1} nodelay;")
+        burst = f" burst={limit.requests - 1} nodelay" if limit.requests > 1 else ""
+        location.append(f"            limit_req zone=gb_rl{n}{burst};")
     if limits:
         location.append("            limit_req_status 429;")
     for cache, values in caches.items():
@@ -192,4 +219,4 @@ def _cache_key(cache: Cache) -> str:
     return key
 
 
-__all__ = ["apply_nginx_policies"]
+__all__ = ["apply_nginx_policies", "nginx_policy_limits"]

@@ -1,9 +1,10 @@
 """Policies per gateway: which gateways can apply a plan's policies, the configuration with
 them applied, and the support matrix docs/gateways.md carries.
 
-Each renderer declares the policy features it renders natively (``supported_policies``); a
-gateway lacking one the plan needs is left out of the comparison with the reason
-(:func:`policy_exclusions`), never run without it silently. ``--allow-missing-policies``
+Each renderer declares the policy features it renders natively (``supported_policies``) and
+the values it cannot express (``policy_limits``); a gateway lacking one the plan needs is left
+out of the comparison with the reason (:func:`policy_exclusions`), never run without it
+silently, nor with a limit other than the plan's. ``--allow-missing-policies``
 runs it bare instead, marked as such (:func:`render_with_policies` with ``allow_missing``).
 """
 
@@ -30,11 +31,20 @@ def policy_exclusions(gateways: tuple[str, ...], policies: PolicySet) -> dict[st
 
     out: dict[str, str] = {}
     for name in gateways:
-        renderer = get_renderer(name)
-        missing = missing_features(renderer.supported_policies, policies)
-        if missing:
-            out[name] = missing_reason(name, missing, renderer.policy_gaps)
+        reason = _exclusion_reason(get_renderer(name), policies)
+        if reason is not None:
+            out[name] = reason
     return out
+
+
+def _exclusion_reason(renderer: Renderer, policies: PolicySet) -> str | None:
+    """Why ``renderer`` cannot apply ``policies``: a feature it lacks, else a value it cannot
+    express (``Renderer.policy_limits``); ``None`` when it can."""
+    missing = missing_features(renderer.supported_policies, policies)
+    limits = () if missing or policies.empty else renderer.policy_limits(policies)
+    if not missing and not limits:
+        return None
+    return missing_reason(renderer.name, missing, renderer.policy_gaps, limits)
 
 
 def render_with_policies(
@@ -48,23 +58,18 @@ def render_with_policies(
     """Every file of the configuration with ``policies`` enforced.
 
     Raises :class:`UnsupportedFeature` (pointer ``/x-gatebench/policies``) when the gateway
-    lacks a feature the policies need; with ``allow_missing`` it renders the bare proxy
-    instead (the caller marks the result as run without its policies).
+    lacks a feature the policies need or cannot express one of their values; with
+    ``allow_missing`` it renders the bare proxy instead (the caller marks the result as run
+    without its policies).
     """
     files = renderer.render(api, target)
     if policies.empty:
         return files
-    missing = missing_features(renderer.supported_policies, policies)
-    if missing:
+    reason = _exclusion_reason(renderer, policies)
+    if reason is not None:
         if allow_missing:
             return files
-        raise UnsupportedFeature(
-            [
-                Problem(
-                    POLICIES_POINTER, missing_reason(renderer.name, missing, renderer.policy_gaps)
-                )
-            ]
-        )
+        raise UnsupportedFeature([Problem(POLICIES_POINTER, reason)])
     return renderer.apply_policies(files, api, target, policies)
 
 

@@ -49,7 +49,11 @@ from gatebench.core.renderers._deployment import (
     PASSIVE_FAILS,
     PASSIVE_WINDOW_S,
 )
-from gatebench.core.renderers._envoy_policies import UPSTREAM_OPTIONS, apply_envoy_policies
+from gatebench.core.renderers._envoy_policies import (
+    UPSTREAM_OPTIONS,
+    apply_envoy_policies,
+    envoy_policy_limits,
+)
 from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, Parity, VendorPage
 from gatebench.core.renderers._routes import route_names
 from gatebench.core.renderers._yaml_out import dump_yaml
@@ -116,6 +120,7 @@ class EnvoyRenderer(Renderer):
         }
     )
     apply_policies = staticmethod(apply_envoy_policies)
+    policy_limits = staticmethod(envoy_policy_limits)
 
     health_checks = "active + passive"
     cores_setting = "--concurrency {workers}"
@@ -130,8 +135,10 @@ class EnvoyRenderer(Renderer):
         bodies="streamed (no buffer filter); 32 KiB buffered per connection, to clients and to "
         "the backend (`per_connection_buffer_limit_bytes`, the edge page's advice; flow control "
         "holds the rest). Of that page, the overload manager and the header rules protect "
-        "rather than speed and are not set; `use_remote_address` is not either: it would add "
-        "the `X-Forwarded-For` no other gateway adds",
+        "rather than speed and are not set; `use_remote_address` only with a per-address rate "
+        "limit, which must count the connection's peer as the other gateways do, not "
+        "`X-Forwarded-For` (with `skip_xff_append`: no `X-Forwarded-For` added, as no other "
+        "gateway adds one)",
         logs="no access log; `stats_matcher: reject_all` (no statistics kept); admin on "
         "loopback only",
         routes="one route per operation (RE2 regex and `:method`), first match wins",

@@ -33,7 +33,7 @@ from typing import ClassVar
 from gatebench.core.ir import Api
 from gatebench.core.renderers._base import LiveChange, Renderer, RenderTarget, as_files
 from gatebench.core.renderers._deployment import PASSIVE_FAILS, PASSIVE_WINDOW_S
-from gatebench.core.renderers._nginx_policies import apply_nginx_policies
+from gatebench.core.renderers._nginx_policies import apply_nginx_policies, nginx_policy_limits
 from gatebench.core.renderers._parity import (
     IDLE_TIMEOUT_S,
     KEEPALIVE_REQUESTS,
@@ -84,6 +84,7 @@ class NginxRenderer(Renderer):
         }
     )
     apply_policies = staticmethod(apply_nginx_policies)
+    policy_limits = staticmethod(nginx_policy_limits)
 
     health_checks = "passive"
     cores_setting = "worker_processes {workers}"
