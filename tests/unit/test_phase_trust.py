@@ -161,8 +161,9 @@ def test_failures_are_read_from_the_environment() -> None:
 def test_a_gateway_that_failed_is_not_ranked_and_its_overlapping_phases_not_counted() -> None:
     record, ms = _failed_run()
     s = summarize(ms, gateways=["a", "b", "c"], failed=failures_of(record.environment))
-    assert s.unranked == {"b": "failed during repetition 2"}
-    assert [g.target for g in s.scores.gateways] == ["a", "c"]
+    # c has no measurement at all: not ranked, never scored 0 as if it had lost
+    assert s.unranked == {"b": "failed during repetition 2", "c": "was not measured"}
+    assert [g.target for g in s.scores.gateways] == ["a"]
     assert s.failed_measurements == ("b:w:2",)
     assert s.cells[("w", "b")].n == 1  # its phase before the failure stays in the tables
     assert s.complete_repetitions == (1, 2)  # b's missing repetition does not count against a
@@ -178,12 +179,12 @@ def test_a_gateway_that_failed_is_not_ranked_and_its_overlapping_phases_not_coun
     )
     rows = {r.header: [c.text for c in r.cells] for r in score_table(report).rows}
     assert rows["b"] == ["–", "–", "–", "–", "not scored: failed during repetition 2"]
-    assert list(rows) == ["a", "c", "b"]
+    assert list(rows) == ["a", "b", "c"]
     assert "b failed: b exited with code -9 during the run; last log lines:" in report.cautions
     assert "| b | – | – | – | not scored: failed during repetition 2 |" in render_markdown(report)
     assert "not scored: failed during repetition 2" in render_html(report)
     data = json.loads(render_json(report))
-    assert data["unranked"] == {"b": "failed during repetition 2"}
+    assert data["unranked"] == {"b": "failed during repetition 2", "c": "was not measured"}
     assert data["failed_measurements"] == ["b:w:2"]
 
 
@@ -227,6 +228,54 @@ def test_hooks_flag_the_phases_that_overlap_the_failure_window(tmp_path: Path) -
     assert (tmp_path / "skip.txt").read_text() == "a\n"
     saved = json.loads((tmp_path / "run.json").read_text())
     assert saved["environment"]["failures"]["a"]["repetition"] == 2
+
+
+class BackendStandIn:
+    """The backend process gatebench started, as the hooks watch it (``Alive``)."""
+
+    def __init__(self) -> None:
+        self.up = True
+
+    def alive(self) -> bool:
+        return self.up
+
+
+def test_a_backend_that_dies_leaves_every_later_phase_out_of_the_figures(tmp_path: Path) -> None:
+    """The backend stopped while nginx was measured: what nginx and the baseline answered
+    after it (100 % errors) measured no gateway; ranked as it was, it made a gateway with
+    errors 'score highest'. The phases that overlap the failure are flagged backend-failed
+    and left out of every figure, every target's remaining phases are skipped, the failure is
+    recorded, and the report says so."""
+    record = RunRecord("r", "file:///x", "0" * 64, gateways=["a", "b"], workloads=[{"name": "w"}])
+    run = RunJournal(record, tmp_path, None, lambda progress: None)
+    inj = Injection("concurrent", 5, None, 2.0)
+    phases = {
+        i: Phase(i, t, "w", 1, True, "http://x", inj)
+        for i, t in ((0, "a"), (1, "baseline"), (2, "b"))
+    }
+    backend = BackendStandIn()
+    hooks = LoadHooks(
+        run, phases, ProcessCheckStandIn(), tmp_path / "skip.txt", len(phases), backend=(backend,)
+    )
+    hooks.on_phase(_result(0, 0.0, 100.0))  # a: measured while the backend was up
+    seen_alive = hooks._backend_alive_ms
+    backend.up = False
+    hooks.tick()
+    hooks.on_phase(_result(1, seen_alive - 50.0, seen_alive + 10.0))  # the baseline: overlaps
+    assert [(x.target, x.flags) for x in run.measurements] == [
+        ("a", ()),
+        ("baseline", ("backend-failed",)),
+    ]
+    down = run.record.environment["backend_failure"]
+    assert down["last_alive_ms"] == seen_alive and down["first_dead_ms"] >= seen_alive
+    assert (tmp_path / "skip.txt").read_text() == "a\nb\nbaseline\n"
+    s = summarize(run.measurements, gateways=["a", "b"])
+    assert s.cell("w", "baseline") is None
+    assert (
+        "1 measurement overlaps the failure of the backend gatebench started and is left out "
+        "of every figure: baseline:w:1"
+    ) in s.notes
+    assert s.unranked == {"b": "was not measured"}
 
 
 # -- the plan checker -----------------------------------------------------------------------

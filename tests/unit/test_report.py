@@ -18,6 +18,7 @@ from gatebench.core.report import (
     bigquery_schema,
     build_report,
     column_names,
+    flat_rows,
     render,
     render_csv,
     render_html,
@@ -25,6 +26,7 @@ from gatebench.core.report import (
     render_markdown,
 )
 from gatebench.core.report._format import fmt_ci, fmt_points, fmt_signed, fmt_value
+from gatebench.core.report._markdown import _cell
 from gatebench.core.trust import Ceiling, CeilingPoint
 from paths import ROOT
 from synthetic import synthetic_run
@@ -511,6 +513,71 @@ def test_csv_rows_carry_the_numbers_of_the_report(report) -> None:  # type: igno
     assert mean_row[0]["n"] == "5"
 
 
+@pytest.mark.parametrize("start", ["=", "+", "-", "@", "\t", "\r"])
+def test_csv_text_a_spreadsheet_would_run_as_a_formula_starts_with_a_quote(start: str) -> None:
+    """A title reached every row's run_title as written, and Excel or LibreOffice ran
+    '=HYPERLINK(...)' as a formula (OWASP, "CSV Injection"). The CSV quotes such text; the
+    rows, which BigQuery also receives as JSON, keep it as written; numbers stay numbers, a
+    negative one too."""
+    title = f'{start}HYPERLINK("http://evil.example/?x","click")'
+    ms = [m("a", "w", 0, 10.0), m("b", "w", 0, 12.0), m("baseline", "w", 0, 11.0)]
+    report = build_report(run_record(title=title, gateways=["a", "b"]), ms)
+    rows = [
+        dict(zip(column_names(), r, strict=True))
+        for r in list(csv.reader(io.StringIO(render_csv(report))))[1:]
+    ]
+    assert {r["run_title"] for r in rows} == {"'" + title}
+    assert {r["run_title"] for r in flat_rows(report)} == {title}
+    assert min(float(r["value"]) for r in rows) < 0  # a's overhead: faster than the baseline
+
+
+def test_no_gateway_measured_means_no_score_in_any_format() -> None:
+    """A run stopped before any gateway completed a request: the Markdown, the JSON and the
+    CSV ranked every gateway first with a score of 0, while the HTML showed no score."""
+    ms = [m(g, "w", 0, 10.0, requests=0, ok=0) for g in ("a", "b")]
+    report = build_report(
+        run_record(gateways=["a", "b"], status=RunStatus.PARTIAL),
+        [*ms, m("baseline", "w", 0, 8.0)],
+    )
+    assert report.summary.scores.gateways == ()
+    scores = json.loads(render_json(report))["scores"]
+    assert (scores["gateways"], scores["order"]) == ({}, [])
+    rows = [
+        dict(zip(column_names(), r, strict=True))
+        for r in csv.reader(io.StringIO(render_csv(report)))
+    ]
+    assert not [r for r in rows if r["metric"] in ("score", "rank")]
+    assert "## Global scores\n\nNo gateway was scored yet.\n" in render_markdown(report)
+    assert "No gateway was scored yet." in render_html(report)
+
+
+def test_every_format_says_the_weights_it_scored_with() -> None:
+    """The Markdown report named the profile without its weights (the HTML named them)."""
+    weights = [["p99", 5.0], ["min", 0.0]]
+    run = run_record(plan={"scoring": {"profile": "robust", "weights": weights}})
+    report = build_report(run, [m("a", "w", 0, 10.0), m("b", "w", 0, 12.0)])
+    said = (
+        "robust (weights throughput×1, min×0, mean×1, max×1, stddev×1, p50×1, p90×1, p95×1, "
+        "p99×5, error_pct×1)"
+    )
+    assert report.scoring == said
+    assert render_markdown(report).splitlines()[2] == f"Run `r` · status done · profile {said}"
+    assert f"<dd>{said}</dd>" in render_html(report)
+    assert json.loads(render_json(report))["weights"] == dict(report.weights)
+    rows = [
+        dict(zip(column_names(), r, strict=True))
+        for r in csv.reader(io.StringIO(render_csv(report)))
+    ]
+    weighed = {
+        (r["target"], r["metric"], r["value"], r["profile"])
+        for r in rows
+        if r["statistic"] == "weight"
+    }
+    assert weighed == {
+        (g, metric, repr(w), "robust") for g in ("a", "b") for metric, w in report.weights
+    }
+
+
 # -- JSON and Markdown -------------------------------------------------------------------------
 
 
@@ -526,6 +593,50 @@ def test_json_is_strict_and_complete(report) -> None:  # type: ignore[no-untyped
 
 def test_markdown_golden(report, golden) -> None:  # type: ignore[no-untyped-def]
     golden.check(GOLDEN / "synthetic.md", render_markdown(report))
+
+
+def test_markdown_shows_the_runs_text_as_written_never_as_markup() -> None:
+    """A pull request comment or a wiki page rendered the title's HTML and Markdown: a script,
+    an image fetched from a tracker, a link, a table's column opened by '|'."""
+    evil = (
+        "<script>alert(1)</script> ![](http://tracker.example/p.png) "
+        "[click](http://evil.example) a|b *x* `c` _y_"
+    )
+    shown = (
+        r"&lt;script&gt;alert(1)&lt;/script&gt; !\[\](http://tracker.example/p.png) "
+        r"\[click\](http://evil.example) a\|b \*x\* \`c\` \_y\_"
+    )
+    run = run_record(
+        title=evil,
+        spec_uri=f"file:///{evil}.yaml",
+        gateways=["a", "b"],
+        environment={"note": evil},
+        target_errors={"b": evil},
+    )
+    text = render_markdown(build_report(run, [m("a", "w", 0, 10.0)]))
+    lines = text.splitlines()
+    assert lines[0] == f"# {shown}"
+    assert f"- Description: file:///{shown}.yaml (sha256 000000000000…)" in lines
+    assert f"- note: {shown}" in lines
+    assert f"- b failed: {shown}" in lines
+    assert "<" not in text
+    assert "](" not in text.replace("\\](", "")
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("cpu_policy", "cpu_policy"),  # inside a word, no emphasis
+        ("_y_ and __z__", r"\_y\_ and \_\_z\_\_"),
+        ("# C# 2", r"\# C# 2"),
+        ("~~gone~~", r"\~\~gone\~\~"),
+        ("a\\b", r"a\\b"),
+        ("&lt; & <1", "&amp;lt; &amp; &lt;1"),
+        ("two\nlines", "two lines"),
+    ],
+)
+def test_markdown_escapes_what_would_change_the_rendering(text: str, shown: str) -> None:
+    assert _cell(text) == shown
 
 
 # -- HTML --------------------------------------------------------------------------------------
@@ -810,3 +921,27 @@ def test_the_verdict_names_a_workload_once_with_the_first_reason_its_throughput_
         "Throughput does not count on u and w: their phases were too short to measure a rate "
         "(too short: docs/trust.md).",
     ]
+
+
+def test_gateways_a_stopped_run_never_reached_are_not_ranked_with_zero() -> None:
+    """A run interrupted after one gateway's phases: the others have no measurement at all.
+    They are not ranked (a score of 0 and second place would say they were measured and
+    lost); the verdict says they were not measured."""
+    ms = [m("a", "w", 0, 10.0), m("baseline", "w", 0, 8.0)]
+    report = build_report(
+        run_record(
+            gateways=["a", "b", "c"],
+            status=RunStatus.PARTIAL,
+            error="interrupted (Ctrl-C or SIGTERM)\ncompleted measurements kept",
+        ),
+        ms,
+    )
+    assert [g.target for g in report.summary.scores.gateways] == ["a"]
+    assert report.summary.unranked == {"b": "was not measured", "c": "was not measured"}
+    assert report.verdict[0] == "Only a was ranked, so its score (100) compares it with nothing."
+    assert "b and c were not measured: not ranked." in report.verdict
+    assert not any("rank 1" in line or "(0)" in line for line in report.verdict)
+    assert (
+        "The run's status is 'partial' (interrupted (Ctrl-C or SIGTERM)): the results may be "
+        "incomplete."
+    ) in report.cautions

@@ -194,6 +194,73 @@ def test_score_stores_the_scores_and_the_report_follows_them(
     assert data["scores"]["gateways"]["nginx"]["score"] == docs["nginx"]["score"]
 
 
+def test_a_report_naming_the_stored_profile_keeps_its_weights(
+    store_path: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`gatebench report RUN --profile robust` on a run scored robust with weights scored it
+    again with every weight 1; the Markdown report never named the weights."""
+    weights = ["--weight", "p99=5", "--weight", "min=0"]
+    assert main(["score", "latest", "--profile", "robust", *weights, "--store", store_path]) == 0
+    capsys.readouterr()
+    with SqliteStore(store_path) as store:
+        docs = store.scores("20260101-120000-synthetic")
+    assert docs is not None
+    robust = ["report", "latest", "--profile", "robust", "--store", store_path]
+    assert main([*robust, "-f", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["weights"] == docs["nginx"]["weights"]
+    assert {g: d["score"] for g, d in data["scores"]["gateways"].items()} == {
+        g: d["score"] for g, d in docs.items()
+    }
+    assert main([*robust, "-f", "md"]) == 0
+    assert (
+        "· profile robust (weights throughput×1, min×0, mean×1, max×1, stddev×1, p50×1, p90×1, "
+        "p95×1, p99×5, error_pct×1)\n" in capsys.readouterr().out
+    )
+    # naming another profile scores with that one's weights
+    assert (
+        main(["report", "latest", "--profile", "paper", "-f", "json", "--store", store_path]) == 0
+    )
+    assert json.loads(capsys.readouterr().out)["weights"] == {}
+
+
+def test_score_of_a_run_that_measured_no_gateway_says_none_was_scored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run stopped before any gateway's phase: `gatebench score` printed every gateway
+    ranked first with a score of 0."""
+    from gatebench.core.metrics import METRICS
+    from gatebench.core.model import Measurement, RunRecord, RunStatus
+
+    path = tmp_path / "s.sqlite"
+    record = RunRecord(
+        run_id="20260101-000000-aaaa",
+        spec_uri="file:///a.yaml",
+        spec_sha256="0" * 64,
+        status=RunStatus.PARTIAL,
+        gateways=["nginx", "haproxy"],
+        workloads=[{"name": "w"}],
+    )
+    values: dict[str, object] = dict.fromkeys(METRICS, 0.0)
+    values.update(requests=0, ok=0, ko=0)
+    with SqliteStore(path) as store:
+        store.create_run(record)
+        for target in ("nginx", "haproxy"):
+            store.put_measurement(
+                Measurement(
+                    run_id=record.run_id, target=target, workload="w", repetition=0, **values
+                )  # type: ignore[arg-type]
+            )
+    assert main(["score", "latest", "--store", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[:2] == [
+        "run 20260101-000000-aaaa, profile paper",
+        "no gateway was scored: no score and no rank (the notes say why)",
+    ]
+    with SqliteStore(path) as store:
+        assert not store.scores(record.run_id)
+
+
 def test_score_refuses_weights_for_the_paper_profile(
     store_path: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

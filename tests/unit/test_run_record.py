@@ -63,3 +63,47 @@ def test_the_cloud_records_the_gateways_it_leaves_out_as_a_local_run_does() -> N
     report = build_report(run, [])
     assert report.summary.unranked["caddy"].startswith("was left out before the run")
     assert [g.target for g in report.summary.scores.gateways if g.target == "caddy"] == []
+
+
+def test_a_gateway_left_out_before_the_run_leaves_it_done_on_both_paths() -> None:
+    """A gateway the plan leaves out (a policy it cannot apply) neither failed nor was
+    expected: with every other target measured the run is done (exit 0), not partial, on
+    both paths; a target the run expected and did not measure still makes it partial."""
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    from gatebench.cloud._score import expected_keys
+    from gatebench.core.model import Measurement, RunStatus
+    from gatebench.run._context import measured_status
+
+    limited = PETSTORE.read_bytes().replace(
+        b"  baseline: true\n",
+        b"  baseline: true\n  policies: {rate_limit: {requests: 100, window: 1s, key: address}}\n",
+    )
+    outcome = parse_upload(limited, REF, now=0.0)
+    assert outcome.ok, outcome.message
+    run = outcome.run
+    result = read_spec(limited, name="openapi.yaml")
+    plan = load_plan(result)
+    keys = expected_keys(run)
+    assert {k.split(":")[0] for k in keys} == {"nginx", "haproxy", "baseline"}
+
+    def measured(targets: set[str]) -> list[Measurement]:
+        out = []
+        for key in sorted(k for k in keys if k.split(":")[0] in targets):
+            target, workload, rep = key.split(":")
+            out.append(
+                Measurement(
+                    run.run_id, target, workload, int(rep), *(10, 10, 0, 0.0, 5.0), *[1.0] * 8
+                )
+            )
+        return out
+
+    def status(targets: set[str]) -> RunStatus:
+        ctx = SimpleNamespace(
+            journal=SimpleNamespace(measurements=measured(targets)), record=run, plan=plan
+        )
+        return measured_status(cast(Any, ctx))
+
+    assert status({"nginx", "haproxy", "baseline"}) == RunStatus.DONE
+    assert status({"nginx", "baseline"}) == RunStatus.PARTIAL

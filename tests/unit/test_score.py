@@ -90,6 +90,21 @@ def test_a_gateway_measured_nowhere_scores_zero() -> None:
     assert "b was not measured at all: scored 0" in result.notes
 
 
+def test_no_gateway_is_scored_when_no_workload_was_measured() -> None:
+    """A run stopped before its first gateway's phase: every gateway was ranked first with a
+    score of 0, as if measured and tied. None is scored: no score, no rank."""
+    result = score({}, gateways=["a", "b"], workloads=["e"], metrics=("mean",))
+    assert result.gateways == ()
+    assert result.leaders == ()
+    assert result.to_dict()["gateways"] == {}
+    assert result.notes == ("no gateway was measured on e: no gateway is scored or ranked",)
+    alone = score({}, gateways=["a"], workloads=[], metrics=("mean",))
+    assert (alone.gateways, alone.notes) == (
+        (),
+        ("no workload to score: no gateway is scored or ranked",),
+    )
+
+
 def test_an_endpoint_nobody_measured_is_left_out() -> None:
     values = values_from_table({"e1": {"a": {"mean": 10.0}, "b": {"mean": 20.0}}, "e2": {}})
     result = score(values, gateways=["a", "b"], workloads=["e1", "e2"], metrics=("mean",))

@@ -21,12 +21,33 @@ from gatebench.cli._common import (
     number,
 )
 from gatebench.cli._store import add_store_argument, store_flag, store_location
-from gatebench.core.errors import GatebenchError, PlanError
+from gatebench.core.errors import GatebenchError, PlanError, printable
 from gatebench.core.ir import Api
-from gatebench.core.model import RunKind, local_run_id
+from gatebench.core.model import RunKind, RunRecord
 from gatebench.core.plan import Plan
+from gatebench.core.trust import left_out_of
 from gatebench.run import RunOptions, RunOutcome
 from gatebench.store import open_store
+
+LOG_LINES_SHOWN = 5
+"""The last lines of a failed target's log printed under its reason (the record keeps 15)."""
+
+
+def target_error_lines(record: RunRecord) -> list[str]:
+    """Each target the run left out or that failed, with why: the reason's first line, and
+    under a failure the last lines its process logged (``bind() ... Address already in
+    use``), indented, control characters escaped."""
+    left = left_out_of(record.environment)
+    lines = []
+    for target, reason in sorted(record.target_errors.items()):
+        first, *rest = reason.splitlines() or [""]
+        if target in left:
+            lines.append(f"Left out: {first}")
+            continue
+        lines.append(f"{target}: FAILED: {first}")
+        tail = [line for line in rest if line.strip()][-LOG_LINES_SHOWN:]
+        lines += [f"    {printable(line)}" for line in tail]
+    return lines
 
 
 def add_run_arguments(parser: argparse.ArgumentParser, *, ceiling: str) -> None:
@@ -109,8 +130,10 @@ def prepared(args: argparse.Namespace, kind: str) -> tuple[Api, Plan, str, str] 
     plan = chosen_gateways(args, loaded)
     if plan is None:
         return None
+    from gatebench.local.runner import claim_run_id
+
     digest = spec_digest(args.spec)
-    return api, plan, digest, local_run_id(digest)
+    return api, plan, digest, claim_run_id(Path(args.results), digest)
 
 
 def run_here(

@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from gatebench.cli._common import number, print_thresholds
-from gatebench.cli._local import add_run_arguments, run_plan
+from gatebench.cli._local import add_run_arguments, run_plan, target_error_lines
 from gatebench.core.model import BASELINE, RunKind
 from gatebench.core.plan import MAX_REPETITIONS, Plan
 from gatebench.core.stats import counted
@@ -56,8 +56,7 @@ def report_lines(outcome: RunOutcome) -> list[str]:
         lines.append(f"Cores: {cores}")
     if outcome.report is not None:
         lines += capacity_text(outcome.report)
-    for target, reason in sorted(record.target_errors.items()):
-        lines.append(f"{target}: FAILED: {reason.splitlines()[0]}")
+    lines.extend(target_error_lines(record))
     for note in outcome.notes:
         lines.append(f"Note: {note}")
     lines += [

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from gatebench.cli._common import print_thresholds
-from gatebench.cli._local import add_run_arguments, run_plan
+from gatebench.cli._local import add_run_arguments, run_plan, target_error_lines
 from gatebench.core.capabilities import engine_warmup_s
 from gatebench.core.measure import FLAGS
 from gatebench.core.model import BASELINE, Measurement, RunKind
@@ -21,7 +21,6 @@ from gatebench.core.stats import (
     workload_rows,
 )
 from gatebench.core.thresholds import evaluate
-from gatebench.core.trust import left_out_of
 from gatebench.local.engines import ENGINES
 from gatebench.run import RunOutcome
 
@@ -129,10 +128,7 @@ def report_lines(outcome: RunOutcome) -> list[str]:
         lines.extend(
             f"Note: {line}." for line in baseline_not_a_floor(record, outcome.report.summary)
         )
-    left_out = left_out_of(record.environment)
-    for target, reason in sorted(record.target_errors.items()):
-        said = reason.splitlines()[0]
-        lines.append(f"Left out: {said}" if target in left_out else f"{target}: FAILED: {said}")
+    lines.extend(target_error_lines(record))
     for note_line in outcome.notes:
         lines.append(f"Note: {note_line}")
     lines.append("")

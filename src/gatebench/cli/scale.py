@@ -9,16 +9,16 @@ import sys
 from pathlib import Path
 
 from gatebench.cli._common import add_quiet_argument, add_spec_arguments, number, read
-from gatebench.cli._local import run_here, spec_digest
+from gatebench.cli._local import run_here, spec_digest, target_error_lines
 from gatebench.cli._store import add_store_argument, store_flag
 from gatebench.core.errors import GatebenchError, PlanError
-from gatebench.core.model import local_run_id
 from gatebench.core.plan import load_plan
 from gatebench.core.renderers import UnknownGateway, all_renderers, get_renderer
 from gatebench.core.routescale import DEFAULT_SIZES, MAX_ROUTES, parse_sizes
 from gatebench.core.stats import counted
 from gatebench.kinds._live._plan import scale_problems
 from gatebench.local.liveruns import LoadSettings
+from gatebench.local.runner import claim_run_id
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -196,7 +196,8 @@ def _run(args: argparse.Namespace, kind: str) -> int:
         change=change,
     )
     digest = spec_digest(args.spec)
-    options = RunOptions(results_dir=Path(args.results), run_id=local_run_id(digest))
+    results = Path(args.results)
+    options = RunOptions(results_dir=results, run_id=claim_run_id(results, digest))
     outcome, location = run_here(
         args, kind, api, request, digest, options, kept="what was measured so far is in"
     )
@@ -208,8 +209,8 @@ def _run(args: argparse.Namespace, kind: str) -> int:
         lines = scale_text(outcome.report)
         for line in [*lines, ""] if lines else []:
             print(line)
-    for target, reason in sorted(record.target_errors.items()):
-        print(f"{target}: FAILED: {reason.splitlines()[0]}")
+    for line in target_error_lines(record):
+        print(line)
     for line in outcome.notes:
         print(f"Note: {line}")
     if missing:

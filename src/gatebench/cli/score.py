@@ -67,8 +67,11 @@ def run(args: argparse.Namespace) -> int:
         for g in result.gateways
     ]
     print(f"run {report.run.run_id}, profile {result.profile}")
-    for line in aligned(header, rows):
-        print(line)
+    if result.gateways:
+        for line in aligned(header, rows):
+            print(line)
+    else:
+        print("no gateway was scored: no score and no rank (the notes say why)")
     print()
     print(" ".join(report.verdict))
     for caution in report.cautions:

@@ -15,6 +15,7 @@ from gatebench.cloud._objects import NothingMeasured, RequestError, rows_object
 from gatebench.core.errors import Problem
 from gatebench.core.model import RunKind, RunRecord, plan_targets
 from gatebench.core.report import flat_rows, measurement_rows, score_run
+from gatebench.core.trust import left_out_of
 from gatebench.kinds._live._report import is_live_run
 from gatebench.store import ResultStore
 
@@ -30,9 +31,11 @@ class RowsSink(Protocol):
 
 
 def expected_keys(run: RunRecord) -> set[str]:
-    """``target:workload:repetition`` of every phase the plan measures."""
+    """``target:workload:repetition`` of every phase the plan measures (not of the gateways
+    it left out before the run: ``environment.left_out``)."""
     plan = run.plan or {}
-    targets = plan_targets(plan)
+    left = left_out_of(run.environment)
+    targets = [t for t in plan_targets(plan) if t not in left]
     workloads = [w.get("name") for w in plan.get("workloads") or [] if isinstance(w, dict)]
     repetitions = int(plan.get("repetitions") or 0)
     return {f"{t}:{w}:{r}" for t in targets for w in workloads for r in range(1, repetitions + 1)}

@@ -26,6 +26,9 @@ compared with the baseline, and checked for stability. Pure: no store, no printi
   wrong answer is not a result, so it can never rank first over a gateway without one
   (docs/trust.md, "Right answers under load").
 
+- A gateway with no measurement at all (a run stopped before its first phase, or one still
+  going) is not ranked: a score of 0 would say it was measured and lost.
+
 A measurement in which no request completed (``requests == 0``) says nothing about
 latency (its latencies would read 0 ms and look best): it counts as missing, and the
 target failed that workload in that repetition.
@@ -48,8 +51,10 @@ from gatebench.core.records import fields
 from gatebench.core.score import Profile, ScoreResult, score
 from gatebench.core.stats import counted, fmt_rate, joined_names
 from gatebench.core.trust import (
+    BACKEND_FAILED_FLAG,
     ENGINE_BUSY_SHARE,
     FAILED_TARGET_FLAG,
+    LEFT_OUT_FLAGS,
     bound_by_tester,
     engine_busy_throughput,
     too_short_throughput,
@@ -287,6 +292,11 @@ def first_reasons(
     return out
 
 
+UNMEASURED = "was not measured"
+"""Why a gateway of the run with no measurement at all is not ranked (a run stopped before
+it, or still going): never ranked with a score of 0 as if it had been measured and lost."""
+
+
 def summarize(
     measurements: Iterable[Measurement],
     *,
@@ -313,7 +323,8 @@ def summarize(
     all_ms = sorted(measurements, key=lambda m: (m.target, m.workload, m.repetition))
     empty = tuple(m.key for m in all_ms if m.requests <= 0)
     overlapping = tuple(m.key for m in all_ms if FAILED_TARGET_FLAG in m.flags)
-    usable = [m for m in all_ms if m.requests > 0 and FAILED_TARGET_FLAG not in m.flags]
+    backend_down = tuple(m.key for m in all_ms if BACKEND_FAILED_FLAG in m.flags)
+    usable = [m for m in all_ms if m.requests > 0 and not set(LEFT_OUT_FLAGS) & set(m.flags)]
     if run_id is None:
         run_id = all_ms[0].run_id if all_ms else ""
     if gateways is None:
@@ -327,14 +338,6 @@ def summarize(
     workload_list = (*workloads, *extra_workloads)
     has_baseline = any(m.target == baseline for m in all_ms)
 
-    grouped: dict[tuple[str, str], list[Measurement]] = {}
-    for m in usable:
-        grouped.setdefault((m.workload, m.target), []).append(m)
-    cells = {key: _cell(ms) for key, ms in grouped.items()}
-
-    means: dict[str, dict[str, Mapping[str, Sample]]] = {}
-    for (w, t), cell in cells.items():
-        means.setdefault(w, {})[t] = cell.metrics
     left = {g: why for g, why in (left_out or {}).items() if g in gateway_list}
     unranked = {g: f"was left out before the run, as it {why}" for g, why in left.items()}
     for g, when in (failed or {}).items():
@@ -344,7 +347,21 @@ def summarize(
     for g, n in wrong.items():
         if g in gateway_list and g not in unranked:
             unranked[g] = f"gave {n:,} wrong answer{'s' if n != 1 else ''}"
+    recorded = {m.target for m in all_ms}
+    for g in gateway_list:
+        if g not in unranked and g not in recorded:
+            unranked[g] = UNMEASURED
     ranked = tuple(g for g in gateway_list if g not in unranked)
+    repetitions = tuple(sorted({m.repetition for m in all_ms}))
+
+    grouped: dict[tuple[str, str], list[Measurement]] = {}
+    for m in usable:
+        grouped.setdefault((m.workload, m.target), []).append(m)
+    cells = {key: _cell(ms) for key, ms in grouped.items()}
+
+    means: dict[str, dict[str, Mapping[str, Sample]]] = {}
+    for (w, t), cell in cells.items():
+        means.setdefault(w, {})[t] = cell.metrics
     rates = {w: r for w, r in (rates_set or {}).items() if w in workload_list}
     limits = {w: c for w, c in (ceiling or {}).items() if w not in rates}
     bound = bound_by_tester(usable, ranked, limits)
@@ -362,7 +379,6 @@ def summarize(
     )
     result = scored(means)  # the means over the repetitions; each complete repetition below
 
-    repetitions = tuple(sorted({m.repetition for m in all_ms}))
     by_rep: dict[int, dict[tuple[str, str], Measurement]] = {}
     for m in usable:
         by_rep.setdefault(m.repetition, {})[(m.workload, m.target)] = m
@@ -467,6 +483,16 @@ def summarize(
             + " left out of every figure: "
             + ", ".join(overlapping[:5])
             + (" ..." if len(overlapping) > 5 else "")
+        )
+    if backend_down:
+        notes.append(
+            f"{counted(len(backend_down), 'measurement')} "
+            + ("overlaps" if len(backend_down) == 1 else "overlap")
+            + " the failure of the backend gatebench started and "
+            + ("is" if len(backend_down) == 1 else "are")
+            + " left out of every figure: "
+            + ", ".join(backend_down[:5])
+            + (" ..." if len(backend_down) > 5 else "")
         )
     if empty:
         notes.append(

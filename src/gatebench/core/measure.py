@@ -60,6 +60,9 @@ FLAGS = {
         "timer's resolution plus a burst's launch spread"
     ),
     "target-failed": "the phase overlaps its target's failure; left out of every figure",
+    "backend-failed": (
+        "the phase overlaps the failure of the backend gatebench started; left out of every figure"
+    ),
     "wrong-answers": (
         "an answer was not the backend's answer to its request, whole; the gateway is not ranked"
     ),

@@ -27,6 +27,10 @@ What the paper leaves open, and what gatebench does (docs/scoring.md has worked 
   endpoint no gateway measured is left out of every mean.
 - A single gateway: it is the best everywhere and scores 100; the score then compares
   nothing, and a note says so (the overhead against the baseline is what to read).
+- No workload measured for any gateway (a run stopped before its first gateway's phase): no
+  gateway is scored, so none has a score or a rank (``ScoreResult.gateways`` is empty), not 0
+  and a shared first place. What "scored" means is decided here, once: a gateway is scored when
+  at least one workload was measured for some gateway.
 - A metric that cannot rank the gateways on one endpoint (``left_out``; the aggregation
   passes throughput there when a gateway was tester-bound, docs/trust.md) is left out of that
   endpoint's mean for every gateway; eq. 5 averages the other metrics.
@@ -122,7 +126,8 @@ class ScoreResult:
     workloads: tuple[str, ...]
     """The workloads in the means (at least one gateway measured them)."""
     gateways: tuple[GatewayScore, ...]
-    """Best first (then by name)."""
+    """The gateways scored, best first (then by name); empty when no workload was measured
+    for any gateway (:func:`score`)."""
     unscored: tuple[str, ...] = ()
     """Workloads no gateway measured: left out of every mean."""
     notes: tuple[str, ...] = field(default=())
@@ -370,28 +375,36 @@ def score(
             else:
                 per_gateway[g].append(EndpointScore(workload, g, 0.0, missing=True))
 
+    # A gateway is scored against the others on the workloads some gateway was measured on;
+    # with none, there is nothing to score it on (a 0 would read as measured and lost).
+    scored_gateways = gateways if scored_workloads else []
     totals: dict[str, float] = {}
-    for g in gateways:
-        eps = per_gateway[g]
-        totals[g] = math.fsum(e.score for e in eps) / len(eps) if eps else 0.0
-    order = sorted(gateways, key=lambda g: (-round(totals[g], 9), g))
+    for g in scored_gateways:
+        eps = per_gateway[g]  # one per scored workload
+        totals[g] = math.fsum(e.score for e in eps) / len(eps)
+    order = sorted(scored_gateways, key=lambda g: (-round(totals[g], 9), g))
     results: list[GatewayScore] = []
     for g in order:
-        rank = 1 + sum(1 for other in gateways if round(totals[other], 9) > round(totals[g], 9))
+        rank = 1 + sum(
+            1 for other in scored_gateways if round(totals[other], 9) > round(totals[g], 9)
+        )
         missing = tuple(e.workload for e in per_gateway[g] if e.missing)
         results.append(GatewayScore(g, totals[g], rank, tuple(per_gateway[g]), missing))
 
     if not gateways:
         notes.append("no gateway to score")
-    elif len(gateways) == 1:
+    elif not workloads:
+        notes.append("no workload to score: no gateway is scored or ranked")
+    elif len(scored_gateways) == 1:
         notes.append(
             f"only one gateway ({gateways[0]}): it is the best on every metric and scores 100 "
             "by definition; compare it with the baseline (overhead) instead"
         )
     if unscored_workloads:
-        notes.append(
-            f"no gateway was measured on {', '.join(unscored_workloads)}: left out of the scores"
+        consequence = (
+            "left out of the scores" if scored_gateways else "no gateway is scored or ranked"
         )
+        notes.append(f"no gateway was measured on {', '.join(unscored_workloads)}: {consequence}")
     for result in results:
         if result.missing and len(result.missing) < len(scored_workloads):
             notes.append(

@@ -76,6 +76,10 @@ TOO_SHORT_ERROR_PCT = 5.0
 """A phase is ``too short`` when its throughput may be off by more than this (%)."""
 FAILED_TARGET_FLAG = "target-failed"
 """A phase that overlaps its target's failure window (last seen alive → first seen dead)."""
+BACKEND_FAILED_FLAG = "backend-failed"
+"""A phase that overlaps the failure of the backend gatebench started: every target's."""
+LEFT_OUT_FLAGS = (FAILED_TARGET_FLAG, BACKEND_FAILED_FLAG)
+"""A phase flagged so is left out of every figure: what it measured is a failure's."""
 TOO_SHORT_FLAG = "too-short"
 ENGINE_COLD_FLAG = "engine-cold"
 """A phase among a workload's first of the run on which the load engine spent
@@ -204,7 +208,7 @@ def demonstrated_ceiling(
     gateways with the lower reading would call every fast one tester-bound."""
     sums: dict[tuple[str, str], list[float]] = {}
     for m in measurements:
-        if m.requests > 0 and m.workload in ceiling and FAILED_TARGET_FLAG not in m.flags:
+        if m.requests > 0 and m.workload in ceiling and not set(LEFT_OUT_FLAGS) & set(m.flags):
             sums.setdefault((m.workload, m.target), []).append(m.throughput)
     out = dict(ceiling)
     for (w, _), values in sums.items():
@@ -682,6 +686,7 @@ def reproducibility(summaries: Sequence[RunScores]) -> Reproducibility:
 
 __all__ = [
     "AGREEMENT_PCT",
+    "BACKEND_FAILED_FLAG",
     "CEILING_TARGET",
     "CROSS_CHECK_REPETITIONS",
     "ENGINE_BUSY_FLAG",
@@ -691,6 +696,7 @@ __all__ = [
     "ENGINE_COLD_RATIO",
     "ENGINE_RESOLUTION_MS",
     "FAILED_TARGET_FLAG",
+    "LEFT_OUT_FLAGS",
     "TESTER_BOUND_SHARE",
     "TOO_SHORT_ERROR_PCT",
     "TOO_SHORT_FLAG",

@@ -119,6 +119,11 @@ class LocalMachine:
             reset_urls=started.reset_urls if started.replicas else (),
             tls=RunTlsFiles(tls.gateway, tls.trust_store) if tls is not None else None,
             ceiling_label=SERVER_LABEL,
+            watched=tuple(
+                r.process
+                for r in started.replicas
+                if plan.fault is None or r.replica != plan.fault.replica
+            ),
         )
 
     def pin(

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gatebench.core.errors import RunError
 from gatebench.core.ir import Api
 from gatebench.core.model import RunKind, RunRecord, local_run_id
 from gatebench.core.plan import Plan
@@ -70,6 +71,29 @@ def local_journal(
     return RunJournal(record, run_dir, store, display)
 
 
+MAX_SAME_SECOND = 100
+"""Runs of one spec started in the same second into one results folder."""
+
+
+def claim_run_id(results_dir: Path, spec_sha256: str, now: float | None = None) -> str:
+    """A new run's id (``core.model.local_run_id``), its folder made in the same step: a
+    second run of the same spec started in the same second into the same results folder
+    takes ``-2`` (then ``-3``...) instead of sharing the first's folder and record."""
+    base = local_run_id(spec_sha256, now)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    for n in range(1, MAX_SAME_SECOND + 1):
+        run_id = base if n == 1 else f"{base}-{n}"
+        try:
+            (results_dir / run_id).mkdir()
+        except FileExistsError:
+            continue
+        return run_id
+    raise RunError(
+        f"{MAX_SAME_SECOND} runs of this spec started within one second in {results_dir}: "
+        "wait a second, or give each its own --results folder"
+    )
+
+
 def run_local(
     kind: RunKind | str,
     api: Api,
@@ -112,6 +136,7 @@ __all__ = [
     "Progress",
     "RunOptions",
     "RunOutcome",
+    "claim_run_id",
     "local_journal",
     "run_benchmark",
     "run_local",

@@ -14,6 +14,7 @@ from gatebench.core.errors import RunError
 from gatebench.core.ir import Api
 from gatebench.core.model import Measurement, RunRecord, RunStatus
 from gatebench.core.plan import Plan
+from gatebench.core.trust import left_out_of
 from gatebench.core.workload import Phase, Schedule
 from gatebench.run._journal import Progress, RunJournal
 from gatebench.run.ports import EngineRun, Machine
@@ -137,11 +138,14 @@ class RunContext:
 
 def measured_status(ctx: RunContext) -> RunStatus:
     """The rule of a run that measures workload phases: ``partial`` when a target failed, was
-    not measured or a phase was partial, else ``done``."""
+    not measured or a phase was partial, else ``done``. A gateway the plan leaves out before
+    the run (``environment.left_out``: a policy or deployment it cannot apply) neither
+    failed nor was expected: it is said in the report, and the run can still be ``done``."""
     measured = {m.target for m in ctx.journal.measurements}
+    left = left_out_of(ctx.record.environment)
     if (
-        ctx.record.target_errors
-        or measured != set(ctx.plan.targets)
+        set(ctx.record.target_errors) - set(left)
+        or measured != set(ctx.plan.targets) - set(left)
         or any("partial" in m.flags for m in ctx.journal.measurements)
     ):
         return RunStatus.PARTIAL

@@ -202,6 +202,9 @@ class Backend:
     """The run's TLS material (a plan with ``tls``); its folder is removed at teardown."""
     ceiling_label: str = ""
     """What the engine's ceiling is measured against (a static file server)."""
+    watched: tuple[Alive, ...] = ()
+    """The backend's processes gatebench started that must stay up while the load runs
+    (every replica but the one a planned fault kills); empty for the user's own service."""
 
 
 class Watch(Protocol):

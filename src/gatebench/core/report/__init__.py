@@ -39,7 +39,7 @@ from gatebench.core.report._flat import (
 from gatebench.core.report._html import render_html
 from gatebench.core.report._markdown import render_markdown
 from gatebench.core.report._view import VIEW_FORMAT, compare_view, run_summary, run_view, spec_name
-from gatebench.core.score import Profile, ScoreError
+from gatebench.core.score import PROFILES, Profile, ScoreError
 
 Format = Literal["html", "json", "csv", "md"]
 FORMATS: tuple[Format, ...] = ("html", "json", "csv", "md")
@@ -87,18 +87,30 @@ def load_report(
     weights: Sequence[tuple[str, float]] | None = None,
 ) -> Report:
     """Build the report of a stored run. Without ``profile``: the profile the run was last
-    scored with, else its plan's."""
+    scored with, else its plan's. Without ``weights``, the profile it was last scored with
+    (named or not) keeps the weights it was scored with."""
     run = find_run(store, run_id)
-    if profile is None and weights is None:
-        stored = store.scores(run.run_id)
-        if stored:
-            first = next(iter(stored.values()))
-            if first.get("profile") in ("paper", "robust"):
-                profile = first["profile"]
-                weights = tuple((str(m), float(w)) for m, w in (first.get("weights") or {}).items())
-                if profile == "paper":
-                    weights = ()
+    if weights is None:
+        stored = _stored_scoring(store, run.run_id)
+        if stored is not None and profile in (None, stored[0]):
+            profile, weights = stored
     return build_report(run, store.measurements(run.run_id), profile=profile, weights=weights)
+
+
+def _stored_scoring(
+    store: ResultStore, run_id: str
+) -> tuple[Profile, tuple[tuple[str, float], ...]] | None:
+    """The profile and weights the run was last scored with (None before its first scoring)."""
+    stored = store.scores(run_id)
+    if not stored:
+        return None
+    first = next(iter(stored.values()))
+    profile = first.get("profile")
+    if profile not in PROFILES:
+        return None
+    if profile == "paper":
+        return "paper", ()
+    return "robust", tuple((str(m), float(w)) for m, w in (first.get("weights") or {}).items())
 
 
 def score_run(

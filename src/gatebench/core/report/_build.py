@@ -14,7 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gatebench.core._version import __version__
-from gatebench.core.aggregate import UNSCORED_REASONS, RankStability, RunSummary, summarize
+from gatebench.core.aggregate import (
+    UNMEASURED,
+    UNSCORED_REASONS,
+    RankStability,
+    RunSummary,
+    summarize,
+)
 from gatebench.core.cost import CostError, CostEstimate, estimate_cost
 from gatebench.core.measure import FLAGS
 from gatebench.core.model import BASELINE, Measurement, RunRecord
@@ -166,6 +172,14 @@ class Report:
     @property
     def title(self) -> str:
         return self.run.title or self.run.spec_uri.rsplit("/", 1)[-1] or self.run.run_id
+
+    @property
+    def scoring(self) -> str:
+        """The profile and, when it weighs the metrics, every metric's weight:
+        ``robust (weights throughput×1, min×0, ..., p99×5)``; every format says it."""
+        if not self.weights:
+            return self.profile
+        return f"{self.profile} (weights {', '.join(f'{m}×{w:g}' for m, w in self.weights)})"
 
     def to_dict(self) -> dict[str, Any]:
         s = self.summary
@@ -406,8 +420,14 @@ def verdict(summary: RunSummary) -> list[str]:
     failed = [
         f"{g} {why}"
         for g, why in summary.unranked.items()
-        if g not in summary.wrong and g not in summary.left_out
+        if g not in summary.wrong and g not in summary.left_out and why != UNMEASURED
     ]
+    unmeasured = [g for g, why in summary.unranked.items() if why == UNMEASURED]
+    if unmeasured and summary.cells:
+        one = len(unmeasured) == 1
+        lines.append(
+            f"{joined_names(unmeasured)} {'was' if one else 'were'} not measured: not ranked."
+        )
     for why in dict.fromkeys(summary.left_out.values()):
         left = [g for g, said in summary.left_out.items() if said == why]
         one = len(left) == 1
@@ -803,7 +823,12 @@ def cautions(run: RunRecord, summary: RunSummary, trust: Trust | None = None) ->
     out.extend(summary.scores.notes)
     out.extend(summary.notes)
     if run.status.value not in ("done",):
-        out.append(f"The run's status is '{run.status.value}': the results may be incomplete.")
+        why = run.error.strip().splitlines()[0] if run.error and run.error.strip() else ""
+        out.append(
+            f"The run's status is '{run.status.value}'"
+            + (f" ({why})" if why else "")
+            + ": the results may be incomplete."
+        )
     names = (*summary.targets, *run.gateways)
     return [_sentence(line, names) for line in out]
 

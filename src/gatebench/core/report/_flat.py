@@ -105,6 +105,8 @@ def flat_rows(report: Report) -> list[Row]:
     for g in s.scores.gateways:
         add(g.target, "score", "global", g.score, profile=profile)
         add(g.target, "rank", "global", float(g.rank), profile=profile, unit="rank")
+        for metric, weight in report.weights:
+            add(g.target, metric, "weight", weight, profile=profile, unit="weight")
         for e in g.endpoints:
             add(g.target, "score", "endpoint", e.score, workload=e.workload, profile=profile)
             for ms in e.metrics:
@@ -154,6 +156,11 @@ def measurement_rows(report: Report) -> list[Row]:
     ]
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""A spreadsheet reads a cell that starts with one of these as a formula (OWASP, "CSV
+Injection"): a text cell that does is written after a single quote, which makes it text."""
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return ""
@@ -161,11 +168,15 @@ def _cell(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, float):
         return repr(value)
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
     return str(value)
 
 
 def rows_to_csv(rows: list[Row]) -> str:
-    """Rows as CSV with a header: the BigQuery table's columns, in its order, ready to load."""
+    """Rows as CSV with a header: the BigQuery table's columns, in its order, ready to load.
+    Text that a spreadsheet would run as a formula is neutralised here, not in the rows,
+    which BigQuery also receives as JSON (``_cell``)."""
     columns = column_names()
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")

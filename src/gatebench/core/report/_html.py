@@ -466,15 +466,7 @@ def _run_metadata(report: Report) -> str:
         ("Gateways", ", ".join(run.gateways) or "–"),
         ("Baseline", "measured" if report.summary.baseline else "not measured"),
         ("Repetitions", ", ".join(str(r) for r in report.summary.repetitions) or "–"),
-        (
-            "Scoring",
-            report.profile
-            + (
-                " (weights " + ", ".join(f"{m}×{w:g}" for m, w in report.weights) + ")"
-                if report.weights
-                else ""
-            ),
-        ),
+        ("Scoring", report.scoring),
     ]
     traffic = traffic_source(run)
     if traffic is not None:

@@ -1,9 +1,14 @@
 """The Markdown report: the same content as the HTML one, as text tables (no charts).
 
-The tables are the report's own (``_tables``), in their compact form."""
+The tables are the report's own (``_tables``), in their compact form. Every text the report
+did not write itself (a title, a path, a workload's name, an engine's error) is escaped
+(``_cell``): a pull request comment or a wiki page shows it as written, never as HTML or as
+Markdown's links, images and emphasis."""
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Sequence
 
 from gatebench.core.cost import describe_cost
@@ -21,9 +26,24 @@ from gatebench.core.report._tables import (
 )
 from gatebench.core.report._trust import TRUST_KEYS, trust_tables
 
+MARKUP = re.compile(r"[\\`*\[\]|~]|(?<!\S)#|_+")
+"""Markdown's characters that would change what follows: emphasis, code, links and images, a
+table's columns, strikethrough, a heading (``#`` opening a word), and underscores unless inside
+a word (``cpu_policy`` is no emphasis)."""
+
+
+def _escape_markup(found: re.Match[str]) -> str:
+    text, start, end = found.string, found.start(), found.end()
+    inside_a_word = text[start - 1 : start].isalnum() and text[end : end + 1].isalnum()
+    return found[0] if found[0].startswith("_") and inside_a_word else "\\" + "\\".join(found[0])
+
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text as Markdown shows it, as written and on one line: HTML's special characters as
+    entities (no tag, no comment), Markdown's (``MARKUP``) after a backslash, a line break as
+    a space. Every text the report did not write itself goes through it."""
+    escaped = MARKUP.sub(_escape_markup, html.escape(text, quote=False))
+    return " ".join(escaped.splitlines())
 
 
 def _table(
@@ -42,7 +62,7 @@ def _with_tags(text: str, tags: Sequence[str]) -> str:
 def _text_table(table: TextTable) -> list[str]:
     """A printed table (``_tables.TextTable``) after its introduction."""
     rows = _table(table.header, table.rows, table.numeric_from) if table.rows else []
-    return [table.intro, "", *rows]
+    return [_cell(table.intro), "", *rows]
 
 
 def _model_table(table: Table) -> list[str]:
@@ -63,15 +83,15 @@ def render_markdown(report: Report) -> str:
     s, run = report.summary, report.run
     result = s.scores
     out = [
-        f"# {report.title}",
+        f"# {_cell(report.title)}",
         "",
-        f"Run `{run.run_id}` · status {run.status.value} · profile {report.profile}",
+        f"Run `{run.run_id}` · status {run.status.value} · profile {_cell(report.scoring)}",
         "",
     ]
-    out += ["**Verdict.** " + " ".join(report.verdict), ""]
+    out += ["**Verdict.** " + _cell(" ".join(report.verdict)), ""]
     if report.cautions:
         out += ["Before you trust these numbers:", ""]
-        out += [f"- {c}" for c in report.cautions] + [""]
+        out += [f"- {_cell(c)}" for c in report.cautions] + [""]
 
     out += ["## Global scores", ""]
     out += (
@@ -89,7 +109,7 @@ def render_markdown(report: Report) -> str:
         "",
     ]
     for table in latency_tables(report):
-        out += [f"### {table.subject}", ""]
+        out += [f"### {_cell(table.subject)}", ""]
         out += _model_table(table)
 
     if s.baseline and s.overhead:
@@ -103,7 +123,7 @@ def render_markdown(report: Report) -> str:
 
     costs = cost_table(s)
     if costs is not None:
-        out += ["## What each target cost", "", costs.legend, ""]
+        out += ["## What each target cost", "", _cell(costs.legend), ""]
         out += _model_table(costs)
 
     if s.rank_stability and s.complete_repetitions:
@@ -111,7 +131,7 @@ def render_markdown(report: Report) -> str:
         out += _model_table(stability_table(report))
 
     for section in deployment_tables(report.measurements):
-        out += [f"## {section.title}", "", *_text_table(section)]
+        out += [f"## {_cell(section.title)}", "", *_text_table(section)]
 
     out += ["## Trust: the load engine's headroom and a second engine", ""]
     for trust in trust_tables(report):
@@ -119,19 +139,19 @@ def render_markdown(report: Report) -> str:
 
     flagged = s.flag_counts()
     out += ["## Run", ""]
-    out += [f"- Description: {run.spec_uri} (sha256 {run.spec_sha256[:12]}…)"]
+    out += [f"- Description: {_cell(run.spec_uri)} (sha256 {_cell(run.spec_sha256[:12])}…)"]
     traffic = traffic_source(run)
     if traffic is not None:
-        out += [f"- Workloads: {traffic}"]
+        out += [f"- Workloads: {_cell(traffic)}"]
     out += [
-        f"- Gateways: {', '.join(run.gateways) or '–'}; baseline: {'measured' if s.baseline else 'not measured'}"
+        f"- Gateways: {_cell(', '.join(run.gateways)) or '–'}; baseline: {'measured' if s.baseline else 'not measured'}"
     ]
     out += [f"- Repetitions: {len(s.repetitions)} ({len(s.complete_repetitions)} complete)"]
     out += [f"- Flags: {', '.join(f'{k} ×{v}' for k, v in flagged.items()) or 'none'}"]
     for key, value in sorted(run.environment.items()):
         if key in TRUST_KEYS:
             continue  # in the trust section
-        out.append(f"- {key}: {environment_value(key, value)}")
+        out.append(f"- {_cell(key)}: {_cell(environment_value(key, value))}")
     if report.cost is not None:
         out += ["", "## Estimated cost", "", "```", *describe_cost(report.cost), "```"]
     out += ["", RESOLUTION_NOTE, ""]

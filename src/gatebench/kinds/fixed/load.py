@@ -139,6 +139,7 @@ def start_hooks(ctx: RunContext) -> LoadHooks:
         ctx.get(Backend).ceiling,
         start_watch(ctx),
         ctx.get(Backend).ceiling_label,
+        ctx.get(Backend).watched,
     )
     if hooks.failed:
         skip_file.write_text("\n".join(sorted(hooks.failed)) + "\n", encoding="utf-8")
@@ -172,6 +173,13 @@ def ready_then_skip(ctx: RunContext, hooks: LoadHooks) -> Callable[[], None]:
 
 def record_runs(ctx: RunContext, runs: Sequence[EngineRun]) -> None:
     ctx.outcome.engine_runs.extend(runs)
+    down = ctx.journal.record.environment.get("backend_failure")
+    if down:
+        raise RunError(
+            f"the backend gatebench started stopped during repetition {down['repetition']}: "
+            "every phase after it was skipped, and those it overlaps are left out of every "
+            "figure (flagged backend-failed)"
+        )
     for run in runs:
         if run.control_failures:
             raise RunError(

@@ -6,6 +6,11 @@ is reported (and five times a second): a phase that overlaps its target's failur
 (from the last check that saw it alive to the first that saw it dead) is stored flagged
 ``target-failed``; the failure is recorded with the run (``environment.failures``) and the
 target's remaining phases are skipped (the engine reads the skip file before each phase).
+The backend gatebench started is checked likewise, at every check of any target: once it is
+seen dead every phase that overlaps its failure is flagged ``backend-failed`` (left out of
+every figure), every target's remaining phases are skipped, and the failure is recorded
+(``environment.backend_failure``): what the targets answered without a backend measures
+nothing of them.
 """
 
 from __future__ import annotations
@@ -19,7 +24,13 @@ from gatebench.core.measure import PhaseResult, measurement_from
 from gatebench.core.model import BASELINE
 from gatebench.core.stats import phase_stats
 from gatebench.core.testers import MergedPhase, merged_measurement
-from gatebench.core.trust import CEILING_TARGET, FAILED_TARGET_FLAG, Ceiling, CeilingPoint
+from gatebench.core.trust import (
+    BACKEND_FAILED_FLAG,
+    CEILING_TARGET,
+    FAILED_TARGET_FLAG,
+    Ceiling,
+    CeilingPoint,
+)
 from gatebench.core.workload import Phase, TimeLeft
 from gatebench.run._journal import Progress, RunJournal
 from gatebench.run.ports import Alive, EngineEvent, Provisioner, Watch
@@ -37,6 +48,7 @@ class LoadHooks:
         ceiling_proc: Alive | None = None,
         watch: Watch | None = None,
         ceiling_label: str = "",
+        backend: tuple[Alive, ...] = (),
     ) -> None:
         self.journal = journal
         journal.time_left = TimeLeft(list(phases.values()))
@@ -62,6 +74,11 @@ class LoadHooks:
         """Targets that failed during the load → repetition and failure window."""
         self.repetition = 0
         """The repetition of the phase that started last."""
+        self.backend = backend
+        """The backend's processes that must stay up (``Backend.watched``)."""
+        self.backend_failure: dict[str, Any] | None = None
+        """When the backend was last seen alive and first seen dead, in which repetition."""
+        self._backend_alive_ms = 0.0
 
     def on_event(self, event: EngineEvent) -> None:
         phase = self.phases.get(event.phase)
@@ -108,7 +125,7 @@ class LoadHooks:
             return
         self._check(phase.target)  # the phase has ended: alive now means alive throughout
         failure = self.failures.get(phase.target)
-        if phase.target in self.failed and failure is None:
+        if phase.target in self.failed and failure is None and self.backend_failure is None:
             return  # failed before the load (config, boot): no phase of it counts
         if phase.target == CEILING_TARGET:
             self._record_ceiling(phase, result)
@@ -117,6 +134,9 @@ class LoadHooks:
         # a phase that ended before the last check that saw its target alive is clean
         if failure is not None and result.end_ms > failure["last_alive_ms"]:
             m = replace(m, flags=(*m.flags, FAILED_TARGET_FLAG))
+        down = self.backend_failure
+        if down is not None and result.end_ms > down["last_alive_ms"]:
+            m = replace(m, flags=(*m.flags, BACKEND_FAILED_FLAG))
         if self.watch is not None:
             m = self.watch.annotate(m, phase, result)
         self.journal.put(m)
@@ -125,6 +145,7 @@ class LoadHooks:
         """Is ``target`` alive? Remembers when it was last seen alive; the first time it is
         seen dead, records the failure (repetition, window), skips its remaining phases and
         marks it failed."""
+        self._check_backend()
         if target in (BASELINE, CEILING_TARGET) or target in self.failed or not self.provisioner:
             return
         now_ms = time.time() * 1000.0
@@ -140,6 +161,25 @@ class LoadHooks:
         self.skip(target)
         self.journal.environment(failures=self.failures)
         self.journal.target_failed(target, reason)
+
+    def _check_backend(self) -> None:
+        """Is every watched backend process alive? The first time one is not: the failure is
+        recorded and every target's remaining phases are skipped."""
+        if not self.backend or self.backend_failure is not None:
+            return
+        now_ms = time.time() * 1000.0
+        if all(p.alive() for p in self.backend):
+            self._backend_alive_ms = now_ms
+            return
+        self.backend_failure = {
+            "repetition": self.repetition,
+            "last_alive_ms": self._backend_alive_ms,
+            "first_dead_ms": now_ms,
+        }
+        for target in sorted({p.target for p in self.phases.values()} - self.failed):
+            self.failed.add(target)
+        self.skip_file.write_text("\n".join(sorted(self.failed)) + "\n", encoding="utf-8")
+        self.journal.environment(backend_failure=self.backend_failure)
 
     def on_merged(self, merged: MergedPhase) -> None:
         """A phase split across testers (gatebench.local._fanout): the measurement carries the
