@@ -12,6 +12,7 @@ function runCard(label, run) {
     h("h2", {}, `Run ${label}: `, h("a", { href: `#/runs/${encodeURIComponent(run.run_id)}` }, run.title || run.spec_name)),
     h("p", { class: "sub" }, `${run.run_id} · started ${when(run.created_at)}`, run.quick ? " · quick run" : ""),
     h("p", {}, "Status: ", statusBadge(run.status)),
+    h("p", {}, `Scoring: ${run.scoring}`),
     h("p", { class: "verdict" }, (run.verdict || []).join(" ")),
   );
 }
@@ -54,9 +55,12 @@ export function comparePage(ctx, a, b) {
   const body = h("div", { id: "comparison", "aria-busy": "true" }, h("p", {}, "Loading both runs…"));
   api.compare(a, b, signal).then((view) => {
     const [chartA, chartB] = view.charts;
+    // different profiles: the first note says the scores are not comparable, above everything
+    const notes = view.same_scoring ? view.notes : view.notes.slice(1);
     fill(body, 
       h("div", { class: "side-by-side" }, runCard("A", view.a), runCard("B", view.b)),
-      view.notes.length ? h("ul", { class: "notes" }, view.notes.map((n) => h("li", {}, n))) : null,
+      view.same_scoring ? null : h("aside", { class: "cautions", "aria-label": "Scores not comparable" }, h("strong", {}, view.notes[0])),
+      notes.length ? h("ul", { class: "notes" }, notes.map((n) => h("li", {}, n))) : null,
       h(
         "section",
         { "aria-labelledby": "cmp-throughput-h" },

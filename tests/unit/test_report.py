@@ -269,9 +269,12 @@ def test_the_verdict_names_the_targets_measured_on_a_cold_engine() -> None:
     )
 
 
-def test_verdict_with_a_tie() -> None:
-    report = build_report(run_record(), [m("a", "w", 0, 10.0), m("b", "w", 0, 10.0)])
-    assert report.verdict == ("a and b tie for first place with 100 of 100.",)
+def test_verdict_with_a_tie_names_its_profile() -> None:
+    measured = [m("a", "w", 0, 10.0), m("b", "w", 0, 10.0)]
+    report = build_report(run_record(), measured)
+    assert report.verdict == ("a and b tie for first place with 100 of 100 (paper profile).",)
+    robust = build_report(run_record(), measured, profile="robust")
+    assert robust.verdict == ("a and b tie for first place with 100 of 100 (robust profile).",)
 
 
 def test_a_tie_still_says_what_does_not_count_and_where_every_gateway_erred() -> None:
@@ -293,7 +296,7 @@ def test_a_tie_still_says_what_does_not_count_and_where_every_gateway_erred() ->
     ]
     ms = [dataclasses.replace(x, flags=("too-short",)) if x.workload == "v" else x for x in ms]
     report = build_report(run_record(gateways=["a", "b"]), ms)
-    assert report.verdict[0] == "a and b tie for first place with 100 of 100."
+    assert report.verdict[0] == "a and b tie for first place with 100 of 100 (paper profile)."
     assert (
         "Throughput does not count on v: its phases were too short to measure a rate (too "
         "short: docs/trust.md)."
@@ -807,6 +810,47 @@ def test_verdict_separates_errors_everyone_had_from_the_leaders_own() -> None:
         "backend refused some of those requests whatever was in front of it, so they are not "
         "the gateway's doing (the error column says which errors)."
     ) in verdict
+
+
+def test_verdict_says_whose_errors_everyone_had_by_their_reasons() -> None:
+    """A 3 ms timeout in the plan: every KO of every target, the baseline's too, timed out. The
+    plan set that limit; the backend refused nothing."""
+
+    def timeouts(target: str, port: int, ko: int) -> Measurement:
+        reason = f"Request timeout to 127.0.0.1/127.0.0.1:{port} after 3 ms"
+        kw = {"error_pct": float(ko), "ko": ko, "ok": 100 - ko, "errors": ((reason, ko),)}
+        return m(target, "w", 0, 10.0 if target == "a" else 12.0, **kw)
+
+    ms = [timeouts("a", 1, 30), timeouts("b", 2, 20), timeouts("baseline", 3, 40)]
+    opening = (
+        "Every gateway returned errors on w, and so did the baseline, which reaches the backend "
+        "directly: "
+    )
+    verdict = build_report(run_record(gateways=["a", "b"]), ms).verdict
+    assert verdict[2] == opening + (
+        "every error there is a request that outlived the plan's timeout (the workload's "
+        "`timeout`): the load engine gave up on it, neither the backend nor a gateway refused "
+        "it. Their latencies stop at that timeout: raise it to measure those requests."
+    )
+    assert not any("refuse" in line for line in verdict[3:])
+    # the baseline's errors are partly the backend's refusals
+    refusal = "status 503, expected below 400"
+    ms[-1] = dataclasses.replace(
+        ms[-1], ko=50, errors=((refusal, 10), ("Request timeout after 3 ms", 40))
+    )
+    verdict = build_report(run_record(gateways=["a", "b"]), ms).verdict
+    assert verdict[2] == opening + (
+        "some errors there are requests that outlived the plan's timeout (the workload's "
+        "`timeout`), which the load engine gave up on, the others the backend's refusals (the "
+        "error column says which errors)."
+    )
+    # no timeout among them: the backend refuses
+    ms = [dataclasses.replace(x, errors=((refusal, x.ko),)) for x in ms]
+    verdict = build_report(run_record(gateways=["a", "b"]), ms).verdict
+    assert verdict[2] == opening + (
+        "the backend refuses those requests (the error column says which errors), so their "
+        "latencies are those of refusals."
+    )
 
 
 def test_verdict_says_a_lower_ranked_gateway_was_charged_with_the_baselines_errors() -> None:

@@ -5,11 +5,15 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import socket
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from gatebench.cli import main
+from gatebench.core.model import RunStatus
 from gatebench.core.report import column_names
 from gatebench.store import SqliteStore
 from synthetic import synthetic_run
@@ -169,6 +173,29 @@ def test_report_of_an_unknown_run(store_path: str, capsys: pytest.CaptureFixture
     assert capsys.readouterr().err == (
         "gatebench: run 'nope' does not exist; `gatebench runs` lists the stored runs\n"
     )
+
+
+def test_report_of_an_abandoned_run_reads_as_recorded_once_settled(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its gatebench process is gone (this pid, started at another time): the report says so,
+    as ``gatebench runs`` does, never that the run is still loading."""
+    path = str(tmp_path / "s.sqlite")
+    run, ms = synthetic_run(repetitions=1)
+    owner = {"host": socket.gethostname(), "pid": os.getpid(), "started": 1.0}
+    with SqliteStore(path) as store:
+        store.create_run(replace(run, status=RunStatus.LOADING, owner=owner))
+        for m in ms[:3]:
+            store.put_measurement(m)
+    assert main(["runs", "--store", path]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split()[:2] == [run.run_id, "abandoned"]
+    assert main(["report", run.run_id, "-f", "md", "--store", path]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[2].startswith(f"Run `{run.run_id}` · status partial · profile paper")
+    assert (
+        "- The run's status is 'partial' (abandoned: the gatebench process that ran it "
+        f"(pid {os.getpid()}) ended without finishing it): the results may be incomplete.\n"
+    ) in out
 
 
 def test_score_stores_the_scores_and_the_report_follows_them(

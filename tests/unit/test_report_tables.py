@@ -5,6 +5,7 @@ text form, leaves out the columns marked ``compact=False``."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from html import escape, unescape
 
 from gatebench.core.report import build_report, render_html, render_markdown, run_view
@@ -72,3 +73,31 @@ def test_the_latency_and_overhead_tables_are_the_same_in_html_and_on_the_dashboa
         assert [c["label"] for c in view[model.id]["columns"]] == labels
         assert _html_headers(html, model.caption) == labels
         assert [r["header"] for r in view[model.id]["rows"]] == [r.header for r in model.rows]
+
+
+def test_the_error_column_says_it_is_the_mean_of_the_repetitions_error_rates() -> None:
+    """Beside the requests of all repetitions, the error rate is the mean of each repetition's
+    KO / requests (what the score takes), not the pooled KO / requests: every view says so."""
+    run, ms = synthetic_run(gateways=("nginx",), workloads=("bid",), repetitions=2)
+    uneven = [  # 100 requests with 50 KO, then 1,900 with none: 25 %, where pooled is 2.5 %
+        replace(m, requests=100, ok=50, ko=50, error_pct=50.0)
+        if (m.target, m.repetition) == ("nginx", 1)
+        else replace(m, requests=1900, ok=1900, ko=0, error_pct=0.0)
+        if m.target == "nginx"
+        else m
+        for m in ms
+    ]
+    report = build_report(run, uneven, now=NOW)
+    (table,) = latency_tables(report)
+    labels = [c.label for c in table.columns]
+    assert labels[10:13] == ["Errors, mean of reps (%)", "Requests, all reps", "Reps"]
+    nginx = next(r for r in table.rows if r.header == "nginx")
+    assert [c.text for c in nginx.cells[9:11]] == ["25 ± 318", "2,000"]
+    said = (
+        "Errors: the mean of the repetitions' error rates (KO / requests of each), as the "
+        "score takes them, not the KO of all repetitions over their requests."
+    )
+    assert said in table.legend
+    assert (
+        "Mean ± half-width of the 95 % confidence interval over the repetitions. " + said
+    ) in render_markdown(report)

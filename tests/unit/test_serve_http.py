@@ -13,16 +13,18 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
+from gatebench.core.model import RunStatus
 from gatebench.store import SqliteStore
 from gatebench.web import ServeLimits, Server, SiteConfig, build_server, export_site
 from paths import EXAMPLES, ROOT
+from synthetic import synthetic_run
 
 PETSTORE = (EXAMPLES / "petstore" / "openapi.yaml").read_bytes()
 BROKEN = PETSTORE.replace(b"operation: listPets", b"operation: listPetz")
@@ -142,6 +144,37 @@ def test_the_site_and_its_config(served: Served) -> None:
     status, config = served.json("GET", "/config.json")
     assert status == 200
     assert config == SiteConfig(max_bytes=MAX).to_dict()
+
+
+def test_an_abandoned_run_reads_as_recorded_once_settled_never_as_still_going(
+    served: Served,
+) -> None:
+    """Its gatebench process is gone (this pid, started at another time): the dashboard
+    reads it as the next run will record it, the same check ``gatebench runs`` makes."""
+    run, ms = synthetic_run(repetitions=1)
+    owner = {"host": socket.gethostname(), "pid": os.getpid(), "started": 1.0}
+    with SqliteStore(served.results / "s.sqlite") as store:
+        store.create_run(replace(run, status=RunStatus.LOADING, owner=owner))
+        for m in ms[:3]:
+            store.put_measurement(m)
+    reason = (
+        f"abandoned: the gatebench process that ran it (pid {os.getpid()}) ended without "
+        "finishing it"
+    )
+    status, listed = served.json("GET", "/api/runs")
+    assert status == 200
+    (summary,) = listed["runs"]
+    assert {k: summary[k] for k in ("status", "finished", "failed_step", "error")} == {
+        "status": "partial",
+        "finished": True,
+        "failed_step": "loading",
+        "error": reason,
+    }
+    status, view = served.json("GET", f"/api/runs/{run.run_id}/view")
+    assert (status, view["run"]["status"], view["run"]["finished"]) == (200, "partial", True)
+    assert view["cautions"][-1] == (
+        f"The run's status is 'partial' ({reason}): the results may be incomplete."
+    )
 
 
 @pytest.mark.parametrize(

@@ -198,6 +198,45 @@ def test_compare_view_notes_different_specs_and_unshared_workloads() -> None:
     assert [t["id"] for t in view["tables"]] == ["scores-compared", "compare-bid"]
 
 
+def test_compare_view_names_each_runs_scoring_and_says_when_scores_are_not_comparable() -> None:
+    run_a, ms_a = synthetic_run(run_id="r-a")
+    run_b, ms_b = synthetic_run(seed=11, run_id="r-b")
+    a = build_report(run_a, ms_a, profile="robust", weights=(("p99", 3.0),), now=NOW)
+    b = build_report(run_b, ms_b, profile="paper", now=NOW)
+    view = compare_view(a, b)
+    weights = (
+        "throughput×1, min×1, mean×1, max×1, stddev×1, p50×1, p90×1, p95×1, p99×3, error_pct×1"
+    )
+    assert (view["a"]["profile"], view["a"]["weights"]["p99"]) == ("robust", 3.0)
+    assert view["a"]["scoring"] == f"robust (weights {weights})"
+    assert (view["b"]["profile"], view["b"]["weights"], view["b"]["scoring"]) == (
+        "paper",
+        {},
+        "paper",
+    )
+    assert view["same_scoring"] is False
+    assert view["notes"][0] == (
+        f"The scores are not comparable: run A is scored with the robust profile (weights "
+        f"{weights}), run B with the paper profile, so their scores and ranks measure different "
+        "things. Compare the metrics, or rescore one run with the other's profile (`gatebench "
+        "score RUN --profile ...`)."
+    )
+    assert not any(n.startswith("Scores are relative") for n in view["notes"])
+    scores = view["tables"][0]
+    assert scores["caption"] == (
+        "Global scores and ranks in each run (not comparable: the runs are scored with "
+        "different profiles)"
+    )
+    assert {r["cells"][4]["text"] for r in scores["rows"]} == {"not comparable"}
+    same = compare_view(a, build_report(run_b, ms_b, profile="robust", weights=(("p99", 3.0),)))
+    assert same["same_scoring"] is True
+    assert same["tables"][0]["caption"] == "Global scores and ranks in each run"
+    assert same["notes"][-1] == (
+        "Scores are relative to the best gateway within each run, so compare ranks and raw "
+        "metrics across runs rather than score points."
+    )
+
+
 def test_run_summary_and_spec_names() -> None:
     run = RunRecord(
         run_id="r-1",

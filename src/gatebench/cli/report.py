@@ -40,11 +40,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Each kind of run writes its own report (``Kind.report``, gatebench.kinds.registry)."""
+    """Each kind of run writes its own report (``Kind.report``, gatebench.kinds.registry); an
+    abandoned run reads as it will be recorded (gatebench.local._abandoned)."""
     from gatebench.kinds.registry import kind_of
+    from gatebench.local._abandoned import AbandonedAsSettled
 
     location, run_id = run_location(args)
-    with open_store(location) as store:
+    with open_store(location) as opened:
+        store = AbandonedAsSettled(opened)
         record = find_run(store, run_id)
         try:
             report = kind_of(record).report(store, record, args.format, args.profile)

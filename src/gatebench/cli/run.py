@@ -98,7 +98,8 @@ def report_lines(outcome: RunOutcome) -> list[str]:
         f"Run {record.run_id}: {record.status} ({len(outcome.measurements)} measured phases, "
         f"{outcome.wall_s:.0f}s)",
         f"Latencies in ms ({record.environment.get('resolution', 'Gatling records whole milliseconds')}; "
-        "the columns average the repetitions); err % = KO / requests; req/s = requests / "
+        "the columns average the repetitions); err % = a repetition's KO / requests, averaged "
+        "as the score does (docs/scoring.md), not the total KO / total req; req/s = requests / "
         "phase duration; req/CPU-s = requests per gateway CPU-second (– under "
         f"{MIN_CPU_S:g} CPU-s); wrong = wrong answers over the repetitions (– not checked)"
         + (

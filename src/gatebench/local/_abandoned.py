@@ -6,17 +6,22 @@ abandoned: ``gatebench runs`` shows it so at once, and the next run started in t
 settles it. Its guardian (gatebench.local._guardian) has normally ended its processes already; what
 its ledger still lists as running (the guardian died too) is ended now, and the run is
 recorded ``failed`` (``partial`` when measurements were kept) at the step it was in, with the
-reason, in the store and in its folder's ``run.json``.
+reason, in the store and in its folder's ``run.json``. Until then every reader that can tell
+(``gatebench report``, the dashboard of ``gatebench serve``) reads it through
+:class:`AbandonedAsSettled`: as it will be recorded, never as a run still going.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from gatebench.core.errors import StoreError
-from gatebench.core.model import RunRecord, RunStatus
+from gatebench.core.model import Measurement, RunRecord, RunStatus
 from gatebench.local._guardian import LEDGER, end_groups
 from gatebench.local.procs import process_gone
 from gatebench.store import ResultStore
@@ -28,6 +33,23 @@ def abandoned(run: RunRecord) -> bool:
     return not run.status.finished and run.owner is not None and process_gone(run.owner)
 
 
+def abandoned_reason(run: RunRecord) -> str:
+    """Why an abandoned run stopped, as its record says it once settled."""
+    pid = (run.owner or {}).get("pid")
+    return f"abandoned: the gatebench process that ran it (pid {pid}) ended without finishing it"
+
+
+def as_settled(run: RunRecord, kept: bool) -> RunRecord:
+    """An abandoned run as :func:`settle_abandoned` records it (``kept``: measurements were
+    kept), without writing anything."""
+    return replace(
+        run,
+        status=RunStatus.PARTIAL if kept else RunStatus.FAILED,
+        failed_step=str(run.status),
+        error=abandoned_reason(run),
+    )
+
+
 def settle_abandoned(store: ResultStore, limit: int = 500) -> list[str]:
     """Settle the abandoned runs among the newest ``limit`` of ``store``; returns their ids."""
     settled = []
@@ -36,10 +58,7 @@ def settle_abandoned(store: ResultStore, limit: int = 500) -> list[str]:
             continue
         folder = run.owner.get("run_dir")
         ended = end_groups(Path(folder) / LEDGER) if isinstance(folder, str) else []
-        reason = (
-            f"abandoned: the gatebench process that ran it (pid {run.owner.get('pid')}) ended "
-            "without finishing it"
-        )
+        reason = abandoned_reason(run)
         if ended:
             reason += f"; {len(ended)} of its processes still ran and were stopped"
         kept = bool(store.measurements(run.run_id))
@@ -68,4 +87,62 @@ def _save(folder: Path, record: RunRecord) -> None:
         pass  # the store has it; a folder that cannot be written keeps its old run.json
 
 
-__all__ = ["abandoned", "settle_abandoned"]
+class AbandonedAsSettled:
+    """A result store whose abandoned runs read as :func:`as_settled` says (the reports, the
+    dashboard's read API): finished, at the step they were in, with the reason. Everything
+    else is the store's own."""
+
+    def __init__(self, store: ResultStore) -> None:
+        self.store = store
+
+    def _read(self, run: RunRecord) -> RunRecord:
+        if not abandoned(run):
+            return run
+        return as_settled(run, bool(self.store.measurements(run.run_id)))
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        run = self.store.get_run(run_id)
+        return None if run is None else self._read(run)
+
+    def list_runs(self, limit: int = 50) -> list[RunRecord]:
+        return [self._read(r) for r in self.store.list_runs(limit=limit)]
+
+    def unfinished_runs(self) -> list[RunRecord]:
+        return [r for r in self.store.unfinished_runs() if not abandoned(r)]
+
+    def create_run(self, run: RunRecord) -> bool:
+        return self.store.create_run(run)
+
+    def set_status(
+        self,
+        run_id: str,
+        status: RunStatus,
+        *,
+        failed_step: str | None = None,
+        error: str | None = None,
+    ) -> RunRecord:
+        return self.store.set_status(run_id, status, failed_step=failed_step, error=error)
+
+    def update_run(self, run_id: str, **fields: Any) -> RunRecord:
+        return self.store.update_run(run_id, **fields)
+
+    def put_measurement(self, measurement: Measurement) -> None:
+        self.store.put_measurement(measurement)
+
+    def measurements(self, run_id: str) -> list[Measurement]:
+        return self.store.measurements(run_id)
+
+    def put_scores(self, run_id: str, scores: Mapping[str, Mapping[str, Any]]) -> None:
+        self.store.put_scores(run_id, scores)
+
+    def scores(self, run_id: str) -> dict[str, dict[str, Any]] | None:
+        return self.store.scores(run_id)
+
+    def put_result(self, run_id: str, kind: str, key: str, doc: Mapping[str, Any]) -> None:
+        self.store.put_result(run_id, kind, key, doc)
+
+    def results(self, run_id: str, kind: str) -> dict[str, dict[str, Any]]:
+        return self.store.results(run_id, kind)
+
+
+__all__ = ["AbandonedAsSettled", "abandoned", "abandoned_reason", "as_settled", "settle_abandoned"]

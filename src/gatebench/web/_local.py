@@ -60,6 +60,7 @@ from gatebench.core.errors import Problem
 from gatebench.core.renderers import local_gateway_names
 from gatebench.core.spec import DEFAULT_LIMITS
 from gatebench.kinds.request import UPLOAD_PREFIX, CheckedUpload, UploadRejected
+from gatebench.local._abandoned import AbandonedAsSettled
 from gatebench.local.bucket import LocalBucket, PutRefused
 from gatebench.local.queue import QueueFull, RunQueue
 from gatebench.run.stages.parse import unset_credentials
@@ -503,8 +504,9 @@ def build_server(
     bucket = None
     if upload_method == "signed-url":
         bucket = LocalBucket(results_dir / "uploads" / "bucket", queue, max_bytes)
+    reads = AbandonedAsSettled(store)  # an abandoned run reads as it will be recorded
     state = Local(
-        store=lambda: store,
+        store=lambda: reads,
         max_bytes=max_bytes,
         local_gateways=local_gateway_names(),
         api_base="/api",

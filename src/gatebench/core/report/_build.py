@@ -17,6 +17,7 @@ from gatebench.core._version import __version__
 from gatebench.core.aggregate import (
     UNMEASURED,
     UNSCORED_REASONS,
+    CellSummary,
     RankStability,
     RunSummary,
     summarize,
@@ -550,7 +551,10 @@ def _ranking_verdict(summary: RunSummary) -> list[str]:
     leaders = result.leaders
     top = result.gateways[0]
     if len(leaders) > 1:
-        lines = [f"{joined_names(leaders)} tie for first place with {fmt_score(top.score)} of 100."]
+        lines = [
+            f"{joined_names(leaders)} tie for first place with {fmt_score(top.score)} of 100 "
+            f"({result.profile} profile)."
+        ]
     else:
         others = [f"{g.target} ({fmt_score(g.score)})" for g in result.gateways[1:]]
         headline = (
@@ -595,12 +599,9 @@ def _ranking_verdict(summary: RunSummary) -> list[str]:
     base = summary.baseline
     if everyone:
         cells = [summary.cell(w, base) for w in everyone] if base else []
-        if cells and all(c is not None and c.ko for c in cells):
-            lines.append(
-                f"Every gateway returned errors on {joined_names(everyone)}, and so did the baseline, "
-                "which reaches the backend directly: the backend refuses those requests (the "
-                "error column says which errors), so their latencies are those of refusals."
-            )
+        if base and cells and all(c is not None and c.ko for c in cells):
+            targets = [*(g.target for g in ranked), base]
+            lines.extend(_errors_everyone_had(summary, everyone, targets))
         else:
             lines.append(
                 f"Every gateway returned errors on {joined_names(everyone)}: the workload or the "
@@ -608,7 +609,9 @@ def _ranking_verdict(summary: RunSummary) -> list[str]:
                 "latencies."
             )
     refused = {  # workloads where the backend, reached directly, refused requests too
-        w for w in summary.workloads if base and (c := summary.cell(w, base)) is not None and c.ko
+        w
+        for w in summary.workloads
+        if base and (c := summary.cell(w, base)) is not None and c.ko > timed_out_count(c)
     }
     said: set[str] = set()
     for first in (result.gateway(g) for g in leaders or (top.target,)):  # each one ranked first
@@ -651,6 +654,58 @@ def _ranking_verdict(summary: RunSummary) -> list[str]:
             "gateway's error rate there is not the gateway's doing, though the score counts it "
             "(the error column says which errors)."
         )
+    return lines
+
+
+TIMED_OUT = re.compile(r"request ?timeout|\(the timeout;", re.IGNORECASE)
+"""A KO reason that is a request outliving the plan's timeout, in each engine's words:
+Gatling's ``Request timeout to HOST after 3 ms``, gatebench-loadgen's ``request timeout after 3
+ms``, wrk's ``took 3 ms or more (the timeout; counted at the timeout)``."""
+
+
+def timed_out_count(cell: CellSummary) -> int:
+    """The cell's KO that timed out: the load engine gave up on them at the plan's timeout,
+    nobody refused them."""
+    return sum(n for reason, n in cell.errors if TIMED_OUT.search(reason))
+
+
+def _errors_everyone_had(
+    summary: RunSummary, workloads: Sequence[str], targets: Sequence[str]
+) -> list[str]:
+    """Whose errors the errors of every target, the baseline included, are, by their KO
+    reasons: requests that outlived the plan's timeout are the plan's, the rest the backend's
+    refusals."""
+    by_cause: dict[str, list[str]] = {}
+    for w in workloads:
+        cells = [c for t in targets if (c := summary.cell(w, t)) is not None]
+        timed_out = sum(timed_out_count(c) for c in cells)
+        ko = sum(c.ko for c in cells)
+        cause = "timeout" if timed_out >= ko else "mixed" if timed_out else "refused"
+        by_cause.setdefault(cause, []).append(w)
+    lines = []
+    for cause, names in by_cause.items():
+        opening = (
+            f"Every gateway returned errors on {joined_names(names)}, and so did the baseline, "
+            "which reaches the backend directly: "
+        )
+        if cause == "timeout":
+            lines.append(
+                opening + "every error there is a request that outlived the plan's timeout "
+                "(the workload's `timeout`): the load engine gave up on it, neither the backend "
+                "nor a gateway refused it. Their latencies stop at that timeout: raise it to "
+                "measure those requests."
+            )
+        elif cause == "mixed":
+            lines.append(
+                opening + "some errors there are requests that outlived the plan's timeout "
+                "(the workload's `timeout`), which the load engine gave up on, the others the "
+                "backend's refusals (the error column says which errors)."
+            )
+        else:
+            lines.append(
+                opening + "the backend refuses those requests (the error column says which "
+                "errors), so their latencies are those of refusals."
+            )
     return lines
 
 

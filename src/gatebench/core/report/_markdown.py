@@ -105,7 +105,9 @@ def render_markdown(report: Report) -> str:
     out += [
         "## Latency, throughput and errors",
         "",
-        "Mean ± half-width of the 95 % confidence interval over the repetitions.",
+        "Mean ± half-width of the 95 % confidence interval over the repetitions. Errors: the "
+        "mean of the repetitions' error rates (KO / requests of each), as the score takes "
+        "them, not the KO of all repetitions over their requests.",
         "",
     ]
     for table in latency_tables(report):

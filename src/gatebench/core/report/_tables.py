@@ -251,6 +251,14 @@ def wrong_answers_cell(cell: CellSummary) -> Cell:
     return Cell("0", 0)
 
 
+def _latency_label(metric: str) -> str:
+    """A latency table's column: every figure is a mean over the repetitions; the error rate
+    says so, beside the requests of all repetitions."""
+    if metric == "error_pct":
+        return f"{metric_label(metric)}, mean of reps ({UNITS[metric]})"
+    return f"{metric_label(metric)} ({UNITS[metric]})"
+
+
 def latency_tables(report: Report) -> list[Table]:
     """One table per workload: every metric's mean ± its 95 % interval, per target; its
     caption says what the workload sends (``stats.workload_descriptions``)."""
@@ -263,7 +271,7 @@ def latency_tables(report: Report) -> list[Table]:
         best = s.best_among_gateways(w)
         limited = any(s.cells[(w, t)].rate_limited is not None for t in targets)
         columns = [Column("Target", False)]
-        columns += [Column(f"{metric_label(m)} ({UNITS[m]})", True) for m in METRICS]
+        columns += [Column(_latency_label(m), True) for m in METRICS]
         columns += [Column("Requests, all reps", True), Column("Reps", True)]
         columns.append(Column("Wrong answers", True))
         if limited:
@@ -276,7 +284,9 @@ def latency_tables(report: Report) -> list[Table]:
             legend="Mean over the repetitions ± the half-width of its 95 % confidence interval; "
             "marked best: the best value among the gateways (the baseline does not compete, "
             "nor does a gateway that gave wrong answers, nor a throughput the score leaves out: "
-            "not scored, tester-bound or too short). Wrong answers: answers that were not "
+            "not scored, tester-bound or too short). Errors: the mean of the repetitions' "
+            "error rates (KO / requests of each), as the score takes them, not the KO of all "
+            "repetitions over their requests. Wrong answers: answers that were not "
             "the backend's answer to their request, whole, summed over the repetitions "
             '(docs/trust.md, "Right answers under load").'
             + (

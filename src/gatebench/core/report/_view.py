@@ -140,6 +140,14 @@ def compare_view(a: Report, b: Report) -> dict[str, Any]:
             for g in chart.groups
         ]
     notes = []
+    same_scoring = a.scoring == b.scoring
+    if not same_scoring:
+        notes.append(
+            f"The scores are not comparable: run A is scored with {_profile_words(a)}, run B "
+            f"with {_profile_words(b)}, so their scores and ranks measure different things. "
+            "Compare the metrics, or rescore one run with the other's profile (`gatebench "
+            "score RUN --profile ...`)."
+        )
     if a.run.spec_sha256 != b.run.spec_sha256:
         notes.append(
             "The two runs come from different specs: rows are matched by workload and target name."
@@ -153,15 +161,17 @@ def compare_view(a: Report, b: Report) -> dict[str, Any]:
             "A run with a single repetition gives no interval: a change cannot be told apart "
             "from run-to-run noise."
         )
-    notes.append(
-        "Scores are relative to the best gateway within each run, so compare ranks and raw "
-        "metrics across runs rather than score points."
-    )
+    if same_scoring:
+        notes.append(
+            "Scores are relative to the best gateway within each run, so compare ranks and raw "
+            "metrics across runs rather than score points."
+        )
     return {
         "format": VIEW_FORMAT,
-        "a": run_summary(a.run) | {"verdict": list(a.verdict)},
-        "b": run_summary(b.run) | {"verdict": list(b.verdict)},
+        "a": run_summary(a.run) | _scored(a),
+        "b": run_summary(b.run) | _scored(b),
         "same_spec": a.run.spec_sha256 == b.run.spec_sha256,
+        "same_scoring": same_scoring,
         "notes": notes,
         "colours": colours,
         "resolution": RESOLUTION_NOTE,
@@ -174,10 +184,29 @@ def compare_view(a: Report, b: Report) -> dict[str, Any]:
     }
 
 
+def _scored(report: Report) -> dict[str, Any]:
+    """What the comparison says of each run beside its summary: its verdict and the scoring
+    its scores come from."""
+    return {
+        "verdict": list(report.verdict),
+        "profile": report.profile,
+        "weights": dict(report.weights),
+        "scoring": report.scoring,
+    }
+
+
+def _profile_words(report: Report) -> str:
+    """``the paper profile``, ``the robust profile (weights throughput×1, ...)``."""
+    weights = ", ".join(f"{m}×{w:g}" for m, w in report.weights)
+    return f"the {report.profile} profile" + (f" (weights {weights})" if weights else "")
+
+
 def _score_comparison(a: Report, b: Report) -> Table:
+    comparable = a.scoring == b.scoring
     table = Table(
         "scores-compared",
-        "Global scores and ranks in each run",
+        "Global scores and ranks in each run"
+        + ("" if comparable else " (not comparable: the runs are scored with different profiles)"),
         [
             Column("Gateway", False),
             Column("Score A", True),
@@ -193,7 +222,9 @@ def _score_comparison(a: Report, b: Report) -> Table:
         ga, gb = scores_a.get(target), scores_b.get(target)
         change = "–"
         change_sort: float | None = None
-        if ga is not None and gb is not None:
+        if ga is not None and gb is not None and not comparable:
+            change = "not comparable"
+        elif ga is not None and gb is not None:
             moved = ga.rank - gb.rank
             change_sort = float(moved)
             change = "same" if moved == 0 else f"{'up' if moved > 0 else 'down'} {abs(moved)}"
