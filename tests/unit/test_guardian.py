@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from gatebench.local._guardian import end_groups, recorded_groups
-from gatebench.local.procs import Supervisor, process_gone, this_process
+from gatebench.local.procs import Supervisor, Terminated, process_gone, this_process
 
 # A group leader that forks a child into its group, then exits on SIGTERM: what an nginx
 # master and its worker do once the master is killed.
@@ -162,3 +162,106 @@ def test_a_program_that_cannot_start_is_a_run_error_naming_it(tmp_path: Path) ->
     (tmp_path / "plain").write_text("")
     with pytest.raises(RunError, match=r"cannot start \./plain: Permission denied$"):
         start_process("gw", ["./plain"], log_path=tmp_path / "b.log", cwd=tmp_path)
+
+
+def test_a_pinned_process_without_taskset_is_a_run_error_saying_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every process a run starts goes through setpriv, and taskset when it is pinned: a
+    missing one is said before anything starts, with the install command doctor gives."""
+    import shutil
+
+    from gatebench.core.errors import RunError
+    from gatebench.local.procs import run_program, start_process
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for program in ("setpriv", "sleep"):
+        found = shutil.which(program)
+        assert found is not None
+        (bin_dir / program).symlink_to(found)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    run_program.cache_clear()
+    try:
+        with pytest.raises(RunError) as caught:
+            start_process("gw", ["sleep", "5"], log_path=tmp_path / "a.log", cpus=frozenset({0}))
+    finally:
+        run_program.cache_clear()
+    assert str(caught.value) == "taskset is not installed here; Debian: apt-get install util-linux"
+
+
+class InterruptedTeardown(Supervisor):
+    """A supervisor whose teardown receives ``signum`` (a Ctrl-C pressed while it stops its
+    processes), then goes on."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__()
+        self.signum = signum
+        self.stopped: list[str] = []
+
+    def stop_all(self, timeout: float = 5.0) -> None:
+        os.kill(os.getpid(), self.signum)
+        time.sleep(0.05)
+        self.stopped.append("every process")
+
+
+@pytest.mark.parametrize(
+    ("signum", "raised"), [(signal.SIGINT, KeyboardInterrupt), (signal.SIGTERM, Terminated)]
+)
+def test_a_ctrl_c_during_teardown_ends_the_run_once_teardown_is_finished(
+    signum: int, raised: type[KeyboardInterrupt]
+) -> None:
+    supervisor = InterruptedTeardown(signum)
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(raised) as caught, supervisor:
+        pass
+    assert type(caught.value) is raised
+    assert str(caught.value) == "interrupted during teardown, which was finished first"
+    assert supervisor.stopped == ["every process"]
+    assert signal.getsignal(signal.SIGTERM) == before
+
+
+def test_a_ctrl_c_during_a_failures_teardown_leaves_the_failure() -> None:
+    supervisor = InterruptedTeardown(signal.SIGINT)
+    with pytest.raises(RuntimeError, match=r"^the backend did not start$"), supervisor:
+        raise RuntimeError("the backend did not start")
+    assert supervisor.stopped == ["every process"]
+
+
+def test_a_run_interrupted_during_teardown_is_recorded_interrupted_and_not_scored(
+    tmp_path: Path,
+) -> None:
+    from gatebench.core.model import RunRecord, RunStatus
+    from gatebench.core.plan import load_plan
+    from gatebench.core.spec import read_spec
+    from gatebench.local.machine import LocalMachine
+    from gatebench.run import RunContext, RunJournal, RunOptions, Stage, execute
+    from gatebench.run.stages.teardown import Teardown
+    from gatebench.store import SqliteStore
+    from paths import EXAMPLES
+
+    scored: list[bool] = []
+
+    class Score(Stage):
+        name = "score"
+        step = RunStatus.SCORING
+        moves = "start"
+
+        def run(self, ctx: RunContext) -> None:
+            scored.append(True)
+
+    result = read_spec(EXAMPLES / "petstore" / "openapi.yaml")
+    assert result.api is not None
+    journal = RunJournal(
+        RunRecord("r", "file:///petstore", "0" * 64),
+        tmp_path / "r",
+        SqliteStore(tmp_path / "gatebench.sqlite"),
+        lambda progress: None,
+    )
+    machine = LocalMachine(InterruptedTeardown(signal.SIGINT))
+    ctx = RunContext(result.api, load_plan(result), RunOptions(), journal, machine)
+    with pytest.raises(KeyboardInterrupt, match=r"^interrupted during teardown, which was"):
+        execute([Teardown(), Score()], ctx)
+    assert scored == []
+    saved = json.loads((tmp_path / "r" / "run.json").read_text())
+    assert (saved["status"], saved["failed_step"]) == ("failed", "loading")

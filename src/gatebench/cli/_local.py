@@ -23,11 +23,11 @@ from gatebench.cli._common import (
 from gatebench.cli._store import add_store_argument, store_flag, store_location
 from gatebench.core.errors import GatebenchError, PlanError, printable
 from gatebench.core.ir import Api
-from gatebench.core.model import RunKind, RunRecord
+from gatebench.core.model import RunKind, RunRecord, RunStatus
 from gatebench.core.plan import Plan
 from gatebench.core.trust import left_out_of
 from gatebench.run import RunOptions, RunOutcome
-from gatebench.store import open_store
+from gatebench.store import ResultStore, open_store
 
 LOG_LINES_SHOWN = 5
 """The last lines of a failed target's log printed under its reason (the record keeps 15)."""
@@ -149,7 +149,8 @@ def run_here(
     """Run ``kind`` on this machine (gatebench.local.runner) with the live progress line on
     stderr and the store of ``args``; the outcome and the store's location. Interrupted or
     failed, it says on stderr where the run's files are (``kept``: what an interrupted run
-    left there)."""
+    left there, said when its record is ``partial``: something was kept), and what the
+    interrupt said (one during teardown)."""
     from gatebench.local.runner import run_local
 
     run_dir = options.results_dir / str(options.run_id)
@@ -169,12 +170,26 @@ def run_here(
             )
         except BaseException as exc:
             display.finish()
-            if run_dir.exists() and isinstance(exc, (KeyboardInterrupt, GatebenchError)):
-                said = kept if isinstance(exc, KeyboardInterrupt) else "the run's files are in"
+            interrupted = isinstance(exc, KeyboardInterrupt)
+            if interrupted and str(exc):
+                print(f"gatebench: {exc}", file=sys.stderr)
+            if run_dir.exists() and (interrupted or isinstance(exc, GatebenchError)):
+                something = interrupted and _kept_something(store, str(options.run_id))
+                said = kept if something else "the run's files are in"
                 print(f"gatebench: {said} {run_dir}/", file=sys.stderr)
             raise
     display.finish()
     return outcome, location
+
+
+def _kept_something(store: ResultStore, run_id: str) -> bool:
+    """Whether the stopped run kept what it measured: its record is ``partial`` (``failed``:
+    nothing was measured; none: the run was not recorded yet)."""
+    try:
+        record = store.get_run(run_id)
+    except (GatebenchError, OSError):
+        return False
+    return record is not None and record.status == RunStatus.PARTIAL
 
 
 def run_plan(

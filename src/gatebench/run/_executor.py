@@ -24,7 +24,9 @@ from gatebench.run._base import Stage, check_order
 from gatebench.run._context import RunContext, RunOutcome
 from gatebench.store._disk import as_no_space
 
-INTERRUPTED = "interrupted (Ctrl-C or SIGTERM); completed measurements kept"
+INTERRUPTED = "interrupted (Ctrl-C or SIGTERM)"
+KEPT = "; completed measurements kept"
+"""Said of an interrupted run that measured something (its status ``partial``)."""
 
 
 class Executor:
@@ -53,7 +55,7 @@ class Executor:
                 ctx.teardown()
             ctx.journal.finish(ctx.final_status())
         except KeyboardInterrupt:
-            self._record_failure(INTERRUPTED)
+            self._record_failure(INTERRUPTED + (KEPT if ctx.journal.measurements else ""))
             ctx.outcome.wall_s = time.monotonic() - start
             raise
         except Exception as exc:
@@ -113,4 +115,4 @@ def execute(stages: Sequence[Stage], ctx: RunContext) -> RunOutcome:
     return Executor(stages, ctx).run()
 
 
-__all__ = ["INTERRUPTED", "Executor", "execute"]
+__all__ = ["INTERRUPTED", "KEPT", "Executor", "execute"]

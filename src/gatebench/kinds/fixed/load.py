@@ -6,7 +6,8 @@ phase is stored as it completes (:mod:`._load_hooks`), so a crash or Ctrl-C keep
 finished. Two ways to drive it, two stages with the same name:
 
 - :class:`Load`: one load generator; an engine crash is retried once for the phases not yet
-  complete, then the run fails;
+  complete, after the warm-ups the crashed engine had run (:func:`retry_phases`), then the
+  run fails;
 - :class:`LoadSplit` (``--testers N``): every phase split across N generators, each in a
   network namespace of its own, their logs merged exactly (gatebench.local._fanout); no retry.
 
@@ -17,13 +18,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from gatebench.core.errors import RunError
 from gatebench.core.stats import counted
+from gatebench.core.workload import is_engine_warmup
 from gatebench.run._journal import Progress
 from gatebench.run.ports import Backend, EngineRun, Watch
 from gatebench.run.stages._load_hooks import LoadHooks
@@ -56,7 +58,8 @@ class Load(LoadStage):
         return Loaded(frozenset(hooks.failed))
 
     def drive(self, ctx: RunContext, hooks: LoadHooks, document: dict[str, Any]) -> None:
-        """One engine; a crash is retried once with the phases not yet complete."""
+        """One engine; a crash is retried once with the phases not yet complete
+        (:func:`retry_phases`)."""
         engine = ctx.machine.engine(ctx.get(Parsed).engine)
         remaining = document
         for attempt in (1, 2):
@@ -77,14 +80,68 @@ class Load(LoadStage):
                 return
             if attempt == 2:
                 raise RunError(f"the load engine failed twice: {result.reason}")
+            retry = retry_phases(remaining["phases"], hooks.completed)
+            again = f" after {retry.rerun}" if retry.rerun else ""
             ctx.note(
-                "the load engine crashed; retrying "
-                f"{counted(len(left), 'phase')}: {result.reason.splitlines()[0]}"
+                f"the load engine crashed; retrying {counted(len(left), 'phase')}{again}: "
+                f"{result.reason.splitlines()[0]}"
             )
             ctx.journal.display(
                 Progress(step="loading", message="load engine crashed; retrying once")
             )
-            remaining = dict(remaining, phases=left)
+            remaining = dict(remaining, phases=retry.phases)
+
+
+@dataclass(frozen=True)
+class Retry:
+    phases: list[dict[str, Any]]
+    """What the retried engine runs, in the schedule's order."""
+    rerun: str
+    """The completed phases run again, in words ("" when none)."""
+
+
+def retry_phases(phases: Sequence[dict[str, Any]], completed: Collection[int]) -> Retry:
+    """The phases an engine started again after a crash runs: those not yet complete, after
+    the warm-ups the crashed engine had run, so that its phases are measured as the others
+    were: the engine's own warm-up (a fresh engine is cold again), and the warm-up of the
+    target whose phase was cut, the first after the last complete one (its measured phases
+    follow their own warm-up; a later target's warm-up is not yet complete, and runs anyway;
+    the phases of a target skipped before are never complete, and are no cut). A completed
+    measured phase is not run again."""
+    left = [p for p in phases if p["index"] not in completed]
+    if not left:
+        return Retry([], "")
+    engine_warmup = [p for p in phases if _is_engine_warmup(p)]
+    last = max(completed, default=-1)
+    cut = next((p for p in left if p["index"] > last), left[0])
+    own_warmup = (
+        []
+        if _is_engine_warmup(cut)
+        else [
+            p
+            for p in phases
+            if p["target"] == cut["target"]
+            and p.get("repetition") == cut.get("repetition")
+            and not p.get("measured")
+            and p["index"] < cut["index"]
+        ]
+    )
+    again = [p for p in (*engine_warmup, *own_warmup) if p["index"] in completed]
+    words = []
+    if any(_is_engine_warmup(p) for p in again):
+        words.append("the engine's own warm-up")
+    if any(not _is_engine_warmup(p) for p in again):
+        rep = cut.get("repetition")
+        words.append(f"{cut['target']}'s warm-up" + (f" of repetition {rep}" if rep else ""))
+    chosen = {p["index"] for p in (*again, *left)}
+    return Retry(
+        [p for p in phases if p["index"] in chosen],
+        f"running {' and '.join(words)} again" if words else "",
+    )
+
+
+def _is_engine_warmup(phase: dict[str, Any]) -> bool:
+    return is_engine_warmup(phase["target"], phase.get("repetition"), phase.get("measured"))
 
 
 class LoadSplit(Load):
@@ -188,4 +245,4 @@ def record_runs(ctx: RunContext, runs: Sequence[EngineRun]) -> None:
             )
 
 
-__all__ = ["Load", "LoadSplit", "Loaded"]
+__all__ = ["Load", "LoadSplit", "Loaded", "Retry", "retry_phases"]

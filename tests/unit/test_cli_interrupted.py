@@ -1,0 +1,73 @@
+"""What `gatebench run` says on stderr when a run is interrupted: where what it measured is
+kept when it kept something (its record is ``partial``), else only where its files are; and
+what the interrupt said (one during teardown, which was finished first)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gatebench.cli._local import run_here
+from gatebench.core.model import RunRecord, RunStatus
+from gatebench.local.procs import TEARDOWN_FINISHED
+from gatebench.run import RunOptions
+
+KEPT = "completed measurements kept in"
+
+
+def _interrupted(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    status: RunStatus,
+    interrupt: KeyboardInterrupt,
+) -> tuple[list[str], Path]:
+    """The lines `run_here` prints when the run stops with ``interrupt``, its record
+    ``status`` (a mock of the run: the interrupt is placed where the test wants it)."""
+    options = RunOptions(results_dir=tmp_path, run_id="20260101-000000-0000abcd")
+    run_dir = tmp_path / "20260101-000000-0000abcd"
+
+    def run_local(kind: str, api: Any, request: Any, *, store: Any, **_: Any) -> Any:
+        run_dir.mkdir()
+        store.create_run(RunRecord(str(options.run_id), "file:///x", "0" * 64, status=status))
+        raise interrupt
+
+    monkeypatch.setattr("gatebench.local.runner.run_local", run_local)
+    args = argparse.Namespace(spec=str(tmp_path / "x.yaml"), quiet=True, store=None)
+    args.results = str(tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        run_here(args, "fixed", None, None, "0" * 64, options, kept=KEPT)  # type: ignore[arg-type]
+    return capsys.readouterr().err.splitlines(), run_dir
+
+
+def test_an_interrupted_run_that_kept_measurements_says_where(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err, run_dir = _interrupted(
+        tmp_path, monkeypatch, capsys, RunStatus.PARTIAL, KeyboardInterrupt()
+    )
+    assert err == [f"gatebench: completed measurements kept in {run_dir}/"]
+
+
+def test_an_interrupted_run_that_measured_nothing_says_only_where_its_files_are(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err, run_dir = _interrupted(
+        tmp_path, monkeypatch, capsys, RunStatus.FAILED, KeyboardInterrupt()
+    )
+    assert err == [f"gatebench: the run's files are in {run_dir}/"]
+
+
+def test_an_interrupt_during_teardown_says_teardown_was_finished(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err, run_dir = _interrupted(
+        tmp_path, monkeypatch, capsys, RunStatus.PARTIAL, KeyboardInterrupt(TEARDOWN_FINISHED)
+    )
+    assert err == [
+        "gatebench: interrupted during teardown, which was finished first",
+        f"gatebench: completed measurements kept in {run_dir}/",
+    ]
