@@ -98,8 +98,7 @@ def test_the_form_says_which_gateways_the_run_leaves_out(dashboard: Serve, tmp_p
     assert result["targets"] == "Targets: nginx, haproxy, baseline (no gateway)"
     assert result["leftOut"] == [
         "caddy cannot apply the requested policies natively: rate limit per client address "
-        "(rate_limit.address); it is left out (--allow-missing-policies runs it without them, "
-        "marked)"
+        "(rate_limit.address)"
     ]
     assert result["unlabelled"] == []
 

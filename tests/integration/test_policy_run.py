@@ -91,8 +91,7 @@ def test_a_run_with_policies(
     record = outcome.record
     reason = (
         "caddy cannot apply the requested policies natively: JWT validation (auth.jwt), "
-        "response cache (key: path and query) (cache); it is left out "
-        "(--allow-missing-policies runs it without them, marked)"
+        "response cache (key: path and query) (cache)"
     )
     by_target = {m.target: m for m in outcome.measurements}
     for envoy in (m for m in outcome.measurements if m.target == "envoy"):

@@ -187,8 +187,7 @@ def test_traefik_is_left_out_with_the_reason() -> None:
 
     assert policy_exclusions(("traefik", "nginx"), _plan_policies()) == {
         "traefik": "traefik cannot apply the requested policies natively: API key "
-        "(auth.api_key); it is left out (--allow-missing-policies runs it without them, "
-        "marked)"
+        "(auth.api_key)"
     }
 
 

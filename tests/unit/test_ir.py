@@ -1111,6 +1111,77 @@ def test_a_server_url_whose_authority_is_not_host_and_port_is_a_located_error(
 
 
 @pytest.mark.parametrize(
+    ("server", "said"),
+    [
+        (
+            '{url: "http://api.example.com/my api/v1"}',
+            "server URL 'http://api.example.com/my api/v1' cannot be a URL: its path holds a "
+            "space; write it %20",
+        ),
+        (
+            "{url: 'http://x/{b}', variables: {b: {default: 'a\"c;d}{'}}}",
+            "server URL 'http://x/a\"c;d}{' cannot be a URL: its path holds '}'; write it %7D",
+        ),
+        (
+            "{url: 'http://x/v1%'}",
+            "server URL 'http://x/v1%' cannot be a URL: its path holds a '%' that does not "
+            "start a %XX escape; write it %25",
+        ),
+    ],
+)
+def test_a_document_server_url_whose_path_no_request_carries_is_a_located_error(
+    tmp_path: Path, server: str, said: str
+) -> None:
+    """It was dropped with a warning and the routes started at '/': every request to a
+    backend serving /my%20api/v1/a asked for /a."""
+    (tmp_path / "api.yaml").write_text(
+        f"openapi: 3.0.3\ninfo: {{title: t, version: '1'}}\nservers:\n  - {server}\n"
+        "paths:\n  /a:\n    get: {responses: {'200': {description: ok}}}\n",
+        encoding="utf-8",
+    )
+    result = read_spec(tmp_path / "api.yaml")
+    assert result.api is None
+    assert [(p.pointer, p.line, p.column, p.message) for p in result.errors] == [
+        ("/servers/0/url", 4, 6, said)
+    ]
+
+
+def test_a_swagger_base_path_no_request_carries_is_a_located_error(tmp_path: Path) -> None:
+    (tmp_path / "api.yaml").write_text(
+        "swagger: '2.0'\ninfo: {title: t, version: '1'}\nhost: api.example.com\n"
+        "basePath: /b a\npaths:\n  /a:\n    get: {responses: {'200': {description: ok}}}\n",
+        encoding="utf-8",
+    )
+    result = read_spec(tmp_path / "api.yaml")
+    assert result.api is None
+    assert [(p.pointer, p.line, p.column, p.message) for p in result.errors] == [
+        ("/basePath", 4, 1, "basePath '/b a' cannot be a URL path: it holds a space; write it %20")
+    ]
+
+
+def test_an_operation_server_url_whose_path_no_request_carries_leaves_it_out(
+    tmp_path: Path,
+) -> None:
+    doc = oas(
+        {
+            "/a": {"get": {"servers": [{"url": "http://x/my api"}], "responses": OK}},
+            "/b": {"get": {"responses": OK}},
+        }
+    )
+    result = spec(tmp_path, doc)
+    assert [op.path_template for op in api_of(result).operations] == ["/b"]
+    assert [(p.pointer, p.line, p.column, p.message) for p in result.warnings] == [
+        (
+            "/paths/~1a/get/servers/0/url",
+            1,
+            100,
+            "server URL 'http://x/my api' cannot be a URL: its path holds a space; write it %20; "
+            "the operation is left out",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
     "url",
     [
         "https://api.example.com:8443/v1",

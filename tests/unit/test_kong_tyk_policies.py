@@ -68,8 +68,7 @@ def test_tyk_says_why_it_cannot_apply_a_jwt_or_address_limit_policy() -> None:
         "5.8's JWT middleware checks the signature and the token's times but neither the "
         "issuer (iss) nor the audience (aud) the policy requires), rate limit per client "
         "address (rate_limit.address: Tyk's open-source rate limits count per key (session) "
-        "or for the whole API (global_rate_limit), never per client address); it is left out "
-        "(--allow-missing-policies runs it without them, marked)"
+        "or for the whole API (global_rate_limit), never per client address)"
     )
     assert "rate_limit.address" not in out["kong"]
 
@@ -85,13 +84,11 @@ def test_kong_and_tyk_say_why_they_cannot_take_api_keys_from_the_environment() -
         "key-auth's credential key is not a vault-referenceable field (Kong takes "
         "{vault://env/...} there as a literal key), so the policy's keys, read from an "
         "environment variable when the gateway starts, could only reach Kong written into the "
-        "stored configuration); it is left out (--allow-missing-policies runs it without them, "
-        "marked)",
+        "stored configuration)",
         "tyk": "tyk cannot apply the requested policies natively: API key (auth.api_key: Tyk "
         "keeps API keys in Redis, created through its control API once it runs, while the "
         "policy's keys come from an environment variable and are never written into a stored "
-        "configuration); it is left out (--allow-missing-policies runs it without them, "
-        "marked)",
+        "configuration)",
     }
 
 

@@ -732,3 +732,73 @@ def test_raml_include_outside_bundle_and_cycles(tmp_path: Path) -> None:
         (5, "!include 'http"),
         (6, "!include 'missing.json'"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "pointer", "line", "column"),
+    [
+        ('openapi: 3.0.3\ninfo:\n\ttitle: t\n  version: "1"\npaths: {}\n', "/info", 3, 1),
+        (MINIMAL_YAML.replace("    get:", "\tget:"), "/paths/~1pets", 5, 1),
+    ],
+)
+def test_a_tab_in_indentation_is_named(
+    tmp_path: Path, text: str, pointer: str, line: int, column: int
+) -> None:
+    """It said 'found character that cannot start any token', without saying which."""
+    problem = only_error(read_spec(write(tmp_path, "api.yaml", text)))
+    assert (problem.pointer, problem.line, problem.column, problem.message) == (
+        pointer,
+        line,
+        column,
+        "YAML syntax: found a tab, which YAML does not allow for indentation; indent with spaces",
+    )
+
+
+def test_an_empty_raml_file_says_it_holds_nothing(tmp_path: Path) -> None:
+    problem = only_error(read_spec(write(tmp_path, "api.raml", "#%RAML 1.0\n")))
+    assert (problem.pointer, problem.line, problem.column, problem.message) == (
+        "",
+        1,
+        1,
+        "expected a RAML API (a mapping), got nothing",
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "got"),
+    [
+        ("1e400", ".inf (an infinite number, or one beyond a 64-bit float such as 1e400)"),
+        ("-.inf", "-.inf (an infinite number, or one beyond a 64-bit float such as -1e400)"),
+        (".nan", ".nan (not a number)"),
+    ],
+)
+def test_a_number_json_cannot_hold_is_named(tmp_path: Path, value: str, got: str) -> None:
+    """1e400 and .nan reached the schema check as null: 'expected a number, got None'."""
+    text = MINIMAL_YAML.replace(
+        "    get:\n",
+        f"    get:\n      parameters: [{{name: q, in: query, schema: {{minimum: {value}}}}}]\n",
+    )
+    result = read_spec(write(tmp_path, "api.yaml", text))
+    assert [(p.pointer, p.line, p.column, p.message) for p in result.warnings] == [
+        (
+            "/paths/~1pets/get/parameters/0/schema/minimum",
+            6,
+            50,
+            f"expected a number, got {got}, which JSON cannot hold",
+        )
+    ]
+
+
+@pytest.mark.parametrize("ref", ["#", "", "api.yaml"])
+def test_a_reference_to_the_whole_document_says_so(tmp_path: Path, ref: str) -> None:
+    """It said 'a parameter without a 'name' cannot be sent': the document has no 'name'."""
+    text = (
+        MINIMAL_YAML.replace("    get:\n", f"    get:\n      parameters: [{{$ref: '{ref}'}}]\n")
+        + f"  /b:\n    $ref: '{ref}'\n"
+    )
+    result = read_spec(write(tmp_path, "api.yaml", text))
+    said = f"{ref!r} points at the whole document, not at an object in it"
+    assert [(p.pointer, p.line, p.column, p.message) for p in result.warnings] == [
+        ("/paths/~1pets/get/parameters/0/$ref", 6, 21, f"{said}; the parameter is unknown"),
+        ("/paths/~1b/$ref", 10, 5, f"{said}; the operations of this path are left out"),
+    ]

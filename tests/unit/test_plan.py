@@ -20,6 +20,7 @@ from gatebench.core.plan import (
     describe_plan,
     load_plan,
 )
+from gatebench.core.plan._checks import gatling_path
 from gatebench.core.renderers import gateway_names
 from gatebench.core.spec import load_spec
 from paths import EXAMPLES
@@ -183,6 +184,122 @@ def test_unknown_operation_lists_close_matches(auction: Api) -> None:
             "no operation 'getAuctions' in the description; did you mean 'getAuction', 'createAuction'?",
         )
     ]
+
+
+AMBIGUOUS = """\
+openapi: 3.0.3
+info: {title: t, version: "1"}
+paths:
+  /x: {delete: {operationId: GET /y, responses: {"200": {description: ok}}}}
+  /y: {get: {responses: {"200": {description: ok}}}}
+x-gatebench:
+  workloads:
+    - {name: a, operation: GET /y, injection: {concurrent: 1, duration: 1s}}
+    - {name: b, operation: DELETE /x, injection: {concurrent: 1, duration: 1s}}
+"""
+
+
+def test_an_operation_id_that_reads_as_another_route_is_refused_as_ambiguous(
+    tmp_path: Path,
+) -> None:
+    """``operation: GET /y`` ran DELETE /x, whose operationId is 'GET /y', without a word."""
+    (tmp_path / "api.yaml").write_text(AMBIGUOUS, encoding="utf-8")
+    with pytest.raises(PlanError) as caught:
+        load_plan(load_spec(tmp_path / "api.yaml"))
+    assert [(p.pointer, p.line, p.column, p.message) for p in caught.value.problems] == [
+        (
+            "/x-gatebench/workloads/0/operation",
+            8,
+            17,
+            "'GET /y' is ambiguous: it is the operationId of DELETE /x and the route of GET /y; "
+            "write 'DELETE /x' or 'get_y'",
+        )
+    ]
+    fixed = AMBIGUOUS.replace("operation: GET /y", "operation: get_y")
+    (tmp_path / "api.yaml").write_text(fixed, encoding="utf-8")
+    plan = load_plan(load_spec(tmp_path / "api.yaml"))
+    assert [w.operation_id for w in plan.workloads] == ["get_y", "GET /y"]
+
+
+DOT_SEGMENTS = """\
+openapi: 3.0.3
+info: {title: t, version: "1"}
+paths:
+  /double//slash: {get: {operationId: ds, responses: {"200": {description: ok}}}}
+  /p/../x: {get: {operationId: up, responses: {"200": {description: ok}}}}
+  /p/./y: {get: {operationId: here, responses: {"200": {description: ok}}}}
+  /p/a.b/..c: {get: {operationId: dots, responses: {"200": {description: ok}}}}
+x-gatebench:
+  workloads:
+    - {name: ds, operation: ds, injection: {concurrent: 1, duration: 1s}}
+    - {name: up, operation: up, injection: {concurrent: 1, duration: 1s}}
+    - {name: here, operation: GET /p/./y, injection: {concurrent: 1, duration: 1s}}
+    - {name: dots, operation: dots, injection: {concurrent: 1, duration: 1s}}
+"""
+
+
+def test_a_path_gatling_would_send_as_another_is_warned_about_at_each_workload(
+    tmp_path: Path,
+) -> None:
+    """Gatling sent /double/slash and /x: every request missed the route on every target,
+    the baseline too; wrk sends the path as written."""
+    (tmp_path / "api.yaml").write_text(DOT_SEGMENTS, encoding="utf-8")
+    plan = load_plan(load_spec(tmp_path / "api.yaml"))
+    tail = (
+        ": it merges repeated '/' and resolves '.' and '..' segments, so every request would "
+        "ask for another route; give engine: wrk, which sends the path as written, or write "
+        "the path without them"
+    )
+    assert [(w.pointer, w.line, w.column, w.message) for w in plan.warnings] == [
+        (
+            "/x-gatebench/workloads/0/operation",
+            10,
+            18,
+            "engine gatling sends the path of GET /double//slash ('/double//slash') as "
+            f"'/double/slash'{tail}",
+        ),
+        (
+            "/x-gatebench/workloads/1/operation",
+            11,
+            18,
+            f"engine gatling sends the path of GET /p/../x ('/p/../x') as '/x'{tail}",
+        ),
+        (
+            "/x-gatebench/workloads/2/operation",
+            12,
+            20,
+            f"engine gatling sends the path of GET /p/./y ('/p/./y') as '/p/y'{tail}",
+        ),
+    ]
+    (tmp_path / "api.yaml").write_text(
+        DOT_SEGMENTS.replace("x-gatebench:\n", "x-gatebench:\n  engine: wrk\n"), encoding="utf-8"
+    )
+    assert load_plan(load_spec(tmp_path / "api.yaml")).warnings == ()
+
+
+@pytest.mark.parametrize(
+    ("path", "sent"),
+    [
+        ("/double//slash", "/double/slash"),
+        ("//x//", "/x/"),
+        ("/p/../x", "/x"),
+        ("/p/./y", "/p/y"),
+        ("/a/../../etc/x", "/../etc/x"),
+        ("/../a", "/../a"),
+        ("/a/b/../../../c", "/../c"),
+        ("/a/./../b", "/b"),
+        ("/a/b/..", "/a/"),
+        ("/a/..", "/"),
+        ("/a/b/.", "/a/b/"),
+        ("/a//../b", "/a/b"),
+        ("/.x/..y/x../.../x.", "/.x/..y/x../.../x."),
+        ("/a/%2E%2E/b", "/a/%2E%2E/b"),
+        ("/a/{id}/../b", "/a/b"),
+    ],
+)
+def test_gatling_path_is_what_gatlings_uri_parser_sends(path: str, sent: str) -> None:
+    """Each pair as io.gatling.http.client.uri.Uri.create (3.15.1) parses it."""
+    assert gatling_path(path) == sent
 
 
 def test_a_workload_without_an_operation_says_it_got_nothing(auction: Api) -> None:

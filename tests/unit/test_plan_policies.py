@@ -275,8 +275,7 @@ def test_missing_features_and_the_reason() -> None:
     assert missing_features(frozenset({"cache"}), ps) == ("rate_limit.address",)
     assert missing_reason("caddy", ("rate_limit.address", "cache")) == (
         "caddy cannot apply the requested policies natively: rate limit per client address "
-        "(rate_limit.address), response cache (key: path and query) (cache); it is left out "
-        "(--allow-missing-policies runs it without them, marked)"
+        "(rate_limit.address), response cache (key: path and query) (cache)"
     )
 
 
@@ -323,3 +322,69 @@ def test_auth_jwt_signing_needs_a_jwt_policy(auction: Api) -> None:
             "keys}}}): its issuer, audience and algorithm are the tokens' claims",
         )
     ]
+
+
+def _problems(api: Api, workload: dict[str, Any], policies: Any) -> list[tuple[str, str, str]]:
+    doc = {**section(policies), "workloads": [workload]}
+    try:
+        found = build_plan(doc, api, read_file=read_file).warnings
+    except PlanError as exc:
+        found = tuple(exc.problems)
+    return [(p.severity, p.pointer, p.message) for p in found]
+
+
+GET = {"name": "get", "operation": "getAuction", "injection": {"sequential": 5000}}
+
+
+def test_a_policys_refusal_status_in_expect_is_refused(auction: Api) -> None:
+    """A gateway's own 429 listed in ``expect`` passes the status check without the backend's
+    signature: every refusal was a wrong answer and the limited column read 0."""
+    limit = {"rate_limit": {"requests": 50, "window": "1s"}}
+    assert _problems(auction, {**GET, "expect": [200, 429]}, limit) == [
+        (
+            "error",
+            "/x-gatebench/workloads/0/expect",
+            "expect lists 429, the status the plan's policies refuse 'getAuction' with (its "
+            "rate limit): a gateway's own 429 carries no answer of the backend, so a listed one "
+            "would count as a wrong answer; leave it out (the report counts the rate limit's "
+            "refusals apart, as rate-limited, not as errors)",
+        )
+    ]
+    assert _problems(auction, {**GET, "expect": [200]}, limit) == []
+    assert _problems(auction, {**GET, "expect": [200, 429]}, {}) == []
+
+
+def test_a_header_limit_the_workload_never_keys_is_warned(auction: Api) -> None:
+    limit = {"rate_limit": {"requests": 50, "window": "1s", "key": "header:X-Client"}}
+    assert _problems(auction, GET, limit) == [
+        (
+            "warning",
+            "/x-gatebench/workloads/0",
+            "the rate limit of 'getAuction' counts per value of the header X-Client, which this "
+            "workload does not send: nginx, HAProxy, Envoy and Traefik count no request "
+            "without it, so refuse none (Kong counts it by client address, KrakenD refuses it "
+            "with 429); add it to headers to measure the limit",
+        )
+    ]
+    assert _problems(auction, {**GET, "headers": {"x-client": "a"}}, limit) == []
+
+
+def test_the_plan_says_the_run_signs_the_tokens(auction: Api) -> None:
+    """``auth: {jwt: ...}`` sends signed tokens: the plan said ``auth: none``."""
+    from gatebench.core.plan import describe_plan
+
+    data = section({"auth": {"jwt": JWT}})
+    data["auth"] = {"jwt": {"private_key_env": "KEY", "subjects": 3}}
+    lines = describe_plan(build_plan(data, auction, read_file=read_file), auction)
+    assert [line for line in lines if line.startswith("  auth:")] == [
+        "  auth:        JWT bearer tokens signed by the run (key from $KEY, 3 subjects)"
+    ]
+
+
+def test_signed_tokens_are_credentials_for_a_bearer_operation(auction: Api) -> None:
+    """``auth: {jwt: ...}`` sends a signed token to an operation that requires bearer
+    authentication: the plan warned that its requests go without credentials."""
+    data = section({"auth": {"jwt": JWT}})
+    data["auth"] = {"jwt": {"private_key_env": "KEY"}}
+    plan = build_plan(data, auction, read_file=read_file)
+    assert not [p.message for p in plan.warnings if "requires bearer authentication" in p.message]

@@ -156,8 +156,7 @@ def test_the_plan_check_names_the_left_out_gateways(capsys: pytest.CaptureFixtur
     assert "  measured phases: 1 workload × 3 targets × 1 repetition = 3\n" in out
     assert left_out[0] == (
         "  left out:    nginx cannot apply the requested policies natively: JWT validation "
-        "(auth.jwt), rate limit per token subject (rate_limit.subject); it is left out "
-        "(--allow-missing-policies runs it without them, marked)"
+        "(auth.jwt), rate limit per token subject (rate_limit.subject)"
     )
 
 

@@ -113,3 +113,37 @@ def test_relative_refs_are_read_from_the_bundle(tmp_path: Path) -> None:
     write(tmp_path, "common/p.json", '{"name": "q", "in": "query", "schema": {"$ref": "s.json"}}')
     write(tmp_path, "common/s.json", '{"type": "string"}')
     assert strict_warnings(write(tmp_path, "api.yaml", API.replace("REF", "common/p.json"))) == []
+
+
+def test_a_benchmark_file_is_checked_through_to_its_description(tmp_path: Path) -> None:
+    """The walk read the benchmark file ('"openapi" is a required property'), never the
+    description it names; relative references are read from the description's folder."""
+    write(
+        tmp_path, "api/common/p.json", '{"name": "q", "in": "query", "schema": {"$ref": "s.json"}}'
+    )
+    write(tmp_path, "api/common/s.json", '{"type": "string"}')
+    twice = "      responses: {'200': {description: ok}}\n"
+    write(
+        tmp_path,
+        "api/openapi.yaml",
+        API.replace("REF", "common/p.json")
+        + f"  /b:\n    get:\n      operationId: same\n{twice}    put:\n      operationId: same\n"
+        + twice,
+    )
+    bench = write(
+        tmp_path,
+        "bench.yaml",
+        "x-gatebench:\n  spec: api/openapi.yaml\n  workloads:\n"
+        "    - {name: a, operation: GET /a, injection: {concurrent: 1, duration: 1s}}\n",
+    )
+    result = read_spec(bench, strict=True)
+    assert [(p.source, p.pointer, p.line, p.column, p.message) for p in result.problems] == [
+        ("api/openapi.yaml", "", 1, 1, "Operation ID 'same' for 'put' in '/b' is not unique"),
+        (
+            "api/openapi.yaml",
+            "/paths/~1b/put/operationId",
+            14,
+            7,
+            "operationId 'same' is used twice; this one is renamed 'same_2'",
+        ),
+    ]

@@ -199,8 +199,7 @@ def test_validate_answers_the_plan_as_it_will_run() -> None:
     assert summary["selected"] == ["nginx", "haproxy", "caddy"]
     assert summary["left_out"] == {
         "caddy": "caddy cannot apply the requested policies natively: rate limit per client "
-        "address (rate_limit.address); it is left out (--allow-missing-policies runs it "
-        "without them, marked)"
+        "address (rate_limit.address)"
     }
     assert upload("validate", PETSTORE).get_json()["left_out"] == {}
     quick = upload("validate", PETSTORE, quick="1", gateways="nginx").get_json()

@@ -182,9 +182,11 @@ def missing_reason(
     why: Mapping[str, str] | None = None,
     limits: tuple[str, ...] = (),
 ) -> str:
-    """One sentence for the plan check and the report; ``why`` (feature → the gateway's own
-    limit) makes a feature's mention precise; ``limits`` are values of a declared feature the
-    gateway cannot express (``Renderer.policy_limits``), each a phrase of its own."""
+    """What the gateway cannot apply, in one sentence: the reason it is left out (the plan
+    check, the report) and, under ``--allow-missing-policies``, what it runs without, so it
+    says no consequence of its own; ``why`` (feature → the gateway's own limit) makes a
+    feature's mention precise; ``limits`` are values of a declared feature the gateway cannot
+    express (``Renderer.policy_limits``), each a phrase of its own."""
     why = why or {}
     labels = ", ".join(
         [
@@ -195,10 +197,7 @@ def missing_reason(
             *limits,
         ]
     )
-    return (
-        f"{gateway} cannot apply the requested policies natively: {labels}; it is left out "
-        "(--allow-missing-policies runs it without them, marked)"
-    )
+    return f"{gateway} cannot apply the requested policies natively: {labels}"
 
 
 __all__ = [

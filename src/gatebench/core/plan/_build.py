@@ -69,7 +69,7 @@ from gatebench.core.plan._model import (
     Warmup,
     Workload,
 )
-from gatebench.core.plan._policies import ReadFile, read_policies
+from gatebench.core.plan._policies import ReadFile, check_workloads, read_policies
 from gatebench.core.plan._traffic import arrivals_injection, traffic_source, weighted_list
 from gatebench.core.policies import JwtAuth
 from gatebench.core.stats import counted
@@ -128,6 +128,7 @@ def build_plan(
     scoring = _scoring(value("scoring"), r) if "scoring" in data else Scoring()
     workloads, raw_workloads = _workloads(data.get("workloads"), r, api, auth)
     policies = read_policies(value("policies"), r, api, read_file)
+    check_workloads(policies, workloads, api, r)
     capacity = _capacity(data, raw_workloads, r)
     if auth.jwt_private_key_env is not None:
         if not isinstance(policies.default.auth, JwtAuth) and not any(
@@ -143,7 +144,7 @@ def build_plan(
                 ["auth", "jwt"],
                 "give either auth.bearer (a token from a variable) or auth.jwt (signed tokens), not both",
             )
-    engine = _engine(value("engine", "gatling"), r, workloads, warmup)
+    engine = _engine(value("engine", "gatling"), r, workloads, warmup, api)
     fault = (
         _fault(value("fault"), r, backend, workloads, warmup.duration) if "fault" in data else None
     )

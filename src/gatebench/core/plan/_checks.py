@@ -17,11 +17,16 @@ from gatebench.core.plan._model import Auth, BodySpec, EngineName, Generator, Wa
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
 
 
-def _engine(value: Any, r: Reading, workloads: list[Workload], warmup: Warmup) -> EngineName:
-    """The load engine, and whether it can run every workload (wrk: the closed model only)."""
+def _engine(
+    value: Any, r: Reading, workloads: list[Workload], warmup: Warmup, api: Api | None = None
+) -> EngineName:
+    """The load engine, and whether it can run every workload (wrk: the closed model only;
+    Gatling: a path it sends as another, :func:`gatling_path`, is warned about)."""
     from gatebench.core.capabilities import injection_problem
 
     engine: EngineName = value
+    if engine == "gatling" and api is not None:
+        _sent_as_another(api, workloads, r)
     for w in workloads:
         inj = w.injection
         reason = injection_problem(engine, inj.kind, inj.duration, inj.requests)
@@ -33,6 +38,48 @@ def _engine(value: Any, r: Reading, workloads: list[Workload], warmup: Warmup) -
             f"engine {engine} warms up for a duration only; give warmup: {{duration: ...}}",
         )
     return engine
+
+
+def _sent_as_another(api: Api, workloads: list[Workload], r: Reading) -> None:
+    """Each workload whose path Gatling sends as another (:func:`gatling_path`), warned about
+    at its ``operation``: every request of it asks for a route that is not the one measured."""
+    for w in workloads:
+        op = api.operation(w.operation_id)
+        sent = gatling_path(op.route_path)
+        if sent != op.route_path:
+            r.warn(
+                [*_split(w.pointer.removeprefix(r.base)), "operation"],
+                f"engine gatling sends the path of {op.method} {op.path_template} "
+                f"({op.route_path!r}) as {sent!r}: it merges repeated '/' and resolves '.' and "
+                "'..' segments, so every request would ask for another route; give engine: wrk, "
+                "which sends the path as written, or write the path without them",
+            )
+
+
+def gatling_path(path: str) -> str:
+    """The path Gatling sends for ``path``. Its URI parser (``io.gatling.http.client.uri.
+    UriParser``, 3.15) normalises every URL, with no setting to keep it as written: ``/./``
+    becomes ``/``, each ``/../`` takes away the segment before it until the path starts with
+    ``/../`` (``/a/../../x`` is ``/../x``), a trailing ``/..`` or ``/.`` likewise, then every
+    run of ``/`` is one. wrk sends the path as written."""
+    if "." in path:
+        path = path.replace("/./", "/")
+        i = 0
+        while (i := path.find("/../", i)) >= 0:
+            if i == 0:
+                i = 3
+                continue
+            end = path.rfind("/", 0, i)
+            if end < 0 or (end == 0 and path.startswith("/../")):
+                break
+            path, i = path[:end] + path[i + 3 :], 0
+        while path.endswith("/..") and (end := path.rfind("/", 0, len(path) - 3)) >= 0:
+            path = path[: end + 1]
+        if path.startswith("./") and len(path) > 2:
+            path = path[2:]
+        if path.endswith("/."):
+            path = path[:-1]
+    return re.sub(r"//+", "/", path)
 
 
 def _split(pointer_text: str) -> list[str | int]:
@@ -75,20 +122,34 @@ def _refuse_credentials(data: dict[str, Any], r: Reading) -> None:
 
 
 def find_operation(api: Api, ref: str) -> tuple[Operation | None, list[str]]:
-    """An operation by id or ``METHOD /path`` (template or full route path); else close matches."""
+    """An operation by id or ``METHOD /path`` (template or full route path); else close matches.
+    An id comes first: a workload whose reference is both is refused (:func:`_operation`)."""
     for op in api.operations:
         if op.operation_id == ref:
             return op, []
-    match = re.match(r"^\s*([A-Za-z]+)\s+(\S+)\s*$", ref)
-    if match:
-        method, path = match.group(1).upper(), match.group(2)
-        for op in api.operations:
-            if op.method == method and path in (op.path_template, op.route_path):
-                return op, []
+    by_route = _by_route(api, ref)
+    if by_route is not None:
+        return by_route, []
     options = [op.operation_id for op in api.operations] + [
         f"{op.method} {op.path_template}" for op in api.operations
     ]
     return None, difflib.get_close_matches(ref, options, n=3, cutoff=0.6)
+
+
+def _by_route(api: Api, ref: str) -> Operation | None:
+    """The operation a ``METHOD /path`` reference names (template or full route path)."""
+    match = re.match(r"^\s*([A-Za-z]+)\s+(\S+)\s*$", ref)
+    if match is None:
+        return None
+    method, path = match.group(1).upper(), match.group(2)
+    return next(
+        (
+            o
+            for o in api.operations
+            if o.method == method and path in (o.path_template, o.route_path)
+        ),
+        None,
+    )
 
 
 def _operation(value: Any, r: Reading, where: list[str | int], api: Api) -> Operation | None:
@@ -96,6 +157,15 @@ def _operation(value: Any, r: Reading, where: list[str | int], api: Api) -> Oper
         r.error(where, f"expected an operationId or 'METHOD /path', got {shown(value)}")
         return None
     op, close = find_operation(api, value)
+    by_route = _by_route(api, value) if op is not None else None
+    if op is not None and by_route is not None and by_route is not op:
+        r.error(
+            where,
+            f"{value!r} is ambiguous: it is the operationId of {op.method} {op.path_template} "
+            f"and the route of {by_route.method} {by_route.path_template}; write "
+            f"'{op.method} {op.path_template}' or {by_route.operation_id!r}",
+        )
+        return None
     left_out = next((x for x in api.left_out if x.matches(value)), None)
     if op is None and left_out is not None:
         r.error(where, left_out_message(value, left_out))
@@ -219,14 +289,15 @@ def _check_auth(op: Operation, auth: Auth, r: Reading, where: list[str | int]) -
     label = op.security_label
     if label == "none" or op.auth_optional:  # credentials are sent when the plan gives them
         return
+    bearer = auth.bearer_env or auth.jwt_private_key_env  # a token given, or signed by the run
     needed = {
-        "bearer": auth.bearer_env,
+        "bearer": bearer,
         "basic": auth.basic_username_env,
         "apiKey-header": auth.api_key_env,
         "apiKey-query": auth.api_key_env,
         "apiKey-cookie": auth.api_key_env,
-        "oauth2": auth.bearer_env,
-        "openIdConnect": auth.bearer_env,
+        "oauth2": bearer,
+        "openIdConnect": bearer,
     }
     cannot = [part for part in label.split("+") if part not in needed]
     if cannot:

@@ -74,6 +74,12 @@ def describe_plan(plan: Plan, api: Api) -> list[str]:
         auth.append(f"basic from ${plan.auth.basic_username_env} / ${plan.auth.basic_password_env}")
     if plan.auth.api_key_env:
         auth.append(f"API key from ${plan.auth.api_key_env}")
+    if plan.auth.jwt_private_key_env:
+        subjects = counted(plan.auth.jwt_subjects, "subject")
+        auth.append(
+            f"JWT bearer tokens signed by the run (key from ${plan.auth.jwt_private_key_env}, "
+            f"{subjects})"
+        )
     lines.append(f"  auth:        {', '.join(auth) or 'none'}")
     lines.extend(describe_policies(plan, left))
     weights = ", ".join(f"{m}×{w:g}" for m, w in plan.scoring.weights)

@@ -5,6 +5,11 @@ scheme names the header or query parameter, an ``http`` ``bearer`` scheme (``bea
 JWT``) says where the token travels. What no description can say (a JWT's issuer, audience
 and verification keys) is asked for with a located error. Key files are read through
 ``read_file`` (the edge passes one that stays inside the bundle); a private key is refused.
+
+:func:`check_workloads` then holds each workload against its operation's policies: a
+refusal status of a policy listed in ``expect`` is refused (the answer would pass the status
+check without the backend's signature: a wrong answer), and a workload limited per header
+that never sends the header is warned about.
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from gatebench.core.ir import Api, SecurityScheme
+from gatebench.core.errors import Problem
+from gatebench.core.ir import Api, Operation, SecurityScheme
 from gatebench.core.plan._document import (
     ApiKeyDoc,
     JwtDoc,
@@ -22,6 +28,7 @@ from gatebench.core.plan._document import (
     RateLimitDoc,
     Reading,
 )
+from gatebench.core.plan._model import Workload
 from gatebench.core.policies import (
     ApiKeyAuth,
     Cache,
@@ -226,4 +233,68 @@ def _rate_limit(doc: RateLimitDoc) -> RateLimit:
     return RateLimit(requests=doc.requests, window=doc.window, key=key, header=header or None)  # type: ignore[arg-type]
 
 
-__all__ = ["ReadFile", "read_policies"]
+RATE_LIMITED = 429
+"""The status every renderer has a gateway answer past the plan's rate limit."""
+AUTH_REFUSALS = (401, 403)
+"""The statuses a gateway refuses a missing or wrong credential with (403: a JWT of another
+audience on Envoy)."""
+
+
+def check_workloads(policies: PolicySet, workloads: list[Workload], api: Api, r: Reading) -> None:
+    """Each workload against its operation's policies (the module's docstring)."""
+    ops = {op.operation_id: op for op in api.operations}
+    for w in workloads:
+        p = policies.for_operation(w.operation_id)
+        refusals = [
+            *((RATE_LIMITED, "its rate limit"),) * (p.rate_limit is not None),
+            *((s, "its authentication") for s in AUTH_REFUSALS if p.auth is not None),
+        ]
+        for status, policy in refusals:
+            if status in w.expect:
+                r.problems.append(
+                    Problem(
+                        w.pointer + "/expect",
+                        f"expect lists {status}, the status the plan's policies refuse "
+                        f"{w.operation_id!r} with ({policy}): a gateway's own {status} carries "
+                        "no answer of the backend, so a listed one would count as a wrong "
+                        "answer; leave it out (the report counts "
+                        + (
+                            "the rate limit's refusals apart, as rate-limited, not as errors)"
+                            if status == RATE_LIMITED
+                            else "such refusals as errors)"
+                        ),
+                        source=r.source,
+                    )
+                )
+        limit, op = p.rate_limit, ops.get(w.operation_id)
+        if limit is None or limit.key != "header" or limit.header is None or op is None:
+            continue
+        if limit.header.lower() not in _sent_headers(w, op, p):
+            r.problems.append(
+                Problem(
+                    w.pointer,
+                    f"the rate limit of {w.operation_id!r} counts per value of the header "
+                    f"{limit.header}, which this workload does not send: nginx, HAProxy, "
+                    "Envoy and Traefik count no request without it, so refuse none (Kong "
+                    "counts it by client address, KrakenD refuses it with 429); add it to "
+                    "headers to measure the limit",
+                    "warning",
+                    source=r.source,
+                )
+            )
+
+
+def _sent_headers(w: Workload, op: Operation, p: Policies) -> set[str]:
+    """The headers (lower case) every request of ``w`` carries: the plan's, the operation's
+    header parameters it writes, and the API key of the policy when it travels in a header."""
+    given = {name for name, _ in w.params}
+    sent = {name.lower() for name, _ in w.headers}
+    sent |= {h.name.lower() for h in op.header_params if h.required or h.name in given}
+    if isinstance(p.auth, ApiKeyAuth) and p.auth.header:
+        sent.add(p.auth.header.lower())
+    if isinstance(p.auth, JwtAuth):
+        sent.add("authorization")
+    return sent
+
+
+__all__ = ["ReadFile", "check_workloads", "read_policies"]

@@ -14,8 +14,11 @@
   ``requests`` tokens refilled every ``window``; a descriptor built from the route's
   ``rate_limits`` actions (remote address, a request header, or the token's ``sub`` claim)
   gives each key its own bucket (a descriptor entry with an empty value: dynamic
-  descriptors), and only that bucket counts (``always_consume_default_token_bucket: false``;
-  requests without the key share the default bucket). Past the limit: 429. Envoy refills a
+  descriptors), and only that bucket counts (``always_consume_default_token_bucket: false``).
+  A request without the key (no such header, no ``sub``) builds no descriptor and falls to
+  the default bucket: for a header or subject key that bucket holds 2^32 − 1 tokens per
+  window, so such a request is not counted, as nginx, HAProxy and Traefik leave it (docs/gateways.md,
+  What a rate limit counts). Past the limit: 429. Envoy refills a
   bucket at most every 50 ms: a shorter window leaves Envoy out
   (:func:`envoy_policy_limits`). A per-address limit counts the connection's peer, as the
   other gateways do: the listener then sets ``use_remote_address: true`` (without it Envoy
@@ -54,6 +57,9 @@ _MAX_DYNAMIC = 100_000
 _MIN_FILL_INTERVAL = 0.05
 """Envoy refuses a token bucket ``fill_interval`` under 50 ms ("local rate limit token bucket
 fill timer must be >= 50ms")."""
+_UNCOUNTED = 4_294_967_295
+"""The default bucket of a header or subject limit (the largest ``max_tokens``): requests
+without the key are not counted."""
 _CARRIED = "x-gatebench-validated-authorization"
 _CACHE_CONTROL = "x-gatebench-cache-control"
 
@@ -103,10 +109,13 @@ def _local_ratelimit(limit: RateLimit, prefix: str) -> dict[str, Any]:
         "tokens_per_fill": limit.requests,
         "fill_interval": _seconds(limit.window),
     }
+    default = bucket
+    if limit.key != "address":
+        default = {**bucket, "max_tokens": _UNCOUNTED, "tokens_per_fill": _UNCOUNTED}
     return {
         "@type": _T + "local_ratelimit.v3.LocalRateLimit",
         "stat_prefix": prefix,
-        "token_bucket": bucket,
+        "token_bucket": default,
         "filter_enabled": _percent(f"{prefix}_enabled"),
         "filter_enforced": _percent(f"{prefix}_enforced"),
         "descriptors": [
@@ -116,7 +125,7 @@ def _local_ratelimit(limit: RateLimit, prefix: str) -> dict[str, Any]:
             }
         ],
         "max_dynamic_descriptors": _MAX_DYNAMIC,
-        # Only the key's own bucket counts (the default bucket takes requests without a key).
+        # Only the key's own bucket counts (the default one takes requests without the key).
         "always_consume_default_token_bucket": False,
     }
 

@@ -23,6 +23,8 @@ from gatebench.core.renderers._base import Renderer, RenderTarget
 from gatebench.core.renderers._registry import all_renderers
 
 POLICIES_POINTER = "/x-gatebench/policies"
+LEFT_OUT = "; it is left out (--allow-missing-policies runs it without them, marked)"
+"""What a render refused for its policies says of the run (``gatebench render --policies``)."""
 
 
 def policy_exclusions(gateways: tuple[str, ...], policies: PolicySet) -> dict[str, str]:
@@ -69,7 +71,7 @@ def render_with_policies(
     if reason is not None:
         if allow_missing:
             return files
-        raise UnsupportedFeature([Problem(POLICIES_POINTER, reason)])
+        raise UnsupportedFeature([Problem(POLICIES_POINTER, reason + LEFT_OUT)])
     return renderer.apply_policies(files, api, target, policies)
 
 

@@ -8,7 +8,12 @@
   Traefik 3.7's in-memory limiter happens to give each router using a middleware its own
   buckets, but its Redis storage shares them per middleware, and upstream discusses aligning
   the two (traefik/traefik#13706); a middleware of its own keeps each operation's count
-  apart either way.
+  apart either way. Traefik counts the requests without the header of a header limit in one
+  shared bucket (an empty value is a key like any other), where nginx and HAProxy do not count
+  them: a router of a header limit takes only the requests that carry the header
+  (``HeaderRegexp(`NAME`, `.+`)``), with the middleware, and the route's own router, one
+  priority step below, the rest, without it. Every router's priority is then doubled, so the
+  pair sits where the route did.
 - No JWT (the open-source build validates no token; ForwardAuth delegates to another
   service), no API key (its middlewares check user/password pairs, BasicAuth and DigestAuth,
   or delegate, ForwardAuth; the API Key middleware is Traefik Hub's, not Traefik Proxy's) and
@@ -42,14 +47,29 @@ def apply_traefik_policies(
 ) -> dict[str, str]:
     header, doc = read_rendered(files["dynamic.yml"])
     routers = doc["http"]["routers"]
+    pairs = list(zip(routes_for(api), list(routers), strict=False))
+    limits = {name: policies.for_operation(r.operation_id).rate_limit for r, name in pairs}
+    keyed = any(limit is not None and limit.key == "header" for limit in limits.values())
     middlewares: dict[str, Any] = {}
-    for route, name in zip(routes_for(api), list(routers), strict=False):
-        limit = policies.for_operation(route.operation_id).rate_limit
-        if limit is None:
-            continue
-        middleware = f"gatebench-rate-limit-{name}"
-        middlewares[middleware] = _middleware(limit)
-        routers[name]["middlewares"] = [middleware]
+    out: dict[str, Any] = {}
+    for name, router in routers.items():
+        limit = limits.get(name)
+        if keyed and name in limits:
+            router = {**router, "priority": 2 * router["priority"]}
+        if limit is not None and limit.key == "header":
+            assert limit.header is not None and "`" not in limit.header
+            out[f"{name}-keyed"] = {
+                **router,
+                "rule": f"{router['rule']} && HeaderRegexp(`{limit.header}`, `.+`)",
+                "priority": router["priority"] + 1,
+                "middlewares": [f"gatebench-rate-limit-{name}"],
+            }
+        elif limit is not None:
+            router = {**router, "middlewares": [f"gatebench-rate-limit-{name}"]}
+        if limit is not None:
+            middlewares[f"gatebench-rate-limit-{name}"] = _middleware(limit)
+        out[name] = router
+    doc["http"]["routers"] = out
     if middlewares:
         doc["http"]["middlewares"] = middlewares
     return {**files, "dynamic.yml": header + dump_yaml(doc)}

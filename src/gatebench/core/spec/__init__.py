@@ -246,7 +246,7 @@ def _read(reader: Reader, doc: Document, strict: bool) -> tuple[Api | None, list
             if (p.source, p.pointer) not in places
         )
         if strict:
-            problems.extend(strict_problems(reader, builder.version))
+            problems.extend(strict_problems(reader, doc, builder.version))
     return api, problems
 
 

@@ -20,14 +20,15 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+import math
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 from gatebench.core.errors import Problem, escape_pointer_token
-from gatebench.core.spec._reader import Reader
+from gatebench.core.spec._reader import Document, Reader
 from gatebench.core.spec._refs import Loc, RefError, Refs
 from gatebench.core.spec._walk import walk_objects
 
@@ -88,7 +89,7 @@ def conformance_problems(data: Any, version: str, source: str) -> list[Problem]:
         rust = getattr(fast, "_rs_validator", None)
     try:
         if rust is not None:
-            findings = list(_rust_findings(rust.iter_errors(data)))
+            findings = list(_rust_findings(rust.iter_errors(data), data))
         else:
             if next(iter(fast.iter_errors(data)), None) is None:
                 return []
@@ -137,8 +138,10 @@ def _findings(errors: Iterator[Any]) -> Iterator[tuple[str, str]]:
         yield pointer, _message(deepest)
 
 
-def _rust_findings(errors: Iterator[Any]) -> Iterator[tuple[str, str]]:
-    """Findings from jsonschema-rs errors, worded as :func:`_findings` words them."""
+def _rust_findings(errors: Iterator[Any], data: Any) -> Iterator[tuple[str, str]]:
+    """Findings from jsonschema-rs errors, worded as :func:`_findings` words them. A number
+    JSON cannot hold (YAML's ``.inf`` and ``.nan``, ``1e400``) reaches jsonschema-rs as null:
+    the finding names it, read from ``data``."""
     for error in errors:
         deepest = _rust_deepest(error)
         pointer = "".join("/" + escape_pointer_token(str(t)) for t in deepest.instance_path)
@@ -148,7 +151,18 @@ def _rust_findings(errors: Iterator[Any]) -> Iterator[tuple[str, str]]:
             for key in getattr(kind, "unexpected", None) or []:
                 yield pointer + "/" + escape_pointer_token(str(key)), f"unexpected property {key!r}"
             continue
-        yield pointer, _rust_message(deepest)
+        yield pointer, _rust_message(deepest, _value_at(data, deepest.instance_path))
+
+
+def _value_at(data: Any, path: Iterable[Any]) -> Any:
+    for token in path:
+        if isinstance(data, list) and isinstance(token, int) and 0 <= token < len(data):
+            data = data[token]
+        elif isinstance(data, dict):
+            data = data.get(token)
+        else:
+            return None
+    return data
 
 
 def _rust_deepest(error: Any) -> Any:
@@ -179,10 +193,12 @@ def _is_ref_branch(branch: list[Any]) -> bool:
     )
 
 
-def _rust_message(error: Any) -> str:
+def _rust_message(error: Any, written: Any = None) -> str:
     kind = error.kind
     name = getattr(kind, "name", "")
     instance = error.instance
+    if instance is None and isinstance(written, float) and not math.isfinite(written):
+        instance = written
     if name == "required":
         return f"required property {kind.property!r} is missing"
     if name == "type":
@@ -276,6 +292,14 @@ def _type_words(value: Any) -> str:
 
 
 def _short(value: Any) -> str:
+    if isinstance(value, float) and math.isnan(value):
+        return ".nan (not a number), which JSON cannot hold"
+    if isinstance(value, float) and math.isinf(value):
+        sign = "-" if value < 0 else ""
+        return (
+            f"{sign}.inf (an infinite number, or one beyond a 64-bit float such as "
+            f"{sign}1e400), which JSON cannot hold"
+        )
     if isinstance(value, dict):
         return "a mapping"
     if isinstance(value, list):
@@ -288,8 +312,9 @@ def _truncate(message: str) -> str:
     return message if len(message) <= 200 else message[:197] + "..."
 
 
-def strict_problems(reader: Reader, version: str) -> list[Problem]:
-    """openapi-spec-validator's semantic walk, reading only from the bundle.
+def strict_problems(reader: Reader, doc: Document, version: str) -> list[Problem]:
+    """openapi-spec-validator's semantic walk of the description ``doc`` (the bundle's entry,
+    or the description a benchmark file names), reading only from the bundle.
 
     The library fetches any URI its handlers do not claim (``requests`` for http(s), ``urlopen``
     for the rest, ``file:`` included), so one handler claims every scheme: a reference is
@@ -305,19 +330,19 @@ def strict_problems(reader: Reader, version: str) -> list[Problem]:
         "3.2": v.OpenAPIV32SpecValidator,
     }
     base = classes[version[:3]]
-    entry = reader.bundle.entry
+    entry = doc.name
     refs = Refs(reader)
 
     def bundle_document(uri: str) -> Any:
-        # URIs arrive joined to the referring file's URI; the entry's is "", so a relative
-        # URI is relative to the entry's folder, as the reader resolves the entry's refs.
+        # URIs arrive joined to the referring file's URI; the description's is "", so a
+        # relative URI is relative to its folder, as the reader resolves its refs.
         target = refs.target(uri, Loc(entry, ""))
         return refs.get(Loc(target.doc, ""), uri)
 
     class BundleOnly(base):  # type: ignore[misc, valid-type]
         resolver_handlers: ClassVar[Mapping[str, Any]] = _EveryScheme(bundle_document)
 
-    validator = BundleOnly(reader.entry.data)
+    validator = BundleOnly(doc.data)
     out: list[Problem] = []
     try:
         for error in validator.iter_errors():
@@ -329,7 +354,7 @@ def strict_problems(reader: Reader, version: str) -> list[Problem]:
             if len(out) >= _MAX_FINDINGS:
                 break
     except Exception as exc:  # the library's resolver errors, and any error of its own
-        refused = _refused_ref(reader, refs, exc)
+        refused = _refused_ref(reader, refs, exc, entry)
         if refused is not None:
             out.append(refused)
         else:
@@ -360,8 +385,9 @@ class _EveryScheme(Mapping[str, Any]):
         return 0
 
 
-def _refused_ref(reader: Reader, refs: Refs, exc: BaseException) -> Problem | None:
-    """The problem at the ``$ref`` whose refusal stopped the walk, when one did."""
+def _refused_ref(reader: Reader, refs: Refs, exc: BaseException, entry: str) -> Problem | None:
+    """The problem at the ``$ref`` whose refusal stopped the walk (of the description
+    ``entry``), when one did."""
     refusal: RefError | None = None
     ref = ""  # as written: referencing's Unresolvable keeps it, the handler sees it joined
     chain: BaseException | None = exc
@@ -374,8 +400,8 @@ def _refused_ref(reader: Reader, refs: Refs, exc: BaseException) -> Problem | No
     if refusal is None:
         return None
     message = str(refusal)
-    where = Loc(reader.bundle.entry, "")
-    for name in sorted(reader.documents, key=lambda n: (n != reader.bundle.entry, n)):
+    where = Loc(entry, "")
+    for name in sorted(reader.documents, key=lambda n: (n != entry, n)):
         if not ref:
             break
         holder = next(

@@ -134,7 +134,7 @@ class OpenApiBuilder:
         that ``part`` (``the request body``, ``response 404``, ...) is unknown; the operation
         being read records it, and keeps its route."""
         try:
-            return self.refs.deref(value, loc)
+            return self._deref(value, loc)
         except RefError as exc:
             where = loc
             if isinstance(value, dict) and "$ref" in value:
@@ -146,6 +146,16 @@ class OpenApiBuilder:
             reason = "the referenced file cannot be read (see above)"
         self.unknown(part, where, reason)
         return None
+
+    def _deref(self, value: Any, loc: Loc) -> tuple[Any, Loc]:
+        """:meth:`Refs.deref`, refusing a reference to the description itself (``#``, ``""``):
+        no object of it is the whole document."""
+        found, at = self.refs.deref(value, loc)
+        if at == Loc(self.doc.name, "") and at != loc:
+            raise RefError(
+                f"{value['$ref']!r} points at the whole document, not at an object in it"
+            )
+        return found, at
 
     def unknown(self, part: str, where: Loc, reason: str) -> None:
         """``part`` cannot be known because of ``reason``: a located warning; the operation
@@ -463,11 +473,10 @@ class OpenApiBuilder:
         except ValueError as exc:
             self.problem(loc.child("url"), f"server URL {resolved!r} is not a valid URL ({exc})")
             return ""
-        if _bad_base_path(url_path(resolved)):
-            self.warn(
-                loc.child("url"),
-                f"server URL {resolved!r} cannot be a URL (whitespace, control characters or a "
-                "'%' that does not start a %XX escape); ignored, routes start at '/'",
+        wrong = _base_path_problem(url_path(resolved))
+        if wrong:
+            self.problem(
+                loc.child("url"), f"server URL {resolved!r} cannot be a URL: its path {wrong}"
             )
             return ""
         said = host_as_path(resolved, "server URL")
@@ -485,11 +494,11 @@ class OpenApiBuilder:
                 Loc(self.doc.name, "/basePath"),
                 f"basePath must start with '/'; read as {base_path!r}",
             )
-        if _bad_base_path(base_path):
-            self.warn(
+        wrong = _base_path_problem(base_path)
+        if wrong:
+            self.problem(
                 Loc(self.doc.name, "/basePath"),
-                f"basePath {base_path!r} cannot be a URL path (whitespace, control characters or "
-                "a '%' that does not start a %XX escape); ignored, routes start at '/'",
+                f"basePath {base_path!r} cannot be a URL path: it {wrong}",
             )
             base_path = ""
         if not isinstance(host, str) or not host:
@@ -544,7 +553,7 @@ class OpenApiBuilder:
                     self.leave_out(method, key, item_loc, bad_template)
                 continue
             try:
-                item, real_loc = self.refs.deref(raw_item, item_loc)
+                item, real_loc = self._deref(raw_item, item_loc)
             except (RefError, SpecSyntaxError) as exc:
                 reason = (
                     str(exc)
@@ -1325,8 +1334,20 @@ def _source(loc: Loc, doc: Document) -> str:
     return loc.doc if loc.doc != doc.name else ""
 
 
-def _bad_base_path(path: str) -> bool:
-    return bool(re.search(r"[\s\x00-\x1f\x7f{}]", path) or _PERCENT.search(path))
+def _base_path_problem(path: str) -> str:
+    """Why a server URL's path (or a ``basePath``) cannot start every route as written ("" when
+    it can): what it holds that a request line cannot carry, and how to write it."""
+    bad = re.search(r"[\s\x00-\x1f\x7f{}]", path)
+    if bad is not None:
+        ch = bad.group()
+        what = {" ": "a space", "{": "'{'", "}": "'}'"}.get(
+            ch, f"U+{ord(ch):04X} (whitespace or a control character)"
+        )
+        encoded = f"%{ord(ch):02X}" if ord(ch) < 128 else "percent-encoded"
+        return f"holds {what}; write it {encoded}"
+    if _PERCENT.search(path):
+        return "holds a '%' that does not start a %XX escape; write it %25"
+    return ""
 
 
 def _split_suffix(key: str) -> tuple[str, str]:

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gatebench.core.errors import Problem, Severity, SpecSyntaxError
+from gatebench.core.errors import Problem, Severity, SpecSyntaxError, shown
 from gatebench.core.ir import (
     Api,
     LeftOut,
@@ -198,7 +198,7 @@ class RamlBuilder:
             return None
         data = self.doc.data
         if not isinstance(data, dict):
-            self.problem(root_loc, f"expected a RAML API (a mapping), got {type(data).__name__}")
+            self.problem(root_loc, f"expected a RAML API (a mapping), got {shown(data)}")
             return None
         self.root = data
         title = data.get("title")
@@ -272,7 +272,7 @@ class RamlBuilder:
                 if isinstance(entry, dict):
                     items.extend((str(k), v, loc.child(i, k)) for k, v in entry.items())
         else:
-            self.warn(loc, f"expected a mapping of declarations, got {type(value).__name__}")
+            self.warn(loc, f"expected a mapping of declarations, got {shown(value)}")
             return
         for name, decl, dloc in items:
             table[prefix + name] = (decl, dloc)
@@ -420,7 +420,7 @@ class RamlBuilder:
         if raw is None:
             raw = {}
         if not isinstance(raw, dict):
-            self.problem(loc, f"a resource must be a mapping, got {type(raw).__name__}")
+            self.problem(loc, f"a resource must be a mapping, got {shown(raw)}")
             return
         if not self._check_path(path, loc):
             return
@@ -549,7 +549,7 @@ class RamlBuilder:
         if raw is None:
             raw = {}
         if not isinstance(raw, dict):
-            self.problem(loc, f"a method must be a mapping, got {type(raw).__name__}")
+            self.problem(loc, f"a method must be a mapping, got {shown(raw)}")
             return None
         for mkey in raw:
             if mkey not in METHOD_KEYS and not (

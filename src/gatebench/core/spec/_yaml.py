@@ -326,7 +326,13 @@ def load_yaml(
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         message = exc.problem or "invalid YAML"
-        if exc.context:
+        if (
+            mark is not None
+            and "cannot start any token" in message
+            and _char_at(text, mark) == "\t"
+        ):
+            message = "found a tab, which YAML does not allow for indentation; indent with spaces"
+        elif exc.context:
             message = f"{message} ({exc.context})"
         if exc.context == "while scanning a simple key":
             message += (
@@ -361,6 +367,13 @@ def load_yaml(
     except yaml.YAMLError as exc:  # pragma: no cover - unmarked YAML errors are rare
         raise SpecSyntaxError([Problem("", f"YAML syntax: {exc}", source=source)]) from None
     return value, builder.warnings
+
+
+def _char_at(text: str, mark: Any) -> str:
+    """The character a parser's mark (0-based line and column) points at ("" past the end)."""
+    lines = text.split("\n")
+    line = lines[mark.line] if 0 <= mark.line < len(lines) else ""
+    return line[mark.column : mark.column + 1]
 
 
 def _apply_merges(frame: _Frame, fail: Callable[[str, Any], SpecSyntaxError], mark: Any) -> None:
