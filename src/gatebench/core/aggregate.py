@@ -474,26 +474,17 @@ def summarize(
             "way: "
             "the backend or the load engine is at fault, not a gateway"
         )
-    if overlapping:
-        notes.append(
-            f"{counted(len(overlapping), 'measurement')} "
-            + ("overlaps its" if len(overlapping) == 1 else "overlap their")
-            + " target's failure and "
-            + ("is" if len(overlapping) == 1 else "are")
-            + " left out of every figure: "
-            + ", ".join(overlapping[:5])
-            + (" ..." if len(overlapping) > 5 else "")
-        )
-    if backend_down:
-        notes.append(
-            f"{counted(len(backend_down), 'measurement')} "
-            + ("overlaps" if len(backend_down) == 1 else "overlap")
-            + " the failure of the backend gatebench started and "
-            + ("is" if len(backend_down) == 1 else "are")
-            + " left out of every figure: "
-            + ", ".join(backend_down[:5])
-            + (" ..." if len(backend_down) > 5 else "")
-        )
+    for keys, failure in (
+        (overlapping, ("its target's failure", "their target's failure")),
+        (backend_down, ("the failure of the backend gatebench started",) * 2),
+    ):
+        if keys:
+            one = len(keys) == 1
+            notes.append(
+                f"{counted(len(keys), 'measurement')} {'overlaps' if one else 'overlap'} "
+                f"{failure[0] if one else failure[1]} and {'is' if one else 'are'} left out of "
+                f"every figure: {', '.join(keys[:5])}{' ...' if len(keys) > 5 else ''}"
+            )
     if empty:
         notes.append(
             f"{counted(len(empty), 'measurement')} completed no request and "
