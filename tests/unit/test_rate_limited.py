@@ -170,3 +170,25 @@ def test_the_verdict_says_where_most_answers_were_refusals() -> None:
         "gateway refuses, not how it serves the API; send less than the limit to compare "
         "serving (the cautions give each share)." in report.verdict
     )
+
+
+def test_the_verdict_says_where_the_limit_refused_unequal_shares() -> None:
+    """One gateway's limit refused half the requests, another's 38 %: the ranking compared
+    different work (a refusal is faster than an answer) with only the cautions' shares to say
+    so. A few points apart is the same limit."""
+    run, measurements = synthetic_run(("nginx", "haproxy"), ("list", "show"), 2)
+
+    def refused(m: Measurement) -> Measurement:
+        if m.target == "baseline":
+            return m
+        share = {"haproxy": 0.50, "nginx": 0.38}[m.target] if m.workload == "show" else 0.38
+        return dataclasses.replace(m, rate_limited=round(m.requests * share))
+
+    report = build_report(run, [refused(m) for m in measurements])
+    unequal = [line for line in report.verdict if line.startswith("The rate limit refused")]
+    assert unequal == [
+        "The rate limit refused unequal shares on show (haproxy 50 %, nginx 38 %): each "
+        "gateway's limit let a different number of requests through (docs/gateways.md says "
+        "how each counts), so the ranking there compares different work, and a refusal is "
+        "faster than an answer."
+    ]

@@ -455,6 +455,11 @@ def targets_on(by_workload: Mapping[str, Sequence[str]]) -> str:
     return "; ".join(f"{joined_names(ts)} on {joined_names(ws)}" for ts, ws in grouped.items())
 
 
+UNEQUAL_REFUSALS_PCT = 5.0
+"""Rate-limit refusal shares of one workload further apart than this (percentage points) are
+said in the verdict."""
+
+
 def refusal_verdict(summary: RunSummary) -> list[str]:
     """Where most answers of a gateway were the plan's rate limit refusing the request: its
     latency and throughput there measure how fast it refuses, which the ranking counts."""
@@ -464,15 +469,33 @@ def refusal_verdict(summary: RunSummary) -> list[str]:
             continue
         if 2 * cell.rate_limited > cell.requests:
             by_workload.setdefault(workload, []).append(target)
-    if not by_workload:
-        return []
-    where = targets_on(by_workload)
-    return [
-        f"Most answers of {where} were the plan's rate limit refusing the request (429): "
-        "their latency and throughput there measure how fast a gateway refuses, not how it "
-        "serves the API; send less than the limit to compare serving (the cautions give "
-        "each share)."
-    ]
+    lines = []
+    if by_workload:
+        lines.append(
+            f"Most answers of {targets_on(by_workload)} were the plan's rate limit refusing the "
+            "request (429): their latency and throughput there measure how fast a gateway "
+            "refuses, not how it serves the API; send less than the limit to compare serving "
+            "(the cautions give each share)."
+        )
+    shares: dict[str, dict[str, float]] = {}
+    for (workload, target), cell in sorted(summary.cells.items()):
+        if target != summary.baseline and cell.requests and cell.rate_limited is not None:
+            shares.setdefault(workload, {})[target] = 100.0 * cell.rate_limited / cell.requests
+    for workload, by_target in shares.items():
+        if (
+            len(by_target) > 1
+            and max(by_target.values()) - min(by_target.values()) > UNEQUAL_REFUSALS_PCT
+        ):
+            said = ", ".join(
+                f"{t} {v:.0f} %" for t, v in sorted(by_target.items(), key=lambda kv: -kv[1])
+            )
+            lines.append(
+                f"The rate limit refused unequal shares on {workload} ({said}): each gateway's "
+                "limit let a different number of requests through (docs/gateways.md says how "
+                "each counts), so the ranking there compares different work, and a refusal is "
+                "faster than an answer."
+            )
+    return lines
 
 
 def engine_cold_verdict(summary: RunSummary) -> list[str]:
