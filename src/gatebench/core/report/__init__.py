@@ -32,6 +32,7 @@ from gatebench.core.report._build import (
 from gatebench.core.report._flat import (
     bigquery_schema,
     column_names,
+    csv_cell,
     flat_rows,
     measurement_rows,
     render_csv,
@@ -146,6 +147,7 @@ __all__ = [
     "build_report",
     "column_names",
     "compare_view",
+    "csv_cell",
     "find_run",
     "flat_rows",
     "json_safe",

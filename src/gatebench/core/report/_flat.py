@@ -161,7 +161,9 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 Injection"): a text cell that does is written after a single quote, which makes it text."""
 
 
-def _cell(value: Any) -> str:
+def csv_cell(value: Any) -> str:
+    """One CSV cell: nothing for None, JSON's booleans, a float as Python reads it back,
+    text a spreadsheet would run as a formula after a quote (:data:`FORMULA_STARTS`)."""
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -176,13 +178,13 @@ def _cell(value: Any) -> str:
 def rows_to_csv(rows: list[Row]) -> str:
     """Rows as CSV with a header: the BigQuery table's columns, in its order, ready to load.
     Text that a spreadsheet would run as a formula is neutralised here, not in the rows,
-    which BigQuery also receives as JSON (``_cell``)."""
+    which BigQuery also receives as JSON (:func:`csv_cell`)."""
     columns = column_names()
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(columns)
     for row in rows:
-        writer.writerow([_cell(row.get(c)) for c in columns])
+        writer.writerow([csv_cell(row.get(c)) for c in columns])
     return out.getvalue()
 
 

@@ -19,6 +19,7 @@ from gatebench.core._version import __version__
 from gatebench.core.model import RunRecord
 from gatebench.core.report._build import in_words
 from gatebench.core.report._charts import PALETTE, nice_step
+from gatebench.core.report._flat import csv_cell
 from gatebench.core.report._html import _model_table, html_page
 from gatebench.core.report._markdown import _model_table as _md_model_table
 from gatebench.core.report._svg import _num, axis_ticks, grid_line
@@ -68,10 +69,10 @@ def render_scale_csv(document: Mapping[str, Any]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["run", "gateway", "routes", "metric", "value"])
-    run = document.get("run", "")
+    run = csv_cell(document.get("run", ""))
     points = [_point(p) for p in document.get("points", [])]
     for row in scale_rows(points):
-        writer.writerow([run, row["gateway"], row["routes"], row["metric"], _cell(row["value"])])
+        writer.writerow([run, row["gateway"], row["routes"], row["metric"], csv_cell(row["value"])])
     for c in document.get("changes", []):
         for metric, value in (
             ("change_failures", c["failures"]),
@@ -81,12 +82,8 @@ def render_scale_csv(document: Mapping[str, Any]) -> str:
             ("change_slowest_new_route_s", c["slowest_new_route_s"]),
             ("change_mechanism_s", c["mechanism_s"]),
         ):
-            writer.writerow([run, c["gateway"], c["routes_before"], metric, _cell(value)])
+            writer.writerow([run, c["gateway"], c["routes_before"], metric, csv_cell(value)])
     return out.getvalue()
-
-
-def _cell(value: object) -> str:
-    return "" if value is None else str(value)
 
 
 def point_key(point: ScalePoint) -> str:
