@@ -23,3 +23,12 @@ def test_pointer_round_trip() -> None:
     tokens = ["paths", "/pets/{id}", "get~x"]
     assert pointer(*tokens) == "/paths/~1pets~1{id}/get~0x"
     assert split_pointer(pointer(*tokens)) == tokens
+
+
+def test_c1_controls_and_bidirectional_overrides_are_escaped() -> None:
+    """U+202E in a title turned 'evil TAB' into 'BAT live' in `gatebench runs`; 0x9B is a C1
+    control sequence introducer some terminals obey."""
+    from gatebench.core.errors import printable
+
+    assert printable("evil \u202eTAB\u2066x\x9b31m") == "evil \\u202eTAB\\u2066x\\x9b31m"
+    assert printable("café ünï") == "café ünï"  # letters stay as written

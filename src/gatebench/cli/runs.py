@@ -31,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
     if not runs:
         print(f"no runs in {store_location(args)}")
         return 0
+    from gatebench.core.errors import printable
     from gatebench.core.report._tables import aligned
     from gatebench.kinds.registry import kind_of
 
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
             kind_of(r).title,
             ",".join(r.gateways) or "-",
             str(len(r.workloads)) if r.workloads else "-",
-            r.title or "-",
+            printable(r.title, 80) if r.title else "-",
         )
         for r in runs
     ]

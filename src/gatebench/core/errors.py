@@ -98,7 +98,9 @@ class Problem:
         return out
 
 
-_CONTROL = {i: f"\\x{i:02x}" for i in (*range(0x20), 0x7F)} | {
+_CONTROL = {i: f"\\x{i:02x}" for i in (*range(0x20), *range(0x7F, 0xA0))} | {
+    # bidirectional overrides and isolates reorder what follows them on a terminal
+    **{i: f"\\u{i:04x}" for i in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))},
     0x0A: "\\n",
     0x09: "\\t",
     0x0D: "\\r",
@@ -106,7 +108,8 @@ _CONTROL = {i: f"\\x{i:02x}" for i in (*range(0x20), 0x7F)} | {
 
 
 def printable(text: str, limit: int = 300) -> str:
-    """One line, of bounded length: control characters escaped, long runs shortened.
+    """One line, of bounded length: control characters (C0, DEL, C1) and bidirectional
+    overrides escaped, long runs shortened.
 
     Spec strings reach messages (a path key with a newline, a 9,000-character path); a
     problem must still print as one readable line. ``to_dict`` keeps the exact text.
