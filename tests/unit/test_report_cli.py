@@ -221,6 +221,26 @@ def test_score_stores_the_scores_and_the_report_follows_them(
     assert data["scores"]["gateways"]["nginx"]["score"] == docs["nginx"]["score"]
 
 
+def test_score_writes_the_run_folders_scores_again(tmp_path: Path) -> None:
+    """A run's folder holds scores.json, written when it was scored: after `gatebench score
+    --profile robust` the folder still said paper while the store said robust."""
+    run, ms = synthetic_run(repetitions=3)
+    folder = tmp_path / run.run_id
+    folder.mkdir()
+    (folder / "scores.json").write_text('{"nginx": {"profile": "paper"}}\n', encoding="utf-8")
+    run.owner = {"host": "h", "pid": 1, "started": 0.0, "run_dir": str(folder)}
+    with SqliteStore(tmp_path / "gatebench.sqlite") as store:
+        store.create_run(run)
+        for m in ms:
+            store.put_measurement(m)
+    store_path = str(tmp_path / "gatebench.sqlite")
+    assert main(["score", run.run_id, "--profile", "robust", "--store", store_path]) == 0
+    saved = json.loads((folder / "scores.json").read_text(encoding="utf-8"))
+    with SqliteStore(store_path) as store:
+        assert saved == store.scores(run.run_id)
+    assert {d["profile"] for d in saved.values()} == {"robust"}
+
+
 def test_a_report_naming_the_stored_profile_keeps_its_weights(
     store_path: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

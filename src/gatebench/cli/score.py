@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from gatebench.cli._store import RUN_HELP, add_store_argument, run_location
 from gatebench.core.metrics import COST_METRICS, METRICS
@@ -55,6 +56,11 @@ def run(args: argparse.Namespace) -> int:
         except ScoreError as exc:
             print(f"gatebench score: {exc}", file=sys.stderr)
             return EXIT_USAGE
+    run_dir = Path(str((report.run.owner or {}).get("run_dir") or ""))
+    if run_dir.parts and (run_dir / "scores.json").is_file():  # the run folder says the same
+        from gatebench.kinds.fixed.score import save_scores
+
+        save_scores(run_dir, report)
     result = report.summary.scores
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))

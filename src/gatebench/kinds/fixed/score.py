@@ -11,6 +11,7 @@ first (``cloud/_ingest.py``); locally each phase was ingested as it completed (`
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gatebench.core.errors import RunError
@@ -19,6 +20,7 @@ from gatebench.run._base import Stage
 from gatebench.run._journal import RunJournal
 
 if TYPE_CHECKING:
+    from gatebench.core.report import Report
     from gatebench.run._context import RunContext, RunOutcome
 
 
@@ -49,10 +51,16 @@ def score_and_save(journal: RunJournal, outcome: RunOutcome) -> None:
         outcome.notes.append(f"not scored: {exc}")
         return
     outcome.report = report
+    save_scores(journal.run_dir, report)
+
+
+def save_scores(run_dir: Path, report: Report) -> None:
+    """``scores.json`` in the run folder: the scores as stored (``gatebench score`` writes it
+    again when it scores the run with another profile)."""
     documents = report.summary.scores.to_documents()
-    (journal.run_dir / "scores.json").write_text(
+    (run_dir / "scores.json").write_text(
         json.dumps(documents, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
     )
 
 
-__all__ = ["Score", "score_and_save"]
+__all__ = ["Score", "save_scores", "score_and_save"]
