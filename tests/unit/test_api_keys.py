@@ -186,8 +186,7 @@ def test_traefik_is_left_out_with_the_reason() -> None:
     from gatebench.core.renderers import policy_exclusions
 
     assert policy_exclusions(("traefik", "nginx"), _plan_policies()) == {
-        "traefik": "traefik cannot apply the requested policies natively: API key "
-        "(auth.api_key)"
+        "traefik": "traefik cannot apply the requested policies natively: API key (auth.api_key)"
     }
 
 
