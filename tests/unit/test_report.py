@@ -218,7 +218,7 @@ def test_the_gateways_scored_between_disagreeing_ones_are_tied_with_them() -> No
     report = build_report(run_record(gateways=["a", "b", "c", "d"]), ms)
     assert [g.target for g in report.summary.scores.gateways] == ["a", "b", "c", "d"]
     assert report.verdict[0].startswith("a, b and c are tied on this evidence: ")
-    assert report.verdict[1].endswith("ahead of b (92), c (48) and d (32).")
+    assert report.verdict[1].endswith("ahead of b (92), c (48) and d (33).")
 
 
 def test_the_html_stability_section_speaks_of_no_negative_lead() -> None:

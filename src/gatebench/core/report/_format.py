@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import math
+from decimal import ROUND_HALF_UP, Decimal
 
 READINGS = frozenset({"min", "max", "p50", "p90", "p95", "p99"})
 """Metrics that are single request latencies: whole milliseconds."""
@@ -52,7 +53,13 @@ def _default_decimals(metric: str, value: float) -> int:
 
 
 def fmt_number(value: float, decimals: int) -> str:
-    text = f"{value:,.{decimals}f}"
+    """``value`` to ``decimals`` places with thousands separators, a half rounded away from
+    zero as readers round (12.5 → ``13``, 2.675 → ``2.68``; Python's own format rounds the
+    binary value half to even: ``12``, ``2.67``)."""
+    if not math.isfinite(value):
+        return f"{value:,.{decimals}f}"
+    exact = Decimal(repr(value)).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)
+    text = f"{exact:,.{decimals}f}"
     if text.startswith("-") and float(text.replace(",", "")) == 0:
         text = text[1:]
     return text
