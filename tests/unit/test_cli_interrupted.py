@@ -32,6 +32,7 @@ def _interrupted(
 
     def run_local(kind: str, api: Any, request: Any, *, store: Any, **_: Any) -> Any:
         run_dir.mkdir()
+        (run_dir / "run.json").write_text("{}\n", encoding="utf-8")  # a run writes its record
         store.create_run(RunRecord(str(options.run_id), "file:///x", "0" * 64, status=status))
         raise interrupt
 
@@ -41,6 +42,30 @@ def _interrupted(
     with pytest.raises(KeyboardInterrupt):
         run_here(args, "fixed", None, None, "0" * 64, options, kept=KEPT)  # type: ignore[arg-type]
     return capsys.readouterr().err.splitlines(), run_dir
+
+
+def test_a_run_stopped_before_it_wrote_anything_leaves_no_empty_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The run's folder is made with its id (two runs in one second take two folders): a run
+    stopped before it wrote anything there (a full disk, a store it cannot open) leaves no empty
+    folder and names none."""
+    from gatebench.core.errors import StoreError
+
+    options = RunOptions(results_dir=tmp_path, run_id="20260101-000000-0000abcd")
+    run_dir = tmp_path / "20260101-000000-0000abcd"
+    run_dir.mkdir()
+
+    def run_local(kind: str, api: Any, request: Any, **_: Any) -> Any:
+        raise StoreError("no space left")
+
+    monkeypatch.setattr("gatebench.local.runner.run_local", run_local)
+    args = argparse.Namespace(spec=str(tmp_path / "x.yaml"), quiet=True, store=None)
+    args.results = str(tmp_path)
+    with pytest.raises(StoreError):
+        run_here(args, "fixed", None, None, "0" * 64, options, kept=KEPT)  # type: ignore[arg-type]
+    assert capsys.readouterr().err == ""
+    assert not run_dir.exists()
 
 
 def test_an_interrupted_run_that_kept_measurements_says_where(

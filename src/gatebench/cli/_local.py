@@ -5,6 +5,7 @@ and the run itself with the live progress line and the store."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import sys
 from collections.abc import Callable
@@ -173,6 +174,9 @@ def run_here(
             interrupted = isinstance(exc, KeyboardInterrupt)
             if interrupted and str(exc):
                 print(f"gatebench: {exc}", file=sys.stderr)
+            with contextlib.suppress(OSError):  # its folder, made for it, holds nothing
+                if run_dir.is_dir() and not any(run_dir.iterdir()):
+                    run_dir.rmdir()
             if run_dir.exists() and (interrupted or isinstance(exc, GatebenchError)):
                 something = interrupted and _kept_something(store, str(options.run_id))
                 said = kept if something else "the run's files are in"
