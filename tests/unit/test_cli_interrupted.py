@@ -5,6 +5,7 @@ what the interrupt said (one during teardown, which was finished first)."""
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,21 @@ from gatebench.local.procs import TEARDOWN_FINISHED
 from gatebench.run import RunOptions
 
 KEPT = "completed measurements kept in"
+OPTIONS = RunOptions(run_id="20260101-000000-0000abcd")
+
+
+def _run_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_local: Any, raised: type[BaseException]
+) -> Path:
+    """``gatebench run``'s local edge over ``run_local`` (a mock of the run), which raises
+    ``raised``; returns the run's folder."""
+    options = replace(OPTIONS, results_dir=tmp_path)
+    monkeypatch.setattr("gatebench.local.runner.run_local", run_local)
+    args = argparse.Namespace(spec=str(tmp_path / "x.yaml"), quiet=True, store=None)
+    args.results = str(tmp_path)
+    with pytest.raises(raised):
+        run_here(args, "fixed", None, None, "0" * 64, options, kept=KEPT)  # type: ignore[arg-type]
+    return tmp_path / str(OPTIONS.run_id)
 
 
 def _interrupted(
@@ -27,20 +43,15 @@ def _interrupted(
 ) -> tuple[list[str], Path]:
     """The lines `run_here` prints when the run stops with ``interrupt``, its record
     ``status`` (a mock of the run: the interrupt is placed where the test wants it)."""
-    options = RunOptions(results_dir=tmp_path, run_id="20260101-000000-0000abcd")
-    run_dir = tmp_path / "20260101-000000-0000abcd"
+    run_dir = tmp_path / str(OPTIONS.run_id)
 
     def run_local(kind: str, api: Any, request: Any, *, store: Any, **_: Any) -> Any:
         run_dir.mkdir()
         (run_dir / "run.json").write_text("{}\n", encoding="utf-8")  # a run writes its record
-        store.create_run(RunRecord(str(options.run_id), "file:///x", "0" * 64, status=status))
+        store.create_run(RunRecord(str(OPTIONS.run_id), "file:///x", "0" * 64, status=status))
         raise interrupt
 
-    monkeypatch.setattr("gatebench.local.runner.run_local", run_local)
-    args = argparse.Namespace(spec=str(tmp_path / "x.yaml"), quiet=True, store=None)
-    args.results = str(tmp_path)
-    with pytest.raises(KeyboardInterrupt):
-        run_here(args, "fixed", None, None, "0" * 64, options, kept=KEPT)  # type: ignore[arg-type]
+    _run_here(tmp_path, monkeypatch, run_local, KeyboardInterrupt)
     return capsys.readouterr().err.splitlines(), run_dir
 
 
@@ -52,18 +63,12 @@ def test_a_run_stopped_before_it_wrote_anything_leaves_no_empty_folder(
     folder and names none."""
     from gatebench.core.errors import StoreError
 
-    options = RunOptions(results_dir=tmp_path, run_id="20260101-000000-0000abcd")
-    run_dir = tmp_path / "20260101-000000-0000abcd"
-    run_dir.mkdir()
+    (tmp_path / str(OPTIONS.run_id)).mkdir()
 
     def run_local(kind: str, api: Any, request: Any, **_: Any) -> Any:
         raise StoreError("no space left")
 
-    monkeypatch.setattr("gatebench.local.runner.run_local", run_local)
-    args = argparse.Namespace(spec=str(tmp_path / "x.yaml"), quiet=True, store=None)
-    args.results = str(tmp_path)
-    with pytest.raises(StoreError):
-        run_here(args, "fixed", None, None, "0" * 64, options, kept=KEPT)  # type: ignore[arg-type]
+    run_dir = _run_here(tmp_path, monkeypatch, run_local, StoreError)
     assert capsys.readouterr().err == ""
     assert not run_dir.exists()
 

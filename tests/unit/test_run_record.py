@@ -33,6 +33,14 @@ def _local_record(tmp_path: Path) -> dict[str, object]:
     return record
 
 
+def _limited_petstore() -> bytes:
+    """The petstore with a rate limit per client address, which caddy cannot apply."""
+    return PETSTORE.read_bytes().replace(
+        b"  baseline: true\n",
+        b"  baseline: true\n  policies: {rate_limit: {requests: 100, window: 1s, key: address}}\n",
+    )
+
+
 def test_local_and_cloud_runs_record_a_based_spec_alike(tmp_path: Path) -> None:
     local = _local_record(tmp_path)
     outcome = parse_upload(PETSTORE.read_bytes(), REF, now=0.0)
@@ -48,10 +56,7 @@ def test_the_cloud_records_the_gateways_it_leaves_out_as_a_local_run_does() -> N
     said so in the run record: the report scored it 0, 'not measured at all'."""
     from gatebench.core.report import build_report
 
-    limited = PETSTORE.read_bytes().replace(
-        b"  baseline: true\n",
-        b"  baseline: true\n  policies: {rate_limit: {requests: 100, window: 1s, key: address}}\n",
-    )
+    limited = _limited_petstore()
     outcome = parse_upload(limited, REF, now=0.0)
     assert outcome.ok, outcome.message
     run = outcome.run
@@ -76,10 +81,7 @@ def test_a_gateway_left_out_before_the_run_leaves_it_done_on_both_paths() -> Non
     from gatebench.core.model import Measurement, RunStatus
     from gatebench.run._context import measured_status
 
-    limited = PETSTORE.read_bytes().replace(
-        b"  baseline: true\n",
-        b"  baseline: true\n  policies: {rate_limit: {requests: 100, window: 1s, key: address}}\n",
-    )
+    limited = _limited_petstore()
     outcome = parse_upload(limited, REF, now=0.0)
     assert outcome.ok, outcome.message
     run = outcome.run

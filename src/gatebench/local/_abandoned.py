@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from gatebench.core.errors import StoreError
-from gatebench.core.model import Measurement, RunRecord, RunStatus
+from gatebench.core.model import RunRecord, RunStatus
 from gatebench.local._guardian import LEDGER, end_groups
 from gatebench.local.procs import process_gone
 from gatebench.store import ResultStore
@@ -110,39 +109,8 @@ class AbandonedAsSettled:
     def unfinished_runs(self) -> list[RunRecord]:
         return [r for r in self.store.unfinished_runs() if not abandoned(r)]
 
-    def create_run(self, run: RunRecord) -> bool:
-        return self.store.create_run(run)
-
-    def set_status(
-        self,
-        run_id: str,
-        status: RunStatus,
-        *,
-        failed_step: str | None = None,
-        error: str | None = None,
-    ) -> RunRecord:
-        return self.store.set_status(run_id, status, failed_step=failed_step, error=error)
-
-    def update_run(self, run_id: str, **fields: Any) -> RunRecord:
-        return self.store.update_run(run_id, **fields)
-
-    def put_measurement(self, measurement: Measurement) -> None:
-        self.store.put_measurement(measurement)
-
-    def measurements(self, run_id: str) -> list[Measurement]:
-        return self.store.measurements(run_id)
-
-    def put_scores(self, run_id: str, scores: Mapping[str, Mapping[str, Any]]) -> None:
-        self.store.put_scores(run_id, scores)
-
-    def scores(self, run_id: str) -> dict[str, dict[str, Any]] | None:
-        return self.store.scores(run_id)
-
-    def put_result(self, run_id: str, kind: str, key: str, doc: Mapping[str, Any]) -> None:
-        self.store.put_result(run_id, kind, key, doc)
-
-    def results(self, run_id: str, kind: str) -> dict[str, dict[str, Any]]:
-        return self.store.results(run_id, kind)
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)  # every other read and write is the store's own
 
 
 __all__ = ["AbandonedAsSettled", "abandoned", "abandoned_reason", "as_settled", "settle_abandoned"]

@@ -176,9 +176,7 @@ class LoadHooks:
             "last_alive_ms": self._backend_alive_ms,
             "first_dead_ms": now_ms,
         }
-        for target in sorted({p.target for p in self.phases.values()} - self.failed):
-            self.failed.add(target)
-        self.skip_file.write_text("\n".join(sorted(self.failed)) + "\n", encoding="utf-8")
+        self.skip(*{p.target for p in self.phases.values()})
         self.journal.environment(backend_failure=self.backend_failure)
 
     def on_merged(self, merged: MergedPhase) -> None:
@@ -210,16 +208,17 @@ class LoadHooks:
         self.ceiling = replace(base, workloads={**base.workloads, phase.workload: point})
         self.journal.environment(ceiling=self.ceiling.to_dict())
 
-    def skip(self, target: str) -> None:
-        """Skip the remaining phases of ``target`` (it failed)."""
-        self.failed.add(target)
+    def skip(self, *targets: str) -> None:
+        """Skip the remaining phases of ``targets`` (they failed)."""
+        if set(targets) <= self.failed:
+            return
+        self.failed.update(targets)
         self.skip_file.write_text("\n".join(sorted(self.failed)) + "\n", encoding="utf-8")
 
     def skip_failed(self) -> None:
         """Skip every target recorded as failed so far (provision runs while the engine
         starts: the gateways that would not start are skipped before the first phase)."""
-        for target in sorted(set(self.journal.record.target_errors) - self.failed):
-            self.skip(target)
+        self.skip(*self.journal.record.target_errors)
 
     def tick(self) -> None:
         now = time.monotonic()
