@@ -282,10 +282,13 @@ resource "google_storage_bucket_object" "settings" {
     }
     precondition {
       # A BigQuery load reads the rows file from the runs bucket (in var.region): the dataset
-      # is in that region, or in the multi-region holding it (EU: europe-*, US: us-*).
+      # is in that region, or in the multi-region holding it (US: us-*; EU: the regions in
+      # member states of the European Union, which London and Zurich are not, as Cloud
+      # Storage's "Bucket locations" page describes the EU multi-region).
       condition = (
         lower(local.bigquery_location) == lower(var.region)
-        || (upper(local.bigquery_location) == "EU" && startswith(var.region, "europe-"))
+        || (upper(local.bigquery_location) == "EU" && startswith(var.region, "europe-")
+        && !contains(["europe-west2", "europe-west6"], var.region))
         || (upper(local.bigquery_location) == "US" && startswith(var.region, "us-"))
       )
       error_message = "bigquery_location: ${local.bigquery_location} cannot load rows from a bucket in ${var.region}; leave it null (the region) or use the multi-region containing ${var.region}."

@@ -1195,6 +1195,37 @@ def console(expression: str, variables: dict[str, Any], tmp_path: Path) -> Any:
     return json.loads(json.loads(result.stdout.strip().splitlines()[-1]))
 
 
+def test_a_dataset_location_that_cannot_hold_the_runs_bucket_stops_the_apply(
+    tmp_path: Path,
+) -> None:
+    """A BigQuery load reads the rows file from the runs bucket, in the region: the dataset is
+    there or in a multi-region containing it (the precondition, evaluated by Terraform
+    itself). London and Zurich are in Europe but not in the EU multi-region."""
+    settings = root()["resource"]["google_storage_bucket_object.settings"]
+    (lifecycle,) = settings["lifecycle"]
+    (condition,) = [
+        p["condition"][2:-1]
+        for p in lifecycle["precondition"]
+        if "bigquery_location" in p["condition"]
+    ]
+    condition = condition.replace("local.bigquery_location", "var.bigquery_location")
+    cases = [
+        ("europe-central2", "europe-central2", True),
+        ("EU", "europe-central2", True),
+        ("EU", "europe-west1", True),
+        ("eu", "europe-west4", True),
+        ("EU", "europe-west2", False),
+        ("EU", "europe-west6", False),
+        ("EU", "us-central1", False),
+        ("US", "us-east1", True),
+        ("US", "europe-west1", False),
+        ("europe-west1", "europe-west4", False),
+    ]
+    for location, region, holds in cases:
+        variables = {"bigquery_location": location, "region": region}
+        assert console(condition, variables, tmp_path) is holds, variables
+
+
 def test_a_public_upload_form_needs_both_cost_bounds(tmp_path: Path) -> None:
     """The apply stops on a public upload form without allowed_machine_types and
     max_run_cost_usd (the precondition, evaluated by Terraform itself); both reach the parse
