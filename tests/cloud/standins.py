@@ -71,6 +71,10 @@ class MemoryFirestore:
     """A status value → the HTTP code every patch writing that status answers (Firestore
     down, or refusing): the write is not applied."""
     refused: list[tuple[str, int]] = field(default_factory=list)
+    flaky: dict[str, int] = field(default_factory=dict)
+    """What a patch writes (a status value, else the first field it updates) → how many of
+    those writes answer 500 (INTERNAL, which Firestore documents as transient; the connector
+    retries 503 itself) before one is applied."""
 
     def connectors(self) -> dict[str, Callable[[dict[str, Any]], Any]]:
         return {
@@ -103,6 +107,11 @@ class MemoryFirestore:
             code = self.failing_patches[status]
             self.refused.append((status, code))
             raise http_error(code, f"write of status {status!r} refused", "UNAVAILABLE")
+        written = status or next(iter(args.get("updateMask.fieldPaths") or [""]))
+        if self.flaky.get(written, 0) > 0:
+            self.flaky[written] -= 1
+            self.refused.append((written, 500))
+            raise http_error(500, f"write of {written!r} failed for now", "INTERNAL")
         exists = args.get("currentDocument.exists")
         if exists is True and name not in self.documents:
             raise http_error(404, f"No document to update: {name}", "NOT_FOUND")

@@ -51,21 +51,23 @@ def test_the_workflow_passes_googles_workflows_schema() -> None:
 def test_the_workflows_schema_catches_a_misspelled_step_key() -> None:
     text = WORKFLOW.read_text()
     step = (
-        "    - record_teardown:\n"
-        "        call: googleapis.firestore.v1.projects.databases.documents.patch\n"
+        "    - create:\n"
+        "        call: googleapis.cloudbuild.v1.projects.locations.builds.create\n"
         "        args:\n"
     )
     assert text.count(step) == 1
     mutated = yaml.safe_load(text.replace(step, step.replace("        args:", "        arg:")))
     index = next(
-        i for i, s in enumerate(mutated["main"]["steps"]) if next(iter(s)) == "record_teardown"
+        i for i, s in enumerate(mutated["run_build"]["steps"]) if next(iter(s)) == "create"
     )
     assert workflow_errors(mutated) == [
-        f"/main/steps/{index}/record_teardown: Additional properties are not allowed "
+        f"/run_build/steps/{index}/create: Additional properties are not allowed "
         "('arg' was unexpected)"
     ]
     # A misspelled key in a subworkflow's nested try is caught too.
-    nested = text.replace("                  max_retries: 5\n", "                  max_retry: 5\n")
+    nested = text.replace(
+        "                  max_retries: 5\n", "                  max_retry: 5\n", 1
+    )
     assert nested != text
     pipeline = next(
         i for i, s in enumerate(mutated["main"]["steps"]) if next(iter(s)) == "run_pipeline"

@@ -293,12 +293,26 @@ def test_a_failing_status_write_in_the_except_path_still_tears_down() -> None:
     assert any("status write failed" in str(entry) for entry in execution.logs)
 
 
+def test_the_last_writes_of_a_run_outlast_a_passing_firestore_outage() -> None:
+    """Recording the teardown and the final status is retried as the failed status is: one
+    500 there left a finished run reading 'exporting' on the dashboard, the execution failed."""
+    pipeline = Pipeline()
+    pipeline.firestore.flaky.update({"teardown": 2, "done": 2})
+    execution = pipeline.run(event())
+    assert execution.state == "SUCCEEDED", execution.error
+    assert pipeline.firestore.refused == [("teardown", 500)] * 2 + [("done", 500)] * 2
+    assert pipeline.firestore.field(pipeline.doc(RUN), "teardown") == "ok"
+    assert pipeline.firestore.field(pipeline.doc(RUN), "status") == "done"
+
+
 @pytest.mark.parametrize(
     ("failure", "calls"),
     [
         ("timeout", 1),  # the score step may still be running: no second 1800-s wait
         ("504", 1),  # Cloud Run's answer when the function outlived its timeout
+        ("broken", 1),  # the connection broke mid-request: the function may be running
         ("503", 4),  # no instance took it: repeated (3 retries)
+        ("unreached", 4),  # the connection was never made: repeated
     ],
 )
 def test_a_score_call_that_timed_out_is_not_repeated(failure: str, calls: int) -> None:
@@ -309,6 +323,10 @@ def test_a_score_call_that_timed_out_is_not_repeated(failure: str, calls: int) -
     def score(body: dict[str, Any]) -> tuple[int, Any]:
         if failure == "timeout":
             raise error("TimeoutError", f"POST {SCORE}: timed out")
+        if failure == "broken":
+            raise error("ConnectionError", f"POST {SCORE}: connection reset by peer")
+        if failure == "unreached":
+            raise error("ConnectionFailedError", f"POST {SCORE}: connection refused")
         return int(failure), {"errors": [{"pointer": "", "message": failure}]}
 
     pipeline.http.routes[SCORE] = score
