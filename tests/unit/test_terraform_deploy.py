@@ -1226,6 +1226,34 @@ def test_a_dataset_location_that_cannot_hold_the_runs_bucket_stops_the_apply(
         assert console(condition, variables, tmp_path) is holds, variables
 
 
+def test_no_build_may_outlast_the_connector_that_waits_for_it(tmp_path: Path) -> None:
+    """The workflow's build connector gives up after 86,400 s, queueing and polling included
+    (workflows/benchmark.yaml, run_build): no build's limit reaches it (the variable's
+    validation, evaluated by Terraform itself)."""
+    variables = {
+        k: v for block in load_hcl(INFRA / "variables.tf")["variable"] for k, v in block.items()
+    }
+    (condition,) = [
+        v["condition"][2:-1]
+        for v in variables["limits"]["validation"]
+        if "load_s" in v["condition"] and "vm_lifetime" not in v["condition"]
+    ]
+    workflow = yaml.safe_load((ROOT / "workflows" / "benchmark.yaml").read_text())
+    (create,) = [s["create"] for s in workflow["run_build"]["steps"] if "create" in s]
+    assert create["args"]["connector_params"]["timeout"] == 86400
+    base = {"provision_s": 1800, "load_s": 21600, "teardown_s": 1800}
+    for key, value, holds in [
+        ("load_s", 21600, True),
+        ("load_s", 85800, True),
+        ("load_s", 86400, False),
+        ("provision_s", 100000, False),
+        ("teardown_s", 86400, False),
+        ("teardown_s", 59, False),
+    ]:
+        limits = {**base, key: value}
+        assert console(condition, {"limits": limits}, tmp_path) is holds, limits
+
+
 def test_a_public_upload_form_needs_both_cost_bounds(tmp_path: Path) -> None:
     """The apply stops on a public upload form without allowed_machine_types and
     max_run_cost_usd (the precondition, evaluated by Terraform itself); both reach the parse
