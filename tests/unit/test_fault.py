@@ -74,3 +74,33 @@ def test_other_gateways_probes_are_the_background_not_traffic() -> None:
     impact = fault_impact(requests, KILL, KILL + 6, [KILL + 0.001, KILL + 0.002, *probes])
     assert impact.stopped_after_s is not None and impact.stopped_after_s <= 0.25
     assert impact.probe_rate == pytest.approx(6.0, rel=0.2)
+
+
+def test_requests_in_flight_at_the_kill_are_the_ones_it_breaks() -> None:
+    """As haproxy did in a real run: the requests on connections to the replica when it was
+    killed started 1-4 ms before the kill and failed some 3 s later; those started after it
+    went elsewhere. They are the errors, the spike and the disturbance."""
+    requests = _steady(KILL - 5, KILL + 5, 0.01, 0.002)
+    in_flight = [
+        Request(KILL - 0.001 * (1 + i % 4), KILL + 3.03 + 0.001 * i, False) for i in range(13)
+    ]
+    impact = fault_impact(requests + in_flight, KILL, KILL + 5, None)
+    assert impact.errors == 13
+    assert impact.requests_after == 13 + sum(1 for r in requests if r.end >= KILL - 0.005)
+    assert impact.p99_before_ms == pytest.approx(2.0)
+    assert impact.spike_ms == pytest.approx(3030 + 12 + 4 - 2, abs=1)
+    assert impact.disturbed_s == pytest.approx(3.042)
+    assert impact.stopped_after_s == pytest.approx(3.042)
+
+
+def test_a_failure_the_engine_ends_a_millisecond_before_the_recorded_kill_counts() -> None:
+    """The engine's clock (whole milliseconds) and the killer's disagree by a little: a request
+    that failed at once, recorded as ending just before the kill, was still the kill's; one
+    that ended well before it was not."""
+    requests = _steady(KILL - 2, KILL + 2, 0.01, 0.001)
+    fast = [Request(KILL - 0.004, KILL - 0.001, False), Request(KILL - 0.003, KILL + 0.002, False)]
+    earlier = Request(KILL - 0.5, KILL - 0.45, False)  # a failure over before the kill
+    impact = fault_impact([*requests, *fast, earlier], KILL, KILL + 2, None)
+    assert impact.errors == 2
+    assert impact.disturbed_s == pytest.approx(0.002)
+    assert impact.stopped_after_s == pytest.approx(0.002)

@@ -8,6 +8,11 @@ files with its own means (``provisioners._check``: its checker, or a brief boot 
 written), side by side and each within a time limit that grows with the routes
 (``--check-timeout``, ``--check-jobs``); a check that fails or passes its limit fails that
 gateway only, and the exit code is 1.
+
+The files are those of one plain HTTP/1.1 proxy to ``--backend``: a plan's ``tls`` (the run's
+certificates exist only while it runs) and ``backend.replicas``/``balance`` (a run starts the
+replicas on ports it picks) are not rendered, and a warning located at each key says so and
+names the gateways asked for that a run of the plan leaves out for them (Varnish for ``tls``).
 """
 
 from __future__ import annotations
@@ -16,11 +21,13 @@ import argparse
 import contextlib
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gatebench.cli._common import add_spec_arguments, number, print_problems, read_api
-from gatebench.core.errors import RenderError, RunError, UnsupportedFeature
+from gatebench.core.errors import Problem, RenderError, RunError, UnsupportedFeature
 from gatebench.core.fairness import (
     default_local_policy,
     gateway_target,
@@ -28,11 +35,20 @@ from gatebench.core.fairness import (
     stated_cpu_policy,
 )
 from gatebench.core.policies import PolicySet
-from gatebench.core.renderers import UnknownGateway, gateway_names, get_renderer
+from gatebench.core.renderers import (
+    UnknownGateway,
+    deployment_exclusions,
+    gateway_names,
+    get_renderer,
+)
 from gatebench.core.renderers._base import DEFAULT_CONCURRENCY
+from gatebench.core.renderers._deployment import FEATURE_POINTERS, FEATURES
 from gatebench.core.renderers._leave_out import render_leaving_out
 from gatebench.core.spec import SpecResult
 from gatebench.local.provisioners import CheckTask, run_checks, write_files
+
+if TYPE_CHECKING:
+    from gatebench.core.plan import Plan
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -153,7 +169,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     out = Path(args.out).resolve()
     source = result.spec_name or args.spec
-    needed, concurrency = _workload_operations(result, args.spec)
+    needed, concurrency, plan = _workload_operations(result, args.spec)
+    if plan is not None:
+        for warning in _deployment_left_out(result, plan, gateways):
+            print(warning.format(source), file=sys.stderr)
     cpu = (
         stated_cpu_policy(args.cores)
         if args.cores
@@ -213,9 +232,56 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _workload_operations(result: SpecResult, spec: str) -> tuple[set[str], int]:
-    """Operation ids the description's own plan benchmarks and the concurrency every
-    gateway's pools must hold for it (none and the default without a valid plan).
+def _deployment_left_out(result: SpecResult, plan: Plan, gateways: Sequence[str]) -> list[Problem]:
+    """Warnings, located at the plan's keys, for the deployment the rendered files leave out
+    (``tls``, ``backend.replicas`` and ``balance``) and for each of ``gateways`` that a run of
+    the plan leaves out because it cannot render that deployment."""
+    from gatebench.core.plan import deployment_needs_of
+
+    out: list[Problem] = []
+    tls, backend = plan.tls, plan.backend
+    if tls is not None:
+        carried = [
+            what
+            for what, asked in (("h2 by ALPN", tls.http2), ("resumption off", not tls.resumption))
+            if asked
+        ]
+        also = f" ({', '.join(carried)})" if carried else ""
+        out.append(
+            Problem(
+                "/x-gatebench/tls",
+                f"the rendered files leave out tls{also}: they listen in plain HTTP/1.1; a run "
+                "terminates TLS with certificates it makes for the run and deletes at its end",
+                "warning",
+            )
+        )
+    if backend.replicas > 1:
+        out.append(
+            Problem(
+                "/x-gatebench/backend/replicas",
+                f"the rendered files leave out backend.replicas ({backend.replicas}) and "
+                f"backend.balance ({backend.balance}): they send every request to --backend "
+                "alone; a run starts the replicas on ports it picks and renders a pool over them",
+                "warning",
+            )
+        )
+    needs = deployment_needs_of(plan)
+    for name, reason in deployment_exclusions(gateways, needs).items():
+        missing = needs - get_renderer(name).supported_deployment
+        first = min(missing, key=FEATURES.index)
+        out.append(
+            Problem(
+                FEATURE_POINTERS[first],
+                f"a run of this plan leaves {name} out: {reason}",
+                "warning",
+            )
+        )
+    return [result.in_plan(p) for p in out]
+
+
+def _workload_operations(result: SpecResult, spec: str) -> tuple[set[str], int, Plan | None]:
+    """Operation ids the description's own plan benchmarks, the concurrency every gateway's
+    pools must hold for it, and the plan (none, the default and None without a valid plan).
 
     The configurations need only the description, so a plan that ``validate`` refuses does
     not stop the render; its errors are printed as warnings, so that it is not silent."""
@@ -223,10 +289,10 @@ def _workload_operations(result: SpecResult, spec: str) -> tuple[set[str], int]:
     from gatebench.core.plan import load_plan
 
     if result.benchmark_loc is None:
-        return set(), DEFAULT_CONCURRENCY
+        return set(), DEFAULT_CONCURRENCY, None
     try:
         plan = load_plan(result)
-        return {w.operation_id for w in plan.workloads}, plan_concurrency(plan)
+        return {w.operation_id for w in plan.workloads}, plan_concurrency(plan), plan
     except PlanError as exc:
         errors = exc.errors or exc.problems
         for problem in errors:
@@ -240,4 +306,4 @@ def _workload_operations(result: SpecResult, spec: str) -> tuple[set[str], int]:
             "refuse it; the configurations need only the description",
             file=sys.stderr,
         )
-        return set(), DEFAULT_CONCURRENCY
+        return set(), DEFAULT_CONCURRENCY, None

@@ -5,12 +5,17 @@ Pure: the requests of the phase (start, end, ok: epoch seconds), the moment of t
 where the loopback observer saw them (``gatebench.local._wire``), the connection attempts to the
 dead replica's port. docs/input.md ("A replica fails") says what each figure means:
 
-- ``errors``: requests that started after the kill and failed (the client saw the failure);
-- ``spike_ms``: the slowest request that started in the :data:`SPIKE_WINDOW_S` after the
-  kill, minus the p99 of the requests before it (0 when none was slower);
-- ``disturbed_s``: from the kill to the end of the last request that failed or took more than
-  twice the p99 before the kill (at least :data:`SLOW_MARGIN_MS` more): how long clients
-  noticed;
+- ``requests_after``: the requests the kill could touch: those still in flight at the kill
+  (on a connection to the dead replica, they are the first to fail) and those that started
+  after it, up to the phase's end; a request that ended before the kill is not one of them
+  (the clocks of the engine and of the killer may disagree by :data:`CLOCK_SKEW_S`: a request
+  that ended that little before the recorded kill counts too);
+- ``errors``: those of them that failed (the client saw the failure);
+- ``spike_ms``: the slowest of them that was in flight at the kill or started in the
+  :data:`SPIKE_WINDOW_S` after it, minus the p99 of the requests that succeeded and ended
+  before it (0 when none was slower);
+- ``disturbed_s``: from the kill to the end of the last of them that failed or took more than
+  twice that p99 (at least :data:`SLOW_MARGIN_MS` more): how long clients noticed;
 - ``stopped_after_s``: from the kill to the last moment the gateway still sent requests to
   the dead replica: the end of the last :data:`BUCKET_S` bucket with more connection attempts
   than health checks make (more than :data:`PROBE_ATTEMPTS` per bucket, and more than the
@@ -35,6 +40,11 @@ from gatebench.core.model import BASELINE
 RESET_WAIT_S = 5.0
 """With a fault, how long a backend reset before a phase may wait for the replica that is
 started again as the phase before it ends (the local and the cloud path alike)."""
+CLOCK_SKEW_S = 0.005
+"""How far the kill's recorded time and the load engine's request times may disagree: the
+engine's clock is read in whole milliseconds, the kill's after the signal is sent (and, in the
+cloud, on the backend VM, whose clock is synchronised with the testers'). A request that ended
+this little before the recorded kill is counted as in flight at it."""
 SPIKE_WINDOW_S = 5.0
 SLOW_MARGIN_MS = 5.0
 BUCKET_S = 0.25
@@ -85,9 +95,15 @@ def fault_impact(
     attempts: Sequence[float] | None = None,
 ) -> FaultImpact:
     """The impact of a kill at ``killed_at`` on a phase ending at ``phase_end``; ``attempts``:
-    times of connection attempts to the dead replica (None: not observed)."""
-    before = [(r.end - r.start) * 1000 for r in requests if r.start < killed_at and r.ok]
-    after = [r for r in requests if killed_at <= r.start <= phase_end]
+    times of connection attempts to the dead replica (None: not observed).
+
+    The requests the kill could touch are those still in flight at it (ended no earlier than
+    :data:`CLOCK_SKEW_S` before it) or started after it, up to ``phase_end``: the errors,
+    the spike and the disturbed time are read from them; the p99 before is that of the
+    requests that succeeded and ended before them."""
+    hit_from = killed_at - CLOCK_SKEW_S
+    before = [(r.end - r.start) * 1000 for r in requests if r.end < hit_from and r.ok]
+    after = [r for r in requests if r.end >= hit_from and r.start <= phase_end]
     errors = [r for r in after if not r.ok]
     p99 = _p99(before)
     window = [r for r in after if r.start <= killed_at + SPIKE_WINDOW_S]
@@ -95,8 +111,8 @@ def fault_impact(
     spike = max(0.0, slowest - p99) if p99 is not None else 0.0
     slow_ms = max(2 * p99, p99 + SLOW_MARGIN_MS) if p99 is not None else math.inf
     disturbed = [r for r in after if not r.ok or (r.end - r.start) * 1000 > slow_ms]
-    disturbed_s = max((r.end - killed_at for r in disturbed), default=0.0)
-    stopped: float | None = max((r.end - killed_at for r in errors), default=None)
+    disturbed_s = max((max(0.0, r.end - killed_at) for r in disturbed), default=0.0)
+    stopped: float | None = max((max(0.0, r.end - killed_at) for r in errors), default=None)
     probe_rate = None
     seen = None
     if attempts is not None:
@@ -203,6 +219,7 @@ def requests_by_phase(
 
 __all__ = [
     "BUCKET_S",
+    "CLOCK_SKEW_S",
     "PROBE_ATTEMPTS",
     "RESET_WAIT_S",
     "SLOW_MARGIN_MS",

@@ -58,8 +58,8 @@ def _fault_intro(measurements: Sequence[Measurement]) -> str:
         return ""
     return (
         f"One backend replica was killed during each gateway's measured {faulted[0].workload!r} "
-        "phase and started again when it ended. Errors and the spike count the requests that "
-        "started after the kill; 'clients disturbed' runs to the end of the last request that "
+        "phase and started again when it ended. Errors and the spike count the requests still "
+        "in flight at the kill (within 5 ms of it, the clocks' skew) or started after it; 'clients disturbed' runs to the end of the last request that "
         "failed or took over twice the p99 before the kill; 'kept sending' to the last moment "
         "the gateway still sent requests to the dead replica (connection attempts beyond its "
         "health checks, or failed requests); 'probes/s' are the connection attempts to the dead "
