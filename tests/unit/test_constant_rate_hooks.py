@@ -57,6 +57,29 @@ def test_a_moment_the_load_never_reached_is_an_error() -> None:
         hooks.join()
 
 
+def test_a_moment_fires_at_its_offset_not_at_the_engines_next_poll() -> None:
+    # the engine polls every 200 ms: a change fired from the poll came up to that late, and
+    # its window ran past the load's end (the end then counted as the load generator's fault)
+    called: list[float] = []
+    started = time.monotonic() + 0.1  # known ahead, as the load generator's schedule is
+    hooks = _Hooks(0, [(0.15, lambda: called.append(time.monotonic()))], None, started=started)
+    hooks.tick()  # the last poll before the moment; the next one would come too late
+    time.sleep(0.5)
+    hooks.join()
+    assert len(called) == 1 and len(hooks.fired) == 1
+    assert 0.15 <= called[0] - started < 0.2
+
+
+def test_a_moment_after_the_loads_end_is_never_called() -> None:
+    called: list[int] = []
+    hooks = _Hooks(0, [(0.3, lambda: called.append(1))], None, started=time.monotonic())
+    hooks.arm()
+    with pytest.raises(RunError, match="the load ended before 1 planned moment"):
+        hooks.join()  # the load ended after 0.3 s: the change is not applied after it
+    time.sleep(0.4)
+    assert called == [] and hooks.fired == []
+
+
 def test_the_load_plan_warms_up_at_its_own_rate_then_loads_each_route_in_turn() -> None:
     plan = rate_plan({"start": "a", "end": "b"}, rate=150, duration_s=5, warmup_s=2)
     assert [(w.name, w.operation_id) for w in plan.workloads] == [

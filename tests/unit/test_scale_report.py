@@ -321,3 +321,48 @@ def test_gatebench_report_writes_a_scale_runs_own_report(
     )
     assert main([*base, "--format", "junit"]) == 2
     assert "its report is html, json, csv or md" in capsys.readouterr().err
+
+
+def test_a_report_rebuilt_from_the_store_says_what_the_runs_own_file_says(
+    tmp_path: Path,
+) -> None:
+    """``gatebench report RUN`` rewrites scale.html from the store: it says what the load was
+    and what latencies count from, as the run's own scale.json does."""
+    from gatebench.kinds._live._report import stored_scale_document
+
+    plan = {"kind": "scale", "sizes": [10, 100], "probe_interval_s": 0.05}
+    points = [_point("nginx", n) for n in (10, 100)]
+    with SqliteStore(tmp_path / "s.sqlite") as store:
+        store.create_run(
+            RunRecord(
+                run_id="r",
+                spec_uri="file:///a.yaml",
+                spec_sha256="0" * 64,
+                title="T",
+                plan=plan,
+                kind=RunKind.SCALE,
+            )
+        )
+        for point in points:
+            store.put_result("r", "scale", point_key(point), point.to_dict())
+        stored = stored_scale_document(store, "r")
+    own = scale_document(  # as ScaleScore writes it: the plan with its keys sorted
+        points,
+        [],
+        run="r",
+        title="T",
+        kind="scale",
+        plan=json.loads(json.dumps(plan, sort_keys=True)),
+        rate=200.0,
+        engine="gatling",
+        measured_from="send",
+    )
+    assert stored is not None
+    settings = ("kind", "plan", "rate", "engine", "measured_from")
+    assert {k: stored.get(k) for k in settings} == {k: own[k] for k in settings}
+
+    def run_section(html: str) -> str:
+        return re.sub(r"<dt>status</dt><dd>[^<]*</dd>", "", html.split("<h2>Run</h2>")[1])
+
+    assert run_section(render_scale_html(stored)) == run_section(render_scale_html(own))
+    assert "<dt>measured_from</dt>" in run_section(render_scale_html(stored))

@@ -149,3 +149,60 @@ def test_by_default_every_gateway_installed_here_is_measured_and_the_others_are_
     assert main(argv) == 2
     assert "no gateway is installed here" in capsys.readouterr().err
     assert not list(tmp_path.iterdir()), "nothing may start"
+
+
+def test_a_change_whose_table_after_it_is_too_large_is_refused_before_anything_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each number alone is within the bound, the table after the change holds both: refused
+    naming the options (or the metadata's key), not after every gateway booted, not blaming
+    the description."""
+    from gatebench.core.model import RunKind
+    from gatebench.core.scaleplan import scale_ask_from_json
+
+    spec = EXAMPLES / "petstore" / "openapi.yaml"
+    results = tmp_path / "results"
+    argv = ["change-under-load", str(spec), "--gateways", "nginx", "--results", str(results)]
+    assert main([*argv, "--routes", "100000", "--add", "1"]) == 2
+    assert capsys.readouterr().err == (
+        "gatebench: --routes, --add: the table after the change holds 100,000 + 1 = 100,001 "
+        "routes, more than the 100,000 a table may hold: add at most 0\n"
+    )
+    assert not results.exists(), "nothing may start"
+    ask, problems = scale_ask_from_json(
+        RunKind.CHANGE, {"routes": 99_990, "add": 11}, source="x-goog-meta-gatebench"
+    )
+    assert ask is None
+    assert [p.format() for p in problems] == [
+        "x-goog-meta-gatebench: error: /scale/add: the table after the change holds 99,990 + 11 "
+        "= 100,001 routes, more than the 100,000 a table may hold: add at most 10"
+    ]
+    fits, none = scale_ask_from_json(RunKind.CHANGE, {"routes": 99_990, "add": 10})
+    assert fits is not None and none == []
+
+
+@pytest.mark.parametrize("command", ["scale", "change-under-load"])
+def test_a_description_without_an_operation_is_refused_located_before_the_run(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "empty.yaml"
+    spec.write_text('openapi: 3.0.3\ninfo: {title: Empty, version: "1"}\npaths: {}\n')
+    results = tmp_path / "results"
+    argv = [command, str(spec), "--gateways", "nginx", "--routes", "5", "--results", str(results)]
+    assert main(argv) == 1
+    errors = [line for line in capsys.readouterr().err.splitlines() if ": error: " in line]
+    assert errors == [
+        "empty.yaml:3:1: error: /paths: the description has no operation to replicate"
+    ]
+    assert not results.exists(), "nothing may start"
+
+
+@pytest.mark.parametrize("names", ["", ",", " , "])
+def test_an_empty_gateway_list_is_refused_not_read_as_every_gateway(
+    names: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["scale", str(EXAMPLES / "petstore" / "openapi.yaml"), "--routes", "5"]
+    assert main([*argv, "--gateways", names, "--results", str(tmp_path / "results")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"gatebench: --gateways: {names!r} names no gateway; name one or more")
+    assert not (tmp_path / "results").exists(), "nothing may start"

@@ -97,8 +97,8 @@ def test_latency_percentiles_are_nearest_rank_over_every_request() -> None:
 def test_buckets_leave_out_empty_ones_and_keep_time_order() -> None:
     got = buckets([Arrival(T0 + 250, 1, True, "x"), Arrival(T0 - 10, 3, False, "x")], T0)
     assert got == [
-        {"t_ms": -100.0, "requests": 1, "ko": 1, "p99_ms": 3},
-        {"t_ms": 200.0, "requests": 1, "ko": 0, "p99_ms": 1},
+        {"t_ms": -100.0, "requests": 1, "ko": 1, "wrong": 0, "p99_ms": 3},
+        {"t_ms": 200.0, "requests": 1, "ko": 0, "wrong": 0, "p99_ms": 1},
     ]
 
 
@@ -118,6 +118,24 @@ def test_scale_points_flatten_to_rows() -> None:
     rows = scale_rows([point])
     assert {"gateway": "haproxy", "routes": 100, "metric": "rss_load_mb", "value": 21.5} in rows
     assert {"gateway": "haproxy", "routes": 100, "metric": "end_p99_ms", "value": 2.0} in rows
+    # the requests that failed, as the table counts them: not 2xx, and wrong answers apart
+    bad = [
+        Arrival(T0, 1.0, False, "end", "status 502"),
+        Arrival(T0 + 5, 1.0, False, "end", "wrong answer (crossed): body is x"),
+        Arrival(T0 + 10, 1.0, True, "start"),
+    ]
+    failing = ScalePoint("nginx", 10, 1, 0.1, 1.0, 1.0, 200.0, "t", "send", position_latency(bad))
+    counts = {
+        r["metric"]: r["value"]
+        for r in scale_rows([failing])
+        if r["metric"].endswith(("not_2xx", "wrong_answers"))
+    }
+    assert counts == {
+        "end_not_2xx": 1,
+        "end_wrong_answers": 1,
+        "start_not_2xx": 0,
+        "start_wrong_answers": 0,
+    }
     assert point.to_dict()["latency"]["start"]["requests"] == 50
     assert rss_mb([1024 * 1024, 3 * 1024 * 1024]) == 3.0 and rss_mb([]) is None
 
@@ -156,3 +174,50 @@ def test_wrong_answers_are_counted_apart_from_failures_and_by_their_kind() -> No
     assert out.failures == 12
     assert out.failure_kinds == {"connection refused": 10, "wrong answer (crossed)": 2}
     assert out.during.wrong == 2 and out.during.ko == 10
+
+
+def test_a_window_past_the_loads_end_counts_the_requests_due_only_until_that_end() -> None:
+    # the change came 120 ms late: the 1 s window runs 120 ms past the load's last due request,
+    # and the load sent every one of the 88 due before its end, on schedule
+    change = T0 + 2120
+    load = [a for a in _load(seconds=3) if a.at_ms >= T0 + 1000]
+    out = change_outcome(load, change, window_s=1.0, calm_s=1.0, load_end_ms=T0 + 3000, **_fields())
+    assert out.during.requests == 88
+    assert out.window_loaded_s == 0.88 and out.to_dict()["window_loaded_s"] == 0.88
+    assert "tester-bound" not in out.problem
+    # what the load did not send within that part is still the load generator's
+    thin = [a for a in load if a.at_ms < change or int(a.at_ms) % 20]
+    short = change_outcome(
+        thin, change, window_s=1.0, calm_s=1.0, load_end_ms=T0 + 3000, **_fields()
+    )
+    assert "tester-bound: the load sent 44 of the 88 requests due" in short.problem
+    assert "its first 0.88 s, until the load ended" in short.problem
+    # a window inside the load is whole
+    inside = change_outcome(
+        load, T0 + 1500, window_s=1.0, calm_s=0.5, load_end_ms=T0 + 3000, **_fields()
+    )
+    assert inside.window_loaded_s is None and not inside.problem
+
+
+def test_a_request_the_change_cut_off_is_one_of_its_failures_before_its_moment() -> None:
+    load = [Arrival(T0 + i * 10.0, 1.0, True, "end") for i in range(300)]
+    # due 4 ms before the change, in flight when the reload reset its connection
+    load.append(Arrival(T0 + 996.0, 30.0, False, "end", "connection reset by the target"))
+    # due before the change and over before it: the calm's, not the change's
+    load.append(Arrival(T0 + 500.0, 3.0, False, "end", "502"))
+    load.sort(key=lambda a: a.at_ms)
+    out = change_outcome(load, T0 + 1000, window_s=1.0, calm_s=1.0, **_fields())
+    assert out.failures == 1
+    assert out.failure_kinds == {"connection reset by the target": 1}
+    assert out.failed == [
+        {"after_ms": -4.0, "route": "end", "error": "connection reset by the target"}
+    ]
+
+
+def test_buckets_carry_wrong_answers_beside_failures() -> None:
+    load = [
+        Arrival(T0, 1.0, True, "end"),
+        Arrival(T0 + 10, 1.0, False, "end", "wrong answer (crossed): body is another request's"),
+        Arrival(T0 + 20, 1.0, False, "end", "502"),
+    ]
+    assert [(b["ko"], b["wrong"]) for b in buckets(load, T0)] == [(1, 1)]

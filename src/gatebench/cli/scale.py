@@ -11,10 +11,10 @@ from pathlib import Path
 from gatebench.cli._common import add_quiet_argument, add_spec_arguments, number, read
 from gatebench.cli._local import run_here, spec_digest, target_error_lines
 from gatebench.cli._store import add_store_argument, store_flag
-from gatebench.core.errors import GatebenchError, PlanError
+from gatebench.core.errors import GatebenchError, PlanError, Problem
 from gatebench.core.plan import load_plan
 from gatebench.core.renderers import UnknownGateway, all_renderers, get_renderer
-from gatebench.core.routescale import DEFAULT_SIZES, MAX_ROUTES, parse_sizes
+from gatebench.core.routescale import DEFAULT_SIZES, MAX_ROUTES, distinct_routes, parse_sizes
 from gatebench.core.stats import counted
 from gatebench.kinds._live._plan import scale_problems
 from gatebench.local.liveruns import LoadSettings
@@ -109,9 +109,11 @@ def _gateways(text: str | None) -> tuple[tuple[str, ...], tuple[str, ...]] | Non
     """The gateways to measure, and those left out: named with ``--gateways``, each is measured
     (one not installed is recorded as failed, with the reason); by default, every gateway
     installed here, and the ones that run here but are not installed are left out. None, said
-    on stderr of the option (not of the spec), when a name is no gateway that runs here."""
+    on stderr of the option (not of the spec), when a name is no gateway that runs here or
+    the option names none (``--gateways ''``: measuring every gateway would not be what was
+    asked)."""
     native = [r for r in all_renderers() if r.runs_here]
-    if text:
+    if text is not None:  # named, even as nothing: an empty list is refused, not "every one"
         here, names = [r.name for r in native], []
         for written in (g.strip() for g in text.split(",") if g.strip()):
             try:
@@ -127,6 +129,14 @@ def _gateways(text: str | None) -> tuple[tuple[str, ...], tuple[str, ...]] | Non
                 )
                 return None
             names.append(name)
+        if not names:
+            print(
+                f"gatebench: --gateways: {text!r} names no gateway; name one or more, "
+                f"comma-separated (here: {', '.join(here)}), or leave the option out to measure "
+                "every gateway installed here",
+                file=sys.stderr,
+            )
+            return None
         return tuple(dict.fromkeys(names)), ()
     missing = tuple(r.name for r in native if r.available_here() is not None)
     return tuple(r.name for r in native if r.name not in missing), missing
@@ -141,7 +151,7 @@ def run_change(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, kind: str) -> int:
-    from gatebench.core.scaleplan import ChangeSpec, change_window_problem
+    from gatebench.core.scaleplan import ChangeSpec, change_size_problem, change_window_problem
     from gatebench.kinds._live._stages import ScaleRequest
     from gatebench.run import RunOptions
 
@@ -149,6 +159,9 @@ def _run(args: argparse.Namespace, kind: str) -> int:
     result.raise_for_errors()
     api = result.api
     assert api is not None
+    if not distinct_routes(api):  # nothing to grow: said before anything starts, located
+        empty = Problem("/paths", "the description has no operation to replicate")
+        raise PlanError([result.reader.locate(empty)] if result.reader else [empty])
     if result.benchmark_loc is not None:
         refused = scale_problems(
             result.benchmark, result.benchmark_loc.pointer, result.benchmark_loc.doc
@@ -177,6 +190,10 @@ def _run(args: argparse.Namespace, kind: str) -> int:
         late = change_window_problem(args.change_after, args.window, args.duration)
         if late is not None:
             print(f"gatebench: --change-after, --window, --duration: {late}", file=sys.stderr)
+            return 2
+        large = change_size_problem(args.routes, args.add)
+        if large is not None:
+            print(f"gatebench: --routes, --add: {large}", file=sys.stderr)
             return 2
         change = ChangeSpec(args.routes, args.add, args.change_after, args.window)
     chosen = _gateways(args.gateways)

@@ -156,6 +156,20 @@ def change_window_problem(change_after_s: float, window_s: float, duration_s: fl
     )
 
 
+def change_size_problem(routes_before: int, routes_added: int) -> str | None:
+    """Why a change's table after it is too large (None: it is not): each number alone may be
+    within the bound, the table after the change holds both, and it is grown only when the
+    change is prepared, after every gateway booted on the table before it."""
+    total = routes_before + routes_added
+    if total <= MAX_ROUTES:
+        return None
+    return (
+        f"the table after the change holds {routes_before:,} + {routes_added:,} = {total:,} "
+        f"routes, more than the {MAX_ROUTES:,} a table may hold: add at most "
+        f"{max(0, MAX_ROUTES - routes_before):,}"
+    )
+
+
 def scale_ask_from_json(
     kind: RunKind, data: Any, *, where: str = "/scale", source: str | None = None
 ) -> tuple[ScaleAsk | None, list[Problem]]:
@@ -216,6 +230,9 @@ def scale_ask_from_json(
     late = None if problems else change_window_problem(after, window, duration)
     if late is not None:
         problems.append(Problem(f"{where}/window", late, source=source))
+    large = None if before is None or added is None else change_size_problem(before, added)
+    if large is not None:
+        problems.append(Problem(f"{where}/add", large, source=source))
     if problems or before is None or added is None:
         return None, problems
     return ScaleAsk(kind, (), ChangeSpec(before, added, after, window), settings), []
@@ -226,6 +243,7 @@ __all__ = [
     "ChangeSpec",
     "LoadSettings",
     "ScaleAsk",
+    "change_size_problem",
     "change_window_problem",
     "scale_ask_from_json",
 ]

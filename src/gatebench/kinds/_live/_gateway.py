@@ -49,6 +49,7 @@ from gatebench.core.routescale import (
     routes_at_positions,
 )
 from gatebench.core.scaleplan import LoadSettings
+from gatebench.core.stats import counted
 from gatebench.kinds._live.metrics import (
     Arrival,
     ChangeOutcome,
@@ -158,9 +159,10 @@ class RouteProber:
         self.interval_s = interval_s
         self.clock = clock
 
-    def problem(self, probe: Probe) -> str | None:
-        """Why ``probe`` is not answered correctly now, or None when it is."""
-        got = ask(self.base, probe, ca_file=self.ca_file)
+    def problem(self, probe: Probe, timeout: float = PROBE_TIMEOUT_S) -> str | None:
+        """Why ``probe`` is not answered correctly now (within ``timeout`` seconds), or None
+        when it is."""
+        got = ask(self.base, probe, timeout, ca_file=self.ca_file)
         if isinstance(got, str):
             return got
         return answer_problem(
@@ -179,7 +181,12 @@ class RouteProber:
         alive: Callable[[], bool] = lambda: True,
     ) -> ProbeOutcome:
         """Probe every pending route once per round, a round every ``interval_s``, until all
-        answer correctly, ``deadline_s`` after ``since`` passes, or ``alive()`` is false."""
+        answer correctly, ``deadline_s`` after ``since`` passes, or ``alive()`` is false.
+
+        The deadline bounds each probe too: a probe waits at most for the time left, and an
+        answer that came after the deadline does not count (a round started in time could
+        otherwise end up to :data:`PROBE_TIMEOUT_S` later, and a route answering then would
+        count as answering within it); a route never asked has no ``last_problem``."""
         out = ProbeOutcome(since=since, interval_s=self.interval_s)
         out.first_correct = {p.operation_id: None for p in probes}
         pending = list(probes)
@@ -188,12 +195,20 @@ class RouteProber:
             out.rounds += 1
             still = []
             for probe in pending:
-                problem = self.problem(probe)
-                if problem is None:
-                    out.first_correct[probe.operation_id] = self.clock() - since
+                left = deadline_s - (self.clock() - since)
+                if left <= 0:  # the deadline passed during the round: not asked
+                    still.append(probe)
+                    continue
+                problem = self.problem(probe, min(PROBE_TIMEOUT_S, left))
+                answered = self.clock() - since
+                if problem is None and answered <= deadline_s:
+                    out.first_correct[probe.operation_id] = answered
                     out.last_problem.pop(probe.operation_id, None)
                 else:
-                    out.last_problem[probe.operation_id] = problem
+                    out.last_problem[probe.operation_id] = problem or (
+                        f"answered correctly only after the {deadline_s:g} s deadline "
+                        f"({answered:.2f} s)"
+                    )
                     still.append(probe)
             pending = still
             next_round += self.interval_s
@@ -346,6 +361,22 @@ class Booted:
         return not self.problem and self.live.alive()
 
 
+def never_correct(probed: ProbeOutcome, deadline_s: float) -> str:
+    """Why the routes of ``probed`` that never answered correctly did not: the last problem
+    each met, and the ones never asked (the deadline, counted from the process start, passed
+    before a round reached them: nothing was wrong with what they answered)."""
+    said = sorted(set(probed.last_problem.values()))
+    unasked = [
+        k for k, v in probed.first_correct.items() if v is None and k not in probed.last_problem
+    ]
+    if unasked:
+        said.append(
+            f"{counted(len(unasked), 'route')} not probed within the {deadline_s:g} s deadline "
+            "(it counts from the process start)"
+        )
+    return "; ".join(said)
+
+
 def start_grown(live: Gateway, grown: Api, *, instance: str, settings: LoadSettings) -> Booted:
     """Check and start a rendered gateway, probe the start, middle and end routes until each
     answers correctly, read its memory idle. A gateway that does not start or never answers
@@ -365,7 +396,7 @@ def start_grown(live: Gateway, grown: Api, *, instance: str, settings: LoadSetti
     if not first.all_correct:
         booted.rss_idle_mb = rss_mb([live.rss_bytes()])
         live.stop()
-        booted.problem = "no correct answer: " + "; ".join(sorted(set(first.last_problem.values())))
+        booted.problem = "no correct answer: " + never_correct(first, settings.deadline_s)
         return booted
     late = live.confirm_start(started) - started  # probes before the real start all failed
     booted.start_s = round(max(0.0, (first.slowest_s or 0.0) - late), 4)
@@ -484,6 +515,7 @@ def change_under_load(
         )
         done.append((applied, probed))
 
+    offset_s = max(0.0, change_after_s - live.lead_s)
     run = load.run(
         before,
         {"end": loaded.operation_id},
@@ -493,7 +525,7 @@ def change_under_load(
         warmup_s=warmup_s(live.renderer, settings),
         workdir=workdir,
         # told ahead, a remote gateway applies it at change_after_s (LiveGateway: at once)
-        at=[(max(0.0, change_after_s - live.lead_s), change)],
+        at=[(offset_s, change)],
     )
     failed = [exc for _at, exc in run.fired if exc is not None]
     if failed or not done:
@@ -503,6 +535,9 @@ def change_under_load(
     applied = live.confirm(planned)
     late = applied.triggered_at - planned.triggered_at  # probes before it could not succeed
     change_at_ms = (applied.triggered_at + clock) * 1000.0
+    # the callback was called offset_s into the measured load: the load's schedule ends
+    # duration_s - offset_s later (a change triggered late has less of its window loaded)
+    load_end_ms = run.fired[0][0] + (settings.duration_s - offset_s) * 1000.0
     probed = replace(
         probed,
         first_correct={
@@ -514,6 +549,7 @@ def change_under_load(
         change_at_ms,
         window_s=window_s,
         calm_s=min(change_after_s, window_s),
+        load_end_ms=load_end_ms,
         new_routes_s={
             k: (None if v is None else round(v, 4)) for k, v in probed.first_correct.items()
         },

@@ -107,6 +107,19 @@ def failed_of(target_errors: Mapping[str, str]) -> dict[str, dict[str, str]]:
     return {"failed": failed} if failed else {}
 
 
+def load_of(measured: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The load the results were measured with, as the run's document says it (``rate``,
+    ``engine``, ``measured_from``: what latencies count from), read back from the results that
+    carry it: a document rebuilt from the store says it as the run's own ``scale.json`` does
+    (a setting the results disagree on, or none carries, is left out)."""
+    out: dict[str, Any] = {}
+    for key in ("rate", "engine", "measured_from"):
+        values = {m[key] for m in measured if m.get(key) is not None}
+        if len(values) == 1:
+            out[key] = values.pop()
+    return out
+
+
 def stored_scale_document(store: ResultStore, run_id: str) -> dict[str, Any] | None:
     """A run's document rebuilt from the store (None when the run does not exist)."""
     run = store.get_run(run_id)
@@ -119,7 +132,8 @@ def stored_scale_document(store: ResultStore, run_id: str) -> dict[str, Any] | N
         "run": run_id,
         "title": run.title,
         "status": str(run.status),
-        **({"plan": run.plan} if run.plan else {}),
+        **({"plan": run.plan, "kind": run.plan.get("kind")} if run.plan else {}),
+        **load_of([*points, *changes]),
         **cpu_policy_of(run.environment),
         **failed_of(run.target_errors),
         "points": sorted(points, key=lambda p: (str(p.get("gateway")), int(p.get("routes", 0)))),
@@ -447,15 +461,28 @@ def change_verdict(changes: Sequence[Mapping[str, Any]], resolution_s: float = 0
     failing = sorted(
         (c for c in changes if c["failures"]), key=lambda c: (-c["failures"], c["gateway"])
     )
-    clean = sorted(c["gateway"] for c in changes if not c["failures"])
-    if not failing:
+    # no failure counted says nothing of a window that held no request (the load generator
+    # crashed), and is said with its reservation where the change has a problem
+    quiet = [c for c in changes if not c["failures"]]
+    unloaded = sorted(c["gateway"] for c in quiet if not (c.get("during") or {}).get("requests"))
+    doubtful = sorted(
+        c["gateway"] for c in quiet if _window_doubt(c) and c["gateway"] not in unloaded
+    )
+    clean = sorted(
+        c["gateway"] for c in quiet if c["gateway"] not in unloaded and c["gateway"] not in doubtful
+    )
+    if not failing and not doubtful and not unloaded:
         out = [f"No gateway failed a request in {window} after the change."]
     else:
-        said = joined_names(
-            f"{c['gateway']} failed {counted(c['failures'], 'request')}" for c in failing
-        )
-        rest = f"; {joined_names(clean)}: none" if clean else ""
-        out = [f"In {window} after the change, {said}{rest}."]
+        counts = [f"{c['gateway']} failed {counted(c['failures'], 'request')}" for c in failing]
+        said = [joined_names(counts)] if counts else []
+        if clean:
+            said.append(f"{joined_names(clean)}: none")
+        if doubtful:
+            said.append(f"{joined_names(doubtful)}: none, with a problem (below)")
+        if unloaded:
+            said.append(f"{joined_names(unloaded)}: not measured, no request in the window")
+        out = [f"In {window} after the change, {'; '.join(said)}."]
     short = [(c, *new_routes_answered(c)) for c in changes]
     partial = [(c["gateway"], a, t) for c, a, t in short if a < t]
     if not partial:
@@ -497,6 +524,13 @@ def change_verdict(changes: Sequence[Mapping[str, Any]], resolution_s: float = 0
         m1, g1, s1 = timed[0]
         out.append(f"New routes answered through {g1} ({_when(m1, s1)}).")
     return out
+
+
+def _window_doubt(change: Mapping[str, Any]) -> str:
+    """What of a change's problem puts its window's count in doubt: all of it but a new route
+    that never answered (the verdict says that apart, and the count stands); "" when none."""
+    parts = str(change.get("problem") or "").split("; ")
+    return "; ".join(p for p in parts if p and not p.endswith("never answered correctly"))
 
 
 def probe_interval_s(document: Mapping[str, Any]) -> float:
@@ -641,9 +675,7 @@ def change_timeline(changes: Sequence[Mapping[str, Any]]) -> str:
         name = str(c["gateway"])
         series[name] = [(b["t_ms"] / 1000, b.get("p99_ms")) for b in buckets]
         marked[name] = {
-            b["t_ms"] / 1000: f"{b['ko']:,} of {b['requests']:,} failed"
-            for b in buckets
-            if b.get("ko")
+            b["t_ms"] / 1000: _bucket_failed(b) for b in buckets if b.get("ko") or b.get("wrong")
         }
     if not series:
         return ""
@@ -658,6 +690,14 @@ def change_timeline(changes: Sequence[Mapping[str, Any]]) -> str:
         marked=marked,
         width=TIMELINE_WIDTH,
     )
+
+
+def _bucket_failed(bucket: Mapping[str, Any]) -> str:
+    """What failed in a bucket of the timeline: a wrong answer is a failure too, as the table
+    counts it, and is said as such (a bucket of an older document has no ``wrong``)."""
+    ko, wrong = int(bucket.get("ko") or 0), int(bucket.get("wrong") or 0)
+    said = f"{ko + wrong:,} of {bucket['requests']:,} failed"
+    return said + (f" ({counted(wrong, 'wrong answer')})" if wrong else "")
 
 
 def _changes_section(changes: Sequence[Mapping[str, Any]]) -> str:
@@ -803,6 +843,7 @@ __all__ = [
     "gateway_charts",
     "is_live_run",
     "line_chart",
+    "load_of",
     "point_key",
     "point_notes",
     "points_table",

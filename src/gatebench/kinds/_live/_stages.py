@@ -288,6 +288,13 @@ class ScaleScore(Stage):
             run=ctx.record.run_id,
             title=ctx.api.title,
             kind=ctx.record.plan.get("kind"),
+            # the plan as the store gives it back (keys sorted), so that the report rebuilt
+            # from the store (``live_report``) says the same in the same order
+            **(
+                {"plan": json.loads(json.dumps(ctx.record.plan, sort_keys=True))}
+                if ctx.record.plan
+                else {}
+            ),
             rate=scale.request.settings.rate,
             engine=scale.load.name,
             measured_from=scale.load.measured_from,
@@ -384,13 +391,16 @@ def live_view(store: ResultStore, run: RunRecord) -> dict[str, Any]:
 
 def live_status(ctx: RunContext) -> RunStatus:
     """The status rule of these kinds: they measure no workload phases, so the run is
-    ``partial`` when a gateway failed, a point has a problem or a change did not deliver every
-    new route, else ``done``."""
+    ``partial`` when a gateway failed, or a point or a change has a problem (the load generator
+    fell behind, the engine failed, a new route never answered: the tables mark it
+    ``(problem)`` alike), else ``done``."""
     try:
         results = ctx.get(ScaleInput).results
     except RunError:
         return RunStatus.PARTIAL
     if ctx.record.target_errors or any(p.problem for p in results.points):
+        return RunStatus.PARTIAL
+    if any(c.problem for c in results.changes):
         return RunStatus.PARTIAL
     if not all(c.all_new_routes_answered for c in results.changes):  # not delivered
         return RunStatus.PARTIAL

@@ -144,7 +144,8 @@ class ChangeOutcome:
     failure_kinds: dict[str, int]
     failed: list[dict[str, Any]]
     """Up to :data:`ERRORS_KEPT` failed requests: ``{"after_ms", "route", "error"}``, in time
-    order (``after_ms``: from the change; negative before it)."""
+    order (``after_ms``: from the change; negative for a request due before it that ended
+    after it, cut off by the change)."""
     new_routes_s: dict[str, float | None]
     """Per new route: seconds from the change to its first correct answer (None: never in
     the deadline)."""
@@ -153,8 +154,12 @@ class ChangeOutcome:
     check_s: float
     series: list[dict[str, Any]] = field(default_factory=list)
     """Per bucket of :data:`BUCKET_MS` around the change: ``{"t_ms", "requests", "ko",
-    "p99_ms"}`` (``t_ms`` from the change)."""
+    "wrong", "p99_ms"}`` (``t_ms`` from the change)."""
     problem: str = ""
+    window_loaded_s: float | None = None
+    """The part of the window the load ran through (None: all of it, or not known): a change
+    that came late has a window that runs past the load's end, and only this part's requests
+    were due (the tester-bound check counts over it)."""
 
     @property
     def all_new_routes_answered(self) -> bool:
@@ -187,17 +192,28 @@ def change_outcome(
     *,
     window_s: float,
     calm_s: float,
+    load_end_ms: float | None = None,
     **fields: Any,
 ) -> ChangeOutcome:
     """Figures around a change at ``change_at_ms`` (epoch ms): the ``calm_s`` seconds before
     it are the reference, the ``window_s`` seconds from it are where failures and the spike
-    are counted. ``fields``: the rest of :class:`ChangeOutcome`."""
+    are counted. A failed request due before the change that ended after it (cut off by the
+    change: a reset connection) is one of the window's failures too. ``load_end_ms``: when the
+    load's schedule ended (epoch ms; None: after the window); no request was due after it, so
+    the requests due in the window are counted up to it (``window_loaded_s``). ``fields``: the
+    rest of :class:`ChangeOutcome`."""
     end_ms = change_at_ms + window_s * 1000.0
     calm = [a for a in arrivals if change_at_ms - calm_s * 1000.0 <= a.at_ms < change_at_ms]
     window = [a for a in arrivals if change_at_ms <= a.at_ms < end_ms]
-    stalled = schedule_problem(
-        len(window), float(fields.get("rate") or 0.0), window_s, "in the window after the change"
-    )
+    cut_off = [a for a in arrivals if not a.ok and a.at_ms < change_at_ms <= a.at_ms + a.latency_ms]
+    loaded_s = window_s
+    if load_end_ms is not None and load_end_ms < end_ms:
+        loaded_s = max(0.0, (load_end_ms - change_at_ms) / 1000.0)
+        fields["window_loaded_s"] = round(loaded_s, 3)
+    what = "in the window after the change"
+    if loaded_s < window_s:
+        what += f" (its first {loaded_s:g} s, until the load ended)"
+    stalled = schedule_problem(len(window), float(fields.get("rate") or 0.0), loaded_s, what)
     if stalled:
         fields["problem"] = "; ".join(p for p in (fields.get("problem", ""), stalled) if p)
     new_routes = fields.get("new_routes_s") or {}
@@ -205,7 +221,7 @@ def change_outcome(
     if never:  # the change did not deliver what it carried: the run ends partial
         missed = f"{never} of {len(new_routes)} new routes never answered correctly"
         fields["problem"] = "; ".join(p for p in (fields.get("problem", ""), missed) if p)
-    failed = sorted((a for a in window if not a.ok), key=lambda a: a.at_ms)
+    failed = sorted([*cut_off, *(a for a in window if not a.ok)], key=lambda a: a.at_ms)
     kinds: dict[str, int] = {}
     for a in failed:
         # a wrong answer's own words name its request: counted by its kind
@@ -246,7 +262,13 @@ def buckets(
     for key in sorted(groups):
         lat = latency_of(groups[key])
         out.append(
-            {"t_ms": key * width_ms, "requests": lat.requests, "ko": lat.ko, "p99_ms": lat.p99_ms}
+            {
+                "t_ms": key * width_ms,
+                "requests": lat.requests,
+                "ko": lat.ko,
+                "wrong": lat.wrong,
+                "p99_ms": lat.p99_ms,
+            }
         )
     return out
 
@@ -260,7 +282,9 @@ def position_latency(arrivals: Iterable[Arrival]) -> dict[str, Latency]:
 
 
 def scale_rows(points: Iterable[ScalePoint]) -> list[dict[str, Any]]:
-    """Flat rows (gateway, routes, metric, value) for CSV/BigQuery-style export."""
+    """Flat rows (gateway, routes, metric, value) for CSV/BigQuery-style export: per point its
+    figures, per position its p50, p99 and the requests that were not 2xx or got a wrong
+    answer."""
     rows: list[dict[str, Any]] = []
     for p in points:
         base = {"gateway": p.gateway, "routes": p.routes}
@@ -272,7 +296,13 @@ def scale_rows(points: Iterable[ScalePoint]) -> list[dict[str, Any]]:
         ):
             rows.append({**base, "metric": metric, "value": value})
         for position, lat in p.latency.items():
-            for metric, value in (("p50_ms", lat.p50_ms), ("p99_ms", lat.p99_ms)):
+            # the failed requests too, as the table's "not 2xx" and "wrong answers" count them
+            for metric, value in (
+                ("p50_ms", lat.p50_ms),
+                ("p99_ms", lat.p99_ms),
+                ("not_2xx", lat.ko),
+                ("wrong_answers", lat.wrong),
+            ):
                 rows.append({**base, "metric": f"{position}_{metric}", "value": value})
     return rows
 

@@ -91,7 +91,13 @@ class _ConstantRate:
     ) -> tuple[R, RateRun]:
         """``engine`` run on the compiled plan until it ends, the callbacks joined."""
         engine.check()
-        run = engine.run(compiled.document, workdir, hooks, supervisor=self.supervisor)
+        hooks.arm()  # a start known ahead: the moments fire on time, not at the engine's poll
+        try:
+            run = engine.run(compiled.document, workdir, hooks, supervisor=self.supervisor)
+        except BaseException:
+            for timer, _moment in hooks.armed:  # no change after a load that never ran
+                timer.cancel()
+            raise
         hooks.join()
         return run, RateRun(fired=hooks.fired)
 
@@ -185,7 +191,13 @@ class LoadgenRateLoad(_ConstantRate):
 
 class _Hooks:
     """Fires the callbacks at their offsets from the first measured phase's start (seen as it
-    starts, or known ahead: ``started``, monotonic seconds)."""
+    starts, or known ahead: ``started``, monotonic seconds).
+
+    Each callback runs on a timer of its own (a thread), armed as soon as the start is known
+    (:meth:`arm`: before the engine runs when it is known ahead), so it fires at its offset to
+    within the scheduler's wake-up, not at the engine's next poll (every ``POLL_S``, 200 ms):
+    from the poll, a change came up to that much late, and its window ran past the load's end.
+    :meth:`join` cancels a moment the load ended before, and says so."""
 
     def __init__(
         self,
@@ -200,39 +212,59 @@ class _Hooks:
         self.user_tick = tick
         self.started: float | None = started
         self.fired: list[tuple[float, BaseException | None]] = []
-        self.threads: list[threading.Thread] = []
+        self.armed: list[tuple[threading.Timer, tuple[float, Callable[[], None]]]] = []
+        self.called: set[int] = set()
+        """Which of ``armed`` (by index) began to run: a cancelled timer's never did."""
+        self.lock = threading.Lock()
 
     def on_event(self, event: EngineEvent) -> None:
         if event.kind == "start" and event.phase == self.first and self.started is None:
             self.started = time.monotonic()
+            self.arm()
 
     def on_phase(self, result: PhaseResult) -> None:
         return None
 
+    def arm(self) -> None:
+        """A timer per pending callback, due at its offset from ``started`` (none before the
+        start is known; each callback armed once)."""
+        if self.started is None:
+            return
+        with self.lock:  # the engine's events and its poll may both arm
+            pending, self.pending = self.pending, []
+            for moment in pending:
+                delay = max(0.0, self.started + moment[0] - time.monotonic())
+                timer = threading.Timer(delay, self._fire, args=(len(self.armed), moment[1]))
+                timer.name, timer.daemon = "gatebench-change", True
+                self.armed.append((timer, moment))
+                timer.start()
+
+    def _fire(self, index: int, call: Callable[[], None]) -> None:
+        with self.lock:
+            self.called.add(index)
+            slot = len(self.fired)
+            self.fired.append((time.time() * 1000.0, None))
+        try:
+            call()
+        except BaseException as exc:  # reported with the run, never lost
+            with self.lock:
+                self.fired[slot] = (self.fired[slot][0], exc)
+
     def tick(self) -> None:
         if self.user_tick is not None:
             self.user_tick()
-        while self.pending and self.started is not None:
-            offset, call = self.pending[0]
-            if time.monotonic() - self.started < offset:
-                break
-            self.pending.pop(0)
-            slot = len(self.fired)
-            self.fired.append((time.time() * 1000.0, None))
-
-            def run(call: Callable[[], None] = call, slot: int = slot) -> None:
-                try:
-                    call()
-                except BaseException as exc:  # reported with the run, never lost
-                    self.fired[slot] = (self.fired[slot][0], exc)
-
-            thread = threading.Thread(target=run, name="gatebench-change", daemon=True)
-            thread.start()
-            self.threads.append(thread)
+        self.arm()
 
     def join(self) -> None:
-        for thread in self.threads:
-            thread.join()
+        """Once the load ended: cancel the timers not yet due (a change is never applied after
+        the load, nor after an engine that failed), wait for the callbacks that fired (a
+        change's probing), and raise for a moment the load ended before."""
+        for timer, _moment in self.armed:
+            timer.cancel()
+        for timer, _moment in self.armed:
+            timer.join()
+        missed = [m for i, (_t, m) in enumerate(self.armed) if i not in self.called]
+        self.pending = sorted([*self.pending, *missed], key=lambda item: item[0])
         if self.pending:
             raise RunError(
                 f"the load ended before {counted(len(self.pending), 'planned moment')} of it: "
