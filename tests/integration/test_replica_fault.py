@@ -131,7 +131,7 @@ def test_a_replica_killed_mid_phase(gateway: str, tmp_path: Path) -> None:
     )
     assert impact.requests_after > 0
     assert impact.attempts is not None
-    # within the phase (HAProxy retries a refused connection 3 times a second apart)
+    # within the phase (every pooled gateway sends a refused connection to another replica)
     assert impact.stopped_after_s is not None and impact.stopped_after_s < 4.0
     # the next phase is whole: every request served
     after = next(p for p in compiled.schedule.phases if p.workload == "after")

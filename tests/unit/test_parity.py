@@ -635,3 +635,259 @@ def test_every_listener_queues_as_many_connections(
         "kong": _one(r"backlog=(\d+)", cloud["kong"].files["kong.conf"]),
     }
     assert {g: int(v) for g, v in seen.items()} == dict.fromkeys(seen, LISTEN_BACKLOG)
+
+
+# -- rule 9: one retry policy for every pooled gateway -------------------------------------------
+
+_REPLICAS = ("http://127.0.0.1:9001", "http://127.0.0.1:9002", "http://127.0.0.1:9003")
+_EVERY_METHOD = {"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE", "POST", "PATCH"}
+_RETRY_SPEC = b"""
+openapi: 3.0.3
+info: {title: retries, version: "1"}
+servers: [{url: "http://127.0.0.1:9000"}]
+paths:
+  /items:
+    post: {operationId: create, responses: {"201": {description: ok}}}
+  /items/{id}:
+    parameters: [{name: id, in: path, required: true, schema: {type: integer}}]
+    get: {operationId: read, responses: {"200": {description: ok}}}
+    put: {operationId: replace, responses: {"200": {description: ok}}}
+    patch: {operationId: change, responses: {"200": {description: ok}}}
+    delete: {operationId: remove, responses: {"204": {description: ok}}}
+"""
+_RETRY_METHODS = frozenset({"GET", "PUT", "PATCH", "DELETE", "POST"})
+
+
+@dataclass
+class Retries:
+    """What a gateway's own files say it resends to another replica."""
+
+    tries: set[int] = field(default_factory=set)
+    """Every bound found on the tries a request gets (the first included)."""
+    unsent: set[str] = field(default_factory=set)
+    """Methods resent when the connection failed before anything was sent."""
+    sent: set[str] = field(default_factory=set)
+    """Methods resent when the request was sent and no answer came."""
+
+
+def _pooled(replicas: tuple[str, ...]) -> dict[str, dict[str, str]]:
+    from gatebench.core.fairness import gateway_target
+    from gatebench.core.spec import load_spec
+
+    api = load_spec(_RETRY_SPEC, name="openapi.yaml").api
+    assert api is not None
+    cpu = local_cpu_policy(resolve_layout(Cpus(), [0, 1]), [0, 1])
+    out = {}
+    for renderer in all_renderers():
+        if renderer.parity is None or (
+            replicas and "pool.round_robin" not in renderer.supported_deployment
+        ):
+            continue
+        target = gateway_target(
+            cpu,
+            workdir="/srv/gb",
+            listen_port=8080,
+            backend_url="http://127.0.0.1:9000",
+            admin_port=9901,
+            replicas=replicas,
+        )
+        out[renderer.name] = renderer.render(api, target)
+    return out
+
+
+def _retries_nginx(files: Mapping[str, str]) -> Retries:
+    conf = files["nginx.conf"]
+    tries = re.findall(r"proxy_next_upstream_tries (\d+);", conf)
+    if not tries:
+        return Retries()
+    assert re.findall(r"proxy_next_upstream ([^;]+);", conf) == ["error timeout"]
+    # nginx's own rule: a request already sent is passed on only when idempotent
+    return Retries(
+        {int(t) for t in tries},
+        set(_EVERY_METHOD),
+        {"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"},
+    )
+
+
+def _retries_haproxy(files: Mapping[str, str]) -> Retries:
+    cfg = files["haproxy.cfg"]
+    retries = re.findall(r"^    retries (\d+)$", cfg, re.M)
+    if not retries or "    option redispatch 1\n" not in cfg:
+        return Retries()  # without redispatch every retry goes to the same (dead) server
+    (retry_on,) = re.findall(r"^    retry-on (.+)$", cfg, re.M)
+    (kept,) = re.findall(r"http-request disable-l7-retry unless \{ method ([A-Z ]+) \}", cfg)
+    sent = set(kept.split()) if "empty-response" in retry_on.split() else set()
+    unsent = set(_EVERY_METHOD) if "conn-failure" in retry_on.split() else set()
+    return Retries({int(r) + 1 for r in retries}, unsent, sent)
+
+
+def _retries_envoy(files: Mapping[str, str]) -> Retries:
+    doc = yaml.safe_load(files["envoy.yaml"])
+    hcm = doc["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]
+    routes = hcm["typed_config"]["route_config"]["virtual_hosts"][0]["routes"]
+    (cluster,) = doc["static_resources"]["clusters"]
+    (limits,) = cluster["circuit_breakers"]["thresholds"]
+    seen = Retries()
+    for route in routes:
+        policy = route["route"].get("retry_policy")
+        if policy is None:
+            continue
+        method = route["match"]["headers"][0]["string_match"]["exact"]
+        on = set(policy["retry_on"].split(","))
+        assert [p["name"] for p in policy["retry_host_predicate"]] == [
+            "envoy.retry_host_predicates.previous_hosts"
+        ]
+        assert limits["max_retries"] >= MIN_CONCURRENCY  # a replica's death fails many at once
+        seen.tries.add(policy["num_retries"] + 1)
+        if "connect-failure" in on and ("reset" in on or "reset-before-request" in on):
+            seen.unsent.add(method)
+        if "reset" in on:
+            seen.sent.add(method)
+    return seen
+
+
+def _retries_caddy(files: Mapping[str, str]) -> Retries:
+    text = files["Caddyfile"]
+    retries = re.findall(r"^\s+lb_retries (\d+)$", text, re.M)
+    if not retries or "lb_try_duration" in text:
+        return Retries()
+    (block,) = re.findall(r"lb_retry_match \{\n(.*?)\n\s*\}", text, re.S)
+    (methods,) = re.findall(r"^\s+method (.+)$", block, re.M)
+    return Retries({int(r) + 1 for r in retries}, set(_EVERY_METHOD), set(methods.split()))
+
+
+def _retries_traefik(files: Mapping[str, str]) -> Retries:
+    doc = yaml.safe_load(files["dynamic.yml"])["http"]
+    middlewares = doc.get("middlewares", {})
+    seen = Retries()
+    for router in doc["routers"].values():
+        if router["entryPoints"] != ["web"]:
+            continue
+        retry = [
+            middlewares[m]["retry"]
+            for m in router.get("middlewares", [])
+            if "retry" in middlewares[m]
+        ]
+        if not retry:
+            return Retries()  # a router without the retry
+        (config,) = retry
+        seen.tries.add(config["attempts"])
+        seen.unsent |= _EVERY_METHOD
+        if "502" in config.get("status", []) and not config.get("retryNonIdempotentMethod"):
+            # Traefik resends only idempotent methods on a status (not POST, PATCH, LOCK)
+            seen.sent |= _EVERY_METHOD - {"POST", "PATCH"}
+    return seen
+
+
+def _retries_kong(files: Mapping[str, str]) -> Retries:
+    (service,) = yaml.safe_load(files["kong.yml"])["services"]
+    if "retries" not in service:
+        return Retries(
+            {6}, set(_EVERY_METHOD), {"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"}
+        )
+    return Retries(
+        {service["retries"] + 1},
+        set(_EVERY_METHOD),
+        {"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"},
+    )
+
+
+def _retries_apache(files: Mapping[str, str]) -> Retries:
+    attempts = re.findall(r"ProxySet .*maxattempts=(\d+)", files["httpd.conf"])
+    if not attempts:
+        return Retries()
+    # the balancer's failover: a member that failed the connection, never a request sent
+    return Retries({int(a) + 1 for a in attempts}, set(_EVERY_METHOD), set())
+
+
+def _retries_spring(files: Mapping[str, str]) -> Retries:
+    config = yaml.safe_load(files["application.yml"])
+    routes = config["spring"]["cloud"]["gateway"]["server"]["webflux"]["routes"]
+    seen = Retries()
+    for route in routes:
+        for f in route.get("filters", []):
+            if f["name"] != "Retry":
+                continue
+            args = f["args"]
+            assert args["series"] == "" and args["statuses"] == ""  # no answer retried
+            assert "java.io.IOException" in args["exceptions"]
+            seen.tries.add(args["retries"] + 1)
+            seen.unsent.add(args["methods"])
+            seen.sent.add(args["methods"])
+    return seen
+
+
+def _retries_varnish(files: Mapping[str, str]) -> Retries:
+    found = re.findall(
+        r'if \(bereq\.retries < (\d+) && bereq\.method ~ "\^\(([A-Z|]+)\)\$"\) \{\n\s+return \(retry\);',
+        files["default.vcl"],
+    )
+    if not found:
+        return Retries()
+    ((bound, methods),) = found
+    return Retries({int(bound) + 1}, set(methods.split("|")), set(methods.split("|")))
+
+
+def _retries_none(files: Mapping[str, str]) -> Retries:
+    return Retries()
+
+
+RETRY_READERS: Mapping[str, Callable[[Mapping[str, str]], Retries]] = {
+    "apache": _retries_apache,
+    "caddy": _retries_caddy,
+    "envoy": _retries_envoy,
+    "haproxy": _retries_haproxy,
+    "kong": _retries_kong,
+    "nginx": _retries_nginx,
+    "spring-cloud-gateway": _retries_spring,
+    "traefik": _retries_traefik,
+    "tyk": _retries_none,  # Tyk has no retry setting
+    "varnish": _retries_varnish,
+}
+
+_BODILESS = {"GET", "DELETE"} & _RETRY_METHODS
+RETRY_GAPS: Mapping[str, tuple[set[str], set[str]]] = {
+    "apache": (set(_RETRY_METHODS), set()),
+    "caddy": (set(_RETRY_METHODS), set(_BODILESS)),
+    "spring-cloud-gateway": (set(_BODILESS), set(_BODILESS)),
+    "varnish": (set(_BODILESS), set(_BODILESS)),
+    "tyk": (set(), set()),
+}
+"""Where a pooled gateway cannot follow the policy, what it resends instead (unsent, sent),
+for the methods of the test's API; its parity line says why."""
+
+
+def test_every_pooled_gateway_carries_the_one_retry_policy() -> None:
+    """With replicas, a request whose connection failed is resent to another replica whatever
+    its method, one already sent only when idempotent, at most 2 more times (nginx's default
+    made the rule): a replica's death cost Envoy, Caddy, Traefik, Spring Cloud Gateway and
+    HAProxy 5xx that nginx, Apache and Kong resent, and the fault's scores measured defaults.
+    Gateways that cannot follow it are listed with what they do and say so in the table."""
+    from gatebench.core.renderers._deployment import IDEMPOTENT_METHODS, RETRY_TRIES
+
+    rendered_pools = _pooled(_REPLICAS)
+    assert set(rendered_pools) == set(RETRY_READERS), "a pooled gateway without a retry reader"
+    for gateway, files in rendered_pools.items():
+        seen = RETRY_READERS[gateway](files)
+        unsent, sent = RETRY_GAPS.get(
+            gateway, (set(_RETRY_METHODS), _RETRY_METHODS & set(IDEMPOTENT_METHODS))
+        )
+        assert seen.unsent & _RETRY_METHODS == unsent, (gateway, seen)
+        assert seen.sent & _RETRY_METHODS == sent, (gateway, seen)
+        assert seen.sent <= set(IDEMPOTENT_METHODS), (gateway, seen)
+        if unsent:
+            assert seen.tries == {RETRY_TRIES}, (gateway, seen)
+        if gateway in RETRY_GAPS:
+            cell = get_renderer(gateway).parity.retries  # type: ignore[union-attr]
+            assert "cannot" in cell.lower() or "not resent" in cell, (gateway, cell)
+
+
+def test_without_replicas_nothing_is_retried() -> None:
+    """One backend: nowhere else to send, and nothing rendered (the plain goldens stay)."""
+    for gateway, files in _pooled(()).items():
+        reader = RETRY_READERS.get(gateway, _retries_none)
+        seen = reader(files)
+        if gateway == "kong":  # Kong's own default (5) stays where there is no pool
+            assert seen.tries == {6}
+            continue
+        assert seen == Retries(), (gateway, seen)

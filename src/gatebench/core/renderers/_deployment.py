@@ -7,7 +7,8 @@ health-checking them where the gateway can. Each renderer declares why it lacks 
 not render (``deployment_gaps``, names in :data:`FEATURES`); it renders the rest natively
 (``supported_deployment``, derived: :func:`supported`); a gateway lacking what a plan needs is left out of the comparison with
 the reason (:func:`deployment_exclusions`), never run without it. The health-check settings
-every gateway gets are defined here once.
+every gateway gets are defined here once, and so is the retry policy every pooled gateway
+gets (:data:`RETRY_TRIES`, :data:`IDEMPOTENT_METHODS`).
 """
 
 from __future__ import annotations
@@ -62,6 +63,25 @@ PASSIVE_FAILS = 1
 for gateways that watch real traffic (passive checks)."""
 PASSIVE_WINDOW_S = 10
 """How long a replica taken out by passive checks stays out before it is tried again."""
+
+RETRY_TRIES = 3
+"""With replicas, the most tries a request gets (the first and at most two more, each on
+another replica, within the same timeouts): the one retry policy every pooled gateway is
+rendered with, nginx's default spelled out (``proxy_next_upstream error timeout``). A
+request whose connection to a replica failed (refused, reset or timed out: nothing was sent)
+goes to another replica whatever its method; a request already sent that got no answer
+(connection closed or reset, the response timeout) goes to another only when its method is
+idempotent (:data:`IDEMPOTENT_METHODS`); an answer, whatever its status, is never retried.
+Without replicas nothing is retried (there is nowhere else to send), and nothing is
+rendered: docs/gateways.md, "The same pool everywhere"."""
+IDEMPOTENT_METHODS: tuple[str, ...] = ("GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE")
+"""RFC 9110's idempotent methods (section 9.2.2): the ones resent after a failure once sent
+(nginx's non-idempotent ones are POST, LOCK and PATCH)."""
+
+
+def idempotent(method: str) -> bool:
+    """True when a request of ``method`` may be resent once it was sent."""
+    return method.upper() in IDEMPOTENT_METHODS
 
 
 def deployment_needs(
@@ -121,9 +141,12 @@ __all__ = [
     "HEALTH_PATH",
     "HEALTH_RISE",
     "HEALTH_TIMEOUT_S",
+    "IDEMPOTENT_METHODS",
     "PASSIVE_FAILS",
     "PASSIVE_WINDOW_S",
+    "RETRY_TRIES",
     "deployment_needs",
+    "idempotent",
     "missing_reason",
     "refuse_missing",
 ]

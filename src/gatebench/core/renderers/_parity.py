@@ -60,6 +60,7 @@ class Parity:
     bodies: str
     logs: str
     routes: str
+    retries: str
     pages: tuple[VendorPage, ...]
     warmup: str = "none needed (no JIT)"
 
@@ -118,6 +119,15 @@ RULES: tuple[tuple[str, str, str], ...] = (
         "warm-up",
         "A gateway that compiles its code at run time (the JVMs) warms up until its latency "
         "stops falling, in every kind of run and benchmark.",
+    ),
+    (
+        "retries",
+        "retries (replicas)",
+        "With replicas, one retry policy (`_deployment.RETRY_TRIES`): a request whose "
+        "connection to a replica fails (nothing sent) goes to another replica, whatever its "
+        "method; one already sent that gets no answer goes to another only when its method is "
+        "idempotent; at most 2 more tries, within the same timeouts; an answer is never "
+        "retried. Without replicas nothing is retried or rendered.",
     ),
 )
 """(key, column title, rule): the rules of a fair fight, in the table's order."""

@@ -35,7 +35,11 @@ Mapping rules (tests/golden/apache/README.md says the same in prose):
   ``lbmethod=byrequests`` (round robin) or ``bybusyness`` (the fewest requests in flight);
   active checks by mod_proxy_hcheck (``hcuri=/__gatebench__/health``, every second, 2 to fall,
   2 to rise) and mod_proxy's own passive one (a member that refused a connection is left out
-  for ``retry=10`` seconds).
+  for ``retry=10`` seconds). The common retry policy, as far as mod_proxy_balancer goes:
+  ``maxattempts=2`` (a request whose member refused or failed the connection goes to another
+  member, whatever its method: the balancer's failover); a request already sent whose
+  connection then broke is not resent, whatever its method (mod_proxy_http closes the
+  client's connection instead, so that the client may retry an idempotent request).
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ from gatebench.core.renderers._deployment import (
     HEALTH_PATH,
     HEALTH_RISE,
     PASSIVE_WINDOW_S,
+    RETRY_TRIES,
 )
 from gatebench.core.renderers._parity import (
     CONNECT_TIMEOUT_S,
@@ -123,6 +128,10 @@ class ApacheRenderer(Renderer):
         bodies="streamed, `LimitRequestBody 0`",
         logs="no `CustomLog`: no access log; no mod_status",
         routes="one negated `RewriteCond` per route on the raw request line, tried in turn",
+        retries=f"balancer failover: `ProxySet maxattempts={RETRY_TRIES - 1}` (a member that "
+        "fails the connection is put in error state and the request goes to another, any "
+        "method). Cannot resend a request already sent, even an idempotent one: mod_proxy "
+        "has no setting for it (it closes the client's connection without an answer)",
         pages=(
             VendorPage(
                 "Apache Performance Tuning",
@@ -132,6 +141,10 @@ class ApacheRenderer(Renderer):
             VendorPage(
                 "mod_proxy: workers and connection pooling",
                 "https://httpd.apache.org/docs/2.4/mod/mod_proxy.html#workers",
+            ),
+            VendorPage(
+                "mod_proxy: BalancerMember parameters (maxattempts)",
+                "https://httpd.apache.org/docs/2.4/mod/mod_proxy.html#proxypass",
             ),
         ),
     )
@@ -293,7 +306,7 @@ def _proxy_pass(target: RenderTarget) -> str:
     return (
         "<Proxy balancer://gatebench>\n"
         f"{members}"
-        f"    ProxySet lbmethod={method}\n"
+        f"    ProxySet lbmethod={method} maxattempts={RETRY_TRIES - 1}\n"
         "</Proxy>\n"
         "ProxyPass / balancer://gatebench/ nocanon"
     )

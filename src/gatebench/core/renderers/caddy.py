@@ -29,7 +29,11 @@ Mapping rules (tests/golden/caddy/README.md says the same in prose):
   Caddyfile cannot turn TLS session tickets off (only the JSON ``tls`` app can).
 - Replicas (``target.replicas``): one ``reverse_proxy`` over every replica with ``lb_policy
   round_robin`` or ``least_conn``, active checks (``health_uri``, 1 s interval and timeout)
-  and passive ones (``fail_duration 10s``, ``max_fails 1``).
+  and passive ones (``fail_duration 10s``, ``max_fails 1``). The common retry policy:
+  ``lb_retries 2`` (no ``lb_try_duration``, so no 250 ms wait between tries): Caddy retries a
+  failed connection for any method, and a failed round trip only when ``lb_retry_match``
+  matches: the idempotent methods without a body (``header !Content-Length``; PUT, and
+  chunked bodies, left out: Caddy streams a body and would resend it drained).
 """
 
 from __future__ import annotations
@@ -45,8 +49,10 @@ from gatebench.core.renderers._deployment import (
     HEALTH_INTERVAL_S,
     HEALTH_PATH,
     HEALTH_TIMEOUT_S,
+    IDEMPOTENT_METHODS,
     PASSIVE_FAILS,
     PASSIVE_WINDOW_S,
+    RETRY_TRIES,
 )
 from gatebench.core.renderers._parity import (
     CONNECT_TIMEOUT_S,
@@ -101,6 +107,10 @@ class CaddyRenderer(Renderer):
         "with `servers { metrics }`)",
         routes="one `map` of method and raw URI to the route, regex keys tried in order (a "
         "subroute per route cost 17 ms of CPU per request at 10,000 routes)",
+        retries=f"`lb_retries {RETRY_TRIES - 1}` (a failed connection: any method); "
+        "`lb_retry_match { method GET HEAD OPTIONS TRACE DELETE; header !Content-Length }` for "
+        "a request already sent (default: GET only); a PUT or a request with a body is not "
+        "resent once sent (Caddy streams the body and cannot replay it)",
         pages=(
             VendorPage(
                 "reverse_proxy (Caddyfile directive)",
@@ -222,5 +232,17 @@ def _proxy_settings(target: RenderTarget) -> str:
             f"\t\t\thealth_timeout {HEALTH_TIMEOUT_S}s",
             f"\t\t\tfail_duration {PASSIVE_WINDOW_S}s",
             f"\t\t\tmax_fails {PASSIVE_FAILS}",
+            # The common retry policy: a failed dial goes to another replica for any method;
+            # a request already sent only when idempotent and without a body to replay.
+            f"\t\t\tlb_retries {RETRY_TRIES - 1}",
+            "\t\t\tlb_retry_match {",
+            f"\t\t\t\tmethod {' '.join(REPLAYABLE_METHODS)}",
+            "\t\t\t\theader !Content-Length",
+            "\t\t\t}",
         ]
     return "\n".join(lines)
+
+
+REPLAYABLE_METHODS = tuple(m for m in IDEMPOTENT_METHODS if m != "PUT")
+"""The methods Caddy resends once sent: the idempotent ones but PUT, which carries a body
+that Caddy, streaming it, could not replay."""

@@ -31,6 +31,13 @@ Mapping rules (tests/golden/envoy/README.md says the same in prose):
   active HTTP checks of ``/__gatebench__/health`` (1 s interval and timeout, 2 to fall, 2 to
   rise) and outlier detection as the passive check (one local-origin failure, a refused or
   reset connection, ejects a replica for 10 s; the application's own 5xx eject nothing).
+  The common retry policy, on every route: ``retry_policy`` with ``num_retries: 2``, the
+  ``previous_hosts`` predicate (each retry on another replica) and ``retry_on``
+  ``connect-failure,refused-stream,reset`` for an idempotent method, but
+  ``connect-failure,refused-stream,reset-before-request`` for the others (Envoy would resend
+  any method on ``reset``); the circuit breaker's ``max_retries`` (concurrent retries, 3 by
+  default) is raised as the other limits are, so that a replica's death, which fails every
+  request in flight on it at once, is retried as it is elsewhere.
 """
 
 from __future__ import annotations
@@ -48,6 +55,8 @@ from gatebench.core.renderers._deployment import (
     HEALTH_TIMEOUT_S,
     PASSIVE_FAILS,
     PASSIVE_WINDOW_S,
+    RETRY_TRIES,
+    idempotent,
 )
 from gatebench.core.renderers._envoy_policies import (
     UPSTREAM_OPTIONS,
@@ -142,6 +151,12 @@ class EnvoyRenderer(Renderer):
         logs="no access log; `stats_matcher: reject_all` (no statistics kept); admin on "
         "loopback only",
         routes="one route per operation (RE2 regex and `:method`), first match wins",
+        retries=f"route `retry_policy`: `num_retries: {RETRY_TRIES - 1}`, `retry_on: "
+        "connect-failure,refused-stream,reset` for an idempotent method and "
+        "`connect-failure,refused-stream,reset-before-request` for the others, the "
+        "`previous_hosts` retry host predicate (another replica each time), Envoy's default "
+        "back-off (25 ms base, jittered); circuit breaker `max_retries` raised to 1,000,000 "
+        "(default 3 at once)",
         pages=(
             VendorPage(
                 "Configuring Envoy as an edge proxy",
@@ -150,6 +165,16 @@ class EnvoyRenderer(Renderer):
             VendorPage(
                 "Command line options: --concurrency",
                 "https://www.envoyproxy.io/docs/envoy/latest/operations/cli#cmdoption-concurrency",
+            ),
+            VendorPage(
+                "Router filter: x-envoy-retry-on (retry conditions)",
+                "https://www.envoyproxy.io/docs/envoy/latest/configuration/http/http_filters/"
+                "router_filter#x-envoy-retry-on",
+            ),
+            VendorPage(
+                "Automatic retries",
+                "https://www.envoyproxy.io/docs/envoy/latest/intro/arch_overview/http/"
+                "http_routing#arch-overview-http-routing-retry",
             ),
         ),
     )
@@ -215,7 +240,11 @@ class EnvoyRenderer(Renderer):
                         },
                         "headers": [{"name": ":method", "string_match": {"exact": route.method}}],
                     },
-                    "route": {"cluster": "backend", "timeout": "300s"},
+                    "route": {
+                        "cluster": "backend",
+                        "timeout": "300s",
+                        **_retry_policy(target, route.method),
+                    },
                 }
             )
         cluster: dict[str, Any] = {
@@ -263,6 +292,9 @@ class EnvoyRenderer(Renderer):
         }
         if target.pooled:
             cluster.update(_pool(target))
+            # A replica's death fails every request in flight on it at once: each is retried
+            # (the route's retry_policy), not shed by the default 3 concurrent retries.
+            cluster["circuit_breakers"]["thresholds"][0]["max_retries"] = _LIMIT
         if target.backend_scheme == "https":
             cluster["transport_socket"] = {
                 "name": "envoy.transport_sockets.tls",
@@ -366,6 +398,31 @@ def _downstream_tls(target: RenderTarget) -> dict[str, Any]:
         context["disable_stateless_session_resumption"] = True
         context["disable_stateful_session_resumption"] = True
     return {"transport_socket": {"name": "envoy.transport_sockets.tls", "typed_config": context}}
+
+
+_PREVIOUS_HOSTS = "envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate"
+
+
+def _retry_policy(target: RenderTarget, method: str) -> dict[str, Any]:
+    """With replicas, the common retry policy (``_deployment.RETRY_TRIES``): a failed
+    connection or a refused stream is retried for any method, a reset once the request was
+    sent only for an idempotent one; each retry on another replica."""
+    if not target.pooled:
+        return {}
+    sent = "reset" if idempotent(method) else "reset-before-request"
+    return {
+        "retry_policy": {
+            "retry_on": f"connect-failure,refused-stream,{sent}",
+            "num_retries": RETRY_TRIES - 1,
+            "retry_host_predicate": [
+                {
+                    "name": "envoy.retry_host_predicates.previous_hosts",
+                    "typed_config": {"@type": f"type.googleapis.com/{_PREVIOUS_HOSTS}"},
+                }
+            ],
+            "host_selection_retry_max_attempts": RETRY_TRIES,
+        }
+    }
 
 
 def _pool(target: RenderTarget) -> dict[str, Any]:

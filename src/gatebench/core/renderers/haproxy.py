@@ -26,6 +26,11 @@ Mapping rules (tests/golden/haproxy/README.md says the same in prose):
 - Replicas (``target.replicas``): one ``server`` per replica, ``balance roundrobin`` or
   ``leastconn``, active checks (``option httpchk GET /__gatebench__/health``, ``inter 1s fall 2
   rise 2``) and HAProxy's passive check (``observe layer4 error-limit 1 on-error mark-down``).
+  The common retry policy: ``retries 2`` with ``option redispatch 1`` (every retry on another
+  server, with no turn-around wait; without it HAProxy retried the same dead server three
+  times, a second apart), ``retry-on conn-failure empty-response response-timeout`` and
+  ``http-request disable-l7-retry`` unless the method is idempotent (a request already sent
+  is resent only then; a failed connection is retried for any method).
 """
 
 from __future__ import annotations
@@ -40,7 +45,9 @@ from gatebench.core.renderers._deployment import (
     HEALTH_PATH,
     HEALTH_RISE,
     HEALTH_TIMEOUT_S,
+    IDEMPOTENT_METHODS,
     PASSIVE_FAILS,
+    RETRY_TRIES,
 )
 from gatebench.core.renderers._haproxy_policies import apply_haproxy_policies
 from gatebench.core.renderers._parity import (
@@ -124,6 +131,11 @@ class HaproxyRenderer(Renderer):
         routes="one `map_reg` lookup per request in a map of `METHOD:regex` keys, tried in "
         "order, the first match wins; results cached by `tune.pattern.cache-size` (a rule per "
         "route fetched and matched the path once per route)",
+        retries=f"`retries {RETRY_TRIES - 1}`, `option redispatch 1` (each retry on another "
+        "server; without it the retries went to the same server, after a turn-around of up to "
+        "1 s each), `retry-on conn-failure empty-response response-timeout`, "
+        "`http-request disable-l7-retry` unless the method is idempotent (requests over "
+        "`tune.bufsize`, 64 KiB, are not resent once sent)",
         pages=(
             VendorPage(
                 "HAProxy 2.6 Configuration Manual",
@@ -132,6 +144,10 @@ class HaproxyRenderer(Renderer):
             VendorPage(
                 "HAProxy 2.6 Management Guide",
                 "https://docs.haproxy.org/2.6/management.html",
+            ),
+            VendorPage(
+                "HAProxy 2.6: retry-on",
+                "https://docs.haproxy.org/2.6/configuration.html#4-retry-on",
             ),
         ),
     )
@@ -210,6 +226,12 @@ def _servers(target: RenderTarget) -> str:
         f"    timeout check {HEALTH_TIMEOUT_S}s",
         f"    default-server check inter {HEALTH_INTERVAL_S}s fall {HEALTH_FALL} rise {HEALTH_RISE} "
         f"observe layer4 error-limit {PASSIVE_FAILS} on-error mark-down",
+        # The common retry policy: a failed connection goes to another server for any method;
+        # a request sent without an answer only when idempotent.
+        f"    retries {RETRY_TRIES - 1}",
+        "    option redispatch 1",
+        "    retry-on conn-failure empty-response response-timeout",
+        "    http-request disable-l7-retry unless { method " + " ".join(IDEMPOTENT_METHODS) + " }",
     ]
     lines += [
         f"    server r{n} {host}:{port}" for n, (host, port) in enumerate(target.upstreams, 1)

@@ -2,8 +2,8 @@
 
 Mapping rules (tests/golden/kong/README.md says the same in prose):
 
-- One service (``gatebench-backend``, the backend URL, 10 s to connect, 300 s timeouts, Kong's
-  own retries, 5, as every gateway keeps its own retry behaviour) and one
+- One service (``gatebench-backend``, the backend URL, 10 s to connect, 300 s timeouts; with
+  replicas ``retries: 2``, the common retry policy, else Kong's default) and one
   route per operation: ``methods: [M]``, ``paths: ["~/regex$"]`` (Kong 3 reads a path as a
   regex only with the ``~`` prefix and anchors it at the start; the ``$`` anchors the end),
   path parameters as named captures ``(?<name>[^/]+)``, ``strip_path: false`` and
@@ -32,6 +32,9 @@ Mapping rules (tests/golden/kong/README.md says the same in prose):
   host) with one target per replica, ``algorithm: round-robin`` or ``least-connections``,
   active checks of ``/__gatebench__/health`` (every second, 1 s timeout, 2 failures out, 2
   passes back) and passive ones (one refused connection or timeout takes a target out).
+  The service's ``retries: 2`` is the common retry policy: Kong's balancer retries through
+  nginx's ``proxy_next_upstream`` conditions (a failed connection for any method, a request
+  already sent only when idempotent).
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from gatebench.core.renderers._deployment import (
     HEALTH_RISE,
     HEALTH_TIMEOUT_S,
     PASSIVE_FAILS,
+    RETRY_TRIES,
 )
 from gatebench.core.renderers._kong_policies import route_plugins
 from gatebench.core.renderers._parity import (
@@ -111,6 +115,9 @@ class KongRenderer(InlinePoliciesRenderer):
         bodies="`request_buffering: false` (streamed), `nginx_http_client_max_body_size 0`",
         logs="`proxy_access_log off`, `anonymous_reports off`; no plugin but the plan's",
         routes="one regex route per operation, Kong's own router (`traditional_compatible`)",
+        retries=f"service `retries: {RETRY_TRIES - 1}` (default 5), each on the balancer's next "
+        "target, under nginx's own conditions (`error timeout`: a request already sent is "
+        "passed on only when idempotent)",
         pages=(
             VendorPage(
                 "Kong Gateway configuration reference",
@@ -119,6 +126,10 @@ class KongRenderer(InlinePoliciesRenderer):
             VendorPage(
                 "Kong Gateway performance testing",
                 "https://docs.konghq.com/gateway/latest/production/performance/performance-testing/",
+            ),
+            VendorPage(
+                "Gateway Service: retries",
+                "https://developer.konghq.com/gateway/entities/service",
             ),
         ),
     )
@@ -169,6 +180,7 @@ class KongRenderer(InlinePoliciesRenderer):
         }
         if target.pooled:
             service["url"] = f"http://{_UPSTREAM}"
+            service["retries"] = RETRY_TRIES - 1
             declarative["upstreams"] = [_upstream(target)]
         header = (
             f"# Kong {self.gateway_version} declarative configuration rendered by gatebench: "

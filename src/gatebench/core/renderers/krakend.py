@@ -128,6 +128,8 @@ class KrakendRenderer(Renderer):
         bodies="streamed (`no-op` encoding)",
         logs="`disable_access_log`; no telemetry configured; `USAGE_DISABLE=1` on both paths",
         routes="one endpoint per operation in its router's radix tree (no route is tried in turn)",
+        retries="none: it renders no pool of replicas (a plan with replicas leaves it out), "
+        "so there is nowhere else to send a request",
         pages=(
             VendorPage(
                 "HTTP Server Settings",

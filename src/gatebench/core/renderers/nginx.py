@@ -23,6 +23,9 @@ Mapping rules (tests/golden/nginx/README.md says the same in prose):
 - Replicas (``target.replicas``): every replica a ``server`` of the upstream (``least_conn;``
   when asked), with nginx's passive checks spelled out (``max_fails=1 fail_timeout=10s``: a
   failed connection takes a replica out for 10 s); open-source nginx has no active checks.
+  The retry policy every pooled gateway gets is nginx's default, spelled out:
+  ``proxy_next_upstream error timeout`` (a failed connection goes to the next replica for any
+  method, a request already sent only when idempotent) and ``proxy_next_upstream_tries 3``.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import ClassVar
 
 from gatebench.core.ir import Api
 from gatebench.core.renderers._base import LiveChange, Renderer, RenderTarget, as_files
-from gatebench.core.renderers._deployment import PASSIVE_FAILS, PASSIVE_WINDOW_S
+from gatebench.core.renderers._deployment import PASSIVE_FAILS, PASSIVE_WINDOW_S, RETRY_TRIES
 from gatebench.core.renderers._nginx_policies import apply_nginx_policies, nginx_policy_limits
 from gatebench.core.renderers._parity import (
     IDLE_TIMEOUT_S,
@@ -100,6 +103,9 @@ class NginxRenderer(Renderer):
         logs="`access_log off`, errors at `warn`; no status module",
         routes="one regex `map` on method and raw URI, tried in order (nginx's regex "
         "locations would see the decoded URI)",
+        retries=f"`proxy_next_upstream error timeout` (its default: a request already sent is "
+        f"not passed on unless idempotent, nor once its streamed body has started), "
+        f"`proxy_next_upstream_tries {RETRY_TRIES}`",
         pages=(
             VendorPage("Tuning NGINX for Performance", "https://www.nginx.com/blog/tuning-nginx/"),
             VendorPage(
@@ -109,6 +115,10 @@ class NginxRenderer(Renderer):
             VendorPage(
                 "ngx_http_upstream_module: keepalive",
                 "https://nginx.org/en/docs/http/ngx_http_upstream_module.html#keepalive",
+            ),
+            VendorPage(
+                "ngx_http_proxy_module: proxy_next_upstream",
+                "https://nginx.org/en/docs/http/ngx_http_proxy_module.html#proxy_next_upstream",
             ),
         ),
     )
@@ -186,7 +196,7 @@ http {{
             proxy_request_buffering off;
             proxy_connect_timeout 10s;
             proxy_send_timeout 300s;
-            proxy_read_timeout 300s;
+            proxy_read_timeout 300s;{_retries(target)}
         }}
     }}
 }}
@@ -209,6 +219,17 @@ def _servers(target: RenderTarget) -> str:
         for host, port in target.upstreams
     ]
     return "\n".join(lines)
+
+
+def _retries(target: RenderTarget) -> str:
+    """With replicas, the common retry policy (``_deployment.RETRY_TRIES``): nginx's default
+    conditions, written out, and the tries bounded (nginx's default is every server)."""
+    if not target.pooled:
+        return ""
+    return (
+        "\n            proxy_next_upstream error timeout;"
+        f"\n            proxy_next_upstream_tries {RETRY_TRIES};"
+    )
 
 
 def listen_tls(target: RenderTarget) -> str:

@@ -29,6 +29,14 @@ Mapping rules (tests/golden/spring-cloud-gateway/README.md says the same in pros
   service whose instances are the replicas (Spring Cloud's simple discovery client), balanced
   by Spring Cloud LoadBalancer round robin with its health-check instance supplier
   (``/__gatebench__/health`` every second). It has no least-connections balancer.
+  The common retry policy: a ``Retry`` filter (``retries: 2``, no status retried: ``series``
+  and ``statuses`` empty, ``exceptions``: ``IOException``, a refused, reset or closed
+  connection, and the gateway's response ``TimeoutException``) on every route whose method is
+  idempotent and carries no body (GET, HEAD, OPTIONS, TRACE, DELETE); each retry passes the
+  load balancer again (the next replica round robin, with no exclusion of the one that
+  failed). The routes of POST, PUT and PATCH get none: the filter caches the whole body of
+  every request of a route it guards (``enableBodyCaching``), where bodies must stream, so a
+  failed connection of theirs is not resent.
 - Live changes (``render_live``, docs/scale.md): with replicas, the health-check supplier
   also reads the pool's instances again every second (``refetch-instances``): it otherwise
   keeps the instances it read at start, and a refresh does not rebuild it, so a pool moved by
@@ -41,7 +49,12 @@ from typing import Any, ClassVar
 
 from gatebench.core.ir import Api
 from gatebench.core.renderers._base import RenderTarget, as_files
-from gatebench.core.renderers._deployment import HEALTH_INTERVAL_S, HEALTH_PATH
+from gatebench.core.renderers._deployment import (
+    HEALTH_INTERVAL_S,
+    HEALTH_PATH,
+    IDEMPOTENT_METHODS,
+    RETRY_TRIES,
+)
 from gatebench.core.renderers._jvm import (
     JIT_WARMUP,
     NO_RESUMPTION_GAP,
@@ -88,6 +101,12 @@ class SpringCloudGatewayRenderer(JvmRenderer):
         logs="the gateway's `metrics` and `observability` off, Spring Boot's observations and "
         "meters off; no access log",
         routes="one route per operation (`Method` and a raw-path regex), tried in order",
+        retries=f"a `Retry` filter on the routes of GET, HEAD, OPTIONS, TRACE and DELETE: "
+        f"`retries: {RETRY_TRIES - 1}`, `series`/`statuses` empty (no answer retried), "
+        "`exceptions: IOException, TimeoutException`; each retry through the load balancer "
+        "again (round robin, the failed replica not excluded). Cannot follow the policy for "
+        "POST, PUT, PATCH: the filter caches the whole body of a route it guards, so those "
+        "routes get no retry (a refused connection is a 5xx)",
         pages=(
             VendorPage(
                 "Spring Cloud Gateway: HTTP client and metrics configuration",
@@ -96,6 +115,11 @@ class SpringCloudGatewayRenderer(JvmRenderer):
             VendorPage(
                 "Reactor Netty reference: event loop resources",
                 "https://projectreactor.io/docs/netty/release/reference/",
+            ),
+            VendorPage(
+                "Retry GatewayFilter Factory",
+                "https://docs.spring.io/spring-cloud-gateway/reference/"
+                "spring-cloud-gateway-server-webflux/gatewayfilter-factories/retry-factory.html",
             ),
         ),
         warmup=JIT_WARMUP,
@@ -118,6 +142,7 @@ class SpringCloudGatewayRenderer(JvmRenderer):
                             "args": {"regexp": assert_inert(regex, route.pointer)},
                         },
                     ],
+                    **_retry(target, route.method),
                 }
             )
         webflux: dict[str, Any] = {
@@ -215,3 +240,31 @@ class SpringCloudGatewayRenderer(JvmRenderer):
             config["spring"]["cloud"]["loadbalancer"]["health-check"].update(
                 {"refetch-instances": True, "refetch-instances-interval": f"{HEALTH_INTERVAL_S}s"}
             )
+
+
+_BODILESS = tuple(m for m in IDEMPOTENT_METHODS if m != "PUT")
+"""The idempotent methods whose requests carry no body: the routes a ``Retry`` filter may
+guard without caching a body (it caches every body of the routes it guards)."""
+_RETRIED = "java.io.IOException, org.springframework.cloud.gateway.support.TimeoutException"
+
+
+def _retry(target: RenderTarget, method: str) -> dict[str, Any]:
+    """With replicas, the common retry policy (``_deployment.RETRY_TRIES``) on a route of an
+    idempotent method without a body: a failed connection (refused, reset, closed) or the
+    response timeout is retried; an answer, whatever its status, is not."""
+    if not target.pooled or method not in _BODILESS:
+        return {}
+    return {
+        "filters": [
+            {
+                "name": "Retry",
+                "args": {
+                    "retries": RETRY_TRIES - 1,
+                    "methods": method,
+                    "series": "",
+                    "statuses": "",
+                    "exceptions": _RETRIED,
+                },
+            }
+        ]
+    }

@@ -40,7 +40,13 @@ Mapping rules (tests/golden/traefik/README.md says the same in prose):
   requests in flight: Traefik's least-connections balancer), an active ``healthCheck`` of
   ``/__gatebench__/health`` (every second, 1 s timeout; Traefik takes a replica out at its
   first failed check and back at its first passed one) and a ``passiveHealthCheck`` (one
-  failed request takes it out for 10 s).
+  failed request takes it out for 10 s). The common retry policy: a ``retry`` middleware
+  (``gatebench-retry``) on every router, after any policy's: ``attempts: 3`` (a connection
+  that failed before anything was sent is retried for any method), ``status: ["502"]``
+  (Traefik never resends a request already written on a network error, whatever its method,
+  and answers 502 for it: with the status, an idempotent request is resent, Traefik 3.7
+  leaving POST, PATCH and LOCK out), ``maxRequestBodyBytes: 0`` (nothing buffered: a request
+  with a body streams and is not resent once sent, as nginx's streamed bodies).
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ import re
 from typing import Any, ClassVar
 
 from gatebench.core.ir import Api
+from gatebench.core.policies import PolicySet
 from gatebench.core.renderers._base import LiveChange, Renderer, RenderTarget, as_files
 from gatebench.core.renderers._deployment import (
     HEALTH_INTERVAL_S,
@@ -56,11 +63,12 @@ from gatebench.core.renderers._deployment import (
     HEALTH_TIMEOUT_S,
     PASSIVE_FAILS,
     PASSIVE_WINDOW_S,
+    RETRY_TRIES,
 )
 from gatebench.core.renderers._parity import CONNECT_TIMEOUT_S, IDLE_TIMEOUT_S, Parity, VendorPage
 from gatebench.core.renderers._routes import route_names
 from gatebench.core.renderers._traefik_policies import apply_traefik_policies
-from gatebench.core.renderers._yaml_out import dump_yaml
+from gatebench.core.renderers._yaml_out import dump_yaml, read_rendered
 from gatebench.core.tls import SERVER_CERT, SERVER_KEY, TLS12_CIPHERS
 
 _ADMIN_ENTRY_POINT = "traefik"
@@ -97,6 +105,11 @@ class TraefikRenderer(Renderer):
         logs="no `accessLog`, `metrics` or `tracing`; `sendAnonymousUsage: false`, "
         "`checkNewVersion: false`",
         routes="one router per operation (`Method` and `PathRegexp`), tried by priority",
+        retries=f"a `retry` middleware on every router: `attempts: {RETRY_TRIES}` (a "
+        'connection that failed unsent, any method), `status: ["502"]` (the 502 Traefik '
+        "answers for a request already sent, which it never resends on a network error: "
+        "resent when idempotent; a replica's own 502 is resent too, which no other gateway "
+        "does), `maxRequestBodyBytes: 0` (bodies stream, not resent once sent)",
         pages=(
             VendorPage(
                 "EntryPoints: transport",
@@ -105,6 +118,11 @@ class TraefikRenderer(Renderer):
             VendorPage(
                 "ServersTransport",
                 "https://doc.traefik.io/traefik/routing/services/#serverstransport_1",
+            ),
+            VendorPage(
+                "Retry middleware",
+                "https://doc.traefik.io/traefik/reference/routing-configuration/http/"
+                "middlewares/retry/",
             ),
         ),
     )
@@ -122,7 +140,12 @@ class TraefikRenderer(Renderer):
     supported_policies: ClassVar[frozenset[str]] = frozenset(
         {"rate_limit.address", "rate_limit.header"}
     )
-    apply_policies = staticmethod(apply_traefik_policies)
+
+    def apply_policies(
+        self, files: dict[str, str], api: Api, target: RenderTarget, policies: PolicySet
+    ) -> dict[str, str]:
+        """The policies' middlewares, then the retry (which they would drop) again."""
+        return _with_retry(apply_traefik_policies(files, api, target, policies), target)
 
     deployment_gaps: ClassVar[dict[str, str]] = {
         "tls.no_resumption": "Traefik's TLS options have no setting for session tickets"
@@ -207,7 +230,7 @@ class TraefikRenderer(Renderer):
         if target.admin_port is not None:
             static["ping"] = {"entryPoint": _ADMIN_ENTRY_POINT, "manualRouting": True}
         head = "# Traefik {} {} rendered by gatebench: {} route(s).\n# Generated file; re-render instead of editing.\n"
-        return as_files(
+        return _with_retry(
             {
                 "traefik.yml": head.format(
                     self.gateway_version, "static configuration", len(routes)
@@ -217,8 +240,34 @@ class TraefikRenderer(Renderer):
                     self.gateway_version, "dynamic configuration", len(routes)
                 )
                 + dump_yaml(dynamic),
-            }
+            },
+            target,
         )
+
+
+_RETRY = "gatebench-retry"
+
+
+def _with_retry(files: dict[str, str], target: RenderTarget) -> dict[str, str]:
+    """With replicas, the common retry policy (``_deployment.RETRY_TRIES``): the ``retry``
+    middleware defined in ``dynamic.yml`` and last on every router of the API's entry point
+    (after a policy's rate limit, so a retry is not counted again). Without replicas the
+    files are returned as they are."""
+    if not target.pooled:
+        return as_files(files)
+    header, doc = read_rendered(files["dynamic.yml"])
+    middlewares = doc["http"].setdefault("middlewares", {})
+    middlewares[_RETRY] = {
+        "retry": {
+            "attempts": RETRY_TRIES,
+            "status": ["502"],
+            "maxRequestBodyBytes": 0,
+        }
+    }
+    for router in doc["http"]["routers"].values():
+        if router["entryPoints"] == ["web"] and _RETRY not in router.get("middlewares", []):
+            router["middlewares"] = [*router.get("middlewares", []), _RETRY]
+    return as_files({**files, "dynamic.yml": header + dump_yaml(doc)})
 
 
 def _pool(target: RenderTarget) -> dict[str, Any]:

@@ -153,8 +153,16 @@ class TykRenderer(InlinePoliciesRenderer):
         bodies="streamed, `max_request_body_size 0`",
         logs="`enable_analytics false`, health checks off; no access log",
         routes="one allow-list entry per path pattern (anchored regexes), tried in turn",
+        retries="cannot follow the policy: Tyk's round-robin `target_list` resends nothing "
+        "to another target (no retry setting; a refused connection is a 5xx until the "
+        "uptime tests take the target out)",
         pages=(
             VendorPage("Planning for Production", "https://tyk.io/docs/planning-for-production/"),
+            VendorPage(
+                "Load balancing",
+                "https://tyk.io/docs/planning-for-production/ensure-high-availability/"
+                "load-balancing",
+            ),
         ),
     )
 

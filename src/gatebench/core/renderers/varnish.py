@@ -49,6 +49,7 @@ from gatebench.core.renderers._deployment import (
     HEALTH_PATH,
     HEALTH_RISE,
     HEALTH_TIMEOUT_S,
+    RETRY_TRIES,
 )
 from gatebench.core.renderers._parity import IDLE_TIMEOUT_S, LISTEN_BACKLOG, Parity, VendorPage
 from gatebench.core.renderers._varnish_policies import apply_varnish_policies
@@ -138,6 +139,11 @@ class VarnishRenderer(Renderer):
         logs="its shared-memory log and counters, always on (no setting turns them off); no "
         "`varnishncsa`",
         routes="one `if` per route, in subroutines of 50 (compile time linear in the routes)",
+        retries=f"`vcl_backend_error`: `return (retry)` while `bereq.retries < {RETRY_TRIES - 1}` "
+        "for GET, HEAD, OPTIONS, TRACE, DELETE (the round-robin director picks the next "
+        "replica). Cannot follow the policy for POST, PUT, PATCH: VCL cannot tell a refused "
+        "connection from a request already sent, and a passed body cannot be replayed, so "
+        "those are never resent",
         pages=(
             VendorPage(
                 "Varnish 7.1: Performance",
@@ -146,6 +152,11 @@ class VarnishRenderer(Renderer):
             VendorPage(
                 "varnishd parameters (thread_pools, timeout_idle)",
                 "https://varnish-cache.org/docs/7.1/reference/varnishd.html#list-of-parameters",
+            ),
+            VendorPage(
+                "VCL: vcl_backend_error and return (retry)",
+                "https://varnish-cache.org/docs/7.1/users-guide/vcl-built-in-subs.html"
+                "#vcl-backend-error",
             ),
         ),
     )
@@ -190,7 +201,7 @@ vcl 4.1;
 {subs}sub vcl_recv {{{_pick(target)}
 {calls}    return (synth(404, "Not Found"));
 }}
-"""
+{_retry(target)}"""
         return as_files({"default.vcl": text})
 
 
@@ -266,6 +277,28 @@ def _backends(target: RenderTarget) -> str:
         + "\nsub vcl_init {\n    new gatebench_pool = directors.round_robin();\n"
         + adds
         + "}\n"
+    )
+
+
+_RESENT = ("GET", "HEAD", "OPTIONS", "TRACE", "DELETE")
+"""The idempotent methods without a body: the requests Varnish resends after a failed fetch
+(it cannot tell a refused connection from a request already sent, nor replay a passed body)."""
+
+
+def _retry(target: RenderTarget) -> str:
+    """With replicas, the common retry policy as far as VCL can tell: a failed fetch of an
+    idempotent request without a body is tried again, on the director's next replica."""
+    if not target.pooled:
+        return ""
+    methods = "|".join(_RESENT)
+    return (
+        "\n# A failed fetch (refused, reset or timed out) of an idempotent request without a\n"
+        "# body goes to the next replica, at most twice.\n"
+        "sub vcl_backend_error {\n"
+        f'    if (bereq.retries < {RETRY_TRIES - 1} && bereq.method ~ "^({methods})$") {{\n'
+        "        return (retry);\n"
+        "    }\n"
+        "}\n"
     )
 
 

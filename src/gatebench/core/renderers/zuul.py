@@ -136,6 +136,8 @@ class ZuulRenderer(JvmRenderer):
         logs="Spring Boot's request timer and Tomcat meters left out, every meter off; no "
         "access log",
         routes="Ant patterns, then one regex per operation in the application's filter",
+        retries="none: it renders no pool of replicas (a plan with replicas leaves it out), "
+        "so there is nowhere else to send a request",
         pages=(
             VendorPage(
                 "Spring Cloud Netflix: Router and Filter: Zuul",

@@ -66,3 +66,11 @@ sub vcl_recv {
     call gatebench_routes_0;
     return (synth(404, "Not Found"));
 }
+
+# A failed fetch (refused, reset or timed out) of an idempotent request without a
+# body goes to the next replica, at most twice.
+sub vcl_backend_error {
+    if (bereq.retries < 2 && bereq.method ~ "^(GET|HEAD|OPTIONS|TRACE|DELETE)$") {
+        return (retry);
+    }
+}
