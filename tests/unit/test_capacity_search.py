@@ -185,8 +185,9 @@ def test_a_target_that_breaks_even_at_the_lowest_rate_carries_nothing() -> None:
     seen = against(c, 0.5)
     # the lowest rate: 20 arrivals in the 2-s window (MIN_ARRIVALS), above MIN_RATE
     assert seen[-1][0] == c.floor == 10.0 > MIN_RATE
-    assert (c.status, c.knee) == ("nothing", 0.0)
-    assert c.note == "the objective broke even at 10/s"
+    # an upper bound (it carries less than 10/s), never a knee of 0
+    assert (c.status, c.knee, c.high) == ("nothing", None, 10.0)
+    assert c.note == "the objective broke even at 10/s, the lowest rate probed"
     long = StepController(replace(SETTINGS, probe=60.0))
     against(long, 0.5)
     assert long.floor == MIN_RATE
@@ -919,10 +920,11 @@ def test_a_verdict_without_a_knee_says_what_stopped_the_searches() -> None:
     bounded = [SearchResult("tester-bound", None, 100.0, (), why)] * 2
     text = verdict("upload", [summarize("nginx", "upload", bounded)] * 2, OBJECTIVE)
     assert text == f"no target could be measured on upload at p99 ≤ 50 ms, errors ≤ 0.1 %: {why}"
-    nothing = [SearchResult("nothing", 0.0, 10.0, (), "the objective broke even at 10/s")] * 2
+    nothing = [SearchResult("nothing", None, 10.0, (), "the objective broke even at 10/s")] * 2
     summaries = [summarize(g, "bid", nothing) for g in ("nginx", "haproxy")]
     assert verdict("bid", summaries, OBJECTIVE) == (
-        "no gateway carried bid traffic at p99 ≤ 50 ms, errors ≤ 0.1 %, even at the lowest rate"
+        "no gateway carried bid traffic at p99 ≤ 50 ms, errors ≤ 0.1 %, even at the lowest rate "
+        "probed, 10/s: nginx, haproxy carry less"
     )
 
 

@@ -310,11 +310,14 @@ def test_the_largest_capacity_run_the_parse_step_accepts_fits_its_run_record() -
                     gateway_rss_mb=50.5,
                     searches=repetitions,
                     probes=64 * repetitions,
+                    below=(10.5,) * repetitions,
+                    stopped="stopped during repetition 1 (" + "x" * 100 + ")",
+                    stopped_at=1,
                 )
                 for t in targets
             ),
             comparisons=tuple(
-                Comparison(w, a, b, 1.5, 1.2, 1.8, decided=True)
+                Comparison(w, a, b, 1.5, 1.2, 1.8, decided=True, below=10.5)
                 for i, a in enumerate(targets)
                 for b in targets[i + 1 :]
             ),
@@ -340,6 +343,8 @@ def test_the_largest_capacity_run_the_parse_step_accepts_fits_its_run_record() -
         machine="n2-standard-2",
         hourly_usd=0.1,
         ceiling=None,
+        precision=0.05,
+        failed={t: "stopped during repetition 1 (" + "x" * 100 + ")" for t in targets},
     )
     stored = bounded_capacity(result.to_dict(), "gs://gb-runs/runs/r/capacity/result.json")
     assert len(stored["curves"]) == CURVES_KEPT < len(curves)

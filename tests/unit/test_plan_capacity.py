@@ -211,7 +211,7 @@ def test_errors_in_a_workload_capacity_are_located_there(auction: Api) -> None:
         ),
         (
             "/x-gatebench/workloads/0/capacity/budget",
-            "the budget is the whole capacity run's: give it in x-gatebench.kinds.capacity",
+            "the budget is the whole capacity run's: give it in x-gatebench.capacity",
         ),
         ("/x-gatebench/workloads/1/capacity", "capacity must be a mapping, got a string"),
     ]

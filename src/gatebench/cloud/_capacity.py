@@ -141,13 +141,15 @@ def capacity_fields_bound(targets: int, workloads: int, repetitions: int) -> int
     """The most fields the stored copy of a capacity result holds (Firestore's count,
     every array element one: gatebench.store._firestore_size), for ``targets`` searched on
     each of ``workloads`` endpoints ``repetitions`` times: per endpoint 8, a summary per target
-    (18, and its knees, repetition numbers, bounds and notes: at most one each a repetition),
-    a comparison per pair of targets (9) and a price per target; an order per repetition
-    (3 and its targets); :data:`CURVES_KEPT` curve points; the result's own 9 and 4 more."""
+    (22 with an upper bound's and a stop's, and its knees, repetition numbers, bounds, notes
+    and rates it broke at the lowest probed: at most one each a repetition), a comparison per
+    pair of targets (10) and a price per target; an order per repetition (3 and its targets);
+    :data:`CURVES_KEPT` curve points; the result's own 10, 4 more, and the targets that
+    stopped (1 and one each)."""
     pairs = targets * (targets - 1) // 2
-    endpoint = 8 + targets * (18 + 4 * repetitions) + 9 * pairs + targets
-    curves = CURVES_KEPT * CURVE_POINT_FIELDS
-    return 13 + workloads * endpoint + repetitions * (targets + 3) + curves
+    endpoint = 8 + targets * (22 + 5 * repetitions) + 10 * pairs + targets
+    curves = CURVE_POINT_FIELDS * CURVES_KEPT
+    return 15 + targets + workloads * endpoint + repetitions * (targets + 3) + curves
 
 
 def result_object(run_id: str) -> str:

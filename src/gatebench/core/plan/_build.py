@@ -713,7 +713,7 @@ def _warn_too_short(inj: Injection, body: BodySpec, r: Reading, where: list[str 
 
 
 def _capacity(section: dict[str, Any], workloads: list[Any], r: Reading) -> CapacityPlan | None:
-    """``x-gatebench.kinds.capacity`` (every workload's defaults) and ``workloads[i].capacity`` (one
+    """``x-gatebench.capacity`` (every workload's defaults) and ``workloads[i].capacity`` (one
     workload's overrides, or ``false``); None when neither gives any."""
     default, given = Capacity(), "capacity" in section
     if given and section["capacity"] is False:
@@ -744,7 +744,7 @@ def _settings(value: Any, where: list[str | int], base: Capacity, r: Reading) ->
         if name == "budget" and name in data and where[0] == "workloads":
             r.error(
                 [*where, name],
-                "the budget is the whole capacity run's: give it in x-gatebench.kinds.capacity",
+                "the budget is the whole capacity run's: give it in x-gatebench.capacity",
             )
             continue
         found = r.value(CapacityDoc, name, data, where)

@@ -292,7 +292,7 @@ class Capacity:
 
 @dataclass(frozen=True)
 class CapacityPlan:
-    """The plan's ``capacity`` settings: the defaults for every workload (``x-gatebench.kinds.capacity``)
+    """The plan's ``capacity`` settings: the defaults for every workload (``x-gatebench.capacity``)
     with each workload's own overrides (``workloads[i].capacity``; ``false`` leaves it out)."""
 
     default: Capacity = field(default_factory=Capacity)

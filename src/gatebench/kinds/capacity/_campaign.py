@@ -213,12 +213,15 @@ def drive(
     clock: Callable[[], float] = time.monotonic,
     on_result: Callable[[SearchKey, SearchResult], None] | None = None,
     first_warmup: Mapping[str, float] | None = None,
+    started: float | None = None,
 ) -> Campaign:
     """Run the campaign to its end: every round's searches in order, each with the probe
     function ``probe_for`` gives for its target and endpoint, within the campaign's budget
-    (counted from now on ``clock``). ``first_warmup``: target → the warm-up its first probe
-    needs at least (a JIT gateway's, ``Renderer.jit_warmup_s``: it has not served before)."""
-    deadline = clock() + campaign.budget_s
+    (counted on ``clock`` from ``started``, default now: the stages pass the time before the
+    engine's ceiling search, which the budget covers too). ``first_warmup``: target → the
+    warm-up its first probe needs at least (a JIT gateway's, ``Renderer.jit_warmup_s``: it
+    has not served before)."""
+    deadline = (clock() if started is None else started) + campaign.budget_s
     jit_cold = dict(first_warmup or {})
     while keys := campaign.next_round():
         for key in keys:

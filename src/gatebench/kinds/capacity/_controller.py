@@ -62,8 +62,9 @@ from gatebench.kinds.capacity._metrics import ProbeKind, ProbeRequest
 from gatebench.kinds.capacity._scoring import Outcome
 
 MIN_RATE = 1.0
-"""The lowest rate the search offers (req/s): a target that breaks the objective even there
-carries nothing."""
+"""The lowest rate the search may offer (req/s); a short probe's lowest is higher
+(:meth:`StepController.floor`: 10/s for the default 2-s probe). A target that breaks the
+objective even at the lowest rate probed carries less than it: an upper bound, never 0."""
 MIN_ARRIVALS = 20
 """A probe's window holds at least this many arrivals: fewer say nothing about a p99 (the
 lowest rate is raised for short probes: :meth:`StepController.floor`)."""
@@ -75,7 +76,8 @@ SearchStatus = Literal[
     "found", "at-max", "nothing", "tester-bound", "unconfirmed", "budget", "failed"
 ]
 """How a search ended: ``found`` (the knee, confirmed); ``at-max`` (the plan's max_rate held:
-the knee is at least that); ``nothing`` (even MIN_RATE broke the objective); ``tester-bound``
+the knee is at least that); ``nothing`` (even the lowest rate probed, :attr:`StepController.floor`,
+broke the objective: no knee, the target carries less than that rate, ``high``); ``tester-bound``
 (the tester could not offer a rate: the knee is at least the last rate that held, None when
 even the lowest rate was more than it could offer);
 ``unconfirmed`` (confirmations kept failing: the last rate that held, not confirmed, or no knee
@@ -287,7 +289,9 @@ class StepController:
 
     def _shrink_from(self, rate: float) -> None:
         if rate <= self.floor:
-            self._finish("nothing", f"the objective broke even at {self.floor:g}/s")
+            self._finish(
+                "nothing", f"the objective broke even at {self.floor:g}/s, the lowest rate probed"
+            )
             return
         self.phase = "shrink"
         hinted = self._from_hint(self.floor / (1.0 + self.settings.precision), rate)
@@ -340,9 +344,11 @@ class StepController:
     @property
     def knee(self) -> float | None:
         """The rate the search found: the highest that held (a lower bound for ``at-max`` and
-        ``tester-bound``); None for ``nothing`` and ``budget``, and while searching."""
+        ``tester-bound``); None for ``nothing`` (the target carries less than :attr:`high`, the
+        lowest rate probed: an upper bound, not a knee of 0), ``budget`` and ``failed``, and
+        while searching."""
         if self.status in (None, "budget", "nothing", "failed"):
-            return 0.0 if self.status == "nothing" else None
+            return None
         return self.low
 
 

@@ -53,7 +53,9 @@ from gatebench.kinds.capacity import (
     EndpointResult,
     KneeSummary,
     evaluate_capacity,
+    price_text,
     rate_text,
+    share_of_baseline,
     stored_capacity,
 )
 
@@ -79,8 +81,10 @@ class CapacityReport:
 
     @property
     def verdict(self) -> tuple[str, ...]:
-        """Each endpoint's, then the CPU policy the run ran under."""
+        """A quick run's warning, each endpoint's, then the CPU policy the run ran under."""
+        quick = quick_line(self.run.environment, self.result)
         return (
+            *([quick] if quick else []),
             *(e.verdict for e in self.result.endpoints),
             *cpu_policy_sentence(self.run.environment),
         )
@@ -109,6 +113,7 @@ class CapacityReport:
                         "target": r.target,
                         "workload": r.workload,
                         "value": r.value,
+                        "bound": getattr(r, "bound", ""),
                         "passed": r.passed,
                     }
                     for r in self.thresholds
@@ -116,6 +121,28 @@ class CapacityReport:
             }
         )
         return data
+
+
+def precision_text(result: CapacityResult) -> str:
+    """``search precision 5 %`` ("" when the result does not say)."""
+    if result.precision is None:
+        return ""
+    return f"search precision {100 * result.precision:.0f} %"
+
+
+def quick_line(environment: Mapping[str, Any], result: CapacityResult) -> str:
+    """What a ``--quick`` run is, said first: a smoke run, not a capacity ("" otherwise)."""
+    if not environment.get("quick"):
+        return ""
+    within = (
+        f", each knee within {100 * result.precision:.0f} % at best"
+        if result.precision is not None
+        else ""
+    )
+    return (
+        "A quick run (--quick): a smoke run that shows the search works here, not a capacity: "
+        f"one repetition, short probes{within}; run without --quick for the figures."
+    )
 
 
 def capacity_cautions(
@@ -133,7 +160,7 @@ def capacity_cautions(
             if c.worse == BASELINE
             and (
                 c.decided
-                if c.low is not None  # as a fixed run's: its interval, else 10 % more
+                if c.low is not None or c.below is not None  # its interval, else 10 % more
                 else (c.ratio or 0.0) > 1 + BEYOND_BASELINE_PCT / 100
             )
         ]
@@ -144,8 +171,19 @@ def capacity_cautions(
                 f"{baseline_handicaps(environment or {})}, so compare the gateways with one "
                 "another."
             )
+    for target, why in result.failed.items():
+        out.append(
+            f"{target} {why}: what it carried before is shown as such, not as a clean result; "
+            "search it again."
+        )
     for e in result.endpoints:
         for s in e.summaries:
+            if s.upper_bounded:
+                out.append(
+                    f"{s.target} on {e.workload}: {s.label()}; the objective broke even at the "
+                    "lowest rate the search offers (20 arrivals a probe window): it carries "
+                    "less, how much less was not measured (a longer probe lowers that rate)."
+                )
             if s.bounded:
                 out.append(
                     f"{s.target} on {e.workload}: {s.label()}; the number is a lower bound, "
@@ -156,7 +194,9 @@ def capacity_cautions(
                     f"{s.target} on {e.workload}: {s.label()}; neither figure is its knee: "
                     "search it again on a quieter machine."
                 )
-            if not s.knees:
+            if s.searches == 0 and not s.halted:
+                out.append(f"{s.target} on {e.workload}: not searched (no search of it began).")
+            elif not s.knees and not s.below and not s.halted:
                 out.append(f"{s.target} on {e.workload}: no search finished (no knee).")
     noisy = sum(1 for c in result.curves if "noisy:" in c.reasons)
     if noisy:
@@ -210,19 +250,23 @@ def _plain(value: float | None, digits: int = 0) -> str:
 
 
 def best_gateway(endpoint: EndpointResult) -> str | None:
-    """The gateway that carries the most, when that is decided: a knee (not a lower bound,
-    not noisy) whose comparison with every other gateway is decided in its favour."""
+    """The gateway that carries the most, when that is decided: a positive knee (not a
+    bound, not noisy, not of a gateway that stopped) whose comparison with every other gateway
+    is decided in its favour, and there is at least one such comparison (one gateway alone is
+    nobody's best)."""
     gateways = [s for s in endpoint.summaries if s.target != BASELINE]
     for s in gateways:
-        if s.bounded or s.noisy or s.estimate is None:
+        if s.bounded or not s.clean or not s.estimate:
             continue
         against = [
             c
             for c in endpoint.comparisons
             if s.target in (c.better, c.worse) and BASELINE not in (c.better, c.worse)
         ]
-        if len(against) == len(gateways) - 1 and all(
-            c.better == s.target and c.decided for c in against
+        if (
+            against
+            and len(against) == len(gateways) - 1
+            and all(c.better == s.target and c.decided for c in against)
         ):
             return s.target
     return None
@@ -243,10 +287,12 @@ def knee_notes(endpoint: EndpointResult) -> list[tuple[str, str]]:
 
 def knee_table(endpoint: EndpointResult, index: int = 0) -> Table:
     """What each target carries on one endpoint: the knee with its interval, against the
-    baseline, per gateway CPU-second, the price of a million requests, the searches behind it.
-    Why searches stopped short goes under it (:func:`knee_notes`; the dashboard reads it in the
-    legend)."""
+    baseline, per gateway CPU-second, the price of a million requests (a column only where a
+    price is known: the cloud path), the searches behind it. A share or price from a lower bound
+    says so (``≤ 40 %``, ``≤ $0.0926``). Why searches stopped short goes under it
+    (:func:`knee_notes`; the dashboard reads it in the legend)."""
     notes = "".join(f" {target}: {why}." for target, why in knee_notes(endpoint))
+    priced = bool(endpoint.prices)
     table = Table(
         f"capacity-{index}",
         f"{endpoint.workload}: capacity per target",
@@ -254,8 +300,8 @@ def knee_table(endpoint: EndpointResult, index: int = 0) -> Table:
             Column("target", False),
             Column("carries", True),
             Column("of baseline", True),
-            Column("req / gateway CPU-s", True, compact=False),
-            Column("$ / million req", True),
+            Column("req / gateway CPU-s", True),
+            *([Column("$ / million req", True)] if priced else []),
             Column("repetitions", True, compact=False),
             Column("probes", True, compact=False),
         ],
@@ -265,22 +311,17 @@ def knee_table(endpoint: EndpointResult, index: int = 0) -> Table:
         ),
     )
     base = endpoint.summary(BASELINE)
-    base_rate = base.estimate if base is not None else None
     best = best_gateway(endpoint)
     for s in sorted(endpoint.summaries, key=lambda s: (s.target == BASELINE, -(s.estimate or 0))):
-        share = (
-            100.0 * s.estimate / base_rate
-            if s.target != BASELINE and s.estimate and base_rate
-            else None
-        )
+        share, share_words = share_of_baseline(s, base)
         price = endpoint.prices.get(s.target)
         table.add(
             s.target,
             [
                 Cell(s.label(), s.estimate, best=s.target == best),
-                Cell("–" if share is None else f"{share:.0f} %", share),
+                Cell(share_words, share),
                 Cell(_plain(s.req_per_cpu_s), s.req_per_cpu_s),
-                Cell("–" if price is None else f"${price:.4f}", price),
+                *([Cell(price_text(s, price), price)] if priced else []),
                 Cell(str(len(s.knees)), float(len(s.knees))),
                 Cell(str(s.probes), float(s.probes)),
             ],
@@ -311,7 +352,7 @@ def comparison_table(endpoint: EndpointResult, index: int = 0) -> Table:
             c.better,
             [
                 Cell(c.worse),
-                Cell(c.percent() + " more", pct),
+                Cell(c.by(), pct),
                 Cell(ci),
                 Cell("decided" if c.decided else "undecided"),
             ],
@@ -404,9 +445,12 @@ def _endpoint_html(report: CapacityReport, e: EndpointResult, colour_of: Any, in
     notes = "".join(
         f"<li><strong>{_e(target)}</strong>: {_e(why)}</li>" for target, why in knee_notes(e)
     )
+    precision = precision_text(report.result)
     return (
         f'<h3>{_e(e.workload)}</h3><p class="verdict">{_e(e.verdict)}</p>'
-        f'<p class="legend">Objective: {_e(e.objective)}. Stopped: {_e(e.stop)}.</p>'
+        f'<p class="legend">Objective: {_e(e.objective)}'
+        + (f"; {_e(precision)}" if precision else "")
+        + f". Stopped: {_e(e.stop)}.</p>"
         + _model_table(knee_table(e, index))
         + (f'<ul class="notes" aria-label="Why searches stopped">{notes}</ul>' if notes else "")
         + hbar_chart(knee_chart(e, index), colour_of)
@@ -511,13 +555,18 @@ def capacity_view(report: CapacityReport) -> dict[str, Any]:
 
 def render_capacity_markdown(report: CapacityReport) -> str:
     lines = [f"# Capacity: {report.title}", "", f"Run `{report.run.run_id}`.", ""]
+    quick = quick_line(report.run.environment, report.result)
+    if quick:
+        lines += [quick, ""]
     for i, e in enumerate(report.result.endpoints):
         lines += [
             f"## {e.workload}",
             "",
             e.verdict,
             "",
-            f"Objective: {e.objective}. Stopped: {e.stop}.",
+            f"Objective: {e.objective}"
+            + (f"; {precision_text(report.result)}" if report.result.precision is not None else "")
+            + f". Stopped: {e.stop}.",
             "",
         ]
         lines += _md_model_table(knee_table(e, i))
@@ -553,8 +602,15 @@ def capacity_text(report: CapacityReport) -> list[str]:
     """What ``gatebench capacity`` prints at the end: per endpoint the objective, what each
     target carries and the verdict; then the cautions and why the searches stopped."""
     lines: list[str] = []
+    quick = quick_line(report.run.environment, report.result)
+    if quick:
+        lines += ["", quick]
     for i, e in enumerate(report.result.endpoints):
-        lines += ["", f"{e.workload} — objective {e.objective}"]
+        precision = precision_text(report.result)
+        lines += [
+            "",
+            f"{e.workload} — objective {e.objective}" + (f"; {precision}" if precision else ""),
+        ]
         lines += ["  " + line for line in text_table(knee_table(e, i))]
         lines += [f"  {target}: {why}" for target, why in knee_notes(e)]
         lines.append(e.verdict)
@@ -614,7 +670,8 @@ def capacity_rows(report: CapacityReport) -> list[Row]:
         for s in e.summaries:
             _summary_rows(add, e, s)
             price = e.prices.get(s.target)
-            add(s.target, e.workload, "capacity_price_per_million", "value", price, "USD")
+            statistic = "upper_bound" if s.bounded else "value"  # at least R carried: at most
+            add(s.target, e.workload, "capacity_price_per_million", statistic, price, "USD")
     for c in report.result.curves:
         for metric, value, unit in (
             ("p50", c.p50, "ms"),
@@ -640,6 +697,8 @@ def _summary_rows(add: Any, e: EndpointResult, s: KneeSummary) -> None:
     n = len(s.knees)
     if s.bounded:
         add(s.target, e.workload, "capacity", "lower_bound", s.bound, "req/s", n=n)
+    elif s.upper_bounded:
+        add(s.target, e.workload, "capacity", "upper_bound", s.less_than or None, "req/s")
     else:
         add(s.target, e.workload, "capacity", "mean", s.mean, "req/s", n=n)
         ci = s.interval

@@ -11,7 +11,7 @@ the gateway's machine type and its price are known. It is small: a probe is a ha
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gatebench.core.model import BASELINE, ResultStore
@@ -62,7 +62,8 @@ class EndpointResult:
     stop: str
     """Why this endpoint's searches stopped."""
     prices: Mapping[str, float] = field(default_factory=dict)
-    """Target → USD per million requests at the knee (gateways only; cloud path)."""
+    """Target → USD per million requests at the knee (gateways only; cloud path; at most
+    that for a lower bound: ``gatebench.kinds.capacity.price_text``)."""
 
     def summary(self, target: str) -> KneeSummary | None:
         return next((s for s in self.summaries if s.target == target), None)
@@ -106,6 +107,13 @@ class CapacityResult:
     hourly_usd: float | None = None
     ceiling: float | None = None
     """The engine's ceiling (req/s) the tester-bound rule used, when measured."""
+    precision: float | None = None
+    """The search's precision (``high / low − 1`` of its last bracket: how close under the
+    knee a search lands), the coarsest of the endpoints'; None when not recorded. One figure
+    for the run: the cloud store counts every field (gatebench.cloud._capacity)."""
+    failed: Mapping[str, str] = field(default_factory=dict)
+    """Targets that stopped during the run (a gateway that died) → when and why, in words
+    (``stopped during repetition 2 (nginx exited with code -9 during the run)``)."""
 
     def endpoint(self, workload: str) -> EndpointResult | None:
         return next((e for e in self.endpoints if e.workload == workload), None)
@@ -118,7 +126,8 @@ class CapacityResult:
             "stop": self.stop,
             "repetitions": self.repetitions,
             "orders": [[rep, list(order)] for rep, order in self.orders],
-            **fields(self, "machine hourly_usd ceiling"),
+            **fields(self, "machine hourly_usd ceiling precision"),
+            **({"failed": dict(self.failed)} if self.failed else {}),
         }
 
     @classmethod
@@ -132,6 +141,8 @@ class CapacityResult:
             machine=data.get("machine"),
             hourly_usd=None if data.get("hourly_usd") is None else float(data["hourly_usd"]),
             ceiling=None if data.get("ceiling") is None else float(data["ceiling"]),
+            precision=None if data.get("precision") is None else float(data["precision"]),
+            failed={str(k): str(v) for k, v in (data.get("failed") or {}).items()},
         )
 
 
@@ -141,7 +152,7 @@ def capacity_status(result: CapacityResult | None, target_errors: bool) -> str:
     otherwise."""
     if result is None:
         return "partial"
-    missing = any(not s.knees for e in result.endpoints for s in e.summaries)
+    missing = any(not s.knees and not s.below for e in result.endpoints for s in e.summaries)
     budget = "budget" in result.stop
     return "partial" if target_errors or missing or budget else "done"
 
@@ -164,10 +175,19 @@ def capacity_result(
     hourly_usd: float | None = None,
     ceiling: float | None = None,
 ) -> CapacityResult:
-    """The result of a finished (or stopped) campaign."""
+    """The result of a finished (or stopped) campaign: every target on every endpoint, those
+    the campaign never reached (the budget ran out first) as not searched, and those that
+    stopped during the run (a gateway that died) marked so on every endpoint."""
+    stopped = _stopped(campaign)
     endpoints = []
     for workload, settings in campaign.settings.items():
-        summaries = campaign.summaries(workload)
+        searched = {s.target: s for s in campaign.summaries(workload)}
+        summaries = []
+        for target in campaign.targets:
+            s = searched.get(target) or KneeSummary(target, workload, ())
+            if target in stopped:
+                s = replace(s, stopped=stopped[target][1], stopped_at=stopped[target][0])
+            summaries.append(s)
         endpoints.append(_endpoint(workload, settings, summaries, campaign, hourly_usd))
     curves = []
     for (target, workload), results in sorted(campaign.results.items()):
@@ -199,7 +219,31 @@ def capacity_result(
         machine=machine,
         hourly_usd=hourly_usd,
         ceiling=ceiling,
+        precision=max((s.precision for s in campaign.settings.values()), default=None),
+        failed={
+            t: f"stopped during repetition {rep}" + (f" ({why})" if why else "")
+            for t, (rep, why) in stopped.items()
+        },
     )
+
+
+def _stopped(campaign: Campaign) -> dict[str, tuple[int | None, str]]:
+    """Target → (the repetition during which it stopped, why) for every target the campaign
+    searched no more because it stopped (``Campaign.failed``)."""
+    out: dict[str, tuple[int | None, str]] = {}
+    for target, why in campaign.failed.items():
+        when = next(
+            (
+                i
+                for (t, _), results in campaign.results.items()
+                if t == target
+                for i, r in enumerate(results, start=1)
+                if r.status == "failed"
+            ),
+            None,
+        )
+        out[target] = (when, why)
+    return out
 
 
 def _endpoint(

@@ -86,6 +86,14 @@ class SearchResult:
         return self.status in ("at-max", "tester-bound")
 
     @property
+    def below(self) -> float | None:
+        """For a search that broke the objective even at the lowest rate it probed
+        (``nothing``): that rate; the target carries less (an upper bound, never a knee)."""
+        if self.status != "nothing":
+            return None
+        return self.high if self.high is not None else 0.0
+
+    @property
     def complete(self) -> bool:
         """A knee to put in the interval (``budget`` and a tester-bound search without a rate
         that held have none)."""

@@ -44,6 +44,7 @@ from gatebench.kinds.capacity import (
     SearchResult,
     TargetDown,
     TesterLimits,
+    below_text,
     capacity_problems,
     capacity_result,
     drive,
@@ -135,6 +136,7 @@ class CapacityLoad(LoadStage):
             next(iter(settings.values())).budget,
         )
         ceilings: dict[str, float | None] = {}
+        started = time.monotonic()  # the budget covers the ceiling searches too
         for workload, s in settings.items():
             if backend.ceiling_url is None:
                 ceilings[workload] = None
@@ -211,7 +213,13 @@ class CapacityLoad(LoadStage):
                     "search": result.to_dict(),
                 },
             )
-            knee = "–" if result.knee is None else rate_text(result.knee)
+            knee = (
+                below_text(result.below)
+                if result.below is not None
+                else "–"
+                if result.knee is None
+                else rate_text(result.knee)
+            )
             journal.display(
                 Progress(
                     step="loading",
@@ -226,6 +234,7 @@ class CapacityLoad(LoadStage):
             limits_for=limits_for,
             on_result=on_result,
             first_warmup=jit_warmups(targets),
+            started=started,
         )
         journal.environment(
             target_order=[list(o) for _, o in campaign.orders], capacity_stop=campaign.stop
@@ -271,7 +280,19 @@ def _alive(ctx: RunContext, target: str) -> None:
     if failure:
         if target not in ctx.record.target_errors:
             ctx.journal.target_failed(target, failure)
-        raise TargetDown(failure.splitlines()[0])
+        raise TargetDown(failure_line(failure))
+
+
+def failure_line(failure: str) -> str:
+    """A target's failure in one line: its first line, without a dangling "last log lines:",
+    and the last line of the log when there is one (``nginx exited with code -9 during the
+    run (last log line: ...)``)."""
+    head, _, tail = failure.partition("\n")
+    head = head.rstrip()
+    if head.endswith("last log lines:"):
+        head = head[: -len("last log lines:")].rstrip(" ;,:")
+    last = next((line.strip() for line in reversed(tail.splitlines()) if line.strip()), "")
+    return f"{head} (last log line: {last})" if last else head
 
 
 class CapacityScore(Stage):

@@ -97,6 +97,11 @@ class Render(Stage):
         if plan.baseline:
             urls[BASELINE] = backend.url
         if not urls:
+            if not plan.gateways:
+                raise RunError(
+                    "no target was asked for: no gateway is selected (the plan's gateways or "
+                    "--gateways) and baseline is false"
+                )
             raise RunError("no target can run here; see the reasons per gateway")
         warm = engine_warmup_of(options, backend.url, parsed.engine) if self.engine_warmup else None
         compiled = compile_load(
