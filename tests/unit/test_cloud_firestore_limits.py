@@ -344,7 +344,7 @@ def test_the_largest_capacity_run_the_parse_step_accepts_fits_its_run_record() -
         hourly_usd=0.1,
         ceiling=None,
         precision=0.05,
-        failed={t: "stopped during repetition 1 (" + "x" * 100 + ")" for t in targets},
+        failed=dict.fromkeys(targets, "stopped during repetition 1 (" + "x" * 100 + ")"),
     )
     stored = bounded_capacity(result.to_dict(), "gs://gb-runs/runs/r/capacity/result.json")
     assert len(stored["curves"]) == CURVES_KEPT < len(curves)

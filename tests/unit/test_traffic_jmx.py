@@ -196,3 +196,44 @@ def test_synthetic_values_of_a_csv_data_set_are_valid_for_the_parameter(tmp_path
         "itemId": {"list": ["SKU00001", "SKU00002", "SKU00003", "SKU00004"]}
     }
     build_plan(result.plan.section, api)
+
+
+def test_a_samplers_query_never_reaches_a_comment_or_a_warning(shop: Api, tmp_path: Path) -> None:
+    """A sampler's path may carry a token in its query: the comment names the route, a
+    warning the path without its query."""
+    text = (JMX / "sampler_arguments.jmx").read_text(encoding="utf-8")
+    for path in ("/api/items", "/api/orders"):
+        found = f'<stringProp name="HTTPSampler.path">{path}</stringProp>'
+        assert found in text
+        text = text.replace(
+            found,
+            f'<stringProp name="HTTPSampler.path">{path}?access_token=TOKSECRET&amp;tag=x'
+            "</stringProp>",
+        )
+    (tmp_path / "token.jmx").write_text(text, encoding="utf-8")
+    result = import_traffic(shop, [tmp_path / "token.jmx"], ImportOptions(), spec_ref=None)
+    assert result.plan.comments["listItems"][0].startswith(
+        "GET /api/items: HTTP sampler 'list books' (line "
+    )
+    assert "TOKSECRET" not in result.text("gatebench import shop.yaml token.jmx")
+    assert [p.message for p in result.warnings] == [
+        "HTTP sampler 'not described' (GET /api/orders) matches no operation of the "
+        "description; left out"
+    ]
+
+
+def test_the_import_says_the_load_of_a_plan_bounded_by_counts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A thread group by loops is bounded by its requests, not by time: the import says how
+    many (it said '0ms of load per target')."""
+    import shutil
+
+    from gatebench.cli import main
+
+    shutil.copy(DATA / "traffic" / "shop.yaml", tmp_path / "shop.yaml")
+    shutil.copy(JMX / "thread_group_loops.jmx", tmp_path / "loops.jmx")
+    assert main(["import", str(tmp_path / "shop.yaml"), str(tmp_path / "loops.jmx")]) == 0
+    out = capsys.readouterr().out
+    assert "1 workload, 200 requests (their time is the target's) per target" in out
+    assert "0ms" not in out

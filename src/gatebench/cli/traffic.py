@@ -12,7 +12,7 @@ from pathlib import Path
 
 from gatebench.cli._common import add_spec_arguments, print_problems, read
 from gatebench.core.errors import TrafficError
-from gatebench.core.plan import load_plan
+from gatebench.core.plan import Plan, load_plan
 from gatebench.core.stats import counted
 from gatebench.core.traffic import (
     FORMATS,
@@ -22,7 +22,7 @@ from gatebench.core.traffic import (
     import_traffic,
     spec_reference,
 )
-from gatebench.core.traffic._summary import describe_import, import_stats, replay_length
+from gatebench.core.traffic._summary import describe_import, import_stats
 from gatebench.core.units import format_duration, parse_duration
 
 
@@ -178,11 +178,23 @@ def run(args: argparse.Namespace) -> int:
     # the plan is read back as `gatebench run` will read it
     plan = load_plan(result, str(out))
     print_problems(list(plan.warnings), stream=sys.stderr)
-    workloads = len(plan.workloads)
-    length = replay_length(imported.plan.section)
     how = f"gatebench run {out}" if ref is not None else f"gatebench run {args.spec} --plan {out}"
     print(
-        f"wrote {out}: {counted(workloads, 'workload')}, {format_duration(length)} of load per target "
+        f"wrote {out}: {counted(len(plan.workloads), 'workload')}, {_load_of(plan)} per target "
         f"and repetition (each operation in its own phase); run it: {how}"
     )
     return 0
+
+
+def _load_of(plan: Plan) -> str:
+    """How much load the plan makes, as read back: the time its timed workloads take, and
+    the requests of those bounded by a count (a JMeter loop: how long they take is the
+    target's to say)."""
+    timed = [w.injection.duration for w in plan.workloads if w.injection.duration is not None]
+    counted_only = [
+        w.injection.expected_requests or 0 for w in plan.workloads if w.injection.duration is None
+    ]
+    parts = [f"{format_duration(sum(timed))} of load"] if timed else []
+    if counted_only:
+        parts.append(f"{counted(sum(counted_only), 'request')} (their time is the target's)")
+    return " and ".join(parts)

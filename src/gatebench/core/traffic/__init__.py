@@ -28,6 +28,7 @@ from typing import Any
 
 from gatebench.core.errors import Problem, TrafficError
 from gatebench.core.ir import Api
+from gatebench.core.stats import counted
 from gatebench.core.traffic._formats import (
     BUILTIN,
     DESCRIPTIONS,
@@ -39,6 +40,9 @@ from gatebench.core.traffic._formats import (
 from gatebench.core.traffic._har import HarError, read_har
 from gatebench.core.traffic._jmx import JmxError, read_jmx
 from gatebench.core.traffic._logs import (
+    MAX_EPOCH,
+    OTHER_HOST,
+    OUT_OF_RANGE,
     Chunk,
     Skips,
     TrafficFileError,
@@ -47,7 +51,7 @@ from gatebench.core.traffic._logs import (
     read_chunks,
     read_columns,
 )
-from gatebench.core.traffic._match import Matched, Matcher
+from gatebench.core.traffic._match import Matched, Matcher, path_shape
 from gatebench.core.traffic._plan import (
     KeepValues,
     OperationCurve,
@@ -56,7 +60,7 @@ from gatebench.core.traffic._plan import (
     format_step,
 )
 from gatebench.core.traffic._stats import TrafficStats
-from gatebench.core.traffic._yaml import plan_text
+from gatebench.core.traffic._yaml import checked, one_line, plan_text
 
 FORMATS = ("auto", *BUILTIN, "nginx", "json", "har", "jmx")
 """What ``--format`` accepts (``nginx`` needs ``--log-format``)."""
@@ -102,7 +106,17 @@ class TrafficImport:
     """JMeter elements left out, each with its place."""
 
     def text(self, command: str) -> str:
-        return plan_text(self.plan, command)
+        """The plan file; :class:`TrafficError` when it would not read back as the workloads
+        built (then nothing is to be written)."""
+        return checked(plan_text(self.plan, command), self.plan)
+
+
+def _one_line_notes(result: PlanResult) -> PlanResult:
+    """The notes and reasons the command line prints as they are, made one line each: they
+    may quote the traffic (a JMeter element's name, a parameter's)."""
+    result.notes[:] = [one_line(n) for n in result.notes]
+    result.left_out[:] = [(one_line(op), one_line(why)) for op, why in result.left_out]
+    return result
 
 
 def _problem(source: str, line: int | None, message: str, severity: str = "error") -> Problem:
@@ -296,11 +310,42 @@ def import_traffic(
             except OSError as exc:
                 raise TrafficError([_problem(path.name, None, f"cannot be read: {exc}")]) from None
     problems = [_problem(s, line, m, "warning") for s, line, m in warnings]
+    if stats.read == 0 and stats.outside_span is not None:
+        low, high = stats.outside_span
+        raise TrafficError(
+            [
+                *problems,
+                Problem(
+                    "",
+                    f"no request in the window: the {stats.outside:,} requests read span "
+                    f"{iso(low)} to {iso(high)}; choose a --window within that span",
+                    source=paths[0].name,
+                ),
+            ]
+        )
     if stats.read == 0 and not skips.count:
         raise TrafficError(
             [*problems, Problem("", "no request in the files", source=paths[0].name)]
         )
-    if skips.count and skips.count * 2 > skips.count + stats.read + stats.outside:
+    # a line whose time is out of range, or a HAR entry to another host, fits the format: it
+    # is counted, not a sign of the wrong format
+    misfits = (
+        skips.count - skips.by_reason.get(OUT_OF_RANGE, 0) - skips.by_reason.get(OTHER_HOST, 0)
+    )
+    if stats.read == 0 and not misfits:
+        first = skips.shown[0]
+        raise TrafficError(
+            [
+                *problems,
+                _problem(
+                    first[0],
+                    first[1],
+                    f"no request left to import: {counted(skips.count, 'line')} skipped, the "
+                    f"first: {one_line(first[2])}",
+                ),
+            ]
+        )
+    if misfits and misfits * 2 > skips.count + stats.read + stats.outside:
         first = skips.shown[0]
         raise TrafficError(
             [
@@ -308,9 +353,25 @@ def import_traffic(
                     first[0],
                     first[1] or None,
                     f"most lines do not fit the {DESCRIPTIONS.get(fmt_name, fmt_name)} format "
-                    f"({skips.count:,} skipped, {stats.read:,} read; the first: {first[2]}); "
+                    f"({skips.count:,} skipped, {stats.read:,} read; the first: "
+                    f"{one_line(first[2])}); "
                     "give the format with --format or --log-format",
                 )
+            ]
+        )
+    if options.step < 1 and not stats.precise:
+        # a step within a second would put each second's requests in its first step and none
+        # in the others: bursts the traffic never had
+        raise TrafficError(
+            [
+                *problems,
+                Problem(
+                    "",
+                    f"--step {format_step(options.step)} is finer than the times in the files, "
+                    "which are to the second: choose --step 1s or more, or import a log with "
+                    "sub-second times (nginx $msec, an ISO 8601 time with a fraction, HAR)",
+                    source=paths[0].name,
+                ),
             ]
         )
     steps = _replayed_steps(stats, options.window)
@@ -348,7 +409,7 @@ def import_traffic(
         files=[p.name for p in paths],
         format=fmt_name,
         stats=stats,
-        plan=result,
+        plan=_one_line_notes(result),
         skips=skips,
         warnings=problems,
         window=steps,
@@ -367,9 +428,8 @@ def _why_nothing(matcher: Matcher, stats: TrafficStats, left_out: list[tuple[str
     top = stats.misses()[2].most_common(2)
     if not top:
         return ")"
-    shown = ", ".join(
-        f"{m} {p if len(p) <= 40 else p[:37] + '...'} ({n:,})" for (m, p, _), n in top
-    )
+    shapes = [(m, path_shape(p, matcher.literals), n) for (m, p, _), n in top]
+    shown = ", ".join(f"{m} {p if len(p) <= 40 else p[:37] + '...'} ({n:,})" for m, p, n in shapes)
     shown = f"; most often unmatched: {shown})"
     (method, path, _), _ = top[0]
     for base in sorted({op.base_path for op in matcher.operations if op.base_path}):
@@ -440,13 +500,17 @@ def _strip_log_format(text: str) -> str:
 
 
 def _replayed_steps(stats: TrafficStats, window: Window) -> tuple[int, int] | None:
-    """The steps the plan replays: the busiest window, or all the traffic read."""
+    """The steps the plan replays: the busiest window, or all the traffic read.
+
+    The busiest window is the one with the most requests an operation takes: health checks
+    and 404s are read (and reported) but replay nothing, so they choose no window."""
     total = stats.total_curve()
     if not total:
         return None
-    first, last = min(total), max(total)
     if window.busiest is None:
-        return first, last
+        return min(total), max(total)
+    total = stats.matched_curve() or total
+    first, last = min(total), max(total)
     width = max(1, round(window.busiest / stats.step))
     if width >= last - first + 1:
         return first, last
@@ -480,7 +544,9 @@ def _curves(stats: TrafficStats, steps: tuple[int, int] | None) -> list[Operatio
 
 
 def iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(min(max(epoch, 0.0), MAX_EPOCH - 1), UTC).strftime(
+        "%Y-%m-%dT%H:%M:%SZ"
+    )
 
 
 def _traffic_source(
@@ -492,7 +558,16 @@ def _traffic_source(
         "requests": stats.read,
         "matched": stats.matched,
     }
-    if stats.first is not None and stats.last is not None:
+    total = stats.total_curve()
+    if steps is not None and total and steps != (min(total), max(total)):
+        # a part of the traffic (--window busiest:...): what is replayed, as a window given
+        # by START/END is (the requests read in it, from its start to its end)
+        low, high = steps
+        out["requests"] = sum(c for s, c in total.items() if low <= s <= high)
+        out["matched"] = sum(c for s, c in stats.matched_curve().items() if low <= s <= high)
+        out["start"] = iso(low * stats.step)
+        out["end"] = iso((high + 1) * stats.step)
+    elif stats.first is not None and stats.last is not None:
         out["start"] = iso(stats.first)
         out["end"] = iso(stats.last)
     return out
@@ -535,7 +610,7 @@ def _import_jmx(
         files=[path.name],
         format="jmx",
         stats=None,
-        plan=result,
+        plan=_one_line_notes(result),
         skips=Skips(),
         warnings=problems,
         unsupported=[u.describe() for u in test_plan.unsupported],

@@ -10,11 +10,21 @@ responses' contents are never looked at, let alone kept. A URL is data: nothing 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from gatebench.core.traffic._logs import Columns, Skips, open_binary, parse_iso_time
+from gatebench.core.traffic._logs import (
+    OTHER_HOST,
+    OUT_OF_RANGE,
+    Columns,
+    Skips,
+    in_range,
+    open_binary,
+    out_of_range,
+    parse_iso_time,
+)
 
 MAX_HAR_BYTES = 256 * 1024 * 1024
 
@@ -57,13 +67,26 @@ def read_har(path: Path, source: str, skips: Skips) -> Columns:
         raise HarError("/log/entries", "expected a list of entries")
     out = Columns([], [], [], [], precise=True)
     assert out.size is not None
-    for i, entry in enumerate(entries):
+    read = [_entry(entry) for entry in entries]
+    hosts = Counter(found[4] for found in read if not isinstance(found, str) and found[4])
+    api_host = hosts.most_common(1)[0][0] if hosts else ""
+    for i, found in enumerate(read):
         where = f"/log/entries/{i}"
-        found = _entry(entry)
         if isinstance(found, str):
-            skips.add(source, 0, f"{where}: {found}", found)
+            key = OUT_OF_RANGE if found.startswith("a time out of range") else found
+            skips.add(source, 0, f"{where}: {found}", key)
             continue
-        request, arrival, status, size = found
+        request, arrival, status, size, host = found
+        if host and host != api_host:
+            # a page's HAR holds its CDN, fonts and analytics too: the API is the host most
+            # requests went to
+            skips.add(
+                source,
+                0,
+                f"{where}: a request to {host}, not to {api_host} (the host most requests went to)",
+                OTHER_HOST,
+            )
+            continue
         out.request.append(request)
         out.arrival.append(arrival)
         out.status.append(status)
@@ -71,7 +94,7 @@ def read_har(path: Path, source: str, skips: Skips) -> Columns:
     return out
 
 
-def _entry(entry: Any) -> tuple[bytes, float, bytes, bytes] | str:
+def _entry(entry: Any) -> tuple[bytes, float, bytes, bytes, str] | str:
     if not isinstance(entry, dict):
         return "an entry is not an object"
     started = entry.get("startedDateTime")
@@ -80,6 +103,8 @@ def _entry(entry: Any) -> tuple[bytes, float, bytes, bytes] | str:
     )
     if parsed is None:
         return "no startedDateTime (ISO 8601)"
+    if not in_range(parsed[0]):
+        return out_of_range(str(started))
     request = entry.get("request")
     if not isinstance(request, dict):
         return "no request"
@@ -87,6 +112,8 @@ def _entry(entry: Any) -> tuple[bytes, float, bytes, bytes] | str:
     if not isinstance(method, str) or not method or not isinstance(url, str) or not url:
         return "no request method or URL"
     parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https", ""):
+        return f"not an HTTP request ({parts.scheme[:20]}: URL)"
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     response = entry.get("response")
     status = response.get("status") if isinstance(response, dict) else None
@@ -101,6 +128,7 @@ def _entry(entry: Any) -> tuple[bytes, float, bytes, bytes] | str:
         parsed[0],
         code,
         str(size).encode() if size >= 0 else b"-",
+        parts.netloc.lower(),
     )
 
 

@@ -46,6 +46,7 @@ from gatebench.core.synth import dereferenced, numbered, numbered_value
 from gatebench.core.traffic._match import Matched, Matcher
 from gatebench.core.traffic._plan import KeepValues, PlanResult, workload_name
 from gatebench.core.traffic._stats import is_secret_name
+from gatebench.core.traffic._yaml import one_line
 
 MAX_JMX_BYTES = 64 * 1024 * 1024
 MAX_ELEMENTS = 1_000_000
@@ -615,7 +616,8 @@ def jmx_section(
                 problems.append(
                     Problem(
                         "",
-                        f"HTTP sampler {sampler.name!r} ({sampler.method} {sampler.path}) matches no "
+                        f"HTTP sampler {sampler.name!r} ({sampler.method} "
+                        f"{one_line(sampler.path.partition('?')[0])}) matches no "
                         "operation of the description; left out",
                         "warning",
                         line=sampler.line,
@@ -674,7 +676,9 @@ def _workload(
     workload: dict[str, Any] = {"name": name, "operation": op.operation_id}
     params: dict[str, Any] = {}
     comments = [
-        f"{sampler.method} {sampler.path}: HTTP sampler {sampler.name!r} (line {sampler.line}) of thread group {group.name!r}"
+        # the route, not the sampler's path: its query may hold a token (?access_token=...)
+        f"{sampler.method} {op.route_path}: HTTP sampler {sampler.name!r} (line {sampler.line}) "
+        f"of thread group {group.name!r}"
     ]
     schemas = {p.name: dereferenced(p.schema, api.schemas) for p in op.path_params}
     for pname, value in zip(matcher.param_names[found.operation], found.params, strict=True):

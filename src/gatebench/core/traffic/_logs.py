@@ -41,6 +41,11 @@ MAX_LINE_BYTES = 65_536
 SHOWN_SKIPS = 5
 """How many skipped lines are named with their place (all are counted)."""
 GZIP_MAGIC = b"\x1f\x8b"
+MAX_EPOCH = 253402300800.0
+"""10000-01-01T00:00:00Z: the first time past what a plan (ISO 8601) can say."""
+OUT_OF_RANGE = "time out of range"
+OTHER_HOST = "a request to another host"
+"""Why a HAR entry to another host than the API's is left out (a count, not a misfit)."""
 _MONTHS = {
     m.encode(): i + 1
     for i, m in enumerate(
@@ -250,11 +255,27 @@ def parse_epoch_time(text: bytes) -> tuple[float, bool] | None:
         value = float(text)
     except ValueError:
         return None
-    if not math.isfinite(value) or value < 0:
+    if not math.isfinite(value):
         return None
-    if value > 1e11:  # milliseconds since 1970 (a JSON log's ``ts`` in ms)
+    # a JSON log's ``ts`` in ms, µs or ns since 1970: seconds that large would be past 5000 AD
+    if value > 1e17:
+        value /= 1e9
+    elif value > 1e14:
+        value /= 1e6
+    elif value > 1e11:
         value /= 1000.0
     return value, True
+
+
+def in_range(arrival: float) -> bool:
+    """Whether an arrival is a time gatebench can write (1970 to 9999, UTC)."""
+    return 0.0 <= arrival < MAX_EPOCH
+
+
+def out_of_range(text: bytes | str) -> str:
+    """Why a line whose time is outside :func:`in_range` is skipped."""
+    shown = text.decode("latin-1") if isinstance(text, bytes) else text
+    return f"a time out of range ({shown[:40]}): before 1970 or after 9999"
 
 
 def time_value(kind: str, text: bytes) -> tuple[float, bool] | None:
@@ -471,10 +492,13 @@ def columns_by_line(fmt: LogFormat, chunk: Chunk, source: str, skips: Skips) -> 
             skips.add(source, where, f"no time in its {time_name} field", "no time")
             continue
         arrival = parsed[0] + (0.0 if parsed[1] else 0.5)
-        out.precise = out.precise or parsed[1]
         if duration_name and not start and groups.get("duration") not in (None, b"-", b""):
             with contextlib.suppress(ValueError):
                 arrival -= float(groups["duration"]) * unit
+        if not in_range(arrival):
+            skips.add(source, where, out_of_range(groups["time"]), OUT_OF_RANGE)
+            continue
+        out.precise = out.precise or parsed[1]
         request = _request_of(groups)
         if request is None:
             skips.add(source, where, "no request line (method, target, protocol)", "no request")
@@ -518,8 +542,10 @@ def read_columns(fmt: LogFormat, chunk: Chunk, source: str, skips: Skips) -> Col
 
 
 def _clean(cols: Columns) -> bool:
-    """Whether every request line of a columnar read is there (else the chunk is read again
-    line by line, which locates the lines that have none)."""
+    """Whether every request line and time of a columnar read is there (else the chunk is read
+    again line by line, which locates the lines that have none, or a time out of range)."""
+    if cols.arrival and not (in_range(min(cols.arrival)) and in_range(max(cols.arrival))):
+        return False
     return all(cols.request)
 
 
@@ -671,7 +697,6 @@ def json_columns(chunk: Chunk, source: str, skips: Skips, keys: dict[str, str]) 
             )
             continue
         arrival = parsed[0] + (0.0 if parsed[1] else 0.5)
-        out.precise = out.precise or parsed[1]
         duration = (
             _json_seconds(found["duration"][0], fields["duration"])
             if fields["duration"] is not None
@@ -679,6 +704,10 @@ def json_columns(chunk: Chunk, source: str, skips: Skips, keys: dict[str, str]) 
         )
         if duration is not None and found["time"][0] not in _START_KEYS:
             arrival -= duration
+        if not in_range(arrival):
+            skips.add(source, where, out_of_range(str(fields["time"])), OUT_OF_RANGE)
+            continue
+        out.precise = out.precise or parsed[1]
         request = _json_request(fields)
         if request is None:
             skips.add(
@@ -691,9 +720,11 @@ def json_columns(chunk: Chunk, source: str, skips: Skips, keys: dict[str, str]) 
         out.request.append(request)
         out.arrival.append(arrival)
         status = fields["status"]
-        out.status.append(str(status).encode() if status is not None else b"-")
+        out.status.append(str(status).encode("utf-8", "replace") if status is not None else b"-")
         size = fields["size"]
-        out.size.append(str(size).encode() if isinstance(size, int | str) else b"-")
+        out.size.append(
+            str(size).encode("utf-8", "replace") if isinstance(size, int | str) else b"-"
+        )
     return out
 
 
@@ -726,7 +757,10 @@ ChunkReader = Callable[[Chunk, str, Skips], Columns]
 __all__ = [
     "CHUNK_BYTES",
     "JSON_FIELDS",
+    "MAX_EPOCH",
     "MAX_LINE_BYTES",
+    "OTHER_HOST",
+    "OUT_OF_RANGE",
     "Chunk",
     "ChunkReader",
     "Columns",
@@ -734,8 +768,10 @@ __all__ = [
     "TrafficFileError",
     "columns_by_line",
     "columns_of",
+    "in_range",
     "json_columns",
     "open_binary",
+    "out_of_range",
     "parse_clf_time",
     "parse_iso_time",
     "read_chunks",

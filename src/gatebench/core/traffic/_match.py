@@ -16,10 +16,46 @@ import re
 from typing import NamedTuple
 
 from gatebench.core.ir import Api, Operation
-from gatebench.core.renderers._routes import Route, routes_for
+from gatebench.core.renderers._routes import Route, encode_literal, routes_for
 
 _ABSOLUTE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/]*")
 _METHODS = frozenset({"GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH", "TRACE"})
+_NUMBER = re.compile(r"^\d+$")
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_TOKEN = re.compile(r"^(?=.*\d)[A-Za-z0-9_\-=.~%]{16,}$")
+_WORD = re.compile(r"^(?:v\d{1,2}|[a-z]{1,16}(?:[._-][a-z]{1,16}){0,2})$")
+"""A short plain lower-case word (``static``, ``app.js``, ``health-check``) or a version
+(``v2``): a path's own, not a value sent in it."""
+_NON_ASCII = re.compile("[\x80-\xff]+")
+
+
+def path_shape(path: str, literals: frozenset[str] = frozenset()) -> str:
+    """A path as the import shows it without a value the user did not keep: matrix
+    parameters (``;jsessionid=...``) cut, identifier-like segments replaced (``/users/123`` →
+    ``/users/{n}``, ``{uuid}``, ``{id}``), and every other segment that is neither one of the
+    description's (``literals``) nor a short plain word replaced by ``{x}`` (an email, a
+    ``user:password``, a name with capitals)."""
+    out = []
+    for whole in path.split("/"):
+        segment = whole.partition(";")[0]
+        if not segment or segment in literals or _WORD.match(segment):
+            out.append(segment)
+        elif _NUMBER.match(segment):
+            out.append("{n}")
+        elif _UUID.match(segment):
+            out.append("{uuid}")
+        elif _TOKEN.match(segment):
+            out.append("{id}")
+        else:
+            out.append("{x}")
+    return "/".join(out)
+
+
+def _percent_encoded(text: str) -> str:
+    """A request target read as Latin-1 with its bytes past ASCII percent-encoded: a HAR
+    file's or a JSON log's URL (UTF-8, ``/café``) as the client sent it (``/caf%C3%A9``), which
+    is how the routes are written."""
+    return _NON_ASCII.sub(lambda m: "".join(f"%{ord(c):02X}" for c in m[0]), text)
 
 
 class Matched(NamedTuple):
@@ -67,6 +103,14 @@ class Matcher:
                 [r for r in self.routes if r.method == method], seen
             )
         self._any = self._compile(list(self.routes), seen)
+        self.literals: frozenset[str] = frozenset(
+            text
+            for r in self.routes
+            for seg in r.segments
+            if seg.is_literal
+            for text in (seg.literal, encode_literal(seg.literal))
+        )
+        """Every path segment the description writes as it is (``v1``, ``pets``)."""
 
     @staticmethod
     def _compile(
@@ -96,6 +140,8 @@ class Matcher:
     def resolve(self, line: bytes) -> Resolution:
         """The operation a request line reaches, or why none does."""
         text = line.decode("latin-1")
+        if not text.isascii():
+            text = _percent_encoded(text)
         method, _, target = text.partition(" ")
         head, _, protocol = target.rpartition(" ")
         if protocol[:5].upper() == "HTTP/":
@@ -136,4 +182,4 @@ def _match(
     return index, m.group(*groups)
 
 
-__all__ = ["Matched", "Matcher", "Resolution", "Unmatched"]
+__all__ = ["Matched", "Matcher", "Resolution", "Unmatched", "path_shape"]

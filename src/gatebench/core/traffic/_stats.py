@@ -14,8 +14,10 @@ distinct second and per distinct value. The bounds:
   frequent half is dropped (the most frequent survive, their counts may be a little low) and
   the number of distinct values is estimated (HyperLogLog, :data:`HLL_BITS` bits, about 1.6 %
   typical error);
-- the curve holds at most :data:`MAX_CURVE` (step, operation) counts; past that its step
-  doubles (the span stays, the resolution halves);
+- the curve holds at most :data:`MAX_CURVE` (step, operation) counts and spans at most
+  :data:`MAX_CURVE` steps (what reads it walks every step from the first to the last: one
+  stray line of 1970 in a log of today would be 1.7 billion); past that its step doubles (the
+  span stays, the resolution halves);
 - unmatched paths keep at most :data:`MAX_VALUES` distinct ones (the most frequent).
 """
 
@@ -190,12 +192,16 @@ class TrafficStats:
         """Requests read (in the window, when one is set)."""
         self.outside = 0
         """Requests read outside the window."""
+        self.outside_span: tuple[float, float] | None = None
+        """The first and last arrival of the requests outside the window."""
         self.first: float | None = None
         self.last: float | None = None
         self.gaps: Counter[int] = Counter()
         """Inter-arrival times by quarter-octave bucket (2^(b/4) microseconds); only from
         logs with sub-second times."""
         self.zero_gaps = 0
+        self._steps: tuple[int, int] | None = None
+        """The first and last step number of the curve."""
         self.precise = True
         self._previous: float | None = None
         self._index: dict[bytes, int] = {}
@@ -229,6 +235,12 @@ class TrafficStats:
             )
             if not all(keep):
                 self.outside += len(keep) - sum(keep)
+                left = list(compress(arrival, map(operator.not_, keep)))
+                low_t, high_t = min(left), max(left)
+                if self.outside_span is not None:
+                    low_t = min(low_t, self.outside_span[0])
+                    high_t = max(high_t, self.outside_span[1])
+                self.outside_span = (low_t, high_t)
                 request = list(compress(request, keep))
                 arrival = list(compress(arrival, keep))
                 status = list(compress(status, keep))
@@ -248,6 +260,10 @@ class TrafficStats:
             ops = list(map(index.__getitem__, request))
         width = self._width
         self.curve.update(map(operator.add, map(operator.mul, steps, repeat(width)), ops))
+        low, high = min(steps), max(steps)
+        if self._steps is not None:
+            low, high = min(low, self._steps[0]), max(high, self._steps[1])
+        self._steps = (low, high)
         self.statuses.update(zip(ops, status, strict=True))
         if size is not None:
             self.sizes.update(zip(ops, size, strict=True))
@@ -258,7 +274,7 @@ class TrafficStats:
             self._gaps(arrival)
         else:
             self.precise = False
-        if len(self.curve) > MAX_CURVE:
+        while len(self.curve) > MAX_CURVE or self._steps[1] - self._steps[0] >= MAX_CURVE:
             self._coarsen()
         if len(self._index) > MAX_CACHED:
             self._fold()  # before the cache lets lines go: a line counted keeps its keys
@@ -372,6 +388,8 @@ class TrafficStats:
             merged[(step // 2) * width + op] += count
         self.curve = merged
         self.step *= 2
+        if self._steps is not None:
+            self._steps = (self._steps[0] // 2, self._steps[1] // 2)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -386,7 +404,7 @@ class TrafficStats:
                 out[op].requests += count
         for (op, code), count in self.statuses.items():
             if op >= _SHIFT:
-                out[op - _SHIFT].statuses[code.decode("latin-1")] += count
+                out[op - _SHIFT].statuses[code.decode("utf-8", "replace")] += count
         for (op, value), count in self.sizes.items():
             if op >= _SHIFT and value.isdigit():
                 out[op - _SHIFT].sizes[int(value)] += count
@@ -453,6 +471,16 @@ class TrafficStats:
         for key, count in self.curve.items():
             step = key // self._width
             out[step] = out.get(step, 0) + count
+        return out
+
+    def matched_curve(self) -> dict[int, int]:
+        """Step number → the requests read that an operation takes (what a plan replays)."""
+        out: dict[int, int] = {}
+        width = self._width
+        for key, count in self.curve.items():
+            step, op = divmod(key, width)
+            if op >= _SHIFT:
+                out[step] = out.get(step, 0) + count
         return out
 
     def gap_percentiles(self, *quantiles: float) -> list[float] | None:

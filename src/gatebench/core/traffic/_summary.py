@@ -4,43 +4,26 @@ the operation mix, the arrival rate over time with its peaks and burstiness, the
 times, and per operation its statuses, request sizes and parameter cardinalities.
 
 Values never appear here unless the user kept them: paths that matched nothing are shown with
-every segment that looks like an identifier replaced by ``{n}``, ``{uuid}`` or ``{id}``, and
-without their query.
+every segment that is neither the description's nor a short plain word replaced (``{n}``,
+``{uuid}``, ``{id}``, ``{x}``), without their matrix parameters and their query
+(:func:`gatebench.core.traffic._match.path_shape`).
 """
 
 from __future__ import annotations
 
-import math
-import re
 from collections import Counter
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from gatebench.core.stats import counted
+from gatebench.core.traffic._match import path_shape
 from gatebench.core.traffic._stats import OperationStats, TrafficStats
+from gatebench.core.traffic._yaml import one_line
 
 if TYPE_CHECKING:
     from gatebench.core.traffic import TrafficImport
 
 SHOWN_UNMATCHED = 10
-_NUMBER = re.compile(r"^\d+$")
-_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
-_TOKEN = re.compile(r"^(?=.*\d)[A-Za-z0-9_\-=.~%]{16,}$")
-
-
-def path_shape(path: str) -> str:
-    """A path with identifier-like segments replaced (``/users/123/x`` → ``/users/{n}/x``)."""
-    out = []
-    for segment in path.split("/"):
-        if _NUMBER.match(segment):
-            out.append("{n}")
-        elif _UUID.match(segment):
-            out.append("{uuid}")
-        elif _TOKEN.match(segment):
-            out.append("{id}")
-        else:
-            out.append(segment[:80])
-    return "/".join(out)
 
 
 def _clock(epoch: float) -> str:
@@ -65,7 +48,7 @@ def unmatched_shapes(stats: TrafficStats) -> list[tuple[str, str, str, int]]:
     _, _, misses = stats.misses()
     shapes: Counter[tuple[str, str, str]] = Counter()
     for (method, path, reason), count in misses.items():
-        shapes[(method, path_shape(path), reason)] += count
+        shapes[(method, path_shape(path, stats.matcher.literals), reason)] += count
     return [(m, p, r, c) for (m, p, r), c in shapes.most_common(SHOWN_UNMATCHED)]
 
 
@@ -190,7 +173,11 @@ def import_stats(result: TrafficImport) -> dict[str, Any]:
 
 
 def describe_import(result: TrafficImport) -> list[str]:
-    """The import's findings, a line each."""
+    """The import's findings, a line each (:func:`one_line`: they quote the traffic)."""
+    return [one_line(line) for line in _findings(result)]
+
+
+def _findings(result: TrafficImport) -> list[str]:
     lines: list[str] = []
     data = import_stats(result)
     files = ", ".join(result.files)
@@ -288,22 +275,4 @@ def describe_import(result: TrafficImport) -> list[str]:
     return lines
 
 
-def replay_length(section: dict[str, Any]) -> float:
-    """Seconds one target's workloads take (each operation in its own phase)."""
-    from gatebench.core.units import parse_duration
-
-    total = 0.0
-    for w in section.get("workloads", []):
-        inj = w["injection"]
-        if "arrivals" in inj:
-            arrivals = inj["arrivals"]
-            step = parse_duration(arrivals["step"])
-            total += step * len(arrivals["counts"]) / float(arrivals.get("speed", 1))
-        elif "constant_rate" in inj:
-            total += parse_duration(inj["constant_rate"]["duration"])
-        elif "duration" in inj:
-            total += parse_duration(inj["duration"])
-    return total if math.isfinite(total) else 0.0
-
-
-__all__ = ["curve_summary", "describe_import", "import_stats", "path_shape", "replay_length"]
+__all__ = ["curve_summary", "describe_import", "import_stats", "path_shape"]
