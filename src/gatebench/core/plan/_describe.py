@@ -221,7 +221,7 @@ def _capacity_line(c: Capacity) -> str:
     return (
         f"{c.objective.label()}; from {c.start_rate:g}/s ×{c.growth:g} (at most {c.max_rate:g}/s) "
         f"to {100 * c.precision:g} %; probes {format_duration(c.warmup)} + "
-        f"{format_duration(c.probe)}{confirm}; {c.repetitions} repetitions, "
+        f"{format_duration(c.probe)}{confirm}; {counted(c.repetitions, 'repetition')}, "
         f"{c.connections} connections, budget {format_duration(c.budget)}"
     )
 
