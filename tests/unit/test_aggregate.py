@@ -245,3 +245,49 @@ def test_each_unscored_workload_has_one_reason_the_first_that_holds() -> None:
     reasons = first_reasons(["w"], {"v": 50.0, "w": 50.0}, {"u": ("a",), "w": ("a",)})
     assert reasons == {"w": "tester-bound", "v": "rate-set", "u": "too-short"}
     assert tuple(dict.fromkeys(reasons.values())) == UNSCORED_REASONS
+
+
+# -- the latency floor is the resolution of the engine that measured the workload ----------------
+
+
+def test_sub_millisecond_latencies_are_scored_at_the_engines_own_resolution() -> None:
+    """wrk records microseconds: a gateway at 0.22 ms beats one at 0.87 ms, not a tie at 1 ms."""
+    ms = []
+    for rep in range(3):
+        j = 0.01 * rep
+        ms.append(m("a", "w", rep, 0.20 + j, engine="wrk", throughput=5000.0))  # type: ignore[arg-type]
+        ms.append(m("b", "w", rep, 0.85 + j, engine="wrk", throughput=5000.0))  # type: ignore[arg-type]
+    s = summarize(ms)
+    assert [g.target for g in s.scores.gateways] == ["a", "b"]
+    assert s.scores.gateway("b").score == pytest.approx(100 * (2 + 8 * 0.21 / 0.86) / 10)
+    assert s.scores.notes == ()  # nothing under wrk's 0.001 ms
+    assert s.resolutions == {"w": (0.001, "wrk")}
+
+
+def test_a_zero_reading_is_raised_to_the_engines_resolution_and_the_note_names_it() -> None:
+    ms = [
+        m(g, "w", rep, 0.5, engine="loadgen", min=v)  # type: ignore[arg-type]
+        for rep in range(2)
+        for g, v in (("a", 0.0), ("b", 0.002))
+    ]
+    s = summarize(ms)
+    assert s.scores.gateway("b").endpoint("w").metric("min").score == pytest.approx(0.5)
+    assert s.scores.notes == (
+        "1 latency value under 0.001 ms (gatebench-loadgen's resolution) was scored as 0.001 ms",
+    )
+
+
+def test_the_coarsest_engine_among_the_compared_cells_sets_the_floor() -> None:
+    """One gateway measured by Gatling: its whole milliseconds cannot tell 0.2 from 0.9 ms, so
+    neither can the score, and the note says whose resolution it was."""
+    ms = []
+    for rep in range(2):
+        ms.append(m("a", "w", rep, 0.2, engine="wrk"))  # type: ignore[arg-type]
+        ms.append(m("b", "w", rep, 0.9, engine="gatling", throughput=5000.0))  # type: ignore[arg-type]
+        ms.append(m("c", "v", rep, 0.2, engine="wrk", throughput=5000.0))  # type: ignore[arg-type]
+        ms.append(m("d", "v", rep, 0.9, engine="wrk", throughput=5000.0))  # type: ignore[arg-type]
+    s = summarize(ms, failed={"c": "during repetition 2", "d": "during repetition 2"})
+    assert s.resolutions == {"w": (1.0, "gatling")}  # v: only unranked gateways measured it
+    assert s.scores.gateway("a").endpoint("w").metric("mean").score == 1.0
+    assert s.scores.gateway("b").endpoint("w").metric("mean").score == 1.0
+    assert any("(Gatling's resolution)" in n for n in s.scores.notes)

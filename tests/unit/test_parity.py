@@ -891,3 +891,15 @@ def test_without_replicas_nothing_is_retried() -> None:
             assert seen.tries == {6}
             continue
         assert seen == Retries(), (gateway, seen)
+
+
+def test_envoys_active_check_runs_from_the_start_at_the_common_interval() -> None:
+    """Envoy checks a cluster that has had no traffic every 60 s by default, and the next check
+    stays that far out once traffic comes: over a benchmark of seconds its active check never
+    ran, and a dead replica came back into the rotation as its passive ejection ran out."""
+    from gatebench.core.renderers._deployment import HEALTH_INTERVAL_S
+
+    doc = yaml.safe_load(_pooled(_REPLICAS)["envoy"]["envoy.yaml"])
+    (cluster,) = doc["static_resources"]["clusters"]
+    (check,) = cluster["health_checks"]
+    assert check["interval"] == check["no_traffic_interval"] == f"{HEALTH_INTERVAL_S}s"

@@ -24,10 +24,34 @@ def per_metric(result, metric: str, workload: str = "e") -> dict[str, float]:  #
 
 def test_a_zero_ms_minimum_ties_with_one_ms() -> None:
     """Gatling's 1 ms resolution: 0 ms means 'under 1 ms'; scored as 1 ms, it ties with 1 ms."""
-    result = score(one_metric("min", a=0.0, b=1.0, c=3.0), metrics=("min",))
+    result = score(one_metric("min", a=0.0, b=1.0, c=3.0), metrics=("min",), engines="gatling")
     assert per_metric(result, "min") == {"a": 1.0, "b": 1.0, "c": pytest.approx(1 / 3)}
     assert result.gateway("a").endpoint("e").metric("min").value == 1.0
     assert result.notes == ("1 latency value under 1 ms (Gatling's resolution) was scored as 1 ms",)
+
+
+def test_the_floor_is_the_resolution_given_for_each_workload() -> None:
+    """wrk and gatebench-loadgen record microseconds: 0.2 and 0.8 ms differ there, and the note
+    names the engine whose resolution raised a value (never Gatling's for a wrk run)."""
+    values = values_from_table(
+        {"e": {"a": {"mean": 0.2}, "b": {"mean": 0.8}}, "f": {"a": {"mean": 0.0}, "b": {"mean": 0.5}}}
+    )
+    result = score(
+        values,
+        metrics=("mean",),
+        resolution_ms={"e": 0.001, "f": 0.001},
+        engines={"e": "wrk", "f": "wrk"},
+    )
+    assert per_metric(result, "mean", "e") == {"a": 1.0, "b": pytest.approx(0.25)}
+    assert per_metric(result, "mean", "f") == {"a": 1.0, "b": pytest.approx(0.002)}
+    assert result.notes == (
+        "1 latency value under 0.001 ms (wrk's resolution) was scored as 0.001 ms",
+    )
+    # without an engine named, the note blames no particular one
+    plain = score(values, metrics=("mean",), resolution_ms=0.001)
+    assert plain.notes == (
+        "1 latency value under 0.001 ms (the load engine's resolution) was scored as 0.001 ms",
+    )
 
 
 def test_the_literal_equation_would_zero_a_1_ms_difference() -> None:

@@ -10,8 +10,9 @@ compared with the baseline, and checked for stability. Pure: no store, no printi
   against the gateways it had not reached yet.
 - Overhead against the baseline per endpoint: gateway − baseline per metric, with the
   confidence interval of the difference (Welch).
-- The leader against the runner-up: the paired difference of their per-repetition global
-  scores, to say whether the win is larger than the run-to-run noise.
+- The leader against every other ranked gateway: the paired difference of their
+  per-repetition global scores, Holm-corrected together, to say whether the win is larger than
+  the run-to-run noise, and over whom.
 - Tester-bound throughput: when a gateway's throughput reached 80 % of the load engine's
   ceiling for a workload (``ceiling``, measured by the run) in at least half of its
   repetitions, that workload's throughput ranks the generator, not the gateways: it is left
@@ -44,15 +45,23 @@ from functools import partial
 from typing import Any
 
 from gatebench.core.answers import EVIDENCE_KEPT
-from gatebench.core.confidence import Difference, Sample, paired_difference, welch_difference
+from gatebench.core.confidence import (
+    CONFIDENCE,
+    Difference,
+    Sample,
+    holm,
+    paired_difference,
+    welch_difference,
+)
 from gatebench.core.metrics import COST_METRICS, METRICS
 from gatebench.core.model import BASELINE, RESOURCE_FIELDS, Measurement
 from gatebench.core.records import fields
-from gatebench.core.score import Profile, ScoreResult, score
+from gatebench.core.score import RESOLUTION_MS, Profile, ScoreResult, score
 from gatebench.core.stats import counted, fmt_rate, joined_names
 from gatebench.core.trust import (
     BACKEND_FAILED_FLAG,
     ENGINE_BUSY_SHARE,
+    ENGINE_RESOLUTION_MS,
     FAILED_TARGET_FLAG,
     LEFT_OUT_FLAGS,
     bound_by_tester,
@@ -167,13 +176,30 @@ class RankStability:
 
 @dataclass(frozen=True)
 class Comparison:
-    """The leader against the runner-up over the complete repetitions (paired)."""
+    """The leader against another ranked gateway over the complete repetitions (paired)."""
 
     leader: str
     runner_up: str
+    """The gateway compared with the leader: the runner-up in ``RunSummary.comparison``."""
     difference: Difference
     """Mean of (leader − runner-up) per-repetition global scores, with its 95 % CI."""
     repetitions: int
+    adjusted_p: float | None = None
+    """The p-value of the difference, Holm-adjusted for the ``family`` comparisons of the
+    leader with every other ranked gateway (None without an interval)."""
+    family: int = 1
+    """How many comparisons were tested together (the leader against each other gateway)."""
+
+    @property
+    def significant(self) -> bool | None:
+        """Whether the leader's lead over this gateway is larger than the run-to-run noise,
+        with the ``family`` comparisons corrected for (Holm); None without an interval (one
+        complete repetition, or every repetition gave the same difference)."""
+        if self.difference.significant is None:
+            return None
+        if self.adjusted_p is None:
+            return self.difference.significant
+        return self.adjusted_p < 1.0 - CONFIDENCE
 
 
 @dataclass(frozen=True)
@@ -192,6 +218,7 @@ class RunSummary:
     rank_stability: tuple[RankStability, ...]
     overhead: tuple[Overhead, ...]
     comparison: Comparison | None
+    """The leader against the runner-up (the first of ``comparisons``)."""
     empty_measurements: tuple[str, ...] = ()
     """Keys (target:workload:repetition) of measurements where no request completed."""
     notes: tuple[str, ...] = ()
@@ -215,6 +242,12 @@ class RunSummary:
     wrong: Mapping[str, int] = field(default_factory=dict)
     """Target → its wrong answers over the run, for every target that gave one (the baseline
     too): such a gateway is in ``unranked``."""
+    comparisons: tuple[Comparison, ...] = ()
+    """The leader against every other ranked gateway, in the score's order, paired by
+    repetition and Holm-corrected together (:func:`lead_comparisons`)."""
+    resolutions: Mapping[str, tuple[float, str]] = field(default_factory=dict)
+    """workload → (resolution in ms, engine) the score used there: the coarsest resolution
+    among the engines that measured the ranked gateways' cells (:func:`scoring_resolutions`)."""
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -368,6 +401,7 @@ def summarize(
     busy = engine_busy_throughput(usable, ranked)
     short = {w: ts for w, ts in too_short_throughput(usable, ranked).items() if w not in rates}
     unscored_metrics = dict.fromkeys(sorted({*bound, *short, *rates}), ("throughput",))
+    resolutions = scoring_resolutions(cells.values(), ranked)
     scored = partial(
         score,
         gateways=ranked,
@@ -376,6 +410,8 @@ def summarize(
         weights=weights,
         baseline=baseline,
         left_out=unscored_metrics,
+        resolution_ms={w: ms for w, (ms, _) in resolutions.items()},
+        engines={w: engine for w, (_, engine) in resolutions.items()},
     )
     result = scored(means)  # the means over the repetitions; each complete repetition below
 
@@ -402,15 +438,8 @@ def summarize(
         )
         for g in ranked
     )
-    comparison = None
-    if len(result.gateways) >= 2:
-        leader, runner_up = result.gateways[0].target, result.gateways[1].target
-        a = [res.gateway(leader).score for res in per_rep]
-        b = [res.gateway(runner_up).score for res in per_rep]
-        if a:
-            # two scores of 0-100: their difference lies within -100..100, whatever t says
-            difference = paired_difference(a, b, bounds=(-100.0, 100.0))
-            comparison = Comparison(leader, runner_up, difference, len(a))
+    comparisons = lead_comparisons(result, per_rep)
+    comparison = comparisons[0] if comparisons else None
 
     overhead: list[Overhead] = []
     if has_baseline:
@@ -514,6 +543,7 @@ def summarize(
         rank_stability=stability,
         overhead=tuple(overhead),
         comparison=comparison,
+        comparisons=comparisons,
         empty_measurements=empty,
         notes=tuple(notes),
         tester_bound=bound,
@@ -524,7 +554,54 @@ def summarize(
         left_out=left,
         failed_measurements=overlapping,
         wrong=wrong,
+        resolutions=resolutions,
     )
+
+
+def lead_comparisons(result: ScoreResult, per_rep: Sequence[ScoreResult]) -> tuple[Comparison, ...]:
+    """The leader (the highest score of the averaged metrics) against every other ranked
+    gateway, in the score's order: the paired difference of their global scores over the
+    complete repetitions (``per_rep``), with the p-values Holm-adjusted together, so that "its
+    lead is larger than the noise" holds against all of them at once at 95 %. Empty with fewer
+    than two gateways or no complete repetition."""
+    if len(result.gateways) < 2 or not per_rep:
+        return ()
+    leader = result.gateways[0].target
+    mine = [res.gateway(leader).score for res in per_rep]
+    differences = [
+        (
+            g.target,
+            # two scores of 0-100: their difference lies within -100..100, whatever t says
+            paired_difference(
+                mine, [res.gateway(g.target).score for res in per_rep], bounds=(-100.0, 100.0)
+            ),
+        )
+        for g in result.gateways[1:]
+    ]
+    adjusted = holm([d.p_value for _, d in differences])
+    return tuple(
+        Comparison(leader, other, d, len(mine), p, len(differences))
+        for (other, d), p in zip(differences, adjusted, strict=True)
+    )
+
+
+def scoring_resolutions(
+    cells: Iterable[CellSummary], ranked: Sequence[str]
+) -> dict[str, tuple[float, str]]:
+    """workload → (resolution in ms, engine): the coarsest latency resolution among the engines
+    that measured the ranked gateways there (``gatebench.core.trust.ENGINE_RESOLUTION_MS``; an
+    engine it does not know counts as :data:`gatebench.core.score.RESOLUTION_MS`), so that two
+    gateways are never told apart by a difference one of their engines could not see. The
+    score raises latencies under it to it (a 0 ms reading never divides by zero)."""
+    out: dict[str, tuple[float, str]] = {}
+    for cell in sorted(cells, key=lambda c: (c.workload, c.target)):
+        if cell.target not in ranked:
+            continue
+        for engine in cell.engines:
+            ms = ENGINE_RESOLUTION_MS.get(engine, RESOLUTION_MS)
+            if cell.workload not in out or ms > out[cell.workload][0]:
+                out[cell.workload] = (ms, engine)
+    return out
 
 
 def wrong_answers(measurements: Iterable[Measurement]) -> dict[str, int]:
@@ -605,6 +682,8 @@ __all__ = [
     "RankStability",
     "RunSummary",
     "first_reasons",
+    "lead_comparisons",
+    "scoring_resolutions",
     "summarize",
     "wrong_answers",
 ]

@@ -24,6 +24,9 @@ from statistics import NormalDist
 
 CONFIDENCE = 0.95
 """The level of every interval gatebench reports."""
+SAME_DIFFERENCE = 1e-9
+"""Paired differences whose spread is below this share of the values (float rounding: a
+score is ranked to 9 decimals) are the same difference (:func:`paired_difference`)."""
 
 
 def _continued_fraction(a: float, b: float, x: float) -> float:
@@ -164,11 +167,14 @@ class Difference:
 
     estimate: float
     half_width: float | None
-    """None when either side has a single value: no interval can be given."""
+    """None when either side has a single value, or (:func:`paired_difference`) when every
+    pair differs by the same amount: no interval can be given."""
     df: float | None = None
     bounds: tuple[float, float] | None = None
     """The values the difference can take (two 0–100 scores: −100 to 100): the interval's
     ends stay inside them, where a few repetitions would stretch it past what is possible."""
+    stderr: float | None = None
+    """The standard error of the estimate (the interval is ``t × stderr``); None without one."""
 
     @property
     def low(self) -> float | None:
@@ -191,6 +197,14 @@ class Difference:
             return None
         return abs(self.estimate) > self.half_width
 
+    @property
+    def p_value(self) -> float | None:
+        """Two-sided p-value of the t test of a difference of 0; None without an interval or
+        with a standard error of 0."""
+        if self.half_width is None or self.stderr is None or self.stderr <= 0 or self.df is None:
+            return None
+        return min(1.0, 2.0 * t_cdf(-abs(self.estimate) / self.stderr, self.df))
+
 
 def welch_difference(a: Sample, b: Sample, confidence: float = CONFIDENCE) -> Difference:
     """The difference of two means and its confidence interval (Welch–Satterthwaite).
@@ -203,9 +217,10 @@ def welch_difference(a: Sample, b: Sample, confidence: float = CONFIDENCE) -> Di
     va, vb = a.stddev**2 / a.n, b.stddev**2 / b.n
     se2 = va + vb
     if se2 == 0.0:
-        return Difference(estimate, 0.0, float(a.n + b.n - 2))
+        return Difference(estimate, 0.0, float(a.n + b.n - 2), stderr=0.0)
     df = se2 * se2 / (va * va / (a.n - 1) + vb * vb / (b.n - 1))
-    return Difference(estimate, t_critical(df, confidence) * math.sqrt(se2), df)
+    se = math.sqrt(se2)
+    return Difference(estimate, t_critical(df, confidence) * se, df, stderr=se)
 
 
 def paired_difference(
@@ -216,18 +231,45 @@ def paired_difference(
 ) -> Difference:
     """Mean of ``a[i] - b[i]`` and its confidence interval (paired t): repetitions run in
     the same round share the machine's state, so pairing them removes that noise.
-    ``bounds``: the values the difference can take (:attr:`Difference.bounds`)."""
+    ``bounds``: the values the difference can take (:attr:`Difference.bounds`).
+
+    No interval (``half_width`` None) with a single pair, nor when every pair differs by
+    the same amount (to :data:`SAME_DIFFERENCE` of the values), whatever their number. A spread of 0 does not show the run has no
+    noise: the per-repetition scores are made of readings the load engine rounds (Gatling's
+    whole milliseconds) and raised to its resolution, so identical differences say the noise
+    is below what those readings can show, not that it is 0; a zero-width interval would call
+    any difference, however small, larger than the noise (decision: docs/scoring.md, "Is the
+    leader's lead real?")."""
     if len(a) != len(b):
         raise ValueError(f"paired samples need the same length, got {len(a)} and {len(b)}")
     diffs = Sample.of([x - y for x, y in zip(a, b, strict=True)])
     df = float(diffs.n - 1) if diffs.n > 1 else None
-    return Difference(diffs.mean, diffs.ci_half_width, df, bounds)
+    scale = max(1.0, *(abs(v) for v in (*a, *b)))
+    if diffs.n < 2 or diffs.stddev <= SAME_DIFFERENCE * scale:
+        return Difference(diffs.mean, None, df, bounds)
+    se = diffs.stddev / math.sqrt(diffs.n)
+    return Difference(diffs.mean, diffs.ci_half_width, df, bounds, se)
+
+
+def holm(p_values: Sequence[float | None]) -> list[float | None]:
+    """Holm's step-down adjustment of ``p_values`` tested together (a family), in their order:
+    an adjusted p below ``1 - CONFIDENCE`` rejects its hypothesis with the family's error rate
+    kept at that level. A test without a p-value (None: no usable interval) stays None, and
+    still counts in the family's size, as a test that rejects nothing."""
+    m = len(p_values)
+    out: list[float | None] = [None] * m
+    running = 0.0
+    for rank, (p, i) in enumerate(sorted((p, i) for i, p in enumerate(p_values) if p is not None)):
+        running = max(running, min(1.0, (m - rank) * p))
+        out[i] = running
+    return out
 
 
 __all__ = [
     "CONFIDENCE",
     "Difference",
     "Sample",
+    "holm",
     "paired_difference",
     "regularized_incomplete_beta",
     "t_cdf",

@@ -51,7 +51,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from gatebench.core.confidence import Sample, welch_difference
 from gatebench.core.errors import GatebenchError
@@ -60,10 +60,13 @@ from gatebench.core.model import BASELINE
 from gatebench.core.records import find
 from gatebench.core.stats import counted
 
+_T = TypeVar("_T")
 Profile = Literal["paper", "robust"]
 PROFILES: tuple[Profile, ...] = ("paper", "robust")
 RESOLUTION_MS = 1.0
-"""Gatling records whole milliseconds: latencies below this are scored as this."""
+"""The floor when the caller names no load engine: Gatling's whole millisecond. A run's
+score uses the resolution of the engine that measured each workload
+(:func:`gatebench.core.aggregate.summarize`, ``gatebench.core.trust.ENGINE_RESOLUTION_MS``)."""
 
 Values = Mapping[str, Mapping[str, Mapping[str, Sample]]]
 """workload → target → metric → the metric over the repetitions (mean, std dev, n)."""
@@ -244,7 +247,8 @@ def score(
     profile: Profile = "paper",
     weights: Mapping[str, float] | Sequence[tuple[str, float]] | None = None,
     metrics: Sequence[str] | None = None,
-    resolution_ms: float = RESOLUTION_MS,
+    resolution_ms: float | Mapping[str, float] = RESOLUTION_MS,
+    engines: str | Mapping[str, str] | None = None,
     baseline: str = BASELINE,
     left_out: Mapping[str, Collection[str]] | None = None,
 ) -> ScoreResult:
@@ -254,6 +258,11 @@ def score(
     without values for a workload failed there); by default they are read from ``values``.
     ``metrics`` defaults to all of :data:`gatebench.core.metrics.METRICS`. ``left_out``: workload →
     metrics left out of that workload's score (for every gateway).
+
+    ``resolution_ms``: the latency resolution of the load engine that measured the values, one
+    for every workload or workload → resolution (a workload not in the map: :data:`RESOLUTION_MS`);
+    latencies under it are scored as it. ``engines``: that engine's name (or workload → name),
+    for the note that counts the values raised; None: "the load engine".
     """
     if profile not in PROFILES:
         raise ScoreError(f"unknown scoring profile {profile!r}; available: {', '.join(PROFILES)}")
@@ -281,7 +290,7 @@ def score(
         raise ScoreError(f"a gateway is listed twice: {', '.join(gateways)}")
 
     notes: list[str] = []
-    floored = 0
+    floored: dict[tuple[float, str | None], int] = {}  # (resolution, engine) → values raised
     scored_workloads: list[str] = []
     unscored_workloads: list[str] = []
     dropped_pairs: list[tuple[str, str]] = []
@@ -308,6 +317,8 @@ def score(
         if dropped == set(active):
             raise ScoreError(f"workload {workload!r}: every scored metric is left out")
         here = tuple(m for m in active if m not in dropped)
+        resolution = _for_workload(resolution_ms, workload, RESOLUTION_MS)
+        engine = _for_workload(engines, workload, None)
         dropped_pairs.extend((workload, m) for m in active if m in dropped)
         for g in present:
             for m in here:
@@ -324,8 +335,11 @@ def score(
         metric_scores: dict[str, list[MetricScore]] = {g: [] for g in present}
         for m in here:
             direction = METRICS.get(m) or COST_METRICS[m]
-            scored = {g: _scored_value(m, row[g][m].mean, resolution_ms) for g in present}
-            floored += sum(1 for g in present if scored[g] != row[g][m].mean)
+            scored = {g: _scored_value(m, row[g][m].mean, resolution) for g in present}
+            raised = sum(1 for g in present if scored[g] != row[g][m].mean)
+            if raised:
+                key = (resolution, engine)
+                floored[key] = floored.get(key, 0) + raised
             pick = min if direction == "lower" else max
             best = pick(scored.values())
             leaders = [g for g in present if scored[g] == best]
@@ -333,9 +347,9 @@ def score(
                 s = metric_score(scored[g], best, direction)
                 tied = False
                 if profile == "robust" and s < 1.0:
-                    mine = _floored_sample(m, row[g][m], resolution_ms)
+                    mine = _floored_sample(m, row[g][m], resolution)
                     for leader in leaders:
-                        theirs = _floored_sample(m, row[leader][m], resolution_ms)
+                        theirs = _floored_sample(m, row[leader][m], resolution)
                         if welch_difference(mine, theirs).significant is False:
                             tied = True
                     if tied:
@@ -413,10 +427,11 @@ def score(
             )
         elif result.missing:
             notes.append(f"{result.target} was not measured at all: scored 0")
-    if floored:
+    for (resolution, engine), n in floored.items():
+        whose = f"{_engine_label(engine)}'s" if engine else "the load engine's"
         notes.append(
-            f"{counted(floored, 'latency value')} under {resolution_ms:g} ms (Gatling's "
-            f"resolution) {'was' if floored == 1 else 'were'} scored as {resolution_ms:g} ms"
+            f"{counted(n, 'latency value')} under {resolution:g} ms ({whose} resolution) "
+            f"{'was' if n == 1 else 'were'} scored as {resolution:g} ms"
         )
     if profile == "robust" and single_rep:
         notes.append(
@@ -433,6 +448,21 @@ def score(
         notes=tuple(notes),
         left_out=tuple(dropped_pairs),
     )
+
+
+ENGINE_LABELS = {"gatling": "Gatling", "wrk": "wrk", "loadgen": "gatebench-loadgen"}
+"""How the score's notes name a load engine."""
+
+
+def _engine_label(engine: str) -> str:
+    return ENGINE_LABELS.get(engine, engine)
+
+
+def _for_workload(given: _T | Mapping[str, _T], workload: str, default: _T) -> _T:
+    """``given`` when it is one value for every workload, else its value for ``workload``."""
+    if isinstance(given, Mapping):
+        return given.get(workload, default)
+    return given
 
 
 def _floored_sample(metric: str, sample: Sample, resolution_ms: float) -> Sample:

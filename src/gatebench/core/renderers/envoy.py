@@ -447,6 +447,11 @@ def _pool(target: RenderTarget) -> dict[str, Any]:
         {
             "timeout": f"{HEALTH_TIMEOUT_S}s",
             "interval": f"{HEALTH_INTERVAL_S}s",
+            # A cluster that has had no traffic yet is checked every 60 s by default, and the
+            # next check stays that far out once traffic comes: over a benchmark of seconds
+            # the active check never ran, and a dead replica came back into the rotation as
+            # its passive ejection ran out (more than 250 refused connections a second).
+            "no_traffic_interval": f"{HEALTH_INTERVAL_S}s",
             "unhealthy_threshold": HEALTH_FALL,
             "healthy_threshold": HEALTH_RISE,
             "http_health_check": {"path": HEALTH_PATH},

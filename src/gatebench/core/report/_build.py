@@ -18,6 +18,7 @@ from gatebench.core.aggregate import (
     UNMEASURED,
     UNSCORED_REASONS,
     CellSummary,
+    Comparison,
     RankStability,
     RunSummary,
     summarize,
@@ -33,7 +34,7 @@ from gatebench.core.report._format import (
     fmt_signed,
     fmt_value,
 )
-from gatebench.core.score import PROFILES, Profile, ScoreError
+from gatebench.core.score import PROFILES, RESOLUTION_MS, Profile, ScoreError
 from gatebench.core.stats import joined_names
 from gatebench.core.trust import (
     AGREEMENT_PCT,
@@ -184,18 +185,22 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         s = self.summary
-        comparison = None
-        if s.comparison is not None:
-            c = s.comparison
-            comparison = {
+
+        def compared(c: Comparison) -> dict[str, Any]:
+            return {
                 "leader": c.leader,
                 "runner_up": c.runner_up,
                 "repetitions": c.repetitions,
                 "difference": c.difference.estimate,
                 "ci95_low": c.difference.low,
                 "ci95_high": c.difference.high,
-                "significant": c.difference.significant,
+                # against every other gateway at once: Holm-corrected (None: no interval)
+                "significant": c.significant,
+                "p_holm": c.adjusted_p,
+                "comparisons": c.family,
             }
+
+        comparison = None if s.comparison is None else compared(s.comparison)
         data: dict[str, Any] = json_safe(
             {
                 "gatebench": __version__,
@@ -205,7 +210,14 @@ class Report:
                 "weights": dict(self.weights),
                 "verdict": " ".join(self.verdict),
                 "cautions": list(self.cautions),
-                "resolution_ms": 1,
+                # the coarsest latency resolution the score used (the engine's: wrk and
+                # gatebench-loadgen record microseconds, Gatling whole milliseconds)
+                "resolution_ms": max(
+                    (ms for ms, _ in s.resolutions.values()), default=RESOLUTION_MS
+                ),
+                "resolutions": {
+                    w: {"ms": ms, "engine": engine} for w, (ms, engine) in s.resolutions.items()
+                },
                 "gateways": list(s.gateways),
                 "baseline": s.baseline,
                 "workloads": list(s.workloads),
@@ -225,6 +237,7 @@ class Report:
                     for r in s.rank_stability
                 ],
                 "comparison": comparison,
+                "comparisons": [compared(c) for c in s.comparisons],
                 "overhead": [
                     {
                         "workload": o.workload,
@@ -733,35 +746,90 @@ def _errors_everyone_had(
 
 
 def _lead(summary: RunSummary) -> str:
-    """Whether the leader's lead over the runner-up is larger than the run-to-run noise (the
-    two rankings agree here: tied_on_the_repetitions found no disagreement)."""
+    """Whether the leader's lead over each other ranked gateway is larger than the run-to-run
+    noise (the two rankings agree here: tied_on_the_repetitions found no disagreement): the
+    leader against every other gateway, paired by repetition and Holm-corrected together
+    (:func:`gatebench.core.aggregate.lead_comparisons`), and which gateways are within the
+    noise of it, tied with it on this evidence."""
     result = summary.scores
-    top, runner = result.gateways[0], result.gateways[1]
+    top = result.gateways[0]
     stability = {r.target: r for r in summary.rank_stability}
-    c = summary.comparison
+    comparisons = summary.comparisons or (
+        (summary.comparison,) if summary.comparison is not None else ()
+    )
     firsts = stability[top.target].first if top.target in stability else 0
-    n = c.repetitions if c else 0
-    if c is None or c.difference.half_width is None:
+    n = comparisons[0].repetitions if comparisons else 0
+    if n < 2:
         return (
             "With a single complete repetition there is no measure of run-to-run noise: "
             "repeat the run (3 or more repetitions) before trusting this order."
         )
+    beyond = [c for c in comparisons if c.significant]
+    within = [c for c in comparisons if c.significant is False]
+    untold = [c for c in comparisons if c.significant is None]
+    runner = comparisons[0].runner_up
+    if len(comparisons) == 1 and beyond:
+        return (
+            f"Its lead over {runner} ({_interval(beyond[0])}) is larger than the run-to-run "
+            f"noise; it ranked first in {firsts} of {n} repetitions."
+        )
+    if len(comparisons) == 1 and within:
+        return (
+            f"Its lead over {runner} is inside the run-to-run noise ({_interval(within[0])}; "
+            f"first in {firsts} of {n} repetitions): treat the two as equal on this evidence."
+        )
+    clauses = []
+    if beyond:
+        named = [
+            f"{c.runner_up} ({_interval(c)})" if c.runner_up == runner else f"over {c.runner_up}"
+            for c in beyond
+        ]
+        clauses.append(f"Its lead over {joined_names(named)} is larger than the run-to-run noise")
+    if within:
+        named = [f"{c.runner_up} ({_interval(c)})" for c in within]
+        tied = joined_names([top.target, *(c.runner_up for c in within)])
+        if beyond:
+            clauses.append(
+                f"but {joined_names(named)} {'is' if len(within) == 1 else 'are'} within it: "
+                f"{tied} are tied on this evidence"
+            )
+        else:
+            clauses.append(
+                f"Its lead over {joined_names(named)} is inside the run-to-run noise: treat "
+                f"{tied} as equal on this evidence"
+            )
+    text = ", ".join(clauses)
+    if len(comparisons) > 1 and (beyond or within):
+        text += (
+            f" ({len(comparisons)} comparisons, {top.target} against each other gateway, "
+            "paired by repetition and Holm-corrected)"
+        )
+    if untold:
+        names = joined_names(c.runner_up for c in untold)
+        same = (
+            f"its lead over {names} was the same in each of the {n} repetitions"
+            if len(untold) == 1
+            else f"its lead over each of {names} was the same in each of the {n} repetitions"
+        )
+        untold_text = (
+            f"{same} ({joined_names(fmt_points(c.difference.estimate, 1) for c in untold)}), "
+            "which measures no run-to-run noise (the readings are too coarse, or the "
+            "repetitions too few, to show it): not enough repetitions to tell whether "
+            f"{'that lead is' if len(untold) == 1 else 'those leads are'} larger than the noise"
+        )
+        text = f"{text}; {untold_text}" if text else untold_text[0].upper() + untold_text[1:]
+    return f"{text}; it ranked first in {firsts} of {n} repetitions."
+
+
+def _interval(c: Comparison) -> str:
+    """The mean of the repetitions' own differences (not the difference of the scores above),
+    with its 95 % interval."""
     d = c.difference
     half = d.half_width or 0.0
     decimals = 1 if half < 10 else 0
-    # the mean of the repetitions' own differences, not the difference of the scores above
-    interval = (
+    return (
         f"{fmt_points(d.estimate, decimals)} a repetition on average, 95 % CI "
         f"{fmt_number(d.low or 0.0, decimals)} to {fmt_number(d.high or 0.0, decimals)}"
-    )
-    if d.significant:
-        return (
-            f"Its lead over {runner.target} ({interval}) is larger than the run-to-run "
-            f"noise; it ranked first in {firsts} of {n} repetitions."
-        )
-    return (
-        f"Its lead over {runner.target} is inside the run-to-run noise ({interval}; "
-        f"first in {firsts} of {n} repetitions): treat the two as equal on this evidence."
     )
 
 

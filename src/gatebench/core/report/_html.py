@@ -350,16 +350,38 @@ def _stability(report: Report) -> str:
         return "<p>No complete repetition to rank.</p>"
     text = ""
     c = s.comparison
+    others = s.comparisons[1:] if s.comparisons else ()
     if c is not None and c.difference.half_width is not None:
         d = c.difference
-        noise = "larger than" if d.significant else "inside"
+        noise = "larger than" if c.significant else "inside"
         if d.estimate >= 0:
+            holm = (
+                f" (Holm-corrected for the {c.family} comparisons of {_e(c.leader)} with each "
+                "other gateway)"
+                if c.family > 1
+                else ""
+            )
             text = (
                 f"<p>{_e(c.leader)} − {_e(c.runner_up)}, paired by repetition: "
                 f"{_e(fmt_points(d.estimate, 1))}, 95 % CI {_e(fmt_number(d.low or 0.0, 1))} "
                 f"to {_e(fmt_number(d.high or 0.0, 1))}: the lead is {noise} the run-to-run "
-                "noise.</p>"
+                f"noise{holm}.</p>"
             )
+            for o in others:
+                od = o.difference
+                if od.half_width is None:
+                    text += (
+                        f"<p>{_e(o.leader)} − {_e(o.runner_up)}: the same "
+                        f"{_e(fmt_points(od.estimate, 1))} in every repetition, no measure of "
+                        "the run-to-run noise.</p>"
+                    )
+                    continue
+                text += (
+                    f"<p>{_e(o.leader)} − {_e(o.runner_up)}: {_e(fmt_points(od.estimate, 1))}, "
+                    f"95 % CI {_e(fmt_number(od.low or 0.0, 1))} to "
+                    f"{_e(fmt_number(od.high or 0.0, 1))}: the lead is "
+                    f"{'larger than' if o.significant else 'inside'} the run-to-run noise.</p>"
+                )
         else:
             # Scored one repetition at a time the runner-up does better: no "lead" to speak of.
             text = (
@@ -511,7 +533,9 @@ def _method(report: Report) -> str:
             "with errors on a workload never scores above one without, and metrics carry weights."
         )
     return (
-        f"<p>{_e(RESOLUTION_NOTE)}</p><p>{profile} Latencies under 1 ms are scored as 1 ms; a "
+        f"<p>{_e(RESOLUTION_NOTE)}</p><p>{profile} Latencies under the load engine's "
+        "resolution (1 ms for Gatling, 0.001 ms for wrk and gatebench-loadgen; the coarsest of "
+        "the engines that measured a workload) are scored as that resolution; a "
         "gateway that was not measured on a workload scores 0 there; the baseline never "
         "competes. See docs/scoring.md in gatebench for the rules and worked examples.</p>"
     )
