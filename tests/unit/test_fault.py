@@ -104,3 +104,35 @@ def test_a_failure_the_engine_ends_a_millisecond_before_the_recorded_kill_counts
     assert impact.errors == 2
     assert impact.disturbed_s == pytest.approx(0.002)
     assert impact.stopped_after_s == pytest.approx(0.002)
+
+
+def test_only_the_gateways_measured_phases_of_the_workload_carry_the_fault() -> None:
+    """Never the baseline's (it has no pool) nor the load engine's ceiling's (it measures the
+    engine: a kill there took the replica out of every gateway's pool just before their
+    phases, and Envoy's passive ejection then ran out inside its own)."""
+    from types import SimpleNamespace
+
+    from gatebench.core.fault import fault_offsets
+    from gatebench.core.model import BASELINE
+    from gatebench.core.trust import CEILING_TARGET
+
+    fault = SimpleNamespace(workload="get", offset=lambda duration: duration / 2)
+    phases = [
+        SimpleNamespace(
+            index=i,
+            target=target,
+            workload=workload,
+            measured=measured,
+            injection=SimpleNamespace(duration=8.0),
+        )
+        for i, (target, workload, measured) in enumerate(
+            [
+                (CEILING_TARGET, "get", True),
+                ("envoy", "get", False),  # its warm-up
+                ("envoy", "get", True),
+                ("envoy", "post", True),
+                (BASELINE, "get", True),
+            ]
+        )
+    ]
+    assert fault_offsets(fault, phases) == {2: 4.0}  # type: ignore[arg-type]

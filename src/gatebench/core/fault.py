@@ -182,11 +182,19 @@ def fault_offsets(
 ) -> dict[int, float]:
     """The phases that carry the plan's fault and when: phase index → seconds from the phase's
     start to the kill. Every measured phase of the fault's workload through a gateway (never
-    the baseline's: it has no pool); one place decides it, for the local path
-    (backends._fault) and the cloud's (the render step hands it to the tester)."""
+    the baseline's: it has no pool; never the load engine's ceiling's: it measures the engine,
+    and a kill there ejected the replica from every gateway's pool just before their phases);
+    one place decides it, for the local path (backends._fault) and the cloud's (the render
+    step hands it to the tester)."""
+    from gatebench.core.trust import CEILING_TARGET
+
     out: dict[int, float] = {}
     for phase in phases:
-        if phase.measured and phase.workload == fault.workload and phase.target != baseline:
+        if (
+            phase.measured
+            and phase.workload == fault.workload
+            and phase.target not in (baseline, CEILING_TARGET)
+        ):
             out[phase.index] = fault.offset(phase.injection.duration) or 0.0
     return out
 
