@@ -71,9 +71,22 @@ def test_other_gateways_probes_are_the_background_not_traffic() -> None:
     gateway under test retried twice at the kill and stopped; their probes are no traffic."""
     requests = _steady(KILL - 1, KILL + 6, 0.01, 0.001)
     probes = [KILL + 0.02 + g * 0.04 + s for g in range(6) for s in range(6)]
-    impact = fault_impact(requests, KILL, KILL + 6, [KILL + 0.001, KILL + 0.002, *probes])
+    attempts = [KILL + 0.001, KILL + 0.002, *probes]
+    impact = fault_impact(requests, KILL, KILL + 6, attempts, probers=6)
     assert impact.stopped_after_s is not None and impact.stopped_after_s <= 0.25
     assert impact.probe_rate == pytest.approx(6.0, rel=0.2)
+
+
+def test_a_gateway_still_sending_at_the_phases_end_is_not_the_background() -> None:
+    """Envoy once its passive ejection ran out: hundreds of attempts a second to the dead
+    replica until the phase ended, hidden by its retries. The last third of the window is no
+    background when it is busier than every gateway's health checks together can be: it kept
+    sending to the end (it read 0.1 s)."""
+    requests = _steady(KILL - 1, KILL + 6, 0.01, 0.001)
+    probes = [KILL + 0.02 + g * 0.04 + s for g in range(6) for s in range(6)]
+    flood = [KILL + 2.5 + i / 250 for i in range(int(3.5 * 250))]  # 250 a second to the end
+    impact = fault_impact(requests, KILL, KILL + 6, [KILL + 0.001, *probes, *flood], probers=6)
+    assert impact.stopped_after_s == pytest.approx(6.0, abs=0.25)
 
 
 def test_requests_in_flight_at_the_kill_are_the_ones_it_breaks() -> None:

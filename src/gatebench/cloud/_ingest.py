@@ -44,11 +44,12 @@ from gatebench.cloud._tls import CA_OBJECT
 from gatebench.core.errors import GatebenchError
 from gatebench.core.fault import Request, fault_impact, requests_by_phase
 from gatebench.core.measure import ingest_simlog, with_gateway_cgroup
-from gatebench.core.model import Measurement
+from gatebench.core.model import BASELINE, Measurement
 from gatebench.core.resources import CgroupSample
 from gatebench.core.simlog import read_simlog
 from gatebench.core.stats import counted
 from gatebench.core.testers import ingest_tester_logs
+from gatebench.core.trust import CEILING_TARGET
 from gatebench.store import ResultStore
 
 RAW_PREFIX = "raw/"
@@ -240,12 +241,15 @@ def with_deployment(
             changes.update(tls_new=new, tls_resumed=resumed)
         kill = kills.get(str(phase["index"])) if phase is not None else None
         if phase is not None and isinstance(kill, dict):
-            changes["fault"] = _impact(kill, requests.get(str(phase["id"]), []), replica)
+            probers = len({str(p["target"]) for p in index.values()} - {BASELINE, CEILING_TARGET})
+            changes["fault"] = _impact(kill, requests.get(str(phase["id"]), []), replica, probers)
         out.append(dataclasses.replace(m, **changes) if changes else m)
     return out, sorted(set(notes))
 
 
-def _impact(kill: dict[str, Any], requests: list[Request], replica: int) -> dict[str, Any]:
+def _impact(
+    kill: dict[str, Any], requests: list[Request], replica: int, probers: int
+) -> dict[str, Any]:
     """A faulted phase's ``fault`` figures (gatebench.core.fault.FaultImpact), or why there are
     none."""
     if kill.get("error") or not kill.get("at"):
@@ -254,7 +258,7 @@ def _impact(kill: dict[str, Any], requests: list[Request], replica: int) -> dict
     end = max((r.end for r in requests), default=at)
     attempts = kill.get("attempts")
     times = [float(a) for a in attempts] if isinstance(attempts, list) else None
-    impact = fault_impact(requests, at, end, times)
+    impact = fault_impact(requests, at, end, times, probers)
     return {**impact.to_dict(), "replica": replica}
 
 

@@ -93,9 +93,11 @@ def fault_impact(
     killed_at: float,
     phase_end: float,
     attempts: Sequence[float] | None = None,
+    probers: int = 1,
 ) -> FaultImpact:
     """The impact of a kill at ``killed_at`` on a phase ending at ``phase_end``; ``attempts``:
-    times of connection attempts to the dead replica (None: not observed).
+    times of connection attempts to the dead replica (None: not observed); ``probers``: the
+    gateways whose health checks reach it meanwhile (every gateway of the run is up at once).
 
     The requests the kill could touch are those still in flight at it (ended no earlier than
     :data:`CLOCK_SKEW_S` before it) or started after it, up to ``phase_end``: the errors,
@@ -124,11 +126,15 @@ def fault_impact(
             buckets[n] = buckets.get(n, 0) + 1
         # Health checks are the background: every gateway of the run probes the same
         # replicas. Their rate is read from the last third of the window (the gateway under
-        # test has long stopped sending by then); a bucket is traffic only well above it.
+        # test has long stopped sending by then); a bucket is traffic only well above it. A
+        # tail busier than every gateway's checks together can be is not a background: the
+        # gateway is still sending at the phase's end (Envoy once its passive ejection ran
+        # out), and it is not taken for one.
         span_s = phase_end - killed_at
         first_tail = math.ceil((2 * span_s / 3) / BUCKET_S)
         tail_counts = [c for n, c in buckets.items() if n >= first_tail]
-        threshold = max(PROBE_ATTEMPTS, *tail_counts) if tail_counts else PROBE_ATTEMPTS
+        checks = PROBE_ATTEMPTS * max(1, probers)
+        threshold = max(PROBE_ATTEMPTS, min(max(tail_counts, default=0), checks))
         busy = [n for n, count in buckets.items() if count > threshold]
         if busy:
             traffic_end = (max(busy) + 1) * BUCKET_S

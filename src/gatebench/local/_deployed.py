@@ -25,7 +25,7 @@ from typing import Any
 
 from gatebench.core.fault import Request, fault_impact
 from gatebench.core.measure import PhaseResult
-from gatebench.core.model import Measurement
+from gatebench.core.model import BASELINE, Measurement
 from gatebench.core.plan import Plan
 from gatebench.core.simlog import RequestRecord, RunHeader, SimLogReader
 from gatebench.core.tls import (
@@ -35,6 +35,7 @@ from gatebench.core.tls import (
     make_run_certificates,
     write_tls_folder,
 )
+from gatebench.core.trust import CEILING_TARGET
 from gatebench.core.workload import Phase
 from gatebench.local._watching import PhaseWatch
 from gatebench.local._wire import LoopbackObserver, WireUnavailable, open_observer
@@ -139,7 +140,8 @@ class DeploymentWatch(PhaseWatch):
             if self.observer is not None
             else None
         )
-        impact = fault_impact(requests, kill.at, result.end_ms / 1000.0, attempts)
+        probers = {p.target for p in self.phases} - {BASELINE, CEILING_TARGET}
+        impact = fault_impact(requests, kill.at, result.end_ms / 1000.0, attempts, len(probers))
         return {**impact.to_dict(), "replica": self.plan.fault.replica if self.plan.fault else 0}
 
     def _requests(self, phase: Phase) -> list[Request]:
