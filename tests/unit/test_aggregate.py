@@ -291,3 +291,50 @@ def test_the_coarsest_engine_among_the_compared_cells_sets_the_floor() -> None:
     assert s.scores.gateway("a").endpoint("w").metric("mean").score == 1.0
     assert s.scores.gateway("b").endpoint("w").metric("mean").score == 1.0
     assert any("(Gatling's resolution)" in n for n in s.scores.notes)
+
+
+def test_an_unranked_gateway_is_never_the_best_value_of_a_workload() -> None:
+    """c failed during the run: not ranked, so its 5 ms is not the best the tables mark."""
+    ms = [m(g, "w", rep, v) for rep in range(3) for g, v in (("a", 10.0), ("b", 12.0), ("c", 5.0))]
+    s = summarize(ms, failed={"c": "during repetition 3"})
+    assert [g.target for g in s.scores.gateways] == ["a", "b"]
+    assert s.best_among_gateways("w")["mean"] == 10.0
+    assert s.best_among_gateways("w")["throughput"] == 100.0
+
+
+def test_requests_per_cpu_second_is_the_runs_requests_over_its_cpu() -> None:
+    """a used 0.05 CPU-s in 7 repetitions (under 0.1: no figure of their own) and 0.2 in 3:
+    scored on those 3 alone it read 5,000 req/CPU-s and ranked below b's 6,667, though over
+    the run it served 10,000 requests on 0.95 CPU-s."""
+    ms = []
+    for rep in range(10):
+        a_cpu = 0.05 if rep < 7 else 0.2
+        ms.append(m("a", "w", rep, 10.0, requests=1000, ok=1000, gateway_cpu_s=a_cpu))
+        ms.append(m("b", "w", rep, 10.0, requests=1000, ok=1000, gateway_cpu_s=0.15))
+    s = summarize(ms, profile="robust", weights={"req_per_cpu_s": 1})
+    a, b = s.cell("w", "a"), s.cell("w", "b")
+    assert a is not None and b is not None
+    assert a.metrics["req_per_cpu_s"].mean == pytest.approx(10_000 / 0.95)
+    assert a.metrics["req_per_cpu_s"].n == 10
+    assert a.resources["req_per_cpu_s"] == a.metrics["req_per_cpu_s"]  # the costs table's too
+    assert b.metrics["req_per_cpu_s"].mean == pytest.approx(10_000 / 1.5)
+    assert b.metrics["req_per_cpu_s"].stddev == pytest.approx(0.0, abs=1e-6)
+    assert s.scores.gateways[0].target == "a"
+    assert s.scores.notes == ()
+
+
+def test_requests_per_cpu_second_needs_the_cpu_of_the_run_not_of_each_repetition() -> None:
+    from gatebench.core.resources import pooled_requests_per_cpu_s
+
+    assert pooled_requests_per_cpu_s([(100, 0.04), (100, 0.04)]) is None  # 0.08 CPU-s in all
+    assert pooled_requests_per_cpu_s([(100, 0.06), (100, 0.06)]) == (
+        pytest.approx(200 / 0.12),
+        pytest.approx(0.0, abs=1e-9),
+        2,
+    )
+    assert pooled_requests_per_cpu_s([(100, None), (300, 0.2)]) == (1500.0, 0.0, 1)
+    ratio, sd, n = pooled_requests_per_cpu_s([(100, 0.1), (300, 0.2), (200, 0.2)])  # type: ignore[misc]
+    residuals = [100 - ratio * 0.1, 300 - ratio * 0.2, 200 - ratio * 0.2]
+    assert ratio == pytest.approx(1200.0)
+    assert sd == pytest.approx(math.sqrt(sum(e * e for e in residuals) / 2) / (0.5 / 3))
+    assert n == 3

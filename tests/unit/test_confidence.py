@@ -53,3 +53,35 @@ def test_the_incomplete_beta_matches_scipy() -> None:
     for x, a, b in grid:
         expected = float(special.betainc(a, b, x))
         assert regularized_incomplete_beta(x, a, b) == pytest.approx(expected, abs=1e-12)
+
+
+def test_holm_adjusts_a_family_of_p_values() -> None:
+    from gatebench.core.confidence import holm
+
+    assert holm([]) == []
+    assert holm([0.04, 0.01, None]) == [pytest.approx(0.08), pytest.approx(0.03), None]
+    assert holm([0.03, 0.04]) == [pytest.approx(0.06), pytest.approx(0.06)]  # kept monotone
+    assert holm([0.6, 0.5]) == [1.0, 1.0]
+
+
+def test_the_p_value_of_a_difference_is_the_t_tests() -> None:
+    from gatebench.core.confidence import paired_difference
+
+    a, b = [10.0, 12.0, 11.0, 10.5], [9.0, 10.0, 10.5, 10.0]
+    d = paired_difference(a, b)
+    expected = stats.ttest_rel(a, b).pvalue
+    assert d.p_value == pytest.approx(expected, rel=1e-8)
+
+
+def test_a_paired_difference_with_no_spread_has_no_interval() -> None:
+    """Every repetition gave the same difference: no measure of noise, not a zero-width
+    interval that calls any difference real (at any number of repetitions)."""
+    from gatebench.core.confidence import paired_difference
+
+    for n in (2, 3, 10):
+        d = paired_difference([100.0] * n, [96.296] * n, bounds=(-100.0, 100.0))
+        assert d.estimate == pytest.approx(3.704)
+        assert (d.half_width, d.significant, d.p_value, d.low) == (None, None, None, None)
+    # float rounding in equal differences is no spread either
+    d = paired_difference([100.0, 100.0], [96.29629629629629, 96.2962962962963])
+    assert d.half_width is None

@@ -114,7 +114,11 @@ def test_verdict_with_a_clear_leader(report) -> None:  # type: ignore[no-untyped
     text = " ".join(report.verdict)
     leader = report.summary.scores.gateways[0]
     assert text.startswith(f"{leader.target} scores highest (")
-    assert "is larger than the run-to-run noise; it ranked first in 5 of 5 repetitions." in text
+    assert (
+        "and over haproxy is larger than the run-to-run noise (2 comparisons, nginx against each "
+        "other gateway, paired by repetition and Holm-corrected); it ranked first in 5 of 5 "
+        "repetitions." in text
+    )
 
 
 def test_the_verdict_names_the_cpu_policy_the_run_ran_under(
@@ -989,3 +993,127 @@ def test_gateways_a_stopped_run_never_reached_are_not_ranked_with_zero() -> None
         "The run's status is 'partial' (interrupted (Ctrl-C or SIGTERM)): the results may be "
         "incomplete."
     ) in report.cautions
+
+
+# -- the leader against every other gateway; a lead with no spread -----------------------------
+
+
+def _three_gateways() -> list[Measurement]:
+    """b is steadily a little slower than a; c is as close, but noisy: it ranks first once."""
+    ms = []
+    for rep in range(3):
+        ms.append(m("a", "w", rep, 10.0))
+        ms.append(m("b", "w", rep, 10.0, p50=[11.0, 11.1, 10.9][rep]))
+        ms.append(m("c", "w", rep, 10.0, p50=11.0, p99=[8.0, 13.0, 10.0][rep]))
+    return ms
+
+
+def test_the_verdict_tests_the_leader_against_every_gateway_not_only_the_runner_up() -> None:
+    report = build_report(run_record(gateways=["a", "b", "c"]), _three_gateways())
+    s = report.summary
+    assert [c.runner_up for c in s.comparisons] == ["b", "c"]
+    assert [c.significant for c in s.comparisons] == [True, False]
+    assert all(c.family == 2 for c in s.comparisons)
+    assert s.comparison == s.comparisons[0]
+    assert report.verdict[1] == (
+        "Its lead over b (0.9 points a repetition on average, 95 % CI 0.7 to 1.1) is larger than "
+        "the run-to-run noise, but c (1.0 points a repetition on average, 95 % CI -4.3 to 6.4) is "
+        "within it: a and c are tied on this evidence (2 comparisons, a against each other "
+        "gateway, paired by repetition and Holm-corrected); it ranked first in 2 of 3 "
+        "repetitions."
+    )
+    data = json.loads(render_json(report))
+    assert [c["significant"] for c in data["comparisons"]] == [True, False]
+
+
+def test_the_lead_over_each_gateway_is_holm_corrected() -> None:
+    """A lead just outside its own 95 % interval is not enough when it is one of several."""
+    from gatebench.core.aggregate import Comparison
+    from gatebench.core.confidence import holm, paired_difference
+
+    d = paired_difference([10.0, 12.0, 11.0, 10.5, 11.0], [9.0, 10.0, 10.5, 10.0, 10.6])
+    assert d.significant is True
+    assert d.p_value is not None and 0.025 < d.p_value < 0.05
+    p_adjusted = holm([d.p_value, 0.5])[0]
+    assert p_adjusted == pytest.approx(2 * d.p_value)
+    assert Comparison("a", "b", d, 5).significant is True  # alone
+    assert Comparison("a", "b", d, 5, p_adjusted, 2).significant is False  # one of two
+
+
+def test_a_lead_with_no_spread_over_the_repetitions_is_not_read_as_beyond_the_noise() -> None:
+    """Two repetitions whose per-repetition scores are identical (readings in whole ms, floored
+    at 1 ms): a paired sd of 0 is no measure of noise, never "larger than the noise"."""
+    ms = []
+    for rep in range(2):
+        lat = {"min": 0.0, "p50": 0.0, "p90": 0.0, "p95": 1.0, "p99": 1.0, "throughput": 204.0}
+        ms.append(m("a", "bid", rep, 0.3 + 0.1 * rep, stddev=0.5 + 0.05 * rep, max=2.0, **lat))
+        ms.append(m("b", "bid", rep, 0.4 + 0.05 * rep, stddev=0.6 - 0.05 * rep, max=3.0, **lat))
+    report = build_report(run_record(gateways=["a", "b"]), ms)
+    d = report.summary.comparison.difference  # type: ignore[union-attr]
+    assert d.estimate == pytest.approx(100 / 30)  # max 2 against 3 ms, 1 metric of 10
+    assert (d.half_width, d.significant) == (None, None)
+    assert report.verdict[1] == (
+        "Its lead over b was the same in each of the 2 repetitions (3.3 points), which measures no "
+        "run-to-run noise (the readings are too coarse, or the repetitions too few, to show it): "
+        "not enough repetitions to tell whether that lead is larger than the noise; it ranked "
+        "first in 2 of 2 repetitions."
+    )
+    assert "larger than the run-to-run noise" not in " ".join(report.verdict)
+
+
+def test_the_verdict_never_prints_two_different_scores_alike() -> None:
+    """95.417 and 94.619 both read 95 in whole points: "ahead of b (95)" read as a tie."""
+    ms = []
+    for rep in range(10):
+        j = 0.05 * (rep % 3)
+        ms.append(m("a", "w", rep, 10.0 + j, p50=18.5 + j))
+        ms.append(m("b", "w", rep, 10.0 + j, p99=21.7 + j))
+    report = build_report(run_record(gateways=["a", "b"]), ms)
+    assert report.verdict[0] == "a scores highest (95.4 of 100, paper profile), ahead of b (94.6)."
+    close = [
+        m(g, "w", rep, 2.0, throughput=t + rep)
+        for rep in range(5)
+        for g, t in (("a", 5000.0), ("b", 4999.8))
+    ]
+    report = build_report(run_record(gateways=["a", "b"]), close)
+    assert (
+        report.verdict[0] == "a scores highest (100 of 100, paper profile), ahead of b (99.9996)."
+    )
+
+
+def test_comparing_runs_that_ranked_different_gateways_warns_that_the_order_can_flip() -> None:
+    """The paper divides by each metric's best: c, best on p99, flips a and b (docs/scoring.md,
+    "What a score does not tell")."""
+    from gatebench.core.report import compare_view
+
+    def cell(g: str, rep: int, p50: float, p99: float) -> Measurement:
+        return m(g, "w", rep, 10.0 + 0.01 * rep, p50=p50 + 0.01 * rep, p99=p99 + 0.01 * rep)
+
+    base = [x for rep in range(5) for x in (cell("a", rep, 10, 40), cell("b", rep, 12, 30))]
+    withc = base + [cell("c", rep, 20, 15) for rep in range(5)]
+    two = build_report(run_record(gateways=["a", "b"]), base)
+    three = build_report(run_record(gateways=["a", "b", "c"]), withc)
+    assert [g.target for g in two.summary.scores.gateways] == ["b", "a"]
+    assert [g.target for g in three.summary.scores.gateways] == ["c", "a", "b"]
+    notes = compare_view(two, three)["notes"]
+    assert notes[-1] == (
+        "Scores are relative to the best gateway within each run, and the runs ranked "
+        "different gateways: adding or removing a gateway can reverse the order of two "
+        "others, not only change their scores, so compare raw metrics across runs rather "
+        "than score points or ranks."
+    )
+    assert not any("compare ranks" in n for n in notes)
+
+
+def test_a_wrk_runs_report_gives_wrks_resolution() -> None:
+    ms = [
+        m(g, "w", rep, v, engine="wrk", throughput=5000.0)
+        for rep in range(3)
+        for g, v in (("a", 0.2), ("b", 0.8))
+    ]
+    report = build_report(run_record(gateways=["a", "b"]), ms)
+    data = json.loads(render_json(report))
+    assert data["resolution_ms"] == 0.001
+    assert data["resolutions"] == {"w": {"ms": 0.001, "engine": "wrk"}}
+    assert report.verdict[0].startswith("a scores highest (100 of 100, paper profile), ahead of b")
+    assert not any("Gatling" in n for n in report.summary.scores.notes)

@@ -28,3 +28,30 @@ def test_a_half_rounds_away_from_zero(value: float, decimals: int, text: str) ->
 
 def test_what_is_not_a_number_is_written_as_python_writes_it() -> None:
     assert fmt_number(float("inf"), 1) == "inf"
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (99.59, "99.6"),
+        (99.9996, "99.9996"),  # read "100.000" when the search stopped at 3 decimals
+        (99.99996, "99.99996"),
+        (100 - 1e-10, "99.999999999"),  # ranked with 100 (9 decimals), never shown as it
+        (100.0, "100"),
+        (95.417, "95"),
+    ],
+)
+def test_a_score_below_100_never_reads_100(value: float, text: str) -> None:
+    from gatebench.core.report._format import fmt_score
+
+    assert fmt_score(value) == text
+
+
+def test_the_verdicts_decimals_show_different_scores_differently() -> None:
+    from gatebench.core.report._format import score_decimals
+
+    assert score_decimals([100.0, 84.2, 73.0]) == 0
+    assert score_decimals([95.417, 94.619]) == 1
+    assert score_decimals([95.417, 95.419, 12.0]) == 3
+    assert score_decimals([95.4, 95.4 + 1e-12]) == 0  # equal to the rank's 9 decimals: a tie
+    assert score_decimals([]) == 0

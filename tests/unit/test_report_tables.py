@@ -101,3 +101,31 @@ def test_the_error_column_says_it_is_the_mean_of_the_repetitions_error_rates() -
     assert (
         "Mean ± half-width of the 95 % confidence interval over the repetitions. " + said
     ) in render_markdown(report)
+
+
+def test_the_latency_table_never_marks_an_unranked_gateways_value_best() -> None:
+    from gatebench.core.metrics import METRICS
+    from gatebench.core.model import Measurement, RunRecord, RunStatus
+    from gatebench.core.report._tables import latency_tables
+
+    def m(target: str, rep: int, mean: float) -> Measurement:
+        values: dict[str, object] = dict.fromkeys(METRICS, mean)
+        values.update(throughput=1000.0 / mean, error_pct=0.0, requests=100, ok=100, ko=0)
+        return Measurement(run_id="r", target=target, workload="w", repetition=rep, **values)  # type: ignore[arg-type]
+
+    run = RunRecord(
+        run_id="r",
+        spec_uri="file:///a.yaml",
+        spec_sha256="0" * 64,
+        status=RunStatus.DONE,
+        created_at=0.0,
+        gateways=["a", "b", "c"],
+        environment={"failures": {"c": {"repetition": 3}}},
+    )
+    ms = [m(g, rep, v) for rep in range(3) for g, v in (("a", 10.0), ("b", 12.0), ("c", 5.0))]
+    report = build_report(run, ms)
+    assert report.summary.unranked == {"c": "failed during repetition 3"}
+    (table,) = latency_tables(report)
+    rows = {r.header: r for r in table.rows}
+    assert not any(c.best for c in rows["c"].cells)
+    assert all(c.best for c in rows["a"].cells[: len(METRICS)] if c.text != "0")

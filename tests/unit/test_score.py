@@ -34,7 +34,10 @@ def test_the_floor_is_the_resolution_given_for_each_workload() -> None:
     """wrk and gatebench-loadgen record microseconds: 0.2 and 0.8 ms differ there, and the note
     names the engine whose resolution raised a value (never Gatling's for a wrk run)."""
     values = values_from_table(
-        {"e": {"a": {"mean": 0.2}, "b": {"mean": 0.8}}, "f": {"a": {"mean": 0.0}, "b": {"mean": 0.5}}}
+        {
+            "e": {"a": {"mean": 0.2}, "b": {"mean": 0.8}},
+            "f": {"a": {"mean": 0.0}, "b": {"mean": 0.5}},
+        }
     )
     result = score(
         values,

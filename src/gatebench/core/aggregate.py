@@ -56,6 +56,7 @@ from gatebench.core.confidence import (
 from gatebench.core.metrics import COST_METRICS, METRICS
 from gatebench.core.model import BASELINE, RESOURCE_FIELDS, Measurement
 from gatebench.core.records import fields
+from gatebench.core.resources import pooled_requests_per_cpu_s
 from gatebench.core.score import RESOLUTION_MS, Profile, ScoreResult, score
 from gatebench.core.stats import counted, fmt_rate, joined_names
 from gatebench.core.trust import (
@@ -280,12 +281,15 @@ class RunSummary:
         return out
 
     def best_among_gateways(self, workload: str) -> dict[str, float]:
-        """metric → the best mean among the gateways measured on ``workload`` (the baseline
-        does not compete, nor does a gateway that gave wrong answers); empty when no gateway
-        was measured there."""
+        """metric → the best mean among the ranked gateways measured on ``workload`` (the
+        baseline does not compete, nor does a gateway that is not ranked: one that failed
+        during the run, gave wrong answers or was left out); empty when no ranked gateway was
+        measured there."""
         best: dict[str, float] = {}
         gateways = [
-            t for t in self.measured_targets(workload) if t != self.baseline and t not in self.wrong
+            t
+            for t in self.measured_targets(workload)
+            if t != self.baseline and t not in self.wrong and t not in self.unranked
         ]
         for m in METRICS:
             values = [self.cells[(workload, t)].metrics[m].mean for t in gateways]
@@ -615,18 +619,36 @@ def wrong_answers(measurements: Iterable[Measurement]) -> dict[str, int]:
 
 def _costs(ms: list[Measurement]) -> dict[str, Sample]:
     """What the cell cost (gatebench.core.metrics.COST_METRICS), over the repetitions that
-    measured it: absent when none did, so the paper's metrics stay the only ones there."""
+    measured it: absent when none did, so the paper's metrics stay the only ones there.
+    Requests per gateway CPU-second is every repetition's requests over all their gateway CPU
+    (:func:`_per_cpu_s`), never the mean of the repetitions that reached 0.1 CPU-s alone."""
     out: dict[str, Sample] = {}
     for name in COST_METRICS:
+        if name == "req_per_cpu_s":
+            pooled = _per_cpu_s(ms)
+            if pooled is not None:
+                out[name] = pooled
+            continue
         values = [v for m in ms if (v := m.cost(name)) is not None]
         if values:
             out[name] = Sample.of(values)
     return out
 
 
+def _per_cpu_s(ms: list[Measurement]) -> Sample | None:
+    """Requests per gateway CPU-second over the cell's repetitions: total requests over total
+    CPU (gatebench.core.resources.pooled_requests_per_cpu_s; a repetition under 0.1 CPU-s has no
+    figure of its own, and leaving it out would keep a gateway's costliest repetitions only)."""
+    pooled = pooled_requests_per_cpu_s((m.requests, m.gateway_cpu_s) for m in ms)
+    return None if pooled is None else Sample(*pooled)
+
+
 def _resources(ms: list[Measurement]) -> dict[str, Sample]:
     out: dict[str, Sample] = {}
-    for name in ("req_per_cpu_s", *RESOURCE_FIELDS):
+    pooled = _per_cpu_s(ms)
+    if pooled is not None:
+        out["req_per_cpu_s"] = pooled
+    for name in RESOURCE_FIELDS:
         values = [v for m in ms if (v := getattr(m, name)) is not None]
         if values:
             out[name] = Sample.of(values)

@@ -1,8 +1,11 @@
 """The score: one 0–100 number per gateway, from the AGE paper (§IV-C), and a stricter option.
 
-Profile ``paper`` (the default) applies the paper's equations unchanged. For each endpoint
-(workload) ``e`` and metric ``m``, the best value over the gateways is the minimum (latency,
-error %) or the maximum (throughput), and gateway ``g`` scores::
+Profile ``paper`` (the default) applies the paper's equations (1)–(6), with two differences
+from the paper: it scores the error % beside the paper's nine metrics (throughput and eight
+response times), and it raises a latency under the load engine's resolution to that
+resolution (below). For each endpoint (workload) ``e`` and metric ``m``, the best value over
+the gateways is the minimum (latency, error %) or the maximum (throughput), and gateway ``g``
+scores::
 
     score_meg = 1                                  if v == best
               = 1 - |best - v| / v                 lower is better   (eq. 3)
@@ -14,10 +17,14 @@ The baseline (no gateway) never competes: its numbers are reported beside the ga
 
 What the paper leaves open, and what gatebench does (docs/scoring.md has worked examples):
 
-- A latency under Gatling's 1 ms resolution (a 0 ms minimum is common on loopback): every
-  latency is raised to 1 ms before scoring, so 0 ms and 1 ms tie instead of the 1 ms
-  gateway scoring 0 for a difference the clock cannot see. Values of 1 ms or more (all of
-  the paper's) are untouched.
+- A latency under the resolution of the load engine that measured it (Gatling records whole
+  milliseconds, and a 0 ms minimum is common on loopback; wrk and gatebench-loadgen record
+  microseconds): it is raised to that resolution before scoring (``resolution_ms``, per
+  workload; the run's aggregation passes the coarsest among the engines of the compared
+  gateways), so with Gatling 0 ms and 1 ms tie instead of the 1 ms gateway scoring 0 for a
+  difference the clock cannot see, and a 0 reading never divides by zero. Values at or above
+  it (all of the paper's) are untouched; a note counts the values raised and names the
+  engine.
 - Zero errors everywhere, or zero throughput everywhere: every gateway equals the best and
   scores 1 on that metric (eq. 3/4, first case); nothing is divided by zero.
 - Errors where the best is 0 %: ``1 - |0 - v| / v = 0`` — any error rate scores 0 on the

@@ -28,11 +28,13 @@ from gatebench.core.measure import FLAGS
 from gatebench.core.model import BASELINE, Measurement, RunRecord
 from gatebench.core.pinning import recorded_cores
 from gatebench.core.report._format import (
+    SCORE_DECIMALS,
     fmt_number,
     fmt_points,
     fmt_score,
     fmt_signed,
     fmt_value,
+    score_decimals,
 )
 from gatebench.core.score import PROFILES, RESOLUTION_MS, Profile, ScoreError
 from gatebench.core.stats import joined_names
@@ -586,15 +588,22 @@ def _ranking_verdict(summary: RunSummary) -> list[str]:
         return lines
     leaders = result.leaders
     top = result.gateways[0]
+    # as many decimals as it takes to show different scores differently (95.4 and 94.6, not
+    # 95 and 95), and never 100 for a score below it
+    decimals = score_decimals(g.score for g in result.gateways)
+
+    def shown(value: float) -> str:
+        return "100" if value == 100 else fmt_score(value, decimals=decimals)
+
     if len(leaders) > 1:
         lines = [
-            f"{joined_names(leaders)} tie for first place with {fmt_score(top.score)} of 100 "
+            f"{joined_names(leaders)} tie for first place with {shown(top.score)} of 100 "
             f"({result.profile} profile)."
         ]
     else:
-        others = [f"{g.target} ({fmt_score(g.score)})" for g in result.gateways[1:]]
+        others = [f"{g.target} ({shown(g.score)})" for g in result.gateways[1:]]
         headline = (
-            f"{top.target} scores highest ({fmt_score(top.score)} of 100, {result.profile} "
+            f"{top.target} scores highest ({shown(top.score)} of 100, {result.profile} "
             f"profile), ahead of {joined_names(others)}."
         )
         tied = tied_on_the_repetitions(summary)
@@ -781,8 +790,10 @@ def _lead(summary: RunSummary) -> str:
     clauses = []
     if beyond:
         named = [
-            f"{c.runner_up} ({_interval(c)})" if c.runner_up == runner else f"over {c.runner_up}"
-            for c in beyond
+            (f"{c.runner_up} ({_interval(c)})" if c.runner_up == runner else c.runner_up)
+            if i == 0
+            else f"over {c.runner_up}"
+            for i, c in enumerate(beyond)
         ]
         clauses.append(f"Its lead over {joined_names(named)} is larger than the run-to-run noise")
     if within:
@@ -827,6 +838,8 @@ def _interval(c: Comparison) -> str:
     d = c.difference
     half = d.half_width or 0.0
     decimals = 1 if half < 10 else 0
+    if 0 < half < 0.1:  # a narrow interval to two significant digits: never "0.8 to 0.8"
+        decimals = min(SCORE_DECIMALS, 1 - math.floor(math.log10(half)))
     return (
         f"{fmt_points(d.estimate, decimals)} a repetition on average, 95 % CI "
         f"{fmt_number(d.low or 0.0, decimals)} to {fmt_number(d.high or 0.0, decimals)}"

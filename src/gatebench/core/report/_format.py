@@ -5,13 +5,16 @@
 - A value with a confidence interval is rounded where its interval's second significant
   digit falls (``812 ± 37``, ``1.25 ± 0.11``), and never finer than the metric allows:
   0.1 ms for latencies, 0.1 req/s, 0.01 % for errors, 0.1 points for scores.
-- Scores are shown as whole points, as the paper does, unless an interval asks for more.
+- Scores are shown as whole points, as the paper does, unless an interval asks for more; the
+  verdict shows as many decimals as it takes to print different scores differently
+  (:func:`score_decimals`), and no score below 100 ever reads ``100``.
 """
 
 from __future__ import annotations
 
 import math
-from decimal import ROUND_HALF_UP, Decimal
+from collections.abc import Iterable
+from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal
 
 READINGS = frozenset({"min", "max", "p50", "p90", "p95", "p99"})
 """Metrics that are single request latencies: whole milliseconds."""
@@ -94,17 +97,39 @@ def fmt_ci(metric: str, value: float | None, half_width: float | None) -> str:
     return f"{fmt_number(value, decimals)} ± {fmt_number(half_width, decimals)}"
 
 
-def fmt_score(value: float | None, half_width: float | None = None) -> str:
-    """A score at the precision its interval supports, whole points without one; never
-    ``100`` for a score below it (99.59 reads ``99.6``, not a perfect score)."""
+SCORE_DECIMALS = 9
+"""Scores are ranked to this many decimals (gatebench.core.score): no finer difference is
+one, and none is printed finer."""
+
+
+def fmt_score(value: float | None, half_width: float | None = None, decimals: int = 0) -> str:
+    """A score at the precision its interval supports, whole points without one (at least
+    ``decimals``); never ``100`` for a score below it, however close: 99.59 reads ``99.6``,
+    99.9996 ``99.9996``, and a score within 1e-9 of 100 (ranked with 100, never shown as it)
+    ``99.999999999``."""
     if value is None or not math.isfinite(value):
         return "–"
-    decimals = decimals_for(half_width, "points", 0) if half_width else 0
+    decimals = max(decimals, decimals_for(half_width, "points", 0) if half_width else 0)
     text = fmt_number(value, decimals)
-    while value < 100 and float(text.replace(",", "")) >= 100 and decimals < 3:
+    while value < 100 and float(text.replace(",", "")) >= 100 and decimals < SCORE_DECIMALS:
         decimals += 1
         text = fmt_number(value, decimals)
+    if value < 100 and float(text.replace(",", "")) >= 100:
+        exact = Decimal(repr(value)).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_DOWN)
+        text = f"{exact:,.{decimals}f}"
     return text
+
+
+def score_decimals(scores: Iterable[float]) -> int:
+    """The fewest decimals (0 to :data:`SCORE_DECIMALS`) that print different scores
+    differently (95.417 and 94.619 both read ``95`` in whole points: ``95.4`` and ``94.6``);
+    scores equal to :data:`SCORE_DECIMALS` decimals share a rank and may print alike."""
+    distinct = sorted({round(s, SCORE_DECIMALS) for s in scores if math.isfinite(s)})
+    for decimals in range(SCORE_DECIMALS + 1):
+        shown = [fmt_score(s, decimals=decimals) for s in distinct]
+        if len(set(shown)) == len(shown):
+            return decimals
+    return SCORE_DECIMALS
 
 
 def fmt_signed(metric: str, value: float, half_width: float | None) -> str:

@@ -282,8 +282,9 @@ def latency_tables(report: Report) -> list[Table]:
             f"Workload {w}{f' ({sends})' if sends else ''}: latency, errors and throughput",
             columns,
             legend="Mean over the repetitions ± the half-width of its 95 % confidence interval; "
-            "marked best: the best value among the gateways (the baseline does not compete, "
-            "nor does a gateway that gave wrong answers, nor a throughput the score leaves out: "
+            "marked best: the best value among the ranked gateways (the baseline does not "
+            "compete, nor does a gateway that is not ranked: one that failed during the run, "
+            "gave wrong answers or was left out; nor a throughput the score leaves out: "
             "not scored, tester-bound or too short). Errors: the mean of the repetitions' "
             "error rates (KO / requests of each), as the score takes them, not the KO of all "
             "repetitions over their requests. Wrong answers: answers that were not "
@@ -298,7 +299,8 @@ def latency_tables(report: Report) -> list[Table]:
             ),
             subject=f"{w} — {sends}" if sends else w,
         )
-        gateways_here = sum(1 for t in targets if t != s.baseline and t not in s.wrong)
+        competing = [t for t in targets if t != s.baseline and t not in s.unranked]
+        gateways_here = len(competing)
         for t in targets:
             cell = s.cells[(w, t)]
             cells = []
@@ -308,8 +310,7 @@ def latency_tables(report: Report) -> list[Table]:
                 # or too short a phase)
                 unscored = m == "throughput" and not s.throughput_scored(w)
                 is_best = (
-                    t != s.baseline
-                    and t not in s.wrong
+                    t in competing
                     and gateways_here > 1
                     and not unscored
                     and m in best
@@ -407,12 +408,13 @@ def cost_table(s: RunSummary) -> Table | None:
         legend="Mean over the repetitions. CPU: user + system seconds of the process tree "
         "(its container's, on the cloud path) during the phase; peak memory: the highest "
         "resident set sampled during it (every 0.2 s, and around it). Requests per gateway "
-        "CPU-second: the requests one fully busy core of the gateway would serve each second "
-        f"(not computed under {MIN_CPU_S:g} CPU-s). Marked best: among the gateways.",
+        "CPU-second: the requests one fully busy core of the gateway would serve each second, "
+        "all the repetitions' requests over all their gateway CPU (not computed under "
+        f"{MIN_CPU_S:g} CPU-s in all). Marked best: among the ranked gateways.",
     )
     for w in s.workloads:
         targets = [t for t in s.measured_targets(w) if s.cells[(w, t)].resources]
-        gateways = [t for t in targets if t != s.baseline and t not in s.wrong]
+        gateways = [t for t in targets if t != s.baseline and t not in s.unranked]
         best: dict[str, float] = {}
         for name, pick in _COST_BEST.items():
             values = [

@@ -161,7 +161,18 @@ def compare_view(a: Report, b: Report) -> dict[str, Any]:
             "A run with a single repetition gives no interval: a change cannot be told apart "
             "from run-to-run noise."
         )
-    if same_scoring:
+    ranked_a = {g.target for g in sa.scores.gateways}
+    ranked_b = {g.target for g in sb.scores.gateways}
+    if same_scoring and ranked_a != ranked_b:
+        # the paper's normalisation by each metric's best: a gateway added or removed moves
+        # the best values it beats, which can reverse the order of two others (docs/scoring.md)
+        notes.append(
+            "Scores are relative to the best gateway within each run, and the runs ranked "
+            "different gateways: adding or removing a gateway can reverse the order of two "
+            "others, not only change their scores, so compare raw metrics across runs rather "
+            "than score points or ranks."
+        )
+    elif same_scoring:
         notes.append(
             "Scores are relative to the best gateway within each run, so compare ranks and raw "
             "metrics across runs rather than score points."
