@@ -26,6 +26,7 @@ from gatebench.core.report._build import (
     build_report,
     json_safe,
     plan_scoring,
+    resolution_note,
     resolve_scoring,
     traffic_source,
 )
@@ -160,6 +161,7 @@ __all__ = [
     "render_json",
     "render_markdown",
     "renderer_for",
+    "resolution_note",
     "resolve_scoring",
     "run_summary",
     "run_view",

@@ -34,6 +34,7 @@ from gatebench.core.report._format import (
     fmt_score,
     fmt_signed,
     fmt_value,
+    resolution_of,
     score_decimals,
 )
 from gatebench.core.score import PROFILES, RESOLUTION_MS, Profile, ScoreError
@@ -41,6 +42,7 @@ from gatebench.core.stats import joined_names
 from gatebench.core.trust import (
     AGREEMENT_PCT,
     ENGINE_COLD_FLAG,
+    ENGINE_RESOLUTION_MS,
     Agreement,
     Ceiling,
     agreement_summary,
@@ -53,12 +55,91 @@ from gatebench.core.trust import (
     near_ceiling,
 )
 
+INTERVALS_NOTE = (
+    "Intervals are 95 % confidence intervals of the mean over the repetitions (Student's t)."
+)
 RESOLUTION_NOTE = (
     "Latencies are whole milliseconds: Gatling records each request's time at 1 ms "
     "resolution, so a 0 ms reading means under 1 ms and no latency here is more precise "
-    "than 1 ms. Intervals are 95 % confidence intervals of the mean over the repetitions "
-    "(Student's t)."
+    f"than 1 ms. {INTERVALS_NOTE}"
 )
+"""The note of a run measured by Gatling alone (:func:`resolution_note`)."""
+
+ENGINE_NAMES = {"gatling": "Gatling", "wrk": "wrk", "loadgen": "gatebench-loadgen"}
+"""How the notes name a load engine (``Measurement.engine``)."""
+
+
+def engine_name(engine: str) -> str:
+    return ENGINE_NAMES.get(engine, engine)
+
+
+def engine_resolution_words(engine: str) -> str:
+    """How ``engine`` records a request's time, after its name: ``records each request's time
+    at 1 ms resolution (a 0 ms reading means under 1 ms, shown as <1)``."""
+    ms = ENGINE_RESOLUTION_MS.get(engine)
+    if ms is None:
+        return (
+            "has a resolution gatebench does not know: its latencies are taken as whole "
+            "milliseconds (a reading under 1 ms is shown as <1)"
+        )
+    if ms >= 1:
+        return (
+            f"records each request's time at {ms:g} ms resolution (a 0 ms reading means "
+            f"under {ms:g} ms, shown as <{ms:g})"
+        )
+    return (
+        f"records latencies {_to(ms)} (a reading is shown with the decimals it needs: two "
+        f"significant digits, never finer than {ms:g} ms)"
+    )
+
+
+def _to(ms: float) -> str:
+    return "to the microsecond" if ms == 0.001 else f"at {ms:g} ms resolution"
+
+
+def resolution_note(measurements: Iterable[Measurement]) -> str:
+    """What the run's latencies are precise to, from the engines that measured them: every
+    format prints this note (HTML, Markdown, the dashboard's view), and ``_format`` prints
+    each reading at its engine's resolution (``fmt_value``'s ``resolution_ms``). A run measured
+    by Gatling alone (or by nothing) gets :data:`RESOLUTION_NOTE`; a run of several engines
+    says which measured which workloads (and on which targets, where a workload's targets
+    were measured by different engines)."""
+    scope: dict[str, dict[str, set[str]]] = {}  # engine → workload → targets
+    targets: dict[str, set[str]] = {}  # workload → every target measured there
+    for m in measurements:
+        scope.setdefault(m.engine, {}).setdefault(m.workload, set()).add(m.target)
+        targets.setdefault(m.workload, set()).add(m.target)
+    if set(scope) <= {"gatling"}:
+        return RESOLUTION_NOTE
+    if len(scope) == 1:
+        engine = next(iter(scope))
+        ms = ENGINE_RESOLUTION_MS.get(engine, 1.0)
+        if ms < 1:
+            return (
+                f"Latencies are recorded {_to(ms)} by {engine_name(engine)}, so a reading "
+                f"(min, max, a percentile) is shown with the decimals it needs (two significant "
+                f"digits, never finer than {ms:g} ms; under {ms:g} ms as <{ms:g}). "
+                f"{INTERVALS_NOTE}"
+            )
+        return (
+            f"Latencies: {engine_name(engine)} {engine_resolution_words(engine)}. {INTERVALS_NOTE}"
+        )
+    parts = []
+    for engine in sorted(scope, key=lambda e: (-ENGINE_RESOLUTION_MS.get(e, 1.0), e)):
+        measured = [
+            w if ts == targets[w] else f"{w} (for {', '.join(sorted(ts))})"
+            for w, ts in sorted(scope[engine].items())
+        ]
+        what = "workload" if len(measured) == 1 else "workloads"
+        parts.append(
+            f"{engine_name(engine)} measured {what} {joined_names(measured)} and "
+            f"{engine_resolution_words(engine)}"
+        )
+    return (
+        "Latencies come from more than one load engine, each printed at its own resolution: "
+        + "; ".join(parts)
+        + f". {INTERVALS_NOTE}"
+    )
 
 
 @dataclass(frozen=True)
@@ -176,6 +257,11 @@ class Report:
     @property
     def title(self) -> str:
         return self.run.title or self.run.spec_uri.rsplit("/", 1)[-1] or self.run.run_id
+
+    @property
+    def resolution_note(self) -> str:
+        """What its latencies are precise to (:func:`resolution_note`), in every format."""
+        return resolution_note(self.measurements)
 
     @property
     def scoring(self) -> str:
@@ -927,13 +1013,20 @@ def _single_gateway_overhead(summary: RunSummary, gateway: str) -> str:
         o = summary.overhead_for(w, gateway, "mean")
         if o is not None:
             d = o.difference
-            text = fmt_signed("mean", d.estimate, d.half_width)
+            resolution = overhead_resolution(summary, w, gateway)
+            text = fmt_signed("mean", d.estimate, d.half_width, resolution)
             if d.half_width:
-                text += f" ± {fmt_value('mean', d.half_width, d.half_width)}"
+                text += f" ± {fmt_value('mean', d.half_width, d.half_width, resolution)}"
             parts.append(f"{text} ms on {w}")
     if not parts:
         return "The baseline and the gateway share no workload to compare."
     return "Against the baseline its mean latency differs by " + joined_names(parts) + "."
+
+
+def overhead_resolution(summary: RunSummary, workload: str, target: str) -> float:
+    """The resolution of a difference from the baseline: the coarser of its two sides'."""
+    sides = (summary.cell(workload, target), summary.cell(workload, summary.baseline or ""))
+    return resolution_of(e for cell in sides if cell is not None for e in cell.engines)
 
 
 def cautions(run: RunRecord, summary: RunSummary, trust: Trust | None = None) -> list[str]:

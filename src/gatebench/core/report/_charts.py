@@ -16,8 +16,8 @@ from typing import Any
 
 from gatebench.core.aggregate import RunSummary
 from gatebench.core.records import fields
-from gatebench.core.report._build import Report
-from gatebench.core.report._format import fmt_ci, fmt_score, fmt_value
+from gatebench.core.report._build import Report, engine_name
+from gatebench.core.report._format import GATLING_MS, fmt_ci, fmt_score, fmt_value, resolution_of
 from gatebench.core.report._tables import finite
 
 # Okabe & Ito's palette: distinguishable with the common colour-vision deficiencies.
@@ -73,6 +73,8 @@ class Bar:
     """The baseline: drawn striped, so it differs by more than colour."""
     marks: Sequence[tuple[str, float]] = ()
     """Percentile charts: ``("p90", 3.0)`` along the bar."""
+    resolution_ms: float = GATLING_MS
+    """The resolution of the engine that measured the marks (``_format.fmt_value``)."""
 
     def to_dict(self, colours: Mapping[str, str]) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -86,7 +88,11 @@ class Bar:
             out["low"], out["high"] = finite(self.low), finite(self.high)
         if self.marks:
             out["marks"] = [
-                {"name": name, "value": finite(value), "text": fmt_value(name, value)}
+                {
+                    "name": name,
+                    "value": finite(value),
+                    "text": fmt_value(name, value, resolution_ms=self.resolution_ms),
+                }
                 for name, value in self.marks
             ]
         return out
@@ -285,27 +291,56 @@ def throughput_chart(s: RunSummary, chart_id: str = "throughput") -> Chart:
 def percentile_chart(s: RunSummary) -> Chart:
     """p50, p90 and p99 of each target per endpoint, along one bar."""
     groups = []
+    engines: set[str] = set()
     for w in s.workloads:
         bars = []
         for t in s.measured_targets(w):
-            metrics = s.cells[(w, t)].metrics
-            marks = [(p, metrics[p].mean) for p in PERCENTILES]
-            text = " · ".join(f"{p} {fmt_value(p, v)}" for p, v in marks) + " ms"
-            bars.append(Bar(t, marks[-1][1], text, baseline=t == s.baseline, marks=marks))
+            cell = s.cells[(w, t)]
+            engines.update(cell.engines)
+            ms = resolution_of(cell.engines)
+            marks = [(p, cell.metrics[p].mean) for p in PERCENTILES]
+            text = " · ".join(f"{p} {fmt_value(p, v, resolution_ms=ms)}" for p, v in marks) + " ms"
+            bars.append(
+                Bar(t, marks[-1][1], text, baseline=t == s.baseline, marks=marks, resolution_ms=ms)
+            )
         if bars:
             groups.append(Group(w, bars))
+    readings, said = _readings(engines)
     return Chart(
         "latency",
         "Latency percentiles per endpoint (ms)",
         "For each target, the bar runs to p99; its thick part ends at p50 and its middle "
-        "part at p90. Means over the repetitions, whole-millisecond readings.",
+        f"part at p90. Means over the repetitions, {readings}.",
         "ms",
         groups,
         kind="percentiles",
         legend="Thick: up to p50 · middle: p50 to p90 · thin: p90 to p99. Each endpoint on its "
-        "own scale. Gatling records whole milliseconds; <1 means under 1 ms.",
+        f"own scale. {said}",
         per_group=True,
     )
+
+
+def _readings(engines: set[str]) -> tuple[str, str]:
+    """What the percentile chart says of its readings: (how they are read, each engine's
+    resolution); a run measured by Gatling alone: its whole milliseconds, as ever."""
+    if engines <= {"gatling"}:
+        return (
+            "whole-millisecond readings",
+            "Gatling records whole milliseconds; <1 means under 1 ms.",
+        )
+    parts = []
+    for e in sorted(engines):
+        ms = resolution_of([e])
+        under = f"<{ms:g}: under {ms:g} ms"
+        parts.append(
+            f"{engine_name(e)}: whole milliseconds ({under})"
+            if ms >= GATLING_MS
+            else f"{engine_name(e)}: {ms:g} ms ({under})"
+        )
+    how = "whole-millisecond readings"
+    if any(resolution_of([e]) < GATLING_MS for e in engines):
+        how = "readings at the resolution of the engine that measured them"
+    return how, f"Readings at their engine's resolution: {'; '.join(parts)}."
 
 
 __all__ = [

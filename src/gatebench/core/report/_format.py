@@ -1,10 +1,15 @@
 """How numbers are printed: never more precise than what was measured.
 
-- A latency *reading* (min, max, a percentile) is a whole millisecond from Gatling: shown
-  without decimals, and a 0 ms reading as ``<1`` (it means "under 1 ms").
+- A latency is printed at the resolution of the load engine that measured it
+  (``resolution_ms``, :func:`resolution_of` its cell's engines). A *reading* (min, max, a
+  percentile) from Gatling is a whole millisecond: shown without decimals, and a 0 ms reading
+  as ``<1`` (it means "under 1 ms"). wrk and gatebench-loadgen record microseconds: a reading
+  shows two significant digits (``0.22``, ``1.4``, ``12``), never finer than 0.001 ms, and one
+  under their resolution reads ``<0.001``.
 - A value with a confidence interval is rounded where its interval's second significant
   digit falls (``812 ± 37``, ``1.25 ± 0.11``), and never finer than the metric allows:
-  0.1 ms for latencies, 0.1 req/s, 0.01 % for errors, 0.1 points for scores.
+  0.1 ms for latencies (0.001 ms from an engine that records microseconds), 0.1 req/s,
+  0.01 % for errors, 0.1 points for scores.
 - Scores are shown as whole points, as the paper does, unless an interval asks for more; the
   verdict shows as many decimals as it takes to print different scores differently
   (:func:`score_decimals`), and no score below 100 ever reads ``100``.
@@ -17,7 +22,13 @@ from collections.abc import Iterable
 from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal
 
 READINGS = frozenset({"min", "max", "p50", "p90", "p95", "p99"})
-"""Metrics that are single request latencies: whole milliseconds."""
+"""Metrics that are single request latencies: at the engine's resolution (Gatling: whole
+milliseconds)."""
+
+GATLING_MS = 1.0
+"""Gatling's resolution, taken for a value whose engine is not known (older records, an
+engine :data:`gatebench.core.trust.ENGINE_RESOLUTION_MS` does not list), as the score takes
+it (``gatebench.core.score.RESOLUTION_MS``)."""
 
 MAX_DECIMALS = {
     "ms": 1,
@@ -33,9 +44,31 @@ def unit_of(metric: str) -> str:
     return UNITS.get(metric, "points")
 
 
-def decimals_for(half_width: float | None, unit: str, default: int) -> int:
-    """Decimals that show ``half_width`` to two significant digits, capped by the unit."""
+def resolution_of(engines: Iterable[str]) -> float:
+    """The latency resolution (ms) of values measured by ``engines``: the coarsest of theirs
+    (``gatebench.core.trust.ENGINE_RESOLUTION_MS``), :data:`GATLING_MS` for an engine it does
+    not know or for none."""
+    from gatebench.core.trust import ENGINE_RESOLUTION_MS
+
+    return max((ENGINE_RESOLUTION_MS.get(e, GATLING_MS) for e in engines), default=GATLING_MS)
+
+
+def resolution_places(resolution_ms: float) -> int:
+    """Decimals of a resolution: 0 for Gatling's 1 ms, 3 for wrk's 0.001 ms."""
+    if not math.isfinite(resolution_ms) or resolution_ms >= 1:
+        return 0
+    return max(0, -math.floor(math.log10(resolution_ms) + 1e-9))
+
+
+def decimals_for(
+    half_width: float | None, unit: str, default: int, resolution_ms: float = GATLING_MS
+) -> int:
+    """Decimals that show ``half_width`` to two significant digits, capped by the unit (a
+    latency also by the engine's resolution: never coarser than 0.1 ms, never finer than the
+    engine records)."""
     cap = MAX_DECIMALS.get(unit, 2)
+    if unit == "ms":
+        cap = max(cap, resolution_places(resolution_ms))
     if half_width is None or not math.isfinite(half_width):
         return min(default, cap)
     if half_width <= 0:
@@ -44,10 +77,14 @@ def decimals_for(half_width: float | None, unit: str, default: int) -> int:
     return max(0, min(wanted, cap))
 
 
-def _default_decimals(metric: str, value: float) -> int:
+def _default_decimals(metric: str, value: float, resolution_ms: float = GATLING_MS) -> int:
     unit = unit_of(metric)
     if unit == "ms":
-        return 0 if metric in READINGS else 1
+        base = 0 if metric in READINGS else 1
+        if resolution_ms >= 1 or not math.isfinite(value) or value == 0:
+            return base  # Gatling: whole-millisecond readings, means to 0.1 ms
+        # an engine that records microseconds: two significant digits, at least ``base``
+        return max(base, decimals_for(abs(value), unit, base, resolution_ms))
     if unit == "req/s":
         return 0 if abs(value) >= 100 else 1
     if unit == "%":
@@ -75,25 +112,40 @@ def fmt_points(value: float, decimals: int) -> str:
     return f"{text} point" if text == "1" else f"{text} points"
 
 
-def fmt_value(metric: str, value: float | None, half_width: float | None = None) -> str:
-    """``value`` of ``metric`` (no unit), at the precision its interval supports."""
+def fmt_value(
+    metric: str,
+    value: float | None,
+    half_width: float | None = None,
+    resolution_ms: float = GATLING_MS,
+) -> str:
+    """``value`` of ``metric`` (no unit), at the precision its interval supports and, for a
+    latency, the resolution of the engine that measured it (``resolution_ms``): a reading under
+    it reads ``<1`` from Gatling, ``<0.001`` from wrk."""
     if value is None or not math.isfinite(value):
         return "–"
     unit = unit_of(metric)
-    if unit == "ms" and metric in READINGS and half_width in (None, 0.0) and value < 1:
-        return "<1"
-    decimals = decimals_for(half_width, unit, _default_decimals(metric, value))
+    if unit == "ms" and metric in READINGS and half_width in (None, 0.0) and value < resolution_ms:
+        return "<" + fmt_number(resolution_ms, resolution_places(resolution_ms))
+    default = _default_decimals(metric, value, resolution_ms)
+    decimals = decimals_for(half_width, unit, default, resolution_ms)
     return fmt_number(value, decimals)
 
 
-def fmt_ci(metric: str, value: float | None, half_width: float | None) -> str:
+def fmt_ci(
+    metric: str,
+    value: float | None,
+    half_width: float | None,
+    resolution_ms: float = GATLING_MS,
+) -> str:
     """``value ± half`` with both rounded alike; just the value when there is no interval."""
     if value is None or not math.isfinite(value):
         return "–"
     if half_width is None or not math.isfinite(half_width) or half_width == 0:
-        return fmt_value(metric, value, half_width)  # no spread: "± 0" would claim precision
+        # no spread: "± 0" would claim precision
+        return fmt_value(metric, value, half_width, resolution_ms)
     unit = unit_of(metric)
-    decimals = decimals_for(half_width, unit, _default_decimals(metric, value))
+    default = _default_decimals(metric, value, resolution_ms)
+    decimals = decimals_for(half_width, unit, default, resolution_ms)
     return f"{fmt_number(value, decimals)} ± {fmt_number(half_width, decimals)}"
 
 
@@ -132,13 +184,14 @@ def score_decimals(scores: Iterable[float]) -> int:
     return SCORE_DECIMALS
 
 
-def fmt_signed(metric: str, value: float, half_width: float | None) -> str:
-    """A difference: always signed (``+3.2``, ``−0.4``) so its direction is readable."""
+def fmt_signed(
+    metric: str, value: float, half_width: float | None, resolution_ms: float = GATLING_MS
+) -> str:
+    """A difference: always signed (``+3.2``, ``−0.4``) so its direction is readable; a
+    latency's at the resolution of the engines that measured both sides (the coarser)."""
     unit = unit_of(metric)
-    base = 0 if unit == "ms" and half_width is None else _default_decimals(metric, abs(value))
-    if unit == "ms" and half_width is None and metric not in READINGS:
-        base = 1
-    decimals = decimals_for(half_width, unit, base)
+    base = _default_decimals(metric, abs(value), resolution_ms)
+    decimals = decimals_for(half_width, unit, base, resolution_ms)
     text = fmt_number(abs(value), decimals)
     if text.strip("0.,") == "":
         return text

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 
 from gatebench.core.cost import describe_cost
-from gatebench.core.report._build import RESOLUTION_NOTE, Report, environment_value, traffic_source
+from gatebench.core.report._build import Report, environment_value, traffic_source
 from gatebench.core.report._deployment import deployment_tables
 from gatebench.core.report._tables import (
     Table,
@@ -156,5 +156,5 @@ def render_markdown(report: Report) -> str:
         out.append(f"- {_cell(key)}: {_cell(environment_value(key, value))}")
     if report.cost is not None:
         out += ["", "## Estimated cost", "", "```", *describe_cost(report.cost), "```"]
-    out += ["", RESOLUTION_NOTE, ""]
+    out += ["", report.resolution_note, ""]
     return "\n".join(out)

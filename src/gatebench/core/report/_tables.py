@@ -22,7 +22,7 @@ from typing import Any
 from gatebench.core.aggregate import CellSummary, RunSummary
 from gatebench.core.metrics import COST_UNITS, METRICS, UNITS
 from gatebench.core.records import fields
-from gatebench.core.report._build import Report, metric_label
+from gatebench.core.report._build import Report, metric_label, overhead_resolution
 from gatebench.core.report._format import (
     fmt_ci,
     fmt_number,
@@ -30,6 +30,7 @@ from gatebench.core.report._format import (
     fmt_score,
     fmt_signed,
     fmt_value,
+    resolution_of,
 )
 from gatebench.core.resources import MIN_CPU_S
 from gatebench.core.stats import counted, workload_descriptions
@@ -303,6 +304,7 @@ def latency_tables(report: Report) -> list[Table]:
         gateways_here = len(competing)
         for t in targets:
             cell = s.cells[(w, t)]
+            resolution = resolution_of(cell.engines)  # each reading at its engine's resolution
             cells = []
             for m in METRICS:
                 sample = cell.metrics[m]
@@ -316,7 +318,7 @@ def latency_tables(report: Report) -> list[Table]:
                     and m in best
                     and sample.mean == best[m]
                 )
-                text = fmt_ci(m, sample.mean, sample.ci_half_width)
+                text = fmt_ci(m, sample.mean, sample.ci_half_width, resolution)
                 hints = ["not scored"] if unscored and t != s.baseline else []
                 cells.append(Cell(text, sample.mean, best=is_best, hints=hints))
             cells.append(Cell(f"{cell.requests:,}", cell.requests))
@@ -350,15 +352,16 @@ def overhead_table(s: RunSummary) -> Table:
             if s.overhead_for(w, g, "mean") is None:
                 continue
             cells = [Cell(w, w)]
+            resolution = overhead_resolution(s, w, g)
             for m in OVERHEAD_METRICS:
                 o = s.overhead_for(w, g, m)
                 if o is None:
                     cells.append(Cell("–"))
                     continue
                 d = o.difference
-                text = fmt_signed(m, d.estimate, d.half_width)
+                text = fmt_signed(m, d.estimate, d.half_width, resolution)
                 if d.half_width:  # no "± 0": identical repetitions are not infinite precision
-                    text += f" ± {fmt_value(m, d.half_width, d.half_width)}"
+                    text += f" ± {fmt_value(m, d.half_width, d.half_width, resolution)}"
                 if m != "error_pct" and o.relative_pct is not None:
                     text += f" ({fmt_pct(o.relative_pct)})"
                 cells.append(Cell(text, d.estimate))

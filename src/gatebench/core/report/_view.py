@@ -20,7 +20,7 @@ from gatebench.core.aggregate import CellSummary, RunSummary
 from gatebench.core.confidence import welch_difference
 from gatebench.core.metrics import METRICS, UNITS
 from gatebench.core.model import RunRecord
-from gatebench.core.report._build import RESOLUTION_NOTE, Report, metric_label
+from gatebench.core.report._build import Report, metric_label
 from gatebench.core.report._charts import (
     colours_for,
     percentile_chart,
@@ -29,7 +29,14 @@ from gatebench.core.report._charts import (
     throughput_chart,
     workload_score_chart,
 )
-from gatebench.core.report._format import fmt_ci, fmt_pct, fmt_score, fmt_signed, fmt_value
+from gatebench.core.report._format import (
+    fmt_ci,
+    fmt_pct,
+    fmt_score,
+    fmt_signed,
+    fmt_value,
+    resolution_of,
+)
 from gatebench.core.report._tables import (
     Cell,
     Column,
@@ -109,7 +116,7 @@ def run_view(report: Report) -> dict[str, Any]:
         "title": report.title,
         "verdict": list(report.verdict),
         "cautions": list(report.cautions),
-        "resolution": RESOLUTION_NOTE,
+        "resolution": report.resolution_note,
         "profile": report.profile,
         "measurements": len(report.measurements),
         "targets": list(s.targets),
@@ -185,7 +192,7 @@ def compare_view(a: Report, b: Report) -> dict[str, Any]:
         "same_scoring": same_scoring,
         "notes": notes,
         "colours": colours,
-        "resolution": RESOLUTION_NOTE,
+        "resolution": _compared_resolution(a, b),
         "charts": [c.to_dict(colours) for c in (charts_a, charts_b)],
         "tables": [
             t.to_dict()
@@ -193,6 +200,12 @@ def compare_view(a: Report, b: Report) -> dict[str, Any]:
             if t.rows
         ],
     }
+
+
+def _compared_resolution(a: Report, b: Report) -> str:
+    """The resolution note of two runs: one note when they say the same, else each run's."""
+    na, nb = a.resolution_note, b.resolution_note
+    return na if na == nb else f"Run A: {na} Run B: {nb}"
 
 
 def _scored(report: Report) -> dict[str, Any]:
@@ -289,15 +302,17 @@ def _compared_cells(metric: str, a: CellSummary | None, b: CellSummary | None) -
         if cell is None:
             return Cell("not measured")
         sample = cell.metrics[metric]
-        return Cell(fmt_ci(metric, sample.mean, sample.ci_half_width), sample.mean)
+        ms = resolution_of(cell.engines)
+        return Cell(fmt_ci(metric, sample.mean, sample.ci_half_width, ms), sample.mean)
 
     if a is None or b is None:
         return [side(a), side(b), Cell("–")]
     sa, sb = a.metrics[metric], b.metrics[metric]
     d = welch_difference(sb, sa)
-    text = fmt_signed(metric, d.estimate, d.half_width)
+    ms = resolution_of([*a.engines, *b.engines])  # the coarser of the two sides'
+    text = fmt_signed(metric, d.estimate, d.half_width, ms)
     if d.half_width:
-        text += f" ± {fmt_value(metric, d.half_width, d.half_width)}"
+        text += f" ± {fmt_value(metric, d.half_width, d.half_width, ms)}"
     if metric != "error_pct" and sa.mean:
         text += f" ({fmt_pct(100.0 * d.estimate / sa.mean)})"
     tags = []
