@@ -352,38 +352,91 @@ func TestTheClientReadsEveryResponseFraming(t *testing.T) {
 	}
 }
 
-func TestAKeptAliveConnectionTheServerClosedIsRetriedOnceForAGet(t *testing.T) {
-	// the server answers, then closes without saying so: the next GET finds the connection
-	// closed before any byte of its response, and goes again on a new one
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var conns atomic.Int64
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns.Add(1)
-			go func(c net.Conn) {
-				defer c.Close()
-				if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
-					c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"))
-				}
-			}(c)
+func TestAKeptAliveConnectionTheServerClosedWhileIdleIsNotUsedAgain(t *testing.T) {
+	// the server answers, then closes without saying so: the closed connection is seen while
+	// it waits in the pool, and the next GET goes on a new one
+	url, conns := tcpServer(t, func(c net.Conn) {
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+			c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"))
 		}
-	}()
-	_, got := runReal(t, false, 100, phaseFor(t, "http://"+ln.Addr().String(), 10, 300, 5000, false, nil))
+	})
+	_, got := runReal(t, false, 100, phaseFor(t, url, 10, 300, 5000, false, nil))
 	for _, r := range got.requests {
 		if r.status != 200 {
-			t.Fatalf("record %+v (%q): want 200 after one retry", r, got.messages[r.message])
+			t.Fatalf("record %+v (%q): want 200", r, got.messages[r.message])
 		}
 	}
 	if conns.Load() != 3 {
 		t.Fatalf("%d connections, want 3", conns.Load())
+	}
+}
+
+// dropServer answers every request but every second one of a connection, which it reads whole
+// and then closes the connection on without answering (reset: with SO_LINGER 0); it counts
+// the requests it received and the ones it dropped.
+func dropServer(t *testing.T, reset bool) (string, *atomic.Int64, *atomic.Int64) {
+	t.Helper()
+	var received, dropped atomic.Int64
+	url, _ := tcpServer(t, func(c net.Conn) {
+		r := bufio.NewReader(c)
+		for n := 1; ; n++ {
+			req, err := http.ReadRequest(r)
+			if err != nil {
+				return
+			}
+			io.Copy(io.Discard, req.Body)
+			received.Add(1)
+			if n == 2 {
+				dropped.Add(1)
+				if reset {
+					c.(*net.TCPConn).SetLinger(0)
+				}
+				return // closed by tcpServer's caller without an answer
+			}
+			c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+		}
+	})
+	return url, &received, &dropped
+}
+
+func TestARequestTheTargetClosedItsConnectionOnFailsWhateverItsMethod(t *testing.T) {
+	// a kept-alive connection closed (or reset) on a request without an answer: that request
+	// failed, a GET as a POST, and it is not sent again (a resend would hide the failure)
+	for _, method := range []string{"GET", "POST"} {
+		for _, reset := range []bool{false, true} {
+			url, received, dropped := dropServer(t, reset)
+			p := phaseFor(t, url, 50, 400, 5000, false, func(s *phaseSpec) {
+				s.Request.Method = method
+				if method == "POST" {
+					s.Request.Body = bodySpec{Kind: "bytes", ContentType: "application/octet-stream", Size: 16}
+				}
+			})
+			_, got := runReal(t, false, 100, p)
+			ok, failed := 0, 0
+			for _, r := range got.requests {
+				switch {
+				case r.status == 200:
+					ok++
+				case r.status == 0:
+					failed++
+					msg := got.messages[r.message]
+					if msg != "the connection closed before the response ended" && msg != "connection reset by the target" {
+						t.Fatalf("%s reset %v: a dropped request's reason %q", method, reset, msg)
+					}
+				default:
+					t.Fatalf("%s reset %v: record %+v", method, reset, r)
+				}
+			}
+			if dropped.Load() == 0 || int64(failed) != dropped.Load() {
+				t.Fatalf("%s reset %v: %d failed requests, the server dropped %d", method, reset, failed, dropped.Load())
+			}
+			if int64(len(got.requests)) != received.Load() {
+				t.Fatalf("%s reset %v: %d requests recorded, the server received %d (a resend?)", method, reset, len(got.requests), received.Load())
+			}
+			if ok+failed != 20 {
+				t.Fatalf("%s reset %v: %d OK and %d failed, want 20 requests", method, reset, ok, failed)
+			}
+		}
 	}
 }
 

@@ -63,7 +63,6 @@ type netConn struct {
 	resp    response
 	served  int // responses read on it
 	sentAt  time.Duration
-	retried bool
 	fresh   bool // no response on it yet (counted in opening)
 	outs    bool // epoll reports room to write (while connecting, or a write that must wait)
 	unsent  bool // answered before its whole request was sent: never reused
@@ -288,7 +287,7 @@ func (n *epollNet) open(p *pool, a arrival, x exchange, now time.Duration) *netC
 
 // begin writes the arrival's request on a connection that is open.
 func (n *epollNet) begin(c *netConn, a arrival, x exchange, now time.Duration) {
-	c.a, c.x, c.sentAt, c.retried, c.unsent = a, x, now, false, false
+	c.a, c.x, c.sentAt, c.unsent = a, x, now, false
 	c.build()
 	n.write(c)
 }
@@ -456,21 +455,15 @@ func (n *epollNet) ended(c *netConn) {
 	}
 }
 
-// broken is a connection that failed during a request: a kept-alive connection the server
-// had closed before this request arrived (nothing of its response came) is tried once more on
-// a new connection when the request can be repeated (as Go's client does); else the request
-// fails.
+// broken is a connection that failed during a request: the request fails, whatever its method
+// and whether the connection was new or kept alive (docs/engine.md, "A connection closed without
+// a response"). A target that closes or resets a kept-alive connection on a request without
+// answering it has failed that request: sending it again on a new connection (as Go's client
+// does for a GET) would hide the failure, and a gateway that drops connections would score as
+// one that never fails.
 func (n *epollNet) broken(c *netConn, err error) {
 	if c.state == connIdle {
 		n.drop(c)
-		return
-	}
-	if c.served > 0 && !c.resp.any && !c.retried && c.a.phase.build.replayable {
-		a, x := c.a, c.x
-		n.drop(c)
-		if again := n.open(c.pool, a, x, c.sentAt); again != nil {
-			again.retried = true
-		}
 		return
 	}
 	n.fail(c, err)

@@ -152,7 +152,6 @@ type builder struct {
 	static      []byte       // every request the same: written once
 	closing     bool         // a connection per request: "Connection: close"
 	isHead      bool         // a HEAD: its response has no body
-	replayable  bool         // safe to send again on a new connection (GET, HEAD, OPTIONS, TRACE)
 	answers     *answerCheck // nil: the phase's answers are not checked
 }
 
@@ -179,7 +178,6 @@ func newBuilder(spec requestSpec, gens map[string]*generator, secrets map[string
 		userStride:  userStride,
 		closing:     closing,
 		isHead:      method == "HEAD",
-		replayable:  method == "GET" || method == "HEAD" || method == "OPTIONS" || method == "TRACE",
 	}
 	if b.userStride == 0 {
 		b.userStride = 1

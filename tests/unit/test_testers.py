@@ -265,3 +265,17 @@ def test_ingest_merges_every_log_and_flags_a_dead_tester(tmp_path: Path) -> None
     )
     one, _ = ingest_tester_logs([a], doc, "r1")
     assert one[0] == single
+
+
+def test_requests_without_a_time_are_merged_as_failed_requests_without_a_latency() -> None:
+    """A tester's dropped connections (wrk's socket errors, Gatling's resends) count as
+    requests and errors of the merged phase, never in its latency figures."""
+    parts = []
+    for t in range(2):
+        result = _result(4, [(0, 5, True)] * 10, 1_000_000.0)
+        result.sample.add_unanswered("connection closed without a response", 3)
+        parts.append(PhasePart(t, result))
+    merged = phase_stats(merge_phase(4, parts).result.sample)
+    assert (merged.requests, merged.ok, merged.ko) == (26, 20, 6)
+    assert merged.min == 5.0
+    assert merged.error_pct == pytest.approx(100.0 * 6 / 26)

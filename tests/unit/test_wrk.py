@@ -284,17 +284,55 @@ def test_a_result_becomes_an_exact_microsecond_sample() -> None:
     )
     sample, start_ms, end_ms = sample_from_result(result, [200], 60000)
     stats = phase_stats(sample)
-    assert (stats.requests, stats.ok, stats.ko) == (8, 6, 2)
-    assert stats.min == 5.012
+    # 8 responses and a connection closed without one: 9 requests, 3 failed
+    assert (stats.requests, stats.ok, stats.ko) == (9, 6, 3)
+    assert stats.min == 5.012  # the failed request has no time: not in the latency figures
     assert stats.p50 == 5.1
     assert stats.max == 60000.0  # the timeout, counted at the timeout
-    assert stats.throughput == 4.0
+    assert stats.throughput == 4.5
     assert end_ms - start_ms == 2000.0
     assert dict(stats.errors) == {
         "status 409, expected 200": 2,
         "took 60000 ms or more (the timeout; counted at the timeout)": 1,
-        "socket read errors (no response, not counted as requests)": 1,
+        "connection closed without a response (wrk read error; no time measured)": 1,
     }
+
+
+def test_a_connection_closed_without_a_response_is_a_failed_request() -> None:
+    # a target that closed (or reset) a kept-alive connection on 5 requests, refused 2
+    # connections, and cut 1 request while it was sent: wrk counts 100 responses and the
+    # 8 socket errors apart; each of those is a failed request of the phase
+    result = _result(
+        requests=100,
+        statuses=[[200, 100]],
+        latency_us=[[5000, 100]],
+        errors={"connect": 2, "read": 5, "write": 1, "status": 0, "timeout": 0},
+    )
+    sample, _, _ = sample_from_result(result, [200], 60000)
+    stats = phase_stats(sample)
+    assert (stats.requests, stats.ok, stats.ko) == (108, 100, 8)
+    assert stats.error_pct == pytest.approx(100.0 * 8 / 108)
+    assert dict(stats.errors) == {
+        "connection closed without a response (wrk read error; no time measured)": 5,
+        "connection refused or failed, no response (wrk connect error; no time measured)": 2,
+        "connection closed while the request was sent, no response (wrk write error; no "
+        "time measured)": 1,
+    }
+    # no time of their own: never in the latency figures (at 0 ms the target that dropped
+    # them would have been the fastest)
+    assert sample.counts[0.0] == 0 and sample.unanswered == 8
+    assert stats.min == 5.0
+
+
+def test_a_target_refusing_every_connection_fails_every_request() -> None:
+    result = _result(
+        requests=0,
+        statuses=[],
+        latency_us=[],
+        errors={"connect": 40, "read": 0, "write": 0, "status": 0, "timeout": 0},
+    )
+    stats = phase_stats(sample_from_result(result, [200], 60000)[0])
+    assert (stats.requests, stats.ok, stats.ko, stats.error_pct) == (40, 0, 40, 100.0)
 
 
 def test_without_expect_a_status_below_400_is_ok() -> None:

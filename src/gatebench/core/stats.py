@@ -55,6 +55,19 @@ class PhaseSample:
     wrong_kinds: Counter[str] = field(default_factory=Counter)
     wrong_evidence: list[str] = field(default_factory=list)
     """The first ``EVIDENCE_KEPT`` wrong answers, in the engine's words."""
+    unanswered: int = 0
+    """Failed requests the engine measured no time for (of ``ko``): a connection the target
+    closed, reset or refused without an answer, as wrk counts its socket errors and as Gatling
+    resends one (docs/engine.md, "A connection closed without a response"). They count as
+    requests and errors, never in the latency figures: a time of 0 ms would have made the
+    target that dropped them the fastest."""
+
+    def add_unanswered(self, reason: str, count: int = 1) -> None:
+        """``count`` failed requests of ``reason`` with no time measured."""
+        if count > 0:
+            self.ko += count
+            self.unanswered += count
+            self.errors[reason] += count
 
     def add(self, start: int, end: int, ok: bool, message: str = "") -> None:
         self.counts[end - start] += 1
@@ -268,7 +281,7 @@ def phase_stats(sample: PhaseSample, refusals: Iterable[int] = ()) -> PhaseStats
     request in this phase (``Phase.refusals``); its KOs with one of them are counted as
     ``rate_limited``, apart from the errors."""
     latency = LatencySummary.of_counts(sample.counts)
-    n = latency.count
+    n = latency.count + sample.unanswered  # every request; the latencies of those timed
     duration_s = sample.duration_ms / 1000.0
     refused = frozenset(refusals)
     errors = Counter(sample.errors)
@@ -279,7 +292,7 @@ def phase_stats(sample: PhaseSample, refusals: Iterable[int] = ()) -> PhaseStats
             del errors[reason]
     ko = sample.ko - limited
     return PhaseStats(
-        **vars(latency),
+        **{**vars(latency), "count": n},
         ok=sample.ok,
         ko=ko,
         error_pct=100.0 * ko / n if n else 0.0,

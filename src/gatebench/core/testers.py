@@ -247,6 +247,7 @@ def merge_phase(phase: int, parts: Sequence[PhasePart]) -> MergedPhase:
         sample.merge_latencies(s)
         sample.ok += s.ok
         sample.ko += s.ko
+        sample.unanswered += s.unanswered
         sample.merge_wrong(s)
         errors.update(s.errors)
         if s.requests:

@@ -7,6 +7,17 @@ in a checkout or on first use elsewhere (``gatebench.local._resources``); no Mav
 (``GATEBENCH start|progress|end|finished`` lines: the live display) and the binary
 ``simulation.log`` (the records: a phase is reported once a later ``__flush__N`` group proves
 every record before it is on disk).
+
+Gatling's HTTP client sends a request once more, on a new connection, when the pooled
+connection it went on closed before a status line came (any method; not configurable), and
+simulation.log then holds one request, OK, timed from the first attempt. The first attempt is a
+failed request (docs/engine.md, "A connection closed without a response"): the simulation's
+logback configuration writes the client's one trace of it, a "Retrying with new HTTP/1.1
+connection" line with its time in milliseconds, to ``<name>-retries.log`` in the work folder,
+and each line is a failed request of the phase whose time span holds it
+(:func:`attribute_retries`): requests and KO + 1, with no time of its own (the resent
+request's time includes it), never in the latency figures. A line outside every phase (a
+control request's) counts nowhere.
 """
 
 from __future__ import annotations
@@ -17,6 +28,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +50,43 @@ JVM_OPTIONS = (
 )
 _MARKER = re.compile(r"^GATEBENCH (start|end|progress|finished) (\d+)(?: (\d+))?\s*$")
 _FLUSH = re.compile(r"^__flush__(\d+)_")
+_RETRY = re.compile(
+    r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})Z Retrying with new HTTP/1\.1 connection\s*$"
+)
+RETRY_REASON = (
+    "connection closed without a response (Gatling sent the request again on a new "
+    "connection; no time measured for the failed attempt)"
+)
+"""The KO reason of a request Gatling sent again: its first attempt, which failed."""
+
+
+def retry_times(lines: Sequence[str]) -> list[int]:
+    """The epoch milliseconds of the "Retrying with new HTTP/1.1 connection" lines the
+    simulation's logback configuration writes (``2026-12-07T17:50:38.425Z Retrying ...``, UTC);
+    other lines are ignored."""
+    out = []
+    for line in lines:
+        match = _RETRY.match(line)
+        if match:
+            at = datetime.strptime(match.group(1), "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=UTC)
+            out.append(round(at.timestamp() * 1000))
+    return out
+
+
+def attribute_retries(sample: PhaseSample, start_ms: int, pending: list[int]) -> list[int]:
+    """Count in ``sample`` (a phase's records, times in ms since the run's ``start_ms``) the
+    resends of ``pending`` (epoch ms) its time span holds: each a failed request with no time
+    of its own (the resent request's time includes it; a resend happens between its request's
+    start and end, so inside the span of its phase; phases do not overlap). Returns the resends after the span (a later phase's); those before it
+    belong to no phase (a control request's) and are dropped."""
+    if sample.first_start is None:
+        return pending
+    first = start_ms + sample.first_start
+    last = start_ms + (sample.last_end if sample.last_end is not None else sample.first_start)
+    inside = sum(1 for t in pending if first <= t <= last)
+    if inside:
+        sample.add_unanswered(RETRY_REASON, inside)
+    return [t for t in pending if t > last]
 
 
 def gatling_paths() -> tuple[Path, Path]:
@@ -90,7 +139,11 @@ class GatlingEngine(ProcessEngine[EngineRun]):
         return f"Gatling {GATLING_VERSION} ({jdk})"
 
     def argv(
-        self, workload_file: Path, results_dir: Path, tls: Mapping[str, Any] | None = None
+        self,
+        workload_file: Path,
+        results_dir: Path,
+        tls: Mapping[str, Any] | None = None,
+        retries: Path | None = None,
     ) -> list[str]:
         classes, cp_file = gatling_paths()
         classpath = f"{classes}:{cp_file.read_text(encoding='utf-8').strip()}"
@@ -98,6 +151,7 @@ class GatlingEngine(ProcessEngine[EngineRun]):
             self.java,
             *self.jvm_options,
             *tls_options(tls),
+            *((f"-Dgatebench.retries={retries}",) if retries is not None else ()),
             f"-Dgatebench.workload={workload_file}",
             "-cp",
             classpath,
@@ -128,6 +182,8 @@ class GatlingEngine(ProcessEngine[EngineRun]):
         workload_file.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
         results_dir = workdir / f"{how.name}-results"
         log_path = workdir / f"{how.name}.log"
+        retries_path = workdir / f"{how.name}-retries.log"
+        retries_path.unlink(missing_ok=True)
         phases = document["phases"]
         index_of = [int(p["index"]) for p in phases]
         target_of = [str(p["target"]) for p in phases]
@@ -135,7 +191,10 @@ class GatlingEngine(ProcessEngine[EngineRun]):
         watched = WatchedProcess(
             how.supervisor,
             how.name,
-            [*how.wrapper, *self.argv(workload_file, results_dir, document.get("tls"))],
+            [
+                *how.wrapper,
+                *self.argv(workload_file, results_dir, document.get("tls"), retries_path),
+            ],
             log_path=log_path,
             cwd=workdir,
             env=how.env,
@@ -152,6 +211,8 @@ class GatlingEngine(ProcessEngine[EngineRun]):
         watched.account(how.cpu_groups)
         sampler = watched.sampler
         tail = _Tail(log_path)
+        retry_tail = _Tail(retries_path)
+        resends: list[int] = []  # epoch ms of the resends not yet counted in a phase
         reader = SimLogReader()
         simlog: Path | None = None
         simlog_fh = None
@@ -161,11 +222,17 @@ class GatlingEngine(ProcessEngine[EngineRun]):
         first_start: float | None = None
 
         def report_up_to(n: int) -> None:
-            nonlocal reported
+            nonlocal reported, resends
             header = reader.header
+            if reported < min(n, len(phases)):
+                # a resend's line is written before its request ends, so before the flush
+                # that proves the phase complete: the file holds every resend of the phase
+                resends.extend(retry_times(retry_tail.lines()))
             while reported < min(n, len(phases)):
                 local = reported
                 sample = samples[local]
+                if header is not None:
+                    resends = attribute_retries(sample, header.start_ms, resends)
                 if header is not None and sample.first_start is not None:
                     start_ms = float(header.start_ms + sample.first_start)
                     end_ms = float(header.start_ms + (sample.last_end or sample.first_start))
@@ -282,4 +349,11 @@ class _Tail:
         return [line.decode("utf-8", errors="replace") for line in complete]
 
 
-__all__ = ["GATLING_VERSION", "GatlingEngine", "gatling_paths"]
+__all__ = [
+    "GATLING_VERSION",
+    "RETRY_REASON",
+    "GatlingEngine",
+    "attribute_retries",
+    "gatling_paths",
+    "retry_times",
+]

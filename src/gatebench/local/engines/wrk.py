@@ -23,8 +23,12 @@ it are exact (nearest rank, as for Gatling: :mod:`gatebench.core.stats`). Two de
   is checked: the recorded latencies plus wrk's timeouts must equal its request count.
 * Latencies at or above the request timeout are not recorded by wrk (they count as
   timeouts); they enter the statistics at the timeout (a lower bound), and a KO reason says so.
-  Socket errors (connect, read, write) have no latency and no status: they are reported as
-  KO reasons, not as requests.
+* Socket errors are failed requests (docs/engine.md, "A connection closed without a
+  response"): a read or write error is a request the target closed or reset its connection on
+  without a (complete) answer, a connect error a connection the target refused; wrk counts
+  them apart from its requests, reconnects and goes on. Each is a KO of the phase with its
+  reason. wrk measures no latency for them: they count as requests and errors, never in the
+  latency figures (``PhaseSample.unanswered``).
 
 Throughput is requests / wrk's run time (from its threads' start to their stop, which checks
 every 100 ms). Connections are opened by each phase (a wrk process per phase), not kept
@@ -430,6 +434,22 @@ def remove_correction(bins: Mapping[int, int], expected: int | None) -> dict[int
     return out
 
 
+SOCKET_REASONS = {
+    "connect": "connection refused or failed, no response (wrk connect error; no time measured)",
+    "read": "connection closed without a response (wrk read error; no time measured)",
+    "write": "connection closed while the request was sent, no response (wrk write error; no "
+    "time measured)",
+}
+"""The KO reason of each kind of wrk socket error: each is a failed request of the phase (a
+request the target closed or reset its connection on, or refused, without an answer)."""
+
+
+def socket_failures(errors: Mapping[str, Any]) -> dict[str, int]:
+    """wrk's socket errors by kind (``connect``, ``read``, ``write``): requests that failed
+    without a response, which wrk does not count among its requests."""
+    return {k: int(errors.get(k, 0)) for k in SOCKET_REASONS if int(errors.get(k, 0))}
+
+
 def is_ok(status: int, expect: Sequence[int]) -> bool:
     return status in expect if expect else status < 400
 
@@ -476,9 +496,8 @@ def sample_from_result(
         sample.errors[f"took {timeout_ms} ms or more (the timeout; counted at the timeout)"] += (
             timeouts
         )
-    socket = {k: int(errors[k]) for k in ("connect", "read", "write") if int(errors[k])}
-    for kind, count in socket.items():
-        sample.errors[f"socket {kind} errors (no response, not counted as requests)"] += count
+    for kind, count in socket_failures(errors).items():
+        sample.add_unanswered(SOCKET_REASONS[kind], count)
     duration_ms = max(1, round(int(result["duration_us"]) / 1000.0))
     sample.first_start = 0
     sample.last_end = duration_ms
@@ -660,6 +679,7 @@ def _control(call: Mapping[str, Any], timeout: float) -> str | None:
 
 __all__ = [
     "LUA_SCRIPT",
+    "SOCKET_REASONS",
     "WrkEngine",
     "apply_correction",
     "correction_interval",
@@ -668,6 +688,7 @@ __all__ = [
     "remove_correction",
     "render_phase_data",
     "sample_from_result",
+    "socket_failures",
     "split_users",
     "value_texts",
 ]
