@@ -14,10 +14,27 @@ from gatebench.core.ir import Api
 from gatebench.core.plan import Plan, build_plan
 from gatebench.core.spec import read_spec
 from gatebench.local.procs import ManagedProcess, Supervisor, port_is_free, wait_port_free
+from gatebench.run.ports import EngineEvent, PhaseResult
 
 ROOT = Path(__file__).resolve().parents[2]
 ITEMS = ROOT / "tests/data/engine/items.yaml"
 TOKEN_ENV = "ITEMS_TOKEN"
+
+
+class Hooks:
+    """The engine's callbacks of a test: each phase's result, by phase."""
+
+    def __init__(self) -> None:
+        self.results: dict[int, PhaseResult] = {}
+
+    def on_event(self, event: EngineEvent) -> None:
+        pass
+
+    def on_phase(self, result: PhaseResult) -> None:
+        self.results[result.phase] = result
+
+    def tick(self) -> None:
+        pass
 
 
 def interruptible() -> None:

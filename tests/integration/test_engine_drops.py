@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _engine_helpers import ITEMS, TOKEN_ENV
+from _engine_helpers import ITEMS, TOKEN_ENV, Hooks
 
 from gatebench.core.measure import measurement_from
 from gatebench.core.plan import build_plan
@@ -38,7 +38,6 @@ from gatebench.local.engines.gatling import GatlingEngine
 from gatebench.local.engines.loadgen import LoadgenEngine
 from gatebench.local.engines.wrk import WrkEngine
 from gatebench.local.procs import Supervisor
-from gatebench.run.ports import EngineEvent, PhaseResult
 
 EVERY = 5
 USERS = 4
@@ -138,20 +137,6 @@ class DropServer:
             with self.lock:
                 self.open.discard(conn)
             conn.close()
-
-
-class Hooks:
-    def __init__(self) -> None:
-        self.results: dict[int, PhaseResult] = {}
-
-    def on_event(self, event: EngineEvent) -> None:
-        pass
-
-    def on_phase(self, result: PhaseResult) -> None:
-        self.results[result.phase] = result
-
-    def tick(self) -> None:
-        pass
 
 
 INJECTIONS = {

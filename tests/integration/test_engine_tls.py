@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _engine_helpers import ROOT
+from _engine_helpers import ROOT, Hooks
 
 from gatebench.core.plan import build_plan
 from gatebench.core.renderers import RenderTarget, get_renderer
@@ -26,23 +26,9 @@ from gatebench.local.backends import BackendTls, backend_stats, start_backend_pr
 from gatebench.local.engines.gatling import GatlingEngine
 from gatebench.local.procs import Supervisor, free_port
 from gatebench.local.provisioners import boot_gateway
-from gatebench.run.ports import EngineEvent, PhaseResult
+from gatebench.run.ports import PhaseResult
 
 REQUESTS = 60
-
-
-class Hooks:
-    def __init__(self) -> None:
-        self.results: dict[int, PhaseResult] = {}
-
-    def on_event(self, event: EngineEvent) -> None:
-        pass
-
-    def on_phase(self, result: PhaseResult) -> None:
-        self.results[result.phase] = result
-
-    def tick(self) -> None:
-        pass
 
 
 def _document(base_url: str, *reset_urls: str, http2: bool, trust_store: Path) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import pytest
 import yaml
+from _engine_helpers import Hooks
 
 from gatebench.cli import main
 from gatebench.core.ir import Api
@@ -38,7 +39,6 @@ from gatebench.core.renderers import RenderTarget, get_renderer
 from gatebench.core.spec import load_spec
 from gatebench.core.workload import Phase, Schedule, compile_load, render_workload, weighted_value
 from gatebench.local.backends import start_backend
-from gatebench.local.engines import EngineEvent, PhaseResult
 from gatebench.local.engines.gatling import GatlingEngine
 from gatebench.local.engines.loadgen import LoadgenEngine
 from gatebench.local.engines.wrk import WrkEngine
@@ -53,20 +53,6 @@ LOG_FORMATS = (
     'log_format precise \'$remote_addr [$time_local] "$request" $status $request_length '
     "$request_time $msec';"
 )
-
-
-class Hooks:
-    def __init__(self) -> None:
-        self.results: dict[int, PhaseResult] = {}
-
-    def on_event(self, event: EngineEvent) -> None:
-        pass
-
-    def on_phase(self, result: PhaseResult) -> None:
-        self.results[result.phase] = result
-
-    def tick(self) -> None:
-        pass
 
 
 @pytest.fixture(scope="module")

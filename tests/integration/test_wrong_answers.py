@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _engine_helpers import Hooks
 
 from faulty_proxy import Faults, FaultyProxy
 from gatebench.core.backend import mock_config
@@ -29,25 +30,10 @@ from gatebench.local.backends import start_backend
 from gatebench.local.engines.gatling import GatlingEngine
 from gatebench.local.engines.loadgen import LoadgenEngine
 from gatebench.local.procs import Supervisor
-from gatebench.run.ports import EngineEvent, PhaseResult
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN_ENV = "ITEMS_TOKEN"
 FAULTS = Faults(swaps=3, truncations=2, truncate_above=600, dropped=2, repeats=2)
-
-
-class Hooks:
-    def __init__(self) -> None:
-        self.results: dict[int, PhaseResult] = {}
-
-    def on_event(self, event: EngineEvent) -> None:
-        pass
-
-    def on_phase(self, result: PhaseResult) -> None:
-        self.results[result.phase] = result
-
-    def tick(self) -> None:
-        pass
 
 
 def _document(
