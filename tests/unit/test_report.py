@@ -794,7 +794,11 @@ def test_verdict_separates_errors_everyone_had_from_the_leaders_own() -> None:
         "Every gateway returned errors on w: the workload or the backend refuses those "
         "requests, so compare the error column rather than the latencies."
     ) in verdict
-    assert "a returned errors on v: check the error column." in verdict
+    assert (
+        "a failed 5.0 % of its requests on v (b 0.0 %): failed requests are often the fastest, "
+        "and the paper profile counts their times in the latencies and the error rate as one "
+        "metric among them, so part of its lead is its failures."
+    ) in " ".join(verdict)
     # the baseline refused them too: then it is the backend that refuses
     ms.append(m("baseline", "w", 0, 8.0, error_pct=100.0, ko=100, ok=0))
     ms.append(m("baseline", "v", 0, 8.0))
@@ -808,7 +812,7 @@ def test_verdict_separates_errors_everyone_had_from_the_leaders_own() -> None:
     # auction refuses to bids reordered in flight) are the backend's, not the leader's
     ms[-1] = m("baseline", "v", 0, 8.0, error_pct=1.0, ko=1, ok=99)
     verdict = build_report(run_record(gateways=["a", "b"]), ms).verdict
-    assert "a returned errors on v: check the error column." not in verdict
+    assert not any(line.startswith("a failed") for line in verdict)
     assert (
         "a returned errors on v, as the baseline did, which reaches the backend directly: the "
         "backend refused some of those requests whatever was in front of it, so they are not "
@@ -1117,3 +1121,23 @@ def test_a_wrk_runs_report_gives_wrks_resolution() -> None:
     assert data["resolutions"] == {"w": {"ms": 0.001, "engine": "wrk"}}
     assert report.verdict[0].startswith("a scores highest (100 of 100, paper profile), ahead of b")
     assert not any("Gatling" in n for n in report.summary.scores.notes)
+
+
+def test_a_leader_that_failed_fast_is_said_to_lead_on_its_failures() -> None:
+    """A gateway answering every request with a fast 502 scored 90 in the paper profile and
+    ranked first, said only as 'check the error column': the verdict gives its error rate
+    beside the fewest, says its lead is partly its failures, and names the robust profile."""
+    ms = []
+    for rep in range(3):
+        ms.append(m("a", "get", rep, 5.0 + 0.1 * rep))
+        ms.append(m("b", "get", rep, 1.0, error_pct=100.0, ok=0, ko=100))
+    report = build_report(run_record(gateways=["a", "b"]), ms)
+    assert [(g.target, round(g.score)) for g in report.summary.scores.gateways] == [
+        ("b", 90),
+        ("a", 28),
+    ]
+    text = " ".join(report.verdict)
+    assert "b failed 100.0 % of its requests on get (a 0.0 %)" in text
+    assert "so part of its lead is its failures." in text
+    assert "`--profile robust` ranks a gateway with errors below every gateway without." in text
+    assert "check the error column" not in text
