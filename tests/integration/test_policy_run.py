@@ -339,8 +339,12 @@ def test_a_limit_per_subject_counts_each_user_apart(
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):
-    """A backend that answers 200 and keeps the ``sub`` of every bearer token it sees."""
+    """A backend that answers 200 and keeps the ``sub`` of every bearer token it sees, over
+    kept-alive HTTP/1.1 connections as the gateways' backends do (an HTTP/1.0 answer without
+    ``Connection: close`` makes Gatling reuse the connection the server then closes, and send
+    the next request again: docs/engine.md)."""
 
+    protocol_version = "HTTP/1.1"
     subjects: ClassVar[list[str]] = []
 
     def do_GET(self) -> None:
