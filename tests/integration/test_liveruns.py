@@ -138,7 +138,9 @@ def test_a_change_under_load(
     if seamless:
         assert out.failures == 0, out.failed[:10]
     assert out.failures == len(out.failed) == sum(out.failure_kinds.values())
-    assert all(0 <= f["after_ms"] < 1500 for f in out.failed)
+    # a request due before the change that it cut off is one of its failures, at a negative
+    # after_ms (kinds._live.metrics.change_outcome)
+    assert all(-1500 < f["after_ms"] < 1500 for f in out.failed)
     assert out.series and any(b["t_ms"] < 0 for b in out.series)
 
 
@@ -173,6 +175,8 @@ def test_a_restart_under_load_counts_each_refused_request(
     assert out.mechanism_s > 0  # until the new process answered
     assert out.failures >= 1, "a restart under 400 new connections a second refused none"
     assert out.failures == len(out.failed)
-    assert all(0 <= f["after_ms"] < 1500 for f in out.failed)
+    # a request due before the change that it cut off is one of its failures, at a negative
+    # after_ms (kinds._live.metrics.change_outcome)
+    assert all(-1500 < f["after_ms"] < 1500 for f in out.failed)
     assert sum(out.failure_kinds.values()) == out.failures
     assert out.all_new_routes_answered
